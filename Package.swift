@@ -1,0 +1,35 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "Stratus",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "Stratus", targets: ["Stratus"]),
+        .library(name: "StratusSQLite", targets: ["StratusSQLite"]),
+        .executable(name: "stratus", targets: ["stratus"]),
+    ],
+    dependencies: [],
+    targets: [
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
+        .target(name: "Stratus"),
+        .target(name: "StratusSQLite", dependencies: ["Stratus", "CSQLite"]),
+        .executableTarget(name: "stratus", dependencies: ["Stratus", "StratusSQLite"]),
+
+        // Runnable samples (see README): the apps CloudKit tutorials build, as command-line programs.
+        .executableTarget(name: "notes", dependencies: ["Stratus", "StratusSQLite"], path: "samples/Notes"),
+        .executableTarget(name: "todo", dependencies: ["Stratus", "StratusSQLite"], path: "samples/Todo"),
+        .executableTarget(name: "shopping", dependencies: ["Stratus", "StratusSQLite"], path: "samples/Shopping"),
+        .executableTarget(name: "pipeline", dependencies: ["Stratus", "StratusSQLite"], path: "samples/Pipeline"),
+
+        // Shared test support: temporary stores, record builders, and the engine conformance suite.
+        .target(name: "StratusTestSupport", dependencies: ["Stratus"], path: "Tests/StratusTestSupport"),
+        .testTarget(name: "StratusTests", dependencies: ["Stratus", "StratusSQLite", "StratusTestSupport"]),
+        .testTarget(name: "StratusSQLiteTests", dependencies: ["Stratus", "StratusSQLite", "StratusTestSupport"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

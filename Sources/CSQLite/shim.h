@@ -1,0 +1,13 @@
+#ifndef STRATUS_CSQLITE_SHIM_H
+#define STRATUS_CSQLITE_SHIM_H
+#include <sqlite3.h>
+
+// SQLITE_TRANSIENT is a macro casting -1 to a function pointer; Swift cannot import it.
+static inline sqlite3_destructor_type stratus_sqlite_transient(void) {
+    return SQLITE_TRANSIENT;
+}
+
+static inline int stratus_sqlite_config_memstatus_off(void) {
+    return sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}
+#endif

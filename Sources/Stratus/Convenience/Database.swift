@@ -1,0 +1,62 @@
+import Foundation
+
+/// One of a container's databases (public, private or shared), like `CKDatabase`.
+///
+/// Every call of the convenience API runs an operation on the database's queue; add your own
+/// operations with ``add(_:)``.
+///
+/// ```swift
+/// let database = container.privateCloudDatabase
+/// let note = try await database.record(for: Record.ID(recordName: "note-1"))
+/// ```
+public final class Database: Sendable {
+    /// Which database of a container.
+    public enum Scope: Int, Hashable, Sendable, Codable, CustomStringConvertible {
+        /// Everyone's records.
+        case `public` = 1
+        /// The current user's own records; other users never see them.
+        case `private` = 2
+        /// Zones other users share with the current user.
+        case shared = 3
+
+        public var description: String {
+            switch self {
+            case .public: "public"
+            case .private: "private"
+            case .shared: "shared"
+            }
+        }
+    }
+
+    public let engine: any StorageEngine
+    public let context: DatabaseContext
+    /// The queue ``add(_:)`` and the convenience API use.
+    public let operationQueue: OperationQueue
+    /// The retry policy for operations that set none.
+    public let retryPolicy: RetryPolicy
+
+    /// Operations of one database that run at once on its queue.
+    public static let maximumConcurrentOperations = 4
+
+    public init(engine: any StorageEngine, context: DatabaseContext, retryPolicy: RetryPolicy = RetryPolicy()) {
+        self.engine = engine
+        self.context = context
+        self.retryPolicy = retryPolicy
+        let queue = OperationQueue()
+        queue.name = "stratus.\(context.containerIdentifier).\(context.scope)"
+        queue.maxConcurrentOperationCount = Database.maximumConcurrentOperations
+        self.operationQueue = queue
+    }
+
+    public var databaseScope: Scope { context.scope }
+
+    /// Runs an operation against this database on its queue.
+    ///
+    /// ```swift
+    /// database.add(FetchRecordsOperation(recordIDs: ids))
+    /// ```
+    public func add(_ operation: DatabaseOperation) {
+        operation.database = self
+        operationQueue.addOperation(operation)
+    }
+}

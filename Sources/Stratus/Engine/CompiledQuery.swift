@@ -1,0 +1,136 @@
+import Foundation
+
+/// A query checked and normalized for an engine: what to match, in which zone, in which order.
+///
+/// Operations compile a ``Query`` once; engines translate the result into their own language.
+/// The order always ends with the record name, so results and cursors are deterministic.
+///
+/// ```swift
+/// let compiled = try CompiledQuery(query, zoneID: .default, desiredKeys: ["title"])
+/// let page = try engine.queryRecords(compiled, in: context, after: nil, limit: 100)
+/// ```
+public struct CompiledQuery: Hashable, Sendable, Codable {
+    public let recordType: String
+    public let zoneID: RecordZone.ID
+    public let predicate: Predicate
+    public let sortKeys: [SortKey]
+    /// Keys to return (all when `nil`). Not part of the query's identity.
+    public var desiredKeys: [String]?
+
+    /// One sort key; ``CompiledQuery`` adds the record name as the final tiebreaker itself.
+    public struct SortKey: Hashable, Sendable, Codable {
+        public let key: QueryKey
+        public let ascending: Bool
+        /// For distance sorts: the point distances are measured from.
+        public let distanceFrom: Location?
+    }
+
+    /// Checks names and values and normalizes the predicate.
+    ///
+    /// - Throws: ``StratusError`` `invalidArguments` naming the bad record type, key or value.
+    public init(_ query: Query, zoneID: RecordZone.ID, desiredKeys: [String]?) throws {
+        try Naming.checkIdentifier(query.recordType, kind: "record type")
+        try Naming.checkZoneName(zoneID.zoneName)
+        if let desiredKeys { for key in desiredKeys { try Naming.checkIdentifier(key, kind: "desired key") } }
+        self.recordType = query.recordType
+        self.zoneID = zoneID
+        self.predicate = try CompiledQuery.normalize(query.predicate)
+        self.sortKeys = try query.sortDescriptors.map { descriptor in
+            let key = descriptor.queryKey
+            if case .field(let name) = key { try Naming.checkIdentifier(name, kind: "sort key") }
+            if descriptor.distanceFrom != nil, case .field = key {} else if descriptor.distanceFrom != nil {
+                throw StratusError(.invalidArguments, "distance sort needs a LOCATION field, not '\(descriptor.key)'")
+            }
+            return SortKey(key: key, ascending: descriptor.ascending, distanceFrom: descriptor.distanceFrom)
+        }
+        self.desiredKeys = desiredKeys
+    }
+
+    private static func normalize(_ predicate: Predicate) throws -> Predicate {
+        switch predicate {
+        case .all, .none: return predicate
+        case .not(let inner):
+            guard case .condition(let c) = inner else {
+                throw StratusError(.invalidArguments, "NOT is only allowed over a single comparison")
+            }
+            try check(c)
+            return predicate
+        case .condition(let c):
+            try check(c)
+            return predicate
+        case .and(let parts):
+            var flat: [Predicate] = []
+            for part in parts {
+                let normalized = try normalize(part)
+                switch normalized {
+                case .and(let inner): flat.append(contentsOf: inner)
+                case .all: continue
+                default: flat.append(normalized)
+                }
+            }
+            if flat.contains(.none) { return .none }
+            if flat.isEmpty { return .all }
+            return flat.count == 1 ? flat[0] : .and(flat)
+        }
+    }
+
+    private static func check(_ condition: Condition) throws {
+        func key(_ k: QueryKey) throws { if case .field(let name) = k { try Naming.checkIdentifier(name, kind: "field name") } }
+        func value(_ v: FieldValue) throws {
+            switch v {
+            case .double(let d) where !d.isFinite:
+                throw StratusError(.invalidArguments, "a predicate cannot compare with a non-finite number")
+            default: break
+            }
+        }
+        switch condition {
+        case .compare(let k, _, let v): try key(k); try value(v)
+        case .between(let k, let lo, let hi): try key(k); try value(lo); try value(hi)
+        case .in(let k, let vs), .listContainsAny(let k, let vs): try key(k); try vs.forEach(value)
+        case .beginsWith(let k, _), .listAnyBeginsWith(let k, _): try key(k)
+        case .listContains(let k, let v): try key(k); try value(v)
+        case .tokens: break
+        case .distance(let k, _, _, let km):
+            try key(k)
+            guard km.isFinite else { throw StratusError(.invalidArguments, "a distance must be a finite number of kilometres") }
+        }
+    }
+
+    /// A stable identity of what the query matches and in which order (not which keys it returns).
+    public var fingerprint: String {
+        var identity = self
+        identity.desiredKeys = nil
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let data = (try? encoder.encode(identity)) ?? Data()
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in data {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01b3
+        }
+        return String(hash, radix: 16)
+    }
+
+    /// The record's values for this query's sort keys, as a cursor position stores them.
+    public func position(of record: Record) -> QueryPosition {
+        QueryPosition(sortValues: sortKeys.map { sortValue(of: record, for: $0) }, recordName: record.recordID.recordName)
+    }
+
+    /// The value a record sorts by for one key; `nil` when it has none.
+    public func sortValue(of record: Record, for sortKey: SortKey) -> FieldValue? {
+        switch sortKey.key {
+        case .recordName: return .string(record.recordID.recordName)
+        case .creationDate: return record.creationDate.map(FieldValue.date)
+        case .modificationDate: return record.modificationDate.map(FieldValue.date)
+        case .creatorUserRecordID: return record.creatorUserRecordID.map { .string($0.recordName) }
+        case .lastModifiedUserRecordID: return record.lastModifiedUserRecordID.map { .string($0.recordName) }
+        case .field(let name):
+            let value = record.value(forKey: name)
+            if let origin = sortKey.distanceFrom {
+                guard case .location(let location)? = value else { return nil }
+                return .double(location.distance(from: origin) / 1000)
+            }
+            return value
+        }
+    }
+}

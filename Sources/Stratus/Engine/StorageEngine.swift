@@ -1,0 +1,112 @@
+import Foundation
+
+/// The interface between operations and a store. One call is one transaction.
+///
+/// Operations validate, split into batches, retry and report per item; an engine stores and
+/// reads. Engines never see an `Operation`, and operations never build SQL. A new engine
+/// (SQLite, PostgreSQL) implements this protocol and passes the conformance suite in
+/// `StratusTestSupport`.
+///
+/// Engines are called from operation threads and must be safe to call concurrently.
+/// Errors they throw are ``StratusError``s; a busy store is `.zoneBusy` with `retryAfterSeconds`.
+///
+/// ```swift
+/// let engine: any StorageEngine = try SQLiteEngine(path: "/var/lib/stratus/app.sqlite")
+/// let container = Container(identifier: "com.example.app", engine: engine)
+/// ```
+public protocol StorageEngine: AnyObject, Sendable {
+    /// Reads records by ID. IDs not in the store are absent from the answer.
+    func fetchRecords(_ ids: [Record.ID], in database: DatabaseContext) throws -> [Record.ID: Record]
+
+    /// Saves and deletes records in one transaction, following ``ModifyRequest``'s policy.
+    ///
+    /// Item failures (a stale change tag, a missing asset file) are reported per item in the
+    /// answer; a thrown error means nothing was written.
+    func modifyRecords(_ request: ModifyRequest, in database: DatabaseContext) throws -> ModifyOutcome
+
+    /// Reads one page of a query's matches after `position` (from the start when `nil`).
+    func queryRecords(_ query: CompiledQuery, in database: DatabaseContext, after position: QueryPosition?, limit: Int) throws -> QueryPage
+
+    /// The zones of a database. The default zone is always present.
+    func fetchZones(in database: DatabaseContext) throws -> [RecordZone.ID]
+}
+
+/// Which database of which container, seen by which user: the scope of every engine call.
+public struct DatabaseContext: Hashable, Sendable, CustomStringConvertible {
+    public let containerIdentifier: String
+    public let scope: Database.Scope
+    /// The current user's name.
+    public let userName: String
+
+    public init(containerIdentifier: String, scope: Database.Scope, userName: String) {
+        self.containerIdentifier = containerIdentifier
+        self.scope = scope
+        self.userName = userName
+    }
+
+    /// Whose rows these are: everyone's in the public database, the user's own otherwise.
+    /// Private (and shared) records of one user are invisible to another user.
+    public var storageOwner: String { scope == .public ? "" : userName }
+
+    /// The user's record ID, as stored in creator and last-modifier system fields.
+    public var userRecordID: Record.ID { Record.ID(recordName: userName) }
+
+    public var description: String { "\(containerIdentifier)/\(scope)" + (scope == .public ? "" : " (\(userName))") }
+}
+
+/// Saves and deletes for one engine transaction.
+public struct ModifyRequest: Sendable {
+    public var recordsToSave: [Record]
+    public var recordIDsToDelete: [Record.ID]
+    public var savePolicy: ModifyRecordsOperation.SavePolicy
+    /// When true, nothing is written if any item fails.
+    public var isAtomic: Bool
+
+    public init(recordsToSave: [Record], recordIDsToDelete: [Record.ID], savePolicy: ModifyRecordsOperation.SavePolicy, isAtomic: Bool) {
+        self.recordsToSave = recordsToSave
+        self.recordIDsToDelete = recordIDsToDelete
+        self.savePolicy = savePolicy
+        self.isAtomic = isAtomic
+    }
+}
+
+/// What an engine did with a ``ModifyRequest``: a result for every item asked for.
+public struct ModifyOutcome: Sendable {
+    /// For each record to save: the record as stored (new change tag, dates), or its error.
+    public var saveResults: [Record.ID: Result<Record, StratusError>]
+    /// For each record ID to delete: success or its error.
+    public var deleteResults: [Record.ID: Result<Void, StratusError>]
+    /// Records deleted because a `.deleteSelf` reference pointed at a deleted record.
+    public var cascadeDeletedIDs: [Record.ID]
+
+    public init(saveResults: [Record.ID: Result<Record, StratusError>] = [:], deleteResults: [Record.ID: Result<Void, StratusError>] = [:], cascadeDeletedIDs: [Record.ID] = []) {
+        self.saveResults = saveResults
+        self.deleteResults = deleteResults
+        self.cascadeDeletedIDs = cascadeDeletedIDs
+    }
+}
+
+/// One page of query results and where the next page starts.
+public struct QueryPage: Sendable {
+    /// The matching records, with only the query's desired keys.
+    public var records: [Record]
+    /// The position of the last record, when more records may follow.
+    public var nextPosition: QueryPosition?
+
+    public init(records: [Record], nextPosition: QueryPosition?) {
+        self.records = records
+        self.nextPosition = nextPosition
+    }
+}
+
+/// A row's place in a query's order: its sort-key values and record name (the keyset).
+public struct QueryPosition: Hashable, Sendable, Codable {
+    /// One value per sort key of the compiled query; `nil` where the record has no value.
+    public var sortValues: [FieldValue?]
+    public var recordName: String
+
+    public init(sortValues: [FieldValue?], recordName: String) {
+        self.sortValues = sortValues
+        self.recordName = recordName
+    }
+}

@@ -1,0 +1,61 @@
+/// CloudKit's rules for names, checked before anything reaches a store.
+public enum Naming {
+    /// Longest record name CloudKit accepts, in bytes.
+    public static let maximumRecordNameLength = 255
+    /// Longest record type, field or zone name accepted.
+    public static let maximumIdentifierLength = 255
+
+    /// Field keys a record cannot set, because CloudKit reserves them for system fields.
+    public static let reservedFieldKeys: Set<String> = [
+        "recordName", "recordID", "recordType", "creationDate", "creatorUserRecordID",
+        "modificationDate", "lastModifiedUserRecordID", "recordChangeTag", "parent", "share",
+        "encryptedValues",
+    ]
+
+    /// Throws `invalidArguments` unless `name` is ASCII, 1–255 characters, without a leading `_`.
+    public static func checkRecordName(_ name: String, allowSystemNames: Bool = false) throws(StratusError) {
+        let bytes = Array(name.utf8)
+        if bytes.isEmpty { throw StratusError(.invalidArguments, "record name is empty") }
+        if bytes.count > maximumRecordNameLength {
+            throw StratusError(.invalidArguments, "record name is \(bytes.count) bytes long; the limit is \(maximumRecordNameLength)")
+        }
+        if let index = bytes.firstIndex(where: { $0 >= 0x80 || $0 < 0x20 || $0 == 0x7F }) {
+            throw StratusError(.invalidArguments, "record name has a non-ASCII or control character at byte \(index + 1)")
+        }
+        if !allowSystemNames && bytes[0] == UInt8(ascii: "_") {
+            throw StratusError(.invalidArguments, "record name '\(name)' starts with '_', which CloudKit reserves for the system")
+        }
+    }
+
+    /// Throws `invalidArguments` unless `name` starts with an ASCII letter followed by letters, digits or `_`.
+    public static func checkIdentifier(_ name: String, kind: String) throws(StratusError) {
+        let bytes = Array(name.utf8)
+        guard let first = bytes.first else { throw StratusError(.invalidArguments, "\(kind) is empty") }
+        if bytes.count > maximumIdentifierLength {
+            throw StratusError(.invalidArguments, "\(kind) '\(name.prefix(40))…' is longer than \(maximumIdentifierLength) characters")
+        }
+        guard isLetter(first) else {
+            throw StratusError(.invalidArguments, "\(kind) '\(name)' must start with a letter")
+        }
+        if let bad = bytes.firstIndex(where: { !(isLetter($0) || isDigit($0) || $0 == UInt8(ascii: "_")) }) {
+            throw StratusError(.invalidArguments, "\(kind) '\(name)' has a character other than a letter, digit or '_' at position \(bad + 1)")
+        }
+    }
+
+    /// Checks a field key: an identifier that is not a reserved system field name.
+    public static func checkFieldKey(_ key: String) throws(StratusError) {
+        try checkIdentifier(key, kind: "field name")
+        if reservedFieldKeys.contains(key) {
+            throw StratusError(.invalidArguments, "field name '\(key)' is reserved for a system field")
+        }
+    }
+
+    /// Checks a zone name: the default zone's name, or an identifier.
+    public static func checkZoneName(_ name: String) throws(StratusError) {
+        if name == RecordZone.ID.defaultZoneName { return }
+        try checkIdentifier(name, kind: "zone name")
+    }
+
+    private static func isLetter(_ b: UInt8) -> Bool { (b >= 65 && b <= 90) || (b >= 97 && b <= 122) }
+    private static func isDigit(_ b: UInt8) -> Bool { b >= 48 && b <= 57 }
+}

@@ -1,0 +1,97 @@
+import Foundation
+
+extension Record {
+    /// The most bytes of field data one record may hold, assets excluded (CloudKit's limit).
+    public static let maximumFieldDataSize = 1_000_000
+
+    /// Checks what CloudKit checks before a save: names, keys, values, size.
+    ///
+    /// ```swift
+    /// try record.validateForSave()
+    /// ```
+    ///
+    /// - Throws: ``StratusError`` `invalidArguments` (bad name, key or value) or `limitExceeded`
+    ///   (more than ``maximumFieldDataSize`` bytes), naming the record and field.
+    public func validateForSave() throws(StratusError) {
+        func fail(_ message: String, code: StratusError.Code = .invalidArguments) -> StratusError {
+            StratusError(code, "record '\(recordID.recordName)': \(message)", recordID: recordID)
+        }
+        do {
+            try Naming.checkRecordName(recordID.recordName)
+            try Naming.checkIdentifier(recordType, kind: "record type")
+            try Naming.checkZoneName(recordID.zoneID.zoneName)
+        } catch {
+            throw fail(error.message)
+        }
+        for (key, value) in fieldValues {
+            do { try Naming.checkFieldKey(key) } catch { throw fail(error.message) }
+            switch value {
+            case .double(let d) where !d.isFinite:
+                throw fail("field '\(key)' holds a non-finite number, which a store cannot keep")
+            case .doubleList(let v) where v.contains(where: { !$0.isFinite }):
+                throw fail("field '\(key)' holds a non-finite number, which a store cannot keep")
+            case .location(let l) where !l.isFinite:
+                throw fail("field '\(key)' holds a location with a non-finite coordinate")
+            case .locationList(let v) where v.contains(where: { !$0.isFinite }):
+                throw fail("field '\(key)' holds a location with a non-finite coordinate")
+            case .reference(let r):
+                try checkReference(r, key: key)
+            case .referenceList(let v):
+                for r in v { try checkReference(r, key: key) }
+            case .asset(let a) where a.fileURL == nil && a.storedIdentifier == nil:
+                throw fail("field '\(key)' holds an asset without a file")
+            case .assetList(let v) where v.contains(where: { $0.fileURL == nil && $0.storedIdentifier == nil }):
+                throw fail("field '\(key)' holds an asset without a file")
+            default: break
+            }
+        }
+        let size = fieldDataSize
+        if size > Record.maximumFieldDataSize {
+            throw fail("holds \(size) bytes of field data; the limit is \(Record.maximumFieldDataSize) bytes (assets excluded)", code: .limitExceeded)
+        }
+    }
+
+    /// Bytes of field data, as counted against ``maximumFieldDataSize``: keys, string and byte
+    /// contents, 8 bytes a number, 64 a location; asset contents are not counted.
+    public var fieldDataSize: Int {
+        var size = 0
+        for (key, value) in fieldValues {
+            size += key.utf8.count
+            switch value {
+            case .string(let s): size += s.utf8.count
+            case .stringList(let v): size += v.reduce(0) { $0 + $1.utf8.count }
+            case .bytes(let b): size += b.count
+            case .bytesList(let v): size += v.reduce(0) { $0 + $1.count }
+            case .int64, .double, .date: size += 8
+            case .int64List(let v): size += 8 * v.count
+            case .doubleList(let v): size += 8 * v.count
+            case .dateList(let v): size += 8 * v.count
+            case .location: size += 64
+            case .locationList(let v): size += 64 * v.count
+            case .reference(let r): size += r.recordID.recordName.utf8.count
+            case .referenceList(let v): size += v.reduce(0) { $0 + $1.recordID.recordName.utf8.count }
+            case .asset: size += 40
+            case .assetList(let v): size += 40 * v.count
+            }
+        }
+        return size
+    }
+
+    private func checkReference(_ reference: Reference, key: String) throws(StratusError) {
+        func fail(_ message: String) -> StratusError {
+            StratusError(.invalidArguments, "record '\(recordID.recordName)': field '\(key)' \(message)", recordID: recordID)
+        }
+        do { try Naming.checkRecordName(reference.recordID.recordName) } catch {
+            throw fail("references a bad record name: \(error.message)")
+        }
+        if reference.recordID.zoneID.zoneName != recordID.zoneID.zoneName {
+            throw fail("references a record in zone '\(reference.recordID.zoneID.zoneName)'; references must stay in the record's zone")
+        }
+    }
+}
+
+extension Location {
+    var isFinite: Bool {
+        [latitude, longitude, altitude, horizontalAccuracy, verticalAccuracy, course, speed, timestamp.timeIntervalSinceReferenceDate].allSatisfy(\.isFinite)
+    }
+}

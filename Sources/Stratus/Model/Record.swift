@@ -1,0 +1,185 @@
+import Foundation
+import Synchronization
+
+/// A CloudKit-style record: a record type, an ID, system fields and typed field values.
+///
+/// Records are reference types, like `CKRecord`. Field access is thread-safe; a record saved
+/// or fetched through an operation is a new instance carrying the store's system fields.
+///
+/// ```swift
+/// let todo = Record(recordType: "Todo")
+/// todo["title"] = "Water the plants"
+/// todo["checked"] = false          // stored as Int64 0, like CloudKit
+/// let saved = try await container.publicCloudDatabase.save(todo)
+/// print(saved.recordChangeTag!, saved["title"] as? String ?? "")
+/// ```
+public final class Record: Sendable, CustomStringConvertible {
+    public let recordID: ID
+    public let recordType: String
+    private let state: Mutex<State>
+
+    struct State: Sendable {
+        var system: SystemFields
+        var fields: [String: FieldValue]
+        var changed: [String]
+        var changedSet: Set<String>
+    }
+
+    /// Creates a new record in the given zone, with a random record name.
+    public convenience init(recordType: String, zoneID: RecordZone.ID = .default) {
+        self.init(recordType: recordType, recordID: ID(zoneID: zoneID))
+    }
+
+    /// Creates a new, unsaved record. Names are checked when the record is saved.
+    public init(recordType: String, recordID: ID) {
+        self.recordType = recordType
+        self.recordID = recordID
+        self.state = Mutex(State(system: SystemFields(), fields: [:], changed: [], changedSet: []))
+    }
+
+    /// Creates a record as a store returns it: system fields set and no changed keys.
+    /// Storage engines use this; applications use ``init(recordType:recordID:)``.
+    public init(recordType: String, recordID: ID, systemFields: SystemFields, fields: [String: FieldValue]) {
+        self.recordType = recordType
+        self.recordID = recordID
+        self.state = Mutex(State(system: systemFields, fields: fields, changed: [], changedSet: []))
+    }
+
+    // MARK: - System fields
+
+    /// The fields a store maintains for every record.
+    public struct SystemFields: Hashable, Sendable {
+        public var creationDate: Date?
+        public var modificationDate: Date?
+        public var creatorUserRecordID: ID?
+        public var lastModifiedUserRecordID: ID?
+        /// Changes every time the record is saved; used to detect conflicting saves.
+        public var recordChangeTag: String?
+
+        public init(
+            creationDate: Date? = nil, modificationDate: Date? = nil,
+            creatorUserRecordID: ID? = nil, lastModifiedUserRecordID: ID? = nil,
+            recordChangeTag: String? = nil
+        ) {
+            self.creationDate = creationDate
+            self.modificationDate = modificationDate
+            self.creatorUserRecordID = creatorUserRecordID
+            self.lastModifiedUserRecordID = lastModifiedUserRecordID
+            self.recordChangeTag = recordChangeTag
+        }
+    }
+
+    public var systemFields: SystemFields { state.withLock { $0.system } }
+    public var creationDate: Date? { systemFields.creationDate }
+    public var modificationDate: Date? { systemFields.modificationDate }
+    public var creatorUserRecordID: ID? { systemFields.creatorUserRecordID }
+    public var lastModifiedUserRecordID: ID? { systemFields.lastModifiedUserRecordID }
+    public var recordChangeTag: String? { systemFields.recordChangeTag }
+
+    // MARK: - Field values
+
+    /// The value of a field as a Swift value (`String`, `Int64`, `Double`, `Date`, `Data`,
+    /// ``Reference``, ``Location``, ``Asset`` or an array of one of these), or `nil`.
+    /// Setting `nil` removes the field. `Int` and `Bool` are stored as `Int64`.
+    public subscript(key: String) -> (any RecordValueProtocol)? {
+        get { value(forKey: key)?.boxed }
+        set { setValue(newValue?.fieldValue, forKey: key) }
+    }
+
+    /// The typed value of a field, or `nil` when the record has no such field.
+    public func value(forKey key: String) -> FieldValue? {
+        state.withLock { $0.fields[key] }
+    }
+
+    /// Sets or, with `nil`, removes a field, and marks the key as changed.
+    public func setValue(_ value: FieldValue?, forKey key: String) {
+        state.withLock { state in
+            state.fields[key] = value
+            if state.changedSet.insert(key).inserted { state.changed.append(key) }
+        }
+    }
+
+    /// Every field key that has a value, sorted.
+    public func allKeys() -> [String] {
+        state.withLock { $0.fields.keys.sorted() }
+    }
+
+    /// The keys set or removed since the record was created or fetched, in the order changed.
+    public func changedKeys() -> [String] {
+        state.withLock { $0.changed }
+    }
+
+    /// A snapshot of every field value.
+    public var fieldValues: [String: FieldValue] { state.withLock { $0.fields } }
+
+    /// A new record with the same ID, type, system fields, values and changed keys.
+    public func copy() -> Record {
+        let snapshot = state.withLock { $0 }
+        let record = Record(recordType: recordType, recordID: recordID, systemFields: snapshot.system, fields: snapshot.fields)
+        record.state.withLock { $0.changed = snapshot.changed; $0.changedSet = snapshot.changedSet }
+        return record
+    }
+
+    /// A copy holding only the given keys (all keys when `keys` is `nil`), as `desiredKeys` asks.
+    public func restricted(to keys: [String]?) -> Record {
+        guard let keys else { return self }
+        let snapshot = state.withLock { $0 }
+        var kept: [String: FieldValue] = [:]
+        for key in keys { if let v = snapshot.fields[key] { kept[key] = v } }
+        return Record(recordType: recordType, recordID: recordID, systemFields: snapshot.system, fields: kept)
+    }
+
+    public var description: String {
+        let fields = fieldValues.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ", ")
+        return "Record(\(recordType) \(recordID.recordName) tag=\(recordChangeTag ?? "-") {\(fields)})"
+    }
+}
+
+// MARK: - IDs and references
+
+extension Record {
+    /// Identifies a record within a database: a record name and a zone.
+    ///
+    /// ```swift
+    /// let id = Record.ID(recordName: "todo-1")           // in the default zone
+    /// let generated = Record.ID()                          // a UUID record name
+    /// ```
+    public struct ID: Hashable, Sendable, Codable, CustomStringConvertible {
+        public let recordName: String
+        public let zoneID: RecordZone.ID
+
+        public init(recordName: String = UUID().uuidString, zoneID: RecordZone.ID = .default) {
+            self.recordName = recordName
+            self.zoneID = zoneID
+        }
+
+        public var description: String { "\(recordName) in \(zoneID.zoneName)" }
+    }
+
+    /// What happens to a record when the record it references is deleted.
+    public enum ReferenceAction: Int, Hashable, Sendable, Codable {
+        /// Nothing: the reference dangles.
+        case none = 0
+        /// The referencing record is deleted too, in the same transaction.
+        case deleteSelf = 1
+    }
+
+    /// A link from one record to another in the same zone, like `CKRecord.Reference`.
+    ///
+    /// ```swift
+    /// item["list"] = Record.Reference(recordID: list.recordID, action: .deleteSelf)
+    /// ```
+    public struct Reference: Hashable, Sendable, Codable {
+        public let recordID: ID
+        public let action: ReferenceAction
+
+        public init(recordID: ID, action: ReferenceAction) {
+            self.recordID = recordID
+            self.action = action
+        }
+
+        public init(record: Record, action: ReferenceAction) {
+            self.init(recordID: record.recordID, action: action)
+        }
+    }
+}

@@ -1,0 +1,59 @@
+import Foundation
+
+/// A zone: a group of records in one database, like `CKRecordZone`.
+///
+/// Every database has the default zone, ``ID/default``.
+///
+/// ```swift
+/// let zone = RecordZone(zoneName: "Photos")
+/// let record = Record(recordType: "Photo", zoneID: zone.zoneID)
+/// ```
+public final class RecordZone: Sendable {
+    public let zoneID: ID
+    public let capabilities: Capabilities
+
+    public init(zoneID: ID, capabilities: Capabilities = [.fetchChanges, .atomic]) {
+        self.zoneID = zoneID
+        self.capabilities = capabilities
+    }
+
+    public convenience init(zoneName: String) {
+        self.init(zoneID: ID(zoneName: zoneName))
+    }
+
+    /// The default zone of a database.
+    public static var `default`: RecordZone { RecordZone(zoneID: .default, capabilities: []) }
+
+    /// Identifies a zone by name and owner.
+    public struct ID: Hashable, Sendable, Codable, CustomStringConvertible {
+        /// The owner name that means "the current user", like `CKCurrentUserDefaultName`.
+        public static let currentUserDefaultOwner = "__defaultOwner__"
+        /// The name of every database's default zone.
+        public static let defaultZoneName = "_defaultZone"
+
+        public let zoneName: String
+        public let ownerName: String
+
+        public init(zoneName: String = ID.defaultZoneName, ownerName: String = ID.currentUserDefaultOwner) {
+            self.zoneName = zoneName
+            self.ownerName = ownerName
+        }
+
+        /// The default zone, `_defaultZone`.
+        public static let `default` = ID()
+
+        public var isDefault: Bool { zoneName == ID.defaultZoneName }
+
+        public var description: String { ownerName == ID.currentUserDefaultOwner ? zoneName : "\(zoneName) (\(ownerName))" }
+    }
+
+    /// What a zone supports.
+    public struct Capabilities: OptionSet, Hashable, Sendable {
+        public let rawValue: Int
+        public init(rawValue: Int) { self.rawValue = rawValue }
+        /// Changes in the zone can be fetched incrementally.
+        public static let fetchChanges = Capabilities(rawValue: 1 << 0)
+        /// Modify requests in the zone can be atomic.
+        public static let atomic = Capabilities(rawValue: 1 << 1)
+    }
+}

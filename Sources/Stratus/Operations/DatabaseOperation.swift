@@ -1,0 +1,135 @@
+import Foundation
+
+/// The base of every Stratus operation: an asynchronous `Operation` bound to a ``Database``.
+///
+/// Add an operation to its database with ``Database/add(_:)``, or set ``database`` and add it
+/// to any `OperationQueue`; dependencies work across queues. Configure an operation before it
+/// starts. Its blocks run one at a time on the operation's thread, the final block last.
+/// Cancelling stops the work at the next item or batch boundary; the final block then reports
+/// `operationCancelled`, and the per-item blocks have already reported what was done.
+///
+/// ```swift
+/// let fetch = FetchRecordsOperation(recordIDs: [id])
+/// fetch.database = container.publicCloudDatabase
+/// myQueue.addOperation(fetch)
+/// ```
+open class DatabaseOperation: Operation, @unchecked Sendable {
+    // Operation is @unchecked Sendable in corelibs; the state below is guarded by `lock`, and
+    // configuration properties are read once when the operation starts, as in CloudKit.
+
+    /// The database the operation runs against. ``Database/add(_:)`` sets it.
+    public var database: Database?
+
+    /// How transient failures (a busy store) are retried. Defaults to the database's policy.
+    public var retryPolicy: RetryPolicy?
+
+    private enum State { case pending, executing, finished }
+    private let lock = NSLock()
+    private var state = State.pending
+
+    public override init() { super.init() }
+
+    public final override var isAsynchronous: Bool { true }
+    public final override var isExecuting: Bool { lock.withLock { state == .executing } }
+    public final override var isFinished: Bool { lock.withLock { state == .finished } }
+
+    public final override func start() {
+        let wasPending = lock.withLock { () -> Bool in
+            guard state == .pending else { return false }
+            return true
+        }
+        precondition(wasPending, "\(type(of: self)) was started twice; an operation runs once")
+        transition(to: .executing, key: "isExecuting")
+
+        let outcome: StratusError?
+        if isCancelled {
+            outcome = StratusError.cancelled(String(describing: type(of: self)), completed: 0)
+        } else if let database {
+            do {
+                outcome = try execute(engine: database.engine, context: database.context)
+            } catch {
+                outcome = StratusError.wrap(error)
+            }
+        } else {
+            outcome = StratusError(.invalidArguments, "\(type(of: self)) has no database: add it with database.add(_:) or set its database property")
+        }
+        complete(with: outcome)
+        finish()
+    }
+
+    /// Does the work. Returns the final error (`nil` for success). Subclasses override.
+    func execute(engine: any StorageEngine, context: DatabaseContext) throws -> StratusError? {
+        preconditionFailure("\(type(of: self)) must override execute(engine:context:)")
+    }
+
+    /// Calls the subclass's final block. Subclasses override.
+    func complete(with error: StratusError?) {}
+
+    private func finish() {
+        willChangeValue(forKey: "isExecuting")
+        willChangeValue(forKey: "isFinished")
+        lock.withLock { state = .finished }
+        didChangeValue(forKey: "isExecuting")
+        didChangeValue(forKey: "isFinished")
+    }
+
+    private func transition(to newState: State, key: String) {
+        willChangeValue(forKey: key)
+        lock.withLock { state = newState }
+        didChangeValue(forKey: key)
+    }
+
+    // MARK: - Retrying
+
+    /// Runs `body`, retrying transient failures as ``retryPolicy`` says; stops when cancelled.
+    func withRetry<T>(_ body: () throws -> T) throws -> T {
+        let policy = retryPolicy ?? database?.retryPolicy ?? RetryPolicy()
+        var attempt = 1
+        while true {
+            do {
+                return try body()
+            } catch let error as StratusError where error.isTransient && attempt < policy.maximumAttempts && !isCancelled {
+                Thread.sleep(forTimeInterval: policy.delay(beforeAttempt: attempt + 1, retryAfter: error.retryAfterSeconds))
+                attempt += 1
+            } catch var error as StratusError where error.isTransient {
+                error.message += " (after \(attempt) attempt\(attempt == 1 ? "" : "s"))"
+                throw error
+            }
+        }
+    }
+
+    /// Reports per-item errors as CloudKit does: one `partialFailure` holding them all.
+    static func partialFailure(_ errors: [Record.ID: StratusError], of total: Int) -> StratusError? {
+        guard !errors.isEmpty else { return nil }
+        return StratusError(.partialFailure, "\(errors.count) of \(total) item(s) failed", partialErrors: errors)
+    }
+}
+
+/// How an operation retries transient failures: bounded attempts, exponential backoff with
+/// jitter, and at least the `retryAfterSeconds` the store asked for.
+///
+/// ```swift
+/// operation.retryPolicy = RetryPolicy(maximumAttempts: 6, initialDelay: 0.1)
+/// ```
+public struct RetryPolicy: Hashable, Sendable {
+    /// Attempts in all, including the first. 1 means no retry.
+    public var maximumAttempts: Int
+    /// Delay before the second attempt, in seconds; doubled for each further attempt.
+    public var initialDelay: Double
+    /// The longest delay between attempts, in seconds.
+    public var maximumDelay: Double
+
+    public init(maximumAttempts: Int = 5, initialDelay: Double = 0.05, maximumDelay: Double = 5) {
+        precondition(maximumAttempts >= 1, "RetryPolicy.maximumAttempts must be at least 1")
+        self.maximumAttempts = maximumAttempts
+        self.initialDelay = initialDelay
+        self.maximumDelay = maximumDelay
+    }
+
+    /// Seconds to wait before `attempt` (2 for the first retry).
+    public func delay(beforeAttempt attempt: Int, retryAfter: Double?) -> Double {
+        let exponential = min(maximumDelay, initialDelay * pow(2, Double(max(0, attempt - 2))))
+        let jittered = exponential * Double.random(in: 0.5...1.0)
+        return max(jittered, retryAfter ?? 0)
+    }
+}

@@ -1,0 +1,77 @@
+import Foundation
+
+extension QueryOperation {
+    /// Where a query stopped: the query itself, its database, and the last record's sort keys.
+    ///
+    /// A cursor is immutable and serializes to a short string, so a script can print it and a
+    /// later process on the same store can continue:
+    ///
+    /// ```swift
+    /// let text = cursor.serialized
+    /// // … in another process …
+    /// let next = QueryOperation(cursor: try QueryOperation.Cursor(serialized: text))
+    /// ```
+    public struct Cursor: Hashable, Sendable, Codable, CustomStringConvertible {
+        /// The query the cursor continues (its desired keys are not kept).
+        public let query: CompiledQuery
+        public let containerIdentifier: String
+        public let databaseScope: Database.Scope
+        /// The last record returned.
+        public let position: QueryPosition
+
+        static let prefix = "stc1_"
+
+        init(query: CompiledQuery, context: DatabaseContext, position: QueryPosition) {
+            var query = query
+            query.desiredKeys = nil
+            self.query = query
+            self.containerIdentifier = context.containerIdentifier
+            self.databaseScope = context.scope
+            self.position = position
+        }
+
+        /// The zone the cursor's query searches.
+        public var zoneID: RecordZone.ID { query.zoneID }
+
+        /// The cursor as URL- and shell-safe text.
+        public var serialized: String {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            // Every member is a plain value type, so encoding cannot fail.
+            let data = try! encoder.encode(self)
+            return Self.prefix + data.base64EncodedString()
+                .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+                .replacingOccurrences(of: "=", with: "")
+        }
+
+        /// Reads a cursor from ``serialized`` text.
+        ///
+        /// - Throws: ``StratusError`` `invalidArguments` when the text is not a cursor.
+        public init(serialized: String) throws {
+            guard serialized.hasPrefix(Self.prefix) else {
+                throw StratusError(.invalidArguments, "'\(serialized.prefix(20))…' is not a Stratus query cursor (cursors start with \(Self.prefix))")
+            }
+            var base64 = String(serialized.dropFirst(Self.prefix.count))
+                .replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+            while base64.count % 4 != 0 { base64 += "=" }
+            guard let data = Data(base64Encoded: base64), let cursor = try? JSONDecoder().decode(Cursor.self, from: data) else {
+                throw StratusError(.invalidArguments, "the query cursor is damaged (it does not decode); copy it whole, or start the query again")
+            }
+            self = cursor
+        }
+
+        /// Whether this cursor continues `query` in `zoneID` (and not some other query).
+        public func continues(_ query: Query, zoneID: RecordZone.ID = .default) -> Bool {
+            guard let compiled = try? CompiledQuery(query, zoneID: zoneID, desiredKeys: nil) else { return false }
+            return compiled.fingerprint == self.query.fingerprint
+        }
+
+        func check(for context: DatabaseContext) throws {
+            guard context.containerIdentifier == containerIdentifier, context.scope == databaseScope else {
+                throw StratusError(.invalidArguments, "the cursor belongs to \(containerIdentifier)/\(databaseScope), not to \(context.containerIdentifier)/\(context.scope)")
+            }
+        }
+
+        public var description: String { "Cursor(\(query.recordType) after \(position.recordName))" }
+    }
+}

@@ -1,0 +1,67 @@
+import Foundation
+
+/// Fetches records by ID, like `CKFetchRecordsOperation`.
+///
+/// Each ID gets its own result; a missing ID fails alone with `unknownItem`, and the final
+/// result is then `partialFailure`.
+///
+/// ```swift
+/// let op = FetchRecordsOperation(recordIDs: [todoID, noteID])
+/// op.desiredKeys = ["title"]
+/// op.perRecordResultBlock = { id, result in print(id.recordName, (try? result.get())?["title"] ?? "missing") }
+/// op.fetchRecordsResultBlock = { result in print("done:", result) }
+/// database.add(op)
+/// ```
+public final class FetchRecordsOperation: DatabaseOperation, RecordProducingOperation, @unchecked Sendable {
+    /// IDs are fetched in batches of this many per engine call.
+    public static let batchSize = 400
+
+    public var recordIDs: [Record.ID]?
+    /// The keys to fetch; all keys when `nil`.
+    public var desiredKeys: [String]?
+    public var perRecordResultBlock: (@Sendable (Record.ID, Result<Record, any Error>) -> Void)?
+    public var fetchRecordsResultBlock: (@Sendable (Result<Void, any Error>) -> Void)?
+    public let recordOutput = RecordOutput()
+
+    public init(recordIDs: [Record.ID]) {
+        self.recordIDs = recordIDs
+        super.init()
+    }
+
+    public override convenience init() { self.init(recordIDs: []) }
+
+    override func execute(engine: any StorageEngine, context: DatabaseContext) throws -> StratusError? {
+        var seen = Set<Record.ID>()
+        let ids = (recordIDs ?? []).filter { seen.insert($0).inserted }
+        if let desiredKeys { for key in desiredKeys { try Naming.checkIdentifier(key, kind: "desired key") } }
+        var errors: [Record.ID: StratusError] = [:]
+        var done = 0
+        for start in stride(from: 0, to: ids.count, by: Self.batchSize) {
+            if isCancelled {
+                var error = StratusError.cancelled("FetchRecordsOperation", completed: done)
+                error.partialErrorsByRecordID = errors
+                return error
+            }
+            let batch = Array(ids[start..<min(ids.count, start + Self.batchSize)])
+            let found = try withRetry { try engine.fetchRecords(batch, in: context) }
+            for id in batch {
+                if let record = found[id] {
+                    let returned = record.restricted(to: desiredKeys)
+                    recordOutput.append(returned)
+                    perRecordResultBlock?(id, .success(returned))
+                } else {
+                    let error = StratusError(.unknownItem, "record '\(id.recordName)' was not found in \(id.zoneID.zoneName)", recordID: id)
+                    errors[id] = error
+                    perRecordResultBlock?(id, .failure(error))
+                }
+                done += 1
+            }
+        }
+        return Self.partialFailure(errors, of: ids.count)
+    }
+
+    override func complete(with error: StratusError?) {
+        recordOutput.complete(with: error)
+        fetchRecordsResultBlock?(error.map { .failure($0) } ?? .success(()))
+    }
+}

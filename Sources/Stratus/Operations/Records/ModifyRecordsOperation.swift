@@ -1,0 +1,196 @@
+import Foundation
+
+/// Saves and deletes records, like `CKModifyRecordsOperation`.
+///
+/// Each record gets its own result. With ``isAtomic`` (the default) nothing is written when
+/// any item fails: that item reports its own error and every other item `batchRequestFailed`.
+/// Without it, each item succeeds or fails alone. Either way the final result is
+/// `partialFailure` when some item failed. Non-atomic requests larger than
+/// ``maximumItemsPerBatch`` items or ``maximumBytesPerBatch`` bytes are split into batches;
+/// an atomic request runs as one transaction of at most ``maximumAtomicItems`` items.
+///
+/// ```swift
+/// let op = ModifyRecordsOperation(recordsToSave: [todo], recordIDsToDelete: [oldID])
+/// op.savePolicy = .changedKeys
+/// op.perRecordSaveBlock = { id, result in if case .failure(let e) = result { print(id.recordName, e) } }
+/// op.modifyRecordsResultBlock = { result in print(result) }
+/// database.add(op)
+/// ```
+public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, @unchecked Sendable {
+    /// How a save treats the copy of the record already in the store.
+    public enum SavePolicy: Int, Hashable, Sendable, Codable {
+        /// Save only if the record's change tag equals the stored one (or it is new);
+        /// otherwise fail with `serverRecordChanged`. Writes the changed keys.
+        case ifServerRecordUnchanged = 0
+        /// Write only the keys the client changed; ignore change tags.
+        case changedKeys = 1
+        /// Replace every field with the client's; ignore change tags.
+        case allKeys = 2
+    }
+
+    /// CloudKit's per-request item limit; larger non-atomic requests are split.
+    public static let maximumItemsPerBatch = 400
+    /// CloudKit's per-request size limit in bytes; larger non-atomic requests are split.
+    public static let maximumBytesPerBatch = 2_000_000
+    /// The most items one atomic request may hold (one transaction).
+    public static let maximumAtomicItems = 100_000
+
+    public var recordsToSave: [Record]?
+    public var recordIDsToDelete: [Record.ID]?
+    public var savePolicy: SavePolicy = .ifServerRecordUnchanged
+    /// All or nothing. Stratus honours it in every zone, the default zone included.
+    public var isAtomic = true
+    public var perRecordSaveBlock: (@Sendable (Record.ID, Result<Record, any Error>) -> Void)?
+    public var perRecordDeleteBlock: (@Sendable (Record.ID, Result<Void, any Error>) -> Void)?
+    public var modifyRecordsResultBlock: (@Sendable (Result<Void, any Error>) -> Void)?
+    public let recordOutput = RecordOutput()
+
+    private var inputProvider: (@Sendable () throws -> [Record])?
+
+    public init(recordsToSave: [Record]? = nil, recordIDsToDelete: [Record.ID]? = nil) {
+        self.recordsToSave = recordsToSave
+        self.recordIDsToDelete = recordIDsToDelete
+        super.init()
+    }
+
+    /// A pipeline step: saves what `producer` produced, after `transform`.
+    /// The operation depends on `producer`; see ``RecordProducingOperation``.
+    public convenience init<Producer: RecordProducingOperation>(
+        savingRecordsFrom producer: Producer,
+        transform: @escaping @Sendable ([Record]) throws -> [Record] = { $0 }
+    ) {
+        self.init()
+        let output = producer.recordOutput
+        output.startCollecting()
+        addDependency(producer)
+        inputProvider = { try transform(try output.records()) }
+    }
+
+    override func execute(engine: any StorageEngine, context: DatabaseContext) throws -> StratusError? {
+        var toSave = recordsToSave ?? []
+        if let inputProvider { toSave += try inputProvider() }
+        let toDelete = recordIDsToDelete ?? []
+        let total = toSave.count + toDelete.count
+
+        // Validate first, so that bad input never reaches the store.
+        var errors: [Record.ID: StratusError] = [:]
+        var valid: [Record] = []
+        valid.reserveCapacity(toSave.count)
+        for record in toSave {
+            do {
+                try record.validateForSave()
+                try Self.checkZone(record.recordID, context)
+                valid.append(record)
+            } catch {
+                errors[record.recordID] = error
+            }
+        }
+        var validDeletes: [Record.ID] = []
+        for id in toDelete {
+            do {
+                try Naming.checkRecordName(id.recordName, allowSystemNames: true)
+                try Self.checkZone(id, context)
+                validDeletes.append(id)
+            } catch {
+                errors[id] = error
+            }
+        }
+
+        if isAtomic {
+            if !errors.isEmpty {
+                for record in toSave { report(record.recordID, errors[record.recordID] ?? Self.batchFailed(record.recordID)) }
+                for id in toDelete { reportDelete(id, errors[id] ?? Self.batchFailed(id)) }
+                errors = Dictionary(uniqueKeysWithValues: (toSave.map(\.recordID) + toDelete).map { ($0, errors[$0] ?? Self.batchFailed($0)) })
+                return Self.partialFailure(errors, of: total)
+            }
+            guard total <= Self.maximumAtomicItems else {
+                return StratusError(.limitExceeded, "an atomic request holds \(total) items; the limit is \(Self.maximumAtomicItems) (split it, or set isAtomic = false)")
+            }
+            if isCancelled { return StratusError.cancelled("ModifyRecordsOperation", completed: 0) }
+            let outcome = try withRetry {
+                try engine.modifyRecords(ModifyRequest(recordsToSave: valid, recordIDsToDelete: validDeletes, savePolicy: savePolicy, isAtomic: true), in: context)
+            }
+            deliver(outcome, saves: valid, deletes: validDeletes, errors: &errors)
+            return Self.partialFailure(errors, of: total)
+        }
+
+        for record in toSave where errors[record.recordID] != nil { report(record.recordID, errors[record.recordID]!) }
+        for id in toDelete where errors[id] != nil { reportDelete(id, errors[id]!) }
+        var done = errors.count
+        for batch in Self.batches(saves: valid, deletes: validDeletes) {
+            if isCancelled {
+                var error = StratusError.cancelled("ModifyRecordsOperation", completed: done)
+                error.partialErrorsByRecordID = errors
+                return error
+            }
+            let outcome = try withRetry {
+                try engine.modifyRecords(ModifyRequest(recordsToSave: batch.saves, recordIDsToDelete: batch.deletes, savePolicy: savePolicy, isAtomic: false), in: context)
+            }
+            deliver(outcome, saves: batch.saves, deletes: batch.deletes, errors: &errors)
+            done += batch.saves.count + batch.deletes.count
+        }
+        return Self.partialFailure(errors, of: total)
+    }
+
+    override func complete(with error: StratusError?) {
+        recordOutput.complete(with: error)
+        modifyRecordsResultBlock?(error.map { .failure($0) } ?? .success(()))
+    }
+
+    private func deliver(_ outcome: ModifyOutcome, saves: [Record], deletes: [Record.ID], errors: inout [Record.ID: StratusError]) {
+        for record in saves {
+            let result = outcome.saveResults[record.recordID] ?? .failure(StratusError(.internalError, "the store gave no result for record '\(record.recordID.recordName)'", recordID: record.recordID))
+            switch result {
+            case .success(let saved):
+                recordOutput.append(saved)
+                perRecordSaveBlock?(record.recordID, .success(saved))
+            case .failure(let error):
+                errors[record.recordID] = error
+                perRecordSaveBlock?(record.recordID, .failure(error))
+            }
+        }
+        for id in deletes {
+            let result = outcome.deleteResults[id] ?? .failure(StratusError(.internalError, "the store gave no result for deleting '\(id.recordName)'", recordID: id))
+            if case .failure(let error) = result { errors[id] = error }
+            perRecordDeleteBlock?(id, result.mapError { $0 })
+        }
+    }
+
+    private func report(_ id: Record.ID, _ error: StratusError) { perRecordSaveBlock?(id, .failure(error)) }
+    private func reportDelete(_ id: Record.ID, _ error: StratusError) { perRecordDeleteBlock?(id, .failure(error)) }
+
+    private static func batchFailed(_ id: Record.ID) -> StratusError {
+        StratusError(.batchRequestFailed, "record '\(id.recordName)' was not written because another item of the atomic request failed", recordID: id)
+    }
+
+    /// The shared database holds only zones that others share; it has no default zone.
+    static func checkZone(_ id: Record.ID, _ context: DatabaseContext) throws(StratusError) {
+        if context.scope == .shared && id.zoneID.isDefault {
+            throw StratusError(.invalidArguments, "the shared database has no default zone; it holds only zones other users share with you", recordID: id)
+        }
+    }
+
+    struct Batch { var saves: [Record] = []; var deletes: [Record.ID] = [] }
+
+    /// Splits work into batches of at most 400 items and about 2 MB, keeping order.
+    static func batches(saves: [Record], deletes: [Record.ID]) -> [Batch] {
+        var batches: [Batch] = []
+        var current = Batch()
+        var count = 0, bytes = 0
+        func flush() { if count > 0 { batches.append(current); current = Batch(); count = 0; bytes = 0 } }
+        for record in saves {
+            let size = record.fieldDataSize + record.recordID.recordName.utf8.count + 64
+            if count + 1 > maximumItemsPerBatch || (count > 0 && bytes + size > maximumBytesPerBatch) { flush() }
+            current.saves.append(record)
+            count += 1
+            bytes += size
+        }
+        for id in deletes {
+            if count + 1 > maximumItemsPerBatch { flush() }
+            current.deletes.append(id)
+            count += 1
+        }
+        flush()
+        return batches
+    }
+}

@@ -1,0 +1,24 @@
+import Foundation
+
+extension Predicate {
+    /// Parses a CloudKit predicate format string, substituting `%@ %K %d %i %f %s` arguments.
+    ///
+    /// ```swift
+    /// let p = try Predicate(format: "title BEGINSWITH %@ AND priority >= %d", "Buy", 2)
+    /// ```
+    ///
+    /// - Throws: ``StratusError`` (`invalidArguments`) with the line and column of the problem
+    ///   and a message that shows the input with a caret under it.
+    public init(format: String, _ arguments: any Sendable...) throws {
+        try self.init(format: format, argumentArray: arguments)
+    }
+
+    /// Parses a format string with its arguments given as an array.
+    ///
+    /// ```swift
+    /// let p = try Predicate(format: "color IN %@", argumentArray: [["red", "green"]])
+    /// ```
+    public init(format: String, argumentArray: [any Sendable]) throws {
+        self = try PredicateParser(format: format, arguments: argumentArray).parse()
+    }
+}

@@ -1,0 +1,58 @@
+import Foundation
+import Stratus
+
+extension Container {
+    /// Opens a container on the embedded SQLite store.
+    ///
+    /// The store is the file at `storePath`; when `nil`, `$STRATUS_STORE` if set, else
+    /// ``SQLiteEngine/defaultStorePath(containerIdentifier:)``.
+    ///
+    /// ```swift
+    /// let container = try Container(identifier: "com.example.notes")
+    /// let scratch = try Container(identifier: "com.example.notes", storePath: "/tmp/notes.sqlite", userName: "alice")
+    /// ```
+    ///
+    /// - Throws: ``StratusError`` when the store cannot be opened or created.
+    public convenience init(identifier: String, storePath: String? = nil, userName: String? = nil) throws {
+        let path = storePath ?? SQLiteEngine.defaultStorePath(containerIdentifier: identifier)
+        self.init(identifier: identifier, engine: try SQLiteEngine.shared(path: path), userName: userName)
+    }
+}
+
+extension SQLiteEngine {
+    /// Where a container's store lives when no path is given: `$STRATUS_STORE` when set,
+    /// else `$XDG_DATA_HOME/stratus/<identifier>.sqlite` (`~/.local/share/stratus/…`).
+    ///
+    /// ```swift
+    /// print(SQLiteEngine.defaultStorePath(containerIdentifier: "com.example.todo"))
+    /// ```
+    public static func defaultStorePath(containerIdentifier: String) -> String {
+        let environment = ProcessInfo.processInfo.environment
+        if let store = environment["STRATUS_STORE"], !store.isEmpty { return store }
+        let dataHome = environment["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : $0 }
+            ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".local/share").path
+        let safeName = String(containerIdentifier.map { $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == "_" ? $0 : "_" })
+        return dataHome + "/stratus/" + safeName + ".sqlite"
+    }
+
+    /// The engine for a store path, shared by every container of this process that opens the
+    /// same file, so that one process has one writer connection per store.
+    ///
+    /// ```swift
+    /// let engine = try SQLiteEngine.shared(path: "/tmp/app.sqlite")
+    /// ```
+    public static func shared(path: String) throws -> SQLiteEngine {
+        let key = URL(fileURLWithPath: path).standardizedFileURL.path
+        return try registry.withLock { engines in
+            if let engine = engines[key]?.engine { return engine }
+            let engine = try SQLiteEngine(path: key)
+            engines[key] = WeakEngine(engine: engine)
+            return engine
+        }
+    }
+
+    struct WeakEngine { weak var engine: SQLiteEngine? }
+}
+
+import Synchronization
+private let registry = Mutex<[String: SQLiteEngine.WeakEngine]>([:])

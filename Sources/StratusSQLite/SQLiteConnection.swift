@@ -1,0 +1,187 @@
+import CSQLite
+import Foundation
+import Stratus
+
+/// A value SQLite stores or returns.
+enum SQLValue: Hashable {
+    case null
+    case integer(Int64)
+    case real(Double)
+    case text(String)
+    case blob(Data)
+}
+
+/// One SQLite connection. Not Sendable: ``SQLiteEngine`` hands each connection to one thread
+/// at a time. The handle is closed only in `deinit`, also when opening failed half-way.
+final class SQLiteConnection {
+    private(set) var handle: OpaquePointer?
+    let path: String
+    private var statements: [String: SQLiteStatement] = [:]
+
+    /// Opens (creating when `create`) the database at `path`, in WAL mode.
+    init(path: String, create: Bool, busyTimeoutMilliseconds: Int32) throws {
+        self.path = path
+        let flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX
+        let rc = sqlite3_open_v2(path, &handle, flags, nil)
+        guard rc == SQLITE_OK else {
+            let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            throw StratusError(rc == SQLITE_CANTOPEN ? .badContainer : .internalError, "cannot open the store at \(path): \(message)")
+        }
+        sqlite3_extended_result_codes(handle, 1)
+        sqlite3_busy_timeout(handle, busyTimeoutMilliseconds)
+        let mode = try queryText("PRAGMA journal_mode=WAL")
+        guard mode?.lowercased() == "wal" else {
+            throw StratusError(.badDatabase, "the store at \(path) cannot use write-ahead logging (journal_mode answered '\(mode ?? "nothing")'); put it on a local file system")
+        }
+        try execute("PRAGMA synchronous=NORMAL")
+    }
+
+    deinit {
+        statements.removeAll()
+        if let handle { sqlite3_close_v2(handle) }
+    }
+
+    /// Runs SQL without results (several statements allowed).
+    func execute(_ sql: String) throws {
+        var error: UnsafeMutablePointer<CChar>?
+        let rc = sqlite3_exec(handle, sql, nil, nil, &error)
+        if rc != SQLITE_OK {
+            let message = error.map { String(cString: $0) } ?? lastErrorMessage
+            sqlite3_free(error)
+            throw SQLiteConnection.error(rc, message, sql: sql)
+        }
+    }
+
+    /// A cached prepared statement, reset and with bindings cleared.
+    func statement(_ sql: String) throws -> SQLiteStatement {
+        if let cached = statements[sql] {
+            cached.reset()
+            return cached
+        }
+        var raw: OpaquePointer?
+        let rc = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &raw, nil)
+        guard rc == SQLITE_OK, let raw else {
+            throw SQLiteConnection.error(rc, lastErrorMessage, sql: sql)
+        }
+        let statement = SQLiteStatement(raw, connection: self)
+        if statements.count > 200 { statements.removeAll() }
+        statements[sql] = statement
+        return statement
+    }
+
+    func queryText(_ sql: String) throws -> String? {
+        let statement = try statement(sql)
+        guard try statement.step() else { return nil }
+        return statement.text(0)
+    }
+
+    /// Resets every statement still positioned on a row, so that the transaction can end.
+    func resetActiveStatements() {
+        var statement = sqlite3_next_stmt(handle, nil)
+        while let current = statement {
+            if sqlite3_stmt_busy(current) != 0 { sqlite3_reset(current) }
+            statement = sqlite3_next_stmt(handle, current)
+        }
+    }
+
+    var lastErrorMessage: String { handle.map { String(cString: sqlite3_errmsg($0)) } ?? "no connection" }
+
+    var changes: Int { Int(sqlite3_changes(handle)) }
+
+    /// Maps an SQLite result code to a ``StratusError``. The SQL is named, never its bound values.
+    static func error(_ rc: Int32, _ message: String, sql: String? = nil) -> StratusError {
+        let primary = rc & 0xFF
+        let context = sql.map { " (in: \($0.prefix(120)))" } ?? ""
+        switch primary {
+        case SQLITE_BUSY, SQLITE_LOCKED:
+            return StratusError(.zoneBusy, "the store is busy with another writer: \(message)", retryAfterSeconds: 0.1)
+        case SQLITE_FULL:
+            return StratusError(.quotaExceeded, "the disk holding the store is full: \(message)")
+        case SQLITE_READONLY, SQLITE_PERM, SQLITE_AUTH:
+            return StratusError(.permissionFailure, "the store cannot be written: \(message)")
+        case SQLITE_CORRUPT, SQLITE_NOTADB:
+            return StratusError(.badDatabase, "the store is damaged or not a Stratus store: \(message)")
+        case SQLITE_CANTOPEN:
+            return StratusError(.badContainer, "the store cannot be opened: \(message)")
+        default:
+            return StratusError(.internalError, "SQLite error \(rc): \(message)\(context)")
+        }
+    }
+}
+
+/// A prepared statement, finalized in `deinit`.
+final class SQLiteStatement {
+    let raw: OpaquePointer
+    unowned let connection: SQLiteConnection
+
+    init(_ raw: OpaquePointer, connection: SQLiteConnection) {
+        self.raw = raw
+        self.connection = connection
+    }
+
+    deinit { sqlite3_finalize(raw) }
+
+    func reset() {
+        sqlite3_reset(raw)
+        sqlite3_clear_bindings(raw)
+    }
+
+    func bind(_ values: [SQLValue]) throws {
+        for (offset, value) in values.enumerated() { try bind(value, at: Int32(offset + 1)) }
+    }
+
+    func bind(_ value: SQLValue, at index: Int32) throws {
+        let rc: Int32
+        switch value {
+        case .null: rc = sqlite3_bind_null(raw, index)
+        case .integer(let i): rc = sqlite3_bind_int64(raw, index, i)
+        case .real(let d): rc = sqlite3_bind_double(raw, index, d)
+        case .text(let s): rc = sqlite3_bind_text(raw, index, s, -1, stratus_sqlite_transient())
+        case .blob(let d):
+            rc = d.withUnsafeBytes { sqlite3_bind_blob(raw, index, $0.baseAddress, Int32($0.count), stratus_sqlite_transient()) }
+        }
+        guard rc == SQLITE_OK else { throw SQLiteConnection.error(rc, connection.lastErrorMessage) }
+    }
+
+    func bind(_ text: String, at index: Int32) throws { try bind(.text(text), at: index) }
+    func bind(_ int: Int64, at index: Int32) throws { try bind(.integer(int), at: index) }
+
+    /// Advances; true when a row is available.
+    @discardableResult
+    func step() throws -> Bool {
+        let rc = sqlite3_step(raw)
+        switch rc {
+        case SQLITE_ROW: return true
+        case SQLITE_DONE: return false
+        default:
+            let error = SQLiteConnection.error(rc, connection.lastErrorMessage, sql: sql)
+            sqlite3_reset(raw)
+            throw error
+        }
+    }
+
+    var sql: String { sqlite3_sql(raw).map { String(cString: $0) } ?? "" }
+
+    func isNull(_ column: Int32) -> Bool { sqlite3_column_type(raw, column) == SQLITE_NULL }
+    func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(raw, column) }
+    func double(_ column: Int32) -> Double { sqlite3_column_double(raw, column) }
+
+    func text(_ column: Int32) -> String? {
+        guard let pointer = sqlite3_column_text(raw, column) else { return nil }
+        let count = Int(sqlite3_column_bytes(raw, column))
+        return String(decoding: UnsafeBufferPointer(start: pointer, count: count), as: UTF8.self)
+    }
+
+    func value(_ column: Int32) -> SQLValue {
+        switch sqlite3_column_type(raw, column) {
+        case SQLITE_INTEGER: return .integer(int64(column))
+        case SQLITE_FLOAT: return .real(double(column))
+        case SQLITE_TEXT: return .text(text(column) ?? "")
+        case SQLITE_BLOB:
+            let count = Int(sqlite3_column_bytes(raw, column))
+            guard let pointer = sqlite3_column_blob(raw, column) else { return .blob(Data()) }
+            return .blob(Data(bytes: pointer, count: count))
+        default: return .null
+        }
+    }
+}

@@ -1,0 +1,196 @@
+import Foundation
+import Stratus
+
+extension SQLiteEngine {
+    public func modifyRecords(_ request: ModifyRequest, in database: DatabaseContext) throws -> ModifyOutcome {
+        let now = Date()
+        var outcome = try writeTransaction { connection -> ModifyOutcome in
+            var writer = ZoneWriter(engine: self, connection: connection, context: database, now: now)
+            var outcome = ModifyOutcome()
+            for record in request.recordsToSave {
+                outcome.saveResults[record.recordID] = try writer.save(record, policy: request.savePolicy)
+            }
+            for id in request.recordIDsToDelete {
+                outcome.deleteResults[id] = try writer.delete(id, cascade: &outcome.cascadeDeletedIDs)
+            }
+            try writer.storeChangeSequences()
+            if request.isAtomic && outcome.hasFailure {
+                throw AtomicFailure(outcome: outcome)
+            }
+            return outcome
+        } catchingAtomic: { $0 }
+        if request.isAtomic && outcome.hasFailure { outcome.markOthersBatchFailed() }
+        return outcome
+    }
+
+    /// Like ``writeTransaction(_:)``, but an ``AtomicFailure`` rolls back and still answers.
+    fileprivate func writeTransaction(_ body: (SQLiteConnection) throws -> ModifyOutcome, catchingAtomic: (ModifyOutcome) -> ModifyOutcome) throws -> ModifyOutcome {
+        do {
+            return try writeTransaction(body)
+        } catch let failure as AtomicFailure {
+            return catchingAtomic(failure.outcome)
+        }
+    }
+}
+
+/// Thrown inside a transaction to roll back an atomic request that had an item failure.
+private struct AtomicFailure: Error {
+    let outcome: ModifyOutcome
+}
+
+extension ModifyOutcome {
+    var hasFailure: Bool {
+        saveResults.values.contains { if case .failure = $0 { true } else { false } }
+            || deleteResults.values.contains { if case .failure = $0 { true } else { false } }
+    }
+
+    /// After an atomic rollback, items that had succeeded report `batchRequestFailed`.
+    mutating func markOthersBatchFailed() {
+        func failed(_ id: Record.ID) -> StratusError {
+            StratusError(.batchRequestFailed, "record '\(id.recordName)' was not written because another item of the atomic request failed", recordID: id)
+        }
+        for (id, result) in saveResults { if case .success = result { saveResults[id] = .failure(failed(id)) } }
+        for (id, result) in deleteResults { if case .success = result { deleteResults[id] = .failure(failed(id)) } }
+        cascadeDeletedIDs = []
+    }
+}
+
+/// Writes records inside one transaction, numbering each change in its zone's sequence.
+struct ZoneWriter {
+    let engine: SQLiteEngine
+    let connection: SQLiteConnection
+    let context: DatabaseContext
+    let now: Date
+    /// Zone row and its current change sequence, loaded once per zone per transaction.
+    private var zones: [RecordZone.ID: (row: Int64, sequence: Int64, changed: Bool)] = [:]
+
+    init(engine: SQLiteEngine, connection: SQLiteConnection, context: DatabaseContext, now: Date) {
+        self.engine = engine
+        self.connection = connection
+        self.context = context
+        self.now = now
+    }
+
+    /// Saves one record. Item failures (a stale tag, a missing zone or asset file) come back as
+    /// the result; store failures (busy, disk full) are thrown and abort the transaction.
+    mutating func save(_ record: Record, policy: ModifyRecordsOperation.SavePolicy) throws -> Result<Record, StratusError> {
+        guard let zoneRow = try zone(record.recordID.zoneID) else { return .failure(zoneNotFound(record.recordID)) }
+        let existing = try engine.loadRecord(record.recordID, zoneRow: zoneRow, on: connection)
+        let resolved: Record
+        switch RecordWriteRules.resolveSave(record, existing: existing, policy: policy, context: context, now: now) {
+        case .success(let r): resolved = r
+        case .failure(let error): return .failure(error)
+        }
+        let stored: Record
+        switch try engine.storeAssets(of: resolved) {
+        case .success(let r): stored = r
+        case .failure(let error): return .failure(error)
+        }
+        let sequence = nextSequence(record.recordID.zoneID)
+        let upsert = try connection.statement("""
+            INSERT INTO records(zone_id, record_name, record_type, created_at, created_by, modified_at, modified_by, change_tag, change_seq, fields)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT(zone_id, record_name) DO UPDATE SET
+                record_type = excluded.record_type, modified_at = excluded.modified_at, modified_by = excluded.modified_by,
+                change_tag = excluded.change_tag, change_seq = excluded.change_seq, fields = excluded.fields
+            """)
+        let system = stored.systemFields
+        try upsert.bind([
+            .integer(zoneRow), .text(record.recordID.recordName), .text(record.recordType),
+            .real(system.creationDate!.timeIntervalSinceReferenceDate), .text(system.creatorUserRecordID!.recordName),
+            .real(system.modificationDate!.timeIntervalSinceReferenceDate), .text(system.lastModifiedUserRecordID!.recordName),
+            .text(system.recordChangeTag!), .integer(sequence), .text(FieldDocument.encode(stored.fieldValues)),
+        ])
+        try upsert.step()
+        try replaceReferences(of: stored, zoneRow: zoneRow)
+        let clearTombstone = try connection.statement("DELETE FROM tombstones WHERE zone_id = ? AND record_name = ?")
+        try clearTombstone.bind([.integer(zoneRow), .text(record.recordID.recordName)])
+        try clearTombstone.step()
+        return .success(stored)
+    }
+
+    /// Deletes one record (a missing record is not an error) and cascades `.deleteSelf`
+    /// references through chains, in this transaction.
+    mutating func delete(_ id: Record.ID, cascade: inout [Record.ID]) throws -> Result<Void, StratusError> {
+        guard let zoneRow = try zone(id.zoneID) else { return .failure(zoneNotFound(id)) }
+        var pending = [id.recordName]
+        var seen: Set<String> = []
+        while let name = pending.popLast() {
+            guard seen.insert(name).inserted else { continue }
+            guard try deleteRow(name, zoneRow: zoneRow, zoneID: id.zoneID) else { continue }
+            if name != id.recordName { cascade.append(Record.ID(recordName: name, zoneID: id.zoneID)) }
+            let sources = try connection.statement("SELECT source_name FROM refs WHERE zone_id = ? AND target_name = ?")
+            try sources.bind([.integer(zoneRow), .text(name)])
+            while try sources.step() { pending.append(sources.text(0) ?? "") }
+        }
+        return .success(())
+    }
+
+    private func zoneNotFound(_ id: Record.ID) -> StratusError {
+        StratusError(.zoneNotFound, "zone '\(id.zoneID.zoneName)' does not exist in the \(context.scope) database", recordID: id, zoneID: id.zoneID)
+    }
+
+    /// Writes back each touched zone's change sequence.
+    func storeChangeSequences() throws {
+        let update = try connection.statement("UPDATE zones SET change_seq = ? WHERE zone_id = ?")
+        for zone in zones.values where zone.changed {
+            update.reset()
+            try update.bind([.integer(zone.sequence), .integer(zone.row)])
+            try update.step()
+        }
+    }
+
+    private mutating func zone(_ zoneID: RecordZone.ID) throws -> Int64? {
+        if let known = zones[zoneID] { return known.row }
+        guard let row = try engine.zoneRowID(zoneID, context, on: connection, createDefault: true) else { return nil }
+        let select = try connection.statement("SELECT change_seq FROM zones WHERE zone_id = ?")
+        try select.bind([.integer(row)])
+        _ = try select.step()
+        zones[zoneID] = (row, select.int64(0), false)
+        return row
+    }
+
+    private mutating func nextSequence(_ zoneID: RecordZone.ID) -> Int64 {
+        zones[zoneID]!.sequence += 1
+        zones[zoneID]!.changed = true
+        return zones[zoneID]!.sequence
+    }
+
+    private mutating func deleteRow(_ name: String, zoneRow: Int64, zoneID: RecordZone.ID) throws -> Bool {
+        let select = try connection.statement("SELECT record_type FROM records WHERE zone_id = ? AND record_name = ?")
+        try select.bind([.integer(zoneRow), .text(name)])
+        guard try select.step(), let type = select.text(0) else { return false }
+        select.reset()
+        let delete = try connection.statement("DELETE FROM records WHERE zone_id = ? AND record_name = ?")
+        try delete.bind([.integer(zoneRow), .text(name)])
+        try delete.step()
+        let refs = try connection.statement("DELETE FROM refs WHERE zone_id = ? AND source_name = ?")
+        try refs.bind([.integer(zoneRow), .text(name)])
+        try refs.step()
+        let tombstone = try connection.statement("INSERT OR REPLACE INTO tombstones(zone_id, record_name, record_type, change_seq, deleted_at) VALUES (?, ?, ?, ?, ?)")
+        try tombstone.bind([.integer(zoneRow), .text(name), .text(type), .integer(nextSequence(zoneID)), .real(now.timeIntervalSinceReferenceDate)])
+        try tombstone.step()
+        return true
+    }
+
+    private func replaceReferences(of record: Record, zoneRow: Int64) throws {
+        let clear = try connection.statement("DELETE FROM refs WHERE zone_id = ? AND source_name = ?")
+        try clear.bind([.integer(zoneRow), .text(record.recordID.recordName)])
+        try clear.step()
+        var targets: Set<String> = []
+        for value in record.fieldValues.values {
+            switch value {
+            case .reference(let r) where r.action == .deleteSelf: targets.insert(r.recordID.recordName)
+            case .referenceList(let list): for r in list where r.action == .deleteSelf { targets.insert(r.recordID.recordName) }
+            default: break
+            }
+        }
+        guard !targets.isEmpty else { return }
+        let insert = try connection.statement("INSERT OR IGNORE INTO refs(zone_id, target_name, source_name) VALUES (?, ?, ?)")
+        for target in targets {
+            insert.reset()
+            try insert.bind([.integer(zoneRow), .text(target), .text(record.recordID.recordName)])
+            try insert.step()
+        }
+    }
+}

@@ -1,0 +1,234 @@
+import CSQLite
+import Foundation
+import Stratus
+import Synchronization
+
+/// The embedded storage engine: one SQLite file (plus a folder of asset files beside it).
+///
+/// Many threads and many processes may use one store at once: the store runs in WAL mode,
+/// each engine has one writer connection and a small pool of readers, writes take
+/// `BEGIN IMMEDIATE`, and a writer that waits longer than ``busyTimeout`` gets a `zoneBusy`
+/// error (with `retryAfterSeconds`), which operations retry.
+///
+/// ```swift
+/// let engine = try SQLiteEngine(path: "/var/lib/stratus/todo.sqlite")
+/// let container = Container(identifier: "com.example.todo", engine: engine)
+/// ```
+public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
+    // @unchecked: connections are not thread-safe objects; `writer` is only touched while
+    // `writerLock` is held, and a reader connection belongs to one thread between
+    // `takeReader` and `returnReader`, which move it in and out of `idleReaders` under `readersLock`.
+
+    /// The database file.
+    public let path: String
+    /// The folder holding asset contents, beside the database file.
+    public let assetsDirectory: URL
+    /// How long a write waits for another writer before failing with `zoneBusy`.
+    public let busyTimeout: Duration
+
+    private let writerLock = NSLock()
+    private let writer: SQLiteConnection
+    private let readersLock = NSLock()
+    private var idleReaders: [SQLiteConnection] = []
+    private static let maximumIdleReaders = 4
+
+    /// Opens the store at `path`, creating it (and its folder) when missing.
+    ///
+    /// - Throws: ``StratusError`` `badContainer` when the file cannot be opened or created,
+    ///   `badDatabase` when it is not a Stratus store or was made by a newer version.
+    public init(path: String, busyTimeout: Duration = .seconds(5)) throws {
+        self.path = path
+        self.busyTimeout = busyTimeout
+        self.assetsDirectory = URL(fileURLWithPath: path + ".assets", isDirectory: true)
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent()
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        } catch {
+            throw StratusError(.badContainer, "cannot create the folder \(directory.path) for the store: \(error.localizedDescription)")
+        }
+        writer = try SQLiteConnection(path: path, create: true, busyTimeoutMilliseconds: Self.milliseconds(busyTimeout))
+        try migrate()
+    }
+
+    private static func milliseconds(_ duration: Duration) -> Int32 {
+        Int32(clamping: duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000)
+    }
+
+    private func migrate() throws {
+        try writeTransaction { connection in
+            let version = try connection.statement("PRAGMA user_version")
+            _ = try version.step()
+            let found = version.int64(0)
+            if found > SQLiteSchema.version {
+                throw StratusError(.badDatabase, "the store at \(path) has schema version \(found); this Stratus reads up to \(SQLiteSchema.version). Use a newer Stratus.")
+            }
+            if found < SQLiteSchema.version {
+                try connection.execute(SQLiteSchema.create)
+                try connection.execute("PRAGMA user_version = \(SQLiteSchema.version)")
+            }
+        }
+    }
+
+    // MARK: - Connections and transactions
+
+    /// Runs `body` in a `BEGIN IMMEDIATE` transaction on the writer; rolls back when it throws.
+    func writeTransaction<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+        try writerLock.withLock {
+            try writer.execute("BEGIN IMMEDIATE")
+            do {
+                let result = try body(writer)
+                writer.resetActiveStatements()
+                try writer.execute("COMMIT")
+                return result
+            } catch {
+                writer.resetActiveStatements()
+                try? writer.execute("ROLLBACK")
+                throw error
+            }
+        }
+    }
+
+    /// Runs `body` in a read transaction (one consistent snapshot) on a pooled reader.
+    func readTransaction<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+        let connection = try takeReader()
+        defer { returnReader(connection) }
+        try connection.execute("BEGIN")
+        defer {
+            connection.resetActiveStatements()
+            try? connection.execute("COMMIT")
+        }
+        return try body(connection)
+    }
+
+    private func takeReader() throws -> SQLiteConnection {
+        if let idle = readersLock.withLock({ idleReaders.popLast() }) { return idle }
+        return try SQLiteConnection(path: path, create: false, busyTimeoutMilliseconds: Self.milliseconds(busyTimeout))
+    }
+
+    private func returnReader(_ connection: SQLiteConnection) {
+        readersLock.withLock {
+            if idleReaders.count < Self.maximumIdleReaders { idleReaders.append(connection) }
+        }
+    }
+
+    // MARK: - Zones
+
+    /// The row ID of a zone, or `nil` when it does not exist. The default zone is created on
+    /// demand when `createDefault` is set.
+    func zoneRowID(_ zoneID: RecordZone.ID, _ context: DatabaseContext, on connection: SQLiteConnection, createDefault: Bool) throws -> Int64? {
+        let owner = Self.zoneOwner(zoneID, context)
+        let select = try connection.statement("SELECT zone_id FROM zones WHERE container = ? AND db = ? AND owner = ? AND zone_name = ? AND zone_owner = ?")
+        try select.bind([.text(context.containerIdentifier), .integer(Int64(context.scope.rawValue)), .text(context.storageOwner), .text(zoneID.zoneName), .text(owner)])
+        if try select.step() { return select.int64(0) }
+        guard createDefault, zoneID.isDefault else { return nil }
+        let insert = try connection.statement("INSERT INTO zones(container, db, owner, zone_name, zone_owner, created_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING zone_id")
+        try insert.bind([.text(context.containerIdentifier), .integer(Int64(context.scope.rawValue)), .text(context.storageOwner), .text(zoneID.zoneName), .text(owner), .real(Date().timeIntervalSinceReferenceDate)])
+        guard try insert.step() else { throw StratusError(.internalError, "creating the default zone returned no row") }
+        let id = insert.int64(0)
+        insert.reset()
+        return id
+    }
+
+    /// Zones owned by the database's own user are stored with an empty owner, so that
+    /// `__defaultOwner__` and the user's explicit name mean the same zone.
+    static func zoneOwner(_ zoneID: RecordZone.ID, _ context: DatabaseContext) -> String {
+        zoneID.ownerName == RecordZone.ID.currentUserDefaultOwner || zoneID.ownerName == context.userName ? "" : zoneID.ownerName
+    }
+
+    public func fetchZones(in database: DatabaseContext) throws -> [RecordZone.ID] {
+        try readTransaction { connection in
+            let select = try connection.statement("SELECT zone_name, zone_owner FROM zones WHERE container = ? AND db = ? AND owner = ? ORDER BY zone_name")
+            try select.bind([.text(database.containerIdentifier), .integer(Int64(database.scope.rawValue)), .text(database.storageOwner)])
+            var zones: [RecordZone.ID] = []
+            while try select.step() {
+                let owner = select.text(1) ?? ""
+                zones.append(RecordZone.ID(zoneName: select.text(0) ?? "", ownerName: owner.isEmpty ? RecordZone.ID.currentUserDefaultOwner : owner))
+            }
+            if !zones.contains(where: \.isDefault) { zones.insert(.default, at: 0) }
+            return zones
+        }
+    }
+
+    // MARK: - Reading records
+
+    public func fetchRecords(_ ids: [Record.ID], in database: DatabaseContext) throws -> [Record.ID: Record] {
+        try readTransaction { connection in
+            var found: [Record.ID: Record] = [:]
+            var zoneRows: [RecordZone.ID: Int64?] = [:]
+            for id in ids {
+                let zoneRow: Int64?
+                if let known = zoneRows[id.zoneID] {
+                    zoneRow = known
+                } else {
+                    zoneRow = try zoneRowID(id.zoneID, database, on: connection, createDefault: false)
+                    zoneRows[id.zoneID] = zoneRow
+                }
+                guard let zoneRow else { continue }
+                if let record = try loadRecord(id, zoneRow: zoneRow, on: connection) { found[id] = record }
+            }
+            return found
+        }
+    }
+
+    func loadRecord(_ id: Record.ID, zoneRow: Int64, on connection: SQLiteConnection) throws -> Record? {
+        let select = try connection.statement("SELECT \(SQLiteSchema.recordColumns) FROM records r WHERE r.zone_id = ? AND r.record_name = ?")
+        try select.bind([.integer(zoneRow), .text(id.recordName)])
+        guard try select.step() else { return nil }
+        let record = try decodeRecord(select, zoneID: id.zoneID)
+        select.reset()
+        return record
+    }
+
+    /// Builds a record from a row whose first columns are ``SQLiteSchema/recordColumns``.
+    func decodeRecord(_ row: SQLiteStatement, zoneID: RecordZone.ID) throws -> Record {
+        let name = row.text(0) ?? ""
+        let system = Record.SystemFields(
+            creationDate: Date(timeIntervalSinceReferenceDate: row.double(2)),
+            modificationDate: Date(timeIntervalSinceReferenceDate: row.double(4)),
+            creatorUserRecordID: Record.ID(recordName: row.text(3) ?? ""),
+            lastModifiedUserRecordID: Record.ID(recordName: row.text(5) ?? ""),
+            recordChangeTag: row.text(6)
+        )
+        let assets = assetsDirectory
+        let fields = try FieldDocument.decode(row.text(7) ?? "{}", zoneID: zoneID) { assets.appendingPathComponent($0) }
+        return Record(recordType: row.text(1) ?? "", recordID: Record.ID(recordName: name, zoneID: zoneID), systemFields: system, fields: fields)
+    }
+
+    public func queryRecords(_ query: CompiledQuery, in database: DatabaseContext, after position: QueryPosition?, limit: Int) throws -> QueryPage {
+        precondition(limit > 0, "queryRecords needs a positive limit")
+        return try readTransaction { connection in
+            guard let zoneRow = try zoneRowID(query.zoneID, database, on: connection, createDefault: false) else {
+                if query.zoneID.isDefault { return QueryPage(records: [], nextPosition: nil) }
+                throw StratusError(.zoneNotFound, "zone '\(query.zoneID.zoneName)' does not exist in the \(database.scope) database", zoneID: query.zoneID)
+            }
+            let plan = try SQLiteQueryBuilder(query: query).select(zoneRow: zoneRow, after: position, limit: limit + 1)
+            let statement = try connection.statement(plan.sql)
+            try statement.bind(plan.parameters)
+            var records: [Record] = []
+            var lastPosition: QueryPosition?
+            while try statement.step() {
+                if records.count == limit {
+                    statement.reset()
+                    return QueryPage(records: records, nextPosition: lastPosition)
+                }
+                let record = try decodeRecord(statement, zoneID: query.zoneID)
+                records.append(record.restricted(to: query.desiredKeys))
+                lastPosition = QueryPosition(
+                    sortValues: (0..<Int32(plan.sortColumnCount)).map { Self.fieldValue(statement.value(SQLiteSchema.recordColumnCount + $0)) },
+                    recordName: record.recordID.recordName)
+            }
+            return QueryPage(records: records, nextPosition: nil)
+        }
+    }
+
+    /// Sort-key values travel in cursors as the SQL values the store compared.
+    static func fieldValue(_ value: SQLValue) -> FieldValue? {
+        switch value {
+        case .null: nil
+        case .integer(let i): .int64(i)
+        case .real(let d): .double(d)
+        case .text(let s): .string(s)
+        case .blob(let b): .bytes(b)
+        }
+    }
+}

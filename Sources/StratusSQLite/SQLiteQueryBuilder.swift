@@ -1,0 +1,295 @@
+import Foundation
+import Stratus
+
+/// Translates a ``CompiledQuery`` into one SQLite `SELECT`.
+///
+/// Field values are read from the field document with `json_extract(r.fields, '$.key[1]')`
+/// and their type tag with `'$.key[0]'`; a condition holds only where the stored type fits the
+/// compared value, so an INT64 field never matches a string. Field names appear in SQL only
+/// inside JSON path literals, and only after ``Naming`` has checked they are identifiers;
+/// every value is a bound parameter.
+struct SQLiteQueryBuilder {
+    let query: CompiledQuery
+
+    struct Plan {
+        var sql: String
+        var parameters: [SQLValue]
+        var sortColumnCount: Int
+    }
+
+    /// A piece of SQL and the parameters its placeholders take, in order.
+    struct Fragment {
+        var sql: String
+        var parameters: [SQLValue] = []
+    }
+
+    func select(zoneRow: Int64, after position: QueryPosition?, limit: Int) throws -> Plan {
+        let sorts = try query.sortKeys.map(sortExpression)
+        let tiebreakAscending = query.sortKeys.last?.ascending ?? true
+        var columns = SQLiteSchema.recordColumns
+        var parameters: [SQLValue] = []
+        for sort in sorts {
+            columns += ", " + sort.sql
+            parameters += sort.parameters
+        }
+        let predicate = try expression(query.predicate)
+        var sql = "SELECT \(columns) FROM records r WHERE r.zone_id = ? AND r.record_type = ? AND \(predicate.sql)"
+        var whereParameters: [SQLValue] = [.integer(zoneRow), .text(query.recordType)] + predicate.parameters
+        if let position {
+            guard position.sortValues.count == sorts.count else {
+                throw StratusError(.invalidArguments, "the cursor does not fit this query's sort order")
+            }
+            let keyset = keysetCondition(sorts: sorts, ascending: query.sortKeys.map(\.ascending), tiebreakAscending: tiebreakAscending, position: position)
+            sql += " AND " + keyset.sql
+            whereParameters += keyset.parameters
+        }
+        var order: [String] = []
+        var orderParameters: [SQLValue] = []
+        for (sort, key) in zip(sorts, query.sortKeys) {
+            order.append(sort.sql + (key.ascending ? " ASC" : " DESC"))
+            orderParameters += sort.parameters
+        }
+        order.append("r.record_name" + (tiebreakAscending ? " ASC" : " DESC"))
+        sql += " ORDER BY " + order.joined(separator: ", ") + " LIMIT \(limit)"
+        return Plan(sql: sql, parameters: parameters + whereParameters + orderParameters, sortColumnCount: sorts.count)
+    }
+
+    // MARK: - Sorting and keysets
+
+    private func sortExpression(_ key: CompiledQuery.SortKey) throws -> Fragment {
+        if let origin = key.distanceFrom {
+            guard case .field(let name) = key.key else {
+                throw StratusError(.invalidArguments, "distance sort needs a LOCATION field")
+            }
+            return Self.distanceKilometres(name, from: origin)
+        }
+        switch key.key {
+        case .recordName: return Fragment(sql: "r.record_name")
+        case .creationDate: return Fragment(sql: "r.created_at")
+        case .modificationDate: return Fragment(sql: "r.modified_at")
+        case .creatorUserRecordID: return Fragment(sql: "r.created_by")
+        case .lastModifiedUserRecordID: return Fragment(sql: "r.modified_by")
+        case .field(let name): return Fragment(sql: Self.value(name))
+        }
+    }
+
+    /// Rows strictly after `position` in the query's order. In SQLite, NULL (a missing value)
+    /// sorts first ascending and last descending; the condition follows that.
+    private func keysetCondition(sorts: [Fragment], ascending: [Bool], tiebreakAscending: Bool, position: QueryPosition) -> Fragment {
+        let keys = sorts + [Fragment(sql: "r.record_name")]
+        let directions = ascending + [tiebreakAscending]
+        let values: [SQLValue] = position.sortValues.map(Self.sqlValue) + [.text(position.recordName)]
+        if Set(directions).count == 1, !values.contains(.null) {
+            var fragment = Fragment(sql: "(" + keys.map(\.sql).joined(separator: ", ") + ") \(directions[0] ? ">" : "<") (" + keys.map { _ in "?" }.joined(separator: ", ") + ")")
+            fragment.parameters = keys.flatMap(\.parameters) + values
+            return fragment
+        }
+        var alternatives: [Fragment] = []
+        for i in keys.indices {
+            var parts: [String] = []
+            var parameters: [SQLValue] = []
+            for j in 0..<i {
+                parts.append("\(keys[j].sql) IS ?")
+                parameters += keys[j].parameters + [values[j]]
+            }
+            switch (directions[i], values[i]) {
+            case (true, .null):
+                parts.append("\(keys[i].sql) IS NOT NULL")
+                parameters += keys[i].parameters
+            case (true, let value):
+                parts.append("\(keys[i].sql) > ?")
+                parameters += keys[i].parameters + [value]
+            case (false, .null):
+                parts.append("0")
+            case (false, let value):
+                parts.append("(\(keys[i].sql) < ? OR \(keys[i].sql) IS NULL)")
+                parameters += keys[i].parameters + [value] + keys[i].parameters
+            }
+            alternatives.append(Fragment(sql: "(" + parts.joined(separator: " AND ") + ")", parameters: parameters))
+        }
+        return Fragment(sql: "(" + alternatives.map(\.sql).joined(separator: " OR ") + ")", parameters: alternatives.flatMap(\.parameters))
+    }
+
+    static func sqlValue(_ value: FieldValue?) -> SQLValue {
+        switch value {
+        case nil: .null
+        case .int64(let i)?: .integer(i)
+        case .double(let d)?: .real(d)
+        case .string(let s)?: .text(s)
+        case .bytes(let b)?: .blob(b)
+        case .date(let d)?: .real(d.timeIntervalSinceReferenceDate)
+        case .reference(let r)?: .text(r.recordID.recordName)
+        case let other?: .text(FieldDocument.encode(["v": other]))
+        }
+    }
+
+    // MARK: - Predicates
+
+    private func expression(_ predicate: Stratus.Predicate) throws -> Fragment {
+        switch predicate {
+        case .all: return Fragment(sql: "1")
+        case .none: return Fragment(sql: "0")
+        case .and(let parts):
+            let fragments = try parts.map(expression)
+            return Fragment(sql: "(" + fragments.map(\.sql).joined(separator: " AND ") + ")", parameters: fragments.flatMap(\.parameters))
+        case .not(.condition(let condition)):
+            let (guardFragment, test) = try self.condition(condition)
+            return Fragment(sql: "(\(guardFragment.sql) AND NOT \(test.sql))", parameters: guardFragment.parameters + test.parameters)
+        case .not:
+            throw StratusError(.invalidArguments, "NOT is only allowed over a single comparison")
+        case .condition(let condition):
+            let (guardFragment, test) = try self.condition(condition)
+            return Fragment(sql: "(\(guardFragment.sql) AND \(test.sql))", parameters: guardFragment.parameters + test.parameters)
+        }
+    }
+
+    /// A condition as (the record has a value of a fitting type, the test on that value).
+    private func condition(_ condition: Condition) throws -> (Fragment, Fragment) {
+        switch condition {
+        case .compare(let key, let op, let value):
+            let (column, guardFragment, bound) = try scalar(key, value, op == .equal || op == .notEqual ? "compare with \(op.rawValue)" : "order with \(op.rawValue)")
+            if case .reference = value, op != .equal && op != .notEqual {
+                throw StratusError(.invalidArguments, "references can only be compared with == or !=")
+            }
+            return (guardFragment, Fragment(sql: "\(column) \(op.sqlOperator) ?", parameters: [bound]))
+        case .between(let key, let low, let high):
+            let (column, guardFragment, lowBound) = try scalar(key, low, "compare with BETWEEN")
+            let (_, _, highBound) = try scalar(key, high, "compare with BETWEEN")
+            return (guardFragment, Fragment(sql: "\(column) BETWEEN ? AND ?", parameters: [lowBound, highBound]))
+        case .in(let key, let values):
+            guard let first = values.first else { return (Fragment(sql: "1"), Fragment(sql: "0")) }
+            let (column, guardFragment, _) = try scalar(key, first, "compare with IN")
+            let bounds = try values.map { try scalar(key, $0, "compare with IN").2 }
+            try Self.checkSameFamily(values, key: key)
+            return (guardFragment, Fragment(sql: "\(column) IN (" + bounds.map { _ in "?" }.joined(separator: ", ") + ")", parameters: bounds))
+        case .beginsWith(let key, let prefix):
+            let (column, guardFragment, _) = try scalar(key, .string(prefix), "compare with BEGINSWITH")
+            return (guardFragment, Fragment(sql: "substr(\(column), 1, length(?)) = ?", parameters: [.text(prefix), .text(prefix)]))
+        case .listContains(let key, let value):
+            let name = try Self.listField(key)
+            let family = try Self.family(of: value, key: key, operation: "look for in a list")
+            return (Fragment(sql: "\(Self.tag(name)) IN (\(family.listTags))"),
+                    Fragment(sql: "EXISTS (SELECT 1 FROM json_each(r.fields, '\(Self.path(name, 1))') WHERE value = ?)", parameters: [Self.sqlValue(value)]))
+        case .listContainsAny(let key, let values):
+            let name = try Self.listField(key)
+            guard let first = values.first else { return (Fragment(sql: "1"), Fragment(sql: "0")) }
+            let family = try Self.family(of: first, key: key, operation: "look for in a list")
+            try Self.checkSameFamily(values, key: key)
+            return (Fragment(sql: "\(Self.tag(name)) IN (\(family.listTags))"),
+                    Fragment(sql: "EXISTS (SELECT 1 FROM json_each(r.fields, '\(Self.path(name, 1))') WHERE value IN (" + values.map { _ in "?" }.joined(separator: ", ") + "))",
+                             parameters: values.map(Self.sqlValue)))
+        case .listAnyBeginsWith(let key, let prefix):
+            let name = try Self.listField(key)
+            return (Fragment(sql: "\(Self.tag(name)) = 'SL'"),
+                    Fragment(sql: "EXISTS (SELECT 1 FROM json_each(r.fields, '\(Self.path(name, 1))') WHERE substr(value, 1, length(?)) = ?)", parameters: [.text(prefix), .text(prefix)]))
+        case .distance(let key, let origin, let op, let kilometers):
+            guard case .field(let name) = key else {
+                throw StratusError(.invalidArguments, "distanceToLocation needs a LOCATION field, not \(key)")
+            }
+            var distance = Self.distanceKilometres(name, from: origin)
+            distance.sql += " \(op.sqlOperator) ?"
+            distance.parameters.append(.real(kilometers))
+            return (Fragment(sql: "\(Self.tag(name)) = 'L'"), distance)
+        case .tokens:
+            throw StratusError(.invalidArguments, "full-text search (self CONTAINS) is not supported by this version of the SQLite engine")
+        }
+    }
+
+    /// The column for a scalar key, the type guard, and the bound value.
+    private func scalar(_ key: QueryKey, _ value: FieldValue, _ operation: String) throws -> (String, Fragment, SQLValue) {
+        switch key {
+        case .recordName, .creatorUserRecordID, .lastModifiedUserRecordID:
+            let column = key == .recordName ? "r.record_name" : key == .creatorUserRecordID ? "r.created_by" : "r.modified_by"
+            switch value {
+            case .reference(let r): return (column, Fragment(sql: "1"), .text(r.recordID.recordName))
+            case .string(let s): return (column, Fragment(sql: "1"), .text(s))
+            default: throw StratusError(.invalidArguments, "\(key) can only be compared with a record ID, a reference or a string")
+            }
+        case .creationDate, .modificationDate:
+            guard case .date(let date) = value else {
+                throw StratusError(.invalidArguments, "\(key) can only be compared with a date")
+            }
+            return (key == .creationDate ? "r.created_at" : "r.modified_at", Fragment(sql: "1"), .real(date.timeIntervalSinceReferenceDate))
+        case .field(let name):
+            let family = try Self.family(of: value, key: key, operation: operation)
+            return (Self.value(name), Fragment(sql: "\(Self.tag(name)) IN (\(family.scalarTags))"), Self.sqlValue(value))
+        }
+    }
+
+    /// Types that compare with each other: Int64 and Double are both numbers.
+    enum Family {
+        case string, number, date, reference
+        var scalarTags: String {
+            switch self {
+            case .string: "'S'"
+            case .number: "'I', 'F'"
+            case .date: "'D'"
+            case .reference: "'R'"
+            }
+        }
+        var listTags: String {
+            switch self {
+            case .string: "'SL'"
+            case .number: "'IL', 'FL'"
+            case .date: "'DL'"
+            case .reference: "'RL'"
+            }
+        }
+    }
+
+    static func family(of value: FieldValue, key: QueryKey, operation: String) throws -> Family {
+        switch value {
+        case .string: return .string
+        case .int64, .double: return .number
+        case .date: return .date
+        case .reference: return .reference
+        default:
+            throw StratusError(.invalidArguments, "cannot \(operation) on '\(key)' against a \(value.type.rawValue) value")
+        }
+    }
+
+    private static func checkSameFamily(_ values: [FieldValue], key: QueryKey) throws {
+        let families = try Set(values.map { try family(of: $0, key: key, operation: "compare with a set") })
+        if families.count > 1 {
+            throw StratusError(.invalidArguments, "the values compared with '\(key)' have different types")
+        }
+    }
+
+    private static func listField(_ key: QueryKey) throws -> String {
+        guard case .field(let name) = key else {
+            throw StratusError(.invalidArguments, "\(key) is not a list field")
+        }
+        return name
+    }
+
+    /// A JSON path into the field document. `name` was checked by ``Naming`` when the query
+    /// was compiled; the check is repeated because the name becomes part of the SQL text.
+    static func path(_ name: String, _ index: Int) -> String {
+        precondition((try? Naming.checkIdentifier(name, kind: "field name")) != nil, "unchecked field name reached SQL")
+        return "$.\(name)[\(index)]"
+    }
+
+    static func value(_ name: String) -> String { "json_extract(r.fields, '\(path(name, 1))')" }
+    static func tag(_ name: String) -> String { "json_extract(r.fields, '\(path(name, 0))')" }
+
+    /// Great-circle distance in kilometres from `origin` to a LOCATION field (haversine).
+    static func distanceKilometres(_ name: String, from origin: Location) -> Fragment {
+        let lat = "json_extract(r.fields, '\(path(name, 1))')"
+        let lon = "json_extract(r.fields, '\(path(name, 2))')"
+        let sql = "(12742.0176 * asin(sqrt(pow(sin(radians(\(lat) - ?) / 2), 2) + cos(radians(?)) * cos(radians(\(lat))) * pow(sin(radians(\(lon) - ?) / 2), 2))))"
+        return Fragment(sql: sql, parameters: [.real(origin.latitude), .real(origin.latitude), .real(origin.longitude)])
+    }
+}
+
+extension ComparisonOperator {
+    var sqlOperator: String {
+        switch self {
+        case .equal: "="
+        case .notEqual: "!="
+        case .less: "<"
+        case .lessOrEqual: "<="
+        case .greater: ">"
+        case .greaterOrEqual: ">="
+        }
+    }
+}

@@ -1,0 +1,57 @@
+/// The store's tables. One row per record: system columns plus the field document
+/// (``Stratus/FieldDocument``). Zones carry the change sequence that every write and delete
+/// advances; deletes leave tombstones; `.deleteSelf` references are kept in `refs` so that
+/// cascades find their sources through an index.
+enum SQLiteSchema {
+    static let version: Int64 = 1
+
+    static let create = """
+        CREATE TABLE IF NOT EXISTS zones(
+            zone_id INTEGER PRIMARY KEY,
+            container TEXT NOT NULL,
+            db INTEGER NOT NULL,
+            owner TEXT NOT NULL,
+            zone_name TEXT NOT NULL,
+            zone_owner TEXT NOT NULL,
+            change_seq INTEGER NOT NULL DEFAULT 0,
+            created_at REAL NOT NULL,
+            UNIQUE(container, db, owner, zone_name, zone_owner)
+        );
+        CREATE TABLE IF NOT EXISTS records(
+            zone_id INTEGER NOT NULL REFERENCES zones(zone_id),
+            record_name TEXT NOT NULL,
+            record_type TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            created_by TEXT NOT NULL,
+            modified_at REAL NOT NULL,
+            modified_by TEXT NOT NULL,
+            change_tag TEXT NOT NULL,
+            change_seq INTEGER NOT NULL,
+            fields TEXT NOT NULL
+        );
+        CREATE UNIQUE INDEX IF NOT EXISTS records_by_name ON records(zone_id, record_name);
+        CREATE INDEX IF NOT EXISTS records_by_type ON records(zone_id, record_type, record_name);
+        CREATE INDEX IF NOT EXISTS records_by_created ON records(zone_id, record_type, created_at, record_name);
+        CREATE INDEX IF NOT EXISTS records_by_modified ON records(zone_id, record_type, modified_at, record_name);
+        CREATE INDEX IF NOT EXISTS records_by_change ON records(zone_id, change_seq);
+        CREATE TABLE IF NOT EXISTS tombstones(
+            zone_id INTEGER NOT NULL,
+            record_name TEXT NOT NULL,
+            record_type TEXT NOT NULL,
+            change_seq INTEGER NOT NULL,
+            deleted_at REAL NOT NULL,
+            PRIMARY KEY(zone_id, record_name)
+        ) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS tombstones_by_change ON tombstones(zone_id, change_seq);
+        CREATE TABLE IF NOT EXISTS refs(
+            zone_id INTEGER NOT NULL,
+            target_name TEXT NOT NULL,
+            source_name TEXT NOT NULL,
+            PRIMARY KEY(zone_id, target_name, source_name)
+        ) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS refs_by_source ON refs(zone_id, source_name);
+        """
+
+    static let recordColumns = "r.record_name, r.record_type, r.created_at, r.created_by, r.modified_at, r.modified_by, r.change_tag, r.fields"
+    static let recordColumnCount: Int32 = 8
+}
