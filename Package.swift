@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .library(name: "Stratus", targets: ["Stratus"]),
         .library(name: "StratusSQLite", targets: ["StratusSQLite"]),
+        .library(name: "StratusTransfer", targets: ["StratusTransfer"]),
         .executable(name: "stratus", targets: ["stratus"]),
     ],
     dependencies: [],
@@ -18,7 +19,8 @@ let package = Package(
         ),
         .target(name: "Stratus"),
         .target(name: "StratusSQLite", dependencies: ["Stratus", "CSQLite"]),
-        .executableTarget(name: "stratus", dependencies: ["Stratus", "StratusSQLite"]),
+        .target(name: "StratusTransfer", dependencies: ["Stratus"]),
+        .executableTarget(name: "stratus", dependencies: ["Stratus", "StratusSQLite", "StratusTransfer"]),
 
         // Runnable samples (see README): the apps CloudKit tutorials build, as command-line programs.
         .executableTarget(name: "notes", dependencies: ["Stratus", "StratusSQLite"], path: "samples/Notes"),

@@ -33,7 +33,7 @@ public enum FieldDocument {
         for key in fields.keys.sorted() {
             if !first { out += "," }
             first = false
-            appendString(key, to: &out)
+            JSONText.appendString(key, to: &out)
             out += ":"
             appendValue(fields[key]!, to: &out)
         }
@@ -44,32 +44,32 @@ public enum FieldDocument {
     static func appendValue(_ value: FieldValue, to out: inout String) {
         func tag(_ t: String) { out += "[\"\(t)\"," }
         switch value {
-        case .string(let s): tag(Tag.string); appendString(s, to: &out)
+        case .string(let s): tag(Tag.string); JSONText.appendString(s, to: &out)
         case .int64(let i): tag(Tag.int64); out += String(i)
-        case .double(let d): tag(Tag.double); appendDouble(d, to: &out)
-        case .date(let d): tag(Tag.date); appendDouble(d.timeIntervalSinceReferenceDate, to: &out)
-        case .bytes(let b): tag(Tag.bytes); appendString(b.base64EncodedString(), to: &out)
-        case .reference(let r): tag(Tag.reference); appendString(r.recordID.recordName, to: &out); out += ",\(r.action.rawValue)"
+        case .double(let d): tag(Tag.double); JSONText.appendDouble(d, to: &out)
+        case .date(let d): tag(Tag.date); JSONText.appendDouble(d.timeIntervalSinceReferenceDate, to: &out)
+        case .bytes(let b): tag(Tag.bytes); JSONText.appendString(b.base64EncodedString(), to: &out)
+        case .reference(let r): tag(Tag.reference); JSONText.appendString(r.recordID.recordName, to: &out); out += ",\(r.action.rawValue)"
         case .location(let l): tag(Tag.location); appendLocationBody(l, to: &out)
-        case .asset(let a): tag(Tag.asset); appendString(a.storedIdentifier ?? "", to: &out); out += ",\(a.size ?? 0)"
-        case .stringList(let v): tag(Tag.stringList); appendList(v, to: &out) { appendString($0, to: &$1) }
-        case .int64List(let v): tag(Tag.int64List); appendList(v, to: &out) { $1 += String($0) }
-        case .doubleList(let v): tag(Tag.doubleList); appendList(v, to: &out) { appendDouble($0, to: &$1) }
-        case .dateList(let v): tag(Tag.dateList); appendList(v, to: &out) { appendDouble($0.timeIntervalSinceReferenceDate, to: &$1) }
-        case .bytesList(let v): tag(Tag.bytesList); appendList(v, to: &out) { appendString($0.base64EncodedString(), to: &$1) }
+        case .asset(let a): tag(Tag.asset); JSONText.appendString(a.storedIdentifier ?? "", to: &out); out += ",\(a.size ?? 0)"
+        case .stringList(let v): tag(Tag.stringList); JSONText.appendArray(v, to: &out) { JSONText.appendString($0, to: &$1) }
+        case .int64List(let v): tag(Tag.int64List); JSONText.appendArray(v, to: &out) { $1 += String($0) }
+        case .doubleList(let v): tag(Tag.doubleList); JSONText.appendArray(v, to: &out) { JSONText.appendDouble($0, to: &$1) }
+        case .dateList(let v): tag(Tag.dateList); JSONText.appendArray(v, to: &out) { JSONText.appendDouble($0.timeIntervalSinceReferenceDate, to: &$1) }
+        case .bytesList(let v): tag(Tag.bytesList); JSONText.appendArray(v, to: &out) { JSONText.appendString($0.base64EncodedString(), to: &$1) }
         case .referenceList(let v):
             tag(Tag.referenceList)
-            appendList(v, to: &out) { appendString($0.recordID.recordName, to: &$1) }
+            JSONText.appendArray(v, to: &out) { JSONText.appendString($0.recordID.recordName, to: &$1) }
             out += ","
-            appendList(v, to: &out) { $1 += String($0.action.rawValue) }
+            JSONText.appendArray(v, to: &out) { $1 += String($0.action.rawValue) }
         case .locationList(let v):
             tag(Tag.locationList)
-            appendList(v, to: &out) { $1 += "["; appendLocationBody($0, to: &$1); $1 += "]" }
+            JSONText.appendArray(v, to: &out) { $1 += "["; appendLocationBody($0, to: &$1); $1 += "]" }
         case .assetList(let v):
             tag(Tag.assetList)
-            appendList(v, to: &out) { appendString($0.storedIdentifier ?? "", to: &$1) }
+            JSONText.appendArray(v, to: &out) { JSONText.appendString($0.storedIdentifier ?? "", to: &$1) }
             out += ","
-            appendList(v, to: &out) { $1 += String($0.size ?? 0) }
+            JSONText.appendArray(v, to: &out) { $1 += String($0.size ?? 0) }
         }
         out += "]"
     }
@@ -77,51 +77,10 @@ public enum FieldDocument {
     private static func appendLocationBody(_ l: Location, to out: inout String) {
         for (i, d) in [l.latitude, l.longitude, l.altitude, l.horizontalAccuracy, l.verticalAccuracy, l.course, l.speed, l.timestamp.timeIntervalSinceReferenceDate].enumerated() {
             if i > 0 { out += "," }
-            appendDouble(d, to: &out)
+            JSONText.appendDouble(d, to: &out)
         }
     }
 
-    private static func appendList<T>(_ values: [T], to out: inout String, _ element: (T, inout String) -> Void) {
-        out += "["
-        for (i, v) in values.enumerated() {
-            if i > 0 { out += "," }
-            element(v, &out)
-        }
-        out += "]"
-    }
-
-    /// Shortest text that parses back to the same Double; always with a '.' or exponent.
-    static func appendDouble(_ d: Double, to out: inout String) {
-        precondition(d.isFinite, "non-finite doubles are rejected by record validation before encoding")
-        out += "\(d)"
-    }
-
-    static func appendString(_ s: String, to out: inout String) {
-        out += "\""
-        var plainStart = s.utf8.startIndex
-        var index = plainStart
-        let utf8 = s.utf8
-        while index != utf8.endIndex {
-            let byte = utf8[index]
-            if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 {
-                out += String(s[plainStart..<index])
-                switch byte {
-                case UInt8(ascii: "\""): out += "\\\""
-                case UInt8(ascii: "\\"): out += "\\\\"
-                case 0x0A: out += "\\n"
-                case 0x0D: out += "\\r"
-                case 0x09: out += "\\t"
-                default:
-                    let hex = String(byte, radix: 16)
-                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                }
-                plainStart = utf8.index(after: index)
-            }
-            index = utf8.index(after: index)
-        }
-        out += String(s[plainStart..<utf8.endIndex])
-        out += "\""
-    }
 
     // MARK: - Decoding
 

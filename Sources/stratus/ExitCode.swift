@@ -1,0 +1,32 @@
+import Stratus
+
+/// The documented exit codes (sysexits.h values), listed in `stratus --help` and the README.
+enum ExitCode: Int32 {
+    case success = 0
+    /// Finished, but some records were rejected or missing.
+    case someFailed = 1
+    case usage = 64
+    case dataError = 65
+    case inputMissing = 66
+    case internalError = 70
+    case cannotCreateOutput = 73
+    /// The store is busy or unavailable; try again later.
+    case temporaryFailure = 75
+    case permissionDenied = 77
+
+    init(for error: StratusError) {
+        switch error.code {
+        case .invalidArguments: self = .usage
+        case .zoneBusy, .serviceUnavailable, .requestRateLimited: self = .temporaryFailure
+        case .permissionFailure, .notAuthenticated: self = .permissionDenied
+        case .badContainer: self = .inputMissing
+        case .unknownItem, .zoneNotFound: self = .someFailed
+        default: self = .internalError
+        }
+    }
+}
+
+/// A command-line mistake: printed with the command's usage, exit code 64.
+struct UsageError: Error {
+    let message: String
+}

@@ -1,0 +1,66 @@
+import Foundation
+import Stratus
+
+/// The `stratus` command: thin over the library; data on stdout, messages on stderr.
+@main
+struct StratusCommand {
+    static let usage = """
+        usage: stratus COMMAND [options]
+
+        Commands:
+          query     one page of a query, with a cursor for the next (for scripts)
+          get       records by name
+          count     the number of records matching a query
+
+        Store options (every command):
+        \(StoreOptions.help)
+
+        Exit codes: 0 success, 1 some records missing or rejected, 64 usage error,
+        65 bad input data, 66 store or input missing, 70 internal error, 73 cannot create
+        output, 75 temporary failure (store busy: retry later), 77 permission denied.
+
+        Run `stratus COMMAND --help` for a command's options.
+        """
+
+    static func main() async {
+        var words = Array(CommandLine.arguments.dropFirst())
+        guard let command = words.first, command != "--help", command != "-h", command != "help" else {
+            print(usage)
+            exit(words.isEmpty ? ExitCode.usage.rawValue : ExitCode.success.rawValue)
+        }
+        words.removeFirst()
+        var arguments = Arguments(words)
+        let commandUsage: String
+        switch command {
+        case "query": commandUsage = QueryCommand.usage
+        case "get": commandUsage = GetCommand.usage
+        case "count": commandUsage = CountCommand.usage
+        default:
+            fail("unknown command '\(command)'\n\n\(usage)", .usage)
+        }
+        if arguments.flag("--help") || arguments.flag("-h") {
+            print(commandUsage + "\n\nStore options:\n" + StoreOptions.help)
+            exit(ExitCode.success.rawValue)
+        }
+        do {
+            let code: ExitCode
+            switch command {
+            case "query": code = try await QueryCommand(&arguments).run()
+            case "get": code = try await GetCommand(&arguments).run()
+            default: code = try await CountCommand(&arguments).run()
+            }
+            exit(code.rawValue)
+        } catch let error as UsageError {
+            fail("\(error.message)\n\n\(commandUsage)", .usage)
+        } catch let error as StratusError {
+            fail(error.description, ExitCode(for: error))
+        } catch {
+            fail("\(error)", .internalError)
+        }
+    }
+
+    static func fail(_ message: String, _ code: ExitCode) -> Never {
+        FileHandle.standardError.write(Data("stratus: \(message)\n".utf8))
+        exit(code.rawValue)
+    }
+}
