@@ -125,7 +125,7 @@ struct SQLiteQueryBuilder {
 
     // MARK: - Predicates
 
-    private func expression(_ predicate: Stratus.Predicate) throws -> Fragment {
+    private func expression(_ predicate: QueryPredicate) throws -> Fragment {
         switch predicate {
         case .all: return Fragment(sql: "1")
         case .none: return Fragment(sql: "0")

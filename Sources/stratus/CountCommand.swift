@@ -23,7 +23,7 @@ struct CountCommand {
 
     func run() async throws -> ExitCode {
         let database = try store.openDatabase()
-        let query = Query(recordType: type, predicate: try predicate.map { try Predicate(format: $0) } ?? .all)
+        let query = Query(recordType: type, predicate: try predicate.map { try QueryPredicate(format: $0) } ?? .all)
         var count = 0
         for try await _ in database.allRecords(matching: query, inZoneWith: store.zoneID, desiredKeys: [], pageSize: 1_000) {
             count += 1

@@ -53,7 +53,7 @@ struct QueryCommand {
 
     func makeQuery() throws -> Query? {
         guard let type else { return nil }
-        let query = Query(recordType: type, predicate: try predicate.map { try Predicate(format: $0) } ?? .all)
+        let query = Query(recordType: type, predicate: try predicate.map { try QueryPredicate(format: $0) } ?? .all)
         query.sortDescriptors = sorts
         return query
     }

@@ -12,7 +12,7 @@ import Foundation
 public struct CompiledQuery: Hashable, Sendable, Codable {
     public let recordType: String
     public let zoneID: RecordZone.ID
-    public let predicate: Predicate
+    public let predicate: QueryPredicate
     public let sortKeys: [SortKey]
     /// Keys to return (all when `nil`). Not part of the query's identity.
     public var desiredKeys: [String]?
@@ -46,7 +46,7 @@ public struct CompiledQuery: Hashable, Sendable, Codable {
         self.desiredKeys = desiredKeys
     }
 
-    private static func normalize(_ predicate: Predicate) throws -> Predicate {
+    private static func normalize(_ predicate: QueryPredicate) throws -> QueryPredicate {
         switch predicate {
         case .all, .none: return predicate
         case .not(let inner):
@@ -59,7 +59,7 @@ public struct CompiledQuery: Hashable, Sendable, Codable {
             try check(c)
             return predicate
         case .and(let parts):
-            var flat: [Predicate] = []
+            var flat: [QueryPredicate] = []
             for part in parts {
                 let normalized = try normalize(part)
                 switch normalized {

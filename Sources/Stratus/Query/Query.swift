@@ -3,24 +3,24 @@ import Foundation
 /// What to look for: a record type, a predicate and a sort order, like `CKQuery`.
 ///
 /// ```swift
-/// let query = Query(recordType: "Todo", predicate: try Predicate(format: "checked == %@", 0))
+/// let query = Query(recordType: "Todo", predicate: try QueryPredicate(format: "checked == %@", 0))
 /// query.sortDescriptors = [RecordSortDescriptor(key: "createdAt", ascending: false)]
 /// let (matches, cursor) = try await database.records(matching: query)
 /// ```
 public final class Query: Sendable, CustomStringConvertible {
     public let recordType: String
-    public let predicate: Predicate
+    public let predicate: QueryPredicate
     private let sorts: Mutex<[RecordSortDescriptor]>
 
-    public init(recordType: String, predicate: Predicate = .all) {
+    public init(recordType: String, predicate: QueryPredicate = .all) {
         self.recordType = recordType
         self.predicate = predicate
         self.sorts = Mutex([])
     }
 
-    /// Convenience for `Query(recordType:predicate: try Predicate(format:…))`.
+    /// Convenience for `Query(recordType:predicate: try QueryPredicate(format:…))`.
     public convenience init(recordType: String, format: String, _ arguments: any Sendable...) throws {
-        self.init(recordType: recordType, predicate: try Predicate(format: format, argumentArray: arguments))
+        self.init(recordType: recordType, predicate: try QueryPredicate(format: format, argumentArray: arguments))
     }
 
     /// The sort order; ties are always broken by record name, so results and cursors are deterministic.

@@ -1,10 +1,10 @@
 import Foundation
 
-extension Predicate {
+extension QueryPredicate {
     /// Parses a CloudKit predicate format string, substituting `%@ %K %d %i %f %s` arguments.
     ///
     /// ```swift
-    /// let p = try Predicate(format: "title BEGINSWITH %@ AND priority >= %d", "Buy", 2)
+    /// let p = try QueryPredicate(format: "title BEGINSWITH %@ AND priority >= %d", "Buy", 2)
     /// ```
     ///
     /// - Throws: ``StratusError`` (`invalidArguments`) with the line and column of the problem
@@ -16,7 +16,7 @@ extension Predicate {
     /// Parses a format string with its arguments given as an array.
     ///
     /// ```swift
-    /// let p = try Predicate(format: "color IN %@", argumentArray: [["red", "green"]])
+    /// let p = try QueryPredicate(format: "color IN %@", argumentArray: [["red", "green"]])
     /// ```
     public init(format: String, argumentArray: [any Sendable]) throws {
         self = try PredicateParser(format: format, arguments: argumentArray).parse()

@@ -7,21 +7,21 @@ import Foundation
 /// predicate.
 ///
 /// ```swift
-/// let open = try Predicate(format: "checked == %@ AND createdAt > %@", 0, Date(timeIntervalSinceNow: -86_400))
-/// let same = Predicate.key("checked") == 0 && Predicate.key("createdAt") > Date(timeIntervalSinceNow: -86_400)
+/// let open = try QueryPredicate(format: "checked == %@ AND createdAt > %@", 0, Date(timeIntervalSinceNow: -86_400))
+/// let same = QueryPredicate.key("checked") == 0 && QueryPredicate.key("createdAt") > Date(timeIntervalSinceNow: -86_400)
 /// ```
 ///
 /// - Throws: ``StratusError`` with code `invalidArguments`, a message naming what is wrong,
 ///   and the `line`/`column` of the offending position in the format string.
-public indirect enum Predicate: Hashable, Sendable, Codable {
+public indirect enum QueryPredicate: Hashable, Sendable, Codable {
     /// `TRUEPREDICATE`: every record.
     case all
     /// `FALSEPREDICATE`: no record.
     case none
     /// Every sub-predicate holds (`AND`, `&&`).
-    case and([Predicate])
+    case and([QueryPredicate])
     /// The sub-predicate does not hold. CloudKit allows `NOT` only over a single comparison.
-    case not(Predicate)
+    case not(QueryPredicate)
     /// One condition on one field.
     case condition(Condition)
 }
