@@ -21,6 +21,8 @@ let package = Package(
         .target(name: "StratusSQLite", dependencies: ["Stratus", "CSQLite"]),
         .target(name: "StratusTransfer", dependencies: ["Stratus"]),
         .executableTarget(name: "stratus", dependencies: ["Stratus", "StratusSQLite", "StratusTransfer"]),
+        // Benchmarks, run through scripts/bench-*.
+        .executableTarget(name: "stratus-bench", dependencies: ["Stratus", "StratusSQLite"], path: "Sources/StratusBench"),
 
         // Runnable samples (see README): the apps CloudKit tutorials build, as command-line programs.
         .executableTarget(name: "notes", dependencies: ["Stratus", "StratusSQLite"], path: "samples/Notes"),

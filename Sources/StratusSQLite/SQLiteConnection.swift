@@ -28,6 +28,7 @@ final class SQLiteConnection {
             throw StratusError(rc == SQLITE_CANTOPEN ? .badContainer : .internalError, "cannot open the store at \(path): \(message)")
         }
         sqlite3_extended_result_codes(handle, 1)
+        SQLiteFunctions.register(on: handle)
         sqlite3_busy_timeout(handle, busyTimeoutMilliseconds)
         let mode = try queryText("PRAGMA journal_mode=WAL")
         guard mode?.lowercased() == "wal" else {

@@ -61,6 +61,8 @@ struct ZoneWriter {
     let connection: SQLiteConnection
     let context: DatabaseContext
     let now: Date
+    /// Searchable fields per record type, read once per transaction.
+    private var searchable: [String: [String]] = [:]
     /// Zone row and its current change sequence, loaded once per zone per transaction.
     private var zones: [RecordZone.ID: (row: Int64, sequence: Int64, changed: Bool)] = [:]
 
@@ -103,6 +105,10 @@ struct ZoneWriter {
         ])
         try upsert.step()
         try replaceReferences(of: stored, zoneRow: zoneRow)
+        let searchable = try searchableFields(of: record.recordType)
+        if !searchable.isEmpty {
+            try engine.replaceTokens(zoneRow: zoneRow, recordName: record.recordID.recordName, fields: stored.fieldValues, searchable: searchable, on: connection)
+        }
         let clearTombstone = try connection.statement("DELETE FROM tombstones WHERE zone_id = ? AND record_name = ?")
         try clearTombstone.bind([.integer(zoneRow), .text(record.recordID.recordName)])
         try clearTombstone.step()
@@ -150,6 +156,13 @@ struct ZoneWriter {
         return row
     }
 
+    private mutating func searchableFields(of recordType: String) throws -> [String] {
+        if let known = searchable[recordType] { return known }
+        let fields = try engine.searchableFields(recordType, containerIdentifier: context.containerIdentifier, on: connection)
+        searchable[recordType] = fields
+        return fields
+    }
+
     private mutating func nextSequence(_ zoneID: RecordZone.ID) -> Int64 {
         zones[zoneID]!.sequence += 1
         zones[zoneID]!.changed = true
@@ -167,6 +180,9 @@ struct ZoneWriter {
         let refs = try connection.statement("DELETE FROM refs WHERE zone_id = ? AND source_name = ?")
         try refs.bind([.integer(zoneRow), .text(name)])
         try refs.step()
+        let tokens = try connection.statement("DELETE FROM record_tokens WHERE zone_id = ? AND record_name = ?")
+        try tokens.bind([.integer(zoneRow), .text(name)])
+        try tokens.step()
         let tombstone = try connection.statement("INSERT OR REPLACE INTO tombstones(zone_id, record_name, record_type, change_seq, deleted_at) VALUES (?, ?, ?, ?, ?)")
         try tombstone.bind([.integer(zoneRow), .text(name), .text(type), .integer(nextSequence(zoneID)), .real(now.timeIntervalSinceReferenceDate)])
         try tombstone.step()

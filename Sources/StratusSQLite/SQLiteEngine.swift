@@ -62,8 +62,11 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
             if found > SQLiteSchema.version {
                 throw StratusError(.badDatabase, "the store at \(path) has schema version \(found); this Stratus reads up to \(SQLiteSchema.version). Use a newer Stratus.")
             }
+            // Every statement is CREATE … IF NOT EXISTS, so running them on each open is cheap
+            // and brings stores made by earlier builds of the same version up to date.
+            try connection.execute(SQLiteSchema.create)
+            try connection.execute(SQLiteSchema.indexing)
             if found < SQLiteSchema.version {
-                try connection.execute(SQLiteSchema.create)
                 try connection.execute("PRAGMA user_version = \(SQLiteSchema.version)")
             }
         }
@@ -201,7 +204,8 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
                 if query.zoneID.isDefault { return QueryPage(records: [], nextPosition: nil) }
                 throw StratusError(.zoneNotFound, "zone '\(query.zoneID.zoneName)' does not exist in the \(database.scope) database", zoneID: query.zoneID)
             }
-            let plan = try SQLiteQueryBuilder(query: query).select(zoneRow: zoneRow, after: position, limit: limit + 1)
+            let searchable = try searchableFields(query.recordType, containerIdentifier: database.containerIdentifier, on: connection)
+            let plan = try SQLiteQueryBuilder(query: query, searchableFields: searchable).select(zoneRow: zoneRow, after: position, limit: limit + 1)
             let statement = try connection.statement(plan.sql)
             try statement.bind(plan.parameters)
             var records: [Record] = []

@@ -10,6 +10,8 @@ import Stratus
 /// every value is a bound parameter.
 struct SQLiteQueryBuilder {
     let query: CompiledQuery
+    /// Fields whose words are in `record_tokens`; `self CONTAINS` scans when empty.
+    let searchableFields: [String]
 
     struct Plan {
         var sql: String
@@ -33,8 +35,11 @@ struct SQLiteQueryBuilder {
             parameters += sort.parameters
         }
         let predicate = try expression(query.predicate)
-        var sql = "SELECT \(columns) FROM records r WHERE r.zone_id = ? AND r.record_type = ? AND \(predicate.sql)"
-        var whereParameters: [SQLValue] = [.integer(zoneRow), .text(query.recordType)] + predicate.parameters
+        // The record type is a checked identifier, written as a literal so that the partial
+        // indexes of its schema (WHERE record_type = 'T') apply.
+        precondition((try? Naming.checkIdentifier(query.recordType, kind: "record type")) != nil, "unchecked record type reached SQL")
+        var sql = "SELECT \(columns) FROM records r WHERE r.zone_id = ? AND r.record_type = '\(query.recordType)' AND \(predicate.sql)"
+        var whereParameters: [SQLValue] = [.integer(zoneRow)] + predicate.parameters.map { $0 == Self.zonePlaceholder ? .integer(zoneRow) : $0 }
         if let position {
             guard position.sortValues.count == sorts.count else {
                 throw StratusError(.invalidArguments, "the cursor does not fit this query's sort order")
@@ -151,6 +156,9 @@ struct SQLiteQueryBuilder {
             if case .reference = value, op != .equal && op != .notEqual {
                 throw StratusError(.invalidArguments, "references can only be compared with == or !=")
             }
+            if case .field(let name) = key, case .string(let text) = value, op == .equal || op == .notEqual {
+                return (guardFragment, Fragment(sql: "\(Self.equalityValue(name)) \(op.sqlOperator) ?", parameters: [.text(TextSearch.equalityKey(text))]))
+            }
             return (guardFragment, Fragment(sql: "\(column) \(op.sqlOperator) ?", parameters: [bound]))
         case .between(let key, let low, let high):
             let (column, guardFragment, lowBound) = try scalar(key, low, "compare with BETWEEN")
@@ -161,6 +169,10 @@ struct SQLiteQueryBuilder {
             let (column, guardFragment, _) = try scalar(key, first, "compare with IN")
             let bounds = try values.map { try scalar(key, $0, "compare with IN").2 }
             try Self.checkSameFamily(values, key: key)
+            if case .field(let name) = key, case .string = first {
+                let keys: [SQLValue] = values.map { if case .string(let text) = $0 { .text(TextSearch.equalityKey(text)) } else { .null } }
+                return (guardFragment, Fragment(sql: "\(Self.equalityValue(name)) IN (" + keys.map { _ in "?" }.joined(separator: ", ") + ")", parameters: keys))
+            }
             return (guardFragment, Fragment(sql: "\(column) IN (" + bounds.map { _ in "?" }.joined(separator: ", ") + ")", parameters: bounds))
         case .beginsWith(let key, let prefix):
             let (column, guardFragment, _) = try scalar(key, .string(prefix), "compare with BEGINSWITH")
@@ -190,8 +202,16 @@ struct SQLiteQueryBuilder {
             distance.sql += " \(op.sqlOperator) ?"
             distance.parameters.append(.real(kilometers))
             return (Fragment(sql: "\(Self.tag(name)) = 'L'"), distance)
-        case .tokens:
-            throw StratusError(.invalidArguments, "full-text search (self CONTAINS) is not supported by this version of the SQLite engine")
+        case .tokens(let words, let all):
+            guard !words.isEmpty else { return (Fragment(sql: "1"), Fragment(sql: "0")) }
+            if searchableFields.isEmpty {
+                return (Fragment(sql: "1"), Fragment(sql: "stratus_has_tokens(r.fields, ?, ?)", parameters: [.text(words.joined(separator: " ")), .integer(all ? 1 : 0)]))
+            }
+            let list = words.map { _ in "?" }.joined(separator: ", ")
+            var sql = "r.record_name IN (SELECT t.record_name FROM record_tokens t WHERE t.zone_id = ? AND t.token IN (\(list))"
+            if all && words.count > 1 { sql += " GROUP BY t.record_name HAVING count(*) = \(words.count)" }
+            sql += ")"
+            return (Fragment(sql: "1"), Fragment(sql: sql, parameters: [Self.zonePlaceholder] + words.map(SQLValue.text)))
         }
     }
 
@@ -269,8 +289,16 @@ struct SQLiteQueryBuilder {
         return "$.\(name)[\(index)]"
     }
 
-    static func value(_ name: String) -> String { "json_extract(r.fields, '\(path(name, 1))')" }
-    static func tag(_ name: String) -> String { "json_extract(r.fields, '\(path(name, 0))')" }
+    /// A field's value; `table` is `r.` in queries and empty in index definitions.
+    static func value(_ name: String, table: String = "r.") -> String { "json_extract(\(table)fields, '\(path(name, 1))')" }
+    static func tag(_ name: String, table: String = "r.") -> String { "json_extract(\(table)fields, '\(path(name, 0))')" }
+    /// What string equality compares: the stored lowercase form when it differs, else the value.
+    static func equalityValue(_ name: String, table: String = "r.") -> String {
+        "coalesce(json_extract(\(table)fields, '\(path(name, 2))'), json_extract(\(table)fields, '\(path(name, 1))'))"
+    }
+
+    /// Stands for the zone row in fragments built before the zone is known.
+    static let zonePlaceholder = SQLValue.text("\u{0}zone")
 
     /// Great-circle distance in kilometres from `origin` to a LOCATION field (haversine).
     static func distanceKilometres(_ name: String, from origin: Location) -> Fragment {

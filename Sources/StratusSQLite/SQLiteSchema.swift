@@ -52,6 +52,24 @@ enum SQLiteSchema {
         CREATE INDEX IF NOT EXISTS refs_by_source ON refs(zone_id, source_name);
         """
 
+    /// Record type schemas and the word index of searchable fields. Indexes declared by
+    /// schemas are expression indexes on `records`, named `ix_<hash of their definition>`.
+    static let indexing = """
+        CREATE TABLE IF NOT EXISTS record_types(
+            container TEXT NOT NULL,
+            record_type TEXT NOT NULL,
+            schema TEXT NOT NULL,
+            PRIMARY KEY(container, record_type)
+        ) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS record_tokens(
+            zone_id INTEGER NOT NULL,
+            token TEXT NOT NULL,
+            record_name TEXT NOT NULL,
+            PRIMARY KEY(zone_id, token, record_name)
+        ) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS record_tokens_by_record ON record_tokens(zone_id, record_name);
+        """
+
     static let recordColumns = "r.record_name, r.record_type, r.created_at, r.created_by, r.modified_at, r.modified_by, r.change_tag, r.fields"
     static let recordColumnCount: Int32 = 8
 }

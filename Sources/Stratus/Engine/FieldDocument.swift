@@ -5,7 +5,8 @@ import Foundation
 ///
 /// `["S","text"]`, `["I",2]`, `["F",2.0]`, `["D",<seconds since 2001>]`, `["B","<base64>"]`,
 /// `["R","<recordName>",<action>]`, `["L",lat,lon,alt,hAcc,vAcc,course,speed,<timestamp>]`,
-/// `["A","<asset id>",<size>]`; lists carry a list tag and the element values at index 1
+/// `["A","<asset id>",<size>]`; a string whose lowercase form differs carries it at index 2
+/// (`["S","Milk","milk"]`); lists carry a list tag and the element values at index 1
 /// (`["SL",["a","b"]]`), with reference actions and asset sizes in a parallel array at index 2.
 /// Element 1 is always what a query compares, so `$.key[1]` is the value of `key` in SQL.
 ///
@@ -44,7 +45,16 @@ public enum FieldDocument {
     static func appendValue(_ value: FieldValue, to out: inout String) {
         func tag(_ t: String) { out += "[\"\(t)\"," }
         switch value {
-        case .string(let s): tag(Tag.string); JSONText.appendString(s, to: &out)
+        case .string(let s):
+            tag(Tag.string)
+            JSONText.appendString(s, to: &out)
+            // Equality ignores case; the folded form is kept (only when it differs) so that an
+            // index can serve case-insensitive equality.
+            let key = TextSearch.equalityKey(s)
+            if key != s {
+                out += ","
+                JSONText.appendString(key, to: &out)
+            }
         case .int64(let i): tag(Tag.int64); out += String(i)
         case .double(let d): tag(Tag.double); JSONText.appendDouble(d, to: &out)
         case .date(let d): tag(Tag.date); JSONText.appendDouble(d.timeIntervalSinceReferenceDate, to: &out)

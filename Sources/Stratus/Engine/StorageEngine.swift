@@ -27,6 +27,13 @@ public protocol StorageEngine: AnyObject, Sendable {
     /// Reads one page of a query's matches after `position` (from the start when `nil`).
     func queryRecords(_ query: CompiledQuery, in database: DatabaseContext, after position: QueryPosition?, limit: Int) throws -> QueryPage
 
+    /// Stores record type schemas for a container and builds the indexes they declare, in one
+    /// transaction. A schema replaces the type's previous one; indexes it no longer declares go.
+    func saveSchemas(_ schemas: [RecordTypeSchema], containerIdentifier: String) throws
+
+    /// The record type schemas saved for a container.
+    func fetchSchemas(containerIdentifier: String) throws -> [RecordTypeSchema]
+
     /// The zones of a database. The default zone is always present.
     func fetchZones(in database: DatabaseContext) throws -> [RecordZone.ID]
 }

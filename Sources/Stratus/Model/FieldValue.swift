@@ -74,7 +74,7 @@ public enum FieldValue: Hashable, Sendable, Codable {
 }
 
 /// The type of a field value, named as CloudKit Web Services names it (`STRING`, `INT64`, …).
-public enum FieldType: String, Hashable, Sendable, CaseIterable {
+public enum FieldType: String, Hashable, Sendable, Codable, CaseIterable {
     case string = "STRING"
     case int64 = "INT64"
     case double = "DOUBLE"

@@ -307,7 +307,7 @@ extension PredicateParser {
                 throw failure("expected 'IN allTokens' after tokenize(…)", at: token.start)
             }
             try advance()
-            return PredicateParser.tokenCondition(PredicateParser.searchTokens(in: text), allTokens: true)
+            return PredicateParser.tokenCondition(TextSearch.tokens(in: text), allTokens: true)
         }
 
         /// `self CONTAINS 'words'`: tokenized search over the string fields.
@@ -323,7 +323,7 @@ extension PredicateParser {
             guard case .value(.string(let text)) = rhs.operand else {
                 throw failure("'self CONTAINS' needs a string of words to search for", at: rhs.start)
             }
-            return PredicateParser.tokenCondition(PredicateParser.searchTokens(in: text), allTokens: false)
+            return PredicateParser.tokenCondition(TextSearch.tokens(in: text), allTokens: false)
         }
 
         mutating func parseOperator() throws -> (Operator, Token) {
@@ -436,7 +436,7 @@ extension PredicateParser {
                 guard case .key(.field("allTokens")) = lhs.operand, case .value(.string(let text)) = rhs.operand else {
                     throw failure("TOKENMATCHES is supported only as 'allTokens TOKENMATCHES[cdl] \"words\"'", at: opToken.start)
                 }
-                return PredicateParser.tokenCondition(PredicateParser.searchTokens(in: text), allTokens: true)
+                return PredicateParser.tokenCondition(TextSearch.tokens(in: text), allTokens: true)
             }
         }
 
@@ -1296,24 +1296,6 @@ extension PredicateParser {
     /// searches compare equal however they were written.
     static func tokenCondition(_ words: [String], allTokens: Bool) -> Condition {
         .tokens(words, allTokens: allTokens && words.count > 1)
-    }
-
-    /// The words of a tokenized search: split at anything but letters and digits, case and
-    /// diacritics folded, duplicates dropped (they cannot change what matches).
-    static func searchTokens(in text: String) -> [String] {
-        let folded = text.folding(options: [.caseInsensitive, .diacriticInsensitive], locale: nil).lowercased()
-        var words: [String] = []
-        var seen: Set<String> = []
-        var current = ""
-        func finishWord() {
-            if !current.isEmpty, seen.insert(current).inserted { words.append(current) }
-            current = ""
-        }
-        for character in folded {
-            if character.isLetter || character.isNumber { current.append(character) } else { finishWord() }
-        }
-        finishWord()
-        return words
     }
 
     /// A value as queries compare it: a reference's delete action is not part of what it points

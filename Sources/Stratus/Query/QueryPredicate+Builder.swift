@@ -26,7 +26,7 @@ extension QueryPredicate {
     /// let both = QueryPredicate.tokens("bob") && QueryPredicate.tokens("smith")
     /// ```
     public static func tokens(_ text: String) -> QueryPredicate {
-        .condition(PredicateParser.tokenCondition(PredicateParser.searchTokens(in: text), allTokens: false))
+        .condition(PredicateParser.tokenCondition(TextSearch.tokens(in: text), allTokens: false))
     }
 
     /// Both predicates hold, like `AND`: nested ANDs are flattened and one-word tokenized

@@ -1,0 +1,141 @@
+import Foundation
+import Stratus
+import StratusSQLite
+
+/// `scripts/bench-query`: indexed against unindexed queries, cursor paging against one
+/// streaming read, and the last page against the first.
+struct QueryBenchmark {
+    let recordCount: Int
+    let storePath: String
+    let categories = 100
+    let pageSize = 400
+
+    func run() async throws {
+        let engine = try SQLiteEngine(path: storePath)
+        let container = Container(identifier: "bench", engine: engine, userName: "bench")
+        let database = container.publicCloudDatabase
+        try await fill(database)
+        var schema = RecordTypeSchema(recordType: "Item")
+        schema.addField("category", type: .string, indexes: [.queryable])
+        schema.addField("rank", type: .int64, indexes: [.sortable])
+        schema.compoundIndexes = [.init(equalityFields: ["category"], sortField: "rank")]
+        try await measure("build indexes") { try await container.saveSchema(schema) }
+
+        // 1. Equality filter plus sort, one page of 400: indexed fields against unindexed copies.
+        let indexed = try query("category == %@", "cat-7", sort: "rank")
+        let unindexed = try query("categoryCopy == %@", "cat-7", sort: "rankCopy")
+        print("plan (indexed):   " + (try engine.queryPlan(for: CompiledQuery(indexed, zoneID: .default, desiredKeys: nil), in: database.context)).replacingOccurrences(of: "\n", with: " | "))
+        print("plan (unindexed): " + (try engine.queryPlan(for: CompiledQuery(unindexed, zoneID: .default, desiredKeys: nil), in: database.context)).replacingOccurrences(of: "\n", with: " | "))
+        let fast = try await median(runs: 21) { _ = try await database.records(matching: indexed, resultsLimit: pageSize) }
+        let slow = try await median(runs: 5) { _ = try await database.records(matching: unindexed, resultsLimit: pageSize) }
+        report("equality + sort, first page of \(pageSize), indexed", fast)
+        report("same on unindexed copies", slow)
+        print(String(format: "ratio unindexed / indexed: %.1fx (goal >= 100x)", slow / fast))
+
+        // 2. Every page of 400 through cursors against one streaming read of the same records.
+        let all = Query(recordType: "Item")
+        all.sortDescriptors = [RecordSortDescriptor(key: "rank")]
+        let compiled = try CompiledQuery(all, zoneID: .default, desiredKeys: nil)
+        var streamed = 0
+        let stream = try await time {
+            streamed = try engine.queryRecords(compiled, in: database.context, after: nil, limit: recordCount + 1).records.count
+        }
+        var paged = 0
+        var pages = 0
+        var lastCursor: QueryOperation.Cursor?
+        var cursorBeforeLast: QueryOperation.Cursor?
+        let walk = try await time {
+            var (matches, cursor) = try await database.records(matching: all, resultsLimit: pageSize)
+            paged += matches.count
+            pages += 1
+            while let next = cursor {
+                cursorBeforeLast = lastCursor
+                lastCursor = next
+                (matches, cursor) = try await database.records(continuingMatchFrom: next, resultsLimit: pageSize)
+                paged += matches.count
+                pages += 1
+            }
+        }
+        precondition(streamed == recordCount && paged == recordCount, "read \(streamed) streamed and \(paged) paged of \(recordCount)")
+        report("one streaming read of \(streamed) records sorted by rank", stream)
+        report("\(pages) pages of \(pageSize) through cursors", walk)
+        print(String(format: "ratio paged / streamed: %.2fx (goal <= 1.3x)", walk / stream))
+
+        // 3. The last page against the first.
+        let first = try await median(runs: 21) { _ = try await database.records(matching: all, resultsLimit: pageSize) }
+        let lastPageCursor = lastCursor ?? cursorBeforeLast
+        let last = try await median(runs: 21) {
+            if let lastPageCursor { _ = try await database.records(continuingMatchFrom: lastPageCursor, resultsLimit: pageSize) }
+        }
+        report("first page of \(pageSize) sorted by rank", first)
+        report("last page", last)
+        print(String(format: "ratio last / first page: %.2fx (goal <= 1.5x)", last / first))
+    }
+
+    private func query(_ format: String, _ value: String, sort: String) throws -> Query {
+        let query = try Query(recordType: "Item", format: format, value)
+        query.sortDescriptors = [RecordSortDescriptor(key: sort)]
+        return query
+    }
+
+    /// Fills the store once; a store of the right size is reused between runs.
+    private func fill(_ database: Database) async throws {
+        var existing = 0
+        for try await _ in database.allRecords(matching: Query(recordType: "Item"), desiredKeys: [], pageSize: 10_000) { existing += 1 }
+        if existing == recordCount { print("store \(storePath) holds \(existing) records"); return }
+        precondition(existing == 0, "\(storePath) holds \(existing) records, not \(recordCount); remove it")
+        var generator = SplitMix(seed: 42)
+        let batch = 10_000
+        let seconds = try await time {
+            for start in stride(from: 0, to: recordCount, by: batch) {
+                let records = (start..<min(recordCount, start + batch)).map { i -> Record in
+                    let record = Record(recordType: "Item", recordID: Record.ID(recordName: String(format: "item-%08d", i)))
+                    let category = "cat-\(Int(generator.next() % UInt64(categories)))"
+                    let rank = Int64(generator.next() % 1_000_000_000)
+                    record["category"] = category
+                    record["categoryCopy"] = category
+                    record["rank"] = rank
+                    record["rankCopy"] = rank
+                    record["name"] = "Item number \(i)"
+                    return record
+                }
+                let results = try await database.modifyRecords(saving: records, deleting: [], savePolicy: .allKeys, atomically: false)
+                for (_, result) in results.saveResults { _ = try result.get() }
+            }
+        }
+        report("generated \(recordCount) records", seconds)
+    }
+
+    private func median(runs: Int, _ body: () async throws -> Void) async throws -> Double {
+        var times: [Double] = []
+        for _ in 0..<runs { times.append(try await time(body)) }
+        return times.sorted()[runs / 2]
+    }
+
+    private func time(_ body: () async throws -> Void) async throws -> Double {
+        let clock = ContinuousClock()
+        let elapsed = try await clock.measure { try await body() }
+        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    }
+
+    private func measure(_ label: String, _ body: () async throws -> Void) async throws {
+        report(label, try await time(body))
+    }
+
+    private func report(_ label: String, _ seconds: Double) {
+        print(label.padding(toLength: 60, withPad: " ", startingAt: 0) + String(format: "%10.3f ms", seconds * 1000))
+    }
+}
+
+/// A small deterministic generator, so every run builds the same data.
+struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

@@ -1,0 +1,26 @@
+// Benchmarks for Stratus (run through scripts/bench-*; they print figures and ratios).
+//
+//   stratus-bench query [--records N] [--store PATH]
+//
+// Figures are medians of repeated runs on the same store, compared within the same run.
+import Foundation
+import Stratus
+import StratusSQLite
+
+func takeOption(_ name: String, from arguments: inout [String]) -> String? {
+    guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else { return nil }
+    defer { arguments.removeSubrange(index...index + 1) }
+    return arguments[index + 1]
+}
+
+var arguments = Array(CommandLine.arguments.dropFirst())
+let recordCount = Int(takeOption("--records", from: &arguments) ?? "1000000") ?? 1_000_000
+let storePath = takeOption("--store", from: &arguments) ?? "/tmp/stratus-bench-query-\(recordCount).sqlite"
+
+switch arguments.first {
+case "query":
+    try await QueryBenchmark(recordCount: recordCount, storePath: storePath).run()
+default:
+    FileHandle.standardError.write(Data("usage: stratus-bench query [--records N] [--store PATH]\n".utf8))
+    exit(64)
+}

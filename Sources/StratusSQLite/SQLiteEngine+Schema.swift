@@ -1,0 +1,158 @@
+import Foundation
+import Stratus
+
+extension SQLiteEngine {
+    public func saveSchemas(_ schemas: [RecordTypeSchema], containerIdentifier: String) throws {
+        for schema in schemas { try schema.validate() }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        try writeTransaction { connection in
+            for schema in schemas {
+                let previous = try loadSchema(schema.recordType, containerIdentifier: containerIdentifier, on: connection)
+                let upsert = try connection.statement("INSERT OR REPLACE INTO record_types(container, record_type, schema) VALUES (?, ?, ?)")
+                try upsert.bind([.text(containerIdentifier), .text(schema.recordType), .text(String(decoding: try encoder.encode(schema), as: UTF8.self))])
+                try upsert.step()
+                if previous?.searchableFields != schema.searchableFields {
+                    try rebuildTokens(recordType: schema.recordType, containerIdentifier: containerIdentifier, searchable: schema.searchableFields, on: connection)
+                }
+            }
+            try synchronizeIndexes(on: connection)
+        }
+    }
+
+    public func fetchSchemas(containerIdentifier: String) throws -> [RecordTypeSchema] {
+        try readTransaction { connection in
+            let select = try connection.statement("SELECT schema FROM record_types WHERE container = ? ORDER BY record_type")
+            try select.bind([.text(containerIdentifier)])
+            var schemas: [RecordTypeSchema] = []
+            while try select.step() { schemas.append(try Self.decodeSchema(select.text(0) ?? "")) }
+            return schemas
+        }
+    }
+
+    func loadSchema(_ recordType: String, containerIdentifier: String, on connection: SQLiteConnection) throws -> RecordTypeSchema? {
+        let select = try connection.statement("SELECT schema FROM record_types WHERE container = ? AND record_type = ?")
+        try select.bind([.text(containerIdentifier), .text(recordType)])
+        guard try select.step() else { return nil }
+        let schema = try Self.decodeSchema(select.text(0) ?? "")
+        select.reset()
+        return schema
+    }
+
+    private static func decodeSchema(_ text: String) throws -> RecordTypeSchema {
+        do {
+            return try JSONDecoder().decode(RecordTypeSchema.self, from: Data(text.utf8))
+        } catch {
+            throw StratusError(.badDatabase, "a stored record type schema does not decode: \(error)")
+        }
+    }
+
+    /// Makes the store's `ix_` indexes exactly those that the schemas of every container declare.
+    private func synchronizeIndexes(on connection: SQLiteConnection) throws {
+        var wanted: [String: String] = [:]
+        let select = try connection.statement("SELECT schema FROM record_types")
+        while try select.step() {
+            for definition in Self.indexDefinitions(for: try Self.decodeSchema(select.text(0) ?? "")) {
+                wanted[Self.indexName(definition)] = definition
+            }
+        }
+        var existing: Set<String> = []
+        let indexes = try connection.statement("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'records' AND name GLOB 'ix_*'")
+        while try indexes.step() { existing.insert(indexes.text(0) ?? "") }
+        for name in existing.subtracting(wanted.keys) {
+            try connection.execute("DROP INDEX IF EXISTS \(name)")
+        }
+        for (name, definition) in wanted where !existing.contains(name) {
+            try connection.execute("CREATE INDEX IF NOT EXISTS \(name) ON records\(definition)")
+        }
+    }
+
+    /// Index definitions (column list and WHERE) for a schema. Field and type names are
+    /// checked identifiers (``RecordTypeSchema/validate()``); the expressions are the ones the
+    /// query builder writes, so that queries can use the indexes.
+    static func indexDefinitions(for schema: RecordTypeSchema) -> [String] {
+        let partial = " WHERE record_type = '\(schema.recordType)'"
+        var definitions: [String] = []
+        func add(_ columns: [String]) {
+            definitions.append("(zone_id, " + columns.joined(separator: ", ") + ", record_name)" + partial)
+        }
+        func isScalar(_ type: FieldType) -> Bool { [.string, .int64, .double, .timestamp, .reference].contains(type) }
+        for field in schema.fields where isScalar(field.type) {
+            if field.indexes.contains(.queryable) && field.type == .string {
+                add([SQLiteQueryBuilder.equalityValue(field.name, table: "")])
+            }
+            if field.indexes.contains(.sortable) || (field.indexes.contains(.queryable) && field.type != .string) {
+                add([SQLiteQueryBuilder.value(field.name, table: "")])
+            }
+        }
+        for compound in schema.compoundIndexes {
+            var columns = compound.equalityFields.map { name in
+                schema.field(name)?.type == .string ? SQLiteQueryBuilder.equalityValue(name, table: "") : SQLiteQueryBuilder.value(name, table: "")
+            }
+            if let sort = compound.sortField { columns.append(SQLiteQueryBuilder.value(sort, table: "")) }
+            add(columns)
+        }
+        return definitions
+    }
+
+    static func indexName(_ definition: String) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in definition.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01b3
+        }
+        return "ix_" + String(hash, radix: 16)
+    }
+
+    /// The fields whose words are indexed for a record type, empty when none are searchable.
+    func searchableFields(_ recordType: String, containerIdentifier: String, on connection: SQLiteConnection) throws -> [String] {
+        try loadSchema(recordType, containerIdentifier: containerIdentifier, on: connection)?.searchableFields ?? []
+    }
+
+    /// Replaces a record's indexed words.
+    func replaceTokens(zoneRow: Int64, recordName: String, fields: [String: FieldValue], searchable: [String], on connection: SQLiteConnection) throws {
+        let clear = try connection.statement("DELETE FROM record_tokens WHERE zone_id = ? AND record_name = ?")
+        try clear.bind([.integer(zoneRow), .text(recordName)])
+        try clear.step()
+        guard !searchable.isEmpty else { return }
+        let insert = try connection.statement("INSERT OR IGNORE INTO record_tokens(zone_id, token, record_name) VALUES (?, ?, ?)")
+        for word in SQLiteFunctions.words(of: fields, only: searchable) {
+            insert.reset()
+            try insert.bind([.integer(zoneRow), .text(word), .text(recordName)])
+            try insert.step()
+        }
+    }
+
+    private func rebuildTokens(recordType: String, containerIdentifier: String, searchable: [String], on connection: SQLiteConnection) throws {
+        let select = try connection.statement("""
+            SELECT r.zone_id, r.record_name, r.fields FROM records r JOIN zones z ON z.zone_id = r.zone_id
+            WHERE z.container = ? AND r.record_type = ?
+            """)
+        try select.bind([.text(containerIdentifier), .text(recordType)])
+        var rows: [(Int64, String, String)] = []
+        while try select.step() { rows.append((select.int64(0), select.text(1) ?? "", select.text(2) ?? "{}")) }
+        for (zoneRow, name, document) in rows {
+            let fields = try FieldDocument.decode(document, zoneID: .default) { _ in nil }
+            try replaceTokens(zoneRow: zoneRow, recordName: name, fields: fields, searchable: searchable, on: connection)
+        }
+    }
+
+    /// How SQLite runs a query (`EXPLAIN QUERY PLAN`), one step per line; for tests and
+    /// diagnostics: a query that can use an index shows `USING INDEX ix_…`.
+    ///
+    /// ```swift
+    /// print(try engine.queryPlan(for: compiled, in: database.context))
+    /// ```
+    public func queryPlan(for query: CompiledQuery, in database: DatabaseContext, after position: QueryPosition? = nil) throws -> String {
+        try readTransaction { connection in
+            let zoneRow = try zoneRowID(query.zoneID, database, on: connection, createDefault: false) ?? -1
+            let searchable = try searchableFields(query.recordType, containerIdentifier: database.containerIdentifier, on: connection)
+            let plan = try SQLiteQueryBuilder(query: query, searchableFields: searchable).select(zoneRow: zoneRow, after: position, limit: 400)
+            let statement = try connection.statement("EXPLAIN QUERY PLAN " + plan.sql)
+            try statement.bind(plan.parameters)
+            var lines: [String] = []
+            while try statement.step() { lines.append(statement.text(3) ?? "") }
+            return lines.joined(separator: "\n")
+        }
+    }
+}

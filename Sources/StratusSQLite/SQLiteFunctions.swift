@@ -1,0 +1,43 @@
+import CSQLite
+import Foundation
+import Stratus
+
+/// SQL functions Stratus registers on each connection. They serve queries only and never
+/// appear in the schema, so the `sqlite3` shell can still open, check and change a store.
+enum SQLiteFunctions {
+    static func register(on handle: OpaquePointer?) {
+        sqlite3_create_function_v2(handle, "stratus_has_tokens", 3, SQLITE_UTF8 | SQLITE_DETERMINISTIC, nil, hasTokens, nil, nil, nil)
+    }
+
+    /// `stratus_has_tokens(fields, 'word word', all)`: whether the words of the record's string
+    /// fields include any (or, with `all` = 1, every) of the space-separated search words.
+    /// Used by `self CONTAINS` when the record type declares no searchable field.
+    private static let hasTokens: @convention(c) (OpaquePointer?, Int32, UnsafeMutablePointer<OpaquePointer?>?) -> Void = { context, _, values in
+        guard let values, let fieldsText = sqlite3_value_text(values[0]), let wantedText = sqlite3_value_text(values[1]) else {
+            sqlite3_result_int(context, 0)
+            return
+        }
+        let wanted = String(cString: wantedText).split(separator: " ").map(String.init)
+        let requireAll = sqlite3_value_int(values[2]) != 0
+        guard !wanted.isEmpty, let fields = try? FieldDocument.decode(String(cString: fieldsText), zoneID: .default, assetURL: { _ in nil }) else {
+            sqlite3_result_int(context, 0)
+            return
+        }
+        let words = SQLiteFunctions.words(of: fields)
+        let matched = requireAll ? wanted.allSatisfy(words.contains) : wanted.contains(where: words.contains)
+        sqlite3_result_int(context, matched ? 1 : 0)
+    }
+
+    /// The search words of every string and string-list value.
+    static func words(of fields: [String: FieldValue], only names: [String]? = nil) -> Set<String> {
+        var words: Set<String> = []
+        for (key, value) in fields where names?.contains(key) ?? true {
+            switch value {
+            case .string(let text): words.formUnion(TextSearch.tokens(in: text))
+            case .stringList(let texts): for text in texts { words.formUnion(TextSearch.tokens(in: text)) }
+            default: continue
+            }
+        }
+        return words
+    }
+}
