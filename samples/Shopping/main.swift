@@ -37,7 +37,7 @@ do {
 
     func items(of listTitle: String) async throws -> [Record] {
         let reference = Record.Reference(recordID: listID(listTitle), action: .none)
-        let query = Query(recordType: "Item", predicate: try Predicate(format: "list == %@", reference))
+        let query = Query(recordType: "Item", predicate: try QueryPredicate(format: "list == %@", reference))
         query.sortDescriptors = [RecordSortDescriptor(key: "name")]
         var found: [Record] = []
         for try await item in database.allRecords(matching: query) { found.append(item) }
