@@ -67,6 +67,9 @@ struct QueryBenchmark {
         let last = try await median(runs: 21) {
             if let lastPageCursor { _ = try await database.records(continuingMatchFrom: lastPageCursor, resultsLimit: pageSize) }
         }
+        if let position = lastPageCursor?.position {
+            print("plan (page after a cursor): " + (try engine.queryPlan(for: compiled, in: database.context, after: position)).replacingOccurrences(of: "\n", with: " | "))
+        }
         report("first page of \(pageSize) sorted by rank", first)
         report("last page", last)
         print(String(format: "ratio last / first page: %.2fx (goal <= 1.5x)", last / first))

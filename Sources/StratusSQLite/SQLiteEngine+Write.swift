@@ -4,22 +4,27 @@ import Stratus
 extension SQLiteEngine {
     public func modifyRecords(_ request: ModifyRequest, in database: DatabaseContext) throws -> ModifyOutcome {
         let now = Date()
+        var appliedAtomically = request.isAtomic
         var outcome = try writeTransaction { connection -> ModifyOutcome in
             var writer = ZoneWriter(engine: self, connection: connection, context: database, now: now)
             var outcome = ModifyOutcome()
             for record in request.recordsToSave {
-                outcome.saveResults[record.recordID] = try writer.save(record, policy: request.savePolicy)
+                let result = try writer.save(record, mode: request.writeMode, preservingSystemFields: request.preservesSystemFields)
+                outcome.saveResults[record.recordID] = result.map(\.0)
+                if case .success(let (_, kind)) = result { outcome.writeKinds[record.recordID] = kind }
             }
             for id in request.recordIDsToDelete {
                 outcome.deleteResults[id] = try writer.delete(id, cascade: &outcome.cascadeDeletedIDs)
             }
             try writer.storeChangeSequences()
-            if request.isAtomic && outcome.hasFailure {
+            appliedAtomically = request.isAtomic && writer.touchedZonesAreAtomic
+            if appliedAtomically && outcome.hasFailure {
                 throw AtomicFailure(outcome: outcome)
             }
             return outcome
         } catchingAtomic: { $0 }
-        if request.isAtomic && outcome.hasFailure { outcome.markOthersBatchFailed() }
+        if appliedAtomically && outcome.hasFailure { outcome.markOthersBatchFailed() }
+        compactIfDue()
         return outcome
     }
 
@@ -50,6 +55,7 @@ extension ModifyOutcome {
             StratusError(.batchRequestFailed, "record '\(id.recordName)' was not written because another item of the atomic request failed", recordID: id)
         }
         for (id, result) in saveResults { if case .success = result { saveResults[id] = .failure(failed(id)) } }
+        writeKinds = [:]
         for (id, result) in deleteResults { if case .success = result { deleteResults[id] = .failure(failed(id)) } }
         cascadeDeletedIDs = []
     }
@@ -63,8 +69,8 @@ struct ZoneWriter {
     let now: Date
     /// Searchable fields per record type, read once per transaction.
     private var searchable: [String: [String]] = [:]
-    /// Zone row and its current change sequence, loaded once per zone per transaction.
-    private var zones: [RecordZone.ID: (row: Int64, sequence: Int64, changed: Bool)] = [:]
+    /// Zone row, its current change sequence and capabilities, loaded once per zone per transaction.
+    private var zones: [RecordZone.ID: (row: Int64, sequence: Int64, capabilities: RecordZone.Capabilities, changed: Bool)] = [:]
 
     init(engine: SQLiteEngine, connection: SQLiteConnection, context: DatabaseContext, now: Date) {
         self.engine = engine
@@ -75,14 +81,16 @@ struct ZoneWriter {
 
     /// Saves one record. Item failures (a stale tag, a missing zone or asset file) come back as
     /// the result; store failures (busy, disk full) are thrown and abort the transaction.
-    mutating func save(_ record: Record, policy: ModifyRecordsOperation.SavePolicy) throws -> Result<Record, StratusError> {
+    mutating func save(_ record: Record, mode: RecordWriteMode, preservingSystemFields: Bool) throws -> Result<(Record, RecordWriteKind), StratusError> {
         guard let zoneRow = try zone(record.recordID.zoneID) else { return .failure(zoneNotFound(record.recordID)) }
         let existing = try engine.loadRecord(record.recordID, zoneRow: zoneRow, on: connection)
         let resolved: Record
-        switch RecordWriteRules.resolveSave(record, existing: existing, policy: policy, context: context, now: now) {
-        case .success(let r): resolved = r
+        let kind: RecordWriteKind
+        switch RecordWriteRules.resolveSave(record, existing: existing, mode: mode, preservingSystemFields: preservingSystemFields, context: context, now: now) {
+        case .success(let (r, k)): (resolved, kind) = (r, k)
         case .failure(let error): return .failure(error)
         }
+        if kind == .unchanged { return .success((resolved, kind)) }
         let stored: Record
         switch try engine.storeAssets(of: resolved) {
         case .success(let r): stored = r
@@ -112,7 +120,7 @@ struct ZoneWriter {
         let clearTombstone = try connection.statement("DELETE FROM tombstones WHERE zone_id = ? AND record_name = ?")
         try clearTombstone.bind([.integer(zoneRow), .text(record.recordID.recordName)])
         try clearTombstone.step()
-        return .success(stored)
+        return .success((stored, kind))
     }
 
     /// Deletes one record (a missing record is not an error) and cascades `.deleteSelf`
@@ -136,23 +144,31 @@ struct ZoneWriter {
         StratusError(.zoneNotFound, "zone '\(id.zoneID.zoneName)' does not exist in the \(context.scope) database", recordID: id, zoneID: id.zoneID)
     }
 
-    /// Writes back each touched zone's change sequence.
+    /// Writes back each touched zone's change sequence, and notes each changed zone as a
+    /// change of its database.
     func storeChangeSequences() throws {
-        let update = try connection.statement("UPDATE zones SET change_seq = ? WHERE zone_id = ?")
         for zone in zones.values where zone.changed {
-            update.reset()
+            let update = try connection.statement("UPDATE zones SET change_seq = ? WHERE zone_id = ?")
             try update.bind([.integer(zone.sequence), .integer(zone.row)])
             try update.step()
+            try engine.noteDatabaseChange(zoneRow: zone.row, context, on: connection)
         }
+    }
+
+    /// Whether every zone the transaction touched has the `atomic` capability, so that an
+    /// atomic request is applied atomically (CloudKit applies it item by item elsewhere).
+    var touchedZonesAreAtomic: Bool {
+        zones.values.allSatisfy { $0.capabilities.contains(.atomic) }
     }
 
     private mutating func zone(_ zoneID: RecordZone.ID) throws -> Int64? {
         if let known = zones[zoneID] { return known.row }
         guard let row = try engine.zoneRowID(zoneID, context, on: connection, createDefault: true) else { return nil }
-        let select = try connection.statement("SELECT change_seq FROM zones WHERE zone_id = ?")
+        let select = try connection.statement("SELECT z.change_seq, s.capabilities FROM zones z JOIN zone_state s ON s.zone_id = z.zone_id WHERE z.zone_id = ?")
         try select.bind([.integer(row)])
-        _ = try select.step()
-        zones[zoneID] = (row, select.int64(0), false)
+        guard try select.step() else { throw StratusError(.badDatabase, "zone '\(zoneID.zoneName)' has no change state; the store was not created by this version of Stratus") }
+        zones[zoneID] = (row, select.int64(0), RecordZone.Capabilities(rawValue: Int(select.int64(1))), false)
+        select.reset()
         return row
     }
 

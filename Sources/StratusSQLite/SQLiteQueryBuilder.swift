@@ -78,41 +78,45 @@ struct SQLiteQueryBuilder {
         }
     }
 
-    /// Rows strictly after `position` in the query's order. In SQLite, NULL (a missing value)
-    /// sorts first ascending and last descending; the condition follows that.
+    /// Rows strictly after `position` in the query's order, written so that the leading key
+    /// is a plain range (`k >= v AND (k > v OR …)`) that an index can seek to: page N then
+    /// costs what page 1 costs. In SQLite, NULL (a missing value) sorts first ascending and
+    /// last descending; the condition follows that.
     private func keysetCondition(sorts: [Fragment], ascending: [Bool], tiebreakAscending: Bool, position: QueryPosition) -> Fragment {
         let keys = sorts + [Fragment(sql: "r.record_name")]
         let directions = ascending + [tiebreakAscending]
         let values: [SQLValue] = position.sortValues.map(Self.sqlValue) + [.text(position.recordName)]
-        if Set(directions).count == 1, !values.contains(.null) {
-            var fragment = Fragment(sql: "(" + keys.map(\.sql).joined(separator: ", ") + ") \(directions[0] ? ">" : "<") (" + keys.map { _ in "?" }.joined(separator: ", ") + ")")
-            fragment.parameters = keys.flatMap(\.parameters) + values
-            return fragment
-        }
-        var alternatives: [Fragment] = []
-        for i in keys.indices {
-            var parts: [String] = []
-            var parameters: [SQLValue] = []
-            for j in 0..<i {
-                parts.append("\(keys[j].sql) IS ?")
-                parameters += keys[j].parameters + [values[j]]
-            }
-            switch (directions[i], values[i]) {
+
+        func after(_ i: Int) -> Fragment {
+            let key = keys[i]
+            let value = values[i]
+            let isLast = i == keys.count - 1
+            switch (directions[i], value) {
             case (true, .null):
-                parts.append("\(keys[i].sql) IS NOT NULL")
-                parameters += keys[i].parameters
-            case (true, let value):
-                parts.append("\(keys[i].sql) > ?")
-                parameters += keys[i].parameters + [value]
+                // Nulls come first: any non-null follows; among nulls, the next key decides.
+                let rest = isLast ? Fragment(sql: "0") : after(i + 1)
+                return Fragment(sql: "(\(key.sql) IS NOT NULL OR (\(key.sql) IS NULL AND \(rest.sql)))",
+                                parameters: key.parameters + key.parameters + rest.parameters)
             case (false, .null):
-                parts.append("0")
-            case (false, let value):
-                parts.append("(\(keys[i].sql) < ? OR \(keys[i].sql) IS NULL)")
-                parameters += keys[i].parameters + [value] + keys[i].parameters
+                // Nulls come last: only nulls follow, ordered by the next key.
+                let rest = isLast ? Fragment(sql: "0") : after(i + 1)
+                return Fragment(sql: "(\(key.sql) IS NULL AND \(rest.sql))", parameters: key.parameters + rest.parameters)
+            case (let ascending, let value):
+                let strict = ascending ? ">" : "<"
+                if isLast {
+                    return Fragment(sql: "\(key.sql) \(strict) ?", parameters: key.parameters + [value])
+                }
+                let rest = after(i + 1)
+                var fragment = Fragment(sql: "(\(key.sql) \(strict)= ? AND (\(key.sql) \(strict) ? OR \(rest.sql)))",
+                                        parameters: key.parameters + [value] + key.parameters + [value] + rest.parameters)
+                if !ascending {
+                    fragment.sql = "(\(fragment.sql) OR \(key.sql) IS NULL)"
+                    fragment.parameters += key.parameters
+                }
+                return fragment
             }
-            alternatives.append(Fragment(sql: "(" + parts.joined(separator: " AND ") + ")", parameters: parameters))
         }
-        return Fragment(sql: "(" + alternatives.map(\.sql).joined(separator: " OR ") + ")", parameters: alternatives.flatMap(\.parameters))
+        return after(0)
     }
 
     static func sqlValue(_ value: FieldValue?) -> SQLValue {

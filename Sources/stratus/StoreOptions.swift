@@ -34,8 +34,11 @@ struct StoreOptions {
         userName = try arguments.value("--user")
     }
 
+    func openContainer() throws -> Container {
+        try Container(identifier: containerIdentifier, storePath: storePath, userName: userName)
+    }
+
     func openDatabase() throws -> Database {
-        let container = try Container(identifier: containerIdentifier, storePath: storePath, userName: userName)
-        return container.database(with: scope)
+        try openContainer().database(with: scope)
     }
 }

@@ -11,6 +11,9 @@ struct StratusCommand {
           query     one page of a query, with a cursor for the next (for scripts)
           get       records by name
           count     the number of records matching a query
+          import    records from NDJSON, JSON, a CloudKit response envelope or CSV
+          export    every matching record, in any of those formats
+          delete    records by name or by query
 
         Store options (every command):
         \(StoreOptions.help)
@@ -35,6 +38,7 @@ struct StratusCommand {
         case "query": commandUsage = QueryCommand.usage
         case "get": commandUsage = GetCommand.usage
         case "count": commandUsage = CountCommand.usage
+        case "delete": commandUsage = DeleteCommand.usage + "\n" + Progress.help
         default:
             fail("unknown command '\(command)'\n\n\(usage)", .usage)
         }
@@ -47,11 +51,14 @@ struct StratusCommand {
             switch command {
             case "query": code = try await QueryCommand(&arguments).run()
             case "get": code = try await GetCommand(&arguments).run()
+            case "delete": code = try await DeleteCommand(&arguments).run()
             default: code = try await CountCommand(&arguments).run()
             }
             exit(code.rawValue)
         } catch let error as UsageError {
             fail("\(error.message)\n\n\(commandUsage)", .usage)
+        } catch let failure as CommandFailure {
+            fail(failure.message, failure.code)
         } catch let error as StratusError {
             fail(error.description, ExitCode(for: error))
         } catch {

@@ -1,58 +1,124 @@
 import Foundation
 
-/// CloudKit's rules for what a save stores, shared by every engine so they agree exactly.
-///
-/// An engine reads the stored record inside its transaction, asks ``resolveSave(_:existing:policy:context:now:)``
-/// what to write, and writes that (after storing asset bytes).
+/// How a save treats the record already in the store: CloudKit Web Services' modify
+/// operation types, plus the API's default.
 ///
 /// ```swift
-/// switch RecordWriteRules.resolveSave(incoming, existing: stored, policy: .ifServerRecordUnchanged, context: ctx, now: Date()) {
-/// case .success(let toStore): write(toStore)
+/// let op = ModifyRecordsOperation(recordsToSave: records)
+/// op.writeMode = .create          // fail on records that exist
+/// ```
+public enum RecordWriteMode: String, Hashable, Sendable, Codable, CaseIterable {
+    /// The API default (`SavePolicy.ifServerRecordUnchanged`): a record without a change tag
+    /// must be new; one with a tag must match the stored tag. Writes the changed keys.
+    case ifServerRecordUnchanged
+    /// The record must not exist yet.
+    case create
+    /// The record must exist and its change tag must match; writes the changed keys only.
+    case update
+    /// The record must exist and its change tag must match; replaces every field.
+    case replace
+    /// No tag check; writes the changed keys, creating the record when missing
+    /// (`SavePolicy.changedKeys`).
+    case forceUpdate
+    /// No tag check; replaces every field, creating the record when missing (`SavePolicy.allKeys`).
+    case forceReplace
+
+    /// The mode a CloudKit save policy stands for.
+    public init(_ policy: ModifyRecordsOperation.SavePolicy) {
+        switch policy {
+        case .ifServerRecordUnchanged: self = .ifServerRecordUnchanged
+        case .changedKeys: self = .forceUpdate
+        case .allKeys: self = .forceReplace
+        }
+    }
+
+    /// Whether the mode compares change tags (and so always stores a new tag).
+    public var checksChangeTag: Bool { self == .ifServerRecordUnchanged || self == .update || self == .replace }
+}
+
+/// What a successful save did.
+public enum RecordWriteKind: Hashable, Sendable {
+    case created
+    case updated
+    /// The store already held exactly this record; nothing was written.
+    case unchanged
+}
+
+/// CloudKit's rules for what a save stores, shared by every engine so they agree exactly.
+///
+/// An engine reads the stored record inside its transaction, asks
+/// ``resolveSave(_:existing:mode:preservingSystemFields:context:now:)`` what to write, and
+/// writes that (after storing asset bytes) unless the answer is ``RecordWriteKind/unchanged``.
+///
+/// ```swift
+/// switch RecordWriteRules.resolveSave(incoming, existing: stored, mode: .ifServerRecordUnchanged, context: ctx, now: Date()) {
+/// case .success(let (toStore, kind)): if kind != .unchanged { write(toStore) }
 /// case .failure(let error): report(error)
 /// }
 /// ```
 public enum RecordWriteRules {
-    /// The record to store for `incoming`, or the per-item error CloudKit would report.
+    /// The record to store for `incoming` and what kind of write it is, or the per-item error
+    /// CloudKit would report (`serverRecordChanged` with the server and client records,
+    /// `unknownItem` for a record that must exist).
     ///
-    /// - `.ifServerRecordUnchanged`: the client's change tag must equal the stored one; a new
-    ///   record (no tag) must not exist yet. Otherwise `serverRecordChanged` with the server
-    ///   and client records. The changed keys are applied.
-    /// - `.changedKeys`: no tag check; only the client's changed keys are written.
-    /// - `.allKeys`: no tag check; the stored fields are replaced by every key the client has.
+    /// With `preservingSystemFields`, modes that do not check tags (create, forceUpdate,
+    /// forceReplace) keep the creation and modification dates, users and change tag the
+    /// incoming record carries, so that a restored export is identical to its source; a
+    /// record identical to the stored one is then ``RecordWriteKind/unchanged``.
     public static func resolveSave(
-        _ incoming: Record, existing: Record?, policy: ModifyRecordsOperation.SavePolicy,
+        _ incoming: Record, existing: Record?, mode: RecordWriteMode, preservingSystemFields: Bool = false,
         context: DatabaseContext, now: Date
-    ) -> Result<Record, StratusError> {
+    ) -> Result<(Record, RecordWriteKind), StratusError> {
+        let name = incoming.recordID.recordName
         if let existing, existing.recordType != incoming.recordType {
-            return .failure(StratusError(.invalidArguments, "record '\(incoming.recordID.recordName)' exists with type '\(existing.recordType)', not '\(incoming.recordType)'", recordID: incoming.recordID))
+            return .failure(StratusError(.invalidArguments, "record '\(name)' exists with type '\(existing.recordType)', not '\(incoming.recordType)'", recordID: incoming.recordID))
         }
-        if policy == .ifServerRecordUnchanged {
-            switch (existing, incoming.recordChangeTag) {
-            case (nil, let tag?):
-                return .failure(StratusError(.unknownItem, "record '\(incoming.recordID.recordName)' with change tag \(tag) no longer exists", recordID: incoming.recordID))
-            case (let server?, nil):
-                return .failure(conflict(incoming, server: server, "record '\(incoming.recordID.recordName)' already exists; fetch it and save the fetched record, or use the .allKeys or .changedKeys save policy"))
-            case (let server?, let tag?) where server.recordChangeTag != tag:
-                return .failure(conflict(incoming, server: server, "record '\(incoming.recordID.recordName)' was changed by someone else (change tag \(tag) is stale; the store has \(server.recordChangeTag ?? "none"))"))
-            default: break
+        switch (mode, existing, incoming.recordChangeTag) {
+        case (.ifServerRecordUnchanged, nil, let tag?):
+            return .failure(StratusError(.unknownItem, "record '\(name)' with change tag \(tag) no longer exists", recordID: incoming.recordID))
+        case (.ifServerRecordUnchanged, let server?, nil):
+            return .failure(conflict(incoming, server: server, "record '\(name)' already exists; fetch it and save the fetched record, or use the .allKeys or .changedKeys save policy"))
+        case (.create, let server?, _):
+            return .failure(conflict(incoming, server: server, "record '\(name)' already exists, and create only makes new records"))
+        case (.update, nil, _), (.replace, nil, _):
+            return .failure(StratusError(.unknownItem, "record '\(name)' does not exist, and \(mode.rawValue) only changes existing records", recordID: incoming.recordID))
+        case (.update, _, nil), (.replace, _, nil):
+            return .failure(StratusError(.invalidArguments, "record '\(name)' has no recordChangeTag, which \(mode.rawValue) needs to detect conflicting changes (use forceUpdate or forceReplace to overwrite)", recordID: incoming.recordID))
+        case (.ifServerRecordUnchanged, let server?, let tag?), (.update, let server?, let tag?), (.replace, let server?, let tag?):
+            if server.recordChangeTag != tag {
+                return .failure(conflict(incoming, server: server, "record '\(name)' was changed by someone else (change tag \(tag) is stale; the store has \(server.recordChangeTag ?? "none"))"))
             }
+        default: break
         }
+
         var fields: [String: FieldValue]
-        if let existing, policy != .allKeys {
+        if let existing, mode != .replace && mode != .forceReplace {
             fields = existing.fieldValues
             let changes = incoming.fieldValues
             for key in incoming.changedKeys() { fields[key] = changes[key] }
         } else {
             fields = incoming.fieldValues
         }
-        let system = Record.SystemFields(
-            creationDate: existing?.creationDate ?? now,
+        let given = incoming.systemFields
+        let keep = preservingSystemFields && !mode.checksChangeTag
+        var system = Record.SystemFields(
+            creationDate: existing?.creationDate ?? (keep ? given.creationDate : nil) ?? now,
             modificationDate: now,
-            creatorUserRecordID: existing?.creatorUserRecordID ?? context.userRecordID,
+            creatorUserRecordID: existing?.creatorUserRecordID ?? (keep ? given.creatorUserRecordID : nil) ?? context.userRecordID,
             lastModifiedUserRecordID: context.userRecordID,
             recordChangeTag: newChangeTag()
         )
-        return .success(Record(recordType: incoming.recordType, recordID: incoming.recordID, systemFields: system, fields: fields))
+        if keep {
+            if let date = given.modificationDate { system.modificationDate = date }
+            if let user = given.lastModifiedUserRecordID { system.lastModifiedUserRecordID = user }
+            if let tag = given.recordChangeTag { system.recordChangeTag = tag }
+            if let existing, existing.fieldValues == fields, existing.recordChangeTag == system.recordChangeTag,
+               existing.modificationDate == system.modificationDate {
+                return .success((existing, .unchanged))
+            }
+        }
+        let stored = Record(recordType: incoming.recordType, recordID: incoming.recordID, systemFields: system, fields: fields)
+        return .success((stored, existing == nil ? .created : .updated))
     }
 
     private static func conflict(_ client: Record, server: Record, _ message: String) -> StratusError {

@@ -65,14 +65,17 @@ public struct DatabaseContext: Hashable, Sendable, CustomStringConvertible {
 public struct ModifyRequest: Sendable {
     public var recordsToSave: [Record]
     public var recordIDsToDelete: [Record.ID]
-    public var savePolicy: ModifyRecordsOperation.SavePolicy
+    public var writeMode: RecordWriteMode
+    /// Keep the system fields the records carry; see ``RecordWriteRules``.
+    public var preservesSystemFields: Bool
     /// When true, nothing is written if any item fails.
     public var isAtomic: Bool
 
-    public init(recordsToSave: [Record], recordIDsToDelete: [Record.ID], savePolicy: ModifyRecordsOperation.SavePolicy, isAtomic: Bool) {
+    public init(recordsToSave: [Record], recordIDsToDelete: [Record.ID], writeMode: RecordWriteMode, preservesSystemFields: Bool = false, isAtomic: Bool) {
         self.recordsToSave = recordsToSave
         self.recordIDsToDelete = recordIDsToDelete
-        self.savePolicy = savePolicy
+        self.writeMode = writeMode
+        self.preservesSystemFields = preservesSystemFields
         self.isAtomic = isAtomic
     }
 }
@@ -85,6 +88,8 @@ public struct ModifyOutcome: Sendable {
     public var deleteResults: [Record.ID: Result<Void, StratusError>]
     /// Records deleted because a `.deleteSelf` reference pointed at a deleted record.
     public var cascadeDeletedIDs: [Record.ID]
+    /// For each saved record: created, updated, or unchanged (nothing written).
+    public var writeKinds: [Record.ID: RecordWriteKind] = [:]
 
     public init(saveResults: [Record.ID: Result<Record, StratusError>] = [:], deleteResults: [Record.ID: Result<Void, StratusError>] = [:], cascadeDeletedIDs: [Record.ID] = []) {
         self.saveResults = saveResults

@@ -56,7 +56,7 @@ public final class DeleteRecordsOperation: DatabaseOperation, @unchecked Sendabl
 
         func deleteBatch(_ ids: [Record.ID]) throws {
             let outcome = try withRetry {
-                try engine.modifyRecords(ModifyRequest(recordsToSave: [], recordIDsToDelete: ids, savePolicy: .ifServerRecordUnchanged, isAtomic: false), in: context)
+                try engine.modifyRecords(ModifyRequest(recordsToSave: [], recordIDsToDelete: ids, writeMode: .ifServerRecordUnchanged, isAtomic: false), in: context)
             }
             for id in ids {
                 let result = outcome.deleteResults[id] ?? .failure(StratusError(.internalError, "the store gave no result for deleting '\(id.recordName)'", recordID: id))

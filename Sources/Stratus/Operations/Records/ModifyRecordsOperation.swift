@@ -38,11 +38,21 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
     public var recordsToSave: [Record]?
     public var recordIDsToDelete: [Record.ID]?
     public var savePolicy: SavePolicy = .ifServerRecordUnchanged
+    /// A Stratus extension: CloudKit Web Services' operation type (create, update, replace,
+    /// forceUpdate, forceReplace). When set, it is used instead of ``savePolicy``.
+    public var writeMode: RecordWriteMode?
+    /// A Stratus extension for restoring exports: keep the creation and modification dates,
+    /// users and change tags the records carry (in modes that do not check tags); a record
+    /// identical to the stored one is then not written at all. Off by default, as in CloudKit.
+    public var preservesSystemFields = false
     /// All or nothing. Stratus honours it in every zone, the default zone included.
     public var isAtomic = true
     public var perRecordSaveBlock: (@Sendable (Record.ID, Result<Record, any Error>) -> Void)?
     public var perRecordDeleteBlock: (@Sendable (Record.ID, Result<Void, any Error>) -> Void)?
     public var modifyRecordsResultBlock: (@Sendable (Result<Void, any Error>) -> Void)?
+    /// A Stratus extension: for each saved record, whether it was created, updated or left
+    /// unchanged; called just before ``perRecordSaveBlock``.
+    public var perRecordWriteKindBlock: (@Sendable (Record.ID, RecordWriteKind) -> Void)?
     public let recordOutput = RecordOutput()
 
     private var inputProvider: (@Sendable () throws -> [Record])?
@@ -108,7 +118,7 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
             }
             if isCancelled { return StratusError.cancelled("ModifyRecordsOperation", completed: 0) }
             let outcome = try withRetry {
-                try engine.modifyRecords(ModifyRequest(recordsToSave: valid, recordIDsToDelete: validDeletes, savePolicy: savePolicy, isAtomic: true), in: context)
+                try engine.modifyRecords(request(valid, validDeletes, atomic: true), in: context)
             }
             deliver(outcome, saves: valid, deletes: validDeletes, errors: &errors)
             return Self.partialFailure(errors, of: total)
@@ -124,7 +134,7 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
                 return error
             }
             let outcome = try withRetry {
-                try engine.modifyRecords(ModifyRequest(recordsToSave: batch.saves, recordIDsToDelete: batch.deletes, savePolicy: savePolicy, isAtomic: false), in: context)
+                try engine.modifyRecords(request(batch.saves, batch.deletes, atomic: false), in: context)
             }
             deliver(outcome, saves: batch.saves, deletes: batch.deletes, errors: &errors)
             done += batch.saves.count + batch.deletes.count
@@ -137,12 +147,18 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
         modifyRecordsResultBlock?(error.map { .failure($0) } ?? .success(()))
     }
 
+    private func request(_ saves: [Record], _ deletes: [Record.ID], atomic: Bool) -> ModifyRequest {
+        ModifyRequest(recordsToSave: saves, recordIDsToDelete: deletes, writeMode: writeMode ?? RecordWriteMode(savePolicy),
+                      preservesSystemFields: preservesSystemFields, isAtomic: atomic)
+    }
+
     private func deliver(_ outcome: ModifyOutcome, saves: [Record], deletes: [Record.ID], errors: inout [Record.ID: StratusError]) {
         for record in saves {
             let result = outcome.saveResults[record.recordID] ?? .failure(StratusError(.internalError, "the store gave no result for record '\(record.recordID.recordName)'", recordID: record.recordID))
             switch result {
             case .success(let saved):
                 recordOutput.append(saved)
+                if let kind = outcome.writeKinds[record.recordID] { perRecordWriteKindBlock?(record.recordID, kind) }
                 perRecordSaveBlock?(record.recordID, .success(saved))
             case .failure(let error):
                 errors[record.recordID] = error

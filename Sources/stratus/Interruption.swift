@@ -1,0 +1,33 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+/// SIGINT and SIGTERM ask a long command to stop after its current batch, so that it can save
+/// its checkpoint; a second signal stops at once.
+enum Interruption {
+    private static let received = Atomic<Int32>(0)
+    private nonisolated(unsafe) static var sources: [DispatchSourceSignal] = []
+
+    /// The signal received, or 0.
+    static var signal: Int32 { received.load(ordering: .relaxed) }
+
+    /// Call once, from the main thread, before the work starts.
+    static func install() {
+        for number in [SIGINT, SIGTERM] {
+            Foundation.signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler {
+                if received.exchange(number, ordering: .relaxed) != 0 {
+                    // A second signal: the user really wants out.
+                    exit(128 + number)
+                }
+                FileHandle.standardError.write(Data("\nstratus: stopping after the current batch (signal \(number)); send it again to stop at once\n".utf8))
+            }
+            source.resume()
+            sources.append(source)
+        }
+    }
+
+    /// The exit status for a command stopped by a signal: 128 + the signal number.
+    static var exitStatus: Int32 { 128 + signal }
+}

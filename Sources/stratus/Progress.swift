@@ -1,0 +1,103 @@
+import Foundation
+
+/// Progress on stderr: a live line on a terminal, a plain line every few seconds otherwise,
+/// JSON lines with `--progress json`, nothing with `--quiet`. Data never goes to stderr.
+final class Progress: @unchecked Sendable {
+    // @unchecked: the mutable report state is only touched under `lock`; operation blocks
+    // report from their threads.
+    enum Style { case automatic, json, quiet }
+
+    private let style: Style
+    private let verb: String
+    private let isTerminal = isatty(STDERR_FILENO) != 0
+    private let start = Date()
+    private let lock = NSLock()
+    private var lastReport = Date.distantPast
+    private var wroteLiveLine = false
+
+    init(style: Style, verb: String) {
+        self.style = style
+        self.verb = verb
+    }
+
+    static func style(_ arguments: inout Arguments) throws -> Style {
+        if arguments.flag("--quiet") { return .quiet }
+        switch try arguments.value("--progress") {
+        case nil, "auto"?: return .automatic
+        case "json"?: return .json
+        case "none"?: return .quiet
+        case let other?: throw UsageError(message: "--progress takes auto, json or none, not '\(other)'")
+        }
+    }
+
+    static let help = """
+          --quiet             no progress and no summary on stderr
+          --progress MODE     auto (a live line on a terminal, a line every 5 s otherwise),
+                              json (one JSON object per line), or none
+        """
+
+    var elapsed: Double { Date().timeIntervalSince(start) }
+
+    /// Reports `done` items (of `total`, when known) if it is time to.
+    func update(done: Int, total: Int? = nil) {
+        lock.withLock { report(done: done, total: total) }
+    }
+
+    private func report(done: Int, total: Int?) {
+        let now = Date()
+        let interval: Double = style == .automatic && isTerminal ? 0.25 : 5
+        guard style != .quiet, now.timeIntervalSince(lastReport) >= interval else { return }
+        lastReport = now
+        let rate = Double(done) / max(elapsed, 0.001)
+        switch style {
+        case .quiet: return
+        case .json:
+            var line = "{\"event\":\"progress\",\"\(verb)\":\(done),\"perSecond\":\(Int(rate)),\"elapsedSeconds\":\(String(format: "%.1f", elapsed))"
+            if let total { line += ",\"total\":\(total)" }
+            write(line + "}\n")
+        case .automatic:
+            var line = "\(verb) \(Self.grouped(done))"
+            if let total, total > 0 {
+                line += " of \(Self.grouped(total))"
+                if rate > 0 { line += String(format: ", ETA %.0f s", Double(max(0, total - done)) / rate) }
+            }
+            line += " (\(Self.grouped(Int(rate)))/s)"
+            if isTerminal {
+                write("\r\u{1B}[K" + line)
+                wroteLiveLine = true
+            } else {
+                write(line + "\n")
+            }
+        }
+    }
+
+    /// The final summary line (also in JSON mode, as an object).
+    func finish(_ summary: String, json: [String: Int]) {
+        lock.lock()
+        defer { lock.unlock() }
+        if wroteLiveLine { write("\r\u{1B}[K") }
+        switch style {
+        case .quiet: return
+        case .json:
+            let fields = json.sorted { $0.key < $1.key }.map { "\"\($0.key)\":\($0.value)" }.joined(separator: ",")
+            write("{\"event\":\"summary\",\(fields),\"elapsedSeconds\":\(String(format: "%.3f", elapsed))}\n")
+        case .automatic:
+            write(summary + String(format: " in %.1f s\n", elapsed))
+        }
+    }
+
+    private func write(_ text: String) {
+        FileHandle.standardError.write(Data(text.utf8))
+    }
+
+    /// 1234567 -> "1,234,567".
+    static func grouped(_ n: Int) -> String {
+        let digits = String(abs(n))
+        var out = ""
+        for (i, c) in digits.enumerated() {
+            if i > 0 && (digits.count - i) % 3 == 0 { out += "," }
+            out.append(c)
+        }
+        return (n < 0 ? "-" : "") + out
+    }
+}
