@@ -14,22 +14,27 @@ public enum Naming {
 
     /// Throws `invalidArguments` unless `name` is ASCII, 1–255 characters, without a leading `_`.
     public static func checkRecordName(_ name: String, allowSystemNames: Bool = false) throws(StratusError) {
-        let bytes = Array(name.utf8)
+        // Runs for every saved record, so it walks the UTF-8 view without copying it.
+        let bytes = name.utf8
         if bytes.isEmpty { throw StratusError(.invalidArguments, "record name is empty") }
         if bytes.count > maximumRecordNameLength {
             throw StratusError(.invalidArguments, "record name is \(bytes.count) bytes long; the limit is \(maximumRecordNameLength)")
         }
-        if let index = bytes.firstIndex(where: { $0 >= 0x80 || $0 < 0x20 || $0 == 0x7F }) {
-            throw StratusError(.invalidArguments, "record name has a non-ASCII or control character at byte \(index + 1)")
+        var offset = 0
+        for byte in bytes {
+            offset += 1
+            if byte >= 0x80 || byte < 0x20 || byte == 0x7F {
+                throw StratusError(.invalidArguments, "record name has a non-ASCII or control character at byte \(offset)")
+            }
         }
-        if !allowSystemNames && bytes[0] == UInt8(ascii: "_") {
+        if !allowSystemNames && bytes.first == UInt8(ascii: "_") {
             throw StratusError(.invalidArguments, "record name '\(name)' starts with '_', which CloudKit reserves for the system")
         }
     }
 
     /// Throws `invalidArguments` unless `name` starts with an ASCII letter followed by letters, digits or `_`.
     public static func checkIdentifier(_ name: String, kind: String) throws(StratusError) {
-        let bytes = Array(name.utf8)
+        let bytes = name.utf8
         guard let first = bytes.first else { throw StratusError(.invalidArguments, "\(kind) is empty") }
         if bytes.count > maximumIdentifierLength {
             throw StratusError(.invalidArguments, "\(kind) '\(name.prefix(40))…' is longer than \(maximumIdentifierLength) characters")
@@ -37,8 +42,12 @@ public enum Naming {
         guard isLetter(first) else {
             throw StratusError(.invalidArguments, "\(kind) '\(name)' must start with a letter")
         }
-        if let bad = bytes.firstIndex(where: { !(isLetter($0) || isDigit($0) || $0 == UInt8(ascii: "_")) }) {
-            throw StratusError(.invalidArguments, "\(kind) '\(name)' has a character other than a letter, digit or '_' at position \(bad + 1)")
+        var position = 0
+        for byte in bytes {
+            position += 1
+            if !(isLetter(byte) || isDigit(byte) || byte == UInt8(ascii: "_")) {
+                throw StratusError(.invalidArguments, "\(kind) '\(name)' has a character other than a letter, digit or '_' at position \(position)")
+            }
         }
     }
 
