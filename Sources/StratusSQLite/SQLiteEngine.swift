@@ -25,6 +25,11 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
     public let assetsDirectory: URL
     /// How long a write waits for another writer before failing with `zoneBusy`.
     public let busyTimeout: Duration
+    /// How long tombstones of deleted records and zones are kept before automatic compaction
+    /// removes them (change tokens from before a removed tombstone expire); `nil` keeps them.
+    public let tombstoneRetention: Duration?
+    /// When this engine last compacted on its own.
+    let automaticCompaction = Mutex<ContinuousClock.Instant?>(nil)
 
     private let writerLock = NSLock()
     private let writer: SQLiteConnection
@@ -32,13 +37,17 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
     private var idleReaders: [SQLiteConnection] = []
     private static let maximumIdleReaders = 4
 
+    /// Tombstones are kept this long by default: 30 days.
+    public static let defaultTombstoneRetention: Duration = .seconds(30 * 86_400)
+
     /// Opens the store at `path`, creating it (and its folder) when missing.
     ///
     /// - Throws: ``StratusError`` `badContainer` when the file cannot be opened or created,
     ///   `badDatabase` when it is not a Stratus store or was made by a newer version.
-    public init(path: String, busyTimeout: Duration = .seconds(5)) throws {
+    public init(path: String, busyTimeout: Duration = .seconds(5), tombstoneRetention: Duration? = SQLiteEngine.defaultTombstoneRetention) throws {
         self.path = path
         self.busyTimeout = busyTimeout
+        self.tombstoneRetention = tombstoneRetention
         self.assetsDirectory = URL(fileURLWithPath: path + ".assets", isDirectory: true)
         let directory = URL(fileURLWithPath: path).deletingLastPathComponent()
         do {
@@ -124,32 +133,13 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
         try select.bind([.text(context.containerIdentifier), .integer(Int64(context.scope.rawValue)), .text(context.storageOwner), .text(zoneID.zoneName), .text(owner)])
         if try select.step() { return select.int64(0) }
         guard createDefault, zoneID.isDefault else { return nil }
-        let insert = try connection.statement("INSERT INTO zones(container, db, owner, zone_name, zone_owner, created_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING zone_id")
-        try insert.bind([.text(context.containerIdentifier), .integer(Int64(context.scope.rawValue)), .text(context.storageOwner), .text(zoneID.zoneName), .text(owner), .real(Date().timeIntervalSinceReferenceDate)])
-        guard try insert.step() else { throw StratusError(.internalError, "creating the default zone returned no row") }
-        let id = insert.int64(0)
-        insert.reset()
-        return id
+        return try insertZone(zoneID, capabilities: RecordZone.default.capabilities, context, on: connection)
     }
 
     /// Zones owned by the database's own user are stored with an empty owner, so that
     /// `__defaultOwner__` and the user's explicit name mean the same zone.
     static func zoneOwner(_ zoneID: RecordZone.ID, _ context: DatabaseContext) -> String {
         zoneID.ownerName == RecordZone.ID.currentUserDefaultOwner || zoneID.ownerName == context.userName ? "" : zoneID.ownerName
-    }
-
-    public func fetchZones(in database: DatabaseContext) throws -> [RecordZone.ID] {
-        try readTransaction { connection in
-            let select = try connection.statement("SELECT zone_name, zone_owner FROM zones WHERE container = ? AND db = ? AND owner = ? ORDER BY zone_name")
-            try select.bind([.text(database.containerIdentifier), .integer(Int64(database.scope.rawValue)), .text(database.storageOwner)])
-            var zones: [RecordZone.ID] = []
-            while try select.step() {
-                let owner = select.text(1) ?? ""
-                zones.append(RecordZone.ID(zoneName: select.text(0) ?? "", ownerName: owner.isEmpty ? RecordZone.ID.currentUserDefaultOwner : owner))
-            }
-            if !zones.contains(where: \.isDefault) { zones.insert(.default, at: 0) }
-            return zones
-        }
     }
 
     // MARK: - Reading records

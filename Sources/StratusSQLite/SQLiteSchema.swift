@@ -1,7 +1,10 @@
 /// The store's tables. One row per record: system columns plus the field document
 /// (``Stratus/FieldDocument``). Zones carry the change sequence that every write and delete
 /// advances; deletes leave tombstones; `.deleteSelf` references are kept in `refs` so that
-/// cascades find their sources through an index.
+/// cascades find their sources through an index. Change tracking adds each zone's
+/// capabilities and history start (`zone_state`), each database's zone-change sequence
+/// (`database_history`), deleted zones (`zone_tombstones`), and the store's identity and
+/// zone row allocator (`store_info`: zone rows are never reused).
 enum SQLiteSchema {
     static let version: Int64 = 1
 
@@ -50,6 +53,38 @@ enum SQLiteSchema {
             PRIMARY KEY(zone_id, target_name, source_name)
         ) WITHOUT ROWID;
         CREATE INDEX IF NOT EXISTS refs_by_source ON refs(zone_id, source_name);
+        CREATE TABLE IF NOT EXISTS store_info(
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            store_uuid TEXT NOT NULL,
+            last_zone_id INTEGER NOT NULL DEFAULT 0
+        );
+        INSERT OR IGNORE INTO store_info(id, store_uuid) VALUES (1, lower(hex(randomblob(16))));
+        CREATE TABLE IF NOT EXISTS zone_state(
+            zone_id INTEGER PRIMARY KEY,
+            capabilities INTEGER NOT NULL,
+            history_start INTEGER NOT NULL DEFAULT 0,
+            db_change_seq INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE TABLE IF NOT EXISTS database_history(
+            container TEXT NOT NULL,
+            db INTEGER NOT NULL,
+            owner TEXT NOT NULL,
+            change_seq INTEGER NOT NULL DEFAULT 0,
+            history_start INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY(container, db, owner)
+        ) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS zone_tombstones(
+            container TEXT NOT NULL,
+            db INTEGER NOT NULL,
+            owner TEXT NOT NULL,
+            zone_name TEXT NOT NULL,
+            zone_owner TEXT NOT NULL,
+            db_change_seq INTEGER NOT NULL,
+            deleted_at REAL NOT NULL,
+            PRIMARY KEY(container, db, owner, zone_name, zone_owner)
+        ) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS zone_tombstones_by_change ON zone_tombstones(container, db, owner, db_change_seq);
+        CREATE INDEX IF NOT EXISTS tombstones_by_deleted_at ON tombstones(deleted_at);
         """
 
     /// Record type schemas and the word index of searchable fields. Indexes declared by

@@ -34,8 +34,45 @@ public protocol StorageEngine: AnyObject, Sendable {
     /// The record type schemas saved for a container.
     func fetchSchemas(containerIdentifier: String) throws -> [RecordTypeSchema]
 
-    /// The zones of a database. The default zone is always present.
-    func fetchZones(in database: DatabaseContext) throws -> [RecordZone.ID]
+    // MARK: Zones
+
+    /// The zones of a database with their capabilities, by name. The default zone is always
+    /// present, except in the shared database, which has none.
+    func fetchZones(in database: DatabaseContext) throws -> [RecordZone]
+
+    /// Creates and deletes zones in one transaction; each item succeeds or fails alone.
+    ///
+    /// Saving a zone that exists answers it as stored. Deleting a zone deletes its records
+    /// and its change history in the same transaction; later writes to it fail with
+    /// `zoneNotFound`, and the deletion is a change of the database. Zone IDs were checked by
+    /// the caller; item failures (a missing zone, the default zone) come back per item.
+    func modifyZones(saving zones: [RecordZone], deleting zoneIDs: [RecordZone.ID], in database: DatabaseContext) throws -> ZoneModifyOutcome
+
+    // MARK: Change history
+
+    /// Reads one zone's changes after a position, oldest first, in one snapshot.
+    ///
+    /// Change positions must follow commit order: a reader that asks again from the answered
+    /// position sees every later change once, also while others write. The default zone's
+    /// history is empty until its first write.
+    ///
+    /// - Throws: `zoneNotFound` for a missing zone; `invalidArguments` for a zone without the
+    ///   `fetchChanges` capability; `changeTokenExpired` for a position from another life of
+    ///   the zone, ahead of its history, or before its retained history (tombstones compacted).
+    func fetchZoneChanges(_ request: ZoneChangesRequest, in database: DatabaseContext) throws -> ZoneChangeBatch
+
+    /// Reads a database's zone changes (zones created, written to or deleted) after a
+    /// position, oldest first.
+    ///
+    /// - Throws: `changeTokenExpired` as ``fetchZoneChanges(_:in:)`` does.
+    func fetchDatabaseChanges(after position: ChangePosition?, limit: Int, in database: DatabaseContext) throws -> DatabaseChangeBatch
+
+    /// Removes record and zone tombstones of a database that were deleted before `cutoff`.
+    ///
+    /// Positions before the newest removed tombstone expire: reading from them would miss
+    /// deletions. Engines may also compact on their own, keeping at least their configured
+    /// retention.
+    func compactChangeHistory(in database: DatabaseContext, deletedBefore cutoff: Date) throws -> ChangeHistoryCompaction
 }
 
 /// Which database of which container, seen by which user: the scope of every engine call.

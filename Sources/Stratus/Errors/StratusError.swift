@@ -19,6 +19,8 @@ public struct StratusError: Error, Sendable, CustomStringConvertible {
     public var zoneID: RecordZone.ID?
     /// For ``Code/partialFailure``: the error of each item that failed.
     public var partialErrorsByRecordID: [Record.ID: StratusError]
+    /// For ``Code/partialFailure`` of a zone operation: the error of each zone that failed.
+    public var partialErrorsByZoneID: [RecordZone.ID: StratusError] = [:]
     /// For ``Code/serverRecordChanged``: the record as the store has it now.
     public var serverRecord: Record?
     /// For ``Code/serverRecordChanged``: the record the client tried to save.
@@ -53,6 +55,12 @@ public struct StratusError: Error, Sendable, CustomStringConvertible {
             let shown = partialErrorsByRecordID.sorted { $0.key.recordName < $1.key.recordName }.prefix(5)
             text += " [" + shown.map { "\($0.key.recordName): \($0.value.code)" }.joined(separator: ", ")
             if partialErrorsByRecordID.count > shown.count { text += ", …" }
+            text += "]"
+        }
+        if !partialErrorsByZoneID.isEmpty {
+            let shown = partialErrorsByZoneID.sorted { $0.key.zoneName < $1.key.zoneName }.prefix(5)
+            text += " [" + shown.map { "zone \($0.key.zoneName): \($0.value.code)" }.joined(separator: ", ")
+            if partialErrorsByZoneID.count > shown.count { text += ", …" }
             text += "]"
         }
         return text

@@ -22,7 +22,10 @@ public final class RecordZone: Sendable {
     }
 
     /// The default zone of a database.
-    public static var `default`: RecordZone { RecordZone(zoneID: .default, capabilities: []) }
+    ///
+    /// Unlike CloudKit's, Stratus's default zone numbers its changes and honours atomic
+    /// requests like a custom zone, so it reports both capabilities.
+    public static var `default`: RecordZone { RecordZone(zoneID: .default, capabilities: [.fetchChanges, .atomic]) }
 
     /// Identifies a zone by name and owner.
     public struct ID: Hashable, Sendable, Codable, CustomStringConvertible {

@@ -1,0 +1,132 @@
+import Foundation
+
+/// A place in a change history, as an engine records it: which history, and how far into it.
+///
+/// Every write and delete in a zone takes the next value of the zone's sequence, in commit
+/// order; every zone change takes the next value of its database's sequence. A position names
+/// the last change a reader has seen. Operations wrap positions in ``ServerChangeToken``s, which
+/// add whose history it is; engines only compare positions with their own histories.
+///
+/// ```swift
+/// let batch = try engine.fetchZoneChanges(ZoneChangesRequest(zoneID: zone, after: nil, limit: 400), in: context)
+/// let resumeFrom: ChangePosition = batch.position
+/// ```
+public struct ChangePosition: Hashable, Sendable, Codable {
+    /// Which life of the history the sequence counts in. A zone deleted and created again
+    /// starts a new history, and so does another store; a position from an older life is
+    /// expired. Empty for "before anything happened".
+    public var incarnation: String
+    /// The sequence value of the last change seen; 0 before the first change.
+    public var sequence: Int64
+
+    public init(incarnation: String, sequence: Int64) {
+        self.incarnation = incarnation
+        self.sequence = sequence
+    }
+
+    /// Before the first change of any history.
+    public static let origin = ChangePosition(incarnation: "", sequence: 0)
+}
+
+/// What a change reader asks of one zone.
+public struct ZoneChangesRequest: Hashable, Sendable {
+    public var zoneID: RecordZone.ID
+    /// The last change already seen; `nil` reads the zone from its beginning.
+    public var position: ChangePosition?
+    /// The most changes to answer; more may remain (see ``ZoneChangeBatch/moreComing``).
+    public var limit: Int
+    /// The keys changed records carry; all keys when `nil`.
+    public var desiredKeys: [String]?
+
+    public init(zoneID: RecordZone.ID, after position: ChangePosition?, limit: Int, desiredKeys: [String]? = nil) {
+        self.zoneID = zoneID
+        self.position = position
+        self.limit = limit
+        self.desiredKeys = desiredKeys
+    }
+}
+
+/// One zone's changes after a position, oldest first.
+///
+/// A record changed several times since the position appears once, in its current state, at
+/// the place of its latest change (as CloudKit coalesces changes); a deleted record appears
+/// as its tombstone. One record name appears at most once per batch.
+public struct ZoneChangeBatch: Sendable {
+    /// One change of a zone.
+    public enum Change: Sendable {
+        /// The record as it is now (restricted to the desired keys).
+        case changed(Record)
+        /// The record was deleted; its type is kept in the tombstone.
+        case deleted(Record.ID, recordType: String)
+
+        /// The ID of the record the change is about.
+        public var recordID: Record.ID {
+            switch self {
+            case .changed(let record): record.recordID
+            case .deleted(let id, _): id
+            }
+        }
+    }
+
+    public var changes: [Change]
+    /// Where the next batch starts: after the last change answered, or the zone's current
+    /// position when nothing remains.
+    public var position: ChangePosition
+    /// Whether changes after ``position`` remain.
+    public var moreComing: Bool
+
+    public init(changes: [Change], position: ChangePosition, moreComing: Bool) {
+        self.changes = changes
+        self.position = position
+        self.moreComing = moreComing
+    }
+}
+
+/// A database's zone changes after a position, oldest first.
+public struct DatabaseChangeBatch: Sendable {
+    /// One zone change of a database.
+    public enum Change: Hashable, Sendable {
+        /// The zone was created, or records in it changed.
+        case zoneChanged(RecordZone.ID)
+        /// The zone was deleted, with its records.
+        case zoneDeleted(RecordZone.ID)
+    }
+
+    public var changes: [Change]
+    /// Where the next batch starts.
+    public var position: ChangePosition
+    /// Whether changes after ``position`` remain.
+    public var moreComing: Bool
+
+    public init(changes: [Change], position: ChangePosition, moreComing: Bool) {
+        self.changes = changes
+        self.position = position
+        self.moreComing = moreComing
+    }
+}
+
+/// What an engine did with a zone save-and-delete request: a result for every item asked for.
+public struct ZoneModifyOutcome: Sendable {
+    /// For each zone to save: the zone as stored (its capabilities), or its error.
+    public var saveResults: [RecordZone.ID: Result<RecordZone, StratusError>]
+    /// For each zone ID to delete: success or its error.
+    public var deleteResults: [RecordZone.ID: Result<Void, StratusError>]
+
+    public init(saveResults: [RecordZone.ID: Result<RecordZone, StratusError>] = [:], deleteResults: [RecordZone.ID: Result<Void, StratusError>] = [:]) {
+        self.saveResults = saveResults
+        self.deleteResults = deleteResults
+    }
+}
+
+/// What a compaction of change history removed.
+public struct ChangeHistoryCompaction: Hashable, Sendable {
+    /// Record tombstones removed.
+    public var recordTombstonesRemoved: Int
+    /// Zone tombstones (deleted zones) removed.
+    public var zoneTombstonesRemoved: Int
+
+    public init(recordTombstonesRemoved: Int = 0, zoneTombstonesRemoved: Int = 0) {
+        self.recordTombstonesRemoved = recordTombstonesRemoved
+        self.zoneTombstonesRemoved = zoneTombstonesRemoved
+    }
+}

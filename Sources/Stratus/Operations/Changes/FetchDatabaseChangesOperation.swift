@@ -1,0 +1,84 @@
+import Foundation
+
+/// Fetches which zones changed or were deleted since a database token, like
+/// `CKFetchDatabaseChangesOperation`.
+///
+/// A zone is reported changed when it was created or records in it were written or deleted
+/// since the token, and deleted when it was deleted since (a zone deleted and created again
+/// is reported deleted, then changed). Changes arrive oldest first, in batches of
+/// ``resultsLimit``; ``changeTokenUpdatedBlock`` gets the token after each batch but the last,
+/// and ``fetchDatabaseChangesResultBlock`` the final token. Stratus answers this in the public
+/// database too, and counts the default zone as a zone.
+///
+/// ```swift
+/// let op = FetchDatabaseChangesOperation(previousServerChangeToken: databaseToken)
+/// op.recordZoneWithIDChangedBlock = { zoneID in zonesToFetch.append(zoneID) }
+/// op.recordZoneWithIDWasDeletedBlock = { zoneID in dropLocalCopy(of: zoneID) }
+/// op.fetchDatabaseChangesResultBlock = { result in
+///     if case .success(let (token, _)) = result { databaseToken = token }
+/// }
+/// database.add(op)
+/// ```
+public final class FetchDatabaseChangesOperation: DatabaseOperation, @unchecked Sendable {
+    /// Zone changes per batch when ``resultsLimit`` is 0.
+    public static let defaultResultsLimit = 400
+
+    /// The token from the last fetch; `nil` reports every zone that exists.
+    public var previousServerChangeToken: ServerChangeToken?
+    /// Zone changes per batch; 0 means ``defaultResultsLimit``.
+    public var resultsLimit = 0
+    /// Whether to keep fetching until no more changes remain (the default), or to stop after
+    /// one batch and report `moreComing`.
+    public var fetchAllChanges = true
+
+    public var recordZoneWithIDChangedBlock: (@Sendable (RecordZone.ID) -> Void)?
+    public var recordZoneWithIDWasDeletedBlock: (@Sendable (RecordZone.ID) -> Void)?
+    /// The token after a batch that more batches follow.
+    public var changeTokenUpdatedBlock: (@Sendable (ServerChangeToken) -> Void)?
+    public var fetchDatabaseChangesResultBlock: (@Sendable (Result<(serverChangeToken: ServerChangeToken, moreComing: Bool), any Error>) -> Void)?
+
+    private var finalToken: ServerChangeToken?
+    private var finalMoreComing = false
+
+    public init(previousServerChangeToken: ServerChangeToken? = nil) {
+        self.previousServerChangeToken = previousServerChangeToken
+        super.init()
+    }
+
+    public override convenience init() { self.init(previousServerChangeToken: nil) }
+
+    override func execute(engine: any StorageEngine, context: DatabaseContext) throws -> StratusError? {
+        precondition(resultsLimit >= 0, "FetchDatabaseChangesOperation.resultsLimit must not be negative")
+        let limit = resultsLimit == 0 ? Self.defaultResultsLimit : resultsLimit
+        var position = try previousServerChangeToken?.position(for: nil, in: context)
+        var delivered = 0
+        while true {
+            if isCancelled { return StratusError.cancelled("FetchDatabaseChangesOperation", completed: delivered) }
+            let batch = try withRetry { try engine.fetchDatabaseChanges(after: position, limit: limit, in: context) }
+            for change in batch.changes {
+                switch change {
+                case .zoneChanged(let id): recordZoneWithIDChangedBlock?(id)
+                case .zoneDeleted(let id): recordZoneWithIDWasDeletedBlock?(id)
+                }
+                delivered += 1
+            }
+            position = batch.position
+            let token = ServerChangeToken(zoneID: nil, context: context, position: batch.position)
+            if batch.moreComing && fetchAllChanges {
+                changeTokenUpdatedBlock?(token)
+                continue
+            }
+            finalToken = token
+            finalMoreComing = batch.moreComing
+            return nil
+        }
+    }
+
+    override func complete(with error: StratusError?) {
+        if let error {
+            fetchDatabaseChangesResultBlock?(.failure(error))
+        } else if let finalToken {
+            fetchDatabaseChangesResultBlock?(.success((serverChangeToken: finalToken, moreComing: finalMoreComing)))
+        }
+    }
+}

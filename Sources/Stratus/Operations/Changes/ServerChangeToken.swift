@@ -1,0 +1,103 @@
+import Foundation
+
+/// A place in a change history, like `CKServerChangeToken`: pass it back to get what changed
+/// since.
+///
+/// A zone token (from ``FetchRecordZoneChangesOperation``) is a place in one zone's history;
+/// a database token (from ``FetchDatabaseChangesOperation``) is a place in a database's zone
+/// history. Tokens are immutable and serialize to short text, so a cron job can keep one in a
+/// file:
+///
+/// ```swift
+/// try token.serialized.write(toFile: "photos.token", atomically: true, encoding: .utf8)
+/// // … next run …
+/// let saved = try ServerChangeToken(serialized: String(contentsOfFile: "photos.token", encoding: .utf8))
+/// ```
+///
+/// A token used with another zone or database, from before the retained history, or from a
+/// zone that was deleted and created again fails with `changeTokenExpired`: start again
+/// without a token.
+public struct ServerChangeToken: Hashable, Sendable, Codable, CustomStringConvertible {
+    public let containerIdentifier: String
+    public let databaseScope: Database.Scope
+    /// Whose database: empty for the public database, the user's name otherwise.
+    let owner: String
+    /// The zone whose history this is a place in; `nil` for a database token.
+    public let zoneID: RecordZone.ID?
+    let position: ChangePosition
+
+    static let prefix = "stk1_"
+
+    init(zoneID: RecordZone.ID?, context: DatabaseContext, position: ChangePosition) {
+        self.containerIdentifier = context.containerIdentifier
+        self.databaseScope = context.scope
+        self.owner = context.storageOwner
+        self.zoneID = zoneID.map(context.canonical)
+        self.position = position
+    }
+
+    /// The token as URL- and shell-safe text.
+    public var serialized: String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        // Every member is a plain value type, so encoding cannot fail.
+        let data = try! encoder.encode(self)
+        return Self.prefix + data.base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    /// Reads a token from ``serialized`` text (surrounding whitespace is ignored).
+    ///
+    /// ```swift
+    /// let token = try ServerChangeToken(serialized: "stk1_eyJ…")
+    /// ```
+    ///
+    /// - Throws: ``StratusError`` `invalidArguments` when the text is not a change token.
+    public init(serialized text: String) throws {
+        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard trimmed.hasPrefix(Self.prefix) else {
+            throw StratusError(.invalidArguments, "'\(trimmed.prefix(20))…' is not a Stratus change token (tokens start with \(Self.prefix))")
+        }
+        var base64 = String(trimmed.dropFirst(Self.prefix.count))
+            .replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while base64.count % 4 != 0 { base64 += "=" }
+        guard let data = Data(base64Encoded: base64), let token = try? JSONDecoder().decode(ServerChangeToken.self, from: data) else {
+            throw StratusError(.invalidArguments, "the change token is damaged (it does not decode); copy it whole, or start again without a token")
+        }
+        self = token
+    }
+
+    public var description: String {
+        "ServerChangeToken(\(zoneID.map { "zone \($0.zoneName)" } ?? "database") at \(position.sequence))"
+    }
+
+    /// The engine position, once the token is known to belong to `zoneID` (a zone token) or to
+    /// the database itself (`nil`) of `context`.
+    func position(for zoneID: RecordZone.ID?, in context: DatabaseContext) throws(StratusError) -> ChangePosition {
+        let expected = zoneID.map(context.canonical)
+        let mine = "\(containerIdentifier)/\(databaseScope)" + (owner.isEmpty ? "" : " (\(owner))")
+        func expired(_ reason: String) -> StratusError {
+            StratusError(.changeTokenExpired, "\(reason); fetch again without a token", zoneID: zoneID)
+        }
+        guard containerIdentifier == context.containerIdentifier, databaseScope == context.scope, owner == context.storageOwner else {
+            throw expired("the change token belongs to the database \(mine), not to \(context)")
+        }
+        switch (self.zoneID, expected) {
+        case (nil, nil): break
+        case (let mine?, let wanted?) where mine == wanted: break
+        case (let mine?, let wanted?): throw expired("the change token belongs to zone '\(mine.zoneName)', not to '\(wanted.zoneName)'")
+        case (nil, _?): throw expired("a database change token cannot fetch a zone's changes")
+        case (let mine?, nil): throw expired("the change token belongs to zone '\(mine.zoneName)', not to the database's zone history")
+        }
+        return position
+    }
+}
+
+extension DatabaseContext {
+    /// The zone ID as the store keys it: the current user's own zones with the default owner
+    /// name, so that `__defaultOwner__` and the user's name mean the same zone.
+    func canonical(_ zoneID: RecordZone.ID) -> RecordZone.ID {
+        zoneID.ownerName == userName ? RecordZone.ID(zoneName: zoneID.zoneName) : zoneID
+    }
+}

@@ -1,0 +1,73 @@
+import Foundation
+
+/// Fetches zones and their capabilities, like `CKFetchRecordZonesOperation`.
+///
+/// Each zone ID asked for gets its own result; a missing zone fails alone with
+/// `zoneNotFound`, and the final result is then `partialFailure`.
+/// ``fetchAllRecordZonesOperation()`` answers every zone of the database.
+///
+/// ```swift
+/// let op = FetchRecordZonesOperation.fetchAllRecordZonesOperation()
+/// op.perRecordZoneResultBlock = { id, result in
+///     if let zone = try? result.get() { print(id.zoneName, zone.capabilities.contains(.fetchChanges)) }
+/// }
+/// op.fetchRecordZonesResultBlock = { print("done:", $0) }
+/// database.add(op)
+/// ```
+public final class FetchRecordZonesOperation: DatabaseOperation, @unchecked Sendable {
+    /// The zones to fetch; every zone of the database when `nil`.
+    public var recordZoneIDs: [RecordZone.ID]?
+    public var perRecordZoneResultBlock: (@Sendable (RecordZone.ID, Result<RecordZone, any Error>) -> Void)?
+    public var fetchRecordZonesResultBlock: (@Sendable (Result<Void, any Error>) -> Void)?
+
+    public init(recordZoneIDs: [RecordZone.ID]) {
+        self.recordZoneIDs = recordZoneIDs
+        super.init()
+    }
+
+    public override init() {
+        super.init()
+    }
+
+    /// An operation that fetches every zone of the database.
+    public static func fetchAllRecordZonesOperation() -> FetchRecordZonesOperation {
+        FetchRecordZonesOperation()
+    }
+
+    override func execute(engine: any StorageEngine, context: DatabaseContext) throws -> StratusError? {
+        var errors: [RecordZone.ID: StratusError] = [:]
+        var wanted: [RecordZone.ID] = []
+        for id in recordZoneIDs ?? [] {
+            do {
+                try ZoneRules.checkZoneID(id, context)
+                wanted.append(id)
+            } catch {
+                errors[id] = error
+                perRecordZoneResultBlock?(id, .failure(error))
+            }
+        }
+        if isCancelled { return StratusError.cancelled("FetchRecordZonesOperation", completed: 0) }
+        if recordZoneIDs != nil && wanted.isEmpty { return ZoneRules.partialFailure(errors, of: errors.count) }
+
+        let zones = try withRetry { try engine.fetchZones(in: context) }
+        guard let recordZoneIDs else {
+            for zone in zones { perRecordZoneResultBlock?(zone.zoneID, .success(zone)) }
+            return nil
+        }
+        let byID = Dictionary(zones.map { ($0.zoneID, $0) }, uniquingKeysWith: { first, _ in first })
+        for id in wanted {
+            if let zone = byID[context.canonical(id)] {
+                perRecordZoneResultBlock?(id, .success(RecordZone(zoneID: id, capabilities: zone.capabilities)))
+            } else {
+                let error = StratusError(.zoneNotFound, "zone '\(id.zoneName)' does not exist in the \(context.scope) database", zoneID: id)
+                errors[id] = error
+                perRecordZoneResultBlock?(id, .failure(error))
+            }
+        }
+        return ZoneRules.partialFailure(errors, of: recordZoneIDs.count)
+    }
+
+    override func complete(with error: StratusError?) {
+        fetchRecordZonesResultBlock?(error.map { .failure($0) } ?? .success(()))
+    }
+}

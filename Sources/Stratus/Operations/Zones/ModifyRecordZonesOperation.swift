@@ -1,0 +1,93 @@
+import Foundation
+
+/// Creates and deletes zones, like `CKModifyRecordZonesOperation`.
+///
+/// Each zone gets its own result, and the final result is `partialFailure` when some zone
+/// failed. Saving a zone that exists succeeds and answers it as stored. Deleting a zone
+/// deletes every record in it and its change history; later writes to it fail with
+/// `zoneNotFound`. The default zone cannot be deleted. Zones live in the private database,
+/// as in CloudKit, and also in the public database (a Stratus extension); the shared database
+/// holds only shared zones, which Stratus does not create yet.
+///
+/// ```swift
+/// let op = ModifyRecordZonesOperation(recordZonesToSave: [RecordZone(zoneName: "Photos")], recordZoneIDsToDelete: [oldZoneID])
+/// op.perRecordZoneSaveBlock = { id, result in print(id.zoneName, result) }
+/// op.modifyRecordZonesResultBlock = { print("done:", $0) }
+/// database.add(op)
+/// ```
+public final class ModifyRecordZonesOperation: DatabaseOperation, @unchecked Sendable {
+    public var recordZonesToSave: [RecordZone]?
+    public var recordZoneIDsToDelete: [RecordZone.ID]?
+    public var perRecordZoneSaveBlock: (@Sendable (RecordZone.ID, Result<RecordZone, any Error>) -> Void)?
+    public var perRecordZoneDeleteBlock: (@Sendable (RecordZone.ID, Result<Void, any Error>) -> Void)?
+    public var modifyRecordZonesResultBlock: (@Sendable (Result<Void, any Error>) -> Void)?
+
+    public init(recordZonesToSave: [RecordZone]? = nil, recordZoneIDsToDelete: [RecordZone.ID]? = nil) {
+        self.recordZonesToSave = recordZonesToSave
+        self.recordZoneIDsToDelete = recordZoneIDsToDelete
+        super.init()
+    }
+
+    public override convenience init() { self.init(recordZonesToSave: nil, recordZoneIDsToDelete: nil) }
+
+    override func execute(engine: any StorageEngine, context: DatabaseContext) throws -> StratusError? {
+        let toSave = recordZonesToSave ?? []
+        let toDelete = recordZoneIDsToDelete ?? []
+        var errors: [RecordZone.ID: StratusError] = [:]
+
+        var validSaves: [RecordZone] = []
+        for zone in toSave {
+            do {
+                try ZoneRules.checkModifiable(zone.zoneID, context)
+                validSaves.append(zone)
+            } catch {
+                errors[zone.zoneID] = error
+                perRecordZoneSaveBlock?(zone.zoneID, .failure(error))
+            }
+        }
+        var validDeletes: [RecordZone.ID] = []
+        for id in toDelete {
+            do throws(StratusError) {
+                try ZoneRules.checkModifiable(id, context)
+                if id.isDefault {
+                    throw StratusError(.invalidArguments, "the default zone cannot be deleted; delete its records instead", zoneID: id)
+                }
+                validDeletes.append(id)
+            } catch {
+                errors[id] = error
+                perRecordZoneDeleteBlock?(id, .failure(error))
+            }
+        }
+        if isCancelled { return StratusError.cancelled("ModifyRecordZonesOperation", completed: 0) }
+
+        if !validSaves.isEmpty || !validDeletes.isEmpty {
+            // The store keys a user's own zones by the default owner; callers get their own IDs back.
+            let canonicalSaves = validSaves.map { RecordZone(zoneID: context.canonical($0.zoneID), capabilities: $0.capabilities) }
+            let outcome = try withRetry {
+                try engine.modifyZones(saving: canonicalSaves, deleting: validDeletes.map(context.canonical), in: context)
+            }
+            for zone in validSaves {
+                let result = outcome.saveResults[context.canonical(zone.zoneID)]
+                    ?? .failure(StratusError(.internalError, "the store gave no result for zone '\(zone.zoneID.zoneName)'", zoneID: zone.zoneID))
+                switch result {
+                case .success(let stored):
+                    perRecordZoneSaveBlock?(zone.zoneID, .success(RecordZone(zoneID: zone.zoneID, capabilities: stored.capabilities)))
+                case .failure(let error):
+                    errors[zone.zoneID] = error
+                    perRecordZoneSaveBlock?(zone.zoneID, .failure(error))
+                }
+            }
+            for id in validDeletes {
+                let result = outcome.deleteResults[context.canonical(id)]
+                    ?? .failure(StratusError(.internalError, "the store gave no result for deleting zone '\(id.zoneName)'", zoneID: id))
+                if case .failure(let error) = result { errors[id] = error }
+                perRecordZoneDeleteBlock?(id, result.mapError { $0 })
+            }
+        }
+        return ZoneRules.partialFailure(errors, of: toSave.count + toDelete.count)
+    }
+
+    override func complete(with error: StratusError?) {
+        modifyRecordZonesResultBlock?(error.map { .failure($0) } ?? .success(()))
+    }
+}

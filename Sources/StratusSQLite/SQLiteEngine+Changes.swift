@@ -1,0 +1,190 @@
+import Foundation
+import Stratus
+import Synchronization
+
+extension SQLiteEngine {
+    public func fetchZoneChanges(_ request: ZoneChangesRequest, in database: DatabaseContext) throws -> ZoneChangeBatch {
+        precondition(request.limit > 0, "fetchZoneChanges needs a positive limit")
+        return try readTransaction { connection in
+            guard let zone = try zoneHistory(request.zoneID, database, on: connection) else {
+                guard request.zoneID.isDefault, database.scope != .shared else {
+                    throw StratusError(.zoneNotFound, "zone '\(request.zoneID.zoneName)' does not exist in the \(database.scope) database", zoneID: request.zoneID)
+                }
+                // The default zone is created by its first write; until then its history is empty.
+                _ = try Self.checkPosition(request.position, incarnation: "", current: 0, start: 0, of: "the default zone")
+                return ZoneChangeBatch(changes: [], position: request.position ?? .origin, moreComing: false)
+            }
+            guard zone.capabilities.contains(.fetchChanges) else {
+                throw StratusError(.invalidArguments, "zone '\(request.zoneID.zoneName)' was created without the fetchChanges capability", zoneID: request.zoneID)
+            }
+            let incarnation = try zoneIncarnation(zone.row, on: connection)
+            let after = try Self.checkPosition(request.position, incarnation: incarnation, current: zone.sequence, start: zone.start, of: "zone '\(request.zoneID.zoneName)'")
+
+            // Two index-ordered reads, each bounded, then a merge: a large backlog costs no
+            // more per batch than a small one.
+            var changes: [(sequence: Int64, change: ZoneChangeBatch.Change)] = []
+            let records = try connection.statement("SELECT \(SQLiteSchema.recordColumns), r.change_seq FROM records r WHERE r.zone_id = ? AND r.change_seq > ? ORDER BY r.change_seq LIMIT ?")
+            try records.bind([.integer(zone.row), .integer(after), .integer(Int64(request.limit) + 1)])
+            while try records.step() {
+                let record = try decodeRecord(records, zoneID: request.zoneID).restricted(to: request.desiredKeys)
+                changes.append((records.int64(SQLiteSchema.recordColumnCount), .changed(record)))
+            }
+            let tombstones = try connection.statement("SELECT record_name, record_type, change_seq FROM tombstones WHERE zone_id = ? AND change_seq > ? ORDER BY change_seq LIMIT ?")
+            try tombstones.bind([.integer(zone.row), .integer(after), .integer(Int64(request.limit) + 1)])
+            while try tombstones.step() {
+                let id = Record.ID(recordName: tombstones.text(0) ?? "", zoneID: request.zoneID)
+                changes.append((tombstones.int64(2), .deleted(id, recordType: tombstones.text(1) ?? "")))
+            }
+            changes.sort { $0.sequence < $1.sequence }
+
+            let moreComing = changes.count > request.limit
+            if moreComing { changes.removeLast(changes.count - request.limit) }
+            let reached = moreComing ? changes[changes.count - 1].sequence : zone.sequence
+            return ZoneChangeBatch(changes: changes.map(\.change), position: ChangePosition(incarnation: incarnation, sequence: reached), moreComing: moreComing)
+        }
+    }
+
+    public func fetchDatabaseChanges(after position: ChangePosition?, limit: Int, in database: DatabaseContext) throws -> DatabaseChangeBatch {
+        precondition(limit > 0, "fetchDatabaseChanges needs a positive limit")
+        return try readTransaction { connection in
+            let incarnation = try storeIdentity(on: connection)
+            var current: Int64 = 0, start: Int64 = 0
+            let history = try connection.statement("SELECT change_seq, history_start FROM database_history WHERE container = ? AND db = ? AND owner = ?")
+            try history.bind(Self.databaseKey(database))
+            if try history.step() {
+                current = history.int64(0)
+                start = history.int64(1)
+                history.reset()
+            }
+            let after = try Self.checkPosition(position, incarnation: incarnation, current: current, start: start, of: "the \(database.scope) database")
+
+            var changes: [(sequence: Int64, change: DatabaseChangeBatch.Change)] = []
+            let changed = try connection.statement("""
+                SELECT z.zone_name, z.zone_owner, s.db_change_seq FROM zones z JOIN zone_state s ON s.zone_id = z.zone_id
+                WHERE z.container = ? AND z.db = ? AND z.owner = ? AND s.db_change_seq > ? ORDER BY s.db_change_seq LIMIT ?
+                """)
+            try changed.bind(Self.databaseKey(database) + [.integer(after), .integer(Int64(limit) + 1)])
+            while try changed.step() {
+                changes.append((changed.int64(2), .zoneChanged(Self.zoneID(name: changed.text(0) ?? "", owner: changed.text(1) ?? ""))))
+            }
+            let deleted = try connection.statement("""
+                SELECT zone_name, zone_owner, db_change_seq FROM zone_tombstones
+                WHERE container = ? AND db = ? AND owner = ? AND db_change_seq > ? ORDER BY db_change_seq LIMIT ?
+                """)
+            try deleted.bind(Self.databaseKey(database) + [.integer(after), .integer(Int64(limit) + 1)])
+            while try deleted.step() {
+                changes.append((deleted.int64(2), .zoneDeleted(Self.zoneID(name: deleted.text(0) ?? "", owner: deleted.text(1) ?? ""))))
+            }
+            changes.sort { $0.sequence < $1.sequence }
+
+            let moreComing = changes.count > limit
+            if moreComing { changes.removeLast(changes.count - limit) }
+            let reached = moreComing ? changes[changes.count - 1].sequence : current
+            return DatabaseChangeBatch(changes: changes.map(\.change), position: ChangePosition(incarnation: incarnation, sequence: reached), moreComing: moreComing)
+        }
+    }
+
+    /// The sequence value to read after, once `position` is known to be a place in this
+    /// history: the same life of it, not ahead of it, and not before its retained part.
+    static func checkPosition(_ position: ChangePosition?, incarnation: String, current: Int64, start: Int64, of what: String) throws(StratusError) -> Int64 {
+        guard let position else { return 0 }
+        func expired(_ reason: String) -> StratusError {
+            StratusError(.changeTokenExpired, "the change token no longer fits \(what): \(reason); fetch again without a token")
+        }
+        // Position 0 has seen nothing, so it fits every life of a history.
+        if position.sequence > 0 && position.incarnation != incarnation {
+            throw expired("it comes from an earlier life of it (deleted and created again) or from another store")
+        }
+        if position.sequence > current {
+            throw expired("it is ahead of the store's history (was the store restored from an older copy?)")
+        }
+        if position.sequence < start {
+            throw expired("deletions after it were removed by tombstone compaction")
+        }
+        return position.sequence
+    }
+
+    /// One life of a zone: zone rows are never reused, and the store identity tells stores apart.
+    func zoneIncarnation(_ zoneRow: Int64, on connection: SQLiteConnection) throws -> String {
+        try storeIdentity(on: connection) + "." + String(zoneRow)
+    }
+
+    /// The random identity the store got when it was created.
+    func storeIdentity(on connection: SQLiteConnection) throws -> String {
+        guard let identity = try connection.queryText("SELECT store_uuid FROM store_info WHERE id = 1") else {
+            throw StratusError(.badDatabase, "the store has no store_info row; it was not created by this version of Stratus")
+        }
+        return identity
+    }
+
+    // MARK: - Compaction
+
+    public func compactChangeHistory(in database: DatabaseContext, deletedBefore cutoff: Date) throws -> ChangeHistoryCompaction {
+        try writeTransaction { connection in try compact(database, deletedBefore: cutoff, on: connection) }
+    }
+
+    /// Removes tombstones deleted before `cutoff` (of one database, or of the whole store when
+    /// `database` is `nil`), and moves each history's start past the newest one removed.
+    func compact(_ database: DatabaseContext?, deletedBefore cutoff: Date, on connection: SQLiteConnection) throws -> ChangeHistoryCompaction {
+        var result = ChangeHistoryCompaction()
+        let cutoffValue = SQLValue.real(cutoff.timeIntervalSinceReferenceDate)
+        let scope = database.map(Self.databaseKey)
+
+        let zones = try connection.statement(scope == nil
+            ? "SELECT zone_id, max(change_seq), count(*) FROM tombstones WHERE deleted_at < ? GROUP BY zone_id"
+            : "SELECT t.zone_id, max(t.change_seq), count(*) FROM tombstones t JOIN zones z ON z.zone_id = t.zone_id WHERE t.deleted_at < ? AND z.container = ? AND z.db = ? AND z.owner = ? GROUP BY t.zone_id")
+        try zones.bind([cutoffValue] + (scope ?? []))
+        var compacted: [(row: Int64, newest: Int64)] = []
+        while try zones.step() {
+            compacted.append((zones.int64(0), zones.int64(1)))
+            result.recordTombstonesRemoved += Int(zones.int64(2))
+        }
+        for zone in compacted {
+            let advance = try connection.statement("UPDATE zone_state SET history_start = max(history_start, ?) WHERE zone_id = ?")
+            try advance.bind([.integer(zone.newest), .integer(zone.row)])
+            try advance.step()
+            let remove = try connection.statement("DELETE FROM tombstones WHERE zone_id = ? AND deleted_at < ?")
+            try remove.bind([.integer(zone.row), cutoffValue])
+            try remove.step()
+        }
+
+        let databases = try connection.statement(scope == nil
+            ? "SELECT container, db, owner, max(db_change_seq), count(*) FROM zone_tombstones WHERE deleted_at < ? GROUP BY container, db, owner"
+            : "SELECT container, db, owner, max(db_change_seq), count(*) FROM zone_tombstones WHERE deleted_at < ? AND container = ? AND db = ? AND owner = ? GROUP BY container, db, owner")
+        try databases.bind([cutoffValue] + (scope ?? []))
+        var compactedDatabases: [(key: [SQLValue], newest: Int64)] = []
+        while try databases.step() {
+            compactedDatabases.append(([databases.value(0), databases.value(1), databases.value(2)], databases.int64(3)))
+            result.zoneTombstonesRemoved += Int(databases.int64(4))
+        }
+        for entry in compactedDatabases {
+            let advance = try connection.statement("UPDATE database_history SET history_start = max(history_start, ?) WHERE container = ? AND db = ? AND owner = ?")
+            try advance.bind([.integer(entry.newest)] + entry.key)
+            try advance.step()
+            let remove = try connection.statement("DELETE FROM zone_tombstones WHERE container = ? AND db = ? AND owner = ? AND deleted_at < ?")
+            try remove.bind(entry.key + [cutoffValue])
+            try remove.step()
+        }
+        return result
+    }
+
+    /// How often automatic compaction runs in one engine.
+    static let compactionInterval: Duration = .seconds(3600)
+
+    /// Compacts the whole store with ``tombstoneRetention`` when the last automatic compaction
+    /// of this engine is older than ``compactionInterval``. Called after writes, so that a
+    /// store that is written to also sheds old tombstones; a busy store just waits for the next
+    /// chance.
+    func compactIfDue() {
+        guard let retention = tombstoneRetention else { return }
+        let now = ContinuousClock.now
+        let due = automaticCompaction.withLock { last -> Bool in
+            if let last, last.duration(to: now) < Self.compactionInterval { return false }
+            last = now
+            return true
+        }
+        guard due else { return }
+        let cutoff = Date(timeIntervalSinceNow: -Double(retention.components.seconds))
+        _ = try? writeTransaction { connection in try compact(nil, deletedBefore: cutoff, on: connection) }
+    }
+}
