@@ -11,6 +11,8 @@ struct StratusCommand {
           query     one page of a query, with a cursor for the next (for scripts)
           get       records by name
           count     the number of records matching a query
+          zones     list, create and delete zones
+          changes   a zone's changes since the last run, exactly once (for cron exports)
           import    records from NDJSON, JSON, a CloudKit response envelope or CSV
           export    every matching record, in any of those formats
           delete    records by name or by query
@@ -38,6 +40,8 @@ struct StratusCommand {
         case "query": commandUsage = QueryCommand.usage
         case "get": commandUsage = GetCommand.usage
         case "count": commandUsage = CountCommand.usage
+        case "zones": commandUsage = ZonesCommand.usage
+        case "changes": commandUsage = ChangesCommand.usage
         case "delete": commandUsage = DeleteCommand.usage + "\n" + Progress.help
         default:
             fail("unknown command '\(command)'\n\n\(usage)", .usage)
@@ -51,6 +55,8 @@ struct StratusCommand {
             switch command {
             case "query": code = try await QueryCommand(&arguments).run()
             case "get": code = try await GetCommand(&arguments).run()
+            case "zones": code = try await ZonesCommand(&arguments).run()
+            case "changes": code = try await ChangesCommand(&arguments).run()
             case "delete": code = try await DeleteCommand(&arguments).run()
             default: code = try await CountCommand(&arguments).run()
             }

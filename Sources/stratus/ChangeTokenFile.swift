@@ -1,0 +1,140 @@
+import Foundation
+import Stratus
+
+/// The state `stratus changes` keeps between runs: the change token, and with `--output` how
+/// much of the output file is committed.
+///
+/// The file is replaced whole (a temporary file, fsync, rename, fsync of the folder), so a
+/// crash leaves the old state or the new one, never half of either. Its first line is the
+/// token, so `head -1 FILE` gives it to other tools.
+///
+/// ```
+/// stk1_eyJjb250YWluZXJJZGVudGlmaWVyIjoi…
+/// output-file=2049:1311042
+/// output-length=52817
+/// ```
+struct ChangeTokenFile: Equatable {
+    var token: ServerChangeToken?
+    /// The output file this state belongs to (device and inode), and its committed length.
+    var output: OutputCommit?
+
+    struct OutputCommit: Equatable {
+        var fileIdentity: String
+        var length: Int64
+    }
+
+    /// Reads the state; a missing or empty file means "from the beginning".
+    ///
+    /// - Throws: ``CommandError`` when the file cannot be read or is not a token file.
+    static func read(_ path: String) throws -> ChangeTokenFile {
+        guard FileManager.default.fileExists(atPath: path) else { return ChangeTokenFile() }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw CommandError(.inputMissing, "cannot read the token file \(path)")
+        }
+        let lines = String(decoding: data, as: UTF8.self).split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        var state = ChangeTokenFile()
+        guard let first = lines.first, !first.isEmpty else { return state }
+        do {
+            state.token = try ServerChangeToken(serialized: first)
+        } catch {
+            throw CommandError(.dataError, "the token file \(path) does not hold a change token (\(error)); remove it to start from the beginning")
+        }
+        var identity: String?, length: Int64?
+        for line in lines.dropFirst() where !line.isEmpty {
+            let parts = line.split(separator: "=", maxSplits: 1).map(String.init)
+            switch (parts.first, parts.count) {
+            case ("output-file", 2): identity = parts[1]
+            case ("output-length", 2): length = Int64(parts[1])
+            default: throw CommandError(.dataError, "the token file \(path) has an unknown line '\(line.prefix(40))'")
+            }
+        }
+        if let identity, let length { state.output = OutputCommit(fileIdentity: identity, length: length) }
+        return state
+    }
+
+    /// Replaces the file with this state, durably.
+    ///
+    /// - Throws: ``CommandError`` `cannotCreateOutput` when it cannot be written.
+    func write(to path: String) throws {
+        var text = (token?.serialized ?? "") + "\n"
+        if let output { text += "output-file=\(output.fileIdentity)\noutput-length=\(output.length)\n" }
+        let temporary = path + ".tmp-\(getpid())"
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        guard descriptor >= 0 else { throw CommandError.system(.cannotCreateOutput, "cannot create \(temporary)") }
+        do {
+            try FileDescriptorOutput.writeAll(Data(text.utf8), to: descriptor, name: temporary)
+            guard fsync(descriptor) == 0 else { throw CommandError.system(.cannotCreateOutput, "cannot sync \(temporary)") }
+        } catch {
+            close(descriptor)
+            unlink(temporary)
+            throw error
+        }
+        close(descriptor)
+        guard rename(temporary, path) == 0 else {
+            let error = CommandError.system(.cannotCreateOutput, "cannot move the token into place at \(path)")
+            unlink(temporary)
+            throw error
+        }
+        // The rename is durable only once the folder is synced.
+        let folder = open(URL(fileURLWithPath: path).deletingLastPathComponent().path, O_RDONLY | O_DIRECTORY)
+        if folder >= 0 {
+            fsync(folder)
+            close(folder)
+        }
+    }
+
+    /// Holds an exclusive lock on `path.lock` for the life of the process, so that two runs of
+    /// the same job (an overlapping cron) never read the same token and export twice.
+    ///
+    /// - Throws: ``CommandError`` `temporaryFailure` when another run holds it.
+    static func lock(_ path: String) throws {
+        let lockPath = path + ".lock"
+        let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw CommandError.system(.cannotCreateOutput, "cannot create the lock file \(lockPath)") }
+        if flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
+            close(descriptor)
+            throw CommandError(.temporaryFailure, "another run is using the token file \(path) (it holds \(lockPath)); try again later")
+        }
+        // Deliberately never closed: the kernel releases the lock when the process ends, however it ends.
+    }
+}
+
+/// Writes bytes to a file descriptor, all of them, retrying short writes and interruptions.
+enum FileDescriptorOutput {
+    static func writeAll(_ data: Data, to descriptor: Int32, name: String) throws {
+        try data.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let written = Glibc.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    throw CommandError.system(.cannotCreateOutput, "cannot write to \(name)")
+                }
+                offset += written
+            }
+        }
+    }
+
+    /// "device:inode" of an open file: the file, not its name, so a rotated output is noticed.
+    static func identity(of descriptor: Int32) throws -> (identity: String, size: Int64) {
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { throw CommandError.system(.cannotCreateOutput, "cannot inspect the output file") }
+        return ("\(info.st_dev):\(info.st_ino)", Int64(info.st_size))
+    }
+}
+
+/// A failure with its own exit code, for the changes and zones commands.
+struct CommandError: Error {
+    let code: ExitCode
+    let message: String
+
+    init(_ code: ExitCode, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    /// A failed system call: the message plus `strerror(errno)`.
+    static func system(_ code: ExitCode, _ message: String) -> CommandError {
+        CommandError(code, "\(message): \(String(cString: strerror(errno)))")
+    }
+}

@@ -1,0 +1,79 @@
+import Foundation
+import Stratus
+import StratusTransfer
+
+/// `stratus zones list|create|delete`: a database's zones.
+struct ZonesCommand {
+    static let usage = """
+        usage: stratus zones list [store options]
+               stratus zones create NAME... [--no-atomic] [store options]
+               stratus zones delete NAME... [store options]
+
+        list prints each zone of the database as one line of JSON, as CloudKit's zones/list
+        answers it: {"zoneID":{"zoneName":…,"ownerRecordName":…},"atomic":true,"fetchChanges":true}.
+        create makes zones (an existing zone is left as it is) and prints them the same way;
+        --no-atomic makes zones whose modify requests apply item by item. delete deletes zones
+        with every record in them and prints {"zoneID":{…},"deleted":true} for each. Zones live
+        in the private and public databases; a zone that fails is reported on stderr and makes
+        the exit code 1.
+        """
+
+    enum Action { case list, create([String]), delete([String]) }
+
+    var store: StoreOptions
+    var action: Action
+    var atomic = true
+
+    init(_ arguments: inout Arguments) throws {
+        store = try StoreOptions(&arguments)
+        atomic = !arguments.flag("--no-atomic")
+        try arguments.rejectUnknownOptions()
+        var words = arguments.words
+        guard !words.isEmpty else { throw UsageError(message: "say list, create or delete") }
+        let verb = words.removeFirst()
+        switch verb {
+        case "list":
+            if let extra = words.first { throw UsageError(message: "unexpected argument '\(extra)'") }
+            action = .list
+        case "create", "delete":
+            if words.isEmpty { throw UsageError(message: "name at least one zone to \(verb)") }
+            action = verb == "create" ? .create(words) : .delete(words)
+        default:
+            throw UsageError(message: "unknown zones action '\(verb)'; say list, create or delete")
+        }
+    }
+
+    func run() async throws -> ExitCode {
+        let database = try store.openDatabase()
+        switch action {
+        case .list:
+            for zone in try await database.allRecordZones() { print(RecordJSONWriter.json(for: zone)) }
+            return .success
+        case .create(let names):
+            let capabilities: RecordZone.Capabilities = atomic ? [.fetchChanges, .atomic] : [.fetchChanges]
+            let zones = names.map { RecordZone(zoneID: RecordZone.ID(zoneName: $0), capabilities: capabilities) }
+            let (saved, _) = try await database.modifyRecordZones(saving: zones, deleting: [])
+            var failed = 0
+            for zone in zones {
+                switch saved[zone.zoneID] {
+                case .success(let stored)?: print(RecordJSONWriter.json(for: stored))
+                case .failure(let error)?: failed += 1; ChangesCommand.log("zone \(zone.zoneID.zoneName): \(error)")
+                case nil: failed += 1
+                }
+            }
+            return failed == 0 ? .success : .someFailed
+        case .delete(let names):
+            let ids = names.map { RecordZone.ID(zoneName: $0) }
+            let (_, deleted) = try await database.modifyRecordZones(saving: [], deleting: ids)
+            var failed = 0
+            for id in ids {
+                switch deleted[id] {
+                case .success?: print(RecordJSONWriter.json(forDeletedZone: id))
+                case .failure(let error)?: failed += 1; ChangesCommand.log("zone \(id.zoneName): \(error)")
+                case nil: failed += 1
+                }
+            }
+            return failed == 0 ? .success : .someFailed
+        }
+    }
+}
