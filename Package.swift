@@ -29,6 +29,7 @@ let package = Package(
         .executableTarget(name: "todo", dependencies: ["Stratus", "StratusSQLite"], path: "samples/Todo"),
         .executableTarget(name: "shopping", dependencies: ["Stratus", "StratusSQLite"], path: "samples/Shopping"),
         .executableTarget(name: "pipeline", dependencies: ["Stratus", "StratusSQLite"], path: "samples/Pipeline"),
+        .executableTarget(name: "churn", dependencies: ["Stratus", "StratusSQLite"], path: "samples/Churn"),
 
         // Shared test support: temporary stores, record builders, and the engine conformance suite.
         .target(name: "StratusTestSupport", dependencies: ["Stratus"], path: "Tests/StratusTestSupport"),

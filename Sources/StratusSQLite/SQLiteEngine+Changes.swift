@@ -168,18 +168,20 @@ extension SQLiteEngine {
         return result
     }
 
-    /// How often automatic compaction runs in one engine.
+    /// How often automatic compaction runs in one engine, at most (more often when the
+    /// retention is shorter).
     static let compactionInterval: Duration = .seconds(3600)
 
     /// Compacts the whole store with ``tombstoneRetention`` when the last automatic compaction
-    /// of this engine is older than ``compactionInterval``. Called after writes, so that a
-    /// store that is written to also sheds old tombstones; a busy store just waits for the next
-    /// chance.
+    /// of this engine is older than ``compactionInterval`` (or the retention). Called after
+    /// writes, so that a store that is written to also sheds old tombstones; a busy store just
+    /// waits for the next chance.
     func compactIfDue() {
         guard let retention = tombstoneRetention else { return }
+        let interval = min(Self.compactionInterval, retention)
         let now = ContinuousClock.now
         let due = automaticCompaction.withLock { last -> Bool in
-            if let last, last.duration(to: now) < Self.compactionInterval { return false }
+            if let last, last.duration(to: now) < interval { return false }
             last = now
             return true
         }

@@ -12,15 +12,18 @@ import Stratus
 /// stk1_eyJjb250YWluZXJJZGVudGlmaWVyIjoi…
 /// output-file=2049:1311042
 /// output-length=52817
+/// output-path=/var/exports/photos-2026-11-21.ndjson
 /// ```
 struct ChangeTokenFile: Equatable {
     var token: ServerChangeToken?
-    /// The output file this state belongs to (device and inode), and its committed length.
+    /// The output file the last batch went to, and how much of it is committed.
     var output: OutputCommit?
 
     struct OutputCommit: Equatable {
+        /// "device:inode": the file itself, so that a file renamed away or replaced is noticed.
         var fileIdentity: String
         var length: Int64
+        var path: String
     }
 
     /// Reads the state; a missing or empty file means "from the beginning".
@@ -39,16 +42,17 @@ struct ChangeTokenFile: Equatable {
         } catch {
             throw CommandError(.dataError, "the token file \(path) does not hold a change token (\(error)); remove it to start from the beginning")
         }
-        var identity: String?, length: Int64?
+        var identity: String?, length: Int64?, outputPath: String?
         for line in lines.dropFirst() where !line.isEmpty {
             let parts = line.split(separator: "=", maxSplits: 1).map(String.init)
             switch (parts.first, parts.count) {
             case ("output-file", 2): identity = parts[1]
             case ("output-length", 2): length = Int64(parts[1])
+            case ("output-path", 2): outputPath = parts[1]
             default: throw CommandError(.dataError, "the token file \(path) has an unknown line '\(line.prefix(40))'")
             }
         }
-        if let identity, let length { state.output = OutputCommit(fileIdentity: identity, length: length) }
+        if let identity, let length, let outputPath { state.output = OutputCommit(fileIdentity: identity, length: length, path: outputPath) }
         return state
     }
 
@@ -57,7 +61,7 @@ struct ChangeTokenFile: Equatable {
     /// - Throws: ``CommandError`` `cannotCreateOutput` when it cannot be written.
     func write(to path: String) throws {
         var text = (token?.serialized ?? "") + "\n"
-        if let output { text += "output-file=\(output.fileIdentity)\noutput-length=\(output.length)\n" }
+        if let output { text += "output-file=\(output.fileIdentity)\noutput-length=\(output.length)\noutput-path=\(output.path)\n" }
         let temporary = path + ".tmp-\(getpid())"
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         guard descriptor >= 0 else { throw CommandError.system(.cannotCreateOutput, "cannot create \(temporary)") }

@@ -19,9 +19,10 @@ struct ChangesCommand {
 
           --token-file FILE   where the token is kept between runs (locked while running)
           --output FILE       append to FILE and commit it together with the token: every change
-                              lands in FILE exactly once, wherever a run is killed. A run first
-                              cuts FILE back to its committed length. Rotate FILE only between
-                              runs (a new file is noticed by its inode).
+                              lands in the outputs exactly once, wherever a run is killed. A run
+                              first cuts the last output file back to its committed length, so
+                              each run may name a new FILE (export-$(date +%s).ndjson); move
+                              files away only after a run that exited 0.
           --fields K1,K2      only these fields of changed records
           --batch N           changes per batch and commit (default 1000)
           --limit N           stop after about N changes; the next run continues
@@ -159,11 +160,12 @@ struct ChangesCommand {
 private final class ChangeSink {
     private let descriptor: Int32
     private let name: String
-    /// For an output file: its identity and committed length.
+    /// For an output file: its identity, path and committed length.
     private var commit: ChangeTokenFile.OutputCommit?
 
-    /// Opens the output. For an output file, cuts away what a killed run wrote past the
-    /// committed length, and records a new file's identity before anything is written to it.
+    /// Opens the output. First cuts the last output file back to its committed length, which
+    /// drops what a killed run wrote after its last commit, also when this run writes to
+    /// another file; then records a new file's identity before anything is written to it.
     init(outputPath: String?, state: inout ChangeTokenFile, tokenPath: String) throws {
         guard let outputPath else {
             descriptor = STDOUT_FILENO
@@ -171,23 +173,36 @@ private final class ChangeSink {
             return
         }
         name = outputPath
+        if let committed = state.output { try Self.cutBack(committed) }
         descriptor = open(outputPath, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { throw CommandError.system(.cannotCreateOutput, "cannot open the output file \(outputPath)") }
         let (identity, size) = try FileDescriptorOutput.identity(of: descriptor)
         if let committed = state.output, committed.fileIdentity == identity {
-            guard size >= committed.length else {
-                throw CommandError(.dataError, "the output file \(outputPath) is shorter (\(size) bytes) than its committed \(committed.length) bytes; something else changed it. Restore it, or rotate it and remove the token file to start over")
-            }
-            guard ftruncate(descriptor, off_t(committed.length)) == 0 else { throw CommandError.system(.cannotCreateOutput, "cannot cut \(outputPath) back to its committed length") }
-            commit = committed
+            commit = ChangeTokenFile.OutputCommit(fileIdentity: identity, length: committed.length, path: outputPath)
         } else {
-            // A new (or rotated) output file: whatever it holds is not ours. Commit its identity
-            // before writing, so that a kill during the first batch is cut away next time.
-            commit = ChangeTokenFile.OutputCommit(fileIdentity: identity, length: size)
+            // A new (or rotated) output file: what it holds already is not ours. Commit its
+            // identity before writing, so that a kill during the first batch is cut away next time.
+            commit = ChangeTokenFile.OutputCommit(fileIdentity: identity, length: size, path: outputPath)
             state.output = commit
             try state.write(to: tokenPath)
         }
         guard lseek(descriptor, off_t(commit!.length), SEEK_SET) >= 0 else { throw CommandError.system(.cannotCreateOutput, "cannot seek in \(outputPath)") }
+    }
+
+    /// Truncates the committed output file to its committed length, when it is still there.
+    private static func cutBack(_ committed: ChangeTokenFile.OutputCommit) throws {
+        let descriptor = open(committed.path, O_WRONLY | O_CLOEXEC)
+        // Gone (rotated after a successful run): nothing of it is uncommitted.
+        guard descriptor >= 0 else { return }
+        defer { close(descriptor) }
+        let (identity, size) = try FileDescriptorOutput.identity(of: descriptor)
+        guard identity == committed.fileIdentity else { return }
+        guard size >= committed.length else {
+            throw CommandError(.dataError, "the output file \(committed.path) is shorter (\(size) bytes) than its committed \(committed.length) bytes; something else changed it. Restore it, or remove the token file to start over")
+        }
+        guard size == committed.length || (ftruncate(descriptor, off_t(committed.length)) == 0 && fsync(descriptor) == 0) else {
+            throw CommandError.system(.cannotCreateOutput, "cannot cut \(committed.path) back to its committed length")
+        }
     }
 
     deinit {
