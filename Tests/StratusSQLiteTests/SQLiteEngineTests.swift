@@ -1,0 +1,162 @@
+import Foundation
+import Stratus
+import StratusSQLite
+import StratusTestSupport
+import Testing
+
+@Suite("SQLite engine: files, processes and failures", .timeLimit(.minutes(3)))
+struct SQLiteEngineTests {
+    static let identifier = "com.example.sqlite-tests"
+
+    @Test("reopening a store file keeps records, system fields and assets")
+    func reopenKeepsData() async throws {
+        try await TemporaryStore.with { store in
+            let path = store.path()
+            let imageBytes = patternBytes(count: 50_000, seed: 9)
+            let imageURL = try store.writeFile("image.png", imageBytes)
+            let saved: [Record]
+            do {
+                let engine = try SQLiteEngine(path: path)
+                let database = Container(identifier: Self.identifier, engine: engine, userName: "alice").privateCloudDatabase
+                let note = makeRecord("Note", "note-1", ["title": .string("kept"), "n": .int64(2), "x": .double(2)])
+                note["image"] = Asset(fileURL: imageURL)
+                saved = try await TestDatabase.save([note, makeRecord("Note", "note-2", ["title": .string("also kept")])], in: database)
+            }
+            try FileManager.default.removeItem(at: imageURL)
+
+            let reopened = try SQLiteEngine(path: path)
+            let database = Container(identifier: Self.identifier, engine: reopened, userName: "alice").privateCloudDatabase
+            let note = try await database.record(for: Record.ID(recordName: "note-1"))
+            #expect(note.systemFields == saved[0].systemFields)
+            #expect(note.value(forKey: "title") == .string("kept"))
+            #expect(note.value(forKey: "n") == .int64(2))
+            #expect(note.value(forKey: "x") == .double(2))
+            let image = try #require(note["image"] as? Asset)
+            #expect(FileManager.default.contents(atPath: try #require(image.fileURL).path) == imageBytes)
+            let all = try await TestDatabase.queryAll(Query(recordType: "Note"), in: database)
+            #expect(TestDatabase.names(all) == ["note-1", "note-2"])
+
+            // Change tags from before the reopen still guard against conflicts.
+            let stale = saved[1]
+            stale["title"] = "changed"
+            try await database.save(stale)
+            stale["title"] = "changed again"
+            let conflict = await caughtError { try await database.save(stale) }
+            #expect(stratusError(conflict)?.code == .serverRecordChanged)
+        }
+    }
+
+    @Test("two engines on one file (as two processes have) both write and read")
+    func twoEnginesOnOneFile() async throws {
+        try await TemporaryStore.with { store in
+            let first = Container(identifier: Self.identifier, engine: try SQLiteEngine(path: store.path()), userName: "alice").publicCloudDatabase
+            let second = Container(identifier: Self.identifier, engine: try SQLiteEngine(path: store.path()), userName: "bob").publicCloudDatabase
+
+            try await first.save(makeRecord("Item", "from-first", ["n": .int64(1)]))
+            try await second.save(makeRecord("Item", "from-second", ["n": .int64(2)]))
+            #expect(try await second.record(for: Record.ID(recordName: "from-first")).value(forKey: "n") == .int64(1))
+            #expect(try await first.record(for: Record.ID(recordName: "from-second")).value(forKey: "n") == .int64(2))
+
+            // Both write at the same time, in many small transactions.
+            async let a: Void = writeBatches(first, prefix: "a")
+            async let b: Void = writeBatches(second, prefix: "b")
+            _ = try await (a, b)
+            for database in [first, second] {
+                let names = TestDatabase.names(try await TestDatabase.queryAll(Query(recordType: "Item"), in: database))
+                #expect(names.count == 2 + 2 * 15 * 20)
+                #expect(Set(names).count == names.count)
+            }
+
+            // A conflict is detected across engines.
+            let copyFirst = try await first.record(for: Record.ID(recordName: "from-first"))
+            let copySecond = try await second.record(for: Record.ID(recordName: "from-first"))
+            copyFirst["n"] = 10
+            try await first.save(copyFirst)
+            copySecond["n"] = 20
+            let conflict = await caughtError { try await second.save(copySecond) }
+            #expect(stratusError(conflict)?.code == .serverRecordChanged)
+            #expect(try await second.record(for: Record.ID(recordName: "from-first")).value(forKey: "n") == .int64(10))
+        }
+    }
+
+    private func writeBatches(_ database: Database, prefix: String) async throws {
+        for batch in 0..<15 {
+            let records = (0..<20).map { makeRecord("Item", "\(prefix)-\(batch)-\($0)", ["n": .int64(Int64($0))]) }
+            try await TestDatabase.save(records, in: database)
+        }
+    }
+
+    @Test("a store in a directory that does not exist yet is created")
+    func missingDirectoryIsCreated() async throws {
+        try await TemporaryStore.with { store in
+            let path = store.directory.appendingPathComponent("not/yet/there/store.sqlite").path
+            #expect(!FileManager.default.fileExists(atPath: path))
+            let database = Container(identifier: Self.identifier, engine: try SQLiteEngine(path: path)).publicCloudDatabase
+            try await database.save(makeRecord("Item", "one", ["n": .int64(1)]))
+            #expect(FileManager.default.fileExists(atPath: path))
+            #expect(try await database.record(for: Record.ID(recordName: "one")).value(forKey: "n") == .int64(1))
+        }
+    }
+
+    @Test("Container(identifier:storePath:) opens the SQLite store at a path")
+    func containerOpensStoreAtPath() async throws {
+        try await TemporaryStore.with { store in
+            let path = store.path("nested/app.sqlite")
+            let container = try Container(identifier: Self.identifier, storePath: path, userName: "carol")
+            #expect(container.userName == "carol")
+            try await container.privateCloudDatabase.save(makeRecord("Item", "one"))
+            let again = try Container(identifier: Self.identifier, storePath: path, userName: "carol")
+            #expect(try await TestDatabase.exists("one", in: again.privateCloudDatabase))
+            #expect(FileManager.default.fileExists(atPath: path))
+        }
+    }
+
+    @Test("an unusable store path is a StratusError, not a crash")
+    func unusablePathIsAnError() async throws {
+        try await TemporaryStore.with { store in
+            let blocker = try store.writeFile("blocker", Data("a file, not a folder".utf8))
+            var paths = [
+                blocker.appendingPathComponent("store.sqlite").path,            // parent is a file
+                "/proc/stratus-\(UUID().uuidString)/store.sqlite",              // cannot create folders in /proc
+                store.directory.path,                                           // a directory, not a file
+            ]
+            if geteuid() != 0 {
+                // A read-only folder (root ignores permissions, so only checked as another user).
+                let readOnly = store.url("read-only")
+                try FileManager.default.createDirectory(at: readOnly, withIntermediateDirectories: true)
+                try FileManager.default.setAttributes([.posixPermissions: 0o500], ofItemAtPath: readOnly.path)
+                paths.append(readOnly.appendingPathComponent("store.sqlite").path)
+            }
+            for path in paths {
+                do {
+                    let engine = try SQLiteEngine(path: path)
+                    Issue.record("opening a store at \(path) succeeded: \(engine.path)")
+                } catch let error as StratusError {
+                    #expect([StratusError.Code.badContainer, .permissionFailure].contains(error.code), "\(path): \(error)")
+                    #expect(!error.message.isEmpty)
+                } catch {
+                    Issue.record("opening \(path) threw a non-Stratus error: \(error)")
+                }
+            }
+            if geteuid() != 0 {
+                try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: store.url("read-only").path)
+            }
+        }
+    }
+
+    @Test("a file that is not a store is a StratusError")
+    func notAStoreIsAnError() async throws {
+        try await TemporaryStore.with { store in
+            let url = try store.writeFile("garbage.sqlite", patternBytes(count: 8_192, seed: 5))
+            do {
+                let engine = try SQLiteEngine(path: url.path)
+                // Some SQLite versions open lazily; then the first use must fail cleanly.
+                let database = Container(identifier: Self.identifier, engine: engine).publicCloudDatabase
+                let error = await caughtError { try await database.save(makeRecord("Item", "x")) }
+                #expect(stratusError(error) != nil, "using a garbage file as a store fails with a StratusError")
+            } catch {
+                #expect(error is StratusError, "opening a garbage file fails with a StratusError: \(error)")
+            }
+        }
+    }
+}

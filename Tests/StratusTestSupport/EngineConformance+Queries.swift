@@ -1,0 +1,289 @@
+import Foundation
+import Stratus
+import Testing
+
+extension EngineConformance {
+    static let queryCases: [TestCase] = [
+        TestCase("queries match a brute-force filter and sort for every operator and type", queriesMatchBruteForce),
+        TestCase("queries sort on fields and system fields like a brute-force sort", queriesSortLikeBruteForce),
+        TestCase("reference equality with a Reference and with a Record.ID", referenceEquality),
+        TestCase("a type mismatch never matches", typeMismatchNeverMatches),
+        TestCase("desiredKeys limits the returned fields", desiredKeysLimitFields),
+    ]
+
+    static let queryOwners = ["owner-1", "owner-2", "owner-3"]
+    static let queryBaseDate = Date(timeIntervalSinceReferenceDate: 700_000_000.25)
+    static let queryNames = ["apple", "apricot", "banana", "Banana", "cherry", "\u{C4}hre", "date", "ap"]
+    static let queryTags = ["red", "green", "blue"]
+
+    /// The index a query record was built from (stored in field `i`).
+    static func index(_ record: Record) -> Int {
+        if case .int64(let i)? = record.value(forKey: "i") { return Int(i) }
+        return -1
+    }
+
+    /// Records of type `Item` (and a few of type `Other` with the same fields) with every scalar
+    /// type, missing values, duplicates and lists.
+    static func queryDataset(type: String = "Item", count: Int = 48, prefix: String = "q") -> [Record] {
+        makeRecords(type, count: count, prefix: prefix) { i in
+            var fields: [String: FieldValue] = ["i": .int64(Int64(i))]
+            fields["name"] = .string(queryNames[i % queryNames.count] + (i % 3 == 0 ? "" : "-\(i % 5)"))
+            if i % 5 != 0 { fields["count"] = .int64(Int64(i % 7)) }
+            if i % 6 != 0 { fields["price"] = .double(Double(i) * 1.25 - 10) }
+            if i % 4 != 0 { fields["due"] = .date(queryBaseDate.addingTimeInterval(Double(i % 10) * 3_600.5)) }
+            if i % 8 != 0 { fields["owner"] = .reference(reference(queryOwners[i % 3], i % 2 == 0 ? .none : .deleteSelf)) }
+            if i % 3 != 0 { fields["tags"] = .stringList(queryTags.enumerated().filter { (i >> $0.offset) & 1 == 1 }.map(\.element)) }
+            fields["scores"] = .int64List([Int64(i % 4), Int64(i % 6)])
+            fields["code"] = i % 2 == 0 ? .int64(Int64(i % 10)) : .string("\(i % 10)")
+            return fields
+        }
+    }
+
+    /// Saves the dataset in three batches (so creation dates differ) and returns every record
+    /// of both types as stored, with system fields.
+    static func loadQueryDataset(_ database: Database) async throws -> [Record] {
+        let items = queryDataset()
+        let others = queryDataset(type: "Other", count: 6, prefix: "o")
+        try await TestDatabase.save(Array(items[0..<16]), in: database)
+        try await TestDatabase.save(Array(items[16..<32]) + others, in: database)
+        try await TestDatabase.save(Array(items[32...]), in: database)
+        let stored = try await TestDatabase.queryAll(Query(recordType: "Item"), in: database)
+            + TestDatabase.queryAll(Query(recordType: "Other"), in: database)
+        #expect(stored.count == items.count + others.count)
+        return stored
+    }
+
+    /// A query from a format string and arguments.
+    static func query(_ type: String, _ format: String, _ arguments: [any Sendable], sort: [RecordSortDescriptor] = []) throws -> Query {
+        let query = Query(recordType: type, predicate: try QueryPredicate(format: format, argumentArray: arguments))
+        query.sortDescriptors = sort
+        return query
+    }
+
+    /// Runs `query` on the store and compares with the brute-force answer; returns the names.
+    @discardableResult
+    static func expectBruteForce(_ query: Query, _ database: Database, _ all: [Record], nonEmpty: Bool = true, desiredKeys: [String]? = nil) async throws -> [String] {
+        let expected = TestDatabase.names(try QueryEvaluator.evaluate(query, over: all))
+        let actual: [String]
+        do {
+            actual = TestDatabase.names(try await TestDatabase.queryAll(query, in: database, desiredKeys: desiredKeys))
+        } catch {
+            Issue.record("query \(query) failed: \(error)")
+            return []
+        }
+        expectSameOrder(actual, expected, "query \(query)")
+        if nonEmpty {
+            #expect(!expected.isEmpty, "query \(query) should match something in the dataset")
+            #expect(expected.count < all.count, "query \(query) should not match everything")
+        }
+        return actual
+    }
+
+    static func queriesMatchBruteForce(_ env: Environment) async throws {
+        let database = env.container().publicCloudDatabase
+        let all = try await loadQueryDataset(database)
+        let items = all.filter { $0.recordType == "Item" }
+        let later = queryBaseDate.addingTimeInterval(3 * 3_600.5)
+        let owner1 = reference(queryOwners[1])
+        let midCreation = items.compactMap(\.creationDate).sorted()[items.count / 2]
+        let checks: [(String, [any Sendable])] = [
+            ("name == %@", ["banana-1"]),
+            ("name != %@", ["apple"]),
+            ("name < %@", ["banana"]),
+            ("name <= %@", ["banana"]),
+            ("name > %@", ["cherry"]),
+            ("name >= %@", ["cherry"]),
+            ("name == %@", ["\u{C4}hre"]),
+            ("count == %@", [3]),
+            ("count != %@", [3]),
+            ("count < %@", [2]),
+            ("count <= %@", [2]),
+            ("count > %@", [Int64(4)]),
+            ("count >= %@", [4]),
+            ("price == %@", [2.5]),
+            ("price != %@", [2.5]),
+            ("price < %@", [0.0]),
+            ("price <= %@", [12.5]),
+            ("price > %@", [30.5]),
+            ("price >= %@", [30.0]),
+            ("due == %@", [later]),
+            ("due != %@", [later]),
+            ("due < %@", [later]),
+            ("due <= %@", [later]),
+            ("due > %@", [later]),
+            ("due >= %@", [later]),
+            ("count >= %@ AND price < %@", [2, 30.0]),
+            ("count >= %@ AND price < %@ AND name BEGINSWITH %@", [1, 40.0, "ap"]),
+            ("name BEGINSWITH %@", ["ap"]),
+            ("name BEGINSWITH %@", ["B"]),
+            ("name BEGINSWITH %@", ["\u{C4}"]),
+            ("name IN %@", [["apple", "cherry-1", "nothing"]]),
+            ("count IN %@", [[1, 3]]),
+            ("owner IN %@", [[Record.ID(recordName: queryOwners[0]), Record.ID(recordName: queryOwners[2])]]),
+            ("tags CONTAINS %@", ["red"]),
+            ("tags CONTAINS %@ AND tags CONTAINS %@", ["red", "blue"]),
+            ("scores CONTAINS %@", [3]),
+            ("owner == %@", [owner1]),
+            ("owner != %@", [owner1]),
+            ("recordName == %@", [Record.ID(recordName: recordName("q", 7))]),
+            ("creationDate <= %@", [midCreation]),
+            ("creationDate > %@", [midCreation]),
+            ("code == %@", [4]),
+            ("code == %@", ["5"]),
+        ]
+        for (format, arguments) in checks {
+            try await expectBruteForce(try query("Item", format, arguments), database, all)
+        }
+        for (format, arguments) in [("TRUEPREDICATE", [any Sendable]()), ("FALSEPREDICATE", [])] {
+            let names = try await expectBruteForce(try query("Item", format, arguments), database, all, nonEmpty: false)
+            #expect(names.count == (format == "TRUEPREDICATE" ? items.count : 0))
+        }
+
+        // A few answers worked out by hand, so the evaluator itself is checked too.
+        func names(_ format: String, _ arguments: [any Sendable]) async throws -> Set<String> {
+            Set(TestDatabase.names(try await TestDatabase.queryAll(try query("Item", format, arguments), in: database)))
+        }
+        func expected(_ include: (Int) -> Bool) -> Set<String> {
+            Set(items.filter { include(index($0)) }.map(\.recordID.recordName))
+        }
+        #expect(try await names("count == %@", [3]) == expected { $0 % 5 != 0 && $0 % 7 == 3 })
+        #expect(try await names("count != %@", [3]) == expected { $0 % 5 != 0 && $0 % 7 != 3 })
+        #expect(try await names("price < %@", [0.0]) == expected { $0 % 6 != 0 && Double($0) * 1.25 - 10 < 0 })
+        #expect(try await names("tags CONTAINS %@", ["green"]) == expected { $0 % 3 != 0 && ($0 >> 1) & 1 == 1 })
+        #expect(try await names("count IN %@", [[1, 3]]) == expected { $0 % 5 != 0 && [1, 3].contains($0 % 7) })
+        #expect(try await names("name BEGINSWITH %@", ["ap"]) == expected { [0, 1, 7].contains($0 % 8) })
+        #expect(try await names("TRUEPREDICATE", []) == expected { _ in true })
+        // String equality ignores case; BEGINSWITH does not.
+        #expect(try await names("name == %@", ["BANANA"]) == expected { [2, 3].contains($0 % 8) && $0 % 3 == 0 })
+        #expect(try await names("name == %@", ["\u{E4}hre"]) == expected { $0 % 8 == 5 && $0 % 3 == 0 })
+        #expect(try await names("name BEGINSWITH %@", ["Ban"]) == expected { $0 % 8 == 3 })
+    }
+
+    static func queriesSortLikeBruteForce(_ env: Environment) async throws {
+        let database = env.container().publicCloudDatabase
+        let all = try await loadQueryDataset(database)
+        let sorts: [[RecordSortDescriptor]] = [
+            [],
+            [RecordSortDescriptor(key: "name")],
+            [RecordSortDescriptor(key: "name", ascending: false)],
+            [RecordSortDescriptor(key: "count")],
+            [RecordSortDescriptor(key: "count", ascending: false)],
+            [RecordSortDescriptor(key: "price")],
+            [RecordSortDescriptor(key: "price", ascending: false)],
+            [RecordSortDescriptor(key: "due")],
+            [RecordSortDescriptor(key: "due", ascending: false)],
+            [RecordSortDescriptor(key: "creationDate")],
+            [RecordSortDescriptor(key: "creationDate", ascending: false)],
+            [RecordSortDescriptor(key: "modificationDate", ascending: false)],
+            [RecordSortDescriptor(key: "recordName")],
+            [RecordSortDescriptor(key: "recordName", ascending: false)],
+            [RecordSortDescriptor(key: "count"), RecordSortDescriptor(key: "price", ascending: false)],
+            [RecordSortDescriptor(key: "count", ascending: false), RecordSortDescriptor(key: "name")],
+            [RecordSortDescriptor(key: "creationDate", ascending: false), RecordSortDescriptor(key: "due")],
+        ]
+        for sort in sorts {
+            try await expectBruteForce(try query("Item", "TRUEPREDICATE", [], sort: sort), database, all, nonEmpty: false)
+            try await expectBruteForce(try query("Item", "count >= %@", [2], sort: sort), database, all)
+            try await expectBruteForce(try query("Item", "name BEGINSWITH %@ AND price > %@", ["ap", 0.0], sort: sort), database, all)
+        }
+
+        // Checked by hand: record names descending, and creation dates never decrease ascending.
+        let byNameDesc = TestDatabase.names(try await TestDatabase.queryAll(try query("Item", "TRUEPREDICATE", [], sort: [RecordSortDescriptor(key: "recordName", ascending: false)]), in: database))
+        #expect(byNameDesc == (0..<48).map { recordName("q", $0) }.reversed())
+        let byCreation = try await TestDatabase.queryAll(try query("Item", "TRUEPREDICATE", [], sort: [RecordSortDescriptor(key: "creationDate")]), in: database)
+        let creationDates = byCreation.compactMap(\.creationDate)
+        #expect(creationDates.count == 48)
+        #expect(creationDates == creationDates.sorted())
+        #expect(Set(creationDates).count >= 3, "three batches were saved at different times")
+        let byPriceDesc = try await TestDatabase.queryAll(try query("Item", "TRUEPREDICATE", [], sort: [RecordSortDescriptor(key: "price", ascending: false)]), in: database)
+        let prices = byPriceDesc.map { record -> Double? in if case .double(let p)? = record.value(forKey: "price") { p } else { nil } }
+        let present = prices.compactMap { $0 }
+        #expect(present == present.sorted(by: >))
+        #expect(prices.prefix(present.count).allSatisfy { $0 != nil }, "missing values sort last when descending")
+    }
+
+    static func referenceEquality(_ env: Environment) async throws {
+        let database = env.container().publicCloudDatabase
+        let all = try await loadQueryDataset(database)
+        let items = all.filter { $0.recordType == "Item" }
+        for (position, owner) in queryOwners.enumerated() {
+            let expected = Set(items.filter { index($0) % 8 != 0 && index($0) % 3 == position }.map(\.recordID.recordName))
+            #expect(!expected.isEmpty)
+            let byReference = try await TestDatabase.queryAll(try Query(recordType: "Item", format: "owner == %@", reference(owner)), in: database)
+            let byDeleteSelfReference = try await TestDatabase.queryAll(try Query(recordType: "Item", format: "owner == %@", reference(owner, .deleteSelf)), in: database)
+            let byID = try await TestDatabase.queryAll(try Query(recordType: "Item", format: "owner == %@", Record.ID(recordName: owner)), in: database)
+            #expect(Set(TestDatabase.names(byReference)) == expected, "owner == Reference(\(owner))")
+            #expect(Set(TestDatabase.names(byDeleteSelfReference)) == expected, "the reference's action does not matter")
+            #expect(Set(TestDatabase.names(byID)) == expected, "owner == Record.ID(\(owner))")
+            try await expectBruteForce(try Query(recordType: "Item", format: "owner == %@", Record.ID(recordName: owner)), database, all)
+        }
+        let nobody = try await TestDatabase.queryAll(try Query(recordType: "Item", format: "owner == %@", Record.ID(recordName: "nobody")), in: database)
+        #expect(nobody.isEmpty)
+    }
+
+    static func typeMismatchNeverMatches(_ env: Environment) async throws {
+        let database = env.container().publicCloudDatabase
+        let all = try await loadQueryDataset(database)
+        let mismatches: [(String, [any Sendable])] = [
+            ("count == %@", ["3"]),
+            ("count != %@", ["3"]),
+            ("count < %@", ["9"]),
+            ("count >= %@", [""]),
+            ("name == %@", [3]),
+            ("name > %@", [0]),
+            ("due < %@", [1_000_000_000_000.0]),
+            ("price == %@", [queryBaseDate]),
+            ("name == %@", [Record.ID(recordName: "apple")]),
+            ("owner == %@", [queryOwners[0]]),
+            ("tags == %@", ["red"]),
+            ("scores == %@", [3]),
+            ("count IN %@", [["1", "3"]]),
+            ("name BEGINSWITH %@ AND count == %@", ["a", "1"]),
+        ]
+        for (format, arguments) in mismatches {
+            let names = try await expectBruteForce(try query("Item", format, arguments), database, all, nonEmpty: false)
+            #expect(names.isEmpty, "\(format) \(arguments) must match nothing")
+        }
+        // The mixed field matches by type: INT64 4 only, STRING "5" only.
+        let ints = try await TestDatabase.queryAll(try Query(recordType: "Item", format: "code == %@", 4), in: database)
+        #expect(!ints.isEmpty)
+        #expect(ints.allSatisfy { $0.value(forKey: "code") == .int64(4) })
+        let strings = try await TestDatabase.queryAll(try Query(recordType: "Item", format: "code == %@", "5"), in: database)
+        #expect(!strings.isEmpty)
+        #expect(strings.allSatisfy { $0.value(forKey: "code") == .string("5") })
+    }
+
+    static func desiredKeysLimitFields(_ env: Environment) async throws {
+        let database = env.container().publicCloudDatabase
+        let all = try await loadQueryDataset(database)
+        let full = Dictionary(uniqueKeysWithValues: all.map { ($0.recordID, $0) })
+        let query = try Query(recordType: "Item", format: "count >= %@", 1)
+        query.sortDescriptors = [RecordSortDescriptor(key: "price")]
+        let limited = try await TestDatabase.queryAll(query, in: database, desiredKeys: ["name", "count", "absent"])
+        #expect(!limited.isEmpty)
+        for record in limited {
+            let original = try #require(full[record.recordID])
+            #expect(Set(record.allKeys()).isSubset(of: ["name", "count"]))
+            #expect(record.allKeys().contains("name"))
+            #expect(record.value(forKey: "name") == original.value(forKey: "name"))
+            #expect(record.value(forKey: "count") == original.value(forKey: "count"))
+            #expect(record.value(forKey: "price") == nil)
+            #expect(record.recordChangeTag == original.recordChangeTag, "system fields come with every record")
+            #expect(record.creationDate == original.creationDate)
+            #expect(record.recordType == "Item")
+        }
+        // The order is the query's, whatever the desired keys.
+        try await expectBruteForce(query, database, all, desiredKeys: ["name"])
+        let none = try await TestDatabase.queryAll(query, in: database, desiredKeys: [])
+        #expect(none.count == limited.count)
+        #expect(none.allSatisfy { $0.allKeys().isEmpty })
+
+        // Fetching by ID honours desired keys too.
+        let ids = Array(limited.prefix(3).map(\.recordID))
+        let fetched = try await database.records(for: ids, desiredKeys: ["price"])
+        for id in ids {
+            let record = try #require(try fetched[id]?.get())
+            #expect(record.allKeys() == (full[id]?.value(forKey: "price") == nil ? [] : ["price"]))
+        }
+    }
+}

@@ -1,0 +1,416 @@
+import Foundation
+import Stratus
+import Testing
+
+// MARK: - System fields and keys
+
+extension EngineConformance {
+    static let systemFieldCases: [TestCase] = [
+        TestCase("system fields: creation kept, modification and change tag renewed, users recorded", systemFieldsFollowSaves),
+        TestCase("changedKeys() and allKeys()", changedAndAllKeys),
+    ]
+
+    static func systemFieldsFollowSaves(_ env: Environment) async throws {
+        let alice = env.container(user: "alice").publicCloudDatabase
+        let bob = env.container(user: "bob").publicCloudDatabase
+        let record = makeRecord("Doc", "doc-1", ["v": .int64(1)])
+        #expect(record.creationDate == nil)
+        #expect(record.recordChangeTag == nil)
+
+        let first = try await alice.save(record)
+        let created = try #require(first.creationDate)
+        let modified1 = try #require(first.modificationDate)
+        let tag1 = try #require(first.recordChangeTag)
+        #expect(!tag1.isEmpty)
+        #expect(modified1 >= created)
+        #expect(first.creatorUserRecordID?.recordName == "alice")
+        #expect(first.lastModifiedUserRecordID?.recordName == "alice")
+
+        // A fetch returns exactly the system fields the save reported.
+        let fetched1 = try await alice.record(for: record.recordID)
+        #expect(fetched1.systemFields == first.systemFields)
+
+        fetched1["v"] = 2
+        let second = try await alice.save(fetched1)
+        #expect(second.creationDate == created)
+        let modified2 = try #require(second.modificationDate)
+        #expect(modified2 > modified1)
+        #expect(second.recordChangeTag != nil)
+        #expect(second.recordChangeTag != tag1)
+        #expect(second.creatorUserRecordID?.recordName == "alice")
+
+        // Another user changes the public record: creator stays, last modifier changes.
+        let seenByBob = try await bob.record(for: record.recordID)
+        #expect(seenByBob.systemFields == second.systemFields)
+        seenByBob["v"] = 3
+        let third = try await bob.save(seenByBob)
+        #expect(third.creationDate == created)
+        #expect(third.modificationDate! > modified2)
+        #expect(third.recordChangeTag != second.recordChangeTag)
+        #expect(third.recordChangeTag != tag1)
+        #expect(third.creatorUserRecordID?.recordName == "alice")
+        #expect(third.lastModifiedUserRecordID?.recordName == "bob")
+        let final = try await alice.record(for: record.recordID)
+        #expect(final.systemFields == third.systemFields)
+        #expect(final.value(forKey: "v") == .int64(3))
+    }
+
+    static func changedAndAllKeys(_ env: Environment) async throws {
+        let database = env.container().publicCloudDatabase
+        let record = Record(recordType: "Keys", recordID: Record.ID(recordName: "keys"))
+        #expect(record.changedKeys().isEmpty)
+        #expect(record.allKeys().isEmpty)
+        record["zeta"] = "z"
+        record["alpha"] = 1
+        record["mid"] = 2.5
+        record["zeta"] = "z2"
+        record["gone"] = "temporary"
+        record["gone"] = nil
+        #expect(record.changedKeys() == ["zeta", "alpha", "mid", "gone"])
+        #expect(record.allKeys() == ["alpha", "mid", "zeta"])
+
+        let saved = try await database.save(record)
+        #expect(saved.changedKeys().isEmpty)
+        #expect(saved.allKeys() == ["alpha", "mid", "zeta"])
+        let fetched = try await database.record(for: record.recordID)
+        #expect(fetched.changedKeys().isEmpty)
+        #expect(fetched.allKeys() == ["alpha", "mid", "zeta"])
+        #expect(fetched.value(forKey: "zeta") == .string("z2"))
+        #expect(fetched.value(forKey: "gone") == nil)
+
+        // Removing a key on a fetched record and saving removes it from the store.
+        fetched["mid"] = nil
+        fetched["beta"] = "b"
+        #expect(fetched.changedKeys() == ["mid", "beta"])
+        try await database.save(fetched)
+        let again = try await database.record(for: record.recordID)
+        #expect(again.allKeys() == ["alpha", "beta", "zeta"])
+    }
+}
+
+// MARK: - Save policies
+
+extension EngineConformance {
+    static let savePolicyCases: [TestCase] = [
+        TestCase("ifServerRecordUnchanged: a stale change tag conflicts with serverRecordChanged", staleChangeTagConflicts),
+        TestCase("ifServerRecordUnchanged: a new record whose name exists conflicts", newRecordWithExistingNameConflicts),
+        TestCase("changedKeys policy keeps the server's other keys", changedKeysPolicyMerges),
+        TestCase("allKeys policy replaces every field", allKeysPolicyReplaces),
+    ]
+
+    static func staleChangeTagConflicts(_ env: Environment) async throws {
+        let database = env.container().publicCloudDatabase
+        try await database.save(makeRecord("Doc", "doc", ["title": .string("original"), "n": .int64(1)]))
+        let copyA = try await database.record(for: Record.ID(recordName: "doc"))
+        let copyB = try await database.record(for: Record.ID(recordName: "doc"))
+        copyA["title"] = "first"
+        let savedA = try await database.save(copyA)
+
+        copyB["title"] = "second"
+        let results = try await database.modifyRecords(saving: [copyB], deleting: [], savePolicy: .ifServerRecordUnchanged)
+        guard case .failure(let raw)? = results.saveResults[copyB.recordID] else {
+            Issue.record("saving a record with a stale change tag must fail")
+            return
+        }
+        let error = try #require(raw as? StratusError)
+        #expect(error.code == .serverRecordChanged)
+        #expect(error.recordID == copyB.recordID)
+        let server = try #require(error.serverRecord)
+        #expect(server.recordChangeTag == savedA.recordChangeTag)
+        #expect(server["title"] as? String == "first")
+        #expect(server.value(forKey: "n") == .int64(1))
+        let client = try #require(error.clientRecord)
+        #expect(client["title"] as? String == "second")
+        #expect(client.recordChangeTag == copyB.recordChangeTag)
+
+        let stored = try await database.record(for: copyA.recordID)
+        #expect(stored["title"] as? String == "first")
+        #expect(stored.recordChangeTag == savedA.recordChangeTag)
+
+        // The usual fix: take the server record, apply the change, save it.
+        server["title"] = "second"
+        let merged = try await database.save(server)
+        #expect(merged["title"] as? String == "second")
+        // The convenience save throws the item's error: copyA's tag is stale now too.
+        let staleError = await caughtError { try await database.save(copyA) }
+        #expect(stratusError(staleError)?.code == .serverRecordChanged)
+        #expect(try await database.record(for: copyA.recordID)["title"] as? String == "second")
+    }
+
+    static func newRecordWithExistingNameConflicts(_ env: Environment) async throws {
+        let database = env.container().publicCloudDatabase
+        try await database.save(makeRecord("Doc", "taken", ["title": .string("server")]))
+        let newcomer = makeRecord("Doc", "taken", ["title": .string("client")])
+        let error = await caughtError { try await database.save(newcomer) }
+        let stratus = try #require(stratusError(error), "saving a new record over an existing one must fail")
+        #expect(stratus.code == .serverRecordChanged)
+        #expect(stratus.serverRecord?["title"] as? String == "server")
+        #expect(stratus.clientRecord?["title"] as? String == "client")
+        let stored = try await database.record(for: newcomer.recordID)
+        #expect(stored["title"] as? String == "server")
+    }
+
+    static func changedKeysPolicyMerges(_ env: Environment) async throws {
+        let database = env.container().publicCloudDatabase
+        let original = try await database.save(makeRecord("Doc", "merge", ["a": .int64(1), "b": .int64(2), "c": .string("keep")]))
+        // A fresh record (no change tag) with only some keys changed; no conflict check.
+        let partial = makeRecord("Doc", "merge", ["a": .int64(10), "d": .string("new")])
+        partial["c"] = nil
+        let results = try await database.modifyRecords(saving: [partial], deleting: [], savePolicy: .changedKeys)
+        let saved = try #require(try results.saveResults[partial.recordID]?.get())
+        #expect(saved.fieldValues == ["a": .int64(10), "b": .int64(2), "d": .string("new")])
+        #expect(saved.recordChangeTag != original.recordChangeTag)
+        #expect(saved.creationDate == original.creationDate)
+        let stored = try await database.record(for: partial.recordID)
+        #expect(stored.fieldValues == ["a": .int64(10), "b": .int64(2), "d": .string("new")])
+
+        // A stale copy also saves under changedKeys, changing only its changed keys.
+        let stale = try await database.record(for: partial.recordID)
+        let other = try await database.record(for: partial.recordID)
+        other["b"] = 20
+        try await database.save(other)
+        stale["a"] = 100
+        let second = try await database.modifyRecords(saving: [stale], deleting: [], savePolicy: .changedKeys)
+        #expect(errorCode(second.saveResults[stale.recordID]) == nil)
+        let merged = try await database.record(for: partial.recordID)
+        #expect(merged.fieldValues == ["a": .int64(100), "b": .int64(20), "d": .string("new")])
+    }
+
+    static func allKeysPolicyReplaces(_ env: Environment) async throws {
+        let database = env.container().publicCloudDatabase
+        let original = try await database.save(makeRecord("Doc", "replace", ["a": .int64(1), "b": .int64(2)]))
+        let replacement = makeRecord("Doc", "replace", ["a": .int64(10), "z": .string("only")])
+        let results = try await database.modifyRecords(saving: [replacement], deleting: [], savePolicy: .allKeys)
+        let saved = try #require(try results.saveResults[replacement.recordID]?.get())
+        #expect(saved.fieldValues == ["a": .int64(10), "z": .string("only")])
+        #expect(saved.creationDate == original.creationDate)
+        let stored = try await database.record(for: replacement.recordID)
+        #expect(stored.fieldValues == ["a": .int64(10), "z": .string("only")])
+        #expect(stored.creatorUserRecordID == original.creatorUserRecordID)
+    }
+}
+
+// MARK: - Atomic and non-atomic batches
+
+extension EngineConformance {
+    static let batchCases: [TestCase] = [
+        TestCase("atomic batch with an invalid record writes nothing", atomicBatchWithInvalidRecord),
+        TestCase("atomic batch with a conflicting record writes and deletes nothing", atomicBatchWithConflict),
+        TestCase("non-atomic batch writes the other records and reports partialFailure", nonAtomicBatch),
+    ]
+
+    /// What a ``ModifyRecordsOperation`` reported.
+    struct ModifyReport: Sendable {
+        var saves: [Record.ID: Result<Record, any Error>] = [:]
+        var deletes: [Record.ID: Result<Void, any Error>] = [:]
+        var final: Result<Void, any Error>?
+    }
+
+    static func modify(_ database: Database, saving: [Record], deleting: [Record.ID] = [], atomic: Bool, policy: ModifyRecordsOperation.SavePolicy = .ifServerRecordUnchanged) async -> ModifyReport {
+        let report = Box(ModifyReport())
+        let op = ModifyRecordsOperation(recordsToSave: saving, recordIDsToDelete: deleting)
+        op.isAtomic = atomic
+        op.savePolicy = policy
+        op.perRecordSaveBlock = { id, result in report.update { $0.saves[id] = result } }
+        op.perRecordDeleteBlock = { id, result in report.update { $0.deletes[id] = result } }
+        op.modifyRecordsResultBlock = { result in report.update { $0.final = result } }
+        await run(op, on: database)
+        return report.value
+    }
+
+    static func atomicBatchWithInvalidRecord(_ env: Environment) async throws {
+        let database = env.container().publicCloudDatabase
+        let good1 = makeRecord("Item", "good-1", ["n": .int64(1)])
+        let bad = makeRecord("Item", "_bad", ["n": .int64(2)])
+        let good2 = makeRecord("Item", "good-2", ["n": .int64(3)])
+        let report = await modify(database, saving: [good1, bad, good2], atomic: true)
+        #expect(errorCode(report.saves[bad.recordID]) == .invalidArguments)
+        #expect(errorCode(report.saves[good1.recordID]) == .batchRequestFailed)
+        #expect(errorCode(report.saves[good2.recordID]) == .batchRequestFailed)
+        #expect(report.saves.count == 3)
+        let final = stratusError(report.final.flatMap { if case .failure(let e) = $0 { e } else { nil } })
+        #expect(final?.code == .partialFailure)
+        #expect(final?.partialErrorsByRecordID[bad.recordID]?.code == .invalidArguments)
+        for name in ["good-1", "good-2", "_bad"] {
+            #expect(try await TestDatabase.exists(name, in: database) == false, "\(name) must not be written")
+        }
+    }
+
+    static func atomicBatchWithConflict(_ env: Environment) async throws {
+        let database = env.container().publicCloudDatabase
+        try await TestDatabase.save([makeRecord("Item", "existing", ["n": .int64(0)]), makeRecord("Item", "victim", ["n": .int64(0)])], in: database)
+        let new1 = makeRecord("Item", "new-1", ["n": .int64(1)])
+        let conflicting = makeRecord("Item", "existing", ["n": .int64(99)])   // no change tag: conflicts
+        let new2 = makeRecord("Item", "new-2", ["n": .int64(2)])
+        let victim = Record.ID(recordName: "victim")
+        let report = await modify(database, saving: [new1, conflicting, new2], deleting: [victim], atomic: true)
+        #expect(errorCode(report.saves[conflicting.recordID]) == .serverRecordChanged)
+        #expect(errorCode(report.saves[new1.recordID]) == .batchRequestFailed)
+        #expect(errorCode(report.saves[new2.recordID]) == .batchRequestFailed)
+        #expect(errorCode(report.deletes[victim]) == .batchRequestFailed)
+        let final = stratusError(report.final.flatMap { if case .failure(let e) = $0 { e } else { nil } })
+        #expect(final?.code == .partialFailure)
+        #expect(final?.partialErrorsByRecordID[conflicting.recordID]?.code == .serverRecordChanged)
+        #expect(try await TestDatabase.exists("new-1", in: database) == false)
+        #expect(try await TestDatabase.exists("new-2", in: database) == false)
+        #expect(try await TestDatabase.exists("victim", in: database) == true)
+        #expect(try await database.record(for: conflicting.recordID).value(forKey: "n") == .int64(0))
+    }
+
+    static func nonAtomicBatch(_ env: Environment) async throws {
+        let database = env.container().publicCloudDatabase
+        try await TestDatabase.save([makeRecord("Item", "existing", ["n": .int64(0)]), makeRecord("Item", "victim", ["n": .int64(0)])], in: database)
+        let good1 = makeRecord("Item", "good-1", ["n": .int64(1)])
+        let invalid = makeRecord("Item", "bad name with spaces é", ["n": .int64(2)])
+        let conflicting = makeRecord("Item", "existing", ["n": .int64(99)])
+        let good2 = makeRecord("Item", "good-2", ["n": .int64(3)])
+        let victim = Record.ID(recordName: "victim")
+        let report = await modify(database, saving: [good1, invalid, conflicting, good2], deleting: [victim], atomic: false)
+        #expect(errorCode(report.saves[invalid.recordID]) == .invalidArguments)
+        #expect(errorCode(report.saves[conflicting.recordID]) == .serverRecordChanged)
+        #expect((try? report.saves[good1.recordID]?.get())?.value(forKey: "n") == .int64(1))
+        #expect((try? report.saves[good2.recordID]?.get())?.value(forKey: "n") == .int64(3))
+        #expect(errorCode(report.deletes[victim]) == nil && report.deletes[victim] != nil)
+        let final = stratusError(report.final.flatMap { if case .failure(let e) = $0 { e } else { nil } })
+        #expect(final?.code == .partialFailure)
+        #expect(Set(final?.partialErrorsByRecordID.keys.map { $0 } ?? []) == [invalid.recordID, conflicting.recordID])
+        #expect(try await TestDatabase.exists("good-1", in: database))
+        #expect(try await TestDatabase.exists("good-2", in: database))
+        #expect(try await TestDatabase.exists("victim", in: database) == false)
+        #expect(try await database.record(for: conflicting.recordID).value(forKey: "n") == .int64(0))
+    }
+}
+
+// MARK: - Validation
+
+extension EngineConformance {
+    static let validationCases: [TestCase] = [
+        TestCase("bad record names are invalidArguments and nothing is stored", badRecordNames),
+        TestCase("bad and reserved field keys are invalidArguments and nothing is stored", badFieldKeys),
+        TestCase("bad record types are invalidArguments and nothing is stored", badRecordTypes),
+    ]
+
+    /// Saves each record alone and expects `invalidArguments` and nothing stored.
+    static func expectRejected(_ records: [Record], _ database: Database, _ what: String) async throws {
+        for record in records {
+            let results = try await database.modifyRecords(saving: [record], deleting: [])
+            #expect(errorCode(results.saveResults[record.recordID]) == .invalidArguments, "\(what): '\(record.recordID.recordName.prefix(40))' type '\(record.recordType)' keys \(record.allKeys())")
+            let error = await caughtError { try await database.save(record) }
+            #expect(stratusError(error)?.code == .invalidArguments, "\(what): convenience save")
+            let fetched = try await database.records(for: [record.recordID])
+            #expect(errorCode(fetched[record.recordID]) == .unknownItem, "\(what): nothing stored")
+        }
+    }
+
+    static func badRecordNames(_ env: Environment) async throws {
+        let database = env.container().publicCloudDatabase
+        let names = ["héllo", "日本", "emoji-👍", String(repeating: "a", count: 256), "_leading", "_defaultZone", ""]
+        try await expectRejected(names.map { makeRecord("Item", $0, ["n": .int64(1)]) }, database, "record name")
+        // The limits themselves are fine.
+        let longest = String(repeating: "b", count: 255)
+        let okNames = [longest, "a_leading_letter", "with space and ~!@#$%^&*()", "trailing_", "0-digits-first"]
+        try await TestDatabase.save(okNames.map { makeRecord("Item", $0, ["n": .int64(1)]) }, in: database)
+        for name in okNames { #expect(try await TestDatabase.exists(name, in: database), "'\(name.prefix(20))' is a valid name") }
+    }
+
+    static func badFieldKeys(_ env: Environment) async throws {
+        let database = env.container().publicCloudDatabase
+        let keys = ["1starts_with_digit", "_underscore", "has space", "dash-key", "dot.key", "ümlaut", "", String(repeating: "k", count: 256)]
+            + ["recordName", "recordID", "recordType", "creationDate", "modificationDate", "creatorUserRecordID", "lastModifiedUserRecordID", "recordChangeTag", "parent", "share"]
+        let records = keys.enumerated().map { index, key in makeRecord("Item", "bad-key-\(index)", [key: .int64(1), "fine": .int64(2)]) }
+        try await expectRejected(records, database, "field key")
+        try await TestDatabase.save([makeRecord("Item", "good-keys", ["a": .int64(1), "a_1_B": .int64(2), "Z9": .int64(3)])], in: database)
+        #expect(try await database.record(for: Record.ID(recordName: "good-keys")).allKeys() == ["Z9", "a", "a_1_B"])
+    }
+
+    static func badRecordTypes(_ env: Environment) async throws {
+        let database = env.container().publicCloudDatabase
+        let types = ["", "9Type", "_Type", "Bad Type", "Bad-Type", "Typé", String(repeating: "T", count: 256)]
+        let records = types.enumerated().map { index, type in makeRecord(type, "bad-type-\(index)", ["n": .int64(1)]) }
+        try await expectRejected(records, database, "record type")
+    }
+}
+
+// MARK: - Fetch and delete
+
+extension EngineConformance {
+    static let fetchAndDeleteCases: [TestCase] = [
+        TestCase("fetching a missing ID fails only that ID with unknownItem", fetchMissingID),
+        TestCase("deleting a missing record succeeds", deleteMissingRecord),
+        TestCase(".deleteSelf cascades through a chain A <- B <- C", deleteSelfCascades),
+    ]
+
+    static func fetchMissingID(_ env: Environment) async throws {
+        let database = env.container().publicCloudDatabase
+        try await TestDatabase.save([makeRecord("Item", "a", ["n": .int64(1)]), makeRecord("Item", "b", ["n": .int64(2)])], in: database)
+        let ids = ["a", "missing", "b"].map { Record.ID(recordName: $0) }
+        let items = Box<[(Record.ID, Result<Record, any Error>)]>([])
+        let final = Box<Result<Void, any Error>?>(nil)
+        let op = FetchRecordsOperation(recordIDs: ids)
+        op.perRecordResultBlock = { id, result in items.update { $0.append((id, result)) } }
+        op.fetchRecordsResultBlock = { result in final.value = result }
+        await run(op, on: database)
+        let results = Dictionary(items.value, uniquingKeysWith: { a, _ in a })
+        #expect(items.value.count == 3)
+        #expect((try? results[ids[0]]?.get())?.value(forKey: "n") == .int64(1))
+        #expect((try? results[ids[2]]?.get())?.value(forKey: "n") == .int64(2))
+        #expect(errorCode(results[ids[1]]) == .unknownItem)
+        let error = stratusError(final.value.flatMap { if case .failure(let e) = $0 { e } else { nil } })
+        #expect(error?.code == .partialFailure)
+        #expect(error?.partialErrorsByRecordID.count == 1)
+        #expect(error?.partialErrorsByRecordID[ids[1]]?.code == .unknownItem)
+        // The convenience call throws unknownItem for one missing record.
+        let thrown = await caughtError { try await database.record(for: ids[1]) }
+        #expect(stratusError(thrown)?.code == .unknownItem)
+    }
+
+    static func deleteMissingRecord(_ env: Environment) async throws {
+        let database = env.container().publicCloudDatabase
+        let missing = Record.ID(recordName: "never-existed")
+        #expect(try await database.deleteRecord(withID: missing) == missing)
+        let results = try await database.modifyRecords(saving: [], deleting: [missing])
+        #expect(results.deleteResults[missing] != nil)
+        #expect(errorCode(results.deleteResults[missing]) == nil)
+
+        try await database.save(makeRecord("Item", "present", ["n": .int64(1)]))
+        #expect(try await database.deleteRecord(withID: Record.ID(recordName: "present")) == Record.ID(recordName: "present"))
+        #expect(try await TestDatabase.exists("present", in: database) == false)
+        // Deleting twice is fine too.
+        #expect(try await database.deleteRecord(withID: Record.ID(recordName: "present")) == Record.ID(recordName: "present"))
+    }
+
+    static func deleteSelfCascades(_ env: Environment) async throws {
+        let database = env.container().publicCloudDatabase
+        try await TestDatabase.save([
+            makeRecord("Node", "A"),
+            makeRecord("Node", "B", ["up": .reference(reference("A", .deleteSelf))]),
+            makeRecord("Node", "C", ["up": .reference(reference("B", .deleteSelf))]),
+            makeRecord("Node", "D", ["up": .reference(reference("A", .none))]),
+            makeRecord("Node", "E", ["ups": .referenceList([reference("X", .none), reference("A", .deleteSelf)])]),
+            makeRecord("Node", "X"),
+            makeRecord("Node", "F", ["up": .reference(reference("X", .deleteSelf))]),
+        ], in: database)
+        // Re-saving C (another field changed) keeps its cascade.
+        let c = try await database.record(for: Record.ID(recordName: "C"))
+        c["note"] = "re-saved"
+        try await database.save(c)
+
+        let results = try await database.modifyRecords(saving: [], deleting: [Record.ID(recordName: "A")])
+        #expect(errorCode(results.deleteResults[Record.ID(recordName: "A")]) == nil)
+        for name in ["A", "B", "C", "E"] {
+            #expect(try await TestDatabase.exists(name, in: database) == false, "\(name) must be deleted")
+        }
+        for name in ["D", "X", "F"] {
+            #expect(try await TestDatabase.exists(name, in: database), "\(name) must remain")
+        }
+        let d = try await database.record(for: Record.ID(recordName: "D"))
+        #expect((d["up"] as? Record.Reference)?.recordID.recordName == "A")
+
+        // A reference changed away from .deleteSelf no longer cascades.
+        let f = try await database.record(for: Record.ID(recordName: "F"))
+        f["up"] = reference("X", .none)
+        try await database.save(f)
+        try await database.deleteRecord(withID: Record.ID(recordName: "X"))
+        #expect(try await TestDatabase.exists("F", in: database))
+    }
+}

@@ -1,0 +1,212 @@
+import Foundation
+import Stratus
+import StratusSQLite
+import StratusTestSupport
+import Testing
+
+@Suite("Cancellation", .timeLimit(.minutes(3)))
+struct CancellationTests {
+    @Test("cancelled before start: the final block gets operationCancelled and no item block runs")
+    func cancelBeforeStart() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            try await TestDatabase.save(items(5), in: database)
+            let itemCalls = Box(0)
+            let finals = Box<[String: StratusError]>([:])
+
+            let fetch = FetchRecordsOperation(recordIDs: [Record.ID(recordName: "item-00000")])
+            fetch.perRecordResultBlock = { _, _ in itemCalls.update { $0 += 1 } }
+            fetch.fetchRecordsResultBlock = { result in finals.update { $0["fetch"] = finalError(result) } }
+            let modify = ModifyRecordsOperation(recordsToSave: [makeRecord("Item", "new")], recordIDsToDelete: [Record.ID(recordName: "item-00001")])
+            modify.perRecordSaveBlock = { _, _ in itemCalls.update { $0 += 1 } }
+            modify.perRecordDeleteBlock = { _, _ in itemCalls.update { $0 += 1 } }
+            modify.modifyRecordsResultBlock = { result in finals.update { $0["modify"] = finalError(result) } }
+            let delete = DeleteRecordsOperation(query: Query(recordType: "Item"))
+            delete.perRecordDeleteBlock = { _, _ in itemCalls.update { $0 += 1 } }
+            delete.deleteRecordsResultBlock = { result in finals.update { $0["delete"] = finalError(result) } }
+            let query = QueryOperation(query: Query(recordType: "Item"))
+            query.recordMatchedBlock = { _, _ in itemCalls.update { $0 += 1 } }
+            query.queryResultBlock = { result in finals.update { $0["query"] = finalError(result) } }
+
+            let operations: [DatabaseOperation] = [fetch, modify, delete, query]
+            for op in operations { op.cancel() }
+            for op in operations { database.add(op) }
+            await waitUntilFinished(operations)
+
+            #expect(itemCalls.value == 0)
+            #expect(Set(finals.value.keys) == ["fetch", "modify", "delete", "query"])
+            for (name, error) in finals.value {
+                #expect(error.code == .operationCancelled, "\(name)")
+                #expect(error.completedItemCount == 0, "\(name)")
+            }
+            #expect(try await TestDatabase.exists("new", in: database) == false)
+            #expect(try await TestDatabase.exists("item-00001", in: database))
+            #expect(try await TestDatabase.queryAll(Query(recordType: "Item"), in: database).count == 5)
+        }
+    }
+
+    @Test("cancelling a large DeleteRecordsOperation(query:) stops at the next batch and reports what was deleted")
+    func cancelDuringDeleteByQuery() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            let total = 1_000
+            try await TestDatabase.save(items(total), in: database)
+            let deleted = Box<[String]>([])
+            let failures = Box(0)
+            let final = Box<Result<Void, any Error>?>(nil)
+            let delete = DeleteRecordsOperation(query: Query(recordType: "Item"))
+            delete.batchSize = 10
+            delete.perRecordDeleteBlock = { [weak delete] id, result in
+                guard case .success = result else { failures.update { $0 += 1 }; return }
+                let count = deleted.update { $0.append(id.recordName); return $0.count }
+                if count == 35 { delete?.cancel() }
+            }
+            delete.deleteRecordsResultBlock = { final.value = $0 }
+            await run(delete, on: database)
+
+            let error = try #require(finalError(final.value), "a cancelled delete reports operationCancelled")
+            #expect(error.code == .operationCancelled)
+            #expect(failures.value == 0)
+            #expect(error.completedItemCount == deleted.value.count, "completedItemCount equals the per-item successes")
+            #expect(deleted.value.count >= 35)
+            #expect(deleted.value.count <= 35 + delete.batchSize, "stops within one batch of the cancel")
+            let left = TestDatabase.names(try await TestDatabase.queryAll(Query(recordType: "Item"), in: database))
+            #expect(left.count == total - deleted.value.count, "the store still holds the rest")
+            #expect(Set(left).isDisjoint(with: deleted.value))
+        }
+    }
+
+    @Test("cancelling a running non-atomic modify from another thread stops after the current batch")
+    func cancelDuringModifyFromOutside() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            let records = items(1_200)
+            let reached = DispatchSemaphore(value: 0)
+            let proceed = DispatchSemaphore(value: 0)
+            let saved = Box(0)
+            let final = Box<Result<Void, any Error>?>(nil)
+            let modify = ModifyRecordsOperation(recordsToSave: records)
+            modify.isAtomic = false
+            modify.perRecordSaveBlock = { _, result in
+                guard case .success = result else { return }
+                if saved.update({ $0 += 1; return $0 }) == 10 {
+                    reached.signal()
+                    proceed.wait()
+                }
+            }
+            modify.modifyRecordsResultBlock = { final.value = $0 }
+            database.add(modify)
+            await wait(for: reached)
+            modify.cancel()
+            proceed.signal()
+            await waitUntilFinished([modify])
+
+            let error = try #require(finalError(final.value))
+            #expect(error.code == .operationCancelled)
+            #expect(error.completedItemCount == saved.value)
+            #expect(saved.value >= 10 && saved.value < records.count)
+            #expect(saved.value <= ModifyRecordsOperation.maximumItemsPerBatch)
+            #expect(try await TestDatabase.queryAll(Query(recordType: "Item"), in: database).count == saved.value)
+        }
+    }
+
+    @Test("cancelling a running fetch stops after the current batch")
+    func cancelDuringFetch() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            try await TestDatabase.save(items(1_000), in: database)
+            let results = Box(0)
+            let final = Box<Result<Void, any Error>?>(nil)
+            let fetch = FetchRecordsOperation(recordIDs: (0..<1_000).map { Record.ID(recordName: recordName("item", $0)) })
+            fetch.perRecordResultBlock = { [weak fetch] _, _ in
+                if results.update({ $0 += 1; return $0 }) == 5 { fetch?.cancel() }
+            }
+            fetch.fetchRecordsResultBlock = { final.value = $0 }
+            await run(fetch, on: database)
+            let error = try #require(finalError(final.value))
+            #expect(error.code == .operationCancelled)
+            #expect(error.completedItemCount == results.value)
+            #expect(results.value >= 5 && results.value <= FetchRecordsOperation.batchSize)
+        }
+    }
+
+    @Test("a cancelled query reports a cursor to resume from, and resuming returns the rest")
+    func cancelledQueryResumes() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            try await TestDatabase.save(items(2_500), in: database)
+            let query = Query(recordType: "Item")
+            query.sortDescriptors = [RecordSortDescriptor(key: "n", ascending: false)]
+            let matched = Box<[String]>([])
+            let final = Box<Result<QueryOperation.Cursor?, any Error>?>(nil)
+            let op = QueryOperation(query: query)
+            op.resultsLimit = 2_500
+            op.recordMatchedBlock = { [weak op] id, _ in
+                if matched.update({ $0.append(id.recordName); return $0.count }) == 7 { op?.cancel() }
+            }
+            op.queryResultBlock = { final.value = $0 }
+            await run(op, on: database)
+            let error = try #require(finalError(final.value))
+            #expect(error.code == .operationCancelled)
+            #expect(error.completedItemCount == matched.value.count)
+            #expect(matched.value.count >= 7 && matched.value.count < 2_500)
+            let resume = try #require(error.resumeCursor, "a cancelled query says where to resume")
+            let rest = QueryOperation(cursor: resume)
+            rest.resultsLimit = 5_000
+            let page = await runQueryPage(rest, on: database)
+            #expect(page.error == nil)
+            #expect(matched.value + TestDatabase.names(page.records) == (0..<2_500).reversed().map { recordName("item", $0) })
+        }
+    }
+
+    @Test("cancelling the task of an async call cancels its operation (task already cancelled)")
+    func taskCancelledBeforeCall() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            let record = makeRecord("Item", "never-saved", ["n": .int64(1)])
+            let task = Task {
+                withUnsafeCurrentTask { $0?.cancel() }
+                return try await database.save(record)
+            }
+            let error = await caughtError { try await task.value }
+            #expect(stratusError(error)?.code == .operationCancelled, "got \(String(describing: error))")
+            let stored = try await TestDatabase.exists("never-saved", in: database)
+            #expect(stored == false)
+        }
+    }
+
+    @Test("cancelling the task of a waiting async call cancels its queued operation")
+    func taskCancelledWhileWaiting() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            try await TestDatabase.save(items(3), in: database)
+            // Occupy every slot of the database's queue so the call's operation must wait.
+            let started = DispatchSemaphore(value: 0)
+            let release = DispatchSemaphore(value: 0)
+            let slots = database.operationQueue.maxConcurrentOperationCount
+            #expect(slots > 0 && slots < 64, "the database queue has a bounded width")
+            let blockers = (0..<slots).map { _ in
+                BlockOperation {
+                    started.signal()
+                    release.wait()
+                }
+            }
+            for blocker in blockers { database.operationQueue.addOperation(blocker) }
+            for _ in 0..<slots { await wait(for: started) }
+
+            let task = Task { try await database.records(matching: Query(recordType: "Item")) }
+            // Wait until the call's operation is queued behind the blockers.
+            var spins = 0
+            while database.operationQueue.operationCount <= slots && spins < 10_000 {
+                spins += 1
+                try await Task.sleep(nanoseconds: 1_000_000)
+            }
+            #expect(database.operationQueue.operationCount == slots + 1, "the query operation is queued")
+            task.cancel()
+            for _ in 0..<slots { release.signal() }
+            let error = await caughtError { try await task.value }
+            #expect(stratusError(error)?.code == .operationCancelled, "got \(String(describing: error))")
+            await waitUntilFinished(blockers)
+        }
+    }
+}
