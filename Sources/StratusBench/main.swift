@@ -20,7 +20,9 @@ let storePath = takeOption("--store", from: &arguments) ?? "/tmp/stratus-bench-q
 switch arguments.first {
 case "query":
     try await QueryBenchmark(recordCount: recordCount, storePath: storePath).run()
+case "write":
+    try await WriteBenchmark(recordCount: recordCount, storePath: storePath).run()
 default:
-    FileHandle.standardError.write(Data("usage: stratus-bench query [--records N] [--store PATH]\n".utf8))
+    FileHandle.standardError.write(Data("usage: stratus-bench query|write [--records N] [--store PATH]\n".utf8))
     exit(64)
 }

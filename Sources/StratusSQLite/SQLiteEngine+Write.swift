@@ -8,13 +8,12 @@ extension SQLiteEngine {
         var outcome = try writeTransaction { connection -> ModifyOutcome in
             var writer = ZoneWriter(engine: self, connection: connection, context: database, now: now)
             var outcome = ModifyOutcome()
+            outcome.saveResults.reserveCapacity(request.recordsToSave.count)
             for record in request.recordsToSave {
-                let result = try writer.save(record, mode: request.writeMode, preservingSystemFields: request.preservesSystemFields)
-                outcome.saveResults[record.recordID] = result.map(\.0)
-                if case .success(let (_, kind)) = result { outcome.writeKinds[record.recordID] = kind }
+                outcome.saveResults.append(try writer.save(record, mode: request.writeMode, preservingSystemFields: request.preservesSystemFields))
             }
             for id in request.recordIDsToDelete {
-                outcome.deleteResults[id] = try writer.delete(id, cascade: &outcome.cascadeDeletedIDs)
+                outcome.deleteResults.append(try writer.delete(id, cascade: &outcome.cascadeDeletedIDs))
             }
             try writer.storeChangeSequences()
             appliedAtomically = request.isAtomic && writer.touchedZonesAreAtomic
@@ -23,7 +22,7 @@ extension SQLiteEngine {
             }
             return outcome
         } catchingAtomic: { $0 }
-        if appliedAtomically && outcome.hasFailure { outcome.markOthersBatchFailed() }
+        if appliedAtomically && outcome.hasFailure { outcome.markOthersBatchFailed(request) }
         compactIfDue()
         return outcome
     }
@@ -45,18 +44,21 @@ private struct AtomicFailure: Error {
 
 extension ModifyOutcome {
     var hasFailure: Bool {
-        saveResults.values.contains { if case .failure = $0 { true } else { false } }
-            || deleteResults.values.contains { if case .failure = $0 { true } else { false } }
+        saveResults.contains { if case .failure = $0 { true } else { false } }
+            || deleteResults.contains { if case .failure = $0 { true } else { false } }
     }
 
     /// After an atomic rollback, items that had succeeded report `batchRequestFailed`.
-    mutating func markOthersBatchFailed() {
+    mutating func markOthersBatchFailed(_ request: ModifyRequest) {
         func failed(_ id: Record.ID) -> StratusError {
             StratusError(.batchRequestFailed, "record '\(id.recordName)' was not written because another item of the atomic request failed", recordID: id)
         }
-        for (id, result) in saveResults { if case .success = result { saveResults[id] = .failure(failed(id)) } }
-        writeKinds = [:]
-        for (id, result) in deleteResults { if case .success = result { deleteResults[id] = .failure(failed(id)) } }
+        for (index, result) in saveResults.enumerated() {
+            if case .success = result { saveResults[index] = .failure(failed(request.recordsToSave[index].recordID)) }
+        }
+        for (index, result) in deleteResults.enumerated() {
+            if case .success = result { deleteResults[index] = .failure(failed(request.recordIDsToDelete[index])) }
+        }
         cascadeDeletedIDs = []
     }
 }
@@ -67,6 +69,7 @@ struct ZoneWriter {
     let connection: SQLiteConnection
     let context: DatabaseContext
     let now: Date
+    private var lastZone: (id: RecordZone.ID, row: Int64)?
     /// Searchable fields per record type, read once per transaction.
     private var searchable: [String: [String]] = [:]
     /// Zone row, its current change sequence and capabilities, loaded once per zone per transaction.
@@ -162,7 +165,12 @@ struct ZoneWriter {
     }
 
     private mutating func zone(_ zoneID: RecordZone.ID) throws -> Int64? {
-        if let known = zones[zoneID] { return known.row }
+        // Batches nearly always stay in one zone; comparing beats hashing two strings per record.
+        if let last = lastZone, last.id == zoneID { return last.row }
+        if let known = zones[zoneID] {
+            lastZone = (zoneID, known.row)
+            return known.row
+        }
         guard let row = try engine.zoneRowID(zoneID, context, on: connection, createDefault: true) else { return nil }
         let select = try connection.statement("SELECT z.change_seq, s.capabilities FROM zones z JOIN zone_state s ON s.zone_id = z.zone_id WHERE z.zone_id = ?")
         try select.bind([.integer(row)])

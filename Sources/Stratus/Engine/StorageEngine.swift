@@ -117,18 +117,17 @@ public struct ModifyRequest: Sendable {
     }
 }
 
-/// What an engine did with a ``ModifyRequest``: a result for every item asked for.
+/// What an engine did with a ``ModifyRequest``: a result for every item, in request order.
 public struct ModifyOutcome: Sendable {
-    /// For each record to save: the record as stored (new change tag, dates), or its error.
-    public var saveResults: [Record.ID: Result<Record, StratusError>]
-    /// For each record ID to delete: success or its error.
-    public var deleteResults: [Record.ID: Result<Void, StratusError>]
+    /// For each record to save, in order: the record as stored (new change tag, dates) and
+    /// what kind of write it was, or its error.
+    public var saveResults: [Result<(Record, RecordWriteKind), StratusError>]
+    /// For each record ID to delete, in order: success or its error.
+    public var deleteResults: [Result<Void, StratusError>]
     /// Records deleted because a `.deleteSelf` reference pointed at a deleted record.
     public var cascadeDeletedIDs: [Record.ID]
-    /// For each saved record: created, updated, or unchanged (nothing written).
-    public var writeKinds: [Record.ID: RecordWriteKind] = [:]
 
-    public init(saveResults: [Record.ID: Result<Record, StratusError>] = [:], deleteResults: [Record.ID: Result<Void, StratusError>] = [:], cascadeDeletedIDs: [Record.ID] = []) {
+    public init(saveResults: [Result<(Record, RecordWriteKind), StratusError>] = [], deleteResults: [Result<Void, StratusError>] = [], cascadeDeletedIDs: [Record.ID] = []) {
         self.saveResults = saveResults
         self.deleteResults = deleteResults
         self.cascadeDeletedIDs = cascadeDeletedIDs

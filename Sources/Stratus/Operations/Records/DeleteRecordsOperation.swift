@@ -58,8 +58,8 @@ public final class DeleteRecordsOperation: DatabaseOperation, @unchecked Sendabl
             let outcome = try withRetry {
                 try engine.modifyRecords(ModifyRequest(recordsToSave: [], recordIDsToDelete: ids, writeMode: .ifServerRecordUnchanged, isAtomic: false), in: context)
             }
-            for id in ids {
-                let result = outcome.deleteResults[id] ?? .failure(StratusError(.internalError, "the store gave no result for deleting '\(id.recordName)'", recordID: id))
+            for (index, id) in ids.enumerated() {
+                let result = index < outcome.deleteResults.count ? outcome.deleteResults[index] : .failure(StratusError(.internalError, "the store gave no result for deleting '\(id.recordName)'", recordID: id))
                 switch result {
                 case .success: deleted += 1
                 case .failure(let error): errors[id] = error

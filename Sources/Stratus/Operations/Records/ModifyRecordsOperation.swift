@@ -153,20 +153,20 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
     }
 
     private func deliver(_ outcome: ModifyOutcome, saves: [Record], deletes: [Record.ID], errors: inout [Record.ID: StratusError]) {
-        for record in saves {
-            let result = outcome.saveResults[record.recordID] ?? .failure(StratusError(.internalError, "the store gave no result for record '\(record.recordID.recordName)'", recordID: record.recordID))
+        for (index, record) in saves.enumerated() {
+            let result = index < outcome.saveResults.count ? outcome.saveResults[index] : .failure(StratusError(.internalError, "the store gave no result for record '\(record.recordID.recordName)'", recordID: record.recordID))
             switch result {
-            case .success(let saved):
+            case .success(let (saved, kind)):
                 recordOutput.append(saved)
-                if let kind = outcome.writeKinds[record.recordID] { perRecordWriteKindBlock?(record.recordID, kind) }
+                perRecordWriteKindBlock?(record.recordID, kind)
                 perRecordSaveBlock?(record.recordID, .success(saved))
             case .failure(let error):
                 errors[record.recordID] = error
                 perRecordSaveBlock?(record.recordID, .failure(error))
             }
         }
-        for id in deletes {
-            let result = outcome.deleteResults[id] ?? .failure(StratusError(.internalError, "the store gave no result for deleting '\(id.recordName)'", recordID: id))
+        for (index, id) in deletes.enumerated() {
+            let result = index < outcome.deleteResults.count ? outcome.deleteResults[index] : .failure(StratusError(.internalError, "the store gave no result for deleting '\(id.recordName)'", recordID: id))
             if case .failure(let error) = result { errors[id] = error }
             perRecordDeleteBlock?(id, result.mapError { $0 })
         }
