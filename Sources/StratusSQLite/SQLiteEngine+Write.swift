@@ -9,6 +9,9 @@ extension SQLiteEngine {
             var writer = ZoneWriter(engine: self, connection: connection, context: database, now: now)
             var outcome = ModifyOutcome()
             outcome.saveResults.reserveCapacity(request.recordsToSave.count)
+            if request.recordsToSave.contains(where: { $0.parent != nil }) {
+                writer.namesBeingSaved = Set(request.recordsToSave.map(\.recordID.recordName))
+            }
             for record in request.recordsToSave {
                 outcome.saveResults.append(try writer.save(record, mode: request.writeMode, preservingSystemFields: request.preservesSystemFields))
             }
@@ -70,6 +73,8 @@ struct ZoneWriter {
     let context: DatabaseContext
     let now: Date
     private var lastZone: (id: RecordZone.ID, row: Int64)?
+    /// Record names saved in this request: a parent among them need not exist yet.
+    var namesBeingSaved: Set<String> = []
     /// Searchable fields per record type, read once per transaction.
     private var searchable: [String: [String]] = [:]
     /// Zone row, its current change sequence and capabilities, loaded once per zone per transaction.
@@ -99,13 +104,15 @@ struct ZoneWriter {
         case .success(let r): stored = r
         case .failure(let error): return .failure(error)
         }
+        if let problem = try referenceProblem(stored, zoneRow: zoneRow) { return .failure(problem) }
         let sequence = nextSequence(record.recordID.zoneID)
         let upsert = try connection.statement("""
-            INSERT INTO records(zone_id, record_name, record_type, created_at, created_by, modified_at, modified_by, change_tag, change_seq, fields)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO records(zone_id, record_name, record_type, created_at, created_by, modified_at, modified_by, change_tag, change_seq, fields, parent_name)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT(zone_id, record_name) DO UPDATE SET
                 record_type = excluded.record_type, modified_at = excluded.modified_at, modified_by = excluded.modified_by,
-                change_tag = excluded.change_tag, change_seq = excluded.change_seq, fields = excluded.fields
+                change_tag = excluded.change_tag, change_seq = excluded.change_seq, fields = excluded.fields,
+                parent_name = excluded.parent_name
             """)
         let system = stored.systemFields
         try upsert.bind([
@@ -113,6 +120,7 @@ struct ZoneWriter {
             .real(system.creationDate!.timeIntervalSinceReferenceDate), .text(system.creatorUserRecordID!.recordName),
             .real(system.modificationDate!.timeIntervalSinceReferenceDate), .text(system.lastModifiedUserRecordID!.recordName),
             .text(system.recordChangeTag!), .integer(sequence), .text(FieldDocument.encode(stored.fieldValues)),
+            stored.parent.map { .text($0.recordID.recordName) } ?? .null,
         ])
         try upsert.step()
         try replaceReferences(of: stored, zoneRow: zoneRow)
@@ -213,10 +221,36 @@ struct ZoneWriter {
         return true
     }
 
-    private func replaceReferences(of record: Record, zoneRow: Int64) throws {
-        let clear = try connection.statement("DELETE FROM refs WHERE zone_id = ? AND source_name = ?")
-        try clear.bind([.integer(zoneRow), .text(record.recordID.recordName)])
-        try clear.step()
+    /// How many `.deleteSelf` references may point at one record (CloudKit's limit).
+    static let maximumDeleteSelfReferences = 750
+
+    /// A parent that does not exist (and is not saved in this request) is a
+    /// `referenceViolation`; a record that would get more than 750 `.deleteSelf` references is
+    /// `limitExceeded`. Checked before anything of the record is written.
+    private func referenceProblem(_ record: Record, zoneRow: Int64) throws -> StratusError? {
+        if let parent = record.parent?.recordID.recordName, !namesBeingSaved.contains(parent) {
+            let exists = try connection.statement("SELECT 1 FROM records WHERE zone_id = ? AND record_name = ?")
+            try exists.bind([.integer(zoneRow), .text(parent)])
+            let found = try exists.step()
+            exists.reset()
+            if !found {
+                return StratusError(.referenceViolation, "record '\(record.recordID.recordName)': its parent '\(parent)' does not exist in \(record.recordID.zoneID.zoneName); save the parent first or in the same request", recordID: record.recordID)
+            }
+        }
+        for target in Self.deleteSelfTargets(of: record) {
+            let count = try connection.statement("SELECT count(*) FROM refs WHERE zone_id = ? AND target_name = ? AND source_name != ?")
+            try count.bind([.integer(zoneRow), .text(target), .text(record.recordID.recordName)])
+            _ = try count.step()
+            let existing = count.int64(0)
+            count.reset()
+            if existing >= Self.maximumDeleteSelfReferences {
+                return StratusError(.limitExceeded, "record '\(record.recordID.recordName)': record '\(target)' already has \(existing) .deleteSelf references; the limit is \(Self.maximumDeleteSelfReferences)", recordID: record.recordID)
+            }
+        }
+        return nil
+    }
+
+    static func deleteSelfTargets(of record: Record) -> Set<String> {
         var targets: Set<String> = []
         for value in record.fieldValues.values {
             switch value {
@@ -225,6 +259,14 @@ struct ZoneWriter {
             default: break
             }
         }
+        return targets
+    }
+
+    private func replaceReferences(of record: Record, zoneRow: Int64) throws {
+        let clear = try connection.statement("DELETE FROM refs WHERE zone_id = ? AND source_name = ?")
+        try clear.bind([.integer(zoneRow), .text(record.recordID.recordName)])
+        try clear.step()
+        let targets = Self.deleteSelfTargets(of: record)
         guard !targets.isEmpty else { return }
         let insert = try connection.statement("INSERT OR IGNORE INTO refs(zone_id, target_name, source_name) VALUES (?, ?, ?)")
         for target in targets {

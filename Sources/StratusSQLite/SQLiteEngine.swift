@@ -184,7 +184,8 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
         )
         let assets = assetsDirectory
         let fields = try FieldDocument.decode(row.text(7) ?? "{}", zoneID: zoneID) { assets.appendingPathComponent($0) }
-        return Record(recordType: row.text(1) ?? "", recordID: Record.ID(recordName: name, zoneID: zoneID), systemFields: system, fields: fields)
+        let parent = row.text(8).map { Record.Reference(recordID: Record.ID(recordName: $0, zoneID: zoneID), action: .none) }
+        return Record(recordType: row.text(1) ?? "", recordID: Record.ID(recordName: name, zoneID: zoneID), systemFields: system, fields: fields, parent: parent)
     }
 
     public func queryRecords(_ query: CompiledQuery, in database: DatabaseContext, after position: QueryPosition?, limit: Int) throws -> QueryPage {

@@ -30,7 +30,8 @@ enum SQLiteSchema {
             modified_by TEXT NOT NULL,
             change_tag TEXT NOT NULL,
             change_seq INTEGER NOT NULL,
-            fields TEXT NOT NULL
+            fields TEXT NOT NULL,
+            parent_name TEXT
         );
         CREATE UNIQUE INDEX IF NOT EXISTS records_by_name ON records(zone_id, record_name);
         CREATE INDEX IF NOT EXISTS records_by_type ON records(zone_id, record_type, record_name);
@@ -105,6 +106,6 @@ enum SQLiteSchema {
         CREATE INDEX IF NOT EXISTS record_tokens_by_record ON record_tokens(zone_id, record_name);
         """
 
-    static let recordColumns = "r.record_name, r.record_type, r.created_at, r.created_by, r.modified_at, r.modified_by, r.change_tag, r.fields"
-    static let recordColumnCount: Int32 = 8
+    static let recordColumns = "r.record_name, r.record_type, r.created_at, r.created_by, r.modified_at, r.modified_by, r.change_tag, r.fields, r.parent_name"
+    static let recordColumnCount: Int32 = 9
 }

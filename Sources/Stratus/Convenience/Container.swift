@@ -28,7 +28,8 @@ public final class Container: Sendable {
     /// Opens a container on an engine, as the user `userName` (default: ``defaultUserName``).
     ///
     /// - Precondition: `identifier` and `userName` are not empty (a programmer error).
-    public init(identifier: String, engine: any StorageEngine, userName: String? = nil) {
+    /// `retryPolicy` applies to every operation of the container's databases that sets none.
+    public init(identifier: String, engine: any StorageEngine, userName: String? = nil, retryPolicy: RetryPolicy = RetryPolicy()) {
         let user = userName ?? Container.defaultUserName
         precondition(!identifier.isEmpty, "a container identifier cannot be empty")
         precondition(!user.isEmpty, "a user name cannot be empty")
@@ -36,7 +37,7 @@ public final class Container: Sendable {
         self.engine = engine
         self.userName = user
         func database(_ scope: Database.Scope) -> Database {
-            Database(engine: engine, context: DatabaseContext(containerIdentifier: identifier, scope: scope, userName: user))
+            Database(engine: engine, context: DatabaseContext(containerIdentifier: identifier, scope: scope, userName: user), retryPolicy: retryPolicy)
         }
         publicCloudDatabase = database(.public)
         privateCloudDatabase = database(.private)

@@ -113,12 +113,15 @@ public enum RecordWriteRules {
             if let date = given.modificationDate { system.modificationDate = date }
             if let user = given.lastModifiedUserRecordID { system.lastModifiedUserRecordID = user }
             if let tag = given.recordChangeTag { system.recordChangeTag = tag }
+            let parent = existing == nil || mode == .forceReplace || incoming.isParentChanged ? incoming.parent : existing?.parent
             if let existing, existing.fieldValues == fields, existing.recordChangeTag == system.recordChangeTag,
-               existing.modificationDate == system.modificationDate {
+               existing.modificationDate == system.modificationDate, existing.parent == parent {
                 return .success((existing, .unchanged))
             }
         }
-        let stored = Record(recordType: incoming.recordType, recordID: incoming.recordID, systemFields: system, fields: fields)
+        let replacing = mode == .replace || mode == .forceReplace
+        let parent = existing == nil || replacing || incoming.isParentChanged ? incoming.parent : existing?.parent
+        let stored = Record(recordType: incoming.recordType, recordID: incoming.recordID, systemFields: system, fields: fields, parent: parent)
         return .success((stored, existing == nil ? .created : .updated))
     }
 

@@ -23,6 +23,10 @@ extension Record {
         } catch {
             throw fail(error.message)
         }
+        if let parent {
+            try checkReference(parent, key: "parent")
+            if parent.recordID.recordName == recordID.recordName { throw fail("a record cannot be its own parent") }
+        }
         for (key, value) in fieldValues {
             do { try Naming.checkFieldKey(key) } catch { throw fail(error.message) }
             switch value {
@@ -79,7 +83,7 @@ extension Record {
 
     private func checkReference(_ reference: Reference, key: String) throws(StratusError) {
         func fail(_ message: String) -> StratusError {
-            StratusError(.invalidArguments, "record '\(recordID.recordName)': field '\(key)' \(message)", recordID: recordID)
+            StratusError(.invalidArguments, "record '\(recordID.recordName)': \(key == "parent" ? "the parent" : "field '\(key)'") \(message)", recordID: recordID)
         }
         do { try Naming.checkRecordName(reference.recordID.recordName) } catch {
             throw fail("references a bad record name: \(error.message)")

@@ -23,6 +23,8 @@ public final class Record: Sendable, CustomStringConvertible {
         var fields: [String: FieldValue]
         var changed: [String]
         var changedSet: Set<String>
+        var parent: Reference?
+        var parentChanged = false
     }
 
     /// Creates a new record in the given zone, with a random record name.
@@ -39,10 +41,10 @@ public final class Record: Sendable, CustomStringConvertible {
 
     /// Creates a record as a store returns it: system fields set and no changed keys.
     /// Storage engines use this; applications use ``init(recordType:recordID:)``.
-    public init(recordType: String, recordID: ID, systemFields: SystemFields, fields: [String: FieldValue]) {
+    public init(recordType: String, recordID: ID, systemFields: SystemFields, fields: [String: FieldValue], parent: Reference? = nil) {
         self.recordType = recordType
         self.recordID = recordID
-        self.state = Mutex(State(system: systemFields, fields: fields, changed: [], changedSet: []))
+        self.state = Mutex(State(system: systemFields, fields: fields, changed: [], changedSet: [], parent: parent))
     }
 
     // MARK: - System fields
@@ -75,6 +77,22 @@ public final class Record: Sendable, CustomStringConvertible {
     public var creatorUserRecordID: ID? { systemFields.creatorUserRecordID }
     public var lastModifiedUserRecordID: ID? { systemFields.lastModifiedUserRecordID }
     public var recordChangeTag: String? { systemFields.recordChangeTag }
+
+    /// The record's parent, like `CKRecord.parent`: a reference to a record in the same zone
+    /// that must exist (or be saved in the same request), else the save fails with
+    /// `referenceViolation`. Its action is always `.none`; deleting the parent does not delete
+    /// the child (use a `.deleteSelf` reference field for that).
+    ///
+    /// ```swift
+    /// page.parent = Record.Reference(recordID: book.recordID, action: .none)
+    /// ```
+    public var parent: Reference? {
+        get { state.withLock { $0.parent } }
+        set { state.withLock { $0.parent = newValue; $0.parentChanged = true } }
+    }
+
+    /// Whether ``parent`` was set since the record was created or fetched.
+    var isParentChanged: Bool { state.withLock { $0.parentChanged } }
 
     // MARK: - Field values
 
@@ -115,8 +133,8 @@ public final class Record: Sendable, CustomStringConvertible {
     /// A new record with the same ID, type, system fields, values and changed keys.
     public func copy() -> Record {
         let snapshot = state.withLock { $0 }
-        let record = Record(recordType: recordType, recordID: recordID, systemFields: snapshot.system, fields: snapshot.fields)
-        record.state.withLock { $0.changed = snapshot.changed; $0.changedSet = snapshot.changedSet }
+        let record = Record(recordType: recordType, recordID: recordID, systemFields: snapshot.system, fields: snapshot.fields, parent: snapshot.parent)
+        record.state.withLock { $0.changed = snapshot.changed; $0.changedSet = snapshot.changedSet; $0.parentChanged = snapshot.parentChanged }
         return record
     }
 
@@ -126,7 +144,7 @@ public final class Record: Sendable, CustomStringConvertible {
         let snapshot = state.withLock { $0 }
         var kept: [String: FieldValue] = [:]
         for key in keys { if let v = snapshot.fields[key] { kept[key] = v } }
-        return Record(recordType: recordType, recordID: recordID, systemFields: snapshot.system, fields: kept)
+        return Record(recordType: recordType, recordID: recordID, systemFields: snapshot.system, fields: kept, parent: snapshot.parent)
     }
 
     public var description: String {
