@@ -34,13 +34,15 @@ struct ChangeTokenFile: Equatable {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw CommandError(.inputMissing, "cannot read the token file \(path)")
         }
-        let lines = String(decoding: data, as: UTF8.self).split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        // The first line is the token, empty before the first batch was committed.
+        let lines = String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
         var state = ChangeTokenFile()
-        guard let first = lines.first, !first.isEmpty else { return state }
-        do {
-            state.token = try ServerChangeToken(serialized: first)
-        } catch {
-            throw CommandError(.dataError, "the token file \(path) does not hold a change token (\(error)); remove it to start from the beginning")
+        if let first = lines.first, !first.isEmpty {
+            do {
+                state.token = try ServerChangeToken(serialized: first)
+            } catch {
+                throw CommandError(.dataError, "the token file \(path) does not hold a change token (\(error)); remove it to start from the beginning")
+            }
         }
         var identity: String?, length: Int64?, outputPath: String?
         for line in lines.dropFirst() where !line.isEmpty {

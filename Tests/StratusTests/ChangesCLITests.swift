@@ -1,0 +1,437 @@
+import Foundation
+import Stratus
+import StratusSQLite
+import StratusTestSupport
+import Synchronization
+import Testing
+
+/// The package's built executables (`stratus`, `churn`), run as separate processes.
+enum ZoneTestProgram {
+    /// The executable `name` built next to the test bundle (`.build/<config>/`).
+    ///
+    /// - Throws: when it is not there (build the package first: `swift build`).
+    static func path(_ name: String) throws -> String {
+        var directory = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+        if !FileManager.default.fileExists(atPath: "/proc/self/exe") {
+            directory = Bundle.main.bundleURL.deletingLastPathComponent()
+        }
+        let candidates = [directory, URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent(".build/debug")]
+        for candidate in candidates {
+            let path = candidate.appendingPathComponent(name).path
+            if FileManager.default.isExecutableFile(atPath: path) { return path }
+        }
+        throw StratusError(.internalError, "the '\(name)' executable is not built next to the tests (\(directory.path)); run `swift build` first")
+    }
+
+    /// How a program ended and what it printed.
+    struct Status: Sendable {
+        var exitCode: Int32
+        /// Ended by a signal (our kill), not by exiting.
+        var killed: Bool
+        var stdout: String
+        var stderr: String
+        var stdoutLines: [String] { stdout.split(separator: "\n").map(String.init) }
+    }
+
+    /// A started program. Its output goes to files, so a chatty program never blocks on a pipe.
+    final class Running: @unchecked Sendable {
+        // @unchecked: `process` is only started here, signalled by its pid, and read after it
+        // ended; the exit state is guarded by `state`.
+        private let process: Process
+        let stdoutURL: URL
+        let stderrURL: URL
+        private struct State { var ended = false; var waiters: [CheckedContinuation<Void, Never>] = [] }
+        private let state = Mutex(State())
+
+        init(_ path: String, _ arguments: [String], stdout: URL, stderr: URL) throws {
+            process = Process()
+            process.executableURL = URL(fileURLWithPath: path)
+            process.arguments = arguments
+            _ = FileManager.default.createFile(atPath: stdout.path, contents: nil)
+            _ = FileManager.default.createFile(atPath: stderr.path, contents: nil)
+            process.standardOutput = try FileHandle(forWritingTo: stdout)
+            process.standardError = try FileHandle(forWritingTo: stderr)
+            process.standardInput = FileHandle.nullDevice
+            stdoutURL = stdout
+            stderrURL = stderr
+            process.terminationHandler = { [weak self] _ in
+                guard let self else { return }
+                let waiters = self.state.withLock { s -> [CheckedContinuation<Void, Never>] in
+                    s.ended = true
+                    return s.waiters
+                }
+                for waiter in waiters { waiter.resume() }
+            }
+            try process.run()
+        }
+
+        var isRunning: Bool { !state.withLock { $0.ended } }
+
+        /// Sends SIGKILL, as a crash or `kill -9` would end it.
+        func kill() { _ = Glibc.kill(process.processIdentifier, SIGKILL) }
+
+        /// Blocks the calling thread until the program ended; for loops on their own thread.
+        func waitBlocking() -> Status {
+            process.waitUntilExit()
+            return status()
+        }
+
+        private func status() -> Status {
+            let read = { (url: URL) in String(decoding: FileManager.default.contents(atPath: url.path) ?? Data(), as: UTF8.self) }
+            return Status(exitCode: process.terminationStatus, killed: process.terminationReason == .uncaughtSignal, stdout: read(stdoutURL), stderr: read(stderrURL))
+        }
+
+        /// Suspends until the program ended (without blocking a thread).
+        func wait() async -> Status {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let ended = state.withLock { s in
+                    if !s.ended { s.waiters.append(continuation) }
+                    return s.ended
+                }
+                if ended { continuation.resume() }
+            }
+            return status()
+        }
+    }
+
+    /// Starts `path` with its output in new files in `store`'s folder (or stdout in `stdout`).
+    static func start(_ path: String, _ arguments: [String], in store: TemporaryStore, stdout: URL? = nil) throws -> Running {
+        let id = UUID().uuidString.prefix(8)
+        return try Running(path, arguments, stdout: stdout ?? store.url("out-\(id).txt"), stderr: store.url("err-\(id).txt"))
+    }
+
+    /// Runs `body` on its own thread, outside Swift's cooperative pool, so that a
+    /// timing-sensitive loop (killing a process just after it wrote) is not held up by other
+    /// tests that occupy the pool's few threads.
+    static func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try body() }) }.start()
+        }
+    }
+
+    /// Runs `path` to its end.
+    static func run(_ path: String, _ arguments: [String], in store: TemporaryStore, stdout: URL? = nil) async throws -> Status {
+        await (try start(path, arguments, in: store, stdout: stdout)).wait()
+    }
+}
+
+@Suite("stratus zones and stratus changes", .timeLimit(.minutes(3)))
+struct ChangesCLITests {
+    static func options(_ fixture: ZoneTestStore, database: String = "private") -> [String] {
+        ["--store", fixture.path, "--container", ZoneTestStore.identifier, "--database", database, "--user", "alice"]
+    }
+
+    @Test("zones list, create and delete print CloudKit zone JSON; failures make exit codes")
+    func zonesCommand() async throws {
+        let stratus = try ZoneTestProgram.path("stratus")
+        try await ZoneTestStore.with { fixture async throws in
+            let options = Self.options(fixture)
+            let created = try await ZoneTestProgram.run(stratus, ["zones", "create", "Photos", "Notes"] + options, in: fixture.store)
+            #expect(created.exitCode == 0, "\(created.stderr)")
+            #expect(created.stdoutLines == [
+                #"{"zoneID":{"zoneName":"Photos","ownerRecordName":"__defaultOwner__"},"atomic":true,"fetchChanges":true}"#,
+                #"{"zoneID":{"zoneName":"Notes","ownerRecordName":"__defaultOwner__"},"atomic":true,"fetchChanges":true}"#,
+            ])
+            let plain = try await ZoneTestProgram.run(stratus, ["zones", "create", "Loose", "--no-atomic"] + options, in: fixture.store)
+            #expect(plain.stdout.contains(#""atomic":false"#))
+
+            let deleted = try await ZoneTestProgram.run(stratus, ["zones", "delete", "Notes"] + options, in: fixture.store)
+            #expect(deleted.stdoutLines == [#"{"zoneID":{"zoneName":"Notes","ownerRecordName":"__defaultOwner__"},"deleted":true}"#])
+            let listed = try await ZoneTestProgram.run(stratus, ["zones", "list"] + options, in: fixture.store)
+            #expect(listed.stdoutLines.map { $0.components(separatedBy: "\"zoneName\":\"")[1].prefix { $0 != "\"" } } == ["_defaultZone", "Loose", "Photos"])
+            // The library sees what the tool made.
+            #expect(Set(try await fixture.container().privateCloudDatabase.allRecordZones().map(\.zoneID.zoneName)) == ["_defaultZone", "Loose", "Photos"])
+
+            let bad = try await ZoneTestProgram.run(stratus, ["zones", "create", "Good", "9bad"] + options, in: fixture.store)
+            #expect(bad.exitCode == 1)
+            #expect(bad.stderr.contains("9bad"))
+            let missing = try await ZoneTestProgram.run(stratus, ["zones", "delete", "Nowhere"] + options, in: fixture.store)
+            #expect(missing.exitCode == 1)
+            #expect(missing.stderr.contains("zoneNotFound"))
+            let unknown = try await ZoneTestProgram.run(stratus, ["zones", "rename", "X"] + options, in: fixture.store)
+            #expect(unknown.exitCode == 64)
+        }
+    }
+
+    @Test("changes writes records and deletions as CloudKit changes/zone NDJSON and moves the token")
+    func changesShapeAndToken() async throws {
+        let stratus = try ZoneTestProgram.path("stratus")
+        try await ZoneTestStore.with { fixture async throws in
+            let database = fixture.container().privateCloudDatabase
+            let zone = RecordZone.ID(zoneName: "Notes")
+            try await database.save(RecordZone(zoneID: zone))
+            try await database.save(makeRecord("Note", "a", zoneID: zone, ["title": .string("first"), "body": .string("text")]))
+            try await database.save(makeRecord("Note", "b", zoneID: zone))
+            try await database.deleteRecord(withID: Record.ID(recordName: "b", zoneID: zone))
+            let tokenFile = fixture.store.path("notes.token")
+            let arguments = ["changes", "--zone", "Notes", "--token-file", tokenFile] + Self.options(fixture)
+
+            let first = try await ZoneTestProgram.run(stratus, arguments + ["--fields", "title"], in: fixture.store)
+            #expect(first.exitCode == 0, "\(first.stderr)")
+            let lines = first.stdoutLines
+            #expect(lines.count == 2)
+            let record = try #require(lines.first.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] })
+            #expect(record["recordName"] as? String == "a")
+            #expect(record["recordType"] as? String == "Note")
+            #expect(record["recordChangeTag"] is String)
+            #expect((record["fields"] as? [String: Any])?.keys.sorted() == ["title"])
+            #expect(((record["fields"] as? [String: Any])?["title"] as? [String: Any])?["type"] as? String == "STRING")
+            #expect(lines.last == #"{"recordName":"b","recordType":"Note","deleted":true,"zoneID":{"zoneName":"Notes","ownerRecordName":"__defaultOwner__"}}"#)
+            #expect(first.stderr.contains("wrote 2 change(s) (1 record(s), 1 deletion(s))"))
+            let savedToken = try String(contentsOfFile: tokenFile, encoding: .utf8)
+            #expect(savedToken.hasPrefix("stk1_"))
+            #expect((try? ServerChangeToken(serialized: savedToken.components(separatedBy: "\n")[0])) != nil)
+
+            let again = try await ZoneTestProgram.run(stratus, arguments, in: fixture.store)
+            #expect(again.exitCode == 0 && again.stdout.isEmpty)
+            try await database.save(makeRecord("Note", "c", zoneID: zone))
+            let third = try await ZoneTestProgram.run(stratus, arguments, in: fixture.store)
+            #expect(third.stdoutLines.count == 1)
+            #expect(third.stdout.hasPrefix(#"{"recordName":"c""#))
+            #expect(try String(contentsOfFile: tokenFile, encoding: .utf8) != savedToken)
+        }
+    }
+
+    @Test("--output: a run first cuts the last output file back to what was committed, also when writing a new file")
+    func outputCutBack() async throws {
+        let stratus = try ZoneTestProgram.path("stratus")
+        try await ZoneTestStore.with { fixture async throws in
+            let database = fixture.container().privateCloudDatabase
+            try await database.save(makeRecord("Note", "one"))
+            let tokenFile = fixture.store.path("t.token")
+            let out1 = fixture.store.path("export-1.ndjson"), out2 = fixture.store.path("export-2.ndjson")
+            let arguments = ["changes", "--token-file", tokenFile] + Self.options(fixture)
+
+            #expect(try await ZoneTestProgram.run(stratus, arguments + ["--output", out1], in: fixture.store).exitCode == 0)
+            let committed = try Data(contentsOf: URL(fileURLWithPath: out1))
+            #expect(String(decoding: committed, as: UTF8.self).hasPrefix(#"{"recordName":"one""#))
+            #expect(try String(contentsOfFile: tokenFile, encoding: .utf8).contains("output-length=\(committed.count)"))
+
+            // What a run killed after writing but before committing leaves behind.
+            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: out1))
+            try handle.seekToEnd()
+            try handle.write(contentsOf: Data("{\"recordName\":\"uncommitted\"}\n{\"recordNa".utf8))
+            try handle.close()
+            try await database.save(makeRecord("Note", "two"))
+
+            let next = try await ZoneTestProgram.run(stratus, arguments + ["--output", out2], in: fixture.store)
+            #expect(next.exitCode == 0, "\(next.stderr)")
+            #expect(try Data(contentsOf: URL(fileURLWithPath: out1)) == committed, "the uncommitted tail is cut away")
+            #expect(try String(contentsOfFile: out2, encoding: .utf8).hasPrefix(#"{"recordName":"two""#))
+
+            // An output file shorter than its committed length was changed by someone else: refuse.
+            let truncating = try FileHandle(forWritingTo: URL(fileURLWithPath: out2))
+            try truncating.truncate(atOffset: 0)
+            try truncating.close()
+            let refused = try await ZoneTestProgram.run(stratus, arguments + ["--output", out2], in: fixture.store)
+            #expect(refused.exitCode == 65)
+            #expect(refused.stderr.contains("shorter"))
+        }
+    }
+
+    /// The cron guarantee end to end: writer processes change the zone while `stratus changes
+    /// --output` runs again and again, each run writing a new file and many runs killed with
+    /// SIGKILL (at a random moment, or just after it wrote output, before or after its commit);
+    /// the files, read in order, must hold every committed change exactly once (checked by
+    /// `churn verify` against the writers' logs).
+    @Test("--output: exactly once across runs killed at random while writer processes write")
+    func exactlyOnceWithKills() async throws {
+        let stratus = try ZoneTestProgram.path("stratus")
+        let churn = try ZoneTestProgram.path("churn")
+        try await ZoneTestStore.with { fixture async throws in
+            let options = Self.options(fixture)
+            try await fixture.container().privateCloudDatabase.save(RecordZone(zoneName: "Feed"))
+            let tokenFile = fixture.store.path("feed.token")
+            let rounds = try await ZoneTestProgram.onOwnThread {
+                try Self.exportRounds(stratus, churn, fixture, options: options, toStdout: false) { output in
+                    ["changes", "--zone", "Feed", "--token-file", tokenFile, "--output", output.path, "--batch", "1", "--limit", "25"] + options
+                }
+            }
+            var outputs = rounds.outputs
+            let killedAfterOutput = rounds.killedAfterOutput
+            #expect(rounds.failures.isEmpty, "\(rounds.failures)")
+            try await expectWritersSucceeded(rounds.writers)
+            let last = fixture.store.url("export-\(outputs.count).ndjson")
+            outputs.append(last.path)
+            let final = try await ZoneTestProgram.run(stratus, ["changes", "--zone", "Feed", "--token-file", tokenFile, "--output", last.path] + options, in: fixture.store)
+            #expect(final.exitCode == 0, "\(final.stderr)")
+
+            let check = try await ZoneTestProgram.run(churn, ["verify"] + logArguments(fixture) + outputs, in: fixture.store)
+            #expect(check.exitCode == 0, "\(check.stdout)\n\(check.stderr)")
+            #expect(check.stdout.contains(": ok") && !check.stdout.contains("repeated"), "\(check.stdout)")
+            #expect(killedAfterOutput >= 2, "runs were killed after writing output (\(killedAfterOutput) of \(outputs.count))")
+        }
+    }
+
+    /// Without --output the guarantee is at least once: a run killed after writing a batch to
+    /// stdout but before moving the token writes that batch again. Nothing may be lost, and
+    /// apart from such repeats the stream must be exactly once and in order.
+    @Test("stdout: at least once across killed runs, nothing lost")
+    func atLeastOnceOnStdout() async throws {
+        let stratus = try ZoneTestProgram.path("stratus")
+        let churn = try ZoneTestProgram.path("churn")
+        try await ZoneTestStore.with { fixture async throws in
+            let options = Self.options(fixture)
+            try await fixture.container().privateCloudDatabase.save(RecordZone(zoneName: "Feed"))
+            let tokenFile = fixture.store.path("feed.token")
+            let rounds = try await ZoneTestProgram.onOwnThread {
+                try Self.exportRounds(stratus, churn, fixture, options: options, toStdout: true) { _ in
+                    ["changes", "--zone", "Feed", "--token-file", tokenFile, "--batch", "1", "--limit", "25"] + options
+                }
+            }
+            var outputs = rounds.outputs
+            let killedAfterOutput = rounds.killedAfterOutput
+            #expect(rounds.failures.isEmpty, "\(rounds.failures)")
+            try await expectWritersSucceeded(rounds.writers)
+            let last = fixture.store.url("export-\(outputs.count).ndjson")
+            outputs.append(last.path)
+            let final = try await ZoneTestProgram.run(stratus, ["changes", "--zone", "Feed", "--token-file", tokenFile] + options, in: fixture.store, stdout: last)
+            #expect(final.exitCode == 0, "\(final.stderr)")
+            let check = try await ZoneTestProgram.run(churn, ["verify", "--at-least-once"] + logArguments(fixture) + outputs, in: fixture.store)
+            #expect(check.exitCode == 0, "\(check.stdout)\n\(check.stderr)")
+            #expect(killedAfterOutput >= 2, "runs were killed after writing output (\(killedAfterOutput) of \(outputs.count))")
+        }
+    }
+
+    @Test("an expired token exits 65 and names the fix; removing the token file starts again")
+    func expiredToken() async throws {
+        let stratus = try ZoneTestProgram.path("stratus")
+        try await ZoneTestStore.with { fixture async throws in
+            let database = fixture.container().privateCloudDatabase
+            let zone = RecordZone.ID(zoneName: "Photos")
+            try await database.save(RecordZone(zoneID: zone))
+            try await database.save(makeRecord("Photo", "old", zoneID: zone))
+            let tokenFile = fixture.store.path("photos.token")
+            let arguments = ["changes", "--zone", "Photos", "--token-file", tokenFile] + Self.options(fixture)
+            #expect(try await ZoneTestProgram.run(stratus, arguments, in: fixture.store).exitCode == 0)
+
+            try await database.deleteRecordZone(withID: zone)
+            let gone = try await ZoneTestProgram.run(stratus, arguments, in: fixture.store)
+            #expect(gone.exitCode == 1)
+            #expect(gone.stderr.contains("zoneNotFound"))
+            try await database.save(RecordZone(zoneID: zone))
+            try await database.save(makeRecord("Photo", "new", zoneID: zone))
+            let expired = try await ZoneTestProgram.run(stratus, arguments, in: fixture.store)
+            #expect(expired.exitCode == 65)
+            #expect(expired.stderr.contains("expired") && expired.stderr.contains(tokenFile))
+            #expect(expired.stdout.isEmpty)
+
+            try FileManager.default.removeItem(atPath: tokenFile)
+            let fresh = try await ZoneTestProgram.run(stratus, arguments, in: fixture.store)
+            #expect(fresh.exitCode == 0)
+            #expect(fresh.stdoutLines.count == 1 && fresh.stdout.contains(#""recordName":"new""#))
+        }
+    }
+
+    @Test("a second run on the same token file exits 75 while the first holds it")
+    func overlappingRunsAreRefused() async throws {
+        let stratus = try ZoneTestProgram.path("stratus")
+        try await ZoneTestStore.with { fixture async throws in
+            let tokenFile = fixture.store.path("busy.token")
+            let arguments = ["changes", "--token-file", tokenFile] + Self.options(fixture)
+            // Hold the lock as a running export would.
+            let lock = open(tokenFile + ".lock", O_RDWR | O_CREAT, 0o644)
+            #expect(lock >= 0)
+            #expect(flock(lock, LOCK_EX) == 0)
+            let refused = try await ZoneTestProgram.run(stratus, arguments, in: fixture.store)
+            #expect(refused.exitCode == 75)
+            #expect(refused.stderr.contains("another run"))
+            close(lock)
+            #expect(try await ZoneTestProgram.run(stratus, arguments, in: fixture.store).exitCode == 0)
+        }
+    }
+
+    @Test("usage errors exit 64; changes compact removes old tombstones")
+    func usageAndCompaction() async throws {
+        let stratus = try ZoneTestProgram.path("stratus")
+        try await ZoneTestStore.with { fixture async throws in
+            let options = Self.options(fixture)
+            #expect(try await ZoneTestProgram.run(stratus, ["changes"] + options, in: fixture.store).exitCode == 64)
+            #expect(try await ZoneTestProgram.run(stratus, ["changes", "compact"] + options, in: fixture.store).exitCode == 64)
+            #expect(try await ZoneTestProgram.run(stratus, ["changes", "--token-file", "t", "--batch", "0"] + options, in: fixture.store).exitCode == 64)
+            let help = try await ZoneTestProgram.run(stratus, ["changes", "--help"], in: fixture.store)
+            #expect(help.exitCode == 0 && help.stdout.contains("exactly once"))
+
+            let database = fixture.container().privateCloudDatabase
+            try await database.save(makeRecord("Note", "n"))
+            try await database.deleteRecord(withID: Record.ID(recordName: "n"))
+            let kept = try await ZoneTestProgram.run(stratus, ["changes", "compact", "--keep-days", "1"] + options, in: fixture.store)
+            #expect(kept.exitCode == 0)
+            #expect(kept.stderr.contains("removed 0 record tombstone(s)"))
+            try await Task.sleep(for: .milliseconds(20))
+            let compacted = try await ZoneTestProgram.run(stratus, ["changes", "compact", "--keep-days", "0"] + options, in: fixture.store)
+            #expect(compacted.stderr.contains("removed 1 record tombstone(s)"), "\(compacted.stderr)")
+        }
+    }
+
+    // MARK: - Helpers
+
+    /// Starts three `churn` writers in zone Feed (logging to <name>.log) and export runs while
+    /// they write, each to a new file `export-N.ndjson` (as `--output`, or as its stdout), one
+    /// after another, each once the writers added 40 changes. By turns a run is killed with
+    /// SIGKILL as soon as its output grew (output written, token perhaps not yet moved),
+    /// killed after a random short delay, or left to finish. Blocks its thread: call it
+    /// through ``ZoneTestProgram/onOwnThread(_:)``, so that other tests occupying the
+    /// cooperative pool cannot delay the kills.
+    static func exportRounds(
+        _ stratus: String, _ churn: String, _ fixture: ZoneTestStore, options: [String], toStdout: Bool,
+        arguments: (URL) -> [String]
+    ) throws -> (writers: [ZoneTestProgram.Running], outputs: [String], killedAfterOutput: Int, failures: [String]) {
+        let seed = UInt64.random(in: 0..<1_000_000)
+        let writers = try ["a", "b", "c"].map { name in
+            try ZoneTestProgram.start(churn, options + [
+                "--zone", "Feed", "--writer", name, "--operations", "300", "--seed", "\(seed)\(name.unicodeScalars.first!.value)",
+                "--pause-ms", "6", "--log", fixture.store.path("\(name).log"),
+            ], in: fixture.store)
+        }
+        func logged() -> Int {
+            ["a", "b", "c"].reduce(0) { count, name in
+                count + (FileManager.default.contents(atPath: fixture.store.path("\(name).log")).map { $0.filter { $0 == 0x0A }.count } ?? 0)
+            }
+        }
+        func size(_ url: URL) -> Int { (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int) ?? 0 }
+        var outputs: [String] = []
+        var killedAfterOutput = 0
+        var failures: [String] = []
+        while writers.contains(where: \.isRunning) && outputs.count < 60 {
+            let target = logged() + 40
+            while logged() < target && writers.contains(where: \.isRunning) { usleep(2_000) }
+            let output = fixture.store.url("export-\(outputs.count).ndjson")
+            outputs.append(output.path)
+            let run = try ZoneTestProgram.start(stratus, arguments(output), in: fixture.store, stdout: toStdout ? output : nil)
+            var killedAfterWriting = false
+            switch outputs.count % 3 {
+            case 1:
+                usleep(UInt32.random(in: 2_000...40_000))
+                run.kill()
+            case 2:
+                let deadline = ContinuousClock.now + .milliseconds(500)
+                while run.isRunning && ContinuousClock.now < deadline {
+                    if size(output) > 0 {
+                        run.kill()
+                        killedAfterWriting = true
+                        break
+                    }
+                    usleep(200)
+                }
+            default:
+                break
+            }
+            let status = run.waitBlocking()
+            if status.killed && killedAfterWriting { killedAfterOutput += 1 }
+            if !status.killed && status.exitCode != 0 { failures.append(status.stderr) }
+        }
+        return (writers, outputs, killedAfterOutput, failures)
+    }
+
+    func expectWritersSucceeded(_ writers: [ZoneTestProgram.Running]) async throws {
+        for writer in writers {
+            let status = await writer.wait()
+            #expect(status.exitCode == 0, "writer failed: \(status.stderr)")
+        }
+    }
+
+    func logArguments(_ fixture: ZoneTestStore) -> [String] {
+        ["a", "b", "c"].flatMap { ["--log", fixture.store.path("\($0).log")] }
+    }
+}
