@@ -42,6 +42,9 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
 
     /// Opens the store at `path`, creating it (and its folder) when missing.
     ///
+    /// `tombstoneRetention` is how long deletions stay in the change history (see
+    /// ``tombstoneRetention``); `nil` keeps them for ever.
+    ///
     /// - Throws: ``StratusError`` `badContainer` when the file cannot be opened or created,
     ///   `badDatabase` when it is not a Stratus store or was made by a newer version.
     public init(path: String, busyTimeout: Duration = .seconds(5), tombstoneRetention: Duration? = SQLiteEngine.defaultTombstoneRetention) throws {

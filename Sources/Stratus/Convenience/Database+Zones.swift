@@ -97,6 +97,11 @@ extension Database {
 
     /// What changed in a zone: namespaces the answers of
     /// ``recordZoneChanges(inZoneWith:since:desiredKeys:resultsLimit:)``, as `CKDatabase.RecordZoneChange`.
+    ///
+    /// ```swift
+    /// let batch = try await database.recordZoneChanges(inZoneWith: photos, since: token)
+    /// let deleted: [Database.RecordZoneChange.Deletion] = batch.deletions
+    /// ```
     public enum RecordZoneChange {
         /// A record changed since the token, in its current state.
         public struct Modification: Sendable {
@@ -167,6 +172,11 @@ extension Database {
 
     /// What changed in a database: namespaces the answers of
     /// ``databaseChanges(since:resultsLimit:)``, as `CKDatabase.DatabaseChange`.
+    ///
+    /// ```swift
+    /// let changes = try await database.databaseChanges(since: token)
+    /// let zonesToFetch = changes.modifications.map(\.zoneID)
+    /// ```
     public enum DatabaseChange {
         /// A zone created or written to since the token.
         public struct Modification: Hashable, Sendable {

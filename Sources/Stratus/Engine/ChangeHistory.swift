@@ -29,6 +29,11 @@ public struct ChangePosition: Hashable, Sendable, Codable {
 }
 
 /// What a change reader asks of one zone.
+///
+/// ```swift
+/// let request = ZoneChangesRequest(zoneID: photos, after: lastPosition, limit: 400, desiredKeys: ["title"])
+/// let batch = try engine.fetchZoneChanges(request, in: context)
+/// ```
 public struct ZoneChangesRequest: Hashable, Sendable {
     public var zoneID: RecordZone.ID
     /// The last change already seen; `nil` reads the zone from its beginning.
@@ -51,6 +56,16 @@ public struct ZoneChangesRequest: Hashable, Sendable {
 /// A record changed several times since the position appears once, in its current state, at
 /// the place of its latest change (as CloudKit coalesces changes); a deleted record appears
 /// as its tombstone. One record name appears at most once per batch.
+///
+/// ```swift
+/// for change in batch.changes {
+///     switch change {
+///     case .changed(let record): upsert(record)
+///     case .deleted(let id, let recordType): remove(id, recordType)
+///     }
+/// }
+/// if batch.moreComing { next = batch.position }
+/// ```
 public struct ZoneChangeBatch: Sendable {
     /// One change of a zone.
     public enum Change: Sendable {
@@ -83,6 +98,11 @@ public struct ZoneChangeBatch: Sendable {
 }
 
 /// A database's zone changes after a position, oldest first.
+///
+/// ```swift
+/// let batch = try engine.fetchDatabaseChanges(after: nil, limit: 400, in: context)
+/// let changedZones = batch.changes.compactMap { if case .zoneChanged(let id) = $0 { id } else { nil } }
+/// ```
 public struct DatabaseChangeBatch: Sendable {
     /// One zone change of a database.
     public enum Change: Hashable, Sendable {
@@ -106,6 +126,11 @@ public struct DatabaseChangeBatch: Sendable {
 }
 
 /// What an engine did with a zone save-and-delete request: a result for every item asked for.
+///
+/// ```swift
+/// let outcome = try engine.modifyZones(saving: [RecordZone(zoneName: "Photos")], deleting: [], in: context)
+/// let photos = try outcome.saveResults[RecordZone.ID(zoneName: "Photos")]?.get()
+/// ```
 public struct ZoneModifyOutcome: Sendable {
     /// For each zone to save: the zone as stored (its capabilities), or its error.
     public var saveResults: [RecordZone.ID: Result<RecordZone, StratusError>]
@@ -119,6 +144,11 @@ public struct ZoneModifyOutcome: Sendable {
 }
 
 /// What a compaction of change history removed.
+///
+/// ```swift
+/// let removed = try await database.compactChangeHistory(retention: 30 * 86_400)
+/// print(removed.recordTombstonesRemoved, removed.zoneTombstonesRemoved)
+/// ```
 public struct ChangeHistoryCompaction: Hashable, Sendable {
     /// Record tombstones removed.
     public var recordTombstonesRemoved: Int

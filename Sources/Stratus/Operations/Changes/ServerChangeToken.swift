@@ -36,7 +36,11 @@ public struct ServerChangeToken: Hashable, Sendable, Codable, CustomStringConver
         self.position = position
     }
 
-    /// The token as URL- and shell-safe text.
+    /// The token as URL- and shell-safe text, for ``init(serialized:)`` in any process.
+    ///
+    /// ```swift
+    /// print(token.serialized)   // stk1_eyJjb250YWluZXJJZGVudGlmaWVy…
+    /// ```
     public var serialized: String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
