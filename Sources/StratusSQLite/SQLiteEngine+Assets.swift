@@ -30,7 +30,7 @@ extension SQLiteEngine {
         guard !changed.isEmpty else { return .success(record) }
         var fields = record.fieldValues
         for (key, value) in changed { fields[key] = value }
-        return .success(Record(recordType: record.recordType, recordID: record.recordID, systemFields: record.systemFields, fields: fields))
+        return .success(Record(recordType: record.recordType, recordID: record.recordID, systemFields: record.systemFields, fields: fields, parent: record.parent, encryptedKeys: record.encryptedKeys))
     }
 
     private func store(_ asset: Asset, key: String, record: Record) throws -> Result<Asset, StratusError> {

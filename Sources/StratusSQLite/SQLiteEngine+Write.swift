@@ -119,7 +119,7 @@ struct ZoneWriter {
             .integer(zoneRow), .text(record.recordID.recordName), .text(record.recordType),
             .real(system.creationDate!.timeIntervalSinceReferenceDate), .text(system.creatorUserRecordID!.recordName),
             .real(system.modificationDate!.timeIntervalSinceReferenceDate), .text(system.lastModifiedUserRecordID!.recordName),
-            .text(system.recordChangeTag!), .integer(sequence), .text(FieldDocument.encode(stored.fieldValues)),
+            .text(system.recordChangeTag!), .integer(sequence), .text(FieldDocument.encode(stored.fieldValues, encryptedKeys: stored.encryptedKeys)),
             stored.parent.map { .text($0.recordID.recordName) } ?? .null,
         ])
         try upsert.step()

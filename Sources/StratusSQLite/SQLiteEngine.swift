@@ -78,9 +78,20 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
             // and brings stores made by earlier builds of the same version up to date.
             try connection.execute(SQLiteSchema.create)
             try connection.execute(SQLiteSchema.indexing)
+            try addMissingColumns(on: connection)
             if found < SQLiteSchema.version {
                 try connection.execute("PRAGMA user_version = \(SQLiteSchema.version)")
             }
+        }
+    }
+
+    /// Columns added to version 1 during its development; stores made before them get them here.
+    private func addMissingColumns(on connection: SQLiteConnection) throws {
+        let columns = try connection.statement("SELECT name FROM pragma_table_info('records')")
+        var names: Set<String> = []
+        while try columns.step() { names.insert(columns.text(0) ?? "") }
+        if !names.contains("parent_name") {
+            try connection.execute("ALTER TABLE records ADD COLUMN parent_name TEXT")
         }
     }
 
@@ -186,9 +197,9 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
             recordChangeTag: row.text(6)
         )
         let assets = assetsDirectory
-        let fields = try FieldDocument.decode(row.text(7) ?? "{}", zoneID: zoneID) { assets.appendingPathComponent($0) }
+        let (fields, encrypted) = try FieldDocument.decodeDocument(row.text(7) ?? "{}", zoneID: zoneID) { assets.appendingPathComponent($0) }
         let parent = row.text(8).map { Record.Reference(recordID: Record.ID(recordName: $0, zoneID: zoneID), action: .none) }
-        return Record(recordType: row.text(1) ?? "", recordID: Record.ID(recordName: name, zoneID: zoneID), systemFields: system, fields: fields, parent: parent)
+        return Record(recordType: row.text(1) ?? "", recordID: Record.ID(recordName: name, zoneID: zoneID), systemFields: system, fields: fields, parent: parent, encryptedKeys: encrypted)
     }
 
     public func queryRecords(_ query: CompiledQuery, in database: DatabaseContext, after position: QueryPosition?, limit: Int) throws -> QueryPage {

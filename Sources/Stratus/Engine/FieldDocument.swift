@@ -27,6 +27,23 @@ public enum FieldDocument {
 
     // MARK: - Encoding
 
+    /// The member listing encrypted keys; `~` cannot start a field name, so it never collides.
+    public static let encryptedKeysMember = "~encrypted"
+
+    /// Encodes field values and which of them are encrypted values.
+    /// Assets must carry a `storedIdentifier` (engines store the bytes first).
+    public static func encode(_ fields: [String: FieldValue], encryptedKeys: Set<String>) -> String {
+        var out = encode(fields)
+        guard !encryptedKeys.isEmpty else { return out }
+        out.removeLast()
+        if fields.count > 0 { out += "," }
+        JSONText.appendString(encryptedKeysMember, to: &out)
+        out += ":"
+        JSONText.appendArray(encryptedKeys.sorted(), to: &out) { JSONText.appendString($0, to: &$1) }
+        out += "}"
+        return out
+    }
+
     /// Encodes field values. Assets must carry a `storedIdentifier` (engines store the bytes first).
     public static func encode(_ fields: [String: FieldValue]) -> String {
         var out = "{"
@@ -99,17 +116,31 @@ public enum FieldDocument {
     ///
     /// - Throws: ``StratusError`` `.internalError` when the document is not a valid stored document.
     public static func decode(_ text: String, zoneID: RecordZone.ID, assetURL: (String) -> URL?) throws -> [String: FieldValue] {
+        try decodeDocument(text, zoneID: zoneID, assetURL: assetURL).fields
+    }
+
+    /// Decodes a stored document with the keys of its encrypted values.
+    public static func decodeDocument(_ text: String, zoneID: RecordZone.ID, assetURL: (String) -> URL?) throws -> (fields: [String: FieldValue], encryptedKeys: Set<String>) {
         var text = text
         return try text.withUTF8 { bytes in
             var reader = JSONReader(bytes: bytes)
             let value = try reader.readDocument()
             guard case .object(let members) = value else { throw corrupt("the document is not an object") }
             var fields: [String: FieldValue] = [:]
+            var encrypted: Set<String> = []
             fields.reserveCapacity(members.count)
             for (key, raw) in members {
+                if key == encryptedKeysMember {
+                    guard case .array(let names) = raw else { throw corrupt("the encrypted keys are not a list") }
+                    for name in names {
+                        guard case .string(let s) = name else { throw corrupt("an encrypted key is not a string") }
+                        encrypted.insert(s)
+                    }
+                    continue
+                }
                 fields[key] = try decodeValue(raw, key: key, zoneID: zoneID, assetURL: assetURL)
             }
-            return fields
+            return (fields, encrypted)
         }
     }
 

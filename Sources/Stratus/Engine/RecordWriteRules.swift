@@ -93,12 +93,19 @@ public enum RecordWriteRules {
         }
 
         var fields: [String: FieldValue]
+        var encrypted: Set<String>
         if let existing, mode != .replace && mode != .forceReplace {
             fields = existing.fieldValues
+            encrypted = existing.encryptedKeys
             let changes = incoming.fieldValues
-            for key in incoming.changedKeys() { fields[key] = changes[key] }
+            let incomingEncrypted = incoming.encryptedKeys
+            for key in incoming.changedKeys() {
+                fields[key] = changes[key]
+                if incomingEncrypted.contains(key) { encrypted.insert(key) } else { encrypted.remove(key) }
+            }
         } else {
             fields = incoming.fieldValues
+            encrypted = incoming.encryptedKeys
         }
         let given = incoming.systemFields
         let keep = preservingSystemFields && !mode.checksChangeTag
@@ -115,13 +122,14 @@ public enum RecordWriteRules {
             if let tag = given.recordChangeTag { system.recordChangeTag = tag }
             let parent = existing == nil || mode == .forceReplace || incoming.isParentChanged ? incoming.parent : existing?.parent
             if let existing, existing.fieldValues == fields, existing.recordChangeTag == system.recordChangeTag,
-               existing.modificationDate == system.modificationDate, existing.parent == parent {
+               existing.modificationDate == system.modificationDate, existing.parent == parent,
+               existing.encryptedKeys == encrypted {
                 return .success((existing, .unchanged))
             }
         }
         let replacing = mode == .replace || mode == .forceReplace
         let parent = existing == nil || replacing || incoming.isParentChanged ? incoming.parent : existing?.parent
-        let stored = Record(recordType: incoming.recordType, recordID: incoming.recordID, systemFields: system, fields: fields, parent: parent)
+        let stored = Record(recordType: incoming.recordType, recordID: incoming.recordID, systemFields: system, fields: fields, parent: parent, encryptedKeys: encrypted)
         return .success((stored, existing == nil ? .created : .updated))
     }
 

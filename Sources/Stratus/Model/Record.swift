@@ -25,6 +25,7 @@ public final class Record: Sendable, CustomStringConvertible {
         var changedSet: Set<String>
         var parent: Reference?
         var parentChanged = false
+        var encrypted: Set<String> = []
     }
 
     /// Creates a new record in the given zone, with a random record name.
@@ -41,10 +42,10 @@ public final class Record: Sendable, CustomStringConvertible {
 
     /// Creates a record as a store returns it: system fields set and no changed keys.
     /// Storage engines use this; applications use ``init(recordType:recordID:)``.
-    public init(recordType: String, recordID: ID, systemFields: SystemFields, fields: [String: FieldValue], parent: Reference? = nil) {
+    public init(recordType: String, recordID: ID, systemFields: SystemFields, fields: [String: FieldValue], parent: Reference? = nil, encryptedKeys: Set<String> = []) {
         self.recordType = recordType
         self.recordID = recordID
-        self.state = Mutex(State(system: systemFields, fields: fields, changed: [], changedSet: [], parent: parent))
+        self.state = Mutex(State(system: systemFields, fields: fields, changed: [], changedSet: [], parent: parent, encrypted: encryptedKeys))
     }
 
     // MARK: - System fields
@@ -109,11 +110,43 @@ public final class Record: Sendable, CustomStringConvertible {
         state.withLock { $0.fields[key] }
     }
 
-    /// Sets or, with `nil`, removes a field, and marks the key as changed.
+    /// Sets or, with `nil`, removes a field, and marks the key as changed. The value is a
+    /// plain (not encrypted) value.
     public func setValue(_ value: FieldValue?, forKey key: String) {
+        setValue(value, forKey: key, encrypted: false)
+    }
+
+    /// Sets a field as a plain or an encrypted value (see ``encryptedValues``).
+    public func setValue(_ value: FieldValue?, forKey key: String, encrypted: Bool) {
         state.withLock { state in
             state.fields[key] = value
+            if encrypted && value != nil { state.encrypted.insert(key) } else { state.encrypted.remove(key) }
             if state.changedSet.insert(key).inserted { state.changed.append(key) }
+        }
+    }
+
+    /// The keys whose values are encrypted values, like the keys of `CKRecord.encryptedValues`.
+    public var encryptedKeys: Set<String> { state.withLock { $0.encrypted } }
+
+    /// Fields whose values the client encrypts, like `CKRecord.encryptedValues`.
+    ///
+    /// Stratus stores them as it gets them, opaque to the store, and keeps the marking through
+    /// every round trip: in CloudKit record JSON a `BYTES` value travels as `ENCRYPTED_BYTES`
+    /// and any other as its type with `"isEncrypted": true`. Queries should not filter on them.
+    ///
+    /// ```swift
+    /// note.encryptedValues["secret"] = ciphertext      // Data the app encrypted
+    /// let secret = note.encryptedValues["secret"] as? Data
+    /// ```
+    public var encryptedValues: EncryptedValues { EncryptedValues(record: self) }
+
+    /// The encrypted fields of a record; see ``Record/encryptedValues``.
+    public struct EncryptedValues: Sendable {
+        let record: Record
+
+        public subscript(key: String) -> (any RecordValueProtocol)? {
+            get { record.encryptedKeys.contains(key) ? record.value(forKey: key)?.boxed : nil }
+            nonmutating set { record.setValue(newValue?.fieldValue, forKey: key, encrypted: true) }
         }
     }
 
@@ -133,7 +166,7 @@ public final class Record: Sendable, CustomStringConvertible {
     /// A new record with the same ID, type, system fields, values and changed keys.
     public func copy() -> Record {
         let snapshot = state.withLock { $0 }
-        let record = Record(recordType: recordType, recordID: recordID, systemFields: snapshot.system, fields: snapshot.fields, parent: snapshot.parent)
+        let record = Record(recordType: recordType, recordID: recordID, systemFields: snapshot.system, fields: snapshot.fields, parent: snapshot.parent, encryptedKeys: snapshot.encrypted)
         record.state.withLock { $0.changed = snapshot.changed; $0.changedSet = snapshot.changedSet; $0.parentChanged = snapshot.parentChanged }
         return record
     }
@@ -144,7 +177,8 @@ public final class Record: Sendable, CustomStringConvertible {
         let snapshot = state.withLock { $0 }
         var kept: [String: FieldValue] = [:]
         for key in keys { if let v = snapshot.fields[key] { kept[key] = v } }
-        return Record(recordType: recordType, recordID: recordID, systemFields: snapshot.system, fields: kept, parent: snapshot.parent)
+        return Record(recordType: recordType, recordID: recordID, systemFields: snapshot.system, fields: kept, parent: snapshot.parent,
+                      encryptedKeys: snapshot.encrypted.intersection(kept.keys))
     }
 
     public var description: String {

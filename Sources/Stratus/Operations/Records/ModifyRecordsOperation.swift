@@ -45,7 +45,8 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
     /// users and change tags the records carry (in modes that do not check tags); a record
     /// identical to the stored one is then not written at all. Off by default, as in CloudKit.
     public var preservesSystemFields = false
-    /// All or nothing. Stratus honours it in every zone, the default zone included.
+    /// All or nothing, in zones with the `.atomic` capability (the default zone has it in Stratus);
+    /// in other zones each item succeeds or fails alone, as in CloudKit.
     public var isAtomic = true
     public var perRecordSaveBlock: (@Sendable (Record.ID, Result<Record, any Error>) -> Void)?
     public var perRecordDeleteBlock: (@Sendable (Record.ID, Result<Void, any Error>) -> Void)?
