@@ -28,11 +28,11 @@ struct ChangeTokenFile: Equatable {
 
     /// Reads the state; a missing or empty file means "from the beginning".
     ///
-    /// - Throws: ``CommandError`` when the file cannot be read or is not a token file.
+    /// - Throws: ``CommandFailure`` when the file cannot be read or is not a token file.
     static func read(_ path: String) throws -> ChangeTokenFile {
         guard FileManager.default.fileExists(atPath: path) else { return ChangeTokenFile() }
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw CommandError(.inputMissing, "cannot read the token file \(path)")
+            throw CommandFailure(.inputMissing, "cannot read the token file \(path)")
         }
         // The first line is the token, empty before the first batch was committed.
         let lines = String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
@@ -41,7 +41,7 @@ struct ChangeTokenFile: Equatable {
             do {
                 state.token = try ServerChangeToken(serialized: first)
             } catch {
-                throw CommandError(.dataError, "the token file \(path) does not hold a change token (\(error)); remove it to start from the beginning")
+                throw CommandFailure(.dataError, "the token file \(path) does not hold a change token (\(error)); remove it to start from the beginning")
             }
         }
         var identity: String?, length: Int64?, outputPath: String?
@@ -51,7 +51,7 @@ struct ChangeTokenFile: Equatable {
             case ("output-file", 2): identity = parts[1]
             case ("output-length", 2): length = Int64(parts[1])
             case ("output-path", 2): outputPath = parts[1]
-            default: throw CommandError(.dataError, "the token file \(path) has an unknown line '\(line.prefix(40))'")
+            default: throw CommandFailure(.dataError, "the token file \(path) has an unknown line '\(line.prefix(40))'")
             }
         }
         if let identity, let length, let outputPath { state.output = OutputCommit(fileIdentity: identity, length: length, path: outputPath) }
@@ -60,16 +60,16 @@ struct ChangeTokenFile: Equatable {
 
     /// Replaces the file with this state, durably.
     ///
-    /// - Throws: ``CommandError`` `cannotCreateOutput` when it cannot be written.
+    /// - Throws: ``CommandFailure`` `cannotCreateOutput` when it cannot be written.
     func write(to path: String) throws {
         var text = (token?.serialized ?? "") + "\n"
         if let output { text += "output-file=\(output.fileIdentity)\noutput-length=\(output.length)\noutput-path=\(output.path)\n" }
         let temporary = path + ".tmp-\(getpid())"
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        guard descriptor >= 0 else { throw CommandError.system(.cannotCreateOutput, "cannot create \(temporary)") }
+        guard descriptor >= 0 else { throw CommandFailure.system(.cannotCreateOutput, "cannot create \(temporary)") }
         do {
             try FileDescriptorOutput.writeAll(Data(text.utf8), to: descriptor, name: temporary)
-            guard fsync(descriptor) == 0 else { throw CommandError.system(.cannotCreateOutput, "cannot sync \(temporary)") }
+            guard fsync(descriptor) == 0 else { throw CommandFailure.system(.cannotCreateOutput, "cannot sync \(temporary)") }
         } catch {
             close(descriptor)
             unlink(temporary)
@@ -77,7 +77,7 @@ struct ChangeTokenFile: Equatable {
         }
         close(descriptor)
         guard rename(temporary, path) == 0 else {
-            let error = CommandError.system(.cannotCreateOutput, "cannot move the token into place at \(path)")
+            let error = CommandFailure.system(.cannotCreateOutput, "cannot move the token into place at \(path)")
             unlink(temporary)
             throw error
         }
@@ -92,14 +92,14 @@ struct ChangeTokenFile: Equatable {
     /// Holds an exclusive lock on `path.lock` for the life of the process, so that two runs of
     /// the same job (an overlapping cron) never read the same token and export twice.
     ///
-    /// - Throws: ``CommandError`` `temporaryFailure` when another run holds it.
+    /// - Throws: ``CommandFailure`` `temporaryFailure` when another run holds it.
     static func lock(_ path: String) throws {
         let lockPath = path + ".lock"
         let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw CommandError.system(.cannotCreateOutput, "cannot create the lock file \(lockPath)") }
+        guard descriptor >= 0 else { throw CommandFailure.system(.cannotCreateOutput, "cannot create the lock file \(lockPath)") }
         if flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
             close(descriptor)
-            throw CommandError(.temporaryFailure, "another run is using the token file \(path) (it holds \(lockPath)); try again later")
+            throw CommandFailure(.temporaryFailure, "another run is using the token file \(path) (it holds \(lockPath)); try again later")
         }
         // Deliberately never closed: the kernel releases the lock when the process ends, however it ends.
     }
@@ -114,7 +114,7 @@ enum FileDescriptorOutput {
                 let written = Glibc.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
                 if written < 0 {
                     if errno == EINTR { continue }
-                    throw CommandError.system(.cannotCreateOutput, "cannot write to \(name)")
+                    throw CommandFailure.system(.cannotCreateOutput, "cannot write to \(name)")
                 }
                 offset += written
             }
@@ -124,23 +124,7 @@ enum FileDescriptorOutput {
     /// "device:inode" of an open file: the file, not its name, so a rotated output is noticed.
     static func identity(of descriptor: Int32) throws -> (identity: String, size: Int64) {
         var info = stat()
-        guard fstat(descriptor, &info) == 0 else { throw CommandError.system(.cannotCreateOutput, "cannot inspect the output file") }
+        guard fstat(descriptor, &info) == 0 else { throw CommandFailure.system(.cannotCreateOutput, "cannot inspect the output file") }
         return ("\(info.st_dev):\(info.st_ino)", Int64(info.st_size))
-    }
-}
-
-/// A failure with its own exit code, for the changes and zones commands.
-struct CommandError: Error {
-    let code: ExitCode
-    let message: String
-
-    init(_ code: ExitCode, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-
-    /// A failed system call: the message plus `strerror(errno)`.
-    static func system(_ code: ExitCode, _ message: String) -> CommandError {
-        CommandError(code, "\(message): \(String(cString: strerror(errno)))")
     }
 }

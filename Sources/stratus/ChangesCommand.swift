@@ -84,7 +84,7 @@ struct ChangesCommand {
                 return .success
             }
             return try await export(tokenPath: tokenPath!)
-        } catch let error as CommandError {
+        } catch let error as CommandFailure {
             Self.log(error.message)
             return error.code
         } catch let error as StratusError where error.code == .changeTokenExpired {
@@ -175,7 +175,7 @@ private final class ChangeSink {
         name = outputPath
         if let committed = state.output { try Self.cutBack(committed) }
         descriptor = open(outputPath, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw CommandError.system(.cannotCreateOutput, "cannot open the output file \(outputPath)") }
+        guard descriptor >= 0 else { throw CommandFailure.system(.cannotCreateOutput, "cannot open the output file \(outputPath)") }
         let (identity, size) = try FileDescriptorOutput.identity(of: descriptor)
         if let committed = state.output, committed.fileIdentity == identity {
             commit = ChangeTokenFile.OutputCommit(fileIdentity: identity, length: committed.length, path: outputPath)
@@ -186,7 +186,7 @@ private final class ChangeSink {
             state.output = commit
             try state.write(to: tokenPath)
         }
-        guard lseek(descriptor, off_t(commit!.length), SEEK_SET) >= 0 else { throw CommandError.system(.cannotCreateOutput, "cannot seek in \(outputPath)") }
+        guard lseek(descriptor, off_t(commit!.length), SEEK_SET) >= 0 else { throw CommandFailure.system(.cannotCreateOutput, "cannot seek in \(outputPath)") }
     }
 
     /// Truncates the committed output file to its committed length, when it is still there.
@@ -198,10 +198,10 @@ private final class ChangeSink {
         let (identity, size) = try FileDescriptorOutput.identity(of: descriptor)
         guard identity == committed.fileIdentity else { return }
         guard size >= committed.length else {
-            throw CommandError(.dataError, "the output file \(committed.path) is shorter (\(size) bytes) than its committed \(committed.length) bytes; something else changed it. Restore it, or remove the token file to start over")
+            throw CommandFailure(.dataError, "the output file \(committed.path) is shorter (\(size) bytes) than its committed \(committed.length) bytes; something else changed it. Restore it, or remove the token file to start over")
         }
         guard size == committed.length || (ftruncate(descriptor, off_t(committed.length)) == 0 && fsync(descriptor) == 0) else {
-            throw CommandError.system(.cannotCreateOutput, "cannot cut \(committed.path) back to its committed length")
+            throw CommandFailure.system(.cannotCreateOutput, "cannot cut \(committed.path) back to its committed length")
         }
     }
 
@@ -214,7 +214,7 @@ private final class ChangeSink {
         try FileDescriptorOutput.writeAll(data, to: descriptor, name: name)
         // stdout may be a pipe or terminal, which cannot be synced; a redirected file can.
         if fsync(descriptor) != 0 && errno != EINVAL && errno != EROFS {
-            throw CommandError.system(.cannotCreateOutput, "cannot sync \(name)")
+            throw CommandFailure.system(.cannotCreateOutput, "cannot sync \(name)")
         }
         guard var commit else { return nil }
         commit.length += Int64(data.count)

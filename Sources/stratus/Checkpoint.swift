@@ -38,13 +38,3 @@ struct Checkpoint: Codable, Equatable {
         try? FileManager.default.removeItem(atPath: path)
     }
 }
-
-/// A failure with its own exit code and message.
-struct CommandFailure: Error {
-    let code: ExitCode
-    let message: String
-    init(_ code: ExitCode, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-}

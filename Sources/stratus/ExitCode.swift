@@ -1,3 +1,4 @@
+import Foundation
 import Stratus
 
 /// The documented exit codes (sysexits.h values), listed in `stratus --help` and the README.
@@ -29,4 +30,20 @@ enum ExitCode: Int32 {
 /// A command-line mistake: printed with the command's usage, exit code 64.
 struct UsageError: Error {
     let message: String
+}
+
+/// A failure with its own exit code and message, printed by `main` as `stratus: MESSAGE`.
+struct CommandFailure: Error {
+    let code: ExitCode
+    let message: String
+
+    init(_ code: ExitCode, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    /// A failed system call: the message plus `strerror(errno)`.
+    static func system(_ code: ExitCode, _ message: String) -> CommandFailure {
+        CommandFailure(code, "\(message): \(String(cString: strerror(errno)))")
+    }
 }

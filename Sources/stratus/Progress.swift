@@ -12,7 +12,7 @@ final class Progress: @unchecked Sendable {
     private let isTerminal = isatty(STDERR_FILENO) != 0
     private let start = Date()
     private let lock = NSLock()
-    private var lastReport = Date.distantPast
+    private lazy var lastReport = start
     private var wroteLiveLine = false
 
     init(style: Style, verb: String) {

@@ -42,6 +42,8 @@ struct StratusCommand {
         case "count": commandUsage = CountCommand.usage
         case "zones": commandUsage = ZonesCommand.usage
         case "changes": commandUsage = ChangesCommand.usage
+        case "import": commandUsage = ImportCommand.usage + "\n" + Progress.help
+        case "export": commandUsage = ExportCommand.usage + "\n" + Progress.help
         case "delete": commandUsage = DeleteCommand.usage + "\n" + Progress.help
         default:
             fail("unknown command '\(command)'\n\n\(usage)", .usage)
@@ -57,6 +59,8 @@ struct StratusCommand {
             case "get": code = try await GetCommand(&arguments).run()
             case "zones": code = try await ZonesCommand(&arguments).run()
             case "changes": code = try await ChangesCommand(&arguments).run()
+            case "import": code = try await ImportCommand(&arguments).run()
+            case "export": code = try await ExportCommand(&arguments).run()
             case "delete": code = try await DeleteCommand(&arguments).run()
             default: code = try await CountCommand(&arguments).run()
             }

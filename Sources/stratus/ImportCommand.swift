@@ -1,0 +1,275 @@
+import Foundation
+import Stratus
+import StratusTransfer
+
+/// `stratus import`: records from a file or stdin into the store, re-runnable and resumable.
+struct ImportCommand {
+    static let usage = """
+        usage: stratus import [FILE|-] [--format ndjson|json|envelope|csv] [--mode MODE]
+                              [--batch-size N] [--atomic] [--dry-run] [--max-errors N]
+                              [--reject-file FILE] [--checkpoint FILE] [--new-system-fields]
+                              [--type TYPE] [--types NAME:TYPE,...] [progress options] [store options]
+
+        Reads records (CloudKit record JSON as NDJSON, a JSON array or a records/query response
+        envelope; or CSV) from FILE or stdin and saves them. The format is detected unless given
+        (files ending in .csv are read as CSV).
+
+          --mode MODE         create (fail on existing records), update (only the given fields;
+                              checks recordChangeTag), replace (unspecified fields removed; checks
+                              recordChangeTag), forceUpdate (default: ignore tags, create when
+                              missing; re-running the same file changes nothing), forceReplace
+          --batch-size N      records per transaction (default 400)
+          --atomic            all or nothing, in one transaction (at most 100,000 records)
+          --dry-run           read and validate everything, report counts, write nothing
+          --max-errors N      stop (exit 65) after more than N rejected records (default: no limit)
+          --reject-file FILE  append each rejected input as a JSON line: line, column, recordName, error
+          --checkpoint FILE   after a crash, kill or interruption, the next run with the same FILE
+                              continues after the last committed batch; removed when the import ends
+          --new-system-fields give records new change tags and dates instead of keeping those in
+                              the input (kept by default with create, forceUpdate, forceReplace)
+          --type TYPE         CSV: the record type when there is no recordType column
+          --types N:T,...     CSV: column types (STRING, INT64, DOUBLE, TIMESTAMP, …)
+
+        SIGINT or SIGTERM stops after the current batch and saves the checkpoint (exit 130/143).
+        """
+
+    var store: StoreOptions
+    var inputPath: String?
+    var format: RecordFormat?
+    var mode = RecordWriteMode.forceUpdate
+    var batchSize = 400
+    var atomic: Bool
+    var dryRun: Bool
+    var maxErrors: Int?
+    var rejectPath: String?
+    var checkpointPath: String?
+    var keepSystemFields: Bool
+    var csvType: String?
+    var csvTypes: [String: FieldType] = [:]
+    var progressStyle: Progress.Style
+
+    init(_ arguments: inout Arguments) throws {
+        store = try StoreOptions(&arguments)
+        if let text = try arguments.value("--format") {
+            guard let format = RecordFormat(rawValue: text) else { throw UsageError(message: "--format takes ndjson, json, envelope or csv, not '\(text)'") }
+            self.format = format
+        }
+        if let text = try arguments.value("--mode") {
+            guard let mode = RecordWriteMode(rawValue: text), mode != .ifServerRecordUnchanged else {
+                throw UsageError(message: "--mode takes create, update, replace, forceUpdate or forceReplace, not '\(text)'")
+            }
+            self.mode = mode
+        }
+        if let text = try arguments.value("--batch-size") {
+            guard let size = Int(text), size > 0 else { throw UsageError(message: "--batch-size must be a positive number, not '\(text)'") }
+            batchSize = size
+        }
+        if let text = try arguments.value("--max-errors") {
+            guard let limit = Int(text), limit >= 0 else { throw UsageError(message: "--max-errors must be a number, not '\(text)'") }
+            maxErrors = limit
+        }
+        atomic = arguments.flag("--atomic")
+        dryRun = arguments.flag("--dry-run")
+        keepSystemFields = !arguments.flag("--new-system-fields")
+        rejectPath = try arguments.value("--reject-file")
+        checkpointPath = try arguments.value("--checkpoint")
+        csvType = try arguments.value("--type")
+        if let text = try arguments.value("--types") {
+            for pair in text.split(separator: ",") {
+                let parts = pair.split(separator: ":")
+                guard parts.count == 2, let type = FieldType(rawValue: parts[1].uppercased()) else {
+                    throw UsageError(message: "--types takes NAME:TYPE pairs such as count:INT64, not '\(pair)'")
+                }
+                csvTypes[String(parts[0])] = type
+            }
+        }
+        progressStyle = try Progress.style(&arguments)
+        try arguments.rejectUnknownOptions()
+        guard arguments.words.count <= 1 else { throw UsageError(message: "import reads one input; got \(arguments.words.joined(separator: " "))") }
+        inputPath = arguments.words.first
+        if atomic && checkpointPath != nil { throw UsageError(message: "--atomic and --checkpoint do not go together: an atomic import has no partial progress to resume") }
+        if inputPath == nil || inputPath == "-", checkpointPath != nil {
+            throw UsageError(message: "--checkpoint needs an input file (stdin cannot be read again)")
+        }
+    }
+
+    struct Counts {
+        var created = 0, updated = 0, unchanged = 0, failed = 0, read = 0
+    }
+
+    func run() async throws -> ExitCode {
+        let input = try openInput()
+        var options = RecordReadOptions()
+        options.format = format ?? (inputPath?.lowercased().hasSuffix(".csv") == true ? .csv : nil)
+        options.zoneID = store.zoneID
+        options.csvRecordType = csvType
+        options.csvTypes = csvTypes
+        let database = try store.openDatabase()
+        let container = try store.openContainer()
+        for schema in try await container.schemas() { options.schemas[schema.recordType] = schema }
+        let reader = try RecordReader(fileHandle: input.handle, options: options)
+
+        var skip = 0
+        if let checkpointPath, let checkpoint = try Checkpoint.load(from: checkpointPath) {
+            guard checkpoint.input == input.identity && checkpoint.inputSize == input.size else {
+                throw UsageError(message: "the checkpoint \(checkpointPath) belongs to \(checkpoint.input) (\(checkpoint.inputSize ?? 0) bytes), not to this input; remove it to start over")
+            }
+            skip = checkpoint.committedItems
+        }
+        let rejects = try RejectFile(path: rejectPath)
+        let progress = Progress(style: progressStyle, verb: dryRun ? "checked" : "imported")
+        if !dryRun { Interruption.install() }
+
+        var counts = Counts()
+        var batch: [(Record, Int)] = []
+        var itemIndex = 0
+        var stoppedBySignal = false
+
+        func commit(upTo committedItems: Int) async throws {
+            if !batch.isEmpty {
+                let results = try await save(batch.map(\.0), to: database)
+                let lines = Dictionary(batch.map { ($0.0.recordID, $0.1) }, uniquingKeysWith: { _, last in last })
+                for (id, outcome) in results {
+                    switch outcome {
+                    case .success(.created): counts.created += 1
+                    case .success(.updated): counts.updated += 1
+                    case .success(.unchanged): counts.unchanged += 1
+                    case .failure(let error):
+                        counts.failed += 1
+                        try rejects.write(line: lines[id] ?? 0, column: 0, recordName: id.recordName, error: error.description)
+                    }
+                }
+                batch.removeAll(keepingCapacity: true)
+            }
+            if let checkpointPath { try Checkpoint(input: input.identity, inputSize: input.size, committedItems: committedItems).save(to: checkpointPath) }
+        }
+
+        while let item = try reader.next() {
+            defer { itemIndex += 1 }
+            if itemIndex < skip { continue }
+            counts.read += 1
+            switch item {
+            case .rejected(let error):
+                counts.failed += 1
+                try rejects.write(line: error.line, column: error.column, recordName: error.recordName, error: error.message)
+            case .record(let record, let line):
+                do {
+                    try record.validateForSave()
+                    if dryRun { counts.created += 1 } else { batch.append((record, line)) }
+                } catch {
+                    counts.failed += 1
+                    try rejects.write(line: line, column: 0, recordName: record.recordID.recordName, error: "\(error)")
+                }
+            }
+            if let maxErrors, counts.failed > maxErrors {
+                try rejects.close()
+                progress.finish(summary(counts), json: json(counts))
+                throw CommandFailure(.dataError, "stopped after \(counts.failed) rejected records (--max-errors \(maxErrors)); nothing after the last committed batch was written")
+            }
+            if !atomic && batch.count >= batchSize {
+                try await commit(upTo: itemIndex + 1)
+                if Interruption.signal != 0 { stoppedBySignal = true; break }
+            }
+            progress.update(done: counts.read - (dryRun ? 0 : batch.count))
+        }
+        if !stoppedBySignal {
+            if atomic && batch.count > ModifyRecordsOperation.maximumAtomicItems {
+                throw CommandFailure(.dataError, "--atomic imports at most \(ModifyRecordsOperation.maximumAtomicItems) records; the input has \(batch.count). Nothing was written.")
+            }
+            try await commit(upTo: itemIndex)
+            if let checkpointPath { Checkpoint.remove(at: checkpointPath) }
+        }
+        try rejects.close()
+        progress.finish(summary(counts), json: json(counts))
+        if stoppedBySignal { return ExitCode(rawValue: Interruption.exitStatus) ?? .temporaryFailure }
+        return counts.failed == 0 ? .success : .someFailed
+    }
+
+    private func summary(_ c: Counts) -> String {
+        if dryRun { return "dry run: \(Progress.grouped(c.created)) valid, \(Progress.grouped(c.failed)) rejected, nothing written" }
+        return "imported \(Progress.grouped(c.created)), updated \(Progress.grouped(c.updated)), unchanged \(Progress.grouped(c.unchanged)), failed \(Progress.grouped(c.failed))"
+    }
+
+    private func json(_ c: Counts) -> [String: Int] {
+        ["imported": c.created, "updated": c.updated, "unchanged": c.unchanged, "failed": c.failed]
+    }
+
+    /// Saves one batch; every record gets an outcome.
+    private func save(_ records: [Record], to database: Database) async throws -> [Record.ID: Result<RecordWriteKind, StratusError>] {
+        let op = ModifyRecordsOperation(recordsToSave: records)
+        op.writeMode = mode
+        op.isAtomic = atomic
+        op.preservesSystemFields = keepSystemFields
+        let outcomes = OutcomeCollector()
+        op.perRecordWriteKindBlock = { id, kind in outcomes.set(id, .success(kind)) }
+        op.perRecordSaveBlock = { id, result in
+            if case .failure(let error) = result { outcomes.set(id, .failure(error as? StratusError ?? StratusError(.internalError, "\(error)"))) }
+        }
+        let final: Result<Void, any Error> = await withCheckedContinuation { continuation in
+            op.modifyRecordsResultBlock = { continuation.resume(returning: $0) }
+            database.add(op)
+        }
+        if case .failure(let error as StratusError) = final, error.code != .partialFailure { throw error }
+        return outcomes.all
+    }
+
+    private struct Input {
+        let handle: FileHandle
+        let identity: String
+        let size: Int64?
+    }
+
+    private func openInput() throws -> Input {
+        guard let path = inputPath, path != "-" else { return Input(handle: .standardInput, identity: "-", size: nil) }
+        guard FileManager.default.fileExists(atPath: path) else { throw CommandFailure(.inputMissing, "the input file \(path) does not exist") }
+        guard let handle = FileHandle(forReadingAtPath: path) else { throw CommandFailure(.inputMissing, "cannot read the input file \(path)") }
+        let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value
+        return Input(handle: handle, identity: URL(fileURLWithPath: path).standardizedFileURL.path, size: size)
+    }
+}
+
+/// Collects per-record outcomes from operation blocks (which run one at a time).
+final class OutcomeCollector: @unchecked Sendable {
+    // @unchecked: `outcomes` is only touched under `lock`.
+    private let lock = NSLock()
+    private var outcomes: [Record.ID: Result<RecordWriteKind, StratusError>] = [:]
+    func set(_ id: Record.ID, _ outcome: Result<RecordWriteKind, StratusError>) { lock.withLock { outcomes[id] = outcome } }
+    var all: [Record.ID: Result<RecordWriteKind, StratusError>] { lock.withLock { outcomes } }
+}
+
+/// The reject file: one JSON object per rejected input, appended.
+final class RejectFile {
+    private let handle: FileHandle?
+    private var buffer = ""
+
+    init(path: String?) throws {
+        guard let path else { handle = nil; return }
+        if !FileManager.default.fileExists(atPath: path) && !FileManager.default.createFile(atPath: path, contents: nil) {
+            throw CommandFailure(.cannotCreateOutput, "cannot create the reject file \(path)")
+        }
+        guard let handle = FileHandle(forWritingAtPath: path) else { throw CommandFailure(.cannotCreateOutput, "cannot write the reject file \(path)") }
+        handle.seekToEndOfFile()
+        self.handle = handle
+    }
+
+    func write(line: Int, column: Int, recordName: String?, error: String) throws {
+        guard handle != nil else { return }
+        buffer += "{\"line\":\(line),\"column\":\(column),\"recordName\":"
+        if let recordName { JSONText.appendString(recordName, to: &buffer) } else { buffer += "null" }
+        buffer += ",\"error\":"
+        JSONText.appendString(error, to: &buffer)
+        buffer += "}\n"
+        if buffer.utf8.count > 64 * 1024 { try flush() }
+    }
+
+    func flush() throws {
+        guard let handle, !buffer.isEmpty else { return }
+        try handle.write(contentsOf: Data(buffer.utf8))
+        buffer = ""
+    }
+
+    func close() throws {
+        try flush()
+        try handle?.close()
+    }
+}
