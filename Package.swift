@@ -35,6 +35,9 @@ let package = Package(
         .target(name: "StratusTestSupport", dependencies: ["Stratus"], path: "Tests/StratusTestSupport"),
         .testTarget(name: "StratusTests", dependencies: ["Stratus", "StratusSQLite", "StratusTestSupport"]),
         .testTarget(name: "StratusSQLiteTests", dependencies: ["Stratus", "StratusSQLite", "StratusTestSupport"]),
+        .testTarget(name: "StratusTransferTests", dependencies: ["Stratus", "StratusTransfer"]),
+        // Codec throughput and a long fuzz run: swift run -c release stratus-transfer-bench [fuzz].
+        .executableTarget(name: "stratus-transfer-bench", dependencies: ["Stratus", "StratusTransfer"], path: "Sources/StratusTransferBench"),
     ],
     swiftLanguageModes: [.v6]
 )

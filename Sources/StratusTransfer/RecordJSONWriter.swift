@@ -5,110 +5,158 @@ import Stratus
 ///
 /// `{"recordName", "recordType", "recordChangeTag", "fields": {"title": {"value": "Milk",
 /// "type": "STRING"}}, "created": {"timestamp", "userRecordName"}, "modified": {…},
-/// "zoneID": {"zoneName", "ownerRecordName"}}`. Timestamps are milliseconds since 1970
-/// (with a fraction when the date has sub-millisecond precision), bytes are base64.
+/// "zoneID": {"zoneName", "ownerRecordName"}}`. Fields come sorted by key. Timestamps are
+/// milliseconds since 1970, with a decimal fraction when the date is not on a whole
+/// millisecond (chosen so that reading gives back the identical `Date`); bytes are base64;
+/// references carry a `zoneID` only when it differs from the record's; assets are
+/// `{"size", "downloadURL"}` with a `file:` URL. ``RecordReader`` reads all of it back.
 ///
 /// ```swift
 /// print(RecordJSONWriter.json(for: record))   // one NDJSON line
 /// ```
 public enum RecordJSONWriter {
-    /// The record as one line of JSON.
+    /// The record as one line of JSON. Values JSON cannot hold (a non-finite number, which a
+    /// store never returns) are written as `null`; ``RecordWriter`` refuses them instead.
     public static func json(for record: Record) -> String {
-        var out = "{\"recordName\":"
-        JSONText.appendString(record.recordID.recordName, to: &out)
-        out += ",\"recordType\":"
-        JSONText.appendString(record.recordType, to: &out)
-        if let tag = record.recordChangeTag {
-            out += ",\"recordChangeTag\":"
-            JSONText.appendString(tag, to: &out)
-        }
-        out += ",\"fields\":{"
-        for (index, key) in record.allKeys().enumerated() {
-            guard let value = record.value(forKey: key) else { continue }
-            if index > 0 { out += "," }
-            JSONText.appendString(key, to: &out)
-            out += ":{\"value\":"
-            appendValue(value, to: &out)
-            out += ",\"type\":\"\(value.type.rawValue)\"}"
-        }
-        out += "}"
+        var out = ByteOutput()
+        append(record, to: &out)
+        return String(decoding: out.bytes, as: UTF8.self)
+    }
+
+    static func append(_ record: Record, to out: inout ByteOutput) {
+        let zoneID = record.recordID.zoneID
+        out.append("{\"recordName\":")
+        out.appendString(record.recordID.recordName)
+        out.append(",\"recordType\":")
+        out.appendString(record.recordType)
         let system = record.systemFields
-        for (name, date, user) in [("created", system.creationDate, system.creatorUserRecordID), ("modified", system.modificationDate, system.lastModifiedUserRecordID)] {
-            guard let date else { continue }
-            out += ",\"\(name)\":{\"timestamp\":"
-            appendTimestamp(date, to: &out)
-            if let user {
-                out += ",\"userRecordName\":"
-                JSONText.appendString(user.recordName, to: &out)
-            }
-            out += "}"
+        if let tag = system.recordChangeTag {
+            out.append(",\"recordChangeTag\":")
+            out.appendString(tag)
         }
-        out += ",\"zoneID\":{\"zoneName\":"
-        JSONText.appendString(record.recordID.zoneID.zoneName, to: &out)
-        out += ",\"ownerRecordName\":"
-        JSONText.appendString(record.recordID.zoneID.ownerName, to: &out)
-        out += "}}"
-        return out
+        out.append(",\"fields\":{")
+        let fields = record.fieldValues
+        var first = true
+        for key in fields.keys.sorted() {
+            let value = fields[key]!
+            if !first { out.append(UInt8(ascii: ",")) }
+            first = false
+            out.appendString(key)
+            out.append(":{\"value\":")
+            appendValue(value, field: key, zone: zoneID, to: &out)
+            out.append(",\"type\":\"")
+            out.appendRaw(value.type.rawValue)
+            out.append("\"}")
+        }
+        out.append(UInt8(ascii: "}"))
+        appendAuthorship("created", system.creationDate, system.creatorUserRecordID, to: &out)
+        appendAuthorship("modified", system.modificationDate, system.lastModifiedUserRecordID, to: &out)
+        out.append(",\"zoneID\":")
+        appendZoneID(zoneID, to: &out)
+        out.append(UInt8(ascii: "}"))
     }
 
-    static func appendValue(_ value: FieldValue, to out: inout String) {
+    private static func appendAuthorship(_ name: StaticString, _ date: Date?, _ user: Record.ID?, to out: inout ByteOutput) {
+        guard date != nil || user != nil else { return }
+        out.append(",\"")
+        out.append(name)
+        out.append("\":{")
+        if let date {
+            out.append("\"timestamp\":")
+            out.appendTimestamp(date, field: name.description)
+        }
+        if let user {
+            if date != nil { out.append(UInt8(ascii: ",")) }
+            out.append("\"userRecordName\":")
+            out.appendString(user.recordName)
+        }
+        out.append(UInt8(ascii: "}"))
+    }
+
+    static func appendZoneID(_ zoneID: RecordZone.ID, to out: inout ByteOutput) {
+        out.append("{\"zoneName\":")
+        out.appendString(zoneID.zoneName)
+        out.append(",\"ownerRecordName\":")
+        out.appendString(zoneID.ownerName)
+        out.append(UInt8(ascii: "}"))
+    }
+
+    /// Appends a value as it appears under `"value"`.
+    static func appendValue(_ value: FieldValue, field: String, zone: RecordZone.ID, to out: inout ByteOutput) {
         switch value {
-        case .string(let s): JSONText.appendString(s, to: &out)
-        case .int64(let i): out += String(i)
-        case .double(let d): JSONText.appendDouble(d, to: &out)
-        case .date(let d): appendTimestamp(d, to: &out)
-        case .bytes(let b): JSONText.appendString(b.base64EncodedString(), to: &out)
-        case .reference(let r): appendReference(r, to: &out)
-        case .location(let l): appendLocation(l, to: &out)
-        case .asset(let a): appendAsset(a, to: &out)
-        case .stringList(let v): JSONText.appendArray(v, to: &out) { JSONText.appendString($0, to: &$1) }
-        case .int64List(let v): JSONText.appendArray(v, to: &out) { $1 += String($0) }
-        case .doubleList(let v): JSONText.appendArray(v, to: &out) { JSONText.appendDouble($0, to: &$1) }
-        case .dateList(let v): JSONText.appendArray(v, to: &out) { appendTimestamp($0, to: &$1) }
-        case .bytesList(let v): JSONText.appendArray(v, to: &out) { JSONText.appendString($0.base64EncodedString(), to: &$1) }
-        case .referenceList(let v): JSONText.appendArray(v, to: &out) { appendReference($0, to: &$1) }
-        case .locationList(let v): JSONText.appendArray(v, to: &out) { appendLocation($0, to: &$1) }
-        case .assetList(let v): JSONText.appendArray(v, to: &out) { appendAsset($0, to: &$1) }
+        case .string(let s): out.appendString(s)
+        case .int64(let i): out.appendInt(i)
+        case .double(let d): out.appendDouble(d, field: field)
+        case .date(let d): out.appendTimestamp(d, field: field)
+        case .bytes(let b): out.appendBase64(b)
+        case .reference(let r): appendReference(r, zone: zone, to: &out)
+        case .location(let l): appendLocation(l, field: field, to: &out)
+        case .asset(let a): appendAsset(a, field: field, to: &out)
+        case .stringList(let v): appendList(v, to: &out) { $1.appendString($0) }
+        case .int64List(let v): appendList(v, to: &out) { $1.appendInt($0) }
+        case .doubleList(let v): appendList(v, to: &out) { $1.appendDouble($0, field: field) }
+        case .dateList(let v): appendList(v, to: &out) { $1.appendTimestamp($0, field: field) }
+        case .bytesList(let v): appendList(v, to: &out) { $1.appendBase64($0) }
+        case .referenceList(let v): appendList(v, to: &out) { appendReference($0, zone: zone, to: &$1) }
+        case .locationList(let v): appendList(v, to: &out) { appendLocation($0, field: field, to: &$1) }
+        case .assetList(let v): appendList(v, to: &out) { appendAsset($0, field: field, to: &$1) }
         }
     }
 
-    /// Milliseconds since 1970, as an integer when the date falls on a whole millisecond.
-    static func appendTimestamp(_ date: Date, to out: inout String) {
-        let milliseconds = date.timeIntervalSince1970 * 1000
-        if milliseconds == milliseconds.rounded(), abs(milliseconds) < 9e15 {
-            out += String(Int64(milliseconds))
+    private static func appendList<T>(_ values: [T], to out: inout ByteOutput, _ element: (T, inout ByteOutput) -> Void) {
+        out.append(UInt8(ascii: "["))
+        for (i, v) in values.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            element(v, &out)
+        }
+        out.append(UInt8(ascii: "]"))
+    }
+
+    static func appendReference(_ reference: Record.Reference, zone: RecordZone.ID, to out: inout ByteOutput) {
+        out.append("{\"recordName\":")
+        out.appendString(reference.recordID.recordName)
+        out.append(reference.action == .deleteSelf ? ",\"action\":\"DELETE_SELF\"" : ",\"action\":\"NONE\"")
+        if reference.recordID.zoneID != zone {
+            out.append(",\"zoneID\":")
+            appendZoneID(reference.recordID.zoneID, to: &out)
+        }
+        out.append(UInt8(ascii: "}"))
+    }
+
+    static func appendLocation(_ l: Location, field: String, to out: inout ByteOutput) {
+        out.append("{\"latitude\":")
+        out.appendDouble(l.latitude, field: field)
+        out.append(",\"longitude\":")
+        out.appendDouble(l.longitude, field: field)
+        out.append(",\"altitude\":")
+        out.appendDouble(l.altitude, field: field)
+        out.append(",\"horizontalAccuracy\":")
+        out.appendDouble(l.horizontalAccuracy, field: field)
+        out.append(",\"verticalAccuracy\":")
+        out.appendDouble(l.verticalAccuracy, field: field)
+        out.append(",\"course\":")
+        out.appendDouble(l.course, field: field)
+        out.append(",\"speed\":")
+        out.appendDouble(l.speed, field: field)
+        out.append(",\"timestamp\":")
+        out.appendTimestamp(l.timestamp, field: field)
+        out.append(UInt8(ascii: "}"))
+    }
+
+    static func appendAsset(_ asset: Asset, field: String, to out: inout ByteOutput) {
+        out.append(UInt8(ascii: "{"))
+        if let size = asset.size {
+            out.append("\"size\":")
+            out.appendInt(size)
+            out.append(UInt8(ascii: ","))
+        }
+        out.append("\"downloadURL\":")
+        if let url = asset.fileURL {
+            out.appendString(url.absoluteString)
         } else {
-            JSONText.appendDouble(milliseconds, to: &out)
+            if out.problem == nil { out.problem = "field '\(field)' holds an asset without a file" }
+            out.append("\"\"")
         }
+        out.append(UInt8(ascii: "}"))
     }
-
-    private static func appendReference(_ reference: Record.Reference, to out: inout String) {
-        out += "{\"recordName\":"
-        JSONText.appendString(reference.recordID.recordName, to: &out)
-        out += ",\"action\":\"\(reference.action == .deleteSelf ? "DELETE_SELF" : "NONE")\"}"
-    }
-
-    private static func appendLocation(_ l: Location, to out: inout String) {
-        out += "{"
-        let parts: [(String, Double)] = [("latitude", l.latitude), ("longitude", l.longitude), ("altitude", l.altitude),
-                                         ("horizontalAccuracy", l.horizontalAccuracy), ("verticalAccuracy", l.verticalAccuracy),
-                                         ("course", l.course), ("speed", l.speed)]
-        for (name, value) in parts {
-            out += "\"\(name)\":"
-            JSONText.appendDouble(value, to: &out)
-            out += ","
-        }
-        out += "\"timestamp\":"
-        appendTimestamp(l.timestamp, to: &out)
-        out += "}"
-    }
-
-    private static func appendAsset(_ asset: Asset, to out: inout String) {
-        out += "{"
-        if let size = asset.size { out += "\"size\":\(size)," }
-        out += "\"downloadURL\":"
-        JSONText.appendString(asset.fileURL?.absoluteString ?? "", to: &out)
-        out += "}"
-    }
-
 }

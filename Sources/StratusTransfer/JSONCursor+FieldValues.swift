@@ -1,0 +1,460 @@
+import Foundation
+import Stratus
+
+/// What a `"type"` string names.
+enum TypeName {
+    case known(FieldType)
+    /// `ENCRYPTED_BYTES` (`_LIST`): known to CloudKit, not storable as such by Stratus.
+    case encrypted(FieldType)
+    /// `UNKNOWN_LIST`: CloudKit's type for an empty list whose element type it does not know.
+    case unknownList
+    case unknown(String)
+}
+
+extension FieldType {
+    /// The list type whose elements are of this (scalar) type.
+    var listType: FieldType {
+        switch self {
+        case .string: .stringList
+        case .int64: .int64List
+        case .double: .doubleList
+        case .timestamp: .timestampList
+        case .bytes: .bytesList
+        case .reference: .referenceList
+        case .location: .locationList
+        case .asset: .assetList
+        default: self
+        }
+    }
+
+    /// The element type of a list type.
+    var elementType: FieldType {
+        switch self {
+        case .stringList: .string
+        case .int64List: .int64
+        case .doubleList: .double
+        case .timestampList: .timestamp
+        case .bytesList: .bytes
+        case .referenceList: .reference
+        case .locationList: .location
+        case .assetList: .asset
+        default: self
+        }
+    }
+
+    /// Reads CloudKit's type names, including `ASSET` for ``asset``.
+    static func named(_ text: String) -> TypeName {
+        if let type = FieldType(rawValue: text) { return .known(type) }
+        switch text {
+        case "ASSET": return .known(.asset)
+        case "ASSET_LIST": return .known(.assetList)
+        case "ENCRYPTED_BYTES": return .encrypted(.bytes)
+        case "ENCRYPTED_BYTES_LIST": return .encrypted(.bytesList)
+        case "UNKNOWN_LIST": return .unknownList
+        default: return .unknown(text)
+        }
+    }
+}
+
+extension JSONCursor {
+    // MARK: - Field values
+
+    /// Converts one scanned field: typed by its `"type"`, else by the schema, else inferred.
+    /// Answers nil for a `null` value (the field is removed).
+    func fieldValue(
+        _ field: PendingField, key: String, schema: [String: FieldType]?, zone: RecordZone.ID, context: DecodeContext
+    ) throws(FieldError) -> FieldValue? {
+        let token = field.value
+        guard token.isPresent else { throw FieldError(offset: field.name.start, message: "field '\(key)' has no 'value'") }
+        let type: FieldType
+        if field.type.isPresent {
+            switch typeName(field.type) {
+            case .known(let known):
+                type = known
+            case .encrypted(let plain):
+                guard context.encryptedFields == .keepAsPlain else {
+                    throw FieldError(
+                        offset: field.type.start,
+                        message: "field '\(key)' has type \(string(field.type)), which Stratus cannot keep encrypted; the record is rejected rather than changing the type (read with encrypted fields kept as plain to import it as \(plain.rawValue))")
+                }
+                type = plain
+            case .unknownList:
+                guard token.kind == .array, isEmptyContainer(token) else {
+                    throw FieldError(offset: field.type.start, message: "field '\(key)' has type UNKNOWN_LIST but holds elements; give the list's type")
+                }
+                type = schema?[key].flatMap { $0.isList ? $0 : nil } ?? .stringList
+            case .unknown(let name):
+                throw FieldError(
+                    offset: field.type.start,
+                    message: "field '\(key)' has type '\(name.count > 40 ? String(name.prefix(40)) + "…" : name)', which this version does not know; the record is rejected rather than losing the field")
+            }
+        } else if let declared = schema?[key] {
+            type = declared
+        } else {
+            guard let inferred = try inferredType(token, key: key) else { return nil }
+            type = inferred
+        }
+        if field.isEncrypted && context.encryptedFields == .reject {
+            throw FieldError(
+                offset: field.name.start,
+                message: "field '\(key)' is marked \"isEncrypted\": true, and Stratus cannot keep values encrypted; the record is rejected rather than dropping the marking")
+        }
+        if token.kind == .null { return nil }
+        return try value(token, as: type, key: key, zone: zone, context: context)
+    }
+
+    func typeName(_ token: Token) -> TypeName {
+        // The common names without a String; anything else through the slow path.
+        if token.flags & Token.hasEscape == 0 {
+            let count = token.end - token.start - 2
+            let at = token.start + 1
+            switch count {
+            case 6:
+                if matches(at, "STRING") { return .known(.string) }
+                if matches(at, "DOUBLE") { return .known(.double) }
+            case 5:
+                if matches(at, "INT64") { return .known(.int64) }
+            case 9:
+                if matches(at, "TIMESTAMP") { return .known(.timestamp) }
+                if matches(at, "REFERENCE") { return .known(.reference) }
+            default: break
+            }
+        }
+        return FieldType.named(string(token))
+    }
+
+    /// Converts a value of a known type.
+    func value(_ token: Token, as type: FieldType, key: String, zone: RecordZone.ID, context: DecodeContext) throws(FieldError) -> FieldValue {
+        switch type {
+        case .string: return .string(try stringValue(token, key, type, -1))
+        case .int64: return .int64(try int64Value(token, key, type, -1))
+        case .double: return .double(try doubleValue(token, key, type, -1))
+        case .timestamp: return .date(try dateValue(token, key, type, -1))
+        case .bytes: return .bytes(try bytesValue(token, key, type, -1))
+        case .reference: return .reference(try referenceValue(token, key, type, -1, zone: zone))
+        case .location: return .location(try locationValue(token, key, type, -1))
+        case .asset: return .asset(try assetValue(token, key, type, -1, context: context))
+        case .stringList:
+            var list: [String] = []
+            try forEachElement(token, key, type) { (i, t) throws(FieldError) in list.append(try stringValue(t, key, type, i)) }
+            return .stringList(list)
+        case .int64List:
+            var list: [Int64] = []
+            try forEachElement(token, key, type) { (i, t) throws(FieldError) in list.append(try int64Value(t, key, type, i)) }
+            return .int64List(list)
+        case .doubleList:
+            var list: [Double] = []
+            try forEachElement(token, key, type) { (i, t) throws(FieldError) in list.append(try doubleValue(t, key, type, i)) }
+            return .doubleList(list)
+        case .timestampList:
+            var list: [Date] = []
+            try forEachElement(token, key, type) { (i, t) throws(FieldError) in list.append(try dateValue(t, key, type, i)) }
+            return .dateList(list)
+        case .bytesList:
+            var list: [Data] = []
+            try forEachElement(token, key, type) { (i, t) throws(FieldError) in list.append(try bytesValue(t, key, type, i)) }
+            return .bytesList(list)
+        case .referenceList:
+            var list: [Record.Reference] = []
+            try forEachElement(token, key, type) { (i, t) throws(FieldError) in list.append(try referenceValue(t, key, type, i, zone: zone)) }
+            return .referenceList(list)
+        case .locationList:
+            var list: [Location] = []
+            try forEachElement(token, key, type) { (i, t) throws(FieldError) in list.append(try locationValue(t, key, type, i)) }
+            return .locationList(list)
+        case .assetList:
+            var list: [Asset] = []
+            try forEachElement(token, key, type) { (i, t) throws(FieldError) in list.append(try assetValue(t, key, type, i, context: context)) }
+            return .assetList(list)
+        }
+    }
+
+    /// "field 'count': INT64 value" or "field 'tags': STRING_LIST element 2".
+    private func site(_ key: String, _ type: FieldType, _ index: Int) -> String {
+        index < 0 ? "field '\(key)': \(type.rawValue) value" : "field '\(key)': \(type.rawValue) element \(index + 1)"
+    }
+
+    /// A number as shown after the site: bare after "value", in parentheses after "element 2".
+    private func shown(_ t: Token, _ index: Int) -> String {
+        index < 0 ? numberText(t) : "(\(numberText(t)))"
+    }
+
+    private func fail(_ token: Token, _ key: String, _ type: FieldType, _ index: Int, _ text: String) -> FieldError {
+        FieldError(offset: token.start, message: "\(site(key, type, index)) \(text)")
+    }
+
+    // MARK: - Scalars
+
+    private func stringValue(_ t: Token, _ key: String, _ type: FieldType, _ i: Int) throws(FieldError) -> String {
+        guard t.kind == .string else { throw fail(t, key, type, i, "must be a string, not \(t.kindName)") }
+        return string(t)
+    }
+
+    private func int64Value(_ t: Token, _ key: String, _ type: FieldType, _ i: Int) throws(FieldError) -> Int64 {
+        switch t.kind {
+        case .number:
+            switch integer(t) {
+            case .value(let v): return v
+            case .notInteger: throw fail(t, key, type, i, "\(shown(t, i)) is not an integer")
+            case .outOfRange: throw fail(t, key, type, i, "\(shown(t, i)) is out of range for a 64-bit integer")
+            }
+        // CloudKit stores booleans as INT64 1 and 0.
+        case .trueLiteral: return 1
+        case .falseLiteral: return 0
+        default: throw fail(t, key, type, i, "must be an integer, not \(t.kindName)")
+        }
+    }
+
+    private func doubleValue(_ t: Token, _ key: String, _ type: FieldType, _ i: Int) throws(FieldError) -> Double {
+        guard t.kind == .number else { throw fail(t, key, type, i, "must be a number, not \(t.kindName)") }
+        guard let value = double(t) else { throw fail(t, key, type, i, "\(shown(t, i)) is too large for a double") }
+        return value
+    }
+
+    private func dateValue(_ t: Token, _ key: String, _ type: FieldType, _ i: Int) throws(FieldError) -> Date {
+        guard t.kind == .number else { throw fail(t, key, type, i, "must be a number of milliseconds since 1970, not \(t.kindName)") }
+        guard let value = timestamp(t) else { throw fail(t, key, type, i, "\(shown(t, i)) is out of range") }
+        return value
+    }
+
+    private func bytesValue(_ t: Token, _ key: String, _ type: FieldType, _ i: Int) throws(FieldError) -> Data {
+        guard t.kind == .string else { throw fail(t, key, type, i, "must be a base64 string, not \(t.kindName)") }
+        guard let data = base64(t) else { throw fail(t, key, type, i, "is not valid base64") }
+        return data
+    }
+
+    // MARK: - Objects
+
+    private func referenceValue(_ t: Token, _ key: String, _ type: FieldType, _ i: Int, zone: RecordZone.ID) throws(FieldError) -> Record.Reference {
+        var name = Token.none
+        var action = Record.ReferenceAction.none
+        var zoneName = Token.none, zoneOwner = Token.none
+        var zoneStart = -1
+        switch t.kind {
+        case .string:
+            name = t
+        case .object:
+            var seen: UInt32 = 0
+            try forEachMember(t) { (k, v) throws(FieldError) in
+                let bit: UInt32
+                if stringEquals(k, "recordName") {
+                    bit = 1
+                    guard v.kind == .string else { throw fail(v, key, type, i, "has a recordName that is \(v.kindName), not a string") }
+                    name = v
+                } else if stringEquals(k, "action") {
+                    bit = 2
+                    guard v.kind == .string else { throw fail(v, key, type, i, "has an action that is \(v.kindName), not a string") }
+                    // VALIDATE (CloudKit checks the target exists when saving) has no Stratus
+                    // equivalent beyond what every save checks, so it reads as .none.
+                    if stringEquals(v, "NONE") || stringEquals(v, "VALIDATE") {
+                        action = .none
+                    } else if stringEquals(v, "DELETE_SELF") {
+                        action = .deleteSelf
+                    } else {
+                        throw fail(v, key, type, i, "has the action '\(quoted(v))'; it must be NONE, DELETE_SELF or VALIDATE")
+                    }
+                } else if stringEquals(k, "zoneID") {
+                    bit = 4
+                    guard v.kind == .object else { throw fail(v, key, type, i, "has a zoneID that is \(v.kindName), not an object") }
+                    zoneStart = v.start
+                    var sub = JSONCursor(base: base, limit: v.end, isComplete: true, pos: v.start)
+                    do { try sub.scanZoneID(name: &zoneName, owner: &zoneOwner, in: "zoneID") } catch { throw unreadable(v) }
+                    if let problem = sub.problem { throw fail(v, key, type, i, "has a bad zoneID: \(problem.message)") }
+                } else {
+                    throw fail(k, key, type, i, "has an unknown key '\(quoted(k))'; a reference has recordName, action and zoneID")
+                }
+                if seen & bit != 0 { throw fail(k, key, type, i, "has the key '\(quoted(k))' twice") }
+                seen |= bit
+            }
+        default:
+            throw fail(t, key, type, i, "must be an object with a recordName, not \(t.kindName)")
+        }
+        guard name.isPresent else { throw fail(t, key, type, i, "has no recordName") }
+        let recordName = string(name)
+        if !Self.isPlainRecordName(name, base) {
+            do { try Naming.checkRecordName(recordName) } catch { throw fail(name, key, type, i, "names a bad record: \(error.message)") }
+        }
+        if zoneStart >= 0 {
+            let given = try zoneID(name: zoneName, owner: zoneOwner, at: zoneStart, what: "zoneID")
+            // A reference never leaves its record's zone; the same zone spelled with another
+            // owner name is still that zone, so the record's zone ID is used.
+            guard given.zoneName == zone.zoneName else {
+                throw fail(t, key, type, i, "points into zone '\(given.zoneName)', but references must stay in the record's zone '\(zone.zoneName)'")
+            }
+        }
+        return Record.Reference(recordID: Record.ID(recordName: recordName, zoneID: zone), action: action)
+    }
+
+    private func locationValue(_ t: Token, _ key: String, _ type: FieldType, _ i: Int) throws(FieldError) -> Location {
+        guard t.kind == .object else { throw fail(t, key, type, i, "must be an object with latitude and longitude, not \(t.kindName)") }
+        var location = Location(latitude: .nan, longitude: .nan)
+        var seen: UInt32 = 0
+        try forEachMember(t) { (k, v) throws(FieldError) in
+            let bit: UInt32
+            func number() throws(FieldError) -> Double {
+                guard v.kind == .number else { throw fail(v, key, type, i, "has '\(quoted(k))' as \(v.kindName), not a number") }
+                guard let d = double(v) else { throw fail(v, key, type, i, "has '\(quoted(k))' \(numberText(v)), which is too large") }
+                return d
+            }
+            if stringEquals(k, "latitude") { bit = 1; location.latitude = try number() }
+            else if stringEquals(k, "longitude") { bit = 2; location.longitude = try number() }
+            else if stringEquals(k, "altitude") { bit = 4; location.altitude = try number() }
+            else if stringEquals(k, "horizontalAccuracy") { bit = 8; location.horizontalAccuracy = try number() }
+            else if stringEquals(k, "verticalAccuracy") { bit = 16; location.verticalAccuracy = try number() }
+            else if stringEquals(k, "course") { bit = 32; location.course = try number() }
+            else if stringEquals(k, "speed") { bit = 64; location.speed = try number() }
+            else if stringEquals(k, "timestamp") {
+                bit = 128
+                guard v.kind == .number else { throw fail(v, key, type, i, "has a timestamp that is \(v.kindName), not a number") }
+                guard let date = timestamp(v) else { throw fail(v, key, type, i, "has a timestamp \(numberText(v)) out of range") }
+                location.timestamp = date
+            } else {
+                throw fail(k, key, type, i, "has an unknown key '\(quoted(k))'")
+            }
+            if seen & bit != 0 { throw fail(k, key, type, i, "has the key '\(quoted(k))' twice") }
+            seen |= bit
+        }
+        guard seen & 3 == 3 else { throw fail(t, key, type, i, "needs both latitude and longitude") }
+        return location
+    }
+
+    private func assetValue(_ t: Token, _ key: String, _ type: FieldType, _ i: Int, context: DecodeContext) throws(FieldError) -> Asset {
+        var location = Token.none
+        switch t.kind {
+        case .string:
+            location = t
+        case .object:
+            var seen: UInt32 = 0
+            try forEachMember(t) { (k, v) throws(FieldError) in
+                let bit: UInt32
+                if stringEquals(k, "downloadURL") {
+                    bit = 1
+                    guard v.kind == .string else { throw fail(v, key, type, i, "has a downloadURL that is \(v.kindName), not a string") }
+                    location = v
+                } else if stringEquals(k, "size") {
+                    // The store measures the file itself.
+                    bit = 2
+                    guard v.kind == .number else { throw fail(v, key, type, i, "has a size that is \(v.kindName), not a number") }
+                } else if stringEquals(k, "fileChecksum") { bit = 4 }
+                else if stringEquals(k, "referenceChecksum") { bit = 8 }
+                else if stringEquals(k, "wrappingKey") { bit = 16 }
+                else if stringEquals(k, "receipt") { bit = 32 }
+                else { throw fail(k, key, type, i, "has an unknown key '\(quoted(k))'") }
+                // Checksums, keys and receipts describe CloudKit's copy of the content; the
+                // file named by downloadURL is the content, and the store recomputes the rest.
+                if seen & bit != 0 { throw fail(k, key, type, i, "has the key '\(quoted(k))' twice") }
+                seen |= bit
+            }
+        default:
+            throw fail(t, key, type, i, "must be an object with a downloadURL, or a file path, not \(t.kindName)")
+        }
+        guard location.isPresent else { throw fail(t, key, type, i, "has no downloadURL") }
+        let text = string(location)
+        guard let url = Self.assetFileURL(text, directory: context.assetDirectory) else {
+            throw fail(location, key, type, i, "has the downloadURL '\(quoted(location))', which is not a local file; download the asset and give its path")
+        }
+        return Asset(fileURL: url)
+    }
+
+    /// A file URL for a `file:` URL or a path (relative ones against `directory`); nil for
+    /// anything else, such as CloudKit's `https` download URLs, which Stratus does not fetch.
+    static func assetFileURL(_ text: String, directory: URL?) -> URL? {
+        if text.isEmpty { return nil }
+        if text.hasPrefix("file:") {
+            guard let url = URL(string: text), url.isFileURL, !url.path.isEmpty else { return nil }
+            return URL(fileURLWithPath: url.path)
+        }
+        if text.contains("://") { return nil }
+        if text.hasPrefix("/") { return URL(fileURLWithPath: text) }
+        let base = directory?.path ?? FileManager.default.currentDirectoryPath
+        return URL(fileURLWithPath: base.hasSuffix("/") ? base + text : base + "/" + text)
+    }
+
+    // MARK: - Inference
+
+    /// The type of an untyped value: string → STRING, integer or boolean → INT64, number with
+    /// a fraction or exponent → DOUBLE, object with recordName → REFERENCE, with latitude →
+    /// LOCATION, with downloadURL → ASSETID, array → the list of its elements' type (INT64
+    /// and DOUBLE mixed → DOUBLE_LIST, empty → STRING_LIST). Nil for `null`.
+    func inferredType(_ token: Token, key: String) throws(FieldError) -> FieldType? {
+        switch token.kind {
+        case .null:
+            return nil
+        case .array:
+            var element: FieldType?
+            try forEachElement(token, key, .stringList) { (i, t) throws(FieldError) in
+                guard t.kind != .array && t.kind != .null, let type = try inferredType(t, key: key) else {
+                    throw FieldError(offset: t.start, message: "field '\(key)': element \(i + 1) is \(t.kindName); a list holds values of one type")
+                }
+                switch (element, type) {
+                case (nil, _): element = type
+                case (let e?, _) where e == type: break
+                case (.int64?, .double), (.double?, .int64): element = .double
+                case (let e?, _):
+                    throw FieldError(offset: t.start, message: "field '\(key)': element \(i + 1) is \(type.rawValue) but earlier ones are \(e.rawValue); give the field a type")
+                }
+            }
+            return (element ?? .string).listType
+        case .object:
+            var found: FieldType?
+            try forEachMember(token) { (k, _) throws(FieldError) in
+                if found != nil { return }
+                if stringEquals(k, "recordName") { found = .reference }
+                else if stringEquals(k, "latitude") { found = .location }
+                else if stringEquals(k, "downloadURL") { found = .asset }
+            }
+            guard let found else {
+                throw FieldError(offset: token.start, message: "field '\(key)': cannot tell the type of an object without recordName, latitude or downloadURL; give the field a type")
+            }
+            return found
+        default:
+            return try scalarType(token, key: key)
+        }
+    }
+
+    private func scalarType(_ token: Token, key: String) throws(FieldError) -> FieldType {
+        switch token.kind {
+        case .string: return .string
+        case .number: return token.flags & Token.isInteger != 0 ? .int64 : .double
+        case .trueLiteral, .falseLiteral: return .int64
+        default: throw FieldError(offset: token.start, message: "field '\(key)': cannot tell the type of \(token.kindName)")
+        }
+    }
+
+    // MARK: - Walking validated containers
+
+    private func unreadable(_ token: Token) -> FieldError {
+        FieldError(offset: token.start, message: "a value could not be read again")
+    }
+
+    /// Calls `body` for each member of an object that ``skipContainer()`` already checked.
+    func forEachMember(_ token: Token, _ body: (Token, Token) throws(FieldError) -> Void) throws(FieldError) {
+        var sub = JSONCursor(base: base, limit: token.end, isComplete: true, pos: token.start)
+        guard let nonEmpty = try? sub.openObject() else { throw unreadable(token) }
+        if !nonEmpty { return }
+        while true {
+            guard let key = try? sub.scanKey(), let value = try? sub.scanValue() else { throw unreadable(token) }
+            try body(key, value)
+            guard let more = try? sub.nextMember(close: UInt8(ascii: "}"), in: "an object") else { throw unreadable(token) }
+            if !more { return }
+        }
+    }
+
+    /// Calls `body` with the index and token of each element of a checked array.
+    private func forEachElement(_ token: Token, _ key: String, _ type: FieldType, _ body: (Int, Token) throws(FieldError) -> Void) throws(FieldError) {
+        guard token.kind == .array else {
+            throw FieldError(offset: token.start, message: "field '\(key)': \(type.rawValue) value must be an array, not \(token.kindName)")
+        }
+        var sub = JSONCursor(base: base, limit: token.end, isComplete: true, pos: token.start + 1)
+        guard let first = try? sub.peek() else { throw unreadable(token) }
+        if first == UInt8(ascii: "]") { return }
+        var index = 0
+        while true {
+            guard let element = try? sub.scanValue() else { throw unreadable(token) }
+            try body(index, element)
+            index += 1
+            guard let more = try? sub.nextMember(close: UInt8(ascii: "]"), in: "an array") else { throw unreadable(token) }
+            if !more { return }
+        }
+    }
+}

@@ -1,0 +1,48 @@
+import Foundation
+import Stratus
+
+/// How a ``RecordReader`` reads its input: the format, the zone and types to assume, limits.
+///
+/// ```swift
+/// var options = RecordReadOptions()
+/// options.zoneID = RecordZone.ID(zoneName: "Photos")
+/// options.csvRecordType = "Photo"
+/// options.csvTypes = ["taken": .timestamp, "size": .int64]
+/// let reader = try RecordReader(fileHandle: handle, options: options)
+/// ```
+public struct RecordReadOptions: Sendable {
+    /// The input format, or `nil` to detect it from the first bytes: `[` is a JSON array, `{`
+    /// whose first key is an envelope key (`records`, `zones`, `operations`, `atomic`,
+    /// `continuationMarker`, `syncToken`, `moreComing`) is an envelope, a `{` alone on its line
+    /// starts a pretty-printed JSON document, anything else is NDJSON. CSV is never detected.
+    public var format: RecordFormat?
+    /// The zone of records whose input names none.
+    public var zoneID: RecordZone.ID = .default
+    /// Schemas by record type; they type the values that carry no `"type"`.
+    public var schemas: [String: RecordTypeSchema] = [:]
+    /// CSV: the record type of every row when there is no `recordType` column.
+    public var csvRecordType: String?
+    /// CSV: column types by field name, for columns whose header is a plain `name`.
+    public var csvTypes: [String: FieldType] = [:]
+    /// What to do with values CloudKit marks as encrypted (`ENCRYPTED_BYTES`, `"isEncrypted": true`).
+    public var encryptedFields: EncryptedFieldHandling = .reject
+    /// The directory that relative asset paths are resolved against; `nil` means the current one.
+    public var assetDirectory: URL?
+    /// The largest record (or NDJSON line, or CSV row) accepted, in bytes; larger ones are
+    /// rejected so that memory stays bounded whatever the input.
+    public var maximumRecordSize = 16 << 20
+    /// How many bytes each read asks for.
+    public var readChunkSize = 256 << 10
+
+    public init() {}
+
+    /// The choice for encrypted values: Stratus has no encrypted field type, so it either
+    /// refuses them or keeps their content as plain values.
+    public enum EncryptedFieldHandling: Sendable {
+        /// Reject the record, naming the field: nothing is imported that would come back different.
+        case reject
+        /// Keep the content: `ENCRYPTED_BYTES` becomes `BYTES`, and `isEncrypted` is dropped from
+        /// other types. Exports then show the plain type.
+        case keepAsPlain
+    }
+}

@@ -1,0 +1,368 @@
+import Foundation
+import Stratus
+
+/// The columns of a CSV file, from its header row.
+///
+/// Special columns carry the record's identity and system fields under their CloudKit names
+/// (which are reserved, so no field can clash with them): `recordName`, `recordType`,
+/// `recordChangeTag`, `creationDate`, `creatorUserRecordID`, `modificationDate`,
+/// `lastModifiedUserRecordID`. Every other column is a field, `name` or `name:TYPE`.
+struct CSVLayout {
+    enum Column: Equatable {
+        case recordName, recordType, changeTag, creationDate, creator, modificationDate, modifier
+        case field(String, FieldType?)
+
+        static let special: [String: Column] = [
+            "recordName": .recordName, "recordType": .recordType, "recordChangeTag": .changeTag,
+            "creationDate": .creationDate, "creatorUserRecordID": .creator,
+            "modificationDate": .modificationDate, "lastModifiedUserRecordID": .modifier,
+        ]
+    }
+
+    var columns: [Column]
+    var cells: [CSVCell] = []
+    var scratch: [UInt8] = []
+}
+
+/// One cell of a scanned row: its bytes without the surrounding quotes.
+struct CSVCell {
+    var start: Int
+    var end: Int
+    var quoted: Bool
+    var hasDoubledQuotes: Bool
+}
+
+extension RecordReader {
+    // MARK: - Rows
+
+    /// Scans one RFC 4180 row at `c.pos` into `cells`; leaves `c.pos` after its line break.
+    /// Quoted cells may hold commas, line breaks and doubled quotes; stray quotes are noted.
+    static func scanRow(_ c: inout JSONCursor, into cells: inout [CSVCell]) throws(ScanFailure) {
+        cells.removeAll(keepingCapacity: true)
+        let base = c.base, limit = c.limit
+        var i = c.pos
+        while true {
+            if i < limit && base[i] == UInt8(ascii: "\"") {
+                let open = i
+                i += 1
+                var doubled = false
+                while true {
+                    guard i < limit, let hit = memchr(base + i, 0x22, limit - i) else {
+                        if c.isComplete { throw c.syntax(open, "a quoted cell is not closed before the end of input") }
+                        throw .needMore
+                    }
+                    let quote = UnsafePointer<UInt8>(hit.assumingMemoryBound(to: UInt8.self)) - base
+                    if quote + 1 == limit && !c.isComplete { throw .needMore }
+                    if quote + 1 < limit && base[quote + 1] == UInt8(ascii: "\"") {
+                        doubled = true
+                        i = quote + 2
+                        continue
+                    }
+                    cells.append(CSVCell(start: open + 1, end: quote, quoted: true, hasDoubledQuotes: doubled))
+                    i = quote + 1
+                    break
+                }
+                if i < limit && base[i] != UInt8(ascii: ",") && base[i] != 0x0A && base[i] != 0x0D {
+                    c.note(i, "unexpected \(JSONCursor.describe(base[i])) after a closing quote; a quote inside a quoted cell is written twice")
+                    while i < limit && base[i] != UInt8(ascii: ",") && base[i] != 0x0A && base[i] != 0x0D { i += 1 }
+                }
+            } else {
+                let start = i
+                while i < limit {
+                    let b = base[i]
+                    if b == UInt8(ascii: ",") || b == 0x0A || b == 0x0D { break }
+                    if b == UInt8(ascii: "\"") { c.note(i, "a quote inside an unquoted cell; quote the whole cell and double the quote") }
+                    i += 1
+                }
+                cells.append(CSVCell(start: start, end: i, quoted: false, hasDoubledQuotes: false))
+            }
+            if i >= limit {
+                if !c.isComplete { throw .needMore }
+                c.pos = i
+                return
+            }
+            let b = base[i]
+            if b == UInt8(ascii: ",") {
+                i += 1
+                continue
+            }
+            if b == 0x0D {
+                if i + 1 == limit && !c.isComplete { throw .needMore }
+                i += (i + 1 < limit && base[i + 1] == 0x0A) ? 2 : 1
+            } else {
+                i += 1
+            }
+            c.pos = i
+            return
+        }
+    }
+
+    /// Calls `body` with a cell's bytes, with doubled quotes undone.
+    private func withCellBytes<R>(_ cell: CSVCell, _ scratch: inout [UInt8], _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+        let base = input.storage
+        guard cell.hasDoubledQuotes else { return body(UnsafeBufferPointer(start: base + cell.start, count: cell.end - cell.start)) }
+        scratch.removeAll(keepingCapacity: true)
+        var i = cell.start
+        while i < cell.end {
+            scratch.append(base[i])
+            i += base[i] == UInt8(ascii: "\"") ? 2 : 1
+        }
+        return scratch.withUnsafeBufferPointer(body)
+    }
+
+    private static func isBlankRow(_ cells: [CSVCell]) -> Bool {
+        cells.count == 1 && !cells[0].quoted && cells[0].start == cells[0].end
+    }
+
+    // MARK: - Header
+
+    func readCSVHeader() throws {
+        var cells: [CSVCell] = []
+        var rowStart = 0
+        repeat {
+            if input.available == 0 {
+                guard try input.fill() else { return }
+            }
+            rowStart = try withCursor { (c) throws(ScanFailure) -> Int in
+                let start = c.pos
+                try Self.scanRow(&c, into: &cells)
+                if let problem = c.problem { throw c.syntax(problem.offset, problem.message) }
+                return start
+            }
+        } while Self.isBlankRow(cells)
+        var scratch: [UInt8] = []
+        var columns: [CSVLayout.Column] = []
+        var names: Set<String> = []
+        for cell in cells {
+            let fail = { (message: String) -> StratusError in self.fatal(at: cell.start, "CSV header: \(message)") }
+            guard let text = withCellBytes(cell, &scratch, { String(validating: $0, as: UTF8.self) }) else {
+                throw fail("a column name is not valid UTF-8")
+            }
+            let header = text.trimmingCharacters(in: .whitespaces)
+            if let special = CSVLayout.Column.special[header] {
+                guard !columns.contains(special) else { throw fail("the column '\(header)' appears twice") }
+                columns.append(special)
+                continue
+            }
+            var name = header
+            var type: FieldType?
+            if let colon = header.lastIndex(of: ":") {
+                name = String(header[..<colon])
+                let typeText = String(header[header.index(after: colon)...])
+                switch FieldType.named(typeText) {
+                case .known(let known): type = known
+                case .encrypted(let plain):
+                    guard options.encryptedFields == .keepAsPlain else {
+                        throw fail("the column '\(header)' has type \(typeText), which Stratus cannot keep encrypted")
+                    }
+                    type = plain
+                case .unknownList: throw fail("the column '\(header)' has type UNKNOWN_LIST; give the list's type")
+                case .unknown: throw fail("the column '\(header)' names the type '\(typeText)', which this version does not know")
+                }
+            }
+            do { try Naming.checkFieldKey(name) } catch { throw fail(error.message) }
+            if let given = options.csvTypes[name] {
+                if let type, type != given {
+                    throw fail("the column '\(header)' is \(type.rawValue), but the types given for it say \(given.rawValue)")
+                }
+                type = given
+            }
+            guard names.insert(name).inserted else { throw fail("the field '\(name)' has two columns") }
+            columns.append(.field(name, type))
+        }
+        let at = rowStart
+        guard columns.contains(.recordName) else { throw fatal(at: at, "CSV header: there is no recordName column") }
+        if !columns.contains(.recordType) {
+            guard let type = options.csvRecordType else {
+                throw fatal(at: at, "CSV header: there is no recordType column, and no record type was given for the rows")
+            }
+            do { try Naming.checkIdentifier(type, kind: "record type") } catch { throw fatal(at: at, error.message) }
+        }
+        csv = CSVLayout(columns: columns)
+    }
+
+    // MARK: - Records
+
+    func nextRow() throws -> RecordReadResult? {
+        guard var layout = csv else { return nil }
+        defer { csv = layout }
+        while true {
+            guard try peekAny() != nil else { return nil }
+            // Indices are only valid after the last read, so the row's start comes from the cursor.
+            let (rowStart, outcome) = try withCursor { (c) throws(ScanFailure) -> (Int, Problem?) in
+                let start = c.pos
+                do throws(ScanFailure) {
+                    try Self.scanRow(&c, into: &layout.cells)
+                    return (start, c.problem)
+                } catch {
+                    guard case .syntax(let offset, let message) = error else { throw error }
+                    // Only an unclosed quote at the end of the input gets here: reject the
+                    // rest of the input as one row.
+                    c.pos = c.limit
+                    layout.cells.removeAll()
+                    return (start, Problem(offset: offset, message: message))
+                }
+            }
+            if outcome == nil && Self.isBlankRow(layout.cells) { continue }
+            input.count(upTo: input.baseOffset + rowStart)
+            let line = input.position(of: input.baseOffset + rowStart).line
+            if let problem = outcome { return rejected(at: problem.offset, nil, problem.message) }
+            return rowRecord(&layout, line: line, rowStart: rowStart)
+        }
+    }
+
+    private func peekAny() throws -> UInt8? {
+        if input.available > 0 { return input.storage[input.start] }
+        guard try input.fill() else { return nil }
+        return input.storage[input.start]
+    }
+
+    private func rejected(at index: Int, _ name: String?, _ message: String) -> RecordReadResult {
+        let (line, column) = input.position(of: input.baseOffset + index)
+        return .rejected(RecordInputError(line: line, column: column, recordName: name, message: message))
+    }
+
+    private func rowRecord(_ layout: inout CSVLayout, line: Int, rowStart: Int) -> RecordReadResult {
+        let cells = layout.cells
+        guard cells.count == layout.columns.count else {
+            return rejected(at: rowStart, nil, "the row has \(cells.count) cells, but the header has \(layout.columns.count) columns")
+        }
+        var scratch = layout.scratch
+        defer { layout.scratch = scratch }
+        func text(_ cell: CSVCell) -> String? {
+            withCellBytes(cell, &scratch) { String(validating: $0, as: UTF8.self) }
+        }
+        var name: String?
+        var recordType = options.csvRecordType
+        var system = Record.SystemFields()
+        // Identity first: field types may depend on the record type.
+        for (index, column) in layout.columns.enumerated() {
+            let cell = cells[index]
+            let empty = cell.start == cell.end
+            switch column {
+            case .recordName:
+                guard !empty, let value = text(cell) else { return rejected(at: cell.start, nil, "the row has no recordName") }
+                name = value
+            case .recordType:
+                guard !empty, let value = text(cell) else { return rejected(at: cell.start, name, "the row has no recordType") }
+                recordType = value
+            default: break
+            }
+        }
+        guard let name else { return rejected(at: rowStart, nil, "the row has no recordName") }
+        do { try Naming.checkRecordName(name) } catch { return rejected(at: rowStart, nil, error.message) }
+        guard let recordType else { return rejected(at: rowStart, name, "the row has no recordType") }
+        do { try Naming.checkIdentifier(recordType, kind: "record type") } catch { return rejected(at: rowStart, name, error.message) }
+        let schema = context.schemaTypes[recordType]
+        var values: [String: FieldValue] = [:]
+        var order: [(String, FieldValue?)] = []
+        for (index, column) in layout.columns.enumerated() {
+            let cell = cells[index]
+            let empty = cell.start == cell.end
+            do throws(FieldError) {
+                switch column {
+                case .recordName, .recordType:
+                    break
+                case .changeTag:
+                    if !empty { system.recordChangeTag = try cellText(cell, &scratch, "recordChangeTag") }
+                case .creator:
+                    if !empty { system.creatorUserRecordID = Record.ID(recordName: try cellText(cell, &scratch, "creatorUserRecordID")) }
+                case .modifier:
+                    if !empty { system.lastModifiedUserRecordID = Record.ID(recordName: try cellText(cell, &scratch, "lastModifiedUserRecordID")) }
+                case .creationDate:
+                    if !empty, case .date(let d)? = try cellValue(cell, &scratch, as: .timestamp, key: "creationDate", zone: options.zoneID) { system.creationDate = d }
+                case .modificationDate:
+                    if !empty, case .date(let d)? = try cellValue(cell, &scratch, as: .timestamp, key: "modificationDate", zone: options.zoneID) { system.modificationDate = d }
+                case .field(let key, let declared):
+                    let type = declared ?? schema?[key] ?? .string
+                    // An empty cell has no value: the field is removed. Only a quoted empty
+                    // cell ("") of a STRING or BYTES column is the empty string or bytes.
+                    var value: FieldValue?
+                    if !empty {
+                        value = try cellValue(cell, &scratch, as: type, key: key, zone: options.zoneID)
+                    } else if cell.quoted && type == .string {
+                        value = .string("")
+                    } else if cell.quoted && type == .bytes {
+                        value = .bytes(Data())
+                    }
+                    if let value { values[key] = value }
+                    order.append((key, value))
+                }
+            } catch {
+                return rejected(at: cell.start - (cell.quoted ? 1 : 0), name, error.message)
+            }
+        }
+        let record = Record(recordType: recordType, recordID: Record.ID(recordName: name, zoneID: options.zoneID), systemFields: system, fields: values)
+        for (key, value) in order { record.setValue(value, forKey: key) }
+        return .record(record, line: line)
+    }
+
+    private func cellText(_ cell: CSVCell, _ scratch: inout [UInt8], _ column: String) throws(FieldError) -> String {
+        guard let text = withCellBytes(cell, &scratch, { String(validating: $0, as: UTF8.self) }) else {
+            throw FieldError(offset: cell.start, message: "the \(column) cell is not valid UTF-8")
+        }
+        return text
+    }
+
+    /// Converts a cell: STRING cells are their text; references, assets and locations may be
+    /// plain text (a record name, a path, `lat,lon`) or JSON; everything else is JSON text
+    /// (numbers, base64 in a bare cell, lists as JSON arrays).
+    private func cellValue(_ cell: CSVCell, _ scratch: inout [UInt8], as type: FieldType, key: String, zone: RecordZone.ID) throws(FieldError) -> FieldValue? {
+        let context = self.context
+        let result: Result<FieldValue?, FieldError> = withCellBytes(cell, &scratch) { bytes in
+            guard let base = bytes.baseAddress, bytes.count > 0 else { return .success(nil) }
+            func plain() -> String? { String(validating: bytes, as: UTF8.self) }
+            func invalid(_ what: String) -> FieldError {
+                FieldError(offset: cell.start, message: "field '\(key)': \(type.rawValue) cell \(what)")
+            }
+            // Surrounding spaces mean nothing in numbers and JSON.
+            var first = 0, last = bytes.count
+            while first < last && (bytes[first] == 0x20 || bytes[first] == 0x09) { first += 1 }
+            while last > first && (bytes[last - 1] == 0x20 || bytes[last - 1] == 0x09) { last -= 1 }
+            let startsJSON = first < last && (bytes[first] == UInt8(ascii: "{") || bytes[first] == UInt8(ascii: "["))
+            switch type {
+            case .string:
+                guard let text = plain() else { return .failure(invalid("is not valid UTF-8")) }
+                return .success(.string(text))
+            case .bytes:
+                guard let data = Base64.decode(UnsafeBufferPointer(rebasing: bytes[first..<last])) else { return .failure(invalid("is not valid base64")) }
+                return .success(.bytes(data))
+            case .reference where !startsJSON:
+                guard let text = plain() else { return .failure(invalid("is not valid UTF-8")) }
+                do throws(StratusError) { try Naming.checkRecordName(text) } catch { return .failure(invalid("names a bad record: \(error.message)")) }
+                return .success(.reference(Record.Reference(recordID: Record.ID(recordName: text, zoneID: zone), action: .none)))
+            case .asset where !startsJSON:
+                guard let text = plain() else { return .failure(invalid("is not valid UTF-8")) }
+                guard let url = JSONCursor.assetFileURL(text, directory: context.assetDirectory) else {
+                    return .failure(invalid("'\(text.prefix(60))' is not a local file; download the asset and give its path"))
+                }
+                return .success(.asset(Asset(fileURL: url)))
+            case .location where !startsJSON:
+                let parts = (plain() ?? "").split(separator: ",").map { Double($0.trimmingCharacters(in: .whitespaces)) }
+                guard parts.count == 2, let latitude = parts[0], let longitude = parts[1], latitude.isFinite, longitude.isFinite else {
+                    return .failure(invalid("must be 'latitude,longitude' or a JSON object"))
+                }
+                return .success(.location(Location(latitude: latitude, longitude: longitude)))
+            default:
+                var c = JSONCursor(base: base, limit: last, isComplete: true, endName: "end of the cell", pos: first)
+                let token: Token
+                do throws(ScanFailure) {
+                    token = try c.scanValue()
+                } catch {
+                    if case .syntax(_, let message) = error { return .failure(invalid("is not valid: \(message)")) }
+                    return .failure(invalid("is not valid"))
+                }
+                if let problem = c.problem { return .failure(invalid("is not valid: \(problem.message)")) }
+                c.skipSpace()
+                if c.pos < last { return .failure(invalid("has unexpected text after the value")) }
+                if token.kind == .null { return .success(nil) }
+                do throws(FieldError) {
+                    return .success(try c.value(token, as: type, key: key, zone: zone, context: context))
+                } catch {
+                    return .failure(FieldError(offset: cell.start, message: error.message))
+                }
+            }
+        }
+        return try result.get()
+    }
+}

@@ -1,0 +1,269 @@
+import Foundation
+import Stratus
+
+/// An open container in a JSON array or envelope being streamed.
+struct Frame {
+    enum Kind {
+        /// An array of records: the top level of `.json`, or `records` in an envelope or zone.
+        case records
+        /// `zones` of a `changes/zone` answer: objects with a zoneID and records.
+        case zones
+        /// `operations` of a `records/modify` request.
+        case operations
+        /// The envelope object.
+        case envelope
+        /// One entry of `zones`.
+        case zone
+    }
+
+    enum State {
+        /// Just opened: the first item or the closing bracket comes next.
+        case open
+        /// An item comes next.
+        case item
+        /// A comma or the closing bracket comes next.
+        case afterItem
+    }
+
+    var kind: Kind
+    var state = State.open
+    /// The zone of records inside that name none.
+    var zoneID: RecordZone.ID?
+
+    var close: UInt8 { kind == .envelope || kind == .zone ? UInt8(ascii: "}") : UInt8(ascii: "]") }
+
+    var name: String {
+        switch kind {
+        case .records: "the array of records"
+        case .zones: "'zones'"
+        case .operations: "'operations'"
+        case .envelope: "the envelope"
+        case .zone: "a zone entry"
+        }
+    }
+}
+
+/// What one envelope member turned out to be.
+private enum Member {
+    case open(Frame.Kind)
+    case continuationMarker(String?)
+    case syncToken(String?)
+    case zone(RecordZone.ID)
+    case skipped
+}
+
+extension RecordReader {
+    var currentZone: RecordZone.ID {
+        for frame in frames.reversed() { if let zone = frame.zoneID { return zone } }
+        return options.zoneID
+    }
+
+    func nextInDocument() throws -> RecordReadResult? {
+        while true {
+            guard let top = frames.last else {
+                guard let b = try peekSignificant() else { return nil }
+                if b == UInt8(ascii: "[") {
+                    input.start += 1
+                    frames.append(Frame(kind: .records))
+                    continue
+                }
+                guard b == UInt8(ascii: "{") else {
+                    throw fatal(at: input.start, "expected a record, an array of records or an envelope, found \(JSONCursor.describe(b))")
+                }
+                if try startsEnvelope() {
+                    input.start += 1
+                    frames.append(Frame(kind: .envelope, zoneID: lookAheadForZoneID()))
+                    continue
+                }
+                return try recordUnit()
+            }
+            let last = frames.count - 1
+            switch top.state {
+            case .open, .afterItem:
+                guard let b = try peekSignificant() else {
+                    throw fatal(at: input.end, "the input ends inside \(top.name)")
+                }
+                if b == top.close {
+                    input.start += 1
+                    frames.removeLast()
+                    continue
+                }
+                if top.state == .afterItem {
+                    guard b == UInt8(ascii: ",") else {
+                        throw fatal(at: input.start, "expected ',' or '\(Character(Unicode.Scalar(top.close)))' in \(top.name), found \(JSONCursor.describe(b))")
+                    }
+                    input.start += 1
+                }
+                frames[last].state = .item
+            case .item:
+                frames[last].state = .afterItem
+                switch top.kind {
+                case .records:
+                    return try recordUnit()
+                case .operations:
+                    return try operationUnit()
+                case .zones:
+                    guard let b = try peekSignificant() else { throw fatal(at: input.end, "the input ends inside 'zones'") }
+                    guard b == UInt8(ascii: "{") else {
+                        throw fatal(at: input.start, "an entry of 'zones' must be an object, found \(JSONCursor.describe(b))")
+                    }
+                    input.start += 1
+                    frames.append(Frame(kind: .zone))
+                case .envelope, .zone:
+                    try readMember(of: top.kind, frame: last)
+                }
+            }
+        }
+    }
+
+    /// Whether the object at `input.start` is an envelope rather than a record.
+    private func startsEnvelope() throws -> Bool {
+        let start = input.start
+        let isEnvelope = try withCursor(depth: 0) { (c) throws(ScanFailure) -> Bool in
+            guard try c.openObject() else { return false }
+            var key = try c.scanKey()
+            if c.stringEquals(key, "zoneID") {
+                _ = try c.scanValue()
+                guard try c.nextMember(close: UInt8(ascii: "}"), in: "an object") else { return false }
+                key = try c.scanKey()
+            }
+            return Self.isEnvelopeKey(key, c)
+        }
+        input.start = start
+        return isEnvelope
+    }
+
+    /// A `records/modify` request may put its zoneID after the operations. When the whole
+    /// envelope is already buffered (requests are small), find it first; otherwise the zone
+    /// applies from where it appears.
+    private func lookAheadForZoneID() -> RecordZone.ID? {
+        var c = JSONCursor(base: input.storage, limit: input.end, isComplete: input.isEOF, pos: input.start - 1)
+        do throws(ScanFailure) {
+            guard try c.openObject() else { return nil }
+            repeat {
+                let key = try c.scanKey()
+                if c.stringEquals(key, "zoneID") {
+                    let start = c.pos
+                    var name = Token.none, owner = Token.none
+                    try c.scanZoneID(name: &name, owner: &owner, in: "zoneID")
+                    guard c.problem == nil else { return nil }
+                    return try? c.zoneID(name: name, owner: owner, at: start, what: "zoneID")
+                }
+                _ = try c.scanValue()
+            } while try c.nextMember(close: UInt8(ascii: "}"), in: "the envelope")
+        } catch {
+            return nil
+        }
+        return nil
+    }
+
+    private func readMember(of kind: Frame.Kind, frame index: Int) throws {
+        let where_ = kind == .envelope ? "the envelope" : "a zone entry"
+        let member = try withCursor(depth: frames.count) { (c) throws(ScanFailure) -> Member in
+            let key = try c.scanKey()
+            if c.stringEquals(key, "records") || (kind == .envelope && (c.stringEquals(key, "zones") || c.stringEquals(key, "operations"))) {
+                let b = try c.peek()
+                guard b == UInt8(ascii: "[") else {
+                    throw c.syntax(c.pos, "'\(c.quoted(key))' in \(where_) must be an array, found \(JSONCursor.describe(b))")
+                }
+                c.pos += 1
+                if c.stringEquals(key, "records") { return .open(.records) }
+                return .open(c.stringEquals(key, "zones") ? .zones : .operations)
+            }
+            if c.stringEquals(key, "continuationMarker") || c.stringEquals(key, "syncToken") {
+                let value = try c.scanValue()
+                if let problem = c.problem { throw c.syntax(problem.offset, problem.message) }
+                let text: String?
+                switch value.kind {
+                case .string: text = c.string(value)
+                case .null: text = nil
+                default: throw c.syntax(value.start, "'\(c.quoted(key))' must be a string, not \(value.kindName)")
+                }
+                return c.stringEquals(key, "syncToken") ? .syncToken(text) : .continuationMarker(text)
+            }
+            if c.stringEquals(key, "zoneID") {
+                let start = c.pos
+                var name = Token.none, owner = Token.none
+                try c.scanZoneID(name: &name, owner: &owner, in: "zoneID")
+                if let problem = c.problem { throw c.syntax(problem.offset, problem.message) }
+                do throws(FieldError) {
+                    return .zone(try c.zoneID(name: name, owner: owner, at: start, what: "zoneID"))
+                } catch {
+                    throw c.syntax(error.offset, "the zoneID of \(where_) is not valid: \(error.message)")
+                }
+            }
+            // Request and paging details (syncToken aside) shape CloudKit's answer, not the records.
+            _ = try c.scanValue()
+            if let problem = c.problem { throw c.syntax(problem.offset, "'\(c.quoted(key))' in \(where_) holds invalid JSON: \(problem.message)") }
+            return .skipped
+        }
+        switch member {
+        case .open(let child):
+            frames.append(Frame(kind: child))
+        case .continuationMarker(let text):
+            continuationMarker = text
+        case .syncToken(let text):
+            syncToken = text
+        case .zone(let zone):
+            frames[index].zoneID = zone
+        case .skipped:
+            break
+        }
+    }
+
+    /// Reads one element of a records array.
+    private func recordUnit() throws -> RecordReadResult {
+        let zone = currentZone
+        let (decoded, recordStart) = try withCursor(depth: frames.count) { (c) throws(ScanFailure) -> (DecodedRecord, Int) in
+            let b = try c.peek()
+            let start = c.pos
+            guard b == UInt8(ascii: "{") else {
+                let value = try c.scanValue()
+                return (.rejected(offset: start, recordName: nil, message: "expected a record object, found \(value.kindName)"), start)
+            }
+            try c.scanRecord(&scan)
+            return (c.materialize(scan, zone: zone, context: context), start)
+        }
+        return result(decoded, recordStart: recordStart)
+    }
+
+    /// Reads one operation of a `records/modify` request.
+    private func operationUnit() throws -> RecordReadResult {
+        let zone = currentZone
+        let depth = frames.count
+        let (decoded, recordStart) = try withCursor(depth: depth) { (c) throws(ScanFailure) -> (DecodedRecord, Int) in
+            let b = try c.peek()
+            let start = c.pos
+            guard b == UInt8(ascii: "{") else {
+                let value = try c.scanValue()
+                return (.rejected(offset: start, recordName: nil, message: "expected an operation object, found \(value.kindName)"), start)
+            }
+            let (type, recordOffset) = try c.scanOperation()
+            if let problem = c.problem { return (.rejected(offset: problem.offset, recordName: nil, message: problem.message), start) }
+            guard recordOffset >= 0 else { return (.rejected(offset: start, recordName: nil, message: "the operation has no record"), start) }
+            var sub = JSONCursor(base: c.base, limit: c.pos, isComplete: true, pos: recordOffset, depth: depth + 1)
+            try sub.scanRecord(&scan)
+            let name: String? = scan.recordName.isPresent ? sub.string(scan.recordName) : nil
+            guard type.isPresent else {
+                return (.rejected(offset: start, recordName: name, message: "the operation has no operationType"), recordOffset)
+            }
+            let operation = c.string(type)
+            switch operation {
+            case "create", "update", "forceUpdate", "replace", "forceReplace":
+                return (sub.materialize(scan, zone: zone, context: context), recordOffset)
+            case "delete", "forceDelete":
+                return (.rejected(offset: type.start, recordName: name, message: "the operation '\(operation)' deletes the record; importing saves records and never deletes them"), recordOffset)
+            default:
+                return (.rejected(offset: type.start, recordName: name, message: "unknown operationType '\(c.quoted(type))'"), recordOffset)
+            }
+        }
+        return result(decoded, recordStart: recordStart)
+    }
+
+    /// Turns offsets (valid until the next read) into lines and columns.
+    private func result(_ decoded: DecodedRecord, recordStart: Int) -> RecordReadResult {
+        input.count(upTo: input.baseOffset + recordStart)
+        let line = input.position(of: input.baseOffset + recordStart).line
+        return readResult(decoded, line: line) { self.input.position(of: self.input.baseOffset + $0) }
+    }
+}

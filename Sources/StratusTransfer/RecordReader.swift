@@ -1,0 +1,333 @@
+import Foundation
+import Stratus
+
+/// Reads records from CloudKit Web Services record JSON (NDJSON, a JSON array, a response
+/// envelope) or CSV, streaming: memory stays bounded by the largest single record.
+///
+/// ```swift
+/// let reader = try RecordReader(fileHandle: .standardInput, options: RecordReadOptions())
+/// while let item = try reader.next() {
+///     switch item {
+///     case .record(let record, _): batch.append(record)
+///     case .rejected(let error): print(error)        // line 7, column 12: record 'a': …
+///     }
+/// }
+/// ```
+///
+/// The record JSON is `{"recordName", "recordType", "fields": {"title": {"value": …, "type":
+/// "STRING"}}, "recordChangeTag", "created": {"timestamp", "userRecordName"}, "modified": {…},
+/// "zoneID": {"zoneName", "ownerRecordName"}}`, with timestamps in milliseconds since 1970
+/// (integer or with a fraction), bytes in base64, references as `{"recordName", "action",
+/// "zoneID"?}`, locations as `{"latitude", "longitude", "altitude", "horizontalAccuracy",
+/// "verticalAccuracy", "course", "speed", "timestamp"}`, and assets as `{"downloadURL", "size",
+/// "fileChecksum"}` whose `downloadURL` is a `file:` URL or a path (it becomes
+/// `Asset(fileURL:)`; relative paths resolve against ``RecordReadOptions/assetDirectory``).
+///
+/// **Types.** A value without `"type"` is typed by the schema in the options, else inferred:
+/// string → STRING, integer → INT64, `true`/`false` → INT64 1/0, number with a fraction or
+/// exponent → DOUBLE, object with `recordName` → REFERENCE, with `latitude` → LOCATION, with
+/// `downloadURL` → ASSETID, array → the list of its elements' type (INT64 and DOUBLE mixed →
+/// DOUBLE_LIST, empty → STRING_LIST). `ASSET` is read as ASSETID. `"value": null` removes the
+/// field: it is listed in ``Record/changedKeys()`` without a value.
+///
+/// **What this version does not keep** is rejected with a message naming it, never dropped:
+/// - an unknown top-level key, field key or type name rejects the record;
+/// - `ENCRYPTED_BYTES` fields and fields marked `"isEncrypted": true` reject the record,
+///   unless ``RecordReadOptions/encryptedFields`` is `.keepAsPlain` (then they import as
+///   plain BYTES or their own type);
+/// - non-empty `pluginFields` reject the record;
+/// - `"deleted": true` (a tombstone in a changes feed), a `delete`/`forceDelete` operation and
+///   an error result (`serverErrorCode`, `reason`) are rejected: importing never deletes.
+///
+/// Understood and not kept, because they carry no record data: `"deleted": false`, empty
+/// `pluginFields`, `zoneType` in a zone ID (the zone implies it), `deviceID` in
+/// `created`/`modified`, `expirationTime` (CloudKit's purge time for a soft-deleted record;
+/// Stratus does not expire records), and an asset's `size`, `fileChecksum`,
+/// `referenceChecksum`, `wrappingKey` and `receipt` (the store measures the file itself).
+/// The reference action `VALIDATE` reads as `.none`: Stratus has only NONE and DELETE_SELF.
+///
+/// **Names.** Record names with a leading `_`, which CloudKit reserves for the system, are
+/// rejected each with the reason ``Naming/checkRecordName(_:allowSystemNames:)`` gives, as are
+/// other bad names, record types, field keys and zone names. User record names in
+/// `created`/`modified` (CloudKit writes them as `_…`) are kept. A reference into another zone
+/// than its record's is rejected, as a save would reject it.
+///
+/// **Errors.** Each bad item — invalid UTF-8, a bad number (leading zeros, `NaN`, an INT64
+/// beyond 64 bits), a duplicate key, a value of the wrong kind, a missing recordName or
+/// recordType, nesting deeper than 64 levels — comes back as ``RecordReadResult/rejected(_:)``
+/// with its line and column, and reading goes on: in NDJSON with the next line, in arrays and
+/// envelopes with the next element when the bad one is still well delimited. Text that
+/// cannot be resynchronized (broken array syntax, an unclosed string in an array) throws.
+///
+/// **Envelopes.** Besides `{"records": […], "continuationMarker": …}` the reader takes
+/// `changes/zone` answers (`{"zones": [{"zoneID", "records": […]}]}`, each zone's records in
+/// that zone) and `records/modify` requests (`{"operations": [{"operationType", "record"}],
+/// "zoneID"}`); an envelope's `zoneID` is the zone of records that name none. Other envelope
+/// keys (`syncToken`, `moreComing`, `atomic`, …) are checked and skipped.
+///
+/// Not thread-safe: use one reader from one task at a time.
+public final class RecordReader {
+    let options: RecordReadOptions
+    let context: DecodeContext
+    let input: InputBuffer
+    var scan = RecordScan()
+    var failure: StratusError?
+
+    /// The format being read: the one in the options, or the one detected.
+    public private(set) var detectedFormat: RecordFormat
+    /// An envelope's `continuationMarker`, once the reader has passed it (CloudKit writes it
+    /// after the records, so read it when ``next()`` has returned nil).
+    public internal(set) var continuationMarker: String?
+    /// An envelope's `syncToken`, once the reader has passed it.
+    public internal(set) var syncToken: String?
+
+    // NDJSON
+    var lineNumber = 0
+
+    // JSON arrays and envelopes
+    var frames: [Frame] = []
+
+    // CSV
+    var csv: CSVLayout?
+
+    /// Starts reading `fileHandle` in chunks of ``RecordReadOptions/readChunkSize``.
+    ///
+    /// ```swift
+    /// let reader = try RecordReader(fileHandle: FileHandle(forReadingAtPath: "in.ndjson")!, options: .init())
+    /// ```
+    ///
+    /// - Throws: ``StratusError`` `invalidArguments` when the input cannot start as the format
+    ///   (a CSV header without a `recordName` column, say), `internalError` when reading fails.
+    public convenience init(fileHandle: FileHandle, options: RecordReadOptions) throws {
+        try self.init(input: InputBuffer(fileHandle: fileHandle, chunkSize: options.readChunkSize), options: options)
+    }
+
+    /// Reads records from bytes in memory.
+    ///
+    /// ```swift
+    /// let reader = try RecordReader(data: Data(#"{"recordName":"a","recordType":"Note","fields":{}}"#.utf8), options: .init())
+    /// ```
+    ///
+    /// - Throws: ``StratusError`` `invalidArguments` when the input cannot start as the format.
+    public convenience init(data: Data, options: RecordReadOptions) throws {
+        try self.init(input: InputBuffer(data: data), options: options)
+    }
+
+    init(input: InputBuffer, options: RecordReadOptions) throws {
+        self.options = options
+        self.context = DecodeContext(options: options)
+        self.input = input
+        self.detectedFormat = options.format ?? .ndjson
+        try skipByteOrderMark()
+        if options.format == nil { detectedFormat = try detectFormat() }
+        input.countsLines = detectedFormat != .ndjson
+        if detectedFormat == .csv { try readCSVHeader() }
+    }
+
+    /// The next record or rejected item; nil at the end.
+    ///
+    /// ```swift
+    /// while let item = try reader.next() { … }
+    /// ```
+    ///
+    /// - Throws: ``StratusError`` `invalidArguments` with ``StratusError/line`` and
+    ///   ``StratusError/column`` for input that cannot be resynchronized (broken JSON array or
+    ///   envelope syntax, an unclosed CSV quote is only a rejected row); `internalError` when
+    ///   reading fails. After a throw, every call throws the same error.
+    public func next() throws -> RecordReadResult? {
+        if let failure { throw failure }
+        do {
+            switch detectedFormat {
+            case .ndjson: return try nextLine()
+            case .json, .envelope: return try nextInDocument()
+            case .csv: return try nextRow()
+            }
+        } catch let error as StratusError {
+            failure = error
+            throw error
+        }
+    }
+
+    // MARK: - Shared
+
+    func fatal(at index: Int, _ message: String) -> StratusError {
+        let (line, column) = input.position(of: input.baseOffset + index)
+        var error = StratusError(.invalidArguments, "\(message) (line \(line), column \(column))")
+        error.line = line
+        error.column = column
+        return error
+    }
+
+    /// Runs `body` on a cursor over the buffered bytes from `input.start`, reading more and
+    /// starting again whenever the item does not fit yet; commits the cursor's end.
+    func withCursor<T>(depth: Int = 0, _ body: (inout JSONCursor) throws(ScanFailure) -> T) throws -> T {
+        while true {
+            var cursor = JSONCursor(base: input.storage, limit: input.end, isComplete: input.isEOF, pos: input.start, depth: depth)
+            do {
+                let result = try body(&cursor)
+                input.start = cursor.pos
+                return result
+            } catch {
+                switch error {
+                case .syntax(let offset, let message):
+                    throw fatal(at: offset, message)
+                case .needMore:
+                    if input.available > options.maximumRecordSize {
+                        throw fatal(at: input.start, "an item is larger than the \(options.maximumRecordSize)-byte record limit")
+                    }
+                    // At the end of the input the next pass runs complete and names the real problem.
+                    guard try input.fill(minimum: input.refillMinimum) || input.isEOF else {
+                        throw fatal(at: input.end, "unexpected end of input")
+                    }
+                }
+            }
+        }
+    }
+
+    private func skipByteOrderMark() throws {
+        while input.available < 3, try input.fill() {}
+        if input.available >= 3 && input.storage[input.start] == 0xEF && input.storage[input.start + 1] == 0xBB
+            && input.storage[input.start + 2] == 0xBF {
+            input.start += 3
+        }
+    }
+
+    /// The first byte that is not whitespace, reading as needed; nil at the end of the input.
+    func peekSignificant() throws -> UInt8? {
+        while true {
+            while input.start < input.end {
+                let b = input.storage[input.start]
+                guard b == 0x20 || b == 0x0A || b == 0x0D || b == 0x09 else { return b }
+                input.start += 1
+            }
+            guard try input.fill() else { return nil }
+        }
+    }
+
+    /// The reader's answer for a decoded item; `position` maps a storage index to its line and column.
+    func readResult(_ decoded: DecodedRecord, line: Int, position: (Int) -> (line: Int, column: Int)) -> RecordReadResult {
+        switch decoded {
+        case .record(let record): return .record(record, line: line)
+        case .rejected(let offset, let name, let message):
+            let (errorLine, column) = position(offset)
+            return .rejected(RecordInputError(line: errorLine, column: column, recordName: name, message: message))
+        }
+    }
+
+    // MARK: - Detection
+
+    private func detectFormat() throws -> RecordFormat {
+        guard let first = try peekSignificant() else { return .ndjson }
+        if first == UInt8(ascii: "[") { return .json }
+        guard first == UInt8(ascii: "{") else { return .ndjson }
+        let start = input.start
+        let format = try withCursor { (c) throws(ScanFailure) -> RecordFormat in
+            // A brace alone on its line starts a pretty-printed document, not an NDJSON line.
+            var i = c.pos + 1
+            while i < c.limit && (c.base[i] == 0x20 || c.base[i] == 0x09 || c.base[i] == 0x0D) { i += 1 }
+            if i == c.limit && !c.isComplete { throw .needMore }
+            let prettyPrinted = i < c.limit && c.base[i] == 0x0A
+            let document: RecordFormat = prettyPrinted ? .json : .ndjson
+            guard try c.openObject() else { return document }
+            var key = try c.scanKey()
+            if c.stringEquals(key, "zoneID") {
+                // Both records and modify requests have a zoneID; the next key tells them apart.
+                _ = try c.scanValue()
+                guard try c.nextMember(close: UInt8(ascii: "}"), in: "an object") else { return document }
+                key = try c.scanKey()
+            }
+            return Self.isEnvelopeKey(key, c) ? .envelope : document
+        }
+        input.start = start
+        return format
+    }
+
+    static func isEnvelopeKey(_ key: Token, _ c: JSONCursor) -> Bool {
+        c.stringEquals(key, "records") || c.stringEquals(key, "zones") || c.stringEquals(key, "operations")
+            || c.stringEquals(key, "atomic") || c.stringEquals(key, "continuationMarker")
+            || c.stringEquals(key, "syncToken") || c.stringEquals(key, "moreComing")
+    }
+
+    // MARK: - NDJSON
+
+    private func nextLine() throws -> RecordReadResult? {
+        while true {
+            var searched = 0
+            var oversized = false
+            var lineEnd = 0
+            while true {
+                let from = input.start + searched
+                if from < input.end, let hit = memchr(input.storage + from, 0x0A, input.end - from) {
+                    lineEnd = hit.assumingMemoryBound(to: UInt8.self) - input.storage
+                    break
+                }
+                if input.isEOF {
+                    if input.available == 0 && !oversized { return nil }
+                    lineEnd = input.end
+                    break
+                }
+                searched = input.available
+                if searched > options.maximumRecordSize {
+                    // Drop the line's bytes as they come; only its end is needed.
+                    oversized = true
+                    input.start = input.end
+                    searched = 0
+                }
+                try input.fill()
+            }
+            lineNumber += 1
+            let lineStart = input.start
+            input.start = min(lineEnd + 1, input.end)
+            if oversized {
+                return .rejected(RecordInputError(
+                    line: lineNumber, column: 1, recordName: nil,
+                    message: "the line is longer than the \(options.maximumRecordSize)-byte record limit"))
+            }
+            if let result = parseLine(from: lineStart, to: lineEnd) { return result }
+        }
+    }
+
+    /// Reads one NDJSON line; nil for a blank line.
+    private func parseLine(from lineStart: Int, to lineEnd: Int) -> RecordReadResult? {
+        let base = input.storage
+        let line = lineNumber
+        let column = { (offset: Int) -> Int in
+            var chars = 0
+            var i = lineStart
+            while i < offset {
+                if base[i] & 0xC0 != 0x80 { chars += 1 }
+                i += 1
+            }
+            return chars + 1
+        }
+        var c = JSONCursor(base: base, limit: lineEnd, isComplete: true, endName: "end of the line", pos: lineStart, depth: 0)
+        c.skipSpace()
+        if c.pos == lineEnd { return nil }
+        let recordStart = c.pos
+        var scanned = false
+        do throws(ScanFailure) {
+            if base[c.pos] != UInt8(ascii: "{") {
+                let value = try c.scanValue()
+                return .rejected(RecordInputError(line: line, column: column(recordStart), recordName: nil,
+                                                  message: "expected a record object, found \(value.kindName)"))
+            }
+            scanned = true
+            try c.scanRecord(&scan)
+            c.skipSpace()
+            if c.pos < lineEnd {
+                c.note(c.pos, "unexpected \(JSONCursor.describe(base[c.pos])) after the record; NDJSON holds one record per line")
+            }
+            let decoded = c.materialize(scan, zone: options.zoneID, context: context)
+            return readResult(decoded, line: line) { (line, column($0)) }
+        } catch {
+            let offset: Int
+            let message: String
+            switch error {
+            case .syntax(let o, let m): (offset, message) = (o, m)
+            case .needMore: (offset, message) = (lineEnd, "unexpected end of the line")
+            }
+            let name = scanned && scan.recordName.isPresent ? c.string(scan.recordName) : nil
+            return .rejected(RecordInputError(line: line, column: column(offset), recordName: name, message: message))
+        }
+    }
+}

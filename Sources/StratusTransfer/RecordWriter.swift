@@ -1,0 +1,262 @@
+import Foundation
+import Stratus
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Writes records as NDJSON, a JSON array, a CloudKit response envelope or CSV, buffering
+/// and writing in large chunks; memory stays flat however many records pass through.
+///
+/// ```swift
+/// let writer = RecordWriter(format: .envelope, output: .standardOutput)
+/// for record in page.records { try writer.write(record) }
+/// try writer.finish(continuationMarker: page.cursor?.description)
+/// ```
+///
+/// JSON output is what ``RecordJSONWriter`` writes, one record per line (inside `[…]` or
+/// `{"records":[…]}` for the array and envelope formats). ``RecordReader`` reads every format
+/// back to equal field values and system fields.
+///
+/// CSV output has a header row `recordName,recordType`, then (unless ``csvSystemColumns`` is
+/// false) `recordChangeTag,creationDate,creatorUserRecordID,modificationDate,lastModifiedUserRecordID`,
+/// then one `name:TYPE` column per field: the `csvFields` given, or the first record's keys.
+/// A column's type comes from ``csvTypes`` or the first record's value. Cells hold text,
+/// numbers, timestamps in milliseconds, base64 bytes, a reference's record name (JSON when it
+/// has an action or zone), a location as JSON, an asset's file path, and lists as JSON
+/// arrays; an empty cell is no value, and `""` is the empty string (or empty bytes). Lines end with LF. The
+/// zone is not written: CSV rows are read into the zone the reader is given.
+public final class RecordWriter {
+    public let format: RecordFormat
+    /// CSV: whether to write the system-field columns. Set before the first record.
+    public var csvSystemColumns = true
+    /// CSV: column types by field name, for fields the first record lacks. Set before the first record.
+    public var csvTypes: [String: FieldType] = [:]
+    /// How many records were written.
+    public private(set) var recordCount = 0
+
+    private let descriptor: Int32
+    /// Held so the descriptor stays open while the writer lives.
+    private let handle: FileHandle
+    private let csvFields: [String]?
+    private var out = ByteOutput()
+    private var cell = ByteOutput()
+    private var columns: [CSVLayout.Column]?
+    private var finished = false
+    private static let flushThreshold = 1 << 20
+
+    /// Creates a writer. Nothing is written until the first record (or ``finish(continuationMarker:)``).
+    ///
+    /// ```swift
+    /// let writer = RecordWriter(format: .csv, output: handle, csvFields: ["title", "due"])
+    /// ```
+    public init(format: RecordFormat, output: FileHandle, csvFields: [String]? = nil) {
+        self.format = format
+        self.descriptor = output.fileDescriptor
+        self.handle = output
+        self.csvFields = csvFields
+        out.bytes.reserveCapacity(Self.flushThreshold + (64 << 10))
+    }
+
+    /// Appends one record.
+    ///
+    /// ```swift
+    /// try writer.write(record)
+    /// ```
+    ///
+    /// - Throws: ``StratusError`` `invalidArguments` when the record holds what the format cannot
+    ///   (a non-finite number, an asset without a file; in CSV a value whose type differs from
+    ///   its column's, or a field without a column when the columns came from the first
+    ///   record); nothing of that record is written. `internalError` when writing fails.
+    public func write(_ record: Record) throws {
+        guard !finished else { throw StratusError(.invalidArguments, "the writer is finished; records cannot be added") }
+        let mark = out.count
+        do {
+            switch format {
+            case .ndjson:
+                try appendJSON(record)
+                out.append(0x0A)
+            case .json:
+                out.append(recordCount == 0 ? "[\n" : ",\n")
+                try appendJSON(record)
+            case .envelope:
+                out.append(recordCount == 0 ? "{\"records\":[\n" : ",\n")
+                try appendJSON(record)
+            case .csv:
+                try appendCSVRow(record)
+            }
+        } catch {
+            out.bytes.removeSubrange(mark...)
+            out.problem = nil
+            throw error
+        }
+        recordCount += 1
+        if out.count >= Self.flushThreshold { try flush() }
+    }
+
+    /// Closes the JSON array or envelope and writes everything still buffered. Call it once, last.
+    ///
+    /// ```swift
+    /// try writer.finish(continuationMarker: nextCursor)   // the marker only goes into an envelope
+    /// ```
+    ///
+    /// - Throws: ``StratusError`` `internalError` when writing fails.
+    public func finish(continuationMarker: String? = nil) throws {
+        guard !finished else { return }
+        finished = true
+        switch format {
+        case .ndjson:
+            break
+        case .json:
+            out.append(recordCount == 0 ? "[]\n" : "\n]\n")
+        case .envelope:
+            out.append(recordCount == 0 ? "{\"records\":[]" : "\n]")
+            if let continuationMarker {
+                out.append(",\"continuationMarker\":")
+                out.appendString(continuationMarker)
+            }
+            out.append("}\n")
+        case .csv:
+            if columns == nil, let csvFields {
+                // An empty export still says what its columns are.
+                writeCSVHeader(fields: csvFields, types: csvTypes)
+            }
+        }
+        try flush()
+    }
+
+    private func appendJSON(_ record: Record) throws {
+        RecordJSONWriter.append(record, to: &out)
+        if let problem = out.problem {
+            throw StratusError(.invalidArguments, "record '\(record.recordID.recordName)': \(problem)", recordID: record.recordID)
+        }
+    }
+
+    private func flush() throws {
+        var written = 0
+        let total = out.count
+        try out.bytes.withUnsafeBytes { raw in
+            while written < total {
+                #if canImport(Glibc)
+                let n = Glibc.write(descriptor, raw.baseAddress! + written, total - written)
+                #else
+                let n = Darwin.write(descriptor, raw.baseAddress! + written, total - written)
+                #endif
+                if n >= 0 {
+                    written += n
+                } else if errno != EINTR {
+                    throw StratusError(.internalError, "cannot write the output: \(String(cString: strerror(errno)))")
+                }
+            }
+        }
+        out.bytes.removeAll(keepingCapacity: true)
+    }
+
+    // MARK: - CSV
+
+    private func writeCSVHeader(fields: [String], types: [String: FieldType]) {
+        var columns: [CSVLayout.Column] = [.recordName, .recordType]
+        if csvSystemColumns { columns += [.changeTag, .creationDate, .creator, .modificationDate, .modifier] }
+        columns += fields.map { .field($0, types[$0]) }
+        for (i, column) in columns.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            switch column {
+            case .recordName: out.append("recordName")
+            case .recordType: out.append("recordType")
+            case .changeTag: out.append("recordChangeTag")
+            case .creationDate: out.append("creationDate")
+            case .creator: out.append("creatorUserRecordID")
+            case .modificationDate: out.append("modificationDate")
+            case .modifier: out.append("lastModifiedUserRecordID")
+            case .field(let name, let type):
+                out.appendCSVCell(type.map { "\(name):\($0.rawValue)" } ?? name)
+            }
+        }
+        out.append(0x0A)
+        self.columns = columns
+    }
+
+    private func appendCSVRow(_ record: Record) throws {
+        let values = record.fieldValues
+        if columns == nil {
+            let fields = csvFields ?? values.keys.sorted()
+            var types = csvTypes
+            for name in fields where types[name] == nil { types[name] = values[name]?.type }
+            writeCSVHeader(fields: fields, types: types)
+        }
+        let name = record.recordID.recordName
+        func fail(_ message: String) -> StratusError {
+            StratusError(.invalidArguments, "record '\(name)': \(message)", recordID: record.recordID)
+        }
+        if csvFields == nil {
+            let known = Set(columns!.compactMap { if case .field(let n, _) = $0 { n } else { nil } })
+            if let extra = values.keys.sorted().first(where: { !known.contains($0) }) {
+                throw fail("field '\(extra)' has no CSV column (the columns come from the first record); give the fields to write")
+            }
+        }
+        let system = record.systemFields
+        for (i, column) in columns!.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            switch column {
+            case .recordName: out.appendCSVCell(name)
+            case .recordType: out.appendCSVCell(record.recordType)
+            case .changeTag: if let tag = system.recordChangeTag { out.appendCSVCell(tag) }
+            case .creationDate: if let date = system.creationDate { out.appendTimestamp(date, field: "creationDate") }
+            case .modificationDate: if let date = system.modificationDate { out.appendTimestamp(date, field: "modificationDate") }
+            case .creator: if let user = system.creatorUserRecordID { out.appendCSVCell(user.recordName) }
+            case .modifier: if let user = system.lastModifiedUserRecordID { out.appendCSVCell(user.recordName) }
+            case .field(let key, let type):
+                guard let value = values[key] else { continue }
+                if let type, value.type != type {
+                    throw fail("field '\(key)' is \(value.type.rawValue), but its CSV column is \(type.rawValue)")
+                }
+                if type == nil && value.type != .string {
+                    throw fail("field '\(key)' is \(value.type.rawValue), but its CSV column has no type (the first record had no value); give the column types")
+                }
+                try appendCSVValue(value, key: key, zone: record.recordID.zoneID)
+            }
+            if let problem = out.problem { throw fail(problem) }
+        }
+        out.append(0x0A)
+    }
+
+    private func appendCSVValue(_ value: FieldValue, key: String, zone: RecordZone.ID) throws {
+        switch value {
+        case .string(let s):
+            out.appendCSVCell(s, quoteEmpty: true)
+            return
+        case .int64(let i):
+            out.appendInt(i)
+            return
+        case .double(let d):
+            out.appendDouble(d, field: key)
+            return
+        case .date(let d):
+            out.appendTimestamp(d, field: key)
+            return
+        case .bytes(let b):
+            if b.isEmpty { out.append("\"\"") } else { Base64.encode(b, to: &out.bytes) }
+            return
+        case .reference(let r) where r.action == .none && r.recordID.zoneID == zone && !Self.looksLikeJSON(r.recordID.recordName):
+            out.appendCSVCell(r.recordID.recordName)
+            return
+        case .asset(let a) where a.fileURL != nil && !Self.looksLikeJSON(a.fileURL!.path):
+            out.appendCSVCell(a.fileURL!.path)
+            return
+        default:
+            // Lists and objects: their JSON text, as one quoted cell.
+            cell.bytes.removeAll(keepingCapacity: true)
+            RecordJSONWriter.appendValue(value, field: key, zone: zone, to: &cell)
+            if let problem = cell.problem {
+                cell.problem = nil
+                out.problem = out.problem ?? problem
+            }
+            cell.bytes.withUnsafeBufferPointer { out.appendCSVCell($0) }
+        }
+    }
+
+    private static func looksLikeJSON(_ text: String) -> Bool {
+        text.hasPrefix("{") || text.hasPrefix("[") || text.isEmpty
+    }
+}

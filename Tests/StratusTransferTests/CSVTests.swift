@@ -1,0 +1,149 @@
+import Foundation
+import Stratus
+import StratusTransfer
+import Testing
+
+@Suite("CSV: RFC 4180 with typed headers")
+struct CSVTests {
+    static func read(_ text: String, configure: (inout RecordReadOptions) -> Void = { _ in }) throws -> [RecordReadResult] {
+        try readAll(text, format: .csv, configure: configure)
+    }
+
+    @Test("quoted cells, doubled quotes, CRLF and LF, embedded line breaks, typed headers")
+    func rfc4180() throws {
+        let text = "recordName,recordType,title:STRING,count:INT64,price:DOUBLE,tags:STRING_LIST,when:TIMESTAMP\r\n"
+            + "a,Item,\"Milk, 2 \"\"litres\"\"\",3,1.25,\"[\"\"x\"\",\"\"y\"\"]\",1700000000000\r\n"
+            + "b,Item,\"two\nlines\r\nhere\",-4,1e3,[],\n"
+            + "c,Item,,,,,\n"
+            + "d,Item,\"\",0,0,\"[]\",0"
+        let items = try Self.read(text)
+        #expect(items.count == 4)
+        let a = try #require(items[0].record)
+        #expect(a.value(forKey: "title") == .string("Milk, 2 \"litres\""))
+        #expect(a.value(forKey: "count") == .int64(3))
+        #expect(a.value(forKey: "price") == .double(1.25))
+        #expect(a.value(forKey: "tags") == .stringList(["x", "y"]))
+        #expect(a.value(forKey: "when") == .date(Date(timeIntervalSince1970: 1_700_000_000)))
+        let b = try #require(items[1].record)
+        #expect(b.value(forKey: "title") == .string("two\nlines\r\nhere"))
+        #expect(b.value(forKey: "price") == .double(1000))
+        #expect(b.value(forKey: "tags") == .stringList([]))
+        #expect(b.value(forKey: "when") == nil)
+        // Empty cells are no value, and remove the field on save.
+        let c = try #require(items[2].record)
+        #expect(c.allKeys().isEmpty)
+        #expect(c.changedKeys() == ["title", "count", "price", "tags", "when"])
+        // A quoted empty STRING cell is the empty string.
+        #expect(items[3].record?.value(forKey: "title") == .string(""))
+        #expect(items.map(\.line) == [2, 3, 6, 7])
+    }
+
+    @Test("plain headers take csvTypes, then the schema, then STRING; recordType may be given instead of a column")
+    func columnTypes() throws {
+        var schema = RecordTypeSchema(recordType: "Note")
+        schema.addField("due", type: .timestamp, indexes: [])
+        let items = try Self.read("recordName,n,due,text\nx,5,86400000,5\n") {
+            $0.csvRecordType = "Note"
+            $0.csvTypes = ["n": .int64]
+            $0.schemas = ["Note": schema]
+        }
+        let record = try #require(items.first?.record)
+        #expect(record.recordType == "Note")
+        #expect(record.value(forKey: "n") == .int64(5))
+        #expect(record.value(forKey: "due") == .date(Date(timeIntervalSince1970: 86_400)))
+        #expect(record.value(forKey: "text") == .string("5"))
+    }
+
+    @Test("references, assets and locations as plain text or JSON; system columns")
+    func specialCells() throws {
+        let text = """
+            recordName,recordType,recordChangeTag,creationDate,creatorUserRecordID,ref:REFERENCE,refs:REFERENCE_LIST,file:ASSETID,place:LOCATION
+            a,T,tag-9,1000,_alice,target,"[{""recordName"":""x"",""action"":""DELETE_SELF""}]",/tmp/a.jpg,"52.5, 13.4"
+            b,T,,,,"{""recordName"":""y"",""action"":""DELETE_SELF""}",[],file:///tmp/b%20c.jpg,"{""latitude"":1,""longitude"":2,""altitude"":3}"
+            """
+        let items = try Self.read(text)
+        let a = try #require(items[0].record)
+        #expect(a.recordChangeTag == "tag-9")
+        #expect(a.creationDate == Date(timeIntervalSince1970: 1))
+        #expect(a.creatorUserRecordID == Record.ID(recordName: "_alice"))
+        #expect(a.value(forKey: "ref") == .reference(Record.Reference(recordID: Record.ID(recordName: "target"), action: .none)))
+        #expect(a.value(forKey: "refs") == .referenceList([Record.Reference(recordID: Record.ID(recordName: "x"), action: .deleteSelf)]))
+        #expect(a.value(forKey: "file") == .asset(Asset(fileURL: URL(fileURLWithPath: "/tmp/a.jpg"))))
+        #expect(a.value(forKey: "place") == .location(Location(latitude: 52.5, longitude: 13.4)))
+        let b = try #require(items[1].record)
+        #expect(b.recordChangeTag == nil && b.creationDate == nil)
+        #expect(b.value(forKey: "ref") == .reference(Record.Reference(recordID: Record.ID(recordName: "y"), action: .deleteSelf)))
+        #expect(b.value(forKey: "file") == .asset(Asset(fileURL: URL(fileURLWithPath: "/tmp/b c.jpg"))))
+        var place = Location(latitude: 1, longitude: 2)
+        place.altitude = 3
+        #expect(b.value(forKey: "place") == .location(place))
+    }
+
+    @Test("bad rows are rejected with line and column; reading goes on", arguments: [
+        ("a,T,x", "the row has 3 cells, but the header has 4 columns", 1),
+        (",T,1,x", "the row has no recordName", 1),
+        ("_a,T,1,x", "starts with '_'", 1),
+        ("a,,1,x", "the row has no recordType", 3),
+        ("a,T,1.5,x", "field 'n': INT64 value 1.5", 5),
+        ("a,T,1.5,x", "1.5 is not an integer", 5),
+        ("a,T,12abc,x", "is not a valid number", 5),
+        ("a,T, 7 ,\"x\"y", "after a closing quote", 12),
+        ("a,T,1,x\"y", "a quote inside an unquoted cell", 8),
+        ("a,T,[1],x", "must be an integer, not an array", 5),
+    ] as [(String, String, Int)])
+    func badRows(row: String, message: String, column: Int) throws {
+        let text = "recordName,recordType,n:INT64,s\nok1,T,1,x\n" + row + "\nok2,T,2,y\n"
+        let items = try Self.read(text)
+        #expect(items.count == 3)
+        let rejection = try #require(items[1].rejection, "\(row)")
+        #expect(rejection.line == 3)
+        #expect(rejection.column == column, "\(row): \(rejection)")
+        #expect(rejection.message.contains(message), "\(row): \(rejection)")
+        #expect(items[2].record?.recordID.recordName == "ok2")
+        #expect(items[2].line == 4)
+    }
+
+    @Test("an unclosed quote rejects the rest of the input as one row")
+    func unclosedQuote() throws {
+        let items = try Self.read("recordName,recordType\na,T\n\"b,T\nc,T\n")
+        #expect(items.count == 2)
+        #expect(items[1].rejection?.message.contains("not closed") == true)
+        #expect(items[1].rejection?.line == 3)
+    }
+
+    @Test("header problems throw", arguments: [
+        ("title\nx\n", "no recordName column"),
+        ("recordName\nx\n", "no recordType column"),
+        ("recordName,recordType,a:FROB\n", "names the type 'FROB'"),
+        ("recordName,recordType,a,a:STRING\n", "two columns"),
+        ("recordName,recordType,recordName\n", "appears twice"),
+        ("recordName,recordType,1a\n", "must start with a letter"),
+        ("recordName,recordType,recordChangeTag:STRING\n", "reserved"),
+        ("recordName,recordType,b:ENCRYPTED_BYTES\n", "cannot keep encrypted"),
+    ] as [(String, String)])
+    func badHeaders(text: String, message: String) throws {
+        do {
+            _ = try Self.read(text)
+            Issue.record("no error for \(text)")
+        } catch let error as StratusError {
+            #expect(error.code == .invalidArguments)
+            #expect(error.message.contains(message), "\(error)")
+            #expect(error.line == 1)
+        }
+    }
+
+    @Test("the writer derives a typed header from the first record and refuses what would not read back")
+    func writerHeader() throws {
+        let first = storedRecord("T", "a", ["n": .int64(1), "s": .string("x")], tag: nil, created: nil, modified: nil)
+        let data = try written([first], format: .csv) { $0.csvSystemColumns = false }
+        #expect(String(decoding: data, as: UTF8.self) == "recordName,recordType,n:INT64,s:STRING\na,T,1,x\n")
+
+        let extra = storedRecord("T", "b", ["n": .int64(1), "other": .string("y")], tag: nil, created: nil, modified: nil)
+        #expect(throws: StratusError.self) { try written([first, extra], format: .csv) }
+        let mismatch = storedRecord("T", "b", ["n": .string("one")], tag: nil, created: nil, modified: nil)
+        #expect(throws: StratusError.self) { try written([first, mismatch], format: .csv) }
+        // With explicit fields, other fields are left out (like desiredKeys).
+        let projected = try written([first, extra], format: .csv, csvFields: ["n"]) { $0.csvSystemColumns = false }
+        #expect(String(decoding: projected, as: UTF8.self) == "recordName,recordType,n:INT64\na,T,1\nb,T,1\n")
+    }
+}

@@ -1,0 +1,159 @@
+import Foundation
+import Stratus
+import StratusTransfer
+import Testing
+
+@Suite("Values without a type: schema first, then inference")
+struct InferenceTests {
+    static func field(_ json: String, configure: (inout RecordReadOptions) -> Void = { _ in }) throws -> FieldValue? {
+        let items = try readAll(#"{"recordName":"r","recordType":"T","fields":{"f":{"value":\#(json)}}}"#, configure: configure)
+        if let rejection = items.first?.rejection { Issue.record("\(json): \(rejection)") }
+        return items.first?.record?.value(forKey: "f")
+    }
+
+    @Test("inferred types", arguments: [
+        (#""text""#, FieldValue.string("text")),
+        ("42", .int64(42)),
+        ("-0", .int64(0)),
+        ("2.5", .double(2.5)),
+        ("2.0", .double(2)),
+        ("1e3", .double(1000)),
+        ("-1.5E-3", .double(-0.0015)),
+        ("true", .int64(1)),
+        ("false", .int64(0)),
+        (#"{"recordName":"other"}"#, .reference(Record.Reference(recordID: Record.ID(recordName: "other"), action: .none))),
+        (#"{"action":"DELETE_SELF","recordName":"other"}"#, .reference(Record.Reference(recordID: Record.ID(recordName: "other"), action: .deleteSelf))),
+        (#"{"longitude":2,"latitude":1}"#, .location(Location(latitude: 1, longitude: 2))),
+        (#"{"downloadURL":"file:///tmp/a%20b.jpg","size":3}"#, .asset(Asset(fileURL: URL(fileURLWithPath: "/tmp/a b.jpg")))),
+        (#"["a","b"]"#, .stringList(["a", "b"])),
+        ("[1,2]", .int64List([1, 2])),
+        ("[1,2.5]", .doubleList([1, 2.5])),
+        ("[2.5,1]", .doubleList([2.5, 1])),
+        ("[true,false,3]", .int64List([1, 0, 3])),
+        ("[]", .stringList([])),
+        (#"[{"recordName":"a"},{"recordName":"b","action":"VALIDATE"}]"#, .referenceList([
+            Record.Reference(recordID: Record.ID(recordName: "a"), action: .none), Record.Reference(recordID: Record.ID(recordName: "b"), action: .none),
+        ])),
+        (#"[{"latitude":1,"longitude":2}]"#, .locationList([Location(latitude: 1, longitude: 2)])),
+    ] as [(String, FieldValue)])
+    func inferred(json: String, expected: FieldValue) throws {
+        #expect(try Self.field(json) == expected)
+    }
+
+    @Test("a schema types values that carry no type, and an explicit type wins over it")
+    func schemaTypes() throws {
+        var schema = RecordTypeSchema(recordType: "T")
+        schema.addField("f", type: .timestamp, indexes: [])
+        let configure: (inout RecordReadOptions) -> Void = { $0.schemas = ["T": schema] }
+        #expect(try Self.field("1700000000000", configure: configure) == .date(Date(timeIntervalSince1970: 1_700_000_000)))
+        #expect(try Self.field("1700000000000.5", configure: configure) == .date(Date(timeIntervalSince1970: 1_700_000_000.000_5)))
+
+        schema.addField("f", type: .bytes, indexes: [])
+        #expect(try Self.field(#""AAEC""#) == .string("AAEC"))
+        #expect(try Self.field(#""AAEC""#, configure: { $0.schemas = ["T": schema] }) == .bytes(Data([0, 1, 2])))
+        let explicit = try readAll(#"{"recordName":"r","recordType":"T","fields":{"f":{"value":"AAEC","type":"STRING"}}}"#) { $0.schemas = ["T": schema] }
+        #expect(explicit.first?.record?.value(forKey: "f") == .string("AAEC"))
+
+        schema.addField("f", type: .int64List, indexes: [])
+        #expect(try Self.field("[]", configure: { $0.schemas = ["T": schema] }) == .int64List([]))
+        // UNKNOWN_LIST is CloudKit's type of an empty list; the schema gives the element type.
+        let unknown = try readAll(#"{"recordName":"r","recordType":"T","fields":{"f":{"value":[],"type":"UNKNOWN_LIST"}}}"#) { $0.schemas = ["T": schema] }
+        #expect(unknown.first?.record?.value(forKey: "f") == .int64List([]))
+        schema.addField("f", type: .reference, indexes: [])
+        #expect(try Self.field(#""target""#, configure: { $0.schemas = ["T": schema] }) == .reference(Record.Reference(recordID: Record.ID(recordName: "target"), action: .none)))
+    }
+
+    @Test("typed values: INT64 takes booleans and whole numbers written with a fraction; ASSET means ASSETID")
+    func typedValues() throws {
+        func typed(_ json: String, _ type: String) throws -> FieldValue? {
+            let items = try readAll(#"{"recordName":"r","recordType":"T","fields":{"f":{"type":"\#(type)","value":\#(json)}}}"#)
+            if let rejection = items.first?.rejection { Issue.record("\(json) \(type): \(rejection)") }
+            return items.first?.record?.value(forKey: "f")
+        }
+        #expect(try typed("2.0", "INT64") == .int64(2))
+        #expect(try typed("1e3", "INT64") == .int64(1000))
+        #expect(try typed("-9.223372036854775808e18", "INT64") == .int64(.min))
+        #expect(try typed("true", "INT64") == .int64(1))
+        #expect(try typed("7", "DOUBLE") == .double(7))
+        #expect(try typed("-0.0", "DOUBLE") == .double(-0.0))
+        #expect(try typed("1E-400", "DOUBLE") == .double(0))
+        #expect(try typed("0.1", "TIMESTAMP") == .date(Date(timeIntervalSince1970: 0.0001)))
+        #expect(try typed(#""/data/x.bin""#, "ASSET") == .asset(Asset(fileURL: URL(fileURLWithPath: "/data/x.bin"))))
+        #expect(try typed(#"[{"downloadURL":"/a"}]"#, "ASSET_LIST") == .assetList([Asset(fileURL: URL(fileURLWithPath: "/a"))]))
+        #expect(try typed(#""ab\/+cd\/\/""#, "BYTES") == .bytes(Data([0x69, 0xBF, 0xFE, 0x71, 0xDF, 0xFF])))
+        #expect(try typed(#""caf\u00e9 \ud83d\ude00 \n""#, "STRING") == .string("café 😀 \n"))
+        #expect(try typed("[]", "TIMESTAMP_LIST") == .dateList([]))
+        #expect(try typed(#"{"recordName":"x","zoneID":{"zoneName":"_defaultZone","zoneType":"DEFAULT_ZONE"}}"#, "REFERENCE")
+            == .reference(Record.Reference(recordID: Record.ID(recordName: "x"), action: .none)))
+    }
+
+    @Test("relative asset paths resolve against the asset directory")
+    func assetDirectory() throws {
+        let value = try Self.field(#"{"downloadURL":"photos/a.jpg"}"#) { $0.assetDirectory = URL(fileURLWithPath: "/srv/export") }
+        #expect(value == .asset(Asset(fileURL: URL(fileURLWithPath: "/srv/export/photos/a.jpg"))))
+    }
+
+    @Test("null removes a field: it is a changed key without a value")
+    func nullRemoves() throws {
+        let items = try readAll(#"{"recordName":"r","recordType":"T","fields":{"a":{"value":1},"gone":{"value":null,"type":"STRING"},"b":{"value":null}}}"#)
+        let record = try #require(items.first?.record)
+        #expect(record.allKeys() == ["a"])
+        #expect(record.changedKeys() == ["a", "gone", "b"])
+    }
+
+    @Test("every field is a changed key, in input order, and system fields are kept")
+    func changedKeys() throws {
+        let line = #"{"fields":{"z":{"value":1},"a":{"value":"x"}},"recordType":"T","recordName":"r","recordChangeTag":"7","created":{"userRecordName":"_u","timestamp":1000},"modified":{"timestamp":2000.5,"deviceID":"d"},"zoneID":{"zoneName":"Z","ownerRecordName":"o","zoneType":"REGULAR_CUSTOM_ZONE"},"deleted":false,"pluginFields":{ },"expirationTime":5}"#
+        let record = try #require(try readAll(line).first?.record)
+        #expect(record.changedKeys() == ["z", "a"])
+        #expect(record.recordID == Record.ID(recordName: "r", zoneID: RecordZone.ID(zoneName: "Z", ownerName: "o")))
+        #expect(record.systemFields == Record.SystemFields(
+            creationDate: Date(timeIntervalSince1970: 1), modificationDate: Date(timeIntervalSince1970: 2.0005),
+            creatorUserRecordID: Record.ID(recordName: "_u"), recordChangeTag: "7"))
+    }
+
+    @Test("records without a zoneID take the reader's zone, and so do their references")
+    func defaultZone() throws {
+        let zone = RecordZone.ID(zoneName: "Lists", ownerName: "alice")
+        let items = try readAll(#"{"recordName":"r","recordType":"T","fields":{"list":{"value":{"recordName":"l","action":"DELETE_SELF"}}}}"#) { $0.zoneID = zone }
+        let record = try #require(items.first?.record)
+        #expect(record.recordID.zoneID == zone)
+        #expect(record.value(forKey: "list") == .reference(Record.Reference(recordID: Record.ID(recordName: "l", zoneID: zone), action: .deleteSelf)))
+    }
+
+    @Test("format detection", arguments: [
+        ("", RecordFormat.ndjson),
+        ("  \n", .ndjson),
+        (#"{"recordName":"a","recordType":"T"}"#, .ndjson),
+        ("\u{FEFF}{\"recordName\":\"a\",\"recordType\":\"T\"}", .ndjson),
+        ("  [ ]", .json),
+        ("{\n  \"recordName\": \"a\",\n  \"recordType\": \"T\"\n}\n", .json),
+        (#"{"records":[]}"#, .envelope),
+        ("{\n \"zones\": []\n}", .envelope),
+        (#"{"atomic":true,"operations":[]}"#, .envelope),
+        (#"{"zoneID":{"zoneName":"Z"},"operations":[]}"#, .envelope),
+        (#"{"zoneID":{"zoneName":"Z"},"recordName":"a","recordType":"T"}"#, .ndjson),
+    ] as [(String, RecordFormat)])
+    func detection(text: String, format: RecordFormat) throws {
+        let reader = try RecordReader(data: Data(text.utf8), options: RecordReadOptions())
+        #expect(reader.detectedFormat == format)
+        while let item = try reader.next() {
+            if let rejection = item.rejection { Issue.record("\(text): \(rejection)") }
+        }
+    }
+
+    @Test("a pretty-printed single record and a sequence of values read as a document")
+    func prettyRecord() throws {
+        let text = """
+            {
+              "recordName": "a",
+              "recordType": "T",
+              "fields": {"n": {"value": 1}}
+            }
+            [{"recordName": "b", "recordType": "T"}]
+            """
+        let items = try readAll(text)
+        #expect(items.compactMap(\.record).map(\.recordID.recordName) == ["a", "b"])
+        #expect(items.map(\.line) == [1, 6])
+    }
+}

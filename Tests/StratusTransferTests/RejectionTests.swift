@@ -1,0 +1,254 @@
+import Foundation
+import Stratus
+import StratusTransfer
+import Testing
+
+/// One bad NDJSON line: where the error must point (the first occurrence of `at`) and what the
+/// message must say.
+struct BadLine: CustomStringConvertible, Sendable {
+    let fields: String
+    let at: String
+    let message: String
+    /// Characters between the first occurrence of `at` and the error.
+    var plus = 0
+    var head = #"{"recordName":"r1","recordType":"T","fields":{"#
+    var tail = "}}"
+
+    init(_ fields: String, at: String, _ message: String) {
+        self.fields = fields
+        self.at = at
+        self.message = message
+    }
+
+    init(line: String, at: String, _ message: String, plus: Int = 0) {
+        self.fields = line
+        self.at = at
+        self.message = message
+        self.plus = plus
+        head = ""
+        tail = ""
+    }
+
+    var line: String { head + fields + tail }
+    var description: String { line }
+}
+
+@Suite("Rejections: each bad item with its line, column and reason")
+struct RejectionTests {
+    static let badLines: [BadLine] = [
+        BadLine(#""n":{"value":1.5,"type":"INT64"}"#, at: "1.5", "field 'n': INT64 value 1.5 is not an integer"),
+        BadLine(#""n":{"value":9223372036854775808,"type":"INT64"}"#, at: "9223", "field 'n': INT64 value 9223372036854775808 is out of range"),
+        BadLine(#""n":{"value":-9223372036854775809}"#, at: "-9223", "is out of range"),
+        BadLine(#""n":{"value":012,"type":"INT64"}"#, at: "012", "leading zeros are not allowed"),
+        BadLine(#""n":{"value":1.,"type":"DOUBLE"}"#, at: "1.,", "digits must follow the decimal point"),
+        BadLine(#""n":{"value":-,"type":"DOUBLE"}"#, at: "-,", "digits must follow the sign"),
+        BadLine(#""n":{"value":1e,"type":"DOUBLE"}"#, at: "1e,", "digits must follow the exponent"),
+        BadLine(#""n":{"value":0x1F,"type":"INT64"}"#, at: "0x1F", "is not a valid number"),
+        BadLine(#""n":{"value":NaN,"type":"DOUBLE"}"#, at: "NaN", "'NaN' is not a JSON value"),
+        BadLine(#""n":{"value":Infinity}"#, at: "Infinity", "'Infinity' is not a JSON value"),
+        BadLine(#""n":{"value":1e400,"type":"DOUBLE"}"#, at: "1e400", "field 'n': DOUBLE value 1e400 is too large for a double"),
+        BadLine(#""n":{"value":"12","type":"INT64"}"#, at: #""12""#, "field 'n': INT64 value must be an integer, not a string"),
+        BadLine(#""n":{"value":12,"type":"STRING"}"#, at: "12,", "field 'n': STRING value must be a string, not a number"),
+        BadLine(#""n":{"value":"2024-01-01","type":"TIMESTAMP"}"#, at: #""2024"#, "must be a number of milliseconds since 1970"),
+        BadLine(#""n":{"value":"not base64!","type":"BYTES"}"#, at: #""not"#, "field 'n': BYTES value is not valid base64"),
+        BadLine(#""n":{"value":"QQ=","type":"BYTES"}"#, at: #""QQ="#, "is not valid base64"),
+        BadLine(#""n":{"value":{"recordName":"x","action":"CASCADE"},"type":"REFERENCE"}"#, at: #""CASCADE"#, "action 'CASCADE'"),
+        BadLine(#""n":{"value":{"recordName":"_x"},"type":"REFERENCE"}"#, at: #""_x""#, "names a bad record"),
+        BadLine(#""n":{"value":{"recordName":"x","zoneID":{"zoneName":"Other"}},"type":"REFERENCE"}"#, at: #"{"recordName":"x""#, "references must stay in the record's zone"),
+        BadLine(#""n":{"value":{"latitude":1},"type":"LOCATION"}"#, at: #"{"latitude"#, "needs both latitude and longitude"),
+        BadLine(#""n":{"value":{"latitude":1,"longitude":2,"heading":3}}"#, at: #""heading"#, "unknown key 'heading'"),
+        BadLine(#""n":{"value":{"downloadURL":"https://cvws.icloud-content.com/x"},"type":"ASSETID"}"#, at: #""https"#, "is not a local file"),
+        BadLine(#""n":{"value":{"size":3},"type":"ASSET"}"#, at: #"{"size"#, "has no downloadURL"),
+        BadLine(#""n":{"value":{"a":1}}"#, at: #"{"a"#, "cannot tell the type of an object"),
+        BadLine(#""n":{"value":["a",1]}"#, at: "1]", "element 2 is INT64 but earlier ones are STRING"),
+        BadLine(#""n":{"value":[[1]]}"#, at: "[1]", "element 1 is an array"),
+        BadLine(#""n":{"value":["a",null],"type":"STRING_LIST"}"#, at: "null]", "field 'n': STRING_LIST element 2 must be a string, not null"),
+        BadLine(#""n":{"value":[1,2.5],"type":"INT64_LIST"}"#, at: "2.5", "field 'n': INT64_LIST element 2 (2.5) is not an integer"),
+        BadLine(#""n":{"value":"x","type":"FROB"}"#, at: #""FROB""#, "type 'FROB', which this version does not know"),
+        BadLine(#""n":{"value":"eA==","type":"ENCRYPTED_BYTES"}"#, at: #""ENCRYPTED_BYTES""#, "ENCRYPTED_BYTES, which Stratus cannot keep encrypted"),
+        BadLine(#""n":{"value":["a"],"type":"UNKNOWN_LIST"}"#, at: #""UNKNOWN_LIST""#, "UNKNOWN_LIST but holds elements"),
+        BadLine(#""n":{"value":"x","isEncrypted":true}"#, at: #""n""#, "marked \"isEncrypted\": true"),
+        BadLine(#""n":{"value":"x","type":"STRING","extra":1}"#, at: #""extra""#, "unknown key 'extra'"),
+        BadLine(#""n":{"type":"STRING"}"#, at: #""n""#, "field 'n' has no 'value'"),
+        BadLine(#""n":{"value":1,"value":2}"#, at: #""value":2"#, "has the key 'value' twice"),
+        BadLine(#""n":"plain""#, at: #""plain""#, "must be an object like"),
+        BadLine(#""n":{"value":1},"n":{"value":2}"#, at: #""n":{"value":2"#, "field 'n' appears twice"),
+        BadLine(#""recordName":{"value":"x"}"#, at: #""recordName":{"#, "reserved for a system field"),
+        BadLine(#""1st":{"value":"x"}"#, at: #""1st""#, "must start with a letter"),
+        BadLine(#""n":{"value":"a\qb"}"#, at: #"\q"#, #"'\q' is not a JSON escape"#),
+        BadLine(#""n":{"value":"a\ud800b"}"#, at: #"\ud800"#, "high surrogate without its low surrogate"),
+        BadLine(#""n":{"value":"a\udc00b"}"#, at: #"\udc00"#, "low surrogate without a high surrogate"),
+        BadLine(#""n":{"value":"a\u12"}"#, at: #"\u12"#, "four hex digits"),
+        BadLine("\"n\":{\"value\":\"tab\there\"}", at: "\t", "raw control character"),
+        BadLine(#""n":{"value":"#, at: "", "the string is not closed").truncatedAfterValue(),
+        BadLine(line: #"{"recordName":"_system","recordType":"T","fields":{}}"#, at: #""_system""#, "starts with '_', which CloudKit reserves"),
+        BadLine(line: #"{"recordName":"","recordType":"T"}"#, at: #""""#, "record name is empty"),
+        BadLine(line: #"{"recordName":"caf\u00e9","recordType":"T"}"#, at: #""caf"#, "non-ASCII"),
+        BadLine(line: #"{"recordType":"T","fields":{}}"#, at: "{", "the record has no recordName"),
+        BadLine(line: #"{"recordName":"r1","fields":{}}"#, at: "{", "record has no recordType"),
+        BadLine(line: #"{"recordName":"r1","recordType":"9T"}"#, at: #""9T""#, "record type '9T' must start with a letter"),
+        BadLine(line: #"{"recordName":"r1","recordName":"r2","recordType":"T"}"#, at: #""recordName":"r2"#, "the key 'recordName' appears twice"),
+        BadLine(line: #"{"recordName":5,"recordType":"T"}"#, at: "5,", "'recordName' must be a string, not a number"),
+        BadLine(line: #"{"recordName":"r1","recordType":"T","fields":[]}"#, at: "[]", "'fields' must be an object"),
+        BadLine(line: #"{"recordName":"r1","recordType":"T","zoneID":{"zoneName":"bad zone"}}"#, at: #""bad zone""#, "zone name 'bad zone'"),
+        BadLine(line: #"{"recordName":"r1","recordType":"T","zoneID":{"ownerRecordName":"o"}}"#, at: #"{"ownerRecordName"#, "'zoneID' has no zoneName"),
+        BadLine(line: #"{"recordName":"r1","recordType":"T","created":{"timestamp":"x"}}"#, at: #""x""#, "'timestamp' must be a number"),
+        BadLine(line: #"{"recordName":"r1","recordType":"T","created":{"when":1}}"#, at: #""when""#, "'created' has an unknown key 'when'"),
+        BadLine(line: #"{"recordName":"r1","recordType":"T","pluginFields":{"a":1}}"#, at: #""pluginFields""#, "'pluginFields' holds data"),
+        BadLine(line: #"{"recordName":"r1","recordType":"T","deleted":true}"#, at: "true", "is a deletion"),
+        BadLine(line: #"{"recordName":"r1","reason":"gone","serverErrorCode":"NOT_FOUND"}"#, at: #""reason""#, "CloudKit error result"),
+        BadLine(line: #"{"recordName":"r1","recordType":"T","parent":{"recordName":"p"}}"#, at: #""parent""#, "unknown key 'parent'"),
+        BadLine(line: #"{"recordName":"r1","recordType":"T"} x"#, at: "x", "unexpected 'x' after the record"),
+        BadLine(line: #"{"recordName":"r1","recordType":"T"}}"#, at: "}}", "unexpected '}' after the record", plus: 1),
+        BadLine(line: #"[{"recordName":"r1"}]"#, at: "[", "expected a record object, found an array"),
+        BadLine(line: #""just a string""#, at: "\"", "expected a record object, found a string"),
+        BadLine(line: #"{"recordName":"r1","recordType":"T","fields":{"n":{"value":1}"#, at: "", "unexpected end of the line").atEnd(),
+        BadLine(line: #"{"recordName":"r1" "recordType":"T"}"#, at: #""recordType""#, "expected ',' or '}' in a record, found '\"'"),
+        BadLine(line: #"{recordName:"r1"}"#, at: "recordName", "expected a key in quotes, found 'r'"),
+        BadLine(line: #"{"recordName":"r1",}"#, at: "}", "expected a key in quotes, found '}'"),
+        BadLine(line: #"{"recordName" "r1"}"#, at: #""r1""#, "expected ':' after a key"),
+        BadLine(line: #"{"recordName":'r1'}"#, at: "'r1'", "expected a value, found '''"),
+        BadLine(line: "{\"recordName\":\"r1\",\"recordType\":\"T\",\"fields\":{\"n\":{\"value\":" + String(repeating: "[", count: 70) + String(repeating: "]", count: 70) + "}}}",
+                at: "[", "nesting is deeper than 64 levels", plus: 61),
+    ]
+
+    @Test("every bad NDJSON line is rejected at its own line and column; good lines around it still read")
+    func ndjsonLines() throws {
+        var text = ""
+        var expectations: [(line: Int, bad: BadLine)] = []
+        var lineNumber = 0
+        for bad in Self.badLines {
+            text += #"{"recordName":"good-\#(lineNumber)","recordType":"T","fields":{"n":{"value":1}}}"# + "\n"
+            lineNumber += 1
+            text += "\n   \n"  // blank lines are skipped but counted
+            lineNumber += 2
+            text += bad.line + "\n"
+            lineNumber += 1
+            expectations.append((lineNumber, bad))
+        }
+        let items = try readAll(text)
+        let rejections = items.compactMap(\.rejection)
+        #expect(items.compactMap(\.record).count == Self.badLines.count)
+        #expect(rejections.count == Self.badLines.count)
+        for (rejection, expectation) in zip(rejections, expectations) {
+            let bad = expectation.bad
+            #expect(rejection.line == expectation.line, "\(bad)")
+            let expectedColumn = bad.at == "" ? bad.line.count + 1 : column(of: bad.at, in: bad.line) + bad.plus
+            #expect(rejection.column == expectedColumn, "\(bad): \(rejection)")
+            #expect(rejection.message.contains(bad.message), "\(bad): \(rejection.message)")
+            #expect(rejection.description.hasPrefix("line \(expectation.line), column \(rejection.column): "))
+        }
+    }
+
+    @Test("the rejection names the record even when the problem comes before its recordName")
+    func nameAfterProblem() throws {
+        let items = try readAll(#"{"fields":{"n":{"value":1.5,"type":"INT64"}},"recordType":"T","recordName":"late"}"#)
+        #expect(items.first?.rejection?.recordName == "late")
+        #expect(items.first?.rejection?.description.contains("record 'late': field 'n'") == true)
+    }
+
+    @Test("invalid UTF-8 is rejected at the offending byte", arguments: [[0xFF], [0xC0, 0xAF], [0xE0, 0x80, 0x80], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80], [0xC3], [0x80]] as [[UInt8]])
+    func invalidUTF8(bytes: [UInt8]) throws {
+        let before = #"{"recordName":"r1","recordType":"T","fields":{"n":{"value":"é"#
+        var data = Data(before.utf8)
+        data.append(contentsOf: bytes)
+        data.append(contentsOf: Array(#"x"}}}"#.utf8))
+        data.append(contentsOf: Array("\n{\"recordName\":\"r2\",\"recordType\":\"T\"}\n".utf8))
+        let items = try readAll(data)
+        let rejection = try #require(items.first?.rejection)
+        #expect(rejection.message.contains("UTF-8"))
+        #expect(rejection.line == 1)
+        #expect(rejection.column == before.count + 1)
+        #expect(items.count == 2)
+        #expect(items.last?.record?.recordID.recordName == "r2")
+    }
+
+    @Test("a broken JSON array throws with the position; a bad element that is well delimited is only rejected")
+    func jsonArrays() throws {
+        let text = """
+            [
+              {"recordName": "a", "recordType": "T", "fields": {"n": {"value": 1}}},
+              {"recordName": "b", "recordType": "T", "fields": {"n": {"value": 1.5, "type": "INT64"}}},
+              42,
+              {"recordName": "c", "recordType": "T"}
+              {"recordName": "d", "recordType": "T"}
+            ]
+            """
+        let reader = try RecordReader(data: Data(text.utf8), options: RecordReadOptions())
+        #expect(reader.detectedFormat == .json)
+        #expect(try reader.next()?.record?.recordID.recordName == "a")
+        let bad = try #require(try reader.next()?.rejection)
+        #expect(bad.line == 3)
+        #expect(bad.column == column(of: "1.5", in: "  {\"recordName\": \"b\", \"recordType\": \"T\", \"fields\": {\"n\": {\"value\": 1.5, \"type\": \"INT64\"}}},"))
+        let notObject = try #require(try reader.next()?.rejection)
+        #expect(notObject.line == 4 && notObject.column == 3)
+        #expect(notObject.message.contains("expected a record object, found a number"))
+        #expect(try reader.next()?.record?.recordID.recordName == "c")
+        do {
+            _ = try reader.next()
+            Issue.record("a missing comma must throw")
+        } catch let error as StratusError {
+            #expect(error.code == .invalidArguments)
+            #expect(error.line == 6 && error.column == 3)
+            #expect(error.message.contains("expected ',' or ']' in the array of records, found '{'"))
+            #expect(error.message.hasSuffix("(line 6, column 3)"))
+        }
+        // The reader stays failed.
+        #expect(throws: StratusError.self) { try reader.next() }
+    }
+
+    @Test("unrecoverable input throws with a position", arguments: [
+        ("[{\"recordName\":\"a\",\"recordType\":\"T\"}", 1, 37, "the input ends inside the array of records"),
+        ("[{\"recordName\":\"a\",\"recordType\":\"T", 1, 33, "the string is not closed"),
+        ("[1,,2]", 1, 4, "expected a value, found ','"),
+        ("{\"records\": 5}", 1, 13, "'records' in the envelope must be an array"),
+        ("{\"records\": [], \"continuationMarker\": 5}", 1, 39, "'continuationMarker' must be a string"),
+        ("{\"records\": [], \"syncToken\": \"a\u{1}\"}", 1, 32, "raw control character"),
+        ("{\"zones\": [7]}", 1, 12, "an entry of 'zones' must be an object"),
+        ("{\"records\": [], \"zoneID\": {\"zoneName\": \"9\"}}", 1, 40, "the zoneID of the envelope is not valid"),
+        ("[" + String(repeating: "[", count: 80), 1, 65, "nesting is deeper than 64 levels"),
+        ("\n\n  x", 3, 3, "expected a record, an array of records or an envelope"),
+    ] as [(String, Int, Int, String)])
+    func fatal(input: String, line: Int, column: Int, message: String) throws {
+        var options = RecordReadOptions()
+        options.format = input.hasPrefix("\n") ? .json : nil
+        do {
+            let items = try readAll(Data(input.utf8), options)
+            Issue.record("no error for \(input); read \(items)")
+        } catch let error as StratusError {
+            #expect(error.line == line, "\(input): \(error)")
+            #expect(error.column == column, "\(input): \(error)")
+            #expect(error.message.contains(message), "\(input): \(error)")
+        }
+    }
+
+    @Test("an NDJSON line longer than the limit is rejected without holding it")
+    func oversizedLine() throws {
+        var options = RecordReadOptions()
+        options.maximumRecordSize = 1_000
+        options.readChunkSize = 100
+        let long = #"{"recordName":"big","recordType":"T","fields":{"s":{"value":""# + String(repeating: "x", count: 5_000) + #""}}}"#
+        let text = long + "\n" + #"{"recordName":"small","recordType":"T"}"# + "\n"
+        let items = try readFromFile(Data(text.utf8), chunkSize: 100, options)
+        #expect(items.count == 2)
+        #expect(items[0].rejection?.message.contains("longer than the 1000-byte record limit") == true)
+        #expect(items[1].record?.recordID.recordName == "small")
+        #expect(items[1].line == 2)
+
+        var arrayOptions = options
+        arrayOptions.format = .json
+        #expect(throws: StratusError.self) { try readFromFile(Data(("[" + long + "]").utf8), chunkSize: 100, arrayOptions) }
+    }
+}
+
+extension BadLine {
+    /// The line ends inside the string that starts the value.
+    func truncatedAfterValue() -> BadLine {
+        var copy = BadLine(line: head + fields + "\"abc", at: "\"abc", message)
+        copy.head = ""
+        return copy
+    }
+
+    /// The error is at the end of the line.
+    func atEnd() -> BadLine { self }
+}

@@ -1,0 +1,222 @@
+import Foundation
+import Stratus
+import StratusTransfer
+import Testing
+
+/// Values of every kind, with the awkward cases: escapes, Unicode, extremes, precise dates.
+enum Samples {
+    static let strings = [
+        "", "plain", "quote \" backslash \\ slash / comma , brace } bracket ]",
+        "newline \n return \r tab \t bell \u{7} nul \u{0} delete \u{7F}",
+        "Grüße, 日本語, emoji 👩‍👩‍👧‍👦, astral \u{1D11E} \u{10FFFF}", "\u{FEFF}bom \u{2028} \u{2029}",
+        "  leading and trailing spaces  ", "{\"looks\":\"like json\"}", "[1,2]", "null",
+    ]
+
+    static let dates = [
+        Date(timeIntervalSinceReferenceDate: 712_345_678.123_456_7),
+        Date(timeIntervalSinceReferenceDate: -31_536_000.000_001),
+        Date(timeIntervalSince1970: -1_234_567.891_011),
+        Date(timeIntervalSinceReferenceDate: 0.000_000_1),
+        Date(timeIntervalSinceReferenceDate: 1_000_000_000.5),
+        Date(timeIntervalSince1970: 1_775_666_233.042),
+        Date(timeIntervalSince1970: 0),
+        Date(timeIntervalSinceReferenceDate: -0.0),
+        Date(timeIntervalSinceReferenceDate: 1e-300),
+        Date(timeIntervalSinceReferenceDate: 3e15),
+        Date(timeIntervalSinceReferenceDate: -1.7e300),
+        Date(timeIntervalSinceReferenceDate: .greatestFiniteMagnitude),
+        Date(timeIntervalSinceReferenceDate: .leastNonzeroMagnitude),
+        Date(timeIntervalSinceReferenceDate: 712_345_678.1),
+    ]
+
+    static let doubles: [Double] = [
+        2.0, 0.1, -0.0, 1e-300, 1e300, .leastNonzeroMagnitude, .greatestFiniteMagnitude, -12_345.678_9,
+        0.1 + 0.2, 3.141_592_653_589_793, 9_007_199_254_740_992, 123_456_789_012_345_683_968, 1.5e-10, Double.leastNonzeroMagnitude.nextUp,
+    ]
+
+    static func location(_ seed: Double) -> Location {
+        Location(latitude: 52.520_008 + seed, longitude: 13.404_954 - seed, altitude: 34.25 + seed, horizontalAccuracy: 5.5,
+                 verticalAccuracy: 3.125, course: 271.75, speed: 1.4 + seed,
+                 timestamp: Date(timeIntervalSinceReferenceDate: 712_345_678.123_456 + seed))
+    }
+
+    static func reference(_ name: String, _ action: Record.ReferenceAction = .none, zone: RecordZone.ID = .default) -> Record.Reference {
+        Record.Reference(recordID: Record.ID(recordName: name, zoneID: zone), action: action)
+    }
+
+    static let assetA = Asset(fileURL: URL(fileURLWithPath: "/tmp/stratus assets/photo, one.jpg"))
+    static let assetB = Asset(fileURL: URL(fileURLWithPath: "/var/data/b.bin"))
+
+    /// One field per kind of value, plus edge cases, in `zone`.
+    static func everyValue(zone: RecordZone.ID = .default) -> [String: FieldValue] {
+        var fields: [String: FieldValue] = [
+            "int64": .int64(2), "int64Max": .int64(.max), "int64Min": .int64(.min), "int64Zero": .int64(0),
+            "bytes": .bytes(Data([0, 1, 2, 0x7F, 0x80, 0xFE, 0xFF])), "bytesEmpty": .bytes(Data()),
+            "bytes1": .bytes(Data([0xFB])), "bytes2": .bytes(Data([0xFB, 0xFF])),
+            "referenceNone": .reference(reference("target-a", zone: zone)),
+            "referenceDeleteSelf": .reference(reference("target-b", .deleteSelf, zone: zone)),
+            "referenceBrace": .reference(reference("{brace", zone: zone)),
+            "location": .location(location(0)),
+            "locationPlain": .location(Location(latitude: -33.868_82, longitude: 151.209_29)),
+            "asset": .asset(assetA),
+            "stringList": .stringList(strings), "int64List": .int64List([2, -1, .max, .min, 0]),
+            "doubleList": .doubleList(doubles), "dateList": .dateList(dates),
+            "bytesList": .bytesList([Data([1, 2, 3]), Data(), Data([0xFF])]),
+            "referenceList": .referenceList([reference("target-a", zone: zone), reference("target-b", .deleteSelf, zone: zone)]),
+            "locationList": .locationList([location(0), location(1.5)]), "assetList": .assetList([assetA, assetB]),
+            "emptyStringList": .stringList([]), "emptyInt64List": .int64List([]), "emptyDoubleList": .doubleList([]),
+            "emptyDateList": .dateList([]), "emptyBytesList": .bytesList([]), "emptyReferenceList": .referenceList([]),
+            "emptyLocationList": .locationList([]), "emptyAssetList": .assetList([]),
+        ]
+        for (i, s) in strings.enumerated() { fields["string\(i)"] = .string(s) }
+        for (i, d) in doubles.enumerated() { fields["double\(i)"] = .double(d) }
+        for (i, d) in dates.enumerated() { fields["date\(i)"] = .date(d) }
+        return fields
+    }
+
+    static func records(zone: RecordZone.ID = .default) -> [Record] {
+        [
+            storedRecord("Everything", "every-value", zone: zone, everyValue(zone: zone)),
+            storedRecord("Sparse", "sparse.1", zone: zone, ["title": .string("only a title")], tag: nil, created: nil, modified: nil),
+            storedRecord("Sparse", "quote\"and,comma", zone: zone, ["n": .int64(1)], tag: "t,2", created: Date(timeIntervalSince1970: 0.0001)),
+            storedRecord("Empty", "no-fields", zone: zone, [:]),
+        ]
+    }
+}
+
+@Suite("Round trips: write, then read back the same values")
+struct RoundTripTests {
+    @Test("every value and system field survives each JSON format", arguments: [RecordFormat.ndjson, .json, .envelope])
+    func jsonFormats(format: RecordFormat) throws {
+        for zone in [RecordZone.ID.default, RecordZone.ID(zoneName: "Photos", ownerName: "_owner")] {
+            let records = Samples.records(zone: zone)
+            let data = try written(records, format: format, marker: "next-page")
+            var options = RecordReadOptions()
+            options.format = format
+            let items = try readAll(data, options)
+            #expect(items.count == records.count)
+            for (item, record) in zip(items, records) {
+                if let rejection = item.rejection { Issue.record("\(format): \(rejection)") }
+                expectSame(item.record, record, "\(format) in \(zone.zoneName)")
+            }
+            // Detection finds the same format.
+            let detected = try RecordReader(data: data, options: RecordReadOptions())
+            #expect(detected.detectedFormat == format)
+        }
+    }
+
+    @Test("CSV keeps every value, the record's identity and system fields")
+    func csv() throws {
+        let records = Samples.records()
+        let fields = Array(Samples.everyValue().keys.sorted()) + ["title", "n"]
+        var types: [String: FieldType] = [:]
+        for (key, value) in Samples.everyValue() { types[key] = value.type }
+        types["title"] = .string
+        types["n"] = .int64
+        let data = try written(records, format: .csv, csvFields: fields) { $0.csvTypes = types }
+        let items = try readAll(data, { var o = RecordReadOptions(); o.format = .csv; return o }())
+        #expect(items.count == records.count)
+        for (item, record) in zip(items, records) {
+            if let rejection = item.rejection { Issue.record("csv: \(rejection)") }
+            expectSame(item.record, record, "csv")
+        }
+        // The header carries the types, so no option is needed to read it back.
+        let header = String(decoding: data.prefix(while: { $0 != 0x0A }), as: UTF8.self)
+        #expect(header.hasPrefix("recordName,recordType,recordChangeTag,creationDate,creatorUserRecordID,modificationDate,lastModifiedUserRecordID,"))
+        #expect(header.contains("asset:ASSETID,assetList:ASSETID_LIST,bytes:BYTES"))
+    }
+
+    @Test("the envelope carries the continuation marker; records stay one per line")
+    func envelopeMarker() throws {
+        let records = Samples.records()
+        let data = try written(records, format: .envelope, marker: "cursor \"7\"")
+        let reader = try RecordReader(data: data, options: RecordReadOptions())
+        var count = 0
+        while try reader.next() != nil { count += 1 }
+        #expect(count == records.count)
+        #expect(reader.continuationMarker == "cursor \"7\"")
+        #expect(reader.detectedFormat == .envelope)
+        let text = String(decoding: data, as: UTF8.self)
+        #expect(text.hasPrefix("{\"records\":[\n{\"recordName\":\"every-value\""))
+        #expect(text.hasSuffix("\n],\"continuationMarker\":\"cursor \\\"7\\\"\"}\n"))
+    }
+
+    @Test("empty outputs are valid and read as no records", arguments: RecordFormat.allCases)
+    func emptyOutputs(format: RecordFormat) throws {
+        let data = try written([], format: format, csvFields: ["title"], marker: "m")
+        var options = RecordReadOptions()
+        options.format = format
+        options.csvRecordType = "Note"
+        #expect(try readAll(data, options).isEmpty)
+        switch format {
+        case .ndjson: #expect(data.isEmpty)
+        case .json: #expect(String(decoding: data, as: UTF8.self) == "[]\n")
+        case .envelope: #expect(String(decoding: data, as: UTF8.self) == "{\"records\":[],\"continuationMarker\":\"m\"}\n")
+        case .csv: #expect(String(decoding: data, as: UTF8.self).hasPrefix("recordName,recordType,"))
+        }
+    }
+
+    @Test("RecordJSONWriter.json(for:) is one NDJSON line that reads back")
+    func singleLine() throws {
+        let record = Samples.records()[0]
+        let line = RecordJSONWriter.json(for: record)
+        #expect(!line.contains("\n"))
+        let items = try readAll(line)
+        #expect(items.count == 1)
+        expectSame(items.first?.record, record, "json(for:)")
+        #expect(line + "\n" == String(decoding: try written([record], format: .ndjson), as: UTF8.self))
+    }
+
+    @Test("reading through a file in tiny chunks gives what reading from memory gives", arguments: [1, 2, 3, 7, 64, 4096])
+    func chunked(chunkSize: Int) throws {
+        for format in RecordFormat.allCases where format != .csv {
+            let data = try written(Samples.records(), format: format)
+            let expected = try readAll(data)
+            let actual = try readFromFile(data, chunkSize: chunkSize)
+            #expect(actual.count == expected.count)
+            for (a, e) in zip(actual, expected) {
+                #expect(a.line == e.line)
+                if let record = e.record { expectSame(a.record, record, "\(format) chunk \(chunkSize)") }
+            }
+        }
+        let csvData = try written(Samples.records(), format: .csv, csvFields: Array(Samples.everyValue().keys.sorted()) + ["title", "n"]) {
+            $0.csvTypes = ["title": .string, "n": .int64]
+        }
+        var options = RecordReadOptions()
+        options.format = .csv
+        let expected = try readAll(csvData, options)
+        let actual = try readFromFile(csvData, chunkSize: chunkSize, options)
+        #expect(actual.count == expected.count)
+        for (a, e) in zip(actual, expected) {
+            #expect(a.line == e.line)
+            if let record = e.record { expectSame(a.record, record, "csv chunk \(chunkSize)") }
+        }
+    }
+
+    @Test("timestamps are CloudKit's milliseconds, integers on whole milliseconds")
+    func timestampText() throws {
+        let record = storedRecord("T", "t", ["when": .date(Date(timeIntervalSince1970: 1_775_666_233.042))], tag: nil, created: nil, modified: nil)
+        let line = RecordJSONWriter.json(for: record)
+        #expect(line.contains("\"when\":{\"value\":1775666233042,\"type\":\"TIMESTAMP\"}"))
+        let precise = storedRecord("T", "t", ["when": .date(Date(timeIntervalSinceReferenceDate: 0.000501))], tag: nil, created: nil, modified: nil)
+        #expect(RecordJSONWriter.json(for: precise).contains("\"value\":978307200000.501,"))
+    }
+
+    @Test("many records stream through a file with flat memory")
+    func manyRecords() throws {
+        let records = (0..<20_000).map { i in
+            storedRecord("Item", "item-\(i)", ["title": .string("Item number \(i)"), "count": .int64(Int64(i)),
+                                               "price": .double(Double(i) / 4), "when": .date(Date(timeIntervalSince1970: Double(i)))])
+        }
+        for format in RecordFormat.allCases {
+            let data = try written(records, format: format)
+            var options = RecordReadOptions()
+            options.format = format
+            let items = try readFromFile(data, chunkSize: 4096, options)
+            #expect(items.count == records.count)
+            #expect(items.allSatisfy { $0.record != nil })
+            expectSame(items.last?.record, records.last!, "\(format)")
+            #expect(items.last?.line == (format == .ndjson ? 20_000 : format == .csv ? 20_001 : 20_001))
+        }
+    }
+}

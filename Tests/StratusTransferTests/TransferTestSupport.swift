@@ -1,0 +1,133 @@
+import Foundation
+import Stratus
+import StratusTransfer
+import Testing
+
+extension RecordReadResult {
+    var record: Record? {
+        if case .record(let record, _) = self { return record }
+        return nil
+    }
+
+    var rejection: RecordInputError? {
+        if case .rejected(let error) = self { return error }
+        return nil
+    }
+
+    var line: Int {
+        switch self {
+        case .record(_, let line): line
+        case .rejected(let error): error.line
+        }
+    }
+}
+
+/// Reads every item of `data` from memory.
+func readAll(_ data: Data, _ options: RecordReadOptions = RecordReadOptions()) throws -> [RecordReadResult] {
+    let reader = try RecordReader(data: data, options: options)
+    var items: [RecordReadResult] = []
+    while let item = try reader.next() { items.append(item) }
+    return items
+}
+
+func readAll(_ text: String, format: RecordFormat? = nil, configure: (inout RecordReadOptions) -> Void = { _ in }) throws -> [RecordReadResult] {
+    var options = RecordReadOptions()
+    options.format = format
+    configure(&options)
+    return try readAll(Data(text.utf8), options)
+}
+
+/// A scratch directory removed when the test process ends.
+let scratchDirectory: URL = {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent("stratus-transfer-tests-\(getpid())")
+    try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    atexit { try? FileManager.default.removeItem(atPath: FileManager.default.temporaryDirectory.appendingPathComponent("stratus-transfer-tests-\(getpid())").path) }
+    return url
+}()
+
+func scratchFile(_ name: String = UUID().uuidString) -> URL {
+    scratchDirectory.appendingPathComponent(name)
+}
+
+/// Writes `records` through a ``RecordWriter`` into a file and answers its bytes.
+func written(
+    _ records: [Record], format: RecordFormat, csvFields: [String]? = nil, marker: String? = nil,
+    configure: (RecordWriter) -> Void = { _ in }
+) throws -> Data {
+    let url = scratchFile()
+    _ = FileManager.default.createFile(atPath: url.path, contents: nil)
+    let handle = try FileHandle(forWritingTo: url)
+    let writer = RecordWriter(format: format, output: handle, csvFields: csvFields)
+    configure(writer)
+    for record in records { try writer.write(record) }
+    try writer.finish(continuationMarker: marker)
+    try handle.close()
+    defer { try? FileManager.default.removeItem(at: url) }
+    return try Data(contentsOf: url)
+}
+
+/// Reads `data` through a file handle with the given chunk size (tiny sizes exercise every
+/// item boundary falling between two reads).
+func readFromFile(_ data: Data, chunkSize: Int, _ options: RecordReadOptions = RecordReadOptions()) throws -> [RecordReadResult] {
+    let url = scratchFile()
+    try data.write(to: url)
+    defer { try? FileManager.default.removeItem(at: url) }
+    let handle = try FileHandle(forReadingFrom: url)
+    defer { try? handle.close() }
+    var options = options
+    options.readChunkSize = chunkSize
+    let reader = try RecordReader(fileHandle: handle, options: options)
+    var items: [RecordReadResult] = []
+    while let item = try reader.next() { items.append(item) }
+    return items
+}
+
+/// The 1-based column of the first occurrence of `needle` in `line`, in characters.
+func column(of needle: String, in line: String) -> Int {
+    guard let range = line.range(of: needle) else { return -1 }
+    return line.distance(from: line.startIndex, to: range.lowerBound) + 1
+}
+
+/// A record with system fields, as a store returns it.
+func storedRecord(
+    _ type: String, _ name: String, zone: RecordZone.ID = .default, _ fields: [String: FieldValue],
+    tag: String? = "tag-1", created: Date? = Date(timeIntervalSinceReferenceDate: 712_345_678.123_456_7),
+    modified: Date? = Date(timeIntervalSince1970: 1_775_666_233.042)
+) -> Record {
+    Record(
+        recordType: type, recordID: Record.ID(recordName: name, zoneID: zone),
+        systemFields: Record.SystemFields(
+            creationDate: created, modificationDate: modified,
+            creatorUserRecordID: Record.ID(recordName: "_creator"), lastModifiedUserRecordID: Record.ID(recordName: "_modifier"),
+            recordChangeTag: tag),
+        fields: fields)
+}
+
+/// Checks that two records hold the same identity, type, system fields and values.
+func expectSame(_ actual: Record?, _ expected: Record, _ what: String = "", sourceLocation: SourceLocation = #_sourceLocation) {
+    guard let actual else {
+        Issue.record("\(what): no record for \(expected.recordID.recordName)", sourceLocation: sourceLocation)
+        return
+    }
+    #expect(actual.recordID == expected.recordID, "\(what)", sourceLocation: sourceLocation)
+    #expect(actual.recordType == expected.recordType, "\(what)", sourceLocation: sourceLocation)
+    #expect(actual.systemFields == expected.systemFields, "\(what)", sourceLocation: sourceLocation)
+    let a = actual.fieldValues, e = expected.fieldValues
+    #expect(Set(a.keys) == Set(e.keys), "\(what)", sourceLocation: sourceLocation)
+    for (key, value) in e where a[key] != value {
+        Issue.record("\(what): field '\(key)' read back as \(String(describing: a[key])), expected \(value)", sourceLocation: sourceLocation)
+    }
+}
+
+/// A small deterministic random generator, so failures reproduce.
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed &+ 0x9E37_79B9_7F4A_7C15 }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
