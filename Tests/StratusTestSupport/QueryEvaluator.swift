@@ -1,17 +1,23 @@
 import Foundation
 import Stratus
 
-/// A brute-force reference implementation of query matching and ordering, for the predicate
-/// subset the conformance suite uses. Engines must return exactly what this computes.
+/// A brute-force reference implementation of query matching and ordering for the whole query
+/// language. Engines must return exactly what this computes.
 ///
 /// Semantics (shared by every engine):
 /// - A condition on a field holds only when the record has the field with a value of a fitting
 ///   type: strings with strings, numbers (`INT64`, `DOUBLE`) with numbers, dates with dates,
 ///   references with references (compared by record name). An `INT64` field never matches a
-///   string. `NOT` holds when the field fits and the condition does not.
-/// - String equality (`==`, `!=`, `IN`) on fields ignores case (both sides lowercased, see
-///   `TextSearch.equalityKey`); ordering comparisons, `BEGINSWITH`, list `CONTAINS` and
-///   record names compare UTF-8 bytes exactly.
+///   string. List conditions need a list of the fitting type (`INT64_LIST` and `DOUBLE_LIST`
+///   both fit numbers). `NOT` holds when the field fits and the condition does not.
+/// - String equality (`==`, `!=`, `IN`) on fields ignores case (both sides through
+///   `TextSearch.equalityKey`); ordering comparisons, `BETWEEN`, `BEGINSWITH`, list elements and
+///   system fields compare exactly, strings by their UTF-8 bytes (SQLite's `BINARY` collation).
+/// - `self CONTAINS` compares `TextSearch.tokens` of the search text with the tokens of the
+///   record's string and string-list fields (only the searchable ones when the schema declares
+///   some); a search without words matches nothing.
+/// - Distances are haversine kilometres on a sphere 12,742.0176 km across, computed as SQL
+///   stores compute them (``distanceKilometres(from:to:)``).
 /// - Ordering: a missing value sorts first ascending and last descending; numbers sort before
 ///   strings; ties are broken by record name, in the direction of the last sort key.
 public enum QueryEvaluator {
@@ -22,29 +28,31 @@ public enum QueryEvaluator {
 
     /// The records of the query's type that match its predicate, in the query's order.
     ///
-    /// - Throws: ``Unsupported`` for conditions outside the modelled subset.
-    public static func evaluate(_ query: Query, over records: [Record]) throws -> [Record] {
+    /// - Parameter searchableFields: the fields `self CONTAINS` searches; `nil` (or empty, as
+    ///   when a schema declares no searchable field) means every string and string-list field.
+    /// - Throws: ``Unsupported`` for conditions outside the modelled language.
+    public static func evaluate(_ query: Query, over records: [Record], searchableFields: [String]? = nil) throws -> [Record] {
         let matching = try records.filter { record in
-            try record.recordType == query.recordType && matches(record, query.predicate)
+            try record.recordType == query.recordType && matches(record, query.predicate, searchableFields: searchableFields)
         }
         return sorted(matching, by: query.sortDescriptors)
     }
 
     /// Whether a record matches a predicate.
-    public static func matches(_ record: Record, _ predicate: QueryPredicate) throws -> Bool {
+    public static func matches(_ record: Record, _ predicate: QueryPredicate, searchableFields: [String]? = nil) throws -> Bool {
         switch predicate {
         case .all: return true
         case .none: return false
         case .and(let parts):
-            for part in parts where try !matches(record, part) { return false }
+            for part in parts where try !matches(record, part, searchableFields: searchableFields) { return false }
             return true
         case .not(.condition(let condition)):
-            let (fits, holds) = try evaluate(condition, record)
+            let (fits, holds) = try evaluate(condition, record, searchableFields: searchableFields)
             return fits && !holds
         case .not:
             throw Unsupported(description: "NOT over a compound predicate")
         case .condition(let condition):
-            let (fits, holds) = try evaluate(condition, record)
+            let (fits, holds) = try evaluate(condition, record, searchableFields: searchableFields)
             return fits && holds
         }
     }
@@ -99,9 +107,12 @@ public enum QueryEvaluator {
     }
 
     /// What kinds of stored values a compared value fits.
-    enum Family { case string, number, date, reference }
+    public enum Family: Sendable { case string, number, date, reference }
 
-    static func family(of value: FieldValue) throws -> Family {
+    /// The family of a compared value.
+    ///
+    /// - Throws: ``Unsupported`` for values queries cannot compare (bytes, locations, assets, lists).
+    public static func family(of value: FieldValue) throws -> Family {
         switch value {
         case .string: return .string
         case .int64, .double: return .number
@@ -115,6 +126,7 @@ public enum QueryEvaluator {
         try? family(of: value)
     }
 
+    /// The family and elements of a list value that queries can look into.
     static func listElements(_ value: FieldValue) -> (Family, [FieldValue])? {
         switch value {
         case .stringList(let v): (.string, v.map(FieldValue.string))
@@ -142,6 +154,11 @@ public enum QueryEvaluator {
         }
     }
 
+    /// The lowercase form string equality compares, as bytes.
+    static func equalityBytes(_ text: String) -> [UInt8] {
+        Array(TextSearch.equalityKey(text).utf8)
+    }
+
     /// The record's value for a key, and whether it fits a family (system keys always fit).
     static func operand(_ key: QueryKey, _ record: Record, family: Family) -> (fits: Bool, value: StoreValue) {
         switch key {
@@ -158,26 +175,24 @@ public enum QueryEvaluator {
         }
     }
 
+    /// Whether `bytes` starts with the UTF-8 bytes of `prefix` (what `substr(x, 1, length(p)) = p`
+    /// does on valid UTF-8: a prefix of code points, not of characters).
+    static func hasBinaryPrefix(_ bytes: [UInt8], _ prefix: String) -> Bool {
+        bytes.starts(with: Array(prefix.utf8))
+    }
+
     /// (the record has a fitting value, the condition holds on it).
-    static func evaluate(_ condition: Condition, _ record: Record) throws -> (Bool, Bool) {
+    static func evaluate(_ condition: Condition, _ record: Record, searchableFields: [String]?) throws -> (Bool, Bool) {
         switch condition {
         case .compare(let key, let op, let value):
             if case .field(let name) = key, case .string(let text) = value, op == .equal || op == .notEqual {
                 guard case .string(let stored)? = record.value(forKey: name) else { return (false, false) }
-                let same = Array(TextSearch.equalityKey(stored).utf8) == Array(TextSearch.equalityKey(text).utf8)
+                let same = equalityBytes(stored) == equalityBytes(text)
                 return (true, op == .equal ? same : !same)
             }
             let (fits, operand) = operand(key, record, family: try family(of: value))
             guard fits, operand != .null else { return (false, false) }
-            let other = comparable(value)
-            switch op {
-            case .equal: return (true, operand == other)
-            case .notEqual: return (true, operand != other)
-            case .less: return (true, operand < other)
-            case .lessOrEqual: return (true, operand < other || operand == other)
-            case .greater: return (true, other < operand)
-            case .greaterOrEqual: return (true, other < operand || operand == other)
-            }
+            return (true, compare(operand, op, comparable(value)))
         case .between(let key, let low, let high):
             let (fits, operand) = operand(key, record, family: try family(of: low))
             guard fits, operand != .null else { return (false, false) }
@@ -187,8 +202,8 @@ public enum QueryEvaluator {
             guard let first = values.first else { return (true, false) }
             if case .field(let name) = key, case .string = first {
                 guard case .string(let stored)? = record.value(forKey: name) else { return (false, false) }
-                let folded = Array(TextSearch.equalityKey(stored).utf8)
-                return (true, values.contains { if case .string(let text) = $0 { Array(TextSearch.equalityKey(text).utf8) == folded } else { false } })
+                let folded = equalityBytes(stored)
+                return (true, values.contains { if case .string(let text) = $0 { equalityBytes(text) == folded } else { false } })
             }
             let (fits, operand) = operand(key, record, family: try family(of: first))
             guard fits, operand != .null else { return (false, false) }
@@ -196,35 +211,66 @@ public enum QueryEvaluator {
         case .beginsWith(let key, let prefix):
             let (fits, operand) = operand(key, record, family: .string)
             guard fits, case .text(let bytes) = operand else { return (false, false) }
-            return (true, bytes.starts(with: Array(prefix.utf8)))
+            return (true, hasBinaryPrefix(bytes, prefix))
         case .listContains(let key, let value):
+            let wantedFamily = try family(of: value)
             guard case .field(let name) = key, let stored = record.value(forKey: name),
-                  let (family, elements) = listElements(stored), family == (try self.family(of: value)) else { return (false, false) }
+                  let (family, elements) = listElements(stored), family == wantedFamily else { return (false, false) }
             let wanted = comparable(value)
             return (true, elements.contains { comparable($0) == wanted })
         case .listContainsAny(let key, let values):
             guard let first = values.first else { return (true, false) }
+            let wantedFamily = try family(of: first)
             guard case .field(let name) = key, let stored = record.value(forKey: name),
-                  let (family, elements) = listElements(stored), family == (try self.family(of: first)) else { return (false, false) }
-            let wanted = Set(values.map(comparable))
-            return (true, elements.contains { wanted.contains(comparable($0)) })
+                  let (family, elements) = listElements(stored), family == wantedFamily else { return (false, false) }
+            let wanted = values.map(comparable)
+            return (true, elements.contains { element in wanted.contains(comparable(element)) })
         case .listAnyBeginsWith(let key, let prefix):
             guard case .field(let name) = key, case .stringList(let list)? = record.value(forKey: name) else { return (false, false) }
-            return (true, list.contains { Array($0.utf8).starts(with: Array(prefix.utf8)) })
+            return (true, list.contains { hasBinaryPrefix(Array($0.utf8), prefix) })
         case .distance(let key, let origin, let op, let kilometers):
             guard case .field(let name) = key, case .location(let location)? = record.value(forKey: name) else { return (false, false) }
-            let distance = location.distance(from: origin) / 1000
-            switch op {
-            case .equal: return (true, distance == kilometers)
-            case .notEqual: return (true, distance != kilometers)
-            case .less: return (true, distance < kilometers)
-            case .lessOrEqual: return (true, distance <= kilometers)
-            case .greater: return (true, distance > kilometers)
-            case .greaterOrEqual: return (true, distance >= kilometers)
-            }
-        case .tokens:
-            throw Unsupported(description: "tokenized search")
+            return (true, compare(.real(distanceKilometres(from: origin, to: location)), op, .real(kilometers)))
+        case .tokens(let words, let all):
+            guard !words.isEmpty else { return (true, false) }
+            let have = recordWords(record, searchableFields: searchableFields)
+            return (true, all ? words.allSatisfy(have.contains) : words.contains(where: have.contains))
         }
+    }
+
+    static func compare(_ lhs: StoreValue, _ op: ComparisonOperator, _ rhs: StoreValue) -> Bool {
+        switch op {
+        case .equal: lhs == rhs
+        case .notEqual: lhs != rhs
+        case .less: lhs < rhs
+        case .lessOrEqual: lhs < rhs || lhs == rhs
+        case .greater: rhs < lhs
+        case .greaterOrEqual: rhs < lhs || lhs == rhs
+        }
+    }
+
+    /// The search words of a record: `TextSearch.tokens` of its string and string-list fields
+    /// (only `searchableFields` when given and not empty).
+    public static func recordWords(_ record: Record, searchableFields: [String]?) -> Set<String> {
+        let names = (searchableFields?.isEmpty ?? true) ? record.allKeys() : searchableFields!
+        var words: Set<String> = []
+        for name in names {
+            switch record.value(forKey: name) {
+            case .string(let text)?: words.formUnion(TextSearch.tokens(in: text))
+            case .stringList(let texts)?: for text in texts { words.formUnion(TextSearch.tokens(in: text)) }
+            default: continue
+            }
+        }
+        return words
+    }
+
+    /// Great-circle distance in kilometres, written as the SQL stores compute it (haversine,
+    /// `radians(x)` as `x * (π / 180)`, Earth's diameter 12,742.0176 km).
+    public static func distanceKilometres(from origin: Location, to location: Location) -> Double {
+        func radians(_ degrees: Double) -> Double { degrees * (Double.pi / 180.0) }
+        let a = pow(sin(radians(location.latitude - origin.latitude) / 2), 2)
+            + cos(radians(origin.latitude)) * cos(radians(location.latitude)) * pow(sin(radians(location.longitude - origin.longitude) / 2), 2)
+        return 12742.0176 * asin(sqrt(a))
     }
 
     // MARK: - Ordering
@@ -240,7 +286,7 @@ public enum QueryEvaluator {
         case .field(let name):
             if let origin = descriptor.distanceFrom {
                 guard case .location(let location)? = record.value(forKey: name) else { return .null }
-                return .real(location.distance(from: origin) / 1000)
+                return .real(distanceKilometres(from: origin, to: location))
             }
             return comparable(record.value(forKey: name))
         }

@@ -1,0 +1,343 @@
+import Foundation
+import Stratus
+import StratusSQLite
+import StratusTestSupport
+import Testing
+
+/// Indexes declared in a record type's schema become real SQLite indexes, and queries that
+/// filter or sort on indexed fields use them (checked on `EXPLAIN QUERY PLAN`, not only on the
+/// results); without a schema the same queries scan and return the same records.
+@Suite("SQLite query plans and schema indexes", .timeLimit(.minutes(2)))
+struct SQLiteQueryPlanTests {
+    static let identifier = "com.example.query-plans"
+    static let recordCount = 300
+
+    /// `category` queryable (STRING, compared through its lowercase form), `weight` queryable
+    /// INT64, `rank` sortable, `title` searchable, a compound index (category, then rank);
+    /// `note` is a string no index covers.
+    static func schema() -> RecordTypeSchema {
+        var schema = RecordTypeSchema(recordType: "Item")
+        schema.addField("category", type: .string, indexes: [.queryable])
+        schema.addField("weight", type: .int64, indexes: [.queryable])
+        schema.addField("rank", type: .int64, indexes: [.sortable])
+        schema.addField("title", type: .string, indexes: [.searchable])
+        schema.compoundIndexes = [.init(equalityFields: ["category"], sortField: "rank")]
+        return schema
+    }
+
+    static func items() -> [Record] {
+        makeRecords("Item", count: recordCount, prefix: "i") { i in
+            var fields: [String: FieldValue] = [
+                "category": .string(i % 3 == 0 ? "Books" : "c\(i % 10)"),
+                "weight": .int64(Int64(i % 25)),
+                "title": .string("Word\(i % 40) shared title \(i % 2 == 0 ? "café" : "the")"),
+                "note": .string("note\(i % 7) hidden"),
+            ]
+            if i % 13 != 0 { fields["rank"] = .int64(Int64((i * 37) % 1_000)) }
+            return fields
+        }
+    }
+
+    /// A store with the items saved, the schema saved before them when `schema` is true.
+    struct Fixture {
+        let path: String
+        let engine: SQLiteEngine
+        let container: Container
+        var database: Database { container.publicCloudDatabase }
+        /// Every stored item, with system fields.
+        var stored: [Record] = []
+
+        /// `EXPLAIN QUERY PLAN` of a query, optionally for the page after `position`.
+        func plan(_ query: Query, after position: QueryPosition? = nil) throws -> String {
+            try engine.queryPlan(for: CompiledQuery(query, zoneID: .default, desiredKeys: nil), in: database.context, after: position)
+        }
+
+        /// The plan as a new engine on the same file sees it: the store's indexes as they are now.
+        func freshPlan(_ query: Query) throws -> String {
+            try SQLiteEngine(path: path).queryPlan(for: CompiledQuery(query, zoneID: .default, desiredKeys: nil), in: database.context)
+        }
+    }
+
+    static func withFixture(schema saveSchema: Bool, _ body: (inout Fixture) async throws -> Void) async throws {
+        try await TemporaryStore.with(prefix: "stratus-plans") { store in
+            let engine = try SQLiteEngine(path: store.path())
+            var fixture = Fixture(path: store.path(), engine: engine, container: Container(identifier: identifier, engine: engine, userName: "alice"))
+            if saveSchema { try await fixture.container.saveSchema(schema()) }
+            try await TestDatabase.save(items(), in: fixture.database)
+            fixture.stored = try await TestDatabase.queryAll(Query(recordType: "Item"), in: fixture.database)
+            #expect(fixture.stored.count == recordCount)
+            try await body(&fixture)
+        }
+    }
+
+    static func query(_ format: String, _ arguments: any Sendable..., sort: [RecordSortDescriptor] = []) throws -> Query {
+        let query = Query(recordType: "Item", predicate: try QueryPredicate(format: format, argumentArray: arguments))
+        query.sortDescriptors = sort
+        return query
+    }
+
+    /// Pages through `query` 40 at a time and checks the records against the brute-force evaluator.
+    static func expectBruteForce(_ query: Query, _ fixture: Fixture, searchable: [String]?, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let expected = TestDatabase.names(try QueryEvaluator.evaluate(query, over: fixture.stored, searchableFields: searchable))
+        #expect(!expected.isEmpty, "\(query) matches something", sourceLocation: sourceLocation)
+        var page = try await fixture.database.records(matching: query, resultsLimit: 40)
+        var names = try page.matchResults.map { try $0.1.get().recordID.recordName }
+        while let cursor = page.queryCursor {
+            page = try await fixture.database.records(continuingMatchFrom: cursor, resultsLimit: 40)
+            names += try page.matchResults.map { try $0.1.get().recordID.recordName }
+        }
+        expectSameOrder(names, expected, "\(query)", sourceLocation: sourceLocation)
+    }
+
+    /// The cursor position after the first page of 40.
+    static func secondPagePosition(_ query: Query, _ fixture: Fixture) async throws -> QueryPosition {
+        let page = try await fixture.database.records(matching: query, resultsLimit: 40)
+        return try #require(page.queryCursor).position
+    }
+
+    // MARK: - Plans with a schema
+
+    @Test("an equality filter on a queryable STRING or INT64 field searches its index")
+    func equalityUsesIndex() async throws {
+        try await Self.withFixture(schema: true) { fixture in
+            for query in [try Self.query("category == %@", "BOOKS"), try Self.query("weight == %@", 7)] {
+                let plan = try fixture.plan(query)
+                #expect(plan.contains("SEARCH r USING INDEX ix_"), "\(query):\n\(plan)")
+                #expect(plan.contains("<expr>=?"), "\(query) seeks to the value:\n\(plan)")
+                try await Self.expectBruteForce(query, fixture, searchable: ["title"])
+            }
+            let range = try Self.query("weight > %@", 20)
+            let plan = try fixture.plan(range)
+            #expect(plan.contains("USING INDEX ix_") && plan.contains("<expr>>?"), "a range on a queryable INT64 field seeks:\n\(plan)")
+            try await Self.expectBruteForce(range, fixture, searchable: ["title"])
+        }
+    }
+
+    @Test("IN on a queryable field seeks its index for each value")
+    func inUsesIndex() async throws {
+        try await Self.withFixture(schema: true) { fixture in
+            for query in [try Self.query("category IN %@", ["c1", "C2"]), try Self.query("weight IN {3, 4}")] {
+                let plan = try fixture.plan(query)
+                #expect(plan.contains("SEARCH r USING INDEX ix_") && plan.contains("<expr>=?"), "\(query):\n\(plan)")
+                try await Self.expectBruteForce(query, fixture, searchable: ["title"])
+            }
+        }
+    }
+
+    @Test("a sort on a sortable field reads its index in order, ascending and descending")
+    func sortUsesIndex() async throws {
+        try await Self.withFixture(schema: true) { fixture in
+            for ascending in [true, false] {
+                let query = try Self.query("TRUEPREDICATE", sort: [RecordSortDescriptor(key: "rank", ascending: ascending)])
+                let plan = try fixture.plan(query)
+                #expect(plan.contains("USING INDEX ix_"), "\(query):\n\(plan)")
+                #expect(!plan.contains("USE TEMP B-TREE FOR ORDER BY"), "\(query) needs no sorting step:\n\(plan)")
+                try await Self.expectBruteForce(query, fixture, searchable: ["title"])
+            }
+        }
+    }
+
+    @Test("equality plus sort uses the compound index without a sorting step")
+    func compoundIndex() async throws {
+        try await Self.withFixture(schema: true) { fixture in
+            for ascending in [true, false] {
+                let query = try Self.query("category == %@", "books", sort: [RecordSortDescriptor(key: "rank", ascending: ascending)])
+                let plan = try fixture.plan(query)
+                #expect(plan.contains("USING INDEX ix_") && plan.contains("<expr>=?"), "\(query):\n\(plan)")
+                #expect(!plan.contains("USE TEMP B-TREE"), "\(query) needs no sorting step:\n\(plan)")
+                try await Self.expectBruteForce(query, fixture, searchable: ["title"])
+            }
+        }
+    }
+
+    @Test("the page after an ascending cursor seeks in the index to the cursor's position")
+    func ascendingCursorSeeks() async throws {
+        try await Self.withFixture(schema: true) { fixture in
+            for query in [
+                try Self.query("TRUEPREDICATE", sort: [RecordSortDescriptor(key: "rank")]),
+                try Self.query("category == %@", "Books", sort: [RecordSortDescriptor(key: "rank")]),
+            ] {
+                let position = try await Self.secondPagePosition(query, fixture)
+                let plan = try fixture.plan(query, after: position)
+                #expect(plan.contains("SEARCH r USING INDEX ix_") && plan.contains("<expr>>?"), "\(query) after \(position):\n\(plan)")
+                #expect(!plan.contains("USE TEMP B-TREE"), "\(query) after a cursor needs no sorting step:\n\(plan)")
+            }
+        }
+    }
+
+    @Test("the page after a descending cursor seeks in the index to the cursor's position")
+    func descendingCursorSeeks() async throws {
+        try await Self.withFixture(schema: true) { fixture in
+            for query in [
+                try Self.query("TRUEPREDICATE", sort: [RecordSortDescriptor(key: "rank", ascending: false)]),
+                try Self.query("category == %@", "Books", sort: [RecordSortDescriptor(key: "rank", ascending: false)]),
+            ] {
+                let position = try await Self.secondPagePosition(query, fixture)
+                let plan = try fixture.plan(query, after: position)
+                #expect(plan.contains("SEARCH r USING INDEX ix_") && plan.contains("<expr><?"), "\(query) after \(position):\n\(plan)")
+                #expect(!plan.contains("USE TEMP B-TREE"), "\(query) after a cursor needs no sorting step:\n\(plan)")
+            }
+        }
+    }
+
+    @Test("self CONTAINS on a searchable field looks words up in record_tokens")
+    func searchableUsesTokens() async throws {
+        try await Self.withFixture(schema: true) { fixture in
+            let any = try Self.query("self CONTAINS %@", "word3 WORD5")
+            let plan = try fixture.plan(any)
+            #expect(plan.contains("record_tokens") || plan.contains("SEARCH t USING"), "\(any):\n\(plan)")
+            #expect(plan.contains("token=?"), "\(any) looks each word up:\n\(plan)")
+            try await Self.expectBruteForce(any, fixture, searchable: ["title"])
+            // Only searchable fields are searched when the schema declares some: `note` is not.
+            let hidden = try await TestDatabase.queryAll(try Self.query("self CONTAINS 'hidden'"), in: fixture.database)
+            #expect(hidden.isEmpty, "words of a field that is not searchable are not found")
+            let cafe = try Self.query("self CONTAINS 'CAFE' AND self CONTAINS 'word6'")
+            try await Self.expectBruteForce(cafe, fixture, searchable: ["title"])
+        }
+    }
+
+    @Test("an all-words search looks each word up in record_tokens instead of reading every word of the zone")
+    func allWordsSeek() async throws {
+        try await Self.withFixture(schema: true) { fixture in
+            let all = try Self.query("self CONTAINS 'word4' AND self CONTAINS 'cafe'")
+            let plan = try fixture.plan(all)
+            #expect(plan.contains("SEARCH t USING") && plan.contains("token=?"), "\(all):\n\(plan)")
+            try await Self.expectBruteForce(all, fixture, searchable: ["title"])
+        }
+    }
+
+    // MARK: - Without a schema
+
+    @Test("without a schema the same queries scan and return the same records")
+    func withoutSchemaScans() async throws {
+        try await Self.withFixture(schema: false) { fixture in
+            let queries = [
+                try Self.query("category == %@", "BOOKS"),
+                try Self.query("weight > %@", 20),
+                try Self.query("TRUEPREDICATE", sort: [RecordSortDescriptor(key: "rank", ascending: false)]),
+                try Self.query("category == %@", "books", sort: [RecordSortDescriptor(key: "rank")]),
+                try Self.query("self CONTAINS %@", "word3 WORD5"),
+                try Self.query("self CONTAINS 'hidden' AND self CONTAINS 'note3'"),
+            ]
+            for query in queries {
+                let plan = try fixture.plan(query)
+                #expect(!plan.contains("ix_"), "\(query) has no index to use:\n\(plan)")
+                #expect(!plan.contains("record_tokens"), "\(query) has no words table to use:\n\(plan)")
+                // Without searchable fields, self CONTAINS searches every string field.
+                try await Self.expectBruteForce(query, fixture, searchable: nil)
+            }
+        }
+    }
+
+    // MARK: - Saving and changing schemas
+
+    @Test("saving a schema after the records exist indexes them, words included")
+    func schemaAfterRecords() async throws {
+        try await Self.withFixture(schema: false) { fixture in
+            let words = try Self.query("self CONTAINS %@", "word7")
+            let before = try await TestDatabase.queryAll(words, in: fixture.database)
+            try await fixture.container.saveSchema(Self.schema())
+            #expect(try await fixture.container.schemas() == [Self.schema()])
+            let plan = try fixture.plan(words)
+            #expect(plan.contains("token=?"), "the words of existing records are indexed:\n\(plan)")
+            let after = try await TestDatabase.queryAll(words, in: fixture.database)
+            #expect(!after.isEmpty)
+            #expect(TestDatabase.names(after) == TestDatabase.names(before), "the existing records are found through the index")
+            try await Self.expectBruteForce(words, fixture, searchable: ["title"])
+            let equality = try Self.query("category == %@", "c4", sort: [RecordSortDescriptor(key: "rank")])
+            #expect(try fixture.plan(equality).contains("USING INDEX ix_"))
+            try await Self.expectBruteForce(equality, fixture, searchable: ["title"])
+
+            // Records saved later are indexed as they are written; a changed record loses its old words.
+            let changed = try #require(fixture.stored.first { TestDatabase.names([$0]) == ["i-00007"] })
+            changed["title"] = "renamed entirely"
+            try await TestDatabase.save([changed, makeRecord("Item", "i-new", ["title": .string("Word7 newcomer"), "category": .string("c4")])], in: fixture.database)
+            fixture.stored = try await TestDatabase.queryAll(Query(recordType: "Item"), in: fixture.database)
+            try await Self.expectBruteForce(words, fixture, searchable: ["title"])
+            try await Self.expectBruteForce(try Self.query("self CONTAINS 'renamed'"), fixture, searchable: ["title"])
+            let latest = try await TestDatabase.queryAll(words, in: fixture.database)
+            #expect(TestDatabase.names(latest).contains("i-new"))
+            #expect(!TestDatabase.names(latest).contains("i-00007"))
+        }
+    }
+
+    @Test("changing a schema drops the indexes and words it no longer declares")
+    func schemaChangeDropsIndexes() async throws {
+        try await Self.withFixture(schema: true) { fixture in
+            let equality = try Self.query("category == %@", "c4")
+            let sorted = try Self.query("TRUEPREDICATE", sort: [RecordSortDescriptor(key: "rank")])
+            let words = try Self.query("self CONTAINS %@", "hidden")
+            #expect(try fixture.plan(equality).contains("ix_"))
+            #expect(try await TestDatabase.queryAll(words, in: fixture.database).isEmpty, "note is not searchable yet")
+
+            var smaller = RecordTypeSchema(recordType: "Item")
+            smaller.addField("rank", type: .int64, indexes: [.sortable])
+            smaller.addField("note", type: .string, indexes: [.searchable])
+            try await fixture.container.saveSchema(smaller)
+            #expect(try await fixture.container.schemas() == [smaller])
+
+            let equalityPlan = try fixture.freshPlan(equality)
+            #expect(!equalityPlan.contains("ix_"), "the category index is gone:\n\(equalityPlan)")
+            let sortedPlan = try fixture.freshPlan(sorted)
+            #expect(sortedPlan.contains("USING INDEX ix_") && !sortedPlan.contains("TEMP B-TREE"), "the rank index stays:\n\(sortedPlan)")
+            // Searchable is now `note` instead of `title`.
+            try await Self.expectBruteForce(equality, fixture, searchable: ["note"])
+            try await Self.expectBruteForce(words, fixture, searchable: ["note"])
+            #expect(try await TestDatabase.queryAll(try Self.query("self CONTAINS 'shared'"), in: fixture.database).isEmpty,
+                    "the words of title are no longer searched")
+            #expect(try fixture.freshPlan(words).contains("token=?"))
+
+            // A schema with no index at all leaves no ix_ index and scans every string field.
+            try await fixture.container.saveSchema(RecordTypeSchema(recordType: "Item"))
+            for query in [equality, sorted, words] {
+                let plan = try fixture.freshPlan(query)
+                #expect(!plan.contains("ix_") && !plan.contains("record_tokens"), "\(query):\n\(plan)")
+            }
+            try await Self.expectBruteForce(try Self.query("self CONTAINS 'shared' AND self CONTAINS 'hidden'"), fixture, searchable: nil)
+            try await Self.expectBruteForce(sorted, fixture, searchable: nil)
+        }
+    }
+
+    @Test("queryPlan on the engine that changed the schema explains with the indexes the store has now")
+    func planFollowsSchemaChange() async throws {
+        try await Self.withFixture(schema: true) { fixture in
+            let equality = try Self.query("category == %@", "c4")
+            #expect(try fixture.plan(equality).contains("ix_"))
+            try await fixture.container.saveSchema(RecordTypeSchema(recordType: "Item"))
+            let plan = try fixture.plan(equality)
+            #expect(!plan.contains("ix_"), "the dropped index is not in the plan:\n\(plan)")
+            #expect(plan == (try fixture.freshPlan(equality)), "the same plan as a new engine on the file")
+            try await fixture.container.saveSchema(Self.schema())
+            let restored = try fixture.plan(equality)
+            #expect(restored.contains("ix_"), "the index is back:\n\(restored)")
+        }
+    }
+
+    @Test("an invalid schema is invalidArguments and changes nothing")
+    func invalidSchemas() async throws {
+        try await Self.withFixture(schema: true) { fixture in
+            var searchableNumber = RecordTypeSchema(recordType: "Item")
+            searchableNumber.addField("weight", type: .int64, indexes: [.searchable])
+            var sortableList = RecordTypeSchema(recordType: "Item")
+            sortableList.addField("tags", type: .stringList, indexes: [.sortable])
+            var undeclared = RecordTypeSchema(recordType: "Item")
+            undeclared.addField("rank", type: .int64, indexes: [.sortable])
+            undeclared.compoundIndexes = [.init(equalityFields: ["category"], sortField: "rank")]
+            var listInCompound = RecordTypeSchema(recordType: "Item")
+            listInCompound.addField("tags", type: .stringList, indexes: [.queryable])
+            listInCompound.compoundIndexes = [.init(equalityFields: ["tags"])]
+            var twice = RecordTypeSchema(recordType: "Item")
+            twice.fields = [.init("rank", type: .int64, indexes: [.sortable]), .init("rank", type: .double, indexes: [])]
+            let badName = RecordTypeSchema(recordType: "Item", fields: [.init("bad name", type: .string, indexes: [.queryable])])
+            let badType = RecordTypeSchema(recordType: "_Item")
+            for (label, bad) in [("searchable INT64", searchableNumber), ("sortable list", sortableList), ("compound index naming an undeclared field", undeclared),
+                                 ("list in a compound index", listInCompound), ("a field declared twice", twice), ("a bad field name", badName), ("a bad record type", badType)] {
+                let error = await caughtError { try await fixture.container.saveSchema(bad) }
+                #expect(stratusError(error)?.code == .invalidArguments, "\(label): \(String(describing: error))")
+            }
+            #expect(try await fixture.container.schemas() == [Self.schema()], "the saved schema is unchanged")
+            let plan = try fixture.freshPlan(try Self.query("category == %@", "c4"))
+            #expect(plan.contains("ix_"), "its indexes too")
+        }
+    }
+}
