@@ -4,7 +4,8 @@ import Stratus
 /// What a `"type"` string names.
 enum TypeName {
     case known(FieldType)
-    /// `ENCRYPTED_BYTES` (`_LIST`): known to CloudKit, not storable as such by Stratus.
+    /// `ENCRYPTED_BYTES` (CloudKit's type for an encrypted BYTES value), or `ENCRYPTED_` before
+    /// another type (as CloudKit's schema language spells encrypted fields): an encrypted value.
     case encrypted(FieldType)
     /// `UNKNOWN_LIST`: CloudKit's type for an empty list whose element type it does not know.
     case unknownList
@@ -42,17 +43,23 @@ extension FieldType {
         }
     }
 
-    /// Reads CloudKit's type names, including `ASSET` for ``asset``.
+    /// Reads CloudKit's type names, including `ASSET` for ``asset`` and `ENCRYPTED_` types.
     static func named(_ text: String) -> TypeName {
         if let type = FieldType(rawValue: text) { return .known(type) }
         switch text {
         case "ASSET": return .known(.asset)
         case "ASSET_LIST": return .known(.assetList)
-        case "ENCRYPTED_BYTES": return .encrypted(.bytes)
-        case "ENCRYPTED_BYTES_LIST": return .encrypted(.bytesList)
         case "UNKNOWN_LIST": return .unknownList
-        default: return .unknown(text)
+        default:
+            if text.hasPrefix("ENCRYPTED_"), case .known(let type) = named(String(text.dropFirst(10))) { return .encrypted(type) }
+            return .unknown(text)
         }
+    }
+
+    /// The name a field of this type has in record JSON and CSV headers.
+    func name(encrypted: Bool) -> String {
+        guard encrypted else { return rawValue }
+        return "ENCRYPTED_" + rawValue
     }
 }
 
@@ -60,24 +67,22 @@ extension JSONCursor {
     // MARK: - Field values
 
     /// Converts one scanned field: typed by its `"type"`, else by the schema, else inferred.
-    /// Answers nil for a `null` value (the field is removed).
+    /// Answers nil for a `null` value (the field is removed), and whether the value is an
+    /// encrypted value (`ENCRYPTED_…` type or `"isEncrypted": true`).
     func fieldValue(
         _ field: PendingField, key: String, schema: [String: FieldType]?, zone: RecordZone.ID, context: DecodeContext
-    ) throws(FieldError) -> FieldValue? {
+    ) throws(FieldError) -> (FieldValue?, encrypted: Bool) {
         let token = field.value
         guard token.isPresent else { throw FieldError(offset: field.name.start, message: "field '\(key)' has no 'value'") }
         let type: FieldType
+        var encrypted = field.isEncrypted
         if field.type.isPresent {
             switch typeName(field.type) {
             case .known(let known):
                 type = known
             case .encrypted(let plain):
-                guard context.encryptedFields == .keepAsPlain else {
-                    throw FieldError(
-                        offset: field.type.start,
-                        message: "field '\(key)' has type \(string(field.type)), which Stratus cannot keep encrypted; the record is rejected rather than changing the type (read with encrypted fields kept as plain to import it as \(plain.rawValue))")
-                }
                 type = plain
+                encrypted = true
             case .unknownList:
                 guard token.kind == .array, isEmptyContainer(token) else {
                     throw FieldError(offset: field.type.start, message: "field '\(key)' has type UNKNOWN_LIST but holds elements; give the list's type")
@@ -91,16 +96,16 @@ extension JSONCursor {
         } else if let declared = schema?[key] {
             type = declared
         } else {
-            guard let inferred = try inferredType(token, key: key) else { return nil }
+            guard let inferred = try inferredType(token, key: key) else { return (nil, encrypted) }
             type = inferred
         }
-        if field.isEncrypted && context.encryptedFields == .reject {
-            throw FieldError(
-                offset: field.name.start,
-                message: "field '\(key)' is marked \"isEncrypted\": true, and Stratus cannot keep values encrypted; the record is rejected rather than dropping the marking")
-        }
-        if token.kind == .null { return nil }
-        return try value(token, as: type, key: key, zone: zone, context: context)
+        if token.kind == .null { return (nil, encrypted) }
+        return (try value(token, as: type, key: key, zone: zone, context: context), encrypted)
+    }
+
+    /// A reference outside the fields (the record's parent).
+    func reference(_ token: Token, what: String, zone: RecordZone.ID) throws(FieldError) -> Record.Reference {
+        try referenceValue(token, what, .reference, -2, zone: zone)
     }
 
     func typeName(_ token: Token) -> TypeName {
@@ -171,7 +176,8 @@ extension JSONCursor {
 
     /// "field 'count': INT64 value" or "field 'tags': STRING_LIST element 2".
     private func site(_ key: String, _ type: FieldType, _ index: Int) -> String {
-        index < 0 ? "field '\(key)': \(type.rawValue) value" : "field '\(key)': \(type.rawValue) element \(index + 1)"
+        if index == -2 { return key }  // not a field: the parent
+        return index < 0 ? "field '\(key)': \(type.rawValue) value" : "field '\(key)': \(type.rawValue) element \(index + 1)"
     }
 
     /// A number as shown after the site: bare after "value", in parentheses after "element 2".

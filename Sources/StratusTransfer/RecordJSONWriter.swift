@@ -3,9 +3,11 @@ import Stratus
 
 /// Writes records in the JSON shape of CloudKit Web Services (`records/query` answers).
 ///
-/// `{"recordName", "recordType", "recordChangeTag", "fields": {"title": {"value": "Milk",
-/// "type": "STRING"}}, "created": {"timestamp", "userRecordName"}, "modified": {…},
-/// "zoneID": {"zoneName", "ownerRecordName"}}`. Fields come sorted by key. Timestamps are
+/// `{"recordName", "recordType", "recordChangeTag", "parent": {"recordName"}, "fields": {"title":
+/// {"value": "Milk", "type": "STRING"}}, "created": {"timestamp", "userRecordName"}, "modified":
+/// {…}, "zoneID": {"zoneName", "ownerRecordName"}}`. Fields come sorted by key; encrypted values
+/// (``Record/encryptedValues``) are `ENCRYPTED_BYTES` for bytes and carry `"isEncrypted": true`
+/// otherwise, as CloudKit writes them; `parent` appears when the record has one. Timestamps are
 /// milliseconds since 1970, with a decimal fraction when the date is not on a whole
 /// millisecond (chosen so that reading gives back the identical `Date`); bytes are base64;
 /// references carry a `zoneID` only when it differs from the record's; assets are
@@ -34,8 +36,13 @@ public enum RecordJSONWriter {
             out.append(",\"recordChangeTag\":")
             out.appendString(tag)
         }
+        if let parent = record.parent {
+            out.append(",\"parent\":")
+            appendReference(parent, zone: zoneID, withAction: false, to: &out)
+        }
         out.append(",\"fields\":{")
         let fields = record.fieldValues
+        let encrypted = record.encryptedKeys
         var first = true
         for key in fields.keys.sorted() {
             let value = fields[key]!
@@ -44,9 +51,17 @@ public enum RecordJSONWriter {
             out.appendString(key)
             out.append(":{\"value\":")
             appendValue(value, field: key, zone: zoneID, to: &out)
-            out.append(",\"type\":\"")
-            out.appendRaw(value.type.rawValue)
-            out.append("\"}")
+            if encrypted.isEmpty || !encrypted.contains(key) {
+                out.append(",\"type\":\"")
+                out.appendRaw(value.type.rawValue)
+                out.append("\"}")
+            } else if case .bytes = value {
+                out.append(",\"type\":\"ENCRYPTED_BYTES\"}")
+            } else {
+                out.append(",\"type\":\"")
+                out.appendRaw(value.type.rawValue)
+                out.append("\",\"isEncrypted\":true}")
+            }
         }
         out.append(UInt8(ascii: "}"))
         appendAuthorship("created", system.creationDate, system.creatorUserRecordID, to: &out)
@@ -112,10 +127,10 @@ public enum RecordJSONWriter {
         out.append(UInt8(ascii: "]"))
     }
 
-    static func appendReference(_ reference: Record.Reference, zone: RecordZone.ID, to out: inout ByteOutput) {
+    static func appendReference(_ reference: Record.Reference, zone: RecordZone.ID, withAction: Bool = true, to out: inout ByteOutput) {
         out.append("{\"recordName\":")
         out.appendString(reference.recordID.recordName)
-        out.append(reference.action == .deleteSelf ? ",\"action\":\"DELETE_SELF\"" : ",\"action\":\"NONE\"")
+        if withAction { out.append(reference.action == .deleteSelf ? ",\"action\":\"DELETE_SELF\"" : ",\"action\":\"NONE\"") }
         if reference.recordID.zoneID != zone {
             out.append(",\"zoneID\":")
             appendZoneID(reference.recordID.zoneID, to: &out)

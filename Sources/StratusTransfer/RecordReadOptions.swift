@@ -24,8 +24,6 @@ public struct RecordReadOptions: Sendable {
     public var csvRecordType: String?
     /// CSV: column types by field name, for columns whose header is a plain `name`.
     public var csvTypes: [String: FieldType] = [:]
-    /// What to do with values CloudKit marks as encrypted (`ENCRYPTED_BYTES`, `"isEncrypted": true`).
-    public var encryptedFields: EncryptedFieldHandling = .reject
     /// The directory that relative asset paths are resolved against; `nil` means the current one.
     public var assetDirectory: URL?
     /// The largest record (or NDJSON line, or CSV row) accepted, in bytes; larger ones are
@@ -35,14 +33,4 @@ public struct RecordReadOptions: Sendable {
     public var readChunkSize = 256 << 10
 
     public init() {}
-
-    /// The choice for encrypted values: Stratus has no encrypted field type, so it either
-    /// refuses them or keeps their content as plain values.
-    public enum EncryptedFieldHandling: Sendable {
-        /// Reject the record, naming the field: nothing is imported that would come back different.
-        case reject
-        /// Keep the content: `ENCRYPTED_BYTES` becomes `BYTES`, and `isEncrypted` is dropped from
-        /// other types. Exports then show the plain type.
-        case keepAsPlain
-    }
 }

@@ -3,19 +3,20 @@ import Stratus
 
 /// The columns of a CSV file, from its header row.
 ///
-/// Special columns carry the record's identity and system fields under their CloudKit names
-/// (which are reserved, so no field can clash with them): `recordName`, `recordType`,
+/// Special columns carry the record's identity, parent and system fields under their CloudKit
+/// names (which are reserved, so no field can clash with them): `recordName`, `recordType`,
 /// `recordChangeTag`, `creationDate`, `creatorUserRecordID`, `modificationDate`,
-/// `lastModifiedUserRecordID`. Every other column is a field, `name` or `name:TYPE`.
+/// `lastModifiedUserRecordID`, `parent` (the parent's record name). Every other column is a
+/// field, `name` or `name:TYPE`; `name:ENCRYPTED_TYPE` holds encrypted values.
 struct CSVLayout {
     enum Column: Equatable {
-        case recordName, recordType, changeTag, creationDate, creator, modificationDate, modifier
-        case field(String, FieldType?)
+        case recordName, recordType, changeTag, creationDate, creator, modificationDate, modifier, parent
+        case field(String, FieldType?, encrypted: Bool)
 
         static let special: [String: Column] = [
             "recordName": .recordName, "recordType": .recordType, "recordChangeTag": .changeTag,
             "creationDate": .creationDate, "creatorUserRecordID": .creator,
-            "modificationDate": .modificationDate, "lastModifiedUserRecordID": .modifier,
+            "modificationDate": .modificationDate, "lastModifiedUserRecordID": .modifier, "parent": .parent,
         ]
     }
 
@@ -146,16 +147,15 @@ extension RecordReader {
             }
             var name = header
             var type: FieldType?
+            var encrypted = false
             if let colon = header.lastIndex(of: ":") {
                 name = String(header[..<colon])
                 let typeText = String(header[header.index(after: colon)...])
                 switch FieldType.named(typeText) {
                 case .known(let known): type = known
                 case .encrypted(let plain):
-                    guard options.encryptedFields == .keepAsPlain else {
-                        throw fail("the column '\(header)' has type \(typeText), which Stratus cannot keep encrypted")
-                    }
                     type = plain
+                    encrypted = true
                 case .unknownList: throw fail("the column '\(header)' has type UNKNOWN_LIST; give the list's type")
                 case .unknown: throw fail("the column '\(header)' names the type '\(typeText)', which this version does not know")
                 }
@@ -168,7 +168,7 @@ extension RecordReader {
                 type = given
             }
             guard names.insert(name).inserted else { throw fail("the field '\(name)' has two columns") }
-            columns.append(.field(name, type))
+            columns.append(.field(name, type, encrypted: encrypted))
         }
         let at = rowStart
         guard columns.contains(.recordName) else { throw fatal(at: at, "CSV header: there is no recordName column") }
@@ -255,7 +255,9 @@ extension RecordReader {
         do { try Naming.checkIdentifier(recordType, kind: "record type") } catch { return rejected(at: rowStart, name, error.message) }
         let schema = context.schemaTypes[recordType]
         var values: [String: FieldValue] = [:]
-        var order: [(String, FieldValue?)] = []
+        var order: [(String, FieldValue?, Bool)] = []
+        var encryptedKeys: Set<String> = []
+        var parent: Record.Reference?
         for (index, column) in layout.columns.enumerated() {
             let cell = cells[index]
             let empty = cell.start == cell.end
@@ -273,7 +275,12 @@ extension RecordReader {
                     if !empty, case .date(let d)? = try cellValue(cell, &scratch, as: .timestamp, key: "creationDate", zone: options.zoneID) { system.creationDate = d }
                 case .modificationDate:
                     if !empty, case .date(let d)? = try cellValue(cell, &scratch, as: .timestamp, key: "modificationDate", zone: options.zoneID) { system.modificationDate = d }
-                case .field(let key, let declared):
+                case .parent:
+                    if !empty, case .reference(let r)? = try cellValue(cell, &scratch, as: .reference, key: "parent", zone: options.zoneID) {
+                        guard r.action == .none else { throw FieldError(offset: cell.start, message: "the parent reference's action must be NONE") }
+                        parent = r
+                    }
+                case .field(let key, let declared, let encrypted):
                     let type = declared ?? schema?[key] ?? .string
                     // An empty cell has no value: the field is removed. Only a quoted empty
                     // cell ("") of a STRING or BYTES column is the empty string or bytes.
@@ -285,15 +292,21 @@ extension RecordReader {
                     } else if cell.quoted && type == .bytes {
                         value = .bytes(Data())
                     }
-                    if let value { values[key] = value }
-                    order.append((key, value))
+                    if let value {
+                        values[key] = value
+                        if encrypted { encryptedKeys.insert(key) }
+                    }
+                    order.append((key, value, encrypted))
                 }
             } catch {
                 return rejected(at: cell.start - (cell.quoted ? 1 : 0), name, error.message)
             }
         }
-        let record = Record(recordType: recordType, recordID: Record.ID(recordName: name, zoneID: options.zoneID), systemFields: system, fields: values)
-        for (key, value) in order { record.setValue(value, forKey: key) }
+        let record = Record(
+            recordType: recordType, recordID: Record.ID(recordName: name, zoneID: options.zoneID), systemFields: system,
+            fields: values, encryptedKeys: encryptedKeys)
+        for (key, value, encrypted) in order { record.setValue(value, forKey: key, encrypted: encrypted) }
+        if let parent { record.parent = parent }
         return .record(record, line: line)
     }
 

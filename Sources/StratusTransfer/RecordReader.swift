@@ -30,11 +30,13 @@ import Stratus
 /// DOUBLE_LIST, empty → STRING_LIST). `ASSET` is read as ASSETID. `"value": null` removes the
 /// field: it is listed in ``Record/changedKeys()`` without a value.
 ///
+/// **Encrypted values and parents are kept.** `ENCRYPTED_BYTES` (and `ENCRYPTED_` before any
+/// other type name) and `"isEncrypted": true` read as encrypted values (see
+/// ``Record/encryptedValues``), which the writers give back the same way; `"parent":
+/// {"recordName", "zoneID"?}` becomes ``Record/parent``.
+///
 /// **What this version does not keep** is rejected with a message naming it, never dropped:
-/// - an unknown top-level key, field key or type name rejects the record;
-/// - `ENCRYPTED_BYTES` fields and fields marked `"isEncrypted": true` reject the record,
-///   unless ``RecordReadOptions/encryptedFields`` is `.keepAsPlain` (then they import as
-///   plain BYTES or their own type);
+/// - an unknown top-level key (`share`, say), field key or type name rejects the record;
 /// - non-empty `pluginFields` reject the record;
 /// - `"deleted": true` (a tombstone in a changes feed), a `delete`/`forceDelete` operation and
 ///   an error result (`serverErrorCode`, `reason`) are rejected: importing never deletes.

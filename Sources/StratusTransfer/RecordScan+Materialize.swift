@@ -12,7 +12,6 @@ struct DecodeContext {
     let defaultZone: RecordZone.ID
     /// Field types by record type, then by field name, from the read options' schemas.
     let schemaTypes: [String: [String: FieldType]]
-    let encryptedFields: RecordReadOptions.EncryptedFieldHandling
     let assetDirectory: URL?
 
     init(options: RecordReadOptions) {
@@ -22,7 +21,6 @@ struct DecodeContext {
             types[recordType] = Dictionary(schema.fields.map { ($0.name, $0.type) }, uniquingKeysWith: { a, _ in a })
         }
         schemaTypes = types
-        encryptedFields = options.encryptedFields
         assetDirectory = options.assetDirectory
     }
 }
@@ -71,18 +69,28 @@ extension JSONCursor {
         if scan.createdUser.isPresent { system.creatorUserRecordID = Record.ID(recordName: string(scan.createdUser)) }
         if scan.modifiedUser.isPresent { system.lastModifiedUserRecordID = Record.ID(recordName: string(scan.modifiedUser)) }
 
+        var parent: Record.Reference?
+        if scan.parent.isPresent {
+            parent = try reference(scan.parent, what: "the parent", zone: zoneID)
+            if parent?.action != Record.ReferenceAction.none {
+                throw FieldError(offset: scan.parent.start, message: "the parent reference's action must be NONE")
+            }
+        }
+
         let schema = context.schemaTypes.isEmpty ? nil : context.schemaTypes[recordType]
         var values: [String: FieldValue] = [:]
         values.reserveCapacity(scan.fields.count)
-        var order: [(String, FieldValue?)] = []
+        var order: [(String, FieldValue?, Bool)] = []
         order.reserveCapacity(scan.fields.count)
         var nullKeys: [String] = []
+        var encryptedKeys: Set<String> = []
         for field in scan.fields {
             let key = string(field.name)
-            if !Self.isPlainIdentifier(field.name, base) || Naming.reservedFieldKeys.contains(key) {
+            if !Self.isPlainIdentifier(field.name, base) || Self.mayBeReserved(field.name, base) {
                 do { try Naming.checkFieldKey(key) } catch { throw FieldError(offset: field.name.start, message: error.message) }
             }
-            let value = try fieldValue(field, key: key, schema: schema, zone: zoneID, context: context)
+            let (value, encrypted) = try fieldValue(field, key: key, schema: schema, zone: zoneID, context: context)
+            if encrypted && value != nil { encryptedKeys.insert(key) }
             let duplicate: Bool
             if let value {
                 duplicate = values.updateValue(value, forKey: key) != nil || (!nullKeys.isEmpty && nullKeys.contains(key))
@@ -91,11 +99,14 @@ extension JSONCursor {
                 nullKeys.append(key)
             }
             if duplicate { throw FieldError(offset: field.name.start, message: "field '\(key)' appears twice") }
-            order.append((key, value))
+            order.append((key, value, encrypted))
         }
-        let record = Record(recordType: recordType, recordID: Record.ID(recordName: name, zoneID: zoneID), systemFields: system, fields: consume values)
+        let record = Record(
+            recordType: recordType, recordID: Record.ID(recordName: name, zoneID: zoneID), systemFields: system,
+            fields: consume values, encryptedKeys: encryptedKeys)
         // Marks every key as changed, so a save writes them all (and removes the null ones).
-        for (key, value) in order { record.setValue(value, forKey: key) }
+        for (key, value, encrypted) in order { record.setValue(value, forKey: key, encrypted: encrypted) }
+        if let parent { record.parent = parent }
         return record
     }
 
@@ -128,6 +139,18 @@ extension JSONCursor {
         if base[start] == UInt8(ascii: "_") { return false }
         for i in start..<start + count where base[i] < 0x20 || base[i] >= 0x7F { return false }
         return true
+    }
+
+    /// Whether a plain key could be one of ``Naming/reservedFieldKeys`` (all start with one of
+    /// these letters); only then is the set asked, which saves hashing every key.
+    static func mayBeReserved(_ token: Token, _ base: UnsafePointer<UInt8>) -> Bool {
+        switch base[token.start + 1] {
+        case UInt8(ascii: "r"), UInt8(ascii: "c"), UInt8(ascii: "m"), UInt8(ascii: "l"), UInt8(ascii: "p"), UInt8(ascii: "s"), UInt8(ascii: "e"):
+            let count = token.end - token.start - 2
+            return count >= 5 && count <= 24
+        default:
+            return false
+        }
     }
 
     /// Whether a string token is an identifier: a letter, then letters, digits and `_`.

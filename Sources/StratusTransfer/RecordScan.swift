@@ -23,6 +23,7 @@ struct RecordScan {
     var zoneName = Token.none
     var zoneOwner = Token.none
     var zoneStart = 0
+    var parent = Token.none
     var fields: [PendingField] = []
     var seen: UInt32 = 0
 
@@ -38,6 +39,7 @@ struct RecordScan {
         hasZone = false
         zoneName = .none
         zoneOwner = .none
+        parent = .none
         fields.removeAll(keepingCapacity: true)
         seen = 0
     }
@@ -83,6 +85,15 @@ extension JSONCursor {
             if scan.seen & (1 << 6) != 0 { note(key.start, "the key 'modified' appears twice") }
             scan.seen |= 1 << 6
             try scanAuthorship(time: &scan.modifiedTime, user: &scan.modifiedUser, in: "modified")
+        } else if stringEquals(key, "parent") {
+            let value = try scanValue()
+            if scan.seen & (1 << 7) != 0 { note(key.start, "the key 'parent' appears twice") }
+            scan.seen |= 1 << 7
+            switch value.kind {
+            case .object: scan.parent = value
+            case .null: break
+            default: note(value.start, "'parent' must be an object with a recordName, not \(value.kindName)")
+            }
         } else if stringEquals(key, "deleted") {
             let value = try scanValue()
             switch value.kind {

@@ -20,9 +20,10 @@ import Darwin
 /// back to equal field values and system fields.
 ///
 /// CSV output has a header row `recordName,recordType`, then (unless ``csvSystemColumns`` is
-/// false) `recordChangeTag,creationDate,creatorUserRecordID,modificationDate,lastModifiedUserRecordID`,
+/// false) `recordChangeTag,creationDate,creatorUserRecordID,modificationDate,lastModifiedUserRecordID,parent`,
 /// then one `name:TYPE` column per field: the `csvFields` given, or the first record's keys.
-/// A column's type comes from ``csvTypes`` or the first record's value. Cells hold text,
+/// A column's type comes from ``csvTypes`` or the first record's value; a column of encrypted
+/// values (in the first record) is `name:ENCRYPTED_TYPE`. Cells hold text,
 /// numbers, timestamps in milliseconds, base64 bytes, a reference's record name (JSON when it
 /// has an action or zone), a location as JSON, an asset's file path, and lists as JSON
 /// arrays; an empty cell is no value, and `""` is the empty string (or empty bytes). Lines end with LF. The
@@ -155,10 +156,10 @@ public final class RecordWriter {
 
     // MARK: - CSV
 
-    private func writeCSVHeader(fields: [String], types: [String: FieldType]) {
+    private func writeCSVHeader(fields: [String], types: [String: FieldType], encrypted: Set<String> = []) {
         var columns: [CSVLayout.Column] = [.recordName, .recordType]
-        if csvSystemColumns { columns += [.changeTag, .creationDate, .creator, .modificationDate, .modifier] }
-        columns += fields.map { .field($0, types[$0]) }
+        if csvSystemColumns { columns += [.changeTag, .creationDate, .creator, .modificationDate, .modifier, .parent] }
+        columns += fields.map { .field($0, types[$0], encrypted: types[$0] != nil && encrypted.contains($0)) }
         for (i, column) in columns.enumerated() {
             if i > 0 { out.append(UInt8(ascii: ",")) }
             switch column {
@@ -169,8 +170,9 @@ public final class RecordWriter {
             case .creator: out.append("creatorUserRecordID")
             case .modificationDate: out.append("modificationDate")
             case .modifier: out.append("lastModifiedUserRecordID")
-            case .field(let name, let type):
-                out.appendCSVCell(type.map { "\(name):\($0.rawValue)" } ?? name)
+            case .parent: out.append("parent")
+            case .field(let name, let type, let encrypted):
+                out.appendCSVCell(type.map { "\(name):\($0.name(encrypted: encrypted))" } ?? name)
             }
         }
         out.append(0x0A)
@@ -179,18 +181,19 @@ public final class RecordWriter {
 
     private func appendCSVRow(_ record: Record) throws {
         let values = record.fieldValues
+        let encrypted = record.encryptedKeys
         if columns == nil {
             let fields = csvFields ?? values.keys.sorted()
             var types = csvTypes
             for name in fields where types[name] == nil { types[name] = values[name]?.type }
-            writeCSVHeader(fields: fields, types: types)
+            writeCSVHeader(fields: fields, types: types, encrypted: encrypted)
         }
         let name = record.recordID.recordName
         func fail(_ message: String) -> StratusError {
             StratusError(.invalidArguments, "record '\(name)': \(message)", recordID: record.recordID)
         }
         if csvFields == nil {
-            let known = Set(columns!.compactMap { if case .field(let n, _) = $0 { n } else { nil } })
+            let known = Set(columns!.compactMap { if case .field(let n, _, _) = $0 { n } else { nil } })
             if let extra = values.keys.sorted().first(where: { !known.contains($0) }) {
                 throw fail("field '\(extra)' has no CSV column (the columns come from the first record); give the fields to write")
             }
@@ -206,10 +209,14 @@ public final class RecordWriter {
             case .modificationDate: if let date = system.modificationDate { out.appendTimestamp(date, field: "modificationDate") }
             case .creator: if let user = system.creatorUserRecordID { out.appendCSVCell(user.recordName) }
             case .modifier: if let user = system.lastModifiedUserRecordID { out.appendCSVCell(user.recordName) }
-            case .field(let key, let type):
+            case .parent: if let parent = record.parent { try appendCSVValue(.reference(parent), key: "parent", zone: record.recordID.zoneID) }
+            case .field(let key, let type, let columnEncrypted):
                 guard let value = values[key] else { continue }
                 if let type, value.type != type {
                     throw fail("field '\(key)' is \(value.type.rawValue), but its CSV column is \(type.rawValue)")
+                }
+                if encrypted.contains(key) != columnEncrypted {
+                    throw fail("field '\(key)' is \(columnEncrypted ? "a plain" : "an encrypted") value, but its CSV column holds \(columnEncrypted ? "encrypted" : "plain") values")
                 }
                 if type == nil && value.type != .string {
                     throw fail("field '\(key)' is \(value.type.rawValue), but its CSV column has no type (the first record had no value); give the column types")

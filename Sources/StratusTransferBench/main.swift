@@ -153,7 +153,29 @@ func fuzz(cases: Int, seed: UInt64) throws {
     print(String(format: "%d cases in %.1f s, no crash, no hang, every problem positioned: %@", cases, Date().timeIntervalSince(start), outcomes.description))
 }
 
+/// Reads one file over and over, for profiling the reader alone.
+func readOnly(count: Int, format: RecordFormat, rounds: Int) throws {
+    let url = temporaryFile("read-\(format.rawValue)")
+    defer { try? FileManager.default.removeItem(at: url) }
+    try write((0..<count).map(benchmarkRecord), format: format, to: url)
+    let data = try Data(contentsOf: url)
+    var options = RecordReadOptions()
+    options.format = format
+    options.csvRecordType = "Item"
+    for _ in 0..<rounds {
+        var read = 0
+        let time = try seconds {
+            let reader = try RecordReader(data: data, options: options)
+            while let item = try reader.next() { if case .record = item { read += 1 } }
+        }
+        print(String(format: "%@: %.1f MB/s, %.0f records/s", format.rawValue, Double(data.count) / 1_000_000 / time, Double(read) / time))
+    }
+}
+
 switch command {
+case "read":
+    try readOnly(count: arguments.count > 1 ? Int(arguments[1]) ?? 300_000 : 300_000,
+                 format: arguments.count > 2 ? RecordFormat(rawValue: arguments[2]) ?? .ndjson : .ndjson, rounds: 5)
 case "fuzz":
     try fuzz(cases: arguments.count > 1 ? Int(arguments[1]) ?? 100_000 : 100_000, seed: arguments.count > 2 ? UInt64(arguments[2]) ?? 1 : 1)
 case "throughput":

@@ -119,7 +119,7 @@ struct CSVTests {
         ("recordName,recordType,recordName\n", "appears twice"),
         ("recordName,recordType,1a\n", "must start with a letter"),
         ("recordName,recordType,recordChangeTag:STRING\n", "reserved"),
-        ("recordName,recordType,b:ENCRYPTED_BYTES\n", "cannot keep encrypted"),
+        ("recordName,recordType,b:ENCRYPTED_FROB\n", "names the type 'ENCRYPTED_FROB'"),
     ] as [(String, String)])
     func badHeaders(text: String, message: String) throws {
         do {

@@ -47,8 +47,8 @@ struct FixtureTests {
     func everyFixture() throws {
         #expect(Fixtures.names.count >= 15)
         for name in Fixtures.names {
-            for keepEncrypted in [false, true] {
-                let items = try Fixtures.read(name) { if keepEncrypted { $0.encryptedFields = .keepAsPlain } }
+            for zone in [RecordZone.ID.default, RecordZone.ID(zoneName: "PrimarySync")] {
+                let items = try Fixtures.read(name) { $0.zoneID = zone }
                 let expected = try Fixtures.recordCount(name)
                 if expected > 0 {
                     #expect(items.count == expected, "\(name)")
@@ -79,22 +79,22 @@ struct FixtureTests {
         #expect(items.first?.line == 3)
     }
 
-    @Test("ENCRYPTED_BYTES rejects the record, naming the field, at the type")
-    func encryptedBytes() throws {
-        for name in ["album_create_response.json", "album_rename_response.json", "album_delete_response.json", "reminders_query_reminders_response.json"] {
+    @Test("the sanitized ENCRYPTED_BYTES placeholders are not base64: rejected at the value, naming the field")
+    func encryptedPlaceholders() throws {
+        for name in ["album_create_response.json", "album_rename_response.json", "album_delete_response.json"] {
             let items = try Fixtures.read(name)
             let rejection = try #require(items.first?.rejection, "\(name)")
-            #expect(rejection.message.contains("ENCRYPTED_BYTES"), "\(name)")
-            #expect(rejection.message.contains("field '"), "\(name)")
-            #expect(rejection.recordName != nil)
-            #expect(try Fixtures.text(name, line: rejection.line, column: rejection.column).hasPrefix("\"ENCRYPTED_BYTES\""), "\(name): \(rejection)")
+            #expect(rejection.message.hasPrefix("field 'albumNameEnc': BYTES value is not valid base64"), "\(name)")
+            #expect(rejection.recordName == "ALBUM_RECORD_ID_001")
+            #expect(try Fixtures.text(name, line: rejection.line, column: rejection.column).hasPrefix("\"ALBUM_NAME_ENC_0"), "\(name): \(rejection)")
         }
     }
 
-    @Test("kept as plain, ENCRYPTED_BYTES becomes BYTES and a full query response imports")
-    func remindersAsPlain() throws {
-        let items = try Fixtures.read("reminders_query_reminders_response.json") { $0.encryptedFields = .keepAsPlain }
+    @Test("a full query response imports: ENCRYPTED_BYTES are kept as encrypted values")
+    func reminders() throws {
+        let items = try Fixtures.read("reminders_query_reminders_response.json")
         let record = try #require(items.first?.record)
+        #expect(record.encryptedKeys == ["TitleDocument", "NotesDocument"])
         #expect(record.recordID.zoneID == RecordZone.ID(zoneName: "Reminders"))
         #expect(record.recordChangeTag == "reminder-change-tag-fixture")
         #expect(record.creatorUserRecordID?.recordName == "_synthetic_user")
@@ -110,24 +110,23 @@ struct FixtureTests {
         #expect(record.value(forKey: "AlarmIDs") == .stringList([]))
         #expect(record.value(forKey: "DueDate") == .date(Date(timeIntervalSince1970: 1_735_862_400)))
         #expect(record.allKeys().count == 16)
-        // And it exports back with every value and system field.
+        // And it exports back with every value, encrypted marking and system field.
         for format in [RecordFormat.ndjson, .json, .envelope] {
-            let back = try readAll(try written([record], format: format))
+            let data = try written([record], format: format)
+            #expect(String(decoding: data, as: UTF8.self).contains(#""TitleDocument":{"value":"eJzjYBCS4GAQYJASEhJwy6woKS1KVQhKzc3MS0ktAgBBdwbW","type":"ENCRYPTED_BYTES"}"#))
+            let back = try readAll(data)
             expectSame(back.first?.record, record, "\(format)")
         }
     }
 
-    @Test("isEncrypted rejects by default; kept as plain, a changes/zone answer imports in its zone")
+    @Test("a changes/zone answer imports in its zone; isEncrypted values are kept encrypted")
     func notesChanges() throws {
-        let rejected = try Fixtures.read("notes_changes_zone_response.json")
-        #expect(rejected.count == 3)
-        #expect(rejected[0].rejection?.message.contains("isEncrypted") == true)
-        #expect(rejected[0].rejection?.recordName == "Note/NOTE-FIXTURE")
-
-        let items = try Fixtures.read("notes_changes_zone_response.json") { $0.encryptedFields = .keepAsPlain }
+        let items = try Fixtures.read("notes_changes_zone_response.json")
         #expect(items.count == 3)
         let note = try #require(items[0].record)
         #expect(note.recordID.zoneID.zoneName == "Notes")
+        #expect(note.encryptedKeys == ["TitleEncrypted", "SnippetEncrypted"])
+        #expect(RecordJSONWriter.json(for: note).contains(#""TitleEncrypted":{"value":"Synthetic note","type":"STRING","isEncrypted":true}"#))
         #expect(note.value(forKey: "TitleEncrypted") == .string("Synthetic note"))
         #expect(note.value(forKey: "ModificationDate") == .date(Date(timeIntervalSince1970: 1_735_776_000)))
         // VALIDATE has no Stratus equivalent and reads as .none.
@@ -201,12 +200,9 @@ struct FixtureTests {
 
     @Test("a reference into another zone is rejected unless the records are read into that zone")
     func photoDeleteResponse() throws {
-        let items = try Fixtures.read("photo_delete_response.json") { $0.encryptedFields = .keepAsPlain }
+        let items = try Fixtures.read("photo_delete_response.json")
         #expect(items.first?.rejection?.message.contains("references must stay in the record's zone") == true)
-        let inZone = try Fixtures.read("photo_delete_response.json") {
-            $0.encryptedFields = .keepAsPlain
-            $0.zoneID = RecordZone.ID(zoneName: "PrimarySync")
-        }
+        let inZone = try Fixtures.read("photo_delete_response.json") { $0.zoneID = RecordZone.ID(zoneName: "PrimarySync") }
         // The sanitized capture replaced the encrypted bytes with a placeholder that is not base64.
         #expect(inZone.first?.rejection?.message == "field 'timeZoneNameEnc': BYTES value is not valid base64")
     }
@@ -222,10 +218,7 @@ struct FixtureTests {
     func fixturesRoundTrip(format: RecordFormat) throws {
         var records: [Record] = []
         for name in Fixtures.names {
-            let items = try Fixtures.read(name) {
-                $0.encryptedFields = .keepAsPlain
-                $0.zoneID = RecordZone.ID(zoneName: "PrimarySync")
-            }
+            let items = try Fixtures.read(name) { $0.zoneID = RecordZone.ID(zoneName: "PrimarySync") }
             // CSV carries no zone: keep the records of the zone it is read into.
             records += items.compactMap(\.record).filter { format != .csv || $0.recordID.zoneID == RecordZone.ID(zoneName: "PrimarySync") }
         }

@@ -87,6 +87,18 @@ struct InferenceTests {
             == .reference(Record.Reference(recordID: Record.ID(recordName: "x"), action: .none)))
     }
 
+    @Test("encrypted values: ENCRYPTED_ types and isEncrypted mark the field; the parent is kept")
+    func encrypted() throws {
+        let line = #"{"recordName":"r","recordType":"T","parent":{"recordName":"p","zoneID":{"zoneName":"_defaultZone"}},"fields":{"#
+            + #""a":{"value":"AQ==","type":"ENCRYPTED_BYTES"},"b":{"value":3,"type":"ENCRYPTED_INT64"},"#
+            + #""c":{"value":"x","isEncrypted":true},"d":{"value":"y","type":"STRING","isEncrypted":false}}}"#
+        let record = try #require(try readAll(line).first?.record)
+        #expect(record.encryptedKeys == ["a", "b", "c"])
+        #expect(record.value(forKey: "a") == .bytes(Data([1])))
+        #expect(record.value(forKey: "b") == .int64(3))
+        #expect(record.parent == Record.Reference(recordID: Record.ID(recordName: "p"), action: .none))
+    }
+
     @Test("relative asset paths resolve against the asset directory")
     func assetDirectory() throws {
         let value = try Self.field(#"{"downloadURL":"photos/a.jpg"}"#) { $0.assetDirectory = URL(fileURLWithPath: "/srv/export") }

@@ -67,6 +67,8 @@ enum Samples {
             "emptyStringList": .stringList([]), "emptyInt64List": .int64List([]), "emptyDoubleList": .doubleList([]),
             "emptyDateList": .dateList([]), "emptyBytesList": .bytesList([]), "emptyReferenceList": .referenceList([]),
             "emptyLocationList": .locationList([]), "emptyAssetList": .assetList([]),
+            "secretBytes": .bytes(Data([9, 8, 7])), "secretText": .string("ciphertext, \"quoted\""),
+            "secretList": .int64List([1, 2]),
         ]
         for (i, s) in strings.enumerated() { fields["string\(i)"] = .string(s) }
         for (i, d) in doubles.enumerated() { fields["double\(i)"] = .double(d) }
@@ -76,7 +78,8 @@ enum Samples {
 
     static func records(zone: RecordZone.ID = .default) -> [Record] {
         [
-            storedRecord("Everything", "every-value", zone: zone, everyValue(zone: zone)),
+            storedRecord("Everything", "every-value", zone: zone, everyValue(zone: zone), parent: "the-parent",
+                         encrypted: ["secretBytes", "secretText", "secretList"]),
             storedRecord("Sparse", "sparse.1", zone: zone, ["title": .string("only a title")], tag: nil, created: nil, modified: nil),
             storedRecord("Sparse", "quote\"and,comma", zone: zone, ["n": .int64(1)], tag: "t,2", created: Date(timeIntervalSince1970: 0.0001)),
             storedRecord("Empty", "no-fields", zone: zone, [:]),
@@ -123,7 +126,8 @@ struct RoundTripTests {
         // The header carries the types, so no option is needed to read it back.
         let header = String(decoding: data.prefix(while: { $0 != 0x0A }), as: UTF8.self)
         #expect(header.hasPrefix("recordName,recordType,recordChangeTag,creationDate,creatorUserRecordID,modificationDate,lastModifiedUserRecordID,"))
-        #expect(header.contains("asset:ASSETID,assetList:ASSETID_LIST,bytes:BYTES"))
+        #expect(header.contains("lastModifiedUserRecordID,parent,asset:ASSETID,assetList:ASSETID_LIST,bytes:BYTES"))
+        #expect(header.contains("secretBytes:ENCRYPTED_BYTES,secretList:ENCRYPTED_INT64_LIST,secretText:ENCRYPTED_STRING"))
     }
 
     @Test("the envelope carries the continuation marker; records stay one per line")
@@ -191,6 +195,18 @@ struct RoundTripTests {
             #expect(a.line == e.line)
             if let record = e.record { expectSame(a.record, record, "csv chunk \(chunkSize)") }
         }
+    }
+
+    @Test("encrypted values travel as CloudKit writes them; the parent as a reference without action")
+    func encryptedAndParent() throws {
+        let record = storedRecord("T", "child", ["b": .bytes(Data([1])), "s": .string("x"), "p": .string("plain")], tag: nil, created: nil, modified: nil,
+                                  parent: "mother", encrypted: ["b", "s"])
+        let line = RecordJSONWriter.json(for: record)
+        #expect(line == #"{"recordName":"child","recordType":"T","parent":{"recordName":"mother"},"fields":{"b":{"value":"AQ==","type":"ENCRYPTED_BYTES"},"p":{"value":"plain","type":"STRING"},"s":{"value":"x","type":"STRING","isEncrypted":true}},"created":{"userRecordName":"_creator"},"modified":{"userRecordName":"_modifier"},"zoneID":{"zoneName":"_defaultZone","ownerRecordName":"__defaultOwner__"}}"#)
+        let back = try #require(try readAll(line).first?.record)
+        expectSame(back, record)
+        #expect(back.changedKeys() == ["b", "p", "s"])
+        #expect(back.encryptedValues["b"] as? Data == Data([1]))
     }
 
     @Test("timestamps are CloudKit's milliseconds, integers on whole milliseconds")

@@ -92,7 +92,7 @@ func column(of needle: String, in line: String) -> Int {
 func storedRecord(
     _ type: String, _ name: String, zone: RecordZone.ID = .default, _ fields: [String: FieldValue],
     tag: String? = "tag-1", created: Date? = Date(timeIntervalSinceReferenceDate: 712_345_678.123_456_7),
-    modified: Date? = Date(timeIntervalSince1970: 1_775_666_233.042)
+    modified: Date? = Date(timeIntervalSince1970: 1_775_666_233.042), parent: String? = nil, encrypted: Set<String> = []
 ) -> Record {
     Record(
         recordType: type, recordID: Record.ID(recordName: name, zoneID: zone),
@@ -100,7 +100,9 @@ func storedRecord(
             creationDate: created, modificationDate: modified,
             creatorUserRecordID: Record.ID(recordName: "_creator"), lastModifiedUserRecordID: Record.ID(recordName: "_modifier"),
             recordChangeTag: tag),
-        fields: fields)
+        fields: fields,
+        parent: parent.map { Record.Reference(recordID: Record.ID(recordName: $0, zoneID: zone), action: .none) },
+        encryptedKeys: encrypted)
 }
 
 /// Checks that two records hold the same identity, type, system fields and values.
@@ -112,6 +114,8 @@ func expectSame(_ actual: Record?, _ expected: Record, _ what: String = "", sour
     #expect(actual.recordID == expected.recordID, "\(what)", sourceLocation: sourceLocation)
     #expect(actual.recordType == expected.recordType, "\(what)", sourceLocation: sourceLocation)
     #expect(actual.systemFields == expected.systemFields, "\(what)", sourceLocation: sourceLocation)
+    #expect(actual.parent == expected.parent, "\(what)", sourceLocation: sourceLocation)
+    #expect(actual.encryptedKeys == expected.encryptedKeys, "\(what)", sourceLocation: sourceLocation)
     let a = actual.fieldValues, e = expected.fieldValues
     #expect(Set(a.keys) == Set(e.keys), "\(what)", sourceLocation: sourceLocation)
     for (key, value) in e where a[key] != value {
