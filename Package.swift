@@ -30,10 +30,11 @@ let package = Package(
         .executableTarget(name: "shopping", dependencies: ["Stratus", "StratusSQLite"], path: "samples/Shopping"),
         .executableTarget(name: "pipeline", dependencies: ["Stratus", "StratusSQLite"], path: "samples/Pipeline"),
         .executableTarget(name: "churn", dependencies: ["Stratus", "StratusSQLite"], path: "samples/Churn"),
+        .executableTarget(name: "stress", dependencies: ["Stratus", "StratusSQLite"], path: "samples/Stress"),
 
         // Shared test support: temporary stores, record builders, and the engine conformance suite.
         .target(name: "StratusTestSupport", dependencies: ["Stratus"], path: "Tests/StratusTestSupport"),
-        .testTarget(name: "StratusTests", dependencies: ["Stratus", "StratusSQLite", "StratusTestSupport"]),
+        .testTarget(name: "StratusTests", dependencies: ["Stratus", "StratusSQLite", "StratusTestSupport", "StratusTransfer"]),
         .testTarget(name: "StratusSQLiteTests", dependencies: ["Stratus", "StratusSQLite", "StratusTestSupport"]),
         .testTarget(name: "StratusTransferTests", dependencies: ["Stratus", "StratusTransfer"]),
         // Codec throughput and a long fuzz run: swift run -c release stratus-transfer-bench [fuzz].
