@@ -70,6 +70,14 @@ final class SQLiteConnection {
         return statement
     }
 
+    /// A statement prepared now and not cached (for one-off statements).
+    func uncachedStatement(_ sql: String) throws -> SQLiteStatement {
+        var raw: OpaquePointer?
+        let rc = sqlite3_prepare_v2(handle, sql, -1, &raw, nil)
+        guard rc == SQLITE_OK, let raw else { throw SQLiteConnection.error(rc, lastErrorMessage, sql: sql) }
+        return SQLiteStatement(raw, connection: self)
+    }
+
     func queryText(_ sql: String) throws -> String? {
         let statement = try statement(sql)
         guard try statement.step() else { return nil }

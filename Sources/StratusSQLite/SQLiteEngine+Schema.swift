@@ -146,9 +146,12 @@ extension SQLiteEngine {
     public func queryPlan(for query: CompiledQuery, in database: DatabaseContext, after position: QueryPosition? = nil) throws -> String {
         try readTransaction { connection in
             let zoneRow = try zoneRowID(query.zoneID, database, on: connection, createDefault: false) ?? -1
-            let searchable = try searchableFields(query.recordType, containerIdentifier: database.containerIdentifier, on: connection)
-            let plan = try SQLiteQueryBuilder(query: query, searchableFields: searchable).select(zoneRow: zoneRow, after: position, limit: 400)
-            let statement = try connection.statement("EXPLAIN QUERY PLAN " + plan.sql)
+            let schema = try loadSchema(query.recordType, containerIdentifier: database.containerIdentifier, on: connection)
+            let plan = try SQLiteQueryBuilder(query: query, schema: schema).select(zoneRow: zoneRow, after: position, limit: 400)
+            // EXPLAIN does not check the schema cookie, so a statement that reads makes SQLite
+            // load the current schema first; the plan is prepared fresh for the same reason.
+            _ = try connection.queryText("SELECT count(*) FROM sqlite_master")
+            let statement = try connection.uncachedStatement("EXPLAIN QUERY PLAN " + plan.sql)
             try statement.bind(plan.parameters)
             var lines: [String] = []
             while try statement.step() { lines.append(statement.text(3) ?? "") }

@@ -123,7 +123,7 @@ struct ZoneWriter {
             stored.parent.map { .text($0.recordID.recordName) } ?? .null,
         ])
         try upsert.step()
-        try replaceReferences(of: stored, zoneRow: zoneRow)
+        try replaceReferences(of: stored, zoneRow: zoneRow, isNew: kind == .created)
         let searchable = try searchableFields(of: record.recordType)
         if !searchable.isEmpty {
             try engine.replaceTokens(zoneRow: zoneRow, recordName: record.recordID.recordName, fields: stored.fieldValues, searchable: searchable, on: connection)
@@ -262,10 +262,12 @@ struct ZoneWriter {
         return targets
     }
 
-    private func replaceReferences(of record: Record, zoneRow: Int64) throws {
-        let clear = try connection.statement("DELETE FROM refs WHERE zone_id = ? AND source_name = ?")
-        try clear.bind([.integer(zoneRow), .text(record.recordID.recordName)])
-        try clear.step()
+    private func replaceReferences(of record: Record, zoneRow: Int64, isNew: Bool) throws {
+        if !isNew {
+            let clear = try connection.statement("DELETE FROM refs WHERE zone_id = ? AND source_name = ?")
+            try clear.bind([.integer(zoneRow), .text(record.recordID.recordName)])
+            try clear.step()
+        }
         let targets = Self.deleteSelfTargets(of: record)
         guard !targets.isEmpty else { return }
         let insert = try connection.statement("INSERT OR IGNORE INTO refs(zone_id, target_name, source_name) VALUES (?, ?, ?)")

@@ -209,22 +209,26 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
                 if query.zoneID.isDefault { return QueryPage(records: [], nextPosition: nil) }
                 throw StratusError(.zoneNotFound, "zone '\(query.zoneID.zoneName)' does not exist in the \(database.scope) database", zoneID: query.zoneID)
             }
-            let searchable = try searchableFields(query.recordType, containerIdentifier: database.containerIdentifier, on: connection)
-            let plan = try SQLiteQueryBuilder(query: query, searchableFields: searchable).select(zoneRow: zoneRow, after: position, limit: limit + 1)
-            let statement = try connection.statement(plan.sql)
-            try statement.bind(plan.parameters)
+            let schema = try loadSchema(query.recordType, containerIdentifier: database.containerIdentifier, on: connection)
+            let builder = SQLiteQueryBuilder(query: query, schema: schema)
             var records: [Record] = []
             var lastPosition: QueryPosition?
-            while try statement.step() {
-                if records.count == limit {
-                    statement.reset()
-                    return QueryPage(records: records, nextPosition: lastPosition)
+            // One row beyond the limit says whether more follow.
+            for plan in [try builder.select(zoneRow: zoneRow, after: position, limit: limit + 1),
+                         try builder.nullTail(zoneRow: zoneRow, after: position, limit: limit + 1)].compactMap({ $0 }) {
+                let statement = try connection.statement(plan.sql)
+                try statement.bind(plan.parameters)
+                while try statement.step() {
+                    if records.count == limit {
+                        statement.reset()
+                        return QueryPage(records: records, nextPosition: lastPosition)
+                    }
+                    let record = try decodeRecord(statement, zoneID: query.zoneID)
+                    records.append(record.restricted(to: query.desiredKeys))
+                    lastPosition = QueryPosition(
+                        sortValues: (0..<Int32(plan.sortColumnCount)).map { Self.fieldValue(statement.value(SQLiteSchema.recordColumnCount + $0)) },
+                        recordName: record.recordID.recordName)
                 }
-                let record = try decodeRecord(statement, zoneID: query.zoneID)
-                records.append(record.restricted(to: query.desiredKeys))
-                lastPosition = QueryPosition(
-                    sortValues: (0..<Int32(plan.sortColumnCount)).map { Self.fieldValue(statement.value(SQLiteSchema.recordColumnCount + $0)) },
-                    recordName: record.recordID.recordName)
             }
             return QueryPage(records: records, nextPosition: nil)
         }

@@ -10,8 +10,11 @@ import Stratus
 /// every value is a bound parameter.
 struct SQLiteQueryBuilder {
     let query: CompiledQuery
+    /// The record type's schema, when the container declares one.
+    let schema: RecordTypeSchema?
+
     /// Fields whose words are in `record_tokens`; `self CONTAINS` scans when empty.
-    let searchableFields: [String]
+    var searchableFields: [String] { schema?.searchableFields ?? [] }
 
     struct Plan {
         var sql: String
@@ -25,7 +28,21 @@ struct SQLiteQueryBuilder {
         var parameters: [SQLValue] = []
     }
 
+    /// The rows after `position`, in order. With a descending first sort key, the rows where
+    /// that key is missing come after all others; they are read by ``nullTail(zoneRow:limit:)``
+    /// so that this statement stays a plain index range.
     func select(zoneRow: Int64, after position: QueryPosition?, limit: Int) throws -> Plan {
+        try select(zoneRow: zoneRow, after: position, limit: limit, leadingKeyIsNull: false)
+    }
+
+    /// For a descending first sort key and a position whose first value is present: the
+    /// statement for the rows without that key (they sort last), from their beginning.
+    func nullTail(zoneRow: Int64, after position: QueryPosition?, limit: Int) throws -> Plan? {
+        guard let first = query.sortKeys.first, !first.ascending, let position, position.sortValues.first.flatMap({ $0 }) != nil else { return nil }
+        return try select(zoneRow: zoneRow, after: nil, limit: limit, leadingKeyIsNull: true)
+    }
+
+    private func select(zoneRow: Int64, after position: QueryPosition?, limit: Int, leadingKeyIsNull: Bool) throws -> Plan {
         let sorts = try query.sortKeys.map(sortExpression)
         let tiebreakAscending = query.sortKeys.last?.ascending ?? true
         var columns = SQLiteSchema.recordColumns
@@ -40,6 +57,10 @@ struct SQLiteQueryBuilder {
         precondition((try? Naming.checkIdentifier(query.recordType, kind: "record type")) != nil, "unchecked record type reached SQL")
         var sql = "SELECT \(columns) FROM records r WHERE r.zone_id = ? AND r.record_type = '\(query.recordType)' AND \(predicate.sql)"
         var whereParameters: [SQLValue] = [.integer(zoneRow)] + predicate.parameters.map { $0 == Self.zonePlaceholder ? .integer(zoneRow) : $0 }
+        if leadingKeyIsNull, let first = sorts.first {
+            sql += " AND \(first.sql) IS NULL"
+            whereParameters += first.parameters
+        }
         if let position {
             guard position.sortValues.count == sorts.count else {
                 throw StratusError(.invalidArguments, "the cursor does not fit this query's sort order")
@@ -54,9 +75,26 @@ struct SQLiteQueryBuilder {
             order.append(sort.sql + (key.ascending ? " ASC" : " DESC"))
             orderParameters += sort.parameters
         }
-        order.append("r.record_name" + (tiebreakAscending ? " ASC" : " DESC"))
+        // An IN on an indexed field reads several index ranges, which SQLite cannot merge in
+        // record-name order; left alone it scans the whole type in name order instead. The
+        // unary + keeps the name order from choosing the index, so the IN ranges are read.
+        let tiebreak = query.sortKeys.isEmpty && hasIndexedIn ? "+r.record_name" : "r.record_name"
+        order.append(tiebreak + (tiebreakAscending ? " ASC" : " DESC"))
         sql += " ORDER BY " + order.joined(separator: ", ") + " LIMIT \(limit)"
         return Plan(sql: sql, parameters: parameters + whereParameters + orderParameters, sortColumnCount: sorts.count)
+    }
+
+    /// Whether the predicate requires `field IN {…}` of a field the schema makes queryable.
+    private var hasIndexedIn: Bool {
+        let conditions: [QueryPredicate]
+        switch query.predicate {
+        case .and(let parts): conditions = parts
+        default: conditions = [query.predicate]
+        }
+        return conditions.contains { part in
+            guard case .condition(.in(.field(let name), _)) = part else { return false }
+            return schema?.field(name)?.indexes.contains(.queryable) == true
+        }
     }
 
     // MARK: - Sorting and keysets
@@ -109,7 +147,9 @@ struct SQLiteQueryBuilder {
                 let rest = after(i + 1)
                 var fragment = Fragment(sql: "(\(key.sql) \(strict)= ? AND (\(key.sql) \(strict) ? OR \(rest.sql)))",
                                         parameters: key.parameters + [value] + key.parameters + [value] + rest.parameters)
-                if !ascending {
+                // Missing values sort after everything descending. For the first key the
+                // engine reads them separately (nullTail), which keeps this condition a seek.
+                if !ascending && i > 0 {
                     fragment.sql = "(\(fragment.sql) OR \(key.sql) IS NULL)"
                     fragment.parameters += key.parameters
                 }
@@ -182,12 +222,12 @@ struct SQLiteQueryBuilder {
             let (column, guardFragment, _) = try scalar(key, .string(prefix), "compare with BEGINSWITH")
             return (guardFragment, Fragment(sql: "substr(\(column), 1, length(?)) = ?", parameters: [.text(prefix), .text(prefix)]))
         case .listContains(let key, let value):
-            let name = try Self.listField(key)
+            let name = try listField(key)
             let family = try Self.family(of: value, key: key, operation: "look for in a list")
             return (Fragment(sql: "\(Self.tag(name)) IN (\(family.listTags))"),
                     Fragment(sql: "EXISTS (SELECT 1 FROM json_each(r.fields, '\(Self.path(name, 1))') WHERE value = ?)", parameters: [Self.sqlValue(value)]))
         case .listContainsAny(let key, let values):
-            let name = try Self.listField(key)
+            let name = try listField(key)
             guard let first = values.first else { return (Fragment(sql: "1"), Fragment(sql: "0")) }
             let family = try Self.family(of: first, key: key, operation: "look for in a list")
             try Self.checkSameFamily(values, key: key)
@@ -195,7 +235,7 @@ struct SQLiteQueryBuilder {
                     Fragment(sql: "EXISTS (SELECT 1 FROM json_each(r.fields, '\(Self.path(name, 1))') WHERE value IN (" + values.map { _ in "?" }.joined(separator: ", ") + "))",
                              parameters: values.map(Self.sqlValue)))
         case .listAnyBeginsWith(let key, let prefix):
-            let name = try Self.listField(key)
+            let name = try listField(key)
             return (Fragment(sql: "\(Self.tag(name)) = 'SL'"),
                     Fragment(sql: "EXISTS (SELECT 1 FROM json_each(r.fields, '\(Self.path(name, 1))') WHERE substr(value, 1, length(?)) = ?)", parameters: [.text(prefix), .text(prefix)]))
         case .distance(let key, let origin, let op, let kilometers):
@@ -211,10 +251,15 @@ struct SQLiteQueryBuilder {
             if searchableFields.isEmpty {
                 return (Fragment(sql: "1"), Fragment(sql: "stratus_has_tokens(r.fields, ?, ?)", parameters: [.text(words.joined(separator: " ")), .integer(all ? 1 : 0)]))
             }
+            // Every word is looked up in the word index: one IN-list for any word, one lookup
+            // per word (intersected) for all words.
+            if all && words.count > 1 {
+                let lookups = words.map { _ in "r.record_name IN (SELECT t.record_name FROM record_tokens t WHERE t.zone_id = ? AND t.token = ?)" }
+                return (Fragment(sql: "1"), Fragment(sql: "(" + lookups.joined(separator: " AND ") + ")",
+                                                     parameters: words.flatMap { [Self.zonePlaceholder, SQLValue.text($0)] }))
+            }
             let list = words.map { _ in "?" }.joined(separator: ", ")
-            var sql = "r.record_name IN (SELECT t.record_name FROM record_tokens t WHERE t.zone_id = ? AND t.token IN (\(list))"
-            if all && words.count > 1 { sql += " GROUP BY t.record_name HAVING count(*) = \(words.count)" }
-            sql += ")"
+            let sql = "r.record_name IN (SELECT t.record_name FROM record_tokens t WHERE t.zone_id = ? AND t.token IN (\(list)))"
             return (Fragment(sql: "1"), Fragment(sql: sql, parameters: [Self.zonePlaceholder] + words.map(SQLValue.text)))
         }
     }
@@ -279,9 +324,14 @@ struct SQLiteQueryBuilder {
         }
     }
 
-    private static func listField(_ key: QueryKey) throws -> String {
+    /// A list condition's field. When the schema declares the field as a scalar, the form is
+    /// CloudKit's string CONTAINS (a substring search), which CloudKit rejects.
+    private func listField(_ key: QueryKey) throws -> String {
         guard case .field(let name) = key else {
             throw StratusError(.invalidArguments, "\(key) is not a list field")
+        }
+        if let declared = schema?.field(name)?.type, !declared.isList {
+            throw StratusError(.invalidArguments, "'\(name)' is a \(declared.rawValue) field: CONTAINS, ANY and IN-a-field work on lists only, and CloudKit has no substring search (use BEGINSWITH, or self CONTAINS for words)")
         }
         return name
     }

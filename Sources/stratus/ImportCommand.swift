@@ -127,15 +127,14 @@ struct ImportCommand {
 
         func commit(upTo committedItems: Int) async throws {
             if !batch.isEmpty {
-                let results = try await save(batch.map(\.0), to: database)
-                let lines = Dictionary(batch.map { ($0.0.recordID, $0.1) }, uniquingKeysWith: { _, last in last })
-                for (id, outcome) in results {
-                    switch outcome {
-                    case .success(.created): counts.created += 1
-                    case .success(.updated): counts.updated += 1
-                    case .success(.unchanged): counts.unchanged += 1
-                    case .failure(let error):
-                        counts.failed += 1
+                let outcome = try await save(batch.map(\.0), to: database)
+                counts.created += outcome.created
+                counts.updated += outcome.updated
+                counts.unchanged += outcome.unchanged
+                counts.failed += outcome.failures.count
+                if !outcome.failures.isEmpty {
+                    let lines = Dictionary(batch.map { ($0.0.recordID, $0.1) }, uniquingKeysWith: { _, last in last })
+                    for (id, error) in outcome.failures {
                         try rejects.write(line: lines[id] ?? 0, column: 0, recordName: id.recordName, error: error.description)
                     }
                 }
@@ -194,23 +193,23 @@ struct ImportCommand {
         ["imported": c.created, "updated": c.updated, "unchanged": c.unchanged, "failed": c.failed]
     }
 
-    /// Saves one batch; every record gets an outcome.
-    private func save(_ records: [Record], to database: Database) async throws -> [Record.ID: Result<RecordWriteKind, StratusError>] {
+    /// Saves one batch and tells what happened to each record.
+    private func save(_ records: [Record], to database: Database) async throws -> SaveOutcome {
         let op = ModifyRecordsOperation(recordsToSave: records)
         op.writeMode = mode
         op.isAtomic = atomic
         op.preservesSystemFields = keepSystemFields
-        let outcomes = OutcomeCollector()
-        op.perRecordWriteKindBlock = { id, kind in outcomes.set(id, .success(kind)) }
+        let outcome = SaveOutcome()
+        op.perRecordWriteKindBlock = { _, kind in outcome.count(kind) }
         op.perRecordSaveBlock = { id, result in
-            if case .failure(let error) = result { outcomes.set(id, .failure(error as? StratusError ?? StratusError(.internalError, "\(error)"))) }
+            if case .failure(let error) = result { outcome.fail(id, error as? StratusError ?? StratusError(.internalError, "\(error)")) }
         }
         let final: Result<Void, any Error> = await withCheckedContinuation { continuation in
             op.modifyRecordsResultBlock = { continuation.resume(returning: $0) }
             database.add(op)
         }
         if case .failure(let error as StratusError) = final, error.code != .partialFailure { throw error }
-        return outcomes.all
+        return outcome
     }
 
     private struct Input {
@@ -228,13 +227,29 @@ struct ImportCommand {
     }
 }
 
-/// Collects per-record outcomes from operation blocks (which run one at a time).
-final class OutcomeCollector: @unchecked Sendable {
-    // @unchecked: `outcomes` is only touched under `lock`.
+/// What a batch did, counted from the operation's blocks (which run one at a time).
+final class SaveOutcome: @unchecked Sendable {
+    // @unchecked: the counts are only touched under `lock`.
     private let lock = NSLock()
-    private var outcomes: [Record.ID: Result<RecordWriteKind, StratusError>] = [:]
-    func set(_ id: Record.ID, _ outcome: Result<RecordWriteKind, StratusError>) { lock.withLock { outcomes[id] = outcome } }
-    var all: [Record.ID: Result<RecordWriteKind, StratusError>] { lock.withLock { outcomes } }
+    private var kinds = (created: 0, updated: 0, unchanged: 0)
+    private var failed: [(Record.ID, StratusError)] = []
+
+    func count(_ kind: RecordWriteKind) {
+        lock.withLock {
+            switch kind {
+            case .created: kinds.created += 1
+            case .updated: kinds.updated += 1
+            case .unchanged: kinds.unchanged += 1
+            }
+        }
+    }
+
+    func fail(_ id: Record.ID, _ error: StratusError) { lock.withLock { failed.append((id, error)) } }
+
+    var created: Int { lock.withLock { kinds.created } }
+    var updated: Int { lock.withLock { kinds.updated } }
+    var unchanged: Int { lock.withLock { kinds.unchanged } }
+    var failures: [(Record.ID, StratusError)] { lock.withLock { failed } }
 }
 
 /// The reject file: one JSON object per rejected input, appended.

@@ -130,6 +130,13 @@ extension EngineConformance {
                 if !expected.isEmpty && expected.count < all.count { selective += 1 }
                 let pageSize = expected.count > 30 && spec.pageSize < 4 ? 7 : spec.pageSize
                 let paged = await pageAll(query, database, pageSize: pageSize, serializeCursors: spec.serializeCursors, desiredKeys: spec.desiredKeys)
+                if indexed, let error = paged.error as? StratusError, error.code == .invalidArguments,
+                   error.message.contains("works on lists only") || error.message.contains("work on lists only") {
+                    // With a schema, a list form on a field it declares scalar is CloudKit's
+                    // string CONTAINS, which the engine must reject; without one it matches nothing.
+                    #expect(Self.usesListFormOnScalar(spec.predicate, randomSchema(recordType)), "\(context): rejected although every list form names a list field: \(error)")
+                    continue
+                }
                 if let error = paged.error {
                     failures += 1
                     Issue.record("\(context): the query failed: \(error)")
@@ -923,6 +930,26 @@ struct QueryLanguageGenerator {
         case .number: chance(0.5) ? .int64(Int64(int(-1...4))) : .double(pick([0.5, 2.0, 3.25, -1.0, 4.0]))
         case .date: .date(date())
         case .reference: .reference(ownerReference())
+        }
+    }
+}
+
+extension EngineConformance {
+    /// Whether a predicate applies a list form (CONTAINS, ANY …) to a field the schema declares scalar.
+    static func usesListFormOnScalar(_ predicate: QueryPredicate, _ schema: RecordTypeSchema) -> Bool {
+        func isScalar(_ key: QueryKey) -> Bool {
+            guard case .field(let name) = key, let type = schema.field(name)?.type else { return false }
+            return !type.isList
+        }
+        switch predicate {
+        case .all, .none: return false
+        case .and(let parts): return parts.contains { usesListFormOnScalar($0, schema) }
+        case .not(let inner): return usesListFormOnScalar(inner, schema)
+        case .condition(let condition):
+            switch condition {
+            case .listContains(let key, _), .listContainsAny(let key, _), .listAnyBeginsWith(let key, _): return isScalar(key)
+            default: return false
+            }
         }
     }
 }

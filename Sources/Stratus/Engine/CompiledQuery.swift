@@ -50,6 +50,9 @@ public struct CompiledQuery: Hashable, Sendable, Codable {
         switch predicate {
         case .all, .none: return predicate
         case .not(let inner):
+            if let problem = PredicateParser.negationProblem(inner) {
+                throw StratusError(.invalidArguments, problem)
+            }
             guard case .condition(let c) = inner else {
                 throw StratusError(.invalidArguments, "NOT is only allowed over a single comparison")
             }

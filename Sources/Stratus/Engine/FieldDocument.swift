@@ -48,12 +48,12 @@ public enum FieldDocument {
     public static func encode(_ fields: [String: FieldValue]) -> String {
         var out = "{"
         var first = true
-        for key in fields.keys.sorted() {
+        for (key, value) in fields.sorted(by: { $0.key < $1.key }) {
             if !first { out += "," }
             first = false
             JSONText.appendString(key, to: &out)
             out += ":"
-            appendValue(fields[key]!, to: &out)
+            appendValue(value, to: &out)
         }
         out += "}"
         return out

@@ -26,6 +26,9 @@ public final class Record: Sendable, CustomStringConvertible {
         var parent: Reference?
         var parentChanged = false
         var encrypted: Set<String> = []
+        /// Every field counts as changed (a record built whole, e.g. by an importer); `changed`
+        /// then lists only keys removed since.
+        var allFieldsChanged = false
     }
 
     /// Creates a new record in the given zone, with a random record name.
@@ -38,6 +41,22 @@ public final class Record: Sendable, CustomStringConvertible {
         self.recordType = recordType
         self.recordID = recordID
         self.state = Mutex(State(system: SystemFields(), fields: [:], changed: [], changedSet: []))
+    }
+
+    /// Creates a new record with all its values at once; every key counts as changed, as if
+    /// each had been set. Importers use this: it is much cheaper than setting keys one by one.
+    ///
+    /// ```swift
+    /// let row = Record(recordType: "Row", recordID: id, values: ["title": .string("Milk")])
+    /// ```
+    public init(recordType: String, recordID: ID, values: [String: FieldValue], systemFields: SystemFields = SystemFields(),
+                parent: Reference? = nil, encryptedKeys: Set<String> = []) {
+        self.recordType = recordType
+        self.recordID = recordID
+        var state = State(system: systemFields, fields: values, changed: [], changedSet: [], parent: parent, encrypted: encryptedKeys)
+        state.allFieldsChanged = true
+        state.parentChanged = parent != nil
+        self.state = Mutex(state)
     }
 
     /// Creates a record as a store returns it: system fields set and no changed keys.
@@ -120,8 +139,13 @@ public final class Record: Sendable, CustomStringConvertible {
     public func setValue(_ value: FieldValue?, forKey key: String, encrypted: Bool) {
         state.withLock { state in
             state.fields[key] = value
-            if encrypted && value != nil { state.encrypted.insert(key) } else { state.encrypted.remove(key) }
-            if state.changedSet.insert(key).inserted { state.changed.append(key) }
+            if encrypted && value != nil { state.encrypted.insert(key) } else if !state.encrypted.isEmpty { state.encrypted.remove(key) }
+            if state.allFieldsChanged {
+                // Present keys are changed already; remember removals.
+                if value == nil && state.changedSet.insert(key).inserted { state.changed.append(key) }
+            } else if state.changedSet.insert(key).inserted {
+                state.changed.append(key)
+            }
         }
     }
 
@@ -157,7 +181,10 @@ public final class Record: Sendable, CustomStringConvertible {
 
     /// The keys set or removed since the record was created or fetched, in the order changed.
     public func changedKeys() -> [String] {
-        state.withLock { $0.changed }
+        state.withLock { state in
+            guard state.allFieldsChanged else { return state.changed }
+            return state.fields.keys.sorted() + state.changed.filter { state.fields[$0] == nil }
+        }
     }
 
     /// A snapshot of every field value.
@@ -167,7 +194,12 @@ public final class Record: Sendable, CustomStringConvertible {
     public func copy() -> Record {
         let snapshot = state.withLock { $0 }
         let record = Record(recordType: recordType, recordID: recordID, systemFields: snapshot.system, fields: snapshot.fields, parent: snapshot.parent, encryptedKeys: snapshot.encrypted)
-        record.state.withLock { $0.changed = snapshot.changed; $0.changedSet = snapshot.changedSet; $0.parentChanged = snapshot.parentChanged }
+        record.state.withLock {
+            $0.changed = snapshot.changed
+            $0.changedSet = snapshot.changedSet
+            $0.parentChanged = snapshot.parentChanged
+            $0.allFieldsChanged = snapshot.allFieldsChanged
+        }
         return record
     }
 

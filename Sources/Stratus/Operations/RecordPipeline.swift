@@ -30,20 +30,22 @@ public protocol RecordProducingOperation: DatabaseOperation {
 /// The records an operation produced, for the operations that depend on it.
 public final class RecordOutput: Sendable {
     private struct State {
-        var isCollecting = false
         var records: [Record] = []
         var failure: StratusError?
         var isComplete = false
     }
     private let state = Mutex(State())
+    /// Read for every record produced; an atomic load keeps producers without consumers lock-free.
+    private let isCollecting = Atomic<Bool>(false)
 
     init() {}
 
     /// Turns collection on; consumers call this when they attach.
-    func startCollecting() { state.withLock { $0.isCollecting = true } }
+    func startCollecting() { isCollecting.store(true, ordering: .releasing) }
 
     func append(_ record: Record) {
-        state.withLock { if $0.isCollecting { $0.records.append(record) } }
+        guard isCollecting.load(ordering: .acquiring) else { return }
+        state.withLock { $0.records.append(record) }
     }
 
     func complete(with error: StratusError?) {
