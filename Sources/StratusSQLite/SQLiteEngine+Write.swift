@@ -78,6 +78,20 @@ struct ZoneWriter {
     /// Searchable fields per record type, read once per transaction.
     private var searchable: [String: [String]] = [:]
     /// Zone row, its current change sequence and capabilities, loaded once per zone per transaction.
+    /// Whether a zone has any record tombstone; a new record in a zone without any has none
+    /// to clear, which spares bulk imports a delete per record.
+    private var tombstonedZones: [Int64: Bool] = [:]
+
+    private mutating func zoneHasTombstones(_ zoneRow: Int64) throws -> Bool {
+        if let known = tombstonedZones[zoneRow] { return known }
+        let probe = try connection.statement("SELECT 1 FROM tombstones WHERE zone_id = ? LIMIT 1")
+        try probe.bind([.integer(zoneRow)])
+        let found = try probe.step()
+        probe.reset()
+        tombstonedZones[zoneRow] = found
+        return found
+    }
+
     private var zones: [RecordZone.ID: (row: Int64, sequence: Int64, capabilities: RecordZone.Capabilities, changed: Bool)] = [:]
 
     init(engine: SQLiteEngine, connection: SQLiteConnection, context: DatabaseContext, now: Date) {
@@ -128,9 +142,11 @@ struct ZoneWriter {
         if !searchable.isEmpty {
             try engine.replaceTokens(zoneRow: zoneRow, recordName: record.recordID.recordName, fields: stored.fieldValues, searchable: searchable, on: connection)
         }
-        let clearTombstone = try connection.statement("DELETE FROM tombstones WHERE zone_id = ? AND record_name = ?")
-        try clearTombstone.bind([.integer(zoneRow), .text(record.recordID.recordName)])
-        try clearTombstone.step()
+        if try kind != .created || zoneHasTombstones(zoneRow) {
+            let clearTombstone = try connection.statement("DELETE FROM tombstones WHERE zone_id = ? AND record_name = ?")
+            try clearTombstone.bind([.integer(zoneRow), .text(record.recordID.recordName)])
+            try clearTombstone.step()
+        }
         return .success((stored, kind))
     }
 
@@ -215,6 +231,7 @@ struct ZoneWriter {
         let tokens = try connection.statement("DELETE FROM record_tokens WHERE zone_id = ? AND record_name = ?")
         try tokens.bind([.integer(zoneRow), .text(name)])
         try tokens.step()
+        tombstonedZones[zoneRow] = true
         let tombstone = try connection.statement("INSERT OR REPLACE INTO tombstones(zone_id, record_name, record_type, change_seq, deleted_at) VALUES (?, ?, ?, ?, ?)")
         try tombstone.bind([.integer(zoneRow), .text(name), .text(type), .integer(nextSequence(zoneID)), .real(now.timeIntervalSinceReferenceDate)])
         try tombstone.step()

@@ -125,22 +125,40 @@ struct ImportCommand {
         var itemIndex = 0
         var stoppedBySignal = false
 
-        func commit(upTo committedItems: Int) async throws {
-            if !batch.isEmpty {
-                let outcome = try await save(batch.map(\.0), to: database)
-                counts.created += outcome.created
-                counts.updated += outcome.updated
-                counts.unchanged += outcome.unchanged
-                counts.failed += outcome.failures.count
-                if !outcome.failures.isEmpty {
-                    let lines = Dictionary(batch.map { ($0.0.recordID, $0.1) }, uniquingKeysWith: { _, last in last })
-                    for (id, error) in outcome.failures {
-                        try rejects.write(line: lines[id] ?? 0, column: 0, recordName: id.recordName, error: error.description)
-                    }
+        // The batch being saved while the next one is read: parsing and writing overlap.
+        var inFlight: (task: Task<SaveOutcome, any Error>, lines: [(Record.ID, Int)], committedItems: Int)?
+
+        /// Waits for the batch in flight, counts it, and moves the checkpoint past it.
+        func settle() async throws {
+            guard let flight = inFlight else { return }
+            inFlight = nil
+            let outcome = try await flight.task.value
+            counts.created += outcome.created
+            counts.updated += outcome.updated
+            counts.unchanged += outcome.unchanged
+            counts.failed += outcome.failures.count
+            if !outcome.failures.isEmpty {
+                let lines = Dictionary(flight.lines, uniquingKeysWith: { _, last in last })
+                for (id, error) in outcome.failures {
+                    try rejects.write(line: lines[id] ?? 0, column: 0, recordName: id.recordName, error: error.description)
                 }
-                batch.removeAll(keepingCapacity: true)
             }
-            if let checkpointPath { try Checkpoint(input: input.identity, inputSize: input.size, committedItems: committedItems).save(to: checkpointPath) }
+            if let checkpointPath { try Checkpoint(input: input.identity, inputSize: input.size, committedItems: flight.committedItems).save(to: checkpointPath) }
+        }
+
+        /// Starts saving the current batch once the previous one is settled (batches commit in
+        /// input order, so a checkpoint never passes an uncommitted batch).
+        func commit(upTo committedItems: Int) async throws {
+            try await settle()
+            guard !batch.isEmpty else {
+                if let checkpointPath { try Checkpoint(input: input.identity, inputSize: input.size, committedItems: committedItems).save(to: checkpointPath) }
+                return
+            }
+            let records = batch.map(\.0)
+            let lines = batch.map { ($0.0.recordID, $0.1) }
+            batch.removeAll(keepingCapacity: true)
+            let command = self
+            inFlight = (Task { try await command.save(records, to: database) }, lines, committedItems)
         }
 
         while let item = try reader.next() {
@@ -161,13 +179,18 @@ struct ImportCommand {
                 }
             }
             if let maxErrors, counts.failed > maxErrors {
+                try await settle()
                 try rejects.close()
                 progress.finish(summary(counts), json: json(counts))
                 throw CommandFailure(.dataError, "stopped after \(counts.failed) rejected records (--max-errors \(maxErrors)); nothing after the last committed batch was written")
             }
             if !atomic && batch.count >= batchSize {
                 try await commit(upTo: itemIndex + 1)
-                if Interruption.signal != 0 { stoppedBySignal = true; break }
+                if Interruption.signal != 0 {
+                    try await settle()
+                    stoppedBySignal = true
+                    break
+                }
             }
             progress.update(done: counts.read - (dryRun ? 0 : batch.count))
         }
@@ -176,6 +199,7 @@ struct ImportCommand {
                 throw CommandFailure(.dataError, "--atomic imports at most \(ModifyRecordsOperation.maximumAtomicItems) records; the input has \(batch.count). Nothing was written.")
             }
             try await commit(upTo: itemIndex)
+            try await settle()
             if let checkpointPath { Checkpoint.remove(at: checkpointPath) }
         }
         try rejects.close()
