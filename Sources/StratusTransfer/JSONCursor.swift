@@ -199,7 +199,12 @@ struct JSONCursor {
             // Eight bytes at a time until one of them is a quote, backslash, control or non-ASCII byte.
             while i &+ 8 <= limit {
                 let word = UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self)
-                if Self.needsAttention(word) { break }
+                let mask = Self.attentionMask(word)
+                if mask != 0 {
+                    // The lowest flagged byte is exact (borrows only disturb the bytes above it).
+                    i &+= mask.trailingZeroBitCount &>> 3
+                    break
+                }
                 i &+= 8
             }
             guard i < limit else {
@@ -225,8 +230,10 @@ struct JSONCursor {
         }
     }
 
+    /// The high bit of each byte of `w` (little-endian) that is a quote, a backslash, a control
+    /// character or above 0x7F; the lowest set bit marks the first such byte exactly.
     @inline(__always)
-    static func needsAttention(_ w: UInt64) -> Bool {
+    static func attentionMask(_ w: UInt64) -> UInt64 {
         let ones: UInt64 = 0x0101_0101_0101_0101
         let high: UInt64 = 0x8080_8080_8080_8080
         let quote = w ^ (ones &* 0x22)
@@ -234,7 +241,7 @@ struct JSONCursor {
         let hasQuote = (quote &- ones) & ~quote
         let hasSlash = (slash &- ones) & ~slash
         let hasControl = (w &- ones &* 0x20) & ~w
-        return ((hasQuote | hasSlash | hasControl) & high) | (w & high) != 0
+        return ((hasQuote | hasSlash | hasControl) & high) | (w & high)
     }
 
     /// Checks one escape at `i` (a backslash); answers the index after it.
@@ -421,7 +428,14 @@ struct JSONCursor {
     func matches(_ offset: Int, _ text: StaticString) -> Bool {
         let count = text.utf8CodeUnitCount
         guard offset + count <= limit else { return false }
-        return memcmp(base + offset, text.utf8Start, count) == 0
+        // Keys are short: a loop the optimizer unrolls beats a call to memcmp.
+        let expected = text.utf8Start
+        var i = 0
+        while i < count {
+            if base[offset + i] != expected[i] { return false }
+            i += 1
+        }
+        return true
     }
 
     // MARK: - Containers

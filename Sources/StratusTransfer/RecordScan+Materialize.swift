@@ -7,8 +7,24 @@ struct FieldError: Error {
     var message: String
 }
 
+/// Texts that repeat from record to record (the record type, the zone, field names in the
+/// same order), so that equal bytes give the same `String` without decoding and allocating
+/// it again.
+final class DecodeCache {
+    struct Entry {
+        var bytes: [UInt8]
+        var text: String
+    }
+
+    var recordType: Entry?
+    /// The zone's name and owner bytes (nil owner: none given), and the zone ID they made.
+    var zone: (name: [UInt8], owner: [UInt8]?, id: RecordZone.ID)?
+    var fieldNames: [Entry?] = []
+}
+
 /// What the decoder needs besides the bytes: defaults, schemas and policies.
 struct DecodeContext {
+    let cache = DecodeCache()
     let defaultZone: RecordZone.ID
     /// Field types by record type, then by field name, from the read options' schemas.
     let schemaTypes: [String: [String: FieldType]]
@@ -51,7 +67,8 @@ extension JSONCursor {
             do { try Naming.checkRecordName(name) } catch { throw FieldError(offset: scan.recordName.start, message: error.message) }
         }
         guard scan.recordType.isPresent else { throw FieldError(offset: scan.start, message: "the record has no recordType") }
-        let recordType = string(scan.recordType)
+        let cache = context.cache
+        let recordType = cachedString(scan.recordType, &cache.recordType)
         if !Self.isPlainIdentifier(scan.recordType, base) {
             do { try Naming.checkIdentifier(recordType, kind: "record type") } catch {
                 throw FieldError(offset: scan.recordType.start, message: error.message)
@@ -59,7 +76,19 @@ extension JSONCursor {
         }
         var zoneID = contextZone
         if scan.hasZone {
-            zoneID = try self.zoneID(name: scan.zoneName, owner: scan.zoneOwner, at: scan.zoneStart, what: "zoneID")
+            if let cached = cache.zone, bytesEqual(scan.zoneName, cached.name),
+               scan.zoneOwner.isPresent == (cached.owner != nil), cached.owner.map({ bytesEqual(scan.zoneOwner, $0) }) ?? true {
+                zoneID = cached.id
+            } else {
+                zoneID = try self.zoneID(name: scan.zoneName, owner: scan.zoneOwner, at: scan.zoneStart, what: "zoneID")
+                if let name = rawBytes(scan.zoneName) {
+                    if !scan.zoneOwner.isPresent {
+                        cache.zone = (Array(name), nil, zoneID)
+                    } else if let owner = rawBytes(scan.zoneOwner) {
+                        cache.zone = (Array(name), Array(owner), zoneID)
+                    }
+                }
+            }
         }
 
         var system = Record.SystemFields()
@@ -78,36 +107,42 @@ extension JSONCursor {
         }
 
         let schema = context.schemaTypes.isEmpty ? nil : context.schemaTypes[recordType]
-        var values: [String: FieldValue] = [:]
-        values.reserveCapacity(scan.fields.count)
-        var order: [(String, FieldValue?, Bool)] = []
-        order.reserveCapacity(scan.fields.count)
-        var nullKeys: [String] = []
-        var encryptedKeys: Set<String> = []
-        for field in scan.fields {
-            let key = string(field.name)
+        let record = Record(recordType: recordType, recordID: Record.ID(recordName: name, zoneID: zoneID), systemFields: system, fields: [:])
+        // Out of the class for the loop, so each access is not checked for exclusivity.
+        var names = cache.fieldNames
+        cache.fieldNames = []
+        defer { cache.fieldNames = names }
+        if names.count < scan.fields.count { names += repeatElement(nil, count: scan.fields.count - names.count) }
+        var seen: Set<String> = []
+        for (index, field) in scan.fields.enumerated() {
+            let key = cachedString(field.name, &names[index])
             if !Self.isPlainIdentifier(field.name, base) || Self.mayBeReserved(field.name, base) {
                 do { try Naming.checkFieldKey(key) } catch { throw FieldError(offset: field.name.start, message: error.message) }
             }
-            let (value, encrypted) = try fieldValue(field, key: key, schema: schema, zone: zoneID, context: context)
-            if encrypted && value != nil { encryptedKeys.insert(key) }
+            // Few fields: compare names directly; many: a set, so long records stay linear.
             let duplicate: Bool
-            if let value {
-                duplicate = values.updateValue(value, forKey: key) != nil || (!nullKeys.isEmpty && nullKeys.contains(key))
+            if scan.fields.count <= 16 {
+                var j = 0
+                while j < index && !sameText(scan.fields[j].name, field.name) { j += 1 }
+                duplicate = j < index
             } else {
-                duplicate = values[key] != nil || nullKeys.contains(key)
-                nullKeys.append(key)
+                duplicate = !seen.insert(key).inserted
             }
             if duplicate { throw FieldError(offset: field.name.start, message: "field '\(key)' appears twice") }
-            order.append((key, value, encrypted))
+            let (value, encrypted) = try fieldValue(field, key: key, schema: schema, zone: zoneID, context: context)
+            // Setting each key marks it changed, so a save writes them all (and removes the null ones).
+            record.setValue(value, forKey: key, encrypted: encrypted)
         }
-        let record = Record(
-            recordType: recordType, recordID: Record.ID(recordName: name, zoneID: zoneID), systemFields: system,
-            fields: consume values, encryptedKeys: encryptedKeys)
-        // Marks every key as changed, so a save writes them all (and removes the null ones).
-        for (key, value, encrypted) in order { record.setValue(value, forKey: key, encrypted: encrypted) }
         if let parent { record.parent = parent }
         return record
+    }
+
+    /// Whether two string tokens hold the same text.
+    private func sameText(_ a: Token, _ b: Token) -> Bool {
+        if let x = rawBytes(a), let y = rawBytes(b) {
+            return x.count == y.count && (x.isEmpty || memcmp(x.baseAddress!, y.baseAddress!, x.count) == 0)
+        }
+        return string(a) == string(b)
     }
 
     /// A zone ID from its tokens; the owner defaults to the current user.
@@ -127,6 +162,33 @@ extension JSONCursor {
         return date
     }
 
+    // MARK: - Repeated texts
+
+    /// A string token's text, reusing the cached `String` when the bytes are the same.
+    func cachedString(_ token: Token, _ entry: inout DecodeCache.Entry?) -> String {
+        guard let bytes = rawBytes(token) else { return string(token) }
+        if let cached = entry, cached.bytes.count == bytes.count,
+           bytes.isEmpty || cached.bytes.withUnsafeBufferPointer({ memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0 }) {
+            return cached.text
+        }
+        let text = String(decoding: bytes, as: UTF8.self)
+        entry = DecodeCache.Entry(bytes: Array(bytes), text: text)
+        return text
+    }
+
+    /// A string token's bytes between its quotes, when they have no escape (nil otherwise).
+    func rawBytes(_ token: Token) -> UnsafeBufferPointer<UInt8>? {
+        guard token.kind == .string, token.flags & Token.hasEscape == 0 else { return nil }
+        return UnsafeBufferPointer(start: base + token.start + 1, count: token.end - token.start - 2)
+    }
+
+    /// Whether a token's raw text equals `bytes` (an absent token equals an empty array).
+    func bytesEqual(_ token: Token, _ bytes: [UInt8]) -> Bool {
+        guard let raw = rawBytes(token), raw.count == bytes.count else { return false }
+        if raw.isEmpty { return true }
+        return bytes.withUnsafeBufferPointer { memcmp($0.baseAddress!, raw.baseAddress!, raw.count) == 0 }
+    }
+
     // MARK: - Name checks on bytes
 
     /// Whether a string token is a record name CloudKit accepts: ASCII without control
@@ -135,33 +197,43 @@ extension JSONCursor {
         guard token.flags & Token.hasEscape == 0 else { return false }
         let count = token.end - token.start - 2
         guard count >= 1 && count <= Naming.maximumRecordNameLength else { return false }
-        let start = token.start + 1
-        if base[start] == UInt8(ascii: "_") { return false }
-        for i in start..<start + count where base[i] < 0x20 || base[i] >= 0x7F { return false }
+        var i = token.start + 1
+        if base[i] == UInt8(ascii: "_") { return false }
+        let end = i + count
+        while i < end {
+            if base[i] < 0x20 || base[i] >= 0x7F { return false }
+            i += 1
+        }
         return true
     }
 
-    /// Whether a plain key could be one of ``Naming/reservedFieldKeys`` (all start with one of
-    /// these letters); only then is the set asked, which saves hashing every key.
+    /// Whether a plain key is one of ``Naming/reservedFieldKeys``, compared as bytes so that
+    /// ordinary keys cost neither a hash nor a `String`.
     static func mayBeReserved(_ token: Token, _ base: UnsafePointer<UInt8>) -> Bool {
-        switch base[token.start + 1] {
-        case UInt8(ascii: "r"), UInt8(ascii: "c"), UInt8(ascii: "m"), UInt8(ascii: "l"), UInt8(ascii: "p"), UInt8(ascii: "s"), UInt8(ascii: "e"):
-            let count = token.end - token.start - 2
-            return count >= 5 && count <= 24
-        default:
-            return false
+        let count = token.end - token.start - 2
+        let start = base + token.start + 1
+        for reserved in reservedKeyBytes where reserved.count == count {
+            if reserved.withUnsafeBufferPointer({ memcmp($0.baseAddress!, start, count) == 0 }) { return true }
         }
+        return false
     }
+
+    private static let reservedKeyBytes: [[UInt8]] = Naming.reservedFieldKeys.map { Array($0.utf8) }
 
     /// Whether a string token is an identifier: a letter, then letters, digits and `_`.
     static func isPlainIdentifier(_ token: Token, _ base: UnsafePointer<UInt8>) -> Bool {
         guard token.flags & Token.hasEscape == 0 else { return false }
         let count = token.end - token.start - 2
         guard count >= 1 && count <= Naming.maximumIdentifierLength else { return false }
-        let start = token.start + 1
-        let first = base[start] | 0x20
+        var i = token.start + 1
+        let first = base[i] | 0x20
         guard first >= UInt8(ascii: "a") && first <= UInt8(ascii: "z") else { return false }
-        for i in start + 1..<start + count where !isWordByte(base[i]) { return false }
+        let end = i + count
+        i += 1
+        while i < end {
+            if !isWordByte(base[i]) { return false }
+            i += 1
+        }
         return true
     }
 }

@@ -61,6 +61,32 @@ extension JSONCursor {
     }
 
     private mutating func scanRecordMember(_ key: Token, _ scan: inout RecordScan) throws(ScanFailure) {
+        // The common keys by length first, so most keys cost one comparison.
+        if key.flags & Token.hasEscape == 0 {
+            let at = key.start + 1
+            switch key.end - key.start - 2 {
+            case 6 where matches(at, "fields"):
+                if scan.seen & (1 << 2) != 0 { note(key.start, "the key 'fields' appears twice") }
+                scan.seen |= 1 << 2
+                try scanFields(&scan.fields)
+                return
+            case 10 where matches(at, "recordName"):
+                try scanOnce(&scan.recordName, key, bit: 1 << 0, &scan.seen, kind: .string)
+                return
+            case 10 where matches(at, "recordType"):
+                try scanOnce(&scan.recordType, key, bit: 1 << 1, &scan.seen, kind: .string)
+                return
+            case 6 where matches(at, "zoneID"):
+                if scan.seen & (1 << 3) != 0 { note(key.start, "the key 'zoneID' appears twice") }
+                scan.seen |= 1 << 3
+                scan.hasZone = true
+                scan.zoneStart = pos
+                try scanZoneID(name: &scan.zoneName, owner: &scan.zoneOwner, in: "zoneID")
+                return
+            default:
+                break
+            }
+        }
         if stringEquals(key, "recordName") {
             try scanOnce(&scan.recordName, key, bit: 1 << 0, &scan.seen, kind: .string)
         } else if stringEquals(key, "recordType") {
@@ -158,7 +184,17 @@ extension JSONCursor {
         repeat {
             let key = try scanKey()
             let value = try scanValue()
-            if stringEquals(key, "value") {
+            if key.end - key.start == 7 && key.flags & Token.hasEscape == 0 && matches(key.start + 1, "value") {
+                if field.value.isPresent { note(key.start, "field '\(quoted(field.name))' has the key 'value' twice") }
+                field.value = value
+            } else if key.end - key.start == 6 && key.flags & Token.hasEscape == 0 && matches(key.start + 1, "type") {
+                if field.type.isPresent { note(key.start, "field '\(quoted(field.name))' has the key 'type' twice") }
+                if value.kind == .string {
+                    field.type = value
+                } else {
+                    note(value.start, "field '\(quoted(field.name))': 'type' must be a string, not \(value.kindName)")
+                }
+            } else if stringEquals(key, "value") {
                 if field.value.isPresent { note(key.start, "field '\(quoted(field.name))' has the key 'value' twice") }
                 field.value = value
             } else if stringEquals(key, "type") {
@@ -220,7 +256,12 @@ extension JSONCursor {
         var zoneType = Token.none
         repeat {
             let key = try scanKey()
-            if stringEquals(key, "zoneName") {
+            let plain = key.flags & Token.hasEscape == 0
+            if plain && key.end - key.start == 10 && matches(key.start + 1, "zoneName") {
+                try scanOnce(&name, key, bit: 1, &seen, kind: .string)
+            } else if plain && key.end - key.start == 17 && matches(key.start + 1, "ownerRecordName") {
+                try scanOnce(&owner, key, bit: 2, &seen, kind: .string)
+            } else if stringEquals(key, "zoneName") {
                 try scanOnce(&name, key, bit: 1, &seen, kind: .string)
             } else if stringEquals(key, "ownerRecordName") {
                 try scanOnce(&owner, key, bit: 2, &seen, kind: .string)
