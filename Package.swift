@@ -37,6 +37,7 @@ let package = Package(
         .testTarget(name: "StratusTests", dependencies: ["Stratus", "StratusSQLite", "StratusTestSupport", "StratusTransfer"]),
         .testTarget(name: "StratusSQLiteTests", dependencies: ["Stratus", "StratusSQLite", "StratusTestSupport"]),
         .testTarget(name: "StratusTransferTests", dependencies: ["Stratus", "StratusTransfer"]),
+        .testTarget(name: "StratusCLITests", dependencies: ["Stratus", "StratusSQLite", "StratusTestSupport"]),
         // Codec throughput and a long fuzz run: swift run -c release stratus-transfer-bench [fuzz].
         .executableTarget(name: "stratus-transfer-bench", dependencies: ["Stratus", "StratusTransfer"], path: "Sources/StratusTransferBench"),
     ],

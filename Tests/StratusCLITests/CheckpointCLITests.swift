@@ -1,0 +1,106 @@
+import Foundation
+import StratusTestSupport
+import Testing
+
+/// `stratus import --checkpoint`: a run killed with SIGKILL, resumed, stopped with SIGTERM,
+/// resumed again, ends with exactly the input in the store.
+@Suite("stratus import --checkpoint", .timeLimit(.minutes(5)))
+struct CheckpointCLITests {
+    static let recordCount = 200_000
+
+    static func input() -> String {
+        var text = ""
+        text.reserveCapacity(recordCount * 110)
+        for i in 0..<recordCount {
+            text += #"{"recordName":"r\#(String(format: "%06d", i))","recordType":"Row","fields":{"n":{"value":\#(i),"type":"INT64"},"s":{"value":"row \#(i)","type":"STRING"}}}"#
+            text += "\n"
+        }
+        return text
+    }
+
+    /// The committed item count in a checkpoint file, or nil while there is none.
+    static func committedItems(_ path: String) -> Int? {
+        guard let data = FileManager.default.contents(atPath: path),
+              let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return nil }
+        return object["committedItems"] as? Int
+    }
+
+    /// Polls until `condition` holds or the process ended; returns whether the condition held.
+    static func waitFor(_ running: CLI.Running, _ condition: () -> Bool) async throws -> Bool {
+        while running.isRunning {
+            if condition() { return true }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        return condition()
+    }
+
+    @Test("SIGKILL mid-import, resume; SIGTERM mid-import exits 143 with a checkpoint; resume ends with exactly the input")
+    func killTermResume() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            let path = try cli.file("rows.ndjson", Self.input())
+            let checkpoint = store.path("import.checkpoint")
+            let arguments = ["import", path, "--batch-size", "1000", "--checkpoint", checkpoint]
+
+            // 1. Killed with SIGKILL once the first checkpoint is on disk.
+            let first = try cli.start(arguments)
+            let sawCheckpoint = try await Self.waitFor(first) { Self.committedItems(checkpoint) != nil }
+            first.signal(SIGKILL)
+            let killed = await first.wait()
+            try #require(sawCheckpoint, "the checkpoint file never appeared while importing: \(killed)")
+            try #require(killed.signalled && killed.exitCode == SIGKILL, "the import ended before it could be killed: \(killed)")
+            let afterKill = try #require(Self.committedItems(checkpoint), "a killed import leaves its checkpoint")
+            #expect(afterKill > 0 && afterKill < Self.recordCount && afterKill % 1_000 == 0, "checkpoints fall on batch boundaries: \(afterKill)")
+            let storedAfterKill = try await cli.count("Row")
+            #expect(storedAfterKill >= afterKill && storedAfterKill <= afterKill + 1_000, "the store holds the committed batches (and at most the one after the checkpoint): \(storedAfterKill) vs \(afterKill)")
+
+            // A checkpoint is not applied to another input.
+            let other = try cli.file("other.ndjson", Input.notes(2))
+            let wrongInput = try await cli.run(["import", other, "--checkpoint", checkpoint])
+            #expect(wrongInput.exitCode == 64, "\(wrongInput)")
+            #expect(Self.committedItems(checkpoint) == afterKill, "the checkpoint is left alone")
+
+            // 2. Resumed, then stopped with SIGTERM once it committed more.
+            let second = try cli.start(arguments)
+            let progressed = try await Self.waitFor(second) { (Self.committedItems(checkpoint) ?? 0) > afterKill }
+            second.signal(SIGTERM)
+            let terminated = await second.wait()
+            try #require(progressed, "the resumed import never moved the checkpoint: \(terminated)")
+            #expect(!terminated.signalled && terminated.exitCode == 143, "SIGTERM finishes the batch, saves the checkpoint and exits 143: \(terminated)")
+            #expect(terminated.stdout.isEmpty)
+            let afterTerm = try #require(Self.committedItems(checkpoint), "SIGTERM leaves a checkpoint: \(terminated)")
+            #expect(afterTerm > afterKill && afterTerm < Self.recordCount, "\(afterTerm)")
+            #expect(try await cli.count("Row") == afterTerm, "after a clean stop the store holds exactly the checkpointed items")
+            if let counts = Summary.ofImport(terminated) {
+                #expect(counts.imported + counts.updated + counts.unchanged == afterTerm - afterKill, "the stopped run reports what it committed: \(terminated)")
+                #expect(counts.failed == 0)
+            }
+
+            // 3. Resumed to the end: the checkpoint goes, the store holds exactly the input.
+            let last = try await cli.run(arguments)
+            #expect(last.exitCode == 0, "\(last)")
+            if let counts = Summary.ofImport(last) {
+                #expect(counts.imported == Self.recordCount - afterTerm, "the last run starts after the checkpoint: \(last)")
+                #expect(counts.failed == 0 && counts.updated == 0 && counts.unchanged == 0)
+            }
+            #expect(!cli.exists(checkpoint), "the checkpoint is removed when the import ends")
+            #expect(!cli.exists(checkpoint + ".tmp"))
+
+            #expect(try await cli.count("Row") == Self.recordCount)
+            let export = try await cli.run(["export", "--type", "Row", "--fields", "n,s", "--sort", "recordName", "--quiet"])
+            #expect(export.exitCode == 0, "\(export.stderr)")
+            var index = 0
+            var mismatches: [String] = []
+            for line in export.stdout.split(separator: "\n") {
+                let expectedStart = #"{"recordName":"r\#(String(format: "%06d", index))","recordType":"Row","#
+                let expectedFields = #""fields":{"n":{"value":\#(index),"type":"INT64"},"s":{"value":"row \#(index)","type":"STRING"}}"#
+                if !line.hasPrefix(expectedStart) || !line.contains(expectedFields) {
+                    if mismatches.count < 5 { mismatches.append(String(line.prefix(200))) }
+                }
+                index += 1
+            }
+            #expect(index == Self.recordCount, "exported \(index) records")
+            #expect(mismatches.isEmpty, "records differ from the input (first few): \(mismatches)")
+        }
+    }
+}

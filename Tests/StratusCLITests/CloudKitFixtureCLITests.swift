@@ -1,0 +1,143 @@
+import Foundation
+import StratusTestSupport
+import Testing
+
+/// Real CloudKit Web Services `records/query` answers (sanitized captures in
+/// `../shared/fixtures/cloudkit-web-services/`) imported with `stratus import` as they are, and
+/// exported back.
+@Suite("CloudKit Web Services responses through stratus", .timeLimit(.minutes(2)))
+struct CloudKitFixtureCLITests {
+    static let directory = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("shared/fixtures/cloudkit-web-services")
+
+    static func fixture(_ name: String) throws -> (path: String, records: [[String: Any]]) {
+        let url = directory.appendingPathComponent(name)
+        let data = try #require(FileManager.default.contents(atPath: url.path), "the fixture \(url.path) is missing")
+        let body = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        return (url.path, try #require(body["records"] as? [[String: Any]]))
+    }
+
+    /// Compares an exported field with the fixture's: same value, and the same type where the
+    /// fixture gives one (else `inferred`).
+    static func expectField(_ key: String, exported: [String: Any], original: [String: Any], inferred: String? = nil, sourceLocation: SourceLocation = #_sourceLocation) {
+        guard let got = JSONLine.field(exported, key) else {
+            Issue.record("field \(key) is missing from the export: \(exported)", sourceLocation: sourceLocation)
+            return
+        }
+        let want = JSONLine.field(original, key) ?? [:]
+        let type = want["type"] as? String ?? inferred
+        #expect(got["type"] as? String == type, "\(key): type", sourceLocation: sourceLocation)
+        if let reference = want["value"] as? [String: Any], reference["recordName"] != nil {
+            let exportedReference = got["value"] as? [String: Any] ?? [:]
+            #expect(exportedReference["recordName"] as? String == reference["recordName"] as? String, "\(key): reference", sourceLocation: sourceLocation)
+            // CloudKit's VALIDATE action reads as NONE (documented: Stratus has NONE and DELETE_SELF).
+            let action = reference["action"] as? String ?? "NONE"
+            #expect(exportedReference["action"] as? String == (action == "VALIDATE" ? "NONE" : action), "\(key): action", sourceLocation: sourceLocation)
+        } else {
+            #expect(canonical(got["value"]) == canonical(want["value"]), "\(key): value", sourceLocation: sourceLocation)
+        }
+    }
+
+    /// A parsed JSON value as sorted-key JSON text, for comparing values of any shape.
+    static func canonical(_ value: Any?) -> String {
+        guard let value, let data = try? JSONSerialization.data(withJSONObject: ["v": value], options: [.sortedKeys]) else { return "<none>" }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    @Test("photos_all_photos_response.json imports as it is and exports back with the same fields")
+    func photosQueryResponse() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            let (path, originals) = try Self.fixture("photos_all_photos_response.json")
+            let result = try await cli.run(["import", path])
+            #expect(result.exitCode == 0, "\(result)")
+            Summary.expectImport(result, imported: originals.count)
+
+            let explicit = try await cli.run(["import", path, "--format", "envelope", "--dry-run"])
+            #expect(explicit.exitCode == 0, "\(explicit)")
+
+            let export = try await cli.run(["export", "--type", "CPLAsset", "--format", "envelope", "--quiet"])
+            let masters = try await cli.run(["export", "--type", "CPLMaster", "--format", "json", "--quiet"])
+            let body = try #require(try JSONSerialization.jsonObject(with: Data(export.stdout.utf8)) as? [String: Any], "\(export)")
+            let assets = try #require(body["records"] as? [[String: Any]])
+            let masterRecords = try #require(try JSONSerialization.jsonObject(with: Data(masters.stdout.utf8)) as? [[String: Any]], "\(masters)")
+            let exported = Dictionary((assets + masterRecords).map { ($0["recordName"] as? String ?? "", $0) }, uniquingKeysWith: { a, _ in a })
+            #expect(exported.count == originals.count)
+            for original in originals {
+                let name = try #require(original["recordName"] as? String)
+                let record = try #require(exported[name], "\(name) was exported")
+                #expect(record["recordType"] as? String == original["recordType"] as? String)
+                #expect(record["recordChangeTag"] is String, "the store gives every record a change tag")
+                #expect((record["created"] as? [String: Any])?["timestamp"] is NSNumber)
+                for key in (original["fields"] as? [String: Any] ?? [:]).keys {
+                    // The captures give no types: references are inferred from `recordName`, numbers as INT64.
+                    let value = JSONLine.field(original, key)?["value"]
+                    Self.expectField(key, exported: record, original: original, inferred: value is [String: Any] ? "REFERENCE" : value is String ? "STRING" : "INT64")
+                }
+                #expect((record["fields"] as? [String: Any])?.count == (original["fields"] as? [String: Any])?.count)
+            }
+        }
+    }
+
+    @Test("reminders_query_reminders_response.json: ENCRYPTED_BYTES is kept through the round trip, or each record is rejected as documented")
+    func remindersWithEncryptedBytes() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            let (path, originals) = try Self.fixture("reminders_query_reminders_response.json")
+            let zone = try await cli.run(["zones", "create", "Reminders"])
+            #expect(zone.exitCode == 0, "\(zone)")
+            let rejects = store.path("reminders.rejects")
+            let result = try await cli.run(["import", path, "--reject-file", rejects])
+            #expect(result.stdout.isEmpty)
+
+            let help = try await cli.run(["import", "--help"])
+            let readme = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("README.md")
+            let documentation = help.stdout + (FileManager.default.contents(atPath: readme.path).map { String(decoding: $0, as: UTF8.self) } ?? "")
+            #expect(documentation.contains("ENCRYPTED_BYTES"), "neither `stratus import --help` nor README.md says what happens to ENCRYPTED_BYTES fields")
+
+            if result.exitCode == 0 {
+                // Kept: the export gives back every field with its type (ENCRYPTED_BYTES included) and every system field.
+                Summary.expectImport(result, imported: originals.count)
+                let export = try await cli.run(["export", "--type", "Reminder", "--zone", "Reminders", "--format", "envelope", "--quiet"])
+                #expect(export.exitCode == 0, "\(export)")
+                let body = try #require(try JSONSerialization.jsonObject(with: Data(export.stdout.utf8)) as? [String: Any], "\(export)")
+                let records = try #require(body["records"] as? [[String: Any]])
+                #expect(records.count == originals.count)
+                for original in originals {
+                    let name = try #require(original["recordName"] as? String)
+                    let record = try #require(records.first { $0["recordName"] as? String == name }, "\(name) was exported")
+                    #expect(record["recordType"] as? String == original["recordType"] as? String)
+                    #expect(record["recordChangeTag"] as? String == original["recordChangeTag"] as? String, "recordChangeTag")
+                    for system in ["created", "modified"] {
+                        let got = record[system] as? [String: Any] ?? [:]
+                        let want = original[system] as? [String: Any] ?? [:]
+                        #expect((got["timestamp"] as? NSNumber) == (want["timestamp"] as? NSNumber), "\(system).timestamp")
+                        #expect(got["userRecordName"] as? String == want["userRecordName"] as? String, "\(system).userRecordName")
+                    }
+                    #expect((record["zoneID"] as? [String: Any])?["zoneName"] as? String == "Reminders")
+                    let fields = original["fields"] as? [String: Any] ?? [:]
+                    #expect((record["fields"] as? [String: Any])?.count == fields.count, "no field dropped or added")
+                    for key in fields.keys {
+                        Self.expectField(key, exported: record, original: original)
+                    }
+                }
+                // Re-importing the export changes nothing.
+                let again = try await cli.run(["import", try cli.file("reminders-export.json", export.stdout)])
+                #expect(again.exitCode == 0, "\(again)")
+                Summary.expectImport(again, imported: 0, unchanged: originals.count)
+            } else {
+                // Rejected: exit 1, each record in the reject file with a message naming the field and the type.
+                #expect(result.exitCode == 1, "\(result)")
+                Summary.expectImport(result, imported: 0, failed: originals.count)
+                let lines = try RejectLine.read(rejects)
+                #expect(lines.count == originals.count)
+                for line in lines {
+                    #expect(line.error.contains("ENCRYPTED_BYTES") && (line.error.contains("TitleDocument") || line.error.contains("NotesDocument")), "\(line)")
+                    #expect(line.line > 1 && line.column >= 1)
+                }
+                #expect(try await cli.count("Reminder", extra: ["--zone", "Reminders"]) == 0, "nothing half-imported")
+            }
+        }
+    }
+}

@@ -1,0 +1,518 @@
+import Foundation
+import StratusTestSupport
+import Testing
+
+/// `stratus import` end to end: formats, modes, batches, atomic, dry run, error limits, reject
+/// files and exit codes, checked on stdout, stderr and the exit status.
+@Suite("stratus import", .timeLimit(.minutes(3)))
+struct ImportCLITests {
+    // MARK: - Formats
+
+    @Test("NDJSON from a file and from stdin; data never on stdout; summary on stderr")
+    func ndjson() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            let path = try cli.file("notes.ndjson", Input.notes(3))
+            let result = try await cli.run(["import", path])
+            #expect(result.exitCode == 0, "\(result)")
+            #expect(result.stdout.isEmpty, "import writes nothing on stdout: \(result)")
+            Summary.expectImport(result, imported: 3)
+            #expect(try await cli.count("Note") == 3)
+
+            let piped = try await cli.run(["import", "-", "--format", "ndjson"], stdin: Input.notes(2, prefix: "p"))
+            #expect(piped.exitCode == 0, "\(piped)")
+            Summary.expectImport(piped, imported: 2)
+            let implicit = try await cli.run(["import"], stdin: Input.notes(2, prefix: "q"))
+            #expect(implicit.exitCode == 0, "\(implicit)")
+            Summary.expectImport(implicit, imported: 2)
+            #expect(try await cli.count("Note") == 7)
+
+            let records = try await cli.exported("Note")
+            #expect(JSONLine.value(try #require(records["n2"]), "title") == "title 2")
+            #expect(JSONLine.field(try #require(records["n2"]), "count")?["type"] as? String == "INT64")
+        }
+    }
+
+    @Test("a JSON array and a CloudKit response envelope, detected and with --format")
+    func arrayAndEnvelope() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            let lines = Input.notes(3).split(separator: "\n")
+            let array = try cli.file("array.json", "[\n" + lines.joined(separator: ",\n") + "\n]\n")
+            let envelope = try cli.file(
+                "envelope.json",
+                #"{"records":["# + Input.notes(2, prefix: "e").split(separator: "\n").joined(separator: ",") + #"],"continuationMarker":"abc"}"#)
+            let pretty = try cli.file("pretty.json", "{\n  \"records\": [\n    " + lines.joined(separator: ",\n    ") + "\n  ]\n}\n")
+            let cases: [(path: String, format: String?, names: Set<String>)] = [
+                (array, nil, ["n1", "n2", "n3"]),
+                (array, "json", ["n1", "n2", "n3"]),
+                (envelope, nil, ["e1", "e2"]),
+                (envelope, "envelope", ["e1", "e2"]),
+                (pretty, nil, ["n1", "n2", "n3"]),
+            ]
+            for (index, item) in cases.enumerated() {
+                let target = store.path("store-\(index).sqlite")
+                let arguments = ["import", item.path, "--store", target] + (item.format.map { ["--format", $0] } ?? [])
+                let result = try await cli.run(arguments)
+                #expect(result.exitCode == 0, "\(result)")
+                #expect(result.stdout.isEmpty)
+                Summary.expectImport(result, imported: item.names.count)
+                #expect(Set(try await cli.exported("Note", extra: ["--store", target]).keys) == item.names, "\(arguments)")
+            }
+        }
+    }
+
+    @Test("CSV with name:TYPE headers, with --type and --types, detected by the .csv suffix")
+    func csv() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            let typed = try cli.file(
+                "typed.csv",
+                #"""
+                recordName,recordType,title:STRING,count:INT64,price:DOUBLE,due:TIMESTAMP
+                c1,Item,"Milk, whole",2,1.25,1735689600000
+                c2,Item,"say ""hi""",3,0.5,1735776000123
+
+                """#)
+            let result = try await cli.run(["import", typed])
+            #expect(result.exitCode == 0, "\(result)")
+            Summary.expectImport(result, imported: 2)
+            let records = try await cli.exported("Item")
+            let c1 = try #require(records["c1"])
+            #expect(JSONLine.value(c1, "title") == "Milk, whole")
+            #expect(JSONLine.field(c1, "count")?["type"] as? String == "INT64")
+            #expect(JSONLine.field(c1, "price")?["type"] as? String == "DOUBLE")
+            #expect(JSONLine.field(c1, "due")?["type"] as? String == "TIMESTAMP")
+            #expect(JSONLine.value(c1, "due") == "1735689600000")
+            #expect(JSONLine.value(try #require(records["c2"]), "title") == #"say "hi""#)
+
+            // Plain headers, typed by options; read from stdin with --format csv.
+            let plain = """
+                recordName,label,size,when
+                d1,first,10,1735689600000
+                d2,second,20,1735689601000
+
+                """
+            let piped = try await cli.run(
+                ["import", "--format", "csv", "--type", "Box", "--types", "size:INT64,when:TIMESTAMP"], stdin: plain)
+            #expect(piped.exitCode == 0, "\(piped)")
+            Summary.expectImport(piped, imported: 2)
+            let boxes = try await cli.exported("Box")
+            let d2 = try #require(boxes["d2"])
+            #expect(JSONLine.field(d2, "size")?["type"] as? String == "INT64")
+            #expect(JSONLine.value(d2, "size") == "20")
+            #expect(JSONLine.field(d2, "when")?["type"] as? String == "TIMESTAMP")
+            #expect(JSONLine.field(d2, "label")?["type"] as? String == "STRING")
+
+            let badTypes = try await cli.run(["import", "--format", "csv", "--types", "size"], stdin: plain)
+            #expect(badTypes.exitCode == 64, "\(badTypes)")
+            #expect(badTypes.stderr.contains("--types"), "\(badTypes)")
+        }
+    }
+
+    // MARK: - Modes
+
+    @Test("--mode create fails on existing records: exit 1, a reject line for each, nothing changed")
+    func createMode() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            let path = try cli.file("notes.ndjson", Input.notes(3))
+            let first = try await cli.run(["import", path, "--mode", "create"])
+            #expect(first.exitCode == 0, "\(first)")
+            Summary.expectImport(first, imported: 3)
+            let before = try await cli.exported("Note")
+
+            let mixed = try cli.file("mixed.ndjson", Input.note("n2", title: "changed", count: 99) + "\n" + Input.note("n4", title: "new", count: 4) + "\n")
+            let rejects = store.path("rejects.ndjson")
+            let again = try await cli.run(["import", mixed, "--mode", "create", "--reject-file", rejects])
+            #expect(again.exitCode == 1, "\(again)")
+            #expect(again.stdout.isEmpty)
+            Summary.expectImport(again, imported: 1, failed: 1)
+            let lines = try RejectLine.read(rejects)
+            #expect(lines.count == 1)
+            #expect(lines.first?.line == 1)
+            #expect(lines.first?.recordName == "n2")
+            #expect(lines.first?.error.contains("exists") == true, "\(lines.first?.error ?? "")")
+
+            let after = try await cli.exported("Note")
+            #expect(JSONLine.value(try #require(after["n2"]), "title") == "title 2")
+            #expect(after["n2"]?["recordChangeTag"] as? String == before["n2"]?["recordChangeTag"] as? String)
+            #expect(after.count == 4)
+        }
+    }
+
+    @Test("--mode update changes only the given fields and checks recordChangeTag")
+    func updateMode() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            _ = try await cli.run(["import", try cli.file("notes.ndjson", Input.notes(3))])
+            let exported = try await cli.exported("Note")
+            let tag = try #require(exported["n1"]?["recordChangeTag"] as? String)
+
+            // Only `title`, with the current tag: updated; `count` stays.
+            let edit = #"{"recordName":"n1","recordType":"Note","recordChangeTag":"\#(tag)","fields":{"title":{"value":"edited","type":"STRING"}}}"#
+            let editPath = try cli.file("edit.ndjson", edit + "\n")
+            let updated = try await cli.run(["import", editPath, "--mode", "update"])
+            #expect(updated.exitCode == 0, "\(updated)")
+            Summary.expectImport(updated, imported: 0, updated: 1)
+            let n1 = try #require(try await cli.exported("Note")["n1"])
+            #expect(JSONLine.value(n1, "title") == "edited")
+            #expect(JSONLine.value(n1, "count") == "1", "update keeps the fields it was not given")
+            #expect(n1["recordChangeTag"] as? String != tag, "a saved record gets a new change tag")
+
+            // The same line again: its tag is stale now.
+            let rejects = store.path("stale.rejects")
+            let stale = try await cli.run(["import", editPath, "--mode", "update", "--reject-file", rejects])
+            #expect(stale.exitCode == 1, "\(stale)")
+            Summary.expectImport(stale, imported: 0, failed: 1)
+            let staleLines = try RejectLine.read(rejects)
+            #expect(staleLines.map(\.recordName) == ["n1"])
+            #expect(staleLines.first?.line == 1)
+            #expect(staleLines.first.map { $0.error.contains("stale") || $0.error.contains("changed") } == true, "\(staleLines)")
+
+            // No tag, or no such record: rejected with the reason.
+            let untagged = Input.note("n2", title: "x", count: 0)
+            let missing = #"{"recordName":"nope","recordType":"Note","recordChangeTag":"abc","fields":{"title":{"value":"x","type":"STRING"}}}"#
+            let otherRejects = store.path("other.rejects")
+            let others = try await cli.run(["import", try cli.file("others.ndjson", untagged + "\n" + missing + "\n"), "--mode", "update", "--reject-file", otherRejects])
+            #expect(others.exitCode == 1, "\(others)")
+            Summary.expectImport(others, imported: 0, failed: 2)
+            let otherLines = try RejectLine.read(otherRejects).sorted { $0.line < $1.line }
+            #expect(otherLines.map(\.line) == [1, 2])
+            #expect(otherLines.first?.error.contains("recordChangeTag") == true, "\(otherLines)")
+            #expect(otherLines.last?.error.contains("does not exist") == true, "\(otherLines)")
+            #expect(try await cli.count("Note") == 3)
+        }
+    }
+
+    @Test("--mode replace removes unspecified fields and checks the tag; forceReplace without a tag")
+    func replaceModes() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            _ = try await cli.run(["import", try cli.file("notes.ndjson", Input.notes(3))])
+            let tag = try #require(try await cli.exported("Note")["n2"]?["recordChangeTag"] as? String)
+
+            let replace = #"{"recordName":"n2","recordType":"Note","recordChangeTag":"\#(tag)","fields":{"title":{"value":"only title","type":"STRING"}}}"#
+            let replaced = try await cli.run(["import", try cli.file("replace.ndjson", replace + "\n"), "--mode", "replace"])
+            #expect(replaced.exitCode == 0, "\(replaced)")
+            Summary.expectImport(replaced, imported: 0, updated: 1)
+            let n2 = try #require(try await cli.exported("Note")["n2"])
+            #expect(JSONLine.value(n2, "title") == "only title")
+            #expect(JSONLine.field(n2, "count") == nil, "replace removes the fields it was not given")
+
+            let stale = try await cli.run(["import", try cli.file("replace-again.ndjson", replace + "\n"), "--mode", "replace"])
+            #expect(stale.exitCode == 1, "\(stale)")
+            Summary.expectImport(stale, imported: 0, failed: 1)
+
+            let force = #"{"recordName":"n3","recordType":"Note","fields":{"count":{"value":30,"type":"INT64"}}}"#
+            let forced = try await cli.run(["import", try cli.file("force.ndjson", force + "\n"), "--mode", "forceReplace"])
+            #expect(forced.exitCode == 0, "\(forced)")
+            Summary.expectImport(forced, imported: 0, updated: 1)
+            let n3 = try #require(try await cli.exported("Note")["n3"])
+            #expect(JSONLine.field(n3, "title") == nil, "forceReplace removes the fields it was not given")
+            #expect(JSONLine.value(n3, "count") == "30")
+
+            // forceReplace and forceUpdate create missing records.
+            let fresh = try await cli.run(["import", "--mode", "forceReplace"], stdin: Input.note("n9", title: "nine", count: 9) + "\n")
+            Summary.expectImport(fresh, imported: 1)
+            let bad = try await cli.run(["import", "--mode", "upsert"], stdin: Input.notes(1))
+            #expect(bad.exitCode == 64, "\(bad)")
+            #expect(bad.stderr.contains("--mode"), "\(bad)")
+        }
+    }
+
+    @Test("the default forceUpdate makes re-running the same file a no-op (unchanged)")
+    func rerunIsNoOp() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            let path = try cli.file("notes.ndjson", Input.notes(5))
+            let first = try await cli.run(["import", path])
+            Summary.expectImport(first, imported: 5)
+            let before = try await cli.exported("Note")
+
+            let second = try await cli.run(["import", path])
+            #expect(second.exitCode == 0, "\(second)")
+            Summary.expectImport(second, imported: 0, unchanged: 5)
+            let third = try await cli.run(["import", path, "--mode", "forceUpdate"])
+            Summary.expectImport(third, imported: 0, unchanged: 5)
+            let after = try await cli.exported("Note")
+            let retagged = before.keys.filter { after[$0]?["recordChangeTag"] as? String != before[$0]?["recordChangeTag"] as? String }.sorted()
+            #expect(retagged.isEmpty, "a no-op re-run keeps each record's change tag; these got new ones: \(retagged)")
+
+            // An export re-imported (system fields and all) is also unchanged.
+            let export = try await cli.run(["export", "--type", "Note", "--quiet"])
+            let restored = try await cli.run(["import", try cli.file("export.ndjson", export.stdout)])
+            #expect(restored.exitCode == 0, "\(restored)")
+            Summary.expectImport(restored, imported: 0, unchanged: 5)
+
+            // A changed value is an update.
+            let changed = try await cli.run(["import"], stdin: Input.note("n1", title: "new title", count: 1) + "\n")
+            Summary.expectImport(changed, imported: 0, updated: 1)
+        }
+    }
+
+    // MARK: - Batches, atomic, dry run
+
+    @Test("--batch-size: what is committed before --max-errors stops is whole batches")
+    func batchSize() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            let input = Input.notes(4) + "{not json\n" + Input.note("n6", title: "six", count: 6) + "\n"
+            let path = try cli.file("input.ndjson", input)
+
+            let small = try await cli.run(["import", path, "--batch-size", "2", "--max-errors", "0"], environment: ["STRATUS_STORE": store.path("small.sqlite")])
+            #expect(small.exitCode == 65, "\(small)")
+            #expect(small.stderr.contains("--max-errors"), "\(small)")
+            #expect(try await cli.count("Note", extra: ["--store", store.path("small.sqlite")]) == 4, "two committed batches of 2 before the bad line")
+
+            let large = try await cli.run(["import", path, "--batch-size", "400", "--max-errors", "0"], environment: ["STRATUS_STORE": store.path("large.sqlite")])
+            #expect(large.exitCode == 65, "\(large)")
+            #expect(try await cli.count("Note", extra: ["--store", store.path("large.sqlite")]) == 0, "nothing committed: the first batch was not full")
+
+            let whole = try await cli.run(["import", try cli.file("good.ndjson", Input.notes(7)), "--batch-size", "3"])
+            #expect(whole.exitCode == 0, "\(whole)")
+            Summary.expectImport(whole, imported: 7)
+
+            for bad in ["0", "-1", "x"] {
+                let usage = try await cli.run(["import", path, "--batch-size", bad])
+                #expect(usage.exitCode == 64, "\(usage)")
+                #expect(usage.stderr.contains("--batch-size"), "\(usage)")
+            }
+        }
+    }
+
+    @Test("--atomic: one record the store rejects means nothing is written")
+    func atomicStoreRejection() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            _ = try await cli.run(["import"], stdin: Input.note("n3", title: "exists", count: 3) + "\n")
+            let rejects = store.path("atomic.rejects")
+            let result = try await cli.run(["import", try cli.file("notes.ndjson", Input.notes(5)), "--mode", "create", "--atomic", "--reject-file", rejects])
+            #expect(result.exitCode != 0, "\(result)")
+            #expect(result.stdout.isEmpty)
+            #expect(try await cli.count("Note") == 1, "an atomic import writes all or nothing")
+            let lines = try RejectLine.read(rejects)
+            #expect(lines.contains { $0.recordName == "n3" && $0.line == 3 && $0.error.contains("exists") }, "\(lines)")
+        }
+    }
+
+    @Test("--atomic: one malformed input line means nothing is written")
+    func atomicBadInput() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            let input = Input.notes(2) + #"{"recordName":"bad","recordType":"Note","fields":{"count":{"value":"many","type":"INT64"}}}"# + "\n" + Input.notes(2, prefix: "m")
+            let rejects = store.path("atomic.rejects")
+            let result = try await cli.run(["import", try cli.file("input.ndjson", input), "--atomic", "--reject-file", rejects])
+            #expect(result.exitCode != 0, "\(result)")
+            #expect(try await cli.count("Note") == 0, "an atomic import with a bad record writes nothing: \(result)")
+            let lines = try RejectLine.read(rejects)
+            #expect(lines.contains { $0.line == 3 && $0.error.contains("count") }, "\(lines)")
+
+            let usage = try await cli.run(["import", try cli.file("ok.ndjson", Input.notes(1)), "--atomic", "--checkpoint", store.path("cp")])
+            #expect(usage.exitCode == 64, "\(usage)")
+        }
+    }
+
+    @Test("--dry-run reads and validates everything, reports counts and writes nothing")
+    func dryRun() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            let input = Input.notes(3) + "{\"recordName\":\"x\"\n" + Input.note("_system", title: "reserved", count: 0) + "\n"
+            let path = try cli.file("input.ndjson", input)
+            let rejects = store.path("dry.rejects")
+            let result = try await cli.run(["import", path, "--dry-run", "--reject-file", rejects])
+            #expect(result.stdout.isEmpty)
+            #expect(result.exitCode == 1, "rejected lines make the exit code 1, also in a dry run: \(result)")
+            let last = result.stderrLines.last ?? ""
+            #expect(last.contains("3 valid") && last.contains("2 rejected") && last.contains("nothing written"), "\(result)")
+            #expect(try RejectLine.read(rejects).map(\.line).sorted() == [4, 5])
+            #expect(try await cli.count("Note") == 0)
+
+            let clean = try await cli.run(["import", try cli.file("clean.ndjson", Input.notes(4)), "--dry-run"])
+            #expect(clean.exitCode == 0, "\(clean)")
+            #expect(clean.stderrLines.last?.contains("4 valid") == true, "\(clean)")
+            #expect(try await cli.count("Note") == 0)
+        }
+    }
+
+    // MARK: - Bad input, reject files, error limits
+
+    @Test("bad lines: exit 1, each in the reject file with its line number and reason; good ones imported")
+    func rejectFile() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            let lines = [
+                Input.note("ok1", title: "one", count: 1),
+                "{\"recordName\": \"broken\", ",  // not JSON
+                Input.note("ok3", title: "three", count: 3),
+                #"{"recordName":"wrongType","recordType":"Note","fields":{"count":{"value":"abc","type":"INT64"}}}"#,
+                #"{"recordName":"noType","fields":{}}"#,
+                #"{"recordName":"dup","recordType":"Note","recordType":"Note","fields":{}}"#,
+                #"{"recordName":"badType","recordType":"Note","fields":{"x":{"value":1,"type":"NUMBER"}}}"#,
+                Input.note("ok8", title: "eight", count: 8),
+            ]
+            let path = try cli.file("input.ndjson", lines.joined(separator: "\n") + "\n")
+            let rejects = store.path("rejects.ndjson")
+            let result = try await cli.run(["import", path, "--reject-file", rejects])
+            #expect(result.exitCode == 1, "\(result)")
+            #expect(result.stdout.isEmpty)
+            Summary.expectImport(result, imported: 3, failed: 5)
+            let rejected = try RejectLine.read(rejects).sorted { $0.line < $1.line }
+            #expect(rejected.map(\.line) == [2, 4, 5, 6, 7], "\(rejected)")
+            for line in rejected {
+                #expect(!line.error.isEmpty && line.column >= 1, "\(line)")
+            }
+            let byLine = Dictionary(rejected.map { ($0.line, $0) }, uniquingKeysWith: { a, _ in a })
+            #expect(byLine[4]?.recordName == "wrongType")
+            #expect(byLine[4]?.error.contains("count") == true, "names the field: \(byLine[4]?.error ?? "")")
+            #expect(byLine[5]?.error.contains("recordType") == true, "\(byLine[5]?.error ?? "")")
+            #expect(byLine[6].map { $0.error.contains("recordType") && ($0.error.contains("twice") || $0.error.lowercased().contains("duplicate")) } == true, "\(byLine[6]?.error ?? "")")
+            #expect(byLine[7]?.error.contains("NUMBER") == true, "\(byLine[7]?.error ?? "")")
+            #expect(Set(try await cli.exported("Note").keys) == ["ok1", "ok3", "ok8"])
+
+            // The reject file is appended to.
+            _ = try await cli.run(["import", path, "--reject-file", rejects])
+            #expect(try RejectLine.read(rejects).count == 10)
+        }
+    }
+
+    @Test("--max-errors N stops with 65 after more than N rejects; N or fewer finish with 1")
+    func maxErrors() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            let input = ["oops", Input.note("a", title: "a", count: 1), "{\"x\"", "[1]", Input.note("b", title: "b", count: 2)].joined(separator: "\n") + "\n"
+            let path = try cli.file("input.ndjson", input)
+            let stopped = try await cli.run(["import", path, "--max-errors", "2"])
+            #expect(stopped.exitCode == 65, "\(stopped)")
+            #expect(stopped.stderr.contains("stratus: "), "\(stopped)")
+            #expect(stopped.stdout.isEmpty)
+
+            let enough = try await cli.run(["import", path, "--max-errors", "3"])
+            #expect(enough.exitCode == 1, "\(enough)")
+            Summary.expectImport(enough, imported: 2, failed: 3)
+
+            let usage = try await cli.run(["import", path, "--max-errors", "many"])
+            #expect(usage.exitCode == 64, "\(usage)")
+        }
+    }
+
+    @Test("input that cannot be read as records at all: exit 65 with the position on stderr")
+    func unreadableInput() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            let brokenArray = try cli.file("broken.json", "[" + Input.note("a", title: "a", count: 1) + " " + Input.note("b", title: "b", count: 2) + "]\n")
+            let result = try await cli.run(["import", brokenArray, "--format", "json"])
+            #expect(result.exitCode == 65, "a JSON array that cannot be resynchronized is bad input data (65): \(result)")
+            #expect(result.stderr.contains("line 1"), "\(result)")
+            #expect(result.stdout.isEmpty)
+
+            let noNameColumn = try cli.file("noname.csv", "title,count\nx,1\n")
+            let csv = try await cli.run(["import", noNameColumn, "--type", "Note"])
+            #expect(csv.exitCode == 65, "a CSV without a recordName column is bad input data (65): \(csv)")
+            #expect(csv.stderr.contains("recordName"), "\(csv)")
+
+            let envelope = try cli.file("envelope.json", #"{"records":[{"recordName":"a","recordType":"Note","fields":{}} {"recordName":"b"}]}"#)
+            let env = try await cli.run(["import", envelope, "--format", "envelope"])
+            #expect(env.exitCode == 65, "\(env)")
+        }
+    }
+
+    @Test("a missing input file is exit 66; usage mistakes are exit 64 with the usage on stderr")
+    func missingInputAndUsage() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            let missing = store.path("nowhere.ndjson")
+            let result = try await cli.run(["import", missing])
+            #expect(result.exitCode == 66, "\(result)")
+            #expect(result.stderr.contains(missing), "\(result)")
+            #expect(result.stdout.isEmpty)
+
+            let path = try cli.file("ok.ndjson", Input.notes(1))
+            for arguments in [
+                ["import", path, "--format", "xml"],
+                ["import", path, "--bogus"],
+                ["import", path, path],
+                ["import", path, "--batch-size"],
+                ["import", "--checkpoint", store.path("cp")],
+                ["import", path, "--progress", "loud"],
+                ["import", path, "--database", "secret"],
+            ] {
+                let usage = try await cli.run(Array(arguments), stdin: Input.notes(1))
+                #expect(usage.exitCode == 64, "\(usage)")
+                #expect(usage.stdout.isEmpty, "usage errors go to stderr: \(usage)")
+                #expect(usage.stderr.contains("usage: stratus import"), "\(usage)")
+            }
+            #expect(try await cli.count("Note") == 0)
+        }
+    }
+
+    @Test("an unwritable reject file is exit 73 before anything is imported")
+    func unwritableRejectFile() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            let result = try await cli.run(["import", try cli.file("in.ndjson", Input.notes(2)), "--reject-file", store.path("no/such/dir/rejects")])
+            #expect(result.exitCode == 73, "\(result)")
+            #expect(try await cli.count("Note") == 0)
+        }
+    }
+
+    // MARK: - Progress and summary
+
+    @Test("--quiet prints nothing on stderr on success; --progress json prints JSON lines")
+    func quietAndJSONProgress() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            let quiet = try await cli.run(["import", try cli.file("a.ndjson", Input.notes(3)), "--quiet"])
+            #expect(quiet.exitCode == 0, "\(quiet)")
+            #expect(quiet.stderr.isEmpty, "\(quiet)")
+            #expect(quiet.stdout.isEmpty)
+
+            let json = try await cli.run(["import", try cli.file("b.ndjson", Input.notes(4, prefix: "b")), "--progress", "json"])
+            #expect(json.exitCode == 0, "\(json)")
+            #expect(json.stdout.isEmpty)
+            let events = try JSONLine.objects(json.stderr)
+            #expect(!events.isEmpty, "\(json)")
+            let summary = try #require(events.last)
+            #expect(summary["event"] as? String == "summary", "\(json)")
+            #expect(summary["imported"] as? Int == 4)
+            #expect(summary["failed"] as? Int == 0)
+            #expect(summary["updated"] as? Int == 0)
+            #expect(summary["unchanged"] as? Int == 0)
+            #expect(summary["elapsedSeconds"] is NSNumber)
+            #expect(events.dropLast().allSatisfy { $0["event"] as? String == "progress" })
+
+            let none = try await cli.run(["import", try cli.file("c.ndjson", Input.notes(2, prefix: "c")), "--progress", "none"])
+            #expect(none.stderr.isEmpty, "\(none)")
+        }
+    }
+
+    @Test("STRATUS_STORE and --store pick the store; --zone, --database and --user are honoured")
+    func storeOptions() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            let other = store.path("other.sqlite")
+            let viaOption = try await cli.run(["import", "--store", other, "--database", "private", "--user", "alice"], stdin: Input.notes(2))
+            #expect(viaOption.exitCode == 0, "\(viaOption)")
+            #expect(cli.exists(other))
+            #expect(try await cli.count("Note") == 0, "the STRATUS_STORE store is untouched")
+            #expect(try await cli.count("Note", extra: ["--store", other]) == 0, "private records are not in the public database")
+            #expect(try await cli.count("Note", extra: ["--store", other, "--database", "private", "--user", "alice"]) == 2)
+            #expect(try await cli.count("Note", extra: ["--store", other, "--database", "private", "--user", "bob"]) == 0)
+
+            let zone = try await cli.run(["zones", "create", "Work"])
+            #expect(zone.exitCode == 0, "\(zone)")
+            let zoned = try await cli.run(["import", "--zone", "Work"], stdin: Input.notes(3, prefix: "w"))
+            #expect(zoned.exitCode == 0, "\(zoned)")
+            #expect(try await cli.count("Note", extra: ["--zone", "Work"]) == 3)
+            #expect(try await cli.count("Note") == 0)
+            let exported = try await cli.exported("Note", extra: ["--zone", "Work"])
+            #expect((exported["w1"]?["zoneID"] as? [String: Any])?["zoneName"] as? String == "Work")
+
+            let rejects = store.path("zone.rejects")
+            let noZone = try await cli.run(["import", "--zone", "Nowhere", "--reject-file", rejects], stdin: Input.notes(1))
+            #expect(noZone.exitCode == 1, "\(noZone)")
+            let reason = (cli.read(rejects) ?? "") + noZone.stderr
+            #expect(reason.contains("Nowhere") && reason.contains("zoneNotFound"), "\(noZone)")
+        }
+    }
+}

@@ -1,0 +1,150 @@
+import Foundation
+import StratusTestSupport
+import Testing
+
+/// `stratus query` end to end: one page per process, paged by a shell loop with `--cursor`.
+@Suite("stratus query", .timeLimit(.minutes(3)))
+struct QueryCLITests {
+    static let count = 10_001
+
+    /// `Item` records with a rank that has ties (so the record name must break them) and a label.
+    static func items() -> (ndjson: String, expectedOrder: [String]) {
+        var lines: [String] = []
+        var keyed: [(rank: Int, name: String)] = []
+        lines.reserveCapacity(count)
+        for i in 0..<count {
+            let name = String(format: "item-%05d", i)
+            let rank = ((i * 7_919) % 10_007) / 3
+            keyed.append((rank, name))
+            lines.append(#"{"recordName":"\#(name)","recordType":"Item","fields":{"rank":{"value":\#(rank),"type":"INT64"},"label":{"value":"record \#(i)","type":"STRING"}}}"#)
+        }
+        let order = keyed.sorted { $0.rank != $1.rank ? $0.rank < $1.rank : $0.name < $1.name }.map(\.name)
+        return (lines.joined(separator: "\n") + "\n", order)
+    }
+
+    @Test("a /bin/sh loop pages through 10,001 records with --limit 400 --cursor: each exactly once, in order")
+    func shellLoopPaging() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            let (ndjson, expected) = Self.items()
+            let imported = try await cli.run(["import", try cli.file("items.ndjson", ndjson), "--quiet"])
+            #expect(imported.exitCode == 0, "\(imported)")
+
+            let script = #"""
+                set -u
+                : > all.ndjson
+                : > sizes.txt
+                c=""
+                while :; do
+                    if [ -z "$c" ]; then
+                        "$STRATUS" query --type Item --sort rank --limit 400 > page.ndjson 2> page.err
+                    else
+                        "$STRATUS" query --type Item --sort rank --limit 400 --cursor "$c" > page.ndjson 2> page.err
+                    fi
+                    status=$?
+                    if [ $status -ne 0 ]; then
+                        echo "query exited $status" >&2
+                        cat page.err >&2
+                        exit 1
+                    fi
+                    # stderr holds the cursor line and nothing else
+                    if grep -v '^cursor: ' page.err >&2; then exit 2; fi
+                    cat page.ndjson >> all.ndjson
+                    wc -l < page.ndjson | tr -d ' ' >> sizes.txt
+                    c=$(sed -n 's/^cursor: //p' page.err)
+                    [ -n "$c" ] || break
+                done
+                echo done
+                """#
+            let result = try await cli.shell(script)
+            #expect(result.exitCode == 0, "\(result)")
+            #expect(result.stdout == "done\n", "\(result)")
+
+            let sizes = (cli.read(store.path("sizes.txt")) ?? "").split(separator: "\n").compactMap { Int($0) }
+            #expect(sizes.count == 26, "10,001 records in pages of 400: \(sizes)")
+            #expect(sizes.dropLast().allSatisfy { $0 == 400 }, "\(sizes)")
+            #expect(sizes.last == 1)
+
+            let text = try #require(cli.read(store.path("all.ndjson")))
+            var names: [String] = []
+            names.reserveCapacity(Self.count)
+            for line in text.split(separator: "\n") {
+                let prefix = #"{"recordName":""#
+                #expect(line.hasPrefix(prefix), "each line is a record: \(line.prefix(100))")
+                names.append(String(line.dropFirst(prefix.count).prefix { $0 != "\"" }))
+            }
+            #expect(names.count == Self.count)
+            #expect(Set(names).count == Self.count, "no record twice")
+            #expect(names == expected, "every record once, in (rank, recordName) order")
+        }
+    }
+
+    @Test("one page: NDJSON on stdout, `cursor: TOKEN` on stderr, --where, --fields; no cursor at the end")
+    func onePage() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            _ = try await cli.run(["import", try cli.file("notes.ndjson", Input.notes(12))])
+            let first = try await cli.run(["query", "--type", "Note", "--where", "count > 2", "--sort", "count", "--limit", "5", "--fields", "count"])
+            #expect(first.exitCode == 0, "\(first)")
+            #expect(try JSONLine.names(first.stdout) == ["n3", "n4", "n5", "n6", "n7"])
+            let record = try #require(try JSONLine.objects(first.stdout).first)
+            #expect((record["fields"] as? [String: Any]).map { Array($0.keys) } == ["count"])
+            #expect(first.stderrLines.count == 1)
+            let token = try #require(first.stderrLines.first?.wholeMatch(of: #/cursor: (\S+)/#)?.1, "\(first)")
+
+            let second = try await cli.run(["query", "--type", "Note", "--where", "count > 2", "--sort", "count", "--limit", "5", "--cursor", String(token)])
+            #expect(second.exitCode == 0, "\(second)")
+            #expect(try JSONLine.names(second.stdout) == ["n8", "n9", "n10", "n11", "n12"])
+            // Five left and five shown: either no cursor, or one that gives an empty last page.
+            if let next = second.stderrLines.first?.wholeMatch(of: #/cursor: (\S+)/#)?.1 {
+                let third = try await cli.run(["query", "--cursor", String(next), "--limit", "5"])
+                #expect(third.exitCode == 0, "\(third)")
+                #expect(third.stdout.isEmpty)
+                #expect(third.stderr.isEmpty, "no cursor after the last page: \(third)")
+            }
+
+            let onlyCursor = try await cli.run(["query", "--cursor", String(token), "--limit", "2"])
+            #expect(onlyCursor.exitCode == 0, "--type is not needed with --cursor: \(onlyCursor)")
+            #expect(try JSONLine.names(onlyCursor.stdout) == ["n8", "n9"])
+
+            let all = try await cli.run(["query", "--type", "Note", "--limit", "100"])
+            #expect(all.stdoutLines.count == 12)
+            #expect(all.stderr.isEmpty, "no cursor when everything fit: \(all)")
+            let none = try await cli.run(["query", "--type", "Note", "--where", "count > 100"])
+            #expect(none.exitCode == 0)
+            #expect(none.stdout.isEmpty && none.stderr.isEmpty)
+        }
+    }
+
+    @Test("a cursor used with a different --where, --type or --sort, or a garbled one, is exit 64")
+    func cursorForAnotherQuery() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            _ = try await cli.run(["import", try cli.file("notes.ndjson", Input.notes(6) + Input.notes(3, prefix: "t").replacingOccurrences(of: "\"Note\"", with: "\"Task\""))])
+            let first = try await cli.run(["query", "--type", "Note", "--where", "count > 1", "--limit", "2"])
+            let token = String(try #require(first.stderrLines.first?.wholeMatch(of: #/cursor: (\S+)/#)?.1, "\(first)"))
+
+            for arguments in [
+                ["query", "--type", "Note", "--where", "count > 2", "--limit", "2", "--cursor", token],
+                ["query", "--type", "Task", "--where", "count > 1", "--limit", "2", "--cursor", token],
+                ["query", "--type", "Note", "--limit", "2", "--cursor", token],
+                ["query", "--type", "Note", "--where", "count > 1", "--sort", "count:desc", "--limit", "2", "--cursor", token],
+                ["query", "--cursor", "not-a-cursor"],
+                ["query", "--cursor", String(token.dropLast(3))],
+            ] {
+                let result = try await cli.run(arguments)
+                #expect(result.exitCode == 64, "\(result)")
+                #expect(result.stdout.isEmpty, "\(result)")
+                #expect(result.stderr.contains("stratus: "), "\(result)")
+            }
+            let same = try await cli.run(["query", "--type", "Note", "--where", "count > 1", "--limit", "2", "--cursor", token])
+            #expect(same.exitCode == 0, "\(same)")
+
+            for arguments in [["query"], ["query", "--type", "Note", "--limit", "0"], ["query", "--type", "Note", "--where", "count >"], ["query", "--type", "Note", "--wat"]] {
+                let usage = try await cli.run(arguments)
+                #expect(usage.exitCode == 64, "\(usage)")
+                #expect(usage.stdout.isEmpty)
+            }
+        }
+    }
+}

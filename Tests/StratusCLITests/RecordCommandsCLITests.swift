@@ -1,0 +1,140 @@
+import Foundation
+import StratusTestSupport
+import Testing
+
+/// `stratus count`, `get` and `delete` end to end.
+@Suite("stratus count, get and delete", .timeLimit(.minutes(3)))
+struct RecordCommandsCLITests {
+    @Test("count prints the number of matching records and nothing else")
+    func count() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            _ = try await cli.run(["import", try cli.file("notes.ndjson", Input.notes(25))])
+            let all = try await cli.run(["count", "--type", "Note"])
+            #expect(all.exitCode == 0, "\(all)")
+            #expect(all.stdout == "25\n")
+            #expect(all.stderr.isEmpty)
+            let some = try await cli.run(["count", "--type", "Note", "--where", "count BETWEEN {5, 9}"])
+            #expect(some.stdout == "5\n", "\(some)")
+            let none = try await cli.run(["count", "--type", "Unknown"])
+            #expect(none.exitCode == 0)
+            #expect(none.stdout == "0\n")
+            for arguments in [["count"], ["count", "--type", "Note", "--where", "count >> 3"], ["count", "--type", "Note", "--where", "count > 1 OR count < 0"], ["count", "--type", "Note", "extra", "--nope"]] {
+                let usage = try await cli.run(arguments)
+                #expect(usage.exitCode == 64, "\(usage)")
+                #expect(usage.stdout.isEmpty)
+                #expect(!usage.stderr.isEmpty)
+            }
+        }
+    }
+
+    @Test("get prints the named records in order; a missing name is on stderr and makes exit 1")
+    func get() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            _ = try await cli.run(["import", try cli.file("notes.ndjson", Input.notes(3))])
+            let found = try await cli.run(["get", "n3", "n1"])
+            #expect(found.exitCode == 0, "\(found)")
+            #expect(found.stderr.isEmpty)
+            #expect(try JSONLine.names(found.stdout) == ["n3", "n1"])
+            let n3 = try #require(try JSONLine.objects(found.stdout).first)
+            #expect(JSONLine.value(n3, "title") == "title 3")
+            #expect(JSONLine.field(n3, "count")?["type"] as? String == "INT64")
+
+            let partial = try await cli.run(["get", "n1", "ghost-record", "n2"])
+            #expect(partial.exitCode == 1, "\(partial)")
+            #expect(try JSONLine.names(partial.stdout) == ["n1", "n2"], "the found records still print")
+            #expect(partial.stderr.contains("ghost-record"), "\(partial)")
+            #expect(!partial.stderr.contains("\"recordName\""), "no data on stderr")
+
+            let trimmed = try await cli.run(["get", "n2", "--fields", "count"])
+            #expect((try JSONLine.objects(trimmed.stdout).first?["fields"] as? [String: Any]).map { Array($0.keys) } == ["count"])
+
+            let usage = try await cli.run(["get"])
+            #expect(usage.exitCode == 64, "\(usage)")
+            #expect(usage.stdout.isEmpty)
+        }
+    }
+
+    @Test("delete by names needs --yes; --dry-run counts and deletes nothing; missing names are fine")
+    func deleteByName() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            _ = try await cli.run(["import", try cli.file("notes.ndjson", Input.notes(10))])
+
+            let refused = try await cli.run(["delete", "n1", "n2"])
+            #expect(refused.exitCode == 64, "\(refused)")
+            #expect(refused.stderr.contains("--yes"), "\(refused)")
+            #expect(try await cli.count("Note") == 10)
+
+            let dry = try await cli.run(["delete", "n1", "n2", "ghost", "--dry-run"])
+            #expect(dry.exitCode == 0, "\(dry)")
+            #expect(dry.stdout.isEmpty)
+            #expect(dry.stderrLines.last?.contains("would delete 2 records") == true, "\(dry)")
+            #expect(try await cli.count("Note") == 10)
+
+            let deleted = try await cli.run(["delete", "n1", "n2", "ghost", "--yes"])
+            #expect(deleted.exitCode == 0, "\(deleted)")
+            #expect(deleted.stdout.isEmpty)
+            #expect(deleted.stderrLines.last?.hasPrefix("deleted ") == true, "\(deleted)")
+            #expect(try await cli.count("Note") == 8)
+            let gone = try await cli.run(["get", "n1"])
+            #expect(gone.exitCode == 1)
+
+            let namesFile = try cli.file("names.txt", "n3\n\n  n4  \nn5\n")
+            let fromFile = try await cli.run(["delete", "--names-file", namesFile, "--yes", "--quiet"])
+            #expect(fromFile.exitCode == 0, "\(fromFile)")
+            #expect(fromFile.stderr.isEmpty, "--quiet: \(fromFile)")
+            #expect(try await cli.count("Note") == 5)
+
+            let fromStdin = try await cli.run(["delete", "--names-file", "-", "--yes"], stdin: "n6\nn7\n")
+            #expect(fromStdin.exitCode == 0, "\(fromStdin)")
+            #expect(try await cli.count("Note") == 3)
+
+            let missingFile = try await cli.run(["delete", "--names-file", store.path("nope.txt"), "--yes"])
+            #expect(missingFile.exitCode == 66, "\(missingFile)")
+            #expect(try await cli.count("Note") == 3)
+        }
+    }
+
+    @Test("delete by --type/--where; .deleteSelf children go with their parent; usage errors are 64")
+    func deleteByQuery() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            _ = try await cli.run(["import", try cli.file("notes.ndjson", Input.notes(10))])
+            let children = (1...3).map { i in
+                #"{"recordName":"child\#(i)","recordType":"Child","fields":{"owner":{"value":{"recordName":"n\#(i)","action":"DELETE_SELF"},"type":"REFERENCE"}}}"#
+            }.joined(separator: "\n") + "\n"
+            let linked = try await cli.run(["import", try cli.file("children.ndjson", children)])
+            #expect(linked.exitCode == 0, "\(linked)")
+
+            let dry = try await cli.run(["delete", "--type", "Note", "--where", "count <= 4", "--dry-run", "--progress", "json"])
+            #expect(dry.exitCode == 0, "\(dry)")
+            let event = try #require(try JSONLine.objects(dry.stderr).last, "\(dry)")
+            #expect(event["wouldDelete"] as? Int == 4, "\(dry)")
+            #expect(try await cli.count("Note") == 10)
+
+            let deleted = try await cli.run(["delete", "--type", "Note", "--where", "count <= 2", "--yes"])
+            #expect(deleted.exitCode == 0, "\(deleted)")
+            #expect(try await cli.count("Note") == 8)
+            #expect(try await cli.count("Child") == 1, "children that reference a deleted record with DELETE_SELF are deleted with it")
+
+            let everything = try await cli.run(["delete", "--type", "Note", "--yes", "--progress", "json"])
+            #expect(everything.exitCode == 0, "\(everything)")
+            #expect(try JSONLine.objects(everything.stderr).last?["failed"] as? Int == 0)
+            #expect(try await cli.count("Note") == 0)
+
+            for arguments in [
+                ["delete", "--yes"],
+                ["delete", "--where", "count > 1", "--yes"],
+                ["delete", "n1", "--type", "Note", "--yes"],
+                ["delete", "--type", "Note", "--where", "count > 1 OR count < 1", "--yes"],
+                ["delete", "--type", "Note", "--where", "count > 1"],
+            ] {
+                let usage = try await cli.run(arguments)
+                #expect(usage.exitCode == 64, "\(usage)")
+                #expect(usage.stdout.isEmpty)
+            }
+        }
+    }
+}
