@@ -17,6 +17,7 @@ public struct RecordInputError: Error, Sendable, CustomStringConvertible {
     /// What was wrong, naming the field or key, e.g. `field 'count': INT64 value 1.5 is not an integer`.
     public let message: String
 
+    /// Creates an error for the item at `line` and `column`.
     public init(line: Int, column: Int, recordName: String?, message: String) {
         self.line = line
         self.column = column

@@ -32,5 +32,6 @@ public struct RecordReadOptions: Sendable {
     /// How many bytes each read asks for.
     public var readChunkSize = 256 << 10
 
+    /// Options for NDJSON or detected input, in the default zone, without schemas.
     public init() {}
 }

@@ -118,7 +118,8 @@ extension RecordReader {
 
     /// Whether the object at `input.start` is an envelope rather than a record.
     private func startsEnvelope() throws -> Bool {
-        let start = input.start
+        // A read may move the bytes, so the place to return to is kept as an input offset.
+        let start = input.baseOffset + input.start
         let isEnvelope = try withCursor(depth: 0) { (c) throws(ScanFailure) -> Bool in
             guard try c.openObject() else { return false }
             var key = try c.scanKey()
@@ -129,7 +130,7 @@ extension RecordReader {
             }
             return Self.isEnvelopeKey(key, c)
         }
-        input.start = start
+        input.start = start - input.baseOffset
         return isEnvelope
     }
 

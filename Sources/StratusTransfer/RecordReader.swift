@@ -222,7 +222,8 @@ public final class RecordReader {
         guard let first = try peekSignificant() else { return .ndjson }
         if first == UInt8(ascii: "[") { return .json }
         guard first == UInt8(ascii: "{") else { return .ndjson }
-        let start = input.start
+        // A read may move the bytes, so the place to return to is kept as an input offset.
+        let start = input.baseOffset + input.start
         let format = try withCursor { (c) throws(ScanFailure) -> RecordFormat in
             // A brace alone on its line starts a pretty-printed document, not an NDJSON line.
             var i = c.pos + 1
@@ -240,7 +241,7 @@ public final class RecordReader {
             }
             return Self.isEnvelopeKey(key, c) ? .envelope : document
         }
-        input.start = start
+        input.start = start - input.baseOffset
         return format
     }
 

@@ -29,6 +29,7 @@ import Darwin
 /// arrays; an empty cell is no value, and `""` is the empty string (or empty bytes). Lines end with LF. The
 /// zone is not written: CSV rows are read into the zone the reader is given.
 public final class RecordWriter {
+    /// The format being written.
     public let format: RecordFormat
     /// CSV: whether to write the system-field columns. Set before the first record.
     public var csvSystemColumns = true
@@ -159,6 +160,9 @@ public final class RecordWriter {
     private func writeCSVHeader(fields: [String], types: [String: FieldType], encrypted: Set<String> = []) {
         var columns: [CSVLayout.Column] = [.recordName, .recordType]
         if csvSystemColumns { columns += [.changeTag, .creationDate, .creator, .modificationDate, .modifier, .parent] }
+        // System names asked for as fields already have their own columns; each field gets one.
+        var seen: Set<String> = []
+        let fields = fields.filter { !Naming.reservedFieldKeys.contains($0) && seen.insert($0).inserted }
         columns += fields.map { .field($0, types[$0], encrypted: types[$0] != nil && encrypted.contains($0)) }
         for (i, column) in columns.enumerated() {
             if i > 0 { out.append(UInt8(ascii: ",")) }

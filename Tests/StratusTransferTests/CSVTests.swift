@@ -145,5 +145,8 @@ struct CSVTests {
         // With explicit fields, other fields are left out (like desiredKeys).
         let projected = try written([first, extra], format: .csv, csvFields: ["n"]) { $0.csvSystemColumns = false }
         #expect(String(decoding: projected, as: UTF8.self) == "recordName,recordType,n:INT64\na,T,1\nb,T,1\n")
+        // System names and repeats in the fields asked for do not make extra columns.
+        let repeated = try written([first], format: .csv, csvFields: ["recordName", "n", "n", "parent"]) { $0.csvSystemColumns = false }
+        #expect(String(decoding: repeated, as: UTF8.self) == "recordName,recordType,n:INT64\na,T,1\n")
     }
 }

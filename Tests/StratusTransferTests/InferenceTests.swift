@@ -167,5 +167,12 @@ struct InferenceTests {
         let items = try readAll(text)
         #expect(items.compactMap(\.record).map(\.recordID.recordName) == ["a", "b"])
         #expect(items.map(\.line) == [1, 6])
+        // Detection and every top-level value work the same when each read brings a few bytes.
+        let spaced = "\n\n   " + text + "\n   {\"records\": [{\"recordName\": \"c\", \"recordType\": \"T\"}], \"syncToken\": \"s\"}\n"
+        for chunk in 1...9 {
+            let chunked = try readFromFile(Data(spaced.utf8), chunkSize: chunk)
+            #expect(chunked.compactMap(\.record).map(\.recordID.recordName) == ["a", "b", "c"], "chunk \(chunk)")
+            #expect(chunked.map(\.line) == [3, 8, 9], "chunk \(chunk)")
+        }
     }
 }

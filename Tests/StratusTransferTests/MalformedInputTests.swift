@@ -78,7 +78,7 @@ struct MalformedInputTests {
         var bytes = [UInt8](input)
         for _ in 0..<Int.random(in: 1...3, using: &rng) {
             let at = bytes.isEmpty ? 0 : Int.random(in: 0..<bytes.count, using: &rng)
-            switch Int.random(in: 0..<12, using: &rng) {
+            switch Int.random(in: 0..<14, using: &rng) {
             case 0: bytes.removeSubrange(at...)  // truncation
             case 1, 2: if !bytes.isEmpty { bytes[at] = UInt8.random(in: 0...255, using: &rng) }  // byte flip
             case 3: if !bytes.isEmpty { bytes[at] ^= 1 << UInt8.random(in: 0..<8, using: &rng) }
@@ -103,6 +103,9 @@ struct MalformedInputTests {
             case 10:
                 let end = min(bytes.count, at + Int.random(in: 1...200, using: &rng))
                 bytes.insert(contentsOf: Array(bytes[at..<end]), at: Int.random(in: 0...bytes.count, using: &rng))
+            case 12:
+                // Whitespace keeps valid input valid but moves every item against the reads.
+                bytes.insert(contentsOf: Array([" ", "\n", "\r\n", "\t  \n  "].randomElement(using: &rng)!.utf8), at: Bool.random(using: &rng) ? 0 : at)
             default:
                 let replacement = [#""type":"FROB""#, #""value":[[[]]]"#, #""recordName":"_x""#, #""zoneID":5"#, #""fields":{"a":{}}"#, #""deleted":true"#]
                 bytes.insert(contentsOf: Array(replacement.randomElement(using: &rng)!.utf8), at: at)
