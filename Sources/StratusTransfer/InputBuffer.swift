@@ -24,6 +24,10 @@ final class InputBuffer {
     private let descriptor: Int32?
     /// Held so the descriptor stays open while the reader lives.
     private let handle: FileHandle?
+    /// Bytes in memory, copied a chunk at a time like a file's, so a large `Data` is not
+    /// duplicated whole.
+    private let data: Data?
+    private var dataOffset = 0
     let chunkSize: Int
 
     /// Line counting: the input offset counted up to, its line, and the characters before it on that line.
@@ -36,20 +40,20 @@ final class InputBuffer {
     init(fileHandle: FileHandle, chunkSize: Int) {
         descriptor = fileHandle.fileDescriptor
         handle = fileHandle
+        data = nil
         self.chunkSize = max(chunkSize, 1)
         capacity = max(self.chunkSize, 64) * 2
         storage = .allocate(capacity: capacity)
     }
 
-    init(data: Data) {
+    init(data: Data, chunkSize: Int) {
         descriptor = nil
         handle = nil
-        chunkSize = max(data.count, 1)
-        capacity = max(data.count, 16)
+        self.data = data
+        self.chunkSize = max(chunkSize, 1)
+        capacity = max(self.chunkSize, 64) * 2
         storage = .allocate(capacity: capacity)
-        data.copyBytes(to: storage, count: data.count)
-        end = data.count
-        isEOF = true
+        isEOF = data.isEmpty
     }
 
     deinit { storage.deallocate() }
@@ -60,7 +64,7 @@ final class InputBuffer {
     /// false when nothing more could be read. Storage indices change: re-derive them from `start`.
     @discardableResult
     func fill(minimum: Int = 1) throws(StratusError) -> Bool {
-        guard let descriptor, !isEOF else { return false }
+        guard !isEOF else { return false }
         compact()
         let wanted = max(minimum, 1)
         if capacity - end < max(wanted, chunkSize) {
@@ -72,6 +76,17 @@ final class InputBuffer {
             capacity = newCapacity
         }
         var added = 0
+        if let data {
+            let count = min(capacity - end, data.count - dataOffset)
+            data.withUnsafeBytes { raw in
+                (storage + end).update(from: raw.baseAddress!.assumingMemoryBound(to: UInt8.self) + dataOffset, count: count)
+            }
+            dataOffset += count
+            end += count
+            isEOF = dataOffset == data.count
+            return count > 0
+        }
+        guard let descriptor else { return false }
         while added < wanted {
             let n = read(descriptor, storage + end, capacity - end)
             if n > 0 {

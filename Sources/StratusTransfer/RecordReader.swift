@@ -112,7 +112,7 @@ public final class RecordReader {
     ///
     /// - Throws: ``StratusError`` `invalidArguments` when the input cannot start as the format.
     public convenience init(data: Data, options: RecordReadOptions) throws {
-        try self.init(input: InputBuffer(data: data), options: options)
+        try self.init(input: InputBuffer(data: data, chunkSize: options.readChunkSize), options: options)
     }
 
     init(input: InputBuffer, options: RecordReadOptions) throws {
