@@ -8,13 +8,13 @@ extension SQLiteEngine {
         var outcome = try writeTransaction { connection -> ModifyOutcome in
             var writer = ZoneWriter(engine: self, connection: connection, context: database, now: now)
             var outcome = ModifyOutcome()
-            outcome.saveResults.reserveCapacity(request.recordsToSave.count)
-            if request.recordsToSave.contains(where: { $0.parent != nil }) {
-                writer.namesBeingSaved = Set(request.recordsToSave.map(\.recordID.recordName))
+            // Parents in the request are saved before their children, so that a child's parent
+            // check sees whether its parent's save succeeded; results stay in request order.
+            var results = [Result<(Record, RecordWriteKind), StratusError>?](repeating: nil, count: request.recordsToSave.count)
+            for index in Record.parentsFirst(request.recordsToSave) {
+                results[index] = try writer.save(request.recordsToSave[index], mode: request.writeMode, preservingSystemFields: request.preservesSystemFields)
             }
-            for record in request.recordsToSave {
-                outcome.saveResults.append(try writer.save(record, mode: request.writeMode, preservingSystemFields: request.preservesSystemFields))
-            }
+            outcome.saveResults = results.map { $0! }
             for id in request.recordIDsToDelete {
                 outcome.deleteResults.append(try writer.delete(id, cascade: &outcome.cascadeDeletedIDs))
             }
@@ -73,8 +73,6 @@ struct ZoneWriter {
     let context: DatabaseContext
     let now: Date
     private var lastZone: (id: RecordZone.ID, row: Int64)?
-    /// Record names saved in this request: a parent among them need not exist yet.
-    var namesBeingSaved: Set<String> = []
     /// Searchable fields per record type, read once per transaction.
     private var searchable: [String: [String]] = [:]
     /// Zone row, its current change sequence and capabilities, loaded once per zone per transaction.
@@ -117,6 +115,9 @@ struct ZoneWriter {
         switch try engine.storeAssets(of: resolved) {
         case .success(let r): stored = r
         case .failure(let error): return .failure(error)
+        }
+        if stored.fieldDataSize > Record.maximumFieldDataSize {
+            return .failure(StratusError(.limitExceeded, "record '\(record.recordID.recordName)': with the stored fields it keeps, it would hold \(stored.fieldDataSize) bytes of field data; the limit is \(Record.maximumFieldDataSize) bytes (assets excluded)", recordID: record.recordID))
         }
         if let problem = try referenceProblem(stored, zoneRow: zoneRow) { return .failure(problem) }
         let sequence = nextSequence(record.recordID.zoneID)
@@ -245,13 +246,13 @@ struct ZoneWriter {
     /// `referenceViolation`; a record that would get more than 750 `.deleteSelf` references is
     /// `limitExceeded`. Checked before anything of the record is written.
     private func referenceProblem(_ record: Record, zoneRow: Int64) throws -> StratusError? {
-        if let parent = record.parent?.recordID.recordName, !namesBeingSaved.contains(parent) {
+        if let parent = record.parent?.recordID.recordName {
             let exists = try connection.statement("SELECT 1 FROM records WHERE zone_id = ? AND record_name = ?")
             try exists.bind([.integer(zoneRow), .text(parent)])
             let found = try exists.step()
             exists.reset()
             if !found {
-                return StratusError(.referenceViolation, "record '\(record.recordID.recordName)': its parent '\(parent)' does not exist in \(record.recordID.zoneID.zoneName); save the parent first or in the same request", recordID: record.recordID)
+                return StratusError(.referenceViolation, "record '\(record.recordID.recordName)': its parent '\(parent)' does not exist in \(record.recordID.zoneID.zoneName) (nor was it saved by this request); save the parent first or in the same request", recordID: record.recordID)
             }
         }
         for target in Self.deleteSelfTargets(of: record) {

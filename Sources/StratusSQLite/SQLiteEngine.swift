@@ -66,7 +66,10 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
         Int32(clamping: duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000)
     }
 
+    /// Brings the store's tables up to date. A current store is only read, so that opening a
+    /// store never waits for another process's write transaction.
     private func migrate() throws {
+        if (try? isCurrent()) == true { return }
         try writeTransaction { connection in
             let version = try connection.statement("PRAGMA user_version")
             _ = try version.step()
@@ -82,6 +85,22 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
             if found < SQLiteSchema.version {
                 try connection.execute("PRAGMA user_version = \(SQLiteSchema.version)")
             }
+        }
+    }
+
+    /// Whether the store has this version's every table, index, column and its store row.
+    private func isCurrent() throws -> Bool {
+        try writerLock.withLock {
+            guard try writer.queryText("PRAGMA user_version") == String(SQLiteSchema.version) else { return false }
+            var existing: Set<String> = []
+            let objects = try writer.statement("SELECT name FROM sqlite_master")
+            while try objects.step() { existing.insert(objects.text(0) ?? "") }
+            let columns = try writer.statement("SELECT name FROM pragma_table_info('records')")
+            var names: Set<String> = []
+            while try columns.step() { names.insert(columns.text(0) ?? "") }
+            let storeRow = existing.contains("store_info") ? try writer.queryText("SELECT count(*) FROM store_info") : nil
+            writer.resetActiveStatements()
+            return SQLiteSchema.objectNames.isSubset(of: existing) && names.contains("parent_name") && storeRow == "1"
         }
     }
 

@@ -106,6 +106,19 @@ enum SQLiteSchema {
         CREATE INDEX IF NOT EXISTS record_tokens_by_record ON record_tokens(zone_id, record_name);
         """
 
+    /// Every table and index the statements above create.
+    static let objectNames: Set<String> = {
+        var names: Set<String> = []
+        for statement in [create, indexing] {
+            var rest = Substring(statement)
+            while let range = rest.range(of: "IF NOT EXISTS ") {
+                rest = rest[range.upperBound...]
+                names.insert(String(rest.prefix { $0.isLetter || $0.isNumber || $0 == "_" }))
+            }
+        }
+        return names
+    }()
+
     static let recordColumns = "r.record_name, r.record_type, r.created_at, r.created_by, r.modified_at, r.modified_by, r.change_tag, r.fields, r.parent_name"
     static let recordColumnCount: Int32 = 9
 }

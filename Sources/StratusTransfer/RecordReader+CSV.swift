@@ -255,7 +255,7 @@ extension RecordReader {
         do { try Naming.checkIdentifier(recordType, kind: "record type") } catch { return rejected(at: rowStart, name, error.message) }
         let schema = context.schemaTypes[recordType]
         var values: [String: FieldValue] = [:]
-        var order: [(String, FieldValue?, Bool)] = []
+        var removed: [String] = []
         var encryptedKeys: Set<String> = []
         var parent: Record.Reference?
         for (index, column) in layout.columns.enumerated() {
@@ -295,18 +295,19 @@ extension RecordReader {
                     if let value {
                         values[key] = value
                         if encrypted { encryptedKeys.insert(key) }
+                    } else {
+                        removed.append(key)
                     }
-                    order.append((key, value, encrypted))
                 }
             } catch {
                 return rejected(at: cell.start - (cell.quoted ? 1 : 0), name, error.message)
             }
         }
+        // Built whole, every field counts as changed; empty cells are removals.
         let record = Record(
-            recordType: recordType, recordID: Record.ID(recordName: name, zoneID: options.zoneID), systemFields: system,
-            fields: values, encryptedKeys: encryptedKeys)
-        for (key, value, encrypted) in order { record.setValue(value, forKey: key, encrypted: encrypted) }
-        if let parent { record.parent = parent }
+            recordType: recordType, recordID: Record.ID(recordName: name, zoneID: options.zoneID), values: values,
+            systemFields: system, parent: parent, encryptedKeys: encryptedKeys)
+        for key in removed { record.setValue(nil, forKey: key) }
         return .record(record, line: line)
     }
 

@@ -107,43 +107,41 @@ extension JSONCursor {
         }
 
         let schema = context.schemaTypes.isEmpty ? nil : context.schemaTypes[recordType]
-        let record = Record(recordType: recordType, recordID: Record.ID(recordName: name, zoneID: zoneID), systemFields: system, fields: [:])
         // Out of the class for the loop, so each access is not checked for exclusivity.
         var names = cache.fieldNames
         cache.fieldNames = []
         defer { cache.fieldNames = names }
         if names.count < scan.fields.count { names += repeatElement(nil, count: scan.fields.count - names.count) }
-        var seen: Set<String> = []
+        var values: [String: FieldValue] = [:]
+        values.reserveCapacity(scan.fields.count)
+        var encryptedKeys: Set<String> = []
+        var removed: [String] = []
         for (index, field) in scan.fields.enumerated() {
             let key = cachedString(field.name, &names[index])
             if !Self.isPlainIdentifier(field.name, base) || Self.mayBeReserved(field.name, base) {
                 do { try Naming.checkFieldKey(key) } catch { throw FieldError(offset: field.name.start, message: error.message) }
             }
-            // Few fields: compare names directly; many: a set, so long records stay linear.
+            let (value, encrypted) = try fieldValue(field, key: key, schema: schema, zone: zoneID, context: context)
             let duplicate: Bool
-            if scan.fields.count <= 16 {
-                var j = 0
-                while j < index && !sameText(scan.fields[j].name, field.name) { j += 1 }
-                duplicate = j < index
+            if let value {
+                duplicate = values.updateValue(value, forKey: key) != nil || (!removed.isEmpty && removed.contains(key))
+                if encrypted { encryptedKeys.insert(key) }
             } else {
-                duplicate = !seen.insert(key).inserted
+                duplicate = values[key] != nil || removed.contains(key)
+                removed.append(key)
             }
             if duplicate { throw FieldError(offset: field.name.start, message: "field '\(key)' appears twice") }
-            let (value, encrypted) = try fieldValue(field, key: key, schema: schema, zone: zoneID, context: context)
-            // Setting each key marks it changed, so a save writes them all (and removes the null ones).
-            record.setValue(value, forKey: key, encrypted: encrypted)
         }
-        if let parent { record.parent = parent }
+        // Built whole, every field counts as changed, so a save writes them all; the null
+        // ones are removals, marked by setting them to nil.
+        let record = Record(
+            recordType: recordType, recordID: Record.ID(recordName: name, zoneID: zoneID), values: consume values,
+            systemFields: system, parent: parent, encryptedKeys: encryptedKeys)
+        for key in removed { record.setValue(nil, forKey: key) }
         return record
     }
 
-    /// Whether two string tokens hold the same text.
-    private func sameText(_ a: Token, _ b: Token) -> Bool {
-        if let x = rawBytes(a), let y = rawBytes(b) {
-            return x.count == y.count && (x.isEmpty || memcmp(x.baseAddress!, y.baseAddress!, x.count) == 0)
-        }
-        return string(a) == string(b)
-    }
+
 
     /// A zone ID from its tokens; the owner defaults to the current user.
     func zoneID(name: Token, owner: Token, at offset: Int, what: String) throws(FieldError) -> RecordZone.ID {

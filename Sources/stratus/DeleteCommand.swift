@@ -89,7 +89,7 @@ struct DeleteCommand {
         switch result {
         case .success: return .success
         case .failure(let error as StratusError) where error.code == .partialFailure: return .someFailed
-        case .failure(let error as StratusError) where error.code == .operationCancelled: return ExitCode(rawValue: Interruption.exitStatus) ?? .temporaryFailure
+        case .failure(let error as StratusError) where error.code == .operationCancelled: return ExitCode.stopped(by: Interruption.signal)
         case .failure(let error): throw error
         }
     }

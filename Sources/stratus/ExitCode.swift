@@ -14,6 +14,20 @@ enum ExitCode: Int32 {
     /// The store is busy or unavailable; try again later.
     case temporaryFailure = 75
     case permissionDenied = 77
+    /// Stopped by SIGINT (128 + 2) or SIGTERM (128 + 15) after saving the checkpoint.
+    case interrupted = 130
+    case terminated = 143
+
+    /// The exit status for a command stopped by `signal`.
+    static func stopped(by signal: Int32) -> ExitCode { signal == SIGTERM ? .terminated : .interrupted }
+
+    /// The exit codes, as every command's help lists them.
+    static let help = """
+        Exit codes: 0 success; 1 finished, but some records were rejected or missing; 64 usage
+        error; 65 bad input data; 66 store or input missing; 70 internal error; 73 cannot create
+        output; 75 temporary failure (store busy: retry later); 77 permission denied;
+        130/143 stopped by SIGINT/SIGTERM (after the current batch; checkpoint saved).
+        """
 
     init(for error: StratusError) {
         switch error.code {

@@ -62,7 +62,7 @@ struct ExportCommand {
             output.abandon()
             throw error
         }
-        progress.finish("exported \(Progress.grouped(exported)) records", json: ["exported": exported])
+        progress.finish("exported \(Progress.grouped(exported)) record\(exported == 1 ? "" : "s")", json: ["exported": exported])
         return .success
     }
 }

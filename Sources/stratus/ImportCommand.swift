@@ -18,17 +18,24 @@ struct ImportCommand {
                               checks recordChangeTag), replace (unspecified fields removed; checks
                               recordChangeTag), forceUpdate (default: ignore tags, create when
                               missing; re-running the same file changes nothing), forceReplace
-          --batch-size N      records per transaction (default 400)
+          --batch-size N      records per checkpointed batch (default 400); a batch is written in
+                              transactions of at most 400 records
           --atomic            all or nothing, in one transaction (at most 100,000 records)
           --dry-run           read and validate everything, report counts, write nothing
           --max-errors N      stop (exit 65) after more than N rejected records (default: no limit)
           --reject-file FILE  append each rejected input as a JSON line: line, column, recordName, error
+                              (without it, the first 10 reasons are printed on stderr)
           --checkpoint FILE   after a crash, kill or interruption, the next run with the same FILE
                               continues after the last committed batch; removed when the import ends
           --new-system-fields give records new change tags and dates instead of keeping those in
                               the input (kept by default with create, forceUpdate, forceReplace)
           --type TYPE         CSV: the record type when there is no recordType column
           --types N:T,...     CSV: column types (STRING, INT64, DOUBLE, TIMESTAMP, …)
+
+        Encrypted values (ENCRYPTED_BYTES fields and fields marked "isEncrypted": true) are kept as
+        the opaque values they are and exported the same way; Stratus never decrypts them.
+        Record names that start with '_' (reserved by CloudKit) and deletions ("deleted": true)
+        are rejected with their reason.
 
         SIGINT or SIGTERM stops after the current batch and saves the checkpoint (exit 130/143).
         """
@@ -107,7 +114,12 @@ struct ImportCommand {
         let database = try store.openDatabase()
         let container = try store.openContainer()
         for schema in try await container.schemas() { options.schemas[schema.recordType] = schema }
-        let reader = try RecordReader(fileHandle: input.handle, options: options)
+        let reader: RecordReader
+        do {
+            reader = try RecordReader(fileHandle: input.handle, options: options)
+        } catch let error as StratusError {
+            throw CommandFailure(.dataError, "the input cannot be read: \(error.message)")
+        }
 
         var skip = 0
         if let checkpointPath, let checkpoint = try Checkpoint.load(from: checkpointPath) {
@@ -161,7 +173,7 @@ struct ImportCommand {
             inFlight = (Task { try await command.save(records, to: database) }, lines, committedItems)
         }
 
-        while let item = try reader.next() {
+        while let item = try Self.next(from: reader) {
             defer { itemIndex += 1 }
             if itemIndex < skip { continue }
             counts.read += 1
@@ -198,14 +210,28 @@ struct ImportCommand {
             if atomic && batch.count > ModifyRecordsOperation.maximumAtomicItems {
                 throw CommandFailure(.dataError, "--atomic imports at most \(ModifyRecordsOperation.maximumAtomicItems) records; the input has \(batch.count). Nothing was written.")
             }
+            if atomic && counts.failed > 0 {
+                try rejects.close()
+                progress.finish(summary(counts), json: json(counts))
+                throw CommandFailure(.dataError, "\(counts.failed) input record(s) were rejected, so the atomic import wrote nothing")
+            }
             try await commit(upTo: itemIndex)
             try await settle()
             if let checkpointPath { Checkpoint.remove(at: checkpointPath) }
         }
         try rejects.close()
         progress.finish(summary(counts), json: json(counts))
-        if stoppedBySignal { return ExitCode(rawValue: Interruption.exitStatus) ?? .temporaryFailure }
+        if stoppedBySignal { return ExitCode.stopped(by: Interruption.signal) }
         return counts.failed == 0 ? .success : .someFailed
+    }
+
+    /// The reader's next item; input it cannot read on is bad data (exit 65), not a usage error.
+    private static func next(from reader: RecordReader) throws -> RecordReadResult? {
+        do {
+            return try reader.next()
+        } catch let error as StratusError {
+            throw CommandFailure(.dataError, "the input cannot be read further: \(error.message)")
+        }
     }
 
     private func summary(_ c: Counts) -> String {
@@ -291,8 +317,21 @@ final class RejectFile {
         self.handle = handle
     }
 
+    /// Without a reject file, the first reasons go to stderr so that a cron log shows them.
+    private var printed = 0
+    private static let printedLimit = 10
+
     func write(line: Int, column: Int, recordName: String?, error: String) throws {
-        guard handle != nil else { return }
+        guard handle != nil else {
+            printed += 1
+            if printed <= Self.printedLimit {
+                let name = recordName.map { " (\($0))" } ?? ""
+                FileHandle.standardError.write(Data("stratus: rejected line \(line)\(name): \(error)\n".utf8))
+            } else if printed == Self.printedLimit + 1 {
+                FileHandle.standardError.write(Data("stratus: further rejections are not shown; use --reject-file to keep them all\n".utf8))
+            }
+            return
+        }
         buffer += "{\"line\":\(line),\"column\":\(column),\"recordName\":"
         if let recordName { JSONText.appendString(recordName, to: &buffer) } else { buffer += "null" }
         buffer += ",\"error\":"

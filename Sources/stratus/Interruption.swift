@@ -27,7 +27,4 @@ enum Interruption {
             sources.append(source)
         }
     }
-
-    /// The exit status for a command stopped by a signal: 128 + the signal number.
-    static var exitStatus: Int32 { 128 + signal }
 }

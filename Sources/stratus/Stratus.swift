@@ -20,18 +20,17 @@ struct StratusCommand {
         Store options (every command):
         \(StoreOptions.help)
 
-        Exit codes: 0 success, 1 some records missing or rejected, 64 usage error,
-        65 bad input data, 66 store or input missing, 70 internal error, 73 cannot create
-        output, 75 temporary failure (store busy: retry later), 77 permission denied.
+        \(ExitCode.help)
 
         Run `stratus COMMAND --help` for a command's options.
         """
 
     static func main() async {
         var words = Array(CommandLine.arguments.dropFirst())
-        guard let command = words.first, command != "--help", command != "-h", command != "help" else {
+        guard let command = words.first else { fail("name a command\n\n\(usage)", .usage) }
+        if ["--help", "-h", "help"].contains(command) {
             print(usage)
-            exit(words.isEmpty ? ExitCode.usage.rawValue : ExitCode.success.rawValue)
+            exit(ExitCode.success.rawValue)
         }
         words.removeFirst()
         var arguments = Arguments(words)
@@ -49,7 +48,7 @@ struct StratusCommand {
             fail("unknown command '\(command)'\n\n\(usage)", .usage)
         }
         if arguments.flag("--help") || arguments.flag("-h") {
-            print(commandUsage + "\n\nStore options:\n" + StoreOptions.help)
+            print(commandUsage + "\n\nStore options:\n" + StoreOptions.help + "\n\n" + ExitCode.help)
             exit(ExitCode.success.rawValue)
         }
         do {

@@ -64,8 +64,9 @@ public enum RecordWriteRules {
     ///
     /// With `preservingSystemFields`, modes that do not check tags (create, forceUpdate,
     /// forceReplace) keep the creation and modification dates, users and change tag the
-    /// incoming record carries, so that a restored export is identical to its source; a
-    /// record identical to the stored one is then ``RecordWriteKind/unchanged``.
+    /// incoming record carries, so that a restored export is identical to its source.
+    /// In those modes a save that would change nothing is ``RecordWriteKind/unchanged`` and
+    /// is not written.
     public static func resolveSave(
         _ incoming: Record, existing: Record?, mode: RecordWriteMode, preservingSystemFields: Bool = false,
         context: DatabaseContext, now: Date
@@ -108,6 +109,8 @@ public enum RecordWriteRules {
             encrypted = incoming.encryptedKeys
         }
         let given = incoming.systemFields
+        let replacing = mode == .replace || mode == .forceReplace
+        let parent = existing == nil || replacing || incoming.isParentChanged ? incoming.parent : existing?.parent
         let keep = preservingSystemFields && !mode.checksChangeTag
         var system = Record.SystemFields(
             creationDate: existing?.creationDate ?? (keep ? given.creationDate : nil) ?? now,
@@ -120,15 +123,16 @@ public enum RecordWriteRules {
             if let date = given.modificationDate { system.modificationDate = date }
             if let user = given.lastModifiedUserRecordID { system.lastModifiedUserRecordID = user }
             if let tag = given.recordChangeTag { system.recordChangeTag = tag }
-            let parent = existing == nil || mode == .forceReplace || incoming.isParentChanged ? incoming.parent : existing?.parent
-            if let existing, existing.fieldValues == fields, existing.recordChangeTag == system.recordChangeTag,
-               existing.modificationDate == system.modificationDate, existing.parent == parent,
-               existing.encryptedKeys == encrypted {
-                return .success((existing, .unchanged))
-            }
         }
-        let replacing = mode == .replace || mode == .forceReplace
-        let parent = existing == nil || replacing || incoming.isParentChanged ? incoming.parent : existing?.parent
+        // A forced write that changes nothing is not written, so re-running an import is a
+        // no-op (no new change tag, no change to sync). When the input carries system fields
+        // that are kept, they must match too.
+        if !mode.checksChangeTag, let existing, existing.fieldValues == fields, existing.parent == parent,
+           existing.encryptedKeys == encrypted,
+           !keep || ((given.recordChangeTag ?? existing.recordChangeTag) == existing.recordChangeTag
+                     && (given.modificationDate ?? existing.modificationDate) == existing.modificationDate) {
+            return .success((existing, .unchanged))
+        }
         let stored = Record(recordType: incoming.recordType, recordID: incoming.recordID, systemFields: system, fields: fields, parent: parent, encryptedKeys: encrypted)
         return .success((stored, existing == nil ? .created : .updated))
     }
@@ -137,6 +141,7 @@ public enum RecordWriteRules {
         var error = StratusError(.serverRecordChanged, message, recordID: client.recordID)
         error.serverRecord = server
         error.clientRecord = client
+        error.ancestorRecord = client.ancestor()
         return error
     }
 

@@ -29,6 +29,9 @@ public final class Record: Sendable, CustomStringConvertible {
         /// Every field counts as changed (a record built whole, e.g. by an importer); `changed`
         /// then lists only keys removed since.
         var allFieldsChanged = false
+        /// The values as the store returned them, kept at the first change of a stored record,
+        /// so that a conflict can report the ancestor the client's change was based on.
+        var baseFields: [String: FieldValue]?
     }
 
     /// Creates a new record in the given zone, with a random record name.
@@ -111,6 +114,43 @@ public final class Record: Sendable, CustomStringConvertible {
         set { state.withLock { $0.parent = newValue; $0.parentChanged = true } }
     }
 
+    /// The record as the store had it when this copy was fetched (before local changes), or
+    /// `nil` for a record that never came from a store.
+    func ancestor() -> Record? {
+        let snapshot = state.withLock { $0 }
+        guard snapshot.system.recordChangeTag != nil else { return nil }
+        return Record(recordType: recordType, recordID: recordID, systemFields: snapshot.system,
+                      fields: snapshot.baseFields ?? snapshot.fields, parent: snapshot.parent, encryptedKeys: snapshot.encrypted)
+    }
+
+    /// The order in which to save `records` so that a parent in the same request is saved
+    /// before its children (stable otherwise): indexes into `records`.
+    ///
+    /// ```swift
+    /// let order = Record.parentsFirst(records)   // [1, 0] when records[0]'s parent is records[1]
+    /// ```
+    public static func parentsFirst(_ records: [Record]) -> [Int] {
+        let parents = records.map { $0.parent?.recordID.recordName }
+        guard parents.contains(where: { $0 != nil }) else { return Array(records.indices) }
+        var indexByName: [String: Int] = [:]
+        for (index, record) in records.enumerated() { indexByName[record.recordID.recordName] = index }
+        var order: [Int] = []
+        order.reserveCapacity(records.count)
+        var visited = [Bool](repeating: false, count: records.count)
+        for start in records.indices where !visited[start] {
+            // Walk up the chain of unvisited parents, then save from the top down.
+            var chain: [Int] = []
+            var current: Int? = start
+            while let index = current, !visited[index] {
+                visited[index] = true
+                chain.append(index)
+                current = parents[index].flatMap { indexByName[$0] }
+            }
+            order.append(contentsOf: chain.reversed())
+        }
+        return order
+    }
+
     /// Whether ``parent`` was set since the record was created or fetched.
     var isParentChanged: Bool { state.withLock { $0.parentChanged } }
 
@@ -138,6 +178,7 @@ public final class Record: Sendable, CustomStringConvertible {
     /// Sets a field as a plain or an encrypted value (see ``encryptedValues``).
     public func setValue(_ value: FieldValue?, forKey key: String, encrypted: Bool) {
         state.withLock { state in
+            if state.baseFields == nil && state.system.recordChangeTag != nil { state.baseFields = state.fields }
             state.fields[key] = value
             if encrypted && value != nil { state.encrypted.insert(key) } else if !state.encrypted.isEmpty { state.encrypted.remove(key) }
             if state.allFieldsChanged {
@@ -195,6 +236,7 @@ public final class Record: Sendable, CustomStringConvertible {
         let snapshot = state.withLock { $0 }
         let record = Record(recordType: recordType, recordID: recordID, systemFields: snapshot.system, fields: snapshot.fields, parent: snapshot.parent, encryptedKeys: snapshot.encrypted)
         record.state.withLock {
+            $0.baseFields = snapshot.baseFields
             $0.changed = snapshot.changed
             $0.changedSet = snapshot.changedSet
             $0.parentChanged = snapshot.parentChanged

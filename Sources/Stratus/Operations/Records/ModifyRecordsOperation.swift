@@ -189,8 +189,11 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
 
     struct Batch { var saves: [Record] = []; var deletes: [Record.ID] = [] }
 
-    /// Splits work into batches of at most 400 items and about 2 MB, keeping order.
-    static func batches(saves: [Record], deletes: [Record.ID]) -> [Batch] {
+    /// Splits work into batches of at most 400 items and about 2 MB, keeping order, except
+    /// that a record whose parent comes later in the request moves after its parent.
+    static func batches(saves unordered: [Record], deletes: [Record.ID]) -> [Batch] {
+        // A parent must be saved no later than its children, also across batches.
+        let saves = Record.parentsFirst(unordered).map { unordered[$0] }
         var batches: [Batch] = []
         var current = Batch()
         var count = 0, bytes = 0
