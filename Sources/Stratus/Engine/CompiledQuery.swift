@@ -46,6 +46,23 @@ public struct CompiledQuery: Hashable, Sendable, Codable {
         self.desiredKeys = desiredKeys
     }
 
+    /// Checks a compiled query that came from outside the process (a deserialized cursor)
+    /// as ``init(_:zoneID:desiredKeys:)`` checks a new one, so that no name reaches an engine
+    /// unchecked.
+    ///
+    /// - Throws: ``StratusError`` `invalidArguments` naming the bad part.
+    public func validate() throws {
+        try Naming.checkIdentifier(recordType, kind: "record type")
+        try Naming.checkZoneName(zoneID.zoneName)
+        if let desiredKeys { for key in desiredKeys { try Naming.checkIdentifier(key, kind: "desired key") } }
+        for sortKey in sortKeys {
+            if case .field(let name) = sortKey.key { try Naming.checkIdentifier(name, kind: "sort key") }
+        }
+        guard try CompiledQuery.normalize(predicate) == predicate else {
+            throw StratusError(.invalidArguments, "the query's predicate is not in normal form")
+        }
+    }
+
     private static func normalize(_ predicate: QueryPredicate) throws -> QueryPredicate {
         switch predicate {
         case .all, .none: return predicate

@@ -57,6 +57,11 @@ extension QueryOperation {
             guard let data = Data(base64Encoded: base64), let cursor = try? JSONDecoder().decode(Cursor.self, from: data) else {
                 throw StratusError(.invalidArguments, "the query cursor is damaged (it does not decode); copy it whole, or start the query again")
             }
+            do {
+                try cursor.query.validate()
+            } catch let error as StratusError {
+                throw StratusError(.invalidArguments, "the query cursor is not valid (\(error.message)); start the query again")
+            }
             self = cursor
         }
 
@@ -67,6 +72,8 @@ extension QueryOperation {
         }
 
         func check(for context: DatabaseContext) throws {
+            // A cursor can also be decoded from other Codable forms; check it before use.
+            try query.validate()
             guard context.containerIdentifier == containerIdentifier, context.scope == databaseScope else {
                 throw StratusError(.invalidArguments, "the cursor belongs to \(containerIdentifier)/\(databaseScope), not to \(context.containerIdentifier)/\(context.scope)")
             }

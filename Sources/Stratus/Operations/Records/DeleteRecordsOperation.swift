@@ -91,6 +91,7 @@ public final class DeleteRecordsOperation: DatabaseOperation, @unchecked Sendabl
             for id in ids {
                 do {
                     try Naming.checkRecordName(id.recordName, allowSystemNames: true)
+                    try Naming.checkZoneName(id.zoneID.zoneName)
                     try ModifyRecordsOperation.checkZone(id, context)
                 } catch {
                     errors[id] = error

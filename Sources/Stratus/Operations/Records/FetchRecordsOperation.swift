@@ -42,8 +42,19 @@ public final class FetchRecordsOperation: DatabaseOperation, RecordProducingOper
                 error.partialErrorsByRecordID = errors
                 return error
             }
-            let batch = Array(ids[start..<min(ids.count, start + Self.batchSize)])
-            let found = try withRetry { try engine.fetchRecords(batch, in: context) }
+            var batch: [Record.ID] = []
+            for id in ids[start..<min(ids.count, start + Self.batchSize)] {
+                do {
+                    try Naming.checkRecordName(id.recordName, allowSystemNames: true)
+                    try Naming.checkZoneName(id.zoneID.zoneName)
+                    batch.append(id)
+                } catch {
+                    errors[id] = error
+                    perRecordResultBlock?(id, .failure(error))
+                    done += 1
+                }
+            }
+            let found = batch.isEmpty ? [:] : try withRetry { try engine.fetchRecords(batch, in: context) }
             for id in batch {
                 if let record = found[id] {
                     let returned = record.restricted(to: desiredKeys)

@@ -100,6 +100,7 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
         for id in toDelete {
             do {
                 try Naming.checkRecordName(id.recordName, allowSystemNames: true)
+                try Naming.checkZoneName(id.zoneID.zoneName)
                 try Self.checkZone(id, context)
                 validDeletes.append(id)
             } catch {
