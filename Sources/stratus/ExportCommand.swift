@@ -11,7 +11,8 @@ struct ExportCommand {
 
         Writes every matching record (NDJSON by default) to stdout, or to FILE: written under a
         temporary name and moved into place when complete, so a reader never sees half a file.
-        An existing FILE is not overwritten without --force. Memory holds one page.
+        An existing FILE is not overwritten without --force. Memory holds one page. CSV columns are
+        --fields, else every field of the matching records (found by reading them once more).
         """
 
     var query: QueryCommand
@@ -37,11 +38,25 @@ struct ExportCommand {
         if query.cursor != nil { throw UsageError(message: "export reads every page itself; --cursor is for `stratus query`") }
     }
 
+    /// CSV needs its columns before the first row: every key of every matching record,
+    /// found by reading them once more (a schema need not declare every field).
+    private func columns(of query: Query, in database: Database) async throws -> [String] {
+        var keys: Set<String> = []
+        for try await record in database.allRecords(matching: query, inZoneWith: self.query.store.zoneID, pageSize: 1_000) {
+            keys.formUnion(record.allKeys())
+        }
+        return keys.sorted()
+    }
+
     func run() async throws -> ExitCode {
         let database = try query.store.openDatabase()
         guard let base = try query.makeQuery() else { throw UsageError(message: "--type is required") }
+        var csvFields = query.fields
+        if format == .csv && csvFields == nil {
+            csvFields = try await columns(of: base, in: database)
+        }
         let output = try Output(path: outputPath, force: force)
-        let writer = RecordWriter(format: format, output: output.handle, csvFields: query.fields)
+        let writer = RecordWriter(format: format, output: output.handle, csvFields: csvFields)
         let progress = Progress(style: outputPath == nil && progressStyle == .automatic && isatty(STDOUT_FILENO) != 0 ? .quiet : progressStyle, verb: "exported")
         var exported = 0
         do {
