@@ -12,14 +12,7 @@ extension Database {
         let saved = Collector<Result<Record, any Error>>()
         op.perRecordSaveBlock = { _, result in saved.append(result) }
         op.modifyRecordsResultBlock = { result in
-            if let item = saved.items.first {
-                switch item {
-                case .success(let record): completionHandler(record, nil)
-                case .failure(let error): completionHandler(nil, error)
-                }
-            } else if case .failure(let error) = result {
-                completionHandler(nil, error)
-            }
+            Database.answer(item: saved.items.first, final: result, completionHandler)
         }
         add(op)
     }
@@ -34,14 +27,7 @@ extension Database {
         let fetched = Collector<Result<Record, any Error>>()
         op.perRecordResultBlock = { _, result in fetched.append(result) }
         op.fetchRecordsResultBlock = { result in
-            if let item = fetched.items.first {
-                switch item {
-                case .success(let record): completionHandler(record, nil)
-                case .failure(let error): completionHandler(nil, error)
-                }
-            } else if case .failure(let error) = result {
-                completionHandler(nil, error)
-            }
+            Database.answer(item: fetched.items.first, final: result, completionHandler)
         }
         add(op)
     }
@@ -56,14 +42,7 @@ extension Database {
         let deleted = Collector<Result<Void, any Error>>()
         op.perRecordDeleteBlock = { _, result in deleted.append(result) }
         op.modifyRecordsResultBlock = { result in
-            if let item = deleted.items.first {
-                switch item {
-                case .success: completionHandler(recordID, nil)
-                case .failure(let error): completionHandler(nil, error)
-                }
-            } else if case .failure(let error) = result {
-                completionHandler(nil, error)
-            }
+            Database.answer(item: deleted.items.first.map { $0.map { recordID } }, final: result, completionHandler)
         }
         add(op)
     }
@@ -87,5 +66,16 @@ extension Database {
             }
         }
         add(op)
+    }
+
+    /// Answers a one-item request: the item's own result if it was reported, else the
+    /// operation's final error.
+    private static func answer<Value>(item: Result<Value, any Error>?, final: Result<Void, any Error>,
+                                      _ completionHandler: (Value?, (any Error)?) -> Void) {
+        switch (item, final) {
+        case (.success(let value)?, _): completionHandler(value, nil)
+        case (.failure(let error)?, _), (nil, .failure(let error)): completionHandler(nil, error)
+        case (nil, .success): completionHandler(nil, StratusError(.internalError, "the operation reported no result for the item"))
+        }
     }
 }

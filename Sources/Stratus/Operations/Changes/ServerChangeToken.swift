@@ -41,15 +41,7 @@ public struct ServerChangeToken: Hashable, Sendable, Codable, CustomStringConver
     /// ```swift
     /// print(token.serialized)   // stk1_eyJjb250YWluZXJJZGVudGlmaWVy…
     /// ```
-    public var serialized: String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        // Every member is a plain value type, so encoding cannot fail.
-        let data = try! encoder.encode(self)
-        return Self.prefix + data.base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
-    }
+    public var serialized: String { OpaqueText.encode(self, prefix: Self.prefix) }
 
     /// Reads a token from ``serialized`` text (surrounding whitespace is ignored).
     ///
@@ -63,10 +55,7 @@ public struct ServerChangeToken: Hashable, Sendable, Codable, CustomStringConver
         guard trimmed.hasPrefix(Self.prefix) else {
             throw StratusError(.invalidArguments, "'\(trimmed.prefix(20))…' is not a Stratus change token (tokens start with \(Self.prefix))")
         }
-        var base64 = String(trimmed.dropFirst(Self.prefix.count))
-            .replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while base64.count % 4 != 0 { base64 += "=" }
-        guard let data = Data(base64Encoded: base64), let token = try? JSONDecoder().decode(ServerChangeToken.self, from: data) else {
+        guard let token: ServerChangeToken = OpaqueText.decode(trimmed, prefix: Self.prefix) else {
             throw StratusError(.invalidArguments, "the change token is damaged (it does not decode); copy it whole, or start again without a token")
         }
         self = token

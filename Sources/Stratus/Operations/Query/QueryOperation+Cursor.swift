@@ -34,15 +34,7 @@ extension QueryOperation {
         public var zoneID: RecordZone.ID { query.zoneID }
 
         /// The cursor as URL- and shell-safe text.
-        public var serialized: String {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys]
-            // Every member is a plain value type, so encoding cannot fail.
-            let data = try! encoder.encode(self)
-            return Self.prefix + data.base64EncodedString()
-                .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-                .replacingOccurrences(of: "=", with: "")
-        }
+        public var serialized: String { OpaqueText.encode(self, prefix: Self.prefix) }
 
         /// Reads a cursor from ``serialized`` text.
         ///
@@ -51,10 +43,7 @@ extension QueryOperation {
             guard serialized.hasPrefix(Self.prefix) else {
                 throw StratusError(.invalidArguments, "'\(serialized.prefix(20))…' is not a Stratus query cursor (cursors start with \(Self.prefix))")
             }
-            var base64 = String(serialized.dropFirst(Self.prefix.count))
-                .replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-            while base64.count % 4 != 0 { base64 += "=" }
-            guard let data = Data(base64Encoded: base64), let cursor = try? JSONDecoder().decode(Cursor.self, from: data) else {
+            guard let cursor: Cursor = OpaqueText.decode(serialized, prefix: Self.prefix) else {
                 throw StratusError(.invalidArguments, "the query cursor is damaged (it does not decode); copy it whole, or start the query again")
             }
             do {
