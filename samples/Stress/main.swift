@@ -102,7 +102,8 @@ let log = LogFile(path: takeOption("--log", from: &arguments))
     let start = ContinuousClock.now
     var increments = 0, conflicts = 0
     var base: Record?   // the record to add 1 to: fetched, or the server record of a conflict
-    while increments < limit && (ContinuousClock.now - start) < .seconds(seconds) {
+    let deadline: ContinuousClock.Instant? = seconds.isFinite ? start + .milliseconds(Int64(seconds * 1000)) : nil
+    while increments < limit && deadline.map({ ContinuousClock.now < $0 }) ?? true {
         do {
             let current: Record
             if let known = base {

@@ -1,0 +1,455 @@
+import Foundation
+import Stratus
+import StratusSQLite
+import StratusTestSupport
+import Synchronization
+import Testing
+
+// Many processes on one store: writer processes (`stress counter`, `stratus import`) with a
+// reader in this process, a write lock held by the `sqlite3` shell, and processes opening a
+// store at the same time. The long version is scripts/soak-writers.
+
+// MARK: - Programs
+
+/// The package's executables and the `sqlite3` shell, run as separate processes.
+enum StoreProcess {
+    /// The built executable `name` (`stratus`, `stress`) beside the test bundle.
+    static func executable(_ name: String) throws -> String {
+        var candidates: [URL] = []
+        if let exe = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
+            var directory = URL(fileURLWithPath: exe).deletingLastPathComponent()
+            candidates.append(directory.appendingPathComponent(name))
+            while directory.path != "/" {
+                candidates.append(directory.appendingPathComponent(".build/debug/\(name)"))
+                directory = directory.deletingLastPathComponent()
+            }
+        }
+        if let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.path) }) { return found.path }
+        throw StratusError(.internalError, "the '\(name)' executable is not built next to the tests; run `swift build` (all products) first")
+    }
+
+    /// The `sqlite3` shell on the PATH, or `nil`.
+    static let sqlite3: String? = {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        return path.split(separator: ":").map { "\($0)/sqlite3" }.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }()
+
+    /// How a process ended and what it printed.
+    struct Status: Sendable {
+        var exitCode: Int32
+        /// Ended by a signal (our SIGKILL), not by exiting.
+        var killed: Bool
+        var stdout: String
+        var stderr: String
+    }
+
+    /// A started process; its output goes to files so that it never blocks on a pipe.
+    final class Running: @unchecked Sendable {
+        // @unchecked: `process` is only started here, signalled by pid, and read after it
+        // ended; the end state is guarded by `state`.
+        private let process: Process
+        let stdoutURL: URL
+        let stderrURL: URL
+        private let state = Mutex<(ended: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+        init(_ path: String, _ arguments: [String], in directory: URL, environment: [String: String]? = nil) throws {
+            let id = UUID().uuidString.prefix(8)
+            stdoutURL = directory.appendingPathComponent("out-\(id).txt")
+            stderrURL = directory.appendingPathComponent("err-\(id).txt")
+            _ = FileManager.default.createFile(atPath: stdoutURL.path, contents: nil)
+            _ = FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
+            process = Process()
+            process.executableURL = URL(fileURLWithPath: path)
+            process.arguments = arguments
+            if let environment { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
+            process.standardOutput = try FileHandle(forWritingTo: stdoutURL)
+            process.standardError = try FileHandle(forWritingTo: stderrURL)
+            process.standardInput = FileHandle.nullDevice
+            process.terminationHandler = { [weak self] _ in
+                guard let self else { return }
+                let waiters = self.state.withLock { s in
+                    s.ended = true
+                    return s.waiters
+                }
+                for waiter in waiters { waiter.resume() }
+            }
+            try process.run()
+        }
+
+        var isRunning: Bool { !state.withLock { $0.ended } }
+        var pid: Int32 { process.processIdentifier }
+
+        /// SIGKILL, as a crash or `kill -9` ends a process.
+        func kill() { _ = Glibc.kill(process.processIdentifier, SIGKILL) }
+
+        /// Suspends until the process ended (without blocking a thread).
+        func wait() async -> Status {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let ended = state.withLock { s in
+                    if !s.ended { s.waiters.append(continuation) }
+                    return s.ended
+                }
+                if ended { continuation.resume() }
+            }
+            let read = { (url: URL) in String(decoding: FileManager.default.contents(atPath: url.path) ?? Data(), as: UTF8.self) }
+            return Status(exitCode: process.terminationStatus, killed: process.terminationReason == .uncaughtSignal,
+                          stdout: read(stdoutURL), stderr: read(stderrURL))
+        }
+    }
+
+    /// Runs a program to its end.
+    static func run(_ path: String, _ arguments: [String], in directory: URL) async throws -> Status {
+        await (try Running(path, arguments, in: directory)).wait()
+    }
+
+    /// `PRAGMA integrity_check` through the `sqlite3` shell (a process that never saw the
+    /// store before, so it also recovers the WAL of a killed writer).
+    static func integrityCheck(_ storePath: String, in directory: URL) async throws -> String {
+        let shell = try #require(sqlite3, "the sqlite3 shell is needed (apt-get install sqlite3)")
+        let status = try await run(shell, [storePath, "PRAGMA integrity_check;"], in: directory)
+        return (status.stdout + status.stderr).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// The `sqlite3` shell holding a write transaction (`BEGIN IMMEDIATE`) on a store until
+    /// ``release()`` (or 60 s at most).
+    struct LockHolder {
+        let process: Running
+        let releaseFile: String
+
+        /// Ends the transaction (COMMIT) and waits for the shell to exit.
+        func release() async -> Status {
+            _ = FileManager.default.createFile(atPath: releaseFile, contents: nil)
+            return await process.wait()
+        }
+    }
+
+    /// Starts the `sqlite3` shell holding the store's write lock, and returns once it holds it.
+    static func holdWriteLock(_ storePath: String, in directory: URL) async throws -> LockHolder {
+        let shell = try #require(sqlite3, "the sqlite3 shell is needed (apt-get install sqlite3)")
+        let id = UUID().uuidString.prefix(8)
+        let marker = directory.appendingPathComponent("locked-\(id)").path
+        let release = directory.appendingPathComponent("release-\(id)").path
+        let script = """
+            (printf 'BEGIN IMMEDIATE;\\n.shell touch \(marker)\\n'; i=0; while [ ! -e '\(release)' ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done; \
+             printf 'COMMIT;\\n') | '\(shell)' '\(storePath)'
+            """
+        let holder = LockHolder(process: try Running("/bin/sh", ["-c", script], in: directory), releaseFile: release)
+        let start = ContinuousClock.now
+        while !FileManager.default.fileExists(atPath: marker) {
+            if ContinuousClock.now - start > .seconds(10) || !holder.process.isRunning {
+                let status = await holder.release()
+                throw StratusError(.internalError, "the sqlite3 shell did not take the write lock: \(status.stderr)")
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        return holder
+    }
+
+    /// An environment variable as a number, for the long versions in scripts/.
+    static func setting(_ name: String, default value: Int) -> Int {
+        ProcessInfo.processInfo.environment[name].flatMap(Int.init) ?? value
+    }
+
+    /// The lines of a file written by a process (missing file: none).
+    static func lines(_ path: String) -> [String] {
+        String(decoding: FileManager.default.contents(atPath: path) ?? Data(), as: UTF8.self).split(separator: "\n").map(String.init)
+    }
+
+    /// A JSON object from one line of output.
+    static func object(_ line: String) -> [String: Any]? {
+        (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
+    }
+}
+
+/// Lets threads start at the same moment: they spin until the gate opens.
+final class StartGate: Sendable {
+    private let isOpen = Atomic<Bool>(false)
+    func open() { isOpen.store(true, ordering: .releasing) }
+    func waitSpinning() { while !isOpen.load(ordering: .acquiring) { sched_yield() } }
+}
+
+/// A thread that measures how long each read of the store takes while others write.
+final class LatencyProbe: @unchecked Sendable {
+    // @unchecked: the thread only reads `stopFlag` and writes `state`, both behind locks.
+    private let stopFlag = Mutex(false)
+    private let state = Mutex<(reads: Int, maximum: Duration, errors: [String], counterValues: [Int64])>((0, .zero, [], []))
+    private let done = DispatchSemaphore(value: 0)
+
+    /// Starts reading `counter` and a page of `type` over and over on its own engine.
+    init(storePath: String, context: DatabaseContext, counter: Record.ID, type: String) throws {
+        let engine = try SQLiteEngine(path: storePath)
+        let query = try CompiledQuery(Query(recordType: type), zoneID: .default, desiredKeys: [])
+        Thread { [self] in
+            while !stopFlag.withLock({ $0 }) {
+                let start = ContinuousClock.now
+                do {
+                    let found = try engine.fetchRecords([counter], in: context)
+                    _ = try engine.queryRecords(query, in: context, after: nil, limit: 100)
+                    let elapsed = ContinuousClock.now - start
+                    let value: Int64? = if case .int64(let n)? = found[counter]?.value(forKey: "n") { n } else { nil }
+                    state.withLock { s in
+                        s.reads += 1
+                        s.maximum = max(s.maximum, elapsed)
+                        if let value { s.counterValues.append(value) }
+                    }
+                } catch {
+                    state.withLock { $0.errors.append("\(error)") }
+                }
+                usleep(2_000)
+            }
+            done.signal()
+        }.start()
+    }
+
+    /// Stops the thread and returns what it measured.
+    func stop() async -> (reads: Int, maximum: Duration, errors: [String], counterValues: [Int64]) {
+        stopFlag.withLock { $0 = true }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().async { [done] in
+                done.wait()
+                continuation.resume()
+            }
+        }
+        return state.withLock { $0 }
+    }
+}
+
+@Suite("Many processes on one store", .timeLimit(.minutes(StoreProcess.setting("STRATUS_SOAK_SECONDS", default: 4) / 60 + 3)))
+struct MultiProcessTests {
+    static let container = "com.example.stress"
+    static var context: DatabaseContext { DatabaseContext(containerIdentifier: container, scope: .public, userName: "tester") }
+
+    /// CloudKit record JSON for `count` records of `type` named `<prefix>-<i>`.
+    static func ndjson(type: String, prefix: String, count: Int) -> String {
+        var text = ""
+        for i in 0..<count {
+            text += #"{"recordName":"\#(prefix)-\#(i)","recordType":"\#(type)","fields":{"n":{"value":\#(i),"type":"INT64"},"s":{"value":"grüße \#(prefix) \#(i)","type":"STRING"},"d":{"value":\#(Double(i) / 4),"type":"DOUBLE"}}}"#
+            text += "\n"
+        }
+        return text
+    }
+
+    @Test("writer processes (read-modify-write loops and imports) lose no update, and a reader is never blocked long")
+    func writersLoseNoUpdate() async throws {
+        let stress = try StoreProcess.executable("stress")
+        let stratus = try StoreProcess.executable("stratus")
+        let seconds = StoreProcess.setting("STRATUS_SOAK_SECONDS", default: 4)
+        let writerCount = StoreProcess.setting("STRATUS_SOAK_WRITERS", default: 3)
+        let importerCount = StoreProcess.setting("STRATUS_SOAK_IMPORTERS", default: 2)
+        let recordsPerFile = 2_000
+        try await TemporaryStore.with(prefix: "stratus-soak") { store in
+            let path = store.path()
+            // The store exists before the writers start (opening a new store at once is its own test).
+            _ = try SQLiteEngine(path: path)
+            let counterID = Record.ID(recordName: "counter")
+            let probe = try LatencyProbe(storePath: path, context: Self.context, counter: counterID, type: "Imported")
+            let start = ContinuousClock.now
+
+            var writers: [StoreProcess.Running] = []
+            for w in 0..<writerCount {
+                writers.append(try StoreProcess.Running(stress, [
+                    "counter", "--store", path, "--container", Self.container, "--writer", "w\(w)",
+                    "--seconds", "\(seconds)", "--log", store.path("w\(w).log"), "--seed", "\(w + 1)",
+                ], in: store.directory))
+            }
+            // Importers run files one after another for as long as the counters run.
+            let imported = try await withThrowingTaskGroup(of: (files: Int, failures: [String]).self) { group in
+                for i in 0..<importerCount {
+                    group.addTask {
+                        var files = 0
+                        var failures: [String] = []
+                        while ContinuousClock.now - start < .seconds(seconds) || files == 0 {
+                            let input = store.path("import-\(i)-\(files).ndjson")
+                            try Self.ndjson(type: "Imported", prefix: "i\(i)f\(files)", count: recordsPerFile).write(toFile: input, atomically: true, encoding: .utf8)
+                            let status = try await StoreProcess.run(stratus, [
+                                "import", input, "--store", path, "--container", Self.container, "--batch-size", "100", "--quiet",
+                            ], in: store.directory)
+                            if status.exitCode != 0 { failures.append("import \(i)/\(files) exited \(status.exitCode): \(status.stderr.prefix(500))") }
+                            files += 1
+                        }
+                        return (files, failures)
+                    }
+                }
+                var total = (files: 0, failures: [String]())
+                for try await result in group {
+                    total.files += result.files
+                    total.failures += result.failures
+                }
+                return total
+            }
+            var increments = 0, conflicts = 0
+            var won: [Int64] = []
+            for (w, writer) in writers.enumerated() {
+                let status = await writer.wait()
+                #expect(status.exitCode == 0 && !status.killed, "writer w\(w) exited \(status.exitCode): \(status.stderr.prefix(1_000))")
+                let summary = try #require(status.stdout.split(separator: "\n").last.flatMap { StoreProcess.object(String($0)) }, "writer w\(w) printed no summary")
+                increments += summary["increments"] as? Int ?? 0
+                conflicts += summary["conflicts"] as? Int ?? 0
+                won += StoreProcess.lines(store.path("w\(w).log")).compactMap { Int64($0) }
+            }
+            let elapsed = ContinuousClock.now - start
+            let measured = await probe.stop()
+            #expect(imported.failures.isEmpty, "\(imported.failures)")
+
+            // No lost update: the final value is the number of successful saves, and each value
+            // from 1 to it was won by exactly one save of one writer.
+            let engine = try SQLiteEngine(path: path)
+            let counter = try #require(try engine.fetchRecords([counterID], in: Self.context)[counterID], "the counter record exists")
+            #expect(counter.value(forKey: "n") == .int64(Int64(increments)), "final counter vs successful increments")
+            #expect(won.count == increments)
+            #expect(won.sorted() == (0..<Int64(increments)).map { $0 + 1 }, "each value was won exactly once")
+            #expect(increments > 0 && conflicts > 0, "the writers raced (\(increments) increments, \(conflicts) conflicts)")
+
+            // Every imported record is there.
+            let query = try CompiledQuery(Query(recordType: "Imported"), zoneID: .default, desiredKeys: ["n"])
+            let importedRecords = try engine.queryRecords(query, in: Self.context, after: nil, limit: 1_000_000).records
+            #expect(importedRecords.count == imported.files * recordsPerFile)
+
+            // The reader was never blocked for long, and saw the counter only grow.
+            #expect(measured.errors.isEmpty, "reader errors: \(measured.errors.prefix(3))")
+            #expect(measured.reads > 10)
+            #expect(measured.maximum < .seconds(2), "a read took \(measured.maximum)")
+            #expect(measured.counterValues == measured.counterValues.sorted(), "the reader saw the counter go back")
+
+            let wall = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            let writes = increments + imported.files * recordsPerFile
+            print(String(format: "soak-writers: %d counter writers + %d importers for %.1f s: %d increments (%.0f/s), %d conflicts detected and merged, 0 lost; %d records imported in %d files; %d writes in all (%.0f/s); reader: %d reads, max latency %.3f s",
+                         writerCount, importerCount, wall, increments, Double(increments) / wall, conflicts, imported.files * recordsPerFile, imported.files,
+                         writes, Double(writes) / wall, measured.reads, Double(measured.maximum.components.attoseconds) / 1e18 + Double(measured.maximum.components.seconds)))
+        }
+    }
+
+    @Test("a write lock held by another process: zoneBusy after the busy timeout, retried per policy, 'after N attempts'; reads go on")
+    func busyStoreIsRetried() async throws {
+        try await TemporaryStore.with(prefix: "stratus-busy") { store in
+            let path = store.path()
+            let engine = try SQLiteEngine(path: path, busyTimeout: .milliseconds(100))
+            let database = Container(identifier: Self.container, engine: engine, userName: "tester",
+                                     retryPolicy: RetryPolicy(maximumAttempts: 3, initialDelay: 0.01, maximumDelay: 0.05)).publicCloudDatabase
+            try await database.save(makeRecord("Item", "before", ["n": .int64(1)]))
+
+            let holder = try await StoreProcess.holdWriteLock(path, in: store.directory)
+
+            // The engine waits its busy timeout, then answers zoneBusy with retryAfter.
+            var start = ContinuousClock.now
+            do {
+                _ = try engine.modifyRecords(ModifyRequest(recordsToSave: [makeRecord("Item", "engine")], recordIDsToDelete: [], writeMode: .forceReplace, isAtomic: true), in: database.context)
+                Issue.record("a write succeeded while another process held the write lock")
+            } catch let error as StratusError {
+                #expect(error.code == .zoneBusy)
+                #expect(error.retryAfterSeconds != nil)
+            }
+            var waited = ContinuousClock.now - start
+            #expect(waited >= .milliseconds(90) && waited < .seconds(2), "the engine waited \(waited) with a 100 ms busy timeout")
+
+            // The operation retries 3 times and says so.
+            start = ContinuousClock.now
+            let error = stratusError(await caughtError { try await database.save(makeRecord("Item", "op")) })
+            waited = ContinuousClock.now - start
+            #expect(error?.code == .zoneBusy)
+            #expect(error?.message.contains("after 3 attempts") == true, "\(String(describing: error))")
+            #expect(waited >= .milliseconds(300), "3 attempts of 100 ms took \(waited)")
+
+            // Reads are not blocked by the writer.
+            start = ContinuousClock.now
+            #expect(try await database.record(for: Record.ID(recordName: "before")).value(forKey: "n") == .int64(1))
+            #expect(ContinuousClock.now - start < .milliseconds(500))
+
+            // A patient policy outlasts the lock (released after 1 s) and writes once.
+            let patient = ModifyRecordsOperation(recordsToSave: [makeRecord("Item", "patient")])
+            patient.retryPolicy = RetryPolicy(maximumAttempts: 100, initialDelay: 0.05, maximumDelay: 0.2)
+            let final = Box<Result<Void, any Error>?>(nil)
+            patient.modifyRecordsResultBlock = { final.value = $0 }
+            start = ContinuousClock.now
+            database.add(patient)
+            try await Task.sleep(for: .seconds(1))
+            #expect(final.value == nil, "the patient save finished while the lock was held")
+            let status = await holder.release()
+            await waitUntilFinished([patient])
+            if case .failure(let error)? = final.value { Issue.record("the patient save failed: \(error)") }
+            #expect(ContinuousClock.now - start >= .seconds(1))
+            #expect(status.exitCode == 0, "sqlite3: \(status.stderr)")
+            #expect(try await TestDatabase.exists("patient", in: database))
+            #expect(try await TestDatabase.exists("op", in: database) == false)
+            #expect(try await TestDatabase.exists("engine", in: database) == false)
+        }
+    }
+
+    @Test("a process opens the store and reads while another process holds a long write transaction")
+    func openWhileAnotherWrites() async throws {
+        try await TemporaryStore.with(prefix: "stratus-open-busy") { store in
+            let path = store.path()
+            do {
+                let database = Container(identifier: Self.container, engine: try SQLiteEngine(path: path), userName: "tester").publicCloudDatabase
+                try await database.save(makeRecord("Item", "present", ["n": .int64(7)]))
+            }
+            let holder = try await StoreProcess.holdWriteLock(path, in: store.directory)
+            let start = ContinuousClock.now
+            let outcome: Result<FieldValue?, any Error> = Result {
+                let engine = try SQLiteEngine(path: path)
+                return try engine.fetchRecords([Record.ID(recordName: "present")], in: Self.context)[Record.ID(recordName: "present")]?.value(forKey: "n")
+            }
+            let waited = ContinuousClock.now - start
+            switch outcome {
+            case .success(let value): #expect(value == .int64(7))
+            case .failure(let error): Issue.record("opening the store to read failed while another process writes: \(error)")
+            }
+            #expect(waited < .seconds(1), "opening the store and reading one record waited \(waited) for another process's write transaction")
+            _ = await holder.release()
+        }
+    }
+
+    @Test("many engines opening a new store at the same moment all open it")
+    func simultaneousOpensOfANewStore() async throws {
+        let rounds = StoreProcess.setting("STRATUS_OPEN_ROUNDS", default: 40), threads = 8
+        var failures: [String] = []
+        for round in 0..<rounds {
+            try await TemporaryStore.with(prefix: "stratus-open") { store in
+                let path = store.path()
+                let errors = Box<[String]>([])
+                let group = DispatchGroup()
+                let gate = StartGate()
+                for _ in 0..<threads {
+                    group.enter()
+                    Thread {
+                        gate.waitSpinning()
+                        do {
+                            let engine = try SQLiteEngine(path: path)
+                            _ = try engine.modifyRecords(ModifyRequest(recordsToSave: [makeRecord("Item", UUID().uuidString)], recordIDsToDelete: [], writeMode: .forceReplace, isAtomic: true), in: Self.context)
+                        } catch {
+                            errors.update { $0.append("\(error)") }
+                        }
+                        group.leave()
+                    }.start()
+                }
+                try await Task.sleep(for: .milliseconds(20))
+                gate.open()
+                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                    group.notify(queue: .global()) { continuation.resume() }
+                }
+                failures += errors.value.map { "round \(round): \($0)" }
+            }
+        }
+        #expect(failures.isEmpty, "\(failures.count) of \(rounds * threads) opens failed, e.g. \(failures.prefix(3))")
+    }
+
+    @Test("processes started at the same moment on a new store all run")
+    func simultaneousProcessesOnANewStore() async throws {
+        let stress = try StoreProcess.executable("stress")
+        let rounds = StoreProcess.setting("STRATUS_OPEN_ROUNDS", default: 8), processes = 4
+        var failures: [String] = []
+        for round in 0..<rounds {
+            try await TemporaryStore.with(prefix: "stratus-open-proc") { store in
+                var running: [StoreProcess.Running] = []
+                for w in 0..<processes {
+                    running.append(try StoreProcess.Running(stress, ["counter", "--store", store.path(), "--container", Self.container, "--writer", "w\(w)", "--increments", "3"], in: store.directory))
+                }
+                for process in running {
+                    let status = await process.wait()
+                    if status.exitCode != 0 { failures.append("round \(round): exit \(status.exitCode): \(status.stderr.prefix(300))") }
+                }
+            }
+        }
+        #expect(failures.isEmpty, "\(failures.count) of \(rounds * processes) processes failed, e.g. \(failures.prefix(3))")
+    }
+}
