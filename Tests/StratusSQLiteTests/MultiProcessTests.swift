@@ -253,7 +253,7 @@ struct MultiProcessTests {
                 ], in: store.directory))
             }
             // Importers run files one after another for as long as the counters run.
-            let imported = try await withThrowingTaskGroup(of: (files: Int, failures: [String]).self) { group in
+            let imported = try await withThrowingTaskGroup(of: (importer: Int, files: Int, failures: [String]).self) { group in
                 for i in 0..<importerCount {
                     group.addTask {
                         var files = 0
@@ -267,12 +267,13 @@ struct MultiProcessTests {
                             if status.exitCode != 0 { failures.append("import \(i)/\(files) exited \(status.exitCode): \(status.stderr.prefix(500))") }
                             files += 1
                         }
-                        return (files, failures)
+                        return (i, files, failures)
                     }
                 }
-                var total = (files: 0, failures: [String]())
+                var total = (files: 0, filesPerImporter: [Int](repeating: 0, count: importerCount), failures: [String]())
                 for try await result in group {
                     total.files += result.files
+                    total.filesPerImporter[result.importer] = result.files
                     total.failures += result.failures
                 }
                 return total
@@ -300,10 +301,19 @@ struct MultiProcessTests {
             #expect(won.sorted() == (0..<Int64(increments)).map { $0 + 1 }, "each value was won exactly once")
             #expect(increments > 0 && conflicts > 0, "the writers raced (\(increments) increments, \(conflicts) conflicts)")
 
-            // Every imported record is there.
-            let query = try CompiledQuery(Query(recordType: "Imported"), zoneID: .default, desiredKeys: ["n"])
-            let importedRecords = try engine.queryRecords(query, in: Self.context, after: nil, limit: 1_000_000).records
-            #expect(importedRecords.count == imported.files * recordsPerFile)
+            // Every imported record is there, file by file.
+            var missing = 0
+            for (importer, files) in imported.filesPerImporter.enumerated() {
+                for file in 0..<files {
+                    let ids = (0..<recordsPerFile).map { Record.ID(recordName: "i\(importer)f\(file)-\($0)") }
+                    let found = try engine.fetchRecords(ids, in: Self.context)
+                    missing += ids.count - found.count
+                    for (i, id) in ids.enumerated() where found[id]?.value(forKey: "n") != .int64(Int64(i)) && found[id] != nil {
+                        Issue.record("\(id.recordName) holds \(String(describing: found[id]?.fieldValues))")
+                    }
+                }
+            }
+            #expect(missing == 0, "\(missing) imported records are missing")
 
             // The reader was never blocked for long, and saw the counter only grow.
             #expect(measured.errors.isEmpty, "reader errors: \(measured.errors.prefix(3))")
