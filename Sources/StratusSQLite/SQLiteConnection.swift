@@ -30,7 +30,9 @@ final class SQLiteConnection {
         sqlite3_extended_result_codes(handle, 1)
         SQLiteFunctions.register(on: handle)
         sqlite3_busy_timeout(handle, busyTimeoutMilliseconds)
-        let mode = try queryText("PRAGMA journal_mode=WAL")
+        // Only the connection that may create the store switches it to WAL; a reader asks,
+        // because switching can wait for another process's write lock.
+        let mode = try queryText(create ? "PRAGMA journal_mode=WAL" : "PRAGMA journal_mode")
         guard mode?.lowercased() == "wal" else {
             throw StratusError(.badDatabase, "the store at \(path) cannot use write-ahead logging (journal_mode answered '\(mode ?? "nothing")'); put it on a local file system")
         }
