@@ -318,7 +318,8 @@ struct MultiProcessTests {
             // The reader was never blocked for long, and saw the counter only grow.
             #expect(measured.errors.isEmpty, "reader errors: \(measured.errors.prefix(3))")
             #expect(measured.reads > 10)
-            #expect(measured.maximum < .seconds(2), "a read took \(measured.maximum)")
+            // Generous: a blocked reader would wait out the 5 s busy timeout; CI machines are loaded.
+            #expect(measured.maximum < .seconds(4), "a read took \(measured.maximum)")
             #expect(measured.counterValues == measured.counterValues.sorted(), "the reader saw the counter go back")
 
             let wall = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
@@ -350,7 +351,7 @@ struct MultiProcessTests {
                 #expect(error.retryAfterSeconds != nil)
             }
             var waited = ContinuousClock.now - start
-            #expect(waited >= .milliseconds(90) && waited < .seconds(2), "the engine waited \(waited) with a 100 ms busy timeout")
+            #expect(waited >= .milliseconds(90) && waited < .seconds(5), "the engine waited \(waited) with a 100 ms busy timeout")
 
             // The operation retries 3 times and says so.
             start = ContinuousClock.now
@@ -363,7 +364,8 @@ struct MultiProcessTests {
             // Reads are not blocked by the writer.
             start = ContinuousClock.now
             #expect(try await database.record(for: Record.ID(recordName: "before")).value(forKey: "n") == .int64(1))
-            #expect(ContinuousClock.now - start < .milliseconds(500))
+            // A blocked read would fail with zoneBusy above; the bound only catches a long wait.
+            #expect(ContinuousClock.now - start < .seconds(3))
 
             // A patient policy outlasts the lock (released after 1 s) and writes once.
             let patient = ModifyRecordsOperation(recordsToSave: [makeRecord("Item", "patient")])
@@ -404,7 +406,7 @@ struct MultiProcessTests {
             case .success(let value): #expect(value == .int64(7))
             case .failure(let error): Issue.record("opening the store to read failed while another process writes: \(error)")
             }
-            #expect(waited < .seconds(1), "opening the store and reading one record waited \(waited) for another process's write transaction")
+            #expect(waited < .seconds(3), "opening the store and reading one record waited \(waited) for another process's write transaction")
             _ = await holder.release()
         }
     }
