@@ -126,6 +126,13 @@ public final class RecordReader {
         if detectedFormat == .csv { try readCSVHeader() }
     }
 
+    /// How many input bytes have been consumed, for progress against the input's size.
+    ///
+    /// ```swift
+    /// print("\(reader.bytesConsumed) of \(fileSize) bytes read")
+    /// ```
+    public var bytesConsumed: Int { input.baseOffset + input.start }
+
     /// The next record or rejected item; nil at the end.
     ///
     /// ```swift

@@ -204,7 +204,7 @@ struct ImportCommand {
                     break
                 }
             }
-            progress.update(done: counts.read - (dryRun ? 0 : batch.count))
+            progress.update(done: counts.read - (dryRun ? 0 : batch.count), bytes: (reader.bytesConsumed, input.size))
         }
         if !stoppedBySignal {
             if atomic && batch.count > ModifyRecordsOperation.maximumAtomicItems {

@@ -43,6 +43,14 @@ final class Progress: @unchecked Sendable {
         lock.withLock { report(done: done, total: total) }
     }
 
+    /// Reports `done` items when the input's size is known: the ETA comes from the share of
+    /// its bytes read so far.
+    func update(done: Int, bytes: (read: Int, total: Int64?)) {
+        guard let total = bytes.total, total > 0, bytes.read > 0 else { return update(done: done) }
+        let estimated = Int(Double(done) * Double(total) / Double(bytes.read))
+        update(done: done, total: max(done, estimated))
+    }
+
     private func report(done: Int, total: Int?) {
         let now = Date()
         let interval: Double = style == .automatic && isTerminal ? 0.25 : 5
@@ -58,7 +66,7 @@ final class Progress: @unchecked Sendable {
         case .automatic:
             var line = "\(verb) \(Self.grouped(done))"
             if let total, total > 0 {
-                line += " of \(Self.grouped(total))"
+                line += " of about \(Self.grouped(total))"
                 if rate > 0 { line += String(format: ", ETA %.0f s", Double(max(0, total - done)) / rate) }
             }
             line += " (\(Self.grouped(Int(rate)))/s)"
