@@ -32,11 +32,27 @@ final class SQLiteConnection {
         sqlite3_busy_timeout(handle, busyTimeoutMilliseconds)
         // Only the connection that may create the store switches it to WAL; a reader asks,
         // because switching can wait for another process's write lock.
-        let mode = try queryText(create ? "PRAGMA journal_mode=WAL" : "PRAGMA journal_mode")
+        let mode = try Self.retryingBusy(for: busyTimeoutMilliseconds) {
+            try queryText(create ? "PRAGMA journal_mode=WAL" : "PRAGMA journal_mode")
+        }
         guard mode?.lowercased() == "wal" else {
             throw StratusError(.badDatabase, "the store at \(path) cannot use write-ahead logging (journal_mode answered '\(mode ?? "nothing")'); put it on a local file system")
         }
         try execute("PRAGMA synchronous=NORMAL")
+    }
+
+    /// Runs `body` again while it fails with a busy store, for up to `milliseconds`: switching
+    /// a new file to WAL answers SQLITE_BUSY at once, without SQLite's busy handler, when
+    /// several processes create the same store together.
+    private static func retryingBusy<T>(for milliseconds: Int32, _ body: () throws -> T) throws -> T {
+        let deadline = Date().addingTimeInterval(Double(milliseconds) / 1000)
+        while true {
+            do {
+                return try body()
+            } catch let error as StratusError where error.code == .zoneBusy && Date() < deadline {
+                usleep(5_000)
+            }
+        }
     }
 
     deinit {
