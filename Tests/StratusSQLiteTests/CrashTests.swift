@@ -15,18 +15,6 @@ struct CrashTests {
     static let stressBatchSize = 20
     static var context: DatabaseContext { DatabaseContext(containerIdentifier: container, scope: .public, userName: "checker") }
 
-    /// SplitMix64, so that a printed seed replays the same kill moments (as far as timing allows).
-    struct SeededGenerator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// One import input: `count` records of type `Imported<cycle>` named `c<cycle>-<i>`.
     struct Input {
         let cycle: Int
@@ -134,7 +122,7 @@ struct CrashTests {
         let rounds = StoreProcess.setting("STRATUS_CRASH_ROUNDS", default: 10)
         let recordsPerInput = StoreProcess.setting("STRATUS_CRASH_RECORDS", default: 20_000)
         let seed = UInt64(StoreProcess.setting("STRATUS_CRASH_SEED", default: 20_251_122))
-        var random = SeededGenerator(state: seed)
+        var random = SeededGenerator(seed: seed)
         print("crash-loop: seed \(seed) (STRATUS_CRASH_SEED), \(rounds) rounds, \(recordsPerInput) records per import")
 
         try await TemporaryStore.with(prefix: "stratus-crash") { store in

@@ -624,11 +624,12 @@ extension EngineConformance {
 
 // MARK: - Random generation
 
-/// SplitMix64: a small deterministic generator, the same sequence on every platform.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
+/// SplitMix64: a small deterministic generator, the same sequence on every platform, so that
+/// a printed seed replays a randomized test. Shared by the test targets.
+public struct SeededGenerator: RandomNumberGenerator, Sendable {
+    public var state: UInt64
+    public init(seed: UInt64) { state = seed }
+    public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9

@@ -16,23 +16,11 @@ import Testing
 
 // MARK: - Generator
 
-/// SplitMix64: the same seed gives the same inputs.
-struct FuzzRandom: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// Builds malformed inputs from hostile pieces.
 struct BadInputGenerator {
-    var random: FuzzRandom
+    var random: SeededGenerator
 
-    init(seed: UInt64) { random = FuzzRandom(state: seed) }
+    init(seed: UInt64) { random = SeededGenerator(seed: seed) }
 
     mutating func int(_ range: ClosedRange<Int>) -> Int { Int.random(in: range, using: &random) }
     mutating func chance(_ p: Double) -> Bool { Double.random(in: 0..<1, using: &random) < p }

@@ -1,5 +1,6 @@
 import Foundation
 import Stratus
+import StratusTestSupport
 import Testing
 
 // Foundation also declares a `QueryPredicate` type, so a file importing both must say which it means.
@@ -719,7 +720,7 @@ struct PredicateParserFuzzTests {
 
     @Test("Mutated and truncated predicates either parse or throw StratusError with a position")
     func fuzz() throws {
-        var random = SplitMix64(seed: 42)
+        var random = SeededGenerator(seed: 42)
         var parsedCount = 0
         for iteration in 0..<6_000 {
             var characters = Array(Self.seeds[iteration % Self.seeds.count])
@@ -758,23 +759,11 @@ struct PredicateParserFuzzTests {
 
 // MARK: - Random predicates
 
-private struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// Generates predicates the way the parser and builder produce them, over every value kind.
 private struct PredicateGenerator {
-    var random: SplitMix64
+    var random: SeededGenerator
 
-    init(seed: UInt64) { random = SplitMix64(seed: seed) }
+    init(seed: UInt64) { random = SeededGenerator(seed: seed) }
 
     mutating func int(_ range: ClosedRange<Int>) -> Int { Int.random(in: range, using: &random) }
     mutating func pick<T>(_ options: [T]) -> T { options[int(0...options.count - 1)] }
