@@ -130,27 +130,4 @@ public struct CompiledQuery: Hashable, Sendable, Codable {
         }
         return String(hash, radix: 16)
     }
-
-    /// The record's values for this query's sort keys, as a cursor position stores them.
-    public func position(of record: Record) -> QueryPosition {
-        QueryPosition(sortValues: sortKeys.map { sortValue(of: record, for: $0) }, recordName: record.recordID.recordName)
-    }
-
-    /// The value a record sorts by for one key; `nil` when it has none.
-    public func sortValue(of record: Record, for sortKey: SortKey) -> FieldValue? {
-        switch sortKey.key {
-        case .recordName: return .string(record.recordID.recordName)
-        case .creationDate: return record.creationDate.map(FieldValue.date)
-        case .modificationDate: return record.modificationDate.map(FieldValue.date)
-        case .creatorUserRecordID: return record.creatorUserRecordID.map { .string($0.recordName) }
-        case .lastModifiedUserRecordID: return record.lastModifiedUserRecordID.map { .string($0.recordName) }
-        case .field(let name):
-            let value = record.value(forKey: name)
-            if let origin = sortKey.distanceFrom {
-                guard case .location(let location)? = value else { return nil }
-                return .double(location.distance(from: origin) / 1000)
-            }
-            return value
-        }
-    }
 }
