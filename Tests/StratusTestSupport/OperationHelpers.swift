@@ -3,22 +3,14 @@ import Stratus
 import Synchronization
 import Testing
 
-/// A queue for operations that only wait for other operations.
-private let waiterQueue: OperationQueue = {
-    let queue = OperationQueue()
-    queue.name = "stratus.tests.waiter"
-    queue.maxConcurrentOperationCount = 16
-    return queue
-}()
-
 /// Suspends until every operation has finished (without blocking a cooperative thread).
 ///
-/// The wait is an operation on another queue that depends on `operations`.
+/// It checks `isFinished` every few milliseconds rather than adding a dependency: in
+/// swift-corelibs-foundation, a dependency added while the operation is finishing can be
+/// missed, and the waiter would never run.
 public func waitUntilFinished(_ operations: [Operation]) async {
-    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-        let done = BlockOperation { continuation.resume() }
-        for operation in operations { done.addDependency(operation) }
-        waiterQueue.addOperation(done)
+    while !operations.allSatisfy(\.isFinished) {
+        try? await Task.sleep(for: .milliseconds(2))
     }
 }
 

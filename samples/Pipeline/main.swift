@@ -51,17 +51,16 @@ deleteOld.perRecordDeleteBlock = { id, _ in print("deleted: \(id.recordName)") }
 
 let otherQueue = OperationQueue()
 otherQueue.maxConcurrentOperationCount = 1
-for operation in [seed, findUrgent, fetchOld] { database.add(operation) }
-for operation in [markDone, deleteOld] {
-    operation.database = database
-    otherQueue.addOperation(operation)
-}
 
-// The async convenience API waits without blocking a thread.
+// Wait for the last step's final block without blocking a thread: set it before any
+// operation starts, then start them all.
 await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-    let done = BlockOperation { continuation.resume() }
-    done.addDependency(deleteOld)
-    otherQueue.addOperation(done)
+    deleteOld.deleteRecordsResultBlock = { _ in continuation.resume() }
+    for operation in [seed, findUrgent, fetchOld] { database.add(operation) }
+    for operation in [markDone, deleteOld] {
+        operation.database = database
+        otherQueue.addOperation(operation)
+    }
 }
 let remaining = try await database.records(matching: Query(recordType: "Todo"), resultsLimit: 100).matchResults
 let checked = remaining.filter { (try? $0.1.get())?["checked"] as? Int64 == 1 }.count

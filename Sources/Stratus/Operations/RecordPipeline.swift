@@ -19,6 +19,9 @@ import Synchronization
 /// otherQueueDatabase.add(markDone)   // waits for `query`, then saves what it matched
 /// ```
 ///
+/// Create the consumer before the producer is added to a queue: swift-corelibs-foundation
+/// can miss a dependency added while the other operation is finishing.
+///
 /// A producer keeps its records only when a consumer is attached, and only those that
 /// succeeded; a producer whose final result is a failure other than `partialFailure` makes
 /// its consumers fail with that error.
