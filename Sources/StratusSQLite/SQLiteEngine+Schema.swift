@@ -96,12 +96,7 @@ extension SQLiteEngine {
     }
 
     static func indexName(_ definition: String) -> String {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in definition.utf8 {
-            hash ^= UInt64(byte)
-            hash = hash &* 0x0000_0100_0000_01b3
-        }
-        return "ix_" + String(hash, radix: 16)
+        "ix_" + StableHash.hex(of: definition.utf8)
     }
 
     /// The fields whose words are indexed for a record type, empty when none are searchable.

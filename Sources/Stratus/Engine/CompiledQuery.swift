@@ -122,12 +122,6 @@ public struct CompiledQuery: Hashable, Sendable, Codable {
         identity.desiredKeys = nil
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        let data = (try? encoder.encode(identity)) ?? Data()
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in data {
-            hash ^= UInt64(byte)
-            hash = hash &* 0x0000_0100_0000_01b3
-        }
-        return String(hash, radix: 16)
+        return StableHash.hex(of: (try? encoder.encode(identity)) ?? Data())
     }
 }
