@@ -77,19 +77,27 @@ extension SQLiteEngine {
             definitions.append("(zone_id, " + columns.joined(separator: ", ") + ", record_name)" + partial)
         }
         func isScalar(_ type: FieldType) -> Bool { [.string, .int64, .double, .timestamp, .reference].contains(type) }
+        // The system dates are columns; the query builder compares and sorts those columns.
+        func value(_ name: String) -> String {
+            switch name {
+            case "creationDate": "created_at"
+            case "modificationDate": "modified_at"
+            default: SQLiteQueryBuilder.value(name, table: "")
+            }
+        }
         for field in schema.fields where isScalar(field.type) {
             if field.indexes.contains(.queryable) && field.type == .string {
                 add([SQLiteQueryBuilder.equalityValue(field.name, table: "")])
             }
             if field.indexes.contains(.sortable) || (field.indexes.contains(.queryable) && field.type != .string) {
-                add([SQLiteQueryBuilder.value(field.name, table: "")])
+                add([value(field.name)])
             }
         }
         for compound in schema.compoundIndexes {
             var columns = compound.equalityFields.map { name in
-                schema.field(name)?.type == .string ? SQLiteQueryBuilder.equalityValue(name, table: "") : SQLiteQueryBuilder.value(name, table: "")
+                schema.field(name)?.type == .string ? SQLiteQueryBuilder.equalityValue(name, table: "") : value(name)
             }
-            if let sort = compound.sortField { columns.append(SQLiteQueryBuilder.value(sort, table: "")) }
+            if let sort = compound.sortField { columns.append(value(sort)) }
             add(columns)
         }
         return definitions

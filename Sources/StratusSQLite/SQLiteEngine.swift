@@ -83,6 +83,8 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
             try connection.execute(SQLiteSchema.indexing)
             try addMissingColumns(on: connection)
             if found < SQLiteSchema.version {
+                connection.resetActiveStatements()   // DROP INDEX needs no statement of this connection running
+                try connection.execute(SQLiteSchema.upgrade(from: found))
                 try connection.execute("PRAGMA user_version = \(SQLiteSchema.version)")
             }
         }
@@ -196,8 +198,10 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
         }
     }
 
+    private static let selectRecordByName = "SELECT \(SQLiteSchema.recordColumns) FROM records r WHERE r.zone_id = ? AND r.record_name = ?"
+
     func loadRecord(_ id: Record.ID, zoneRow: Int64, on connection: SQLiteConnection) throws -> Record? {
-        let select = try connection.statement("SELECT \(SQLiteSchema.recordColumns) FROM records r WHERE r.zone_id = ? AND r.record_name = ?")
+        let select = try connection.statement(Self.selectRecordByName)
         try select.bind([.integer(zoneRow), .text(id.recordName)])
         guard try select.step() else { return nil }
         let record = try decodeRecord(select, zoneID: id.zoneID)

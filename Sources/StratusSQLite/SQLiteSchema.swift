@@ -5,8 +5,12 @@
 /// capabilities and history start (`zone_state`), each database's zone-change sequence
 /// (`database_history`), deleted zones (`zone_tombstones`), and the store's identity and
 /// zone row allocator (`store_info`: zone rows are never reused).
+///
+/// Version 2 dropped the creation- and modification-date indexes that version 1 kept for every
+/// record type: each index costs every write, so the system dates are now indexed only where a
+/// record type schema declares them (``Stratus/RecordTypeSchema/indexableSystemFields``).
 enum SQLiteSchema {
-    static let version: Int64 = 1
+    static let version: Int64 = 2
 
     static let create = """
         CREATE TABLE IF NOT EXISTS zones(
@@ -35,8 +39,6 @@ enum SQLiteSchema {
         );
         CREATE UNIQUE INDEX IF NOT EXISTS records_by_name ON records(zone_id, record_name);
         CREATE INDEX IF NOT EXISTS records_by_type ON records(zone_id, record_type, record_name);
-        CREATE INDEX IF NOT EXISTS records_by_created ON records(zone_id, record_type, created_at, record_name);
-        CREATE INDEX IF NOT EXISTS records_by_modified ON records(zone_id, record_type, modified_at, record_name);
         CREATE INDEX IF NOT EXISTS records_by_change ON records(zone_id, change_seq);
         CREATE TABLE IF NOT EXISTS tombstones(
             zone_id INTEGER NOT NULL,
@@ -118,6 +120,11 @@ enum SQLiteSchema {
         }
         return names
     }()
+
+    /// What opening a store of an earlier version runs, after the statements above.
+    static func upgrade(from version: Int64) -> String {
+        version < 2 ? "DROP INDEX IF EXISTS records_by_created; DROP INDEX IF EXISTS records_by_modified;" : ""
+    }
 
     static let recordColumns = "r.record_name, r.record_type, r.created_at, r.created_by, r.modified_at, r.modified_by, r.change_tag, r.fields, r.parent_name"
     static let recordColumnCount: Int32 = 9

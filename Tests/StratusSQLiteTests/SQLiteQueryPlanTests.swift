@@ -137,6 +137,38 @@ struct SQLiteQueryPlanTests {
         }
     }
 
+    @Test("the system dates are indexed only when a schema declares them, alone or in a compound index")
+    func systemDateIndexes() async throws {
+        try await Self.withFixture(schema: true) { fixture in
+            let byCreation = try Self.query("TRUEPREDICATE", sort: [RecordSortDescriptor(key: "creationDate", ascending: false)])
+            let byModification = try Self.query("category == %@", "books", sort: [RecordSortDescriptor(key: "modificationDate")])
+            for query in [byCreation, byModification] {
+                let plan = try fixture.plan(query)
+                #expect(plan.contains("USE TEMP B-TREE FOR ORDER BY"), "no system-date index unless declared:\n\(plan)")
+            }
+            var schema = Self.schema()
+            schema.addField("creationDate", type: .timestamp, indexes: [.sortable])
+            schema.compoundIndexes.append(.init(equalityFields: ["category"], sortField: "modificationDate"))
+            try await fixture.container.saveSchema(schema)
+            for query in [byCreation, byModification] {
+                let plan = try fixture.plan(query)
+                #expect(plan.contains("USING INDEX ix_") && !plan.contains("USE TEMP B-TREE"), "\(query):\n\(plan)")
+                try await Self.expectBruteForce(query, fixture, searchable: ["title"])
+            }
+        }
+    }
+
+    @Test("a schema declares the system dates only as TIMESTAMP fields, and no other system field")
+    func systemFieldDeclarations() async throws {
+        for (name, type, indexes) in [("creationDate", FieldType.string, RecordTypeSchema.Indexes.sortable),
+                                      ("modificationDate", .timestamp, .searchable),
+                                      ("recordChangeTag", .string, .queryable)] {
+            var schema = RecordTypeSchema(recordType: "Item")
+            schema.addField(name, type: type, indexes: indexes)
+            #expect(throws: StratusError.self, "\(name) as \(type)") { try schema.validate() }
+        }
+    }
+
     @Test("equality plus sort uses the compound index without a sorting step")
     func compoundIndex() async throws {
         try await Self.withFixture(schema: true) { fixture in

@@ -14,6 +14,16 @@ import Foundation
 /// schema.compoundIndexes = [.init(equalityFields: ["list"], sortField: "createdAt")]
 /// try await container.saveSchema(schema)
 /// ```
+///
+/// The system dates are indexed only when a schema asks, as in CloudKit's schema (where
+/// `createdTimestamp` and `modifiedTimestamp` are marked queryable or sortable): declare a
+/// TIMESTAMP field named `creationDate` or `modificationDate`. Every record pays for each index
+/// on every write, so a store keeps none it was not asked for.
+///
+/// ```swift
+/// schema.addField("modificationDate", type: .timestamp, indexes: [.sortable])
+/// schema.compoundIndexes.append(.init(equalityFields: ["list"], sortField: "creationDate"))
+/// ```
 public struct RecordTypeSchema: Hashable, Sendable, Codable {
     public let recordType: String
     public var fields: [Field]
@@ -73,6 +83,9 @@ public struct RecordTypeSchema: Hashable, Sendable, Codable {
     /// Names of the fields whose words `self CONTAINS` searches through the index.
     public var searchableFields: [String] { fields.filter { $0.indexes.contains(.searchable) }.map(\.name) }
 
+    /// The system fields a schema can index, by the names queries use for them.
+    public static let indexableSystemFields: Set<String> = ["creationDate", "modificationDate"]
+
     /// Checks names, types and that compound indexes name declared scalar fields.
     ///
     /// - Throws: ``StratusError`` `invalidArguments` naming the problem.
@@ -80,7 +93,13 @@ public struct RecordTypeSchema: Hashable, Sendable, Codable {
         try Naming.checkIdentifier(recordType, kind: "record type")
         var seen: Set<String> = []
         for field in fields {
-            try Naming.checkFieldKey(field.name)
+            if Self.indexableSystemFields.contains(field.name) {
+                guard field.type == .timestamp, !field.indexes.contains(.searchable) else {
+                    throw StratusError(.invalidArguments, "the system field '\(field.name)' of \(recordType) can only be declared as a queryable or sortable TIMESTAMP")
+                }
+            } else {
+                try Naming.checkFieldKey(field.name)
+            }
             guard seen.insert(field.name).inserted else {
                 throw StratusError(.invalidArguments, "field '\(field.name)' of \(recordType) is declared twice")
             }
@@ -92,7 +111,7 @@ public struct RecordTypeSchema: Hashable, Sendable, Codable {
             }
         }
         for index in compoundIndexes {
-            for name in index.equalityFields + (index.sortField.map { [$0] } ?? []) {
+            for name in index.equalityFields + (index.sortField.map { [$0] } ?? []) where !Self.indexableSystemFields.contains(name) {
                 guard let field = field(name) else {
                     throw StratusError(.invalidArguments, "the compound index of \(recordType) names '\(name)', which the schema does not declare")
                 }
