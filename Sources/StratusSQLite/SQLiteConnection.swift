@@ -170,6 +170,14 @@ final class SQLiteStatement {
         guard rc == SQLITE_OK else { throw SQLiteConnection.error(rc, connection.lastErrorMessage) }
     }
 
+    /// Binds UTF-8 bytes as text without making a `String` first (SQLite copies them).
+    func bind(utf8 bytes: [UInt8], at index: Int32) throws {
+        let rc = bytes.withUnsafeBufferPointer {
+            sqlite3_bind_text(raw, index, UnsafeRawPointer($0.baseAddress!).assumingMemoryBound(to: CChar.self), Int32($0.count), stratus_sqlite_transient())
+        }
+        guard rc == SQLITE_OK else { throw SQLiteConnection.error(rc, connection.lastErrorMessage) }
+    }
+
     func bind(_ text: String, at index: Int32) throws { try bind(.text(text), at: index) }
     func bind(_ int: Int64, at index: Int32) throws { try bind(.integer(int), at: index) }
 

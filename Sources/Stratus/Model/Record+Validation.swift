@@ -13,6 +13,8 @@ extension Record {
     /// - Throws: ``StratusError`` `invalidArguments` (bad name, key or value) or `limitExceeded`
     ///   (more than ``maximumFieldDataSize`` bytes), naming the record and field.
     public func validateForSave() throws(StratusError) {
+        let (generation, isValid) = validationState
+        if isValid { return }
         func fail(_ message: String, code: StratusError.Code = .invalidArguments) -> StratusError {
             StratusError(code, "record '\(recordID.recordName)': \(message)", recordID: recordID)
         }
@@ -53,13 +55,20 @@ extension Record {
         if size > Record.maximumFieldDataSize {
             throw fail("holds \(size) bytes of field data; the limit is \(Record.maximumFieldDataSize) bytes (assets excluded)", code: .limitExceeded)
         }
+        markValidated(at: generation)
+        _ = encodedFieldDocument()
     }
 
     /// Bytes of field data, as counted against ``maximumFieldDataSize``: keys, string and byte
     /// contents, 8 bytes a number, 64 a location; asset contents are not counted.
     public var fieldDataSize: Int {
+        cachedFieldDataSize { Self.fieldDataSize(of: $0) }
+    }
+
+    /// The size ``fieldDataSize`` counts, for fields not (yet) in a record.
+    package static func fieldDataSize(of fields: [String: FieldValue]) -> Int {
         var size = 0
-        for (key, value) in fieldValues {
+        for (key, value) in fields {
             size += key.utf8.count
             switch value {
             case .string(let s): size += s.utf8.count

@@ -32,6 +32,52 @@ public final class Record: Sendable, CustomStringConvertible {
         /// The values as the store returned them, kept at the first change of a stored record,
         /// so that a conflict can report the ancestor the client's change was based on.
         var baseFields: [String: FieldValue]?
+        /// ``Record/fieldDataSize``, counted once per change of the fields: a save checks it
+        /// when validating, when splitting batches and when storing.
+        var fieldDataSize: Int?
+        /// Counts changes to fields and parent; ``Record/validateForSave()`` remembers the
+        /// count it checked, so that a record validated by its producer (an importer, say) is
+        /// not checked again by the operation that saves it unless it changed in between.
+        var generation = 0
+        var validatedGeneration = -1
+        /// The stored form of the fields (``FieldDocument``) at a generation.
+        var document: (generation: Int, bytes: [UInt8])?
+    }
+
+    /// The field document this record is stored as, encoded once per change of its fields.
+    /// Validation prepares it, so that a producer that validates records (an importer reading
+    /// on one thread) spares the writing thread the encoding.
+    package func encodedFieldDocument() -> [UInt8] {
+        let (generation, fields, encrypted, cached) = state.withLock { ($0.generation, $0.fields, $0.encrypted, $0.document) }
+        if let cached, cached.generation == generation { return cached.bytes }
+        var bytes: [UInt8] = []
+        FieldDocument.encode(fields, encryptedKeys: encrypted, into: &bytes)
+        state.withLock { state in
+            if state.generation == generation { state.document = (generation, bytes) }
+        }
+        return bytes
+    }
+
+    /// The current change count, and whether the record was validated at it.
+    var validationState: (generation: Int, isValid: Bool) {
+        state.withLock { ($0.generation, $0.validatedGeneration == $0.generation) }
+    }
+
+    /// Notes a successful validation of the record as it was at `generation`.
+    func markValidated(at generation: Int) {
+        state.withLock { state in
+            if state.generation == generation { state.validatedGeneration = generation }
+        }
+    }
+
+    /// The field data size, computed by `count` only when the fields changed since last time.
+    func cachedFieldDataSize(_ count: ([String: FieldValue]) -> Int) -> Int {
+        state.withLock { state in
+            if let known = state.fieldDataSize { return known }
+            let size = count(state.fields)
+            state.fieldDataSize = size
+            return size
+        }
     }
 
     /// Creates a new record in the given zone, with a random record name.
@@ -111,7 +157,7 @@ public final class Record: Sendable, CustomStringConvertible {
     /// ```
     public var parent: Reference? {
         get { state.withLock { $0.parent } }
-        set { state.withLock { $0.parent = newValue; $0.parentChanged = true } }
+        set { state.withLock { $0.parent = newValue; $0.parentChanged = true; $0.generation += 1 } }
     }
 
     /// The record as the store had it when this copy was fetched (before local changes), or
@@ -180,6 +226,8 @@ public final class Record: Sendable, CustomStringConvertible {
         state.withLock { state in
             if state.baseFields == nil && state.system.recordChangeTag != nil { state.baseFields = state.fields }
             state.fields[key] = value
+            state.fieldDataSize = nil
+            state.generation += 1
             if encrypted && value != nil { state.encrypted.insert(key) } else if !state.encrypted.isEmpty { state.encrypted.remove(key) }
             if state.allFieldsChanged {
                 // Present keys are changed already; remember removals.
