@@ -163,7 +163,9 @@ final class SQLiteStatement {
         case .null: rc = sqlite3_bind_null(raw, index)
         case .integer(let i): rc = sqlite3_bind_int64(raw, index, i)
         case .real(let d): rc = sqlite3_bind_double(raw, index, d)
-        case .text(let s): rc = sqlite3_bind_text(raw, index, s, -1, stratus_sqlite_transient())
+        case .text(let s):
+            try bind(s, at: index)
+            return
         case .blob(let d):
             rc = d.withUnsafeBytes { sqlite3_bind_blob(raw, index, $0.baseAddress, Int32($0.count), stratus_sqlite_transient()) }
         }
@@ -172,13 +174,28 @@ final class SQLiteStatement {
 
     /// Binds UTF-8 bytes as text without making a `String` first (SQLite copies them).
     func bind(utf8 bytes: [UInt8], at index: Int32) throws {
-        let rc = bytes.withUnsafeBufferPointer {
-            sqlite3_bind_text(raw, index, UnsafeRawPointer($0.baseAddress!).assumingMemoryBound(to: CChar.self), Int32($0.count), stratus_sqlite_transient())
+        let rc = bytes.withUnsafeBufferPointer { bindText($0, at: index) }
+        guard rc == SQLITE_OK else { throw SQLiteConnection.error(rc, connection.lastErrorMessage) }
+    }
+
+    /// Binds text from its UTF-8 bytes; SQLite copies them.
+    private func bindText(_ bytes: UnsafeBufferPointer<UInt8>, at index: Int32) -> Int32 {
+        // A null pointer would bind NULL, not the empty string.
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return sqlite3_bind_text(raw, index, "", 0, stratus_sqlite_transient()) }
+        return sqlite3_bind_text(raw, index, UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self), Int32(bytes.count), stratus_sqlite_transient())
+    }
+
+    /// Binds a string up to its first NUL, as SQLite's C-string binding does: the JSON
+    /// functions read stored strings that way too, so parameters and stored values compare alike.
+    func bind(_ text: String, at index: Int32) throws {
+        var text = text
+        let rc = text.withUTF8 { bytes in
+            guard let base = bytes.baseAddress, let nul = memchr(base, 0, bytes.count) else { return bindText(bytes, at: index) }
+            return bindText(UnsafeBufferPointer(start: base, count: UnsafeRawPointer(nul) - UnsafeRawPointer(base)), at: index)
         }
         guard rc == SQLITE_OK else { throw SQLiteConnection.error(rc, connection.lastErrorMessage) }
     }
 
-    func bind(_ text: String, at index: Int32) throws { try bind(.text(text), at: index) }
     func bind(_ int: Int64, at index: Int32) throws { try bind(.integer(int), at: index) }
 
     /// Advances; true when a row is available.
