@@ -33,6 +33,8 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
 
     private let writerLock = NSLock()
     private let writer: SQLiteConnection
+    /// Checkpoints the write-ahead log for the writer, in the background.
+    private let checkpointer: SQLiteCheckpointer
     private let readersLock = NSLock()
     private var idleReaders: [SQLiteConnection] = []
     private static let maximumIdleReaders = 4
@@ -59,7 +61,13 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
             throw StratusError(.badContainer, "cannot create the folder \(directory.path) for the store: \(error.localizedDescription)")
         }
         writer = try SQLiteConnection(path: path, create: true, busyTimeoutMilliseconds: Self.milliseconds(busyTimeout))
+        checkpointer = SQLiteCheckpointer(path: path, busyTimeoutMilliseconds: Self.milliseconds(busyTimeout))
         try migrate()
+        checkpointer.install(on: writer)
+    }
+
+    deinit {
+        checkpointer.uninstall(from: writer)
     }
 
     private static func milliseconds(_ duration: Duration) -> Int32 {
