@@ -153,6 +153,11 @@ final class SQLiteStatement {
         sqlite3_clear_bindings(raw)
     }
 
+    /// Resets for the next run when every parameter is bound again anyway.
+    func resetKeepingBindings() {
+        sqlite3_reset(raw)
+    }
+
     func bind(_ values: [SQLValue]) throws {
         for (offset, value) in values.enumerated() { try bind(value, at: Int32(offset + 1)) }
     }

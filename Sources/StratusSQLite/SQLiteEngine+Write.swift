@@ -175,7 +175,8 @@ struct ZoneWriter {
         // Records with assets, a parent or `.deleteSelf` references have checks and side
         // effects that must see the stored record first.
         let fields = stored.fieldValues
-        guard stored.parent == nil, !fields.values.contains(where: \.needsStoredRecordFirst) else { return nil }
+        guard stored.parent == nil else { return nil }
+        for value in fields.values where value.needsStoredRecordFirst { return nil }
         if insert == nil {
             insert = try connection.statement("""
                 INSERT INTO records(zone_id, record_name, record_type, created_at, created_by, modified_at, modified_by, change_tag, change_seq, fields, parent_name)
@@ -199,7 +200,7 @@ struct ZoneWriter {
     /// Binds a record's row and field document to `statement` (an insert or upsert of every
     /// column) and runs it.
     private func write(_ stored: Record, document: [UInt8], parent: Record.Reference?, sequence: Int64, zoneRow: Int64, with statement: SQLiteStatement) throws {
-        statement.reset()
+        statement.resetKeepingBindings()   // every column is bound below
         let system = stored.systemFields
         // Column by column: an array of values per record costs more than the binding.
         try statement.bind(zoneRow, at: 1)

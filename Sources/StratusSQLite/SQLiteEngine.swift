@@ -129,11 +129,11 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
     /// Runs `body` in a `BEGIN IMMEDIATE` transaction on the writer; rolls back when it throws.
     func writeTransaction<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
         try writerLock.withLock {
-            try writer.execute("BEGIN IMMEDIATE")
+            try writer.statement("BEGIN IMMEDIATE").step()
             do {
                 let result = try body(writer)
                 writer.resetActiveStatements()
-                try writer.execute("COMMIT")
+                try writer.statement("COMMIT").step()
                 return result
             } catch {
                 writer.resetActiveStatements()
