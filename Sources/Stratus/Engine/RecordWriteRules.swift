@@ -75,7 +75,8 @@ public enum RecordWriteRules {
         if let existing, existing.recordType != incoming.recordType {
             return .failure(StratusError(.invalidArguments, "record '\(name)' exists with type '\(existing.recordType)', not '\(incoming.recordType)'", recordID: incoming.recordID))
         }
-        switch (mode, existing, incoming.recordChangeTag) {
+        let given = incoming.snapshot
+        switch (mode, existing, given.system.recordChangeTag) {
         case (.ifServerRecordUnchanged, nil, let tag?):
             return .failure(StratusError(.unknownItem, "record '\(name)' with change tag \(tag) no longer exists", recordID: incoming.recordID))
         case (.ifServerRecordUnchanged, let server?, nil):
@@ -98,39 +99,36 @@ public enum RecordWriteRules {
         if let existing, mode != .replace && mode != .forceReplace {
             fields = existing.fieldValues
             encrypted = existing.encryptedKeys
-            let changes = incoming.fieldValues
-            let incomingEncrypted = incoming.encryptedKeys
             for key in incoming.changedKeys() {
-                fields[key] = changes[key]
-                if incomingEncrypted.contains(key) { encrypted.insert(key) } else { encrypted.remove(key) }
+                fields[key] = given.fields[key]
+                if given.encrypted.contains(key) { encrypted.insert(key) } else { encrypted.remove(key) }
             }
         } else {
-            fields = incoming.fieldValues
-            encrypted = incoming.encryptedKeys
+            fields = given.fields
+            encrypted = given.encrypted
         }
-        let given = incoming.systemFields
         let replacing = mode == .replace || mode == .forceReplace
-        let parent = existing == nil || replacing || incoming.isParentChanged ? incoming.parent : existing?.parent
+        let parent = existing == nil || replacing || given.parentChanged ? given.parent : existing?.parent
         let keep = preservingSystemFields && !mode.checksChangeTag
         var system = Record.SystemFields(
-            creationDate: existing?.creationDate ?? (keep ? given.creationDate : nil) ?? now,
+            creationDate: existing?.creationDate ?? (keep ? given.system.creationDate : nil) ?? now,
             modificationDate: now,
-            creatorUserRecordID: existing?.creatorUserRecordID ?? (keep ? given.creatorUserRecordID : nil) ?? context.userRecordID,
+            creatorUserRecordID: existing?.creatorUserRecordID ?? (keep ? given.system.creatorUserRecordID : nil) ?? context.userRecordID,
             lastModifiedUserRecordID: context.userRecordID,
             recordChangeTag: newChangeTag()
         )
         if keep {
-            if let date = given.modificationDate { system.modificationDate = date }
-            if let user = given.lastModifiedUserRecordID { system.lastModifiedUserRecordID = user }
-            if let tag = given.recordChangeTag { system.recordChangeTag = tag }
+            if let date = given.system.modificationDate { system.modificationDate = date }
+            if let user = given.system.lastModifiedUserRecordID { system.lastModifiedUserRecordID = user }
+            if let tag = given.system.recordChangeTag { system.recordChangeTag = tag }
         }
         // A forced write that changes nothing is not written, so re-running an import is a
         // no-op (no new change tag, no change to sync). When the input carries system fields
         // that are kept, they must match too.
         if !mode.checksChangeTag, let existing, existing.fieldValues == fields, existing.parent == parent,
            existing.encryptedKeys == encrypted,
-           !keep || ((given.recordChangeTag ?? existing.recordChangeTag) == existing.recordChangeTag
-                     && (given.modificationDate ?? existing.modificationDate) == existing.modificationDate) {
+           !keep || ((given.system.recordChangeTag ?? existing.recordChangeTag) == existing.recordChangeTag
+                     && (given.system.modificationDate ?? existing.modificationDate) == existing.modificationDate) {
             return .success((existing, .unchanged))
         }
         let stored = Record(recordType: incoming.recordType, recordID: incoming.recordID, systemFields: system, fields: fields, parent: parent, encryptedKeys: encrypted)

@@ -58,6 +58,9 @@ public final class Record: Sendable, CustomStringConvertible {
         return bytes
     }
 
+    /// Everything mutable, read under one lock (the save rules read most of it per record).
+    var snapshot: State { state.withLock { $0 } }
+
     /// The current change count, and whether the record was validated at it.
     var validationState: (generation: Int, isValid: Bool) {
         state.withLock { ($0.generation, $0.validatedGeneration == $0.generation) }
