@@ -58,17 +58,23 @@ struct ByteOutput {
 
     mutating func appendInt(_ value: Int64) {
         if value < 0 { bytes.append(UInt8(ascii: "-")) }
-        var magnitude = value.magnitude
+        appendUnsigned(value.magnitude)
+    }
+
+    /// Appends the decimal digits of `value`, with leading zeros up to `width` digits.
+    mutating func appendUnsigned(_ value: UInt64, width: Int = 1) {
         var digits = 1
-        var rest = magnitude
+        var rest = value
         while rest >= 10 {
             rest /= 10
             digits += 1
         }
+        let count = Swift.max(digits, width)
         let start = bytes.count
-        bytes.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: digits))
+        bytes.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: count))
         bytes.withUnsafeMutableBufferPointer { buffer in
-            var i = start + digits - 1
+            var magnitude = value
+            var i = start + count - 1
             repeat {
                 buffer[i] = UInt8(ascii: "0") + UInt8(magnitude % 10)
                 magnitude /= 10
@@ -88,15 +94,30 @@ struct ByteOutput {
     }
 
     /// Appends milliseconds since 1970, exactly (see ``TimestampText``).
-    mutating func appendTimestamp(_ date: Date, field: String) {
-        guard date.timeIntervalSinceReferenceDate.isFinite else {
-            if problem == nil { problem = "field '\(field)' holds a non-finite date" }
+    mutating func appendTimestamp(_ date: Date, field: @autoclosure () -> String) {
+        let seconds = date.timeIntervalSinceReferenceDate
+        guard seconds.isFinite else {
+            if problem == nil { problem = "field '\(field())' holds a non-finite date" }
             append("null")
             return
         }
-        let text = TimestampText.text(for: date)
-        if let integer = text.integer { appendInt(integer) } else { appendRaw(text.decimal!) }
+        if let milliseconds = TimestampText.wholeMilliseconds(seconds) {
+            appendInt(milliseconds)
+        } else if seconds.bitPattern == lastFraction.seconds {
+            bytes.append(contentsOf: lastFraction.text)
+        } else {
+            let start = bytes.count
+            TimestampText.append(seconds, to: &self)
+            lastFraction.seconds = seconds.bitPattern
+            lastFraction.text.removeAll(keepingCapacity: true)
+            lastFraction.text.append(contentsOf: bytes[start...])
+        }
     }
+
+    /// The last timestamp written with a fraction, and its text. A record's creation and
+    /// modification dates are mostly one `Date`, and the records of one save share it, so
+    /// this one entry saves most of the decimal work on such dates.
+    private var lastFraction: (seconds: UInt64, text: [UInt8]) = (Double.nan.bitPattern, [])
 
     mutating func appendBase64(_ data: Data) {
         bytes.append(UInt8(ascii: "\""))
