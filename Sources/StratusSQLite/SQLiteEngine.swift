@@ -216,7 +216,11 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
             recordChangeTag: row.text(6)
         )
         let assets = assetsDirectory
-        let (fields, encrypted) = try FieldDocument.decodeDocument(row.text(7) ?? "{}", zoneID: zoneID) { assets.appendingPathComponent($0) }
+        // Decoded from SQLite's own bytes: the document is never copied into a String.
+        let (fields, encrypted) = try row.withTextBytes(7) { document -> (fields: [String: FieldValue], encryptedKeys: Set<String>) in
+            guard let document else { return ([:], []) }
+            return try FieldDocument.decodeDocument(utf8: document, zoneID: zoneID) { assets.appendingPathComponent($0) }
+        }
         let parent = row.text(8).map { Record.Reference(recordID: Record.ID(recordName: $0, zoneID: zoneID), action: .none) }
         return Record(recordType: row.text(1) ?? "", recordID: Record.ID(recordName: name, zoneID: zoneID), systemFields: system, fields: fields, parent: parent, encryptedKeys: encrypted)
     }

@@ -14,26 +14,45 @@ extension FieldDocument {
     /// Decodes a stored document with the keys of its encrypted values.
     public static func decodeDocument(_ text: String, zoneID: RecordZone.ID, assetURL: (String) -> URL?) throws -> (fields: [String: FieldValue], encryptedKeys: Set<String>) {
         var text = text
-        return try text.withUTF8 { bytes in
-            var reader = JSONReader(bytes: bytes)
-            let value = try reader.readDocument()
-            guard case .object(let members) = value else { throw corrupt("the document is not an object") }
-            var fields: [String: FieldValue] = [:]
-            var encrypted: Set<String> = []
-            fields.reserveCapacity(members.count)
-            for (key, raw) in members {
-                if key == encryptedKeysMember {
-                    guard case .array(let names) = raw else { throw corrupt("the encrypted keys are not a list") }
-                    for name in names {
-                        guard case .string(let s) = name else { throw corrupt("an encrypted key is not a string") }
-                        encrypted.insert(s)
-                    }
-                    continue
+        return try text.withUTF8 { try decodeDocument(utf8: $0, zoneID: zoneID, assetURL: assetURL) }
+    }
+
+    /// Decodes a stored document from its UTF-8 bytes, as a database column holds them, with
+    /// the keys of its encrypted values; the bytes need not outlive the call.
+    ///
+    /// ```swift
+    /// let (fields, encrypted) = try FieldDocument.decodeDocument(utf8: columnBytes, zoneID: zone) { _ in nil }
+    /// ```
+    ///
+    /// - Throws: ``StratusError`` `.internalError` when the document is not a valid stored document.
+    public static func decodeDocument(utf8 bytes: UnsafeBufferPointer<UInt8>, zoneID: RecordZone.ID, assetURL: (String) -> URL?) throws -> (fields: [String: FieldValue], encryptedKeys: Set<String>) {
+        // Documents as ``encode(_:encryptedKeys:)`` writes them take the direct path; anything
+        // else (spaces, escapes, unusual numbers, a malformed document) is left to the general
+        // reader, so both accept and reject exactly the same documents.
+        var direct = StoredDocumentReader(bytes: bytes, zoneID: zoneID)
+        if let decoded = try? direct.document(assetURL: assetURL) { return decoded }
+        return try decodeGeneral(bytes, zoneID: zoneID, assetURL: assetURL)
+    }
+
+    private static func decodeGeneral(_ bytes: UnsafeBufferPointer<UInt8>, zoneID: RecordZone.ID, assetURL: (String) -> URL?) throws -> (fields: [String: FieldValue], encryptedKeys: Set<String>) {
+        var reader = JSONReader(bytes: bytes)
+        let value = try reader.readDocument()
+        guard case .object(let members) = value else { throw corrupt("the document is not an object") }
+        var fields: [String: FieldValue] = [:]
+        var encrypted: Set<String> = []
+        fields.reserveCapacity(members.count)
+        for (key, raw) in members {
+            if key == encryptedKeysMember {
+                guard case .array(let names) = raw else { throw corrupt("the encrypted keys are not a list") }
+                for name in names {
+                    guard case .string(let s) = name else { throw corrupt("an encrypted key is not a string") }
+                    encrypted.insert(s)
                 }
-                fields[key] = try decodeValue(raw, key: key, zoneID: zoneID, assetURL: assetURL)
+                continue
             }
-            return (fields, encrypted)
+            fields[key] = try decodeValue(raw, key: key, zoneID: zoneID, assetURL: assetURL)
         }
+        return (fields, encrypted)
     }
 
     private static func corrupt(_ what: String) -> StratusError {
@@ -269,4 +288,337 @@ struct JSONReader {
         }
         return value
     }
+}
+
+// MARK: - The direct reader for documents as they are written
+
+/// Reads a stored document in exactly the form ``FieldDocument/encode(_:encryptedKeys:)``
+/// writes (no spaces, no escapes), straight into field values, without a syntax tree.
+///
+/// It gives up (throws ``Deferral``) at the first thing outside that form, and the caller
+/// then reads the document with ``JSONReader``; so the values it returns are the ones the
+/// general reader would return, and errors always come from the general reader. Numbers it
+/// cannot convert exactly itself are converted as the general reader converts them.
+struct StoredDocumentReader {
+    /// Not the form this reader handles; not an error in itself.
+    struct Deferral: Error {}
+
+    private let base: UnsafePointer<UInt8>?
+    private let end: Int
+    private var index = 0
+    private let zoneID: RecordZone.ID
+
+    init(bytes: UnsafeBufferPointer<UInt8>, zoneID: RecordZone.ID) {
+        base = bytes.baseAddress
+        end = bytes.count
+        self.zoneID = zoneID
+    }
+
+    mutating func document(assetURL: (String) -> URL?) throws(Deferral) -> (fields: [String: FieldValue], encryptedKeys: Set<String>) {
+        guard base != nil else { throw Deferral() }
+        var fields = [String: FieldValue](minimumCapacity: memberCountEstimate())
+        var encrypted: Set<String> = []
+        try expect(UInt8(ascii: "{"))
+        if !consume(UInt8(ascii: "}")) {
+            repeat {
+                let key = try rawString()
+                try expect(UInt8(ascii: ":"))
+                if Self.equal(key, FieldDocument.encryptedKeysMember) {
+                    for name in try list({ (r: inout Self) throws(Deferral) in try r.string() }) { encrypted.insert(name) }
+                } else {
+                    fields[String(decoding: key, as: UTF8.self)] = try value(assetURL: assetURL)
+                }
+            } while consume(UInt8(ascii: ","))
+            try expect(UInt8(ascii: "}"))
+        }
+        guard index == end else { throw Deferral() }
+        return (fields, encrypted)
+    }
+
+    /// How many members the document has, give or take: each member but the last ends in
+    /// `],"` (a string value can hold those bytes too). Sizing the dictionary once saves
+    /// growing and rehashing it member by member.
+    private func memberCountEstimate() -> Int {
+        guard let base, end > 0 else { return 0 }
+        var count = 1
+        var at = base
+        let stop = base + end
+        while let found = memchr(at, Int32(UInt8(ascii: "]")), stop - at) {
+            let bracket = UnsafePointer(found.assumingMemoryBound(to: UInt8.self))
+            if stop - bracket > 2 && bracket[1] == UInt8(ascii: ",") && bracket[2] == UInt8(ascii: "\"") { count += 1 }
+            at = bracket + 1
+        }
+        return count
+    }
+
+    private mutating func value(assetURL: (String) -> URL?) throws(Deferral) -> FieldValue {
+        try expect(UInt8(ascii: "["))
+        let tag = try rawString()
+        try expect(UInt8(ascii: ","))
+        let value: FieldValue
+        // Tags are one or two ASCII letters: a small integer to switch on.
+        var code = 0
+        guard tag.count <= 2 else { throw Deferral() }
+        for b in tag { code = code << 8 | Int(b) }
+        switch code {
+        case Codes.string:
+            let text = try string()
+            // The case-folded form serves indexes; reading skips it.
+            if consume(UInt8(ascii: ",")) { _ = try rawString() }
+            value = .string(text)
+        case Codes.int64: value = .int64(try int())
+        case Codes.double: value = .double(try double())
+        case Codes.date: value = .date(Date(timeIntervalSinceReferenceDate: try double()))
+        case Codes.bytes: value = .bytes(try bytes())
+        case Codes.reference:
+            let name = try string()
+            try expect(UInt8(ascii: ","))
+            value = .reference(reference(name, try int()))
+        case Codes.location: value = .location(try locationBody())
+        case Codes.asset:
+            let identifier = try string()
+            try expect(UInt8(ascii: ","))
+            value = .asset(Asset(storedIdentifier: identifier, size: try int(), fileURL: assetURL(identifier)))
+        case Codes.stringList: value = .stringList(try list { (r: inout Self) throws(Deferral) in try r.string() })
+        case Codes.int64List: value = .int64List(try list { (r: inout Self) throws(Deferral) in try r.int() })
+        case Codes.doubleList: value = .doubleList(try list { (r: inout Self) throws(Deferral) in try r.double() })
+        case Codes.dateList: value = .dateList(try list { (r: inout Self) throws(Deferral) in Date(timeIntervalSinceReferenceDate: try r.double()) })
+        case Codes.bytesList: value = .bytesList(try list { (r: inout Self) throws(Deferral) in try r.bytes() })
+        case Codes.referenceList:
+            let names = try list { (r: inout Self) throws(Deferral) in try r.string() }
+            try expect(UInt8(ascii: ","))
+            let actions = try list { (r: inout Self) throws(Deferral) in try r.int() }
+            guard names.count == actions.count else { throw Deferral() }
+            value = .referenceList(zip(names, actions).map { reference($0, $1) })
+        case Codes.locationList:
+            value = .locationList(try list { (r: inout Self) throws(Deferral) in
+                try r.expect(UInt8(ascii: "["))
+                let location = try r.locationBody()
+                try r.expect(UInt8(ascii: "]"))
+                return location
+            })
+        case Codes.assetList:
+            let identifiers = try list { (r: inout Self) throws(Deferral) in try r.string() }
+            try expect(UInt8(ascii: ","))
+            let sizes = try list { (r: inout Self) throws(Deferral) in try r.int() }
+            guard identifiers.count == sizes.count else { throw Deferral() }
+            value = .assetList(zip(identifiers, sizes).map { Asset(storedIdentifier: $0, size: $1, fileURL: assetURL($0)) })
+        default:
+            throw Deferral()
+        }
+        try expect(UInt8(ascii: "]"))
+        return value
+    }
+
+    /// The tags of ``FieldDocument/Tag`` as the integers `value(assetURL:)` switches on.
+    private enum Codes {
+        static let string = code(FieldDocument.Tag.string), int64 = code(FieldDocument.Tag.int64)
+        static let double = code(FieldDocument.Tag.double), date = code(FieldDocument.Tag.date)
+        static let bytes = code(FieldDocument.Tag.bytes), reference = code(FieldDocument.Tag.reference)
+        static let location = code(FieldDocument.Tag.location), asset = code(FieldDocument.Tag.asset)
+        static let stringList = code(FieldDocument.Tag.stringList), int64List = code(FieldDocument.Tag.int64List)
+        static let doubleList = code(FieldDocument.Tag.doubleList), dateList = code(FieldDocument.Tag.dateList)
+        static let bytesList = code(FieldDocument.Tag.bytesList), referenceList = code(FieldDocument.Tag.referenceList)
+        static let locationList = code(FieldDocument.Tag.locationList), assetList = code(FieldDocument.Tag.assetList)
+
+        static func code(_ tag: String) -> Int {
+            precondition(tag.utf8.count <= 2, "tags are one or two ASCII letters")
+            return tag.utf8.reduce(0) { $0 << 8 | Int($1) }
+        }
+    }
+
+    private static func equal(_ bytes: UnsafeBufferPointer<UInt8>, _ text: String) -> Bool {
+        var text = text
+        return text.withUTF8 { $0.count == bytes.count && memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0 }
+    }
+
+    private func reference(_ name: String, _ action: Int64) -> Record.Reference {
+        Record.Reference(recordID: Record.ID(recordName: name, zoneID: zoneID), action: Record.ReferenceAction(rawValue: Int(action)) ?? .none)
+    }
+
+    private mutating func locationBody() throws(Deferral) -> Location {
+        let latitude = try double()
+        try expect(UInt8(ascii: ","))
+        let longitude = try double()
+        try expect(UInt8(ascii: ","))
+        let altitude = try double()
+        try expect(UInt8(ascii: ","))
+        let horizontalAccuracy = try double()
+        try expect(UInt8(ascii: ","))
+        let verticalAccuracy = try double()
+        try expect(UInt8(ascii: ","))
+        let course = try double()
+        try expect(UInt8(ascii: ","))
+        let speed = try double()
+        try expect(UInt8(ascii: ","))
+        let timestamp = try double()
+        return Location(latitude: latitude, longitude: longitude, altitude: altitude, horizontalAccuracy: horizontalAccuracy,
+                        verticalAccuracy: verticalAccuracy, course: course, speed: speed,
+                        timestamp: Date(timeIntervalSinceReferenceDate: timestamp))
+    }
+
+    private mutating func list<T>(_ element: (inout Self) throws(Deferral) -> T) throws(Deferral) -> [T] {
+        try expect(UInt8(ascii: "["))
+        var items: [T] = []
+        if consume(UInt8(ascii: "]")) { return items }
+        repeat { items.append(try element(&self)) } while consume(UInt8(ascii: ","))
+        try expect(UInt8(ascii: "]"))
+        return items
+    }
+
+    // MARK: Tokens
+
+    @inline(__always)
+    private mutating func expect(_ byte: UInt8) throws(Deferral) {
+        guard index < end, base![index] == byte else { throw Deferral() }
+        index += 1
+    }
+
+    @inline(__always)
+    private mutating func consume(_ byte: UInt8) -> Bool {
+        guard index < end, base![index] == byte else { return false }
+        index += 1
+        return true
+    }
+
+    /// The bytes of a string without escapes, which are all the general reader would change.
+    private mutating func rawString() throws(Deferral) -> UnsafeBufferPointer<UInt8> {
+        try expect(UInt8(ascii: "\""))
+        let base = base!
+        let start = index
+        while index < end {
+            let b = base[index]
+            if b == UInt8(ascii: "\"") {
+                index += 1
+                return UnsafeBufferPointer(start: base + start, count: index - 1 - start)
+            }
+            if b == UInt8(ascii: "\\") { break }
+            index += 1
+        }
+        throw Deferral()
+    }
+
+    private mutating func string() throws(Deferral) -> String {
+        String(decoding: try rawString(), as: UTF8.self)
+    }
+
+    private mutating func bytes() throws(Deferral) -> Data {
+        guard let data = Data(base64Encoded: try string()) else { throw Deferral() }
+        return data
+    }
+
+    /// The extent of a number as the general reader takes it: every byte that can be part of one.
+    private mutating func numberToken() throws(Deferral) -> UnsafeBufferPointer<UInt8> {
+        let base = base!
+        let start = index
+        while index < end {
+            let b = base[index]
+            guard (b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9")) || b == UInt8(ascii: "-") || b == UInt8(ascii: "+")
+                || b == UInt8(ascii: ".") || b == UInt8(ascii: "e") || b == UInt8(ascii: "E") else { break }
+            index += 1
+        }
+        guard index > start else { throw Deferral() }
+        return UnsafeBufferPointer(start: base + start, count: index - start)
+    }
+
+    private mutating func int() throws(Deferral) -> Int64 {
+        let token = try numberToken()
+        let negative = token[0] == UInt8(ascii: "-")
+        let digits = negative ? token.count - 1 : token.count
+        // Up to 18 digits cannot overflow; anything longer or stranger is converted as the general reader does.
+        if digits > 0 && digits <= 18 {
+            var magnitude: Int64 = 0
+            var plain = true
+            for b in token[(negative ? 1 : 0)...] {
+                guard b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9") else {
+                    plain = false
+                    break
+                }
+                magnitude = magnitude * 10 + Int64(b - UInt8(ascii: "0"))
+            }
+            if plain { return negative ? -magnitude : magnitude }
+        }
+        guard let value = Int64(Substring(String(decoding: token, as: UTF8.self))) else { throw Deferral() }
+        return value
+    }
+
+    private mutating func double() throws(Deferral) -> Double {
+        let token = try numberToken()
+        if let value = Self.exactDouble(token) { return value }
+        guard let value = Double(Substring(String(decoding: token, as: UTF8.self))) else { throw Deferral() }
+        return value
+    }
+
+    /// Clinger's fast path for `-?digits(.digits)?(e[+-]?digits)?`: a significand of at most
+    /// 2^53 scaled by an exact power of ten is correctly rounded by one multiplication or
+    /// division, as `Double(_:)` rounds. Nil for any other text.
+    private static func exactDouble(_ token: UnsafeBufferPointer<UInt8>) -> Double? {
+        var i = 0
+        let count = token.count
+        let negative = token[0] == UInt8(ascii: "-")
+        if negative { i = 1 }
+        var significand: UInt64 = 0
+        var significantDigits = 0
+        var exponent = 0
+        var integerDigits = 0
+        while i < count, token[i] >= UInt8(ascii: "0") && token[i] <= UInt8(ascii: "9") {
+            if significand != 0 || token[i] != UInt8(ascii: "0") {
+                significantDigits += 1
+                if significantDigits > 19 { return nil }
+                significand = significand * 10 + UInt64(token[i] - UInt8(ascii: "0"))
+            }
+            integerDigits += 1
+            i += 1
+        }
+        guard integerDigits > 0 else { return nil }
+        if i < count && token[i] == UInt8(ascii: ".") {
+            i += 1
+            var fractionDigits = 0
+            while i < count, token[i] >= UInt8(ascii: "0") && token[i] <= UInt8(ascii: "9") {
+                if significand != 0 || token[i] != UInt8(ascii: "0") {
+                    significantDigits += 1
+                    if significantDigits > 19 { return nil }
+                    significand = significand * 10 + UInt64(token[i] - UInt8(ascii: "0"))
+                }
+                fractionDigits += 1
+                exponent -= 1
+                i += 1
+            }
+            guard fractionDigits > 0 else { return nil }
+        }
+        if i < count && token[i] == UInt8(ascii: "e") {
+            i += 1
+            var negativeExponent = false
+            if i < count && (token[i] == UInt8(ascii: "-") || token[i] == UInt8(ascii: "+")) {
+                negativeExponent = token[i] == UInt8(ascii: "-")
+                i += 1
+            }
+            var e = 0
+            var exponentDigits = 0
+            while i < count, token[i] >= UInt8(ascii: "0") && token[i] <= UInt8(ascii: "9") {
+                e = e * 10 + Int(token[i] - UInt8(ascii: "0"))
+                if e > 400 { return nil }
+                exponentDigits += 1
+                i += 1
+            }
+            guard exponentDigits > 0 else { return nil }
+            exponent += negativeExponent ? -e : e
+        }
+        guard i == count, significand <= 1 << 53 else { return nil }
+        var value = Double(significand)
+        if significand != 0 {
+            guard exponent >= -22 && exponent <= 22 else { return nil }
+            if exponent < 0 {
+                value /= powersOfTen[-exponent]
+            } else if exponent > 0 {
+                value *= powersOfTen[exponent]
+            }
+        }
+        return negative ? -value : value
+    }
+
+    private static let powersOfTen: [Double] = [
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+        1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+    ]
 }
