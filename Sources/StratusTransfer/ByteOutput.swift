@@ -1,41 +1,87 @@
 import Foundation
 
 /// JSON and CSV text appended as UTF-8 bytes: no intermediate `String`s on the hot path.
-struct ByteOutput {
-    var bytes: [UInt8] = []
+///
+/// The bytes live in one buffer this value owns (hence not copyable): a record is some thirty
+/// short appends, and an array's uniqueness and capacity checks and copy calls cost more than
+/// the bytes themselves.
+struct ByteOutput: ~Copyable {
+    private var base: UnsafeMutablePointer<UInt8>
+    private var capacity: Int
+    /// How many bytes were appended.
+    private(set) var count = 0
     /// The first value that JSON cannot hold faithfully (a non-finite number, an asset without
     /// a file); it is written as `null` or `""` and reported here so strict callers can refuse.
     var problem: String?
 
-    var count: Int { bytes.count }
+    init(capacity: Int = 256) {
+        self.capacity = Swift.max(capacity, 16)
+        base = .allocate(capacity: self.capacity)
+    }
+
+    deinit { base.deallocate() }
+
+    /// The bytes appended so far, valid until the next change.
+    var bytes: UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(start: base, count: count) }
+
+    /// Forgets every byte from `mark` on, keeping the buffer.
+    mutating func removeAll(from mark: Int = 0) {
+        precondition(mark >= 0 && mark <= count, "mark outside the output")
+        count = mark
+    }
 
     @inline(__always)
-    mutating func append(_ byte: UInt8) { bytes.append(byte) }
+    private mutating func reserve(_ extra: Int) {
+        if count + extra > capacity { grow(count + extra) }
+    }
+
+    @inline(never)
+    private mutating func grow(_ needed: Int) {
+        let newCapacity = Swift.max(needed, capacity * 2)
+        let newBase = UnsafeMutablePointer<UInt8>.allocate(capacity: newCapacity)
+        newBase.initialize(from: base, count: count)
+        base.deallocate()
+        base = newBase
+        capacity = newCapacity
+    }
+
+    @inline(__always)
+    mutating func append(_ byte: UInt8) {
+        reserve(1)
+        base[count] = byte
+        count += 1
+    }
 
     @inline(__always)
     mutating func append(_ text: StaticString) {
-        bytes.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+        append(UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+
+    @inline(__always)
+    mutating func append(_ bytes: UnsafeBufferPointer<UInt8>) {
+        guard let source = bytes.baseAddress, bytes.count > 0 else { return }
+        reserve(bytes.count)
+        (base + count).update(from: source, count: bytes.count)
+        count += bytes.count
     }
 
     mutating func appendRaw(_ text: String) {
         var text = text
-        text.withUTF8 { bytes.append(contentsOf: $0) }
-    }
-
-    mutating func appendRaw(_ other: ByteOutput) {
-        bytes.append(contentsOf: other.bytes)
+        text.withUTF8 { append($0) }
     }
 
     /// Appends a JSON string literal, escaping quotes, backslashes and control characters.
     mutating func appendString(_ text: String) {
-        bytes.append(UInt8(ascii: "\""))
         var text = text
         text.withUTF8 { utf8 in
+            reserve(utf8.count + 2)
+            base[count] = UInt8(ascii: "\"")
+            count += 1
             var run = 0
             for i in 0..<utf8.count {
                 let b = utf8[i]
                 guard b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") || b < 0x20 else { continue }
-                if run < i { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[run..<i])) }
+                if run < i { append(UnsafeBufferPointer(rebasing: utf8[run..<i])) }
                 run = i + 1
                 switch b {
                 case UInt8(ascii: "\""): append("\\\"")
@@ -45,19 +91,19 @@ struct ByteOutput {
                 case 0x09: append("\\t")
                 default:
                     append("\\u00")
-                    bytes.append(Self.hexDigits[Int(b >> 4)])
-                    bytes.append(Self.hexDigits[Int(b & 0xF)])
+                    append(Self.hexDigits[Int(b >> 4)])
+                    append(Self.hexDigits[Int(b & 0xF)])
                 }
             }
-            if run < utf8.count { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[run...])) }
+            if run < utf8.count { append(UnsafeBufferPointer(rebasing: utf8[run...])) }
         }
-        bytes.append(UInt8(ascii: "\""))
+        append(UInt8(ascii: "\""))
     }
 
     private static let hexDigits = Array("0123456789abcdef".utf8)
 
     mutating func appendInt(_ value: Int64) {
-        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        if value < 0 { append(UInt8(ascii: "-")) }
         appendUnsigned(value.magnitude)
     }
 
@@ -69,18 +115,20 @@ struct ByteOutput {
             rest /= 10
             digits += 1
         }
-        let count = Swift.max(digits, width)
-        let start = bytes.count
-        bytes.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: count))
-        bytes.withUnsafeMutableBufferPointer { buffer in
-            var magnitude = value
-            var i = start + count - 1
-            repeat {
-                buffer[i] = UInt8(ascii: "0") + UInt8(magnitude % 10)
-                magnitude /= 10
-                i -= 1
-            } while magnitude > 0
+        let total = Swift.max(digits, width)
+        reserve(total)
+        var magnitude = value
+        var i = count + total - 1
+        repeat {
+            base[i] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+            magnitude /= 10
+            i -= 1
+        } while magnitude > 0
+        while i >= count {
+            base[i] = UInt8(ascii: "0")
+            i -= 1
         }
+        count += total
     }
 
     /// Appends the shortest text that reads back as the same `Double` (`2.0`, `1e-05`).
@@ -104,13 +152,13 @@ struct ByteOutput {
         if let milliseconds = TimestampText.wholeMilliseconds(seconds) {
             appendInt(milliseconds)
         } else if seconds.bitPattern == lastFraction.seconds {
-            bytes.append(contentsOf: lastFraction.text)
+            lastFraction.text.withUnsafeBufferPointer { append($0) }
         } else {
-            let start = bytes.count
+            let start = count
             TimestampText.append(seconds, to: &self)
             lastFraction.seconds = seconds.bitPattern
             lastFraction.text.removeAll(keepingCapacity: true)
-            lastFraction.text.append(contentsOf: bytes[start...])
+            lastFraction.text.append(contentsOf: UnsafeBufferPointer(start: base + start, count: count - start))
         }
     }
 
@@ -119,11 +167,16 @@ struct ByteOutput {
     /// this one entry saves most of the decimal work on such dates.
     private var lastFraction: (seconds: UInt64, text: [UInt8]) = (Double.nan.bitPattern, [])
 
-    mutating func appendBase64(_ data: Data) {
-        bytes.append(UInt8(ascii: "\""))
-        Base64.encode(data, to: &bytes)
-        bytes.append(UInt8(ascii: "\""))
+    /// Appends `data` in base64, in quotes unless `quoted` is false.
+    mutating func appendBase64(_ data: Data, quoted: Bool = true) {
+        if quoted { append(UInt8(ascii: "\"")) }
+        base64.removeAll(keepingCapacity: true)
+        Base64.encode(data, to: &base64)
+        base64.withUnsafeBufferPointer { append($0) }
+        if quoted { append(UInt8(ascii: "\"")) }
     }
+
+    private var base64: [UInt8] = []
 
     /// Appends `cell` as a CSV cell, quoted (with quotes doubled) when it holds a comma, a
     /// quote or a line break, or is empty and `quoteEmpty` asks for `""`.
@@ -134,15 +187,15 @@ struct ByteOutput {
             break
         }
         guard needsQuotes else {
-            bytes.append(contentsOf: cell)
+            append(cell)
             return
         }
-        bytes.append(UInt8(ascii: "\""))
+        append(UInt8(ascii: "\""))
         for b in cell {
-            bytes.append(b)
-            if b == UInt8(ascii: "\"") { bytes.append(b) }
+            append(b)
+            if b == UInt8(ascii: "\"") { append(b) }
         }
-        bytes.append(UInt8(ascii: "\""))
+        append(UInt8(ascii: "\""))
     }
 
     mutating func appendCSVCell(_ text: String, quoteEmpty: Bool = false) {

@@ -80,7 +80,7 @@ struct TimestampTextTests {
             let expected = Self.reference(seconds)
             #expect(Self.written(seconds) == expected, "\(seconds)")
             // Twice through one output, as a record's creation and modification dates are.
-            out.bytes.removeAll()
+            out.removeAll()
             out.appendTimestamp(Date(timeIntervalSinceReferenceDate: seconds), field: "a")
             out.append(UInt8(ascii: ","))
             out.appendTimestamp(Date(timeIntervalSinceReferenceDate: seconds), field: "b")
