@@ -178,6 +178,9 @@ struct ByteOutput: ~Copyable {
 
     private var base64: [UInt8] = []
 
+    /// The sorted field keys of the last record written here (see ``RecordJSONWriter``).
+    var fieldOrder: [String] = []
+
     /// Appends `cell` as a CSV cell, quoted (with quotes doubled) when it holds a comma, a
     /// quote or a line break, or is empty and `quoteEmpty` asks for `""`.
     mutating func appendCSVCell(_ cell: UnsafeBufferPointer<UInt8>, quoteEmpty: Bool = false) {
