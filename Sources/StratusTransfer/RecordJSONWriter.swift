@@ -78,17 +78,19 @@ public enum RecordJSONWriter {
         of fields: [String: FieldValue], sortedBy order: inout [String], _ body: (String, FieldValue, Bool) -> Void
     ) {
         let count = fields.count
-        if count == order.count && count <= 32 {
-            let matched = withUnsafeTemporaryAllocation(of: Dictionary<String, FieldValue>.Index.self, capacity: count) { slots -> Bool in
+        if count == order.count && count <= 64 {
+            let matched = withUnsafeTemporaryAllocation(of: (key: String, value: FieldValue).self, capacity: count) { slots -> Bool in
+                var placed: UInt64 = 0
+                defer {
+                    for place in 0..<count where placed & (1 << place) != 0 { (slots.baseAddress! + place).deinitialize(count: 1) }
+                }
+                for field in fields {
+                    guard let place = order.firstIndex(of: field.key) else { return false }
+                    (slots.baseAddress! + place).initialize(to: field)
+                    placed |= 1 << place
+                }
                 // Keys are unique, so a place for each key is a place for every key.
-                for index in fields.indices {
-                    guard let place = order.firstIndex(of: fields[index].key) else { return false }
-                    (slots.baseAddress! + place).initialize(to: index)
-                }
-                for place in 0..<count {
-                    let (key, value) = fields[slots[place]]
-                    body(key, value, place == 0)
-                }
+                for place in 0..<count { body(slots[place].key, slots[place].value, place == 0) }
                 return true
             }
             if matched { return }
