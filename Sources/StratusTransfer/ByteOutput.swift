@@ -66,37 +66,42 @@ struct ByteOutput: ~Copyable {
     }
 
     mutating func appendRaw(_ text: String) {
+        // A borrowed string's bytes, without the copy that `withUTF8` needs.
+        if text.utf8.withContiguousStorageIfAvailable({ append($0) }) != nil { return }
         var text = text
         text.withUTF8 { append($0) }
     }
 
     /// Appends a JSON string literal, escaping quotes, backslashes and control characters.
     mutating func appendString(_ text: String) {
+        if text.utf8.withContiguousStorageIfAvailable({ appendString(utf8: $0) }) != nil { return }
         var text = text
-        text.withUTF8 { utf8 in
-            reserve(utf8.count + 2)
-            base[count] = UInt8(ascii: "\"")
-            count += 1
-            var run = 0
-            for i in 0..<utf8.count {
-                let b = utf8[i]
-                guard b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") || b < 0x20 else { continue }
-                if run < i { append(UnsafeBufferPointer(rebasing: utf8[run..<i])) }
-                run = i + 1
-                switch b {
-                case UInt8(ascii: "\""): append("\\\"")
-                case UInt8(ascii: "\\"): append("\\\\")
-                case 0x0A: append("\\n")
-                case 0x0D: append("\\r")
-                case 0x09: append("\\t")
-                default:
-                    append("\\u00")
-                    append(Self.hexDigits[Int(b >> 4)])
-                    append(Self.hexDigits[Int(b & 0xF)])
-                }
+        text.withUTF8 { appendString(utf8: $0) }
+    }
+
+    private mutating func appendString(utf8: UnsafeBufferPointer<UInt8>) {
+        reserve(utf8.count + 2)
+        base[count] = UInt8(ascii: "\"")
+        count += 1
+        var run = 0
+        for i in 0..<utf8.count {
+            let b = utf8[i]
+            guard b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") || b < 0x20 else { continue }
+            if run < i { append(UnsafeBufferPointer(rebasing: utf8[run..<i])) }
+            run = i + 1
+            switch b {
+            case UInt8(ascii: "\""): append("\\\"")
+            case UInt8(ascii: "\\"): append("\\\\")
+            case 0x0A: append("\\n")
+            case 0x0D: append("\\r")
+            case 0x09: append("\\t")
+            default:
+                append("\\u00")
+                append(Self.hexDigits[Int(b >> 4)])
+                append(Self.hexDigits[Int(b & 0xF)])
             }
-            if run < utf8.count { append(UnsafeBufferPointer(rebasing: utf8[run...])) }
         }
+        if run < utf8.count { append(UnsafeBufferPointer(rebasing: utf8[run...])) }
         append(UInt8(ascii: "\""))
     }
 
@@ -202,6 +207,7 @@ struct ByteOutput: ~Copyable {
     }
 
     mutating func appendCSVCell(_ text: String, quoteEmpty: Bool = false) {
+        if text.utf8.withContiguousStorageIfAvailable({ appendCSVCell($0, quoteEmpty: quoteEmpty) }) != nil { return }
         var text = text
         text.withUTF8 { appendCSVCell($0, quoteEmpty: quoteEmpty) }
     }
