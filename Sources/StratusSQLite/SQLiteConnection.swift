@@ -207,6 +207,14 @@ final class SQLiteStatement {
         return try body(UnsafeBufferPointer(start: pointer, count: count))
     }
 
+    /// Whether two columns hold the same text, byte for byte (both NULL counts as the same).
+    func hasSameText(_ column: Int32, as other: Int32) -> Bool {
+        let a = sqlite3_column_text(raw, column), b = sqlite3_column_text(raw, other)
+        guard let a, let b else { return a == nil && b == nil }
+        let count = sqlite3_column_bytes(raw, column)
+        return count == sqlite3_column_bytes(raw, other) && memcmp(a, b, Int(count)) == 0
+    }
+
     func value(_ column: Int32) -> SQLValue {
         switch sqlite3_column_type(raw, column) {
         case SQLITE_INTEGER: return .integer(int64(column))

@@ -208,11 +208,13 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
     /// Builds a record from a row whose first columns are ``SQLiteSchema/recordColumns``.
     func decodeRecord(_ row: SQLiteStatement, zoneID: RecordZone.ID) throws -> Record {
         let name = row.text(0) ?? ""
+        let creator = Record.ID(recordName: row.text(3) ?? "")
         let system = Record.SystemFields(
             creationDate: Date(timeIntervalSinceReferenceDate: row.double(2)),
             modificationDate: Date(timeIntervalSinceReferenceDate: row.double(4)),
-            creatorUserRecordID: Record.ID(recordName: row.text(3) ?? ""),
-            lastModifiedUserRecordID: Record.ID(recordName: row.text(5) ?? ""),
+            creatorUserRecordID: creator,
+            // Mostly the creator again: the same bytes need no second string.
+            lastModifiedUserRecordID: row.hasSameText(5, as: 3) ? creator : Record.ID(recordName: row.text(5) ?? ""),
             recordChangeTag: row.text(6)
         )
         let assets = assetsDirectory
