@@ -360,44 +360,45 @@ struct StoredDocumentReader {
         var code = 0
         guard tag.count <= 2 else { throw Deferral() }
         for b in tag { code = code << 8 | Int(b) }
-        switch code {
-        case Codes.string:
+        assert(TagCode.matchesTags, "TagCode differs from FieldDocument.Tag")
+        switch TagCode(rawValue: code) {
+        case .string?:
             let text = try string()
             // The case-folded form serves indexes; reading skips it.
             if consume(UInt8(ascii: ",")) { _ = try rawString() }
             value = .string(text)
-        case Codes.int64: value = .int64(try int())
-        case Codes.double: value = .double(try double())
-        case Codes.date: value = .date(Date(timeIntervalSinceReferenceDate: try double()))
-        case Codes.bytes: value = .bytes(try bytes())
-        case Codes.reference:
+        case .int64?: value = .int64(try int())
+        case .double?: value = .double(try double())
+        case .date?: value = .date(Date(timeIntervalSinceReferenceDate: try double()))
+        case .bytes?: value = .bytes(try bytes())
+        case .reference?:
             let name = try string()
             try expect(UInt8(ascii: ","))
             value = .reference(reference(name, try int()))
-        case Codes.location: value = .location(try locationBody())
-        case Codes.asset:
+        case .location?: value = .location(try locationBody())
+        case .asset?:
             let identifier = try string()
             try expect(UInt8(ascii: ","))
             value = .asset(Asset(storedIdentifier: identifier, size: try int(), fileURL: assetURL(identifier)))
-        case Codes.stringList: value = .stringList(try list { (r: inout Self) throws(Deferral) in try r.string() })
-        case Codes.int64List: value = .int64List(try list { (r: inout Self) throws(Deferral) in try r.int() })
-        case Codes.doubleList: value = .doubleList(try list { (r: inout Self) throws(Deferral) in try r.double() })
-        case Codes.dateList: value = .dateList(try list { (r: inout Self) throws(Deferral) in Date(timeIntervalSinceReferenceDate: try r.double()) })
-        case Codes.bytesList: value = .bytesList(try list { (r: inout Self) throws(Deferral) in try r.bytes() })
-        case Codes.referenceList:
+        case .stringList?: value = .stringList(try list { (r: inout Self) throws(Deferral) in try r.string() })
+        case .int64List?: value = .int64List(try list { (r: inout Self) throws(Deferral) in try r.int() })
+        case .doubleList?: value = .doubleList(try list { (r: inout Self) throws(Deferral) in try r.double() })
+        case .dateList?: value = .dateList(try list { (r: inout Self) throws(Deferral) in Date(timeIntervalSinceReferenceDate: try r.double()) })
+        case .bytesList?: value = .bytesList(try list { (r: inout Self) throws(Deferral) in try r.bytes() })
+        case .referenceList?:
             let names = try list { (r: inout Self) throws(Deferral) in try r.string() }
             try expect(UInt8(ascii: ","))
             let actions = try list { (r: inout Self) throws(Deferral) in try r.int() }
             guard names.count == actions.count else { throw Deferral() }
             value = .referenceList(zip(names, actions).map { reference($0, $1) })
-        case Codes.locationList:
+        case .locationList?:
             value = .locationList(try list { (r: inout Self) throws(Deferral) in
                 try r.expect(UInt8(ascii: "["))
                 let location = try r.locationBody()
                 try r.expect(UInt8(ascii: "]"))
                 return location
             })
-        case Codes.assetList:
+        case .assetList?:
             let identifiers = try list { (r: inout Self) throws(Deferral) in try r.string() }
             try expect(UInt8(ascii: ","))
             let sizes = try list { (r: inout Self) throws(Deferral) in try r.int() }
@@ -410,21 +411,21 @@ struct StoredDocumentReader {
         return value
     }
 
-    /// The tags of ``FieldDocument/Tag`` as the integers `value(assetURL:)` switches on.
-    private enum Codes {
-        static let string = code(FieldDocument.Tag.string), int64 = code(FieldDocument.Tag.int64)
-        static let double = code(FieldDocument.Tag.double), date = code(FieldDocument.Tag.date)
-        static let bytes = code(FieldDocument.Tag.bytes), reference = code(FieldDocument.Tag.reference)
-        static let location = code(FieldDocument.Tag.location), asset = code(FieldDocument.Tag.asset)
-        static let stringList = code(FieldDocument.Tag.stringList), int64List = code(FieldDocument.Tag.int64List)
-        static let doubleList = code(FieldDocument.Tag.doubleList), dateList = code(FieldDocument.Tag.dateList)
-        static let bytesList = code(FieldDocument.Tag.bytesList), referenceList = code(FieldDocument.Tag.referenceList)
-        static let locationList = code(FieldDocument.Tag.locationList), assetList = code(FieldDocument.Tag.assetList)
+    /// The tags of ``FieldDocument/Tag`` as the integers `value(assetURL:)` switches on: the
+    /// ASCII letters of the tag, `"S"` is 0x53 and `"SL"` 0x534C. Literals, so that the switch
+    /// needs no lazily made constants.
+    private enum TagCode: Int, CaseIterable {
+        case string = 0x53, int64 = 0x49, double = 0x46, date = 0x44, bytes = 0x42, reference = 0x52, location = 0x4C, asset = 0x41
+        case stringList = 0x534C, int64List = 0x494C, doubleList = 0x464C, dateList = 0x444C
+        case bytesList = 0x424C, referenceList = 0x524C, locationList = 0x4C4C, assetList = 0x414C
 
-        static func code(_ tag: String) -> Int {
-            precondition(tag.utf8.count <= 2, "tags are one or two ASCII letters")
-            return tag.utf8.reduce(0) { $0 << 8 | Int($1) }
-        }
+        static let matchesTags: Bool = {
+            let tags = [FieldDocument.Tag.string, FieldDocument.Tag.int64, FieldDocument.Tag.double, FieldDocument.Tag.date,
+                        FieldDocument.Tag.bytes, FieldDocument.Tag.reference, FieldDocument.Tag.location, FieldDocument.Tag.asset,
+                        FieldDocument.Tag.stringList, FieldDocument.Tag.int64List, FieldDocument.Tag.doubleList, FieldDocument.Tag.dateList,
+                        FieldDocument.Tag.bytesList, FieldDocument.Tag.referenceList, FieldDocument.Tag.locationList, FieldDocument.Tag.assetList]
+            return tags.map { $0.utf8.reduce(0) { $0 << 8 | Int($1) } } == allCases.map(\.rawValue)
+        }()
     }
 
     private static func equal(_ bytes: UnsafeBufferPointer<UInt8>, _ text: String) -> Bool {
