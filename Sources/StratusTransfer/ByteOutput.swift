@@ -30,6 +30,25 @@ struct ByteOutput: ~Copyable {
         count = mark
     }
 
+    /// Puts `pieces` (ranges of the bytes after `start`, which are all pieces) into the order
+    /// given, with `separator` between them.
+    mutating func arrange(_ pieces: UnsafeBufferPointer<Range<Int>>, after start: Int, separator: UInt8) {
+        let end = count
+        reserve(end - start + pieces.count)
+        var to = end
+        for (i, piece) in pieces.enumerated() {
+            if i > 0 {
+                base[to] = separator
+                to += 1
+            }
+            (base + to).update(from: base + piece.lowerBound, count: piece.count)
+            to += piece.count
+        }
+        // The arranged copy lies after the pieces; move it back over them.
+        memmove(base + start, base + end, to - end)
+        count = start + to - end
+    }
+
     @inline(__always)
     private mutating func reserve(_ extra: Int) {
         if count + extra > capacity { grow(count + extra) }

@@ -43,26 +43,14 @@ public enum RecordJSONWriter {
         out.append(",\"fields\":{")
         let fields = record.fieldValues
         let encrypted = record.encryptedKeys
-        var order: [String] = []
-        swap(&order, &out.fieldOrder)
-        forEachField(of: fields, sortedBy: &order) { key, value, first in
-            if !first { out.append(UInt8(ascii: ",")) }
-            out.appendString(key)
-            out.append(":{\"value\":")
-            appendValue(value, field: key, zone: zoneID, to: &out)
-            if encrypted.isEmpty || !encrypted.contains(key) {
-                out.append(",\"type\":\"")
-                out.appendRaw(value.type.rawValue)
-                out.append("\"}")
-            } else if case .bytes = value {
-                out.append(",\"type\":\"ENCRYPTED_BYTES\"}")
-            } else {
-                out.append(",\"type\":\"")
-                out.appendRaw(value.type.rawValue)
-                out.append("\",\"isEncrypted\":true}")
+        if !appendFieldsInLastOrder(fields, encrypted: encrypted, zone: zoneID, to: &out) {
+            let order = fields.keys.sorted()
+            for (place, key) in order.enumerated() {
+                if place > 0 { out.append(UInt8(ascii: ",")) }
+                appendField(key, fields[key]!, encrypted: encrypted, zone: zoneID, to: &out)
             }
+            out.fieldOrder = order
         }
-        swap(&order, &out.fieldOrder)
         out.append(UInt8(ascii: "}"))
         appendAuthorship("created", system.creationDate, system.creatorUserRecordID, to: &out)
         appendAuthorship("modified", system.modificationDate, system.lastModifiedUserRecordID, to: &out)
@@ -71,32 +59,53 @@ public enum RecordJSONWriter {
         out.append(UInt8(ascii: "}"))
     }
 
-    /// Calls `body` with each field in key order. `order` holds the sorted keys of the record
-    /// before: records of one type mostly have the same keys, and matching each key to its
-    /// place there costs less than sorting the keys and looking each one up again.
-    private static func forEachField(
-        of fields: [String: FieldValue], sortedBy order: inout [String], _ body: (String, FieldValue, Bool) -> Void
-    ) {
-        let count = fields.count
-        if count == order.count && count <= 64 {
-            let matched = withUnsafeTemporaryAllocation(of: (key: String, value: FieldValue).self, capacity: count) { slots -> Bool in
-                var placed: UInt64 = 0
-                defer {
-                    for place in 0..<count where placed & (1 << place) != 0 { (slots.baseAddress! + place).deinitialize(count: 1) }
-                }
-                for field in fields {
-                    guard let place = order.firstIndex(of: field.key) else { return false }
-                    (slots.baseAddress! + place).initialize(to: field)
-                    placed |= 1 << place
-                }
-                // Keys are unique, so a place for each key is a place for every key.
-                for place in 0..<count { body(slots[place].key, slots[place].value, place == 0) }
-                return true
-            }
-            if matched { return }
+    private static func appendField(_ key: String, _ value: FieldValue, encrypted: Set<String>, zone: RecordZone.ID, to out: inout ByteOutput) {
+        out.appendString(key)
+        out.append(":{\"value\":")
+        appendValue(value, field: key, zone: zone, to: &out)
+        if encrypted.isEmpty || !encrypted.contains(key) {
+            out.append(",\"type\":\"")
+            out.appendRaw(value.type.rawValue)
+            out.append("\"}")
+        } else if case .bytes = value {
+            out.append(",\"type\":\"ENCRYPTED_BYTES\"}")
+        } else {
+            out.append(",\"type\":\"")
+            out.appendRaw(value.type.rawValue)
+            out.append("\",\"isEncrypted\":true}")
         }
-        order = fields.keys.sorted()
-        for (place, key) in order.enumerated() { body(key, fields[key]!, place == 0) }
+    }
+
+    /// Writes the fields in key order when they have the keys of the record written before
+    /// (``ByteOutput/fieldOrder``), as records of one type mostly do: each field as the
+    /// dictionary yields it, then the pieces moved into order. That costs less than sorting the
+    /// keys and looking each one up again. False, with nothing written, for other keys, and
+    /// when a field has a problem (problems are reported for the first field in key order).
+    private static func appendFieldsInLastOrder(_ fields: [String: FieldValue], encrypted: Set<String>, zone: RecordZone.ID, to out: inout ByteOutput) -> Bool {
+        let count = fields.count
+        guard count > 0 && count == out.fieldOrder.count else { return false }
+        let start = out.count
+        let problem = out.problem
+        var order: [String] = []
+        swap(&order, &out.fieldOrder)
+        let written = withUnsafeTemporaryAllocation(of: Range<Int>.self, capacity: count) { pieces -> Bool in
+            for (key, value) in fields {
+                // Keys are unique, so a place for each key is a place for every key.
+                guard let place = order.firstIndex(of: key) else { return false }
+                let pieceStart = out.count
+                appendField(key, value, encrypted: encrypted, zone: zone, to: &out)
+                (pieces.baseAddress! + place).initialize(to: pieceStart..<out.count)
+            }
+            guard out.problem == problem else { return false }
+            out.arrange(UnsafeBufferPointer(pieces), after: start, separator: UInt8(ascii: ","))
+            return true
+        }
+        swap(&order, &out.fieldOrder)
+        if !written {
+            out.removeAll(from: start)
+            out.problem = problem
+        }
+        return written
     }
 
     private static func appendAuthorship(_ name: StaticString, _ date: Date?, _ user: Record.ID?, to out: inout ByteOutput) {
