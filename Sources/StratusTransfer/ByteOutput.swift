@@ -103,7 +103,7 @@ struct ByteOutput: ~Copyable {
         base[count] = UInt8(ascii: "\"")
         count += 1
         var run = 0
-        for i in 0..<utf8.count {
+        for i in Self.plainPrefixLength(utf8)..<utf8.count {
             let b = utf8[i]
             guard b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") || b < 0x20 else { continue }
             if run < i { append(UnsafeBufferPointer(rebasing: utf8[run..<i])) }
@@ -125,6 +125,25 @@ struct ByteOutput: ~Copyable {
     }
 
     private static let hexDigits = Array("0123456789abcdef".utf8)
+
+    /// How many leading bytes need no escape, give or take: whole 8-byte words without a quote,
+    /// a backslash or a control character (tested a word at a time); the caller checks the
+    /// bytes from there one by one.
+    @inline(__always)
+    private static func plainPrefixLength(_ utf8: UnsafeBufferPointer<UInt8>) -> Int {
+        guard let start = utf8.baseAddress else { return 0 }
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        var i = 0
+        while i + 8 <= utf8.count {
+            let word = UnsafeRawPointer(start + i).loadUnaligned(as: UInt64.self)
+            let quotes = word ^ (ones &* 0x22), backslashes = word ^ (ones &* 0x5C)
+            // A byte is zero, or below 0x20, where subtracting borrows into its high bit.
+            let special = ((quotes &- ones) & ~quotes) | ((backslashes &- ones) & ~backslashes) | ((word &- ones &* 0x20) & ~word)
+            if special & highs != 0 { break }
+            i += 8
+        }
+        return i
+    }
 
     mutating func appendInt(_ value: Int64) {
         if value < 0 { append(UInt8(ascii: "-")) }
