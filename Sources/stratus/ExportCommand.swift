@@ -1,7 +1,6 @@
 import Foundation
 import Stratus
 import StratusTransfer
-import Synchronization
 
 /// `stratus export`: every matching record, streamed page by page to stdout or a file.
 struct ExportCommand {
@@ -63,15 +62,12 @@ struct ExportCommand {
         let progress = Progress(style: outputPath == nil && progressStyle == .automatic && isatty(STDOUT_FILENO) != 0 ? .quiet : progressStyle, verb: "exported")
         var exported = 0
         // The next page is read while this one is written, so that reading and writing use a
-        // core each; only one page is read ahead. The page written before is freed on the
-        // reading side too (freeing records costs a good part of writing them), so memory
-        // holds three pages at most.
+        // core each; only one page is ever read ahead, so memory still holds two pages at most.
         let pageSize = 1_000
         let zoneID = query.store.zoneID
         let desiredKeys = query.fields
-        func fetch(after cursor: QueryOperation.Cursor?, limit: Int, freeing written: WrittenPage? = nil) -> Task<Page, any Error> {
+        func fetch(after cursor: QueryOperation.Cursor?, limit: Int) -> Task<Page, any Error> {
             Task {
-                written?.free()
                 if let cursor {
                     return try await database.records(continuingMatchFrom: cursor, desiredKeys: desiredKeys, resultsLimit: limit)
                 }
@@ -80,20 +76,17 @@ struct ExportCommand {
         }
         var pending: Task<Page, any Error>? = fetch(after: nil, limit: min(pageSize, limit ?? pageSize))
         do {
-            var written = WrittenPage()
             while let page = pending {
                 let (matches, cursor) = try await page.value
                 let requested = exported + matches.count
                 pending = nil
                 if let cursor, requested < (limit ?? Int.max) {
-                    pending = fetch(after: cursor, limit: min(pageSize, (limit ?? Int.max) - requested), freeing: written)
-                    written = WrittenPage()
+                    pending = fetch(after: cursor, limit: min(pageSize, (limit ?? Int.max) - requested))
                 }
                 for (_, result) in matches {
                     try writer.write(try result.get())
                     exported += 1
                 }
-                written.hold(matches)
                 progress.update(done: exported)
             }
             try writer.finish()
@@ -105,24 +98,6 @@ struct ExportCommand {
         }
         progress.finish("exported \(Progress.grouped(exported)) record\(exported == 1 ? "" : "s")", json: ["exported": exported])
         return .success
-    }
-}
-
-/// A page of records already written, kept until ``free()`` so that it is freed on the
-/// thread that calls it rather than on the writing one.
-private final class WrittenPage: Sendable {
-    private let matches = Mutex<[(Record.ID, Result<Record, any Error>)]>([])
-
-    func hold(_ page: [(Record.ID, Result<Record, any Error>)]) { matches.withLock { $0 = page } }
-
-    func free() {
-        let page = matches.withLock { held in
-            let page = held
-            held = []
-            return page
-        }
-        // The last reference goes here, outside the lock.
-        _ = consume page
     }
 }
 
