@@ -229,6 +229,22 @@ final class SQLiteStatement {
         return String(decoding: UnsafeBufferPointer(start: pointer, count: count), as: UTF8.self)
     }
 
+    /// The column's text as UTF-8 bytes (nil for NULL) without making a `String`. The bytes
+    /// are SQLite's and valid only inside `body`.
+    func withTextBytes<T>(_ column: Int32, _ body: (UnsafeBufferPointer<UInt8>?) throws -> T) rethrows -> T {
+        guard let pointer = sqlite3_column_text(raw, column) else { return try body(nil) }
+        let count = Int(sqlite3_column_bytes(raw, column))
+        return try body(UnsafeBufferPointer(start: pointer, count: count))
+    }
+
+    /// Whether two columns hold the same text, byte for byte (both NULL counts as the same).
+    func hasSameText(_ column: Int32, as other: Int32) -> Bool {
+        let a = sqlite3_column_text(raw, column), b = sqlite3_column_text(raw, other)
+        guard let a, let b else { return a == nil && b == nil }
+        let count = sqlite3_column_bytes(raw, column)
+        return count == sqlite3_column_bytes(raw, other) && memcmp(a, b, Int(count)) == 0
+    }
+
     func value(_ column: Int32) -> SQLValue {
         switch sqlite3_column_type(raw, column) {
         case SQLITE_INTEGER: return .integer(int64(column))

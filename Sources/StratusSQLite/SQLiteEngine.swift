@@ -220,15 +220,21 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
     /// Builds a record from a row whose first columns are ``SQLiteSchema/recordColumns``.
     func decodeRecord(_ row: SQLiteStatement, zoneID: RecordZone.ID) throws -> Record {
         let name = row.text(0) ?? ""
+        let creator = Record.ID(recordName: row.text(3) ?? "")
         let system = Record.SystemFields(
             creationDate: Date(timeIntervalSinceReferenceDate: row.double(2)),
             modificationDate: Date(timeIntervalSinceReferenceDate: row.double(4)),
-            creatorUserRecordID: Record.ID(recordName: row.text(3) ?? ""),
-            lastModifiedUserRecordID: Record.ID(recordName: row.text(5) ?? ""),
+            creatorUserRecordID: creator,
+            // Mostly the creator again: the same bytes need no second string.
+            lastModifiedUserRecordID: row.hasSameText(5, as: 3) ? creator : Record.ID(recordName: row.text(5) ?? ""),
             recordChangeTag: row.text(6)
         )
         let assets = assetsDirectory
-        let (fields, encrypted) = try FieldDocument.decodeDocument(row.text(7) ?? "{}", zoneID: zoneID) { assets.appendingPathComponent($0) }
+        // Decoded from SQLite's own bytes: the document is never copied into a String.
+        let (fields, encrypted) = try row.withTextBytes(7) { document -> (fields: [String: FieldValue], encryptedKeys: Set<String>) in
+            guard let document else { return ([:], []) }
+            return try FieldDocument.decodeDocument(utf8: document, zoneID: zoneID) { assets.appendingPathComponent($0) }
+        }
         let parent = row.text(8).map { Record.Reference(recordID: Record.ID(recordName: $0, zoneID: zoneID), action: .none) }
         return Record(recordType: row.text(1) ?? "", recordID: Record.ID(recordName: name, zoneID: zoneID), systemFields: system, fields: fields, parent: parent, encryptedKeys: encrypted)
     }

@@ -1,80 +1,177 @@
 import Foundation
 
 /// JSON and CSV text appended as UTF-8 bytes: no intermediate `String`s on the hot path.
-struct ByteOutput {
-    var bytes: [UInt8] = []
+///
+/// The bytes live in one buffer this value owns (hence not copyable): a record is some thirty
+/// short appends, and an array's uniqueness and capacity checks and copy calls cost more than
+/// the bytes themselves.
+struct ByteOutput: ~Copyable {
+    private var base: UnsafeMutablePointer<UInt8>
+    private var capacity: Int
+    /// How many bytes were appended.
+    private(set) var count = 0
     /// The first value that JSON cannot hold faithfully (a non-finite number, an asset without
     /// a file); it is written as `null` or `""` and reported here so strict callers can refuse.
     var problem: String?
 
-    var count: Int { bytes.count }
+    init(capacity: Int = 256) {
+        self.capacity = Swift.max(capacity, 16)
+        base = .allocate(capacity: self.capacity)
+    }
+
+    deinit { base.deallocate() }
+
+    /// The bytes appended so far, valid until the next change.
+    var bytes: UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(start: base, count: count) }
+
+    /// Forgets every byte from `mark` on, keeping the buffer.
+    mutating func removeAll(from mark: Int = 0) {
+        precondition(mark >= 0 && mark <= count, "mark outside the output")
+        count = mark
+    }
+
+    /// Puts `pieces` (ranges of the bytes after `start`, which are all pieces) into the order
+    /// given, with `separator` between them.
+    mutating func arrange(_ pieces: UnsafeBufferPointer<Range<Int>>, after start: Int, separator: UInt8) {
+        let end = count
+        reserve(end - start + pieces.count)
+        var to = end
+        for (i, piece) in pieces.enumerated() {
+            if i > 0 {
+                base[to] = separator
+                to += 1
+            }
+            (base + to).update(from: base + piece.lowerBound, count: piece.count)
+            to += piece.count
+        }
+        // The arranged copy lies after the pieces; move it back over them.
+        memmove(base + start, base + end, to - end)
+        count = start + to - end
+    }
 
     @inline(__always)
-    mutating func append(_ byte: UInt8) { bytes.append(byte) }
+    private mutating func reserve(_ extra: Int) {
+        if count + extra > capacity { grow(count + extra) }
+    }
+
+    @inline(never)
+    private mutating func grow(_ needed: Int) {
+        let newCapacity = Swift.max(needed, capacity * 2)
+        let newBase = UnsafeMutablePointer<UInt8>.allocate(capacity: newCapacity)
+        newBase.initialize(from: base, count: count)
+        base.deallocate()
+        base = newBase
+        capacity = newCapacity
+    }
+
+    @inline(__always)
+    mutating func append(_ byte: UInt8) {
+        reserve(1)
+        base[count] = byte
+        count += 1
+    }
 
     @inline(__always)
     mutating func append(_ text: StaticString) {
-        bytes.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+        append(UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+
+    @inline(__always)
+    mutating func append(_ bytes: UnsafeBufferPointer<UInt8>) {
+        guard let source = bytes.baseAddress, bytes.count > 0 else { return }
+        reserve(bytes.count)
+        (base + count).update(from: source, count: bytes.count)
+        count += bytes.count
     }
 
     mutating func appendRaw(_ text: String) {
+        // A borrowed string's bytes, without the copy that `withUTF8` needs.
+        if text.utf8.withContiguousStorageIfAvailable({ append($0) }) != nil { return }
         var text = text
-        text.withUTF8 { bytes.append(contentsOf: $0) }
-    }
-
-    mutating func appendRaw(_ other: ByteOutput) {
-        bytes.append(contentsOf: other.bytes)
+        text.withUTF8 { append($0) }
     }
 
     /// Appends a JSON string literal, escaping quotes, backslashes and control characters.
     mutating func appendString(_ text: String) {
-        bytes.append(UInt8(ascii: "\""))
+        if text.utf8.withContiguousStorageIfAvailable({ appendString(utf8: $0) }) != nil { return }
         var text = text
-        text.withUTF8 { utf8 in
-            var run = 0
-            for i in 0..<utf8.count {
-                let b = utf8[i]
-                guard b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") || b < 0x20 else { continue }
-                if run < i { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[run..<i])) }
-                run = i + 1
-                switch b {
-                case UInt8(ascii: "\""): append("\\\"")
-                case UInt8(ascii: "\\"): append("\\\\")
-                case 0x0A: append("\\n")
-                case 0x0D: append("\\r")
-                case 0x09: append("\\t")
-                default:
-                    append("\\u00")
-                    bytes.append(Self.hexDigits[Int(b >> 4)])
-                    bytes.append(Self.hexDigits[Int(b & 0xF)])
-                }
+        text.withUTF8 { appendString(utf8: $0) }
+    }
+
+    private mutating func appendString(utf8: UnsafeBufferPointer<UInt8>) {
+        reserve(utf8.count + 2)
+        base[count] = UInt8(ascii: "\"")
+        count += 1
+        var run = 0
+        for i in Self.plainPrefixLength(utf8)..<utf8.count {
+            let b = utf8[i]
+            guard b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") || b < 0x20 else { continue }
+            if run < i { append(UnsafeBufferPointer(rebasing: utf8[run..<i])) }
+            run = i + 1
+            switch b {
+            case UInt8(ascii: "\""): append("\\\"")
+            case UInt8(ascii: "\\"): append("\\\\")
+            case 0x0A: append("\\n")
+            case 0x0D: append("\\r")
+            case 0x09: append("\\t")
+            default:
+                append("\\u00")
+                append(Self.hexDigits[Int(b >> 4)])
+                append(Self.hexDigits[Int(b & 0xF)])
             }
-            if run < utf8.count { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[run...])) }
         }
-        bytes.append(UInt8(ascii: "\""))
+        if run < utf8.count { append(UnsafeBufferPointer(rebasing: utf8[run...])) }
+        append(UInt8(ascii: "\""))
     }
 
     private static let hexDigits = Array("0123456789abcdef".utf8)
 
+    /// How many leading bytes need no escape, give or take: whole 8-byte words without a quote,
+    /// a backslash or a control character (tested a word at a time); the caller checks the
+    /// bytes from there one by one.
+    @inline(__always)
+    private static func plainPrefixLength(_ utf8: UnsafeBufferPointer<UInt8>) -> Int {
+        guard let start = utf8.baseAddress else { return 0 }
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        var i = 0
+        while i + 8 <= utf8.count {
+            let word = UnsafeRawPointer(start + i).loadUnaligned(as: UInt64.self)
+            let quotes = word ^ (ones &* 0x22), backslashes = word ^ (ones &* 0x5C)
+            // A byte is zero, or below 0x20, where subtracting borrows into its high bit.
+            let special = ((quotes &- ones) & ~quotes) | ((backslashes &- ones) & ~backslashes) | ((word &- ones &* 0x20) & ~word)
+            if special & highs != 0 { break }
+            i += 8
+        }
+        return i
+    }
+
     mutating func appendInt(_ value: Int64) {
-        if value < 0 { bytes.append(UInt8(ascii: "-")) }
-        var magnitude = value.magnitude
+        if value < 0 { append(UInt8(ascii: "-")) }
+        appendUnsigned(value.magnitude)
+    }
+
+    /// Appends the decimal digits of `value`, with leading zeros up to `width` digits.
+    mutating func appendUnsigned(_ value: UInt64, width: Int = 1) {
         var digits = 1
-        var rest = magnitude
+        var rest = value
         while rest >= 10 {
             rest /= 10
             digits += 1
         }
-        let start = bytes.count
-        bytes.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: digits))
-        bytes.withUnsafeMutableBufferPointer { buffer in
-            var i = start + digits - 1
-            repeat {
-                buffer[i] = UInt8(ascii: "0") + UInt8(magnitude % 10)
-                magnitude /= 10
-                i -= 1
-            } while magnitude > 0
+        let total = Swift.max(digits, width)
+        reserve(total)
+        var magnitude = value
+        var i = count + total - 1
+        repeat {
+            base[i] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+            magnitude /= 10
+            i -= 1
+        } while magnitude > 0
+        while i >= count {
+            base[i] = UInt8(ascii: "0")
+            i -= 1
         }
+        count += total
     }
 
     /// Appends the shortest text that reads back as the same `Double` (`2.0`, `1e-05`).
@@ -88,21 +185,44 @@ struct ByteOutput {
     }
 
     /// Appends milliseconds since 1970, exactly (see ``TimestampText``).
-    mutating func appendTimestamp(_ date: Date, field: String) {
-        guard date.timeIntervalSinceReferenceDate.isFinite else {
-            if problem == nil { problem = "field '\(field)' holds a non-finite date" }
+    mutating func appendTimestamp(_ date: Date, field: @autoclosure () -> String) {
+        let seconds = date.timeIntervalSinceReferenceDate
+        guard seconds.isFinite else {
+            if problem == nil { problem = "field '\(field())' holds a non-finite date" }
             append("null")
             return
         }
-        let text = TimestampText.text(for: date)
-        if let integer = text.integer { appendInt(integer) } else { appendRaw(text.decimal!) }
+        if let milliseconds = TimestampText.wholeMilliseconds(seconds) {
+            appendInt(milliseconds)
+        } else if seconds.bitPattern == lastFraction.seconds {
+            lastFraction.text.withUnsafeBufferPointer { append($0) }
+        } else {
+            let start = count
+            TimestampText.append(seconds, to: &self)
+            lastFraction.seconds = seconds.bitPattern
+            lastFraction.text.removeAll(keepingCapacity: true)
+            lastFraction.text.append(contentsOf: UnsafeBufferPointer(start: base + start, count: count - start))
+        }
     }
 
-    mutating func appendBase64(_ data: Data) {
-        bytes.append(UInt8(ascii: "\""))
-        Base64.encode(data, to: &bytes)
-        bytes.append(UInt8(ascii: "\""))
+    /// The last timestamp written with a fraction, and its text. A record's creation and
+    /// modification dates are mostly one `Date`, and the records of one save share it, so
+    /// this one entry saves most of the decimal work on such dates.
+    private var lastFraction: (seconds: UInt64, text: [UInt8]) = (Double.nan.bitPattern, [])
+
+    /// Appends `data` in base64, in quotes unless `quoted` is false.
+    mutating func appendBase64(_ data: Data, quoted: Bool = true) {
+        if quoted { append(UInt8(ascii: "\"")) }
+        base64.removeAll(keepingCapacity: true)
+        Base64.encode(data, to: &base64)
+        base64.withUnsafeBufferPointer { append($0) }
+        if quoted { append(UInt8(ascii: "\"")) }
     }
+
+    private var base64: [UInt8] = []
+
+    /// The sorted field keys of the last record written here (see ``RecordJSONWriter``).
+    var fieldOrder: [String] = []
 
     /// Appends `cell` as a CSV cell, quoted (with quotes doubled) when it holds a comma, a
     /// quote or a line break, or is empty and `quoteEmpty` asks for `""`.
@@ -113,18 +233,19 @@ struct ByteOutput {
             break
         }
         guard needsQuotes else {
-            bytes.append(contentsOf: cell)
+            append(cell)
             return
         }
-        bytes.append(UInt8(ascii: "\""))
+        append(UInt8(ascii: "\""))
         for b in cell {
-            bytes.append(b)
-            if b == UInt8(ascii: "\"") { bytes.append(b) }
+            append(b)
+            if b == UInt8(ascii: "\"") { append(b) }
         }
-        bytes.append(UInt8(ascii: "\""))
+        append(UInt8(ascii: "\""))
     }
 
     mutating func appendCSVCell(_ text: String, quoteEmpty: Bool = false) {
+        if text.utf8.withContiguousStorageIfAvailable({ appendCSVCell($0, quoteEmpty: quoteEmpty) }) != nil { return }
         var text = text
         text.withUTF8 { appendCSVCell($0, quoteEmpty: quoteEmpty) }
     }

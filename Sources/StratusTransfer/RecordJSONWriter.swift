@@ -43,25 +43,13 @@ public enum RecordJSONWriter {
         out.append(",\"fields\":{")
         let fields = record.fieldValues
         let encrypted = record.encryptedKeys
-        var first = true
-        for key in fields.keys.sorted() {
-            let value = fields[key]!
-            if !first { out.append(UInt8(ascii: ",")) }
-            first = false
-            out.appendString(key)
-            out.append(":{\"value\":")
-            appendValue(value, field: key, zone: zoneID, to: &out)
-            if encrypted.isEmpty || !encrypted.contains(key) {
-                out.append(",\"type\":\"")
-                out.appendRaw(value.type.rawValue)
-                out.append("\"}")
-            } else if case .bytes = value {
-                out.append(",\"type\":\"ENCRYPTED_BYTES\"}")
-            } else {
-                out.append(",\"type\":\"")
-                out.appendRaw(value.type.rawValue)
-                out.append("\",\"isEncrypted\":true}")
+        if !appendFieldsInLastOrder(fields, encrypted: encrypted, zone: zoneID, to: &out) {
+            let order = fields.keys.sorted()
+            for (place, key) in order.enumerated() {
+                if place > 0 { out.append(UInt8(ascii: ",")) }
+                appendField(key, fields[key]!, encrypted: encrypted, zone: zoneID, to: &out)
             }
+            out.fieldOrder = order
         }
         out.append(UInt8(ascii: "}"))
         appendAuthorship("created", system.creationDate, system.creatorUserRecordID, to: &out)
@@ -69,6 +57,55 @@ public enum RecordJSONWriter {
         out.append(",\"zoneID\":")
         appendZoneID(zoneID, to: &out)
         out.append(UInt8(ascii: "}"))
+    }
+
+    private static func appendField(_ key: String, _ value: FieldValue, encrypted: Set<String>, zone: RecordZone.ID, to out: inout ByteOutput) {
+        out.appendString(key)
+        out.append(":{\"value\":")
+        appendValue(value, field: key, zone: zone, to: &out)
+        if encrypted.isEmpty || !encrypted.contains(key) {
+            out.append(",\"type\":\"")
+            out.appendRaw(value.type.rawValue)
+            out.append("\"}")
+        } else if case .bytes = value {
+            out.append(",\"type\":\"ENCRYPTED_BYTES\"}")
+        } else {
+            out.append(",\"type\":\"")
+            out.appendRaw(value.type.rawValue)
+            out.append("\",\"isEncrypted\":true}")
+        }
+    }
+
+    /// Writes the fields in key order when they have the keys of the record written before
+    /// (``ByteOutput/fieldOrder``), as records of one type mostly do: each field as the
+    /// dictionary yields it, then the pieces moved into order. That costs less than sorting the
+    /// keys and looking each one up again. False, with nothing written, for other keys, and
+    /// when a field has a problem (problems are reported for the first field in key order).
+    private static func appendFieldsInLastOrder(_ fields: [String: FieldValue], encrypted: Set<String>, zone: RecordZone.ID, to out: inout ByteOutput) -> Bool {
+        let count = fields.count
+        guard count > 0 && count == out.fieldOrder.count else { return false }
+        let start = out.count
+        let problem = out.problem
+        var order: [String] = []
+        swap(&order, &out.fieldOrder)
+        let written = withUnsafeTemporaryAllocation(of: Range<Int>.self, capacity: count) { pieces -> Bool in
+            for (key, value) in fields {
+                // Keys are unique, so a place for each key is a place for every key.
+                guard let place = order.firstIndex(of: key) else { return false }
+                let pieceStart = out.count
+                appendField(key, value, encrypted: encrypted, zone: zone, to: &out)
+                (pieces.baseAddress! + place).initialize(to: pieceStart..<out.count)
+            }
+            guard out.problem == problem else { return false }
+            out.arrange(UnsafeBufferPointer(pieces), after: start, separator: UInt8(ascii: ","))
+            return true
+        }
+        swap(&order, &out.fieldOrder)
+        if !written {
+            out.removeAll(from: start)
+            out.problem = problem
+        }
+        return written
     }
 
     private static func appendAuthorship(_ name: StaticString, _ date: Date?, _ user: Record.ID?, to out: inout ByteOutput) {

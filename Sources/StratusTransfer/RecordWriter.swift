@@ -42,7 +42,7 @@ public final class RecordWriter {
     /// Held so the descriptor stays open while the writer lives.
     private let handle: FileHandle
     private let csvFields: [String]?
-    private var out = ByteOutput()
+    private var out = ByteOutput(capacity: RecordWriter.flushThreshold + (64 << 10))
     private var cell = ByteOutput()
     private var columns: [CSVLayout.Column]?
     private var finished = false
@@ -58,7 +58,6 @@ public final class RecordWriter {
         self.descriptor = output.fileDescriptor
         self.handle = output
         self.csvFields = csvFields
-        out.bytes.reserveCapacity(Self.flushThreshold + (64 << 10))
     }
 
     /// Appends one record.
@@ -89,7 +88,7 @@ public final class RecordWriter {
                 try appendCSVRow(record)
             }
         } catch {
-            out.bytes.removeSubrange(mark...)
+            out.removeAll(from: mark)
             out.problem = nil
             throw error
         }
@@ -138,21 +137,20 @@ public final class RecordWriter {
     private func flush() throws {
         var written = 0
         let total = out.count
-        try out.bytes.withUnsafeBytes { raw in
-            while written < total {
-                #if canImport(Glibc)
-                let n = Glibc.write(descriptor, raw.baseAddress! + written, total - written)
-                #else
-                let n = Darwin.write(descriptor, raw.baseAddress! + written, total - written)
-                #endif
-                if n >= 0 {
-                    written += n
-                } else if errno != EINTR {
-                    throw StratusError(.internalError, "cannot write the output: \(String(cString: strerror(errno)))")
-                }
+        let bytes = out.bytes
+        while written < total {
+            #if canImport(Glibc)
+            let n = Glibc.write(descriptor, bytes.baseAddress! + written, total - written)
+            #else
+            let n = Darwin.write(descriptor, bytes.baseAddress! + written, total - written)
+            #endif
+            if n >= 0 {
+                written += n
+            } else if errno != EINTR {
+                throw StratusError(.internalError, "cannot write the output: \(String(cString: strerror(errno)))")
             }
         }
-        out.bytes.removeAll(keepingCapacity: true)
+        out.removeAll()
     }
 
     // MARK: - CSV
@@ -247,7 +245,7 @@ public final class RecordWriter {
             out.appendTimestamp(d, field: key)
             return
         case .bytes(let b):
-            if b.isEmpty { out.append("\"\"") } else { Base64.encode(b, to: &out.bytes) }
+            if b.isEmpty { out.append("\"\"") } else { out.appendBase64(b, quoted: false) }
             return
         case .reference(let r) where r.action == .none && r.recordID.zoneID == zone && !Self.looksLikeJSON(r.recordID.recordName):
             out.appendCSVCell(r.recordID.recordName)
@@ -257,13 +255,13 @@ public final class RecordWriter {
             return
         default:
             // Lists and objects: their JSON text, as one quoted cell.
-            cell.bytes.removeAll(keepingCapacity: true)
+            cell.removeAll()
             RecordJSONWriter.appendValue(value, field: key, zone: zone, to: &cell)
             if let problem = cell.problem {
                 cell.problem = nil
                 out.problem = out.problem ?? problem
             }
-            cell.bytes.withUnsafeBufferPointer { out.appendCSVCell($0) }
+            out.appendCSVCell(cell.bytes)
         }
     }
 

@@ -13,15 +13,117 @@ enum TimestampText {
     static let referenceDecimal = ExactDecimal(referenceDateMilliseconds)
 
     /// The text of `date` in milliseconds since 1970. The date must be finite.
+    ///
+    /// This is the reference for ``append(_:to:)``, which writes the same text faster.
     static func text(for date: Date) -> (integer: Int64?, decimal: String?) {
         let seconds = date.timeIntervalSinceReferenceDate
-        let milliseconds = (seconds * 1000).rounded()
-        if milliseconds.magnitude < 0x1p53 && milliseconds / 1000 == seconds {
-            return (Int64(milliseconds) + referenceDateMilliseconds, nil)
-        }
+        if let milliseconds = wholeMilliseconds(seconds) { return (milliseconds, nil) }
         let decimal = ExactDecimal(seconds.description).shifted(by: 3).adding(referenceDecimal)
         return (nil, decimal.plainText)
     }
+
+    /// Milliseconds since 1970 when `seconds` (since 2001) is a whole number of them: the
+    /// integer divided back by 1000 (exact operands, one rounding) gives the same `Double`.
+    @inline(__always)
+    static func wholeMilliseconds(_ seconds: Double) -> Int64? {
+        let milliseconds = (seconds * 1000).rounded()
+        guard milliseconds.magnitude < 0x1p53 && milliseconds / 1000 == seconds else { return nil }
+        return Int64(milliseconds) + referenceDateMilliseconds
+    }
+
+    /// Appends the text ``text(for:)`` gives for a finite number of seconds since 2001.
+    static func append(_ seconds: Double, to out: inout ByteOutput) {
+        if let milliseconds = wholeMilliseconds(seconds) {
+            out.appendInt(milliseconds)
+        } else if !appendFixedPoint(seconds, to: &out) {
+            let decimal = ExactDecimal(seconds.description).shifted(by: 3).adding(referenceDecimal)
+            out.appendRaw(decimal.plainText)
+        }
+    }
+
+    /// The exact decimal steps of ``text(for:)`` in 64-bit fixed point, for the dates whose
+    /// shortest text has few enough digits (every date within centuries of now): the
+    /// significand of the text plus the reference date scaled to the same power of ten.
+    /// False, with nothing appended, when a step would not fit.
+    private static func appendFixedPoint(_ seconds: Double, to out: inout ByteOutput) -> Bool {
+        var text = seconds.description
+        return text.withUTF8 { utf8 in
+            let count = utf8.count
+            var i = 0
+            let negative = count > 0 && utf8[0] == UInt8(ascii: "-")
+            if negative { i = 1 }
+            var significand: UInt64 = 0
+            var digits = 0
+            var exponent = 0
+            var afterPoint = false
+            while i < count {
+                let b = utf8[i]
+                if b == UInt8(ascii: ".") {
+                    afterPoint = true
+                } else if b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9") {
+                    if significand != 0 || b != UInt8(ascii: "0") {
+                        digits += 1
+                        if digits > 19 { return false }
+                        significand = significand * 10 + UInt64(b - UInt8(ascii: "0"))
+                    }
+                    if afterPoint { exponent -= 1 }
+                } else {
+                    break
+                }
+                i += 1
+            }
+            if i < count {
+                // An exponent: e, then an optional sign and digits.
+                i += 1
+                var negativeExponent = false
+                if i < count && (utf8[i] == UInt8(ascii: "-") || utf8[i] == UInt8(ascii: "+")) {
+                    negativeExponent = utf8[i] == UInt8(ascii: "-")
+                    i += 1
+                }
+                var e = 0
+                while i < count {
+                    e = e * 10 + Int(utf8[i] &- UInt8(ascii: "0"))
+                    if e > 400 { return false }
+                    i += 1
+                }
+                exponent += negativeExponent ? -e : e
+            }
+            // Milliseconds are significand × 10^(exponent + 3); whole ones took the integer path.
+            var places = -(exponent + 3)
+            guard significand != 0, places > 0, places < powersOfTen.count else { return false }
+            let (reference, overflow) = UInt64(referenceDateMilliseconds).multipliedReportingOverflow(by: powersOfTen[places])
+            guard !overflow else { return false }
+            var magnitude: UInt64
+            var resultNegative = false
+            if !negative {
+                let (sum, overflow) = reference.addingReportingOverflow(significand)
+                guard !overflow else { return false }
+                magnitude = sum
+            } else if significand <= reference {
+                magnitude = reference - significand
+            } else {
+                magnitude = significand - reference
+                resultNegative = true
+            }
+            while places > 0 && magnitude % 10 == 0 {
+                magnitude /= 10
+                places -= 1
+            }
+            if resultNegative && magnitude != 0 { out.append(UInt8(ascii: "-")) }
+            guard places > 0 else {
+                out.appendUnsigned(magnitude)
+                return true
+            }
+            let power = powersOfTen[places]
+            out.appendUnsigned(magnitude / power)
+            out.append(UInt8(ascii: "."))
+            out.appendUnsigned(magnitude % power, width: places)
+            return true
+        }
+    }
+
+    /// 10^0 through 10^19, every power of ten a `UInt64` holds.
+    private static let powersOfTen: [UInt64] = (0...19).map { (0..<$0).reduce(UInt64(1)) { p, _ in p * 10 } }
 
     /// The date for a decimal number of milliseconds since 1970, or nil when it is not finite.
     static func date(fromMilliseconds milliseconds: ExactDecimal) -> Date? {

@@ -48,6 +48,8 @@ struct ExportCommand {
         return keys.sorted()
     }
 
+    private typealias Page = (matchResults: [(Record.ID, Result<Record, any Error>)], queryCursor: QueryOperation.Cursor?)
+
     func run() async throws -> ExitCode {
         let database = try query.store.openDatabase()
         guard let base = try query.makeQuery() else { throw UsageError(message: "--type is required") }
@@ -59,21 +61,38 @@ struct ExportCommand {
         let writer = RecordWriter(format: format, output: output.handle, csvFields: csvFields)
         let progress = Progress(style: outputPath == nil && progressStyle == .automatic && isatty(STDOUT_FILENO) != 0 ? .quiet : progressStyle, verb: "exported")
         var exported = 0
+        // The next page is read while this one is written, so that reading and writing use a
+        // core each; only one page is ever read ahead, so memory still holds two pages at most.
+        let pageSize = 1_000
+        let zoneID = query.store.zoneID
+        let desiredKeys = query.fields
+        func fetch(after cursor: QueryOperation.Cursor?, limit: Int) -> Task<Page, any Error> {
+            Task {
+                if let cursor {
+                    return try await database.records(continuingMatchFrom: cursor, desiredKeys: desiredKeys, resultsLimit: limit)
+                }
+                return try await database.records(matching: base, inZoneWith: zoneID, desiredKeys: desiredKeys, resultsLimit: limit)
+            }
+        }
+        var pending: Task<Page, any Error>? = fetch(after: nil, limit: min(pageSize, limit ?? pageSize))
         do {
-            let pageSize = 1_000
-            var (matches, cursor) = try await database.records(matching: base, inZoneWith: query.store.zoneID, desiredKeys: query.fields, resultsLimit: min(pageSize, limit ?? pageSize))
-            while true {
+            while let page = pending {
+                let (matches, cursor) = try await page.value
+                let requested = exported + matches.count
+                pending = nil
+                if let cursor, requested < (limit ?? Int.max) {
+                    pending = fetch(after: cursor, limit: min(pageSize, (limit ?? Int.max) - requested))
+                }
                 for (_, result) in matches {
                     try writer.write(try result.get())
                     exported += 1
                 }
                 progress.update(done: exported)
-                guard let next = cursor, exported < (limit ?? Int.max) else { break }
-                (matches, cursor) = try await database.records(continuingMatchFrom: next, desiredKeys: query.fields, resultsLimit: min(pageSize, (limit ?? Int.max) - exported))
             }
             try writer.finish()
             try output.commit()
         } catch {
+            pending?.cancel()
             output.abandon()
             throw error
         }

@@ -1,0 +1,115 @@
+import Foundation
+import Stratus
+import StratusTestSupport
+import Testing
+
+/// The stored field document: what the encoder writes reads back the same, and the direct
+/// reader for that form agrees with the general JSON reader on every other input.
+@Suite("Field document")
+struct FieldDocumentTests {
+    static let zone = RecordZone.ID(zoneName: "Notes")
+
+    static func assetURL(_ identifier: String) -> URL? { URL(fileURLWithPath: "/assets/" + identifier) }
+
+    static let fields: [String: FieldValue] = [
+        "title": .string("Milk"), "plain": .string("milk"), "empty": .string(""), "unicode": .string("Grüße 日本 👩‍👩‍👧"),
+        "escaped": .string("quote \" backslash \\ newline \n tab \t nul \u{0}"),
+        "int": .int64(2), "negative": .int64(-17), "max": .int64(.max), "min": .int64(.min), "zero": .int64(0),
+        "double": .double(2), "fraction": .double(0.1 + 0.2), "tiny": .double(1e-300), "huge": .double(-1.7e300),
+        "negativeZero": .double(-0.0), "least": .double(.leastNonzeroMagnitude), "score": .double(0.125),
+        "date": .date(Date(timeIntervalSinceReferenceDate: 817_020_265.450_568)), "early": .date(Date(timeIntervalSince1970: -1_234_567.891)),
+        "bytes": .bytes(Data([0, 1, 2, 0xFF])), "noBytes": .bytes(Data()),
+        "reference": .reference(Record.Reference(recordID: Record.ID(recordName: "target", zoneID: zone), action: .deleteSelf)),
+        "location": .location(fullLocation(1)),
+        "asset": .asset(Asset(storedIdentifier: "asset-1", size: 42, fileURL: assetURL("asset-1"))),
+        "strings": .stringList(["a", "B", "", "c\"d"]), "ints": .int64List([1, -2, .max]), "noInts": .int64List([]),
+        "doubles": .doubleList([1.5, -0.0, 1e22, 1e23]), "dates": .dateList([Date(timeIntervalSinceReferenceDate: 0.000_501)]),
+        "bytesList": .bytesList([Data([1]), Data()]),
+        "references": .referenceList([Record.Reference(recordID: Record.ID(recordName: "a", zoneID: zone), action: .none),
+                                      Record.Reference(recordID: Record.ID(recordName: "b", zoneID: zone), action: .deleteSelf)]),
+        "locations": .locationList([fullLocation(0), Location(latitude: -33.868_82, longitude: 151.209_29)]),
+        "assets": .assetList([Asset(storedIdentifier: "x", size: 1, fileURL: assetURL("x")), Asset(storedIdentifier: "y", size: 0, fileURL: assetURL("y"))]),
+    ]
+
+    /// What decoding gives: the values (and their text, which tells -0.0 from 0.0), or the error's code.
+    enum Outcome: Equatable {
+        case decoded([String: FieldValue], Set<String>, String)
+        case failed(String)
+        case unexpected(String)
+    }
+
+    static func outcome(_ text: String) -> Outcome {
+        do {
+            let (fields, encrypted) = try FieldDocument.decodeDocument(text, zoneID: zone, assetURL: assetURL)
+            return .decoded(fields, encrypted, "\(fields.sorted { $0.key < $1.key })")
+        } catch let error as StratusError {
+            return .failed("\(error.code)")
+        } catch {
+            return .unexpected("\(error)")
+        }
+    }
+
+    /// What the general reader makes of `text`: a leading space is outside the form the
+    /// direct reader takes, and JSON allows it.
+    static func generalOutcome(_ text: String) -> Outcome { outcome(" " + text) }
+
+    @Test("every kind of value reads back as it was stored, with the encrypted keys")
+    func roundTrip() throws {
+        let text = FieldDocument.encode(Self.fields, encryptedKeys: ["bytes", "title"])
+        let (fields, encrypted) = try FieldDocument.decodeDocument(text, zoneID: Self.zone, assetURL: Self.assetURL)
+        #expect(fields == Self.fields)
+        #expect(encrypted == ["bytes", "title"])
+        if case .double(let d)? = fields["negativeZero"] { #expect(d.sign == .minus) }
+        #expect(Self.outcome(text) == Self.generalOutcome(text))
+        var utf8 = Array(text.utf8)
+        let direct = try utf8.withUnsafeMutableBufferPointer {
+            try FieldDocument.decodeDocument(utf8: UnsafeBufferPointer($0), zoneID: Self.zone, assetURL: Self.assetURL)
+        }
+        #expect(direct.fields == Self.fields)
+        #expect(try FieldDocument.decode("{}", zoneID: Self.zone, assetURL: Self.assetURL).isEmpty)
+    }
+
+    @Test("documents outside the written form read as the general reader reads them")
+    func otherForms() {
+        let documents = [
+            #"{"a":["I",+5]}"#, #"{"a":["I",007]}"#, #"{"a":["I",-0]}"#, #"{"a":["I",2.0]}"#, #"{"a":["I",1e3]}"#,
+            #"{"a":["I",9223372036854775807]}"#, #"{"a":["I",-9223372036854775808]}"#, #"{"a":["I",9223372036854775808]}"#,
+            #"{"a":["F",1E5]}"#, #"{"a":["F",1e400]}"#, #"{"a":["F",-1e-400]}"#, #"{"a":["F",0e999]}"#, #"{"a":["F",1.]}"#,
+            #"{"a":["F",.5]}"#, #"{"a":["F",1e]}"#, #"{"a":["F",--1]}"#, #"{"a":["F",1.5e+3]}"#, #"{"a":["F",123456789012345678901234]}"#,
+            #"{"a":["F",0.30000000000000004]}"#, #"{"a":["F",9007199254740993]}"#, #"{"a":["D",-0.0]}"#,
+            #"{"a":["S","x","y","z"]}"#, #"{"a":["S","x",1]}"#, #"{"a":["S","\u00e9\n"]}"#, #"{"a\"b":["S","x"]}"#,
+            #"{"a":["I",1],"a":["S","x"]}"#, #"{"~encrypted":["a"],"~encrypted":["b"],"a":["I",1]}"#, #"{"~encrypted":"a"}"#,
+            #"{"a":["I",1] }"#, #"{ "a":["I",1]}"#, #"{"a":[ "I",1]}"#, #"{"a":["I",1]}x"#, #"{"a":["I"]}"#, #"{"a":["X",1]}"#,
+            #"{"a":["L",1,2,3,4,5,6,7]}"#, #"{"a":["L",1,2,3,4,5,6,7,8,9]}"#, #"{"a":["R","t",1,0]}"#, #"{"a":["R","t"]}"#,
+            #"{"a":["RL",["t"],[1,0]]}"#, #"{"a":["AL",["t"],[]]}"#, #"{"a":["LL",[[1,2,3,4,5,6,7,8]]]}"#, #"{"a":["B","%%"]}"#,
+            #"{"a":["SL",["x",1]]}"#, #"{"a":["IL",[1,]]}"#, #"{"a":["IL",[]]}"#, #"{"a":["R","t",7]}"#, #"[]"#, #""#, #"{"#,
+            #"{"a":["S","x"],}"#, #"{"a":[]}"#, #"{"a":"S"}"#, #"{"a":["SL",[]],"b":["BL",[""]]}"#, #"{"~encrypted":[],"a":["I",1]}"#,
+        ]
+        for document in documents {
+            #expect(Self.outcome(document) == Self.generalOutcome(document), "\(document)")
+        }
+    }
+
+    @Test("every truncation and single-byte change of a document reads as the general reader reads it")
+    func mutations() {
+        var small = Self.fields
+        for key in ["unicode", "escaped", "location", "locations", "assets", "references", "bytesList", "unicode"] { small[key] = nil }
+        let text = Array(FieldDocument.encode(small, encryptedKeys: ["int"]).utf8)
+        let replacements = Array("\"\\,:[]{}0-+.eE1 xSIFL".utf8)
+        var checked = 0
+        for end in 0..<text.count {
+            let truncated = String(decoding: text[..<end], as: UTF8.self)
+            #expect(Self.outcome(truncated) == Self.generalOutcome(truncated), "\(truncated)")
+        }
+        for index in text.indices {
+            for replacement in replacements where replacement != text[index] {
+                var changed = text
+                changed[index] = replacement
+                let document = String(decoding: changed, as: UTF8.self)
+                #expect(Self.outcome(document) == Self.generalOutcome(document), "\(document)")
+                checked += 1
+            }
+        }
+        #expect(checked > 1000)
+    }
+}
