@@ -31,18 +31,16 @@ public enum RecordJSONWriter {
         out.appendString(record.recordID.recordName)
         out.append(",\"recordType\":")
         out.appendString(record.recordType)
-        let system = record.systemFields
+        let (system, fields, encrypted, parent) = record.contents
         if let tag = system.recordChangeTag {
             out.append(",\"recordChangeTag\":")
             out.appendString(tag)
         }
-        if let parent = record.parent {
+        if let parent {
             out.append(",\"parent\":")
             appendReference(parent, zone: zoneID, withAction: false, to: &out)
         }
         out.append(",\"fields\":{")
-        let fields = record.fieldValues
-        let encrypted = record.encryptedKeys
         if !appendFieldsInLastOrder(fields, encrypted: encrypted, zone: zoneID, to: &out) {
             let order = fields.keys.sorted()
             for (place, key) in order.enumerated() {

@@ -48,46 +48,14 @@ enum TimestampText {
     private static func appendFixedPoint(_ seconds: Double, to out: inout ByteOutput) -> Bool {
         var text = seconds.description
         return text.withUTF8 { utf8 in
-            let count = utf8.count
-            var i = 0
-            let negative = count > 0 && utf8[0] == UInt8(ascii: "-")
-            if negative { i = 1 }
             var significand: UInt64 = 0
             var digits = 0
-            var exponent = 0
-            var afterPoint = false
-            while i < count {
-                let b = utf8[i]
-                if b == UInt8(ascii: ".") {
-                    afterPoint = true
-                } else if b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9") {
-                    if significand != 0 || b != UInt8(ascii: "0") {
-                        digits += 1
-                        if digits > 19 { return false }
-                        significand = significand * 10 + UInt64(b - UInt8(ascii: "0"))
-                    }
-                    if afterPoint { exponent -= 1 }
-                } else {
-                    break
-                }
-                i += 1
-            }
-            if i < count {
-                // An exponent: e, then an optional sign and digits.
-                i += 1
-                var negativeExponent = false
-                if i < count && (utf8[i] == UInt8(ascii: "-") || utf8[i] == UInt8(ascii: "+")) {
-                    negativeExponent = utf8[i] == UInt8(ascii: "-")
-                    i += 1
-                }
-                var e = 0
-                while i < count {
-                    e = e * 10 + Int(utf8[i] &- UInt8(ascii: "0"))
-                    if e > 400 { return false }
-                    i += 1
-                }
-                exponent += negativeExponent ? -e : e
-            }
+            guard let (negative, exponent) = ExactDecimal.scan(utf8.baseAddress!, count: utf8.count, digit: { digit in
+                digits += 1
+                guard digits <= 19 else { return false }
+                significand = significand * 10 + UInt64(digit)
+                return true
+            }) else { return false }
             // Milliseconds are significand × 10^(exponent + 3); whole ones took the integer path.
             var places = -(exponent + 3)
             guard significand != 0, places > 0, places < powersOfTen.count else { return false }
