@@ -74,7 +74,8 @@ struct ExportCommand {
                 return try await database.records(matching: base, inZoneWith: zoneID, desiredKeys: desiredKeys, resultsLimit: limit)
             }
         }
-        var pending: Task<Page, any Error>? = fetch(after: nil, limit: min(pageSize, limit ?? pageSize))
+        // `--limit 0` exports nothing (a resultsLimit of 0 would mean the default page size).
+        var pending: Task<Page, any Error>? = limit == 0 ? nil : fetch(after: nil, limit: min(pageSize, limit ?? pageSize))
         do {
             while let page = pending {
                 let (matches, cursor) = try await page.value

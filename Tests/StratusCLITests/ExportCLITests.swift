@@ -162,6 +162,10 @@ struct ExportCLITests {
             let empty = try await cli.run(["export", "--type", "Nothing", "--format", "json", "--quiet"])
             #expect(empty.exitCode == 0, "\(empty)")
             #expect(empty.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "[]")
+
+            let none = try await cli.run(["export", "--type", "Note", "--format", "json", "--limit", "0", "--quiet"])
+            #expect(none.exitCode == 0, "\(none)")
+            #expect(none.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "[]", "--limit 0 exports nothing: \(none)")
         }
     }
 
