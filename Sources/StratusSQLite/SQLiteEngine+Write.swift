@@ -187,6 +187,7 @@ struct ZoneWriter {
         let zoneID = record.recordID.zoneID
         // A new record stores exactly the incoming fields, so the document its validation
         // prepared (usually on the producer's thread) is the one to write.
+        assert(fields == record.fieldValues && stored.encryptedKeys == record.encryptedKeys, "a created record stores the incoming fields")
         try write(stored, document: record.encodedFieldDocument(), parent: nil, sequence: zones[zoneID]!.sequence + 1, zoneRow: zoneRow, with: insert!)
         guard connection.changes == 1 else {
             lastInsertConflicted = true
