@@ -18,28 +18,30 @@ let package = Package(
             providers: [.apt(["libsqlite3-dev"])]
         ),
         .target(name: "Stratus"),
+        // A seeded random generator for tests, samples and benchmarks (not part of the library).
+        .target(name: "SeededRandom"),
         .target(name: "StratusSQLite", dependencies: ["Stratus", "CSQLite"]),
         .target(name: "StratusTransfer", dependencies: ["Stratus"]),
         .executableTarget(name: "stratus", dependencies: ["Stratus", "StratusSQLite", "StratusTransfer"]),
         // Benchmarks, run through scripts/bench-*.
-        .executableTarget(name: "stratus-bench", dependencies: ["Stratus", "StratusSQLite"], path: "Sources/StratusBench"),
+        .executableTarget(name: "stratus-bench", dependencies: ["Stratus", "StratusSQLite", "SeededRandom"], path: "Sources/StratusBench"),
 
         // Runnable samples (see README): the apps CloudKit tutorials build, as command-line programs.
         .executableTarget(name: "notes", dependencies: ["Stratus", "StratusSQLite"], path: "samples/Notes"),
         .executableTarget(name: "todo", dependencies: ["Stratus", "StratusSQLite"], path: "samples/Todo"),
         .executableTarget(name: "shopping", dependencies: ["Stratus", "StratusSQLite"], path: "samples/Shopping"),
         .executableTarget(name: "pipeline", dependencies: ["Stratus", "StratusSQLite"], path: "samples/Pipeline"),
-        .executableTarget(name: "churn", dependencies: ["Stratus", "StratusSQLite"], path: "samples/Churn"),
-        .executableTarget(name: "stress", dependencies: ["Stratus", "StratusSQLite"], path: "samples/Stress"),
+        .executableTarget(name: "churn", dependencies: ["Stratus", "StratusSQLite", "SeededRandom"], path: "samples/Churn"),
+        .executableTarget(name: "stress", dependencies: ["Stratus", "StratusSQLite", "SeededRandom"], path: "samples/Stress"),
 
         // Shared test support: temporary stores, record builders, and the engine conformance suite.
-        .target(name: "StratusTestSupport", dependencies: ["Stratus"], path: "Tests/StratusTestSupport"),
-        .testTarget(name: "StratusTests", dependencies: ["Stratus", "StratusSQLite", "StratusTestSupport", "StratusTransfer"]),
-        .testTarget(name: "StratusSQLiteTests", dependencies: ["Stratus", "StratusSQLite", "StratusTestSupport"]),
-        .testTarget(name: "StratusTransferTests", dependencies: ["Stratus", "StratusTransfer"]),
+        .target(name: "StratusTestSupport", dependencies: ["Stratus", "SeededRandom"], path: "Tests/StratusTestSupport"),
+        .testTarget(name: "StratusTests", dependencies: ["Stratus", "StratusSQLite", "StratusTestSupport", "StratusTransfer", "SeededRandom"]),
+        .testTarget(name: "StratusSQLiteTests", dependencies: ["Stratus", "StratusSQLite", "StratusTestSupport", "SeededRandom"]),
+        .testTarget(name: "StratusTransferTests", dependencies: ["Stratus", "StratusTransfer", "SeededRandom"]),
         .testTarget(name: "StratusCLITests", dependencies: ["Stratus", "StratusSQLite", "StratusTestSupport"]),
         // Codec throughput and a long fuzz run: swift run -c release stratus-transfer-bench [fuzz].
-        .executableTarget(name: "stratus-transfer-bench", dependencies: ["Stratus", "StratusTransfer"], path: "Sources/StratusTransferBench"),
+        .executableTarget(name: "stratus-transfer-bench", dependencies: ["Stratus", "StratusTransfer", "SeededRandom"], path: "Sources/StratusTransferBench"),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,4 +1,5 @@
 import Foundation
+import SeededRandom
 import Stratus
 import StratusSQLite
 
@@ -87,7 +88,7 @@ struct QueryBenchmark {
         for try await _ in database.allRecords(matching: Query(recordType: "Item"), desiredKeys: [], pageSize: 10_000) { existing += 1 }
         if existing == recordCount { print("store \(storePath) holds \(existing) records"); return }
         precondition(existing == 0, "\(storePath) holds \(existing) records, not \(recordCount); remove it")
-        var generator = SplitMix(seed: 42)
+        var generator = SeededGenerator(seed: 42)
         let batch = 10_000
         let seconds = try await time {
             for start in stride(from: 0, to: recordCount, by: batch) {
@@ -130,15 +131,3 @@ struct QueryBenchmark {
     }
 }
 
-/// A small deterministic generator, so every run builds the same data.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}

@@ -5,6 +5,7 @@
 //
 // Figures are printed, never asserted: benchmarks are programs, tests assert behaviour.
 import Foundation
+import SeededRandom
 import Stratus
 import StratusTransfer
 
@@ -82,18 +83,8 @@ func throughput(count: Int) throws {
 
 // MARK: - Fuzzing
 
-struct Generator: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
-func mutate(_ input: [UInt8], _ rng: inout Generator) -> [UInt8] {
+func mutate(_ input: [UInt8], _ rng: inout SeededGenerator) -> [UInt8] {
     var bytes = input
     for _ in 0..<Int.random(in: 1...4, using: &rng) {
         let at = bytes.isEmpty ? 0 : Int.random(in: 0..<bytes.count, using: &rng)
@@ -114,7 +105,7 @@ func mutate(_ input: [UInt8], _ rng: inout Generator) -> [UInt8] {
 }
 
 func fuzz(cases: Int, seed: UInt64) throws {
-    var rng = Generator(state: seed)
+    var rng = SeededGenerator(seed: seed)
     var seeds: [(RecordFormat, [UInt8])] = []
     let records = (0..<5).map(benchmarkRecord)
     for format in RecordFormat.allCases {

@@ -1,4 +1,5 @@
 import Foundation
+import SeededRandom
 import Stratus
 import Testing
 
@@ -624,19 +625,6 @@ extension EngineConformance {
 
 // MARK: - Random generation
 
-/// SplitMix64: a small deterministic generator, the same sequence on every platform, so that
-/// a printed seed replays a randomized test. Shared by the test targets.
-public struct SeededGenerator: RandomNumberGenerator, Sendable {
-    public var state: UInt64
-    public init(seed: UInt64) { state = seed }
-    public mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// One random query: predicate, sort order and how to page through it.
 struct RandomQuerySpec: CustomStringConvertible {

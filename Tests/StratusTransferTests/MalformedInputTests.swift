@@ -1,4 +1,5 @@
 import Foundation
+import SeededRandom
 import Stratus
 import StratusTransfer
 import Testing

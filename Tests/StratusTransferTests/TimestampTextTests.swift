@@ -2,6 +2,7 @@ import Foundation
 import Stratus
 @testable import StratusTransfer
 import Testing
+import SeededRandom
 
 /// The timestamp text written on the fast paths against the exact decimal reference, and the
 /// round trip through the reader, at the boundaries where the fast paths give up.

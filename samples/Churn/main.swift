@@ -20,6 +20,7 @@
 // with a message on stderr. A writer killed between a commit and its log line leaves that
 // change out of its log; kill the exporter, not the writers, when checking exactly-once.
 import Foundation
+import SeededRandom
 import Stratus
 import StratusSQLite
 
@@ -34,17 +35,6 @@ func fail(_ message: String) -> Never {
     exit(1)
 }
 
-/// SplitMix64: the same seed gives the same run.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 var arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.first == "verify" { exit(HistoryCheck.run(Array(arguments.dropFirst()))) }
@@ -57,7 +47,7 @@ let zoneID = RecordZone.ID(zoneName: takeOption("--zone", from: &arguments) ?? R
 let scope: Database.Scope = takeOption("--database", from: &arguments) == "private" ? .private : .public
 let userName = takeOption("--user", from: &arguments)
 let containerIdentifier = takeOption("--container", from: &arguments) ?? "com.example.churn"
-var random = SeededGenerator(state: UInt64(takeOption("--seed", from: &arguments) ?? "1") ?? 1)
+var random = SeededGenerator(seed: UInt64(takeOption("--seed", from: &arguments) ?? "1") ?? 1)
 let pauseMilliseconds = Int(takeOption("--pause-ms", from: &arguments) ?? "0") ?? 0
 if let unknown = arguments.first { fail("unknown argument '\(unknown)'") }
 

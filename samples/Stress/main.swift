@@ -25,6 +25,7 @@
 // Records have the type `Counter` or `Batch`; the container is `com.example.stress` unless
 // given. Exit status: 0 done, 1 usage, 3 an unexpected error (printed on stderr).
 import Foundation
+import SeededRandom
 import Stratus
 import StratusSQLite
 
@@ -55,17 +56,6 @@ struct LogFile {
     func append(_ line: String) { handle?.write(Data((line + "\n").utf8)) }
 }
 
-/// SplitMix64: the same seed gives the same run.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 var arguments = Array(CommandLine.arguments.dropFirst())
 guard let command = arguments.first, ["counter", "batches"].contains(command) else {
@@ -93,7 +83,7 @@ let log = LogFile(path: takeOption("--log", from: &arguments))
     let limit = Int(takeOption("--increments", from: &arguments) ?? "") ?? Int.max
     let seconds = Double(takeOption("--seconds", from: &arguments) ?? "") ?? .infinity
     let thinkMilliseconds = Int(takeOption("--think-ms", from: &arguments) ?? "0") ?? 0
-    var random = SeededGenerator(state: UInt64(takeOption("--seed", from: &arguments) ?? "1") ?? 1)
+    var random = SeededGenerator(seed: UInt64(takeOption("--seed", from: &arguments) ?? "1") ?? 1)
     if let unknown = arguments.first { fail("unknown argument '\(unknown)'") }
     guard limit < Int.max || seconds.isFinite else { fail("counter needs --increments N or --seconds S") }
 
