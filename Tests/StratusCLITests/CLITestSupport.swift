@@ -1,11 +1,6 @@
 import Foundation
 import StratusTestSupport
-import Synchronization
 import Testing
-
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// The built `stratus` tool, run as a separate process the way cron and shell scripts run it.
 ///
@@ -25,41 +20,10 @@ struct CLI: Sendable {
     var environment: [String: String]
 
     init(_ store: TemporaryStore, storeName: String = "store.sqlite") throws {
-        executable = try Self.executablePath()
+        executable = try ChildProcess.builtExecutable("stratus")
         self.store = store
         storePath = store.path(storeName)
         environment = ["STRATUS_STORE": storePath, "STRATUS_USER": "tester"]
-    }
-
-    /// The `stratus` executable built next to the test bundle (`<scratch>/debug/stratus`), or in
-    /// a `.build/debug` folder above the bundle or this source file.
-    ///
-    /// - Throws: a message saying how to build it when it is not there.
-    static func executablePath() throws -> String {
-        var candidates: [URL] = []
-        let exe = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        var directory = exe.deletingLastPathComponent()
-        candidates.append(directory.appendingPathComponent("stratus"))
-        while directory.path != "/" {
-            candidates.append(directory.appendingPathComponent(".build/debug/stratus"))
-            directory = directory.deletingLastPathComponent()
-        }
-        directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        while directory.path != "/" {
-            candidates.append(directory.appendingPathComponent(".build/debug/stratus"))
-            directory = directory.deletingLastPathComponent()
-        }
-        if let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.path) }) { return found.path }
-        throw CLIMissing(message: """
-            the `stratus` executable is not built: looked next to the test bundle \
-            (\(exe.deletingLastPathComponent().path)/stratus) and in .build/debug folders above it and above \
-            the tests; run `swift build --build-tests` (with the same --scratch-path) before `swift test`
-            """)
-    }
-
-    struct CLIMissing: Error, CustomStringConvertible {
-        let message: String
-        var description: String { message }
     }
 
     /// How a run ended and what it printed.
@@ -141,68 +105,26 @@ struct CLI: Sendable {
     }
 
     /// A started `stratus` (or shell) process.
-    final class Running: @unchecked Sendable {
-        // @unchecked: `process` is started in init, signalled by pid and read after it ended;
-        // the end state is guarded by `state`.
-        private let process: Process
-        let stdoutURL: URL
-        let stderrURL: URL
+    final class Running: Sendable {
         let arguments: [String]
-        private struct State {
-            var ended = false
-            var waiters: [CheckedContinuation<Void, Never>] = []
-        }
-        private let state = Mutex(State())
+        private let process: ChildProcess
 
         init(executable: String, arguments: [String], store: TemporaryStore, stdin: Data?, environment: [String: String]) throws {
             let id = UUID().uuidString.prefix(8).lowercased()
-            stdoutURL = store.url("run-\(id).out")
-            stderrURL = store.url("run-\(id).err")
             self.arguments = arguments
-            process = Process()
-            process.executableURL = URL(fileURLWithPath: executable)
-            process.arguments = arguments
-            process.currentDirectoryURL = store.directory
-            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-            _ = FileManager.default.createFile(atPath: stdoutURL.path, contents: nil)
-            _ = FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
-            process.standardOutput = try FileHandle(forWritingTo: stdoutURL)
-            process.standardError = try FileHandle(forWritingTo: stderrURL)
-            if let stdin {
-                let inURL = try store.writeFile("run-\(id).in", stdin)
-                process.standardInput = try FileHandle(forReadingFrom: inURL)
-            } else {
-                process.standardInput = FileHandle.nullDevice
-            }
-            process.terminationHandler = { [weak self] _ in
-                guard let self else { return }
-                let waiters = self.state.withLock { s -> [CheckedContinuation<Void, Never>] in
-                    s.ended = true
-                    defer { s.waiters = [] }
-                    return s.waiters
-                }
-                for waiter in waiters { waiter.resume() }
-            }
-            try process.run()
+            process = try ChildProcess(
+                executable, arguments, stdout: store.url("run-\(id).out"), stderr: store.url("run-\(id).err"),
+                stdin: try stdin.map { try store.writeFile("run-\(id).in", $0) }, directory: store.directory, environment: environment)
         }
 
-        var isRunning: Bool { !state.withLock { $0.ended } }
+        var isRunning: Bool { process.isRunning }
 
-        func signal(_ number: Int32) { _ = kill(process.processIdentifier, number) }
+        func signal(_ number: Int32) { process.signal(number) }
 
         /// Suspends until the process ended (without blocking a thread).
         func wait() async -> Result {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let ended = state.withLock { s in
-                    if !s.ended { s.waiters.append(continuation) }
-                    return s.ended
-                }
-                if ended { continuation.resume() }
-            }
-            let read = { (url: URL) in String(decoding: FileManager.default.contents(atPath: url.path) ?? Data(), as: UTF8.self) }
-            return Result(
-                exitCode: process.terminationStatus, signalled: process.terminationReason == .uncaughtSignal,
-                stdout: read(stdoutURL), stderr: read(stderrURL), arguments: arguments)
+            let status = await process.wait()
+            return Result(exitCode: status.exitCode, signalled: status.killed, stdout: status.stdout, stderr: status.stderr, arguments: arguments)
         }
     }
 }

@@ -29,19 +29,16 @@ struct CheckpointCLITests {
     /// returns whether the condition held. The polling runs on a thread of its own, not on
     /// the cooperative pool, so that other tests running in parallel cannot delay it past
     /// the end of a fast import.
-    static func signal(_ running: CLI.Running, _ signal: Int32, when condition: @escaping @Sendable () -> Bool) async -> Bool {
-        await withCheckedContinuation { continuation in
-            Thread.detachNewThread {
-                while running.isRunning {
-                    if condition() {
-                        running.signal(signal)
-                        continuation.resume(returning: true)
-                        return
-                    }
-                    usleep(2_000)
+    static func signal(_ running: CLI.Running, _ signal: Int32, when condition: @escaping @Sendable () -> Bool) async throws -> Bool {
+        try await ChildProcess.onOwnThread {
+            while running.isRunning {
+                if condition() {
+                    running.signal(signal)
+                    return true
                 }
-                continuation.resume(returning: condition())
+                usleep(2_000)
             }
+            return condition()
         }
     }
 
@@ -55,7 +52,7 @@ struct CheckpointCLITests {
 
             // 1. Killed with SIGKILL once the first checkpoint is on disk.
             let first = try cli.start(arguments)
-            let sawCheckpoint = await Self.signal(first, SIGKILL) { Self.committedItems(checkpoint) != nil }
+            let sawCheckpoint = try await Self.signal(first, SIGKILL) { Self.committedItems(checkpoint) != nil }
             let killed = await first.wait()
             try #require(sawCheckpoint, "the checkpoint file never appeared while importing: \(killed)")
             try #require(killed.signalled && killed.exitCode == SIGKILL, "the import ended before it could be killed: \(killed)")
@@ -72,7 +69,7 @@ struct CheckpointCLITests {
 
             // 2. Resumed, then stopped with SIGTERM once it committed more.
             let second = try cli.start(arguments)
-            let progressed = await Self.signal(second, SIGTERM) { (Self.committedItems(checkpoint) ?? 0) > afterKill }
+            let progressed = try await Self.signal(second, SIGTERM) { (Self.committedItems(checkpoint) ?? 0) > afterKill }
             let terminated = await second.wait()
             try #require(progressed, "the resumed import never moved the checkpoint: \(terminated)")
             #expect(!terminated.signalled && terminated.exitCode == 143, "SIGTERM finishes the batch, saves the checkpoint and exits 143: \(terminated)")

@@ -117,8 +117,8 @@ struct CrashTests {
 
     @Test("import and atomic-batch processes killed at random moments: the store opens, passes integrity_check, holds every reported commit whole; the import resumes to exactly its input")
     func killLoop() async throws {
-        let stratus = try StoreProcess.executable("stratus")
-        let stress = try StoreProcess.executable("stress")
+        let stratus = try ChildProcess.builtExecutable("stratus")
+        let stress = try ChildProcess.builtExecutable("stress")
         _ = try #require(StoreProcess.sqlite3, "the sqlite3 shell is needed (apt-get install sqlite3)")
         let rounds = StoreProcess.setting("STRATUS_CRASH_ROUNDS", default: 10)
         let recordsPerInput = StoreProcess.setting("STRATUS_CRASH_RECORDS", default: 20_000)
@@ -142,8 +142,8 @@ struct CrashTests {
                 if FileManager.default.fileExists(atPath: input.checkpoint) { resumedRuns += 1 }
                 let writer = "r\(round)"
                 let log = store.path("\(writer).log")
-                let importer = try StoreProcess.Running(stratus, importArguments(input), in: store.directory)
-                let modifier = try StoreProcess.Running(stress, [
+                let importer = try ChildProcess(stratus, importArguments(input), in: store.directory)
+                let modifier = try ChildProcess(stress, [
                     "batches", "--store", path, "--container", Self.container, "--writer", writer,
                     "--batches", "1000000", "--size", "\(Self.stressBatchSize)", "--log", log,
                 ], in: store.directory)

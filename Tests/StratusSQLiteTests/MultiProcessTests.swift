@@ -13,93 +13,15 @@ import Testing
 
 /// The package's executables and the `sqlite3` shell, run as separate processes.
 enum StoreProcess {
-    /// The built executable `name` (`stratus`, `stress`) beside the test bundle.
-    static func executable(_ name: String) throws -> String {
-        var candidates: [URL] = []
-        if let exe = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
-            var directory = URL(fileURLWithPath: exe).deletingLastPathComponent()
-            candidates.append(directory.appendingPathComponent(name))
-            while directory.path != "/" {
-                candidates.append(directory.appendingPathComponent(".build/debug/\(name)"))
-                directory = directory.deletingLastPathComponent()
-            }
-        }
-        if let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.path) }) { return found.path }
-        throw StratusError(.internalError, "the '\(name)' executable is not built next to the tests; run `swift build` (all products) first")
-    }
-
     /// The `sqlite3` shell on the PATH, or `nil`.
     static let sqlite3: String? = {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
         return path.split(separator: ":").map { "\($0)/sqlite3" }.first { FileManager.default.isExecutableFile(atPath: $0) }
     }()
 
-    /// How a process ended and what it printed.
-    struct Status: Sendable {
-        var exitCode: Int32
-        /// Ended by a signal (our SIGKILL), not by exiting.
-        var killed: Bool
-        var stdout: String
-        var stderr: String
-    }
-
-    /// A started process; its output goes to files so that it never blocks on a pipe.
-    final class Running: @unchecked Sendable {
-        // @unchecked: `process` is only started here, signalled by pid, and read after it
-        // ended; the end state is guarded by `state`.
-        private let process: Process
-        let stdoutURL: URL
-        let stderrURL: URL
-        private let state = Mutex<(ended: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
-
-        init(_ path: String, _ arguments: [String], in directory: URL, environment: [String: String]? = nil) throws {
-            let id = UUID().uuidString.prefix(8)
-            stdoutURL = directory.appendingPathComponent("out-\(id).txt")
-            stderrURL = directory.appendingPathComponent("err-\(id).txt")
-            _ = FileManager.default.createFile(atPath: stdoutURL.path, contents: nil)
-            _ = FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
-            process = Process()
-            process.executableURL = URL(fileURLWithPath: path)
-            process.arguments = arguments
-            if let environment { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
-            process.standardOutput = try FileHandle(forWritingTo: stdoutURL)
-            process.standardError = try FileHandle(forWritingTo: stderrURL)
-            process.standardInput = FileHandle.nullDevice
-            process.terminationHandler = { [weak self] _ in
-                guard let self else { return }
-                let waiters = self.state.withLock { s in
-                    s.ended = true
-                    return s.waiters
-                }
-                for waiter in waiters { waiter.resume() }
-            }
-            try process.run()
-        }
-
-        var isRunning: Bool { !state.withLock { $0.ended } }
-        var pid: Int32 { process.processIdentifier }
-
-        /// SIGKILL, as a crash or `kill -9` ends a process.
-        func kill() { _ = Glibc.kill(process.processIdentifier, SIGKILL) }
-
-        /// Suspends until the process ended (without blocking a thread).
-        func wait() async -> Status {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let ended = state.withLock { s in
-                    if !s.ended { s.waiters.append(continuation) }
-                    return s.ended
-                }
-                if ended { continuation.resume() }
-            }
-            let read = { (url: URL) in String(decoding: FileManager.default.contents(atPath: url.path) ?? Data(), as: UTF8.self) }
-            return Status(exitCode: process.terminationStatus, killed: process.terminationReason == .uncaughtSignal,
-                          stdout: read(stdoutURL), stderr: read(stderrURL))
-        }
-    }
-
     /// Runs a program to its end.
-    static func run(_ path: String, _ arguments: [String], in directory: URL) async throws -> Status {
-        await (try Running(path, arguments, in: directory)).wait()
+    static func run(_ path: String, _ arguments: [String], in directory: URL) async throws -> ChildProcess.Status {
+        await (try ChildProcess(path, arguments, in: directory)).wait()
     }
 
     /// `PRAGMA integrity_check` through the `sqlite3` shell (a process that never saw the
@@ -113,11 +35,11 @@ enum StoreProcess {
     /// The `sqlite3` shell holding a write transaction (`BEGIN IMMEDIATE`) on a store until
     /// ``release()`` (or 60 s at most).
     struct LockHolder {
-        let process: Running
+        let process: ChildProcess
         let releaseFile: String
 
         /// Ends the transaction (COMMIT) and waits for the shell to exit.
-        func release() async -> Status {
+        func release() async -> ChildProcess.Status {
             _ = FileManager.default.createFile(atPath: releaseFile, contents: nil)
             return await process.wait()
         }
@@ -133,7 +55,7 @@ enum StoreProcess {
             (printf 'BEGIN IMMEDIATE;\\n.shell touch \(marker)\\n'; i=0; while [ ! -e '\(release)' ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done; \
              printf 'COMMIT;\\n') | '\(shell)' '\(storePath)'
             """
-        let holder = LockHolder(process: try Running("/bin/sh", ["-c", script], in: directory), releaseFile: release)
+        let holder = LockHolder(process: try ChildProcess("/bin/sh", ["-c", script], in: directory), releaseFile: release)
         let start = ContinuousClock.now
         while !FileManager.default.fileExists(atPath: marker) {
             if ContinuousClock.now - start > .seconds(10) || !holder.process.isRunning {
@@ -231,8 +153,8 @@ struct MultiProcessTests {
 
     @Test("writer processes (read-modify-write loops and imports) lose no update, and a reader is never blocked long")
     func writersLoseNoUpdate() async throws {
-        let stress = try StoreProcess.executable("stress")
-        let stratus = try StoreProcess.executable("stratus")
+        let stress = try ChildProcess.builtExecutable("stress")
+        let stratus = try ChildProcess.builtExecutable("stratus")
         let seconds = StoreProcess.setting("STRATUS_SOAK_SECONDS", default: 4)
         let writerCount = StoreProcess.setting("STRATUS_SOAK_WRITERS", default: 3)
         let importerCount = StoreProcess.setting("STRATUS_SOAK_IMPORTERS", default: 2)
@@ -245,9 +167,9 @@ struct MultiProcessTests {
             let probe = try LatencyProbe(storePath: path, context: Self.context, counter: counterID, type: "Imported")
             let start = ContinuousClock.now
 
-            var writers: [StoreProcess.Running] = []
+            var writers: [ChildProcess] = []
             for w in 0..<writerCount {
-                writers.append(try StoreProcess.Running(stress, [
+                writers.append(try ChildProcess(stress, [
                     "counter", "--store", path, "--container", Self.container, "--writer", "w\(w)",
                     "--seconds", "\(seconds)", "--log", store.path("w\(w).log"), "--seed", "\(w + 1)",
                 ], in: store.directory))
@@ -447,14 +369,14 @@ struct MultiProcessTests {
 
     @Test("processes started at the same moment on a new store all run")
     func simultaneousProcessesOnANewStore() async throws {
-        let stress = try StoreProcess.executable("stress")
+        let stress = try ChildProcess.builtExecutable("stress")
         let rounds = StoreProcess.setting("STRATUS_OPEN_ROUNDS", default: 8), processes = 4
         var failures: [String] = []
         for round in 0..<rounds {
             try await TemporaryStore.with(prefix: "stratus-open-proc") { store in
-                var running: [StoreProcess.Running] = []
+                var running: [ChildProcess] = []
                 for w in 0..<processes {
-                    running.append(try StoreProcess.Running(stress, ["counter", "--store", store.path(), "--container", Self.container, "--writer", "w\(w)", "--increments", "3"], in: store.directory))
+                    running.append(try ChildProcess(stress, ["counter", "--store", store.path(), "--container", Self.container, "--writer", "w\(w)", "--increments", "3"], in: store.directory))
                 }
                 for process in running {
                     let status = await process.wait()

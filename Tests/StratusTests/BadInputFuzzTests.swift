@@ -768,7 +768,7 @@ struct BadInputFuzzTests {
                 ("sort and predicate key", [("\"rank\"", "\"rank') OR 1=1 --\"")], true),
                 ("zone name", [("\"zoneName\":\"_defaultZone\"", "\"zoneName\":\"x'; DROP TABLE records; --\"")], false),
             ]
-            let stratus = try ZoneTestProgram.path("stratus")
+            let stratus = try ChildProcess.builtExecutable("stratus")
             for (what, replacements, isSQLText) in variants {
                 let text = try Self.tampered(cursor, replacements)
                 do {
@@ -795,7 +795,7 @@ struct BadInputFuzzTests {
     @Test("`stratus` refuses hostile --type, --zone, --sort and CSV header names with a usage or data error")
     func cliRefusesHostileNames() async throws {
         try await TemporaryStore.with(prefix: "stratus-cli-names") { store in
-            let stratus = try ZoneTestProgram.path("stratus")
+            let stratus = try ChildProcess.builtExecutable("stratus")
             let path = store.path()
             let base = ["--store", path, "--container", "com.example.names"]
             let seed = try store.writeFile("seed.ndjson", Data(Array(#"{"recordName":"canary","recordType":"Item","fields":{"n":{"value":1,"type":"INT64"}}}"#.utf8) + [0x0A]))

@@ -199,7 +199,7 @@ struct ChangeTrackingTests {
     /// own logs: each committed state once, per record in commit order, nothing lost.
     @Test("exactly once, in order, while writer processes write concurrently", .timeLimit(.minutes(2)))
     func exactlyOnceUnderConcurrentWriters() async throws {
-        let churn = try ZoneTestProgram.path("churn")
+        let churn = try ChildProcess.builtExecutable("churn")
         try await ZoneTestStore.with { fixture async throws in
             let database = fixture.container().publicCloudDatabase
             let zone = RecordZone.ID(zoneName: "Feed")
@@ -207,7 +207,7 @@ struct ChangeTrackingTests {
             let seed = UInt64.random(in: 0..<1_000_000)
             // Writers and reader start together on a thread of their own, so that other tests
             // occupying the cooperative pool cannot keep the reader from overlapping the writers.
-            let (writers, lines, readsWhileWriting) = try await ZoneTestProgram.onOwnThread {
+            let (writers, lines, readsWhileWriting) = try await ChildProcess.onOwnThread {
                 let writers = try ["a", "b", "c"].map { name in
                     try ZoneTestProgram.start(churn, [
                         "--store", fixture.path, "--container", ZoneTestStore.identifier, "--zone", "Feed", "--user", "w\(name)",
@@ -236,7 +236,7 @@ struct ChangeTrackingTests {
     /// nothing remains, each token going through its text form. Answers what was read as
     /// export lines for `churn verify`, and how many reads found changes while writers ran.
     /// Blocks its thread (it runs each operation on it): call it on its own thread.
-    static func followChanges(in zone: RecordZone.ID, of database: Database, whileRunning writers: [ZoneTestProgram.Running]) throws -> (String, Int) {
+    static func followChanges(in zone: RecordZone.ID, of database: Database, whileRunning writers: [ChildProcess]) throws -> (String, Int) {
         var token: String?
         var lines = ""
         func readBatch() throws -> Bool {

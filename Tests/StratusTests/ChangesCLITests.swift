@@ -2,115 +2,18 @@ import Foundation
 import Stratus
 import StratusSQLite
 import StratusTestSupport
-import Synchronization
 import Testing
 
 /// The package's built executables (`stratus`, `churn`), run as separate processes.
 enum ZoneTestProgram {
-    /// The executable `name` built next to the test bundle (`.build/<config>/`).
-    ///
-    /// - Throws: when it is not there (build the package first: `swift build`).
-    static func path(_ name: String) throws -> String {
-        var directory = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
-        if !FileManager.default.fileExists(atPath: "/proc/self/exe") {
-            directory = Bundle.main.bundleURL.deletingLastPathComponent()
-        }
-        let candidates = [directory, URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent(".build/debug")]
-        for candidate in candidates {
-            let path = candidate.appendingPathComponent(name).path
-            if FileManager.default.isExecutableFile(atPath: path) { return path }
-        }
-        throw StratusError(.internalError, "the '\(name)' executable is not built next to the tests (\(directory.path)); run `swift build` first")
-    }
-
-    /// How a program ended and what it printed.
-    struct Status: Sendable {
-        var exitCode: Int32
-        /// Ended by a signal (our kill), not by exiting.
-        var killed: Bool
-        var stdout: String
-        var stderr: String
-        var stdoutLines: [String] { stdout.split(separator: "\n").map(String.init) }
-    }
-
-    /// A started program. Its output goes to files, so a chatty program never blocks on a pipe.
-    final class Running: @unchecked Sendable {
-        // @unchecked: `process` is only started here, signalled by its pid, and read after it
-        // ended; the exit state is guarded by `state`.
-        private let process: Process
-        let stdoutURL: URL
-        let stderrURL: URL
-        private struct State { var ended = false; var waiters: [CheckedContinuation<Void, Never>] = [] }
-        private let state = Mutex(State())
-
-        init(_ path: String, _ arguments: [String], stdout: URL, stderr: URL) throws {
-            process = Process()
-            process.executableURL = URL(fileURLWithPath: path)
-            process.arguments = arguments
-            _ = FileManager.default.createFile(atPath: stdout.path, contents: nil)
-            _ = FileManager.default.createFile(atPath: stderr.path, contents: nil)
-            process.standardOutput = try FileHandle(forWritingTo: stdout)
-            process.standardError = try FileHandle(forWritingTo: stderr)
-            process.standardInput = FileHandle.nullDevice
-            stdoutURL = stdout
-            stderrURL = stderr
-            process.terminationHandler = { [weak self] _ in
-                guard let self else { return }
-                let waiters = self.state.withLock { s -> [CheckedContinuation<Void, Never>] in
-                    s.ended = true
-                    return s.waiters
-                }
-                for waiter in waiters { waiter.resume() }
-            }
-            try process.run()
-        }
-
-        var isRunning: Bool { !state.withLock { $0.ended } }
-
-        /// Sends SIGKILL, as a crash or `kill -9` would end it.
-        func kill() { _ = Glibc.kill(process.processIdentifier, SIGKILL) }
-
-        /// Blocks the calling thread until the program ended; for loops on their own thread.
-        func waitBlocking() -> Status {
-            process.waitUntilExit()
-            return status()
-        }
-
-        private func status() -> Status {
-            let read = { (url: URL) in String(decoding: FileManager.default.contents(atPath: url.path) ?? Data(), as: UTF8.self) }
-            return Status(exitCode: process.terminationStatus, killed: process.terminationReason == .uncaughtSignal, stdout: read(stdoutURL), stderr: read(stderrURL))
-        }
-
-        /// Suspends until the program ended (without blocking a thread).
-        func wait() async -> Status {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let ended = state.withLock { s in
-                    if !s.ended { s.waiters.append(continuation) }
-                    return s.ended
-                }
-                if ended { continuation.resume() }
-            }
-            return status()
-        }
-    }
-
     /// Starts `path` with its output in new files in `store`'s folder (or stdout in `stdout`).
-    static func start(_ path: String, _ arguments: [String], in store: TemporaryStore, stdout: URL? = nil) throws -> Running {
+    static func start(_ path: String, _ arguments: [String], in store: TemporaryStore, stdout: URL? = nil) throws -> ChildProcess {
         let id = UUID().uuidString.prefix(8)
-        return try Running(path, arguments, stdout: stdout ?? store.url("out-\(id).txt"), stderr: store.url("err-\(id).txt"))
-    }
-
-    /// Runs `body` on its own thread, outside Swift's cooperative pool, so that a
-    /// timing-sensitive loop (killing a process just after it wrote) is not held up by other
-    /// tests that occupy the pool's few threads.
-    static func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread { continuation.resume(with: Result { try body() }) }.start()
-        }
+        return try ChildProcess(path, arguments, stdout: stdout ?? store.url("out-\(id).txt"), stderr: store.url("err-\(id).txt"))
     }
 
     /// Runs `path` to its end.
-    static func run(_ path: String, _ arguments: [String], in store: TemporaryStore, stdout: URL? = nil) async throws -> Status {
+    static func run(_ path: String, _ arguments: [String], in store: TemporaryStore, stdout: URL? = nil) async throws -> ChildProcess.Status {
         await (try start(path, arguments, in: store, stdout: stdout)).wait()
     }
 }
@@ -123,7 +26,7 @@ struct ChangesCLITests {
 
     @Test("zones list, create and delete print CloudKit zone JSON; failures make exit codes")
     func zonesCommand() async throws {
-        let stratus = try ZoneTestProgram.path("stratus")
+        let stratus = try ChildProcess.builtExecutable("stratus")
         try await ZoneTestStore.with { fixture async throws in
             let options = Self.options(fixture)
             let created = try await ZoneTestProgram.run(stratus, ["zones", "create", "Photos", "Notes"] + options, in: fixture.store)
@@ -155,7 +58,7 @@ struct ChangesCLITests {
 
     @Test("changes writes records and deletions as CloudKit changes/zone NDJSON and moves the token")
     func changesShapeAndToken() async throws {
-        let stratus = try ZoneTestProgram.path("stratus")
+        let stratus = try ChildProcess.builtExecutable("stratus")
         try await ZoneTestStore.with { fixture async throws in
             let database = fixture.container().privateCloudDatabase
             let zone = RecordZone.ID(zoneName: "Notes")
@@ -194,7 +97,7 @@ struct ChangesCLITests {
 
     @Test("--output: a run first cuts the last output file back to what was committed, also when writing a new file")
     func outputCutBack() async throws {
-        let stratus = try ZoneTestProgram.path("stratus")
+        let stratus = try ChildProcess.builtExecutable("stratus")
         try await ZoneTestStore.with { fixture async throws in
             let database = fixture.container().privateCloudDatabase
             try await database.save(makeRecord("Note", "one"))
@@ -236,13 +139,13 @@ struct ChangesCLITests {
     /// `churn verify` against the writers' logs).
     @Test("--output: exactly once across runs killed at random while writer processes write")
     func exactlyOnceWithKills() async throws {
-        let stratus = try ZoneTestProgram.path("stratus")
-        let churn = try ZoneTestProgram.path("churn")
+        let stratus = try ChildProcess.builtExecutable("stratus")
+        let churn = try ChildProcess.builtExecutable("churn")
         try await ZoneTestStore.with { fixture async throws in
             let options = Self.options(fixture)
             try await fixture.container().privateCloudDatabase.save(RecordZone(zoneName: "Feed"))
             let tokenFile = fixture.store.path("feed.token")
-            let rounds = try await ZoneTestProgram.onOwnThread {
+            let rounds = try await ChildProcess.onOwnThread {
                 try Self.exportRounds(stratus, churn, fixture, options: options, toStdout: false) { output in
                     ["changes", "--zone", "Feed", "--token-file", tokenFile, "--output", output.path, "--batch", "1", "--limit", "25"] + options
                 }
@@ -268,13 +171,13 @@ struct ChangesCLITests {
     /// apart from such repeats the stream must be exactly once and in order.
     @Test("stdout: at least once across killed runs, nothing lost")
     func atLeastOnceOnStdout() async throws {
-        let stratus = try ZoneTestProgram.path("stratus")
-        let churn = try ZoneTestProgram.path("churn")
+        let stratus = try ChildProcess.builtExecutable("stratus")
+        let churn = try ChildProcess.builtExecutable("churn")
         try await ZoneTestStore.with { fixture async throws in
             let options = Self.options(fixture)
             try await fixture.container().privateCloudDatabase.save(RecordZone(zoneName: "Feed"))
             let tokenFile = fixture.store.path("feed.token")
-            let rounds = try await ZoneTestProgram.onOwnThread {
+            let rounds = try await ChildProcess.onOwnThread {
                 try Self.exportRounds(stratus, churn, fixture, options: options, toStdout: true) { _ in
                     ["changes", "--zone", "Feed", "--token-file", tokenFile, "--batch", "1", "--limit", "25"] + options
                 }
@@ -295,7 +198,7 @@ struct ChangesCLITests {
 
     @Test("an expired token exits 65 and names the fix; removing the token file starts again")
     func expiredToken() async throws {
-        let stratus = try ZoneTestProgram.path("stratus")
+        let stratus = try ChildProcess.builtExecutable("stratus")
         try await ZoneTestStore.with { fixture async throws in
             let database = fixture.container().privateCloudDatabase
             let zone = RecordZone.ID(zoneName: "Photos")
@@ -325,7 +228,7 @@ struct ChangesCLITests {
 
     @Test("a second run on the same token file exits 75 while the first holds it")
     func overlappingRunsAreRefused() async throws {
-        let stratus = try ZoneTestProgram.path("stratus")
+        let stratus = try ChildProcess.builtExecutable("stratus")
         try await ZoneTestStore.with { fixture async throws in
             let tokenFile = fixture.store.path("busy.token")
             let arguments = ["changes", "--token-file", tokenFile] + Self.options(fixture)
@@ -343,7 +246,7 @@ struct ChangesCLITests {
 
     @Test("usage errors exit 64; changes compact removes old tombstones")
     func usageAndCompaction() async throws {
-        let stratus = try ZoneTestProgram.path("stratus")
+        let stratus = try ChildProcess.builtExecutable("stratus")
         try await ZoneTestStore.with { fixture async throws in
             let options = Self.options(fixture)
             #expect(try await ZoneTestProgram.run(stratus, ["changes"] + options, in: fixture.store).exitCode == 64)
@@ -371,12 +274,12 @@ struct ChangesCLITests {
     /// after another, each once the writers added 40 changes. By turns a run is killed with
     /// SIGKILL as soon as its output grew (output written, token perhaps not yet moved),
     /// killed after a random short delay, or left to finish. Blocks its thread: call it
-    /// through ``ZoneTestProgram/onOwnThread(_:)``, so that other tests occupying the
+    /// through ``ChildProcess/onOwnThread(_:)``, so that other tests occupying the
     /// cooperative pool cannot delay the kills.
     static func exportRounds(
         _ stratus: String, _ churn: String, _ fixture: ZoneTestStore, options: [String], toStdout: Bool,
         arguments: (URL) -> [String]
-    ) throws -> (writers: [ZoneTestProgram.Running], outputs: [String], killedAfterOutput: Int, failures: [String]) {
+    ) throws -> (writers: [ChildProcess], outputs: [String], killedAfterOutput: Int, failures: [String]) {
         let seed = UInt64.random(in: 0..<1_000_000)
         let writers = try ["a", "b", "c"].map { name in
             try ZoneTestProgram.start(churn, options + [
@@ -424,7 +327,7 @@ struct ChangesCLITests {
         return (writers, outputs, killedAfterOutput, failures)
     }
 
-    func expectWritersSucceeded(_ writers: [ZoneTestProgram.Running]) async throws {
+    func expectWritersSucceeded(_ writers: [ChildProcess]) async throws {
         for writer in writers {
             let status = await writer.wait()
             #expect(status.exitCode == 0, "writer failed: \(status.stderr)")
