@@ -149,9 +149,7 @@ struct ZoneWriter {
         let deleteSelfTargets = Self.deleteSelfTargets(of: fields)
         if let problem = try referenceProblem(stored, parent: parent, deleteSelfTargets: deleteSelfTargets, zoneRow: zoneRow) { return .failure(problem) }
         if upsert == nil {
-            upsert = try connection.statement("""
-                INSERT INTO records(zone_id, record_name, record_type, created_at, created_by, modified_at, modified_by, change_tag, change_seq, fields, parent_name)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            upsert = try connection.statement(Self.insertRecord + """
                 ON CONFLICT(zone_id, record_name) DO UPDATE SET
                     record_type = excluded.record_type, modified_at = excluded.modified_at, modified_by = excluded.modified_by,
                     change_tag = excluded.change_tag, change_seq = excluded.change_seq, fields = excluded.fields,
@@ -178,11 +176,7 @@ struct ZoneWriter {
         guard stored.parent == nil else { return nil }
         for value in fields.values where value.needsStoredRecordFirst { return nil }
         if insert == nil {
-            insert = try connection.statement("""
-                INSERT INTO records(zone_id, record_name, record_type, created_at, created_by, modified_at, modified_by, change_tag, change_seq, fields, parent_name)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT(zone_id, record_name) DO NOTHING
-                """)
+            insert = try connection.statement(Self.insertRecord + " ON CONFLICT(zone_id, record_name) DO NOTHING")
         }
         let zoneID = record.recordID.zoneID
         // A new record stores exactly the incoming fields, so the document its validation
@@ -198,8 +192,15 @@ struct ZoneWriter {
         return .success((stored, .created))
     }
 
-    /// Binds a record's row and field document to `statement` (an insert or upsert of every
-    /// column) and runs it.
+    /// Every column of a record's row, in the order ``write(_:document:parent:sequence:zoneRow:with:)`` binds them.
+    private static let insertRecord = """
+        INSERT INTO records(zone_id, record_name, record_type, created_at, created_by, modified_at, modified_by, change_tag, change_seq, fields, parent_name)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+
+        """
+
+    /// Binds a record's row and field document to `statement` (``insertRecord`` with a conflict
+    /// clause) and runs it.
     private func write(_ stored: Record, document: [UInt8], parent: Record.Reference?, sequence: Int64, zoneRow: Int64, with statement: SQLiteStatement) throws {
         statement.resetKeepingBindings()   // every column is bound below
         let system = stored.systemFields
