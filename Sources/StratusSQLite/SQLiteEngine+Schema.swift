@@ -48,7 +48,7 @@ extension SQLiteEngine {
     }
 
     /// Makes the store's `ix_` indexes exactly those that the schemas of every container declare.
-    private func synchronizeIndexes(on connection: SQLiteConnection) throws {
+    func synchronizeIndexes(on connection: SQLiteConnection) throws {
         var wanted: [String: String] = [:]
         let select = try connection.statement("SELECT schema FROM record_types")
         while try select.step() {
@@ -74,30 +74,35 @@ extension SQLiteEngine {
         let partial = " WHERE record_type = '\(schema.recordType)'"
         var definitions: [String] = []
         func add(_ columns: [String]) {
-            definitions.append("(zone_id, " + columns.joined(separator: ", ") + ", record_name)" + partial)
+            // The record name ends every index (the order of equal keys); a declared
+            // `recordName` is that column already.
+            let keys = columns.last == "record_name" ? columns : columns + ["record_name"]
+            definitions.append("(zone_id, " + keys.joined(separator: ", ") + ")" + partial)
         }
         func isScalar(_ type: FieldType) -> Bool { [.string, .int64, .double, .timestamp, .reference].contains(type) }
-        // The system dates are columns; the query builder compares and sorts those columns.
-        func value(_ name: String) -> String {
+        // System fields are columns, which the query builder compares and sorts as they are
+        // (record names exactly); a string field's equality compares its lowercase form.
+        func column(_ name: String, forEquality: Bool) -> String {
             switch name {
             case "creationDate": "created_at"
             case "modificationDate": "modified_at"
-            default: SQLiteQueryBuilder.value(name, table: "")
+            case "recordName": "record_name"
+            default:
+                forEquality && schema.field(name)?.type == .string
+                    ? SQLiteQueryBuilder.equalityValue(name, table: "") : SQLiteQueryBuilder.value(name, table: "")
             }
         }
         for field in schema.fields where isScalar(field.type) {
-            if field.indexes.contains(.queryable) && field.type == .string {
-                add([SQLiteQueryBuilder.equalityValue(field.name, table: "")])
+            if field.indexes.contains(.queryable) && field.type == .string && field.name != "recordName" {
+                add([column(field.name, forEquality: true)])
             }
-            if field.indexes.contains(.sortable) || (field.indexes.contains(.queryable) && field.type != .string) {
-                add([value(field.name)])
+            if field.indexes.contains(.sortable) || (field.indexes.contains(.queryable) && (field.type != .string || field.name == "recordName")) {
+                add([column(field.name, forEquality: false)])
             }
         }
         for compound in schema.compoundIndexes {
-            var columns = compound.equalityFields.map { name in
-                schema.field(name)?.type == .string ? SQLiteQueryBuilder.equalityValue(name, table: "") : value(name)
-            }
-            if let sort = compound.sortField { columns.append(value(sort)) }
+            var columns = compound.equalityFields.map { column($0, forEquality: true) }
+            if let sort = compound.sortField { columns.append(column(sort, forEquality: false)) }
             add(columns)
         }
         return definitions

@@ -93,6 +93,7 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
             if found < SQLiteSchema.version {
                 connection.resetActiveStatements()   // DROP INDEX needs no statement of this connection running
                 try connection.execute(SQLiteSchema.upgrade(from: found))
+                try synchronizeIndexes(on: connection)
                 try connection.execute("PRAGMA user_version = \(SQLiteSchema.version)")
             }
         }

@@ -346,9 +346,11 @@ struct SQLiteQueryBuilder {
     /// A field's value; `table` is `r.` in queries and empty in index definitions.
     static func value(_ name: String, table: String = "r.") -> String { "json_extract(\(table)fields, '\(path(name, 1))')" }
     static func tag(_ name: String, table: String = "r.") -> String { "json_extract(\(table)fields, '\(path(name, 0))')" }
-    /// What string equality compares: the stored lowercase form when it differs, else the value.
+    /// What string equality compares: the stored lowercase form where the document has one
+    /// (only strings that ASCII lowercasing does not fold, see ``Stratus/FieldDocument``), else
+    /// the value lowercased by SQLite's `lower()`, which folds ASCII letters only.
     static func equalityValue(_ name: String, table: String = "r.") -> String {
-        "coalesce(json_extract(\(table)fields, '\(path(name, 2))'), json_extract(\(table)fields, '\(path(name, 1))'))"
+        "coalesce(json_extract(\(table)fields, '\(path(name, 2))'), lower(json_extract(\(table)fields, '\(path(name, 1))')))"
     }
 
     /// Stands for the zone row in fragments built before the zone is known.

@@ -6,11 +6,17 @@
 /// (`database_history`), deleted zones (`zone_tombstones`), and the store's identity and
 /// zone row allocator (`store_info`: zone rows are never reused).
 ///
-/// Version 2 dropped the creation- and modification-date indexes that version 1 kept for every
-/// record type: each index costs every write, so the system dates are now indexed only where a
-/// record type schema declares them (``Stratus/RecordTypeSchema/indexableSystemFields``).
+/// Every index costs every write, so a record pays only for the two that the store cannot work
+/// without: its name (fetches, saves) and its change sequence (change tracking). Everything
+/// else is indexed where a record type schema declares it, as in CloudKit's schema:
+/// - version 2 dropped the creation- and modification-date indexes that version 1 kept for
+///   every record type (``Stratus/RecordTypeSchema/indexableSystemFields``);
+/// - version 3 dropped the record-type index (a type's records are listed through the name
+///   index unless its schema declares `recordName`), and string equality compares
+///   `coalesce($.key[2], lower($.key[1]))`, so documents no longer carry an ASCII lowercase
+///   copy of each string; the schema indexes are rebuilt for the new expression on upgrade.
 enum SQLiteSchema {
-    static let version: Int64 = 2
+    static let version: Int64 = 3
 
     static let create = """
         CREATE TABLE IF NOT EXISTS zones(
@@ -38,7 +44,6 @@ enum SQLiteSchema {
             parent_name TEXT
         );
         CREATE UNIQUE INDEX IF NOT EXISTS records_by_name ON records(zone_id, record_name);
-        CREATE INDEX IF NOT EXISTS records_by_type ON records(zone_id, record_type, record_name);
         CREATE INDEX IF NOT EXISTS records_by_change ON records(zone_id, change_seq);
         CREATE TABLE IF NOT EXISTS tombstones(
             zone_id INTEGER NOT NULL,
@@ -121,9 +126,13 @@ enum SQLiteSchema {
         return names
     }()
 
-    /// What opening a store of an earlier version runs, after the statements above.
+    /// What opening a store of an earlier version runs, after the statements above (the
+    /// engine then rebuilds the schema indexes, whose expressions changed in version 3).
     static func upgrade(from version: Int64) -> String {
-        version < 2 ? "DROP INDEX IF EXISTS records_by_created; DROP INDEX IF EXISTS records_by_modified;" : ""
+        var statements = ""
+        if version < 2 { statements += "DROP INDEX IF EXISTS records_by_created; DROP INDEX IF EXISTS records_by_modified;" }
+        if version < 3 { statements += "DROP INDEX IF EXISTS records_by_type;" }
+        return statements
     }
 
     static let recordColumns = "r.record_name, r.record_type, r.created_at, r.created_by, r.modified_at, r.modified_by, r.change_tag, r.fields, r.parent_name"

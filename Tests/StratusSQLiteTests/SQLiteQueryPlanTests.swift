@@ -158,10 +158,73 @@ struct SQLiteQueryPlanTests {
         }
     }
 
-    @Test("a schema declares the system dates only as TIMESTAMP fields, and no other system field")
+    @Test("a type's records are listed through the zone's name index; declaring recordName gives the type an index of its own")
+    func typeListing() async throws {
+        try await Self.withFixture(schema: true) { fixture in
+            // Records of another type in the same zone, with names before and after the items'.
+            let others = makeRecords("Other", count: 60, prefix: "a") { _ in ["category": .string("Books")] }
+                + makeRecords("Other", count: 60, prefix: "z") { _ in ["category": .string("Books")] }
+            try await TestDatabase.save(others, in: fixture.database)
+            let all = try Self.query("TRUEPREDICATE")
+            let byName = try Self.query("recordName > %@", "i-00100")
+            let unindexed = try Self.query("note == %@", "note3 hidden")
+            for query in [all, byName, unindexed] {
+                let plan = try fixture.plan(query)
+                #expect(plan.contains("USING INDEX records_by_name") && !plan.contains("TEMP B-TREE"), "\(query) reads the zone in name order:\n\(plan)")
+                try await Self.expectBruteForce(query, fixture, searchable: ["title"])
+            }
+
+            var declared = Self.schema()
+            declared.addField("recordName", type: .string, indexes: [.queryable])
+            try await fixture.container.saveSchema(declared)
+            for query in [all, byName, unindexed] {
+                let plan = try fixture.plan(query)
+                #expect(plan.contains("USING INDEX ix_") && !plan.contains("TEMP B-TREE"), "\(query) reads the type's own index:\n\(plan)")
+                try await Self.expectBruteForce(query, fixture, searchable: ["title"])
+            }
+            #expect(try fixture.plan(byName).contains("record_name>?"), "a condition on recordName seeks in it")
+            let others2 = Query(recordType: "Other")
+            #expect(TestDatabase.names(try await TestDatabase.queryAll(others2, in: fixture.database)) == TestDatabase.names(others).sorted())
+        }
+    }
+
+    @Test("a version 2 store opens as version 3: type index dropped, schema indexes rebuilt, old documents still compare")
+    func upgradeFromVersion2() async throws {
+        try await Self.withFixture(schema: true) { fixture in
+            let shell = try #require(StoreProcess.sqlite3, "the sqlite3 shell is needed (apt-get install sqlite3)")
+            let directory = URL(fileURLWithPath: fixture.path).deletingLastPathComponent()
+            // What version 2 had: the record-type index, string equality indexes without
+            // lower(), and documents carrying the lowercase copy of ASCII strings.
+            let downgrade = """
+                CREATE INDEX records_by_type ON records(zone_id, record_type, record_name);
+                CREATE INDEX ix_v2 ON records(zone_id, coalesce(json_extract(fields, '$.category[2]'), json_extract(fields, '$.category[1]')), record_name) WHERE record_type = 'Item';
+                UPDATE records SET fields = json_replace(fields, '$.category', json_array('S', json_extract(fields, '$.category[1]'), lower(json_extract(fields, '$.category[1]'))))
+                    WHERE json_extract(fields, '$.category[1]') <> lower(json_extract(fields, '$.category[1]'));
+                PRAGMA user_version = 2;
+                SELECT count(*) FROM records WHERE json_extract(fields, '$.category[2]') IS NOT NULL;
+                """
+            let down = try await StoreProcess.run(shell, [fixture.path, downgrade], in: directory)
+            #expect(down.exitCode == 0 && Int(down.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0 > 0, "\(down.stdout)\(down.stderr)")
+
+            let engine = try SQLiteEngine(path: fixture.path)
+            let database = Container(identifier: Self.identifier, engine: engine, userName: "alice").publicCloudDatabase
+            let after = try await StoreProcess.run(shell, [fixture.path, "PRAGMA user_version; SELECT name FROM sqlite_master WHERE name IN ('records_by_type', 'ix_v2');"], in: directory)
+            #expect(after.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "3", "version 3, neither old index left: \(after.stdout)")
+            let query = try Self.query("category == %@", "BOOKS")
+            let plan = try engine.queryPlan(for: CompiledQuery(query, zoneID: .default, desiredKeys: nil), in: database.context)
+            #expect(plan.contains("SEARCH r USING INDEX ix_") && plan.contains("<expr>=?"), "the rebuilt index serves equality:\n\(plan)")
+            let expected = TestDatabase.names(try QueryEvaluator.evaluate(query, over: fixture.stored, searchableFields: ["title"]))
+            #expect(!expected.isEmpty)
+            #expect(TestDatabase.names(try await TestDatabase.queryAll(query, in: database)) == expected)
+        }
+    }
+
+    @Test("a schema declares the system dates only as TIMESTAMP fields, recordName only as a STRING, and no other system field")
     func systemFieldDeclarations() async throws {
         for (name, type, indexes) in [("creationDate", FieldType.string, RecordTypeSchema.Indexes.sortable),
                                       ("modificationDate", .timestamp, .searchable),
+                                      ("recordName", .int64, .queryable),
+                                      ("recordName", .string, .searchable),
                                       ("recordChangeTag", .string, .queryable)] {
             var schema = RecordTypeSchema(recordType: "Item")
             schema.addField(name, type: type, indexes: indexes)

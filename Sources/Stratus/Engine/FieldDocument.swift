@@ -5,8 +5,9 @@ import Foundation
 ///
 /// `["S","text"]`, `["I",2]`, `["F",2.0]`, `["D",<seconds since 2001>]`, `["B","<base64>"]`,
 /// `["R","<recordName>",<action>]`, `["L",lat,lon,alt,hAcc,vAcc,course,speed,<timestamp>]`,
-/// `["A","<asset id>",<size>]`; a string whose lowercase form differs carries it at index 2
-/// (`["S","Milk","milk"]`); lists carry a list tag and the element values at index 1
+/// `["A","<asset id>",<size>]`; a string whose lowercase form is not its ASCII lowercasing
+/// carries it at index 2 (`["S","ÉCOLE","école"]`; `["S","Milk"]` carries none, as SQLite's
+/// `lower()` gives `milk`); lists carry a list tag and the element values at index 1
 /// (`["SL",["a","b"]]`), with reference actions and asset sizes in a parallel array at index 2.
 /// Element 1 is always what a query compares, so `$.key[1]` is the value of `key` in SQL.
 ///
@@ -127,34 +128,21 @@ public enum FieldDocument {
         out.append(UInt8(ascii: "]"))
     }
 
-    /// Appends `,"<folded>"` when ``TextSearch/equalityKey(_:)`` differs from `s`. ASCII text,
-    /// by far the most common, is folded here byte by byte without making a second string.
+    /// Appends `,"<folded>"` when ``TextSearch/equalityKey(_:)`` differs from what SQLite's
+    /// `lower()` makes of `s` (it folds the ASCII letters A–Z and nothing else). Stores compare
+    /// `coalesce($.key[2], lower($.key[1]))`, so ASCII text, by far the most common, carries no
+    /// second copy; text with other letters that fold carries its folded form.
     private static func appendEqualityKey(of s: String, to out: inout [UInt8]) {
-        var isASCII = true
-        var hasUpper = false
-        for byte in s.utf8 {
-            if byte >= 0x80 { isASCII = false; break }
-            if byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") { hasUpper = true }
-        }
-        if isASCII {
-            guard hasUpper else { return }
-            out.append(UInt8(ascii: ","))
-            out.append(UInt8(ascii: "\""))
-            for byte in s.utf8 {
-                switch byte {
-                case UInt8(ascii: "A")...UInt8(ascii: "Z"): out.append(byte + 32)
-                case UInt8(ascii: "\""), UInt8(ascii: "\\"), 0..<0x20: appendEscaped(byte, to: &out)
-                default: out.append(byte)
-                }
-            }
-            out.append(UInt8(ascii: "\""))
-            return
-        }
+        guard s.utf8.contains(where: { $0 >= 0x80 }) else { return }
         let key = TextSearch.equalityKey(s)
-        if key != s {
-            out.append(UInt8(ascii: ","))
-            appendString(key, to: &out)
-        }
+        guard !key.utf8.elementsEqual(s.utf8.lazy.map(asciiLowercased)) else { return }
+        out.append(UInt8(ascii: ","))
+        appendString(key, to: &out)
+    }
+
+    /// What SQLite's built-in `lower()` does to one UTF-8 byte.
+    @inline(__always) private static func asciiLowercased(_ byte: UInt8) -> UInt8 {
+        byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte + 32 : byte
     }
 
     private static func appendLocationBody(_ l: Location, to out: inout [UInt8]) {

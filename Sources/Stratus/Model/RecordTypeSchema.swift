@@ -15,14 +15,23 @@ import Foundation
 /// try await container.saveSchema(schema)
 /// ```
 ///
-/// The system dates are indexed only when a schema asks, as in CloudKit's schema (where
-/// `createdTimestamp` and `modifiedTimestamp` are marked queryable or sortable): declare a
-/// TIMESTAMP field named `creationDate` or `modificationDate`. Every record pays for each index
-/// on every write, so a store keeps none it was not asked for.
+/// System fields are indexed only when a schema asks, as in CloudKit's schema (where
+/// `createdTimestamp`, `modifiedTimestamp` and `recordName` are marked queryable or sortable):
+/// declare a TIMESTAMP field named `creationDate` or `modificationDate`, or a STRING field
+/// named `recordName`. Every record pays for each index on every write, so a store keeps none
+/// it was not asked for.
 ///
 /// ```swift
 /// schema.addField("modificationDate", type: .timestamp, indexes: [.sortable])
 /// schema.compoundIndexes.append(.init(equalityFields: ["list"], sortField: "creationDate"))
+/// ```
+///
+/// Listing a type's records (`TRUEPREDICATE`, or conditions no index serves) reads its zone in
+/// record-name order and skips the records of other types. Where a zone holds many records
+/// of other types, declare `recordName` queryable: the type then gets an index of its own.
+///
+/// ```swift
+/// schema.addField("recordName", type: .string, indexes: [.queryable])
 /// ```
 public struct RecordTypeSchema: Hashable, Sendable, Codable {
     public let recordType: String
@@ -83,8 +92,9 @@ public struct RecordTypeSchema: Hashable, Sendable, Codable {
     /// Names of the fields whose words `self CONTAINS` searches through the index.
     public var searchableFields: [String] { fields.filter { $0.indexes.contains(.searchable) }.map(\.name) }
 
-    /// The system fields a schema can index, by the names queries use for them.
-    public static let indexableSystemFields: Set<String> = ["creationDate", "modificationDate"]
+    /// The system fields a schema can index, by the names queries use for them, with the type
+    /// a declaration gives them.
+    public static let indexableSystemFields: [String: FieldType] = ["creationDate": .timestamp, "modificationDate": .timestamp, "recordName": .string]
 
     /// Checks names, types and that compound indexes name declared scalar fields.
     ///
@@ -93,9 +103,9 @@ public struct RecordTypeSchema: Hashable, Sendable, Codable {
         try Naming.checkIdentifier(recordType, kind: "record type")
         var seen: Set<String> = []
         for field in fields {
-            if Self.indexableSystemFields.contains(field.name) {
-                guard field.type == .timestamp, !field.indexes.contains(.searchable) else {
-                    throw StratusError(.invalidArguments, "the system field '\(field.name)' of \(recordType) can only be declared as a queryable or sortable TIMESTAMP")
+            if let systemType = Self.indexableSystemFields[field.name] {
+                guard field.type == systemType, !field.indexes.contains(.searchable) else {
+                    throw StratusError(.invalidArguments, "the system field '\(field.name)' of \(recordType) can only be declared as a queryable or sortable \(systemType.rawValue)")
                 }
             } else {
                 try Naming.checkFieldKey(field.name)
@@ -111,7 +121,7 @@ public struct RecordTypeSchema: Hashable, Sendable, Codable {
             }
         }
         for index in compoundIndexes {
-            for name in index.equalityFields + (index.sortField.map { [$0] } ?? []) where !Self.indexableSystemFields.contains(name) {
+            for name in index.equalityFields + (index.sortField.map { [$0] } ?? []) where Self.indexableSystemFields[name] == nil {
                 guard let field = field(name) else {
                     throw StratusError(.invalidArguments, "the compound index of \(recordType) names '\(name)', which the schema does not declare")
                 }
