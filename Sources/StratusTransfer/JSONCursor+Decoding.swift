@@ -1,4 +1,5 @@
 import Foundation
+import Stratus
 
 /// The outcome of reading a number as an `Int64`.
 enum IntegerConversion {

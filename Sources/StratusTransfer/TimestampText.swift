@@ -1,4 +1,5 @@
 import Foundation
+import Stratus
 
 /// CloudKit's timestamps (milliseconds since 1970) for `Date`s (seconds since 2001), exactly.
 ///

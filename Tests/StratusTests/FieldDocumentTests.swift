@@ -1,5 +1,6 @@
 import Foundation
 import Stratus
+import SeededRandom
 import StratusTestSupport
 import Testing
 
@@ -67,6 +68,24 @@ struct FieldDocumentTests {
         }
         #expect(direct.fields == Self.fields)
         #expect(try FieldDocument.decode("{}", zoneID: Self.zone, assetURL: Self.assetURL).isEmpty)
+    }
+
+    @Test("the written form: keys in order, base64 bytes, a lowercase copy only where SQL's lower() cannot make it")
+    func writtenForm() throws {
+        let text = FieldDocument.encode(["b": .int64(2), "a": .string("Milk"), "c": .string("ÉCOLE"), "d": .string("Café"), "e": .string("ÀB")])
+        #expect(text == #"{"a":["S","Milk"],"b":["I",2],"c":["S","ÉCOLE","école"],"d":["S","Café"],"e":["S","ÀB","àb"]}"#)
+        // Many keys take the other ordering path; both give sorted keys.
+        let many = Dictionary(uniqueKeysWithValues: (0..<40).map { ("k\($0)", FieldValue.int64(Int64($0))) })
+        let manyText = FieldDocument.encode(many)
+        let keys = try #require(try JSONSerialization.jsonObject(with: Data(manyText.utf8)) as? [String: Any]).keys
+        #expect(keys.count == 40)
+        let positions = many.keys.map { manyText.range(of: "\"\($0)\":")!.lowerBound }
+        #expect(zip(many.keys, positions).sorted { $0.0 < $1.0 }.map(\.1) == positions.sorted(), "keys appear in sorted order")
+        var generator = SeededGenerator(seed: 7)
+        for length in 0..<40 {
+            let data = Data((0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) })
+            #expect(FieldDocument.encode(["x": .bytes(data)]) == #"{"x":["B",""# + data.base64EncodedString() + #""]}"#)
+        }
     }
 
     @Test("documents outside the written form read as the general reader reads them")

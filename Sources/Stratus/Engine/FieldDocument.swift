@@ -52,78 +52,75 @@ public enum FieldDocument {
     /// FieldDocument.encode(record.fieldValues, encryptedKeys: record.encryptedKeys, into: &buffer)
     /// ```
     public static func encode(_ fields: [String: FieldValue], encryptedKeys: Set<String>, into out: inout [UInt8]) {
+        var output = ByteOutput()
+        encode(fields, encryptedKeys: encryptedKeys, into: &output)
         out.removeAll(keepingCapacity: true)
+        out.append(contentsOf: output.bytes)
+    }
+
+    /// Appends the document to `out`.
+    package static func encode(_ fields: [String: FieldValue], encryptedKeys: Set<String>, into out: inout ByteOutput) {
         out.append(UInt8(ascii: "{"))
         // Keys in order, so that equal field sets store identical documents.
-        var first = true
-        for (key, value) in fields.sorted(by: { $0.key < $1.key }) {
-            if !first { out.append(UInt8(ascii: ",")) }
-            first = false
-            appendString(key, to: &out)
+        out.appendInKeyOrder(fields, separator: UInt8(ascii: ",")) { key, value, out in
+            out.appendString(key)
             out.append(UInt8(ascii: ":"))
             appendValue(value, to: &out)
         }
         if !encryptedKeys.isEmpty {
-            if !first { out.append(UInt8(ascii: ",")) }
-            appendString(encryptedKeysMember, to: &out)
+            if !fields.isEmpty { out.append(UInt8(ascii: ",")) }
+            out.appendString(encryptedKeysMember)
             out.append(UInt8(ascii: ":"))
-            appendArray(encryptedKeys.sorted(), to: &out) { appendString($0, to: &$1) }
+            appendArray(encryptedKeys.sorted(), to: &out) { $1.appendString($0) }
         }
         out.append(UInt8(ascii: "}"))
     }
 
-    static func appendValue(_ value: FieldValue, to out: inout [UInt8]) {
-        func tag(_ t: StaticString) {
-            out.append(UInt8(ascii: "["))
-            out.append(UInt8(ascii: "\""))
-            t.withUTF8Buffer { out.append(contentsOf: $0) }
-            out.append(UInt8(ascii: "\""))
-            out.append(UInt8(ascii: ","))
-        }
+    static func appendValue(_ value: FieldValue, to out: inout ByteOutput) {
         switch value {
         case .string(let s):
-            tag("S")
-            appendString(s, to: &out)
-            // Equality ignores case; the folded form is kept (only when it differs) so that an
-            // index can serve case-insensitive equality.
+            out.append("[\"S\",")
+            out.appendString(s)
+            // Equality ignores case; the folded form is kept where SQL's lower() cannot make
+            // it, so that an index can serve case-insensitive equality.
             appendEqualityKey(of: s, to: &out)
-        case .int64(let i): tag("I"); appendInteger(i, to: &out)
-        case .double(let d): tag("F"); appendDouble(d, to: &out)
-        case .date(let d): tag("D"); appendDouble(d.timeIntervalSinceReferenceDate, to: &out)
-        case .bytes(let b): tag("B"); appendString(b.base64EncodedString(), to: &out)
+        case .int64(let i): out.append("[\"I\","); out.appendInt(i)
+        case .double(let d): out.append("[\"F\","); appendDouble(d, to: &out)
+        case .date(let d): out.append("[\"D\","); appendDouble(d.timeIntervalSinceReferenceDate, to: &out)
+        case .bytes(let b): out.append("[\"B\","); out.appendBase64(b)
         case .reference(let r):
-            tag("R")
-            appendString(r.recordID.recordName, to: &out)
+            out.append("[\"R\",")
+            out.appendString(r.recordID.recordName)
             out.append(UInt8(ascii: ","))
-            appendInteger(Int64(r.action.rawValue), to: &out)
-        case .location(let l): tag("L"); appendLocationBody(l, to: &out)
+            out.appendInt(Int64(r.action.rawValue))
+        case .location(let l): out.append("[\"L\","); appendLocationBody(l, to: &out)
         case .asset(let a):
-            tag("A")
-            appendString(a.storedIdentifier ?? "", to: &out)
+            out.append("[\"A\",")
+            out.appendString(a.storedIdentifier ?? "")
             out.append(UInt8(ascii: ","))
-            appendInteger(a.size ?? 0, to: &out)
-        case .stringList(let v): tag("SL"); appendArray(v, to: &out) { appendString($0, to: &$1) }
-        case .int64List(let v): tag("IL"); appendArray(v, to: &out) { appendInteger($0, to: &$1) }
-        case .doubleList(let v): tag("FL"); appendArray(v, to: &out) { appendDouble($0, to: &$1) }
-        case .dateList(let v): tag("DL"); appendArray(v, to: &out) { appendDouble($0.timeIntervalSinceReferenceDate, to: &$1) }
-        case .bytesList(let v): tag("BL"); appendArray(v, to: &out) { appendString($0.base64EncodedString(), to: &$1) }
+            out.appendInt(a.size ?? 0)
+        case .stringList(let v): out.append("[\"SL\","); appendArray(v, to: &out) { $1.appendString($0) }
+        case .int64List(let v): out.append("[\"IL\","); appendArray(v, to: &out) { $1.appendInt($0) }
+        case .doubleList(let v): out.append("[\"FL\","); appendArray(v, to: &out) { appendDouble($0, to: &$1) }
+        case .dateList(let v): out.append("[\"DL\","); appendArray(v, to: &out) { appendDouble($0.timeIntervalSinceReferenceDate, to: &$1) }
+        case .bytesList(let v): out.append("[\"BL\","); appendArray(v, to: &out) { $1.appendBase64($0) }
         case .referenceList(let v):
-            tag("RL")
-            appendArray(v, to: &out) { appendString($0.recordID.recordName, to: &$1) }
+            out.append("[\"RL\",")
+            appendArray(v, to: &out) { $1.appendString($0.recordID.recordName) }
             out.append(UInt8(ascii: ","))
-            appendArray(v, to: &out) { appendInteger(Int64($0.action.rawValue), to: &$1) }
+            appendArray(v, to: &out) { $1.appendInt(Int64($0.action.rawValue)) }
         case .locationList(let v):
-            tag("LL")
+            out.append("[\"LL\",")
             appendArray(v, to: &out) { location, out in
                 out.append(UInt8(ascii: "["))
                 appendLocationBody(location, to: &out)
                 out.append(UInt8(ascii: "]"))
             }
         case .assetList(let v):
-            tag("AL")
-            appendArray(v, to: &out) { appendString($0.storedIdentifier ?? "", to: &$1) }
+            out.append("[\"AL\",")
+            appendArray(v, to: &out) { $1.appendString($0.storedIdentifier ?? "") }
             out.append(UInt8(ascii: ","))
-            appendArray(v, to: &out) { appendInteger($0.size ?? 0, to: &$1) }
+            appendArray(v, to: &out) { $1.appendInt($0.size ?? 0) }
         }
         out.append(UInt8(ascii: "]"))
     }
@@ -132,12 +129,18 @@ public enum FieldDocument {
     /// `lower()` makes of `s` (it folds the ASCII letters A–Z and nothing else). Stores compare
     /// `coalesce($.key[2], lower($.key[1]))`, so ASCII text, by far the most common, carries no
     /// second copy; text with other letters that fold carries its folded form.
-    private static func appendEqualityKey(of s: String, to out: inout [UInt8]) {
-        guard s.utf8.contains(where: { $0 >= 0x80 }) else { return }
+    private static func appendEqualityKey(of s: String, to out: inout ByteOutput) {
+        guard !isASCII(s) else { return }
         let key = TextSearch.equalityKey(s)
         guard !key.utf8.elementsEqual(s.utf8.lazy.map(asciiLowercased)) else { return }
         out.append(UInt8(ascii: ","))
-        appendString(key, to: &out)
+        out.appendString(key)
+    }
+
+    private static func isASCII(_ s: String) -> Bool {
+        if let ascii = s.utf8.withContiguousStorageIfAvailable({ bytes in !bytes.contains { $0 >= 0x80 } }) { return ascii }
+        var s = s
+        return s.withUTF8 { bytes in !bytes.contains { $0 >= 0x80 } }
     }
 
     /// What SQLite's built-in `lower()` does to one UTF-8 byte.
@@ -145,69 +148,20 @@ public enum FieldDocument {
         byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte + 32 : byte
     }
 
-    private static func appendLocationBody(_ l: Location, to out: inout [UInt8]) {
+    private static func appendLocationBody(_ l: Location, to out: inout ByteOutput) {
         for (i, d) in [l.latitude, l.longitude, l.altitude, l.horizontalAccuracy, l.verticalAccuracy, l.course, l.speed, l.timestamp.timeIntervalSinceReferenceDate].enumerated() {
             if i > 0 { out.append(UInt8(ascii: ",")) }
             appendDouble(d, to: &out)
         }
     }
 
-    /// Appends a JSON string literal (the same escapes as ``JSONText/appendString(_:to:)``).
-    static func appendString(_ s: String, to out: inout [UInt8]) {
-        out.append(UInt8(ascii: "\""))
-        var s = s
-        s.withUTF8 { bytes in
-            var plainStart = 0
-            for index in 0..<bytes.count {
-                let byte = bytes[index]
-                if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 {
-                    out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[plainStart..<index]))
-                    appendEscaped(byte, to: &out)
-                    plainStart = index + 1
-                }
-            }
-            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[plainStart...]))
-        }
-        out.append(UInt8(ascii: "\""))
-    }
-
-    private static func appendEscaped(_ byte: UInt8, to out: inout [UInt8]) {
-        out.append(UInt8(ascii: "\\"))
-        switch byte {
-        case UInt8(ascii: "\""): out.append(UInt8(ascii: "\""))
-        case UInt8(ascii: "\\"): out.append(UInt8(ascii: "\\"))
-        case 0x0A: out.append(UInt8(ascii: "n"))
-        case 0x0D: out.append(UInt8(ascii: "r"))
-        case 0x09: out.append(UInt8(ascii: "t"))
-        default:
-            let hex: [UInt8] = Array("0123456789abcdef".utf8)
-            out.append(contentsOf: [UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
-        }
-    }
-
-    private static func appendInteger(_ i: Int64, to out: inout [UInt8]) {
-        if i >= 0 && i < 10 { out.append(UInt8(ascii: "0") + UInt8(i)); return }
-        if i < 0 { out.append(UInt8(ascii: "-")) }
-        var magnitude = i.magnitude
-        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)   // 24 bytes hold the 20 digits of UInt64.max
-        withUnsafeMutableBytes(of: &digits) { buffer in
-            var start = buffer.count
-            repeat {
-                start -= 1
-                buffer[start] = UInt8(ascii: "0") + UInt8(magnitude % 10)
-                magnitude /= 10
-            } while magnitude > 0
-            out.append(contentsOf: buffer[start...])
-        }
-    }
-
     /// The shortest text that parses back to the same Double, as Swift prints it (`2.0`, `1e-05`).
-    private static func appendDouble(_ d: Double, to out: inout [UInt8]) {
+    private static func appendDouble(_ d: Double, to out: inout ByteOutput) {
         precondition(d.isFinite, "JSON cannot hold a non-finite number; validate values first")
-        out.append(contentsOf: d.description.utf8)
+        out.appendRaw(d.description)
     }
 
-    private static func appendArray<T>(_ values: [T], to out: inout [UInt8], _ element: (T, inout [UInt8]) -> Void) {
+    private static func appendArray<T>(_ values: [T], to out: inout ByteOutput, _ element: (T, inout ByteOutput) -> Void) {
         out.append(UInt8(ascii: "["))
         for (i, v) in values.enumerated() {
             if i > 0 { out.append(UInt8(ascii: ",")) }

@@ -50,8 +50,9 @@ public final class Record: Sendable, CustomStringConvertible {
     package func encodedFieldDocument() -> [UInt8] {
         let (generation, fields, encrypted, cached) = state.withLock { ($0.generation, $0.fields, $0.encrypted, $0.document) }
         if let cached, cached.generation == generation { return cached.bytes }
-        var bytes: [UInt8] = []
-        FieldDocument.encode(fields, encryptedKeys: encrypted, into: &bytes)
+        var out = ByteOutput()
+        FieldDocument.encode(fields, encryptedKeys: encrypted, into: &out)
+        let bytes = Array(out.bytes)
         state.withLock { state in
             if state.generation == generation { state.document = (generation, bytes) }
         }

@@ -1,20 +1,27 @@
 import Foundation
 
-/// JSON and CSV text appended as UTF-8 bytes: no intermediate `String`s on the hot path.
+/// JSON (and CSV) text appended as UTF-8 bytes: no intermediate `String`s on the hot path.
+/// Stored field documents (``FieldDocument``) and the transfer codecs write through it.
 ///
 /// The bytes live in one buffer this value owns (hence not copyable): a record is some thirty
 /// short appends, and an array's uniqueness and capacity checks and copy calls cost more than
 /// the bytes themselves.
-struct ByteOutput: ~Copyable {
+///
+/// ```swift
+/// var out = ByteOutput()
+/// out.appendString("Milk")        // "Milk", quoted and escaped
+/// let text = String(decoding: out.bytes, as: UTF8.self)
+/// ```
+package struct ByteOutput: ~Copyable {
     private var base: UnsafeMutablePointer<UInt8>
     private var capacity: Int
     /// How many bytes were appended.
-    private(set) var count = 0
+    package private(set) var count = 0
     /// The first value that JSON cannot hold faithfully (a non-finite number, an asset without
     /// a file); it is written as `null` or `""` and reported here so strict callers can refuse.
-    var problem: String?
+    package var problem: String?
 
-    init(capacity: Int = 256) {
+    package init(capacity: Int = 256) {
         self.capacity = Swift.max(capacity, 16)
         base = .allocate(capacity: self.capacity)
     }
@@ -22,17 +29,17 @@ struct ByteOutput: ~Copyable {
     deinit { base.deallocate() }
 
     /// The bytes appended so far, valid until the next change.
-    var bytes: UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(start: base, count: count) }
+    package var bytes: UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(start: base, count: count) }
 
     /// Forgets every byte from `mark` on, keeping the buffer.
-    mutating func removeAll(from mark: Int = 0) {
+    package mutating func removeAll(from mark: Int = 0) {
         precondition(mark >= 0 && mark <= count, "mark outside the output")
         count = mark
     }
 
     /// Puts `pieces` (ranges of the bytes after `start`, which are all pieces) into the order
     /// given, with `separator` between them.
-    mutating func arrange(_ pieces: UnsafeBufferPointer<Range<Int>>, after start: Int, separator: UInt8) {
+    package mutating func arrange(_ pieces: UnsafeBufferPointer<Range<Int>>, after start: Int, separator: UInt8) {
         let end = count
         reserve(end - start + pieces.count)
         var to = end
@@ -49,8 +56,9 @@ struct ByteOutput: ~Copyable {
         count = start + to - end
     }
 
+    /// Makes room for `extra` more bytes.
     @inline(__always)
-    private mutating func reserve(_ extra: Int) {
+    package mutating func reserve(_ extra: Int) {
         if count + extra > capacity { grow(count + extra) }
     }
 
@@ -64,27 +72,71 @@ struct ByteOutput: ~Copyable {
         capacity = newCapacity
     }
 
+    /// Appends one member per entry of `fields` in key order, `separator` between them: the
+    /// order that makes equal field sets write identical bytes. The dictionary's indexes are
+    /// sorted in a temporary buffer, so no array of keys is built for the few keys a record
+    /// usually has.
+    ///
+    /// ```swift
+    /// out.appendInKeyOrder(fields, separator: UInt8(ascii: ",")) { key, value, out in out.appendString(key) }
+    /// ```
+    package mutating func appendInKeyOrder<Value>(_ fields: [String: Value], separator: UInt8, _ member: (String, Value, inout ByteOutput) -> Void) {
+        let count = fields.count
+        guard count > 0 else { return }
+        guard count <= 32 else {
+            // Insertion sort is quadratic; many keys are sorted the ordinary way.
+            for (place, key) in fields.keys.sorted().enumerated() {
+                if place > 0 { append(separator) }
+                member(key, fields[key]!, &self)
+            }
+            return
+        }
+        withUnsafeTemporaryAllocation(of: Dictionary<String, Value>.Index.self, capacity: count) { order in
+            var index = fields.startIndex
+            for place in 0..<count {
+                (order.baseAddress! + place).initialize(to: index)
+                fields.formIndex(after: &index)
+            }
+            for place in 1..<count {
+                let moving = order[place]
+                let key = fields[moving].key
+                var to = place
+                while to > 0 && key < fields[order[to - 1]].key {
+                    order[to] = order[to - 1]
+                    to -= 1
+                }
+                order[to] = moving
+            }
+            for place in 0..<count {
+                if place > 0 { append(separator) }
+                let (key, value) = fields[order[place]]
+                member(key, value, &self)
+            }
+            _ = order.deinitialize()
+        }
+    }
+
     @inline(__always)
-    mutating func append(_ byte: UInt8) {
+    package mutating func append(_ byte: UInt8) {
         reserve(1)
         base[count] = byte
         count += 1
     }
 
     @inline(__always)
-    mutating func append(_ text: StaticString) {
+    package mutating func append(_ text: StaticString) {
         append(UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
     @inline(__always)
-    mutating func append(_ bytes: UnsafeBufferPointer<UInt8>) {
+    package mutating func append(_ bytes: UnsafeBufferPointer<UInt8>) {
         guard let source = bytes.baseAddress, bytes.count > 0 else { return }
         reserve(bytes.count)
         (base + count).update(from: source, count: bytes.count)
         count += bytes.count
     }
 
-    mutating func appendRaw(_ text: String) {
+    package mutating func appendRaw(_ text: String) {
         // A borrowed string's bytes, without the copy that `withUTF8` needs.
         if text.utf8.withContiguousStorageIfAvailable({ append($0) }) != nil { return }
         var text = text
@@ -92,13 +144,13 @@ struct ByteOutput: ~Copyable {
     }
 
     /// Appends a JSON string literal, escaping quotes, backslashes and control characters.
-    mutating func appendString(_ text: String) {
+    package mutating func appendString(_ text: String) {
         if text.utf8.withContiguousStorageIfAvailable({ appendString(utf8: $0) }) != nil { return }
         var text = text
         text.withUTF8 { appendString(utf8: $0) }
     }
 
-    private mutating func appendString(utf8: UnsafeBufferPointer<UInt8>) {
+    package mutating func appendString(utf8: UnsafeBufferPointer<UInt8>) {
         reserve(utf8.count + 2)
         base[count] = UInt8(ascii: "\"")
         count += 1
@@ -145,13 +197,13 @@ struct ByteOutput: ~Copyable {
         return i
     }
 
-    mutating func appendInt(_ value: Int64) {
+    package mutating func appendInt(_ value: Int64) {
         if value < 0 { append(UInt8(ascii: "-")) }
         appendUnsigned(value.magnitude)
     }
 
     /// Appends the decimal digits of `value`, with leading zeros up to `width` digits.
-    mutating func appendUnsigned(_ value: UInt64, width: Int = 1) {
+    package mutating func appendUnsigned(_ value: UInt64, width: Int = 1) {
         var digits = 1
         var rest = value
         while rest >= 10 {
@@ -175,7 +227,7 @@ struct ByteOutput: ~Copyable {
     }
 
     /// Appends the shortest text that reads back as the same `Double` (`2.0`, `1e-05`).
-    mutating func appendDouble(_ value: Double, field: String) {
+    package mutating func appendDouble(_ value: Double, field: String) {
         guard value.isFinite else {
             if problem == nil { problem = "field '\(field)' holds a non-finite number, which JSON cannot hold" }
             append("null")
@@ -184,69 +236,22 @@ struct ByteOutput: ~Copyable {
         appendRaw(value.description)
     }
 
-    /// Appends milliseconds since 1970, exactly (see ``TimestampText``).
-    mutating func appendTimestamp(_ date: Date, field: @autoclosure () -> String) {
-        let seconds = date.timeIntervalSinceReferenceDate
-        guard seconds.isFinite else {
-            if problem == nil { problem = "field '\(field())' holds a non-finite date" }
-            append("null")
-            return
-        }
-        if let milliseconds = TimestampText.wholeMilliseconds(seconds) {
-            appendInt(milliseconds)
-        } else if seconds.bitPattern == lastFraction.seconds {
-            lastFraction.text.withUnsafeBufferPointer { append($0) }
-        } else {
-            let start = count
-            TimestampText.append(seconds, to: &self)
-            lastFraction.seconds = seconds.bitPattern
-            lastFraction.text.removeAll(keepingCapacity: true)
-            lastFraction.text.append(contentsOf: UnsafeBufferPointer(start: base + start, count: count - start))
-        }
-    }
-
-    /// The last timestamp written with a fraction, and its text. A record's creation and
-    /// modification dates are mostly one `Date`, and the records of one save share it, so
-    /// this one entry saves most of the decimal work on such dates.
-    private var lastFraction: (seconds: UInt64, text: [UInt8]) = (Double.nan.bitPattern, [])
-
     /// Appends `data` in base64, in quotes unless `quoted` is false.
-    mutating func appendBase64(_ data: Data, quoted: Bool = true) {
+    package mutating func appendBase64(_ data: Data, quoted: Bool = true) {
         if quoted { append(UInt8(ascii: "\"")) }
-        base64.removeAll(keepingCapacity: true)
-        Base64.encode(data, to: &base64)
-        base64.withUnsafeBufferPointer { append($0) }
+        let length = Base64.encodedCount(data.count)
+        reserve(length)
+        Base64.encode(data, to: base + count)
+        count += length
         if quoted { append(UInt8(ascii: "\"")) }
     }
-
-    private var base64: [UInt8] = []
 
     /// The sorted field keys of the last record written here (see ``RecordJSONWriter``).
-    var fieldOrder: [String] = []
+    package var fieldOrder: [String] = []
 
-    /// Appends `cell` as a CSV cell, quoted (with quotes doubled) when it holds a comma, a
-    /// quote or a line break, or is empty and `quoteEmpty` asks for `""`.
-    mutating func appendCSVCell(_ cell: UnsafeBufferPointer<UInt8>, quoteEmpty: Bool = false) {
-        var needsQuotes = cell.isEmpty && quoteEmpty
-        for b in cell where b == UInt8(ascii: ",") || b == UInt8(ascii: "\"") || b == 0x0A || b == 0x0D {
-            needsQuotes = true
-            break
-        }
-        guard needsQuotes else {
-            append(cell)
-            return
-        }
-        append(UInt8(ascii: "\""))
-        for b in cell {
-            append(b)
-            if b == UInt8(ascii: "\"") { append(b) }
-        }
-        append(UInt8(ascii: "\""))
-    }
-
-    mutating func appendCSVCell(_ text: String, quoteEmpty: Bool = false) {
-        if text.utf8.withContiguousStorageIfAvailable({ appendCSVCell($0, quoteEmpty: quoteEmpty) }) != nil { return }
-        var text = text
-        text.withUTF8 { appendCSVCell($0, quoteEmpty: quoteEmpty) }
-    }
+    /// The last timestamp written with a fraction, and its text (see `appendTimestamp` in the
+    /// transfer codecs). A record's creation and modification dates are mostly one `Date`, and
+    /// the records of one save share it, so this one entry saves most of the decimal work on
+    /// such dates.
+    package var lastFraction: (seconds: UInt64, text: [UInt8]) = (Double.nan.bitPattern, [])
 }

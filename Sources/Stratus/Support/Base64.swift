@@ -2,7 +2,7 @@ import Foundation
 
 /// Standard base64 (RFC 4648 §4), straight between bytes and `Data`, without the `String`
 /// that Foundation's coder needs on the way.
-enum Base64 {
+package enum Base64 {
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
 
     private static let values: [UInt8] = {
@@ -12,7 +12,7 @@ enum Base64 {
     }()
 
     /// The decoded bytes, or nil when the text is not base64. Padding may be left out.
-    static func decode(_ text: UnsafeBufferPointer<UInt8>) -> Data? {
+    package static func decode(_ text: UnsafeBufferPointer<UInt8>) -> Data? {
         var count = text.count
         if count > 0 && text[count - 1] == UInt8(ascii: "=") {
             guard count % 4 == 0 else { return nil }
@@ -52,34 +52,33 @@ enum Base64 {
         return ok ? data : nil
     }
 
-    /// Appends the base64 text of `data`, padded.
-    static func encode(_ data: Data, to out: inout [UInt8]) {
+    /// How many bytes the padded base64 text of `count` bytes has.
+    package static func encodedCount(_ count: Int) -> Int { (count + 2) / 3 * 4 }
+
+    /// Writes the padded base64 text of `data` (``encodedCount(_:)`` bytes) at `out`.
+    package static func encode(_ data: Data, to out: UnsafeMutablePointer<UInt8>) {
         let count = data.count
         guard count > 0 else { return }
-        let start = out.count
-        out.append(contentsOf: repeatElement(0, count: (count + 2) / 3 * 4))
         alphabet.withUnsafeBufferPointer { letters in
             data.withUnsafeBytes { raw in
                 let input = raw.bindMemory(to: UInt8.self)
-                out.withUnsafeMutableBufferPointer { buffer in
-                    var i = 0, o = start
-                    while i + 3 <= count {
-                        let a = input[i], b = input[i + 1], c = input[i + 2]
-                        buffer[o] = letters[Int(a >> 2)]
-                        buffer[o + 1] = letters[Int((a & 0x03) << 4 | b >> 4)]
-                        buffer[o + 2] = letters[Int((b & 0x0F) << 2 | c >> 6)]
-                        buffer[o + 3] = letters[Int(c & 0x3F)]
-                        i += 3
-                        o += 4
-                    }
-                    if i < count {
-                        let a = input[i]
-                        let b: UInt8 = i + 1 < count ? input[i + 1] : 0
-                        buffer[o] = letters[Int(a >> 2)]
-                        buffer[o + 1] = letters[Int((a & 0x03) << 4 | b >> 4)]
-                        buffer[o + 2] = i + 1 < count ? letters[Int((b & 0x0F) << 2)] : UInt8(ascii: "=")
-                        buffer[o + 3] = UInt8(ascii: "=")
-                    }
+                var i = 0, o = 0
+                while i + 3 <= count {
+                    let a = input[i], b = input[i + 1], c = input[i + 2]
+                    out[o] = letters[Int(a >> 2)]
+                    out[o + 1] = letters[Int((a & 0x03) << 4 | b >> 4)]
+                    out[o + 2] = letters[Int((b & 0x0F) << 2 | c >> 6)]
+                    out[o + 3] = letters[Int(c & 0x3F)]
+                    i += 3
+                    o += 4
+                }
+                if i < count {
+                    let a = input[i]
+                    let b: UInt8 = i + 1 < count ? input[i + 1] : 0
+                    out[o] = letters[Int(a >> 2)]
+                    out[o + 1] = letters[Int((a & 0x03) << 4 | b >> 4)]
+                    out[o + 2] = i + 1 < count ? letters[Int((b & 0x0F) << 2)] : UInt8(ascii: "=")
+                    out[o + 3] = UInt8(ascii: "=")
                 }
             }
         }
