@@ -23,11 +23,13 @@ extension SQLiteEngine {
             // Two index-ordered reads, each bounded, then a merge: a large backlog costs no
             // more per batch than a small one.
             var changes: [(sequence: Int64, change: ZoneChangeBatch.Change)] = []
-            let records = try connection.statement("SELECT \(SQLiteSchema.recordColumns), r.change_seq FROM records r WHERE r.zone_id = ? AND r.change_seq > ? ORDER BY r.change_seq LIMIT ?")
-            try records.bind([.integer(zone.row), .integer(after), .integer(Int64(request.limit) + 1)])
+            // A zone's rows are the range of change keys with its row in the high bits.
+            let records = try connection.statement("SELECT \(SQLiteSchema.recordColumns), r.change_key FROM records r WHERE r.change_key > ? AND r.change_key <= ? ORDER BY r.change_key LIMIT ?")
+            try records.bind([.integer(SQLiteSchema.changeKey(zoneRow: zone.row, sequence: after)), .integer(SQLiteSchema.changeKey(zoneRow: zone.row, sequence: SQLiteSchema.maximumSequence)),
+                              .integer(Int64(request.limit) + 1)])
             while try records.step() {
                 let record = try decodeRecord(records, zoneID: request.zoneID).restricted(to: request.desiredKeys)
-                changes.append((records.int64(SQLiteSchema.recordColumnCount), .changed(record)))
+                changes.append((records.int64(SQLiteSchema.recordColumnCount) & SQLiteSchema.maximumSequence, .changed(record)))
             }
             let tombstones = try connection.statement("SELECT record_name, record_type, change_seq FROM tombstones WHERE zone_id = ? AND change_seq > ? ORDER BY change_seq LIMIT ?")
             try tombstones.bind([.integer(zone.row), .integer(after), .integer(Int64(request.limit) + 1)])

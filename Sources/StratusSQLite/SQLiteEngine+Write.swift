@@ -152,12 +152,12 @@ struct ZoneWriter {
             upsert = try connection.statement(Self.insertRecord + """
                 ON CONFLICT(zone_id, record_name) DO UPDATE SET
                     record_type = excluded.record_type, modified_at = excluded.modified_at, modified_by = excluded.modified_by,
-                    change_tag = excluded.change_tag, change_seq = excluded.change_seq, fields = excluded.fields,
+                    change_tag = excluded.change_tag, change_key = excluded.change_key, fields = excluded.fields,
                     parent_name = excluded.parent_name
                 """)
         }
         FieldDocument.encode(fields, encryptedKeys: stored.encryptedKeys, into: &document)
-        try write(stored, document: document, parent: parent, sequence: nextSequence(record.recordID.zoneID), zoneRow: zoneRow, with: upsert!)
+        try write(stored, document: document, parent: parent, sequence: try nextSequence(record.recordID.zoneID), zoneRow: zoneRow, with: upsert!)
         try finishWrite(of: stored, fields: fields, deleteSelfTargets: deleteSelfTargets, zoneRow: zoneRow, isNew: kind == .created)
         return .success((stored, kind))
     }
@@ -187,14 +187,14 @@ struct ZoneWriter {
             lastInsertConflicted = true
             return nil
         }
-        _ = nextSequence(zoneID)
+        _ = try nextSequence(zoneID)
         try finishWrite(of: stored, fields: fields, deleteSelfTargets: [], zoneRow: zoneRow, isNew: true)
         return .success((stored, .created))
     }
 
     /// Every column of a record's row, in the order ``write(_:document:parent:sequence:zoneRow:with:)`` binds them.
     private static let insertRecord = """
-        INSERT INTO records(zone_id, record_name, record_type, created_at, created_by, modified_at, modified_by, change_tag, change_seq, fields, parent_name)
+        INSERT INTO records(zone_id, record_name, record_type, created_at, created_by, modified_at, modified_by, change_tag, change_key, fields, parent_name)
         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 
         """
@@ -213,7 +213,7 @@ struct ZoneWriter {
         try statement.bind(.real(system.modificationDate!.timeIntervalSinceReferenceDate), at: 6)
         try statement.bind(system.lastModifiedUserRecordID!.recordName, at: 7)
         try statement.bind(system.recordChangeTag!, at: 8)
-        try statement.bind(sequence, at: 9)
+        try statement.bind(SQLiteSchema.changeKey(zoneRow: zoneRow, sequence: sequence), at: 9)
         try statement.bind(utf8: document, at: 10)
         try statement.bind(parent.map { .text($0.recordID.recordName) } ?? .null, at: 11)
         try statement.step()
@@ -295,9 +295,13 @@ struct ZoneWriter {
         return fields
     }
 
-    private mutating func nextSequence(_ zoneID: RecordZone.ID) -> Int64 {
+    private mutating func nextSequence(_ zoneID: RecordZone.ID) throws -> Int64 {
         // One hash lookup per record: this runs for every record of an import.
-        zones[zoneID]!.bumpSequence()
+        let sequence = zones[zoneID]!.bumpSequence()
+        guard sequence <= SQLiteSchema.maximumSequence else {
+            throw StratusError(.limitExceeded, "zone '\(zoneID.zoneName)' has used all \(SQLiteSchema.maximumSequence) change numbers a zone has; copy its records into a new zone", zoneID: zoneID)
+        }
+        return sequence
     }
 
     private mutating func deleteRow(_ name: String, zoneRow: Int64, zoneID: RecordZone.ID) throws -> Bool {
@@ -316,7 +320,7 @@ struct ZoneWriter {
         try tokens.step()
         tombstonedZones[zoneRow] = true
         let tombstone = try connection.statement("INSERT OR REPLACE INTO tombstones(zone_id, record_name, record_type, change_seq, deleted_at) VALUES (?, ?, ?, ?, ?)")
-        try tombstone.bind([.integer(zoneRow), .text(name), .text(type), .integer(nextSequence(zoneID)), .real(now.timeIntervalSinceReferenceDate)])
+        try tombstone.bind([.integer(zoneRow), .text(name), .text(type), .integer(try nextSequence(zoneID)), .real(now.timeIntervalSinceReferenceDate)])
         try tombstone.step()
         return true
     }

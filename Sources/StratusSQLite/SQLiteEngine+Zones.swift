@@ -85,6 +85,9 @@ extension SQLiteEngine {
         guard try allocate.step() else { throw StratusError(.badDatabase, "the store has no store_info row; it was not created by this version of Stratus") }
         let row = allocate.int64(0)
         allocate.reset()
+        guard row <= SQLiteSchema.maximumZoneRow else {
+            throw StratusError(.limitExceeded, "this store has created \(SQLiteSchema.maximumZoneRow) zones over its life, the most it can; move the container to a new store", zoneID: zoneID)
+        }
         let insert = try connection.statement("INSERT INTO zones(zone_id, container, db, owner, zone_name, zone_owner, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)")
         try insert.bind([.integer(row)] + Self.databaseKey(database) + [.text(zoneID.zoneName), .text(Self.zoneOwner(zoneID, database)), .real(Date().timeIntervalSinceReferenceDate)])
         try insert.step()

@@ -89,10 +89,10 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
             // and brings stores made by earlier builds of the same version up to date.
             try connection.execute(SQLiteSchema.create)
             try connection.execute(SQLiteSchema.indexing)
-            try addMissingColumns(on: connection)
+            let columns = try addMissingColumns(on: connection)
             if found < SQLiteSchema.version {
-                connection.resetActiveStatements()   // DROP INDEX needs no statement of this connection running
-                try connection.execute(SQLiteSchema.upgrade(from: found))
+                connection.resetActiveStatements()   // DROP TABLE needs no statement of this connection running
+                try connection.execute(SQLiteSchema.upgrade(from: found, recordsAreKeyed: columns.contains("change_key")))
                 try synchronizeIndexes(on: connection)
                 try connection.execute("PRAGMA user_version = \(SQLiteSchema.version)")
             }
@@ -111,18 +111,21 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
             while try columns.step() { names.insert(columns.text(0) ?? "") }
             let storeRow = existing.contains("store_info") ? try writer.queryText("SELECT count(*) FROM store_info") : nil
             writer.resetActiveStatements()
-            return SQLiteSchema.objectNames.isSubset(of: existing) && names.contains("parent_name") && storeRow == "1"
+            return SQLiteSchema.objectNames.isSubset(of: existing) && names.contains("parent_name") && names.contains("change_key") && storeRow == "1"
         }
     }
 
-    /// Columns added to version 1 during its development; stores made before them get them here.
-    private func addMissingColumns(on connection: SQLiteConnection) throws {
+    /// Columns added to version 1 during its development; stores made before them get them
+    /// here. Returns the records table's columns.
+    private func addMissingColumns(on connection: SQLiteConnection) throws -> Set<String> {
         let columns = try connection.statement("SELECT name FROM pragma_table_info('records')")
         var names: Set<String> = []
         while try columns.step() { names.insert(columns.text(0) ?? "") }
         if !names.contains("parent_name") {
             try connection.execute("ALTER TABLE records ADD COLUMN parent_name TEXT")
+            names.insert("parent_name")
         }
+        return names
     }
 
     // MARK: - Connections and transactions

@@ -11,12 +11,43 @@
 /// else is indexed where a record type schema declares it, as in CloudKit's schema:
 /// - version 2 dropped the creation- and modification-date indexes that version 1 kept for
 ///   every record type (``Stratus/RecordTypeSchema/indexableSystemFields``);
-/// - version 3 dropped the record-type index (a type's records are listed through the name
-///   index unless its schema declares `recordName`), and string equality compares
-///   `coalesce($.key[2], lower($.key[1]))`, so documents no longer carry an ASCII lowercase
-///   copy of each string; the schema indexes are rebuilt for the new expression on upgrade.
+/// - version 3 keys each record row by its place in its zone's change history
+///   (``changeKey(zoneRow:sequence:)``) instead of a separate change-sequence index; dropped the
+///   record-type index (a type's records are listed through the name index unless its schema
+///   declares `recordName`); and string equality compares `coalesce($.key[2], lower($.key[1]))`,
+///   so documents no longer carry an ASCII lowercase copy of each string. Opening an older store
+///   rebuilds its records table and schema indexes (``upgrade(from:)``).
 enum SQLiteSchema {
     static let version: Int64 = 3
+
+    /// Bits of a record's `change_key` that hold its zone's change sequence; the zone row is
+    /// in the bits above. Rows of one zone thus lie together in change order, so that reading
+    /// a zone's changes is a range of the table itself, and a write maintains one index (the
+    /// record name) besides the table.
+    static let sequenceBits: Int64 = 40
+    /// The highest change sequence a zone can reach (about 1.1 × 10¹²).
+    static let maximumSequence: Int64 = (1 << sequenceBits) - 1
+    /// The highest zone row a store can allocate (8,388,607 zones over its life).
+    static let maximumZoneRow: Int64 = (1 << (63 - sequenceBits)) - 1
+
+    /// The `change_key` of the row written at `sequence` in the zone at `zoneRow`.
+    static func changeKey(zoneRow: Int64, sequence: Int64) -> Int64 { zoneRow << sequenceBits | sequence }
+
+    /// The records table; `change_key` is ``changeKey(zoneRow:sequence:)`` of the record's
+    /// last write.
+    static let recordsTableColumns = """
+        change_key INTEGER PRIMARY KEY,
+            zone_id INTEGER NOT NULL REFERENCES zones(zone_id),
+            record_name TEXT NOT NULL,
+            record_type TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            created_by TEXT NOT NULL,
+            modified_at REAL NOT NULL,
+            modified_by TEXT NOT NULL,
+            change_tag TEXT NOT NULL,
+            fields TEXT NOT NULL,
+            parent_name TEXT
+        """
 
     static let create = """
         CREATE TABLE IF NOT EXISTS zones(
@@ -30,21 +61,8 @@ enum SQLiteSchema {
             created_at REAL NOT NULL,
             UNIQUE(container, db, owner, zone_name, zone_owner)
         );
-        CREATE TABLE IF NOT EXISTS records(
-            zone_id INTEGER NOT NULL REFERENCES zones(zone_id),
-            record_name TEXT NOT NULL,
-            record_type TEXT NOT NULL,
-            created_at REAL NOT NULL,
-            created_by TEXT NOT NULL,
-            modified_at REAL NOT NULL,
-            modified_by TEXT NOT NULL,
-            change_tag TEXT NOT NULL,
-            change_seq INTEGER NOT NULL,
-            fields TEXT NOT NULL,
-            parent_name TEXT
-        );
+        CREATE TABLE IF NOT EXISTS records(\(recordsTableColumns));
         CREATE UNIQUE INDEX IF NOT EXISTS records_by_name ON records(zone_id, record_name);
-        CREATE INDEX IF NOT EXISTS records_by_change ON records(zone_id, change_seq);
         CREATE TABLE IF NOT EXISTS tombstones(
             zone_id INTEGER NOT NULL,
             record_name TEXT NOT NULL,
@@ -127,12 +145,20 @@ enum SQLiteSchema {
     }()
 
     /// What opening a store of an earlier version runs, after the statements above (the
-    /// engine then rebuilds the schema indexes, whose expressions changed in version 3).
-    static func upgrade(from version: Int64) -> String {
-        var statements = ""
-        if version < 2 { statements += "DROP INDEX IF EXISTS records_by_created; DROP INDEX IF EXISTS records_by_modified;" }
-        if version < 3 { statements += "DROP INDEX IF EXISTS records_by_type;" }
-        return statements
+    /// engine then rebuilds the schema indexes, whose expressions changed in version 3). A
+    /// records table from before version 3 (`recordsAreKeyed` false: it has no `change_key`)
+    /// is copied into the keyed form, which also drops every old index on it.
+    static func upgrade(from version: Int64, recordsAreKeyed: Bool) -> String {
+        guard version < 3 && !recordsAreKeyed else { return "" }
+        return """
+            CREATE TABLE records_v3(\(recordsTableColumns));
+            INSERT INTO records_v3(change_key, zone_id, record_name, record_type, created_at, created_by, modified_at, modified_by, change_tag, fields, parent_name)
+                SELECT (zone_id << \(sequenceBits)) | change_seq, zone_id, record_name, record_type, created_at, created_by, modified_at, modified_by, change_tag, fields, parent_name
+                FROM records;
+            DROP TABLE records;
+            ALTER TABLE records_v3 RENAME TO records;
+            CREATE UNIQUE INDEX records_by_name ON records(zone_id, record_name);
+            """
     }
 
     static let recordColumns = "r.record_name, r.record_type, r.created_at, r.created_by, r.modified_at, r.modified_by, r.change_tag, r.fields, r.parent_name"

@@ -193,10 +193,20 @@ struct SQLiteQueryPlanTests {
         try await Self.withFixture(schema: true) { fixture in
             let shell = try #require(StoreProcess.sqlite3, "the sqlite3 shell is needed (apt-get install sqlite3)")
             let directory = URL(fileURLWithPath: fixture.path).deletingLastPathComponent()
-            // What version 2 had: the record-type index, string equality indexes without
+            // What version 2 had: records in a table of their own with a change-sequence
+            // column and index, the record-type index, string equality indexes without
             // lower(), and documents carrying the lowercase copy of ASCII strings.
             let downgrade = """
+                CREATE TABLE records_v2(zone_id INTEGER NOT NULL, record_name TEXT NOT NULL, record_type TEXT NOT NULL,
+                    created_at REAL NOT NULL, created_by TEXT NOT NULL, modified_at REAL NOT NULL, modified_by TEXT NOT NULL,
+                    change_tag TEXT NOT NULL, change_seq INTEGER NOT NULL, fields TEXT NOT NULL, parent_name TEXT);
+                INSERT INTO records_v2 SELECT zone_id, record_name, record_type, created_at, created_by, modified_at, modified_by,
+                    change_tag, change_key & 1099511627775, fields, parent_name FROM records;
+                DROP TABLE records;
+                ALTER TABLE records_v2 RENAME TO records;
+                CREATE UNIQUE INDEX records_by_name ON records(zone_id, record_name);
                 CREATE INDEX records_by_type ON records(zone_id, record_type, record_name);
+                CREATE INDEX records_by_change ON records(zone_id, change_seq);
                 CREATE INDEX ix_v2 ON records(zone_id, coalesce(json_extract(fields, '$.category[2]'), json_extract(fields, '$.category[1]')), record_name) WHERE record_type = 'Item';
                 UPDATE records SET fields = json_replace(fields, '$.category', json_array('S', json_extract(fields, '$.category[1]'), lower(json_extract(fields, '$.category[1]'))))
                     WHERE json_extract(fields, '$.category[1]') <> lower(json_extract(fields, '$.category[1]'));
@@ -208,14 +218,25 @@ struct SQLiteQueryPlanTests {
 
             let engine = try SQLiteEngine(path: fixture.path)
             let database = Container(identifier: Self.identifier, engine: engine, userName: "alice").publicCloudDatabase
-            let after = try await StoreProcess.run(shell, [fixture.path, "PRAGMA user_version; SELECT name FROM sqlite_master WHERE name IN ('records_by_type', 'ix_v2');"], in: directory)
-            #expect(after.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "3", "version 3, neither old index left: \(after.stdout)")
+            let after = try await StoreProcess.run(shell, [fixture.path, "PRAGMA user_version; SELECT name FROM sqlite_master WHERE name IN ('records_by_type', 'records_by_change', 'ix_v2', 'records_v2') OR sql LIKE '%change_seq INTEGER%records%';"], in: directory)
+            #expect(after.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "3", "version 3, no old index or table left: \(after.stdout)")
             let query = try Self.query("category == %@", "BOOKS")
             let plan = try engine.queryPlan(for: CompiledQuery(query, zoneID: .default, desiredKeys: nil), in: database.context)
             #expect(plan.contains("SEARCH r USING INDEX ix_") && plan.contains("<expr>=?"), "the rebuilt index serves equality:\n\(plan)")
             let expected = TestDatabase.names(try QueryEvaluator.evaluate(query, over: fixture.stored, searchableFields: ["title"]))
             #expect(!expected.isEmpty)
             #expect(TestDatabase.names(try await TestDatabase.queryAll(query, in: database)) == expected)
+            // Every record is there with its system fields, and the change history goes on from where it was.
+            let all = try await TestDatabase.queryAll(Query(recordType: "Item"), in: database)
+            #expect(all.map(\.recordID.recordName) == fixture.stored.map(\.recordID.recordName))
+            #expect(all.map(\.recordChangeTag) == fixture.stored.map(\.recordChangeTag))
+            let changes = try engine.fetchZoneChanges(ZoneChangesRequest(zoneID: .default, after: nil, limit: 10_000), in: database.context)
+            #expect(changes.changes.count == Self.recordCount && !changes.moreComing)
+            let changed = all[5]
+            changed["note"] = "after the upgrade"
+            try await TestDatabase.save([changed], in: database)
+            let next = try engine.fetchZoneChanges(ZoneChangesRequest(zoneID: .default, after: changes.position, limit: 10), in: database.context)
+            #expect(next.changes.count == 1 && next.position.sequence > changes.position.sequence, "\(next)")
         }
     }
 
