@@ -18,9 +18,15 @@ final class SQLiteConnection {
     let path: String
     private var statements: [String: SQLiteStatement] = [:]
 
+    /// SQLite's memory statistics take a process-wide mutex on every allocation, and SQLite
+    /// allocates several times per written row; Stratus reads none of them. Switched off once,
+    /// before the first connection initializes SQLite (a no-op if the process already did).
+    private static let memoryStatisticsOff: Void = { _ = stratus_sqlite_config_memstatus_off() }()
+
     /// Opens (creating when `create`) the database at `path`, in WAL mode.
     init(path: String, create: Bool, busyTimeoutMilliseconds: Int32) throws {
         self.path = path
+        Self.memoryStatisticsOff
         let flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX
         let rc = sqlite3_open_v2(path, &handle, flags, nil)
         guard rc == SQLITE_OK else {

@@ -72,37 +72,41 @@ struct ZoneWriter {
     let connection: SQLiteConnection
     let context: DatabaseContext
     let now: Date
-    private var lastZone: (id: RecordZone.ID, row: Int64)?
-    /// Searchable fields per record type, read once per transaction.
+    /// The zones this transaction touched, each loaded once: found by ID through
+    /// `zoneIndexes`, or without hashing through `lastZone` (batches nearly always stay in
+    /// one zone), and by row with a scan of the few there are.
+    private var zones: [ZoneState] = []
+    private var zoneIndexes: [RecordZone.ID: Int] = [:]
+    private var lastZone: (id: RecordZone.ID, index: Int)?
+    /// Searchable fields per record type, read once per transaction; the last type's without hashing.
     private var searchable: [String: [String]] = [:]
-    /// Zone row, its current change sequence and capabilities, loaded once per zone per transaction.
-    /// Whether a zone has any record tombstone; a new record in a zone without any has none
-    /// to clear, which spares bulk imports a delete per record.
-    private var tombstonedZones: [Int64: Bool] = [:]
-
-    private mutating func zoneHasTombstones(_ zoneRow: Int64) throws -> Bool {
-        if let known = tombstonedZones[zoneRow] { return known }
-        let probe = try connection.statement("SELECT 1 FROM tombstones WHERE zone_id = ? LIMIT 1")
-        try probe.bind([.integer(zoneRow)])
-        let found = try probe.step()
-        probe.reset()
-        tombstonedZones[zoneRow] = found
-        return found
-    }
-
-    private var zones: [RecordZone.ID: ZoneState] = [:]
+    private var lastSearchable: (recordType: String, fields: [String])?
 
     private struct ZoneState {
         let row: Int64
         var sequence: Int64
         let capabilities: RecordZone.Capabilities
         var changed: Bool
+        /// Whether the zone has any record tombstone (nil until asked). A new record in a zone
+        /// without any has none to clear, which spares bulk imports a delete per record.
+        var hasTombstones: Bool?
 
         mutating func bumpSequence() -> Int64 {
             sequence += 1
             changed = true
             return sequence
         }
+    }
+
+    private mutating func zoneHasTombstones(_ zoneRow: Int64) throws -> Bool {
+        guard let index = zones.firstIndex(where: { $0.row == zoneRow }) else { return true }
+        if let known = zones[index].hasTombstones { return known }
+        let probe = try connection.statement("SELECT 1 FROM tombstones WHERE zone_id = ? LIMIT 1")
+        try probe.bind([.integer(zoneRow)])
+        let found = try probe.step()
+        probe.reset()
+        zones[index].hasTombstones = found
+        return found
     }
 
     /// The record upsert, prepared once per transaction, and the buffer each field document is
@@ -182,7 +186,7 @@ struct ZoneWriter {
         // A new record stores exactly the incoming fields, so the document its validation
         // prepared (usually on the producer's thread) is the one to write.
         assert(fields == record.fieldValues && stored.encryptedKeys == record.encryptedKeys, "a created record stores the incoming fields")
-        try write(stored, document: record.encodedFieldDocument(), parent: nil, sequence: zones[zoneID]!.sequence + 1, zoneRow: zoneRow, with: insert!)
+        try write(stored, document: record.encodedFieldDocument(), parent: nil, sequence: zones[try zoneIndex(zoneID)!].sequence + 1, zoneRow: zoneRow, with: insert!)
         guard connection.changes == 1 else {
             lastInsertConflicted = true
             return nil
@@ -258,7 +262,7 @@ struct ZoneWriter {
     /// Writes back each touched zone's change sequence, and notes each changed zone as a
     /// change of its database.
     func storeChangeSequences() throws {
-        for zone in zones.values where zone.changed {
+        for zone in zones where zone.changed {
             let update = try connection.statement("UPDATE zones SET change_seq = ? WHERE zone_id = ?")
             try update.bind([.integer(zone.sequence), .integer(zone.row)])
             try update.step()
@@ -269,35 +273,42 @@ struct ZoneWriter {
     /// Whether every zone the transaction touched has the `atomic` capability, so that an
     /// atomic request is applied atomically (CloudKit applies it item by item elsewhere).
     var touchedZonesAreAtomic: Bool {
-        zones.values.allSatisfy { $0.capabilities.contains(.atomic) }
+        zones.allSatisfy { $0.capabilities.contains(.atomic) }
     }
 
     private mutating func zone(_ zoneID: RecordZone.ID) throws -> Int64? {
-        // Batches nearly always stay in one zone; comparing beats hashing two strings per record.
-        if let last = lastZone, last.id == zoneID { return last.row }
-        if let known = zones[zoneID] {
-            lastZone = (zoneID, known.row)
-            return known.row
+        try zoneIndex(zoneID).map { zones[$0].row }
+    }
+
+    /// The index in `zones` of a zone, loading it (and creating the default zone) on first use.
+    private mutating func zoneIndex(_ zoneID: RecordZone.ID) throws -> Int? {
+        if let last = lastZone, last.id == zoneID { return last.index }
+        if let known = zoneIndexes[zoneID] {
+            lastZone = (zoneID, known)
+            return known
         }
         guard let row = try engine.zoneRowID(zoneID, context, on: connection, createDefault: true) else { return nil }
         let select = try connection.statement("SELECT z.change_seq, s.capabilities FROM zones z JOIN zone_state s ON s.zone_id = z.zone_id WHERE z.zone_id = ?")
         try select.bind([.integer(row)])
         guard try select.step() else { throw StratusError(.badDatabase, "zone '\(zoneID.zoneName)' has no change state; the store was not created by this version of Stratus") }
-        zones[zoneID] = ZoneState(row: row, sequence: select.int64(0), capabilities: RecordZone.Capabilities(rawValue: Int(select.int64(1))), changed: false)
+        zones.append(ZoneState(row: row, sequence: select.int64(0), capabilities: RecordZone.Capabilities(rawValue: Int(select.int64(1))), changed: false))
         select.reset()
-        return row
+        zoneIndexes[zoneID] = zones.count - 1
+        lastZone = (zoneID, zones.count - 1)
+        return zones.count - 1
     }
 
     private mutating func searchableFields(of recordType: String) throws -> [String] {
-        if let known = searchable[recordType] { return known }
-        let fields = try engine.searchableFields(recordType, containerIdentifier: context.containerIdentifier, on: connection)
+        if let last = lastSearchable, last.recordType == recordType { return last.fields }
+        let fields = try searchable[recordType] ?? engine.searchableFields(recordType, containerIdentifier: context.containerIdentifier, on: connection)
         searchable[recordType] = fields
+        lastSearchable = (recordType, fields)
         return fields
     }
 
     private mutating func nextSequence(_ zoneID: RecordZone.ID) throws -> Int64 {
-        // One hash lookup per record: this runs for every record of an import.
-        let sequence = zones[zoneID]!.bumpSequence()
+        // Runs for every record of an import: the zone is nearly always the last one.
+        let sequence = zones[try zoneIndex(zoneID)!].bumpSequence()
         guard sequence <= SQLiteSchema.maximumSequence else {
             throw StratusError(.limitExceeded, "zone '\(zoneID.zoneName)' has used all \(SQLiteSchema.maximumSequence) change numbers a zone has; copy its records into a new zone", zoneID: zoneID)
         }
@@ -318,7 +329,7 @@ struct ZoneWriter {
         let tokens = try connection.statement("DELETE FROM record_tokens WHERE zone_id = ? AND record_name = ?")
         try tokens.bind([.integer(zoneRow), .text(name)])
         try tokens.step()
-        tombstonedZones[zoneRow] = true
+        if let index = zones.firstIndex(where: { $0.row == zoneRow }) { zones[index].hasTombstones = true }
         let tombstone = try connection.statement("INSERT OR REPLACE INTO tombstones(zone_id, record_name, record_type, change_seq, deleted_at) VALUES (?, ?, ?, ?, ?)")
         try tombstone.bind([.integer(zoneRow), .text(name), .text(type), .integer(try nextSequence(zoneID)), .real(now.timeIntervalSinceReferenceDate)])
         try tombstone.step()

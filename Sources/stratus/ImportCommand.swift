@@ -1,6 +1,7 @@
 import Foundation
 import Stratus
 import StratusTransfer
+import Synchronization
 
 /// `stratus import`: records from a file or stdin into the store, re-runnable and resumable.
 struct ImportCommand {
@@ -151,7 +152,7 @@ struct ImportCommand {
             counts.failed += outcome.failures.count
             if !outcome.failures.isEmpty {
                 let lines = Dictionary(flight.lines, uniquingKeysWith: { _, last in last })
-                for (id, error) in outcome.failures {
+                for (id, error) in outcome.failures.sorted(by: { lines[$0.0] ?? 0 < lines[$1.0] ?? 0 }) {
                     try rejects.write(line: lines[id] ?? 0, column: 0, recordName: id.recordName, error: error.description)
                 }
             }
@@ -251,14 +252,15 @@ struct ImportCommand {
         op.preservesSystemFields = keepSystemFields
         let outcome = SaveOutcome()
         op.perRecordWriteKindBlock = { _, kind in outcome.count(kind) }
-        op.perRecordSaveBlock = { id, result in
-            if case .failure(let error) = result { outcome.fail(id, error as? StratusError ?? StratusError(.internalError, "\(error)")) }
-        }
         let final: Result<Void, any Error> = await withCheckedContinuation { continuation in
             op.modifyRecordsResultBlock = { continuation.resume(returning: $0) }
             database.add(op)
         }
-        if case .failure(let error as StratusError) = final, error.code != .partialFailure { throw error }
+        if case .failure(let error as StratusError) = final {
+            // Records that failed are in the partial failure's per-item errors.
+            guard error.code == .partialFailure else { throw error }
+            outcome.failures = error.partialErrorsByRecordID.map { ($0.key, $0.value) }
+        }
         return outcome
     }
 
@@ -277,15 +279,14 @@ struct ImportCommand {
     }
 }
 
-/// What a batch did, counted from the operation's blocks (which run one at a time).
-final class SaveOutcome: @unchecked Sendable {
-    // @unchecked: the counts are only touched under `lock`.
-    private let lock = NSLock()
-    private var kinds = (created: 0, updated: 0, unchanged: 0)
-    private var failed: [(Record.ID, StratusError)] = []
+/// What a batch did: kinds counted by the operation's per-record block, failures taken from
+/// its final result.
+final class SaveOutcome: Sendable {
+    private let kinds = Mutex((created: 0, updated: 0, unchanged: 0))
+    private let failed = Mutex<[(Record.ID, StratusError)]>([])
 
     func count(_ kind: RecordWriteKind) {
-        lock.withLock {
+        kinds.withLock { kinds in
             switch kind {
             case .created: kinds.created += 1
             case .updated: kinds.updated += 1
@@ -294,12 +295,13 @@ final class SaveOutcome: @unchecked Sendable {
         }
     }
 
-    func fail(_ id: Record.ID, _ error: StratusError) { lock.withLock { failed.append((id, error)) } }
-
-    var created: Int { lock.withLock { kinds.created } }
-    var updated: Int { lock.withLock { kinds.updated } }
-    var unchanged: Int { lock.withLock { kinds.unchanged } }
-    var failures: [(Record.ID, StratusError)] { lock.withLock { failed } }
+    var created: Int { kinds.withLock { $0.created } }
+    var updated: Int { kinds.withLock { $0.updated } }
+    var unchanged: Int { kinds.withLock { $0.unchanged } }
+    var failures: [(Record.ID, StratusError)] {
+        get { failed.withLock { $0 } }
+        set { failed.withLock { $0 = newValue } }
+    }
 }
 
 /// The reject file: one JSON object per rejected input, appended.
