@@ -11,6 +11,43 @@ enum SQLValue: Hashable {
     case blob(Data)
 }
 
+/// Text parameters laid end to end in one reusable buffer, for
+/// ``SQLiteStatement/step(bindingInPlace:)``: a large import binds several texts and a field
+/// document per record, and letting SQLite copy each one (`SQLITE_TRANSIENT`) costs an
+/// allocation apiece.
+struct TextArena {
+    fileprivate(set) var bytes: [UInt8] = []
+    fileprivate(set) var slices: [(index: Int32, start: Int, count: Int)] = []
+
+    mutating func removeAll() {
+        bytes.removeAll(keepingCapacity: true)
+        slices.removeAll(keepingCapacity: true)
+    }
+
+    /// Adds `text` for parameter `index`, up to its first NUL as ``SQLiteStatement/bind(_:at:)-(String,_)`` binds it.
+    mutating func add(_ text: String, at index: Int32) {
+        let start = bytes.count
+        if text.utf8.withContiguousStorageIfAvailable({ append(upToNUL: $0) }) == nil {
+            var text = text
+            text.withUTF8 { append(upToNUL: $0) }
+        }
+        slices.append((index, start, bytes.count - start))
+    }
+
+    /// Adds UTF-8 bytes for parameter `index`, as they are.
+    mutating func add(utf8: [UInt8], at index: Int32) {
+        let start = bytes.count
+        bytes.append(contentsOf: utf8)
+        slices.append((index, start, bytes.count - start))
+    }
+
+    private mutating func append(upToNUL utf8: UnsafeBufferPointer<UInt8>) {
+        guard let base = utf8.baseAddress else { return }
+        let count = memchr(base, 0, utf8.count).map { UnsafeRawPointer($0) - UnsafeRawPointer(base) } ?? utf8.count
+        bytes.append(contentsOf: UnsafeBufferPointer(start: base, count: count))
+    }
+}
+
 /// One SQLite connection. Not Sendable: ``SQLiteEngine`` hands each connection to one thread
 /// at a time. The handle is closed only in `deinit`, also when opening failed half-way.
 final class SQLiteConnection {
@@ -208,6 +245,22 @@ final class SQLiteStatement {
     }
 
     func bind(_ int: Int64, at index: Int32) throws { try bind(.integer(int), at: index) }
+
+    /// Steps once with the texts of `arena` bound in place (`SQLITE_STATIC`: SQLite copies
+    /// nothing), then binds those parameters to NULL again, so that no binding outlives the
+    /// arena's bytes. The other parameters must be bound before.
+    @discardableResult
+    func step(bindingInPlace arena: TextArena) throws -> Bool {
+        try arena.bytes.withUnsafeBufferPointer { buffer in
+            let base = UnsafeRawPointer(buffer.baseAddress ?? UnsafePointer(bitPattern: 1)!).assumingMemoryBound(to: CChar.self)
+            defer { for slice in arena.slices { sqlite3_bind_null(raw, slice.index) } }
+            for slice in arena.slices {
+                let rc = sqlite3_bind_text(raw, slice.index, base + slice.start, Int32(slice.count), nil)
+                guard rc == SQLITE_OK else { throw SQLiteConnection.error(rc, connection.lastErrorMessage) }
+            }
+            return try step()
+        }
+    }
 
     /// Advances; true when a row is available.
     @discardableResult

@@ -10,11 +10,19 @@ extension SQLiteEngine {
             var outcome = ModifyOutcome()
             // Parents in the request are saved before their children, so that a child's parent
             // check sees whether its parent's save succeeded; results stay in request order.
-            var results = [Result<(Record, RecordWriteKind), StratusError>?](repeating: nil, count: request.recordsToSave.count)
-            for index in Record.parentsFirst(request.recordsToSave) {
-                results[index] = try writer.save(request.recordsToSave[index], mode: request.writeMode, preservingSystemFields: request.preservesSystemFields)
+            let order = Record.parentsFirst(request.recordsToSave)
+            if order.elementsEqual(request.recordsToSave.indices) {
+                outcome.saveResults.reserveCapacity(order.count)
+                for record in request.recordsToSave {
+                    outcome.saveResults.append(try writer.save(record, mode: request.writeMode, preservingSystemFields: request.preservesSystemFields))
+                }
+            } else {
+                var results = [Result<(Record, RecordWriteKind), StratusError>?](repeating: nil, count: request.recordsToSave.count)
+                for index in order {
+                    results[index] = try writer.save(request.recordsToSave[index], mode: request.writeMode, preservingSystemFields: request.preservesSystemFields)
+                }
+                outcome.saveResults = results.map { $0! }
             }
-            outcome.saveResults = results.map { $0! }
             for id in request.recordIDsToDelete {
                 outcome.deleteResults.append(try writer.delete(id, cascade: &outcome.cascadeDeletedIDs))
             }
@@ -115,6 +123,7 @@ struct ZoneWriter {
     private var insert: SQLiteStatement?
     private var lastInsertConflicted = false
     private var document: [UInt8] = []
+    private var texts = TextArena()
 
     init(engine: SQLiteEngine, connection: SQLiteConnection, context: DatabaseContext, now: Date) {
         self.engine = engine
@@ -204,23 +213,24 @@ struct ZoneWriter {
         """
 
     /// Binds a record's row and field document to `statement` (``insertRecord`` with a conflict
-    /// clause) and runs it.
-    private func write(_ stored: Record, document: [UInt8], parent: Record.Reference?, sequence: Int64, zoneRow: Int64, with statement: SQLiteStatement) throws {
+    /// clause) and runs it. The texts are bound in place from `texts`, reused from record to record.
+    private mutating func write(_ stored: Record, document: [UInt8], parent: Record.Reference?, sequence: Int64, zoneRow: Int64, with statement: SQLiteStatement) throws {
         statement.resetKeepingBindings()   // every column is bound below
         let system = stored.systemFields
         // Column by column: an array of values per record costs more than the binding.
+        texts.removeAll()
         try statement.bind(zoneRow, at: 1)
-        try statement.bind(stored.recordID.recordName, at: 2)
-        try statement.bind(stored.recordType, at: 3)
+        texts.add(stored.recordID.recordName, at: 2)
+        texts.add(stored.recordType, at: 3)
         try statement.bind(.real(system.creationDate!.timeIntervalSinceReferenceDate), at: 4)
-        try statement.bind(system.creatorUserRecordID!.recordName, at: 5)
+        texts.add(system.creatorUserRecordID!.recordName, at: 5)
         try statement.bind(.real(system.modificationDate!.timeIntervalSinceReferenceDate), at: 6)
-        try statement.bind(system.lastModifiedUserRecordID!.recordName, at: 7)
-        try statement.bind(system.recordChangeTag!, at: 8)
+        texts.add(system.lastModifiedUserRecordID!.recordName, at: 7)
+        texts.add(system.recordChangeTag!, at: 8)
         try statement.bind(SQLiteSchema.changeKey(zoneRow: zoneRow, sequence: sequence), at: 9)
-        try statement.bind(utf8: document, at: 10)
-        try statement.bind(parent.map { .text($0.recordID.recordName) } ?? .null, at: 11)
-        try statement.step()
+        texts.add(utf8: document, at: 10)
+        if let parent { texts.add(parent.recordID.recordName, at: 11) } else { try statement.bind(.null, at: 11) }
+        try statement.step(bindingInPlace: texts)
     }
 
     /// What follows writing a record's row: its references, words and tombstone.

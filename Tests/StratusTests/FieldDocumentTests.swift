@@ -82,6 +82,17 @@ struct FieldDocumentTests {
         let positions = many.keys.map { manyText.range(of: "\"\($0)\":")!.lowerBound }
         #expect(zip(many.keys, positions).sorted { $0.0 < $1.0 }.map(\.1) == positions.sorted(), "keys appear in sorted order")
         var generator = SeededGenerator(seed: 7)
+        // Doubles (and dates) as Swift prints them, including the whole numbers written directly.
+        var doubles: [Double] = [0, -0.0, 1, -1, 0x1p53, 0x1p53 - 1, -(0x1p53 - 1), 1e15, 1e16, 721_692_800, 0.125, 1e-7, .greatestFiniteMagnitude]
+        for _ in 0..<2_000 {
+            let whole = Double(Int64.random(in: -(1 << 54)...(1 << 54), using: &generator)) / Double(1 << Int.random(in: 0...20, using: &generator))
+            doubles.append(whole.rounded(.towardZero))
+        }
+        for d in doubles {
+            #expect(FieldDocument.encode(["x": .double(d)]) == #"{"x":["F","# + d.description + "]}", "\(d)")
+            let date = Date(timeIntervalSinceReferenceDate: d)
+            #expect(FieldDocument.encode(["x": .date(date)]) == #"{"x":["D","# + d.description + "]}", "\(d)")
+        }
         for length in 0..<40 {
             let data = Data((0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) })
             #expect(FieldDocument.encode(["x": .bytes(data)]) == #"{"x":["B",""# + data.base64EncodedString() + #""]}"#)

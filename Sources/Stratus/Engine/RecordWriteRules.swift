@@ -150,7 +150,22 @@ public enum RecordWriteRules {
         var z = tagSeed &+ tagCounter.wrappingAdd(0x9E37_79B9_7F4A_7C15, ordering: .relaxed).newValue
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return String((z ^ (z >> 31)) & 0x7FFF_FFFF_FFFF_FFFF, radix: 36)
+        return base36((z ^ (z >> 31)) & 0x7FFF_FFFF_FFFF_FFFF)
+    }
+
+    /// `String(value, radix: 36)`, written into a small buffer: a tag is made for every save.
+    private static func base36(_ value: UInt64) -> String {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 13) { digits in
+            var rest = value
+            var start = digits.count
+            repeat {
+                start -= 1
+                let digit = UInt8(rest % 36)
+                digits[start] = digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") + digit - 10
+                rest /= 36
+            } while rest > 0
+            return String(decoding: UnsafeBufferPointer(rebasing: digits[start...]), as: UTF8.self)
+        }
     }
 
     private static let tagSeed = UInt64.random(in: .min ... .max)

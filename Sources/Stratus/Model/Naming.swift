@@ -12,6 +12,9 @@ public enum Naming {
         "encryptedValues",
     ]
 
+    /// Bit n set: a reserved key is n bytes long (they are all shorter than 64).
+    private static let reservedKeyLengths: UInt64 = reservedFieldKeys.reduce(0) { $0 | 1 << UInt64($1.utf8.count) }
+
     /// Throws `invalidArguments` unless `name` is ASCII, 1–255 characters, without a leading `_`.
     public static func checkRecordName(_ name: String, allowSystemNames: Bool = false) throws(StratusError) {
         // Runs for every saved record, so it walks the UTF-8 view without copying it.
@@ -54,7 +57,10 @@ public enum Naming {
     /// Checks a field key: an identifier that is not a reserved system field name.
     public static func checkFieldKey(_ key: String) throws(StratusError) {
         try checkIdentifier(key, kind: "field name")
-        if reservedFieldKeys.contains(key) {
+        // Runs for every field of every saved record: most keys differ in length from every
+        // reserved one, which spares hashing them.
+        let length = key.utf8.count
+        if length < 64 && reservedKeyLengths & (1 << UInt64(length)) != 0 && reservedFieldKeys.contains(key) {
             throw StratusError(.invalidArguments, "field name '\(key)' is reserved for a system field")
         }
     }
