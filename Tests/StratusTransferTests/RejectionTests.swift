@@ -145,6 +145,18 @@ struct RejectionTests {
         }
     }
 
+    @Test("a record read from JSON and then changed is validated like any other: a bad key set later is refused")
+    func changedAfterReading() throws {
+        let reader = try RecordReader(data: Data(#"{"recordName":"r1","recordType":"T","fields":{"a":{"value":1,"type":"INT64"}}}"#.utf8), options: RecordReadOptions())
+        let record = try #require(try reader.next()?.record)
+        try record.validateForSave()
+        record.setValue(.int64(2), forKey: "bad key")
+        #expect(throws: StratusError.self) { try record.validateForSave() }
+        record.setValue(nil, forKey: "bad key")
+        record.setValue(.int64(3), forKey: "recordName")
+        #expect(throws: StratusError.self) { try record.validateForSave() }
+    }
+
     @Test("the rejection names the record even when the problem comes before its recordName")
     func nameAfterProblem() throws {
         let items = try readAll(#"{"fields":{"n":{"value":1.5,"type":"INT64"}},"recordType":"T","recordName":"late"}"#)

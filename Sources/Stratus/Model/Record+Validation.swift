@@ -13,14 +13,16 @@ extension Record {
     /// - Throws: ``StratusError`` `invalidArguments` (bad name, key or value) or `limitExceeded`
     ///   (more than ``maximumFieldDataSize`` bytes), naming the record and field.
     public func validateForSave() throws(StratusError) {
-        let (generation, isValid) = validationState
+        let (generation, isValid, namesChecked) = validationState
         if isValid { return }
         func fail(_ message: String, code: StratusError.Code = .invalidArguments) -> StratusError {
             StratusError(code, "record '\(recordID.recordName)': \(message)", recordID: recordID)
         }
         do {
-            try Naming.checkRecordName(recordID.recordName)
-            try Naming.checkIdentifier(recordType, kind: "record type")
+            if !namesChecked {
+                try Naming.checkRecordName(recordID.recordName)
+                try Naming.checkIdentifier(recordType, kind: "record type")
+            }
             try Naming.checkZoneName(recordID.zoneID.zoneName)
         } catch {
             throw fail(error.message)
@@ -30,7 +32,9 @@ extension Record {
             if parent.recordID.recordName == recordID.recordName { throw fail("a record cannot be its own parent") }
         }
         for (key, value) in fieldValues {
-            do { try Naming.checkFieldKey(key) } catch { throw fail(error.message) }
+            if !namesChecked {
+                do { try Naming.checkFieldKey(key) } catch { throw fail(error.message) }
+            }
             switch value {
             case .double(let d) where !d.isFinite:
                 throw fail("field '\(key)' holds a non-finite number, which a store cannot keep")

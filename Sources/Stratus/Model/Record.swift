@@ -42,6 +42,10 @@ public final class Record: Sendable, CustomStringConvertible {
         var validatedGeneration = -1
         /// The stored form of the fields (``FieldDocument``) at a generation.
         var document: (generation: Int, bytes: [UInt8])?
+        /// The producer checked the record name, record type and field keys (an importer
+        /// checks them on the input's bytes), so ``Record/validateForSave()`` checks only the
+        /// values; setting a field clears it.
+        var namesChecked = false
     }
 
     /// The field document this record is stored as, encoded once per change of its fields.
@@ -68,9 +72,10 @@ public final class Record: Sendable, CustomStringConvertible {
         state.withLock { ($0.system, $0.fields, $0.encrypted, $0.parent) }
     }
 
-    /// The current change count, and whether the record was validated at it.
-    var validationState: (generation: Int, isValid: Bool) {
-        state.withLock { ($0.generation, $0.validatedGeneration == $0.generation) }
+    /// The current change count, whether the record was validated at it, and whether its
+    /// producer checked its names.
+    var validationState: (generation: Int, isValid: Bool, namesChecked: Bool) {
+        state.withLock { ($0.generation, $0.validatedGeneration == $0.generation, $0.namesChecked) }
     }
 
     /// Notes a successful validation of the record as it was at `generation`.
@@ -108,11 +113,20 @@ public final class Record: Sendable, CustomStringConvertible {
     /// ```swift
     /// let row = Record(recordType: "Row", recordID: id, values: ["title": .string("Milk")])
     /// ```
-    public init(recordType: String, recordID: ID, values: [String: FieldValue], systemFields: SystemFields = SystemFields(),
-                parent: Reference? = nil, encryptedKeys: Set<String> = []) {
+    public convenience init(recordType: String, recordID: ID, values: [String: FieldValue], systemFields: SystemFields = SystemFields(),
+                            parent: Reference? = nil, encryptedKeys: Set<String> = []) {
+        self.init(recordType: recordType, recordID: recordID, values: values, systemFields: systemFields, parent: parent, encryptedKeys: encryptedKeys, namesChecked: false)
+    }
+
+    /// Like ``init(recordType:recordID:values:systemFields:parent:encryptedKeys:)``, for a
+    /// producer that has checked the record name, record type and field keys as
+    /// ``Naming`` would (`namesChecked`), so that validation does not check them again.
+    package init(recordType: String, recordID: ID, values: [String: FieldValue], systemFields: SystemFields = SystemFields(),
+                 parent: Reference? = nil, encryptedKeys: Set<String> = [], namesChecked: Bool) {
         self.recordType = recordType
         self.recordID = recordID
         var state = State(system: systemFields, fields: values, changed: [], changedSet: [], parent: parent, encrypted: encryptedKeys)
+        state.namesChecked = namesChecked
         state.allFieldsChanged = true
         state.parentChanged = parent != nil
         self.state = Mutex(state)
@@ -238,6 +252,7 @@ public final class Record: Sendable, CustomStringConvertible {
             state.fields[key] = value
             state.fieldDataSize = nil
             state.generation += 1
+            state.namesChecked = false
             if encrypted && value != nil { state.encrypted.insert(key) } else if !state.encrypted.isEmpty { state.encrypted.remove(key) }
             if state.allFieldsChanged {
                 // Present keys are changed already; remember removals.
