@@ -6,7 +6,7 @@ extension SQLiteEngine {
         let now = Date()
         var appliedAtomically = request.isAtomic
         var outcome = try writeTransaction { connection -> ModifyOutcome in
-            var writer = ZoneWriter(engine: self, connection: connection, context: database, now: now)
+            var writer = ZoneWriter(engine: self, connection: connection, context: database, now: now, returnsSavedRecords: request.returnsSavedRecords)
             var outcome = ModifyOutcome()
             // Parents in the request are saved before their children, so that a child's parent
             // check sees whether its parent's save succeeded; results stay in request order.
@@ -125,11 +125,15 @@ struct ZoneWriter {
     private var document: [UInt8] = []
     private var texts = TextArena()
 
-    init(engine: SQLiteEngine, connection: SQLiteConnection, context: DatabaseContext, now: Date) {
+    /// Whether saves answer with the stored record (see ``Stratus/ModifyRequest/returnsSavedRecords``).
+    let returnsSavedRecords: Bool
+
+    init(engine: SQLiteEngine, connection: SQLiteConnection, context: DatabaseContext, now: Date, returnsSavedRecords: Bool = true) {
         self.engine = engine
         self.connection = connection
         self.context = context
         self.now = now
+        self.returnsSavedRecords = returnsSavedRecords
     }
 
     /// Saves one record. Item failures (a stale tag, a missing zone or asset file) come back as
@@ -170,8 +174,9 @@ struct ZoneWriter {
                 """)
         }
         FieldDocument.encode(fields, encryptedKeys: stored.encryptedKeys, into: &document)
-        try write(stored, document: document, parent: parent, sequence: try nextSequence(record.recordID.zoneID), zoneRow: zoneRow, with: upsert!)
-        try finishWrite(of: stored, fields: fields, deleteSelfTargets: deleteSelfTargets, zoneRow: zoneRow, isNew: kind == .created)
+        try write(stored.recordID, type: stored.recordType, system: stored.systemFields, document: document, parent: parent,
+                  sequence: try nextSequence(record.recordID.zoneID), zoneRow: zoneRow, with: upsert!)
+        try finishWrite(of: stored.recordID.recordName, type: stored.recordType, fields: fields, deleteSelfTargets: deleteSelfTargets, zoneRow: zoneRow, isNew: kind == .created)
         return .success((stored, kind))
     }
 
@@ -181,28 +186,28 @@ struct ZoneWriter {
     /// decide): the caller then takes the general path. After a conflict the next record takes
     /// the general path at once, so re-running an import does not pay for two attempts each.
     private mutating func insertIfNew(_ record: Record, zoneRow: Int64, mode: RecordWriteMode, preservingSystemFields: Bool) throws -> Result<(Record, RecordWriteKind), StratusError>? {
-        guard case .success(let (stored, kind)) = RecordWriteRules.resolveSave(record, existing: nil, mode: mode, preservingSystemFields: preservingSystemFields, context: context, now: now),
-              kind == .created else { return nil }
+        guard case .success(let new) = RecordWriteRules.resolve(record, existing: nil, mode: mode, preservingSystemFields: preservingSystemFields, context: context, now: now),
+              new.kind == .created else { return nil }
         // Records with assets, a parent or `.deleteSelf` references have checks and side
         // effects that must see the stored record first.
-        let fields = stored.fieldValues
-        guard stored.parent == nil else { return nil }
-        for value in fields.values where value.needsStoredRecordFirst { return nil }
+        guard new.parent == nil else { return nil }
+        for value in new.fields.values where value.needsStoredRecordFirst { return nil }
         if insert == nil {
             insert = try connection.statement(Self.insertRecord + " ON CONFLICT(zone_id, record_name) DO NOTHING")
         }
         let zoneID = record.recordID.zoneID
         // A new record stores exactly the incoming fields, so the document its validation
         // prepared (usually on the producer's thread) is the one to write.
-        assert(fields == record.fieldValues && stored.encryptedKeys == record.encryptedKeys, "a created record stores the incoming fields")
-        try write(stored, document: record.encodedFieldDocument(), parent: nil, sequence: zones[try zoneIndex(zoneID)!].sequence + 1, zoneRow: zoneRow, with: insert!)
+        assert(new.fields == record.fieldValues && new.encryptedKeys == record.encryptedKeys, "a created record stores the incoming fields")
+        try write(record.recordID, type: record.recordType, system: new.systemFields, document: record.encodedFieldDocument(), parent: nil,
+                  sequence: zones[try zoneIndex(zoneID)!].sequence + 1, zoneRow: zoneRow, with: insert!)
         guard connection.changes == 1 else {
             lastInsertConflicted = true
             return nil
         }
         _ = try nextSequence(zoneID)
-        try finishWrite(of: stored, fields: fields, deleteSelfTargets: [], zoneRow: zoneRow, isNew: true)
-        return .success((stored, .created))
+        try finishWrite(of: record.recordID.recordName, type: record.recordType, fields: new.fields, deleteSelfTargets: [], zoneRow: zoneRow, isNew: true)
+        return .success((returnsSavedRecords ? new.record(for: record) : record, .created))
     }
 
     /// Every column of a record's row, in the order ``write(_:document:parent:sequence:zoneRow:with:)`` binds them.
@@ -214,14 +219,14 @@ struct ZoneWriter {
 
     /// Binds a record's row and field document to `statement` (``insertRecord`` with a conflict
     /// clause) and runs it. The texts are bound in place from `texts`, reused from record to record.
-    private mutating func write(_ stored: Record, document: [UInt8], parent: Record.Reference?, sequence: Int64, zoneRow: Int64, with statement: SQLiteStatement) throws {
+    private mutating func write(_ id: Record.ID, type: String, system: Record.SystemFields, document: [UInt8], parent: Record.Reference?,
+                                sequence: Int64, zoneRow: Int64, with statement: SQLiteStatement) throws {
         statement.resetKeepingBindings()   // every column is bound below
-        let system = stored.systemFields
         // Column by column: an array of values per record costs more than the binding.
         texts.removeAll()
         try statement.bind(zoneRow, at: 1)
-        texts.add(stored.recordID.recordName, at: 2)
-        texts.add(stored.recordType, at: 3)
+        texts.add(id.recordName, at: 2)
+        texts.add(type, at: 3)
         try statement.bind(.real(system.creationDate!.timeIntervalSinceReferenceDate), at: 4)
         texts.add(system.creatorUserRecordID!.recordName, at: 5)
         try statement.bind(.real(system.modificationDate!.timeIntervalSinceReferenceDate), at: 6)
@@ -234,10 +239,9 @@ struct ZoneWriter {
     }
 
     /// What follows writing a record's row: its references, words and tombstone.
-    private mutating func finishWrite(of stored: Record, fields: [String: FieldValue], deleteSelfTargets: Set<String>, zoneRow: Int64, isNew: Bool) throws {
-        let name = stored.recordID.recordName
+    private mutating func finishWrite(of name: String, type: String, fields: [String: FieldValue], deleteSelfTargets: Set<String>, zoneRow: Int64, isNew: Bool) throws {
         try replaceReferences(of: name, targets: deleteSelfTargets, zoneRow: zoneRow, isNew: isNew)
-        let searchable = try searchableFields(of: stored.recordType)
+        let searchable = try searchableFields(of: type)
         if !searchable.isEmpty {
             try engine.replaceTokens(zoneRow: zoneRow, recordName: name, fields: fields, searchable: searchable, on: connection)
         }

@@ -13,6 +13,9 @@ final class Progress: @unchecked Sendable {
     private let start = Date()
     private let lock = NSLock()
     private lazy var lastReport = start
+    /// The count when the clock was last read: importers report every record, and reading the
+    /// clock every 256 of them is often enough.
+    private var lastChecked: Int?
     private var wroteLiveLine = false
 
     init(style: Style, verb: String) {
@@ -40,12 +43,18 @@ final class Progress: @unchecked Sendable {
 
     /// Reports `done` items (of `total`, when known) if it is time to.
     func update(done: Int, total: Int? = nil) {
-        lock.withLock { report(done: done, total: total) }
+        guard style != .quiet else { return }
+        lock.withLock {
+            if let last = lastChecked, done >= last, done - last < 256 { return }
+            lastChecked = done
+            report(done: done, total: total)
+        }
     }
 
     /// Reports `done` items when the input's size is known: the ETA comes from the share of
     /// its bytes read so far.
     func update(done: Int, bytes: (read: Int, total: Int64?)) {
+        guard style != .quiet else { return }
         guard let total = bytes.total, total > 0, bytes.read > 0 else { return update(done: done) }
         let estimated = Int(Double(done) * Double(total) / Double(bytes.read))
         update(done: done, total: max(done, estimated))

@@ -8,7 +8,29 @@ extension EngineConformance {
     static let systemFieldCases: [TestCase] = [
         TestCase("system fields: creation kept, modification and change tag renewed, users recorded", systemFieldsFollowSaves),
         TestCase("changedKeys() and allKeys()", changedAndAllKeys),
+        TestCase("a request that does not want the saved records still stores their system fields and reports each kind", savesWithoutSavedRecords),
     ]
+
+    static func savesWithoutSavedRecords(_ env: Environment) async throws {
+        let database = env.container().publicCloudDatabase
+        let records = (0..<5).map { makeRecord("Doc", "quiet-\($0)", ["v": .int64(Int64($0))]) }
+        let request = ModifyRequest(recordsToSave: records, recordIDsToDelete: [], writeMode: .forceUpdate, isAtomic: false, returnsSavedRecords: false)
+        let outcome = try env.engine.modifyRecords(request, in: database.context)
+        #expect(outcome.saveResults.count == 5)
+        for (result, record) in zip(outcome.saveResults, records) {
+            let (returned, kind) = try result.get()
+            #expect(kind == .created)
+            #expect(returned.recordID == record.recordID)
+        }
+        for record in records {
+            let stored = try await database.record(for: record.recordID)
+            #expect(stored.recordChangeTag != nil && stored.creationDate != nil && stored.creatorUserRecordID?.recordName == "alice")
+            #expect(stored.fieldValues == record.fieldValues)
+        }
+        // The same request again changes nothing, and says so.
+        let again = try env.engine.modifyRecords(request, in: database.context)
+        #expect(try again.saveResults.map { try $0.get().1 } == Array(repeating: .unchanged, count: 5))
+    }
 
     static func systemFieldsFollowSaves(_ env: Environment) async throws {
         let alice = env.container(user: "alice").publicCloudDatabase

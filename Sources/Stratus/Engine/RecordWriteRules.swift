@@ -71,6 +71,34 @@ public enum RecordWriteRules {
         _ incoming: Record, existing: Record?, mode: RecordWriteMode, preservingSystemFields: Bool = false,
         context: DatabaseContext, now: Date
     ) -> Result<(Record, RecordWriteKind), StratusError> {
+        resolve(incoming, existing: existing, mode: mode, preservingSystemFields: preservingSystemFields, context: context, now: now).map { resolution in
+            if resolution.kind == .unchanged, let existing { return (existing, .unchanged) }
+            return (resolution.record(for: incoming), resolution.kind)
+        }
+    }
+
+    /// What ``resolveSave(_:existing:mode:preservingSystemFields:context:now:)`` decides, before
+    /// a record is made of it: an engine that only needs the values to write (and whose
+    /// caller does not want the stored record back) need not make one.
+    public struct Resolution: Sendable {
+        public var kind: RecordWriteKind
+        public var systemFields: Record.SystemFields
+        public var fields: [String: FieldValue]
+        public var encryptedKeys: Set<String>
+        public var parent: Record.Reference?
+
+        /// The record to store, for `incoming`.
+        public func record(for incoming: Record) -> Record {
+            Record(recordType: incoming.recordType, recordID: incoming.recordID, systemFields: systemFields, fields: fields, parent: parent, encryptedKeys: encryptedKeys)
+        }
+    }
+
+    /// The rules of ``resolveSave(_:existing:mode:preservingSystemFields:context:now:)``,
+    /// answered as a ``Resolution`` (for ``RecordWriteKind/unchanged``, the stored values).
+    public static func resolve(
+        _ incoming: Record, existing: Record?, mode: RecordWriteMode, preservingSystemFields: Bool = false,
+        context: DatabaseContext, now: Date
+    ) -> Result<Resolution, StratusError> {
         let name = incoming.recordID.recordName
         if let existing, existing.recordType != incoming.recordType {
             return .failure(StratusError(.invalidArguments, "record '\(name)' exists with type '\(existing.recordType)', not '\(incoming.recordType)'", recordID: incoming.recordID))
@@ -129,11 +157,11 @@ public enum RecordWriteRules {
            existing.encryptedKeys == encrypted,
            !keep || ((given.system.recordChangeTag ?? existing.recordChangeTag) == existing.recordChangeTag
                      && (given.system.modificationDate ?? existing.modificationDate) == existing.modificationDate) {
-            return .success((existing, .unchanged))
+            return .success(Resolution(kind: .unchanged, systemFields: existing.systemFields, fields: fields, encryptedKeys: encrypted, parent: parent))
         }
-        let stored = Record(recordType: incoming.recordType, recordID: incoming.recordID, systemFields: system, fields: fields, parent: parent, encryptedKeys: encrypted)
-        return .success((stored, existing == nil ? .created : .updated))
+        return .success(Resolution(kind: existing == nil ? .created : .updated, systemFields: system, fields: fields, encryptedKeys: encrypted, parent: parent))
     }
+
 
     private static func conflict(_ client: Record, server: Record, _ message: String) -> StratusError {
         var error = StratusError(.serverRecordChanged, message, recordID: client.recordID)

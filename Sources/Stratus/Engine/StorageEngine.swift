@@ -107,13 +107,19 @@ public struct ModifyRequest: Sendable {
     public var preservesSystemFields: Bool
     /// When true, nothing is written if any item fails.
     public var isAtomic: Bool
+    /// When false, nobody looks at the stored records: a successful save's result may carry
+    /// the request's own record instead of a new one with the store's system fields, which
+    /// spares a bulk import a record per record.
+    public var returnsSavedRecords: Bool
 
-    public init(recordsToSave: [Record], recordIDsToDelete: [Record.ID], writeMode: RecordWriteMode, preservesSystemFields: Bool = false, isAtomic: Bool) {
+    public init(recordsToSave: [Record], recordIDsToDelete: [Record.ID], writeMode: RecordWriteMode, preservesSystemFields: Bool = false, isAtomic: Bool,
+                returnsSavedRecords: Bool = true) {
         self.recordsToSave = recordsToSave
         self.recordIDsToDelete = recordIDsToDelete
         self.writeMode = writeMode
         self.preservesSystemFields = preservesSystemFields
         self.isAtomic = isAtomic
+        self.returnsSavedRecords = returnsSavedRecords
     }
 }
 

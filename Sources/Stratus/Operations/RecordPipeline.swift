@@ -46,6 +46,9 @@ public final class RecordOutput: Sendable {
     /// Turns collection on; consumers call this when they attach.
     func startCollecting() { isCollecting.store(true, ordering: .releasing) }
 
+    /// Whether a consumer is attached (and so wants the records).
+    var isWanted: Bool { isCollecting.load(ordering: .acquiring) }
+
     func append(_ record: Record) {
         guard isCollecting.load(ordering: .acquiring) else { return }
         state.withLock { $0.records.append(record) }

@@ -150,8 +150,11 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
     }
 
     private func request(_ saves: [Record], _ deletes: [Record.ID], atomic: Bool) -> ModifyRequest {
+        // Saved records go to the per-record block and to pipeline consumers; without either,
+        // the engine need not make them.
         ModifyRequest(recordsToSave: saves, recordIDsToDelete: deletes, writeMode: writeMode ?? RecordWriteMode(savePolicy),
-                      preservesSystemFields: preservesSystemFields, isAtomic: atomic)
+                      preservesSystemFields: preservesSystemFields, isAtomic: atomic,
+                      returnsSavedRecords: perRecordSaveBlock != nil || recordOutput.isWanted)
     }
 
     private func deliver(_ outcome: ModifyOutcome, saves: [Record], deletes: [Record.ID], errors: inout [Record.ID: StratusError]) {
