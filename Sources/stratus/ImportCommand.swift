@@ -138,14 +138,15 @@ struct ImportCommand {
         var itemIndex = 0
         var stoppedBySignal = false
 
-        // The batch being saved while the next one is read: parsing and writing overlap.
-        var inFlight: (task: Task<SaveOutcome, any Error>, lines: [(Record.ID, Int)], committedItems: Int)?
+        // Batches being saved while the next ones are read, oldest first: parsing and writing
+        // overlap, and the saver starts each batch the moment the one before it commits.
+        let saver = BatchSaver(database: database)
+        var inFlight: [(pending: PendingSave, lines: [(Record.ID, Int)], committedItems: Int)] = []
 
-        /// Waits for the batch in flight, counts it, and moves the checkpoint past it.
-        func settle() async throws {
-            guard let flight = inFlight else { return }
-            inFlight = nil
-            let outcome = try await flight.task.value
+        /// Waits for the oldest batch in flight, counts it, and moves the checkpoint past it.
+        func settleOldest() async throws {
+            let flight = inFlight.removeFirst()
+            let outcome = try await flight.pending.outcome
             counts.created += outcome.created
             counts.updated += outcome.updated
             counts.unchanged += outcome.unchanged
@@ -159,19 +160,25 @@ struct ImportCommand {
             if let checkpointPath { try Checkpoint(input: input.identity, inputSize: input.size, committedItems: flight.committedItems).save(to: checkpointPath) }
         }
 
-        /// Starts saving the current batch once the previous one is settled (batches commit in
-        /// input order, so a checkpoint never passes an uncommitted batch).
+        func settleAll() async throws {
+            while !inFlight.isEmpty { try await settleOldest() }
+        }
+
+        /// Hands the current batch to the saver. Batches commit in input order and are settled
+        /// in that order, so a checkpoint never passes an uncommitted batch.
         func commit(upTo committedItems: Int) async throws {
-            try await settle()
             guard !batch.isEmpty else {
+                try await settleAll()
                 if let checkpointPath { try Checkpoint(input: input.identity, inputSize: input.size, committedItems: committedItems).save(to: checkpointPath) }
                 return
             }
+            // With a checkpoint, one batch at a time: a kill then leaves at most the batch being
+            // written committed beyond the checkpoint, as the resume expects.
+            if inFlight.count >= (checkpointPath == nil ? Self.batchesInFlight : 1) { try await settleOldest() }
             let records = batch.map(\.0)
             let lines = batch.map { ($0.0.recordID, $0.1) }
             batch.removeAll(keepingCapacity: true)
-            let command = self
-            inFlight = (Task { try await command.save(records, to: database) }, lines, committedItems)
+            inFlight.append((saver.submit(operation(saving: records)), lines, committedItems))
         }
 
         while let item = try Self.next(from: reader) {
@@ -192,7 +199,7 @@ struct ImportCommand {
                 }
             }
             if let maxErrors, counts.failed > maxErrors {
-                try await settle()
+                try await settleAll()
                 try rejects.close()
                 progress.finish(summary(counts), json: json(counts))
                 throw CommandFailure(.dataError, "stopped after \(counts.failed) rejected records (--max-errors \(maxErrors)); nothing after the last committed batch was written")
@@ -200,7 +207,7 @@ struct ImportCommand {
             if !atomic && batch.count >= batchSize {
                 try await commit(upTo: itemIndex + 1)
                 if Interruption.signal != 0 {
-                    try await settle()
+                    try await settleAll()
                     stoppedBySignal = true
                     break
                 }
@@ -217,7 +224,7 @@ struct ImportCommand {
                 throw CommandFailure(.dataError, "\(counts.failed) input record(s) were rejected, so the atomic import wrote nothing")
             }
             try await commit(upTo: itemIndex)
-            try await settle()
+            try await settleAll()
             if let checkpointPath { Checkpoint.remove(at: checkpointPath) }
         }
         try rejects.close()
@@ -244,24 +251,17 @@ struct ImportCommand {
         ["imported": c.created, "updated": c.updated, "unchanged": c.unchanged, "failed": c.failed]
     }
 
-    /// Saves one batch and tells what happened to each record.
-    private func save(_ records: [Record], to database: Database) async throws -> SaveOutcome {
+    /// Batches handed to the saver before the oldest is waited for (without `--checkpoint`):
+    /// enough that the store's writer always has the next one when it finishes a batch.
+    static let batchesInFlight = 3
+
+    /// The operation that saves one batch, counting what happened to each record.
+    private func operation(saving records: [Record]) -> ModifyRecordsOperation {
         let op = ModifyRecordsOperation(recordsToSave: records)
         op.writeMode = mode
         op.isAtomic = atomic
         op.preservesSystemFields = keepSystemFields
-        let outcome = SaveOutcome()
-        op.perRecordWriteKindBlock = { _, kind in outcome.count(kind) }
-        let final: Result<Void, any Error> = await withCheckedContinuation { continuation in
-            op.modifyRecordsResultBlock = { continuation.resume(returning: $0) }
-            database.add(op)
-        }
-        if case .failure(let error as StratusError) = final {
-            // Records that failed are in the partial failure's per-item errors.
-            guard error.code == .partialFailure else { throw error }
-            outcome.failures = error.partialErrorsByRecordID.map { ($0.key, $0.value) }
-        }
-        return outcome
+        return op
     }
 
     private struct Input {
@@ -276,6 +276,103 @@ struct ImportCommand {
         guard let handle = FileHandle(forReadingAtPath: path) else { throw CommandFailure(.inputMissing, "cannot read the input file \(path)") }
         let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value
         return Input(handle: handle, identity: URL(fileURLWithPath: path).standardizedFileURL.path, size: size)
+    }
+}
+
+/// Saves an import's batches one after another in the order given, each started from the
+/// final block of the one before it, so that the store's writer goes from batch to batch
+/// without waiting for the reading thread to notice. After a batch fails as a whole (not
+/// `partialFailure`), the batches after it are not started and fail with the same error.
+final class BatchSaver: Sendable {
+    private let database: Database
+    private struct State {
+        var waiting: [(ModifyRecordsOperation, PendingSave)] = []
+        var running = false
+        var failure: (any Error)?
+    }
+    private let state = Mutex(State())
+
+    init(database: Database) { self.database = database }
+
+    /// Queues `op` after every operation submitted before it; its outcome arrives in the answer.
+    func submit(_ op: ModifyRecordsOperation) -> PendingSave {
+        let pending = PendingSave()
+        op.perRecordWriteKindBlock = { _, kind in pending.tally.count(kind) }
+        op.modifyRecordsResultBlock = { [self] result in
+            let stops: (any Error)?
+            switch result {
+            case .success: stops = nil
+            case .failure(let error as StratusError) where error.code == .partialFailure:
+                // Records that failed are in the partial failure's per-item errors.
+                pending.tally.failures = error.partialErrorsByRecordID.map { ($0.key, $0.value) }
+                stops = nil
+            case .failure(let error): stops = error
+            }
+            startNext(after: stops)
+            if let stops { pending.finish(.failure(stops)) } else { pending.finish(.success(pending.tally)) }
+        }
+        let (startNow, failure) = state.withLock { state -> (Bool, (any Error)?) in
+            if let failure = state.failure { return (false, failure) }
+            if state.running {
+                state.waiting.append((op, pending))
+                return (false, nil)
+            }
+            state.running = true
+            return (true, nil)
+        }
+        if let failure { pending.finish(.failure(failure)) } else if startNow { database.add(op) }
+        return pending
+    }
+
+    private func startNext(after failure: (any Error)?) {
+        let (next, dropped) = state.withLock { state -> ((ModifyRecordsOperation, PendingSave)?, [(ModifyRecordsOperation, PendingSave)]) in
+            if let failure {
+                state.failure = failure
+                state.running = false
+                defer { state.waiting.removeAll() }
+                return (nil, state.waiting)
+            }
+            guard !state.waiting.isEmpty else {
+                state.running = false
+                return (nil, [])
+            }
+            return (state.waiting.removeFirst(), [])
+        }
+        for (_, pending) in dropped { pending.finish(.failure(failure!)) }
+        if let (op, _) = next { database.add(op) }
+    }
+}
+
+/// One submitted batch: what happened to it, once its operation finished.
+final class PendingSave: Sendable {
+    /// Filled by the operation's blocks while it runs.
+    let tally = SaveOutcome()
+    private let state = Mutex<(result: Result<SaveOutcome, any Error>?, waiter: CheckedContinuation<SaveOutcome, any Error>?)>((nil, nil))
+
+    func finish(_ result: Result<SaveOutcome, any Error>) {
+        let waiter = state.withLock { state -> CheckedContinuation<SaveOutcome, any Error>? in
+            guard let waiter = state.waiter else {
+                state.result = result
+                return nil
+            }
+            state.waiter = nil
+            return waiter
+        }
+        waiter?.resume(with: result)
+    }
+
+    /// What the batch did; throws what stopped it.
+    var outcome: SaveOutcome {
+        get async throws {
+            try await withCheckedThrowingContinuation { continuation in
+                let ready = state.withLock { state -> Result<SaveOutcome, any Error>? in
+                    if let result = state.result { return result }
+                    state.waiter = continuation
+                    return nil
+                }
+                if let ready { continuation.resume(with: ready) }
+            }
+        }
     }
 }
 
