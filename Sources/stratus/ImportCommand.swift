@@ -141,7 +141,9 @@ struct ImportCommand {
         // Batches being saved while the next ones are read, oldest first: parsing and writing
         // overlap, and the saver starts each batch the moment the one before it commits.
         let saver = BatchSaver(database: database)
-        var inFlight: [(pending: PendingSave, lines: [(Record.ID, Int)], committedItems: Int)] = []
+        // Each batch's records stay here until it is settled, so that they are freed on this
+        // thread rather than on the store's writer.
+        var inFlight: [(pending: PendingSave, records: [(Record, Int)], committedItems: Int)] = []
 
         /// Waits for the oldest batch in flight, counts it, and moves the checkpoint past it.
         func settleOldest() async throws {
@@ -152,7 +154,7 @@ struct ImportCommand {
             counts.unchanged += outcome.unchanged
             counts.failed += outcome.failures.count
             if !outcome.failures.isEmpty {
-                let lines = Dictionary(flight.lines, uniquingKeysWith: { _, last in last })
+                let lines = Dictionary(flight.records.map { ($0.0.recordID, $0.1) }, uniquingKeysWith: { _, last in last })
                 for (id, error) in outcome.failures.sorted(by: { lines[$0.0] ?? 0 < lines[$1.0] ?? 0 }) {
                     try rejects.write(line: lines[id] ?? 0, column: 0, recordName: id.recordName, error: error.description)
                 }
@@ -176,9 +178,8 @@ struct ImportCommand {
             // written committed beyond the checkpoint, as the resume expects.
             if inFlight.count >= (checkpointPath == nil ? Self.batchesInFlight : 1) { try await settleOldest() }
             let records = batch.map(\.0)
-            let lines = batch.map { ($0.0.recordID, $0.1) }
+            inFlight.append((saver.submit(operation(saving: records)), batch, committedItems))
             batch.removeAll(keepingCapacity: true)
-            inFlight.append((saver.submit(operation(saving: records)), lines, committedItems))
         }
 
         while let item = try Self.next(from: reader) {
