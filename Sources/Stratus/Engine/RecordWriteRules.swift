@@ -143,12 +143,11 @@ public enum RecordWriteRules {
             modificationDate: now,
             creatorUserRecordID: existing?.creatorUserRecordID ?? (keep ? given.system.creatorUserRecordID : nil) ?? context.userRecordID,
             lastModifiedUserRecordID: context.userRecordID,
-            recordChangeTag: newChangeTag()
+            recordChangeTag: (keep ? given.system.recordChangeTag : nil) ?? newChangeTag()
         )
         if keep {
             if let date = given.system.modificationDate { system.modificationDate = date }
             if let user = given.system.lastModifiedUserRecordID { system.lastModifiedUserRecordID = user }
-            if let tag = given.system.recordChangeTag { system.recordChangeTag = tag }
         }
         // A forced write that changes nothing is not written, so re-running an import is a
         // no-op (no new change tag, no change to sync). When the input carries system fields

@@ -200,8 +200,9 @@ public final class Record: Sendable, CustomStringConvertible {
     /// let order = Record.parentsFirst(records)   // [1, 0] when records[0]'s parent is records[1]
     /// ```
     public static func parentsFirst(_ records: [Record]) -> [Int] {
+        // Most requests have no parents at all: check that without building anything.
+        guard records.contains(where: { $0.parent != nil }) else { return Array(records.indices) }
         let parents = records.map { $0.parent?.recordID.recordName }
-        guard parents.contains(where: { $0 != nil }) else { return Array(records.indices) }
         var indexByName: [String: Int] = [:]
         for (index, record) in records.enumerated() { indexByName[record.recordID.recordName] = index }
         var order: [Int] = []

@@ -158,16 +158,23 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
     }
 
     private func deliver(_ outcome: ModifyOutcome, saves: [Record], deletes: [Record.ID], errors: inout [Record.ID: StratusError]) {
+        // Read once: this runs for every saved record.
+        let kindBlock = perRecordWriteKindBlock, saveBlock = perRecordSaveBlock, collecting = recordOutput.isWanted
         for (index, record) in saves.enumerated() {
-            let result = index < outcome.saveResults.count ? outcome.saveResults[index] : .failure(StratusError(.internalError, "the store gave no result for record '\(record.recordID.recordName)'", recordID: record.recordID))
-            switch result {
+            guard index < outcome.saveResults.count else {
+                let error = StratusError(.internalError, "the store gave no result for record '\(record.recordID.recordName)'", recordID: record.recordID)
+                errors[record.recordID] = error
+                saveBlock?(record.recordID, .failure(error))
+                continue
+            }
+            switch outcome.saveResults[index] {
             case .success(let (saved, kind)):
-                recordOutput.append(saved)
-                perRecordWriteKindBlock?(record.recordID, kind)
-                perRecordSaveBlock?(record.recordID, .success(saved))
+                if collecting { recordOutput.append(saved) }
+                kindBlock?(record.recordID, kind)
+                saveBlock?(record.recordID, .success(saved))
             case .failure(let error):
                 errors[record.recordID] = error
-                perRecordSaveBlock?(record.recordID, .failure(error))
+                saveBlock?(record.recordID, .failure(error))
             }
         }
         for (index, id) in deletes.enumerated() {
