@@ -134,7 +134,10 @@ struct ImportCommand {
         if !dryRun { Interruption.install() }
 
         var counts = Counts()
-        var batch: [(Record, Int)] = []
+        // The batch being read: its records and their input lines, side by side (an array of
+        // tuples is destroyed element by element through the runtime's generic witnesses).
+        var batch: [Record] = []
+        var batchLines: [Int] = []
         var itemIndex = 0
         var stoppedBySignal = false
 
@@ -143,7 +146,7 @@ struct ImportCommand {
         let saver = BatchSaver(database: database)
         // Each batch's records stay here until it is settled, so that they are freed on this
         // thread rather than on the store's writer.
-        var inFlight: [(pending: PendingSave, records: [(Record, Int)], committedItems: Int)] = []
+        var inFlight: [(pending: PendingSave, records: [Record], lines: [Int], committedItems: Int)] = []
 
         /// Waits for the oldest batch in flight, counts it, and moves the checkpoint past it.
         func settleOldest() async throws {
@@ -154,7 +157,7 @@ struct ImportCommand {
             counts.unchanged += outcome.unchanged
             counts.failed += outcome.failures.count
             if !outcome.failures.isEmpty {
-                let lines = Dictionary(flight.records.map { ($0.0.recordID, $0.1) }, uniquingKeysWith: { _, last in last })
+                let lines = Dictionary(zip(flight.records.map(\.recordID), flight.lines), uniquingKeysWith: { _, last in last })
                 for (id, error) in outcome.failures.sorted(by: { lines[$0.0] ?? 0 < lines[$1.0] ?? 0 }) {
                     try rejects.write(line: lines[id] ?? 0, column: 0, recordName: id.recordName, error: error.description)
                 }
@@ -177,9 +180,9 @@ struct ImportCommand {
             // With a checkpoint, one batch at a time: a kill then leaves at most the batch being
             // written committed beyond the checkpoint, as the resume expects.
             if inFlight.count >= (checkpointPath == nil ? Self.batchesInFlight : 1) { try await settleOldest() }
-            let records = batch.map(\.0)
-            inFlight.append((saver.submit(operation(saving: records)), batch, committedItems))
+            inFlight.append((saver.submit(operation(saving: batch)), batch, batchLines, committedItems))
             batch.removeAll(keepingCapacity: true)
+            batchLines.removeAll(keepingCapacity: true)
         }
 
         while let item = try Self.next(from: reader) {
@@ -193,7 +196,12 @@ struct ImportCommand {
             case .record(let record, let line):
                 do {
                     try record.validateForSave()
-                    if dryRun { counts.created += 1 } else { batch.append((record, line)) }
+                    if dryRun {
+                        counts.created += 1
+                    } else {
+                        batch.append(record)
+                        batchLines.append(line)
+                    }
                 } catch {
                     counts.failed += 1
                     try rejects.write(line: line, column: 0, recordName: record.recordID.recordName, error: "\(error)")

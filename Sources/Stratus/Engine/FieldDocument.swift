@@ -58,6 +58,13 @@ public enum FieldDocument {
         out.append(contentsOf: output.bytes)
     }
 
+    /// The document as a new byte array (what a record caches).
+    package static func encodedBytes(_ fields: [String: FieldValue], encryptedKeys: Set<String>) -> [UInt8] {
+        var out = ByteOutput()
+        encode(fields, encryptedKeys: encryptedKeys, into: &out)
+        return Array(out.bytes)
+    }
+
     /// Appends the document to `out`.
     package static func encode(_ fields: [String: FieldValue], encryptedKeys: Set<String>, into out: inout ByteOutput) {
         out.append(UInt8(ascii: "{"))

@@ -13,13 +13,15 @@ extension Record {
     /// - Throws: ``StratusError`` `invalidArguments` (bad name, key or value) or `limitExceeded`
     ///   (more than ``maximumFieldDataSize`` bytes), naming the record and field.
     public func validateForSave() throws(StratusError) {
-        let (generation, isValid, namesChecked) = validationState
-        if isValid { return }
+        // One read of the record's state, and one write when it is valid: this runs for
+        // every saved record, on the producer's thread when it validates first.
+        let input = validationInput
+        if input.isValid { return }
         func fail(_ message: String, code: StratusError.Code = .invalidArguments) -> StratusError {
             StratusError(code, "record '\(recordID.recordName)': \(message)", recordID: recordID)
         }
         do {
-            if !namesChecked {
+            if !input.namesChecked {
                 try Naming.checkRecordName(recordID.recordName)
                 try Naming.checkIdentifier(recordType, kind: "record type")
             }
@@ -27,12 +29,12 @@ extension Record {
         } catch {
             throw fail(error.message)
         }
-        if let parent {
+        if let parent = input.parent {
             try checkReference(parent, key: "parent")
             if parent.recordID.recordName == recordID.recordName { throw fail("a record cannot be its own parent") }
         }
-        for (key, value) in fieldValues {
-            if !namesChecked {
+        for (key, value) in input.fields {
+            if !input.namesChecked {
                 do { try Naming.checkFieldKey(key) } catch { throw fail(error.message) }
             }
             switch value {
@@ -55,12 +57,13 @@ extension Record {
             default: break
             }
         }
-        let size = fieldDataSize
+        let size = input.size ?? Self.fieldDataSize(of: input.fields)
         if size > Record.maximumFieldDataSize {
             throw fail("holds \(size) bytes of field data; the limit is \(Record.maximumFieldDataSize) bytes (assets excluded)", code: .limitExceeded)
         }
-        markValidated(at: generation)
-        _ = encodedFieldDocument()
+        // The stored document is prepared here, so that a producer that validates (an
+        // importer's reading thread) spares the writing thread the encoding.
+        markValidated(at: input.generation, size: size, document: FieldDocument.encodedBytes(input.fields, encryptedKeys: input.encrypted))
     }
 
     /// Bytes of field data, as counted against ``maximumFieldDataSize``: keys, string and byte

@@ -54,9 +54,7 @@ public final class Record: Sendable, CustomStringConvertible {
     package func encodedFieldDocument() -> [UInt8] {
         let (generation, fields, encrypted, cached) = state.withLock { ($0.generation, $0.fields, $0.encrypted, $0.document) }
         if let cached, cached.generation == generation { return cached.bytes }
-        var out = ByteOutput()
-        FieldDocument.encode(fields, encryptedKeys: encrypted, into: &out)
-        let bytes = Array(out.bytes)
+        let bytes = FieldDocument.encodedBytes(fields, encryptedKeys: encrypted)
         state.withLock { state in
             if state.generation == generation { state.document = (generation, bytes) }
         }
@@ -72,16 +70,34 @@ public final class Record: Sendable, CustomStringConvertible {
         state.withLock { ($0.system, $0.fields, $0.encrypted, $0.parent) }
     }
 
-    /// The current change count, whether the record was validated at it, and whether its
-    /// producer checked its names.
-    var validationState: (generation: Int, isValid: Bool, namesChecked: Bool) {
-        state.withLock { ($0.generation, $0.validatedGeneration == $0.generation, $0.namesChecked) }
+    /// What validation reads, under one lock: the change count, whether the record was
+    /// validated at it, whether its producer checked its names, its values, encrypted keys
+    /// and parent, and its field data size when known.
+    struct ValidationInput {
+        var generation: Int
+        var isValid: Bool
+        var namesChecked: Bool
+        var fields: [String: FieldValue]
+        var encrypted: Set<String>
+        var parent: Reference?
+        var size: Int?
     }
 
-    /// Notes a successful validation of the record as it was at `generation`.
-    func markValidated(at generation: Int) {
+    // A named struct, not a tuple: a tuple of these types is copied out of the lock through
+    // the runtime's generic tuple witnesses, which measurably slows every save.
+    var validationInput: ValidationInput {
+        state.withLock { ValidationInput(generation: $0.generation, isValid: $0.validatedGeneration == $0.generation, namesChecked: $0.namesChecked,
+                                         fields: $0.fields, encrypted: $0.encrypted, parent: $0.parent, size: $0.fieldDataSize) }
+    }
+
+    /// Notes a successful validation of the record as it was at `generation`, with the field
+    /// data size and stored document it had then.
+    func markValidated(at generation: Int, size: Int, document: [UInt8]) {
         state.withLock { state in
-            if state.generation == generation { state.validatedGeneration = generation }
+            guard state.generation == generation else { return }
+            state.validatedGeneration = generation
+            state.fieldDataSize = size
+            state.document = (generation, document)
         }
     }
 
