@@ -55,8 +55,20 @@ struct SQLiteQueryBuilder {
         // The record type is a checked identifier, written as a literal so that the partial
         // indexes of its schema (WHERE record_type = 'T') apply.
         precondition((try? Naming.checkIdentifier(query.recordType, kind: "record type")) != nil, "unchecked record type reached SQL")
-        var sql = "SELECT \(columns) FROM records r WHERE r.zone_id = ? AND r.record_type = '\(query.recordType)' AND \(predicate.sql)"
-        var whereParameters: [SQLValue] = [.integer(zoneRow)] + predicate.parameters.map { $0 == Self.zonePlaceholder ? .integer(zoneRow) : $0 }
+        var sql: String
+        var whereParameters: [SQLValue]
+        if readsZoneInStorageOrder {
+            // The zone's rows are a range of the table's change keys; the unary + keeps the
+            // zone column (first in every index) from luring the planner into another index.
+            sql = "SELECT \(columns) FROM records r WHERE +r.zone_id = ? AND r.change_key BETWEEN ? AND ?"
+            whereParameters = [.integer(zoneRow), .integer(SQLiteSchema.changeKey(zoneRow: zoneRow, sequence: 0)),
+                               .integer(SQLiteSchema.changeKey(zoneRow: zoneRow, sequence: SQLiteSchema.maximumSequence))]
+        } else {
+            sql = "SELECT \(columns) FROM records r WHERE r.zone_id = ?"
+            whereParameters = [.integer(zoneRow)]
+        }
+        sql += " AND r.record_type = '\(query.recordType)' AND \(predicate.sql)"
+        whereParameters += predicate.parameters.map { $0 == Self.zonePlaceholder ? .integer(zoneRow) : $0 }
         if leadingKeyIsNull, let first = sorts.first {
             sql += " AND \(first.sql) IS NULL"
             whereParameters += first.parameters
@@ -82,6 +94,45 @@ struct SQLiteQueryBuilder {
         order.append(tiebreak + (tiebreakAscending ? " ASC" : " DESC"))
         sql += " ORDER BY " + order.joined(separator: ", ") + " LIMIT \(limit)"
         return Plan(sql: sql, parameters: parameters + whereParameters + orderParameters, sortColumnCount: sorts.count)
+    }
+
+    /// Whether the query sorts by a key that no index keeps in order and has no condition an
+    /// index could serve: every row of the type is then read and sorted anyway, best in
+    /// storage order (the zone's range of the table). Left alone, the planner would take a
+    /// partial index of the type for its zone column and visit the rows in that index's order,
+    /// one random read each.
+    private var readsZoneInStorageOrder: Bool {
+        guard let first = query.sortKeys.first, first.distanceFrom != nil || !isIndexed(first.key) else { return false }
+        let conditions: [QueryPredicate]
+        switch query.predicate {
+        case .and(let parts): conditions = parts
+        default: conditions = [query.predicate]
+        }
+        return !conditions.contains { part in
+            guard case .condition(let condition) = part else { return false }
+            switch condition {
+            case .compare(let key, let op, _): return op != .notEqual && isIndexed(key)
+            case .between(let key, _, _), .in(let key, _), .beginsWith(let key, _): return isIndexed(key)
+            case .tokens: return !searchableFields.isEmpty
+            case .listContains, .listContainsAny, .listAnyBeginsWith, .distance: return false
+            }
+        }
+    }
+
+    /// Whether some index covers `key`: the record name always, other keys when the schema
+    /// declares an index on them (alone or in a compound index).
+    private func isIndexed(_ key: QueryKey) -> Bool {
+        let name: String
+        switch key {
+        case .recordName: return true
+        case .creatorUserRecordID, .lastModifiedUserRecordID: return false
+        case .creationDate: name = "creationDate"
+        case .modificationDate: name = "modificationDate"
+        case .field(let field): name = field
+        }
+        guard let schema else { return false }
+        if let field = schema.field(name), !field.indexes.isEmpty { return true }
+        return schema.compoundIndexes.contains { $0.equalityFields.contains(name) || $0.sortField == name }
     }
 
     /// Whether the predicate requires `field IN {…}` of a field the schema makes queryable.

@@ -188,6 +188,23 @@ struct SQLiteQueryPlanTests {
         }
     }
 
+    @Test("a sort no index keeps, with no condition an index serves, reads the zone's range of the table in storage order")
+    func unindexedSortReadsStorageOrder() async throws {
+        try await Self.withFixture(schema: true) { fixture in
+            for query in [try Self.query("note != %@", "note3 hidden", sort: [RecordSortDescriptor(key: "note", ascending: false)]),
+                          try Self.query("TRUEPREDICATE", sort: [RecordSortDescriptor(key: "note")])] {
+                let plan = try fixture.plan(query)
+                #expect(plan.contains("USING INTEGER PRIMARY KEY") && !plan.contains("ix_"), "\(query):\n\(plan)")
+                try await Self.expectBruteForce(query, fixture, searchable: ["title"])
+            }
+            // A condition an index serves keeps its index, whatever the sort.
+            let filtered = try Self.query("category == %@", "c4", sort: [RecordSortDescriptor(key: "note")])
+            let plan = try fixture.plan(filtered)
+            #expect(plan.contains("USING INDEX ix_") && plan.contains("<expr>=?"), "\(plan)")
+            try await Self.expectBruteForce(filtered, fixture, searchable: ["title"])
+        }
+    }
+
     @Test("a version 2 store opens as version 3: type index dropped, schema indexes rebuilt, old documents still compare")
     func upgradeFromVersion2() async throws {
         try await Self.withFixture(schema: true) { fixture in
