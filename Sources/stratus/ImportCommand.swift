@@ -19,8 +19,8 @@ struct ImportCommand {
                               checks recordChangeTag), replace (unspecified fields removed; checks
                               recordChangeTag), forceUpdate (default: ignore tags, create when
                               missing; re-running the same file changes nothing), forceReplace
-          --batch-size N      records per checkpointed batch (default 400); a batch is written in
-                              transactions of at most 400 records
+          --batch-size N      records per checkpointed batch, each written in one transaction
+                              of at most 2 MB (default 2000)
           --atomic            all or nothing, in one transaction (at most 100,000 records)
           --dry-run           read and validate everything, report counts, write nothing
           --max-errors N      stop (exit 65) after more than N rejected records (default: no limit)
@@ -45,7 +45,7 @@ struct ImportCommand {
     var inputPath: String?
     var format: RecordFormat?
     var mode = RecordWriteMode.forceUpdate
-    var batchSize = 400
+    var batchSize = 2_000
     var atomic: Bool
     var dryRun: Bool
     var maxErrors: Int?
@@ -270,6 +270,9 @@ struct ImportCommand {
         op.writeMode = mode
         op.isAtomic = atomic
         op.preservesSystemFields = keepSystemFields
+        // One transaction per batch: a bulk load writes faster in larger transactions than in
+        // CloudKit's 400-item requests.
+        op.itemsPerBatch = batchSize
         return op
     }
 

@@ -47,7 +47,7 @@ struct HelpCLITests {
             ] {
                 #expect(text.contains(option), "import --help documents \(option)")
             }
-            #expect(text.contains("default 400"), "the batch size default")
+            #expect(text.contains("default 2000"), "the batch size default")
             #expect(text.contains("SIGTERM") && Self.mentions(text, code: "143"), "what a signal does")
             let missing = Self.exitCodes.filter { !Self.mentions(text, code: $0) }
             #expect(missing.isEmpty, "import --help does not document the exit codes \(missing)")

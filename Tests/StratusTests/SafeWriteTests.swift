@@ -331,6 +331,32 @@ struct SafeWriteTests {
         #expect(try await database.record(for: Record.ID(recordName: "item-00450")).value(forKey: "n") == .int64(-1))
     }
 
+    @Test("itemsPerBatch sets the transaction size of a non-atomic request; 2 MB still ends a transaction")
+    func itemsPerBatch() async throws {
+        let (database, engine, store) = try Self.scripted()
+        defer { store.remove() }
+        let records = items(2_500)
+        let op = ModifyRecordsOperation(recordsToSave: records)
+        op.isAtomic = false
+        op.itemsPerBatch = 1_000
+        let kinds = Box([RecordWriteKind]())
+        op.perRecordWriteKindBlock = { _, kind in kinds.update { $0.append(kind) } }
+        await StratusTestSupport.run(op, on: database)
+        #expect(engine.modifyCalls.map(\.saves.count) == [1_000, 1_000, 500])
+        #expect(kinds.value.count == 2_500 && kinds.value.allSatisfy { $0 == .created })
+        #expect(try await Self.count("Item", in: database) == 2_500)
+
+        let big = (0..<6).map { i in makeRecord("Blob", recordName("blob", i), ["data": .bytes(patternBytes(count: 600_000, seed: UInt8(i)))]) }
+        let bulk = ModifyRecordsOperation(recordsToSave: big)
+        bulk.isAtomic = false
+        bulk.itemsPerBatch = 1_000
+        let before = engine.modifyCalls.count
+        await StratusTestSupport.run(bulk, on: database)
+        let calls = engine.modifyCalls.dropFirst(before)
+        #expect(calls.count >= 2 && calls.allSatisfy { $0.bytes <= ModifyRecordsOperation.maximumBytesPerBatch }, "\(calls.map(\.bytes))")
+        #expect(calls.flatMap(\.saves) == big.map(\.recordID.recordName))
+    }
+
     @Test("a non-atomic request over 2 MB is split by size, in order; an atomic one stays one transaction")
     func splitBySize() async throws {
         let (database, engine, store) = try Self.scripted()

@@ -6,8 +6,9 @@ import Foundation
 /// any item fails: that item reports its own error and every other item `batchRequestFailed`.
 /// Without it, each item succeeds or fails alone. Either way the final result is
 /// `partialFailure` when some item failed. Non-atomic requests larger than
-/// ``maximumItemsPerBatch`` items or ``maximumBytesPerBatch`` bytes are split into batches;
-/// an atomic request runs as one transaction of at most ``maximumAtomicItems`` items.
+/// ``itemsPerBatch`` items (CloudKit's 400 by default) or ``maximumBytesPerBatch`` bytes are
+/// split into batches, each one transaction; an atomic request runs as one transaction of at
+/// most ``maximumAtomicItems`` items.
 ///
 /// ```swift
 /// let op = ModifyRecordsOperation(recordsToSave: [todo], recordIDsToDelete: [oldID])
@@ -34,6 +35,19 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
     public static let maximumBytesPerBatch = 2_000_000
     /// The most items one atomic request may hold (one transaction).
     public static let maximumAtomicItems = 100_000
+
+    /// A Stratus extension: the most items a non-atomic request writes in one transaction,
+    /// ``maximumItemsPerBatch`` (CloudKit's per-request limit) unless set. Bulk loads write
+    /// faster in larger transactions (`stratus import` uses 2,000); a transaction still ends
+    /// at ``maximumBytesPerBatch``, and other writers wait for it as long as it runs.
+    ///
+    /// ```swift
+    /// let load = ModifyRecordsOperation(recordsToSave: rows)
+    /// load.itemsPerBatch = 2_000
+    /// ```
+    public var itemsPerBatch = ModifyRecordsOperation.maximumItemsPerBatch {
+        didSet { precondition(itemsPerBatch > 0, "itemsPerBatch must be positive") }
+    }
 
     public var recordsToSave: [Record]?
     public var recordIDsToDelete: [Record.ID]?
@@ -129,7 +143,7 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
         for record in toSave where errors[record.recordID] != nil { report(record.recordID, errors[record.recordID]!) }
         for id in toDelete where errors[id] != nil { reportDelete(id, errors[id]!) }
         var done = errors.count
-        for batch in Self.batches(saves: valid, deletes: validDeletes) {
+        for batch in Self.batches(saves: valid, deletes: validDeletes, itemsPerBatch: itemsPerBatch) {
             if isCancelled {
                 var error = StratusError.cancelled("ModifyRecordsOperation", completed: done)
                 error.partialErrorsByRecordID = errors
@@ -200,9 +214,9 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
 
     struct Batch { var saves: [Record] = []; var deletes: [Record.ID] = [] }
 
-    /// Splits work into batches of at most 400 items and about 2 MB, keeping order, except
-    /// that a record whose parent comes later in the request moves after its parent.
-    static func batches(saves unordered: [Record], deletes: [Record.ID]) -> [Batch] {
+    /// Splits work into batches of at most `itemsPerBatch` items and about 2 MB, keeping order,
+    /// except that a record whose parent comes later in the request moves after its parent.
+    static func batches(saves unordered: [Record], deletes: [Record.ID], itemsPerBatch: Int) -> [Batch] {
         // A parent must be saved no later than its children, also across batches.
         let saves = Record.parentsFirst(unordered).map { unordered[$0] }
         var batches: [Batch] = []
@@ -211,13 +225,13 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
         func flush() { if count > 0 { batches.append(current); current = Batch(); count = 0; bytes = 0 } }
         for record in saves {
             let size = record.fieldDataSize + record.recordID.recordName.utf8.count + 64
-            if count + 1 > maximumItemsPerBatch || (count > 0 && bytes + size > maximumBytesPerBatch) { flush() }
+            if count + 1 > itemsPerBatch || (count > 0 && bytes + size > maximumBytesPerBatch) { flush() }
             current.saves.append(record)
             count += 1
             bytes += size
         }
         for id in deletes {
-            if count + 1 > maximumItemsPerBatch { flush() }
+            if count + 1 > itemsPerBatch { flush() }
             current.deletes.append(id)
             count += 1
         }
