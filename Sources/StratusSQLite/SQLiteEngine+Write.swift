@@ -10,16 +10,21 @@ extension SQLiteEngine {
             var outcome = ModifyOutcome()
             // Parents in the request are saved before their children, so that a child's parent
             // check sees whether its parent's save succeeded; results stay in request order.
-            let order = Record.parentsFirst(request.recordsToSave)
-            if order.elementsEqual(request.recordsToSave.indices) {
-                outcome.saveResults.reserveCapacity(order.count)
-                for record in request.recordsToSave {
-                    outcome.saveResults.append(try writer.save(record, mode: request.writeMode, preservingSystemFields: request.preservesSystemFields))
+            let records = request.recordsToSave
+            let order = Record.parentsFirst(records)
+            if order.elementsEqual(records.indices) {
+                outcome.saveResults.reserveCapacity(records.count)
+                var next = records.startIndex
+                while next < records.endIndex {
+                    next += try writer.saveRun(records[next...], mode: request.writeMode, preservingSystemFields: request.preservesSystemFields, into: &outcome.saveResults)
                 }
             } else {
-                var results = [Result<(Record, RecordWriteKind), StratusError>?](repeating: nil, count: request.recordsToSave.count)
+                var results = [Result<(Record, RecordWriteKind), StratusError>?](repeating: nil, count: records.count)
+                var one: [Result<(Record, RecordWriteKind), StratusError>] = []
                 for index in order {
-                    results[index] = try writer.save(request.recordsToSave[index], mode: request.writeMode, preservingSystemFields: request.preservesSystemFields)
+                    one.removeAll(keepingCapacity: true)
+                    _ = try writer.saveRun(records[index...index], mode: request.writeMode, preservingSystemFields: request.preservesSystemFields, into: &one)
+                    results[index] = one[0]
                 }
                 outcome.saveResults = results.map { $0! }
             }
@@ -120,7 +125,9 @@ struct ZoneWriter {
     /// The record upsert, prepared once per transaction, and the buffer each field document is
     /// encoded into: the per-record work of a large import.
     private var upsert: SQLiteStatement?
-    private var insert: SQLiteStatement?
+    /// The multi-row inserts by number of rows, and the run being written.
+    private var insertStatements: [SQLiteStatement?] = []
+    private var run: [NewRecord] = []
     private var lastInsertConflicted = false
     private var document: [UInt8] = []
     private var texts = TextArena()
@@ -136,14 +143,11 @@ struct ZoneWriter {
         self.returnsSavedRecords = returnsSavedRecords
     }
 
-    /// Saves one record. Item failures (a stale tag, a missing zone or asset file) come back as
-    /// the result; store failures (busy, disk full) are thrown and abort the transaction.
+    /// Saves one record by the general path: read the stored record, apply the save rules,
+    /// write. Item failures (a stale tag, a missing zone or asset file) come back as the
+    /// result; store failures (busy, disk full) are thrown and abort the transaction.
     mutating func save(_ record: Record, mode: RecordWriteMode, preservingSystemFields: Bool) throws -> Result<(Record, RecordWriteKind), StratusError> {
         guard let zoneRow = try zone(record.recordID.zoneID) else { return .failure(zoneNotFound(record.recordID)) }
-        if mode != .update && mode != .replace && !lastInsertConflicted,
-           let created = try insertIfNew(record, zoneRow: zoneRow, mode: mode, preservingSystemFields: preservingSystemFields) {
-            return created
-        }
         let existing = try engine.loadRecord(record.recordID, zoneRow: zoneRow, on: connection)
         let resolved: Record
         let kind: RecordWriteKind
@@ -180,62 +184,131 @@ struct ZoneWriter {
         return .success((stored, kind))
     }
 
-    /// Saves `record` as a new record with one `INSERT … DO NOTHING` instead of a read and a
-    /// write, which halves the statements of a large import into new records. Nil when the
-    /// record turns out to exist (or holds assets, or its save needs the stored record to
-    /// decide): the caller then takes the general path. After a conflict the next record takes
-    /// the general path at once, so re-running an import does not pay for two attempts each.
-    private mutating func insertIfNew(_ record: Record, zoneRow: Int64, mode: RecordWriteMode, preservingSystemFields: Bool) throws -> Result<(Record, RecordWriteKind), StratusError>? {
-        guard case .success(let new) = RecordWriteRules.resolve(record, existing: nil, mode: mode, preservingSystemFields: preservingSystemFields, context: context, now: now),
-              new.kind == .created else { return nil }
-        // Records with assets, a parent or `.deleteSelf` references have checks and side
-        // effects that must see the stored record first.
-        guard new.parent == nil else { return nil }
-        for value in new.fields.values where value.needsStoredRecordFirst { return nil }
-        if insert == nil {
-            insert = try connection.statement(Self.insertRecord + " ON CONFLICT(zone_id, record_name) DO NOTHING")
-        }
-        let zoneID = record.recordID.zoneID
-        // A new record stores exactly the incoming fields, so the document its validation
-        // prepared (usually on the producer's thread) is the one to write.
-        assert(new.fields == record.fieldValues && new.encryptedKeys == record.encryptedKeys, "a created record stores the incoming fields")
-        try write(record.recordID, type: record.recordType, system: new.systemFields, document: record.encodedFieldDocument(), parent: nil,
-                  sequence: zones[try zoneIndex(zoneID)!].sequence + 1, zoneRow: zoneRow, with: insert!)
-        guard connection.changes == 1 else {
-            lastInsertConflicted = true
-            return nil
-        }
-        _ = try nextSequence(zoneID)
-        try finishWrite(of: record.recordID.recordName, type: record.recordType, fields: new.fields, deleteSelfTargets: [], zoneRow: zoneRow, isNew: true)
-        return .success((returnsSavedRecords ? new.record(for: record) : record, .created))
+    /// The most new records one multi-row `INSERT` writes.
+    static let maximumRunLength = 32
+
+    /// A record of a run, with what the save rules made of it.
+    private struct NewRecord {
+        let record: Record
+        let resolution: RecordWriteRules.Resolution
     }
 
-    /// Every column of a record's row, in the order ``write(_:document:parent:sequence:zoneRow:with:)`` binds them.
-    private static let insertRecord = """
-        INSERT INTO records(zone_id, record_name, record_type, created_at, created_by, modified_at, modified_by, change_tag, change_key, fields, parent_name)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    /// Saves records from the start of `records` and appends a result for each it saved;
+    /// returns how many that was. Consecutive records that would be new (the save rules
+    /// create them, and they have no parent, assets or `.deleteSelf` references, whose checks
+    /// and side effects must see the store first) are written together by one multi-row
+    /// `INSERT … DO NOTHING` instead of a read and a write each: a large import's common case,
+    /// at a fraction of the statements. Any of them that turns out to exist (or to repeat a name
+    /// of the run) is then saved by the general path, and so is every record after a conflict
+    /// in this transaction, so that re-running an import does not pay for two attempts each.
+    mutating func saveRun(_ records: ArraySlice<Record>, mode: RecordWriteMode, preservingSystemFields: Bool,
+                          into results: inout [Result<(Record, RecordWriteKind), StratusError>]) throws -> Int {
+        let first = records[records.startIndex]
+        guard mode != .update && mode != .replace && !lastInsertConflicted, let zone = try zoneIndex(first.recordID.zoneID) else {
+            results.append(try save(first, mode: mode, preservingSystemFields: preservingSystemFields))
+            return 1
+        }
+        run.removeAll(keepingCapacity: true)
+        for record in records.prefix(Self.maximumRunLength) {
+            guard record.recordID.zoneID == first.recordID.zoneID,
+                  case .success(let new) = RecordWriteRules.resolve(record, existing: nil, mode: mode, preservingSystemFields: preservingSystemFields, context: context, now: now),
+                  new.kind == .created, new.parent == nil, !new.fields.values.contains(where: \.needsStoredRecordFirst) else { break }
+            run.append(NewRecord(record: record, resolution: new))
+        }
+        guard !run.isEmpty else {
+            results.append(try save(first, mode: mode, preservingSystemFields: preservingSystemFields))
+            return 1
+        }
+        let zoneRow = zones[zone].row
+        let base = zones[zone].sequence
+        guard base + Int64(run.count) <= SQLiteSchema.maximumSequence else {
+            throw StratusError(.limitExceeded, "zone '\(first.recordID.zoneID.zoneName)' has used all \(SQLiteSchema.maximumSequence) change numbers a zone has; copy its records into a new zone", zoneID: first.recordID.zoneID)
+        }
+        let statement = try insertStatement(rows: run.count)
+        statement.resetKeepingBindings()   // every parameter is bound below
+        texts.removeAll()
+        for (offset, new) in run.enumerated() {
+            // A new record stores exactly the incoming fields, so the document its validation
+            // prepared (usually on the producer's thread) is the one to write.
+            assert(new.resolution.fields == new.record.fieldValues && new.resolution.encryptedKeys == new.record.encryptedKeys, "a created record stores the incoming fields")
+            try bindRow(new.record.recordID, type: new.record.recordType, system: new.resolution.systemFields, document: new.record.encodedFieldDocument(),
+                        sequence: base + Int64(offset) + 1, zoneRow: zoneRow, at: Int32(offset * Self.parametersPerNewRow), to: statement)
+        }
+        try statement.step(bindingInPlace: texts)
+        let inserted = connection.changes
+        if inserted > 0 {
+            // The run's change numbers are taken, also those of rows that were not inserted.
+            zones[zone].sequence += Int64(run.count)
+            zones[zone].changed = true
+        }
+        let allInserted = inserted == run.count
+        if !allInserted { lastInsertConflicted = true }
+        for (offset, new) in run.enumerated() {
+            let record = new.record
+            if try allInserted || storedChangeKey(of: record.recordID.recordName, zoneRow: zoneRow) == SQLiteSchema.changeKey(zoneRow: zoneRow, sequence: base + Int64(offset) + 1) {
+                try finishWrite(of: record.recordID.recordName, type: record.recordType, fields: new.resolution.fields, deleteSelfTargets: [], zoneRow: zoneRow, isNew: true)
+                results.append(.success((returnsSavedRecords ? new.resolution.record(for: record) : record, .created)))
+            } else {
+                results.append(try save(record, mode: mode, preservingSystemFields: preservingSystemFields))
+            }
+        }
+        return run.count
+    }
 
-        """
+    /// The change key of the stored record named `name`, if there is one.
+    private func storedChangeKey(of name: String, zoneRow: Int64) throws -> Int64? {
+        let select = try connection.statement("SELECT change_key FROM records WHERE zone_id = ? AND record_name = ?")
+        try select.bind([.integer(zoneRow), .text(name)])
+        defer { select.reset() }
+        return try select.step() ? select.int64(0) : nil
+    }
+
+    /// Parameters of one row of the multi-row insert: every column of ``insertRecord`` but
+    /// the parent, which a new record of a run does not have.
+    private static let parametersPerNewRow = 10
+
+    /// `INSERT … VALUES (…), (…) … ON CONFLICT DO NOTHING` for `rows` new records, prepared once
+    /// per transaction for each length.
+    private mutating func insertStatement(rows: Int) throws -> SQLiteStatement {
+        if insertStatements.isEmpty { insertStatements = Array(repeating: nil, count: Self.maximumRunLength + 1) }
+        if let known = insertStatements[rows] { return known }
+        let row = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)"
+        let statement = try connection.statement(Self.insertColumns + " VALUES " + Array(repeating: row, count: rows).joined(separator: ", ")
+                                                  + " ON CONFLICT(zone_id, record_name) DO NOTHING")
+        insertStatements[rows] = statement
+        return statement
+    }
+
+    /// Every column of a record's row, in the order ``bindRow(_:type:system:document:sequence:zoneRow:at:to:)`` binds them, parent last.
+    private static let insertColumns = "INSERT INTO records(zone_id, record_name, record_type, created_at, created_by, modified_at, modified_by, change_tag, change_key, fields, parent_name)"
+    private static let insertRecord = insertColumns + " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)\n"
 
     /// Binds a record's row and field document to `statement` (``insertRecord`` with a conflict
     /// clause) and runs it. The texts are bound in place from `texts`, reused from record to record.
     private mutating func write(_ id: Record.ID, type: String, system: Record.SystemFields, document: [UInt8], parent: Record.Reference?,
                                 sequence: Int64, zoneRow: Int64, with statement: SQLiteStatement) throws {
         statement.resetKeepingBindings()   // every column is bound below
-        // Column by column: an array of values per record costs more than the binding.
         texts.removeAll()
-        try statement.bind(zoneRow, at: 1)
-        texts.add(id.recordName, at: 2)
-        texts.add(type, at: 3)
-        try statement.bind(.real(system.creationDate!.timeIntervalSinceReferenceDate), at: 4)
-        texts.add(system.creatorUserRecordID!.recordName, at: 5)
-        try statement.bind(.real(system.modificationDate!.timeIntervalSinceReferenceDate), at: 6)
-        texts.add(system.lastModifiedUserRecordID!.recordName, at: 7)
-        texts.add(system.recordChangeTag!, at: 8)
-        try statement.bind(SQLiteSchema.changeKey(zoneRow: zoneRow, sequence: sequence), at: 9)
-        texts.add(utf8: document, at: 10)
+        try bindRow(id, type: type, system: system, document: document, sequence: sequence, zoneRow: zoneRow, at: 0, to: statement)
         if let parent { texts.add(parent.recordID.recordName, at: 11) } else { try statement.bind(.null, at: 11) }
         try statement.step(bindingInPlace: texts)
+    }
+
+    /// Binds a row's columns but the parent to the parameters after `offset`: numbers now,
+    /// texts into `texts` for ``SQLiteStatement/step(bindingInPlace:)``. Column by column: an
+    /// array of values per record costs more than the binding.
+    private mutating func bindRow(_ id: Record.ID, type: String, system: Record.SystemFields, document: [UInt8],
+                                  sequence: Int64, zoneRow: Int64, at offset: Int32, to statement: SQLiteStatement) throws {
+        try statement.bind(zoneRow, at: offset + 1)
+        texts.add(id.recordName, at: offset + 2)
+        texts.add(type, at: offset + 3)
+        try statement.bind(.real(system.creationDate!.timeIntervalSinceReferenceDate), at: offset + 4)
+        texts.add(system.creatorUserRecordID!.recordName, at: offset + 5)
+        try statement.bind(.real(system.modificationDate!.timeIntervalSinceReferenceDate), at: offset + 6)
+        texts.add(system.lastModifiedUserRecordID!.recordName, at: offset + 7)
+        texts.add(system.recordChangeTag!, at: offset + 8)
+        try statement.bind(SQLiteSchema.changeKey(zoneRow: zoneRow, sequence: sequence), at: offset + 9)
+        texts.add(utf8: document, at: offset + 10)
     }
 
     /// What follows writing a record's row: its references, words and tombstone.

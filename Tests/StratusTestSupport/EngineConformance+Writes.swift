@@ -9,7 +9,40 @@ extension EngineConformance {
         TestCase("system fields: creation kept, modification and change tag renewed, users recorded", systemFieldsFollowSaves),
         TestCase("changedKeys() and allKeys()", changedAndAllKeys),
         TestCase("a request that does not want the saved records still stores their system fields and reports each kind", savesWithoutSavedRecords),
+        TestCase("new records around an existing one and a repeated name: kinds in order, the last write wins, each change once; again, nothing changes", newRecordsInBulk),
     ]
+
+    static func newRecordsInBulk(_ env: Environment) async throws {
+        let database = env.container().publicCloudDatabase
+        try await TestDatabase.save([makeRecord("Doc", "bulk-0040", ["v": .int64(-1)])], in: database)
+        let start = try await database.recordZoneChanges(inZoneWith: .default, since: nil).changeToken
+        // 100 records, one of them stored already, and "bulk-0070" written twice in between.
+        var records = (0..<100).map { makeRecord("Doc", String(format: "bulk-%04d", $0), ["v": .int64(Int64($0))]) }
+        records.insert(makeRecord("Doc", "bulk-0070", ["v": .int64(700)]), at: 75)
+        let request = ModifyRequest(recordsToSave: records, recordIDsToDelete: [], writeMode: .forceUpdate, isAtomic: false)
+        let outcome = try env.engine.modifyRecords(request, in: database.context)
+        let kinds = try outcome.saveResults.map { try $0.get().1 }
+        var expected = Array(repeating: RecordWriteKind.created, count: records.count)
+        expected[40] = .updated
+        expected[75] = .updated
+        #expect(kinds == expected)
+        #expect(try await database.record(for: Record.ID(recordName: "bulk-0070")).value(forKey: "v") == .int64(700))
+        #expect(try await database.record(for: Record.ID(recordName: "bulk-0040")).value(forKey: "v") == .int64(40))
+        let changes = try await database.recordZoneChanges(inZoneWith: .default, since: start)
+        #expect(changes.modificationResultsByID.count == 100, "each record once, at its last write")
+        #expect(try changes.modificationResultsByID[Record.ID(recordName: "bulk-0070")]?.get().record.value(forKey: "v") == .int64(700))
+
+        // The stored records again (without the repeated name, whose two values take turns) are
+        // all unchanged, and the zone's change token stays where it was.
+        var stored = records
+        stored.remove(at: 70)
+        let rerun = ModifyRequest(recordsToSave: stored, recordIDsToDelete: [], writeMode: .forceUpdate, isAtomic: false)
+        let again = try env.engine.modifyRecords(rerun, in: database.context)
+        #expect(try again.saveResults.map { try $0.get().1 } == Array(repeating: .unchanged, count: stored.count))
+        let after = try await database.recordZoneChanges(inZoneWith: .default, since: changes.changeToken)
+        #expect(after.modificationResultsByID.isEmpty && after.deletions.isEmpty)
+        #expect(after.changeToken == changes.changeToken, "a write that changes nothing leaves no change behind")
+    }
 
     static func savesWithoutSavedRecords(_ env: Environment) async throws {
         let database = env.container().publicCloudDatabase
