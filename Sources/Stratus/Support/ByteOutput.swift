@@ -13,10 +13,12 @@ import Foundation
 /// let text = String(decoding: out.bytes, as: UTF8.self)
 /// ```
 package struct ByteOutput: ~Copyable {
-    private var base: UnsafeMutablePointer<UInt8>
-    private var capacity: Int
+    // The small appends are inlinable: the transfer codecs call them across the module
+    // boundary some thirty times a record.
+    @usableFromInline var base: UnsafeMutablePointer<UInt8>
+    @usableFromInline var capacity: Int
     /// How many bytes were appended.
-    package private(set) var count = 0
+    @usableFromInline package internal(set) var count = 0
     /// The first value that JSON cannot hold faithfully (a non-finite number, an asset without
     /// a file); it is written as `null` or `""` and reported here so strict callers can refuse.
     package var problem: String?
@@ -29,7 +31,7 @@ package struct ByteOutput: ~Copyable {
     deinit { base.deallocate() }
 
     /// The bytes appended so far, valid until the next change.
-    package var bytes: UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(start: base, count: count) }
+    @inlinable package var bytes: UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(start: base, count: count) }
 
     /// Forgets every byte from `mark` on, keeping the buffer.
     package mutating func removeAll(from mark: Int = 0) {
@@ -57,13 +59,13 @@ package struct ByteOutput: ~Copyable {
     }
 
     /// Makes room for `extra` more bytes.
-    @inline(__always)
+    @inlinable @inline(__always)
     package mutating func reserve(_ extra: Int) {
         if count + extra > capacity { grow(count + extra) }
     }
 
-    @inline(never)
-    private mutating func grow(_ needed: Int) {
+    @usableFromInline @inline(never)
+    mutating func grow(_ needed: Int) {
         let newCapacity = Swift.max(needed, capacity * 2)
         let newBase = UnsafeMutablePointer<UInt8>.allocate(capacity: newCapacity)
         newBase.initialize(from: base, count: count)
@@ -116,19 +118,19 @@ package struct ByteOutput: ~Copyable {
         }
     }
 
-    @inline(__always)
+    @inlinable @inline(__always)
     package mutating func append(_ byte: UInt8) {
         reserve(1)
         base[count] = byte
         count += 1
     }
 
-    @inline(__always)
+    @inlinable @inline(__always)
     package mutating func append(_ text: StaticString) {
         append(UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
-    @inline(__always)
+    @inlinable @inline(__always)
     package mutating func append(_ bytes: UnsafeBufferPointer<UInt8>) {
         guard let source = bytes.baseAddress, bytes.count > 0 else { return }
         reserve(bytes.count)
