@@ -221,9 +221,7 @@ struct ZoneWriter {
         }
         let zoneRow = zones[zone].row
         let base = zones[zone].sequence
-        guard base + Int64(run.count) <= SQLiteSchema.maximumSequence else {
-            throw StratusError(.limitExceeded, "zone '\(first.recordID.zoneID.zoneName)' has used all \(SQLiteSchema.maximumSequence) change numbers a zone has; copy its records into a new zone", zoneID: first.recordID.zoneID)
-        }
+        guard base + Int64(run.count) <= SQLiteSchema.maximumSequence else { throw Self.sequenceExhausted(first.recordID.zoneID) }
         let statement = try insertStatement(rows: run.count)
         statement.resetKeepingBindings()   // every parameter is bound below
         texts.removeAll()
@@ -396,10 +394,12 @@ struct ZoneWriter {
     private mutating func nextSequence(_ zoneID: RecordZone.ID) throws -> Int64 {
         // Runs for every record of an import: the zone is nearly always the last one.
         let sequence = zones[try zoneIndex(zoneID)!].bumpSequence()
-        guard sequence <= SQLiteSchema.maximumSequence else {
-            throw StratusError(.limitExceeded, "zone '\(zoneID.zoneName)' has used all \(SQLiteSchema.maximumSequence) change numbers a zone has; copy its records into a new zone", zoneID: zoneID)
-        }
+        guard sequence <= SQLiteSchema.maximumSequence else { throw Self.sequenceExhausted(zoneID) }
         return sequence
+    }
+
+    private static func sequenceExhausted(_ zoneID: RecordZone.ID) -> StratusError {
+        StratusError(.limitExceeded, "zone '\(zoneID.zoneName)' has used all \(SQLiteSchema.maximumSequence) change numbers a zone has; copy its records into a new zone", zoneID: zoneID)
     }
 
     private mutating func deleteRow(_ name: String, zoneRow: Int64, zoneID: RecordZone.ID) throws -> Bool {
