@@ -161,7 +161,6 @@ public enum RecordWriteRules {
         return .success(Resolution(kind: existing == nil ? .created : .updated, systemFields: system, fields: fields, encryptedKeys: encrypted, parent: parent))
     }
 
-
     private static func conflict(_ client: Record, server: Record, _ message: String) -> StratusError {
         var error = StratusError(.serverRecordChanged, message, recordID: client.recordID)
         error.serverRecord = server
