@@ -6,8 +6,8 @@
 /// (`database_history`), deleted zones (`zone_tombstones`), and the store's identity and
 /// zone row allocator (`store_info`: zone rows are never reused).
 ///
-/// Every index costs every write, so a record pays only for the two that the store cannot work
-/// without: its name (fetches, saves) and its change sequence (change tracking). Everything
+/// Every index costs every write, so a record pays for one index only, its name (fetches,
+/// saves), and the table itself is kept in change order per zone (change tracking). Everything
 /// else is indexed where a record type schema declares it, as in CloudKit's schema:
 /// - version 2 dropped the creation- and modification-date indexes that version 1 kept for
 ///   every record type (``Stratus/RecordTypeSchema/indexableSystemFields``);

@@ -165,14 +165,7 @@ public enum FieldDocument {
     /// The shortest text that parses back to the same Double, as Swift prints it (`2.0`, `1e-05`).
     private static func appendDouble(_ d: Double, to out: inout ByteOutput) {
         precondition(d.isFinite, "JSON cannot hold a non-finite number; validate values first")
-        // Whole numbers below 2^53 print as their digits and ".0" (dates on whole seconds,
-        // counts kept as doubles); writing them so skips the shortest-digits search.
-        if d.magnitude < 0x1p53, d == d.rounded(.towardZero), !(d == 0 && d.sign == .minus) {
-            out.appendInt(Int64(d))
-            out.append(".0")
-            return
-        }
-        out.appendRaw(d.description)
+        out.appendFiniteDouble(d)
     }
 
     private static func appendArray<T>(_ values: [T], to out: inout ByteOutput, _ element: (T, inout ByteOutput) -> Void) {

@@ -235,6 +235,18 @@ package struct ByteOutput: ~Copyable {
             append("null")
             return
         }
+        appendFiniteDouble(value)
+    }
+
+    /// Appends the shortest text of a finite `Double`, as Swift prints it.
+    package mutating func appendFiniteDouble(_ value: Double) {
+        // Whole numbers below 2^53 print as their digits and ".0" (dates on whole seconds,
+        // counts kept as doubles); writing them so skips the shortest-digits search.
+        if value.magnitude < 0x1p53, value == value.rounded(.towardZero), !(value == 0 && value.sign == .minus) {
+            appendInt(Int64(value))
+            append(".0")
+            return
+        }
         appendRaw(value.description)
     }
 
