@@ -90,9 +90,9 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
             try connection.execute(SQLiteSchema.create)
             try connection.execute(SQLiteSchema.indexing)
             let columns = try addMissingColumns(on: connection)
-            if found < SQLiteSchema.version {
+            if found < SQLiteSchema.version || !columns.contains("change_key") {
                 connection.resetActiveStatements()   // DROP TABLE needs no statement of this connection running
-                try connection.execute(SQLiteSchema.upgrade(from: found, recordsAreKeyed: columns.contains("change_key")))
+                try connection.execute(SQLiteSchema.upgrade(recordsAreKeyed: columns.contains("change_key")))
                 try synchronizeIndexes(on: connection)
                 try connection.execute("PRAGMA user_version = \(SQLiteSchema.version)")
             }

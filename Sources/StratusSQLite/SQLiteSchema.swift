@@ -146,10 +146,11 @@ enum SQLiteSchema {
 
     /// What opening a store of an earlier version runs, after the statements above (the
     /// engine then rebuilds the schema indexes, whose expressions changed in version 3). A
-    /// records table from before version 3 (`recordsAreKeyed` false: it has no `change_key`)
-    /// is copied into the keyed form, which also drops every old index on it.
-    static func upgrade(from version: Int64, recordsAreKeyed: Bool) -> String {
-        guard version < 3 && !recordsAreKeyed else { return "" }
+    /// records table without `change_key` (`recordsAreKeyed` false: from before version 3, or
+    /// from a development build of it) is copied into the keyed form, which also drops every
+    /// old index on it.
+    static func upgrade(recordsAreKeyed: Bool) -> String {
+        guard !recordsAreKeyed else { return "" }
         return """
             CREATE TABLE records_v3(\(recordsTableColumns));
             INSERT INTO records_v3(change_key, zone_id, record_name, record_type, created_at, created_by, modified_at, modified_by, change_tag, fields, parent_name)
