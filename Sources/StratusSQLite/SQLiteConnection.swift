@@ -220,12 +220,6 @@ final class SQLiteStatement {
         guard rc == SQLITE_OK else { throw SQLiteConnection.error(rc, connection.lastErrorMessage) }
     }
 
-    /// Binds UTF-8 bytes as text without making a `String` first (SQLite copies them).
-    func bind(utf8 bytes: [UInt8], at index: Int32) throws {
-        let rc = bytes.withUnsafeBufferPointer { bindText($0, at: index) }
-        guard rc == SQLITE_OK else { throw SQLiteConnection.error(rc, connection.lastErrorMessage) }
-    }
-
     /// Binds text from its UTF-8 bytes; SQLite copies them.
     private func bindText(_ bytes: UnsafeBufferPointer<UInt8>, at index: Int32) -> Int32 {
         // A null pointer would bind NULL, not the empty string.
