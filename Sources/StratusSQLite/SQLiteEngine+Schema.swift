@@ -93,10 +93,11 @@ extension SQLiteEngine {
             }
         }
         for field in schema.fields where isScalar(field.type) {
-            if field.indexes.contains(.queryable) && field.type == .string && field.name != "recordName" {
+            // (A declared `recordName` gives the same definition either way; names dedupe it.)
+            if field.indexes.contains(.queryable) && field.type == .string {
                 add([column(field.name, forEquality: true)])
             }
-            if field.indexes.contains(.sortable) || (field.indexes.contains(.queryable) && (field.type != .string || field.name == "recordName")) {
+            if field.indexes.contains(.sortable) || (field.indexes.contains(.queryable) && field.type != .string) {
                 add([column(field.name, forEquality: false)])
             }
         }

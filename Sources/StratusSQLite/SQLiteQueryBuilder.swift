@@ -103,12 +103,7 @@ struct SQLiteQueryBuilder {
     /// one random read each.
     private var readsZoneInStorageOrder: Bool {
         guard let first = query.sortKeys.first, first.distanceFrom != nil || !isIndexed(first.key) else { return false }
-        let conditions: [QueryPredicate]
-        switch query.predicate {
-        case .and(let parts): conditions = parts
-        default: conditions = [query.predicate]
-        }
-        return !conditions.contains { part in
+        return !conjuncts.contains { part in
             guard case .condition(let condition) = part else { return false }
             switch condition {
             case .compare(let key, let op, _): return op != .notEqual && isIndexed(key)
@@ -135,14 +130,15 @@ struct SQLiteQueryBuilder {
         return schema.compoundIndexes.contains { $0.equalityFields.contains(name) || $0.sortField == name }
     }
 
+    /// The conditions that must all hold: the parts of a top-level AND, or the predicate itself.
+    private var conjuncts: [QueryPredicate] {
+        if case .and(let parts) = query.predicate { return parts }
+        return [query.predicate]
+    }
+
     /// Whether the predicate requires `field IN {…}` of a field the schema makes queryable.
     private var hasIndexedIn: Bool {
-        let conditions: [QueryPredicate]
-        switch query.predicate {
-        case .and(let parts): conditions = parts
-        default: conditions = [query.predicate]
-        }
-        return conditions.contains { part in
+        conjuncts.contains { part in
             guard case .condition(.in(.field(let name), _)) = part else { return false }
             return schema?.field(name)?.indexes.contains(.queryable) == true
         }

@@ -63,7 +63,7 @@ final class Progress: @unchecked Sendable {
     private func report(done: Int, total: Int?) {
         let now = Date()
         let interval: Double = style == .automatic && isTerminal ? 0.25 : 5
-        guard style != .quiet, now.timeIntervalSince(lastReport) >= interval else { return }
+        guard now.timeIntervalSince(lastReport) >= interval else { return }
         lastReport = now
         let rate = Double(done) / max(elapsed, 0.001)
         switch style {

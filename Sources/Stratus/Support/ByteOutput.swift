@@ -152,7 +152,7 @@ package struct ByteOutput: ~Copyable {
         text.withUTF8 { appendString(utf8: $0) }
     }
 
-    package mutating func appendString(utf8: UnsafeBufferPointer<UInt8>) {
+    private mutating func appendString(utf8: UnsafeBufferPointer<UInt8>) {
         reserve(utf8.count + 2)
         base[count] = UInt8(ascii: "\"")
         count += 1
