@@ -1,7 +1,7 @@
 import Foundation
 import SeededRandom
-import Stratus
-import StratusSQLite
+@_spi(StratusEngine) import Stratus
+@_spi(StratusEngine) import StratusSQLite
 
 /// `scripts/bench-query`: indexed against unindexed queries, cursor paging against one
 /// streaming read, and the last page against the first.

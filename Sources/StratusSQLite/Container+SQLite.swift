@@ -1,5 +1,5 @@
 import Foundation
-import Stratus
+@_spi(StratusEngine) import Stratus
 
 extension Container {
     /// Opens a container on the embedded SQLite store.

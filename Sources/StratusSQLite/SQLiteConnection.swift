@@ -1,6 +1,6 @@
 import CSQLite
 import Foundation
-import Stratus
+@_spi(StratusEngine) import Stratus
 
 /// A value SQLite stores or returns.
 enum SQLValue: Hashable {

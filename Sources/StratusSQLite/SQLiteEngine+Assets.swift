@@ -1,39 +1,36 @@
 import Foundation
-import Stratus
+@_spi(StratusEngine) import Stratus
 
 extension SQLiteEngine {
-    /// Copies the bytes of every asset the record holds into the store's asset folder, and
-    /// returns the record with assets that point there. Assets already in the store are kept.
-    /// A missing source file fails the item with `assetFileNotFound`; a failure to write into
+    /// Copies the bytes of every asset in `fields` into the store's asset folder, and answers
+    /// the fields with assets that point there. Assets already in the store are kept. A
+    /// missing source file fails the item with `assetFileNotFound`; a failure to write into
     /// the store is thrown.
-    func storeAssets(of record: Record) throws -> Result<Record, StratusError> {
-        var changed: [String: FieldValue] = [:]
-        for (key, value) in record.fieldValues {
+    func storeAssets(in fields: [String: FieldValue], of id: Record.ID) throws -> Result<[String: FieldValue], StratusError> {
+        var stored = fields
+        for (key, value) in fields {
             switch value {
             case .asset(let asset):
-                switch try store(asset, key: key, record: record) {
-                case .success(let stored): changed[key] = .asset(stored)
+                switch try store(asset, key: key, recordID: id) {
+                case .success(let copy): stored[key] = .asset(copy)
                 case .failure(let error): return .failure(error)
                 }
             case .assetList(let assets):
-                var stored: [Asset] = []
+                var copies: [Asset] = []
                 for asset in assets {
-                    switch try store(asset, key: key, record: record) {
-                    case .success(let s): stored.append(s)
+                    switch try store(asset, key: key, recordID: id) {
+                    case .success(let copy): copies.append(copy)
                     case .failure(let error): return .failure(error)
                     }
                 }
-                changed[key] = .assetList(stored)
+                stored[key] = .assetList(copies)
             default: continue
             }
         }
-        guard !changed.isEmpty else { return .success(record) }
-        var fields = record.fieldValues
-        for (key, value) in changed { fields[key] = value }
-        return .success(Record(recordType: record.recordType, recordID: record.recordID, systemFields: record.systemFields, fields: fields, parent: record.parent, encryptedKeys: record.encryptedKeys))
+        return .success(stored)
     }
 
-    private func store(_ asset: Asset, key: String, record: Record) throws -> Result<Asset, StratusError> {
+    private func store(_ asset: Asset, key: String, recordID: Record.ID) throws -> Result<Asset, StratusError> {
         let files = FileManager.default
         if let identifier = asset.storedIdentifier, Self.isAssetIdentifier(identifier) {
             let url = assetsDirectory.appendingPathComponent(identifier)
@@ -42,7 +39,7 @@ extension SQLiteEngine {
             }
         }
         guard let source = asset.fileURL, files.isReadableFile(atPath: source.path) else {
-            return .failure(StratusError(.assetFileNotFound, "record '\(record.recordID.recordName)': the file of asset field '\(key)' (\(asset.fileURL?.path ?? "no path")) does not exist or cannot be read", recordID: record.recordID))
+            return .failure(StratusError(.assetFileNotFound, "record '\(recordID.recordName)': the file of asset field '\(key)' (\(asset.fileURL?.path ?? "no path")) does not exist or cannot be read", recordID: recordID))
         }
         let identifier = UUID().uuidString.lowercased()
         let destination = assetsDirectory.appendingPathComponent(identifier)

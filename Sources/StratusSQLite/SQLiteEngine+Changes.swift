@@ -1,9 +1,9 @@
 import Foundation
-import Stratus
+@_spi(StratusEngine) import Stratus
 import Synchronization
 
 extension SQLiteEngine {
-    public func fetchZoneChanges(_ request: ZoneChangesRequest, in database: DatabaseContext) throws -> ZoneChangeBatch {
+    @_spi(StratusEngine) public func fetchZoneChanges(_ request: ZoneChangesRequest, in database: DatabaseContext) throws -> ZoneChangeBatch {
         precondition(request.limit > 0, "fetchZoneChanges needs a positive limit")
         return try readTransaction { connection in
             guard let zone = try zoneHistory(request.zoneID, database, on: connection) else {
@@ -46,7 +46,7 @@ extension SQLiteEngine {
         }
     }
 
-    public func fetchDatabaseChanges(after position: ChangePosition?, limit: Int, in database: DatabaseContext) throws -> DatabaseChangeBatch {
+    @_spi(StratusEngine) public func fetchDatabaseChanges(after position: ChangePosition?, limit: Int, in database: DatabaseContext) throws -> DatabaseChangeBatch {
         precondition(limit > 0, "fetchDatabaseChanges needs a positive limit")
         return try readTransaction { connection in
             let incarnation = try storeIdentity(on: connection)
@@ -121,7 +121,7 @@ extension SQLiteEngine {
 
     // MARK: - Compaction
 
-    public func compactChangeHistory(in database: DatabaseContext, deletedBefore cutoff: Date) throws -> ChangeHistoryCompaction {
+    @_spi(StratusEngine) public func compactChangeHistory(in database: DatabaseContext, deletedBefore cutoff: Date) throws -> ChangeHistoryCompaction {
         try writeTransaction { connection in try compact(database, deletedBefore: cutoff, on: connection) }
     }
 

@@ -1,9 +1,8 @@
 import Foundation
-import Stratus
+@_spi(StratusEngine) import Stratus
 
 extension SQLiteEngine {
-    public func saveSchemas(_ schemas: [RecordTypeSchema], containerIdentifier: String) throws {
-        for schema in schemas { try schema.validate() }
+    @_spi(StratusEngine) public func saveSchemas(_ schemas: [RecordTypeSchema], containerIdentifier: String) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         try writeTransaction { connection in
@@ -20,7 +19,7 @@ extension SQLiteEngine {
         }
     }
 
-    public func fetchSchemas(containerIdentifier: String) throws -> [RecordTypeSchema] {
+    @_spi(StratusEngine) public func fetchSchemas(containerIdentifier: String) throws -> [RecordTypeSchema] {
         try readTransaction { connection in
             let select = try connection.statement("SELECT schema FROM record_types WHERE container = ? ORDER BY record_type")
             try select.bind([.text(containerIdentifier)])
@@ -152,7 +151,7 @@ extension SQLiteEngine {
     /// ```swift
     /// print(try engine.queryPlan(for: compiled, in: database.context))
     /// ```
-    public func queryPlan(for query: CompiledQuery, in database: DatabaseContext, after position: QueryPosition? = nil) throws -> String {
+    @_spi(StratusEngine) public func queryPlan(for query: CompiledQuery, in database: DatabaseContext, after position: QueryPosition? = nil) throws -> String {
         try readTransaction { connection in
             let zoneRow = try zoneRowID(query.zoneID, database, on: connection, createDefault: false) ?? -1
             let schema = try loadSchema(query.recordType, containerIdentifier: database.containerIdentifier, on: connection)

@@ -1,8 +1,8 @@
 import Foundation
-import Stratus
+@_spi(StratusEngine) import Stratus
 
 extension SQLiteEngine {
-    public func fetchZones(in database: DatabaseContext) throws -> [RecordZone] {
+    @_spi(StratusEngine) public func fetchZones(in database: DatabaseContext) throws -> [RecordZone] {
         // The shared database holds only zones other users share, and sharing does not exist yet.
         if database.scope == .shared { return [] }
         return try readTransaction { connection in
@@ -21,7 +21,7 @@ extension SQLiteEngine {
         }
     }
 
-    public func modifyZones(saving zones: [RecordZone], deleting zoneIDs: [RecordZone.ID], in database: DatabaseContext) throws -> ZoneModifyOutcome {
+    @_spi(StratusEngine) public func modifyZones(saving zones: [RecordZone], deleting zoneIDs: [RecordZone.ID], in database: DatabaseContext) throws -> ZoneModifyOutcome {
         let outcome = try writeTransaction { connection -> ZoneModifyOutcome in
             var outcome = ZoneModifyOutcome()
             for zone in zones {
@@ -41,17 +41,12 @@ extension SQLiteEngine {
         if let existing = try zoneHistory(zone.zoneID, database, on: connection) {
             return RecordZone(zoneID: zone.zoneID, capabilities: existing.capabilities)
         }
-        // The default zone always has the default zone's capabilities, whatever the caller says.
-        let supported = zone.zoneID.isDefault ? RecordZone.default.capabilities : zone.capabilities.intersection([.fetchChanges, .atomic])
-        let row = try insertZone(zone.zoneID, capabilities: supported, database, on: connection)
+        let row = try insertZone(zone.zoneID, capabilities: zone.capabilities, database, on: connection)
         try noteDatabaseChange(zoneRow: row, database, on: connection)
-        return RecordZone(zoneID: zone.zoneID, capabilities: supported)
+        return zone
     }
 
     private func deleteZone(_ zoneID: RecordZone.ID, _ database: DatabaseContext, on connection: SQLiteConnection) throws -> Result<Void, StratusError> {
-        if zoneID.isDefault {
-            return .failure(StratusError(.invalidArguments, "the default zone cannot be deleted; delete its records instead", zoneID: zoneID))
-        }
         guard let zone = try zoneHistory(zoneID, database, on: connection) else {
             return .failure(StratusError(.zoneNotFound, "zone '\(zoneID.zoneName)' does not exist in the \(database.scope) database", zoneID: zoneID))
         }

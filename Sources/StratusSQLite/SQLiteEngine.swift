@@ -1,6 +1,6 @@
 import CSQLite
 import Foundation
-import Stratus
+@_spi(StratusEngine) import Stratus
 import Synchronization
 
 /// The embedded storage engine: one SQLite file (plus a folder of asset files beside it).
@@ -191,7 +191,7 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
 
     // MARK: - Reading records
 
-    public func fetchRecords(_ ids: [Record.ID], in database: DatabaseContext) throws -> [Record.ID: Record] {
+    @_spi(StratusEngine) public func fetchRecords(_ ids: [Record.ID], in database: DatabaseContext) throws -> [Record.ID: Record] {
         try readTransaction { connection in
             var found: [Record.ID: Record] = [:]
             var zoneRows: [RecordZone.ID: Int64?] = [:]
@@ -243,7 +243,7 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
         return Record(recordType: row.text(1) ?? "", recordID: Record.ID(recordName: name, zoneID: zoneID), systemFields: system, fields: fields, parent: parent, encryptedKeys: encrypted)
     }
 
-    public func queryRecords(_ query: CompiledQuery, in database: DatabaseContext, after position: QueryPosition?, limit: Int) throws -> QueryPage {
+    @_spi(StratusEngine) public func queryRecords(_ query: CompiledQuery, in database: DatabaseContext, after position: QueryPosition?, limit: Int) throws -> QueryPage {
         precondition(limit > 0, "queryRecords needs a positive limit")
         return try readTransaction { connection in
             guard let zoneRow = try zoneRowID(query.zoneID, database, on: connection, createDefault: false) else {
@@ -284,5 +284,12 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
         case .text(let s): .string(s)
         case .blob(let b): .bytes(b)
         }
+    }
+}
+
+extension SQLiteEngine {
+    @_spi(StratusEngine)
+    public var storeIdentifier: String {
+        get throws { try readTransaction { try storeIdentity(on: $0) } }
     }
 }

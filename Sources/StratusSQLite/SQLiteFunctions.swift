@@ -1,6 +1,6 @@
 import CSQLite
 import Foundation
-import Stratus
+@_spi(StratusEngine) import Stratus
 
 /// SQL functions Stratus registers on each connection. They serve queries only and never
 /// appear in the schema, so the `sqlite3` shell can still open, check and change a store.

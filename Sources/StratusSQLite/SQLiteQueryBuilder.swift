@@ -1,5 +1,5 @@
 import Foundation
-import Stratus
+@_spi(StratusEngine) import Stratus
 
 /// Translates a ``CompiledQuery`` into one SQLite `SELECT`.
 ///

@@ -75,6 +75,11 @@ public final class RecordReader {
     var scan = RecordScan()
     var failure: StratusError?
 
+    /// Every record the reader yields has its record name, record type and field keys
+    /// checked as a save checks them (on the input's bytes), so a consumer that prepares the
+    /// records for saving need not check them again.
+    public let checksRecordNames = true
+
     /// The format being read: the one in the options, or the one detected.
     public private(set) var detectedFormat: RecordFormat
     /// An envelope's `continuationMarker`, once the reader has passed it (CloudKit writes it

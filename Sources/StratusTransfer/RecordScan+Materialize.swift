@@ -134,10 +134,10 @@ extension JSONCursor {
         }
         // Built whole, every field counts as changed, so a save writes them all; the null
         // ones are removals, marked by setting them to nil.
-        // The names were checked above, on the bytes or by Naming.
+        // The names were checked above, on the bytes or by Naming (see RecordReader.checksNames).
         let record = Record(
             recordType: recordType, recordID: Record.ID(recordName: name, zoneID: zoneID), values: consume values,
-            systemFields: system, parent: parent, encryptedKeys: encryptedKeys, namesChecked: true)
+            systemFields: system, parent: parent, encryptedKeys: encryptedKeys)
         for key in removed { record.setValue(nil, forKey: key) }
         return record
     }

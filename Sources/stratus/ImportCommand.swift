@@ -135,7 +135,7 @@ struct ImportCommand {
         var counts = Counts()
         // The batch being read: its records and their input lines, side by side (an array of
         // tuples is destroyed element by element through the runtime's generic witnesses).
-        var batch: [Record] = []
+        var batch: [PreparedSave] = []
         var batchLines: [Int] = []
         var itemIndex = 0
         var stoppedBySignal = false
@@ -145,7 +145,7 @@ struct ImportCommand {
         let saver = BatchSaver(database: database)
         // Each batch's records stay here until it is settled, so that they are freed on this
         // thread rather than on the store's writer.
-        var inFlight: [(pending: PendingSave, records: [Record], lines: [Int], committedItems: Int)] = []
+        var inFlight: [(pending: PendingSave, records: [PreparedSave], lines: [Int], committedItems: Int)] = []
 
         /// Waits for the oldest batch in flight, counts it, and moves the checkpoint past it.
         func settleOldest() async throws {
@@ -194,11 +194,11 @@ struct ImportCommand {
                 try rejects.write(line: error.line, column: error.column, recordName: error.recordName, error: error.message)
             case .record(let record, let line):
                 do {
-                    try record.validateForSave()
+                    let prepared = try PreparedSave(record, namesChecked: reader.checksRecordNames)
                     if dryRun {
                         counts.created += 1
                     } else {
-                        batch.append(record)
+                        batch.append(prepared)
                         batchLines.append(line)
                     }
                 } catch {
@@ -264,8 +264,8 @@ struct ImportCommand {
     static let batchesInFlight = 3
 
     /// The operation that saves one batch, counting what happened to each record.
-    private func operation(saving records: [Record]) -> ModifyRecordsOperation {
-        let op = ModifyRecordsOperation(recordsToSave: records)
+    private func operation(saving records: [PreparedSave]) -> ModifyRecordsOperation {
+        let op = ModifyRecordsOperation(preparedSaves: records)
         op.writeMode = mode
         op.isAtomic = atomic
         op.preservesSystemFields = keepSystemFields

@@ -64,7 +64,7 @@ struct QueryCommand {
         if let cursor {
             let decoded = try QueryOperation.Cursor(serialized: cursor)
             if let query = try makeQuery(), !decoded.continues(query, zoneID: store.zoneID) {
-                throw UsageError(message: "the cursor belongs to a different query (\(decoded.query.recordType)); run the same --type/--where/--sort that printed it")
+                throw UsageError(message: "the cursor belongs to a different query; run the same --type/--where/--sort that printed it")
             }
             page = try await database.records(continuingMatchFrom: decoded, desiredKeys: fields, resultsLimit: limit)
         } else {

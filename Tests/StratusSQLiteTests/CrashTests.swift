@@ -1,7 +1,7 @@
 import Foundation
 import SeededRandom
-import Stratus
-import StratusSQLite
+@_spi(StratusEngine) import Stratus
+@_spi(StratusEngine) import StratusSQLite
 import StratusTestSupport
 import Testing
 

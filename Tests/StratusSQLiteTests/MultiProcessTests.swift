@@ -1,5 +1,5 @@
 import Foundation
-import Stratus
+@_spi(StratusEngine) import Stratus
 import StratusSQLite
 import StratusTestSupport
 import Synchronization
@@ -266,7 +266,7 @@ struct MultiProcessTests {
             // The engine waits its busy timeout, then answers zoneBusy with retryAfter.
             var start = ContinuousClock.now
             do {
-                _ = try engine.modifyRecords(ModifyRequest(recordsToSave: [makeRecord("Item", "engine")], recordIDsToDelete: [], writeMode: .forceReplace, isAtomic: true), in: database.context)
+                try writeNewRecord("engine", through: engine, in: database.context)
                 Issue.record("a write succeeded while another process held the write lock")
             } catch let error as StratusError {
                 #expect(error.code == .zoneBusy)
@@ -349,7 +349,7 @@ struct MultiProcessTests {
                         gate.waitSpinning()
                         do {
                             let engine = try SQLiteEngine(path: path)
-                            _ = try engine.modifyRecords(ModifyRequest(recordsToSave: [makeRecord("Item", UUID().uuidString)], recordIDsToDelete: [], writeMode: .forceReplace, isAtomic: true), in: Self.context)
+                            try writeNewRecord(UUID().uuidString, through: engine, in: Self.context)
                         } catch {
                             errors.update { $0.append("\(error)") }
                         }
@@ -385,5 +385,19 @@ struct MultiProcessTests {
             }
         }
         #expect(failures.isEmpty, "\(failures.count) of \(rounds * processes) processes failed, e.g. \(failures.prefix(3))")
+    }
+}
+
+/// Writes one new `Item` record straight through an engine's write transaction, below the
+/// operations (which would retry a busy store).
+private func writeNewRecord(_ name: String, through engine: SQLiteEngine, in context: DatabaseContext) throws {
+    let now = Date()
+    let system = Record.SystemFields(creationDate: now, modificationDate: now, creatorUserRecordID: context.userRecordID,
+                                     lastModifiedUserRecordID: context.userRecordID, recordChangeTag: "t1")
+    let row = RecordRow(recordID: Record.ID(recordName: name), recordType: "Item", systemFields: system, fields: [:], encryptedKeys: [], parent: nil,
+                        document: Array(FieldDocument.encode([:]).utf8))
+    try engine.writeRecords(in: context) { transaction in
+        _ = try transaction.zoneCapabilities(.default)
+        _ = try transaction.insertNewRecords([row])
     }
 }

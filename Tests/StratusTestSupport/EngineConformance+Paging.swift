@@ -165,7 +165,7 @@ extension EngineConformance {
         ]
         for database in elsewhere {
             let page = await runQueryPage(QueryOperation(cursor: cursor), on: database)
-            #expect(stratusError(page.error)?.code == .invalidArguments, "cursor used in \(database.context)")
+            #expect(stratusError(page.error)?.code == .invalidArguments, "cursor used in \(database.databaseScope) of another container")
             #expect(page.records.isEmpty)
         }
     }

@@ -19,9 +19,7 @@ extension EngineConformance {
         // 100 records, one of them stored already, and "bulk-0070" written twice in between.
         var records = (0..<100).map { makeRecord("Doc", String(format: "bulk-%04d", $0), ["v": .int64(Int64($0))]) }
         records.insert(makeRecord("Doc", "bulk-0070", ["v": .int64(700)]), at: 75)
-        let request = ModifyRequest(recordsToSave: records, recordIDsToDelete: [], writeMode: .forceUpdate, isAtomic: false)
-        let outcome = try env.engine.modifyRecords(request, in: database.context)
-        let kinds = try outcome.saveResults.map { try $0.get().1 }
+        let kinds = try await TestDatabase.saveKinds(records, in: database, writeMode: .forceUpdate)
         var expected = Array(repeating: RecordWriteKind.created, count: records.count)
         expected[40] = .updated
         expected[75] = .updated
@@ -36,9 +34,8 @@ extension EngineConformance {
         // all unchanged, and the zone's change token stays where it was.
         var stored = records
         stored.remove(at: 70)
-        let rerun = ModifyRequest(recordsToSave: stored, recordIDsToDelete: [], writeMode: .forceUpdate, isAtomic: false)
-        let again = try env.engine.modifyRecords(rerun, in: database.context)
-        #expect(try again.saveResults.map { try $0.get().1 } == Array(repeating: .unchanged, count: stored.count))
+        let again = try await TestDatabase.saveKinds(stored, in: database, writeMode: .forceUpdate)
+        #expect(again == Array(repeating: .unchanged, count: stored.count))
         let after = try await database.recordZoneChanges(inZoneWith: .default, since: changes.changeToken)
         #expect(after.modificationResultsByID.isEmpty && after.deletions.isEmpty)
         #expect(after.changeToken == changes.changeToken, "a write that changes nothing leaves no change behind")
@@ -47,22 +44,16 @@ extension EngineConformance {
     static func savesWithoutSavedRecords(_ env: Environment) async throws {
         let database = env.container().publicCloudDatabase
         let records = (0..<5).map { makeRecord("Doc", "quiet-\($0)", ["v": .int64(Int64($0))]) }
-        let request = ModifyRequest(recordsToSave: records, recordIDsToDelete: [], writeMode: .forceUpdate, isAtomic: false, returnsSavedRecords: false)
-        let outcome = try env.engine.modifyRecords(request, in: database.context)
-        #expect(outcome.saveResults.count == 5)
-        for (result, record) in zip(outcome.saveResults, records) {
-            let (returned, kind) = try result.get()
-            #expect(kind == .created)
-            #expect(returned.recordID == record.recordID)
-        }
+        let kinds = try await TestDatabase.saveKinds(records, in: database, writeMode: .forceUpdate, wantsSavedRecords: false)
+        #expect(kinds == Array(repeating: .created, count: 5))
         for record in records {
             let stored = try await database.record(for: record.recordID)
             #expect(stored.recordChangeTag != nil && stored.creationDate != nil && stored.creatorUserRecordID?.recordName == "alice")
             #expect(stored.fieldValues == record.fieldValues)
         }
         // The same request again changes nothing, and says so.
-        let again = try env.engine.modifyRecords(request, in: database.context)
-        #expect(try again.saveResults.map { try $0.get().1 } == Array(repeating: .unchanged, count: 5))
+        let again = try await TestDatabase.saveKinds(records, in: database, writeMode: .forceUpdate, wantsSavedRecords: false)
+        #expect(again == Array(repeating: .unchanged, count: 5))
     }
 
     static func systemFieldsFollowSaves(_ env: Environment) async throws {

@@ -111,6 +111,30 @@ public enum TestDatabase {
         }
     }
 
+    /// Saves records in one non-atomic transaction with a CloudKit Web Services write mode
+    /// and answers what kind of write each was, in request order.
+    /// `wantsSavedRecords: false` sets no per-record save block, so the store need not make
+    /// the saved records (the bulk path).
+    ///
+    /// - Throws: the first item error, or the request's error.
+    public static func saveKinds(_ records: [Record], in database: Database, writeMode: RecordWriteMode, wantsSavedRecords: Bool = true) async throws -> [RecordWriteKind] {
+        let kinds = Box<[RecordWriteKind]>([])
+        let saved = Box<[Record.ID: Record]>([:])
+        let operation = ModifyRecordsOperation(recordsToSave: records)
+        operation.writeMode = writeMode
+        operation.isAtomic = false
+        operation.itemsPerBatch = max(1, records.count)
+        operation.perRecordWriteKindBlock = { _, kind in kinds.update { $0.append(kind) } }
+        if wantsSavedRecords {
+            operation.perRecordSaveBlock = { id, result in if case .success(let record) = result { saved.update { $0[id] = record } } }
+        }
+        let final = Box<Result<Void, any Error>?>(nil)
+        operation.modifyRecordsResultBlock = { result in final.value = result }
+        await run(operation, on: database)
+        try final.value?.get()
+        return kinds.value
+    }
+
     /// Fetches one record, or `nil` when it fails with `unknownItem`.
     ///
     /// - Throws: any other error.

@@ -1,5 +1,5 @@
 import Foundation
-import Stratus
+@_spi(StratusEngine) import Stratus
 import StratusSQLite
 import StratusTestSupport
 import Synchronization
@@ -11,13 +11,12 @@ import Testing
 
 // MARK: - Helpers
 
-/// A storage engine that forwards to another engine, records each write request it forwards,
-/// and can fail calls with scripted errors (to test retries without timing games).
+/// A storage engine that forwards to another engine, records what each write transaction
+/// stored, and can fail calls with scripted errors (to test retries without timing games).
 final class ScriptedEngine: StorageEngine, Sendable {
     struct ModifyCall: Sendable {
         var saves: [String]
         var deletes: [String]
-        var isAtomic: Bool
         /// Field bytes of the saves, as the 2 MB request limit counts them (roughly).
         var bytes: Int
     }
@@ -37,25 +36,27 @@ final class ScriptedEngine: StorageEngine, Sendable {
     init(_ base: any StorageEngine) { self.base = base }
 
     func script(_ change: (inout Script) -> Void) { state.withLock { change(&$0.script) } }
-    /// The write requests that reached the base engine, in order.
+    /// The write transactions that reached the base engine, in order.
     var modifyCalls: [ModifyCall] { state.withLock { $0.calls } }
     /// Every write call, including the ones failed by the script.
     var writeAttempts: Int { state.withLock { $0.writeAttempts } }
     var queryAttempts: Int { state.withLock { $0.queryAttempts } }
 
-    func modifyRecords(_ request: ModifyRequest, in database: DatabaseContext) throws -> ModifyOutcome {
+    var storeIdentifier: String { get throws { try base.storeIdentifier } }
+
+    func writeRecords<T>(in database: DatabaseContext, _ body: (any RecordWriteTransaction) throws -> T) throws -> T {
         let failure = state.withLock { s -> StratusError? in
             s.writeAttempts += 1
             if !s.script.writeFailures.isEmpty { return s.script.writeFailures.removeFirst() }
             return s.script.alwaysFailWrites
         }
         if let failure { throw failure }
-        let outcome = try base.modifyRecords(request, in: database)
-        let call = ModifyCall(
-            saves: request.recordsToSave.map(\.recordID.recordName), deletes: request.recordIDsToDelete.map(\.recordName),
-            isAtomic: request.isAtomic, bytes: request.recordsToSave.reduce(0) { $0 + $1.fieldDataSize })
-        state.withLock { $0.calls.append(call) }
-        return outcome
+        let recorder = RecordingTransaction()
+        defer { state.withLock { $0.calls.append(recorder.call) } }
+        return try base.writeRecords(in: database) { transaction in
+            recorder.base = transaction
+            return try body(recorder)
+        }
     }
 
     func queryRecords(_ query: CompiledQuery, in database: DatabaseContext, after position: QueryPosition?, limit: Int) throws -> QueryPage {
@@ -80,6 +81,45 @@ final class ScriptedEngine: StorageEngine, Sendable {
     }
     func compactChangeHistory(in database: DatabaseContext, deletedBefore cutoff: Date) throws -> ChangeHistoryCompaction {
         try base.compactChangeHistory(in: database, deletedBefore: cutoff)
+    }
+}
+
+/// Forwards a write transaction and notes each record it handled (a save looks the record
+/// up or inserts it; the first time counts) and each record it deleted.
+final class RecordingTransaction: RecordWriteTransaction {
+    var base: (any RecordWriteTransaction)!
+    private(set) var call = ScriptedEngine.ModifyCall(saves: [], deletes: [], bytes: 0)
+    private var seen: Set<Record.ID> = []
+
+    private func note(_ id: Record.ID, bytes: Int) {
+        guard seen.insert(id).inserted else { return }
+        call.saves.append(id.recordName)
+        call.bytes += bytes
+    }
+
+    func zoneCapabilities(_ zoneID: RecordZone.ID) throws -> RecordZone.Capabilities? { try base.zoneCapabilities(zoneID) }
+    func storedRecord(_ id: Record.ID) throws -> Record? {
+        note(id, bytes: 0)
+        return try base.storedRecord(id)
+    }
+    func recordExists(_ id: Record.ID) throws -> Bool { try base.recordExists(id) }
+    func insertNewRecords(_ rows: [RecordRow]) throws -> [Bool] {
+        for row in rows { note(row.recordID, bytes: Record.fieldDataSize(of: row.fields)) }
+        return try base.insertNewRecords(rows)
+    }
+    func writeRecord(_ row: RecordRow, replacing: Bool) throws {
+        try base.writeRecord(row, replacing: replacing)
+    }
+    func deleteRecord(_ id: Record.ID) throws -> Bool {
+        call.deletes.append(id.recordName)
+        return try base.deleteRecord(id)
+    }
+    func deleteSelfSources(of id: Record.ID) throws -> [String] { try base.deleteSelfSources(of: id) }
+    func deleteSelfReferenceCount(to target: Record.ID, excludingSource source: String) throws -> Int {
+        try base.deleteSelfReferenceCount(to: target, excludingSource: source)
+    }
+    func storeAssets(in fields: [String: FieldValue], of id: Record.ID) throws -> Result<[String: FieldValue], StratusError> {
+        try base.storeAssets(in: fields, of: id)
     }
 }
 
@@ -324,7 +364,7 @@ struct SafeWriteTests {
         // The engine saw transactions of at most 400 items that, concatenated, are the valid request in order.
         let calls = Array(engine.modifyCalls.dropFirst(before))
         #expect(calls.count == 3, "999 valid saves and 1 delete make 3 transactions: \(calls.map { $0.saves.count + $0.deletes.count })")
-        #expect(calls.allSatisfy { $0.saves.count + $0.deletes.count <= ModifyRecordsOperation.maximumItemsPerBatch && !$0.isAtomic })
+        #expect(calls.allSatisfy { $0.saves.count + $0.deletes.count <= ModifyRecordsOperation.maximumItemsPerBatch })
         #expect(calls.flatMap(\.saves) == validOrder)
         #expect(calls.flatMap(\.deletes) == ["item-00450-missing"])
         #expect(try await Self.count("Item", in: database) == 1_001 - 2)
@@ -380,7 +420,6 @@ struct SafeWriteTests {
         #expect(atomicRun.finalError == nil)
         #expect(engine.modifyCalls.count == before + 1)
         #expect(engine.modifyCalls.last?.saves.count == 12)
-        #expect(engine.modifyCalls.last?.isAtomic == true)
     }
 
     @Test("an atomic request of 1,001 items is one transaction; one failure anywhere writes nothing and changes no history")

@@ -28,8 +28,8 @@ public final class Database: Sendable {
         }
     }
 
-    public let engine: any StorageEngine
-    public let context: DatabaseContext
+    @_spi(StratusEngine) public let engine: any StorageEngine
+    @_spi(StratusEngine) public let context: DatabaseContext
     /// The queue ``add(_:)`` and the convenience API use.
     public let operationQueue: OperationQueue
     /// The retry policy for operations that set none.
@@ -38,7 +38,7 @@ public final class Database: Sendable {
     /// Operations of one database that run at once on its queue.
     public static let maximumConcurrentOperations = 4
 
-    public init(engine: any StorageEngine, context: DatabaseContext, retryPolicy: RetryPolicy = RetryPolicy()) {
+    @_spi(StratusEngine) public init(engine: any StorageEngine, context: DatabaseContext, retryPolicy: RetryPolicy = RetryPolicy()) {
         self.engine = engine
         self.context = context
         self.retryPolicy = retryPolicy

@@ -1,44 +1,55 @@
 import Foundation
 
-/// The interface between operations and a store. One call is one transaction.
+/// A store of containers: what ``Container`` reads and writes through.
 ///
-/// Operations validate, split into batches, retry and report per item; an engine stores and
-/// reads. Engines never see an `Operation`, and operations never build SQL. A new engine
-/// (SQLite, PostgreSQL) implements this protocol and passes the conformance suite in
-/// `StratusTestSupport`.
-///
-/// Engines are called from operation threads and must be safe to call concurrently.
-/// Errors they throw are ``StratusError``s; a busy store is `.zoneBusy` with `retryAfterSeconds`.
+/// Applications choose an engine and hand it to a container; they never call it. The embedded
+/// default is `SQLiteEngine` (module `StratusSQLite`); `PostgresEngine` (module
+/// `StratusPostgres`) shares one store among many machines.
 ///
 /// ```swift
-/// let engine: any StorageEngine = try SQLiteEngine(path: "/var/lib/stratus/app.sqlite")
+/// let engine = try SQLiteEngine(path: "/var/lib/stratus/app.sqlite")
 /// let container = Container(identifier: "com.example.app", engine: engine)
 /// ```
+///
+/// ## For engine authors
+///
+/// The requirements are Stratus's engine SPI: `@_spi(StratusEngine) import Stratus` to see
+/// and implement them. One call is one transaction. Operations validate, apply the write
+/// policy, split into batches, retry and report per item; an engine stores and reads, and
+/// translates Stratus's query, ordering and equality rules (``QueryRules``) into its own
+/// language. Engines never see an `Operation`, and operations never build SQL. A new engine
+/// passes the conformance suite in `StratusTestSupport` unchanged.
+///
+/// Engines are called from operation threads and must be safe to call concurrently. Errors
+/// they throw are ``StratusError``s; a busy store is `.zoneBusy` with `retryAfterSeconds`.
 public protocol StorageEngine: AnyObject, Sendable {
-    /// Reads records by ID. IDs not in the store are absent from the answer.
-    func fetchRecords(_ ids: [Record.ID], in database: DatabaseContext) throws -> [Record.ID: Record]
+    /// Identifies this store (not its location): cursors and change tokens from another store
+    /// are refused with it.
+    @_spi(StratusEngine) var storeIdentifier: String { get throws }
 
-    /// Saves and deletes records in one transaction, following ``ModifyRequest``'s policy.
-    ///
-    /// Item failures (a stale change tag, a missing asset file) are reported per item in the
-    /// answer; a thrown error means nothing was written.
-    func modifyRecords(_ request: ModifyRequest, in database: DatabaseContext) throws -> ModifyOutcome
+    /// Reads records by ID. IDs not in the store are absent from the answer.
+    @_spi(StratusEngine) func fetchRecords(_ ids: [Record.ID], in database: DatabaseContext) throws -> [Record.ID: Record]
+
+    /// Runs `body` in one write transaction of `database`: committed when `body` returns,
+    /// rolled back when it throws (the error is rethrown). See ``RecordWriteTransaction``.
+    @_spi(StratusEngine) func writeRecords<T>(in database: DatabaseContext, _ body: (any RecordWriteTransaction) throws -> T) throws -> T
 
     /// Reads one page of a query's matches after `position` (from the start when `nil`).
-    func queryRecords(_ query: CompiledQuery, in database: DatabaseContext, after position: QueryPosition?, limit: Int) throws -> QueryPage
+    @_spi(StratusEngine) func queryRecords(_ query: CompiledQuery, in database: DatabaseContext, after position: QueryPosition?, limit: Int) throws -> QueryPage
 
     /// Stores record type schemas for a container and builds the indexes they declare, in one
     /// transaction. A schema replaces the type's previous one; indexes it no longer declares go.
-    func saveSchemas(_ schemas: [RecordTypeSchema], containerIdentifier: String) throws
+    /// The schemas were checked by the caller.
+    @_spi(StratusEngine) func saveSchemas(_ schemas: [RecordTypeSchema], containerIdentifier: String) throws
 
     /// The record type schemas saved for a container.
-    func fetchSchemas(containerIdentifier: String) throws -> [RecordTypeSchema]
+    @_spi(StratusEngine) func fetchSchemas(containerIdentifier: String) throws -> [RecordTypeSchema]
 
     // MARK: Zones
 
     /// The zones of a database with their capabilities, by name. The default zone is always
     /// present, except in the shared database, which has none.
-    func fetchZones(in database: DatabaseContext) throws -> [RecordZone]
+    @_spi(StratusEngine) func fetchZones(in database: DatabaseContext) throws -> [RecordZone]
 
     /// Creates and deletes zones in one transaction; each item succeeds or fails alone.
     ///
@@ -46,7 +57,7 @@ public protocol StorageEngine: AnyObject, Sendable {
     /// and its change history in the same transaction; later writes to it fail with
     /// `zoneNotFound`, and the deletion is a change of the database. Zone IDs were checked by
     /// the caller; item failures (a missing zone, the default zone) come back per item.
-    func modifyZones(saving zones: [RecordZone], deleting zoneIDs: [RecordZone.ID], in database: DatabaseContext) throws -> ZoneModifyOutcome
+    @_spi(StratusEngine) func modifyZones(saving zones: [RecordZone], deleting zoneIDs: [RecordZone.ID], in database: DatabaseContext) throws -> ZoneModifyOutcome
 
     // MARK: Change history
 
@@ -59,23 +70,24 @@ public protocol StorageEngine: AnyObject, Sendable {
     /// - Throws: `zoneNotFound` for a missing zone; `invalidArguments` for a zone without the
     ///   `fetchChanges` capability; `changeTokenExpired` for a position from another life of
     ///   the zone, ahead of its history, or before its retained history (tombstones compacted).
-    func fetchZoneChanges(_ request: ZoneChangesRequest, in database: DatabaseContext) throws -> ZoneChangeBatch
+    @_spi(StratusEngine) func fetchZoneChanges(_ request: ZoneChangesRequest, in database: DatabaseContext) throws -> ZoneChangeBatch
 
     /// Reads a database's zone changes (zones created, written to or deleted) after a
     /// position, oldest first.
     ///
     /// - Throws: `changeTokenExpired` as ``fetchZoneChanges(_:in:)`` does.
-    func fetchDatabaseChanges(after position: ChangePosition?, limit: Int, in database: DatabaseContext) throws -> DatabaseChangeBatch
+    @_spi(StratusEngine) func fetchDatabaseChanges(after position: ChangePosition?, limit: Int, in database: DatabaseContext) throws -> DatabaseChangeBatch
 
     /// Removes record and zone tombstones of a database that were deleted before `cutoff`.
     ///
     /// Positions before the newest removed tombstone expire: reading from them would miss
     /// deletions. Engines may also compact on their own, keeping at least their configured
     /// retention.
-    func compactChangeHistory(in database: DatabaseContext, deletedBefore cutoff: Date) throws -> ChangeHistoryCompaction
+    @_spi(StratusEngine) func compactChangeHistory(in database: DatabaseContext, deletedBefore cutoff: Date) throws -> ChangeHistoryCompaction
 }
 
 /// Which database of which container, seen by which user: the scope of every engine call.
+@_spi(StratusEngine)
 public struct DatabaseContext: Hashable, Sendable, CustomStringConvertible {
     public let containerIdentifier: String
     public let scope: Database.Scope
@@ -98,49 +110,8 @@ public struct DatabaseContext: Hashable, Sendable, CustomStringConvertible {
     public var description: String { "\(containerIdentifier)/\(scope)" + (scope == .public ? "" : " (\(userName))") }
 }
 
-/// Saves and deletes for one engine transaction.
-public struct ModifyRequest: Sendable {
-    public var recordsToSave: [Record]
-    public var recordIDsToDelete: [Record.ID]
-    public var writeMode: RecordWriteMode
-    /// Keep the system fields the records carry; see ``RecordWriteRules``.
-    public var preservesSystemFields: Bool
-    /// When true, nothing is written if any item fails.
-    public var isAtomic: Bool
-    /// When false, nobody looks at the stored records: a successful save's result may carry
-    /// the request's own record instead of a new one with the store's system fields, which
-    /// spares a bulk import a record per record.
-    public var returnsSavedRecords: Bool
-
-    public init(recordsToSave: [Record], recordIDsToDelete: [Record.ID], writeMode: RecordWriteMode, preservesSystemFields: Bool = false, isAtomic: Bool,
-                returnsSavedRecords: Bool = true) {
-        self.recordsToSave = recordsToSave
-        self.recordIDsToDelete = recordIDsToDelete
-        self.writeMode = writeMode
-        self.preservesSystemFields = preservesSystemFields
-        self.isAtomic = isAtomic
-        self.returnsSavedRecords = returnsSavedRecords
-    }
-}
-
-/// What an engine did with a ``ModifyRequest``: a result for every item, in request order.
-public struct ModifyOutcome: Sendable {
-    /// For each record to save, in order: the record as stored (new change tag, dates) and
-    /// what kind of write it was, or its error.
-    public var saveResults: [Result<(Record, RecordWriteKind), StratusError>]
-    /// For each record ID to delete, in order: success or its error.
-    public var deleteResults: [Result<Void, StratusError>]
-    /// Records deleted because a `.deleteSelf` reference pointed at a deleted record.
-    public var cascadeDeletedIDs: [Record.ID]
-
-    public init(saveResults: [Result<(Record, RecordWriteKind), StratusError>] = [], deleteResults: [Result<Void, StratusError>] = [], cascadeDeletedIDs: [Record.ID] = []) {
-        self.saveResults = saveResults
-        self.deleteResults = deleteResults
-        self.cascadeDeletedIDs = cascadeDeletedIDs
-    }
-}
-
 /// One page of query results and where the next page starts.
+@_spi(StratusEngine)
 public struct QueryPage: Sendable {
     /// The matching records, with only the query's desired keys.
     public var records: [Record]
@@ -154,6 +125,7 @@ public struct QueryPage: Sendable {
 }
 
 /// A row's place in a query's order: its sort-key values and record name (the keyset).
+@_spi(StratusEngine)
 public struct QueryPosition: Hashable, Sendable, Codable {
     /// One value per sort key of the compiled query; `nil` where the record has no value.
     public var sortValues: [FieldValue?]

@@ -13,15 +13,19 @@ extension Record {
     /// - Throws: ``StratusError`` `invalidArguments` (bad name, key or value) or `limitExceeded`
     ///   (more than ``maximumFieldDataSize`` bytes), naming the record and field.
     public func validateForSave() throws(StratusError) {
-        // One read of the record's state, and one write when it is valid: this runs for
-        // every saved record, on the producer's thread when it validates first.
-        let input = validationInput
-        if input.isValid { return }
+        let state = snapshot
+        _ = try Self.validate(recordID: recordID, recordType: recordType, fields: state.fields, parent: state.parent, namesChecked: false)
+    }
+
+    /// Checks a record's names, values and size; answers the field data size it counted.
+    /// `namesChecked` skips the record name, type and field key checks that a producer (a
+    /// reader that checks them on its input's bytes) has done already.
+    static func validate(recordID: ID, recordType: String, fields: [String: FieldValue], parent: Reference?, namesChecked: Bool) throws(StratusError) -> Int {
         func fail(_ message: String, code: StratusError.Code = .invalidArguments) -> StratusError {
             StratusError(code, "record '\(recordID.recordName)': \(message)", recordID: recordID)
         }
         do {
-            if !input.namesChecked {
+            if !namesChecked {
                 try Naming.checkRecordName(recordID.recordName)
                 try Naming.checkIdentifier(recordType, kind: "record type")
             }
@@ -29,12 +33,12 @@ extension Record {
         } catch {
             throw fail(error.message)
         }
-        if let parent = input.parent {
-            try checkReference(parent, key: "parent")
+        if let parent {
+            try checkReference(parent, key: "parent", of: recordID)
             if parent.recordID.recordName == recordID.recordName { throw fail("a record cannot be its own parent") }
         }
-        for (key, value) in input.fields {
-            if !input.namesChecked {
+        for (key, value) in fields {
+            if !namesChecked {
                 do { try Naming.checkFieldKey(key) } catch { throw fail(error.message) }
             }
             switch value {
@@ -47,9 +51,9 @@ extension Record {
             case .locationList(let v) where v.contains(where: { !$0.isFinite }):
                 throw fail("field '\(key)' holds a location with a non-finite coordinate")
             case .reference(let r):
-                try checkReference(r, key: key)
+                try checkReference(r, key: key, of: recordID)
             case .referenceList(let v):
-                for r in v { try checkReference(r, key: key) }
+                for r in v { try checkReference(r, key: key, of: recordID) }
             case .asset(let a) where a.fileURL == nil && a.storedIdentifier == nil:
                 throw fail("field '\(key)' holds an asset without a file")
             case .assetList(let v) where v.contains(where: { $0.fileURL == nil && $0.storedIdentifier == nil }):
@@ -57,19 +61,17 @@ extension Record {
             default: break
             }
         }
-        let size = input.size ?? Self.fieldDataSize(of: input.fields)
+        let size = fieldDataSize(of: fields)
         if size > Record.maximumFieldDataSize {
             throw fail("holds \(size) bytes of field data; the limit is \(Record.maximumFieldDataSize) bytes (assets excluded)", code: .limitExceeded)
         }
-        // The stored document is prepared here, so that a producer that validates (an
-        // importer's reading thread) spares the writing thread the encoding.
-        markValidated(at: input.generation, size: size, document: FieldDocument.encodedBytes(input.fields, encryptedKeys: input.encrypted))
+        return size
     }
 
     /// Bytes of field data, as counted against ``maximumFieldDataSize``: keys, string and byte
     /// contents, 8 bytes a number, 64 a location; asset contents are not counted.
     public var fieldDataSize: Int {
-        cachedFieldDataSize { Self.fieldDataSize(of: $0) }
+        Self.fieldDataSize(of: fieldValues)
     }
 
     /// The size ``fieldDataSize`` counts, for fields not (yet) in a record.
@@ -97,7 +99,7 @@ extension Record {
         return size
     }
 
-    private func checkReference(_ reference: Reference, key: String) throws(StratusError) {
+    private static func checkReference(_ reference: Reference, key: String, of recordID: ID) throws(StratusError) {
         func fail(_ message: String) -> StratusError {
             StratusError(.invalidArguments, "record '\(recordID.recordName)': \(key == "parent" ? "the parent" : "field '\(key)'") \(message)", recordID: recordID)
         }

@@ -32,83 +32,15 @@ public final class Record: Sendable, CustomStringConvertible {
         /// The values as the store returned them, kept at the first change of a stored record,
         /// so that a conflict can report the ancestor the client's change was based on.
         var baseFields: [String: FieldValue]?
-        /// ``Record/fieldDataSize``, counted once per change of the fields: a save checks it
-        /// when validating, when splitting batches and when storing.
-        var fieldDataSize: Int?
-        /// Counts changes to fields and parent; ``Record/validateForSave()`` remembers the
-        /// count it checked, so that a record validated by its producer (an importer, say) is
-        /// not checked again by the operation that saves it unless it changed in between.
-        var generation = 0
-        var validatedGeneration = -1
-        /// The stored form of the fields (``FieldDocument``) at a generation.
-        var document: (generation: Int, bytes: [UInt8])?
-        /// The producer checked the record name, record type and field keys (an importer
-        /// checks them on the input's bytes), so ``Record/validateForSave()`` checks only the
-        /// values; setting a field clears it.
-        var namesChecked = false
     }
 
-    /// The field document this record is stored as, encoded once per change of its fields.
-    /// Validation prepares it, so that a producer that validates records (an importer reading
-    /// on one thread) spares the writing thread the encoding.
-    package func encodedFieldDocument() -> [UInt8] {
-        let (generation, fields, encrypted, cached) = state.withLock { ($0.generation, $0.fields, $0.encrypted, $0.document) }
-        if let cached, cached.generation == generation { return cached.bytes }
-        let bytes = FieldDocument.encodedBytes(fields, encryptedKeys: encrypted)
-        state.withLock { state in
-            if state.generation == generation { state.document = (generation, bytes) }
-        }
-        return bytes
-    }
-
-    /// Everything mutable, read under one lock (the save rules read most of it per record).
+    /// Everything mutable, read under one lock (a save reads most of it per record).
     var snapshot: State { state.withLock { $0 } }
 
     /// What a writer of records reads: system fields, field values, encrypted keys and parent,
     /// under one lock instead of four (an export writes a million of these).
     package var contents: (system: SystemFields, fields: [String: FieldValue], encryptedKeys: Set<String>, parent: Reference?) {
         state.withLock { ($0.system, $0.fields, $0.encrypted, $0.parent) }
-    }
-
-    /// What validation reads, under one lock: the change count, whether the record was
-    /// validated at it, whether its producer checked its names, its values, encrypted keys
-    /// and parent, and its field data size when known.
-    struct ValidationInput {
-        var generation: Int
-        var isValid: Bool
-        var namesChecked: Bool
-        var fields: [String: FieldValue]
-        var encrypted: Set<String>
-        var parent: Reference?
-        var size: Int?
-    }
-
-    // A named struct, not a tuple: a tuple of these types is copied out of the lock through
-    // the runtime's generic tuple witnesses, which measurably slows every save.
-    var validationInput: ValidationInput {
-        state.withLock { ValidationInput(generation: $0.generation, isValid: $0.validatedGeneration == $0.generation, namesChecked: $0.namesChecked,
-                                         fields: $0.fields, encrypted: $0.encrypted, parent: $0.parent, size: $0.fieldDataSize) }
-    }
-
-    /// Notes a successful validation of the record as it was at `generation`, with the field
-    /// data size and stored document it had then.
-    func markValidated(at generation: Int, size: Int, document: [UInt8]) {
-        state.withLock { state in
-            guard state.generation == generation else { return }
-            state.validatedGeneration = generation
-            state.fieldDataSize = size
-            state.document = (generation, document)
-        }
-    }
-
-    /// The field data size, computed by `count` only when the fields changed since last time.
-    func cachedFieldDataSize(_ count: ([String: FieldValue]) -> Int) -> Int {
-        state.withLock { state in
-            if let known = state.fieldDataSize { return known }
-            let size = count(state.fields)
-            state.fieldDataSize = size
-            return size
-        }
     }
 
     /// Creates a new record in the given zone, with a random record name.
@@ -129,20 +61,11 @@ public final class Record: Sendable, CustomStringConvertible {
     /// ```swift
     /// let row = Record(recordType: "Row", recordID: id, values: ["title": .string("Milk")])
     /// ```
-    public convenience init(recordType: String, recordID: ID, values: [String: FieldValue], systemFields: SystemFields = SystemFields(),
-                            parent: Reference? = nil, encryptedKeys: Set<String> = []) {
-        self.init(recordType: recordType, recordID: recordID, values: values, systemFields: systemFields, parent: parent, encryptedKeys: encryptedKeys, namesChecked: false)
-    }
-
-    /// Like ``init(recordType:recordID:values:systemFields:parent:encryptedKeys:)``, for a
-    /// producer that has checked the record name, record type and field keys as
-    /// ``Naming`` would (`namesChecked`), so that validation does not check them again.
-    package init(recordType: String, recordID: ID, values: [String: FieldValue], systemFields: SystemFields = SystemFields(),
-                 parent: Reference? = nil, encryptedKeys: Set<String> = [], namesChecked: Bool) {
+    public init(recordType: String, recordID: ID, values: [String: FieldValue], systemFields: SystemFields = SystemFields(),
+                parent: Reference? = nil, encryptedKeys: Set<String> = []) {
         self.recordType = recordType
         self.recordID = recordID
         var state = State(system: systemFields, fields: values, changed: [], changedSet: [], parent: parent, encrypted: encryptedKeys)
-        state.namesChecked = namesChecked
         state.allFieldsChanged = true
         state.parentChanged = parent != nil
         self.state = Mutex(state)
@@ -197,7 +120,7 @@ public final class Record: Sendable, CustomStringConvertible {
     /// ```
     public var parent: Reference? {
         get { state.withLock { $0.parent } }
-        set { state.withLock { $0.parent = newValue; $0.parentChanged = true; $0.generation += 1 } }
+        set { state.withLock { $0.parent = newValue; $0.parentChanged = true } }
     }
 
     /// The record as the store had it when this copy was fetched (before local changes), or
@@ -207,35 +130,6 @@ public final class Record: Sendable, CustomStringConvertible {
         guard snapshot.system.recordChangeTag != nil else { return nil }
         return Record(recordType: recordType, recordID: recordID, systemFields: snapshot.system,
                       fields: snapshot.baseFields ?? snapshot.fields, parent: snapshot.parent, encryptedKeys: snapshot.encrypted)
-    }
-
-    /// The order in which to save `records` so that a parent in the same request is saved
-    /// before its children (stable otherwise): indexes into `records`.
-    ///
-    /// ```swift
-    /// let order = Record.parentsFirst(records)   // [1, 0] when records[0]'s parent is records[1]
-    /// ```
-    public static func parentsFirst(_ records: [Record]) -> [Int] {
-        // Most requests have no parents at all: check that without building anything.
-        guard records.contains(where: { $0.parent != nil }) else { return Array(records.indices) }
-        let parents = records.map { $0.parent?.recordID.recordName }
-        var indexByName: [String: Int] = [:]
-        for (index, record) in records.enumerated() { indexByName[record.recordID.recordName] = index }
-        var order: [Int] = []
-        order.reserveCapacity(records.count)
-        var visited = [Bool](repeating: false, count: records.count)
-        for start in records.indices where !visited[start] {
-            // Walk up the chain of unvisited parents, then save from the top down.
-            var chain: [Int] = []
-            var current: Int? = start
-            while let index = current, !visited[index] {
-                visited[index] = true
-                chain.append(index)
-                current = parents[index].flatMap { indexByName[$0] }
-            }
-            order.append(contentsOf: chain.reversed())
-        }
-        return order
     }
 
     /// Whether ``parent`` was set since the record was created or fetched.
@@ -267,9 +161,6 @@ public final class Record: Sendable, CustomStringConvertible {
         state.withLock { state in
             if state.baseFields == nil && state.system.recordChangeTag != nil { state.baseFields = state.fields }
             state.fields[key] = value
-            state.fieldDataSize = nil
-            state.generation += 1
-            state.namesChecked = false
             if encrypted && value != nil { state.encrypted.insert(key) } else if !state.encrypted.isEmpty { state.encrypted.remove(key) }
             if state.allFieldsChanged {
                 // Present keys are changed already; remember removals.

@@ -13,11 +13,11 @@ extension QueryOperation {
     /// ```
     public struct Cursor: Hashable, Sendable, Codable, CustomStringConvertible {
         /// The query the cursor continues (its desired keys are not kept).
-        public let query: CompiledQuery
+        @_spi(StratusEngine) public let query: CompiledQuery
         public let containerIdentifier: String
         public let databaseScope: Database.Scope
         /// The last record returned.
-        public let position: QueryPosition
+        @_spi(StratusEngine) public let position: QueryPosition
 
         static let prefix = "stc1_"
 

@@ -22,6 +22,14 @@ public final class DeleteRecordsOperation: DatabaseOperation, @unchecked Sendabl
     public var batchSize = ModifyRecordsOperation.maximumItemsPerBatch
     public var perRecordDeleteBlock: (@Sendable (Record.ID, Result<Void, any Error>) -> Void)?
     public var deleteRecordsResultBlock: (@Sendable (Result<Void, any Error>) -> Void)?
+    /// A Stratus extension: for each record deleted successfully, whether a stored record was
+    /// deleted or none was there (CloudKit reports both as success); called just before
+    /// ``perRecordDeleteBlock``.
+    ///
+    /// ```swift
+    /// purge.perRecordDeletionBlock = { id, kind in if kind == .notFound { print("no", id.recordName) } }
+    /// ```
+    public var perRecordDeletionBlock: (@Sendable (Record.ID, RecordDeletionKind) -> Void)?
 
     private var inputProvider: (@Sendable () throws -> [Record.ID])?
 
@@ -56,15 +64,17 @@ public final class DeleteRecordsOperation: DatabaseOperation, @unchecked Sendabl
 
         func deleteBatch(_ ids: [Record.ID]) throws {
             let outcome = try withRetry {
-                try engine.modifyRecords(ModifyRequest(recordsToSave: [], recordIDsToDelete: ids, writeMode: .ifServerRecordUnchanged, isAtomic: false), in: context)
+                try RecordWriteExecutor.apply(ModifyRequest(saves: [], recordIDsToDelete: ids, writeMode: .ifServerRecordUnchanged, isAtomic: false), engine: engine, context: context)
             }
             for (index, id) in ids.enumerated() {
                 let result = index < outcome.deleteResults.count ? outcome.deleteResults[index] : .failure(StratusError(.internalError, "the store gave no result for deleting '\(id.recordName)'", recordID: id))
                 switch result {
-                case .success: deleted += 1
+                case .success(let existed):
+                    deleted += 1
+                    perRecordDeletionBlock?(id, existed ? .deleted : .notFound)
                 case .failure(let error): errors[id] = error
                 }
-                perRecordDeleteBlock?(id, result.mapError { $0 })
+                perRecordDeleteBlock?(id, result.map { _ in () }.mapError { $0 })
             }
             attempted += ids.count
         }

@@ -71,11 +71,21 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
     public let recordOutput = RecordOutput()
 
     private var inputProvider: (@Sendable () throws -> [Record])?
+    /// Records a producer prepared on its own thread (see ``PreparedSave``), saved before
+    /// ``recordsToSave``.
+    private var preparedSaves: [PreparedSave] = []
 
     public init(recordsToSave: [Record]? = nil, recordIDsToDelete: [Record.ID]? = nil) {
         self.recordsToSave = recordsToSave
         self.recordIDsToDelete = recordIDsToDelete
         super.init()
+    }
+
+    /// Saves records that were checked and prepared already, so that they are not checked
+    /// again: an importer prepares each record on its reading thread.
+    package convenience init(preparedSaves: [PreparedSave]) {
+        self.init()
+        self.preparedSaves = preparedSaves
     }
 
     /// A pipeline step: saves what `producer` produced, after `transform`.
@@ -95,17 +105,20 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
         var toSave = recordsToSave ?? []
         if let inputProvider { toSave += try inputProvider() }
         let toDelete = recordIDsToDelete ?? []
-        let total = toSave.count + toDelete.count
+        let total = preparedSaves.count + toSave.count + toDelete.count
 
-        // Validate first, so that bad input never reaches the store.
+        // Check and prepare first, so that bad input never reaches the store.
         var errors: [Record.ID: StratusError] = [:]
-        var valid: [Record] = []
-        valid.reserveCapacity(toSave.count)
+        var valid = preparedSaves
+        valid.reserveCapacity(preparedSaves.count + toSave.count)
+        for save in preparedSaves {
+            do { try Self.checkZone(save.recordID, context) } catch { errors[save.recordID] = error }
+        }
+        if !errors.isEmpty { valid.removeAll { errors[$0.recordID] != nil } }
         for record in toSave {
             do {
-                try record.validateForSave()
                 try Self.checkZone(record.recordID, context)
-                valid.append(record)
+                valid.append(try PreparedSave(record))
             } catch {
                 errors[record.recordID] = error
             }
@@ -121,12 +134,15 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
                 errors[id] = error
             }
         }
+        let allSaves = preparedSaves.map(\.record) + toSave
+        // A parent is saved no later than its children, also across batches.
+        let ordered = PreparedSave.parentsFirst(valid)
 
         if isAtomic {
             if !errors.isEmpty {
-                for record in toSave { report(record.recordID, errors[record.recordID] ?? Self.batchFailed(record.recordID)) }
-                for id in toDelete { reportDelete(id, errors[id] ?? Self.batchFailed(id)) }
-                errors = Dictionary(uniqueKeysWithValues: (toSave.map(\.recordID) + toDelete).map { ($0, errors[$0] ?? Self.batchFailed($0)) })
+                for record in allSaves { report(record.recordID, errors[record.recordID] ?? RecordWriteExecutor.batchFailed(record.recordID)) }
+                for id in toDelete { reportDelete(id, errors[id] ?? RecordWriteExecutor.batchFailed(id)) }
+                errors = Dictionary((allSaves.map(\.recordID) + toDelete).map { ($0, errors[$0] ?? RecordWriteExecutor.batchFailed($0)) }, uniquingKeysWith: { first, _ in first })
                 return Self.partialFailure(errors, of: total)
             }
             guard total <= Self.maximumAtomicItems else {
@@ -134,23 +150,23 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
             }
             if isCancelled { return StratusError.cancelled("ModifyRecordsOperation", completed: 0) }
             let outcome = try withRetry {
-                try engine.modifyRecords(request(valid, validDeletes, atomic: true), in: context)
+                try RecordWriteExecutor.apply(request(ordered, validDeletes, atomic: true), engine: engine, context: context)
             }
-            deliver(outcome, saves: valid, deletes: validDeletes, errors: &errors)
+            deliver(outcome, saves: ordered, deletes: validDeletes, errors: &errors)
             return Self.partialFailure(errors, of: total)
         }
 
-        for record in toSave where errors[record.recordID] != nil { report(record.recordID, errors[record.recordID]!) }
+        for record in allSaves where errors[record.recordID] != nil { report(record.recordID, errors[record.recordID]!) }
         for id in toDelete where errors[id] != nil { reportDelete(id, errors[id]!) }
         var done = errors.count
-        for batch in Self.batches(saves: valid, deletes: validDeletes, itemsPerBatch: itemsPerBatch) {
+        for batch in Self.batches(saves: ordered, deletes: validDeletes, itemsPerBatch: itemsPerBatch) {
             if isCancelled {
                 var error = StratusError.cancelled("ModifyRecordsOperation", completed: done)
                 error.partialErrorsByRecordID = errors
                 return error
             }
             let outcome = try withRetry {
-                try engine.modifyRecords(request(batch.saves, batch.deletes, atomic: false), in: context)
+                try RecordWriteExecutor.apply(request(batch.saves, batch.deletes, atomic: false), engine: engine, context: context)
             }
             deliver(outcome, saves: batch.saves, deletes: batch.deletes, errors: &errors)
             done += batch.saves.count + batch.deletes.count
@@ -163,18 +179,19 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
         modifyRecordsResultBlock?(error.map { .failure($0) } ?? .success(()))
     }
 
-    private func request(_ saves: [Record], _ deletes: [Record.ID], atomic: Bool) -> ModifyRequest {
+    private func request(_ saves: [PreparedSave], _ deletes: [Record.ID], atomic: Bool) -> ModifyRequest {
         // Saved records go to the per-record block and to pipeline consumers; without either,
         // the engine need not make them.
-        ModifyRequest(recordsToSave: saves, recordIDsToDelete: deletes, writeMode: writeMode ?? RecordWriteMode(savePolicy),
+        ModifyRequest(saves: saves, recordIDsToDelete: deletes, writeMode: writeMode ?? RecordWriteMode(savePolicy),
                       preservesSystemFields: preservesSystemFields, isAtomic: atomic,
                       returnsSavedRecords: perRecordSaveBlock != nil || recordOutput.isWanted)
     }
 
-    private func deliver(_ outcome: ModifyOutcome, saves: [Record], deletes: [Record.ID], errors: inout [Record.ID: StratusError]) {
+    private func deliver(_ outcome: ModifyOutcome, saves: [PreparedSave], deletes: [Record.ID], errors: inout [Record.ID: StratusError]) {
         // Read once: this runs for every saved record.
         let kindBlock = perRecordWriteKindBlock, saveBlock = perRecordSaveBlock, collecting = recordOutput.isWanted
-        for (index, record) in saves.enumerated() {
+        for (index, save) in saves.enumerated() {
+            let record = save.record
             guard index < outcome.saveResults.count else {
                 let error = StratusError(.internalError, "the store gave no result for record '\(record.recordID.recordName)'", recordID: record.recordID)
                 errors[record.recordID] = error
@@ -194,16 +211,12 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
         for (index, id) in deletes.enumerated() {
             let result = index < outcome.deleteResults.count ? outcome.deleteResults[index] : .failure(StratusError(.internalError, "the store gave no result for deleting '\(id.recordName)'", recordID: id))
             if case .failure(let error) = result { errors[id] = error }
-            perRecordDeleteBlock?(id, result.mapError { $0 })
+            perRecordDeleteBlock?(id, result.map { _ in () }.mapError { $0 })
         }
     }
 
     private func report(_ id: Record.ID, _ error: StratusError) { perRecordSaveBlock?(id, .failure(error)) }
     private func reportDelete(_ id: Record.ID, _ error: StratusError) { perRecordDeleteBlock?(id, .failure(error)) }
-
-    private static func batchFailed(_ id: Record.ID) -> StratusError {
-        StratusError(.batchRequestFailed, "record '\(id.recordName)' was not written because another item of the atomic request failed", recordID: id)
-    }
 
     /// The shared database holds only zones that others share; it has no default zone.
     static func checkZone(_ id: Record.ID, _ context: DatabaseContext) throws(StratusError) {
@@ -212,13 +225,10 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
         }
     }
 
-    struct Batch { var saves: [Record] = []; var deletes: [Record.ID] = [] }
+    struct Batch { var saves: [PreparedSave] = []; var deletes: [Record.ID] = [] }
 
-    /// Splits work into batches of at most `itemsPerBatch` items and about 2 MB, keeping order,
-    /// except that a record whose parent comes later in the request moves after its parent.
-    static func batches(saves unordered: [Record], deletes: [Record.ID], itemsPerBatch: Int) -> [Batch] {
-        // A parent must be saved no later than its children, also across batches.
-        let saves = Record.parentsFirst(unordered).map { unordered[$0] }
+    /// Splits work into batches of at most `itemsPerBatch` items and about 2 MB, keeping order.
+    static func batches(saves: [PreparedSave], deletes: [Record.ID], itemsPerBatch: Int) -> [Batch] {
         var batches: [Batch] = []
         var current = Batch()
         var count = 0, bytes = 0

@@ -62,7 +62,7 @@ public final class ModifyRecordZonesOperation: DatabaseOperation, @unchecked Sen
 
         if !validSaves.isEmpty || !validDeletes.isEmpty {
             // The store keys a user's own zones by the default owner; callers get their own IDs back.
-            let canonicalSaves = validSaves.map { RecordZone(zoneID: context.canonical($0.zoneID), capabilities: $0.capabilities) }
+            let canonicalSaves = validSaves.map { RecordZone(zoneID: context.canonical($0.zoneID), capabilities: ZoneRules.supportedCapabilities(of: $0)) }
             let outcome = try withRetry {
                 try engine.modifyZones(saving: canonicalSaves, deleting: validDeletes.map(context.canonical), in: context)
             }

@@ -30,6 +30,13 @@ enum ZoneRules {
         }
     }
 
+    /// The capabilities a new zone gets: the default zone always has the default zone's,
+    /// whatever the caller says; other zones what they ask of those Stratus supports
+    /// (`fetchChanges`, `atomic`; sharing is not supported yet).
+    static func supportedCapabilities(of zone: RecordZone) -> RecordZone.Capabilities {
+        zone.zoneID.isDefault ? RecordZone.default.capabilities : zone.capabilities.intersection([.fetchChanges, .atomic])
+    }
+
     /// Reports per-zone errors as CloudKit does: one `partialFailure` holding them all.
     static func partialFailure(_ errors: [RecordZone.ID: StratusError], of total: Int) -> StratusError? {
         guard !errors.isEmpty else { return nil }

@@ -37,6 +37,14 @@ public enum RecordWriteMode: String, Hashable, Sendable, Codable, CaseIterable {
     public var checksChangeTag: Bool { self == .ifServerRecordUnchanged || self == .update || self == .replace }
 }
 
+/// What a successful delete did: CloudKit reports deleting a missing record as success.
+public enum RecordDeletionKind: Hashable, Sendable {
+    /// A stored record was deleted.
+    case deleted
+    /// No record with the ID was stored; nothing was deleted.
+    case notFound
+}
+
 /// What a successful save did.
 public enum RecordWriteKind: Hashable, Sendable {
     case created
@@ -45,66 +53,48 @@ public enum RecordWriteKind: Hashable, Sendable {
     case unchanged
 }
 
-/// CloudKit's rules for what a save stores, shared by every engine so they agree exactly.
+/// CloudKit's rules for what a save stores, decided once above every engine.
 ///
-/// An engine reads the stored record inside its transaction, asks
-/// ``resolveSave(_:existing:mode:preservingSystemFields:context:now:)`` what to write, and
-/// writes that (after storing asset bytes) unless the answer is ``RecordWriteKind/unchanged``.
-///
-/// ```swift
-/// switch RecordWriteRules.resolveSave(incoming, existing: stored, mode: .ifServerRecordUnchanged, context: ctx, now: Date()) {
-/// case .success(let (toStore, kind)): if kind != .unchanged { write(toStore) }
-/// case .failure(let error): report(error)
-/// }
-/// ```
-public enum RecordWriteRules {
-    /// The record to store for `incoming` and what kind of write it is, or the per-item error
+/// The writer of a request (``RecordWriteExecutor``) reads the stored record inside the
+/// engine's transaction, asks ``resolve(_:existing:mode:preservingSystemFields:context:now:)``
+/// what to write, and has the engine write that unless the answer is
+/// ``RecordWriteKind/unchanged``.
+enum RecordWriteRules {
+    /// What a save stores: its system fields, values and parent, and what kind of write it is.
+    struct Resolution: Sendable {
+        var kind: RecordWriteKind
+        var systemFields: Record.SystemFields
+        var fields: [String: FieldValue]
+        var encryptedKeys: Set<String>
+        var parent: Record.Reference?
+
+        /// The record as stored, for `save`.
+        func record(for save: PreparedSave) -> Record {
+            Record(recordType: save.record.recordType, recordID: save.recordID, systemFields: systemFields, fields: fields, parent: parent, encryptedKeys: encryptedKeys)
+        }
+    }
+
+    /// The values to store for `save` and what kind of write it is, or the per-item error
     /// CloudKit would report (`serverRecordChanged` with the server and client records,
-    /// `unknownItem` for a record that must exist).
+    /// `unknownItem` for a record that must exist). For ``RecordWriteKind/unchanged``, the
+    /// stored values.
     ///
     /// With `preservingSystemFields`, modes that do not check tags (create, forceUpdate,
     /// forceReplace) keep the creation and modification dates, users and change tag the
     /// incoming record carries, so that a restored export is identical to its source.
     /// In those modes a save that would change nothing is ``RecordWriteKind/unchanged`` and
     /// is not written.
-    public static func resolveSave(
-        _ incoming: Record, existing: Record?, mode: RecordWriteMode, preservingSystemFields: Bool = false,
-        context: DatabaseContext, now: Date
-    ) -> Result<(Record, RecordWriteKind), StratusError> {
-        resolve(incoming, existing: existing, mode: mode, preservingSystemFields: preservingSystemFields, context: context, now: now).map { resolution in
-            if resolution.kind == .unchanged, let existing { return (existing, .unchanged) }
-            return (resolution.record(for: incoming), resolution.kind)
-        }
-    }
-
-    /// What ``resolveSave(_:existing:mode:preservingSystemFields:context:now:)`` decides, before
-    /// a record is made of it: an engine that only needs the values to write (and whose
-    /// caller does not want the stored record back) need not make one.
-    public struct Resolution: Sendable {
-        public var kind: RecordWriteKind
-        public var systemFields: Record.SystemFields
-        public var fields: [String: FieldValue]
-        public var encryptedKeys: Set<String>
-        public var parent: Record.Reference?
-
-        /// The record to store, for `incoming`.
-        public func record(for incoming: Record) -> Record {
-            Record(recordType: incoming.recordType, recordID: incoming.recordID, systemFields: systemFields, fields: fields, parent: parent, encryptedKeys: encryptedKeys)
-        }
-    }
-
-    /// The rules of ``resolveSave(_:existing:mode:preservingSystemFields:context:now:)``,
-    /// answered as a ``Resolution`` (for ``RecordWriteKind/unchanged``, the stored values).
-    public static func resolve(
-        _ incoming: Record, existing: Record?, mode: RecordWriteMode, preservingSystemFields: Bool = false,
+    static func resolve(
+        _ save: PreparedSave, existing: Record?, mode: RecordWriteMode, preservingSystemFields: Bool = false,
         context: DatabaseContext, now: Date
     ) -> Result<Resolution, StratusError> {
+        let incoming = save.record
         let name = incoming.recordID.recordName
         if let existing, existing.recordType != incoming.recordType {
             return .failure(StratusError(.invalidArguments, "record '\(name)' exists with type '\(existing.recordType)', not '\(incoming.recordType)'", recordID: incoming.recordID))
         }
-        let given = incoming.snapshot
-        switch (mode, existing, given.system.recordChangeTag) {
+        let given = save.systemFields
+        switch (mode, existing, given.recordChangeTag) {
         case (.ifServerRecordUnchanged, nil, let tag?):
             return .failure(StratusError(.unknownItem, "record '\(name)' with change tag \(tag) no longer exists", recordID: incoming.recordID))
         case (.ifServerRecordUnchanged, let server?, nil):
@@ -127,35 +117,35 @@ public enum RecordWriteRules {
         if let existing, mode != .replace && mode != .forceReplace {
             fields = existing.fieldValues
             encrypted = existing.encryptedKeys
-            for key in incoming.changedKeys() {
-                fields[key] = given.fields[key]
-                if given.encrypted.contains(key) { encrypted.insert(key) } else { encrypted.remove(key) }
+            for key in save.changedKeys {
+                fields[key] = save.fields[key]
+                if save.encryptedKeys.contains(key) { encrypted.insert(key) } else { encrypted.remove(key) }
             }
         } else {
-            fields = given.fields
-            encrypted = given.encrypted
+            fields = save.fields
+            encrypted = save.encryptedKeys
         }
         let replacing = mode == .replace || mode == .forceReplace
-        let parent = existing == nil || replacing || given.parentChanged ? given.parent : existing?.parent
+        let parent = existing == nil || replacing || save.parentChanged ? save.parent : existing?.parent
         let keep = preservingSystemFields && !mode.checksChangeTag
         var system = Record.SystemFields(
-            creationDate: existing?.creationDate ?? (keep ? given.system.creationDate : nil) ?? now,
+            creationDate: existing?.creationDate ?? (keep ? given.creationDate : nil) ?? now,
             modificationDate: now,
-            creatorUserRecordID: existing?.creatorUserRecordID ?? (keep ? given.system.creatorUserRecordID : nil) ?? context.userRecordID,
+            creatorUserRecordID: existing?.creatorUserRecordID ?? (keep ? given.creatorUserRecordID : nil) ?? context.userRecordID,
             lastModifiedUserRecordID: context.userRecordID,
-            recordChangeTag: (keep ? given.system.recordChangeTag : nil) ?? newChangeTag()
+            recordChangeTag: (keep ? given.recordChangeTag : nil) ?? newChangeTag()
         )
         if keep {
-            if let date = given.system.modificationDate { system.modificationDate = date }
-            if let user = given.system.lastModifiedUserRecordID { system.lastModifiedUserRecordID = user }
+            if let date = given.modificationDate { system.modificationDate = date }
+            if let user = given.lastModifiedUserRecordID { system.lastModifiedUserRecordID = user }
         }
         // A forced write that changes nothing is not written, so re-running an import is a
         // no-op (no new change tag, no change to sync). When the input carries system fields
         // that are kept, they must match too.
         if !mode.checksChangeTag, let existing, existing.fieldValues == fields, existing.parent == parent,
            existing.encryptedKeys == encrypted,
-           !keep || ((given.system.recordChangeTag ?? existing.recordChangeTag) == existing.recordChangeTag
-                     && (given.system.modificationDate ?? existing.modificationDate) == existing.modificationDate) {
+           !keep || ((given.recordChangeTag ?? existing.recordChangeTag) == existing.recordChangeTag
+                     && (given.modificationDate ?? existing.modificationDate) == existing.modificationDate) {
             return .success(Resolution(kind: .unchanged, systemFields: existing.systemFields, fields: fields, encryptedKeys: encrypted, parent: parent))
         }
         return .success(Resolution(kind: existing == nil ? .created : .updated, systemFields: system, fields: fields, encryptedKeys: encrypted, parent: parent))
@@ -172,7 +162,7 @@ public enum RecordWriteRules {
     /// A fresh change tag (like CloudKit's short base-36 tags): a per-process random start
     /// mixed with a counter, so tags never repeat within a process and collide across
     /// processes with negligible probability, without a system call per save.
-    public static func newChangeTag() -> String {
+    static func newChangeTag() -> String {
         var z = tagSeed &+ tagCounter.wrappingAdd(0x9E37_79B9_7F4A_7C15, ordering: .relaxed).newValue
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB

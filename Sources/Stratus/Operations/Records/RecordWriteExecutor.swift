@@ -1,0 +1,304 @@
+import Foundation
+
+/// Saves and deletes for one engine transaction, as operations hand them to
+/// ``RecordWriteExecutor``: records already prepared, and how to write them.
+struct ModifyRequest: Sendable {
+    var saves: [PreparedSave]
+    var recordIDsToDelete: [Record.ID]
+    var writeMode: RecordWriteMode
+    /// Keep the system fields the records carry; see ``RecordWriteRules``.
+    var preservesSystemFields: Bool
+    /// When true, nothing is written if any item fails (in zones with the atomic capability).
+    var isAtomic: Bool
+    /// When false, nobody looks at the stored records: a successful save's result may carry
+    /// the request's own record instead of a new one with the store's system fields, which
+    /// spares a bulk import a record per record.
+    var returnsSavedRecords: Bool
+
+    init(saves: [PreparedSave], recordIDsToDelete: [Record.ID] = [], writeMode: RecordWriteMode, preservesSystemFields: Bool = false,
+         isAtomic: Bool, returnsSavedRecords: Bool = true) {
+        self.saves = saves
+        self.recordIDsToDelete = recordIDsToDelete
+        self.writeMode = writeMode
+        self.preservesSystemFields = preservesSystemFields
+        self.isAtomic = isAtomic
+        self.returnsSavedRecords = returnsSavedRecords
+    }
+}
+
+/// What a ``ModifyRequest`` did: a result for every item, in request order.
+struct ModifyOutcome: Sendable {
+    /// For each save, in order: the record as stored and what kind of write it was, or its error.
+    var saveResults: [Result<(Record, RecordWriteKind), StratusError>] = []
+    /// For each record ID to delete, in order: whether a stored record was deleted, or the error.
+    var deleteResults: [Result<Bool, StratusError>] = []
+    /// Records deleted because a `.deleteSelf` reference pointed at a deleted record.
+    var cascadeDeletedIDs: [Record.ID] = []
+
+    var hasFailure: Bool {
+        saveResults.contains { if case .failure = $0 { true } else { false } }
+            || deleteResults.contains { if case .failure = $0 { true } else { false } }
+    }
+}
+
+/// The write policy of Stratus, applied once above every engine: CloudKit's save rules,
+/// parents before children, references and cascades, sizes, and atomicity with its
+/// relabelling. Engines supply a ``RecordWriteTransaction`` and store what this decides.
+///
+/// ```swift
+/// let outcome = try RecordWriteExecutor.apply(request, engine: engine, context: context)
+/// ```
+enum RecordWriteExecutor {
+    /// How many `.deleteSelf` references may point at one record (CloudKit's limit).
+    static let maximumDeleteSelfReferences = 750
+
+    /// The most new records handed to the engine in one ``RecordWriteTransaction/insertNewRecords(_:)``.
+    static let maximumNewRun = 256
+
+    /// Runs `request` in one engine transaction.
+    ///
+    /// Saves run in request order, which the caller makes parents-first
+    /// (``PreparedSave/parentsFirst(_:)``), so that a child's parent check sees its parent's save.
+    /// An atomic request in zones that all have the atomic capability is rolled back when an
+    /// item fails: that item keeps its error, every other item reports `batchRequestFailed`.
+    ///
+    /// - Throws: store failures (busy, disk full), after which nothing was written.
+    static func apply(_ request: ModifyRequest, engine: any StorageEngine, context: DatabaseContext) throws -> ModifyOutcome {
+        do {
+            return try engine.writeRecords(in: context) { transaction in
+                var writer = Writer(transaction: transaction, request: request, context: context, now: Date())
+                let outcome = try writer.run()
+                if request.isAtomic, outcome.hasFailure, writer.touchedZonesAreAtomic {
+                    throw AtomicRollback(outcome: outcome)
+                }
+                return outcome
+            }
+        } catch let rollback as AtomicRollback {
+            var outcome = rollback.outcome
+            outcome.relabelForAtomicFailure(saves: request.saves.map(\.recordID), deletes: request.recordIDsToDelete)
+            return outcome
+        }
+    }
+
+    /// Thrown inside the transaction so that the engine rolls an atomic request back.
+    private struct AtomicRollback: Error {
+        let outcome: ModifyOutcome
+    }
+
+    /// The error of an item that was not written because another item of its atomic request failed.
+    static func batchFailed(_ id: Record.ID) -> StratusError {
+        StratusError(.batchRequestFailed, "record '\(id.recordName)' was not written because another item of the atomic request failed", recordID: id)
+    }
+
+    // MARK: - One transaction
+
+    private struct Writer {
+        let transaction: any RecordWriteTransaction
+        let request: ModifyRequest
+        let context: DatabaseContext
+        let now: Date
+        private(set) var outcome = ModifyOutcome()
+        /// Capabilities of the zones touched; `nil` for a zone that does not exist. The last
+        /// zone is kept apart because a request nearly always stays in one.
+        private var zones: [RecordZone.ID: RecordZone.Capabilities?] = [:]
+        private var lastZone: (id: RecordZone.ID, capabilities: RecordZone.Capabilities?)?
+        /// After a new record turned out to exist, the rest of the request is saved the general
+        /// way: a re-run import would otherwise try every record twice.
+        private var newRunConflicted = false
+
+        init(transaction: any RecordWriteTransaction, request: ModifyRequest, context: DatabaseContext, now: Date) {
+            self.transaction = transaction
+            self.request = request
+            self.context = context
+            self.now = now
+        }
+
+        var touchedZonesAreAtomic: Bool {
+            zones.values.allSatisfy { $0?.contains(.atomic) ?? true } && (lastZone?.capabilities?.contains(.atomic) ?? true)
+        }
+
+        mutating func run() throws -> ModifyOutcome {
+            outcome.saveResults.reserveCapacity(request.saves.count)
+            var next = 0
+            while next < request.saves.count {
+                next += try saveRun(from: next)
+            }
+            for id in request.recordIDsToDelete {
+                outcome.deleteResults.append(try delete(id))
+            }
+            return outcome
+        }
+
+        private mutating func capabilities(_ zoneID: RecordZone.ID) throws -> RecordZone.Capabilities? {
+            if let lastZone, lastZone.id == zoneID { return lastZone.capabilities }
+            if let lastZone { zones[lastZone.id] = lastZone.capabilities }
+            let found = try zones[zoneID] ?? transaction.zoneCapabilities(zoneID)
+            lastZone = (zoneID, found)
+            return found
+        }
+
+        private func zoneNotFound(_ id: Record.ID) -> StratusError {
+            StratusError(.zoneNotFound, "zone '\(id.zoneID.zoneName)' does not exist in the \(context.scope) database", recordID: id, zoneID: id.zoneID)
+        }
+
+        // MARK: Saves
+
+        /// Saves records from `start` and appends a result for each; answers how many. Records
+        /// that would be new (the rules create them, and they have no parent, assets or
+        /// `.deleteSelf` references, whose checks and side effects must see the store first)
+        /// go to the engine together without a read each: a bulk import's common case. Any of
+        /// them that turns out to exist is then saved the general way.
+        private mutating func saveRun(from start: Int) throws -> Int {
+            let saves = request.saves
+            let first = saves[start]
+            guard request.writeMode != .update && request.writeMode != .replace && !newRunConflicted,
+                  try capabilities(first.recordID.zoneID) != nil else {
+                outcome.saveResults.append(try save(first))
+                return 1
+            }
+            var rows: [RecordRow] = []
+            var resolutions: [RecordWriteRules.Resolution] = []
+            for save in saves[start...].prefix(RecordWriteExecutor.maximumNewRun) {
+                guard save.recordID.zoneID == first.recordID.zoneID, save.parent == nil,
+                      case .success(let new) = RecordWriteRules.resolve(save, existing: nil, mode: request.writeMode, preservingSystemFields: request.preservesSystemFields, context: context, now: now),
+                      new.kind == .created, !save.fields.values.contains(where: \.needsStoredRecordFirst) else { break }
+                // A new record stores exactly its incoming values: the document prepared with it.
+                rows.append(RecordRow(recordID: save.recordID, recordType: save.record.recordType, systemFields: new.systemFields, fields: save.fields,
+                                      encryptedKeys: save.encryptedKeys, parent: nil, document: save.document))
+                resolutions.append(new)
+            }
+            guard !rows.isEmpty else {
+                outcome.saveResults.append(try save(first))
+                return 1
+            }
+            let inserted = try transaction.insertNewRecords(rows)
+            for (offset, wasInserted) in inserted.enumerated() {
+                let save = saves[start + offset]
+                if wasInserted {
+                    outcome.saveResults.append(.success((request.returnsSavedRecords ? resolutions[offset].record(for: save) : save.record, .created)))
+                } else {
+                    newRunConflicted = true
+                    outcome.saveResults.append(try self.save(save))
+                }
+            }
+            return rows.count
+        }
+
+        /// Saves one record the general way: read the stored record, apply the rules, check
+        /// sizes and references, store assets, write.
+        private mutating func save(_ save: PreparedSave) throws -> Result<(Record, RecordWriteKind), StratusError> {
+            let id = save.recordID
+            guard try capabilities(id.zoneID) != nil else { return .failure(zoneNotFound(id)) }
+            let existing = try transaction.storedRecord(id)
+            let resolution: RecordWriteRules.Resolution
+            switch RecordWriteRules.resolve(save, existing: existing, mode: request.writeMode, preservingSystemFields: request.preservesSystemFields, context: context, now: now) {
+            case .success(let resolved): resolution = resolved
+            case .failure(let error): return .failure(error)
+            }
+            if resolution.kind == .unchanged, let existing { return .success((existing, .unchanged)) }
+            // A new record has the size its preparation checked; a merge with stored fields can grow.
+            if resolution.kind != .created, case let size = Record.fieldDataSize(of: resolution.fields), size > Record.maximumFieldDataSize {
+                return .failure(StratusError(.limitExceeded, "record '\(id.recordName)': with the stored fields it keeps, it would hold \(size) bytes of field data; the limit is \(Record.maximumFieldDataSize) bytes (assets excluded)", recordID: id))
+            }
+            let deleteSelfTargets = Self.deleteSelfTargets(of: resolution.fields)
+            if let problem = try referenceProblem(id, parent: resolution.parent, deleteSelfTargets: deleteSelfTargets) { return .failure(problem) }
+            var fields = resolution.fields
+            // A new record stores its incoming values, whose document was prepared with it,
+            // unless storing its assets changed them.
+            var document = resolution.kind == .created ? save.document : nil
+            if fields.values.contains(where: \.holdsAsset) {
+                switch try transaction.storeAssets(in: fields, of: id) {
+                case .success(let stored): fields = stored
+                case .failure(let error): return .failure(error)
+                }
+                document = nil
+            }
+            let row = RecordRow(recordID: id, recordType: save.record.recordType, systemFields: resolution.systemFields, fields: fields,
+                                encryptedKeys: resolution.encryptedKeys, parent: resolution.parent,
+                                document: document ?? FieldDocument.encodedBytes(fields, encryptedKeys: resolution.encryptedKeys), deleteSelfTargets: deleteSelfTargets)
+            try transaction.writeRecord(row, replacing: existing != nil)
+            let stored = Record(recordType: row.recordType, recordID: id, systemFields: row.systemFields, fields: fields, parent: row.parent, encryptedKeys: row.encryptedKeys)
+            return .success((stored, resolution.kind))
+        }
+
+        /// A parent that does not exist (and was not saved earlier in this request) is a
+        /// `referenceViolation`; a record that would get more than 750 `.deleteSelf`
+        /// references is `limitExceeded`. Checked before anything of the record is written.
+        private func referenceProblem(_ id: Record.ID, parent: Record.Reference?, deleteSelfTargets: Set<String>) throws -> StratusError? {
+            if let parent, try !transaction.recordExists(Record.ID(recordName: parent.recordID.recordName, zoneID: id.zoneID)) {
+                return StratusError(.referenceViolation, "record '\(id.recordName)': its parent '\(parent.recordID.recordName)' does not exist in \(id.zoneID.zoneName) (nor was it saved by this request); save the parent first or in the same request", recordID: id)
+            }
+            for target in deleteSelfTargets {
+                let existing = try transaction.deleteSelfReferenceCount(to: Record.ID(recordName: target, zoneID: id.zoneID), excludingSource: id.recordName)
+                if existing >= RecordWriteExecutor.maximumDeleteSelfReferences {
+                    return StratusError(.limitExceeded, "record '\(id.recordName)': record '\(target)' already has \(existing) .deleteSelf references; the limit is \(RecordWriteExecutor.maximumDeleteSelfReferences)", recordID: id)
+                }
+            }
+            return nil
+        }
+
+        static func deleteSelfTargets(of fields: [String: FieldValue]) -> Set<String> {
+            var targets: Set<String> = []
+            for value in fields.values {
+                switch value {
+                case .reference(let r) where r.action == .deleteSelf: targets.insert(r.recordID.recordName)
+                case .referenceList(let list): for r in list where r.action == .deleteSelf { targets.insert(r.recordID.recordName) }
+                default: break
+                }
+            }
+            return targets
+        }
+
+        // MARK: Deletes
+
+        /// Deletes one record (a missing record is not an error) and, through chains, every
+        /// record whose `.deleteSelf` reference points at a deleted one.
+        private mutating func delete(_ id: Record.ID) throws -> Result<Bool, StratusError> {
+            guard try capabilities(id.zoneID) != nil else { return .failure(zoneNotFound(id)) }
+            var pending = [id.recordName]
+            var seen: Set<String> = []
+            var deletedRoot = false
+            while let name = pending.popLast() {
+                guard seen.insert(name).inserted else { continue }
+                let target = Record.ID(recordName: name, zoneID: id.zoneID)
+                guard try transaction.deleteRecord(target) else { continue }
+                if name == id.recordName { deletedRoot = true } else { outcome.cascadeDeletedIDs.append(target) }
+                pending.append(contentsOf: try transaction.deleteSelfSources(of: target))
+            }
+            return .success(deletedRoot)
+        }
+    }
+}
+
+extension ModifyOutcome {
+    /// After an atomic rollback, items that had succeeded report `batchRequestFailed`.
+    mutating func relabelForAtomicFailure(saves: [Record.ID], deletes: [Record.ID]) {
+        for (index, result) in saveResults.enumerated() {
+            if case .success = result { saveResults[index] = .failure(RecordWriteExecutor.batchFailed(saves[index])) }
+        }
+        for (index, result) in deleteResults.enumerated() {
+            if case .success = result { deleteResults[index] = .failure(RecordWriteExecutor.batchFailed(deletes[index])) }
+        }
+        cascadeDeletedIDs = []
+    }
+}
+
+private extension FieldValue {
+    /// Whether saving the value stores asset contents or `.deleteSelf` references, whose side
+    /// effects need the general path.
+    var needsStoredRecordFirst: Bool {
+        switch self {
+        case .asset, .assetList: true
+        case .reference(let r): r.action == .deleteSelf
+        case .referenceList(let list): list.contains { $0.action == .deleteSelf }
+        default: false
+        }
+    }
+
+    var holdsAsset: Bool {
+        switch self {
+        case .asset, .assetList: true
+        default: false
+        }
+    }
+}
