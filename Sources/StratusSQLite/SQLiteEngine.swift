@@ -30,6 +30,8 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
     public let tombstoneRetention: Duration?
     /// When this engine last compacted on its own.
     let automaticCompaction = Mutex<ContinuousClock.Instant?>(nil)
+    /// The store's identity, once read (see ``storeIdentifier``).
+    let knownStoreIdentifier = Mutex<String?>(nil)
 
     private let writerLock = NSLock()
     private let writer: SQLiteConnection
@@ -267,7 +269,11 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
                     let record = try decodeRecord(statement, zoneID: query.zoneID)
                     records.append(record.restricted(to: query.desiredKeys))
                     lastPosition = QueryPosition(
-                        sortValues: (0..<Int32(plan.sortColumnCount)).map { Self.fieldValue(statement.value(SQLiteSchema.recordColumnCount + $0)) },
+                        sortValues: zip(query.sortKeys, plan.sortColumns).map { key, column in
+                            guard key.distanceFrom != nil else { return QueryRules.sortValue(of: record, for: key.key) }
+                            if case .real(let kilometres) = statement.value(column) { return .double(kilometres) }
+                            return nil
+                        },
                         recordName: record.recordID.recordName)
                 }
             }
@@ -275,21 +281,17 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
         }
     }
 
-    /// Sort-key values travel in cursors as the SQL values the store compared.
-    static func fieldValue(_ value: SQLValue) -> FieldValue? {
-        switch value {
-        case .null: nil
-        case .integer(let i): .int64(i)
-        case .real(let d): .double(d)
-        case .text(let s): .string(s)
-        case .blob(let b): .bytes(b)
-        }
-    }
 }
 
 extension SQLiteEngine {
     @_spi(StratusEngine)
     public var storeIdentifier: String {
-        get throws { try readTransaction { try storeIdentity(on: $0) } }
+        get throws {
+            // A store's identity never changes: read it once.
+            if let known = knownStoreIdentifier.withLock({ $0 }) { return known }
+            let identity = try readTransaction { try storeIdentity(on: $0) }
+            knownStoreIdentifier.withLock { $0 = identity }
+            return identity
+        }
     }
 }

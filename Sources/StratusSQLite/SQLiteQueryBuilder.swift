@@ -19,7 +19,9 @@ struct SQLiteQueryBuilder {
     struct Plan {
         var sql: String
         var parameters: [SQLValue]
-        var sortColumnCount: Int
+        /// For each sort key, the result column (after ``SQLiteSchema/recordColumns``) of its
+        /// first sort expression: a distance is read from there.
+        var sortColumns: [Int32]
     }
 
     /// A piece of SQL and the parameters its placeholders take, in order.
@@ -43,13 +45,21 @@ struct SQLiteQueryBuilder {
     }
 
     private func select(zoneRow: Int64, after position: QueryPosition?, limit: Int, leadingKeyIsNull: Bool) throws -> Plan {
-        let sorts = try query.sortKeys.map(sortExpression)
+        let keyColumns = try query.sortKeys.map(sortExpressions)
+        let sorts = keyColumns.flatMap { $0 }
+        let sortDirections = zip(keyColumns, query.sortKeys).flatMap { columns, key in Array(repeating: key.ascending, count: columns.count) }
         let tiebreakAscending = query.sortKeys.last?.ascending ?? true
         var columns = SQLiteSchema.recordColumns
         var parameters: [SQLValue] = []
         for sort in sorts {
             columns += ", " + sort.sql
             parameters += sort.parameters
+        }
+        var sortColumns: [Int32] = []
+        var next = Int32(SQLiteSchema.recordColumnCount)
+        for key in keyColumns {
+            sortColumns.append(next)
+            next += Int32(key.count)
         }
         let predicate = try expression(query.predicate)
         // The record type is a checked identifier, written as a literal so that the partial
@@ -74,17 +84,18 @@ struct SQLiteQueryBuilder {
             whereParameters += first.parameters
         }
         if let position {
-            guard position.sortValues.count == sorts.count else {
+            guard position.sortValues.count == query.sortKeys.count else {
                 throw StratusError(.invalidArguments, "the cursor does not fit this query's sort order")
             }
-            let keyset = keysetCondition(sorts: sorts, ascending: query.sortKeys.map(\.ascending), tiebreakAscending: tiebreakAscending, position: position)
+            let values = zip(position.sortValues, keyColumns).flatMap { value, columns in Self.sqlValues(value, columns: columns.count) }
+            let keyset = keysetCondition(sorts: sorts, ascending: sortDirections, tiebreakAscending: tiebreakAscending, values: values, recordName: position.recordName)
             sql += " AND " + keyset.sql
             whereParameters += keyset.parameters
         }
         var order: [String] = []
         var orderParameters: [SQLValue] = []
-        for (sort, key) in zip(sorts, query.sortKeys) {
-            order.append(sort.sql + (key.ascending ? " ASC" : " DESC"))
+        for (sort, ascending) in zip(sorts, sortDirections) {
+            order.append(sort.sql + (ascending ? " ASC" : " DESC"))
             orderParameters += sort.parameters
         }
         // An IN on an indexed field reads several index ranges, which SQLite cannot merge in
@@ -93,7 +104,7 @@ struct SQLiteQueryBuilder {
         let tiebreak = query.sortKeys.isEmpty && hasIndexedIn ? "+r.record_name" : "r.record_name"
         order.append(tiebreak + (tiebreakAscending ? " ASC" : " DESC"))
         sql += " ORDER BY " + order.joined(separator: ", ") + " LIMIT \(limit)"
-        return Plan(sql: sql, parameters: parameters + whereParameters + orderParameters, sortColumnCount: sorts.count)
+        return Plan(sql: sql, parameters: parameters + whereParameters + orderParameters, sortColumns: sortColumns)
     }
 
     /// Whether the query sorts by a key that no index keeps in order and has no condition an
@@ -146,31 +157,69 @@ struct SQLiteQueryBuilder {
 
     // MARK: - Sorting and keysets
 
-    private func sortExpression(_ key: CompiledQuery.SortKey) throws -> Fragment {
+    /// The SQL expressions a sort key orders by, in Stratus's order (``Stratus/QueryRules``).
+    /// A field whose type the schema declares holds one family, so its value orders it (and an
+    /// index on the value serves the sort); any other field orders by its value's family rank,
+    /// then its value, with values that have no order (lists, bytes, locations, assets) as
+    /// missing (NULL), which SQLite puts first ascending and last descending.
+    private func sortExpressions(_ key: CompiledQuery.SortKey) throws -> [Fragment] {
         if let origin = key.distanceFrom {
             guard case .field(let name) = key.key else {
                 throw StratusError(.invalidArguments, "distance sort needs a LOCATION field")
             }
-            return Self.distanceKilometres(name, from: origin)
+            return [Self.distanceKilometres(name, from: origin)]
         }
         switch key.key {
-        case .recordName: return Fragment(sql: "r.record_name")
-        case .creationDate: return Fragment(sql: "r.created_at")
-        case .modificationDate: return Fragment(sql: "r.modified_at")
-        case .creatorUserRecordID: return Fragment(sql: "r.created_by")
-        case .lastModifiedUserRecordID: return Fragment(sql: "r.modified_by")
-        case .field(let name): return Fragment(sql: Self.value(name))
+        case .recordName: return [Fragment(sql: "r.record_name")]
+        case .creationDate: return [Fragment(sql: "r.created_at")]
+        case .modificationDate: return [Fragment(sql: "r.modified_at")]
+        case .creatorUserRecordID: return [Fragment(sql: "r.created_by")]
+        case .lastModifiedUserRecordID: return [Fragment(sql: "r.modified_by")]
+        case .field(let name):
+            if let declared = schema?.field(name)?.type, Self.orderedTags(of: declared) != nil {
+                return [Fragment(sql: Self.value(name))]
+            }
+            return [Fragment(sql: Self.familyRank(name)), Fragment(sql: Self.rankedValue(name))]
         }
+    }
+
+    /// The type tags of a declared type whose values have an order.
+    static func orderedTags(of type: FieldType) -> String? {
+        switch type {
+        case .int64, .double: "'I', 'F'"
+        case .timestamp: "'D'"
+        case .string: "'S'"
+        case .reference: "'R'"
+        default: nil
+        }
+    }
+
+    /// ``Stratus/QueryRules/OrderedFamily`` of a field's value as a number, NULL when missing or unordered.
+    static func familyRank(_ name: String) -> String {
+        "(CASE \(tag(name)) WHEN 'I' THEN 1 WHEN 'F' THEN 1 WHEN 'D' THEN 2 WHEN 'S' THEN 3 WHEN 'R' THEN 4 END)"
+    }
+
+    /// A field's value where it has an order, else NULL.
+    static func rankedValue(_ name: String) -> String {
+        "(CASE WHEN \(tag(name)) IN ('I', 'F', 'D', 'S', 'R') THEN \(value(name)) END)"
+    }
+
+    /// A position's value of one sort key as the SQL values its `columns` expressions compare.
+    static func sqlValues(_ value: FieldValue?, columns: Int) -> [SQLValue] {
+        let sql = sqlValue(value)
+        guard columns == 2 else { return [sql] }
+        guard let value, let family = QueryRules.orderedFamily(of: value) else { return [.null, .null] }
+        return [.integer(Int64(family.rawValue)), sql]
     }
 
     /// Rows strictly after `position` in the query's order, written so that the leading key
     /// is a plain range (`k >= v AND (k > v OR …)`) that an index can seek to: page N then
     /// costs what page 1 costs. In SQLite, NULL (a missing value) sorts first ascending and
     /// last descending; the condition follows that.
-    private func keysetCondition(sorts: [Fragment], ascending: [Bool], tiebreakAscending: Bool, position: QueryPosition) -> Fragment {
+    private func keysetCondition(sorts: [Fragment], ascending: [Bool], tiebreakAscending: Bool, values sortValues: [SQLValue], recordName: String) -> Fragment {
         let keys = sorts + [Fragment(sql: "r.record_name")]
         let directions = ascending + [tiebreakAscending]
-        let values: [SQLValue] = position.sortValues.map(Self.sqlValue) + [.text(position.recordName)]
+        let values: [SQLValue] = sortValues + [.text(recordName)]
 
         func after(_ i: Int) -> Fragment {
             let key = keys[i]
@@ -248,7 +297,7 @@ struct SQLiteQueryBuilder {
                 throw StratusError(.invalidArguments, "references can only be compared with == or !=")
             }
             if case .field(let name) = key, case .string(let text) = value, op == .equal || op == .notEqual {
-                return (guardFragment, Fragment(sql: "\(Self.equalityValue(name)) \(op.sqlOperator) ?", parameters: [.text(TextSearch.equalityKey(text))]))
+                return (guardFragment, Fragment(sql: "\(Self.equalityValue(name)) \(op.sqlOperator) ?", parameters: [.text(QueryRules.equalityKey(text))]))
             }
             return (guardFragment, Fragment(sql: "\(column) \(op.sqlOperator) ?", parameters: [bound]))
         case .between(let key, let low, let high):
@@ -261,7 +310,7 @@ struct SQLiteQueryBuilder {
             let bounds = try values.map { try scalar(key, $0, "compare with IN").2 }
             try Self.checkSameFamily(values, key: key)
             if case .field(let name) = key, case .string = first {
-                let keys: [SQLValue] = values.map { if case .string(let text) = $0 { .text(TextSearch.equalityKey(text)) } else { .null } }
+                let keys: [SQLValue] = values.map { if case .string(let text) = $0 { .text(QueryRules.equalityKey(text)) } else { .null } }
                 return (guardFragment, Fragment(sql: "\(Self.equalityValue(name)) IN (" + keys.map { _ in "?" }.joined(separator: ", ") + ")", parameters: keys))
             }
             return (guardFragment, Fragment(sql: "\(column) IN (" + bounds.map { _ in "?" }.joined(separator: ", ") + ")", parameters: bounds))

@@ -470,7 +470,7 @@ extension EngineConformance {
         for (i, text) in trickyStrings.enumerated() {
             checks.append((.condition(.compare(.field("s"), .equal, .string(text))), "s-\(i)"))
             // Equality compares lowercase forms: "ß" and its uppercase "SS" differ.
-            let caseRoundTrips = TextSearch.equalityKey(text.uppercased()) == TextSearch.equalityKey(text)
+            let caseRoundTrips = QueryRules.equalityKey(text.uppercased()) == QueryRules.equalityKey(text)
             checks.append((.condition(.compare(.field("s"), .equal, .string(text.uppercased()))), caseRoundTrips ? "s-\(i)" : nil))
             checks.append((.condition(.compare(.field("s"), .less, .string(text))), nil))
             checks.append((.condition(.compare(.field("s"), .greaterOrEqual, .string(text))), "s-\(i)"))
@@ -806,7 +806,7 @@ struct QueryLanguageGenerator {
         switch family {
         case .string: chance(0.1) ? .string(phrase(words: 1)) : .string(string())
         case .number: number()
-        case .date: .date(date())
+        case .timestamp: .date(date())
         case .reference: .reference(ownerReference())
         }
     }
@@ -816,7 +816,7 @@ struct QueryLanguageGenerator {
         switch field {
         case "name", "title", "note": .string
         case "code": chance(0.5) ? .string : .number
-        case "due": .date
+        case "due": .timestamp
         case "owner": .reference
         default: .number
         }
@@ -830,19 +830,19 @@ struct QueryLanguageGenerator {
         case 0..<28:
             let field = pick(scalarFields)
             var family = naturalFamily(field)
-            if chance(0.1) { family = pick([.string, .number, .date]) }
+            if chance(0.1) { family = pick([.string, .number, .timestamp]) }
             let op: ComparisonOperator = family == .reference ? pick([.equal, .notEqual]) : pick([.equal, .notEqual, .less, .lessOrEqual, .greater, .greaterOrEqual])
             return (.condition(.compare(.field(field), op, value(family))), true)
         case 28..<36:
             let field = pick(["name", "title", "code", "num", "count", "price", "due"])
             let family = naturalFamily(field)
             var low = value(family), high = value(family)
-            if chance(0.75), QueryEvaluator.comparable(high) < QueryEvaluator.comparable(low) { swap(&low, &high) }
+            if chance(0.75), QueryEvaluator.isAfter(low, high) { swap(&low, &high) }
             return (.condition(.between(.field(field), low, high)), false)
         case 36..<46:
             let field = pick(scalarFields)
             var family = naturalFamily(field)
-            if chance(0.1) { family = pick([.string, .number, .date]) }
+            if chance(0.1) { family = pick([.string, .number, .timestamp]) }
             let values = (0..<pick([0, 1, 2, 2, 3, 4])).map { _ in value(family) }
             return (.condition(.in(.field(field), values)), !values.isEmpty)
         case 46..<54:
@@ -853,11 +853,11 @@ struct QueryLanguageGenerator {
             if chance(0.15) { prefix = prefix.uppercased() }
             return (.condition(.beginsWith(.field(field), prefix)), true)
         case 54..<62:
-            let (field, family) = pick([("tags", QueryEvaluator.Family.string), ("scores", .number), ("days", .date), ("friends", .reference)])
-            let element = chance(0.9) ? listValue(family) : value(pick([.string, .number, .date, .reference]))
+            let (field, family) = pick([("tags", QueryEvaluator.Family.string), ("scores", .number), ("days", .timestamp), ("friends", .reference)])
+            let element = chance(0.9) ? listValue(family) : value(pick([.string, .number, .timestamp, .reference]))
             return (.condition(.listContains(.field(field), element)), true)
         case 62..<68:
-            let (field, family) = pick([("tags", QueryEvaluator.Family.string), ("scores", .number), ("days", .date), ("friends", .reference)])
+            let (field, family) = pick([("tags", QueryEvaluator.Family.string), ("scores", .number), ("days", .timestamp), ("friends", .reference)])
             let values = (0..<pick([0, 1, 2, 3])).map { _ in listValue(family) }
             return (.condition(.listContainsAny(.field(field), values)), !values.isEmpty)
         case 68..<73:
@@ -917,7 +917,7 @@ struct QueryLanguageGenerator {
         switch family {
         case .string: .string(chance(0.85) ? pick(Self.tagPool) : pick(Self.tagPool).uppercased())
         case .number: chance(0.5) ? .int64(Int64(int(-1...4))) : .double(pick([0.5, 2.0, 3.25, -1.0, 4.0]))
-        case .date: .date(date())
+        case .timestamp: .date(date())
         case .reference: .reference(ownerReference())
         }
     }

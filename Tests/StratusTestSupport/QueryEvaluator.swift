@@ -2,24 +2,23 @@ import Foundation
 import Stratus
 
 /// A brute-force reference implementation of query matching and ordering for the whole query
-/// language. Engines must return exactly what this computes.
+/// language, following Stratus's rules as ``QueryRules`` writes them (not any engine's SQL).
+/// Engines must return exactly what this computes.
 ///
-/// Semantics (shared by every engine):
 /// - A condition on a field holds only when the record has the field with a value of a fitting
-///   type: strings with strings, numbers (`INT64`, `DOUBLE`) with numbers, dates with dates,
-///   references with references (compared by record name). An `INT64` field never matches a
-///   string. List conditions need a list of the fitting type (`INT64_LIST` and `DOUBLE_LIST`
-///   both fit numbers). `NOT` holds when the field fits and the condition does not.
-/// - String equality (`==`, `!=`, `IN`) on fields ignores case (both sides through
-///   `TextSearch.equalityKey`); ordering comparisons, `BETWEEN`, `BEGINSWITH`, list elements and
-///   system fields compare exactly, strings by their UTF-8 bytes (SQLite's `BINARY` collation).
+///   family (``QueryRules``): strings, numbers (`INT64` and `DOUBLE` together), timestamps,
+///   references (by record name). List conditions need a list of the fitting family. `NOT`
+///   holds when the field fits and the condition does not.
+/// - String equality (`==`, `!=`, `IN`) on fields compares ``QueryRules/equalityKey(_:)`` of
+///   both sides; ordering comparisons, `BETWEEN`, `BEGINSWITH`, list elements and system fields
+///   compare exactly, strings by Unicode scalars.
 /// - `self CONTAINS` compares `TextSearch.tokens` of the search text with the tokens of the
 ///   record's string and string-list fields (only the searchable ones when the schema declares
 ///   some); a search without words matches nothing.
-/// - Distances are haversine kilometres on a sphere 12,742.0176 km across, computed as SQL
-///   stores compute them (``distanceKilometres(from:to:)``).
-/// - Ordering: a missing value sorts first ascending and last descending; numbers sort before
-///   strings; ties are broken by record name, in the direction of the last sort key.
+/// - Distances are haversine kilometres on a sphere 12,742.0176 km across
+///   (``distanceKilometres(from:to:)``).
+/// - Ordering: ``QueryRules/sortOrder(_:_:)`` of ``QueryRules/sortValue(of:for:)``; ties are
+///   broken by record name, in the direction of the last sort key.
 public enum QueryEvaluator {
     /// A predicate the evaluator does not model.
     public struct Unsupported: Error, CustomStringConvertible {
@@ -57,73 +56,19 @@ public enum QueryEvaluator {
         }
     }
 
-    // MARK: - Values as a store compares them
-
-    /// A value as SQL-like stores compare and order it.
-    public enum StoreValue: Comparable, Hashable, Sendable {
-        case null
-        case integer(Int64)
-        case real(Double)
-        case text([UInt8])
-
-        var rank: Int {
-            switch self {
-            case .null: 0
-            case .integer, .real: 1
-            case .text: 2
-            }
-        }
-
-        public static func < (lhs: StoreValue, rhs: StoreValue) -> Bool {
-            switch (lhs, rhs) {
-            case (.integer(let a), .integer(let b)): return a < b
-            case (.integer(let a), .real(let b)): return Double(a) < b
-            case (.real(let a), .integer(let b)): return a < Double(b)
-            case (.real(let a), .real(let b)): return a < b
-            case (.text(let a), .text(let b)): return a.lexicographicallyPrecedes(b)
-            default: return lhs.rank < rhs.rank
-            }
-        }
-
-        public static func == (lhs: StoreValue, rhs: StoreValue) -> Bool {
-            switch (lhs, rhs) {
-            case (.null, .null): return true
-            case (.integer(let a), .integer(let b)): return a == b
-            case (.integer(let a), .real(let b)), (.real(let b), .integer(let a)): return Double(a) == b
-            case (.real(let a), .real(let b)): return a == b
-            case (.text(let a), .text(let b)): return a == b
-            default: return false
-            }
-        }
-
-        public func hash(into hasher: inout Hasher) {
-            switch self {
-            case .null: hasher.combine(0)
-            case .integer(let i): hasher.combine(Double(i))
-            case .real(let d): hasher.combine(d)
-            case .text(let t): hasher.combine(t)
-            }
-        }
-    }
+    // MARK: - Values as the rules compare them
 
     /// What kinds of stored values a compared value fits.
-    public enum Family: Sendable { case string, number, date, reference }
+    public typealias Family = QueryRules.OrderedFamily
 
     /// The family of a compared value.
     ///
     /// - Throws: ``Unsupported`` for values queries cannot compare (bytes, locations, assets, lists).
     public static func family(of value: FieldValue) throws -> Family {
-        switch value {
-        case .string: return .string
-        case .int64, .double: return .number
-        case .date: return .date
-        case .reference: return .reference
-        default: throw Unsupported(description: "comparison with a \(value.type.rawValue) value")
+        guard let family = QueryRules.orderedFamily(of: value) else {
+            throw Unsupported(description: "comparison with a \(value.type.rawValue) value")
         }
-    }
-
-    static func scalarFamily(of value: FieldValue) -> Family? {
-        try? family(of: value)
+        return family
     }
 
     /// The family and elements of a list value that queries can look into.
@@ -132,46 +77,40 @@ public enum QueryEvaluator {
         case .stringList(let v): (.string, v.map(FieldValue.string))
         case .int64List(let v): (.number, v.map(FieldValue.int64))
         case .doubleList(let v): (.number, v.map(FieldValue.double))
-        case .dateList(let v): (.date, v.map(FieldValue.date))
+        case .dateList(let v): (.timestamp, v.map(FieldValue.date))
         case .referenceList(let v): (.reference, v.map(FieldValue.reference))
         default: nil
         }
     }
 
-    /// A value as the store compares it.
-    public static func comparable(_ value: FieldValue?) -> StoreValue {
-        switch value {
-        case nil: .null
-        case .string(let s)?: .text(Array(s.utf8))
-        case .int64(let i)?: .integer(i)
-        case .double(let d)?: .real(d)
-        case .date(let d)?: .real(d.timeIntervalSinceReferenceDate)
-        case .reference(let r)?: .text(Array(r.recordID.recordName.utf8))
-        case .bytes(let b)?: .text(Array(b.base64EncodedString().utf8))
-        case .location(let l)?: .real(l.latitude)
-        case .asset(let a)?: .text(Array((a.storedIdentifier ?? "").utf8))
-        case let other?: .text(Array(String(describing: other).utf8))
+    /// Whether `low` sorts after `high` (a generator keeps BETWEEN bounds in order with it).
+    public static func isAfter(_ low: FieldValue, _ high: FieldValue) -> Bool {
+        QueryRules.sortOrder(low, high) == .orderedDescending
+    }
+
+    /// The record's value for a key, and whether it fits a family (system keys fit their own).
+    static func operand(_ key: QueryKey, _ record: Record, family: Family) -> (fits: Bool, value: FieldValue?) {
+        switch key {
+        case .recordName: return (family == .string || family == .reference, .string(record.recordID.recordName))
+        case .creatorUserRecordID:
+            return (family == .string || family == .reference, record.creatorUserRecordID.map { .string($0.recordName) })
+        case .lastModifiedUserRecordID:
+            return (family == .string || family == .reference, record.lastModifiedUserRecordID.map { .string($0.recordName) })
+        case .creationDate: return (family == .timestamp, record.creationDate.map(FieldValue.date))
+        case .modificationDate: return (family == .timestamp, record.modificationDate.map(FieldValue.date))
+        case .field(let name):
+            guard let stored = record.value(forKey: name), QueryRules.orderedFamily(of: stored) == family else { return (false, nil) }
+            return (true, stored)
         }
     }
 
-    /// The lowercase form string equality compares, as bytes.
-    static func equalityBytes(_ text: String) -> [UInt8] {
-        Array(TextSearch.equalityKey(text).utf8)
-    }
-
-    /// The record's value for a key, and whether it fits a family (system keys always fit).
-    static func operand(_ key: QueryKey, _ record: Record, family: Family) -> (fits: Bool, value: StoreValue) {
-        switch key {
-        case .recordName: return (family == .string || family == .reference, comparable(.string(record.recordID.recordName)))
-        case .creatorUserRecordID:
-            return (family == .string || family == .reference, comparable(record.creatorUserRecordID.map { .string($0.recordName) }))
-        case .lastModifiedUserRecordID:
-            return (family == .string || family == .reference, comparable(record.lastModifiedUserRecordID.map { .string($0.recordName) }))
-        case .creationDate: return (family == .date, comparable(record.creationDate.map(FieldValue.date)))
-        case .modificationDate: return (family == .date, comparable(record.modificationDate.map(FieldValue.date)))
-        case .field(let name):
-            guard let stored = record.value(forKey: name), scalarFamily(of: stored) == family else { return (false, .null) }
-            return (true, comparable(stored))
+    /// A compared value as system keys see it: a reference or string compared with a record
+    /// name or user is its name.
+    static func asSystemOperand(_ value: FieldValue, for key: QueryKey) -> FieldValue {
+        switch (key, value) {
+        case (.recordName, .reference(let r)), (.creatorUserRecordID, .reference(let r)), (.lastModifiedUserRecordID, .reference(let r)):
+            .string(r.recordID.recordName)
+        default: value
         }
     }
 
@@ -187,50 +126,47 @@ public enum QueryEvaluator {
         case .compare(let key, let op, let value):
             if case .field(let name) = key, case .string(let text) = value, op == .equal || op == .notEqual {
                 guard case .string(let stored)? = record.value(forKey: name) else { return (false, false) }
-                let same = equalityBytes(stored) == equalityBytes(text)
+                let same = FieldValue.string(QueryRules.equalityKey(stored)) == .string(QueryRules.equalityKey(text))
                 return (true, op == .equal ? same : !same)
             }
             let (fits, operand) = operand(key, record, family: try family(of: value))
-            guard fits, operand != .null else { return (false, false) }
-            return (true, compare(operand, op, comparable(value)))
+            guard fits, let operand else { return (false, false) }
+            return (true, compare(operand, op, asSystemOperand(value, for: key)))
         case .between(let key, let low, let high):
             let (fits, operand) = operand(key, record, family: try family(of: low))
-            guard fits, operand != .null else { return (false, false) }
-            let lo = comparable(low), hi = comparable(high)
-            return (true, !(operand < lo) && !(hi < operand))
+            guard fits, let operand else { return (false, false) }
+            return (true, compare(operand, .greaterOrEqual, asSystemOperand(low, for: key)) && compare(operand, .lessOrEqual, asSystemOperand(high, for: key)))
         case .in(let key, let values):
             guard let first = values.first else { return (true, false) }
             if case .field(let name) = key, case .string = first {
                 guard case .string(let stored)? = record.value(forKey: name) else { return (false, false) }
-                let folded = equalityBytes(stored)
-                return (true, values.contains { if case .string(let text) = $0 { equalityBytes(text) == folded } else { false } })
+                let folded = FieldValue.string(QueryRules.equalityKey(stored))
+                return (true, values.contains { if case .string(let text) = $0 { .string(QueryRules.equalityKey(text)) == folded } else { false } })
             }
             let (fits, operand) = operand(key, record, family: try family(of: first))
-            guard fits, operand != .null else { return (false, false) }
-            return (true, values.contains { comparable($0) == operand })
+            guard fits, let operand else { return (false, false) }
+            return (true, values.contains { compare(operand, .equal, asSystemOperand($0, for: key)) })
         case .beginsWith(let key, let prefix):
             let (fits, operand) = operand(key, record, family: .string)
-            guard fits, case .text(let bytes) = operand else { return (false, false) }
-            return (true, hasBinaryPrefix(bytes, prefix))
+            guard fits, case .string(let text)? = operand else { return (false, false) }
+            return (true, hasBinaryPrefix(Array(text.utf8), prefix))
         case .listContains(let key, let value):
             let wantedFamily = try family(of: value)
             guard case .field(let name) = key, let stored = record.value(forKey: name),
                   let (family, elements) = listElements(stored), family == wantedFamily else { return (false, false) }
-            let wanted = comparable(value)
-            return (true, elements.contains { comparable($0) == wanted })
+            return (true, elements.contains { compare($0, .equal, value) })
         case .listContainsAny(let key, let values):
             guard let first = values.first else { return (true, false) }
             let wantedFamily = try family(of: first)
             guard case .field(let name) = key, let stored = record.value(forKey: name),
                   let (family, elements) = listElements(stored), family == wantedFamily else { return (false, false) }
-            let wanted = values.map(comparable)
-            return (true, elements.contains { element in wanted.contains(comparable(element)) })
+            return (true, elements.contains { element in values.contains { compare(element, .equal, $0) } })
         case .listAnyBeginsWith(let key, let prefix):
             guard case .field(let name) = key, case .stringList(let list)? = record.value(forKey: name) else { return (false, false) }
             return (true, list.contains { hasBinaryPrefix(Array($0.utf8), prefix) })
         case .distance(let key, let origin, let op, let kilometers):
             guard case .field(let name) = key, case .location(let location)? = record.value(forKey: name) else { return (false, false) }
-            return (true, compare(.real(distanceKilometres(from: origin, to: location)), op, .real(kilometers)))
+            return (true, compare(.double(distanceKilometres(from: origin, to: location)), op, .double(kilometers)))
         case .tokens(let words, let all):
             guard !words.isEmpty else { return (true, false) }
             let have = recordWords(record, searchableFields: searchableFields)
@@ -238,14 +174,16 @@ public enum QueryEvaluator {
         }
     }
 
-    static func compare(_ lhs: StoreValue, _ op: ComparisonOperator, _ rhs: StoreValue) -> Bool {
+    /// `lhs op rhs` under ``QueryRules/conditionOrder(_:_:)``; false across families.
+    static func compare(_ lhs: FieldValue, _ op: ComparisonOperator, _ rhs: FieldValue) -> Bool {
+        guard let order = QueryRules.conditionOrder(lhs, rhs) else { return false }
         switch op {
-        case .equal: lhs == rhs
-        case .notEqual: lhs != rhs
-        case .less: lhs < rhs
-        case .lessOrEqual: lhs < rhs || lhs == rhs
-        case .greater: rhs < lhs
-        case .greaterOrEqual: rhs < lhs || lhs == rhs
+        case .equal: return order == .orderedSame
+        case .notEqual: return order != .orderedSame
+        case .less: return order == .orderedAscending
+        case .lessOrEqual: return order != .orderedDescending
+        case .greater: return order == .orderedDescending
+        case .greaterOrEqual: return order != .orderedAscending
         }
     }
 
@@ -275,37 +213,28 @@ public enum QueryEvaluator {
 
     // MARK: - Ordering
 
-    /// The value a record sorts by for a sort descriptor.
-    public static func sortValue(_ record: Record, _ descriptor: RecordSortDescriptor) -> StoreValue {
-        switch descriptor.queryKey {
-        case .recordName: return comparable(.string(record.recordID.recordName))
-        case .creationDate: return comparable(record.creationDate.map(FieldValue.date))
-        case .modificationDate: return comparable(record.modificationDate.map(FieldValue.date))
-        case .creatorUserRecordID: return comparable(record.creatorUserRecordID.map { .string($0.recordName) })
-        case .lastModifiedUserRecordID: return comparable(record.lastModifiedUserRecordID.map { .string($0.recordName) })
-        case .field(let name):
-            if let origin = descriptor.distanceFrom {
-                guard case .location(let location)? = record.value(forKey: name) else { return .null }
-                return .real(distanceKilometres(from: origin, to: location))
-            }
-            return comparable(record.value(forKey: name))
+    /// The value a record sorts by for a sort descriptor (`nil`: missing).
+    public static func sortValue(_ record: Record, _ descriptor: RecordSortDescriptor) -> FieldValue? {
+        if let origin = descriptor.distanceFrom, case .field(let name) = descriptor.queryKey {
+            guard case .location(let location)? = record.value(forKey: name) else { return nil }
+            return .double(distanceKilometres(from: origin, to: location))
         }
+        return QueryRules.sortValue(of: record, for: descriptor.queryKey)
     }
 
     /// Records in the order of `descriptors`, ties broken by record name in the direction of the
     /// last descriptor (ascending when there is none).
     public static func sorted(_ records: [Record], by descriptors: [RecordSortDescriptor]) -> [Record] {
         let tiebreakAscending = descriptors.last?.ascending ?? true
-        let keyed = records.map { record in
-            (record, descriptors.map { sortValue(record, $0) }, Array(record.recordID.recordName.utf8))
-        }
+        let keyed = records.map { record in (record, descriptors.map { sortValue(record, $0) }) }
         return keyed.sorted { a, b in
             for (index, descriptor) in descriptors.enumerated() {
-                let x = a.1[index], y = b.1[index]
-                if x == y { continue }
-                return descriptor.ascending ? x < y : y < x
+                let order = QueryRules.sortOrder(a.1[index], b.1[index])
+                if order == .orderedSame { continue }
+                return descriptor.ascending ? order == .orderedAscending : order == .orderedDescending
             }
-            return tiebreakAscending ? a.2.lexicographicallyPrecedes(b.2) : b.2.lexicographicallyPrecedes(a.2)
+            let names = QueryRules.compareScalars(a.0.recordID.recordName, b.0.recordID.recordName)
+            return tiebreakAscending ? names == .orderedAscending : names == .orderedDescending
         }.map(\.0)
     }
 }

@@ -5,9 +5,9 @@ import Foundation
 ///
 /// `["S","text"]`, `["I",2]`, `["F",2.0]`, `["D",<seconds since 2001>]`, `["B","<base64>"]`,
 /// `["R","<recordName>",<action>]`, `["L",lat,lon,alt,hAcc,vAcc,course,speed,<timestamp>]`,
-/// `["A","<asset id>",<size>]`; a string whose lowercase form is not its ASCII lowercasing
-/// carries it at index 2 (`["S","ÉCOLE","école"]`; `["S","Milk"]` carries none, as SQLite's
-/// `lower()` gives `milk`); lists carry a list tag and the element values at index 1
+/// `["A","<asset id>",<size>]`; a string whose case folding (``QueryRules/equalityKey(_:)``)
+/// is not its ASCII lowercasing carries it at index 2 (`["S","ÉCOLE","école"]`,
+/// `["S","Straße","strasse"]`; `["S","Milk"]` carries none, as lowercasing A–Z gives `milk`); lists carry a list tag and the element values at index 1
 /// (`["SL",["a","b"]]`), with reference actions and asset sizes in a parallel array at index 2.
 /// Element 1 is always what a query compares, so `$.key[1]` is the value of `key` in SQL.
 ///
@@ -88,8 +88,8 @@ public enum FieldDocument {
         case .string(let s):
             out.append("[\"S\",")
             out.appendString(s)
-            // Equality ignores case; the folded form is kept where SQL's lower() cannot make
-            // it, so that an index can serve case-insensitive equality.
+            // Equality ignores case; the folded form is kept where ASCII lowercasing cannot
+            // make it, so that an index can serve case-insensitive equality.
             appendEqualityKey(of: s, to: &out)
         case .int64(let i): out.append("[\"I\","); out.appendInt(i)
         case .double(let d): out.append("[\"F\","); appendDouble(d, to: &out)
@@ -132,27 +132,14 @@ public enum FieldDocument {
         out.append(UInt8(ascii: "]"))
     }
 
-    /// Appends `,"<folded>"` when ``TextSearch/equalityKey(_:)`` differs from what SQLite's
-    /// `lower()` makes of `s` (it folds the ASCII letters A–Z and nothing else). Stores compare
-    /// `coalesce($.key[2], lower($.key[1]))`, so ASCII text, by far the most common, carries no
+    /// Appends `,"<folded>"` when the string's equality key differs from its ASCII lowercasing
+    /// (``QueryRules/foldedFormToStore(_:)``). Engines compare `coalesce($.key[2],
+    /// <ASCII-lowercase of $.key[1]>)`, so ASCII text, by far the most common, carries no
     /// second copy; text with other letters that fold carries its folded form.
     private static func appendEqualityKey(of s: String, to out: inout ByteOutput) {
-        guard !isASCII(s) else { return }
-        let key = TextSearch.equalityKey(s)
-        guard !key.utf8.elementsEqual(s.utf8.lazy.map(asciiLowercased)) else { return }
+        guard let key = QueryRules.foldedFormToStore(s) else { return }
         out.append(UInt8(ascii: ","))
         out.appendString(key)
-    }
-
-    private static func isASCII(_ s: String) -> Bool {
-        if let ascii = s.utf8.withContiguousStorageIfAvailable({ bytes in !bytes.contains { $0 >= 0x80 } }) { return ascii }
-        var s = s
-        return s.withUTF8 { bytes in !bytes.contains { $0 >= 0x80 } }
-    }
-
-    /// What SQLite's built-in `lower()` does to one UTF-8 byte.
-    @inline(__always) private static func asciiLowercased(_ byte: UInt8) -> UInt8 {
-        byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte + 32 : byte
     }
 
     private static func appendLocationBody(_ l: Location, to out: inout ByteOutput) {

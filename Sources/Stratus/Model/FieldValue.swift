@@ -4,6 +4,9 @@ import Foundation
 ///
 /// Every case round-trips exactly through a store: an ``int64(_:)`` never comes back as a
 /// ``double(_:)``, a date never comes back as a number. Lists are homogeneous by construction.
+/// Values are equal only when they are the same bytes: strings compare by Unicode scalars
+/// (not by canonical equivalence, so NFC and NFD text differ), numbers and dates by their bit
+/// patterns (`0.0` and `-0.0` differ); see ``QueryRules`` for how queries compare them.
 ///
 /// ```swift
 /// record.setValue(.int64(2), forKey: "quantity")

@@ -1,14 +1,12 @@
 import Foundation
 
-/// How Stratus compares text: string equality ignores case, and tokenized search
-/// (`self CONTAINS`) ignores case and diacritics and skips stop words, as CloudKit does.
+/// How Stratus searches text: tokenized search (`self CONTAINS`) ignores case and diacritics
+/// and skips stop words, as CloudKit does. (String equality is in ``QueryRules``.)
 ///
-/// Engines store ``equalityKey(_:)`` beside each string and ``tokens(in:)`` of searchable
-/// fields, so that queries on them can use indexes.
+/// Engines store ``tokens(in:)`` of searchable fields, so that searches can use an index.
 ///
 /// ```swift
 /// TextSearch.tokens(in: "The Café at Bob's")   // ["cafe", "bob", "s"]
-/// TextSearch.equalityKey("Milk") == TextSearch.equalityKey("MILK")   // true
 /// ```
 public enum TextSearch {
     /// Words too common to search for; they are dropped from searches and from indexed text.
@@ -17,11 +15,6 @@ public enum TextSearch {
         "no", "not", "of", "on", "or", "such", "that", "the", "their", "then", "there", "these",
         "they", "this", "to", "was", "will", "with",
     ]
-
-    /// The form string equality compares: the string lowercased (Unicode-aware).
-    public static func equalityKey(_ text: String) -> String {
-        text.lowercased()
-    }
 
     /// The distinct search words of `text`: split at anything but letters and digits, case and
     /// diacritics folded, stop words dropped, in order of first appearance.

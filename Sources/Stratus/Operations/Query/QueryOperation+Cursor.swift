@@ -16,17 +16,22 @@ extension QueryOperation {
         @_spi(StratusEngine) public let query: CompiledQuery
         public let containerIdentifier: String
         public let databaseScope: Database.Scope
-        /// The last record returned.
+        /// The store the cursor's pages came from: a cursor is refused by any other store.
+        let storeIdentifier: String
+        /// The last record returned: its sort values as typed values (``QueryRules``).
         @_spi(StratusEngine) public let position: QueryPosition
 
-        static let prefix = "stc1_"
+        static let prefix = "stc2_"
+        /// Cursors of Stratus versions whose positions held the SQL values a store compared.
+        static let olderPrefixes = ["stc1_"]
 
-        init(query: CompiledQuery, context: DatabaseContext, position: QueryPosition) {
+        init(query: CompiledQuery, context: DatabaseContext, storeIdentifier: String, position: QueryPosition) {
             var query = query
             query.desiredKeys = nil
             self.query = query
             self.containerIdentifier = context.containerIdentifier
             self.databaseScope = context.scope
+            self.storeIdentifier = storeIdentifier
             self.position = position
         }
 
@@ -40,6 +45,9 @@ extension QueryOperation {
         ///
         /// - Throws: ``StratusError`` `invalidArguments` when the text is not a cursor.
         public init(serialized: String) throws {
+            if Self.olderPrefixes.contains(where: serialized.hasPrefix) {
+                throw StratusError(.invalidArguments, "the query cursor comes from an older version of Stratus, whose cursors this version cannot continue; start the query again")
+            }
             guard serialized.hasPrefix(Self.prefix) else {
                 throw StratusError(.invalidArguments, "'\(serialized.prefix(20))…' is not a Stratus query cursor (cursors start with \(Self.prefix))")
             }
@@ -60,11 +68,14 @@ extension QueryOperation {
             return compiled.fingerprint == self.query.fingerprint
         }
 
-        func check(for context: DatabaseContext) throws {
+        func check(for context: DatabaseContext, storeIdentifier: String) throws {
             // A cursor can also be decoded from other Codable forms; check it before use.
             try query.validate()
             guard context.containerIdentifier == containerIdentifier, context.scope == databaseScope else {
                 throw StratusError(.invalidArguments, "the cursor belongs to \(containerIdentifier)/\(databaseScope), not to \(context.containerIdentifier)/\(context.scope)")
+            }
+            guard storeIdentifier == self.storeIdentifier else {
+                throw StratusError(.invalidArguments, "the cursor comes from another store; a cursor continues a query only on the store that printed it")
             }
         }
 

@@ -52,8 +52,9 @@ public final class QueryOperation: DatabaseOperation, RecordProducingOperation, 
         precondition(resultsLimit >= 0, "QueryOperation.resultsLimit must not be negative")
         var compiled: CompiledQuery
         var position: QueryPosition?
+        let store = try engine.storeIdentifier
         if let cursor {
-            try cursor.check(for: context)
+            try cursor.check(for: context, storeIdentifier: store)
             compiled = cursor.query
             compiled.desiredKeys = desiredKeys
             position = cursor.position
@@ -70,7 +71,7 @@ public final class QueryOperation: DatabaseOperation, RecordProducingOperation, 
         while returned < limit {
             if isCancelled {
                 var error = StratusError.cancelled("QueryOperation", completed: returned)
-                error.resumeCursor = position.map { Cursor(query: compiled, context: context, position: $0) }
+                error.resumeCursor = position.map { Cursor(query: compiled, context: context, storeIdentifier: store, position: $0) }
                 return error
             }
             let page = try withRetry {
@@ -84,7 +85,7 @@ public final class QueryOperation: DatabaseOperation, RecordProducingOperation, 
             position = page.nextPosition
             if position == nil { break }
         }
-        resultCursor = position.map { Cursor(query: compiled, context: context, position: $0) }
+        resultCursor = position.map { Cursor(query: compiled, context: context, storeIdentifier: store, position: $0) }
         return nil
     }
 
