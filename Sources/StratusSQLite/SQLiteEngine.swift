@@ -96,8 +96,38 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
                 connection.resetActiveStatements()   // DROP TABLE needs no statement of this connection running
                 try connection.execute(SQLiteSchema.upgrade(recordsAreKeyed: columns.contains("change_key")))
                 try synchronizeIndexes(on: connection)
+                if found < 4 { try refoldDocuments(on: connection) }
                 try connection.execute("PRAGMA user_version = \(SQLiteSchema.version)")
             }
+        }
+    }
+
+    /// Rewrites the field documents that hold non-ASCII text, whose folded copies older
+    /// versions made by lowercasing instead of case folding (version 4). A document is
+    /// non-ASCII exactly when its length in characters differs from its length in bytes.
+    private func refoldDocuments(on connection: SQLiteConnection) throws {
+        let select = try connection.uncachedStatement("""
+            SELECT change_key, fields FROM records WHERE change_key > ? AND length(fields) != length(CAST(fields AS BLOB))
+            ORDER BY change_key LIMIT 1000
+            """)
+        let update = try connection.uncachedStatement("UPDATE records SET fields = ? WHERE change_key = ?")
+        var after = Int64.min
+        while true {
+            // A thousand documents at a time, so that memory stays flat on a large store.
+            select.reset()
+            try select.bind([.integer(after)])
+            var rewritten: [(Int64, [UInt8])] = []
+            while try select.step() {
+                let (fields, encrypted) = try FieldDocument.decodeDocument(select.text(1) ?? "{}", zoneID: .default) { _ in nil }
+                rewritten.append((select.int64(0), FieldDocument.encodedBytes(fields, encryptedKeys: encrypted)))
+            }
+            guard let last = rewritten.last else { return }
+            for (key, document) in rewritten {
+                update.reset()
+                try update.bind([.text(String(decoding: document, as: UTF8.self)), .integer(key)])
+                try update.step()
+            }
+            after = last.0
         }
     }
 

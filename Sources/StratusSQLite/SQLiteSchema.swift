@@ -16,9 +16,11 @@
 ///   record-type index (a type's records are listed through the name index unless its schema
 ///   declares `recordName`); and string equality compares `coalesce($.key[2], lower($.key[1]))`,
 ///   so documents no longer carry an ASCII lowercase copy of each string. Opening an older store
-///   rebuilds its records table and schema indexes (``upgrade(from:)``).
+///   rebuilds its records table and schema indexes (``upgrade(from:)``);
+/// - version 4 folds case fully for string equality (``Stratus/QueryRules/equalityKey(_:)``:
+///   `ß` is `ss`): documents with non-ASCII text get their folded copies again on upgrade.
 enum SQLiteSchema {
-    static let version: Int64 = 3
+    static let version: Int64 = 4
 
     /// Bits of a record's `change_key` that hold its zone's change sequence; the zone row is
     /// in the bits above. Rows of one zone thus lie together in change order, so that reading

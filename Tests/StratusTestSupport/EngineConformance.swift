@@ -25,6 +25,9 @@ public enum EngineConformance {
     public struct Environment: Sendable {
         public let store: TemporaryStore
         public let engine: any StorageEngine
+        /// Opens the case another, separate store of the same engine (in a fresh directory
+        /// inside ``store``): for checks that span two stores.
+        public let makeAnotherEngine: @Sendable () throws -> any StorageEngine
 
         /// The container identifier every case uses.
         public static let containerIdentifier = "com.example.conformance"
@@ -47,11 +50,16 @@ public enum EngineConformance {
 
         /// Runs the check on a new store that `factory` opens in a fresh temporary directory,
         /// which is removed afterwards.
-        public func run(with factory: EngineFactory) async throws {
+        public func run(with factory: @escaping EngineFactory) async throws {
             let store = try TemporaryStore(prefix: "stratus-conformance")
             defer { store.remove() }
             let engine = try factory(store.directory)
-            try await body(Environment(store: store, engine: engine))
+            let another: @Sendable () throws -> any StorageEngine = {
+                let directory = store.directory.appendingPathComponent("another-\(UUID().uuidString.lowercased())", isDirectory: true)
+                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+                return try factory(directory)
+            }
+            try await body(Environment(store: store, engine: engine, makeAnotherEngine: another))
         }
 
         public var description: String { name }
@@ -61,6 +69,6 @@ public enum EngineConformance {
     /// Every case, in a stable order.
     public static var cases: [TestCase] {
         roundTripCases + systemFieldCases + savePolicyCases + batchCases + validationCases
-            + fetchAndDeleteCases + queryCases + pagingCases + scopeCases + queryLanguageCases
+            + fetchAndDeleteCases + queryCases + pagingCases + scopeCases + queryLanguageCases + ruleCases
     }
 }

@@ -156,12 +156,12 @@ public enum TestDatabase {
 
     /// Every record a query matches, in the query's order, read 400 at a time with cursors.
     public static func queryAll(
-        _ query: Query, in database: Database, zoneID: RecordZone.ID? = nil, desiredKeys: [String]? = nil
+        _ query: Query, in database: Database, zoneID: RecordZone.ID? = nil, desiredKeys: [String]? = nil, pageSize: Int = 400
     ) async throws -> [Record] {
-        var page = try await database.records(matching: query, inZoneWith: zoneID, desiredKeys: desiredKeys, resultsLimit: 400)
+        var page = try await database.records(matching: query, inZoneWith: zoneID, desiredKeys: desiredKeys, resultsLimit: pageSize)
         var records = try page.matchResults.map { try $0.1.get() }
         while let cursor = page.queryCursor {
-            page = try await database.records(continuingMatchFrom: cursor, desiredKeys: desiredKeys, resultsLimit: 400)
+            page = try await database.records(continuingMatchFrom: cursor, desiredKeys: desiredKeys, resultsLimit: pageSize)
             records += try page.matchResults.map { try $0.1.get() }
         }
         return records

@@ -1,0 +1,132 @@
+import Foundation
+import Stratus
+import Testing
+
+// MARK: - Stratus's comparison, equality and ordering rules (QueryRules), through the public API
+
+extension EngineConformance {
+    static let ruleCases: [TestCase] = [
+        TestCase("distinct bytes are distinct values: NFC to NFD, 0.0 to -0.0 and Ohm to Omega are stored changes", distinctBytesAreStored),
+        TestCase("string equality folds case fully (ß, ﬁ, final sigma) and does not normalize", equalityFoldsCase),
+        TestCase("order: missing first ascending and last descending, numbers < timestamps < strings < references, unordered values as missing", mixedFamilyOrder),
+        TestCase("a cursor is refused by another store", cursorFromAnotherStore),
+    ]
+
+    /// Saves `value` into field `v` of record `name` with the forced policy that skips saves
+    /// changing nothing, and answers what kind of write it was.
+    private static func forceSave(_ name: String, _ value: FieldValue, in database: Database) async throws -> RecordWriteKind {
+        try await TestDatabase.saveKinds([makeRecord("Rule", name, ["v": value])], in: database, writeMode: .forceUpdate)[0]
+    }
+
+    static func distinctBytesAreStored(_ env: Environment) async throws {
+        let database = env.container().publicCloudDatabase
+        let pairs: [(String, FieldValue, FieldValue)] = [
+            ("nfc-nfd", .string("caf\u{E9}"), .string("cafe\u{301}")),
+            ("zero", .double(0.0), .double(-0.0)),
+            ("ohm", .string("\u{2126}"), .string("\u{3A9}")),
+            ("list", .stringList(["\u{E9}"]), .stringList(["e\u{301}"])),
+            ("doubles", .doubleList([0.0, 1]), .doubleList([-0.0, 1])),
+        ]
+        for (name, first, second) in pairs {
+            #expect(try await forceSave(name, first, in: database) == .created)
+            #expect(try await forceSave(name, first, in: database) == .unchanged, "\(name): the same bytes again change nothing")
+            #expect(try await forceSave(name, second, in: database) == .updated, "\(name): different bytes are a change, though Swift's == calls them equal")
+            let stored = try #require(try await database.record(for: Record.ID(recordName: name)).value(forKey: "v"))
+            #expect(stored == second, "\(name): read back as stored")
+            switch (stored, second) {
+            case (.string(let a), .string(let b)): #expect(Array(a.unicodeScalars) == Array(b.unicodeScalars))
+            case (.double(let a), .double(let b)): #expect(a.bitPattern == b.bitPattern)
+            default: break
+            }
+        }
+        // Going back is a change too, and the change feed carries it.
+        let token = try await database.recordZoneChanges(inZoneWith: .default, since: nil).changeToken
+        #expect(try await forceSave("ohm", .string("\u{2126}"), in: database) == .updated)
+        let changes = try await database.recordZoneChanges(inZoneWith: .default, since: token)
+        #expect(changes.modificationResultsByID.keys.map(\.recordName) == ["ohm"])
+    }
+
+    static func equalityFoldsCase(_ env: Environment) async throws {
+        let database = env.container().publicCloudDatabase
+        let texts: [String: String] = [
+            "strasse-sharp": "Straße", "strasse-caps": "STRASSE", "strasse-capital-sharp": "STRAẞE", "strasse-plain": "strasse",
+            "fish-ligature": "\u{FB01}sh", "fish-caps": "FISH",
+            "sigma-final": "ΟΔΟΣ", "sigma-small": "οδος", "sigma-final-small": "οδoς",
+            "cafe-nfc": "CAF\u{C9}", "cafe-nfd": "cafe\u{301}",
+        ]
+        try await TestDatabase.save(texts.map { makeRecord("Word", $0.key, ["text": .string($0.value)]) }, in: database)
+        func names(_ format: String, _ arguments: any Sendable...) async throws -> Set<String> {
+            let records = try await TestDatabase.queryAll(Query(recordType: "Word", predicate: try QueryPredicate(format: format, argumentArray: arguments)), in: database)
+            return Set(records.map(\.recordID.recordName))
+        }
+        #expect(try await names("text == %@", "strasse") == ["strasse-sharp", "strasse-caps", "strasse-capital-sharp", "strasse-plain"])
+        #expect(try await names("text == %@", "Straße") == ["strasse-sharp", "strasse-caps", "strasse-capital-sharp", "strasse-plain"])
+        #expect(try await names("text == %@", "fish") == ["fish-ligature", "fish-caps"])
+        #expect(try await names("text == %@", "οδοσ") == ["sigma-final", "sigma-small"], "final sigma folds to sigma; the Latin o does not match omicron")
+        #expect(try await names("text == %@", "caf\u{E9}") == ["cafe-nfc"], "equality folds case but does not normalize: NFD text differs")
+        #expect(try await names("text IN %@", ["FISH", "cafe\u{301}"]) == ["fish-ligature", "fish-caps", "cafe-nfd"])
+        #expect(try await names("text != %@", "STRASSE").isDisjoint(with: ["strasse-sharp", "strasse-caps", "strasse-plain"]))
+        // Ordering comparisons and BEGINSWITH are exact.
+        #expect(try await names("text BEGINSWITH %@", "Stra") == ["strasse-sharp"])
+    }
+
+    static func mixedFamilyOrder(_ env: Environment) async throws {
+        let database = env.container().publicCloudDatabase
+        let values: [String: FieldValue?] = [
+            "a-missing": nil,
+            "b-list": .stringList(["a"]),
+            "c-bytes": .bytes(Data([1, 2])),
+            "d-location": .location(Location(latitude: 1, longitude: 2)),
+            "e-int-big": .int64(9_007_199_254_740_993),
+            "f-double-big": .double(9_007_199_254_740_992),
+            "g-int-neg": .int64(-3),
+            "h-double-neg": .double(-2.5),
+            "i-double-zero": .double(-0.0),
+            "j-int-zero": .int64(0),
+            "k-date-early": .date(Date(timeIntervalSinceReferenceDate: -1_000)),
+            "l-date-late": .date(Date(timeIntervalSinceReferenceDate: 1_000)),
+            "m-string-upper": .string("Zebra"),
+            "n-string-lower": .string("apple"),
+            "o-string-accent": .string("\u{E9}clair"),
+            "p-string-empty": .string(""),
+            "q-reference": .reference(reference("aaa")),
+            "r-reference-late": .reference(reference("zzz")),
+        ]
+        let records = values.map { name, value in makeRecord("Mixed", name, value.map { ["k": $0] } ?? ["other": .int64(1)]) }
+        try await TestDatabase.save(records, in: database)
+        // The rules, spelled out: missing and unordered first (by name), numbers by value (exact
+        // between INT64 and DOUBLE, -0.0 ties with 0 and falls back to the name), timestamps,
+        // strings by scalar, references by name.
+        let ascending = ["a-missing", "b-list", "c-bytes", "d-location",
+                         "g-int-neg", "h-double-neg", "i-double-zero", "j-int-zero", "f-double-big", "e-int-big",
+                         "k-date-early", "l-date-late",
+                         "p-string-empty", "m-string-upper", "n-string-lower", "o-string-accent",
+                         "q-reference", "r-reference-late"]
+        for pageSize in [1, 3, 100] {
+            for ascendingOrder in [true, false] {
+                let query = Query(recordType: "Mixed", predicate: .all)
+                query.sortDescriptors = [RecordSortDescriptor(key: "k", ascending: ascendingOrder)]
+                let found = try await TestDatabase.queryAll(query, in: database, pageSize: pageSize).map(\.recordID.recordName)
+                // Descending reverses the whole order, ties included (the tiebreak follows the last key).
+                let expected = ascendingOrder ? ascending : ascending.reversed()
+                #expect(found == expected, "sorted \(ascendingOrder ? "ascending" : "descending") in pages of \(pageSize)")
+                #expect(try QueryEvaluator.evaluate(query, over: records).map(\.recordID.recordName) == expected, "the oracle agrees")
+            }
+        }
+    }
+
+    static func cursorFromAnotherStore(_ env: Environment) async throws {
+        let database = env.container().publicCloudDatabase
+        try await TestDatabase.save(makeRecords("Item", count: 5) { ["n": .int64(Int64($0))] }, in: database)
+        let (_, cursor) = try await database.records(matching: Query(recordType: "Item", predicate: .all), resultsLimit: 2)
+        let text = try #require(cursor).serialized
+        let other = Container(identifier: Environment.containerIdentifier, engine: try env.makeAnotherEngine(), userName: "alice").publicCloudDatabase
+        try await TestDatabase.save(makeRecords("Item", count: 5) { ["n": .int64(Int64($0))] }, in: other)
+        let error = await caughtError { try await other.records(continuingMatchFrom: try QueryOperation.Cursor(serialized: text)) }
+        #expect(stratusError(error)?.code == .invalidArguments)
+        #expect(stratusError(error)?.message.contains("another store") == true)
+        // On its own store it goes on.
+        let (rest, _) = try await database.records(continuingMatchFrom: try QueryOperation.Cursor(serialized: text))
+        #expect(rest.count == 3)
+    }
+}
