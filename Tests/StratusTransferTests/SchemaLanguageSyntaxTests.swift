@@ -232,6 +232,10 @@ struct SchemaLanguageSyntaxTests {
         #expect(Set(users.fields) == [.init("nickname", type: .string, indexes: [.queryable]), ContainerSchema.usersRolesField])
         #expect(users.grants == [.creator: .read])
         #expect(declared.recordTypes.count == 1)
+        // Its roles field may be indexed, not retyped (see the malformed inputs).
+        let indexed = try SchemaReader().read("DEFINE SCHEMA RECORD TYPE Users (roles LIST<INT64> QUERYABLE);")
+        #expect(indexed.recordType("Users")?.fields == [.init("roles", type: .int64List, indexes: .queryable)])
+        try indexed.validate()
 
         #expect(SchemaWriter().text(for: ContainerSchema()) == """
             DEFINE SCHEMA

@@ -33,6 +33,12 @@ public struct ContainerSchema: Hashable, Sendable {
     /// The field of `Users` records that lists a user's roles, which CloudKit always declares.
     public static let usersRolesField = RecordTypeSchema.Field("roles", type: .int64List)
 
+    /// Whether `field` can be the `roles` field of `Users`: CloudKit's INT64_LIST, which a schema
+    /// may index but not retype.
+    static func isUsersRolesField(_ field: RecordTypeSchema.Field) -> Bool {
+        field.name == usersRolesField.name && field.type == usersRolesField.type && !field.isEncrypted && !field.isNumber
+    }
+
     /// The `Users` type as CloudKit creates it: `roles LIST<INT64>`, written by its creator,
     /// read by everyone.
     public static let defaultUsersRecordType = RecordTypeSchema(
@@ -79,8 +85,8 @@ public struct ContainerSchema: Hashable, Sendable {
             for role in type.grants.keys.sorted() where !role.isSystem && !roles.contains(role) {
                 throw StratusError(.invalidArguments, "record type \(type.recordType) grants to role '\(role.name)', which the schema does not create")
             }
-            if type.recordType == Self.usersRecordType, let roles = type.field(Self.usersRolesField.name), roles != Self.usersRolesField {
-                throw StratusError(.invalidArguments, "the 'roles' field of Users is CloudKit's: an unindexed INT64_LIST")
+            if type.recordType == Self.usersRecordType, let roles = type.field(Self.usersRolesField.name), !Self.isUsersRolesField(roles) {
+                throw StratusError(.invalidArguments, "the 'roles' field of Users is CloudKit's: an INT64_LIST, not encrypted")
             }
         }
     }

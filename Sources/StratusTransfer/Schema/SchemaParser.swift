@@ -105,10 +105,14 @@ struct SchemaParser {
             try advance()
         } else {
             while true {
+                // What may follow the item, for the message when something else does.
+                let following: String
                 if token.isKeyword("GRANT") {
-                    try parseGrant(into: &type)
+                    let role = try parseGrant(into: &type)
+                    following = "',' or ')' after the GRANT to \(SchemaLanguage.quoted(role.name))"
                 } else {
-                    try parseField(into: &type, positions: &fieldPositions)
+                    let field = try parseField(into: &type, positions: &fieldPositions)
+                    following = "QUERYABLE, SORTABLE, SEARCHABLE, ',' or ')' after field \(SchemaLanguage.quoted(field))"
                 }
                 if token.isPunctuation(",") {
                     try advance()
@@ -116,14 +120,14 @@ struct SchemaParser {
                     try advance()
                     break
                 } else {
-                    throw unexpected("',' or ')' after the \(previousItem(type))")
+                    throw unexpected(following)
                 }
             }
         }
         if type.recordType == ContainerSchema.usersRecordType, let roles = type.field(ContainerSchema.usersRolesField.name),
-            roles != ContainerSchema.usersRolesField
+            roles.type != .int64List || roles.isEncrypted || roles.isNumber
         {
-            throw source.error("the 'roles' field of Users is CloudKit's: declare it as roles LIST<INT64>, without options", at: fieldPositions[roles.name] ?? start)
+            throw source.error("the 'roles' field of Users is CloudKit's: declare it as roles LIST<INT64>", at: fieldPositions[roles.name] ?? start)
         }
         do {
             try type.validate()
@@ -133,13 +137,10 @@ struct SchemaParser {
         schema.recordTypes.append(type)
     }
 
-    private func previousItem(_ type: RecordTypeSchema) -> String {
-        "declaration in record type \(SchemaLanguage.quoted(type.recordType))"
-    }
-
     // MARK: - Fields
 
-    private mutating func parseField(into type: inout RecordTypeSchema, positions: inout [String: Int]) throws(StratusError) {
+    /// Reads a field declaration; returns its name as written.
+    private mutating func parseField(into type: inout RecordTypeSchema, positions: inout [String: Int]) throws(StratusError) -> String {
         let nameStart = token.start
         guard token.kind == .word || token.kind == .quoted else {
             throw unexpected("a field name or GRANT")
@@ -189,6 +190,7 @@ struct SchemaParser {
         } else {
             type.fields.append(RecordTypeSchema.Field(name, type: declared.type, indexes: indexes, isEncrypted: declared.isEncrypted, isNumber: declared.isNumber))
         }
+        return written
     }
 
     /// Refuses an option CloudKit refuses for the field's type.
@@ -275,7 +277,8 @@ struct SchemaParser {
 
     // MARK: - Grants
 
-    private mutating func parseGrant(into type: inout RecordTypeSchema) throws(StratusError) {
+    /// Reads a GRANT clause; returns the role it grants to.
+    private mutating func parseGrant(into type: inout RecordTypeSchema) throws(StratusError) -> SecurityRole {
         try advance()
         var permissions: RecordPermissions = []
         while true {
@@ -299,6 +302,7 @@ struct SchemaParser {
         }
         grantedRoles.append((role, start))
         type.grant(permissions, to: role)
+        return role
     }
 
     // MARK: - Tokens
