@@ -86,6 +86,8 @@ extension SQLiteEngine {
             case "creationDate": "created_at"
             case "modificationDate": "modified_at"
             case "recordName": "record_name"
+            case "creatorUserRecordID": "created_by"
+            case "lastModifiedUserRecordID": "modified_by"
             default:
                 forEquality && schema.field(name)?.type == .string
                     ? SQLiteQueryBuilder.equalityValue(name, table: "") : SQLiteQueryBuilder.value(name, table: "")

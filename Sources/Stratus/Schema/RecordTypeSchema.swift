@@ -1,9 +1,10 @@
 import Foundation
 
-/// The indexes of one record type: which fields are queryable, sortable and searchable.
+/// One record type of a container's schema: its fields and their indexes, which security roles
+/// may do what with its records, and the system fields it indexes.
 ///
-/// A store builds real indexes for them, and queries that filter or sort on indexed fields use
-/// them. Queries on fields without an index still work, by scanning. A compound index serves
+/// A store builds real indexes for the indexed fields, and queries that filter or sort on them
+/// use them. Queries on fields without an index still work, by scanning. A compound index serves
 /// queries that test some fields for equality and sort by another, at the cost of one page
 /// whatever the page number.
 ///
@@ -11,15 +12,18 @@ import Foundation
 /// var schema = RecordTypeSchema(recordType: "Todo")
 /// schema.addField("title", type: .string, indexes: [.queryable, .searchable])
 /// schema.addField("createdAt", type: .timestamp, indexes: [.sortable])
+/// schema.addField("secret", type: .string, isEncrypted: true)
 /// schema.compoundIndexes = [.init(equalityFields: ["list"], sortField: "createdAt")]
+/// schema.grants = RecordTypeSchema.publicDatabaseGrants
 /// try await container.saveSchema(schema)
 /// ```
 ///
 /// System fields are indexed only when a schema asks, as in CloudKit's schema (where
-/// `createdTimestamp`, `modifiedTimestamp` and `recordName` are marked queryable or sortable):
-/// declare a TIMESTAMP field named `creationDate` or `modificationDate`, or a STRING field
-/// named `recordName`. Every record pays for each index on every write, so a store keeps none
-/// it was not asked for.
+/// `"___createTime"`, `"___modTime"`, `"___recordID"`, `"___createdBy"` and `"___modifiedBy"`
+/// can be made queryable or sortable): declare a TIMESTAMP field named `creationDate` or
+/// `modificationDate`, a STRING field named `recordName`, or a REFERENCE field named
+/// `creatorUserRecordID` or `lastModifiedUserRecordID` (``SystemField`` maps the names). Every
+/// record pays for each index on every write, so a store keeps none it was not asked for.
 ///
 /// ```swift
 /// schema.addField("modificationDate", type: .timestamp, indexes: [.sortable])
@@ -33,28 +37,52 @@ import Foundation
 /// ```swift
 /// schema.addField("recordName", type: .string, indexes: [.queryable])
 /// ```
-public struct RecordTypeSchema: Hashable, Sendable, Codable {
+///
+/// Two schemas are equal when they declare the same fields, compound indexes and grants, in
+/// whatever order: as in CloudKit, the order of declarations carries no meaning.
+public struct RecordTypeSchema: Hashable, Sendable {
     public let recordType: String
+    /// The declared fields, and the system fields the type indexes (by their Stratus names).
     public var fields: [Field]
     public var compoundIndexes: [CompoundIndex]
+    /// What each security role may do with records of this type in the public database.
+    /// A role that is not listed may do nothing; CloudKit merges several grants to one role.
+    public var grants: [SecurityRole: RecordPermissions]
 
-    public init(recordType: String, fields: [Field] = [], compoundIndexes: [CompoundIndex] = []) {
+    public init(
+        recordType: String, fields: [Field] = [], compoundIndexes: [CompoundIndex] = [],
+        grants: [SecurityRole: RecordPermissions] = [:]
+    ) {
         self.recordType = recordType
         self.fields = fields
         self.compoundIndexes = compoundIndexes
+        self.grants = grants
     }
 
-    /// A field and its indexes.
-    public struct Field: Hashable, Sendable, Codable {
+    /// A field, its type and its indexes.
+    public struct Field: Hashable, Sendable {
         public let name: String
         public let type: FieldType
         public var indexes: Indexes
+        /// Whether CloudKit encrypts the field's values end to end (`ENCRYPTED` in the schema
+        /// language). Encrypted fields have no index; REFERENCE and ASSET fields cannot be
+        /// encrypted.
+        public let isEncrypted: Bool
+        /// Whether CloudKit declares the field as `NUMBER PREFERRED AS` ``type``: a field it
+        /// created from a number before the type was fixed. ``type`` is then INT64 or DOUBLE
+        /// (or a list of them), and values are stored as that type.
+        public let isNumber: Bool
 
-        public init(_ name: String, type: FieldType, indexes: Indexes) {
+        public init(_ name: String, type: FieldType, indexes: Indexes = [], isEncrypted: Bool = false, isNumber: Bool = false) {
             self.name = name
             self.type = type
             self.indexes = indexes
+            self.isEncrypted = isEncrypted
+            self.isNumber = isNumber
         }
+
+        /// The system field this declaration indexes, when its name is one.
+        public var systemField: SystemField? { SystemField(rawValue: name) }
     }
 
     /// The kinds of index a field can have, as in CloudKit's schema editor.
@@ -81,22 +109,42 @@ public struct RecordTypeSchema: Hashable, Sendable, Codable {
     }
 
     /// Adds a field, or replaces the one with the same name.
-    public mutating func addField(_ name: String, type: FieldType, indexes: Indexes) {
+    public mutating func addField(_ name: String, type: FieldType, indexes: Indexes = [], isEncrypted: Bool = false) {
         fields.removeAll { $0.name == name }
-        fields.append(Field(name, type: type, indexes: indexes))
+        fields.append(Field(name, type: type, indexes: indexes, isEncrypted: isEncrypted))
     }
 
     /// The field named `name`, if declared.
     public func field(_ name: String) -> Field? { fields.first { $0.name == name } }
+
+    /// Adds `permissions` to what `role` may do with records of this type.
+    ///
+    /// ```swift
+    /// schema.grant([.create, .write], to: "moderator")
+    /// ```
+    public mutating func grant(_ permissions: RecordPermissions, to role: SecurityRole) {
+        grants[role, default: []].formUnion(permissions)
+    }
+
+    /// The grants CloudKit's documentation gives a type used in the public database: its
+    /// creator may write, signed-in users may create, everyone may read.
+    public static let publicDatabaseGrants: [SecurityRole: RecordPermissions] = [.creator: .write, .authenticated: .create, .world: .read]
 
     /// Names of the fields whose words `self CONTAINS` searches through the index.
     public var searchableFields: [String] { fields.filter { $0.indexes.contains(.searchable) }.map(\.name) }
 
     /// The system fields a schema can index, by the names queries use for them, with the type
     /// a declaration gives them.
-    public static let indexableSystemFields: [String: FieldType] = ["creationDate": .timestamp, "modificationDate": .timestamp, "recordName": .string]
+    public static let indexableSystemFields: [String: FieldType] = [
+        "creationDate": .timestamp, "modificationDate": .timestamp, "recordName": .string,
+        "creatorUserRecordID": .reference, "lastModifiedUserRecordID": .reference,
+    ]
 
-    /// Checks names, types and that compound indexes name declared scalar fields.
+    /// Checks names, types, encryption and that compound indexes name declared scalar fields.
+    ///
+    /// ```swift
+    /// try schema.validate()
+    /// ```
     ///
     /// - Throws: ``StratusError`` `invalidArguments` naming the problem.
     public func validate() throws {
@@ -104,7 +152,7 @@ public struct RecordTypeSchema: Hashable, Sendable, Codable {
         var seen: Set<String> = []
         for field in fields {
             if let systemType = Self.indexableSystemFields[field.name] {
-                guard field.type == systemType, !field.indexes.contains(.searchable) else {
+                guard field.type == systemType, !field.indexes.contains(.searchable), !field.isEncrypted, !field.isNumber else {
                     throw StratusError(.invalidArguments, "the system field '\(field.name)' of \(recordType) can only be declared as a queryable or sortable \(systemType.rawValue)")
                 }
             } else {
@@ -119,6 +167,17 @@ public struct RecordTypeSchema: Hashable, Sendable, Codable {
             if field.indexes.contains(.sortable) && field.type.isList {
                 throw StratusError(.invalidArguments, "field '\(field.name)' of \(recordType) is a list; lists cannot be sortable")
             }
+            if field.isEncrypted {
+                if [.reference, .referenceList, .asset, .assetList].contains(field.type) {
+                    throw StratusError(.invalidArguments, "field '\(field.name)' of \(recordType) is \(field.type.rawValue), which CloudKit does not encrypt")
+                }
+                if !field.indexes.isEmpty {
+                    throw StratusError(.invalidArguments, "field '\(field.name)' of \(recordType) is encrypted; CloudKit has no index on encrypted fields")
+                }
+            }
+            if field.isNumber && ![.int64, .double, .int64List, .doubleList].contains(field.type) {
+                throw StratusError(.invalidArguments, "field '\(field.name)' of \(recordType) is a NUMBER, which CloudKit prefers as INT64 or DOUBLE, not \(field.type.rawValue)")
+            }
         }
         for index in compoundIndexes {
             for name in index.equalityFields + (index.sortField.map { [$0] } ?? []) where Self.indexableSystemFields[name] == nil {
@@ -128,10 +187,16 @@ public struct RecordTypeSchema: Hashable, Sendable, Codable {
                 if field.type.isList || field.type == .location || field.type == .asset || field.type == .bytes {
                     throw StratusError(.invalidArguments, "the compound index of \(recordType) names '\(name)', a \(field.type.rawValue) field; only STRING, INT64, DOUBLE, TIMESTAMP and REFERENCE fields can be in one")
                 }
+                if field.isEncrypted {
+                    throw StratusError(.invalidArguments, "the compound index of \(recordType) names '\(name)', an encrypted field; CloudKit has no index on encrypted fields")
+                }
             }
             if index.equalityFields.isEmpty && index.sortField == nil {
                 throw StratusError(.invalidArguments, "a compound index of \(recordType) names no field")
             }
+        }
+        for role in grants.keys {
+            try role.validate()
         }
     }
 }

@@ -1,0 +1,93 @@
+/// A container's whole schema: the security roles it creates and its record types, as a
+/// `.ckdb` file (`cktool export-schema`) describes it.
+///
+/// ```swift
+/// var schema = ContainerSchema(roles: ["moderator"])
+/// var post = RecordTypeSchema(recordType: "Post", grants: RecordTypeSchema.publicDatabaseGrants)
+/// post.addField("title", type: .string, indexes: [.queryable, .searchable])
+/// post.grant([.create, .write], to: "moderator")
+/// schema.recordTypes.append(post)
+/// schema.includeUsersRecordType()
+/// try schema.validate()
+/// ```
+///
+/// Two container schemas are equal when they create the same roles and declare equal record
+/// types, in whatever order.
+public struct ContainerSchema: Hashable, Sendable {
+    /// The roles the schema creates; CloudKit's own (``SecurityRole/systemRoles``) always
+    /// exist and are not listed.
+    public var roles: Set<SecurityRole>
+    public var recordTypes: [RecordTypeSchema]
+
+    public init(roles: Set<SecurityRole> = [], recordTypes: [RecordTypeSchema] = []) {
+        self.roles = roles
+        self.recordTypes = recordTypes
+    }
+
+    /// The record type named `name`, if declared.
+    public func recordType(_ name: String) -> RecordTypeSchema? { recordTypes.first { $0.recordType == name } }
+
+    /// The record type of CloudKit's user records, which every container has.
+    public static let usersRecordType = "Users"
+
+    /// The field of `Users` records that lists a user's roles, which CloudKit always declares.
+    public static let usersRolesField = RecordTypeSchema.Field("roles", type: .int64List)
+
+    /// Whether `field` can be the `roles` field of `Users`: CloudKit's INT64_LIST, which a schema
+    /// may index but not retype.
+    static func isUsersRolesField(_ field: RecordTypeSchema.Field) -> Bool {
+        field.name == usersRolesField.name && field.type == usersRolesField.type && !field.isEncrypted && !field.isNumber
+    }
+
+    /// The `Users` type as CloudKit creates it: `roles LIST<INT64>`, written by its creator,
+    /// read by everyone.
+    public static let defaultUsersRecordType = RecordTypeSchema(
+        recordType: usersRecordType, fields: [usersRolesField], grants: [.creator: .write, .world: .read])
+
+    /// Adds what CloudKit's containers always have and its exports always show: the `Users`
+    /// record type (``defaultUsersRecordType``) when the schema lacks it, and its `roles` field
+    /// when a declared `Users` lacks that.
+    ///
+    /// ```swift
+    /// schema.includeUsersRecordType()
+    /// ```
+    public mutating func includeUsersRecordType() {
+        guard let index = recordTypes.firstIndex(where: { $0.recordType == Self.usersRecordType }) else {
+            recordTypes.append(Self.defaultUsersRecordType)
+            return
+        }
+        if recordTypes[index].field(Self.usersRolesField.name) == nil {
+            recordTypes[index].fields.append(Self.usersRolesField)
+        }
+    }
+
+    /// Checks every record type, that no type is declared twice, that the roles the schema
+    /// creates are valid and that grants name existing roles.
+    ///
+    /// ```swift
+    /// try schema.validate()
+    /// ```
+    ///
+    /// - Throws: ``StratusError`` `invalidArguments` naming the problem.
+    public func validate() throws {
+        for role in roles.sorted() {
+            if role.isSystem {
+                throw StratusError(.invalidArguments, "role \(role.name) is CloudKit's own; a schema cannot create it")
+            }
+            try role.validate()
+        }
+        var seen: Set<String> = []
+        for type in recordTypes {
+            try type.validate()
+            guard seen.insert(type.recordType).inserted else {
+                throw StratusError(.invalidArguments, "record type \(type.recordType) is declared twice")
+            }
+            for role in type.grants.keys.sorted() where !role.isSystem && !roles.contains(role) {
+                throw StratusError(.invalidArguments, "record type \(type.recordType) grants to role '\(role.name)', which the schema does not create")
+            }
+            if type.recordType == Self.usersRecordType, let roles = type.field(Self.usersRolesField.name), !Self.isUsersRolesField(roles) {
+                throw StratusError(.invalidArguments, "the 'roles' field of Users is CloudKit's: an INT64_LIST, not encrypted")
+            }
+        }
+    }
+}

@@ -1,0 +1,54 @@
+import Foundation
+
+// Stores keep schemas as this JSON. Keys added after the first version are optional on reading
+// and left out when they hold their default, so schemas stored before them decode, and a
+// schema that uses none of them encodes as it always did.
+
+extension RecordTypeSchema: Codable {
+    private enum CodingKeys: String, CodingKey {
+        case recordType, fields, compoundIndexes, grants
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        recordType = try container.decode(String.self, forKey: .recordType)
+        fields = try container.decode([Field].self, forKey: .fields)
+        compoundIndexes = try container.decodeIfPresent([CompoundIndex].self, forKey: .compoundIndexes) ?? []
+        let grantsByName = try container.decodeIfPresent([String: RecordPermissions].self, forKey: .grants) ?? [:]
+        grants = Dictionary(uniqueKeysWithValues: grantsByName.map { (SecurityRole($0.key), $0.value) })
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(recordType, forKey: .recordType)
+        try container.encode(fields, forKey: .fields)
+        try container.encode(compoundIndexes, forKey: .compoundIndexes)
+        if !grants.isEmpty {
+            try container.encode(Dictionary(uniqueKeysWithValues: grants.map { ($0.key.name, $0.value) }), forKey: .grants)
+        }
+    }
+}
+
+extension RecordTypeSchema.Field: Codable {
+    private enum CodingKeys: String, CodingKey {
+        case name, type, indexes, isEncrypted, isNumber
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        name = try container.decode(String.self, forKey: .name)
+        type = try container.decode(FieldType.self, forKey: .type)
+        indexes = try container.decode(RecordTypeSchema.Indexes.self, forKey: .indexes)
+        isEncrypted = try container.decodeIfPresent(Bool.self, forKey: .isEncrypted) ?? false
+        isNumber = try container.decodeIfPresent(Bool.self, forKey: .isNumber) ?? false
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(name, forKey: .name)
+        try container.encode(type, forKey: .type)
+        try container.encode(indexes, forKey: .indexes)
+        if isEncrypted { try container.encode(true, forKey: .isEncrypted) }
+        if isNumber { try container.encode(true, forKey: .isNumber) }
+    }
+}

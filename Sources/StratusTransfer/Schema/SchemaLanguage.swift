@@ -1,0 +1,67 @@
+import Stratus
+
+/// The vocabulary the schema reader and writer share.
+enum SchemaLanguage {
+    /// Words that stand for themselves wherever they appear, so a name spelled like one must be
+    /// quoted. CloudKit's documentation lists these five; every other keyword can be a name
+    /// (real schemas name fields `type`, `order` and `timestamp`, and a record type `List`).
+    static let reservedWords: Set<String> = ["GRANT", "PREFERRED", "QUERYABLE", "SORTABLE", "SEARCHABLE"]
+
+    /// Field options, with their indexes, in the order `cktool` writes them.
+    static let options: [(name: String, indexes: RecordTypeSchema.Indexes)] = [
+        ("QUERYABLE", .queryable), ("SEARCHABLE", .searchable), ("SORTABLE", .sortable),
+    ]
+
+    /// The scalar types, by keyword.
+    static let scalarTypes: [String: FieldType] = [
+        "ASSET": .asset, "BYTES": .bytes, "DOUBLE": .double, "INT64": .int64, "LOCATION": .location,
+        "REFERENCE": .reference, "STRING": .string, "TIMESTAMP": .timestamp,
+    ]
+
+    /// The types `ENCRYPTED` can precede.
+    static let encryptableTypes: Set<FieldType> = [.bytes, .string, .double, .int64, .location, .timestamp]
+
+    /// The keyword of a scalar type.
+    static func keyword(_ type: FieldType) -> String {
+        scalarTypes.first { $0.value == type }?.key ?? type.rawValue
+    }
+
+    /// The list type whose elements are `type`.
+    static func listType(of type: FieldType) -> FieldType {
+        switch type {
+        case .string: .stringList
+        case .int64: .int64List
+        case .double: .doubleList
+        case .timestamp: .timestampList
+        case .bytes: .bytesList
+        case .reference: .referenceList
+        case .location: .locationList
+        case .asset: .assetList
+        default: type
+        }
+    }
+
+    /// The element type of a list type, or `nil` for a scalar type.
+    static func elementType(of type: FieldType) -> FieldType? {
+        guard type.isList else { return nil }
+        return scalarTypes.values.first { listType(of: $0) == type }
+    }
+
+    /// The type of a field as the schema language writes it: `LIST<ENCRYPTED STRING>`,
+    /// `NUMBER PREFERRED AS INT64`, …
+    static func typeText(_ field: RecordTypeSchema.Field) -> String {
+        let element = elementType(of: field.type) ?? field.type
+        var text = field.isNumber ? "NUMBER PREFERRED AS \(keyword(element))" : keyword(element)
+        if field.isEncrypted { text = "ENCRYPTED " + text }
+        return field.type.isList ? "LIST<\(text)>" : text
+    }
+
+    /// A name as the schema language writes it: bare when it is an identifier that is not a
+    /// reserved word, else in double quotes (system fields, `_world`, `"test role"`).
+    static func quoted(_ name: String) -> String {
+        let bytes = name.utf8
+        let plain = bytes.first.map(SchemaLexer.isLetter) == true && bytes.allSatisfy(SchemaLexer.isWordByte)
+            && !reservedWords.contains(name.uppercased())
+        return plain ? name : "\"\(name)\""
+    }
+}

@@ -1,0 +1,353 @@
+import Stratus
+
+/// A recursive-descent parser for CloudKit's schema language, after the grammar of Apple's
+/// "Integrating a Text-Based Schema into Your Workflow":
+///
+/// ```
+/// create-schema: DEFINE SCHEMA [ { create-role | record-type } ";" ] ...
+/// create-role:   CREATE ROLE %role-name%
+/// record-type:   RECORD TYPE %type-name% ( { %field-name% data-type [ field-options ... ]
+///                                          | GRANT { READ | CREATE | WRITE } [, ...] TO %role-name% } [, ...] )
+/// field-options: QUERYABLE | SORTABLE | SEARCHABLE
+/// data-type:     primitive-type | LIST < primitive-type >
+/// primitive-type: ASSET | BYTES | DOUBLE | INT64 | LOCATION | REFERENCE | STRING | TIMESTAMP
+///                | ENCRYPTED { BYTES | STRING | DOUBLE | INT64 | LOCATION | TIMESTAMP }
+///                | NUMBER [ PREFERRED AS { INT64 | DOUBLE } ]
+/// ```
+///
+/// Keywords are case-insensitive, names case-sensitive. Rules CloudKit enforces are checked as
+/// each declaration is read, so that an error points at the word that breaks one.
+struct SchemaParser {
+    private let source: SchemaSource
+    private var lexer: SchemaLexer
+    private var token: SchemaToken
+    private var schema = ContainerSchema()
+    /// Where each created role and declared type was named, for messages about repeats.
+    private var rolePositions: [SecurityRole: Int] = [:]
+    private var typePositions: [String: Int] = [:]
+    /// Roles named by grants, checked against the created roles once the whole file is read
+    /// (a role may be created after a type that grants to it).
+    private var grantedRoles: [(role: SecurityRole, offset: Int)] = []
+
+    init(bytes: [UInt8]) throws(StratusError) {
+        source = SchemaSource(bytes: bytes)
+        lexer = SchemaLexer(source: source)
+        token = try lexer.next()
+    }
+
+    mutating func parse() throws(StratusError) -> ContainerSchema {
+        guard token.isKeyword("DEFINE") else { throw unexpected("DEFINE SCHEMA at the start of the file") }
+        try advance()
+        try expectKeyword("SCHEMA", after: "DEFINE")
+        while token.kind != .end {
+            if token.isKeyword("CREATE") {
+                try advance()
+                try expectKeyword("ROLE", after: "CREATE")
+                try parseRole()
+                try expectPunctuation(";", "';' after the CREATE ROLE statement")
+            } else if token.isKeyword("RECORD") {
+                try advance()
+                try expectKeyword("TYPE", after: "RECORD")
+                try parseRecordType()
+                try expectPunctuation(";", "';' after the RECORD TYPE statement")
+            } else {
+                throw unexpected("CREATE ROLE, RECORD TYPE or the end of the file")
+            }
+        }
+        for (role, offset) in grantedRoles where !role.isSystem && !schema.roles.contains(role) {
+            throw source.error("role \(SchemaLanguage.quoted(role.name)) is not created by this schema; add CREATE ROLE \(SchemaLanguage.quoted(role.name)); or grant to \"_world\", \"_icloud\" or \"_creator\"", at: offset)
+        }
+        do {
+            try schema.validate()
+        } catch {
+            // The checks above cover the model's rules; this guards against one they miss.
+            throw source.error((error as? StratusError)?.message ?? "\(error)", at: 0)
+        }
+        return schema
+    }
+
+    // MARK: - Statements
+
+    private mutating func parseRole() throws(StratusError) {
+        let start = token.start
+        let role = SecurityRole(try expectName("a role name"))
+        if role.isSystem {
+            throw source.error("role \(SchemaLanguage.quoted(role.name)) is CloudKit's own and always exists; a schema cannot create it", at: start)
+        }
+        do {
+            try role.validate()
+        } catch {
+            throw source.error(error.message, at: start)
+        }
+        if let first = rolePositions[role] {
+            throw source.error("role \(SchemaLanguage.quoted(role.name)) is created twice (first at \(place(first)))", at: start)
+        }
+        rolePositions[role] = start
+        schema.roles.insert(role)
+    }
+
+    private mutating func parseRecordType() throws(StratusError) {
+        let start = token.start
+        let name = try expectName("a record type name")
+        do {
+            try Naming.checkIdentifier(name, kind: "record type name")
+        } catch {
+            throw source.error(error.message, at: start)
+        }
+        if let first = typePositions[name] {
+            throw source.error("record type \(SchemaLanguage.quoted(name)) is declared twice (first at \(place(first)))", at: start)
+        }
+        typePositions[name] = start
+        var type = RecordTypeSchema(recordType: name)
+        var fieldPositions: [String: Int] = [:]
+        try expectPunctuation("(", "'(' after the record type name")
+        if token.isPunctuation(")") {
+            try advance()
+        } else {
+            while true {
+                // What may follow the item, for the message when something else does.
+                let following: String
+                if token.isKeyword("GRANT") {
+                    let role = try parseGrant(into: &type)
+                    following = "',' or ')' after the GRANT to \(SchemaLanguage.quoted(role.name))"
+                } else {
+                    let field = try parseField(into: &type, positions: &fieldPositions)
+                    following = "QUERYABLE, SORTABLE, SEARCHABLE, ',' or ')' after field \(SchemaLanguage.quoted(field))"
+                }
+                if token.isPunctuation(",") {
+                    try advance()
+                } else if token.isPunctuation(")") {
+                    try advance()
+                    break
+                } else {
+                    throw unexpected(following)
+                }
+            }
+        }
+        if type.recordType == ContainerSchema.usersRecordType, let roles = type.field(ContainerSchema.usersRolesField.name),
+            roles.type != .int64List || roles.isEncrypted || roles.isNumber
+        {
+            throw source.error("the 'roles' field of Users is CloudKit's: declare it as roles LIST<INT64>", at: fieldPositions[roles.name] ?? start)
+        }
+        do {
+            try type.validate()
+        } catch {
+            throw source.error((error as? StratusError)?.message ?? "\(error)", at: start)
+        }
+        schema.recordTypes.append(type)
+    }
+
+    // MARK: - Fields
+
+    /// Reads a field declaration; returns its name as written.
+    private mutating func parseField(into type: inout RecordTypeSchema, positions: inout [String: Int]) throws(StratusError) -> String {
+        let nameStart = token.start
+        guard token.kind == .word || token.kind == .quoted else {
+            throw unexpected("a field name or GRANT")
+        }
+        if token.kind == .word, SchemaLanguage.reservedWords.contains(token.upperText) {
+            throw source.error("\(token.upperText) is a reserved word; write \"\(token.text)\" to use it as a field name", at: nameStart)
+        }
+        let written = token.text
+        let name: String
+        if let system = SystemField(cloudKitName: written) {
+            name = system.rawValue
+        } else if written.hasPrefix("_") {
+            let systemNames = SystemField.allCases.map { "\"\($0.cloudKitName)\"" }
+            throw source.error("\(SchemaLanguage.quoted(written)) is not a system field a schema can declare; names starting with '_' are CloudKit's, and its system fields are \(systemNames.dropLast().joined(separator: ", ")) and \(systemNames.last!)", at: nameStart)
+        } else {
+            do {
+                try Naming.checkFieldKey(written)
+            } catch {
+                throw source.error(error.message, at: nameStart)
+            }
+            name = written
+        }
+        if let first = positions[name] {
+            throw source.error("field \(SchemaLanguage.quoted(written)) is declared twice in record type \(SchemaLanguage.quoted(type.recordType)) (first at \(place(first)))", at: nameStart)
+        }
+        positions[name] = nameStart
+        try advance()
+
+        let typeStart = token.start
+        let declared = try parseType()
+        if let system = SystemField(rawValue: name), declared.type != system.cloudKitType || declared.isEncrypted || declared.isNumber {
+            throw source.error("the system field \"\(written)\" is \(SchemaLanguage.keyword(system.cloudKitType)); its type cannot change", at: typeStart)
+        }
+        var indexes: RecordTypeSchema.Indexes = []
+        while token.kind == .word, let option = SchemaLanguage.options.first(where: { token.isKeyword($0.name) }) {
+            try check(option: option.name, option.indexes, on: declared, field: written, at: token.start)
+            indexes.insert(option.indexes)
+            try advance()
+        }
+
+        // A system field named without options says nothing CloudKit does not already know
+        // (every type has them all), so only its indexes are kept.
+        if let system = SystemField(rawValue: name) {
+            if !indexes.isEmpty, let declaredType = system.declaredType {
+                type.fields.append(RecordTypeSchema.Field(name, type: declaredType, indexes: indexes))
+            }
+        } else {
+            type.fields.append(RecordTypeSchema.Field(name, type: declared.type, indexes: indexes, isEncrypted: declared.isEncrypted, isNumber: declared.isNumber))
+        }
+        return written
+    }
+
+    /// Refuses an option CloudKit refuses for the field's type.
+    private func check(option: String, _ index: RecordTypeSchema.Indexes, on declared: DeclaredType, field: String, at offset: Int) throws(StratusError) {
+        let shown = SchemaLanguage.quoted(field)
+        if let system = SystemField(cloudKitName: field), system.declaredType == nil {
+            throw source.error("the system field \"\(field)\" cannot have an index", at: offset)
+        }
+        if declared.isEncrypted {
+            throw source.error("field \(shown) is ENCRYPTED, and CloudKit has no index on encrypted fields, so it cannot be \(option)", at: offset)
+        }
+        if index == .searchable && declared.type != .string && declared.type != .stringList {
+            throw source.error("field \(shown) is \(declared.text); only STRING and LIST<STRING> fields can be SEARCHABLE", at: offset)
+        }
+        if index == .sortable && declared.type.isList {
+            throw source.error("field \(shown) is \(declared.text); a list cannot be SORTABLE", at: offset)
+        }
+    }
+
+    /// A type as declared: the Stratus type, and the words that qualified it.
+    private struct DeclaredType {
+        var type: FieldType
+        var isEncrypted = false
+        var isNumber = false
+        /// The type as written, for messages.
+        var text: String
+    }
+
+    private mutating func parseType() throws(StratusError) -> DeclaredType {
+        guard token.isKeyword("LIST") else { return try parsePrimitiveType(inList: false) }
+        try advance()
+        try expectPunctuation("<", "'<' after LIST")
+        var element = try parsePrimitiveType(inList: true)
+        try expectPunctuation(">", "'>' after the type of the list's elements")
+        element.type = SchemaLanguage.listType(of: element.type)
+        element.text = "LIST<\(element.text)>"
+        return element
+    }
+
+    private mutating func parsePrimitiveType(inList: Bool) throws(StratusError) -> DeclaredType {
+        let start = token.start
+        guard token.kind == .word else { throw unexpected(inList ? "the type of the list's elements" : "a type after the field name") }
+        let keyword = token.upperText
+        if let type = SchemaLanguage.scalarTypes[keyword] {
+            try advance()
+            return DeclaredType(type: type, text: keyword)
+        }
+        switch keyword {
+        case "ENCRYPTED":
+            try advance()
+            let innerStart = token.start
+            if token.isKeyword("LIST") {
+                throw source.error(inList ? "a LIST cannot hold a LIST" : "ENCRYPTED goes inside the list: write LIST<ENCRYPTED …>", at: innerStart)
+            }
+            guard token.kind == .word, let type = SchemaLanguage.scalarTypes[token.upperText] else {
+                if token.isKeyword("NUMBER") || token.isKeyword("ENCRYPTED") {
+                    throw source.error("\(token.upperText) cannot be ENCRYPTED; expected BYTES, STRING, DOUBLE, INT64, LOCATION or TIMESTAMP", at: innerStart)
+                }
+                throw unexpected("BYTES, STRING, DOUBLE, INT64, LOCATION or TIMESTAMP after ENCRYPTED")
+            }
+            guard SchemaLanguage.encryptableTypes.contains(type) else {
+                let reason = type == .asset ? "CloudKit encrypts assets already" : "CloudKit keeps references in the clear for its own use"
+                throw source.error("\(token.upperText) cannot be ENCRYPTED: \(reason)", at: innerStart)
+            }
+            try advance()
+            return DeclaredType(type: type, isEncrypted: true, text: "ENCRYPTED \(SchemaLanguage.keyword(type))")
+        case "NUMBER":
+            try advance()
+            guard token.isKeyword("PREFERRED") else {
+                throw source.error("NUMBER needs PREFERRED AS INT64 or PREFERRED AS DOUBLE: Stratus stores every field with one exact type", at: start)
+            }
+            try advance()
+            try expectKeyword("AS", after: "PREFERRED")
+            guard token.isKeyword("INT64") || token.isKeyword("DOUBLE") else { throw unexpected("INT64 or DOUBLE after PREFERRED AS") }
+            let type: FieldType = token.isKeyword("INT64") ? .int64 : .double
+            try advance()
+            return DeclaredType(type: type, isNumber: true, text: "NUMBER PREFERRED AS \(SchemaLanguage.keyword(type))")
+        case "LIST" where inList:
+            throw source.error("a LIST cannot hold a LIST", at: start)
+        default:
+            throw source.error("unknown type \(describe(token)); expected STRING, INT64, DOUBLE, TIMESTAMP, BYTES, REFERENCE, ASSET, LOCATION, LIST<…>, ENCRYPTED … or NUMBER PREFERRED AS …", at: start)
+        }
+    }
+
+    // MARK: - Grants
+
+    /// Reads a GRANT clause; returns the role it grants to.
+    private mutating func parseGrant(into type: inout RecordTypeSchema) throws(StratusError) -> SecurityRole {
+        try advance()
+        var permissions: RecordPermissions = []
+        while true {
+            guard token.kind == .word, let named = RecordPermissions.named.first(where: { token.isKeyword($0.name) }) else {
+                throw unexpected(permissions.isEmpty ? "READ, CREATE or WRITE after GRANT" : "READ, CREATE or WRITE after ','")
+            }
+            permissions.insert(named.permission)
+            try advance()
+            if token.isPunctuation(",") {
+                try advance()
+            } else {
+                break
+            }
+        }
+        guard token.isKeyword("TO") else { throw unexpected("',' or TO after the permissions of GRANT") }
+        try advance()
+        let start = token.start
+        let role = SecurityRole(try expectName("a role name after TO"))
+        if role.name.hasPrefix("_") && !role.isSystem {
+            throw source.error("\(SchemaLanguage.quoted(role.name)) is not one of CloudKit's roles \"_world\", \"_icloud\" and \"_creator\"", at: start)
+        }
+        grantedRoles.append((role, start))
+        type.grant(permissions, to: role)
+        return role
+    }
+
+    // MARK: - Tokens
+
+    private mutating func advance() throws(StratusError) {
+        token = try lexer.next()
+    }
+
+    private mutating func expectKeyword(_ keyword: String, after previous: String) throws(StratusError) {
+        guard token.isKeyword(keyword) else { throw unexpected("\(keyword) after \(previous)") }
+        try advance()
+    }
+
+    private mutating func expectPunctuation(_ character: Unicode.Scalar, _ expected: String) throws(StratusError) {
+        guard token.isPunctuation(character) else { throw unexpected(expected) }
+        try advance()
+    }
+
+    /// A name: a quoted name, or a word that is not a reserved word.
+    private mutating func expectName(_ expected: String) throws(StratusError) -> String {
+        if token.kind == .word, SchemaLanguage.reservedWords.contains(token.upperText) {
+            throw source.error("\(token.upperText) is a reserved word; write \"\(token.text)\" to use it as a name", at: token.start)
+        }
+        guard token.kind == .word || token.kind == .quoted else { throw unexpected(expected) }
+        let name = token.text
+        try advance()
+        return name
+    }
+
+    private func unexpected(_ expected: String) -> StratusError {
+        source.error("expected \(expected), found \(describe(token))", at: token.start)
+    }
+
+    private func describe(_ token: SchemaToken) -> String {
+        let shown: String
+        switch token.kind {
+        case .end: return "the end of the file"
+        case .quoted: shown = "\"\(token.text)\""
+        case .word, .punctuation: shown = token.text
+        }
+        return shown.count > 40 ? "'\(shown.prefix(40))…'" : "'\(shown)'"
+    }
+
+    private func place(_ offset: Int) -> String {
+        let (line, column) = source.position(of: offset)
+        return "\(line):\(column)"
+    }
+}

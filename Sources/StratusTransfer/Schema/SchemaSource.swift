@@ -1,0 +1,68 @@
+import Stratus
+
+/// The bytes of a schema file, and errors that point into them.
+struct SchemaSource {
+    let bytes: [UInt8]
+
+    /// The 1-based line and column (counted in characters) of a byte offset.
+    func position(of offset: Int) -> (line: Int, column: Int) {
+        let offset = min(max(offset, 0), bytes.count)
+        let start = lineStart(offset)
+        let line = 1 + bytes[0..<start].reduce(0) { $0 + ($1 == 0x0A ? 1 : 0) }
+        return (line, String(decoding: bytes[start..<offset], as: UTF8.self).count + 1)
+    }
+
+    private func lineStart(_ offset: Int) -> Int {
+        var start = offset
+        while start > 0, bytes[start - 1] != 0x0A { start -= 1 }
+        return start
+    }
+
+    /// An `invalidArguments` error at a byte offset whose message reads `line:column: problem`,
+    /// then the input line, then a caret under the column.
+    func error(_ problem: String, at offset: Int) -> StratusError {
+        let offset = min(max(offset, 0), bytes.count)
+        let (line, column) = position(of: offset)
+        let start = lineStart(offset)
+        var end = offset
+        while end < bytes.count, bytes[end] != 0x0A { end += 1 }
+        let before = Array(String(decoding: bytes[start..<offset], as: UTF8.self))
+        var after = Array(String(decoding: bytes[offset..<end], as: UTF8.self))
+        if after.last == "\r" { after.removeLast() }
+        // Long lines are cut to a window around the column so the message stays readable.
+        let window = 60
+        let shownBefore = before.count > window ? Array("…") + before.suffix(window) : before
+        let shownAfter = after.count > window ? after.prefix(window) + Array("…") : after
+        // Control characters would break the two-line layout; tabs are kept so the caret lines up.
+        let excerpt = (shownBefore + shownAfter).map { character -> Character in
+            character != "\t" && character.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) ? "·" : character
+        }
+        let caret = shownBefore.map { $0 == "\t" ? "\t" : " " }.joined()
+        var error = StratusError(.invalidArguments, "\(line):\(column): \(problem)\n    \(String(excerpt))\n    \(caret)^")
+        error.line = line
+        error.column = column
+        return error
+    }
+
+    /// The character at `offset` as a message shows it: `'x'`, `U+0000`, or `byte 0xFF` where
+    /// the bytes are not UTF-8.
+    func describeCharacter(at offset: Int) -> String {
+        let lead = bytes[offset]
+        let length = lead < 0x80 ? 1 : lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 0
+        if length > 0, offset + length <= bytes.count,
+            let text = String(validating: bytes[offset..<(offset + length)], as: UTF8.self), let scalar = text.unicodeScalars.first
+        {
+            if scalar.properties.generalCategory == .control || scalar.value == 0x7F {
+                return "character U+\(String(scalar.value, radix: 16, uppercase: true).leftPadded(to: 4))"
+            }
+            return "character '\(text)'"
+        }
+        return "byte 0x\(String(lead, radix: 16, uppercase: true).leftPadded(to: 2)), which is not UTF-8"
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
+}
