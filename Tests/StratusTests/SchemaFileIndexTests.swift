@@ -1,6 +1,6 @@
 import Foundation
-import Stratus
-import StratusSQLite
+@_spi(StratusEngine) import Stratus
+@_spi(StratusEngine) import StratusSQLite
 import StratusTestSupport
 import StratusTransfer
 import Testing
