@@ -307,7 +307,7 @@ extension RecordReader {
         let record = Record(
             recordType: recordType, recordID: Record.ID(recordName: name, zoneID: options.zoneID), values: values,
             systemFields: system, parent: parent, encryptedKeys: encryptedKeys)
-        for key in removed { record.setValue(nil, forKey: key) }
+        for key in removed { record.setFieldValue(nil, forKey: key) }
         return .record(record, line: line)
     }
 

@@ -138,7 +138,7 @@ extension JSONCursor {
         let record = Record(
             recordType: recordType, recordID: Record.ID(recordName: name, zoneID: zoneID), values: consume values,
             systemFields: system, parent: parent, encryptedKeys: encryptedKeys)
-        for key in removed { record.setValue(nil, forKey: key) }
+        for key in removed { record.setFieldValue(nil, forKey: key) }
         return record
     }
 

@@ -184,7 +184,7 @@ func modelOnly(count: Int) {
                 fields["price"] = .double(1.5)
                 let record = Record(recordType: "Item", recordID: Record.ID(recordName: "item-\(i)", zoneID: zone),
                                     systemFields: Record.SystemFields(), fields: fields)
-                for (key, value) in fields { record.setValue(value, forKey: key, encrypted: false) }
+                for (key, value) in fields { record.setFieldValue(value, forKey: key, encrypted: false) }
                 kept &+= record.recordType.utf8.count
             }
         }
@@ -192,10 +192,10 @@ func modelOnly(count: Int) {
             for i in 0..<count {
                 let record = Record(recordType: "Item", recordID: Record.ID(recordName: "item-\(i)", zoneID: zone),
                                     systemFields: Record.SystemFields(), fields: [:])
-                record.setValue(.string("Item number"), forKey: "title", encrypted: false)
-                record.setValue(.date(Date(timeIntervalSinceReferenceDate: Double(i))), forKey: "created", encrypted: false)
-                record.setValue(.int64(Int64(i)), forKey: "quantity", encrypted: false)
-                record.setValue(.double(1.5), forKey: "price", encrypted: false)
+                record.setFieldValue(.string("Item number"), forKey: "title", encrypted: false)
+                record.setFieldValue(.date(Date(timeIntervalSinceReferenceDate: Double(i))), forKey: "created", encrypted: false)
+                record.setFieldValue(.int64(Int64(i)), forKey: "quantity", encrypted: false)
+                record.setFieldValue(.double(1.5), forKey: "price", encrypted: false)
                 kept &+= record.recordType.utf8.count
             }
         }

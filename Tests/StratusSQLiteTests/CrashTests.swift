@@ -88,14 +88,14 @@ struct CrashTests {
         let committed = logged.count
         #expect(logged == (0..<committed).map { "committed \($0)" }, "\(context): the log of \(writer) is not 'committed 0…n-1'")
         let progressID = Record.ID(recordName: "\(writer)-progress")
-        let progressValue = try engine.fetchRecords([progressID], in: Self.context)[progressID]?.value(forKey: "batch")
+        let progressValue = try engine.fetchRecords([progressID], in: Self.context)[progressID]?.fieldValue(forKey: "batch")
         let progress: Int? = if case .int64(let n)? = progressValue { Int(n) } else { nil }
         let query = try CompiledQuery(Query(recordType: "Batch", predicate: try QueryPredicate(format: "writer == %@", writer)), zoneID: .default, desiredKeys: nil)
         let records = try engine.queryRecords(query, in: Self.context, after: nil, limit: 1_000_000).records
         var counts: [Int: Int] = [:]
         var heads = Set<Int>()
         for record in records {
-            guard case .int64(let batch)? = record.value(forKey: "batch") else {
+            guard case .int64(let batch)? = record.fieldValue(forKey: "batch") else {
                 Issue.record("\(context): \(record.recordID.recordName) has no batch")
                 continue
             }

@@ -108,7 +108,7 @@ final class LatencyProbe: @unchecked Sendable {
                     let found = try engine.fetchRecords([counter], in: context)
                     _ = try engine.queryRecords(query, in: context, after: nil, limit: 100)
                     let elapsed = ContinuousClock.now - start
-                    let value: Int64? = if case .int64(let n)? = found[counter]?.value(forKey: "n") { n } else { nil }
+                    let value: Int64? = if case .int64(let n)? = found[counter]?.fieldValue(forKey: "n") { n } else { nil }
                     state.withLock { s in
                         s.reads += 1
                         s.maximum = max(s.maximum, elapsed)
@@ -218,7 +218,7 @@ struct MultiProcessTests {
             // from 1 to it was won by exactly one save of one writer.
             let engine = try SQLiteEngine(path: path)
             let counter = try #require(try engine.fetchRecords([counterID], in: Self.context)[counterID], "the counter record exists")
-            #expect(counter.value(forKey: "n") == .int64(Int64(increments)), "final counter vs successful increments")
+            #expect(counter.fieldValue(forKey: "n") == .int64(Int64(increments)), "final counter vs successful increments")
             #expect(won.count == increments)
             #expect(won.sorted() == (0..<Int64(increments)).map { $0 + 1 }, "each value was won exactly once")
             #expect(increments > 0 && conflicts > 0, "the writers raced (\(increments) increments, \(conflicts) conflicts)")
@@ -230,7 +230,7 @@ struct MultiProcessTests {
                     let ids = (0..<recordsPerFile).map { Record.ID(recordName: "i\(importer)f\(file)-\($0)") }
                     let found = try engine.fetchRecords(ids, in: Self.context)
                     missing += ids.count - found.count
-                    for (i, id) in ids.enumerated() where found[id]?.value(forKey: "n") != .int64(Int64(i)) && found[id] != nil {
+                    for (i, id) in ids.enumerated() where found[id]?.fieldValue(forKey: "n") != .int64(Int64(i)) && found[id] != nil {
                         Issue.record("\(id.recordName) holds \(String(describing: found[id]?.fieldValues))")
                     }
                 }
@@ -285,7 +285,7 @@ struct MultiProcessTests {
 
             // Reads are not blocked by the writer.
             start = ContinuousClock.now
-            #expect(try await database.record(for: Record.ID(recordName: "before")).value(forKey: "n") == .int64(1))
+            #expect(try await database.record(for: Record.ID(recordName: "before")).fieldValue(forKey: "n") == .int64(1))
             // A blocked read would fail with zoneBusy above; the bound only catches a long wait.
             #expect(ContinuousClock.now - start < .seconds(3))
 
@@ -321,7 +321,7 @@ struct MultiProcessTests {
             let start = ContinuousClock.now
             let outcome: Result<FieldValue?, any Error> = Result {
                 let engine = try SQLiteEngine(path: path)
-                return try engine.fetchRecords([Record.ID(recordName: "present")], in: Self.context)[Record.ID(recordName: "present")]?.value(forKey: "n")
+                return try engine.fetchRecords([Record.ID(recordName: "present")], in: Self.context)[Record.ID(recordName: "present")]?.fieldValue(forKey: "n")
             }
             let waited = ContinuousClock.now - start
             switch outcome {

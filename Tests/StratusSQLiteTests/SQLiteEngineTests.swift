@@ -28,9 +28,9 @@ struct SQLiteEngineTests {
             let database = Container(identifier: Self.identifier, engine: reopened, userName: "alice").privateCloudDatabase
             let note = try await database.record(for: Record.ID(recordName: "note-1"))
             #expect(note.systemFields == saved[0].systemFields)
-            #expect(note.value(forKey: "title") == .string("kept"))
-            #expect(note.value(forKey: "n") == .int64(2))
-            #expect(note.value(forKey: "x") == .double(2))
+            #expect(note.fieldValue(forKey: "title") == .string("kept"))
+            #expect(note.fieldValue(forKey: "n") == .int64(2))
+            #expect(note.fieldValue(forKey: "x") == .double(2))
             let image = try #require(note["image"] as? Asset)
             #expect(FileManager.default.contents(atPath: try #require(image.fileURL).path) == imageBytes)
             let all = try await TestDatabase.queryAll(Query(recordType: "Note"), in: database)
@@ -54,8 +54,8 @@ struct SQLiteEngineTests {
 
             try await first.save(makeRecord("Item", "from-first", ["n": .int64(1)]))
             try await second.save(makeRecord("Item", "from-second", ["n": .int64(2)]))
-            #expect(try await second.record(for: Record.ID(recordName: "from-first")).value(forKey: "n") == .int64(1))
-            #expect(try await first.record(for: Record.ID(recordName: "from-second")).value(forKey: "n") == .int64(2))
+            #expect(try await second.record(for: Record.ID(recordName: "from-first")).fieldValue(forKey: "n") == .int64(1))
+            #expect(try await first.record(for: Record.ID(recordName: "from-second")).fieldValue(forKey: "n") == .int64(2))
 
             // Both write at the same time, in many small transactions.
             async let a: Void = writeBatches(first, prefix: "a")
@@ -75,7 +75,7 @@ struct SQLiteEngineTests {
             copySecond["n"] = 20
             let conflict = await caughtError { try await second.save(copySecond) }
             #expect(stratusError(conflict)?.code == .serverRecordChanged)
-            #expect(try await second.record(for: Record.ID(recordName: "from-first")).value(forKey: "n") == .int64(10))
+            #expect(try await second.record(for: Record.ID(recordName: "from-first")).fieldValue(forKey: "n") == .int64(10))
         }
     }
 
@@ -94,7 +94,7 @@ struct SQLiteEngineTests {
             let database = Container(identifier: Self.identifier, engine: try SQLiteEngine(path: path)).publicCloudDatabase
             try await database.save(makeRecord("Item", "one", ["n": .int64(1)]))
             #expect(FileManager.default.fileExists(atPath: path))
-            #expect(try await database.record(for: Record.ID(recordName: "one")).value(forKey: "n") == .int64(1))
+            #expect(try await database.record(for: Record.ID(recordName: "one")).fieldValue(forKey: "n") == .int64(1))
         }
     }
 

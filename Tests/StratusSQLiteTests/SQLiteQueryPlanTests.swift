@@ -224,7 +224,7 @@ struct SQLiteQueryPlanTests {
             let database = Container(identifier: Self.identifier, engine: try SQLiteEngine(path: path), userName: "alice").publicCloudDatabase
             let found = try await TestDatabase.queryAll(Query(recordType: "Street", predicate: try QueryPredicate(format: "name == %@", "HAUPTSTRASSE")), in: database)
             #expect(found.map(\.recordID.recordName) == ["s1"])
-            #expect(try await database.record(for: Record.ID(recordName: "s1")).value(forKey: "name") == .string("Hauptstraße"))
+            #expect(try await database.record(for: Record.ID(recordName: "s1")).fieldValue(forKey: "name") == .string("Hauptstraße"))
             let version = try await StoreProcess.run(shell, [path, "PRAGMA user_version;"], in: store.directory)
             #expect(version.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "4")
         }

@@ -18,7 +18,7 @@ extension EngineConformance {
 
     /// The index a query record was built from (stored in field `i`).
     static func index(_ record: Record) -> Int {
-        if case .int64(let i)? = record.value(forKey: "i") { return Int(i) }
+        if case .int64(let i)? = record.fieldValue(forKey: "i") { return Int(i) }
         return -1
     }
 
@@ -196,7 +196,7 @@ extension EngineConformance {
         #expect(creationDates == creationDates.sorted())
         #expect(Set(creationDates).count >= 3, "three batches were saved at different times")
         let byPriceDesc = try await TestDatabase.queryAll(try query("Item", "TRUEPREDICATE", [], sort: [RecordSortDescriptor(key: "price", ascending: false)]), in: database)
-        let prices = byPriceDesc.map { record -> Double? in if case .double(let p)? = record.value(forKey: "price") { p } else { nil } }
+        let prices = byPriceDesc.map { record -> Double? in if case .double(let p)? = record.fieldValue(forKey: "price") { p } else { nil } }
         let present = prices.compactMap { $0 }
         #expect(present == present.sorted(by: >))
         #expect(prices.prefix(present.count).allSatisfy { $0 != nil }, "missing values sort last when descending")
@@ -247,10 +247,10 @@ extension EngineConformance {
         // The mixed field matches by type: INT64 4 only, STRING "5" only.
         let ints = try await TestDatabase.queryAll(try Query(recordType: "Item", format: "code == %@", 4), in: database)
         #expect(!ints.isEmpty)
-        #expect(ints.allSatisfy { $0.value(forKey: "code") == .int64(4) })
+        #expect(ints.allSatisfy { $0.fieldValue(forKey: "code") == .int64(4) })
         let strings = try await TestDatabase.queryAll(try Query(recordType: "Item", format: "code == %@", "5"), in: database)
         #expect(!strings.isEmpty)
-        #expect(strings.allSatisfy { $0.value(forKey: "code") == .string("5") })
+        #expect(strings.allSatisfy { $0.fieldValue(forKey: "code") == .string("5") })
     }
 
     static func desiredKeysLimitFields(_ env: Environment) async throws {
@@ -265,9 +265,9 @@ extension EngineConformance {
             let original = try #require(full[record.recordID])
             #expect(Set(record.allKeys()).isSubset(of: ["name", "count"]))
             #expect(record.allKeys().contains("name"))
-            #expect(record.value(forKey: "name") == original.value(forKey: "name"))
-            #expect(record.value(forKey: "count") == original.value(forKey: "count"))
-            #expect(record.value(forKey: "price") == nil)
+            #expect(record.fieldValue(forKey: "name") == original.fieldValue(forKey: "name"))
+            #expect(record.fieldValue(forKey: "count") == original.fieldValue(forKey: "count"))
+            #expect(record.fieldValue(forKey: "price") == nil)
             #expect(record.recordChangeTag == original.recordChangeTag, "system fields come with every record")
             #expect(record.creationDate == original.creationDate)
             #expect(record.recordType == "Item")
@@ -283,7 +283,7 @@ extension EngineConformance {
         let fetched = try await database.records(for: ids, desiredKeys: ["price"])
         for id in ids {
             let record = try #require(try fetched[id]?.get())
-            #expect(record.allKeys() == (full[id]?.value(forKey: "price") == nil ? [] : ["price"]))
+            #expect(record.allKeys() == (full[id]?.fieldValue(forKey: "price") == nil ? [] : ["price"]))
         }
     }
 }

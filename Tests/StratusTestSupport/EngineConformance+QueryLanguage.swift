@@ -208,7 +208,7 @@ extension EngineConformance {
                 case 1 where !current.isEmpty:
                     let victim = queryGenerator.pick(current)
                     touched.insert(victim.recordID.recordName)
-                    for (key, value) in queryGenerator.fields() { victim.setValue(value, forKey: key) }
+                    for (key, value) in queryGenerator.fields() { victim.setFieldValue(value, forKey: key) }
                     try await TestDatabase.save([victim], in: database)
                 default:
                     guard let victim = current.isEmpty ? nil : queryGenerator.pick(current) else { break }
@@ -880,7 +880,7 @@ struct QueryLanguageGenerator {
             var km = pick(Self.kilometres)
             // Keep clear of any record's exact distance, where rounding could decide.
             let distances = stored.compactMap { record -> Double? in
-                guard case .location(let place)? = record.value(forKey: "place") else { return nil }
+                guard case .location(let place)? = record.fieldValue(forKey: "place") else { return nil }
                 return QueryEvaluator.distanceKilometres(from: origin, to: place)
             }
             while distances.contains(where: { abs($0 - km) < 1e-6 }) { km += 0.001 }

@@ -18,7 +18,7 @@ extension EngineConformance {
     static func expectSameFields(_ actual: Record, _ expected: [String: FieldValue], _ context: String) {
         #expect(actual.allKeys() == expected.keys.sorted(), "\(context): keys")
         for (key, value) in expected {
-            let got = actual.value(forKey: key)
+            let got = actual.fieldValue(forKey: key)
             #expect(got == value, "\(context): field '\(key)'")
             switch (got, value) {
             case (.double(let a)?, .double(let b)):
@@ -73,26 +73,26 @@ extension EngineConformance {
         record["boolList"] = [true, false]
         record["doubleList"] = [2.0, 3.0]
         record["wholeDouble"] = 1e15
-        #expect(record.value(forKey: "fromInt") == .int64(7))
-        #expect(record.value(forKey: "fromBool") == .int64(1))
+        #expect(record.fieldValue(forKey: "fromInt") == .int64(7))
+        #expect(record.fieldValue(forKey: "fromBool") == .int64(1))
         try await database.save(record)
         let fetched = try await database.record(for: record.recordID)
-        #expect(fetched.value(forKey: "integer") == .int64(2))
-        #expect(fetched.value(forKey: "double") == .double(2.0))
+        #expect(fetched.fieldValue(forKey: "integer") == .int64(2))
+        #expect(fetched.fieldValue(forKey: "double") == .double(2.0))
         #expect(fetched["integer"] is Int64)
         #expect(fetched["double"] is Double)
         #expect(fetched["integer"] as? Double == nil)
         #expect(fetched["double"] as? Int64 == nil)
-        #expect(fetched.value(forKey: "fromInt") == .int64(7))
-        #expect(fetched.value(forKey: "fromBool") == .int64(1))
-        #expect(fetched.value(forKey: "fromFalse") == .int64(0))
-        #expect(fetched.value(forKey: "fromInt32") == .int64(-3))
+        #expect(fetched.fieldValue(forKey: "fromInt") == .int64(7))
+        #expect(fetched.fieldValue(forKey: "fromBool") == .int64(1))
+        #expect(fetched.fieldValue(forKey: "fromFalse") == .int64(0))
+        #expect(fetched.fieldValue(forKey: "fromInt32") == .int64(-3))
         #expect(fetched["fromBool"] as? Int64 == 1)
-        #expect(fetched.value(forKey: "intList") == .int64List([2, 3]))
-        #expect(fetched.value(forKey: "boolList") == .int64List([1, 0]))
-        #expect(fetched.value(forKey: "doubleList") == .doubleList([2.0, 3.0]))
-        #expect(fetched.value(forKey: "wholeDouble") == .double(1e15))
-        #expect(fetched.value(forKey: "wholeDouble")?.type == .double)
+        #expect(fetched.fieldValue(forKey: "intList") == .int64List([2, 3]))
+        #expect(fetched.fieldValue(forKey: "boolList") == .int64List([1, 0]))
+        #expect(fetched.fieldValue(forKey: "doubleList") == .doubleList([2.0, 3.0]))
+        #expect(fetched.fieldValue(forKey: "wholeDouble") == .double(1e15))
+        #expect(fetched.fieldValue(forKey: "wholeDouble")?.type == .double)
     }
 
     static func datesKeepPrecision(_ env: Environment) async throws {
@@ -104,7 +104,7 @@ extension EngineConformance {
         let fetched = try await env.container().publicCloudDatabase.record(for: Record.ID(recordName: "dates"))
         // Never a number instead of a date.
         #expect(fetched["date0"] is Date)
-        #expect(fetched.value(forKey: "date0")?.type == .timestamp)
+        #expect(fetched.fieldValue(forKey: "date0")?.type == .timestamp)
     }
 
     static func stringsRoundTrip(_ env: Environment) async throws {

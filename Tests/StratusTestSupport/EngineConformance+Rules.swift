@@ -31,7 +31,7 @@ extension EngineConformance {
             #expect(try await forceSave(name, first, in: database) == .created)
             #expect(try await forceSave(name, first, in: database) == .unchanged, "\(name): the same bytes again change nothing")
             #expect(try await forceSave(name, second, in: database) == .updated, "\(name): different bytes are a change, though Swift's == calls them equal")
-            let stored = try #require(try await database.record(for: Record.ID(recordName: name)).value(forKey: "v"))
+            let stored = try #require(try await database.record(for: Record.ID(recordName: name)).fieldValue(forKey: "v"))
             #expect(stored == second, "\(name): read back as stored")
             switch (stored, second) {
             case (.string(let a), .string(let b)): #expect(Array(a.unicodeScalars) == Array(b.unicodeScalars))

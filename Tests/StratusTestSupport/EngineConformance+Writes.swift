@@ -24,11 +24,11 @@ extension EngineConformance {
         expected[40] = .updated
         expected[75] = .updated
         #expect(kinds == expected)
-        #expect(try await database.record(for: Record.ID(recordName: "bulk-0070")).value(forKey: "v") == .int64(700))
-        #expect(try await database.record(for: Record.ID(recordName: "bulk-0040")).value(forKey: "v") == .int64(40))
+        #expect(try await database.record(for: Record.ID(recordName: "bulk-0070")).fieldValue(forKey: "v") == .int64(700))
+        #expect(try await database.record(for: Record.ID(recordName: "bulk-0040")).fieldValue(forKey: "v") == .int64(40))
         let changes = try await database.recordZoneChanges(inZoneWith: .default, since: start)
         #expect(changes.modificationResultsByID.count == 100, "each record once, at its last write")
-        #expect(try changes.modificationResultsByID[Record.ID(recordName: "bulk-0070")]?.get().record.value(forKey: "v") == .int64(700))
+        #expect(try changes.modificationResultsByID[Record.ID(recordName: "bulk-0070")]?.get().record.fieldValue(forKey: "v") == .int64(700))
 
         // The stored records again (without the repeated name, whose two values take turns) are
         // all unchanged, and the zone's change token stays where it was.
@@ -98,7 +98,7 @@ extension EngineConformance {
         #expect(third.lastModifiedUserRecordID?.recordName == "bob")
         let final = try await alice.record(for: record.recordID)
         #expect(final.systemFields == third.systemFields)
-        #expect(final.value(forKey: "v") == .int64(3))
+        #expect(final.fieldValue(forKey: "v") == .int64(3))
     }
 
     static func changedAndAllKeys(_ env: Environment) async throws {
@@ -121,8 +121,8 @@ extension EngineConformance {
         let fetched = try await database.record(for: record.recordID)
         #expect(fetched.changedKeys().isEmpty)
         #expect(fetched.allKeys() == ["alpha", "mid", "zeta"])
-        #expect(fetched.value(forKey: "zeta") == .string("z2"))
-        #expect(fetched.value(forKey: "gone") == nil)
+        #expect(fetched.fieldValue(forKey: "zeta") == .string("z2"))
+        #expect(fetched.fieldValue(forKey: "gone") == nil)
 
         // Removing a key on a fetched record and saving removes it from the store.
         fetched["mid"] = nil
@@ -164,7 +164,7 @@ extension EngineConformance {
         let server = try #require(error.serverRecord)
         #expect(server.recordChangeTag == savedA.recordChangeTag)
         #expect(server["title"] as? String == "first")
-        #expect(server.value(forKey: "n") == .int64(1))
+        #expect(server.fieldValue(forKey: "n") == .int64(1))
         let client = try #require(error.clientRecord)
         #expect(client["title"] as? String == "second")
         #expect(client.recordChangeTag == copyB.recordChangeTag)
@@ -300,7 +300,7 @@ extension EngineConformance {
         #expect(try await TestDatabase.exists("new-1", in: database) == false)
         #expect(try await TestDatabase.exists("new-2", in: database) == false)
         #expect(try await TestDatabase.exists("victim", in: database) == true)
-        #expect(try await database.record(for: conflicting.recordID).value(forKey: "n") == .int64(0))
+        #expect(try await database.record(for: conflicting.recordID).fieldValue(forKey: "n") == .int64(0))
     }
 
     static func nonAtomicBatch(_ env: Environment) async throws {
@@ -314,8 +314,8 @@ extension EngineConformance {
         let report = await modify(database, saving: [good1, invalid, conflicting, good2], deleting: [victim], atomic: false)
         #expect(errorCode(report.saves[invalid.recordID]) == .invalidArguments)
         #expect(errorCode(report.saves[conflicting.recordID]) == .serverRecordChanged)
-        #expect((try? report.saves[good1.recordID]?.get())?.value(forKey: "n") == .int64(1))
-        #expect((try? report.saves[good2.recordID]?.get())?.value(forKey: "n") == .int64(3))
+        #expect((try? report.saves[good1.recordID]?.get())?.fieldValue(forKey: "n") == .int64(1))
+        #expect((try? report.saves[good2.recordID]?.get())?.fieldValue(forKey: "n") == .int64(3))
         #expect(errorCode(report.deletes[victim]) == nil && report.deletes[victim] != nil)
         let final = stratusError(report.final.flatMap { if case .failure(let e) = $0 { e } else { nil } })
         #expect(final?.code == .partialFailure)
@@ -323,7 +323,7 @@ extension EngineConformance {
         #expect(try await TestDatabase.exists("good-1", in: database))
         #expect(try await TestDatabase.exists("good-2", in: database))
         #expect(try await TestDatabase.exists("victim", in: database) == false)
-        #expect(try await database.record(for: conflicting.recordID).value(forKey: "n") == .int64(0))
+        #expect(try await database.record(for: conflicting.recordID).fieldValue(forKey: "n") == .int64(0))
     }
 }
 
@@ -399,8 +399,8 @@ extension EngineConformance {
         await run(op, on: database)
         let results = Dictionary(items.value, uniquingKeysWith: { a, _ in a })
         #expect(items.value.count == 3)
-        #expect((try? results[ids[0]]?.get())?.value(forKey: "n") == .int64(1))
-        #expect((try? results[ids[2]]?.get())?.value(forKey: "n") == .int64(2))
+        #expect((try? results[ids[0]]?.get())?.fieldValue(forKey: "n") == .int64(1))
+        #expect((try? results[ids[2]]?.get())?.fieldValue(forKey: "n") == .int64(2))
         #expect(errorCode(results[ids[1]]) == .unknownItem)
         let error = stratusError(final.value.flatMap { if case .failure(let e) = $0 { e } else { nil } })
         #expect(error?.code == .partialFailure)

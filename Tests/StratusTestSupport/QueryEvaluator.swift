@@ -99,7 +99,7 @@ public enum QueryEvaluator {
         case .creationDate: return (family == .timestamp, record.creationDate.map(FieldValue.date))
         case .modificationDate: return (family == .timestamp, record.modificationDate.map(FieldValue.date))
         case .field(let name):
-            guard let stored = record.value(forKey: name), QueryRules.orderedFamily(of: stored) == family else { return (false, nil) }
+            guard let stored = record.fieldValue(forKey: name), QueryRules.orderedFamily(of: stored) == family else { return (false, nil) }
             return (true, stored)
         }
     }
@@ -125,7 +125,7 @@ public enum QueryEvaluator {
         switch condition {
         case .compare(let key, let op, let value):
             if case .field(let name) = key, case .string(let text) = value, op == .equal || op == .notEqual {
-                guard case .string(let stored)? = record.value(forKey: name) else { return (false, false) }
+                guard case .string(let stored)? = record.fieldValue(forKey: name) else { return (false, false) }
                 let same = FieldValue.string(QueryRules.equalityKey(stored)) == .string(QueryRules.equalityKey(text))
                 return (true, op == .equal ? same : !same)
             }
@@ -139,7 +139,7 @@ public enum QueryEvaluator {
         case .in(let key, let values):
             guard let first = values.first else { return (true, false) }
             if case .field(let name) = key, case .string = first {
-                guard case .string(let stored)? = record.value(forKey: name) else { return (false, false) }
+                guard case .string(let stored)? = record.fieldValue(forKey: name) else { return (false, false) }
                 let folded = FieldValue.string(QueryRules.equalityKey(stored))
                 return (true, values.contains { if case .string(let text) = $0 { .string(QueryRules.equalityKey(text)) == folded } else { false } })
             }
@@ -152,20 +152,20 @@ public enum QueryEvaluator {
             return (true, hasBinaryPrefix(Array(text.utf8), prefix))
         case .listContains(let key, let value):
             let wantedFamily = try family(of: value)
-            guard case .field(let name) = key, let stored = record.value(forKey: name),
+            guard case .field(let name) = key, let stored = record.fieldValue(forKey: name),
                   let (family, elements) = listElements(stored), family == wantedFamily else { return (false, false) }
             return (true, elements.contains { compare($0, .equal, value) })
         case .listContainsAny(let key, let values):
             guard let first = values.first else { return (true, false) }
             let wantedFamily = try family(of: first)
-            guard case .field(let name) = key, let stored = record.value(forKey: name),
+            guard case .field(let name) = key, let stored = record.fieldValue(forKey: name),
                   let (family, elements) = listElements(stored), family == wantedFamily else { return (false, false) }
             return (true, elements.contains { element in values.contains { compare(element, .equal, $0) } })
         case .listAnyBeginsWith(let key, let prefix):
-            guard case .field(let name) = key, case .stringList(let list)? = record.value(forKey: name) else { return (false, false) }
+            guard case .field(let name) = key, case .stringList(let list)? = record.fieldValue(forKey: name) else { return (false, false) }
             return (true, list.contains { hasBinaryPrefix(Array($0.utf8), prefix) })
         case .distance(let key, let origin, let op, let kilometers):
-            guard case .field(let name) = key, case .location(let location)? = record.value(forKey: name) else { return (false, false) }
+            guard case .field(let name) = key, case .location(let location)? = record.fieldValue(forKey: name) else { return (false, false) }
             return (true, compare(.double(distanceKilometres(from: origin, to: location)), op, .double(kilometers)))
         case .tokens(let words, let all):
             guard !words.isEmpty else { return (true, false) }
@@ -193,7 +193,7 @@ public enum QueryEvaluator {
         let names = (searchableFields?.isEmpty ?? true) ? record.allKeys() : searchableFields!
         var words: Set<String> = []
         for name in names {
-            switch record.value(forKey: name) {
+            switch record.fieldValue(forKey: name) {
             case .string(let text)?: words.formUnion(TextSearch.tokens(in: text))
             case .stringList(let texts)?: for text in texts { words.formUnion(TextSearch.tokens(in: text)) }
             default: continue
@@ -216,7 +216,7 @@ public enum QueryEvaluator {
     /// The value a record sorts by for a sort descriptor (`nil`: missing).
     public static func sortValue(_ record: Record, _ descriptor: RecordSortDescriptor) -> FieldValue? {
         if let origin = descriptor.distanceFrom, case .field(let name) = descriptor.queryKey {
-            guard case .location(let location)? = record.value(forKey: name) else { return nil }
+            guard case .location(let location)? = record.fieldValue(forKey: name) else { return nil }
             return .double(distanceKilometres(from: origin, to: location))
         }
         return QueryRules.sortValue(of: record, for: descriptor.queryKey)

@@ -10,7 +10,7 @@ public func makeRecord(
     _ recordType: String, _ recordName: String, zoneID: RecordZone.ID = .default, _ fields: [String: FieldValue] = [:]
 ) -> Record {
     let record = Record(recordType: recordType, recordID: Record.ID(recordName: recordName, zoneID: zoneID))
-    for key in fields.keys.sorted() { record.setValue(fields[key], forKey: key) }
+    for key in fields.keys.sorted() { record.setFieldValue(fields[key], forKey: key) }
     return record
 }
 

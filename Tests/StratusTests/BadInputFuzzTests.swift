@@ -725,14 +725,14 @@ struct BadInputFuzzTests {
             try await TestDatabase.save(records, in: database)
             for (i, text) in nasty.enumerated() {
                 let fetched = try await database.record(for: Record.ID(recordName: recordName(text)))
-                #expect(fetched.value(forKey: "title") == .string(text))
+                #expect(fetched.fieldValue(forKey: "title") == .string(text))
                 let equal = try await TestDatabase.queryAll(Query(recordType: "Item", format: "title == %@", text), in: database)
                 #expect(TestDatabase.names(equal) == [recordName(text)], "title == \(text.debugDescription)")
                 let prefix = try await TestDatabase.queryAll(Query(recordType: "Item", format: "title BEGINSWITH %@", text), in: database)
                 let expected = nasty.filter { $0.hasPrefix(text) }.map(recordName).sorted()
                 #expect(TestDatabase.names(prefix).sorted() == expected, "BEGINSWITH \(text.debugDescription) matches literally")
                 let byName = try await TestDatabase.queryAll(Query(recordType: "Item", format: "recordName == %@", Record.Reference(recordID: Record.ID(recordName: recordName(text)), action: .none)), in: database)
-                #expect(byName.first?.value(forKey: "n") == .int64(Int64(i)))
+                #expect(byName.first?.fieldValue(forKey: "n") == .int64(Int64(i)))
             }
             #expect(try await TestDatabase.queryAll(Query(recordType: "Item"), in: database).count == nasty.count)
         }

@@ -143,7 +143,7 @@ struct ChangeTrackingTests {
             try await TestDatabase.save((0..<3).map { makeRecord("Photo", "p\($0)", zoneID: Self.photos, ["n": .int64(Int64($0))]) }, in: database)
             let changes = FetchRecordZoneChangesOperation(recordZoneIDs: [Self.photos])
             let copy = ModifyRecordsOperation(savingRecordsFrom: changes) { records in
-                records.map { makeRecord("Copy", $0.recordID.recordName, zoneID: Self.notes, ["n": $0.value(forKey: "n")!]) }
+                records.map { makeRecord("Copy", $0.recordID.recordName, zoneID: Self.notes, ["n": $0.fieldValue(forKey: "n")!]) }
             }
             database.add(changes)
             database.add(copy)

@@ -43,7 +43,7 @@ struct CompletionHandlerTests {
             let fetched = await Self.callback { database.fetch(withRecordID: record.recordID, completionHandler: $0) }
             #expect(fetched.error == nil)
             #expect(fetched.value?.recordChangeTag == saved.value?.recordChangeTag)
-            #expect(fetched.value?.value(forKey: "checked") == .int64(0))
+            #expect(fetched.value?.fieldValue(forKey: "checked") == .int64(0))
 
             let missing = await Self.callback { database.fetch(withRecordID: Record.ID(recordName: "nope"), completionHandler: $0) }
             #expect(missing.value == nil)

@@ -16,7 +16,7 @@ struct ConvenienceAPITests {
             let saved = try await database.save(todo)
             #expect(saved.recordID == todo.recordID)
             #expect(saved["title"] as? String == "Water the plants")
-            #expect(saved.value(forKey: "checked") == .int64(0))
+            #expect(saved.fieldValue(forKey: "checked") == .int64(0))
             #expect(saved.recordChangeTag != nil)
             #expect(saved.creatorUserRecordID?.recordName == "dana")
 
@@ -59,7 +59,7 @@ struct ConvenienceAPITests {
             // Not atomic: the others go through.
             let partial = try await database.modifyRecords(saving: fresh + [conflicting], deleting: deleteIDs, atomically: false)
             #expect(errorCode(partial.saveResults[conflicting.recordID]) == .serverRecordChanged)
-            #expect((try? partial.saveResults[fresh[1].recordID]?.get())?.value(forKey: "n") == .int64(1))
+            #expect((try? partial.saveResults[fresh[1].recordID]?.get())?.fieldValue(forKey: "n") == .int64(1))
             #expect(partial.deleteResults[deleteIDs[0]] != nil && errorCode(partial.deleteResults[deleteIDs[0]]) == nil)
             #expect(try await TestDatabase.exists("fresh-00001", in: database))
             #expect(try await TestDatabase.exists("item-00001", in: database) == false)

@@ -188,7 +188,7 @@ struct OperationBlockTests {
             Self.expectWellOrdered(log, items: 50)
             #expect(mismatches.value == 0)
             #expect(log.events.last == .final(nil))
-            #expect(matched.value.map { $0.value(forKey: "n") } == (100..<150).reversed().map { FieldValue.int64(Int64($0)) })
+            #expect(matched.value.map { $0.fieldValue(forKey: "n") } == (100..<150).reversed().map { FieldValue.int64(Int64($0)) })
             #expect(matched.value.allSatisfy { $0.allKeys() == ["n"] })
             let next = try #require(cursor.value, "more records match, so a cursor comes back")
 
@@ -198,7 +198,7 @@ struct OperationBlockTests {
             let page = await runQueryPage(rest, on: database)
             #expect(page.error == nil)
             #expect(page.cursor == nil)
-            #expect(page.records.map { $0.value(forKey: "n") } == (20..<100).reversed().map { FieldValue.int64(Int64($0)) })
+            #expect(page.records.map { $0.fieldValue(forKey: "n") } == (20..<100).reversed().map { FieldValue.int64(Int64($0)) })
 
             // The default limit is QueryOperation.defaultResultsLimit.
             let unlimited = QueryOperation(query: Query(recordType: "Item"))

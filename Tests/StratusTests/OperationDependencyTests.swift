@@ -108,7 +108,7 @@ struct OperationDependencyTests {
             let done = try await TestDatabase.queryAll(try Query(recordType: "Item", format: "done == %@", 1), in: database)
             #expect(Set(TestDatabase.names(done)) == Set(odd))
             // The records kept their other fields (the query returned whole records).
-            #expect(done.allSatisfy { $0.value(forKey: "even") == .int64(0) && $0.value(forKey: "n") != nil })
+            #expect(done.allSatisfy { $0.fieldValue(forKey: "even") == .int64(0) && $0.fieldValue(forKey: "n") != nil })
         }
     }
 
@@ -120,7 +120,7 @@ struct OperationDependencyTests {
             let fetch = FetchRecordsOperation(recordIDs: [0, 3, 4, 7].map { Record.ID(recordName: recordName("item", $0)) } + [Record.ID(recordName: "missing")])
             let fetchFinal = Box<Result<Void, any Error>?>(nil)
             fetch.fetchRecordsResultBlock = { fetchFinal.value = $0 }
-            let delete = DeleteRecordsOperation(deletingRecordsFrom: fetch) { record in record.value(forKey: "n") != .int64(4) }
+            let delete = DeleteRecordsOperation(deletingRecordsFrom: fetch) { record in record.fieldValue(forKey: "n") != .int64(4) }
             let deleted = Box<[String]>([])
             delete.perRecordDeleteBlock = { id, result in if case .success = result { deleted.update { $0.append(id.recordName) } } }
             let final = Box<Result<Void, any Error>?>(nil)

@@ -198,12 +198,12 @@ struct SafeWriteTests {
             let server = try #require(error.serverRecord, "serverRecordChanged carries the server record")
             #expect(server.recordChangeTag == theirsSaved.recordChangeTag)
             #expect(server["title"] as? String == "their title")
-            #expect(server.value(forKey: "n") == .int64(1))
+            #expect(server.fieldValue(forKey: "n") == .int64(1))
             #expect(server.changedKeys().isEmpty)
 
             let client = try #require(error.clientRecord, "serverRecordChanged carries the client record")
             #expect(client.recordChangeTag == mine.recordChangeTag)
-            #expect(client.value(forKey: "n") == .int64(2))
+            #expect(client.fieldValue(forKey: "n") == .int64(2))
             #expect(client["title"] as? String == "draft")
             #expect(client.changedKeys() == ["n"])
 
@@ -211,18 +211,18 @@ struct SafeWriteTests {
             #expect(error.ancestorRecord != nil, "a conflict on a fetched record should carry ancestorRecord, the version the change was based on")
             if let ancestor = error.ancestorRecord {
                 #expect(ancestor.recordChangeTag == mine.recordChangeTag)
-                #expect(ancestor.value(forKey: "n") == .int64(1))
+                #expect(ancestor.fieldValue(forKey: "n") == .int64(1))
                 #expect(ancestor["title"] as? String == "draft")
             }
 
             // Merge: the server's record with the client's changed keys, saved again.
-            for key in client.changedKeys() { server.setValue(client.value(forKey: key), forKey: key) }
+            for key in client.changedKeys() { server.setFieldValue(client.fieldValue(forKey: key), forKey: key) }
             let merged = try await database.save(server)
             #expect(merged.recordChangeTag != theirsSaved.recordChangeTag)
             let stored = try await database.record(for: mine.recordID)
             #expect(stored["title"] as? String == "their title")
-            #expect(stored.value(forKey: "n") == .int64(2))
-            #expect(stored.value(forKey: "tags") == .stringList(["a"]))
+            #expect(stored.fieldValue(forKey: "n") == .int64(2))
+            #expect(stored.fieldValue(forKey: "tags") == .stringList(["a"]))
             #expect(stored.recordChangeTag == merged.recordChangeTag)
         }
     }
@@ -241,7 +241,7 @@ struct SafeWriteTests {
                         var won: [Int64] = []
                         var base = try await database.record(for: id)
                         while won.count < increments {
-                            guard case .int64(let n)? = base.value(forKey: "n") else { throw StratusError(.internalError, "counter has no n") }
+                            guard case .int64(let n)? = base.fieldValue(forKey: "n") else { throw StratusError(.internalError, "counter has no n") }
                             base["n"] = n + 1
                             do {
                                 _ = try await database.save(base)
@@ -259,7 +259,7 @@ struct SafeWriteTests {
                 for try await won in group { all += won }
                 #expect(all.sorted() == (1...Int64(writers * increments)).map { $0 }, "every value is won by exactly one writer")
             }
-            #expect(try await database.record(for: id).value(forKey: "n") == .int64(Int64(writers * increments)))
+            #expect(try await database.record(for: id).fieldValue(forKey: "n") == .int64(Int64(writers * increments)))
             print("concurrent increments: \(writers * increments) increments, \(conflicts.value) conflicts detected and merged")
         }
     }
@@ -368,7 +368,7 @@ struct SafeWriteTests {
         #expect(calls.flatMap(\.saves) == validOrder)
         #expect(calls.flatMap(\.deletes) == ["item-00450-missing"])
         #expect(try await Self.count("Item", in: database) == 1_001 - 2)
-        #expect(try await database.record(for: Record.ID(recordName: "item-00450")).value(forKey: "n") == .int64(-1))
+        #expect(try await database.record(for: Record.ID(recordName: "item-00450")).fieldValue(forKey: "n") == .int64(-1))
     }
 
     @Test("itemsPerBatch sets the transaction size of a non-atomic request; 2 MB still ends a transaction")
@@ -410,7 +410,7 @@ struct SafeWriteTests {
         #expect(calls.allSatisfy { $0.bytes <= ModifyRecordsOperation.maximumBytesPerBatch }, "\(calls.map(\.bytes))")
         #expect(calls.flatMap(\.saves) == big.map(\.recordID.recordName))
         for (i, record) in big.enumerated() {
-            #expect(try await database.record(for: record.recordID).value(forKey: "data") == .bytes(patternBytes(count: 400_000, seed: UInt8(i))))
+            #expect(try await database.record(for: record.recordID).fieldValue(forKey: "data") == .bytes(patternBytes(count: 400_000, seed: UInt8(i))))
         }
 
         // Atomic: the same size in one transaction (the atomic promise is never split).
@@ -468,7 +468,7 @@ struct SafeWriteTests {
         records.reserveCapacity(count)
         for i in 0..<count {
             let record = Record(recordType: "Tiny", recordID: Record.ID(recordName: "t\(i)"))
-            record.setValue(.int64(Int64(i)), forKey: "n")
+            record.setFieldValue(.int64(Int64(i)), forKey: "n")
             records.append(record)
         }
         let run = await Self.modify(database, saving: records, atomic: true)
@@ -755,7 +755,7 @@ struct SafeWriteTests {
         let recovered = await Self.modify(database, saving: [makeRecord("Item", "recovered", ["n": .int64(1)])], atomic: true, retryPolicy: fast)
         #expect(recovered.finalError == nil)
         #expect(engine.writeAttempts == 5 + 3)
-        #expect(try await database.record(for: Record.ID(recordName: "recovered")).value(forKey: "n") == .int64(1))
+        #expect(try await database.record(for: Record.ID(recordName: "recovered")).fieldValue(forKey: "n") == .int64(1))
 
         engine.script { $0 = ScriptedEngine.Script(writeFailures: [StratusError(.internalError, "disk on fire (scripted)")]) }
         let broken = await Self.modify(database, saving: [makeRecord("Item", "broken")], atomic: true, retryPolicy: fast)

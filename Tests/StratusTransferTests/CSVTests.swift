@@ -19,22 +19,22 @@ struct CSVTests {
         let items = try Self.read(text)
         #expect(items.count == 4)
         let a = try #require(items[0].record)
-        #expect(a.value(forKey: "title") == .string("Milk, 2 \"litres\""))
-        #expect(a.value(forKey: "count") == .int64(3))
-        #expect(a.value(forKey: "price") == .double(1.25))
-        #expect(a.value(forKey: "tags") == .stringList(["x", "y"]))
-        #expect(a.value(forKey: "when") == .date(Date(timeIntervalSince1970: 1_700_000_000)))
+        #expect(a.fieldValue(forKey: "title") == .string("Milk, 2 \"litres\""))
+        #expect(a.fieldValue(forKey: "count") == .int64(3))
+        #expect(a.fieldValue(forKey: "price") == .double(1.25))
+        #expect(a.fieldValue(forKey: "tags") == .stringList(["x", "y"]))
+        #expect(a.fieldValue(forKey: "when") == .date(Date(timeIntervalSince1970: 1_700_000_000)))
         let b = try #require(items[1].record)
-        #expect(b.value(forKey: "title") == .string("two\nlines\r\nhere"))
-        #expect(b.value(forKey: "price") == .double(1000))
-        #expect(b.value(forKey: "tags") == .stringList([]))
-        #expect(b.value(forKey: "when") == nil)
+        #expect(b.fieldValue(forKey: "title") == .string("two\nlines\r\nhere"))
+        #expect(b.fieldValue(forKey: "price") == .double(1000))
+        #expect(b.fieldValue(forKey: "tags") == .stringList([]))
+        #expect(b.fieldValue(forKey: "when") == nil)
         // Empty cells are no value, and remove the field on save.
         let c = try #require(items[2].record)
         #expect(c.allKeys().isEmpty)
         #expect(c.changedKeys() == ["title", "count", "price", "tags", "when"])
         // A quoted empty STRING cell is the empty string.
-        #expect(items[3].record?.value(forKey: "title") == .string(""))
+        #expect(items[3].record?.fieldValue(forKey: "title") == .string(""))
         #expect(items.map(\.line) == [2, 3, 6, 7])
     }
 
@@ -49,9 +49,9 @@ struct CSVTests {
         }
         let record = try #require(items.first?.record)
         #expect(record.recordType == "Note")
-        #expect(record.value(forKey: "n") == .int64(5))
-        #expect(record.value(forKey: "due") == .date(Date(timeIntervalSince1970: 86_400)))
-        #expect(record.value(forKey: "text") == .string("5"))
+        #expect(record.fieldValue(forKey: "n") == .int64(5))
+        #expect(record.fieldValue(forKey: "due") == .date(Date(timeIntervalSince1970: 86_400)))
+        #expect(record.fieldValue(forKey: "text") == .string("5"))
     }
 
     @Test("references, assets and locations as plain text or JSON; system columns")
@@ -66,17 +66,17 @@ struct CSVTests {
         #expect(a.recordChangeTag == "tag-9")
         #expect(a.creationDate == Date(timeIntervalSince1970: 1))
         #expect(a.creatorUserRecordID == Record.ID(recordName: "_alice"))
-        #expect(a.value(forKey: "ref") == .reference(Record.Reference(recordID: Record.ID(recordName: "target"), action: .none)))
-        #expect(a.value(forKey: "refs") == .referenceList([Record.Reference(recordID: Record.ID(recordName: "x"), action: .deleteSelf)]))
-        #expect(a.value(forKey: "file") == .asset(Asset(fileURL: URL(fileURLWithPath: "/tmp/a.jpg"))))
-        #expect(a.value(forKey: "place") == .location(Location(latitude: 52.5, longitude: 13.4)))
+        #expect(a.fieldValue(forKey: "ref") == .reference(Record.Reference(recordID: Record.ID(recordName: "target"), action: .none)))
+        #expect(a.fieldValue(forKey: "refs") == .referenceList([Record.Reference(recordID: Record.ID(recordName: "x"), action: .deleteSelf)]))
+        #expect(a.fieldValue(forKey: "file") == .asset(Asset(fileURL: URL(fileURLWithPath: "/tmp/a.jpg"))))
+        #expect(a.fieldValue(forKey: "place") == .location(Location(latitude: 52.5, longitude: 13.4)))
         let b = try #require(items[1].record)
         #expect(b.recordChangeTag == nil && b.creationDate == nil)
-        #expect(b.value(forKey: "ref") == .reference(Record.Reference(recordID: Record.ID(recordName: "y"), action: .deleteSelf)))
-        #expect(b.value(forKey: "file") == .asset(Asset(fileURL: URL(fileURLWithPath: "/tmp/b c.jpg"))))
+        #expect(b.fieldValue(forKey: "ref") == .reference(Record.Reference(recordID: Record.ID(recordName: "y"), action: .deleteSelf)))
+        #expect(b.fieldValue(forKey: "file") == .asset(Asset(fileURL: URL(fileURLWithPath: "/tmp/b c.jpg"))))
         var place = Location(latitude: 1, longitude: 2)
         place.altitude = 3
-        #expect(b.value(forKey: "place") == .location(place))
+        #expect(b.fieldValue(forKey: "place") == .location(place))
     }
 
     @Test("bad rows are rejected with line and column; reading goes on", arguments: [

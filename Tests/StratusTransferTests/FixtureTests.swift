@@ -73,8 +73,8 @@ struct FixtureTests {
         #expect(record.creationDate == Date(timeIntervalSince1970: 1_775_666_233.042))
         #expect(record.creatorUserRecordID?.recordName == "OWNER_RECORD_NAME_001")
         #expect(record.lastModifiedUserRecordID?.recordName == "OWNER_RECORD_NAME_001")
-        #expect(record.value(forKey: "position") == .int64(1024))
-        #expect(record.value(forKey: "itemId") == .string("ASSET_RECORD_ID_031"))
+        #expect(record.fieldValue(forKey: "position") == .int64(1024))
+        #expect(record.fieldValue(forKey: "itemId") == .string("ASSET_RECORD_ID_031"))
         #expect(Set(record.changedKeys()) == ["itemId", "position", "containerId"])
         #expect(items.first?.line == 3)
     }
@@ -100,15 +100,15 @@ struct FixtureTests {
         #expect(record.creatorUserRecordID?.recordName == "_synthetic_user")
         #expect(record.creationDate == Date(timeIntervalSince1970: 1_735_689_600))
         #expect(record.modificationDate == Date(timeIntervalSince1970: 1_735_776_000))
-        if case .bytes(let data)? = record.value(forKey: "TitleDocument") {
+        if case .bytes(let data)? = record.fieldValue(forKey: "TitleDocument") {
             #expect(data == Data(base64Encoded: "eJzjYBCS4GAQYJASEhJwy6woKS1KVQhKzc3MS0ktAgBBdwbW"))
         } else {
             Issue.record("TitleDocument is not BYTES")
         }
         let list = Record.Reference(recordID: Record.ID(recordName: "List/LIST-A", zoneID: RecordZone.ID(zoneName: "Reminders")), action: .none)
-        #expect(record.value(forKey: "List") == .reference(list))
-        #expect(record.value(forKey: "AlarmIDs") == .stringList([]))
-        #expect(record.value(forKey: "DueDate") == .date(Date(timeIntervalSince1970: 1_735_862_400)))
+        #expect(record.fieldValue(forKey: "List") == .reference(list))
+        #expect(record.fieldValue(forKey: "AlarmIDs") == .stringList([]))
+        #expect(record.fieldValue(forKey: "DueDate") == .date(Date(timeIntervalSince1970: 1_735_862_400)))
         #expect(record.allKeys().count == 16)
         // And it exports back with every value, encrypted marking and system field.
         for format in [RecordFormat.ndjson, .json, .envelope] {
@@ -127,10 +127,10 @@ struct FixtureTests {
         #expect(note.recordID.zoneID.zoneName == "Notes")
         #expect(note.encryptedKeys == ["TitleEncrypted", "SnippetEncrypted"])
         #expect(RecordJSONWriter.json(for: note).contains(#""TitleEncrypted":{"value":"Synthetic note","type":"STRING","isEncrypted":true}"#))
-        #expect(note.value(forKey: "TitleEncrypted") == .string("Synthetic note"))
-        #expect(note.value(forKey: "ModificationDate") == .date(Date(timeIntervalSince1970: 1_735_776_000)))
+        #expect(note.fieldValue(forKey: "TitleEncrypted") == .string("Synthetic note"))
+        #expect(note.fieldValue(forKey: "ModificationDate") == .date(Date(timeIntervalSince1970: 1_735_776_000)))
         // VALIDATE has no Stratus equivalent and reads as .none.
-        if case .reference(let folder)? = note.value(forKey: "Folder") {
+        if case .reference(let folder)? = note.fieldValue(forKey: "Folder") {
             #expect(folder.action == .none)
             #expect(folder.recordID == Record.ID(recordName: "Folder/FOLDER-FIXTURE", zoneID: note.recordID.zoneID))
         } else {
@@ -158,16 +158,16 @@ struct FixtureTests {
     func modifyRequests() throws {
         let add = try #require(try Fixtures.read("album_add_photo_request.json").first?.record)
         #expect(add.recordID.zoneID == RecordZone.ID(zoneName: "PrimarySync", ownerName: "OWNER_RECORD_NAME_001"))
-        #expect(add.value(forKey: "position") == .int64(1024))
+        #expect(add.fieldValue(forKey: "position") == .int64(1024))
 
         let delete = try #require(try Fixtures.read("album_delete_request.json").first?.record)
         #expect(delete.recordID.zoneID.zoneName == "PrimarySync")
         #expect(delete.recordChangeTag == "RECORD_CHANGE_TAG_289")
-        #expect(delete.value(forKey: "isDeleted") == .int64(1))
+        #expect(delete.fieldValue(forKey: "isDeleted") == .int64(1))
 
         let rename = try #require(try Fixtures.read("album_rename_request.json").first?.record)
-        #expect(rename.value(forKey: "albumNameEnc") == .string("QUxCVU1fTkFNRV9FTkNfMDI4"))
-        #expect(rename.value(forKey: "userModificationDate") == .int64(1_775_666_024_305))
+        #expect(rename.fieldValue(forKey: "albumNameEnc") == .string("QUxCVU1fTkFNRV9FTkNfMDI4"))
+        #expect(rename.fieldValue(forKey: "userModificationDate") == .int64(1_775_666_024_305))
 
         let create = try #require(try Fixtures.read("album_create_request.json").first?.rejection)
         #expect(create.message.contains("no recordName"))
@@ -182,9 +182,9 @@ struct FixtureTests {
     func untypedQueryResponse() throws {
         let inferred = try Fixtures.read("photos_all_photos_response.json")
         let asset = try #require(inferred.first?.record)
-        #expect(asset.value(forKey: "assetDate") == .int64(1_775_666_000_000))
-        #expect(asset.value(forKey: "masterRef") == .reference(Record.Reference(recordID: Record.ID(recordName: "MASTER_RECORD_ID_201"), action: .none)))
-        #expect(inferred.last?.record?.value(forKey: "filenameEnc") == .string("YWxsX3Bob3RvLmpwZw=="))
+        #expect(asset.fieldValue(forKey: "assetDate") == .int64(1_775_666_000_000))
+        #expect(asset.fieldValue(forKey: "masterRef") == .reference(Record.Reference(recordID: Record.ID(recordName: "MASTER_RECORD_ID_201"), action: .none)))
+        #expect(inferred.last?.record?.fieldValue(forKey: "filenameEnc") == .string("YWxsX3Bob3RvLmpwZw=="))
 
         var assetSchema = RecordTypeSchema(recordType: "CPLAsset")
         assetSchema.addField("assetDate", type: .timestamp, indexes: [])
@@ -194,8 +194,8 @@ struct FixtureTests {
         let typed = try Fixtures.read("photos_all_photos_response.json") {
             $0.schemas = ["CPLAsset": assetSchema, "CPLMaster": masterSchema]
         }
-        #expect(typed.first?.record?.value(forKey: "assetDate") == .date(Date(timeIntervalSince1970: 1_775_666_000)))
-        #expect(typed.last?.record?.value(forKey: "filenameEnc") == .bytes(Data("all_photo.jpg".utf8)))
+        #expect(typed.first?.record?.fieldValue(forKey: "assetDate") == .date(Date(timeIntervalSince1970: 1_775_666_000)))
+        #expect(typed.last?.record?.fieldValue(forKey: "filenameEnc") == .bytes(Data("all_photo.jpg".utf8)))
     }
 
     @Test("a reference into another zone is rejected unless the records are read into that zone")

@@ -8,7 +8,7 @@ struct InferenceTests {
     static func field(_ json: String, configure: (inout RecordReadOptions) -> Void = { _ in }) throws -> FieldValue? {
         let items = try readAll(#"{"recordName":"r","recordType":"T","fields":{"f":{"value":\#(json)}}}"#, configure: configure)
         if let rejection = items.first?.rejection { Issue.record("\(json): \(rejection)") }
-        return items.first?.record?.value(forKey: "f")
+        return items.first?.record?.fieldValue(forKey: "f")
     }
 
     @Test("inferred types", arguments: [
@@ -52,13 +52,13 @@ struct InferenceTests {
         #expect(try Self.field(#""AAEC""#) == .string("AAEC"))
         #expect(try Self.field(#""AAEC""#, configure: { $0.schemas = ["T": schema] }) == .bytes(Data([0, 1, 2])))
         let explicit = try readAll(#"{"recordName":"r","recordType":"T","fields":{"f":{"value":"AAEC","type":"STRING"}}}"#) { $0.schemas = ["T": schema] }
-        #expect(explicit.first?.record?.value(forKey: "f") == .string("AAEC"))
+        #expect(explicit.first?.record?.fieldValue(forKey: "f") == .string("AAEC"))
 
         schema.addField("f", type: .int64List, indexes: [])
         #expect(try Self.field("[]", configure: { $0.schemas = ["T": schema] }) == .int64List([]))
         // UNKNOWN_LIST is CloudKit's type of an empty list; the schema gives the element type.
         let unknown = try readAll(#"{"recordName":"r","recordType":"T","fields":{"f":{"value":[],"type":"UNKNOWN_LIST"}}}"#) { $0.schemas = ["T": schema] }
-        #expect(unknown.first?.record?.value(forKey: "f") == .int64List([]))
+        #expect(unknown.first?.record?.fieldValue(forKey: "f") == .int64List([]))
         schema.addField("f", type: .reference, indexes: [])
         #expect(try Self.field(#""target""#, configure: { $0.schemas = ["T": schema] }) == .reference(Record.Reference(recordID: Record.ID(recordName: "target"), action: .none)))
     }
@@ -68,7 +68,7 @@ struct InferenceTests {
         func typed(_ json: String, _ type: String) throws -> FieldValue? {
             let items = try readAll(#"{"recordName":"r","recordType":"T","fields":{"f":{"type":"\#(type)","value":\#(json)}}}"#)
             if let rejection = items.first?.rejection { Issue.record("\(json) \(type): \(rejection)") }
-            return items.first?.record?.value(forKey: "f")
+            return items.first?.record?.fieldValue(forKey: "f")
         }
         #expect(try typed("2.0", "INT64") == .int64(2))
         #expect(try typed("1e3", "INT64") == .int64(1000))
@@ -94,8 +94,8 @@ struct InferenceTests {
             + #""c":{"value":"x","isEncrypted":true},"d":{"value":"y","type":"STRING","isEncrypted":false}}}"#
         let record = try #require(try readAll(line).first?.record)
         #expect(record.encryptedKeys == ["a", "b", "c"])
-        #expect(record.value(forKey: "a") == .bytes(Data([1])))
-        #expect(record.value(forKey: "b") == .int64(3))
+        #expect(record.fieldValue(forKey: "a") == .bytes(Data([1])))
+        #expect(record.fieldValue(forKey: "b") == .int64(3))
         #expect(record.parent == Record.Reference(recordID: Record.ID(recordName: "p"), action: .none))
     }
 
@@ -130,7 +130,7 @@ struct InferenceTests {
         let items = try readAll(#"{"recordName":"r","recordType":"T","fields":{"list":{"value":{"recordName":"l","action":"DELETE_SELF"}}}}"#) { $0.zoneID = zone }
         let record = try #require(items.first?.record)
         #expect(record.recordID.zoneID == zone)
-        #expect(record.value(forKey: "list") == .reference(Record.Reference(recordID: Record.ID(recordName: "l", zoneID: zone), action: .deleteSelf)))
+        #expect(record.fieldValue(forKey: "list") == .reference(Record.Reference(recordID: Record.ID(recordName: "l", zoneID: zone), action: .deleteSelf)))
     }
 
     @Test("format detection", arguments: [

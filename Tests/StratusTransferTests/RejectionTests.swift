@@ -150,10 +150,10 @@ struct RejectionTests {
         let reader = try RecordReader(data: Data(#"{"recordName":"r1","recordType":"T","fields":{"a":{"value":1,"type":"INT64"}}}"#.utf8), options: RecordReadOptions())
         let record = try #require(try reader.next()?.record)
         try record.validateForSave()
-        record.setValue(.int64(2), forKey: "bad key")
+        record.setFieldValue(.int64(2), forKey: "bad key")
         #expect(throws: StratusError.self) { try record.validateForSave() }
-        record.setValue(nil, forKey: "bad key")
-        record.setValue(.int64(3), forKey: "recordName")
+        record.setFieldValue(nil, forKey: "bad key")
+        record.setFieldValue(.int64(3), forKey: "recordName")
         #expect(throws: StratusError.self) { try record.validateForSave() }
     }
 

@@ -38,7 +38,7 @@ struct TimestampTextTests {
     static func readBack(_ text: String) throws -> Date? {
         let line = #"{"recordName":"r","recordType":"T","fields":{"when":{"value":\#(text),"type":"TIMESTAMP"}}}"#
         let reader = try RecordReader(data: Data(line.utf8), options: RecordReadOptions())
-        guard case .record(let record, _)? = try reader.next(), case .date(let date)? = record.value(forKey: "when") else { return nil }
+        guard case .record(let record, _)? = try reader.next(), case .date(let date)? = record.fieldValue(forKey: "when") else { return nil }
         return date
     }
 

@@ -19,7 +19,7 @@ struct WriterStringTests {
                     let line = RecordJSONWriter.json(for: record)
                     #expect(!line.utf8.contains { $0 < 0x20 }, "raw control character for \(special.debugDescription) at \(position)")
                     let back = try #require(try readAll(line).first?.record)
-                    #expect(back.value(forKey: "s") == .string(text), "\(special.debugDescription) at \(position) of \(length)")
+                    #expect(back.fieldValue(forKey: "s") == .string(text), "\(special.debugDescription) at \(position) of \(length)")
                 }
             }
         }

@@ -105,7 +105,7 @@ let log = LogFile(path: takeOption("--log", from: &arguments))
                     current = Record(recordType: "Counter", recordID: id)   // the first save creates it
                 }
             }
-            let value = (current.value(forKey: "n").flatMap { if case .int64(let n) = $0 { n } else { nil } } ?? 0) + 1
+            let value = (current.fieldValue(forKey: "n").flatMap { if case .int64(let n) = $0 { n } else { nil } } ?? 0) + 1
             current["n"] = value
             current["lastWriter"] = writer
             if thinkMilliseconds > 0 { usleep(UInt32(Int.random(in: 0...thinkMilliseconds, using: &random) * 1000)) }

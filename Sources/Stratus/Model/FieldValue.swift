@@ -9,8 +9,8 @@ import Foundation
 /// patterns (`0.0` and `-0.0` differ); see ``QueryRules`` for how queries compare them.
 ///
 /// ```swift
-/// record.setValue(.int64(2), forKey: "quantity")
-/// if case .int64(let quantity)? = record.value(forKey: "quantity") { print(quantity) }
+/// record.setFieldValue(.int64(2), forKey: "quantity")
+/// if case .int64(let quantity)? = record.fieldValue(forKey: "quantity") { print(quantity) }
 /// ```
 public enum FieldValue: Hashable, Sendable, Codable {
     case string(String)

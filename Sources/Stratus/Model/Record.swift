@@ -141,23 +141,23 @@ public final class Record: Sendable, CustomStringConvertible {
     /// ``Reference``, ``Location``, ``Asset`` or an array of one of these), or `nil`.
     /// Setting `nil` removes the field. `Int` and `Bool` are stored as `Int64`.
     public subscript(key: String) -> (any RecordValueProtocol)? {
-        get { value(forKey: key)?.boxed }
-        set { setValue(newValue?.fieldValue, forKey: key) }
+        get { fieldValue(forKey: key)?.boxed }
+        set { setFieldValue(newValue?.fieldValue, forKey: key) }
     }
 
     /// The typed value of a field, or `nil` when the record has no such field.
-    public func value(forKey key: String) -> FieldValue? {
+    public func fieldValue(forKey key: String) -> FieldValue? {
         state.withLock { $0.fields[key] }
     }
 
     /// Sets or, with `nil`, removes a field, and marks the key as changed. The value is a
     /// plain (not encrypted) value.
-    public func setValue(_ value: FieldValue?, forKey key: String) {
-        setValue(value, forKey: key, encrypted: false)
+    public func setFieldValue(_ value: FieldValue?, forKey key: String) {
+        setFieldValue(value, forKey: key, encrypted: false)
     }
 
     /// Sets a field as a plain or an encrypted value (see ``encryptedValues``).
-    public func setValue(_ value: FieldValue?, forKey key: String, encrypted: Bool) {
+    public func setFieldValue(_ value: FieldValue?, forKey key: String, encrypted: Bool) {
         state.withLock { state in
             if state.baseFields == nil && state.system.recordChangeTag != nil { state.baseFields = state.fields }
             state.fields[key] = value
@@ -191,8 +191,8 @@ public final class Record: Sendable, CustomStringConvertible {
         let record: Record
 
         public subscript(key: String) -> (any RecordValueProtocol)? {
-            get { record.encryptedKeys.contains(key) ? record.value(forKey: key)?.boxed : nil }
-            nonmutating set { record.setValue(newValue?.fieldValue, forKey: key, encrypted: true) }
+            get { record.encryptedKeys.contains(key) ? record.fieldValue(forKey: key)?.boxed : nil }
+            nonmutating set { record.setFieldValue(newValue?.fieldValue, forKey: key, encrypted: true) }
         }
     }
 

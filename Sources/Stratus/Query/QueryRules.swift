@@ -93,7 +93,7 @@ public enum QueryRules {
         case .creatorUserRecordID: return record.creatorUserRecordID.map { .string($0.recordName) }
         case .lastModifiedUserRecordID: return record.lastModifiedUserRecordID.map { .string($0.recordName) }
         case .field(let name):
-            guard let value = record.value(forKey: name), orderedFamily(of: value) != nil else { return nil }
+            guard let value = record.fieldValue(forKey: name), orderedFamily(of: value) != nil else { return nil }
             return value
         }
     }
