@@ -191,12 +191,12 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
         return try body(connection)
     }
 
-    private func takeReader() throws -> SQLiteConnection {
+    func takeReader() throws -> SQLiteConnection {
         if let idle = readersLock.withLock({ idleReaders.popLast() }) { return idle }
         return try SQLiteConnection(path: path, create: false, busyTimeoutMilliseconds: Self.milliseconds(busyTimeout))
     }
 
-    private func returnReader(_ connection: SQLiteConnection) {
+    func returnReader(_ connection: SQLiteConnection) {
         readersLock.withLock {
             if idleReaders.count < Self.maximumIdleReaders { idleReaders.append(connection) }
         }
@@ -278,39 +278,98 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
     @_spi(StratusEngine) public func queryRecords(_ query: CompiledQuery, in database: DatabaseContext, after position: QueryPosition?, limit: Int) throws -> QueryPage {
         precondition(limit > 0, "queryRecords needs a positive limit")
         return try readTransaction { connection in
-            guard let zoneRow = try zoneRowID(query.zoneID, database, on: connection, createDefault: false) else {
-                if query.zoneID.isDefault { return QueryPage(records: [], nextPosition: nil) }
-                throw StratusError(.zoneNotFound, "zone '\(query.zoneID.zoneName)' does not exist in the \(database.scope) database", zoneID: query.zoneID)
-            }
-            let schema = try loadSchema(query.recordType, containerIdentifier: database.containerIdentifier, on: connection)
-            let builder = SQLiteQueryBuilder(query: query, schema: schema)
-            var records: [Record] = []
-            var lastPosition: QueryPosition?
             // One row beyond the limit says whether more follow.
-            for plan in [try builder.select(zoneRow: zoneRow, after: position, limit: limit + 1),
-                         try builder.nullTail(zoneRow: zoneRow, after: position, limit: limit + 1)].compactMap({ $0 }) {
-                let statement = try connection.statement(plan.sql)
-                try statement.bind(plan.parameters)
-                while try statement.step() {
-                    if records.count == limit {
-                        statement.reset()
-                        return QueryPage(records: records, nextPosition: lastPosition)
-                    }
-                    let record = try decodeRecord(statement, zoneID: query.zoneID)
-                    records.append(record.restricted(to: query.desiredKeys))
-                    lastPosition = QueryPosition(
-                        sortValues: zip(query.sortKeys, plan.sortColumns).map { key, column in
-                            guard key.distanceFrom != nil else { return QueryRules.sortValue(of: record, for: key.key) }
-                            if case .real(let kilometres) = statement.value(column) { return .double(kilometres) }
-                            return nil
-                        },
-                        recordName: record.recordID.recordName)
-                }
+            guard var rows = try SQLiteQueryRows(engine: self, query: query, database: database, after: position, limit: limit + 1, on: connection) else {
+                return QueryPage(records: [], nextPosition: nil)
             }
-            return QueryPage(records: records, nextPosition: nil)
+            defer { rows.finish() }
+            let page = try rows.next(limit, on: connection)
+            let more = try !page.exhausted && rows.hasMore(on: connection)
+            return QueryPage(records: page.records, nextPosition: more ? page.nextPosition : nil)
         }
     }
+}
 
+/// A query's rows in order, read from its statement and then, for a descending first sort
+/// key, from the statement of the rows where that key is missing (they sort last).
+struct SQLiteQueryRows {
+    let engine: SQLiteEngine
+    let query: CompiledQuery
+    private var plans: [SQLiteQueryBuilder.Plan]
+    private var statement: SQLiteStatement?
+
+    /// The rows of `query` after `position` (at most `limit` of each statement; -1: all), or
+    /// `nil` when the query's zone is the default zone and holds nothing yet.
+    ///
+    /// - Throws: `zoneNotFound` for a missing zone other than the default zone.
+    init?(engine: SQLiteEngine, query: CompiledQuery, database: DatabaseContext, after position: QueryPosition?, limit: Int, on connection: SQLiteConnection) throws {
+        guard let zoneRow = try engine.zoneRowID(query.zoneID, database, on: connection, createDefault: false) else {
+            if query.zoneID.isDefault { return nil }
+            throw StratusError(.zoneNotFound, "zone '\(query.zoneID.zoneName)' does not exist in the \(database.scope) database", zoneID: query.zoneID)
+        }
+        let schema = try engine.loadSchema(query.recordType, containerIdentifier: database.containerIdentifier, on: connection)
+        let builder = SQLiteQueryBuilder(query: query, schema: schema)
+        self.engine = engine
+        self.query = query
+        plans = [try builder.select(zoneRow: zoneRow, after: position, limit: limit),
+                 try builder.nullTail(zoneRow: zoneRow, after: position, limit: limit)].compactMap { $0 }
+    }
+
+    /// Up to `limit` more records (restricted to the desired keys) and the position of the
+    /// last; `exhausted` when no row remains.
+    mutating func next(_ limit: Int, on connection: SQLiteConnection) throws -> (records: [Record], nextPosition: QueryPosition?, exhausted: Bool) {
+        var records: [Record] = []
+        var lastPosition: QueryPosition?
+        while let (statement, plan) = try current(on: connection) {
+            while records.count < limit {
+                guard try statement.step() else { break }
+                let record = try engine.decodeRecord(statement, zoneID: query.zoneID)
+                records.append(record.restricted(to: query.desiredKeys))
+                lastPosition = QueryPosition(
+                    sortValues: zip(query.sortKeys, plan.sortColumns).map { key, column in
+                        guard key.distanceFrom != nil else { return QueryRules.sortValue(of: record, for: key.key) }
+                        if case .real(let kilometres) = statement.value(column) { return .double(kilometres) }
+                        return nil
+                    },
+                    recordName: record.recordID.recordName)
+            }
+            if records.count == limit { return (records, lastPosition, false) }
+            advance()
+        }
+        return (records, lastPosition, true)
+    }
+
+    /// Whether another row follows (it is stepped over, not read: call this last).
+    mutating func hasMore(on connection: SQLiteConnection) throws -> Bool {
+        while let (statement, _) = try current(on: connection) {
+            if try statement.step() { return true }
+            advance()
+        }
+        return false
+    }
+
+    /// The statement being read and its plan, prepared on first use; `nil` when every plan is read.
+    private mutating func current(on connection: SQLiteConnection) throws -> (SQLiteStatement, SQLiteQueryBuilder.Plan)? {
+        guard let plan = plans.first else { return nil }
+        if let statement { return (statement, plan) }
+        let prepared = try connection.statement(plan.sql)
+        try prepared.bind(plan.parameters)
+        statement = prepared
+        return (prepared, plan)
+    }
+
+    private mutating func advance() {
+        statement?.reset()
+        statement = nil
+        plans.removeFirst()
+    }
+
+    /// Resets the statement being read, so that its connection can end the transaction.
+    mutating func finish() {
+        statement?.reset()
+        statement = nil
+        plans = []
+    }
 }
 
 extension SQLiteEngine {

@@ -65,18 +65,9 @@ struct SQLiteQueryBuilder {
         // The record type is a checked identifier, written as a literal so that the partial
         // indexes of its schema (WHERE record_type = 'T') apply.
         precondition((try? Naming.checkIdentifier(query.recordType, kind: "record type")) != nil, "unchecked record type reached SQL")
-        var sql: String
-        var whereParameters: [SQLValue]
-        if readsZoneInStorageOrder {
-            // The zone's rows are a range of the table's change keys; the unary + keeps the
-            // zone column (first in every index) from luring the planner into another index.
-            sql = "SELECT \(columns) FROM records r WHERE +r.zone_id = ? AND r.change_key BETWEEN ? AND ?"
-            whereParameters = [.integer(zoneRow), .integer(SQLiteSchema.changeKey(zoneRow: zoneRow, sequence: 0)),
-                               .integer(SQLiteSchema.changeKey(zoneRow: zoneRow, sequence: SQLiteSchema.maximumSequence))]
-        } else {
-            sql = "SELECT \(columns) FROM records r WHERE r.zone_id = ?"
-            whereParameters = [.integer(zoneRow)]
-        }
+        let zone = zoneRows(zoneRow, inStorageOrder: readsZoneInStorageOrder)
+        var sql = "SELECT \(columns) FROM records r WHERE \(zone.sql)"
+        var whereParameters = zone.parameters
         sql += " AND r.record_type = '\(query.recordType)' AND \(predicate.sql)"
         whereParameters += predicate.parameters.map { $0 == Self.zonePlaceholder ? .integer(zoneRow) : $0 }
         if leadingKeyIsNull, let first = sorts.first {
@@ -107,6 +98,15 @@ struct SQLiteQueryBuilder {
         return Plan(sql: sql, parameters: parameters + whereParameters + orderParameters, sortColumns: sortColumns)
     }
 
+    /// `SELECT count(*)` of the rows the query matches: its conditions without its order.
+    func count(zoneRow: Int64) throws -> Fragment {
+        precondition((try? Naming.checkIdentifier(query.recordType, kind: "record type")) != nil, "unchecked record type reached SQL")
+        let predicate = try expression(query.predicate)
+        let zone = zoneRows(zoneRow, inStorageOrder: !hasIndexedCondition && !declaresRecordName)
+        return Fragment(sql: "SELECT count(*) FROM records r WHERE \(zone.sql) AND r.record_type = '\(query.recordType)' AND \(predicate.sql)",
+                        parameters: zone.parameters + predicate.parameters.map { $0 == Self.zonePlaceholder ? .integer(zoneRow) : $0 })
+    }
+
     /// Whether the query sorts by a key that no index keeps in order and has no condition an
     /// index could serve: every row of the type is then read and sorted anyway, best in
     /// storage order (the zone's range of the table). Left alone, the planner would take a
@@ -114,7 +114,12 @@ struct SQLiteQueryBuilder {
     /// one random read each.
     private var readsZoneInStorageOrder: Bool {
         guard let first = query.sortKeys.first, first.distanceFrom != nil || !isIndexed(first.key) else { return false }
-        return !conjuncts.contains { part in
+        return !hasIndexedCondition
+    }
+
+    /// Whether some condition of the predicate can be served by an index.
+    private var hasIndexedCondition: Bool {
+        conjuncts.contains { part in
             guard case .condition(let condition) = part else { return false }
             switch condition {
             case .compare(let key, let op, _): return op != .notEqual && isIndexed(key)
@@ -123,6 +128,23 @@ struct SQLiteQueryBuilder {
             case .listContains, .listContainsAny, .listAnyBeginsWith, .distance: return false
             }
         }
+    }
+
+    /// The rows of the zone a statement reads: through an index a condition can use, or else
+    /// the zone's range of the table in storage order (its rows lie together by change key;
+    /// the unary + keeps the zone column, first in every index, from luring the planner into
+    /// an index whose order is random for this read).
+    private func zoneRows(_ zoneRow: Int64, inStorageOrder: Bool) -> Fragment {
+        guard inStorageOrder else { return Fragment(sql: "r.zone_id = ?", parameters: [.integer(zoneRow)]) }
+        return Fragment(sql: "+r.zone_id = ? AND r.change_key BETWEEN ? AND ?", parameters: [
+            .integer(zoneRow), .integer(SQLiteSchema.changeKey(zoneRow: zoneRow, sequence: 0)),
+            .integer(SQLiteSchema.changeKey(zoneRow: zoneRow, sequence: SQLiteSchema.maximumSequence))])
+    }
+
+    /// Whether the schema gives the type an index of its own (a queryable `recordName`), which
+    /// lists the type's records without reading the zone's other types.
+    private var declaresRecordName: Bool {
+        schema?.field("recordName").map { !$0.indexes.isEmpty } ?? false
     }
 
     /// Whether some index covers `key`: the record name always, other keys when the schema

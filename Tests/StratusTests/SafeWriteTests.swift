@@ -69,6 +69,10 @@ final class ScriptedEngine: StorageEngine, Sendable {
     }
 
     func fetchRecords(_ ids: [Record.ID], in database: DatabaseContext) throws -> [Record.ID: Record] { try base.fetchRecords(ids, in: database) }
+    func openQueryStream(_ query: CompiledQuery, in database: DatabaseContext, after position: QueryPosition?) throws -> any QueryStream {
+        try base.openQueryStream(query, in: database, after: position)
+    }
+    func countRecords(_ query: CompiledQuery, in database: DatabaseContext) throws -> Int { try base.countRecords(query, in: database) }
     func saveSchemas(_ schemas: [RecordTypeSchema], containerIdentifier: String) throws { try base.saveSchemas(schemas, containerIdentifier: containerIdentifier) }
     func fetchSchemas(containerIdentifier: String) throws -> [RecordTypeSchema] { try base.fetchSchemas(containerIdentifier: containerIdentifier) }
     func fetchZones(in database: DatabaseContext) throws -> [RecordZone] { try base.fetchZones(in: database) }

@@ -127,6 +127,25 @@ extension Database {
         QueryResultSequence(database: self, query: query, zoneID: zoneID, desiredKeys: desiredKeys, pageSize: pageSize)
     }
 
+    /// A Stratus extension: how many records match a query, counted by the store without
+    /// reading them (``CountRecordsOperation``).
+    ///
+    /// ```swift
+    /// let open = try await database.countRecords(matching: Query(recordType: "Todo", format: "checked == %@", 0))
+    /// ```
+    public func countRecords(matching query: Query, inZoneWith zoneID: RecordZone.ID? = nil) async throws -> Int {
+        let count = Collector<Int>()
+        try await run { finish in
+            let op = CountRecordsOperation(query: query, zoneID: zoneID)
+            op.countRecordsResultBlock = { result in
+                if case .success(let n) = result { count.append(n) }
+                finish(result.map { _ in () })
+            }
+            return op
+        }
+        return count.items.first ?? 0
+    }
+
     private func page(
         _ op: QueryOperation, desiredKeys: [String]?, resultsLimit: Int
     ) async throws -> (matchResults: [(Record.ID, Result<Record, any Error>)], queryCursor: QueryOperation.Cursor?) {

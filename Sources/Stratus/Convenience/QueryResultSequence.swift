@@ -1,8 +1,14 @@
 import Foundation
+import Synchronization
 
-/// Every record matching a query, as an `AsyncSequence` that fetches one page at a time.
+/// Every record matching a query, as an `AsyncSequence` read from one snapshot of the store.
 ///
-/// Memory holds one page. Iteration throws the first error a page reports.
+/// The whole sequence reads one snapshot, however long it takes to consume: records written
+/// meanwhile are neither repeated nor missed, and a sort no index serves is done once, not
+/// once per page. Memory holds two pages: the one being consumed and the next, which is read
+/// while the consumer works. Iteration throws the first error the store reports, and
+/// `operationCancelled` when the iterating task is cancelled. On SQLite, a long read delays
+/// the write-ahead log's checkpoints until it ends (the log grows meanwhile).
 ///
 /// ```swift
 /// var count = 0
@@ -18,34 +24,148 @@ public struct QueryResultSequence: AsyncSequence, Sendable {
     let pageSize: Int
 
     public func makeAsyncIterator() -> Iterator {
-        Iterator(sequence: self)
+        Iterator(reader: PageReader(sequence: self))
     }
 
     public struct Iterator: AsyncIteratorProtocol {
-        let sequence: QueryResultSequence
+        let reader: PageReader
         var buffer: [Record] = []
         var bufferIndex = 0
-        var cursor: QueryOperation.Cursor?
-        var started = false
-
-        init(sequence: QueryResultSequence) { self.sequence = sequence }
 
         public mutating func next() async throws -> Record? {
             while bufferIndex == buffer.count {
-                if started && cursor == nil { return nil }
-                let page: (matchResults: [(Record.ID, Result<Record, any Error>)], queryCursor: QueryOperation.Cursor?)
-                if let cursor {
-                    page = try await sequence.database.records(continuingMatchFrom: cursor, desiredKeys: sequence.desiredKeys, resultsLimit: sequence.pageSize)
-                } else {
-                    page = try await sequence.database.records(matching: sequence.query, inZoneWith: sequence.zoneID, desiredKeys: sequence.desiredKeys, resultsLimit: sequence.pageSize)
+                if Task.isCancelled {
+                    reader.close()
+                    throw StratusError.cancelled("allRecords", completed: reader.delivered)
                 }
-                started = true
-                buffer = try page.matchResults.map { try $0.1.get() }
+                guard let page = try await reader.nextPage() else { return nil }
+                buffer = page
                 bufferIndex = 0
-                cursor = page.queryCursor
             }
             defer { bufferIndex += 1 }
             return buffer[bufferIndex]
+        }
+    }
+
+    /// Reads a query stream on a queue of its own (a store read blocks its thread, which must
+    /// not be one of the cooperative pool's), one page ahead of the consumer.
+    final class PageReader: Sendable {
+        private let sequence: QueryResultSequence
+        private let queue = DispatchQueue(label: "stratus.allRecords")
+        private struct State {
+            var stream: (any QueryStream)?
+            /// The stream was opened (it may be closed again since).
+            var opened = false
+            var finished = false
+            /// The page read ahead, once read.
+            var ready: Result<[Record]?, any Error>?
+            var waiter: CheckedContinuation<[Record]?, any Error>?
+            var reading = false
+            var delivered = 0
+        }
+        private let state = Mutex(State())
+
+        init(sequence: QueryResultSequence) { self.sequence = sequence }
+
+        deinit { close() }
+
+        /// Records handed to the consumer so far.
+        var delivered: Int { state.withLock { $0.delivered } }
+
+        /// The next page, or `nil` after the last.
+        func nextPage() async throws -> [Record]? {
+            let page = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<[Record]?, any Error>) in
+                let ready = state.withLock { state -> Result<[Record]?, any Error>? in
+                    if let ready = state.ready {
+                        state.ready = nil
+                        return ready
+                    }
+                    if state.finished && !state.reading { return .success(nil) }
+                    state.waiter = continuation
+                    return nil
+                }
+                if let ready { continuation.resume(with: ready) } else { readAhead() }
+            }
+            state.withLock { $0.delivered += page?.count ?? 0 }
+            if page != nil { readAhead() }
+            return page
+        }
+
+        /// Starts reading the next page unless one is being read or waits already.
+        private func readAhead() {
+            let start = state.withLock { state -> Bool in
+                guard !state.reading && state.ready == nil && !state.finished else { return false }
+                state.reading = true
+                return true
+            }
+            guard start else { return }
+            queue.async { [self] in
+                let result = Result { try read() }
+                let waiter = state.withLock { state -> CheckedContinuation<[Record]?, any Error>? in
+                    state.reading = false
+                    if case .success(nil) = result { state.finished = true }
+                    if case .failure = result { state.finished = true }
+                    guard let waiter = state.waiter else {
+                        state.ready = result
+                        return nil
+                    }
+                    state.waiter = nil
+                    return waiter
+                }
+                waiter?.resume(with: result)
+                if case .success(nil) = result { close() }
+            }
+        }
+
+        /// One page from the stream, opening it first; `nil` at the end. Runs on `queue`.
+        private func read() throws -> [Record]? {
+            var stream = state.withLock { $0.stream }
+            if stream == nil {
+                guard !state.withLock({ $0.opened }) else { return nil }
+                // Opened outside the lock: opening reads the store, and the consumer must not wait on it.
+                let opened = try openStream()
+                let closedMeanwhile = state.withLock { state -> Bool in
+                    state.opened = true
+                    guard !state.finished else { return true }
+                    state.stream = opened
+                    return false
+                }
+                if closedMeanwhile {
+                    opened.close()
+                    return nil
+                }
+                stream = opened
+            }
+            guard let stream else { return nil }
+            let page = try stream.next(limit: Swift.max(1, sequence.pageSize))
+            return page.records.isEmpty ? nil : page.records
+        }
+
+        private func openStream() throws -> any QueryStream {
+            let database = sequence.database
+            let zone = sequence.zoneID ?? .default
+            try ModifyRecordsOperation.checkZone(Record.ID(recordName: "query", zoneID: zone), database.context)
+            let compiled = try CompiledQuery(sequence.query, zoneID: zone, desiredKeys: sequence.desiredKeys)
+            let policy = database.retryPolicy
+            var attempt = 1
+            while true {
+                do {
+                    return try database.engine.openQueryStream(compiled, in: database.context, after: nil)
+                } catch let error as StratusError where error.isTransient && attempt < policy.maximumAttempts {
+                    Thread.sleep(forTimeInterval: policy.delay(beforeAttempt: attempt + 1, retryAfter: error.retryAfterSeconds))
+                    attempt += 1
+                }
+            }
+        }
+
+        /// Ends the snapshot; further pages are none.
+        func close() {
+            let stream = state.withLock { state -> (any QueryStream)? in
+                state.finished = true
+                defer { state.stream = nil }
+                return state.stream
+            }
+            stream?.close()
         }
     }
 }

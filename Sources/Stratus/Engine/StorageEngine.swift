@@ -37,6 +37,17 @@ public protocol StorageEngine: AnyObject, Sendable {
     /// Reads one page of a query's matches after `position` (from the start when `nil`).
     @_spi(StratusEngine) func queryRecords(_ query: CompiledQuery, in database: DatabaseContext, after position: QueryPosition?, limit: Int) throws -> QueryPage
 
+    /// Opens a read of every match of a query after `position` (from the start when `nil`), in
+    /// order, from one snapshot of the store that the stream keeps until it is closed.
+    ///
+    /// - Throws: `zoneNotFound` for a missing zone other than the default zone.
+    @_spi(StratusEngine) func openQueryStream(_ query: CompiledQuery, in database: DatabaseContext, after position: QueryPosition?) throws -> any QueryStream
+
+    /// How many records match a query, counted by the store without reading them.
+    ///
+    /// - Throws: `zoneNotFound` for a missing zone other than the default zone.
+    @_spi(StratusEngine) func countRecords(_ query: CompiledQuery, in database: DatabaseContext) throws -> Int
+
     /// Stores record type schemas for a container and builds the indexes they declare, in one
     /// transaction. A schema replaces the type's previous one; indexes it no longer declares go.
     /// The schemas were checked by the caller.

@@ -1,0 +1,39 @@
+import Foundation
+
+/// A Stratus extension: counts the records matching a query, without reading them.
+///
+/// The store counts in one snapshot; no record is built. CloudKit has no count: this is what
+/// `stratus count` runs.
+///
+/// ```swift
+/// let count = CountRecordsOperation(query: Query(recordType: "Todo", format: "checked == %@", 1))
+/// count.countRecordsResultBlock = { result in print(try! result.get()) }
+/// database.add(count)
+/// ```
+public final class CountRecordsOperation: DatabaseOperation, @unchecked Sendable {
+    public var query: Query
+    /// The zone to count in; the default zone when `nil`.
+    public var zoneID: RecordZone.ID?
+    /// The number of matching records, or the error.
+    public var countRecordsResultBlock: (@Sendable (Result<Int, any Error>) -> Void)?
+
+    private var count = 0
+
+    public init(query: Query, zoneID: RecordZone.ID? = nil) {
+        self.query = query
+        self.zoneID = zoneID
+        super.init()
+    }
+
+    override func execute(engine: any StorageEngine, context: DatabaseContext) throws -> StratusError? {
+        let zone = zoneID ?? .default
+        try ModifyRecordsOperation.checkZone(Record.ID(recordName: "query", zoneID: zone), context)
+        let compiled = try CompiledQuery(query, zoneID: zone, desiredKeys: [])
+        count = try withRetry { try engine.countRecords(compiled, in: context) }
+        return nil
+    }
+
+    override func complete(with error: StratusError?) {
+        countRecordsResultBlock?(error.map { .failure($0) } ?? .success(count))
+    }
+}

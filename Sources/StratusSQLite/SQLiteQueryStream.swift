@@ -1,0 +1,79 @@
+import Foundation
+@_spi(StratusEngine) import Stratus
+
+extension SQLiteEngine {
+    @_spi(StratusEngine)
+    public func openQueryStream(_ query: CompiledQuery, in database: DatabaseContext, after position: QueryPosition?) throws -> any QueryStream {
+        try SQLiteQueryStream(engine: self, query: query, database: database, after: position)
+    }
+
+    @_spi(StratusEngine)
+    public func countRecords(_ query: CompiledQuery, in database: DatabaseContext) throws -> Int {
+        try readTransaction { connection in
+            guard let zoneRow = try zoneRowID(query.zoneID, database, on: connection, createDefault: false) else {
+                if query.zoneID.isDefault { return 0 }
+                throw StratusError(.zoneNotFound, "zone '\(query.zoneID.zoneName)' does not exist in the \(database.scope) database", zoneID: query.zoneID)
+            }
+            let schema = try loadSchema(query.recordType, containerIdentifier: database.containerIdentifier, on: connection)
+            let plan = try SQLiteQueryBuilder(query: query, schema: schema).count(zoneRow: zoneRow)
+            let statement = try connection.statement(plan.sql)
+            try statement.bind(plan.parameters)
+            defer { statement.reset() }
+            guard try statement.step() else { return 0 }
+            return Int(statement.int64(0))
+        }
+    }
+}
+
+/// A query read in one read transaction on a reader connection of its own, held until closed.
+///
+/// SQLite answers every statement of a transaction from the snapshot its first read took; the
+/// query is one statement (two for a descending first key), so a sort no index serves is done
+/// once. While the transaction stays open, the write-ahead log cannot be checkpointed past it.
+final class SQLiteQueryStream: QueryStream, @unchecked Sendable {
+    // @unchecked: the connection and the row reader are touched only under `lock`, by one
+    // caller at a time; the connection belongs to this stream until `close()` returns it.
+    private let lock = NSLock()
+    private let engine: SQLiteEngine
+    private var connection: SQLiteConnection?
+    private var rows: SQLiteQueryRows?
+
+    init(engine: SQLiteEngine, query: CompiledQuery, database: DatabaseContext, after position: QueryPosition?) throws {
+        self.engine = engine
+        let connection = try engine.takeReader()
+        do {
+            try connection.execute("BEGIN")
+            rows = try SQLiteQueryRows(engine: engine, query: query, database: database, after: position, limit: -1, on: connection)
+        } catch {
+            connection.resetActiveStatements()
+            try? connection.execute("ROLLBACK")
+            engine.returnReader(connection)
+            throw error
+        }
+        self.connection = connection
+    }
+
+    deinit { close() }
+
+    func next(limit: Int) throws -> QueryPage {
+        precondition(limit > 0, "QueryStream.next needs a positive limit")
+        return try lock.withLock {
+            guard let connection, var rows else { return QueryPage(records: [], nextPosition: nil) }
+            let page = try rows.next(limit, on: connection)
+            self.rows = page.exhausted ? nil : rows
+            return QueryPage(records: page.records, nextPosition: page.nextPosition)
+        }
+    }
+
+    func close() {
+        lock.withLock {
+            guard let connection else { return }
+            rows?.finish()
+            rows = nil
+            connection.resetActiveStatements()
+            try? connection.execute("COMMIT")
+            engine.returnReader(connection)
+            self.connection = nil
+        }
+    }
+}

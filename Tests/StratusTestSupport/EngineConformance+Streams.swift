@@ -1,0 +1,86 @@
+import Foundation
+import SeededRandom
+import Stratus
+import Testing
+
+// MARK: - Reads of many pages: one snapshot; counts
+
+extension EngineConformance {
+    static let streamCases: [TestCase] = [
+        TestCase("allRecords reads one snapshot: writes made while it is read are neither seen nor missed", allRecordsReadsOneSnapshot),
+        TestCase("allRecords sorted by an unindexed key, by an indexed key and with a filter give the oracle's order", allRecordsOrder),
+        TestCase("countRecords counts what each query matches, without a limit", countsMatchQueries),
+    ]
+
+    static func allRecordsReadsOneSnapshot(_ env: Environment) async throws {
+        let database = env.container().publicCloudDatabase
+        let count = 2_000
+        try await TestDatabase.save(makeRecords("Snap", count: count) { ["v": .int64(Int64($0))] }, in: database)
+        let query = Query(recordType: "Snap", predicate: .all)
+        query.sortDescriptors = [RecordSortDescriptor(key: "v", ascending: true)]
+        var seen: [String] = []
+        var values: [Int64] = []
+        var wrote = false
+        for try await record in database.allRecords(matching: query, pageSize: 100) {
+            seen.append(record.recordID.recordName)
+            if case .int64(let v)? = record.fieldValue(forKey: "v") { values.append(v) }
+            if seen.count == 150 && !wrote {
+                wrote = true
+                // Every record moves to the other end of the order, new ones arrive, some go.
+                let moved = makeRecords("Snap", count: count) { ["v": .int64(Int64(-$0 - 1))] }
+                try await TestDatabase.save(moved, in: database, savePolicy: .changedKeys)
+                try await TestDatabase.save(makeRecords("Snap", count: 500, prefix: "new") { ["v": .int64(Int64($0))] }, in: database)
+                _ = try await database.modifyRecords(saving: [], deleting: (1_000..<1_100).map { Record.ID(recordName: recordName("r", $0)) })
+            }
+        }
+        #expect(wrote)
+        #expect(seen == (0..<count).map { recordName("r", $0) }, "each record once, in the order of the snapshot")
+        #expect(values == (0..<count).map(Int64.init), "records as they were when the read began")
+        // A new read sees the writes.
+        var after = 0
+        for try await _ in database.allRecords(matching: query, pageSize: 300) { after += 1 }
+        #expect(after == count + 500 - 100)
+    }
+
+    static func allRecordsOrder(_ env: Environment) async throws {
+        let container = env.container()
+        var schema = RecordTypeSchema(recordType: "Ordered")
+        schema.addField("indexed", type: .int64, indexes: [.sortable, .queryable])
+        try await container.saveSchema(schema)
+        let database = container.publicCloudDatabase
+        var random = SeededGenerator(seed: 11)
+        let records = makeRecords("Ordered", count: 1_500) { _ in
+            var fields: [String: FieldValue] = ["indexed": .int64(Int64.random(in: 0..<50, using: &random))]
+            if Int.random(in: 0..<10, using: &random) > 0 { fields["plain"] = .double(Double(Int.random(in: 0..<40, using: &random)) / 4) }
+            fields["group"] = .string(["a", "b", "c"].randomElement(using: &random)!)
+            return fields
+        }
+        try await TestDatabase.save(records, in: database)
+        for (format, sorts) in [("TRUEPREDICATE", [RecordSortDescriptor(key: "plain", ascending: false)]),
+                                ("TRUEPREDICATE", [RecordSortDescriptor(key: "indexed", ascending: true), RecordSortDescriptor(key: "plain", ascending: false)]),
+                                ("group == 'b'", [RecordSortDescriptor(key: "plain", ascending: true)]),
+                                ("indexed < 10", [RecordSortDescriptor(key: "indexed", ascending: false)])] {
+            let query = Query(recordType: "Ordered", predicate: try QueryPredicate(format: format))
+            query.sortDescriptors = sorts
+            var found: [String] = []
+            for try await record in database.allRecords(matching: query, pageSize: 97) { found.append(record.recordID.recordName) }
+            let expected = try QueryEvaluator.evaluate(query, over: records).map(\.recordID.recordName)
+            #expect(found == expected, "\(format) sorted by \(sorts.map(\.key))")
+        }
+    }
+
+    static func countsMatchQueries(_ env: Environment) async throws {
+        let database = env.container().publicCloudDatabase
+        let records = makeRecords("Counted", count: 1_200) { i in ["n": .int64(Int64(i % 7)), "label": .string(i % 3 == 0 ? "Fizz" : "buzz")] }
+        try await TestDatabase.save(records, in: database)
+        try await TestDatabase.save([makeRecord("Other", "other-1", ["n": .int64(1)])], in: database)
+        for format in ["TRUEPREDICATE", "n == 3", "n >= 2 AND label == 'FIZZ'", "label BEGINSWITH 'b'", "FALSEPREDICATE"] {
+            let query = Query(recordType: "Counted", predicate: try QueryPredicate(format: format))
+            let expected = try QueryEvaluator.evaluate(query, over: records).count
+            #expect(try await database.countRecords(matching: query) == expected, "\(format)")
+        }
+        #expect(try await database.countRecords(matching: Query(recordType: "Nothing", predicate: .all)) == 0)
+        let missingZone = await caughtError { try await database.countRecords(matching: Query(recordType: "Counted", predicate: .all), inZoneWith: RecordZone.ID(zoneName: "Nowhere")) }
+        #expect(stratusError(missingZone)?.code == .zoneNotFound)
+    }
+}
