@@ -4,7 +4,8 @@ import SeededRandom
 @_spi(StratusEngine) import StratusSQLite
 
 /// `scripts/bench-query`: indexed against unindexed queries, cursor paging against one
-/// streaming read, and the last page against the first.
+/// streaming read, the last page against the first, and scans (a count, a page sorted by an
+/// unindexed field, a whole sorted read) against the `sqlite3` shell and the unsorted read.
 struct QueryBenchmark {
     let recordCount: Int
     let storePath: String
@@ -74,6 +75,59 @@ struct QueryBenchmark {
         report("first page of \(pageSize) sorted by rank", first)
         report("last page", last)
         print(String(format: "ratio last / first page: %.2fx (goal <= 1.5x)", last / first))
+
+        try await scans(database)
+    }
+
+    /// 4. Scans no index serves, against the `sqlite3` shell scanning the same rows with
+    /// `json_extract`, and a whole read sorted by an unindexed field against the unsorted read.
+    private func scans(_ database: Database) async throws {
+        guard let shell = ["/usr/bin/sqlite3", "/usr/local/bin/sqlite3"].first(where: FileManager.default.isExecutableFile) else {
+            print("scans: the sqlite3 shell is missing (apt-get install sqlite3); skipped")
+            return
+        }
+        let filter = try Query(recordType: "Item", format: "categoryCopy == %@", "cat-7")
+        var counted = 0
+        let count = try await median(runs: 3) { counted = try await database.countRecords(matching: filter) }
+        var shellCounted = 0
+        let shellCount = try await median(runs: 3) {
+            shellCounted = Int(try runShell(shell, "SELECT count(*) FROM records WHERE record_type = 'Item' AND json_extract(fields, '$.categoryCopy[1]') = 'cat-7'")) ?? -1
+        }
+        precondition(counted == shellCounted, "counted \(counted), the shell \(shellCounted)")
+        report("count of categoryCopy == 'cat-7' (\(counted) of \(recordCount))", count)
+        report("sqlite3 shell, count(*) with json_extract", shellCount)
+        print(String(format: "ratio count / shell: %.2fx (goal <= 1.5x)", count / shellCount))
+
+        let sorted = Query(recordType: "Item")
+        sorted.sortDescriptors = [RecordSortDescriptor(key: "rankCopy")]
+        let page = try await median(runs: 3) { _ = try await database.records(matching: sorted, resultsLimit: pageSize) }
+        let shellPage = try await median(runs: 3) {
+            _ = try runShell(shell, "SELECT record_name, record_type, created_at, created_by, modified_at, modified_by, change_tag, fields, parent_name FROM records WHERE record_type = 'Item' ORDER BY json_extract(fields, '$.rankCopy[1]'), record_name LIMIT \(pageSize)")
+        }
+        report("first page of \(pageSize) sorted by unindexed rankCopy", page)
+        report("sqlite3 shell, the same rows ORDER BY json_extract LIMIT", shellPage)
+        print(String(format: "ratio page / shell: %.2fx (goal <= 1.5x)", page / shellPage))
+
+        var unsortedCount = 0, sortedCount = 0
+        let unsortedRead = try await time { for try await _ in database.allRecords(matching: Query(recordType: "Item"), pageSize: 1_000) { unsortedCount += 1 } }
+        let sortedRead = try await time { for try await _ in database.allRecords(matching: sorted, pageSize: 1_000) { sortedCount += 1 } }
+        precondition(unsortedCount == recordCount && sortedCount == recordCount, "read \(unsortedCount) and \(sortedCount) of \(recordCount)")
+        report("allRecords, every record unsorted", unsortedRead)
+        report("allRecords, every record sorted by unindexed rankCopy", sortedRead)
+        print(String(format: "ratio sorted / unsorted read: %.2fx (goal <= 2x)", sortedRead / unsortedRead))
+    }
+
+    /// Runs one statement in the `sqlite3` shell on the store and answers its output.
+    private func runShell(_ shell: String, _ sql: String) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: shell)
+        process.arguments = ["-readonly", storePath, sql]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     private func query(_ format: String, _ value: String, sort: String) throws -> Query {
@@ -84,8 +138,7 @@ struct QueryBenchmark {
 
     /// Fills the store once; a store of the right size is reused between runs.
     private func fill(_ database: Database) async throws {
-        var existing = 0
-        for try await _ in database.allRecords(matching: Query(recordType: "Item"), desiredKeys: [], pageSize: 10_000) { existing += 1 }
+        let existing = try await database.countRecords(matching: Query(recordType: "Item"))
         if existing == recordCount { print("store \(storePath) holds \(existing) records"); return }
         precondition(existing == 0, "\(storePath) holds \(existing) records, not \(recordCount); remove it")
         var generator = SeededGenerator(seed: 42)
