@@ -127,9 +127,9 @@ struct ChangesCommand {
     }
 
     /// One batch of changes, in commit order, through ``FetchRecordZoneChangesOperation``.
-    private func fetchBatch(_ database: Database, after token: ServerChangeToken?, size: Int) async throws -> (changes: [ZoneChangeBatch.Change], token: ServerChangeToken, moreComing: Bool) {
+    private func fetchBatch(_ database: Database, after token: ServerChangeToken?, size: Int) async throws -> (changes: [ZoneChange], token: ServerChangeToken, moreComing: Bool) {
         let zoneID = store.zoneID
-        let changes = Mutex<[ZoneChangeBatch.Change]>([])
+        let changes = Mutex<[ZoneChange]>([])
         let end = Mutex<Result<(serverChangeToken: ServerChangeToken, moreComing: Bool), any Error>?>(nil)
         let operation = FetchRecordZoneChangesOperation(
             recordZoneIDs: [zoneID],
@@ -149,6 +149,12 @@ struct ChangesCommand {
         }
         let (newToken, moreComing) = try result.get()
         return (changes.withLock { $0 }, newToken, moreComing)
+    }
+
+    /// One change of the zone, as the fetch reports it.
+    enum ZoneChange {
+        case changed(Record)
+        case deleted(Record.ID, recordType: String)
     }
 
     static func log(_ message: String) {

@@ -11,6 +11,7 @@ import Foundation
 /// let batch = try engine.fetchZoneChanges(ZoneChangesRequest(zoneID: zone, after: nil, limit: 400), in: context)
 /// let resumeFrom: ChangePosition = batch.position
 /// ```
+@_spi(StratusEngine)
 public struct ChangePosition: Hashable, Sendable, Codable {
     /// Which life of the history the sequence counts in. A zone deleted and created again
     /// starts a new history, and so does another store; a position from an older life is
@@ -34,6 +35,7 @@ public struct ChangePosition: Hashable, Sendable, Codable {
 /// let request = ZoneChangesRequest(zoneID: photos, after: lastPosition, limit: 400, desiredKeys: ["title"])
 /// let batch = try engine.fetchZoneChanges(request, in: context)
 /// ```
+@_spi(StratusEngine)
 public struct ZoneChangesRequest: Hashable, Sendable {
     public var zoneID: RecordZone.ID
     /// The last change already seen; `nil` reads the zone from its beginning.
@@ -66,6 +68,7 @@ public struct ZoneChangesRequest: Hashable, Sendable {
 /// }
 /// if batch.moreComing { next = batch.position }
 /// ```
+@_spi(StratusEngine)
 public struct ZoneChangeBatch: Sendable {
     /// One change of a zone.
     public enum Change: Sendable {
@@ -103,6 +106,7 @@ public struct ZoneChangeBatch: Sendable {
 /// let batch = try engine.fetchDatabaseChanges(after: nil, limit: 400, in: context)
 /// let changedZones = batch.changes.compactMap { if case .zoneChanged(let id) = $0 { id } else { nil } }
 /// ```
+@_spi(StratusEngine)
 public struct DatabaseChangeBatch: Sendable {
     /// One zone change of a database.
     public enum Change: Hashable, Sendable {
@@ -131,6 +135,7 @@ public struct DatabaseChangeBatch: Sendable {
 /// let outcome = try engine.modifyZones(saving: [RecordZone(zoneName: "Photos")], deleting: [], in: context)
 /// let photos = try outcome.saveResults[RecordZone.ID(zoneName: "Photos")]?.get()
 /// ```
+@_spi(StratusEngine)
 public struct ZoneModifyOutcome: Sendable {
     /// For each zone to save: the zone as stored (its capabilities), or its error.
     public var saveResults: [RecordZone.ID: Result<RecordZone, StratusError>]

@@ -9,6 +9,7 @@ import Foundation
 /// let compiled = try CompiledQuery(query, zoneID: .default, desiredKeys: ["title"])
 /// let page = try engine.queryRecords(compiled, in: context, after: nil, limit: 100)
 /// ```
+@_spi(StratusEngine)
 public struct CompiledQuery: Hashable, Sendable, Codable {
     public let recordType: String
     public let zoneID: RecordZone.ID

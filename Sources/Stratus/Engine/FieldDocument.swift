@@ -17,6 +17,7 @@ import Foundation
 /// let text = FieldDocument.encode(["title": .string("Milk")])   // {"title":["S","Milk"]}
 /// let fields = try FieldDocument.decode(text, zoneID: .default, assetURL: { _ in nil })
 /// ```
+@_spi(StratusEngine)
 public enum FieldDocument {
     /// Type tags, as stored in element 0.
     public enum Tag {
