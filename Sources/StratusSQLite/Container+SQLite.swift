@@ -13,9 +13,22 @@ extension Container {
     /// ```
     ///
     /// - Throws: ``StratusError`` when the store cannot be opened or created.
-    public convenience init(identifier: String, storePath: String? = nil, userName: String? = nil) throws {
+    public convenience init(identifier: String, storePath: String? = nil, userName: String? = nil, environment: Environment = .development) throws {
         let path = storePath ?? SQLiteEngine.defaultStorePath(containerIdentifier: identifier)
-        self.init(identifier: identifier, engine: try SQLiteEngine.shared(path: path), userName: userName)
+        self.init(identifier: identifier, engine: try SQLiteEngine.shared(path: path), userName: userName, environment: environment)
+    }
+
+    /// Opens a container on the embedded SQLite store for a caller who is not signed in (see
+    /// ``Container/anonymous(identifier:engine:environment:retryPolicy:)``).
+    ///
+    /// ```swift
+    /// let visitor = try Container.anonymous(identifier: "com.example.forum", storePath: "/srv/forum.sqlite")
+    /// ```
+    ///
+    /// - Throws: ``StratusError`` when the store cannot be opened or created.
+    public static func anonymous(identifier: String, storePath: String? = nil, environment: Environment = .development) throws -> Container {
+        let path = storePath ?? SQLiteEngine.defaultStorePath(containerIdentifier: identifier)
+        return Container.anonymous(identifier: identifier, engine: try SQLiteEngine.shared(path: path), environment: environment)
     }
 }
 

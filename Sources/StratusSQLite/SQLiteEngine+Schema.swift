@@ -2,40 +2,118 @@ import Foundation
 @_spi(StratusEngine) import Stratus
 
 extension SQLiteEngine {
-    @_spi(StratusEngine) public func saveSchemas(_ schemas: [RecordTypeSchema], containerIdentifier: String) throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
+    // MARK: - Container schemas
+
+    @_spi(StratusEngine) public func fetchSchema(storageContainer: String) throws -> ContainerSchema {
+        try readTransaction { connection in try loadContainerSchema(storageContainer, on: connection) }
+    }
+
+    @_spi(StratusEngine) public func modifySchema<T>(storageContainer: String, _ body: (inout ContainerSchema) throws -> T) throws -> T {
         try writeTransaction { connection in
-            for schema in schemas {
-                let previous = try loadSchema(schema.recordType, containerIdentifier: containerIdentifier, on: connection)
-                let upsert = try connection.statement("INSERT OR REPLACE INTO record_types(container, record_type, schema) VALUES (?, ?, ?)")
-                try upsert.bind([.text(containerIdentifier), .text(schema.recordType), .text(String(decoding: try encoder.encode(schema), as: UTF8.self))])
-                try upsert.step()
-                if previous?.searchableFields != schema.searchableFields {
-                    try rebuildTokens(recordType: schema.recordType, containerIdentifier: containerIdentifier, searchable: schema.searchableFields, on: connection)
-                }
+            let stored = try loadContainerSchema(storageContainer, on: connection)
+            var schema = stored
+            let answer = try body(&schema)
+            try storeContainerSchema(schema, replacing: stored, storageContainer: storageContainer, on: connection)
+            return answer
+        }
+    }
+
+    @_spi(StratusEngine) public func resetEnvironment(storageContainer: String, schema: ContainerSchema) throws {
+        try writeTransaction { connection in
+            let zones = "SELECT zone_id FROM zones WHERE container = ?1"
+            for statement in [
+                "DELETE FROM refs WHERE zone_id IN (\(zones))",
+                "DELETE FROM record_tokens WHERE zone_id IN (\(zones))",
+                "DELETE FROM tombstones WHERE zone_id IN (\(zones))",
+                "DELETE FROM records WHERE zone_id IN (\(zones))",
+                "DELETE FROM zone_state WHERE zone_id IN (\(zones))",
+                "DELETE FROM zones WHERE container = ?1",
+                "DELETE FROM zone_tombstones WHERE container = ?1",
+                // Database change numbers go on from where they were, and every position taken
+                // before is expired: a token never reads a later life of the environment.
+                "UPDATE database_history SET history_start = change_seq WHERE container = ?1",
+            ] {
+                let delete = try connection.uncachedStatement(statement)
+                try delete.bind([.text(storageContainer)])
+                try delete.step()
             }
-            try synchronizeIndexes(on: connection)
+            let stored = try loadContainerSchema(storageContainer, on: connection)
+            try storeContainerSchema(schema, replacing: stored, storageContainer: storageContainer, on: connection)
         }
     }
 
-    @_spi(StratusEngine) public func fetchSchemas(containerIdentifier: String) throws -> [RecordTypeSchema] {
-        try readTransaction { connection in
-            let select = try connection.statement("SELECT schema FROM record_types WHERE container = ? ORDER BY record_type")
-            try select.bind([.text(containerIdentifier)])
-            var schemas: [RecordTypeSchema] = []
-            while try select.step() { schemas.append(try Self.decodeSchema(select.text(0) ?? "")) }
-            return schemas
-        }
+    /// The roles and record types stored for one environment of a container.
+    func loadContainerSchema(_ storageContainer: String, on connection: SQLiteConnection) throws -> ContainerSchema {
+        let types = try connection.statement("SELECT schema FROM record_types WHERE container = ? ORDER BY record_type")
+        try types.bind([.text(storageContainer)])
+        var recordTypes: [RecordTypeSchema] = []
+        while try types.step() { recordTypes.append(try Self.decodeSchema(types.text(0) ?? "")) }
+        let roles = try connection.statement("SELECT role FROM schema_roles WHERE container = ?")
+        try roles.bind([.text(storageContainer)])
+        var names: Set<SecurityRole> = []
+        while try roles.step() { names.insert(SecurityRole(roles.text(0) ?? "")) }
+        return ContainerSchema(roles: names, recordTypes: recordTypes)
     }
 
-    func loadSchema(_ recordType: String, containerIdentifier: String, on connection: SQLiteConnection) throws -> RecordTypeSchema? {
+    /// Replaces `stored` by `schema`: writes the record types that changed, removes those that
+    /// went, replaces the roles, rebuilds the word index of types whose searchable fields
+    /// changed, and makes the store's indexes what all schemas declare.
+    private func storeContainerSchema(_ schema: ContainerSchema, replacing stored: ContainerSchema, storageContainer: String, on connection: SQLiteConnection) throws {
+        var indexesChanged = false
+        for old in stored.recordTypes where schema.recordType(old.recordType) == nil {
+            let delete = try connection.statement("DELETE FROM record_types WHERE container = ? AND record_type = ?")
+            try delete.bind([.text(storageContainer), .text(old.recordType)])
+            try delete.step()
+            if !old.searchableFields.isEmpty {
+                try rebuildTokens(recordType: old.recordType, storageContainer: storageContainer, searchable: [], on: connection)
+            }
+            indexesChanged = indexesChanged || !Self.indexDefinitions(for: old).isEmpty
+        }
+        for type in schema.recordTypes {
+            let old = stored.recordType(type.recordType)
+            guard old != type else { continue }
+            indexesChanged = try storeRecordType(type, replacing: old, storageContainer: storageContainer, on: connection) || indexesChanged
+        }
+        if schema.roles != stored.roles {
+            let clear = try connection.statement("DELETE FROM schema_roles WHERE container = ?")
+            try clear.bind([.text(storageContainer)])
+            try clear.step()
+            let insert = try connection.statement("INSERT INTO schema_roles(container, role) VALUES (?, ?)")
+            for role in schema.roles.sorted() {
+                insert.reset()
+                try insert.bind([.text(storageContainer), .text(role.name)])
+                try insert.step()
+            }
+        }
+        if indexesChanged { try synchronizeIndexes(on: connection) }
+    }
+
+    /// Writes one record type's schema over `old` (its stored one) and rebuilds its word index
+    /// when its searchable fields changed. Answers whether its indexes changed (the caller
+    /// then calls ``synchronizeIndexes(on:)``).
+    func storeRecordType(_ type: RecordTypeSchema, replacing old: RecordTypeSchema?, storageContainer: String, on connection: SQLiteConnection) throws -> Bool {
+        let upsert = try connection.statement("INSERT OR REPLACE INTO record_types(container, record_type, schema) VALUES (?, ?, ?)")
+        try upsert.bind([.text(storageContainer), .text(type.recordType), .text(try Self.encodeSchema(type))])
+        try upsert.step()
+        if (old?.searchableFields ?? []) != type.searchableFields {
+            try rebuildTokens(recordType: type.recordType, storageContainer: storageContainer, searchable: type.searchableFields, on: connection)
+        }
+        return Set(old.map(Self.indexDefinitions) ?? []) != Set(Self.indexDefinitions(for: type))
+    }
+
+    func loadSchema(_ recordType: String, storageContainer: String, on connection: SQLiteConnection) throws -> RecordTypeSchema? {
         let select = try connection.statement("SELECT schema FROM record_types WHERE container = ? AND record_type = ?")
-        try select.bind([.text(containerIdentifier), .text(recordType)])
+        try select.bind([.text(storageContainer), .text(recordType)])
         guard try select.step() else { return nil }
         let schema = try Self.decodeSchema(select.text(0) ?? "")
         select.reset()
         return schema
+    }
+
+    private static func encodeSchema(_ schema: RecordTypeSchema) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return String(decoding: try encoder.encode(schema), as: UTF8.self)
     }
 
     private static func decodeSchema(_ text: String) throws -> RecordTypeSchema {
@@ -46,7 +124,10 @@ extension SQLiteEngine {
         }
     }
 
-    /// Makes the store's `ix_` indexes exactly those that the schemas of every container declare.
+    // MARK: - Indexes
+
+    /// Makes the store's `ix_` indexes exactly those that the schemas of every container
+    /// and environment declare.
     func synchronizeIndexes(on connection: SQLiteConnection) throws {
         var wanted: [String: String] = [:]
         let select = try connection.statement("SELECT schema FROM record_types")
@@ -70,13 +151,18 @@ extension SQLiteEngine {
     /// checked identifiers (``RecordTypeSchema/validate()``); the expressions are the ones the
     /// query builder writes, so that queries can use the indexes.
     static func indexDefinitions(for schema: RecordTypeSchema) -> [String] {
+        indexes(for: schema).map(\.definition)
+    }
+
+    /// Each index a schema declares: its definition, and the fields it covers by name.
+    static func indexes(for schema: RecordTypeSchema) -> [(definition: String, fields: [String])] {
         let partial = " WHERE record_type = '\(schema.recordType)'"
-        var definitions: [String] = []
-        func add(_ columns: [String]) {
+        var indexes: [(definition: String, fields: [String])] = []
+        func add(_ columns: [String], _ fields: [String]) {
             // The record name ends every index (the order of equal keys); a declared
             // `recordName` is that column already.
             let keys = columns.last == "record_name" ? columns : columns + ["record_name"]
-            definitions.append("(zone_id, " + keys.joined(separator: ", ") + ")" + partial)
+            indexes.append(("(zone_id, " + keys.joined(separator: ", ") + ")" + partial, fields))
         }
         func isScalar(_ type: FieldType) -> Bool { [.string, .int64, .double, .timestamp, .reference].contains(type) }
         // System fields are columns, which the query builder compares and sorts as they are
@@ -96,27 +182,29 @@ extension SQLiteEngine {
         for field in schema.fields where isScalar(field.type) {
             // (A declared `recordName` gives the same definition either way; names dedupe it.)
             if field.indexes.contains(.queryable) && field.type == .string {
-                add([column(field.name, forEquality: true)])
+                add([column(field.name, forEquality: true)], [field.name])
             }
             if field.indexes.contains(.sortable) || (field.indexes.contains(.queryable) && field.type != .string) {
-                add([column(field.name, forEquality: false)])
+                add([column(field.name, forEquality: false)], [field.name])
             }
         }
         for compound in schema.compoundIndexes {
             var columns = compound.equalityFields.map { column($0, forEquality: true) }
             if let sort = compound.sortField { columns.append(column(sort, forEquality: false)) }
-            add(columns)
+            add(columns, compound.equalityFields + (compound.sortField.map { [$0] } ?? []))
         }
-        return definitions
+        return indexes
     }
 
     static func indexName(_ definition: String) -> String {
         "ix_" + StableHash.hex(of: definition.utf8)
     }
 
+    // MARK: - Words of searchable fields
+
     /// The fields whose words are indexed for a record type, empty when none are searchable.
-    func searchableFields(_ recordType: String, containerIdentifier: String, on connection: SQLiteConnection) throws -> [String] {
-        try loadSchema(recordType, containerIdentifier: containerIdentifier, on: connection)?.searchableFields ?? []
+    func searchableFields(_ recordType: String, storageContainer: String, on connection: SQLiteConnection) throws -> [String] {
+        try loadSchema(recordType, storageContainer: storageContainer, on: connection)?.searchableFields ?? []
     }
 
     /// Replaces a record's indexed words.
@@ -133,18 +221,37 @@ extension SQLiteEngine {
         }
     }
 
-    private func rebuildTokens(recordType: String, containerIdentifier: String, searchable: [String], on connection: SQLiteConnection) throws {
+    private func rebuildTokens(recordType: String, storageContainer: String, searchable: [String], on connection: SQLiteConnection) throws {
         let select = try connection.statement("""
             SELECT r.zone_id, r.record_name, r.fields FROM records r JOIN zones z ON z.zone_id = r.zone_id
             WHERE z.container = ? AND r.record_type = ?
             """)
-        try select.bind([.text(containerIdentifier), .text(recordType)])
+        try select.bind([.text(storageContainer), .text(recordType)])
         var rows: [(Int64, String, String)] = []
         while try select.step() { rows.append((select.int64(0), select.text(1) ?? "", select.text(2) ?? "{}")) }
         for (zoneRow, name, document) in rows {
             let fields = try FieldDocument.decode(document, zoneID: .default) { _ in nil }
             try replaceTokens(zoneRow: zoneRow, recordName: name, fields: fields, searchable: searchable, on: connection)
         }
+    }
+
+    // MARK: - Plans
+
+    @_spi(StratusEngine) public func explainQuery(_ query: CompiledQuery, in database: DatabaseContext) throws -> QueryPlan {
+        let steps = try queryPlan(for: query, in: database).split(separator: "\n").map(String.init)
+        let schema = try readTransaction { try loadSchema(query.recordType, storageContainer: database.storageContainer, on: $0) }
+        var described: [String: String] = ["records_by_name": "records_by_name (every record's name, in each zone)"]
+        for index in schema.map(Self.indexes) ?? [] {
+            described[Self.indexName(index.definition)] = "\(Self.indexName(index.definition)) (\(query.recordType): \(index.fields.joined(separator: ", ")))"
+        }
+        var used: [String] = []
+        for step in steps {
+            guard let range = step.range(of: "INDEX ") else { continue }
+            let name = String(step[range.upperBound...].prefix { $0.isLetter || $0.isNumber || $0 == "_" })
+            let text = described[name] ?? name
+            if !name.isEmpty && !used.contains(text) { used.append(text) }
+        }
+        return QueryPlan(indexes: used, steps: steps)
     }
 
     /// How SQLite runs a query (`EXPLAIN QUERY PLAN`), one step per line; for tests and
@@ -156,7 +263,7 @@ extension SQLiteEngine {
     @_spi(StratusEngine) public func queryPlan(for query: CompiledQuery, in database: DatabaseContext, after position: QueryPosition? = nil) throws -> String {
         try readTransaction { connection in
             let zoneRow = try zoneRowID(query.zoneID, database, on: connection, createDefault: false) ?? -1
-            let schema = try loadSchema(query.recordType, containerIdentifier: database.containerIdentifier, on: connection)
+            let schema = try loadSchema(query.recordType, storageContainer: database.storageContainer, on: connection)
             let plan = try SQLiteQueryBuilder(query: query, schema: schema).select(zoneRow: zoneRow, after: position, limit: 400)
             // EXPLAIN does not check the schema cookie, so a statement that reads makes SQLite
             // load the current schema first; the plan is prepared fresh for the same reason.
@@ -166,6 +273,20 @@ extension SQLiteEngine {
             var lines: [String] = []
             while try statement.step() { lines.append(statement.text(3) ?? "") }
             return lines.joined(separator: "\n")
+        }
+    }
+
+    @_spi(StratusEngine) public func countRecordsByType(in database: DatabaseContext, zoneID: RecordZone.ID) throws -> [String: Int] {
+        try readTransaction { connection in
+            guard let zoneRow = try zoneRowID(zoneID, database, on: connection, createDefault: false) else {
+                if zoneID.isDefault { return [:] }
+                throw StratusError(.zoneNotFound, "zone '\(zoneID.zoneName)' does not exist in the \(database.scope) database", zoneID: zoneID)
+            }
+            let select = try connection.statement("SELECT record_type, count(*) FROM records WHERE change_key > ? AND change_key <= ? GROUP BY record_type")
+            try select.bind([.integer(SQLiteSchema.changeKey(zoneRow: zoneRow, sequence: 0)), .integer(SQLiteSchema.changeKey(zoneRow: zoneRow, sequence: SQLiteSchema.maximumSequence))])
+            var counts: [String: Int] = [:]
+            while try select.step() { counts[select.text(0) ?? ""] = Int(select.int64(1)) }
+            return counts
         }
     }
 }

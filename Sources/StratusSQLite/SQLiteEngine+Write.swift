@@ -28,9 +28,12 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
     private var zones: [ZoneState] = []
     private var zoneIndexes: [RecordZone.ID: Int] = [:]
     private var lastZone: (id: RecordZone.ID, index: Int)?
-    /// Searchable fields per record type, read once per transaction; the last type's without hashing.
-    private var searchable: [String: [String]] = [:]
+    /// Record type schemas, read once per transaction (`nil`: the type has none); the last
+    /// type's searchable fields without hashing.
+    private var typeSchemas: [String: RecordTypeSchema?] = [:]
     private var lastSearchable: (recordType: String, fields: [String])?
+    /// Whether a grown type changed the indexes the schemas declare.
+    private var indexesChanged = false
     /// The record upsert, and the multi-row inserts by number of rows, prepared once per transaction.
     private var upsert: SQLiteStatement?
     private var insertStatements: [SQLiteStatement?] = []
@@ -116,6 +119,7 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
             try update.step()
             try engine.noteDatabaseChange(zoneRow: zone.row, context, on: connection)
         }
+        if indexesChanged { try engine.synchronizeIndexes(on: connection) }
     }
 
     // MARK: - Reading inside the transaction
@@ -297,10 +301,26 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
 
     private func searchableFields(of recordType: String) throws -> [String] {
         if let last = lastSearchable, last.recordType == recordType { return last.fields }
-        let fields = try searchable[recordType] ?? engine.searchableFields(recordType, containerIdentifier: context.containerIdentifier, on: connection)
-        searchable[recordType] = fields
+        let fields = try recordTypeSchema(recordType)?.searchableFields ?? []
         lastSearchable = (recordType, fields)
         return fields
+    }
+
+    // MARK: - Record type schemas
+
+    func recordTypeSchema(_ recordType: String) throws -> RecordTypeSchema? {
+        if let known = typeSchemas[recordType] { return known }
+        let schema = try engine.loadSchema(recordType, storageContainer: context.storageContainer, on: connection)
+        typeSchemas[recordType] = .some(schema)
+        return schema
+    }
+
+    func saveRecordTypeSchema(_ schema: RecordTypeSchema) throws {
+        let old = try recordTypeSchema(schema.recordType)
+        guard old != schema else { return }
+        if try engine.storeRecordType(schema, replacing: old, storageContainer: context.storageContainer, on: connection) { indexesChanged = true }
+        typeSchemas[schema.recordType] = .some(schema)
+        if lastSearchable?.recordType == schema.recordType { lastSearchable = nil }
     }
 
     // MARK: - Deleting

@@ -136,7 +136,7 @@ extension SQLiteEngine {
 
     /// The key columns (container, db, owner) of a database's rows.
     static func databaseKey(_ database: DatabaseContext) -> [SQLValue] {
-        [.text(database.containerIdentifier), .integer(Int64(database.scope.rawValue)), .text(database.storageOwner)]
+        [.text(database.storageContainer), .integer(Int64(database.scope.rawValue)), .text(database.storageOwner)]
     }
 
     /// A zone ID as the store keeps it: the database user's own zones have an empty owner.

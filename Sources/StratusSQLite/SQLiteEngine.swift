@@ -56,12 +56,7 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
         self.busyTimeout = busyTimeout
         self.tombstoneRetention = tombstoneRetention
         self.assetsDirectory = URL(fileURLWithPath: path + ".assets", isDirectory: true)
-        let directory = URL(fileURLWithPath: path).deletingLastPathComponent()
-        do {
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        } catch {
-            throw StratusError(.badContainer, "cannot create the folder \(directory.path) for the store: \(error.localizedDescription)")
-        }
+        try Self.createPrivately(path)
         writer = try SQLiteConnection(path: path, create: true, busyTimeoutMilliseconds: Self.milliseconds(busyTimeout))
         checkpointer = SQLiteCheckpointer(path: path, busyTimeoutMilliseconds: Self.milliseconds(busyTimeout))
         try migrate()
@@ -70,6 +65,24 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
 
     deinit {
         checkpointer.uninstall(from: writer)
+    }
+
+    /// Creates the store's folder (mode 0700) and file (mode 0600) when missing, so that only
+    /// their owner can read them: on SQLite, whoever can read the file can read every record
+    /// in it. SQLite gives the write-ahead log and shared-memory files the file's mode.
+    private static func createPrivately(_ path: String) throws {
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent()
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw StratusError(.badContainer, "cannot create the folder \(directory.path) for the store: \(error.localizedDescription)")
+        }
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        if descriptor >= 0 {
+            close(descriptor)
+        } else if errno != EEXIST {
+            throw StratusError(.badContainer, "cannot create the store \(path): \(String(cString: strerror(errno)))")
+        }
     }
 
     private static func milliseconds(_ duration: Duration) -> Int32 {
@@ -91,12 +104,14 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
             // and brings stores made by earlier builds of the same version up to date.
             try connection.execute(SQLiteSchema.create)
             try connection.execute(SQLiteSchema.indexing)
+            try connection.execute(SQLiteSchema.users)
             let columns = try addMissingColumns(on: connection)
             if found < SQLiteSchema.version || !columns.contains("change_key") {
                 connection.resetActiveStatements()   // DROP TABLE needs no statement of this connection running
                 try connection.execute(SQLiteSchema.upgrade(recordsAreKeyed: columns.contains("change_key")))
                 try synchronizeIndexes(on: connection)
                 if found < 4 { try refoldDocuments(on: connection) }
+                if found < 5 { try upgradeUserNames(on: connection) }
                 try connection.execute("PRAGMA user_version = \(SQLiteSchema.version)")
             }
         }
@@ -209,16 +224,16 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
     func zoneRowID(_ zoneID: RecordZone.ID, _ context: DatabaseContext, on connection: SQLiteConnection, createDefault: Bool) throws -> Int64? {
         let owner = Self.zoneOwner(zoneID, context)
         let select = try connection.statement("SELECT zone_id FROM zones WHERE container = ? AND db = ? AND owner = ? AND zone_name = ? AND zone_owner = ?")
-        try select.bind([.text(context.containerIdentifier), .integer(Int64(context.scope.rawValue)), .text(context.storageOwner), .text(zoneID.zoneName), .text(owner)])
+        try select.bind([.text(context.storageContainer), .integer(Int64(context.scope.rawValue)), .text(context.storageOwner), .text(zoneID.zoneName), .text(owner)])
         if try select.step() { return select.int64(0) }
         guard createDefault, zoneID.isDefault else { return nil }
         return try insertZone(zoneID, capabilities: RecordZone.default.capabilities, context, on: connection)
     }
 
     /// Zones owned by the database's own user are stored with an empty owner, so that
-    /// `__defaultOwner__` and the user's explicit name mean the same zone.
+    /// `__defaultOwner__` and the user's record name mean the same zone.
     static func zoneOwner(_ zoneID: RecordZone.ID, _ context: DatabaseContext) -> String {
-        zoneID.ownerName == RecordZone.ID.currentUserDefaultOwner || zoneID.ownerName == context.userName ? "" : zoneID.ownerName
+        context.isCurrentUser(zoneID.ownerName) ? "" : zoneID.ownerName
     }
 
     // MARK: - Reading records
@@ -307,7 +322,7 @@ struct SQLiteQueryRows {
             if query.zoneID.isDefault { return nil }
             throw StratusError(.zoneNotFound, "zone '\(query.zoneID.zoneName)' does not exist in the \(database.scope) database", zoneID: query.zoneID)
         }
-        let schema = try engine.loadSchema(query.recordType, containerIdentifier: database.containerIdentifier, on: connection)
+        let schema = try engine.loadSchema(query.recordType, storageContainer: database.storageContainer, on: connection)
         let builder = SQLiteQueryBuilder(query: query, schema: schema)
         self.engine = engine
         self.query = query

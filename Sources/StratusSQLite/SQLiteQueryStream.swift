@@ -14,7 +14,7 @@ extension SQLiteEngine {
                 if query.zoneID.isDefault { return 0 }
                 throw StratusError(.zoneNotFound, "zone '\(query.zoneID.zoneName)' does not exist in the \(database.scope) database", zoneID: query.zoneID)
             }
-            let schema = try loadSchema(query.recordType, containerIdentifier: database.containerIdentifier, on: connection)
+            let schema = try loadSchema(query.recordType, storageContainer: database.storageContainer, on: connection)
             let plan = try SQLiteQueryBuilder(query: query, schema: schema).count(zoneRow: zoneRow)
             let statement = try connection.statement(plan.sql)
             try statement.bind(plan.parameters)

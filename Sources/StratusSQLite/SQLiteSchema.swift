@@ -18,9 +18,16 @@
 ///   so documents no longer carry an ASCII lowercase copy of each string. Opening an older store
 ///   rebuilds its records table and schema indexes (``upgrade(from:)``);
 /// - version 4 folds case fully for string equality (``Stratus/QueryRules/equalityKey(_:)``:
-///   `ß` is `ss`): documents with non-ASCII text get their folded copies again on upgrade.
+///   `ß` is `ss`): documents with non-ASCII text get their folded copies again on upgrade;
+/// - version 5 keeps a schema per environment (the `container` column of every table holds
+///   ``Stratus/DatabaseContext/storageContainer``: the identifier itself for development), the
+///   roles schemas create (`schema_roles`) and each container's user directory
+///   (`user_directory`), and names users by their user record names: on upgrade, the login
+///   names that database owners, zone owners, zone tombstones, database histories and
+///   creator and modifier columns held become the derived record names
+///   (``upgradeUserNames``).
 enum SQLiteSchema {
-    static let version: Int64 = 4
+    static let version: Int64 = 5
 
     /// Bits of a record's `change_key` that hold its zone's change sequence; the zone row is
     /// in the bits above. Rows of one zone thus lie together in change order, so that reading
@@ -131,12 +138,30 @@ enum SQLiteSchema {
             PRIMARY KEY(zone_id, token, record_name)
         ) WITHOUT ROWID;
         CREATE INDEX IF NOT EXISTS record_tokens_by_record ON record_tokens(zone_id, record_name);
+        CREATE TABLE IF NOT EXISTS schema_roles(
+            container TEXT NOT NULL,
+            role TEXT NOT NULL,
+            PRIMARY KEY(container, role)
+        ) WITHOUT ROWID;
+        """
+
+    /// Each container's user directory: login → user record name and custom roles (a JSON
+    /// array of role names). Both environments of a container share it.
+    static let users = """
+        CREATE TABLE IF NOT EXISTS user_directory(
+            container TEXT NOT NULL,
+            login TEXT NOT NULL,
+            user_record_name TEXT NOT NULL,
+            roles TEXT NOT NULL,
+            PRIMARY KEY(container, login)
+        ) WITHOUT ROWID;
+        CREATE UNIQUE INDEX IF NOT EXISTS user_directory_by_record_name ON user_directory(container, user_record_name);
         """
 
     /// Every table and index the statements above create.
     static let objectNames: Set<String> = {
         var names: Set<String> = []
-        for statement in [create, indexing] {
+        for statement in [create, indexing, users] {
             var rest = Substring(statement)
             while let range = rest.range(of: "IF NOT EXISTS ") {
                 rest = rest[range.upperBound...]
@@ -163,6 +188,18 @@ enum SQLiteSchema {
             CREATE UNIQUE INDEX records_by_name ON records(zone_id, record_name);
             """
     }
+
+    /// The (table, column) pairs outside the records table that held login names before
+    /// version 5; each of these tables has a `container` column (never production before version 5).
+    static let userColumns: [(table: String, column: String)] = [
+        ("zones", "owner"), ("zones", "zone_owner"), ("database_history", "owner"), ("zone_tombstones", "owner"), ("zone_tombstones", "zone_owner"),
+    ]
+
+    /// Whether a user name stored before version 5 was a login, which becomes its derived user
+    /// record name: empty means the database's own user or the public database, and names
+    /// starting with `_` are CloudKit's user record names (and `__defaultOwner__`), kept by
+    /// imports.
+    static func wasLogin(_ name: String) -> Bool { !name.isEmpty && !name.hasPrefix("_") }
 
     static let recordColumns = "r.record_name, r.record_type, r.created_at, r.created_by, r.modified_at, r.modified_by, r.change_tag, r.fields, r.parent_name"
     static let recordColumnCount: Int32 = 9

@@ -67,14 +67,18 @@ struct SQLiteEngineTests {
                 #expect(Set(names).count == names.count)
             }
 
-            // A conflict is detected across engines.
+            // A conflict is detected across engines (alice writes her own record from both).
+            let aliceElsewhere = Container(identifier: Self.identifier, engine: try SQLiteEngine(path: store.path()), userName: "alice").publicCloudDatabase
             let copyFirst = try await first.record(for: Record.ID(recordName: "from-first"))
-            let copySecond = try await second.record(for: Record.ID(recordName: "from-first"))
+            let copySecond = try await aliceElsewhere.record(for: Record.ID(recordName: "from-first"))
             copyFirst["n"] = 10
             try await first.save(copyFirst)
             copySecond["n"] = 20
-            let conflict = await caughtError { try await second.save(copySecond) }
+            let conflict = await caughtError { try await aliceElsewhere.save(copySecond) }
             #expect(stratusError(conflict)?.code == .serverRecordChanged)
+            // Bob may not change alice's public record (only its creator writes it by default).
+            let refused = await caughtError { try await second.save(copySecond) }
+            #expect(stratusError(refused)?.code == .permissionFailure)
             #expect(try await second.record(for: Record.ID(recordName: "from-first")).fieldValue(forKey: "n") == .int64(10))
         }
     }

@@ -44,9 +44,11 @@ extension EngineConformance {
     static func loadQueryDataset(_ database: Database) async throws -> [Record] {
         let items = queryDataset()
         let others = queryDataset(type: "Other", count: 6, prefix: "o")
-        try await TestDatabase.save(Array(items[0..<16]), in: database)
-        try await TestDatabase.save(Array(items[16..<32]) + others, in: database)
-        try await TestDatabase.save(Array(items[32...]), in: database)
+        // `code` holds INT64 and STRING values, as a store may hold from before types were
+        // enforced: seeded past the type rules.
+        try await TestDatabase.seed(Array(items[0..<16]), in: database)
+        try await TestDatabase.seed(Array(items[16..<32]) + others, in: database)
+        try await TestDatabase.seed(Array(items[32...]), in: database)
         let stored = try await TestDatabase.queryAll(Query(recordType: "Item"), in: database)
             + TestDatabase.queryAll(Query(recordType: "Other"), in: database)
         #expect(stored.count == items.count + others.count)

@@ -105,13 +105,13 @@ extension EngineConformance {
             let schemaFirst = datasetIndex % 2 == 0
             if indexed && schemaFirst { try await container.saveSchema(randomSchema(recordType)) }
             let third = records.count / 3
-            try await TestDatabase.save(Array(records[..<third]), in: database)
-            try await TestDatabase.save(Array(records[third..<(2 * third)]), in: database)
-            let saved = try await TestDatabase.save(Array(records[(2 * third)...]), in: database)
+            try await TestDatabase.seed(Array(records[..<third]), in: database)
+            try await TestDatabase.seed(Array(records[third..<(2 * third)]), in: database)
+            let saved = try await TestDatabase.seed(Array(records[(2 * third)...]), in: database)
             if indexed && !schemaFirst { try await container.saveSchema(randomSchema(recordType)) }
             // Change and delete a few records, so indexes and words follow updates.
             for record in saved.prefix(4) { generator.change(record) }
-            try await TestDatabase.save(Array(saved.prefix(4)), in: database)
+            try await TestDatabase.seed(Array(saved.prefix(4)), in: database)
             let deleted = Array(records.suffix(3).map(\.recordID))
             _ = try await database.modifyRecords(saving: [], deleting: deleted)
 
@@ -174,7 +174,7 @@ extension EngineConformance {
         let seed: UInt64 = 0x5EED_C0DE
         let recordType = "Moving"
         var generator = QueryLanguageGenerator(seed: seed, recordType: recordType)
-        try await TestDatabase.save(generator.records(count: 60), in: database)
+        try await TestDatabase.seed(generator.records(count: 60), in: database)
         for q in 0..<40 {
             let all = try await TestDatabase.queryAll(Query(recordType: recordType), in: database)
             var queryGenerator = generator.forQuery(q, over: all)
@@ -204,12 +204,12 @@ extension EngineConformance {
                 case 0:
                     let name = "new-\(q)-\(pages)"
                     touched.insert(name)
-                    try await TestDatabase.save([makeRecord(recordType, name, queryGenerator.fields())], in: database)
+                    try await TestDatabase.seed([makeRecord(recordType, name, queryGenerator.fields())], in: database)
                 case 1 where !current.isEmpty:
                     let victim = queryGenerator.pick(current)
                     touched.insert(victim.recordID.recordName)
                     for (key, value) in queryGenerator.fields() { victim.setFieldValue(value, forKey: key) }
-                    try await TestDatabase.save([victim], in: database)
+                    try await TestDatabase.seed([victim], in: database)
                 default:
                     guard let victim = current.isEmpty ? nil : queryGenerator.pick(current) else { break }
                     touched.insert(victim.recordID.recordName)
@@ -311,7 +311,7 @@ extension EngineConformance {
         let database = env.container().publicCloudDatabase
         let now = Date()
         let people = people(now: now)
-        try await TestDatabase.save(people, in: database)
+        try await TestDatabase.seed(people, in: database)
         let stored = try await TestDatabase.queryAll(Query(recordType: "Person"), in: database)
         let earliest = try #require(stored.compactMap(\.creationDate).min())
         let day = 86_400.0
@@ -418,7 +418,7 @@ extension EngineConformance {
     static func handSortedExamples(_ env: Environment) async throws {
         let database = env.container().publicCloudDatabase
         let people = people(now: Date())
-        try await TestDatabase.save(people, in: database)
+        try await TestDatabase.seed(people, in: database)
         let stored = try await TestDatabase.queryAll(Query(recordType: "Person"), in: database)
         let sorts: [(String, [RecordSortDescriptor], [String])] = [
             ("age >= 20", [RecordSortDescriptor(key: "age", ascending: false)], ["ann", "tom", "jim", "eve", "jimmy"]),
@@ -462,7 +462,7 @@ extension EngineConformance {
         for (i, date) in preciseDates.enumerated() { records.append(makeRecord("Tricky", "d-\(i)", ["d": .date(date)])) }
         for (i, number) in doubles.enumerated() { records.append(makeRecord("Tricky", "x-\(i)", ["x": .double(number)])) }
         for (i, number) in integers.enumerated() { records.append(makeRecord("Tricky", "n-\(i)", ["n": .int64(number)])) }
-        try await TestDatabase.save(records, in: database)
+        try await TestDatabase.seed(records, in: database)
         let all = try await TestDatabase.queryAll(Query(recordType: "Tricky"), in: database)
         #expect(all.count == records.count)
 
@@ -518,7 +518,7 @@ extension EngineConformance {
     static func rejectedForms(_ env: Environment) async throws {
         let container = env.container()
         let database = container.publicCloudDatabase
-        try await TestDatabase.save(people(now: Date()), in: database)
+        try await TestDatabase.seed(people(now: Date()), in: database)
 
         // Format strings CloudKit rejects never become a query: invalidArguments with a position.
         let formats: [(String, [any Sendable])] = [
@@ -593,7 +593,7 @@ extension EngineConformance {
     /// must not slip past them into a query.
     static func rejectedNegations(_ env: Environment) async throws {
         let database = env.container().publicCloudDatabase
-        try await TestDatabase.save(people(now: Date()), in: database)
+        try await TestDatabase.seed(people(now: Date()), in: database)
         let negations: [(String, QueryPredicate)] = [
             ("NOT over self CONTAINS", .not(.condition(.tokens(["bob"], allTokens: false)))),
             ("NOT over distance", .not(.condition(.distance(.field("location"), from: berlin, .less, kilometers: 100)))),
@@ -607,7 +607,7 @@ extension EngineConformance {
     static func stringContainsRejected(_ env: Environment) async throws {
         let container = env.container()
         let database = container.publicCloudDatabase
-        try await TestDatabase.save(people(now: Date()), in: database)
+        try await TestDatabase.seed(people(now: Date()), in: database)
         // With a schema that declares `name` a STRING, `name CONTAINS` (string CONTAINS, which
         // CloudKit rejects) cannot mean a list search.
         var schema = RecordTypeSchema(recordType: "Person")

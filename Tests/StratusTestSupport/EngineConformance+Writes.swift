@@ -48,7 +48,7 @@ extension EngineConformance {
         #expect(kinds == Array(repeating: .created, count: 5))
         for record in records {
             let stored = try await database.record(for: record.recordID)
-            #expect(stored.recordChangeTag != nil && stored.creationDate != nil && stored.creatorUserRecordID?.recordName == "alice")
+            #expect(stored.recordChangeTag != nil && stored.creationDate != nil && stored.creatorUserRecordID?.recordName == env.recordName(of: "alice"))
             #expect(stored.fieldValues == record.fieldValues)
         }
         // The same request again changes nothing, and says so.
@@ -59,6 +59,10 @@ extension EngineConformance {
     static func systemFieldsFollowSaves(_ env: Environment) async throws {
         let alice = env.container(user: "alice").publicCloudDatabase
         let bob = env.container(user: "bob").publicCloudDatabase
+        // Every signed-in user may change a Doc (by default only its creator may).
+        var doc = RecordTypeSchema(recordType: "Doc", grants: [.authenticated: [.create, .write], .world: .read])
+        doc.addField("v", type: .int64)
+        try await env.container().saveSchema(doc)
         let record = makeRecord("Doc", "doc-1", ["v": .int64(1)])
         #expect(record.creationDate == nil)
         #expect(record.recordChangeTag == nil)
@@ -69,8 +73,8 @@ extension EngineConformance {
         let tag1 = try #require(first.recordChangeTag)
         #expect(!tag1.isEmpty)
         #expect(modified1 >= created)
-        #expect(first.creatorUserRecordID?.recordName == "alice")
-        #expect(first.lastModifiedUserRecordID?.recordName == "alice")
+        #expect(first.creatorUserRecordID?.recordName == env.recordName(of: "alice"))
+        #expect(first.lastModifiedUserRecordID?.recordName == env.recordName(of: "alice"))
 
         // A fetch returns exactly the system fields the save reported.
         let fetched1 = try await alice.record(for: record.recordID)
@@ -83,7 +87,7 @@ extension EngineConformance {
         #expect(modified2 > modified1)
         #expect(second.recordChangeTag != nil)
         #expect(second.recordChangeTag != tag1)
-        #expect(second.creatorUserRecordID?.recordName == "alice")
+        #expect(second.creatorUserRecordID?.recordName == env.recordName(of: "alice"))
 
         // Another user changes the public record: creator stays, last modifier changes.
         let seenByBob = try await bob.record(for: record.recordID)
@@ -94,8 +98,8 @@ extension EngineConformance {
         #expect(third.modificationDate! > modified2)
         #expect(third.recordChangeTag != second.recordChangeTag)
         #expect(third.recordChangeTag != tag1)
-        #expect(third.creatorUserRecordID?.recordName == "alice")
-        #expect(third.lastModifiedUserRecordID?.recordName == "bob")
+        #expect(third.creatorUserRecordID?.recordName == env.recordName(of: "alice"))
+        #expect(third.lastModifiedUserRecordID?.recordName == env.recordName(of: "bob"))
         let final = try await alice.record(for: record.recordID)
         #expect(final.systemFields == third.systemFields)
         #expect(final.fieldValue(forKey: "v") == .int64(3))

@@ -56,8 +56,8 @@ public enum ZoneConformance {
         #expect(Set(zones.map(\.zoneID)) == [.default, photos, notes])
         #expect(zones.first { $0.zoneID.isDefault }?.capabilities == [.fetchChanges, .atomic])
         #expect(try await database.recordZone(for: notes).capabilities == [.fetchChanges])
-        // The owner's explicit name means the same zone as the default owner.
-        let explicit = RecordZone.ID(zoneName: "Photos", ownerName: "alice")
+        // The owner's explicit user record name means the same zone as the default owner.
+        let explicit = RecordZone.ID(zoneName: "Photos", ownerName: env.recordName(of: "alice"))
         #expect(try await database.recordZone(for: explicit).zoneID == explicit)
         #expect(try await TestDatabase.exists("p1", zoneID: explicit, in: database))
     }

@@ -73,8 +73,18 @@ final class ScriptedEngine: StorageEngine, Sendable {
         try base.openQueryStream(query, in: database, after: position)
     }
     func countRecords(_ query: CompiledQuery, in database: DatabaseContext) throws -> Int { try base.countRecords(query, in: database) }
-    func saveSchemas(_ schemas: [RecordTypeSchema], containerIdentifier: String) throws { try base.saveSchemas(schemas, containerIdentifier: containerIdentifier) }
-    func fetchSchemas(containerIdentifier: String) throws -> [RecordTypeSchema] { try base.fetchSchemas(containerIdentifier: containerIdentifier) }
+    func fetchSchema(storageContainer: String) throws -> ContainerSchema { try base.fetchSchema(storageContainer: storageContainer) }
+    func modifySchema<T>(storageContainer: String, _ body: (inout ContainerSchema) throws -> T) throws -> T {
+        try base.modifySchema(storageContainer: storageContainer, body)
+    }
+    func resetEnvironment(storageContainer: String, schema: ContainerSchema) throws { try base.resetEnvironment(storageContainer: storageContainer, schema: schema) }
+    func fetchUserDirectory(containerIdentifier: String, logins: [String]?) throws -> [UserDirectoryEntry] {
+        try base.fetchUserDirectory(containerIdentifier: containerIdentifier, logins: logins)
+    }
+    func modifyUserDirectory(containerIdentifier: String, saving entries: [UserDirectoryEntry], deletingLogins logins: [String]) throws {
+        try base.modifyUserDirectory(containerIdentifier: containerIdentifier, saving: entries, deletingLogins: logins)
+    }
+    func countRecordsByType(in database: DatabaseContext, zoneID: RecordZone.ID) throws -> [String: Int] { try base.countRecordsByType(in: database, zoneID: zoneID) }
     func fetchZones(in database: DatabaseContext) throws -> [RecordZone] { try base.fetchZones(in: database) }
     func modifyZones(saving zones: [RecordZone], deleting zoneIDs: [RecordZone.ID], in database: DatabaseContext) throws -> ZoneModifyOutcome {
         try base.modifyZones(saving: zones, deleting: zoneIDs, in: database)
@@ -95,7 +105,12 @@ final class RecordingTransaction: RecordWriteTransaction {
     private(set) var call = ScriptedEngine.ModifyCall(saves: [], deletes: [], bytes: 0)
     private var seen: Set<Record.ID> = []
 
+    /// A record first seen by a look-up, until something else happens to it: a delete in the
+    /// public database looks its record up first (for its type and creator), which is no save.
+    private var lookedUp: Record.ID?
+
     private func note(_ id: Record.ID, bytes: Int) {
+        lookedUp = nil
         guard seen.insert(id).inserted else { return }
         call.saves.append(id.recordName)
         call.bytes += bytes
@@ -103,7 +118,9 @@ final class RecordingTransaction: RecordWriteTransaction {
 
     func zoneCapabilities(_ zoneID: RecordZone.ID) throws -> RecordZone.Capabilities? { try base.zoneCapabilities(zoneID) }
     func storedRecord(_ id: Record.ID) throws -> Record? {
+        let isNew = !seen.contains(id)
         note(id, bytes: 0)
+        if isNew { lookedUp = id }
         return try base.storedRecord(id)
     }
     func recordExists(_ id: Record.ID) throws -> Bool { try base.recordExists(id) }
@@ -114,7 +131,14 @@ final class RecordingTransaction: RecordWriteTransaction {
     func writeRecord(_ row: RecordRow, replacing: Bool) throws {
         try base.writeRecord(row, replacing: replacing)
     }
+    func recordTypeSchema(_ recordType: String) throws -> RecordTypeSchema? { try base.recordTypeSchema(recordType) }
+    func saveRecordTypeSchema(_ schema: RecordTypeSchema) throws { try base.saveRecordTypeSchema(schema) }
     func deleteRecord(_ id: Record.ID) throws -> Bool {
+        if lookedUp == id, call.saves.last == id.recordName {
+            call.saves.removeLast()
+            seen.remove(id)
+        }
+        lookedUp = nil
         call.deletes.append(id.recordName)
         return try base.deleteRecord(id)
     }

@@ -90,8 +90,9 @@ struct ZoneOperationTests {
             #expect(listed.value == ["_defaultZone", "Notes", "Photos"])
             #expect((try? allFinal.value?.get()) != nil)
 
-            // Asked-for IDs come back as asked (here with the owner's explicit name).
-            let mine = RecordZone.ID(zoneName: "Photos", ownerName: "alice")
+            // Asked-for IDs come back as asked (here with the owner's explicit user record name).
+            let alice = UserDirectoryEntry.derivedRecordName(containerIdentifier: ZoneTestStore.identifier, login: "alice")
+            let mine = RecordZone.ID(zoneName: "Photos", ownerName: alice)
             let some = FetchRecordZonesOperation(recordZoneIDs: [mine, RecordZone.ID(zoneName: "Gone"), RecordZone.ID(zoneName: "bad name")])
             let answers = Box<[String]>([])
             let final = Box<StratusError?>(nil)
@@ -100,7 +101,7 @@ struct ZoneOperationTests {
             }
             some.fetchRecordZonesResultBlock = { final.value = finalZoneError($0) }
             await run(some, on: database)
-            #expect(Set(answers.value) == ["Photos/alice: ok", "Gone/__defaultOwner__: zoneNotFound", "bad name/__defaultOwner__: invalidArguments"])
+            #expect(Set(answers.value) == ["Photos/\(alice): ok", "Gone/__defaultOwner__: zoneNotFound", "bad name/__defaultOwner__: invalidArguments"])
             #expect(final.value?.code == .partialFailure)
             #expect(final.value?.partialErrorsByZoneID.count == 2)
         }

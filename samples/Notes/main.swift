@@ -40,7 +40,7 @@ do {
         note["lastEdited"] = Date()
         if let imagePath { note["image"] = Asset(fileURL: URL(fileURLWithPath: imagePath)) }
         let saved = try await database.save(note)
-        print("saved note \(saved.recordID.recordName) for \(container.userName)")
+        print("saved note \(saved.recordID.recordName) for \(container.userName ?? "nobody")")
     case "list", nil:
         let query = Query(recordType: "Note")
         query.sortDescriptors = [RecordSortDescriptor(key: "lastEdited", ascending: false)]
@@ -49,7 +49,7 @@ do {
             let note = try result.get()
             print("\(id.recordName)  \(note["title"] as? String ?? "")  (edited \(note["lastEdited"] as? Date ?? Date.distantPast))")
         }
-        print("\(matches.count) note(s) for \(container.userName)")
+        print("\(matches.count) note(s) for \(container.userName ?? "nobody")")
     case "show":
         guard arguments.count == 2 else { fail("usage: notes show ID") }
         let note = try await database.record(for: Record.ID(recordName: arguments[1]))

@@ -1,7 +1,10 @@
 import Foundation
 
 extension Container {
-    /// Saves record type schemas and builds their indexes; returns all the container's schemas.
+    /// Saves record type schemas into the development schema and builds their indexes; returns
+    /// all the environment's record types.
+    ///
+    /// A type saved replaces the type's previous declaration; indexes it no longer declares go.
     ///
     /// ```swift
     /// var schema = RecordTypeSchema(recordType: "Todo")
@@ -9,19 +12,114 @@ extension Container {
     /// try await container.saveSchema(schema)
     /// ```
     ///
-    /// - Throws: ``StratusError`` `invalidArguments` for a bad schema; store errors.
+    /// - Throws: ``StratusError`` `invalidArguments` for a bad schema, or in production (whose
+    ///   schema changes only by ``deploySchema()``); store errors.
     @discardableResult
     public func saveSchema(_ schemas: RecordTypeSchema...) async throws -> [RecordTypeSchema] {
         try await runSchemaOperation(ModifySchemasOperation(schemasToSave: schemas))
     }
 
-    /// The record type schemas saved for this container.
+    /// The record type schemas of this environment.
     ///
     /// ```swift
     /// for schema in try await container.schemas() { print(schema.recordType) }
     /// ```
     public func schemas() async throws -> [RecordTypeSchema] {
         try await runSchemaOperation(ModifySchemasOperation())
+    }
+
+    /// This environment's whole schema: its roles and record types, with the `Users` type every
+    /// CloudKit container has.
+    ///
+    /// ```swift
+    /// let schema = try await container.schema()
+    /// print(SchemaWriter.text(for: schema))   // StratusTransfer: the .ckdb file
+    /// ```
+    public func schema() async throws -> ContainerSchema {
+        try await publicCloudDatabase.perform { engine, context in
+            var schema = try engine.fetchSchema(storageContainer: context.storageContainer)
+            schema.includeUsersRecordType()
+            return schema
+        }
+    }
+
+    /// Replaces the development schema with `schema` (roles, record types, indexes, grants),
+    /// as `cktool import-schema` does, and builds its indexes.
+    ///
+    /// The schema must keep every record type and field production has, with its type
+    /// (``ContainerSchema/checkKeeps(_:for:)``). Records already stored are not checked
+    /// against new types.
+    ///
+    /// ```swift
+    /// let schema = try SchemaReader.read(text)   // StratusTransfer
+    /// try await container.replaceSchema(schema)
+    /// ```
+    ///
+    /// - Throws: ``StratusError`` `invalidArguments` for an invalid schema, one that drops or
+    ///   retypes what production has, or a production container; store errors.
+    @discardableResult
+    public func replaceSchema(_ schema: ContainerSchema) async throws -> ContainerSchema {
+        guard environment == .development else {
+            throw StratusError(.invalidArguments, "the production schema changes only by deploying the development schema; replace the development schema, then deploy")
+        }
+        var replacement = schema
+        replacement.includeUsersRecordType()
+        try replacement.validate()
+        let stored = replacement
+        let developmentKey = Environment.development.storageContainer(for: containerIdentifier)
+        let productionKey = Environment.production.storageContainer(for: containerIdentifier)
+        return try await publicCloudDatabase.perform { engine, _ in
+            let production = try engine.fetchSchema(storageContainer: productionKey)
+            try stored.checkKeeps(production, for: "replace the development schema")
+            try engine.modifySchema(storageContainer: developmentKey) { $0 = stored }
+            return stored
+        }
+    }
+
+    /// Deploys the development schema to production, as CloudKit's "Deploy Schema Changes"
+    /// does: production gets development's record types, fields, indexes, roles and grants.
+    /// Additive only: a type or field production has that development lacks or retyped fails
+    /// the deploy, and production stays as it was. Records are not copied.
+    ///
+    /// ```swift
+    /// let deployed = try await container.deploySchema()
+    /// ```
+    ///
+    /// - Throws: ``StratusError`` `invalidArguments` naming what the deploy would remove or
+    ///   retype; store errors.
+    @discardableResult
+    public func deploySchema() async throws -> ContainerSchema {
+        let developmentKey = Environment.development.storageContainer(for: containerIdentifier)
+        let productionKey = Environment.production.storageContainer(for: containerIdentifier)
+        return try await publicCloudDatabase.perform { engine, _ in
+            var development = try engine.fetchSchema(storageContainer: developmentKey)
+            development.includeUsersRecordType()
+            let deployed = development
+            try engine.modifySchema(storageContainer: productionKey) { production in
+                try deployed.checkKeeps(production, for: "deploy the development schema to production")
+                production = deployed
+            }
+            return deployed
+        }
+    }
+
+    /// Resets the development environment, as CloudKit's "Reset Environment" does: deletes
+    /// every zone and record of development (every database, every user) and puts the
+    /// development schema back to production's. Production is untouched. Change tokens of
+    /// development taken before expire.
+    ///
+    /// ```swift
+    /// try await container.resetDevelopmentEnvironment()
+    /// ```
+    ///
+    /// - Throws: store errors.
+    public func resetDevelopmentEnvironment() async throws {
+        let developmentKey = Environment.development.storageContainer(for: containerIdentifier)
+        let productionKey = Environment.production.storageContainer(for: containerIdentifier)
+        try await publicCloudDatabase.perform { engine, _ in
+            let production = try engine.fetchSchema(storageContainer: productionKey)
+            try engine.resetEnvironment(storageContainer: developmentKey, schema: production)
+        }
     }
 
     private func runSchemaOperation(_ op: ModifySchemasOperation) async throws -> [RecordTypeSchema] {

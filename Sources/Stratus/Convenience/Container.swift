@@ -1,6 +1,6 @@
 import Foundation
 
-/// A container of databases, like `CKContainer`: one app's data, seen by one user.
+/// A container of databases, like `CKContainer`: one app's data, in one environment, seen by one user.
 ///
 /// A container reads and writes through a storage engine. With `import StratusSQLite`,
 /// `Container(identifier:)` opens the embedded default store; pass an engine to choose another.
@@ -18,26 +18,57 @@ public final class Container: Sendable {
     public let containerIdentifier: String
     /// The store's engine, shared by the container's databases.
     public let engine: any StorageEngine
-    /// The current user's name. Private records belong to this user.
-    public let userName: String
+    /// Which of the container's environments this is: development (the default) or production.
+    public let environment: Environment
+    /// The current user's login name; `nil` for a container with no user (``anonymous(identifier:engine:environment:retryPolicy:)``).
+    /// Private records belong to this user.
+    public var userName: String? { user.login }
 
     public let publicCloudDatabase: Database
     public let privateCloudDatabase: Database
     public let sharedCloudDatabase: Database
 
-    /// Opens a container on an engine, as the user `userName` (default: ``defaultUserName``).
+    let user: ContainerUser
+    let retryPolicy: RetryPolicy
+
+    /// Opens a container on an engine, as the user `userName` (default: ``defaultUserName``),
+    /// in an environment (default: development).
     ///
-    /// - Precondition: `identifier` and `userName` are not empty (a programmer error).
+    /// ```swift
+    /// let container = Container(identifier: "com.example.todo", engine: engine, userName: "alice", environment: .production)
+    /// ```
+    ///
+    /// - Precondition: `identifier` and `userName` are not empty and hold no control character
+    ///   (a programmer error; ``checkIdentifier(_:)`` checks an identifier that comes from input).
     /// `retryPolicy` applies to every operation of the container's databases that sets none.
-    public init(identifier: String, engine: any StorageEngine, userName: String? = nil, retryPolicy: RetryPolicy = RetryPolicy()) {
-        let user = userName ?? Container.defaultUserName
-        precondition(!identifier.isEmpty, "a container identifier cannot be empty")
-        precondition(!user.isEmpty, "a user name cannot be empty")
+    public convenience init(identifier: String, engine: any StorageEngine, userName: String? = nil, environment: Environment = .development, retryPolicy: RetryPolicy = RetryPolicy()) {
+        let login = userName ?? Container.defaultUserName
+        precondition((try? UserDirectoryEntry.checkLogin(login)) != nil, "a user name cannot be empty or hold a control character")
+        self.init(identifier: identifier, engine: engine, environment: environment, user: ContainerUser(login: login, containerIdentifier: identifier), retryPolicy: retryPolicy)
+    }
+
+    /// A container whose caller is not signed in: it may read in the public database what the
+    /// `_world` role may read, and nothing else (`notAuthenticated`), as a CloudKit client
+    /// without an iCloud account.
+    ///
+    /// ```swift
+    /// let visitor = Container.anonymous(identifier: "com.example.forum", engine: engine)
+    /// let posts = try await visitor.publicCloudDatabase.records(matching: Query(recordType: "Post"))
+    /// ```
+    public static func anonymous(identifier: String, engine: any StorageEngine, environment: Environment = .development, retryPolicy: RetryPolicy = RetryPolicy()) -> Container {
+        Container(identifier: identifier, engine: engine, environment: environment, user: ContainerUser(login: nil, containerIdentifier: identifier), retryPolicy: retryPolicy)
+    }
+
+    init(identifier: String, engine: any StorageEngine, environment: Environment, user: ContainerUser, retryPolicy: RetryPolicy) {
+        precondition((try? Container.checkIdentifier(identifier)) != nil, "a container identifier cannot be empty or hold a control character")
         self.containerIdentifier = identifier
         self.engine = engine
-        self.userName = user
+        self.environment = environment
+        self.user = user
+        self.retryPolicy = retryPolicy
         func database(_ scope: Database.Scope) -> Database {
-            Database(engine: engine, context: DatabaseContext(containerIdentifier: identifier, scope: scope, userName: user), retryPolicy: retryPolicy)
+            Database(engine: engine, context: DatabaseContext(containerIdentifier: identifier, environment: environment, scope: scope, userName: user.login),
+                     user: user, retryPolicy: retryPolicy)
         }
         publicCloudDatabase = database(.public)
         privateCloudDatabase = database(.private)
@@ -53,16 +84,45 @@ public final class Container: Sendable {
         }
     }
 
-    /// The current user's record ID (its record name is the user name).
-    public var userRecordID: Record.ID { Record.ID(recordName: userName) }
-
-    /// The current user's record ID, as `CKContainer.userRecordID()` answers it.
-    public func userRecordID() async throws -> Record.ID { userRecordID }
+    /// The current user's record ID, as `CKContainer.userRecordID()` answers it: `_` and 32
+    /// hexadecimal digits derived from the container and the login, unless the container's user
+    /// directory names another.
+    ///
+    /// ```swift
+    /// let me = try await container.userRecordID()
+    /// let mine = try Query(recordType: "Post", format: "creatorUserRecordID == %@", me)
+    /// ```
+    ///
+    /// - Throws: ``StratusError`` `notAuthenticated` for a container with no user; store errors.
+    public func userRecordID() async throws -> Record.ID {
+        guard let entry = try user.entry(engine: engine) else {
+            throw StratusError(.notAuthenticated, "this container has no signed-in user, so there is no user record")
+        }
+        return Record.ID(recordName: entry.userRecordName)
+    }
 
     /// The user a container acts as when none is given: `$STRATUS_USER`, else the login name.
     public static var defaultUserName: String {
         if let user = ProcessInfo.processInfo.environment["STRATUS_USER"], !user.isEmpty { return user }
         let name = NSUserName()
         return name.isEmpty ? "defaultUser" : name
+    }
+
+    /// Checks a container identifier from input: not empty, at most 255 bytes, and without a
+    /// control character (production keys its data by the identifier and one).
+    ///
+    /// ```swift
+    /// try Container.checkIdentifier(arguments.container)
+    /// ```
+    ///
+    /// - Throws: ``StratusError`` `badContainer` naming the problem.
+    public static func checkIdentifier(_ identifier: String) throws(StratusError) {
+        if identifier.isEmpty { throw StratusError(.badContainer, "a container identifier cannot be empty") }
+        if identifier.utf8.count > Naming.maximumIdentifierLength {
+            throw StratusError(.badContainer, "container identifier '\(identifier.prefix(40))…' is longer than \(Naming.maximumIdentifierLength) bytes")
+        }
+        if identifier.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+            throw StratusError(.badContainer, "container identifier \(identifier.debugDescription) holds a control character")
+        }
     }
 }

@@ -29,6 +29,8 @@ public final class Database: Sendable {
     }
 
     @_spi(StratusEngine) public let engine: any StorageEngine
+    /// The database's container, environment and scope, with the user's derived record name
+    /// (operations run in ``resolvedContext()``, which reads the user directory).
     @_spi(StratusEngine) public let context: DatabaseContext
     /// The queue ``add(_:)`` and the convenience API use.
     public let operationQueue: OperationQueue
@@ -38,9 +40,19 @@ public final class Database: Sendable {
     /// Operations of one database that run at once on its queue.
     public static let maximumConcurrentOperations = 4
 
-    @_spi(StratusEngine) public init(engine: any StorageEngine, context: DatabaseContext, retryPolicy: RetryPolicy = RetryPolicy()) {
+    /// Who the database's operations act as; `nil`: ``context`` as it is.
+    let user: ContainerUser?
+
+    /// A database that acts exactly as `context` says (its user record name and roles; no user
+    /// directory is read).
+    @_spi(StratusEngine) public convenience init(engine: any StorageEngine, context: DatabaseContext, retryPolicy: RetryPolicy = RetryPolicy()) {
+        self.init(engine: engine, context: context, user: nil, retryPolicy: retryPolicy)
+    }
+
+    init(engine: any StorageEngine, context: DatabaseContext, user: ContainerUser?, retryPolicy: RetryPolicy) {
         self.engine = engine
         self.context = context
+        self.user = user
         self.retryPolicy = retryPolicy
         let queue = OperationQueue()
         queue.name = "stratus.\(context.containerIdentifier).\(context.scope)"
@@ -49,6 +61,19 @@ public final class Database: Sendable {
     }
 
     public var databaseScope: Scope { context.scope }
+
+    /// The context operations run in: ``context`` with the user's record name and roles from
+    /// the container's user directory (read once per container).
+    ///
+    /// - Throws: `notAuthenticated` for the private and shared databases of a container with no
+    ///   user; store errors.
+    @_spi(StratusEngine) public func resolvedContext() throws -> DatabaseContext {
+        if let user { return try user.context(for: context, engine: engine) }
+        if context.userRecordName == nil && context.scope != .public {
+            throw StratusError(.notAuthenticated, "the \(context.scope) database needs a signed-in user")
+        }
+        return context
+    }
 
     /// Runs an operation against this database on its queue.
     ///

@@ -144,13 +144,14 @@ public struct QueryResultSequence: AsyncSequence, Sendable {
         private func openStream() throws -> any QueryStream {
             let database = sequence.database
             let zone = sequence.zoneID ?? .default
-            try ModifyRecordsOperation.checkZone(Record.ID(recordName: "query", zoneID: zone), database.context)
-            let compiled = try CompiledQuery(sequence.query, zoneID: zone, desiredKeys: sequence.desiredKeys)
+            let context = try database.resolvedContext()
+            try ModifyRecordsOperation.checkZone(Record.ID(recordName: "query", zoneID: zone), context)
+            let compiled = try QueryAdmission.admit(CompiledQuery(sequence.query, zoneID: zone, desiredKeys: sequence.desiredKeys), engine: database.engine, context: context)
             let policy = database.retryPolicy
             var attempt = 1
             while true {
                 do {
-                    return try database.engine.openQueryStream(compiled, in: database.context, after: nil)
+                    return try database.engine.openQueryStream(compiled, in: context, after: nil)
                 } catch let error as StratusError where error.isTransient && attempt < policy.maximumAttempts {
                     Thread.sleep(forTimeInterval: policy.delay(beforeAttempt: attempt + 1, retryAfter: error.retryAfterSeconds))
                     attempt += 1

@@ -47,6 +47,18 @@ public protocol RecordWriteTransaction: AnyObject {
     /// How many records other than `source` hold a `.deleteSelf` reference to `target`.
     func deleteSelfReferenceCount(to target: Record.ID, excludingSource source: String) throws -> Int
 
+    /// The stored schema of a record type of the transaction's environment, or `nil` when the
+    /// environment has no such type. The core checks saves against it and grows it in
+    /// development; the read must make a concurrent transaction that grows the same type wait
+    /// or fail, so that two writers never disagree on a field's type (SQLite: the transaction
+    /// is the store's only writer; PostgreSQL: lock the row).
+    func recordTypeSchema(_ recordType: String) throws -> RecordTypeSchema?
+
+    /// Stores a record type's schema (a type or fields development created on save) as part
+    /// of the transaction, replacing the type's stored schema; indexes it declares are built
+    /// as ``StorageEngine/modifySchema(storageContainer:_:)`` builds them.
+    func saveRecordTypeSchema(_ schema: RecordTypeSchema) throws
+
     /// Copies the contents of the assets in `fields` into the store, answering the fields with
     /// assets that name their stored copies, or the item's error (`assetFileNotFound`).
     func storeAssets(in fields: [String: FieldValue], of id: Record.ID) throws -> Result<[String: FieldValue], StratusError>

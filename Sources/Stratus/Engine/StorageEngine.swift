@@ -48,13 +48,49 @@ public protocol StorageEngine: AnyObject, Sendable {
     /// - Throws: `zoneNotFound` for a missing zone other than the default zone.
     @_spi(StratusEngine) func countRecords(_ query: CompiledQuery, in database: DatabaseContext) throws -> Int
 
-    /// Stores record type schemas for a container and builds the indexes they declare, in one
-    /// transaction. A schema replaces the type's previous one; indexes it no longer declares go.
-    /// The schemas were checked by the caller.
-    @_spi(StratusEngine) func saveSchemas(_ schemas: [RecordTypeSchema], containerIdentifier: String) throws
+    // MARK: Schemas
 
-    /// The record type schemas saved for a container.
-    @_spi(StratusEngine) func fetchSchemas(containerIdentifier: String) throws -> [RecordTypeSchema]
+    /// The schema of one environment of a container (``DatabaseContext/storageContainer``);
+    /// empty for an environment never given one.
+    @_spi(StratusEngine) func fetchSchema(storageContainer: String) throws -> ContainerSchema
+
+    /// Changes the schema of one environment of a container in one transaction: reads it, lets
+    /// `body` change it (the core decides what, and throws to change nothing), stores the result,
+    /// and builds the indexes it declares over the records stored, dropping the indexes that no
+    /// schema declares any more. Answers what `body` answered.
+    ///
+    /// Concurrent calls for one environment, and write transactions that grow its record types
+    /// (``RecordWriteTransaction/saveRecordTypeSchema(_:)``), are serialized: none loses another's change.
+    @_spi(StratusEngine) func modifySchema<T>(storageContainer: String, _ body: (inout ContainerSchema) throws -> T) throws -> T
+
+    /// Deletes everything one environment of a container holds, in every database and for every
+    /// user (zones, records, tombstones, words, references), and replaces its schema with
+    /// `schema`, in one transaction: CloudKit's "reset development environment". Change tokens
+    /// of the environment taken before expire; nothing of another environment or container changes.
+    @_spi(StratusEngine) func resetEnvironment(storageContainer: String, schema: ContainerSchema) throws
+
+    // MARK: Users
+
+    /// Entries of a container's user directory (both environments share it): those of `logins`,
+    /// or every entry when `nil`, in login order.
+    @_spi(StratusEngine) func fetchUserDirectory(containerIdentifier: String, logins: [String]?) throws -> [UserDirectoryEntry]
+
+    /// Saves entries of a container's user directory (replacing those with the same login) and
+    /// removes entries by login, in one transaction. The entries were checked by the caller.
+    ///
+    /// - Throws: `constraintViolation` when two logins would have the same user record name.
+    @_spi(StratusEngine) func modifyUserDirectory(containerIdentifier: String, saving entries: [UserDirectoryEntry], deletingLogins logins: [String]) throws
+
+    // MARK: Diagnostics
+
+    /// How the store would run a query: the indexes it reads and its own account of the plan.
+    /// Engines that cannot tell answer an empty plan (the default).
+    @_spi(StratusEngine) func explainQuery(_ query: CompiledQuery, in database: DatabaseContext) throws -> QueryPlan
+
+    /// How many records of each record type one zone holds, counted by the store.
+    ///
+    /// - Throws: `zoneNotFound` for a missing zone other than the default zone.
+    @_spi(StratusEngine) func countRecordsByType(in database: DatabaseContext, zoneID: RecordZone.ID) throws -> [String: Int]
 
     // MARK: Zones
 
@@ -97,28 +133,65 @@ public protocol StorageEngine: AnyObject, Sendable {
     @_spi(StratusEngine) func compactChangeHistory(in database: DatabaseContext, deletedBefore cutoff: Date) throws -> ChangeHistoryCompaction
 }
 
-/// Which database of which container, seen by which user: the scope of every engine call.
+extension StorageEngine {
+    @_spi(StratusEngine) public func explainQuery(_ query: CompiledQuery, in database: DatabaseContext) throws -> QueryPlan {
+        QueryPlan(indexes: [], steps: [])
+    }
+}
+
+/// Which database of which environment of which container, seen by which user: the scope of
+/// every engine call.
+///
+/// Engines key what they store by ``storageContainer`` (each environment keeps its own data)
+/// and ``storageOwner``, and take ``isCurrentUser(_:)`` zone owners as the current user's.
 @_spi(StratusEngine)
 public struct DatabaseContext: Hashable, Sendable, CustomStringConvertible {
     public let containerIdentifier: String
+    public let environment: Container.Environment
     public let scope: Database.Scope
-    /// The current user's name.
-    public let userName: String
+    /// The caller's login name; `nil` for a caller who is not signed in.
+    public let userName: String?
+    /// The caller's user record name (`_` and 32 hexadecimal digits unless the user directory
+    /// says otherwise); `nil` for a caller who is not signed in.
+    public let userRecordName: String?
+    /// The custom security roles the user directory gives the caller.
+    public let roles: Set<SecurityRole>
 
-    public init(containerIdentifier: String, scope: Database.Scope, userName: String) {
+    /// A context for `userName`, whose record name is derived from it
+    /// (``UserDirectoryEntry/derivedRecordName(containerIdentifier:login:)``) unless given.
+    public init(
+        containerIdentifier: String, environment: Container.Environment = .development, scope: Database.Scope,
+        userName: String?, userRecordName: String? = nil, roles: Set<SecurityRole> = []
+    ) {
         self.containerIdentifier = containerIdentifier
+        self.environment = environment
         self.scope = scope
         self.userName = userName
+        self.userRecordName = userRecordName ?? userName.map { UserDirectoryEntry.derivedRecordName(containerIdentifier: containerIdentifier, login: $0) }
+        self.roles = roles
     }
+
+    /// What engines key the environment's data by: the container identifier itself for
+    /// development (so stores made before environments existed hold development data), and a
+    /// key no container identifier can be for production.
+    public var storageContainer: String { environment.storageContainer(for: containerIdentifier) }
 
     /// Whose rows these are: everyone's in the public database, the user's own otherwise.
     /// Private (and shared) records of one user are invisible to another user.
-    public var storageOwner: String { scope == .public ? "" : userName }
+    public var storageOwner: String { scope == .public ? "" : userRecordName ?? "" }
 
-    /// The user's record ID, as stored in creator and last-modifier system fields.
-    public var userRecordID: Record.ID { Record.ID(recordName: userName) }
+    /// The user's record ID, as stored in creator and last-modifier system fields; `nil` when
+    /// the caller is not signed in.
+    public var userRecordID: Record.ID? { userRecordName.map { Record.ID(recordName: $0) } }
 
-    public var description: String { "\(containerIdentifier)/\(scope)" + (scope == .public ? "" : " (\(userName))") }
+    /// Whether a zone owner name means the caller: `__defaultOwner__` or their record name.
+    public func isCurrentUser(_ ownerName: String) -> Bool {
+        ownerName == RecordZone.ID.currentUserDefaultOwner || (userRecordName != nil && ownerName == userRecordName)
+    }
+
+    public var description: String {
+        "\(containerIdentifier)/\(scope)" + (environment == .production ? " (production)" : "") + (scope == .public ? "" : " (\(userRecordName ?? "no user"))")
+    }
 }
 
 /// One page of query results and where the next page starts.

@@ -46,7 +46,7 @@ open class DatabaseOperation: Operation, @unchecked Sendable {
             outcome = StratusError.cancelled(String(describing: type(of: self)), completed: 0)
         } else if let database {
             do {
-                outcome = try execute(engine: database.engine, context: database.context)
+                outcome = try execute(engine: database.engine, context: database.resolvedContext())
             } catch {
                 outcome = StratusError.wrap(error)
             }

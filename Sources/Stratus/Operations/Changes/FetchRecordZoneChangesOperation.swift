@@ -112,6 +112,7 @@ public final class FetchRecordZoneChangesOperation: DatabaseOperation, RecordPro
         let limit = configuration.resultsLimit ?? 0
         precondition(limit >= 0, "ZoneConfiguration.resultsLimit must not be negative")
         var position = try configuration.previousServerChangeToken?.position(for: zoneID, in: context)
+        var reads = RecordReadCheck(engine: engine, context: context)
         while true {
             if isCancelled { throw StratusError.cancelled("FetchRecordZoneChangesOperation", completed: delivered) }
             let request = ZoneChangesRequest(
@@ -121,10 +122,14 @@ public final class FetchRecordZoneChangesOperation: DatabaseOperation, RecordPro
             for change in batch.changes {
                 switch change {
                 case .changed(let record):
-                    recordOutput.append(record)
-                    recordWasChangedBlock?(record.recordID, .success(record))
+                    if let denied = try reads.denial(of: record) {
+                        recordWasChangedBlock?(record.recordID, .failure(denied))
+                    } else {
+                        recordOutput.append(record)
+                        recordWasChangedBlock?(record.recordID, .success(record))
+                    }
                 case .deleted(let id, let recordType):
-                    recordWithIDWasDeletedBlock?(id, recordType)
+                    if try reads.mayReadDeletions(of: recordType) { recordWithIDWasDeletedBlock?(id, recordType) }
                 }
                 delivered += 1
             }

@@ -20,8 +20,12 @@ import Foundation
 public struct ServerChangeToken: Hashable, Sendable, Codable, CustomStringConvertible {
     public let containerIdentifier: String
     public let databaseScope: Database.Scope
-    /// Whose database: empty for the public database, the user's name otherwise.
+    /// Whose database: empty for the public database, the user's record name otherwise (the
+    /// login name in tokens of versions before user record names).
     let owner: String
+    /// The environment, when production (tokens of development, and of versions before
+    /// environments, have none).
+    let environment: Container.Environment?
     /// The zone whose history this is a place in; `nil` for a database token.
     public let zoneID: RecordZone.ID?
     let position: ChangePosition
@@ -32,6 +36,7 @@ public struct ServerChangeToken: Hashable, Sendable, Codable, CustomStringConver
         self.containerIdentifier = context.containerIdentifier
         self.databaseScope = context.scope
         self.owner = context.storageOwner
+        self.environment = context.environment == .development ? nil : context.environment
         self.zoneID = zoneID.map(context.canonical)
         self.position = position
     }
@@ -73,8 +78,14 @@ public struct ServerChangeToken: Hashable, Sendable, Codable, CustomStringConver
         func expired(_ reason: String) -> StratusError {
             StratusError(.changeTokenExpired, "\(reason); fetch again without a token", zoneID: zoneID)
         }
-        guard containerIdentifier == context.containerIdentifier, databaseScope == context.scope, owner == context.storageOwner else {
+        // Tokens printed before user record names name the user by login; the store moved
+        // that user's data to their record name, at the same positions.
+        let sameOwner = owner == context.storageOwner || (!owner.isEmpty && owner == context.userName && context.storageOwner == context.userRecordName)
+        guard containerIdentifier == context.containerIdentifier, databaseScope == context.scope, sameOwner else {
             throw expired("the change token belongs to the database \(mine), not to \(context)")
+        }
+        guard (environment ?? .development) == context.environment else {
+            throw expired("the change token belongs to the \((environment ?? .development)) environment, not to \(context.environment)")
         }
         switch (self.zoneID, expected) {
         case (nil, nil): break
@@ -89,8 +100,8 @@ public struct ServerChangeToken: Hashable, Sendable, Codable, CustomStringConver
 
 extension DatabaseContext {
     /// The zone ID as the store keys it: the current user's own zones with the default owner
-    /// name, so that `__defaultOwner__` and the user's name mean the same zone.
+    /// name, so that `__defaultOwner__` and the user's record name mean the same zone.
     func canonical(_ zoneID: RecordZone.ID) -> RecordZone.ID {
-        zoneID.ownerName == userName ? RecordZone.ID(zoneName: zoneID.zoneName) : zoneID
+        zoneID.ownerName == userRecordName ? RecordZone.ID(zoneName: zoneID.zoneName) : zoneID
     }
 }

@@ -28,7 +28,7 @@ public final class CountRecordsOperation: DatabaseOperation, @unchecked Sendable
     override func execute(engine: any StorageEngine, context: DatabaseContext) throws -> StratusError? {
         let zone = zoneID ?? .default
         try ModifyRecordsOperation.checkZone(Record.ID(recordName: "query", zoneID: zone), context)
-        let compiled = try CompiledQuery(query, zoneID: zone, desiredKeys: [])
+        let compiled = try QueryAdmission.admit(CompiledQuery(query, zoneID: zone, desiredKeys: []), engine: engine, context: context)
         count = try withRetry { try engine.countRecords(compiled, in: context) }
         return nil
     }

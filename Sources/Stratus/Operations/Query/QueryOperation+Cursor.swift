@@ -16,6 +16,9 @@ extension QueryOperation {
         @_spi(StratusEngine) public let query: CompiledQuery
         public let containerIdentifier: String
         public let databaseScope: Database.Scope
+        /// The environment the query read, when production (cursors of development, and of
+        /// versions before environments, have none).
+        let environment: Container.Environment?
         /// The store the cursor's pages came from: a cursor is refused by any other store.
         let storeIdentifier: String
         /// The last record returned: its sort values as typed values (``QueryRules``).
@@ -31,6 +34,7 @@ extension QueryOperation {
             self.query = query
             self.containerIdentifier = context.containerIdentifier
             self.databaseScope = context.scope
+            self.environment = context.environment == .development ? nil : context.environment
             self.storeIdentifier = storeIdentifier
             self.position = position
         }
@@ -73,6 +77,9 @@ extension QueryOperation {
             try query.validate()
             guard context.containerIdentifier == containerIdentifier, context.scope == databaseScope else {
                 throw StratusError(.invalidArguments, "the cursor belongs to \(containerIdentifier)/\(databaseScope), not to \(context.containerIdentifier)/\(context.scope)")
+            }
+            guard (environment ?? .development) == context.environment else {
+                throw StratusError(.invalidArguments, "the cursor belongs to the \(environment ?? .development) environment, not to \(context.environment)")
             }
             guard storeIdentifier == self.storeIdentifier else {
                 throw StratusError(.invalidArguments, "the cursor comes from another store; a cursor continues a query only on the store that printed it")

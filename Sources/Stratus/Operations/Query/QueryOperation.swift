@@ -65,6 +65,7 @@ public final class QueryOperation: DatabaseOperation, RecordProducingOperation, 
         } else {
             return StratusError(.invalidArguments, "QueryOperation needs a query or a cursor")
         }
+        compiled = try QueryAdmission.admit(compiled, engine: engine, context: context, continuing: cursor != nil)
 
         let limit = resultsLimit == Self.maximumResults ? Self.defaultResultsLimit : resultsLimit
         var returned = 0

@@ -87,7 +87,7 @@ public final class DeleteRecordsOperation: DatabaseOperation, @unchecked Sendabl
         if let query {
             let zone = zoneID ?? .default
             try ModifyRecordsOperation.checkZone(Record.ID(recordName: "query", zoneID: zone), context)
-            let compiled = try CompiledQuery(query, zoneID: zone, desiredKeys: [])
+            let compiled = try QueryAdmission.admit(CompiledQuery(query, zoneID: zone, desiredKeys: []), engine: engine, context: context)
             var position: QueryPosition?
             repeat {
                 if isCancelled { return cancelled() }

@@ -36,6 +36,7 @@ public final class FetchRecordsOperation: DatabaseOperation, RecordProducingOper
         if let desiredKeys { for key in desiredKeys { try Naming.checkIdentifier(key, kind: "desired key") } }
         var errors: [Record.ID: StratusError] = [:]
         var done = 0
+        var reads = RecordReadCheck(engine: engine, context: context)
         for start in stride(from: 0, to: ids.count, by: Self.batchSize) {
             if isCancelled {
                 var error = StratusError.cancelled("FetchRecordsOperation", completed: done)
@@ -56,7 +57,10 @@ public final class FetchRecordsOperation: DatabaseOperation, RecordProducingOper
             }
             let found = batch.isEmpty ? [:] : try withRetry { try engine.fetchRecords(batch, in: context) }
             for id in batch {
-                if let record = found[id] {
+                if let record = found[id], let denied = try reads.denial(of: record) {
+                    errors[id] = denied
+                    perRecordResultBlock?(id, .failure(denied))
+                } else if let record = found[id] {
                     let returned = record.restricted(to: desiredKeys)
                     recordOutput.append(returned)
                     perRecordResultBlock?(id, .success(returned))

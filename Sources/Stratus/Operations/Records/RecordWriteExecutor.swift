@@ -105,12 +105,15 @@ enum RecordWriteExecutor {
         /// After a new record turned out to exist, the rest of the request is saved the general
         /// way: a re-run import would otherwise try every record twice.
         private var newRunConflicted = false
+        /// Types enforced, grown in development, and security roles in the public database.
+        private var typeRules: RecordTypeRules
 
         init(transaction: any RecordWriteTransaction, request: ModifyRequest, context: DatabaseContext, now: Date) {
             self.transaction = transaction
             self.request = request
             self.context = context
             self.now = now
+            self.typeRules = RecordTypeRules(context: context)
         }
 
         var touchedZonesAreAtomic: Bool {
@@ -126,6 +129,7 @@ enum RecordWriteExecutor {
             for id in request.recordIDsToDelete {
                 outcome.deleteResults.append(try delete(id))
             }
+            try typeRules.storeGrowth(in: transaction)
             return outcome
         }
 
@@ -161,7 +165,8 @@ enum RecordWriteExecutor {
             for save in saves[start...].prefix(RecordWriteExecutor.maximumNewRun) {
                 guard save.recordID.zoneID == first.recordID.zoneID, save.parent == nil,
                       case .success(let new) = RecordWriteRules.resolve(save, existing: nil, mode: request.writeMode, preservingSystemFields: request.preservesSystemFields, context: context, now: now),
-                      new.kind == .created, !save.fields.values.contains(where: \.needsStoredRecordFirst) else { break }
+                      new.kind == .created, !save.fields.values.contains(where: \.needsStoredRecordFirst),
+                      try typeRules.check(save, creator: nil, isNew: true, in: transaction) == nil else { break }
                 // A new record stores exactly its incoming values: the document prepared with it.
                 rows.append(RecordRow(recordID: save.recordID, recordType: save.record.recordType, systemFields: new.systemFields, fields: save.fields,
                                       encryptedKeys: save.encryptedKeys, parent: nil, document: save.document))
@@ -190,6 +195,16 @@ enum RecordWriteExecutor {
             let id = save.recordID
             guard try capabilities(id.zoneID) != nil else { return .failure(zoneNotFound(id)) }
             let existing = try transaction.storedRecord(id)
+            if let denied = try typeRules.accessDenial(save, creator: existing?.creatorUserRecordID, isNew: existing == nil, in: transaction) {
+                // A save that would change nothing writes nothing: re-running an import of
+                // records others created is not refused (and a refusal reveals no conflict).
+                if let existing, case .success(let same) = RecordWriteRules.resolve(save, existing: existing, mode: request.writeMode, preservingSystemFields: request.preservesSystemFields, context: context, now: now),
+                   same.kind == .unchanged {
+                    return .success((existing, .unchanged))
+                }
+                return .failure(denied)
+            }
+            if let problem = try typeRules.checkFields(save, in: transaction) { return .failure(problem) }
             let resolution: RecordWriteRules.Resolution
             switch RecordWriteRules.resolve(save, existing: existing, mode: request.writeMode, preservingSystemFields: request.preservesSystemFields, context: context, now: now) {
             case .success(let resolved): resolution = resolved
@@ -255,6 +270,11 @@ enum RecordWriteExecutor {
         /// record whose `.deleteSelf` reference points at a deleted one.
         private mutating func delete(_ id: Record.ID) throws -> Result<Bool, StratusError> {
             guard try capabilities(id.zoneID) != nil else { return .failure(zoneNotFound(id)) }
+            // Cascades follow the references their sources chose to hold, as in CloudKit;
+            // the roles decide only what the caller deletes itself.
+            if typeRules.checksDeletes, let denied = try typeRules.checkDelete(id, stored: transaction.storedRecord(id), in: transaction) {
+                return .failure(denied)
+            }
             var pending = [id.recordName]
             var seen: Set<String> = []
             var deletedRoot = false

@@ -1,9 +1,13 @@
 import Foundation
 
-/// Saves record type schemas (indexes) for the database's container, or fetches them.
+/// Saves record type schemas (fields, indexes, grants) into the development schema of the
+/// database's container, or fetches the environment's record types.
 ///
-/// Schemas belong to the container: every database of it uses the same indexes. Saving a
-/// schema builds its indexes over the records already stored, which takes time on a large store.
+/// Schemas belong to the container's environment: every database of it uses the same types
+/// and indexes. Saving a schema builds its indexes over the records already stored, which
+/// takes time on a large store. The production schema changes only by
+/// ``Container/deploySchema()``; saving there fails with `invalidArguments`. Custom roles a
+/// saved type grants to are created when the schema lacks them.
 ///
 /// ```swift
 /// var schema = RecordTypeSchema(recordType: "Todo")
@@ -14,7 +18,7 @@ import Foundation
 /// ```
 public final class ModifySchemasOperation: DatabaseOperation, @unchecked Sendable {
     public var schemasToSave: [RecordTypeSchema]
-    /// Called last with the container's schemas after the save, or the error.
+    /// Called last with the environment's record types (by name) after the save, or the error.
     public var modifySchemasResultBlock: (@Sendable (Result<[RecordTypeSchema], any Error>) -> Void)?
 
     private var savedSchemas: [RecordTypeSchema] = []
@@ -28,9 +32,24 @@ public final class ModifySchemasOperation: DatabaseOperation, @unchecked Sendabl
     override func execute(engine: any StorageEngine, context: DatabaseContext) throws -> StratusError? {
         for schema in schemasToSave { try schema.validate() }
         if !schemasToSave.isEmpty {
-            try withRetry { try engine.saveSchemas(schemasToSave, containerIdentifier: context.containerIdentifier) }
+            guard context.environment == .development else {
+                return StratusError(.invalidArguments, "the production schema changes only by deploying the development schema; save the record types in development, then deploy")
+            }
+            let saving = schemasToSave
+            savedSchemas = try withRetry {
+                try engine.modifySchema(storageContainer: context.storageContainer) { schema in
+                    for type in saving {
+                        schema.recordTypes.removeAll { $0.recordType == type.recordType }
+                        schema.recordTypes.append(type)
+                        schema.roles.formUnion(type.grants.keys.filter { !$0.isSystem })
+                    }
+                    try schema.validate()
+                    return schema.recordTypes.sorted { $0.recordType < $1.recordType }
+                }
+            }
+            return nil
         }
-        savedSchemas = try withRetry { try engine.fetchSchemas(containerIdentifier: context.containerIdentifier) }
+        savedSchemas = try withRetry { try engine.fetchSchema(storageContainer: context.storageContainer).recordTypes.sorted { $0.recordType < $1.recordType } }
         return nil
     }
 

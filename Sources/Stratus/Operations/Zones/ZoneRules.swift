@@ -24,8 +24,11 @@ enum ZoneRules {
         if context.scope == .shared {
             throw StratusError(.invalidArguments, "zones in the shared database are created by sharing them, which Stratus does not support yet", zoneID: zoneID)
         }
+        if context.userRecordName == nil {
+            throw StratusError(.notAuthenticated, "creating or deleting zone '\(zoneID.zoneName)' needs a signed-in user", zoneID: zoneID)
+        }
         let owner = zoneID.ownerName
-        if owner != RecordZone.ID.currentUserDefaultOwner && owner != context.userName {
+        if !context.isCurrentUser(owner) {
             throw StratusError(.permissionFailure, "zone '\(zoneID.zoneName)' belongs to '\(owner)'; only a zone's owner creates or deletes it", zoneID: zoneID)
         }
     }

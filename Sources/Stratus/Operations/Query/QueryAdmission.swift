@@ -1,0 +1,91 @@
+/// The checks a query passes before it runs, decided once above every engine.
+///
+/// - **Production**: a record type the schema does not have fails with `unknownItem` ("Did not
+///   find record type"), and a filter or sort on a field without its index fails with
+///   `invalidArguments` ("Field 'rank' is not marked sortable"), as CloudKit answers
+///   (``Query/missingIndexes(in:)``). Development runs them, by scanning.
+/// - **Public database**: the caller needs READ on the type (``RecordAccess``). When only
+///   `_creator` may read, the query is restricted to the caller's own records; otherwise it
+///   fails with `permissionFailure` (`notAuthenticated` for a caller who is not signed in).
+///
+/// ```swift
+/// let admitted = try QueryAdmission.admit(compiled, engine: engine, context: context)
+/// let page = try engine.queryRecords(admitted, in: context, after: nil, limit: 100)
+/// ```
+enum QueryAdmission {
+    /// `query` as it may run for the caller, or CloudKit's error.
+    ///
+    /// A query continued from a cursor passes the same checks; its restriction to the caller's
+    /// own records, when one applies, must be this caller's.
+    static func admit(_ query: CompiledQuery, engine: any StorageEngine, context: DatabaseContext, continuing: Bool = false) throws -> CompiledQuery {
+        guard context.environment == .production || context.scope == .public else { return query }
+        let schema = try engine.fetchSchema(storageContainer: context.storageContainer)
+        let typeSchema = schema.recordType(query.recordType)
+        let restriction = context.userRecordID.map(ownRecordsCondition)
+        let asked = continuing ? removing(restriction, from: query.predicate) : query.predicate
+        if context.environment == .production {
+            guard typeSchema != nil else {
+                throw StratusError(.unknownItem, "Did not find record type: \(query.recordType) (the production schema has no such type; deploy the development schema)")
+            }
+            let missing = userQuery(query, predicate: asked).missingIndexes(in: typeSchema)
+            if let first = missing.first {
+                throw StratusError(.invalidArguments, refusal(first) + (missing.count > 1 ? " (and \(missing.count - 1) more: " + missing.dropFirst().map(\.description).joined(separator: ", ") + ")" : ""))
+            }
+        }
+        guard context.scope == .public else { return query }
+        let access = RecordAccess(typeSchema, context: context)
+        if access.everyRecord.contains(.read) {
+            if continuing && asked != query.predicate {
+                throw StratusError(.invalidArguments, "the cursor was made for another user's query; start the query again")
+            }
+            return query
+        }
+        guard let restriction, access.ownRecords.contains(.read) else {
+            throw access.denial(.read, recordID: nil, recordType: query.recordType, creator: nil)
+                ?? StratusError(.permissionFailure, "READ operation not permitted on records of type \(query.recordType)")
+        }
+        if continuing {
+            guard asked != query.predicate else {
+                throw StratusError(.permissionFailure, "READ operation not permitted on records of type \(query.recordType): the cursor is not restricted to the caller's own records; start the query again")
+            }
+            return query
+        }
+        let restricted = userQuery(query, predicate: .and([query.predicate, restriction]))
+        return try CompiledQuery(restricted, zoneID: query.zoneID, desiredKeys: query.desiredKeys)
+    }
+
+    /// CloudKit's words for a missing index: "Field 'rank' is not marked sortable".
+    static func refusal(_ requirement: IndexRequirement) -> String {
+        guard let field = requirement.field else {
+            return "Type '\(requirement.recordType)' has no field marked searchable, which self CONTAINS needs; declare one SEARCHABLE in the production schema"
+        }
+        return "Field '\(field)' is not marked \(requirement.attribute.lowercased()); declare \(requirement) in the production schema"
+    }
+
+    /// The condition that keeps a query to the records `user` created.
+    private static func ownRecordsCondition(_ user: Record.ID) -> QueryPredicate {
+        .condition(.compare(.creatorUserRecordID, .equal, .reference(Record.Reference(recordID: user, action: .none))))
+    }
+
+    /// `predicate` without `condition` among its top-level parts.
+    private static func removing(_ condition: QueryPredicate?, from predicate: QueryPredicate) -> QueryPredicate {
+        guard let condition else { return predicate }
+        switch predicate {
+        case condition: return .all
+        case .and(let parts) where parts.contains(condition):
+            let rest = parts.filter { $0 != condition }
+            return rest.count == 1 ? rest[0] : .and(rest)
+        default: return predicate
+        }
+    }
+
+    /// The query as its caller asked it, for ``Query/missingIndexes(in:)``.
+    private static func userQuery(_ query: CompiledQuery, predicate: QueryPredicate) -> Query {
+        let asked = Query(recordType: query.recordType, predicate: predicate)
+        asked.sortDescriptors = query.sortKeys.map { key in
+            key.distanceFrom.map { RecordSortDescriptor(distanceOf: key.key.description, from: $0, ascending: key.ascending) }
+                ?? RecordSortDescriptor(key: key.key.description, ascending: key.ascending)
+        }
+        return asked
+    }
+}

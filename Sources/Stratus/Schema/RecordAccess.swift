@@ -1,0 +1,65 @@
+/// What one caller may do with the records of one type in the public database, by CloudKit's
+/// security roles: `_world` (everyone), `_icloud` (every signed-in user), the custom roles the
+/// user directory gives the caller, and `_creator` (the user who created a record, for that
+/// record only). Permissions add up across roles. Decided above every engine.
+///
+/// ```swift
+/// let access = RecordAccess(schema, context: context)
+/// if let denied = access.denial(.write, recordID: id, recordType: "Post", creator: stored.creatorUserRecordID) { return .failure(denied) }
+/// ```
+struct RecordAccess: Sendable {
+    /// What the caller may do with every record of the type.
+    let everyRecord: RecordPermissions
+    /// What the caller may do with the records they created (``everyRecord`` and `_creator`'s grants).
+    let ownRecords: RecordPermissions
+    /// Which roles hold each permission, for messages.
+    private let holders: [SecurityRole: RecordPermissions]
+    private let userRecordName: String?
+
+    /// The access of `context`'s caller to records of the type `schema` describes (or of a type
+    /// without a schema). A type that grants nothing has CloudKit's public defaults
+    /// (``RecordTypeSchema/publicDatabaseGrants``).
+    init(_ schema: RecordTypeSchema?, context: DatabaseContext) {
+        let grants = schema.map { $0.grants.isEmpty ? RecordTypeSchema.publicDatabaseGrants : $0.grants } ?? RecordTypeSchema.publicDatabaseGrants
+        var every = grants[.world] ?? []
+        if context.userRecordName != nil {
+            every.formUnion(grants[.authenticated] ?? [])
+            for role in context.roles { every.formUnion(grants[role] ?? []) }
+        }
+        everyRecord = every
+        ownRecords = context.userRecordName == nil ? every : every.union(grants[.creator] ?? [])
+        holders = grants
+        userRecordName = context.userRecordName
+    }
+
+    /// Whether the caller may do `permission` with a record created by `creator` (`nil`: a new
+    /// record, or a creator unknown).
+    func allows(_ permission: RecordPermissions, creator: Record.ID?) -> Bool {
+        if everyRecord.isSuperset(of: permission) { return true }
+        guard let userRecordName, creator?.recordName == userRecordName else { return false }
+        return ownRecords.isSuperset(of: permission)
+    }
+
+    /// CloudKit's error for an operation the roles do not allow, or `nil` when they do:
+    /// `notAuthenticated` for a caller who is not signed in (who may only read what `_world`
+    /// may), `permissionFailure` otherwise.
+    func denial(_ permission: RecordPermissions, recordID: Record.ID?, recordType: String, creator: Record.ID?) -> StratusError? {
+        if userRecordName == nil && permission != .read {
+            return StratusError(.notAuthenticated, "\(permission) operation not permitted\(Self.subject(recordID, recordType)): writing to the public database needs a signed-in user", recordID: recordID)
+        }
+        if allows(permission, creator: creator) { return nil }
+        return StratusError(userRecordName == nil ? .notAuthenticated : .permissionFailure,
+                            "\(permission) operation not permitted\(Self.subject(recordID, recordType)); \(holderText(permission))", recordID: recordID)
+    }
+
+    /// Who may do `permission` on the type, for messages.
+    private func holderText(_ permission: RecordPermissions) -> String {
+        let roles = holders.filter { $0.value.contains(permission) }.keys.sorted().map(\.name)
+        let who = roles.isEmpty ? "no role" : roles.joined(separator: ", ")
+        return userRecordName == nil ? "the type grants \(permission) to \(who), and the caller is not signed in" : "the type grants \(permission) to \(who)"
+    }
+
+    private static func subject(_ recordID: Record.ID?, _ recordType: String) -> String {
+        recordID.map { " on record '\($0.recordName)' of type \(recordType)" } ?? " on records of type \(recordType)"
+    }
+}

@@ -1,0 +1,111 @@
+/// One difference between two container schemas, as `stratus schema diff` prints it.
+///
+/// ```swift
+/// for change in production.changes(to: development) where change.isDestructive { print("deploy would fail:", change) }
+/// ```
+public enum SchemaChange: Hashable, Sendable, CustomStringConvertible {
+    case roleAdded(SecurityRole)
+    case roleRemoved(SecurityRole)
+    case recordTypeAdded(String)
+    case recordTypeRemoved(String)
+    case fieldAdded(recordType: String, RecordTypeSchema.Field)
+    case fieldRemoved(recordType: String, RecordTypeSchema.Field)
+    /// The field's type, encryption or `NUMBER` preference changed.
+    case fieldRetyped(recordType: String, from: RecordTypeSchema.Field, to: RecordTypeSchema.Field)
+    /// Only the field's indexes changed.
+    case fieldIndexesChanged(recordType: String, from: RecordTypeSchema.Field, to: RecordTypeSchema.Field)
+    case compoundIndexesChanged(recordType: String, from: [RecordTypeSchema.CompoundIndex], to: [RecordTypeSchema.CompoundIndex])
+    case grantsChanged(recordType: String, from: [SecurityRole: RecordPermissions], to: [SecurityRole: RecordPermissions])
+
+    /// Whether the change removes a record type or a field, or changes a field's type: what
+    /// CloudKit's deploy refuses, since production's records may hold them.
+    public var isDestructive: Bool {
+        switch self {
+        case .recordTypeRemoved, .fieldRemoved, .fieldRetyped: true
+        default: false
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .roleAdded(let role): "+ ROLE \(role.name)"
+        case .roleRemoved(let role): "- ROLE \(role.name)"
+        case .recordTypeAdded(let type): "+ RECORD TYPE \(type)"
+        case .recordTypeRemoved(let type): "- RECORD TYPE \(type)"
+        case .fieldAdded(let type, let field): "+ \(type).\(Self.text(field))"
+        case .fieldRemoved(let type, let field): "- \(type).\(Self.text(field))"
+        case .fieldRetyped(let type, let old, let new): "~ \(type).\(Self.text(old)) -> \(Self.text(new))"
+        case .fieldIndexesChanged(let type, let old, let new): "~ \(type).\(Self.text(old)) -> \(Self.text(new))"
+        case .compoundIndexesChanged(let type, let old, let new): "~ \(type) compound indexes \(Self.text(old)) -> \(Self.text(new))"
+        case .grantsChanged(let type, let old, let new): "~ \(type) grants \(Self.text(old)) -> \(Self.text(new))"
+        }
+    }
+
+    /// A field as the schema language declares it: `title STRING QUERYABLE SORTABLE`.
+    static func text(_ field: RecordTypeSchema.Field) -> String {
+        var words = [field.name, (field.isEncrypted ? "ENCRYPTED " : "") + (field.isNumber ? "NUMBER PREFERRED AS " : "") + field.type.rawValue]
+        if field.indexes.contains(.queryable) { words.append("QUERYABLE") }
+        if field.indexes.contains(.searchable) { words.append("SEARCHABLE") }
+        if field.indexes.contains(.sortable) { words.append("SORTABLE") }
+        return words.joined(separator: " ")
+    }
+
+    private static func text(_ indexes: [RecordTypeSchema.CompoundIndex]) -> String {
+        let parts = indexes.map { ($0.equalityFields + ($0.sortField.map { ["sort \($0)"] } ?? [])).joined(separator: ", ") }.sorted()
+        return "[" + parts.map { "(\($0))" }.joined(separator: " ") + "]"
+    }
+
+    private static func text(_ grants: [SecurityRole: RecordPermissions]) -> String {
+        grants.isEmpty ? "(public defaults)" : grants.keys.sorted().map { "\($0.name): \(grants[$0]!)" }.joined(separator: "; ")
+    }
+}
+
+extension ContainerSchema {
+    /// What changes from this schema to `target`, roles first, then record types and their
+    /// fields in name order.
+    ///
+    /// ```swift
+    /// let changes = try await container.schema().changes(to: fileSchema)
+    /// ```
+    public func changes(to target: ContainerSchema) -> [SchemaChange] {
+        var changes: [SchemaChange] = []
+        changes += target.roles.subtracting(roles).sorted().map(SchemaChange.roleAdded)
+        changes += roles.subtracting(target.roles).sorted().map(SchemaChange.roleRemoved)
+        let names = Set(recordTypes.map(\.recordType)).union(target.recordTypes.map(\.recordType)).sorted()
+        for name in names {
+            switch (recordType(name), target.recordType(name)) {
+            case (nil, let new?):
+                changes.append(.recordTypeAdded(name))
+                changes += new.fields.sorted { $0.name < $1.name }.map { .fieldAdded(recordType: name, $0) }
+            case (_?, nil):
+                changes.append(.recordTypeRemoved(name))
+            case (let old?, let new?):
+                changes += Self.fieldChanges(name, from: old, to: new)
+                if Set(old.compoundIndexes) != Set(new.compoundIndexes) {
+                    changes.append(.compoundIndexesChanged(recordType: name, from: old.compoundIndexes, to: new.compoundIndexes))
+                }
+                if old.grants != new.grants {
+                    changes.append(.grantsChanged(recordType: name, from: old.grants, to: new.grants))
+                }
+            case (nil, nil): break
+            }
+        }
+        return changes
+    }
+
+    private static func fieldChanges(_ type: String, from old: RecordTypeSchema, to new: RecordTypeSchema) -> [SchemaChange] {
+        var changes: [SchemaChange] = []
+        let names = Set(old.fields.map(\.name)).union(new.fields.map(\.name)).sorted()
+        for name in names {
+            switch (old.field(name), new.field(name)) {
+            case (nil, let added?): changes.append(.fieldAdded(recordType: type, added))
+            case (let removed?, nil): changes.append(.fieldRemoved(recordType: type, removed))
+            case (let before?, let after?) where before != after:
+                let retyped = before.type != after.type || before.isEncrypted != after.isEncrypted || before.isNumber != after.isNumber
+                changes.append(retyped ? .fieldRetyped(recordType: type, from: before, to: after) : .fieldIndexesChanged(recordType: type, from: before, to: after))
+            default: break
+            }
+        }
+        return changes
+    }
+}
