@@ -1,0 +1,391 @@
+import Foundation
+import Stratus
+import Testing
+
+// MARK: - Environments, schemas per environment, type enforcement and development growth
+
+extension EngineConformance.Environment {
+    /// A container on the store in `environment`, acting as `user`.
+    public func container(user: String = "alice", in environment: Container.Environment) -> Container {
+        Container(identifier: Self.containerIdentifier, engine: engine, userName: user, environment: environment)
+    }
+
+    /// A container on the store whose caller is not signed in.
+    public func anonymousContainer(in environment: Container.Environment = .development) -> Container {
+        Container.anonymous(identifier: Self.containerIdentifier, engine: engine, environment: environment)
+    }
+}
+
+extension EngineConformance {
+    static let environmentCases: [TestCase] = [
+        TestCase("environments: development and production keep separate records, zones and schemas", environmentsKeepSeparateData),
+        TestCase("environments: development creates record types and fields on first save, without indexes, in the records' transaction", developmentGrowsSchema),
+        TestCase("environments: a value of the wrong type fails alone with invalidArguments naming the field, the declared and the given type", wrongTypeFailsItem),
+        TestCase("environments: a NUMBER field takes INT64 and DOUBLE; an ENCRYPTED field refuses plain values and the other way round", numberAndEncryptedFields),
+        TestCase("environments: an atomic request that fails on a type creates no field", atomicFailureGrowsNothing),
+        TestCase("environments: concurrent writers agree on a new field's type", concurrentGrowthAgrees),
+        TestCase("environments: production rejects unknown record types and fields with CloudKit's invalidArguments", productionRejectsUnknown),
+        TestCase("environments: production refuses filters and sorts without their index; development runs them", productionRefusesUnindexed),
+        TestCase("environments: deploy is additive; removing or retyping a field fails it and production stays", deployIsAdditive),
+        TestCase("environments: reset development deletes its data and puts its schema back to production's", resetDevelopment),
+        TestCase("environments: schemas round-trip whole per environment: roles, grants, encryption, indexes", schemaRoundTrip),
+        TestCase("environments: cursors and change tokens of one environment are refused by the other", tokensStayInTheirEnvironment),
+    ]
+
+    private static func itemSchema() -> RecordTypeSchema {
+        var item = RecordTypeSchema(recordType: "Item")
+        item.addField("title", type: .string, indexes: [.queryable, .searchable])
+        item.addField("rank", type: .int64, indexes: [.sortable])
+        item.addField("category", type: .string, indexes: [.queryable])
+        item.addField("recordName", type: .string, indexes: [.queryable])
+        return item
+    }
+
+    static func environmentsKeepSeparateData(_ env: Environment) async throws {
+        let development = env.container(in: .development)
+        let production = env.container(in: .production)
+        #expect(production.environment == .production && development.container(in: .production).environment == .production)
+        try await development.saveSchema(itemSchema())
+        try await development.deploySchema()
+
+        try await TestDatabase.save([makeRecord("Item", "dev-1", ["title": .string("in development")])], in: development.publicCloudDatabase)
+        try await TestDatabase.save([makeRecord("Item", "prod-1", ["title": .string("in production")])], in: production.publicCloudDatabase)
+        try await TestDatabase.save([makeRecord("Item", "mine", ["title": .string("private dev")])], in: development.privateCloudDatabase)
+        #expect(TestDatabase.names(try await TestDatabase.queryAll(Query(recordType: "Item"), in: development.publicCloudDatabase)) == ["dev-1"])
+        #expect(TestDatabase.names(try await TestDatabase.queryAll(Query(recordType: "Item"), in: production.publicCloudDatabase)) == ["prod-1"])
+        #expect(try await TestDatabase.exists("mine", in: production.privateCloudDatabase) == false)
+        #expect(try await TestDatabase.exists("dev-1", in: production.publicCloudDatabase) == false)
+
+        // Zones too.
+        try await development.privateCloudDatabase.save(RecordZone(zoneName: "Photos"))
+        #expect(try await development.privateCloudDatabase.allRecordZones().map(\.zoneID.zoneName).contains("Photos"))
+        #expect(try await production.privateCloudDatabase.allRecordZones().map(\.zoneID.zoneName) == ["_defaultZone"])
+
+        // Schemas: a type saved in development is not in production until deployed.
+        var extra = RecordTypeSchema(recordType: "Extra")
+        extra.addField("n", type: .int64)
+        try await development.saveSchema(extra)
+        #expect(try await development.schema().recordType("Extra") != nil)
+        #expect(try await production.schema().recordType("Extra") == nil)
+        let refused = await caughtError { try await production.saveSchema(extra) }
+        #expect(stratusError(refused)?.code == .invalidArguments, "production's schema changes only by deploying")
+    }
+
+    static func developmentGrowsSchema(_ env: Environment) async throws {
+        let container = env.container()
+        let database = container.publicCloudDatabase
+        #expect(try await container.schema().recordType("Gadget") == nil)
+        try await TestDatabase.save([makeRecord("Gadget", "g1", ["name": .string("lamp"), "watts": .int64(40), "tags": .stringList(["a"])])], in: database)
+        let created = try #require(try await container.schema().recordType("Gadget"))
+        #expect(Set(created.fields) == [.init("name", type: .string), .init("watts", type: .int64), .init("tags", type: .stringList)], "fields without indexes")
+        #expect(created.grants.isEmpty, "CloudKit's public defaults apply")
+
+        // A later record adds its new fields; known fields keep their declarations.
+        try await TestDatabase.save([makeRecord("Gadget", "g2", ["name": .string("fan"), "price": .double(9.5), "secret": .string("x")])], in: database)
+        let grown = try #require(try await container.schema().recordType("Gadget"))
+        #expect(grown.field("price") == .init("price", type: .double))
+        #expect(grown.fields.count == 5)
+        // The private database grows the same schema: it is the container's.
+        try await TestDatabase.save([makeRecord("Gadget", "g3", ["color": .string("red")])], in: container.privateCloudDatabase)
+        #expect(try await container.schema().recordType("Gadget")?.field("color")?.type == .string)
+        // An encrypted value creates an encrypted field.
+        let sealed = makeRecord("Gadget", "g4")
+        sealed.encryptedValues["code"] = "1234"
+        try await database.save(sealed)
+        #expect(try await container.schema().recordType("Gadget")?.field("code") == .init("code", type: .string, isEncrypted: true))
+    }
+
+    static func wrongTypeFailsItem(_ env: Environment) async throws {
+        let container = env.container()
+        let database = container.publicCloudDatabase
+        try await TestDatabase.save([makeRecord("Meter", "m1", ["reading": .int64(10), "unit": .string("kWh")])], in: database)
+        let wrong = makeRecord("Meter", "m2", ["reading": .string("ten")])
+        let fine = makeRecord("Meter", "m3", ["reading": .int64(12)])
+        let (saves, _) = try await database.modifyRecords(saving: [wrong, fine], deleting: [], atomically: false)
+        let error = try #require(stratusError(saves[wrong.recordID].flatMap { if case .failure(let e) = $0 { e } else { nil } }))
+        #expect(error.code == .invalidArguments)
+        #expect(error.message.contains("'reading'") && error.message.contains("INT64") && error.message.contains("STRING"), "\(error.message)")
+        #expect(error.recordID == wrong.recordID)
+        #expect((try? saves[fine.recordID]?.get()) != nil, "the other item is saved")
+        #expect(try await TestDatabase.exists("m2", in: database) == false)
+        // Updating a stored record with a wrong type fails too, and keeps the stored value.
+        let stored = try await database.record(for: Record.ID(recordName: "m1"))
+        stored["unit"] = 3
+        let update = await caughtError { try await database.save(stored) }
+        #expect(stratusError(update)?.code == .invalidArguments)
+        #expect(try await database.record(for: Record.ID(recordName: "m1"))["unit"] as? String == "kWh")
+        // A list is not its element type.
+        let list = await caughtError { try await database.save(makeRecord("Meter", "m4", ["reading": .int64List([1])])) }
+        #expect(stratusError(list)?.message.contains("INT64_LIST") == true, "\(String(describing: list))")
+    }
+
+    static func numberAndEncryptedFields(_ env: Environment) async throws {
+        let container = env.container()
+        let database = container.publicCloudDatabase
+        let schema = try RecordTypeSchemaBuilder.measure()
+        try await container.saveSchema(schema)
+        try await TestDatabase.save([makeRecord("Measure", "a", ["amount": .int64(3)]), makeRecord("Measure", "b", ["amount": .double(2.5)]),
+                                     makeRecord("Measure", "c", ["amounts": .int64List([1]), "more": .doubleList([1.5])])], in: database)
+        let text = await caughtError { try await database.save(makeRecord("Measure", "d", ["amount": .string("3")])) }
+        #expect(stratusError(text)?.message.contains("NUMBER") == true, "\(String(describing: text))")
+
+        let plain = await caughtError { try await database.save(makeRecord("Measure", "e", ["pin": .string("1234")])) }
+        #expect(stratusError(plain)?.code == .invalidArguments)
+        #expect(stratusError(plain)?.message.contains("ENCRYPTED STRING") == true, "\(String(describing: plain))")
+        let sealed = makeRecord("Measure", "f")
+        sealed.encryptedValues["pin"] = "1234"
+        try await database.save(sealed)
+        let sealedLabel = makeRecord("Measure", "g")
+        sealedLabel.encryptedValues["label"] = "x"
+        let wronglySealed = await caughtError { try await database.save(sealedLabel) }
+        #expect(stratusError(wronglySealed)?.code == .invalidArguments)
+    }
+
+    static func atomicFailureGrowsNothing(_ env: Environment) async throws {
+        let container = env.container()
+        let database = container.publicCloudDatabase
+        try await TestDatabase.save([makeRecord("Ledger", "l1", ["amount": .int64(1)])], in: database)
+        let (saves, _) = try await database.modifyRecords(saving: [makeRecord("Ledger", "l2", ["memo": .string("new field")]), makeRecord("Ledger", "l3", ["amount": .string("bad")])],
+                                                          deleting: [], atomically: true)
+        #expect(errorCode(saves[Record.ID(recordName: "l2")]) == .batchRequestFailed)
+        #expect(errorCode(saves[Record.ID(recordName: "l3")]) == .invalidArguments)
+        #expect(try await container.schema().recordType("Ledger")?.field("memo") == nil, "the rolled-back request created no field")
+        // The field may then be created with another type.
+        try await database.save(makeRecord("Ledger", "l4", ["memo": .int64(7)]))
+        #expect(try await container.schema().recordType("Ledger")?.field("memo")?.type == .int64)
+    }
+
+    static func concurrentGrowthAgrees(_ env: Environment) async throws {
+        let database = env.container().publicCloudDatabase
+        let other = env.container(user: "bob").publicCloudDatabase
+        // Two writers each create the same new field, one as STRING, one as INT64.
+        let strings = makeRecords("Race", count: 40, prefix: "s") { ["value": .string("v\($0)")] }
+        let numbers = makeRecords("Race", count: 40, prefix: "n") { ["value": .int64(Int64($0))] }
+        async let first = saveEach(strings, in: database)
+        async let second = saveEach(numbers, in: other)
+        let (stringResults, numberResults) = try await (first, second)
+        let declared = try #require(try await env.container().schema().recordType("Race")?.field("value")?.type)
+        #expect(declared == .string || declared == .int64)
+        let winners = declared == .string ? stringResults : numberResults
+        let losers = declared == .string ? numberResults : stringResults
+        #expect(winners.allSatisfy { $0 == nil }, "every record of the declared type is saved")
+        #expect(losers.allSatisfy { $0 == .invalidArguments }, "every record of the other type fails")
+        let stored = try await TestDatabase.queryAll(Query(recordType: "Race"), in: database)
+        #expect(stored.count == 40)
+        #expect(stored.allSatisfy { $0.fieldValue(forKey: "value")?.type == declared })
+    }
+
+    /// Saves records one request each, answering each one's error code (`nil`: saved).
+    private static func saveEach(_ records: [Record], in database: Database) async throws -> [StratusError.Code?] {
+        var codes: [StratusError.Code?] = []
+        for record in records {
+            codes.append(stratusError(await caughtError { try await database.save(record) })?.code)
+        }
+        return codes
+    }
+
+    static func productionRejectsUnknown(_ env: Environment) async throws {
+        let development = env.container()
+        try await development.saveSchema(itemSchema())
+        try await development.deploySchema()
+        let production = env.container(in: .production).publicCloudDatabase
+        try await production.save(makeRecord("Item", "known", ["title": .string("ok"), "rank": .int64(1)]))
+
+        let unknownType = await caughtError { try await production.save(makeRecord("Widget", "w1", ["title": .string("x")])) }
+        #expect(stratusError(unknownType)?.code == .invalidArguments)
+        #expect(stratusError(unknownType)?.message.contains("Cannot create new type Widget in production schema") == true, "\(String(describing: unknownType))")
+        let unknownField = await caughtError { try await production.save(makeRecord("Item", "i2", ["title": .string("x"), "color": .string("red")])) }
+        #expect(stratusError(unknownField)?.code == .invalidArguments)
+        #expect(stratusError(unknownField)?.message.contains("Cannot create or modify field 'color' in record 'Item' in production schema") == true, "\(String(describing: unknownField))")
+        let wrongType = await caughtError { try await production.save(makeRecord("Item", "i3", ["rank": .string("first")])) }
+        #expect(stratusError(wrongType)?.code == .invalidArguments)
+        #expect(try await TestDatabase.exists("i2", in: production) == false)
+        #expect(try await TestDatabase.exists("w1", in: production) == false)
+        #expect(try await env.container(in: .production).schema().recordType("Widget") == nil, "production grows nothing")
+        // The private database follows the same schema.
+        let privateError = await caughtError { try await env.container(in: .production).privateCloudDatabase.save(makeRecord("Widget", "w2")) }
+        #expect(stratusError(privateError)?.code == .invalidArguments)
+        // A query of a type production does not have is unknownItem ("Did not find record type").
+        let query = await caughtError { try await production.records(matching: Query(recordType: "Widget")) }
+        #expect(stratusError(query)?.code == .unknownItem)
+        #expect(stratusError(query)?.message.contains("Did not find record type: Widget") == true)
+    }
+
+    static func productionRefusesUnindexed(_ env: Environment) async throws {
+        let development = env.container()
+        try await development.saveSchema(itemSchema())
+        try await TestDatabase.save(makeRecords("Item", count: 5) { ["title": .string("t\($0)"), "rank": .int64(Int64($0)), "category": .string("c"), "note": .string("n")] },
+                                    in: development.publicCloudDatabase)
+        try await development.deploySchema()
+        let production = env.container(in: .production).publicCloudDatabase
+        try await TestDatabase.save(makeRecords("Item", count: 5) { ["title": .string("t\($0)"), "rank": .int64(Int64($0)), "category": .string("c"), "note": .string("n")] },
+                                    in: production)
+
+        func query(_ format: String, sort: [String] = []) throws -> Query {
+            let query = try Query(recordType: "Item", format: format)
+            query.sortDescriptors = sort.map { RecordSortDescriptor(key: $0) }
+            return query
+        }
+        // Indexed filters and sorts run in both environments.
+        for database in [development.publicCloudDatabase, production] {
+            #expect(try await TestDatabase.queryAll(query("category == 'c'", sort: ["rank"]), in: database).count == 5)
+            #expect(try await TestDatabase.queryAll(query("TRUEPREDICATE"), in: database).count == 5, "recordName is queryable")
+            #expect(try await TestDatabase.queryAll(query("self CONTAINS 't1'"), in: database).count == 1)
+        }
+        // Unindexed ones: development scans, production refuses as CloudKit does.
+        let refusals: [(Query, String)] = [
+            (try query("note == 'n'"), "Field 'note' is not marked queryable"),
+            (try query("category == 'c'", sort: ["title"]), "Field 'title' is not marked sortable"),
+            (try query("rank > 1"), "Field 'rank' is not marked queryable"),
+            (try query("category == 'c'", sort: ["creationDate"]), "Field 'creationDate' is not marked sortable"),
+        ]
+        for (unindexed, message) in refusals {
+            #expect(try await TestDatabase.queryAll(unindexed, in: development.publicCloudDatabase).count >= 3, "development runs \(unindexed)")
+            let error = stratusError(await caughtError { try await production.records(matching: unindexed) })
+            #expect(error?.code == .invalidArguments, "\(unindexed)")
+            #expect(error?.message.contains(message) == true, "\(String(describing: error))")
+            let count = stratusError(await caughtError { try await production.countRecords(matching: unindexed) })
+            #expect(count?.code == .invalidArguments, "counting \(unindexed)")
+        }
+        // Without a queryable recordName, listing a type is refused too.
+        var bare = RecordTypeSchema(recordType: "Bare")
+        bare.addField("n", type: .int64)
+        try await development.saveSchema(bare)
+        try await development.deploySchema()
+        let listing = stratusError(await caughtError { try await production.records(matching: Query(recordType: "Bare")) })
+        #expect(listing?.message.contains("Field 'recordName' is not marked queryable") == true, "\(String(describing: listing))")
+    }
+
+    static func deployIsAdditive(_ env: Environment) async throws {
+        let development = env.container()
+        let production = env.container(in: .production)
+        try await development.saveSchema(itemSchema())
+        let first = try await development.deploySchema()
+        #expect(try await production.schema() == first)
+        #expect(try await production.schema().recordType("Item") == itemSchema())
+
+        // Additions deploy: a field, an index, a type, a role and its grant.
+        var grown = itemSchema()
+        grown.addField("color", type: .string, indexes: [.queryable])
+        grown.grant(.read, to: .world)
+        grown.grant([.create, .write], to: "editor")
+        var tag = RecordTypeSchema(recordType: "Tag")
+        tag.addField("label", type: .string)
+        try await development.saveSchema(grown, tag)
+        try await development.deploySchema()
+        #expect(try await production.schema().recordType("Item") == grown)
+        #expect(try await production.schema().recordType("Tag") == tag)
+        #expect(try await production.schema().roles.contains("editor"))
+
+        // Removing a field, retyping one or dropping a type fails, and production stays.
+        let before = try await production.schema()
+        var removed = grown
+        removed.fields.removeAll { $0.name == "color" }
+        try await development.saveSchema(removed)
+        let removal = stratusError(await caughtError { try await development.deploySchema() })
+        #expect(removal?.code == .invalidArguments)
+        #expect(removal?.message.contains("field 'color' of Item") == true, "\(String(describing: removal))")
+        var retyped = grown
+        retyped.fields.removeAll { $0.name == "rank" }
+        retyped.addField("rank", type: .string)
+        try await development.saveSchema(retyped)
+        let retype = stratusError(await caughtError { try await development.deploySchema() })
+        #expect(retype?.message.contains("field 'rank' of Item") == true, "\(String(describing: retype))")
+        var developmentSchema = try await development.schema()
+        developmentSchema.recordTypes.removeAll { $0.recordType == "Tag" }
+        let dropped = stratusError(await caughtError { try await development.replaceSchema(developmentSchema) })
+        #expect(dropped?.code == .invalidArguments, "development cannot drop what production has")
+        #expect(try await production.schema() == before)
+    }
+
+    static func resetDevelopment(_ env: Environment) async throws {
+        let development = env.container()
+        let production = env.container(in: .production)
+        try await development.saveSchema(itemSchema())
+        try await development.deploySchema()
+        try await TestDatabase.save([makeRecord("Item", "p1", ["title": .string("stays")])], in: production.publicCloudDatabase)
+        try await TestDatabase.save([makeRecord("Item", "d1", ["title": .string("goes"), "extra": .int64(1)]), makeRecord("Scratch", "s1")],
+                                    in: development.publicCloudDatabase)
+        try await development.privateCloudDatabase.save(RecordZone(zoneName: "Drafts"))
+        try await TestDatabase.save([makeRecord("Item", "mine", zoneID: RecordZone.ID(zoneName: "Drafts"))], in: development.privateCloudDatabase)
+        try await TestDatabase.save([makeRecord("Item", "bobs")], in: env.container(user: "bob").privateCloudDatabase)
+        #expect(try await development.schema().recordType("Scratch") != nil)
+        let token = try await development.publicCloudDatabase.recordZoneChanges(inZoneWith: .default, since: nil).changeToken
+
+        try await production.resetDevelopmentEnvironment()
+        #expect(try await TestDatabase.queryAll(Query(recordType: "Item"), in: development.publicCloudDatabase).isEmpty)
+        #expect(try await development.privateCloudDatabase.allRecordZones().map(\.zoneID.zoneName) == ["_defaultZone"])
+        #expect(try await TestDatabase.exists("bobs", in: env.container(user: "bob").privateCloudDatabase) == false, "every user's development data")
+        #expect(try await development.schema() == production.schema(), "development's schema is production's again")
+        #expect(try await development.schema().recordType("Scratch") == nil)
+        #expect(TestDatabase.names(try await TestDatabase.queryAll(Query(recordType: "Item"), in: production.publicCloudDatabase)) == ["p1"])
+        let expired = stratusError(await caughtError { try await development.publicCloudDatabase.recordZoneChanges(inZoneWith: .default, since: token) })
+        #expect(expired?.code == .changeTokenExpired)
+        // Development works again, growing from production's schema.
+        try await development.publicCloudDatabase.save(makeRecord("Item", "again", ["title": .string("new"), "extra": .string("now a string")]))
+        #expect(try await development.schema().recordType("Item")?.field("extra")?.type == .string)
+    }
+
+    static func schemaRoundTrip(_ env: Environment) async throws {
+        let container = env.container()
+        var post = RecordTypeSchema(recordType: "Post", grants: [.creator: [.read, .write], .authenticated: .create, "moderator": [.read, .write]])
+        post.addField("title", type: .string, indexes: [.queryable, .searchable, .sortable])
+        post.addField("secret", type: .string, isEncrypted: true)
+        post.addField("modificationDate", type: .timestamp, indexes: [.sortable])
+        post.compoundIndexes = [.init(equalityFields: ["title"], sortField: "modificationDate")]
+        var schema = ContainerSchema(roles: ["moderator", "editor"], recordTypes: [post])
+        schema.includeUsersRecordType()
+        let replaced = try await container.replaceSchema(schema)
+        #expect(replaced == schema)
+        #expect(try await container.schema() == schema)
+        #expect(try await env.container(user: "bob").schema() == schema, "the schema is the container's, whoever reads it")
+        // A second replacement removes what it does not name (nothing is in production).
+        let smaller = ContainerSchema(roles: [], recordTypes: [RecordTypeSchema(recordType: "Only", fields: [.init("n", type: .int64)])])
+        try await container.replaceSchema(smaller)
+        var expected = smaller
+        expected.includeUsersRecordType()
+        #expect(try await container.schema() == expected)
+        // An invalid schema is refused and changes nothing.
+        let invalid = ContainerSchema(roles: [], recordTypes: [RecordTypeSchema(recordType: "Bad", grants: ["ghost": .read])])
+        #expect(stratusError(await caughtError { try await container.replaceSchema(invalid) })?.code == .invalidArguments)
+        #expect(try await container.schema() == expected)
+    }
+
+    static func tokensStayInTheirEnvironment(_ env: Environment) async throws {
+        let development = env.container()
+        let production = env.container(in: .production)
+        try await development.saveSchema(itemSchema())
+        try await development.deploySchema()
+        for container in [development, production] {
+            try await TestDatabase.save(makeRecords("Item", count: 5) { ["rank": .int64(Int64($0))] }, in: container.publicCloudDatabase)
+        }
+        let query = Query(recordType: "Item")
+        query.sortDescriptors = [RecordSortDescriptor(key: "rank")]
+        let (_, cursor) = try await development.publicCloudDatabase.records(matching: query, resultsLimit: 2)
+        let devCursor = try #require(cursor)
+        let refused = stratusError(await caughtError { try await production.publicCloudDatabase.records(continuingMatchFrom: devCursor) })
+        #expect(refused?.code == .invalidArguments)
+        #expect(try await development.publicCloudDatabase.records(continuingMatchFrom: devCursor).matchResults.count == 3)
+
+        let token = try await production.publicCloudDatabase.recordZoneChanges(inZoneWith: .default, since: nil).changeToken
+        let expired = stratusError(await caughtError { try await development.publicCloudDatabase.recordZoneChanges(inZoneWith: .default, since: token) })
+        #expect(expired?.code == .changeTokenExpired)
+        let databaseToken = try await production.publicCloudDatabase.databaseChanges(since: nil).changeToken
+        let databaseExpired = stratusError(await caughtError { try await development.publicCloudDatabase.databaseChanges(since: databaseToken) })
+        #expect(databaseExpired?.code == .changeTokenExpired)
+    }
+}
+
+/// Record type schemas for the environment cases.
+enum RecordTypeSchemaBuilder {
+    /// `Measure`: NUMBER fields (INT64 and DOUBLE both fit) and encrypted ones.
+    static func measure() throws -> RecordTypeSchema {
+        RecordTypeSchema(recordType: "Measure", fields: [
+            .init("amount", type: .int64, isNumber: true),
+            .init("amounts", type: .int64List, isNumber: true),
+            .init("more", type: .doubleList, isNumber: true),
+            .init("pin", type: .string, isEncrypted: true),
+            .init("label", type: .string),
+        ])
+    }
+}
