@@ -11,61 +11,121 @@
 ///   a caller who is not signed in writes nothing.
 ///
 /// The type's schema is read once per transaction; a record's fields are checked against the
-/// fields the type's last records had first, so that a bulk import pays no hashing per field.
+/// fields the type's last records had first, so that a bulk import pays no hashing per field,
+/// in the one pass over its values that the bulk path makes anyway (``admitsNewRow(_:in:)``).
 ///
 /// ```swift
 /// var rules = RecordTypeRules(context: context)
-/// if let problem = try rules.check(save, creator: existing?.creatorUserRecordID, isNew: existing == nil, in: transaction) { return .failure(problem) }
+/// if let denied = try rules.accessDenial(save, creator: existing?.creatorUserRecordID, isNew: existing == nil, in: transaction) { return .failure(denied) }
+/// if let problem = try rules.checkFields(save, in: transaction) { return .failure(problem) }
 /// try rules.storeGrowth(in: transaction)
 /// ```
 struct RecordTypeRules {
     let context: DatabaseContext
     private var types: [TypeState] = []
-    private var lastType = -1
+    private var lastType: TypeState?
+    /// Fields of ``recentType`` recently matched, looked up before its declarations: a type's
+    /// records mostly have the same few short keys, whose `String` values are then bit for bit
+    /// the same (short strings are stored inline), and comparing two words costs a bulk import
+    /// much less than hashing every key of every record. Kept here, not in the type's object,
+    /// so that the look-up pays no dynamic exclusivity check.
+    private var recentType: TypeState?
+    /// Per slot: a key's two words and its field's declaration (plain values, copied for free),
+    /// and the key itself, kept so that the words stay this key's (a long key's words point at
+    /// its storage).
+    private var recentWords = [(UInt64, UInt64)](repeating: (0, 0), count: RecordTypeRules.recentSlotCount)
+    private var recentKinds = [FieldKind?](repeating: nil, count: RecordTypeRules.recentSlotCount)
+    private var recentKeys = [String](repeating: "", count: RecordTypeRules.recentSlotCount)
 
     init(context: DatabaseContext) {
         self.context = context
     }
 
-    /// One record type as this transaction sees it.
-    private struct TypeState {
+    /// One record type as this transaction sees it. A class: it is looked up and changed in
+    /// place for every record, and a struct in an array would be copied on the way.
+    private final class TypeState {
         let name: String
         /// As stored, plus what this transaction grew; `nil` while the type does not exist.
         var schema: RecordTypeSchema?
         /// The declared fields by name.
-        var declared: [String: RecordTypeSchema.Field]
-        /// Fields recently matched, looked through before `declared`: a type's records mostly
-        /// have the same few keys, and comparing short keys costs less than hashing them.
-        var recent: [RecordTypeSchema.Field]
+        var declared: [String: FieldKind]
         var grown = false
+        /// Whether a declared field is encrypted (and so values need a look at their marking).
+        var hasEncryptedFields: Bool
         /// The caller's access in the public database; `nil` elsewhere.
         let access: RecordAccess?
+
+        init(name: String, schema: RecordTypeSchema?, access: RecordAccess?) {
+            self.name = name
+            self.schema = schema
+            self.access = access
+            var declared: [String: FieldKind] = [:]
+            for field in schema?.fields ?? [] where field.systemField == nil { declared[field.name] = FieldKind(field) }
+            self.declared = declared
+            hasEncryptedFields = schema?.fields.contains(where: \.isEncrypted) ?? false
+        }
     }
 
-    /// How many recently matched fields a type keeps for the quick look-up.
-    private static let recentLimit = 12
+    /// What a field's declaration says about the values it takes.
+    private struct FieldKind {
+        let type: FieldType
+        let isNumber: Bool
+        let isEncrypted: Bool
+
+        init(_ field: RecordTypeSchema.Field) {
+            type = field.type
+            isNumber = field.isNumber
+            isEncrypted = field.isEncrypted
+        }
+    }
+
+    /// How many slots the quick look-up has (a power of two), and how many it tries per key.
+    private static let recentSlotCount = 32
+    private static let recentProbes = 4
 
     // MARK: - Checks
 
-    /// The item error of saving `save` (a new record when `isNew`, else a stored record made
-    /// by `creator`), or `nil`; in development, grows the type to hold the record's fields.
-    mutating func check(_ save: PreparedSave, creator: Record.ID?, isNew: Bool, in transaction: any RecordWriteTransaction) throws -> StratusError? {
-        if let denied = try accessDenial(save, creator: creator, isNew: isNew, in: transaction) { return denied }
-        return try checkFields(save, in: transaction)
+    /// Whether `save` may be inserted as a new record without a look at the store first (the
+    /// bulk path of ``RecordWriteExecutor``): the caller may create it, its values fit the
+    /// type's fields (growing the type in development), and none of them is an asset or a
+    /// `.deleteSelf` reference, whose side effects need the general path. When not, the
+    /// general path finds out why, and reports it.
+    mutating func admitsNewRow(_ save: PreparedSave, in transaction: any RecordWriteTransaction) throws -> Bool {
+        let type = try typeState(save.record.recordType, in: transaction)
+        if let access = type.access, !access.allows(.create, creator: nil) || context.userRecordName == nil { return false }
+        if recentType !== type {
+            recentType = type
+            for slot in recentKinds.indices { recentKinds[slot] = nil }
+        }
+        // One pass over the values, which the type check needs anyway.
+        let anyEncrypted = !save.encryptedKeys.isEmpty || type.hasEncryptedFields
+        // A type that does not exist yet is created (development) or refused (production),
+        // also for a record without fields.
+        var unmatched = type.schema == nil
+        for (key, value) in save.fields {
+            let given = value.type
+            if given == .asset || given == .assetList || given == .reference || given == .referenceList, value.needsStoredRecordFirst { return false }
+            guard let kind = recentKind(key, of: type) else {
+                unmatched = true
+                continue
+            }
+            if given != kind.type || anyEncrypted { unmatched = true }
+        }
+        return !unmatched || checkFields(save, type: type) == nil
     }
 
     /// The security roles' error for saving `save`, or `nil`: CREATE for a new record, WRITE
     /// for a stored one, in the public database.
     mutating func accessDenial(_ save: PreparedSave, creator: Record.ID?, isNew: Bool, in transaction: any RecordWriteTransaction) throws -> StratusError? {
         guard context.scope == .public else { return nil }
-        let index = try typeIndex(save.record.recordType, in: transaction)
-        return types[index].access?.denial(isNew ? .create : .write, recordID: save.recordID, recordType: types[index].name, creator: creator)
+        let type = try typeState(save.record.recordType, in: transaction)
+        return type.access?.denial(isNew ? .create : .write, recordID: save.recordID, recordType: type.name, creator: creator)
     }
 
     /// The type error of saving `save`'s fields, or `nil`; in development, grows the type to
     /// hold the record's fields.
     mutating func checkFields(_ save: PreparedSave, in transaction: any RecordWriteTransaction) throws -> StratusError? {
-        checkFields(save, type: try typeIndex(save.record.recordType, in: transaction))
+        checkFields(save, type: try typeState(save.record.recordType, in: transaction))
     }
 
     /// The item error of deleting `id` (stored as `stored`, if at all), or `nil`: WRITE in the
@@ -73,10 +133,11 @@ struct RecordTypeRules {
     mutating func checkDelete(_ id: Record.ID, stored: Record?, in transaction: any RecordWriteTransaction) throws -> StratusError? {
         guard context.scope == .public else { return nil }
         guard let stored else {
-            return context.userRecordName == nil ? RecordAccess(nil, context: context).denial(.write, recordID: id, recordType: "(none)", creator: nil) : nil
+            guard context.userRecordName == nil else { return nil }
+            return StratusError(.notAuthenticated, "WRITE operation not permitted on record '\(id.recordName)': deleting from the public database needs a signed-in user", recordID: id)
         }
-        let index = try typeIndex(stored.recordType, in: transaction)
-        return types[index].access?.denial(.write, recordID: id, recordType: stored.recordType, creator: stored.creatorUserRecordID)
+        let type = try typeState(stored.recordType, in: transaction)
+        return type.access?.denial(.write, recordID: id, recordType: stored.recordType, creator: stored.creatorUserRecordID)
     }
 
     /// Whether deletes need the stored record (its type and creator) for ``checkDelete(_:stored:in:)``.
@@ -92,48 +153,62 @@ struct RecordTypeRules {
 
     // MARK: - Fields
 
-    private mutating func checkFields(_ save: PreparedSave, type index: Int) -> StratusError? {
+    private func checkFields(_ save: PreparedSave, type: TypeState) -> StratusError? {
         let encrypted = save.encryptedKeys
         var missing: [(String, FieldValue)] = []
         for (key, value) in save.fields {
-            guard let field = declaredField(key, type: index) else {
+            guard let kind = type.declared[key] else {
                 missing.append((key, value))
                 continue
             }
-            if let problem = mismatch(field, value, isEncrypted: !encrypted.isEmpty && encrypted.contains(key), save: save, typeName: types[index].name) {
+            let given = value.type
+            if given != kind.type || kind.isEncrypted || !encrypted.isEmpty,
+               let problem = mismatch(key, kind, given, isEncrypted: !encrypted.isEmpty && encrypted.contains(key), recordID: save.recordID, typeName: type.name) {
                 return problem
             }
         }
-        guard !missing.isEmpty || types[index].schema == nil else { return nil }
+        guard !missing.isEmpty || type.schema == nil else { return nil }
         if context.environment == .production {
-            let name = types[index].name
-            guard types[index].schema != nil else {
-                return StratusError(.invalidArguments, "Cannot create new type \(name) in production schema (record '\(save.recordID.recordName)'); deploy the development schema first", recordID: save.recordID)
+            guard type.schema != nil else {
+                return StratusError(.invalidArguments, "Cannot create new type \(type.name) in production schema (record '\(save.recordID.recordName)'); deploy the development schema first", recordID: save.recordID)
             }
             let field = missing.map(\.0).min()!
-            return StratusError(.invalidArguments, "Cannot create or modify field '\(field)' in record '\(name)' in production schema (record '\(save.recordID.recordName)'); deploy the development schema first", recordID: save.recordID)
+            return StratusError(.invalidArguments, "Cannot create or modify field '\(field)' in record '\(type.name)' in production schema (record '\(save.recordID.recordName)'); deploy the development schema first", recordID: save.recordID)
         }
-        grow(type: index, with: missing, encrypted: encrypted)
+        Self.grow(type, with: missing, encrypted: encrypted)
         return nil
     }
 
-    /// The declared field named `key`, looked for among the recently matched fields first.
-    private mutating func declaredField(_ key: String, type index: Int) -> RecordTypeSchema.Field? {
-        for field in types[index].recent where field.name == key { return field }
-        guard let field = types[index].declared[key] else { return nil }
-        if types[index].recent.count == Self.recentLimit { types[index].recent.removeFirst() }
-        types[index].recent.append(field)
-        return field
+    /// The declaration of the field named `key` of ``recentType``, looked for among the
+    /// recently matched fields first.
+    @inline(__always)
+    private mutating func recentKind(_ key: String, of type: TypeState) -> FieldKind? {
+        // Strings with the same two words are equal (the standard library's own first test
+        // of ==); any other key takes the declarations' hashed look-up.
+        guard MemoryLayout<String>.size == 16 else { return type.declared[key] }
+        let words = withUnsafeBytes(of: key) { ($0.load(as: UInt64.self), $0.load(fromByteOffset: 8, as: UInt64.self)) }
+        var slot = Int(truncatingIfNeeded: ((words.0 ^ words.1 &* 31) &* 0x9E37_79B9_7F4A_7C15) >> 59) & (Self.recentSlotCount - 1)
+        // A few slots are probed, so that keys whose words land in one slot do not keep
+        // evicting each other; a miss takes the first free slot, or the last one probed.
+        for probe in 0..<Self.recentProbes {
+            guard let kind = recentKinds[slot] else { break }
+            if recentWords[slot] == words { return kind }
+            if probe < Self.recentProbes - 1 { slot = (slot + 1) & (Self.recentSlotCount - 1) }
+        }
+        guard let kind = type.declared[key] else { return nil }
+        recentWords[slot] = words
+        recentKinds[slot] = kind
+        recentKeys[slot] = key
+        return kind
     }
 
     /// CloudKit's error for a value that the declared field cannot hold, or `nil`.
-    private func mismatch(_ field: RecordTypeSchema.Field, _ value: FieldValue, isEncrypted: Bool, save: PreparedSave, typeName: String) -> StratusError? {
-        let given = value.type
-        let typeFits = given == field.type || (field.isNumber && Self.numberTypes(of: field.type).contains(given))
-        guard !typeFits || isEncrypted != field.isEncrypted else { return nil }
-        let declared = Self.typeText(field.type, encrypted: field.isEncrypted, number: field.isNumber)
+    private func mismatch(_ key: String, _ kind: FieldKind, _ given: FieldType, isEncrypted: Bool, recordID: Record.ID, typeName: String) -> StratusError? {
+        let typeFits = given == kind.type || (kind.isNumber && Self.numberTypes(of: kind.type).contains(given))
+        guard !typeFits || isEncrypted != kind.isEncrypted else { return nil }
+        let declared = Self.typeText(kind.type, encrypted: kind.isEncrypted, number: kind.isNumber)
         let actual = Self.typeText(given, encrypted: isEncrypted, number: false)
-        return StratusError(.invalidArguments, "invalid attempt to set value type \(actual) for field '\(field.name)' for type '\(typeName)', defined to be: \(declared) (record '\(save.recordID.recordName)')", recordID: save.recordID)
+        return StratusError(.invalidArguments, "invalid attempt to set value type \(actual) for field '\(key)' for type '\(typeName)', defined to be: \(declared) (record '\(recordID.recordName)')", recordID: recordID)
     }
 
     /// The types a `NUMBER` field takes: INT64 and DOUBLE, or their lists.
@@ -146,31 +221,36 @@ struct RecordTypeRules {
     }
 
     /// Development: adds the record's undeclared fields (and the type itself when new), without indexes.
-    private mutating func grow(type index: Int, with missing: [(String, FieldValue)], encrypted: Set<String>) {
-        var schema = types[index].schema ?? RecordTypeSchema(recordType: types[index].name)
+    private static func grow(_ type: TypeState, with missing: [(String, FieldValue)], encrypted: Set<String>) {
+        var schema = type.schema ?? RecordTypeSchema(recordType: type.name)
         for (key, value) in missing.sorted(by: { $0.0 < $1.0 }) {
             let field = RecordTypeSchema.Field(key, type: value.type, isEncrypted: encrypted.contains(key))
             schema.fields.append(field)
-            types[index].declared[key] = field
+            type.declared[key] = FieldKind(field)
+            if field.isEncrypted { type.hasEncryptedFields = true }
         }
-        types[index].schema = schema
-        types[index].grown = true
+        type.schema = schema
+        type.grown = true
     }
 
     // MARK: - Types
 
-    private mutating func typeIndex(_ name: String, in transaction: any RecordWriteTransaction) throws -> Int {
-        if lastType >= 0 && types[lastType].name == name { return lastType }
-        if let known = types.firstIndex(where: { $0.name == name }) {
+    @inline(__always)
+    private mutating func typeState(_ name: String, in transaction: any RecordWriteTransaction) throws -> TypeState {
+        if let lastType, lastType.name == name { return lastType }
+        return try loadTypeState(name, in: transaction)
+    }
+
+    private mutating func loadTypeState(_ name: String, in transaction: any RecordWriteTransaction) throws -> TypeState {
+        if let known = types.first(where: { $0.name == name }) {
             lastType = known
             return known
         }
-        let schema = try transaction.recordTypeSchema(name)
-        var declared: [String: RecordTypeSchema.Field] = [:]
-        for field in schema?.fields ?? [] where field.systemField == nil { declared[field.name] = field }
-        types.append(TypeState(name: name, schema: schema, declared: declared, recent: [],
-                               access: context.scope == .public ? RecordAccess(schema, context: context) : nil))
-        lastType = types.count - 1
-        return lastType
+        // Every container has CloudKit's `Users` type, stored or not.
+        let schema = try transaction.recordTypeSchema(name) ?? (name == ContainerSchema.usersRecordType ? ContainerSchema.defaultUsersRecordType : nil)
+        let type = TypeState(name: name, schema: schema, access: context.scope == .public ? RecordAccess(schema, context: context) : nil)
+        types.append(type)
+        lastType = type
+        return type
     }
 }

@@ -165,8 +165,7 @@ enum RecordWriteExecutor {
             for save in saves[start...].prefix(RecordWriteExecutor.maximumNewRun) {
                 guard save.recordID.zoneID == first.recordID.zoneID, save.parent == nil,
                       case .success(let new) = RecordWriteRules.resolve(save, existing: nil, mode: request.writeMode, preservingSystemFields: request.preservesSystemFields, context: context, now: now),
-                      new.kind == .created, !save.fields.values.contains(where: \.needsStoredRecordFirst),
-                      try typeRules.check(save, creator: nil, isNew: true, in: transaction) == nil else { break }
+                      new.kind == .created, try typeRules.admitsNewRow(save, in: transaction) else { break }
                 // A new record stores exactly its incoming values: the document prepared with it.
                 rows.append(RecordRow(recordID: save.recordID, recordType: save.record.recordType, systemFields: new.systemFields, fields: save.fields,
                                       encryptedKeys: save.encryptedKeys, parent: nil, document: save.document))
@@ -303,7 +302,7 @@ extension ModifyOutcome {
     }
 }
 
-private extension FieldValue {
+extension FieldValue {
     /// Whether saving the value stores asset contents or `.deleteSelf` references, whose side
     /// effects need the general path.
     var needsStoredRecordFirst: Bool {
