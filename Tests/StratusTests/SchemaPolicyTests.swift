@@ -1,0 +1,112 @@
+import Foundation
+import Stratus
+import Testing
+
+/// The schema and identity rules that need no store: user record names, directory entries,
+/// schema differences and what deploying allows.
+@Suite("Schema, environment and identity rules")
+struct SchemaPolicyTests {
+    @Test("SHA-256 gives the standard digests (FIPS 180-4 examples, empty and multi-block input)")
+    func sha256Vectors() {
+        #expect(SHA256.hex(Array("abc".utf8)) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(SHA256.hex([]) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        #expect(SHA256.hex(Array("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8)) == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
+        #expect(SHA256.hex([UInt8](repeating: UInt8(ascii: "a"), count: 1_000)) == "41edece42d63e8d9bf515a9ba6932e1c20cbc9f5a5d134645adb5db1b9737ea3")
+    }
+
+    @Test("a login's user record name is _ and the first 128 bits of SHA-256 of container, NUL, login")
+    func derivedRecordNames() {
+        let alice = UserDirectoryEntry.derivedRecordName(containerIdentifier: "com.example.todo", login: "alice")
+        #expect(alice == "_36e7614dafc1691e500e6e80e862dc9b")
+        #expect(UserDirectoryEntry.isUserRecordName(alice))
+        #expect(UserDirectoryEntry.derivedRecordName(containerIdentifier: "com.example.todo", login: "bob") != alice)
+        #expect(UserDirectoryEntry.derivedRecordName(containerIdentifier: "com.example.other", login: "alice") != alice)
+        // The separator keeps "a" + "bc" and "ab" + "c" apart.
+        #expect(UserDirectoryEntry.derivedRecordName(containerIdentifier: "a", login: "bc") != UserDirectoryEntry.derivedRecordName(containerIdentifier: "ab", login: "c"))
+        for name in ["_36E7614DAFC1691E500E6E80E862DC9B", "36e7614dafc1691e500e6e80e862dc9b", "_36e7614dafc1691e500e6e80e862dc9", "__defaultOwner__", "alice"] {
+            #expect(!UserDirectoryEntry.isUserRecordName(name), "\(name)")
+        }
+    }
+
+    @Test("directory entries: logins, record names and roles are checked")
+    func directoryEntries() throws {
+        try UserDirectoryEntry(login: "carol", userRecordName: "_0123456789abcdef0123456789abcdef", roles: ["moderator"]).validate()
+        try UserDirectoryEntry(login: "a user@example.com", userRecordName: "_imported").validate()
+        let bad: [(UserDirectoryEntry, String)] = [
+            (UserDirectoryEntry(login: "", userRecordName: "_x"), "empty"),
+            (UserDirectoryEntry(login: "tab\there", userRecordName: "_x"), "control character"),
+            (UserDirectoryEntry(login: "carol", userRecordName: "plain"), "'_'"),
+            (UserDirectoryEntry(login: "carol", userRecordName: "_b\u{E4}d"), "record name"),
+            (UserDirectoryEntry(login: "carol", userRecordName: "_x", roles: [.authenticated]), "_icloud"),
+            (UserDirectoryEntry(login: "carol", userRecordName: "_x", roles: ["_mine"]), "_mine"),
+        ]
+        for (entry, words) in bad {
+            do {
+                try entry.validate()
+                Issue.record("\(entry) was accepted")
+            } catch {
+                #expect(error.code == .invalidArguments)
+                #expect(error.message.localizedCaseInsensitiveContains(words) || error.message.contains("record name"), "\(error.message)")
+            }
+        }
+        #expect(throws: StratusError.self) { try Container.checkIdentifier("com.example\u{1F}production") }
+        #expect(throws: StratusError.self) { try Container.checkIdentifier("") }
+        try Container.checkIdentifier("iCloud.com.example.app")
+    }
+
+    static func item(_ fields: [RecordTypeSchema.Field], grants: [SecurityRole: RecordPermissions] = [:]) -> RecordTypeSchema {
+        RecordTypeSchema(recordType: "Item", fields: fields, grants: grants)
+    }
+
+    @Test("changes between schemas: roles, types, fields added, removed, retyped or reindexed, grants")
+    func schemaChanges() {
+        let before = ContainerSchema(roles: ["editor"], recordTypes: [
+            Self.item([.init("title", type: .string, indexes: [.queryable]), .init("rank", type: .int64), .init("old", type: .bytes)]),
+            RecordTypeSchema(recordType: "Gone"),
+        ])
+        let after = ContainerSchema(roles: ["moderator"], recordTypes: [
+            Self.item([.init("title", type: .string, indexes: [.queryable, .sortable]), .init("rank", type: .string), .init("new", type: .double)],
+                      grants: [.world: .read]),
+            RecordTypeSchema(recordType: "Fresh", fields: [.init("n", type: .int64)]),
+        ])
+        let changes = before.changes(to: after)
+        #expect(changes.map(\.description) == [
+            "+ ROLE moderator",
+            "- ROLE editor",
+            "+ RECORD TYPE Fresh",
+            "+ Fresh.n INT64",
+            "- RECORD TYPE Gone",
+            "+ Item.new DOUBLE",
+            "- Item.old BYTES",
+            "~ Item.rank INT64 -> rank STRING",
+            "~ Item.title STRING QUERYABLE -> title STRING QUERYABLE SORTABLE",
+            "~ Item grants (public defaults) -> _world: READ",
+        ])
+        #expect(changes.filter(\.isDestructive).map(\.description) == ["- RECORD TYPE Gone", "- Item.old BYTES", "~ Item.rank INT64 -> rank STRING"])
+        #expect(after.changes(to: after).isEmpty)
+    }
+
+    @Test("deploying keeps every production type and field with its type; indexes, grants and roles may change")
+    func deployRules() throws {
+        let production = ContainerSchema(roles: ["editor"], recordTypes: [Self.item([.init("title", type: .string, indexes: [.queryable]), .init("n", type: .int64)])])
+        // Additions, new indexes, other grants and roles deploy.
+        let grown = ContainerSchema(roles: ["moderator"], recordTypes: [
+            Self.item([.init("title", type: .string, indexes: [.sortable]), .init("n", type: .int64), .init("more", type: .string)], grants: [.world: .read]),
+            RecordTypeSchema(recordType: "Other"),
+        ])
+        try grown.checkKeeps(production, for: "deploy")
+        // Removing or retyping does not, and every problem is named.
+        let shrunk = ContainerSchema(recordTypes: [Self.item([.init("title", type: .string, isEncrypted: true)])])
+        do {
+            try shrunk.checkKeeps(production, for: "deploy")
+            Issue.record("a destructive deploy was allowed")
+        } catch let error as StratusError {
+            #expect(error.code == .invalidArguments)
+            #expect(error.message.contains("cannot deploy"))
+            #expect(error.message.contains("field 'n' of Item is in production but not in development"), "\(error.message)")
+            #expect(error.message.contains("field 'title' of Item is STRING QUERYABLE in production and ENCRYPTED STRING in development"), "\(error.message)")
+        }
+        #expect(throws: StratusError.self) { try ContainerSchema().checkKeeps(production, for: "deploy") }
+        #expect(RecordTypeSchema(recordType: "Item").grants.isEmpty, "a type without grants has CloudKit's public defaults")
+    }
+}
