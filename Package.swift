@@ -20,7 +20,9 @@ let package = Package(
         .target(name: "Stratus"),
         // A seeded random generator for tests, samples and benchmarks (not part of the library).
         .target(name: "SeededRandom"),
-        .target(name: "StratusSQLite", dependencies: ["Stratus", "CSQLite"]),
+        // What every SQL engine shares: the translation of queries into SQL, spelled by a dialect.
+        .target(name: "StratusSQL", dependencies: ["Stratus"]),
+        .target(name: "StratusSQLite", dependencies: ["Stratus", "StratusSQL", "CSQLite"]),
         .target(name: "StratusTransfer", dependencies: ["Stratus"]),
         .executableTarget(name: "stratus", dependencies: ["Stratus", "StratusSQLite", "StratusTransfer"]),
         // Benchmarks, run through scripts/bench-*.

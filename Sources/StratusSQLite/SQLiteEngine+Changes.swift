@@ -1,5 +1,6 @@
 import Foundation
 @_spi(StratusEngine) import Stratus
+import StratusSQL
 import Synchronization
 
 extension SQLiteEngine {
