@@ -91,7 +91,7 @@ extension SQLiteEngine {
         try clear.step()
         guard !searchable.isEmpty else { return }
         let insert = try connection.statement("INSERT OR IGNORE INTO record_tokens(zone_id, token, record_name) VALUES (?, ?, ?)")
-        for word in SQLiteFunctions.words(of: fields, only: searchable) {
+        for word in TextSearch.words(of: fields, only: searchable) {
             insert.reset()
             try insert.bind([.integer(zoneRow), .text(word), .text(recordName)])
             try insert.step()
