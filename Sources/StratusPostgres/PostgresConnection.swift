@@ -270,8 +270,9 @@ public final class PostgresConnection {
 
     func cachedStatementName(forKey key: String) -> String? { preparedStatements[key] }
 
+    /// Caches a statement a pipeline prepared. The cache is trimmed by the next statement
+    /// prepared outside a pipeline (`DEALLOCATE` cannot run inside one).
     func rememberStatement(_ name: String, forKey key: String) {
-        if preparedStatements.count >= Self.maximumPreparedStatements { forgetPreparedStatements() }
         preparedStatements[key] = name
     }
 
