@@ -113,7 +113,7 @@ public final class PostgresConnectionPool: @unchecked Sendable {
 
     // MARK: - Lending
 
-    private func acquire() throws -> PostgresConnection {
+    func acquire() throws -> PostgresConnection {
         let deadline = Date().addingTimeInterval(acquireTimeout)
         condition.lock()
         while true {
@@ -148,7 +148,7 @@ public final class PostgresConnectionPool: @unchecked Sendable {
         }
     }
 
-    private func release(_ connection: PostgresConnection) {
+    func release(_ connection: PostgresConnection) {
         var reusable = connection.isOpen
         if reusable && connection.transactionStatus != .idle {
             reusable = (try? connection.rollback()) != nil && connection.transactionStatus == .idle

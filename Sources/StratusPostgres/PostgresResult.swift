@@ -191,7 +191,7 @@ public struct PostgresRow {
     // MARK: - Decoding
 
     /// The column's type and binary value, `nil` for NULL. The bytes belong to the result.
-    private func raw(_ column: Int) -> (UInt32, UnsafeRawBufferPointer)? {
+    func raw(_ column: Int) -> (UInt32, UnsafeRawBufferPointer)? {
         precondition(column >= 0 && column < result.columnCount, "column \(column) is outside the result's \(result.columnCount) columns")
         let handle = result.handle
         let c = Int32(column)

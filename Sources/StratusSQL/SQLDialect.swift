@@ -33,6 +33,8 @@ package protocol SQLDialect: Sendable {
     func systemColumn(_ key: QueryKey) -> String
     /// A compared value (of the family the condition was checked against) as a parameter.
     func parameter(_ value: FieldValue) -> SQLValue
+    /// Text compared with stored strings (an equality key, a prefix) as a parameter.
+    func textParameter(_ text: String) -> SQLValue
 
     /// Holds when the list field `name` has an element for which `test` holds; `test` receives
     /// the SQL that stands for one element (compared as `family` compares).

@@ -36,9 +36,10 @@ package struct SQLQueryTranslation<Dialect: SQLDialect> {
         /// For each sort key, the result column (0-based) of its first sort expression: a
         /// distance is read from there.
         package var sortColumns: [Int]
-        /// `self CONTAINS` the statement leaves to the engine (``SQLDialect/wordsWithoutIndex(_:all:)``
-        /// answered `nil`): the rows it reads must also hold these words (any, or all).
-        package var residualWords: (words: [String], all: Bool)?
+        /// The `self CONTAINS` conditions the statement leaves to the engine
+        /// (``SQLDialect/wordsWithoutIndex(_:all:)`` answered `nil`): the rows it reads must also
+        /// hold each one's words (any, or all).
+        package var residualWords: [(words: [String], all: Bool)]
     }
 
     /// Stands for the zone row in fragments built before the zone is known.
@@ -62,7 +63,7 @@ package struct SQLQueryTranslation<Dialect: SQLDialect> {
 
     /// `SELECT count(*)` of the rows the query matches: its conditions without its order, and
     /// the words the engine must check itself when the dialect leaves them.
-    package func count(zoneRow: Int64) throws -> (fragment: SQLFragment, residualWords: (words: [String], all: Bool)?) {
+    package func count(zoneRow: Int64) throws -> (fragment: SQLFragment, residualWords: [(words: [String], all: Bool)]) {
         let (predicate, residual) = try predicateFragment(zoneRow: zoneRow)
         let zone = dialect.zoneRows(zoneRow, inStorageOrder: !hasIndexedCondition && !declaresRecordName)
         return (SQLFragment(sql: "SELECT count(*) FROM records r WHERE \(zone.sql) AND r.record_type = \(recordTypeLiteral) AND \(predicate.sql)",
@@ -122,8 +123,8 @@ package struct SQLQueryTranslation<Dialect: SQLDialect> {
     }
 
     /// The predicate with the zone placeholder bound, and the words left to the engine.
-    private func predicateFragment(zoneRow: Int64) throws -> (SQLFragment, (words: [String], all: Bool)?) {
-        var residual: (words: [String], all: Bool)?
+    private func predicateFragment(zoneRow: Int64) throws -> (SQLFragment, [(words: [String], all: Bool)]) {
+        var residual: [(words: [String], all: Bool)] = []
         var predicate = try expression(query.predicate, residual: &residual)
         predicate.parameters = predicate.parameters.map { $0 == Self.zonePlaceholder ? .integer(zoneRow) : $0 }
         return (predicate, residual)
@@ -263,7 +264,7 @@ package struct SQLQueryTranslation<Dialect: SQLDialect> {
 
     // MARK: - Predicates
 
-    private func expression(_ predicate: QueryPredicate, residual: inout (words: [String], all: Bool)?) throws -> SQLFragment {
+    private func expression(_ predicate: QueryPredicate, residual: inout [(words: [String], all: Bool)]) throws -> SQLFragment {
         switch predicate {
         case .all: return SQLFragment(sql: dialect.trueLiteral)
         case .none: return SQLFragment(sql: dialect.falseLiteral)
@@ -285,13 +286,13 @@ package struct SQLQueryTranslation<Dialect: SQLDialect> {
     }
 
     /// A condition as (the test on the value, the record has a value of a fitting type).
-    private func condition(_ condition: Condition, residual: inout (words: [String], all: Bool)?) throws -> (SQLFragment, SQLFragment) {
+    private func condition(_ condition: Condition, residual: inout [(words: [String], all: Bool)]) throws -> (SQLFragment, SQLFragment) {
         let always = SQLFragment(sql: dialect.trueLiteral)
         switch condition {
         case .compare(let key, let op, let value):
             let (column, guardFragment) = try scalar(key, value)
             if case .field(let name) = key, case .string(let text) = value, op == .equal || op == .notEqual {
-                return (SQLFragment(sql: "\(dialect.equalityValue(name)) \(op.sqlOperator) ?", parameters: [.text(QueryRules.equalityKey(text))]), guardFragment)
+                return (SQLFragment(sql: "\(dialect.equalityValue(name)) \(op.sqlOperator) ?", parameters: [dialect.textParameter(QueryRules.equalityKey(text))]), guardFragment)
             }
             return (SQLFragment(sql: "\(column) \(op.sqlOperator) ?", parameters: [parameter(for: key, value)]), guardFragment)
         case .between(let key, let low, let high):
@@ -301,7 +302,7 @@ package struct SQLQueryTranslation<Dialect: SQLDialect> {
             guard let first = values.first else { return (SQLFragment(sql: dialect.falseLiteral), always) }
             let (column, guardFragment) = try scalar(key, first)
             if case .field(let name) = key, case .string = first {
-                let keys: [SQLValue] = values.map { if case .string(let text) = $0 { .text(QueryRules.equalityKey(text)) } else { .null } }
+                let keys: [SQLValue] = values.map { if case .string(let text) = $0 { dialect.textParameter(QueryRules.equalityKey(text)) } else { .null } }
                 return (SQLFragment(sql: "\(dialect.equalityValue(name)) IN (" + keys.map { _ in "?" }.joined(separator: ", ") + ")", parameters: keys), guardFragment)
             }
             let bounds = values.map { parameter(for: key, $0) }
@@ -334,7 +335,7 @@ package struct SQLQueryTranslation<Dialect: SQLDialect> {
             guard !words.isEmpty else { return (SQLFragment(sql: dialect.falseLiteral), always) }
             if searchableFields.isEmpty {
                 guard let test = dialect.wordsWithoutIndex(words, all: all) else {
-                    residual = (words, all)
+                    residual.append((words, all))
                     return (always, always)
                 }
                 return (test, always)

@@ -59,6 +59,8 @@ struct SQLiteDialect: SQLDialect {
         }
     }
 
+    func textParameter(_ text: String) -> SQLValue { .text(text) }
+
     func anyElement(of name: String, family: QueryRules.OrderedFamily, _ test: (String) -> SQLFragment) -> SQLFragment {
         let inner = test("value")
         return SQLFragment(sql: "EXISTS (SELECT 1 FROM json_each(\(table)fields, '\(Self.path(name, 1))') WHERE \(inner.sql))", parameters: inner.parameters)
