@@ -4,28 +4,20 @@ import StratusTransfer
 import Synchronization
 
 /// `stratus changes`: a zone's changes since the last run, as NDJSON, for cron jobs.
-struct ChangesCommand {
-    static let usage = """
-        usage: stratus changes --token-file FILE [--zone NAME] [--output FILE] [--fields K1,K2]
-                               [--batch N] [--limit N] [store options]
-               stratus changes compact --keep-days N [store options]
-
+struct ChangesCommand: Command {
+    static let name = "changes"
+    static let summary = "a zone's changes since the last run, exactly once (for cron exports)"
+    static let usage = [
+        "stratus changes --token-file FILE [--output FILE] [--fields K1,K2] [--batch N] [--limit N] [store options]",
+        "stratus changes compact --keep-days N [store options]",
+    ]
+    static let discussion = """
         Writes the zone's changes since the token in FILE as NDJSON, oldest first, in the shape of
         CloudKit's changes/zone answers: a changed record as its record JSON (once, in its current
         state, however often it changed), a deletion as
         {"recordName":…,"recordType":…,"deleted":true,"zoneID":{…}}. Without FILE (or with an
         empty one) the zone's whole history is written. After each batch the output is flushed
         and synced, and only then is the new token written to FILE (temporary file, fsync, rename).
-
-          --token-file FILE   where the token is kept between runs (locked while running)
-          --output FILE       append to FILE and commit it together with the token: every change
-                              lands in the outputs exactly once, wherever a run is killed. A run
-                              first cuts the last output file back to its committed length, so
-                              each run may name a new FILE (export-$(date +%s).ndjson); move
-                              files away only after a run that exited 0.
-          --fields K1,K2      only these fields of changed records
-          --batch N           changes per batch and commit (default 1000)
-          --limit N           stop after about N changes; the next run continues
 
         Without --output, changes go to stdout at least once: a run killed after writing a batch
         but before moving the token writes that batch again on the next run (at most one batch,
@@ -34,10 +26,24 @@ struct ChangesCommand {
 
         compact removes tombstones of deletions older than N days from the database; tokens from
         before them then expire (the store also compacts on its own after 30 days).
-
-        Exit codes as for every command; 65 when the token has expired (the zone was deleted and
-        created again, or its history was compacted): remove FILE to export the zone again from
-        the beginning. 75 when another run holds the token file.
+        """
+    static let options: [Option] = [
+        Option("--token-file", "FILE", "where the token is kept between runs (locked while running)", default: "none; required"),
+        Option("--output", "FILE", """
+            append to FILE and commit it together with the token: every change lands in the outputs \
+            exactly once, wherever a run is killed. A run first cuts the last output file back to its \
+            committed length, so each run may name a new FILE (export-$(date +%s).ndjson); move files \
+            away only after a run that exited 0
+            """, default: "stdout, at least once"),
+        Option("--fields", "K1,K2", "only these fields of changed records", default: "every field"),
+        Option("--batch", "N", "changes per batch and commit", default: "1000"),
+        Option("--limit", "N", "stop after about N changes; the next run continues", default: "no limit"),
+        Option("--keep-days", "N", "compact: keep tombstones of the last N days", default: "none; required by compact"),
+    ]
+    static let exitNotes: String? = """
+        65 when the token has expired (the zone was deleted and created again, or its history was
+        compacted): remove FILE to export the zone again from the beginning. 75 when another run
+        holds the token file.
         """
 
     var store: StoreOptions
@@ -49,46 +55,43 @@ struct ChangesCommand {
     /// For `changes compact`: tombstones older than this many days go.
     var compactKeepDays: Double?
 
-    init(_ arguments: inout Arguments) throws {
-        store = try StoreOptions(&arguments)
-        tokenPath = try arguments.value("--token-file")
-        outputPath = try arguments.value("--output")
-        fields = try arguments.value("--fields").map { $0.split(separator: ",").map(String.init) }
-        if let text = try arguments.value("--batch") {
-            guard let value = Int(text), value > 0 else { throw UsageError(message: "--batch must be a positive number, not '\(text)'") }
-            batchSize = value
-        }
-        if let text = try arguments.value("--limit") {
-            guard let value = Int(text), value > 0 else { throw UsageError(message: "--limit must be a positive number, not '\(text)'") }
-            limit = value
-        }
-        let keepDays = try arguments.value("--keep-days")
-        try arguments.rejectUnknownOptions()
-        if arguments.words == ["compact"] {
+    static func parse(_ arguments: ParsedArguments) throws -> ChangesCommand {
+        var command = ChangesCommand(store: try StoreOptions(arguments))
+        command.tokenPath = arguments.value("--token-file")
+        command.outputPath = arguments.value("--output")
+        command.fields = try arguments.list("--fields")
+        command.batchSize = try arguments.positiveInteger("--batch") ?? 1000
+        command.limit = try arguments.positiveInteger("--limit")
+        let keepDays = arguments.value("--keep-days")
+        if arguments.positionals == ["compact"] {
             guard let keepDays, let days = Double(keepDays), days >= 0, days.isFinite else {
                 throw UsageError(message: "compact needs --keep-days N (a number of days, 0 or more)")
             }
-            compactKeepDays = days
+            for option in ["--token-file", "--output", "--fields", "--batch", "--limit"] where arguments.has(option) {
+                throw UsageError(message: "\(option) does not go with compact")
+            }
+            command.compactKeepDays = days
         } else {
-            if let word = arguments.words.first { throw UsageError(message: "unexpected argument '\(word)'") }
+            try arguments.expectNoPositionals()
             if keepDays != nil { throw UsageError(message: "--keep-days belongs to `stratus changes compact`") }
-            if tokenPath == nil { throw UsageError(message: "--token-file is required") }
+            if command.tokenPath == nil { throw UsageError(message: "--token-file is required") }
         }
+        return command
     }
 
     func run() async throws -> ExitCode {
         do {
             if let compactKeepDays {
                 let removed = try await store.openDatabase().compactChangeHistory(retention: compactKeepDays * 86_400)
-                Self.log("removed \(removed.recordTombstonesRemoved) record tombstone(s) and \(removed.zoneTombstonesRemoved) zone tombstone(s)")
+                StratusCommand.log("removed \(removed.recordTombstonesRemoved) record tombstone(s) and \(removed.zoneTombstonesRemoved) zone tombstone(s)")
                 return .success
             }
             return try await export(tokenPath: tokenPath!)
         } catch let error as CommandFailure {
-            Self.log(error.message)
+            StratusCommand.log(error.message)
             return error.code
         } catch let error as StratusError where error.code == .changeTokenExpired {
-            Self.log("\(error.message)\nthe token in \(tokenPath ?? "?") has expired: remove it (and rotate the output) to export the zone again from the beginning")
+            StratusCommand.log("\(error.message)\nthe token in \(tokenPath ?? "?") has expired: remove it (and rotate the output) to export the zone again from the beginning")
             return .dataError
         }
     }
@@ -122,7 +125,7 @@ struct ChangesCommand {
             written += batch.changes.count
             moreComing = batch.moreComing
         }
-        Self.log("wrote \(written) change(s) (\(written - deletions) record(s), \(deletions) deletion(s)) from zone \(store.zoneID.zoneName)\(moreComing ? "; more remain" : ""); token saved in \(tokenPath)")
+        StratusCommand.log("wrote \(written) change(s) (\(written - deletions) record(s), \(deletions) deletion(s)) from zone \(store.zoneID.zoneName)\(moreComing ? "; more remain" : ""); token saved in \(tokenPath)")
         return .success
     }
 
@@ -149,10 +152,6 @@ struct ChangesCommand {
         }
         let (newToken, moreComing) = try result.get()
         return (changes.withLock { $0 }, newToken, moreComing)
-    }
-
-    static func log(_ message: String) {
-        FileHandle.standardError.write(Data("stratus: \(message)\n".utf8))
     }
 }
 

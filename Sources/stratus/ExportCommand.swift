@@ -3,46 +3,50 @@ import Stratus
 import StratusTransfer
 
 /// `stratus export`: every matching record, streamed page by page to stdout or a file.
-struct ExportCommand {
-    static let usage = """
-        usage: stratus export --type TYPE [--where PREDICATE] [--sort KEY[:desc]]... [--fields K1,K2]
-                              [--limit N] [--format ndjson|json|envelope|csv] [--output FILE [--force]]
-                              [progress options] [store options]
-
-        Writes every matching record (NDJSON by default) to stdout, or to FILE: written under a
-        temporary name and moved into place when complete, so a reader never sees half a file.
-        An existing FILE is not overwritten without --force. Memory holds one page. CSV columns are
-        --fields, else every field of the matching records (found by reading them once more).
+struct ExportCommand: Command {
+    static let name = "export"
+    static let summary = "every matching record, as NDJSON, JSON, an envelope or CSV"
+    static let usage = [
+        "stratus export --type TYPE [--where PREDICATE] [--sort KEY[:desc]]... [--fields K1,K2] [--limit N] [--format FORMAT] [--output FILE [--force]] [progress options] [store options]",
+    ]
+    static let discussion = """
+        Writes every matching record (NDJSON by default) to stdout, or to FILE. Memory holds two
+        pages at most, however many records are exported. CSV columns are --fields, else every
+        field of the matching records (found by reading them once more).
         """
+    static let options: [Option] = [
+        .recordType, .predicate, .sort, .fields,
+        Option("--limit", "N", "export at most N records (0 exports nothing)", default: "no limit"),
+        Option("--format", "FORMAT", "ndjson, json (an array), envelope ({\"records\":[…]}) or csv", default: "ndjson"),
+    ]
+    static let optionGroups: [OptionGroup] = [.output, .progress, .store]
 
-    var query: QueryCommand
+    var store: StoreOptions
+    var selection: QuerySelection
+    var query: Query
     var format = RecordFormat.ndjson
     var limit: Int?
-    var outputPath: String?
-    var force: Bool
+    var output: OutputOptions
     var progressStyle: Progress.Style
 
-    init(_ arguments: inout Arguments) throws {
-        if let text = try arguments.value("--format") {
-            guard let format = RecordFormat(rawValue: text) else { throw UsageError(message: "--format takes ndjson, json, envelope or csv, not '\(text)'") }
-            self.format = format
+    static func parse(_ arguments: ParsedArguments) throws -> ExportCommand {
+        try arguments.expectNoPositionals()
+        let selection = try QuerySelection(arguments)
+        var format = RecordFormat.ndjson
+        if let text = arguments.value("--format") {
+            guard let known = RecordFormat(rawValue: text) else { throw UsageError(message: "--format takes ndjson, json, envelope or csv, not '\(text)'") }
+            format = known
         }
-        if let text = try arguments.value("--limit") {
-            guard let limit = Int(text), limit >= 0 else { throw UsageError(message: "--limit must be a number, not '\(text)'") }
-            self.limit = limit
-        }
-        outputPath = try arguments.value("--output")
-        force = arguments.flag("--force")
-        progressStyle = try Progress.style(&arguments)
-        query = try QueryCommand(&arguments)
-        if query.cursor != nil { throw UsageError(message: "export reads every page itself; --cursor is for `stratus query`") }
+        return ExportCommand(
+            store: try StoreOptions(arguments), selection: selection, query: try selection.requireQuery(), format: format,
+            limit: try arguments.count("--limit"), output: try OutputOptions(arguments), progressStyle: try Progress.style(arguments))
     }
 
     /// CSV needs its columns before the first row: every key of every matching record,
     /// found by reading them once more (a schema need not declare every field).
     private func columns(of query: Query, in database: Database) async throws -> [String] {
         var keys: Set<String> = []
-        for try await record in database.allRecords(matching: query, inZoneWith: self.query.store.zoneID, pageSize: 1_000) {
+        for try await record in database.allRecords(matching: query, inZoneWith: store.zoneID, pageSize: 1_000) {
             keys.formUnion(record.allKeys())
         }
         return keys.sorted()
@@ -51,21 +55,21 @@ struct ExportCommand {
     private typealias Page = (matchResults: [(Record.ID, Result<Record, any Error>)], queryCursor: QueryOperation.Cursor?)
 
     func run() async throws -> ExitCode {
-        let database = try query.store.openDatabase()
-        guard let base = try query.makeQuery() else { throw UsageError(message: "--type is required") }
-        var csvFields = query.fields
+        let database = try store.openDatabase()
+        let base = query
+        var csvFields = selection.fields
         if format == .csv && csvFields == nil {
             csvFields = try await columns(of: base, in: database)
         }
-        let output = try Output(path: outputPath, force: force)
+        let output = try Output(path: self.output.path, force: self.output.force)
         let writer = RecordWriter(format: format, output: output.handle, csvFields: csvFields)
-        let progress = Progress(style: outputPath == nil && progressStyle == .automatic && isatty(STDOUT_FILENO) != 0 ? .quiet : progressStyle, verb: "exported")
+        let progress = Progress(style: self.output.path == nil && progressStyle == .automatic && isatty(STDOUT_FILENO) != 0 ? .quiet : progressStyle, verb: "exported")
         var exported = 0
         // The next page is read while this one is written, so that reading and writing use a
         // core each; only one page is ever read ahead, so memory still holds two pages at most.
         let pageSize = 1_000
-        let zoneID = query.store.zoneID
-        let desiredKeys = query.fields
+        let zoneID = store.zoneID
+        let desiredKeys = selection.fields
         func fetch(after cursor: QueryOperation.Cursor?, limit: Int) -> Task<Page, any Error> {
             Task {
                 if let cursor {

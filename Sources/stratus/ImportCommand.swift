@@ -3,34 +3,16 @@ import Stratus
 import StratusTransfer
 
 /// `stratus import`: records from a file or stdin into the store, re-runnable and resumable.
-struct ImportCommand {
-    static let usage = """
-        usage: stratus import [FILE|-] [--format ndjson|json|envelope|csv] [--mode MODE]
-                              [--batch-size N] [--atomic] [--dry-run] [--max-errors N]
-                              [--reject-file FILE] [--checkpoint FILE] [--new-system-fields]
-                              [--type TYPE] [--types NAME:TYPE,...] [progress options] [store options]
-
+struct ImportCommand: Command {
+    static let name = "import"
+    static let summary = "records from NDJSON, JSON, a CloudKit response envelope or CSV"
+    static let usage = [
+        "stratus import [FILE|-] [--format FORMAT] [--mode MODE] [--batch-size N] [--atomic] [--dry-run] [--max-errors N] [--reject-file FILE] [--checkpoint FILE] [--new-system-fields] [--type TYPE] [--types NAME:TYPE,...] [progress options] [store options]",
+    ]
+    static let discussion = """
         Reads records (CloudKit record JSON as NDJSON, a JSON array or a records/query response
         envelope; or CSV) from FILE or stdin and saves them. The format is detected unless given
         (files ending in .csv are read as CSV).
-
-          --mode MODE         create (fail on existing records), update (only the given fields;
-                              checks recordChangeTag), replace (unspecified fields removed; checks
-                              recordChangeTag), forceUpdate (default: ignore tags, create when
-                              missing; re-running the same file changes nothing), forceReplace
-          --batch-size N      records per checkpointed batch (default 2000); a batch is written
-                              in one transaction, split only where it passes 2 MB
-          --atomic            all or nothing, in one transaction (at most 100,000 records)
-          --dry-run           read and validate everything, report counts, write nothing
-          --max-errors N      stop (exit 65) after more than N rejected records (default: no limit)
-          --reject-file FILE  append each rejected input as a JSON line: line, column, recordName, error
-                              (without it, the first 10 reasons are printed on stderr)
-          --checkpoint FILE   after a crash, kill or interruption, the next run with the same FILE
-                              continues after the last committed batch; removed when the import ends
-          --new-system-fields give records new change tags and dates instead of keeping those in
-                              the input (kept by default with create, forceUpdate, forceReplace)
-          --type TYPE         CSV: the record type when there is no recordType column
-          --types N:T,...     CSV: column types (STRING, INT64, DOUBLE, TIMESTAMP, …)
 
         Encrypted values (ENCRYPTED_BYTES fields and fields marked "isEncrypted": true) are kept as
         the opaque values they are and exported the same way; Stratus never decrypts them.
@@ -39,65 +21,77 @@ struct ImportCommand {
 
         SIGINT or SIGTERM stops after the current batch and saves the checkpoint (exit 130/143).
         """
+    static let options: [Option] = [
+        Option("--format", "FORMAT", "ndjson, json, envelope or csv", default: "detected; files ending in .csv are CSV"),
+        Option("--mode", "MODE", """
+            create (fail on existing records), update (only the given fields; checks recordChangeTag), \
+            replace (unspecified fields removed; checks recordChangeTag), forceUpdate (ignore tags, create when \
+            missing; re-running the same file changes nothing), forceReplace
+            """, default: "forceUpdate"),
+        Option("--batch-size", "N", "records per checkpointed batch; a batch is written in one transaction, split only where it passes 2 MB", default: "2000"),
+        Option(flag: "--atomic", "all or nothing, in one transaction (at most 100,000 records)"),
+        Option(flag: "--dry-run", "read and validate everything, report counts, write nothing"),
+        Option("--max-errors", "N", "stop (exit 65) at the rejected record that makes N + 1", default: "no limit"),
+        Option("--reject-file", "FILE", "append each rejected input as a JSON line: line, column, recordName, error", default: "none: the first 10 reasons go to stderr"),
+        Option("--checkpoint", "FILE", "after a crash, kill or interruption, the next run with the same FILE continues after the last committed batch; removed when the import ends", default: "none"),
+        Option(flag: "--new-system-fields", "give records new change tags and dates instead of keeping those in the input (kept by default with create, forceUpdate, forceReplace)"),
+        Option("--type", "TYPE", "CSV: the record type when there is no recordType column", default: "none"),
+        Option("--types", "NAME:TYPE,...", "CSV: column types (STRING, INT64, DOUBLE, TIMESTAMP, …)", default: "none"),
+    ]
+    static let optionGroups: [OptionGroup] = [.progress, .store]
 
     var store: StoreOptions
     var inputPath: String?
     var format: RecordFormat?
     var mode = RecordWriteMode.forceUpdate
     var batchSize = 2_000
-    var atomic: Bool
-    var dryRun: Bool
+    var atomic = false
+    var dryRun = false
     var maxErrors: Int?
     var rejectPath: String?
     var checkpointPath: String?
-    var keepSystemFields: Bool
+    var keepSystemFields = true
     var csvType: String?
     var csvTypes: [String: FieldType] = [:]
-    var progressStyle: Progress.Style
+    var progressStyle = Progress.Style.automatic
 
-    init(_ arguments: inout Arguments) throws {
-        store = try StoreOptions(&arguments)
-        if let text = try arguments.value("--format") {
+    static func parse(_ arguments: ParsedArguments) throws -> ImportCommand {
+        var command = ImportCommand(store: try StoreOptions(arguments))
+        if let text = arguments.value("--format") {
             guard let format = RecordFormat(rawValue: text) else { throw UsageError(message: "--format takes ndjson, json, envelope or csv, not '\(text)'") }
-            self.format = format
+            command.format = format
         }
-        if let text = try arguments.value("--mode") {
+        if let text = arguments.value("--mode") {
             guard let mode = RecordWriteMode(rawValue: text), mode != .ifServerRecordUnchanged else {
                 throw UsageError(message: "--mode takes create, update, replace, forceUpdate or forceReplace, not '\(text)'")
             }
-            self.mode = mode
+            command.mode = mode
         }
-        if let text = try arguments.value("--batch-size") {
-            guard let size = Int(text), size > 0 else { throw UsageError(message: "--batch-size must be a positive number, not '\(text)'") }
-            batchSize = size
-        }
-        if let text = try arguments.value("--max-errors") {
-            guard let limit = Int(text), limit >= 0 else { throw UsageError(message: "--max-errors must be a number, not '\(text)'") }
-            maxErrors = limit
-        }
-        atomic = arguments.flag("--atomic")
-        dryRun = arguments.flag("--dry-run")
-        keepSystemFields = !arguments.flag("--new-system-fields")
-        rejectPath = try arguments.value("--reject-file")
-        checkpointPath = try arguments.value("--checkpoint")
-        csvType = try arguments.value("--type")
-        if let text = try arguments.value("--types") {
+        command.batchSize = try arguments.positiveInteger("--batch-size") ?? 2_000
+        command.maxErrors = try arguments.count("--max-errors")
+        command.atomic = arguments.flag("--atomic")
+        command.dryRun = arguments.flag("--dry-run")
+        command.keepSystemFields = !arguments.flag("--new-system-fields")
+        command.rejectPath = arguments.value("--reject-file")
+        command.checkpointPath = arguments.value("--checkpoint")
+        command.csvType = arguments.value("--type")
+        if let text = arguments.value("--types") {
             for pair in text.split(separator: ",") {
                 let parts = pair.split(separator: ":")
                 guard parts.count == 2, let type = FieldType(rawValue: parts[1].uppercased()) else {
                     throw UsageError(message: "--types takes NAME:TYPE pairs such as count:INT64, not '\(pair)'")
                 }
-                csvTypes[String(parts[0])] = type
+                command.csvTypes[String(parts[0])] = type
             }
         }
-        progressStyle = try Progress.style(&arguments)
-        try arguments.rejectUnknownOptions()
-        guard arguments.words.count <= 1 else { throw UsageError(message: "import reads one input; got \(arguments.words.joined(separator: " "))") }
-        inputPath = arguments.words.first
-        if atomic && checkpointPath != nil { throw UsageError(message: "--atomic and --checkpoint do not go together: an atomic import has no partial progress to resume") }
-        if inputPath == nil || inputPath == "-", checkpointPath != nil {
+        command.progressStyle = try Progress.style(arguments)
+        guard arguments.positionals.count <= 1 else { throw UsageError(message: "import reads one input; got \(arguments.positionals.joined(separator: " "))") }
+        command.inputPath = arguments.positionals.first
+        if command.atomic && command.checkpointPath != nil { throw UsageError(message: "--atomic and --checkpoint do not go together: an atomic import has no partial progress to resume") }
+        if command.inputPath == nil || command.inputPath == "-", command.checkpointPath != nil {
             throw UsageError(message: "--checkpoint needs an input file (stdin cannot be read again)")
         }
+        return command
     }
 
     struct Counts {
@@ -130,7 +124,7 @@ struct ImportCommand {
         }
         let rejects = try RejectFile(path: rejectPath)
         let progress = Progress(style: progressStyle, verb: dryRun ? "checked" : "imported")
-        if !dryRun { Interruption.install() }
+        if !dryRun { Interruption.install {} }
 
         var counts = Counts()
         // The batch being read: its records and their input lines, side by side (an array of

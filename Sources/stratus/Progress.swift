@@ -1,5 +1,13 @@
 import Foundation
 
+extension OptionGroup {
+    /// How commands report progress and their summary on stderr.
+    static let progress = OptionGroup(title: "Progress options", placeholder: "[progress options]", options: [
+        Option(flag: "--quiet", "no progress and no summary on stderr"),
+        Option("--progress", "MODE", "auto (a live line on a terminal, a line every 5 s otherwise), json (one JSON object per line) or none", default: "auto"),
+    ])
+}
+
 /// Progress on stderr: a live line on a terminal, a plain line every few seconds otherwise,
 /// JSON lines with `--progress json`, nothing with `--quiet`. Data never goes to stderr.
 final class Progress: @unchecked Sendable {
@@ -23,21 +31,18 @@ final class Progress: @unchecked Sendable {
         self.verb = verb
     }
 
-    static func style(_ arguments: inout Arguments) throws -> Style {
+    /// The style the progress options ask for.
+    ///
+    /// - Throws: ``UsageError`` for an unknown `--progress` mode.
+    static func style(_ arguments: ParsedArguments) throws -> Style {
         if arguments.flag("--quiet") { return .quiet }
-        switch try arguments.value("--progress") {
+        switch arguments.value("--progress") {
         case nil, "auto"?: return .automatic
         case "json"?: return .json
         case "none"?: return .quiet
         case let other?: throw UsageError(message: "--progress takes auto, json or none, not '\(other)'")
         }
     }
-
-    static let help = """
-          --quiet             no progress and no summary on stderr
-          --progress MODE     auto (a live line on a terminal, a line every 5 s otherwise),
-                              json (one JSON object per line), or none
-        """
 
     var elapsed: Double { Date().timeIntervalSince(start) }
 

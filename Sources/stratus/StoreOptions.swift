@@ -2,7 +2,18 @@ import Foundation
 import Stratus
 import StratusSQLite
 
-/// Options every command takes: which store, container, database, zone and user.
+extension OptionGroup {
+    /// Which store, container, database, zone and user: every command takes them.
+    static let store = OptionGroup(title: "Store options", placeholder: "[store options]", options: [
+        Option("--store", "PATH", "the store file", default: "$STRATUS_STORE, else ~/.local/share/stratus/<container>.sqlite"),
+        Option("--container", "ID", "the container identifier", default: "default"),
+        Option("--database", "NAME", "public, private or shared", default: "public"),
+        Option("--zone", "NAME", "the zone", default: "_defaultZone"),
+        Option("--user", "NAME", "the user", default: "$STRATUS_USER, else the login name"),
+    ])
+}
+
+/// The store options' values.
 struct StoreOptions {
     var storePath: String?
     var containerIdentifier = "default"
@@ -10,19 +21,10 @@ struct StoreOptions {
     var zoneID = RecordZone.ID.default
     var userName: String?
 
-    static let help = """
-          --store PATH        the store file (default: $STRATUS_STORE, else
-                              ~/.local/share/stratus/<container>.sqlite)
-          --container ID      the container identifier (default: default)
-          --database NAME     public, private or shared (default: public)
-          --zone NAME         the zone (default: _defaultZone)
-          --user NAME         the user (default: $STRATUS_USER, else the login name)
-        """
-
-    init(_ arguments: inout Arguments) throws {
-        storePath = try arguments.value("--store")
-        if let container = try arguments.value("--container") { containerIdentifier = container }
-        if let database = try arguments.value("--database") {
+    init(_ arguments: ParsedArguments) throws {
+        storePath = arguments.value("--store")
+        if let container = arguments.value("--container") { containerIdentifier = container }
+        if let database = arguments.value("--database") {
             switch database {
             case "public": scope = .public
             case "private": scope = .private
@@ -30,8 +32,8 @@ struct StoreOptions {
             default: throw UsageError(message: "--database must be public, private or shared, not '\(database)'")
             }
         }
-        if let zone = try arguments.value("--zone") { zoneID = RecordZone.ID(zoneName: zone) }
-        userName = try arguments.value("--user")
+        if let zone = arguments.value("--zone") { zoneID = RecordZone.ID(zoneName: zone) }
+        userName = arguments.value("--user")
     }
 
     func openContainer() throws -> Container {

@@ -440,7 +440,7 @@ struct ImportCLITests {
                 let usage = try await cli.run(Array(arguments), stdin: Input.notes(1))
                 #expect(usage.exitCode == 64, "\(usage)")
                 #expect(usage.stdout.isEmpty, "usage errors go to stderr: \(usage)")
-                #expect(usage.stderr.contains("usage: stratus import"), "\(usage)")
+                #expect(usage.stderrLines.count == 2 && usage.stderr.contains("Run 'stratus import --help' for usage."), "one line and a pointer to the help: \(usage)")
             }
             #expect(try await cli.count("Note") == 0)
         }
