@@ -94,179 +94,77 @@ struct ImportCommand: Command {
         return command
     }
 
-    struct Counts {
-        var created = 0, updated = 0, unchanged = 0, failed = 0, read = 0
-    }
-
     func run() async throws -> ExitCode {
         let input = try openInput()
-        var options = RecordReadOptions()
-        options.format = format ?? (inputPath?.lowercased().hasSuffix(".csv") == true ? .csv : nil)
-        options.zoneID = store.zoneID
-        options.csvRecordType = csvType
-        options.csvTypes = csvTypes
-        let database = try store.openDatabase()
+        var readOptions = RecordReadOptions()
+        readOptions.format = format ?? (inputPath?.lowercased().hasSuffix(".csv") == true ? .csv : nil)
+        readOptions.zoneID = store.zoneID
+        readOptions.csvRecordType = csvType
+        readOptions.csvTypes = csvTypes
         let container = try store.openContainer()
-        for schema in try await container.schemas() { options.schemas[schema.recordType] = schema }
+        let database = container.database(with: store.scope)
+        for schema in try await container.schemas() { readOptions.schemas[schema.recordType] = schema }
         let reader: RecordReader
         do {
-            reader = try RecordReader(fileHandle: input.handle, options: options)
+            reader = try RecordReader(fileHandle: input.handle, options: readOptions)
         } catch let error as StratusError {
             throw CommandFailure(.dataError, "the input cannot be read: \(error.message)")
         }
-
-        var skip = 0
-        if let checkpointPath, let checkpoint = try Checkpoint.load(from: checkpointPath) {
-            guard checkpoint.input == input.identity && checkpoint.inputSize == input.size else {
-                throw UsageError(message: "the checkpoint \(checkpointPath) belongs to \(checkpoint.input) (\(checkpoint.inputSize ?? 0) bytes), not to this input; remove it to start over")
-            }
-            skip = checkpoint.committedItems
-        }
+        let checkpoint = checkpointPath.map { CheckpointFile(path: $0, input: input.identity, inputSize: input.size) }
         let rejects = try RejectFile(path: rejectPath)
         let progress = Progress(style: progressStyle, verb: dryRun ? "checked" : "imported")
-        if !dryRun { Interruption.install {} }
 
-        var counts = Counts()
-        // The batch being read: its records and their input lines, side by side (an array of
-        // tuples is destroyed element by element through the runtime's generic witnesses).
-        var batch: [Record] = []
-        var batchLines: [Int] = []
-        var itemIndex = 0
-        var stoppedBySignal = false
+        var options = RecordImporter.Options()
+        options.writeMode = mode
+        options.batchSize = batchSize
+        options.isAtomic = atomic
+        options.isDryRun = dryRun
+        options.maximumRejects = maxErrors
+        options.preservesSystemFields = keepSystemFields
+        let importer = RecordImporter(database: database, options: options)
+        if !dryRun { Interruption.install { importer.cancel() } }
 
-        // Batches being saved while the next ones are read, oldest first: parsing and writing
-        // overlap, and the saver starts each batch the moment the one before it commits.
-        let saver = BatchSaver(database: database)
-        // Each batch's records stay here until it is settled, so that they are freed on this
-        // thread rather than on the store's writer.
-        var inFlight: [(pending: PendingSave, records: [Record], lines: [Int], committedItems: Int)] = []
-
-        /// Waits for the oldest batch in flight, counts it, and moves the checkpoint past it.
-        func settleOldest() async throws {
-            let flight = inFlight.removeFirst()
-            let outcome = try await flight.pending.outcome
-            counts.created += outcome.created
-            counts.updated += outcome.updated
-            counts.unchanged += outcome.unchanged
-            counts.failed += outcome.failures.count
-            if !outcome.failures.isEmpty {
-                let lines = Dictionary(zip(flight.records.map(\.recordID), flight.lines), uniquingKeysWith: { _, last in last })
-                for (id, error) in outcome.failures.sorted(by: { lines[$0.0] ?? 0 < lines[$1.0] ?? 0 }) {
-                    try rejects.write(line: lines[id] ?? 0, column: 0, recordName: id.recordName, error: error.description)
-                }
+        let summary: RecordImporter.Summary
+        do {
+            summary = try await importer.run(from: reader, rejects: rejects, checkpoint: checkpoint) { now in
+                progress.update(done: now.summary.read - now.pending, bytes: (now.bytesRead, input.size))
             }
-            if let checkpointPath { try Checkpoint(input: input.identity, inputSize: input.size, committedItems: flight.committedItems).save(to: checkpointPath) }
-        }
-
-        func settleAll() async throws {
-            while !inFlight.isEmpty { try await settleOldest() }
-        }
-
-        /// Hands the current batch to the saver. Batches commit in input order and are settled
-        /// in that order, so a checkpoint never passes an uncommitted batch.
-        func commit(upTo committedItems: Int) async throws {
-            guard !batch.isEmpty else {
-                try await settleAll()
-                if let checkpointPath { try Checkpoint(input: input.identity, inputSize: input.size, committedItems: committedItems).save(to: checkpointPath) }
-                return
+        } catch let failure as RecordImporter.Failure {
+            try? rejects.close()
+            progress.finish(line(failure.summary), json: json(failure.summary))
+            switch (failure.stage, failure.error) {
+            case (.input, let error as StratusError):
+                throw CommandFailure(.dataError, "the input cannot be read further: \(error.message)")
+            case (.store, let error as StratusError) where error.code == .limitExceeded:
+                throw CommandFailure(.dataError, error.message)
+            default:
+                throw failure.error
             }
-            // With a checkpoint, one batch at a time: a kill then leaves at most the batch being
-            // written committed beyond the checkpoint, as the resume expects.
-            if inFlight.count >= (checkpointPath == nil ? Self.batchesInFlight : 1) { try await settleOldest() }
-            inFlight.append((saver.submit(operation(saving: batch)), batch, batchLines, committedItems))
-            batch.removeAll(keepingCapacity: true)
-            batchLines.removeAll(keepingCapacity: true)
-        }
-
-        while let item = try Self.next(from: reader) {
-            defer { itemIndex += 1 }
-            if itemIndex < skip { continue }
-            counts.read += 1
-            switch item {
-            case .rejected(let error):
-                counts.failed += 1
-                try rejects.write(line: error.line, column: error.column, recordName: error.recordName, error: error.message)
-            case .record(let record, let line):
-                do {
-                    try record.validateForSave()
-                    if dryRun {
-                        counts.created += 1
-                    } else {
-                        batch.append(record)
-                        batchLines.append(line)
-                    }
-                } catch {
-                    counts.failed += 1
-                    try rejects.write(line: line, column: 0, recordName: record.recordID.recordName, error: "\(error)")
-                }
-            }
-            if let maxErrors, counts.failed > maxErrors {
-                try await settleAll()
-                try rejects.close()
-                progress.finish(summary(counts), json: json(counts))
-                throw CommandFailure(.dataError, "stopped after \(counts.failed) rejected records (--max-errors \(maxErrors)); nothing after the last committed batch was written")
-            }
-            if !atomic && batch.count >= batchSize {
-                try await commit(upTo: itemIndex + 1)
-                if Interruption.signal != 0 {
-                    try await settleAll()
-                    stoppedBySignal = true
-                    break
-                }
-            }
-            progress.update(done: counts.read - (dryRun ? 0 : batch.count), bytes: (reader.bytesConsumed, input.size))
-        }
-        if !stoppedBySignal {
-            if atomic && batch.count > ModifyRecordsOperation.maximumAtomicItems {
-                throw CommandFailure(.dataError, "--atomic imports at most \(ModifyRecordsOperation.maximumAtomicItems) records; the input has \(batch.count). Nothing was written.")
-            }
-            if atomic && counts.failed > 0 {
-                try rejects.close()
-                progress.finish(summary(counts), json: json(counts))
-                throw CommandFailure(.dataError, "\(counts.failed) input record(s) were rejected, so the atomic import wrote nothing")
-            }
-            try await commit(upTo: itemIndex)
-            try await settleAll()
-            if let checkpointPath { Checkpoint.remove(at: checkpointPath) }
         }
         try rejects.close()
-        progress.finish(summary(counts), json: json(counts))
-        if stoppedBySignal { return ExitCode.stopped(by: Interruption.signal) }
-        return counts.failed == 0 ? .success : .someFailed
-    }
-
-    /// The reader's next item; input it cannot read on is bad data (exit 65), not a usage error.
-    private static func next(from reader: RecordReader) throws -> RecordReadResult? {
-        do {
-            return try reader.next()
-        } catch let error as StratusError {
-            throw CommandFailure(.dataError, "the input cannot be read further: \(error.message)")
+        progress.finish(line(summary), json: json(summary))
+        switch summary.end {
+        case .finished:
+            return summary.failed == 0 ? .success : .someFailed
+        case .cancelled:
+            return ExitCode.stopped(by: Interruption.signal)
+        case .rejectLimitReached:
+            throw CommandFailure(.dataError, "stopped at the rejected record that made \(summary.failed) (--max-errors \(maxErrors ?? 0)); nothing after it was written")
+        case .atomicImportRejected:
+            throw CommandFailure(.dataError, "\(summary.failed) input record(s) were rejected, so the atomic import wrote nothing")
         }
     }
 
-    private func summary(_ c: Counts) -> String {
-        if dryRun { return "dry run: \(Progress.grouped(c.created)) valid, \(Progress.grouped(c.failed)) rejected, nothing written" }
-        return "imported \(Progress.grouped(c.created)), updated \(Progress.grouped(c.updated)), unchanged \(Progress.grouped(c.unchanged)), failed \(Progress.grouped(c.failed))"
+    /// The summary line: `imported 999,000, updated 1,000, unchanged 0, failed 0`.
+    private func line(_ summary: RecordImporter.Summary) -> String {
+        if dryRun { return "dry run: \(Progress.grouped(summary.valid)) valid, \(Progress.grouped(summary.failed)) rejected, nothing written" }
+        let deleted = summary.deleted > 0 ? ", deleted \(Progress.grouped(summary.deleted))" : ""
+        return "imported \(Progress.grouped(summary.created)), updated \(Progress.grouped(summary.updated)), unchanged \(Progress.grouped(summary.unchanged))\(deleted), failed \(Progress.grouped(summary.failed))"
     }
 
-    private func json(_ c: Counts) -> [String: Int] {
-        ["imported": c.created, "updated": c.updated, "unchanged": c.unchanged, "failed": c.failed]
-    }
-
-    /// Batches handed to the saver before the oldest is waited for (without `--checkpoint`):
-    /// enough that the store's writer always has the next one when it finishes a batch.
-    static let batchesInFlight = 3
-
-    /// The operation that saves one batch, counting what happened to each record.
-    private func operation(saving records: [Record]) -> ModifyRecordsOperation {
-        let op = ModifyRecordsOperation(recordsToSave: records)
-        op.writeMode = mode
-        op.isAtomic = atomic
-        op.preservesSystemFields = keepSystemFields
-        // One transaction per batch: a bulk load writes faster in larger transactions than in
-        // CloudKit's 400-item requests.
-        op.itemsPerBatch = batchSize
-        return op
+    private func json(_ summary: RecordImporter.Summary) -> [String: Int] {
+        if dryRun { return ["valid": summary.valid, "failed": summary.failed] }
+        return ["imported": summary.created, "updated": summary.updated, "unchanged": summary.unchanged, "deleted": summary.deleted, "failed": summary.failed]
     }
 
     private struct Input {
@@ -281,55 +179,5 @@ struct ImportCommand: Command {
         guard let handle = FileHandle(forReadingAtPath: path) else { throw CommandFailure(.inputMissing, "cannot read the input file \(path)") }
         let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value
         return Input(handle: handle, identity: URL(fileURLWithPath: path).standardizedFileURL.path, size: size)
-    }
-}
-
-/// The reject file: one JSON object per rejected input, appended.
-final class RejectFile {
-    private let handle: FileHandle?
-    private var buffer = ""
-
-    init(path: String?) throws {
-        guard let path else { handle = nil; return }
-        if !FileManager.default.fileExists(atPath: path) && !FileManager.default.createFile(atPath: path, contents: nil) {
-            throw CommandFailure(.cannotCreateOutput, "cannot create the reject file \(path)")
-        }
-        guard let handle = FileHandle(forWritingAtPath: path) else { throw CommandFailure(.cannotCreateOutput, "cannot write the reject file \(path)") }
-        handle.seekToEndOfFile()
-        self.handle = handle
-    }
-
-    /// Without a reject file, the first reasons go to stderr so that a cron log shows them.
-    private var printed = 0
-    private static let printedLimit = 10
-
-    func write(line: Int, column: Int, recordName: String?, error: String) throws {
-        guard handle != nil else {
-            printed += 1
-            if printed <= Self.printedLimit {
-                let name = recordName.map { " (\($0))" } ?? ""
-                FileHandle.standardError.write(Data("stratus: rejected line \(line)\(name): \(error)\n".utf8))
-            } else if printed == Self.printedLimit + 1 {
-                FileHandle.standardError.write(Data("stratus: further rejections are not shown; use --reject-file to keep them all\n".utf8))
-            }
-            return
-        }
-        buffer += "{\"line\":\(line),\"column\":\(column),\"recordName\":"
-        if let recordName { JSONText.appendString(recordName, to: &buffer) } else { buffer += "null" }
-        buffer += ",\"error\":"
-        JSONText.appendString(error, to: &buffer)
-        buffer += "}\n"
-        if buffer.utf8.count > 64 * 1024 { try flush() }
-    }
-
-    func flush() throws {
-        guard let handle, !buffer.isEmpty else { return }
-        try handle.write(contentsOf: Data(buffer.utf8))
-        buffer = ""
-    }
-
-    func close() throws {
-        try flush()
-        try handle?.close()
     }
 }

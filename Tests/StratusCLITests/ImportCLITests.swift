@@ -253,21 +253,20 @@ struct ImportCLITests {
 
     // MARK: - Batches, atomic, dry run
 
-    @Test("--batch-size: what is committed before --max-errors stops is whole batches")
+    @Test("--batch-size does not change what --max-errors commits: every record before the stopping reject, none after")
     func batchSize() async throws {
         try await TemporaryStore.with { store in
             let cli = try CLI(store)
             let input = Input.notes(4) + "{not json\n" + Input.note("n6", title: "six", count: 6) + "\n"
             let path = try cli.file("input.ndjson", input)
 
-            let small = try await cli.run(["import", path, "--batch-size", "2", "--max-errors", "0"], environment: ["STRATUS_STORE": store.path("small.sqlite")])
-            #expect(small.exitCode == 65, "\(small)")
-            #expect(small.stderr.contains("--max-errors"), "\(small)")
-            #expect(try await cli.count("Note", extra: ["--store", store.path("small.sqlite")]) == 4, "two committed batches of 2 before the bad line")
-
-            let large = try await cli.run(["import", path, "--batch-size", "400", "--max-errors", "0"], environment: ["STRATUS_STORE": store.path("large.sqlite")])
-            #expect(large.exitCode == 65, "\(large)")
-            #expect(try await cli.count("Note", extra: ["--store", store.path("large.sqlite")]) == 0, "nothing committed: the first batch was not full")
+            for size in ["1", "2", "3", "400"] {
+                let target = store.path("size-\(size).sqlite")
+                let result = try await cli.run(["import", path, "--batch-size", size, "--max-errors", "0"], environment: ["STRATUS_STORE": target])
+                #expect(result.exitCode == 65, "\(result)")
+                #expect(result.stderr.contains("--max-errors"), "\(result)")
+                #expect(Set(try await cli.exported("Note", extra: ["--store", target]).keys) == ["n1", "n2", "n3", "n4"], "--batch-size \(size)")
+            }
 
             let whole = try await cli.run(["import", try cli.file("good.ndjson", Input.notes(7)), "--batch-size", "3"])
             #expect(whole.exitCode == 0, "\(whole)")
@@ -387,9 +386,11 @@ struct ImportCLITests {
             #expect(stopped.stderr.contains("stratus: "), "\(stopped)")
             #expect(stopped.stdout.isEmpty)
 
+            #expect(Set(try await cli.exported("Note").keys) == ["a"], "the record before the third reject is imported, the one after it is not")
+
             let enough = try await cli.run(["import", path, "--max-errors", "3"])
             #expect(enough.exitCode == 1, "\(enough)")
-            Summary.expectImport(enough, imported: 2, failed: 3)
+            Summary.expectImport(enough, imported: 1, unchanged: 1, failed: 3)
 
             let usage = try await cli.run(["import", path, "--max-errors", "many"])
             #expect(usage.exitCode == 64, "\(usage)")

@@ -1,0 +1,25 @@
+import Stratus
+
+/// A reader is the source of a ``Stratus/RecordImporter``.
+///
+/// ```swift
+/// let reader = try RecordReader(fileHandle: .standardInput, options: RecordReadOptions())
+/// let summary = try await RecordImporter(database: database).run(from: reader)
+/// ```
+extension RecordReader: RecordSource {
+    /// The next item, as ``next()`` reads it.
+    ///
+    /// - Throws: what ``next()`` throws, for input that cannot be read further.
+    public func nextItem() throws -> RecordSourceItem? {
+        switch try next() {
+        case nil:
+            return nil
+        case .record(let record, let line)?:
+            return .record(record, line: line)
+        case .rejected(let error)?:
+            return .rejected(RecordRejection(line: error.line, column: error.column, recordName: error.recordName, message: error.message))
+        }
+    }
+
+    public var bytesRead: Int { bytesConsumed }
+}
