@@ -42,66 +42,37 @@ struct ExportCommand: Command {
             limit: try arguments.count("--limit"), output: try OutputOptions(arguments), progressStyle: try Progress.style(arguments))
     }
 
-    /// CSV needs its columns before the first row: every key of every matching record,
-    /// found by reading them once more (a schema need not declare every field).
-    private func columns(of query: Query, in database: Database) async throws -> [String] {
-        var keys: Set<String> = []
-        for try await record in database.allRecords(matching: query, inZoneWith: store.zoneID, pageSize: 1_000) {
-            keys.formUnion(record.allKeys())
-        }
-        return keys.sorted()
-    }
-
-    private typealias Page = (matchResults: [(Record.ID, Result<Record, any Error>)], queryCursor: QueryOperation.Cursor?)
-
     func run() async throws -> ExitCode {
         let database = try store.openDatabase()
-        let base = query
+        let exporter = RecordExporter(database: database, query: query, zoneID: store.zoneID, desiredKeys: selection.fields, limit: limit)
         var csvFields = selection.fields
+        var csvTypes: [String: FieldType] = [:]
         if format == .csv && csvFields == nil {
-            csvFields = try await columns(of: base, in: database)
+            // CSV needs its columns before the first row: every field of every matching record
+            // (a schema need not declare every field), found by reading them once more.
+            csvTypes = try await exporter.fieldTypes()
+            csvFields = csvTypes.keys.sorted()
         }
         let output = try Output(path: self.output.path, force: self.output.force)
         let writer = RecordWriter(format: format, output: output.handle, csvFields: csvFields)
+        writer.csvTypes = csvTypes
         let progress = Progress(style: self.output.path == nil && progressStyle == .automatic && isatty(STDOUT_FILENO) != 0 ? .quiet : progressStyle, verb: "exported")
-        var exported = 0
-        // The next page is read while this one is written, so that reading and writing use a
-        // core each; only one page is ever read ahead, so memory still holds two pages at most.
-        let pageSize = 1_000
-        let zoneID = store.zoneID
-        let desiredKeys = selection.fields
-        func fetch(after cursor: QueryOperation.Cursor?, limit: Int) -> Task<Page, any Error> {
-            Task {
-                if let cursor {
-                    return try await database.records(continuingMatchFrom: cursor, desiredKeys: desiredKeys, resultsLimit: limit)
-                }
-                return try await database.records(matching: base, inZoneWith: zoneID, desiredKeys: desiredKeys, resultsLimit: limit)
-            }
-        }
-        // `--limit 0` exports nothing (a resultsLimit of 0 would mean the default page size).
-        var pending: Task<Page, any Error>? = limit == 0 ? nil : fetch(after: nil, limit: min(pageSize, limit ?? pageSize))
+        if self.output.path != nil { Interruption.install { exporter.cancel() } }
+        let summary: RecordExporter.Summary
         do {
-            while let page = pending {
-                let (matches, cursor) = try await page.value
-                let requested = exported + matches.count
-                pending = nil
-                if let cursor, requested < (limit ?? Int.max) {
-                    pending = fetch(after: cursor, limit: min(pageSize, (limit ?? Int.max) - requested))
-                }
-                for (_, result) in matches {
-                    try writer.write(try result.get())
-                    exported += 1
-                }
-                progress.update(done: exported)
+            summary = try await exporter.run(into: writer) { progress.update(done: $0) }
+            if summary.end == .cancelled {
+                output.abandon()
+                progress.finish("stopped after \(Progress.grouped(summary.exported)) records; \(self.output.path ?? "the output") was not written", json: ["exported": summary.exported])
+                return ExitCode.stopped(by: Interruption.signal)
             }
             try writer.finish()
             try output.commit()
         } catch {
-            pending?.cancel()
             output.abandon()
             throw error
         }
-        progress.finish("exported \(Progress.grouped(exported)) record\(exported == 1 ? "" : "s")", json: ["exported": exported])
+        progress.finish("exported \(Progress.grouped(summary.exported)) record\(summary.exported == 1 ? "" : "s")", json: ["exported": summary.exported])
         return .success
     }
 }
