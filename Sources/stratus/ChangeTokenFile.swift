@@ -105,6 +105,31 @@ struct ChangeTokenFile: Equatable {
     }
 }
 
+/// The token file as the change feed's token store: the token and the output's committed
+/// state are written together, after the batch before them was written and synced.
+final class ChangeTokenFileStore: ChangeTokenStore {
+    let path: String
+    var state: ChangeTokenFile
+
+    /// - Throws: ``CommandFailure`` when the file cannot be read or is not a token file.
+    init(path: String) throws {
+        self.path = path
+        state = try ChangeTokenFile.read(path)
+    }
+
+    func loadToken() throws -> ServerChangeToken? { state.token }
+
+    func saveToken(_ token: ServerChangeToken) throws {
+        state.token = token
+        try write()
+    }
+
+    /// Writes the state as it is now (the output's identity before its first batch).
+    func write() throws {
+        try state.write(to: path)
+    }
+}
+
 /// Writes bytes to a file descriptor, all of them, retrying short writes and interruptions.
 enum FileDescriptorOutput {
     static func writeAll(_ data: Data, to descriptor: Int32, name: String) throws {

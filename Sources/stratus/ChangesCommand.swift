@@ -1,7 +1,6 @@
 import Foundation
 import Stratus
 import StratusTransfer
-import Synchronization
 
 /// `stratus changes`: a zone's changes since the last run, as NDJSON, for cron jobs.
 struct ChangesCommand: Command {
@@ -98,60 +97,26 @@ struct ChangesCommand: Command {
 
     private func export(tokenPath: String) async throws -> ExitCode {
         try ChangeTokenFile.lock(tokenPath)
-        var state = try ChangeTokenFile.read(tokenPath)
-        let sink = try ChangeSink(outputPath: outputPath, state: &state, tokenPath: tokenPath)
-        let database = try store.openDatabase()
-        var written = 0, deletions = 0
-        var moreComing = true
-        while moreComing && written < (limit ?? .max) {
-            let size = min(batchSize, (limit ?? .max) - written)
-            let batch = try await fetchBatch(database, after: state.token, size: size)
+        let tokens = try ChangeTokenFileStore(path: tokenPath)
+        let sink = try ChangeSink(outputPath: outputPath, tokens: tokens)
+        let feed = RecordZoneChangeFeed(database: try store.openDatabase(), zoneID: store.zoneID, desiredKeys: fields, batchSize: batchSize)
+        Interruption.install { feed.cancel() }
+        let summary = try await feed.run(tokens: tokens, limit: limit) { batch in
             var text = ""
             for change in batch.changes {
                 switch change {
-                case .changed(let record):
-                    text += RecordJSONWriter.json(for: record)
-                case .deleted(let id, let recordType):
-                    text += RecordJSONWriter.json(forDeletionOf: id, recordType: recordType)
-                    deletions += 1
+                case .changed(let record): text += RecordJSONWriter.json(for: record)
+                case .deleted(let id, let recordType): text += RecordJSONWriter.json(forDeletionOf: id, recordType: recordType)
                 }
                 text += "\n"
             }
-            // Output first, durably; only then the token. A kill in between repeats this batch
-            // on stdout, or is cut away again with --output.
-            if let committed = try sink.append(Data(text.utf8)) { state.output = committed }
-            state.token = batch.token
-            try state.write(to: tokenPath)
-            written += batch.changes.count
-            moreComing = batch.moreComing
+            // Output first, durably; the feed saves the token only after this returns. A kill
+            // in between repeats this batch on stdout, or is cut away again with --output.
+            if let committed = try sink.append(Data(text.utf8)) { tokens.state.output = committed }
         }
-        StratusCommand.log("wrote \(written) change(s) (\(written - deletions) record(s), \(deletions) deletion(s)) from zone \(store.zoneID.zoneName)\(moreComing ? "; more remain" : ""); token saved in \(tokenPath)")
-        return .success
-    }
-
-    /// One batch of changes, in commit order, through ``FetchRecordZoneChangesOperation``.
-    private func fetchBatch(_ database: Database, after token: ServerChangeToken?, size: Int) async throws -> (changes: [ZoneChangeBatch.Change], token: ServerChangeToken, moreComing: Bool) {
-        let zoneID = store.zoneID
-        let changes = Mutex<[ZoneChangeBatch.Change]>([])
-        let end = Mutex<Result<(serverChangeToken: ServerChangeToken, moreComing: Bool), any Error>?>(nil)
-        let operation = FetchRecordZoneChangesOperation(
-            recordZoneIDs: [zoneID],
-            configurationsByRecordZoneID: [zoneID: .init(previousServerChangeToken: token, resultsLimit: size, desiredKeys: fields)])
-        operation.fetchAllChanges = false
-        operation.recordWasChangedBlock = { _, result in
-            if case .success(let record) = result { changes.withLock { $0.append(.changed(record)) } }
-        }
-        operation.recordWithIDWasDeletedBlock = { id, type in changes.withLock { $0.append(.deleted(id, recordType: type)) } }
-        operation.recordZoneFetchResultBlock = { _, result in end.withLock { $0 = result } }
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            operation.fetchRecordZoneChangesResultBlock = { _ in continuation.resume() }
-            database.add(operation)
-        }
-        guard let result = end.withLock({ $0 }) else {
-            throw StratusError(.internalError, "the change fetch ended without a result for zone '\(zoneID.zoneName)'")
-        }
-        let (newToken, moreComing) = try result.get()
-        return (changes.withLock { $0 }, newToken, moreComing)
+        let written = summary.changed + summary.deleted
+        StratusCommand.log("wrote \(written) change(s) (\(summary.changed) record(s), \(summary.deleted) deletion(s)) from zone \(store.zoneID.zoneName)\(summary.moreComing ? "; more remain" : ""); token saved in \(tokenPath)")
+        return summary.end == .cancelled ? ExitCode.stopped(by: Interruption.signal) : .success
     }
 }
 
@@ -165,25 +130,25 @@ private final class ChangeSink {
     /// Opens the output. First cuts the last output file back to its committed length, which
     /// drops what a killed run wrote after its last commit, also when this run writes to
     /// another file; then records a new file's identity before anything is written to it.
-    init(outputPath: String?, state: inout ChangeTokenFile, tokenPath: String) throws {
+    init(outputPath: String?, tokens: ChangeTokenFileStore) throws {
         guard let outputPath else {
             descriptor = STDOUT_FILENO
             name = "stdout"
             return
         }
         name = outputPath
-        if let committed = state.output { try Self.cutBack(committed) }
+        if let committed = tokens.state.output { try Self.cutBack(committed) }
         descriptor = open(outputPath, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { throw CommandFailure.system(.cannotCreateOutput, "cannot open the output file \(outputPath)") }
         let (identity, size) = try FileDescriptorOutput.identity(of: descriptor)
-        if let committed = state.output, committed.fileIdentity == identity {
+        if let committed = tokens.state.output, committed.fileIdentity == identity {
             commit = ChangeTokenFile.OutputCommit(fileIdentity: identity, length: committed.length, path: outputPath)
         } else {
             // A new (or rotated) output file: what it holds already is not ours. Commit its
             // identity before writing, so that a kill during the first batch is cut away next time.
             commit = ChangeTokenFile.OutputCommit(fileIdentity: identity, length: size, path: outputPath)
-            state.output = commit
-            try state.write(to: tokenPath)
+            tokens.state.output = commit
+            try tokens.write()
         }
         guard lseek(descriptor, off_t(commit!.length), SEEK_SET) >= 0 else { throw CommandFailure.system(.cannotCreateOutput, "cannot seek in \(outputPath)") }
     }
