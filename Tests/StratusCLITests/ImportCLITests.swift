@@ -397,6 +397,43 @@ struct ImportCLITests {
         }
     }
 
+    @Test("several failing lines with the same record name are each rejected, reported and counted once")
+    func sameNameRejectedLines() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            #expect(try await cli.run(["import"], stdin: Input.note("x", title: "first", count: 1) + "\n").exitCode == 0)
+            let input = (1...3).map { Input.note("x", title: "again \($0)", count: $0) }.joined(separator: "\n") + "\n" + Input.note("y", title: "new", count: 4) + "\n"
+            let rejects = store.path("same-name.rejects")
+            let result = try await cli.run(["import", try cli.file("same.ndjson", input), "--mode", "create", "--reject-file", rejects])
+            #expect(result.exitCode == 1, "\(result)")
+            Summary.expectImport(result, imported: 1, failed: 3)
+            let lines = try RejectLine.read(rejects)
+            #expect(lines.map(\.line) == [1, 2, 3], "\(lines)")
+            #expect(lines.allSatisfy { $0.recordName == "x" && $0.error.contains("exists") }, "\(lines)")
+        }
+    }
+
+    @Test("--max-errors N stops at the (N+1)th reject also when the store rejects them, whatever the batch size")
+    func maxErrorsAtWriteTime() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            // Every tenth record exists already, so create mode rejects n10, n20, …
+            let existing = stride(from: 10, through: 1_000, by: 10).map { Input.note("n\($0)", title: "old", count: $0) + "\n" }.joined()
+            let input = try cli.file("all.ndjson", Input.notes(1_000))
+            for size in ["100", "2000"] {
+                let target = store.path("limit-\(size).sqlite")
+                #expect(try await cli.run(["import", "--store", target], stdin: existing).exitCode == 0)
+                let rejects = store.path("limit-\(size).rejects")
+                let result = try await cli.run(["import", input, "--store", target, "--mode", "create", "--max-errors", "5", "--batch-size", size, "--reject-file", rejects])
+                #expect(result.exitCode == 65, "\(result)")
+                #expect(result.stderr.contains("--max-errors 5"), "\(result)")
+                #expect(try RejectLine.read(rejects).map(\.line) == [10, 20, 30, 40, 50, 60], "--batch-size \(size)")
+                let names = Set(try await cli.exported("Note", extra: ["--store", target]).keys)
+                #expect(names.contains("n59") && !names.contains("n61"), "--batch-size \(size): written up to the sixth reject and nothing after")
+            }
+        }
+    }
+
     @Test("input that cannot be read as records at all: exit 65 with the position on stderr")
     func unreadableInput() async throws {
         try await TemporaryStore.with { store in
