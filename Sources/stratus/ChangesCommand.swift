@@ -81,7 +81,7 @@ struct ChangesCommand: Command {
     func run() async throws -> ExitCode {
         do {
             if let compactKeepDays {
-                let removed = try await store.openDatabase().compactChangeHistory(retention: compactKeepDays * 86_400)
+                let removed = try await store.openDatabase(.existing).compactChangeHistory(retention: compactKeepDays * 86_400)
                 StratusCommand.log("removed \(removed.recordTombstonesRemoved) record tombstone(s) and \(removed.zoneTombstonesRemoved) zone tombstone(s)")
                 return .success
             }
@@ -96,10 +96,11 @@ struct ChangesCommand: Command {
     }
 
     private func export(tokenPath: String) async throws -> ExitCode {
+        let database = try store.openDatabase(.existing)
         try ChangeTokenFile.lock(tokenPath)
         let tokens = try ChangeTokenFileStore(path: tokenPath)
         let sink = try ChangeSink(outputPath: outputPath, tokens: tokens)
-        let feed = RecordZoneChangeFeed(database: try store.openDatabase(), zoneID: store.zoneID, desiredKeys: fields, batchSize: batchSize)
+        let feed = RecordZoneChangeFeed(database: database, zoneID: store.zoneID, desiredKeys: fields, batchSize: batchSize)
         Interruption.install { feed.cancel() }
         let summary = try await feed.run(tokens: tokens, limit: limit) { batch in
             var text = ""

@@ -18,7 +18,7 @@ struct CountCommand: Command {
     }
 
     func run() async throws -> ExitCode {
-        let database = try store.openDatabase()
+        let database = try store.openDatabase(.existing)
         var count = 0
         for try await _ in database.allRecords(matching: query, inZoneWith: store.zoneID, desiredKeys: [], pageSize: 1_000) {
             count += 1

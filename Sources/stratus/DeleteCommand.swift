@@ -59,7 +59,7 @@ struct DeleteCommand: Command {
     }
 
     func run() async throws -> ExitCode {
-        let database = try store.openDatabase()
+        let database = try store.openDatabase(.existing)
         let progress = Progress(style: progressStyle, verb: dryRun ? "counted" : "deleted")
         if dryRun {
             var count = 0

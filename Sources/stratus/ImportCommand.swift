@@ -101,7 +101,10 @@ struct ImportCommand: Command {
         readOptions.zoneID = store.zoneID
         readOptions.csvRecordType = csvType
         readOptions.csvTypes = csvTypes
-        let container = try store.openContainer()
+        let rejects = try RejectFile(path: rejectPath)
+        let checkpoint = checkpointPath.map { CheckpointFile(path: $0, input: input.identity, inputSize: input.size) }
+        // A dry run writes nothing, so it needs a store that exists (for its schemas).
+        let container = try store.openContainer(dryRun ? .existing : .createIfMissing)
         let database = container.database(with: store.scope)
         for schema in try await container.schemas() { readOptions.schemas[schema.recordType] = schema }
         let reader: RecordReader
@@ -110,8 +113,6 @@ struct ImportCommand: Command {
         } catch let error as StratusError {
             throw CommandFailure(.dataError, "the input cannot be read: \(error.message)")
         }
-        let checkpoint = checkpointPath.map { CheckpointFile(path: $0, input: input.identity, inputSize: input.size) }
-        let rejects = try RejectFile(path: rejectPath)
         let progress = Progress(style: progressStyle, verb: dryRun ? "checked" : "imported")
 
         var options = RecordImporter.Options()

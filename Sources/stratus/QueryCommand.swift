@@ -37,7 +37,7 @@ struct QueryCommand: Command {
     }
 
     func run() async throws -> ExitCode {
-        let database = try store.openDatabase()
+        let database = try store.openDatabase(.existing)
         let page: (matchResults: [(Record.ID, Result<Record, any Error>)], queryCursor: QueryOperation.Cursor?)
         if let cursor {
             let decoded = try QueryOperation.Cursor(serialized: cursor)

@@ -15,13 +15,25 @@ extension OptionGroup {
 
 /// The store options' values.
 struct StoreOptions {
+    /// Whether a command only reads, or may create the store it writes to.
+    enum Access {
+        /// The store must exist (exit 66 otherwise); nothing is created, not even its folder.
+        case existing
+        /// A missing store is created, and stderr says so.
+        case createIfMissing
+    }
+
     var storePath: String?
     var containerIdentifier = "default"
     var scope = Database.Scope.public
     var zoneID = RecordZone.ID.default
     var userName: String?
 
+    /// - Throws: ``UsageError`` for an unknown database or an empty name.
     init(_ arguments: ParsedArguments) throws {
+        for option in ["--store", "--container", "--user", "--zone"] where arguments.value(option) == "" {
+            throw UsageError(message: "\(option) needs a non-empty value")
+        }
         storePath = arguments.value("--store")
         if let container = arguments.value("--container") { containerIdentifier = container }
         if let database = arguments.value("--database") {
@@ -36,11 +48,29 @@ struct StoreOptions {
         userName = arguments.value("--user")
     }
 
-    func openContainer() throws -> Container {
-        try Container(identifier: containerIdentifier, storePath: storePath, userName: userName)
+    /// The store file: `--store`, else `$STRATUS_STORE`, else the container's default path.
+    var resolvedStorePath: String {
+        storePath ?? SQLiteEngine.defaultStorePath(containerIdentifier: containerIdentifier)
     }
 
-    func openDatabase() throws -> Database {
-        try openContainer().database(with: scope)
+    /// Opens the container. A read (`.existing`) never creates a store: a typo'd path or a
+    /// forgotten `--store` is exit 66, not an empty answer.
+    ///
+    /// - Throws: ``CommandFailure`` `inputMissing` when the store must exist and does not.
+    func openContainer(_ access: Access) throws -> Container {
+        let path = resolvedStorePath
+        let existed = FileManager.default.fileExists(atPath: path)
+        if !existed && access == .existing {
+            let fromEnvironment = ProcessInfo.processInfo.environment["STRATUS_STORE"]?.isEmpty == false
+            let origin = storePath != nil ? "--store" : fromEnvironment ? "$STRATUS_STORE" : "the container's default store"
+            throw CommandFailure(.inputMissing, "there is no store at \(path) (\(origin)); only import and zones create make a new store")
+        }
+        let container = try Container(identifier: containerIdentifier, storePath: path, userName: userName)
+        if !existed { StratusCommand.log("created a new store at \(path)") }
+        return container
+    }
+
+    func openDatabase(_ access: Access) throws -> Database {
+        try openContainer(access).database(with: scope)
     }
 }

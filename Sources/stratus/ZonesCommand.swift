@@ -53,7 +53,7 @@ struct ZonesCommand: Command {
     }
 
     func run() async throws -> ExitCode {
-        let database = try store.openDatabase()
+        let database = try store.openDatabase(action.isCreate ? .createIfMissing : .existing)
         switch action {
         case .list:
             for zone in try await database.allRecordZones() { print(RecordJSONWriter.json(for: zone)) }

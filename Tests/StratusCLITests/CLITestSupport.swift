@@ -81,6 +81,12 @@ struct CLI: Sendable {
 
     // MARK: - Store inspection through the tool itself
 
+    /// Creates the store (empty) the way a user would: an import of nothing.
+    func createStore(extra: [String] = []) async throws {
+        let result = try await run(["import", "--quiet"] + extra, stdin: "")
+        #expect(result.exitCode == 0, "\(result)")
+    }
+
     /// `stratus count --type TYPE`, required to succeed.
     func count(_ type: String, where predicate: String? = nil, extra: [String] = []) async throws -> Int {
         var arguments = ["count", "--type", type] + extra

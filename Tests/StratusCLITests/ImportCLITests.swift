@@ -316,6 +316,9 @@ struct ImportCLITests {
     func dryRun() async throws {
         try await TemporaryStore.with { store in
             let cli = try CLI(store)
+            let missing = try await cli.run(["import", try cli.file("one.ndjson", Input.notes(1)), "--dry-run"])
+            #expect(missing.exitCode == 66 && !cli.exists(cli.storePath), "a dry run writes nothing, so it creates no store: \(missing)")
+            try await cli.createStore()
             let input = Input.notes(3) + "{\"recordName\":\"x\"\n" + Input.note("_system", title: "reserved", count: 0) + "\n"
             let path = try cli.file("input.ndjson", input)
             let rejects = store.path("dry.rejects")
@@ -480,7 +483,7 @@ struct ImportCLITests {
                 #expect(usage.stdout.isEmpty, "usage errors go to stderr: \(usage)")
                 #expect(usage.stderrLines.count == 2 && usage.stderr.contains("Run 'stratus import --help' for usage."), "one line and a pointer to the help: \(usage)")
             }
-            #expect(try await cli.count("Note") == 0)
+            #expect(!cli.exists(cli.storePath), "a usage error creates no store")
         }
     }
 
@@ -490,7 +493,7 @@ struct ImportCLITests {
             let cli = try CLI(store)
             let result = try await cli.run(["import", try cli.file("in.ndjson", Input.notes(2)), "--reject-file", store.path("no/such/dir/rejects")])
             #expect(result.exitCode == 73, "\(result)")
-            #expect(try await cli.count("Note") == 0)
+            #expect(!cli.exists(cli.storePath), "nothing imported, not even a store created")
         }
     }
 
@@ -500,6 +503,7 @@ struct ImportCLITests {
     func quietAndJSONProgress() async throws {
         try await TemporaryStore.with { store in
             let cli = try CLI(store)
+            try await cli.createStore()
             let quiet = try await cli.run(["import", try cli.file("a.ndjson", Input.notes(3)), "--quiet"])
             #expect(quiet.exitCode == 0, "\(quiet)")
             #expect(quiet.stderr.isEmpty, "\(quiet)")
@@ -532,7 +536,7 @@ struct ImportCLITests {
             let viaOption = try await cli.run(["import", "--store", other, "--database", "private", "--user", "alice"], stdin: Input.notes(2))
             #expect(viaOption.exitCode == 0, "\(viaOption)")
             #expect(cli.exists(other))
-            #expect(try await cli.count("Note") == 0, "the STRATUS_STORE store is untouched")
+            #expect(!cli.exists(cli.storePath), "the STRATUS_STORE store is untouched")
             #expect(try await cli.count("Note", extra: ["--store", other]) == 0, "private records are not in the public database")
             #expect(try await cli.count("Note", extra: ["--store", other, "--database", "private", "--user", "alice"]) == 2)
             #expect(try await cli.count("Note", extra: ["--store", other, "--database", "private", "--user", "bob"]) == 0)
