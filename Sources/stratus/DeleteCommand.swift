@@ -12,7 +12,8 @@ struct DeleteCommand: Command {
         "stratus delete --type TYPE (--where PREDICATE | --all) (--yes | --dry-run) [progress options] [store options]",
     ]
     static let discussion = """
-        Deletes the named records, or every record of TYPE matching PREDICATE, in batches of 400.
+        Deletes the named records, or the records of TYPE matching PREDICATE (every record of TYPE
+        only with --all or --where TRUEPREDICATE), in batches of 400.
         Records that reference a deleted record with .deleteSelf are deleted with it. Deleting
         needs --yes; --dry-run only counts what would be deleted. A name that does not exist is
         not an error. SIGINT or SIGTERM stops after the current batch (exit 130/143).
@@ -52,6 +53,10 @@ struct DeleteCommand: Command {
         if type != nil && !names.isEmpty { throw UsageError(message: "delete by names or by --type/--where, not both") }
         if predicateText != nil && type == nil { throw UsageError(message: "--where needs --type") }
         if arguments.flag("--all") && type == nil { throw UsageError(message: "--all needs --type") }
+        if arguments.flag("--all") && predicateText != nil { throw UsageError(message: "--all and --where do not go together") }
+        if type != nil && predicateText == nil && !arguments.flag("--all") {
+            throw UsageError(message: "--type without --where would delete every record of the type; say --all (or --where TRUEPREDICATE) to mean that")
+        }
         if !arguments.flag("--yes") && !arguments.flag("--dry-run") { throw UsageError(message: "deleting needs --yes (or --dry-run to count first)") }
         return DeleteCommand(
             store: try StoreOptions(arguments), names: names, type: type, predicate: try predicateText.map(QuerySelection.predicate),
