@@ -58,63 +58,37 @@ struct ChangeTokenFile: Equatable {
         return state
     }
 
-    /// Replaces the file with this state, durably.
+    /// Replaces the file with this state, durably (see ``KeptFile/replace(_:with:)``).
     ///
     /// - Throws: ``CommandFailure`` `cannotCreateOutput` when it cannot be written.
-    func write(to path: String) throws {
+    func write(to resolvedPath: String) throws {
         var text = (token?.serialized ?? "") + "\n"
         if let output { text += "output-file=\(output.fileIdentity)\noutput-length=\(output.length)\noutput-path=\(output.path)\n" }
-        let temporary = path + ".tmp-\(getpid())"
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        guard descriptor >= 0 else { throw CommandFailure.system(.cannotCreateOutput, "cannot create \(temporary)") }
-        do {
-            try FileDescriptorOutput.writeAll(Data(text.utf8), to: descriptor, name: temporary)
-            guard fsync(descriptor) == 0 else { throw CommandFailure.system(.cannotCreateOutput, "cannot sync \(temporary)") }
-        } catch {
-            close(descriptor)
-            unlink(temporary)
-            throw error
-        }
-        close(descriptor)
-        guard rename(temporary, path) == 0 else {
-            let error = CommandFailure.system(.cannotCreateOutput, "cannot move the token into place at \(path)")
-            unlink(temporary)
-            throw error
-        }
-        // The rename is durable only once the folder is synced.
-        let folder = open(URL(fileURLWithPath: path).deletingLastPathComponent().path, O_RDONLY | O_DIRECTORY)
-        if folder >= 0 {
-            fsync(folder)
-            close(folder)
-        }
-    }
-
-    /// Holds an exclusive lock on `path.lock` for the life of the process, so that two runs of
-    /// the same job (an overlapping cron) never read the same token and export twice.
-    ///
-    /// - Throws: ``CommandFailure`` `temporaryFailure` when another run holds it.
-    static func lock(_ path: String) throws {
-        let lockPath = path + ".lock"
-        let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw CommandFailure.system(.cannotCreateOutput, "cannot create the lock file \(lockPath)") }
-        if flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
-            close(descriptor)
-            throw CommandFailure(.temporaryFailure, "another run is using the token file \(path) (it holds \(lockPath)); try again later")
-        }
-        // Deliberately never closed: the kernel releases the lock when the process ends, however it ends.
+        try KeptFile.replace(resolvedPath, with: Data(text.utf8))
     }
 }
 
 /// The token file as the change feed's token store: the token and the output's committed
 /// state are written together, after the batch before them was written and synced.
+///
+/// The file is locked and written as the file its name resolves to, so that a symbolic link to
+/// it names the same job (two runs through two names exclude each other) and stays a link.
 final class ChangeTokenFileStore: ChangeTokenStore {
+    /// The name the user gave.
     let path: String
+    /// The file that name resolves to.
+    let resolvedPath: String
     var state: ChangeTokenFile
 
-    /// - Throws: ``CommandFailure`` when the file cannot be read or is not a token file.
+    /// Locks the token file (held until the process ends) and reads it.
+    ///
+    /// - Throws: ``CommandFailure`` `temporaryFailure` when another run holds it; others when
+    ///   the file cannot be read or is not a token file.
     init(path: String) throws {
         self.path = path
-        state = try ChangeTokenFile.read(path)
+        resolvedPath = KeptFile.resolve(path)
+        try KeptFile.lock(resolvedPath, named: path, what: "token file")
+        state = try ChangeTokenFile.read(resolvedPath)
     }
 
     func loadToken() throws -> ServerChangeToken? { state.token }
@@ -126,7 +100,7 @@ final class ChangeTokenFileStore: ChangeTokenStore {
 
     /// Writes the state as it is now (the output's identity before its first batch).
     func write() throws {
-        try state.write(to: path)
+        try state.write(to: resolvedPath)
     }
 }
 

@@ -97,7 +97,6 @@ struct ChangesCommand: Command {
 
     private func export(tokenPath: String) async throws -> ExitCode {
         let database = try store.openDatabase(.existing)
-        try ChangeTokenFile.lock(tokenPath)
         let tokens = try ChangeTokenFileStore(path: tokenPath)
         let sink = try ChangeSink(outputPath: outputPath, tokens: tokens)
         let feed = RecordZoneChangeFeed(database: database, zoneID: store.zoneID, desiredKeys: fields, batchSize: batchSize)

@@ -6,6 +6,7 @@ import Stratus
 ///
 /// Saved after every settled batch by writing a temporary file, syncing it and renaming it
 /// over the old one, so that a crash leaves either the old or the new checkpoint, never half.
+/// Locked while an import uses it (a second import with the same checkpoint exits 75).
 ///
 /// ```
 /// {"input":"/data/records.ndjson","inputSize":104857600,"committedItems":42000}
@@ -17,20 +18,28 @@ final class CheckpointFile: ImportCheckpointStore {
         var committedItems: Int
     }
 
+    /// The name the user gave.
     let path: String
+    /// The file that name resolves to: locked and written, so that a link stays a link.
+    private let resolvedPath: String
     private let input: String
     private let inputSize: Int64?
 
-    init(path: String, input: String, inputSize: Int64?) {
+    /// Locks the checkpoint (held until the process ends), as `changes` locks its token file.
+    ///
+    /// - Throws: ``CommandFailure`` `temporaryFailure` (exit 75) when another import holds it.
+    init(path: String, input: String, inputSize: Int64?) throws {
         self.path = path
+        resolvedPath = KeptFile.resolve(path)
         self.input = input
         self.inputSize = inputSize
+        try KeptFile.lock(resolvedPath, named: path, what: "checkpoint")
     }
 
     /// - Throws: ``UsageError`` when the file is not a checkpoint or belongs to another input.
     func load() throws -> ImportCheckpoint? {
-        guard FileManager.default.fileExists(atPath: path) else { return nil }
-        guard let data = FileManager.default.contents(atPath: path), let contents = try? JSONDecoder().decode(Contents.self, from: data) else {
+        guard FileManager.default.fileExists(atPath: resolvedPath) else { return nil }
+        guard let data = FileManager.default.contents(atPath: resolvedPath), let contents = try? JSONDecoder().decode(Contents.self, from: data) else {
             throw UsageError(message: "the checkpoint file \(path) is not a Stratus checkpoint; remove it to start over")
         }
         guard contents.input == input && contents.inputSize == inputSize else {
@@ -42,21 +51,10 @@ final class CheckpointFile: ImportCheckpointStore {
     /// - Throws: ``CommandFailure`` `cannotCreateOutput` when it cannot be written.
     func save(_ checkpoint: ImportCheckpoint) throws {
         let data = try JSONEncoder().encode(Contents(input: input, inputSize: inputSize, committedItems: checkpoint.itemsSettled))
-        let temporary = path + ".tmp"
-        guard FileManager.default.createFile(atPath: temporary, contents: data) else {
-            throw CommandFailure(.cannotCreateOutput, "cannot write the checkpoint file \(temporary)")
-        }
-        let descriptor = open(temporary, O_RDONLY)
-        if descriptor >= 0 {
-            fsync(descriptor)
-            close(descriptor)
-        }
-        guard rename(temporary, path) == 0 else {
-            throw CommandFailure.system(.cannotCreateOutput, "cannot move the checkpoint into place at \(path)")
-        }
+        try KeptFile.replace(resolvedPath, with: data)
     }
 
     func remove() throws {
-        try? FileManager.default.removeItem(atPath: path)
+        try? FileManager.default.removeItem(atPath: resolvedPath)
     }
 }

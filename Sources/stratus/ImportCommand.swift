@@ -102,7 +102,7 @@ struct ImportCommand: Command {
         readOptions.csvRecordType = csvType
         readOptions.csvTypes = csvTypes
         let rejects = try RejectFile(path: rejectPath)
-        let checkpoint = checkpointPath.map { CheckpointFile(path: $0, input: input.identity, inputSize: input.size) }
+        let checkpoint = try checkpointPath.map { try CheckpointFile(path: $0, input: input.identity, inputSize: input.size) }
         // A dry run writes nothing, so it needs a store that exists (for its schemas).
         let container = try store.openContainer(dryRun ? .existing : .createIfMissing)
         let database = container.database(with: store.scope)

@@ -244,6 +244,38 @@ struct ChangesCLITests {
         }
     }
 
+    @Test("a token file through a symbolic link is locked and written as its target: both names exclude each other, and the link stays a link")
+    func tokenFileThroughALink() async throws {
+        let stratus = try ChildProcess.builtExecutable("stratus")
+        try await ZoneTestStore.with { fixture async throws in
+            let database = fixture.container().privateCloudDatabase
+            try await database.save(makeRecord("Note", "a"))
+            let tokenFile = fixture.store.path("real.token")
+            let link = fixture.store.path("link.token")
+            #expect(symlink(tokenFile, link) == 0)
+            let options = Self.options(fixture)
+
+            // A run through the link while another holds the target's lock is refused.
+            let lock = open(tokenFile + ".lock", O_RDWR | O_CREAT, 0o644)
+            #expect(lock >= 0 && flock(lock, LOCK_EX) == 0)
+            let refused = try await ZoneTestProgram.run(stratus, ["changes", "--token-file", link] + options, in: fixture.store)
+            #expect(refused.exitCode == 75, "\(refused.stderr)")
+            #expect(refused.stdout.isEmpty)
+            close(lock)
+
+            let first = try await ZoneTestProgram.run(stratus, ["changes", "--token-file", link] + options, in: fixture.store)
+            #expect(first.exitCode == 0 && first.stdoutLines.count == 1, "\(first.stderr)")
+            var info = stat()
+            #expect(lstat(link, &info) == 0 && (info.st_mode & S_IFMT) == S_IFLNK, "the link is still a link")
+            #expect(try String(contentsOfFile: tokenFile, encoding: .utf8).hasPrefix("stk1_"), "the token went to the link's target")
+            // Both names now give the same state: nothing new through either.
+            for name in [tokenFile, link] {
+                let again = try await ZoneTestProgram.run(stratus, ["changes", "--token-file", name] + options, in: fixture.store)
+                #expect(again.exitCode == 0 && again.stdout.isEmpty, "\(again.stderr)")
+            }
+        }
+    }
+
     @Test("usage errors exit 64; changes compact removes old tombstones")
     func usageAndCompaction() async throws {
         let stratus = try ChildProcess.builtExecutable("stratus")
