@@ -13,7 +13,14 @@ import Stratus
 /// output-file=2049:1311042
 /// output-length=52817
 /// output-path=/var/exports/photos-2026-11-21.ndjson
+/// output-link=/var/lib/jobs/photos.token.output-9f2c41d07ab3e8c5
 /// ```
+///
+/// `output-link` is a hard link the tool keeps to the output file it committed last (beside
+/// the token file, or hidden beside the output when they are on different file systems). It
+/// keeps that file's inode in use, so a file made later under the same name (after the
+/// consumer deleted the old one) can never get its device and inode number and be taken for
+/// it; and the tool can cut the file back even after it was moved away.
 struct ChangeTokenFile: Equatable {
     var token: ServerChangeToken?
     /// The output file the last batch went to, and how much of it is committed.
@@ -24,6 +31,8 @@ struct ChangeTokenFile: Equatable {
         var fileIdentity: String
         var length: Int64
         var path: String
+        /// The hard link that holds the file (nil in token files of older versions).
+        var link: String?
     }
 
     /// Reads the state; a missing or empty file means "from the beginning".
@@ -44,17 +53,20 @@ struct ChangeTokenFile: Equatable {
                 throw CommandFailure(.dataError, "the token file \(path) does not hold a change token (\(error)); remove it to start from the beginning")
             }
         }
-        var identity: String?, length: Int64?, outputPath: String?
+        var identity: String?, length: Int64?, outputPath: String?, link: String?
         for line in lines.dropFirst() where !line.isEmpty {
             let parts = line.split(separator: "=", maxSplits: 1).map(String.init)
             switch (parts.first, parts.count) {
             case ("output-file", 2): identity = parts[1]
             case ("output-length", 2): length = Int64(parts[1])
             case ("output-path", 2): outputPath = parts[1]
+            case ("output-link", 2): link = parts[1]
             default: throw CommandFailure(.dataError, "the token file \(path) has an unknown line '\(line.prefix(40))'")
             }
         }
-        if let identity, let length, let outputPath { state.output = OutputCommit(fileIdentity: identity, length: length, path: outputPath) }
+        if let identity, let length, let outputPath {
+            state.output = OutputCommit(fileIdentity: identity, length: length, path: outputPath, link: link)
+        }
         return state
     }
 
@@ -63,7 +75,10 @@ struct ChangeTokenFile: Equatable {
     /// - Throws: ``CommandFailure`` `cannotCreateOutput` when it cannot be written.
     func write(to resolvedPath: String) throws {
         var text = (token?.serialized ?? "") + "\n"
-        if let output { text += "output-file=\(output.fileIdentity)\noutput-length=\(output.length)\noutput-path=\(output.path)\n" }
+        if let output {
+            text += "output-file=\(output.fileIdentity)\noutput-length=\(output.length)\noutput-path=\(output.path)\n"
+            if let link = output.link { text += "output-link=\(link)\n" }
+        }
         try KeptFile.replace(resolvedPath, with: Data(text.utf8))
     }
 }

@@ -98,7 +98,7 @@ struct ChangesCommand: Command {
     private func export(tokenPath: String) async throws -> ExitCode {
         let database = try store.openDatabase(.existing)
         let tokens = try ChangeTokenFileStore(path: tokenPath)
-        let sink = try ChangeSink(outputPath: outputPath, tokens: tokens)
+        let sink = try ChangeOutput(outputPath: outputPath, tokens: tokens)
         let feed = RecordZoneChangeFeed(database: database, zoneID: store.zoneID, desiredKeys: fields, batchSize: batchSize)
         Interruption.install { feed.cancel() }
         let summary = try await feed.run(tokens: tokens, limit: limit) { batch in
@@ -117,72 +117,5 @@ struct ChangesCommand: Command {
         let written = summary.changed + summary.deleted
         StratusCommand.log("wrote \(written) change(s) (\(summary.changed) record(s), \(summary.deleted) deletion(s)) from zone \(store.zoneID.zoneName)\(summary.moreComing ? "; more remain" : ""); token saved in \(tokenPath)")
         return summary.end == .cancelled ? ExitCode.stopped(by: Interruption.signal) : .success
-    }
-}
-
-/// Where `stratus changes` writes: stdout, or an output file it commits with the token.
-private final class ChangeSink {
-    private let descriptor: Int32
-    private let name: String
-    /// For an output file: its identity, path and committed length.
-    private var commit: ChangeTokenFile.OutputCommit?
-
-    /// Opens the output. First cuts the last output file back to its committed length, which
-    /// drops what a killed run wrote after its last commit, also when this run writes to
-    /// another file; then records a new file's identity before anything is written to it.
-    init(outputPath: String?, tokens: ChangeTokenFileStore) throws {
-        guard let outputPath else {
-            descriptor = STDOUT_FILENO
-            name = "stdout"
-            return
-        }
-        name = outputPath
-        if let committed = tokens.state.output { try Self.cutBack(committed) }
-        descriptor = open(outputPath, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw CommandFailure.system(.cannotCreateOutput, "cannot open the output file \(outputPath)") }
-        let (identity, size) = try FileDescriptorOutput.identity(of: descriptor)
-        if let committed = tokens.state.output, committed.fileIdentity == identity {
-            commit = ChangeTokenFile.OutputCommit(fileIdentity: identity, length: committed.length, path: outputPath)
-        } else {
-            // A new (or rotated) output file: what it holds already is not ours. Commit its
-            // identity before writing, so that a kill during the first batch is cut away next time.
-            commit = ChangeTokenFile.OutputCommit(fileIdentity: identity, length: size, path: outputPath)
-            tokens.state.output = commit
-            try tokens.write()
-        }
-        guard lseek(descriptor, off_t(commit!.length), SEEK_SET) >= 0 else { throw CommandFailure.system(.cannotCreateOutput, "cannot seek in \(outputPath)") }
-    }
-
-    /// Truncates the committed output file to its committed length, when it is still there.
-    private static func cutBack(_ committed: ChangeTokenFile.OutputCommit) throws {
-        let descriptor = open(committed.path, O_WRONLY | O_CLOEXEC)
-        // Gone (rotated after a successful run): nothing of it is uncommitted.
-        guard descriptor >= 0 else { return }
-        defer { close(descriptor) }
-        let (identity, size) = try FileDescriptorOutput.identity(of: descriptor)
-        guard identity == committed.fileIdentity else { return }
-        guard size >= committed.length else {
-            throw CommandFailure(.dataError, "the output file \(committed.path) is shorter (\(size) bytes) than its committed \(committed.length) bytes; something else changed it. Restore it, or remove the token file to start over")
-        }
-        guard size == committed.length || (ftruncate(descriptor, off_t(committed.length)) == 0 && fsync(descriptor) == 0) else {
-            throw CommandFailure.system(.cannotCreateOutput, "cannot cut \(committed.path) back to its committed length")
-        }
-    }
-
-    deinit {
-        if descriptor != STDOUT_FILENO { close(descriptor) }
-    }
-
-    /// Writes `data` and makes it durable; answers the output's new committed state (`nil` for stdout).
-    func append(_ data: Data) throws -> ChangeTokenFile.OutputCommit? {
-        try FileDescriptorOutput.writeAll(data, to: descriptor, name: name)
-        // stdout may be a pipe or terminal, which cannot be synced; a redirected file can.
-        if fsync(descriptor) != 0 && errno != EINVAL && errno != EROFS {
-            throw CommandFailure.system(.cannotCreateOutput, "cannot sync \(name)")
-        }
-        guard var commit else { return nil }
-        commit.length += Int64(data.count)
-        self.commit = commit
-        return commit
     }
 }

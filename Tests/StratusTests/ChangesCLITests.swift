@@ -132,6 +132,32 @@ struct ChangesCLITests {
         }
     }
 
+    @Test("--output: an output file the consumer deleted, made again under the same name (often with the same inode number), is a new file: no NUL bytes, no refusal")
+    func deletedOutputNameReused() async throws {
+        let stratus = try ChildProcess.builtExecutable("stratus")
+        try await ZoneTestStore.with { fixture async throws in
+            let database = fixture.container().privateCloudDatabase
+            let tokenFile = fixture.store.path("t.token")
+            let output = fixture.store.path("out.ndjson")
+            let arguments = ["changes", "--token-file", tokenFile, "--output", output] + Self.options(fixture)
+            for round in 0..<6 {
+                try await database.save(makeRecord("Note", "r\(round)", ["text": .string(String(repeating: "x", count: 2_000 * (6 - round)))]))
+                let run = try await ZoneTestProgram.run(stratus, arguments, in: fixture.store)
+                #expect(run.exitCode == 0, "round \(round): \(run.stderr)")
+                let data = try Data(contentsOf: URL(fileURLWithPath: output))
+                #expect(!data.contains(0), "round \(round): the output holds NUL bytes")
+                let names = String(decoding: data, as: UTF8.self).split(separator: "\n").map { line in
+                    (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["recordName"] as? String
+                }
+                #expect(names == ["r\(round)"], "round \(round)")
+                // The consumer takes the file and deletes it; the next run uses the name again.
+                try FileManager.default.removeItem(atPath: output)
+            }
+            let links = try FileManager.default.contentsOfDirectory(atPath: fixture.store.directory.path).filter { $0.hasPrefix("t.token.output-") }
+            #expect(links.count == 1, "one link holds the last output file: \(links)")
+        }
+    }
+
     /// The cron guarantee end to end: writer processes change the zone while `stratus changes
     /// --output` runs again and again, each run writing a new file and many runs killed with
     /// SIGKILL (at a random moment, or just after it wrote output, before or after its commit);
