@@ -101,6 +101,10 @@ struct ImportCommand: Command {
         readOptions.zoneID = store.zoneID
         readOptions.csvRecordType = csvType
         readOptions.csvTypes = csvTypes
+        if let rejectPath, Self.sameFile(rejectPath, as: input.handle.fileDescriptor) {
+            // Appending rejects to the input would make them input again, until the disk is full.
+            throw UsageError(message: "--reject-file \(rejectPath) is the input itself; name another file")
+        }
         let rejects = try RejectFile(path: rejectPath)
         let checkpoint = try checkpointPath.map { try CheckpointFile(path: $0, input: input.identity, inputSize: input.size) }
         // A dry run writes nothing, so it needs a store that exists (for its schemas).
@@ -166,6 +170,13 @@ struct ImportCommand: Command {
     private func json(_ summary: RecordImporter.Summary) -> [String: Int] {
         if dryRun { return ["valid": summary.valid, "failed": summary.failed] }
         return ["imported": summary.created, "updated": summary.updated, "unchanged": summary.unchanged, "deleted": summary.deleted, "failed": summary.failed]
+    }
+
+    /// Whether `path` names the open file `descriptor` (same device and inode).
+    private static func sameFile(_ path: String, as descriptor: Int32) -> Bool {
+        var named = stat(), open = stat()
+        guard stat(path, &named) == 0, fstat(descriptor, &open) == 0 else { return false }
+        return named.st_dev == open.st_dev && named.st_ino == open.st_ino
     }
 
     private struct Input {

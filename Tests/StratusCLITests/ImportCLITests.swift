@@ -487,6 +487,26 @@ struct ImportCLITests {
         }
     }
 
+    @Test("a reject file that is the input (by name, through a link, or as stdin) is refused with exit 64 before anything is read")
+    func rejectFileIsTheInput() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            let input = Input.notes(2) + "{broken\n"
+            let path = try cli.file("in.ndjson", input)
+            let link = store.path("link.ndjson")
+            #expect(symlink(path, link) == 0)
+            for arguments in [["import", path, "--reject-file", path], ["import", path, "--reject-file", link], ["import", link, "--reject-file", path]] {
+                let result = try await cli.run(arguments)
+                #expect(result.exitCode == 64, "\(result)")
+                #expect(result.stderr.contains("is the input"), "\(result)")
+            }
+            let piped = try await cli.shell(#"exec "$STRATUS" import --reject-file in.ndjson < in.ndjson"#)
+            #expect(piped.exitCode == 64, "\(piped)")
+            #expect(cli.read(path) == input, "the input is untouched")
+            #expect(!cli.exists(cli.storePath))
+        }
+    }
+
     @Test("an unwritable reject file is exit 73 before anything is imported")
     func unwritableRejectFile() async throws {
         try await TemporaryStore.with { store in
