@@ -110,6 +110,13 @@ struct ImportCommand: Command {
         // A dry run writes nothing, so it needs a store that exists (for its schemas).
         let container = try store.openContainer(dryRun ? .existing : .createIfMissing)
         let database = container.database(with: store.scope)
+        if atomic {
+            // Refuse before reading: outside atomic zones the store applies requests item by item.
+            let zone = try? await database.recordZone(for: store.zoneID)
+            if let zone, !zone.capabilities.contains(.atomic) {
+                throw UsageError(message: "--atomic: zone '\(store.zoneID.zoneName)' was created without the atomic capability (zones create --no-atomic), so the store would write its records one by one; import without --atomic, or into an atomic zone")
+            }
+        }
         for schema in try await container.schemas() { readOptions.schemas[schema.recordType] = schema }
         let reader: RecordReader
         do {

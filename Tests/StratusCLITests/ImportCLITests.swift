@@ -312,6 +312,30 @@ struct ImportCLITests {
         }
     }
 
+    @Test("--atomic into a zone without the atomic capability is refused with exit 64 saying why, and nothing is written")
+    func atomicIntoNonAtomicZone() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            #expect(try await cli.run(["zones", "create", "Loose", "--no-atomic"]).exitCode == 0)
+            // 1,000 records, one of which the store rejects: nothing may be written.
+            #expect(try await cli.run(["import", "--zone", "Loose"], stdin: Input.note("n500", title: "old", count: 0) + "\n").exitCode == 0)
+            let input = try cli.file("notes.ndjson", Input.notes(1_000))
+            let refused = try await cli.run(["import", input, "--zone", "Loose", "--atomic", "--mode", "create"])
+            #expect(refused.exitCode == 64, "\(refused)")
+            #expect(refused.stderr.contains("atomic capability"), "\(refused)")
+            #expect(try await cli.count("Note", extra: ["--zone", "Loose"]) == 1)
+
+            // Records that name the zone themselves are refused the same way.
+            let named = (1...3).map {
+                #"{"recordName":"z\#($0)","recordType":"Note","fields":{},"zoneID":{"zoneName":"Loose"}}"#
+            }.joined(separator: "\n") + "\n"
+            let viaRecords = try await cli.run(["import", "--atomic"], stdin: named)
+            #expect(viaRecords.exitCode == 64, "\(viaRecords)")
+            #expect(viaRecords.stderr.contains("atomic capability"), "\(viaRecords)")
+            #expect(try await cli.count("Note", extra: ["--zone", "Loose"]) == 1)
+        }
+    }
+
     @Test("--dry-run reads and validates everything, reports counts and writes nothing")
     func dryRun() async throws {
         try await TemporaryStore.with { store in
