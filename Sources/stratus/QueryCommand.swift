@@ -7,33 +7,44 @@ struct QueryCommand: Command {
     static let name = "query"
     static let summary = "one page of a query, with a cursor for the next (for scripts)"
     static let usage = [
-        "stratus query --type TYPE [--where PREDICATE] [--sort KEY[:desc]]... [--limit N] [--fields K1,K2] [store options]",
-        "stratus query --cursor TOKEN [--type TYPE --where PREDICATE --sort KEY[:desc]...] [--limit N] [--fields K1,K2] [store options]",
+        "stratus query --type TYPE [--where PREDICATE] [--sort KEY[:desc]]... [--limit N] [--fields K1,K2] [--format FORMAT] [store options]",
+        "stratus query --cursor TOKEN [--type TYPE --where PREDICATE --sort KEY[:desc]...] [--limit N] [--fields K1,K2] [--format FORMAT] [store options]",
     ]
     static let discussion = """
         Prints one page of matching records as NDJSON (CloudKit record JSON) on stdout. When more
         records match, prints `cursor: TOKEN` on stderr; pass it back with --cursor (and the same
-        --type/--where/--sort, or none of them) to get the next page.
+        --type/--where/--sort, or none of them) to get the next page. With --format envelope the
+        page is one JSON object, as CloudKit's records/query answers it:
+        {"records":[…],"continuationMarker":"TOKEN"}, the marker only when more records match
+        (and nothing on stderr); a script reads one object and passes the marker to --cursor.
         """
     static let options: [Option] = [
         .recordType, .predicate, .sort,
         Option("--limit", "N", "records per page", default: "100"),
         .fields,
         Option("--cursor", "TOKEN", "continue after the page that printed TOKEN (then --type is not needed)", default: "none: the first page"),
+        Option("--format", "FORMAT", "ndjson, json (an array), envelope ({\"records\":[…],\"continuationMarker\":…}) or csv", default: "ndjson"),
     ]
 
     var store: StoreOptions
     var selection: QuerySelection
     var limit: Int
     var cursor: String?
+    var format = RecordFormat.ndjson
 
     static func parse(_ arguments: ParsedArguments) throws -> QueryCommand {
         let command = QueryCommand(
             store: try StoreOptions(arguments), selection: try QuerySelection(arguments),
-            limit: try arguments.positiveInteger("--limit") ?? 100, cursor: arguments.value("--cursor"))
+            limit: try arguments.positiveInteger("--limit") ?? 100, cursor: arguments.value("--cursor"), format: try Self.format(arguments))
         try arguments.expectNoPositionals()
         if command.selection.recordType == nil && command.cursor == nil { throw UsageError(message: "--type is required (or --cursor)") }
         return command
+    }
+
+    static func format(_ arguments: ParsedArguments) throws -> RecordFormat {
+        guard let text = arguments.value("--format") else { return .ndjson }
+        guard let format = RecordFormat(rawValue: text) else { throw UsageError(message: "--format takes ndjson, json, envelope or csv, not '\(text)'") }
+        return format
     }
 
     func run() async throws -> ExitCode {
@@ -48,14 +59,19 @@ struct QueryCommand: Command {
         } else {
             page = try await database.records(matching: try selection.requireQuery(), inZoneWith: store.zoneID, desiredKeys: selection.fields, resultsLimit: limit)
         }
-        var output = ""
-        for (_, result) in page.matchResults {
-            output += RecordJSONWriter.json(for: try result.get())
-            output += "\n"
+        let records = try page.matchResults.map { try $0.1.get() }
+        // CSV columns: --fields, else every field of the page's records, typed by its first value.
+        var types: [String: FieldType] = [:]
+        if format == .csv {
+            for record in records { for (key, value) in record.fieldValues where types[key] == nil { types[key] = value.type } }
         }
-        FileHandle.standardOutput.write(Data(output.utf8))
-        if let next = page.queryCursor {
-            FileHandle.standardError.write(Data("cursor: \(next.serialized)\n".utf8))
+        let writer = RecordWriter(format: format, output: .standardOutput, csvFields: selection.fields ?? (format == .csv ? types.keys.sorted() : nil))
+        writer.csvTypes = types
+        for record in records { try writer.write(record) }
+        let marker = page.queryCursor?.serialized
+        try writer.finish(continuationMarker: marker)
+        if let marker, format != .envelope {
+            FileHandle.standardError.write(Data("cursor: \(marker)\n".utf8))
         }
         return .success
     }
