@@ -9,10 +9,16 @@ import Stratus
 extension RecordReader: RecordSource {
     /// The next item, as ``next()`` reads it.
     ///
-    /// - Throws: what ``next()`` throws, for input that cannot be read further.
+    /// - Throws: what ``next()`` throws, for input that cannot be read further;
+    ///   `invalidArguments` at the end of an envelope that held no list of records.
     public func nextItem() throws -> RecordSourceItem? {
         switch try next() {
         case nil:
+            if detectedFormat == .envelope && !sawRecordList {
+                throw StratusError(
+                    .invalidArguments,
+                    "it holds no records: a JSON object without 'records' or 'operations' (a zones list or a database changes answer is not a file of records)")
+            }
             return nil
         case .record(let record, let line)?:
             return .record(record, line: line)

@@ -88,6 +88,9 @@ public final class RecordReader {
 
     // JSON arrays and envelopes
     var frames: [Frame] = []
+    /// Whether an envelope had a list of records (`records` or `operations`); one without is
+    /// not a record file (a zones list, a database changes answer).
+    var sawRecordList = false
 
     // CSV
     var csv: CSVLayout?

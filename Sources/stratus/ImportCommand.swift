@@ -146,7 +146,7 @@ struct ImportCommand: Command {
             progress.finish(line(failure.summary), json: json(failure.summary))
             switch (failure.stage, failure.error) {
             case (.input, let error as StratusError):
-                throw CommandFailure(.dataError, "the input cannot be read further: \(error.message)")
+                throw CommandFailure(.dataError, "the input cannot be read\(failure.summary.read > 0 ? " further" : ""): \(error.message)")
             case (.store, let error as StratusError) where error.code == .limitExceeded:
                 throw CommandFailure(.dataError, error.message)
             default:

@@ -482,6 +482,25 @@ struct ImportCLITests {
         }
     }
 
+    @Test("a zones list or a database changes answer is not a file of records: exit 65 saying so, not 'imported 0'")
+    func inputWithoutRecords() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            #expect(try await cli.run(["zones", "create", "Work", "Home"]).exitCode == 0)
+            let zones = try await cli.run(["zones", "list"])
+            #expect(zones.exitCode == 0 && zones.stdoutLines.count == 3, "\(zones)")
+            let databaseChanges = #"{"zones":[{"zoneID":{"zoneName":"Work","ownerRecordName":"_abc"}}],"syncToken":"AQID","moreComing":false}"#
+            for input in [zones.stdout, databaseChanges] {
+                let result = try await cli.run(["import"], stdin: input)
+                #expect(result.exitCode == 65, "\(result)")
+                #expect(result.stderr.contains("holds no records"), "\(result)")
+            }
+            let emptyAnswer = try await cli.run(["import"], stdin: #"{"records":[]}"#)
+            #expect(emptyAnswer.exitCode == 0, "an empty records/query answer is an empty import: \(emptyAnswer)")
+            Summary.expectImport(emptyAnswer)
+        }
+    }
+
     @Test("a missing input file is exit 66; usage mistakes are exit 64 with the usage on stderr")
     func missingInputAndUsage() async throws {
         try await TemporaryStore.with { store in
@@ -567,8 +586,11 @@ struct ImportCLITests {
             #expect(summary["elapsedSeconds"] is NSNumber)
             #expect(events.dropLast().allSatisfy { $0["event"] as? String == "progress" })
 
+            // none drops the progress lines, not the summary (only --quiet drops that).
             let none = try await cli.run(["import", try cli.file("c.ndjson", Input.notes(2, prefix: "c")), "--progress", "none"])
-            #expect(none.stderr.isEmpty, "\(none)")
+            #expect(none.exitCode == 0, "\(none)")
+            #expect(none.stderrLines.count == 1, "\(none)")
+            Summary.expectImport(none, imported: 2)
         }
     }
 

@@ -146,6 +146,18 @@ struct QueryCLITests {
         }
     }
 
+    @Test("comparison options such as [c] are refused with a message that says what equality does")
+    func comparisonOptions() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            try await cli.createStore()
+            let result = try await cli.run(["query", "--type", "Note", "--where", "title ==[c] 'milk'"])
+            #expect(result.exitCode == 64, "\(result)")
+            #expect(result.stderr.contains("[c]") && result.stderr.contains("equality") && result.stderr.contains("ignores case"), "\(result)")
+            #expect(!result.stderr.contains("case- and diacritic-sensitive"), "\(result)")
+        }
+    }
+
     @Test("a cursor used with a different --where, --type or --sort, or a garbled one, is exit 64")
     func cursorForAnotherQuery() async throws {
         try await TemporaryStore.with { store in
