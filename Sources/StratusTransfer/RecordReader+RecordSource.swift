@@ -22,6 +22,8 @@ extension RecordReader: RecordSource {
             return nil
         case .record(let record, let line)?:
             return .record(record, line: line)
+        case .deletion(let id, let recordType, let line)?:
+            return .deletion(id, recordType: recordType, line: line)
         case .rejected(let error)?:
             return .rejected(RecordRejection(line: error.line, column: error.column, recordName: error.recordName, message: error.message))
         }

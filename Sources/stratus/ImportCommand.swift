@@ -16,8 +16,11 @@ struct ImportCommand: Command {
 
         Encrypted values (ENCRYPTED_BYTES fields and fields marked "isEncrypted": true) are kept as
         the opaque values they are and exported the same way; Stratus never decrypts them.
-        Record names that start with '_' (reserved by CloudKit) and deletions ("deleted": true)
-        are rejected with their reason.
+        Deletions ({"recordName":…,"deleted":true,"zoneID":…}, as `stratus changes` writes them)
+        delete their record, so that `stratus changes | stratus import --mode forceReplace`
+        keeps a second store in step (forceReplace, because a change carries the whole record:
+        a field it lacks was removed). Record names that start with '_' (reserved by CloudKit) are rejected with their
+        reason.
 
         SIGINT or SIGTERM stops after the current batch and saves the checkpoint (exit 130/143).
         """
@@ -101,6 +104,8 @@ struct ImportCommand: Command {
         readOptions.zoneID = store.zoneID
         readOptions.csvRecordType = csvType
         readOptions.csvTypes = csvTypes
+        // A change feed's deletions apply, so that `stratus changes | stratus import` keeps a copy.
+        readOptions.readsDeletions = true
         if let rejectPath, Self.sameFile(rejectPath, as: input.handle.fileDescriptor) {
             // Appending rejects to the input would make them input again, until the disk is full.
             throw UsageError(message: "--reject-file \(rejectPath) is the input itself; name another file")
