@@ -53,7 +53,7 @@ struct ExportCommand: Command {
             csvTypes = try await exporter.fieldTypes()
             csvFields = csvTypes.keys.sorted()
         }
-        let output = try Output(path: self.output.path, force: self.output.force)
+        let output = try OutputFile(path: self.output.path, force: self.output.force)
         let writer = RecordWriter(format: format, output: output.handle, csvFields: csvFields)
         writer.csvTypes = csvTypes
         let progress = Progress(style: self.output.path == nil && progressStyle == .automatic && isatty(STDOUT_FILENO) != 0 ? .quiet : progressStyle, verb: "exported")
@@ -74,46 +74,5 @@ struct ExportCommand: Command {
         }
         progress.finish("exported \(Progress.grouped(summary.exported)) record\(summary.exported == 1 ? "" : "s")", json: ["exported": summary.exported])
         return .success
-    }
-}
-
-/// Standard output, or a file written under a temporary name and renamed when complete.
-struct Output {
-    let handle: FileHandle
-    private let path: String?
-    private let temporaryPath: String?
-
-    init(path: String?, force: Bool) throws {
-        guard let path else {
-            handle = .standardOutput
-            self.path = nil
-            temporaryPath = nil
-            return
-        }
-        if FileManager.default.fileExists(atPath: path) && !force {
-            throw CommandFailure(.cannotCreateOutput, "\(path) exists; pass --force to overwrite it")
-        }
-        let temporary = path + ".partial-\(getpid())"
-        guard FileManager.default.createFile(atPath: temporary, contents: nil), let handle = FileHandle(forWritingAtPath: temporary) else {
-            throw CommandFailure(.cannotCreateOutput, "cannot create \(temporary)")
-        }
-        self.handle = handle
-        self.path = path
-        temporaryPath = temporary
-    }
-
-    func commit() throws {
-        guard let path, let temporaryPath else { return }
-        try handle.synchronize()
-        try handle.close()
-        guard rename(temporaryPath, path) == 0 else {
-            throw CommandFailure(.cannotCreateOutput, "cannot move \(temporaryPath) to \(path): \(String(cString: strerror(errno)))")
-        }
-    }
-
-    func abandon() {
-        guard let temporaryPath else { return }
-        try? handle.close()
-        try? FileManager.default.removeItem(atPath: temporaryPath)
     }
 }

@@ -217,6 +217,64 @@ struct ExportCLITests {
         }
     }
 
+    @Test("--output into a FIFO, a character device or /dev/stdout writes directly, with no --force and no temporary file")
+    func outputSpecialFiles() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            _ = try await cli.run(["import", try cli.file("notes.ndjson", Input.notes(3))])
+            let fifo = try await cli.shell(#"mkfifo out.fifo && { cat out.fifo > got.ndjson & "$STRATUS" export --type Note --output out.fifo --quiet; status=$?; wait; exit $status; }"#)
+            #expect(fifo.exitCode == 0, "\(fifo)")
+            #expect(try JSONLine.names(cli.read(store.path("got.ndjson")) ?? "").sorted() == ["n1", "n2", "n3"], "the FIFO's reader got the export")
+            var info = stat()
+            #expect(lstat(store.path("out.fifo"), &info) == 0 && (info.st_mode & S_IFMT) == S_IFIFO, "the FIFO is still a FIFO")
+
+            let viaStdout = try await cli.shell(#""$STRATUS" export --type Note --output /dev/stdout --quiet > redirected.ndjson"#)
+            #expect(viaStdout.exitCode == 0, "\(viaStdout)")
+            #expect(try JSONLine.names(cli.read(store.path("redirected.ndjson")) ?? "").sorted() == ["n1", "n2", "n3"])
+            let piped = try await cli.run(["export", "--type", "Note", "--output", "/dev/stdout", "--quiet"])
+            #expect(piped.exitCode == 0 && piped.stdoutLines.count == 3, "\(piped)")
+
+            let null = try await cli.run(["export", "--type", "Note", "--output", "/dev/null"])
+            #expect(null.exitCode == 0, "\(null)")
+            let leftovers = try FileManager.default.contentsOfDirectory(atPath: store.directory.path).filter { $0.contains(".partial") }
+            #expect(leftovers.isEmpty, "\(leftovers)")
+        }
+    }
+
+    @Test("--output through a symbolic link replaces its target and keeps the link; a dangling link needs --force")
+    func outputThroughLinks() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            _ = try await cli.run(["import", try cli.file("notes.ndjson", Input.notes(3))])
+            let target = try cli.file("target.ndjson", "old\n")
+            let link = store.path("link.ndjson")
+            #expect(symlink(target, link) == 0)
+            let refused = try await cli.run(["export", "--type", "Note", "--output", link])
+            #expect(refused.exitCode == 73 && refused.stderr.contains("--force"), "\(refused)")
+            #expect(cli.read(target) == "old\n")
+            let forced = try await cli.run(["export", "--type", "Note", "--output", link, "--force"])
+            #expect(forced.exitCode == 0, "\(forced)")
+            #expect(try JSONLine.names(cli.read(target) ?? "").sorted() == ["n1", "n2", "n3"], "the target holds the export")
+            var info = stat()
+            #expect(lstat(link, &info) == 0 && (info.st_mode & S_IFMT) == S_IFLNK, "the link is still a link")
+
+            let missing = store.path("elsewhere.ndjson")
+            let dangling = store.path("dangling.ndjson")
+            #expect(symlink(missing, dangling) == 0)
+            let noForce = try await cli.run(["export", "--type", "Note", "--output", dangling])
+            #expect(noForce.exitCode == 73, "\(noForce)")
+            #expect(noForce.stderr.contains("does not exist") && noForce.stderr.contains("--force"), "\(noForce)")
+            #expect(!cli.exists(missing), "a dangling link is not followed without --force")
+            let created = try await cli.run(["export", "--type", "Note", "--output", dangling, "--force"])
+            #expect(created.exitCode == 0, "\(created)")
+            #expect(try JSONLine.names(cli.read(missing) ?? "").count == 3)
+            #expect(lstat(dangling, &info) == 0 && (info.st_mode & S_IFMT) == S_IFLNK)
+
+            let directory = try await cli.run(["export", "--type", "Note", "--output", store.directory.path, "--force"])
+            #expect(directory.exitCode == 73, "\(directory)")
+        }
+    }
+
     @Test("export usage errors exit 64 on stderr")
     func usage() async throws {
         try await TemporaryStore.with { store in
