@@ -7,17 +7,21 @@ struct ExportCommand: Command {
     static let name = "export"
     static let summary = "every matching record, as NDJSON, JSON, an envelope or CSV"
     static let usage = [
-        "stratus export --type TYPE [--where PREDICATE] [--sort KEY[:desc]]... [--fields K1,K2] [--limit N] [--format FORMAT] [--output FILE [--force]] [progress options] [store options]",
+        "stratus export --type TYPE [--where PREDICATE] [--sort KEY[:desc]]... [--fields K1,K2] [--limit N] [--format FORMAT] [--types NAME:TYPE,...] [--timestamps STYLE] [--output FILE [--force]] [progress options] [store options]",
     ]
     static let discussion = """
         Writes every matching record (NDJSON by default) to stdout, or to FILE. Memory holds two
         pages at most, however many records are exported. CSV columns are --fields, else every
-        field of the matching records (found by reading them once more).
+        field of the matching records with the type of its first value (found by reading them
+        once more); --types or --fields count:INT64 give column types the records cannot (with
+        --fields, a field the first record lacks has none).
         """
     static let options: [Option] = [
         .recordType, .predicate, .sort, .fields,
         Option("--limit", "N", "export at most N records (0 exports nothing)", default: "no limit"),
         Option("--format", "FORMAT", "ndjson, json (an array), envelope ({\"records\":[…]}) or csv", default: "ndjson"),
+        Option("--types", "NAME:TYPE,...", "CSV: column types (STRING, INT64, DOUBLE, TIMESTAMP, …)", default: "from the records"),
+        Option("--timestamps", "STYLE", "CSV: TIMESTAMP cells as milliseconds since 1970 or iso8601 (2025-01-01T09:30:00Z)", default: "milliseconds"),
     ]
     static let optionGroups: [OptionGroup] = [.output, .progress, .store]
 
@@ -28,6 +32,8 @@ struct ExportCommand: Command {
     var limit: Int?
     var output: OutputOptions
     var progressStyle: Progress.Style
+    var csvTypes: [String: FieldType] = [:]
+    var timestampStyle = RecordWriter.TimestampStyle.milliseconds
 
     static func parse(_ arguments: ParsedArguments) throws -> ExportCommand {
         try arguments.expectNoPositionals()
@@ -37,25 +43,44 @@ struct ExportCommand: Command {
             guard let known = RecordFormat(rawValue: text) else { throw UsageError(message: "--format takes ndjson, json, envelope or csv, not '\(text)'") }
             format = known
         }
-        return ExportCommand(
+        var command = ExportCommand(
             store: try StoreOptions(arguments), selection: selection, query: try selection.requireQuery(), format: format,
             limit: try arguments.count("--limit"), output: try OutputOptions(arguments), progressStyle: try Progress.style(arguments))
+        command.csvTypes = selection.fieldTypes
+        for (name, type) in try arguments.fieldTypes("--types") {
+            if let given = command.csvTypes[name], given != type {
+                throw UsageError(message: "--fields says \(name):\(given.rawValue) but --types says \(name):\(type.rawValue)")
+            }
+            command.csvTypes[name] = type
+        }
+        if let text = arguments.value("--timestamps") {
+            guard let style = RecordWriter.TimestampStyle(rawValue: text) else {
+                throw UsageError(message: "--timestamps takes milliseconds or iso8601, not '\(text)'")
+            }
+            command.timestampStyle = style
+        }
+        if format != .csv, !command.csvTypes.isEmpty || arguments.has("--timestamps") {
+            throw UsageError(message: "column types and --timestamps are for --format csv (record JSON carries its types and writes milliseconds)")
+        }
+        return command
     }
 
     func run() async throws -> ExitCode {
         let database = try store.openDatabase(.existing)
         let exporter = RecordExporter(database: database, query: query, zoneID: store.zoneID, desiredKeys: selection.fields, limit: limit)
         var csvFields = selection.fields
-        var csvTypes: [String: FieldType] = [:]
+        var csvTypes = self.csvTypes
         if format == .csv && csvFields == nil {
             // CSV needs its columns before the first row: every field of every matching record
             // (a schema need not declare every field), found by reading them once more.
-            csvTypes = try await exporter.fieldTypes()
-            csvFields = csvTypes.keys.sorted()
+            let found = try await exporter.fieldTypes()
+            csvTypes.merge(found) { given, _ in given }
+            csvFields = Array(Set(found.keys).union(self.csvTypes.keys)).sorted()
         }
         let output = try OutputFile(path: self.output.path, force: self.output.force)
         let writer = RecordWriter(format: format, output: output.handle, csvFields: csvFields)
         writer.csvTypes = csvTypes
+        writer.csvTimestampStyle = timestampStyle
         let progress = Progress(style: self.output.path == nil && progressStyle == .automatic && isatty(STDOUT_FILENO) != 0 ? .quiet : progressStyle, verb: "exported")
         if self.output.path != nil { Interruption.install { exporter.cancel() } }
         let summary: RecordExporter.Summary

@@ -11,7 +11,7 @@ struct GetCommand: Command {
         Prints each record as one line of CloudKit record JSON on stdout, in the order named; a
         missing record is reported on stderr and makes the exit code 1.
         """
-    static let options: [Option] = [.fields]
+    static let options: [Option] = [Option("--fields", "K1,K2", "only these fields", default: "every field")]
 
     var store: StoreOptions
     var names: [String]

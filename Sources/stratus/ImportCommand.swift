@@ -14,6 +14,14 @@ struct ImportCommand: Command {
         envelope; or CSV) from FILE or stdin and saves them. The format is detected unless given
         (files ending in .csv are read as CSV).
 
+        CSV: a header of recordName, recordType (or --type) and field columns `name` or
+        `name:TYPE`. A column without a type is typed by --types, else by the container's
+        schema, else cell by cell as the JSON reader infers an untyped value: an unquoted
+        number without fraction or exponent that fits 64 bits is INT64, another unquoted number
+        DOUBLE (JSON's grammar: 007, +1 and .5 are text), anything else, and every quoted cell,
+        STRING. TIMESTAMP cells hold milliseconds since 1970 or an ISO 8601 date-time with its
+        zone (2024-01-01T09:30:00Z, 2024-01-01T09:30:00.5+02:00) or date (2024-01-01, midnight UTC).
+
         Encrypted values (ENCRYPTED_BYTES fields and fields marked "isEncrypted": true) are kept as
         the opaque values they are and exported the same way; Stratus never decrypts them.
         Deletions ({"recordName":…,"deleted":true,"zoneID":…}, as `stratus changes` writes them)
@@ -39,7 +47,7 @@ struct ImportCommand: Command {
         Option("--checkpoint", "FILE", "after a crash, kill or interruption, the next run with the same FILE continues after the last committed batch; removed when the import ends", default: "none"),
         Option(flag: "--new-system-fields", "give records new change tags and dates instead of keeping those in the input (kept by default with create, forceUpdate, forceReplace)"),
         Option("--type", "TYPE", "CSV: the record type when there is no recordType column", default: "none"),
-        Option("--types", "NAME:TYPE,...", "CSV: column types (STRING, INT64, DOUBLE, TIMESTAMP, …)", default: "none"),
+        Option("--types", "NAME:TYPE,...", "CSV: column types (STRING, INT64, DOUBLE, TIMESTAMP, …) for columns the header does not type", default: "the schema's, else inferred"),
     ]
     static let optionGroups: [OptionGroup] = [.progress, .store]
 
@@ -78,15 +86,7 @@ struct ImportCommand: Command {
         command.rejectPath = arguments.value("--reject-file")
         command.checkpointPath = arguments.value("--checkpoint")
         command.csvType = arguments.value("--type")
-        if let text = arguments.value("--types") {
-            for pair in text.split(separator: ",") {
-                let parts = pair.split(separator: ":")
-                guard parts.count == 2, let type = FieldType(rawValue: parts[1].uppercased()) else {
-                    throw UsageError(message: "--types takes NAME:TYPE pairs such as count:INT64, not '\(pair)'")
-                }
-                command.csvTypes[String(parts[0])] = type
-            }
-        }
+        command.csvTypes = try arguments.fieldTypes("--types")
         command.progressStyle = try Progress.style(arguments)
         guard arguments.positionals.count <= 1 else { throw UsageError(message: "import reads one input; got \(arguments.positionals.joined(separator: " "))") }
         command.inputPath = arguments.positionals.first

@@ -38,6 +38,9 @@ struct QueryCommand: Command {
             limit: try arguments.positiveInteger("--limit") ?? 100, cursor: arguments.value("--cursor"), format: try Self.format(arguments))
         try arguments.expectNoPositionals()
         if command.selection.recordType == nil && command.cursor == nil { throw UsageError(message: "--type is required (or --cursor)") }
+        if command.format != .csv && !command.selection.fieldTypes.isEmpty {
+            throw UsageError(message: "column types in --fields (count:INT64) are for --format csv")
+        }
         return command
     }
 
@@ -61,9 +64,10 @@ struct QueryCommand: Command {
         }
         let records = try page.matchResults.map { try $0.1.get() }
         // CSV columns: --fields, else every field of the page's records, typed by its first value.
-        var types: [String: FieldType] = [:]
+        var types = selection.fieldTypes
         if format == .csv {
             for record in records { for (key, value) in record.fieldValues where types[key] == nil { types[key] = value.type } }
+            // Types given for fields no record of the page has still make columns.
         }
         let writer = RecordWriter(format: format, output: .standardOutput, csvFields: selection.fields ?? (format == .csv ? types.keys.sorted() : nil))
         writer.csvTypes = types

@@ -275,6 +275,49 @@ struct ExportCLITests {
         }
     }
 
+    @Test("CSV export of records whose fields differ: columns typed from every record, or given with --fields a,n:INT64 or --types; ISO 8601 timestamps on request")
+    func csvColumnsAndTypes() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            let input = [
+                #"{"recordName":"a","recordType":"Mixed","fields":{"title":{"value":"first","type":"STRING"}}}"#,
+                #"{"recordName":"b","recordType":"Mixed","fields":{"count":{"value":2,"type":"INT64"},"due":{"value":1704101400250,"type":"TIMESTAMP"}}}"#,
+            ].joined(separator: "\n") + "\n"
+            #expect(try await cli.run(["import"], stdin: input).exitCode == 0)
+            let original = try await cli.exported("Mixed")
+
+            // Every field of every record, typed: imports back to the same records.
+            let csv = store.path("mixed.csv")
+            let auto = try await cli.run(["export", "--type", "Mixed", "--format", "csv", "--output", csv, "--sort", "recordName"])
+            #expect(auto.exitCode == 0, "\(auto)")
+            #expect(cli.read(csv)?.split(separator: "\n").first?.contains("count:INT64") == true, "\(cli.read(csv) ?? "")")
+            let copy = store.path("copy.sqlite")
+            #expect(try await cli.run(["import", csv, "--store", copy]).exitCode == 0)
+            let copied = try await cli.exported("Mixed", extra: ["--store", copy])
+            for name in ["a", "b"] {
+                #expect((copied[name]?["fields"] as? NSDictionary) == (original[name]?["fields"] as? NSDictionary), "\(name)")
+            }
+
+            // --fields: the first record has no count, so its column needs a type.
+            let untyped = try await cli.run(["export", "--type", "Mixed", "--format", "csv", "--fields", "title,count", "--sort", "recordName"])
+            #expect(untyped.exitCode != 0 && untyped.stderr.contains("give the column types"), "\(untyped)")
+            for typing in [["--fields", "title,count:INT64"], ["--fields", "title,count", "--types", "count:INT64"]] {
+                let typed = try await cli.run(["export", "--type", "Mixed", "--format", "csv", "--sort", "recordName", "--quiet"] + typing)
+                #expect(typed.exitCode == 0, "\(typed)")
+                #expect(typed.stdoutLines.first?.hasSuffix(",title:STRING,count:INT64") == true, "\(typed)")
+            }
+
+            let iso = try await cli.run(["export", "--type", "Mixed", "--format", "csv", "--timestamps", "iso8601", "--sort", "recordName", "--quiet"])
+            #expect(iso.exitCode == 0 && iso.stdout.contains("2024-01-01T09:30:00.25Z"), "\(iso)")
+            let isoCopy = store.path("iso.sqlite")
+            #expect(try await cli.run(["import", "--format", "csv", "--store", isoCopy], stdin: iso.stdout).exitCode == 0)
+            #expect(JSONLine.value(try #require(try await cli.exported("Mixed", extra: ["--store", isoCopy])["b"]), "due") == "1704101400250")
+
+            let notCSV = try await cli.run(["export", "--type", "Mixed", "--types", "count:INT64"])
+            #expect(notCSV.exitCode == 64, "\(notCSV)")
+        }
+    }
+
     @Test("export usage errors exit 64 on stderr")
     func usage() async throws {
         try await TemporaryStore.with { store in

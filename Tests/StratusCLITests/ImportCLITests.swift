@@ -110,6 +110,45 @@ struct ImportCLITests {
         }
     }
 
+    @Test("CSV: untyped numbers are numbers (inferred as JSON infers), quoted cells text; TIMESTAMP takes ISO 8601; bad cells are quoted whole with the format they need")
+    func csvTyping() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            let tasks = try cli.file("tasks.csv", """
+                recordName,title,priority,zip,due:TIMESTAMP
+                t1,Buy milk,3,"01234",2024-01-01T09:30:00Z
+                t2,Call Bob,5,01234,2024-01-01T10:30:00.250+01:00
+                t3,Sleep,1,12345,1704101400000
+
+                """)
+            let result = try await cli.run(["import", tasks, "--type", "Task"])
+            #expect(result.exitCode == 0, "\(result)")
+            #expect(try await cli.count("Task", where: "priority >= 3") == 2, "priority is a number, so the comparison matches")
+            let records = try await cli.exported("Task")
+            #expect(JSONLine.field(try #require(records["t1"]), "priority")?["type"] as? String == "INT64")
+            #expect(JSONLine.field(try #require(records["t1"]), "zip")?["type"] as? String == "STRING", "a quoted cell is text")
+            #expect(JSONLine.field(try #require(records["t2"]), "zip")?["type"] as? String == "STRING", "01234 is not a JSON number")
+            #expect(JSONLine.value(try #require(records["t1"]), "due") == "1704101400000")
+            #expect(JSONLine.value(try #require(records["t2"]), "due") == "1704101400250")
+            #expect(JSONLine.value(try #require(records["t3"]), "due") == "1704101400000")
+
+            let bad = try cli.file("bad.csv", """
+                recordName,priority:INT64,due:TIMESTAMP
+                b1,high,1704101400000
+                b2,1,2024-01-01T00
+
+                """)
+            let rejects = store.path("csv.rejects")
+            let rejected = try await cli.run(["import", bad, "--type", "Task", "--reject-file", rejects])
+            #expect(rejected.exitCode == 1, "\(rejected)")
+            let messages = try RejectLine.read(rejects).map(\.error)
+            #expect(messages.count == 2)
+            #expect(messages.first?.contains("INT64 cell 'high' is not a whole number") == true, "\(messages)")
+            #expect(messages.last?.contains("TIMESTAMP cell '2024-01-01T00' is neither milliseconds since 1970 nor an ISO 8601 date-time") == true, "\(messages)")
+            #expect(!messages.joined().contains("JSON"), "a CSV cell's message does not name JSON: \(messages)")
+        }
+    }
+
     // MARK: - Modes
 
     @Test("--mode create fails on existing records: exit 1, a reject line for each, nothing changed")
