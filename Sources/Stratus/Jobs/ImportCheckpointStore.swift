@@ -8,6 +8,7 @@ public struct ImportCheckpoint: Sendable, Hashable, Codable {
     /// Items from the start of the input that a resumed import skips.
     public var itemsSettled: Int
 
+    /// A checkpoint after `itemsSettled` input items.
     public init(itemsSettled: Int) {
         self.itemsSettled = itemsSettled
     }

@@ -23,14 +23,24 @@ public final class RecordExporter: Sendable {
     }
 
     /// What an export did.
+    ///
+    /// ```swift
+    /// let summary = try await exporter.run(into: writer)
+    /// print(summary.exported, summary.end)
+    /// ```
     public struct Summary: Sendable, Hashable {
+        /// Records written to the sink.
         public var exported = 0
+        /// Why the export ended.
         public var end = End.finished
 
+        /// An empty summary.
         public init() {}
     }
 
+    /// The database read.
     public let database: Database
+    /// What to export, in its sort order.
     public let query: Query
     /// The zone to read; nil: the default zone.
     public let zoneID: RecordZone.ID?

@@ -78,26 +78,40 @@ public final class RecordImporter: Sendable {
     }
 
     /// What an import did.
+    ///
+    /// ```swift
+    /// let summary = try await importer.run(from: reader)
+    /// if summary.end == .rejectLimitReached { print("stopped after \(summary.failed) rejects") }
+    /// ```
     public struct Summary: Sendable, Hashable {
         /// Input items read (records, deletions, rejected items), apart from those skipped.
         public var read = 0
         /// Items a checkpoint of an earlier run said were settled.
         public var skipped = 0
+        /// Records that did not exist and were written.
         public var created = 0
+        /// Records that existed and were written.
         public var updated = 0
         /// Records identical to the stored ones, so not written.
         public var unchanged = 0
+        /// Deletions applied (a deletion of a record that does not exist counts too).
         public var deleted = 0
         /// Rejected items, each reported once.
         public var failed = 0
         /// A dry run's records and deletions that would be written.
         public var valid = 0
+        /// Why the import ended.
         public var end = End.finished
 
+        /// An empty summary.
         public init() {}
     }
 
     /// How far an import is, reported while it runs.
+    ///
+    /// ```swift
+    /// try await importer.run(from: reader) { progress in print(progress.summary.read - progress.pending) }
+    /// ```
     public struct Progress: Sendable {
         /// What is settled so far (`read` includes items still pending).
         public var summary: Summary
@@ -108,6 +122,12 @@ public final class RecordImporter: Sendable {
     }
 
     /// An import that could not go on: the error, where it came from, and what was done.
+    ///
+    /// ```swift
+    /// do { try await importer.run(from: reader) } catch let failure as RecordImporter.Failure {
+    ///     print(failure.stage, failure.error, failure.summary.created)
+    /// }
+    /// ```
     public struct Failure: Error, CustomStringConvertible {
         /// Where the error came from.
         public enum Stage: Sendable, Hashable {
@@ -121,7 +141,9 @@ public final class RecordImporter: Sendable {
             case checkpoint
         }
 
+        /// Where the error came from.
         public let stage: Stage
+        /// The error itself.
         public let error: any Error
         /// What was settled before the error.
         public let summary: Summary
@@ -129,7 +151,9 @@ public final class RecordImporter: Sendable {
         public var description: String { "\(error)" }
     }
 
+    /// The database written to.
     public let database: Database
+    /// How the importer writes.
     public let options: Options
     private let cancelled = Atomic<Bool>(false)
 

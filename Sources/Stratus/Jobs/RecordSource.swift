@@ -28,6 +28,7 @@ public protocol RecordSource: AnyObject {
 }
 
 extension RecordSource {
+    /// Unknown: 0.
     public var bytesRead: Int { 0 }
 }
 
@@ -66,6 +67,7 @@ public struct RecordRejection: Sendable, Hashable, CustomStringConvertible {
     /// What was wrong; never contains a field's value.
     public var message: String
 
+    /// A rejection of the item at `line` and `column`.
     public init(line: Int, column: Int, recordName: String?, message: String) {
         self.line = line
         self.column = column

@@ -40,6 +40,11 @@ public final class RecordZoneChangeFeed: Sendable {
     }
 
     /// One batch of changes and the token after it.
+    ///
+    /// ```swift
+    /// let batch = try await feed.nextBatch(after: token, limit: 400)
+    /// for change in batch.changes { print(change.recordID.recordName) }
+    /// ```
     public struct Batch: Sendable {
         /// In commit order.
         public let changes: [Change]
@@ -60,20 +65,30 @@ public final class RecordZoneChangeFeed: Sendable {
     }
 
     /// What a run delivered.
+    ///
+    /// ```swift
+    /// let summary = try await feed.run(tokens: tokenFile) { apply($0) }
+    /// print(summary.changed, summary.deleted, summary.moreComing)
+    /// ```
     public struct Summary: Sendable, Hashable {
         /// Records delivered in their current state.
         public var changed = 0
+        /// Deletions delivered.
         public var deleted = 0
         /// Batches applied (and tokens saved).
         public var batches = 0
         /// Whether the last batch said more changes remain.
         public var moreComing = false
+        /// Why the run ended.
         public var end = End.finished
 
+        /// An empty summary.
         public init() {}
     }
 
+    /// The database read.
     public let database: Database
+    /// The zone whose changes are delivered.
     public let zoneID: RecordZone.ID
     /// The fields of changed records to deliver; nil: every field.
     public let desiredKeys: [String]?
