@@ -95,27 +95,22 @@ public final class RecordExporter: Sendable {
     public func run(into sink: some RecordSink, progress: (@Sendable (Int) -> Void)? = nil) async throws -> Summary {
         var summary = Summary()
         let limit = self.limit ?? Int.max
-        // The next page is read while this one is written, so that reading and writing use a
-        // core each; only one page is ever read ahead, so memory holds two pages at most.
-        var pending: Task<Page, any Error>? = limit == 0 ? nil : readAhead(after: nil, limit: min(pageSize, limit))
-        defer { pending?.cancel() }
-        while let page = pending {
-            let (records, cursor) = try await page.value
-            let requested = summary.exported + records.count
-            pending = nil
-            if let cursor, requested < limit {
-                pending = readAhead(after: cursor, limit: min(pageSize, limit - requested))
-            }
-            for record in records {
-                try sink.write(record)
-                summary.exported += 1
-            }
-            progress?(summary.exported)
-            if pending != nil && isCancelled {
-                summary.end = .cancelled
-                break
+        guard limit > 0 else { return summary }
+        // The sequence reads the next page while this one is written, so that reading and
+        // writing use a core each; memory holds two pages at most.
+        for try await record in records() {
+            try sink.write(record)
+            summary.exported += 1
+            if summary.exported >= limit { break }
+            if summary.exported % pageSize == 0 {
+                progress?(summary.exported)
+                if isCancelled {
+                    summary.end = .cancelled
+                    return summary
+                }
             }
         }
+        progress?(summary.exported)
         return summary
     }
 
@@ -129,36 +124,22 @@ public final class RecordExporter: Sendable {
     /// - Throws: what the query throws.
     public func fieldTypes() async throws -> [String: FieldType] {
         var types: [String: FieldType] = [:]
-        var cursor: QueryOperation.Cursor?
         var read = 0
         let limit = self.limit ?? Int.max
-        repeat {
-            guard read < limit else { break }
-            let page = try await self.page(after: cursor, limit: min(pageSize, limit - read))
-            for record in page.records {
-                for (key, value) in record.fieldValues where types[key] == nil && (desiredKeys?.contains(key) ?? true) {
-                    types[key] = value.type
-                }
+        guard limit > 0 else { return types }
+        for try await record in records() {
+            for (key, value) in record.fieldValues where types[key] == nil && (desiredKeys?.contains(key) ?? true) {
+                types[key] = value.type
             }
-            read += page.records.count
-            cursor = page.cursor
-        } while cursor != nil
+            read += 1
+            if read >= limit { break }
+        }
         return types
     }
 
-    typealias Page = (records: [Record], cursor: QueryOperation.Cursor?)
-
-    private func readAhead(after cursor: QueryOperation.Cursor?, limit: Int) -> Task<Page, any Error> {
-        Task { try await page(after: cursor, limit: limit) }
-    }
-
-    /// One page of the export: every read of the export goes through here.
-    func page(after cursor: QueryOperation.Cursor?, limit: Int) async throws -> Page {
-        let answer = if let cursor {
-            try await database.records(continuingMatchFrom: cursor, desiredKeys: desiredKeys, resultsLimit: limit)
-        } else {
-            try await database.records(matching: query, inZoneWith: zoneID, desiredKeys: desiredKeys, resultsLimit: limit)
-        }
-        return (try answer.matchResults.map { try $0.1.get() }, answer.queryCursor)
+    /// The export's records: every read of the export goes through here, and reads one
+    /// snapshot of the store from the first record to the last (see ``QueryResultSequence``).
+    func records() -> QueryResultSequence {
+        database.allRecords(matching: query, inZoneWith: zoneID, desiredKeys: desiredKeys, pageSize: pageSize)
     }
 }
