@@ -31,7 +31,7 @@ let package = Package(
         .target(name: "StratusSQLite", dependencies: ["Stratus", "StratusSQL", "CSQLite"]),
         .target(name: "StratusPostgres", dependencies: ["Stratus", "StratusSQL", "CLibPQ"]),
         .target(name: "StratusTransfer", dependencies: ["Stratus"]),
-        .executableTarget(name: "stratus", dependencies: ["Stratus", "StratusSQLite", "StratusTransfer"]),
+        .executableTarget(name: "stratus", dependencies: ["Stratus", "StratusSQLite", "StratusPostgres", "StratusTransfer"]),
         // Benchmarks, run through scripts/bench-*.
         .executableTarget(name: "stratus-bench", dependencies: ["Stratus", "StratusSQLite", "SeededRandom"], path: "Sources/StratusBench"),
 

@@ -34,6 +34,8 @@ public final class PostgresEngine: StorageEngine, Sendable {
     /// Connections for reads that may go to a standby (queries, exports, change reads).
     let readPool: PostgresConnectionPool
     let identity: String
+    /// Whether opening the engine created the store's tables (the database held no store).
+    public let createdStore: Bool
     let automaticCompaction = Mutex<ContinuousClock.Instant?>(nil)
 
     /// Tombstones are kept this long by default: 30 days.
@@ -45,15 +47,24 @@ public final class PostgresEngine: StorageEngine, Sendable {
     /// (queries, exports, change reads: a standby replays commits in order, so a change feed
     /// read there never skips or repeats a change); writes always go to `url`.
     ///
+    /// With `create` false, a database without a Stratus store is an error instead of getting
+    /// one (read-only tools never create a store).
+    ///
     /// - Throws: `serviceUnavailable` naming the host when the server cannot be reached;
-    ///   `notAuthenticated`/`permissionFailure` when it refuses the login; `badDatabase` for
-    ///   tables made by a newer Stratus.
-    public init(url: String, readURL: String? = nil, maximumConnections: Int = 8,
+    ///   `notAuthenticated`/`permissionFailure` when it refuses the login; `badContainer` when
+    ///   `create` is false and the database holds no store; `badDatabase` for tables made by a
+    ///   newer Stratus.
+    public init(url: String, readURL: String? = nil, create: Bool = true, maximumConnections: Int = 8,
                 tombstoneRetention: Duration? = PostgresEngine.defaultTombstoneRetention, assetCacheDirectory: URL? = nil) throws {
         pool = try PostgresConnectionPool(url: url, maximumConnections: maximumConnections)
         readPool = try readURL.map { try PostgresConnectionPool(url: $0, maximumConnections: maximumConnections) } ?? pool
         redactedURL = pool.redactedURL
         self.tombstoneRetention = tombstoneRetention
+        let exists = try pool.withConnection { try $0.query("SELECT to_regclass('meta') IS NOT NULL AND to_regclass('records') IS NOT NULL")[0].bool(0) ?? false }
+        guard exists || create else {
+            throw StratusError(.badContainer, "there is no Stratus store in the database at \(pool.redactedURL) (in its current schema)")
+        }
+        createdStore = !exists
         identity = try Self.migrate(pool)
         self.assetCacheDirectory = assetCacheDirectory ?? FileManager.default.temporaryDirectory.appendingPathComponent("stratus-assets-\(identity)", isDirectory: true)
     }

@@ -1,11 +1,14 @@
 import Foundation
 import Stratus
+import StratusPostgres
 import StratusSQLite
 
 extension OptionGroup {
     /// Which store, container, database, zone and user: every command takes them.
     static let store = OptionGroup(title: "Store options", placeholder: "[store options]", options: [
-        Option("--store", "PATH", "the store file", default: "$STRATUS_STORE, else ~/.local/share/stratus/<container>.sqlite"),
+        Option("--store", "PATH|URL", "the store: an SQLite file, or a PostgreSQL database as postgresql://[user@]host[:port]/dbname (libpq's settings and PG* variables apply; a password is never printed)",
+               default: "$STRATUS_STORE, else ~/.local/share/stratus/<container>.sqlite"),
+        Option("--read-store", "URL", "a hot standby of the PostgreSQL store for reads that may lag (queries, exports, change reads)", default: "$STRATUS_READ_STORE, else the store"),
         Option("--container", "ID", "the container identifier", default: "default"),
         Option("--database", "NAME", "public, private or shared", default: "public"),
         Option("--zone", "NAME", "the zone", default: "_defaultZone"),
@@ -24,6 +27,7 @@ struct StoreOptions {
     }
 
     var storePath: String?
+    var readStoreURL: String?
     var containerIdentifier = "default"
     var scope = Database.Scope.public
     var zoneID = RecordZone.ID.default
@@ -31,10 +35,11 @@ struct StoreOptions {
 
     /// - Throws: ``UsageError`` for an unknown database or an empty name.
     init(_ arguments: ParsedArguments) throws {
-        for option in ["--store", "--container", "--user", "--zone"] where arguments.value(option) == "" {
+        for option in ["--store", "--read-store", "--container", "--user", "--zone"] where arguments.value(option) == "" {
             throw UsageError(message: "\(option) needs a non-empty value")
         }
         storePath = arguments.value("--store")
+        readStoreURL = arguments.value("--read-store") ?? ProcessInfo.processInfo.environment["STRATUS_READ_STORE"].flatMap { $0.isEmpty ? nil : $0 }
         if let container = arguments.value("--container") { containerIdentifier = container }
         if let database = arguments.value("--database") {
             switch database {
@@ -59,6 +64,14 @@ struct StoreOptions {
     /// - Throws: ``CommandFailure`` `inputMissing` when the store must exist and does not.
     func openContainer(_ access: Access) throws -> Container {
         let path = resolvedStorePath
+        if PostgresEngine.isStoreURL(path) {
+            let engine = try PostgresEngine.shared(url: path, readURL: readStoreURL, create: access == .createIfMissing)
+            if engine.createdStore { StratusCommand.log("created a new store in \(engine.redactedURL)") }
+            return Container(identifier: containerIdentifier, engine: engine, userName: userName)
+        }
+        if readStoreURL != nil {
+            throw UsageError(message: "--read-store names a standby of a PostgreSQL store; --store is not one")
+        }
         let existed = FileManager.default.fileExists(atPath: path)
         if !existed && access == .existing {
             let fromEnvironment = ProcessInfo.processInfo.environment["STRATUS_STORE"]?.isEmpty == false

@@ -73,6 +73,8 @@ final class ScriptedEngine: StorageEngine, Sendable {
         try base.openQueryStream(query, in: database, after: position)
     }
     func countRecords(_ query: CompiledQuery, in database: DatabaseContext) throws -> Int { try base.countRecords(query, in: database) }
+    func inventory() throws -> StoreInventory { try base.inventory() }
+    func checkIntegrity() throws -> [String] { try base.checkIntegrity() }
     func saveSchemas(_ schemas: [RecordTypeSchema], containerIdentifier: String) throws { try base.saveSchemas(schemas, containerIdentifier: containerIdentifier) }
     func fetchSchemas(containerIdentifier: String) throws -> [RecordTypeSchema] { try base.fetchSchemas(containerIdentifier: containerIdentifier) }
     func fetchZones(in database: DatabaseContext) throws -> [RecordZone] { try base.fetchZones(in: database) }

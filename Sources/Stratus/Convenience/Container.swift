@@ -65,4 +65,37 @@ public final class Container: Sendable {
         let name = NSUserName()
         return name.isEmpty ? "defaultUser" : name
     }
+
+    /// A Stratus extension: what the container's store holds, every container and user of it
+    /// included, in one snapshot (see ``StoreInventory``).
+    ///
+    /// ```swift
+    /// let inventory = try await container.storeInventory()
+    /// ```
+    ///
+    /// - Throws: store errors.
+    public func storeInventory() async throws -> StoreInventory {
+        let engine = self.engine
+        return try await Self.offThePool { try engine.inventory() }
+    }
+
+    /// A Stratus extension: checks the store's own consistency and answers what is wrong,
+    /// empty when nothing is (on SQLite, `PRAGMA integrity_check` of every page).
+    ///
+    /// ```swift
+    /// let problems = try await container.checkStoreIntegrity()
+    /// ```
+    ///
+    /// - Throws: store errors (a store too damaged to check throws `badDatabase`).
+    public func checkStoreIntegrity() async throws -> [String] {
+        let engine = self.engine
+        return try await Self.offThePool { try engine.checkIntegrity() }
+    }
+
+    /// Runs a blocking store call on a thread of its own, not on the cooperative pool.
+    private static func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try body() }) }.start()
+        }
+    }
 }
