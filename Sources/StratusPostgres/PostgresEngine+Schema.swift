@@ -22,6 +22,8 @@ extension PostgresEngine {
             }
             try synchronizeIndexes(on: connection)
         }
+        // New indexes are worth nothing to the planner until it knows the table's statistics.
+        try pool.withConnection { try $0.executeScript("ANALYZE records") }
     }
 
     @_spi(StratusEngine)
@@ -97,14 +99,20 @@ extension PostgresEngine {
     }
 
     /// How PostgreSQL runs a query (`EXPLAIN`), one step per line; for tests and diagnostics:
-    /// a query that can use an index shows `Index Scan using ix_…`.
+    /// a query that can use an index shows `Index Scan using ix_…`. With `preferringIndexes`,
+    /// sequential scans and sorts count as a last resort, which shows whether an index *can*
+    /// serve the query whatever the table's size (a small table is read faster whole).
     ///
     /// ```swift
     /// print(try engine.queryPlan(for: compiled, in: database.context))
     /// ```
     @_spi(StratusEngine)
-    public func queryPlan(for query: CompiledQuery, in database: DatabaseContext, after position: QueryPosition? = nil, limit: Int = 400) throws -> String {
-        try readTransaction(mayLag: false) { connection in
+    public func queryPlan(for query: CompiledQuery, in database: DatabaseContext, after position: QueryPosition? = nil, limit: Int = 400,
+                          preferringIndexes: Bool = false) throws -> String {
+        try pool.withTransaction(isolation: .repeatableRead) { connection in
+            if preferringIndexes {
+                try connection.executeScript("SET LOCAL enable_seqscan = off; SET LOCAL enable_sort = off; SET LOCAL enable_bitmapscan = off")
+            }
             let zoneRow = try zoneHistory(query.zoneID, database, on: connection)?.row ?? -1
             let schema = try loadSchema(query.recordType, containerIdentifier: database.containerIdentifier, on: connection)
             let plan = try SQLQueryTranslation(query: query, schema: schema, dialect: PostgresDialect()).select(zoneRow: zoneRow, after: position, limit: limit)
