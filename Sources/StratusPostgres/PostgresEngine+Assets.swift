@@ -5,19 +5,19 @@ extension PostgresEngine {
     /// Copies the contents of the assets in `fields` into the database (every machine reads
     /// them there), in the write's transaction, and answers the fields with assets that name
     /// their stored copies. A missing source file fails the item with `assetFileNotFound`.
-    func storeAssets(in fields: [String: FieldValue], of id: Record.ID, on connection: PostgresConnection) throws -> Result<[String: FieldValue], StratusError> {
+    func storeAssets(in fields: [String: FieldValue], of id: Record.ID, owner: String, on connection: PostgresConnection) throws -> Result<[String: FieldValue], StratusError> {
         var stored = fields
         for (key, value) in fields {
             switch value {
             case .asset(let asset):
-                switch try store(asset, key: key, recordID: id, on: connection) {
+                switch try store(asset, key: key, recordID: id, owner: owner, on: connection) {
                 case .success(let copy): stored[key] = .asset(copy)
                 case .failure(let error): return .failure(error)
                 }
             case .assetList(let assets):
                 var copies: [Asset] = []
                 for asset in assets {
-                    switch try store(asset, key: key, recordID: id, on: connection) {
+                    switch try store(asset, key: key, recordID: id, owner: owner, on: connection) {
                     case .success(let copy): copies.append(copy)
                     case .failure(let error): return .failure(error)
                     }
@@ -29,7 +29,7 @@ extension PostgresEngine {
         return .success(stored)
     }
 
-    private func store(_ asset: Asset, key: String, recordID: Record.ID, on connection: PostgresConnection) throws -> Result<Asset, StratusError> {
+    private func store(_ asset: Asset, key: String, recordID: Record.ID, owner: String, on connection: PostgresConnection) throws -> Result<Asset, StratusError> {
         if let identifier = asset.storedIdentifier,
            let size = try connection.query("SELECT size FROM assets WHERE asset_id = $1", [.text(identifier)]).first?.int64(0) {
             return .success(Asset(storedIdentifier: identifier, size: size, fileURL: assetCacheDirectory.appendingPathComponent(identifier)))
@@ -38,7 +38,8 @@ extension PostgresEngine {
             return .failure(StratusError(.assetFileNotFound, "record '\(recordID.recordName)': the file of asset field '\(key)' (\(asset.fileURL?.path ?? "no path")) does not exist or cannot be read", recordID: recordID))
         }
         let identifier = UUID().uuidString.lowercased()
-        try connection.execute("INSERT INTO assets(asset_id, size, content) VALUES ($1, $2, $3)", [.text(identifier), .int64(Int64(content.count)), .bytea(content)])
+        try connection.execute("INSERT INTO assets(asset_id, owner, size, content) VALUES ($1, $2, $3, $4)",
+                               [.text(identifier), .text(owner), .int64(Int64(content.count)), .bytea(content)])
         // The saved record's asset is read from this machine's cache, like a fetched one's.
         try cache(content, as: identifier)
         return .success(Asset(storedIdentifier: identifier, size: Int64(content.count), fileURL: assetCacheDirectory.appendingPathComponent(identifier)))

@@ -23,7 +23,7 @@ extension PostgresEngine {
             try synchronizeIndexes(on: connection)
         }
         // New indexes are worth nothing to the planner until it knows the table's statistics.
-        try pool.withConnection { try $0.executeScript("ANALYZE records") }
+        try? pool.withConnection { try $0.executeScript("ANALYZE records") }
     }
 
     @_spi(StratusEngine)

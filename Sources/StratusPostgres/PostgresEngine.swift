@@ -70,8 +70,15 @@ public final class PostgresEngine: StorageEngine, Sendable {
     }
 
     /// Creates or upgrades the tables under an advisory lock, and answers the store's identity.
+    /// A current store is only read: a user without the privilege to create tables (a role
+    /// under row-level security) opens it all the same.
     private static func migrate(_ pool: PostgresConnectionPool) throws -> String {
-        try pool.withTransaction { connection in
+        if let identity = try? pool.withConnection({ connection -> String? in
+            let rows = try connection.query("SELECT (SELECT value FROM meta WHERE key = 'version'), (SELECT value FROM meta WHERE key = 'identity')")
+            guard rows.first.flatMap({ try? $0.text(0) }) == String(PostgresSchema.version) else { return nil }
+            return try rows.first?.text(1)
+        }) { return identity }
+        return try pool.withTransaction { connection in
             try connection.execute("SELECT pg_advisory_xact_lock($1)", [.int64(PostgresSchema.migrationLock)])
             try connection.executeScript(PostgresSchema.create)
             let found = try connection.query("SELECT value FROM meta WHERE key = 'version'").first.flatMap { try $0.text(0) }.flatMap { Int($0) }
@@ -89,6 +96,42 @@ public final class PostgresEngine: StorageEngine, Sendable {
 
     @_spi(StratusEngine)
     public var storeIdentifier: String { get throws { identity } }
+
+    /// The SQL that makes each Stratus user a PostgreSQL role member of `group`, reaching the
+    /// public database and its own private rows only, even with raw SQL (row-level security);
+    /// run it once as the role that owns the store's tables. The user a container acts as must
+    /// then be the role it connects as (`Container`'s `userName`), or its writes are refused.
+    ///
+    /// ```swift
+    /// print(try engine.rowLevelSecuritySQL(group: "stratus_users"))   // for psql
+    /// ```
+    ///
+    /// - Throws: `invalidArguments` for a name PostgreSQL cannot take.
+    public func rowLevelSecuritySQL(group: String) throws -> String {
+        let schema = try pool.withConnection { try $0.query("SELECT current_schema()")[0].text(0) ?? "public" }
+        return try PostgresSchema.rowLevelSecurity(group: group, schema: schema)
+    }
+
+    /// Runs ``rowLevelSecuritySQL(group:)``, as the role that owns the store's tables.
+    ///
+    /// ```swift
+    /// try PostgresEngine(url: adminURL).enableRowLevelSecurity(group: "stratus_users")
+    /// ```
+    ///
+    /// - Throws: `permissionFailure` when this role does not own the tables.
+    public func enableRowLevelSecurity(group: String) throws {
+        let sql = try rowLevelSecuritySQL(group: group)
+        try pool.withTransaction { try $0.executeScript(sql) }
+    }
+
+    /// The PostgreSQL role the engine's connections log in as.
+    ///
+    /// ```swift
+    /// let user = try engine.currentRole()   // "alice"
+    /// ```
+    public func currentRole() throws -> String {
+        try pool.withConnection { try $0.query("SELECT current_user::text")[0].text(0) ?? "" }
+    }
 
     // MARK: - Transactions
 

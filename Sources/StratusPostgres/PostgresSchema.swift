@@ -111,10 +111,44 @@ enum PostgresSchema {
         CREATE INDEX IF NOT EXISTS zone_tombstones_by_change ON zone_tombstones(container, db, owner, db_change_seq);
         CREATE TABLE IF NOT EXISTS assets(
             asset_id text COLLATE "C" PRIMARY KEY,
+            owner text COLLATE "C" NOT NULL,
             size bigint NOT NULL,
             content bytea NOT NULL
         );
         """
+
+    /// The tables whose rows belong to a database owner (`owner`: empty for the public
+    /// database), which row-level security restricts.
+    static let ownedTables = ["zones", "records", "tombstones", "refs", "record_tokens", "database_history", "zone_tombstones", "assets"]
+
+    /// The SQL an administrator (the role that owns the store's tables) runs once so that each
+    /// Stratus user is a PostgreSQL role, member of `group`, which reaches the public database's
+    /// rows and its own private rows and nothing else, even with raw SQL: the rows of another
+    /// user's private database are not there for it. The group gets the privileges the engine
+    /// needs (no superuser, no table ownership); schemas are saved by the administrator.
+    static func rowLevelSecurity(group: String, schema: String) throws -> String {
+        let role = try PostgresConnection.quoteIdentifier(group)
+        let schemaName = try PostgresConnection.quoteIdentifier(schema)
+        var sql = """
+            -- A private row is visible to the role whose name is its owner; public rows (owner '') to every user.
+            CREATE OR REPLACE FUNCTION stratus_owns(owner text) RETURNS boolean
+                LANGUAGE sql STABLE AS $$ SELECT owner = '' OR owner = current_user::text $$;
+            GRANT USAGE ON SCHEMA \(schemaName) TO \(role);
+            GRANT SELECT ON meta, record_types TO \(role);
+            GRANT USAGE, SELECT ON SEQUENCE zone_ids TO \(role);
+
+            """
+        for table in ownedTables {
+            sql += """
+                GRANT SELECT, INSERT, UPDATE, DELETE ON \(table) TO \(role);
+                ALTER TABLE \(table) ENABLE ROW LEVEL SECURITY;
+                DROP POLICY IF EXISTS stratus_owner ON \(table);
+                CREATE POLICY stratus_owner ON \(table) TO \(role) USING (stratus_owns(owner)) WITH CHECK (stratus_owns(owner));
+
+                """
+        }
+        return sql
+    }
 
     /// The record columns a row statement selects first, in the order they are decoded.
     static let recordColumns = "r.record_name, r.record_type, r.created_at, r.created_by, r.modified_at, r.modified_by, r.change_tag, coalesce(r.exact_fields, r.fields::text), r.parent_name"

@@ -115,7 +115,7 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
     }
 
     func storeAssets(in fields: [String: FieldValue], of id: Record.ID) throws -> Result<[String: FieldValue], StratusError> {
-        try engine.storeAssets(in: fields, of: id, on: connection)
+        try engine.storeAssets(in: fields, of: id, owner: context.storageOwner, on: connection)
     }
 
     // MARK: - Writing rows
