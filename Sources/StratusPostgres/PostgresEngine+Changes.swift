@@ -5,7 +5,26 @@ extension PostgresEngine {
     @_spi(StratusEngine)
     public func fetchZoneChanges(_ request: ZoneChangesRequest, in database: DatabaseContext) throws -> ZoneChangeBatch {
         precondition(request.limit > 0, "fetchZoneChanges needs a positive limit")
-        let batch = try readTransaction { connection -> ZoneChangeBatch in
+        let batch = try readingStandbyFirst { mayLag in try zoneChanges(request, in: database, mayLag: mayLag) }
+        try materializeAssets(of: batch.changes.compactMap { if case .changed(let record) = $0 { record } else { nil } })
+        return batch
+    }
+
+    /// Runs a change read on the standby, when there is one, and again on the primary when the
+    /// standby cannot answer it: a token handed out by the primary can be ahead of a lagging
+    /// standby, and a zone new on the primary missing there. A standby replays commits in
+    /// order, so what it answers is a prefix of the history, never with a change skipped.
+    func readingStandbyFirst<T>(_ read: (Bool) throws -> T) throws -> T {
+        guard readPool !== pool else { return try read(false) }
+        do {
+            return try read(true)
+        } catch let error as StratusError where [.changeTokenExpired, .zoneNotFound].contains(error.code) || error.isTransient {
+            return try read(false)
+        }
+    }
+
+    private func zoneChanges(_ request: ZoneChangesRequest, in database: DatabaseContext, mayLag: Bool) throws -> ZoneChangeBatch {
+        try readTransaction(mayLag: mayLag) { connection -> ZoneChangeBatch in
             guard let zone = try zoneHistory(request.zoneID, database, on: connection) else {
                 return try ChangeHistoryRules.historyOfMissingZone(request, in: database)
             }
@@ -35,14 +54,16 @@ extension PostgresEngine {
             let batch = ChangeHistoryRules.batch(of: changes, limit: request.limit, current: zone.sequence, incarnation: incarnation)
             return ZoneChangeBatch(changes: batch.changes, position: batch.position, moreComing: batch.moreComing)
         }
-        try materializeAssets(of: batch.changes.compactMap { if case .changed(let record) = $0 { record } else { nil } })
-        return batch
     }
 
     @_spi(StratusEngine)
     public func fetchDatabaseChanges(after position: ChangePosition?, limit: Int, in database: DatabaseContext) throws -> DatabaseChangeBatch {
         precondition(limit > 0, "fetchDatabaseChanges needs a positive limit")
-        return try readTransaction { connection in
+        return try readingStandbyFirst { mayLag in try databaseChanges(after: position, limit: limit, in: database, mayLag: mayLag) }
+    }
+
+    private func databaseChanges(after position: ChangePosition?, limit: Int, in database: DatabaseContext, mayLag: Bool) throws -> DatabaseChangeBatch {
+        try readTransaction(mayLag: mayLag) { connection in
             var current: Int64 = 0, start: Int64 = 0
             if let row = try connection.query("SELECT change_seq, history_start FROM database_history WHERE container = $1 AND db = $2 AND owner = $3",
                                               Self.databaseKey(database)).first {

@@ -6,7 +6,7 @@ extension PostgresEngine {
     @_spi(StratusEngine)
     public func queryRecords(_ query: CompiledQuery, in database: DatabaseContext, after position: QueryPosition?, limit: Int) throws -> QueryPage {
         precondition(limit > 0, "queryRecords needs a positive limit")
-        let page = try readTransaction { connection -> QueryPage in
+        let page = try readingStandbyFirst { mayLag in try readTransaction(mayLag: mayLag) { connection -> QueryPage in
             guard var rows = try PostgresQueryRows(engine: self, query: query, database: database, after: position, on: connection, limit: limit + 1) else {
                 return QueryPage(records: [], nextPosition: nil)
             }
@@ -14,19 +14,25 @@ extension PostgresEngine {
             let read = try rows.next(limit, on: connection)
             let more = try !read.exhausted && rows.hasMore(on: connection)
             return QueryPage(records: read.records, nextPosition: more ? read.nextPosition : nil)
-        }
+        } }
         try materializeAssets(of: page.records)
         return page
     }
 
     @_spi(StratusEngine)
     public func openQueryStream(_ query: CompiledQuery, in database: DatabaseContext, after position: QueryPosition?) throws -> any QueryStream {
-        try PostgresQueryStream(engine: self, query: query, database: database, after: position)
+        try readingStandbyFirst { mayLag in
+            try PostgresQueryStream(engine: self, pool: mayLag ? readPool : pool, query: query, database: database, after: position)
+        }
     }
 
     @_spi(StratusEngine)
     public func countRecords(_ query: CompiledQuery, in database: DatabaseContext) throws -> Int {
-        try readTransaction { connection in
+        try readingStandbyFirst { mayLag in try count(query, in: database, mayLag: mayLag) }
+    }
+
+    private func count(_ query: CompiledQuery, in database: DatabaseContext, mayLag: Bool) throws -> Int {
+        try readTransaction(mayLag: mayLag) { connection in
             guard let zone = try zoneHistory(query.zoneID, database, on: connection) else {
                 if query.zoneID.isDefault { return 0 }
                 throw StratusError(.zoneNotFound, "zone '\(query.zoneID.zoneName)' does not exist in the \(database.scope) database", zoneID: query.zoneID)
@@ -173,18 +179,20 @@ final class PostgresQueryStream: QueryStream, @unchecked Sendable {
     // a time; the connection belongs to this stream until `close()` returns it to the pool.
     private let lock = NSLock()
     private let engine: PostgresEngine
+    private let pool: PostgresConnectionPool
     private var connection: PostgresConnection?
     private var rows: PostgresQueryRows?
 
-    init(engine: PostgresEngine, query: CompiledQuery, database: DatabaseContext, after position: QueryPosition?) throws {
+    init(engine: PostgresEngine, pool: PostgresConnectionPool, query: CompiledQuery, database: DatabaseContext, after position: QueryPosition?) throws {
         self.engine = engine
-        let connection = try engine.readPool.acquire()
+        self.pool = pool
+        let connection = try pool.acquire()
         do {
             try connection.begin(isolation: .repeatableRead, readOnly: true)
             rows = try PostgresQueryRows(engine: engine, query: query, database: database, after: position, on: connection, limit: nil)
         } catch {
             try? connection.rollback()
-            engine.readPool.release(connection)
+            pool.release(connection)
             throw error
         }
         self.connection = connection
@@ -210,7 +218,7 @@ final class PostgresQueryStream: QueryStream, @unchecked Sendable {
             rows?.finish(on: connection)
             rows = nil
             try? connection.commit()
-            engine.readPool.release(connection)
+            pool.release(connection)
             self.connection = nil
         }
     }

@@ -152,7 +152,7 @@ public enum PostgresTestServer {
         }
     }
 
-    static var scriptPath: String {
+    public static var scriptPath: String {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("scripts/pg-test-cluster").path
     }
@@ -288,6 +288,7 @@ public final class PostgresTestSchema: Sendable {
 public struct PostgresTestServerError: Error, CustomStringConvertible {
     public var message: String
     public var description: String { message }
+    public init(message: String) { self.message = message }
 }
 
 extension Trait where Self == ConditionTrait {
