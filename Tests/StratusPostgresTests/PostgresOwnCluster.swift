@@ -1,4 +1,5 @@
 import Foundation
+import StratusPostgres
 import StratusTestSupport
 #if canImport(Glibc)
 import Glibc
@@ -12,9 +13,13 @@ final class PostgresOwnCluster: @unchecked Sendable {
     let directory: String
     let url: String
 
-    /// Starts a new cluster.
+    /// Starts a new cluster. Unlike the shared test server, it commits durably
+    /// (`synchronous_commit`): a crash test must find every commit that was answered.
     init() throws {
         (directory, url) = try Self.run(["start", "--watch-pid", String(getpid())])
+        let connection = try PostgresConnection(url: url)
+        try connection.executeScript("ALTER SYSTEM SET synchronous_commit = on")
+        _ = try connection.query("SELECT pg_reload_conf()")
     }
 
     private init(directory: String, url: String) {
