@@ -109,6 +109,11 @@ enum PostgresSchema {
             PRIMARY KEY(container, db, owner, zone_name, zone_owner)
         );
         CREATE INDEX IF NOT EXISTS zone_tombstones_by_change ON zone_tombstones(container, db, owner, db_change_seq);
+        CREATE TABLE IF NOT EXISTS job_progress(
+            job text COLLATE "C" PRIMARY KEY,
+            position bigint NOT NULL,
+            updated_at double precision NOT NULL
+        );
         CREATE TABLE IF NOT EXISTS assets(
             asset_id text COLLATE "C" PRIMARY KEY,
             owner text COLLATE "C" NOT NULL,
@@ -135,6 +140,7 @@ enum PostgresSchema {
                 LANGUAGE sql STABLE AS $$ SELECT owner = '' OR owner = current_user::text $$;
             GRANT USAGE ON SCHEMA \(schemaName) TO \(role);
             GRANT SELECT ON meta, record_types TO \(role);
+            GRANT SELECT, INSERT, UPDATE, DELETE ON job_progress TO \(role);
             GRANT USAGE, SELECT ON SEQUENCE zone_ids TO \(role);
 
             """

@@ -118,6 +118,13 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
         try engine.storeAssets(in: fields, of: id, owner: context.storageOwner, on: connection)
     }
 
+    func saveJobProgress(_ job: String, position: Int64) throws {
+        try connection.execute("""
+            INSERT INTO job_progress(job, position, updated_at) VALUES ($1, $2, $3)
+            ON CONFLICT (job) DO UPDATE SET position = excluded.position, updated_at = excluded.updated_at
+            """, [.text(job), .int64(position), .double(now.timeIntervalSinceReferenceDate)])
+    }
+
     // MARK: - Writing rows
 
     /// The records columns, in the order the writes bind them.
@@ -274,5 +281,17 @@ private extension FieldValue {
         case .stringList(let v): v.contains(where: PostgresDialect.needsEscaping)
         default: false
         }
+    }
+}
+
+extension PostgresEngine {
+    @_spi(StratusEngine)
+    public func jobProgress(_ job: String) throws -> Int64? {
+        try readTransaction(mayLag: false) { try $0.query("SELECT position FROM job_progress WHERE job = $1", [.text(job)]).first?.int64(0) }
+    }
+
+    @_spi(StratusEngine)
+    public func removeJobProgress(_ job: String) throws {
+        _ = try writeTransaction { try $0.execute("DELETE FROM job_progress WHERE job = $1", [.text(job)]) }
     }
 }

@@ -16,6 +16,9 @@ final class CheckpointFile: ImportCheckpointStore {
         var input: String
         var inputSize: Int64?
         var committedItems: Int
+        /// The import's name in the store (see ``ImportCheckpoint/job``); absent in files of
+        /// earlier versions.
+        var job: String?
     }
 
     /// The name the user gave.
@@ -45,12 +48,12 @@ final class CheckpointFile: ImportCheckpointStore {
         guard contents.input == input && contents.inputSize == inputSize else {
             throw UsageError(message: "the checkpoint \(path) belongs to \(contents.input) (\(contents.inputSize ?? 0) bytes), not to this input; remove it to start over")
         }
-        return ImportCheckpoint(itemsSettled: contents.committedItems)
+        return ImportCheckpoint(itemsSettled: contents.committedItems, job: contents.job)
     }
 
     /// - Throws: ``CommandFailure`` `cannotCreateOutput` when it cannot be written.
     func save(_ checkpoint: ImportCheckpoint) throws {
-        let data = try JSONEncoder().encode(Contents(input: input, inputSize: inputSize, committedItems: checkpoint.itemsSettled))
+        let data = try JSONEncoder().encode(Contents(input: input, inputSize: inputSize, committedItems: checkpoint.itemsSettled, job: checkpoint.job))
         try KeptFile.replace(resolvedPath, with: data)
     }
 

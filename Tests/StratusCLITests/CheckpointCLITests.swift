@@ -52,7 +52,7 @@ struct CheckpointCLITests {
 
             // 1. Killed with SIGKILL once the first checkpoint is on disk.
             let first = try cli.start(arguments)
-            let sawCheckpoint = try await Self.signal(first, SIGKILL) { Self.committedItems(checkpoint) != nil }
+            let sawCheckpoint = try await Self.signal(first, SIGKILL) { (Self.committedItems(checkpoint) ?? 0) > 0 }
             let killed = await first.wait()
             try #require(sawCheckpoint, "the checkpoint file never appeared while importing: \(killed)")
             try #require(killed.signalled && killed.exitCode == SIGKILL, "the import ended before it could be killed: \(killed)")

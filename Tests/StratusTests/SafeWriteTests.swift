@@ -74,6 +74,8 @@ final class ScriptedEngine: StorageEngine, Sendable {
     }
     func countRecords(_ query: CompiledQuery, in database: DatabaseContext) throws -> Int { try base.countRecords(query, in: database) }
     func inventory() throws -> StoreInventory { try base.inventory() }
+    func jobProgress(_ job: String) throws -> Int64? { try base.jobProgress(job) }
+    func removeJobProgress(_ job: String) throws { try base.removeJobProgress(job) }
     func checkIntegrity() throws -> [String] { try base.checkIntegrity() }
     func saveSchemas(_ schemas: [RecordTypeSchema], containerIdentifier: String) throws { try base.saveSchemas(schemas, containerIdentifier: containerIdentifier) }
     func fetchSchemas(containerIdentifier: String) throws -> [RecordTypeSchema] { try base.fetchSchemas(containerIdentifier: containerIdentifier) }
@@ -127,6 +129,7 @@ final class RecordingTransaction: RecordWriteTransaction {
     func storeAssets(in fields: [String: FieldValue], of id: Record.ID) throws -> Result<[String: FieldValue], StratusError> {
         try base.storeAssets(in: fields, of: id)
     }
+    func saveJobProgress(_ job: String, position: Int64) throws { try base.saveJobProgress(job, position: position) }
 }
 
 /// What one ``ModifyRecordsOperation`` reported, with the order of its per-item save blocks.

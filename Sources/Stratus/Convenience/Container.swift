@@ -75,8 +75,7 @@ public final class Container: Sendable {
     ///
     /// - Throws: store errors.
     public func storeInventory() async throws -> StoreInventory {
-        let engine = self.engine
-        return try await Self.offThePool { try engine.inventory() }
+        try await publicCloudDatabase.engineCall { engine, _ in try engine.inventory() }
     }
 
     /// A Stratus extension: checks the store's own consistency and answers what is wrong,
@@ -88,14 +87,6 @@ public final class Container: Sendable {
     ///
     /// - Throws: store errors (a store too damaged to check throws `badDatabase`).
     public func checkStoreIntegrity() async throws -> [String] {
-        let engine = self.engine
-        return try await Self.offThePool { try engine.checkIntegrity() }
-    }
-
-    /// Runs a blocking store call on a thread of its own, not on the cooperative pool.
-    private static func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread { continuation.resume(with: Result { try body() }) }.start()
-        }
+        try await publicCloudDatabase.engineCall { engine, _ in try engine.checkIntegrity() }
     }
 }

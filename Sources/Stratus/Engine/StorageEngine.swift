@@ -89,6 +89,12 @@ public protocol StorageEngine: AnyObject, Sendable {
     /// - Throws: `changeTokenExpired` as ``fetchZoneChanges(_:in:)`` does.
     @_spi(StratusEngine) func fetchDatabaseChanges(after position: ChangePosition?, limit: Int, in database: DatabaseContext) throws -> DatabaseChangeBatch
 
+    /// The position a job last recorded with ``RecordWriteTransaction/saveJobProgress(_:position:)``, if any.
+    @_spi(StratusEngine) func jobProgress(_ job: String) throws -> Int64?
+
+    /// Forgets a finished job's position.
+    @_spi(StratusEngine) func removeJobProgress(_ job: String) throws
+
     /// Every database the store holds with its zones and their record counts by type, in one
     /// snapshot. Databases that never held a zone or a record are not listed.
     @_spi(StratusEngine) func inventory() throws -> StoreInventory

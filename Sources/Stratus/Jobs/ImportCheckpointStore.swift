@@ -7,10 +7,15 @@
 public struct ImportCheckpoint: Sendable, Hashable, Codable {
     /// Items from the start of the input that a resumed import skips.
     public var itemsSettled: Int
+    /// The import's name in the store, which records in each batch's own transaction how far
+    /// the import got: a run killed after a batch committed and before its checkpoint was saved
+    /// resumes after that batch, not with it again. Set by the importer.
+    public var job: String?
 
     /// A checkpoint after `itemsSettled` input items.
-    public init(itemsSettled: Int) {
+    public init(itemsSettled: Int, job: String? = nil) {
         self.itemsSettled = itemsSettled
+        self.job = job
     }
 }
 

@@ -24,6 +24,8 @@ final class ImportRun {
     private let source: any RecordSource
     private let rejects: (any RecordRejectSink)?
     private let checkpointStore: (any ImportCheckpointStore)?
+    /// The import's name in the store (with a checkpoint store), see ``ImportCheckpoint/job``.
+    private var job: String?
     private let progress: (@Sendable (RecordImporter.Progress) -> Void)?
     private let mode: Mode
     private let maximumInFlight: Int
@@ -62,9 +64,19 @@ final class ImportRun {
             throw failure(.checkpoint, StratusError(.invalidArguments, "an atomic import has no partial progress to checkpoint"))
         }
         var skip = 0
-        if mode != .dryRun {
+        if mode != .dryRun, let checkpointStore {
             do {
-                skip = try checkpointStore?.load()?.itemsSettled ?? 0
+                let loaded = try checkpointStore.load()
+                skip = loaded?.itemsSettled ?? 0
+                let job = loaded?.job ?? UUID().uuidString.lowercased()
+                self.job = job
+                if loaded?.job == nil {
+                    // The job's name is durable before any of its batches commits.
+                    try checkpointStore.save(ImportCheckpoint(itemsSettled: skip, job: job))
+                } else if let committed = try await database.engineCall({ engine, _ in try engine.jobProgress(job) }), committed > skip {
+                    // A batch committed after the last checkpoint was saved: it is not read again.
+                    skip = Int(committed)
+                }
             } catch {
                 throw failure(.checkpoint, error)
             }
@@ -122,7 +134,10 @@ final class ImportRun {
         if stop == nil {
             stop = .finished
             if mode != .dryRun {
-                do { try checkpointStore?.remove() } catch { throw failure(.checkpoint, error) }
+                do {
+                    try checkpointStore?.remove()
+                    if let job { try await database.engineCall { engine, _ in try engine.removeJobProgress(job) } }
+                } catch { throw failure(.checkpoint, error) }
             }
         }
         summary.end = stop ?? .finished
@@ -238,7 +253,7 @@ final class ImportRun {
             if stop != nil { return }
         }
         guard let maximum = options.maximumRejects else {
-            inFlight.append(Flight(pending: submit(next, atomic: false), batch: next, endItems: endItems, probe: false))
+            inFlight.append(Flight(pending: submit(next, atomic: false, endItems: endItems), batch: next, endItems: endItems, probe: false))
             return
         }
         // Every item of a batch could be rejected: when that would pass the limit, find where
@@ -249,7 +264,7 @@ final class ImportRun {
             next = next.prefix(before: next.rejectionItems[allowance] + 1)
         }
         if next.count <= allowance || next.writeCount == 0 {
-            inFlight.append(Flight(pending: next.writeCount == 0 ? nil : submit(next, atomic: false), batch: next, endItems: endItems, probe: false))
+            inFlight.append(Flight(pending: next.writeCount == 0 ? nil : submit(next, atomic: false, endItems: endItems), batch: next, endItems: endItems, probe: false))
             return
         }
         if next.writeCount <= ModifyRecordsOperation.maximumAtomicItems, try await zonesAreAtomic(next.zoneIDs) {
@@ -272,13 +287,16 @@ final class ImportRun {
                 pieceEnd = endItems
                 next = ImportBatch()
             }
-            inFlight.append(Flight(pending: piece.writeCount == 0 ? nil : submit(piece, atomic: false), batch: piece, endItems: pieceEnd, probe: false))
+            inFlight.append(Flight(pending: piece.writeCount == 0 ? nil : submit(piece, atomic: false, endItems: pieceEnd), batch: piece, endItems: pieceEnd, probe: false))
             try await settleAll()
         }
     }
 
-    private func submit(_ batch: ImportBatch, atomic: Bool) -> PendingBatchSave {
+    /// Submits a batch; `endItems` (where the batch ends in the input) is recorded as the job's
+    /// progress in the batch's own transaction.
+    private func submit(_ batch: ImportBatch, atomic: Bool, endItems: Int? = nil) -> PendingBatchSave {
         let op = ModifyRecordsOperation(preparedSaves: batch.records)
+        if let job, let endItems { op.jobProgress = (job, Int64(endItems)) }
         op.recordIDsToDelete = batch.deletions
         op.writeMode = options.writeMode
         op.isAtomic = atomic
@@ -373,7 +391,7 @@ final class ImportRun {
 
     private func saveCheckpoint(_ itemsSettled: Int) throws {
         do {
-            try checkpointStore?.save(ImportCheckpoint(itemsSettled: itemsSettled))
+            try checkpointStore?.save(ImportCheckpoint(itemsSettled: itemsSettled, job: job))
         } catch {
             throw failure(.checkpoint, error)
         }
