@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .library(name: "Stratus", targets: ["Stratus"]),
         .library(name: "StratusSQLite", targets: ["StratusSQLite"]),
+        .library(name: "StratusPostgres", targets: ["StratusPostgres"]),
         .library(name: "StratusTransfer", targets: ["StratusTransfer"]),
         .executable(name: "stratus", targets: ["stratus"]),
     ],
@@ -17,29 +18,38 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
+        .systemLibrary(
+            name: "CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
         .target(name: "Stratus"),
         // A seeded random generator for tests, samples and benchmarks (not part of the library).
         .target(name: "SeededRandom"),
-        .target(name: "StratusSQLite", dependencies: ["Stratus", "CSQLite"]),
+        // What every SQL engine shares: the translation of queries into SQL, spelled by a dialect.
+        .target(name: "StratusSQL", dependencies: ["Stratus"]),
+        .target(name: "StratusSQLite", dependencies: ["Stratus", "StratusSQL", "CSQLite"]),
+        .target(name: "StratusPostgres", dependencies: ["Stratus", "StratusSQL", "CLibPQ"]),
         .target(name: "StratusTransfer", dependencies: ["Stratus"]),
-        .executableTarget(name: "stratus", dependencies: ["Stratus", "StratusSQLite", "StratusTransfer"]),
+        .executableTarget(name: "stratus", dependencies: ["Stratus", "StratusSQLite", "StratusPostgres", "StratusTransfer"]),
         // Benchmarks, run through scripts/bench-*.
-        .executableTarget(name: "stratus-bench", dependencies: ["Stratus", "StratusSQLite", "SeededRandom"], path: "Sources/StratusBench"),
+        .executableTarget(name: "stratus-bench", dependencies: ["Stratus", "StratusSQLite", "StratusPostgres", "SeededRandom"], path: "Sources/StratusBench"),
 
         // Runnable samples (see README): the apps CloudKit tutorials build, as command-line programs.
         .executableTarget(name: "notes", dependencies: ["Stratus", "StratusSQLite"], path: "samples/Notes"),
         .executableTarget(name: "todo", dependencies: ["Stratus", "StratusSQLite"], path: "samples/Todo"),
         .executableTarget(name: "shopping", dependencies: ["Stratus", "StratusSQLite"], path: "samples/Shopping"),
         .executableTarget(name: "pipeline", dependencies: ["Stratus", "StratusSQLite"], path: "samples/Pipeline"),
-        .executableTarget(name: "churn", dependencies: ["Stratus", "StratusSQLite", "SeededRandom"], path: "samples/Churn"),
+        .executableTarget(name: "churn", dependencies: ["Stratus", "StratusSQLite", "StratusPostgres", "SeededRandom"], path: "samples/Churn"),
         .executableTarget(name: "stress", dependencies: ["Stratus", "StratusSQLite", "SeededRandom"], path: "samples/Stress"),
 
         // Shared test support: temporary stores, record builders, and the engine conformance suite.
-        .target(name: "StratusTestSupport", dependencies: ["Stratus", "SeededRandom"], path: "Tests/StratusTestSupport"),
+        .target(name: "StratusTestSupport", dependencies: ["Stratus", "StratusPostgres", "SeededRandom"], path: "Tests/StratusTestSupport"),
         .testTarget(name: "StratusTests", dependencies: ["Stratus", "StratusSQLite", "StratusTestSupport", "StratusTransfer", "SeededRandom"]),
         .testTarget(name: "StratusSQLiteTests", dependencies: ["Stratus", "StratusSQLite", "StratusTestSupport", "SeededRandom"]),
         .testTarget(name: "StratusTransferTests", dependencies: ["Stratus", "StratusTransfer", "SeededRandom"]),
         .testTarget(name: "StratusCLITests", dependencies: ["Stratus", "StratusSQLite", "StratusTestSupport"]),
+        .testTarget(name: "StratusPostgresTests", dependencies: ["Stratus", "StratusPostgres", "StratusTestSupport", "SeededRandom"]),
         // Codec throughput and a long fuzz run: swift run -c release stratus-transfer-bench [fuzz].
         .executableTarget(name: "stratus-transfer-bench", dependencies: ["Stratus", "StratusTransfer", "SeededRandom"], path: "Sources/StratusTransferBench"),
     ],

@@ -1,6 +1,7 @@
 // Benchmarks for Stratus (run through scripts/bench-*; they print figures and ratios).
 //
-//   stratus-bench query [--records N] [--store PATH]
+//   stratus-bench query [--records N] [--store PATH|URL]
+//   stratus-bench latency --store PATH|URL [--readers N] [--seconds S]
 //
 // Figures are medians of repeated runs on the same store, compared within the same run.
 import Foundation
@@ -22,7 +23,11 @@ case "query":
     try await QueryBenchmark(recordCount: recordCount, storePath: storePath).run()
 case "write":
     try await WriteBenchmark(recordCount: recordCount, storePath: storePath).run()
+case "latency":
+    let readers = Int(takeOption("--readers", from: &arguments) ?? "8") ?? 8
+    let seconds = Double(takeOption("--seconds", from: &arguments) ?? "10") ?? 10
+    try await LatencyBenchmark(storePath: storePath, readers: readers, seconds: seconds).run()
 default:
-    FileHandle.standardError.write(Data("usage: stratus-bench query|write [--records N] [--store PATH]\n".utf8))
+    FileHandle.standardError.write(Data("usage: stratus-bench query|write|latency [--records N] [--store PATH|URL] [--readers N] [--seconds S]\n".utf8))
     exit(64)
 }

@@ -1,15 +1,9 @@
 import CSQLite
 import Foundation
 @_spi(StratusEngine) import Stratus
+import StratusSQL
 
 /// A value SQLite stores or returns.
-enum SQLValue: Hashable {
-    case null
-    case integer(Int64)
-    case real(Double)
-    case text(String)
-    case blob(Data)
-}
 
 /// Text parameters laid end to end in one reusable buffer, for
 /// ``SQLiteStatement/step(bindingInPlace:)``: a large import binds several texts and a field

@@ -1,5 +1,6 @@
 import Foundation
 @_spi(StratusEngine) import Stratus
+import StratusSQL
 import Synchronization
 
 extension SQLiteEngine {
@@ -7,18 +8,11 @@ extension SQLiteEngine {
         precondition(request.limit > 0, "fetchZoneChanges needs a positive limit")
         return try readTransaction { connection in
             guard let zone = try zoneHistory(request.zoneID, database, on: connection) else {
-                guard request.zoneID.isDefault, database.scope != .shared else {
-                    throw StratusError(.zoneNotFound, "zone '\(request.zoneID.zoneName)' does not exist in the \(database.scope) database", zoneID: request.zoneID)
-                }
-                // The default zone is created by its first write; until then its history is empty.
-                _ = try Self.checkPosition(request.position, incarnation: "", current: 0, start: 0, of: "the default zone")
-                return ZoneChangeBatch(changes: [], position: request.position ?? .origin, moreComing: false)
+                return try ChangeHistoryRules.historyOfMissingZone(request, in: database)
             }
-            guard zone.capabilities.contains(.fetchChanges) else {
-                throw StratusError(.invalidArguments, "zone '\(request.zoneID.zoneName)' was created without the fetchChanges capability", zoneID: request.zoneID)
-            }
+            try ChangeHistoryRules.requireHistory(of: request.zoneID, capabilities: zone.capabilities)
             let incarnation = try zoneIncarnation(zone.row, on: connection)
-            let after = try Self.checkPosition(request.position, incarnation: incarnation, current: zone.sequence, start: zone.start, of: "zone '\(request.zoneID.zoneName)'")
+            let after = try ChangeHistoryRules.sequence(after: request.position, incarnation: incarnation, current: zone.sequence, start: zone.start, of: "zone '\(request.zoneID.zoneName)'")
 
             // Two index-ordered reads, each bounded, then a merge: a large backlog costs no
             // more per batch than a small one.
@@ -37,12 +31,8 @@ extension SQLiteEngine {
                 let id = Record.ID(recordName: tombstones.text(0) ?? "", zoneID: request.zoneID)
                 changes.append((tombstones.int64(2), .deleted(id, recordType: tombstones.text(1) ?? "")))
             }
-            changes.sort { $0.sequence < $1.sequence }
-
-            let moreComing = changes.count > request.limit
-            if moreComing { changes.removeLast(changes.count - request.limit) }
-            let reached = moreComing ? changes[changes.count - 1].sequence : zone.sequence
-            return ZoneChangeBatch(changes: changes.map(\.change), position: ChangePosition(incarnation: incarnation, sequence: reached), moreComing: moreComing)
+            let batch = ChangeHistoryRules.batch(of: changes, limit: request.limit, current: zone.sequence, incarnation: incarnation)
+            return ZoneChangeBatch(changes: batch.changes, position: batch.position, moreComing: batch.moreComing)
         }
     }
 
@@ -58,7 +48,7 @@ extension SQLiteEngine {
                 start = history.int64(1)
                 history.reset()
             }
-            let after = try Self.checkPosition(position, incarnation: incarnation, current: current, start: start, of: "the \(database.scope) database")
+            let after = try ChangeHistoryRules.sequence(after: position, incarnation: incarnation, current: current, start: start, of: "the \(database.scope) database")
 
             var changes: [(sequence: Int64, change: DatabaseChangeBatch.Change)] = []
             let changed = try connection.statement("""
@@ -77,33 +67,9 @@ extension SQLiteEngine {
             while try deleted.step() {
                 changes.append((deleted.int64(2), .zoneDeleted(Self.zoneID(name: deleted.text(0) ?? "", owner: deleted.text(1) ?? ""))))
             }
-            changes.sort { $0.sequence < $1.sequence }
-
-            let moreComing = changes.count > limit
-            if moreComing { changes.removeLast(changes.count - limit) }
-            let reached = moreComing ? changes[changes.count - 1].sequence : current
-            return DatabaseChangeBatch(changes: changes.map(\.change), position: ChangePosition(incarnation: incarnation, sequence: reached), moreComing: moreComing)
+            let batch = ChangeHistoryRules.batch(of: changes, limit: limit, current: current, incarnation: incarnation)
+            return DatabaseChangeBatch(changes: batch.changes, position: batch.position, moreComing: batch.moreComing)
         }
-    }
-
-    /// The sequence value to read after, once `position` is known to be a place in this
-    /// history: the same life of it, not ahead of it, and not before its retained part.
-    static func checkPosition(_ position: ChangePosition?, incarnation: String, current: Int64, start: Int64, of what: String) throws(StratusError) -> Int64 {
-        guard let position else { return 0 }
-        func expired(_ reason: String) -> StratusError {
-            StratusError(.changeTokenExpired, "the change token no longer fits \(what): \(reason); fetch again without a token")
-        }
-        // Position 0 has seen nothing, so it fits every life of a history.
-        if position.sequence > 0 && position.incarnation != incarnation {
-            throw expired("it comes from an earlier life of it (deleted and created again) or from another store")
-        }
-        if position.sequence > current {
-            throw expired("it is ahead of the store's history (was the store restored from an older copy?)")
-        }
-        if position.sequence < start {
-            throw expired("deletions after it were removed by tombstone compaction")
-        }
-        return position.sequence
     }
 
     /// One life of a zone: zone rows are never reused, and the store identity tells stores apart.

@@ -1,5 +1,6 @@
 import Foundation
 @_spi(StratusEngine) import Stratus
+import StratusSQL
 
 extension SQLiteEngine {
     // MARK: - Container schemas
@@ -147,51 +148,29 @@ extension SQLiteEngine {
         }
     }
 
-    /// Index definitions (column list and WHERE) for a schema. Field and type names are
-    /// checked identifiers (``RecordTypeSchema/validate()``); the expressions are the ones the
-    /// query builder writes, so that queries can use the indexes.
+    /// Index definitions (column list and WHERE) for a schema: the keys every SQL engine
+    /// indexes (``StratusSQL/SQLDialect/indexKeys(for:)``), as partial indexes of the type.
     static func indexDefinitions(for schema: RecordTypeSchema) -> [String] {
-        indexes(for: schema).map(\.definition)
+        SQLiteDialect(table: "").indexKeys(for: schema).map { keys in
+            "(zone_id, " + keys.joined(separator: ", ") + ") WHERE record_type = '\(schema.recordType)'"
+        }
     }
 
-    /// Each index a schema declares: its definition, and the fields it covers by name.
+    /// Each index a schema declares: its definition, and the fields it covers by name. Each
+    /// declaration's definitions are those of a schema that declares it alone.
     static func indexes(for schema: RecordTypeSchema) -> [(definition: String, fields: [String])] {
-        let partial = " WHERE record_type = '\(schema.recordType)'"
         var indexes: [(definition: String, fields: [String])] = []
-        func add(_ columns: [String], _ fields: [String]) {
-            // The record name ends every index (the order of equal keys); a declared
-            // `recordName` is that column already.
-            let keys = columns.last == "record_name" ? columns : columns + ["record_name"]
-            indexes.append(("(zone_id, " + keys.joined(separator: ", ") + ")" + partial, fields))
-        }
-        func isScalar(_ type: FieldType) -> Bool { [.string, .int64, .double, .timestamp, .reference].contains(type) }
-        // System fields are columns, which the query builder compares and sorts as they are
-        // (record names exactly); a string field's equality compares its lowercase form.
-        func column(_ name: String, forEquality: Bool) -> String {
-            switch name {
-            case "creationDate": "created_at"
-            case "modificationDate": "modified_at"
-            case "recordName": "record_name"
-            case "creatorUserRecordID": "created_by"
-            case "lastModifiedUserRecordID": "modified_by"
-            default:
-                forEquality && schema.field(name)?.type == .string
-                    ? SQLiteQueryBuilder.equalityValue(name, table: "") : SQLiteQueryBuilder.value(name, table: "")
+        func add(_ alone: RecordTypeSchema, _ fields: [String]) {
+            for definition in indexDefinitions(for: alone) where !indexes.contains(where: { $0.definition == definition }) {
+                indexes.append((definition, fields))
             }
         }
-        for field in schema.fields where isScalar(field.type) {
-            // (A declared `recordName` gives the same definition either way; names dedupe it.)
-            if field.indexes.contains(.queryable) && field.type == .string {
-                add([column(field.name, forEquality: true)], [field.name])
-            }
-            if field.indexes.contains(.sortable) || (field.indexes.contains(.queryable) && field.type != .string) {
-                add([column(field.name, forEquality: false)], [field.name])
-            }
+        let declared = schema.fields.filter { !$0.indexes.isEmpty }
+        for field in declared {
+            add(RecordTypeSchema(recordType: schema.recordType, fields: [field]), [field.name])
         }
         for compound in schema.compoundIndexes {
-            var columns = compound.equalityFields.map { column($0, forEquality: true) }
-            if let sort = compound.sortField { columns.append(column(sort, forEquality: false)) }
-            add(columns, compound.equalityFields + (compound.sortField.map { [$0] } ?? []))
+            add(RecordTypeSchema(recordType: schema.recordType, fields: declared, compoundIndexes: [compound]), compound.equalityFields + (compound.sortField.map { [$0] } ?? []))
         }
         return indexes
     }
@@ -214,7 +193,7 @@ extension SQLiteEngine {
         try clear.step()
         guard !searchable.isEmpty else { return }
         let insert = try connection.statement("INSERT OR IGNORE INTO record_tokens(zone_id, token, record_name) VALUES (?, ?, ?)")
-        for word in SQLiteFunctions.words(of: fields, only: searchable) {
+        for word in TextSearch.words(of: fields, only: searchable) {
             insert.reset()
             try insert.bind([.integer(zoneRow), .text(word), .text(recordName)])
             try insert.step()
@@ -264,7 +243,7 @@ extension SQLiteEngine {
         try readTransaction { connection in
             let zoneRow = try zoneRowID(query.zoneID, database, on: connection, createDefault: false) ?? -1
             let schema = try loadSchema(query.recordType, storageContainer: database.storageContainer, on: connection)
-            let plan = try SQLiteQueryBuilder(query: query, schema: schema).select(zoneRow: zoneRow, after: position, limit: 400)
+            let plan = try SQLQueryTranslation(query: query, schema: schema, dialect: SQLiteDialect()).select(zoneRow: zoneRow, after: position, limit: 400)
             // EXPLAIN does not check the schema cookie, so a statement that reads makes SQLite
             // load the current schema first; the plan is prepared fresh for the same reason.
             _ = try connection.queryText("SELECT count(*) FROM sqlite_master")

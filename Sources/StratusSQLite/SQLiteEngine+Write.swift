@@ -164,6 +164,12 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
         try engine.storeAssets(in: fields, of: id)
     }
 
+    func saveJobProgress(_ job: String, position: Int64) throws {
+        let save = try connection.statement("INSERT OR REPLACE INTO job_progress(job, position, updated_at) VALUES (?, ?, ?)")
+        try save.bind([.text(job), .integer(position), .real(now.timeIntervalSinceReferenceDate)])
+        try save.step()
+    }
+
     // MARK: - Writing rows
 
     /// The most new records one multi-row `INSERT` writes.
@@ -347,5 +353,26 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
         try tombstone.bind([.integer(zoneRow), .text(name), .text(type), .integer(try nextSequence(zone)), .real(now.timeIntervalSinceReferenceDate)])
         try tombstone.step()
         return true
+    }
+}
+
+extension SQLiteEngine {
+    @_spi(StratusEngine)
+    public func jobProgress(_ job: String) throws -> Int64? {
+        try readTransaction { connection in
+            let select = try connection.statement("SELECT position FROM job_progress WHERE job = ?")
+            try select.bind([.text(job)])
+            defer { select.reset() }
+            return try select.step() ? select.int64(0) : nil
+        }
+    }
+
+    @_spi(StratusEngine)
+    public func removeJobProgress(_ job: String) throws {
+        try writeTransaction { connection in
+            let delete = try connection.statement("DELETE FROM job_progress WHERE job = ?")
+            try delete.bind([.text(job)])
+            try delete.step()
+        }
     }
 }

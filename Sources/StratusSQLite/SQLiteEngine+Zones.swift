@@ -1,5 +1,6 @@
 import Foundation
 @_spi(StratusEngine) import Stratus
+import StratusSQL
 
 extension SQLiteEngine {
     @_spi(StratusEngine) public func fetchZones(in database: DatabaseContext) throws -> [RecordZone] {

@@ -1,6 +1,7 @@
 import CSQLite
 import Foundation
 @_spi(StratusEngine) import Stratus
+import StratusSQL
 import Synchronization
 
 /// The embedded storage engine: one SQLite file (plus a folder of asset files beside it).
@@ -310,7 +311,7 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
 struct SQLiteQueryRows {
     let engine: SQLiteEngine
     let query: CompiledQuery
-    private var plans: [SQLiteQueryBuilder.Plan]
+    private var plans: [SQLQueryTranslation<SQLiteDialect>.Plan]
     private var statement: SQLiteStatement?
 
     /// The rows of `query` after `position` (at most `limit` of each statement; -1: all), or
@@ -323,7 +324,7 @@ struct SQLiteQueryRows {
             throw StratusError(.zoneNotFound, "zone '\(query.zoneID.zoneName)' does not exist in the \(database.scope) database", zoneID: query.zoneID)
         }
         let schema = try engine.loadSchema(query.recordType, storageContainer: database.storageContainer, on: connection)
-        let builder = SQLiteQueryBuilder(query: query, schema: schema)
+        let builder = SQLQueryTranslation(query: query, schema: schema, dialect: SQLiteDialect())
         self.engine = engine
         self.query = query
         plans = [try builder.select(zoneRow: zoneRow, after: position, limit: limit),
@@ -343,7 +344,7 @@ struct SQLiteQueryRows {
                 lastPosition = QueryPosition(
                     sortValues: zip(query.sortKeys, plan.sortColumns).map { key, column in
                         guard key.distanceFrom != nil else { return QueryRules.sortValue(of: record, for: key.key) }
-                        if case .real(let kilometres) = statement.value(column) { return .double(kilometres) }
+                        if case .real(let kilometres) = statement.value(Int32(column)) { return .double(kilometres) }
                         return nil
                     },
                     recordName: record.recordID.recordName)
@@ -364,7 +365,7 @@ struct SQLiteQueryRows {
     }
 
     /// The statement being read and its plan, prepared on first use; `nil` when every plan is read.
-    private mutating func current(on connection: SQLiteConnection) throws -> (SQLiteStatement, SQLiteQueryBuilder.Plan)? {
+    private mutating func current(on connection: SQLiteConnection) throws -> (SQLiteStatement, SQLQueryTranslation<SQLiteDialect>.Plan)? {
         guard let plan = plans.first else { return nil }
         if let statement { return (statement, plan) }
         let prepared = try connection.statement(plan.sql)

@@ -23,21 +23,8 @@ enum SQLiteFunctions {
             sqlite3_result_int(context, 0)
             return
         }
-        let words = SQLiteFunctions.words(of: fields)
+        let words = TextSearch.words(of: fields)
         let matched = requireAll ? wanted.allSatisfy(words.contains) : wanted.contains(where: words.contains)
         sqlite3_result_int(context, matched ? 1 : 0)
-    }
-
-    /// The search words of every string and string-list value.
-    static func words(of fields: [String: FieldValue], only names: [String]? = nil) -> Set<String> {
-        var words: Set<String> = []
-        for (key, value) in fields where names?.contains(key) ?? true {
-            switch value {
-            case .string(let text): words.formUnion(TextSearch.tokens(in: text))
-            case .stringList(let texts): for text in texts { words.formUnion(TextSearch.tokens(in: text)) }
-            default: continue
-            }
-        }
-        return words
     }
 }

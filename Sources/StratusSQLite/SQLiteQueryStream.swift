@@ -1,5 +1,6 @@
 import Foundation
 @_spi(StratusEngine) import Stratus
+import StratusSQL
 
 extension SQLiteEngine {
     @_spi(StratusEngine)
@@ -15,7 +16,7 @@ extension SQLiteEngine {
                 throw StratusError(.zoneNotFound, "zone '\(query.zoneID.zoneName)' does not exist in the \(database.scope) database", zoneID: query.zoneID)
             }
             let schema = try loadSchema(query.recordType, storageContainer: database.storageContainer, on: connection)
-            let plan = try SQLiteQueryBuilder(query: query, schema: schema).count(zoneRow: zoneRow)
+            let plan = try SQLQueryTranslation(query: query, schema: schema, dialect: SQLiteDialect()).count(zoneRow: zoneRow).fragment
             let statement = try connection.statement(plan.sql)
             try statement.bind(plan.parameters)
             defer { statement.reset() }

@@ -125,6 +125,11 @@ enum SQLiteSchema {
     /// Record type schemas and the word index of searchable fields. Indexes declared by
     /// schemas are expression indexes on `records`, named `ix_<hash of their definition>`.
     static let indexing = """
+        CREATE TABLE IF NOT EXISTS job_progress(
+            job TEXT PRIMARY KEY,
+            position INTEGER NOT NULL,
+            updated_at REAL NOT NULL
+        ) WITHOUT ROWID;
         CREATE TABLE IF NOT EXISTS record_types(
             container TEXT NOT NULL,
             record_type TEXT NOT NULL,

@@ -54,6 +54,9 @@ public enum RecordReadResult: Sendable {
     /// ones the input set to `null`), with the system fields the input carried. `line` is
     /// where the record starts.
     case record(Record, line: Int)
+    /// A deletion (`"deleted": true`) of the record with this ID, and its type when given;
+    /// only with ``RecordReadOptions/readsDeletions``. `line` is where it starts.
+    case deletion(Record.ID, recordType: String?, line: Int)
     /// An item that is not a valid record.
     case rejected(RecordInputError)
 }

@@ -26,6 +26,10 @@ public struct RecordReadOptions: Sendable {
     public var csvTypes: [String: FieldType] = [:]
     /// The directory that relative asset paths are resolved against; `nil` means the current one.
     public var assetDirectory: URL?
+    /// Whether `"deleted": true` items (the tombstones `stratus changes` and CloudKit's
+    /// changes/zone answers carry) are read as ``RecordReadResult/deletion(_:recordType:line:)``;
+    /// when false (the default) they are rejected, so that a reader for saving never deletes.
+    public var readsDeletions = false
     /// The largest record (or NDJSON line, or CSV row) accepted, in bytes; larger ones are
     /// rejected so that memory stays bounded whatever the input.
     public var maximumRecordSize = 16 << 20

@@ -281,7 +281,9 @@ extension RecordReader {
                         parent = r
                     }
                 case .field(let key, let declared, let encrypted):
-                    let type = declared ?? schema?[key] ?? .string
+                    // Typed by the header, else the schema, else inferred from the cell as the JSON
+                    // reader infers an untyped value.
+                    let type = declared ?? schema?[key] ?? inferredType(cell, &scratch)
                     // An empty cell has no value: the field is removed. Only a quoted empty
                     // cell ("") of a STRING or BYTES column is the empty string or bytes.
                     var value: FieldValue?
@@ -318,16 +320,75 @@ extension RecordReader {
         return text
     }
 
-    /// Converts a cell: STRING cells are their text; references, assets and locations may be
-    /// plain text (a record name, a path, `lat,lon`) or JSON; everything else is JSON text
-    /// (numbers, base64 in a bare cell, lists as JSON arrays).
+    /// The type of a cell in a column no header, option or schema types: an unquoted number
+    /// without fraction or exponent that fits 64 bits is INT64, any other unquoted number
+    /// DOUBLE (JSON's number grammar: `007`, `+1`, `.5` and `NaN` are text), everything else —
+    /// and every quoted cell — STRING.
+    private func inferredType(_ cell: CSVCell, _ scratch: inout [UInt8]) -> FieldType {
+        guard !cell.quoted else { return .string }
+        return withCellBytes(cell, &scratch) { bytes in
+            var first = 0, last = bytes.count
+            while first < last && (bytes[first] == 0x20 || bytes[first] == 0x09) { first += 1 }
+            while last > first && (bytes[last - 1] == 0x20 || bytes[last - 1] == 0x09) { last -= 1 }
+            // An integer beyond 64 bits stays text, like an ID; JSON would reject it.
+            switch Self.numberKind(UnsafeBufferPointer(rebasing: bytes[first..<last])) {
+            case .integer: return .int64
+            case .decimal: return .double
+            case .largeInteger, nil: return .string
+            }
+        }
+    }
+
+    private enum NumberKind { case integer, largeInteger, decimal }
+
+    /// Whether `bytes` are a JSON number, and which kind: an integer that fits 64 bits, a
+    /// larger integer, or a number with a fraction or exponent.
+    private static func numberKind(_ bytes: UnsafeBufferPointer<UInt8>) -> NumberKind? {
+        var i = 0
+        let n = bytes.count
+        func digits() -> Int {
+            let start = i
+            while i < n && bytes[i] >= 0x30 && bytes[i] <= 0x39 { i += 1 }
+            return i - start
+        }
+        if i < n && bytes[i] == UInt8(ascii: "-") { i += 1 }
+        let integerStart = i
+        let integerDigits = digits()
+        guard integerDigits > 0, integerDigits == 1 || bytes[integerStart] != UInt8(ascii: "0") else { return nil }
+        var decimal = false
+        if i < n && bytes[i] == UInt8(ascii: ".") {
+            i += 1
+            guard digits() > 0 else { return nil }
+            decimal = true
+        }
+        if i < n && (bytes[i] == UInt8(ascii: "e") || bytes[i] == UInt8(ascii: "E")) {
+            i += 1
+            if i < n && (bytes[i] == UInt8(ascii: "+") || bytes[i] == UInt8(ascii: "-")) { i += 1 }
+            guard digits() > 0 else { return nil }
+            decimal = true
+        }
+        guard i == n else { return nil }
+        if decimal { return .decimal }
+        return Int64(String(decoding: bytes, as: UTF8.self)) == nil ? .largeInteger : .integer
+    }
+
+    /// A cell's text for a message, whole up to 200 characters, in quotes.
+    private static func quoted(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
+        let text = String(decoding: bytes, as: UTF8.self)
+        return text.count <= 200 ? "'\(text)'" : "'\(text.prefix(200))…' (\(text.count) characters)"
+    }
+
+    /// Converts a cell: STRING cells are their text; INT64 and DOUBLE cells numbers; TIMESTAMP
+    /// cells milliseconds since 1970 or an ISO 8601 date-time; references, assets and locations
+    /// plain text (a record name, a path, `lat,lon`) or JSON; everything else JSON text
+    /// (base64 in a bare cell, lists as JSON arrays).
     private func cellValue(_ cell: CSVCell, _ scratch: inout [UInt8], as type: FieldType, key: String, zone: RecordZone.ID) throws(FieldError) -> FieldValue? {
         let context = self.context
         let result: Result<FieldValue?, FieldError> = withCellBytes(cell, &scratch) { bytes in
             guard let base = bytes.baseAddress, bytes.count > 0 else { return .success(nil) }
             func plain() -> String? { String(validating: bytes, as: UTF8.self) }
             func invalid(_ what: String) -> FieldError {
-                FieldError(offset: cell.start, message: "field '\(key)': \(type.rawValue) cell \(what)")
+                FieldError(offset: cell.start, message: "field '\(key)': \(type.rawValue) cell \(Self.quoted(bytes)) \(what)")
             }
             // Surrounding spaces mean nothing in numbers and JSON.
             var first = 0, last = bytes.count
@@ -348,9 +409,23 @@ extension RecordReader {
             case .asset where !startsJSON:
                 guard let text = plain() else { return .failure(invalid("is not valid UTF-8")) }
                 guard let url = JSONCursor.assetFileURL(text, directory: context.assetDirectory) else {
-                    return .failure(invalid("'\(text.prefix(60))' is not a local file; download the asset and give its path"))
+                    return .failure(invalid("is not a local file; download the asset and give its path"))
                 }
                 return .success(.asset(Asset(fileURL: url)))
+            case .int64, .double, .timestamp:
+                let trimmed = UnsafeBufferPointer(rebasing: bytes[first..<last])
+                if type == .timestamp, let date = ISO8601Timestamp.date(trimmed) { return .success(.date(date)) }
+                let expected = switch type {
+                case .int64: "is not a whole number in the 64-bit range"
+                case .double: "is not a number"
+                default: "is neither milliseconds since 1970 nor an ISO 8601 date-time such as 2024-01-01T09:30:00Z"
+                }
+                switch Self.numberKind(trimmed) {
+                case .integer?: break
+                case .largeInteger?, .decimal?: if type == .int64 { return .failure(invalid(expected)) }
+                case nil: return .failure(invalid(expected))
+                }
+                return json().mapError { _ in invalid(expected) }
             case .location where !startsJSON:
                 let parts = (plain() ?? "").split(separator: ",").map { Double($0.trimmingCharacters(in: .whitespaces)) }
                 guard parts.count == 2, let latitude = parts[0], let longitude = parts[1], latitude.isFinite, longitude.isFinite else {
@@ -358,17 +433,23 @@ extension RecordReader {
                 }
                 return .success(.location(Location(latitude: latitude, longitude: longitude)))
             default:
+                return json()
+            }
+
+            /// Lists, and references, locations and assets written as objects: JSON text.
+            func json() -> Result<FieldValue?, FieldError> {
+                let what = type.rawValue.hasSuffix("_LIST") ? "a JSON array such as [\"a\",\"b\"] or [1,2]" : "valid JSON"
                 var c = JSONCursor(base: base, limit: last, isComplete: true, endName: "end of the cell", pos: first)
                 let token: Token
                 do throws(ScanFailure) {
                     token = try c.scanValue()
                 } catch {
-                    if case .syntax(_, let message) = error { return .failure(invalid("is not valid: \(message)")) }
-                    return .failure(invalid("is not valid"))
+                    if case .syntax(_, let message) = error { return .failure(invalid("is not \(what) (\(message))")) }
+                    return .failure(invalid("is not \(what)"))
                 }
-                if let problem = c.problem { return .failure(invalid("is not valid: \(problem.message)")) }
+                if let problem = c.problem { return .failure(invalid("is not \(what) (\(problem.message))")) }
                 c.skipSpace()
-                if c.pos < last { return .failure(invalid("has unexpected text after the value")) }
+                if c.pos < last { return .failure(invalid("is not \(what) (unexpected text after the value)")) }
                 if token.kind == .null { return .success(nil) }
                 do throws(FieldError) {
                     return .success(try c.value(token, as: type, key: key, zone: zone, context: context))

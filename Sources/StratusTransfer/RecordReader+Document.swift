@@ -200,6 +200,7 @@ extension RecordReader {
         }
         switch member {
         case .open(let child):
+            if child == .records || child == .operations { sawRecordList = true }
             frames.append(Frame(kind: child))
         case .continuationMarker(let text):
             continuationMarker = text

@@ -38,8 +38,9 @@ import Stratus
 /// **What this version does not keep** is rejected with a message naming it, never dropped:
 /// - an unknown top-level key (`share`, say), field key or type name rejects the record;
 /// - non-empty `pluginFields` reject the record;
-/// - `"deleted": true` (a tombstone in a changes feed), a `delete`/`forceDelete` operation and
-///   an error result (`serverErrorCode`, `reason`) are rejected: importing never deletes.
+/// - `"deleted": true` (a tombstone in a changes feed) is rejected unless
+///   ``RecordReadOptions/readsDeletions`` asks for it as a deletion; a `delete`/`forceDelete`
+///   operation and an error result (`serverErrorCode`, `reason`) are rejected.
 ///
 /// Understood and not kept, because they carry no record data: `"deleted": false`, empty
 /// `pluginFields`, `zoneType` in a zone ID (the zone implies it), `deviceID` in
@@ -93,6 +94,9 @@ public final class RecordReader {
 
     // JSON arrays and envelopes
     var frames: [Frame] = []
+    /// Whether an envelope had a list of records (`records` or `operations`); one without is
+    /// not a record file (a zones list, a database changes answer).
+    var sawRecordList = false
 
     // CSV
     var csv: CSVLayout?
@@ -222,6 +226,7 @@ public final class RecordReader {
     func readResult(_ decoded: DecodedRecord, line: Int, position: (Int) -> (line: Int, column: Int)) -> RecordReadResult {
         switch decoded {
         case .record(let record): return .record(record, line: line)
+        case .deletion(let id, let recordType): return .deletion(id, recordType: recordType, line: line)
         case .rejected(let offset, let name, let message):
             let (errorLine, column) = position(offset)
             return .rejected(RecordInputError(line: errorLine, column: column, recordName: name, message: message))

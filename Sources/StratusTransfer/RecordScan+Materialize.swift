@@ -29,6 +29,8 @@ struct DecodeContext {
     /// Field types by record type, then by field name, from the read options' schemas.
     let schemaTypes: [String: [String: FieldType]]
     let assetDirectory: URL?
+    /// Whether `"deleted": true` items are deletions rather than rejected.
+    let readsDeletions: Bool
 
     init(options: RecordReadOptions) {
         defaultZone = options.zoneID
@@ -38,12 +40,14 @@ struct DecodeContext {
         }
         schemaTypes = types
         assetDirectory = options.assetDirectory
+        readsDeletions = options.readsDeletions
     }
 }
 
 /// The outcome of decoding one record object.
 enum DecodedRecord {
     case record(Record)
+    case deletion(Record.ID, recordType: String?)
     case rejected(offset: Int, recordName: String?, message: String)
 }
 
@@ -55,10 +59,32 @@ extension JSONCursor {
             return .rejected(offset: problem.offset, recordName: name, message: problem.message)
         }
         do throws(FieldError) {
+            if scan.deletion.isPresent {
+                guard context.readsDeletions else {
+                    throw FieldError(offset: scan.deletion.start, message: "the record is a deletion (\"deleted\": true); importing saves records and never deletes them")
+                }
+                return try deletion(scan, name: name, zone: contextZone)
+            }
             return .record(try buildRecord(scan, name: name, zone: contextZone, context: context))
         } catch {
             return .rejected(offset: error.offset, recordName: name, message: error.message)
         }
+    }
+
+    /// A deletion as `stratus changes` writes it: `{"recordName", "recordType"?, "deleted": true,
+    /// "zoneID"?}`; it carries no fields.
+    private func deletion(_ scan: RecordScan, name: String?, zone contextZone: RecordZone.ID) throws(FieldError) -> DecodedRecord {
+        guard let name else { throw FieldError(offset: scan.start, message: "the deletion has no recordName") }
+        do { try Naming.checkRecordName(name) } catch { throw FieldError(offset: scan.recordName.start, message: error.message) }
+        var recordType: String?
+        if scan.recordType.isPresent {
+            let type = string(scan.recordType)
+            do { try Naming.checkIdentifier(type, kind: "record type") } catch { throw FieldError(offset: scan.recordType.start, message: error.message) }
+            recordType = type
+        }
+        if !scan.fields.isEmpty { throw FieldError(offset: scan.deletion.start, message: "a deletion (\"deleted\": true) carries no fields") }
+        let zoneID = scan.hasZone ? try self.zoneID(name: scan.zoneName, owner: scan.zoneOwner, at: scan.zoneStart, what: "zoneID") : contextZone
+        return .deletion(Record.ID(recordName: name, zoneID: zoneID), recordType: recordType)
     }
 
     private func buildRecord(_ scan: RecordScan, name: String?, zone contextZone: RecordZone.ID, context: DecodeContext) throws(FieldError) -> Record {

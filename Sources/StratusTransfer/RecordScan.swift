@@ -24,6 +24,8 @@ struct RecordScan {
     var zoneOwner = Token.none
     var zoneStart = 0
     var parent = Token.none
+    /// `"deleted": true`: the item is a deletion (a change feed's tombstone).
+    var deletion = Token.none
     var fields: [PendingField] = []
     var seen: UInt32 = 0
 
@@ -40,6 +42,7 @@ struct RecordScan {
         zoneName = .none
         zoneOwner = .none
         parent = .none
+        deletion = .none
         fields.removeAll(keepingCapacity: true)
         seen = 0
     }
@@ -124,7 +127,7 @@ extension JSONCursor {
             let value = try scanValue()
             switch value.kind {
             case .falseLiteral: break
-            case .trueLiteral: note(value.start, "the record is a deletion (\"deleted\": true); importing saves records and never deletes them")
+            case .trueLiteral: scan.deletion = value
             default: note(value.start, "'deleted' must be true or false, not \(value.kindName)")
             }
         } else if stringEquals(key, "pluginFields") {

@@ -23,8 +23,10 @@ import Darwin
 /// false) `recordChangeTag,creationDate,creatorUserRecordID,modificationDate,lastModifiedUserRecordID,parent`,
 /// then one `name:TYPE` column per field: the `csvFields` given, or the first record's keys.
 /// A column's type comes from ``csvTypes`` or the first record's value; a column of encrypted
-/// values (in the first record) is `name:ENCRYPTED_TYPE`. Cells hold text,
-/// numbers, timestamps in milliseconds, base64 bytes, a reference's record name (JSON when it
+/// values (in the first record) is `name:ENCRYPTED_TYPE`; a column without a type (the first
+/// record had no value and ``csvTypes`` names none) holds only strings, each quoted, because a
+/// reader infers the type of an untyped column's unquoted cells. Cells hold text,
+/// numbers, timestamps in milliseconds (or ISO 8601, see ``csvTimestampStyle``), base64 bytes, a reference's record name (JSON when it
 /// has an action or zone), a location as JSON, an asset's file path, and lists as JSON
 /// arrays; an empty cell is no value, and `""` is the empty string (or empty bytes). Lines end with LF. The
 /// zone is not written: CSV rows are read into the zone the reader is given.
@@ -35,6 +37,17 @@ public final class RecordWriter {
     public var csvSystemColumns = true
     /// CSV: column types by field name, for fields the first record lacks. Set before the first record.
     public var csvTypes: [String: FieldType] = [:]
+    /// CSV: how TIMESTAMP cells (and the creation and modification dates) are written.
+    public var csvTimestampStyle = TimestampStyle.milliseconds
+
+    /// How a CSV cell holds a date; ``RecordReader`` reads both.
+    public enum TimestampStyle: String, Sendable, CaseIterable {
+        /// Milliseconds since 1970, as CloudKit's JSON writes them: `1735689600000`.
+        case milliseconds
+        /// ISO 8601 in UTC, `2025-01-01T00:00:00Z`, with the fraction the date has (exact);
+        /// dates outside the years 0000–9999 are written in milliseconds.
+        case iso8601
+    }
     /// How many records were written.
     public private(set) var recordCount = 0
 
@@ -207,8 +220,8 @@ public final class RecordWriter {
             case .recordName: out.appendCSVCell(name)
             case .recordType: out.appendCSVCell(record.recordType)
             case .changeTag: if let tag = system.recordChangeTag { out.appendCSVCell(tag) }
-            case .creationDate: if let date = system.creationDate { out.appendTimestamp(date, field: "creationDate") }
-            case .modificationDate: if let date = system.modificationDate { out.appendTimestamp(date, field: "modificationDate") }
+            case .creationDate: if let date = system.creationDate { appendCSVTimestamp(date, field: "creationDate") }
+            case .modificationDate: if let date = system.modificationDate { appendCSVTimestamp(date, field: "modificationDate") }
             case .creator: if let user = system.creatorUserRecordID { out.appendCSVCell(user.recordName) }
             case .modifier: if let user = system.lastModifiedUserRecordID { out.appendCSVCell(user.recordName) }
             case .parent: if let parent = record.parent { try appendCSVValue(.reference(parent), key: "parent", zone: record.recordID.zoneID) }
@@ -220,8 +233,13 @@ public final class RecordWriter {
                 if encrypted.contains(key) != columnEncrypted {
                     throw fail("field '\(key)' is \(columnEncrypted ? "a plain" : "an encrypted") value, but its CSV column holds \(columnEncrypted ? "encrypted" : "plain") values")
                 }
-                if type == nil && value.type != .string {
-                    throw fail("field '\(key)' is \(value.type.rawValue), but its CSV column has no type (the first record had no value); give the column types")
+                if type == nil {
+                    guard case .string(let text) = value else {
+                        throw fail("field '\(key)' is \(value.type.rawValue), but its CSV column has no type (the first record had no value); give the column types")
+                    }
+                    // A reader infers an untyped column's unquoted numbers; a quoted cell stays text.
+                    appendQuotedCSVCell(text)
+                    continue
                 }
                 try appendCSVValue(value, key: key, zone: record.recordID.zoneID)
             }
@@ -242,7 +260,7 @@ public final class RecordWriter {
             out.appendDouble(d, field: key)
             return
         case .date(let d):
-            out.appendTimestamp(d, field: key)
+            appendCSVTimestamp(d, field: key)
             return
         case .bytes(let b):
             if b.isEmpty { out.append("\"\"") } else { out.appendBase64(b, quoted: false) }
@@ -263,6 +281,23 @@ public final class RecordWriter {
             }
             out.appendCSVCell(cell.bytes)
         }
+    }
+
+    private func appendCSVTimestamp(_ date: Date, field: String) {
+        if csvTimestampStyle == .iso8601, let text = ISO8601Timestamp.text(for: date) {
+            for byte in text.utf8 { out.append(byte) }
+        } else {
+            out.appendTimestamp(date, field: field)
+        }
+    }
+
+    private func appendQuotedCSVCell(_ text: String) {
+        out.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            out.append(byte)
+            if byte == UInt8(ascii: "\"") { out.append(byte) }
+        }
+        out.append(UInt8(ascii: "\""))
     }
 
     private static func looksLikeJSON(_ text: String) -> Bool {

@@ -13,7 +13,14 @@ import Stratus
 /// output-file=2049:1311042
 /// output-length=52817
 /// output-path=/var/exports/photos-2026-11-21.ndjson
+/// output-link=/var/lib/jobs/photos.token.output-9f2c41d07ab3e8c5
 /// ```
+///
+/// `output-link` is a hard link the tool keeps to the output file it committed last (beside
+/// the token file, or hidden beside the output when they are on different file systems). It
+/// keeps that file's inode in use, so a file made later under the same name (after the
+/// consumer deleted the old one) can never get its device and inode number and be taken for
+/// it; and the tool can cut the file back even after it was moved away.
 struct ChangeTokenFile: Equatable {
     var token: ServerChangeToken?
     /// The output file the last batch went to, and how much of it is committed.
@@ -24,6 +31,8 @@ struct ChangeTokenFile: Equatable {
         var fileIdentity: String
         var length: Int64
         var path: String
+        /// The hard link that holds the file (nil in token files of older versions).
+        var link: String?
     }
 
     /// Reads the state; a missing or empty file means "from the beginning".
@@ -44,64 +53,69 @@ struct ChangeTokenFile: Equatable {
                 throw CommandFailure(.dataError, "the token file \(path) does not hold a change token (\(error)); remove it to start from the beginning")
             }
         }
-        var identity: String?, length: Int64?, outputPath: String?
+        var identity: String?, length: Int64?, outputPath: String?, link: String?
         for line in lines.dropFirst() where !line.isEmpty {
             let parts = line.split(separator: "=", maxSplits: 1).map(String.init)
             switch (parts.first, parts.count) {
             case ("output-file", 2): identity = parts[1]
             case ("output-length", 2): length = Int64(parts[1])
             case ("output-path", 2): outputPath = parts[1]
+            case ("output-link", 2): link = parts[1]
             default: throw CommandFailure(.dataError, "the token file \(path) has an unknown line '\(line.prefix(40))'")
             }
         }
-        if let identity, let length, let outputPath { state.output = OutputCommit(fileIdentity: identity, length: length, path: outputPath) }
+        if let identity, let length, let outputPath {
+            state.output = OutputCommit(fileIdentity: identity, length: length, path: outputPath, link: link)
+        }
         return state
     }
 
-    /// Replaces the file with this state, durably.
+    /// Replaces the file with this state, durably (see ``KeptFile/replace(_:with:)``).
     ///
     /// - Throws: ``CommandFailure`` `cannotCreateOutput` when it cannot be written.
-    func write(to path: String) throws {
+    func write(to resolvedPath: String) throws {
         var text = (token?.serialized ?? "") + "\n"
-        if let output { text += "output-file=\(output.fileIdentity)\noutput-length=\(output.length)\noutput-path=\(output.path)\n" }
-        let temporary = path + ".tmp-\(getpid())"
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        guard descriptor >= 0 else { throw CommandFailure.system(.cannotCreateOutput, "cannot create \(temporary)") }
-        do {
-            try FileDescriptorOutput.writeAll(Data(text.utf8), to: descriptor, name: temporary)
-            guard fsync(descriptor) == 0 else { throw CommandFailure.system(.cannotCreateOutput, "cannot sync \(temporary)") }
-        } catch {
-            close(descriptor)
-            unlink(temporary)
-            throw error
+        if let output {
+            text += "output-file=\(output.fileIdentity)\noutput-length=\(output.length)\noutput-path=\(output.path)\n"
+            if let link = output.link { text += "output-link=\(link)\n" }
         }
-        close(descriptor)
-        guard rename(temporary, path) == 0 else {
-            let error = CommandFailure.system(.cannotCreateOutput, "cannot move the token into place at \(path)")
-            unlink(temporary)
-            throw error
-        }
-        // The rename is durable only once the folder is synced.
-        let folder = open(URL(fileURLWithPath: path).deletingLastPathComponent().path, O_RDONLY | O_DIRECTORY)
-        if folder >= 0 {
-            fsync(folder)
-            close(folder)
-        }
+        try KeptFile.replace(resolvedPath, with: Data(text.utf8))
+    }
+}
+
+/// The token file as the change feed's token store: the token and the output's committed
+/// state are written together, after the batch before them was written and synced.
+///
+/// The file is locked and written as the file its name resolves to, so that a symbolic link to
+/// it names the same job (two runs through two names exclude each other) and stays a link.
+final class ChangeTokenFileStore: ChangeTokenStore {
+    /// The name the user gave.
+    let path: String
+    /// The file that name resolves to.
+    let resolvedPath: String
+    var state: ChangeTokenFile
+
+    /// Locks the token file (held until the process ends) and reads it.
+    ///
+    /// - Throws: ``CommandFailure`` `temporaryFailure` when another run holds it; others when
+    ///   the file cannot be read or is not a token file.
+    init(path: String) throws {
+        self.path = path
+        resolvedPath = KeptFile.resolve(path)
+        try KeptFile.lock(resolvedPath, named: path, what: "token file")
+        state = try ChangeTokenFile.read(resolvedPath)
     }
 
-    /// Holds an exclusive lock on `path.lock` for the life of the process, so that two runs of
-    /// the same job (an overlapping cron) never read the same token and export twice.
-    ///
-    /// - Throws: ``CommandFailure`` `temporaryFailure` when another run holds it.
-    static func lock(_ path: String) throws {
-        let lockPath = path + ".lock"
-        let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw CommandFailure.system(.cannotCreateOutput, "cannot create the lock file \(lockPath)") }
-        if flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
-            close(descriptor)
-            throw CommandFailure(.temporaryFailure, "another run is using the token file \(path) (it holds \(lockPath)); try again later")
-        }
-        // Deliberately never closed: the kernel releases the lock when the process ends, however it ends.
+    func loadToken() throws -> ServerChangeToken? { state.token }
+
+    func saveToken(_ token: ServerChangeToken) throws {
+        state.token = token
+        try write()
+    }
+
+    /// Writes the state as it is now (the output's identity before its first batch).
+    func write() throws {
+        try state.write(to: resolvedPath)
     }
 }
 

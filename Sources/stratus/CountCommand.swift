@@ -2,28 +2,23 @@ import Foundation
 import Stratus
 
 /// `stratus count --type TYPE [--where P]`: how many records match.
-struct CountCommand {
-    static let usage = """
-        usage: stratus count --type TYPE [--where PREDICATE] [store options]
-
-        Prints the number of matching records.
-        """
+struct CountCommand: Command {
+    static let name = "count"
+    static let summary = "the number of records matching a query"
+    static let usage = ["stratus count --type TYPE [--where PREDICATE] [store options]"]
+    static let discussion = "Prints the number of matching records on stdout."
+    static let options: [Option] = [.recordType, .predicate]
 
     var store: StoreOptions
-    var type: String
-    var predicate: String?
+    var query: Query
 
-    init(_ arguments: inout Arguments) throws {
-        store = try StoreOptions(&arguments)
-        guard let type = try arguments.value("--type") else { throw UsageError(message: "--type is required") }
-        self.type = type
-        predicate = try arguments.value("--where")
-        try arguments.rejectUnknownOptions()
+    static func parse(_ arguments: ParsedArguments) throws -> CountCommand {
+        try arguments.expectNoPositionals()
+        return CountCommand(store: try StoreOptions(arguments), query: try QuerySelection(arguments).requireQuery())
     }
 
     func run() async throws -> ExitCode {
-        let database = try store.openDatabase()
-        let query = Query(recordType: type, predicate: try predicate.map { try QueryPredicate(format: $0) } ?? .all)
+        let database = try store.openDatabase(.existing)
         var count = 0
         for try await _ in database.allRecords(matching: query, inZoneWith: store.zoneID, desiredKeys: [], pageSize: 1_000) {
             count += 1

@@ -1,37 +1,43 @@
 import Foundation
 import Stratus
+import Synchronization
 
 /// `stratus delete`: records by name (arguments, a file or stdin) or by query.
-struct DeleteCommand {
-    static let usage = """
-        usage: stratus delete [RECORD_NAME...] [--names-file FILE|-] [--type TYPE --where PREDICATE]
-                              (--yes | --dry-run) [progress options] [store options]
-
-        Deletes the named records, or every record of TYPE matching PREDICATE, in batches of 400.
+struct DeleteCommand: Command {
+    static let name = "delete"
+    static let summary = "records by name or by query"
+    static let usage = [
+        "stratus delete RECORD_NAME... (--yes | --dry-run) [progress options] [store options]",
+        "stratus delete --names-file FILE|- (--yes | --dry-run) [progress options] [store options]",
+        "stratus delete --type TYPE (--where PREDICATE | --all) (--yes | --dry-run) [progress options] [store options]",
+    ]
+    static let discussion = """
+        Deletes the named records, or the records of TYPE matching PREDICATE (every record of TYPE
+        only with --all or --where TRUEPREDICATE), in batches of 400.
         Records that reference a deleted record with .deleteSelf are deleted with it. Deleting
         needs --yes; --dry-run only counts what would be deleted. A name that does not exist is
-        not an error.
+        not an error. SIGINT or SIGTERM stops after the current batch (exit 130/143).
         """
+    static let options: [Option] = [
+        Option("--names-file", "FILE|-", "record names, one per line, from FILE or stdin", default: "none"),
+        Option("--type", "TYPE", "delete records of this type that match --where (or --all)", default: "none"),
+        Option("--where", "PREDICATE", "with --type: which records to delete", default: "none"),
+        Option(flag: "--all", "with --type: every record of the type"),
+        Option(flag: "--yes", "really delete"),
+        Option(flag: "--dry-run", "only count what would be deleted"),
+    ]
+    static let optionGroups: [OptionGroup] = [.progress, .store]
 
     var store: StoreOptions
     var names: [String]
     var type: String?
-    var predicate: String?
-    var yes: Bool
+    var predicate: QueryPredicate?
     var dryRun: Bool
     var progressStyle: Progress.Style
 
-    init(_ arguments: inout Arguments) throws {
-        store = try StoreOptions(&arguments)
-        type = try arguments.value("--type")
-        predicate = try arguments.value("--where")
-        let namesFile = try arguments.value("--names-file")
-        yes = arguments.flag("--yes")
-        dryRun = arguments.flag("--dry-run")
-        progressStyle = try Progress.style(&arguments)
-        try arguments.rejectUnknownOptions()
-        names = arguments.words
-        if let namesFile {
+    static func parse(_ arguments: ParsedArguments) throws -> DeleteCommand {
+        var names = arguments.positionals
+        if let namesFile = arguments.value("--names-file") {
             let text: String
             if namesFile == "-" {
                 text = String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
@@ -41,19 +47,29 @@ struct DeleteCommand {
             }
             names += text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         }
+        let type = arguments.value("--type")
+        let predicateText = arguments.value("--where")
         if type == nil && names.isEmpty { throw UsageError(message: "name the records to delete, or give --type (and --where)") }
         if type != nil && !names.isEmpty { throw UsageError(message: "delete by names or by --type/--where, not both") }
-        if predicate != nil && type == nil { throw UsageError(message: "--where needs --type") }
-        if !yes && !dryRun { throw UsageError(message: "deleting needs --yes (or --dry-run to count first)") }
+        if predicateText != nil && type == nil { throw UsageError(message: "--where needs --type") }
+        if arguments.flag("--all") && type == nil { throw UsageError(message: "--all needs --type") }
+        if arguments.flag("--all") && predicateText != nil { throw UsageError(message: "--all and --where do not go together") }
+        if type != nil && predicateText == nil && !arguments.flag("--all") {
+            throw UsageError(message: "--type without --where would delete every record of the type; say --all (or --where TRUEPREDICATE) to mean that")
+        }
+        if !arguments.flag("--yes") && !arguments.flag("--dry-run") { throw UsageError(message: "deleting needs --yes (or --dry-run to count first)") }
+        return DeleteCommand(
+            store: try StoreOptions(arguments), names: names, type: type, predicate: try predicateText.map(QuerySelection.predicate),
+            dryRun: arguments.flag("--dry-run"), progressStyle: try Progress.style(arguments))
     }
 
     func run() async throws -> ExitCode {
-        let database = try store.openDatabase()
+        let database = try store.openDatabase(.existing)
         let progress = Progress(style: progressStyle, verb: dryRun ? "counted" : "deleted")
         if dryRun {
             var count = 0
             if let type {
-                let query = Query(recordType: type, predicate: try predicate.map { try QueryPredicate(format: $0) } ?? .all)
+                let query = Query(recordType: type, predicate: predicate ?? .all)
                 for try await _ in database.allRecords(matching: query, inZoneWith: store.zoneID, desiredKeys: [], pageSize: 1_000) { count += 1 }
             } else {
                 let found = try await database.records(for: names.map { Record.ID(recordName: $0, zoneID: store.zoneID) }, desiredKeys: [])
@@ -64,7 +80,7 @@ struct DeleteCommand {
         }
         let op: DeleteRecordsOperation
         if let type {
-            op = DeleteRecordsOperation(query: Query(recordType: type, predicate: try predicate.map { try QueryPredicate(format: $0) } ?? .all), zoneID: store.zoneID)
+            op = DeleteRecordsOperation(query: Query(recordType: type, predicate: predicate ?? .all), zoneID: store.zoneID)
         } else {
             op = DeleteRecordsOperation(recordIDs: names.map { Record.ID(recordName: $0, zoneID: store.zoneID) })
         }
@@ -73,18 +89,11 @@ struct DeleteCommand {
             counter.add(failed: (try? result.get()) == nil)
             progress.update(done: counter.deleted)
         }
-        Interruption.install()
-        let cancelWatcher = Task {
-            while !Task.isCancelled {
-                if Interruption.signal != 0 { op.cancel(); return }
-                try? await Task.sleep(for: .milliseconds(100))
-            }
-        }
+        Interruption.install { op.cancel() }
         let result: Result<Void, any Error> = await withCheckedContinuation { continuation in
             op.deleteRecordsResultBlock = { continuation.resume(returning: $0) }
             database.add(op)
         }
-        cancelWatcher.cancel()
         progress.finish("deleted \(Progress.grouped(counter.deleted)), failed \(Progress.grouped(counter.failed))", json: ["deleted": counter.deleted, "failed": counter.failed])
         switch result {
         case .success: return .success
@@ -96,11 +105,9 @@ struct DeleteCommand {
 }
 
 /// Counts deletions reported by the operation's blocks.
-final class DeleteCounter: @unchecked Sendable {
-    // @unchecked: the counts are only touched under `lock`.
-    private let lock = NSLock()
-    private var counts = (deleted: 0, failed: 0)
-    func add(failed: Bool) { lock.withLock { if failed { counts.failed += 1 } else { counts.deleted += 1 } } }
-    var deleted: Int { lock.withLock { counts.deleted } }
-    var failed: Int { lock.withLock { counts.failed } }
+final class DeleteCounter: Sendable {
+    private let counts = Mutex((deleted: 0, failed: 0))
+    func add(failed: Bool) { counts.withLock { if failed { $0.failed += 1 } else { $0.deleted += 1 } } }
+    var deleted: Int { counts.withLock { $0.deleted } }
+    var failed: Int { counts.withLock { $0.failed } }
 }

@@ -1,7 +1,7 @@
 import Foundation
 import Stratus
 
-/// The documented exit codes (sysexits.h values), listed in `stratus --help` and the README.
+/// The documented exit codes (sysexits.h values), listed in every command's help and the README.
 enum ExitCode: Int32 {
     case success = 0
     /// Finished, but some records were rejected or missing.
@@ -11,7 +11,7 @@ enum ExitCode: Int32 {
     case inputMissing = 66
     case internalError = 70
     case cannotCreateOutput = 73
-    /// The store is busy or unavailable; try again later.
+    /// The store is busy or unavailable, or another run holds a lock; try again later.
     case temporaryFailure = 75
     case permissionDenied = 77
     /// Stopped by SIGINT (128 + 2) or SIGTERM (128 + 15) after saving the checkpoint.
@@ -25,8 +25,8 @@ enum ExitCode: Int32 {
     static let help = """
         Exit codes: 0 success; 1 finished, but some records were rejected or missing; 64 usage
         error; 65 bad input data; 66 store or input missing; 70 internal error; 73 cannot create
-        output; 75 temporary failure (store busy: retry later); 77 permission denied;
-        130/143 stopped by SIGINT/SIGTERM (after the current batch; checkpoint saved).
+        output; 75 temporary failure (store busy, or another run holds the lock: retry later);
+        77 permission denied; 130/143 stopped by SIGINT/SIGTERM.
         """
 
     init(for error: StratusError) {
@@ -41,7 +41,7 @@ enum ExitCode: Int32 {
     }
 }
 
-/// A command-line mistake: printed with the command's usage, exit code 64.
+/// A command-line mistake: printed as one line and a pointer to the command's help, exit 64.
 struct UsageError: Error {
     let message: String
 }

@@ -11,8 +11,9 @@ enum Interruption {
     /// The signal received, or 0.
     static var signal: Int32 { received.load(ordering: .relaxed) }
 
-    /// Call once, from the main thread, before the work starts.
-    static func install() {
+    /// Call once, from the main thread, before the work starts; `stop` runs on the first signal
+    /// (from another thread) and asks the work to stop after its current batch.
+    static func install(_ stop: @escaping @Sendable () -> Void) {
         for number in [SIGINT, SIGTERM] {
             Foundation.signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
@@ -22,6 +23,7 @@ enum Interruption {
                     exit(128 + number)
                 }
                 FileHandle.standardError.write(Data("\nstratus: stopping after the current batch (signal \(number)); send it again to stop at once\n".utf8))
+                stop()
             }
             source.resume()
             sources.append(source)

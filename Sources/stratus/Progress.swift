@@ -1,11 +1,26 @@
 import Foundation
 
+extension OptionGroup {
+    /// How commands report progress and their summary on stderr.
+    static let progress = OptionGroup(title: "Progress options", placeholder: "[progress options]", options: [
+        Option(flag: "--quiet", "no progress and no summary on stderr"),
+        Option("--progress", "MODE", "auto (a live line on a terminal, a line every 5 s otherwise), json (one JSON object per line, the summary too) or none (only the summary)", default: "auto"),
+    ])
+}
+
 /// Progress on stderr: a live line on a terminal, a plain line every few seconds otherwise,
-/// JSON lines with `--progress json`, nothing with `--quiet`. Data never goes to stderr.
+/// JSON lines with `--progress json`, only the summary with `--progress none`, nothing with
+/// `--quiet`. Data never goes to stderr.
 final class Progress: @unchecked Sendable {
     // @unchecked: the mutable report state is only touched under `lock`; operation blocks
     // report from their threads.
-    enum Style { case automatic, json, quiet }
+    enum Style {
+        case automatic, json
+        /// No progress lines; the summary still.
+        case summaryOnly
+        /// Neither progress nor summary.
+        case quiet
+    }
 
     private let style: Style
     private let verb: String
@@ -23,27 +38,24 @@ final class Progress: @unchecked Sendable {
         self.verb = verb
     }
 
-    static func style(_ arguments: inout Arguments) throws -> Style {
+    /// The style the progress options ask for.
+    ///
+    /// - Throws: ``UsageError`` for an unknown `--progress` mode.
+    static func style(_ arguments: ParsedArguments) throws -> Style {
         if arguments.flag("--quiet") { return .quiet }
-        switch try arguments.value("--progress") {
+        switch arguments.value("--progress") {
         case nil, "auto"?: return .automatic
         case "json"?: return .json
-        case "none"?: return .quiet
+        case "none"?: return .summaryOnly
         case let other?: throw UsageError(message: "--progress takes auto, json or none, not '\(other)'")
         }
     }
-
-    static let help = """
-          --quiet             no progress and no summary on stderr
-          --progress MODE     auto (a live line on a terminal, a line every 5 s otherwise),
-                              json (one JSON object per line), or none
-        """
 
     var elapsed: Double { Date().timeIntervalSince(start) }
 
     /// Reports `done` items (of `total`, when known) if it is time to.
     func update(done: Int, total: Int? = nil) {
-        guard style != .quiet else { return }
+        guard style != .quiet && style != .summaryOnly else { return }
         lock.withLock {
             if let last = lastChecked, done >= last, done - last < 256 { return }
             lastChecked = done
@@ -54,7 +66,7 @@ final class Progress: @unchecked Sendable {
     /// Reports `done` items when the input's size is known: the ETA comes from the share of
     /// its bytes read so far.
     func update(done: Int, bytes: (read: Int, total: Int64?)) {
-        guard style != .quiet else { return }
+        guard style != .quiet && style != .summaryOnly else { return }
         guard let total = bytes.total, total > 0, bytes.read > 0 else { return update(done: done) }
         let estimated = Int(Double(done) * Double(total) / Double(bytes.read))
         update(done: done, total: max(done, estimated))
@@ -67,7 +79,7 @@ final class Progress: @unchecked Sendable {
         lastReport = now
         let rate = Double(done) / max(elapsed, 0.001)
         switch style {
-        case .quiet: return
+        case .quiet, .summaryOnly: return
         case .json:
             var line = "{\"event\":\"progress\",\"\(verb)\":\(done),\"perSecond\":\(Int(rate)),\"elapsedSeconds\":\(String(format: "%.1f", elapsed))"
             if let total { line += ",\"total\":\(total)" }
@@ -98,7 +110,7 @@ final class Progress: @unchecked Sendable {
         case .json:
             let fields = json.sorted { $0.key < $1.key }.map { "\"\($0.key)\":\($0.value)" }.joined(separator: ",")
             write("{\"event\":\"summary\",\(fields),\"elapsedSeconds\":\(String(format: "%.3f", elapsed))}\n")
-        case .automatic:
+        case .automatic, .summaryOnly:
             write(summary + String(format: " in %.1f s\n", elapsed))
         }
     }

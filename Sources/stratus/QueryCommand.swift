@@ -3,81 +3,79 @@ import Stratus
 import StratusTransfer
 
 /// `stratus query`: one page of a query, for scripts that page with `--cursor`.
-struct QueryCommand {
-    static let usage = """
-        usage: stratus query --type TYPE [--where PREDICATE] [--sort KEY[:desc]]... [--limit N]
-                             [--fields K1,K2] [--cursor TOKEN] [store options]
-
+struct QueryCommand: Command {
+    static let name = "query"
+    static let summary = "one page of a query, with a cursor for the next (for scripts)"
+    static let usage = [
+        "stratus query --type TYPE [--where PREDICATE] [--sort KEY[:desc]]... [--limit N] [--fields K1,K2] [--format FORMAT] [store options]",
+        "stratus query --cursor TOKEN [--type TYPE --where PREDICATE --sort KEY[:desc]...] [--limit N] [--fields K1,K2] [--format FORMAT] [store options]",
+    ]
+    static let discussion = """
         Prints one page of matching records as NDJSON (CloudKit record JSON) on stdout. When more
         records match, prints `cursor: TOKEN` on stderr; pass it back with --cursor (and the same
-        --type/--where/--sort) to get the next page.
-
-          --type TYPE         the record type (not needed with --cursor)
-          --where PREDICATE   a CloudKit predicate, e.g. "checked == 0 AND title BEGINSWITH 'B'"
-          --sort KEY[:desc]   sort key, repeatable; ties are broken by record name
-          --limit N           records per page (default 100)
-          --fields K1,K2      only these fields
-          --cursor TOKEN      continue after the page that printed TOKEN
+        --type/--where/--sort, or none of them) to get the next page. With --format envelope the
+        page is one JSON object, as CloudKit's records/query answers it:
+        {"records":[…],"continuationMarker":"TOKEN"}, the marker only when more records match
+        (and nothing on stderr); a script reads one object and passes the marker to --cursor.
         """
+    static let options: [Option] = [
+        .recordType, .predicate, .sort,
+        Option("--limit", "N", "records per page", default: "100"),
+        .fields,
+        Option("--cursor", "TOKEN", "continue after the page that printed TOKEN (then --type is not needed)", default: "none: the first page"),
+        Option("--format", "FORMAT", "ndjson, json (an array), envelope ({\"records\":[…],\"continuationMarker\":…}) or csv", default: "ndjson"),
+    ]
 
     var store: StoreOptions
-    var type: String?
-    var predicate: String?
-    var sorts: [RecordSortDescriptor]
+    var selection: QuerySelection
     var limit: Int
-    var fields: [String]?
     var cursor: String?
+    var format = RecordFormat.ndjson
 
-    init(_ arguments: inout Arguments) throws {
-        store = try StoreOptions(&arguments)
-        type = try arguments.value("--type")
-        predicate = try arguments.value("--where")
-        sorts = try arguments.values("--sort").map(Self.sortDescriptor)
-        let limitText = try arguments.value("--limit") ?? "100"
-        guard let limit = Int(limitText), limit > 0 else { throw UsageError(message: "--limit must be a positive number, not '\(limitText)'") }
-        self.limit = limit
-        fields = try arguments.value("--fields").map { $0.split(separator: ",").map(String.init) }
-        cursor = try arguments.value("--cursor")
-        try arguments.rejectUnknownOptions()
-        if type == nil && cursor == nil { throw UsageError(message: "--type is required (or --cursor)") }
-    }
-
-    static func sortDescriptor(_ text: String) throws -> RecordSortDescriptor {
-        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
-        guard parts.count <= 2, !parts[0].isEmpty else { throw UsageError(message: "--sort takes KEY or KEY:desc, not '\(text)'") }
-        if parts.count == 2 && !["asc", "desc"].contains(parts[1]) {
-            throw UsageError(message: "--sort direction must be asc or desc, not '\(parts[1])'")
+    static func parse(_ arguments: ParsedArguments) throws -> QueryCommand {
+        let command = QueryCommand(
+            store: try StoreOptions(arguments), selection: try QuerySelection(arguments),
+            limit: try arguments.positiveInteger("--limit") ?? 100, cursor: arguments.value("--cursor"), format: try Self.format(arguments))
+        try arguments.expectNoPositionals()
+        if command.selection.recordType == nil && command.cursor == nil { throw UsageError(message: "--type is required (or --cursor)") }
+        if command.format != .csv && !command.selection.fieldTypes.isEmpty {
+            throw UsageError(message: "column types in --fields (count:INT64) are for --format csv")
         }
-        return RecordSortDescriptor(key: String(parts[0]), ascending: parts.count == 1 || parts[1] == "asc")
+        return command
     }
 
-    func makeQuery() throws -> Query? {
-        guard let type else { return nil }
-        let query = Query(recordType: type, predicate: try predicate.map { try QueryPredicate(format: $0) } ?? .all)
-        query.sortDescriptors = sorts
-        return query
+    static func format(_ arguments: ParsedArguments) throws -> RecordFormat {
+        guard let text = arguments.value("--format") else { return .ndjson }
+        guard let format = RecordFormat(rawValue: text) else { throw UsageError(message: "--format takes ndjson, json, envelope or csv, not '\(text)'") }
+        return format
     }
 
     func run() async throws -> ExitCode {
-        let database = try store.openDatabase()
+        let database = try store.openDatabase(.existing)
         let page: (matchResults: [(Record.ID, Result<Record, any Error>)], queryCursor: QueryOperation.Cursor?)
         if let cursor {
             let decoded = try QueryOperation.Cursor(serialized: cursor)
-            if let query = try makeQuery(), !decoded.continues(query, zoneID: store.zoneID) {
+            if let query = try selection.makeQuery(), !decoded.continues(query, zoneID: store.zoneID) {
                 throw UsageError(message: "the cursor belongs to a different query; run the same --type/--where/--sort that printed it")
             }
-            page = try await database.records(continuingMatchFrom: decoded, desiredKeys: fields, resultsLimit: limit)
+            page = try await database.records(continuingMatchFrom: decoded, desiredKeys: selection.fields, resultsLimit: limit)
         } else {
-            page = try await database.records(matching: try makeQuery()!, inZoneWith: store.zoneID, desiredKeys: fields, resultsLimit: limit)
+            page = try await database.records(matching: try selection.requireQuery(), inZoneWith: store.zoneID, desiredKeys: selection.fields, resultsLimit: limit)
         }
-        var output = ""
-        for (_, result) in page.matchResults {
-            output += RecordJSONWriter.json(for: try result.get())
-            output += "\n"
+        let records = try page.matchResults.map { try $0.1.get() }
+        // CSV columns: --fields, else every field of the page's records, typed by its first value.
+        var types = selection.fieldTypes
+        if format == .csv {
+            for record in records { for (key, value) in record.fieldValues where types[key] == nil { types[key] = value.type } }
+            // Types given for fields no record of the page has still make columns.
         }
-        FileHandle.standardOutput.write(Data(output.utf8))
-        if let next = page.queryCursor {
-            FileHandle.standardError.write(Data("cursor: \(next.serialized)\n".utf8))
+        let writer = RecordWriter(format: format, output: .standardOutput, csvFields: selection.fields ?? (format == .csv ? types.keys.sorted() : nil))
+        writer.csvTypes = types
+        for record in records { try writer.write(record) }
+        let marker = page.queryCursor?.serialized
+        try writer.finish(continuationMarker: marker)
+        if let marker, format != .envelope {
+            FileHandle.standardError.write(Data("cursor: \(marker)\n".utf8))
         }
         return .success
     }

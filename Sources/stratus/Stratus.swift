@@ -1,71 +1,61 @@
 import Foundation
 import Stratus
 
-/// The `stratus` command: thin over the library; data on stdout, messages on stderr.
+/// The `stratus` command: a table of subcommands over the library; data on stdout, messages on
+/// stderr.
 @main
 struct StratusCommand {
-    static let usage = """
-        usage: stratus COMMAND [options]
+    /// Every subcommand, in the order `stratus --help` lists them.
+    static var commands: [any Command.Type] {
+        [
+            QueryCommand.self, GetCommand.self, CountCommand.self, ZonesCommand.self, ChangesCommand.self,
+            ImportCommand.self, ExportCommand.self, DeleteCommand.self,
+        ]
+    }
 
-        Commands:
-          query     one page of a query, with a cursor for the next (for scripts)
-          get       records by name
-          count     the number of records matching a query
-          zones     list, create and delete zones
-          changes   a zone's changes since the last run, exactly once (for cron exports)
-          import    records from NDJSON, JSON, a CloudKit response envelope or CSV
-          export    every matching record, in any of those formats
-          delete    records by name or by query
-
-        Store options (every command):
-        \(StoreOptions.help)
-
-        \(ExitCode.help)
-
-        Run `stratus COMMAND --help` for a command's options.
-        """
+    static func command(named name: String) -> (any Command.Type)? {
+        commands.first { $0.name == name }
+    }
 
     static func main() async {
-        var words = Array(CommandLine.arguments.dropFirst())
-        guard let command = words.first else { fail("name a command\n\n\(usage)", .usage) }
-        if ["--help", "-h", "help"].contains(command) {
-            print(usage)
-            exit(ExitCode.success.rawValue)
+        let words = Array(CommandLine.arguments.dropFirst())
+        guard let first = words.first else {
+            usageFailure("name a command", pointer: "Run 'stratus --help' for the commands.")
         }
-        words.removeFirst()
-        var arguments = Arguments(words)
-        let commandUsage: String
-        switch command {
-        case "query": commandUsage = QueryCommand.usage
-        case "get": commandUsage = GetCommand.usage
-        case "count": commandUsage = CountCommand.usage
-        case "zones": commandUsage = ZonesCommand.usage
-        case "changes": commandUsage = ChangesCommand.usage
-        case "import": commandUsage = ImportCommand.usage + "\n" + Progress.help
-        case "export": commandUsage = ExportCommand.usage + "\n" + Progress.help
-        case "delete": commandUsage = DeleteCommand.usage + "\n" + Progress.help
-        default:
-            fail("unknown command '\(command)'\n\n\(usage)", .usage)
-        }
-        if arguments.flag("--help") || arguments.flag("-h") {
-            print(commandUsage + "\n\nStore options:\n" + StoreOptions.help + "\n\n" + ExitCode.help)
-            exit(ExitCode.success.rawValue)
-        }
-        do {
-            let code: ExitCode
-            switch command {
-            case "query": code = try await QueryCommand(&arguments).run()
-            case "get": code = try await GetCommand(&arguments).run()
-            case "zones": code = try await ZonesCommand(&arguments).run()
-            case "changes": code = try await ChangesCommand(&arguments).run()
-            case "import": code = try await ImportCommand(&arguments).run()
-            case "export": code = try await ExportCommand(&arguments).run()
-            case "delete": code = try await DeleteCommand(&arguments).run()
-            default: code = try await CountCommand(&arguments).run()
+        switch first {
+        case "--help", "-h":
+            printAndExit(Help.overview(commands))
+        case "--version":
+            printAndExit("stratus \(StratusVersion.current)\n")
+        case "help":
+            guard let name = words.dropFirst().first else { printAndExit(Help.overview(commands)) }
+            guard let command = command(named: name) else {
+                usageFailure("help: unknown command '\(name)'", pointer: "Run 'stratus --help' for the commands.")
             }
-            exit(code.rawValue)
+            printAndExit(Help.text(for: command))
+        default:
+            break
+        }
+        guard let command = command(named: first) else {
+            usageFailure("unknown command '\(first)'", pointer: "Run 'stratus --help' for the commands.")
+        }
+        let rest = Array(words.dropFirst())
+        // Help wins over anything else on the line, so that a half-written command shows it.
+        if let end = rest.firstIndex(of: "--") ?? Optional(rest.count), rest[..<end].contains(where: { $0 == "--help" || $0 == "-h" }) {
+            printAndExit(Help.text(for: command))
+        }
+        let code = await run(command, rest)
+        exit(code.rawValue)
+    }
+
+    /// Parses and runs one command, turning every failure into its message and exit code.
+    static func run(_ command: any Command.Type, _ words: [String]) async -> ExitCode {
+        let name = command.name
+        do {
+            let parsed = try ParsedArguments(words, options: command.allOptions)
+            return try await command.parse(parsed).run()
         } catch let error as UsageError {
-            fail("\(error.message)\n\n\(commandUsage)", .usage)
+            usageFailure("\(name): \(error.message)", pointer: "Run 'stratus \(name) --help' for usage.")
         } catch let failure as CommandFailure {
             fail(failure.message, failure.code)
         } catch let error as StratusError {
@@ -75,8 +65,24 @@ struct StratusCommand {
         }
     }
 
+    static func printAndExit(_ text: String) -> Never {
+        FileHandle.standardOutput.write(Data(text.utf8))
+        exit(ExitCode.success.rawValue)
+    }
+
+    /// A usage error: one line saying what is wrong, one saying where help is; exit 64.
+    static func usageFailure(_ message: String, pointer: String) -> Never {
+        FileHandle.standardError.write(Data("stratus: \(message)\n\(pointer)\n".utf8))
+        exit(ExitCode.usage.rawValue)
+    }
+
     static func fail(_ message: String, _ code: ExitCode) -> Never {
         FileHandle.standardError.write(Data("stratus: \(message)\n".utf8))
         exit(code.rawValue)
+    }
+
+    /// A message on stderr, `stratus: MESSAGE`.
+    static func log(_ message: String) {
+        FileHandle.standardError.write(Data("stratus: \(message)\n".utf8))
     }
 }

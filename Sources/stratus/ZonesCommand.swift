@@ -3,34 +3,41 @@ import Stratus
 import StratusTransfer
 
 /// `stratus zones list|create|delete`: a database's zones.
-struct ZonesCommand {
-    static let usage = """
-        usage: stratus zones list [store options]
-               stratus zones create NAME... [--no-atomic] [store options]
-               stratus zones delete NAME... [store options]
-
+struct ZonesCommand: Command {
+    static let name = "zones"
+    static let summary = "list, create and delete zones"
+    static let usage = [
+        "stratus zones list [store options]",
+        "stratus zones create NAME... [--no-atomic] [store options]",
+        "stratus zones delete NAME... [store options]",
+    ]
+    static let discussion = """
         list prints each zone of the database as one line of JSON, as CloudKit's zones/list
         answers it: {"zoneID":{"zoneName":…,"ownerRecordName":…},"atomic":true,"fetchChanges":true}.
-        create makes zones (an existing zone is left as it is) and prints them the same way;
-        --no-atomic makes zones whose modify requests apply item by item. delete deletes zones
-        with every record in them and prints {"zoneID":{…},"deleted":true} for each. Zones live
-        in the private and public databases; a zone that fails is reported on stderr and makes
-        the exit code 1.
+        create makes zones (an existing zone is left as it is) and prints them the same way.
+        delete deletes zones with every record in them and prints {"zoneID":{…},"deleted":true}
+        for each. Zones live in the private and public databases; a zone that fails is reported
+        on stderr and makes the exit code 1.
         """
+    static let options: [Option] = [
+        Option(flag: "--no-atomic", "create: zones whose modify requests apply item by item, as CloudKit's zones without the atomic capability (zones are atomic by default)"),
+    ]
 
-    enum Action { case list, create([String]), delete([String]) }
+    enum Action {
+        case list, create([String]), delete([String])
+
+        var isCreate: Bool { if case .create = self { true } else { false } }
+    }
 
     var store: StoreOptions
     var action: Action
-    var atomic = true
+    var atomic: Bool
 
-    init(_ arguments: inout Arguments) throws {
-        store = try StoreOptions(&arguments)
-        atomic = !arguments.flag("--no-atomic")
-        try arguments.rejectUnknownOptions()
-        var words = arguments.words
+    static func parse(_ arguments: ParsedArguments) throws -> ZonesCommand {
+        var words = arguments.positionals
         guard !words.isEmpty else { throw UsageError(message: "say list, create or delete") }
         let verb = words.removeFirst()
+        let action: Action
         switch verb {
         case "list":
             if let extra = words.first { throw UsageError(message: "unexpected argument '\(extra)'") }
@@ -41,10 +48,12 @@ struct ZonesCommand {
         default:
             throw UsageError(message: "unknown zones action '\(verb)'; say list, create or delete")
         }
+        if arguments.flag("--no-atomic"), !action.isCreate { throw UsageError(message: "--no-atomic belongs to zones create") }
+        return ZonesCommand(store: try StoreOptions(arguments), action: action, atomic: !arguments.flag("--no-atomic"))
     }
 
     func run() async throws -> ExitCode {
-        let database = try store.openDatabase()
+        let database = try store.openDatabase(action.isCreate ? .createIfMissing : .existing)
         switch action {
         case .list:
             for zone in try await database.allRecordZones() { print(RecordJSONWriter.json(for: zone)) }
@@ -57,7 +66,7 @@ struct ZonesCommand {
             for zone in zones {
                 switch saved[zone.zoneID] {
                 case .success(let stored)?: print(RecordJSONWriter.json(for: stored))
-                case .failure(let error)?: failed += 1; ChangesCommand.log("zone \(zone.zoneID.zoneName): \(error)")
+                case .failure(let error)?: failed += 1; StratusCommand.log("zone \(zone.zoneID.zoneName): \(error)")
                 case nil: failed += 1
                 }
             }
@@ -69,7 +78,7 @@ struct ZonesCommand {
             for id in ids {
                 switch deleted[id] {
                 case .success?: print(RecordJSONWriter.json(forDeletedZone: id))
-                case .failure(let error)?: failed += 1; ChangesCommand.log("zone \(id.zoneName): \(error)")
+                case .failure(let error)?: failed += 1; StratusCommand.log("zone \(id.zoneName): \(error)")
                 case nil: failed += 1
                 }
             }

@@ -81,6 +81,12 @@ struct CLI: Sendable {
 
     // MARK: - Store inspection through the tool itself
 
+    /// Creates the store (empty) the way a user would: an import of nothing.
+    func createStore(extra: [String] = []) async throws {
+        let result = try await run(["import", "--quiet"] + extra, stdin: "")
+        #expect(result.exitCode == 0, "\(result)")
+    }
+
     /// `stratus count --type TYPE`, required to succeed.
     func count(_ type: String, where predicate: String? = nil, extra: [String] = []) async throws -> Int {
         var arguments = ["count", "--type", type] + extra
@@ -162,7 +168,7 @@ enum Summary {
     /// `imported 3, updated 0, unchanged 0, failed 0 in 0.0 s`; returns the counts, or nil when
     /// the line is not a summary line.
     static func importCounts(_ line: some StringProtocol) -> (imported: Int, updated: Int, unchanged: Int, failed: Int)? {
-        let pattern = #/^imported ([0-9,]+), updated ([0-9,]+), unchanged ([0-9,]+), failed ([0-9,]+) in [0-9]+\.[0-9] s$/#
+        let pattern = #/^imported ([0-9,]+), updated ([0-9,]+), unchanged ([0-9,]+), (?:deleted [0-9,]+, )?failed ([0-9,]+) in [0-9]+\.[0-9] s$/#
         guard let match = try? pattern.wholeMatch(in: String(line)) else { return nil }
         func int(_ s: Substring) -> Int { Int(s.replacingOccurrences(of: ",", with: ""))! }
         return (int(match.1), int(match.2), int(match.3), int(match.4))

@@ -52,7 +52,7 @@ struct CheckpointCLITests {
 
             // 1. Killed with SIGKILL once the first checkpoint is on disk.
             let first = try cli.start(arguments)
-            let sawCheckpoint = try await Self.signal(first, SIGKILL) { Self.committedItems(checkpoint) != nil }
+            let sawCheckpoint = try await Self.signal(first, SIGKILL) { (Self.committedItems(checkpoint) ?? 0) > 0 }
             let killed = await first.wait()
             try #require(sawCheckpoint, "the checkpoint file never appeared while importing: \(killed)")
             try #require(killed.signalled && killed.exitCode == SIGKILL, "the import ended before it could be killed: \(killed)")
@@ -107,6 +107,34 @@ struct CheckpointCLITests {
             }
             #expect(index == Self.recordCount, "exported \(index) records")
             #expect(mismatches.isEmpty, "records differ from the input (first few): \(mismatches)")
+        }
+    }
+
+    @Test("an import whose checkpoint another import holds (by its name or through a link) exits 75 and writes nothing")
+    func overlappingImportsAreRefused() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            try await cli.createStore()
+            let path = try cli.file("notes.ndjson", Input.notes(5))
+            let checkpoint = store.path("import.checkpoint")
+            let link = store.path("link.checkpoint")
+            #expect(symlink(checkpoint, link) == 0)
+            // Hold the lock as a running import would.
+            let lock = open(checkpoint + ".lock", O_RDWR | O_CREAT, 0o644)
+            #expect(lock >= 0 && flock(lock, LOCK_EX) == 0)
+            for name in [checkpoint, link] {
+                let refused = try await cli.run(["import", path, "--checkpoint", name])
+                #expect(refused.exitCode == 75, "\(refused)")
+                #expect(refused.stderr.contains("another run is using the checkpoint \(name)"), "\(refused)")
+            }
+            #expect(try await cli.count("Note") == 0)
+            close(lock)
+
+            let resumed = try await cli.run(["import", path, "--checkpoint", link])
+            #expect(resumed.exitCode == 0, "\(resumed)")
+            #expect(try await cli.count("Note") == 5)
+            var info = stat()
+            #expect(lstat(link, &info) == 0 && (info.st_mode & S_IFMT) == S_IFLNK, "the link is still a link")
         }
     }
 }

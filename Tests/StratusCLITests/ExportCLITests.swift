@@ -217,6 +217,109 @@ struct ExportCLITests {
         }
     }
 
+    @Test("--output into a FIFO, a character device or /dev/stdout writes directly, with no --force and no temporary file")
+    func outputSpecialFiles() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            _ = try await cli.run(["import", try cli.file("notes.ndjson", Input.notes(3))])
+            // The reader gives up after a while, so that an export that never opens the FIFO fails
+            // the test instead of leaving the reader waiting.
+            let fifo = try await cli.shell(#"mkfifo out.fifo && { timeout 60 cat out.fifo > got.ndjson & "$STRATUS" export --type Note --output out.fifo --quiet; status=$?; wait; exit $status; }"#)
+            #expect(fifo.exitCode == 0, "\(fifo)")
+            #expect(try JSONLine.names(cli.read(store.path("got.ndjson")) ?? "").sorted() == ["n1", "n2", "n3"], "the FIFO's reader got the export")
+            var info = stat()
+            #expect(lstat(store.path("out.fifo"), &info) == 0 && (info.st_mode & S_IFMT) == S_IFIFO, "the FIFO is still a FIFO")
+
+            let viaStdout = try await cli.shell(#""$STRATUS" export --type Note --output /dev/stdout --quiet > redirected.ndjson"#)
+            #expect(viaStdout.exitCode == 0, "\(viaStdout)")
+            #expect(try JSONLine.names(cli.read(store.path("redirected.ndjson")) ?? "").sorted() == ["n1", "n2", "n3"])
+            let piped = try await cli.run(["export", "--type", "Note", "--output", "/dev/stdout", "--quiet"])
+            #expect(piped.exitCode == 0 && piped.stdoutLines.count == 3, "\(piped)")
+
+            let null = try await cli.run(["export", "--type", "Note", "--output", "/dev/null"])
+            #expect(null.exitCode == 0, "\(null)")
+            let leftovers = try FileManager.default.contentsOfDirectory(atPath: store.directory.path).filter { $0.contains(".partial") }
+            #expect(leftovers.isEmpty, "\(leftovers)")
+        }
+    }
+
+    @Test("--output through a symbolic link replaces its target and keeps the link; a dangling link needs --force")
+    func outputThroughLinks() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            _ = try await cli.run(["import", try cli.file("notes.ndjson", Input.notes(3))])
+            let target = try cli.file("target.ndjson", "old\n")
+            let link = store.path("link.ndjson")
+            #expect(symlink(target, link) == 0)
+            let refused = try await cli.run(["export", "--type", "Note", "--output", link])
+            #expect(refused.exitCode == 73 && refused.stderr.contains("--force"), "\(refused)")
+            #expect(cli.read(target) == "old\n")
+            let forced = try await cli.run(["export", "--type", "Note", "--output", link, "--force"])
+            #expect(forced.exitCode == 0, "\(forced)")
+            #expect(try JSONLine.names(cli.read(target) ?? "").sorted() == ["n1", "n2", "n3"], "the target holds the export")
+            var info = stat()
+            #expect(lstat(link, &info) == 0 && (info.st_mode & S_IFMT) == S_IFLNK, "the link is still a link")
+
+            let missing = store.path("elsewhere.ndjson")
+            let dangling = store.path("dangling.ndjson")
+            #expect(symlink(missing, dangling) == 0)
+            let noForce = try await cli.run(["export", "--type", "Note", "--output", dangling])
+            #expect(noForce.exitCode == 73, "\(noForce)")
+            #expect(noForce.stderr.contains("does not exist") && noForce.stderr.contains("--force"), "\(noForce)")
+            #expect(!cli.exists(missing), "a dangling link is not followed without --force")
+            let created = try await cli.run(["export", "--type", "Note", "--output", dangling, "--force"])
+            #expect(created.exitCode == 0, "\(created)")
+            #expect(try JSONLine.names(cli.read(missing) ?? "").count == 3)
+            #expect(lstat(dangling, &info) == 0 && (info.st_mode & S_IFMT) == S_IFLNK)
+
+            let directory = try await cli.run(["export", "--type", "Note", "--output", store.directory.path, "--force"])
+            #expect(directory.exitCode == 73, "\(directory)")
+        }
+    }
+
+    @Test("CSV export of records whose fields differ: columns typed from every record, or given with --fields a,n:INT64 or --types; ISO 8601 timestamps on request")
+    func csvColumnsAndTypes() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            let input = [
+                #"{"recordName":"a","recordType":"Mixed","fields":{"title":{"value":"first","type":"STRING"}}}"#,
+                #"{"recordName":"b","recordType":"Mixed","fields":{"count":{"value":2,"type":"INT64"},"due":{"value":1704101400250,"type":"TIMESTAMP"}}}"#,
+            ].joined(separator: "\n") + "\n"
+            #expect(try await cli.run(["import"], stdin: input).exitCode == 0)
+            let original = try await cli.exported("Mixed")
+
+            // Every field of every record, typed: imports back to the same records.
+            let csv = store.path("mixed.csv")
+            let auto = try await cli.run(["export", "--type", "Mixed", "--format", "csv", "--output", csv, "--sort", "recordName"])
+            #expect(auto.exitCode == 0, "\(auto)")
+            #expect(cli.read(csv)?.split(separator: "\n").first?.contains("count:INT64") == true, "\(cli.read(csv) ?? "")")
+            let copy = store.path("copy.sqlite")
+            #expect(try await cli.run(["import", csv, "--store", copy]).exitCode == 0)
+            let copied = try await cli.exported("Mixed", extra: ["--store", copy])
+            for name in ["a", "b"] {
+                #expect((copied[name]?["fields"] as? NSDictionary) == (original[name]?["fields"] as? NSDictionary), "\(name)")
+            }
+
+            // --fields: the first record has no count, so its column needs a type.
+            let untyped = try await cli.run(["export", "--type", "Mixed", "--format", "csv", "--fields", "title,count", "--sort", "recordName"])
+            #expect(untyped.exitCode != 0 && untyped.stderr.contains("give the column types"), "\(untyped)")
+            for typing in [["--fields", "title,count:INT64"], ["--fields", "title,count", "--types", "count:INT64"]] {
+                let typed = try await cli.run(["export", "--type", "Mixed", "--format", "csv", "--sort", "recordName", "--quiet"] + typing)
+                #expect(typed.exitCode == 0, "\(typed)")
+                #expect(typed.stdoutLines.first?.hasSuffix(",title:STRING,count:INT64") == true, "\(typed)")
+            }
+
+            let iso = try await cli.run(["export", "--type", "Mixed", "--format", "csv", "--timestamps", "iso8601", "--sort", "recordName", "--quiet"])
+            #expect(iso.exitCode == 0 && iso.stdout.contains("2024-01-01T09:30:00.25Z"), "\(iso)")
+            let isoCopy = store.path("iso.sqlite")
+            #expect(try await cli.run(["import", "--format", "csv", "--store", isoCopy], stdin: iso.stdout).exitCode == 0)
+            #expect(JSONLine.value(try #require(try await cli.exported("Mixed", extra: ["--store", isoCopy])["b"]), "due") == "1704101400250")
+
+            let notCSV = try await cli.run(["export", "--type", "Mixed", "--types", "count:INT64"])
+            #expect(notCSV.exitCode == 64, "\(notCSV)")
+        }
+    }
+
     @Test("export usage errors exit 64 on stderr")
     func usage() async throws {
         try await TemporaryStore.with { store in

@@ -2,96 +2,179 @@ import Foundation
 import StratusTestSupport
 import Testing
 
-/// `stratus --help`, `stratus COMMAND --help` and mistakes on the command line.
+/// `stratus --help`, `stratus help COMMAND`, `stratus COMMAND --help`, `--version`, and
+/// mistakes on the command line.
 @Suite("stratus help and usage", .timeLimit(.minutes(2)))
 struct HelpCLITests {
     static let exitCodes = ["0", "1", "64", "65", "66", "73", "75", "77"]
+    static let commands = ["query", "get", "count", "zones", "changes", "import", "export", "delete"]
 
     /// Whether `text` mentions `code` as a number of its own (not inside another number).
     static func mentions(_ text: String, code: String) -> Bool {
         text.contains(try! Regex("(^|[^0-9])\(code)([^0-9]|$)"))
     }
 
+    /// The `--options` a help text's usage lines name (the lines before the first blank line).
+    static func usageOptions(_ help: String) -> Set<String> {
+        let usage = help.components(separatedBy: "\n\n")[0]
+        return Set(usage.matches(of: #/--[a-z][a-z-]*/#).map { String($0.output) })
+    }
+
+    /// The options a help text describes: lines that start with two spaces and the option.
+    static func describedOptions(_ help: String) -> [String: String] {
+        var described: [String: String] = [:]
+        var current: String?
+        for line in help.split(separator: "\n", omittingEmptySubsequences: false) {
+            if let match = line.wholeMatch(of: #/  (--[a-z][a-z-]*)(.*)/#) {
+                current = String(match.output.1)
+                described[current!] = String(match.output.2)
+            } else if let name = current, line.hasPrefix("                        ") {
+                described[name]! += " " + line.trimmingCharacters(in: .whitespaces)
+            } else {
+                current = nil
+            }
+        }
+        return described
+    }
+
     @Test("stratus --help lists every command, the store options and the exit codes, on stdout, exit 0")
     func topLevelHelp() async throws {
         try await TemporaryStore.with { store in
             let cli = try CLI(store)
-            for flag in ["--help", "-h", "help"] {
-                let result = try await cli.run([flag])
+            for arguments in [["--help"], ["-h"], ["help"]] {
+                let result = try await cli.run(arguments)
                 #expect(result.exitCode == 0, "\(result)")
                 #expect(result.stderr.isEmpty)
-                for command in ["query", "get", "count", "zones", "changes", "import", "export", "delete"] {
-                    #expect(result.stdout.contains("  \(command) "), "\(flag) lists \(command)")
+                for command in Self.commands {
+                    #expect(result.stdout.contains("  \(command) "), "\(arguments) lists \(command)")
                 }
-                for option in ["--store", "--container", "--database", "--zone", "--user", "STRATUS_STORE"] {
-                    #expect(result.stdout.contains(option), "\(flag) documents \(option)")
+                for option in ["--store", "--container", "--database", "--zone", "--user", "STRATUS_STORE", "--version"] {
+                    #expect(result.stdout.contains(option), "\(arguments) documents \(option)")
                 }
                 let missing = Self.exitCodes.filter { !Self.mentions(result.stdout, code: $0) }
-                #expect(missing.isEmpty, "\(flag) does not document the exit codes \(missing)")
+                #expect(missing.isEmpty, "\(arguments) does not document the exit codes \(missing)")
             }
         }
     }
 
-    @Test("stratus import --help documents every option, its defaults and the exit codes")
+    @Test("--version prints the version on stdout, exit 0")
+    func version() async throws {
+        try await TemporaryStore.with { store in
+            let result = try await CLI(store).run(["--version"])
+            #expect(result.exitCode == 0, "\(result)")
+            #expect(result.stdout.wholeMatch(of: #/stratus [0-9]+\.[0-9]+\.[0-9]+[^\n]*\n/#) != nil, "\(result)")
+            #expect(result.stderr.isEmpty)
+        }
+    }
+
+    @Test("stratus help COMMAND and stratus COMMAND --help print the same help: usage, every usage option described with its default, exit codes")
+    func everyCommandsHelp() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            for command in Self.commands {
+                let viaHelp = try await cli.run(["help", command])
+                let viaFlag = try await cli.run([command, "--help"])
+                let viaShort = try await cli.run([command, "-h"])
+                #expect(viaHelp.exitCode == 0 && viaFlag.exitCode == 0 && viaShort.exitCode == 0, "\(viaHelp)\n\(viaFlag)")
+                #expect(viaHelp.stdout == viaFlag.stdout && viaFlag.stdout == viaShort.stdout, "\(command): help COMMAND and COMMAND --help differ")
+                #expect(viaFlag.stderr.isEmpty)
+                let help = viaFlag.stdout
+                #expect(help.hasPrefix("usage: stratus \(command)"), "\(command): \(help.prefix(200))")
+
+                let described = Self.describedOptions(help)
+                let undescribed = Self.usageOptions(help).subtracting(described.keys)
+                #expect(undescribed.isEmpty, "\(command): the usage names \(undescribed.sorted()) but the help does not describe them")
+                for option in ["--store", "--container", "--database", "--zone", "--user"] {
+                    #expect(described[option] != nil, "\(command) --help lists the store option \(option)")
+                }
+                for (option, text) in described {
+                    // An option with a value (`--limit N`) states its default; flags are off unless given.
+                    let takesValue = text.hasPrefix(" ") && text.dropFirst().first?.isUppercase == true
+                    if takesValue {
+                        #expect(text.contains("default"), "\(command) \(option) does not state its default: \(text)")
+                    }
+                }
+                let missing = Self.exitCodes.filter { !Self.mentions(help, code: $0) }
+                #expect(missing.isEmpty, "\(command) --help does not document the exit codes \(missing)")
+            }
+        }
+    }
+
+    @Test("every option a command's help describes is one it accepts")
+    func describedOptionsAreAccepted() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            for command in Self.commands {
+                let help = try await cli.run([command, "--help"]).stdout
+                for option in Self.describedOptions(help).keys {
+                    // Parsing stops at the first unknown option, before anything runs: the
+                    // complaint must be about the option after the described one.
+                    let result = try await cli.run([command, option, "x", "--not-an-option"])
+                    #expect(result.exitCode == 64 && result.stderr.contains("unknown option --not-an-option"), "\(command) \(option): \(result)")
+                }
+            }
+        }
+    }
+
+    @Test("import --help documents every option, its defaults and what a signal does")
     func importHelp() async throws {
         try await TemporaryStore.with { store in
             let cli = try CLI(store)
             let result = try await cli.run(["import", "--help"])
             #expect(result.exitCode == 0, "\(result)")
-            #expect(result.stderr.isEmpty)
             let text = result.stdout
             for option in [
                 "--format", "ndjson", "json", "envelope", "csv", "--mode", "create", "update", "replace", "forceUpdate", "forceReplace",
                 "--batch-size", "--atomic", "--dry-run", "--max-errors", "--reject-file", "--checkpoint", "--type", "--types",
-                "--quiet", "--progress", "--store", "--container", "--database", "--zone", "--user",
+                "--quiet", "--progress",
             ] {
                 #expect(text.contains(option), "import --help documents \(option)")
             }
-            #expect(text.contains("default 2000"), "the batch size default")
+            #expect(text.contains("(default: 2000)"), "the batch size default")
             #expect(text.contains("SIGTERM") && Self.mentions(text, code: "143"), "what a signal does")
-            let missing = Self.exitCodes.filter { !Self.mentions(text, code: $0) }
-            #expect(missing.isEmpty, "import --help does not document the exit codes \(missing)")
         }
     }
 
-    @Test("every command's --help prints its usage on stdout with exit 0")
-    func commandHelp() async throws {
+    @Test("a usage error is one line naming the problem and a pointer to the command's help, on stderr, exit 64")
+    func usageErrorIsOneLine() async throws {
         try await TemporaryStore.with { store in
             let cli = try CLI(store)
-            let options: [String: [String]] = [
-                "query": ["--type", "--where", "--sort", "--limit", "--fields", "--cursor"],
-                "get": ["--fields"],
-                "count": ["--type", "--where"],
-                "export": ["--type", "--where", "--sort", "--fields", "--limit", "--format", "--output", "--force", "--quiet", "--progress"],
-                "delete": ["--names-file", "--type", "--where", "--yes", "--dry-run"],
-                "zones": [],
-                "changes": [],
+            let cases: [(arguments: [String], says: String)] = [
+                (["import", "--batch-size", "x"], "stratus: import: --batch-size must be a positive number, not 'x'"),
+                (["import", "--bogus"], "stratus: import: unknown option --bogus"),
+                (["count", "--type", "Note", "extra"], "stratus: count: unexpected argument 'extra'"),
+                (["export", "--type", "Note", "--limit"], "stratus: export: --limit needs a value"),
+                (["query", "--type", "Note", "--quiet=yes"], "stratus: query: unknown option --quiet"),
+                (["zones", "create", "A", "--atomic"], "stratus: zones: unknown option --atomic"),
+                (["count", "--type", "A", "--type", "B"], "stratus: count: --type is given twice"),
             ]
-            for (command, documented) in options {
-                let result = try await cli.run([command, "--help"])
-                #expect(result.exitCode == 0, "\(result)")
-                #expect(result.stdout.contains("usage: stratus \(command)"), "\(result)")
-                #expect(result.stdout.contains("--store"), "\(command) --help lists the store options")
-                for option in documented {
-                    #expect(result.stdout.contains(option), "\(command) --help documents \(option)")
-                }
+            for (arguments, says) in cases {
+                let result = try await cli.run(arguments)
+                #expect(result.exitCode == 64, "\(result)")
+                #expect(result.stdout.isEmpty, "\(result)")
+                #expect(result.stderrLines.count == 2, "one line and a pointer: \(result)")
+                #expect(result.stderrLines.first?.hasPrefix(says) == true, "\(result)")
+                #expect(result.stderrLines.last == "Run 'stratus \(arguments[0]) --help' for usage.", "\(result)")
             }
         }
     }
 
-    @Test("no command or an unknown one: exit 64 with the usage on stderr, nothing on stdout")
+    @Test("no command or an unknown one: exit 64, one line and a pointer on stderr, nothing on stdout")
     func noOrUnknownCommand() async throws {
         try await TemporaryStore.with { store in
             let cli = try CLI(store)
             let unknown = try await cli.run(["frobnicate"])
             #expect(unknown.exitCode == 64, "\(unknown)")
-            #expect(unknown.stderr.contains("frobnicate"), "\(unknown)")
+            #expect(unknown.stderrLines == ["stratus: unknown command 'frobnicate'", "Run 'stratus --help' for the commands."], "\(unknown)")
             #expect(unknown.stdout.isEmpty)
 
             let nothing = try await cli.run([])
             #expect(nothing.exitCode == 64, "\(nothing)")
-            #expect(nothing.stderr.contains("usage: stratus"), "a usage error goes to stderr (stdout is for data): \(nothing)")
+            #expect(nothing.stderrLines.count == 2 && nothing.stderr.contains("stratus --help"), "\(nothing)")
             #expect(nothing.stdout.isEmpty, "a usage error goes to stderr (stdout is for data): \(nothing)")
+
+            let unknownHelp = try await cli.run(["help", "frobnicate"])
+            #expect(unknownHelp.exitCode == 64, "\(unknownHelp)")
         }
     }
 }

@@ -110,6 +110,50 @@ struct ImportCLITests {
         }
     }
 
+    @Test("CSV: untyped numbers are numbers (inferred as JSON infers), quoted cells text; TIMESTAMP takes ISO 8601; bad cells are quoted whole with the format they need")
+    func csvTyping() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            let tasks = try cli.file("tasks.csv", """
+                recordName,title,priority,zip,due:TIMESTAMP
+                t1,Buy milk,3,"01234",2024-01-01T09:30:00Z
+                t2,Call Bob,5,01234,2024-01-01T10:30:00.250+01:00
+                t3,Sleep,1,"12345",1704101400000
+
+                """)
+            let result = try await cli.run(["import", tasks, "--type", "Task"])
+            #expect(result.exitCode == 0, "\(result)")
+            // A field holds one type: once `zip` is text in the schema, untyped cells are read as text.
+            let numberZip = try cli.file("more.csv", "recordName,zip\nt4,12345\n")
+            let typed = try await cli.run(["import", numberZip, "--type", "Task"])
+            #expect(typed.exitCode == 0, "\(typed)")
+            #expect(JSONLine.field(try #require(try await cli.exported("Task")["t4"]), "zip")?["type"] as? String == "STRING")
+            #expect(try await cli.count("Task", where: "priority >= 3") == 2, "priority is a number, so the comparison matches")
+            let records = try await cli.exported("Task")
+            #expect(JSONLine.field(try #require(records["t1"]), "priority")?["type"] as? String == "INT64")
+            #expect(JSONLine.field(try #require(records["t1"]), "zip")?["type"] as? String == "STRING", "a quoted cell is text")
+            #expect(JSONLine.field(try #require(records["t2"]), "zip")?["type"] as? String == "STRING", "01234 is not a JSON number")
+            #expect(JSONLine.value(try #require(records["t1"]), "due") == "1704101400000")
+            #expect(JSONLine.value(try #require(records["t2"]), "due") == "1704101400250")
+            #expect(JSONLine.value(try #require(records["t3"]), "due") == "1704101400000")
+
+            let bad = try cli.file("bad.csv", """
+                recordName,priority:INT64,due:TIMESTAMP
+                b1,high,1704101400000
+                b2,1,2024-01-01T00
+
+                """)
+            let rejects = store.path("csv.rejects")
+            let rejected = try await cli.run(["import", bad, "--type", "Task", "--reject-file", rejects])
+            #expect(rejected.exitCode == 1, "\(rejected)")
+            let messages = try RejectLine.read(rejects).map(\.error)
+            #expect(messages.count == 2)
+            #expect(messages.first?.contains("INT64 cell 'high' is not a whole number") == true, "\(messages)")
+            #expect(messages.last?.contains("TIMESTAMP cell '2024-01-01T00' is neither milliseconds since 1970 nor an ISO 8601 date-time") == true, "\(messages)")
+            #expect(!messages.joined().contains("JSON"), "a CSV cell's message does not name JSON: \(messages)")
+        }
+    }
+
     // MARK: - Modes
 
     @Test("--mode create fails on existing records: exit 1, a reject line for each, nothing changed")
@@ -253,21 +297,20 @@ struct ImportCLITests {
 
     // MARK: - Batches, atomic, dry run
 
-    @Test("--batch-size: what is committed before --max-errors stops is whole batches")
+    @Test("--batch-size does not change what --max-errors commits: every record before the stopping reject, none after")
     func batchSize() async throws {
         try await TemporaryStore.with { store in
             let cli = try CLI(store)
             let input = Input.notes(4) + "{not json\n" + Input.note("n6", title: "six", count: 6) + "\n"
             let path = try cli.file("input.ndjson", input)
 
-            let small = try await cli.run(["import", path, "--batch-size", "2", "--max-errors", "0"], environment: ["STRATUS_STORE": store.path("small.sqlite")])
-            #expect(small.exitCode == 65, "\(small)")
-            #expect(small.stderr.contains("--max-errors"), "\(small)")
-            #expect(try await cli.count("Note", extra: ["--store", store.path("small.sqlite")]) == 4, "two committed batches of 2 before the bad line")
-
-            let large = try await cli.run(["import", path, "--batch-size", "400", "--max-errors", "0"], environment: ["STRATUS_STORE": store.path("large.sqlite")])
-            #expect(large.exitCode == 65, "\(large)")
-            #expect(try await cli.count("Note", extra: ["--store", store.path("large.sqlite")]) == 0, "nothing committed: the first batch was not full")
+            for size in ["1", "2", "3", "400"] {
+                let target = store.path("size-\(size).sqlite")
+                let result = try await cli.run(["import", path, "--batch-size", size, "--max-errors", "0"], environment: ["STRATUS_STORE": target])
+                #expect(result.exitCode == 65, "\(result)")
+                #expect(result.stderr.contains("--max-errors"), "\(result)")
+                #expect(Set(try await cli.exported("Note", extra: ["--store", target]).keys) == ["n1", "n2", "n3", "n4"], "--batch-size \(size)")
+            }
 
             let whole = try await cli.run(["import", try cli.file("good.ndjson", Input.notes(7)), "--batch-size", "3"])
             #expect(whole.exitCode == 0, "\(whole)")
@@ -313,10 +356,37 @@ struct ImportCLITests {
         }
     }
 
+    @Test("--atomic into a zone without the atomic capability is refused with exit 64 saying why, and nothing is written")
+    func atomicIntoNonAtomicZone() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            #expect(try await cli.run(["zones", "create", "Loose", "--no-atomic"]).exitCode == 0)
+            // 1,000 records, one of which the store rejects: nothing may be written.
+            #expect(try await cli.run(["import", "--zone", "Loose"], stdin: Input.note("n500", title: "old", count: 0) + "\n").exitCode == 0)
+            let input = try cli.file("notes.ndjson", Input.notes(1_000))
+            let refused = try await cli.run(["import", input, "--zone", "Loose", "--atomic", "--mode", "create"])
+            #expect(refused.exitCode == 64, "\(refused)")
+            #expect(refused.stderr.contains("atomic capability"), "\(refused)")
+            #expect(try await cli.count("Note", extra: ["--zone", "Loose"]) == 1)
+
+            // Records that name the zone themselves are refused the same way.
+            let named = (1...3).map {
+                #"{"recordName":"z\#($0)","recordType":"Note","fields":{},"zoneID":{"zoneName":"Loose"}}"#
+            }.joined(separator: "\n") + "\n"
+            let viaRecords = try await cli.run(["import", "--atomic"], stdin: named)
+            #expect(viaRecords.exitCode == 64, "\(viaRecords)")
+            #expect(viaRecords.stderr.contains("atomic capability"), "\(viaRecords)")
+            #expect(try await cli.count("Note", extra: ["--zone", "Loose"]) == 1)
+        }
+    }
+
     @Test("--dry-run reads and validates everything, reports counts and writes nothing")
     func dryRun() async throws {
         try await TemporaryStore.with { store in
             let cli = try CLI(store)
+            let missing = try await cli.run(["import", try cli.file("one.ndjson", Input.notes(1)), "--dry-run"])
+            #expect(missing.exitCode == 66 && !cli.exists(cli.storePath), "a dry run writes nothing, so it creates no store: \(missing)")
+            try await cli.createStore()
             let input = Input.notes(3) + "{\"recordName\":\"x\"\n" + Input.note("_system", title: "reserved", count: 0) + "\n"
             let path = try cli.file("input.ndjson", input)
             let rejects = store.path("dry.rejects")
@@ -387,12 +457,51 @@ struct ImportCLITests {
             #expect(stopped.stderr.contains("stratus: "), "\(stopped)")
             #expect(stopped.stdout.isEmpty)
 
+            #expect(Set(try await cli.exported("Note").keys) == ["a"], "the record before the third reject is imported, the one after it is not")
+
             let enough = try await cli.run(["import", path, "--max-errors", "3"])
             #expect(enough.exitCode == 1, "\(enough)")
-            Summary.expectImport(enough, imported: 2, failed: 3)
+            Summary.expectImport(enough, imported: 1, unchanged: 1, failed: 3)
 
             let usage = try await cli.run(["import", path, "--max-errors", "many"])
             #expect(usage.exitCode == 64, "\(usage)")
+        }
+    }
+
+    @Test("several failing lines with the same record name are each rejected, reported and counted once")
+    func sameNameRejectedLines() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            #expect(try await cli.run(["import"], stdin: Input.note("x", title: "first", count: 1) + "\n").exitCode == 0)
+            let input = (1...3).map { Input.note("x", title: "again \($0)", count: $0) }.joined(separator: "\n") + "\n" + Input.note("y", title: "new", count: 4) + "\n"
+            let rejects = store.path("same-name.rejects")
+            let result = try await cli.run(["import", try cli.file("same.ndjson", input), "--mode", "create", "--reject-file", rejects])
+            #expect(result.exitCode == 1, "\(result)")
+            Summary.expectImport(result, imported: 1, failed: 3)
+            let lines = try RejectLine.read(rejects)
+            #expect(lines.map(\.line) == [1, 2, 3], "\(lines)")
+            #expect(lines.allSatisfy { $0.recordName == "x" && $0.error.contains("exists") }, "\(lines)")
+        }
+    }
+
+    @Test("--max-errors N stops at the (N+1)th reject also when the store rejects them, whatever the batch size")
+    func maxErrorsAtWriteTime() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            // Every tenth record exists already, so create mode rejects n10, n20, …
+            let existing = stride(from: 10, through: 1_000, by: 10).map { Input.note("n\($0)", title: "old", count: $0) + "\n" }.joined()
+            let input = try cli.file("all.ndjson", Input.notes(1_000))
+            for size in ["100", "2000"] {
+                let target = store.path("limit-\(size).sqlite")
+                #expect(try await cli.run(["import", "--store", target], stdin: existing).exitCode == 0)
+                let rejects = store.path("limit-\(size).rejects")
+                let result = try await cli.run(["import", input, "--store", target, "--mode", "create", "--max-errors", "5", "--batch-size", size, "--reject-file", rejects])
+                #expect(result.exitCode == 65, "\(result)")
+                #expect(result.stderr.contains("--max-errors 5"), "\(result)")
+                #expect(try RejectLine.read(rejects).map(\.line) == [10, 20, 30, 40, 50, 60], "--batch-size \(size)")
+                let names = Set(try await cli.exported("Note", extra: ["--store", target]).keys)
+                #expect(names.contains("n59") && !names.contains("n61"), "--batch-size \(size): written up to the sixth reject and nothing after")
+            }
         }
     }
 
@@ -414,6 +523,25 @@ struct ImportCLITests {
             let envelope = try cli.file("envelope.json", #"{"records":[{"recordName":"a","recordType":"Note","fields":{}} {"recordName":"b"}]}"#)
             let env = try await cli.run(["import", envelope, "--format", "envelope"])
             #expect(env.exitCode == 65, "\(env)")
+        }
+    }
+
+    @Test("a zones list or a database changes answer is not a file of records: exit 65 saying so, not 'imported 0'")
+    func inputWithoutRecords() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            #expect(try await cli.run(["zones", "create", "Work", "Home"]).exitCode == 0)
+            let zones = try await cli.run(["zones", "list"])
+            #expect(zones.exitCode == 0 && zones.stdoutLines.count == 3, "\(zones)")
+            let databaseChanges = #"{"zones":[{"zoneID":{"zoneName":"Work","ownerRecordName":"_abc"}}],"syncToken":"AQID","moreComing":false}"#
+            for input in [zones.stdout, databaseChanges] {
+                let result = try await cli.run(["import"], stdin: input)
+                #expect(result.exitCode == 65, "\(result)")
+                #expect(result.stderr.contains("holds no records"), "\(result)")
+            }
+            let emptyAnswer = try await cli.run(["import"], stdin: #"{"records":[]}"#)
+            #expect(emptyAnswer.exitCode == 0, "an empty records/query answer is an empty import: \(emptyAnswer)")
+            Summary.expectImport(emptyAnswer)
         }
     }
 
@@ -440,9 +568,29 @@ struct ImportCLITests {
                 let usage = try await cli.run(Array(arguments), stdin: Input.notes(1))
                 #expect(usage.exitCode == 64, "\(usage)")
                 #expect(usage.stdout.isEmpty, "usage errors go to stderr: \(usage)")
-                #expect(usage.stderr.contains("usage: stratus import"), "\(usage)")
+                #expect(usage.stderrLines.count == 2 && usage.stderr.contains("Run 'stratus import --help' for usage."), "one line and a pointer to the help: \(usage)")
             }
-            #expect(try await cli.count("Note") == 0)
+            #expect(!cli.exists(cli.storePath), "a usage error creates no store")
+        }
+    }
+
+    @Test("a reject file that is the input (by name, through a link, or as stdin) is refused with exit 64 before anything is read")
+    func rejectFileIsTheInput() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            let input = Input.notes(2) + "{broken\n"
+            let path = try cli.file("in.ndjson", input)
+            let link = store.path("link.ndjson")
+            #expect(symlink(path, link) == 0)
+            for arguments in [["import", path, "--reject-file", path], ["import", path, "--reject-file", link], ["import", link, "--reject-file", path]] {
+                let result = try await cli.run(arguments)
+                #expect(result.exitCode == 64, "\(result)")
+                #expect(result.stderr.contains("is the input"), "\(result)")
+            }
+            let piped = try await cli.shell(#"exec "$STRATUS" import --reject-file in.ndjson < in.ndjson"#)
+            #expect(piped.exitCode == 64, "\(piped)")
+            #expect(cli.read(path) == input, "the input is untouched")
+            #expect(!cli.exists(cli.storePath))
         }
     }
 
@@ -452,7 +600,7 @@ struct ImportCLITests {
             let cli = try CLI(store)
             let result = try await cli.run(["import", try cli.file("in.ndjson", Input.notes(2)), "--reject-file", store.path("no/such/dir/rejects")])
             #expect(result.exitCode == 73, "\(result)")
-            #expect(try await cli.count("Note") == 0)
+            #expect(!cli.exists(cli.storePath), "nothing imported, not even a store created")
         }
     }
 
@@ -462,6 +610,7 @@ struct ImportCLITests {
     func quietAndJSONProgress() async throws {
         try await TemporaryStore.with { store in
             let cli = try CLI(store)
+            try await cli.createStore()
             let quiet = try await cli.run(["import", try cli.file("a.ndjson", Input.notes(3)), "--quiet"])
             #expect(quiet.exitCode == 0, "\(quiet)")
             #expect(quiet.stderr.isEmpty, "\(quiet)")
@@ -481,8 +630,11 @@ struct ImportCLITests {
             #expect(summary["elapsedSeconds"] is NSNumber)
             #expect(events.dropLast().allSatisfy { $0["event"] as? String == "progress" })
 
+            // none drops the progress lines, not the summary (only --quiet drops that).
             let none = try await cli.run(["import", try cli.file("c.ndjson", Input.notes(2, prefix: "c")), "--progress", "none"])
-            #expect(none.stderr.isEmpty, "\(none)")
+            #expect(none.exitCode == 0, "\(none)")
+            #expect(none.stderrLines.count == 1, "\(none)")
+            Summary.expectImport(none, imported: 2)
         }
     }
 
@@ -494,7 +646,7 @@ struct ImportCLITests {
             let viaOption = try await cli.run(["import", "--store", other, "--database", "private", "--user", "alice"], stdin: Input.notes(2))
             #expect(viaOption.exitCode == 0, "\(viaOption)")
             #expect(cli.exists(other))
-            #expect(try await cli.count("Note") == 0, "the STRATUS_STORE store is untouched")
+            #expect(!cli.exists(cli.storePath), "the STRATUS_STORE store is untouched")
             #expect(try await cli.count("Note", extra: ["--store", other]) == 0, "private records are not in the public database")
             #expect(try await cli.count("Note", extra: ["--store", other, "--database", "private", "--user", "alice"]) == 2)
             #expect(try await cli.count("Note", extra: ["--store", other, "--database", "private", "--user", "bob"]) == 0)

@@ -116,6 +116,48 @@ struct QueryCLITests {
         }
     }
 
+    @Test("--format envelope: each page is one CloudKit records/query object; its continuationMarker pages on; nothing on stderr")
+    func envelopePages() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            _ = try await cli.run(["import", try cli.file("notes.ndjson", Input.notes(12))])
+            var names: [String] = []
+            var marker: String?
+            var pages = 0
+            repeat {
+                var arguments = ["query", "--type", "Note", "--sort", "count", "--limit", "5", "--format", "envelope"]
+                if let marker { arguments += ["--cursor", marker] }
+                let page = try await cli.run(arguments)
+                #expect(page.exitCode == 0 && page.stderr.isEmpty, "\(page)")
+                let object = try JSONLine.object(page.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+                let records = try #require(object["records"] as? [[String: Any]], "\(page)")
+                names += records.compactMap { $0["recordName"] as? String }
+                #expect(Set(object.keys).isSubset(of: ["records", "continuationMarker"]), "\(object.keys)")
+                marker = object["continuationMarker"] as? String
+                pages += 1
+            } while marker != nil && pages < 10
+            #expect(names == (1...12).map { "n\($0)" })
+            #expect(pages == 3 || pages == 4, "\(pages) pages")
+
+            let empty = try await cli.run(["query", "--type", "Note", "--where", "count > 100", "--format", "envelope"])
+            #expect(empty.stdout == "{\"records\":[]}\n", "\(empty)")
+            let bad = try await cli.run(["query", "--type", "Note", "--format", "xml"])
+            #expect(bad.exitCode == 64, "\(bad)")
+        }
+    }
+
+    @Test("comparison options such as [c] are refused with a message that says what equality does")
+    func comparisonOptions() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            try await cli.createStore()
+            let result = try await cli.run(["query", "--type", "Note", "--where", "title ==[c] 'milk'"])
+            #expect(result.exitCode == 64, "\(result)")
+            #expect(result.stderr.contains("[c]") && result.stderr.contains("equality") && result.stderr.contains("ignores case"), "\(result)")
+            #expect(!result.stderr.contains("case- and diacritic-sensitive"), "\(result)")
+        }
+    }
+
     @Test("a cursor used with a different --where, --type or --sort, or a garbled one, is exit 64")
     func cursorForAnotherQuery() async throws {
         try await TemporaryStore.with { store in

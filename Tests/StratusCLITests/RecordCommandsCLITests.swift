@@ -119,7 +119,15 @@ struct RecordCommandsCLITests {
             #expect(try await cli.count("Note") == 8)
             #expect(try await cli.count("Child") == 1, "children that reference a deleted record with DELETE_SELF are deleted with it")
 
-            let everything = try await cli.run(["delete", "--type", "Note", "--yes", "--progress", "json"])
+            // Every record of a type only when asked for in so many words.
+            let unguarded = try await cli.run(["delete", "--type", "Note", "--yes"])
+            #expect(unguarded.exitCode == 64, "\(unguarded)")
+            #expect(unguarded.stderr.contains("--all"), "\(unguarded)")
+            #expect(try await cli.count("Note") == 8)
+            let allTrue = try await cli.run(["delete", "--type", "Note", "--where", "TRUEPREDICATE", "--dry-run", "--progress", "json"])
+            #expect(try JSONLine.objects(allTrue.stderr).last?["wouldDelete"] as? Int == 8, "\(allTrue)")
+
+            let everything = try await cli.run(["delete", "--type", "Note", "--all", "--yes", "--progress", "json"])
             #expect(everything.exitCode == 0, "\(everything)")
             #expect(try JSONLine.objects(everything.stderr).last?["failed"] as? Int == 0)
             #expect(try await cli.count("Note") == 0)
@@ -130,6 +138,9 @@ struct RecordCommandsCLITests {
                 ["delete", "n1", "--type", "Note", "--yes"],
                 ["delete", "--type", "Note", "--where", "count > 1 OR count < 1", "--yes"],
                 ["delete", "--type", "Note", "--where", "count > 1"],
+                ["delete", "--type", "Note", "--dry-run"],
+                ["delete", "--type", "Note", "--all", "--where", "count > 1", "--yes"],
+                ["delete", "n1", "--all", "--yes"],
             ] {
                 let usage = try await cli.run(arguments)
                 #expect(usage.exitCode == 64, "\(usage)")

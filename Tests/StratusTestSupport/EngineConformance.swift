@@ -69,7 +69,7 @@ public enum EngineConformance {
     /// Every case, in a stable order.
     public static var cases: [TestCase] {
         roundTripCases + systemFieldCases + savePolicyCases + batchCases + validationCases
-            + fetchAndDeleteCases + queryCases + pagingCases + scopeCases + queryLanguageCases + ruleCases + streamCases
+            + fetchAndDeleteCases + queryCases + pagingCases + scopeCases + queryLanguageCases + ruleCases + streamCases + inventoryCases
             + environmentCases + roleCases
     }
 }

@@ -540,6 +540,8 @@ struct BadInputFuzzTests {
                         tally.problem("a record with a bad name came out of the reader (\(error.message)): \(excerpt(bytes))")
                     }
                     records.append(record)
+                case .deletion:
+                    tally.problem("a deletion without readsDeletions: \(excerpt(bytes))")
                 case .rejected(let error):
                     tally.rejected += 1
                     if error.line < 1 || error.line > lineCount || error.column < 1 || error.message.isEmpty {

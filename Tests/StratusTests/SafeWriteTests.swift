@@ -85,6 +85,10 @@ final class ScriptedEngine: StorageEngine, Sendable {
         try base.modifyUserDirectory(containerIdentifier: containerIdentifier, saving: entries, deletingLogins: logins)
     }
     func countRecordsByType(in database: DatabaseContext, zoneID: RecordZone.ID) throws -> [String: Int] { try base.countRecordsByType(in: database, zoneID: zoneID) }
+    func inventory() throws -> StoreInventory { try base.inventory() }
+    func jobProgress(_ job: String) throws -> Int64? { try base.jobProgress(job) }
+    func removeJobProgress(_ job: String) throws { try base.removeJobProgress(job) }
+    func checkIntegrity() throws -> [String] { try base.checkIntegrity() }
     func fetchZones(in database: DatabaseContext) throws -> [RecordZone] { try base.fetchZones(in: database) }
     func modifyZones(saving zones: [RecordZone], deleting zoneIDs: [RecordZone.ID], in database: DatabaseContext) throws -> ZoneModifyOutcome {
         try base.modifyZones(saving: zones, deleting: zoneIDs, in: database)
@@ -149,6 +153,7 @@ final class RecordingTransaction: RecordWriteTransaction {
     func storeAssets(in fields: [String: FieldValue], of id: Record.ID) throws -> Result<[String: FieldValue], StratusError> {
         try base.storeAssets(in: fields, of: id)
     }
+    func saveJobProgress(_ job: String, position: Int64) throws { try base.saveJobProgress(job, position: position) }
 }
 
 /// What one ``ModifyRecordsOperation`` reported, with the order of its per-item save blocks.

@@ -57,6 +57,8 @@ struct MalformedInputTests {
                 case .record(let record, let line):
                     #expect(line >= 1)
                     outcomes.append("record \(record.recordID.recordName) \(line)")
+                case .deletion(let id, _, let line):
+                    outcomes.append("deletion \(id.recordName) \(line)")
                 case .rejected(let error):
                     if error.line < 1 || error.column < 1 || error.message.isEmpty {
                         Issue.record("rejection without a position: \(error) in \(what())")

@@ -17,6 +17,7 @@ extension RecordReadResult {
     var line: Int {
         switch self {
         case .record(_, let line): line
+        case .deletion(_, _, let line): line
         case .rejected(let error): error.line
         }
     }

@@ -125,4 +125,28 @@ public final class Container: Sendable {
             throw StratusError(.badContainer, "container identifier \(identifier.debugDescription) holds a control character")
         }
     }
+
+    /// A Stratus extension: what the container's store holds, every container and user of it
+    /// included, in one snapshot (see ``StoreInventory``).
+    ///
+    /// ```swift
+    /// let inventory = try await container.storeInventory()
+    /// ```
+    ///
+    /// - Throws: store errors.
+    public func storeInventory() async throws -> StoreInventory {
+        try await publicCloudDatabase.engineCall { engine, _ in try engine.inventory() }
+    }
+
+    /// A Stratus extension: checks the store's own consistency and answers what is wrong,
+    /// empty when nothing is (on SQLite, `PRAGMA integrity_check` of every page).
+    ///
+    /// ```swift
+    /// let problems = try await container.checkStoreIntegrity()
+    /// ```
+    ///
+    /// - Throws: store errors (a store too damaged to check throws `badDatabase`).
+    public func checkStoreIntegrity() async throws -> [String] {
+        try await publicCloudDatabase.engineCall { engine, _ in try engine.checkIntegrity() }
+    }
 }

@@ -84,4 +84,13 @@ public final class Database: Sendable {
         operation.database = self
         operationQueue.addOperation(operation)
     }
+
+    /// Runs a blocking engine call on a thread of its own, not on the cooperative pool, for the
+    /// few calls that are no operation (a store's inventory, a job's progress).
+    func engineCall<T: Sendable>(_ body: @escaping @Sendable (any StorageEngine, DatabaseContext) throws -> T) async throws -> T {
+        let (engine, context) = (self.engine, self.context)
+        return try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try body(engine, context) }) }.start()
+        }
+    }
 }

@@ -165,3 +165,67 @@ public struct ChangeHistoryCompaction: Hashable, Sendable {
         self.zoneTombstonesRemoved = zoneTombstonesRemoved
     }
 }
+
+/// The rules of change histories that every engine applies the same way: which positions a
+/// history still answers, and how a batch is cut from its changed records and tombstones.
+///
+/// ```swift
+/// let after = try ChangeHistoryRules.sequence(after: request.position, incarnation: life, current: zoneSequence, start: historyStart, of: "zone 'Photos'")
+/// let batch = ChangeHistoryRules.batch(of: changes, limit: request.limit, current: zoneSequence, incarnation: life)
+/// ```
+@_spi(StratusEngine)
+public enum ChangeHistoryRules {
+    /// The sequence value to read after, once `position` is known to be a place in this
+    /// history: the same life of it (position 0 fits every life), not ahead of it, and not
+    /// before its retained part.
+    ///
+    /// - Throws: `changeTokenExpired` saying which.
+    public static func sequence(after position: ChangePosition?, incarnation: String, current: Int64, start: Int64, of what: String) throws(StratusError) -> Int64 {
+        guard let position else { return 0 }
+        func expired(_ reason: String) -> StratusError {
+            StratusError(.changeTokenExpired, "the change token no longer fits \(what): \(reason); fetch again without a token")
+        }
+        if position.sequence > 0 && position.incarnation != incarnation {
+            throw expired("it comes from an earlier life of it (deleted and created again) or from another store")
+        }
+        if position.sequence > current {
+            throw expired("it is ahead of the store's history (was the store restored from an older copy?)")
+        }
+        if position.sequence < start {
+            throw expired("deletions after it were removed by tombstone compaction")
+        }
+        return position.sequence
+    }
+
+    /// A batch from the changes an engine read after a position: each source (changed records,
+    /// tombstones) read in sequence order up to `limit + 1`, merged in sequence order and cut
+    /// at `limit`. The batch ends at its last change when more remain, else at `current`.
+    public static func batch<Change>(of changes: [(sequence: Int64, change: Change)], limit: Int, current: Int64, incarnation: String) -> (changes: [Change], position: ChangePosition, moreComing: Bool) {
+        var ordered = changes.sorted { $0.sequence < $1.sequence }
+        let moreComing = ordered.count > limit
+        if moreComing { ordered.removeLast(ordered.count - limit) }
+        let reached = moreComing ? ordered[ordered.count - 1].sequence : current
+        return (ordered.map(\.change), ChangePosition(incarnation: incarnation, sequence: reached), moreComing)
+    }
+
+    /// A zone's history answers only when the zone records it.
+    ///
+    /// - Throws: `invalidArguments` for a zone created without the `fetchChanges` capability.
+    public static func requireHistory(of zoneID: RecordZone.ID, capabilities: RecordZone.Capabilities) throws(StratusError) {
+        guard capabilities.contains(.fetchChanges) else {
+            throw StratusError(.invalidArguments, "zone '\(zoneID.zoneName)' was created without the fetchChanges capability", zoneID: zoneID)
+        }
+    }
+
+    /// A zone that does not exist: the default zone (outside the shared database) has an empty
+    /// history until its first write; any other zone is not found.
+    ///
+    /// - Throws: `zoneNotFound`, or `changeTokenExpired` for a position the empty default zone cannot have.
+    public static func historyOfMissingZone(_ request: ZoneChangesRequest, in database: DatabaseContext) throws(StratusError) -> ZoneChangeBatch {
+        guard request.zoneID.isDefault, database.scope != .shared else {
+            throw StratusError(.zoneNotFound, "zone '\(request.zoneID.zoneName)' does not exist in the \(database.scope) database", zoneID: request.zoneID)
+        }
+        _ = try sequence(after: request.position, incarnation: "", current: 0, start: 0, of: "the default zone")
+        return ZoneChangeBatch(changes: [], position: request.position ?? .origin, moreComing: false)
+    }
+}

@@ -105,16 +105,69 @@ public struct CompiledQuery: Hashable, Sendable, Codable {
             }
         }
         switch condition {
-        case .compare(let k, _, let v): try key(k); try value(v)
-        case .between(let k, let lo, let hi): try key(k); try value(lo); try value(hi)
-        case .in(let k, let vs), .listContainsAny(let k, let vs): try key(k); try vs.forEach(value)
-        case .beginsWith(let k, _), .listAnyBeginsWith(let k, _): try key(k)
-        case .listContains(let k, let v): try key(k); try value(v)
+        case .compare(let k, let op, let v):
+            try key(k); try value(v)
+            let family = try comparedFamily(k, v, op == .equal || op == .notEqual ? "compare with \(op.rawValue)" : "order with \(op.rawValue)")
+            if family == .reference && op != .equal && op != .notEqual {
+                throw StratusError(.invalidArguments, "references can only be compared with == or !=")
+            }
+        case .between(let k, let lo, let hi):
+            try key(k); try value(lo); try value(hi)
+            try sameFamily([lo, hi], k, "compare with BETWEEN")
+        case .in(let k, let vs):
+            try key(k); try vs.forEach(value)
+            try sameFamily(vs, k, "compare with IN")
+        case .listContainsAny(let k, let vs):
+            try listKey(k); try vs.forEach(value)
+            try sameFamily(vs, k, "look for in a list")
+        case .beginsWith(let k, _):
+            try key(k)
+            _ = try comparedFamily(k, .string(""), "compare with BEGINSWITH")
+        case .listAnyBeginsWith(let k, _): try listKey(k)
+        case .listContains(let k, let v):
+            try listKey(k); try value(v)
+            _ = try family(of: v, k, "look for in a list")
         case .tokens: break
         case .distance(let k, _, _, let km):
-            try key(k)
+            guard case .field(let name) = k else { throw StratusError(.invalidArguments, "distanceToLocation needs a LOCATION field, not \(k)") }
+            try Naming.checkIdentifier(name, kind: "field name")
             guard km.isFinite else { throw StratusError(.invalidArguments, "a distance must be a finite number of kilometres") }
         }
+    }
+
+    /// The family a condition compares a key in, checking that the key can compare with the
+    /// value: fields with any ordered value; the record name and users with a reference or a
+    /// string; the system dates with a date.
+    private static func comparedFamily(_ key: QueryKey, _ value: FieldValue, _ operation: String) throws -> QueryRules.OrderedFamily {
+        let valueFamily = try family(of: value, key, operation)
+        switch key {
+        case .field: return valueFamily
+        case .recordName, .creatorUserRecordID, .lastModifiedUserRecordID:
+            guard valueFamily == .string || valueFamily == .reference else {
+                throw StratusError(.invalidArguments, "\(key) can only be compared with a record ID, a reference or a string")
+            }
+            return valueFamily
+        case .creationDate, .modificationDate:
+            guard valueFamily == .timestamp else { throw StratusError(.invalidArguments, "\(key) can only be compared with a date") }
+            return valueFamily
+        }
+    }
+
+    private static func family(of value: FieldValue, _ key: QueryKey, _ operation: String) throws -> QueryRules.OrderedFamily {
+        guard let family = QueryRules.orderedFamily(of: value) else {
+            throw StratusError(.invalidArguments, "cannot \(operation) on '\(key)' against a \(value.type.rawValue) value")
+        }
+        return family
+    }
+
+    private static func sameFamily(_ values: [FieldValue], _ key: QueryKey, _ operation: String) throws {
+        let families = try Set(values.map { try comparedFamily(key, $0, operation) })
+        if families.count > 1 { throw StratusError(.invalidArguments, "the values compared with '\(key)' have different types") }
+    }
+
+    private static func listKey(_ key: QueryKey) throws {
+        guard case .field(let name) = key else { throw StratusError(.invalidArguments, "\(key) is not a list field") }
+        try Naming.checkIdentifier(name, kind: "field name")
     }
 
     /// A stable identity of what the query matches and in which order (not which keys it returns).

@@ -59,6 +59,10 @@ public protocol RecordWriteTransaction: AnyObject {
     /// as ``StorageEngine/modifySchema(storageContainer:_:)`` builds them.
     func saveRecordTypeSchema(_ schema: RecordTypeSchema) throws
 
+    /// Records how far a job (an import) got, in this transaction: after a crash the store
+    /// says exactly which of the job's batches committed. Replaces the job's earlier position.
+    func saveJobProgress(_ job: String, position: Int64) throws
+
     /// Copies the contents of the assets in `fields` into the store, answering the fields with
     /// assets that name their stored copies, or the item's error (`assetFileNotFound`).
     func storeAssets(in fields: [String: FieldValue], of id: Record.ID) throws -> Result<[String: FieldValue], StratusError>

@@ -125,6 +125,20 @@ public protocol StorageEngine: AnyObject, Sendable {
     /// - Throws: `changeTokenExpired` as ``fetchZoneChanges(_:in:)`` does.
     @_spi(StratusEngine) func fetchDatabaseChanges(after position: ChangePosition?, limit: Int, in database: DatabaseContext) throws -> DatabaseChangeBatch
 
+    /// The position a job last recorded with ``RecordWriteTransaction/saveJobProgress(_:position:)``, if any.
+    @_spi(StratusEngine) func jobProgress(_ job: String) throws -> Int64?
+
+    /// Forgets a finished job's position.
+    @_spi(StratusEngine) func removeJobProgress(_ job: String) throws
+
+    /// Every database the store holds with its zones and their record counts by type, in one
+    /// snapshot. Databases that never held a zone or a record are not listed.
+    @_spi(StratusEngine) func inventory() throws -> StoreInventory
+
+    /// Checks the store's own consistency (its files, pages, indexes) and answers what is wrong,
+    /// empty when nothing is.
+    @_spi(StratusEngine) func checkIntegrity() throws -> [String]
+
     /// Removes record and zone tombstones of a database that were deleted before `cutoff`.
     ///
     /// Positions before the newest removed tombstone expire: reading from them would miss
@@ -218,5 +232,55 @@ public struct QueryPosition: Hashable, Sendable, Codable {
     public init(sortValues: [FieldValue?], recordName: String) {
         self.sortValues = sortValues
         self.recordName = recordName
+    }
+}
+
+/// A Stratus extension: what a store holds, database by database (every container and user),
+/// for tools that list or copy a whole store (`stratus info`, `stratus copy`).
+///
+/// ```swift
+/// for database in try await container.storeInventory().databases { print(database.containerIdentifier, database.scope, database.zones.count) }
+/// ```
+public struct StoreInventory: Sendable {
+    /// One database of one container, as one owner's (everyone's for the public database).
+    public struct DatabaseEntry: Sendable {
+        public var containerIdentifier: String
+        public var scope: Database.Scope
+        /// The user whose private (or shared) database this is; empty for the public database.
+        public var owner: String
+        public var zones: [ZoneEntry]
+
+        public init(containerIdentifier: String, scope: Database.Scope, owner: String, zones: [ZoneEntry]) {
+            self.containerIdentifier = containerIdentifier
+            self.scope = scope
+            self.owner = owner
+            self.zones = zones
+        }
+    }
+
+    /// One zone with its capabilities and how many records of each type it holds.
+    public struct ZoneEntry: Sendable {
+        public var zone: RecordZone
+        public var recordCounts: [String: Int]
+
+        public init(zone: RecordZone, recordCounts: [String: Int]) {
+            self.zone = zone
+            self.recordCounts = recordCounts
+        }
+    }
+
+    public var databases: [DatabaseEntry]
+    /// The containers with record type schemas.
+    public var containersWithSchemas: [String]
+    /// The store's size in bytes, when the engine knows it.
+    public var sizeInBytes: Int64?
+    /// The version of the engine's tables.
+    public var schemaVersion: Int
+
+    public init(databases: [DatabaseEntry], containersWithSchemas: [String], sizeInBytes: Int64?, schemaVersion: Int) {
+        self.databases = databases
+        self.containersWithSchemas = containersWithSchemas
+        self.sizeInBytes = sizeInBytes
+        self.schemaVersion = schemaVersion
     }
 }

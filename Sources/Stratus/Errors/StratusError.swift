@@ -36,6 +36,9 @@ public struct StratusError: Error, Sendable, CustomStringConvertible {
     public var resumeCursor: QueryOperation.Cursor?
     /// How many items were completed before the operation stopped (cancellation, failure).
     public var completedItemCount: Int?
+    /// For a failure reported by an SQL server: its five-character SQLSTATE (`40001`), so that
+    /// an engine can tell failures apart without reading the message.
+    public var sqlState: String?
 
     public init(
         _ code: Code, _ message: String, recordID: Record.ID? = nil, zoneID: RecordZone.ID? = nil,

@@ -360,7 +360,7 @@ extension PredicateParser {
 
         func optionsFailure() -> StratusError {
             failure(
-                "comparison options such as [c] or [cd] are not supported by CloudKit; its comparisons are case- and diacritic-sensitive",
+                "comparison options such as [c] or [cd] are not supported by CloudKit; string equality (==, !=, IN) already ignores case, and BEGINSWITH and ordering comparisons are case-sensitive",
                 at: token.start)
         }
 

@@ -33,4 +33,22 @@ public enum TextSearch {
         finishWord()
         return words
     }
+
+    /// The search words of a record's string and string-list values (of the fields named in
+    /// `names`, or all): what `self CONTAINS` matches, and what a word index keeps.
+    ///
+    /// ```swift
+    /// TextSearch.words(of: ["title": .string("Buy milk")])   // ["buy", "milk"]
+    /// ```
+    public static func words(of fields: [String: FieldValue], only names: [String]? = nil) -> Set<String> {
+        var words: Set<String> = []
+        for (key, value) in fields where names?.contains(key) ?? true {
+            switch value {
+            case .string(let text): words.formUnion(tokens(in: text))
+            case .stringList(let texts): for text in texts { words.formUnion(tokens(in: text)) }
+            default: continue
+            }
+        }
+        return words
+    }
 }

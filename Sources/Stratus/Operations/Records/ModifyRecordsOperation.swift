@@ -71,6 +71,10 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
     public let recordOutput = RecordOutput()
 
     private var inputProvider: (@Sendable () throws -> [Record])?
+    /// A job's position recorded in the transaction of the request's last batch (an importer's
+    /// settled items), so that a resumed job knows exactly what committed.
+    package var jobProgress: (job: String, position: Int64)?
+
     /// Records a producer prepared on its own thread (see ``PreparedSave``), saved before
     /// ``recordsToSave``.
     private var preparedSaves: [PreparedSave] = []
@@ -149,9 +153,9 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
                 return StratusError(.limitExceeded, "an atomic request holds \(total) items; the limit is \(Self.maximumAtomicItems) (split it, or set isAtomic = false)")
             }
             if isCancelled { return StratusError.cancelled("ModifyRecordsOperation", completed: 0) }
-            let outcome = try withRetry {
-                try RecordWriteExecutor.apply(request(ordered, validDeletes, atomic: true), engine: engine, context: context)
-            }
+            var atomicRequest = request(ordered, validDeletes, atomic: true)
+            atomicRequest.jobProgress = jobProgress
+            let outcome = try withRetry { try RecordWriteExecutor.apply(atomicRequest, engine: engine, context: context) }
             deliver(outcome, saves: ordered, deletes: validDeletes, errors: &errors)
             return Self.partialFailure(errors, of: total)
         }
@@ -159,15 +163,16 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
         for record in allSaves where errors[record.recordID] != nil { report(record.recordID, errors[record.recordID]!) }
         for id in toDelete where errors[id] != nil { reportDelete(id, errors[id]!) }
         var done = errors.count
-        for batch in Self.batches(saves: ordered, deletes: validDeletes, itemsPerBatch: itemsPerBatch) {
+        let batches = Self.batches(saves: ordered, deletes: validDeletes, itemsPerBatch: itemsPerBatch)
+        for (number, batch) in batches.enumerated() {
             if isCancelled {
                 var error = StratusError.cancelled("ModifyRecordsOperation", completed: done)
                 error.partialErrorsByRecordID = errors
                 return error
             }
-            let outcome = try withRetry {
-                try RecordWriteExecutor.apply(request(batch.saves, batch.deletes, atomic: false), engine: engine, context: context)
-            }
+            var batchRequest = request(batch.saves, batch.deletes, atomic: false)
+            if number == batches.count - 1 { batchRequest.jobProgress = jobProgress }
+            let outcome = try withRetry { try RecordWriteExecutor.apply(batchRequest, engine: engine, context: context) }
             deliver(outcome, saves: batch.saves, deletes: batch.deletes, errors: &errors)
             done += batch.saves.count + batch.deletes.count
         }

@@ -1,15 +1,14 @@
 import Foundation
-import Stratus
 import Synchronization
 
 /// Saves an import's batches one after another in the order given, each started from the
 /// final block of the one before it, so that the store's writer goes from batch to batch
-/// without waiting for the reading thread to notice. After a batch fails as a whole (not
+/// without waiting for the reading task to notice. After a batch fails as a whole (not
 /// `partialFailure`), the batches after it are not started and fail with the same error.
-final class BatchSaver: Sendable {
+final class ImportBatchSaver: Sendable {
     private let database: Database
     private struct State {
-        var waiting: [(ModifyRecordsOperation, PendingSave)] = []
+        var waiting: [(ModifyRecordsOperation, PendingBatchSave)] = []
         var running = false
         var failure: (any Error)?
     }
@@ -18,21 +17,23 @@ final class BatchSaver: Sendable {
     init(database: Database) { self.database = database }
 
     /// Queues `op` after every operation submitted before it; its outcome arrives in the answer.
-    func submit(_ op: ModifyRecordsOperation) -> PendingSave {
-        let pending = PendingSave()
-        op.perRecordWriteKindBlock = { _, kind in pending.tally.count(kind) }
+    func submit(_ op: ModifyRecordsOperation) -> PendingBatchSave {
+        let pending = PendingBatchSave()
+        let outcome = pending.outcomeSoFar
+        op.perRecordWriteKindBlock = { _, kind in outcome.count(kind) }
+        op.perRecordDeleteBlock = { _, result in if case .success = result { outcome.countDeletion() } }
         op.modifyRecordsResultBlock = { [self] result in
             let stops: (any Error)?
             switch result {
             case .success: stops = nil
             case .failure(let error as StratusError) where error.code == .partialFailure:
-                // Records that failed are in the partial failure's per-item errors.
-                pending.tally.failures = error.partialErrorsByRecordID.map { ($0.key, $0.value) }
+                // Items that failed are in the partial failure's per-item errors.
+                outcome.failures = error.partialErrorsByRecordID
                 stops = nil
             case .failure(let error): stops = error
             }
             startNext(after: stops)
-            if let stops { pending.finish(.failure(stops)) } else { pending.finish(.success(pending.tally)) }
+            if let stops { pending.finish(.failure(stops)) } else { pending.finish(.success(outcome)) }
         }
         let (startNow, failure) = state.withLock { state -> (Bool, (any Error)?) in
             if let failure = state.failure { return (false, failure) }
@@ -48,7 +49,7 @@ final class BatchSaver: Sendable {
     }
 
     private func startNext(after failure: (any Error)?) {
-        let (next, dropped) = state.withLock { state -> ((ModifyRecordsOperation, PendingSave)?, [(ModifyRecordsOperation, PendingSave)]) in
+        let (next, dropped) = state.withLock { state -> ((ModifyRecordsOperation, PendingBatchSave)?, [(ModifyRecordsOperation, PendingBatchSave)]) in
             if let failure {
                 state.failure = failure
                 state.running = false
@@ -67,13 +68,13 @@ final class BatchSaver: Sendable {
 }
 
 /// One submitted batch: what happened to it, once its operation finished.
-final class PendingSave: Sendable {
+final class PendingBatchSave: Sendable {
     /// Filled by the operation's blocks while it runs.
-    let tally = SaveOutcome()
-    private let state = Mutex<(result: Result<SaveOutcome, any Error>?, waiter: CheckedContinuation<SaveOutcome, any Error>?)>((nil, nil))
+    let outcomeSoFar = BatchSaveOutcome()
+    private let state = Mutex<(result: Result<BatchSaveOutcome, any Error>?, waiter: CheckedContinuation<BatchSaveOutcome, any Error>?)>((nil, nil))
 
-    func finish(_ result: Result<SaveOutcome, any Error>) {
-        let waiter = state.withLock { state -> CheckedContinuation<SaveOutcome, any Error>? in
+    func finish(_ result: Result<BatchSaveOutcome, any Error>) {
+        let waiter = state.withLock { state -> CheckedContinuation<BatchSaveOutcome, any Error>? in
             guard let waiter = state.waiter else {
                 state.result = result
                 return nil
@@ -85,10 +86,10 @@ final class PendingSave: Sendable {
     }
 
     /// What the batch did; throws what stopped it.
-    var outcome: SaveOutcome {
+    var outcome: BatchSaveOutcome {
         get async throws {
             try await withCheckedThrowingContinuation { continuation in
-                let ready = state.withLock { state -> Result<SaveOutcome, any Error>? in
+                let ready = state.withLock { state -> Result<BatchSaveOutcome, any Error>? in
                     if let result = state.result { return result }
                     state.waiter = continuation
                     return nil
@@ -99,26 +100,31 @@ final class PendingSave: Sendable {
     }
 }
 
-/// What a batch did: kinds counted by the operation's per-record block, failures taken from
-/// its final result.
-final class SaveOutcome: Sendable {
-    private let kinds = Mutex((created: 0, updated: 0, unchanged: 0))
-    private let failed = Mutex<[(Record.ID, StratusError)]>([])
+/// What a batch did: kinds counted by the operation's per-record blocks, failures taken from
+/// its final result. A batch names each record once, so failures by ID are failures by item.
+final class BatchSaveOutcome: Sendable {
+    private let counts = Mutex((created: 0, updated: 0, unchanged: 0, deleted: 0))
+    private let failed = Mutex<[Record.ID: StratusError]>([:])
 
     func count(_ kind: RecordWriteKind) {
-        kinds.withLock { kinds in
+        counts.withLock { counts in
             switch kind {
-            case .created: kinds.created += 1
-            case .updated: kinds.updated += 1
-            case .unchanged: kinds.unchanged += 1
+            case .created: counts.created += 1
+            case .updated: counts.updated += 1
+            case .unchanged: counts.unchanged += 1
             }
         }
     }
 
-    var created: Int { kinds.withLock { $0.created } }
-    var updated: Int { kinds.withLock { $0.updated } }
-    var unchanged: Int { kinds.withLock { $0.unchanged } }
-    var failures: [(Record.ID, StratusError)] {
+    func countDeletion() { counts.withLock { $0.deleted += 1 } }
+
+    var created: Int { counts.withLock { $0.created } }
+    var updated: Int { counts.withLock { $0.updated } }
+    var unchanged: Int { counts.withLock { $0.unchanged } }
+    var deleted: Int { counts.withLock { $0.deleted } }
+    /// Items written (or found unchanged) by the batch.
+    var succeeded: Int { counts.withLock { $0.created + $0.updated + $0.unchanged + $0.deleted } }
+    var failures: [Record.ID: StratusError] {
         get { failed.withLock { $0 } }
         set { failed.withLock { $0 = newValue } }
     }

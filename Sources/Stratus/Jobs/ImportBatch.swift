@@ -1,0 +1,93 @@
+/// The items of one import batch, in input order: records to save, deletions and rejected
+/// items, each with its input line and its index among the input's items (for checkpoints).
+///
+/// Parallel arrays rather than an array of tuples: destroying an array of tuples goes through
+/// the runtime's generic witnesses element by element, which a bulk load notices.
+struct ImportBatch {
+    /// The records to save, each checked and prepared once on the reading task.
+    var records: [PreparedSave] = []
+    var recordLines: [Int] = []
+    var recordItems: [Int] = []
+    var deletions: [Record.ID] = []
+    var deletionLines: [Int] = []
+    var deletionItems: [Int] = []
+    /// Items the source or validation rejected, reported when the batch is settled so that
+    /// every reject is reported in input order.
+    var rejections: [RecordRejection] = []
+    var rejectionItems: [Int] = []
+    /// The record names in the batch: a name seen again starts the next batch.
+    var names: Set<String> = []
+
+    var count: Int { records.count + deletions.count + rejections.count }
+    var writeCount: Int { records.count + deletions.count }
+    var isEmpty: Bool { count == 0 }
+
+    mutating func append(_ record: PreparedSave, line: Int, item: Int) {
+        records.append(record)
+        recordLines.append(line)
+        recordItems.append(item)
+    }
+
+    mutating func append(deletion id: Record.ID, line: Int, item: Int) {
+        deletions.append(id)
+        deletionLines.append(line)
+        deletionItems.append(item)
+    }
+
+    mutating func append(_ rejection: RecordRejection, item: Int) {
+        rejections.append(rejection)
+        rejectionItems.append(item)
+    }
+
+    /// Where each record and deletion is in the input, by ID (a batch names each record once).
+    func places() -> [Record.ID: (line: Int, item: Int)] {
+        var places: [Record.ID: (line: Int, item: Int)] = [:]
+        for (index, record) in records.enumerated() { places[record.recordID] = (recordLines[index], recordItems[index]) }
+        for (index, id) in deletions.enumerated() { places[id] = (deletionLines[index], deletionItems[index]) }
+        return places
+    }
+
+    /// The item index of every entry, ascending.
+    var itemIndexes: [Int] { (recordItems + deletionItems + rejectionItems).sorted() }
+
+    /// The entries before input item `item`.
+    func prefix(before item: Int) -> ImportBatch {
+        filtered { $0 < item }
+    }
+
+    /// The entries from input item `item` on.
+    func suffix(from item: Int) -> ImportBatch {
+        filtered { $0 >= item }
+    }
+
+    /// The batch without the records and deletions whose IDs are in `ids`, and without rejections.
+    func writes(excluding ids: Set<Record.ID>) -> ImportBatch {
+        var kept = ImportBatch()
+        for (index, record) in records.enumerated() where !ids.contains(record.recordID) {
+            kept.append(record, line: recordLines[index], item: recordItems[index])
+        }
+        for (index, id) in deletions.enumerated() where !ids.contains(id) {
+            kept.append(deletion: id, line: deletionLines[index], item: deletionItems[index])
+        }
+        return kept
+    }
+
+    private func filtered(_ keep: (Int) -> Bool) -> ImportBatch {
+        var kept = ImportBatch()
+        for (index, record) in records.enumerated() where keep(recordItems[index]) {
+            kept.append(record, line: recordLines[index], item: recordItems[index])
+        }
+        for (index, id) in deletions.enumerated() where keep(deletionItems[index]) {
+            kept.append(deletion: id, line: deletionLines[index], item: deletionItems[index])
+        }
+        for (index, rejection) in rejections.enumerated() where keep(rejectionItems[index]) {
+            kept.append(rejection, item: rejectionItems[index])
+        }
+        return kept
+    }
+
+    /// The distinct zones the batch writes to.
+    var zoneIDs: Set<RecordZone.ID> {
+        Set(records.map(\.recordID.zoneID)).union(deletions.map(\.zoneID))
+    }
+}

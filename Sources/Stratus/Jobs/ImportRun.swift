@@ -1,0 +1,474 @@
+import Foundation
+
+/// One run of a ``RecordImporter``: the reading loop and the batches it settles. Lives on the
+/// importer's task; only the batch saver's operations run elsewhere.
+final class ImportRun {
+    typealias Summary = RecordImporter.Summary
+    typealias Failure = RecordImporter.Failure
+
+    private enum Mode { case batches, atomic, dryRun }
+
+    /// A batch handed to the store (or, without writes, waiting to be reported).
+    private struct Flight {
+        var pending: PendingBatchSave?
+        var batch: ImportBatch
+        /// Input items settled once this batch is.
+        var endItems: Int
+        /// Written all or nothing first, to find where a reject limit falls.
+        var probe: Bool
+    }
+
+    private let importer: RecordImporter
+    private let options: RecordImporter.Options
+    private let database: Database
+    private let source: any RecordSource
+    private let rejects: (any RecordRejectSink)?
+    private let checkpointStore: (any ImportCheckpointStore)?
+    /// The import's name in the store (with a checkpoint store), see ``ImportCheckpoint/job``.
+    private var job: String?
+    private let progress: (@Sendable (RecordImporter.Progress) -> Void)?
+    private let mode: Mode
+    private let maximumInFlight: Int
+    private let saver: ImportBatchSaver
+
+    private var summary = Summary()
+    private var batch = ImportBatch()
+    private var inFlight: [Flight] = []
+    private var stop: RecordImporter.End?
+    /// Whether each zone written to applies atomic requests atomically (nil: no such zone).
+    private var zoneIsAtomic: [RecordZone.ID: Bool] = [:]
+    /// An atomic import's record names and their lines: each record may appear once.
+    private var atomicNames: [String: Int] = [:]
+
+    init(
+        importer: RecordImporter, source: any RecordSource, rejects: (any RecordRejectSink)?,
+        checkpointStore: (any ImportCheckpointStore)?, progress: (@Sendable (RecordImporter.Progress) -> Void)?
+    ) {
+        self.importer = importer
+        options = importer.options
+        database = importer.database
+        self.source = source
+        self.rejects = rejects
+        self.checkpointStore = checkpointStore
+        self.progress = progress
+        mode = options.isDryRun ? .dryRun : options.isAtomic ? .atomic : .batches
+        // With a checkpoint, one batch at a time: a kill then leaves at most the batch being
+        // written committed beyond the checkpoint. With a reject limit, each batch is settled
+        // before the next starts, so that nothing after the limit is written.
+        maximumInFlight = checkpointStore != nil || options.maximumRejects != nil ? 1 : options.batchesInFlight
+        saver = ImportBatchSaver(database: database)
+    }
+
+    func run() async throws -> Summary {
+        if mode == .atomic && checkpointStore != nil {
+            throw failure(.checkpoint, StratusError(.invalidArguments, "an atomic import has no partial progress to checkpoint"))
+        }
+        var skip = 0
+        if mode != .dryRun, let checkpointStore {
+            do {
+                let loaded = try checkpointStore.load()
+                skip = loaded?.itemsSettled ?? 0
+                let job = loaded?.job ?? UUID().uuidString.lowercased()
+                self.job = job
+                if loaded?.job == nil {
+                    // The job's name is durable before any of its batches commits.
+                    try checkpointStore.save(ImportCheckpoint(itemsSettled: skip, job: job))
+                } else if let committed = try await database.engineCall({ engine, _ in try engine.jobProgress(job) }), committed > skip {
+                    // A batch committed after the last checkpoint was saved: it is not read again.
+                    skip = Int(committed)
+                }
+            } catch {
+                throw failure(.checkpoint, error)
+            }
+        }
+        var consumed = 0
+        while stop == nil, let item = try await nextItem(consumed: consumed) {
+            let index = consumed
+            consumed += 1
+            if index < skip {
+                summary.skipped += 1
+                continue
+            }
+            summary.read += 1
+            switch item {
+            case .rejected(let rejection):
+                try await reject(rejection, item: index)
+            case .record(let record, let line):
+                switch prepare(record) {
+                case .failure(let problem):
+                    try await reject(RecordRejection(line: line, column: 0, recordName: record.recordID.recordName, message: problem.description), item: index)
+                case .success(let prepared):
+                    try await accept(prepared, line: line, item: index)
+                }
+            case .deletion(let id, _, let line):
+                try await accept(deletion: id, line: line, item: index)
+            }
+            if stop != nil { break }
+            switch mode {
+            case .batches:
+                if batch.count >= options.batchSize {
+                    try await submitBatch(endItems: consumed)
+                    if stop == nil && importer.isCancelled {
+                        try await settleAll()
+                        stop = stop ?? .cancelled
+                    }
+                }
+            case .atomic, .dryRun:
+                if importer.isCancelled { stop = .cancelled }
+            }
+            if summary.read & 255 == 0 { report() }
+        }
+        if stop == nil {
+            switch mode {
+            case .batches:
+                try await submitBatch(endItems: consumed)
+                try await settleAll()
+            case .atomic:
+                try await writeAtomically()
+            case .dryRun:
+                break
+            }
+        } else if mode == .batches {
+            try await settleAll()
+        }
+        if stop == nil {
+            stop = .finished
+            if mode != .dryRun {
+                do {
+                    try checkpointStore?.remove()
+                    if let job { try await database.engineCall { engine, _ in try engine.removeJobProgress(job) } }
+                } catch { throw failure(.checkpoint, error) }
+            }
+        }
+        summary.end = stop ?? .finished
+        report()
+        return summary
+    }
+
+    // MARK: - Reading
+
+    /// The one check of each imported record, on the reading task, which also prepares it for
+    /// the store (so the writing side neither checks nor encodes it again).
+    private func prepare(_ record: Record) -> Result<PreparedSave, StratusError> {
+        Result { () throws(StratusError) in try PreparedSave(record, namesChecked: source.checksRecordNames) }
+    }
+
+    /// The source's next item. When the source fails, what was read before is settled first,
+    /// so that the failure says what was written and the checkpoint is past it.
+    private func nextItem(consumed: Int) async throws -> RecordSourceItem? {
+        do {
+            return try source.nextItem()
+        } catch {
+            if mode == .batches {
+                try await submitBatch(endItems: consumed)
+                try await settleAll()
+            }
+            throw failure(.input, error)
+        }
+    }
+
+    private func accept(_ record: PreparedSave, line: Int, item: Int) async throws {
+        switch mode {
+        case .dryRun:
+            summary.valid += 1
+        case .atomic:
+            let name = record.recordID.recordName
+            if let first = atomicNames[name] {
+                try await reject(RecordRejection(
+                    line: line, column: 0, recordName: name,
+                    message: "record '\(name)' is already in this atomic import (line \(first)); an atomic import writes each record once"), item: item)
+                return
+            }
+            try await requireAtomicZone(record.recordID.zoneID)
+            atomicNames[name] = line
+            batch.append(record, line: line, item: item)
+            try checkAtomicSize()
+        case .batches:
+            if batch.names.contains(record.recordID.recordName) { try await submitBatch(endItems: item) }
+            if stop != nil { return }
+            batch.names.insert(record.recordID.recordName)
+            batch.append(record, line: line, item: item)
+        }
+    }
+
+    private func accept(deletion id: Record.ID, line: Int, item: Int) async throws {
+        switch mode {
+        case .dryRun:
+            summary.valid += 1
+        case .atomic:
+            if let first = atomicNames[id.recordName] {
+                try await reject(RecordRejection(
+                    line: line, column: 0, recordName: id.recordName,
+                    message: "record '\(id.recordName)' is already in this atomic import (line \(first)); an atomic import writes each record once"), item: item)
+                return
+            }
+            try await requireAtomicZone(id.zoneID)
+            atomicNames[id.recordName] = line
+            batch.append(deletion: id, line: line, item: item)
+            try checkAtomicSize()
+        case .batches:
+            if batch.names.contains(id.recordName) { try await submitBatch(endItems: item) }
+            if stop != nil { return }
+            batch.names.insert(id.recordName)
+            batch.append(deletion: id, line: line, item: item)
+        }
+    }
+
+    /// A rejected item: reported at once in a dry run or an atomic import; otherwise kept with
+    /// its batch, so that it is reported in input order among the store's rejects.
+    private func reject(_ rejection: RecordRejection, item: Int) async throws {
+        switch mode {
+        case .dryRun, .atomic:
+            try report(rejection)
+            summary.failed += 1
+            if let maximum = options.maximumRejects, summary.failed > maximum { stop = .rejectLimitReached }
+        case .batches:
+            batch.append(rejection, item: item)
+            // The limit now falls in this batch or before it: settle up to it.
+            if let maximum = options.maximumRejects, summary.failed + batch.rejections.count > maximum {
+                try await submitBatch(endItems: item + 1)
+                try await settleAll()
+            }
+        }
+    }
+
+    private func report(_ rejection: RecordRejection) throws {
+        do {
+            try rejects?.reject(rejection)
+        } catch {
+            throw failure(.rejects, error)
+        }
+    }
+
+    // MARK: - Batches
+
+    /// Hands the batch being read to the store. Batches commit in input order and are settled
+    /// in that order, so a checkpoint never passes an unsettled batch.
+    private func submitBatch(endItems: Int) async throws {
+        guard !batch.isEmpty else { return }
+        var next = batch
+        batch = ImportBatch()
+        while inFlight.count >= maximumInFlight {
+            try await settleOldest()
+            if stop != nil { return }
+        }
+        guard let maximum = options.maximumRejects else {
+            inFlight.append(Flight(pending: submit(next, atomic: false, endItems: endItems), batch: next, endItems: endItems, probe: false))
+            return
+        }
+        // Every item of a batch could be rejected: when that would pass the limit, find where
+        // the limit falls before anything after it is written. Nothing is in flight now.
+        let allowance = maximum - summary.failed
+        if next.rejections.count > allowance {
+            // The input's own rejects already pass the limit: nothing after that one is written.
+            next = next.prefix(before: next.rejectionItems[allowance] + 1)
+        }
+        if next.count <= allowance || next.writeCount == 0 {
+            inFlight.append(Flight(pending: next.writeCount == 0 ? nil : submit(next, atomic: false, endItems: endItems), batch: next, endItems: endItems, probe: false))
+            return
+        }
+        if next.writeCount <= ModifyRecordsOperation.maximumAtomicItems, try await zonesAreAtomic(next.zoneIDs) {
+            inFlight.append(Flight(pending: submit(next, atomic: true), batch: next, endItems: endItems, probe: true))
+            return
+        }
+        // Zones that apply requests item by item: pieces no larger than the allowance + 1, each
+        // settled before the next, so that a piece reaches the limit only with its last item.
+        while !next.isEmpty && stop == nil {
+            let items = next.itemIndexes
+            let size = max(1, options.maximumRejects.map { $0 - summary.failed + 1 } ?? items.count)
+            let piece: ImportBatch
+            let pieceEnd: Int
+            if items.count > size {
+                piece = next.prefix(before: items[size])
+                pieceEnd = items[size]
+                next = next.suffix(from: items[size])
+            } else {
+                piece = next
+                pieceEnd = endItems
+                next = ImportBatch()
+            }
+            inFlight.append(Flight(pending: piece.writeCount == 0 ? nil : submit(piece, atomic: false, endItems: pieceEnd), batch: piece, endItems: pieceEnd, probe: false))
+            try await settleAll()
+        }
+    }
+
+    /// Submits a batch; `endItems` (where the batch ends in the input) is recorded as the job's
+    /// progress in the batch's own transaction.
+    private func submit(_ batch: ImportBatch, atomic: Bool, endItems: Int? = nil) -> PendingBatchSave {
+        let op = ModifyRecordsOperation(preparedSaves: batch.records)
+        if let job, let endItems { op.jobProgress = (job, Int64(endItems)) }
+        op.recordIDsToDelete = batch.deletions
+        op.writeMode = options.writeMode
+        op.isAtomic = atomic
+        op.preservesSystemFields = options.preservesSystemFields
+        // One transaction per batch: a bulk load writes faster in larger transactions than in
+        // CloudKit's 400-item requests.
+        op.itemsPerBatch = max(options.batchSize, 1)
+        return saver.submit(op)
+    }
+
+    private func settleAll() async throws {
+        while !inFlight.isEmpty { try await settleOldest() }
+    }
+
+    /// Waits for the oldest batch, reports its rejects in input order, counts what it did and
+    /// moves the checkpoint past it; with a reject limit, stops where the limit falls.
+    private func settleOldest() async throws {
+        let flight = inFlight.removeFirst()
+        var outcome: BatchSaveOutcome?
+        if let pending = flight.pending { outcome = try await self.outcome(of: pending) }
+        let batch = flight.batch
+        // An all-or-nothing try that failed wrote nothing; its items that failed only because
+        // another did are not rejects.
+        let rolledBack = flight.probe && outcome.map { $0.succeeded == 0 && !$0.failures.isEmpty } == true
+        var events: [(item: Int, rejection: RecordRejection, id: Record.ID?)] = []
+        if let failures = outcome?.failures, !failures.isEmpty {
+            let places = batch.places()
+            for (id, error) in failures where !(rolledBack && error.code == .batchRequestFailed) {
+                let place = places[id] ?? (line: 0, item: flight.endItems - 1)
+                events.append((place.item, RecordRejection(line: place.line, column: 0, recordName: id.recordName, message: error.description), id))
+            }
+        }
+        for (index, rejection) in batch.rejections.enumerated() { events.append((batch.rejectionItems[index], rejection, nil)) }
+        events.sort { $0.item < $1.item }
+        let failedIDs = Set(events.compactMap(\.id))
+        let allowance = options.maximumRejects.map { $0 - summary.failed } ?? Int.max
+
+        if events.count > allowance {
+            let cut = events[allowance]
+            for event in events[...allowance] { try report(event.rejection) }
+            summary.failed += allowance + 1
+            if rolledBack {
+                try await write(batch.prefix(before: cut.item).writes(excluding: failedIDs))
+            } else if let outcome {
+                count(outcome)
+            }
+            stop = .rejectLimitReached
+            try saveCheckpoint(cut.item + 1)
+            report()
+            return
+        }
+        for event in events { try report(event.rejection) }
+        summary.failed += events.count
+        if rolledBack {
+            try await write(batch.writes(excluding: failedIDs))
+        } else if let outcome {
+            count(outcome)
+        }
+        if stop == nil { try saveCheckpoint(flight.endItems) }
+        report()
+    }
+
+    /// Writes what an all-or-nothing try showed would succeed, and reports what fails now
+    /// (only a concurrent writer can make something fail that did not before).
+    private func write(_ batch: ImportBatch) async throws {
+        guard batch.writeCount > 0 else { return }
+        let outcome = try await outcome(of: submit(batch, atomic: false))
+        count(outcome)
+        let places = batch.places()
+        let failures = outcome.failures.map { (place: places[$0.key] ?? (line: 0, item: 0), id: $0.key, error: $0.value) }.sorted { $0.place.item < $1.place.item }
+        for failure in failures {
+            try report(RecordRejection(line: failure.place.line, column: 0, recordName: failure.id.recordName, message: failure.error.description))
+        }
+        summary.failed += failures.count
+        if let maximum = options.maximumRejects, summary.failed > maximum { stop = .rejectLimitReached }
+    }
+
+    private func outcome(of pending: PendingBatchSave) async throws -> BatchSaveOutcome {
+        do {
+            return try await pending.outcome
+        } catch {
+            throw failure(.store, error)
+        }
+    }
+
+    private func count(_ outcome: BatchSaveOutcome) {
+        summary.created += outcome.created
+        summary.updated += outcome.updated
+        summary.unchanged += outcome.unchanged
+        summary.deleted += outcome.deleted
+    }
+
+    private func saveCheckpoint(_ itemsSettled: Int) throws {
+        do {
+            try checkpointStore?.save(ImportCheckpoint(itemsSettled: itemsSettled, job: job))
+        } catch {
+            throw failure(.checkpoint, error)
+        }
+    }
+
+    // MARK: - Atomic imports
+
+    private func requireAtomicZone(_ zoneID: RecordZone.ID) async throws {
+        guard try await zonesAreAtomic([zoneID], missingIsAtomic: true) else {
+            throw failure(.store, StratusError(
+                .invalidArguments,
+                "zone '\(zoneID.zoneName)' was created without the atomic capability, so its records cannot be written all or nothing; import without --atomic (isAtomic), or into an atomic zone",
+                zoneID: zoneID))
+        }
+    }
+
+    private func checkAtomicSize() throws {
+        guard batch.writeCount > ModifyRecordsOperation.maximumAtomicItems else { return }
+        throw failure(.store, StratusError(
+            .limitExceeded, "an atomic import holds at most \(ModifyRecordsOperation.maximumAtomicItems) records; the input has more. Nothing was written."))
+    }
+
+    private func writeAtomically() async throws {
+        if summary.failed > 0 {
+            stop = .atomicImportRejected
+            return
+        }
+        guard batch.writeCount > 0 else { return }
+        let all = batch
+        batch = ImportBatch()
+        let outcome = try await outcome(of: submit(all, atomic: true))
+        if outcome.failures.isEmpty {
+            count(outcome)
+            return
+        }
+        let places = all.places()
+        let own = outcome.failures.filter { $0.value.code != .batchRequestFailed }
+            .map { (place: places[$0.key] ?? (line: 0, item: 0), id: $0.key, error: $0.value) }
+            .sorted { $0.place.item < $1.place.item }
+        for failure in own {
+            try report(RecordRejection(line: failure.place.line, column: 0, recordName: failure.id.recordName, message: failure.error.description))
+        }
+        summary.failed += own.count
+        stop = .atomicImportRejected
+    }
+
+    // MARK: - Zones
+
+    /// Whether every zone applies atomic requests atomically; a zone that does not exist is
+    /// not (its records fail anyway) unless `missingIsAtomic`.
+    private func zonesAreAtomic(_ zoneIDs: Set<RecordZone.ID>, missingIsAtomic: Bool = false) async throws -> Bool {
+        for zoneID in zoneIDs {
+            if zoneIsAtomic[zoneID] == nil {
+                do {
+                    let zone = try await database.recordZone(for: zoneID)
+                    zoneIsAtomic[zoneID] = zone.capabilities.contains(.atomic)
+                } catch let error as StratusError where error.code == .zoneNotFound {
+                    zoneIsAtomic[zoneID] = missingIsAtomic
+                } catch {
+                    throw failure(.store, error)
+                }
+            }
+            if zoneIsAtomic[zoneID] == false { return false }
+        }
+        return true
+    }
+
+    // MARK: - Reporting
+
+    private func report() {
+        guard let progress else { return }
+        let pending = batch.count + inFlight.reduce(0) { $0 + $1.batch.count }
+        progress(RecordImporter.Progress(summary: summary, pending: pending, bytesRead: source.bytesRead))
+    }
+
+    private func failure(_ stage: Failure.Stage, _ error: any Error) -> Failure {
+        if let failure = error as? Failure { return failure }
+        return Failure(stage: stage, error: error, summary: summary)
+    }
+}

@@ -1,0 +1,145 @@
+import Foundation
+import Synchronization
+
+/// Exports every record a query matches into a ``RecordSink``, the job behind
+/// `stratus export`: page by page, reading the next page while one is written, with progress
+/// and cancellation. Memory holds two pages at most, however many records are exported.
+///
+/// ```swift
+/// let query = Query(recordType: "Todo", predicate: try QueryPredicate(format: "checked == 0"))
+/// query.sortDescriptors = [RecordSortDescriptor(key: "createdAt", ascending: false)]
+/// let exporter = RecordExporter(database: database, query: query, limit: 10_000)
+/// let summary = try await exporter.run(into: writer)
+/// try writer.finish()
+/// print("exported \(summary.exported)")
+/// ```
+public final class RecordExporter: Sendable {
+    /// Why an export ended.
+    public enum End: Sendable, Hashable {
+        /// Every matching record (up to the limit) was written.
+        case finished
+        /// ``RecordExporter/cancel()`` or task cancellation stopped it after a page.
+        case cancelled
+    }
+
+    /// What an export did.
+    ///
+    /// ```swift
+    /// let summary = try await exporter.run(into: writer)
+    /// print(summary.exported, summary.end)
+    /// ```
+    public struct Summary: Sendable, Hashable {
+        /// Records written to the sink.
+        public var exported = 0
+        /// Why the export ended.
+        public var end = End.finished
+
+        /// An empty summary.
+        public init() {}
+    }
+
+    /// The database read.
+    public let database: Database
+    /// What to export, in its sort order.
+    public let query: Query
+    /// The zone to read; nil: the default zone.
+    public let zoneID: RecordZone.ID?
+    /// The fields to export; nil: every field.
+    public let desiredKeys: [String]?
+    /// The most records to export; nil: every match, 0: none.
+    public let limit: Int?
+    /// Records read per page.
+    public let pageSize: Int
+    private let cancelled = Atomic<Bool>(false)
+
+    /// An export of what `query` matches in `zoneID`.
+    ///
+    /// ```swift
+    /// let exporter = RecordExporter(database: database, query: Query(recordType: "Note"), desiredKeys: ["title"])
+    /// ```
+    ///
+    /// - Precondition: `pageSize` is positive and `limit` is not negative (programmer errors).
+    public init(
+        database: Database, query: Query, zoneID: RecordZone.ID? = nil, desiredKeys: [String]? = nil, limit: Int? = nil,
+        pageSize: Int = 1_000
+    ) {
+        precondition(pageSize > 0, "the page size must be positive")
+        precondition((limit ?? 0) >= 0, "the limit cannot be negative")
+        self.database = database
+        self.query = query
+        self.zoneID = zoneID
+        self.desiredKeys = desiredKeys
+        self.limit = limit
+        self.pageSize = pageSize
+    }
+
+    /// Asks a running export to stop after the page being written; callable from any thread.
+    ///
+    /// ```swift
+    /// signalSource.setEventHandler { exporter.cancel() }
+    /// ```
+    public func cancel() { cancelled.store(true, ordering: .relaxed) }
+
+    /// Whether ``cancel()`` was called or the running task was cancelled.
+    public var isCancelled: Bool { cancelled.load(ordering: .relaxed) || Task.isCancelled }
+
+    /// Writes every matching record, in the query's order, to `sink`.
+    ///
+    /// ```swift
+    /// let summary = try await exporter.run(into: writer) { exported in print(exported) }
+    /// ```
+    ///
+    /// - Parameter progress: called with the number exported after each page.
+    /// - Returns: how many records were written and why it ended.
+    /// - Throws: what the query or the sink throws; records already written stay written.
+    public func run(into sink: some RecordSink, progress: (@Sendable (Int) -> Void)? = nil) async throws -> Summary {
+        var summary = Summary()
+        let limit = self.limit ?? Int.max
+        guard limit > 0 else { return summary }
+        // The sequence reads the next page while this one is written, so that reading and
+        // writing use a core each; memory holds two pages at most.
+        for try await record in records() {
+            try sink.write(record)
+            summary.exported += 1
+            if summary.exported >= limit { break }
+            if summary.exported % pageSize == 0 {
+                progress?(summary.exported)
+                if isCancelled {
+                    summary.end = .cancelled
+                    return summary
+                }
+            }
+        }
+        progress?(summary.exported)
+        return summary
+    }
+
+    /// Every field of the matching records and the type of its first value, read once more:
+    /// what CSV columns need before the first row (a schema need not declare every field).
+    ///
+    /// ```swift
+    /// let columns = try await exporter.fieldTypes()   // ["due": .timestamp, "title": .string]
+    /// ```
+    ///
+    /// - Throws: what the query throws.
+    public func fieldTypes() async throws -> [String: FieldType] {
+        var types: [String: FieldType] = [:]
+        var read = 0
+        let limit = self.limit ?? Int.max
+        guard limit > 0 else { return types }
+        for try await record in records() {
+            for (key, value) in record.fieldValues where types[key] == nil && (desiredKeys?.contains(key) ?? true) {
+                types[key] = value.type
+            }
+            read += 1
+            if read >= limit { break }
+        }
+        return types
+    }
+
+    /// The export's records: every read of the export goes through here, and reads one
+    /// snapshot of the store from the first record to the last (see ``QueryResultSequence``).
+    func records() -> QueryResultSequence {
+        database.allRecords(matching: query, inZoneWith: zoneID, desiredKeys: desiredKeys, pageSize: pageSize)
+    }
+}

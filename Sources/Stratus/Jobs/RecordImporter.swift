@@ -1,0 +1,208 @@
+import Foundation
+import Synchronization
+
+/// Imports records from a ``RecordSource`` into a database in batches, the job behind
+/// `stratus import`: batches in flight while the next is read, every rejected item reported
+/// once and in input order, an optional limit on rejects, checkpoints to resume from, progress,
+/// and cancellation that stops after the current batch.
+///
+/// ```swift
+/// var options = RecordImporter.Options()
+/// options.writeMode = .create
+/// options.maximumRejects = 10
+/// let importer = RecordImporter(database: container.publicCloudDatabase, options: options)
+/// let summary = try await importer.run(from: reader, rejects: rejectLog)
+/// print("created \(summary.created), failed \(summary.failed)")
+/// ```
+///
+/// **Batches.** Records are written ``Options/batchSize`` at a time, each batch in one
+/// transaction (split only where it passes ``ModifyRecordsOperation/maximumBytesPerBatch``).
+/// A batch names each record once: a record named again starts a new batch, so that every
+/// line applies in input order (within a batch, saves come before deletions).
+///
+/// **Rejects.** An item is rejected when the source rejects it, when the record is not valid
+/// (``Record/validateForSave()``), or when the store refuses it; each is reported to the sink
+/// once, in input order, and counted in ``Summary/failed``.
+///
+/// **Limit.** With ``Options/maximumRejects`` N the import stops at the rejected item that
+/// makes N + 1, whatever rejected it: the items before it are imported, none after it. To
+/// know which item that is before anything after it is written, a batch that could reach the
+/// limit is first tried all or nothing (in zones with the atomic capability) and then written
+/// up to the limit; in other zones such a batch is written in pieces of the remaining
+/// allowance. Without rejects this costs nothing.
+///
+/// **Atomic.** With ``Options/isAtomic`` every record is written in one transaction, or none
+/// is: any rejected item means nothing is written (``End/atomicImportRejected``). A record
+/// in a zone without the atomic capability makes the import fail with `invalidArguments`
+/// before anything is written, and more than ``ModifyRecordsOperation/maximumAtomicItems``
+/// items with `limitExceeded`.
+///
+/// **Stopping.** ``cancel()`` (or cancelling the task) stops after the batch being read; the
+/// batches in flight are settled and the checkpoint saved. A failure of the store or the input
+/// throws ``Failure``, which carries what was done.
+public final class RecordImporter: Sendable {
+    /// How an import writes.
+    public struct Options: Sendable {
+        /// CloudKit's operation type for every record.
+        public var writeMode: RecordWriteMode = .forceUpdate
+        /// Items (records, deletions and rejected items) per batch; each batch is written in
+        /// one transaction and checkpointed.
+        public var batchSize = 2_000
+        /// All or nothing in one transaction.
+        public var isAtomic = false
+        /// Read and validate everything, write nothing.
+        public var isDryRun = false
+        /// Stop at the rejected item that makes this many plus one; nil: no limit.
+        public var maximumRejects: Int?
+        /// Keep the change tags, dates and users the records carry (in the modes that do not
+        /// check tags), so that an export imports back exactly.
+        public var preservesSystemFields = true
+        /// Batches handed to the store before the oldest is waited for, so that the store's
+        /// writer always has the next one; 1 with a checkpoint store or a reject limit.
+        public var batchesInFlight = 3
+
+        /// The defaults: `forceUpdate`, batches of 2,000, three in flight, no limit.
+        public init() {}
+    }
+
+    /// Why an import ended.
+    public enum End: Sendable, Hashable {
+        /// The whole input was read and settled.
+        case finished
+        /// ``RecordImporter/cancel()`` or task cancellation stopped it after a settled batch.
+        case cancelled
+        /// ``Options/maximumRejects`` was passed; nothing after the last reject was written.
+        case rejectLimitReached
+        /// An atomic import had rejected items, so nothing was written.
+        case atomicImportRejected
+    }
+
+    /// What an import did.
+    ///
+    /// ```swift
+    /// let summary = try await importer.run(from: reader)
+    /// if summary.end == .rejectLimitReached { print("stopped after \(summary.failed) rejects") }
+    /// ```
+    public struct Summary: Sendable, Hashable {
+        /// Input items read (records, deletions, rejected items), apart from those skipped.
+        public var read = 0
+        /// Items a checkpoint of an earlier run said were settled.
+        public var skipped = 0
+        /// Records that did not exist and were written.
+        public var created = 0
+        /// Records that existed and were written.
+        public var updated = 0
+        /// Records identical to the stored ones, so not written.
+        public var unchanged = 0
+        /// Deletions applied (a deletion of a record that does not exist counts too).
+        public var deleted = 0
+        /// Rejected items, each reported once.
+        public var failed = 0
+        /// A dry run's records and deletions that would be written.
+        public var valid = 0
+        /// Why the import ended.
+        public var end = End.finished
+
+        /// An empty summary.
+        public init() {}
+    }
+
+    /// How far an import is, reported while it runs.
+    ///
+    /// ```swift
+    /// try await importer.run(from: reader) { progress in print(progress.summary.read - progress.pending) }
+    /// ```
+    public struct Progress: Sendable {
+        /// What is settled so far (`read` includes items still pending).
+        public var summary: Summary
+        /// Items read but not settled yet.
+        public var pending: Int
+        /// Bytes of input consumed (``RecordSource/bytesRead``).
+        public var bytesRead: Int
+    }
+
+    /// An import that could not go on: the error, where it came from, and what was done.
+    ///
+    /// ```swift
+    /// do { try await importer.run(from: reader) } catch let failure as RecordImporter.Failure {
+    ///     print(failure.stage, failure.error, failure.summary.created)
+    /// }
+    /// ```
+    public struct Failure: Error, CustomStringConvertible {
+        /// Where the error came from.
+        public enum Stage: Sendable, Hashable {
+            /// The source could not be read further.
+            case input
+            /// The store failed a batch as a whole (or refused the import, as for `--atomic`).
+            case store
+            /// The reject sink could not keep a rejection.
+            case rejects
+            /// The checkpoint store could not load or save.
+            case checkpoint
+        }
+
+        /// Where the error came from.
+        public let stage: Stage
+        /// The error itself.
+        public let error: any Error
+        /// What was settled before the error.
+        public let summary: Summary
+
+        public var description: String { "\(error)" }
+    }
+
+    /// The database written to.
+    public let database: Database
+    /// How the importer writes.
+    public let options: Options
+    private let cancelled = Atomic<Bool>(false)
+
+    /// An importer into `database`.
+    ///
+    /// ```swift
+    /// let importer = RecordImporter(database: container.privateCloudDatabase)
+    /// ```
+    ///
+    /// - Precondition: `options.batchSize` and `options.batchesInFlight` are positive (a
+    ///   programmer error).
+    public init(database: Database, options: Options = Options()) {
+        precondition(options.batchSize > 0, "the batch size must be positive")
+        precondition(options.batchesInFlight > 0, "batches in flight must be positive")
+        self.database = database
+        self.options = options
+    }
+
+    /// Asks a running import to stop after the batch being read; callable from any thread.
+    ///
+    /// ```swift
+    /// signalSource.setEventHandler { importer.cancel() }
+    /// ```
+    public func cancel() { cancelled.store(true, ordering: .relaxed) }
+
+    /// Whether ``cancel()`` was called or the running task was cancelled.
+    public var isCancelled: Bool { cancelled.load(ordering: .relaxed) || Task.isCancelled }
+
+    /// Reads `source` to its end (or to a stop) and writes what it holds.
+    ///
+    /// ```swift
+    /// let summary = try await importer.run(from: reader, rejects: rejectFile, checkpoint: checkpointFile) { progress in
+    ///     print(progress.summary.created, progress.bytesRead)
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - rejects: where each rejected item goes; nil drops them (they are still counted).
+    ///   - checkpoint: where the import's progress is kept; its checkpoint is skipped to first.
+    ///   - progress: called on the importer's task every few hundred items and after each batch.
+    /// - Returns: what was done and why it ended.
+    /// - Throws: ``Failure`` when the input, the store, the reject sink or the checkpoint store
+    ///   fails; `invalidArguments` (in a ``Failure``) for an atomic import with a checkpoint
+    ///   store or into a zone without the atomic capability.
+    public func run(
+        from source: some RecordSource, rejects: (any RecordRejectSink)? = nil, checkpoint: (any ImportCheckpointStore)? = nil,
+        progress: (@Sendable (Progress) -> Void)? = nil
+    ) async throws -> Summary {
+        let run = ImportRun(importer: self, source: source, rejects: rejects, checkpointStore: checkpoint, progress: progress)
+        return try await run.run()
+    }
+}

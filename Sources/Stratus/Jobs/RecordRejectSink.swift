@@ -1,0 +1,16 @@
+/// Where a ``RecordImporter`` reports each rejected input item, once, in input order.
+///
+/// The `stratus` tool's reject file is one; an array is another.
+///
+/// ```swift
+/// final class Rejects: RecordRejectSink {
+///     var all: [RecordRejection] = []
+///     func reject(_ rejection: RecordRejection) throws { all.append(rejection) }
+/// }
+/// ```
+public protocol RecordRejectSink: AnyObject {
+    /// Takes one rejected item. Called on the importer's task, never concurrently.
+    ///
+    /// - Throws: when the rejection cannot be kept; the import stops with that error.
+    func reject(_ rejection: RecordRejection) throws
+}

@@ -1,0 +1,90 @@
+/// Where a ``RecordImporter`` reads its input: records, deletions and the items that could not
+/// become either, each with its place in the input.
+///
+/// `StratusTransfer`'s `RecordReader` is one (CloudKit record JSON and CSV); a program can
+/// import from anything else by conforming a class of its own.
+///
+/// ```swift
+/// final class ArraySource: RecordSource {
+///     var records: [Record]
+///     var line = 0
+///     init(_ records: [Record]) { self.records = records }
+///     func nextItem() throws -> RecordSourceItem? {
+///         guard !records.isEmpty else { return nil }
+///         line += 1
+///         return .record(records.removeFirst(), line: line)
+///     }
+/// }
+/// ```
+public protocol RecordSource: AnyObject {
+    /// The next item of the input; nil at its end.
+    ///
+    /// - Throws: when the input cannot be read further (the importer stops and reports what it
+    ///   did); an item that is bad on its own is ``RecordSourceItem/rejected(_:)`` instead.
+    func nextItem() throws -> RecordSourceItem?
+
+    /// How many input bytes were consumed, for progress against the input's size; 0 when unknown.
+    var bytesRead: Int { get }
+
+    /// Whether the records the source yields have their record names, record types and field
+    /// keys checked as a save checks them (a reader that checks them on its input's bytes), so
+    /// that the importer checks only their values.
+    var checksRecordNames: Bool { get }
+}
+
+extension RecordSource {
+    /// Not checked: the importer checks every name.
+    public var checksRecordNames: Bool { false }
+
+    /// Unknown: 0.
+    public var bytesRead: Int { 0 }
+}
+
+/// One item of a ``RecordSource``.
+///
+/// ```swift
+/// switch item {
+/// case .record(let record, let line): print(line, record.recordID.recordName)
+/// case .deletion(let id, _, let line): print(line, "delete", id.recordName)
+/// case .rejected(let rejection): print(rejection)
+/// }
+/// ```
+public enum RecordSourceItem: Sendable {
+    /// A record to save; `line` is where it starts in the input.
+    case record(Record, line: Int)
+    /// A record to delete (a `"deleted": true` line of a change feed); its type when known.
+    case deletion(Record.ID, recordType: String?, line: Int)
+    /// An input item that is not a valid record or deletion, and why.
+    case rejected(RecordRejection)
+}
+
+/// An input item that was not imported, where it is, and why.
+///
+/// ```swift
+/// let rejection = RecordRejection(line: 7, column: 12, recordName: "a", message: "field 'count': …")
+/// print(rejection)   // line 7, column 12: record 'a': field 'count': …
+/// ```
+public struct RecordRejection: Sendable, Hashable, CustomStringConvertible {
+    /// 1-based line where the item (or its problem) is.
+    public var line: Int
+    /// 1-based column of the problem, counted in characters; 0 when the store rejected the
+    /// record as a whole.
+    public var column: Int
+    /// The record's name, when the input gave a readable one.
+    public var recordName: String?
+    /// What was wrong; never contains a field's value.
+    public var message: String
+
+    /// A rejection of the item at `line` and `column`.
+    public init(line: Int, column: Int, recordName: String?, message: String) {
+        self.line = line
+        self.column = column
+        self.recordName = recordName
+        self.message = message
+    }
+
+    public var description: String {
+        let name = recordName.map { "record '\($0)': " } ?? ""
+        return "line \(line), column \(column): \(name)\(message)"
+    }
+}

@@ -1,0 +1,418 @@
+import CLibPQ
+import Foundation
+import Stratus
+import Synchronization
+
+/// One connection to a PostgreSQL server, through libpq.
+///
+/// Not Sendable: one thread uses a connection at a time (``PostgresConnectionPool`` hands
+/// each to one caller); only its ``PostgresCanceller`` may be used from elsewhere. The libpq
+/// connection is closed only in `deinit`, also when opening failed half-way.
+///
+/// Statements take their values as parameters, never spliced into the SQL; names (tables,
+/// schemas, channels) go through ``quoteIdentifier(_:)``. Statements run through ``query(_:_:prepare:)``
+/// are prepared once per connection and reused.
+///
+/// ```swift
+/// let connection = try PostgresConnection(url: "postgresql://app@db1/stratus")
+/// try connection.execute("INSERT INTO notes (id, body) VALUES ($1, $2)", [.int64(1), .text("hi")])
+/// for row in try connection.query("SELECT id, body FROM notes WHERE id > $1", [.int64(0)]) {
+///     print(try row.int64(0) ?? 0, try row.text(1) ?? "")
+/// }
+/// ```
+public final class PostgresConnection {
+    let handle: OpaquePointer
+    /// Where the server is, for messages: `db1:5432`, or the socket's path.
+    public let server: String
+    /// The connection string this connection was opened with, its password hidden.
+    public let redactedURL: String
+    /// Prepared statements by SQL and parameter types, with their names on the server.
+    private var preparedStatements: [String: String] = [:]
+    private var preparedStatementCount = 0
+    let cancelRequest = CancelRequest()
+    /// What the notice receiver learned; lives as long as the connection, which the receiver
+    /// is called from only.
+    private let notices = ServerNotices()
+    /// Whether LISTEN was used, so that the pool knows to UNLISTEN before reuse.
+    var isListening = false
+    /// How many ``savepoint(_:)`` calls are running, for their names.
+    var savepointDepth = 0
+
+    /// The most prepared statements a connection keeps before forgetting them all.
+    static let maximumPreparedStatements = 500
+
+    /// Opens a connection the way `psql` would: `url` is a URL or a `key=value` string, read
+    /// by libpq, and what it leaves out comes from libpq's environment variables (`PGHOST`,
+    /// `PGUSER`, `PGPASSWORD`, `PGSSLMODE`…), `~/.pgpass` and service files. An empty string
+    /// uses the environment alone.
+    ///
+    /// Stratus adds `application_name=stratus` and `connect_timeout=10` unless the URL or
+    /// `PGAPPNAME` / `PGCONNECT_TIMEOUT` say otherwise, and always talks UTF-8. `settings`
+    /// (libpq keywords) override the URL.
+    ///
+    /// ```swift
+    /// let connection = try PostgresConnection(url: "postgres://app@db1/stratus?sslmode=require")
+    /// ```
+    ///
+    /// - Throws: `invalidArguments` for a string libpq cannot read; `notAuthenticated` or
+    ///   `permissionFailure` when the server refuses the login; `badContainer` for a missing
+    ///   database; `serviceUnavailable` (with `retryAfterSeconds`) when the server cannot be
+    ///   reached. Messages name the host and port, never the password.
+    public init(url: String, settings: [String: String] = [:]) throws {
+        redactedURL = PostgresConnectionString.redacted(url)
+        handle = try Self.connect(url: url, settings: settings)
+        server = Self.serverDescription(handle)
+        // Notices (`NOTICE: table does not exist, skipping`) would go to stderr; Stratus
+        // decides itself what to log. A FATAL message received while idle (the server
+        // shutting down, the backend terminated) arrives as a notice too, and dooms the
+        // connection before its socket is seen closed.
+        PQsetNoticeReceiver(handle, { context, result in
+            guard let context, let result,
+                  let severity = PQresultErrorField(result, stratus_pq_diag_severity_nonlocalized()).map({ String(cString: $0) }),
+                  severity == "FATAL" || severity == "PANIC" else { return }
+            Unmanaged<ServerNotices>.fromOpaque(context).takeUnretainedValue().saidGoodbye = true
+        }, Unmanaged.passUnretained(notices).toOpaque())
+    }
+
+    deinit {
+        PQfinish(handle)
+    }
+
+    private static func connect(url: String, settings: [String: String]) throws -> OpaquePointer {
+        // libpq reads a string with '=' or a URL prefix as connection settings, anything else
+        // as a database name; only the former can be malformed.
+        if PostgresConnectionString.isURL(url) || url.contains("=") {
+            _ = try PostgresConnectionString.settings(in: url)
+        }
+        var pairs: [(String, String)] = []
+        if getenv("PGAPPNAME") == nil { pairs.append(("application_name", "stratus")) }
+        if getenv("PGCONNECT_TIMEOUT") == nil { pairs.append(("connect_timeout", "10")) }
+        // Keywords after `dbname` override what the URL says, those before it do not.
+        pairs.append(("dbname", url))
+        pairs.append(("client_encoding", "UTF8"))
+        pairs += settings.sorted { $0.key < $1.key }
+        let keywords = pairs.map { strdup($0.0) }
+        let values = pairs.map { strdup($0.1) }
+        defer {
+            keywords.forEach { free($0) }
+            values.forEach { free($0) }
+        }
+        let connection = (keywords.map { UnsafePointer($0) } + [nil]).withUnsafeBufferPointer { keywordPointers in
+            (values.map { UnsafePointer($0) } + [nil]).withUnsafeBufferPointer { valuePointers in
+                PQconnectdbParams(keywordPointers.baseAddress, valuePointers.baseAddress, 1)
+            }
+        }
+        guard let connection else {
+            throw StratusError(.internalError, "libpq could not allocate a connection (out of memory)")
+        }
+        guard PQstatus(connection) == CONNECTION_OK else {
+            let error = connectError(connection, url: url)
+            PQfinish(connection)
+            throw error
+        }
+        return connection
+    }
+
+    /// Tells a refused login from an unreachable server. libpq gives no SQLSTATE for a failed
+    /// connection, so its (English, client-side or server-sent) message is read.
+    private static func connectError(_ connection: OpaquePointer, url: String) -> StratusError {
+        let server = serverDescription(connection)
+        let shownURL = url.isEmpty ? "" : " (\(PostgresConnectionString.redacted(url)))"
+        var reason = PostgresConnectionString.oneLine(String(cString: PQerrorMessage(connection)))
+        // libpq does not quote passwords in its messages; this guards against a server that would.
+        if let password = PQpass(connection).map({ String(cString: $0) }), password.count >= 4 {
+            reason = reason.replacingOccurrences(of: password, with: "***")
+        }
+        let lower = reason.lowercased()
+        if PQconnectionNeedsPassword(connection) == 1 {
+            return StratusError(.notAuthenticated, "the PostgreSQL server at \(server) asks for a password and none was given (in the URL, PGPASSWORD or ~/.pgpass)\(shownURL)")
+        }
+        if lower.contains("permission denied") {
+            return StratusError(.permissionFailure, "the PostgreSQL server at \(server) refused the connection\(shownURL): \(reason)")
+        }
+        let refusals = ["authentication failed", "no pg_hba.conf entry", "pg_hba.conf rejects", "password", "certificate"]
+        if refusals.contains(where: lower.contains) || (lower.contains("role \"") && lower.contains("does not exist")) {
+            return StratusError(.notAuthenticated, "the PostgreSQL server at \(server) refused the login\(shownURL): \(reason)")
+        }
+        if lower.contains("database \"") && lower.contains("does not exist") {
+            return StratusError(.badContainer, "the PostgreSQL server at \(server) has no such database\(shownURL): \(reason)")
+        }
+        return StratusError(.serviceUnavailable, "cannot connect to the PostgreSQL server at \(server)\(shownURL): \(reason)", retryAfterSeconds: 1)
+    }
+
+    static func serverDescription(_ connection: OpaquePointer) -> String {
+        let host = PQhost(connection).map { String(cString: $0) } ?? ""
+        let port = PQport(connection).map { String(cString: $0) } ?? ""
+        if host.hasPrefix("/") || host.hasPrefix("@") { return "\(host)/.s.PGSQL.\(port)" }
+        return "\(host.isEmpty ? "localhost" : host):\(port)"
+    }
+
+    // MARK: - State
+
+    /// Whether the connection still works, as far as libpq knows without asking the server.
+    public var isOpen: Bool { PQstatus(handle) == CONNECTION_OK }
+
+    /// Where the connection stands with respect to transactions.
+    public var transactionStatus: PostgresTransactionStatus {
+        switch PQtransactionStatus(handle) {
+        case PQTRANS_IDLE: return .idle
+        case PQTRANS_INTRANS: return .inTransaction
+        case PQTRANS_INERROR: return .failedTransaction
+        case PQTRANS_ACTIVE: return .busy
+        default: return .broken
+        }
+    }
+
+    /// The server's version as a number: 150004 for 15.4.
+    public var serverVersion: Int { Int(PQserverVersion(handle)) }
+
+    /// The process ID of the server process serving this connection.
+    public var backendProcessID: Int32 { PQbackendPID(handle) }
+
+    /// Checks, without waiting, that the server has not closed the connection since its last
+    /// statement (a restart, an administrator's `pg_terminate_backend`): reads whatever the
+    /// server sent meanwhile. Notifications received are kept for ``nextNotification(timeout:)``.
+    public func isUsable() -> Bool {
+        guard isOpen, !notices.saidGoodbye, PQtransactionStatus(handle) == PQTRANS_IDLE else { return false }
+        var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
+        guard descriptor.fd >= 0 else { return false }
+        let ready = poll(&descriptor, 1, 0)
+        if ready > 0 {
+            if PQconsumeInput(handle) == 0 { return false }
+            // Reading is not parsing: PQisBusy hands what came to the notice receiver.
+            _ = PQisBusy(handle)
+            if descriptor.revents & Int16(POLLHUP | POLLERR) != 0 { return false }
+        }
+        return isOpen && !notices.saidGoodbye
+    }
+
+    // MARK: - Statements
+
+    /// Runs SQL through the simple protocol: several statements separated by `;`, no
+    /// parameters, no results (schema scripts, `BEGIN`).
+    ///
+    /// ```swift
+    /// try connection.executeScript("CREATE TABLE a (id int8); CREATE INDEX ON a (id)")
+    /// ```
+    ///
+    /// - Throws: the first failing statement's error (see ``query(_:_:prepare:)``).
+    public func executeScript(_ sql: String) throws {
+        _ = try perform(sql: sql) { PQexec(handle, sql) }
+    }
+
+    /// Runs one statement and answers how many rows it changed (`INSERT`, `UPDATE`,
+    /// `DELETE`), 0 for others.
+    ///
+    /// ```swift
+    /// let deleted = try connection.execute("DELETE FROM notes WHERE id = $1", [.int64(7)])
+    /// ```
+    ///
+    /// - Throws: as ``query(_:_:prepare:)``.
+    @discardableResult
+    public func execute(_ sql: String, _ parameters: [PostgresValue] = [], prepare: Bool = true) throws -> Int {
+        try query(sql, parameters, prepare: prepare).affectedRowCount
+    }
+
+    /// Runs one statement with `parameters` bound to `$1`, `$2`… and answers its rows.
+    ///
+    /// With `prepare` (the default) the statement is prepared on this connection the first
+    /// time it runs with these parameter types and reused afterwards; pass `false` for SQL
+    /// that runs once. Results come in binary format (see ``PostgresRow``).
+    ///
+    /// ```swift
+    /// let rows = try connection.query("SELECT body FROM notes WHERE id = $1", [.int64(1)])
+    /// let body = try rows.first?.text(0)
+    /// ```
+    ///
+    /// - Throws: a ``StratusError`` whose ``StratusError/sqlState`` holds the server's
+    ///   SQLSTATE: `zoneBusy` (with `retryAfterSeconds`) for serialization failures,
+    ///   deadlocks and lock timeouts; `serviceUnavailable` for a lost connection (its
+    ///   transaction was not applied); `constraintViolation`, `permissionFailure`,
+    ///   `invalidArguments` (a value that does not fit its type; text with NUL);
+    ///   `operationCancelled` after ``PostgresCanceller/cancel()``; `internalError` for
+    ///   other refusals (named with the statement, never the values).
+    public func query(_ sql: String, _ parameters: [PostgresValue] = [], prepare: Bool = true) throws -> PostgresResult {
+        let encoded = try PostgresParameters(parameters)
+        if prepare {
+            let name = try preparedStatement(sql, encoded)
+            return try perform(sql: sql) {
+                encoded.withPointers { _, values, lengths, formats in
+                    PQexecPrepared(handle, name, Int32(encoded.count), values, lengths, formats, 1)
+                }
+            }
+        }
+        return try perform(sql: sql) {
+            encoded.withPointers { types, values, lengths, formats in
+                PQexecParams(handle, sql, Int32(encoded.count), types, values, lengths, formats, 1)
+            }
+        }
+    }
+
+    /// The name of the statement prepared for `sql` with the types of `parameters`,
+    /// preparing it if needed.
+    private func preparedStatement(_ sql: String, _ parameters: PostgresParameters) throws -> String {
+        let key = Self.statementKey(sql, parameters)
+        if let name = preparedStatements[key] { return name }
+        if preparedStatements.count >= Self.maximumPreparedStatements { forgetPreparedStatements() }
+        let name = nextStatementName()
+        _ = try perform(sql: sql) {
+            parameters.withPointers { types, _, _, _ in PQprepare(handle, name, sql, Int32(parameters.count), types) }
+        }
+        preparedStatements[key] = name
+        return name
+    }
+
+    /// Statements are told apart by their parameter types too: a statement prepared with
+    /// `$1` as int8 cannot take `$1` as text.
+    static func statementKey(_ sql: String, _ parameters: PostgresParameters) -> String {
+        sql + "\u{1}" + parameters.types.map(String.init).joined(separator: ",")
+    }
+
+    func cachedStatementName(forKey key: String) -> String? { preparedStatements[key] }
+
+    /// Caches a statement a pipeline prepared. The cache is trimmed by the next statement
+    /// prepared outside a pipeline (`DEALLOCATE` cannot run inside one).
+    func rememberStatement(_ name: String, forKey key: String) {
+        preparedStatements[key] = name
+    }
+
+    func forgetStatement(forKey key: String) { preparedStatements[key] = nil }
+
+    func nextStatementName() -> String {
+        preparedStatementCount += 1
+        return "stratus_\(preparedStatementCount)"
+    }
+
+    private func forgetPreparedStatements() {
+        preparedStatements.removeAll()
+        // Statements are not transactional; in a failed transaction this fails and the old
+        // statements stay on the server until the connection closes, which is harmless.
+        if let result = PQexec(handle, "DEALLOCATE ALL") { PQclear(result) }
+    }
+
+    /// Runs `send` (one libpq call that executes a statement and waits for its result) and
+    /// turns a failure into a ``StratusError``.
+    func perform(sql: String?, committing: Bool = false, _ send: () -> OpaquePointer?) throws -> PostgresResult {
+        let wasInTransaction = PQtransactionStatus(handle) != PQTRANS_IDLE
+        let result = send()
+        return try check(result, sql: sql, wasInTransaction: wasInTransaction, committing: committing)
+    }
+
+    /// The result, or the error it reports (the result is then cleared).
+    func check(_ result: OpaquePointer?, sql: String?, wasInTransaction: Bool, committing: Bool = false) throws -> PostgresResult {
+        guard let result else {
+            throw failure(nil, sql: sql, wasInTransaction: wasInTransaction, committing: committing)
+        }
+        switch PQresultStatus(result) {
+        case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY, PGRES_SINGLE_TUPLE:
+            cancelRequest.clear()
+            return PostgresResult(result)
+        case PGRES_COPY_IN, PGRES_COPY_OUT, PGRES_COPY_BOTH:
+            let status = PQresultStatus(result)
+            PQclear(result)
+            endUnexpectedCopy(status)
+            throw StratusError(.internalError, "a COPY statement was run as a query; use copyIn or copyOut (in: \(String((sql ?? "").prefix(120))))")
+        default:
+            let error = failure(result, sql: sql, wasInTransaction: wasInTransaction, committing: committing)
+            PQclear(result)
+            throw error
+        }
+    }
+
+    /// The error of a failed statement: the server's, or a lost connection.
+    func failure(_ result: OpaquePointer?, sql: String?, wasInTransaction: Bool, committing: Bool = false) -> StratusError {
+        let sqlState = result.flatMap { Self.field($0, stratus_pq_diag_sqlstate()) }
+        if PQstatus(handle) != CONNECTION_OK {
+            // The connection broke, or the server closed it (shutdown, terminated backend).
+            let reason = result.flatMap { Self.field($0, stratus_pq_diag_message_primary()) }
+                ?? PostgresConnectionString.oneLine(String(cString: PQerrorMessage(handle)))
+            var error = StratusError.postgresConnectionLost(server: server, inTransaction: wasInTransaction, committing: committing, reason: reason)
+            error.sqlState = sqlState
+            return error
+        }
+        guard let result, let sqlState else {
+            // libpq's own failures (out of memory, a protocol error) have no SQLSTATE.
+            let reason = PostgresConnectionString.oneLine(String(cString: result.map { PQresultErrorMessage($0) } ?? PQerrorMessage(handle)))
+            return StratusError(.internalError, "PostgreSQL at \(server): \(reason)\(sql.map { " (in: \(String($0.prefix(120))))" } ?? "")")
+        }
+        if sqlState == "0A000", let sql {
+            // "cached plan must not change result type" after a schema change: prepare anew next time.
+            preparedStatements = preparedStatements.filter { !$0.key.hasPrefix(sql + "\u{1}") }
+        }
+        return .postgres(
+            sqlState: sqlState, message: Self.field(result, stratus_pq_diag_message_primary()) ?? "", server: server,
+            constraint: Self.field(result, stratus_pq_diag_constraint_name()), sql: sql, cancelRequested: cancelRequest.take())
+    }
+
+    static func field(_ result: OpaquePointer, _ code: Int32) -> String? {
+        PQresultErrorField(result, code).map { String(cString: $0) }
+    }
+
+    /// Leaves a COPY that a plain query started, so that the connection can go on.
+    private func endUnexpectedCopy(_ status: ExecStatusType) {
+        if status == PGRES_COPY_IN {
+            _ = PQputCopyEnd(handle, "Stratus does not run COPY as a query")
+        } else {
+            var buffer: UnsafeMutablePointer<CChar>?
+            while PQgetCopyData(handle, &buffer, 0) > 0 { PQfreemem(buffer) }
+        }
+        while let result = PQgetResult(handle) { PQclear(result) }
+    }
+
+    // MARK: - Names
+
+    /// `name` as an SQL identifier in double quotes, its own double quotes doubled: the one
+    /// way Stratus puts a name (table, schema, channel, role) into SQL.
+    ///
+    /// ```swift
+    /// let sql = "CREATE SCHEMA \(try PostgresConnection.quoteIdentifier(schema))"
+    /// ```
+    ///
+    /// - Throws: `invalidArguments` for an empty name, one with a NUL character, or one longer
+    ///   than PostgreSQL's 63 bytes (which PostgreSQL would silently shorten, making two
+    ///   names one).
+    public static func quoteIdentifier(_ name: String) throws -> String {
+        guard !name.isEmpty, !name.utf8.contains(0) else {
+            throw StratusError(.invalidArguments, "'\(name.replacingOccurrences(of: "\0", with: "\\0"))' is not a valid PostgreSQL name: it is empty or holds a NUL character")
+        }
+        guard name.utf8.count <= 63 else {
+            throw StratusError(.invalidArguments, "the name '\(name.prefix(80))' is longer than PostgreSQL's 63 bytes")
+        }
+        return "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+}
+
+@available(*, unavailable)
+extension PostgresConnection: Sendable {}
+
+/// Notices the server sent outside of statements, as far as Stratus cares.
+private final class ServerNotices {
+    /// A FATAL or PANIC message came: the server is closing the connection.
+    var saidGoodbye = false
+}
+
+/// Where a connection stands with respect to transactions (libpq's `PQtransactionStatus`).
+public enum PostgresTransactionStatus: Sendable {
+    /// No transaction is open.
+    case idle
+    /// A transaction is open and healthy.
+    case inTransaction
+    /// A statement of the open transaction failed; only `ROLLBACK` is accepted.
+    case failedTransaction
+    /// A statement is running (a COPY or pipeline in progress).
+    case busy
+    /// The connection is broken.
+    case broken
+}
+
+/// Whether a ``PostgresCanceller`` asked for the running statement to stop, shared between
+/// the connection and its cancellers.
+final class CancelRequest: Sendable {
+    private let requested = Mutex(false)
+
+    func set() { requested.withLock { $0 = true } }
+    func clear() { requested.withLock { $0 = false } }
+
+    /// Whether a stop was asked for; forgets it.
+    func take() -> Bool { requested.withLock { value in defer { value = false }; return value } }
+}

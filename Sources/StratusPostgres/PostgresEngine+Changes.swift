@@ -1,0 +1,144 @@
+import Foundation
+@_spi(StratusEngine) import Stratus
+
+extension PostgresEngine {
+    @_spi(StratusEngine)
+    public func fetchZoneChanges(_ request: ZoneChangesRequest, in database: DatabaseContext) throws -> ZoneChangeBatch {
+        precondition(request.limit > 0, "fetchZoneChanges needs a positive limit")
+        let batch = try readingStandbyFirst { mayLag in try zoneChanges(request, in: database, mayLag: mayLag) }
+        try materializeAssets(of: batch.changes.compactMap { if case .changed(let record) = $0 { record } else { nil } })
+        return batch
+    }
+
+    /// Runs a change read on the standby, when there is one, and again on the primary when the
+    /// standby cannot answer it: a token handed out by the primary can be ahead of a lagging
+    /// standby, and a zone new on the primary missing there. A standby replays commits in
+    /// order, so what it answers is a prefix of the history, never with a change skipped.
+    func readingStandbyFirst<T>(_ read: (Bool) throws -> T) throws -> T {
+        guard readPool !== pool else { return try read(false) }
+        do {
+            return try read(true)
+        } catch let error as StratusError where [.changeTokenExpired, .zoneNotFound].contains(error.code) || error.isTransient {
+            return try read(false)
+        }
+    }
+
+    private func zoneChanges(_ request: ZoneChangesRequest, in database: DatabaseContext, mayLag: Bool) throws -> ZoneChangeBatch {
+        try readTransaction(mayLag: mayLag) { connection -> ZoneChangeBatch in
+            guard let zone = try zoneHistory(request.zoneID, database, on: connection) else {
+                return try ChangeHistoryRules.historyOfMissingZone(request, in: database)
+            }
+            try ChangeHistoryRules.requireHistory(of: request.zoneID, capabilities: zone.capabilities)
+            let incarnation = zoneIncarnation(zone.row)
+            let after = try ChangeHistoryRules.sequence(after: request.position, incarnation: incarnation, current: zone.sequence, start: zone.start, of: "zone '\(request.zoneID.zoneName)'")
+            // Two index-ordered reads, each bounded, then a merge: a large backlog costs no
+            // more per batch than a small one. Writers of the zone number their changes under
+            // the zone's row lock, so this snapshot holds a prefix of the zone's history.
+            var changes: [(sequence: Int64, change: ZoneChangeBatch.Change)] = []
+            let records = try connection.query("""
+                SELECT \(PostgresSchema.recordColumns), r.change_seq FROM records r WHERE r.zone_id = $1 AND r.change_seq > $2 AND r.change_seq <= $3
+                ORDER BY r.change_seq LIMIT $4
+                """, [.int64(zone.row), .int64(after), .int64(zone.sequence), .int64(Int64(request.limit) + 1)])
+            for row in records {
+                let record = try decodeRecord(row, zoneID: request.zoneID).restricted(to: request.desiredKeys)
+                changes.append((try row.int64(PostgresSchema.recordColumnCount) ?? 0, .changed(record)))
+            }
+            let tombstones = try connection.query("""
+                SELECT record_name, record_type, change_seq FROM tombstones WHERE zone_id = $1 AND change_seq > $2 AND change_seq <= $3
+                ORDER BY change_seq LIMIT $4
+                """, [.int64(zone.row), .int64(after), .int64(zone.sequence), .int64(Int64(request.limit) + 1)])
+            for row in tombstones {
+                let id = Record.ID(recordName: try row.text(0) ?? "", zoneID: request.zoneID)
+                changes.append((try row.int64(2) ?? 0, .deleted(id, recordType: try row.text(1) ?? "")))
+            }
+            let batch = ChangeHistoryRules.batch(of: changes, limit: request.limit, current: zone.sequence, incarnation: incarnation)
+            return ZoneChangeBatch(changes: batch.changes, position: batch.position, moreComing: batch.moreComing)
+        }
+    }
+
+    @_spi(StratusEngine)
+    public func fetchDatabaseChanges(after position: ChangePosition?, limit: Int, in database: DatabaseContext) throws -> DatabaseChangeBatch {
+        precondition(limit > 0, "fetchDatabaseChanges needs a positive limit")
+        return try readingStandbyFirst { mayLag in try databaseChanges(after: position, limit: limit, in: database, mayLag: mayLag) }
+    }
+
+    private func databaseChanges(after position: ChangePosition?, limit: Int, in database: DatabaseContext, mayLag: Bool) throws -> DatabaseChangeBatch {
+        try readTransaction(mayLag: mayLag) { connection in
+            var current: Int64 = 0, start: Int64 = 0
+            if let row = try connection.query("SELECT change_seq, history_start FROM database_history WHERE container = $1 AND db = $2 AND owner = $3",
+                                              Self.databaseKey(database)).first {
+                current = try row.int64(0) ?? 0
+                start = try row.int64(1) ?? 0
+            }
+            let after = try ChangeHistoryRules.sequence(after: position, incarnation: identity, current: current, start: start, of: "the \(database.scope) database")
+            var changes: [(sequence: Int64, change: DatabaseChangeBatch.Change)] = []
+            for row in try connection.query("""
+                SELECT zone_name, zone_owner, db_change_seq FROM zones WHERE container = $1 AND db = $2 AND owner = $3 AND db_change_seq > $4 AND db_change_seq <= $5
+                ORDER BY db_change_seq LIMIT $6
+                """, Self.databaseKey(database) + [.int64(after), .int64(current), .int64(Int64(limit) + 1)]) {
+                changes.append((try row.int64(2) ?? 0, .zoneChanged(Self.zoneID(name: try row.text(0) ?? "", owner: try row.text(1) ?? ""))))
+            }
+            for row in try connection.query("""
+                SELECT zone_name, zone_owner, db_change_seq FROM zone_tombstones WHERE container = $1 AND db = $2 AND owner = $3 AND db_change_seq > $4 AND db_change_seq <= $5
+                ORDER BY db_change_seq LIMIT $6
+                """, Self.databaseKey(database) + [.int64(after), .int64(current), .int64(Int64(limit) + 1)]) {
+                changes.append((try row.int64(2) ?? 0, .zoneDeleted(Self.zoneID(name: try row.text(0) ?? "", owner: try row.text(1) ?? ""))))
+            }
+            let batch = ChangeHistoryRules.batch(of: changes, limit: limit, current: current, incarnation: identity)
+            return DatabaseChangeBatch(changes: batch.changes, position: batch.position, moreComing: batch.moreComing)
+        }
+    }
+
+    // MARK: - Compaction
+
+    @_spi(StratusEngine)
+    public func compactChangeHistory(in database: DatabaseContext, deletedBefore cutoff: Date) throws -> ChangeHistoryCompaction {
+        try writeTransaction { connection in try compact(database, deletedBefore: cutoff, on: connection) }
+    }
+
+    /// Removes tombstones deleted before `cutoff` (of one database, or of the whole store when
+    /// `database` is `nil`), and moves each history's start past the newest one removed.
+    func compact(_ database: DatabaseContext?, deletedBefore cutoff: Date, on connection: PostgresConnection) throws -> ChangeHistoryCompaction {
+        var result = ChangeHistoryCompaction()
+        let cutoffValue = PostgresValue.double(cutoff.timeIntervalSinceReferenceDate)
+        let scope = database.map(Self.databaseKey)
+        let zones = try connection.query(scope == nil
+            ? "SELECT zone_id, max(change_seq), count(*) FROM tombstones WHERE deleted_at < $1 GROUP BY zone_id"
+            : "SELECT t.zone_id, max(t.change_seq), count(*) FROM tombstones t JOIN zones z ON z.zone_id = t.zone_id WHERE t.deleted_at < $1 AND z.container = $2 AND z.db = $3 AND z.owner = $4 GROUP BY t.zone_id",
+            [cutoffValue] + (scope ?? []))
+        for row in zones {
+            let zoneRow = try row.int64(0) ?? 0
+            result.recordTombstonesRemoved += Int(try row.int64(2) ?? 0)
+            try connection.execute("UPDATE zones SET history_start = greatest(history_start, $1) WHERE zone_id = $2", [.int64(try row.int64(1) ?? 0), .int64(zoneRow)])
+            try connection.execute("DELETE FROM tombstones WHERE zone_id = $1 AND deleted_at < $2", [.int64(zoneRow), cutoffValue])
+        }
+        let databases = try connection.query(scope == nil
+            ? "SELECT container, db, owner, max(db_change_seq), count(*) FROM zone_tombstones WHERE deleted_at < $1 GROUP BY container, db, owner"
+            : "SELECT container, db, owner, max(db_change_seq), count(*) FROM zone_tombstones WHERE deleted_at < $1 AND container = $2 AND db = $3 AND owner = $4 GROUP BY container, db, owner",
+            [cutoffValue] + (scope ?? []))
+        for row in databases {
+            let key: [PostgresValue] = [.text(try row.text(0) ?? ""), .int64(try row.int64(1) ?? 0), .text(try row.text(2) ?? "")]
+            result.zoneTombstonesRemoved += Int(try row.int64(4) ?? 0)
+            try connection.execute("UPDATE database_history SET history_start = greatest(history_start, $1) WHERE container = $2 AND db = $3 AND owner = $4",
+                                   [.int64(try row.int64(3) ?? 0)] + key)
+            try connection.execute("DELETE FROM zone_tombstones WHERE container = $1 AND db = $2 AND owner = $3 AND deleted_at < $4", key + [cutoffValue])
+        }
+        return result
+    }
+
+    /// Compacts the whole store with ``tombstoneRetention`` at most hourly per engine, after
+    /// writes; a busy store just waits for the next chance.
+    func compactIfDue() {
+        guard let retention = tombstoneRetention else { return }
+        let interval = min(Duration.seconds(3600), retention)
+        let now = ContinuousClock.now
+        let due = automaticCompaction.withLock { last -> Bool in
+            if let last, last.duration(to: now) < interval { return false }
+            last = now
+            return true
+        }
+        guard due else { return }
+        let cutoff = Date(timeIntervalSinceNow: -Double(retention.components.seconds))
+        _ = try? writeTransaction { connection in try compact(nil, deletedBefore: cutoff, on: connection) }
+    }
+}

@@ -1,0 +1,50 @@
+import Foundation
+@_spi(StratusEngine) import Stratus
+
+extension PostgresEngine {
+    @_spi(StratusEngine)
+    public func inventory() throws -> StoreInventory {
+        try readTransaction(mayLag: false) { connection in
+            var counts: [Int64: [String: Int]] = [:]
+            for row in try connection.query("SELECT zone_id, record_type, count(*) FROM records GROUP BY zone_id, record_type") {
+                counts[try row.int64(0) ?? 0, default: [:]][try row.text(1) ?? ""] = Int(try row.int64(2) ?? 0)
+            }
+            var databases: [String: StoreInventory.DatabaseEntry] = [:]
+            var order: [String] = []
+            for row in try connection.query("""
+                SELECT container, db, owner, zone_name, zone_owner, capabilities, zone_id FROM zones ORDER BY container, db, owner, zone_name, zone_owner
+                """) {
+                let container = try row.text(0) ?? "", owner = try row.text(2) ?? ""
+                let scope = Database.Scope(rawValue: Int(try row.int64(1) ?? 1)) ?? .public
+                let key = "\(container)\u{0}\(scope.rawValue)\u{0}\(owner)"
+                if databases[key] == nil {
+                    databases[key] = StoreInventory.DatabaseEntry(containerIdentifier: container, scope: scope, owner: owner, zones: [])
+                    order.append(key)
+                }
+                let zone = RecordZone(zoneID: Self.zoneID(name: try row.text(3) ?? "", owner: try row.text(4) ?? ""),
+                                      capabilities: RecordZone.Capabilities(rawValue: Int(try row.int64(5) ?? 0)))
+                databases[key]!.zones.append(StoreInventory.ZoneEntry(zone: zone, recordCounts: counts[try row.int64(6) ?? 0] ?? [:]))
+            }
+            let containers = try connection.query("SELECT DISTINCT container FROM record_types ORDER BY container").map { try $0.text(0) ?? "" }
+            let size = try connection.query("""
+                SELECT sum(pg_total_relation_size(c.oid))::int8 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'S')
+                """).first?.int64(0)
+            return StoreInventory(databases: order.map { databases[$0]! }, containersWithSchemas: containers, sizeInBytes: size, schemaVersion: PostgresSchema.version)
+        }
+    }
+
+    /// PostgreSQL keeps its own pages consistent; this checks that the store's tables are the
+    /// ones this version made and that every record belongs to a zone that exists.
+    @_spi(StratusEngine)
+    public func checkIntegrity() throws -> [String] {
+        try readTransaction(mayLag: false) { connection in
+            var problems: [String] = []
+            let version = try connection.query("SELECT value FROM meta WHERE key = 'version'").first?.text(0)
+            if version != String(PostgresSchema.version) { problems.append("the store's tables have version \(version ?? "none"), not \(PostgresSchema.version)") }
+            let orphans = try connection.query("SELECT count(*) FROM records r WHERE NOT EXISTS (SELECT 1 FROM zones z WHERE z.zone_id = r.zone_id)").first?.int64(0) ?? 0
+            if orphans > 0 { problems.append("\(orphans) record(s) belong to no zone") }
+            return problems
+        }
+    }
+}

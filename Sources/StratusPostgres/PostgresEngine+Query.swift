@@ -1,0 +1,225 @@
+import Foundation
+@_spi(StratusEngine) import Stratus
+import StratusSQL
+
+extension PostgresEngine {
+    @_spi(StratusEngine)
+    public func queryRecords(_ query: CompiledQuery, in database: DatabaseContext, after position: QueryPosition?, limit: Int) throws -> QueryPage {
+        precondition(limit > 0, "queryRecords needs a positive limit")
+        let page = try readingStandbyFirst { mayLag in try readTransaction(mayLag: mayLag) { connection -> QueryPage in
+            guard var rows = try PostgresQueryRows(engine: self, query: query, database: database, after: position, on: connection, limit: limit + 1) else {
+                return QueryPage(records: [], nextPosition: nil)
+            }
+            // One row beyond the limit says whether more follow.
+            let read = try rows.next(limit, on: connection)
+            let more = try !read.exhausted && rows.hasMore(on: connection)
+            return QueryPage(records: read.records, nextPosition: more ? read.nextPosition : nil)
+        } }
+        try materializeAssets(of: page.records)
+        return page
+    }
+
+    @_spi(StratusEngine)
+    public func openQueryStream(_ query: CompiledQuery, in database: DatabaseContext, after position: QueryPosition?) throws -> any QueryStream {
+        try readingStandbyFirst { mayLag in
+            try PostgresQueryStream(engine: self, pool: mayLag ? readPool : pool, query: query, database: database, after: position)
+        }
+    }
+
+    @_spi(StratusEngine)
+    public func countRecords(_ query: CompiledQuery, in database: DatabaseContext) throws -> Int {
+        try readingStandbyFirst { mayLag in try count(query, in: database, mayLag: mayLag) }
+    }
+
+    private func count(_ query: CompiledQuery, in database: DatabaseContext, mayLag: Bool) throws -> Int {
+        try readTransaction(mayLag: mayLag) { connection in
+            guard let zone = try zoneHistory(query.zoneID, database, on: connection) else {
+                if query.zoneID.isDefault { return 0 }
+                throw StratusError(.zoneNotFound, "zone '\(query.zoneID.zoneName)' does not exist in the \(database.scope) database", zoneID: query.zoneID)
+            }
+            let schema = try loadSchema(query.recordType, storageContainer: database.storageContainer, on: connection)
+            let translation = SQLQueryTranslation(query: query, schema: schema, dialect: PostgresDialect())
+            let (count, residual) = try translation.count(zoneRow: zone.row)
+            guard !residual.isEmpty else {
+                return Int(try Self.query(connection, count.sql, count.parameters).first?.int64(0) ?? 0)
+            }
+            // Words the server cannot check: read the matching rows and count those that hold them.
+            var rows = try PostgresQueryRows(engine: self, query: query, database: database, after: nil, on: connection, limit: nil)!
+            var total = 0
+            while true {
+                let page = try rows.next(1_000, on: connection)
+                total += page.records.count
+                if page.exhausted { return total }
+            }
+        }
+    }
+}
+
+/// A query's rows in order: read with a server-side cursor when the read is unbounded (a
+/// stream, a count) or the server cannot check all of the query (rows whose words it cannot
+/// check, ``StratusSQL/SQLQueryTranslation/Plan/residualWords``, are checked here and skipped),
+/// else with one statement bounded by the limit, which lets the planner sort only the rows it
+/// answers.
+struct PostgresQueryRows {
+    let engine: PostgresEngine
+    let query: CompiledQuery
+    private var plans: [SQLQueryTranslation<PostgresDialect>.Plan]
+    private var searchable: [String]?
+    /// The name of the server-side cursor reading the current plan, when one is used.
+    private let cursorName: String?
+    /// The rows a bounded read answers at most (from each plan).
+    private let limit: Int?
+    private var cursorOpen = false
+    /// Rows read but not yet answered, and whether the current plan has more.
+    private var buffered: [(Record, QueryPosition)] = []
+    private var planExhausted = false
+
+    /// The rows of `query` after `position`: at most `limit` (`nil`: all) of each plan.
+    init?(engine: PostgresEngine, query: CompiledQuery, database: DatabaseContext, after position: QueryPosition?, on connection: PostgresConnection, limit: Int?) throws {
+        guard let zone = try engine.zoneHistory(query.zoneID, database, on: connection) else {
+            if query.zoneID.isDefault { return nil }
+            throw StratusError(.zoneNotFound, "zone '\(query.zoneID.zoneName)' does not exist in the \(database.scope) database", zoneID: query.zoneID)
+        }
+        let schema = try engine.loadSchema(query.recordType, storageContainer: database.storageContainer, on: connection)
+        let translation = SQLQueryTranslation(query: query, schema: schema, dialect: PostgresDialect())
+        self.engine = engine
+        self.query = query
+        searchable = schema?.searchableFields.isEmpty == false ? schema?.searchableFields : nil
+        let plans = [try translation.select(zoneRow: zone.row, after: position, limit: -1),
+                     try translation.nullTail(zoneRow: zone.row, after: position, limit: -1)].compactMap { $0 }
+        self.plans = plans
+        let bounded = limit != nil && plans.allSatisfy { $0.residualWords.isEmpty }
+        self.limit = bounded ? limit : nil
+        cursorName = bounded ? nil : "stratus_rows"
+    }
+
+    /// Up to `limit` more records (restricted to the desired keys) and the position of the
+    /// last; `exhausted` when no row remains.
+    mutating func next(_ limit: Int, on connection: PostgresConnection) throws -> (records: [Record], nextPosition: QueryPosition?, exhausted: Bool) {
+        var records: [Record] = []
+        var last: QueryPosition?
+        while records.count < limit {
+            if buffered.isEmpty {
+                guard try fill(wanting: limit - records.count, on: connection) else { return (records, last, true) }
+                continue
+            }
+            let (record, position) = buffered.removeFirst()
+            records.append(record.restricted(to: query.desiredKeys))
+            last = position
+        }
+        return (records, last, false)
+    }
+
+    /// Whether another row follows.
+    mutating func hasMore(on connection: PostgresConnection) throws -> Bool {
+        if !buffered.isEmpty { return true }
+        return try fill(wanting: 1, on: connection)
+    }
+
+    /// Reads more rows into `buffered`; `false` when every plan is read.
+    private mutating func fill(wanting count: Int, on connection: PostgresConnection) throws -> Bool {
+        while buffered.isEmpty {
+            guard let plan = plans.first else { return false }
+            if planExhausted {
+                if cursorOpen, let cursorName {
+                    try connection.execute("CLOSE \(cursorName)", prepare: false)
+                    cursorOpen = false
+                }
+                plans.removeFirst()
+                planExhausted = false
+                continue
+            }
+            let rows: PostgresResult
+            if let cursorName {
+                if !cursorOpen {
+                    try connection.execute("DECLARE \(cursorName) NO SCROLL CURSOR FOR " + PostgresSQL.numbered(plan.sql), plan.parameters.map(PostgresSQL.value), prepare: false)
+                    cursorOpen = true
+                }
+                let batch = max(count, 1_000)
+                rows = try connection.query("FETCH FORWARD \(batch) FROM \(cursorName)", prepare: false)
+                if rows.count < batch { planExhausted = true }
+            } else {
+                rows = try PostgresEngine.query(connection, plan.sql + " LIMIT \(limit ?? 1)", plan.parameters)
+                planExhausted = true
+            }
+            for row in rows {
+                let record = try engine.decodeRecord(row, zoneID: query.zoneID)
+                let position = QueryPosition(
+                    sortValues: try zip(query.sortKeys, plan.sortColumns).map { key, column in
+                        guard key.distanceFrom != nil else { return QueryRules.sortValue(of: record, for: key.key) }
+                        return try row.double(column).map(FieldValue.double)
+                    },
+                    recordName: record.recordID.recordName)
+                if !plan.residualWords.isEmpty, !Self.holds(plan.residualWords, in: record, searchable: searchable) { continue }
+                buffered.append((record, position))
+            }
+        }
+        return true
+    }
+
+    /// Whether a record's words (``Stratus/TextSearch``) hold every condition: any (or all) of its words.
+    static func holds(_ conditions: [(words: [String], all: Bool)], in record: Record, searchable: [String]?) -> Bool {
+        let words = TextSearch.words(of: record.fieldValues, only: searchable)
+        return conditions.allSatisfy { $0.all ? $0.words.allSatisfy(words.contains) : $0.words.contains(where: words.contains) }
+    }
+
+    /// Closes the cursor, if one is open, so that the transaction can end cleanly.
+    mutating func finish(on connection: PostgresConnection) {
+        if cursorOpen, let cursorName { _ = try? connection.execute("CLOSE \(cursorName)", prepare: false) }
+        cursorOpen = false
+        plans = []
+        buffered = []
+    }
+}
+
+/// A query read in one `REPEATABLE READ` transaction with a server-side cursor, on a
+/// connection of its own held until closed.
+final class PostgresQueryStream: QueryStream, @unchecked Sendable {
+    // @unchecked: the connection and the rows are touched only under `lock`, by one caller at
+    // a time; the connection belongs to this stream until `close()` returns it to the pool.
+    private let lock = NSLock()
+    private let engine: PostgresEngine
+    private let pool: PostgresConnectionPool
+    private var connection: PostgresConnection?
+    private var rows: PostgresQueryRows?
+
+    init(engine: PostgresEngine, pool: PostgresConnectionPool, query: CompiledQuery, database: DatabaseContext, after position: QueryPosition?) throws {
+        self.engine = engine
+        self.pool = pool
+        let connection = try pool.acquire()
+        do {
+            try connection.begin(isolation: .repeatableRead, readOnly: true)
+            rows = try PostgresQueryRows(engine: engine, query: query, database: database, after: position, on: connection, limit: nil)
+        } catch {
+            try? connection.rollback()
+            pool.release(connection)
+            throw error
+        }
+        self.connection = connection
+    }
+
+    deinit { close() }
+
+    func next(limit: Int) throws -> QueryPage {
+        precondition(limit > 0, "QueryStream.next needs a positive limit")
+        let page = try lock.withLock { () -> QueryPage in
+            guard let connection, var rows else { return QueryPage(records: [], nextPosition: nil) }
+            let read = try rows.next(limit, on: connection)
+            self.rows = read.exhausted ? nil : rows
+            return QueryPage(records: read.records, nextPosition: read.nextPosition)
+        }
+        try engine.materializeAssets(of: page.records)
+        return page
+    }
+
+    func close() {
+        lock.withLock {
+            guard let connection else { return }
+            rows?.finish(on: connection)
+            rows = nil
+            try? connection.commit()
+            pool.release(connection)
+            self.connection = nil
+        }
+    }
+}

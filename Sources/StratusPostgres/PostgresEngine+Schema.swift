@@ -1,0 +1,211 @@
+import Foundation
+@_spi(StratusEngine) import Stratus
+import StratusSQL
+
+extension PostgresEngine {
+    // MARK: - Container schemas
+
+    @_spi(StratusEngine)
+    public func fetchSchema(storageContainer: String) throws -> ContainerSchema {
+        try readTransaction(mayLag: false) { connection in try loadContainerSchema(storageContainer, on: connection) }
+    }
+
+    @_spi(StratusEngine)
+    public func modifySchema<T>(storageContainer: String, _ body: (inout ContainerSchema) throws -> T) throws -> T {
+        let answer = try writeTransaction { connection -> T in
+            // Schema changes of all containers serialize: they build shared indexes.
+            try connection.execute("SELECT pg_advisory_xact_lock($1)", [.int64(Self.schemaLock)])
+            let stored = try loadContainerSchema(storageContainer, on: connection)
+            var schema = stored
+            let answer = try body(&schema)
+            try storeContainerSchema(schema, replacing: stored, storageContainer: storageContainer, on: connection)
+            return answer
+        }
+        // New indexes are worth nothing to the planner until it knows the table's statistics.
+        try? pool.withConnection { try $0.executeScript("ANALYZE records") }
+        return answer
+    }
+
+    @_spi(StratusEngine)
+    public func resetEnvironment(storageContainer: String, schema: ContainerSchema) throws {
+        try writeTransaction { connection in
+            try connection.execute("SELECT pg_advisory_xact_lock($1)", [.int64(Self.schemaLock)])
+            let zones = "SELECT zone_id FROM zones WHERE container = $1"
+            for statement in [
+                "DELETE FROM refs WHERE zone_id IN (\(zones))",
+                "DELETE FROM record_tokens WHERE zone_id IN (\(zones))",
+                "DELETE FROM tombstones WHERE zone_id IN (\(zones))",
+                "DELETE FROM records WHERE zone_id IN (\(zones))",
+                "DELETE FROM zones WHERE container = $1",
+                "DELETE FROM zone_tombstones WHERE container = $1",
+                // Database change numbers go on; every position taken before expires.
+                "UPDATE database_history SET history_start = change_seq WHERE container = $1",
+            ] {
+                try connection.execute(statement, [.text(storageContainer)])
+            }
+            let stored = try loadContainerSchema(storageContainer, on: connection)
+            try storeContainerSchema(schema, replacing: stored, storageContainer: storageContainer, on: connection)
+        }
+    }
+
+    /// The key of the advisory lock schema changes take (every container's, and the record
+    /// types development grows).
+    static let schemaLock = PostgresSchema.migrationLock + 1
+
+    func loadContainerSchema(_ storageContainer: String, on connection: PostgresConnection) throws -> ContainerSchema {
+        let types = try connection.query("SELECT schema FROM record_types WHERE container = $1 ORDER BY record_type", [.text(storageContainer)]).map {
+            try Self.decodeSchema(try $0.text(0) ?? "")
+        }
+        let roles = try connection.query("SELECT role FROM schema_roles WHERE container = $1", [.text(storageContainer)]).map { SecurityRole(try $0.text(0) ?? "") }
+        return ContainerSchema(roles: Set(roles), recordTypes: types)
+    }
+
+    /// Replaces `stored` by `schema`: the types that changed or went, the roles, the words of
+    /// types whose searchable fields changed, and the store's indexes.
+    private func storeContainerSchema(_ schema: ContainerSchema, replacing stored: ContainerSchema, storageContainer: String, on connection: PostgresConnection) throws {
+        for old in stored.recordTypes where schema.recordType(old.recordType) == nil {
+            try connection.execute("DELETE FROM record_types WHERE container = $1 AND record_type = $2", [.text(storageContainer), .text(old.recordType)])
+            if !old.searchableFields.isEmpty {
+                try rebuildTokens(recordType: old.recordType, storageContainer: storageContainer, searchable: [], on: connection)
+            }
+        }
+        for type in schema.recordTypes where stored.recordType(type.recordType) != type {
+            try storeRecordType(type, replacing: stored.recordType(type.recordType), storageContainer: storageContainer, on: connection)
+        }
+        if schema.roles != stored.roles {
+            try connection.execute("DELETE FROM schema_roles WHERE container = $1", [.text(storageContainer)])
+            for role in schema.roles.sorted() {
+                try connection.execute("INSERT INTO schema_roles(container, role) VALUES ($1, $2)", [.text(storageContainer), .text(role.name)])
+            }
+        }
+        try synchronizeIndexes(on: connection)
+    }
+
+    /// Writes one record type's schema over `old`, rebuilding its words when its searchable
+    /// fields changed. The caller synchronizes the indexes.
+    func storeRecordType(_ type: RecordTypeSchema, replacing old: RecordTypeSchema?, storageContainer: String, on connection: PostgresConnection) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        try connection.execute("""
+            INSERT INTO record_types(container, record_type, schema) VALUES ($1, $2, $3)
+            ON CONFLICT (container, record_type) DO UPDATE SET schema = excluded.schema
+            """, [.text(storageContainer), .text(type.recordType), .text(String(decoding: try encoder.encode(type), as: UTF8.self))])
+        if (old?.searchableFields ?? []) != type.searchableFields {
+            try rebuildTokens(recordType: type.recordType, storageContainer: storageContainer, searchable: type.searchableFields, on: connection)
+        }
+    }
+
+    func loadSchema(_ recordType: String, storageContainer: String, on connection: PostgresConnection) throws -> RecordTypeSchema? {
+        guard let text = try connection.query("SELECT schema FROM record_types WHERE container = $1 AND record_type = $2",
+                                              [.text(storageContainer), .text(recordType)]).first?.text(0) else { return nil }
+        return try Self.decodeSchema(text)
+    }
+
+    static func decodeSchema(_ text: String) throws -> RecordTypeSchema {
+        do {
+            return try JSONDecoder().decode(RecordTypeSchema.self, from: Data(text.utf8))
+        } catch {
+            throw StratusError(.badDatabase, "a stored record type schema does not decode: \(error)")
+        }
+    }
+
+    /// Makes the store's `ix_` indexes exactly those that the schemas of every container
+    /// declare: partial expression indexes of each type, in the expressions queries use.
+    func synchronizeIndexes(on connection: PostgresConnection) throws {
+        var wanted: [String: String] = [:]
+        for row in try connection.query("SELECT schema FROM record_types") {
+            let schema = try Self.decodeSchema(try row.text(0) ?? "")
+            for keys in PostgresDialect(table: "").indexKeys(for: schema) {
+                // Expressions go in parentheses; NULLS FIRST matches the queries' ascending order.
+                let columns = keys.map { $0.hasPrefix("(") || !$0.contains("(") ? "\($0) NULLS FIRST" : "(\($0)) NULLS FIRST" }
+                let definition = "(zone_id, " + columns.joined(separator: ", ") + ") WHERE record_type = '\(schema.recordType)'"
+                wanted["ix_" + StableHash.hex(of: definition.utf8)] = definition
+            }
+        }
+        let existing = Set(try connection.query("SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND tablename = 'records' AND indexname LIKE 'ix\\_%'").map { try $0.text(0) ?? "" })
+        for name in existing.subtracting(wanted.keys) {
+            try connection.executeScript("DROP INDEX IF EXISTS \(try PostgresConnection.quoteIdentifier(name))")
+        }
+        for (name, definition) in wanted where !existing.contains(name) {
+            try connection.executeScript("CREATE INDEX IF NOT EXISTS \(try PostgresConnection.quoteIdentifier(name)) ON records \(definition)")
+        }
+    }
+
+    /// The fields whose words are indexed for a record type, empty when none are searchable.
+    func searchableFields(_ recordType: String, storageContainer: String, on connection: PostgresConnection) throws -> [String] {
+        try loadSchema(recordType, storageContainer: storageContainer, on: connection)?.searchableFields ?? []
+    }
+
+    /// Replaces a record's indexed words.
+    func replaceTokens(zoneRow: Int64, owner: String, recordName: String, fields: [String: FieldValue], searchable: [String], on connection: PostgresConnection) throws {
+        try connection.execute("DELETE FROM record_tokens WHERE zone_id = $1 AND record_name = $2", [.int64(zoneRow), .text(recordName)])
+        guard !searchable.isEmpty else { return }
+        let words = Array(TextSearch.words(of: fields, only: searchable))
+        guard !words.isEmpty else { return }
+        try connection.execute("""
+            INSERT INTO record_tokens(zone_id, token, record_name, owner) SELECT $1, t, $2, $3 FROM unnest($4::text[]) AS t ON CONFLICT DO NOTHING
+            """, [.int64(zoneRow), .text(recordName), .text(owner), .textArray(words)])
+    }
+
+    private func rebuildTokens(recordType: String, storageContainer: String, searchable: [String], on connection: PostgresConnection) throws {
+        let rows = try connection.query("""
+            SELECT r.zone_id, r.owner, r.record_name, coalesce(r.exact_fields, r.fields::text) FROM records r JOIN zones z ON z.zone_id = r.zone_id
+            WHERE z.container = $1 AND r.record_type = $2
+            """, [.text(storageContainer), .text(recordType)])
+        for row in rows {
+            let fields = try FieldDocument.decode(try row.text(3) ?? "{}", zoneID: .default) { _ in nil }
+            try replaceTokens(zoneRow: try row.int64(0) ?? 0, owner: try row.text(1) ?? "", recordName: try row.text(2) ?? "", fields: fields, searchable: searchable, on: connection)
+        }
+    }
+
+    /// How PostgreSQL runs a query (`EXPLAIN`), one step per line; for tests and diagnostics:
+    /// a query that can use an index shows `Index Scan using ix_…`. With `preferringIndexes`,
+    /// sequential scans and sorts count as a last resort, which shows whether an index *can*
+    /// serve the query whatever the table's size (a small table is read faster whole).
+    ///
+    /// ```swift
+    /// print(try engine.queryPlan(for: compiled, in: database.context))
+    /// ```
+    @_spi(StratusEngine)
+    public func queryPlan(for query: CompiledQuery, in database: DatabaseContext, after position: QueryPosition? = nil, limit: Int = 400,
+                          preferringIndexes: Bool = false) throws -> String {
+        try pool.withTransaction(isolation: .repeatableRead) { connection in
+            if preferringIndexes {
+                try connection.executeScript("SET LOCAL enable_seqscan = off; SET LOCAL enable_sort = off; SET LOCAL enable_bitmapscan = off")
+            }
+            let zoneRow = try zoneHistory(query.zoneID, database, on: connection)?.row ?? -1
+            let schema = try loadSchema(query.recordType, storageContainer: database.storageContainer, on: connection)
+            let plan = try SQLQueryTranslation(query: query, schema: schema, dialect: PostgresDialect()).select(zoneRow: zoneRow, after: position, limit: limit)
+            return try Self.query(connection, "EXPLAIN " + plan.sql, plan.parameters).map { try $0.text(0) ?? "" }.joined(separator: "\n")
+        }
+    }
+}
+
+extension PostgresEngine {
+    @_spi(StratusEngine)
+    public func explainQuery(_ query: CompiledQuery, in database: DatabaseContext) throws -> QueryPlan {
+        let steps = try queryPlan(for: query, in: database).split(separator: "\n").map { String($0) }
+        var indexes: [String] = []
+        for step in steps {
+            guard let range = step.range(of: " using ") else { continue }
+            let name = String(step[range.upperBound...].prefix { $0.isLetter || $0.isNumber || $0 == "_" })
+            if !name.isEmpty && !indexes.contains(name) { indexes.append(name) }
+        }
+        return QueryPlan(indexes: indexes, steps: steps)
+    }
+
+    @_spi(StratusEngine)
+    public func countRecordsByType(in database: DatabaseContext, zoneID: RecordZone.ID) throws -> [String: Int] {
+        try readTransaction { connection in
+            guard let zone = try zoneHistory(zoneID, database, on: connection) else {
+                if zoneID.isDefault { return [:] }
+                throw StratusError(.zoneNotFound, "zone '\(zoneID.zoneName)' does not exist in the \(database.scope) database", zoneID: zoneID)
+            }
+            var counts: [String: Int] = [:]
+            for row in try connection.query("SELECT record_type, count(*) FROM records WHERE zone_id = $1 GROUP BY record_type", [.int64(zone.row)]) {
+                counts[try row.text(0) ?? ""] = Int(try row.int64(1) ?? 0)
+            }
+            return counts
+        }
+    }
+}

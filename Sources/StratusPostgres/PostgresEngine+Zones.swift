@@ -1,0 +1,68 @@
+import Foundation
+@_spi(StratusEngine) import Stratus
+
+extension PostgresEngine {
+    @_spi(StratusEngine)
+    public func fetchZones(in database: DatabaseContext) throws -> [RecordZone] {
+        // The shared database holds only zones other users share, and sharing does not exist yet.
+        if database.scope == .shared { return [] }
+        return try readTransaction(mayLag: false) { connection in
+            var zones = try connection.query("""
+                SELECT zone_name, zone_owner, capabilities FROM zones WHERE container = $1 AND db = $2 AND owner = $3 ORDER BY zone_name, zone_owner
+                """, Self.databaseKey(database)).map { row in
+                RecordZone(zoneID: Self.zoneID(name: try row.text(0) ?? "", owner: try row.text(1) ?? ""),
+                           capabilities: RecordZone.Capabilities(rawValue: Int(try row.int64(2) ?? 0)))
+            }
+            if !zones.contains(where: { $0.zoneID.isDefault }) { zones.insert(.default, at: 0) }
+            return zones
+        }
+    }
+
+    @_spi(StratusEngine)
+    public func modifyZones(saving zones: [RecordZone], deleting zoneIDs: [RecordZone.ID], in database: DatabaseContext) throws -> ZoneModifyOutcome {
+        let outcome = try writeTransaction { connection -> ZoneModifyOutcome in
+            var outcome = ZoneModifyOutcome()
+            var changedDatabase = false
+            for zone in zones {
+                if try insertZone(zone.zoneID, capabilities: zone.capabilities, database, on: connection) {
+                    let row = try zoneHistory(zone.zoneID, database, on: connection)!.row
+                    try noteDatabaseChange(zoneRow: row, database, on: connection)
+                    changedDatabase = true
+                    outcome.saveResults[zone.zoneID] = .success(zone)
+                } else {
+                    let existing = try zoneHistory(zone.zoneID, database, on: connection)!
+                    outcome.saveResults[zone.zoneID] = .success(RecordZone(zoneID: zone.zoneID, capabilities: existing.capabilities))
+                }
+            }
+            for zoneID in zoneIDs {
+                guard let zone = try zoneHistory(zoneID, database, on: connection, lock: true) else {
+                    outcome.deleteResults[zoneID] = .failure(StratusError(.zoneNotFound, "zone '\(zoneID.zoneName)' does not exist in the \(database.scope) database", zoneID: zoneID))
+                    continue
+                }
+                for table in ["refs", "record_tokens", "records", "tombstones", "zones"] {
+                    try connection.execute("DELETE FROM \(table) WHERE zone_id = $1", [.int64(zone.row)])
+                }
+                let sequence = try noteDatabaseChange(zoneRow: nil, database, on: connection)
+                changedDatabase = true
+                try connection.execute("""
+                    INSERT INTO zone_tombstones(container, db, owner, zone_name, zone_owner, db_change_seq, deleted_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
+                    ON CONFLICT (container, db, owner, zone_name, zone_owner) DO UPDATE SET db_change_seq = excluded.db_change_seq, deleted_at = excluded.deleted_at
+                    """, Self.databaseKey(database) + [.text(zoneID.zoneName), .text(Self.zoneOwner(zoneID, database)), .int64(sequence), .double(Date().timeIntervalSinceReferenceDate)])
+                outcome.deleteResults[zoneID] = .success(())
+            }
+            _ = changedDatabase
+            return outcome
+        }
+        compactIfDue()
+        return outcome
+    }
+
+    /// The row of a zone a writer uses, locked for the transaction; the default zone is
+    /// created on first use.
+    func lockedZone(_ zoneID: RecordZone.ID, _ database: DatabaseContext, on connection: PostgresConnection) throws -> ZoneHistory? {
+        if let zone = try zoneHistory(zoneID, database, on: connection, lock: true) { return zone }
+        guard zoneID.isDefault, database.scope != .shared else { return nil }
+        try insertZone(zoneID, capabilities: RecordZone.default.capabilities, database, on: connection)
+        return try zoneHistory(zoneID, database, on: connection, lock: true)
+    }
+}

@@ -1,0 +1,328 @@
+import Foundation
+@_spi(StratusEngine) import Stratus
+import StratusSQL
+
+extension PostgresEngine {
+    @_spi(StratusEngine)
+    public func writeRecords<T>(in database: DatabaseContext, _ body: (any RecordWriteTransaction) throws -> T) throws -> T {
+        let result = try writeTransaction { connection -> T in
+            let transaction = PostgresWriteTransaction(engine: self, connection: connection, context: database, now: Date())
+            let result = try body(transaction)
+            try transaction.storeChangeSequences()
+            return result
+        }
+        compactIfDue()
+        return result
+    }
+}
+
+/// Stores rows inside one transaction, numbering each change in its zone's sequence. The
+/// first use of a zone takes its row lock, so that writers of one zone commit their changes in
+/// the order of their numbers (on any number of machines); writers of other zones go on.
+final class PostgresWriteTransaction: RecordWriteTransaction {
+    let engine: PostgresEngine
+    let connection: PostgresConnection
+    let context: DatabaseContext
+    let now: Date
+    private var zones: [RecordZone.ID: Int] = [:]
+    private var states: [ZoneState] = []
+    private var searchable: [String: [String]] = [:]
+    /// Record type schemas as this transaction read them (`nil`: the type has none).
+    private var typeSchemas: [String: RecordTypeSchema?] = [:]
+
+    private struct ZoneState {
+        let id: RecordZone.ID
+        let row: Int64
+        var sequence: Int64
+        let capabilities: RecordZone.Capabilities
+        var changed = false
+        var hasTombstones: Bool?
+    }
+
+    init(engine: PostgresEngine, connection: PostgresConnection, context: DatabaseContext, now: Date) {
+        self.engine = engine
+        self.connection = connection
+        self.context = context
+        self.now = now
+    }
+
+    // MARK: - Zones
+
+    func zoneCapabilities(_ zoneID: RecordZone.ID) throws -> RecordZone.Capabilities? {
+        try zoneIndex(zoneID).map { states[$0].capabilities }
+    }
+
+    private func zoneIndex(_ zoneID: RecordZone.ID) throws -> Int? {
+        if let known = zones[zoneID] { return known }
+        guard let zone = try engine.lockedZone(zoneID, context, on: connection) else { return nil }
+        states.append(ZoneState(id: zoneID, row: zone.row, sequence: zone.sequence, capabilities: zone.capabilities))
+        zones[zoneID] = states.count - 1
+        return states.count - 1
+    }
+
+    private func existingZone(_ zoneID: RecordZone.ID) throws -> Int {
+        guard let index = try zoneIndex(zoneID) else {
+            throw StratusError(.zoneNotFound, "zone '\(zoneID.zoneName)' does not exist in the \(context.scope) database", zoneID: zoneID)
+        }
+        return index
+    }
+
+    private func nextSequence(_ zone: Int, count: Int64 = 1) -> Int64 {
+        states[zone].sequence += count
+        states[zone].changed = true
+        return states[zone].sequence
+    }
+
+    private func hasTombstones(_ zone: Int) throws -> Bool {
+        if let known = states[zone].hasTombstones { return known }
+        let found = try !connection.query("SELECT 1 FROM tombstones WHERE zone_id = $1 LIMIT 1", [.int64(states[zone].row)]).isEmpty
+        states[zone].hasTombstones = found
+        return found
+    }
+
+    /// Writes back each touched zone's change sequence, and notes each changed zone as a
+    /// change of its database (last: the database's history row stays locked until commit).
+    func storeChangeSequences() throws {
+        for zone in states where zone.changed {
+            try connection.execute("UPDATE zones SET change_seq = $1 WHERE zone_id = $2", [.int64(zone.sequence), .int64(zone.row)])
+        }
+        for zone in states where zone.changed {
+            try engine.noteDatabaseChange(zoneRow: zone.row, context, on: connection)
+        }
+    }
+
+    // MARK: - Reading inside the transaction
+
+    func storedRecord(_ id: Record.ID) throws -> Record? {
+        guard let zone = try zoneIndex(id.zoneID) else { return nil }
+        guard let row = try connection.query("SELECT \(PostgresSchema.recordColumns) FROM records r WHERE r.zone_id = $1 AND r.record_name = $2",
+                                             [.int64(states[zone].row), .text(id.recordName)]).first else { return nil }
+        return try engine.decodeRecord(row, zoneID: id.zoneID)
+    }
+
+    func recordExists(_ id: Record.ID) throws -> Bool {
+        guard let zone = try zoneIndex(id.zoneID) else { return false }
+        return try !connection.query("SELECT 1 FROM records WHERE zone_id = $1 AND record_name = $2", [.int64(states[zone].row), .text(id.recordName)]).isEmpty
+    }
+
+    func deleteSelfSources(of id: Record.ID) throws -> [String] {
+        guard let zone = try zoneIndex(id.zoneID) else { return [] }
+        return try connection.query("SELECT source_name FROM refs WHERE zone_id = $1 AND target_name = $2", [.int64(states[zone].row), .text(id.recordName)])
+            .map { try $0.text(0) ?? "" }
+    }
+
+    func deleteSelfReferenceCount(to target: Record.ID, excludingSource source: String) throws -> Int {
+        guard let zone = try zoneIndex(target.zoneID) else { return 0 }
+        return Int(try connection.query("SELECT count(*) FROM refs WHERE zone_id = $1 AND target_name = $2 AND source_name <> $3",
+                                        [.int64(states[zone].row), .text(target.recordName), .text(source)]).first?.int64(0) ?? 0)
+    }
+
+    // MARK: - Record type schemas
+
+    func recordTypeSchema(_ recordType: String) throws -> RecordTypeSchema? {
+        if let known = typeSchemas[recordType] { return known }
+        let schema = try engine.loadSchema(recordType, storageContainer: context.storageContainer, on: connection)
+        typeSchemas[recordType] = .some(schema)
+        return schema
+    }
+
+    /// Writes a type development grew, optimistically: under the schema lock, the stored type
+    /// must still be the one this transaction read, or another writer grew it meanwhile and
+    /// this transaction is retried (`zoneBusy`), to check its records against that.
+    func saveRecordTypeSchema(_ schema: RecordTypeSchema) throws {
+        let read = try recordTypeSchema(schema.recordType)
+        guard read != schema else { return }
+        try connection.execute("SELECT pg_advisory_xact_lock($1)", [.int64(PostgresEngine.schemaLock)])
+        let stored = try engine.loadSchema(schema.recordType, storageContainer: context.storageContainer, on: connection)
+        guard stored == read else {
+            throw StratusError(.zoneBusy, "record type \(schema.recordType) changed while this write ran (another writer added fields); retrying against it", retryAfterSeconds: 0.01)
+        }
+        try engine.storeRecordType(schema, replacing: read, storageContainer: context.storageContainer, on: connection)
+        if Set(PostgresDialect(table: "").indexKeys(for: schema)) != Set(read.map { PostgresDialect(table: "").indexKeys(for: $0) } ?? []) {
+            try engine.synchronizeIndexes(on: connection)
+        }
+        typeSchemas[schema.recordType] = .some(schema)
+        searchable[schema.recordType] = nil
+    }
+
+    func storeAssets(in fields: [String: FieldValue], of id: Record.ID) throws -> Result<[String: FieldValue], StratusError> {
+        try engine.storeAssets(in: fields, of: id, owner: context.storageOwner, on: connection)
+    }
+
+    func saveJobProgress(_ job: String, position: Int64) throws {
+        try connection.execute("""
+            INSERT INTO job_progress(job, position, updated_at) VALUES ($1, $2, $3)
+            ON CONFLICT (job) DO UPDATE SET position = excluded.position, updated_at = excluded.updated_at
+            """, [.text(job), .int64(position), .double(now.timeIntervalSinceReferenceDate)])
+    }
+
+    // MARK: - Writing rows
+
+    /// The records columns, in the order the writes bind them.
+    private static let columns = "zone_id, record_name, owner, record_type, created_at, created_by, modified_at, modified_by, change_tag, change_seq, fields, exact_fields, parent_name"
+
+    func insertNewRecords(_ rows: [RecordRow]) throws -> [Bool] {
+        guard let first = rows.first else { return [] }
+        let zone = try existingZone(first.recordID.zoneID)
+        let zoneRow = states[zone].row
+        let base = states[zone].sequence
+        var names: [String?] = [], types: [String?] = [], creators: [String?] = [], modifiers: [String?] = [], tags: [String?] = []
+        var created: [Double?] = [], modified: [Double?] = [], sequences: [Int64?] = [], documents: [String?] = [], exact: [String?] = []
+        for (offset, row) in rows.enumerated() {
+            precondition(row.recordID.zoneID == first.recordID.zoneID && row.parent == nil, "insertNewRecords takes rows of one zone without parents")
+            let system = row.systemFields
+            names.append(row.recordID.recordName)
+            types.append(row.recordType)
+            created.append(system.creationDate!.timeIntervalSinceReferenceDate)
+            creators.append(system.creatorUserRecordID!.recordName)
+            modified.append(system.modificationDate!.timeIntervalSinceReferenceDate)
+            modifiers.append(system.lastModifiedUserRecordID!.recordName)
+            tags.append(system.recordChangeTag!)
+            sequences.append(base + Int64(offset) + 1)
+            let (document, exactDocument) = Self.documents(of: row)
+            documents.append(document)
+            exact.append(exactDocument)
+        }
+        let result = try connection.query("""
+            INSERT INTO records(\(Self.columns))
+            SELECT $1, n, $2, t, ca, cb, ma, mb, tag, seq, doc::jsonb, ex, NULL
+            FROM unnest($3::text[], $4::text[], $5::float8[], $6::text[], $7::float8[], $8::text[], $9::text[], $10::int8[], $11::text[], $12::text[])
+                AS u(n, t, ca, cb, ma, mb, tag, seq, doc, ex)
+            ON CONFLICT (zone_id, record_name) DO NOTHING
+            RETURNING change_seq
+            """, [.int64(zoneRow), .text(context.storageOwner), .textArray(names), .textArray(types), .doubleArray(created), .textArray(creators),
+                  .doubleArray(modified), .textArray(modifiers), .textArray(tags), .int64Array(sequences), .textArray(documents), .textArray(exact)])
+        let insertedSequences = Set(try result.map { try $0.int64(0) ?? 0 })
+        // Every row's change number is taken, also those of rows that were not inserted.
+        if !insertedSequences.isEmpty { _ = nextSequence(zone, count: Int64(rows.count)) }
+        let inserted = (0..<rows.count).map { insertedSequences.contains(base + Int64($0) + 1) }
+        let insertedNames = zip(rows, inserted).filter(\.1).map(\.0.recordID.recordName)
+        if !insertedNames.isEmpty, try hasTombstones(zone) {
+            try connection.execute("DELETE FROM tombstones WHERE zone_id = $1 AND record_name = ANY($2)", [.int64(zoneRow), .textArray(insertedNames)])
+        }
+        for (row, wasInserted) in zip(rows, inserted) where wasInserted {
+            try replaceWords(of: row, zone: zone, isNew: true)
+        }
+        return inserted
+    }
+
+    func writeRecord(_ row: RecordRow, replacing: Bool) throws {
+        let zone = try existingZone(row.recordID.zoneID)
+        let zoneRow = states[zone].row
+        let system = row.systemFields
+        let (document, exactDocument) = Self.documents(of: row)
+        try connection.execute("""
+            INSERT INTO records(\(Self.columns)) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::jsonb, $12, $13)
+            ON CONFLICT (zone_id, record_name) DO UPDATE SET
+                record_type = excluded.record_type, modified_at = excluded.modified_at, modified_by = excluded.modified_by,
+                change_tag = excluded.change_tag, change_seq = excluded.change_seq, fields = excluded.fields,
+                exact_fields = excluded.exact_fields, parent_name = excluded.parent_name
+            """, [.int64(zoneRow), .text(row.recordID.recordName), .text(context.storageOwner), .text(row.recordType),
+                  .double(system.creationDate!.timeIntervalSinceReferenceDate), .text(system.creatorUserRecordID!.recordName),
+                  .double(system.modificationDate!.timeIntervalSinceReferenceDate), .text(system.lastModifiedUserRecordID!.recordName),
+                  .text(system.recordChangeTag!), .int64(nextSequence(zone)), .text(document),
+                  exactDocument.map(PostgresValue.text) ?? .null, row.parent.map { .text($0.recordID.recordName) } ?? .null])
+        if replacing {
+            try connection.execute("DELETE FROM refs WHERE zone_id = $1 AND source_name = $2", [.int64(zoneRow), .text(row.recordID.recordName)])
+        }
+        if !row.deleteSelfTargets.isEmpty {
+            try connection.execute("""
+                INSERT INTO refs(zone_id, target_name, source_name, owner) SELECT $1, t, $2, $3 FROM unnest($4::text[]) AS t ON CONFLICT DO NOTHING
+                """, [.int64(zoneRow), .text(row.recordID.recordName), .text(context.storageOwner), .textArray(Array(row.deleteSelfTargets))])
+        }
+        try replaceWords(of: row, zone: zone, isNew: !replacing)
+        if try replacing || hasTombstones(zone) {
+            try connection.execute("DELETE FROM tombstones WHERE zone_id = $1 AND record_name = $2", [.int64(zoneRow), .text(row.recordID.recordName)])
+        }
+    }
+
+    /// Keeps the word index of a record of a type with searchable fields.
+    private func replaceWords(of row: RecordRow, zone: Int, isNew: Bool) throws {
+        let type = row.recordType
+        let fields = try searchable[type] ?? recordTypeSchema(type)?.searchableFields ?? []
+        searchable[type] = fields
+        guard !fields.isEmpty || !isNew else { return }
+        try engine.replaceTokens(zoneRow: states[zone].row, owner: context.storageOwner, recordName: row.recordID.recordName, fields: row.fields, searchable: fields, on: connection)
+    }
+
+    /// The document a row's `fields` column holds for queries, and, when that is not the
+    /// document itself, the document kept as text (`exact_fields`) for reading.
+    ///
+    /// `jsonb` cannot hold U+0000 in a string, and keeps numbers as exact decimals, which
+    /// turns -0.0 into 0. Strings with U+0000 or U+0001 are stored for queries in
+    /// ``PostgresDialect/escaped(_:)`` form (which keeps their order and prefixes, and which
+    /// query parameters take too); the exact document is kept beside.
+    static func documents(of row: RecordRow) -> (queryable: String, exact: String?) {
+        let document = String(decoding: row.document, as: UTF8.self)
+        guard row.fields.values.contains(where: \.needsEscaping) else {
+            return (document, jsonbLoses(row.fields) ? document : nil)
+        }
+        var escaped = row.fields
+        for (key, value) in row.fields {
+            switch value {
+            case .string(let s): escaped[key] = .string(PostgresDialect.escaped(s))
+            case .stringList(let v): escaped[key] = .stringList(v.map(PostgresDialect.escaped))
+            default: continue
+            }
+        }
+        return (FieldDocument.encode(escaped, encryptedKeys: row.encryptedKeys), document)
+    }
+
+    /// Whether `jsonb` would change a value of these fields: it keeps numbers as exact
+    /// decimals, and so turns -0.0 into 0. Such a document is also kept as text.
+    static func jsonbLoses(_ fields: [String: FieldValue]) -> Bool {
+        func negativeZero(_ d: Double) -> Bool { d == 0 && d.sign == .minus }
+        func location(_ l: Location) -> Bool {
+            [l.latitude, l.longitude, l.altitude, l.horizontalAccuracy, l.verticalAccuracy, l.course, l.speed].contains(where: negativeZero)
+        }
+        return fields.values.contains { value in
+            switch value {
+            case .double(let d): negativeZero(d)
+            case .doubleList(let v): v.contains(where: negativeZero)
+            case .location(let l): location(l)
+            case .locationList(let v): v.contains(where: location)
+            default: false
+            }
+        }
+    }
+
+    // MARK: - Deleting
+
+    func deleteRecord(_ id: Record.ID) throws -> Bool {
+        guard let zone = try zoneIndex(id.zoneID) else { return false }
+        let zoneRow = states[zone].row
+        guard let type = try connection.query("DELETE FROM records WHERE zone_id = $1 AND record_name = $2 RETURNING record_type",
+                                              [.int64(zoneRow), .text(id.recordName)]).first?.text(0) else { return false }
+        try connection.execute("DELETE FROM refs WHERE zone_id = $1 AND source_name = $2", [.int64(zoneRow), .text(id.recordName)])
+        try connection.execute("DELETE FROM record_tokens WHERE zone_id = $1 AND record_name = $2", [.int64(zoneRow), .text(id.recordName)])
+        states[zone].hasTombstones = true
+        try connection.execute("""
+            INSERT INTO tombstones(zone_id, record_name, owner, record_type, change_seq, deleted_at) VALUES ($1, $2, $3, $4, $5, $6)
+            ON CONFLICT (zone_id, record_name) DO UPDATE SET record_type = excluded.record_type, change_seq = excluded.change_seq, deleted_at = excluded.deleted_at
+            """, [.int64(zoneRow), .text(id.recordName), .text(context.storageOwner), .text(type), .int64(nextSequence(zone)), .double(now.timeIntervalSinceReferenceDate)])
+        return true
+    }
+}
+
+private extension FieldValue {
+    /// Whether the value holds text that ``PostgresDialect/escaped(_:)`` changes.
+    var needsEscaping: Bool {
+        switch self {
+        case .string(let s): PostgresDialect.needsEscaping(s)
+        case .stringList(let v): v.contains(where: PostgresDialect.needsEscaping)
+        default: false
+        }
+    }
+}
+
+extension PostgresEngine {
+    @_spi(StratusEngine)
+    public func jobProgress(_ job: String) throws -> Int64? {
+        try readTransaction(mayLag: false) { try $0.query("SELECT position FROM job_progress WHERE job = $1", [.text(job)]).first?.int64(0) }
+    }
+
+    @_spi(StratusEngine)
+    public func removeJobProgress(_ job: String) throws {
+        _ = try writeTransaction { try $0.execute("DELETE FROM job_progress WHERE job = $1", [.text(job)]) }
+    }
+}

@@ -1,0 +1,116 @@
+import Foundation
+@_spi(StratusEngine) import Stratus
+import StratusSQL
+
+/// How SQLite spells Stratus's queries: a field's tag and value are read from the field
+/// document with `json_extract(r.fields, '$.key[0]')` and `'$.key[1]'`, which answer integers,
+/// reals and text as SQLite compares them; a record's rows of one zone lie together in the
+/// table by change key.
+struct SQLiteDialect: SQLDialect {
+    /// `r.` in statements, empty in index definitions.
+    var table = "r."
+
+    var recordColumns: String { SQLiteSchema.recordColumns }
+    var recordColumnCount: Int { Int(SQLiteSchema.recordColumnCount) }
+    var trueLiteral: String { "1" }
+    var falseLiteral: String { "0" }
+
+    /// A JSON path into the field document. `name` was checked by ``Naming`` when the query
+    /// was compiled; the check is repeated because the name becomes part of the SQL text.
+    static func path(_ name: String, _ index: Int) -> String {
+        precondition((try? Naming.checkIdentifier(name, kind: "field name")) != nil, "unchecked field name reached SQL")
+        return "$.\(name)[\(index)]"
+    }
+
+    func element(_ name: String, _ index: Int) -> String { "json_extract(\(table)fields, '\(Self.path(name, index))')" }
+
+    func tag(_ name: String) -> String { element(name, 0) }
+
+    /// Numbers, dates (seconds since 2001), strings and record names alike: SQLite compares
+    /// what `json_extract` answers, numbers as numbers and text by its bytes (BINARY).
+    func value(_ name: String, family: QueryRules.OrderedFamily) -> String { element(name, 1) }
+
+    /// The stored folded copy where the document has one, else the value lowercased by
+    /// SQLite's `lower()`, which lowercases the ASCII letters A–Z and nothing else.
+    func equalityValue(_ name: String) -> String {
+        "coalesce(\(element(name, 2)), lower(\(element(name, 1))))"
+    }
+
+    func systemColumn(_ key: QueryKey) -> String {
+        switch key {
+        case .recordName: "\(table)record_name"
+        case .creationDate: "\(table)created_at"
+        case .modificationDate: "\(table)modified_at"
+        case .creatorUserRecordID: "\(table)created_by"
+        case .lastModifiedUserRecordID: "\(table)modified_by"
+        case .field(let name): element(name, 1)
+        }
+    }
+
+    func parameter(_ value: FieldValue) -> SQLValue {
+        switch value {
+        case .int64(let i): .integer(i)
+        case .double(let d): .real(d)
+        case .string(let s): .text(s)
+        case .date(let d): .real(d.timeIntervalSinceReferenceDate)
+        case .reference(let r): .text(r.recordID.recordName)
+        case .bytes(let b): .blob(b)
+        default: .null
+        }
+    }
+
+    func textParameter(_ text: String) -> SQLValue { .text(text) }
+
+    func anyElement(of name: String, family: QueryRules.OrderedFamily, _ test: (String) -> SQLFragment) -> SQLFragment {
+        let inner = test("value")
+        return SQLFragment(sql: "EXISTS (SELECT 1 FROM json_each(\(table)fields, '\(Self.path(name, 1))') WHERE \(inner.sql))", parameters: inner.parameters)
+    }
+
+    func startsWith(_ column: String, _ prefix: String) -> SQLFragment {
+        SQLFragment(sql: "substr(\(column), 1, length(?)) = ?", parameters: [.text(prefix), .text(prefix)])
+    }
+
+    func distanceKilometres(_ name: String, from origin: Location) -> SQLFragment {
+        let lat = element(name, 1), lon = element(name, 2)
+        let sql = "(12742.0176 * asin(sqrt(pow(sin(radians(\(lat) - ?) / 2), 2) + cos(radians(?)) * cos(radians(\(lat))) * pow(sin(radians(\(lon) - ?) / 2), 2))))"
+        return SQLFragment(sql: sql, parameters: [.real(origin.latitude), .real(origin.latitude), .real(origin.longitude)])
+    }
+
+    /// `stratus_has_tokens` (``SQLiteFunctions``) reads the words of the document's strings.
+    func wordsWithoutIndex(_ words: [String], all: Bool) -> SQLFragment? {
+        SQLFragment(sql: "stratus_has_tokens(\(table)fields, ?, ?)", parameters: [.text(words.joined(separator: " ")), .integer(all ? 1 : 0)])
+    }
+
+    /// The family's rank (``Stratus/QueryRules/OrderedFamily``), then the value where it has
+    /// an order: SQLite keeps one column per key, whatever the value's type.
+    func undeclaredSortColumns(_ name: String) -> [String] {
+        ["(CASE \(tag(name)) WHEN 'I' THEN 1 WHEN 'F' THEN 1 WHEN 'D' THEN 2 WHEN 'S' THEN 3 WHEN 'R' THEN 4 END)",
+         "(CASE WHEN \(tag(name)) IN ('I', 'F', 'D', 'S', 'R') THEN \(element(name, 1)) END)"]
+    }
+
+    func undeclaredSortValues(_ value: FieldValue?) -> [SQLValue] {
+        guard let value, let family = QueryRules.orderedFamily(of: value) else { return [.null, .null] }
+        return [.integer(Int64(family.rawValue)), parameter(value)]
+    }
+
+    func sortParameter(_ value: FieldValue?) -> SQLValue { value.map(parameter) ?? .null }
+
+    /// SQLite puts NULL first ascending and last descending, as Stratus's rules want.
+    func orderTerm(_ expression: String, ascending: Bool) -> String { expression + (ascending ? " ASC" : " DESC") }
+
+    /// A zone's rows are a range of the table's change keys; the unary + keeps the zone
+    /// column (first in every index) from luring the planner into another index.
+    func zoneRows(_ zoneRow: Int64, inStorageOrder: Bool) -> SQLFragment {
+        guard inStorageOrder else { return SQLFragment(sql: "\(table)zone_id = ?", parameters: [.integer(zoneRow)]) }
+        return SQLFragment(sql: "+\(table)zone_id = ? AND \(table)change_key BETWEEN ? AND ?", parameters: [
+            .integer(zoneRow), .integer(SQLiteSchema.changeKey(zoneRow: zoneRow, sequence: 0)),
+            .integer(SQLiteSchema.changeKey(zoneRow: zoneRow, sequence: SQLiteSchema.maximumSequence))])
+    }
+
+    /// An IN on an indexed field reads several index ranges, which SQLite cannot merge in
+    /// record-name order; left alone it scans the whole type in name order instead. The unary
+    /// + keeps the name order from choosing the index, so the IN ranges are read.
+    func tiebreak(hasIndexedIn: Bool) -> String { (hasIndexedIn ? "+" : "") + "\(table)record_name" }
+
+    func limitClause(_ limit: Int) -> String { " LIMIT \(limit)" }
+}

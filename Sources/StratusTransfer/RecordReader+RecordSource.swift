@@ -1,0 +1,33 @@
+import Stratus
+
+/// A reader is the source of a ``Stratus/RecordImporter``.
+///
+/// ```swift
+/// let reader = try RecordReader(fileHandle: .standardInput, options: RecordReadOptions())
+/// let summary = try await RecordImporter(database: database).run(from: reader)
+/// ```
+extension RecordReader: RecordSource {
+    /// The next item, as ``next()`` reads it.
+    ///
+    /// - Throws: what ``next()`` throws, for input that cannot be read further;
+    ///   `invalidArguments` at the end of an envelope that held no list of records.
+    public func nextItem() throws -> RecordSourceItem? {
+        switch try next() {
+        case nil:
+            if detectedFormat == .envelope && !sawRecordList {
+                throw StratusError(
+                    .invalidArguments,
+                    "it holds no records: a JSON object without 'records' or 'operations' (a zones list or a database changes answer is not a file of records)")
+            }
+            return nil
+        case .record(let record, let line)?:
+            return .record(record, line: line)
+        case .deletion(let id, let recordType, let line)?:
+            return .deletion(id, recordType: recordType, line: line)
+        case .rejected(let error)?:
+            return .rejected(RecordRejection(line: error.line, column: error.column, recordName: error.recordName, message: error.message))
+        }
+    }
+
+    public var bytesRead: Int { bytesConsumed }
+}

@@ -1,0 +1,124 @@
+import Foundation
+
+/// Where `stratus changes` writes: stdout, or an output file it commits with the token.
+final class ChangeOutput {
+    private let descriptor: Int32
+    private let name: String
+    /// For an output file: its identity, path, committed length and the link that holds it.
+    private var commit: ChangeTokenFile.OutputCommit?
+
+    /// Opens the output. First cuts the last committed output file back to its committed
+    /// length (through the link that holds it, wherever the file went), which drops what a
+    /// killed run wrote after its last commit, also when this run writes to another file;
+    /// then, for a new file, holds it with a link and records it before anything is written.
+    ///
+    /// - Throws: ``CommandFailure`` `dataError` when the committed file is shorter than its
+    ///   committed length (something else cut it), `cannotCreateOutput` when it cannot be
+    ///   opened, cut back or recorded.
+    init(outputPath: String?, tokens: ChangeTokenFileStore) throws {
+        guard let outputPath else {
+            descriptor = STDOUT_FILENO
+            name = "stdout"
+            return
+        }
+        name = outputPath
+        let committed = tokens.state.output
+        Self.removeStrayLinks(of: tokens.resolvedPath, keeping: committed?.link)
+        if let committed { try Self.cutBack(committed) }
+        descriptor = open(outputPath, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw CommandFailure.system(.cannotCreateOutput, "cannot open the output file \(outputPath)") }
+        let (identity, size) = try FileDescriptorOutput.identity(of: descriptor)
+        if let committed, committed.fileIdentity == identity, committed.link.map({ Self.identity(of: $0) == identity }) ?? true {
+            // The committed file itself: its link kept its inode from being reused.
+            var same = committed
+            same.path = outputPath
+            if same.link == nil, let link = Self.hold(outputPath, tokenPath: tokens.resolvedPath) {
+                // A token file of an older version: hold the file from now on.
+                same.link = link
+                tokens.state.output = same
+                try tokens.write()
+            }
+            commit = same
+        } else {
+            // A new (or rotated) output file: what it holds already is not ours. Hold it and
+            // commit its identity before writing, so that a kill during the first batch is cut
+            // away next time.
+            let link = Self.hold(outputPath, tokenPath: tokens.resolvedPath)
+            commit = ChangeTokenFile.OutputCommit(fileIdentity: identity, length: size, path: outputPath, link: link)
+            tokens.state.output = commit
+            try tokens.write()
+            if let old = committed?.link, old != link { unlink(old) }
+        }
+        guard lseek(descriptor, off_t(commit!.length), SEEK_SET) >= 0 else { throw CommandFailure.system(.cannotCreateOutput, "cannot seek in \(outputPath)") }
+    }
+
+    deinit {
+        if descriptor != STDOUT_FILENO { close(descriptor) }
+    }
+
+    /// Writes `data` and makes it durable; answers the output's new committed state (`nil` for stdout).
+    func append(_ data: Data) throws -> ChangeTokenFile.OutputCommit? {
+        try FileDescriptorOutput.writeAll(data, to: descriptor, name: name)
+        // stdout may be a pipe or terminal, which cannot be synced; a redirected file can.
+        if fsync(descriptor) != 0 && errno != EINVAL && errno != EROFS {
+            throw CommandFailure.system(.cannotCreateOutput, "cannot sync \(name)")
+        }
+        guard var commit else { return nil }
+        commit.length += Int64(data.count)
+        self.commit = commit
+        return commit
+    }
+
+    // MARK: - The committed file
+
+    /// Truncates the committed output file to its committed length. Through its link, the
+    /// file is found wherever it went; without one (older token files), only at its path.
+    private static func cutBack(_ committed: ChangeTokenFile.OutputCommit) throws {
+        let descriptor = open(committed.link ?? committed.path, O_WRONLY | O_CLOEXEC)
+        // Gone (rotated or deleted, and no link): nothing of it is uncommitted.
+        guard descriptor >= 0 else { return }
+        defer { close(descriptor) }
+        let (identity, size) = try FileDescriptorOutput.identity(of: descriptor)
+        guard identity == committed.fileIdentity else { return }
+        guard size >= committed.length else {
+            throw CommandFailure(.dataError, "the output file \(committed.path) is shorter (\(size) bytes) than its committed \(committed.length) bytes; something else changed it. Restore it, or remove the token file to start over")
+        }
+        guard size == committed.length || (ftruncate(descriptor, off_t(committed.length)) == 0 && fsync(descriptor) == 0) else {
+            throw CommandFailure.system(.cannotCreateOutput, "cannot cut \(committed.path) back to its committed length")
+        }
+    }
+
+    /// A new hard link to `path` under a random name: beside the token file, or, on another
+    /// file system, hidden beside the output. Nil (with a notice) where links cannot be made.
+    private static func hold(_ path: String, tokenPath: String) -> String? {
+        let id = String(UInt64.random(in: .min ... .max), radix: 16)
+        let besideToken = tokenPath + ".output-" + id
+        if link(path, besideToken) == 0 { return besideToken }
+        if errno == EXDEV {
+            let url = URL(fileURLWithPath: path)
+            let besideOutput = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).stratus-\(id)").path
+            if link(path, besideOutput) == 0 { return besideOutput }
+        }
+        StratusCommand.log("cannot keep a link to \(path) (\(String(cString: strerror(errno)))); if it is deleted and its name reused, the next run may not tell the new file from it")
+        return nil
+    }
+
+    /// Links beside the token file that no state names (left by a run killed between making a
+    /// link and recording it).
+    private static func removeStrayLinks(of tokenPath: String, keeping kept: String?) {
+        let url = URL(fileURLWithPath: tokenPath)
+        let prefix = url.lastPathComponent + ".output-"
+        let folder = url.deletingLastPathComponent()
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder.path) else { return }
+        for name in names where name.hasPrefix(prefix) {
+            let path = folder.appendingPathComponent(name).path
+            if path != kept { unlink(path) }
+        }
+    }
+
+    private static func identity(of path: String) -> String? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return "\(info.st_dev):\(info.st_ino)"
+    }
+}

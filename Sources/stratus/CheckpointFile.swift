@@ -1,0 +1,63 @@
+import Foundation
+import Stratus
+
+/// The `--checkpoint` file of `stratus import`: where an import stopped, and which input it
+/// belongs to (its path and size), so that it is never applied to another file.
+///
+/// Saved after every settled batch by writing a temporary file, syncing it and renaming it
+/// over the old one, so that a crash leaves either the old or the new checkpoint, never half.
+/// Locked while an import uses it (a second import with the same checkpoint exits 75).
+///
+/// ```
+/// {"input":"/data/records.ndjson","inputSize":104857600,"committedItems":42000}
+/// ```
+final class CheckpointFile: ImportCheckpointStore {
+    private struct Contents: Codable {
+        var input: String
+        var inputSize: Int64?
+        var committedItems: Int
+        /// The import's name in the store (see ``ImportCheckpoint/job``); absent in files of
+        /// earlier versions.
+        var job: String?
+    }
+
+    /// The name the user gave.
+    let path: String
+    /// The file that name resolves to: locked and written, so that a link stays a link.
+    private let resolvedPath: String
+    private let input: String
+    private let inputSize: Int64?
+
+    /// Locks the checkpoint (held until the process ends), as `changes` locks its token file.
+    ///
+    /// - Throws: ``CommandFailure`` `temporaryFailure` (exit 75) when another import holds it.
+    init(path: String, input: String, inputSize: Int64?) throws {
+        self.path = path
+        resolvedPath = KeptFile.resolve(path)
+        self.input = input
+        self.inputSize = inputSize
+        try KeptFile.lock(resolvedPath, named: path, what: "checkpoint")
+    }
+
+    /// - Throws: ``UsageError`` when the file is not a checkpoint or belongs to another input.
+    func load() throws -> ImportCheckpoint? {
+        guard FileManager.default.fileExists(atPath: resolvedPath) else { return nil }
+        guard let data = FileManager.default.contents(atPath: resolvedPath), let contents = try? JSONDecoder().decode(Contents.self, from: data) else {
+            throw UsageError(message: "the checkpoint file \(path) is not a Stratus checkpoint; remove it to start over")
+        }
+        guard contents.input == input && contents.inputSize == inputSize else {
+            throw UsageError(message: "the checkpoint \(path) belongs to \(contents.input) (\(contents.inputSize ?? 0) bytes), not to this input; remove it to start over")
+        }
+        return ImportCheckpoint(itemsSettled: contents.committedItems, job: contents.job)
+    }
+
+    /// - Throws: ``CommandFailure`` `cannotCreateOutput` when it cannot be written.
+    func save(_ checkpoint: ImportCheckpoint) throws {
+        let data = try JSONEncoder().encode(Contents(input: input, inputSize: inputSize, committedItems: checkpoint.itemsSettled, job: checkpoint.job))
+        try KeptFile.replace(resolvedPath, with: data)
+    }
+
+    func remove() throws {
+        try? FileManager.default.removeItem(atPath: resolvedPath)
+    }
+}

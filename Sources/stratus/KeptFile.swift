@@ -1,0 +1,78 @@
+import Foundation
+
+/// The files a job keeps between runs (token files, checkpoints), named the way the user names
+/// them but locked and written as the file the name resolves to: two names of one file (a
+/// symbolic link and its target) lock the same lock, and a link stays a link.
+enum KeptFile {
+    /// The path `path` resolves to: symbolic links followed, also a dangling link to the file
+    /// it would create, and links among the folders. A path whose folder does not exist is
+    /// returned as an absolute path.
+    static func resolve(_ path: String) -> String {
+        var current = URL(fileURLWithPath: path).standardizedFileURL.path
+        for _ in 0..<40 {
+            if let real = realpath(current, nil) {
+                defer { free(real) }
+                return String(cString: real)
+            }
+            // Missing: a dangling link points on; otherwise resolve the folder.
+            var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+            let length = readlink(current, &buffer, buffer.count - 1)
+            guard length > 0 else { break }
+            let target = String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            current = target.hasPrefix("/")
+                ? URL(fileURLWithPath: target).standardizedFileURL.path
+                : URL(fileURLWithPath: current).deletingLastPathComponent().appendingPathComponent(target).standardizedFileURL.path
+        }
+        let url = URL(fileURLWithPath: current)
+        let folder = url.deletingLastPathComponent().path
+        guard let real = realpath(folder, nil) else { return current }
+        defer { free(real) }
+        return String(cString: real) + "/" + url.lastPathComponent
+    }
+
+    /// Holds an exclusive lock on `resolved.lock` for the life of the process, so that two runs
+    /// of one job (an overlapping cron) never work from the same state.
+    ///
+    /// - Throws: ``CommandFailure`` `temporaryFailure` (exit 75) when another run holds it,
+    ///   `cannotCreateOutput` when the lock file cannot be made.
+    static func lock(_ resolved: String, named name: String, what: String) throws {
+        let lockPath = resolved + ".lock"
+        let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw CommandFailure.system(.cannotCreateOutput, "cannot create the lock file \(lockPath)") }
+        if flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
+            close(descriptor)
+            throw CommandFailure(.temporaryFailure, "another run is using the \(what) \(name) (it holds \(lockPath)); try again later")
+        }
+        // Deliberately never closed: the kernel releases the lock when the process ends, however it ends.
+    }
+
+    /// Replaces the file at `resolved` with `data` durably: a temporary file beside it, fsync,
+    /// rename over it, fsync of the folder. A crash leaves the old contents or the new.
+    ///
+    /// - Throws: ``CommandFailure`` `cannotCreateOutput`.
+    static func replace(_ resolved: String, with data: Data) throws {
+        let temporary = resolved + ".tmp-\(getpid())"
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw CommandFailure.system(.cannotCreateOutput, "cannot create \(temporary)") }
+        do {
+            try FileDescriptorOutput.writeAll(data, to: descriptor, name: temporary)
+            guard fsync(descriptor) == 0 else { throw CommandFailure.system(.cannotCreateOutput, "cannot sync \(temporary)") }
+        } catch {
+            close(descriptor)
+            unlink(temporary)
+            throw error
+        }
+        close(descriptor)
+        guard rename(temporary, resolved) == 0 else {
+            let error = CommandFailure.system(.cannotCreateOutput, "cannot move \(temporary) into place at \(resolved)")
+            unlink(temporary)
+            throw error
+        }
+        // The rename is durable only once the folder is synced.
+        let folder = open(URL(fileURLWithPath: resolved).deletingLastPathComponent().path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if folder >= 0 {
+            fsync(folder)
+            close(folder)
+        }
+    }
+}

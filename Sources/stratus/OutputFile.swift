@@ -1,0 +1,110 @@
+import Foundation
+
+/// Where `--output FILE` writes, decided the way shell redirection would, but without ever
+/// leaving half a file under the name:
+///
+/// - a new name, or a regular file (with `--force`): a temporary file beside it, synced and
+///   renamed over it when complete, so a reader never sees half a file;
+/// - a symbolic link: followed, as `>` follows it: its target is replaced the same way and the
+///   link stays a link; a link to a file that does not exist needs `--force` (a typo'd link
+///   must not create a file somewhere else);
+/// - a FIFO or a character device (`/dev/null`, a terminal): written directly, no `--force`
+///   (nothing is overwritten); `-`, `/dev/stdout`, `/dev/stderr`, `/dev/fd/N` and
+///   `/proc/self/fd/N` write to that open descriptor itself, as `>&N` would;
+/// - a directory, a block device or a socket: refused (exit 73).
+///
+/// ```swift
+/// let output = try OutputFile(path: "out.ndjson", force: false)
+/// try output.handle.write(contentsOf: data)
+/// try output.commit()
+/// ```
+struct OutputFile {
+    let handle: FileHandle
+    /// The temporary file and the name it is renamed to when complete, for regular files.
+    private let replacement: (temporary: String, final: String)?
+
+    /// - Throws: ``CommandFailure`` `cannotCreateOutput` (exit 73) for an existing file without
+    ///   `--force`, a dangling link without `--force`, a directory, or one that cannot be made.
+    init(path: String?, force: Bool) throws {
+        guard let path, path != "-" else {
+            handle = .standardOutput
+            replacement = nil
+            return
+        }
+        if let descriptor = Self.openDescriptorNamed(path) {
+            let copy = dup(descriptor)
+            guard copy >= 0 else { throw CommandFailure.system(.cannotCreateOutput, "cannot write to \(path)") }
+            handle = FileHandle(fileDescriptor: copy, closeOnDealloc: true)
+            replacement = nil
+            return
+        }
+        var info = stat()
+        var target = path
+        if lstat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFLNK {
+            target = KeptFile.resolve(path)
+            if stat(path, &info) != 0 {
+                guard force else {
+                    throw CommandFailure(.cannotCreateOutput, "\(path) is a symbolic link to \(target), which does not exist; pass --force to create it")
+                }
+                info = stat()
+            }
+        } else if lstat(path, &info) != 0 {
+            info = stat()
+        }
+        switch info.st_mode & S_IFMT {
+        case S_IFIFO, S_IFCHR:
+            let descriptor = open(path, O_WRONLY | O_CLOEXEC)
+            guard descriptor >= 0 else { throw CommandFailure.system(.cannotCreateOutput, "cannot open \(path)") }
+            handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+            replacement = nil
+            return
+        case S_IFDIR:
+            throw CommandFailure(.cannotCreateOutput, "\(path) is a directory")
+        case S_IFBLK, S_IFSOCK:
+            throw CommandFailure(.cannotCreateOutput, "\(path) is a block device or a socket; export writes files, FIFOs and character devices")
+        case S_IFREG:
+            guard force else { throw CommandFailure(.cannotCreateOutput, "\(path) exists; pass --force to overwrite it") }
+        default:
+            break  // does not exist yet
+        }
+        let temporary = target + ".partial-\(getpid())"
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw CommandFailure.system(.cannotCreateOutput, "cannot create \(temporary)") }
+        handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        replacement = (temporary, target)
+    }
+
+    /// The descriptor a name of an open descriptor stands for (`/dev/stdout`, `/dev/fd/3`).
+    private static func openDescriptorNamed(_ path: String) -> Int32? {
+        switch path {
+        case "/dev/stdout": return STDOUT_FILENO
+        case "/dev/stderr": return STDERR_FILENO
+        default:
+            for prefix in ["/dev/fd/", "/proc/self/fd/"] where path.hasPrefix(prefix) {
+                return Int32(path.dropFirst(prefix.count))
+            }
+            return nil
+        }
+    }
+
+    /// Makes the output complete: a regular file is synced and renamed into place.
+    ///
+    /// - Throws: ``CommandFailure`` `cannotCreateOutput` when it cannot be synced or moved.
+    func commit() throws {
+        guard let (temporary, final) = replacement else { return }
+        do {
+            try handle.synchronize()
+        } catch {
+            throw CommandFailure(.cannotCreateOutput, "cannot sync \(temporary): \(error.localizedDescription)")
+        }
+        guard rename(temporary, final) == 0 else {
+            throw CommandFailure.system(.cannotCreateOutput, "cannot move \(temporary) to \(final)")
+        }
+    }
+
+    /// Drops an incomplete output: the temporary file goes; what went to a FIFO or device stays.
+    func abandon() {
+        guard let (temporary, _) = replacement else { return }
+        unlink(temporary)
+    }
+}

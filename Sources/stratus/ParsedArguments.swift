@@ -1,0 +1,108 @@
+/// A command's words, checked against its option table: every `--option` is one the command
+/// declares, every value is present, and the rest are positional arguments.
+///
+/// ```swift
+/// let arguments = try ParsedArguments(["in.ndjson", "--batch-size", "500"], options: ImportCommand.allOptions)
+/// arguments.value("--batch-size")   // "500"
+/// arguments.positionals            // ["in.ndjson"]
+/// ```
+struct ParsedArguments {
+    /// The words that are not options or their values, in order.
+    let positionals: [String]
+    private let values: [String: [String]]
+    private let flags: Set<String>
+
+    /// Reads `words` (`--name VALUE`, `--name=VALUE`, `--flag`; `--` ends the options; `-` alone
+    /// is a positional argument, standing for stdin).
+    ///
+    /// - Throws: ``UsageError`` for an unknown option, a missing value, a value given to a flag,
+    ///   or an option given twice that takes one value.
+    init(_ words: [String], options: [Option]) throws {
+        let table = Dictionary(options.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        var positionals: [String] = []
+        var values: [String: [String]] = [:]
+        var flags: Set<String> = []
+        var index = 0
+        var optionsEnded = false
+        while index < words.count {
+            let word = words[index]
+            index += 1
+            if optionsEnded || word == "-" || !word.hasPrefix("-") {
+                positionals.append(word)
+                continue
+            }
+            if word == "--" {
+                optionsEnded = true
+                continue
+            }
+            let (name, inline) = Self.split(word)
+            guard let option = table[name] else {
+                throw UsageError(message: "unknown option \(name)")
+            }
+            guard option.takesValue else {
+                if inline != nil { throw UsageError(message: "\(name) takes no value") }
+                flags.insert(name)
+                continue
+            }
+            let value: String
+            if let inline {
+                value = inline
+            } else {
+                guard index < words.count else { throw UsageError(message: "\(name) needs a value (\(option.value!))") }
+                value = words[index]
+                index += 1
+            }
+            if !option.repeatable, let earlier = values[name]?.first, earlier != value {
+                throw UsageError(message: "\(name) is given twice ('\(earlier)' and '\(value)')")
+            }
+            values[name, default: []].append(value)
+        }
+        self.positionals = positionals
+        self.values = values
+        self.flags = flags
+    }
+
+    private static func split(_ word: String) -> (name: String, value: String?) {
+        guard word.hasPrefix("--"), let equals = word.firstIndex(of: "=") else { return (word, nil) }
+        return (String(word[..<equals]), String(word[word.index(after: equals)...]))
+    }
+
+    /// The option's value, or nil when it was not given.
+    func value(_ name: String) -> String? { values[name]?.last }
+
+    /// Every value of a repeatable option, in order.
+    func values(_ name: String) -> [String] { values[name] ?? [] }
+
+    /// Whether a flag was given.
+    func flag(_ name: String) -> Bool { flags.contains(name) }
+
+    /// Whether an option (flag or value) was given.
+    func has(_ name: String) -> Bool { flags.contains(name) || values[name] != nil }
+
+    /// Fails when there are positional arguments the command does not take.
+    func expectNoPositionals() throws {
+        if let stray = positionals.first { throw UsageError(message: "unexpected argument '\(stray)'") }
+    }
+
+    /// A positive whole number, or a usage error that names the option and quotes the text.
+    func positiveInteger(_ name: String) throws -> Int? {
+        guard let text = value(name) else { return nil }
+        guard let number = Int(text), number > 0 else { throw UsageError(message: "\(name) must be a positive number, not '\(text)'") }
+        return number
+    }
+
+    /// A whole number of 0 or more.
+    func count(_ name: String) throws -> Int? {
+        guard let text = value(name) else { return nil }
+        guard let number = Int(text), number >= 0 else { throw UsageError(message: "\(name) must be a number (0 or more), not '\(text)'") }
+        return number
+    }
+
+    /// `a,b,c` as a list; empty items are a usage error.
+    func list(_ name: String) throws -> [String]? {
+        guard let text = value(name) else { return nil }
+        let items = text.split(separator: ",", omittingEmptySubsequences: false).map { String($0) }
+        if items.contains(where: \.isEmpty) { throw UsageError(message: "\(name) takes a comma-separated list without empty items, not '\(text)'") }
+        return items
+    }
+}

@@ -1,0 +1,96 @@
+import Stratus
+
+extension Option {
+    static let recordType = Option("--type", "TYPE", "the record type", default: "none; required")
+    static let predicate = Option("--where", "PREDICATE", #"a CloudKit predicate, e.g. "checked == 0 AND title BEGINSWITH 'B'""#, default: "every record (TRUEPREDICATE)")
+    static let sort = Option("--sort", "KEY[:desc]", "sort by KEY, ascending unless :desc; ties are broken by record name", default: "record name", repeatable: true)
+    static let fields = Option("--fields", "K1,K2", "only these fields; with CSV output a field may name its column type, as in count:INT64", default: "every field")
+}
+
+/// Which records a command reads: `--type`, `--where`, `--sort`, `--fields`.
+struct QuerySelection {
+    var recordType: String?
+    var predicateText: String?
+    var sorts: [RecordSortDescriptor] = []
+    var fields: [String]?
+    /// Column types given in `--fields` (`count:INT64`), for CSV.
+    var fieldTypes: [String: FieldType] = [:]
+
+    /// Reads the options the command declares; `--where` is parsed here, so that a bad
+    /// predicate is a usage error before anything is opened.
+    init(_ arguments: ParsedArguments) throws {
+        recordType = arguments.value("--type")
+        predicateText = arguments.value("--where")
+        if let predicateText { _ = try Self.predicate(predicateText) }
+        sorts = try arguments.values("--sort").map(Self.sortDescriptor)
+        if let items = try arguments.list("--fields") {
+            var names: [String] = []
+            for item in items {
+                guard let colon = item.firstIndex(of: ":") else {
+                    names.append(item)
+                    continue
+                }
+                let name = String(item[..<colon])
+                fieldTypes[name] = try ParsedArguments.fieldType(String(item[item.index(after: colon)...]), in: "--fields", item: item)
+                names.append(name)
+            }
+            fields = names
+        }
+    }
+
+    static func predicate(_ text: String) throws -> QueryPredicate {
+        do {
+            return try QueryPredicate(format: text)
+        } catch let error as StratusError {
+            throw UsageError(message: "--where: \(error.message)")
+        }
+    }
+
+    static func sortDescriptor(_ text: String) throws -> RecordSortDescriptor {
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count <= 2, !parts[0].isEmpty else { throw UsageError(message: "--sort takes KEY or KEY:desc, not '\(text)'") }
+        if parts.count == 2 && !["asc", "desc"].contains(parts[1]) {
+            throw UsageError(message: "--sort direction must be asc or desc, not '\(parts[1])'")
+        }
+        return RecordSortDescriptor(key: String(parts[0]), ascending: parts.count == 1 || parts[1] == "asc")
+    }
+
+    /// The query, or nil without `--type`.
+    func makeQuery() throws -> Query? {
+        guard let recordType else { return nil }
+        let query = Query(recordType: recordType, predicate: try predicateText.map(Self.predicate) ?? .all)
+        query.sortDescriptors = sorts
+        return query
+    }
+
+    /// The query; `--type` is required.
+    func requireQuery() throws -> Query {
+        guard let query = try makeQuery() else { throw UsageError(message: "--type is required") }
+        return query
+    }
+}
+
+extension ParsedArguments {
+    /// `--types NAME:TYPE,...` as column types by field name.
+    ///
+    /// - Throws: ``UsageError`` naming the pair that is not `NAME:TYPE` with a known type.
+    func fieldTypes(_ name: String) throws -> [String: FieldType] {
+        guard let text = value(name) else { return [:] }
+        var types: [String: FieldType] = [:]
+        for pair in text.split(separator: ",", omittingEmptySubsequences: false) {
+            let parts = pair.split(separator: ":", omittingEmptySubsequences: false)
+            guard parts.count == 2, !parts[0].isEmpty else {
+                throw UsageError(message: "\(name) takes NAME:TYPE pairs such as count:INT64, not '\(pair)'")
+            }
+            types[String(parts[0])] = try Self.fieldType(String(parts[1]), in: name, item: String(pair))
+        }
+        return types
+    }
+
+    static func fieldType(_ text: String, in option: String, item: String) throws -> FieldType {
+        guard let type = FieldType(rawValue: text.uppercased()) else {
+            throw UsageError(message: "\(option): '\(item)' names the type '\(text)'; the types are \(FieldType.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        return type
+    }
+}

@@ -1,0 +1,204 @@
+import Foundation
+import Stratus
+import StratusPostgres
+import StratusTestSupport
+import Testing
+
+@Suite("PostgreSQL errors: codes, SQLSTATEs, no passwords or values in messages", .requiresPostgres)
+struct PostgresErrorTests {
+    @Test func anUnreachableServerIsATemporaryFailureNamingHostAndPort() throws {
+        // Port 1 on the loopback address: nothing listens there, the connection is refused.
+        let url = "postgresql://stratus:s3cret-pw@127.0.0.1:1/stratus"
+        let error = try #require(throws: StratusError.self) { try PostgresConnection(url: url) }
+        #expect(error.code == .serviceUnavailable)
+        #expect(error.isTransient)
+        #expect(error.retryAfterSeconds != nil)
+        #expect(error.message.contains("127.0.0.1:1"))
+        #expect(error.message.contains("postgresql://stratus:***@127.0.0.1:1/stratus"))
+        #expect(!error.message.contains("s3cret-pw"))
+        #expect(!String(describing: error).contains("s3cret-pw"))
+        // Key-value strings too.
+        let other = try #require(throws: StratusError.self) {
+            try PostgresConnection(url: "host=127.0.0.1 port=1 user=stratus password='s3cret pw'")
+        }
+        #expect(other.code == .serviceUnavailable)
+        #expect(!other.message.contains("s3cret"))
+        let pool = try PostgresConnectionPool(url: url)
+        let pooled = try #require(throws: StratusError.self) { try pool.withConnection { _ in } }
+        #expect(pooled.code == .serviceUnavailable)
+        #expect(!pooled.message.contains("s3cret-pw"))
+        #expect(pool.openConnectionCount == 0)
+    }
+
+    @Test func aMalformedURLIsRefusedWithoutShowingItsPassword() throws {
+        let error = try #require(throws: StratusError.self) {
+            try PostgresConnection(url: "postgresql://stratus:s3cret-pw@db1/stratus?nonsense=1")
+        }
+        #expect(error.code == .invalidArguments)
+        #expect(!error.message.contains("s3cret-pw"))
+        #expect(error.message.contains("stratus:***@db1"))
+        #expect(throws: StratusError.self) { try PostgresConnectionPool(url: "postgresql://a:b@h/d?nonsense=1") }
+        #expect(throws: StratusError.self) { try PostgresConnectionPool(url: "postgresql://h/d", maximumConnections: 0) }
+    }
+
+    @Test(.enabled(if: PostgresTestServer.passwordCheckingAddress != nil, "needs an address where the server checks passwords (STRATUS_TEST_POSTGRES_TCP)"))
+    func aWrongPasswordIsAnAuthenticationFailure() throws {
+        let address = try #require(PostgresTestServer.passwordCheckingAddress)
+        let database = try PostgresTestServer.makeDatabase()
+        let admin = try PostgresConnection(url: database.url)
+        let role = "stratus_login_\(getpid())_\(UInt32.random(in: 0...UInt32.max))"
+        let quotedRole = try PostgresConnection.quoteIdentifier(role)
+        try admin.executeScript("CREATE ROLE \(quotedRole) LOGIN PASSWORD 'right-password'")
+        defer { try? admin.executeScript("DROP ROLE IF EXISTS \(quotedRole)") }
+        func url(password: String?) -> String {
+            "postgresql://\(role)\(password.map { ":\($0)" } ?? "")@\(address.host):\(address.port)/\(database.name)"
+        }
+        let wrong = try #require(throws: StratusError.self) { try PostgresConnection(url: url(password: "wrong-password")) }
+        #expect(wrong.code == .notAuthenticated)
+        #expect(wrong.message.contains("\(address.host):\(address.port)"))
+        #expect(!wrong.message.contains("wrong-password"))
+        #expect(wrong.message.contains(":***@"))
+        let missing = try #require(throws: StratusError.self) {
+            try PostgresConnection(url: url(password: nil), settings: ["passfile": "/nonexistent"])
+        }
+        #expect(missing.code == .notAuthenticated)
+        let right = try PostgresConnection(url: url(password: "right-password"))
+        #expect(try right.query("SELECT current_user")[0].text(0) == role)
+    }
+
+    @Test func aMissingDatabaseIsAMissingContainer() throws {
+        let database = try PostgresTestServer.makeDatabase()
+        let url = try PostgresConnectionString.replacing(["dbname": database.name + "_missing"], in: database.url)
+        let error = try #require(throws: StratusError.self) { try PostgresConnection(url: url) }
+        #expect(error.code == .badContainer)
+    }
+
+    @Test(arguments: [
+        ("40001", StratusError.Code.zoneBusy, true),
+        ("40P01", .zoneBusy, true),
+        ("55P03", .zoneBusy, true),
+        ("57P03", .serviceUnavailable, true),
+        ("53300", .serviceUnavailable, true),
+        ("08006", .serviceUnavailable, true),
+        ("25006", .serviceUnavailable, true),
+        ("23505", .constraintViolation, false),
+        ("23503", .constraintViolation, false),
+        ("42501", .permissionFailure, false),
+        ("28P01", .notAuthenticated, false),
+        ("22P02", .invalidArguments, false),
+        ("53100", .quotaExceeded, false),
+        ("54000", .limitExceeded, false),
+        ("XX001", .badDatabase, false),
+        ("42P01", .internalError, false),
+    ])
+    func sqlStatesMapToCodes(sqlState: String, code: StratusError.Code, transient: Bool) throws {
+        let database = try PostgresTestServer.makeSchema()
+        let connection = try PostgresConnection(url: database.url)
+        let error = try #require(throws: StratusError.self) {
+            try connection.executeScript("DO $$ BEGIN RAISE EXCEPTION 'raised on purpose' USING ERRCODE = '\(sqlState)'; END $$")
+        }
+        #expect(error.code == code)
+        #expect(error.sqlState == sqlState)
+        #expect(error.isTransient == transient)
+        #expect((error.retryAfterSeconds != nil) == transient)
+        #expect(try connection.query("SELECT 1")[0].int64(0) == 1)
+    }
+
+    @Test func aSerializationFailureIsTransient() throws {
+        let database = try PostgresTestServer.makeSchema()
+        let first = try PostgresConnection(url: database.url)
+        let second = try PostgresConnection(url: database.url)
+        try first.executeScript("CREATE TABLE t (id int8 PRIMARY KEY, n int8); INSERT INTO t VALUES (1, 0)")
+        try first.begin(isolation: .repeatableRead)
+        #expect(try first.query("SELECT n FROM t WHERE id = 1")[0].int64(0) == 0)
+        try second.execute("UPDATE t SET n = n + 1 WHERE id = 1")
+        let error = try #require(throws: StratusError.self) { try first.execute("UPDATE t SET n = n + 10 WHERE id = 1") }
+        #expect(error.code == .zoneBusy)
+        #expect(error.sqlState == "40001")
+        #expect(error.isTransient)
+        #expect(error.retryAfterSeconds != nil)
+        try first.rollback()
+        #expect(try first.query("SELECT n FROM t")[0].int64(0) == 1)
+    }
+
+    @Test func messagesDoNotQuoteValues() throws {
+        let database = try PostgresTestServer.makeSchema()
+        let connection = try PostgresConnection(url: database.url)
+        try connection.executeScript("CREATE TABLE t (name text PRIMARY KEY, n int4)")
+        try connection.execute("INSERT INTO t VALUES ($1, 1)", [.text("secret-key-value")])
+        let duplicate = try #require(throws: StratusError.self) {
+            try connection.execute("INSERT INTO t VALUES ($1, 2)", [.text("secret-key-value")])
+        }
+        #expect(duplicate.code == .constraintViolation)
+        #expect(duplicate.message.contains("t_pkey"))
+        #expect(!duplicate.message.contains("secret-key-value"))
+        let badNumber = try #require(throws: StratusError.self) {
+            try connection.execute("INSERT INTO t VALUES ('x', $1)", [.text("secret-not-a-number")])
+        }
+        #expect(badNumber.code == .invalidArguments)
+        #expect(badNumber.sqlState == "22P02")
+        #expect(!badNumber.message.contains("secret"))
+        let outOfRange = try #require(throws: StratusError.self) {
+            try connection.execute("INSERT INTO t VALUES ('y', $1)", [.int64(98_765_432_101)])
+        }
+        #expect(outOfRange.code == .invalidArguments)
+        #expect(!outOfRange.message.contains("98765432101"))
+    }
+
+    @Test func aConnectionLostMidTransactionIsTransientAndAppliesNothing() throws {
+        let database = try PostgresTestServer.makeSchema()
+        let connection = try PostgresConnection(url: database.url)
+        let observer = try PostgresConnection(url: database.url)
+        try observer.executeScript("CREATE TABLE t (id int8)")
+        try connection.begin()
+        try connection.execute("INSERT INTO t VALUES (1)")
+        #expect(try observer.query("SELECT pg_terminate_backend($1::int4)", [.int64(Int64(connection.backendProcessID))])[0].bool(0) == true)
+        let error = try #require(throws: StratusError.self) { try connection.execute("INSERT INTO t VALUES (2)") }
+        #expect(error.code == .serviceUnavailable)
+        #expect(error.isTransient)
+        #expect(error.message.contains("rolled back"))
+        #expect(!connection.isOpen)
+        #expect(!connection.isUsable())
+        #expect(try observer.query("SELECT count(*) FROM t")[0].int64(0) == 0)
+    }
+}
+
+@Suite("PostgreSQL connection strings")
+struct PostgresConnectionStringTests {
+    @Test(arguments: [
+        ("postgresql://app:secret@db1:5432/stratus", "postgresql://app:***@db1:5432/stratus"),
+        ("postgres://app:p%40ss@db1/stratus?sslmode=require", "postgres://app:***@db1/stratus?sslmode=require"),
+        ("postgresql://app:se@cret@db1/x", "postgresql://app:***@db1/x"),
+        ("postgresql://app@db1/x?password=secret&sslmode=require", "postgresql://app@db1/x?password=***&sslmode=require"),
+        ("postgresql://db1,db2:5433/x?user=app&PASSWORD=secret", "postgresql://db1,db2:5433/x?user=app&PASSWORD=***"),
+        ("postgresql:///x?host=/tmp/s", "postgresql:///x?host=/tmp/s"),
+        ("host=db1 password=secret dbname=x", "host=db1 password=*** dbname=x"),
+        ("host=db1 password = 'se cr\\'et' dbname=x", "host=db1 password = *** dbname=x"),
+        ("password='unterminated secret", "password=***"),
+        ("host db1 password=secret", "host ***"),
+        ("", ""),
+        ("mydb", "mydb"),
+    ])
+    func passwordsAreRedacted(input: String, expected: String) {
+        let redacted = PostgresConnectionString.redacted(input)
+        #expect(redacted == expected)
+        #expect(!redacted.contains("secret") && !redacted.contains("cret"))
+    }
+
+    @Test func settingsAreReadAndReplaced() throws {
+        let url = "postgresql://app:pw@%2Ftmp%2Fsock:5433/one?sslmode=disable"
+        let settings = try PostgresConnectionString.settings(in: url)
+        #expect(settings["host"] == "/tmp/sock")
+        #expect(settings["port"] == "5433")
+        #expect(settings["dbname"] == "one")
+        #expect(settings["password"] == "pw")
+        let other = try PostgresConnectionString.replacing(["dbname": "two words&more"], in: url)
+        let reread = try PostgresConnectionString.settings(in: other)
+        #expect(reread["dbname"] == "two words&more")
+        #expect(reread["host"] == "/tmp/sock")
+        #expect(reread["sslmode"] == "disable")
+        #expect(PostgresConnectionString.isURL(other))
+        #expect(!PostgresConnectionString.redacted(other).contains("pw"))
+        #expect(throws: StratusError.self) { try PostgresConnectionString.settings(in: "postgresql://h/d?bogus=1") }
+    }
+}

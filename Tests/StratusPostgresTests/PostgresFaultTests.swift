@@ -1,0 +1,116 @@
+import Foundation
+@_spi(StratusEngine) import Stratus
+import StratusPostgres
+import StratusTestSupport
+import Testing
+
+/// What `stratus` does when the server fails it: exit codes that say what to do, no password
+/// in any message, and no half-written batch after a crash or a dropped connection.
+@Suite("PostgreSQL faults", .requiresPostgres, .timeLimit(.minutes(6)))
+struct PostgresFaultTests {
+    static func input(_ count: Int, in store: TemporaryStore) throws -> String {
+        var text = ""
+        for i in 0..<count {
+            text += "{\"recordName\":\"r-\(i)\",\"recordType\":\"Item\",\"fields\":{\"n\":{\"value\":\(i),\"type\":\"INT64\"},\"label\":{\"value\":\"item \(i)\",\"type\":\"STRING\"}}}\n"
+        }
+        return try store.writeFile("input.ndjson", Data(text.utf8)).path
+    }
+
+    static func stratus(_ arguments: [String], in store: TemporaryStore, environment: [String: String] = [:]) throws -> ChildProcess {
+        try ChildProcess(try ChildProcess.builtExecutable("stratus"), arguments, in: store.directory,
+                         environment: ["STRATUS_USER": "tester", "PGCONNECT_TIMEOUT": "3"].merging(environment) { $1 })
+    }
+
+    /// Records in the store, and the sum of their `n` (each record once, with its value).
+    static func contents(_ url: String) throws -> (count: Int64, sum: Int64) {
+        let row = try PostgresConnection(url: url).query("SELECT count(*), coalesce(sum((fields->'n'->>1)::int8), 0)::int8 FROM records WHERE record_type = 'Item'")[0]
+        return (try row.int64(0) ?? -1, try row.int64(1) ?? -1)
+    }
+
+    @Test("an unreachable server is exit 75 naming host and port, without the password")
+    func unreachable() async throws {
+        try await TemporaryStore.with { store in
+            let status = try await Self.stratus(["count", "--type", "Item", "--store", "postgresql://bob:s3cret-pw@127.0.0.1:1/app"], in: store).wait()
+            #expect(status.exitCode == 75, "\(status.stderr)")
+            #expect(status.stderr.contains("127.0.0.1:1"), "the message names the server: \(status.stderr)")
+            #expect(!status.stderr.contains("s3cret-pw") && !status.stdout.contains("s3cret-pw"), "no password in the output")
+        }
+    }
+
+    @Test("a wrong password is exit 77, without the password")
+    func wrongPassword() async throws {
+        let address = try #require(PostgresTestServer.passwordCheckingAddress, "the test server names no address that checks passwords")
+        let role = "pw_user_\(UInt32.random(in: 0...UInt32.max))"
+        let admin = try PostgresConnection(url: try PostgresTestServer.adminURL())
+        try admin.executeScript("CREATE ROLE \(role) LOGIN PASSWORD 'right-one'")
+        defer { try? admin.executeScript("DROP ROLE IF EXISTS \(role)") }
+        try await TemporaryStore.with { store in
+            let url = "postgresql://\(role):wrong-one@\(address.host):\(address.port)/postgres"
+            let status = try await Self.stratus(["count", "--type", "Item", "--store", url], in: store).wait()
+            #expect(status.exitCode == 77, "\(status.stderr)")
+            #expect(!status.stderr.contains("wrong-one"), "no password in the output: \(status.stderr)")
+        }
+    }
+
+    @Test("the server stopped with pg_ctl stop -m immediate during a checkpointed import, then restarted: the re-run ends with exactly the input")
+    func crashDuringImport() async throws {
+        let cluster = try PostgresOwnCluster()
+        try await TemporaryStore.with { store in
+            let count = 30_000
+            let input = try Self.input(count, in: store)
+            let checkpoint = store.path("import.ckpt")
+            let arguments = ["import", input, "--checkpoint", checkpoint, "--batch-size", "500", "--store", cluster.url, "--quiet"]
+            let running = try Self.stratus(arguments, in: store)
+            // Crash once some batches are committed.
+            var waited = 0
+            while (try? Self.contents(cluster.url).count) ?? 0 < 2_000 && running.isRunning && waited < 6_000 {
+                usleep(5_000)
+                waited += 1
+            }
+            try cluster.crash()
+            let crashed = await running.wait()
+            try cluster.restart()
+            let before = try Self.contents(cluster.url)
+            #expect(before.count % 500 == 0 || crashed.exitCode == 0, "only whole batches were committed: \(before.count)")
+            let rerun = try await Self.stratus(arguments, in: store).wait()
+            #expect(rerun.exitCode == 0, "\(rerun.stderr)")
+            let after = try Self.contents(cluster.url)
+            #expect(after.count == Int64(count) && after.sum == Int64(count * (count - 1) / 2), "exactly the input: \(after)")
+            #expect(!FileManager.default.fileExists(atPath: checkpoint), "the finished import removed its checkpoint")
+        }
+    }
+
+    @Test("a connection dropped in the middle of a batch leaves no half batch; the import ends with exactly the input")
+    func droppedConnection() async throws {
+        let database = try PostgresTestServer.makeDatabase()
+        try await TemporaryStore.with { store in
+            let count = 30_000
+            let input = try Self.input(count, in: store)
+            let arguments = ["import", input, "--batch-size", "1000", "--store", database.url, "--quiet"]
+            let running = try Self.stratus(arguments, in: store)
+            let admin = try PostgresConnection(url: try PostgresTestServer.adminURL())
+            var dropped = 0
+            var polls = 0
+            while running.isRunning && dropped < 3 && polls < 4_000 {
+                polls += 1
+                let terminated = try admin.query("""
+                    SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+                    WHERE datname = $1 AND application_name = 'stratus' AND state = 'active' AND query LIKE 'INSERT INTO records%'
+                    """, [.text(database.name)])[0].int64(0) ?? 0
+                dropped += Int(terminated)
+                let committed = (try? Self.contents(database.url).count) ?? 0
+                #expect(committed % 1_000 == 0 || committed == Int64(count), "only whole batches are committed: \(committed)")
+                usleep(2_000)
+            }
+            let status = await running.wait()
+            if status.exitCode != 0 {
+                // A batch that failed for good: what is there is whole batches; run again.
+                #expect(try Self.contents(database.url).count % 1_000 == 0)
+                let rerun = try await Self.stratus(arguments, in: store).wait()
+                #expect(rerun.exitCode == 0, "\(rerun.stderr)")
+            }
+            let after = try Self.contents(database.url)
+            #expect(after.count == Int64(count) && after.sum == Int64(count * (count - 1) / 2), "exactly the input: \(after)")
+        }
+    }
+}

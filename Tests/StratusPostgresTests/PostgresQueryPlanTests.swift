@@ -1,0 +1,102 @@
+import Foundation
+@_spi(StratusEngine) import Stratus
+@_spi(StratusEngine) import StratusPostgres
+import StratusTestSupport
+import Testing
+
+/// Indexes a record type's schema declares become PostgreSQL indexes, and every query shape
+/// that an index can serve is served by one (read on `EXPLAIN`): no Sort for an indexed sort,
+/// a seek (an index condition on the sort key) for the page after a cursor; word searches use
+/// the word index; the results equal the brute-force evaluator's.
+@Suite("PostgreSQL query plans and schema indexes", .requiresPostgres, .timeLimit(.minutes(5)))
+struct PostgresQueryPlanTests {
+    static func schema() -> RecordTypeSchema {
+        var schema = RecordTypeSchema(recordType: "Item")
+        schema.addField("category", type: .string, indexes: [.queryable])
+        schema.addField("weight", type: .int64, indexes: [.queryable])
+        schema.addField("rank", type: .int64, indexes: [.sortable])
+        schema.addField("due", type: .timestamp, indexes: [.sortable])
+        schema.addField("title", type: .string, indexes: [.searchable])
+        schema.addField("modificationDate", type: .timestamp, indexes: [.sortable])
+        schema.compoundIndexes = [.init(equalityFields: ["category"], sortField: "rank")]
+        return schema
+    }
+
+    static func items() -> [Record] {
+        makeRecords("Item", count: 2_000, prefix: "i") { i in
+            var fields: [String: FieldValue] = [
+                "category": .string(i % 3 == 0 ? "Books" : "c\(i % 10)"),
+                "weight": .int64(Int64(i % 25)),
+                "title": .string("Word\(i % 40) shared title \(i % 2 == 0 ? "café" : "the")"),
+                "place": .location(Location(latitude: 52 + Double(i % 50) / 10, longitude: 13)),
+                "due": .date(Date(timeIntervalSinceReferenceDate: Double(i * 3_600))),
+            ]
+            if i % 13 != 0 { fields["rank"] = .int64(Int64((i * 37) % 1_000)) }
+            return fields
+        }
+    }
+
+    static func query(_ format: String, _ arguments: any Sendable..., sort: [RecordSortDescriptor] = []) throws -> Query {
+        let query = Query(recordType: "Item", predicate: try QueryPredicate(format: format, argumentArray: arguments))
+        query.sortDescriptors = sort
+        return query
+    }
+
+    @Test("indexed filters and sorts read an index without sorting; pages after a cursor seek; results match the evaluator")
+    func plans() async throws {
+        let engine = try postgresFactory(FileManager.default.temporaryDirectory) as! PostgresEngine
+        let container = Container(identifier: "com.example.plans", engine: engine, userName: "alice")
+        let database = container.publicCloudDatabase
+        try await container.saveSchema(Self.schema())
+        try await TestDatabase.save(Self.items(), in: database)
+        let stored = try await TestDatabase.queryAll(Query(recordType: "Item"), in: database)
+
+        func plan(_ query: Query, after position: QueryPosition? = nil) throws -> String {
+            try engine.queryPlan(for: CompiledQuery(query, zoneID: .default, desiredKeys: nil), in: database.context, after: position, preferringIndexes: true)
+        }
+        let indexed: [Query] = [
+            try Self.query("category == %@", "Books", sort: [RecordSortDescriptor(key: "rank")]),
+            try Self.query("category == %@", "books", sort: [RecordSortDescriptor(key: "rank", ascending: false)]),
+            try Self.query("TRUEPREDICATE", sort: [RecordSortDescriptor(key: "rank")]),
+            try Self.query("rank > %d", 500, sort: [RecordSortDescriptor(key: "rank", ascending: false)]),
+            try Self.query("TRUEPREDICATE", sort: [RecordSortDescriptor(key: "due", ascending: false)]),
+            try Self.query("TRUEPREDICATE", sort: [RecordSortDescriptor(key: "modificationDate")]),
+        ]
+        for query in indexed {
+            let text = try plan(query)
+            #expect(text.contains("Index Scan") && text.contains("ix_"), "an index serves \(query.predicate) sorted by \(query.sortDescriptors.map(\.key)):\n\(text)")
+            #expect(!text.contains("Sort  ") && !text.contains("Sort Key"), "no sort step:\n\(text)")
+            try await expectEvaluator(query, stored, database)
+            // The page after a cursor seeks in the same index.
+            let (_, cursor) = try await database.records(matching: query, resultsLimit: 7)
+            if let cursor {
+                let after = try plan(query, after: cursor.position)
+                #expect(after.contains("Index Cond") && after.contains("ix_") && !after.contains("Sort Key"), "a seek:\n\(after)")
+            }
+        }
+        let filtered: [Query] = [
+            try Self.query("weight == %d", 7),
+            try Self.query("category IN %@", ["Books", "c1"]),
+        ]
+        for query in filtered {
+            let text = try plan(query)
+            #expect(text.contains("ix_"), "an index serves \(query.predicate):\n\(text)")
+            try await expectEvaluator(query, stored, database)
+        }
+        // Word searches use the word index; distance filters and sorts work.
+        let words = try Self.query("self CONTAINS %@", "word3")
+        #expect(try plan(words).contains("record_tokens"), "the word index serves self CONTAINS")
+        try await expectEvaluator(words, stored, database, searchable: ["title"])
+        let origin = Location(latitude: 52.5, longitude: 13)
+        let near = Query(recordType: "Item", predicate: try QueryPredicate(format: "distanceToLocation:fromLocation:(place, %@) < %f", origin, 60.0))
+        near.sortDescriptors = [RecordSortDescriptor(distanceOf: "place", from: origin)]
+        try await expectEvaluator(near, stored, database)
+    }
+
+    private func expectEvaluator(_ query: Query, _ stored: [Record], _ database: Database, searchable: [String]? = nil,
+                                 sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let expected = try QueryEvaluator.evaluate(query, over: stored, searchableFields: searchable).map(\.recordID.recordName)
+        let found = try await TestDatabase.queryAll(query, in: database, pageSize: 37).map(\.recordID.recordName)
+        #expect(found == expected, "\(query.predicate) sorted by \(query.sortDescriptors.map(\.key))", sourceLocation: sourceLocation)
+    }
+}

@@ -1,0 +1,61 @@
+import Foundation
+@_spi(StratusEngine) import Stratus
+import StratusPostgres
+import StratusTestSupport
+import Testing
+
+/// Reads that may lag go to a hot standby; a lagging standby never makes a change feed skip,
+/// repeat or expire (a token ahead of it is read on the primary).
+@Suite("PostgreSQL reads from a hot standby", .requiresPostgres, .timeLimit(.minutes(5)))
+struct PostgresStandbyTests {
+    @Test("queries, exports and change reads on a streaming standby; paused replay: no change skipped, repeated or expired")
+    func standbyReads() async throws {
+        let primary = try PostgresOwnCluster()
+        let standby = try primary.standby()
+        let writer = Container(identifier: "com.example.standby", engine: try PostgresEngine(url: primary.url), userName: "writer").publicCloudDatabase
+        let readerEngine = try PostgresEngine(url: primary.url, readURL: standby.url)
+        let reader = Container(identifier: "com.example.standby", engine: readerEngine, userName: "writer").publicCloudDatabase
+        let standbyConnection = try PostgresConnection(url: standby.url)
+        let primaryConnection = try PostgresConnection(url: primary.url)
+        func caughtUp() throws {
+            let target = try primaryConnection.query("SELECT pg_current_wal_lsn()::text")[0].text(0) ?? ""
+            for _ in 0..<600 {
+                if try standbyConnection.query("SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn", [.text(target)])[0].bool(0) == true { return }
+                usleep(20_000)
+            }
+            throw PostgresTestServerError(message: "the standby did not catch up")
+        }
+
+        try await TestDatabase.save(makeRecords("Item", count: 200) { ["n": .int64(Int64($0))] }, in: writer)
+        try caughtUp()
+        #expect(try await reader.countRecords(matching: Query(recordType: "Item")) == 200)
+        let first = try await reader.recordZoneChanges(inZoneWith: .default, since: nil)
+        #expect(first.modificationResultsByID.count == 200)
+
+        // Replay paused: the standby lags the primary by 100 records.
+        _ = try standbyConnection.query("SELECT pg_wal_replay_pause()")
+        try await TestDatabase.save(makeRecords("Item", count: 100, prefix: "late") { ["n": .int64(Int64($0))] }, in: writer)
+        #expect(try await reader.countRecords(matching: Query(recordType: "Item")) == 200, "the count is the standby's")
+        var exported = 0
+        for try await _ in reader.allRecords(matching: Query(recordType: "Item")) { exported += 1 }
+        #expect(exported == 200, "the export reads the standby's one snapshot")
+        let lagging = try await reader.recordZoneChanges(inZoneWith: .default, since: first.changeToken)
+        #expect(lagging.modificationResultsByID.isEmpty && lagging.deletions.isEmpty, "nothing new on the lagging standby yet")
+        // A token the primary handed out is ahead of the standby: read on the primary, not expired.
+        let fromPrimary = try await writer.recordZoneChanges(inZoneWith: .default, since: first.changeToken)
+        #expect(fromPrimary.modificationResultsByID.count == 100)
+        let ahead = try await reader.recordZoneChanges(inZoneWith: .default, since: fromPrimary.changeToken)
+        #expect(ahead.modificationResultsByID.isEmpty, "a token ahead of the standby is answered, not expired")
+
+        // Replay again: the lagging reader goes on from its own token and sees the 100, once.
+        _ = try standbyConnection.query("SELECT pg_wal_replay_resume()")
+        try caughtUp()
+        let resumed = try await reader.recordZoneChanges(inZoneWith: .default, since: lagging.changeToken)
+        #expect(Set(resumed.modificationResultsByID.keys.map(\.recordName)) == Set((0..<100).map { recordName("late", $0) }))
+        let after = try await reader.recordZoneChanges(inZoneWith: .default, since: resumed.changeToken)
+        #expect(after.modificationResultsByID.isEmpty)
+        // Writes go to the primary even through the reader's engine.
+        try await TestDatabase.save([makeRecord("Item", "via-reader")], in: reader)
+        #expect(try await writer.record(for: Record.ID(recordName: "via-reader")).recordType == "Item")
+    }
+}

@@ -1,0 +1,294 @@
+import Foundation
+import Stratus
+import StratusTestSupport
+import Testing
+
+/// A source of prepared items; `onRead` runs as each item is read (1-based count).
+final class ItemSource: RecordSource {
+    private var items: [RecordSourceItem]
+    private var index = 0
+    var onRead: ((Int) -> Void)?
+
+    init(_ items: [RecordSourceItem]) { self.items = items }
+
+    /// One record per line, `line` = position + 1.
+    convenience init(records: [Record]) {
+        self.init(records.enumerated().map { .record($0.element, line: $0.offset + 1) })
+    }
+
+    func nextItem() throws -> RecordSourceItem? {
+        guard index < items.count else { return nil }
+        defer { index += 1 }
+        onRead?(index + 1)
+        return items[index]
+    }
+}
+
+/// Every rejection, in the order reported.
+final class RejectLog: RecordRejectSink {
+    var rejections: [RecordRejection] = []
+    func reject(_ rejection: RecordRejection) throws { rejections.append(rejection) }
+    var lines: [Int] { rejections.map(\.line) }
+}
+
+/// A checkpoint kept in memory, with every value saved.
+final class MemoryCheckpoint: ImportCheckpointStore {
+    var saved: ImportCheckpoint?
+    var history: [Int] = []
+    func load() throws -> ImportCheckpoint? { saved }
+    func save(_ checkpoint: ImportCheckpoint) throws {
+        saved = checkpoint
+        history.append(checkpoint.itemsSettled)
+    }
+    func remove() throws { saved = nil }
+}
+
+/// Record names in the store, sorted.
+func storedNames(_ database: Database, type: String = "Item", zoneID: RecordZone.ID? = nil) async throws -> [String] {
+    var names: [String] = []
+    for try await record in database.allRecords(matching: Query(recordType: type), inZoneWith: zoneID, desiredKeys: []) {
+        names.append(record.recordID.recordName)
+    }
+    return names.sorted()
+}
+
+@Suite("RecordImporter", .timeLimit(.minutes(2)))
+struct RecordImporterTests {
+    static func options(_ configure: (inout RecordImporter.Options) -> Void) -> RecordImporter.Options {
+        var options = RecordImporter.Options()
+        configure(&options)
+        return options
+    }
+
+    @Test("batches in flight write every record; counts say created, then unchanged, then updated")
+    func batchesAndCounts() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            let importer = RecordImporter(database: database, options: Self.options { $0.batchSize = 97; $0.batchesInFlight = 3 })
+            let first = try await importer.run(from: ItemSource(records: items(1_000)))
+            #expect(first.created == 1_000 && first.failed == 0 && first.read == 1_000 && first.end == .finished, "\(first)")
+            #expect(try await storedNames(database).count == 1_000)
+
+            let again = try await importer.run(from: ItemSource(records: items(1_000)))
+            #expect(again.unchanged == 1_000 && again.created == 0, "re-running the same input changes nothing: \(again)")
+
+            let changed = items(10).map { record -> Record in
+                record.setFieldValue(.int64(-1), forKey: "n")
+                return record
+            }
+            let update = try await importer.run(from: ItemSource(records: changed))
+            #expect(update.updated == 10 && update.unchanged == 0, "\(update)")
+        }
+    }
+
+    @Test("every rejected item is reported once, in input order, whatever rejected it; several failing lines with one record name are each reported")
+    func rejectsReportedOnce() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            try await database.save(makeRecord("Item", "exists", ["n": .int64(0)]))
+            let invalid = makeRecord("Item", "nan", ["n": .double(.nan)])
+            let source = ItemSource([
+                .record(makeRecord("Item", "a"), line: 1),
+                .rejected(RecordRejection(line: 2, column: 5, recordName: nil, message: "not JSON")),
+                .record(makeRecord("Item", "exists"), line: 3),
+                .record(invalid, line: 4),
+                .record(makeRecord("Item", "dup", ["n": .int64(1)]), line: 5),
+                .record(makeRecord("Item", "dup", ["n": .int64(2)]), line: 6),
+                .record(makeRecord("Item", "dup", ["n": .int64(3)]), line: 7),
+                .record(makeRecord("Item", "b"), line: 8),
+            ])
+            let rejects = RejectLog()
+            let importer = RecordImporter(database: database, options: Self.options { $0.writeMode = .create; $0.batchSize = 100 })
+            let summary = try await importer.run(from: source, rejects: rejects)
+            #expect(rejects.lines == [2, 3, 4, 6, 7], "\(rejects.rejections)")
+            #expect(summary.failed == 5 && summary.created == 3 && summary.read == 8, "\(summary)")
+            #expect(rejects.rejections.filter { $0.recordName == "dup" }.allSatisfy { $0.message.contains("exists") }, "\(rejects.rejections)")
+            #expect(try await database.record(for: Record.ID(recordName: "dup")).fieldValue(forKey: "n") == .int64(1), "the first line of a name is applied first")
+        }
+    }
+
+    /// The store holds r10, r20, …, r100; importing r1…r100 in create mode rejects those ten.
+    static func tenExisting(_ database: Database, zoneID: RecordZone.ID = .default) async throws -> [Record] {
+        for n in stride(from: 10, through: 100, by: 10) {
+            try await database.save(makeRecord("Item", "r\(n)", zoneID: zoneID, ["n": .int64(Int64(n))]))
+        }
+        return (1...100).map { makeRecord("Item", "r\($0)", zoneID: zoneID, ["n": .int64(Int64($0))]) }
+    }
+
+    @Test("maximumRejects N stops at the (N+1)th store reject whatever the batch size: everything before it is written, nothing after", arguments: [1, 7, 33, 2_000])
+    func rejectLimitAtWriteTime(batchSize: Int) async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            let input = try await Self.tenExisting(database)
+            let rejects = RejectLog()
+            let importer = RecordImporter(database: database, options: Self.options { $0.writeMode = .create; $0.batchSize = batchSize; $0.maximumRejects = 5 })
+            let summary = try await importer.run(from: ItemSource(records: input), rejects: rejects)
+            #expect(summary.end == .rejectLimitReached, "\(summary)")
+            #expect(summary.failed == 6 && rejects.lines == [10, 20, 30, 40, 50, 60], "\(rejects.lines)")
+            #expect(summary.created == 54, "\(summary)")
+            let expected = ((1...59).map { "r\($0)" } + (6...10).map { "r\($0 * 10)" }).sorted()
+            #expect(try await storedNames(database) == expected)
+        }
+    }
+
+    @Test("in a zone without the atomic capability the reject limit holds too")
+    func rejectLimitInNonAtomicZone() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            let zone = RecordZone.ID(zoneName: "Loose")
+            try await database.save(RecordZone(zoneID: zone, capabilities: [.fetchChanges]))
+            let input = try await Self.tenExisting(database, zoneID: zone)
+            let rejects = RejectLog()
+            let importer = RecordImporter(database: database, options: Self.options { $0.writeMode = .create; $0.maximumRejects = 2 })
+            let summary = try await importer.run(from: ItemSource(records: input), rejects: rejects)
+            #expect(summary.end == .rejectLimitReached && summary.failed == 3 && rejects.lines == [10, 20, 30], "\(summary) \(rejects.lines)")
+            #expect(try await storedNames(database, zoneID: zone) == ((1...29).map { "r\($0)" } + (3...10).map { "r\($0 * 10)" }).sorted())
+        }
+    }
+
+    @Test("the reject limit counts input and store rejects together, in input order")
+    func rejectLimitAcrossStages() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            var input = try await Self.tenExisting(database).enumerated().map { RecordSourceItem.record($0.element, line: $0.offset + 1) }
+            // Lines 15 and 35 are unreadable: rejects 1 (r10), 2 (line 15), 3 (r20), 4 (r30), 5 (line 35).
+            input[14] = .rejected(RecordRejection(line: 15, column: 1, recordName: nil, message: "broken"))
+            input[34] = .rejected(RecordRejection(line: 35, column: 1, recordName: nil, message: "broken"))
+            for size in [4, 500] {
+                let target = try SQLiteFixture()
+                defer { target.store.remove() }
+                _ = try await Self.tenExisting(target.database)
+                let rejects = RejectLog()
+                let importer = RecordImporter(database: target.database, options: Self.options { $0.writeMode = .create; $0.batchSize = size; $0.maximumRejects = 4 })
+                let summary = try await importer.run(from: ItemSource(input), rejects: rejects)
+                #expect(rejects.lines == [10, 15, 20, 30, 35] && summary.failed == 5, "batch size \(size): \(rejects.lines)")
+                let names = try await storedNames(target.database)
+                #expect(names.contains("r34") && !names.contains("r36"), "batch size \(size): written up to the fifth reject, nothing after: \(names)")
+            }
+        }
+    }
+
+    @Test("cancel() stops after the batch being read; the summary and the checkpoint say what was done")
+    func cancellation() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            let source = ItemSource(records: items(1_000))
+            let checkpoint = MemoryCheckpoint()
+            let importer = RecordImporter(database: database, options: Self.options { $0.batchSize = 100 })
+            source.onRead = { if $0 == 250 { importer.cancel() } }
+            let summary = try await importer.run(from: source, checkpoint: checkpoint)
+            #expect(summary.end == .cancelled, "\(summary)")
+            #expect(summary.created == 300, "the batch being read when cancelled is finished: \(summary)")
+            #expect(try await storedNames(database).count == 300)
+            #expect(checkpoint.saved?.itemsSettled == 300)
+        }
+    }
+
+    @Test("task cancellation stops an import the same way")
+    func taskCancellation() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            let importer = RecordImporter(database: database, options: Self.options { $0.batchSize = 50 })
+            let source = ItemSource(records: items(500))
+            // The source is read on the importer's task: cancel that task as item 120 is read.
+            source.onRead = { count in if count == 120 { withUnsafeCurrentTask { $0?.cancel() } } }
+            let summary = try await Task { try await importer.run(from: source) }.value
+            #expect(summary.end == .cancelled && summary.created == 150, "\(summary)")
+        }
+    }
+
+    @Test("a checkpoint resumes after the last settled batch: every record written once across the runs")
+    func checkpointResume() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            let input = items(1_000)
+            let checkpoint = MemoryCheckpoint()
+            let options = Self.options { $0.batchSize = 64; $0.writeMode = .create }
+            let first = RecordImporter(database: database, options: options)
+            let source = ItemSource(records: input)
+            source.onRead = { if $0 == 500 { first.cancel() } }
+            let stopped = try await first.run(from: source, checkpoint: checkpoint)
+            #expect(stopped.end == .cancelled)
+            let settled = try #require(checkpoint.saved?.itemsSettled)
+            #expect(settled == stopped.created && checkpoint.history == checkpoint.history.sorted())
+
+            let resumed = try await RecordImporter(database: database, options: options).run(from: ItemSource(records: input), checkpoint: checkpoint)
+            #expect(resumed.skipped == settled && resumed.failed == 0, "create mode: nothing is written twice: \(resumed)")
+            #expect(resumed.created + stopped.created == 1_000)
+            #expect(checkpoint.saved == nil, "removed when the input is done")
+            #expect(try await storedNames(database).count == 1_000)
+        }
+    }
+
+    @Test("deletions apply in input order among saves")
+    func deletions() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            try await database.save(makeRecord("Item", "gone"))
+            let a = Record.ID(recordName: "a")
+            let source = ItemSource([
+                .record(makeRecord("Item", "a", ["n": .int64(1)]), line: 1),
+                .deletion(a, recordType: "Item", line: 2),
+                .record(makeRecord("Item", "a", ["n": .int64(3)]), line: 3),
+                .deletion(Record.ID(recordName: "gone"), recordType: "Item", line: 4),
+                .record(makeRecord("Item", "b"), line: 5),
+                .deletion(Record.ID(recordName: "b"), recordType: nil, line: 6),
+            ])
+            let summary = try await RecordImporter(database: database).run(from: source)
+            #expect(summary.deleted == 3 && summary.failed == 0, "\(summary)")
+            #expect(try await storedNames(database) == ["a"])
+            #expect(try await database.record(for: a).fieldValue(forKey: "n") == .int64(3))
+        }
+    }
+
+    @Test("atomic: one reject writes nothing; a zone without the atomic capability is refused before anything is written")
+    func atomic() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            try await database.save(makeRecord("Item", "item-00003"))
+            let rejects = RejectLog()
+            let options = Self.options { $0.isAtomic = true; $0.writeMode = .create }
+            let summary = try await RecordImporter(database: database, options: options).run(from: ItemSource(records: items(5)), rejects: rejects)
+            #expect(summary.end == .atomicImportRejected && summary.created == 0, "\(summary)")
+            #expect(rejects.rejections.map(\.recordName) == ["item-00003"], "only the record that failed is a reject: \(rejects.rejections)")
+            #expect(try await storedNames(database) == ["item-00003"])
+
+            let loose = RecordZone.ID(zoneName: "Loose")
+            try await database.save(RecordZone(zoneID: loose, capabilities: [.fetchChanges]))
+            let looseRecords = (0..<3).map { makeRecord("Item", "l\($0)", zoneID: loose) }
+            await #expect {
+                try await RecordImporter(database: database, options: options).run(from: ItemSource(records: looseRecords))
+            } throws: { error in
+                guard let failure = error as? RecordImporter.Failure, let cause = failure.error as? StratusError else { return false }
+                return cause.code == .invalidArguments && cause.message.contains("atomic")
+            }
+            #expect(try await storedNames(database, zoneID: loose).isEmpty)
+        }
+    }
+
+    @Test("a dry run validates and counts without writing; a failing source stops after writing what it read before")
+    func dryRunAndSourceFailure() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            let source = ItemSource(records: items(10) + [makeRecord("Item", "bad", ["n": .double(.infinity)])])
+            let dry = try await RecordImporter(database: database, options: Self.options { $0.isDryRun = true }).run(from: source)
+            #expect(dry.valid == 10 && dry.failed == 1 && dry.created == 0, "\(dry)")
+            #expect(try await storedNames(database).isEmpty)
+
+            final class Broken: RecordSource {
+                var left = 150
+                func nextItem() throws -> RecordSourceItem? {
+                    left -= 1
+                    if left < 0 { throw StratusError(.invalidArguments, "unexpected end of input (line 151, column 1)") }
+                    return .record(makeRecord("Item", "x\(left)"), line: 150 - left)
+                }
+            }
+            await #expect {
+                try await RecordImporter(database: database, options: Self.options { $0.batchSize = 100 }).run(from: Broken())
+            } throws: { error in
+                guard let failure = error as? RecordImporter.Failure else { return false }
+                return failure.stage == .input && failure.summary.created == 150
+            }
+        }
+    }
+}
