@@ -17,6 +17,10 @@ struct QueryCommand: Command {
         page is one JSON object, as CloudKit's records/query answers it:
         {"records":[…],"continuationMarker":"TOKEN"}, the marker only when more records match
         (and nothing on stderr); a script reads one object and passes the marker to --cursor.
+        With --explain, prints instead which index the store would read the query through (and
+        the store's own plan), and reads no record. In development, a query that filters or
+        sorts on a field without its index still runs, by reading every record of the type;
+        stderr then says so once, and names the index to declare (production refuses it).
         """
     static let options: [Option] = [
         .recordType, .predicate, .sort,
@@ -24,6 +28,7 @@ struct QueryCommand: Command {
         .fields,
         Option("--cursor", "TOKEN", "continue after the page that printed TOKEN (then --type is not needed)", default: "none: the first page"),
         Option("--format", "FORMAT", "ndjson, json (an array), envelope ({\"records\":[…],\"continuationMarker\":…}) or csv", default: "ndjson"),
+        Option(flag: "--explain", "print the index the query would read and the store's plan, instead of records"),
     ]
 
     var store: StoreOptions
@@ -31,13 +36,16 @@ struct QueryCommand: Command {
     var limit: Int
     var cursor: String?
     var format = RecordFormat.ndjson
+    var explain = false
 
     static func parse(_ arguments: ParsedArguments) throws -> QueryCommand {
         let command = QueryCommand(
             store: try StoreOptions(arguments), selection: try QuerySelection(arguments),
-            limit: try arguments.positiveInteger("--limit") ?? 100, cursor: arguments.value("--cursor"), format: try Self.format(arguments))
+            limit: try arguments.positiveInteger("--limit") ?? 100, cursor: arguments.value("--cursor"), format: try Self.format(arguments),
+            explain: arguments.flag("--explain"))
         try arguments.expectNoPositionals()
         if command.selection.recordType == nil && command.cursor == nil { throw UsageError(message: "--type is required (or --cursor)") }
+        if command.explain && command.selection.recordType == nil { throw UsageError(message: "--explain needs the query: --type (and --where, --sort)") }
         if command.format != .csv && !command.selection.fieldTypes.isEmpty {
             throw UsageError(message: "column types in --fields (count:INT64) are for --format csv")
         }
@@ -51,7 +59,12 @@ struct QueryCommand: Command {
     }
 
     func run() async throws -> ExitCode {
-        let database = try store.openDatabase(.existing)
+        let container = try store.openContainer(.existing)
+        let database = container.database(with: store.scope)
+        if explain { return try await printPlan(database) }
+        if cursor == nil, store.environment == .development, let query = try selection.makeQuery() {
+            try await adviseIndexes(for: query, in: container)
+        }
         let page: (matchResults: [(Record.ID, Result<Record, any Error>)], queryCursor: QueryOperation.Cursor?)
         if let cursor {
             let decoded = try QueryOperation.Cursor(serialized: cursor)
@@ -78,5 +91,23 @@ struct QueryCommand: Command {
             FileHandle.standardError.write(Data("cursor: \(marker)\n".utf8))
         }
         return .success
+    }
+
+    /// `--explain`: the indexes the store would read, and its plan.
+    private func printPlan(_ database: Database) async throws -> ExitCode {
+        let plan = try await database.queryPlan(for: try selection.requireQuery(), inZoneWith: store.zoneID)
+        var text = plan.indexes.isEmpty ? "index: none (reads every record of the type)\n" : plan.indexes.map { "index: \($0)\n" }.joined()
+        text += plan.steps.map { "plan: \($0)\n" }.joined()
+        FileHandle.standardOutput.write(Data(text.utf8))
+        return .success
+    }
+
+    /// In development: says once on stderr what a filter or sort without its index costs, and
+    /// which index to declare (production refuses such a query).
+    private func adviseIndexes(for query: Query, in container: Container) async throws {
+        let missing = query.missingIndexes(in: try await container.schema().recordType(query.recordType))
+        guard !missing.isEmpty else { return }
+        let declarations = missing.map(\.description).joined(separator: ", ")
+        StratusCommand.log("note: no index serves this query, so it reads every \(query.recordType) record of the zone\(query.sortDescriptors.isEmpty ? "" : " and sorts them") for each page; production refuses it. Declare \(declarations) (`stratus schema export`, edit, `stratus schema import`)")
     }
 }

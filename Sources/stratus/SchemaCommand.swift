@@ -1,0 +1,188 @@
+import Foundation
+import Stratus
+import StratusTransfer
+
+/// `stratus schema export|import|validate|diff|deploy|reset`: a container's schema as
+/// CloudKit's `.ckdb` files describe it, per environment.
+struct SchemaCommand: Command {
+    static let name = "schema"
+    static let summary = "export, import, validate, diff, deploy and reset schemas (.ckdb)"
+    static let usage = [
+        "stratus schema export [--output FILE] [store options]",
+        "stratus schema import FILE [store options]",
+        "stratus schema validate FILE [store options]",
+        "stratus schema diff FILE [store options]",
+        "stratus schema deploy [store options]",
+        "stratus schema reset --yes [store options]",
+    ]
+    static let discussion = """
+        Schemas are written in CloudKit's schema language, as `cktool export-schema` writes them.
+        Each environment (--environment) has its own: development grows as records are saved,
+        production changes only by deploying.
+          export    prints the environment's schema (or writes it to --output FILE).
+          import    checks FILE and replaces the development schema with it: roles, record types,
+                    fields, indexes (built over the records stored) and grants. It must keep every
+                    record type and field production has, with its type.
+          validate  checks FILE (its syntax, with line and column, and CloudKit's rules) and, when
+                    the store exists, that import would accept it. Exit 0 when it is valid.
+          diff      prints what changes from the environment's schema to FILE, one line each
+                    (+ added, - removed, ~ changed). Exit 0 when they are the same, 1 when not.
+          deploy    copies the development schema to production. Additive only: a record type or
+                    field production has that development removed or retyped fails the deploy
+                    (exit 65), and production stays as it was. Records are not copied.
+          reset     deletes every record and zone of the development environment (every database,
+                    every user) and sets its schema back to production's. Needs --yes.
+        """
+    static let options: [Option] = [
+        Option("--output", "FILE", "export: write the schema to FILE (replaced atomically)", default: "stdout"),
+        Option(flag: "--yes", "reset: confirm deleting the development environment's data"),
+    ]
+    static let exitNotes: String? = "schema diff exits 1 when the schemas differ; import, validate and deploy exit 65 for a file or a change CloudKit would refuse."
+
+    enum Action: Equatable {
+        case export(output: String?)
+        case importFile(String)
+        case validate(String)
+        case diff(String)
+        case deploy
+        case reset
+    }
+
+    var store: StoreOptions
+    var action: Action
+
+    static func parse(_ arguments: ParsedArguments) throws -> SchemaCommand {
+        var words = arguments.positionals
+        guard !words.isEmpty else { throw UsageError(message: "say export, import, validate, diff, deploy or reset") }
+        let verb = words.removeFirst()
+        func file() throws -> String {
+            guard let path = words.first else { throw UsageError(message: "\(verb) needs a schema FILE") }
+            if let extra = words.dropFirst().first { throw UsageError(message: "unexpected argument '\(extra)'") }
+            return path
+        }
+        func nothingMore() throws {
+            if let extra = words.first { throw UsageError(message: "unexpected argument '\(extra)'") }
+        }
+        let action: Action
+        switch verb {
+        case "export": try nothingMore(); action = .export(output: arguments.value("--output"))
+        case "import": action = .importFile(try file())
+        case "validate": action = .validate(try file())
+        case "diff": action = .diff(try file())
+        case "deploy": try nothingMore(); action = .deploy
+        case "reset": try nothingMore(); action = .reset
+        default: throw UsageError(message: "unknown schema action '\(verb)'; say export, import, validate, diff, deploy or reset")
+        }
+        if arguments.has("--output"), case .export = action {} else if arguments.has("--output") {
+            throw UsageError(message: "--output belongs to schema export")
+        }
+        if arguments.flag("--yes") && action != .reset { throw UsageError(message: "--yes belongs to schema reset") }
+        let store = try StoreOptions(arguments)
+        let namesEnvironment = StoreOptions.namesEnvironment(arguments)
+        switch action {
+        case .importFile where store.environment == .production:
+            throw UsageError(message: "import replaces the development schema; production's changes only by `stratus schema deploy`")
+        case .deploy where namesEnvironment:
+            throw UsageError(message: "deploy always copies development to production; it takes no --environment")
+        case .reset where store.environment == .production:
+            throw UsageError(message: "reset is for the development environment only; production is never reset")
+        case .reset where !arguments.flag("--yes"):
+            throw UsageError(message: "reset deletes every record and zone of the development environment and sets its schema back to production's; run it again with --yes")
+        default: break
+        }
+        return SchemaCommand(store: store, action: action)
+    }
+
+    func run() async throws -> ExitCode {
+        switch action {
+        case .export(let output):
+            let schema = try await store.openContainer(.existing).schema()
+            if let output {
+                do {
+                    try SchemaWriter().write(schema, to: URL(fileURLWithPath: output))
+                } catch {
+                    throw CommandFailure(.cannotCreateOutput, "cannot write \(output): \(error.localizedDescription)")
+                }
+                StratusCommand.log("wrote the \(store.environment) schema (\(Self.describe(schema))) to \(output)")
+            } else {
+                FileHandle.standardOutput.write(SchemaWriter().data(for: schema))
+            }
+            return .success
+
+        case .importFile(let path):
+            let schema = try Self.read(path)
+            let container = try store.openContainer(.createIfMissing)
+            let before = try await container.schema()
+            let imported = try await Self.refusingData { try await container.replaceSchema(schema) }
+            let changes = before.changes(to: imported)
+            StratusCommand.log("imported \(path) as the development schema (\(Self.describe(imported))): \(changes.isEmpty ? "no change" : "\(changes.count) change(s)")")
+            return .success
+
+        case .validate(let path):
+            let schema = try Self.read(path)
+            if FileManager.default.fileExists(atPath: store.resolvedStorePath) || store.resolvedStorePath.contains("://") {
+                let production = try await store.openContainer(.existing).container(in: .production).schema()
+                try await Self.refusingData { try schema.checkKeeps(production, for: "import \(path)") }
+            }
+            StratusCommand.log("\(path) is valid (\(Self.describe(schema)))")
+            return .success
+
+        case .diff(let path):
+            let schema = try Self.read(path)
+            let stored = try await store.openContainer(.existing).schema()
+            let changes = stored.changes(to: schema)
+            let output = changes.map { $0.description + "\n" }.joined()
+            FileHandle.standardOutput.write(Data(output.utf8))
+            StratusCommand.log(changes.isEmpty ? "the \(store.environment) schema and \(path) are the same" : "\(changes.count) difference(s) from the \(store.environment) schema to \(path)")
+            return changes.isEmpty ? .success : .someFailed
+
+        case .deploy:
+            let container = try store.openContainer(.existing)
+            let production = try await container.container(in: .production).schema()
+            let deployed = try await Self.refusingData { try await container.deploySchema() }
+            let changes = production.changes(to: deployed)
+            for change in changes { StratusCommand.log("deployed: \(change)") }
+            StratusCommand.log(changes.isEmpty ? "production already had the development schema" : "deployed \(changes.count) change(s) to production (\(Self.describe(deployed)))")
+            return .success
+
+        case .reset:
+            let container = try store.openContainer(.existing)
+            try await container.resetDevelopmentEnvironment()
+            StratusCommand.log("reset the development environment of \(container.containerIdentifier): its records and zones are deleted, its schema is production's")
+            return .success
+        }
+    }
+
+    /// A schema file, read and checked: exit 66 when it cannot be read, 65 with its line and
+    /// column when it breaks the language or CloudKit's rules.
+    static func read(_ path: String) throws -> ContainerSchema {
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw CommandFailure(.inputMissing, "cannot read the schema file \(path): \(error.localizedDescription)")
+        }
+        do {
+            let schema = try SchemaReader().read(data)
+            try schema.validate()
+            return schema
+        } catch let error as StratusError {
+            // The reader's messages start with the line and column.
+            throw CommandFailure(.dataError, "\(path):" + (error.line == nil ? " " : "") + error.message)
+        }
+    }
+
+    /// Runs `body`, turning CloudKit's refusals (`invalidArguments`) into exit 65.
+    @discardableResult
+    static func refusingData<T>(_ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch let error as StratusError where error.code == .invalidArguments {
+            throw CommandFailure(.dataError, error.message)
+        }
+    }
+
+    static func describe(_ schema: ContainerSchema) -> String {
+        "\(schema.recordTypes.count) record type(s), \(schema.roles.count) role(s)"
+    }
+}

@@ -1,0 +1,90 @@
+import Foundation
+import Stratus
+import StratusSQLite
+import StratusTestSupport
+import Testing
+
+/// CloudKit's security roles through the tool: a creator, another signed-in user, a custom
+/// role the user directory gives, and `--anonymous`, for a type with the public defaults and a
+/// type written by moderators.
+@Suite("stratus and security roles", .timeLimit(.minutes(3)))
+struct RolesCLITests {
+    static func record(_ name: String, _ type: String, _ text: String) -> String {
+        #"{"recordName":"\#(name)","recordType":"\#(type)","fields":{"text":{"value":"\#(text)","type":"STRING"}}}"# + "\n"
+    }
+
+    @Test("the role matrix item by item: create, read, change and delete as creator, other user, moderator and no user")
+    func roleMatrix() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            let schema = """
+                DEFINE SCHEMA
+                    CREATE ROLE moderator;
+                    RECORD TYPE Notice (
+                        "___recordID" REFERENCE QUERYABLE,
+                        text STRING,
+                        GRANT READ TO "_world",
+                        GRANT CREATE, WRITE TO moderator
+                    );
+                    RECORD TYPE Post (
+                        "___recordID" REFERENCE QUERYABLE,
+                        text STRING
+                    );
+                """
+            #expect(try await cli.run(["schema", "import", try cli.file("forum.ckdb", schema)]).exitCode == 0)
+            // The administrator gives carol the moderator role.
+            try await Container(identifier: "default", engine: try SQLiteEngine(path: cli.storePath), userName: "admin").assignRoles(["moderator"], toLogin: "carol")
+            func run(_ user: String?, _ arguments: [String]) async throws -> CLI.Result {
+                try await cli.run(arguments + (user.map { ["--user", $0] } ?? ["--anonymous"]))
+            }
+            func create(_ user: String?, _ name: String, _ type: String) async throws -> Int32 {
+                try await run(user, ["import", try cli.file("\(name).ndjson", Self.record(name, type, "by \(user ?? "nobody")")), "--quiet", "--mode", "create"]).exitCode
+            }
+            func change(_ user: String?, _ name: String, _ type: String) async throws -> Int32 {
+                try await run(user, ["import", try cli.file("\(name)-change.ndjson", Self.record(name, type, "changed by \(user ?? "nobody")")), "--quiet", "--mode", "forceReplace"]).exitCode
+            }
+            func read(_ user: String?, _ name: String) async throws -> Int32 { try await run(user, ["get", name]).exitCode }
+            func delete(_ user: String?, _ name: String) async throws -> Int32 { try await run(user, ["delete", name, "--yes", "--quiet"]).exitCode }
+
+            // Post (CloudKit's public defaults): CREATE _icloud, READ _world, WRITE _creator.
+            #expect(try await create("alice", "post-a", "Post") == 0)
+            #expect(try await create("bob", "post-b", "Post") == 0)
+            #expect(try await create("carol", "post-c", "Post") == 0)
+            #expect(try await create(nil, "post-n", "Post") == 1, "no user creates nothing")
+            for user in ["alice", "bob", "carol", nil] {
+                #expect(try await read(user, "post-a") == 0, "\(user ?? "no user") reads a post")
+            }
+            #expect(try await change("bob", "post-a", "Post") == 1)
+            #expect(try await change("carol", "post-a", "Post") == 1)
+            #expect(try await change(nil, "post-a", "Post") == 1)
+            #expect(try await change("alice", "post-a", "Post") == 0)
+            #expect(try await delete("bob", "post-a") != 0)
+            #expect(try await delete(nil, "post-a") != 0)
+            #expect(try await read("alice", "post-a") == 0, "still there")
+            #expect(try await delete("alice", "post-a") == 0)
+            #expect(try await read("alice", "post-a") == 1, "deleted by its creator")
+
+            // Notice: CREATE and WRITE the moderator role, READ _world.
+            #expect(try await create("alice", "notice-a", "Notice") == 1)
+            #expect(try await create(nil, "notice-n", "Notice") == 1)
+            #expect(try await create("carol", "notice-c", "Notice") == 0)
+            for user in ["alice", "bob", "carol", nil] {
+                #expect(try await read(user, "notice-c") == 0, "\(user ?? "no user") reads a notice")
+            }
+            #expect(try await change("alice", "notice-c", "Notice") == 1)
+            #expect(try await change("carol", "notice-c", "Notice") == 0)
+            #expect(try await delete("bob", "notice-c") != 0)
+            #expect(try await delete("carol", "notice-c") == 0)
+
+            // What a refusal says.
+            let refused = try await run("bob", ["import", try cli.file("refused.ndjson", Self.record("post-c", "Post", "mine now")), "--mode", "forceReplace"])
+            #expect(refused.stderr.contains("permissionFailure") && refused.stderr.contains("WRITE operation not permitted"), "\(refused)")
+            let anonymous = try await run(nil, ["import", try cli.file("anon.ndjson", Self.record("x", "Post", "hi"))])
+            #expect(anonymous.stderr.contains("notAuthenticated"), "\(anonymous)")
+            // No user has no private database.
+            let privateRead = try await run(nil, ["query", "--type", "Post", "--database", "private"])
+            #expect(privateRead.exitCode == 77 && privateRead.stderr.contains("notAuthenticated"), "\(privateRead)")
+            #expect(try await cli.run(["get", "post-c", "--anonymous", "--user", "bob"]).exitCode == 64, "--anonymous and --user exclude each other")
+        }
+    }
+}

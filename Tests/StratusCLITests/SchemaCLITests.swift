@@ -1,0 +1,225 @@
+import Foundation
+import Stratus
+import StratusSQLite
+import StratusTestSupport
+import Testing
+
+/// `stratus schema export|import|validate|diff|deploy|reset`, `stratus types`, `query --explain`
+/// and the development advice, end to end with their exit codes.
+@Suite("stratus schema", .timeLimit(.minutes(3)))
+struct SchemaCLITests {
+    static let forum = """
+        DEFINE SCHEMA
+            CREATE ROLE moderator;
+
+            RECORD TYPE Notice (
+                "___recordID" REFERENCE QUERYABLE,
+                text STRING,
+                GRANT READ TO "_world",
+                GRANT CREATE, WRITE TO moderator
+            );
+
+            RECORD TYPE Post (
+                "___createTime" TIMESTAMP SORTABLE,
+                "___recordID" REFERENCE QUERYABLE,
+                rank INT64 SORTABLE,
+                title STRING QUERYABLE SEARCHABLE,
+                GRANT WRITE TO "_creator",
+                GRANT CREATE TO "_icloud",
+                GRANT READ TO "_world"
+            );
+
+        """
+
+    /// A store with the forum schema imported into development.
+    static func forumStore(_ cli: CLI) async throws {
+        let imported = try await cli.run(["schema", "import", try cli.file("forum.ckdb", forum)])
+        #expect(imported.exitCode == 0, "\(imported)")
+    }
+
+    @Test("schema export prints the environment's schema, or writes it to --output; a missing store is exit 66")
+    func export() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            #expect(try await cli.run(["schema", "export"]).exitCode == 66, "read commands never create a store")
+            try await Self.forumStore(cli)
+            let printed = try await cli.run(["schema", "export"])
+            #expect(printed.exitCode == 0, "\(printed)")
+            for line in ["DEFINE SCHEMA", "CREATE ROLE moderator;", "RECORD TYPE Post (", "rank", "INT64", "SORTABLE", "GRANT CREATE, WRITE TO moderator", "RECORD TYPE Users ("] {
+                #expect(printed.stdout.contains(line), "export shows \(line): \(printed.stdout)")
+            }
+            let output = store.path("out.ckdb")
+            let written = try await cli.run(["schema", "export", "--output", output])
+            #expect(written.exitCode == 0 && written.stdout.isEmpty, "\(written)")
+            #expect(cli.read(output) == printed.stdout)
+            // Production has nothing until a deploy (but the Users type every container has).
+            let production = try await cli.run(["schema", "export", "--environment", "production"])
+            #expect(production.exitCode == 0 && !production.stdout.contains("RECORD TYPE Post"), "\(production)")
+            #expect(try await cli.run(["schema", "export", "--environment", "staging"]).exitCode == 64)
+            #expect(try await cli.run(["schema", "export", "extra"]).exitCode == 64)
+            #expect(try await cli.run(["schema", "export", "--output", store.path("missing-folder/out.ckdb")]).exitCode == 73)
+        }
+    }
+
+    @Test("schema import replaces the development schema (exporting it gives the file back); bad files are exit 65 with line:column, missing ones 66")
+    func importFile() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            try await Self.forumStore(cli)
+            let first = try await cli.run(["schema", "export"]).stdout
+            // The export imports back to the same schema: a round trip is stable.
+            let again = try await cli.run(["schema", "import", try cli.file("again.ckdb", first)])
+            #expect(again.exitCode == 0 && again.stderr.contains("no change"), "\(again)")
+            #expect(try await cli.run(["schema", "export"]).stdout == first)
+            // A real CloudKit export imports too.
+            let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent().appendingPathComponent("shared/fixtures/ckdb/20-apple-docs-example.ckdb").path
+            if FileManager.default.fileExists(atPath: fixture) {
+                let apple = try await cli.run(["schema", "import", fixture])
+                #expect(apple.exitCode == 0, "\(apple)")
+                let exported = try await cli.run(["schema", "export"]).stdout
+                #expect(exported.contains("RECORD TYPE Department") && exported.contains("CREATE ROLE DeptManager;") && !exported.contains("RECORD TYPE Post"))
+            }
+
+            let broken = try cli.file("broken.ckdb", "DEFINE SCHEMA\n    RECORD TYPE Post (\n        title STRNG\n    );\n")
+            let refused = try await cli.run(["schema", "import", broken])
+            #expect(refused.exitCode == 65, "\(refused)")
+            #expect(refused.stderr.contains("broken.ckdb:3:"), "the file, line and column: \(refused)")
+            let ghost = try cli.file("ghost.ckdb", "DEFINE SCHEMA\n    RECORD TYPE Post (\n        title STRING,\n        GRANT READ TO ghost\n    );\n")
+            #expect(try await cli.run(["schema", "import", ghost]).exitCode == 65)
+            #expect(try await cli.run(["schema", "import", store.path("nope.ckdb")]).exitCode == 66)
+            #expect(try await cli.run(["schema", "import"]).exitCode == 64)
+            let production = try await cli.run(["schema", "import", broken, "--environment", "production"])
+            #expect(production.exitCode == 64 && production.stderr.contains("deploy"), "\(production)")
+        }
+    }
+
+    @Test("schema validate: 0 for a valid file, 65 with line:column for a bad one, 65 for one that drops what production has")
+    func validate() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            let forum = try cli.file("forum.ckdb", Self.forum)
+            let valid = try await cli.run(["schema", "validate", forum])
+            #expect(valid.exitCode == 0 && valid.stderr.contains("is valid"), "without a store, the file alone: \(valid)")
+            #expect(!cli.exists(cli.storePath), "validate creates no store")
+            let bad = try await cli.run(["schema", "validate", try cli.file("bad.ckdb", "DEFINE SCHEMA\n  RECORD TYPE A (\n    n INT64 SEARCHABLE\n  );\n")])
+            #expect(bad.exitCode == 65 && bad.stderr.contains("bad.ckdb:3:"), "\(bad)")
+
+            try await Self.forumStore(cli)
+            #expect(try await cli.run(["schema", "deploy"]).exitCode == 0)
+            let smaller = try cli.file("smaller.ckdb", "DEFINE SCHEMA\n    RECORD TYPE Post (\n        title STRING QUERYABLE\n    );\n")
+            let dropping = try await cli.run(["schema", "validate", smaller])
+            #expect(dropping.exitCode == 65, "\(dropping)")
+            #expect(dropping.stderr.contains("record type Notice is in production") && dropping.stderr.contains("field 'rank' of Post"), "\(dropping)")
+            #expect(try await cli.run(["schema", "import", smaller]).exitCode == 65, "import refuses it too")
+            #expect(try await cli.run(["schema", "validate", forum]).exitCode == 0)
+        }
+    }
+
+    @Test("schema diff prints + - ~ lines from the environment's schema to the file: exit 0 when equal, 1 when not")
+    func diff() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            try await Self.forumStore(cli)
+            let current = try cli.file("current.ckdb", try await cli.run(["schema", "export"]).stdout)
+            let same = try await cli.run(["schema", "diff", current])
+            #expect(same.exitCode == 0 && same.stdout.isEmpty, "\(same)")
+            let changed = try cli.file("changed.ckdb", Self.forum
+                .replacingOccurrences(of: "rank INT64 SORTABLE,", with: "rank STRING SORTABLE,\n        score DOUBLE,")
+                .replacingOccurrences(of: "CREATE ROLE moderator;", with: "CREATE ROLE moderator;\n    CREATE ROLE editor;"))
+            let different = try await cli.run(["schema", "diff", changed])
+            #expect(different.exitCode == 1, "\(different)")
+            #expect(different.stdoutLines.contains("+ ROLE editor"), "\(different)")
+            #expect(different.stdoutLines.contains("+ Post.score DOUBLE"), "\(different)")
+            #expect(different.stdoutLines.contains("~ Post.rank INT64 SORTABLE -> rank STRING SORTABLE"), "\(different)")
+            #expect(different.stdoutLines.contains("- RECORD TYPE Users") == false, "both have Users")
+            // Against production, which has nothing yet.
+            let production = try await cli.run(["schema", "diff", current, "--environment", "production"])
+            #expect(production.exitCode == 1 && production.stdoutLines.contains("+ RECORD TYPE Post"), "\(production)")
+            #expect(try await cli.run(["schema", "diff", store.path("nope.ckdb")]).exitCode == 66)
+        }
+    }
+
+    @Test("schema deploy copies development to production additively; a destructive deploy is exit 65 and changes nothing")
+    func deploy() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            try await Self.forumStore(cli)
+            let deployed = try await cli.run(["schema", "deploy"])
+            #expect(deployed.exitCode == 0 && deployed.stderr.contains("deployed: + RECORD TYPE Post"), "\(deployed)")
+            let development = try await cli.run(["schema", "export"]).stdout
+            #expect(try await cli.run(["schema", "export", "--environment", "production"]).stdout == development)
+            let nothing = try await cli.run(["schema", "deploy"])
+            #expect(nothing.exitCode == 0 && nothing.stderr.contains("already had"), "\(nothing)")
+            #expect(try await cli.run(["schema", "deploy", "--environment", "production"]).exitCode == 64)
+
+            // Development loses a field (through the Swift API, which the tool's import forbids).
+            let container = Container(identifier: "default", engine: try SQLiteEngine(path: cli.storePath), userName: "tester")
+            var post = try #require(try await container.schema().recordType("Post"))
+            post.fields.removeAll { $0.name == "rank" }
+            try await container.saveSchema(post)
+            let refused = try await cli.run(["schema", "deploy"])
+            #expect(refused.exitCode == 65, "\(refused)")
+            #expect(refused.stderr.contains("field 'rank' of Post is in production but not in development"), "\(refused)")
+            #expect(try await cli.run(["schema", "export", "--environment", "production"]).stdout == development, "production stays")
+        }
+    }
+
+    @Test("schema reset needs --yes and development: deletes development's records and zones, sets its schema to production's")
+    func reset() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            try await Self.forumStore(cli)
+            #expect(try await cli.run(["schema", "deploy"]).exitCode == 0)
+            let posts = try cli.file("posts.ndjson", #"{"recordName":"p1","recordType":"Post","fields":{"title":{"value":"hello"}}}"# + "\n")
+            #expect(try await cli.run(["import", posts, "--quiet"]).exitCode == 0)
+            #expect(try await cli.run(["import", posts, "--quiet", "--environment", "production"]).exitCode == 0)
+            #expect(try await cli.run(["import", try cli.file("scratch.ndjson", #"{"recordName":"s1","recordType":"Scratch","fields":{}}"# + "\n"), "--quiet"]).exitCode == 0)
+
+            let unconfirmed = try await cli.run(["schema", "reset"])
+            #expect(unconfirmed.exitCode == 64 && unconfirmed.stderr.contains("--yes"), "\(unconfirmed)")
+            #expect(try await cli.count("Post") == 1, "nothing was deleted")
+            #expect(try await cli.run(["schema", "reset", "--yes", "--environment", "production"]).exitCode == 64)
+            let reset = try await cli.run(["schema", "reset", "--yes"])
+            #expect(reset.exitCode == 0, "\(reset)")
+            #expect(try await cli.count("Post") == 0)
+            #expect(try await cli.count("Post", extra: ["--environment", "production"]) == 1, "production keeps its records")
+            #expect(try await cli.run(["schema", "export"]).stdout == cli.run(["schema", "export", "--environment", "production"]).stdout)
+            #expect(try await cli.run(["schema", "export"]).stdout.contains("Scratch") == false)
+        }
+    }
+
+    @Test("types lists record types with their counts; query --explain names the index; development advises, production refuses")
+    func typesExplainAndAdvice() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try CLI(store)
+            try await Self.forumStore(cli)
+            let lines = (0..<3).map { #"{"recordName":"p\#($0)","recordType":"Post","fields":{"title":{"value":"t\#($0)"},"rank":{"value":\#($0)},"note":{"value":"n"}}}"# }
+            #expect(try await cli.run(["import", try cli.file("posts.ndjson", lines.joined(separator: "\n") + "\n"), "--quiet"]).exitCode == 0)
+            let types = try await cli.run(["types"])
+            #expect(types.exitCode == 0, "\(types)")
+            #expect(types.stdoutLines == ["Notice\t0", "Post\t3", "Users\t0"], "\(types)")
+
+            let explained = try await cli.run(["query", "--type", "Post", "--sort", "rank", "--explain"])
+            #expect(explained.exitCode == 0, "\(explained)")
+            #expect(explained.stdout.contains("index: ix_") && explained.stdout.contains("(Post: rank)") && explained.stdout.contains("plan: "), "\(explained)")
+            let scan = try await cli.run(["query", "--type", "Post", "--sort", "note", "--explain"])
+            #expect(scan.exitCode == 0 && !scan.stdout.contains("(Post: "), "\(scan)")
+
+            // Development runs an unindexed sort, and says once what it costs and what to declare.
+            let advised = try await cli.run(["query", "--type", "Post", "--sort", "note"])
+            #expect(advised.exitCode == 0 && advised.stdoutLines.count == 3, "\(advised)")
+            #expect(advised.stderr.components(separatedBy: "note: no index serves this query").count == 2, "said once: \(advised)")
+            #expect(advised.stderr.contains("note SORTABLE on Post"), "\(advised)")
+            let quiet = try await cli.run(["query", "--type", "Post", "--sort", "rank"])
+            #expect(quiet.exitCode == 0 && !quiet.stderr.contains("note:"), "an indexed query gets no advice: \(quiet)")
+            // Production refuses it as CloudKit does.
+            #expect(try await cli.run(["schema", "deploy"]).exitCode == 0)
+            #expect(try await cli.run(["import", try cli.file("prod.ndjson", lines[0] + "\n"), "--quiet", "--environment", "production"]).exitCode == 0)
+            let refused = try await cli.run(["query", "--type", "Post", "--sort", "title", "--environment", "production"])
+            #expect(refused.exitCode != 0 && refused.stderr.contains("Field 'title' is not marked sortable"), "\(refused)")
+            let unknownField = try await cli.run(["import", try cli.file("color.ndjson", #"{"recordName":"c","recordType":"Post","fields":{"color":{"value":"red"}}}"# + "\n"), "--environment", "production"])
+            #expect(unknownField.exitCode == 1 && unknownField.stderr.contains("Cannot create or modify field 'color' in record 'Post' in production schema"), "\(unknownField)")
+        }
+    }
+}
