@@ -106,8 +106,14 @@ extension SQLiteEngine {
         let select = try connection.statement("SELECT schema FROM record_types WHERE container = ? AND record_type = ?")
         try select.bind([.text(storageContainer), .text(recordType)])
         guard try select.step() else { return nil }
-        let schema = try Self.decodeSchema(select.text(0) ?? "")
+        let text = select.text(0) ?? ""
         select.reset()
+        if let known = decodedSchemas.withLock({ $0[text] }) { return known }
+        let schema = try Self.decodeSchema(text)
+        decodedSchemas.withLock { known in
+            if known.count >= 256 { known.removeAll() }
+            known[text] = schema
+        }
         return schema
     }
 

@@ -47,6 +47,8 @@ struct RecordTypeRules {
         let name: String
         /// As stored, plus what this transaction grew; `nil` while the type does not exist.
         var schema: RecordTypeSchema?
+        /// Whether ``schema`` is set (asked for every record; reading the optional copies it).
+        var exists: Bool
         /// The declared fields by name.
         var declared: [String: FieldKind]
         var grown = false
@@ -58,6 +60,7 @@ struct RecordTypeRules {
         init(name: String, schema: RecordTypeSchema?, access: RecordAccess?) {
             self.name = name
             self.schema = schema
+            exists = schema != nil
             self.access = access
             var declared: [String: FieldKind] = [:]
             for field in schema?.fields ?? [] where field.systemField == nil { declared[field.name] = FieldKind(field) }
@@ -101,7 +104,7 @@ struct RecordTypeRules {
         let anyEncrypted = !save.encryptedKeys.isEmpty || type.hasEncryptedFields
         // A type that does not exist yet is created (development) or refused (production),
         // also for a record without fields.
-        var unmatched = type.schema == nil
+        var unmatched = !type.exists
         for (key, value) in save.fields {
             let given = value.type
             if given == .asset || given == .assetList || given == .reference || given == .referenceList, value.needsStoredRecordFirst { return false }
@@ -167,9 +170,9 @@ struct RecordTypeRules {
                 return problem
             }
         }
-        guard !missing.isEmpty || type.schema == nil else { return nil }
+        guard !missing.isEmpty || !type.exists else { return nil }
         if context.environment == .production {
-            guard type.schema != nil else {
+            guard type.exists else {
                 return StratusError(.invalidArguments, "Cannot create new type \(type.name) in production schema (record '\(save.recordID.recordName)'); deploy the development schema first", recordID: save.recordID)
             }
             let field = missing.map(\.0).min()!
@@ -230,6 +233,7 @@ struct RecordTypeRules {
             if field.isEncrypted { type.hasEncryptedFields = true }
         }
         type.schema = schema
+        type.exists = true
         type.grown = true
     }
 
