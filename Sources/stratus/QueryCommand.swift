@@ -20,7 +20,9 @@ struct QueryCommand: Command {
         With --explain, prints instead which index the store would read the query through (and
         the store's own plan), and reads no record. In development, a query that filters or
         sorts on a field without its index still runs, by reading every record of the type;
-        stderr then says so once, and names the index to declare (production refuses it).
+        when stderr is a terminal (or $STRATUS_ADVICE is `always`), stderr then says so once and
+        names the index to declare (production refuses such a query). Scripts that read stderr
+        see only the cursor line.
         """
     static let options: [Option] = [
         .recordType, .predicate, .sort,
@@ -62,7 +64,7 @@ struct QueryCommand: Command {
         let container = try store.openContainer(.existing)
         let database = container.database(with: store.scope)
         if explain { return try await printPlan(database) }
-        if cursor == nil, store.environment == .development, let query = try selection.makeQuery() {
+        if cursor == nil, store.environment == .development, Self.givesAdvice, let query = try selection.makeQuery() {
             try await adviseIndexes(for: query, in: container)
         }
         let page: (matchResults: [(Record.ID, Result<Record, any Error>)], queryCursor: QueryOperation.Cursor?)
@@ -100,6 +102,16 @@ struct QueryCommand: Command {
         text += plan.steps.map { "plan: \($0)\n" }.joined()
         FileHandle.standardOutput.write(Data(text.utf8))
         return .success
+    }
+
+    /// Whether to advise on stderr: when a person reads it (a terminal), or `$STRATUS_ADVICE`
+    /// says `always` (`never` turns it off).
+    static var givesAdvice: Bool {
+        switch ProcessInfo.processInfo.environment["STRATUS_ADVICE"] {
+        case "always": true
+        case "never": false
+        default: isatty(STDERR_FILENO) == 1
+        }
     }
 
     /// In development: says once on stderr what a filter or sort without its index costs, and

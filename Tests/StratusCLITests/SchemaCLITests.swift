@@ -206,13 +206,16 @@ struct SchemaCLITests {
             let scan = try await cli.run(["query", "--type", "Post", "--sort", "note", "--explain"])
             #expect(scan.exitCode == 0 && !scan.stdout.contains("(Post: "), "\(scan)")
 
-            // Development runs an unindexed sort, and says once what it costs and what to declare.
-            let advised = try await cli.run(["query", "--type", "Post", "--sort", "note"])
+            // Development runs an unindexed sort, and says once what it costs and what to declare
+            // (to a person: when stderr is a terminal, or as here when asked for).
+            let advised = try await cli.run(["query", "--type", "Post", "--sort", "note"], environment: ["STRATUS_ADVICE": "always"])
             #expect(advised.exitCode == 0 && advised.stdoutLines.count == 3, "\(advised)")
             #expect(advised.stderr.components(separatedBy: "note: no index serves this query").count == 2, "said once: \(advised)")
             #expect(advised.stderr.contains("note SORTABLE on Post"), "\(advised)")
-            let quiet = try await cli.run(["query", "--type", "Post", "--sort", "rank"])
+            let quiet = try await cli.run(["query", "--type", "Post", "--sort", "rank"], environment: ["STRATUS_ADVICE": "always"])
             #expect(quiet.exitCode == 0 && !quiet.stderr.contains("note:"), "an indexed query gets no advice: \(quiet)")
+            let script = try await cli.run(["query", "--type", "Post", "--sort", "note"])
+            #expect(script.exitCode == 0 && script.stderr.isEmpty, "a script's stderr holds nothing but cursors: \(script)")
             // Production refuses it as CloudKit does.
             #expect(try await cli.run(["schema", "deploy"]).exitCode == 0)
             #expect(try await cli.run(["import", try cli.file("prod.ndjson", lines[0] + "\n"), "--quiet", "--environment", "production"]).exitCode == 0)
