@@ -2,6 +2,10 @@ import Foundation
 
 /// The one error type of Stratus. Its ``Code`` values mirror `CKError.Code` names and numbers.
 ///
+/// It bridges to `NSError` as a `CKError` does (see `StratusError+NSError.swift`): domain
+/// `CKErrorDomain`, CloudKit's code numbers and `userInfo` keys, and the message as
+/// `localizedDescription`.
+///
 /// ```swift
 /// do {
 ///     _ = try await database.record(for: Record.ID(recordName: "missing"))
@@ -29,6 +33,9 @@ public struct StratusError: Error, Sendable, CustomStringConvertible {
     public var ancestorRecord: Record?
     /// For transient failures: seconds to wait before trying again.
     public var retryAfterSeconds: Double?
+    /// The lower-level error behind this one (`NSUnderlyingErrorKey` when bridged), e.g. the
+    /// `NSURLErrorTimedOut` behind a timed-out operation's `networkFailure`.
+    public var underlyingError: (any Error)?
     /// For errors in text input (a predicate, a file): 1-based line and column.
     public var line: Int?
     public var column: Int?
@@ -83,14 +90,17 @@ public struct StratusError: Error, Sendable, CustomStringConvertible {
         public static let badContainer = Code(rawValue: 5)
         public static let serviceUnavailable = Code(rawValue: 6)
         public static let requestRateLimited = Code(rawValue: 7)
+        public static let missingEntitlement = Code(rawValue: 8)
         public static let notAuthenticated = Code(rawValue: 9)
         public static let permissionFailure = Code(rawValue: 10)
         public static let unknownItem = Code(rawValue: 11)
         public static let invalidArguments = Code(rawValue: 12)
+        public static let resultsTruncated = Code(rawValue: 13)
         public static let serverRecordChanged = Code(rawValue: 14)
         public static let serverRejectedRequest = Code(rawValue: 15)
         public static let assetFileNotFound = Code(rawValue: 16)
         public static let assetFileModified = Code(rawValue: 17)
+        public static let incompatibleVersion = Code(rawValue: 18)
         public static let constraintViolation = Code(rawValue: 19)
         public static let operationCancelled = Code(rawValue: 20)
         public static let changeTokenExpired = Code(rawValue: 21)
@@ -101,18 +111,30 @@ public struct StratusError: Error, Sendable, CustomStringConvertible {
         public static let zoneNotFound = Code(rawValue: 26)
         public static let limitExceeded = Code(rawValue: 27)
         public static let userDeletedZone = Code(rawValue: 28)
+        public static let tooManyParticipants = Code(rawValue: 29)
+        public static let alreadyShared = Code(rawValue: 30)
         public static let referenceViolation = Code(rawValue: 31)
+        public static let managedAccountRestricted = Code(rawValue: 32)
+        public static let participantMayNeedVerification = Code(rawValue: 33)
+        public static let serverResponseLost = Code(rawValue: 34)
         public static let assetNotAvailable = Code(rawValue: 35)
+        public static let accountTemporarilyUnavailable = Code(rawValue: 36)
+        public static let participantAlreadyInvited = Code(rawValue: 37)
+
+        /// Every code CloudKit defines, in number order.
+        public static let allCases: [Code] = names.keys.sorted().map(Code.init(rawValue:))
 
         private static let names: [Int: String] = [
             1: "internalError", 2: "partialFailure", 3: "networkUnavailable", 4: "networkFailure",
-            5: "badContainer", 6: "serviceUnavailable", 7: "requestRateLimited", 9: "notAuthenticated",
-            10: "permissionFailure", 11: "unknownItem", 12: "invalidArguments", 14: "serverRecordChanged",
-            15: "serverRejectedRequest", 16: "assetFileNotFound", 17: "assetFileModified",
-            19: "constraintViolation", 20: "operationCancelled", 21: "changeTokenExpired",
-            22: "batchRequestFailed", 23: "zoneBusy", 24: "badDatabase", 25: "quotaExceeded",
-            26: "zoneNotFound", 27: "limitExceeded", 28: "userDeletedZone", 31: "referenceViolation",
-            35: "assetNotAvailable",
+            5: "badContainer", 6: "serviceUnavailable", 7: "requestRateLimited", 8: "missingEntitlement",
+            9: "notAuthenticated", 10: "permissionFailure", 11: "unknownItem", 12: "invalidArguments",
+            13: "resultsTruncated", 14: "serverRecordChanged", 15: "serverRejectedRequest", 16: "assetFileNotFound",
+            17: "assetFileModified", 18: "incompatibleVersion", 19: "constraintViolation", 20: "operationCancelled",
+            21: "changeTokenExpired", 22: "batchRequestFailed", 23: "zoneBusy", 24: "badDatabase", 25: "quotaExceeded",
+            26: "zoneNotFound", 27: "limitExceeded", 28: "userDeletedZone", 29: "tooManyParticipants",
+            30: "alreadyShared", 31: "referenceViolation", 32: "managedAccountRestricted",
+            33: "participantMayNeedVerification", 34: "serverResponseLost", 35: "assetNotAvailable",
+            36: "accountTemporarilyUnavailable", 37: "participantAlreadyInvited",
         ]
 
         public var description: String { Code.names[rawValue] ?? "code\(rawValue)" }
