@@ -21,11 +21,15 @@ public final class RecordZone: Sendable {
         self.init(zoneID: ID(zoneName: zoneName))
     }
 
-    /// The default zone of a database.
+    /// The default zone of a database, as `CKRecordZone.default()`.
     ///
     /// Unlike CloudKit's, Stratus's default zone numbers its changes and honours atomic
     /// requests like a custom zone, so it reports both capabilities.
-    public static var `default`: RecordZone { RecordZone(zoneID: .default, capabilities: [.fetchChanges, .atomic]) }
+    ///
+    /// ```swift
+    /// let record = Record(recordType: "Todo", zoneID: RecordZone.default().zoneID)
+    /// ```
+    public static func `default`() -> RecordZone { RecordZone(zoneID: .default, capabilities: [.fetchChanges, .atomic]) }
 
     /// Identifies a zone by name and owner.
     public struct ID: Hashable, Sendable, Codable, CustomStringConvertible {
