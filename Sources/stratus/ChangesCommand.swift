@@ -139,7 +139,9 @@ struct ChangesCommand {
             if case .success(let record) = result { changes.withLock { $0.append(.changed(record)) } }
         }
         operation.recordWithIDWasDeletedBlock = { id, type in changes.withLock { $0.append(.deleted(id, recordType: type)) } }
-        operation.recordZoneFetchResultBlock = { _, result in end.withLock { $0 = result } }
+        operation.recordZoneFetchResultBlock = { _, result in
+            end.withLock { $0 = result.map { (serverChangeToken: $0.serverChangeToken, moreComing: $0.moreComing) } }
+        }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             operation.fetchRecordZoneChangesResultBlock = { _ in continuation.resume() }
             database.add(operation)
