@@ -129,7 +129,7 @@ extension StratusError: CustomNSError, LocalizedError {
         }
         let nsError = error as NSError
         if nsError.domain == ErrorDomain {
-            self.init(Code(rawValue: nsError.code), userInfo: nsError.userInfo)
+            self.init(Code(rawValue: nsError.code) ?? .internalError, userInfo: nsError.userInfo)
         } else {
             self.init(.internalError, String(describing: error))
             underlyingError = error
