@@ -29,6 +29,9 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
         case allKeys = 2
     }
 
+    /// `CKModifyRecordsOperation.RecordSavePolicy`'s name for ``SavePolicy``.
+    public typealias RecordSavePolicy = SavePolicy
+
     /// CloudKit's per-request item limit; larger non-atomic requests are split.
     public static let maximumItemsPerBatch = 400
     /// CloudKit's per-request size limit in bytes; larger non-atomic requests are split.
