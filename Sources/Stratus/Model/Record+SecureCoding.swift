@@ -88,12 +88,19 @@ extension Record: NSSecureCoding {
     /// let record = try NSKeyedUnarchiver.unarchivedObject(ofClass: Record.self, from: data)
     /// ```
     public convenience init?(coder: NSCoder) {
-        func text(_ key: String) -> String? { coder.decodeObject(of: NSString.self, forKey: key) as String? }
-        func date(_ key: String) -> Date? { coder.decodeObject(of: NSDate.self, forKey: key) as Date? }
+        // Absent keys are not decoded at all: swift-corelibs-foundation's unarchiver counts
+        // decoding a missing key as a failure (and its older class methods then trap).
+        func text(_ key: String) -> String? {
+            coder.containsValue(forKey: key) ? coder.decodeObject(of: NSString.self, forKey: key) as String? : nil
+        }
+        func date(_ key: String) -> Date? {
+            coder.containsValue(forKey: key) ? coder.decodeObject(of: NSDate.self, forKey: key) as Date? : nil
+        }
         func json<T: Decodable>(_ key: String, as type: T.Type) -> T? {
-            guard let data = coder.decodeObject(of: NSData.self, forKey: key) as Data? else { return nil }
+            guard coder.containsValue(forKey: key), let data = coder.decodeObject(of: NSData.self, forKey: key) as Data? else { return nil }
             return try? JSONDecoder().decode(T.self, from: data)
         }
+        func flag(_ key: String) -> Bool { coder.containsValue(forKey: key) && coder.decodeBool(forKey: key) }
         guard coder.containsValue(forKey: Key.version), let recordType = text(Key.recordType), let recordName = text(Key.recordName),
               let zoneName = text(Key.zoneName), let ownerName = text(Key.ownerName)
         else { return nil }
@@ -114,8 +121,8 @@ extension Record: NSSecureCoding {
                   fields: fields, parent: parent, encryptedKeys: encrypted.intersection(fields.keys))
         let changed = json(Key.changedKeys, as: [String].self) ?? []
         let base = json(Key.baseFields, as: [String: FieldValue].self)
-        let allFieldsChanged = coder.decodeBool(forKey: Key.allFieldsChanged)
-        let parentChanged = coder.decodeBool(forKey: Key.parentChanged)
+        let allFieldsChanged = flag(Key.allFieldsChanged)
+        let parentChanged = flag(Key.parentChanged)
         restoreChanges(changed: changed, baseFields: base, allFieldsChanged: allFieldsChanged, parentChanged: parentChanged)
     }
 
