@@ -98,6 +98,25 @@ extension Record {
     }
 }
 
+extension Record {
+    /// The names of a record's system fields, as `CKRecord.SystemFieldKey`; ``value(forKey:)``
+    /// answers them, and predicates and sort descriptors accept `recordID`, `creationDate`,
+    /// `modificationDate`, `creatorUserRecordID` and `lastModifiedUserRecordID`.
+    ///
+    /// ```swift
+    /// query.sortDescriptors = [RecordSortDescriptor(key: Record.SystemFieldKey.creationDate, ascending: false)]
+    /// ```
+    public enum SystemFieldKey {
+        public static let recordID: FieldKey = "recordID"
+        public static let creationDate: FieldKey = "creationDate"
+        public static let creatorUserRecordID: FieldKey = "creatorUserRecordID"
+        public static let modificationDate: FieldKey = "modificationDate"
+        public static let lastModifiedUserRecordID: FieldKey = "lastModifiedUserRecordID"
+        public static let parent: FieldKey = "parent"
+        public static let share: FieldKey = "share"
+    }
+}
+
 extension Record.Reference {
     /// `CKRecord.Reference.Action`'s name for ``Record/ReferenceAction``.
     public typealias Action = Record.ReferenceAction
