@@ -198,6 +198,19 @@ struct RecordCompatTests {
         #expect(!LocationCoordinate2DIsValid(LocationCoordinate2DMake(91, 0)))
     }
 
+    @Test("numbers read from records, and NSNumbers, work as predicate arguments")
+    func numbersAsArguments() async throws {
+        try await SQLiteFixture.with { fixture in
+            try await TestDatabase.save(items(4), in: fixture.database)
+            let two = try await fixture.database.record(for: Record.ID(recordName: "item-00002"))
+            let threshold = try #require(two["n"])
+            let fromRecord = try await fixture.database.records(matching: Query(recordType: "Item", predicate: try QueryPredicate(format: "n >= %@", threshold)))
+            #expect(fromRecord.matchResults.map(\.0.recordName).sorted() == ["item-00002", "item-00003"])
+            let fromNumber = try await fixture.database.records(matching: Query(recordType: "Item", predicate: try QueryPredicate(format: "n < %@", NSNumber(value: 1.5))))
+            #expect(fromNumber.matchResults.map(\.0.recordName).sorted() == ["item-00000", "item-00001"])
+        }
+    }
+
     @Test("QueryPredicate(value:) queries every record or none")
     func valuePredicates() async throws {
         try await SQLiteFixture.with { fixture in
