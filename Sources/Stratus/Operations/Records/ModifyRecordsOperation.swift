@@ -221,7 +221,7 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
         // Read once: this runs for every saved record.
         let kindBlock = perRecordWriteKindBlock, saveBlock = perRecordSaveBlock, collecting = recordOutput.isWanted
         let progressBlock = perRecordProgressBlock, completionBlock = perRecordCompletionBlock
-        let keepsResults = modifyRecordsCompletionBlock != nil
+        let keepsResults = modifyRecordsCompletionBlock != nil, tracksZones = clientChangeTokenData != nil
         var writtenZones = Set<RecordZone.ID>()
         for (index, save) in saves.enumerated() {
             let record = save.record
@@ -236,7 +236,7 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
             case .success(let (saved, kind)):
                 if collecting { recordOutput.append(saved) }
                 if keepsResults { savedRecords.append(saved) }
-                writtenZones.insert(record.recordID.zoneID)
+                if tracksZones { writtenZones.insert(record.recordID.zoneID) }
                 kindBlock?(record.recordID, kind)
                 progressBlock?(record, 1.0)
                 saveBlock?(record.recordID, .success(saved))
@@ -252,7 +252,7 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
             switch result {
             case .success:
                 if keepsResults { deletedRecordIDs.append(id) }
-                writtenZones.insert(id.zoneID)
+                if tracksZones { writtenZones.insert(id.zoneID) }
             case .failure(let error):
                 errors[id] = error
             }
