@@ -16,7 +16,7 @@ extension SQLiteEngine {
                 let id = Self.zoneID(name: select.text(0) ?? "", owner: select.text(1) ?? "")
                 zones.append(RecordZone(zoneID: id, capabilities: RecordZone.Capabilities(rawValue: Int(select.int64(2)))))
             }
-            if !zones.contains(where: { $0.zoneID.isDefault }) { zones.insert(.default(), at: 0) }
+            if !zones.contains(where: { $0.zoneID.isDefault }) { zones.insert(.default, at: 0) }
             return zones
         }
     }

@@ -212,7 +212,7 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
         try select.bind([.text(context.containerIdentifier), .integer(Int64(context.scope.rawValue)), .text(context.storageOwner), .text(zoneID.zoneName), .text(owner)])
         if try select.step() { return select.int64(0) }
         guard createDefault, zoneID.isDefault else { return nil }
-        return try insertZone(zoneID, capabilities: RecordZone.default().capabilities, context, on: connection)
+        return try insertZone(zoneID, capabilities: RecordZone.default.capabilities, context, on: connection)
     }
 
     /// Zones owned by the database's own user are stored with an empty owner, so that

@@ -99,7 +99,7 @@ public enum ZoneConformance {
         let missingError = await caughtError { try await database.deleteRecordZone(withID: RecordZone.ID(zoneName: "Nowhere")) }
         #expect(stratusError(missingError)?.code == .zoneNotFound)
         // Saving the default zone is allowed and changes nothing.
-        #expect(try await database.save(RecordZone.default()).capabilities == [.fetchChanges, .atomic])
+        #expect(try await database.save(RecordZone.default).capabilities == [.fetchChanges, .atomic])
     }
 
     static func zonesFollowDatabaseScopes(_ env: Environment) async throws {

@@ -30,7 +30,7 @@ struct ModelTests {
         #expect(RecordZone.ID.default.isDefault)
         #expect(!RecordZone.ID(zoneName: "Photos").isDefault)
         #expect(RecordZone.ID(zoneName: "Photos", ownerName: "bob") != RecordZone.ID(zoneName: "Photos"))
-        #expect(RecordZone.default().zoneID == .default)
+        #expect(RecordZone.default.zoneID == .default)
         #expect(RecordZone(zoneName: "Photos").zoneID == RecordZone.ID(zoneName: "Photos"))
     }
 

@@ -34,7 +34,7 @@ enum ZoneRules {
     /// whatever the caller says; other zones what they ask of those Stratus supports
     /// (`fetchChanges`, `atomic`; sharing is not supported yet).
     static func supportedCapabilities(of zone: RecordZone) -> RecordZone.Capabilities {
-        zone.zoneID.isDefault ? RecordZone.default().capabilities : zone.capabilities.intersection([.fetchChanges, .atomic])
+        zone.zoneID.isDefault ? RecordZone.default.capabilities : zone.capabilities.intersection([.fetchChanges, .atomic])
     }
 
     /// Reports per-zone errors as CloudKit does: one `partialFailure` holding them all.
