@@ -211,6 +211,16 @@ struct RecordCompatTests {
         }
     }
 
+    @Test("the pre-Swift 4.2 CloudKit names, with the prefix dropped, name Stratus's types")
+    func olderNames() {
+        let id: RecordID = RecordID(recordName: "a", zoneID: RecordZoneID(zoneName: "Z"))
+        let reference = Reference(recordID: id, action: ReferenceAction.deleteSelf)
+        let policy: RecordSavePolicy = .changedKeys
+        #expect(reference.recordID == Record.ID(recordName: "a", zoneID: RecordZone.ID(zoneName: "Z")))
+        #expect(policy == ModifyRecordsOperation.RecordSavePolicy.changedKeys)
+        #expect(RecordZone.default().zoneID == RecordZone.default.zoneID)
+    }
+
     @Test("QueryPredicate(value:) queries every record or none")
     func valuePredicates() async throws {
         try await SQLiteFixture.with { fixture in
