@@ -38,6 +38,11 @@ public final class Database: Sendable {
     /// Operations of one database that run at once on its queue.
     public static let maximumConcurrentOperations = 4
 
+    /// What `configuredWith(configuration:group:body:)` gives the
+    /// operations this database runs.
+    let operationConfiguration: OperationConfiguration?
+    let operationGroup: OperationGroup?
+
     @_spi(StratusEngine) public init(engine: any StorageEngine, context: DatabaseContext, retryPolicy: RetryPolicy = RetryPolicy()) {
         self.engine = engine
         self.context = context
@@ -46,6 +51,18 @@ public final class Database: Sendable {
         queue.name = "stratus.\(context.containerIdentifier).\(context.scope)"
         queue.maxConcurrentOperationCount = Database.maximumConcurrentOperations
         self.operationQueue = queue
+        self.operationConfiguration = nil
+        self.operationGroup = nil
+    }
+
+    /// The same database (and queue), giving its operations a configuration and a group.
+    init(_ database: Database, configuration: OperationConfiguration?, group: OperationGroup?) {
+        self.engine = database.engine
+        self.context = database.context
+        self.retryPolicy = database.retryPolicy
+        self.operationQueue = database.operationQueue
+        self.operationConfiguration = (configuration?.copy() as? OperationConfiguration) ?? database.operationConfiguration
+        self.operationGroup = group ?? database.operationGroup
     }
 
     public var databaseScope: Scope { context.scope }
@@ -57,6 +74,9 @@ public final class Database: Sendable {
     /// ```
     public func add(_ operation: DatabaseOperation) {
         operation.database = self
+        if operationConfiguration != nil || operationGroup != nil {
+            operation.adopt(configuration: operationConfiguration, group: operationGroup)
+        }
         operationQueue.addOperation(operation)
     }
 
