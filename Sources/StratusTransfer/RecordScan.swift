@@ -1,4 +1,5 @@
 import Foundation
+import Stratus
 
 /// One field of a record object as scanned: tokens only, converted once the whole record is
 /// known (its type, schema and zone may come after the fields).

@@ -51,7 +51,7 @@ enum TimestampText {
         return text.withUTF8 { utf8 in
             var significand: UInt64 = 0
             var digits = 0
-            guard let (negative, exponent) = ExactDecimal.scan(utf8.baseAddress!, count: utf8.count, digit: { digit in
+            guard let (negative, exponent) = DecimalText.scan(utf8.baseAddress!, count: utf8.count, digit: { digit in
                 digits += 1
                 guard digits <= 19 else { return false }
                 significand = significand * 10 + UInt64(digit)

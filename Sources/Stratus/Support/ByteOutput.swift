@@ -145,7 +145,8 @@ package struct ByteOutput: ~Copyable {
         text.withUTF8 { append($0) }
     }
 
-    /// Appends a JSON string literal, escaping quotes, backslashes and control characters.
+    /// Appends a JSON string literal, escaping quotes, backslashes and control characters: the
+    /// one JSON string escaper (``JSONText`` has its rules, ``JSONCursor`` reads them back).
     package mutating func appendString(_ text: String) {
         if text.utf8.withContiguousStorageIfAvailable({ appendString(utf8: $0) }) != nil { return }
         var text = text
@@ -180,20 +181,15 @@ package struct ByteOutput: ~Copyable {
 
     private static let hexDigits = Array("0123456789abcdef".utf8)
 
-    /// How many leading bytes need no escape, give or take: whole 8-byte words without a quote,
-    /// a backslash or a control character (tested a word at a time); the caller checks the
-    /// bytes from there one by one.
+    /// How many leading bytes need no escape: whole 8-byte words are tested at once
+    /// (``JSONText/escapeMask(_:)``), up to the first byte that needs one.
     @inline(__always)
     private static func plainPrefixLength(_ utf8: UnsafeBufferPointer<UInt8>) -> Int {
         guard let start = utf8.baseAddress else { return 0 }
-        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
         var i = 0
         while i + 8 <= utf8.count {
-            let word = UnsafeRawPointer(start + i).loadUnaligned(as: UInt64.self)
-            let quotes = word ^ (ones &* 0x22), backslashes = word ^ (ones &* 0x5C)
-            // A byte is zero, or below 0x20, where subtracting borrows into its high bit.
-            let special = ((quotes &- ones) & ~quotes) | ((backslashes &- ones) & ~backslashes) | ((word &- ones &* 0x20) & ~word)
-            if special & highs != 0 { break }
+            let special = JSONText.escapeMask(UnsafeRawPointer(start + i).loadUnaligned(as: UInt64.self))
+            if special != 0 { return i + special.trailingZeroBitCount >> 3 }
             i += 8
         }
         return i

@@ -1,0 +1,144 @@
+/// The outcome of reading a number as an `Int64`.
+package enum IntegerConversion: Equatable {
+    case value(Int64)
+    case notInteger
+    case outOfRange
+}
+
+/// Decimal number text read exactly: the one parser of number text, shared by the JSON cursor
+/// (``JSONCursor``), the stored field document, and the transfer codecs' exact decimals and
+/// timestamps. It reads the significant digits and the power of ten that scales them; the
+/// conversions (an exact `Int64`, the correctly rounded `Double`) are built on that reading.
+///
+/// ```swift
+/// let text: StaticString = "0.125"
+/// DecimalText.double(text.utf8Start, count: text.utf8CodeUnitCount)   // 0.125
+/// ```
+package enum DecimalText {
+    /// Reads number text in JSON's grammar (a caller checked it; a leading `.` is read too):
+    /// hands each significant digit (leading zeros skipped, most significant first) to
+    /// `digit`, which may stop the scan by answering false; returns the sign and the power of
+    /// ten that scales the digits handed over (saturated far beyond any range a caller
+    /// converts to), or nil when stopped.
+    @inlinable @inline(__always)
+    package static func scan(_ bytes: UnsafePointer<UInt8>, count: Int, digit: (UInt8) -> Bool) -> (negative: Bool, exponent: Int)? {
+        var i = 0
+        let negative = count > 0 && bytes[0] == UInt8(ascii: "-")
+        if negative { i = 1 }
+        var exponent = 0
+        var significant = false
+        var afterPoint = false
+        while i < count {
+            let b = bytes[i]
+            if b == UInt8(ascii: ".") {
+                afterPoint = true
+            } else if b &- UInt8(ascii: "0") < 10 {
+                if significant || b != UInt8(ascii: "0") {
+                    significant = true
+                    guard digit(b &- UInt8(ascii: "0")) else { return nil }
+                }
+                if afterPoint { exponent -= 1 }
+            } else {
+                break
+            }
+            i += 1
+        }
+        if i < count {
+            // An exponent: e, then an optional sign and digits.
+            i += 1
+            var negativeExponent = false
+            if i < count && (bytes[i] == UInt8(ascii: "-") || bytes[i] == UInt8(ascii: "+")) {
+                negativeExponent = bytes[i] == UInt8(ascii: "-")
+                i += 1
+            }
+            var e = 0
+            while i < count {
+                e = min(e * 10 + Int(bytes[i] &- UInt8(ascii: "0")), 1_000_000)
+                i += 1
+            }
+            exponent += negativeExponent ? -e : e
+        }
+        return (negative, exponent)
+    }
+
+    /// Integer text (no fraction, no exponent) as an exact `Int64`.
+    @inlinable
+    package static func int64(_ bytes: UnsafePointer<UInt8>, count: Int) -> IntegerConversion {
+        var magnitude: UInt64 = 0
+        guard let (negative, _) = scan(bytes, count: count, digit: { digit in
+            let (times10, o1) = magnitude.multipliedReportingOverflow(by: 10)
+            let (sum, o2) = times10.addingReportingOverflow(UInt64(digit))
+            magnitude = sum
+            return !(o1 || o2)
+        }) else { return .outOfRange }
+        if negative {
+            guard magnitude <= 1 << 63 else { return .outOfRange }
+            return .value(Int64(bitPattern: 0 &- magnitude))
+        }
+        guard magnitude <= UInt64(Int64.max) else { return .outOfRange }
+        return .value(Int64(magnitude))
+    }
+
+    /// The nearest `Double` to number text, as `Double(_:)` rounds it (infinite beyond the
+    /// largest finite value); nil only for text `Double(_:)` does not read.
+    @inlinable
+    package static func double(_ bytes: UnsafePointer<UInt8>, count: Int) -> Double? {
+        if let fast = clingerDouble(bytes, count: count) { return fast }
+        return Double(String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self))
+    }
+
+    /// Clinger's fast path: a significand of at most 2^53 scaled by an exact power of ten is
+    /// correctly rounded by one multiplication or division. Nil when the text is outside it.
+    @inlinable
+    package static func clingerDouble(_ bytes: UnsafePointer<UInt8>, count: Int) -> Double? {
+        var significand: UInt64 = 0
+        var digits = 0
+        guard let (negative, exponent) = scan(bytes, count: count, digit: { digit in
+            digits += 1
+            significand = significand &* 10 &+ UInt64(digit)
+            return digits <= 19
+        }) else { return nil }
+        guard significand <= 1 << 53 else { return nil }
+        var value = Double(significand)
+        if significand != 0 {
+            guard exponent >= -22 && exponent <= 22 else { return nil }
+            if exponent < 0 {
+                value /= powerOfTen(-exponent)
+            } else if exponent > 0 {
+                value *= powerOfTen(exponent)
+            }
+        }
+        return negative ? -value : value
+    }
+
+    /// 10^n for n in 0...22, every power of ten a `Double` holds exactly. A switch rather
+    /// than a table, so that code inlined into other modules needs no global.
+    @inlinable
+    static func powerOfTen(_ n: Int) -> Double {
+        switch n {
+        case 0: 1e0
+        case 1: 1e1
+        case 2: 1e2
+        case 3: 1e3
+        case 4: 1e4
+        case 5: 1e5
+        case 6: 1e6
+        case 7: 1e7
+        case 8: 1e8
+        case 9: 1e9
+        case 10: 1e10
+        case 11: 1e11
+        case 12: 1e12
+        case 13: 1e13
+        case 14: 1e14
+        case 15: 1e15
+        case 16: 1e16
+        case 17: 1e17
+        case 18: 1e18
+        case 19: 1e19
+        case 20: 1e20
+        case 21: 1e21
+        default: 1e22
+        }
+    }
+}
