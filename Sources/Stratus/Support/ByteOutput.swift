@@ -12,7 +12,7 @@ import Foundation
 /// out.appendString("Milk")        // "Milk", quoted and escaped
 /// let text = String(decoding: out.bytes, as: UTF8.self)
 /// ```
-package struct ByteOutput: ~Copyable {
+@usableFromInline package struct ByteOutput: ~Copyable {
     // The small appends are inlinable: the transfer codecs call them across the module
     // boundary some thirty times a record.
     @usableFromInline var base: UnsafeMutablePointer<UInt8>
@@ -21,9 +21,9 @@ package struct ByteOutput: ~Copyable {
     @usableFromInline package internal(set) var count = 0
     /// The first value that JSON cannot hold faithfully (a non-finite number, an asset without
     /// a file); it is written as `null` or `""` and reported here so strict callers can refuse.
-    package var problem: String?
+    @usableFromInline package var problem: String?
 
-    package init(capacity: Int = 256) {
+    @usableFromInline package init(capacity: Int = 256) {
         self.capacity = Swift.max(capacity, 16)
         base = .allocate(capacity: self.capacity)
     }
@@ -34,14 +34,14 @@ package struct ByteOutput: ~Copyable {
     @inlinable package var bytes: UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(start: base, count: count) }
 
     /// Forgets every byte from `mark` on, keeping the buffer.
-    package mutating func removeAll(from mark: Int = 0) {
+    @usableFromInline package mutating func removeAll(from mark: Int = 0) {
         precondition(mark >= 0 && mark <= count, "mark outside the output")
         count = mark
     }
 
     /// Puts `pieces` (ranges of the bytes after `start`, which are all pieces) into the order
     /// given, with `separator` between them.
-    package mutating func arrange(_ pieces: UnsafeBufferPointer<Range<Int>>, after start: Int, separator: UInt8) {
+    @usableFromInline package mutating func arrange(_ pieces: UnsafeBufferPointer<Range<Int>>, after start: Int, separator: UInt8) {
         let end = count
         reserve(end - start + pieces.count)
         var to = end
@@ -82,7 +82,7 @@ package struct ByteOutput: ~Copyable {
     /// ```swift
     /// out.appendInKeyOrder(fields, separator: UInt8(ascii: ",")) { key, value, out in out.appendString(key) }
     /// ```
-    package mutating func appendInKeyOrder<Value>(_ fields: [String: Value], separator: UInt8, _ member: (String, Value, inout ByteOutput) -> Void) {
+    @usableFromInline package mutating func appendInKeyOrder<Value>(_ fields: [String: Value], separator: UInt8, _ member: (String, Value, inout ByteOutput) -> Void) {
         let count = fields.count
         guard count > 0 else { return }
         guard count <= 32 else {
@@ -138,7 +138,7 @@ package struct ByteOutput: ~Copyable {
         count += bytes.count
     }
 
-    package mutating func appendRaw(_ text: String) {
+    @usableFromInline package mutating func appendRaw(_ text: String) {
         // A borrowed string's bytes, without the copy that `withUTF8` needs.
         if text.utf8.withContiguousStorageIfAvailable({ append($0) }) != nil { return }
         var text = text
@@ -147,7 +147,7 @@ package struct ByteOutput: ~Copyable {
 
     /// Appends a JSON string literal, escaping quotes, backslashes and control characters: the
     /// one JSON string escaper (``JSONText`` has its rules, ``JSONCursor`` reads them back).
-    package mutating func appendString(_ text: String) {
+    @usableFromInline package mutating func appendString(_ text: String) {
         if text.utf8.withContiguousStorageIfAvailable({ appendString(utf8: $0) }) != nil { return }
         var text = text
         text.withUTF8 { appendString(utf8: $0) }
@@ -195,13 +195,13 @@ package struct ByteOutput: ~Copyable {
         return i
     }
 
-    package mutating func appendInt(_ value: Int64) {
+    @usableFromInline package mutating func appendInt(_ value: Int64) {
         if value < 0 { append(UInt8(ascii: "-")) }
         appendUnsigned(value.magnitude)
     }
 
     /// Appends the decimal digits of `value`, with leading zeros up to `width` digits.
-    package mutating func appendUnsigned(_ value: UInt64, width: Int = 1) {
+    @usableFromInline package mutating func appendUnsigned(_ value: UInt64, width: Int = 1) {
         var digits = 1
         var rest = value
         while rest >= 10 {
@@ -225,7 +225,7 @@ package struct ByteOutput: ~Copyable {
     }
 
     /// Appends the shortest text that reads back as the same `Double` (`2.0`, `1e-05`).
-    package mutating func appendDouble(_ value: Double, field: String) {
+    @usableFromInline package mutating func appendDouble(_ value: Double, field: String) {
         guard value.isFinite else {
             if problem == nil { problem = "field '\(field)' holds a non-finite number, which JSON cannot hold" }
             append("null")
@@ -235,7 +235,7 @@ package struct ByteOutput: ~Copyable {
     }
 
     /// Appends the shortest text of a finite `Double`, as Swift prints it.
-    package mutating func appendFiniteDouble(_ value: Double) {
+    @usableFromInline package mutating func appendFiniteDouble(_ value: Double) {
         // Whole numbers below 2^53 print as their digits and ".0" (dates on whole seconds,
         // counts kept as doubles); writing them so skips the shortest-digits search.
         if value.magnitude < 0x1p53, value == value.rounded(.towardZero), !(value == 0 && value.sign == .minus) {
@@ -247,7 +247,7 @@ package struct ByteOutput: ~Copyable {
     }
 
     /// Appends `data` in base64, in quotes unless `quoted` is false.
-    package mutating func appendBase64(_ data: Data, quoted: Bool = true) {
+    @usableFromInline package mutating func appendBase64(_ data: Data, quoted: Bool = true) {
         if quoted { append(UInt8(ascii: "\"")) }
         let length = Base64.encodedCount(data.count)
         reserve(length)
@@ -257,11 +257,11 @@ package struct ByteOutput: ~Copyable {
     }
 
     /// The sorted field keys of the last record written here (see ``RecordJSONWriter``).
-    package var fieldOrder: [String] = []
+    @usableFromInline package var fieldOrder: [String] = []
 
     /// The last timestamp written with a fraction, and its text (see `appendTimestamp` in the
     /// transfer codecs). A record's creation and modification dates are mostly one `Date`, and
     /// the records of one save share it, so this one entry saves most of the decimal work on
     /// such dates.
-    package var lastFraction: (seconds: UInt64, text: [UInt8]) = (Double.nan.bitPattern, [])
+    @usableFromInline package var lastFraction: (seconds: UInt64, text: [UInt8]) = (Double.nan.bitPattern, [])
 }

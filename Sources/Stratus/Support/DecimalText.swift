@@ -1,5 +1,5 @@
 /// The outcome of reading a number as an `Int64`.
-package enum IntegerConversion: Equatable {
+@usableFromInline package enum IntegerConversion: Equatable {
     case value(Int64)
     case notInteger
     case outOfRange
@@ -14,7 +14,7 @@ package enum IntegerConversion: Equatable {
 /// let text: StaticString = "0.125"
 /// DecimalText.double(text.utf8Start, count: text.utf8CodeUnitCount)   // 0.125
 /// ```
-package enum DecimalText {
+@usableFromInline package enum DecimalText {
     /// Reads number text in JSON's grammar (a caller checked it; a leading `.` is read too):
     /// hands each significant digit (leading zeros skipped, most significant first) to
     /// `digit`, which may stop the scan by answering false; returns the sign and the power of

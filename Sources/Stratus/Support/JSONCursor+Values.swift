@@ -14,7 +14,7 @@ extension JSONCursor {
     }
 
     /// A string token's text for a message: decoded leniently and cut to `limit` characters.
-    package func quoted(_ token: Token, limit: Int = 60) -> String {
+    @usableFromInline package func quoted(_ token: Token, limit: Int = 60) -> String {
         let text = token.kind == .string ? string(token) : String(decoding: UnsafeBufferPointer(start: base + token.start, count: token.end - token.start), as: UTF8.self)
         return text.count > limit ? String(text.prefix(limit)) + "…" : text
     }
@@ -81,7 +81,7 @@ extension JSONCursor {
     // MARK: - Numbers
 
     /// The number's text for a message.
-    package func numberText(_ token: Token) -> String {
+    @usableFromInline package func numberText(_ token: Token) -> String {
         let count = token.end - token.start
         let text = String(decoding: UnsafeBufferPointer(start: base + token.start, count: min(count, 40)), as: UTF8.self)
         return count > 40 ? text + "…" : text
@@ -104,7 +104,7 @@ extension JSONCursor {
     // MARK: - Base64
 
     /// Decodes standard base64 (padding optional), or nil for any other byte.
-    package func base64(_ token: Token) -> Data? {
+    @usableFromInline package func base64(_ token: Token) -> Data? {
         withStringBytes(token) { Base64.decode($0) }
     }
 }

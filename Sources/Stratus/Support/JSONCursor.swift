@@ -15,10 +15,10 @@
 ///
 /// The scanning is inlinable: the record readers call it across the module boundary for
 /// every byte of their input.
-package struct JSONCursor {
+@usableFromInline package struct JSONCursor {
     /// Why a scan stopped: the bytes ran out before the value ended (read more and start the
     /// item again), or the text is broken in a way that cannot be stepped over.
-    package enum Failure: Error {
+    @usableFromInline package enum Failure: Error {
         case needMore
         case syntax(offset: Int, message: String)
     }
@@ -26,24 +26,24 @@ package struct JSONCursor {
     /// A problem inside a value that is still well delimited (a bad number, bad UTF-8, a
     /// duplicate key); scanning goes on so the item's end is found, and the item is rejected
     /// afterwards.
-    package struct Problem {
-        package var offset: Int
-        package var message: String
+    @usableFromInline package struct Problem {
+        @usableFromInline package var offset: Int
+        @usableFromInline package var message: String
 
-        package init(offset: Int, message: String) {
+        @usableFromInline package init(offset: Int, message: String) {
             self.offset = offset
             self.message = message
         }
     }
 
     /// A scanned JSON value: where it is and what kind it is. Strings span their quotes.
-    package struct Token {
-        package enum Kind: UInt8 { case none, string, number, trueLiteral, falseLiteral, null, badLiteral, array, object }
+    @usableFromInline package struct Token {
+        @usableFromInline package enum Kind: UInt8 { case none, string, number, trueLiteral, falseLiteral, null, badLiteral, array, object }
 
-        package var kind: Kind
-        package var start: Int
-        package var end: Int
-        package var flags: UInt8
+        @usableFromInline package var kind: Kind
+        @usableFromInline package var start: Int
+        @usableFromInline package var end: Int
+        @usableFromInline package var flags: UInt8
 
         @inlinable
         package init(kind: Kind, start: Int, end: Int, flags: UInt8) {
@@ -64,7 +64,7 @@ package struct JSONCursor {
 
         @inlinable package var isPresent: Bool { kind != .none }
 
-        package var kindName: String {
+        @usableFromInline package var kindName: String {
             switch kind {
             case .none: "nothing"
             case .string: "a string"
@@ -78,17 +78,17 @@ package struct JSONCursor {
         }
     }
 
-    package let base: UnsafePointer<UInt8>
+    @usableFromInline package let base: UnsafePointer<UInt8>
     /// One past the last byte that may be read.
-    package let limit: Int
+    @usableFromInline package let limit: Int
     /// Whether `limit` is the real end (of the input, a line or a cell); otherwise running into
     /// it means more bytes must be read.
-    package let isComplete: Bool
+    @usableFromInline package let isComplete: Bool
     /// How the end is named in messages: "end of input", "end of the line".
-    package let endName: StaticString
-    package var pos: Int
-    package var depth: Int
-    package var problem: Problem?
+    @usableFromInline package let endName: StaticString
+    @usableFromInline package var pos: Int
+    @usableFromInline package var depth: Int
+    @usableFromInline package var problem: Problem?
 
     @inlinable package static var maximumDepth: Int { 64 }
     @inlinable package static var maximumNumberLength: Int { 1_000 }
@@ -107,16 +107,16 @@ package struct JSONCursor {
     // MARK: - Basics
 
     /// Keeps the first problem. Only called on the error path, so the message is built eagerly.
-    package mutating func note(_ offset: Int, _ message: String) {
+    @usableFromInline package mutating func note(_ offset: Int, _ message: String) {
         if problem == nil { problem = Problem(offset: offset, message: message) }
     }
 
-    package func endReached(_ what: String? = nil) -> Failure {
+    @usableFromInline package func endReached(_ what: String? = nil) -> Failure {
         guard isComplete else { return .needMore }
         return .syntax(offset: limit, message: what ?? "unexpected \(endName)")
     }
 
-    package func syntax(_ offset: Int, _ message: String) -> Failure {
+    @usableFromInline package func syntax(_ offset: Int, _ message: String) -> Failure {
         .syntax(offset: offset, message: message)
     }
 
@@ -157,7 +157,7 @@ package struct JSONCursor {
         pos &+= 1
     }
 
-    package static func describe(_ b: UInt8) -> String {
+    @usableFromInline package static func describe(_ b: UInt8) -> String {
         if b >= 0x21 && b < 0x7F { return "'\(Character(Unicode.Scalar(b)))'" }
         switch b {
         case 0x20: return "a space"
@@ -511,7 +511,7 @@ package struct JSONCursor {
 
     /// Skips an object or array starting at `pos`, checking everything inside. Iterative, so
     /// hostile nesting costs no stack; nesting beyond ``maximumDepth`` is an error.
-    package mutating func skipContainer() throws(Failure) {
+    @usableFromInline package mutating func skipContainer() throws(Failure) {
         let baseDepth = depth
         var kinds: UInt64 = 0  // bit n set: level n is an object
         var level = 0
@@ -568,7 +568,7 @@ package struct JSONCursor {
     }
 
     /// Whether the object token holds no member (only whitespace between its braces).
-    package func isEmptyContainer(_ token: Token) -> Bool {
+    @usableFromInline package func isEmptyContainer(_ token: Token) -> Bool {
         var i = token.start + 1
         while i < token.end - 1 {
             let b = base[i]

@@ -6,9 +6,9 @@
 /// var out = ""
 /// JSONText.appendString("say \"hi\"", to: &out)   // "say \"hi\""
 /// ```
-package enum JSONText {
+@usableFromInline package enum JSONText {
     /// Appends `s` as a JSON string literal, escaped as ``ByteOutput/appendString(_:)`` escapes.
-    package static func appendString(_ s: String, to out: inout String) {
+    @usableFromInline package static func appendString(_ s: String, to out: inout String) {
         var bytes = ByteOutput(capacity: s.utf8.count + 2)
         bytes.appendString(s)
         out += String(decoding: bytes.bytes, as: UTF8.self)
@@ -48,18 +48,18 @@ package enum JSONText {
     }
 
     /// Whether `unit` is the first half of a UTF-16 surrogate pair.
-    package static func isHighSurrogate(_ unit: UInt32) -> Bool { unit >= 0xD800 && unit <= 0xDBFF }
+    @usableFromInline package static func isHighSurrogate(_ unit: UInt32) -> Bool { unit >= 0xD800 && unit <= 0xDBFF }
 
     /// Whether `unit` is the second half of a UTF-16 surrogate pair.
-    package static func isLowSurrogate(_ unit: UInt32) -> Bool { unit >= 0xDC00 && unit <= 0xDFFF }
+    @usableFromInline package static func isLowSurrogate(_ unit: UInt32) -> Bool { unit >= 0xDC00 && unit <= 0xDFFF }
 
     /// The scalar value a surrogate pair stands for.
-    package static func scalarValue(high: UInt32, low: UInt32) -> UInt32 {
+    @usableFromInline package static func scalarValue(high: UInt32, low: UInt32) -> UInt32 {
         0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00)
     }
 
     /// Appends the UTF-8 bytes of `scalar`.
-    package static func appendUTF8(_ scalar: Unicode.Scalar, to out: inout [UInt8]) {
+    @usableFromInline package static func appendUTF8(_ scalar: Unicode.Scalar, to out: inout [UInt8]) {
         let v = scalar.value
         switch v {
         case 0..<0x80: out.append(UInt8(v))
