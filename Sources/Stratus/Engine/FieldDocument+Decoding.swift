@@ -27,8 +27,7 @@ extension FieldDocument {
     /// - Throws: ``StratusError`` `.internalError` when the document is not a valid stored document.
     public static func decodeDocument(utf8 bytes: UnsafeBufferPointer<UInt8>, zoneID: RecordZone.ID, assetURL: (String) -> URL?) throws -> (fields: [String: FieldValue], encryptedKeys: Set<String>) {
         guard let base = bytes.baseAddress else { throw corrupt("the document is empty") }
-        var reader = StoredDocumentReader(
-            cursor: JSONCursor(base: base, limit: bytes.count, isComplete: true, endName: "end of the document", pos: 0), zoneID: zoneID)
+        var reader = StoredDocumentReader(base: base, count: bytes.count, zoneID: zoneID)
         do {
             return try reader.document(assetURL: assetURL)
         } catch {
@@ -60,8 +59,8 @@ struct StoredDocumentReader {
     private var cursor: JSONCursor
     private let zoneID: RecordZone.ID
 
-    init(cursor: JSONCursor, zoneID: RecordZone.ID) {
-        self.cursor = cursor
+    init(base: UnsafePointer<UInt8>, count: Int, zoneID: RecordZone.ID) {
+        cursor = JSONCursor(base: base, limit: count, isComplete: true, endName: "end of the document", pos: 0)
         self.zoneID = zoneID
     }
 
@@ -113,10 +112,10 @@ struct StoredDocumentReader {
     private mutating func value(of key: Token, assetURL: (String) -> URL?) throws(Failure) -> FieldValue {
         let start = cursor.pos
         try cursor.expect(UInt8(ascii: "["), "a tagged value")
-        let tag = try string(token: "a tag")
+        cursor.skipSpace()
+        let tagStart = cursor.pos
+        let code = try tagCode()
         try cursor.expect(UInt8(ascii: ","), "',' after the tag")
-        // Tags are one or two ASCII letters: a small integer to switch on.
-        let code = cursor.withStringBytes(tag) { bytes in bytes.count <= 2 ? bytes.reduce(0) { $0 << 8 | Int($1) } : 0 }
         assert(TagCode.matchesTags, "TagCode differs from FieldDocument.Tag")
         let value: FieldValue
         switch TagCode(rawValue: code) {
@@ -162,12 +161,39 @@ struct StoredDocumentReader {
             guard identifiers.count == sizes.count else { throw cursor.syntax(start, "field '\(cursor.string(key))' has unequal asset lists") }
             value = .assetList(zip(identifiers, sizes).map { Asset(storedIdentifier: $0, size: $1, fileURL: assetURL($0)) })
         case nil:
-            throw cursor.syntax(tag.start, "field '\(cursor.string(key))' has the unknown tag '\(cursor.quoted(tag))'")
+            var tag = cursor
+            tag.pos = tagStart
+            let text = (try? tag.scanString()).map { tag.quoted($0) } ?? ""
+            throw cursor.syntax(tagStart, "field '\(cursor.string(key))' has the unknown tag '\(text)'")
+        }
+        if cursor.pos < cursor.limit && cursor.base[cursor.pos] == UInt8(ascii: "]") {
+            cursor.pos &+= 1
+            return value
         }
         // Parts after the ones the tag reads (a string's folded copy) serve queries, not reading.
         while cursor.consume(UInt8(ascii: ",")) { _ = try cursor.scanValue() }
         try cursor.expect(UInt8(ascii: "]"), "',' or ']' in a tagged value")
         return value
+    }
+
+    /// The tag at the cursor as the integer ``TagCode`` switches on, 0 for no tag it knows.
+    /// Tags are one or two ASCII letters, read straight off the bytes when they stand plain
+    /// between their quotes; any other spelling goes through the cursor's string scan.
+    private mutating func tagCode() throws(Failure) -> Int {
+        let p = cursor.pos
+        let base = cursor.base
+        if p &+ 4 <= cursor.limit && base[p] == UInt8(ascii: "\"") && JSONCursor.isWordByte(base[p &+ 1]) {
+            if base[p &+ 2] == UInt8(ascii: "\"") {
+                cursor.pos = p &+ 3
+                return Int(base[p &+ 1])
+            }
+            if JSONCursor.isWordByte(base[p &+ 2]) && base[p &+ 3] == UInt8(ascii: "\"") {
+                cursor.pos = p &+ 4
+                return Int(base[p &+ 1]) << 8 | Int(base[p &+ 2])
+            }
+        }
+        let tag = try string(token: "a tag")
+        return cursor.withStringBytes(tag) { bytes in bytes.count <= 2 ? bytes.reduce(0) { $0 << 8 | Int($1) } : 0 }
     }
 
     /// The tags of ``FieldDocument/Tag`` as the integers `value(of:assetURL:)` switches on: the
@@ -239,7 +265,21 @@ struct StoredDocumentReader {
         return token
     }
 
+    /// The number at the cursor in one pass of ``DecimalText/read(_:from:limit:)``, when it is
+    /// well formed and a delimiter ends it; nil, with nothing consumed, for the cursor's scan.
+    @inline(__always)
+    private mutating func plainNumber() -> DecimalReading? {
+        cursor.skipSpace()
+        let reading = DecimalText.read(cursor.base, from: cursor.pos, limit: cursor.limit)
+        guard reading.isWellFormed && reading.end < cursor.limit && !JSONCursor.isNumberByte(cursor.base[reading.end]) else { return nil }
+        return reading
+    }
+
     private mutating func int() throws(Failure) -> Int64 {
+        if let reading = plainNumber(), case .value(let value) = reading.int64 {
+            cursor.pos = reading.end
+            return value
+        }
         let token = try number("an integer")
         guard case .value(let value) = cursor.exactInteger(token) else {
             throw cursor.syntax(token.start, "'\(cursor.numberText(token))' is not a 64-bit integer")
@@ -248,6 +288,10 @@ struct StoredDocumentReader {
     }
 
     private mutating func double() throws(Failure) -> Double {
+        if let reading = plainNumber(), let value = reading.exactDouble {
+            cursor.pos = reading.end
+            return value
+        }
         let token = try number("a number")
         guard let value = DecimalText.double(cursor.base + token.start, count: token.end - token.start) else {
             throw cursor.syntax(token.start, "'\(cursor.numberText(token))' is not a number")

@@ -5,16 +5,144 @@
     case outOfRange
 }
 
-/// Decimal number text read exactly: the one parser of number text, shared by the JSON cursor
-/// (``JSONCursor``), the stored field document, and the transfer codecs' exact decimals and
-/// timestamps. It reads the significant digits and the power of ten that scales them; the
-/// conversions (an exact `Int64`, the correctly rounded `Double`) are built on that reading.
+/// What one pass over number text in JSON's grammar found: where the number ends, whether the
+/// grammar held, and its value as a significand and a power of ten while it has at most 19
+/// significant digits (the most a `UInt64` holds), which covers nearly every number written.
+@usableFromInline package struct DecimalReading {
+    /// One past the last byte the grammar took.
+    @usableFromInline package var end: Int
+    /// Whether the bytes up to `end` are a whole number in JSON's grammar.
+    @usableFromInline package var isWellFormed: Bool
+    /// No fraction and no exponent.
+    @usableFromInline package var isInteger: Bool
+    @usableFromInline package var isNegative: Bool
+    /// The significant digits as an integer; exact when `digits` is at most 19.
+    @usableFromInline package var significand: UInt64
+    /// How many significant digits (leading zeros are not).
+    @usableFromInline package var digits: Int
+    /// The power of ten that scales `significand` (saturated far beyond any range a caller converts to).
+    @usableFromInline package var exponent: Int
+
+    @inlinable
+    init(end: Int, isWellFormed: Bool, isInteger: Bool, isNegative: Bool, significand: UInt64, digits: Int, exponent: Int) {
+        self.end = end
+        self.isWellFormed = isWellFormed
+        self.isInteger = isInteger
+        self.isNegative = isNegative
+        self.significand = significand
+        self.digits = digits
+        self.exponent = exponent
+    }
+
+    /// The value as an exact `Int64`, when the text is an integer of at most 19 digits.
+    @inlinable
+    package var int64: IntegerConversion {
+        guard isInteger else { return .notInteger }
+        guard digits <= 19 else { return .outOfRange }
+        if isNegative {
+            return significand <= 1 << 63 ? .value(Int64(bitPattern: 0 &- significand)) : .outOfRange
+        }
+        return significand <= UInt64(Int64.max) ? .value(Int64(significand)) : .outOfRange
+    }
+
+    /// Clinger's fast path: a significand of at most 2^53 scaled by an exact power of ten is
+    /// correctly rounded by one multiplication or division, as `Double(_:)` rounds. Nil
+    /// outside it (and for text that is not well formed).
+    @inlinable
+    package var exactDouble: Double? {
+        guard isWellFormed && digits <= 19 && significand <= 1 << 53 else { return nil }
+        var value = Double(significand)
+        if significand != 0 {
+            guard exponent >= -22 && exponent <= 22 else { return nil }
+            if exponent < 0 {
+                value /= DecimalText.powerOfTen(-exponent)
+            } else if exponent > 0 {
+                value *= DecimalText.powerOfTen(exponent)
+            }
+        }
+        return isNegative ? -value : value
+    }
+}
+
+/// Decimal number text, read exactly: the one parser of number text, shared by the JSON
+/// cursor (``JSONCursor``), the stored field document, and the transfer codecs' exact decimals
+/// and timestamps. ``read(_:from:limit:)`` checks JSON's grammar and gathers the value in one
+/// pass; the conversions (an exact `Int64`, the correctly rounded `Double`) are built on it,
+/// and ``scan(_:count:digit:)`` hands over every digit for exact decimal arithmetic.
 ///
 /// ```swift
 /// let text: StaticString = "0.125"
 /// DecimalText.double(text.utf8Start, count: text.utf8CodeUnitCount)   // 0.125
 /// ```
 @usableFromInline package enum DecimalText {
+    /// Reads a number in JSON's grammar, `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`,
+    /// starting at `start`: it stops where the grammar does (or at its first violation, with
+    /// ``DecimalReading/isWellFormed`` false). Whether a delimiter follows is the caller's to check.
+    @inlinable @inline(__always)
+    package static func read(_ base: UnsafePointer<UInt8>, from start: Int, limit: Int) -> DecimalReading {
+        var i = start
+        var significand: UInt64 = 0
+        var digits = 0
+        var exponent = 0
+        var isInteger = true
+        let isNegative = i < limit && base[i] == UInt8(ascii: "-")
+        if isNegative { i &+= 1 }
+        func stop(_ wellFormed: Bool) -> DecimalReading {
+            DecimalReading(end: i, isWellFormed: wellFormed, isInteger: isInteger, isNegative: isNegative,
+                           significand: significand, digits: digits, exponent: exponent)
+        }
+        guard i < limit else { return stop(false) }
+        var d = base[i] &- UInt8(ascii: "0")
+        guard d < 10 else { return stop(false) }
+        i &+= 1
+        if d != 0 {
+            significand = UInt64(d)
+            digits = 1
+            while i < limit {
+                d = base[i] &- UInt8(ascii: "0")
+                guard d < 10 else { break }
+                significand = significand &* 10 &+ UInt64(d)
+                digits &+= 1
+                i &+= 1
+            }
+        }
+        if i < limit && base[i] == UInt8(ascii: ".") {
+            isInteger = false
+            i &+= 1
+            guard i < limit && base[i] &- UInt8(ascii: "0") < 10 else { return stop(false) }
+            while i < limit {
+                d = base[i] &- UInt8(ascii: "0")
+                guard d < 10 else { break }
+                // Zeros before the first other digit scale nothing; every fraction digit is a tenth.
+                if digits != 0 || d != 0 {
+                    significand = significand &* 10 &+ UInt64(d)
+                    digits &+= 1
+                }
+                exponent &-= 1
+                i &+= 1
+            }
+        }
+        if i < limit && base[i] | 0x20 == UInt8(ascii: "e") {
+            isInteger = false
+            i &+= 1
+            var negativeExponent = false
+            if i < limit && (base[i] == UInt8(ascii: "+") || base[i] == UInt8(ascii: "-")) {
+                negativeExponent = base[i] == UInt8(ascii: "-")
+                i &+= 1
+            }
+            guard i < limit && base[i] &- UInt8(ascii: "0") < 10 else { return stop(false) }
+            var e = 0
+            while i < limit {
+                d = base[i] &- UInt8(ascii: "0")
+                guard d < 10 else { break }
+                e = min(e &* 10 &+ Int(d), 1_000_000)
+                i &+= 1
+            }
+            exponent &+= negativeExponent ? -e : e
+        }
+        return stop(true)
+    }
+
     /// Reads number text in JSON's grammar (a caller checked it; a leading `.` is read too):
     /// hands each significant digit (leading zeros skipped, most significant first) to
     /// `digit`, which may stop the scan by answering false; returns the sign and the power of
@@ -26,44 +154,57 @@
         let negative = count > 0 && bytes[0] == UInt8(ascii: "-")
         if negative { i = 1 }
         var exponent = 0
-        var significant = false
-        var afterPoint = false
-        while i < count {
-            let b = bytes[i]
-            if b == UInt8(ascii: ".") {
-                afterPoint = true
-            } else if b &- UInt8(ascii: "0") < 10 {
-                if significant || b != UInt8(ascii: "0") {
-                    significant = true
-                    guard digit(b &- UInt8(ascii: "0")) else { return nil }
-                }
-                if afterPoint { exponent -= 1 }
-            } else {
-                break
+        // Zeros before the first other digit scale nothing; after the point, each is a tenth.
+        while i < count && bytes[i] == UInt8(ascii: "0") { i &+= 1 }
+        var inFraction = false
+        if i < count && bytes[i] == UInt8(ascii: ".") {
+            inFraction = true
+            i &+= 1
+            while i < count && bytes[i] == UInt8(ascii: "0") {
+                exponent &-= 1
+                i &+= 1
             }
-            i += 1
+        }
+        if !inFraction {
+            while i < count {
+                let d = bytes[i] &- UInt8(ascii: "0")
+                guard d < 10 else { break }
+                guard digit(d) else { return nil }
+                i &+= 1
+            }
+            if i < count && bytes[i] == UInt8(ascii: ".") { i &+= 1 }
+        }
+        while i < count {
+            let d = bytes[i] &- UInt8(ascii: "0")
+            guard d < 10 else { break }
+            guard digit(d) else { return nil }
+            exponent &-= 1
+            i &+= 1
         }
         if i < count {
             // An exponent: e, then an optional sign and digits.
-            i += 1
+            i &+= 1
             var negativeExponent = false
             if i < count && (bytes[i] == UInt8(ascii: "-") || bytes[i] == UInt8(ascii: "+")) {
                 negativeExponent = bytes[i] == UInt8(ascii: "-")
-                i += 1
+                i &+= 1
             }
             var e = 0
             while i < count {
-                e = min(e * 10 + Int(bytes[i] &- UInt8(ascii: "0")), 1_000_000)
-                i += 1
+                e = min(e &* 10 &+ Int(bytes[i] &- UInt8(ascii: "0")), 1_000_000)
+                i &+= 1
             }
             exponent += negativeExponent ? -e : e
         }
         return (negative, exponent)
     }
 
-    /// Integer text (no fraction, no exponent) as an exact `Int64`.
+    /// Integer text as an exact `Int64`: JSON's integers (no fraction, no exponent) in one pass;
+    /// other integer text, such as leading zeros, digit by digit.
     @inlinable
     package static func int64(_ bytes: UnsafePointer<UInt8>, count: Int) -> IntegerConversion {
+        let reading = read(bytes, from: 0, limit: count)
+        if reading.isWellFormed && reading.end == count { return reading.int64 }
         var magnitude: UInt64 = 0
         guard let (negative, _) = scan(bytes, count: count, digit: { digit in
             let (times10, o1) = magnitude.multipliedReportingOverflow(by: 10)
@@ -83,32 +224,9 @@
     /// largest finite value); nil only for text `Double(_:)` does not read.
     @inlinable
     package static func double(_ bytes: UnsafePointer<UInt8>, count: Int) -> Double? {
-        if let fast = clingerDouble(bytes, count: count) { return fast }
+        let reading = read(bytes, from: 0, limit: count)
+        if reading.end == count, let fast = reading.exactDouble { return fast }
         return Double(String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self))
-    }
-
-    /// Clinger's fast path: a significand of at most 2^53 scaled by an exact power of ten is
-    /// correctly rounded by one multiplication or division. Nil when the text is outside it.
-    @inlinable
-    package static func clingerDouble(_ bytes: UnsafePointer<UInt8>, count: Int) -> Double? {
-        var significand: UInt64 = 0
-        var digits = 0
-        guard let (negative, exponent) = scan(bytes, count: count, digit: { digit in
-            digits += 1
-            significand = significand &* 10 &+ UInt64(digit)
-            return digits <= 19
-        }) else { return nil }
-        guard significand <= 1 << 53 else { return nil }
-        var value = Double(significand)
-        if significand != 0 {
-            guard exponent >= -22 && exponent <= 22 else { return nil }
-            if exponent < 0 {
-                value /= powerOfTen(-exponent)
-            } else if exponent > 0 {
-                value *= powerOfTen(exponent)
-            }
-        }
-        return negative ? -value : value
     }
 
     /// 10^n for n in 0...22, every power of ten a `Double` holds exactly. A switch rather

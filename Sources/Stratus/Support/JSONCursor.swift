@@ -231,10 +231,30 @@
     // MARK: - Strings
 
     /// Scans a string starting at its opening quote, checking escapes and UTF-8.
-    @inlinable
+    @inlinable @inline(__always)
     package mutating func scanString() throws(Failure) -> Token {
         let start = pos
-        var i = pos &+ 1
+        // Most strings (keys, tags, type names) are plain and end within eight bytes: one
+        // word decides them here, and anything else is scanned out of line.
+        if start &+ 9 <= limit {
+            let word = UnsafeRawPointer(base + (start &+ 1)).loadUnaligned(as: UInt64.self)
+            let mask = JSONText.escapeMask(word) | (word & 0x8080_8080_8080_8080)
+            if mask != 0 {
+                let end = start &+ 1 &+ (mask.trailingZeroBitCount &>> 3)
+                if base[end] == UInt8(ascii: "\"") {
+                    pos = end &+ 1
+                    return Token(kind: .string, start: start, end: pos, flags: 0)
+                }
+            }
+        }
+        return try scanLongString(from: start)
+    }
+
+    /// ``scanString()`` for strings longer than eight bytes or holding escapes, non-ASCII or
+    /// control bytes.
+    @usableFromInline
+    mutating func scanLongString(from start: Int) throws(Failure) -> Token {
+        var i = start &+ 1
         var flags: UInt8 = 0
         while true {
             // Eight bytes at a time until one of them is a quote, backslash, control or non-ASCII byte.
@@ -354,42 +374,20 @@
 
     // MARK: - Numbers and literals
 
-    /// Scans a number: JSON's grammar in one pass for the well-formed number a delimiter ends;
-    /// anything else is taken as the longest run of number-like bytes and noted as malformed.
+    /// Scans a number: JSON's grammar in one pass (``DecimalText/read(_:from:limit:)``) for the
+    /// well-formed number a delimiter ends; anything else is taken as the longest run of
+    /// number-like bytes and noted as malformed.
     @inlinable
     package mutating func scanNumber() throws(Failure) -> Token {
         let start = pos
-        var i = pos
-        var wellFormed = true
-        var isInteger = true
-        if i < limit && base[i] == UInt8(ascii: "-") { i &+= 1 }
-        if i < limit && base[i] == UInt8(ascii: "0") {
-            i &+= 1
-        } else if i < limit && Self.isDigit(base[i]) {
-            i &+= 1
-            while i < limit && Self.isDigit(base[i]) { i &+= 1 }
-        } else {
-            wellFormed = false
-        }
-        if wellFormed && i < limit && base[i] == UInt8(ascii: ".") {
-            isInteger = false
-            i &+= 1
-            wellFormed = i < limit && Self.isDigit(base[i])
-            while i < limit && Self.isDigit(base[i]) { i &+= 1 }
-        }
-        if wellFormed && i < limit && (base[i] | 0x20) == UInt8(ascii: "e") {
-            isInteger = false
-            i &+= 1
-            if i < limit && (base[i] == UInt8(ascii: "+") || base[i] == UInt8(ascii: "-")) { i &+= 1 }
-            wellFormed = i < limit && Self.isDigit(base[i])
-            while i < limit && Self.isDigit(base[i]) { i &+= 1 }
-        }
-        guard wellFormed && (i < limit ? !Self.isNumberByte(base[i]) : isComplete) else { return try scanNumberRun(from: start) }
+        let reading = DecimalText.read(base, from: start, limit: limit)
+        let i = reading.end
+        guard reading.isWellFormed && (i < limit ? !Self.isNumberByte(base[i]) : isComplete) else { return try scanNumberRun(from: start) }
         pos = i
         if i &- start > Self.maximumNumberLength {
             note(start, "a number is longer than \(Self.maximumNumberLength) characters")
         }
-        return Token(kind: .number, start: start, end: i, flags: isInteger ? Token.isInteger : 0)
+        return Token(kind: .number, start: start, end: i, flags: reading.isInteger ? Token.isInteger : 0)
     }
 
     /// A number that JSON's grammar does not end at a delimiter (or that meets the window's
