@@ -118,6 +118,20 @@ import Foundation
         }
     }
 
+    /// Appends a JSON array, each element written by `element`.
+    ///
+    /// ```swift
+    /// out.appendArray(tags) { tag, out in out.appendString(tag) }   // ["a","b"]
+    /// ```
+    @inlinable package mutating func appendArray<T>(_ values: [T], _ element: (T, inout ByteOutput) -> Void) {
+        append(UInt8(ascii: "["))
+        for (i, v) in values.enumerated() {
+            if i > 0 { append(UInt8(ascii: ",")) }
+            element(v, &self)
+        }
+        append(UInt8(ascii: "]"))
+    }
+
     @inlinable @inline(__always)
     package mutating func append(_ byte: UInt8) {
         reserve(1)
