@@ -28,13 +28,19 @@ extension JSONCursor {
         return unescaped(token).withUnsafeBufferPointer(body)
     }
 
-    /// Whether the string token's text equals `text` (escapes allowed in the input).
-    @inlinable
+    /// Whether the string token's text equals `text` (escapes allowed in the input). A key
+    /// without escapes is compared as bytes, inline; no `String` is made.
+    @inlinable @inline(__always)
     package func stringEquals(_ token: Token, _ text: StaticString) -> Bool {
         if token.flags & Token.hasEscape == 0 {
             return token.end - token.start - 2 == text.utf8CodeUnitCount && matches(token.start + 1, text)
         }
-        return withStringBytes(token) { bytes in
+        return escapedStringEquals(token, text)
+    }
+
+    @usableFromInline
+    func escapedStringEquals(_ token: Token, _ text: StaticString) -> Bool {
+        withStringBytes(token) { bytes in
             bytes.count == text.utf8CodeUnitCount && memcmp(bytes.baseAddress!, text.utf8Start, bytes.count) == 0
         }
     }
