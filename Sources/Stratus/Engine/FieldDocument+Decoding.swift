@@ -179,6 +179,7 @@ struct StoredDocumentReader {
     /// The tag at the cursor as the integer ``TagCode`` switches on, 0 for no tag it knows.
     /// Tags are one or two ASCII letters, read straight off the bytes when they stand plain
     /// between their quotes; any other spelling goes through the cursor's string scan.
+    @inline(__always)
     private mutating func tagCode() throws(Failure) -> Int {
         let p = cursor.pos
         let base = cursor.base
@@ -192,6 +193,10 @@ struct StoredDocumentReader {
                 return Int(base[p &+ 1]) << 8 | Int(base[p &+ 2])
             }
         }
+        return try spelledTagCode()
+    }
+
+    private mutating func spelledTagCode() throws(Failure) -> Int {
         let tag = try string(token: "a tag")
         return cursor.withStringBytes(tag) { bytes in bytes.count <= 2 ? bytes.reduce(0) { $0 << 8 | Int($1) } : 0 }
     }
@@ -247,7 +252,9 @@ struct StoredDocumentReader {
     }
 
     private mutating func string() throws(Failure) -> String {
-        cursor.string(try string(token: "a string"))
+        // Scanned first: a mutating scan inside the call's arguments would copy the cursor.
+        let token = try string(token: "a string")
+        return cursor.string(token)
     }
 
     private mutating func bytes() throws(Failure) -> Data {

@@ -35,7 +35,7 @@
     }
 
     /// The value as an exact `Int64`, when the text is an integer of at most 19 digits.
-    @inlinable
+    @inlinable @inline(__always)
     package var int64: IntegerConversion {
         guard isInteger else { return .notInteger }
         guard digits <= 19 else { return .outOfRange }
@@ -48,7 +48,7 @@
     /// Clinger's fast path: a significand of at most 2^53 scaled by an exact power of ten is
     /// correctly rounded by one multiplication or division, as `Double(_:)` rounds. Nil
     /// outside it (and for text that is not well formed).
-    @inlinable
+    @inlinable @inline(__always)
     package var exactDouble: Double? {
         guard isWellFormed && digits <= 19 && significand <= 1 << 53 else { return nil }
         var value = Double(significand)

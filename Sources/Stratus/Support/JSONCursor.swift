@@ -234,23 +234,24 @@
     @inlinable @inline(__always)
     package mutating func scanString() throws(Failure) -> Token {
         let start = pos
-        // Most strings (keys, tags, type names) are plain and end within eight bytes: one
-        // word decides them here, and anything else is scanned out of line.
-        if start &+ 9 <= limit {
-            let word = UnsafeRawPointer(base + (start &+ 1)).loadUnaligned(as: UInt64.self)
+        // Most strings (keys, tags, type names, names) are plain and end within sixteen bytes:
+        // two words decide them here, and anything else is scanned out of line.
+        var i = start &+ 1
+        for _ in 0..<2 where i &+ 8 <= limit {
+            let word = UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self)
             let mask = JSONText.escapeMask(word) | (word & 0x8080_8080_8080_8080)
             if mask != 0 {
-                let end = start &+ 1 &+ (mask.trailingZeroBitCount &>> 3)
-                if base[end] == UInt8(ascii: "\"") {
-                    pos = end &+ 1
-                    return Token(kind: .string, start: start, end: pos, flags: 0)
-                }
+                let end = i &+ (mask.trailingZeroBitCount &>> 3)
+                guard base[end] == UInt8(ascii: "\"") else { break }
+                pos = end &+ 1
+                return Token(kind: .string, start: start, end: pos, flags: 0)
             }
+            i &+= 8
         }
         return try scanLongString(from: start)
     }
 
-    /// ``scanString()`` for strings longer than eight bytes or holding escapes, non-ASCII or
+    /// ``scanString()`` for strings longer than sixteen bytes or holding escapes, non-ASCII or
     /// control bytes.
     @usableFromInline
     mutating func scanLongString(from start: Int) throws(Failure) -> Token {
