@@ -24,7 +24,9 @@ extension FieldDocument {
     /// let (fields, encrypted) = try FieldDocument.decodeDocument(utf8: columnBytes, zoneID: zone) { _ in nil }
     /// ```
     ///
-    /// - Throws: ``StratusError`` `.internalError` when the document is not a valid stored document.
+    /// - Throws: ``StratusError`` `.internalError` when the document is not a valid stored
+    ///   document, naming the byte: text that is not JSON (bad UTF-8, `+5`, `.5`, `007`), an
+    ///   unknown tag, a value of the wrong kind.
     public static func decodeDocument(utf8 bytes: UnsafeBufferPointer<UInt8>, zoneID: RecordZone.ID, assetURL: (String) -> URL?) throws -> (fields: [String: FieldValue], encryptedKeys: Set<String>) {
         guard let base = bytes.baseAddress else { throw corrupt("the document is empty") }
         var reader = StoredDocumentReader(base: base, count: bytes.count, zoneID: zoneID)
@@ -50,8 +52,10 @@ extension FieldDocument {
 /// other spelling of it that JSON allows (spaces, escapes, exponents).
 ///
 /// A value is a tagged array; the parts after the ones its tag reads are skipped (a string's
-/// folded copy among them), except in a location, which has exactly eight numbers. Integers
-/// must be written as integers (`2`, not `2.0`); doubles are read as `Double(_:)` reads them.
+/// folded copy among them), except in a location, which has exactly eight numbers. Numbers
+/// follow JSON's grammar; integers are written as integers (`2`, not `2.0`), and doubles read
+/// as `Double(_:)` reads them. The common forms take fast paths built on the cursor: tags read
+/// off their bytes, numbers in one pass of ``DecimalText/read(_:from:limit:)``.
 struct StoredDocumentReader {
     typealias Failure = JSONCursor.Failure
     typealias Token = JSONCursor.Token

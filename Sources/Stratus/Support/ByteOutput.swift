@@ -14,7 +14,8 @@ import Foundation
 /// ```
 @usableFromInline package struct ByteOutput: ~Copyable {
     // The small appends are inlinable: the transfer codecs call them across the module
-    // boundary some thirty times a record.
+    // boundary some thirty times a record. Without `@usableFromInline` on the type itself they
+    // would still be calls there (Swift does not inline a package type's members otherwise).
     @usableFromInline var base: UnsafeMutablePointer<UInt8>
     @usableFromInline var capacity: Int
     /// How many bytes were appended.

@@ -13,8 +13,10 @@
 /// if cursor.problem == nil, token.kind == .string { print(cursor.string(token)) }
 /// ```
 ///
-/// The scanning is inlinable: the record readers call it across the module boundary for
-/// every byte of their input.
+/// The scanning is inlinable, because the record readers call it across the module boundary
+/// for every byte of their input; the type and what inlined code touches are
+/// `@usableFromInline`, without which Swift compiles a package type's inlinable members as
+/// calls in other modules (``ByteOutput`` is marked so for the same reason).
 @usableFromInline package struct JSONCursor {
     /// Why a scan stopped: the bytes ran out before the value ended (read more and start the
     /// item again), or the text is broken in a way that cannot be stepped over.
