@@ -50,6 +50,15 @@ let package = Package(
         .testTarget(name: "StratusTransferTests", dependencies: ["Stratus", "StratusTransfer", "SeededRandom"]),
         .testTarget(name: "StratusCLITests", dependencies: ["Stratus", "StratusSQLite", "StratusTestSupport"]),
         .testTarget(name: "StratusPostgresTests", dependencies: ["Stratus", "StratusPostgres", "StratusTestSupport", "SeededRandom"]),
+        // CloudKit programs ported mechanically (see notes/README-porting.md), compiled in Swift 5
+        // language mode as most CloudKit app code is: test programs in CloudKit's style, and a
+        // ported command-line sample run on Container.default().
+        .testTarget(
+            name: "CloudKitStyleTests", dependencies: ["Stratus", "StratusSQLite", "StratusTestSupport"],
+            swiftSettings: [.swiftLanguageMode(.v5)]),
+        .executableTarget(
+            name: "cloudkit-port", dependencies: ["Stratus", "StratusSQLite"], path: "samples/CloudKitPort",
+            swiftSettings: [.swiftLanguageMode(.v5)]),
         // Codec throughput and a long fuzz run: swift run -c release stratus-transfer-bench [fuzz].
         .executableTarget(name: "stratus-transfer-bench", dependencies: ["Stratus", "StratusTransfer", "SeededRandom"], path: "Sources/StratusTransferBench"),
     ],

@@ -1,7 +1,9 @@
 import Foundation
+import Stratus
 
 /// A decimal number held exactly, for the conversions a `Double` would round: integrality of
-/// `2.0`, and timestamps (milliseconds since 1970 to seconds since 2001 and back).
+/// `2.0`, and timestamps (milliseconds since 1970 to seconds since 2001 and back). Its text
+/// is read by ``Stratus/DecimalText``, the one parser of number text.
 ///
 /// value = (negative ? -1 : 1) × digits × 10^exponent, digits most significant first without
 /// leading or trailing zeros (none at all for zero).
@@ -10,55 +12,11 @@ struct ExactDecimal: Equatable {
     var digits: [UInt8]
     var exponent: Int
 
-    /// Reads number text in JSON's grammar (a caller checked it): hands each significant digit
-    /// (leading zeros skipped, most significant first) to `digit`, which may stop the scan by
-    /// answering false; returns the sign and the power of ten that scales the digits handed
-    /// over (saturated far beyond any range a caller converts to), or nil when stopped.
-    static func scan(_ bytes: UnsafePointer<UInt8>, count: Int, digit: (UInt8) -> Bool) -> (negative: Bool, exponent: Int)? {
-        var i = 0
-        let negative = count > 0 && bytes[0] == UInt8(ascii: "-")
-        if negative { i = 1 }
-        var exponent = 0
-        var significant = false
-        var afterPoint = false
-        while i < count {
-            let b = bytes[i]
-            if b == UInt8(ascii: ".") {
-                afterPoint = true
-            } else if b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9") {
-                if significant || b != UInt8(ascii: "0") {
-                    significant = true
-                    guard digit(b - UInt8(ascii: "0")) else { return nil }
-                }
-                if afterPoint { exponent -= 1 }
-            } else {
-                break
-            }
-            i += 1
-        }
-        if i < count {
-            // An exponent: e, then an optional sign and digits.
-            i += 1
-            var negativeExponent = false
-            if i < count && (bytes[i] == UInt8(ascii: "-") || bytes[i] == UInt8(ascii: "+")) {
-                negativeExponent = bytes[i] == UInt8(ascii: "-")
-                i += 1
-            }
-            var e = 0
-            while i < count {
-                e = min(e * 10 + Int(bytes[i] &- UInt8(ascii: "0")), 1_000_000)
-                i += 1
-            }
-            exponent += negativeExponent ? -e : e
-        }
-        return (negative, exponent)
-    }
-
     /// Parses number text in JSON's grammar (a caller checked it), as Swift's `Double.description` also writes it.
     init(_ bytes: UnsafePointer<UInt8>, count: Int) {
         var collected: [UInt8] = []
         // Never stopped: every digit is taken.
-        let literal = Self.scan(bytes, count: count) { digit in
+        let literal = DecimalText.scan(bytes, count: count) { digit in
             collected.append(digit)
             return true
         }!

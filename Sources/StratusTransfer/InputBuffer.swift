@@ -139,23 +139,32 @@ final class InputBuffer {
         var line = countedLine, column = countedColumn
         var i = max(from - baseOffset, 0)
         let stop = min(to - baseOffset, end)
-        // Line breaks through memchr; characters only after the last one, eight bytes at a time.
+        // Line breaks through memchr; characters only after the last one.
         while i < stop, let hit = memchr(storage + i, 0x0A, stop - i) {
             line += 1
             column = 0
             i = UnsafeMutablePointer<UInt8>(hit.assumingMemoryBound(to: UInt8.self)) - storage + 1
         }
-        while i + 8 <= stop {
-            let word = UnsafeRawPointer(storage + i).loadUnaligned(as: UInt64.self)
+        column += Self.characterCount(storage, from: i, to: stop)
+        return (line, column)
+    }
+
+    /// How many characters (Unicode scalars: bytes that do not continue a UTF-8 sequence) the
+    /// bytes `from..<to` of `base` hold, eight bytes at a time: what columns count.
+    static func characterCount(_ base: UnsafePointer<UInt8>, from: Int, to: Int) -> Int {
+        var count = 0
+        var i = from
+        while i + 8 <= to {
+            let word = UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self)
             // Continuation bytes are 10xxxxxx: bit 7 set, bit 6 clear.
             let continuation = word & 0x8080_8080_8080_8080 & ~((word & 0x4040_4040_4040_4040) << 1)
-            column += 8 - continuation.nonzeroBitCount
+            count += 8 - continuation.nonzeroBitCount
             i += 8
         }
-        while i < stop {
-            if storage[i] & 0xC0 != 0x80 { column += 1 }
+        while i < to {
+            if base[i] & 0xC0 != 0x80 { count += 1 }
             i += 1
         }
-        return (line, column)
+        return count
     }
 }

@@ -240,8 +240,7 @@ extension JSONCursor {
         case .string:
             name = t
         case .object:
-            var seen: UInt32 = 0
-            try forEachMember(t) { (k, v) throws(FieldError) in
+            _ = try forEachDistinctMember(t, key, type, i) { (k, v) throws(FieldError) -> UInt32 in
                 let bit: UInt32
                 if stringEquals(k, "recordName") {
                     bit = 1
@@ -269,8 +268,7 @@ extension JSONCursor {
                 } else {
                     throw fail(k, key, type, i, "has an unknown key '\(quoted(k))'; a reference has recordName, action and zoneID")
                 }
-                if seen & bit != 0 { throw fail(k, key, type, i, "has the key '\(quoted(k))' twice") }
-                seen |= bit
+                return bit
             }
         default:
             throw fail(t, key, type, i, "must be an object with a recordName, not \(t.kindName)")
@@ -294,8 +292,7 @@ extension JSONCursor {
     private func locationValue(_ t: Token, _ key: String, _ type: FieldType, _ i: Int) throws(FieldError) -> Location {
         guard t.kind == .object else { throw fail(t, key, type, i, "must be an object with latitude and longitude, not \(t.kindName)") }
         var location = Location(latitude: .nan, longitude: .nan)
-        var seen: UInt32 = 0
-        try forEachMember(t) { (k, v) throws(FieldError) in
+        let seen = try forEachDistinctMember(t, key, type, i) { (k, v) throws(FieldError) -> UInt32 in
             let bit: UInt32
             func number() throws(FieldError) -> Double {
                 guard v.kind == .number else { throw fail(v, key, type, i, "has '\(quoted(k))' as \(v.kindName), not a number") }
@@ -317,8 +314,7 @@ extension JSONCursor {
             } else {
                 throw fail(k, key, type, i, "has an unknown key '\(quoted(k))'")
             }
-            if seen & bit != 0 { throw fail(k, key, type, i, "has the key '\(quoted(k))' twice") }
-            seen |= bit
+            return bit
         }
         guard seen & 3 == 3 else { throw fail(t, key, type, i, "needs both latitude and longitude") }
         return location
@@ -330,8 +326,7 @@ extension JSONCursor {
         case .string:
             location = t
         case .object:
-            var seen: UInt32 = 0
-            try forEachMember(t) { (k, v) throws(FieldError) in
+            _ = try forEachDistinctMember(t, key, type, i) { (k, v) throws(FieldError) -> UInt32 in
                 let bit: UInt32
                 if stringEquals(k, "downloadURL") {
                     bit = 1
@@ -348,8 +343,7 @@ extension JSONCursor {
                 else { throw fail(k, key, type, i, "has an unknown key '\(quoted(k))'") }
                 // Checksums, keys and receipts describe CloudKit's copy of the content; the
                 // file named by downloadURL is the content, and the store recomputes the rest.
-                if seen & bit != 0 { throw fail(k, key, type, i, "has the key '\(quoted(k))' twice") }
-                seen |= bit
+                return bit
             }
         default:
             throw fail(t, key, type, i, "must be an object with a downloadURL, or a file path, not \(t.kindName)")
@@ -444,6 +438,20 @@ extension JSONCursor {
             guard let more = try? sub.nextMember(close: UInt8(ascii: "}"), in: "an object") else { throw unreadable(token) }
             if !more { return }
         }
+    }
+
+    /// Calls `body` for each member of an object value; `body` checks the value and answers the
+    /// bit that stands for its key, and a key seen before is then an error. Answers the bits seen.
+    private func forEachDistinctMember(
+        _ t: Token, _ key: String, _ type: FieldType, _ i: Int, _ body: (Token, Token) throws(FieldError) -> UInt32
+    ) throws(FieldError) -> UInt32 {
+        var seen: UInt32 = 0
+        try forEachMember(t) { (k, v) throws(FieldError) in
+            let bit = try body(k, v)
+            if seen & bit != 0 { throw fail(k, key, type, i, "has the key '\(quoted(k))' twice") }
+            seen |= bit
+        }
+        return seen
     }
 
     /// Calls `body` with the index and token of each element of a checked array.

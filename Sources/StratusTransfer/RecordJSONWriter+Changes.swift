@@ -11,16 +11,17 @@ extension RecordJSONWriter {
     /// print(RecordJSONWriter.json(forDeletionOf: id, recordType: "Note"))
     /// ```
     public static func json(forDeletionOf recordID: Record.ID, recordType: String?) -> String {
-        var out = "{\"recordName\":"
-        JSONText.appendString(recordID.recordName, to: &out)
+        var out = ByteOutput()
+        out.append("{\"recordName\":")
+        out.appendString(recordID.recordName)
         if let recordType {
-            out += ",\"recordType\":"
-            JSONText.appendString(recordType, to: &out)
+            out.append(",\"recordType\":")
+            out.appendString(recordType)
         }
-        out += ",\"deleted\":true,\"zoneID\":"
+        out.append(",\"deleted\":true,\"zoneID\":")
         appendZoneID(recordID.zoneID, to: &out)
-        out += "}"
-        return out
+        out.append(UInt8(ascii: "}"))
+        return String(decoding: out.bytes, as: UTF8.self)
     }
 
     /// A zone as CloudKit's `zones/list` answers it, with its capabilities.
@@ -31,10 +32,12 @@ extension RecordJSONWriter {
     /// for zone in try await database.allRecordZones() { print(RecordJSONWriter.json(for: zone)) }
     /// ```
     public static func json(for zone: RecordZone) -> String {
-        var out = "{\"zoneID\":"
+        var out = ByteOutput()
+        out.append("{\"zoneID\":")
         appendZoneID(zone.zoneID, to: &out)
-        out += ",\"atomic\":\(zone.capabilities.contains(.atomic)),\"fetchChanges\":\(zone.capabilities.contains(.fetchChanges))}"
-        return out
+        out.append(zone.capabilities.contains(.atomic) ? ",\"atomic\":true" : ",\"atomic\":false")
+        out.append(zone.capabilities.contains(.fetchChanges) ? ",\"fetchChanges\":true}" : ",\"fetchChanges\":false}")
+        return String(decoding: out.bytes, as: UTF8.self)
     }
 
     /// A deleted zone as CloudKit's `changes/database` answers carry it.
@@ -45,17 +48,10 @@ extension RecordJSONWriter {
     /// print(RecordJSONWriter.json(forDeletedZone: RecordZone.ID(zoneName: "Scratch")))
     /// ```
     public static func json(forDeletedZone zoneID: RecordZone.ID) -> String {
-        var out = "{\"zoneID\":"
+        var out = ByteOutput()
+        out.append("{\"zoneID\":")
         appendZoneID(zoneID, to: &out)
-        out += ",\"deleted\":true}"
-        return out
-    }
-
-    private static func appendZoneID(_ zoneID: RecordZone.ID, to out: inout String) {
-        out += "{\"zoneName\":"
-        JSONText.appendString(zoneID.zoneName, to: &out)
-        out += ",\"ownerRecordName\":"
-        JSONText.appendString(zoneID.ownerName, to: &out)
-        out += "}"
+        out.append(",\"deleted\":true}")
+        return String(decoding: out.bytes, as: UTF8.self)
     }
 }

@@ -142,24 +142,15 @@ public enum RecordJSONWriter {
         case .reference(let r): appendReference(r, zone: zone, to: &out)
         case .location(let l): appendLocation(l, field: field, to: &out)
         case .asset(let a): appendAsset(a, field: field, to: &out)
-        case .stringList(let v): appendList(v, to: &out) { $1.appendString($0) }
-        case .int64List(let v): appendList(v, to: &out) { $1.appendInt($0) }
-        case .doubleList(let v): appendList(v, to: &out) { $1.appendDouble($0, field: field) }
-        case .dateList(let v): appendList(v, to: &out) { $1.appendTimestamp($0, field: field) }
-        case .bytesList(let v): appendList(v, to: &out) { $1.appendBase64($0) }
-        case .referenceList(let v): appendList(v, to: &out) { appendReference($0, zone: zone, to: &$1) }
-        case .locationList(let v): appendList(v, to: &out) { appendLocation($0, field: field, to: &$1) }
-        case .assetList(let v): appendList(v, to: &out) { appendAsset($0, field: field, to: &$1) }
+        case .stringList(let v): out.appendArray(v) { $1.appendString($0) }
+        case .int64List(let v): out.appendArray(v) { $1.appendInt($0) }
+        case .doubleList(let v): out.appendArray(v) { $1.appendDouble($0, field: field) }
+        case .dateList(let v): out.appendArray(v) { $1.appendTimestamp($0, field: field) }
+        case .bytesList(let v): out.appendArray(v) { $1.appendBase64($0) }
+        case .referenceList(let v): out.appendArray(v) { appendReference($0, zone: zone, to: &$1) }
+        case .locationList(let v): out.appendArray(v) { appendLocation($0, field: field, to: &$1) }
+        case .assetList(let v): out.appendArray(v) { appendAsset($0, field: field, to: &$1) }
         }
-    }
-
-    private static func appendList<T>(_ values: [T], to out: inout ByteOutput, _ element: (T, inout ByteOutput) -> Void) {
-        out.append(UInt8(ascii: "["))
-        for (i, v) in values.enumerated() {
-            if i > 0 { out.append(UInt8(ascii: ",")) }
-            element(v, &out)
-        }
-        out.append(UInt8(ascii: "]"))
     }
 
     static func appendReference(_ reference: Record.Reference, zone: RecordZone.ID, withAction: Bool = true, to out: inout ByteOutput) {
@@ -174,20 +165,15 @@ public enum RecordJSONWriter {
     }
 
     static func appendLocation(_ l: Location, field: String, to out: inout ByteOutput) {
-        out.append("{\"latitude\":")
-        out.appendDouble(l.latitude, field: field)
-        out.append(",\"longitude\":")
-        out.appendDouble(l.longitude, field: field)
-        out.append(",\"altitude\":")
-        out.appendDouble(l.altitude, field: field)
-        out.append(",\"horizontalAccuracy\":")
-        out.appendDouble(l.horizontalAccuracy, field: field)
-        out.append(",\"verticalAccuracy\":")
-        out.appendDouble(l.verticalAccuracy, field: field)
-        out.append(",\"course\":")
-        out.appendDouble(l.course, field: field)
-        out.append(",\"speed\":")
-        out.appendDouble(l.speed, field: field)
+        let members: [(StaticString, Double)] = [
+            ("{\"latitude\":", l.latitude), (",\"longitude\":", l.longitude), (",\"altitude\":", l.altitude),
+            (",\"horizontalAccuracy\":", l.horizontalAccuracy), (",\"verticalAccuracy\":", l.verticalAccuracy),
+            (",\"course\":", l.course), (",\"speed\":", l.speed),
+        ]
+        for (name, value) in members {
+            out.append(name)
+            out.appendDouble(value, field: field)
+        }
         out.append(",\"timestamp\":")
         out.appendTimestamp(l.timestamp, field: field)
         out.append(UInt8(ascii: "}"))

@@ -120,16 +120,7 @@ extension RecordReader {
     private func startsEnvelope() throws -> Bool {
         // A read may move the bytes, so the place to return to is kept as an input offset.
         let start = input.baseOffset + input.start
-        let isEnvelope = try withCursor(depth: 0) { (c) throws(ScanFailure) -> Bool in
-            guard try c.openObject() else { return false }
-            var key = try c.scanKey()
-            if c.stringEquals(key, "zoneID") {
-                _ = try c.scanValue()
-                guard try c.nextMember(close: UInt8(ascii: "}"), in: "an object") else { return false }
-                key = try c.scanKey()
-            }
-            return Self.isEnvelopeKey(key, c)
-        }
+        let isEnvelope = try withCursor(depth: 0) { (c) throws(ScanFailure) -> Bool in try Self.isEnvelope(&c) }
         input.start = start - input.baseOffset
         return isEnvelope
     }

@@ -247,19 +247,24 @@ public final class RecordReader {
             while i < c.limit && (c.base[i] == 0x20 || c.base[i] == 0x09 || c.base[i] == 0x0D) { i += 1 }
             if i == c.limit && !c.isComplete { throw .needMore }
             let prettyPrinted = i < c.limit && c.base[i] == 0x0A
-            let document: RecordFormat = prettyPrinted ? .json : .ndjson
-            guard try c.openObject() else { return document }
-            var key = try c.scanKey()
-            if c.stringEquals(key, "zoneID") {
-                // Both records and modify requests have a zoneID; the next key tells them apart.
-                _ = try c.scanValue()
-                guard try c.nextMember(close: UInt8(ascii: "}"), in: "an object") else { return document }
-                key = try c.scanKey()
-            }
-            return Self.isEnvelopeKey(key, c) ? .envelope : document
+            return try Self.isEnvelope(&c) ? .envelope : prettyPrinted ? .json : .ndjson
         }
         input.start = start - input.baseOffset
         return format
+    }
+
+    /// Whether the object at the cursor (on its `{`) is an envelope rather than a record: its
+    /// first key is an envelope's, or the one after a leading zoneID is.
+    static func isEnvelope(_ c: inout JSONCursor) throws(ScanFailure) -> Bool {
+        guard try c.openObject() else { return false }
+        var key = try c.scanKey()
+        if c.stringEquals(key, "zoneID") {
+            // Both records and modify requests have a zoneID; the next key tells them apart.
+            _ = try c.scanValue()
+            guard try c.nextMember(close: UInt8(ascii: "}"), in: "an object") else { return false }
+            key = try c.scanKey()
+        }
+        return isEnvelopeKey(key, c)
     }
 
     static func isEnvelopeKey(_ key: Token, _ c: JSONCursor) -> Bool {
@@ -311,15 +316,7 @@ public final class RecordReader {
     private func parseLine(from lineStart: Int, to lineEnd: Int) -> RecordReadResult? {
         let base = input.storage
         let line = lineNumber
-        let column = { (offset: Int) -> Int in
-            var chars = 0
-            var i = lineStart
-            while i < offset {
-                if base[i] & 0xC0 != 0x80 { chars += 1 }
-                i += 1
-            }
-            return chars + 1
-        }
+        let column = { (offset: Int) -> Int in InputBuffer.characterCount(base, from: lineStart, to: offset) + 1 }
         var c = JSONCursor(base: base, limit: lineEnd, isComplete: true, endName: "end of the line", pos: lineStart, depth: 0)
         c.skipSpace()
         if c.pos == lineEnd { return nil }

@@ -1,4 +1,5 @@
 import Foundation
+import Stratus
 
 /// One field of a record object as scanned: tokens only, converted once the whole record is
 /// known (its type, schema and zone may come after the fields).
@@ -160,14 +161,20 @@ extension JSONCursor {
         }
     }
 
-    /// Scans `"fields": {"name": {"value": …, "type": …}, …}`.
-    private mutating func scanFields(_ fields: inout [PendingField]) throws(ScanFailure) {
+    /// Opens the object a member named `what` holds and answers whether it has members; a
+    /// value of another kind is noted and skipped (false).
+    private mutating func openMemberObject(_ what: StaticString) throws(ScanFailure) -> Bool {
         guard try peek() == UInt8(ascii: "{") else {
             let value = try scanValue()
-            note(value.start, "'fields' must be an object, not \(value.kindName)")
-            return
+            note(value.start, "'\(what)' must be an object, not \(value.kindName)")
+            return false
         }
-        guard try openObject() else { return }
+        return try openObject()
+    }
+
+    /// Scans `"fields": {"name": {"value": …, "type": …}, …}`.
+    private mutating func scanFields(_ fields: inout [PendingField]) throws(ScanFailure) {
+        guard try openMemberObject("fields") else { return }
         repeat {
             let name = try scanKey()
             if try peek() == UInt8(ascii: "{") {
@@ -187,17 +194,8 @@ extension JSONCursor {
         repeat {
             let key = try scanKey()
             let value = try scanValue()
-            if key.end - key.start == 7 && key.flags & Token.hasEscape == 0 && matches(key.start + 1, "value") {
-                if field.value.isPresent { note(key.start, "field '\(quoted(field.name))' has the key 'value' twice") }
-                field.value = value
-            } else if key.end - key.start == 6 && key.flags & Token.hasEscape == 0 && matches(key.start + 1, "type") {
-                if field.type.isPresent { note(key.start, "field '\(quoted(field.name))' has the key 'type' twice") }
-                if value.kind == .string {
-                    field.type = value
-                } else {
-                    note(value.start, "field '\(quoted(field.name))': 'type' must be a string, not \(value.kindName)")
-                }
-            } else if stringEquals(key, "value") {
+            // stringEquals compares a key without escapes as bytes: no String is made.
+            if stringEquals(key, "value") {
                 if field.value.isPresent { note(key.start, "field '\(quoted(field.name))' has the key 'value' twice") }
                 field.value = value
             } else if stringEquals(key, "type") {
@@ -223,12 +221,7 @@ extension JSONCursor {
     /// Scans `{"timestamp": ms, "userRecordName": name, "deviceID": …}`; the device is CloudKit
     /// bookkeeping that Stratus has no place for and that carries no record data.
     private mutating func scanAuthorship(time: inout Token, user: inout Token, in what: StaticString) throws(ScanFailure) {
-        guard try peek() == UInt8(ascii: "{") else {
-            let value = try scanValue()
-            note(value.start, "'\(what)' must be an object, not \(value.kindName)")
-            return
-        }
-        guard try openObject() else { return }
+        guard try openMemberObject(what) else { return }
         var seen: UInt32 = 0
         repeat {
             let key = try scanKey()
@@ -249,22 +242,12 @@ extension JSONCursor {
     /// Scans `{"zoneName", "ownerRecordName", "zoneType"}`. The zone type is implied by the
     /// zone (default or custom) and carries no data, so it is understood and not kept.
     mutating func scanZoneID(name: inout Token, owner: inout Token, in what: StaticString) throws(ScanFailure) {
-        guard try peek() == UInt8(ascii: "{") else {
-            let value = try scanValue()
-            note(value.start, "'\(what)' must be an object, not \(value.kindName)")
-            return
-        }
-        guard try openObject() else { return }
+        guard try openMemberObject(what) else { return }
         var seen: UInt32 = 0
         var zoneType = Token.none
         repeat {
             let key = try scanKey()
-            let plain = key.flags & Token.hasEscape == 0
-            if plain && key.end - key.start == 10 && matches(key.start + 1, "zoneName") {
-                try scanOnce(&name, key, bit: 1, &seen, kind: .string)
-            } else if plain && key.end - key.start == 17 && matches(key.start + 1, "ownerRecordName") {
-                try scanOnce(&owner, key, bit: 2, &seen, kind: .string)
-            } else if stringEquals(key, "zoneName") {
+            if stringEquals(key, "zoneName") {
                 try scanOnce(&name, key, bit: 1, &seen, kind: .string)
             } else if stringEquals(key, "ownerRecordName") {
                 try scanOnce(&owner, key, bit: 2, &seen, kind: .string)

@@ -49,14 +49,9 @@ enum TimestampText {
     private static func appendFixedPoint(_ seconds: Double, to out: inout ByteOutput) -> Bool {
         var text = seconds.description
         return text.withUTF8 { utf8 in
-            var significand: UInt64 = 0
-            var digits = 0
-            guard let (negative, exponent) = ExactDecimal.scan(utf8.baseAddress!, count: utf8.count, digit: { digit in
-                digits += 1
-                guard digits <= 19 else { return false }
-                significand = significand * 10 + UInt64(digit)
-                return true
-            }) else { return false }
+            let reading = DecimalText.read(utf8.baseAddress!, from: 0, limit: utf8.count)
+            guard reading.isWellFormed && reading.end == utf8.count && reading.digits <= 19 else { return false }
+            let (significand, negative, exponent) = (reading.significand, reading.isNegative, reading.exponent)
             // Milliseconds are significand × 10^(exponent + 3); whole ones took the integer path.
             var places = -(exponent + 3)
             guard significand != 0, places > 0, places < powersOfTen.count else { return false }

@@ -120,7 +120,7 @@ struct CheckpointCLITests {
             let link = store.path("link.checkpoint")
             #expect(symlink(checkpoint, link) == 0)
             // Hold the lock as a running import would.
-            let lock = open(checkpoint + ".lock", O_RDWR | O_CREAT, 0o644)
+            let lock = open(checkpoint + ".lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
             #expect(lock >= 0 && flock(lock, LOCK_EX) == 0)
             for name in [checkpoint, link] {
                 let refused = try await cli.run(["import", path, "--checkpoint", name])

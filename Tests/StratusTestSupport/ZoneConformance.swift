@@ -521,11 +521,11 @@ public func fetchChanges(
         result.update { $0.events.append("+" + id.recordName); $0.records.append(record) }
     }
     op.recordWithIDWasDeletedBlock = { id, type in result.update { $0.events.append("-\(id.recordName):\(type)") } }
-    op.recordZoneChangeTokensUpdatedBlock = { _, _ in result.update { $0.tokenUpdates += 1 } }
+    op.recordZoneChangeTokensUpdatedBlock = { _, _, _ in result.update { $0.tokenUpdates += 1 } }
     op.recordZoneFetchResultBlock = { _, zoneResult in
         result.update { r in
             switch zoneResult {
-            case .success(let (token, more)): r.token = token; r.moreComing = more
+            case .success(let (token, _, more)): r.token = token; r.moreComing = more
             case .failure(let error): r.error = error
             }
         }

@@ -35,10 +35,10 @@ struct ChangeTrackingTests {
                 log.record("changed \(id.recordName)")
             }
             op.recordWithIDWasDeletedBlock = { id, type in log.record("deleted \(id.recordName) \(type)") }
-            op.recordZoneChangeTokensUpdatedBlock = { id, token in log.record("token \(id.zoneName) \(token != nil)") }
+            op.recordZoneChangeTokensUpdatedBlock = { id, token, _ in log.record("token \(id.zoneName) \(token != nil)") }
             op.recordZoneFetchResultBlock = { id, result in
                 switch result {
-                case .success(let (_, moreComing)): log.record("zone \(id.zoneName) done moreComing=\(moreComing)")
+                case .success(let (_, _, moreComing)): log.record("zone \(id.zoneName) done moreComing=\(moreComing)")
                 case .failure(let error): log.record("zone \(id.zoneName) \(stratusError(error)?.code.description ?? "?")")
                 }
             }
@@ -91,7 +91,7 @@ struct ChangeTrackingTests {
             let delivered = Box(0)
             let op = FetchRecordZoneChangesOperation(recordZoneIDs: [Self.photos], configurationsByRecordZoneID: [Self.photos: .init(resultsLimit: 5)])
             op.recordWasChangedBlock = { _, _ in delivered.update { $0 += 1 } }
-            op.recordZoneChangeTokensUpdatedBlock = { _, token in
+            op.recordZoneChangeTokensUpdatedBlock = { _, token, _ in
                 if let token { progress.update { $0.append((delivered.value, token)) } }
             }
             await run(op, on: database)
@@ -120,7 +120,7 @@ struct ChangeTrackingTests {
                 let count = seen.update { $0.append("+" + id.recordName); return $0.count }
                 if count == 25 { op?.cancel() }
             }
-            op.recordZoneChangeTokensUpdatedBlock = { _, token in if let token { lastToken.value = (seen.value.count, token) } }
+            op.recordZoneChangeTokensUpdatedBlock = { _, token, _ in if let token { lastToken.value = (seen.value.count, token) } }
             op.recordZoneFetchResultBlock = { _, result in zoneResult.value = errorCode(result) }
             op.fetchRecordZoneChangesResultBlock = { final.value = finalZoneError($0) }
             await run(op, on: database)
@@ -246,7 +246,7 @@ struct ChangeTrackingTests {
             op.fetchAllChanges = false
             op.database = database
             let batch = Box("")
-            let end = Box<Result<(serverChangeToken: ServerChangeToken, moreComing: Bool), any Error>?>(nil)
+            let end = Box<Result<(serverChangeToken: ServerChangeToken, clientChangeTokenData: Data?, moreComing: Bool), any Error>?>(nil)
             op.recordWasChangedBlock = { id, result in
                 guard case .success(let record) = result else { return }
                 batch.update { $0 += "{\"recordName\":\"\(id.recordName)\",\"recordChangeTag\":\"\(record.recordChangeTag!)\",\"fields\":{\"version\":{\"value\":\(record["version"] as! Int64)}}}\n" }
@@ -256,7 +256,7 @@ struct ChangeTrackingTests {
             // Run on this thread: a busy dispatch pool cannot delay the reader either.
             op.start()
             guard let result = end.value else { throw StratusError(.internalError, "no zone result") }
-            let (newToken, moreComing) = try result.get()
+            let (newToken, _, moreComing) = try result.get()
             lines += batch.value
             token = newToken.serialized
             return moreComing || !batch.value.isEmpty

@@ -255,7 +255,7 @@ struct ChangesCLITests {
             let tokenFile = fixture.store.path("busy.token")
             let arguments = ["changes", "--token-file", tokenFile] + Self.options(fixture)
             // Hold the lock as a running export would.
-            let lock = open(tokenFile + ".lock", O_RDWR | O_CREAT, 0o644)
+            let lock = open(tokenFile + ".lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
             #expect(lock >= 0)
             #expect(flock(lock, LOCK_EX) == 0)
             let refused = try await ZoneTestProgram.run(stratus, arguments, in: fixture.store)
@@ -278,7 +278,7 @@ struct ChangesCLITests {
             let options = Self.options(fixture)
 
             // A run through the link while another holds the target's lock is refused.
-            let lock = open(tokenFile + ".lock", O_RDWR | O_CREAT, 0o644)
+            let lock = open(tokenFile + ".lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
             #expect(lock >= 0 && flock(lock, LOCK_EX) == 0)
             let refused = try await ZoneTestProgram.run(stratus, ["changes", "--token-file", link] + options, in: fixture.store)
             #expect(refused.exitCode == 75, "\(refused.stderr)")

@@ -142,4 +142,78 @@ struct FieldDocumentTests {
         }
         #expect(checked > 1000)
     }
+
+    /// The written form spelled as JSON also allows: whitespace around every token, and every
+    /// character of every string as a `\u` escape (surrogate pairs beyond the BMP).
+    static func respelled(_ text: String) -> String {
+        var out = ""
+        var inString = false
+        var escapedNext = false
+        var rawScalars = 0  // the hex digits of an escape already there
+        for scalar in text.unicodeScalars {
+            if inString {
+                if rawScalars > 0 {
+                    out.unicodeScalars.append(scalar)
+                    rawScalars -= 1
+                } else if escapedNext {
+                    out.unicodeScalars.append(scalar)
+                    escapedNext = false
+                    if scalar == "u" { rawScalars = 4 }
+                } else if scalar == "\\" {
+                    out += "\\"
+                    escapedNext = true
+                } else if scalar == "\"" {
+                    out += "\""
+                    inString = false
+                } else {
+                    for unit in String(scalar).utf16 { out += "\\u" + String(format: "%04X", unit) }
+                }
+            } else if scalar == "\"" {
+                out += " \""
+                inString = true
+            } else if "{}[],:".unicodeScalars.contains(scalar) {
+                out += " \n\t" + String(scalar) + "\r "
+            } else {
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+
+    @Test("any spelling JSON allows reads as the written form")
+    func otherSpellings() throws {
+        let text = FieldDocument.encode(Self.fields, encryptedKeys: ["bytes", "title"])
+        let respelled = Self.respelled(text)
+        #expect(respelled.count > text.count * 2)
+        let (fields, encrypted) = try FieldDocument.decodeDocument(respelled, zoneID: Self.zone, assetURL: Self.assetURL)
+        #expect(fields == Self.fields)
+        #expect(encrypted == ["bytes", "title"])
+        // Parts after the ones a tag reads (a string's folded copy) are skipped, whatever they hold.
+        let extra = try FieldDocument.decode(#"{"a":["S","x","y",{"z":[1,2]}],"b":["R","t",1,0],"c":["I",7,null]}"#, zoneID: Self.zone, assetURL: Self.assetURL)
+        #expect(extra == ["a": .string("x"), "b": .reference(Record.Reference(recordID: Record.ID(recordName: "t", zoneID: Self.zone), action: .deleteSelf)), "c": .int64(7)])
+    }
+
+    @Test("a document that is not JSON, or not a stored document, fails as corrupt and says where")
+    func corruptDocuments() {
+        let documents = [
+            "", "[]", #"{"a":["I",+5]}"#, #"{"a":["I",007]}"#, #"{"a":["F",.5]}"#, #"{"a":["F",1.]}"#, #"{"a":["I",2.0]}"#,
+            #"{"a":["I",9223372036854775808]}"#, #"{"a":["X",1]}"#, #"{"a":["S","x"]} x"#, #"{"a":["S","\ud800"]}"#, #"{"a":["S","\q"]}"#,
+            #"{"a":["RL",["t"],[1,0]]}"#, #"{"a":["L",1,2,3,4,5,6,7,8,9]}"#, #"{"a":["L",1,2,3,4,5,6,7]}"#, #"{"a":["B","%%"]}"#,
+            #"{"~encrypted":"a"}"#, #"{"a":["SL",["x",1]]}"#, #"{"a":["I"]}"#, #"{"a":"S"}"#, #"{"a":["I",1],}"#,
+        ]
+        for document in documents {
+            #expect(Self.outcome(document) == .failed("\(StratusError.Code.internalError)"), "\(document)")
+            do {
+                _ = try FieldDocument.decode(document, zoneID: Self.zone, assetURL: Self.assetURL)
+            } catch {
+                #expect("\(error)".contains("stored field document is corrupt"), "\(document): \(error)")
+                #expect("\(error)".contains("at byte") || document.isEmpty, "\(document): \(error)")
+            }
+        }
+        // Bytes that are not UTF-8 inside a string.
+        let invalid: [UInt8] = Array(#"{"a":["S",""#.utf8) + [0xFF] + Array(#""]}"#.utf8)
+        #expect(throws: StratusError.self) {
+            try invalid.withUnsafeBufferPointer { try FieldDocument.decodeDocument(utf8: $0, zoneID: Self.zone, assetURL: Self.assetURL) }
+        }
+    }
 }

@@ -97,7 +97,7 @@ struct ModelTests {
         #expect(StratusError.Code.unknownItem ~= error)
         #expect(!(StratusError.Code.zoneNotFound ~= error))
         switch error as any Error {
-        case StratusError.Code.unknownItem: break
+        case StratusError.unknownItem: break
         default: Issue.record("a code pattern matches the error")
         }
         #expect(StratusError(.zoneBusy, "busy", retryAfterSeconds: 1).isTransient)

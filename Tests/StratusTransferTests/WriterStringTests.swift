@@ -24,4 +24,17 @@ struct WriterStringTests {
             }
         }
     }
+
+    @Test("deletion and zone lines escape their names as record lines do")
+    func changeLines() throws {
+        let zone = RecordZone.ID(zoneName: "Notes", ownerName: "_owner")
+        #expect(RecordJSONWriter.json(forDeletionOf: Record.ID(recordName: "note-1", zoneID: zone), recordType: "Note")
+            == #"{"recordName":"note-1","recordType":"Note","deleted":true,"zoneID":{"zoneName":"Notes","ownerRecordName":"_owner"}}"#)
+        #expect(RecordJSONWriter.json(forDeletedZone: zone) == #"{"zoneID":{"zoneName":"Notes","ownerRecordName":"_owner"},"deleted":true}"#)
+        let odd = "a\"b\\c\n\u{1}é"
+        let line = RecordJSONWriter.json(forDeletionOf: Record.ID(recordName: odd, zoneID: zone), recordType: nil)
+        #expect(line == #"{"recordName":"a\"b\\c\n\u0001é","deleted":true,"zoneID":{"zoneName":"Notes","ownerRecordName":"_owner"}}"#)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        #expect(object["recordName"] as? String == odd)
+    }
 }

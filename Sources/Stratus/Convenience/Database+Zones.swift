@@ -138,7 +138,7 @@ extension Database {
     ) async throws -> (modificationResultsByID: [Record.ID: Result<RecordZoneChange.Modification, any Error>], deletions: [RecordZoneChange.Deletion], changeToken: ServerChangeToken, moreComing: Bool) {
         let changes = Collector<ZoneChangeBatch.Change>()
         let failures = Collector<(Record.ID, any Error)>()
-        let end = Collector<Result<(serverChangeToken: ServerChangeToken, moreComing: Bool), any Error>>()
+        let end = Collector<Result<(serverChangeToken: ServerChangeToken, clientChangeTokenData: Data?, moreComing: Bool), any Error>>()
         try await run { finish in
             let config = FetchRecordZoneChangesOperation.ZoneConfiguration(previousServerChangeToken: changeToken, resultsLimit: resultsLimit, desiredKeys: desiredKeys)
             let op = FetchRecordZoneChangesOperation(recordZoneIDs: [zoneID], configurationsByRecordZoneID: [zoneID: config])
@@ -157,7 +157,7 @@ extension Database {
         guard let zoneResult = end.items.first else {
             throw StratusError(.internalError, "no result for zone '\(zoneID.zoneName)'", zoneID: zoneID)
         }
-        let (token, moreComing) = try zoneResult.get()
+        let (token, _, moreComing) = try zoneResult.get()
         var modifications: [Record.ID: Result<RecordZoneChange.Modification, any Error>] = [:]
         var deletions: [RecordZoneChange.Deletion] = []
         for change in changes.items {

@@ -43,6 +43,11 @@ public final class Database: Sendable {
     /// Who the database's operations act as; `nil`: ``context`` as it is.
     let user: ContainerUser?
 
+    /// What `configuredWith(configuration:group:body:)` gives the
+    /// operations this database runs.
+    let operationConfiguration: OperationConfiguration?
+    let operationGroup: OperationGroup?
+
     /// A database that acts exactly as `context` says (its user record name and roles; no user
     /// directory is read).
     @_spi(StratusEngine) public convenience init(engine: any StorageEngine, context: DatabaseContext, retryPolicy: RetryPolicy = RetryPolicy()) {
@@ -58,6 +63,19 @@ public final class Database: Sendable {
         queue.name = "stratus.\(context.containerIdentifier).\(context.scope)"
         queue.maxConcurrentOperationCount = Database.maximumConcurrentOperations
         self.operationQueue = queue
+        self.operationConfiguration = nil
+        self.operationGroup = nil
+    }
+
+    /// The same database (and queue), giving its operations a configuration and a group.
+    init(_ database: Database, configuration: OperationConfiguration?, group: OperationGroup?) {
+        self.engine = database.engine
+        self.context = database.context
+        self.user = database.user
+        self.retryPolicy = database.retryPolicy
+        self.operationQueue = database.operationQueue
+        self.operationConfiguration = (configuration?.copy() as? OperationConfiguration) ?? database.operationConfiguration
+        self.operationGroup = group ?? database.operationGroup
     }
 
     public var databaseScope: Scope { context.scope }
@@ -82,6 +100,9 @@ public final class Database: Sendable {
     /// ```
     public func add(_ operation: DatabaseOperation) {
         operation.database = self
+        if operationConfiguration != nil || operationGroup != nil {
+            operation.adopt(configuration: operationConfiguration, group: operationGroup)
+        }
         operationQueue.addOperation(operation)
     }
 

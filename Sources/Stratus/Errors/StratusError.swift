@@ -2,6 +2,10 @@ import Foundation
 
 /// The one error type of Stratus. Its ``Code`` values mirror `CKError.Code` names and numbers.
 ///
+/// It bridges to `NSError` as a `CKError` does (see `StratusError+NSError.swift`): domain
+/// `CKErrorDomain`, CloudKit's code numbers and `userInfo` keys, and the message as
+/// `localizedDescription`.
+///
 /// ```swift
 /// do {
 ///     _ = try await database.record(for: Record.ID(recordName: "missing"))
@@ -29,6 +33,9 @@ public struct StratusError: Error, Sendable, CustomStringConvertible {
     public var ancestorRecord: Record?
     /// For transient failures: seconds to wait before trying again.
     public var retryAfterSeconds: Double?
+    /// The lower-level error behind this one (`NSUnderlyingErrorKey` when bridged), e.g. the
+    /// `NSURLErrorTimedOut` behind a timed-out operation's `networkFailure`.
+    public var underlyingError: (any Error)?
     /// For errors in text input (a predicate, a file): 1-based line and column.
     public var line: Int?
     public var column: Int?
@@ -74,51 +81,50 @@ public struct StratusError: Error, Sendable, CustomStringConvertible {
         [.serviceUnavailable, .zoneBusy, .requestRateLimited, .networkFailure, .networkUnavailable].contains(code)
     }
 
-    /// An error code, named and numbered as in `CKError.Code`. Pattern-match with `==` or `case`.
-    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-        public let rawValue: Int
-        public init(rawValue: Int) { self.rawValue = rawValue }
+    /// An error code, named and numbered as in `CKError.Code`: every case CloudKit defines, so
+    /// that a `switch` written for `CKError.Code` (with `@unknown default`) compiles.
+    /// Pattern-match with `==`, `case`, or against an error (`catch StratusError.unknownItem`).
+    public enum Code: Int, Hashable, Sendable, CaseIterable {
+        case internalError = 1
+        case partialFailure = 2
+        case networkUnavailable = 3
+        case networkFailure = 4
+        case badContainer = 5
+        case serviceUnavailable = 6
+        case requestRateLimited = 7
+        case missingEntitlement = 8
+        case notAuthenticated = 9
+        case permissionFailure = 10
+        case unknownItem = 11
+        case invalidArguments = 12
+        case resultsTruncated = 13
+        case serverRecordChanged = 14
+        case serverRejectedRequest = 15
+        case assetFileNotFound = 16
+        case assetFileModified = 17
+        case incompatibleVersion = 18
+        case constraintViolation = 19
+        case operationCancelled = 20
+        case changeTokenExpired = 21
+        case batchRequestFailed = 22
+        case zoneBusy = 23
+        case badDatabase = 24
+        case quotaExceeded = 25
+        case zoneNotFound = 26
+        case limitExceeded = 27
+        case userDeletedZone = 28
+        case tooManyParticipants = 29
+        case alreadyShared = 30
+        case referenceViolation = 31
+        case managedAccountRestricted = 32
+        case participantMayNeedVerification = 33
+        case serverResponseLost = 34
+        case assetNotAvailable = 35
+        case accountTemporarilyUnavailable = 36
+        case participantAlreadyInvited = 37
 
-        public static let internalError = Code(rawValue: 1)
-        public static let partialFailure = Code(rawValue: 2)
-        public static let networkUnavailable = Code(rawValue: 3)
-        public static let networkFailure = Code(rawValue: 4)
-        public static let badContainer = Code(rawValue: 5)
-        public static let serviceUnavailable = Code(rawValue: 6)
-        public static let requestRateLimited = Code(rawValue: 7)
-        public static let notAuthenticated = Code(rawValue: 9)
-        public static let permissionFailure = Code(rawValue: 10)
-        public static let unknownItem = Code(rawValue: 11)
-        public static let invalidArguments = Code(rawValue: 12)
-        public static let serverRecordChanged = Code(rawValue: 14)
-        public static let serverRejectedRequest = Code(rawValue: 15)
-        public static let assetFileNotFound = Code(rawValue: 16)
-        public static let assetFileModified = Code(rawValue: 17)
-        public static let constraintViolation = Code(rawValue: 19)
-        public static let operationCancelled = Code(rawValue: 20)
-        public static let changeTokenExpired = Code(rawValue: 21)
-        public static let batchRequestFailed = Code(rawValue: 22)
-        public static let zoneBusy = Code(rawValue: 23)
-        public static let badDatabase = Code(rawValue: 24)
-        public static let quotaExceeded = Code(rawValue: 25)
-        public static let zoneNotFound = Code(rawValue: 26)
-        public static let limitExceeded = Code(rawValue: 27)
-        public static let userDeletedZone = Code(rawValue: 28)
-        public static let referenceViolation = Code(rawValue: 31)
-        public static let assetNotAvailable = Code(rawValue: 35)
-
-        private static let names: [Int: String] = [
-            1: "internalError", 2: "partialFailure", 3: "networkUnavailable", 4: "networkFailure",
-            5: "badContainer", 6: "serviceUnavailable", 7: "requestRateLimited", 9: "notAuthenticated",
-            10: "permissionFailure", 11: "unknownItem", 12: "invalidArguments", 14: "serverRecordChanged",
-            15: "serverRejectedRequest", 16: "assetFileNotFound", 17: "assetFileModified",
-            19: "constraintViolation", 20: "operationCancelled", 21: "changeTokenExpired",
-            22: "batchRequestFailed", 23: "zoneBusy", 24: "badDatabase", 25: "quotaExceeded",
-            26: "zoneNotFound", 27: "limitExceeded", 28: "userDeletedZone", 31: "referenceViolation",
-            35: "assetNotAvailable",
-        ]
-
-        public var description: String { Code.names[rawValue] ?? "code\(rawValue)" }
+        /// The case's name (`unknownItem`), as `print` shows it.
+        public var description: String { "\(self)" }
 
         public static func ~= (pattern: Code, error: any Error) -> Bool {
             (error as? StratusError)?.code == pattern

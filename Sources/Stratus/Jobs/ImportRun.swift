@@ -74,8 +74,10 @@ final class ImportRun {
                     // The job's name is durable before any of its batches commits.
                     try checkpointStore.save(ImportCheckpoint(itemsSettled: skip, job: job))
                 } else if let committed = try await database.engineCall({ engine, _ in try engine.jobProgress(job) }), committed > skip {
-                    // A batch committed after the last checkpoint was saved: it is not read again.
+                    // A batch committed after the last checkpoint was saved: it is not read again,
+                    // and the checkpoint catches up so that it never lags by more than one batch.
                     skip = Int(committed)
+                    try checkpointStore.save(ImportCheckpoint(itemsSettled: skip, job: job))
                 }
             } catch {
                 throw failure(.checkpoint, error)

@@ -184,7 +184,7 @@ public final class RecordZoneChangeFeed: Sendable {
                 }
             }
             op.recordWithIDWasDeletedBlock = { changes.append(.deleted($0, recordType: $1)) }
-            op.recordZoneFetchResultBlock = { _, result in end.append(result) }
+            op.recordZoneFetchResultBlock = { _, result in end.append(result.map { (serverChangeToken: $0.serverChangeToken, moreComing: $0.moreComing) }) }
             op.fetchRecordZoneChangesResultBlock = { finish(Database.ignoringPartialFailure($0)) }
             return op
         }

@@ -3,8 +3,10 @@ import Synchronization
 
 /// A CloudKit-style record: a record type, an ID, system fields and typed field values.
 ///
-/// Records are reference types, like `CKRecord`. Field access is thread-safe; a record saved
-/// or fetched through an operation is a new instance carrying the store's system fields.
+/// Records are reference types, like `CKRecord`: an `NSObject` whose equality is identity, that
+/// copies with `copy()` and archives with `NSSecureCoding` (see `Record+SecureCoding.swift`).
+/// Field access is thread-safe; a record saved or fetched through an operation is a new
+/// instance carrying the store's system fields.
 ///
 /// ```swift
 /// let todo = Record(recordType: "Todo")
@@ -13,9 +15,14 @@ import Synchronization
 /// let saved = try await container.publicCloudDatabase.save(todo)
 /// print(saved.recordChangeTag!, saved["title"] as? String ?? "")
 /// ```
-public final class Record: Sendable, CustomStringConvertible {
+public final class Record: NSObject, NSCopying, Sendable {
+    /// A record type's name, as `CKRecord.RecordType`.
+    public typealias RecordType = String
+    /// A field's name, as `CKRecord.FieldKey`.
+    public typealias FieldKey = String
+
     public let recordID: ID
-    public let recordType: String
+    public let recordType: RecordType
     private let state: Mutex<State>
 
     struct State: Sendable {
@@ -53,6 +60,7 @@ public final class Record: Sendable, CustomStringConvertible {
         self.recordType = recordType
         self.recordID = recordID
         self.state = Mutex(State(system: SystemFields(), fields: [:], changed: [], changedSet: []))
+        super.init()
     }
 
     /// Creates a new record with all its values at once; every key counts as changed, as if
@@ -69,6 +77,7 @@ public final class Record: Sendable, CustomStringConvertible {
         state.allFieldsChanged = true
         state.parentChanged = parent != nil
         self.state = Mutex(state)
+        super.init()
     }
 
     /// Creates a record as a store returns it: system fields set and no changed keys.
@@ -77,6 +86,7 @@ public final class Record: Sendable, CustomStringConvertible {
         self.recordType = recordType
         self.recordID = recordID
         self.state = Mutex(State(system: systemFields, fields: fields, changed: [], changedSet: [], parent: parent, encrypted: encryptedKeys))
+        super.init()
     }
 
     // MARK: - System fields
@@ -137,11 +147,35 @@ public final class Record: Sendable, CustomStringConvertible {
 
     // MARK: - Field values
 
-    /// The value of a field as a Swift value (`String`, `Int64`, `Double`, `Date`, `Data`,
-    /// ``Reference``, ``Location``, ``Asset`` or an array of one of these), or `nil`.
-    /// Setting `nil` removes the field. `Int` and `Bool` are stored as `Int64`.
-    public subscript(key: String) -> (any RecordValueProtocol)? {
-        get { fieldValue(forKey: key)?.boxed }
+    /// The value of a field as CloudKit gives it (`String`, `Date`, `Data`, ``Reference``,
+    /// ``Location``, ``Asset``, a number as an `NSNumber`, or an array of these), or `nil`.
+    /// Setting `nil` removes the field.
+    ///
+    /// Numbers read as CloudKit's `NSNumber`s do: `as? Int`, `as? Int64`, `as? Double` and
+    /// `as? Bool` succeed when the stored number converts exactly (an INT64 1 is `true`, 2 is no
+    /// `Bool`; a DOUBLE 2.5 is no `Int`). What is stored stays exact: `Int`, `Bool` and `Int64`
+    /// are stored as INT64, `Double` and `Float` as DOUBLE, and an INT64 2 never comes back as
+    /// DOUBLE 2.0 (``fieldValue(forKey:)`` tells them apart).
+    ///
+    /// ```swift
+    /// record["count"] = 2
+    /// let count = record["count"] as? Int          // 2
+    /// let ratio = record["count"] as? Double       // 2.0, as in CloudKit
+    /// ```
+    public subscript(key: FieldKey) -> (any RecordValueProtocol)? {
+        get { fieldValue(forKey: key)?.objectValue }
+        set { setFieldValue(newValue?.fieldValue, forKey: key) }
+    }
+
+    /// The value of a field as a given type, or `nil` when the record has no such field or its
+    /// value does not convert (with `NSNumber`'s conversions for numbers).
+    ///
+    /// ```swift
+    /// let title: String? = record["title"]
+    /// let count: Int? = record["count"]
+    /// ```
+    public subscript<T: RecordValueProtocol>(key: FieldKey) -> T? {
+        get { fieldValue(forKey: key)?.objectValue as? T }
         set { setFieldValue(newValue?.fieldValue, forKey: key) }
     }
 
@@ -190,8 +224,18 @@ public final class Record: Sendable, CustomStringConvertible {
     public struct EncryptedValues: Sendable {
         let record: Record
 
-        public subscript(key: String) -> (any RecordValueProtocol)? {
-            get { record.encryptedKeys.contains(key) ? record.fieldValue(forKey: key)?.boxed : nil }
+        public subscript(key: FieldKey) -> (any RecordValueProtocol)? {
+            get { record.encryptedKeys.contains(key) ? record.fieldValue(forKey: key)?.objectValue : nil }
+            nonmutating set { record.setFieldValue(newValue?.fieldValue, forKey: key, encrypted: true) }
+        }
+
+        /// The encrypted value of a field as a given type.
+        ///
+        /// ```swift
+        /// let secret: Data? = note.encryptedValues["secret"]
+        /// ```
+        public subscript<T: RecordValueProtocol>(key: FieldKey) -> T? {
+            get { self[key] as? T }
             nonmutating set { record.setFieldValue(newValue?.fieldValue, forKey: key, encrypted: true) }
         }
     }
@@ -212,8 +256,12 @@ public final class Record: Sendable, CustomStringConvertible {
     /// A snapshot of every field value.
     public var fieldValues: [String: FieldValue] { state.withLock { $0.fields } }
 
+    /// A new record with the same ID, type, system fields, values and changed keys
+    /// (`NSCopying`, as `CKRecord`): `record.copy() as! Record`.
+    public func copy(with zone: NSZone? = nil) -> Any { copiedRecord() }
+
     /// A new record with the same ID, type, system fields, values and changed keys.
-    public func copy() -> Record {
+    func copiedRecord() -> Record {
         let snapshot = state.withLock { $0 }
         let record = Record(recordType: recordType, recordID: recordID, systemFields: snapshot.system, fields: snapshot.fields, parent: snapshot.parent, encryptedKeys: snapshot.encrypted)
         record.state.withLock {
@@ -226,6 +274,18 @@ public final class Record: Sendable, CustomStringConvertible {
         return record
     }
 
+    /// Restores what an archive says changed since the record was fetched
+    /// (see `Record+SecureCoding.swift`).
+    func restoreChanges(changed: [String], baseFields: [String: FieldValue]?, allFieldsChanged: Bool, parentChanged: Bool) {
+        state.withLock {
+            $0.changed = changed
+            $0.changedSet = Set(changed)
+            $0.baseFields = baseFields
+            $0.allFieldsChanged = allFieldsChanged
+            $0.parentChanged = parentChanged
+        }
+    }
+
     /// A copy holding only the given keys (all keys when `keys` is `nil`), as `desiredKeys` asks.
     public func restricted(to keys: [String]?) -> Record {
         guard let keys else { return self }
@@ -236,7 +296,7 @@ public final class Record: Sendable, CustomStringConvertible {
                       encryptedKeys: snapshot.encrypted.intersection(kept.keys))
     }
 
-    public var description: String {
+    public override var description: String {
         let fields = fieldValues.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ", ")
         return "Record(\(recordType) \(recordID.recordName) tag=\(recordChangeTag ?? "-") {\(fields)})"
     }

@@ -1,24 +1,34 @@
 import Foundation
 
-/// A Swift value that can be stored in a record field through ``Record/subscript(_:)``.
+/// A value that can be stored in a record field through ``Record/subscript(_:)``, like
+/// `CKRecordValueProtocol`.
 ///
-/// `String`, `Int64`, `Int`, `Bool`, `Double`, `Date`, `Data`, ``Record/Reference``,
-/// ``Location``, ``Asset`` and arrays of these conform. Like CloudKit, `Int` and `Bool` are
-/// stored as `Int64`, so they read back as `Int64`:
+/// `String`, `Int64`, `Int` (and the smaller integer types), `Bool`, `Double`, `Float`, `Date`,
+/// `Data`, ``Record/Reference``, ``Location``, ``Asset``, arrays of these, and Foundation's
+/// `NSNumber` and `NSDate` conform. Like CloudKit, integers and
+/// `Bool` are stored as INT64 and read back as numbers that convert as `NSNumber`s do:
 ///
 /// ```swift
 /// record["checked"] = true
-/// let checked = (record["checked"] as? Int64) == 1
+/// let checked = record["checked"] as? Bool == true     // INT64 1 reads as true
 /// ```
 public protocol RecordValueProtocol: Sendable {
-    /// The typed field value this Swift value is stored as.
+    /// The typed field value this value is stored as.
     var fieldValue: FieldValue { get }
 }
+
+/// `CKRecordValue`'s name for a storable value.
+public typealias RecordValue = RecordValueProtocol
 
 extension String: RecordValueProtocol { public var fieldValue: FieldValue { .string(self) } }
 extension Int64: RecordValueProtocol { public var fieldValue: FieldValue { .int64(self) } }
 extension Int: RecordValueProtocol { public var fieldValue: FieldValue { .int64(Int64(self)) } }
 extension Int32: RecordValueProtocol { public var fieldValue: FieldValue { .int64(Int64(self)) } }
+extension Int16: RecordValueProtocol { public var fieldValue: FieldValue { .int64(Int64(self)) } }
+extension Int8: RecordValueProtocol { public var fieldValue: FieldValue { .int64(Int64(self)) } }
+extension UInt32: RecordValueProtocol { public var fieldValue: FieldValue { .int64(Int64(self)) } }
+extension UInt16: RecordValueProtocol { public var fieldValue: FieldValue { .int64(Int64(self)) } }
+extension UInt8: RecordValueProtocol { public var fieldValue: FieldValue { .int64(Int64(self)) } }
 extension Bool: RecordValueProtocol { public var fieldValue: FieldValue { .int64(self ? 1 : 0) } }
 extension Double: RecordValueProtocol { public var fieldValue: FieldValue { .double(self) } }
 extension Float: RecordValueProtocol { public var fieldValue: FieldValue { .double(Double(self)) } }
@@ -44,8 +54,73 @@ extension Array: RecordValueProtocol where Element: RecordValueProtocol {
         case let v as [Location]: return .locationList(v)
         case let v as [Asset]: return .assetList(v)
         default:
-            // Nested arrays ([[String]]) are the only other conforming element type.
-            preconditionFailure("Stratus does not store lists of lists (\(Element.self)); use a list of a scalar type")
+            // Foundation objects ([NSNumber], [NSString]), the smaller integer types, or nested
+            // arrays, which FieldValue.list(_:) refuses.
+            return FieldValue.list(map(\.fieldValue), of: "[\(Element.self)]")
+        }
+    }
+}
+
+// MARK: - Foundation's objects, as CloudKit stores them
+
+extension NSNumber: RecordValueProtocol {
+    /// A floating-point number is stored as DOUBLE; an integer or a Boolean as INT64, as in
+    /// CloudKit.
+    ///
+    /// - Precondition: an unsigned number fits in INT64 (a programmer error otherwise).
+    public var fieldValue: FieldValue {
+        switch String(cString: objCType) {
+        case "d", "f": return .double(doubleValue)
+        case "Q", "L", "I", "S", "C":
+            guard let exact = Int64(exactly: uint64Value) else {
+                preconditionFailure("the unsigned number \(uint64Value) does not fit in an INT64 field")
+            }
+            return .int64(exact)
+        default: return .int64(int64Value)
+        }
+    }
+}
+
+// NSString, NSData and NSArray are not Sendable in swift-corelibs-foundation (their mutable
+// subclasses share the type), so they cannot be values of this Sendable protocol; use String,
+// Data and arrays, or `Record.setValue(_:forKey:)`, which takes them.
+extension NSDate: RecordValueProtocol { public var fieldValue: FieldValue { .date(self as Date) } }
+
+extension FieldValue {
+    /// A list of scalar values of one type, or a trap naming `what` for mixed or nested values.
+    static func list(_ values: [FieldValue], of what: String) -> FieldValue {
+        guard let first = values.first else { return .stringList([]) }
+        func all<T>(_ extract: (FieldValue) -> T?) -> [T] {
+            values.map { value in
+                guard let element = extract(value) else {
+                    preconditionFailure("a \(what) mixes \(first.type.rawValue) and \(value.type.rawValue) values; a list field holds values of one type")
+                }
+                return element
+            }
+        }
+        switch first {
+        case .string: return .stringList(all { if case .string(let v) = $0 { v } else { nil } })
+        case .int64: return .int64List(all { if case .int64(let v) = $0 { v } else { nil } })
+        case .double: return .doubleList(all { if case .double(let v) = $0 { v } else { nil } })
+        case .date: return .dateList(all { if case .date(let v) = $0 { v } else { nil } })
+        case .bytes: return .bytesList(all { if case .bytes(let v) = $0 { v } else { nil } })
+        case .reference: return .referenceList(all { if case .reference(let v) = $0 { v } else { nil } })
+        case .location: return .locationList(all { if case .location(let v) = $0 { v } else { nil } })
+        case .asset: return .assetList(all { if case .asset(let v) = $0 { v } else { nil } })
+        default: preconditionFailure("Stratus does not store lists of lists (\(what)); use a list of a scalar type")
+        }
+    }
+
+    /// The value as CloudKit's untyped accessors give it: numbers (and lists of numbers) as
+    /// `NSNumber`s, so that `as? Int`, `as? Double` and `as? Bool` convert as they do in
+    /// CloudKit; every other value as its Swift value.
+    var objectValue: any RecordValueProtocol {
+        switch self {
+        case .int64(let v): NSNumber(value: v)
+        case .double(let v): NSNumber(value: v)
+        case .int64List(let v): v.map { NSNumber(value: $0) }
+        case .doubleList(let v): v.map { NSNumber(value: $0) }
+        default: boxed
         }
     }
 }

@@ -21,11 +21,24 @@ public final class RecordZone: Sendable {
         self.init(zoneID: ID(zoneName: zoneName))
     }
 
-    /// The default zone of a database.
+    /// The default zone of a database. CloudKit's spelling, `RecordZone.default()`, works too
+    /// (see ``callAsFunction()``).
     ///
     /// Unlike CloudKit's, Stratus's default zone numbers its changes and honours atomic
     /// requests like a custom zone, so it reports both capabilities.
+    ///
+    /// ```swift
+    /// let record = Record(recordType: "Todo", zoneID: RecordZone.default().zoneID)
+    /// ```
     public static var `default`: RecordZone { RecordZone(zoneID: .default, capabilities: [.fetchChanges, .atomic]) }
+
+    /// The zone itself, so that `RecordZone.default()` (`CKRecordZone.default()`) reads the
+    /// ``default`` zone: a static property and a static method cannot share a name in Swift.
+    ///
+    /// ```swift
+    /// let zone = RecordZone.default()
+    /// ```
+    public func callAsFunction() -> RecordZone { self }
 
     /// Identifies a zone by name and owner.
     public struct ID: Hashable, Sendable, Codable, CustomStringConvertible {

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The base of every Stratus operation: an asynchronous `Operation` bound to a ``Database``.
 ///
@@ -7,6 +8,11 @@ import Foundation
 /// starts. Its blocks run one at a time on the operation's thread, the final block last.
 /// Cancelling stops the work at the next item or batch boundary; the final block then reports
 /// `operationCancelled`, and the per-item blocks have already reported what was done.
+///
+/// Each operation offers CloudKit's result blocks and, next to them, CloudKit's older blocks
+/// (`recordFetchedBlock`, `queryCompletionBlock`, …) with their signatures; both may be set.
+/// For each event the result block runs first, then the older one; per-item blocks run before
+/// the final blocks. ``configuration`` and ``group`` behave as `CKOperation`'s.
 ///
 /// ```swift
 /// let fetch = FetchRecordsOperation(recordIDs: [id])
@@ -23,9 +29,19 @@ open class DatabaseOperation: Operation, @unchecked Sendable {
     /// How transient failures (a busy store) are retried. Defaults to the database's policy.
     public var retryPolicy: RetryPolicy?
 
+    /// A unique identifier of the operation, as `CKOperation.operationID`.
+    public let operationID = UUID().uuidString
+
+    /// Accepted for CloudKit code, never called: Stratus operations are not long-lived (see
+    /// ``OperationConfiguration/isLongLived``).
+    public var longLivedOperationWasPersistedBlock: (@Sendable () -> Void)?
+
     private enum State { case pending, executing, finished }
     private let lock = NSLock()
     private var state = State.pending
+
+    /// Configuration, group and timeout state (see `DatabaseOperation+Configuration.swift`).
+    let settings = Mutex(OperationSettings())
 
     public override init() { super.init() }
 
@@ -41,17 +57,20 @@ open class DatabaseOperation: Operation, @unchecked Sendable {
         precondition(wasPending, "\(type(of: self)) was started twice; an operation runs once")
         transition(to: .executing, key: "isExecuting")
 
-        let outcome: StratusError?
+        var outcome: StratusError?
         if isCancelled {
             outcome = StratusError.cancelled(String(describing: type(of: self)), completed: 0)
-        } else if let database {
+        } else if let database = database ?? effectiveConfiguration.container?.privateCloudDatabase {
+            let timer = startResourceTimer()
             do {
                 outcome = try execute(engine: database.engine, context: database.resolvedContext())
             } catch {
                 outcome = StratusError.wrap(error)
             }
+            timer?.cancel()
+            outcome = outcome.map(timedOutError(for:))
         } else {
-            outcome = StratusError(.invalidArguments, "\(type(of: self)) has no database: add it with database.add(_:) or set its database property")
+            outcome = StratusError(.invalidArguments, "\(type(of: self)) has no database: add it with database.add(_:), set its database property, or set configuration.container")
         }
         complete(with: outcome)
         finish()
@@ -84,12 +103,18 @@ open class DatabaseOperation: Operation, @unchecked Sendable {
     /// Runs `body`, retrying transient failures as ``retryPolicy`` says; stops when cancelled.
     func withRetry<T>(_ body: () throws -> T) throws -> T {
         let policy = retryPolicy ?? database?.retryPolicy ?? RetryPolicy()
+        let requestTimeout = effectiveConfiguration.timeoutIntervalForRequest
+        let began = Date()
         var attempt = 1
         while true {
             do {
                 return try body()
             } catch let error as StratusError where error.isTransient && attempt < policy.maximumAttempts && !isCancelled {
-                Thread.sleep(forTimeInterval: policy.delay(beforeAttempt: attempt + 1, retryAfter: error.retryAfterSeconds))
+                let delay = policy.delay(beforeAttempt: attempt + 1, retryAfter: error.retryAfterSeconds)
+                if Date().timeIntervalSince(began) + delay > requestTimeout {
+                    throw Self.timeoutError("the store stayed busy beyond the request timeout (timeoutIntervalForRequest, \(requestTimeout) s) after \(attempt) attempt\(attempt == 1 ? "" : "s"): \(error.message)")
+                }
+                Thread.sleep(forTimeInterval: delay)
                 attempt += 1
             } catch var error as StratusError where error.isTransient {
                 error.message += " (after \(attempt) attempt\(attempt == 1 ? "" : "s"))"

@@ -1065,7 +1065,7 @@ extension PredicateParser {
                 case UInt8(ascii: "0"): utf8.append(0x00)
                 case UInt8(ascii: "u"):
                     let (scalar, length) = try unicodeEscape(at: index)
-                    utf8.append(contentsOf: String(Character(scalar)).utf8)
+                    JSONText.appendUTF8(scalar, to: &utf8)
                     index += length
                     continue
                 default:
@@ -1078,26 +1078,24 @@ extension PredicateParser {
             return Token(kind: .string(String(decoding: utf8, as: UTF8.self)), start: start, end: index)
         }
 
-        /// `\uXXXX`, with UTF-16 surrogate pairs written as two escapes; returns the scalar and the bytes read.
+        /// `\uXXXX`, with UTF-16 surrogate pairs written as two escapes, read as JSON reads
+        /// them (``JSONText``); returns the scalar and the bytes read.
         func unicodeEscape(at index: Int) throws -> (Unicode.Scalar, Int) {
             func hex(at offset: Int) throws -> UInt32 {
-                guard offset + 4 <= bytes.count,
-                    let value = UInt32(String(decoding: bytes[offset..<offset + 4], as: UTF8.self), radix: 16),
-                    bytes[offset..<offset + 4].allSatisfy(isHexDigit)
+                guard offset + 4 <= bytes.count, let value = bytes.withUnsafeBufferPointer({ JSONText.hexValue($0.baseAddress! + offset) })
                 else { throw failure("expected four hex digits after \\u", at: index) }
                 return value
             }
             let first = try hex(at: index + 2)
-            if (0xD800...0xDBFF).contains(first) {
+            if JSONText.isHighSurrogate(first) {
                 guard byteAt(index + 6) == UInt8(ascii: "\\"), byteAt(index + 7) == UInt8(ascii: "u") else {
                     throw failure("\\u\(String(first, radix: 16)) starts a UTF-16 surrogate pair but no \\u escape follows", at: index)
                 }
                 let second = try hex(at: index + 8)
-                guard (0xDC00...0xDFFF).contains(second) else {
+                guard JSONText.isLowSurrogate(second) else {
                     throw failure("\\u\(String(second, radix: 16)) is not the second half of a surrogate pair", at: index + 6)
                 }
-                let combined = 0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00)
-                guard let scalar = Unicode.Scalar(combined) else { throw failure("invalid \\u escape", at: index) }
+                guard let scalar = Unicode.Scalar(JSONText.scalarValue(high: first, low: second)) else { throw failure("invalid \\u escape", at: index) }
                 return (scalar, 12)
             }
             guard let scalar = Unicode.Scalar(first) else {

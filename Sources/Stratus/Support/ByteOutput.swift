@@ -12,18 +12,19 @@ import Foundation
 /// out.appendString("Milk")        // "Milk", quoted and escaped
 /// let text = String(decoding: out.bytes, as: UTF8.self)
 /// ```
-package struct ByteOutput: ~Copyable {
+@usableFromInline package struct ByteOutput: ~Copyable {
     // The small appends are inlinable: the transfer codecs call them across the module
-    // boundary some thirty times a record.
+    // boundary some thirty times a record. Without `@usableFromInline` on the type itself they
+    // would still be calls there (Swift does not inline a package type's members otherwise).
     @usableFromInline var base: UnsafeMutablePointer<UInt8>
     @usableFromInline var capacity: Int
     /// How many bytes were appended.
     @usableFromInline package internal(set) var count = 0
     /// The first value that JSON cannot hold faithfully (a non-finite number, an asset without
     /// a file); it is written as `null` or `""` and reported here so strict callers can refuse.
-    package var problem: String?
+    @usableFromInline package var problem: String?
 
-    package init(capacity: Int = 256) {
+    @usableFromInline package init(capacity: Int = 256) {
         self.capacity = Swift.max(capacity, 16)
         base = .allocate(capacity: self.capacity)
     }
@@ -34,14 +35,14 @@ package struct ByteOutput: ~Copyable {
     @inlinable package var bytes: UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(start: base, count: count) }
 
     /// Forgets every byte from `mark` on, keeping the buffer.
-    package mutating func removeAll(from mark: Int = 0) {
+    @usableFromInline package mutating func removeAll(from mark: Int = 0) {
         precondition(mark >= 0 && mark <= count, "mark outside the output")
         count = mark
     }
 
     /// Puts `pieces` (ranges of the bytes after `start`, which are all pieces) into the order
     /// given, with `separator` between them.
-    package mutating func arrange(_ pieces: UnsafeBufferPointer<Range<Int>>, after start: Int, separator: UInt8) {
+    @usableFromInline package mutating func arrange(_ pieces: UnsafeBufferPointer<Range<Int>>, after start: Int, separator: UInt8) {
         let end = count
         reserve(end - start + pieces.count)
         var to = end
@@ -82,7 +83,7 @@ package struct ByteOutput: ~Copyable {
     /// ```swift
     /// out.appendInKeyOrder(fields, separator: UInt8(ascii: ",")) { key, value, out in out.appendString(key) }
     /// ```
-    package mutating func appendInKeyOrder<Value>(_ fields: [String: Value], separator: UInt8, _ member: (String, Value, inout ByteOutput) -> Void) {
+    @usableFromInline package mutating func appendInKeyOrder<Value>(_ fields: [String: Value], separator: UInt8, _ member: (String, Value, inout ByteOutput) -> Void) {
         let count = fields.count
         guard count > 0 else { return }
         guard count <= 32 else {
@@ -118,6 +119,20 @@ package struct ByteOutput: ~Copyable {
         }
     }
 
+    /// Appends a JSON array, each element written by `element`.
+    ///
+    /// ```swift
+    /// out.appendArray(tags) { tag, out in out.appendString(tag) }   // ["a","b"]
+    /// ```
+    @inlinable package mutating func appendArray<T>(_ values: [T], _ element: (T, inout ByteOutput) -> Void) {
+        append(UInt8(ascii: "["))
+        for (i, v) in values.enumerated() {
+            if i > 0 { append(UInt8(ascii: ",")) }
+            element(v, &self)
+        }
+        append(UInt8(ascii: "]"))
+    }
+
     @inlinable @inline(__always)
     package mutating func append(_ byte: UInt8) {
         reserve(1)
@@ -138,15 +153,16 @@ package struct ByteOutput: ~Copyable {
         count += bytes.count
     }
 
-    package mutating func appendRaw(_ text: String) {
+    @usableFromInline package mutating func appendRaw(_ text: String) {
         // A borrowed string's bytes, without the copy that `withUTF8` needs.
         if text.utf8.withContiguousStorageIfAvailable({ append($0) }) != nil { return }
         var text = text
         text.withUTF8 { append($0) }
     }
 
-    /// Appends a JSON string literal, escaping quotes, backslashes and control characters.
-    package mutating func appendString(_ text: String) {
+    /// Appends a JSON string literal, escaping quotes, backslashes and control characters: the
+    /// one JSON string escaper (``JSONText`` has its rules, ``JSONCursor`` reads them back).
+    @usableFromInline package mutating func appendString(_ text: String) {
         if text.utf8.withContiguousStorageIfAvailable({ appendString(utf8: $0) }) != nil { return }
         var text = text
         text.withUTF8 { appendString(utf8: $0) }
@@ -180,32 +196,27 @@ package struct ByteOutput: ~Copyable {
 
     private static let hexDigits = Array("0123456789abcdef".utf8)
 
-    /// How many leading bytes need no escape, give or take: whole 8-byte words without a quote,
-    /// a backslash or a control character (tested a word at a time); the caller checks the
-    /// bytes from there one by one.
+    /// How many leading bytes need no escape: whole 8-byte words are tested at once
+    /// (``JSONText/escapeMask(_:)``), up to the first byte that needs one.
     @inline(__always)
     private static func plainPrefixLength(_ utf8: UnsafeBufferPointer<UInt8>) -> Int {
         guard let start = utf8.baseAddress else { return 0 }
-        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
         var i = 0
         while i + 8 <= utf8.count {
-            let word = UnsafeRawPointer(start + i).loadUnaligned(as: UInt64.self)
-            let quotes = word ^ (ones &* 0x22), backslashes = word ^ (ones &* 0x5C)
-            // A byte is zero, or below 0x20, where subtracting borrows into its high bit.
-            let special = ((quotes &- ones) & ~quotes) | ((backslashes &- ones) & ~backslashes) | ((word &- ones &* 0x20) & ~word)
-            if special & highs != 0 { break }
+            let special = JSONText.escapeMask(UnsafeRawPointer(start + i).loadUnaligned(as: UInt64.self))
+            if special != 0 { return i + special.trailingZeroBitCount >> 3 }
             i += 8
         }
         return i
     }
 
-    package mutating func appendInt(_ value: Int64) {
+    @usableFromInline package mutating func appendInt(_ value: Int64) {
         if value < 0 { append(UInt8(ascii: "-")) }
         appendUnsigned(value.magnitude)
     }
 
     /// Appends the decimal digits of `value`, with leading zeros up to `width` digits.
-    package mutating func appendUnsigned(_ value: UInt64, width: Int = 1) {
+    @usableFromInline package mutating func appendUnsigned(_ value: UInt64, width: Int = 1) {
         var digits = 1
         var rest = value
         while rest >= 10 {
@@ -229,7 +240,7 @@ package struct ByteOutput: ~Copyable {
     }
 
     /// Appends the shortest text that reads back as the same `Double` (`2.0`, `1e-05`).
-    package mutating func appendDouble(_ value: Double, field: String) {
+    @usableFromInline package mutating func appendDouble(_ value: Double, field: String) {
         guard value.isFinite else {
             if problem == nil { problem = "field '\(field)' holds a non-finite number, which JSON cannot hold" }
             append("null")
@@ -239,7 +250,7 @@ package struct ByteOutput: ~Copyable {
     }
 
     /// Appends the shortest text of a finite `Double`, as Swift prints it.
-    package mutating func appendFiniteDouble(_ value: Double) {
+    @usableFromInline package mutating func appendFiniteDouble(_ value: Double) {
         // Whole numbers below 2^53 print as their digits and ".0" (dates on whole seconds,
         // counts kept as doubles); writing them so skips the shortest-digits search.
         if value.magnitude < 0x1p53, value == value.rounded(.towardZero), !(value == 0 && value.sign == .minus) {
@@ -251,7 +262,7 @@ package struct ByteOutput: ~Copyable {
     }
 
     /// Appends `data` in base64, in quotes unless `quoted` is false.
-    package mutating func appendBase64(_ data: Data, quoted: Bool = true) {
+    @usableFromInline package mutating func appendBase64(_ data: Data, quoted: Bool = true) {
         if quoted { append(UInt8(ascii: "\"")) }
         let length = Base64.encodedCount(data.count)
         reserve(length)
@@ -261,11 +272,11 @@ package struct ByteOutput: ~Copyable {
     }
 
     /// The sorted field keys of the last record written here (see ``RecordJSONWriter``).
-    package var fieldOrder: [String] = []
+    @usableFromInline package var fieldOrder: [String] = []
 
     /// The last timestamp written with a fraction, and its text (see `appendTimestamp` in the
     /// transfer codecs). A record's creation and modification dates are mostly one `Date`, and
     /// the records of one save share it, so this one entry saves most of the decimal work on
     /// such dates.
-    package var lastFraction: (seconds: UInt64, text: [UInt8]) = (Double.nan.bitPattern, [])
+    @usableFromInline package var lastFraction: (seconds: UInt64, text: [UInt8]) = (Double.nan.bitPattern, [])
 }

@@ -1,54 +1,74 @@
-/// Writes JSON text pieces; shared by the stored field document and the transfer codecs.
+/// JSON string text both ways: which bytes a string literal escapes, and what a `\u` escape
+/// reads back as. The one escaper (``ByteOutput/appendString(_:)``), the one reader
+/// (``JSONCursor``) and the predicate lexer's `\u` escapes share these rules.
 ///
 /// ```swift
 /// var out = ""
 /// JSONText.appendString("say \"hi\"", to: &out)   // "say \"hi\""
-/// JSONText.appendDouble(2, to: &out)               // 2.0
 /// ```
-public enum JSONText {
-    /// Appends `s` as a JSON string literal, escaping quotes, backslashes and control characters.
-    public static func appendString(_ s: String, to out: inout String) {
-        out += "\""
-        let utf8 = s.utf8
-        var plainStart = utf8.startIndex
-        var index = plainStart
-        while index != utf8.endIndex {
-            let byte = utf8[index]
-            if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 {
-                out += String(s[plainStart..<index])
-                switch byte {
-                case UInt8(ascii: "\""): out += "\\\""
-                case UInt8(ascii: "\\"): out += "\\\\"
-                case 0x0A: out += "\\n"
-                case 0x0D: out += "\\r"
-                case 0x09: out += "\\t"
-                default:
-                    let hex = String(byte, radix: 16)
-                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                }
-                plainStart = utf8.index(after: index)
+@usableFromInline package enum JSONText {
+    /// Appends `s` as a JSON string literal, escaped as ``ByteOutput/appendString(_:)`` escapes.
+    @usableFromInline package static func appendString(_ s: String, to out: inout String) {
+        var bytes = ByteOutput(capacity: s.utf8.count + 2)
+        bytes.appendString(s)
+        out += String(decoding: bytes.bytes, as: UTF8.self)
+    }
+
+    /// The high bit of each byte of `word` (little-endian) that a string literal must escape:
+    /// a quote, a backslash or a control character. The lowest set bit marks the first such
+    /// byte exactly; borrows may flag bytes above it.
+    @inlinable @inline(__always)
+    package static func escapeMask(_ word: UInt64) -> UInt64 {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let quote = word ^ (ones &* 0x22)
+        let backslash = word ^ (ones &* 0x5C)
+        // A byte is zero, or below 0x20, where subtracting borrows into its high bit.
+        let hasQuote = (quote &- ones) & ~quote
+        let hasBackslash = (backslash &- ones) & ~backslash
+        let hasControl = (word &- ones &* 0x20) & ~word
+        return (hasQuote | hasBackslash | hasControl) & 0x8080_8080_8080_8080
+    }
+
+    /// The value of the four hex digits at `p` (either case), or nil when one is not a hex digit.
+    @inlinable
+    package static func hexValue(_ p: UnsafePointer<UInt8>) -> UInt32? {
+        var value: UInt32 = 0
+        for k in 0..<4 {
+            let c = p[k]
+            let digit: UInt8
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = c &- UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = c &- UInt8(ascii: "a") &+ 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = c &- UInt8(ascii: "A") &+ 10
+            default: return nil
             }
-            index = utf8.index(after: index)
+            value = value << 4 | UInt32(digit)
         }
-        out += String(s[plainStart..<utf8.endIndex])
-        out += "\""
+        return value
     }
 
-    /// Appends the shortest text that parses back to the same Double (`2.0`, `1e-05`).
-    ///
-    /// - Precondition: `d` is finite; JSON has no NaN or infinity (a programmer error).
-    public static func appendDouble(_ d: Double, to out: inout String) {
-        precondition(d.isFinite, "JSON cannot hold a non-finite number; validate values first")
-        out += "\(d)"
+    /// Whether `unit` is the first half of a UTF-16 surrogate pair.
+    @usableFromInline package static func isHighSurrogate(_ unit: UInt32) -> Bool { unit >= 0xD800 && unit <= 0xDBFF }
+
+    /// Whether `unit` is the second half of a UTF-16 surrogate pair.
+    @usableFromInline package static func isLowSurrogate(_ unit: UInt32) -> Bool { unit >= 0xDC00 && unit <= 0xDFFF }
+
+    /// The scalar value a surrogate pair stands for.
+    @usableFromInline package static func scalarValue(high: UInt32, low: UInt32) -> UInt32 {
+        0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00)
     }
 
-    /// Appends a JSON array, writing each element with `element`.
-    public static func appendArray<T>(_ values: [T], to out: inout String, _ element: (T, inout String) -> Void) {
-        out += "["
-        for (i, v) in values.enumerated() {
-            if i > 0 { out += "," }
-            element(v, &out)
+    /// Appends the UTF-8 bytes of `scalar`.
+    @usableFromInline package static func appendUTF8(_ scalar: Unicode.Scalar, to out: inout [UInt8]) {
+        let v = scalar.value
+        switch v {
+        case 0..<0x80: out.append(UInt8(v))
+        case 0x80..<0x800: out.append(0xC0 | UInt8(v >> 6)); out.append(0x80 | UInt8(v & 0x3F))
+        case 0x800..<0x10000:
+            out.append(0xE0 | UInt8(v >> 12)); out.append(0x80 | UInt8((v >> 6) & 0x3F)); out.append(0x80 | UInt8(v & 0x3F))
+        default:
+            out.append(0xF0 | UInt8(v >> 18)); out.append(0x80 | UInt8((v >> 12) & 0x3F))
+            out.append(0x80 | UInt8((v >> 6) & 0x3F)); out.append(0x80 | UInt8(v & 0x3F))
         }
-        out += "]"
     }
 }

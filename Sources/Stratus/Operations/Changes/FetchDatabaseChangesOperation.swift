@@ -7,8 +7,9 @@ import Foundation
 /// since the token, and deleted when it was deleted since (a zone deleted and created again
 /// is reported deleted, then changed). Changes arrive oldest first, in batches of
 /// ``resultsLimit``; ``changeTokenUpdatedBlock`` gets the token after each batch but the last,
-/// and ``fetchDatabaseChangesResultBlock`` the final token. Stratus answers this in the public
-/// database too, and counts the default zone as a zone.
+/// and ``fetchDatabaseChangesResultBlock`` the final token, then CloudKit's older
+/// ``fetchDatabaseChangesCompletionBlock``. Stratus answers this in the public database too,
+/// and counts the default zone as a zone.
 ///
 /// ```swift
 /// let op = FetchDatabaseChangesOperation(previousServerChangeToken: databaseToken)
@@ -36,6 +37,15 @@ public final class FetchDatabaseChangesOperation: DatabaseOperation, @unchecked 
     /// The token after a batch that more batches follow.
     public var changeTokenUpdatedBlock: (@Sendable (ServerChangeToken) -> Void)?
     public var fetchDatabaseChangesResultBlock: (@Sendable (Result<(serverChangeToken: ServerChangeToken, moreComing: Bool), any Error>) -> Void)?
+    /// CloudKit's older final block: the token (`nil` on failure), whether more changes remain,
+    /// and the error; after ``fetchDatabaseChangesResultBlock``.
+    public var fetchDatabaseChangesCompletionBlock: (@Sendable (ServerChangeToken?, Bool, (any Error)?) -> Void)?
+    /// Accepted for CloudKit code, never called: CloudKit purges a zone when the user deletes
+    /// the app's data in iCloud settings, which has no counterpart in a Stratus store.
+    public var recordZoneWithIDWasPurgedBlock: (@Sendable (RecordZone.ID) -> Void)?
+    /// Accepted for CloudKit code, never called: Stratus stores have no account encryption
+    /// keys for a user to reset.
+    public var recordZoneWithIDWasDeletedDueToUserEncryptedDataResetBlock: (@Sendable (RecordZone.ID) -> Void)?
 
     private var finalToken: ServerChangeToken?
     private var finalMoreComing = false
@@ -77,8 +87,10 @@ public final class FetchDatabaseChangesOperation: DatabaseOperation, @unchecked 
     override func complete(with error: StratusError?) {
         if let error {
             fetchDatabaseChangesResultBlock?(.failure(error))
+            fetchDatabaseChangesCompletionBlock?(nil, false, error)
         } else if let finalToken {
             fetchDatabaseChangesResultBlock?(.success((serverChangeToken: finalToken, moreComing: finalMoreComing)))
+            fetchDatabaseChangesCompletionBlock?(finalToken, finalMoreComing, nil)
         }
     }
 }

@@ -8,9 +8,15 @@ import Foundation
 /// ``recordWithIDWasDeletedBlock`` with its record type. Changes come in batches of the
 /// zone's ``ZoneConfiguration/resultsLimit``; after each batch but the last,
 /// ``recordZoneChangeTokensUpdatedBlock`` gets the token that resumes after it, and
-/// ``recordZoneFetchResultBlock`` ends each zone with its final token and whether more is
-/// coming (only when ``fetchAllChanges`` is off). Keep the token after processing the changes
-/// before it, and every change is seen exactly once, also while others write.
+/// ``recordZoneFetchResultBlock`` ends each zone with its final token, the client change token
+/// of the zone (see ``ModifyRecordsOperation/clientChangeTokenData``) and whether more is coming
+/// (only when ``fetchAllChanges`` is off). Keep the token after processing the changes before
+/// it, and every change is seen exactly once, also while others write.
+///
+/// CloudKit's older blocks are offered too, each called after its newer counterpart:
+/// ``recordChangedBlock``, ``recordZoneFetchCompletionBlock`` and
+/// ``fetchRecordZoneChangesCompletionBlock``; and the older ``ZoneOptions`` through
+/// ``init(recordZoneIDs:optionsByRecordZoneID:)``.
 ///
 /// A token of another zone or database, from before the retained history, or from a zone
 /// deleted since fails that zone with `changeTokenExpired`; fetch it again without a token.
@@ -20,39 +26,21 @@ import Foundation
 /// let op = FetchRecordZoneChangesOperation(recordZoneIDs: [photos], configurationsByRecordZoneID: [photos: config])
 /// op.recordWasChangedBlock = { id, result in if let record = try? result.get() { upsert(record) } }
 /// op.recordWithIDWasDeletedBlock = { id, recordType in remove(id) }
-/// op.recordZoneChangeTokensUpdatedBlock = { zone, token in savedToken = token }
+/// op.recordZoneChangeTokensUpdatedBlock = { zone, token, _ in savedToken = token }
 /// op.recordZoneFetchResultBlock = { zone, result in
-///     if case .success(let (token, _)) = result { savedToken = token }
+///     if case .success(let (token, _, _)) = result { savedToken = token }
 /// }
 /// database.add(op)
 /// ```
 public final class FetchRecordZoneChangesOperation: DatabaseOperation, RecordProducingOperation, @unchecked Sendable {
-    /// Where to start in one zone, and how.
-    ///
-    /// ```swift
-    /// let config = FetchRecordZoneChangesOperation.ZoneConfiguration(previousServerChangeToken: token, resultsLimit: 200, desiredKeys: ["title"])
-    /// ```
-    public struct ZoneConfiguration: Hashable, Sendable {
-        /// The token from the last fetch; `nil` fetches the zone from its beginning.
-        public var previousServerChangeToken: ServerChangeToken?
-        /// Changes per batch; `nil` or 0 means ``FetchRecordZoneChangesOperation/defaultResultsLimit``.
-        public var resultsLimit: Int?
-        /// The keys changed records carry; all keys when `nil`.
-        public var desiredKeys: [String]?
-
-        public init(previousServerChangeToken: ServerChangeToken? = nil, resultsLimit: Int? = nil, desiredKeys: [String]? = nil) {
-            self.previousServerChangeToken = previousServerChangeToken
-            self.resultsLimit = resultsLimit
-            self.desiredKeys = desiredKeys
-        }
-    }
-
     /// Changes per batch when a configuration sets no ``ZoneConfiguration/resultsLimit``.
     public static let defaultResultsLimit = 400
 
     /// The zones to fetch, in order; the configured zones (by name) when `nil`.
     public var recordZoneIDs: [RecordZone.ID]?
     public var configurationsByRecordZoneID: [RecordZone.ID: ZoneConfiguration]?
+    /// CloudKit's older per-zone options; used for zones ``configurationsByRecordZoneID`` does not name.
+    public var optionsByRecordZoneID: [RecordZone.ID: ZoneOptions]?
     /// Whether to keep fetching a zone until no more changes remain (the default), or to
     /// stop after one batch per zone and report `moreComing`.
     public var fetchAllChanges = true
@@ -60,12 +48,25 @@ public final class FetchRecordZoneChangesOperation: DatabaseOperation, RecordPro
     public var recordWasChangedBlock: (@Sendable (Record.ID, Result<Record, any Error>) -> Void)?
     /// A record was deleted; the second argument is its record type.
     public var recordWithIDWasDeletedBlock: (@Sendable (Record.ID, String) -> Void)?
-    /// A zone's token after a batch that more batches follow.
-    public var recordZoneChangeTokensUpdatedBlock: (@Sendable (RecordZone.ID, ServerChangeToken?) -> Void)?
-    /// The end of one zone: its token and whether more changes remain, or its error.
-    public var recordZoneFetchResultBlock: (@Sendable (RecordZone.ID, Result<(serverChangeToken: ServerChangeToken, moreComing: Bool), any Error>) -> Void)?
+    /// A zone's token after a batch that more batches follow, and the zone's latest client
+    /// change token (see ``ModifyRecordsOperation/clientChangeTokenData``).
+    public var recordZoneChangeTokensUpdatedBlock: (@Sendable (RecordZone.ID, ServerChangeToken?, Data?) -> Void)?
+    /// The end of one zone: its token, its latest client change token and whether more changes
+    /// remain, or its error.
+    public var recordZoneFetchResultBlock: (@Sendable (RecordZone.ID, Result<(serverChangeToken: ServerChangeToken, clientChangeTokenData: Data?, moreComing: Bool), any Error>) -> Void)?
     public var fetchRecordZoneChangesResultBlock: (@Sendable (Result<Void, any Error>) -> Void)?
+    /// CloudKit's older changed-record block: each changed record, after ``recordWasChangedBlock``.
+    public var recordChangedBlock: (@Sendable (Record) -> Void)?
+    /// CloudKit's older end-of-zone block: the zone, its token (`nil` on failure), its client
+    /// change token, whether more changes remain, and the zone's error; after
+    /// ``recordZoneFetchResultBlock``.
+    public var recordZoneFetchCompletionBlock: (@Sendable (RecordZone.ID, ServerChangeToken?, Data?, Bool, (any Error)?) -> Void)?
+    /// CloudKit's older final block: the error, or `nil`; after ``fetchRecordZoneChangesResultBlock``.
+    public var fetchRecordZoneChangesCompletionBlock: (@Sendable ((any Error)?) -> Void)?
     public let recordOutput = RecordOutput()
+
+    /// The store's identity, for the client change tokens kept for it.
+    private var store = ""
 
     public init(recordZoneIDs: [RecordZone.ID]? = nil, configurationsByRecordZoneID: [RecordZone.ID: ZoneConfiguration]? = nil) {
         self.recordZoneIDs = recordZoneIDs
@@ -75,8 +76,21 @@ public final class FetchRecordZoneChangesOperation: DatabaseOperation, RecordPro
 
     public override convenience init() { self.init(recordZoneIDs: nil, configurationsByRecordZoneID: nil) }
 
+    /// An operation with CloudKit's older per-zone ``ZoneOptions``, as
+    /// `CKFetchRecordZoneChangesOperation(recordZoneIDs:optionsByRecordZoneID:)`.
+    ///
+    /// ```swift
+    /// let op = FetchRecordZoneChangesOperation(recordZoneIDs: [zoneID], optionsByRecordZoneID: [zoneID: options])
+    /// ```
+    public convenience init(recordZoneIDs: [RecordZone.ID], optionsByRecordZoneID: [RecordZone.ID: ZoneOptions]?) {
+        self.init(recordZoneIDs: recordZoneIDs, configurationsByRecordZoneID: nil)
+        self.optionsByRecordZoneID = optionsByRecordZoneID
+    }
+
     override func execute(engine: any StorageEngine, context: DatabaseContext) throws -> StratusError? {
-        let configurations = configurationsByRecordZoneID ?? [:]
+        var configurations = (optionsByRecordZoneID ?? [:]).mapValues(\.configuration)
+        configurations.merge(configurationsByRecordZoneID ?? [:]) { _, configured in configured }
+        store = try engine.storeIdentifier
         var seen = Set<RecordZone.ID>()
         let zoneIDs = (recordZoneIDs ?? configurations.keys.sorted { $0.zoneName < $1.zoneName }).filter { seen.insert($0).inserted }
         var errors: [RecordZone.ID: StratusError] = [:]
@@ -93,6 +107,7 @@ public final class FetchRecordZoneChangesOperation: DatabaseOperation, RecordPro
             } catch {
                 let error = StratusError.wrap(error)
                 recordZoneFetchResultBlock?(zoneID, .failure(error))
+                recordZoneFetchCompletionBlock?(zoneID, nil, nil, false, error)
                 if error.code == .operationCancelled {
                     var cancelled = error
                     cancelled.partialErrorsByZoneID = errors
@@ -109,8 +124,9 @@ public final class FetchRecordZoneChangesOperation: DatabaseOperation, RecordPro
     ) throws {
         try ZoneRules.checkZoneID(zoneID, context)
         if let keys = configuration.desiredKeys { for key in keys { try Naming.checkIdentifier(key, kind: "desired key") } }
-        let limit = configuration.resultsLimit ?? 0
+        let limit = configuration.resultsLimit
         precondition(limit >= 0, "ZoneConfiguration.resultsLimit must not be negative")
+        let clientToken = ClientChangeTokens.shared.token(for: zoneID, context: context, store: store)
         var position = try configuration.previousServerChangeToken?.position(for: zoneID, in: context)
         var reads = RecordReadCheck(engine: engine, context: context)
         while true {
@@ -127,6 +143,7 @@ public final class FetchRecordZoneChangesOperation: DatabaseOperation, RecordPro
                     } else {
                         recordOutput.append(record)
                         recordWasChangedBlock?(record.recordID, .success(record))
+                        recordChangedBlock?(record)
                     }
                 case .deleted(let id, let recordType):
                     if try reads.mayReadDeletions(of: recordType) { recordWithIDWasDeletedBlock?(id, recordType) }
@@ -136,10 +153,11 @@ public final class FetchRecordZoneChangesOperation: DatabaseOperation, RecordPro
             position = batch.position
             let token = ServerChangeToken(zoneID: zoneID, context: context, position: batch.position)
             if batch.moreComing && fetchAllChanges {
-                recordZoneChangeTokensUpdatedBlock?(zoneID, token)
+                recordZoneChangeTokensUpdatedBlock?(zoneID, token, clientToken)
                 continue
             }
-            recordZoneFetchResultBlock?(zoneID, .success((serverChangeToken: token, moreComing: batch.moreComing)))
+            recordZoneFetchResultBlock?(zoneID, .success((serverChangeToken: token, clientChangeTokenData: clientToken, moreComing: batch.moreComing)))
+            recordZoneFetchCompletionBlock?(zoneID, token, clientToken, batch.moreComing, nil)
             return
         }
     }
@@ -147,5 +165,6 @@ public final class FetchRecordZoneChangesOperation: DatabaseOperation, RecordPro
     override func complete(with error: StratusError?) {
         recordOutput.complete(with: error)
         fetchRecordZoneChangesResultBlock?(error.map { .failure($0) } ?? .success(()))
+        fetchRecordZoneChangesCompletionBlock?(error)
     }
 }

@@ -14,10 +14,18 @@ import Foundation
 /// let saved = try ServerChangeToken(serialized: String(contentsOfFile: "photos.token", encoding: .utf8))
 /// ```
 ///
-/// A token used with another zone or database, from before the retained history, or from a
-/// zone that was deleted and created again fails with `changeTokenExpired`: start again
-/// without a token.
-public struct ServerChangeToken: Hashable, Sendable, Codable, CustomStringConvertible {
+/// Like `CKServerChangeToken`, a token is an `NSObject` that archives with `NSSecureCoding`,
+/// so sync code that keeps tokens with `NSKeyedArchiver` works unchanged:
+///
+/// ```swift
+/// let data = try NSKeyedArchiver.archivedData(withRootObject: token, requiringSecureCoding: true)
+/// let back = try NSKeyedUnarchiver.unarchivedObject(ofClass: ServerChangeToken.self, from: data)
+/// ```
+///
+/// Two tokens are equal when they name the same place. A token used with another zone or
+/// database, from before the retained history, or from a zone that was deleted and created
+/// again fails with `changeTokenExpired`: start again without a token.
+public final class ServerChangeToken: NSObject, Codable, Sendable {
     public let containerIdentifier: String
     public let databaseScope: Database.Scope
     /// Whose database: empty for the public database, the user's record name otherwise (the
@@ -39,6 +47,17 @@ public struct ServerChangeToken: Hashable, Sendable, Codable, CustomStringConver
         self.environment = context.environment == .development ? nil : context.environment
         self.zoneID = zoneID.map(context.canonical)
         self.position = position
+        super.init()
+    }
+
+    private init(copying token: ServerChangeToken) {
+        self.containerIdentifier = token.containerIdentifier
+        self.databaseScope = token.databaseScope
+        self.owner = token.owner
+        self.environment = token.environment
+        self.zoneID = token.zoneID
+        self.position = token.position
+        super.init()
     }
 
     /// The token as URL- and shell-safe text, for ``init(serialized:)`` in any process.
@@ -55,7 +74,7 @@ public struct ServerChangeToken: Hashable, Sendable, Codable, CustomStringConver
     /// ```
     ///
     /// - Throws: ``StratusError`` `invalidArguments` when the text is not a change token.
-    public init(serialized text: String) throws {
+    public convenience init(serialized text: String) throws {
         let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
         guard trimmed.hasPrefix(Self.prefix) else {
             throw StratusError(.invalidArguments, "'\(trimmed.prefix(20))…' is not a Stratus change token (tokens start with \(Self.prefix))")
@@ -63,10 +82,27 @@ public struct ServerChangeToken: Hashable, Sendable, Codable, CustomStringConver
         guard let token: ServerChangeToken = OpaqueText.decode(trimmed, prefix: Self.prefix) else {
             throw StratusError(.invalidArguments, "the change token is damaged (it does not decode); copy it whole, or start again without a token")
         }
-        self = token
+        self.init(copying: token)
     }
 
-    public var description: String {
+    public override func isEqual(_ object: Any?) -> Bool {
+        guard let other = object as? ServerChangeToken else { return false }
+        return containerIdentifier == other.containerIdentifier && databaseScope == other.databaseScope && owner == other.owner
+            && environment == other.environment && zoneID == other.zoneID && position == other.position
+    }
+
+    public override var hash: Int {
+        var hasher = Hasher()
+        hasher.combine(containerIdentifier)
+        hasher.combine(databaseScope)
+        hasher.combine(owner)
+        hasher.combine(environment)
+        hasher.combine(zoneID)
+        hasher.combine(position)
+        return hasher.finalize()
+    }
+
+    public override var description: String {
         "ServerChangeToken(\(zoneID.map { "zone \($0.zoneName)" } ?? "database") at \(position.sequence))"
     }
 

@@ -1,91 +1,128 @@
 import Foundation
 
 extension QueryOperation {
-    /// Where a query stopped: the query itself, its database, and the last record's sort keys.
-    ///
-    /// A cursor is immutable and serializes to a short string, so a script can print it and a
-    /// later process on the same store can continue:
-    ///
-    /// ```swift
-    /// let text = cursor.serialized
-    /// // … in another process …
-    /// let next = QueryOperation(cursor: try QueryOperation.Cursor(serialized: text))
-    /// ```
-    public struct Cursor: Hashable, Sendable, Codable, CustomStringConvertible {
-        /// The query the cursor continues (its desired keys are not kept).
-        @_spi(StratusEngine) public let query: CompiledQuery
-        public let containerIdentifier: String
-        public let databaseScope: Database.Scope
-        /// The environment the query read, when production (cursors of development, and of
-        /// versions before environments, have none).
-        let environment: Container.Environment?
-        /// The store the cursor's pages came from: a cursor is refused by any other store.
-        let storeIdentifier: String
-        /// The last record returned: its sort values as typed values (``QueryRules``).
-        @_spi(StratusEngine) public let position: QueryPosition
+    /// Where a query stopped, as `CKQueryOperation.Cursor`; see ``QueryCursor``.
+    public typealias Cursor = QueryCursor
+}
 
-        static let prefix = "stc2_"
-        /// Cursors of Stratus versions whose positions held the SQL values a store compared.
-        static let olderPrefixes = ["stc1_"]
+/// Where a query stopped: the query itself, its database, and the last record's sort keys; the
+/// class behind ``QueryOperation/Cursor`` (`CKQueryCursor`'s name).
+///
+/// A cursor is immutable and serializes to a short string, so a script can print it and a
+/// later process on the same store can continue:
+///
+/// ```swift
+/// let text = cursor.serialized
+/// // … in another process …
+/// let next = QueryOperation(cursor: try QueryOperation.Cursor(serialized: text))
+/// ```
+///
+/// Like CloudKit's, a cursor is an `NSObject` that archives with `NSSecureCoding`
+/// (`NSKeyedArchiver.archivedData(withRootObject: cursor, requiringSecureCoding: true)`). It is
+/// a top-level class because swift-corelibs-foundation's `NSKeyedArchiver` archives only
+/// top-level classes. Two cursors are equal when they continue the same query from the same place.
+public final class QueryCursor: NSObject, Codable, Sendable {
+    /// The query the cursor continues (its desired keys are not kept).
+    @_spi(StratusEngine) public let query: CompiledQuery
+    public let containerIdentifier: String
+    public let databaseScope: Database.Scope
+    /// The environment the query read, when production (cursors of development, and of
+    /// versions before environments, have none).
+    let environment: Container.Environment?
+    /// The store the cursor's pages came from: a cursor is refused by any other store.
+    let storeIdentifier: String
+    /// The last record returned: its sort values as typed values (``QueryRules``).
+    @_spi(StratusEngine) public let position: QueryPosition
 
-        init(query: CompiledQuery, context: DatabaseContext, storeIdentifier: String, position: QueryPosition) {
-            var query = query
-            query.desiredKeys = nil
-            self.query = query
-            self.containerIdentifier = context.containerIdentifier
-            self.databaseScope = context.scope
-            self.environment = context.environment == .development ? nil : context.environment
-            self.storeIdentifier = storeIdentifier
-            self.position = position
-        }
+    static let prefix = "stc2_"
+    /// Cursors of Stratus versions whose positions held the SQL values a store compared.
+    static let olderPrefixes = ["stc1_"]
 
-        /// The zone the cursor's query searches.
-        public var zoneID: RecordZone.ID { query.zoneID }
-
-        /// The cursor as URL- and shell-safe text.
-        public var serialized: String { OpaqueText.encode(self, prefix: Self.prefix) }
-
-        /// Reads a cursor from ``serialized`` text.
-        ///
-        /// - Throws: ``StratusError`` `invalidArguments` when the text is not a cursor.
-        public init(serialized: String) throws {
-            if Self.olderPrefixes.contains(where: serialized.hasPrefix) {
-                throw StratusError(.invalidArguments, "the query cursor comes from an older version of Stratus, whose cursors this version cannot continue; start the query again")
-            }
-            guard serialized.hasPrefix(Self.prefix) else {
-                throw StratusError(.invalidArguments, "'\(serialized.prefix(20))…' is not a Stratus query cursor (cursors start with \(Self.prefix))")
-            }
-            guard let cursor: Cursor = OpaqueText.decode(serialized, prefix: Self.prefix) else {
-                throw StratusError(.invalidArguments, "the query cursor is damaged (it does not decode); copy it whole, or start the query again")
-            }
-            do {
-                try cursor.query.validate()
-            } catch let error as StratusError {
-                throw StratusError(.invalidArguments, "the query cursor is not valid (\(error.message)); start the query again")
-            }
-            self = cursor
-        }
-
-        /// Whether this cursor continues `query` in `zoneID` (and not some other query).
-        public func continues(_ query: Query, zoneID: RecordZone.ID = .default) -> Bool {
-            guard let compiled = try? CompiledQuery(query, zoneID: zoneID, desiredKeys: nil) else { return false }
-            return compiled.fingerprint == self.query.fingerprint
-        }
-
-        func check(for context: DatabaseContext, storeIdentifier: String) throws {
-            // A cursor can also be decoded from other Codable forms; check it before use.
-            try query.validate()
-            guard context.containerIdentifier == containerIdentifier, context.scope == databaseScope else {
-                throw StratusError(.invalidArguments, "the cursor belongs to \(containerIdentifier)/\(databaseScope), not to \(context.containerIdentifier)/\(context.scope)")
-            }
-            guard (environment ?? .development) == context.environment else {
-                throw StratusError(.invalidArguments, "the cursor belongs to the \(environment ?? .development) environment, not to \(context.environment)")
-            }
-            guard storeIdentifier == self.storeIdentifier else {
-                throw StratusError(.invalidArguments, "the cursor comes from another store; a cursor continues a query only on the store that printed it")
-            }
-        }
-
-        public var description: String { "Cursor(\(query.recordType) after \(position.recordName))" }
+    init(query: CompiledQuery, context: DatabaseContext, storeIdentifier: String, position: QueryPosition) {
+        var query = query
+        query.desiredKeys = nil
+        self.query = query
+        self.containerIdentifier = context.containerIdentifier
+        self.databaseScope = context.scope
+        self.environment = context.environment == .development ? nil : context.environment
+        self.storeIdentifier = storeIdentifier
+        self.position = position
+        super.init()
     }
+
+    private init(copying cursor: QueryCursor) {
+        self.query = cursor.query
+        self.containerIdentifier = cursor.containerIdentifier
+        self.databaseScope = cursor.databaseScope
+        self.environment = cursor.environment
+        self.storeIdentifier = cursor.storeIdentifier
+        self.position = cursor.position
+        super.init()
+    }
+
+    /// The zone the cursor's query searches.
+    public var zoneID: RecordZone.ID { query.zoneID }
+
+    /// The cursor as URL- and shell-safe text.
+    public var serialized: String { OpaqueText.encode(self, prefix: Self.prefix) }
+
+    /// Reads a cursor from ``serialized`` text.
+    ///
+    /// - Throws: ``StratusError`` `invalidArguments` when the text is not a cursor.
+    public convenience init(serialized: String) throws {
+        if Self.olderPrefixes.contains(where: serialized.hasPrefix) {
+            throw StratusError(.invalidArguments, "the query cursor comes from an older version of Stratus, whose cursors this version cannot continue; start the query again")
+        }
+        guard serialized.hasPrefix(Self.prefix) else {
+            throw StratusError(.invalidArguments, "'\(serialized.prefix(20))…' is not a Stratus query cursor (cursors start with \(Self.prefix))")
+        }
+        guard let cursor: QueryCursor = OpaqueText.decode(serialized, prefix: Self.prefix) else {
+            throw StratusError(.invalidArguments, "the query cursor is damaged (it does not decode); copy it whole, or start the query again")
+        }
+        do {
+            try cursor.query.validate()
+        } catch let error as StratusError {
+            throw StratusError(.invalidArguments, "the query cursor is not valid (\(error.message)); start the query again")
+        }
+        self.init(copying: cursor)
+    }
+
+    /// Whether this cursor continues `query` in `zoneID` (and not some other query).
+    public func continues(_ query: Query, zoneID: RecordZone.ID = .default) -> Bool {
+        guard let compiled = try? CompiledQuery(query, zoneID: zoneID, desiredKeys: nil) else { return false }
+        return compiled.fingerprint == self.query.fingerprint
+    }
+
+    func check(for context: DatabaseContext, storeIdentifier: String) throws {
+        // A cursor can also be decoded from other Codable forms; check it before use.
+        try query.validate()
+        guard context.containerIdentifier == containerIdentifier, context.scope == databaseScope else {
+            throw StratusError(.invalidArguments, "the cursor belongs to \(containerIdentifier)/\(databaseScope), not to \(context.containerIdentifier)/\(context.scope)")
+        }
+        guard (environment ?? .development) == context.environment else {
+            throw StratusError(.invalidArguments, "the cursor belongs to the \(environment ?? .development) environment, not to \(context.environment)")
+        }
+        guard storeIdentifier == self.storeIdentifier else {
+            throw StratusError(.invalidArguments, "the cursor comes from another store; a cursor continues a query only on the store that printed it")
+        }
+    }
+
+    public override func isEqual(_ object: Any?) -> Bool {
+        guard let other = object as? QueryCursor else { return false }
+        return query == other.query && containerIdentifier == other.containerIdentifier && databaseScope == other.databaseScope
+            && environment == other.environment && storeIdentifier == other.storeIdentifier && position == other.position
+    }
+
+    public override var hash: Int {
+        var hasher = Hasher()
+        hasher.combine(query)
+        hasher.combine(containerIdentifier)
+        hasher.combine(databaseScope)
+        hasher.combine(environment)
+        hasher.combine(storeIdentifier)
+        hasher.combine(position)
+        return hasher.finalize()
+    }
+
+    public override var description: String { "Cursor(\(query.recordType) after \(position.recordName))" }
 }

@@ -31,6 +31,11 @@ public final class QueryOperation: DatabaseOperation, RecordProducingOperation, 
     public var resultsLimit = QueryOperation.maximumResults
     public var recordMatchedBlock: (@Sendable (Record.ID, Result<Record, any Error>) -> Void)?
     public var queryResultBlock: (@Sendable (Result<Cursor?, any Error>) -> Void)?
+    /// CloudKit's older per-record block: each matching record, after ``recordMatchedBlock``.
+    public var recordFetchedBlock: (@Sendable (Record) -> Void)?
+    /// CloudKit's older final block: the next page's cursor (`nil` when no more records match,
+    /// or on failure) and the error, after ``queryResultBlock``.
+    public var queryCompletionBlock: (@Sendable (Cursor?, (any Error)?) -> Void)?
     public let recordOutput = RecordOutput()
 
     private var resultCursor: Cursor?
@@ -81,6 +86,7 @@ public final class QueryOperation: DatabaseOperation, RecordProducingOperation, 
             for record in page.records {
                 recordOutput.append(record)
                 recordMatchedBlock?(record.recordID, .success(record))
+                recordFetchedBlock?(record)
             }
             returned += page.records.count
             position = page.nextPosition
@@ -93,5 +99,6 @@ public final class QueryOperation: DatabaseOperation, RecordProducingOperation, 
     override func complete(with error: StratusError?) {
         recordOutput.complete(with: error)
         queryResultBlock?(error.map { .failure($0) } ?? .success(resultCursor))
+        queryCompletionBlock?(error == nil ? resultCursor : nil, error)
     }
 }

@@ -21,7 +21,19 @@ public final class FetchRecordsOperation: DatabaseOperation, RecordProducingOper
     public var desiredKeys: [String]?
     public var perRecordResultBlock: (@Sendable (Record.ID, Result<Record, any Error>) -> Void)?
     public var fetchRecordsResultBlock: (@Sendable (Result<Void, any Error>) -> Void)?
+    /// CloudKit's older progress block: each record's download progress (Stratus reports 1.0
+    /// once a record is read), before its result blocks.
+    public var perRecordProgressBlock: (@Sendable (Record.ID, Double) -> Void)?
+    /// CloudKit's older per-record block: the record or the error, and the ID, after
+    /// ``perRecordResultBlock``.
+    public var perRecordCompletionBlock: (@Sendable (Record?, Record.ID?, (any Error)?) -> Void)?
+    /// CloudKit's older final block: the records read, by ID, and the error (`partialFailure`
+    /// when some failed), after ``fetchRecordsResultBlock``.
+    public var fetchRecordsCompletionBlock: (@Sendable ([Record.ID: Record]?, (any Error)?) -> Void)?
     public let recordOutput = RecordOutput()
+
+    /// The records read, kept for ``fetchRecordsCompletionBlock``.
+    private var fetched: [Record.ID: Record] = [:]
 
     public init(recordIDs: [Record.ID]) {
         self.recordIDs = recordIDs
@@ -52,6 +64,7 @@ public final class FetchRecordsOperation: DatabaseOperation, RecordProducingOper
                 } catch {
                     errors[id] = error
                     perRecordResultBlock?(id, .failure(error))
+                    perRecordCompletionBlock?(nil, id, error)
                     done += 1
                 }
             }
@@ -63,11 +76,15 @@ public final class FetchRecordsOperation: DatabaseOperation, RecordProducingOper
                 } else if let record = found[id] {
                     let returned = record.restricted(to: desiredKeys)
                     recordOutput.append(returned)
+                    if fetchRecordsCompletionBlock != nil { fetched[id] = returned }
+                    perRecordProgressBlock?(id, 1.0)
                     perRecordResultBlock?(id, .success(returned))
+                    perRecordCompletionBlock?(returned, id, nil)
                 } else {
                     let error = StratusError(.unknownItem, "record '\(id.recordName)' was not found in \(id.zoneID.zoneName)", recordID: id)
                     errors[id] = error
                     perRecordResultBlock?(id, .failure(error))
+                    perRecordCompletionBlock?(nil, id, error)
                 }
                 done += 1
             }
@@ -78,5 +95,8 @@ public final class FetchRecordsOperation: DatabaseOperation, RecordProducingOper
     override func complete(with error: StratusError?) {
         recordOutput.complete(with: error)
         fetchRecordsResultBlock?(error.map { .failure($0) } ?? .success(()))
+        // Like CloudKit: the records read, unless the operation failed as a whole before reading any.
+        let wholeFailure = error.map { $0.code != .partialFailure } ?? false
+        fetchRecordsCompletionBlock?(wholeFailure && fetched.isEmpty ? nil : fetched, error)
     }
 }

@@ -29,6 +29,9 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
         case allKeys = 2
     }
 
+    /// `CKModifyRecordsOperation.RecordSavePolicy`'s name for ``SavePolicy``.
+    public typealias RecordSavePolicy = SavePolicy
+
     /// CloudKit's per-request item limit; larger non-atomic requests are split.
     public static let maximumItemsPerBatch = 400
     /// CloudKit's per-request size limit in bytes; larger non-atomic requests are split.
@@ -68,7 +71,27 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
     /// A Stratus extension: for each saved record, whether it was created, updated or left
     /// unchanged; called just before ``perRecordSaveBlock``.
     public var perRecordWriteKindBlock: (@Sendable (Record.ID, RecordWriteKind) -> Void)?
+    /// CloudKit's older progress block: each saved record's upload progress (Stratus reports
+    /// 1.0 once the record is written), before its result blocks.
+    public var perRecordProgressBlock: (@Sendable (Record, Double) -> Void)?
+    /// CloudKit's older per-record block, for saves: the record as stored and `nil`, or the
+    /// record the client gave and the error; after ``perRecordSaveBlock``.
+    public var perRecordCompletionBlock: (@Sendable (Record, (any Error)?) -> Void)?
+    /// CloudKit's older final block: the records saved, the IDs deleted and the error
+    /// (`partialFailure` when some item failed), after ``modifyRecordsResultBlock``.
+    public var modifyRecordsCompletionBlock: (@Sendable ([Record]?, [Record.ID]?, (any Error)?) -> Void)?
+    /// A token the client chooses to mark the local changes this request carries, as
+    /// `CKModifyRecordsOperation.clientChangeTokenData`: after the request writes to a zone,
+    /// ``FetchRecordZoneChangesOperation`` hands the latest such token back for that zone, so
+    /// the client can tell its changes arrived. Stratus treats a process as CloudKit treats a
+    /// device: the token is kept in this process (per store, database, user and zone), and a
+    /// fetch in another process gets `nil`, as a device that never sent one does.
+    public var clientChangeTokenData: Data?
     public let recordOutput = RecordOutput()
+
+    /// What ``modifyRecordsCompletionBlock`` reports.
+    private var savedRecords: [Record] = []
+    private var deletedRecordIDs: [Record.ID] = []
 
     private var inputProvider: (@Sendable () throws -> [Record])?
     /// A job's position recorded in the transaction of the request's last batch (an importer's
@@ -144,7 +167,7 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
 
         if isAtomic {
             if !errors.isEmpty {
-                for record in allSaves { report(record.recordID, errors[record.recordID] ?? RecordWriteExecutor.batchFailed(record.recordID)) }
+                for record in allSaves { report(record, errors[record.recordID] ?? RecordWriteExecutor.batchFailed(record.recordID)) }
                 for id in toDelete { reportDelete(id, errors[id] ?? RecordWriteExecutor.batchFailed(id)) }
                 errors = Dictionary((allSaves.map(\.recordID) + toDelete).map { ($0, errors[$0] ?? RecordWriteExecutor.batchFailed($0)) }, uniquingKeysWith: { first, _ in first })
                 return Self.partialFailure(errors, of: total)
@@ -160,7 +183,7 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
             return Self.partialFailure(errors, of: total)
         }
 
-        for record in allSaves where errors[record.recordID] != nil { report(record.recordID, errors[record.recordID]!) }
+        for record in allSaves where errors[record.recordID] != nil { report(record, errors[record.recordID]!) }
         for id in toDelete where errors[id] != nil { reportDelete(id, errors[id]!) }
         var done = errors.count
         let batches = Self.batches(saves: ordered, deletes: validDeletes, itemsPerBatch: itemsPerBatch)
@@ -182,6 +205,12 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
     override func complete(with error: StratusError?) {
         recordOutput.complete(with: error)
         modifyRecordsResultBlock?(error.map { .failure($0) } ?? .success(()))
+        if let modifyRecordsCompletionBlock {
+            // Like CloudKit: what was written, unless the request failed as a whole and wrote nothing.
+            let wholeFailure = error.map { $0.code != .partialFailure } ?? false
+            let nothing = savedRecords.isEmpty && deletedRecordIDs.isEmpty
+            modifyRecordsCompletionBlock(wholeFailure && nothing ? nil : savedRecords, wholeFailure && nothing ? nil : deletedRecordIDs, error)
+        }
     }
 
     private func request(_ saves: [PreparedSave], _ deletes: [Record.ID], atomic: Bool) -> ModifyRequest {
@@ -189,38 +218,60 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
         // the engine need not make them.
         ModifyRequest(saves: saves, recordIDsToDelete: deletes, writeMode: writeMode ?? RecordWriteMode(savePolicy),
                       preservesSystemFields: preservesSystemFields, isAtomic: atomic,
-                      returnsSavedRecords: perRecordSaveBlock != nil || recordOutput.isWanted)
+                      returnsSavedRecords: perRecordSaveBlock != nil || perRecordCompletionBlock != nil
+                          || modifyRecordsCompletionBlock != nil || recordOutput.isWanted)
     }
 
     private func deliver(_ outcome: ModifyOutcome, saves: [PreparedSave], deletes: [Record.ID], errors: inout [Record.ID: StratusError]) {
         // Read once: this runs for every saved record.
         let kindBlock = perRecordWriteKindBlock, saveBlock = perRecordSaveBlock, collecting = recordOutput.isWanted
+        let progressBlock = perRecordProgressBlock, completionBlock = perRecordCompletionBlock
+        let keepsResults = modifyRecordsCompletionBlock != nil, tracksZones = clientChangeTokenData != nil
+        var writtenZones = Set<RecordZone.ID>()
         for (index, save) in saves.enumerated() {
             let record = save.record
             guard index < outcome.saveResults.count else {
                 let error = StratusError(.internalError, "the store gave no result for record '\(record.recordID.recordName)'", recordID: record.recordID)
                 errors[record.recordID] = error
                 saveBlock?(record.recordID, .failure(error))
+                completionBlock?(record, error)
                 continue
             }
             switch outcome.saveResults[index] {
             case .success(let (saved, kind)):
                 if collecting { recordOutput.append(saved) }
+                if keepsResults { savedRecords.append(saved) }
+                if tracksZones { writtenZones.insert(record.recordID.zoneID) }
                 kindBlock?(record.recordID, kind)
+                progressBlock?(record, 1.0)
                 saveBlock?(record.recordID, .success(saved))
+                completionBlock?(saved, nil)
             case .failure(let error):
                 errors[record.recordID] = error
                 saveBlock?(record.recordID, .failure(error))
+                completionBlock?(record, error)
             }
         }
         for (index, id) in deletes.enumerated() {
             let result = index < outcome.deleteResults.count ? outcome.deleteResults[index] : .failure(StratusError(.internalError, "the store gave no result for deleting '\(id.recordName)'", recordID: id))
-            if case .failure(let error) = result { errors[id] = error }
+            switch result {
+            case .success:
+                if keepsResults { deletedRecordIDs.append(id) }
+                if tracksZones { writtenZones.insert(id.zoneID) }
+            case .failure(let error):
+                errors[id] = error
+            }
             perRecordDeleteBlock?(id, result.map { _ in () }.mapError { $0 })
+        }
+        if let clientChangeTokenData, let database {
+            ClientChangeTokens.shared.record(clientChangeTokenData, for: writtenZones, in: database)
         }
     }
 
-    private func report(_ id: Record.ID, _ error: StratusError) { perRecordSaveBlock?(id, .failure(error)) }
+    private func report(_ record: Record, _ error: StratusError) {
+        perRecordSaveBlock?(record.recordID, .failure(error))
+        perRecordCompletionBlock?(record, error)
+    }
     private func reportDelete(_ id: Record.ID, _ error: StratusError) { perRecordDeleteBlock?(id, .failure(error)) }
 
     /// The shared database holds only zones that others share; it has no default zone.

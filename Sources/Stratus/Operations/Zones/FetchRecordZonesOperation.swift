@@ -19,6 +19,12 @@ public final class FetchRecordZonesOperation: DatabaseOperation, @unchecked Send
     public var recordZoneIDs: [RecordZone.ID]?
     public var perRecordZoneResultBlock: (@Sendable (RecordZone.ID, Result<RecordZone, any Error>) -> Void)?
     public var fetchRecordZonesResultBlock: (@Sendable (Result<Void, any Error>) -> Void)?
+    /// CloudKit's older final block: the zones read, by ID, and the error (`partialFailure`
+    /// when some zone failed); after ``fetchRecordZonesResultBlock``.
+    public var fetchRecordZonesCompletionBlock: (@Sendable ([RecordZone.ID: RecordZone]?, (any Error)?) -> Void)?
+
+    /// The zones read, kept for ``fetchRecordZonesCompletionBlock``.
+    private var fetched: [RecordZone.ID: RecordZone] = [:]
 
     public init(recordZoneIDs: [RecordZone.ID]) {
         self.recordZoneIDs = recordZoneIDs
@@ -51,13 +57,18 @@ public final class FetchRecordZonesOperation: DatabaseOperation, @unchecked Send
 
         let zones = try withRetry { try engine.fetchZones(in: context) }
         guard let recordZoneIDs else {
-            for zone in zones { perRecordZoneResultBlock?(zone.zoneID, .success(zone)) }
+            for zone in zones {
+                if fetchRecordZonesCompletionBlock != nil { fetched[zone.zoneID] = zone }
+                perRecordZoneResultBlock?(zone.zoneID, .success(zone))
+            }
             return nil
         }
         let byID = Dictionary(zones.map { ($0.zoneID, $0) }, uniquingKeysWith: { first, _ in first })
         for id in wanted {
             if let zone = byID[context.canonical(id)] {
-                perRecordZoneResultBlock?(id, .success(RecordZone(zoneID: id, capabilities: zone.capabilities)))
+                let answered = RecordZone(zoneID: id, capabilities: zone.capabilities)
+                if fetchRecordZonesCompletionBlock != nil { fetched[id] = answered }
+                perRecordZoneResultBlock?(id, .success(answered))
             } else {
                 let error = StratusError(.zoneNotFound, "zone '\(id.zoneName)' does not exist in the \(context.scope) database", zoneID: id)
                 errors[id] = error
@@ -69,5 +80,7 @@ public final class FetchRecordZonesOperation: DatabaseOperation, @unchecked Send
 
     override func complete(with error: StratusError?) {
         fetchRecordZonesResultBlock?(error.map { .failure($0) } ?? .success(()))
+        let wholeFailure = error.map { $0.code != .partialFailure } ?? false
+        fetchRecordZonesCompletionBlock?(wholeFailure && fetched.isEmpty ? nil : fetched, error)
     }
 }

@@ -21,6 +21,13 @@ public final class ModifyRecordZonesOperation: DatabaseOperation, @unchecked Sen
     public var perRecordZoneSaveBlock: (@Sendable (RecordZone.ID, Result<RecordZone, any Error>) -> Void)?
     public var perRecordZoneDeleteBlock: (@Sendable (RecordZone.ID, Result<Void, any Error>) -> Void)?
     public var modifyRecordZonesResultBlock: (@Sendable (Result<Void, any Error>) -> Void)?
+    /// CloudKit's older final block: the zones saved, the zone IDs deleted and the error
+    /// (`partialFailure` when some zone failed); after ``modifyRecordZonesResultBlock``.
+    public var modifyRecordZonesCompletionBlock: (@Sendable ([RecordZone]?, [RecordZone.ID]?, (any Error)?) -> Void)?
+
+    /// What ``modifyRecordZonesCompletionBlock`` reports.
+    private var savedZones: [RecordZone] = []
+    private var deletedZoneIDs: [RecordZone.ID] = []
 
     public init(recordZonesToSave: [RecordZone]? = nil, recordZoneIDsToDelete: [RecordZone.ID]? = nil) {
         self.recordZonesToSave = recordZonesToSave
@@ -71,7 +78,9 @@ public final class ModifyRecordZonesOperation: DatabaseOperation, @unchecked Sen
                     ?? .failure(StratusError(.internalError, "the store gave no result for zone '\(zone.zoneID.zoneName)'", zoneID: zone.zoneID))
                 switch result {
                 case .success(let stored):
-                    perRecordZoneSaveBlock?(zone.zoneID, .success(RecordZone(zoneID: zone.zoneID, capabilities: stored.capabilities)))
+                    let answered = RecordZone(zoneID: zone.zoneID, capabilities: stored.capabilities)
+                    savedZones.append(answered)
+                    perRecordZoneSaveBlock?(zone.zoneID, .success(answered))
                 case .failure(let error):
                     errors[zone.zoneID] = error
                     perRecordZoneSaveBlock?(zone.zoneID, .failure(error))
@@ -80,7 +89,10 @@ public final class ModifyRecordZonesOperation: DatabaseOperation, @unchecked Sen
             for id in validDeletes {
                 let result = outcome.deleteResults[context.canonical(id)]
                     ?? .failure(StratusError(.internalError, "the store gave no result for deleting zone '\(id.zoneName)'", zoneID: id))
-                if case .failure(let error) = result { errors[id] = error }
+                switch result {
+                case .success: deletedZoneIDs.append(id)
+                case .failure(let error): errors[id] = error
+                }
                 perRecordZoneDeleteBlock?(id, result.mapError { $0 })
             }
         }
@@ -89,5 +101,8 @@ public final class ModifyRecordZonesOperation: DatabaseOperation, @unchecked Sen
 
     override func complete(with error: StratusError?) {
         modifyRecordZonesResultBlock?(error.map { .failure($0) } ?? .success(()))
+        let wholeFailure = error.map { $0.code != .partialFailure } ?? false
+        let nothing = savedZones.isEmpty && deletedZoneIDs.isEmpty
+        modifyRecordZonesCompletionBlock?(wholeFailure && nothing ? nil : savedZones, wholeFailure && nothing ? nil : deletedZoneIDs, error)
     }
 }

@@ -1,74 +1,102 @@
-import Foundation
-
-/// Why a scan stopped: the bytes ran out before the value ended (read more and start the
-/// item again), or the text is broken in a way that cannot be stepped over.
-enum ScanFailure: Error {
-    case needMore
-    case syntax(offset: Int, message: String)
-}
-
-/// A problem inside a value that is still well delimited (a bad number, bad UTF-8, a duplicate
-/// key); scanning goes on so the item's end is found, and the item is rejected afterwards.
-struct Problem {
-    var offset: Int
-    var message: String
-}
-
-/// A scanned JSON value: where it is and what kind it is. Strings span their quotes.
-struct Token {
-    enum Kind: UInt8 { case none, string, number, trueLiteral, falseLiteral, null, badLiteral, array, object }
-
-    var kind: Kind
-    var start: Int
-    var end: Int
-    var flags: UInt8
-
-    static let none = Token(kind: .none, start: 0, end: 0, flags: 0)
-    /// Strings: the text has a backslash escape.
-    static let hasEscape: UInt8 = 1
-    /// Strings: the text has bytes above 0x7F.
-    static let hasNonASCII: UInt8 = 2
-    /// Numbers: no fraction and no exponent.
-    static let isInteger: UInt8 = 1
-
-    var isPresent: Bool { kind != .none }
-
-    var kindName: String {
-        switch kind {
-        case .none: "nothing"
-        case .string: "a string"
-        case .number: "a number"
-        case .trueLiteral, .falseLiteral: "a boolean"
-        case .null: "null"
-        case .badLiteral: "an invalid literal"
-        case .array: "an array"
-        case .object: "an object"
-        }
-    }
-}
-
-/// Scans JSON over a byte window without copying: the record reader's lexer.
+/// Scans JSON over a byte window without copying: the one JSON lexer, shared by the stored
+/// field document (``FieldDocument``) and the transfer codecs' record readers.
 ///
 /// Offsets are indices into `base`. Every value is checked as strictly as RFC 8259 asks
 /// (UTF-8, escapes, surrogates, number grammar, nesting), but problems that leave the value's
 /// end findable are only noted in ``problem`` so the caller can reject one record and go on.
-struct JSONCursor {
-    let base: UnsafePointer<UInt8>
+/// A window that is not the whole input (`isComplete` false) answers ``Failure/needMore``
+/// when a value runs into its end, so a streaming reader can read more and scan again.
+///
+/// ```swift
+/// var cursor = JSONCursor(base: bytes.baseAddress!, limit: bytes.count, isComplete: true, pos: 0)
+/// let token = try cursor.scanValue()        // a Token: kind, start, end
+/// if cursor.problem == nil, token.kind == .string { print(cursor.string(token)) }
+/// ```
+///
+/// The scanning is inlinable, because the record readers call it across the module boundary
+/// for every byte of their input; the type and what inlined code touches are
+/// `@usableFromInline`, without which Swift compiles a package type's inlinable members as
+/// calls in other modules (``ByteOutput`` is marked so for the same reason).
+@usableFromInline package struct JSONCursor {
+    /// Why a scan stopped: the bytes ran out before the value ended (read more and start the
+    /// item again), or the text is broken in a way that cannot be stepped over.
+    @usableFromInline package enum Failure: Error {
+        case needMore
+        case syntax(offset: Int, message: String)
+    }
+
+    /// A problem inside a value that is still well delimited (a bad number, bad UTF-8, a
+    /// duplicate key); scanning goes on so the item's end is found, and the item is rejected
+    /// afterwards.
+    @usableFromInline package struct Problem {
+        @usableFromInline package var offset: Int
+        @usableFromInline package var message: String
+
+        @usableFromInline package init(offset: Int, message: String) {
+            self.offset = offset
+            self.message = message
+        }
+    }
+
+    /// A scanned JSON value: where it is and what kind it is. Strings span their quotes.
+    @usableFromInline package struct Token {
+        @usableFromInline package enum Kind: UInt8 { case none, string, number, trueLiteral, falseLiteral, null, badLiteral, array, object }
+
+        @usableFromInline package var kind: Kind
+        @usableFromInline package var start: Int
+        @usableFromInline package var end: Int
+        @usableFromInline package var flags: UInt8
+
+        @inlinable
+        package init(kind: Kind, start: Int, end: Int, flags: UInt8) {
+            self.kind = kind
+            self.start = start
+            self.end = end
+            self.flags = flags
+        }
+
+        // Computed, so that code inlined into other modules sees the values.
+        @inlinable package static var none: Token { Token(kind: .none, start: 0, end: 0, flags: 0) }
+        /// Strings: the text has a backslash escape.
+        @inlinable package static var hasEscape: UInt8 { 1 }
+        /// Strings: the text has bytes above 0x7F.
+        @inlinable package static var hasNonASCII: UInt8 { 2 }
+        /// Numbers: no fraction and no exponent.
+        @inlinable package static var isInteger: UInt8 { 1 }
+
+        @inlinable package var isPresent: Bool { kind != .none }
+
+        @usableFromInline package var kindName: String {
+            switch kind {
+            case .none: "nothing"
+            case .string: "a string"
+            case .number: "a number"
+            case .trueLiteral, .falseLiteral: "a boolean"
+            case .null: "null"
+            case .badLiteral: "an invalid literal"
+            case .array: "an array"
+            case .object: "an object"
+            }
+        }
+    }
+
+    @usableFromInline package let base: UnsafePointer<UInt8>
     /// One past the last byte that may be read.
-    let limit: Int
+    @usableFromInline package let limit: Int
     /// Whether `limit` is the real end (of the input, a line or a cell); otherwise running into
     /// it means more bytes must be read.
-    let isComplete: Bool
+    @usableFromInline package let isComplete: Bool
     /// How the end is named in messages: "end of input", "end of the line".
-    let endName: StaticString
-    var pos: Int
-    var depth: Int
-    var problem: Problem?
+    @usableFromInline package let endName: StaticString
+    @usableFromInline package var pos: Int
+    @usableFromInline package var depth: Int
+    @usableFromInline package var problem: Problem?
 
-    static let maximumDepth = 64
-    static let maximumNumberLength = 1_000
+    @inlinable package static var maximumDepth: Int { 64 }
+    @inlinable package static var maximumNumberLength: Int { 1_000 }
 
-    init(base: UnsafePointer<UInt8>, limit: Int, isComplete: Bool, endName: StaticString = "end of input", pos: Int, depth: Int = 0) {
+    @inlinable
+    package init(base: UnsafePointer<UInt8>, limit: Int, isComplete: Bool, endName: StaticString = "end of input", pos: Int, depth: Int = 0) {
         self.base = base
         self.limit = limit
         self.isComplete = isComplete
@@ -81,45 +109,57 @@ struct JSONCursor {
     // MARK: - Basics
 
     /// Keeps the first problem. Only called on the error path, so the message is built eagerly.
-    mutating func note(_ offset: Int, _ message: String) {
+    @usableFromInline package mutating func note(_ offset: Int, _ message: String) {
         if problem == nil { problem = Problem(offset: offset, message: message) }
     }
 
-    func endReached(_ what: String? = nil) -> ScanFailure {
+    @usableFromInline package func endReached(_ what: String? = nil) -> Failure {
         guard isComplete else { return .needMore }
         return .syntax(offset: limit, message: what ?? "unexpected \(endName)")
     }
 
-    func syntax(_ offset: Int, _ message: String) -> ScanFailure {
+    @usableFromInline package func syntax(_ offset: Int, _ message: String) -> Failure {
         .syntax(offset: offset, message: message)
     }
 
-    @inline(__always)
-    mutating func skipSpace() {
+    @inlinable @inline(__always)
+    package mutating func skipSpace() {
         while pos < limit {
             let b = base[pos]
+            // Every byte that can start or continue a value lies above the space: one comparison.
+            if b > 0x20 { return }
             guard b == 0x20 || b == 0x0A || b == 0x0D || b == 0x09 else { return }
             pos &+= 1
         }
     }
 
     /// The next byte after whitespace, not consumed.
-    @inline(__always)
-    mutating func peek() throws(ScanFailure) -> UInt8 {
+    @inlinable @inline(__always)
+    package mutating func peek() throws(Failure) -> UInt8 {
         skipSpace()
         if pos >= limit { throw endReached() }
         return base[pos]
     }
 
+    /// Consumes `byte` after whitespace and answers true, or answers false and consumes nothing
+    /// (but the whitespace).
+    @inlinable @inline(__always)
+    package mutating func consume(_ byte: UInt8) -> Bool {
+        skipSpace()
+        guard pos < limit && base[pos] == byte else { return false }
+        pos &+= 1
+        return true
+    }
+
     /// Consumes `byte` after whitespace, or fails naming what was expected.
-    @inline(__always)
-    mutating func expect(_ byte: UInt8, _ what: @autoclosure () -> String) throws(ScanFailure) {
+    @inlinable @inline(__always)
+    package mutating func expect(_ byte: UInt8, _ what: @autoclosure () -> String) throws(Failure) {
         let b = try peek()
         guard b == byte else { throw syntax(pos, "expected \(what()), found \(Self.describe(b))") }
         pos &+= 1
     }
 
-    static func describe(_ b: UInt8) -> String {
+    @usableFromInline package static func describe(_ b: UInt8) -> String {
         if b >= 0x21 && b < 0x7F { return "'\(Character(Unicode.Scalar(b)))'" }
         switch b {
         case 0x20: return "a space"
@@ -133,7 +173,8 @@ struct JSONCursor {
     // MARK: - Values
 
     /// Scans any value; arrays and objects are skipped (and checked) as a whole.
-    mutating func scanValue() throws(ScanFailure) -> Token {
+    @inlinable
+    package mutating func scanValue() throws(Failure) -> Token {
         let b = try peek()
         switch b {
         case UInt8(ascii: "\""): return try scanString()
@@ -150,8 +191,8 @@ struct JSONCursor {
     }
 
     /// Scans the key of an object member and its colon.
-    @inline(__always)
-    mutating func scanKey() throws(ScanFailure) -> Token {
+    @inlinable @inline(__always)
+    package mutating func scanKey() throws(Failure) -> Token {
         let b = try peek()
         guard b == UInt8(ascii: "\"") else { throw syntax(pos, "expected a key in quotes, found \(Self.describe(b))") }
         let key = try scanString()
@@ -160,8 +201,8 @@ struct JSONCursor {
     }
 
     /// After a member or element: consumes ',' and answers true, or consumes `close` and answers false.
-    @inline(__always)
-    mutating func nextMember(close: UInt8, in what: StaticString) throws(ScanFailure) -> Bool {
+    @inlinable @inline(__always)
+    package mutating func nextMember(close: UInt8, in what: StaticString) throws(Failure) -> Bool {
         let b = try peek()
         pos &+= 1
         if b == UInt8(ascii: ",") { return true }
@@ -171,7 +212,8 @@ struct JSONCursor {
     }
 
     /// Consumes `{` and answers whether the object has members (false after consuming `}`).
-    mutating func openObject() throws(ScanFailure) -> Bool {
+    @inlinable
+    package mutating func openObject() throws(Failure) -> Bool {
         pos &+= 1
         try enter()
         if try peek() == UInt8(ascii: "}") {
@@ -182,8 +224,8 @@ struct JSONCursor {
         return true
     }
 
-    @inline(__always)
-    mutating func enter() throws(ScanFailure) {
+    @inlinable @inline(__always)
+    package mutating func enter() throws(Failure) {
         depth += 1
         if depth > Self.maximumDepth { throw syntax(pos - 1, "nesting is deeper than \(Self.maximumDepth) levels") }
     }
@@ -191,15 +233,37 @@ struct JSONCursor {
     // MARK: - Strings
 
     /// Scans a string starting at its opening quote, checking escapes and UTF-8.
-    mutating func scanString() throws(ScanFailure) -> Token {
+    @inlinable @inline(__always)
+    package mutating func scanString() throws(Failure) -> Token {
         let start = pos
-        var i = pos &+ 1
+        // Most strings (keys, tags, type names, names) are plain and end within sixteen bytes:
+        // two words decide them here, and anything else is scanned out of line.
+        var i = start &+ 1
+        for _ in 0..<2 where i &+ 8 <= limit {
+            let word = UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self)
+            let mask = JSONText.escapeMask(word) | (word & 0x8080_8080_8080_8080)
+            if mask != 0 {
+                let end = i &+ (mask.trailingZeroBitCount &>> 3)
+                guard base[end] == UInt8(ascii: "\"") else { break }
+                pos = end &+ 1
+                return Token(kind: .string, start: start, end: pos, flags: 0)
+            }
+            i &+= 8
+        }
+        return try scanLongString(from: start)
+    }
+
+    /// ``scanString()`` for strings longer than sixteen bytes or holding escapes, non-ASCII or
+    /// control bytes.
+    @usableFromInline
+    mutating func scanLongString(from start: Int) throws(Failure) -> Token {
+        var i = start &+ 1
         var flags: UInt8 = 0
         while true {
             // Eight bytes at a time until one of them is a quote, backslash, control or non-ASCII byte.
             while i &+ 8 <= limit {
                 let word = UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self)
-                let mask = Self.attentionMask(word)
+                let mask = JSONText.escapeMask(word) | (word & 0x8080_8080_8080_8080)
                 if mask != 0 {
                     // The lowest flagged byte is exact (borrows only disturb the bytes above it).
                     i &+= mask.trailingZeroBitCount &>> 3
@@ -230,22 +294,9 @@ struct JSONCursor {
         }
     }
 
-    /// The high bit of each byte of `w` (little-endian) that is a quote, a backslash, a control
-    /// character or above 0x7F; the lowest set bit marks the first such byte exactly.
-    @inline(__always)
-    static func attentionMask(_ w: UInt64) -> UInt64 {
-        let ones: UInt64 = 0x0101_0101_0101_0101
-        let high: UInt64 = 0x8080_8080_8080_8080
-        let quote = w ^ (ones &* 0x22)
-        let slash = w ^ (ones &* 0x5C)
-        let hasQuote = (quote &- ones) & ~quote
-        let hasSlash = (slash &- ones) & ~slash
-        let hasControl = (w &- ones &* 0x20) & ~w
-        return ((hasQuote | hasSlash | hasControl) & high) | (w & high)
-    }
-
     /// Checks one escape at `i` (a backslash); answers the index after it.
-    private mutating func scanEscape(at i: Int, stringStart: Int) throws(ScanFailure) -> Int {
+    @usableFromInline
+    mutating func scanEscape(at i: Int, stringStart: Int) throws(Failure) -> Int {
         guard i &+ 1 < limit else { throw unclosed(stringStart) }
         let e = base[i &+ 1]
         switch e {
@@ -253,14 +304,14 @@ struct JSONCursor {
              UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
             return i &+ 2
         case UInt8(ascii: "u"):
-            guard let unit = try hex4(at: i &+ 2, stringStart: stringStart) else {
+            guard let unit = try hex4(at: i &+ 2) else {
                 note(i, "a \\u escape needs four hex digits")
                 return i &+ 2
             }
             if unit >= 0xD800 && unit <= 0xDBFF {
                 if i &+ 12 > limit && !isComplete { throw .needMore }
                 if i &+ 7 < limit && base[i &+ 6] == UInt8(ascii: "\\") && base[i &+ 7] == UInt8(ascii: "u"),
-                   let low = try hex4(at: i &+ 8, stringStart: stringStart), low >= 0xDC00 && low <= 0xDFFF {
+                   let low = try hex4(at: i &+ 8), low >= 0xDC00 && low <= 0xDFFF {
                     return i &+ 12
                 }
                 note(i, "a \\u escape holds a high surrogate without its low surrogate")
@@ -276,32 +327,22 @@ struct JSONCursor {
         }
     }
 
-    private func unclosed(_ stringStart: Int) -> ScanFailure {
+    private func unclosed(_ stringStart: Int) -> Failure {
         isComplete ? .syntax(offset: stringStart, message: "the string is not closed before the \(endName)") : .needMore
     }
 
-    private func hex4(at i: Int, stringStart: Int) throws(ScanFailure) -> UInt32? {
+    /// The four hex digits at `i`, nil when they are not hex digits or the input ends first.
+    private func hex4(at i: Int) throws(Failure) -> UInt32? {
         guard i &+ 4 <= limit else {
             if !isComplete { throw .needMore }
             return nil
         }
-        var value: UInt32 = 0
-        for k in 0..<4 {
-            let c = base[i &+ k]
-            let digit: UInt8
-            switch c {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = c &- UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = c &- UInt8(ascii: "a") &+ 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = c &- UInt8(ascii: "A") &+ 10
-            default: return nil
-            }
-            value = value << 4 | UInt32(digit)
-        }
-        return value
+        return JSONText.hexValue(base + i)
     }
 
     /// Checks one UTF-8 sequence at `i` (a byte above 0x7F); answers the index after it.
-    private mutating func scanUTF8(at i: Int, stringStart: Int) throws(ScanFailure) -> Int {
+    @usableFromInline
+    mutating func scanUTF8(at i: Int, stringStart: Int) throws(Failure) -> Int {
         let b0 = base[i]
         let length: Int
         var low: UInt8 = 0x80, high: UInt8 = 0xBF
@@ -336,19 +377,33 @@ struct JSONCursor {
 
     // MARK: - Numbers and literals
 
-    /// Scans a number: the longest run of number-like bytes, then checks it against JSON's grammar.
-    mutating func scanNumber() throws(ScanFailure) -> Token {
+    /// Scans a number: JSON's grammar in one pass (``DecimalText/read(_:from:limit:)``) for the
+    /// well-formed number a delimiter ends; anything else is taken as the longest run of
+    /// number-like bytes and noted as malformed.
+    @inlinable
+    package mutating func scanNumber() throws(Failure) -> Token {
         let start = pos
-        var i = pos
+        let reading = DecimalText.read(base, from: start, limit: limit)
+        let i = reading.end
+        guard reading.isWellFormed && (i < limit ? !Self.isNumberByte(base[i]) : isComplete) else { return try scanNumberRun(from: start) }
+        pos = i
+        if i &- start > Self.maximumNumberLength {
+            note(start, "a number is longer than \(Self.maximumNumberLength) characters")
+        }
+        return Token(kind: .number, start: start, end: i, flags: reading.isInteger ? Token.isInteger : 0)
+    }
+
+    /// A number that JSON's grammar does not end at a delimiter (or that meets the window's
+    /// end): the longest run of number-like bytes, checked and noted.
+    @usableFromInline
+    mutating func scanNumberRun(from start: Int) throws(Failure) -> Token {
+        var i = start
         var isInteger = true
         while i < limit {
             let b = base[i]
-            if (b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9")) || b == UInt8(ascii: "-") {
+            if Self.isDigit(b) || b == UInt8(ascii: "-") {
                 i &+= 1
-            } else if b == UInt8(ascii: ".") || b == UInt8(ascii: "e") || b == UInt8(ascii: "E") || b == UInt8(ascii: "+") {
-                isInteger = false
-                i &+= 1
-            } else if Self.isWordByte(b) {
+            } else if Self.isNumberByte(b) {
                 isInteger = false
                 i &+= 1
             } else {
@@ -365,8 +420,17 @@ struct JSONCursor {
         return Token(kind: .number, start: start, end: i, flags: isInteger ? Token.isInteger : 0)
     }
 
-    @inline(__always)
-    static func isWordByte(_ b: UInt8) -> Bool {
+    @inlinable @inline(__always)
+    package static func isDigit(_ b: UInt8) -> Bool { b &- UInt8(ascii: "0") < 10 }
+
+    /// Whether `b` continues a number's run of bytes: a word byte, a sign or a point.
+    @inlinable @inline(__always)
+    static func isNumberByte(_ b: UInt8) -> Bool {
+        isWordByte(b) || b == UInt8(ascii: "-") || b == UInt8(ascii: "+") || b == UInt8(ascii: ".")
+    }
+
+    @inlinable @inline(__always)
+    package static func isWordByte(_ b: UInt8) -> Bool {
         (b >= UInt8(ascii: "a") && b <= UInt8(ascii: "z")) || (b >= UInt8(ascii: "A") && b <= UInt8(ascii: "Z"))
             || (b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9")) || b == UInt8(ascii: "_")
     }
@@ -402,7 +466,8 @@ struct JSONCursor {
     }
 
     /// Scans `true`, `false`, `null`, or notes any other word (`NaN`, `Infinity`, `tru`).
-    mutating func scanLiteral() throws(ScanFailure) -> Token {
+    @inlinable
+    package mutating func scanLiteral() throws(Failure) -> Token {
         let start = pos
         var i = pos
         while i < limit && Self.isWordByte(base[i]) { i &+= 1 }
@@ -417,15 +482,20 @@ struct JSONCursor {
         } else if length == 4 && matches(start, "null") {
             kind = .null
         } else {
-            let word = String(decoding: UnsafeBufferPointer(start: base + start, count: min(length, 40)), as: UTF8.self)
-            note(start, "'\(word)' is not a JSON value")
+            noteBadLiteral(start, length)
             kind = .badLiteral
         }
         return Token(kind: kind, start: start, end: i, flags: 0)
     }
 
-    @inline(__always)
-    func matches(_ offset: Int, _ text: StaticString) -> Bool {
+    @usableFromInline
+    mutating func noteBadLiteral(_ start: Int, _ length: Int) {
+        let word = String(decoding: UnsafeBufferPointer(start: base + start, count: min(length, 40)), as: UTF8.self)
+        note(start, "'\(word)' is not a JSON value")
+    }
+
+    @inlinable @inline(__always)
+    package func matches(_ offset: Int, _ text: StaticString) -> Bool {
         let count = text.utf8CodeUnitCount
         guard offset + count <= limit else { return false }
         // Keys are short: a loop the optimizer unrolls beats a call to memcmp.
@@ -442,7 +512,7 @@ struct JSONCursor {
 
     /// Skips an object or array starting at `pos`, checking everything inside. Iterative, so
     /// hostile nesting costs no stack; nesting beyond ``maximumDepth`` is an error.
-    mutating func skipContainer() throws(ScanFailure) {
+    @usableFromInline package mutating func skipContainer() throws(Failure) {
         let baseDepth = depth
         var kinds: UInt64 = 0  // bit n set: level n is an object
         var level = 0
@@ -489,7 +559,7 @@ struct JSONCursor {
     }
 
     @inline(__always)
-    private mutating func scanScalar(_ b: UInt8) throws(ScanFailure) -> Token {
+    private mutating func scanScalar(_ b: UInt8) throws(Failure) -> Token {
         switch b {
         case UInt8(ascii: "\""): return try scanString()
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try scanNumber()
@@ -499,7 +569,7 @@ struct JSONCursor {
     }
 
     /// Whether the object token holds no member (only whitespace between its braces).
-    func isEmptyContainer(_ token: Token) -> Bool {
+    @usableFromInline package func isEmptyContainer(_ token: Token) -> Bool {
         var i = token.start + 1
         while i < token.end - 1 {
             let b = base[i]

@@ -1,0 +1,54 @@
+import Foundation
+
+/// Whether the current user can use a container's private data, as `CKAccountStatus`.
+///
+/// A Stratus container acts as a user (``Container/userName``), and its status is then
+/// ``available``; a container with no user (``Container/anonymous(identifier:engine:environment:retryPolicy:)``)
+/// is ``noAccount``, as CloudKit reports a device without an iCloud account. The other cases
+/// exist so that code switching over them compiles.
+public enum AccountStatus: Int, Hashable, Sendable {
+    case couldNotDetermine = 0
+    case available = 1
+    case restricted = 2
+    case noAccount = 3
+    case temporarilyUnavailable = 4
+}
+
+/// The account calls of `CKContainer` that CloudKit tutorials make first.
+extension Container {
+    /// The current user's account status: ``AccountStatus/available``, or
+    /// ``AccountStatus/noAccount`` for a container with no user.
+    ///
+    /// ```swift
+    /// guard try await container.accountStatus() == .available else { return }
+    /// ```
+    public func accountStatus() async throws -> AccountStatus { userName == nil ? .noAccount : .available }
+
+    /// Calls `completionHandler` on a background queue with the account status
+    /// (``accountStatus()``).
+    ///
+    /// ```swift
+    /// container.accountStatus { status, error in if status == .available { startSync() } }
+    /// ```
+    public func accountStatus(completionHandler: @escaping @Sendable (AccountStatus, (any Error)?) -> Void) {
+        let status: AccountStatus = userName == nil ? .noAccount : .available
+        DispatchQueue.global().async { completionHandler(status, nil) }
+    }
+
+    /// Calls `completionHandler` on a background queue with the current user's record ID
+    /// (``userRecordID()``), as `CKContainer.fetchUserRecordID(completionHandler:)`; a
+    /// container with no user gets `notAuthenticated`.
+    ///
+    /// ```swift
+    /// container.fetchUserRecordID { id, error in print(id?.recordName ?? "-") }
+    /// ```
+    public func fetchUserRecordID(completionHandler: @escaping @Sendable (Record.ID?, (any Error)?) -> Void) {
+        Task.detached {
+            do {
+                completionHandler(try await self.userRecordID(), nil)
+            } catch {
+                completionHandler(nil, error)
+            }
+        }
+    }
+}

@@ -1,0 +1,184 @@
+import Foundation
+
+// MARK: - CloudKit's error domain and userInfo keys
+
+/// The domain of every Stratus error bridged to `NSError`: CloudKit's `CKErrorDomain`, so that
+/// code checking `(error as NSError).domain == CKErrorDomain` keeps working after a port.
+///
+/// ```swift
+/// let nsError = error as NSError
+/// if nsError.domain == ErrorDomain && nsError.code == StratusError.Code.zoneBusy.rawValue { retryLater() }
+/// ```
+public let ErrorDomain = "CKErrorDomain"
+
+/// `CKPartialErrorsByItemIDKey`: in a `partialFailure`'s `userInfo`, a dictionary from each
+/// failed item's ID (a ``Record/ID`` or a ``RecordZone/ID``) to its error.
+public let PartialErrorsByItemIDKey = "CKPartialErrorsByItemIDKey"
+
+/// `CKRecordChangedErrorAncestorRecordKey`: in a `serverRecordChanged` error, the record the
+/// client's change was based on.
+public let RecordChangedErrorAncestorRecordKey = "CKRecordChangedErrorAncestorRecordKey"
+
+/// `CKRecordChangedErrorServerRecordKey`: in a `serverRecordChanged` error, the record as stored.
+public let RecordChangedErrorServerRecordKey = "CKRecordChangedErrorServerRecordKey"
+
+/// `CKRecordChangedErrorClientRecordKey`: in a `serverRecordChanged` error, the record the
+/// client tried to save.
+public let RecordChangedErrorClientRecordKey = "CKRecordChangedErrorClientRecordKey"
+
+/// `CKErrorRetryAfterKey`: seconds to wait before trying again, an `NSNumber` (a `Double`).
+public let ErrorRetryAfterKey = "CKErrorRetryAfterKey"
+
+/// `CKErrorUserDidResetEncryptedDataKey`. Stratus never sets it: its stores have no
+/// account-level encryption keys to reset.
+public let ErrorUserDidResetEncryptedDataKey = "CKErrorUserDidResetEncryptedDataKey"
+
+// MARK: - Bridging to NSError
+
+/// A ``StratusError`` is a `CKError` when seen as an `NSError`: the same domain, code numbers,
+/// `userInfo` keys, and the message as `localizedDescription`.
+///
+/// ```swift
+/// database.save(record) { saved, error in
+///     guard let error = error as NSError?, error.domain == ErrorDomain else { return }
+///     if let seconds = error.userInfo[ErrorRetryAfterKey] as? Double { retry(after: seconds) }
+///     print(error.code, error.localizedDescription)
+/// }
+/// ```
+extension StratusError: CustomNSError, LocalizedError {
+    /// `CKErrorDomain`.
+    public static var errorDomain: String { ErrorDomain }
+
+    /// CloudKit's number for the code (`CKError.Code.rawValue`).
+    public var errorCode: Int { code.rawValue }
+
+    /// The `userInfo` a `CKError` carries: `NSLocalizedDescriptionKey` (the message),
+    /// ``ErrorRetryAfterKey`` (an `NSNumber`), ``PartialErrorsByItemIDKey`` (item IDs to errors),
+    /// the three record-changed keys, and `NSUnderlyingErrorKey` when there is one.
+    public var errorUserInfo: [String: Any] {
+        var info: [String: Any] = [NSLocalizedDescriptionKey: message]
+        if let retryAfterSeconds { info[ErrorRetryAfterKey] = NSNumber(value: retryAfterSeconds) }
+        if let partialErrorsByItemID { info[PartialErrorsByItemIDKey] = partialErrorsByItemID }
+        if let serverRecord { info[RecordChangedErrorServerRecordKey] = serverRecord }
+        if let clientRecord { info[RecordChangedErrorClientRecordKey] = clientRecord }
+        if let ancestorRecord { info[RecordChangedErrorAncestorRecordKey] = ancestorRecord }
+        if let underlyingError { info[NSUnderlyingErrorKey] = underlyingError as NSError }
+        return info
+    }
+
+    /// The `userInfo` dictionary, as `CKError.userInfo` offers it.
+    public var userInfo: [String: Any] { errorUserInfo }
+
+    /// The message: what was wrong and where.
+    public var errorDescription: String? { message }
+
+    /// For a `partialFailure`: each failed item's error, keyed by its ``Record/ID`` (record
+    /// operations) or ``RecordZone/ID`` (zone operations), as `CKError.partialErrorsByItemID`;
+    /// `nil` when no item failed on its own.
+    ///
+    /// ```swift
+    /// for (id, itemError) in error.partialErrorsByItemID ?? [:] {
+    ///     if let recordID = id as? Record.ID, (itemError as? StratusError)?.code == .serverRecordChanged { merge(recordID) }
+    /// }
+    /// ```
+    public var partialErrorsByItemID: [AnyHashable: any Error]? {
+        if partialErrorsByRecordID.isEmpty && partialErrorsByZoneID.isEmpty { return nil }
+        var errors: [AnyHashable: any Error] = [:]
+        errors.reserveCapacity(partialErrorsByRecordID.count + partialErrorsByZoneID.count)
+        for (id, error) in partialErrorsByRecordID { errors[AnyHashable(id)] = error }
+        for (id, error) in partialErrorsByZoneID { errors[AnyHashable(id)] = error }
+        return errors
+    }
+
+    /// Creates an error as `CKError(_:userInfo:)` does, reading CloudKit's `userInfo` keys:
+    /// the message from `NSLocalizedDescriptionKey` (else the code's name), ``ErrorRetryAfterKey``,
+    /// ``PartialErrorsByItemIDKey`` (keys that are ``Record/ID``s or ``RecordZone/ID``s), the
+    /// record-changed keys and `NSUnderlyingErrorKey`. Test doubles of sync code use this.
+    ///
+    /// ```swift
+    /// let busy = StratusError(.zoneBusy, userInfo: [ErrorRetryAfterKey: 2.0])
+    /// ```
+    public init(_ code: Code, userInfo: [String: Any] = [:]) {
+        self.init(code, userInfo[NSLocalizedDescriptionKey] as? String ?? "\(code)")
+        if let seconds = userInfo[ErrorRetryAfterKey] as? Double { retryAfterSeconds = seconds }
+        if let partial = userInfo[PartialErrorsByItemIDKey] as? [AnyHashable: any Error] {
+            for (key, error) in partial {
+                if let id = key.base as? Record.ID {
+                    partialErrorsByRecordID[id] = StratusError(bridging: error)
+                } else if let id = key.base as? RecordZone.ID {
+                    partialErrorsByZoneID[id] = StratusError(bridging: error)
+                }
+            }
+        }
+        serverRecord = userInfo[RecordChangedErrorServerRecordKey] as? Record
+        clientRecord = userInfo[RecordChangedErrorClientRecordKey] as? Record
+        ancestorRecord = userInfo[RecordChangedErrorAncestorRecordKey] as? Record
+        underlyingError = userInfo[NSUnderlyingErrorKey] as? any Error
+    }
+
+    /// The error as a ``StratusError``: itself, the same error after a trip through `NSError`
+    /// (domain `CKErrorDomain`), or any other error as `internalError`.
+    ///
+    /// ```swift
+    /// let error = StratusError(bridging: nsError)      // nsError.domain == ErrorDomain
+    /// ```
+    public init(bridging error: any Error) {
+        if let error = error as? StratusError {
+            self = error
+            return
+        }
+        let nsError = error as NSError
+        if nsError.domain == ErrorDomain {
+            self.init(Code(rawValue: nsError.code) ?? .internalError, userInfo: nsError.userInfo)
+        } else {
+            self.init(.internalError, String(describing: error))
+            underlyingError = error
+        }
+    }
+}
+
+extension StratusError {
+    /// Every code as a static member of the error type, as `CKError` has them, so that
+    /// `catch StratusError.unknownItem` matches by code.
+    ///
+    /// ```swift
+    /// do { _ = try await database.record(for: id) } catch StratusError.unknownItem { print("gone") }
+    /// ```
+    public static var internalError: Code { .internalError }
+    public static var partialFailure: Code { .partialFailure }
+    public static var networkUnavailable: Code { .networkUnavailable }
+    public static var networkFailure: Code { .networkFailure }
+    public static var badContainer: Code { .badContainer }
+    public static var serviceUnavailable: Code { .serviceUnavailable }
+    public static var requestRateLimited: Code { .requestRateLimited }
+    public static var missingEntitlement: Code { .missingEntitlement }
+    public static var notAuthenticated: Code { .notAuthenticated }
+    public static var permissionFailure: Code { .permissionFailure }
+    public static var unknownItem: Code { .unknownItem }
+    public static var invalidArguments: Code { .invalidArguments }
+    public static var resultsTruncated: Code { .resultsTruncated }
+    public static var serverRecordChanged: Code { .serverRecordChanged }
+    public static var serverRejectedRequest: Code { .serverRejectedRequest }
+    public static var assetFileNotFound: Code { .assetFileNotFound }
+    public static var assetFileModified: Code { .assetFileModified }
+    public static var incompatibleVersion: Code { .incompatibleVersion }
+    public static var constraintViolation: Code { .constraintViolation }
+    public static var operationCancelled: Code { .operationCancelled }
+    public static var changeTokenExpired: Code { .changeTokenExpired }
+    public static var batchRequestFailed: Code { .batchRequestFailed }
+    public static var zoneBusy: Code { .zoneBusy }
+    public static var badDatabase: Code { .badDatabase }
+    public static var quotaExceeded: Code { .quotaExceeded }
+    public static var zoneNotFound: Code { .zoneNotFound }
+    public static var limitExceeded: Code { .limitExceeded }
+    public static var userDeletedZone: Code { .userDeletedZone }
+    public static var tooManyParticipants: Code { .tooManyParticipants }
+    public static var alreadyShared: Code { .alreadyShared }
+    public static var referenceViolation: Code { .referenceViolation }
+    public static var managedAccountRestricted: Code { .managedAccountRestricted }
+    public static var participantMayNeedVerification: Code { .participantMayNeedVerification }
+    public static var serverResponseLost: Code { .serverResponseLost }
+    public static var assetNotAvailable: Code { .assetNotAvailable }
+    public static var accountTemporarilyUnavailable: Code { .accountTemporarilyUnavailable }
+    public static var participantAlreadyInvited: Code { .participantAlreadyInvited }
+}

@@ -1,0 +1,123 @@
+import Foundation
+
+/// CloudKit's object and key-value coding accessors of `CKRecord`, taking and giving plain
+/// values. Numbers come back as `NSNumber`s, as from ``Record/subscript(_:)``.
+extension Record {
+    /// The value of a field, as `CKRecord.object(forKey:)`; the same as `record[key]`.
+    ///
+    /// ```swift
+    /// let title = record.object(forKey: "title") as? String
+    /// ```
+    public func object(forKey key: FieldKey) -> (any RecordValueProtocol)? { self[key] }
+
+    /// Sets or, with `nil`, removes a field, as `CKRecord.setObject(_:forKey:)`.
+    ///
+    /// ```swift
+    /// record.setObject("Water the plants" as RecordValue, forKey: "title")
+    /// ```
+    public func setObject(_ object: (any RecordValueProtocol)?, forKey key: FieldKey) { self[key] = object }
+
+    /// The value for a key as key-value coding gives it: the field's value (numbers as
+    /// `NSNumber`s), or for a system field's name (`recordID`, `recordType`, `creationDate`,
+    /// `modificationDate`, `creatorUserRecordID`, `lastModifiedUserRecordID`,
+    /// `recordChangeTag`, `parent`) that property.
+    ///
+    /// ```swift
+    /// let title = record.value(forKey: "title") as! String
+    /// ```
+    public func value(forKey key: String) -> Any? {
+        switch key {
+        case "recordID": recordID
+        case "recordType": recordType
+        case "creationDate": creationDate
+        case "modificationDate": modificationDate
+        case "creatorUserRecordID": creatorUserRecordID
+        case "lastModifiedUserRecordID": lastModifiedUserRecordID
+        case "recordChangeTag": recordChangeTag
+        case "parent": parent
+        default: self[key]
+        }
+    }
+
+    /// Sets or (with `nil` or `NSNull`) removes a field from a plain value, as key-value coding
+    /// does: any ``RecordValueProtocol`` value, an `NSString`, `NSData`, or an array of these.
+    ///
+    /// ```swift
+    /// record.setValue(3, forKey: "count")
+    /// ```
+    ///
+    /// - Precondition: the value can be stored in a field (a programmer error otherwise, as
+    ///   CloudKit raises an exception for it).
+    public func setValue(_ value: Any?, forKey key: String) {
+        setFieldValue(Record.fieldValue(ofPlainValue: value, forKey: key), forKey: key)
+    }
+
+    /// Sets several fields from plain values, as key-value coding's `setValuesForKeys`.
+    ///
+    /// ```swift
+    /// record.setValuesForKeys(["title": "Milk", "quantity": 2])
+    /// ```
+    public func setValuesForKeys(_ keyedValues: [String: Any]) {
+        for (key, value) in keyedValues { setValue(value, forKey: key) }
+    }
+
+    /// Sets the record's ``parent`` to a record, as `CKRecord.setParent(_:)`; `nil` removes it.
+    ///
+    /// ```swift
+    /// page.setParent(book)
+    /// ```
+    public func setParent(_ parentRecord: Record?) {
+        parent = parentRecord.map { Reference(recordID: $0.recordID, action: .none) }
+    }
+
+    /// Sets the record's ``parent`` to a record ID, as `CKRecord.setParent(_:)`; `nil` removes it.
+    ///
+    /// ```swift
+    /// page.setParent(book.recordID)
+    /// ```
+    public func setParent(_ parentRecordID: Record.ID?) {
+        parent = parentRecordID.map { Reference(recordID: $0, action: .none) }
+    }
+
+    /// The field value a plain value is stored as, or `nil` for `nil` and `NSNull`.
+    static func fieldValue(ofPlainValue value: Any?, forKey key: String) -> FieldValue? {
+        guard let value, !(value is NSNull) else { return nil }
+        if let value = value as? any RecordValueProtocol { return value.fieldValue }
+        if let text = value as? NSString { return .string(text as String) }
+        if let bytes = value as? NSData { return .bytes(bytes as Data) }
+        if let array = value as? [Any] {
+            let elements = array.map { element -> FieldValue in
+                guard let fieldValue = fieldValue(ofPlainValue: element, forKey: key) else {
+                    preconditionFailure("the list for field '\(key)' holds a nil; list elements cannot be nil")
+                }
+                return fieldValue
+            }
+            return FieldValue.list(elements, of: "list for field '\(key)'")
+        }
+        preconditionFailure("a \(type(of: value)) cannot be stored in field '\(key)'; store a String, number, Date, Data, Record.Reference, Location, Asset or an array of one of these")
+    }
+}
+
+extension Record {
+    /// The names of a record's system fields, as `CKRecord.SystemFieldKey`; ``value(forKey:)``
+    /// answers them, and predicates and sort descriptors accept `recordID`, `creationDate`,
+    /// `modificationDate`, `creatorUserRecordID` and `lastModifiedUserRecordID`.
+    ///
+    /// ```swift
+    /// query.sortDescriptors = [RecordSortDescriptor(key: Record.SystemFieldKey.creationDate, ascending: false)]
+    /// ```
+    public enum SystemFieldKey {
+        public static let recordID: FieldKey = "recordID"
+        public static let creationDate: FieldKey = "creationDate"
+        public static let creatorUserRecordID: FieldKey = "creatorUserRecordID"
+        public static let modificationDate: FieldKey = "modificationDate"
+        public static let lastModifiedUserRecordID: FieldKey = "lastModifiedUserRecordID"
+        public static let parent: FieldKey = "parent"
+        public static let share: FieldKey = "share"
+    }
+}
+
+extension Record.Reference {
+    /// `CKRecord.Reference.Action`'s name for ``Record/ReferenceAction``.
+    public typealias Action = Record.ReferenceAction
+}

@@ -1,0 +1,29 @@
+import Foundation
+import Stratus
+
+// The record readers' short names for the shared cursor's types (``Stratus/JSONCursor``).
+typealias Token = JSONCursor.Token
+typealias ScanFailure = JSONCursor.Failure
+typealias Problem = JSONCursor.Problem
+
+extension JSONCursor {
+    /// The number as an exact `Int64`; `2.0` and `1e3` are integers, `1.5` is not.
+    func integer(_ token: Token) -> IntegerConversion {
+        if token.flags & Token.isInteger != 0 { return exactInteger(token) }
+        return ExactDecimal(base + token.start, count: token.end - token.start).integer
+    }
+
+    /// A timestamp in milliseconds since 1970 as a date, exactly: the reverse of
+    /// ``TimestampText``, so a date written and read back is the same `Date`. Nil when not finite.
+    func timestamp(_ token: Token) -> Date? {
+        if token.flags & Token.isInteger != 0, case .value(let ms) = exactInteger(token) {
+            let (sinceReference, overflow) = ms.subtractingReportingOverflow(TimestampText.referenceDateMilliseconds)
+            if !overflow && sinceReference.magnitude < 1 << 53 {
+                // Both operands exact, so the division is correctly rounded.
+                return Date(timeIntervalSinceReferenceDate: Double(sinceReference) / 1000)
+            }
+        }
+        let decimal = ExactDecimal(base + token.start, count: token.end - token.start)
+        return TimestampText.date(fromMilliseconds: decimal)
+    }
+}

@@ -1,0 +1,144 @@
+import Foundation
+import Stratus
+import StratusSQLite
+import StratusTestSupport
+import Testing
+
+@Suite("Archiving records, change tokens and cursors with NSKeyedArchiver", .timeLimit(.minutes(2)))
+struct ArchivingTests {
+    /// The system fields of `record`, as sync code archives them.
+    static func systemFields(of record: Record) -> Data {
+        let archiver = NSKeyedArchiver(requiringSecureCoding: true)
+        record.encodeSystemFields(with: archiver)
+        archiver.finishEncoding()
+        return archiver.encodedData
+    }
+
+    static func record(fromSystemFields data: Data) throws -> Record? {
+        let unarchiver = try NSKeyedUnarchiver(forReadingFrom: data)
+        unarchiver.requiresSecureCoding = true
+        defer { unarchiver.finishDecoding() }
+        return Record(coder: unarchiver)
+    }
+
+    @Test("encodeSystemFields keeps only the system fields; the restored record saves its changes without a conflict")
+    func systemFieldsRoundTrip() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.container().privateCloudDatabase
+            let zone = RecordZone.ID(zoneName: "Notes")
+            try await database.save(RecordZone(zoneID: zone))
+            let book = Record(recordType: "Book", recordID: Record.ID(recordName: "book", zoneID: zone))
+            let note = Record(recordType: "Note", recordID: Record.ID(recordName: "note", zoneID: zone))
+            note["title"] = "first"
+            note["pages"] = 3
+            note.setParent(book)
+            let saved = try await database.modifyRecords(saving: [book, note], deleting: []).saveResults[note.recordID]!.get()
+
+            let restored = try #require(try Self.record(fromSystemFields: Self.systemFields(of: saved)))
+            #expect(restored.recordID == saved.recordID)
+            #expect(restored.recordType == "Note")
+            #expect(restored.recordChangeTag == saved.recordChangeTag)
+            #expect(restored.creationDate == saved.creationDate)
+            #expect(restored.modificationDate == saved.modificationDate)
+            #expect(restored.creatorUserRecordID == saved.creatorUserRecordID)
+            #expect(restored.lastModifiedUserRecordID == saved.lastModifiedUserRecordID)
+            #expect(restored.parent?.recordID == book.recordID)
+            #expect(restored.allKeys().isEmpty, "system fields only, as CloudKit")
+            #expect(restored.changedKeys().isEmpty)
+
+            restored["title"] = "second"
+            let updated = try await database.save(restored)
+            #expect(updated["title"] as? String == "second")
+            #expect(updated["pages"] as? Int == 3, "only the changed key was sent")
+
+            // The first archive is now stale: saving from it is a conflict, as in CloudKit.
+            let stale = try #require(try Self.record(fromSystemFields: Self.systemFields(of: saved)))
+            stale["title"] = "third"
+            let error = await caughtError { try await database.save(stale) }
+            #expect(stratusError(error)?.code == .serverRecordChanged)
+        }
+    }
+
+    @Test("archivedData(withRootObject:) keeps the whole record, unsaved changes included")
+    func wholeRecordRoundTrip() throws {
+        let record = Record(recordType: "Note", recordID: Record.ID(recordName: "n1", zoneID: RecordZone.ID(zoneName: "Z", ownerName: "bob")))
+        record["title"] = "Milk"
+        record["count"] = 2
+        record["price"] = 2.0
+        record["tags"] = ["a", "b"]
+        record["when"] = Date(timeIntervalSinceReferenceDate: 12.5)
+        record["place"] = Location(latitude: 1, longitude: 2)
+        record["blob"] = Data([0, 1, 2])
+        record["link"] = Record.Reference(recordID: Record.ID(recordName: "other"), action: .deleteSelf)
+        record.encryptedValues["secret"] = Data([9])
+        let data = try NSKeyedArchiver.archivedData(withRootObject: record, requiringSecureCoding: true)
+        let back = try #require(try NSKeyedUnarchiver.unarchivedObject(ofClass: Record.self, from: data))
+        #expect(back !== record)
+        #expect(back.recordID == record.recordID)
+        #expect(back.fieldValues == record.fieldValues)
+        #expect(back.encryptedKeys == ["secret"])
+        #expect(back.changedKeys() == record.changedKeys())
+        #expect(back.recordChangeTag == nil)
+    }
+
+    @Test("an archive that holds no record reads as nil")
+    func notARecord() throws {
+        let archiver = NSKeyedArchiver(requiringSecureCoding: true)
+        archiver.encode("x" as NSString, forKey: "other")
+        archiver.finishEncoding()
+        #expect(try Self.record(fromSystemFields: archiver.encodedData) == nil)
+    }
+
+    @Test("a ServerChangeToken archives with NSKeyedArchiver and continues the fetch")
+    func changeToken() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.container().privateCloudDatabase
+            let zone = RecordZone.ID(zoneName: "Notes")
+            try await database.save(RecordZone(zoneID: zone))
+            try await database.save(makeRecord("Note", "n1", zoneID: zone))
+            let token = try await database.recordZoneChanges(inZoneWith: zone, since: nil).changeToken
+
+            let data = try NSKeyedArchiver.archivedData(withRootObject: token, requiringSecureCoding: true)
+            let back = try #require(try NSKeyedUnarchiver.unarchivedObject(ofClass: ServerChangeToken.self, from: data))
+            #expect(back == token)
+            #expect(back.serialized == token.serialized)
+            #expect(back.hash == token.hash)
+            #expect(back.copy() as? ServerChangeToken == token)
+
+            try await database.save(makeRecord("Note", "n2", zoneID: zone))
+            let next = try await database.recordZoneChanges(inZoneWith: zone, since: back)
+            #expect(next.modificationResultsByID.keys.map(\.recordName) == ["n2"])
+        }
+    }
+
+    @Test("a query cursor archives with NSKeyedArchiver and continues the query")
+    func cursor() async throws {
+        try await SQLiteFixture.with { fixture in
+            try await TestDatabase.save(items(5), in: fixture.database)
+            let query = Query(recordType: "Item")
+            query.sortDescriptors = [RecordSortDescriptor(key: "n", ascending: true)]
+            let first = try await fixture.database.records(matching: query, resultsLimit: 2)
+            let cursor = try #require(first.queryCursor)
+            let data = try NSKeyedArchiver.archivedData(withRootObject: cursor, requiringSecureCoding: true)
+            let back = try #require(try NSKeyedUnarchiver.unarchivedObject(ofClass: QueryOperation.Cursor.self, from: data))
+            #expect(back == cursor)
+            #expect(back.serialized == cursor.serialized)
+            let rest = try await fixture.database.records(continuingMatchFrom: back, resultsLimit: 10)
+            #expect(rest.matchResults.map(\.0.recordName) == ["item-00002", "item-00003", "item-00004"])
+        }
+    }
+
+    @Test("the older NSKeyedArchiver calls (archivedData(withRootObject:), unarchiveObject(with:)) work too")
+    func olderArchiverCalls() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.container().privateCloudDatabase
+            let token = try await database.recordZoneChanges(inZoneWith: .default, since: nil).changeToken
+            let data = NSKeyedArchiver.archivedData(withRootObject: token)
+            #expect(NSKeyedUnarchiver.unarchiveObject(with: data) as? ServerChangeToken == token)
+            let record = Record(recordType: "Note")
+            record["title"] = "x"
+            let recordData = NSKeyedArchiver.archivedData(withRootObject: record)
+            #expect((NSKeyedUnarchiver.unarchiveObject(with: recordData) as? Record)?["title"] as? String == "x")
+        }
+    }
+}

@@ -1,0 +1,186 @@
+import Foundation
+import Stratus
+import StratusSQLite
+import StratusTestSupport
+import Testing
+
+@Suite("Errors bridge to NSError as CKError does")
+struct ErrorBridgeTests {
+    @Test("every CKError.Code case exists with CloudKit's number")
+    func everyCode() {
+        let numbers: [(StratusError.Code, Int)] = [
+            (.internalError, 1), (.partialFailure, 2), (.networkUnavailable, 3), (.networkFailure, 4), (.badContainer, 5),
+            (.serviceUnavailable, 6), (.requestRateLimited, 7), (.missingEntitlement, 8), (.notAuthenticated, 9),
+            (.permissionFailure, 10), (.unknownItem, 11), (.invalidArguments, 12), (.resultsTruncated, 13),
+            (.serverRecordChanged, 14), (.serverRejectedRequest, 15), (.assetFileNotFound, 16), (.assetFileModified, 17),
+            (.incompatibleVersion, 18), (.constraintViolation, 19), (.operationCancelled, 20), (.changeTokenExpired, 21),
+            (.batchRequestFailed, 22), (.zoneBusy, 23), (.badDatabase, 24), (.quotaExceeded, 25), (.zoneNotFound, 26),
+            (.limitExceeded, 27), (.userDeletedZone, 28), (.tooManyParticipants, 29), (.alreadyShared, 30),
+            (.referenceViolation, 31), (.managedAccountRestricted, 32), (.participantMayNeedVerification, 33),
+            (.serverResponseLost, 34), (.assetNotAvailable, 35), (.accountTemporarilyUnavailable, 36),
+            (.participantAlreadyInvited, 37),
+        ]
+        for (code, number) in numbers {
+            #expect(code.rawValue == number, "\(code)")
+            #expect(StratusError.Code(rawValue: number) == code)
+        }
+        #expect(StratusError.Code.allCases.count == numbers.count)
+        #expect(StratusError.Code.alreadyShared.description == "alreadyShared")
+    }
+
+    @Test("a missing record's error: CKErrorDomain, code 11, the message as localizedDescription")
+    func unknownItem() async throws {
+        try await SQLiteFixture.with { fixture in
+            let error = try #require(await caughtError { try await fixture.database.record(for: Record.ID(recordName: "missing")) })
+            let nsError = error as NSError
+            #expect(nsError.domain == "CKErrorDomain")
+            #expect(nsError.domain == ErrorDomain)
+            #expect(StratusError.errorDomain == "CKErrorDomain")
+            #expect(nsError.code == 11)
+            let message = try #require((error as? StratusError)?.message)
+            #expect(nsError.localizedDescription == message)
+            #expect(error.localizedDescription == message)
+            #expect(nsError.userInfo[NSLocalizedDescriptionKey] as? String == message)
+            #expect(StratusError.unknownItem ~= error)
+        }
+    }
+
+    @Test("a partial failure carries CKPartialErrorsByItemIDKey keyed by record ID; partialErrorsByItemID too")
+    func partialFailureByRecord() async throws {
+        try await SQLiteFixture.with { fixture in
+            let good = Record(recordType: "Item", recordID: Record.ID(recordName: "good"))
+            let bad = Record(recordType: "Item", recordID: Record.ID(recordName: "_bad"))
+            let op = ModifyRecordsOperation(recordsToSave: [good, bad])
+            op.isAtomic = false
+            let final = Box<Result<Void, any Error>?>(nil)
+            op.modifyRecordsResultBlock = { final.value = $0 }
+            await run(op, on: fixture.database)
+            guard case .failure(let error)? = final.value else {
+                Issue.record("expected a partial failure")
+                return
+            }
+            let nsError = error as NSError
+            #expect(nsError.domain == "CKErrorDomain")
+            #expect(nsError.code == StratusError.Code.partialFailure.rawValue)
+            let partial = try #require(nsError.userInfo["CKPartialErrorsByItemIDKey"] as? [AnyHashable: any Error])
+            #expect(partial.count == 1)
+            let itemError = try #require(partial[AnyHashable(bad.recordID)])
+            #expect((itemError as NSError).code == StratusError.Code.invalidArguments.rawValue)
+            #expect((itemError as NSError).domain == "CKErrorDomain")
+            #expect((error as? StratusError)?.partialErrorsByItemID?[AnyHashable(bad.recordID)] != nil)
+            #expect(nsError.userInfo[PartialErrorsByItemIDKey] as? NSDictionary != nil)
+        }
+    }
+
+    @Test("a zone operation's partial failure is keyed by zone ID")
+    func partialFailureByZone() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.container().privateCloudDatabase
+            let missing = RecordZone.ID(zoneName: "Missing")
+            let op = FetchRecordZonesOperation(recordZoneIDs: [missing, .default])
+            let final = Box<Result<Void, any Error>?>(nil)
+            op.fetchRecordZonesResultBlock = { final.value = $0 }
+            await run(op, on: database)
+            let error = try #require(finalError(final.value))
+            #expect(error.code == .partialFailure)
+            let partial = try #require(error.partialErrorsByItemID)
+            #expect(partial.count == 1)
+            #expect((partial[AnyHashable(missing)] as? StratusError)?.code == .zoneNotFound)
+            let bridged = (error as NSError).userInfo[PartialErrorsByItemIDKey] as? [AnyHashable: any Error]
+            #expect(bridged?.keys.first == AnyHashable(missing))
+        }
+    }
+
+    @Test("a conflict carries the server, client and ancestor records under CloudKit's keys")
+    func serverRecordChanged() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            let original = Record(recordType: "Note", recordID: Record.ID(recordName: "n1"))
+            original["title"] = "first"
+            let stored = try await database.save(original)
+            let mine = stored.copy() as! Record
+            let theirs = stored.copy() as! Record
+            theirs["title"] = "theirs"
+            try await database.save(theirs)
+            mine["title"] = "mine"
+            let error = try #require(await caughtError { try await database.save(mine) })
+            let nsError = error as NSError
+            #expect(nsError.code == 14)
+            let server = try #require(nsError.userInfo["CKRecordChangedErrorServerRecordKey"] as? Record)
+            let client = try #require(nsError.userInfo[RecordChangedErrorClientRecordKey] as? Record)
+            let ancestor = try #require(nsError.userInfo[RecordChangedErrorAncestorRecordKey] as? Record)
+            #expect(server["title"] as? String == "theirs")
+            #expect(client["title"] as? String == "mine")
+            #expect(ancestor["title"] as? String == "first")
+            #expect((error as? StratusError)?.serverRecord?["title"] as? String == "theirs")
+        }
+    }
+
+    @Test("retryAfterSeconds is CKErrorRetryAfterKey, an NSNumber that reads as Double")
+    func retryAfter() {
+        let error: any Error = StratusError(.zoneBusy, "the store is busy", retryAfterSeconds: 2.5)
+        let nsError = error as NSError
+        #expect(nsError.code == 23)
+        #expect(nsError.userInfo["CKErrorRetryAfterKey"] as? Double == 2.5)
+        #expect((nsError.userInfo[ErrorRetryAfterKey] as? NSNumber)?.doubleValue == 2.5)
+        #expect((error as? StratusError)?.retryAfterSeconds == 2.5)
+        #expect(StratusError(.internalError, "x").userInfo[ErrorRetryAfterKey] == nil)
+    }
+
+    @Test("errors built from CloudKit's userInfo keys, and NSErrors in CKErrorDomain, read back as StratusErrors")
+    func buildingAndBridgingBack() {
+        let itemID = Record.ID(recordName: "a")
+        let zoneID = RecordZone.ID(zoneName: "Z")
+        let built = StratusError(.partialFailure, userInfo: [
+            NSLocalizedDescriptionKey: "two failed",
+            ErrorRetryAfterKey: 3.0,
+            PartialErrorsByItemIDKey: [AnyHashable(itemID): StratusError(.unknownItem), AnyHashable(zoneID): StratusError(.zoneNotFound)] as [AnyHashable: any Error],
+        ])
+        #expect(built.message == "two failed")
+        #expect(built.retryAfterSeconds == 3.0)
+        #expect(built.partialErrorsByRecordID[itemID]?.code == .unknownItem)
+        #expect(built.partialErrorsByZoneID[zoneID]?.code == .zoneNotFound)
+        #expect(StratusError(.networkFailure).message == "networkFailure")
+
+        let nsError = NSError(domain: "CKErrorDomain", code: 7, userInfo: [NSLocalizedDescriptionKey: "slow down", "CKErrorRetryAfterKey": NSNumber(value: 1.5)])
+        let bridged = StratusError(bridging: nsError)
+        #expect(bridged.code == .requestRateLimited)
+        #expect(bridged.retryAfterSeconds == 1.5)
+        #expect(bridged.message == "slow down")
+        let roundTrip = StratusError(bridging: built as NSError)
+        #expect(roundTrip.code == .partialFailure && roundTrip.partialErrorsByRecordID[itemID]?.code == .unknownItem)
+        let foreign = StratusError(bridging: CocoaError(.fileNoSuchFile))
+        #expect(foreign.code == .internalError && foreign.underlyingError != nil)
+    }
+
+    @Test("catch by code with StratusError.<code>; a switch naming every case compiles")
+    func patterns() async throws {
+        try await SQLiteFixture.with { fixture in
+            do {
+                _ = try await fixture.database.record(for: Record.ID(recordName: "missing"))
+                Issue.record("the fetch should fail")
+            } catch StratusError.unknownItem {
+                // matched by code
+            } catch {
+                Issue.record("unexpected \(error)")
+            }
+        }
+        #expect(Self.handling(.alreadyShared) == "sharing")
+        #expect(Self.handling(.zoneBusy) == "retry")
+        #expect(Self.handling(.unknownItem) == "other")
+    }
+
+    static func handling(_ code: StratusError.Code) -> String {
+        switch code {
+        case .alreadyShared, .tooManyParticipants, .participantMayNeedVerification, .participantAlreadyInvited: return "sharing"
+        case .zoneBusy, .serviceUnavailable, .requestRateLimited, .networkFailure, .networkUnavailable, .serverResponseLost,
+             .accountTemporarilyUnavailable: return "retry"
+        case .internalError, .partialFailure, .badContainer, .missingEntitlement, .notAuthenticated, .permissionFailure,
+             .unknownItem, .invalidArguments, .resultsTruncated, .serverRecordChanged, .serverRejectedRequest,
+             .assetFileNotFound, .assetFileModified, .incompatibleVersion, .constraintViolation, .operationCancelled,
+             .changeTokenExpired, .batchRequestFailed, .badDatabase, .quotaExceeded, .zoneNotFound, .limitExceeded,
+             .userDeletedZone, .referenceViolation, .managedAccountRestricted, .assetNotAvailable: return "other"
+        @unknown default: return "unknown"
+        }
+    }
+}

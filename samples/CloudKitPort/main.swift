@@ -1,0 +1,113 @@
+// A CloudKit command-line program, ported to Stratus mechanically: `import CloudKit` became
+// `import Stratus` (and `StratusSQLite` for the default store), the `CK` prefixes were dropped,
+// `NSPredicate(value:)` became `QueryPredicate(value:)` and `NSSortDescriptor` became
+// `RecordSortDescriptor`. Nothing else changed; it is compiled in Swift 5 language mode.
+//
+//     cloudkit-port add "Buy milk"      saves a note in the private "Notes" zone
+//     cloudkit-port list                prints the notes, newest first
+//     cloudkit-port changes FILE        prints what changed since the token archived in FILE
+//
+// It uses `Container.default()`: set STRATUS_STORE (and STRATUS_CONTAINER) to choose the store.
+import Foundation
+import Stratus
+import StratusSQLite
+
+let container = Container.default()
+let database = container.privateCloudDatabase
+let zoneID = RecordZone.ID(zoneName: "Notes", ownerName: CurrentUserDefaultName)
+
+func fail(_ error: Error) -> Never {
+    let nsError = error as NSError
+    FileHandle.standardError.write("error \(nsError.domain) \(nsError.code): \(nsError.localizedDescription)\n".data(using: .utf8)!)
+    exit(1)
+}
+
+/// Creates the zone once, as CloudKit sync code does before its first save.
+func createZone() {
+    let semaphore = DispatchSemaphore(value: 0)
+    let operation = ModifyRecordZonesOperation(recordZonesToSave: [RecordZone(zoneID: zoneID)], recordZoneIDsToDelete: nil)
+    operation.modifyRecordZonesCompletionBlock = { _, _, error in
+        if let error = error { fail(error) }
+        semaphore.signal()
+    }
+    database.add(operation)
+    semaphore.wait()
+}
+
+func add(_ text: String) {
+    createZone()
+    let note = Record(recordType: "Note", recordID: Record.ID(recordName: UUID().uuidString, zoneID: zoneID))
+    note["text"] = text as RecordValue
+    note["createdAt"] = Date() as RecordValue
+    note["pinned"] = false
+    let semaphore = DispatchSemaphore(value: 0)
+    database.save(note) { saved, error in
+        if let error = error { fail(error) }
+        print("saved \(saved!.recordID.recordName)")
+        semaphore.signal()
+    }
+    semaphore.wait()
+}
+
+func list() {
+    let query = Query(recordType: "Note", predicate: QueryPredicate(value: true))
+    query.sortDescriptors = [RecordSortDescriptor(key: "createdAt", ascending: false)]
+    let operation = QueryOperation(query: query)
+    operation.zoneID = zoneID
+    let semaphore = DispatchSemaphore(value: 0)
+    operation.recordFetchedBlock = { record in
+        let text = record["text"] as? String ?? ""
+        let pinned = record["pinned"] as? Bool ?? false
+        print("\(pinned ? "*" : "-") \(text)")
+    }
+    operation.queryCompletionBlock = { _, error in
+        if let error = error { fail(error) }
+        semaphore.signal()
+    }
+    database.add(operation)
+    semaphore.wait()
+}
+
+func changes(tokenFile: URL) {
+    var token: ServerChangeToken?
+    if let data = try? Data(contentsOf: tokenFile) {
+        token = try? NSKeyedUnarchiver.unarchivedObject(ofClass: ServerChangeToken.self, from: data)
+    }
+    let options = FetchRecordZoneChangesOperation.ZoneConfiguration()
+    options.previousServerChangeToken = token
+    let operation = FetchRecordZoneChangesOperation(recordZoneIDs: [zoneID], configurationsByRecordZoneID: [zoneID: options])
+    let semaphore = DispatchSemaphore(value: 0)
+    operation.recordChangedBlock = { record in
+        print("changed \(record["text"] as? String ?? "")")
+    }
+    operation.recordWithIDWasDeletedBlock = { recordID, recordType in
+        print("deleted \(recordType) \(recordID.recordName)")
+    }
+    operation.recordZoneFetchCompletionBlock = { _, newToken, _, _, error in
+        if let error = error as? StratusError, error.code == .changeTokenExpired {
+            try? FileManager.default.removeItem(at: tokenFile)
+            return
+        }
+        if let error = error { fail(error) }
+        if let newToken = newToken,
+           let data = try? NSKeyedArchiver.archivedData(withRootObject: newToken, requiringSecureCoding: true) {
+            try? data.write(to: tokenFile)
+        }
+    }
+    operation.fetchRecordZoneChangesCompletionBlock = { error in
+        if let error = error { fail(error) }
+        semaphore.signal()
+    }
+    database.add(operation)
+    semaphore.wait()
+}
+
+let arguments = CommandLine.arguments.dropFirst()
+switch (arguments.first, arguments.dropFirst().first) {
+case ("add", let text?): add(text)
+case ("list", _): list()
+case ("changes", let file?): changes(tokenFile: URL(fileURLWithPath: file))
+default:
+    FileHandle.standardError.write("usage: cloudkit-port add TEXT | list | changes TOKENFILE\n".data(using: .utf8)!)
+    exit(64)
+}
