@@ -154,7 +154,8 @@ struct TodoTutorialTests {
             @unknown default: Issue.record("unexpected")
             }
             let (userID, _): (Record.ID?, Error?) = await awaitCallback { done in container.fetchUserRecordID { done(($0, $1)) } }
-            #expect(userID?.recordName == "alice")
+            // CloudKit's user record names: _ and 32 hex digits, derived from container and login.
+            #expect(userID?.recordName == UserDirectoryEntry.derivedRecordName(containerIdentifier: container.containerIdentifier, login: "alice"))
             let asyncStatus = try await container.accountStatus()
             #expect(asyncStatus == .available)
         }
