@@ -40,15 +40,15 @@ let package = Package(
         .executableTarget(name: "todo", dependencies: ["Stratus", "StratusSQLite"], path: "samples/Todo"),
         .executableTarget(name: "shopping", dependencies: ["Stratus", "StratusSQLite"], path: "samples/Shopping"),
         .executableTarget(name: "pipeline", dependencies: ["Stratus", "StratusSQLite"], path: "samples/Pipeline"),
-        .executableTarget(name: "churn", dependencies: ["Stratus", "StratusSQLite", "SeededRandom"], path: "samples/Churn"),
+        .executableTarget(name: "churn", dependencies: ["Stratus", "StratusSQLite", "StratusPostgres", "SeededRandom"], path: "samples/Churn"),
         .executableTarget(name: "stress", dependencies: ["Stratus", "StratusSQLite", "SeededRandom"], path: "samples/Stress"),
 
         // Shared test support: temporary stores, record builders, and the engine conformance suite.
         .target(name: "StratusTestSupport", dependencies: ["Stratus", "StratusPostgres", "SeededRandom"], path: "Tests/StratusTestSupport"),
-        .testTarget(name: "StratusTests", dependencies: ["Stratus", "StratusSQLite", "StratusTestSupport", "StratusTransfer", "SeededRandom"]),
+        .testTarget(name: "StratusTests", dependencies: ["Stratus", "StratusSQLite", "StratusPostgres", "StratusTestSupport", "StratusTransfer", "SeededRandom"]),
         .testTarget(name: "StratusSQLiteTests", dependencies: ["Stratus", "StratusSQLite", "StratusTestSupport", "SeededRandom"]),
         .testTarget(name: "StratusTransferTests", dependencies: ["Stratus", "StratusTransfer", "SeededRandom"]),
-        .testTarget(name: "StratusCLITests", dependencies: ["Stratus", "StratusSQLite", "StratusTestSupport"]),
+        .testTarget(name: "StratusCLITests", dependencies: ["Stratus", "StratusSQLite", "StratusPostgres", "StratusTestSupport"]),
         .testTarget(name: "StratusPostgresTests", dependencies: ["Stratus", "StratusPostgres", "StratusTestSupport", "SeededRandom"]),
         // Codec throughput and a long fuzz run: swift run -c release stratus-transfer-bench [fuzz].
         .executableTarget(name: "stratus-transfer-bench", dependencies: ["Stratus", "StratusTransfer", "SeededRandom"], path: "Sources/StratusTransferBench"),

@@ -42,10 +42,10 @@ struct CheckpointCLITests {
         }
     }
 
-    @Test("SIGKILL mid-import, resume; SIGTERM mid-import exits 143 with a checkpoint; resume ends with exactly the input")
-    func killTermResume() async throws {
+    @Test("SIGKILL mid-import, resume; SIGTERM mid-import exits 143 with a checkpoint; resume ends with exactly the input", arguments: TestEngine.all)
+    func killTermResume(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try CLI(store, engine: engine)
             let path = try cli.file("rows.ndjson", Self.input())
             let checkpoint = store.path("import.checkpoint")
             let arguments = ["import", path, "--batch-size", "1000", "--checkpoint", checkpoint]
@@ -110,10 +110,10 @@ struct CheckpointCLITests {
         }
     }
 
-    @Test("an import whose checkpoint another import holds (by its name or through a link) exits 75 and writes nothing")
-    func overlappingImportsAreRefused() async throws {
+    @Test("an import whose checkpoint another import holds (by its name or through a link) exits 75 and writes nothing", arguments: TestEngine.all)
+    func overlappingImportsAreRefused(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try CLI(store, engine: engine)
             try await cli.createStore()
             let path = try cli.file("notes.ndjson", Input.notes(5))
             let checkpoint = store.path("import.checkpoint")

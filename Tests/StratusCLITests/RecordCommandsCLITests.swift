@@ -5,10 +5,10 @@ import Testing
 /// `stratus count`, `get` and `delete` end to end.
 @Suite("stratus count, get and delete", .timeLimit(.minutes(3)))
 struct RecordCommandsCLITests {
-    @Test("count prints the number of matching records and nothing else")
-    func count() async throws {
+    @Test("count prints the number of matching records and nothing else", arguments: TestEngine.all)
+    func count(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try CLI(store, engine: engine)
             _ = try await cli.run(["import", try cli.file("notes.ndjson", Input.notes(25))])
             let all = try await cli.run(["count", "--type", "Note"])
             #expect(all.exitCode == 0, "\(all)")
@@ -28,10 +28,10 @@ struct RecordCommandsCLITests {
         }
     }
 
-    @Test("get prints the named records in order; a missing name is on stderr and makes exit 1")
-    func get() async throws {
+    @Test("get prints the named records in order; a missing name is on stderr and makes exit 1", arguments: TestEngine.all)
+    func get(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try CLI(store, engine: engine)
             _ = try await cli.run(["import", try cli.file("notes.ndjson", Input.notes(3))])
             let found = try await cli.run(["get", "n3", "n1"])
             #expect(found.exitCode == 0, "\(found)")
@@ -56,10 +56,10 @@ struct RecordCommandsCLITests {
         }
     }
 
-    @Test("delete by names needs --yes; --dry-run counts and deletes nothing; missing names are fine")
-    func deleteByName() async throws {
+    @Test("delete by names needs --yes; --dry-run counts and deletes nothing; missing names are fine", arguments: TestEngine.all)
+    func deleteByName(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try CLI(store, engine: engine)
             _ = try await cli.run(["import", try cli.file("notes.ndjson", Input.notes(10))])
 
             let refused = try await cli.run(["delete", "n1", "n2"])
@@ -97,10 +97,10 @@ struct RecordCommandsCLITests {
         }
     }
 
-    @Test("delete by --type/--where; .deleteSelf children go with their parent; usage errors are 64")
-    func deleteByQuery() async throws {
+    @Test("delete by --type/--where; .deleteSelf children go with their parent; usage errors are 64", arguments: TestEngine.all)
+    func deleteByQuery(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try CLI(store, engine: engine)
             _ = try await cli.run(["import", try cli.file("notes.ndjson", Input.notes(10))])
             let children = (1...3).map { i in
                 #"{"recordName":"child\#(i)","recordType":"Child","fields":{"owner":{"value":{"recordName":"n\#(i)","action":"DELETE_SELF"},"type":"REFERENCE"}}}"#

@@ -3,7 +3,7 @@
 // incremental-export sample (samples/incremental-export.sh) compare an export against —
 // and the checker that compares them (`churn verify`, see HistoryCheck.swift).
 //
-//   swift run churn --store PATH --writer ID --operations N --log FILE
+//   swift run churn --store PATH|URL --writer ID --operations N --log FILE
 //                   [--zone NAME] [--database public|private] [--user NAME]
 //                   [--container ID] [--seed N] [--pause-ms N]
 //   swift run churn verify --log a.log [--log b.log …] [--at-least-once] EXPORT.ndjson…
@@ -22,6 +22,7 @@
 import Foundation
 import SeededRandom
 import Stratus
+import StratusPostgres
 import StratusSQLite
 
 func takeOption(_ name: String, from arguments: inout [String]) -> String? {
@@ -56,7 +57,9 @@ guard FileManager.default.createFile(atPath: logPath, contents: nil), let log = 
 }
 
 do {
-    let container = try Container(identifier: containerIdentifier, storePath: storePath, userName: userName)
+    let container = PostgresEngine.isStoreURL(storePath)
+        ? try Container(identifier: containerIdentifier, postgresURL: storePath, userName: userName)
+        : try Container(identifier: containerIdentifier, storePath: storePath, userName: userName)
     let database = container.database(with: scope)
     if !zoneID.isDefault { try await database.save(RecordZone(zoneID: zoneID)) }
 
