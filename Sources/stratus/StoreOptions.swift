@@ -58,29 +58,49 @@ struct StoreOptions {
         storePath ?? SQLiteEngine.defaultStorePath(containerIdentifier: containerIdentifier)
     }
 
+    /// Where `--store` came from, for messages.
+    var storeOrigin: String {
+        let fromEnvironment = ProcessInfo.processInfo.environment["STRATUS_STORE"]?.isEmpty == false
+        return storePath != nil ? "--store" : fromEnvironment ? "$STRATUS_STORE" : "the container's default store"
+    }
+
     /// Opens the container. A read (`.existing`) never creates a store: a typo'd path or a
     /// forgotten `--store` is exit 66, not an empty answer.
     ///
     /// - Throws: ``CommandFailure`` `inputMissing` when the store must exist and does not.
     func openContainer(_ access: Access) throws -> Container {
-        let path = resolvedStorePath
-        if PostgresEngine.isStoreURL(path) {
-            let engine = try PostgresEngine.shared(url: path, readURL: readStoreURL, create: access == .createIfMissing)
+        let engine = try Self.openEngine(resolvedStorePath, readURL: readStoreURL, access: access, origin: storeOrigin)
+        return Container(identifier: containerIdentifier, engine: engine, userName: userName)
+    }
+
+    /// Opens the store at `location` (an SQLite path or a PostgreSQL URL). A read (`.existing`)
+    /// never creates a store; a store that is created is announced on stderr.
+    ///
+    /// - Throws: ``CommandFailure`` `inputMissing` naming `origin` when the store must exist and
+    ///   does not; ``UsageError`` for a standby of a store that is not PostgreSQL.
+    static func openEngine(_ location: String, readURL: String? = nil, access: Access, origin: String) throws -> any StorageEngine {
+        if PostgresEngine.isStoreURL(location) {
+            let engine = try PostgresEngine.shared(url: location, readURL: readURL, create: access == .createIfMissing)
             if engine.createdStore { StratusCommand.log("created a new store in \(engine.redactedURL)") }
-            return Container(identifier: containerIdentifier, engine: engine, userName: userName)
+            return engine
         }
-        if readStoreURL != nil {
-            throw UsageError(message: "--read-store names a standby of a PostgreSQL store; --store is not one")
+        if readURL != nil {
+            throw UsageError(message: "--read-store names a standby of a PostgreSQL store; \(origin) is not one")
         }
-        let existed = FileManager.default.fileExists(atPath: path)
+        let existed = FileManager.default.fileExists(atPath: location)
         if !existed && access == .existing {
-            let fromEnvironment = ProcessInfo.processInfo.environment["STRATUS_STORE"]?.isEmpty == false
-            let origin = storePath != nil ? "--store" : fromEnvironment ? "$STRATUS_STORE" : "the container's default store"
-            throw CommandFailure(.inputMissing, "there is no store at \(path) (\(origin)); only import and zones create make a new store")
+            throw CommandFailure(.inputMissing, "there is no store at \(location) (\(origin)); only import and zones create make a new store")
         }
-        let container = try Container(identifier: containerIdentifier, storePath: path, userName: userName)
-        if !existed { StratusCommand.log("created a new store at \(path)") }
-        return container
+        let engine = try SQLiteEngine.shared(path: location)
+        if !existed { StratusCommand.log("created a new store at \(location)") }
+        return engine
+    }
+
+    /// How messages name the store at `location`: its path, or its URL without a password.
+    static func describe(_ engine: any StorageEngine) -> String {
+        if let postgres = engine as? PostgresEngine { return postgres.redactedURL }
+        if let sqlite = engine as? SQLiteEngine { return sqlite.path }
+        return "the store"
     }
 
     func openDatabase(_ access: Access) throws -> Database {

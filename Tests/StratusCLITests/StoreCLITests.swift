@@ -18,6 +18,7 @@ struct StoreCLITests {
         ["delete", "n1", "--yes"],
         ["delete", "--type", "Note", "--all", "--yes"],
         ["import", "--dry-run"],
+        ["info"],
     ]
 
     @Test("read commands on a missing SQLite store exit 66 and create nothing, not even its folder", arguments: readCommands)
