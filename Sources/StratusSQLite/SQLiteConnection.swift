@@ -76,6 +76,9 @@ final class SQLiteConnection {
             throw StratusError(.badDatabase, "the store at \(path) cannot use write-ahead logging (journal_mode answered '\(mode ?? "nothing")'); put it on a local file system")
         }
         try execute("PRAGMA synchronous=NORMAL")
+        // Checks each b-tree page's cells as the page is read, so that more damage is found
+        // (and reported as badDatabase) by ordinary reads, not only by an integrity check.
+        try execute("PRAGMA cell_size_check=ON")
     }
 
     /// Runs `body` again while it fails with a busy store, for up to `milliseconds`: switching
@@ -104,7 +107,7 @@ final class SQLiteConnection {
         if rc != SQLITE_OK {
             let message = error.map { String(cString: $0) } ?? lastErrorMessage
             sqlite3_free(error)
-            throw SQLiteConnection.error(rc, message, sql: sql)
+            throw self.error(rc, message, sql: sql)
         }
     }
 
@@ -117,7 +120,7 @@ final class SQLiteConnection {
         var raw: OpaquePointer?
         let rc = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &raw, nil)
         guard rc == SQLITE_OK, let raw else {
-            throw SQLiteConnection.error(rc, lastErrorMessage, sql: sql)
+            throw self.error(rc, sql: sql)
         }
         let statement = SQLiteStatement(raw, connection: self)
         if statements.count > 200 { statements.removeAll() }
@@ -129,7 +132,7 @@ final class SQLiteConnection {
     func uncachedStatement(_ sql: String) throws -> SQLiteStatement {
         var raw: OpaquePointer?
         let rc = sqlite3_prepare_v2(handle, sql, -1, &raw, nil)
-        guard rc == SQLITE_OK, let raw else { throw SQLiteConnection.error(rc, lastErrorMessage, sql: sql) }
+        guard rc == SQLITE_OK, let raw else { throw self.error(rc, sql: sql) }
         return SQLiteStatement(raw, connection: self)
     }
 
@@ -152,23 +155,31 @@ final class SQLiteConnection {
 
     var changes: Int { Int(sqlite3_changes(handle)) }
 
-    /// Maps an SQLite result code to a ``StratusError``. The SQL is named, never its bound values.
-    static func error(_ rc: Int32, _ message: String, sql: String? = nil) -> StratusError {
+    /// Maps an SQLite result code of this connection to a ``StratusError`` naming the store.
+    /// The SQL is named, never its bound values.
+    func error(_ rc: Int32, _ message: String? = nil, sql: String? = nil) -> StratusError {
+        Self.error(rc, message ?? lastErrorMessage, sql: sql, path: path)
+    }
+
+    /// Maps an SQLite result code to a ``StratusError``. The SQL is named, never its bound
+    /// values. A damaged file (`SQLITE_CORRUPT`, `SQLITE_NOTADB`) is `badDatabase` naming the
+    /// store, so that a tool fails loudly instead of answering with what it could read.
+    static func error(_ rc: Int32, _ message: String, sql: String? = nil, path: String) -> StratusError {
         let primary = rc & 0xFF
         let context = sql.map { " (in: \($0.prefix(120)))" } ?? ""
         switch primary {
         case SQLITE_BUSY, SQLITE_LOCKED:
             return StratusError(.zoneBusy, "the store is busy with another writer: \(message)", retryAfterSeconds: 0.1)
         case SQLITE_FULL:
-            return StratusError(.quotaExceeded, "the disk holding the store is full: \(message)")
+            return StratusError(.quotaExceeded, "the disk holding the store at \(path) is full: \(message)")
         case SQLITE_READONLY, SQLITE_PERM, SQLITE_AUTH:
-            return StratusError(.permissionFailure, "the store cannot be written: \(message)")
+            return StratusError(.permissionFailure, "the store at \(path) cannot be written: \(message)")
         case SQLITE_CORRUPT, SQLITE_NOTADB:
-            return StratusError(.badDatabase, "the store is damaged or not a Stratus store: \(message)")
+            return StratusError(.badDatabase, "the store at \(path) is damaged or is not a Stratus store (SQLite: \(message))")
         case SQLITE_CANTOPEN:
-            return StratusError(.badContainer, "the store cannot be opened: \(message)")
+            return StratusError(.badContainer, "the store at \(path) cannot be opened: \(message)")
         default:
-            return StratusError(.internalError, "SQLite error \(rc): \(message)\(context)")
+            return StratusError(.internalError, "SQLite error \(rc) in the store at \(path): \(message)\(context)")
         }
     }
 }
@@ -211,7 +222,7 @@ final class SQLiteStatement {
         case .blob(let d):
             rc = d.withUnsafeBytes { sqlite3_bind_blob(raw, index, $0.baseAddress, Int32($0.count), stratus_sqlite_transient()) }
         }
-        guard rc == SQLITE_OK else { throw SQLiteConnection.error(rc, connection.lastErrorMessage) }
+        guard rc == SQLITE_OK else { throw connection.error(rc) }
     }
 
     /// Binds text from its UTF-8 bytes; SQLite copies them.
@@ -229,7 +240,7 @@ final class SQLiteStatement {
             guard let base = bytes.baseAddress, let nul = memchr(base, 0, bytes.count) else { return bindText(bytes, at: index) }
             return bindText(UnsafeBufferPointer(start: base, count: UnsafeRawPointer(nul) - UnsafeRawPointer(base)), at: index)
         }
-        guard rc == SQLITE_OK else { throw SQLiteConnection.error(rc, connection.lastErrorMessage) }
+        guard rc == SQLITE_OK else { throw connection.error(rc) }
     }
 
     func bind(_ int: Int64, at index: Int32) throws { try bind(.integer(int), at: index) }
@@ -244,7 +255,7 @@ final class SQLiteStatement {
             defer { for slice in arena.slices { sqlite3_bind_null(raw, slice.index) } }
             for slice in arena.slices {
                 let rc = sqlite3_bind_text(raw, slice.index, base + slice.start, Int32(slice.count), nil)
-                guard rc == SQLITE_OK else { throw SQLiteConnection.error(rc, connection.lastErrorMessage) }
+                guard rc == SQLITE_OK else { throw connection.error(rc) }
             }
             return try step()
         }
@@ -258,7 +269,7 @@ final class SQLiteStatement {
         case SQLITE_ROW: return true
         case SQLITE_DONE: return false
         default:
-            let error = SQLiteConnection.error(rc, connection.lastErrorMessage, sql: sql)
+            let error = connection.error(rc, sql: sql)
             sqlite3_reset(raw)
             throw error
         }

@@ -7,8 +7,8 @@ struct CountCommand: Command {
     static let summary = "the number of records matching a query"
     static let usage = ["stratus count --type TYPE [--where PREDICATE] [--json] [store options]"]
     static let discussion = """
-        Prints the number of matching records on stdout, counted by the store without reading
-        them; with --json as {"recordType":TYPE,"database":…,"zone":…,"count":N}.
+        Prints the number of matching records on stdout; with --json as
+        {"recordType":TYPE,"database":…,"zone":…,"count":N}. A damaged store is exit 70.
         """
     static let options: [Option] = [.recordType, .predicate, Option(flag: "--json", "print one JSON object")]
 
@@ -23,7 +23,11 @@ struct CountCommand: Command {
 
     func run() async throws -> ExitCode {
         let database = try store.openDatabase(.existing)
-        let count = try await database.countRecords(matching: query, inZoneWith: store.zoneID)
+        // Read through the one-snapshot stream, as export reads, not counted by the store: on a
+        // damaged SQLite file the store's count can stop early at a damaged page without an
+        // error, where reading the records finds the damage (exit 70, not a short count).
+        var count = 0
+        for try await _ in database.allRecords(matching: query, inZoneWith: store.zoneID, desiredKeys: [], pageSize: 1_000) { count += 1 }
         if json {
             let object: [String: Any] = ["recordType": query.recordType, "database": "\(store.scope)", "zone": store.zoneID.zoneName, "count": count]
             let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])

@@ -2,6 +2,7 @@ import Foundation
 import Stratus
 import StratusPostgres
 import StratusSQLite
+import Synchronization
 
 extension OptionGroup {
     /// Which store, container, database, zone and user: every command takes them.
@@ -80,6 +81,7 @@ struct StoreOptions {
     ///   does not; ``UsageError`` for a standby of a store that is not PostgreSQL.
     static func openEngine(_ location: String, readURL: String? = nil, access: Access, origin: String) throws -> any StorageEngine {
         if PostgresEngine.isStoreURL(location) {
+            opened.withLock { $0.append(PostgresConnectionString.redacted(location)) }
             let engine = try PostgresEngine.shared(url: location, readURL: readURL, create: access == .createIfMissing)
             if engine.createdStore { StratusCommand.log("created a new store in \(engine.redactedURL)") }
             return engine
@@ -91,9 +93,22 @@ struct StoreOptions {
         if !existed && access == .existing {
             throw CommandFailure(.inputMissing, "there is no store at \(location) (\(origin)); only import and zones create make a new store")
         }
+        opened.withLock { $0.append(location) }
         let engine = try SQLiteEngine.shared(path: location)
         if !existed { StratusCommand.log("created a new store at \(location)") }
         return engine
+    }
+
+    /// The stores this process opened (passwords hidden), for messages about failures that
+    /// do not say which store failed.
+    static let opened = Mutex<[String]>([])
+
+    /// `message`, naming the stores the command opened when it names none of them: a damaged
+    /// record read from a store says what is wrong with it, not where it is.
+    static func namingStores(_ message: String) -> String {
+        let stores = opened.withLock { $0 }
+        guard !stores.isEmpty, !stores.contains(where: { message.contains($0) }) else { return message }
+        return message + " (in the store at \(stores.joined(separator: ", ")))"
     }
 
     /// How messages name the store at `location`: its path, or its URL without a password.

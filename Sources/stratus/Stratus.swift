@@ -9,7 +9,7 @@ struct StratusCommand {
     static var commands: [any Command.Type] {
         [
             QueryCommand.self, GetCommand.self, CountCommand.self, ZonesCommand.self, ChangesCommand.self,
-            ImportCommand.self, ExportCommand.self, DeleteCommand.self, InfoCommand.self,
+            ImportCommand.self, ExportCommand.self, DeleteCommand.self, InfoCommand.self, CheckCommand.self,
         ]
     }
 
@@ -58,6 +58,8 @@ struct StratusCommand {
             usageFailure("\(name): \(error.message)", pointer: "Run 'stratus \(name) --help' for usage.")
         } catch let failure as CommandFailure {
             fail(failure.message, failure.code)
+        } catch let error as StratusError where error.code == .internalError || error.code == .badDatabase {
+            fail(StoreOptions.namingStores(error.description), ExitCode(for: error))
         } catch let error as StratusError {
             fail(error.description, ExitCode(for: error))
         } catch {

@@ -19,6 +19,7 @@ struct StoreCLITests {
         ["delete", "--type", "Note", "--all", "--yes"],
         ["import", "--dry-run"],
         ["info"],
+        ["check"],
     ]
 
     @Test("read commands on a missing SQLite store exit 66 and create nothing, not even its folder", arguments: readCommands)
