@@ -54,11 +54,16 @@ final class SQLiteConnection {
     /// before the first connection initializes SQLite (a no-op if the process already did).
     private static let memoryStatisticsOff: Void = { _ = stratus_sqlite_config_memstatus_off() }()
 
-    /// Opens (creating when `create`) the database at `path`, in WAL mode.
-    init(path: String, create: Bool, busyTimeoutMilliseconds: Int32) throws {
+    /// Opens (creating when `create`) the database at `path`, in WAL mode; with `readOnly`,
+    /// for reading only (`SQLITE_OPEN_READONLY`), never creating or changing a file.
+    ///
+    /// - Throws: `badContainer` when the file cannot be opened; `badDatabase` when it is not a
+    ///   store or not in WAL mode; `permissionFailure` saying what access is missing when a
+    ///   read-only connection cannot read the write-ahead log's index.
+    init(path: String, create: Bool, readOnly: Bool = false, busyTimeoutMilliseconds: Int32) throws {
         self.path = path
         Self.memoryStatisticsOff
-        let flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX
+        let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0)) | SQLITE_OPEN_NOMUTEX
         let rc = sqlite3_open_v2(path, &handle, flags, nil)
         guard rc == SQLITE_OK else {
             let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
@@ -69,16 +74,43 @@ final class SQLiteConnection {
         sqlite3_busy_timeout(handle, busyTimeoutMilliseconds)
         // Only the connection that may create the store switches it to WAL; a reader asks,
         // because switching can wait for another process's write lock.
-        let mode = try Self.retryingBusy(for: busyTimeoutMilliseconds) {
-            try queryText(create ? "PRAGMA journal_mode=WAL" : "PRAGMA journal_mode")
+        let mode: String?
+        do {
+            mode = try Self.retryingBusy(for: busyTimeoutMilliseconds) {
+                try queryText(create && !readOnly ? "PRAGMA journal_mode=WAL" : "PRAGMA journal_mode")
+            }
+        } catch let error as StratusError where readOnly && error.code == .permissionFailure {
+            throw StratusError(.permissionFailure, Self.walIndexProblem(path) ?? error.message)
         }
         guard mode?.lowercased() == "wal" else {
             throw StratusError(.badDatabase, "the store at \(path) cannot use write-ahead logging (journal_mode answered '\(mode ?? "nothing")'); put it on a local file system")
+        }
+        if readOnly {
+            // Reading a WAL store needs its index (the -shm file): SQLite maps it when it exists,
+            // and otherwise would have to create it.
+            do {
+                _ = try queryText("SELECT count(*) FROM sqlite_master")
+            } catch let error as StratusError where error.code == .permissionFailure || error.code == .badContainer {
+                throw StratusError(.permissionFailure, Self.walIndexProblem(path) ?? error.message)
+            }
         }
         try execute("PRAGMA synchronous=NORMAL")
         // Checks each b-tree page's cells as the page is read, so that more damage is found
         // (and reported as badDatabase) by ordinary reads, not only by an integrity check.
         try execute("PRAGMA cell_size_check=ON")
+    }
+
+    /// What keeps a read-only connection from reading a WAL store, when it is the missing
+    /// index file: which file it needs and which access is missing.
+    private static func walIndexProblem(_ path: String) -> String? {
+        let index = path + "-shm"
+        let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        if FileManager.default.fileExists(atPath: index) {
+            guard access(index, R_OK) != 0 else { return nil }
+            return "cannot read the store at \(path): its write-ahead log index \(index) is not readable for you (read access to it is missing)"
+        }
+        guard access(folder, W_OK) != 0 else { return nil }
+        return "cannot read the store at \(path) read-only: reading it needs its write-ahead log index \(index), which does not exist, and you may not create it (write access to the folder \(folder) is missing); it exists while a writer has the store open"
     }
 
     /// Runs `body` again while it fails with a busy store, for up to `milliseconds`: switching
@@ -173,7 +205,7 @@ final class SQLiteConnection {
         case SQLITE_FULL:
             return StratusError(.quotaExceeded, "the disk holding the store at \(path) is full: \(message)")
         case SQLITE_READONLY, SQLITE_PERM, SQLITE_AUTH:
-            return StratusError(.permissionFailure, "the store at \(path) cannot be written: \(message)")
+            return StratusError(.permissionFailure, "the store at \(path) cannot be written (\(message)): writing needs write access to the file and its folder")
         case SQLITE_CORRUPT, SQLITE_NOTADB:
             return StratusError(.badDatabase, "the store at \(path) is damaged or is not a Stratus store (SQLite: \(message))")
         case SQLITE_CANTOPEN:

@@ -26,7 +26,7 @@ struct CheckCommand: Command {
     }
 
     func run() async throws -> ExitCode {
-        let container = try store.openContainer(.existing)
+        let container = try store.openContainer(.read)
         let problems = try await container.checkStoreIntegrity()
         guard !problems.isEmpty else {
             print("ok")

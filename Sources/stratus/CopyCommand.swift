@@ -51,7 +51,7 @@ struct CopyCommand: Command {
 
     func run() async throws -> ExitCode {
         let checkpoint = try checkpointPath.map { try CopyCheckpointFile(path: $0) }
-        let source = try StoreOptions.openEngine(from, access: .existing, origin: "--from")
+        let source = try StoreOptions.openEngine(from, access: .read, origin: "--from")
         let destination = try StoreOptions.openEngine(to, access: .createIfMissing, origin: "--to")
         let copier = StoreCopier(from: source, to: destination, batchSize: batchSize)
         let progress = Progress(style: progressStyle, verb: "copied")

@@ -29,7 +29,7 @@ struct InfoCommand: Command {
     }
 
     func run() async throws -> ExitCode {
-        let container = try store.openContainer(.existing)
+        let container = try store.openContainer(.read)
         let inventory = try await container.storeInventory()
         var schemaTypes: [String: [String]] = [:]
         for identifier in inventory.containersWithSchemas where !identifier.isEmpty {

@@ -51,7 +51,7 @@ struct QueryCommand: Command {
     }
 
     func run() async throws -> ExitCode {
-        let database = try store.openDatabase(.existing)
+        let database = try store.openDatabase(.read)
         let page: (matchResults: [(Record.ID, Result<Record, any Error>)], queryCursor: QueryOperation.Cursor?)
         if let cursor {
             let decoded = try QueryOperation.Cursor(serialized: cursor)

@@ -21,6 +21,9 @@ extension OptionGroup {
 struct StoreOptions {
     /// Whether a command only reads, or may create the store it writes to.
     enum Access {
+        /// The command only reads: the store must exist (exit 66 otherwise), and an SQLite store
+        /// the user may not write (the file, its folder or its log files) is opened read-only.
+        case read
         /// The store must exist (exit 66 otherwise); nothing is created, not even its folder.
         case existing
         /// A missing store is created, and stderr says so.
@@ -90,13 +93,29 @@ struct StoreOptions {
             throw UsageError(message: "--read-store names a standby of a PostgreSQL store; \(origin) is not one")
         }
         let existed = FileManager.default.fileExists(atPath: location)
-        if !existed && access == .existing {
+        if !existed && access != .createIfMissing {
             throw CommandFailure(.inputMissing, "there is no store at \(location) (\(origin)); only import and zones create make a new store")
         }
         opened.withLock { $0.append(location) }
+        if access == .read, let missing = missingWriteAccess(location) {
+            StratusCommand.log("reading the store at \(location) read-only: \(missing)")
+            return try SQLiteEngine(path: location, readOnly: true)
+        }
         let engine = try SQLiteEngine.shared(path: location)
         if !existed { StratusCommand.log("created a new store at \(location)") }
         return engine
+    }
+
+    /// What keeps the user from writing the SQLite store at `path` (the file, its folder, or
+    /// the log files a writer left), or nil when nothing does.
+    static func missingWriteAccess(_ path: String) -> String? {
+        let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        if access(path, W_OK) != 0 { return "you may not write the file" }
+        if access(folder, W_OK) != 0 { return "you may not write its folder \(folder)" }
+        for file in [path + "-wal", path + "-shm"] where FileManager.default.fileExists(atPath: file) && access(file, W_OK) != 0 {
+            return "you may not write \(file)"
+        }
+        return nil
     }
 
     /// The stores this process opened (passwords hidden), for messages about failures that
