@@ -95,9 +95,14 @@ struct CLI: Sendable {
 
     /// Runs a `/bin/sh` script with `$STRATUS` set to the executable, in the temporary directory.
     func shell(_ script: String, environment extra: [String: String] = [:]) async throws -> Result {
+        try await startShell(script, environment: extra).wait()
+    }
+
+    /// Starts a `/bin/sh` script as ``shell(_:environment:)`` runs it, without waiting.
+    func startShell(_ script: String, environment extra: [String: String] = [:]) throws -> Running {
         var env = environment.merging(extra) { $1 }
         env["STRATUS"] = executable
-        return try await Running(executable: "/bin/sh", arguments: ["-c", script], store: store, stdin: nil, environment: env).wait()
+        return try Running(executable: "/bin/sh", arguments: ["-c", script], store: store, stdin: nil, environment: env)
     }
 
     /// A file in the temporary directory holding `text`; returns its path.
