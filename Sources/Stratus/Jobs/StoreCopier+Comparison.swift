@@ -52,7 +52,7 @@ extension StoreCopier {
     static func digest(_ key: ZoneKey, types: Set<String>, on engine: any StorageEngine) async throws -> ZoneDigest {
         let database = database(of: key, on: engine)
         var digest = ZoneDigest()
-        for type in types.sorted() {
+        for type in types.sorted(by: precedes) {
             do {
                 for try await record in database.allRecords(matching: Query(recordType: type), inZoneWith: key.zoneID, pageSize: 1_000) {
                     digest.records += 1
