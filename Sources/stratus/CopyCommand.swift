@@ -1,5 +1,6 @@
 import Foundation
 import Stratus
+import Synchronization
 
 /// `stratus copy --from STORE --to STORE`: a whole store into another, between engines,
 /// resumable, compared zone by zone at the end.
@@ -50,12 +51,16 @@ struct CopyCommand: Command {
     }
 
     func run() async throws -> ExitCode {
+        // Installed first, so that a signal while the stores open stops the copy before its
+        // first batch instead of killing it.
+        let stop = CopyStop()
+        Interruption.install { stop.request() }
         let checkpoint = try checkpointPath.map { try CopyCheckpointFile(path: $0) }
         let source = try StoreOptions.openEngine(from, access: .read, origin: "--from")
         let destination = try StoreOptions.openEngine(to, access: .createIfMissing, origin: "--to")
         let copier = StoreCopier(from: source, to: destination, batchSize: batchSize)
+        stop.attach(copier)
         let progress = Progress(style: progressStyle, verb: "copied")
-        Interruption.install { copier.cancel() }
         let summary: StoreCopier.Summary
         do {
             summary = try await copier.run(checkpointStore: checkpoint) { progress.update(done: $0) }
@@ -80,5 +85,24 @@ struct CopyCommand: Command {
             json: ["copied": summary.recordsCopied, "zones": summary.zonesCopied, "zonesSkipped": summary.zonesSkipped, "zonesCompared": comparisons.count,
                    "zonesDiffering": differing.count, "failed": summary.failures.count])
         return differing.isEmpty && summary.failures.isEmpty ? .success : .someFailed
+    }
+}
+
+/// Passes a stop request to the copier, also one that came before the copier existed.
+final class CopyStop: Sendable {
+    private let state = Mutex<(requested: Bool, copier: StoreCopier?)>((false, nil))
+
+    func request() {
+        state.withLock { state in
+            state.requested = true
+            state.copier?.cancel()
+        }
+    }
+
+    func attach(_ copier: StoreCopier) {
+        state.withLock { state in
+            state.copier = copier
+            if state.requested { copier.cancel() }
+        }
     }
 }

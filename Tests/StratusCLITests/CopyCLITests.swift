@@ -137,8 +137,13 @@ struct CopyCLITests {
             }
             // Stopped with SIGTERM: it saves where it is and exits 143, unless it finished first.
             if !finished {
+                func saved() -> Date? { (try? FileManager.default.attributesOfItem(atPath: checkpoint))?[.modificationDate] as? Date }
+                let before = saved()
                 let terminated = try source.start(arguments)
-                try await Task.sleep(for: .milliseconds(Int.random(in: 30...300)))
+                // Once it saved a checkpoint the copy is running and handles SIGTERM (a signal
+                // before its handler is installed ends it as a kill would).
+                while terminated.isRunning && saved() == before { try await Task.sleep(for: .milliseconds(5)) }
+                try await Task.sleep(for: .milliseconds(Int.random(in: 0...200)))
                 terminated.signal(SIGTERM)
                 let stopped = await terminated.wait()
                 #expect(!stopped.signalled && (stopped.exitCode == 143 || stopped.exitCode == 0), "\(stopped)")
