@@ -15,7 +15,7 @@ struct CopyCommand: Command {
         destination is created when missing and must hold no records, unless --checkpoint names
         the checkpoint of the copy that began it. With --checkpoint, a copy stopped by SIGINT,
         SIGTERM, a kill or a crash goes on where it stopped when run again with the same
-        options. Each zone is read type by type, each type from one snapshot; stop writers to
+        options; the file is removed once the stores compare equal. Each zone is read type by type, each type from one snapshot; stop writers to
         the source for an exact copy.
         At the end both stores are read again and compared zone by zone: the record count and a
         checksum over each record's name, type, change tag, parent and field values (assets by
@@ -25,7 +25,7 @@ struct CopyCommand: Command {
     static let options: [Option] = [
         Option("--from", "PATH|URL", "the store to copy: an SQLite file or postgresql://…", default: "none; required"),
         Option("--to", "PATH|URL", "the store to copy into (created when missing)", default: "none; required"),
-        Option("--checkpoint", "FILE", "keep how far the copy got in FILE and go on from it (removed when the copy is complete)", default: "none"),
+        Option("--checkpoint", "FILE", "keep how far the copy got in FILE and go on from it (removed once the stores compare equal)", default: "none"),
         Option("--batch-size", "N", "records written per transaction", default: "500"),
     ]
     static let optionGroups: [OptionGroup] = [.progress]
@@ -84,7 +84,10 @@ struct CopyCommand: Command {
             "copied \(StoreReport.counted(summary.recordsCopied, "record")) in \(StoreReport.counted(summary.zonesCopied, "zone"))\(skipped); \(comparisons.count - differing.count) of \(StoreReport.counted(comparisons.count, "zone")) match",
             json: ["copied": summary.recordsCopied, "zones": summary.zonesCopied, "zonesSkipped": summary.zonesSkipped, "zonesCompared": comparisons.count,
                    "zonesDiffering": differing.count, "failed": summary.failures.count])
-        return differing.isEmpty && summary.failures.isEmpty ? .success : .someFailed
+        guard differing.isEmpty && summary.failures.isEmpty else { return .someFailed }
+        // Only now: a copy stopped while it compared goes on with the comparison.
+        try checkpoint?.remove()
+        return .success
     }
 }
 

@@ -4,7 +4,7 @@ import StratusTestSupport
 import Testing
 
 /// `stratus info` and `stratus count --json`: what a store holds, for people and for scripts.
-@Suite("stratus info and count --json", .timeLimit(.minutes(3)))
+@Suite("stratus info and count --json", .timeLimit(.minutes(5)))
 struct InfoCLITests {
     /// Notes and tasks in the public default zone, a zone each in alice's and bob's private
     /// databases, another container with a schema.

@@ -42,15 +42,16 @@ extension StoreCopier {
     /// Keeps a store copy's checkpoint between runs, so that a copy stopped by a crash, a kill or
     /// ``StoreCopier/cancel()`` goes on where it stopped.
     ///
-    /// The copier saves a checkpoint before it writes anything and after each batch it wrote, and
-    /// removes it when every zone is copied. The `stratus copy --checkpoint` file is one store.
+    /// The copier saves a checkpoint before it writes anything and after each batch it wrote. It
+    /// never removes one: after a complete copy the checkpoint says every zone is copied, so that
+    /// a run with it again (after a stop during ``StoreCopier/compare()``) copies nothing. Remove
+    /// it once the comparison found the stores equal. The `stratus copy --checkpoint` file is one.
     ///
     /// ```swift
     /// final class MemoryCopyCheckpoint: StoreCopier.CheckpointStore {
     ///     var saved: StoreCopier.Checkpoint?
     ///     func load() throws -> StoreCopier.Checkpoint? { saved }
     ///     func save(_ checkpoint: StoreCopier.Checkpoint) throws { saved = checkpoint }
-    ///     func remove() throws { saved = nil }
     /// }
     /// ```
     public protocol CheckpointStore: AnyObject {
@@ -62,9 +63,5 @@ extension StoreCopier {
         ///
         /// - Throws: when it cannot be written; the copy stops with that error.
         func save(_ checkpoint: Checkpoint) throws
-        /// Removes the checkpoint once the copy is complete.
-        ///
-        /// - Throws: when it cannot be removed.
-        func remove() throws
     }
 }

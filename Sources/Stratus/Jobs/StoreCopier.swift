@@ -185,7 +185,7 @@ public final class StoreCopier: Sendable {
     ///
     /// - Parameters:
     ///   - checkpointStore: where the copy keeps how far it got, so that a later run goes on
-    ///     from there; it is removed when the copy ends without failures.
+    ///     from there (remove it yourself once ``compare()`` found the stores equal).
     ///   - progress: called with the number of records copied in this run after each batch.
     /// - Returns: what was copied, what failed and why the copy ended.
     /// - Throws: ``StratusError`` `invalidArguments` when the checkpoint belongs to another copy,
@@ -244,7 +244,6 @@ public final class StoreCopier: Sendable {
                 }
             }
         }
-        if summary.failures.isEmpty { try checkpointStore?.remove() }
         return summary
     }
 
