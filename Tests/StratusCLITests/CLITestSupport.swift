@@ -8,7 +8,7 @@ import Testing
 /// The built `stratus` tool, run as a separate process the way cron and shell scripts run it.
 ///
 /// ```swift
-/// let cli = try CLI(store, engine: .postgres)    // fails the test clearly when not built
+/// let cli = try await CLI(store, engine: .postgres)    // fails the test clearly when not built
 /// let result = try await cli.run(["count", "--type", "Note"])
 /// #expect(result.exitCode == 0)
 /// ```
@@ -30,18 +30,18 @@ struct CLI: Sendable {
     /// - Throws: when the tool is not built, or the PostgreSQL schema cannot be made; cancels
     ///   the test case (reported as skipped, with the reason) when the engine is PostgreSQL and
     ///   no server is available.
-    init(_ store: TemporaryStore, engine: TestEngine = .sqlite, storeName: String = "store.sqlite") throws {
+    init(_ store: TemporaryStore, engine: TestEngine = .sqlite, storeName: String = "store.sqlite") async throws {
         executable = try ChildProcess.builtExecutable("stratus")
         self.store = store
         self.engine = engine
-        locations = try TestStoreLocations(engine: engine, folder: store)
-        storePath = try locations.newStore(storeName)
+        locations = try await TestStoreLocations(engine: engine, folder: store)
+        storePath = try await locations.newStore(storeName)
         environment = ["STRATUS_STORE": storePath, "STRATUS_USER": "tester"]
     }
 
     /// Another, new store of the test's engine (nothing is created yet): an SQLite file named
     /// `name` in the temporary directory, or a new PostgreSQL schema.
-    func newStore(_ name: String) throws -> String { try locations.newStore(name) }
+    func newStore(_ name: String) async throws -> String { try await locations.newStore(name) }
 
     /// Whether a store exists at `location` (default: the test's store): the SQLite file, or
     /// Stratus's tables in the PostgreSQL schema.

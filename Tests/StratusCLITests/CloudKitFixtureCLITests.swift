@@ -48,7 +48,7 @@ struct CloudKitFixtureCLITests {
     @Test("photos_all_photos_response.json imports as it is and exports back with the same fields", arguments: TestEngine.all)
     func photosQueryResponse(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store, engine: engine)
+            let cli = try await CLI(store, engine: engine)
             let (path, originals) = try Self.fixture("photos_all_photos_response.json")
             let result = try await cli.run(["import", path])
             #expect(result.exitCode == 0, "\(result)")
@@ -83,7 +83,7 @@ struct CloudKitFixtureCLITests {
     @Test("reminders_query_reminders_response.json: ENCRYPTED_BYTES is kept through the round trip, or each record is rejected as documented", arguments: TestEngine.all)
     func remindersWithEncryptedBytes(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store, engine: engine)
+            let cli = try await CLI(store, engine: engine)
             let (path, originals) = try Self.fixture("reminders_query_reminders_response.json")
             let zone = try await cli.run(["zones", "create", "Reminders"])
             #expect(zone.exitCode == 0, "\(zone)")

@@ -17,8 +17,8 @@ struct CopyCLITests {
     }
 
     /// Two CLIs of one test: the source's engine and the destination's (sharing a folder).
-    static func clis(_ store: TemporaryStore, _ direction: Direction) throws -> (source: CLI, destination: CLI) {
-        (try CLI(store, engine: direction.from, storeName: "source.sqlite"), try CLI(store, engine: direction.to, storeName: "destination.sqlite"))
+    static func clis(_ store: TemporaryStore, _ direction: Direction) async throws -> (source: CLI, destination: CLI) {
+        (try await CLI(store, engine: direction.from, storeName: "source.sqlite"), try await CLI(store, engine: direction.to, storeName: "destination.sqlite"))
     }
 
     /// Every database, zone and type of a store exported as NDJSON lines (asset download URLs
@@ -83,7 +83,7 @@ struct CopyCLITests {
     @Test("a store with every field type, assets, zones, owners and a schema is copied whole, system fields and change tags kept; exit 0 when the zones compare equal", arguments: Direction.all)
     func copyWhole(direction: Direction) async throws {
         try await TemporaryStore.with { store in
-            let (source, destination) = try Self.clis(store, direction)
+            let (source, destination) = try await Self.clis(store, direction)
             try await Self.fillRichly(source, store)
             let copy = try await source.run(["copy", "--from", source.storePath, "--to", destination.storePath])
             #expect(copy.exitCode == 0, "\(copy)")
@@ -112,7 +112,7 @@ struct CopyCLITests {
     @Test("a copy killed at random moments and run again with its checkpoint ends with exactly the source; SIGTERM stops it with exit 143", arguments: Direction.all)
     func killedAndResumed(direction: Direction) async throws {
         try await TemporaryStore.with { store in
-            let (source, destination) = try Self.clis(store, direction)
+            let (source, destination) = try await Self.clis(store, direction)
             let rows = (0..<12_000).map { i in
                 #"{"recordName":"r\#(String(format: "%05d", i))","recordType":"\#(i % 3 == 0 ? "Even" : "Row")","fields":{"n":{"value":\#(i),"type":"INT64"},"s":{"value":"row \#(i)","type":"STRING"}}}"#
             }
@@ -166,8 +166,8 @@ struct CopyCLITests {
     @Test("refusals: a destination that holds records (64), a checkpoint of another copy (64), a checkpoint another copy holds (75), a missing source (66)")
     func refusals() async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
-            let source = try cli.newStore("source"), other = try cli.newStore("other"), destination = try cli.newStore("destination")
+            let cli = try await CLI(store)
+            let source = try await cli.newStore("source"), other = try await cli.newStore("other"), destination = try await cli.newStore("destination")
             for path in [source, other] {
                 #expect(try await cli.run(["import", "--quiet", "--store", path], stdin: Input.notes(5)).exitCode == 0)
             }
@@ -184,11 +184,11 @@ struct CopyCLITests {
 
             let lock = open(checkpoint + ".lock", O_RDWR | O_CREAT, 0o644)
             #expect(lock >= 0 && flock(lock, LOCK_EX) == 0)
-            let held = try await cli.run(["copy", "--from", source, "--to", try cli.newStore("third"), "--checkpoint", checkpoint])
+            let held = try await cli.run(["copy", "--from", source, "--to", try await cli.newStore("third"), "--checkpoint", checkpoint])
             #expect(held.exitCode == 75, "\(held)")
             close(lock)
 
-            let missing = try await cli.run(["copy", "--from", store.path("nope.sqlite"), "--to", try cli.newStore("fourth")])
+            let missing = try await cli.run(["copy", "--from", store.path("nope.sqlite"), "--to", try await cli.newStore("fourth")])
             #expect(missing.exitCode == 66 && missing.stderr.contains("--from"), "\(missing)")
             #expect(!cli.exists(store.path("nope.sqlite")))
             for arguments in [["copy", "--to", destination], ["copy", "--from", source], ["copy", "--from", source, "--to", source], ["copy", "--from", source, "--to", destination, "--batch-size", "0"]] {
@@ -201,8 +201,8 @@ struct CopyCLITests {
     @Test("zones that differ after a copy are named and make exit 1", arguments: TestEngine.all)
     func differingZones(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store, engine: engine)
-            let source = cli.storePath, destination = try cli.newStore("destination")
+            let cli = try await CLI(store, engine: engine)
+            let source = cli.storePath, destination = try await cli.newStore("destination")
             #expect(try await cli.run(["zones", "create", "Work"]).exitCode == 0)
             #expect(try await cli.run(["import", "--quiet", "--zone", "Work"], stdin: Input.notes(4)).exitCode == 0)
             #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(3)).exitCode == 0)

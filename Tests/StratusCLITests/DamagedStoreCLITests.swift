@@ -74,7 +74,7 @@ struct DamagedStoreCLITests {
     @Test("a store of 20,000 records with damaged pages: count and export exit 70 naming the store, not a part of the records with exit 0; check exits 70")
     func damagedPages() async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store)
             let clean = try await Self.makeStore(cli)
             let healthy = try await cli.run(["check"])
             #expect(healthy.exitCode == 0 && healthy.stdout == "ok\n", "\(healthy)")
@@ -104,7 +104,7 @@ struct DamagedStoreCLITests {
     @Test("a file that is not an SQLite database at all: every read and check exit 70 naming it")
     func notADatabase() async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store)
             try Data(repeating: 0x5A, count: 64 * 1_024).write(to: URL(fileURLWithPath: cli.storePath))
             for arguments in [["count", "--type", "Row"], ["export", "--type", "Row"], ["check"], ["info"]] {
                 let result = try await cli.run(arguments)
@@ -118,7 +118,7 @@ struct DamagedStoreCLITests {
     @Test("check on a sound store prints ok and exits 0", arguments: TestEngine.all)
     func soundStore(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store, engine: engine)
+            let cli = try await CLI(store, engine: engine)
             #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(30)).exitCode == 0)
             let result = try await cli.run(["check"])
             #expect(result.exitCode == 0, "\(result)")
@@ -130,7 +130,7 @@ struct DamagedStoreCLITests {
     @Test("PostgreSQL: records whose zone row is gone are a damaged store: check exits 70 naming it and the problem")
     func postgresOrphans() async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store, engine: .postgres)
+            let cli = try await CLI(store, engine: .postgres)
             #expect(try await cli.run(["zones", "create", "Work"]).exitCode == 0)
             #expect(try await cli.run(["import", "--quiet", "--zone", "Work"], stdin: Input.notes(5)).exitCode == 0)
             _ = try PostgresConnection(url: cli.storePath).execute("DELETE FROM zones WHERE zone_name = 'Work'")

@@ -24,7 +24,7 @@ struct InfoCLITests {
     @Test("--json: every container, database (each owner), zone with capabilities and counts by type, the tables' version and the size", arguments: TestEngine.all)
     func json(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store, engine: engine)
+            let cli = try await CLI(store, engine: engine)
             try await Self.fill(cli)
             let result = try await cli.run(["info", "--json"])
             #expect(result.exitCode == 0 && result.stderr.isEmpty, "\(result)")
@@ -57,7 +57,7 @@ struct InfoCLITests {
     @Test("the human-readable report lists the same, by container, database and zone", arguments: TestEngine.all)
     func text(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store, engine: engine)
+            let cli = try await CLI(store, engine: engine)
             try await Self.fill(cli)
             let result = try await cli.run(["info"])
             #expect(result.exitCode == 0 && result.stderr.isEmpty, "\(result)")
@@ -77,7 +77,7 @@ struct InfoCLITests {
     @Test("an empty store answers zero, and a read of a store that is not there is exit 66", arguments: TestEngine.all)
     func emptyAndMissing(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store, engine: engine)
+            let cli = try await CLI(store, engine: engine)
             let missing = try await cli.run(["info"])
             #expect(missing.exitCode == 66 && missing.stdout.isEmpty, "\(missing)")
             #expect(!cli.storeExists())
@@ -93,7 +93,7 @@ struct InfoCLITests {
     @Test("count --json prints one object with the count, the type, the database and the zone", arguments: TestEngine.all)
     func countJSON(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store, engine: engine)
+            let cli = try await CLI(store, engine: engine)
             try await Self.fill(cli)
             let result = try await cli.run(["count", "--type", "Note", "--where", "count >= 2", "--json", "--database", "private", "--user", "alice", "--zone", "Work"])
             #expect(result.exitCode == 0 && result.stderr.isEmpty, "\(result)")

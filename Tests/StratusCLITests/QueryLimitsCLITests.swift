@@ -19,7 +19,7 @@ struct QueryLimitsCLITests {
     @Test("500 conditions and 100 sort keys work; 501 conditions, 1,000 conditions, 101 and 2,001 sort keys are exit 64 naming the limit", arguments: TestEngine.all)
     func limits(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store, engine: engine)
+            let cli = try await CLI(store, engine: engine)
             #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(30)).exitCode == 0)
             let most = Self.conditions(QueryPredicate.maximumConditions)
             #expect(try await cli.count("Note", where: most) == 30)
@@ -66,7 +66,7 @@ struct QueryLimitsCLITests {
     @Test("a query of 500 conditions and 8 sort keys pages with cursors: every record once, in order", arguments: TestEngine.all)
     func cursorPaging(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store, engine: engine)
+            let cli = try await CLI(store, engine: engine)
             #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(30)).exitCode == 0)
             #expect(try await Self.pageThrough(cli, sortKeys: 8) == (1...30).reversed().map { "n\($0)" })
         }
@@ -78,7 +78,7 @@ struct QueryLimitsCLITests {
         .bug(id: 17, "issue 17 item 17: query translation (keyset nesting)"), arguments: TestEngine.all)
     func cursorPagingManyKeys(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store, engine: engine)
+            let cli = try await CLI(store, engine: engine)
             #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(30)).exitCode == 0)
             #expect(try await Self.pageThrough(cli, sortKeys: 100) == (1...30).reversed().map { "n\($0)" })
         }

@@ -27,7 +27,7 @@ struct ReadOnlyStoreCLITests {
     func readOnlyStore() async throws {
         try Self.requireOtherUser()
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store)
             chmod(store.directory.path, 0o755)
             #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(40)).exitCode == 0)
             // The last connection to close folds the log into the file and removes it.

@@ -8,7 +8,7 @@ struct RecordCommandsCLITests {
     @Test("count prints the number of matching records and nothing else", arguments: TestEngine.all)
     func count(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store, engine: engine)
+            let cli = try await CLI(store, engine: engine)
             _ = try await cli.run(["import", try cli.file("notes.ndjson", Input.notes(25))])
             let all = try await cli.run(["count", "--type", "Note"])
             #expect(all.exitCode == 0, "\(all)")
@@ -31,7 +31,7 @@ struct RecordCommandsCLITests {
     @Test("get prints the named records in order; a missing name is on stderr and makes exit 1", arguments: TestEngine.all)
     func get(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store, engine: engine)
+            let cli = try await CLI(store, engine: engine)
             _ = try await cli.run(["import", try cli.file("notes.ndjson", Input.notes(3))])
             let found = try await cli.run(["get", "n3", "n1"])
             #expect(found.exitCode == 0, "\(found)")
@@ -59,7 +59,7 @@ struct RecordCommandsCLITests {
     @Test("delete by names needs --yes; --dry-run counts and deletes nothing; missing names are fine", arguments: TestEngine.all)
     func deleteByName(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store, engine: engine)
+            let cli = try await CLI(store, engine: engine)
             _ = try await cli.run(["import", try cli.file("notes.ndjson", Input.notes(10))])
 
             let refused = try await cli.run(["delete", "n1", "n2"])
@@ -100,7 +100,7 @@ struct RecordCommandsCLITests {
     @Test("delete says deleted and not found apart: names that do not exist, or another user's private record, are not found and not counted as deleted", arguments: TestEngine.all)
     func deleteReportsNotFound(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store, engine: engine)
+            let cli = try await CLI(store, engine: engine)
             #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(3)).exitCode == 0)
             let ghosts = try await cli.run(["delete", "ghost1", "ghost2", "ghost3", "--yes"])
             #expect(ghosts.exitCode == 0, "\(ghosts)")
@@ -126,7 +126,7 @@ struct RecordCommandsCLITests {
     @Test("delete by --type/--where; .deleteSelf children go with their parent; usage errors are 64", arguments: TestEngine.all)
     func deleteByQuery(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store, engine: engine)
+            let cli = try await CLI(store, engine: engine)
             _ = try await cli.run(["import", try cli.file("notes.ndjson", Input.notes(10))])
             let children = (1...3).map { i in
                 #"{"recordName":"child\#(i)","recordType":"Child","fields":{"owner":{"value":{"recordName":"n\#(i)","action":"DELETE_SELF"},"type":"REFERENCE"}}}"#

@@ -25,7 +25,7 @@ struct StoreCLITests {
     @Test("read commands on a missing SQLite store exit 66 and create nothing, not even its folder", arguments: readCommands)
     func readOnMissingStore(arguments: [String]) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store)
             let folder = store.path("typo")
             let path = folder + "/nested/store.sqlite"
             let token = store.path("feed.token")
@@ -41,7 +41,7 @@ struct StoreCLITests {
     @Test("read commands on a PostgreSQL database without a store exit 66 and create no tables", arguments: readCommands)
     func readOnDatabaseWithoutStore(arguments: [String]) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store, engine: .postgres)
+            let cli = try await CLI(store, engine: .postgres)
             let token = store.path("feed.token")
             let result = try await cli.run(arguments.map { $0 == "TOKEN" ? token : $0 }, stdin: Input.notes(1))
             #expect(result.exitCode == 66, "\(result)")
@@ -55,7 +55,7 @@ struct StoreCLITests {
     @Test("without --store or $STRATUS_STORE, a read of the default (SQLite) store that does not exist exits 66 and creates nothing")
     func missingDefaultStore() async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store)
             let dataHome = store.path("xdg")
             let result = try await cli.run(["count", "--type", "Note"], environment: ["STRATUS_STORE": "", "XDG_DATA_HOME": dataHome])
             #expect(result.exitCode == 66, "\(result)")
@@ -67,8 +67,8 @@ struct StoreCLITests {
     @Test("writing commands create a missing store and say so on stderr, the first time only", arguments: TestEngine.all)
     func writesCreateTheStore(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store, engine: engine)
-            let path = engine == .sqlite ? store.path("new/store.sqlite") : try cli.newStore("new")
+            let cli = try await CLI(store, engine: engine)
+            let path = engine == .sqlite ? store.path("new/store.sqlite") : try await cli.newStore("new")
             let announcement = engine == .sqlite ? "stratus: created a new store at \(path)" : "stratus: created a new store in postgresql://"
             let first = try await cli.run(["import", "--store", path], stdin: Input.notes(2))
             #expect(first.exitCode == 0, "\(first)")
@@ -77,7 +77,7 @@ struct StoreCLITests {
             #expect(second.exitCode == 0 && !second.stderr.contains("created a new store"), "\(second)")
             #expect(try await cli.count("Note", extra: ["--store", path]) == 4)
 
-            let zones = try cli.newStore("zones")
+            let zones = try await cli.newStore("zones")
             let created = try await cli.run(["zones", "create", "Work", "--store", zones])
             #expect(created.exitCode == 0 && created.stderr.contains("created a new store"), "\(created)")
             #expect(cli.storeExists(zones))
@@ -87,7 +87,7 @@ struct StoreCLITests {
     @Test("an empty --user, --container, --store or --zone is a usage error (exit 64), not a crash", arguments: TestEngine.all, ["--user", "--container", "--store", "--zone"])
     func emptyNames(engine: TestEngine, option: String) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store, engine: engine)
+            let cli = try await CLI(store, engine: engine)
             for command in [["count", "--type", "Note"], ["import"]] {
                 let result = try await cli.run(command + [option, ""], stdin: Input.notes(1))
                 #expect(!result.signalled && result.exitCode == 64, "\(result)")

@@ -50,8 +50,8 @@ struct SyncCLITests {
     @Test("after rounds of random saves, updates and deletions, and a run killed midway, the copy equals the original", arguments: TestEngine.all)
     func copyStaysEqual(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store, engine: engine)
-            let original = try cli.newStore("original"), copy = try cli.newStore("copy")
+            let cli = try await CLI(store, engine: engine)
+            let original = try await cli.newStore("original"), copy = try await cli.newStore("copy")
             try await cli.createStore(extra: ["--store", original])
             try await cli.createStore(extra: ["--store", copy])
             let database = try cli.container(at: original).publicCloudDatabase
@@ -78,7 +78,7 @@ struct SyncCLITests {
     @Test("import applies deletion lines and counts them; --dry-run counts them as valid", arguments: TestEngine.all)
     func deletionLines(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store, engine: engine)
+            let cli = try await CLI(store, engine: engine)
             #expect(try await cli.run(["import"], stdin: Input.notes(3)).exitCode == 0)
             let deletions = [
                 #"{"recordName":"n1","recordType":"Note","deleted":true,"zoneID":{"zoneName":"_defaultZone","ownerRecordName":"__defaultOwner__"}}"#,

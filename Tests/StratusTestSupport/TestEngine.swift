@@ -8,8 +8,8 @@ import Testing
 /// ```swift
 /// @Test(arguments: TestEngine.all)
 /// func count(engine: TestEngine) async throws {
-///     let locations = try TestStoreLocations(engine: engine, folder: store)   // PostgreSQL: skipped with the reason when no server
-///     let path = try locations.newStore("a")
+///     let locations = try await TestStoreLocations(engine: engine, folder: store)   // PostgreSQL: skipped with the reason when no server
+///     let path = try await locations.newStore("a")
 ///     …
 /// ```
 public enum TestEngine: String, CaseIterable, Sendable, CustomTestStringConvertible {
@@ -21,9 +21,12 @@ public enum TestEngine: String, CaseIterable, Sendable, CustomTestStringConverti
     public var testDescription: String { self == .sqlite ? "SQLite" : "PostgreSQL" }
 
     /// Cancels the running test case, saying why, when the engine is PostgreSQL and no server
-    /// is available (the case is then reported as skipped, not passed).
-    public func requireAvailable() throws {
-        if self == .postgres && !PostgresTestServer.isAvailable {
+    /// is available (the case is then reported as skipped, not passed). The first call may
+    /// start the server: it waits on a thread of its own, not on the cooperative pool, which
+    /// other tests need meanwhile.
+    public func requireAvailable() async throws {
+        guard self == .postgres else { return }
+        if !(try await ChildProcess.onOwnThread { PostgresTestServer.isAvailable }) {
             try Test.cancel("needs PostgreSQL (\(PostgresTestServer.unavailableReason ?? "no server")): install the server (Debian: postgresql) or set STRATUS_TEST_POSTGRES_URL")
         }
     }
@@ -37,19 +40,20 @@ public final class TestStoreLocations: Sendable {
     private let schemas = Mutex<[PostgresTestSchema]>([])
 
     /// - Throws: cancels the test case when the engine is PostgreSQL and no server is available.
-    public init(engine: TestEngine, folder: TemporaryStore) throws {
-        try engine.requireAvailable()
+    public init(engine: TestEngine, folder: TemporaryStore) async throws {
+        try await engine.requireAvailable()
         self.engine = engine
         self.folder = folder
     }
 
     /// A new store location (nothing is created): `NAME.sqlite` in the folder, or the URL of a
-    /// new PostgreSQL schema.
+    /// new PostgreSQL schema (made on a thread of its own: the first one creates the test
+    /// database, which takes a while on a busy machine).
     ///
     /// - Throws: when the schema cannot be made.
-    public func newStore(_ name: String) throws -> String {
+    public func newStore(_ name: String) async throws -> String {
         guard engine == .postgres else { return folder.path(name.hasSuffix(".sqlite") ? name : name + ".sqlite") }
-        let schema = try PostgresTestServer.makeSchema()
+        let schema = try await ChildProcess.onOwnThread { try PostgresTestServer.makeSchema() }
         schemas.withLock { $0.append(schema) }
         return schema.url
     }

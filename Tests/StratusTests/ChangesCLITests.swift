@@ -37,8 +37,8 @@ struct CLIStoreFixture: Sendable {
     /// case when that engine is PostgreSQL and no server is available.
     static func with<T>(_ testEngine: TestEngine, _ body: (CLIStoreFixture) async throws -> T) async throws -> T {
         try await TemporaryStore.with(prefix: "stratus-zones") { store in
-            let locations = try TestStoreLocations(engine: testEngine, folder: store)
-            let path = try locations.newStore("store")
+            let locations = try await TestStoreLocations(engine: testEngine, folder: store)
+            let path = try await locations.newStore("store")
             let engine: any StorageEngine = testEngine == .postgres ? try PostgresEngine.shared(url: path) : try SQLiteEngine(path: path)
             return try await body(CLIStoreFixture(store: store, locations: locations, path: path, engine: engine))
         }
