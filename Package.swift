@@ -45,10 +45,10 @@ let package = Package(
 
         // Shared test support: temporary stores, record builders, and the engine conformance suite.
         .target(name: "StratusTestSupport", dependencies: ["Stratus", "StratusPostgres", "SeededRandom"], path: "Tests/StratusTestSupport"),
-        .testTarget(name: "StratusTests", dependencies: ["Stratus", "StratusSQLite", "StratusTestSupport", "StratusTransfer", "SeededRandom"]),
+        .testTarget(name: "StratusTests", dependencies: ["Stratus", "StratusSQLite", "StratusPostgres", "StratusTestSupport", "StratusTransfer", "SeededRandom"]),
         .testTarget(name: "StratusSQLiteTests", dependencies: ["Stratus", "StratusSQLite", "StratusTestSupport", "SeededRandom"]),
         .testTarget(name: "StratusTransferTests", dependencies: ["Stratus", "StratusTransfer", "SeededRandom"]),
-        .testTarget(name: "StratusCLITests", dependencies: ["Stratus", "StratusSQLite", "StratusTestSupport"]),
+        .testTarget(name: "StratusCLITests", dependencies: ["Stratus", "StratusSQLite", "StratusPostgres", "StratusTestSupport"]),
         .testTarget(name: "StratusPostgresTests", dependencies: ["Stratus", "StratusPostgres", "StratusTestSupport", "SeededRandom"]),
         // CloudKit programs ported mechanically (see notes/README-porting.md), compiled in Swift 5
         // language mode as most CloudKit app code is: test programs in CloudKit's style, and a

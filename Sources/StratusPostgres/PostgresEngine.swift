@@ -70,14 +70,23 @@ public final class PostgresEngine: StorageEngine, Sendable {
     }
 
     /// Creates or upgrades the tables under an advisory lock, and answers the store's identity.
-    /// A current store is only read: a user without the privilege to create tables (a role
-    /// under row-level security) opens it all the same.
+    /// A store whose tables are this version is only read, so that a user without the privilege
+    /// to create tables (a role under row-level security) opens it all the same, and because the
+    /// creation script's
+    /// `CREATE INDEX IF NOT EXISTS` takes a share lock on each table even when the index
+    /// exists, and a process opening the store while others write would deadlock with them
+    /// (it holds the zones table's lock and waits for the records table's; a writer holds the
+    /// records table's and waits to update its zone).
     private static func migrate(_ pool: PostgresConnectionPool) throws -> String {
-        if let identity = try? pool.withConnection({ connection -> String? in
-            let rows = try connection.query("SELECT (SELECT value FROM meta WHERE key = 'version'), (SELECT value FROM meta WHERE key = 'identity')")
-            guard rows.first.flatMap({ try? $0.text(0) }) == String(PostgresSchema.version) else { return nil }
-            return try rows.first?.text(1)
-        }) { return identity }
+        let current = try pool.withConnection { connection -> String? in
+            guard try connection.query("SELECT to_regclass('meta') IS NOT NULL")[0].bool(0) == true else { return nil }
+            let rows = try connection.query("SELECT key, value FROM meta WHERE key IN ('version', 'identity')")
+            var values: [String: String] = [:]
+            for row in rows { values[try row.text(0) ?? ""] = try row.text(1) }
+            guard values["version"] == String(PostgresSchema.version) else { return nil }
+            return values["identity"]
+        }
+        if let current { return current }
         return try pool.withTransaction { connection in
             try connection.execute("SELECT pg_advisory_xact_lock($1)", [.int64(PostgresSchema.migrationLock)])
             try connection.executeScript(PostgresSchema.create)

@@ -54,11 +54,16 @@ final class SQLiteConnection {
     /// before the first connection initializes SQLite (a no-op if the process already did).
     private static let memoryStatisticsOff: Void = { _ = stratus_sqlite_config_memstatus_off() }()
 
-    /// Opens (creating when `create`) the database at `path`, in WAL mode.
-    init(path: String, create: Bool, busyTimeoutMilliseconds: Int32) throws {
+    /// Opens (creating when `create`) the database at `path`, in WAL mode; with `readOnly`,
+    /// for reading only (`SQLITE_OPEN_READONLY`), never creating or changing a file.
+    ///
+    /// - Throws: `badContainer` when the file cannot be opened; `badDatabase` when it is not a
+    ///   store or not in WAL mode; `permissionFailure` saying what access is missing when a
+    ///   read-only connection cannot read the write-ahead log's index.
+    init(path: String, create: Bool, readOnly: Bool = false, busyTimeoutMilliseconds: Int32) throws {
         self.path = path
         Self.memoryStatisticsOff
-        let flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX
+        let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0)) | SQLITE_OPEN_NOMUTEX
         let rc = sqlite3_open_v2(path, &handle, flags, nil)
         guard rc == SQLITE_OK else {
             let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
@@ -69,13 +74,43 @@ final class SQLiteConnection {
         sqlite3_busy_timeout(handle, busyTimeoutMilliseconds)
         // Only the connection that may create the store switches it to WAL; a reader asks,
         // because switching can wait for another process's write lock.
-        let mode = try Self.retryingBusy(for: busyTimeoutMilliseconds) {
-            try queryText(create ? "PRAGMA journal_mode=WAL" : "PRAGMA journal_mode")
+        let mode: String?
+        do {
+            mode = try Self.retryingBusy(for: busyTimeoutMilliseconds) {
+                try queryText(create && !readOnly ? "PRAGMA journal_mode=WAL" : "PRAGMA journal_mode")
+            }
+        } catch let error as StratusError where readOnly && error.code == .permissionFailure {
+            throw StratusError(.permissionFailure, Self.walIndexProblem(path) ?? error.message)
         }
         guard mode?.lowercased() == "wal" else {
             throw StratusError(.badDatabase, "the store at \(path) cannot use write-ahead logging (journal_mode answered '\(mode ?? "nothing")'); put it on a local file system")
         }
+        if readOnly {
+            // Reading a WAL store needs its index (the -shm file): SQLite maps it when it exists,
+            // and otherwise would have to create it.
+            do {
+                _ = try queryText("SELECT count(*) FROM sqlite_master")
+            } catch let error as StratusError where error.code == .permissionFailure || error.code == .badContainer {
+                throw StratusError(.permissionFailure, Self.walIndexProblem(path) ?? error.message)
+            }
+        }
         try execute("PRAGMA synchronous=NORMAL")
+        // Checks each b-tree page's cells as the page is read, so that more damage is found
+        // (and reported as badDatabase) by ordinary reads, not only by an integrity check.
+        try execute("PRAGMA cell_size_check=ON")
+    }
+
+    /// What keeps a read-only connection from reading a WAL store, when it is the missing
+    /// index file: which file it needs and which access is missing.
+    private static func walIndexProblem(_ path: String) -> String? {
+        let index = path + "-shm"
+        let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        if FileManager.default.fileExists(atPath: index) {
+            guard access(index, R_OK) != 0 else { return nil }
+            return "cannot read the store at \(path): its write-ahead log index \(index) is not readable for you (read access to it is missing)"
+        }
+        guard access(folder, W_OK) != 0 else { return nil }
+        return "cannot read the store at \(path) read-only: reading it needs its write-ahead log index \(index), which does not exist, and you may not create it (write access to the folder \(folder) is missing); it exists while a writer has the store open"
     }
 
     /// Runs `body` again while it fails with a busy store, for up to `milliseconds`: switching
@@ -104,7 +139,7 @@ final class SQLiteConnection {
         if rc != SQLITE_OK {
             let message = error.map { String(cString: $0) } ?? lastErrorMessage
             sqlite3_free(error)
-            throw SQLiteConnection.error(rc, message, sql: sql)
+            throw self.error(rc, message, sql: sql)
         }
     }
 
@@ -117,7 +152,7 @@ final class SQLiteConnection {
         var raw: OpaquePointer?
         let rc = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &raw, nil)
         guard rc == SQLITE_OK, let raw else {
-            throw SQLiteConnection.error(rc, lastErrorMessage, sql: sql)
+            throw self.error(rc, sql: sql)
         }
         let statement = SQLiteStatement(raw, connection: self)
         if statements.count > 200 { statements.removeAll() }
@@ -129,7 +164,7 @@ final class SQLiteConnection {
     func uncachedStatement(_ sql: String) throws -> SQLiteStatement {
         var raw: OpaquePointer?
         let rc = sqlite3_prepare_v2(handle, sql, -1, &raw, nil)
-        guard rc == SQLITE_OK, let raw else { throw SQLiteConnection.error(rc, lastErrorMessage, sql: sql) }
+        guard rc == SQLITE_OK, let raw else { throw self.error(rc, sql: sql) }
         return SQLiteStatement(raw, connection: self)
     }
 
@@ -152,23 +187,31 @@ final class SQLiteConnection {
 
     var changes: Int { Int(sqlite3_changes(handle)) }
 
-    /// Maps an SQLite result code to a ``StratusError``. The SQL is named, never its bound values.
-    static func error(_ rc: Int32, _ message: String, sql: String? = nil) -> StratusError {
+    /// Maps an SQLite result code of this connection to a ``StratusError`` naming the store.
+    /// The SQL is named, never its bound values.
+    func error(_ rc: Int32, _ message: String? = nil, sql: String? = nil) -> StratusError {
+        Self.error(rc, message ?? lastErrorMessage, sql: sql, path: path)
+    }
+
+    /// Maps an SQLite result code to a ``StratusError``. The SQL is named, never its bound
+    /// values. A damaged file (`SQLITE_CORRUPT`, `SQLITE_NOTADB`) is `badDatabase` naming the
+    /// store, so that a tool fails loudly instead of answering with what it could read.
+    static func error(_ rc: Int32, _ message: String, sql: String? = nil, path: String) -> StratusError {
         let primary = rc & 0xFF
         let context = sql.map { " (in: \($0.prefix(120)))" } ?? ""
         switch primary {
         case SQLITE_BUSY, SQLITE_LOCKED:
             return StratusError(.zoneBusy, "the store is busy with another writer: \(message)", retryAfterSeconds: 0.1)
         case SQLITE_FULL:
-            return StratusError(.quotaExceeded, "the disk holding the store is full: \(message)")
+            return StratusError(.quotaExceeded, "the disk holding the store at \(path) is full: \(message)")
         case SQLITE_READONLY, SQLITE_PERM, SQLITE_AUTH:
-            return StratusError(.permissionFailure, "the store cannot be written: \(message)")
+            return StratusError(.permissionFailure, "the store at \(path) cannot be written (\(message)): writing needs write access to the file and its folder")
         case SQLITE_CORRUPT, SQLITE_NOTADB:
-            return StratusError(.badDatabase, "the store is damaged or not a Stratus store: \(message)")
+            return StratusError(.badDatabase, "the store at \(path) is damaged or is not a Stratus store (SQLite: \(message))")
         case SQLITE_CANTOPEN:
-            return StratusError(.badContainer, "the store cannot be opened: \(message)")
+            return StratusError(.badContainer, "the store at \(path) cannot be opened: \(message)")
         default:
-            return StratusError(.internalError, "SQLite error \(rc): \(message)\(context)")
+            return StratusError(.internalError, "SQLite error \(rc) in the store at \(path): \(message)\(context)")
         }
     }
 }
@@ -211,7 +254,7 @@ final class SQLiteStatement {
         case .blob(let d):
             rc = d.withUnsafeBytes { sqlite3_bind_blob(raw, index, $0.baseAddress, Int32($0.count), stratus_sqlite_transient()) }
         }
-        guard rc == SQLITE_OK else { throw SQLiteConnection.error(rc, connection.lastErrorMessage) }
+        guard rc == SQLITE_OK else { throw connection.error(rc) }
     }
 
     /// Binds text from its UTF-8 bytes; SQLite copies them.
@@ -229,7 +272,7 @@ final class SQLiteStatement {
             guard let base = bytes.baseAddress, let nul = memchr(base, 0, bytes.count) else { return bindText(bytes, at: index) }
             return bindText(UnsafeBufferPointer(start: base, count: UnsafeRawPointer(nul) - UnsafeRawPointer(base)), at: index)
         }
-        guard rc == SQLITE_OK else { throw SQLiteConnection.error(rc, connection.lastErrorMessage) }
+        guard rc == SQLITE_OK else { throw connection.error(rc) }
     }
 
     func bind(_ int: Int64, at index: Int32) throws { try bind(.integer(int), at: index) }
@@ -244,7 +287,7 @@ final class SQLiteStatement {
             defer { for slice in arena.slices { sqlite3_bind_null(raw, slice.index) } }
             for slice in arena.slices {
                 let rc = sqlite3_bind_text(raw, slice.index, base + slice.start, Int32(slice.count), nil)
-                guard rc == SQLITE_OK else { throw SQLiteConnection.error(rc, connection.lastErrorMessage) }
+                guard rc == SQLITE_OK else { throw connection.error(rc) }
             }
             return try step()
         }
@@ -258,7 +301,7 @@ final class SQLiteStatement {
         case SQLITE_ROW: return true
         case SQLITE_DONE: return false
         default:
-            let error = SQLiteConnection.error(rc, connection.lastErrorMessage, sql: sql)
+            let error = connection.error(rc, sql: sql)
             sqlite3_reset(raw)
             throw error
         }

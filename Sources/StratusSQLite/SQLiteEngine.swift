@@ -48,21 +48,40 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
     /// Tombstones are kept this long by default: 30 days.
     public static let defaultTombstoneRetention: Duration = .seconds(30 * 86_400)
 
+    /// Whether the store was opened for reading only.
+    public let isReadOnly: Bool
+
     /// Opens the store at `path`, creating it (and its folder) when missing.
     ///
     /// `tombstoneRetention` is how long deletions stay in the change history (see
-    /// ``tombstoneRetention``); `nil` keeps them for ever.
+    /// ``tombstoneRetention``); `nil` keeps them for ever. With `readOnly`, the store must
+    /// exist and is only read (SQLite's `SQLITE_OPEN_READONLY`): for a user who may read the
+    /// file but not write it or its folder. Writes then fail with `permissionFailure`; while no
+    /// writer has the store open, reading also needs its `-shm` file or the right to create it.
+    ///
+    /// ```swift
+    /// let backup = try SQLiteEngine(path: "/srv/stratus/app.sqlite", readOnly: true)
+    /// ```
     ///
     /// - Throws: ``StratusError`` `badContainer` when the file cannot be opened or created,
-    ///   `badDatabase` when it is not a Stratus store or was made by a newer version.
-    public init(path: String, busyTimeout: Duration = .seconds(5), tombstoneRetention: Duration? = SQLiteEngine.defaultTombstoneRetention) throws {
+    ///   `badDatabase` when it is not a Stratus store or was made by a newer version,
+    ///   `permissionFailure` saying what access is missing when a read-only store cannot be read
+    ///   or needs an upgrade.
+    public init(path: String, busyTimeout: Duration = .seconds(5), tombstoneRetention: Duration? = SQLiteEngine.defaultTombstoneRetention, readOnly: Bool = false) throws {
         self.path = path
         self.busyTimeout = busyTimeout
         self.tombstoneRetention = tombstoneRetention
+        self.isReadOnly = readOnly
         self.assetsDirectory = URL(fileURLWithPath: path + ".assets", isDirectory: true)
-        try Self.createPrivately(path)
-        writer = try SQLiteConnection(path: path, create: true, busyTimeoutMilliseconds: Self.milliseconds(busyTimeout))
+        if !readOnly { try Self.createPrivately(path) }
+        writer = try SQLiteConnection(path: path, create: !readOnly, readOnly: readOnly, busyTimeoutMilliseconds: Self.milliseconds(busyTimeout))
         checkpointer = SQLiteCheckpointer(path: path, busyTimeoutMilliseconds: Self.milliseconds(busyTimeout))
+        if readOnly {
+            guard try isCurrent() else {
+                throw StratusError(.permissionFailure, "the store at \(path) needs an upgrade to this version of Stratus, which needs write access to it; open it once with write access")
+            }
+            return
+        }
         try migrate()
         checkpointer.install(on: writer)
     }
@@ -212,7 +231,7 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
 
     func takeReader() throws -> SQLiteConnection {
         if let idle = readersLock.withLock({ idleReaders.popLast() }) { return idle }
-        return try SQLiteConnection(path: path, create: false, busyTimeoutMilliseconds: Self.milliseconds(busyTimeout))
+        return try SQLiteConnection(path: path, create: false, readOnly: isReadOnly, busyTimeoutMilliseconds: Self.milliseconds(busyTimeout))
     }
 
     func returnReader(_ connection: SQLiteConnection) {

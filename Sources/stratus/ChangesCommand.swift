@@ -96,7 +96,7 @@ struct ChangesCommand: Command {
     }
 
     private func export(tokenPath: String) async throws -> ExitCode {
-        let database = try store.openDatabase(.existing)
+        let database = try store.openDatabase(.read)
         let tokens = try ChangeTokenFileStore(path: tokenPath)
         let sink = try ChangeOutput(outputPath: outputPath, tokens: tokens)
         let feed = RecordZoneChangeFeed(database: database, zoneID: store.zoneID, desiredKeys: fields, batchSize: batchSize)

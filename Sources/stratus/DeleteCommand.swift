@@ -15,8 +15,9 @@ struct DeleteCommand: Command {
         Deletes the named records, or the records of TYPE matching PREDICATE (every record of TYPE
         only with --all or --where TRUEPREDICATE), in batches of 400.
         Records that reference a deleted record with .deleteSelf are deleted with it. Deleting
-        needs --yes; --dry-run only counts what would be deleted. A name that does not exist is
-        not an error. SIGINT or SIGTERM stops after the current batch (exit 130/143).
+        needs --yes; --dry-run only counts what would be deleted. The summary says how many
+        records were deleted and how many names had no record (not an error: a delete can be
+        run again). SIGINT or SIGTERM stops after the current batch (exit 130/143).
         """
     static let options: [Option] = [
         Option("--names-file", "FILE|-", "record names, one per line, from FILE or stdin", default: "none"),
@@ -67,15 +68,18 @@ struct DeleteCommand: Command {
         let database = try store.openDatabase(.existing)
         let progress = Progress(style: progressStyle, verb: dryRun ? "counted" : "deleted")
         if dryRun {
-            var count = 0
+            var count = 0, missing = 0
             if let type {
                 let query = Query(recordType: type, predicate: predicate ?? .all)
                 for try await _ in database.allRecords(matching: query, inZoneWith: store.zoneID, desiredKeys: [], pageSize: 1_000) { count += 1 }
             } else {
-                let found = try await database.records(for: names.map { Record.ID(recordName: $0, zoneID: store.zoneID) }, desiredKeys: [])
+                let ids = Set(names.map { Record.ID(recordName: $0, zoneID: store.zoneID) })
+                let found = try await database.records(for: Array(ids), desiredKeys: [])
                 count = found.values.filter { (try? $0.get()) != nil }.count
+                missing = ids.count - count
             }
-            progress.finish("dry run: would delete \(Progress.grouped(count)) records (and what references them with .deleteSelf)", json: ["wouldDelete": count])
+            let notFound = missing > 0 ? "; \(Progress.grouped(missing)) not found" : ""
+            progress.finish("dry run: would delete \(Progress.grouped(count)) records (and what references them with .deleteSelf)\(notFound)", json: ["wouldDelete": count, "notFound": missing])
             return .success
         }
         let op: DeleteRecordsOperation
@@ -85,8 +89,9 @@ struct DeleteCommand: Command {
             op = DeleteRecordsOperation(recordIDs: names.map { Record.ID(recordName: $0, zoneID: store.zoneID) })
         }
         let counter = DeleteCounter()
+        op.perRecordDeletionBlock = { _, kind in counter.add(kind) }
         op.perRecordDeleteBlock = { _, result in
-            counter.add(failed: (try? result.get()) == nil)
+            if case .failure = result { counter.addFailure() }
             progress.update(done: counter.deleted)
         }
         Interruption.install { op.cancel() }
@@ -94,7 +99,9 @@ struct DeleteCommand: Command {
             op.deleteRecordsResultBlock = { continuation.resume(returning: $0) }
             database.add(op)
         }
-        progress.finish("deleted \(Progress.grouped(counter.deleted)), failed \(Progress.grouped(counter.failed))", json: ["deleted": counter.deleted, "failed": counter.failed])
+        progress.finish(
+            "deleted \(Progress.grouped(counter.deleted)), not found \(Progress.grouped(counter.notFound)), failed \(Progress.grouped(counter.failed))",
+            json: ["deleted": counter.deleted, "notFound": counter.notFound, "failed": counter.failed])
         switch result {
         case .success: return .success
         case .failure(let error as StratusError) where error.code == .partialFailure: return .someFailed
@@ -104,10 +111,14 @@ struct DeleteCommand: Command {
     }
 }
 
-/// Counts deletions reported by the operation's blocks.
+/// Counts what the operation's blocks report: records deleted, names with no record, failures.
 final class DeleteCounter: Sendable {
-    private let counts = Mutex((deleted: 0, failed: 0))
-    func add(failed: Bool) { counts.withLock { if failed { $0.failed += 1 } else { $0.deleted += 1 } } }
+    private let counts = Mutex((deleted: 0, notFound: 0, failed: 0))
+    func add(_ kind: RecordDeletionKind) {
+        counts.withLock { if kind == .deleted { $0.deleted += 1 } else { $0.notFound += 1 } }
+    }
+    func addFailure() { counts.withLock { $0.failed += 1 } }
     var deleted: Int { counts.withLock { $0.deleted } }
+    var notFound: Int { counts.withLock { $0.notFound } }
     var failed: Int { counts.withLock { $0.failed } }
 }

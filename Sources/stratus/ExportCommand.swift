@@ -66,7 +66,7 @@ struct ExportCommand: Command {
     }
 
     func run() async throws -> ExitCode {
-        let database = try store.openDatabase(.existing)
+        let database = try store.openDatabase(.read)
         let exporter = RecordExporter(database: database, query: query, zoneID: store.zoneID, desiredKeys: selection.fields, limit: limit)
         var csvFields = selection.fields
         var csvTypes = self.csvTypes

@@ -24,7 +24,7 @@ struct GetCommand: Command {
     }
 
     func run() async throws -> ExitCode {
-        let database = try store.openDatabase(.existing)
+        let database = try store.openDatabase(.read)
         let ids = names.map { Record.ID(recordName: $0, zoneID: store.zoneID) }
         let results = try await database.records(for: ids, desiredKeys: fields)
         var missing = 0

@@ -113,7 +113,7 @@ struct ImportCommand: Command {
         let rejects = try RejectFile(path: rejectPath)
         let checkpoint = try checkpointPath.map { try CheckpointFile(path: $0, input: input.identity, inputSize: input.size) }
         // A dry run writes nothing, so it needs a store that exists (for its schemas).
-        let container = try store.openContainer(dryRun ? .existing : .createIfMissing)
+        let container = try store.openContainer(dryRun ? .read : .createIfMissing)
         let database = container.database(with: store.scope)
         if atomic {
             // Refuse before reading: outside atomic zones the store applies requests item by item.

@@ -61,7 +61,7 @@ struct QueryCommand: Command {
     }
 
     func run() async throws -> ExitCode {
-        let container = try store.openContainer(.existing)
+        let container = try store.openContainer(.read)
         let database = container.database(with: store.scope)
         if explain { return try await printPlan(database) }
         if cursor == nil, store.environment == .development, Self.givesAdvice, let query = try selection.makeQuery() {

@@ -2,13 +2,18 @@ import Stratus
 
 extension Option {
     static let recordType = Option("--type", "TYPE", "the record type", default: "none; required")
-    static let predicate = Option("--where", "PREDICATE", #"a CloudKit predicate, e.g. "checked == 0 AND title BEGINSWITH 'B'""#, default: "every record (TRUEPREDICATE)")
-    static let sort = Option("--sort", "KEY[:desc]", "sort by KEY, ascending unless :desc; ties are broken by record name", default: "record name", repeatable: true)
+    static let predicate = Option("--where", "PREDICATE", #"a CloudKit predicate, e.g. "checked == 0 AND title BEGINSWITH 'B'"; at most 500 conditions"#, default: "every record (TRUEPREDICATE)")
+    static let sort = Option("--sort", "KEY[:desc]", "sort by KEY, ascending unless :desc; ties are broken by record name; at most 100 keys", default: "record name", repeatable: true)
     static let fields = Option("--fields", "K1,K2", "only these fields; with CSV output a field may name its column type, as in count:INT64", default: "every field")
 }
 
 /// Which records a command reads: `--type`, `--where`, `--sort`, `--fields`.
 struct QuerySelection {
+    /// The most `--sort` keys a command takes. Each key is a column of the engine's statement
+    /// (SQLite allows 2,000 and PostgreSQL 1,664 in all) and a level of its cursor's condition;
+    /// predicates have their own limit, ``QueryPredicate/maximumConditions``.
+    static let maximumSortKeys = 100
+
     var recordType: String?
     var predicateText: String?
     var sorts: [RecordSortDescriptor] = []
@@ -23,6 +28,9 @@ struct QuerySelection {
         predicateText = arguments.value("--where")
         if let predicateText { _ = try Self.predicate(predicateText) }
         sorts = try arguments.values("--sort").map(Self.sortDescriptor)
+        if sorts.count > Self.maximumSortKeys {
+            throw UsageError(message: "--sort is given \(sorts.count) times; a query sorts by at most \(Self.maximumSortKeys) keys")
+        }
         if let items = try arguments.list("--fields") {
             var names: [String] = []
             for item in items {

@@ -2,6 +2,7 @@ import Foundation
 import Stratus
 import StratusPostgres
 import StratusSQLite
+import Synchronization
 
 extension OptionGroup {
     /// Which store, container, database, zone and user: every command takes them.
@@ -22,6 +23,9 @@ extension OptionGroup {
 struct StoreOptions {
     /// Whether a command only reads, or may create the store it writes to.
     enum Access {
+        /// The command only reads: the store must exist (exit 66 otherwise), and an SQLite store
+        /// the user may not write (the file, its folder or its log files) is opened read-only.
+        case read
         /// The store must exist (exit 66 otherwise); nothing is created, not even its folder.
         case existing
         /// A missing store is created, and stderr says so.
@@ -88,29 +92,79 @@ struct StoreOptions {
         storePath ?? SQLiteEngine.defaultStorePath(containerIdentifier: containerIdentifier)
     }
 
+    /// Where `--store` came from, for messages.
+    var storeOrigin: String {
+        let fromEnvironment = ProcessInfo.processInfo.environment["STRATUS_STORE"]?.isEmpty == false
+        return storePath != nil ? "--store" : fromEnvironment ? "$STRATUS_STORE" : "the container's default store"
+    }
+
     /// Opens the container. A read (`.existing`) never creates a store: a typo'd path or a
     /// forgotten `--store` is exit 66, not an empty answer.
     ///
     /// - Throws: ``CommandFailure`` `inputMissing` when the store must exist and does not.
     func openContainer(_ access: Access) throws -> Container {
-        let path = resolvedStorePath
-        if PostgresEngine.isStoreURL(path) {
-            let engine = try PostgresEngine.shared(url: path, readURL: readStoreURL, create: access == .createIfMissing)
+        let engine = try Self.openEngine(resolvedStorePath, readURL: readStoreURL, access: access, origin: storeOrigin)
+        return container(identifier: containerIdentifier, engine: engine)
+    }
+
+    /// Opens the store at `location` (an SQLite path or a PostgreSQL URL). A read (`.existing`)
+    /// never creates a store; a store that is created is announced on stderr.
+    ///
+    /// - Throws: ``CommandFailure`` `inputMissing` naming `origin` when the store must exist and
+    ///   does not; ``UsageError`` for a standby of a store that is not PostgreSQL.
+    static func openEngine(_ location: String, readURL: String? = nil, access: Access, origin: String) throws -> any StorageEngine {
+        if PostgresEngine.isStoreURL(location) {
+            opened.withLock { $0.append(PostgresConnectionString.redacted(location)) }
+            let engine = try PostgresEngine.shared(url: location, readURL: readURL, create: access == .createIfMissing)
             if engine.createdStore { StratusCommand.log("created a new store in \(engine.redactedURL)") }
-            return container(identifier: containerIdentifier, engine: engine)
+            return engine
         }
-        if readStoreURL != nil {
-            throw UsageError(message: "--read-store names a standby of a PostgreSQL store; --store is not one")
+        if readURL != nil {
+            throw UsageError(message: "--read-store names a standby of a PostgreSQL store; \(origin) is not one")
         }
-        let existed = FileManager.default.fileExists(atPath: path)
-        if !existed && access == .existing {
-            let fromEnvironment = ProcessInfo.processInfo.environment["STRATUS_STORE"]?.isEmpty == false
-            let origin = storePath != nil ? "--store" : fromEnvironment ? "$STRATUS_STORE" : "the container's default store"
-            throw CommandFailure(.inputMissing, "there is no store at \(path) (\(origin)); only import and zones create make a new store")
+        let existed = FileManager.default.fileExists(atPath: location)
+        if !existed && access != .createIfMissing {
+            throw CommandFailure(.inputMissing, "there is no store at \(location) (\(origin)); only import and zones create make a new store")
         }
-        let container = container(identifier: containerIdentifier, engine: try SQLiteEngine.shared(path: path))
-        if !existed { StratusCommand.log("created a new store at \(path)") }
-        return container
+        opened.withLock { $0.append(location) }
+        if access == .read, let missing = missingWriteAccess(location) {
+            StratusCommand.log("reading the store at \(location) read-only: \(missing)")
+            return try SQLiteEngine(path: location, readOnly: true)
+        }
+        let engine = try SQLiteEngine.shared(path: location)
+        if !existed { StratusCommand.log("created a new store at \(location)") }
+        return engine
+    }
+
+    /// What keeps the user from writing the SQLite store at `path` (the file, its folder, or
+    /// the log files a writer left), or nil when nothing does.
+    static func missingWriteAccess(_ path: String) -> String? {
+        let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        if access(path, W_OK) != 0 { return "you may not write the file" }
+        if access(folder, W_OK) != 0 { return "you may not write its folder \(folder)" }
+        for file in [path + "-wal", path + "-shm"] where FileManager.default.fileExists(atPath: file) && access(file, W_OK) != 0 {
+            return "you may not write \(file)"
+        }
+        return nil
+    }
+
+    /// The stores this process opened (passwords hidden), for messages about failures that
+    /// do not say which store failed.
+    static let opened = Mutex<[String]>([])
+
+    /// `message`, naming the stores the command opened when it names none of them: a damaged
+    /// record read from a store says what is wrong with it, not where it is.
+    static func namingStores(_ message: String) -> String {
+        let stores = opened.withLock { $0 }
+        guard !stores.isEmpty, !stores.contains(where: { message.contains($0) }) else { return message }
+        return message + " (in the store at \(stores.joined(separator: ", ")))"
+    }
+
+    /// How messages name the store at `location`: its path, or its URL without a password.
+    static func describe(_ engine: any StorageEngine) -> String {
+        if let postgres = engine as? PostgresEngine { return postgres.redactedURL }
+        if let sqlite = engine as? SQLiteEngine { return sqlite.path }
+        return "the store"
     }
 
     func openDatabase(_ access: Access) throws -> Database {

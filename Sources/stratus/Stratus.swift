@@ -10,6 +10,7 @@ struct StratusCommand {
         [
             QueryCommand.self, GetCommand.self, CountCommand.self, ZonesCommand.self, ChangesCommand.self,
             ImportCommand.self, ExportCommand.self, DeleteCommand.self, SchemaCommand.self, TypesCommand.self,
+            InfoCommand.self, CheckCommand.self, CopyCommand.self,
         ]
     }
 
@@ -58,6 +59,8 @@ struct StratusCommand {
             usageFailure("\(name): \(error.message)", pointer: "Run 'stratus \(name) --help' for usage.")
         } catch let failure as CommandFailure {
             fail(failure.message, failure.code)
+        } catch let error as StratusError where error.code == .internalError || error.code == .badDatabase {
+            fail(StoreOptions.namingStores(error.description), ExitCode(for: error))
         } catch let error as StratusError {
             fail(error.description, ExitCode(for: error))
         } catch {

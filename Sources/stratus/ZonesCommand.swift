@@ -27,6 +27,7 @@ struct ZonesCommand: Command {
         case list, create([String]), delete([String])
 
         var isCreate: Bool { if case .create = self { true } else { false } }
+        var isList: Bool { if case .list = self { true } else { false } }
     }
 
     var store: StoreOptions
@@ -53,7 +54,7 @@ struct ZonesCommand: Command {
     }
 
     func run() async throws -> ExitCode {
-        let database = try store.openDatabase(action.isCreate ? .createIfMissing : .existing)
+        let database = try store.openDatabase(action.isCreate ? .createIfMissing : action.isList ? .read : .existing)
         switch action {
         case .list:
             for zone in try await database.allRecordZones() { print(RecordJSONWriter.json(for: zone)) }

@@ -1,29 +1,62 @@
 import Foundation
+import Stratus
+import StratusPostgres
+import StratusSQLite
 import StratusTestSupport
 import Testing
 
 /// The built `stratus` tool, run as a separate process the way cron and shell scripts run it.
 ///
 /// ```swift
-/// let cli = try CLI(store)                       // fails the test clearly when not built
+/// let cli = try await CLI(store, engine: .postgres)    // fails the test clearly when not built
 /// let result = try await cli.run(["count", "--type", "Note"])
 /// #expect(result.exitCode == 0)
 /// ```
 ///
-/// Every run gets `STRATUS_STORE` (a fresh store in the test's temporary directory) and
-/// `STRATUS_USER`, so tests never touch a real store; `environment` adds or overrides variables.
+/// Every run gets `STRATUS_STORE` (an SQLite file in the test's temporary directory, or the URL
+/// of a fresh PostgreSQL schema) and `STRATUS_USER`, so tests never touch a real store;
+/// `environment` adds or overrides variables. ``newStore(_:)`` gives further stores of the same
+/// engine.
 struct CLI: Sendable {
     let executable: String
     let store: TemporaryStore
-    /// The store file every run uses through `STRATUS_STORE`.
+    let engine: TestEngine
+    /// The store every run uses through `STRATUS_STORE`: a file path or a PostgreSQL URL.
     let storePath: String
     var environment: [String: String]
+    /// Where further stores of the engine go (PostgreSQL schemas are dropped with it).
+    let locations: TestStoreLocations
 
-    init(_ store: TemporaryStore, storeName: String = "store.sqlite") throws {
+    /// - Throws: when the tool is not built, or the PostgreSQL schema cannot be made; cancels
+    ///   the test case (reported as skipped, with the reason) when the engine is PostgreSQL and
+    ///   no server is available.
+    init(_ store: TemporaryStore, engine: TestEngine = .sqlite, storeName: String = "store.sqlite") async throws {
         executable = try ChildProcess.builtExecutable("stratus")
         self.store = store
-        storePath = store.path(storeName)
+        self.engine = engine
+        locations = try await TestStoreLocations(engine: engine, folder: store)
+        storePath = try await locations.newStore(storeName)
         environment = ["STRATUS_STORE": storePath, "STRATUS_USER": "tester"]
+    }
+
+    /// Another, new store of the test's engine (nothing is created yet): an SQLite file named
+    /// `name` in the temporary directory, or a new PostgreSQL schema.
+    func newStore(_ name: String) async throws -> String { try await locations.newStore(name) }
+
+    /// Whether a store exists at `location` (default: the test's store): the SQLite file, or
+    /// Stratus's tables in the PostgreSQL schema.
+    func storeExists(_ location: String? = nil) -> Bool { locations.exists(location ?? storePath) }
+
+    /// The engine of the store at `location` (default: the test's), for tests that also write
+    /// through the library.
+    func openEngine(_ location: String? = nil) throws -> any StorageEngine {
+        let location = location ?? storePath
+        return PostgresEngine.isStoreURL(location) ? try PostgresEngine.shared(url: location) : try SQLiteEngine.shared(path: location)
+    }
+
+    /// A container on the store at `location` (default: the test's), as `user`.
+    func container(_ identifier: String = "default", user: String = "tester", at location: String? = nil) throws -> Container {
+        Container(identifier: identifier, engine: try openEngine(location), userName: user)
     }
 
     /// How a run ended and what it printed.
@@ -62,9 +95,14 @@ struct CLI: Sendable {
 
     /// Runs a `/bin/sh` script with `$STRATUS` set to the executable, in the temporary directory.
     func shell(_ script: String, environment extra: [String: String] = [:]) async throws -> Result {
+        try await startShell(script, environment: extra).wait()
+    }
+
+    /// Starts a `/bin/sh` script as ``shell(_:environment:)`` runs it, without waiting.
+    func startShell(_ script: String, environment extra: [String: String] = [:]) throws -> Running {
         var env = environment.merging(extra) { $1 }
         env["STRATUS"] = executable
-        return try await Running(executable: "/bin/sh", arguments: ["-c", script], store: store, stdin: nil, environment: env).wait()
+        return try Running(executable: "/bin/sh", arguments: ["-c", script], store: store, stdin: nil, environment: env)
     }
 
     /// A file in the temporary directory holding `text`; returns its path.

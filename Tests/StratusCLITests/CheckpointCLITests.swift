@@ -4,7 +4,7 @@ import Testing
 
 /// `stratus import --checkpoint`: a run killed with SIGKILL, resumed, stopped with SIGTERM,
 /// resumed again, ends with exactly the input in the store.
-@Suite("stratus import --checkpoint", .timeLimit(.minutes(5)))
+@Suite("stratus import --checkpoint", .serialized, .timeLimit(.minutes(8)))
 struct CheckpointCLITests {
     static let recordCount = 200_000
 
@@ -42,11 +42,13 @@ struct CheckpointCLITests {
         }
     }
 
-    @Test("SIGKILL mid-import, resume; SIGTERM mid-import exits 143 with a checkpoint; resume ends with exactly the input")
-    func killTermResume() async throws {
+    @Test("SIGKILL mid-import, resume; SIGTERM mid-import exits 143 with a checkpoint; resume ends with exactly the input", arguments: TestEngine.all)
+    func killTermResume(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
-            let path = try cli.file("rows.ndjson", Self.input())
+            let cli = try await CLI(store, engine: engine)
+            // Made and checked on threads of their own, so that the cooperative pool stays free
+            // for the tests running beside this one.
+            let path = try await ChildProcess.onOwnThread { try cli.file("rows.ndjson", Self.input()) }
             let checkpoint = store.path("import.checkpoint")
             let arguments = ["import", path, "--batch-size", "1000", "--checkpoint", checkpoint]
 
@@ -95,25 +97,28 @@ struct CheckpointCLITests {
             #expect(try await cli.count("Row") == Self.recordCount)
             let export = try await cli.run(["export", "--type", "Row", "--fields", "n,s", "--sort", "recordName", "--quiet"])
             #expect(export.exitCode == 0, "\(export.stderr)")
-            var index = 0
-            var mismatches: [String] = []
-            for line in export.stdout.split(separator: "\n") {
-                let expectedStart = #"{"recordName":"r\#(String(format: "%06d", index))","recordType":"Row","#
-                let expectedFields = #""fields":{"n":{"value":\#(index),"type":"INT64"},"s":{"value":"row \#(index)","type":"STRING"}}"#
-                if !line.hasPrefix(expectedStart) || !line.contains(expectedFields) {
-                    if mismatches.count < 5 { mismatches.append(String(line.prefix(200))) }
+            let (index, mismatches) = try await ChildProcess.onOwnThread { () -> (Int, [String]) in
+                var index = 0
+                var mismatches: [String] = []
+                for line in export.stdout.split(separator: "\n") {
+                    let expectedStart = #"{"recordName":"r\#(String(format: "%06d", index))","recordType":"Row","#
+                    let expectedFields = #""fields":{"n":{"value":\#(index),"type":"INT64"},"s":{"value":"row \#(index)","type":"STRING"}}"#
+                    if !line.hasPrefix(expectedStart) || !line.contains(expectedFields) {
+                        if mismatches.count < 5 { mismatches.append(String(line.prefix(200))) }
+                    }
+                    index += 1
                 }
-                index += 1
+                return (index, mismatches)
             }
             #expect(index == Self.recordCount, "exported \(index) records")
             #expect(mismatches.isEmpty, "records differ from the input (first few): \(mismatches)")
         }
     }
 
-    @Test("an import whose checkpoint another import holds (by its name or through a link) exits 75 and writes nothing")
-    func overlappingImportsAreRefused() async throws {
+    @Test("an import whose checkpoint another import holds (by its name or through a link) exits 75 and writes nothing", arguments: TestEngine.all)
+    func overlappingImportsAreRefused(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store, engine: engine)
             try await cli.createStore()
             let path = try cli.file("notes.ndjson", Input.notes(5))
             let checkpoint = store.path("import.checkpoint")

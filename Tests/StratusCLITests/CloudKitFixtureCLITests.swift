@@ -5,7 +5,7 @@ import Testing
 /// Real CloudKit Web Services `records/query` answers (sanitized captures in
 /// `../shared/fixtures/cloudkit-web-services/`) imported with `stratus import` as they are, and
 /// exported back.
-@Suite("CloudKit Web Services responses through stratus", .timeLimit(.minutes(2)))
+@Suite("CloudKit Web Services responses through stratus", .timeLimit(.minutes(5)))
 struct CloudKitFixtureCLITests {
     static let directory = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -45,10 +45,10 @@ struct CloudKitFixtureCLITests {
         return String(decoding: data, as: UTF8.self)
     }
 
-    @Test("photos_all_photos_response.json imports as it is and exports back with the same fields")
-    func photosQueryResponse() async throws {
+    @Test("photos_all_photos_response.json imports as it is and exports back with the same fields", arguments: TestEngine.all)
+    func photosQueryResponse(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store, engine: engine)
             let (path, originals) = try Self.fixture("photos_all_photos_response.json")
             let result = try await cli.run(["import", path])
             #expect(result.exitCode == 0, "\(result)")
@@ -80,10 +80,10 @@ struct CloudKitFixtureCLITests {
         }
     }
 
-    @Test("reminders_query_reminders_response.json: ENCRYPTED_BYTES is kept through the round trip, or each record is rejected as documented")
-    func remindersWithEncryptedBytes() async throws {
+    @Test("reminders_query_reminders_response.json: ENCRYPTED_BYTES is kept through the round trip, or each record is rejected as documented", arguments: TestEngine.all)
+    func remindersWithEncryptedBytes(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store, engine: engine)
             let (path, originals) = try Self.fixture("reminders_query_reminders_response.json")
             let zone = try await cli.run(["zones", "create", "Reminders"])
             #expect(zone.exitCode == 0, "\(zone)")

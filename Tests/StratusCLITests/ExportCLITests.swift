@@ -4,7 +4,7 @@ import Testing
 
 /// `stratus export` end to end, and the round trip import → export for every field type and
 /// system field, through every format.
-@Suite("stratus export", .timeLimit(.minutes(3)))
+@Suite("stratus export", .timeLimit(.minutes(5)))
 struct ExportCLITests {
     /// Records in exactly the JSON `stratus export` writes (fields sorted by key, system fields,
     /// zone), so that an export of what was imported must equal the input line for line.
@@ -64,10 +64,10 @@ struct ExportCLITests {
         }
     }
 
-    @Test("export of what was imported equals the input, every field type and system field, in every format")
-    func roundTripEveryFormat() async throws {
+    @Test("export of what was imported equals the input, every field type and system field, in every format", arguments: TestEngine.all)
+    func roundTripEveryFormat(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store, engine: engine)
             let input = EveryType.lines
             let imported = try await cli.run(["import", try cli.file("every.ndjson", input.joined(separator: "\n") + "\n")])
             #expect(imported.exitCode == 0, "\(imported)")
@@ -90,7 +90,7 @@ struct ExportCLITests {
                 #expect(out.exitCode == 0, "\(out)")
                 #expect(out.stdout.isEmpty, "with --output nothing goes to stdout")
                 #expect(out.stderrLines.last?.hasPrefix("exported 2 record") == true, "\(out)")
-                let fresh = store.path("fresh-\(format).sqlite")
+                let fresh = try await cli.newStore("fresh-\(format)")
                 let back = try await cli.run(["import", file, "--format", format, "--store", fresh])
                 #expect(back.exitCode == 0, "\(format): \(back)")
                 Summary.expectImport(back, imported: 2)
@@ -100,10 +100,10 @@ struct ExportCLITests {
         }
     }
 
-    @Test("an ASSETID field imports from a file and exports with its size and the same bytes")
-    func assets() async throws {
+    @Test("an ASSETID field imports from a file and exports with its size and the same bytes", arguments: TestEngine.all)
+    func assets(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store, engine: engine)
             let bytes = patternBytes(count: 10_000, seed: 7)
             let source = try store.writeFile("photo.bin", bytes)
             let line = #"{"recordName":"pic","recordType":"Photo","fields":{"image":{"value":{"downloadURL":"\#(source.absoluteString)"},"type":"ASSETID"},"thumbs":{"value":[{"downloadURL":"\#(source.path)"}],"type":"ASSETID_LIST"}}}"#
@@ -125,10 +125,10 @@ struct ExportCLITests {
         }
     }
 
-    @Test("--where, --sort, --fields and --limit select, order and trim the export")
-    func selection() async throws {
+    @Test("--where, --sort, --fields and --limit select, order and trim the export", arguments: TestEngine.all)
+    func selection(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store, engine: engine)
             _ = try await cli.run(["import", try cli.file("notes.ndjson", Input.notes(10))])
 
             let filtered = try await cli.run(["export", "--type", "Note", "--where", "count >= 4 AND count < 8", "--sort", "count:desc", "--quiet"])
@@ -169,10 +169,10 @@ struct ExportCLITests {
         }
     }
 
-    @Test("summary on stderr, --quiet and --progress json; data alone on stdout")
-    func progressAndSummary() async throws {
+    @Test("summary on stderr, --quiet and --progress json; data alone on stdout", arguments: TestEngine.all)
+    func progressAndSummary(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store, engine: engine)
             _ = try await cli.run(["import", try cli.file("notes.ndjson", Input.notes(3))])
             let plain = try await cli.run(["export", "--type", "Note"])
             #expect(plain.exitCode == 0, "\(plain)")
@@ -188,10 +188,10 @@ struct ExportCLITests {
         }
     }
 
-    @Test("--output: a new file, not overwritten without --force (73), replaced with --force")
-    func outputFile() async throws {
+    @Test("--output: a new file, not overwritten without --force (73), replaced with --force", arguments: TestEngine.all)
+    func outputFile(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store, engine: engine)
             _ = try await cli.run(["import", try cli.file("notes.ndjson", Input.notes(3))])
             let output = store.path("out.ndjson")
             let first = try await cli.run(["export", "--type", "Note", "--output", output])
@@ -217,10 +217,10 @@ struct ExportCLITests {
         }
     }
 
-    @Test("--output into a FIFO, a character device or /dev/stdout writes directly, with no --force and no temporary file")
-    func outputSpecialFiles() async throws {
+    @Test("--output into a FIFO, a character device or /dev/stdout writes directly, with no --force and no temporary file", arguments: TestEngine.all)
+    func outputSpecialFiles(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store, engine: engine)
             _ = try await cli.run(["import", try cli.file("notes.ndjson", Input.notes(3))])
             // The reader gives up after a while, so that an export that never opens the FIFO fails
             // the test instead of leaving the reader waiting.
@@ -243,10 +243,10 @@ struct ExportCLITests {
         }
     }
 
-    @Test("--output through a symbolic link replaces its target and keeps the link; a dangling link needs --force")
-    func outputThroughLinks() async throws {
+    @Test("--output through a symbolic link replaces its target and keeps the link; a dangling link needs --force", arguments: TestEngine.all)
+    func outputThroughLinks(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store, engine: engine)
             _ = try await cli.run(["import", try cli.file("notes.ndjson", Input.notes(3))])
             let target = try cli.file("target.ndjson", "old\n")
             let link = store.path("link.ndjson")
@@ -277,10 +277,10 @@ struct ExportCLITests {
         }
     }
 
-    @Test("CSV export of records whose fields differ: columns typed from every record, or given with --fields a,n:INT64 or --types; ISO 8601 timestamps on request")
-    func csvColumnsAndTypes() async throws {
+    @Test("CSV export of records whose fields differ: columns typed from every record, or given with --fields a,n:INT64 or --types; ISO 8601 timestamps on request", arguments: TestEngine.all)
+    func csvColumnsAndTypes(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store, engine: engine)
             let input = [
                 #"{"recordName":"a","recordType":"Mixed","fields":{"title":{"value":"first","type":"STRING"}}}"#,
                 #"{"recordName":"b","recordType":"Mixed","fields":{"count":{"value":2,"type":"INT64"},"due":{"value":1704101400250,"type":"TIMESTAMP"}}}"#,
@@ -293,7 +293,7 @@ struct ExportCLITests {
             let auto = try await cli.run(["export", "--type", "Mixed", "--format", "csv", "--output", csv, "--sort", "recordName"])
             #expect(auto.exitCode == 0, "\(auto)")
             #expect(cli.read(csv)?.split(separator: "\n").first?.contains("count:INT64") == true, "\(cli.read(csv) ?? "")")
-            let copy = store.path("copy.sqlite")
+            let copy = try await cli.newStore("copy")
             #expect(try await cli.run(["import", csv, "--store", copy]).exitCode == 0)
             let copied = try await cli.exported("Mixed", extra: ["--store", copy])
             for name in ["a", "b"] {
@@ -311,7 +311,7 @@ struct ExportCLITests {
 
             let iso = try await cli.run(["export", "--type", "Mixed", "--format", "csv", "--timestamps", "iso8601", "--sort", "recordName", "--quiet"])
             #expect(iso.exitCode == 0 && iso.stdout.contains("2024-01-01T09:30:00.25Z"), "\(iso)")
-            let isoCopy = store.path("iso.sqlite")
+            let isoCopy = try await cli.newStore("iso")
             #expect(try await cli.run(["import", "--format", "csv", "--store", isoCopy], stdin: iso.stdout).exitCode == 0)
             #expect(JSONLine.value(try #require(try await cli.exported("Mixed", extra: ["--store", isoCopy])["b"]), "due") == "1704101400250")
 
@@ -320,10 +320,10 @@ struct ExportCLITests {
         }
     }
 
-    @Test("export usage errors exit 64 on stderr")
-    func usage() async throws {
+    @Test("export usage errors exit 64 on stderr", arguments: TestEngine.all)
+    func usage(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store, engine: engine)
             for arguments in [
                 ["export"],
                 ["export", "--type", "Note", "--format", "yaml"],

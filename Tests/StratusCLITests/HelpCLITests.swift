@@ -4,7 +4,7 @@ import Testing
 
 /// `stratus --help`, `stratus help COMMAND`, `stratus COMMAND --help`, `--version`, and
 /// mistakes on the command line.
-@Suite("stratus help and usage", .timeLimit(.minutes(2)))
+@Suite("stratus help and usage", .timeLimit(.minutes(5)))
 struct HelpCLITests {
     static let exitCodes = ["0", "1", "64", "65", "66", "73", "75", "77"]
     static let commands = ["query", "get", "count", "zones", "changes", "import", "export", "delete", "schema", "types"]
@@ -40,7 +40,7 @@ struct HelpCLITests {
     @Test("stratus --help lists every command, the store options and the exit codes, on stdout, exit 0")
     func topLevelHelp() async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store)
             for arguments in [["--help"], ["-h"], ["help"]] {
                 let result = try await cli.run(arguments)
                 #expect(result.exitCode == 0, "\(result)")
@@ -70,7 +70,7 @@ struct HelpCLITests {
     @Test("stratus help COMMAND and stratus COMMAND --help print the same help: usage, every usage option described with its default, exit codes")
     func everyCommandsHelp() async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store)
             for command in Self.commands {
                 let viaHelp = try await cli.run(["help", command])
                 let viaFlag = try await cli.run([command, "--help"])
@@ -103,7 +103,7 @@ struct HelpCLITests {
     @Test("every option a command's help describes is one it accepts")
     func describedOptionsAreAccepted() async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store)
             for command in Self.commands {
                 let help = try await cli.run([command, "--help"]).stdout
                 for option in Self.describedOptions(help).keys {
@@ -119,7 +119,7 @@ struct HelpCLITests {
     @Test("import --help documents every option, its defaults and what a signal does")
     func importHelp() async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store)
             let result = try await cli.run(["import", "--help"])
             #expect(result.exitCode == 0, "\(result)")
             let text = result.stdout
@@ -138,7 +138,7 @@ struct HelpCLITests {
     @Test("a usage error is one line naming the problem and a pointer to the command's help, on stderr, exit 64")
     func usageErrorIsOneLine() async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store)
             let cases: [(arguments: [String], says: String)] = [
                 (["import", "--batch-size", "x"], "stratus: import: --batch-size must be a positive number, not 'x'"),
                 (["import", "--bogus"], "stratus: import: unknown option --bogus"),
@@ -162,7 +162,7 @@ struct HelpCLITests {
     @Test("no command or an unknown one: exit 64, one line and a pointer on stderr, nothing on stdout")
     func noOrUnknownCommand() async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store)
             let unknown = try await cli.run(["frobnicate"])
             #expect(unknown.exitCode == 64, "\(unknown)")
             #expect(unknown.stderrLines == ["stratus: unknown command 'frobnicate'", "Run 'stratus --help' for the commands."], "\(unknown)")

@@ -4,14 +4,14 @@ import Testing
 
 /// `stratus import` end to end: formats, modes, batches, atomic, dry run, error limits, reject
 /// files and exit codes, checked on stdout, stderr and the exit status.
-@Suite("stratus import", .timeLimit(.minutes(3)))
+@Suite("stratus import", .timeLimit(.minutes(5)))
 struct ImportCLITests {
     // MARK: - Formats
 
-    @Test("NDJSON from a file and from stdin; data never on stdout; summary on stderr")
-    func ndjson() async throws {
+    @Test("NDJSON from a file and from stdin; data never on stdout; summary on stderr", arguments: TestEngine.all)
+    func ndjson(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store, engine: engine)
             let path = try cli.file("notes.ndjson", Input.notes(3))
             let result = try await cli.run(["import", path])
             #expect(result.exitCode == 0, "\(result)")
@@ -33,10 +33,10 @@ struct ImportCLITests {
         }
     }
 
-    @Test("a JSON array and a CloudKit response envelope, detected and with --format")
-    func arrayAndEnvelope() async throws {
+    @Test("a JSON array and a CloudKit response envelope, detected and with --format", arguments: TestEngine.all)
+    func arrayAndEnvelope(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store, engine: engine)
             let lines = Input.notes(3).split(separator: "\n")
             let array = try cli.file("array.json", "[\n" + lines.joined(separator: ",\n") + "\n]\n")
             let envelope = try cli.file(
@@ -51,7 +51,7 @@ struct ImportCLITests {
                 (pretty, nil, ["n1", "n2", "n3"]),
             ]
             for (index, item) in cases.enumerated() {
-                let target = store.path("store-\(index).sqlite")
+                let target = try await cli.newStore("store-\(index)")
                 let arguments = ["import", item.path, "--store", target] + (item.format.map { ["--format", $0] } ?? [])
                 let result = try await cli.run(arguments)
                 #expect(result.exitCode == 0, "\(result)")
@@ -62,10 +62,10 @@ struct ImportCLITests {
         }
     }
 
-    @Test("CSV with name:TYPE headers, with --type and --types, detected by the .csv suffix")
-    func csv() async throws {
+    @Test("CSV with name:TYPE headers, with --type and --types, detected by the .csv suffix", arguments: TestEngine.all)
+    func csv(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store, engine: engine)
             let typed = try cli.file(
                 "typed.csv",
                 #"""
@@ -110,10 +110,10 @@ struct ImportCLITests {
         }
     }
 
-    @Test("CSV: untyped numbers are numbers (inferred as JSON infers), quoted cells text; TIMESTAMP takes ISO 8601; bad cells are quoted whole with the format they need")
-    func csvTyping() async throws {
+    @Test("CSV: untyped numbers are numbers (inferred as JSON infers), quoted cells text; TIMESTAMP takes ISO 8601; bad cells are quoted whole with the format they need", arguments: TestEngine.all)
+    func csvTyping(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store, engine: engine)
             let tasks = try cli.file("tasks.csv", """
                 recordName,title,priority,zip,due:TIMESTAMP
                 t1,Buy milk,3,"01234",2024-01-01T09:30:00Z
@@ -156,10 +156,10 @@ struct ImportCLITests {
 
     // MARK: - Modes
 
-    @Test("--mode create fails on existing records: exit 1, a reject line for each, nothing changed")
-    func createMode() async throws {
+    @Test("--mode create fails on existing records: exit 1, a reject line for each, nothing changed", arguments: TestEngine.all)
+    func createMode(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store, engine: engine)
             let path = try cli.file("notes.ndjson", Input.notes(3))
             let first = try await cli.run(["import", path, "--mode", "create"])
             #expect(first.exitCode == 0, "\(first)")
@@ -185,10 +185,10 @@ struct ImportCLITests {
         }
     }
 
-    @Test("--mode update changes only the given fields and checks recordChangeTag")
-    func updateMode() async throws {
+    @Test("--mode update changes only the given fields and checks recordChangeTag", arguments: TestEngine.all)
+    func updateMode(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store, engine: engine)
             _ = try await cli.run(["import", try cli.file("notes.ndjson", Input.notes(3))])
             let exported = try await cli.exported("Note")
             let tag = try #require(exported["n1"]?["recordChangeTag"] as? String)
@@ -229,10 +229,10 @@ struct ImportCLITests {
         }
     }
 
-    @Test("--mode replace removes unspecified fields and checks the tag; forceReplace without a tag")
-    func replaceModes() async throws {
+    @Test("--mode replace removes unspecified fields and checks the tag; forceReplace without a tag", arguments: TestEngine.all)
+    func replaceModes(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store, engine: engine)
             _ = try await cli.run(["import", try cli.file("notes.ndjson", Input.notes(3))])
             let tag = try #require(try await cli.exported("Note")["n2"]?["recordChangeTag"] as? String)
 
@@ -265,10 +265,10 @@ struct ImportCLITests {
         }
     }
 
-    @Test("the default forceUpdate makes re-running the same file a no-op (unchanged)")
-    func rerunIsNoOp() async throws {
+    @Test("the default forceUpdate makes re-running the same file a no-op (unchanged)", arguments: TestEngine.all)
+    func rerunIsNoOp(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store, engine: engine)
             let path = try cli.file("notes.ndjson", Input.notes(5))
             let first = try await cli.run(["import", path])
             Summary.expectImport(first, imported: 5)
@@ -297,15 +297,15 @@ struct ImportCLITests {
 
     // MARK: - Batches, atomic, dry run
 
-    @Test("--batch-size does not change what --max-errors commits: every record before the stopping reject, none after")
-    func batchSize() async throws {
+    @Test("--batch-size does not change what --max-errors commits: every record before the stopping reject, none after", arguments: TestEngine.all)
+    func batchSize(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store, engine: engine)
             let input = Input.notes(4) + "{not json\n" + Input.note("n6", title: "six", count: 6) + "\n"
             let path = try cli.file("input.ndjson", input)
 
             for size in ["1", "2", "3", "400"] {
-                let target = store.path("size-\(size).sqlite")
+                let target = try await cli.newStore("size-\(size)")
                 let result = try await cli.run(["import", path, "--batch-size", size, "--max-errors", "0"], environment: ["STRATUS_STORE": target])
                 #expect(result.exitCode == 65, "\(result)")
                 #expect(result.stderr.contains("--max-errors"), "\(result)")
@@ -324,10 +324,10 @@ struct ImportCLITests {
         }
     }
 
-    @Test("--atomic: one record the store rejects means nothing is written")
-    func atomicStoreRejection() async throws {
+    @Test("--atomic: one record the store rejects means nothing is written", arguments: TestEngine.all)
+    func atomicStoreRejection(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store, engine: engine)
             _ = try await cli.run(["import"], stdin: Input.note("n3", title: "exists", count: 3) + "\n")
             let rejects = store.path("atomic.rejects")
             let result = try await cli.run(["import", try cli.file("notes.ndjson", Input.notes(5)), "--mode", "create", "--atomic", "--reject-file", rejects])
@@ -339,10 +339,10 @@ struct ImportCLITests {
         }
     }
 
-    @Test("--atomic: one malformed input line means nothing is written")
-    func atomicBadInput() async throws {
+    @Test("--atomic: one malformed input line means nothing is written", arguments: TestEngine.all)
+    func atomicBadInput(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store, engine: engine)
             let input = Input.notes(2) + #"{"recordName":"bad","recordType":"Note","fields":{"count":{"value":"many","type":"INT64"}}}"# + "\n" + Input.notes(2, prefix: "m")
             let rejects = store.path("atomic.rejects")
             let result = try await cli.run(["import", try cli.file("input.ndjson", input), "--atomic", "--reject-file", rejects])
@@ -356,10 +356,10 @@ struct ImportCLITests {
         }
     }
 
-    @Test("--atomic into a zone without the atomic capability is refused with exit 64 saying why, and nothing is written")
-    func atomicIntoNonAtomicZone() async throws {
+    @Test("--atomic into a zone without the atomic capability is refused with exit 64 saying why, and nothing is written", arguments: TestEngine.all)
+    func atomicIntoNonAtomicZone(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store, engine: engine)
             #expect(try await cli.run(["zones", "create", "Loose", "--no-atomic"]).exitCode == 0)
             // 1,000 records, one of which the store rejects: nothing may be written.
             #expect(try await cli.run(["import", "--zone", "Loose"], stdin: Input.note("n500", title: "old", count: 0) + "\n").exitCode == 0)
@@ -380,12 +380,12 @@ struct ImportCLITests {
         }
     }
 
-    @Test("--dry-run reads and validates everything, reports counts and writes nothing")
-    func dryRun() async throws {
+    @Test("--dry-run reads and validates everything, reports counts and writes nothing", arguments: TestEngine.all)
+    func dryRun(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store, engine: engine)
             let missing = try await cli.run(["import", try cli.file("one.ndjson", Input.notes(1)), "--dry-run"])
-            #expect(missing.exitCode == 66 && !cli.exists(cli.storePath), "a dry run writes nothing, so it creates no store: \(missing)")
+            #expect(missing.exitCode == 66 && !cli.storeExists(), "a dry run writes nothing, so it creates no store: \(missing)")
             try await cli.createStore()
             let input = Input.notes(3) + "{\"recordName\":\"x\"\n" + Input.note("_system", title: "reserved", count: 0) + "\n"
             let path = try cli.file("input.ndjson", input)
@@ -407,10 +407,10 @@ struct ImportCLITests {
 
     // MARK: - Bad input, reject files, error limits
 
-    @Test("bad lines: exit 1, each in the reject file with its line number and reason; good ones imported")
-    func rejectFile() async throws {
+    @Test("bad lines: exit 1, each in the reject file with its line number and reason; good ones imported", arguments: TestEngine.all)
+    func rejectFile(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store, engine: engine)
             let lines = [
                 Input.note("ok1", title: "one", count: 1),
                 "{\"recordName\": \"broken\", ",  // not JSON
@@ -446,10 +446,10 @@ struct ImportCLITests {
         }
     }
 
-    @Test("--max-errors N stops with 65 after more than N rejects; N or fewer finish with 1")
-    func maxErrors() async throws {
+    @Test("--max-errors N stops with 65 after more than N rejects; N or fewer finish with 1", arguments: TestEngine.all)
+    func maxErrors(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store, engine: engine)
             let input = ["oops", Input.note("a", title: "a", count: 1), "{\"x\"", "[1]", Input.note("b", title: "b", count: 2)].joined(separator: "\n") + "\n"
             let path = try cli.file("input.ndjson", input)
             let stopped = try await cli.run(["import", path, "--max-errors", "2"])
@@ -468,10 +468,10 @@ struct ImportCLITests {
         }
     }
 
-    @Test("several failing lines with the same record name are each rejected, reported and counted once")
-    func sameNameRejectedLines() async throws {
+    @Test("several failing lines with the same record name are each rejected, reported and counted once", arguments: TestEngine.all)
+    func sameNameRejectedLines(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store, engine: engine)
             #expect(try await cli.run(["import"], stdin: Input.note("x", title: "first", count: 1) + "\n").exitCode == 0)
             let input = (1...3).map { Input.note("x", title: "again \($0)", count: $0) }.joined(separator: "\n") + "\n" + Input.note("y", title: "new", count: 4) + "\n"
             let rejects = store.path("same-name.rejects")
@@ -484,15 +484,15 @@ struct ImportCLITests {
         }
     }
 
-    @Test("--max-errors N stops at the (N+1)th reject also when the store rejects them, whatever the batch size")
-    func maxErrorsAtWriteTime() async throws {
+    @Test("--max-errors N stops at the (N+1)th reject also when the store rejects them, whatever the batch size", arguments: TestEngine.all)
+    func maxErrorsAtWriteTime(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store, engine: engine)
             // Every tenth record exists already, so create mode rejects n10, n20, …
             let existing = stride(from: 10, through: 1_000, by: 10).map { Input.note("n\($0)", title: "old", count: $0) + "\n" }.joined()
             let input = try cli.file("all.ndjson", Input.notes(1_000))
             for size in ["100", "2000"] {
-                let target = store.path("limit-\(size).sqlite")
+                let target = try await cli.newStore("limit-\(size)")
                 #expect(try await cli.run(["import", "--store", target], stdin: existing).exitCode == 0)
                 let rejects = store.path("limit-\(size).rejects")
                 let result = try await cli.run(["import", input, "--store", target, "--mode", "create", "--max-errors", "5", "--batch-size", size, "--reject-file", rejects])
@@ -505,10 +505,10 @@ struct ImportCLITests {
         }
     }
 
-    @Test("input that cannot be read as records at all: exit 65 with the position on stderr")
-    func unreadableInput() async throws {
+    @Test("input that cannot be read as records at all: exit 65 with the position on stderr", arguments: TestEngine.all)
+    func unreadableInput(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store, engine: engine)
             let brokenArray = try cli.file("broken.json", "[" + Input.note("a", title: "a", count: 1) + " " + Input.note("b", title: "b", count: 2) + "]\n")
             let result = try await cli.run(["import", brokenArray, "--format", "json"])
             #expect(result.exitCode == 65, "a JSON array that cannot be resynchronized is bad input data (65): \(result)")
@@ -526,10 +526,10 @@ struct ImportCLITests {
         }
     }
 
-    @Test("a zones list or a database changes answer is not a file of records: exit 65 saying so, not 'imported 0'")
-    func inputWithoutRecords() async throws {
+    @Test("a zones list or a database changes answer is not a file of records: exit 65 saying so, not 'imported 0'", arguments: TestEngine.all)
+    func inputWithoutRecords(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store, engine: engine)
             #expect(try await cli.run(["zones", "create", "Work", "Home"]).exitCode == 0)
             let zones = try await cli.run(["zones", "list"])
             #expect(zones.exitCode == 0 && zones.stdoutLines.count == 3, "\(zones)")
@@ -545,10 +545,10 @@ struct ImportCLITests {
         }
     }
 
-    @Test("a missing input file is exit 66; usage mistakes are exit 64 with the usage on stderr")
-    func missingInputAndUsage() async throws {
+    @Test("a missing input file is exit 66; usage mistakes are exit 64 with the usage on stderr", arguments: TestEngine.all)
+    func missingInputAndUsage(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store, engine: engine)
             let missing = store.path("nowhere.ndjson")
             let result = try await cli.run(["import", missing])
             #expect(result.exitCode == 66, "\(result)")
@@ -570,14 +570,14 @@ struct ImportCLITests {
                 #expect(usage.stdout.isEmpty, "usage errors go to stderr: \(usage)")
                 #expect(usage.stderrLines.count == 2 && usage.stderr.contains("Run 'stratus import --help' for usage."), "one line and a pointer to the help: \(usage)")
             }
-            #expect(!cli.exists(cli.storePath), "a usage error creates no store")
+            #expect(!cli.storeExists(), "a usage error creates no store")
         }
     }
 
-    @Test("a reject file that is the input (by name, through a link, or as stdin) is refused with exit 64 before anything is read")
-    func rejectFileIsTheInput() async throws {
+    @Test("a reject file that is the input (by name, through a link, or as stdin) is refused with exit 64 before anything is read", arguments: TestEngine.all)
+    func rejectFileIsTheInput(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store, engine: engine)
             let input = Input.notes(2) + "{broken\n"
             let path = try cli.file("in.ndjson", input)
             let link = store.path("link.ndjson")
@@ -590,26 +590,26 @@ struct ImportCLITests {
             let piped = try await cli.shell(#"exec "$STRATUS" import --reject-file in.ndjson < in.ndjson"#)
             #expect(piped.exitCode == 64, "\(piped)")
             #expect(cli.read(path) == input, "the input is untouched")
-            #expect(!cli.exists(cli.storePath))
+            #expect(!cli.storeExists())
         }
     }
 
-    @Test("an unwritable reject file is exit 73 before anything is imported")
-    func unwritableRejectFile() async throws {
+    @Test("an unwritable reject file is exit 73 before anything is imported", arguments: TestEngine.all)
+    func unwritableRejectFile(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store, engine: engine)
             let result = try await cli.run(["import", try cli.file("in.ndjson", Input.notes(2)), "--reject-file", store.path("no/such/dir/rejects")])
             #expect(result.exitCode == 73, "\(result)")
-            #expect(!cli.exists(cli.storePath), "nothing imported, not even a store created")
+            #expect(!cli.storeExists(), "nothing imported, not even a store created")
         }
     }
 
     // MARK: - Progress and summary
 
-    @Test("--quiet prints nothing on stderr on success; --progress json prints JSON lines")
-    func quietAndJSONProgress() async throws {
+    @Test("--quiet prints nothing on stderr on success; --progress json prints JSON lines", arguments: TestEngine.all)
+    func quietAndJSONProgress(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store, engine: engine)
             try await cli.createStore()
             let quiet = try await cli.run(["import", try cli.file("a.ndjson", Input.notes(3)), "--quiet"])
             #expect(quiet.exitCode == 0, "\(quiet)")
@@ -638,15 +638,15 @@ struct ImportCLITests {
         }
     }
 
-    @Test("STRATUS_STORE and --store pick the store; --zone, --database and --user are honoured")
-    func storeOptions() async throws {
+    @Test("STRATUS_STORE and --store pick the store; --zone, --database and --user are honoured", arguments: TestEngine.all)
+    func storeOptions(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
-            let other = store.path("other.sqlite")
+            let cli = try await CLI(store, engine: engine)
+            let other = try await cli.newStore("other")
             let viaOption = try await cli.run(["import", "--store", other, "--database", "private", "--user", "alice"], stdin: Input.notes(2))
             #expect(viaOption.exitCode == 0, "\(viaOption)")
-            #expect(cli.exists(other))
-            #expect(!cli.exists(cli.storePath), "the STRATUS_STORE store is untouched")
+            #expect(cli.storeExists(other))
+            #expect(!cli.storeExists(), "the STRATUS_STORE store is untouched")
             #expect(try await cli.count("Note", extra: ["--store", other]) == 0, "private records are not in the public database")
             #expect(try await cli.count("Note", extra: ["--store", other, "--database", "private", "--user", "alice"]) == 2)
             #expect(try await cli.count("Note", extra: ["--store", other, "--database", "private", "--user", "bob"]) == 0)

@@ -3,7 +3,7 @@ import StratusTestSupport
 import Testing
 
 /// `stratus query` end to end: one page per process, paged by a shell loop with `--cursor`.
-@Suite("stratus query", .timeLimit(.minutes(3)))
+@Suite("stratus query", .serialized, .timeLimit(.minutes(5)))
 struct QueryCLITests {
     static let count = 10_001
 
@@ -22,10 +22,10 @@ struct QueryCLITests {
         return (lines.joined(separator: "\n") + "\n", order)
     }
 
-    @Test("a /bin/sh loop pages through 10,001 records with --limit 400 --cursor: each exactly once, in order")
-    func shellLoopPaging() async throws {
+    @Test("a /bin/sh loop pages through 10,001 records with --limit 400 --cursor: each exactly once, in order", arguments: TestEngine.all)
+    func shellLoopPaging(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store, engine: engine)
             let (ndjson, expected) = Self.items()
             let imported = try await cli.run(["import", try cli.file("items.ndjson", ndjson), "--quiet"])
             #expect(imported.exitCode == 0, "\(imported)")
@@ -79,10 +79,10 @@ struct QueryCLITests {
         }
     }
 
-    @Test("one page: NDJSON on stdout, `cursor: TOKEN` on stderr, --where, --fields; no cursor at the end")
-    func onePage() async throws {
+    @Test("one page: NDJSON on stdout, `cursor: TOKEN` on stderr, --where, --fields; no cursor at the end", arguments: TestEngine.all)
+    func onePage(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store, engine: engine)
             _ = try await cli.run(["import", try cli.file("notes.ndjson", Input.notes(12))])
             let first = try await cli.run(["query", "--type", "Note", "--where", "count > 2", "--sort", "count", "--limit", "5", "--fields", "count"])
             #expect(first.exitCode == 0, "\(first)")
@@ -116,10 +116,10 @@ struct QueryCLITests {
         }
     }
 
-    @Test("--format envelope: each page is one CloudKit records/query object; its continuationMarker pages on; nothing on stderr")
-    func envelopePages() async throws {
+    @Test("--format envelope: each page is one CloudKit records/query object; its continuationMarker pages on; nothing on stderr", arguments: TestEngine.all)
+    func envelopePages(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store, engine: engine)
             _ = try await cli.run(["import", try cli.file("notes.ndjson", Input.notes(12))])
             var names: [String] = []
             var marker: String?
@@ -146,10 +146,10 @@ struct QueryCLITests {
         }
     }
 
-    @Test("comparison options such as [c] are refused with a message that says what equality does")
-    func comparisonOptions() async throws {
+    @Test("comparison options such as [c] are refused with a message that says what equality does", arguments: TestEngine.all)
+    func comparisonOptions(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store, engine: engine)
             try await cli.createStore()
             let result = try await cli.run(["query", "--type", "Note", "--where", "title ==[c] 'milk'"])
             #expect(result.exitCode == 64, "\(result)")
@@ -158,10 +158,10 @@ struct QueryCLITests {
         }
     }
 
-    @Test("a cursor used with a different --where, --type or --sort, or a garbled one, is exit 64")
-    func cursorForAnotherQuery() async throws {
+    @Test("a cursor used with a different --where, --type or --sort, or a garbled one, is exit 64", arguments: TestEngine.all)
+    func cursorForAnotherQuery(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store, engine: engine)
             _ = try await cli.run(["import", try cli.file("notes.ndjson", Input.notes(6) + Input.notes(3, prefix: "t").replacingOccurrences(of: "\"Note\"", with: "\"Task\""))])
             let first = try await cli.run(["query", "--type", "Note", "--where", "count > 1", "--limit", "2"])
             let token = String(try #require(first.stderrLines.first?.wholeMatch(of: #/cursor: (\S+)/#)?.1, "\(first)"))

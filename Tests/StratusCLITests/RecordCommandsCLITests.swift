@@ -3,12 +3,12 @@ import StratusTestSupport
 import Testing
 
 /// `stratus count`, `get` and `delete` end to end.
-@Suite("stratus count, get and delete", .timeLimit(.minutes(3)))
+@Suite("stratus count, get and delete", .timeLimit(.minutes(5)))
 struct RecordCommandsCLITests {
-    @Test("count prints the number of matching records and nothing else")
-    func count() async throws {
+    @Test("count prints the number of matching records and nothing else", arguments: TestEngine.all)
+    func count(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store, engine: engine)
             _ = try await cli.run(["import", try cli.file("notes.ndjson", Input.notes(25))])
             let all = try await cli.run(["count", "--type", "Note"])
             #expect(all.exitCode == 0, "\(all)")
@@ -28,10 +28,10 @@ struct RecordCommandsCLITests {
         }
     }
 
-    @Test("get prints the named records in order; a missing name is on stderr and makes exit 1")
-    func get() async throws {
+    @Test("get prints the named records in order; a missing name is on stderr and makes exit 1", arguments: TestEngine.all)
+    func get(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store, engine: engine)
             _ = try await cli.run(["import", try cli.file("notes.ndjson", Input.notes(3))])
             let found = try await cli.run(["get", "n3", "n1"])
             #expect(found.exitCode == 0, "\(found)")
@@ -56,10 +56,10 @@ struct RecordCommandsCLITests {
         }
     }
 
-    @Test("delete by names needs --yes; --dry-run counts and deletes nothing; missing names are fine")
-    func deleteByName() async throws {
+    @Test("delete by names needs --yes; --dry-run counts and deletes nothing; missing names are fine", arguments: TestEngine.all)
+    func deleteByName(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store, engine: engine)
             _ = try await cli.run(["import", try cli.file("notes.ndjson", Input.notes(10))])
 
             let refused = try await cli.run(["delete", "n1", "n2"])
@@ -97,10 +97,36 @@ struct RecordCommandsCLITests {
         }
     }
 
-    @Test("delete by --type/--where; .deleteSelf children go with their parent; usage errors are 64")
-    func deleteByQuery() async throws {
+    @Test("delete says deleted and not found apart: names that do not exist, or another user's private record, are not found and not counted as deleted", arguments: TestEngine.all)
+    func deleteReportsNotFound(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store, engine: engine)
+            #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(3)).exitCode == 0)
+            let ghosts = try await cli.run(["delete", "ghost1", "ghost2", "ghost3", "--yes"])
+            #expect(ghosts.exitCode == 0, "\(ghosts)")
+            #expect(ghosts.stderrLines.last?.hasPrefix("deleted 0, not found 3, failed 0") == true, "\(ghosts)")
+            let dry = try await cli.run(["delete", "n1", "ghost", "--dry-run", "--progress", "json"])
+            let planned = try #require(try JSONLine.objects(dry.stderr).last, "\(dry)")
+            #expect(planned["wouldDelete"] as? Int == 1 && planned["notFound"] as? Int == 1, "\(dry)")
+            let mixed = try await cli.run(["delete", "n1", "ghost", "n2", "--yes", "--progress", "json"])
+            let summary = try #require(try JSONLine.objects(mixed.stderr).last, "\(mixed)")
+            #expect(summary["deleted"] as? Int == 2 && summary["notFound"] as? Int == 1 && summary["failed"] as? Int == 0, "\(mixed)")
+
+            let alice = ["--database", "private", "--user", "alice"], bob = ["--database", "private", "--user", "bob"]
+            #expect(try await cli.run(["import", "--quiet"] + alice, stdin: Input.notes(1, prefix: "secret")).exitCode == 0)
+            let foreign = try await cli.run(["delete", "secret1", "--yes"] + bob)
+            #expect(foreign.exitCode == 0, "\(foreign)")
+            #expect(foreign.stderrLines.last?.hasPrefix("deleted 0, not found 1") == true, "bob cannot see, so cannot delete, alice's record: \(foreign)")
+            #expect(try await cli.count("Note", extra: alice) == 1)
+            let own = try await cli.run(["delete", "secret1", "--yes"] + alice)
+            #expect(own.stderrLines.last?.hasPrefix("deleted 1, not found 0") == true, "\(own)")
+        }
+    }
+
+    @Test("delete by --type/--where; .deleteSelf children go with their parent; usage errors are 64", arguments: TestEngine.all)
+    func deleteByQuery(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
             _ = try await cli.run(["import", try cli.file("notes.ndjson", Input.notes(10))])
             let children = (1...3).map { i in
                 #"{"recordName":"child\#(i)","recordType":"Child","fields":{"owner":{"value":{"recordName":"n\#(i)","action":"DELETE_SELF"},"type":"REFERENCE"}}}"#

@@ -13,10 +13,10 @@ struct RolesCLITests {
         #"{"recordName":"\#(name)","recordType":"\#(type)","fields":{"text":{"value":"\#(text)","type":"STRING"}}}"# + "\n"
     }
 
-    @Test("the role matrix item by item: create, read, change and delete as creator, other user, moderator and no user")
-    func roleMatrix() async throws {
+    @Test("the role matrix item by item: create, read, change and delete as creator, other user, moderator and no user", arguments: TestEngine.all)
+    func roleMatrix(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store, engine: engine)
             let schema = """
                 DEFINE SCHEMA
                     CREATE ROLE moderator;

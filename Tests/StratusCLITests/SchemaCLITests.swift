@@ -37,10 +37,10 @@ struct SchemaCLITests {
         #expect(imported.exitCode == 0, "\(imported)")
     }
 
-    @Test("schema export prints the environment's schema, or writes it to --output; a missing store is exit 66")
-    func export() async throws {
+    @Test("schema export prints the environment's schema, or writes it to --output; a missing store is exit 66", arguments: TestEngine.all)
+    func export(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store, engine: engine)
             #expect(try await cli.run(["schema", "export"]).exitCode == 66, "read commands never create a store")
             try await Self.forumStore(cli)
             let printed = try await cli.run(["schema", "export"])
@@ -61,10 +61,10 @@ struct SchemaCLITests {
         }
     }
 
-    @Test("schema import replaces the development schema (exporting it gives the file back); bad files are exit 65 with line:column, missing ones 66")
-    func importFile() async throws {
+    @Test("schema import replaces the development schema (exporting it gives the file back); bad files are exit 65 with line:column, missing ones 66", arguments: TestEngine.all)
+    func importFile(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store, engine: engine)
             try await Self.forumStore(cli)
             let first = try await cli.run(["schema", "export"]).stdout
             // The export imports back to the same schema: a round trip is stable.
@@ -94,10 +94,10 @@ struct SchemaCLITests {
         }
     }
 
-    @Test("schema validate: 0 for a valid file, 65 with line:column for a bad one, 65 for one that drops what production has")
-    func validate() async throws {
+    @Test("schema validate: 0 for a valid file, 65 with line:column for a bad one, 65 for one that drops what production has", arguments: TestEngine.all)
+    func validate(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store, engine: engine)
             let forum = try cli.file("forum.ckdb", Self.forum)
             let valid = try await cli.run(["schema", "validate", forum])
             #expect(valid.exitCode == 0 && valid.stderr.contains("is valid"), "without a store, the file alone: \(valid)")
@@ -116,10 +116,10 @@ struct SchemaCLITests {
         }
     }
 
-    @Test("schema diff prints + - ~ lines from the environment's schema to the file: exit 0 when equal, 1 when not")
-    func diff() async throws {
+    @Test("schema diff prints + - ~ lines from the environment's schema to the file: exit 0 when equal, 1 when not", arguments: TestEngine.all)
+    func diff(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store, engine: engine)
             try await Self.forumStore(cli)
             let current = try cli.file("current.ckdb", try await cli.run(["schema", "export"]).stdout)
             let same = try await cli.run(["schema", "diff", current])
@@ -140,10 +140,10 @@ struct SchemaCLITests {
         }
     }
 
-    @Test("schema deploy copies development to production additively; a destructive deploy is exit 65 and changes nothing")
-    func deploy() async throws {
+    @Test("schema deploy copies development to production additively; a destructive deploy is exit 65 and changes nothing", arguments: TestEngine.all)
+    func deploy(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store, engine: engine)
             try await Self.forumStore(cli)
             let deployed = try await cli.run(["schema", "deploy"])
             #expect(deployed.exitCode == 0 && deployed.stderr.contains("deployed: + RECORD TYPE Post"), "\(deployed)")
@@ -165,10 +165,10 @@ struct SchemaCLITests {
         }
     }
 
-    @Test("schema reset needs --yes and development: deletes development's records and zones, sets its schema to production's")
-    func reset() async throws {
+    @Test("schema reset needs --yes and development: deletes development's records and zones, sets its schema to production's", arguments: TestEngine.all)
+    func reset(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store, engine: engine)
             try await Self.forumStore(cli)
             #expect(try await cli.run(["schema", "deploy"]).exitCode == 0)
             let posts = try cli.file("posts.ndjson", #"{"recordName":"p1","recordType":"Post","fields":{"title":{"value":"hello"}}}"# + "\n")
@@ -189,10 +189,10 @@ struct SchemaCLITests {
         }
     }
 
-    @Test("types lists record types with their counts; query --explain names the index; development advises, production refuses")
-    func typesExplainAndAdvice() async throws {
+    @Test("types lists record types with their counts; query --explain names the index; development advises, production refuses", arguments: TestEngine.all)
+    func typesExplainAndAdvice(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store, engine: engine)
             try await Self.forumStore(cli)
             let lines = (0..<3).map { #"{"recordName":"p\#($0)","recordType":"Post","fields":{"title":{"value":"t\#($0)"},"rank":{"value":\#($0)},"note":{"value":"n"}}}"# }
             #expect(try await cli.run(["import", try cli.file("posts.ndjson", lines.joined(separator: "\n") + "\n"), "--quiet"]).exitCode == 0)

@@ -4,9 +4,9 @@ import Testing
 
 /// Which store a command uses: a store that does not exist is never created by a read, and
 /// names that cannot be right are usage errors.
-@Suite("stratus store selection", .timeLimit(.minutes(2)))
+@Suite("stratus store selection", .timeLimit(.minutes(5)))
 struct StoreCLITests {
-    @Test("read commands on a missing store exit 66 and create nothing, not even its folder", arguments: [
+    static let readCommands: [[String]] = [
         ["count", "--type", "Note"],
         ["query", "--type", "Note"],
         ["get", "n1"],
@@ -18,10 +18,14 @@ struct StoreCLITests {
         ["delete", "n1", "--yes"],
         ["delete", "--type", "Note", "--all", "--yes"],
         ["import", "--dry-run"],
-    ])
+        ["info"],
+        ["check"],
+    ]
+
+    @Test("read commands on a missing SQLite store exit 66 and create nothing, not even its folder", arguments: readCommands)
     func readOnMissingStore(arguments: [String]) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store)
             let folder = store.path("typo")
             let path = folder + "/nested/store.sqlite"
             let token = store.path("feed.token")
@@ -34,10 +38,24 @@ struct StoreCLITests {
         }
     }
 
-    @Test("without --store or $STRATUS_STORE, a read of the default store that does not exist exits 66 and creates nothing")
+    @Test("read commands on a PostgreSQL database without a store exit 66 and create no tables", arguments: readCommands)
+    func readOnDatabaseWithoutStore(arguments: [String]) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: .postgres)
+            let token = store.path("feed.token")
+            let result = try await cli.run(arguments.map { $0 == "TOKEN" ? token : $0 }, stdin: Input.notes(1))
+            #expect(result.exitCode == 66, "\(result)")
+            #expect(result.stderr.contains("no Stratus store"), "\(result)")
+            #expect(result.stdout.isEmpty, "\(result)")
+            #expect(!cli.storeExists(), "no tables made for \(arguments[0])")
+            #expect(!cli.exists(token) && !cli.exists(token + ".lock"), "no token or lock file either")
+        }
+    }
+
+    @Test("without --store or $STRATUS_STORE, a read of the default (SQLite) store that does not exist exits 66 and creates nothing")
     func missingDefaultStore() async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store)
             let dataHome = store.path("xdg")
             let result = try await cli.run(["count", "--type", "Note"], environment: ["STRATUS_STORE": "", "XDG_DATA_HOME": dataHome])
             #expect(result.exitCode == 66, "\(result)")
@@ -46,34 +64,36 @@ struct StoreCLITests {
         }
     }
 
-    @Test("writing commands create a missing store and say so on stderr, the first time only")
-    func writesCreateTheStore() async throws {
+    @Test("writing commands create a missing store and say so on stderr, the first time only", arguments: TestEngine.all)
+    func writesCreateTheStore(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
-            let path = store.path("new/store.sqlite")
+            let cli = try await CLI(store, engine: engine)
+            let path = engine == .sqlite ? store.path("new/store.sqlite") : try await cli.newStore("new")
+            let announcement = engine == .sqlite ? "stratus: created a new store at \(path)" : "stratus: created a new store in postgresql://"
             let first = try await cli.run(["import", "--store", path], stdin: Input.notes(2))
             #expect(first.exitCode == 0, "\(first)")
-            #expect(first.stderrLines.filter { $0 == "stratus: created a new store at \(path)" }.count == 1, "\(first)")
+            #expect(first.stderrLines.filter { $0.hasPrefix(announcement) }.count == 1, "\(first)")
             let second = try await cli.run(["import", "--store", path], stdin: Input.notes(2, prefix: "m"))
             #expect(second.exitCode == 0 && !second.stderr.contains("created a new store"), "\(second)")
             #expect(try await cli.count("Note", extra: ["--store", path]) == 4)
 
-            let zones = store.path("zones.sqlite")
+            let zones = try await cli.newStore("zones")
             let created = try await cli.run(["zones", "create", "Work", "--store", zones])
-            #expect(created.exitCode == 0 && created.stderr.contains("created a new store at \(zones)"), "\(created)")
+            #expect(created.exitCode == 0 && created.stderr.contains("created a new store"), "\(created)")
+            #expect(cli.storeExists(zones))
         }
     }
 
-    @Test("an empty --user, --container, --store or --zone is a usage error (exit 64), not a crash", arguments: ["--user", "--container", "--store", "--zone"])
-    func emptyNames(option: String) async throws {
+    @Test("an empty --user, --container, --store or --zone is a usage error (exit 64), not a crash", arguments: TestEngine.all, ["--user", "--container", "--store", "--zone"])
+    func emptyNames(engine: TestEngine, option: String) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store, engine: engine)
             for command in [["count", "--type", "Note"], ["import"]] {
                 let result = try await cli.run(command + [option, ""], stdin: Input.notes(1))
                 #expect(!result.signalled && result.exitCode == 64, "\(result)")
                 #expect(result.stderr.contains("\(option) needs a non-empty value"), "\(result)")
             }
-            #expect(!cli.exists(cli.storePath))
+            #expect(!cli.storeExists())
         }
     }
 }

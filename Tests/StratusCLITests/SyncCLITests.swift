@@ -1,6 +1,5 @@
 import Foundation
 import Stratus
-import StratusSQLite
 import StratusTestSupport
 import Testing
 
@@ -19,7 +18,7 @@ struct SplitMix: RandomNumberGenerator {
 
 /// `stratus changes | stratus import`: a change feed applied to a second store keeps it equal
 /// to the first, deletions included, also when a run is killed midway.
-@Suite("stratus changes | stratus import", .timeLimit(.minutes(3)))
+@Suite("stratus changes | stratus import", .timeLimit(.minutes(5)))
 struct SyncCLITests {
     /// Saves, updates and deletes records at random in the public default zone.
     static func writeRandomly(_ database: Database, steps: Int, using random: inout SplitMix) async throws {
@@ -48,23 +47,25 @@ struct SyncCLITests {
         return result.stdoutLines.map { $0.replacing(#/"created":\{[^}]*\},/#, with: "") }
     }
 
-    @Test("after rounds of random saves, updates and deletions, and a run killed midway, the copy equals the original")
-    func copyStaysEqual() async throws {
+    @Test("after rounds of random saves, updates and deletions, and a run killed midway, the copy equals the original", arguments: TestEngine.all)
+    func copyStaysEqual(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
-            let original = store.path("original.sqlite"), copy = store.path("copy.sqlite")
+            let cli = try await CLI(store, engine: engine)
+            let original = try await cli.newStore("original"), copy = try await cli.newStore("copy")
+            try await cli.createStore(extra: ["--store", original])
             try await cli.createStore(extra: ["--store", copy])
-            let database = Container(identifier: "default", engine: try SQLiteEngine.shared(path: original), userName: "tester").publicCloudDatabase
+            let database = try cli.container(at: original).publicCloudDatabase
             var random = SplitMix(seed: 21)
-            let sync = #""$STRATUS" changes --store original.sqlite --token-file feed.token --batch 7 | "$STRATUS" import --store copy.sqlite --mode forceReplace --quiet"#
+            let stores = ["ORIGINAL": original, "COPY": copy]
+            let sync = #""$STRATUS" changes --store "$ORIGINAL" --token-file feed.token --batch 7 | "$STRATUS" import --store "$COPY" --mode forceReplace --quiet"#
             for round in 0..<4 {
                 try await Self.writeRandomly(database, steps: 80, using: &random)
                 if round == 2 {
                     // A run killed while it writes: at least once on stdout, so the next run repeats
                     // what it wrote after its last token; applying a change twice changes nothing.
-                    _ = try await cli.shell(#"("$STRATUS" changes --store original.sqlite --token-file feed.token --batch 1 & pid=$!; sleep 0.05; kill -9 $pid) | "$STRATUS" import --store copy.sqlite --mode forceReplace --quiet"#)
+                    _ = try await cli.shell(#"("$STRATUS" changes --store "$ORIGINAL" --token-file feed.token --batch 1 & pid=$!; sleep 0.05; kill -9 $pid) | "$STRATUS" import --store "$COPY" --mode forceReplace --quiet"#, environment: stores)
                 }
-                let result = try await cli.shell(sync)
+                let result = try await cli.shell(sync, environment: stores)
                 #expect(result.exitCode == 0, "round \(round): \(result)")
                 let (a, b) = (try await Self.snapshot(cli, original), try await Self.snapshot(cli, copy))
                 #expect(!a.isEmpty)
@@ -74,10 +75,10 @@ struct SyncCLITests {
         }
     }
 
-    @Test("import applies deletion lines and counts them; --dry-run counts them as valid")
-    func deletionLines() async throws {
+    @Test("import applies deletion lines and counts them; --dry-run counts them as valid", arguments: TestEngine.all)
+    func deletionLines(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try CLI(store)
+            let cli = try await CLI(store, engine: engine)
             #expect(try await cli.run(["import"], stdin: Input.notes(3)).exitCode == 0)
             let deletions = [
                 #"{"recordName":"n1","recordType":"Note","deleted":true,"zoneID":{"zoneName":"_defaultZone","ownerRecordName":"__defaultOwner__"}}"#,

@@ -13,9 +13,10 @@ import Glibc
 /// let status = await run.wait()
 /// #expect(status.exitCode == 0, "\(status.stderr)")
 /// ```
-public final class ChildProcess: @unchecked Sendable {
-    // @unchecked: `process` is only started here, signalled by its pid, and read after it
-    // ended; the end state is guarded by `state`.
+public final class ChildProcess: Sendable {
+    // Started with posix_spawn, not Foundation's `Process`: on Linux, `Process.run()` reads
+    // past a buffer while it lists /proc/self/fd (swift-corelibs-foundation #5472) and now and
+    // then crashes a test process that holds many descriptors (database connections).
 
     /// How a program ended and what it printed.
     public struct Status: Sendable {
@@ -27,43 +28,89 @@ public final class ChildProcess: @unchecked Sendable {
         public var stdoutLines: [String] { stdout.split(separator: "\n").map(String.init) }
     }
 
-    private let process: Process
+    public let pid: Int32
     public let stdoutURL: URL
     public let stderrURL: URL
     private struct State {
-        var ended = false
+        /// The wait status once the program ended.
+        var waitStatus: Int32?
         var waiters: [CheckedContinuation<Void, Never>] = []
     }
     private let state = Mutex(State())
+    private let ended = DispatchSemaphore(value: 0)
 
     /// Starts `path` with `arguments`, writing its output to `stdout` and `stderr` (created
     /// empty), reading `stdin` (or nothing), in `directory`, with `environment` added to this
     /// process's environment.
+    ///
+    /// - Throws: when a file cannot be opened or the program cannot be started.
     public init(_ path: String, _ arguments: [String], stdout: URL, stderr: URL, stdin: URL? = nil,
                 directory: URL? = nil, environment: [String: String]? = nil) throws {
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        if let directory { process.currentDirectoryURL = directory }
-        if let environment { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
-        _ = FileManager.default.createFile(atPath: stdout.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: stderr.path, contents: nil)
-        process.standardOutput = try FileHandle(forWritingTo: stdout)
-        process.standardError = try FileHandle(forWritingTo: stderr)
-        process.standardInput = try stdin.map { try FileHandle(forReadingFrom: $0) } ?? FileHandle.nullDevice
         stdoutURL = stdout
         stderrURL = stderr
-        process.terminationHandler = { [weak self] _ in
-            guard let self else { return }
-            let waiters = self.state.withLock { s -> [CheckedContinuation<Void, Never>] in
-                s.ended = true
+        let output = open(stdout.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        let errors = open(stderr.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        let input = open(stdin?.path ?? "/dev/null", O_RDONLY | O_CLOEXEC)
+        defer { for fd in [output, errors, input] where fd >= 0 { close(fd) } }
+        guard output >= 0, errors >= 0, input >= 0 else {
+            throw ChildProcessError(message: "cannot open the files of \(path): \(String(cString: strerror(errno)))")
+        }
+
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, input, 0)
+        posix_spawn_file_actions_adddup2(&actions, output, 1)
+        posix_spawn_file_actions_adddup2(&actions, errors, 2)
+        // Nothing else of this process leaks into the child (the Swift overlay does not show
+        // glibc's _np extensions, which exist since 2.34 and 2.29: looked up by name).
+        guard let closeFrom = Self.closeFrom, let changeDirectory = Self.changeDirectory else {
+            throw ChildProcessError(message: "this C library lacks posix_spawn_file_actions_addclosefrom_np or _addchdir_np (glibc 2.34 or later needed)")
+        }
+        _ = closeFrom(&actions, 3)
+        if let directory { _ = changeDirectory(&actions, directory.path) }
+
+        // The child starts with every signal at its default and none blocked, whatever this
+        // process ignores or blocks.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var all = sigset_t(), none = sigset_t()
+        sigfillset(&all)
+        sigemptyset(&none)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
+
+        let variables = ProcessInfo.processInfo.environment.merging(environment ?? [:]) { $1 }
+        let argv = ([path] + arguments).map { strdup($0) } + [nil]
+        let envp = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { for pointer in argv + envp { free(pointer) } }
+        var child: pid_t = 0
+        let rc = posix_spawn(&child, path, &actions, &attributes, argv, envp)
+        guard rc == 0 else { throw ChildProcessError(message: "cannot start \(path): \(String(cString: strerror(rc)))") }
+        pid = child
+        let started = child
+
+        // One thread per child waits for it, so that `wait()` suspends no thread of the pool.
+        let thread = Thread { [self] in
+            var status: Int32 = 0
+            while waitpid(started, &status, 0) < 0 && errno == EINTR {}
+            let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+                s.waitStatus = status
                 defer { s.waiters = [] }
                 return s.waiters
             }
+            ended.signal()
             for waiter in waiters { waiter.resume() }
         }
-        try process.run()
+        thread.start()
     }
+
+    private typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, Int32) -> Int32
+    private typealias ChangeDirectory = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, UnsafePointer<CChar>?) -> Int32
+    private static let closeFrom: CloseFrom? = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np").map { unsafeBitCast($0, to: CloseFrom.self) }
+    private static let changeDirectory: ChangeDirectory? = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addchdir_np").map { unsafeBitCast($0, to: ChangeDirectory.self) }
 
     /// Starts `path` with its output in new files in `directory`.
     public convenience init(_ path: String, _ arguments: [String], in directory: URL, environment: [String: String]? = nil) throws {
@@ -72,10 +119,12 @@ public final class ChildProcess: @unchecked Sendable {
                       stderr: directory.appendingPathComponent("err-\(id).txt"), environment: environment)
     }
 
-    public var isRunning: Bool { !state.withLock { $0.ended } }
-    public var pid: Int32 { process.processIdentifier }
+    public var isRunning: Bool { state.withLock { $0.waitStatus == nil } }
 
-    public func signal(_ number: Int32) { _ = Glibc.kill(process.processIdentifier, number) }
+    public func signal(_ number: Int32) {
+        // A pid is only reused after it was waited for: never signal once the program ended.
+        state.withLock { s in if s.waitStatus == nil { _ = Glibc.kill(pid, number) } }
+    }
 
     /// Sends SIGKILL, as a crash or `kill -9` would end it.
     public func kill() { signal(SIGKILL) }
@@ -84,8 +133,8 @@ public final class ChildProcess: @unchecked Sendable {
     public func wait() async -> Status {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let ended = state.withLock { s in
-                if !s.ended { s.waiters.append(continuation) }
-                return s.ended
+                if s.waitStatus == nil { s.waiters.append(continuation) }
+                return s.waitStatus != nil
             }
             if ended { continuation.resume() }
         }
@@ -94,13 +143,17 @@ public final class ChildProcess: @unchecked Sendable {
 
     /// Blocks the calling thread until the program ended; for loops on their own thread.
     public func waitBlocking() -> Status {
-        process.waitUntilExit()
+        ended.wait()
+        ended.signal()
         return status()
     }
 
     private func status() -> Status {
         let read = { (url: URL) in String(decoding: FileManager.default.contents(atPath: url.path) ?? Data(), as: UTF8.self) }
-        return Status(exitCode: process.terminationStatus, killed: process.terminationReason == .uncaughtSignal,
+        let raw = state.withLock { $0.waitStatus } ?? 0
+        // A wait status: a signal in the low seven bits, else the exit code in the second byte.
+        let signalNumber = raw & 0x7f
+        return Status(exitCode: signalNumber != 0 ? signalNumber : (raw >> 8) & 0xff, killed: signalNumber != 0,
                       stdout: read(stdoutURL), stderr: read(stderrURL))
     }
 
@@ -127,6 +180,12 @@ public final class ChildProcess: @unchecked Sendable {
             (\(bundleDirectory.path)/\(name)) and in .build/debug folders above it and above the \
             tests; run `swift build --build-tests` (with the same --scratch-path) before `swift test`
             """)
+    }
+
+    /// A program could not be started.
+    public struct ChildProcessError: Error, CustomStringConvertible {
+        public let message: String
+        public var description: String { message }
     }
 
     public struct MissingExecutable: Error, CustomStringConvertible {

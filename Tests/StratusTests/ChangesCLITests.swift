@@ -1,5 +1,6 @@
 import Foundation
 import Stratus
+import StratusPostgres
 import StratusSQLite
 import StratusTestSupport
 import Testing
@@ -18,16 +19,42 @@ enum ZoneTestProgram {
     }
 }
 
-@Suite("stratus zones and stratus changes", .timeLimit(.minutes(3)))
-struct ChangesCLITests {
-    static func options(_ fixture: ZoneTestStore, database: String = "private") -> [String] {
-        ["--store", fixture.path, "--container", ZoneTestStore.identifier, "--database", database, "--user", "alice"]
+/// A store of either engine for the `zones` and `changes` tests, with containers on it: an
+/// SQLite file, or a fresh PostgreSQL schema.
+struct CLIStoreFixture: Sendable {
+    static let identifier = "com.example.zones"
+    let store: TemporaryStore
+    let locations: TestStoreLocations
+    /// The store's path or URL, as `--store` takes it.
+    let path: String
+    let engine: any StorageEngine
+
+    func container(user: String = "alice") -> Container {
+        Container(identifier: Self.identifier, engine: engine, userName: user)
     }
 
-    @Test("zones list, create and delete print CloudKit zone JSON; failures make exit codes")
-    func zonesCommand() async throws {
+    /// Runs `body` with a fresh store of `testEngine`, removed afterwards; cancels the test
+    /// case when that engine is PostgreSQL and no server is available.
+    static func with<T>(_ testEngine: TestEngine, _ body: (CLIStoreFixture) async throws -> T) async throws -> T {
+        try await TemporaryStore.with(prefix: "stratus-zones") { store in
+            let locations = try await TestStoreLocations(engine: testEngine, folder: store)
+            let path = try await locations.newStore("store")
+            let engine: any StorageEngine = testEngine == .postgres ? try PostgresEngine.shared(url: path) : try SQLiteEngine(path: path)
+            return try await body(CLIStoreFixture(store: store, locations: locations, path: path, engine: engine))
+        }
+    }
+}
+
+@Suite("stratus zones and stratus changes", .timeLimit(.minutes(5)))
+struct ChangesCLITests {
+    static func options(_ fixture: CLIStoreFixture, database: String = "private") -> [String] {
+        ["--store", fixture.path, "--container", CLIStoreFixture.identifier, "--database", database, "--user", "alice"]
+    }
+
+    @Test("zones list, create and delete print CloudKit zone JSON; failures make exit codes", arguments: TestEngine.all)
+    func zonesCommand(engine: TestEngine) async throws {
         let stratus = try ChildProcess.builtExecutable("stratus")
-        try await ZoneTestStore.with { fixture async throws in
+        try await CLIStoreFixture.with(engine) { fixture async throws in
             let options = Self.options(fixture)
             let created = try await ZoneTestProgram.run(stratus, ["zones", "create", "Photos", "Notes"] + options, in: fixture.store)
             #expect(created.exitCode == 0, "\(created.stderr)")
@@ -56,10 +83,10 @@ struct ChangesCLITests {
         }
     }
 
-    @Test("changes writes records and deletions as CloudKit changes/zone NDJSON and moves the token")
-    func changesShapeAndToken() async throws {
+    @Test("changes writes records and deletions as CloudKit changes/zone NDJSON and moves the token", arguments: TestEngine.all)
+    func changesShapeAndToken(engine: TestEngine) async throws {
         let stratus = try ChildProcess.builtExecutable("stratus")
-        try await ZoneTestStore.with { fixture async throws in
+        try await CLIStoreFixture.with(engine) { fixture async throws in
             let database = fixture.container().privateCloudDatabase
             let zone = RecordZone.ID(zoneName: "Notes")
             try await database.save(RecordZone(zoneID: zone))
@@ -95,10 +122,10 @@ struct ChangesCLITests {
         }
     }
 
-    @Test("--output: a run first cuts the last output file back to what was committed, also when writing a new file")
-    func outputCutBack() async throws {
+    @Test("--output: a run first cuts the last output file back to what was committed, also when writing a new file", arguments: TestEngine.all)
+    func outputCutBack(engine: TestEngine) async throws {
         let stratus = try ChildProcess.builtExecutable("stratus")
-        try await ZoneTestStore.with { fixture async throws in
+        try await CLIStoreFixture.with(engine) { fixture async throws in
             let database = fixture.container().privateCloudDatabase
             try await database.save(makeRecord("Note", "one"))
             let tokenFile = fixture.store.path("t.token")
@@ -132,10 +159,10 @@ struct ChangesCLITests {
         }
     }
 
-    @Test("--output: an output file the consumer deleted, made again under the same name (often with the same inode number), is a new file: no NUL bytes, no refusal")
-    func deletedOutputNameReused() async throws {
+    @Test("--output: an output file the consumer deleted, made again under the same name (often with the same inode number), is a new file: no NUL bytes, no refusal", arguments: TestEngine.all)
+    func deletedOutputNameReused(engine: TestEngine) async throws {
         let stratus = try ChildProcess.builtExecutable("stratus")
-        try await ZoneTestStore.with { fixture async throws in
+        try await CLIStoreFixture.with(engine) { fixture async throws in
             let database = fixture.container().privateCloudDatabase
             let tokenFile = fixture.store.path("t.token")
             let output = fixture.store.path("out.ndjson")
@@ -163,11 +190,11 @@ struct ChangesCLITests {
     /// SIGKILL (at a random moment, or just after it wrote output, before or after its commit);
     /// the files, read in order, must hold every committed change exactly once (checked by
     /// `churn verify` against the writers' logs).
-    @Test("--output: exactly once across runs killed at random while writer processes write")
-    func exactlyOnceWithKills() async throws {
+    @Test("--output: exactly once across runs killed at random while writer processes write", arguments: TestEngine.all)
+    func exactlyOnceWithKills(engine: TestEngine) async throws {
         let stratus = try ChildProcess.builtExecutable("stratus")
         let churn = try ChildProcess.builtExecutable("churn")
-        try await ZoneTestStore.with { fixture async throws in
+        try await CLIStoreFixture.with(engine) { fixture async throws in
             let options = Self.options(fixture)
             try await fixture.container().privateCloudDatabase.save(RecordZone(zoneName: "Feed"))
             let tokenFile = fixture.store.path("feed.token")
@@ -193,11 +220,11 @@ struct ChangesCLITests {
     /// Without --output the guarantee is at least once: a run killed after writing a batch to
     /// stdout but before moving the token writes that batch again. Nothing may be lost, and
     /// apart from such repeats the stream must be exactly once and in order.
-    @Test("stdout: at least once across killed runs, nothing lost")
-    func atLeastOnceOnStdout() async throws {
+    @Test("stdout: at least once across killed runs, nothing lost", arguments: TestEngine.all)
+    func atLeastOnceOnStdout(engine: TestEngine) async throws {
         let stratus = try ChildProcess.builtExecutable("stratus")
         let churn = try ChildProcess.builtExecutable("churn")
-        try await ZoneTestStore.with { fixture async throws in
+        try await CLIStoreFixture.with(engine) { fixture async throws in
             let options = Self.options(fixture)
             try await fixture.container().privateCloudDatabase.save(RecordZone(zoneName: "Feed"))
             let tokenFile = fixture.store.path("feed.token")
@@ -218,10 +245,10 @@ struct ChangesCLITests {
         }
     }
 
-    @Test("an expired token exits 65 and names the fix; removing the token file starts again")
-    func expiredToken() async throws {
+    @Test("an expired token exits 65 and names the fix; removing the token file starts again", arguments: TestEngine.all)
+    func expiredToken(engine: TestEngine) async throws {
         let stratus = try ChildProcess.builtExecutable("stratus")
-        try await ZoneTestStore.with { fixture async throws in
+        try await CLIStoreFixture.with(engine) { fixture async throws in
             let database = fixture.container().privateCloudDatabase
             let zone = RecordZone.ID(zoneName: "Photos")
             try await database.save(RecordZone(zoneID: zone))
@@ -248,10 +275,10 @@ struct ChangesCLITests {
         }
     }
 
-    @Test("a second run on the same token file exits 75 while the first holds it")
-    func overlappingRunsAreRefused() async throws {
+    @Test("a second run on the same token file exits 75 while the first holds it", arguments: TestEngine.all)
+    func overlappingRunsAreRefused(engine: TestEngine) async throws {
         let stratus = try ChildProcess.builtExecutable("stratus")
-        try await ZoneTestStore.with { fixture async throws in
+        try await CLIStoreFixture.with(engine) { fixture async throws in
             let tokenFile = fixture.store.path("busy.token")
             let arguments = ["changes", "--token-file", tokenFile] + Self.options(fixture)
             // Hold the lock as a running export would.
@@ -266,10 +293,10 @@ struct ChangesCLITests {
         }
     }
 
-    @Test("a token file through a symbolic link is locked and written as its target: both names exclude each other, and the link stays a link")
-    func tokenFileThroughALink() async throws {
+    @Test("a token file through a symbolic link is locked and written as its target: both names exclude each other, and the link stays a link", arguments: TestEngine.all)
+    func tokenFileThroughALink(engine: TestEngine) async throws {
         let stratus = try ChildProcess.builtExecutable("stratus")
-        try await ZoneTestStore.with { fixture async throws in
+        try await CLIStoreFixture.with(engine) { fixture async throws in
             let database = fixture.container().privateCloudDatabase
             try await database.save(makeRecord("Note", "a"))
             let tokenFile = fixture.store.path("real.token")
@@ -298,10 +325,10 @@ struct ChangesCLITests {
         }
     }
 
-    @Test("usage errors exit 64; changes compact removes old tombstones")
-    func usageAndCompaction() async throws {
+    @Test("usage errors exit 64; changes compact removes old tombstones", arguments: TestEngine.all)
+    func usageAndCompaction(engine: TestEngine) async throws {
         let stratus = try ChildProcess.builtExecutable("stratus")
-        try await ZoneTestStore.with { fixture async throws in
+        try await CLIStoreFixture.with(engine) { fixture async throws in
             let options = Self.options(fixture)
             #expect(try await ZoneTestProgram.run(stratus, ["changes"] + options, in: fixture.store).exitCode == 64)
             #expect(try await ZoneTestProgram.run(stratus, ["changes", "compact"] + options, in: fixture.store).exitCode == 64)
@@ -331,7 +358,7 @@ struct ChangesCLITests {
     /// through ``ChildProcess/onOwnThread(_:)``, so that other tests occupying the
     /// cooperative pool cannot delay the kills.
     static func exportRounds(
-        _ stratus: String, _ churn: String, _ fixture: ZoneTestStore, options: [String], toStdout: Bool,
+        _ stratus: String, _ churn: String, _ fixture: CLIStoreFixture, options: [String], toStdout: Bool,
         arguments: (URL) -> [String]
     ) throws -> (writers: [ChildProcess], outputs: [String], failures: [String]) {
         let seed = UInt64.random(in: 0..<1_000_000)
@@ -386,7 +413,7 @@ struct ChangesCLITests {
         }
     }
 
-    func logArguments(_ fixture: ZoneTestStore) -> [String] {
+    func logArguments(_ fixture: CLIStoreFixture) -> [String] {
         ["a", "b", "c"].flatMap { ["--log", fixture.store.path("\($0).log")] }
     }
 }

@@ -540,12 +540,17 @@ struct PredicateParserRejectionTests {
 
     @Test("Huge inputs parse in linear time, and long lines are cut in messages")
     func hugeInputs() throws {
-        let conditions = (0..<20_000).map { "f\($0 % 50) == \($0)" }.joined(separator: " AND ")
+        let conditions = (0..<QueryPredicate.maximumConditions).map { "f\($0 % 50) == \($0)" }.joined(separator: " AND ")
         guard case .and(let parts) = try QueryPredicate(format: conditions) else {
             Issue.record("not an AND")
             return
         }
-        #expect(parts.count == 20_000)
+        #expect(parts.count == QueryPredicate.maximumConditions)
+        // More conditions than a query may have are refused where the first one too many starts.
+        let tooMany = (0..<20_000).map { "f\($0 % 50) == \($0)" }.joined(separator: " AND ")
+        let limit = try #require(rejection(tooMany))
+        #expect(limit.message.contains("more than \(QueryPredicate.maximumConditions) conditions"), "\(limit.message)")
+        #expect(limit.column == conditions.count + " AND ".count + 1)
 
         let long = String(repeating: "ab", count: 500_000)
         #expect(try QueryPredicate(format: "x == '\(long)'") == .condition(.compare(field("x"), .equal, .string(long))))

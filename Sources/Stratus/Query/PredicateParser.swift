@@ -17,6 +17,10 @@ struct PredicateParser {
     /// rather than risking the stack.
     static let maximumDepth = 100
 
+    /// How many conditions one predicate may join with AND (see
+    /// ``QueryPredicate/maximumConditions``).
+    static let maximumConditions = QueryPredicate.maximumConditions
+
     let format: String
     let arguments: [any Sendable]
 
@@ -29,6 +33,19 @@ struct PredicateParser {
         var machine = Machine(bytes: Array(format.utf8), arguments: arguments)
         return try machine.run()
     }
+}
+
+extension QueryPredicate {
+    /// A Stratus limit: the most conditions (comparisons) one predicate may join with AND,
+    /// 500. Engines translate a predicate into one SQL expression, and SQLite refuses
+    /// expressions more than 1,000 levels deep (each joined condition is a level); a predicate
+    /// format with more conditions is refused when it is parsed, on every engine alike.
+    ///
+    /// ```swift
+    /// let many = (0..<600).map { "n != \($0)" }.joined(separator: " AND ")
+    /// _ = try? QueryPredicate(format: many)   // invalidArguments: more than 500 conditions
+    /// ```
+    public static let maximumConditions = 500
 }
 
 // MARK: - Tokens
@@ -139,6 +156,8 @@ extension PredicateParser {
         var previous: Token?
         var argumentIndex = 0
         var depth = 0
+        /// Conditions read so far.
+        var conditions = 0
 
         init(bytes: [UInt8], arguments: [any Sendable]) {
             self.bytes = bytes
@@ -226,6 +245,12 @@ extension PredicateParser {
         }
 
         mutating func parseCondition() throws -> Condition {
+            conditions += 1
+            if conditions > PredicateParser.maximumConditions {
+                throw failure(
+                    "the predicate joins more than \(PredicateParser.maximumConditions) conditions, the most a query may have; use 'field IN {…}' for many values of one field, or split the query",
+                    at: token.start)
+            }
             switch token.kind {
             case .keyword(.any), .keyword(.some): return try parseAny()
             case .keyword(.all): return try parseAllTokenize()

@@ -1,0 +1,164 @@
+import Foundation
+
+extension StoreCopier {
+    /// Counts and checksums every zone of the source and the same zone of the destination
+    /// (and every zone only the destination holds records in), reading both again.
+    ///
+    /// A record's checksum covers its name, type, change tag, parent and field values, with
+    /// assets by their size and content (each store names its copy of an asset its own way).
+    /// Zone checksums add their records' checksums, so that they do not depend on the order
+    /// records are read in.
+    ///
+    /// ```swift
+    /// for zone in try await copier.compare() where !zone.matches {
+    ///     print("\(zone.zone): source \(zone.source), destination \(zone.destination)")
+    /// }
+    /// ```
+    ///
+    /// - Returns: one comparison per zone, in the source's order, then the destination's own.
+    /// - Throws: store errors (a zone missing from the destination counts as empty).
+    public func compare() async throws -> [ZoneComparison] {
+        let source = self.source, destination = self.destination
+        let sourceInventory = try await Self.offThePool { try source.inventory() }
+        let destinationInventory = try await Self.offThePool { try destination.inventory() }
+        var destinationTypes: [ZoneKey: Set<String>] = [:]
+        var destinationOrder: [ZoneKey] = []
+        for database in destinationInventory.databases {
+            for zone in database.zones where zone.recordCounts.values.contains(where: { $0 > 0 }) {
+                let key = ZoneKey(database: database, zone: zone.zone.zoneID)
+                destinationTypes[key] = Set(zone.recordCounts.keys)
+                destinationOrder.append(key)
+            }
+        }
+        var comparisons: [ZoneComparison] = []
+        var compared: Set<ZoneKey> = []
+        for database in sourceInventory.databases {
+            for zone in database.zones {
+                let key = ZoneKey(database: database, zone: zone.zone.zoneID)
+                let types = Set(zone.recordCounts.keys).union(destinationTypes[key] ?? [])
+                comparisons.append(ZoneComparison(
+                    zone: key, source: try await Self.digest(key, types: types, on: source),
+                    destination: try await Self.digest(key, types: types, on: destination)))
+                compared.insert(key)
+            }
+        }
+        for key in destinationOrder where !compared.contains(key) {
+            comparisons.append(ZoneComparison(zone: key, source: ZoneDigest(), destination: try await Self.digest(key, types: destinationTypes[key] ?? [], on: destination)))
+        }
+        return comparisons
+    }
+
+    /// The count and checksum of a zone's records of `types`; a missing zone is empty.
+    static func digest(_ key: ZoneKey, types: Set<String>, on engine: any StorageEngine) async throws -> ZoneDigest {
+        let database = database(of: key, on: engine)
+        var digest = ZoneDigest()
+        for type in types.sorted(by: precedes) {
+            do {
+                for try await record in database.allRecords(matching: Query(recordType: type), inZoneWith: key.zoneID, pageSize: 1_000) {
+                    digest.records += 1
+                    digest.checksum &+= checksum(of: record)
+                }
+            } catch let error as StratusError where error.code == .zoneNotFound {
+                return ZoneDigest()
+            }
+        }
+        return digest
+    }
+
+    /// A checksum of what a copy must keep of a record.
+    static func checksum(of record: Record) -> UInt64 {
+        var hash = RecordChecksum()
+        hash.add(record.recordID.recordName)
+        hash.add(record.recordType)
+        hash.add(record.recordChangeTag ?? "")
+        hash.add(record.parent?.recordID.recordName ?? "")
+        for key in record.fieldValues.keys.sorted() {
+            hash.add(key)
+            hash.add(record.fieldValues[key]!)
+        }
+        return hash.value
+    }
+}
+
+/// FNV-1a (64-bit) over a record's parts, each written with its length or type, so that
+/// different records do not run together into the same bytes.
+struct RecordChecksum {
+    private(set) var value: UInt64 = 0xcbf2_9ce4_8422_2325
+
+    mutating func add<Bytes: Sequence>(bytes: Bytes) where Bytes.Element == UInt8 {
+        for byte in bytes {
+            value ^= UInt64(byte)
+            value = value &* 0x0000_0100_0000_01b3
+        }
+    }
+
+    mutating func add(_ number: UInt64) {
+        withUnsafeBytes(of: number.littleEndian) { add(bytes: $0) }
+    }
+
+    mutating func add(_ text: String) {
+        add(UInt64(text.utf8.count))
+        add(bytes: text.utf8)
+    }
+
+    mutating func add(_ data: Data) {
+        add(UInt64(data.count))
+        add(bytes: data)
+    }
+
+    mutating func add(_ double: Double) { add(double.bitPattern) }
+
+    mutating func add(_ date: Date) { add(date.timeIntervalSinceReferenceDate) }
+
+    mutating func add(_ reference: Record.Reference) {
+        add(reference.recordID.recordName)
+        add(UInt64(reference.action.rawValue))
+    }
+
+    mutating func add(_ location: Location) {
+        for part in [location.latitude, location.longitude, location.altitude, location.horizontalAccuracy, location.verticalAccuracy, location.course, location.speed] {
+            add(part)
+        }
+        add(location.timestamp)
+    }
+
+    /// An asset by its size and content; an asset whose file cannot be read by its size alone.
+    mutating func add(_ asset: Asset) {
+        var content = RecordChecksum()
+        var size: UInt64 = 0
+        if let url = asset.fileURL, let handle = try? FileHandle(forReadingFrom: url) {
+            defer { try? handle.close() }
+            while let chunk = try? handle.read(upToCount: 1 << 20), !chunk.isEmpty {
+                content.add(bytes: chunk)
+                size += UInt64(chunk.count)
+            }
+            add(size)
+            add(content.value)
+        } else {
+            add(UInt64(bitPattern: asset.size ?? -1))
+            add("unreadable")
+        }
+    }
+
+    mutating func add(_ value: FieldValue) {
+        add(value.type.rawValue)
+        switch value {
+        case .string(let v): add(v)
+        case .int64(let v): add(UInt64(bitPattern: v))
+        case .double(let v): add(v)
+        case .date(let v): add(v)
+        case .bytes(let v): add(v)
+        case .reference(let v): add(v)
+        case .location(let v): add(v)
+        case .asset(let v): add(v)
+        case .stringList(let v): add(UInt64(v.count)); v.forEach { add($0) }
+        case .int64List(let v): add(UInt64(v.count)); v.forEach { add(UInt64(bitPattern: $0)) }
+        case .doubleList(let v): add(UInt64(v.count)); v.forEach { add($0) }
+        case .dateList(let v): add(UInt64(v.count)); v.forEach { add($0) }
+        case .bytesList(let v): add(UInt64(v.count)); v.forEach { add($0) }
+        case .referenceList(let v): add(UInt64(v.count)); v.forEach { add($0) }
+        case .locationList(let v): add(UInt64(v.count)); v.forEach { add($0) }
+        case .assetList(let v): add(UInt64(v.count)); v.forEach { add($0) }
+        }
+    }
+}

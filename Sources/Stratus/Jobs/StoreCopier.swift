@@ -1,0 +1,377 @@
+import Foundation
+import Synchronization
+
+/// Copies a whole store into another, the job behind `stratus copy`: every container's record
+/// type schemas, every database of every owner, every zone with its capabilities, and every
+/// record with its system fields, change tag and assets, between any two engines (SQLite and
+/// PostgreSQL either way, or SQLite to SQLite).
+///
+/// Records are written as forced replaces that keep the system fields they carry, so each
+/// record arrives with the creation and modification dates, users and change tag it has in
+/// the source. Each zone is read type by type, each type from one snapshot, in record-name
+/// order. With a ``CheckpointStore`` the copy saves how far it got after every batch and goes
+/// on from there when run again after a crash, a kill or ``cancel()``; without one, it only
+/// copies into a destination that holds no records. ``compare()`` then checks, zone by zone,
+/// that both stores hold the same number of records and the same checksum over each record's
+/// name, type, change tag, parent and field values (assets by their content).
+///
+/// ```swift
+/// let copier = StoreCopier(from: try SQLiteEngine(path: "app.sqlite"), to: try PostgresEngine(url: "postgresql://db1/app"))
+/// let summary = try await copier.run()
+/// let differing = try await copier.compare().filter { !$0.matches }
+/// print("copied \(summary.recordsCopied) records; \(differing.count) zones differ")
+/// ```
+public final class StoreCopier: Sendable {
+    /// One zone of one database of one container, as the source's inventory names it.
+    public struct ZoneKey: Sendable, Hashable, Codable, CustomStringConvertible {
+        /// The container the zone belongs to.
+        public var containerIdentifier: String
+        /// Which of the container's databases holds the zone.
+        public var scope: Database.Scope
+        /// The user whose private or shared database holds the zone; empty for the public one.
+        public var owner: String
+        /// The zone's name.
+        public var zoneName: String
+        /// The zone's owner as its ID names it (`__defaultOwner__` for the database's own user).
+        public var zoneOwnerName: String
+
+        /// The key of `zone` in a database of the inventory.
+        ///
+        /// ```swift
+        /// let key = StoreCopier.ZoneKey(database: inventory.databases[0], zone: .default)
+        /// ```
+        public init(database: StoreInventory.DatabaseEntry, zone: RecordZone.ID) {
+            containerIdentifier = database.containerIdentifier
+            scope = database.scope
+            owner = database.owner
+            zoneName = zone.zoneName
+            zoneOwnerName = zone.ownerName
+        }
+
+        /// The zone's ID, as its database's owner names it.
+        public var zoneID: RecordZone.ID { RecordZone.ID(zoneName: zoneName, ownerName: zoneOwnerName) }
+
+        /// `com.example.app public _defaultZone`, `com.example.app private (alice) Work`.
+        public var description: String {
+            let database = owner.isEmpty ? "\(scope)" : "\(scope) (\(owner))"
+            let zone = zoneOwnerName == RecordZone.ID.currentUserDefaultOwner ? zoneName : "\(zoneName) of \(zoneOwnerName)"
+            return "\(containerIdentifier) \(database) \(zone)"
+        }
+    }
+
+    /// Why a copy ended.
+    public enum End: Sendable, Hashable {
+        /// Every zone was copied.
+        case finished
+        /// ``StoreCopier/cancel()`` or task cancellation stopped it after a batch.
+        case cancelled
+    }
+
+    /// What a copy did.
+    ///
+    /// ```swift
+    /// let summary = try await copier.run()
+    /// print(summary.recordsCopied, summary.failures)
+    /// ```
+    public struct Summary: Sendable, Hashable {
+        /// Containers whose schemas were copied in this run.
+        public var schemasCopied = 0
+        /// Zones copied whole in this run.
+        public var zonesCopied = 0
+        /// Records written (or found already equal) in this run.
+        public var recordsCopied = 0
+        /// Zones an earlier run had copied, not read again.
+        public var zonesSkipped = 0
+        /// What could not be copied: a zone or a record, and why. The zones named here are not
+        /// marked copied, so a later run tries them again.
+        public var failures: [String] = []
+        /// Why the copy ended.
+        public var end = End.finished
+
+        /// An empty summary.
+        public init() {}
+    }
+
+    /// Record counts and checksums of one zone on both sides.
+    ///
+    /// ```swift
+    /// for zone in try await copier.compare() where !zone.matches { print(zone.zone, zone.source, zone.destination) }
+    /// ```
+    public struct ZoneComparison: Sendable, Hashable {
+        /// The zone compared.
+        public var zone: ZoneKey
+        /// What the source holds in it.
+        public var source: ZoneDigest
+        /// What the destination holds in it (empty when it lacks the zone).
+        public var destination: ZoneDigest
+        /// Whether both sides hold the same records.
+        public var matches: Bool { source == destination }
+    }
+
+    /// How many records a zone holds and a checksum over them that does not depend on the
+    /// order they are read in.
+    ///
+    /// ```swift
+    /// print(comparison.source)   // 40 records, checksum 3f9c…
+    /// ```
+    public struct ZoneDigest: Sendable, Hashable, CustomStringConvertible {
+        /// How many records the zone holds.
+        public var records = 0
+        /// The sum of the records' checksums (see ``StoreCopier/compare()``).
+        public var checksum: UInt64 = 0
+
+        /// The digest of an empty zone.
+        public init() {}
+
+        public var description: String {
+            "\(records) record\(records == 1 ? "" : "s"), checksum \(String(checksum, radix: 16))"
+        }
+    }
+
+    /// The store read.
+    public let source: any StorageEngine
+    /// The store written.
+    public let destination: any StorageEngine
+    /// Records written per batch (one transaction each).
+    public let batchSize: Int
+    private let cancelled = Atomic<Bool>(false)
+
+    /// A copy of every container of `source` into `destination`.
+    ///
+    /// ```swift
+    /// let copier = StoreCopier(from: source, to: destination, batchSize: 1_000)
+    /// ```
+    ///
+    /// - Precondition: `batchSize` is positive (a programmer error).
+    public init(from source: any StorageEngine, to destination: any StorageEngine, batchSize: Int = 500) {
+        precondition(batchSize > 0, "the batch size must be positive")
+        self.source = source
+        self.destination = destination
+        self.batchSize = batchSize
+    }
+
+    /// Asks a running copy to stop after the batch being written; callable from any thread.
+    ///
+    /// ```swift
+    /// signalSource.setEventHandler { copier.cancel() }
+    /// ```
+    public func cancel() { cancelled.store(true, ordering: .relaxed) }
+
+    /// Whether ``cancel()`` was called or the running task was cancelled.
+    public var isCancelled: Bool { cancelled.load(ordering: .relaxed) || Task.isCancelled }
+
+    // MARK: - Owners
+
+    /// The database of `engine` that holds a zone of the inventory, seen by the user who may
+    /// read and write it: the public database as the running user, a private or shared one as
+    /// its owner. Owners are user names today; every copy and comparison finds its database
+    /// here, so that owners named otherwise (user record names) change this function only.
+    static func database(_ containerIdentifier: String, _ scope: Database.Scope, owner: String, on engine: any StorageEngine) -> Database {
+        let user = owner.isEmpty ? Container.defaultUserName : owner
+        return Container(identifier: containerIdentifier, engine: engine, userName: user).database(with: scope)
+    }
+
+    static func database(of zone: ZoneKey, on engine: any StorageEngine) -> Database {
+        database(zone.containerIdentifier, zone.scope, owner: zone.owner, on: engine)
+    }
+
+    // MARK: - Copying
+
+    /// Copies what the source holds, schemas first, then zone by zone.
+    ///
+    /// ```swift
+    /// let summary = try await copier.run(checkpointStore: checkpointFile) { copied in print("copied \(copied)") }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - checkpointStore: where the copy keeps how far it got, so that a later run goes on
+    ///     from there (remove it yourself once ``compare()`` found the stores equal).
+    ///   - progress: called with the number of records copied in this run after each batch.
+    /// - Returns: what was copied, what failed and why the copy ended.
+    /// - Throws: ``StratusError`` `invalidArguments` when the checkpoint belongs to another copy,
+    ///   or when there is no checkpoint and the destination holds records; store errors and
+    ///   checkpoint errors (what was written stays written, and the checkpoint says how far).
+    public func run(checkpointStore: (any CheckpointStore)? = nil, progress: (@Sendable (Int) -> Void)? = nil) async throws -> Summary {
+        let source = self.source, destination = self.destination
+        let sourceInventory = try await Self.offThePool { try source.inventory() }
+        let destinationInventory = try await Self.offThePool { try destination.inventory() }
+        let sourceIdentifier = try source.storeIdentifier, destinationIdentifier = try destination.storeIdentifier
+        if sourceIdentifier == destinationIdentifier {
+            throw StratusError(.invalidArguments, "the source and the destination are the same store")
+        }
+        var checkpoint: Checkpoint
+        if let saved = try checkpointStore?.load() {
+            guard saved.sourceIdentifier == sourceIdentifier && saved.destinationIdentifier == destinationIdentifier else {
+                throw StratusError(.invalidArguments, "the checkpoint belongs to a copy between other stores; remove it to start over")
+            }
+            checkpoint = saved
+        } else {
+            let held = destinationInventory.databases.reduce(0) { $0 + $1.zones.reduce(0) { $0 + $1.recordCounts.values.reduce(0, +) } }
+            if held > 0 {
+                throw StratusError(.invalidArguments, "the destination already holds \(held) record\(held == 1 ? "" : "s"); a copy fills a store without records, or goes on from the checkpoint of the copy that began it")
+            }
+            checkpoint = Checkpoint(sourceIdentifier: sourceIdentifier, destinationIdentifier: destinationIdentifier)
+            // Saved before the first write: a copy killed at any moment after it leaves a
+            // checkpoint, so that the next run goes on instead of finding records it cannot place.
+            try checkpointStore?.save(checkpoint)
+        }
+
+        var summary = Summary()
+        if !checkpoint.schemasCopied {
+            summary.schemasCopied = try await copySchemas(sourceInventory.containersWithSchemas)
+            checkpoint.schemasCopied = true
+            try checkpointStore?.save(checkpoint)
+        }
+        let done = Set(checkpoint.zonesCopied)
+        for database in sourceInventory.databases {
+            for entry in database.zones {
+                let key = ZoneKey(database: database, zone: entry.zone.zoneID)
+                if done.contains(key) {
+                    summary.zonesSkipped += 1
+                    continue
+                }
+                if isCancelled {
+                    summary.end = .cancelled
+                    return summary
+                }
+                let complete = try await copyZone(entry, key: key, checkpoint: &checkpoint, checkpointStore: checkpointStore, summary: &summary, progress: progress)
+                if summary.end == .cancelled { return summary }
+                if complete {
+                    checkpoint.zonesCopied.append(key)
+                    checkpoint.position = nil
+                    try checkpointStore?.save(checkpoint)
+                    summary.zonesCopied += 1
+                }
+            }
+        }
+        return summary
+    }
+
+    /// Copies every container's schemas; answers how many containers had some.
+    private func copySchemas(_ containers: [String]) async throws -> Int {
+        var copied = 0
+        for identifier in containers where !identifier.isEmpty {
+            let schemas = try await Self.runSchemas(ModifySchemasOperation(), on: Self.database(identifier, .public, owner: "", on: source))
+            guard !schemas.isEmpty else { continue }
+            _ = try await Self.runSchemas(ModifySchemasOperation(schemasToSave: schemas), on: Self.database(identifier, .public, owner: "", on: destination))
+            copied += 1
+        }
+        return copied
+    }
+
+    private static func runSchemas(_ op: ModifySchemasOperation, on database: Database) async throws -> [RecordTypeSchema] {
+        let result = Collector<[RecordTypeSchema]>()
+        try await database.run { finish in
+            op.modifySchemasResultBlock = { outcome in
+                if case .success(let schemas) = outcome { result.append(schemas) }
+                finish(outcome.map { _ in () })
+            }
+            return op
+        }
+        return result.items.first ?? []
+    }
+
+    /// Copies one zone, type by type, from where the checkpoint says; answers whether every
+    /// record of it was copied.
+    private func copyZone(
+        _ entry: StoreInventory.ZoneEntry, key: ZoneKey, checkpoint: inout Checkpoint, checkpointStore: (any CheckpointStore)?, summary: inout Summary,
+        progress: (@Sendable (Int) -> Void)?
+    ) async throws -> Bool {
+        let reader = Self.database(of: key, on: source)
+        let writer = Self.database(of: key, on: destination)
+        if !key.zoneID.isDefault {
+            let (saved, _) = try await writer.modifyRecordZones(saving: [entry.zone], deleting: [])
+            if case .failure(let error)? = saved[entry.zone.zoneID] {
+                summary.failures.append("zone \(key): \(error)")
+                return false
+            }
+        }
+        let resume = checkpoint.position?.zone == key ? checkpoint.position : nil
+        var complete = true
+        // Records whose parent is of a type copied later wait for the zone's other types.
+        // While any wait, the checkpoint stays where it is, so that a stop before they are
+        // written copies them again.
+        var waiting: [Record] = []
+        for type in entry.recordCounts.keys.sorted(by: Self.precedes) {
+            if let resume, Self.precedes(type, resume.recordType) { continue }
+            let after = resume?.recordType == type ? resume?.recordName : nil
+            var batch: [Record] = []
+            func flush() async throws {
+                guard !batch.isEmpty else { return }
+                var failures = try await save(batch, into: writer)
+                var deferred = 0
+                for record in batch where failures[record.recordID]?.code == .referenceViolation && record.parent != nil {
+                    failures[record.recordID] = nil
+                    waiting.append(record)
+                    deferred += 1
+                }
+                summary.recordsCopied += batch.count - failures.count - deferred
+                if failures.isEmpty {
+                    checkpoint.position = Checkpoint.Position(zone: key, recordType: type, recordName: batch[batch.count - 1].recordID.recordName)
+                    if complete && waiting.isEmpty { try checkpointStore?.save(checkpoint) }
+                } else {
+                    summary.failures += failures.map { "record \($0.key.recordName) in zone \(key): \($0.value)" }.sorted()
+                    complete = false
+                }
+                progress?(summary.recordsCopied)
+                batch.removeAll(keepingCapacity: true)
+            }
+            for try await record in reader.allRecords(matching: Query(recordType: type), inZoneWith: key.zoneID, pageSize: batchSize) {
+                if let after, !Self.precedes(after, record.recordID.recordName) { continue }
+                batch.append(record)
+                if batch.count == batchSize {
+                    try await flush()
+                    if isCancelled {
+                        summary.end = .cancelled
+                        return false
+                    }
+                }
+            }
+            try await flush()
+        }
+        if !waiting.isEmpty {
+            // One request: the operation saves parents before their children.
+            let failures = try await save(waiting, into: writer)
+            summary.recordsCopied += waiting.count - failures.count
+            summary.failures += failures.map { "record \($0.key.recordName) in zone \(key): \($0.value)" }.sorted()
+            if !failures.isEmpty { complete = false }
+            progress?(summary.recordsCopied)
+        }
+        return complete
+    }
+
+    /// Writes records as they are (system fields and change tags kept); answers the records
+    /// that failed.
+    private func save(_ records: [Record], into database: Database) async throws -> [Record.ID: StratusError] {
+        let op = ModifyRecordsOperation(recordsToSave: records)
+        op.writeMode = .forceReplace
+        op.preservesSystemFields = true
+        op.isAtomic = false
+        op.itemsPerBatch = batchSize
+        let failures = Collector<[Record.ID: StratusError]>()
+        try await database.run { finish in
+            op.modifyRecordsResultBlock = { result in
+                if case .failure(let error as StratusError) = result, error.code == .partialFailure {
+                    failures.append(error.partialErrorsByRecordID)
+                    finish(.success(()))
+                } else {
+                    finish(result)
+                }
+            }
+            return op
+        }
+        return failures.items.first ?? [:]
+    }
+
+    /// Record names and types in the stores' order: by their UTF-8 bytes.
+    static func precedes(_ a: String, _ b: String) -> Bool {
+        a.utf8.lexicographicallyPrecedes(b.utf8)
+    }
+
+    /// Runs a blocking store call on a thread of its own, not on the cooperative pool.
+    static func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try body() }) }.start()
+        }
+    }
+}

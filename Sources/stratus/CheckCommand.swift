@@ -1,0 +1,39 @@
+import Foundation
+import Stratus
+
+/// `stratus check`: the store's integrity check; exit 0 when it is consistent, 70 when not.
+struct CheckCommand: Command {
+    static let name = "check"
+    static let summary = "check a store's integrity (exit 0, or 70 naming the problems)"
+    static let usage = ["stratus check [--store PATH|URL]"]
+    static let discussion = """
+        Checks the whole store: on SQLite every page and index of the file (PRAGMA
+        integrity_check; it reads the whole file), on PostgreSQL the version of Stratus's tables
+        and that every record belongs to a zone. Prints "ok" on stdout and exits 0 when nothing is
+        wrong; otherwise prints each problem on a line of stdout, names the store on stderr and
+        exits 70. A store too damaged to be checked at all is exit 70 too. Restore a damaged store
+        from a backup or an export; `stratus copy` reads what can still be read.
+        """
+    static let options: [Option] = []
+    static let optionGroups: [OptionGroup] = [.storeLocation]
+    static let exitNotes: String? = "check: 0 when the store is consistent, 70 when it is damaged (the problems on stdout)."
+
+    var store: StoreOptions
+
+    static func parse(_ arguments: ParsedArguments) throws -> CheckCommand {
+        try arguments.expectNoPositionals()
+        return CheckCommand(store: try StoreOptions(arguments))
+    }
+
+    func run() async throws -> ExitCode {
+        let container = try store.openContainer(.read)
+        let problems = try await container.checkStoreIntegrity()
+        guard !problems.isEmpty else {
+            print("ok")
+            return .success
+        }
+        for problem in problems { print(problem) }
+        StratusCommand.log("the store at \(StoreOptions.describe(container.engine)) is damaged: \(problems.count) problem\(problems.count == 1 ? "" : "s") found")
+        return .internalError
+    }
+}

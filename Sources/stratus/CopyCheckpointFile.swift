@@ -1,0 +1,41 @@
+import Foundation
+import Stratus
+
+/// The `--checkpoint` file of `stratus copy`: how far a copy got (``StoreCopier/Checkpoint``
+/// as JSON), saved durably after every batch (temporary file, fsync, rename), locked while a
+/// copy uses it (a second copy with the same checkpoint exits 75).
+final class CopyCheckpointFile: StoreCopier.CheckpointStore {
+    /// The name the user gave.
+    let path: String
+    /// The file that name resolves to: locked and written, so that a link stays a link.
+    private let resolvedPath: String
+
+    /// Locks the checkpoint for the life of the process.
+    ///
+    /// - Throws: ``CommandFailure`` `temporaryFailure` (exit 75) when another copy holds it.
+    init(path: String) throws {
+        self.path = path
+        resolvedPath = KeptFile.resolve(path)
+        try KeptFile.lock(resolvedPath, named: path, what: "checkpoint")
+    }
+
+    /// - Throws: ``UsageError`` when the file is not a copy checkpoint.
+    func load() throws -> StoreCopier.Checkpoint? {
+        guard FileManager.default.fileExists(atPath: resolvedPath) else { return nil }
+        guard let data = FileManager.default.contents(atPath: resolvedPath), let checkpoint = try? JSONDecoder().decode(StoreCopier.Checkpoint.self, from: data) else {
+            throw UsageError(message: "the checkpoint file \(path) is not a checkpoint of stratus copy; remove it to start over")
+        }
+        return checkpoint
+    }
+
+    /// - Throws: ``CommandFailure`` `cannotCreateOutput` when it cannot be written.
+    func save(_ checkpoint: StoreCopier.Checkpoint) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        try KeptFile.replace(resolvedPath, with: try encoder.encode(checkpoint))
+    }
+
+    func remove() throws {
+        try? FileManager.default.removeItem(atPath: resolvedPath)
+    }
+}

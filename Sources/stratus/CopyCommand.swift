@@ -1,0 +1,111 @@
+import Foundation
+import Stratus
+import Synchronization
+
+/// `stratus copy --from STORE --to STORE`: a whole store into another, between engines,
+/// resumable, compared zone by zone at the end.
+struct CopyCommand: Command {
+    static let name = "copy"
+    static let summary = "copy a whole store into another (SQLite and PostgreSQL either way)"
+    static let usage = ["stratus copy --from PATH|URL --to PATH|URL [--checkpoint FILE] [--batch-size N] [progress options]"]
+    static let discussion = """
+        Copies every container's schemas, every database of every user, every zone with its
+        capabilities and every record with its system fields, change tag and assets from one
+        store into another: an SQLite file or a PostgreSQL database on either side. The
+        destination is created when missing and must hold no records, unless --checkpoint names
+        the checkpoint of the copy that began it. With --checkpoint, a copy stopped by SIGINT,
+        SIGTERM, a kill or a crash goes on where it stopped when run again with the same
+        options; the file is removed once the stores compare equal. Each zone is read type by type, each type from one snapshot; stop writers to
+        the source for an exact copy.
+        At the end both stores are read again and compared zone by zone: the record count and a
+        checksum over each record's name, type, change tag, parent and field values (assets by
+        content). Exit 0 when every zone matches; exit 1 naming the zones that differ or the
+        records that could not be copied (the checkpoint is kept, so a run again retries them).
+        """
+    static let options: [Option] = [
+        Option("--from", "PATH|URL", "the store to copy: an SQLite file or postgresql://…", default: "none; required"),
+        Option("--to", "PATH|URL", "the store to copy into (created when missing)", default: "none; required"),
+        Option("--checkpoint", "FILE", "keep how far the copy got in FILE and go on from it (removed once the stores compare equal)", default: "none"),
+        Option("--batch-size", "N", "records written per transaction", default: "500"),
+    ]
+    static let optionGroups: [OptionGroup] = [.progress]
+    static let exitNotes: String? = "copy: 1 when a zone differs after the copy or records could not be copied (named on stderr)."
+
+    var from: String
+    var to: String
+    var checkpointPath: String?
+    var batchSize: Int
+    var progressStyle: Progress.Style
+
+    static func parse(_ arguments: ParsedArguments) throws -> CopyCommand {
+        try arguments.expectNoPositionals()
+        guard let from = arguments.value("--from") else { throw UsageError(message: "--from names the store to copy") }
+        guard let to = arguments.value("--to") else { throw UsageError(message: "--to names the store to copy into") }
+        for (option, value) in [("--from", from), ("--to", to)] where value.isEmpty {
+            throw UsageError(message: "\(option) needs a non-empty value")
+        }
+        if from == to { throw UsageError(message: "--from and --to name the same store") }
+        return CopyCommand(
+            from: from, to: to, checkpointPath: arguments.value("--checkpoint"), batchSize: try arguments.positiveInteger("--batch-size") ?? 500,
+            progressStyle: try Progress.style(arguments))
+    }
+
+    func run() async throws -> ExitCode {
+        // Installed first, so that a signal while the stores open stops the copy before its
+        // first batch instead of killing it.
+        let stop = CopyStop()
+        Interruption.install { stop.request() }
+        let checkpoint = try checkpointPath.map { try CopyCheckpointFile(path: $0) }
+        let source = try StoreOptions.openEngine(from, access: .read, origin: "--from")
+        let destination = try StoreOptions.openEngine(to, access: .createIfMissing, origin: "--to")
+        let copier = StoreCopier(from: source, to: destination, batchSize: batchSize)
+        stop.attach(copier)
+        let progress = Progress(style: progressStyle, verb: "copied")
+        let summary: StoreCopier.Summary
+        do {
+            summary = try await copier.run(checkpointStore: checkpoint) { progress.update(done: $0) }
+        } catch let error as StratusError where error.code == .invalidArguments {
+            throw UsageError(message: error.message + (checkpointPath == nil ? " (give --checkpoint to make a copy that can go on after a stop)" : ""))
+        }
+        let skipped = summary.zonesSkipped > 0 ? " (\(summary.zonesSkipped) copied before)" : ""
+        if summary.end == .cancelled {
+            progress.finish("stopped after copying \(StoreReport.counted(summary.recordsCopied, "record"))\(checkpointPath.map { "; run again with --checkpoint \($0) to go on" } ?? "")",
+                            json: ["copied": summary.recordsCopied])
+            return ExitCode.stopped(by: Interruption.signal)
+        }
+        for failure in summary.failures { StratusCommand.log("not copied: \(failure)") }
+
+        let comparisons = try await copier.compare()
+        let differing = comparisons.filter { !$0.matches }
+        for zone in differing {
+            StratusCommand.log("zone \(zone.zone) differs: the source holds \(zone.source), the destination \(zone.destination)")
+        }
+        progress.finish(
+            "copied \(StoreReport.counted(summary.recordsCopied, "record")) in \(StoreReport.counted(summary.zonesCopied, "zone"))\(skipped); \(comparisons.count - differing.count) of \(StoreReport.counted(comparisons.count, "zone")) match",
+            json: ["copied": summary.recordsCopied, "zones": summary.zonesCopied, "zonesSkipped": summary.zonesSkipped, "zonesCompared": comparisons.count,
+                   "zonesDiffering": differing.count, "failed": summary.failures.count])
+        guard differing.isEmpty && summary.failures.isEmpty else { return .someFailed }
+        // Only now: a copy stopped while it compared goes on with the comparison.
+        try checkpoint?.remove()
+        return .success
+    }
+}
+
+/// Passes a stop request to the copier, also one that came before the copier existed.
+final class CopyStop: Sendable {
+    private let state = Mutex<(requested: Bool, copier: StoreCopier?)>((false, nil))
+
+    func request() {
+        state.withLock { state in
+            state.requested = true
+            state.copier?.cancel()
+        }
+    }
+
+    func attach(_ copier: StoreCopier) {
+        state.withLock { state in
+            state.copier = copier
+            if state.requested { copier.cancel() }
+        }
+    }
+}

@@ -1,0 +1,226 @@
+import Foundation
+@_spi(StratusEngine) import Stratus
+import StratusTestSupport
+import Testing
+
+/// `stratus copy` end to end: whole stores between engines, either way, resumed after kills,
+/// compared at the end (issue 12, "Moving between engines").
+@Suite("stratus copy", .serialized, .timeLimit(.minutes(10)))
+struct CopyCLITests {
+    /// A direction of a copy: the engines of the source and the destination.
+    struct Direction: Sendable, CustomTestStringConvertible {
+        var from: TestEngine
+        var to: TestEngine
+        var testDescription: String { "\(from.testDescription) → \(to.testDescription)" }
+
+        static let all = [Direction(from: .sqlite, to: .postgres), Direction(from: .postgres, to: .sqlite), Direction(from: .sqlite, to: .sqlite)]
+    }
+
+    /// Two CLIs of one test: the source's engine and the destination's (sharing a folder).
+    static func clis(_ store: TemporaryStore, _ direction: Direction) async throws -> (source: CLI, destination: CLI) {
+        (try await CLI(store, engine: direction.from, storeName: "source.sqlite"), try await CLI(store, engine: direction.to, storeName: "destination.sqlite"))
+    }
+
+    /// Every database, zone and type of a store exported as NDJSON lines (asset download URLs
+    /// left out: each store has its own copy of an asset), keyed by where they came from.
+    static func contents(_ cli: CLI) async throws -> [String: [String]] {
+        let info = try await cli.run(["info", "--json"])
+        #expect(info.exitCode == 0, "\(info)")
+        let object = try JSONLine.object(info.stdout.trimmingCharacters(in: .newlines))
+        var contents: [String: [String]] = [:]
+        for container in object["containers"] as? [[String: Any]] ?? [] {
+            let identifier = container["containerIdentifier"] as? String ?? ""
+            for database in container["databases"] as? [[String: Any]] ?? [] {
+                let scope = database["database"] as? String ?? "", owner = database["owner"] as? String ?? ""
+                for zone in database["zones"] as? [[String: Any]] ?? [] {
+                    let zoneName = (zone["zoneID"] as? [String: Any])?["zoneName"] as? String ?? ""
+                    for type in (zone["recordTypes"] as? [String: Int] ?? [:]).keys.sorted() {
+                        var arguments = ["export", "--type", type, "--container", identifier, "--database", scope, "--zone", zoneName, "--quiet"]
+                        if !owner.isEmpty { arguments += ["--user", owner] }
+                        let export = try await cli.run(arguments)
+                        #expect(export.exitCode == 0, "\(export)")
+                        contents["\(identifier) \(scope) \(owner) \(zoneName) \(type)"] = export.stdoutLines.map { $0.replacing(#/"downloadURL":"[^"]*",?/#, with: "") }
+                    }
+                }
+            }
+        }
+        return contents
+    }
+
+    /// The parts of `info --json` a copy must keep: containers, schema types, databases,
+    /// zones with their capabilities and counts.
+    static func shape(_ cli: CLI) async throws -> String {
+        let info = try await cli.run(["info", "--json"])
+        var object = try JSONLine.object(info.stdout.trimmingCharacters(in: .newlines))
+        for key in ["store", "engine", "sizeInBytes", "schemaVersion"] { object[key] = nil }
+        return String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self)
+    }
+
+    /// A store with every field type, assets, parents and references, zones with and without
+    /// the atomic capability, two users' private databases and a second container with a schema.
+    static func fillRichly(_ cli: CLI, _ store: TemporaryStore) async throws {
+        let every = ExportCLITests.EveryType.lines.joined(separator: "\n") + "\n"
+        #expect(try await cli.run(["import", "--quiet"], stdin: every).exitCode == 0)
+        let bytes = patternBytes(count: 30_000, seed: 3)
+        let photo = try store.writeFile("photo.bin", bytes)
+        let asset = #"{"recordName":"pic","recordType":"Photo","fields":{"image":{"value":{"downloadURL":"\#(photo.path)"},"type":"ASSETID"},"thumbs":{"value":[{"downloadURL":"\#(photo.path)"}],"type":"ASSETID_LIST"}}}"#
+        let child = #"{"recordName":"child","recordType":"Child","parent":{"recordName":"pic"},"fields":{"of":{"value":{"recordName":"pic","action":"DELETE_SELF"},"type":"REFERENCE"}}}"#
+        #expect(try await cli.run(["import", "--quiet"], stdin: asset + "\n" + child + "\n").exitCode == 0)
+        #expect(try await cli.run(["zones", "create", "Loose", "--no-atomic"]).exitCode == 0)
+        #expect(try await cli.run(["import", "--quiet", "--zone", "Loose"], stdin: Input.notes(30)).exitCode == 0)
+        for (user, count) in [("alice", 7), ("bob", 3)] {
+            #expect(try await cli.run(["zones", "create", "Work", "--database", "private", "--user", user]).exitCode == 0)
+            #expect(try await cli.run(["import", "--quiet", "--database", "private", "--user", user, "--zone", "Work"], stdin: Input.notes(count, prefix: user)).exitCode == 0)
+            #expect(try await cli.run(["import", "--quiet", "--database", "private", "--user", user], stdin: Input.notes(2, prefix: "d-\(user)")).exitCode == 0)
+        }
+        var schema = RecordTypeSchema(recordType: "Note")
+        schema.addField("title", type: .string, indexes: [.queryable, .sortable])
+        schema.addField("count", type: .int64, indexes: [.queryable, .sortable])
+        try await cli.container("com.example.other").saveSchema(schema)
+        #expect(try await cli.run(["import", "--quiet", "--container", "com.example.other"], stdin: Input.notes(12, prefix: "o")).exitCode == 0)
+    }
+
+    @Test("a store with every field type, assets, zones, owners and a schema is copied whole, system fields and change tags kept; exit 0 when the zones compare equal", arguments: Direction.all)
+    func copyWhole(direction: Direction) async throws {
+        try await TemporaryStore.with { store in
+            let (source, destination) = try await Self.clis(store, direction)
+            try await Self.fillRichly(source, store)
+            let copy = try await source.run(["copy", "--from", source.storePath, "--to", destination.storePath])
+            #expect(copy.exitCode == 0, "\(copy)")
+            #expect(copy.stdout.isEmpty)
+            #expect(copy.stderrLines.last?.contains("7 of 7 zones match") == true && copy.stderrLines.last?.hasPrefix("copied 62 records in 7 zones") == true, "\(copy)")
+
+            #expect(try await Self.shape(destination) == (try await Self.shape(source)), "containers, databases, zones, capabilities and counts")
+            let (want, got) = (try await Self.contents(source), try await Self.contents(destination))
+            #expect(want.count == 10 && got.keys.sorted() == want.keys.sorted(), "\(got.keys.sorted())")
+            for (key, lines) in want {
+                #expect(got[key] == lines, "\(key) differs")
+            }
+            // The schema came along: its indexes serve a sorted query in the copy.
+            let schemas = try await destination.container("com.example.other").schemas()
+            #expect(schemas.map(\.recordType) == ["Note"])
+            // Assets hold the same bytes in the copy's own files.
+            let pic = try #require(try await destination.exported("Photo")["pic"])
+            let downloadURL = try #require((JSONLine.field(pic, "image")?["value"] as? [String: Any])?["downloadURL"] as? String)
+            let url = try #require(URL(string: downloadURL))
+            #expect(FileManager.default.contents(atPath: url.path) == patternBytes(count: 30_000, seed: 3))
+            let check = try await destination.run(["check"])
+            #expect(check.exitCode == 0, "\(check)")
+        }
+    }
+
+    @Test("a copy killed at random moments and run again with its checkpoint ends with exactly the source; SIGTERM stops it with exit 143", arguments: Direction.all)
+    func killedAndResumed(direction: Direction) async throws {
+        try await TemporaryStore.with { store in
+            let (source, destination) = try await Self.clis(store, direction)
+            let rows = (0..<12_000).map { i in
+                #"{"recordName":"r\#(String(format: "%05d", i))","recordType":"\#(i % 3 == 0 ? "Even" : "Row")","fields":{"n":{"value":\#(i),"type":"INT64"},"s":{"value":"row \#(i)","type":"STRING"}}}"#
+            }
+            #expect(try await source.run(["import", "--quiet", try source.file("rows.ndjson", rows.joined(separator: "\n") + "\n")]).exitCode == 0)
+            #expect(try await source.run(["zones", "create", "Second"]).exitCode == 0)
+            #expect(try await source.run(["import", "--quiet", "--zone", "Second", try source.file("second.ndjson", rows.prefix(3_000).joined(separator: "\n") + "\n")]).exitCode == 0)
+
+            let checkpoint = store.path("copy.checkpoint")
+            let arguments = ["copy", "--from", source.storePath, "--to", destination.storePath, "--checkpoint", checkpoint, "--batch-size", "100", "--quiet"]
+            // Killed with SIGKILL at random moments, as a crash would stop it; a run that ends
+            // first has finished the copy.
+            var finished = false
+            for _ in 0..<3 where !finished {
+                let running = try source.start(arguments)
+                try await Task.sleep(for: .milliseconds(Int.random(in: 30...700)))
+                running.signal(SIGKILL)
+                let killed = await running.wait()
+                if !killed.signalled {
+                    #expect(killed.exitCode == 0, "\(killed)")
+                    finished = true
+                }
+            }
+            // Stopped with SIGTERM: it saves where it is and exits 143, unless it finished first.
+            if !finished {
+                func saved() -> Date? { (try? FileManager.default.attributesOfItem(atPath: checkpoint))?[.modificationDate] as? Date }
+                let before = saved()
+                let terminated = try source.start(arguments)
+                // Once it saved a checkpoint the copy is running and handles SIGTERM (a signal
+                // before its handler is installed ends it as a kill would).
+                while terminated.isRunning && saved() == before { try await Task.sleep(for: .milliseconds(5)) }
+                try await Task.sleep(for: .milliseconds(Int.random(in: 0...200)))
+                terminated.signal(SIGTERM)
+                let stopped = await terminated.wait()
+                #expect(!stopped.signalled && (stopped.exitCode == 143 || stopped.exitCode == 0), "\(stopped)")
+                if stopped.exitCode == 143 { #expect(source.exists(checkpoint), "a stopped copy keeps its checkpoint") }
+                finished = stopped.exitCode == 0
+            }
+            if !finished {
+                let last = try await source.run(arguments)
+                #expect(last.exitCode == 0, "\(last)")
+            }
+            #expect(!source.exists(checkpoint), "the checkpoint goes when the copy is complete")
+            let (want, got) = (try await Self.contents(source), try await Self.contents(destination))
+            #expect(got.keys.sorted() == want.keys.sorted())
+            for (key, lines) in want {
+                #expect(got[key]?.count == lines.count && got[key] == lines, "\(key): \(got[key]?.count ?? 0) of \(lines.count) records, or records that differ")
+            }
+        }
+    }
+
+    @Test("refusals: a destination that holds records (64), a checkpoint of another copy (64), a checkpoint another copy holds (75), a missing source (66)")
+    func refusals() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            let source = try await cli.newStore("source"), other = try await cli.newStore("other"), destination = try await cli.newStore("destination")
+            for path in [source, other] {
+                #expect(try await cli.run(["import", "--quiet", "--store", path], stdin: Input.notes(5)).exitCode == 0)
+            }
+            let full = try await cli.run(["copy", "--from", source, "--to", other])
+            #expect(full.exitCode == 64 && full.stderr.contains("already holds 5 records"), "\(full)")
+
+            // A checkpoint made by a copy from `other` is not applied to a copy from `source`.
+            let checkpoint = store.path("copy.checkpoint")
+            let begun = try cli.start(["copy", "--from", other, "--to", destination, "--checkpoint", checkpoint])
+            _ = await begun.wait()
+            try cli.file("copy.checkpoint", #"{"sourceIdentifier":"elsewhere","destinationIdentifier":"nowhere","schemasCopied":false,"zonesCopied":[]}"#)
+            let foreign = try await cli.run(["copy", "--from", source, "--to", destination, "--checkpoint", checkpoint])
+            #expect(foreign.exitCode == 64 && foreign.stderr.contains("checkpoint belongs to a copy between other stores"), "\(foreign)")
+
+            let lock = open(checkpoint + ".lock", O_RDWR | O_CREAT, 0o644)
+            #expect(lock >= 0 && flock(lock, LOCK_EX) == 0)
+            let held = try await cli.run(["copy", "--from", source, "--to", try await cli.newStore("third"), "--checkpoint", checkpoint])
+            #expect(held.exitCode == 75, "\(held)")
+            close(lock)
+
+            let missing = try await cli.run(["copy", "--from", store.path("nope.sqlite"), "--to", try await cli.newStore("fourth")])
+            #expect(missing.exitCode == 66 && missing.stderr.contains("--from"), "\(missing)")
+            #expect(!cli.exists(store.path("nope.sqlite")))
+            for arguments in [["copy", "--to", destination], ["copy", "--from", source], ["copy", "--from", source, "--to", source], ["copy", "--from", source, "--to", destination, "--batch-size", "0"]] {
+                let usage = try await cli.run(arguments)
+                #expect(usage.exitCode == 64, "\(usage)")
+            }
+        }
+    }
+
+    @Test("zones that differ after a copy are named and make exit 1", arguments: TestEngine.all)
+    func differingZones(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let source = cli.storePath, destination = try await cli.newStore("destination")
+            #expect(try await cli.run(["zones", "create", "Work"]).exitCode == 0)
+            #expect(try await cli.run(["import", "--quiet", "--zone", "Work"], stdin: Input.notes(4)).exitCode == 0)
+            #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(3)).exitCode == 0)
+            let first = try await cli.run(["copy", "--from", source, "--to", destination])
+            #expect(first.exitCode == 0, "\(first)")
+            #expect(try await cli.run(["delete", "n2", "--yes", "--zone", "Work", "--store", destination]).exitCode == 0)
+            // A checkpoint that says every zone is copied, so that a run only compares.
+            let checkpoint = try cli.file("copy.checkpoint", """
+                {"sourceIdentifier":"\(try cli.openEngine(source).storeIdentifier)","destinationIdentifier":"\(try cli.openEngine(destination).storeIdentifier)",\
+                "schemasCopied":true,"zonesCopied":[{"containerIdentifier":"default","scope":1,"owner":"","zoneName":"_defaultZone","zoneOwnerName":"__defaultOwner__"},\
+                {"containerIdentifier":"default","scope":1,"owner":"","zoneName":"Work","zoneOwnerName":"__defaultOwner__"}]}
+                """)
+            let again = try await cli.run(["copy", "--from", source, "--to", destination, "--checkpoint", checkpoint])
+            #expect(again.exitCode == 1, "\(again)")
+            #expect(again.stderr.contains("zone default public Work differs: the source holds 4 records"), "\(again)")
+            #expect(again.stderr.contains("the destination 3 records"), "\(again)")
+            #expect(!again.stderr.contains("_defaultZone differs"), "\(again)")
+            #expect(again.stderrLines.last?.contains("1 of 2 zones match") == true, "\(again)")
+        }
+    }
+}

@@ -1,0 +1,143 @@
+import Foundation
+import StratusPostgres
+import StratusSQLite
+import StratusTestSupport
+import Testing
+
+/// A damaged store fails loudly (issue 17 item 8): reads exit 70 naming the store instead of
+/// answering with what they could read, and `stratus check` finds the damage.
+@Suite("stratus check and damaged stores", .serialized, .timeLimit(.minutes(8)))
+struct DamagedStoreCLITests {
+    static let recordCount = 20_000
+
+    /// An SQLite store of 20,000 records whose write-ahead log is folded into the file and
+    /// removed, so that damage to the file is what readers read. Returns its bytes.
+    static func makeStore(_ cli: CLI) async throws -> Data {
+        let lines = (0..<recordCount).map { i in
+            #"{"recordName":"r\#(String(format: "%05d", i))","recordType":"Row","fields":{"n":{"value":\#(i),"type":"INT64"},"s":{"value":"row \#(i) with some text","type":"STRING"}}}"#
+        }
+        let imported = try await cli.run(["import", try cli.file("rows.ndjson", lines.joined(separator: "\n") + "\n"), "--quiet"])
+        #expect(imported.exitCode == 0, "\(imported)")
+        // The last connection to close checkpoints the log and deletes it.
+        do { _ = try SQLiteEngine(path: cli.storePath) }
+        #expect(!cli.exists(cli.storePath + "-wal"), "the write-ahead log was folded into the file")
+        return try Data(contentsOf: URL(fileURLWithPath: cli.storePath))
+    }
+
+    /// The pages of an SQLite file of one b-tree page type that hold `marker`: 0x0D table
+    /// leaves, 0x0A index leaves, 0x05 table interior pages.
+    static func pages(of file: [UInt8], type: UInt8, holding marker: String) -> [Int] {
+        let size = pageSize(of: file)
+        let needle = Array(marker.utf8)
+        return (1..<file.count / size).filter { index in
+            let page = file[index * size..<(index + 1) * size]
+            guard page.first == type else { return false }
+            return needle.isEmpty || page.indices.dropLast(needle.count).contains { start in page[start..<start + needle.count].elementsEqual(needle) }
+        }.map { $0 * size }
+    }
+
+    static func pageSize(of file: [UInt8]) -> Int {
+        let size = Int(file[16]) << 8 | Int(file[17])
+        return size == 1 ? 65_536 : size
+    }
+
+    /// Ways of damaging the file that every read of the records meets: a page of records
+    /// zeroed, a records page's type byte flipped, an index page of record names with its type
+    /// flipped, an interior page of the records overwritten.
+    static func damage(_ clean: Data, _ way: Int) throws -> (Data, String) {
+        var bytes = [UInt8](clean)
+        let size = pageSize(of: bytes)
+        switch way {
+        case 0:
+            let leaves = pages(of: bytes, type: 0x0D, holding: "with some text")
+            let start = try #require(leaves.dropFirst(leaves.count / 2).first, "a page of records")
+            for i in start..<start + size { bytes[i] = 0 }
+            return (Data(bytes), "a page of records zeroed")
+        case 1:
+            let leaves = pages(of: bytes, type: 0x0D, holding: "with some text")
+            let start = try #require(leaves.dropFirst(leaves.count / 3).first, "a page of records")
+            bytes[start] ^= 0xFF
+            return (Data(bytes), "a records page's type flipped")
+        case 2:
+            let indexes = pages(of: bytes, type: 0x0A, holding: "r10")
+            let start = try #require(indexes.first, "an index page of record names")
+            bytes[start] ^= 0xFF
+            return (Data(bytes), "an index page's type flipped")
+        default:
+            let interior = pages(of: bytes, type: 0x05, holding: "")
+            let start = try #require(interior.first, "an interior page")
+            for i in start..<start + size { bytes[i] = 0xA5 }
+            return (Data(bytes), "an interior page overwritten")
+        }
+    }
+
+    @Test("a store of 20,000 records with damaged pages: count and export exit 70 naming the store, not a part of the records with exit 0; check exits 70")
+    func damagedPages() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            let clean = try await Self.makeStore(cli)
+            let healthy = try await cli.run(["check"])
+            #expect(healthy.exitCode == 0 && healthy.stdout == "ok\n", "\(healthy)")
+
+            for way in 0..<4 {
+                let (damaged, label) = try Self.damage(clean, way)
+                try damaged.write(to: URL(fileURLWithPath: cli.storePath))
+
+                let count = try await cli.run(["count", "--type", "Row"])
+                #expect(count.exitCode == 70 && count.stdout.isEmpty, "\(label): \(count)")
+                #expect(count.stderr.contains(cli.storePath), "\(label): the message names the store: \(count)")
+
+                let output = store.path("export-\(way).ndjson")
+                let export = try await cli.run(["export", "--type", "Row", "--output", output, "--quiet"])
+                #expect(export.exitCode == 70 && export.stderr.contains(cli.storePath), "\(label): \(export)")
+                #expect(!cli.exists(output), "\(label): a failed export leaves no output file")
+                let piped = try await cli.run(["export", "--type", "Row", "--quiet"])
+                #expect(piped.exitCode == 70, "\(label): exit \(piped.exitCode) after \(piped.stdoutLines.count) records")
+
+                let check = try await cli.run(["check"])
+                #expect(check.exitCode == 70, "\(label): \(check)")
+                #expect(check.stderr.contains(cli.storePath) && check.stdout != "ok\n", "\(label): check names the store and the problems: \(check)")
+            }
+        }
+    }
+
+    @Test("a file that is not an SQLite database at all: every read and check exit 70 naming it")
+    func notADatabase() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            try Data(repeating: 0x5A, count: 64 * 1_024).write(to: URL(fileURLWithPath: cli.storePath))
+            for arguments in [["count", "--type", "Row"], ["export", "--type", "Row"], ["check"], ["info"]] {
+                let result = try await cli.run(arguments)
+                #expect(result.exitCode == 70, "\(result)")
+                #expect(result.stderr.contains(cli.storePath) && result.stderr.contains("not a Stratus store"), "\(result)")
+                #expect(result.stdout.isEmpty, "\(result)")
+            }
+        }
+    }
+
+    @Test("check on a sound store prints ok and exits 0", arguments: TestEngine.all)
+    func soundStore(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(30)).exitCode == 0)
+            let result = try await cli.run(["check"])
+            #expect(result.exitCode == 0, "\(result)")
+            #expect(result.stdout == "ok\n" && result.stderr.isEmpty, "\(result)")
+            #expect(try await cli.run(["check", "--zone", "x"]).exitCode == 64, "check takes only --store")
+        }
+    }
+
+    @Test("PostgreSQL: records whose zone row is gone are a damaged store: check exits 70 naming it and the problem")
+    func postgresOrphans() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: .postgres)
+            #expect(try await cli.run(["zones", "create", "Work"]).exitCode == 0)
+            #expect(try await cli.run(["import", "--quiet", "--zone", "Work"], stdin: Input.notes(5)).exitCode == 0)
+            _ = try PostgresConnection(url: cli.storePath).execute("DELETE FROM zones WHERE zone_name = 'Work'")
+            let result = try await cli.run(["check"])
+            #expect(result.exitCode == 70, "\(result)")
+            #expect(result.stdout.contains("5 record(s) belong to no zone"), "\(result)")
+            #expect(result.stderr.contains("postgresql://") && result.stderr.contains("damaged"), "\(result)")
+        }
+    }
+}

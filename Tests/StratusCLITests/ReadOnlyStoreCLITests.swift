@@ -1,0 +1,69 @@
+import Foundation
+import StratusSQLite
+import StratusTestSupport
+import Testing
+
+/// A user who may read an SQLite store but not write it or its folder (issue 17 item 16):
+/// reads work read-only and say so, or fail saying what access is missing; writes fail saying
+/// so. Run as `nobody` (through `runuser`) on a store the test's user owns.
+@Suite("stratus on a store the user may only read", .timeLimit(.minutes(5)))
+struct ReadOnlyStoreCLITests {
+    /// Cancels the test, saying why, unless it can run commands as another user.
+    static func requireOtherUser() throws {
+        guard getuid() == 0 else { try Test.cancel("needs root, to run stratus as nobody through runuser") }
+        guard FileManager.default.isExecutableFile(atPath: "/usr/sbin/runuser") || FileManager.default.isExecutableFile(atPath: "/sbin/runuser") else {
+            try Test.cancel("needs runuser, to run stratus as nobody")
+        }
+    }
+
+    /// Runs `stratus ARGUMENTS` as nobody on the store at `path`.
+    static func asNobody(_ cli: CLI, _ arguments: [String], store path: String, stdin: String? = nil) async throws -> CLI.Result {
+        let words = (arguments + ["--store", path]).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
+        let input = stdin.map { try? cli.file("nobody-\(UUID().uuidString.prefix(6)).in", $0) } ?? nil
+        return try await cli.shell(#"exec runuser -u nobody -- env STRATUS_USER=tester "$STRATUS" "# + words + (input.map { " < '\($0)'" } ?? " < /dev/null"))
+    }
+
+    @Test("no write access: without a writer, reads fail with 77 naming the missing access; while a writer has it open, reads work read-only; writes fail with 77 and change nothing")
+    func readOnlyStore() async throws {
+        try Self.requireOtherUser()
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            chmod(store.directory.path, 0o755)
+            #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(40)).exitCode == 0)
+            // The last connection to close folds the log into the file and removes it.
+            do { _ = try SQLiteEngine(path: cli.storePath) }
+            #expect(!cli.exists(cli.storePath + "-shm") && !cli.exists(cli.storePath + "-wal"))
+            chmod(cli.storePath, 0o644)
+
+            let blocked = try await Self.asNobody(cli, ["count", "--type", "Note"], store: cli.storePath)
+            #expect(blocked.exitCode == 77, "\(blocked)")
+            #expect(blocked.stderr.contains(cli.storePath + "-shm") && blocked.stderr.contains("write access to the folder \(store.directory.path) is missing"), "\(blocked)")
+            #expect(blocked.stdout.isEmpty)
+
+            // A writer holds the store open: its log and index exist, and readers read through them.
+            let writer = try SQLiteEngine(path: cli.storePath)
+            #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(2, prefix: "late")).exitCode == 0)
+            #expect(cli.exists(cli.storePath + "-shm"))
+            for file in [cli.storePath, cli.storePath + "-wal", cli.storePath + "-shm"] { chmod(file, 0o644) }
+
+            let count = try await Self.asNobody(cli, ["count", "--type", "Note"], store: cli.storePath)
+            #expect(count.exitCode == 0 && count.stdout == "42\n", "\(count)")
+            #expect(count.stderr.contains("reading the store at \(cli.storePath) read-only"), "it says so: \(count)")
+            let export = try await Self.asNobody(cli, ["export", "--type", "Note", "--quiet"], store: cli.storePath)
+            #expect(export.exitCode == 0 && export.stdoutLines.count == 42, "\(export)")
+            let get = try await Self.asNobody(cli, ["get", "n7"], store: cli.storePath)
+            let names = try JSONLine.names(get.stdout)
+            #expect(get.exitCode == 0 && names == ["n7"], "\(get)")
+            let check = try await Self.asNobody(cli, ["check"], store: cli.storePath)
+            #expect(check.exitCode == 0 && check.stdout == "ok\n", "\(check)")
+
+            for arguments in [["delete", "n1", "--yes"], ["import"]] {
+                let refused = try await Self.asNobody(cli, arguments, store: cli.storePath, stdin: Input.notes(1, prefix: "x"))
+                #expect(refused.exitCode == 77, "\(refused)")
+                #expect(refused.stderr.contains("cannot be written") && refused.stderr.contains("write access"), "\(refused)")
+            }
+            #expect(try await cli.count("Note") == 42, "nothing was written")
+            _ = writer
+        }
+    }
+}

@@ -1,0 +1,109 @@
+import Foundation
+import Stratus
+import StratusSQLite
+import StratusTestSupport
+import Synchronization
+import Testing
+
+/// A checkpoint kept in memory, counting its saves.
+final class MemoryCopyCheckpoint: StoreCopier.CheckpointStore, @unchecked Sendable {
+    // @unchecked: used by one copy at a time, from its task.
+    var saved: StoreCopier.Checkpoint?
+    var saves = 0
+
+    func load() throws -> StoreCopier.Checkpoint? { saved }
+    func save(_ checkpoint: StoreCopier.Checkpoint) throws {
+        saved = checkpoint
+        saves += 1
+    }
+}
+
+/// ``StoreCopier`` through its public API: cancel and resume, what compare() finds.
+@Suite("StoreCopier", .timeLimit(.minutes(3)))
+struct StoreCopierTests {
+    static func fill(_ engine: SQLiteEngine) async throws {
+        let database = Container(identifier: "com.example.copy", engine: engine, userName: "alice").publicCloudDatabase
+        _ = try await database.modifyRecords(saving: items(1_200), deleting: [])
+        try await database.save(RecordZone(zoneName: "Side"))
+        _ = try await database.modifyRecords(saving: items(30, prefix: "side").map { record in
+            let copy = Record(recordType: record.recordType, recordID: Record.ID(recordName: record.recordID.recordName, zoneID: RecordZone.ID(zoneName: "Side")))
+            for (key, value) in record.fieldValues { copy.setFieldValue(value, forKey: key) }
+            return copy
+        }, deleting: [])
+    }
+
+    @Test("cancelled after a batch, the copy keeps its checkpoint; run again it goes on and ends with the source; once complete, a run again copies nothing")
+    func cancelAndResume() async throws {
+        try await TemporaryStore.with { store in
+            let source = try SQLiteEngine(path: store.path("source.sqlite"))
+            let destination = try SQLiteEngine(path: store.path("destination.sqlite"))
+            try await Self.fill(source)
+            let copier = StoreCopier(from: source, to: destination, batchSize: 100)
+            let checkpoint = MemoryCopyCheckpoint()
+            let progressed = Atomic<Int>(0)
+            let first = try await copier.run(checkpointStore: checkpoint) { copied in
+                progressed.store(copied, ordering: .relaxed)
+                if copied >= 300 { copier.cancel() }
+            }
+            #expect(first.end == .cancelled)
+            // Zone Side (30 records) sorts before _defaultZone, then batches of 100 up to 300.
+            #expect(first.recordsCopied == 330 && progressed.load(ordering: .relaxed) == 330)
+            #expect(first.zonesCopied == 1)
+            let position = try #require(checkpoint.saved?.position)
+            #expect(position.recordType == "Item" && position.recordName == "item-00299")
+
+            let again = StoreCopier(from: source, to: destination, batchSize: 100)
+            let second = try await again.run(checkpointStore: checkpoint)
+            #expect(second.end == .finished && second.failures.isEmpty)
+            #expect(second.recordsCopied == 1_230 - 330 && second.zonesSkipped == 1, "the second run starts after the checkpoint")
+            #expect(checkpoint.saved?.zonesCopied.count == 2 && checkpoint.saved?.position == nil, "a complete copy's checkpoint says every zone is copied")
+            let third = try await StoreCopier(from: source, to: destination).run(checkpointStore: checkpoint)
+            #expect(third.recordsCopied == 0 && third.zonesSkipped == 2, "run again, it copies nothing")
+            let comparisons = try await again.compare()
+            #expect(comparisons.count == 2 && comparisons.allSatisfy(\.matches), "\(comparisons)")
+            #expect(comparisons.map(\.source.records).sorted() == [30, 1_200])
+        }
+    }
+
+    @Test("compare() finds a zone whose records differ in a field, a change tag or a count, and a zone only the destination has")
+    func compareFindsDifferences() async throws {
+        try await TemporaryStore.with { store in
+            let source = try SQLiteEngine(path: store.path("source.sqlite"))
+            let destination = try SQLiteEngine(path: store.path("destination.sqlite"))
+            try await Self.fill(source)
+            let copier = StoreCopier(from: source, to: destination)
+            #expect(try await copier.run().failures.isEmpty)
+            #expect(try await copier.compare().allSatisfy(\.matches))
+
+            let copy = Container(identifier: "com.example.copy", engine: destination, userName: "alice").publicCloudDatabase
+            let changed = try await copy.record(for: Record.ID(recordName: "item-00007"))
+            changed["n"] = Int64(-7)
+            _ = try await copy.save(changed)
+            let differing = try await copier.compare().filter { !$0.matches }
+            #expect(differing.map(\.zone.zoneName) == ["_defaultZone"])
+            #expect(differing.first?.source.records == differing.first?.destination.records, "same count, another checksum")
+
+            let other = Container(identifier: "com.example.extra", engine: destination, userName: "bob").privateCloudDatabase
+            _ = try await other.save(Record(recordType: "Stray", recordID: Record.ID(recordName: "stray")))
+            let all = try await copier.compare()
+            let extra = try #require(all.last)
+            #expect(extra.zone.containerIdentifier == "com.example.extra" && extra.zone.owner == "bob" && extra.source.records == 0 && extra.destination.records == 1)
+            #expect(!extra.matches)
+        }
+    }
+
+    @Test("a destination that holds records is refused without a checkpoint; a checkpoint of other stores is refused")
+    func refusals() async throws {
+        try await TemporaryStore.with { store in
+            let source = try SQLiteEngine(path: store.path("source.sqlite"))
+            let destination = try SQLiteEngine(path: store.path("destination.sqlite"))
+            try await Self.fill(source)
+            try await Self.fill(destination)
+            await #expect(throws: StratusError.self) { try await StoreCopier(from: source, to: destination).run() }
+            let foreign = MemoryCopyCheckpoint()
+            foreign.saved = StoreCopier.Checkpoint(sourceIdentifier: "a", destinationIdentifier: "b")
+            let error = await #expect(throws: StratusError.self) { try await StoreCopier(from: source, to: destination).run(checkpointStore: foreign) }
+            #expect(error?.message.contains("other stores") == true)
+        }
+    }
+}
