@@ -18,19 +18,19 @@ extension PostgresEngine {
                 let scope = Database.Scope(rawValue: Int(try row.int64(1) ?? 1)) ?? .public
                 let key = "\(container)\u{0}\(scope.rawValue)\u{0}\(owner)"
                 if databases[key] == nil {
-                    databases[key] = StoreInventory.DatabaseEntry(containerIdentifier: container, scope: scope, owner: owner, zones: [])
+                    databases[key] = StoreInventory.DatabaseEntry(storageContainer: container, scope: scope, owner: owner, zones: [])
                     order.append(key)
                 }
                 let zone = RecordZone(zoneID: Self.zoneID(name: try row.text(3) ?? "", owner: try row.text(4) ?? ""),
                                       capabilities: RecordZone.Capabilities(rawValue: Int(try row.int64(5) ?? 0)))
                 databases[key]!.zones.append(StoreInventory.ZoneEntry(zone: zone, recordCounts: counts[try row.int64(6) ?? 0] ?? [:]))
             }
-            let containers = try connection.query("SELECT DISTINCT container FROM record_types ORDER BY container").map { try $0.text(0) ?? "" }
+            let containers = try connection.query("SELECT container FROM record_types UNION SELECT container FROM schema_roles ORDER BY 1").map { try $0.text(0) ?? "" }
             let size = try connection.query("""
                 SELECT sum(pg_total_relation_size(c.oid))::int8 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
                 WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'S')
                 """).first?.int64(0)
-            return StoreInventory(databases: order.map { databases[$0]! }, containersWithSchemas: containers, sizeInBytes: size, schemaVersion: PostgresSchema.version)
+            return StoreInventory(databases: order.map { databases[$0]! }, schemaStorageContainers: containers, sizeInBytes: size, schemaVersion: PostgresSchema.version)
         }
     }
 

@@ -19,7 +19,7 @@ extension SQLiteEngine {
                 let scope = Database.Scope(rawValue: Int(zones.int64(1))) ?? .public
                 let key = "\(container)\u{0}\(scope.rawValue)\u{0}\(owner)"
                 if databases[key] == nil {
-                    databases[key] = StoreInventory.DatabaseEntry(containerIdentifier: container, scope: scope, owner: owner, zones: [])
+                    databases[key] = StoreInventory.DatabaseEntry(storageContainer: container, scope: scope, owner: owner, zones: [])
                     order.append(key)
                 }
                 let zone = RecordZone(zoneID: Self.zoneID(name: zones.text(3) ?? "", owner: zones.text(4) ?? ""),
@@ -27,10 +27,10 @@ extension SQLiteEngine {
                 databases[key]!.zones.append(StoreInventory.ZoneEntry(zone: zone, recordCounts: counts[zones.int64(6)] ?? [:]))
             }
             var containers: [String] = []
-            let schemas = try connection.statement("SELECT DISTINCT container FROM record_types ORDER BY container")
+            let schemas = try connection.statement("SELECT container FROM record_types UNION SELECT container FROM schema_roles ORDER BY 1")
             while try schemas.step() { containers.append(schemas.text(0) ?? "") }
             let size = try connection.queryText("SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()").flatMap { Int64($0) }
-            return StoreInventory(databases: order.map { databases[$0]! }, containersWithSchemas: containers, sizeInBytes: size, schemaVersion: Int(SQLiteSchema.version))
+            return StoreInventory(databases: order.map { databases[$0]! }, schemaStorageContainers: containers, sizeInBytes: size, schemaVersion: Int(SQLiteSchema.version))
         }
     }
 

@@ -31,12 +31,13 @@ struct InfoCommand: Command {
     func run() async throws -> ExitCode {
         let container = try store.openContainer(.read)
         let inventory = try await container.storeInventory()
-        var schemaTypes: [String: [String]] = [:]
+        var schemaTypes: [String: [String]] = [:], productionTypes: [String: [String]] = [:]
         for identifier in inventory.containersWithSchemas where !identifier.isEmpty {
-            let schemas = try await Container(identifier: identifier, engine: container.engine, userName: container.userName).schemas()
-            schemaTypes[identifier] = schemas.map(\.recordType).sorted()
+            let development = Container(identifier: identifier, engine: container.engine, userName: container.userName, environment: .development)
+            schemaTypes[identifier] = try await development.schemas().map(\.recordType).sorted()
+            productionTypes[identifier] = try await development.container(in: .production).schemas().map(\.recordType).sorted()
         }
-        let report = StoreReport(inventory: inventory, schemaTypes: schemaTypes)
+        let report = StoreReport(inventory: inventory, schemaTypes: schemaTypes, productionSchemaTypes: productionTypes)
         let location = StoreOptions.describe(container.engine)
         let engineName = container.engine is PostgresEngine ? "postgresql" : "sqlite"
         if json {
@@ -61,6 +62,7 @@ struct StoreReport {
     struct ContainerEntry {
         var identifier: String
         var schemaRecordTypes: [String]
+        var productionSchemaRecordTypes: [String] = []
         var databases: [StoreInventory.DatabaseEntry]
         var records: Int { databases.reduce(0) { $0 + StoreReport.records(in: $1) } }
     }
@@ -70,7 +72,7 @@ struct StoreReport {
     var sizeInBytes: Int64?
     var records: Int { containers.reduce(0) { $0 + $1.records } }
 
-    init(inventory: StoreInventory, schemaTypes: [String: [String]]) {
+    init(inventory: StoreInventory, schemaTypes: [String: [String]], productionSchemaTypes: [String: [String]] = [:]) {
         var byContainer: [String: ContainerEntry] = [:]
         for database in inventory.databases {
             byContainer[database.containerIdentifier, default: ContainerEntry(identifier: database.containerIdentifier, schemaRecordTypes: [], databases: [])]
@@ -78,6 +80,9 @@ struct StoreReport {
         }
         for (identifier, types) in schemaTypes {
             byContainer[identifier, default: ContainerEntry(identifier: identifier, schemaRecordTypes: [], databases: [])].schemaRecordTypes = types
+        }
+        for (identifier, types) in productionSchemaTypes where !types.isEmpty {
+            byContainer[identifier, default: ContainerEntry(identifier: identifier, schemaRecordTypes: [], databases: [])].productionSchemaRecordTypes = types
         }
         containers = byContainer.values.sorted { $0.identifier < $1.identifier }
         schemaVersion = inventory.schemaVersion
@@ -92,9 +97,11 @@ struct StoreReport {
         zone.recordCounts.values.reduce(0, +)
     }
 
-    /// The database's name as people say it: `public`, `private (alice)`.
+    /// The database's name as people say it: `public`, `private (_6c1f…)` (its owner's user
+    /// record name), `production public`.
     static func databaseName(_ database: StoreInventory.DatabaseEntry) -> String {
-        database.owner.isEmpty ? "\(database.scope)" : "\(database.scope) (\(database.owner))"
+        let name = database.owner.isEmpty ? "\(database.scope)" : "\(database.scope) (\(database.owner))"
+        return database.environment == .production ? "production " + name : name
     }
 
     static func capabilities(_ zone: RecordZone) -> String {
@@ -113,6 +120,9 @@ struct StoreReport {
         for container in containers {
             out += "\ncontainer \(container.identifier): \(Self.counted(container.records, "record"))\n"
             out += "  schema: " + (container.schemaRecordTypes.isEmpty ? "none" : container.schemaRecordTypes.joined(separator: ", ")) + "\n"
+            if !container.productionSchemaRecordTypes.isEmpty {
+                out += "  production schema: " + container.productionSchemaRecordTypes.joined(separator: ", ") + "\n"
+            }
             for database in container.databases {
                 out += "  \(Self.databaseName(database)) database: \(Self.counted(database.zones.count, "zone")), \(Self.counted(Self.records(in: database), "record"))\n"
                 for zone in database.zones {
@@ -136,10 +146,12 @@ struct StoreReport {
                 [
                     "containerIdentifier": container.identifier,
                     "schemaRecordTypes": container.schemaRecordTypes,
+                    "productionSchemaRecordTypes": container.productionSchemaRecordTypes,
                     "records": container.records,
                     "databases": container.databases.map { database -> [String: Any] in
                         [
-                            "database": "\(database.scope)", "owner": database.owner, "records": Self.records(in: database),
+                            "database": "\(database.scope)", "environment": "\(database.environment)", "owner": database.owner,
+                            "records": Self.records(in: database),
                             "zones": database.zones.map { zone -> [String: Any] in
                                 [
                                     "zoneID": ["zoneName": zone.zone.zoneID.zoneName, "ownerRecordName": zone.zone.zoneID.ownerName],

@@ -120,8 +120,8 @@ struct SchemaCommand: Command {
 
         case .validate(let path):
             let schema = try Self.read(path)
-            if FileManager.default.fileExists(atPath: store.resolvedStorePath) || store.resolvedStorePath.contains("://") {
-                let production = try await store.openContainer(.existing).container(in: .production).schema()
+            if let container = try Self.existingContainer(store) {
+                let production = try await container.container(in: .production).schema()
                 try await Self.refusingData { try schema.checkKeeps(production, for: "import \(path)") }
             }
             StratusCommand.log("\(path) is valid (\(Self.describe(schema)))")
@@ -155,6 +155,19 @@ struct SchemaCommand: Command {
 
     /// A schema file, read and checked: exit 66 when it cannot be read, 65 with its line and
     /// column when it breaks the language or CloudKit's rules.
+    /// The store's container when there is a store, `nil` when there is none (an SQLite file
+    /// that is not there, a PostgreSQL database without Stratus's tables): validate then checks
+    /// the file alone.
+    static func existingContainer(_ store: StoreOptions) throws -> Container? {
+        do {
+            return try store.openContainer(.read)
+        } catch let failure as CommandFailure where failure.code == .inputMissing {
+            return nil
+        } catch let error as StratusError where error.code == .badContainer {
+            return nil
+        }
+    }
+
     static func read(_ path: String) throws -> ContainerSchema {
         let data: Data
         do {

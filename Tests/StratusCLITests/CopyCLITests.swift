@@ -21,6 +21,12 @@ struct CopyCLITests {
         (try await CLI(store, engine: direction.from, storeName: "source.sqlite"), try await CLI(store, engine: direction.to, storeName: "destination.sqlite"))
     }
 
+    /// The logins the test writes private databases as, by their user record names: owners
+    /// are stored by record name, and `stratus --user` takes logins.
+    static func logins(_ containerIdentifier: String) -> [String: String] {
+        Dictionary(uniqueKeysWithValues: ["alice", "bob"].map { (UserDirectoryEntry.derivedRecordName(containerIdentifier: containerIdentifier, login: $0), $0) })
+    }
+
     /// Every database, zone and type of a store exported as NDJSON lines (asset download URLs
     /// left out: each store has its own copy of an asset), keyed by where they came from.
     static func contents(_ cli: CLI) async throws -> [String: [String]] {
@@ -36,7 +42,7 @@ struct CopyCLITests {
                     let zoneName = (zone["zoneID"] as? [String: Any])?["zoneName"] as? String ?? ""
                     for type in (zone["recordTypes"] as? [String: Int] ?? [:]).keys.sorted() {
                         var arguments = ["export", "--type", type, "--container", identifier, "--database", scope, "--zone", zoneName, "--quiet"]
-                        if !owner.isEmpty { arguments += ["--user", owner] }
+                        if !owner.isEmpty { arguments += ["--user", try #require(Self.logins(identifier)[owner], "an owner the test made")] }
                         let export = try await cli.run(arguments)
                         #expect(export.exitCode == 0, "\(export)")
                         contents["\(identifier) \(scope) \(owner) \(zoneName) \(type)"] = export.stdoutLines.map { $0.replacing(#/"downloadURL":"[^"]*",?/#, with: "") }

@@ -3,7 +3,7 @@ import StratusTestSupport
 import Testing
 
 /// `stratus query` end to end: one page per process, paged by a shell loop with `--cursor`.
-@Suite("stratus query", .serialized, .timeLimit(.minutes(5)))
+@Suite("stratus query", .serialized, .timeLimit(.minutes(10)))
 struct QueryCLITests {
     static let count = 10_001
 

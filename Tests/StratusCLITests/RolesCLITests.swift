@@ -7,7 +7,7 @@ import Testing
 /// CloudKit's security roles through the tool: a creator, another signed-in user, a custom
 /// role the user directory gives, and `--anonymous`, for a type with the public defaults and a
 /// type written by moderators.
-@Suite("stratus and security roles", .timeLimit(.minutes(3)))
+@Suite("stratus and security roles", .timeLimit(.minutes(10)))
 struct RolesCLITests {
     static func record(_ name: String, _ type: String, _ text: String) -> String {
         #"{"recordName":"\#(name)","recordType":"\#(type)","fields":{"text":{"value":"\#(text)","type":"STRING"}}}"# + "\n"
@@ -33,7 +33,7 @@ struct RolesCLITests {
                 """
             #expect(try await cli.run(["schema", "import", try cli.file("forum.ckdb", schema)]).exitCode == 0)
             // The administrator gives carol the moderator role.
-            try await Container(identifier: "default", engine: try SQLiteEngine(path: cli.storePath), userName: "admin").assignRoles(["moderator"], toLogin: "carol")
+            try await cli.container(user: "admin").assignRoles(["moderator"], toLogin: "carol")
             func run(_ user: String?, _ arguments: [String]) async throws -> CLI.Result {
                 try await cli.run(arguments + (user.map { ["--user", $0] } ?? ["--anonymous"]))
             }

@@ -6,7 +6,7 @@ import Testing
 
 /// `stratus schema export|import|validate|diff|deploy|reset`, `stratus types`, `query --explain`
 /// and the development advice, end to end with their exit codes.
-@Suite("stratus schema", .timeLimit(.minutes(3)))
+@Suite("stratus schema", .timeLimit(.minutes(10)))
 struct SchemaCLITests {
     static let forum = """
         DEFINE SCHEMA
@@ -154,7 +154,7 @@ struct SchemaCLITests {
             #expect(try await cli.run(["schema", "deploy", "--environment", "production"]).exitCode == 64)
 
             // Development loses a field (through the Swift API, which the tool's import forbids).
-            let container = Container(identifier: "default", engine: try SQLiteEngine(path: cli.storePath), userName: "tester")
+            let container = try cli.container()
             var post = try #require(try await container.schema().recordType("Post"))
             post.fields.removeAll { $0.name == "rank" }
             try await container.saveSchema(post)
@@ -202,7 +202,11 @@ struct SchemaCLITests {
 
             let explained = try await cli.run(["query", "--type", "Post", "--sort", "rank", "--explain"])
             #expect(explained.exitCode == 0, "\(explained)")
-            #expect(explained.stdout.contains("index: ix_") && explained.stdout.contains("(Post: rank)") && explained.stdout.contains("plan: "), "\(explained)")
+            #expect(explained.stdout.contains("index: ") && explained.stdout.contains("plan: "), "\(explained)")
+            if engine == .sqlite {
+                // PostgreSQL's planner reads a table of three rows whole whatever its indexes.
+                #expect(explained.stdout.contains("index: ix_") && explained.stdout.contains("(Post: rank)"), "\(explained)")
+            }
             let scan = try await cli.run(["query", "--type", "Post", "--sort", "note", "--explain"])
             #expect(scan.exitCode == 0 && !scan.stdout.contains("(Post: "), "\(scan)")
 

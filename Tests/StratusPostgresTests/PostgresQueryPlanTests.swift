@@ -8,7 +8,7 @@ import Testing
 /// that an index can serve is served by one (read on `EXPLAIN`): no Sort for an indexed sort,
 /// a seek (an index condition on the sort key) for the page after a cursor; word searches use
 /// the word index; the results equal the brute-force evaluator's.
-@Suite("PostgreSQL query plans and schema indexes", .requiresPostgres, .timeLimit(.minutes(5)))
+@Suite("PostgreSQL query plans and schema indexes", .requiresPostgres, .timeLimit(.minutes(10)))
 struct PostgresQueryPlanTests {
     static func schema() -> RecordTypeSchema {
         var schema = RecordTypeSchema(recordType: "Item")

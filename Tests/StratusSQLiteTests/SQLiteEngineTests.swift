@@ -4,7 +4,7 @@ import Foundation
 import StratusTestSupport
 import Testing
 
-@Suite("SQLite engine: files, processes and failures", .timeLimit(.minutes(3)))
+@Suite("SQLite engine: files, processes and failures", .timeLimit(.minutes(10)))
 struct SQLiteEngineTests {
     static let identifier = "com.example.sqlite-tests"
 

@@ -6,7 +6,7 @@ import Testing
 
 /// Paging that starts in this process and continues in `stratus query` processes, through a
 /// serialized cursor: every record must come back exactly once, in order.
-@Suite("Paging continued by a second process", .timeLimit(.minutes(5)))
+@Suite("Paging continued by a second process", .timeLimit(.minutes(10)))
 struct SecondProcessPagingTests {
     static let identifier = "com.example.paging"
 

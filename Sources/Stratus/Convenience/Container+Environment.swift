@@ -22,8 +22,17 @@ extension Container {
             switch self {
             case .development: containerIdentifier
             // A control character, which container identifiers never hold (``Container/checkIdentifier(_:)``).
-            case .production: containerIdentifier + "\u{1F}production"
+            case .production: containerIdentifier + Self.productionSuffix
             }
+        }
+
+        private static let productionSuffix = "\u{1F}production"
+
+        /// The container and environment whose data an engine keys by `storageContainer`.
+        static func split(storageContainer: String) -> (containerIdentifier: String, environment: Environment) {
+            storageContainer.hasSuffix(productionSuffix)
+                ? (String(storageContainer.dropLast(productionSuffix.count)), .production)
+                : (storageContainer, .development)
         }
     }
 

@@ -170,12 +170,15 @@ public struct DatabaseContext: Hashable, Sendable, CustomStringConvertible {
     public let userRecordName: String?
     /// The custom security roles the user directory gives the caller.
     public let roles: Set<SecurityRole>
+    /// Whether the caller administers the store (a copy between stores): security roles do not
+    /// limit what it reads and writes.
+    public let isAdministrator: Bool
 
     /// A context for `userName`, whose record name is derived from it
     /// (``UserDirectoryEntry/derivedRecordName(containerIdentifier:login:)``) unless given.
     public init(
         containerIdentifier: String, environment: Container.Environment = .development, scope: Database.Scope,
-        userName: String?, userRecordName: String? = nil, roles: Set<SecurityRole> = []
+        userName: String?, userRecordName: String? = nil, roles: Set<SecurityRole> = [], isAdministrator: Bool = false
     ) {
         self.containerIdentifier = containerIdentifier
         self.environment = environment
@@ -183,6 +186,7 @@ public struct DatabaseContext: Hashable, Sendable, CustomStringConvertible {
         self.userName = userName
         self.userRecordName = userRecordName ?? userName.map { UserDirectoryEntry.derivedRecordName(containerIdentifier: containerIdentifier, login: $0) }
         self.roles = roles
+        self.isAdministrator = isAdministrator
     }
 
     /// What engines key the environment's data by: the container identifier itself for
@@ -242,16 +246,21 @@ public struct QueryPosition: Hashable, Sendable, Codable {
 /// for database in try await container.storeInventory().databases { print(database.containerIdentifier, database.scope, database.zones.count) }
 /// ```
 public struct StoreInventory: Sendable {
-    /// One database of one container, as one owner's (everyone's for the public database).
+    /// One database of one environment of one container, as one owner's (everyone's for the
+    /// public database).
     public struct DatabaseEntry: Sendable {
         public var containerIdentifier: String
+        public var environment: Container.Environment
         public var scope: Database.Scope
-        /// The user whose private (or shared) database this is; empty for the public database.
+        /// The user record name of the user whose private (or shared) database this is; empty
+        /// for the public database.
         public var owner: String
         public var zones: [ZoneEntry]
 
-        public init(containerIdentifier: String, scope: Database.Scope, owner: String, zones: [ZoneEntry]) {
-            self.containerIdentifier = containerIdentifier
+        /// The entry of a database an engine keys by `storageContainer`
+        /// (``DatabaseContext/storageContainer``).
+        public init(storageContainer: String, scope: Database.Scope, owner: String, zones: [ZoneEntry]) {
+            (containerIdentifier, environment) = Container.Environment.split(storageContainer: storageContainer)
             self.scope = scope
             self.owner = owner
             self.zones = zones
@@ -270,16 +279,23 @@ public struct StoreInventory: Sendable {
     }
 
     public var databases: [DatabaseEntry]
-    /// The containers with record type schemas.
+    /// The containers with record type schemas (in either environment).
     public var containersWithSchemas: [String]
     /// The store's size in bytes, when the engine knows it.
     public var sizeInBytes: Int64?
     /// The version of the engine's tables.
     public var schemaVersion: Int
 
-    public init(databases: [DatabaseEntry], containersWithSchemas: [String], sizeInBytes: Int64?, schemaVersion: Int) {
+    /// An inventory; `schemaStorageContainers` are the storage containers
+    /// (``DatabaseContext/storageContainer``) that hold a schema.
+    public init(databases: [DatabaseEntry], schemaStorageContainers: [String], sizeInBytes: Int64?, schemaVersion: Int) {
         self.databases = databases
-        self.containersWithSchemas = containersWithSchemas
+        var containers: [String] = []
+        for storageContainer in schemaStorageContainers {
+            let identifier = Container.Environment.split(storageContainer: storageContainer).containerIdentifier
+            if !containers.contains(identifier) { containers.append(identifier) }
+        }
+        self.containersWithSchemas = containers
         self.sizeInBytes = sizeInBytes
         self.schemaVersion = schemaVersion
     }

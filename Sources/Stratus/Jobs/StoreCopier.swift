@@ -26,9 +26,12 @@ public final class StoreCopier: Sendable {
     public struct ZoneKey: Sendable, Hashable, Codable, CustomStringConvertible {
         /// The container the zone belongs to.
         public var containerIdentifier: String
+        /// The container's environment whose data holds the zone.
+        public var environment: Container.Environment
         /// Which of the container's databases holds the zone.
         public var scope: Database.Scope
-        /// The user whose private or shared database holds the zone; empty for the public one.
+        /// The user record name of the user whose private or shared database holds the zone;
+        /// empty for the public one.
         public var owner: String
         /// The zone's name.
         public var zoneName: String
@@ -42,20 +45,34 @@ public final class StoreCopier: Sendable {
         /// ```
         public init(database: StoreInventory.DatabaseEntry, zone: RecordZone.ID) {
             containerIdentifier = database.containerIdentifier
+            environment = database.environment
             scope = database.scope
             owner = database.owner
             zoneName = zone.zoneName
             zoneOwnerName = zone.ownerName
         }
 
+        /// Decodes a key; a key without an environment (written before environments) is
+        /// development's.
+        public init(from decoder: any Decoder) throws {
+            let values = try decoder.container(keyedBy: CodingKeys.self)
+            containerIdentifier = try values.decode(String.self, forKey: .containerIdentifier)
+            environment = try values.decodeIfPresent(Container.Environment.self, forKey: .environment) ?? .development
+            scope = try values.decode(Database.Scope.self, forKey: .scope)
+            owner = try values.decode(String.self, forKey: .owner)
+            zoneName = try values.decode(String.self, forKey: .zoneName)
+            zoneOwnerName = try values.decode(String.self, forKey: .zoneOwnerName)
+        }
+
         /// The zone's ID, as its database's owner names it.
         public var zoneID: RecordZone.ID { RecordZone.ID(zoneName: zoneName, ownerName: zoneOwnerName) }
 
-        /// `com.example.app public _defaultZone`, `com.example.app private (alice) Work`.
+        /// `com.example.app public _defaultZone`, `com.example.app (production) private (_6c1f…) Work`.
         public var description: String {
             let database = owner.isEmpty ? "\(scope)" : "\(scope) (\(owner))"
             let zone = zoneOwnerName == RecordZone.ID.currentUserDefaultOwner ? zoneName : "\(zoneName) of \(zoneOwnerName)"
-            return "\(containerIdentifier) \(database) \(zone)"
+            let container = environment == .production ? "\(containerIdentifier) (production)" : containerIdentifier
+            return "\(container) \(database) \(zone)"
         }
     }
 
@@ -162,17 +179,14 @@ public final class StoreCopier: Sendable {
 
     // MARK: - Owners
 
-    /// The database of `engine` that holds a zone of the inventory, seen by the user who may
-    /// read and write it: the public database as the running user, a private or shared one as
-    /// its owner. Owners are user names today; every copy and comparison finds its database
-    /// here, so that owners named otherwise (user record names) change this function only.
-    static func database(_ containerIdentifier: String, _ scope: Database.Scope, owner: String, on engine: any StorageEngine) -> Database {
-        let user = owner.isEmpty ? Container.defaultUserName : owner
-        return Container(identifier: containerIdentifier, engine: engine, userName: user).database(with: scope)
-    }
-
+    /// The database of `engine` that holds a zone of the inventory, seen by an administrator
+    /// (security roles do not limit a copy): a private or shared one as its owner, whose user
+    /// record name the inventory gives.
     static func database(of zone: ZoneKey, on engine: any StorageEngine) -> Database {
-        database(zone.containerIdentifier, zone.scope, owner: zone.owner, on: engine)
+        let context = DatabaseContext(
+            containerIdentifier: zone.containerIdentifier, environment: zone.environment, scope: zone.scope,
+            userName: nil, userRecordName: zone.owner.isEmpty ? nil : zone.owner, isAdministrator: true)
+        return Database(engine: engine, context: context)
     }
 
     // MARK: - Copying
@@ -218,7 +232,7 @@ public final class StoreCopier: Sendable {
 
         var summary = Summary()
         if !checkpoint.schemasCopied {
-            summary.schemasCopied = try await copySchemas(sourceInventory.containersWithSchemas)
+            summary.schemasCopied = try await copySchemas(sourceInventory)
             checkpoint.schemasCopied = true
             try checkpointStore?.save(checkpoint)
         }
@@ -247,28 +261,34 @@ public final class StoreCopier: Sendable {
         return summary
     }
 
-    /// Copies every container's schemas; answers how many containers had some.
-    private func copySchemas(_ containers: [String]) async throws -> Int {
-        var copied = 0
-        for identifier in containers where !identifier.isEmpty {
-            let schemas = try await Self.runSchemas(ModifySchemasOperation(), on: Self.database(identifier, .public, owner: "", on: source))
-            guard !schemas.isEmpty else { continue }
-            _ = try await Self.runSchemas(ModifySchemasOperation(schemasToSave: schemas), on: Self.database(identifier, .public, owner: "", on: destination))
-            copied += 1
+    /// Copies every container's schemas (each environment's, whole: roles, types, indexes and
+    /// grants) and user directories; answers how many containers had a schema.
+    private func copySchemas(_ inventory: StoreInventory) async throws -> Int {
+        let source = self.source, destination = self.destination
+        var identifiers = inventory.containersWithSchemas
+        for database in inventory.databases where !identifiers.contains(database.containerIdentifier) {
+            identifiers.append(database.containerIdentifier)
         }
-        return copied
-    }
-
-    private static func runSchemas(_ op: ModifySchemasOperation, on database: Database) async throws -> [RecordTypeSchema] {
-        let result = Collector<[RecordTypeSchema]>()
-        try await database.run { finish in
-            op.modifySchemasResultBlock = { outcome in
-                if case .success(let schemas) = outcome { result.append(schemas) }
-                finish(outcome.map { _ in () })
+        let containers = identifiers
+        return try await Self.offThePool {
+            var copied = 0
+            for identifier in containers {
+                var hadSchema = false
+                for environment in Container.Environment.allCases {
+                    let storageContainer = environment.storageContainer(for: identifier)
+                    let schema = try source.fetchSchema(storageContainer: storageContainer)
+                    guard !schema.roles.isEmpty || !schema.recordTypes.isEmpty else { continue }
+                    try destination.modifySchema(storageContainer: storageContainer) { $0 = schema }
+                    hadSchema = true
+                }
+                let users = try source.fetchUserDirectory(containerIdentifier: identifier, logins: nil)
+                if !users.isEmpty {
+                    try destination.modifyUserDirectory(containerIdentifier: identifier, saving: users, deletingLogins: [])
+                }
+                if hadSchema { copied += 1 }
             }
-            return op
+            return copied
         }
-        return result.items.first ?? []
     }
 
     /// Copies one zone, type by type, from where the checkpoint says; answers whether every

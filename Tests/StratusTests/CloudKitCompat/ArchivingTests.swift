@@ -4,7 +4,7 @@ import StratusSQLite
 import StratusTestSupport
 import Testing
 
-@Suite("Archiving records, change tokens and cursors with NSKeyedArchiver", .timeLimit(.minutes(2)))
+@Suite("Archiving records, change tokens and cursors with NSKeyedArchiver", .timeLimit(.minutes(10)))
 struct ArchivingTests {
     /// The system fields of `record`, as sync code archives them.
     static func systemFields(of record: Record) -> Data {

@@ -134,7 +134,7 @@ struct RecordTypeRules {
     /// The item error of deleting `id` (stored as `stored`, if at all), or `nil`: WRITE in the
     /// public database, where a caller who is not signed in deletes nothing.
     mutating func checkDelete(_ id: Record.ID, stored: Record?, in transaction: any RecordWriteTransaction) throws -> StratusError? {
-        guard context.scope == .public else { return nil }
+        guard context.scope == .public, !context.isAdministrator else { return nil }
         guard let stored else {
             guard context.userRecordName == nil else { return nil }
             return StratusError(.notAuthenticated, "WRITE operation not permitted on record '\(id.recordName)': deleting from the public database needs a signed-in user", recordID: id)
