@@ -34,6 +34,8 @@ public final class PostgresEngine: StorageEngine, Sendable {
     /// Connections for reads that may go to a standby (queries, exports, change reads).
     let readPool: PostgresConnectionPool
     let identity: String
+    /// The role the engine's connections log in as.
+    let loginRole: String
     /// Whether opening the engine created the store's tables (the database held no store).
     public let createdStore: Bool
     let automaticCompaction = Mutex<ContinuousClock.Instant?>(nil)
@@ -66,6 +68,7 @@ public final class PostgresEngine: StorageEngine, Sendable {
         }
         createdStore = !exists
         identity = try Self.migrate(pool)
+        loginRole = try pool.withConnection { try $0.query("SELECT current_user::text")[0].text(0) ?? "" }
         self.assetCacheDirectory = assetCacheDirectory ?? FileManager.default.temporaryDirectory.appendingPathComponent("stratus-assets-\(identity)", isDirectory: true)
     }
 
@@ -107,6 +110,9 @@ public final class PostgresEngine: StorageEngine, Sendable {
     @_spi(StratusEngine)
     public var storeIdentifier: String { get throws { identity } }
 
+    @_spi(StratusEngine)
+    public var authenticatedUserName: String? { loginRole.isEmpty ? nil : loginRole }
+
     /// The SQL that makes each Stratus user a PostgreSQL role member of `group`, reaching the
     /// public database and its own private rows only, even with raw SQL (row-level security);
     /// run it once as the role that owns the store's tables. Each user's login must then have an
@@ -141,7 +147,7 @@ public final class PostgresEngine: StorageEngine, Sendable {
     /// let user = try engine.currentRole()   // "alice"
     /// ```
     public func currentRole() throws -> String {
-        try pool.withConnection { try $0.query("SELECT current_user::text")[0].text(0) ?? "" }
+        loginRole
     }
 
     // MARK: - Transactions

@@ -13,7 +13,7 @@ extension OptionGroup {
         Option("--container", "ID", "the container identifier", default: "default"),
         Option("--database", "NAME", "public, private or shared", default: "public"),
         Option("--zone", "NAME", "the zone", default: "_defaultZone"),
-        Option("--user", "NAME", "the user (a login; its user record name comes from the container's user directory, else is derived from the container and the login)", default: "$STRATUS_USER, else the login name"),
+        Option("--user", "NAME", "the user (a login; its user record name comes from the container's user directory, else is derived from the container and the login)", default: "$STRATUS_USER, else the role a PostgreSQL store logs in as, else the login name"),
         Option(flag: "--anonymous", "act as a caller who is not signed in: read what the _world role may read in the public database, and nothing else"),
         Option("--environment", "NAME", "development or production: each keeps its own schema and data; production refuses unknown types and fields and queries without their index", default: "$STRATUS_ENVIRONMENT, else development"),
     ])

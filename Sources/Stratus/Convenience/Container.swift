@@ -42,7 +42,7 @@ public final class Container: Sendable {
     ///   (a programmer error; ``checkIdentifier(_:)`` checks an identifier that comes from input).
     /// `retryPolicy` applies to every operation of the container's databases that sets none.
     public convenience init(identifier: String, engine: any StorageEngine, userName: String? = nil, environment: Environment = .development, retryPolicy: RetryPolicy = RetryPolicy()) {
-        let login = userName ?? Container.defaultUserName
+        let login = userName ?? Container.defaultUserName(for: engine)
         precondition((try? UserDirectoryEntry.checkLogin(login)) != nil, "a user name cannot be empty or hold a control character")
         self.init(identifier: identifier, engine: engine, environment: environment, user: ContainerUser(login: login, containerIdentifier: identifier), retryPolicy: retryPolicy)
     }
@@ -102,10 +102,27 @@ public final class Container: Sendable {
     }
 
     /// The user a container acts as when none is given: `$STRATUS_USER`, else the login name.
+    ///
+    /// ```swift
+    /// print(Container.defaultUserName)   // "alice"
+    /// ```
     public static var defaultUserName: String {
         if let user = ProcessInfo.processInfo.environment["STRATUS_USER"], !user.isEmpty { return user }
         let name = NSUserName()
         return name.isEmpty ? "defaultUser" : name
+    }
+
+    /// The user a container on `engine` acts as when none is given: `$STRATUS_USER`, else the
+    /// role a PostgreSQL store logged in as (so that row-level security and Stratus agree on
+    /// who the caller is), else the login name.
+    ///
+    /// ```swift
+    /// let user = Container.defaultUserName(for: engine)   // "alice"
+    /// ```
+    public static func defaultUserName(for engine: any StorageEngine) -> String {
+        if let user = ProcessInfo.processInfo.environment["STRATUS_USER"], !user.isEmpty { return user }
+        if let role = engine.authenticatedUserName, (try? UserDirectoryEntry.checkLogin(role)) != nil { return role }
+        return defaultUserName
     }
 
     /// Checks a container identifier from input: not empty, at most 255 bytes, and without a

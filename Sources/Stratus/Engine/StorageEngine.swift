@@ -27,6 +27,12 @@ public protocol StorageEngine: AnyObject, Sendable {
     /// are refused with it.
     @_spi(StratusEngine) var storeIdentifier: String { get throws }
 
+    /// Who the store itself knows the caller as (the role a database server logged in), or
+    /// `nil` for a store without logins (an SQLite file). A container opened without a user
+    /// name acts as this user unless `$STRATUS_USER` names one, so that the server's
+    /// permissions and Stratus's user are the same person.
+    @_spi(StratusEngine) var authenticatedUserName: String? { get }
+
     /// Reads records by ID. IDs not in the store are absent from the answer.
     @_spi(StratusEngine) func fetchRecords(_ ids: [Record.ID], in database: DatabaseContext) throws -> [Record.ID: Record]
 
@@ -148,6 +154,8 @@ public protocol StorageEngine: AnyObject, Sendable {
 }
 
 extension StorageEngine {
+    @_spi(StratusEngine) public var authenticatedUserName: String? { nil }
+
     @_spi(StratusEngine) public func explainQuery(_ query: CompiledQuery, in database: DatabaseContext) throws -> QueryPlan {
         QueryPlan(indexes: [], steps: [])
     }

@@ -1,0 +1,139 @@
+import Foundation
+import Stratus
+import StratusPostgres
+
+/// `stratus users`: the container's user directory (who each login is and which roles it holds)
+/// and, on PostgreSQL, the row-level security that makes each Stratus user a database role.
+struct UsersCommand: Command {
+    static let name = "users"
+    static let summary = "the user directory: logins, their user record names and roles; PostgreSQL row-level security"
+    static let usage = [
+        "stratus users list [--json] [store options]",
+        "stratus users add LOGIN [--record-name NAME] [--role ROLE]... [store options]",
+        "stratus users remove LOGIN... [store options]",
+        "stratus users row-security --group ROLE [--print] [store options]",
+    ]
+    static let discussion = """
+        A login without an entry acts under a user record name derived from the container and
+        the login, the same in every process; an entry maps a login onto another record name (the
+        owner of records imported from CloudKit) and gives it custom security roles.
+
+          list          one line per entry: LOGIN, a tab, the user record name, a tab and its
+                        roles (comma-separated); --json prints one object per line.
+          add           saves an entry, replacing the login's: its record name (--record-name, else
+                        the one it has, else the derived one) and its roles (each --role; none
+                        without one).
+          remove        removes entries: the logins act under their derived names again.
+          row-security  PostgreSQL only: makes every member of the group ROLE reach the public
+                        database and its own private rows only, even with raw SQL. Run it as the
+                        role that owns the store's tables; --print prints the SQL instead. Each
+                        user then connects as a PostgreSQL role whose name is its login (the
+                        default --user on PostgreSQL) and needs an entry here (`users add LOGIN`).
+        """
+    static let options: [Option] = [
+        Option(flag: "--json", "list: one JSON object per entry"),
+        Option("--record-name", "NAME", "add: the user record name the login acts under (`_` and 32 hexadecimal digits, or any record name)", default: "the login's, else derived"),
+        Option("--role", "ROLE", "add: a custom security role the login holds (repeat for more)", default: "none"),
+        Option("--group", "ROLE", "row-security: the PostgreSQL role whose members are Stratus users", default: "required"),
+        Option(flag: "--print", "row-security: print the SQL instead of running it"),
+    ]
+
+    enum Action: Equatable {
+        case list(json: Bool)
+        case add(login: String, recordName: String?, roles: [String])
+        case remove(logins: [String])
+        case rowSecurity(group: String, printOnly: Bool)
+    }
+
+    var store: StoreOptions
+    var action: Action
+
+    static func parse(_ arguments: ParsedArguments) throws -> UsersCommand {
+        var words = arguments.positionals
+        guard !words.isEmpty else { throw UsageError(message: "say list, add, remove or row-security") }
+        let verb = words.removeFirst()
+        let action: Action
+        switch verb {
+        case "list":
+            if let extra = words.first { throw UsageError(message: "unexpected argument '\(extra)'") }
+            action = .list(json: arguments.flag("--json"))
+        case "add":
+            guard words.count == 1, let login = words.first else { throw UsageError(message: "add takes one LOGIN") }
+            try checkLogin(login)
+            let roles = arguments.values("--role")
+            for role in roles where role.isEmpty || role.hasPrefix("_") {
+                throw UsageError(message: "--role '\(role)': a custom role is a name not starting with '_' (CloudKit's own roles apply by themselves)")
+            }
+            action = .add(login: login, recordName: arguments.value("--record-name"), roles: roles)
+        case "remove":
+            guard !words.isEmpty else { throw UsageError(message: "remove takes one or more LOGINs") }
+            for login in words { try checkLogin(login) }
+            action = .remove(logins: words)
+        case "row-security":
+            if let extra = words.first { throw UsageError(message: "unexpected argument '\(extra)'") }
+            guard let group = arguments.value("--group"), !group.isEmpty else { throw UsageError(message: "row-security needs --group ROLE") }
+            action = .rowSecurity(group: group, printOnly: arguments.flag("--print"))
+        default:
+            throw UsageError(message: "unknown users action '\(verb)'; say list, add, remove or row-security")
+        }
+        for (option, belongs) in [("--json", "list"), ("--record-name", "add"), ("--role", "add"), ("--group", "row-security"), ("--print", "row-security")]
+        where arguments.has(option) && verb != belongs {
+            throw UsageError(message: "\(option) belongs to users \(belongs)")
+        }
+        return UsersCommand(store: try StoreOptions(arguments), action: action)
+    }
+
+    private static func checkLogin(_ login: String) throws {
+        do { try UserDirectoryEntry.checkLogin(login) } catch { throw UsageError(message: "login '\(login)': \(error.localizedDescription)") }
+    }
+
+    func run() async throws -> ExitCode {
+        switch action {
+        case .list(let json):
+            let entries = try await store.openContainer(.read).users()
+            var out = ""
+            for entry in entries {
+                let roles = entry.roles.map(\.name).sorted()
+                if json {
+                    let object: [String: Any] = ["login": entry.login, "userRecordName": entry.userRecordName, "roles": roles]
+                    let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+                    out += String(decoding: data, as: UTF8.self) + "\n"
+                } else {
+                    out += "\(entry.login)\t\(entry.userRecordName)\t\(roles.joined(separator: ","))\n"
+                }
+            }
+            FileHandle.standardOutput.write(Data(out.utf8))
+            return .success
+
+        case .add(let login, let recordName, let roles):
+            let container = try store.openContainer(.createIfMissing)
+            let existing = try await container.users().first { $0.login == login }
+            let name = recordName ?? existing?.userRecordName ?? UserDirectoryEntry.derivedRecordName(containerIdentifier: container.containerIdentifier, login: login)
+            let entry = UserDirectoryEntry(login: login, userRecordName: name, roles: Set(roles.map { SecurityRole($0) }))
+            try await container.saveUsers([entry])
+            StratusCommand.log("\(existing == nil ? "added" : "replaced") \(login): \(name)\(roles.isEmpty ? "" : " with " + roles.sorted().joined(separator: ", "))")
+            return .success
+
+        case .remove(let logins):
+            let container = try store.openContainer(.existing)
+            let known = Set(try await container.users().map(\.login))
+            try await container.removeUsers(logins: logins)
+            let missing = logins.filter { !known.contains($0) }
+            StratusCommand.log("removed \(logins.count - missing.count) of \(logins.count)" + (missing.isEmpty ? "" : "; not in the directory: \(missing.joined(separator: ", "))"))
+            return .success
+
+        case .rowSecurity(let group, let printOnly):
+            let engine = try StoreOptions.openEngine(store.resolvedStorePath, access: .existing, origin: store.storeOrigin)
+            guard let postgres = engine as? PostgresEngine else {
+                throw UsageError(message: "row-security is for a PostgreSQL store; \(store.storeOrigin) is an SQLite file, whose readers are whoever may read the file")
+            }
+            if printOnly {
+                FileHandle.standardOutput.write(Data(try postgres.rowLevelSecuritySQL(group: group).utf8))
+            } else {
+                try postgres.enableRowLevelSecurity(group: group)
+                StratusCommand.log("members of \(group) now reach the public database and their own private rows only, in \(postgres.redactedURL)")
+            }
+            return .success
+        }
+    }
+}

@@ -1,0 +1,76 @@
+import Foundation
+@_spi(StratusEngine) import Stratus
+import StratusPostgres
+import StratusTestSupport
+import Testing
+
+/// `stratus users`: the user directory from the command line, and PostgreSQL's row-level
+/// security set up by the tool, with each Stratus user a database role.
+@Suite("stratus users", .timeLimit(.minutes(10)))
+struct UsersCLITests {
+    @Test("users add, list and remove the directory; a login's private records carry the record name it maps to", arguments: TestEngine.all)
+    func directory(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let added = try await cli.run(["users", "add", "carol", "--role", "moderator"])
+            #expect(added.exitCode == 0 && added.stderr.contains("added carol"), "\(added)")
+            let imported = "_0123456789abcdef0123456789abcdef"
+            #expect(try await cli.run(["users", "add", "dave", "--record-name", imported]).exitCode == 0)
+            let carol = UserDirectoryEntry.derivedRecordName(containerIdentifier: "default", login: "carol")
+            let list = try await cli.run(["users", "list"])
+            #expect(list.exitCode == 0 && list.stdoutLines == ["carol\t\(carol)\tmoderator", "dave\t\(imported)\t"], "\(list)")
+            let json = try await cli.run(["users", "list", "--json"])
+            #expect(try JSONLine.objects(json.stdout).map { $0["userRecordName"] as? String } == [carol, imported])
+
+            // Dave's private records are owned by the record name the directory gives him.
+            #expect(try await cli.run(["import", "--quiet", "--database", "private", "--user", "dave"], stdin: Input.notes(2)).exitCode == 0)
+            let info = try JSONLine.object(try await cli.run(["info", "--json"]).stdout.trimmingCharacters(in: .newlines))
+            let owners = ((info["containers"] as? [[String: Any]])?.first?["databases"] as? [[String: Any]])?.compactMap { $0["owner"] as? String }
+            #expect(owners == [imported], "\(info)")
+
+            let removed = try await cli.run(["users", "remove", "carol", "nobody"])
+            #expect(removed.exitCode == 0 && removed.stderr.contains("not in the directory: nobody"), "\(removed)")
+            #expect(try await cli.run(["users", "list"]).stdoutLines == ["dave\t\(imported)\t"])
+
+            for arguments in [["users"], ["users", "add"], ["users", "add", "x", "--role", "_world"], ["users", "list", "--role", "x"], ["users", "row-security"], ["users", "frob"]] {
+                #expect(try await cli.run(arguments).exitCode == 64, "\(arguments)")
+            }
+            if engine == .sqlite {
+                let refused = try await cli.run(["users", "row-security", "--group", "stratus_users"])
+                #expect(refused.exitCode == 64 && refused.stderr.contains("PostgreSQL"), "\(refused)")
+            }
+        }
+    }
+
+    @Test("users row-security --print shows the SQL; applied, a role that connects without --user acts as itself and reaches only its own private rows")
+    func rowSecurity() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: .postgres)
+            try await cli.createStore()
+            let printed = try await cli.run(["users", "row-security", "--group", "g", "--print"])
+            #expect(printed.exitCode == 0 && printed.stdout.contains("CREATE POLICY") && printed.stdout.contains("ENABLE ROW LEVEL SECURITY"), "\(printed)")
+
+            let suffix = String(UInt32.random(in: 0...UInt32.max), radix: 36)
+            let (group, alice, bob) = ("cli_users_\(suffix)", "cli_alice_\(suffix)", "cli_bob_\(suffix)")
+            let admin = try PostgresConnection(url: cli.storePath)
+            try admin.executeScript("CREATE ROLE \(group) NOLOGIN; CREATE ROLE \(alice) LOGIN IN ROLE \(group); CREATE ROLE \(bob) LOGIN IN ROLE \(group);")
+            defer { try? admin.executeScript("DROP OWNED BY \(alice), \(bob), \(group); DROP ROLE IF EXISTS \(alice), \(bob), \(group)") }
+            let applied = try await cli.run(["users", "row-security", "--group", group])
+            #expect(applied.exitCode == 0, "\(applied)")
+            for login in [alice, bob] { #expect(try await cli.run(["users", "add", login]).exitCode == 0) }
+
+            // Each user connects as its own role and gives no --user: Stratus acts as that role.
+            func url(_ role: String) throws -> String { try PostgresConnectionString.replacing(["user": role], in: cli.storePath) }
+            let noUser = ["STRATUS_USER": ""]
+            let saved = try await cli.run(["import", "--quiet", "--database", "private", "--store", try url(alice)], stdin: Input.notes(3), environment: noUser)
+            #expect(saved.exitCode == 0, "\(saved)")
+            let aliceCount = try await cli.run(["count", "--type", "Note", "--database", "private", "--store", try url(alice)], environment: noUser)
+            #expect(aliceCount.stdout == "3\n", "\(aliceCount)")
+            let bobCount = try await cli.run(["count", "--type", "Note", "--database", "private", "--store", try url(bob)], environment: noUser)
+            #expect(bobCount.stdout == "0\n", "\(bobCount)")
+            // Bob saying he is alice finds none of her rows: the database keeps them from his role.
+            let impostor = try await cli.run(["count", "--type", "Note", "--database", "private", "--user", alice, "--store", try url(bob)], environment: noUser)
+            #expect(impostor.stdout != "3\n", "\(impostor)")
+        }
+    }
+}
