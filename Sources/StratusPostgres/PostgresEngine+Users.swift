@@ -12,7 +12,7 @@ extension PostgresEngine {
                 try connection.query("SELECT login, user_record_name, roles FROM user_directory WHERE container = $1 ORDER BY login", [.text(containerIdentifier)])
             }
             return try rows.map { row in
-                UserDirectoryEntry(login: try row.text(0) ?? "", userRecordName: try row.text(1) ?? "", roles: try Self.decodeRoles(try row.text(2) ?? "[]"))
+                UserDirectoryEntry(login: try row.text(0) ?? "", userRecordName: try row.text(1) ?? "", roles: try UserDirectoryEntry.roles(stored: try row.text(2) ?? "[]"))
             }
         }
     }
@@ -25,23 +25,11 @@ extension PostgresEngine {
             for entry in entries {
                 do {
                     try connection.execute("INSERT INTO user_directory(container, login, user_record_name, roles) VALUES ($1, $2, $3, $4)",
-                                           [.text(containerIdentifier), .text(entry.login), .text(entry.userRecordName), .text(try Self.encodeRoles(entry.roles))])
+                                           [.text(containerIdentifier), .text(entry.login), .text(entry.userRecordName), .text(UserDirectoryEntry.storedRoles(entry.roles))])
                 } catch let error as StratusError where error.sqlState == "23505" {
-                    throw StratusError(.constraintViolation, "login '\(entry.login)' cannot have user record name \(entry.userRecordName): another login of \(containerIdentifier) has it (or it is saved twice)")
+                    throw entry.duplicateRecordNameError(containerIdentifier: containerIdentifier)
                 }
             }
-        }
-    }
-
-    private static func encodeRoles(_ roles: Set<SecurityRole>) throws -> String {
-        String(decoding: try JSONEncoder().encode(roles.sorted().map(\.name)), as: UTF8.self)
-    }
-
-    private static func decodeRoles(_ text: String) throws -> Set<SecurityRole> {
-        do {
-            return Set(try JSONDecoder().decode([String].self, from: Data(text.utf8)).map { SecurityRole($0) })
-        } catch {
-            throw StratusError(.badDatabase, "the roles of a user directory entry do not decode: \(error)")
         }
     }
 }

@@ -7,7 +7,7 @@ extension SQLiteEngine {
             var entries: [UserDirectoryEntry] = []
             func read(_ select: SQLiteStatement) throws {
                 while try select.step() {
-                    let roles = try Self.decodeRoles(select.text(2) ?? "[]")
+                    let roles = try UserDirectoryEntry.roles(stored: select.text(2) ?? "[]")
                     entries.append(UserDirectoryEntry(login: select.text(0) ?? "", userRecordName: select.text(1) ?? "", roles: roles))
                 }
                 select.reset()
@@ -38,25 +38,13 @@ extension SQLiteEngine {
             let insert = try connection.statement("INSERT INTO user_directory(container, login, user_record_name, roles) VALUES (?, ?, ?, ?)")
             for entry in entries {
                 insert.reset()
-                try insert.bind([.text(containerIdentifier), .text(entry.login), .text(entry.userRecordName), .text(try Self.encodeRoles(entry.roles))])
+                try insert.bind([.text(containerIdentifier), .text(entry.login), .text(entry.userRecordName), .text(UserDirectoryEntry.storedRoles(entry.roles))])
                 do {
                     try insert.step()
                 } catch let error as StratusError where error.message.contains("UNIQUE") {
-                    throw StratusError(.constraintViolation, "login '\(entry.login)' cannot have user record name \(entry.userRecordName): another login of \(containerIdentifier) has it (or it is saved twice)")
+                    throw entry.duplicateRecordNameError(containerIdentifier: containerIdentifier)
                 }
             }
-        }
-    }
-
-    private static func encodeRoles(_ roles: Set<SecurityRole>) throws -> String {
-        String(decoding: try JSONEncoder().encode(roles.sorted().map(\.name)), as: UTF8.self)
-    }
-
-    private static func decodeRoles(_ text: String) throws -> Set<SecurityRole> {
-        do {
-            return Set(try JSONDecoder().decode([String].self, from: Data(text.utf8)).map { SecurityRole($0) })
-        } catch {
-            throw StratusError(.badDatabase, "the roles of a user directory entry do not decode: \(error)")
         }
     }
 }
