@@ -31,6 +31,8 @@ struct StoreOptions {
     var containerIdentifier = "default"
     var scope = Database.Scope.public
     var zoneID = RecordZone.ID.default
+    /// Whether `--zone` was given (not the default).
+    var zoneGiven = false
     var userName: String?
 
     /// - Throws: ``UsageError`` for an unknown database or an empty name.
@@ -49,7 +51,10 @@ struct StoreOptions {
             default: throw UsageError(message: "--database must be public, private or shared, not '\(database)'")
             }
         }
-        if let zone = arguments.value("--zone") { zoneID = RecordZone.ID(zoneName: zone) }
+        if let zone = arguments.value("--zone") {
+            zoneID = RecordZone.ID(zoneName: zone)
+            zoneGiven = true
+        }
         userName = arguments.value("--user")
     }
 
