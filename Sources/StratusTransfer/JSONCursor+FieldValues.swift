@@ -452,7 +452,7 @@ extension JSONCursor {
             // CloudKit's copy: kept as a reference with its metadata. Content downloaded into the
             // asset folder, named by its checksum, is read from there.
             metadata.downloadURL = text
-            if let directory = context.assetDirectory, let checksum = metadata.fileChecksum, let name = Self.checksumFileName(checksum),
+            if let directory = context.assetDirectory, let checksum = metadata.fileChecksum, let name = AssetAttacher.checksumFileName(checksum),
                FileManager.default.fileExists(atPath: directory.appendingPathComponent(name).path) {
                 return Asset(path: name, in: directory, followsSymlinks: context.followsAssetSymlinks).withMetadata(of: metadata, size: size)
             }
@@ -497,14 +497,6 @@ extension JSONCursor {
             return url.path
         }
         return text.contains("://") ? nil : text
-    }
-
-    /// The file name under which an asset folder holds a CloudKit asset's downloaded content:
-    /// its `fileChecksum` in base64url (`+` as `-`, `/` as `_`), or nil when that is no name.
-    static func checksumFileName(_ checksum: String) -> String? {
-        let name = String(checksum.map { $0 == "+" ? "-" : $0 == "/" ? "_" : $0 })
-        guard !name.isEmpty, name != ".", name != "..", !name.contains("\u{0}"), name.utf8.count <= 255 else { return nil }
-        return name
     }
 
     /// A file URL for a `file:` URL or a path (relative ones against `directory`); nil for

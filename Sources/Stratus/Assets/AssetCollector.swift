@@ -18,6 +18,7 @@ enum AssetCollector {
     /// - Throws: store or file errors.
     static func collect(_ store: any AssetContentStore, releasing hold: String?, candidates: Set<String>?) throws -> AssetCollection {
         let directory = store.localDirectory
+        if candidates == nil { AssetHolder.removeDeadLocks(in: directory) }
         return try store.collect(releasing: hold, candidates: candidates) { holder in
             // A hold's name is its process holder's, a ':' and the request's number.
             let process = holder.split(separator: ":", maxSplits: 1).first.map(String.init) ?? holder

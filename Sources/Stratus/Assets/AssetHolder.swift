@@ -58,8 +58,18 @@ final class AssetHolder: @unchecked Sendable {
             lock = try FileDescriptor.open(temporary.path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600)
             guard flock(lock.raw, LOCK_EX | LOCK_NB) == 0 else { throw POSIXFailure(errno: errno, operation: "flock") }
             guard rename(temporary.path, folder.appendingPathComponent("\(name).lock").path) == 0 else { throw POSIXFailure(errno: errno, operation: "rename") }
+            Self.removeDeadLocks(in: directory, except: name)
         } catch {
             throw StratusError(.internalError, "cannot create the asset holder lock in \(folder.path): \(error.reason)")
+        }
+    }
+
+    /// Removes the lock files of this machine's holders that are gone (processes that ended).
+    static func removeDeadLocks(in directory: URL, except own: String? = nil) {
+        let folder = holdersFolder(directory)
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? [] where name.hasSuffix(".lock") {
+            let holder = String(name.dropLast(".lock".count))
+            if holder != own { _ = isAlive(holder, in: directory) }
         }
     }
 
