@@ -109,33 +109,42 @@ extension JSONCursor {
     }
 
     /// Whether writing the typed value back would give other JSON than the field came as, so
-    /// that the field's JSON is kept (``Stratus/Record/JSONExtras/fields``): keys besides
-    /// value, type and isEncrypted; no type, or a type spelled otherwise than the writer spells it
-    /// (`ENCRYPTED_STRING`, `UNKNOWN_LIST`); `true`/`false` for INT64; ENCRYPTED_BYTES that
-    /// are not base64; references with `VALIDATE`, a `zoneID`, no action or other keys, or
-    /// given as a name; locations without all eight members. Assets are written back from
-    /// their CloudKit metadata, which they keep whole.
-    func keepsFieldText(_ field: PendingField, value: FieldValue, encrypted: Bool) -> Bool {
+    /// that the field's JSON is kept (``Stratus/Record/JSONExtras/fields``).
+    ///
+    /// Always when the JSON holds what the typed value cannot: keys besides value, type and
+    /// isEncrypted; ENCRYPTED_BYTES that are not base64; references with `VALIDATE`, a `zoneID`,
+    /// other keys or given as a name; locations without all eight members or with other keys.
+    /// For a record of CloudKit's answer (``DecodeCache/mirrorsAbsence``) also when the JSON
+    /// is only spelled otherwise than a writer spells it: no type, a type such as
+    /// `ENCRYPTED_STRING` or `UNKNOWN_LIST`, `true`/`false` for INT64, a reference without
+    /// an action, `"isEncrypted": false`. Assets are written back from their CloudKit
+    /// metadata, which they keep whole.
+    func keepsFieldText(_ field: PendingField, value: FieldValue, encrypted: Bool, cache: DecodeCache) -> Bool {
         let type = value.type
         if type == .asset || type == .assetList { return false }
-        // A field without a type (requests, some captures) goes back without one.
-        if field.keepsText || !field.type.isPresent { return true }
-        do {
-            let written = encrypted && type == .bytes ? "ENCRYPTED_BYTES" : type.rawValue
-            guard field.type.flags & Token.hasEscape == 0, field.type.end - field.type.start - 2 == written.utf8.count,
-                  written.utf8.elementsEqual(UnsafeBufferPointer(start: base + field.type.start + 1, count: written.utf8.count)) else { return true }
-            // BYTES with "isEncrypted": true is written as ENCRYPTED_BYTES.
-            if encrypted && type == .bytes && field.isEncrypted { return true }
-        }
+        if field.keepsText { return true }
         let token = field.value
+        switch type {
+        case .bytes where encrypted && token.kind == .string && base64(token) == nil: return true
+        case .reference where referenceLosesText(token): return true
+        case .referenceList where anyElement(token, referenceLosesText): return true
+        case .location where locationLosesText(token): return true
+        case .locationList where anyElement(token, locationLosesText): return true
+        default: break
+        }
+        guard cache.mirrorsAbsence else { return false }
+        // What follows is spelling only: kept for CloudKit's answers, which go back as they came.
+        guard field.type.isPresent, !field.saysNotEncrypted else { return true }
+        let written = encrypted && type == .bytes ? "ENCRYPTED_BYTES" : type.rawValue
+        guard field.type.flags & Token.hasEscape == 0, field.type.end - field.type.start - 2 == written.utf8.count,
+              written.utf8.elementsEqual(UnsafeBufferPointer(start: base + field.type.start + 1, count: written.utf8.count)) else { return true }
+        // BYTES with "isEncrypted": true is written as ENCRYPTED_BYTES.
+        if encrypted && type == .bytes && field.isEncrypted { return true }
         switch type {
         case .int64: return token.kind != .number
         case .int64List: return anyElement(token) { $0.kind != .number }
-        case .bytes: return encrypted && token.kind == .string && base64(token) == nil
-        case .reference: return referenceNeedsText(token)
-        case .referenceList: return anyElement(token, referenceNeedsText)
-        case .location: return locationNeedsText(token)
-        case .locationList: return anyElement(token, locationNeedsText)
+        case .reference: return !hasAction(token)
+        case .referenceList: return anyElement(token) { !hasAction($0) }
         default: return false
         }
     }
@@ -152,24 +161,27 @@ extension JSONCursor {
         }
     }
 
-    /// A reference the writer gives back as `{"recordName": …, "action": "NONE"|"DELETE_SELF"}`.
-    private func referenceNeedsText(_ token: Token) -> Bool {
+    /// Whether a reference holds what `{"recordName": …, "action": "NONE"|"DELETE_SELF"}`
+    /// cannot: `VALIDATE`, a `zoneID`, other keys, or a bare name.
+    private func referenceLosesText(_ token: Token) -> Bool {
         guard token.kind == .object else { return true }
-        var hasAction = false
-        var needs = false
+        var loses = false
         try? forEachMember(token) { (k, v) throws(FieldError) in
             if stringEquals(k, "recordName") { return }
-            if stringEquals(k, "action"), v.kind == .string, stringEquals(v, "NONE") || stringEquals(v, "DELETE_SELF") {
-                hasAction = true
-                return
-            }
-            needs = true
+            if stringEquals(k, "action"), v.kind == .string, stringEquals(v, "NONE") || stringEquals(v, "DELETE_SELF") { return }
+            loses = true
         }
-        return needs || !hasAction
+        return loses
     }
 
-    /// A location the writer gives back with all eight members.
-    private func locationNeedsText(_ token: Token) -> Bool {
+    private func hasAction(_ token: Token) -> Bool {
+        var found = false
+        try? forEachMember(token) { (k, _) throws(FieldError) in if stringEquals(k, "action") { found = true } }
+        return found
+    }
+
+    /// Whether a location lacks some of the eight members a writer gives, or has others.
+    private func locationLosesText(_ token: Token) -> Bool {
         guard token.kind == .object else { return true }
         var seen: UInt32 = 0
         var needs = false

@@ -25,6 +25,11 @@ final class DecodeCache {
     /// `records/modify` answer) is put in the reader's zone, and its references keep the zone
     /// they name as it came (with the field's JSON) while they point into the record's.
     var recordZoneIsKnown = false
+    /// Whether the record comes from one of CloudKit's answers (an envelope): what it lacks
+    /// (system fields, a zoneID, a field's type) is then left out when it is written back, as
+    /// CloudKit left it out. A record of NDJSON or a JSON array that lacks them gets what the
+    /// store gives it (a change tag, dates, its zone, types) when written.
+    var mirrorsAbsence = false
 }
 
 /// What the decoder needs besides the bytes: defaults, schemas and policies.
@@ -64,8 +69,9 @@ enum DecodedRecord {
 
 extension JSONCursor {
     /// Builds the record from a finished scan, or says why it cannot be one.
-    func materialize(_ scan: RecordScan, zone contextZone: RecordZone.ID, zoneIsKnown: Bool = false, context: DecodeContext) -> DecodedRecord {
+    func materialize(_ scan: RecordScan, zone contextZone: RecordZone.ID, zoneIsKnown: Bool = false, fromAnswer: Bool = false, context: DecodeContext) -> DecodedRecord {
         context.cache.recordZoneIsKnown = zoneIsKnown || scan.hasZone
+        context.cache.mirrorsAbsence = fromAnswer
         let name: String? = scan.recordName.isPresent ? string(scan.recordName) : nil
         if let problem {
             return .rejected(offset: problem.offset, recordName: name, message: problem.message)
@@ -150,7 +156,7 @@ extension JSONCursor {
         cache.fieldNames = []
         defer { cache.fieldNames = names }
         if names.count < scan.fields.count { names += repeatElement(nil, count: scan.fields.count - names.count) }
-        var extras = recordExtras(scan)
+        var extras = recordExtras(scan, mirrorsAbsence: context.cache.mirrorsAbsence)
         var values: [String: FieldValue] = [:]
         values.reserveCapacity(scan.fields.count)
         var encryptedKeys: Set<String> = []
@@ -164,7 +170,7 @@ extension JSONCursor {
                 }
             }
             let (value, encrypted) = try fieldValue(field, key: key, schema: schema, zone: zoneID, context: context)
-            if let value, keepsFieldText(field, value: value, encrypted: encrypted) { extras.fields[key] = compactText(field.object) }
+            if let value, keepsFieldText(field, value: value, encrypted: encrypted, cache: cache) { extras.fields[key] = compactText(field.object) }
             let duplicate: Bool
             if let value {
                 duplicate = values.updateValue(value, forKey: key) != nil || (!removed.isEmpty && removed.contains(key))
@@ -213,7 +219,7 @@ extension JSONCursor {
 
     /// What the record object held beyond the model: members Stratus has no place for, the
     /// zone ID's other members, `created`/`modified` members, and which members were absent.
-    private func recordExtras(_ scan: RecordScan) -> Record.JSONExtras {
+    private func recordExtras(_ scan: RecordScan, mirrorsAbsence: Bool) -> Record.JSONExtras {
         var extras = Record.JSONExtras()
         for (key, value) in scan.otherMembers { extras.members[string(key)] = compactText(value) }
         // The parent goes back as it came (its zoneID, an action); the typed parent serves saves.
@@ -240,6 +246,7 @@ extension JSONCursor {
         }
         if !scan.changeTag.isPresent { extras.absentKeys.insert("recordChangeTag") }
         if scan.seen & (1 << 2) == 0 { extras.absentKeys.insert("fields") }
+        if !mirrorsAbsence { extras.absentKeys = extras.absentKeys.filter { $0.hasSuffix(".ownerRecordName") } }
         return extras
     }
 

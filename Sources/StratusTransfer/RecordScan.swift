@@ -11,9 +11,10 @@ struct PendingField {
     /// The whole `{"value": …, "type": …}` object, kept as it came when writing the typed
     /// value back would give other JSON.
     var object = Token.none
-    /// Keys besides `value`, `type` and `isEncrypted`, or `"isEncrypted": false`: the field is
-    /// kept as it came.
+    /// Keys besides `value`, `type` and `isEncrypted`: the field is kept as it came.
     var keepsText = false
+    /// `"isEncrypted": false`, which a writer leaves out.
+    var saysNotEncrypted = false
 }
 
 /// The tokens of one CloudKit record object, gathered in one pass without allocating.
@@ -244,7 +245,7 @@ extension JSONCursor {
             } else if stringEquals(key, "isEncrypted") {
                 switch value.kind {
                 case .trueLiteral: field.isEncrypted = true
-                case .falseLiteral: field.keepsText = true
+                case .falseLiteral: field.saysNotEncrypted = true
                 default: note(value.start, "field '\(quoted(field.name))': 'isEncrypted' must be true or false, not \(value.kindName)")
                 }
             } else {

@@ -74,6 +74,7 @@ final class ScriptedEngine: StorageEngine, Sendable {
     }
     func countRecords(_ query: CompiledQuery, in database: DatabaseContext) throws -> Int { try base.countRecords(query, in: database) }
     func inventory() throws -> StoreInventory { try base.inventory() }
+    func assetContents(for database: DatabaseContext) -> any AssetContentStore { base.assetContents(for: database) }
     func jobProgress(_ job: String) throws -> Int64? { try base.jobProgress(job) }
     func removeJobProgress(_ job: String) throws { try base.removeJobProgress(job) }
     func checkIntegrity() throws -> [String] { try base.checkIntegrity() }
@@ -126,9 +127,7 @@ final class RecordingTransaction: RecordWriteTransaction {
     func deleteSelfReferenceCount(to target: Record.ID, excludingSource source: String) throws -> Int {
         try base.deleteSelfReferenceCount(to: target, excludingSource: source)
     }
-    func storeAssets(in fields: [String: FieldValue], of id: Record.ID) throws -> Result<[String: FieldValue], StratusError> {
-        try base.storeAssets(in: fields, of: id)
-    }
+    var releasedAssetContents: Set<String> { base.releasedAssetContents }
     func saveJobProgress(_ job: String, position: Int64) throws { try base.saveJobProgress(job, position: position) }
 }
 
