@@ -52,7 +52,7 @@ struct ZoneOperationTests {
     func modifyZonesPartialFailure() async throws {
         try await ZoneTestStore.with { fixture async throws in
             let database = fixture.container().privateCloudDatabase
-            let bad = RecordZone(zoneName: "has space")
+            let bad = RecordZone(zoneName: "_has space")  // CloudKit reserves names starting with _
             let missing = RecordZone.ID(zoneName: "Missing")
             let results = Box<[String: StratusError.Code?]>([:])
             let final = Box<StratusError?>(nil)
@@ -61,7 +61,7 @@ struct ZoneOperationTests {
             op.perRecordZoneDeleteBlock = { id, result in results.update { $0["delete " + id.zoneName] = errorCode(result) } }
             op.modifyRecordZonesResultBlock = { result in final.value = finalZoneError(result) }
             await run(op, on: database)
-            let expected: [String: StratusError.Code?] = ["Fine": .none, "has space": .invalidArguments, "delete Missing": .zoneNotFound, "delete _defaultZone": .invalidArguments]
+            let expected: [String: StratusError.Code?] = ["Fine": .none, "_has space": .invalidArguments, "delete Missing": .zoneNotFound, "delete _defaultZone": .invalidArguments]
             #expect(results.value == expected)
             let error = try #require(final.value)
             #expect(error.code == .partialFailure)
