@@ -38,12 +38,15 @@ final class AssetHolder: @unchecked Sendable {
     /// - Throws: ``StratusError`` `internalError` when the lock file cannot be made.
     static func shared(in directory: URL) throws -> AssetHolder {
         let key = directory.standardizedFileURL.path
-        return try holders.withLock { holders in
-            if let holder = holders[key] { return holder }
+        let (holder, created) = try holders.withLock { holders -> (AssetHolder, Bool) in
+            if let holder = holders[key] { return (holder, false) }
             let holder = try AssetHolder(directory: directory)
             holders[key] = holder
-            return holder
+            return (holder, true)
         }
+        // Outside the lock: telling whether a holder is alive reads `holders`.
+        if created { removeDeadLocks(in: directory, except: holder.name) }
+        return holder
     }
 
     private init(directory: URL) throws {
@@ -58,7 +61,6 @@ final class AssetHolder: @unchecked Sendable {
             lock = try FileDescriptor.open(temporary.path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600)
             guard flock(lock.raw, LOCK_EX | LOCK_NB) == 0 else { throw POSIXFailure(errno: errno, operation: "flock") }
             guard rename(temporary.path, folder.appendingPathComponent("\(name).lock").path) == 0 else { throw POSIXFailure(errno: errno, operation: "rename") }
-            Self.removeDeadLocks(in: directory, except: name)
         } catch {
             throw StratusError(.internalError, "cannot create the asset holder lock in \(folder.path): \(error.reason)")
         }
