@@ -92,7 +92,7 @@ struct ZoneOperationTests {
 
             // Asked-for IDs come back as asked (here with the owner's explicit name).
             let mine = RecordZone.ID(zoneName: "Photos", ownerName: "alice")
-            let some = FetchRecordZonesOperation(recordZoneIDs: [mine, RecordZone.ID(zoneName: "Gone"), RecordZone.ID(zoneName: "bad name")])
+            let some = FetchRecordZonesOperation(recordZoneIDs: [mine, RecordZone.ID(zoneName: "Gone"), RecordZone.ID(zoneName: "_bad name")])
             let answers = Box<[String]>([])
             let final = Box<StratusError?>(nil)
             some.perRecordZoneResultBlock = { id, result in
@@ -100,7 +100,7 @@ struct ZoneOperationTests {
             }
             some.fetchRecordZonesResultBlock = { final.value = finalZoneError($0) }
             await run(some, on: database)
-            #expect(Set(answers.value) == ["Photos/alice: ok", "Gone/__defaultOwner__: zoneNotFound", "bad name/__defaultOwner__: invalidArguments"])
+            #expect(Set(answers.value) == ["Photos/alice: ok", "Gone/__defaultOwner__: zoneNotFound", "_bad name/__defaultOwner__: invalidArguments"])
             #expect(final.value?.code == .partialFailure)
             #expect(final.value?.partialErrorsByZoneID.count == 2)
         }
