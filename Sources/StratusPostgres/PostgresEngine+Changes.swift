@@ -6,7 +6,7 @@ extension PostgresEngine {
     public func fetchZoneChanges(_ request: ZoneChangesRequest, in database: DatabaseContext) throws -> ZoneChangeBatch {
         precondition(request.limit > 0, "fetchZoneChanges needs a positive limit")
         let batch = try readingStandbyFirst { mayLag in try zoneChanges(request, in: database, mayLag: mayLag) }
-        try materializeAssets(of: batch.changes.compactMap { if case .changed(let record) = $0 { record } else { nil } })
+        try materializeAssets(of: batch.changes.compactMap { if case .changed(let record) = $0 { record } else { nil } }, owner: database.storageOwner)
         return batch
     }
 

@@ -15,7 +15,7 @@ extension PostgresEngine {
             let more = try !read.exhausted && rows.hasMore(on: connection)
             return QueryPage(records: read.records, nextPosition: more ? read.nextPosition : nil)
         } }
-        try materializeAssets(of: page.records)
+        try materializeAssets(of: page.records, owner: database.storageOwner)
         return page
     }
 
@@ -180,12 +180,14 @@ final class PostgresQueryStream: QueryStream, @unchecked Sendable {
     private let lock = NSLock()
     private let engine: PostgresEngine
     private let pool: PostgresConnectionPool
+    private let owner: String
     private var connection: PostgresConnection?
     private var rows: PostgresQueryRows?
 
     init(engine: PostgresEngine, pool: PostgresConnectionPool, query: CompiledQuery, database: DatabaseContext, after position: QueryPosition?) throws {
         self.engine = engine
         self.pool = pool
+        owner = database.storageOwner
         let connection = try pool.acquire()
         do {
             try connection.begin(isolation: .repeatableRead, readOnly: true)
@@ -208,7 +210,7 @@ final class PostgresQueryStream: QueryStream, @unchecked Sendable {
             self.rows = read.exhausted ? nil : rows
             return QueryPage(records: read.records, nextPosition: read.nextPosition)
         }
-        try engine.materializeAssets(of: page.records)
+        try engine.materializeAssets(of: page.records, owner: owner)
         return page
     }
 

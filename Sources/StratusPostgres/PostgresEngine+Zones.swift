@@ -39,7 +39,7 @@ extension PostgresEngine {
                     outcome.deleteResults[zoneID] = .failure(StratusError(.zoneNotFound, "zone '\(zoneID.zoneName)' does not exist in the \(database.scope) database", zoneID: zoneID))
                     continue
                 }
-                for table in ["refs", "record_tokens", "records", "tombstones", "zones"] {
+                for table in ["refs", "record_tokens", "asset_refs", "records", "tombstones", "zones"] {
                     try connection.execute("DELETE FROM \(table) WHERE zone_id = $1", [.int64(zone.row)])
                 }
                 let sequence = try noteDatabaseChange(zoneRow: nil, database, on: connection)

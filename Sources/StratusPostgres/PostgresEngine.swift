@@ -98,6 +98,7 @@ public final class PostgresEngine: StorageEngine, Sendable {
                 throw StratusError(.badDatabase, "the store's tables have version \(found); this Stratus reads up to \(PostgresSchema.version). Use a newer Stratus.")
             }
             if let found, found < 2 { try connection.executeScript(PostgresSchema.upgradeUserNames) }
+            if let found, found < PostgresSchema.assetStoreVersion { try upgradeAssetStore(on: connection) }
             try connection.execute("INSERT INTO meta(key, value) VALUES ('version', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value", [.text(String(PostgresSchema.version))])
             try connection.execute("INSERT INTO meta(key, value) VALUES ('identity', md5(random()::text || clock_timestamp()::text)) ON CONFLICT (key) DO NOTHING")
             guard let identity = try connection.query("SELECT value FROM meta WHERE key = 'identity'").first.flatMap({ try $0.text(0) }) else {
@@ -249,13 +250,13 @@ public final class PostgresEngine: StorageEngine, Sendable {
             creatorUserRecordID: creator,
             lastModifiedUserRecordID: modifierName == creator.recordName ? creator : Record.ID(recordName: modifierName),
             recordChangeTag: try row.text(6))
-        let assets = assetCacheDirectory
-        let (fields, encrypted) = try row.withBytes(7) { document -> (fields: [String: FieldValue], encryptedKeys: Set<String>) in
-            guard let document else { return ([:], []) }
-            return try FieldDocument.decodeDocument(utf8: document, zoneID: zoneID) { assets.appendingPathComponent($0) }
+        let decoded = try row.withBytes(7) { document -> FieldDocument.Decoded? in
+            guard let document else { return nil }
+            return try FieldDocument.decodeStoredDocument(utf8: document, zoneID: zoneID) { self.cachedAssetURL($0) }
         }
         let parent = try row.text(8).map { Record.Reference(recordID: Record.ID(recordName: $0, zoneID: zoneID), action: .none) }
-        return Record(recordType: try row.text(1) ?? "", recordID: Record.ID(recordName: name, zoneID: zoneID), systemFields: system, fields: fields, parent: parent, encryptedKeys: encrypted)
+        return Record(recordType: try row.text(1) ?? "", recordID: Record.ID(recordName: name, zoneID: zoneID), systemFields: system, fields: decoded?.fields ?? [:],
+                      parent: parent, encryptedKeys: decoded?.encryptedKeys ?? [], jsonExtras: decoded?.jsonExtras ?? Record.JSONExtras())
     }
 
     @_spi(StratusEngine)
@@ -276,7 +277,7 @@ public final class PostgresEngine: StorageEngine, Sendable {
             }
             return found
         }
-        try materializeAssets(of: Array(found.values))
+        try materializeAssets(of: Array(found.values), owner: database.storageOwner)
         return found
     }
 }

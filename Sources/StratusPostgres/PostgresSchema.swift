@@ -18,8 +18,16 @@ import Foundation
 /// ``Stratus/DatabaseContext/storageContainer``), the roles schemas create, each container's
 /// user directory, and names users by their user record names: upgrading moves the login names
 /// owners, creators and modifiers held to the derived record names (``upgradeUserNames``).
+///
+/// Version 3 (the asset step) keeps asset content by its SHA-256, per owner: `asset_contents`
+/// (one row per content) and `asset_chunks` (its bytes, 1 MiB a row), with `asset_refs` (which
+/// records name which content) and `asset_holds` (content a writer is about to name). The
+/// upgrade moves the `assets` rows of earlier versions (one per save, named by UUIDs) into that
+/// form and rewrites the documents that named them (``PostgresEngine/upgradeAssetStore(on:)``).
 enum PostgresSchema {
-    static let version = 2
+    static let version = 3
+    /// The version the asset step brought.
+    static let assetStoreVersion = 3
 
     /// The key of the advisory lock taken while the tables are created or upgraded.
     static let migrationLock: Int64 = 0x5354_5241_5455_5331   // "STRATUS1"
@@ -133,11 +141,34 @@ enum PostgresSchema {
             UNIQUE(container, user_record_name)
         );
         CREATE INDEX IF NOT EXISTS user_directory_by_login ON user_directory(login, user_record_name);
-        CREATE TABLE IF NOT EXISTS assets(
-            asset_id text COLLATE "C" PRIMARY KEY,
+        CREATE TABLE IF NOT EXISTS asset_contents(
             owner text COLLATE "C" NOT NULL,
+            content_id text COLLATE "C" NOT NULL,
             size bigint NOT NULL,
-            content bytea NOT NULL
+            created_at double precision NOT NULL,
+            PRIMARY KEY(owner, content_id)
+        );
+        CREATE TABLE IF NOT EXISTS asset_chunks(
+            owner text COLLATE "C" NOT NULL,
+            content_id text COLLATE "C" NOT NULL,
+            chunk bigint NOT NULL,
+            data bytea NOT NULL,
+            PRIMARY KEY(owner, content_id, chunk)
+        );
+        CREATE TABLE IF NOT EXISTS asset_refs(
+            zone_id bigint NOT NULL,
+            record_name text COLLATE "C" NOT NULL,
+            content_id text COLLATE "C" NOT NULL,
+            owner text COLLATE "C" NOT NULL,
+            PRIMARY KEY(zone_id, record_name, content_id)
+        );
+        CREATE INDEX IF NOT EXISTS asset_refs_by_content ON asset_refs(owner, content_id);
+        CREATE TABLE IF NOT EXISTS asset_holds(
+            owner text COLLATE "C" NOT NULL,
+            content_id text COLLATE "C" NOT NULL,
+            holder text COLLATE "C" NOT NULL,
+            held_at double precision NOT NULL,
+            PRIMARY KEY(owner, content_id, holder)
         );
         """
 
@@ -171,7 +202,8 @@ enum PostgresSchema {
 
     /// The tables whose rows belong to a database owner (`owner`: empty for the public
     /// database), which row-level security restricts.
-    static let ownedTables = ["zones", "records", "tombstones", "refs", "record_tokens", "database_history", "zone_tombstones", "assets"]
+    static let ownedTables = ["zones", "records", "tombstones", "refs", "record_tokens", "database_history", "zone_tombstones",
+                              "asset_contents", "asset_chunks", "asset_refs", "asset_holds"]
 
     /// The SQL an administrator (the role that owns the store's tables) runs once so that each
     /// Stratus user is a PostgreSQL role, member of `group`, which reaches the public database's

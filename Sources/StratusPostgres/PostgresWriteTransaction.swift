@@ -29,6 +29,8 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
     private var searchable: [String: [String]] = [:]
     /// Record type schemas as this transaction read them (`nil`: the type has none).
     private var typeSchemas: [String: RecordTypeSchema?] = [:]
+    /// Asset content that rows named before this transaction and no longer name.
+    private(set) var releasedAssetContents: Set<String> = []
 
     private struct ZoneState {
         let id: RecordZone.ID
@@ -145,10 +147,6 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
         searchable[schema.recordType] = nil
     }
 
-    func storeAssets(in fields: [String: FieldValue], of id: Record.ID) throws -> Result<[String: FieldValue], StratusError> {
-        try engine.storeAssets(in: fields, of: id, owner: context.storageOwner, on: connection)
-    }
-
     func saveJobProgress(_ job: String, position: Int64) throws {
         try connection.execute("""
             INSERT INTO job_progress(job, position, updated_at) VALUES ($1, $2, $3)
@@ -231,9 +229,25 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
                 """, [.int64(zoneRow), .text(row.recordID.recordName), .text(context.storageOwner), .textArray(Array(row.deleteSelfTargets))])
         }
         try replaceWords(of: row, zone: zone, isNew: !replacing)
+        try replaceAssetReferences(of: row, zoneRow: zoneRow, replacing: replacing)
         if try replacing || hasTombstones(zone) {
             try connection.execute("DELETE FROM tombstones WHERE zone_id = $1 AND record_name = $2", [.int64(zoneRow), .text(row.recordID.recordName)])
         }
+    }
+
+    /// Keeps `asset_refs` true for a record's row: what it names now, and, for a replaced row,
+    /// what it named before and no longer does (a candidate for collection).
+    private func replaceAssetReferences(of row: RecordRow, zoneRow: Int64, replacing: Bool) throws {
+        let identifiers = row.assetContentIdentifiers
+        if replacing {
+            let previous = Set(try connection.query("DELETE FROM asset_refs WHERE zone_id = $1 AND record_name = $2 RETURNING content_id",
+                                                    [.int64(zoneRow), .text(row.recordID.recordName)]).map { try $0.text(0) ?? "" })
+            releasedAssetContents.formUnion(previous.subtracting(identifiers))
+        }
+        guard !identifiers.isEmpty else { return }
+        try connection.execute("""
+            INSERT INTO asset_refs(zone_id, record_name, content_id, owner) SELECT $1, $2, c, $3 FROM unnest($4::text[]) AS c ON CONFLICT DO NOTHING
+            """, [.int64(zoneRow), .text(row.recordID.recordName), .text(context.storageOwner), .textArray(Array(identifiers))])
     }
 
     /// Keeps the word index of a record of a type with searchable fields.
@@ -265,7 +279,7 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
             default: continue
             }
         }
-        return (FieldDocument.encode(escaped, encryptedKeys: row.encryptedKeys), document)
+        return (FieldDocument.encode(escaped, encryptedKeys: row.encryptedKeys, jsonExtras: row.jsonExtras), document)
     }
 
     /// Whether `jsonb` would change a value of these fields: it keeps numbers as exact
@@ -295,6 +309,8 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
                                               [.int64(zoneRow), .text(id.recordName)]).first?.text(0) else { return false }
         try connection.execute("DELETE FROM refs WHERE zone_id = $1 AND source_name = $2", [.int64(zoneRow), .text(id.recordName)])
         try connection.execute("DELETE FROM record_tokens WHERE zone_id = $1 AND record_name = $2", [.int64(zoneRow), .text(id.recordName)])
+        releasedAssetContents.formUnion(try connection.query("DELETE FROM asset_refs WHERE zone_id = $1 AND record_name = $2 RETURNING content_id",
+                                                             [.int64(zoneRow), .text(id.recordName)]).map { try $0.text(0) ?? "" })
         states[zone].hasTombstones = true
         try connection.execute("""
             INSERT INTO tombstones(zone_id, record_name, owner, record_type, change_seq, deleted_at) VALUES ($1, $2, $3, $4, $5, $6)

@@ -115,10 +115,10 @@ package struct SQLQueryTranslation<Dialect: SQLDialect> {
         return Plan(sql: sql, parameters: parameters + whereParameters + orderParameters, sortColumns: sortColumns, residualWords: residual)
     }
 
-    /// The record type as a literal: a checked identifier, written so that the partial
-    /// indexes of its schema (`WHERE record_type = 'T'`) apply.
+    /// The record type as a literal: a checked identifier (or CloudKit's dotted `cloudkit.share`),
+    /// written so that the partial indexes of its schema (`WHERE record_type = 'T'`) apply.
     private var recordTypeLiteral: String {
-        precondition((try? Naming.checkIdentifier(query.recordType, kind: "record type")) != nil, "unchecked record type reached SQL")
+        precondition((try? Naming.checkRecordType(query.recordType, allowSystemNames: true)) != nil, "unchecked record type reached SQL")
         return "'\(query.recordType)'"
     }
 

@@ -1,68 +1,227 @@
 import Foundation
 @_spi(StratusEngine) import Stratus
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 extension SQLiteEngine {
-    /// Copies the bytes of every asset in `fields` into the store's asset folder, and answers
-    /// the fields with assets that point there. Assets already in the store are kept. A
-    /// missing source file fails the item with `assetFileNotFound`; a failure to write into
-    /// the store is thrown.
-    func storeAssets(in fields: [String: FieldValue], of id: Record.ID) throws -> Result<[String: FieldValue], StratusError> {
-        var stored = fields
-        for (key, value) in fields {
-            switch value {
-            case .asset(let asset):
-                switch try store(asset, key: key, recordID: id) {
-                case .success(let copy): stored[key] = .asset(copy)
-                case .failure(let error): return .failure(error)
-                }
-            case .assetList(let assets):
-                var copies: [Asset] = []
-                for asset in assets {
-                    switch try store(asset, key: key, recordID: id) {
-                    case .success(let copy): copies.append(copy)
-                    case .failure(let error): return .failure(error)
-                    }
-                }
-                stored[key] = .assetList(copies)
-            default: continue
-            }
-        }
-        return .success(stored)
+    /// The store's asset content: files named by their SHA-256 in `<store>.assets/sha256/`
+    /// (read-only, 0400), uploads in `uploads/`, holders' lock files in `holders/`; every
+    /// folder private to the store's user (0700), like the store file. Which records name which
+    /// content is kept in `asset_refs`, holds in `asset_holds`.
+    @_spi(StratusEngine)
+    public func assetContents(for database: DatabaseContext) -> any AssetContentStore {
+        SQLiteAssetStore(engine: self)
     }
 
-    private func store(_ asset: Asset, key: String, recordID: Record.ID) throws -> Result<Asset, StratusError> {
-        let files = FileManager.default
-        if let identifier = asset.storedIdentifier, Self.isAssetIdentifier(identifier) {
-            let url = assetsDirectory.appendingPathComponent(identifier)
-            if files.fileExists(atPath: url.path) {
-                return .success(Asset(storedIdentifier: identifier, size: asset.size ?? Self.size(of: url), fileURL: url))
+    /// Where the content with this identifier is (or would be) kept; `nil` for text that is
+    /// not a content identifier, so that a damaged document never names a file elsewhere.
+    func assetContentURL(_ identifier: String) -> URL? {
+        guard SHA256Hasher.Digest.isHexadecimal(identifier) else { return nil }
+        return assetsDirectory.appendingPathComponent("sha256", isDirectory: true).appendingPathComponent(identifier)
+    }
+}
+
+/// ``AssetContentStore`` on an SQLite store's asset folder. Holds and references live in the
+/// store, so that a collection, which runs in a write transaction, is serialized with every
+/// hold and every record write.
+final class SQLiteAssetStore: AssetContentStore, @unchecked Sendable {
+    // @unchecked: the engine is thread-safe; the rest is immutable.
+    let engine: SQLiteEngine
+    let contentDirectory: URL
+    let uploadDirectory: URL
+
+    init(engine: SQLiteEngine) {
+        self.engine = engine
+        contentDirectory = engine.assetsDirectory.appendingPathComponent("sha256", isDirectory: true)
+        uploadDirectory = engine.assetsDirectory.appendingPathComponent("uploads", isDirectory: true)
+    }
+
+    var localDirectory: URL { engine.assetsDirectory }
+
+    func beginUpload(holder: String) throws -> any AssetUpload {
+        try LocalAssetUpload.create(in: uploadDirectory, holder: holder)
+    }
+
+    func hold(_ identifiers: Set<String>, holder: String) throws -> Set<String> {
+        guard !identifiers.isEmpty else { return [] }
+        let now = Date().timeIntervalSinceReferenceDate
+        try engine.writeTransaction { connection in
+            let insert = try connection.statement("INSERT OR REPLACE INTO asset_holds(content_id, holder, held_at) VALUES (?, ?, ?)")
+            for identifier in identifiers {
+                insert.reset()
+                try insert.bind([.text(identifier), .text(holder), .real(now)])
+                try insert.step()
             }
         }
-        guard let source = asset.fileURL, files.isReadableFile(atPath: source.path) else {
-            return .failure(StratusError(.assetFileNotFound, "record '\(recordID.recordName)': the file of asset field '\(key)' (\(asset.fileURL?.path ?? "no path")) does not exist or cannot be read", recordID: recordID))
+        // Held now, so what exists stays.
+        return identifiers.filter { engine.assetContentURL($0).map { access($0.path, F_OK) == 0 } ?? false }
+    }
+
+    func contentURL(_ identifier: String) -> URL? { engine.assetContentURL(identifier) }
+
+    func commit(_ uploads: [(upload: any AssetUpload, identifier: String)]) throws {
+        guard !uploads.isEmpty else { return }
+        defer { for (upload, _) in uploads { upload.abandon() } }
+        try Self.fileError("create the content folder \(contentDirectory.path)") { () throws(POSIXFailure) in
+            try FileDescriptor.makePrivateDirectory(contentDirectory)
         }
-        let identifier = UUID().uuidString.lowercased()
-        let destination = assetsDirectory.appendingPathComponent(identifier)
-        let temporary = assetsDirectory.appendingPathComponent(".\(identifier).partial")
+        var fresh: [(upload: LocalAssetUpload, destination: URL)] = []
+        var seen: Set<String> = []
+        for (upload, identifier) in uploads {
+            guard let upload = upload as? LocalAssetUpload, let destination = engine.assetContentURL(identifier) else {
+                throw StratusError(.internalError, "an asset upload was not made by this store")
+            }
+            // Content the store has (or that this commit names twice) is stored once.
+            if access(destination.path, F_OK) == 0 || !seen.insert(identifier).inserted { continue }
+            fresh.append((upload, destination))
+        }
+        guard !fresh.isEmpty else { return }
+        // Durable first, then named: a crash never leaves a named file with missing bytes. The
+        // syncs run side by side, so that the file system can write them in one journal commit.
+        let failure = Mutex<POSIXFailure?>(nil)
+        let files = fresh.map { UnsafeSendableFile(file: $0.upload.file) }
+        DispatchQueue.concurrentPerform(iterations: min(8, files.count)) { worker in
+            for index in stride(from: worker, to: files.count, by: min(8, files.count)) {
+                do throws(POSIXFailure) { try files[index].file.sync() } catch { failure.withLock { $0 = $0 ?? error } }
+            }
+        }
+        if let failure = failure.withLock({ $0 }) { throw failure.storeError("sync an asset upload") }
+        for (upload, destination) in fresh {
+            try Self.fileError("store the asset content \(destination.lastPathComponent)") { () throws(POSIXFailure) in
+                if fchmod(upload.file.raw, 0o400) != 0 { throw POSIXFailure(errno: errno, operation: "chmod") }
+                upload.file.close()
+                if rename(upload.url.path, destination.path) != 0 { throw POSIXFailure(errno: errno, operation: "rename") }
+            }
+            upload.markCommitted()
+        }
+        try Self.fileError("sync \(contentDirectory.path)") { () throws(POSIXFailure) in try FileDescriptor.syncDirectory(contentDirectory) }
+    }
+
+    func contentFile(_ identifier: String) throws -> URL? {
+        guard let url = engine.assetContentURL(identifier), access(url.path, F_OK) == 0 else { return nil }
+        return url
+    }
+
+    /// Candidates are checked a thousand at a time, each batch in one write transaction, so that
+    /// writers wait for a collection no longer than for an import batch.
+    func collect(releasing holder: String?, candidates: Set<String>?, isHolderAlive: (String) -> Bool) throws -> AssetCollection {
+        var collection = AssetCollection()
+        var pending = candidates ?? []
+        if let holder {
+            try engine.writeTransaction { connection in
+                let select = try connection.statement("SELECT content_id FROM asset_holds WHERE holder = ?")
+                try select.bind([.text(holder)])
+                while try select.step() { pending.insert(select.text(0) ?? "") }
+                select.reset()
+                let delete = try connection.statement("DELETE FROM asset_holds WHERE holder = ?")
+                try delete.bind([.text(holder)])
+                try delete.step()
+            }
+        }
+        if candidates == nil {
+            collection.add(try releaseDeadHolders(isHolderAlive))
+            collection.removedUploads += LocalAssetUpload.removeAbandoned(in: uploadDirectory, isHolderAlive: isHolderAlive)
+            pending.formUnion(storedIdentifiers())
+        }
+        var remaining = Array(pending.filter(SHA256Hasher.Digest.isHexadecimal))
+        while !remaining.isEmpty {
+            let chunk = remaining.suffix(1_000)
+            remaining.removeLast(chunk.count)
+            collection.add(try engine.writeTransaction { connection in try removeUnused(Array(chunk), isHolderAlive, on: connection) })
+        }
+        return collection
+    }
+
+    func inventory() throws -> (identifiers: Set<String>, bytes: Int64) {
+        var bytes: Int64 = 0
+        let identifiers = storedIdentifiers()
+        for identifier in identifiers {
+            var info = stat()
+            if let url = engine.assetContentURL(identifier), stat(url.path, &info) == 0 { bytes += Int64(info.st_size) }
+        }
+        return (identifiers, bytes)
+    }
+
+    // MARK: - Collection
+
+    /// Removes, inside the caller's write transaction, the content among `identifiers` that no
+    /// record names and no live holder holds, with the holds of dead holders on it.
+    private func removeUnused(_ identifiers: [String], _ isHolderAlive: (String) -> Bool, on connection: SQLiteConnection) throws -> AssetCollection {
+        var collection = AssetCollection()
+        let referenced = try connection.statement("SELECT 1 FROM asset_refs WHERE content_id = ? LIMIT 1")
+        let holders = try connection.statement("SELECT holder FROM asset_holds WHERE content_id = ?")
+        let release = try connection.statement("DELETE FROM asset_holds WHERE content_id = ? AND holder = ?")
+        for identifier in identifiers {
+            referenced.reset()
+            try referenced.bind([.text(identifier)])
+            if try referenced.step() { continue }
+            holders.reset()
+            try holders.bind([.text(identifier)])
+            var held = false
+            var dead: [String] = []
+            while try holders.step() {
+                let holder = holders.text(0) ?? ""
+                if isHolderAlive(holder) { held = true } else { dead.append(holder) }
+            }
+            holders.reset()
+            for holder in dead {
+                release.reset()
+                try release.bind([.text(identifier), .text(holder)])
+                try release.step()
+                collection.releasedHolds += 1
+            }
+            if held { continue }
+            guard let url = engine.assetContentURL(identifier) else { continue }
+            var info = stat()
+            guard lstat(url.path, &info) == 0 else { continue }
+            if unlink(url.path) == 0 {
+                collection.removedContents += 1
+                collection.removedBytes += Int64(info.st_size)
+            }
+        }
+        return collection
+    }
+
+    /// Deletes the holds of holders that are gone.
+    private func releaseDeadHolders(_ isHolderAlive: (String) -> Bool) throws -> AssetCollection {
+        try engine.writeTransaction { connection in
+            var collection = AssetCollection()
+            let select = try connection.statement("SELECT DISTINCT holder FROM asset_holds")
+            var dead: [String] = []
+            while try select.step() {
+                let holder = select.text(0) ?? ""
+                if !isHolderAlive(holder) { dead.append(holder) }
+            }
+            select.reset()
+            let delete = try connection.statement("DELETE FROM asset_holds WHERE holder = ?")
+            for holder in dead {
+                delete.reset()
+                try delete.bind([.text(holder)])
+                try delete.step()
+                collection.releasedHolds += connection.changes
+            }
+            return collection
+        }
+    }
+
+    private func storedIdentifiers() -> Set<String> {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: contentDirectory.path)) ?? []
+        return Set(names.filter(SHA256Hasher.Digest.isHexadecimal))
+    }
+
+    static func fileError<T>(_ what: String, _ body: () throws(POSIXFailure) -> T) throws -> T {
         do {
-            try files.createDirectory(at: assetsDirectory, withIntermediateDirectories: true)
-            try files.copyItem(at: source, to: temporary)
-            try files.setAttributes([.posixPermissions: 0o444], ofItemAtPath: temporary.path)
-            // The rename makes the asset appear whole or not at all, also after a crash.
-            try files.moveItem(at: temporary, to: destination)
+            return try body()
         } catch {
-            try? files.removeItem(at: temporary)
-            throw StratusError(.internalError, "cannot copy an asset into the store's folder \(assetsDirectory.path): \(error.localizedDescription)")
+            throw error.storeError(what)
         }
-        return .success(Asset(storedIdentifier: identifier, size: Self.size(of: destination), fileURL: destination))
     }
+}
 
-    private static func size(of url: URL) -> Int64 {
-        ((try? FileManager.default.attributesOfItem(atPath: url.path))?[.size] as? NSNumber)?.int64Value ?? 0
-    }
-
-    /// Stored identifiers are lowercase UUIDs; anything else never names a file in the store.
-    static func isAssetIdentifier(_ text: String) -> Bool {
-        text.utf8.count == 36 && text.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) || $0 == UInt8(ascii: "-") }
-    }
+/// A descriptor handed to the sync threads of a commit: each is synced by one thread only,
+/// while the commit waits for them all.
+private struct UnsafeSendableFile: @unchecked Sendable {
+    let file: FileDescriptor
 }

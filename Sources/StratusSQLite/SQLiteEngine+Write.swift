@@ -38,6 +38,11 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
     private var upsert: SQLiteStatement?
     private var insertStatements: [SQLiteStatement?] = []
     private var texts = TextArena()
+    /// Asset content that rows named before this transaction and no longer name.
+    private(set) var releasedAssetContents: Set<String> = []
+    /// Whether any record names asset content (nil until asked): when none does and a row
+    /// names none, its write need not look at `asset_refs`.
+    private var storeHasAssetRefs: Bool?
 
     private struct ZoneState {
         let id: RecordZone.ID
@@ -160,10 +165,6 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
         return Int(count.int64(0))
     }
 
-    func storeAssets(in fields: [String: FieldValue], of id: Record.ID) throws -> Result<[String: FieldValue], StratusError> {
-        try engine.storeAssets(in: fields, of: id)
-    }
-
     func saveJobProgress(_ job: String, position: Int64) throws {
         let save = try connection.statement("INSERT OR REPLACE INTO job_progress(job, position, updated_at) VALUES (?, ?, ?)")
         try save.bind([.text(job), .integer(position), .real(now.timeIntervalSinceReferenceDate)])
@@ -235,6 +236,50 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
         if let parent = row.parent { texts.add(parent.recordID.recordName, at: 11) } else { try statement.bind(.null, at: 11) }
         try statement.step(bindingInPlace: texts)
         try finishWrite(of: row, zone: zone, isNew: !replacing)
+        try replaceAssetReferences(of: row.recordID.recordName, identifiers: row.assetContentIdentifiers, zoneRow: zones[zone].row, isNew: !replacing)
+    }
+
+    /// Keeps `asset_refs` true for a record's row: what it names now, and, for a replaced row,
+    /// what it named before and no longer does (a candidate for collection).
+    private func replaceAssetReferences(of recordName: String, identifiers: Set<String>, zoneRow: Int64, isNew: Bool) throws {
+        if identifiers.isEmpty, try !anyAssetReferences() { return }
+        var previous: Set<String> = []
+        if !isNew {
+            previous = try removeAssetReferences(of: recordName, zoneRow: zoneRow)
+        }
+        releasedAssetContents.formUnion(previous.subtracting(identifiers))
+        guard !identifiers.isEmpty else { return }
+        storeHasAssetRefs = true
+        let insert = try connection.statement("INSERT OR IGNORE INTO asset_refs(content_id, zone_id, record_name) VALUES (?, ?, ?)")
+        for identifier in identifiers {
+            insert.reset()
+            try insert.bind([.text(identifier), .integer(zoneRow), .text(recordName)])
+            try insert.step()
+        }
+    }
+
+    /// Deletes a record's `asset_refs` rows and answers what they named.
+    private func removeAssetReferences(of recordName: String, zoneRow: Int64) throws -> Set<String> {
+        guard try anyAssetReferences() else { return [] }
+        let select = try connection.statement("SELECT content_id FROM asset_refs WHERE zone_id = ? AND record_name = ?")
+        try select.bind([.integer(zoneRow), .text(recordName)])
+        var named: Set<String> = []
+        while try select.step() { named.insert(select.text(0) ?? "") }
+        select.reset()
+        guard !named.isEmpty else { return [] }
+        let delete = try connection.statement("DELETE FROM asset_refs WHERE zone_id = ? AND record_name = ?")
+        try delete.bind([.integer(zoneRow), .text(recordName)])
+        try delete.step()
+        return named
+    }
+
+    private func anyAssetReferences() throws -> Bool {
+        if let known = storeHasAssetRefs { return known }
+        let probe = try connection.statement("SELECT 1 FROM asset_refs LIMIT 1")
+        let found = try probe.step()
+        probe.reset()
+        storeHasAssetRefs = found
+        return found
     }
 
     /// Parameters of one row of the multi-row insert: every column of ``insertRecord`` but
@@ -348,6 +393,7 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
         let tokens = try connection.statement("DELETE FROM record_tokens WHERE zone_id = ? AND record_name = ?")
         try tokens.bind([.integer(zoneRow), .text(name)])
         try tokens.step()
+        releasedAssetContents.formUnion(try removeAssetReferences(of: name, zoneRow: zoneRow))
         zones[zone].hasTombstones = true
         let tombstone = try connection.statement("INSERT OR REPLACE INTO tombstones(zone_id, record_name, record_type, change_seq, deleted_at) VALUES (?, ?, ?, ?, ?)")
         try tombstone.bind([.integer(zoneRow), .text(name), .text(type), .integer(try nextSequence(zone)), .real(now.timeIntervalSinceReferenceDate)])

@@ -128,6 +128,7 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
             try connection.execute(SQLiteSchema.create)
             try connection.execute(SQLiteSchema.indexing)
             try connection.execute(SQLiteSchema.users)
+            try connection.execute(SQLiteSchema.assetTables)
             let columns = try addMissingColumns(on: connection)
             if found < SQLiteSchema.version || !columns.contains("change_key") {
                 connection.resetActiveStatements()   // DROP TABLE needs no statement of this connection running
@@ -135,6 +136,7 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
                 try synchronizeIndexes(on: connection)
                 if found < 4 { try refoldDocuments(on: connection) }
                 if found < 5 { try upgradeUserNames(on: connection) }
+                if found < SQLiteSchema.assetStoreVersion { try upgradeAssetStore(on: connection) }
                 try connection.execute("PRAGMA user_version = \(SQLiteSchema.version)")
             }
         }
@@ -303,14 +305,14 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
             lastModifiedUserRecordID: row.hasSameText(5, as: 3) ? creator : Record.ID(recordName: row.text(5) ?? ""),
             recordChangeTag: row.text(6)
         )
-        let assets = assetsDirectory
         // Decoded from SQLite's own bytes: the document is never copied into a String.
-        let (fields, encrypted) = try row.withTextBytes(7) { document -> (fields: [String: FieldValue], encryptedKeys: Set<String>) in
-            guard let document else { return ([:], []) }
-            return try FieldDocument.decodeDocument(utf8: document, zoneID: zoneID) { assets.appendingPathComponent($0) }
+        let decoded = try row.withTextBytes(7) { document -> FieldDocument.Decoded? in
+            guard let document else { return nil }
+            return try FieldDocument.decodeStoredDocument(utf8: document, zoneID: zoneID) { self.assetContentURL($0) }
         }
         let parent = row.text(8).map { Record.Reference(recordID: Record.ID(recordName: $0, zoneID: zoneID), action: .none) }
-        return Record(recordType: row.text(1) ?? "", recordID: Record.ID(recordName: name, zoneID: zoneID), systemFields: system, fields: fields, parent: parent, encryptedKeys: encrypted)
+        return Record(recordType: row.text(1) ?? "", recordID: Record.ID(recordName: name, zoneID: zoneID), systemFields: system, fields: decoded?.fields ?? [:],
+                      parent: parent, encryptedKeys: decoded?.encryptedKeys ?? [], jsonExtras: decoded?.jsonExtras ?? Record.JSONExtras())
     }
 
     @_spi(StratusEngine) public func queryRecords(_ query: CompiledQuery, in database: DatabaseContext, after position: QueryPosition?, limit: Int) throws -> QueryPage {

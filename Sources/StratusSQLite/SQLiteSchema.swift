@@ -25,9 +25,15 @@
 ///   (`user_directory`), and names users by their user record names: on upgrade, the login
 ///   names that database owners, zone owners, zone tombstones, database histories and
 ///   creator and modifier columns held become the derived record names
-///   (``upgradeUserNames``).
+///   (``upgradeUserNames``);
+/// - version 6 keeps asset content by its SHA-256 (`<store>.assets/sha256/<hex>`) with
+///   `asset_refs` (which records name which content) and `asset_holds` (content a writer is
+///   about to name); upgrading hashes the files of older stores (named by UUIDs) into that form
+///   and rewrites the documents that named them (``SQLiteEngine/upgradeAssetStore(on:)``).
 enum SQLiteSchema {
-    static let version: Int64 = 5
+    static let version: Int64 = 6
+    /// The version the asset step brought; stores below it are upgraded by it.
+    static let assetStoreVersion: Int64 = 6
 
     /// Bits of a record's `change_key` that hold its zone's change sequence; the zone row is
     /// in the bits above. Rows of one zone thus lie together in change order, so that reading
@@ -163,10 +169,29 @@ enum SQLiteSchema {
         CREATE UNIQUE INDEX IF NOT EXISTS user_directory_by_record_name ON user_directory(container, user_record_name);
         """
 
+    /// Which records name which asset content (kept by every write, like `refs`), and content
+    /// that writers hold while they store it and write the records naming it.
+    static let assetTables = """
+        CREATE TABLE IF NOT EXISTS asset_refs(
+            content_id TEXT NOT NULL,
+            zone_id INTEGER NOT NULL,
+            record_name TEXT NOT NULL,
+            PRIMARY KEY(content_id, zone_id, record_name)
+        ) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS asset_refs_by_record ON asset_refs(zone_id, record_name);
+        CREATE TABLE IF NOT EXISTS asset_holds(
+            content_id TEXT NOT NULL,
+            holder TEXT NOT NULL,
+            held_at REAL NOT NULL,
+            PRIMARY KEY(content_id, holder)
+        ) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS asset_holds_by_holder ON asset_holds(holder);
+        """
+
     /// Every table and index the statements above create.
     static let objectNames: Set<String> = {
         var names: Set<String> = []
-        for statement in [create, indexing, users] {
+        for statement in [create, indexing, users, assetTables] {
             var rest = Substring(statement)
             while let range = rest.range(of: "IF NOT EXISTS ") {
                 rest = rest[range.upperBound...]

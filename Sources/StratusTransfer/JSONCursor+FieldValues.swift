@@ -100,12 +100,105 @@ extension JSONCursor {
             type = inferred
         }
         if token.kind == .null { return (nil, encrypted) }
+        // CloudKit's ENCRYPTED_BYTES are opaque: ciphertext in base64 as a rule, kept as its
+        // text's bytes otherwise (and written back as it came, see keepsFieldText).
+        if encrypted && type == .bytes && token.kind == .string && base64(token) == nil {
+            return (.bytes(Data(string(token).utf8)), true)
+        }
         return (try value(token, as: type, key: key, zone: zone, context: context), encrypted)
     }
 
+    /// Whether writing the typed value back would give other JSON than the field came as, so
+    /// that the field's JSON is kept (``Stratus/Record/JSONExtras/fields``).
+    ///
+    /// Always when the JSON holds what the typed value cannot: keys besides value, type and
+    /// isEncrypted; ENCRYPTED_BYTES that are not base64; references with `VALIDATE`, a `zoneID`,
+    /// other keys or given as a name; locations without all eight members or with other keys.
+    /// For a record of CloudKit's answer (``DecodeCache/mirrorsAbsence``) also when the JSON
+    /// is only spelled otherwise than a writer spells it: no type, a type such as
+    /// `ENCRYPTED_STRING` or `UNKNOWN_LIST`, `true`/`false` for INT64, a reference without
+    /// an action, `"isEncrypted": false`. Assets are written back from their CloudKit
+    /// metadata, which they keep whole.
+    func keepsFieldText(_ field: PendingField, value: FieldValue, encrypted: Bool, cache: DecodeCache) -> Bool {
+        let type = value.type
+        if type == .asset || type == .assetList { return false }
+        if field.keepsText { return true }
+        let token = field.value
+        switch type {
+        case .bytes where encrypted && token.kind == .string && base64(token) == nil: return true
+        case .reference where referenceLosesText(token): return true
+        case .referenceList where anyElement(token, referenceLosesText): return true
+        case .location where locationLosesText(token): return true
+        case .locationList where anyElement(token, locationLosesText): return true
+        default: break
+        }
+        guard cache.mirrorsAbsence else { return false }
+        // What follows is spelling only: kept for CloudKit's answers, which go back as they came.
+        guard field.type.isPresent, !field.saysNotEncrypted else { return true }
+        let written = encrypted && type == .bytes ? "ENCRYPTED_BYTES" : type.rawValue
+        guard field.type.flags & Token.hasEscape == 0, field.type.end - field.type.start - 2 == written.utf8.count,
+              written.utf8.elementsEqual(UnsafeBufferPointer(start: base + field.type.start + 1, count: written.utf8.count)) else { return true }
+        // BYTES with "isEncrypted": true is written as ENCRYPTED_BYTES.
+        if encrypted && type == .bytes && field.isEncrypted { return true }
+        switch type {
+        case .int64: return token.kind != .number
+        case .int64List: return anyElement(token) { $0.kind != .number }
+        case .reference: return !hasAction(token)
+        case .referenceList: return anyElement(token) { !hasAction($0) }
+        default: return false
+        }
+    }
+
+    private func anyElement(_ token: Token, _ test: (Token) -> Bool) -> Bool {
+        guard token.kind == .array else { return false }
+        var sub = JSONCursor(base: base, limit: token.end, isComplete: true, pos: token.start + 1)
+        guard let first = try? sub.peek(), first != UInt8(ascii: "]") else { return false }
+        while true {
+            guard let element = try? sub.scanValue() else { return true }
+            if test(element) { return true }
+            guard let more = try? sub.nextMember(close: UInt8(ascii: "]"), in: "an array") else { return true }
+            if !more { return false }
+        }
+    }
+
+    /// Whether a reference holds what `{"recordName": …, "action": "NONE"|"DELETE_SELF"}`
+    /// cannot: `VALIDATE`, a `zoneID`, other keys, or a bare name.
+    private func referenceLosesText(_ token: Token) -> Bool {
+        guard token.kind == .object else { return true }
+        var loses = false
+        try? forEachMember(token) { (k, v) throws(FieldError) in
+            if stringEquals(k, "recordName") { return }
+            if stringEquals(k, "action"), v.kind == .string, stringEquals(v, "NONE") || stringEquals(v, "DELETE_SELF") { return }
+            loses = true
+        }
+        return loses
+    }
+
+    private func hasAction(_ token: Token) -> Bool {
+        var found = false
+        try? forEachMember(token) { (k, _) throws(FieldError) in if stringEquals(k, "action") { found = true } }
+        return found
+    }
+
+    /// Whether a location lacks some of the eight members a writer gives, or has others.
+    private func locationLosesText(_ token: Token) -> Bool {
+        guard token.kind == .object else { return true }
+        var seen: UInt32 = 0
+        var needs = false
+        try? forEachMember(token) { (k, _) throws(FieldError) in
+            let names: [StaticString] = ["latitude", "longitude", "altitude", "horizontalAccuracy", "verticalAccuracy", "course", "speed", "timestamp"]
+            guard let index = names.firstIndex(where: { stringEquals(k, $0) }) else {
+                needs = true
+                return
+            }
+            seen |= 1 << UInt32(index)
+        }
+        return needs || seen != 0xFF
+    }
+
     /// A reference outside the fields (the record's parent).
-    func reference(_ token: Token, what: String, zone: RecordZone.ID) throws(FieldError) -> Record.Reference {
-        try referenceValue(token, what, .reference, -2, zone: zone)
+    func reference(_ token: Token, what: String, zone: RecordZone.ID, context: DecodeContext) throws(FieldError) -> Record.Reference {
+        try referenceValue(token, what, .reference, -2, zone: zone, context: context)
     }
 
     func typeName(_ token: Token) -> TypeName {
@@ -136,7 +229,7 @@ extension JSONCursor {
         case .double: return .double(try doubleValue(token, key, type, -1))
         case .timestamp: return .date(try dateValue(token, key, type, -1))
         case .bytes: return .bytes(try bytesValue(token, key, type, -1))
-        case .reference: return .reference(try referenceValue(token, key, type, -1, zone: zone))
+        case .reference: return .reference(try referenceValue(token, key, type, -1, zone: zone, context: context))
         case .location: return .location(try locationValue(token, key, type, -1))
         case .asset: return .asset(try assetValue(token, key, type, -1, context: context))
         case .stringList:
@@ -161,7 +254,7 @@ extension JSONCursor {
             return .bytesList(list)
         case .referenceList:
             var list: [Record.Reference] = []
-            try forEachElement(token, key, type) { (i, t) throws(FieldError) in list.append(try referenceValue(t, key, type, i, zone: zone)) }
+            try forEachElement(token, key, type) { (i, t) throws(FieldError) in list.append(try referenceValue(t, key, type, i, zone: zone, context: context)) }
             return .referenceList(list)
         case .locationList:
             var list: [Location] = []
@@ -231,7 +324,7 @@ extension JSONCursor {
 
     // MARK: - Objects
 
-    private func referenceValue(_ t: Token, _ key: String, _ type: FieldType, _ i: Int, zone: RecordZone.ID) throws(FieldError) -> Record.Reference {
+    private func referenceValue(_ t: Token, _ key: String, _ type: FieldType, _ i: Int, zone: RecordZone.ID, context: DecodeContext) throws(FieldError) -> Record.Reference {
         var name = Token.none
         var action = Record.ReferenceAction.none
         var zoneName = Token.none, zoneOwner = Token.none
@@ -266,7 +359,8 @@ extension JSONCursor {
                     do { try sub.scanZoneID(name: &zoneName, owner: &zoneOwner, in: "zoneID") } catch { throw unreadable(v) }
                     if let problem = sub.problem { throw fail(v, key, type, i, "has a bad zoneID: \(problem.message)") }
                 } else {
-                    throw fail(k, key, type, i, "has an unknown key '\(quoted(k))'; a reference has recordName, action and zoneID")
+                    // Kept with the field's JSON (keepsFieldText); not part of the reference.
+                    bit = 0
                 }
                 return bit
             }
@@ -282,7 +376,7 @@ extension JSONCursor {
             let given = try zoneID(name: zoneName, owner: zoneOwner, at: zoneStart, what: "zoneID")
             // A reference never leaves its record's zone; the same zone spelled with another
             // owner name is still that zone, so the record's zone ID is used.
-            guard given.zoneName == zone.zoneName else {
+            guard given.zoneName == zone.zoneName || !context.cache.recordZoneIsKnown else {
                 throw fail(t, key, type, i, "points into zone '\(given.zoneName)', but references must stay in the record's zone '\(zone.zoneName)'")
             }
         }
@@ -312,7 +406,8 @@ extension JSONCursor {
                 guard let date = timestamp(v) else { throw fail(v, key, type, i, "has a timestamp \(numberText(v)) out of range") }
                 location.timestamp = date
             } else {
-                throw fail(k, key, type, i, "has an unknown key '\(quoted(k))'")
+                // Kept with the field's JSON (keepsFieldText).
+                bit = 0
             }
             return bit
         }
@@ -322,52 +417,107 @@ extension JSONCursor {
 
     private func assetValue(_ t: Token, _ key: String, _ type: FieldType, _ i: Int, context: DecodeContext) throws(FieldError) -> Asset {
         var location = Token.none
+        var size: Int64?
+        var texts: [String: String] = [:]
+        var others: [String: String] = [:]
         switch t.kind {
         case .string:
             location = t
         case .object:
             _ = try forEachDistinctMember(t, key, type, i) { (k, v) throws(FieldError) -> UInt32 in
-                let bit: UInt32
-                if stringEquals(k, "downloadURL") {
-                    bit = 1
-                    guard v.kind == .string else { throw fail(v, key, type, i, "has a downloadURL that is \(v.kindName), not a string") }
-                    location = v
-                } else if stringEquals(k, "size") {
-                    // The store measures the file itself.
-                    bit = 2
-                    guard v.kind == .number else { throw fail(v, key, type, i, "has a size that is \(v.kindName), not a number") }
-                } else if stringEquals(k, "fileChecksum") { bit = 4 }
-                else if stringEquals(k, "referenceChecksum") { bit = 8 }
-                else if stringEquals(k, "wrappingKey") { bit = 16 }
-                else if stringEquals(k, "receipt") { bit = 32 }
-                else { throw fail(k, key, type, i, "has an unknown key '\(quoted(k))'") }
-                // Checksums, keys and receipts describe CloudKit's copy of the content; the
-                // file named by downloadURL is the content, and the store recomputes the rest.
-                return bit
+                let name = string(k)
+                switch name {
+                case "downloadURL", "fileChecksum", "referenceChecksum", "wrappingKey", "receipt":
+                    switch v.kind {
+                    case .string:
+                        if name == "downloadURL" { location = v } else { texts[name] = string(v) }
+                    case .null:
+                        others[name] = "null"
+                    default:
+                        throw fail(v, key, type, i, "has a \(name) that is \(v.kindName), not a string")
+                    }
+                    return 1 << UInt32(["downloadURL", "fileChecksum", "referenceChecksum", "wrappingKey", "receipt"].firstIndex(of: name)!)
+                case "size":
+                    guard v.kind == .number, case .value(let bytes) = integer(v), bytes >= 0 else {
+                        throw fail(v, key, type, i, "has a size that is not a whole number of bytes")
+                    }
+                    size = bytes
+                    return 1 << 5
+                default:
+                    // Other members of CloudKit's asset dictionary go back as they came.
+                    others[name] = compactText(v)
+                    return 0
+                }
             }
         default:
             throw fail(t, key, type, i, "must be an object with a downloadURL, or a file path, not \(t.kindName)")
         }
-        guard location.isPresent else { throw fail(t, key, type, i, "has no downloadURL") }
-        let text = string(location)
-        guard let url = Self.assetFileURL(text, directory: context.assetDirectory) else {
-            throw fail(location, key, type, i, "has the downloadURL '\(quoted(location))', which is not a local file; download the asset and give its path")
+        var metadata = Asset(downloadURL: nil, fileChecksum: texts["fileChecksum"], size: size, referenceChecksum: texts["referenceChecksum"],
+                             wrappingKey: texts["wrappingKey"], receipt: texts["receipt"])
+        metadata.otherMembers = others
+        guard location.isPresent else {
+            guard metadata.hasCloudKitMetadata else { throw fail(t, key, type, i, "has no downloadURL") }
+            return metadata
         }
-        return Asset(fileURL: url)
+        let text = string(location)
+        if Self.isRemoteURL(text) {
+            // CloudKit's copy: kept as a reference with its metadata. Content downloaded into the
+            // asset folder, named by its checksum, is read from there.
+            metadata.downloadURL = text
+            if let directory = context.assetDirectory, let checksum = metadata.fileChecksum, let name = AssetAttacher.checksumFileName(checksum),
+               FileManager.default.fileExists(atPath: directory.appendingPathComponent(name).path) {
+                return Asset(path: name, in: directory, followsSymlinks: context.followsAssetSymlinks).withMetadata(of: metadata, size: size)
+            }
+            return metadata
+        }
+        let source: Asset
+        if let directory = context.assetDirectory {
+            guard let path = Self.localPath(text) else {
+                throw fail(location, key, type, i, "has the downloadURL '\(quoted(location))', which is neither a path nor an https URL")
+            }
+            if path.hasPrefix("/") {
+                throw fail(location, key, type, i, "names the file '\(path)' by an absolute path; asset paths are relative to the assets folder \(directory.path) and stay inside it")
+            }
+            if path.split(separator: "/").contains("..") {
+                throw fail(location, key, type, i, "names the file '\(path)' with a '..' component; asset paths stay inside the assets folder \(directory.path)")
+            }
+            source = Asset(path: path, in: directory, followsSymlinks: context.followsAssetSymlinks)
+        } else {
+            guard case .anywhere = context.assetPaths else {
+                throw fail(location, key, type, i, "names the file '\(quoted(location))'; name the folder asset files are read from with --assets-dir (paths in the input are relative to it)")
+            }
+            guard let url = Self.assetFileURL(text, directory: nil) else {
+                throw fail(location, key, type, i, "has the downloadURL '\(quoted(location))', which is not a local file")
+            }
+            source = Asset(fileURL: url)
+        }
+        // A local file's own size counts; other CloudKit metadata stays with it.
+        return source.withMetadata(of: metadata, size: nil)
+    }
+
+    /// Whether an asset's `downloadURL` names a remote copy (CloudKit's `https` URLs).
+    static func isRemoteURL(_ text: String) -> Bool {
+        guard let scheme = text.range(of: "://") else { return false }
+        return !text[..<scheme.lowerBound].lowercased().hasPrefix("file")
+    }
+
+    /// The local path a `downloadURL` names: a `file:` URL's path or the text itself.
+    static func localPath(_ text: String) -> String? {
+        if text.isEmpty { return nil }
+        if text.hasPrefix("file:") {
+            guard let url = URL(string: text), url.isFileURL, !url.path.isEmpty else { return nil }
+            return url.path
+        }
+        return text.contains("://") ? nil : text
     }
 
     /// A file URL for a `file:` URL or a path (relative ones against `directory`); nil for
     /// anything else, such as CloudKit's `https` download URLs, which Stratus does not fetch.
     static func assetFileURL(_ text: String, directory: URL?) -> URL? {
-        if text.isEmpty { return nil }
-        if text.hasPrefix("file:") {
-            guard let url = URL(string: text), url.isFileURL, !url.path.isEmpty else { return nil }
-            return URL(fileURLWithPath: url.path)
-        }
-        if text.contains("://") { return nil }
-        if text.hasPrefix("/") { return URL(fileURLWithPath: text) }
+        guard let path = localPath(text) else { return nil }
+        if path.hasPrefix("/") { return URL(fileURLWithPath: path) }
         let base = directory?.path ?? FileManager.default.currentDirectoryPath
-        return URL(fileURLWithPath: base.hasSuffix("/") ? base + text : base + "/" + text)
+        return URL(fileURLWithPath: base.hasSuffix("/") ? base + path : base + "/" + path)
     }
 
     // MARK: - Inference

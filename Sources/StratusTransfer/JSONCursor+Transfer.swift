@@ -27,3 +27,35 @@ extension JSONCursor {
         return TimestampText.date(fromMilliseconds: decimal)
     }
 }
+
+extension JSONCursor {
+    /// A value's JSON as compact text: its bytes without the whitespace between tokens, so a
+    /// pretty-printed input keeps no line breaks. Strings are kept byte for byte.
+    func compactText(_ token: Token) -> String {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(token.end - token.start)
+        var inString = false
+        var escaped = false
+        var i = token.start
+        while i < token.end {
+            let b = base[i]
+            if inString {
+                bytes.append(b)
+                if escaped {
+                    escaped = false
+                } else if b == UInt8(ascii: "\\") {
+                    escaped = true
+                } else if b == UInt8(ascii: "\"") {
+                    inString = false
+                }
+            } else if b == UInt8(ascii: "\"") {
+                inString = true
+                bytes.append(b)
+            } else if !(b == 0x20 || b == 0x0A || b == 0x0D || b == 0x09) {
+                bytes.append(b)
+            }
+            i += 1
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}

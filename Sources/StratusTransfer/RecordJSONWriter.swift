@@ -11,56 +11,123 @@ import Stratus
 /// milliseconds since 1970, with a decimal fraction when the date is not on a whole
 /// millisecond (chosen so that reading gives back the identical `Date`); bytes are base64;
 /// references carry a `zoneID` only when it differs from the record's; assets are
-/// `{"size", "downloadURL"}` with a `file:` URL. ``RecordReader`` reads all of it back.
+/// `{"size", "downloadURL"}` with a `file:` URL, or CloudKit's asset dictionary as it came
+/// (`downloadURL`, `fileChecksum`, `size`, `referenceChecksum`, `wrappingKey`, `receipt`).
+/// What a record's CloudKit JSON held beyond the model (``Stratus/Record/JSONExtras``) is
+/// written back as it came: members such as `pluginFields`, a `zoneType`, `deviceID`s, fields
+/// kept whole, and members the input did not have are left out. ``RecordReader`` reads all of
+/// it back.
 ///
 /// ```swift
 /// print(RecordJSONWriter.json(for: record))   // one NDJSON line
 /// ```
 public enum RecordJSONWriter {
+    /// How records are written beyond their values.
+    public struct Options {
+        /// The `ownerRecordName` written for zones of the current user (`__defaultOwner__` when nil),
+        /// so that an export names the user as CloudKit does: by the user's record name.
+        public var currentUserRecordName: String?
+        /// Where asset content is written beside the JSON (`stratus export --assets-dir`): an
+        /// asset with content names its file there.
+        public var assetFolder: AssetExportFolder?
+
+        /// Records as they are, assets by their store files.
+        public init() {}
+    }
+
     /// The record as one line of JSON. Values JSON cannot hold (a non-finite number, which a
     /// store never returns) are written as `null`; ``RecordWriter`` refuses them instead.
     public static func json(for record: Record) -> String {
         var out = ByteOutput()
-        append(record, to: &out)
+        append(record, options: Options(), to: &out)
         return String(decoding: out.bytes, as: UTF8.self)
     }
 
-    static func append(_ record: Record, to out: inout ByteOutput) {
+    /// The record as one line of JSON, written with `options`.
+    ///
+    /// ```swift
+    /// var options = RecordJSONWriter.Options()
+    /// options.currentUserRecordName = "_2f8a…"
+    /// print(RecordJSONWriter.json(for: record, options: options))
+    /// ```
+    public static func json(for record: Record, options: Options) -> String {
+        var out = ByteOutput()
+        append(record, options: options, to: &out)
+        return String(decoding: out.bytes, as: UTF8.self)
+    }
+
+    static func append(_ record: Record, options: Options, to out: inout ByteOutput) {
         let zoneID = record.recordID.zoneID
         out.append("{\"recordName\":")
         out.appendString(record.recordID.recordName)
         out.append(",\"recordType\":")
         out.appendString(record.recordType)
-        let (system, fields, encrypted, parent) = record.contents
-        if let tag = system.recordChangeTag {
+        let (system, fields, encrypted, parent, extras) = record.contents
+        let absent = extras.absentKeys
+        if let tag = system.recordChangeTag, absent.isEmpty || !absent.contains("recordChangeTag") {
             out.append(",\"recordChangeTag\":")
             out.appendString(tag)
         }
-        if let parent {
+        if let parent, extras.members["parent"] == nil {
             out.append(",\"parent\":")
             appendReference(parent, zone: zoneID, withAction: false, to: &out)
         }
-        out.append(",\"fields\":{")
-        if !appendFieldsInLastOrder(fields, encrypted: encrypted, zone: zoneID, to: &out) {
-            let order = fields.keys.sorted()
-            for (place, key) in order.enumerated() {
-                if place > 0 { out.append(UInt8(ascii: ",")) }
-                appendField(key, fields[key]!, encrypted: encrypted, zone: zoneID, to: &out)
+        if !fields.isEmpty || absent.isEmpty || !absent.contains("fields") {
+            out.append(",\"fields\":{")
+            if !extras.fields.isEmpty || options.assetFolder != nil
+                || !appendFieldsInLastOrder(fields, encrypted: encrypted, zone: zoneID, to: &out) {
+                let order = fields.keys.sorted()
+                for (place, key) in order.enumerated() {
+                    if place > 0 { out.append(UInt8(ascii: ",")) }
+                    if let kept = extras.fields[key] {
+                        out.appendString(key)
+                        out.append(UInt8(ascii: ":"))
+                        out.appendRaw(kept)
+                    } else {
+                        appendField(key, fields[key]!, encrypted: encrypted, zone: zoneID, options: options, to: &out)
+                    }
+                }
+                out.fieldOrder = order
             }
-            out.fieldOrder = order
+            out.append(UInt8(ascii: "}"))
         }
-        out.append(UInt8(ascii: "}"))
-        appendAuthorship("created", system.creationDate, system.creatorUserRecordID, to: &out)
-        appendAuthorship("modified", system.modificationDate, system.lastModifiedUserRecordID, to: &out)
-        out.append(",\"zoneID\":")
-        appendZoneID(zoneID, to: &out)
+        appendAuthorship("created", system.creationDate, system.creatorUserRecordID, others: extras.createdMembers, absent: absent, to: &out)
+        appendAuthorship("modified", system.modificationDate, system.lastModifiedUserRecordID, others: extras.modifiedMembers, absent: absent, to: &out)
+        if absent.isEmpty || !absent.contains("zoneID") {
+            out.append(",\"zoneID\":{\"zoneName\":")
+            out.appendString(zoneID.zoneName)
+            if absent.isEmpty || !absent.contains("zoneID.ownerRecordName") {
+                out.append(",\"ownerRecordName\":")
+                let owner = extras.ownerRecordName
+                    ?? (zoneID.ownerName == RecordZone.ID.currentUserDefaultOwner ? options.currentUserRecordName : nil) ?? zoneID.ownerName
+                out.appendString(owner)
+            }
+            appendMembers(extras.zoneIDMembers, to: &out)
+            out.append(UInt8(ascii: "}"))
+        }
+        appendMembers(extras.members, to: &out)
         out.append(UInt8(ascii: "}"))
     }
 
-    private static func appendField(_ key: String, _ value: FieldValue, encrypted: Set<String>, zone: RecordZone.ID, to out: inout ByteOutput) {
+    /// Appends `,"key":<JSON text>` for each member, in key order.
+    private static func appendMembers(_ members: [String: String], to out: inout ByteOutput) {
+        guard !members.isEmpty else { return }
+        for key in members.keys.sorted() {
+            out.append(UInt8(ascii: ","))
+            out.appendString(key)
+            out.append(UInt8(ascii: ":"))
+            out.appendRaw(members[key]!)
+        }
+    }
+
+    private static func appendField(_ key: String, _ value: FieldValue, encrypted: Set<String>, zone: RecordZone.ID, options: Options = Options(), to out: inout ByteOutput) {
         out.appendString(key)
         out.append(":{\"value\":")
-        appendValue(value, field: key, zone: zone, to: &out)
+        if let folder = options.assetFolder, value.isAsset {
+            appendValue(value, field: key, zone: zone, assetFolder: folder, to: &out)
+        } else {
+            appendValue(value, field: key, zone: zone, to: &out)
+        }
         if encrypted.isEmpty || !encrypted.contains(key) {
             out.append(",\"type\":\"")
             out.appendRaw(value.type.rawValue)
@@ -106,19 +173,34 @@ public enum RecordJSONWriter {
         return written
     }
 
-    private static func appendAuthorship(_ name: StaticString, _ date: Date?, _ user: Record.ID?, to out: inout ByteOutput) {
-        guard date != nil || user != nil else { return }
+    private static func appendAuthorship(_ name: StaticString, _ date: Date?, _ user: Record.ID?, others: [String: String], absent: Set<String>,
+                                         to out: inout ByteOutput) {
+        let key = name.description
+        if !absent.isEmpty && absent.contains(key) { return }
+        let date = absent.contains(key + ".timestamp") ? nil : date
+        let user = absent.contains(key + ".userRecordName") ? nil : user
+        guard date != nil || user != nil || !others.isEmpty else { return }
         out.append(",\"")
         out.append(name)
         out.append("\":{")
+        var first = true
         if let date {
             out.append("\"timestamp\":")
-            out.appendTimestamp(date, field: name.description)
+            out.appendTimestamp(date, field: key)
+            first = false
         }
         if let user {
-            if date != nil { out.append(UInt8(ascii: ",")) }
+            if !first { out.append(UInt8(ascii: ",")) }
             out.append("\"userRecordName\":")
             out.appendString(user.recordName)
+            first = false
+        }
+        for member in others.keys.sorted() {
+            if !first { out.append(UInt8(ascii: ",")) }
+            out.appendString(member)
+            out.append(UInt8(ascii: ":"))
+            out.appendRaw(others[member]!)
+            first = false
         }
         out.append(UInt8(ascii: "}"))
     }
@@ -179,20 +261,71 @@ public enum RecordJSONWriter {
         out.append(UInt8(ascii: "}"))
     }
 
-    static func appendAsset(_ asset: Asset, field: String, to out: inout ByteOutput) {
+    /// An asset: CloudKit's asset dictionary as it came for a CloudKit asset; otherwise its
+    /// size and its file (`localName`, a path beside the JSON, else the store file's URL).
+    static func appendAsset(_ asset: Asset, field: String, localName: String? = nil, to out: inout ByteOutput) {
         out.append(UInt8(ascii: "{"))
-        if let size = asset.size {
-            out.append("\"size\":")
-            out.appendInt(size)
-            out.append(UInt8(ascii: ","))
+        var first = true
+        func member(_ name: StaticString) {
+            if !first { out.append(UInt8(ascii: ",")) }
+            first = false
+            out.append(UInt8(ascii: "\""))
+            out.append(name)
+            out.append("\":")
         }
-        out.append("\"downloadURL\":")
-        if let url = asset.fileURL {
-            out.appendString(url.absoluteString)
-        } else {
-            if out.problem == nil { out.problem = "field '\(field)' holds an asset without a file" }
-            out.append("\"\"")
+        if let size = asset.size {
+            member("size")
+            out.appendInt(size)
+        }
+        if let remote = asset.downloadURL {
+            member("downloadURL")
+            out.appendString(remote)
+        } else if asset.otherMembers["downloadURL"] == nil {
+            if let localName {
+                member("downloadURL")
+                out.appendString(localName)
+            } else if let url = asset.fileURL {
+                member("downloadURL")
+                out.appendString(url.absoluteString)
+            } else if !asset.hasCloudKitMetadata {
+                if out.problem == nil { out.problem = "field '\(field)' holds an asset without a file" }
+                member("downloadURL")
+                out.append("\"\"")
+            }
+        }
+        for (name, value) in [("fileChecksum", asset.fileChecksum), ("referenceChecksum", asset.referenceChecksum),
+                              ("wrappingKey", asset.wrappingKey), ("receipt", asset.receipt)] {
+            guard let value else { continue }
+            if !first { out.append(UInt8(ascii: ",")) }
+            first = false
+            out.appendString(name)
+            out.append(UInt8(ascii: ":"))
+            out.appendString(value)
+        }
+        for name in asset.otherMembers.keys.sorted() {
+            if !first { out.append(UInt8(ascii: ",")) }
+            first = false
+            out.appendString(name)
+            out.append(UInt8(ascii: ":"))
+            out.appendRaw(asset.otherMembers[name]!)
         }
         out.append(UInt8(ascii: "}"))
+    }
+
+    /// An asset value whose content is written into `folder` beside the JSON.
+    static func appendValue(_ value: FieldValue, field: String, zone: RecordZone.ID, assetFolder folder: AssetExportFolder, to out: inout ByteOutput) {
+        func one(_ asset: Asset, _ out: inout ByteOutput) {
+            do {
+                appendAsset(asset, field: field, localName: try folder.export(asset), to: &out)
+            } catch {
+                if out.problem == nil { out.problem = "field '\(field)': \(error)" }
+                appendAsset(asset, field: field, to: &out)
+            }
+        }
+        switch value {
+        case .asset(let asset): one(asset, &out)
+        case .assetList(let assets): out.appendArray(assets) { one($0, &$1) }
+        default: appendValue(value, field: field, zone: zone, to: &out)
+        }
     }
 }

@@ -24,8 +24,33 @@ public struct RecordReadOptions: Sendable {
     public var csvRecordType: String?
     /// CSV: column types by field name, for columns whose header is a plain `name`.
     public var csvTypes: [String: FieldType] = [:]
-    /// The directory that relative asset paths are resolved against; `nil` means the current one.
+    /// The folder asset files are read from. When set, an asset's `downloadURL` that is a path
+    /// is read inside it only: relative to it, never absolute, no `..`, no symbolic link unless
+    /// ``followsAssetSymlinks`` (see ``Stratus/Asset/init(path:in:followsSymlinks:)``); and a
+    /// CloudKit asset (an `https` `downloadURL`) whose content was downloaded into it, named by
+    /// its `fileChecksum` (in base64url: `+` as `-`, `/` as `_`), gets that content.
+    ///
+    /// When `nil`, ``assetPaths`` says what a path means.
     public var assetDirectory: URL?
+    /// Whether symbolic links inside ``assetDirectory`` are followed (to files inside it only).
+    public var followsAssetSymlinks = false
+    /// What an asset path means without ``assetDirectory``.
+    public var assetPaths = AssetPaths.anywhere
+
+    /// What an asset's path means when no asset folder is given.
+    public enum AssetPaths: Sendable {
+        /// A path of this machine: absolute, or relative to the current directory (a program
+        /// that names its own files).
+        case anywhere
+        /// Refused, each record with a reason naming the fix (a command-line import, which
+        /// reads files only inside a folder the user names).
+        case refused
+    }
+    /// Whether CloudKit's own records are kept: record names starting with `_` (CloudKit
+    /// reserves them, `CKRecord.ID`: "must not start with an underscore") and record types and
+    /// field keys with a `.` (`cloudkit.share`, `cloudkit.title`). Otherwise each is rejected
+    /// with that reason.
+    public var keepsSystemRecords = false
     /// Whether `"deleted": true` items (the tombstones `stratus changes` and CloudKit's
     /// changes/zone answers carry) are read as ``RecordReadResult/deletion(_:recordType:line:)``;
     /// when false (the default) they are rejected, so that a reader for saving never deletes.

@@ -207,6 +207,8 @@ extension RecordReader {
     /// Reads one element of a records array.
     private func recordUnit() throws -> RecordReadResult {
         let zone = currentZone
+        let zoneIsKnown = frames.contains { $0.zoneID != nil }
+        let fromAnswer = frames.contains { $0.kind == .envelope }
         let (decoded, recordStart) = try withCursor(depth: frames.count) { (c) throws(ScanFailure) -> (DecodedRecord, Int) in
             let b = try c.peek()
             let start = c.pos
@@ -215,7 +217,7 @@ extension RecordReader {
                 return (.rejected(offset: start, recordName: nil, message: "expected a record object, found \(value.kindName)"), start)
             }
             try c.scanRecord(&scan)
-            return (c.materialize(scan, zone: zone, context: context), start)
+            return (c.materialize(scan, zone: zone, zoneIsKnown: zoneIsKnown, fromAnswer: fromAnswer, context: context), start)
         }
         return result(decoded, recordStart: recordStart)
     }
@@ -223,6 +225,8 @@ extension RecordReader {
     /// Reads one operation of a `records/modify` request.
     private func operationUnit() throws -> RecordReadResult {
         let zone = currentZone
+        let zoneIsKnown = frames.contains { $0.zoneID != nil }
+        let fromAnswer = frames.contains { $0.kind == .envelope }
         let depth = frames.count
         let (decoded, recordStart) = try withCursor(depth: depth) { (c) throws(ScanFailure) -> (DecodedRecord, Int) in
             let b = try c.peek()
@@ -243,7 +247,7 @@ extension RecordReader {
             let operation = c.string(type)
             switch operation {
             case "create", "update", "forceUpdate", "replace", "forceReplace":
-                return (sub.materialize(scan, zone: zone, context: context), recordOffset)
+                return (sub.materialize(scan, zone: zone, zoneIsKnown: zoneIsKnown, fromAnswer: fromAnswer, context: context), recordOffset)
             case "delete", "forceDelete":
                 return (.rejected(offset: type.start, recordName: name, message: "the operation '\(operation)' deletes the record; importing saves records and never deletes them"), recordOffset)
             default:

@@ -20,6 +20,16 @@ final class DecodeCache {
     /// The zone's name and owner bytes (nil owner: none given), and the zone ID they made.
     var zone: (name: [UInt8], owner: [UInt8]?, id: RecordZone.ID)?
     var fieldNames: [Entry?] = []
+    /// Whether the record being decoded names its zone (itself or through its envelope): its
+    /// references must then stay in that zone. A record that names none (a `records/query` or
+    /// `records/modify` answer) is put in the reader's zone, and its references keep the zone
+    /// they name as it came (with the field's JSON) while they point into the record's.
+    var recordZoneIsKnown = false
+    /// Whether the record comes from one of CloudKit's answers (an envelope): what it lacks
+    /// (system fields, a zoneID, a field's type) is then left out when it is written back, as
+    /// CloudKit left it out. A record of NDJSON or a JSON array that lacks them gets what the
+    /// store gives it (a change tag, dates, its zone, types) when written.
+    var mirrorsAbsence = false
 }
 
 /// What the decoder needs besides the bytes: defaults, schemas and policies.
@@ -29,8 +39,11 @@ struct DecodeContext {
     /// Field types by record type, then by field name, from the read options' schemas.
     let schemaTypes: [String: [String: FieldType]]
     let assetDirectory: URL?
+    let followsAssetSymlinks: Bool
+    let assetPaths: RecordReadOptions.AssetPaths
     /// Whether `"deleted": true` items are deletions rather than rejected.
     let readsDeletions: Bool
+    let keepsSystemRecords: Bool
 
     init(options: RecordReadOptions) {
         defaultZone = options.zoneID
@@ -40,7 +53,10 @@ struct DecodeContext {
         }
         schemaTypes = types
         assetDirectory = options.assetDirectory
+        followsAssetSymlinks = options.followsAssetSymlinks
+        assetPaths = options.assetPaths
         readsDeletions = options.readsDeletions
+        keepsSystemRecords = options.keepsSystemRecords
     }
 }
 
@@ -53,7 +69,9 @@ enum DecodedRecord {
 
 extension JSONCursor {
     /// Builds the record from a finished scan, or says why it cannot be one.
-    func materialize(_ scan: RecordScan, zone contextZone: RecordZone.ID, context: DecodeContext) -> DecodedRecord {
+    func materialize(_ scan: RecordScan, zone contextZone: RecordZone.ID, zoneIsKnown: Bool = false, fromAnswer: Bool = false, context: DecodeContext) -> DecodedRecord {
+        context.cache.recordZoneIsKnown = zoneIsKnown || scan.hasZone
+        context.cache.mirrorsAbsence = fromAnswer
         let name: String? = scan.recordName.isPresent ? string(scan.recordName) : nil
         if let problem {
             return .rejected(offset: problem.offset, recordName: name, message: problem.message)
@@ -63,7 +81,7 @@ extension JSONCursor {
                 guard context.readsDeletions else {
                     throw FieldError(offset: scan.deletion.start, message: "the record is a deletion (\"deleted\": true); importing saves records and never deletes them")
                 }
-                return try deletion(scan, name: name, zone: contextZone)
+                return try deletion(scan, name: name, zone: contextZone, context: context)
             }
             return .record(try buildRecord(scan, name: name, zone: contextZone, context: context))
         } catch {
@@ -73,13 +91,13 @@ extension JSONCursor {
 
     /// A deletion as `stratus changes` writes it: `{"recordName", "recordType"?, "deleted": true,
     /// "zoneID"?}`; it carries no fields.
-    private func deletion(_ scan: RecordScan, name: String?, zone contextZone: RecordZone.ID) throws(FieldError) -> DecodedRecord {
+    private func deletion(_ scan: RecordScan, name: String?, zone contextZone: RecordZone.ID, context: DecodeContext) throws(FieldError) -> DecodedRecord {
         guard let name else { throw FieldError(offset: scan.start, message: "the deletion has no recordName") }
-        do { try Naming.checkRecordName(name) } catch { throw FieldError(offset: scan.recordName.start, message: error.message) }
+        try checkRecordName(name, at: scan.recordName.start, context: context)
         var recordType: String?
         if scan.recordType.isPresent {
             let type = string(scan.recordType)
-            do { try Naming.checkIdentifier(type, kind: "record type") } catch { throw FieldError(offset: scan.recordType.start, message: error.message) }
+            do { try Naming.checkRecordType(type, allowSystemNames: context.keepsSystemRecords) } catch { throw FieldError(offset: scan.recordType.start, message: error.message) }
             recordType = type
         }
         if !scan.fields.isEmpty { throw FieldError(offset: scan.deletion.start, message: "a deletion (\"deleted\": true) carries no fields") }
@@ -90,13 +108,13 @@ extension JSONCursor {
     private func buildRecord(_ scan: RecordScan, name: String?, zone contextZone: RecordZone.ID, context: DecodeContext) throws(FieldError) -> Record {
         guard let name else { throw FieldError(offset: scan.start, message: "the record has no recordName") }
         if !Self.isPlainRecordName(scan.recordName, base) {
-            do { try Naming.checkRecordName(name) } catch { throw FieldError(offset: scan.recordName.start, message: error.message) }
+            try checkRecordName(name, at: scan.recordName.start, context: context)
         }
         guard scan.recordType.isPresent else { throw FieldError(offset: scan.start, message: "the record has no recordType") }
         let cache = context.cache
         let recordType = cachedString(scan.recordType, &cache.recordType)
         if !Self.isPlainIdentifier(scan.recordType, base) {
-            do { try Naming.checkIdentifier(recordType, kind: "record type") } catch {
+            do { try Naming.checkRecordType(recordType, allowSystemNames: context.keepsSystemRecords) } catch {
                 throw FieldError(offset: scan.recordType.start, message: error.message)
             }
         }
@@ -126,7 +144,7 @@ extension JSONCursor {
 
         var parent: Record.Reference?
         if scan.parent.isPresent {
-            parent = try reference(scan.parent, what: "the parent", zone: zoneID)
+            parent = try reference(scan.parent, what: "the parent", zone: zoneID, context: context)
             if parent?.action != Record.ReferenceAction.none {
                 throw FieldError(offset: scan.parent.start, message: "the parent reference's action must be NONE")
             }
@@ -138,6 +156,7 @@ extension JSONCursor {
         cache.fieldNames = []
         defer { cache.fieldNames = names }
         if names.count < scan.fields.count { names += repeatElement(nil, count: scan.fields.count - names.count) }
+        var extras = recordExtras(scan, mirrorsAbsence: context.cache.mirrorsAbsence)
         var values: [String: FieldValue] = [:]
         values.reserveCapacity(scan.fields.count)
         var encryptedKeys: Set<String> = []
@@ -145,9 +164,13 @@ extension JSONCursor {
         for (index, field) in scan.fields.enumerated() {
             let key = cachedString(field.name, &names[index])
             if !Self.isPlainIdentifier(field.name, base) || Self.mayBeReserved(field.name, base) {
-                do { try Naming.checkFieldKey(key) } catch { throw FieldError(offset: field.name.start, message: error.message) }
+                do { try Naming.checkFieldKey(key, allowSystemNames: context.keepsSystemRecords) } catch {
+                    let hint = Naming.isSystemIdentifier(key) ? "; keep CloudKit's own records with --keep-system-records" : ""
+                    throw FieldError(offset: field.name.start, message: error.message + hint)
+                }
             }
             let (value, encrypted) = try fieldValue(field, key: key, schema: schema, zone: zoneID, context: context)
+            if let value, keepsFieldText(field, value: value, encrypted: encrypted, cache: cache) { extras.fields[key] = compactText(field.object) }
             let duplicate: Bool
             if let value {
                 duplicate = values.updateValue(value, forKey: key) != nil || (!removed.isEmpty && removed.contains(key))
@@ -163,7 +186,7 @@ extension JSONCursor {
         // The names were checked above, on the bytes or by Naming (see RecordReader.checksNames).
         let record = Record(
             recordType: recordType, recordID: Record.ID(recordName: name, zoneID: zoneID), values: consume values,
-            systemFields: system, parent: parent, encryptedKeys: encryptedKeys)
+            systemFields: system, parent: parent, encryptedKeys: encryptedKeys, jsonExtras: extras)
         for key in removed { record.setFieldValue(nil, forKey: key) }
         return record
     }
@@ -177,7 +200,54 @@ extension JSONCursor {
         if zoneName != RecordZone.ID.defaultZoneName && !Self.isPlainIdentifier(name, base) {
             do { try Naming.checkZoneName(zoneName) } catch { throw FieldError(offset: name.start, message: error.message) }
         }
-        return RecordZone.ID(zoneName: zoneName, ownerName: owner.isPresent ? string(owner) : RecordZone.ID.currentUserDefaultOwner)
+        guard owner.isPresent else { return RecordZone.ID(zoneName: zoneName) }
+        let ownerName = string(owner)
+        do { try Naming.checkOwnerName(ownerName) } catch { throw FieldError(offset: owner.start, message: error.message) }
+        return RecordZone.ID(zoneName: zoneName, ownerName: ownerName)
+    }
+
+    /// Checks a record name as CloudKit does (`CKRecord.ID`: ASCII, at most 255 characters, not
+    /// starting with an underscore), names of CloudKit's own records allowed when kept.
+    private func checkRecordName(_ name: String, at offset: Int, context: DecodeContext) throws(FieldError) {
+        do {
+            try Naming.checkRecordName(name, allowSystemNames: context.keepsSystemRecords)
+        } catch {
+            let hint = name.hasPrefix("_") ? "; keep CloudKit's own records with --keep-system-records (RecordReadOptions.keepsSystemRecords)" : ""
+            throw FieldError(offset: offset, message: error.message + hint)
+        }
+    }
+
+    /// What the record object held beyond the model: members Stratus has no place for, the
+    /// zone ID's other members, `created`/`modified` members, and which members were absent.
+    private func recordExtras(_ scan: RecordScan, mirrorsAbsence: Bool) -> Record.JSONExtras {
+        var extras = Record.JSONExtras()
+        for (key, value) in scan.otherMembers { extras.members[string(key)] = compactText(value) }
+        // The parent goes back as it came (its zoneID, an action); the typed parent serves saves.
+        if scan.parent.isPresent { extras.members["parent"] = compactText(scan.parent) }
+        if scan.hasZone {
+            for (key, value) in scan.zoneOther { extras.zoneIDMembers[string(key)] = compactText(value) }
+            if !scan.zoneOwner.isPresent { extras.absentKeys.insert("zoneID.ownerRecordName") }
+        } else {
+            extras.absentKeys.insert("zoneID")
+        }
+        if scan.hasCreated {
+            for (key, value) in scan.createdOther { extras.createdMembers[string(key)] = compactText(value) }
+            if !scan.createdTime.isPresent { extras.absentKeys.insert("created.timestamp") }
+            if !scan.createdUser.isPresent { extras.absentKeys.insert("created.userRecordName") }
+        } else {
+            extras.absentKeys.insert("created")
+        }
+        if scan.hasModified {
+            for (key, value) in scan.modifiedOther { extras.modifiedMembers[string(key)] = compactText(value) }
+            if !scan.modifiedTime.isPresent { extras.absentKeys.insert("modified.timestamp") }
+            if !scan.modifiedUser.isPresent { extras.absentKeys.insert("modified.userRecordName") }
+        } else {
+            extras.absentKeys.insert("modified")
+        }
+        if !scan.changeTag.isPresent { extras.absentKeys.insert("recordChangeTag") }
+        if scan.seen & (1 << 2) == 0 { extras.absentKeys.insert("fields") }
+        if !mirrorsAbsence { extras.absentKeys = extras.absentKeys.filter { $0.hasSuffix(".ownerRecordName") } }
+        return extras
     }
 
     private func date(_ token: Token, _ what: String) throws(FieldError) -> Date {

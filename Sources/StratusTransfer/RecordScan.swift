@@ -8,6 +8,13 @@ struct PendingField {
     var type: Token
     var value: Token
     var isEncrypted: Bool
+    /// The whole `{"value": …, "type": …}` object, kept as it came when writing the typed
+    /// value back would give other JSON.
+    var object = Token.none
+    /// Keys besides `value`, `type` and `isEncrypted`: the field is kept as it came.
+    var keepsText = false
+    /// `"isEncrypted": false`, which a writer leaves out.
+    var saysNotEncrypted = false
 }
 
 /// The tokens of one CloudKit record object, gathered in one pass without allocating.
@@ -24,6 +31,15 @@ struct RecordScan {
     var zoneName = Token.none
     var zoneOwner = Token.none
     var zoneStart = 0
+    /// Members of the zone ID besides its name and owner (`zoneType`).
+    var zoneOther: [(key: Token, value: Token)] = []
+    var hasCreated = false
+    var hasModified = false
+    /// Members of `created` and `modified` besides the timestamp and user (`deviceID`).
+    var createdOther: [(key: Token, value: Token)] = []
+    var modifiedOther: [(key: Token, value: Token)] = []
+    /// Members of the record Stratus has no place for, kept as they came.
+    var otherMembers: [(key: Token, value: Token)] = []
     var parent = Token.none
     /// `"deleted": true`: the item is a deletion (a change feed's tombstone).
     var deletion = Token.none
@@ -42,6 +58,12 @@ struct RecordScan {
         hasZone = false
         zoneName = .none
         zoneOwner = .none
+        if !zoneOther.isEmpty { zoneOther.removeAll(keepingCapacity: true) }
+        hasCreated = false
+        hasModified = false
+        if !createdOther.isEmpty { createdOther.removeAll(keepingCapacity: true) }
+        if !modifiedOther.isEmpty { modifiedOther.removeAll(keepingCapacity: true) }
+        if !otherMembers.isEmpty { otherMembers.removeAll(keepingCapacity: true) }
         parent = .none
         deletion = .none
         fields.removeAll(keepingCapacity: true)
@@ -85,7 +107,7 @@ extension JSONCursor {
                 scan.seen |= 1 << 3
                 scan.hasZone = true
                 scan.zoneStart = pos
-                try scanZoneID(name: &scan.zoneName, owner: &scan.zoneOwner, in: "zoneID")
+                try scanZoneID(name: &scan.zoneName, owner: &scan.zoneOwner, other: &scan.zoneOther, in: "zoneID")
                 return
             default:
                 break
@@ -104,17 +126,19 @@ extension JSONCursor {
             scan.seen |= 1 << 3
             scan.hasZone = true
             scan.zoneStart = pos
-            try scanZoneID(name: &scan.zoneName, owner: &scan.zoneOwner, in: "zoneID")
+            try scanZoneID(name: &scan.zoneName, owner: &scan.zoneOwner, other: &scan.zoneOther, in: "zoneID")
         } else if stringEquals(key, "recordChangeTag") {
             try scanOnce(&scan.changeTag, key, bit: 1 << 4, &scan.seen, kind: .string)
         } else if stringEquals(key, "created") {
             if scan.seen & (1 << 5) != 0 { note(key.start, "the key 'created' appears twice") }
             scan.seen |= 1 << 5
-            try scanAuthorship(time: &scan.createdTime, user: &scan.createdUser, in: "created")
+            scan.hasCreated = true
+            try scanAuthorship(time: &scan.createdTime, user: &scan.createdUser, other: &scan.createdOther, in: "created")
         } else if stringEquals(key, "modified") {
             if scan.seen & (1 << 6) != 0 { note(key.start, "the key 'modified' appears twice") }
             scan.seen |= 1 << 6
-            try scanAuthorship(time: &scan.modifiedTime, user: &scan.modifiedUser, in: "modified")
+            scan.hasModified = true
+            try scanAuthorship(time: &scan.modifiedTime, user: &scan.modifiedUser, other: &scan.modifiedOther, in: "modified")
         } else if stringEquals(key, "parent") {
             let value = try scanValue()
             if scan.seen & (1 << 7) != 0 { note(key.start, "the key 'parent' appears twice") }
@@ -127,26 +151,37 @@ extension JSONCursor {
         } else if stringEquals(key, "deleted") {
             let value = try scanValue()
             switch value.kind {
-            case .falseLiteral: break
+            case .falseLiteral: keepMember(key, value, &scan)
             case .trueLiteral: scan.deletion = value
             default: note(value.start, "'deleted' must be true or false, not \(value.kindName)")
             }
-        } else if stringEquals(key, "pluginFields") {
-            let value = try scanValue()
-            if value.kind != .object || !isEmptyContainer(value) {
-                note(key.start, "'pluginFields' holds data, which this version cannot keep; the record is rejected rather than losing it")
-            }
-        } else if stringEquals(key, "expirationTime") {
-            let value = try scanValue()
-            if value.kind != .number { note(value.start, "'expirationTime' must be a number, not \(value.kindName)") }
         } else if stringEquals(key, "serverErrorCode") || stringEquals(key, "reason") {
             let value = try scanValue()
             let code = value.kind == .string ? " \(quoted(value))" : ""
             note(key.start, "the item is a CloudKit error result ('\(quoted(key))'\(code)), not a record")
         } else {
-            _ = try scanValue()
-            note(key.start, "unknown key '\(quoted(key))'; this version cannot keep it, so the record is rejected rather than losing it")
+            // pluginFields, expirationTime, share, a share's participants, keys CloudKit adds
+            // later: kept as they came, written back as they came.
+            keepMember(key, try scanValue(), &scan)
         }
+    }
+
+    /// Keeps a member of the record that Stratus has no place for, once.
+    private mutating func keepMember(_ key: Token, _ value: Token, _ scan: inout RecordScan) {
+        for (other, _) in scan.otherMembers where sameKey(other, key) {
+            note(key.start, "the key '\(quoted(key))' appears twice")
+            return
+        }
+        scan.otherMembers.append((key, value))
+    }
+
+    /// Whether two key tokens spell the same key.
+    func sameKey(_ a: Token, _ b: Token) -> Bool {
+        if a.flags & Token.hasEscape == 0 && b.flags & Token.hasEscape == 0 {
+            let count = a.end - a.start
+            return count == b.end - b.start && memcmp(base + a.start, base + b.start, count) == 0
+        }
+        return string(a) == string(b)
     }
 
     /// Scans a value that must be of `kind` and appear once.
@@ -179,7 +214,9 @@ extension JSONCursor {
             let name = try scanKey()
             if try peek() == UInt8(ascii: "{") {
                 var field = PendingField(name: name, type: .none, value: .none, isEncrypted: false)
+                let start = pos
                 try scanField(&field)
+                field.object = Token(kind: .object, start: start, end: pos, flags: 0)
                 fields.append(field)
             } else {
                 let value = try scanValue()
@@ -208,19 +245,20 @@ extension JSONCursor {
             } else if stringEquals(key, "isEncrypted") {
                 switch value.kind {
                 case .trueLiteral: field.isEncrypted = true
-                case .falseLiteral: break
+                case .falseLiteral: field.saysNotEncrypted = true
                 default: note(value.start, "field '\(quoted(field.name))': 'isEncrypted' must be true or false, not \(value.kindName)")
                 }
             } else {
-                note(key.start, "field '\(quoted(field.name))' has an unknown key '\(quoted(key))'; this version keeps only 'value', 'type' and 'isEncrypted'")
+                // Kept with the field as it came.
+                field.keepsText = true
             }
         } while try nextMember(close: UInt8(ascii: "}"), in: "a field")
         depth -= 1
     }
 
-    /// Scans `{"timestamp": ms, "userRecordName": name, "deviceID": …}`; the device is CloudKit
-    /// bookkeeping that Stratus has no place for and that carries no record data.
-    private mutating func scanAuthorship(time: inout Token, user: inout Token, in what: StaticString) throws(ScanFailure) {
+    /// Scans `{"timestamp": ms, "userRecordName": name, "deviceID": …}`; the device and any
+    /// other member are kept as they came (`other`).
+    private mutating func scanAuthorship(time: inout Token, user: inout Token, other: inout [(key: Token, value: Token)], in what: StaticString) throws(ScanFailure) {
         guard try openMemberObject(what) else { return }
         var seen: UInt32 = 0
         repeat {
@@ -229,33 +267,35 @@ extension JSONCursor {
                 try scanOnce(&time, key, bit: 1, &seen, kind: .number)
             } else if stringEquals(key, "userRecordName") {
                 try scanOnce(&user, key, bit: 2, &seen, kind: .string)
-            } else if stringEquals(key, "deviceID") {
-                _ = try scanValue()
             } else {
-                _ = try scanValue()
-                note(key.start, "'\(what)' has an unknown key '\(quoted(key))'; this version cannot keep it")
+                let value = try scanValue()
+                if other.contains(where: { sameKey($0.key, key) }) { note(key.start, "'\(what)' has the key '\(quoted(key))' twice") }
+                other.append((key, value))
             }
         } while try nextMember(close: UInt8(ascii: "}"), in: "an object")
         depth -= 1
     }
 
-    /// Scans `{"zoneName", "ownerRecordName", "zoneType"}`. The zone type is implied by the
-    /// zone (default or custom) and carries no data, so it is understood and not kept.
+    /// Scans `{"zoneName", "ownerRecordName", "zoneType"}`; members besides the name and owner
+    /// (`zoneType`) are kept as they came.
     mutating func scanZoneID(name: inout Token, owner: inout Token, in what: StaticString) throws(ScanFailure) {
+        var other: [(key: Token, value: Token)] = []
+        try scanZoneID(name: &name, owner: &owner, other: &other, in: what)
+    }
+
+    mutating func scanZoneID(name: inout Token, owner: inout Token, other: inout [(key: Token, value: Token)], in what: StaticString) throws(ScanFailure) {
         guard try openMemberObject(what) else { return }
         var seen: UInt32 = 0
-        var zoneType = Token.none
         repeat {
             let key = try scanKey()
             if stringEquals(key, "zoneName") {
                 try scanOnce(&name, key, bit: 1, &seen, kind: .string)
             } else if stringEquals(key, "ownerRecordName") {
                 try scanOnce(&owner, key, bit: 2, &seen, kind: .string)
-            } else if stringEquals(key, "zoneType") {
-                try scanOnce(&zoneType, key, bit: 4, &seen, kind: .string)
             } else {
-                _ = try scanValue()
-                note(key.start, "'\(what)' has an unknown key '\(quoted(key))'")
+                let value = try scanValue()
+                if other.contains(where: { sameKey($0.key, key) }) { note(key.start, "'\(what)' has the key '\(quoted(key))' twice") }
+                other.append((key, value))
             }
         } while try nextMember(close: UInt8(ascii: "}"), in: "a zone ID")
         depth -= 1

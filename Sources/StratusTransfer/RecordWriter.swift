@@ -48,6 +48,9 @@ public final class RecordWriter {
         /// dates outside the years 0000–9999 are written in milliseconds.
         case iso8601
     }
+    /// How records are written beyond their values: the current user's record name for owners,
+    /// a folder for asset content. Set before the first record.
+    public var jsonOptions = RecordJSONWriter.Options()
     /// How many records were written.
     public private(set) var recordCount = 0
 
@@ -141,7 +144,7 @@ public final class RecordWriter {
     }
 
     private func appendJSON(_ record: Record) throws {
-        RecordJSONWriter.append(record, to: &out)
+        RecordJSONWriter.append(record, options: jsonOptions, to: &out)
         if let problem = out.problem {
             throw StratusError(.invalidArguments, "record '\(record.recordID.recordName)': \(problem)", recordID: record.recordID)
         }

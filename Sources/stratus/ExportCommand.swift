@@ -7,7 +7,7 @@ struct ExportCommand: Command {
     static let name = "export"
     static let summary = "every matching record, as NDJSON, JSON, an envelope or CSV"
     static let usage = [
-        "stratus export --type TYPE [--where PREDICATE] [--sort KEY[:desc]]... [--fields K1,K2] [--limit N] [--format FORMAT] [--types NAME:TYPE,...] [--timestamps STYLE] [--output FILE [--force]] [progress options] [store options]",
+        "stratus export --type TYPE [--where PREDICATE] [--sort KEY[:desc]]... [--fields K1,K2] [--limit N] [--format FORMAT] [--types NAME:TYPE,...] [--timestamps STYLE] [--assets-dir DIR] [--output FILE [--force]] [progress options] [store options]",
     ]
     static let discussion = """
         Writes every matching record (NDJSON by default) to stdout, or to FILE. Memory holds two
@@ -15,6 +15,14 @@ struct ExportCommand: Command {
         field of the matching records with the type of its first value (found by reading them
         once more); --types or --fields count:INT64 give column types the records cannot (with
         --fields, a field the first record lacks has none).
+
+        Records imported from CloudKit are written back as they came (their pluginFields,
+        zoneType, deviceIDs, CloudKit asset dictionaries…). Zones of the current user are
+        written with the user's record name as ownerRecordName. With --assets-dir DIR, every
+        asset's content is written into DIR (once per content, files private to their user):
+        a Stratus asset's downloadURL then names its file in DIR, and a CloudKit asset keeps its
+        JSON while its content goes under its fileChecksum (base64url), so that `stratus import
+        --assets-dir DIR` reads every asset back byte for byte.
         """
     static let options: [Option] = [
         .recordType, .predicate, .sort, .fields,
@@ -22,6 +30,7 @@ struct ExportCommand: Command {
         Option("--format", "FORMAT", "ndjson, json (an array), envelope ({\"records\":[…]}) or csv", default: "ndjson"),
         Option("--types", "NAME:TYPE,...", "CSV: column types (STRING, INT64, DOUBLE, TIMESTAMP, …)", default: "from the records"),
         Option("--timestamps", "STYLE", "CSV: TIMESTAMP cells as milliseconds since 1970 or iso8601 (2025-01-01T09:30:00Z)", default: "milliseconds"),
+        Option("--assets-dir", "DIR", "write asset content into DIR (created, private to the user); the JSON names the files", default: "none: assets name the store's files"),
     ]
     static let optionGroups: [OptionGroup] = [.output, .progress, .store]
 
@@ -34,6 +43,7 @@ struct ExportCommand: Command {
     var progressStyle: Progress.Style
     var csvTypes: [String: FieldType] = [:]
     var timestampStyle = RecordWriter.TimestampStyle.milliseconds
+    var assetsDirectory: String?
 
     static func parse(_ arguments: ParsedArguments) throws -> ExportCommand {
         try arguments.expectNoPositionals()
@@ -59,6 +69,7 @@ struct ExportCommand: Command {
             }
             command.timestampStyle = style
         }
+        command.assetsDirectory = arguments.value("--assets-dir")
         if format != .csv, !command.csvTypes.isEmpty || arguments.has("--timestamps") {
             throw UsageError(message: "column types and --timestamps are for --format csv (record JSON carries its types and writes milliseconds)")
         }
@@ -81,6 +92,14 @@ struct ExportCommand: Command {
         let writer = RecordWriter(format: format, output: output.handle, csvFields: csvFields)
         writer.csvTypes = csvTypes
         writer.csvTimestampStyle = timestampStyle
+        writer.jsonOptions.currentUserRecordName = store.scope == .public ? nil : try await database.currentUserRecordName()
+        if let assetsDirectory {
+            do {
+                writer.jsonOptions.assetFolder = try AssetExportFolder(directory: URL(fileURLWithPath: assetsDirectory, isDirectory: true))
+            } catch let error as StratusError {
+                throw CommandFailure(.cannotCreateOutput, error.message)
+            }
+        }
         let progress = Progress(style: self.output.path == nil && progressStyle == .automatic && isatty(STDOUT_FILENO) != 0 ? .quiet : progressStyle, verb: "exported")
         if self.output.path != nil { Interruption.install { exporter.cancel() } }
         let summary: RecordExporter.Summary

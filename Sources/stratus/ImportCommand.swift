@@ -7,7 +7,7 @@ struct ImportCommand: Command {
     static let name = "import"
     static let summary = "records from NDJSON, JSON, a CloudKit response envelope or CSV"
     static let usage = [
-        "stratus import [FILE|-] [--format FORMAT] [--mode MODE] [--batch-size N] [--atomic] [--dry-run] [--max-errors N] [--reject-file FILE] [--checkpoint FILE] [--new-system-fields] [--type TYPE] [--types NAME:TYPE,...] [progress options] [store options]",
+        "stratus import [FILE|-] [--format FORMAT] [--mode MODE] [--batch-size N] [--atomic] [--dry-run] [--max-errors N] [--reject-file FILE] [--checkpoint FILE] [--new-system-fields] [--create-zones] [--owner-as-current-user] [--keep-system-records] [--assets-dir DIR [--follow-symlinks]] [--max-asset-size BYTES] [--type TYPE] [--types NAME:TYPE,...] [progress options] [store options]",
     ]
     static let discussion = """
         Reads records (CloudKit record JSON as NDJSON, a JSON array or a records/query response
@@ -22,13 +22,33 @@ struct ImportCommand: Command {
         STRING. TIMESTAMP cells hold milliseconds since 1970 or an ISO 8601 date-time with its
         zone (2024-01-01T09:30:00Z, 2024-01-01T09:30:00.5+02:00) or date (2024-01-01, midnight UTC).
 
-        Encrypted values (ENCRYPTED_BYTES fields and fields marked "isEncrypted": true) are kept as
-        the opaque values they are and exported the same way; Stratus never decrypts them.
+        CloudKit's answers (records/query, records/lookup, changes/zone, records/modify) import as
+        they are and export back equal: members Stratus has no place for (pluginFields,
+        expirationTime, zoneType, deviceID, a share, VALIDATE references, locations with some
+        members) are kept as they came. Encrypted values (ENCRYPTED_BYTES fields and fields marked
+        "isEncrypted": true) are kept as the opaque values they are and exported the same way;
+        Stratus never decrypts them.
+
+        Zones: records go into the zone their zoneID (or their envelope's) names, records that
+        name none into --zone. A zone that does not exist stops the import once, naming the
+        command that creates it (exit 65), unless --create-zones creates it (stderr lists the
+        zones created). A zone whose ownerRecordName is not the current user stops the import
+        once (exit 77), unless --owner-as-current-user imports it as the current user's zone
+        (each record keeps the owner's name, which export writes back). With --zone given, a
+        record that names another zone stops the import (exit 65).
+
+        Assets: a CloudKit asset (an https downloadURL) is kept as a reference with all its
+        metadata and exported back as it came; its content is not downloaded (`stratus assets
+        attach` adds it later). A local asset's downloadURL is a path relative to --assets-dir
+        DIR, the only folder files are read from: absolute paths, '..' and symbolic links are
+        refused, as are directories, FIFOs and devices. A CloudKit asset whose content is in DIR
+        under its fileChecksum (base64url) gets that content. Content is stored once by its
+        SHA-256, private to the store's user.
         Deletions ({"recordName":…,"deleted":true,"zoneID":…}, as `stratus changes` writes them)
         delete their record, so that `stratus changes | stratus import --mode forceReplace`
         keeps a second store in step (forceReplace, because a change carries the whole record:
-        a field it lacks was removed). Record names that start with '_' (reserved by CloudKit) are rejected with their
-        reason.
+        a field it lacks was removed). CloudKit's own records (names starting with '_', record
+        types like cloudkit.share) are rejected with that reason unless --keep-system-records.
 
         SIGINT or SIGTERM stops after the current batch and saves the checkpoint (exit 130/143).
         """
@@ -46,6 +66,12 @@ struct ImportCommand: Command {
         Option("--reject-file", "FILE", "append each rejected input as a JSON line: line, column, recordName, error", default: "none: the first 10 reasons go to stderr"),
         Option("--checkpoint", "FILE", "after a crash, kill or interruption, the next run with the same FILE continues after the last committed batch; removed when the import ends", default: "none"),
         Option(flag: "--new-system-fields", "give records new change tags and dates instead of keeping those in the input (kept by default with create, forceUpdate, forceReplace)"),
+        Option(flag: "--create-zones", "create the zones the input names that do not exist (stderr says which)"),
+        Option(flag: "--owner-as-current-user", "import zones the input says another user owns (ownerRecordName) as the current user's; records keep the owner's name for export"),
+        Option(flag: "--keep-system-records", "import CloudKit's own records (names starting with '_', types like cloudkit.share) instead of rejecting them"),
+        Option("--assets-dir", "DIR", "the folder asset files are read from; asset paths in the input are relative to it", default: "none: local asset paths are refused"),
+        Option(flag: "--follow-symlinks", "with --assets-dir: follow symbolic links that stay inside DIR"),
+        Option("--max-asset-size", "BYTES", "the most bytes one asset may hold", default: "4294967296 (4 GiB)"),
         Option("--type", "TYPE", "CSV: the record type when there is no recordType column", default: "none"),
         Option("--types", "NAME:TYPE,...", "CSV: column types (STRING, INT64, DOUBLE, TIMESTAMP, …) for columns the header does not type", default: "the schema's, else inferred"),
     ]
@@ -65,6 +91,12 @@ struct ImportCommand: Command {
     var csvType: String?
     var csvTypes: [String: FieldType] = [:]
     var progressStyle = Progress.Style.automatic
+    var createZones = false
+    var ownersAsCurrentUser = false
+    var keepSystemRecords = false
+    var assetsDirectory: String?
+    var followSymlinks = false
+    var maximumAssetSize = Asset.maximumContentSize
 
     static func parse(_ arguments: ParsedArguments) throws -> ImportCommand {
         var command = ImportCommand(store: try StoreOptions(arguments))
@@ -88,6 +120,13 @@ struct ImportCommand: Command {
         command.csvType = arguments.value("--type")
         command.csvTypes = try arguments.fieldTypes("--types")
         command.progressStyle = try Progress.style(arguments)
+        command.createZones = arguments.flag("--create-zones")
+        command.ownersAsCurrentUser = arguments.flag("--owner-as-current-user")
+        command.keepSystemRecords = arguments.flag("--keep-system-records")
+        command.assetsDirectory = arguments.value("--assets-dir")
+        command.followSymlinks = arguments.flag("--follow-symlinks")
+        if command.followSymlinks && command.assetsDirectory == nil { throw UsageError(message: "--follow-symlinks needs --assets-dir") }
+        if let size = try arguments.positiveInteger("--max-asset-size") { command.maximumAssetSize = Int64(size) }
         guard arguments.positionals.count <= 1 else { throw UsageError(message: "import reads one input; got \(arguments.positionals.joined(separator: " "))") }
         command.inputPath = arguments.positionals.first
         if command.atomic && command.checkpointPath != nil { throw UsageError(message: "--atomic and --checkpoint do not go together: an atomic import has no partial progress to resume") }
@@ -104,6 +143,17 @@ struct ImportCommand: Command {
         readOptions.zoneID = store.zoneID
         readOptions.csvRecordType = csvType
         readOptions.csvTypes = csvTypes
+        readOptions.keepsSystemRecords = keepSystemRecords
+        if let assetsDirectory {
+            var isFolder: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: assetsDirectory, isDirectory: &isFolder), isFolder.boolValue else {
+                throw CommandFailure(.inputMissing, "--assets-dir \(assetsDirectory) is not a folder")
+            }
+            readOptions.assetDirectory = URL(fileURLWithPath: assetsDirectory, isDirectory: true).standardizedFileURL
+            readOptions.followsAssetSymlinks = followSymlinks
+        } else {
+            readOptions.assetPaths = .refused
+        }
         // A change feed's deletions apply, so that `stratus changes | stratus import` keeps a copy.
         readOptions.readsDeletions = true
         if let rejectPath, Self.sameFile(rejectPath, as: input.handle.fileDescriptor) {
@@ -138,6 +188,10 @@ struct ImportCommand: Command {
         options.isDryRun = dryRun
         options.maximumRejects = maxErrors
         options.preservesSystemFields = keepSystemFields
+        options.createsZones = createZones
+        options.importsOwnersAsCurrentUser = ownersAsCurrentUser
+        options.requiredZone = store.zoneGiven ? store.zoneID : nil
+        options.maximumAssetSize = maximumAssetSize
         let importer = RecordImporter(database: database, options: options)
         if !dryRun { Interruption.install { importer.cancel() } }
 
@@ -148,8 +202,11 @@ struct ImportCommand: Command {
             }
         } catch let failure as RecordImporter.Failure {
             try? rejects.close()
+            reportZones(failure.summary)
             progress.finish(line(failure.summary), json: json(failure.summary))
             switch (failure.stage, failure.error) {
+            case (.zones, let error as StratusError):
+                throw CommandFailure(error.code == .permissionFailure ? .permissionDenied : .dataError, error.message)
             case (.input, let error as StratusError):
                 throw CommandFailure(.dataError, "the input cannot be read\(failure.summary.read > 0 ? " further" : ""): \(error.message)")
             case (.store, let error as StratusError) where error.code == .limitExceeded:
@@ -159,6 +216,7 @@ struct ImportCommand: Command {
             }
         }
         try rejects.close()
+        reportZones(summary)
         progress.finish(line(summary), json: json(summary))
         switch summary.end {
         case .finished:
@@ -169,6 +227,13 @@ struct ImportCommand: Command {
             throw CommandFailure(.dataError, "stopped at the rejected record that made \(summary.failed) (--max-errors \(maxErrors ?? 0)); nothing after it was written")
         case .atomicImportRejected:
             throw CommandFailure(.dataError, "\(summary.failed) input record(s) were rejected, so the atomic import wrote nothing")
+        }
+    }
+
+    /// Says which zones the import created (or a dry run would create).
+    private func reportZones(_ summary: RecordImporter.Summary) {
+        for zone in summary.createdZones {
+            StratusCommand.log("\(dryRun ? "would create" : "created") zone \(zone.zoneName) in the \(store.scope) database")
         }
     }
 

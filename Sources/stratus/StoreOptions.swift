@@ -37,6 +37,8 @@ struct StoreOptions {
     var containerIdentifier = "default"
     var scope = Database.Scope.public
     var zoneID = RecordZone.ID.default
+    /// Whether `--zone` was given (not the default).
+    var zoneGiven = false
     var userName: String?
     var anonymous = false
     var environment = Container.Environment.development
@@ -57,7 +59,10 @@ struct StoreOptions {
             default: throw UsageError(message: "--database must be public, private or shared, not '\(database)'")
             }
         }
-        if let zone = arguments.value("--zone") { zoneID = RecordZone.ID(zoneName: zone) }
+        if let zone = arguments.value("--zone") {
+            zoneID = RecordZone.ID(zoneName: zone)
+            zoneGiven = true
+        }
         userName = arguments.value("--user")
         anonymous = arguments.flag("--anonymous")
         if anonymous && userName != nil { throw UsageError(message: "--anonymous and --user exclude each other") }

@@ -106,8 +106,9 @@ struct ExportCLITests {
             let cli = try await CLI(store, engine: engine)
             let bytes = patternBytes(count: 10_000, seed: 7)
             let source = try store.writeFile("photo.bin", bytes)
-            let line = #"{"recordName":"pic","recordType":"Photo","fields":{"image":{"value":{"downloadURL":"\#(source.absoluteString)"},"type":"ASSETID"},"thumbs":{"value":[{"downloadURL":"\#(source.path)"}],"type":"ASSETID_LIST"}}}"#
-            let result = try await cli.run(["import", try cli.file("photo.ndjson", line + "\n")])
+            // Asset paths are relative to --assets-dir (absolute paths are refused).
+            let line = #"{"recordName":"pic","recordType":"Photo","fields":{"image":{"value":{"downloadURL":"photo.bin"},"type":"ASSETID"},"thumbs":{"value":[{"downloadURL":"./photo.bin"}],"type":"ASSETID_LIST"}}}"#
+            let result = try await cli.run(["import", try cli.file("photo.ndjson", line + "\n"), "--assets-dir", store.directory.path])
             #expect(result.exitCode == 0, "\(result)")
             try FileManager.default.removeItem(at: source)
 

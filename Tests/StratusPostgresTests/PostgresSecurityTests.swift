@@ -56,7 +56,7 @@ struct PostgresSecurityTests {
 
         // Raw SQL as bob: no private row of alice's in any table.
         let raw = try PostgresConnection(url: try PostgresConnectionString.replacing(["user": bob], in: database.url))
-        for table in ["zones", "records", "database_history", "refs", "record_tokens", "tombstones", "assets"] {
+        for table in ["zones", "records", "database_history", "refs", "record_tokens", "tombstones", "asset_contents", "asset_chunks", "asset_refs", "asset_holds"] {
             let count = try raw.query("SELECT count(*) FROM \(table) WHERE owner = $1", [.text(aliceName)])[0].int64(0)
             #expect(count == 0, "\(table) shows bob \(count ?? -1) of alice's rows")
         }

@@ -72,9 +72,9 @@ struct ChangesCLITests {
             // The library sees what the tool made.
             #expect(Set(try await fixture.container().privateCloudDatabase.allRecordZones().map(\.zoneID.zoneName)) == ["_defaultZone", "Loose", "Photos"])
 
-            let bad = try await ZoneTestProgram.run(stratus, ["zones", "create", "Good", "9bad"] + options, in: fixture.store)
+            let bad = try await ZoneTestProgram.run(stratus, ["zones", "create", "Good", "_bad"] + options, in: fixture.store)
             #expect(bad.exitCode == 1)
-            #expect(bad.stderr.contains("9bad"))
+            #expect(bad.stderr.contains("_bad"))
             let missing = try await ZoneTestProgram.run(stratus, ["zones", "delete", "Nowhere"] + options, in: fixture.store)
             #expect(missing.exitCode == 1)
             #expect(missing.stderr.contains("zoneNotFound"))

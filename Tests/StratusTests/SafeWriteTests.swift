@@ -86,6 +86,7 @@ final class ScriptedEngine: StorageEngine, Sendable {
     }
     func countRecordsByType(in database: DatabaseContext, zoneID: RecordZone.ID) throws -> [String: Int] { try base.countRecordsByType(in: database, zoneID: zoneID) }
     func inventory() throws -> StoreInventory { try base.inventory() }
+    func assetContents(for database: DatabaseContext) -> any AssetContentStore { base.assetContents(for: database) }
     func jobProgress(_ job: String) throws -> Int64? { try base.jobProgress(job) }
     func removeJobProgress(_ job: String) throws { try base.removeJobProgress(job) }
     func checkIntegrity() throws -> [String] { try base.checkIntegrity() }
@@ -150,9 +151,7 @@ final class RecordingTransaction: RecordWriteTransaction {
     func deleteSelfReferenceCount(to target: Record.ID, excludingSource source: String) throws -> Int {
         try base.deleteSelfReferenceCount(to: target, excludingSource: source)
     }
-    func storeAssets(in fields: [String: FieldValue], of id: Record.ID) throws -> Result<[String: FieldValue], StratusError> {
-        try base.storeAssets(in: fields, of: id)
-    }
+    var releasedAssetContents: Set<String> { base.releasedAssetContents }
     func saveJobProgress(_ job: String, position: Int64) throws { try base.saveJobProgress(job, position: position) }
 }
 

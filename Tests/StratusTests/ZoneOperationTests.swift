@@ -52,7 +52,7 @@ struct ZoneOperationTests {
     func modifyZonesPartialFailure() async throws {
         try await ZoneTestStore.with { fixture async throws in
             let database = fixture.container().privateCloudDatabase
-            let bad = RecordZone(zoneName: "has space")
+            let bad = RecordZone(zoneName: "_has space")  // CloudKit reserves names starting with _
             let missing = RecordZone.ID(zoneName: "Missing")
             let results = Box<[String: StratusError.Code?]>([:])
             let final = Box<StratusError?>(nil)
@@ -61,7 +61,7 @@ struct ZoneOperationTests {
             op.perRecordZoneDeleteBlock = { id, result in results.update { $0["delete " + id.zoneName] = errorCode(result) } }
             op.modifyRecordZonesResultBlock = { result in final.value = finalZoneError(result) }
             await run(op, on: database)
-            let expected: [String: StratusError.Code?] = ["Fine": .none, "has space": .invalidArguments, "delete Missing": .zoneNotFound, "delete _defaultZone": .invalidArguments]
+            let expected: [String: StratusError.Code?] = ["Fine": .none, "_has space": .invalidArguments, "delete Missing": .zoneNotFound, "delete _defaultZone": .invalidArguments]
             #expect(results.value == expected)
             let error = try #require(final.value)
             #expect(error.code == .partialFailure)
@@ -93,7 +93,7 @@ struct ZoneOperationTests {
             // Asked-for IDs come back as asked (here with the owner's explicit user record name).
             let alice = UserDirectoryEntry.derivedRecordName(containerIdentifier: ZoneTestStore.identifier, login: "alice")
             let mine = RecordZone.ID(zoneName: "Photos", ownerName: alice)
-            let some = FetchRecordZonesOperation(recordZoneIDs: [mine, RecordZone.ID(zoneName: "Gone"), RecordZone.ID(zoneName: "bad name")])
+            let some = FetchRecordZonesOperation(recordZoneIDs: [mine, RecordZone.ID(zoneName: "Gone"), RecordZone.ID(zoneName: "_bad name")])
             let answers = Box<[String]>([])
             let final = Box<StratusError?>(nil)
             some.perRecordZoneResultBlock = { id, result in
@@ -101,7 +101,7 @@ struct ZoneOperationTests {
             }
             some.fetchRecordZonesResultBlock = { final.value = finalZoneError($0) }
             await run(some, on: database)
-            #expect(Set(answers.value) == ["Photos/\(alice): ok", "Gone/__defaultOwner__: zoneNotFound", "bad name/__defaultOwner__: invalidArguments"])
+            #expect(Set(answers.value) == ["Photos/\(alice): ok", "Gone/__defaultOwner__: zoneNotFound", "_bad name/__defaultOwner__: invalidArguments"])
             #expect(final.value?.code == .partialFailure)
             #expect(final.value?.partialErrorsByZoneID.count == 2)
         }

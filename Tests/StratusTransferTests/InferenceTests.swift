@@ -99,10 +99,31 @@ struct InferenceTests {
         #expect(record.parent == Record.Reference(recordID: Record.ID(recordName: "p"), action: .none))
     }
 
-    @Test("relative asset paths resolve against the asset directory")
+    @Test("asset paths are read inside the asset directory only; without one they can be refused")
     func assetDirectory() throws {
-        let value = try Self.field(#"{"downloadURL":"photos/a.jpg"}"#) { $0.assetDirectory = URL(fileURLWithPath: "/srv/export") }
-        #expect(value == .asset(Asset(fileURL: URL(fileURLWithPath: "/srv/export/photos/a.jpg"))))
+        let folder = URL(fileURLWithPath: "/srv/export")
+        let value = try Self.field(#"{"downloadURL":"photos/a.jpg"}"#) { $0.assetDirectory = folder }
+        #expect(value == .asset(Asset(path: "photos/a.jpg", in: folder)))
+        if case .asset(let asset)? = value { #expect(asset.fileURL == URL(fileURLWithPath: "/srv/export/photos/a.jpg")) }
+        for (path, reason) in [("/etc/shadow", "absolute path"), ("../x", "'..' component"), ("a/../../x", "'..' component")] {
+            let items = try readAll(#"{"recordName":"r","recordType":"T","fields":{"f":{"value":{"downloadURL":"\#(path)"},"type":"ASSETID"}}}"#) { $0.assetDirectory = folder }
+            #expect(items.first?.rejection?.message.contains(reason) == true, "\(path)")
+        }
+        let refused = try readAll(#"{"recordName":"r","recordType":"T","fields":{"f":{"value":{"downloadURL":"a.jpg"},"type":"ASSETID"}}}"#) { $0.assetPaths = .refused }
+        #expect(refused.first?.rejection?.message.contains("--assets-dir") == true)
+    }
+
+    @Test("a CloudKit asset keeps its downloadURL and every member of its dictionary")
+    func remoteAsset() throws {
+        let text = #"{"downloadURL":"https://cvws.icloud-content.com/B/x","fileChecksum":"AbC+/x==","size":12,"referenceChecksum":"rc","wrappingKey":"wk","receipt":"r1","future":{"a":1}}"#
+        guard case .asset(let asset)? = try Self.field(text) else {
+            Issue.record("not an asset")
+            return
+        }
+        #expect(asset.downloadURL == "https://cvws.icloud-content.com/B/x")
+        #expect(asset.fileChecksum == "AbC+/x==" && asset.size == 12 && asset.referenceChecksum == "rc" && asset.wrappingKey == "wk" && asset.receipt == "r1")
+        #expect(asset.otherMembers == ["future": #"{"a":1}"#])
+        #expect(asset.fileURL == nil && asset.storedIdentifier == nil)
     }
 
     @Test("null removes a field: it is a changed key without a value")

@@ -124,3 +124,37 @@ func expectSame(_ actual: Record?, _ expected: Record, _ what: String = "", sour
     }
 }
 
+
+/// A parsed JSON value compared as JSON compares values: objects by their members whatever
+/// their order, numbers by value (`1` and `1.0` are equal), `true`/`false` apart from numbers.
+struct JSONValue: Equatable, CustomStringConvertible {
+    let value: Any
+
+    init(_ value: Any) { self.value = value }
+
+    static func == (a: JSONValue, b: JSONValue) -> Bool { same(a.value, b.value) }
+
+    private static func same(_ a: Any, _ b: Any) -> Bool {
+        switch (a, b) {
+        case (let a as [String: Any], let b as [String: Any]):
+            return a.count == b.count && a.allSatisfy { key, value in b[key].map { same(value, $0) } ?? false }
+        case (let a as [Any], let b as [Any]):
+            return a.count == b.count && zip(a, b).allSatisfy { same($0, $1) }
+        case (let a as NSNumber, let b as NSNumber):
+            return isBoolean(a) == isBoolean(b) && a == b
+        case (let a as String, let b as String):
+            return a == b
+        case (is NSNull, is NSNull):
+            return true
+        default:
+            return false
+        }
+    }
+
+    private static func isBoolean(_ number: NSNumber) -> Bool { String(cString: number.objCType) == "c" }
+
+    var description: String {
+        guard let data = try? JSONSerialization.data(withJSONObject: ["v": value], options: [.sortedKeys]) else { return "\(value)" }
+        return String(decoding: data, as: UTF8.self)
+    }
+}

@@ -30,7 +30,7 @@ public struct CompiledQuery: Hashable, Sendable, Codable {
     ///
     /// - Throws: ``StratusError`` `invalidArguments` naming the bad record type, key or value.
     public init(_ query: Query, zoneID: RecordZone.ID, desiredKeys: [String]?) throws {
-        try Naming.checkIdentifier(query.recordType, kind: "record type")
+        try Naming.checkRecordType(query.recordType, allowSystemNames: true)
         try Naming.checkZoneName(zoneID.zoneName)
         if let desiredKeys { for key in desiredKeys { try Naming.checkIdentifier(key, kind: "desired key") } }
         self.recordType = query.recordType
@@ -53,7 +53,7 @@ public struct CompiledQuery: Hashable, Sendable, Codable {
     ///
     /// - Throws: ``StratusError`` `invalidArguments` naming the bad part.
     public func validate() throws {
-        try Naming.checkIdentifier(recordType, kind: "record type")
+        try Naming.checkRecordType(recordType, allowSystemNames: true)
         try Naming.checkZoneName(zoneID.zoneName)
         if let desiredKeys { for key in desiredKeys { try Naming.checkIdentifier(key, kind: "desired key") } }
         for sortKey in sortKeys {

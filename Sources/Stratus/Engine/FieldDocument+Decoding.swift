@@ -17,6 +17,47 @@ extension FieldDocument {
         return try text.withUTF8 { try decodeDocument(utf8: $0, zoneID: zoneID, assetURL: assetURL) }
     }
 
+    /// A stored document's contents: field values, encrypted keys, and what the record's
+    /// CloudKit JSON held beyond the model.
+    public struct Decoded: Sendable {
+        public var fields: [String: FieldValue]
+        public var encryptedKeys: Set<String>
+        public var jsonExtras: Record.JSONExtras
+    }
+
+    /// Decodes a stored document from text, with everything it holds.
+    ///
+    /// ```swift
+    /// let decoded = try FieldDocument.decodeStoredDocument(text, zoneID: zone) { _ in nil }
+    /// ```
+    ///
+    /// - Throws: ``StratusError`` `.internalError` when the document is not a valid stored document.
+    public static func decodeStoredDocument(_ text: String, zoneID: RecordZone.ID, assetURL: (String) -> URL?) throws -> Decoded {
+        var text = text
+        return try text.withUTF8 { try decodeStoredDocument(utf8: $0, zoneID: zoneID, assetURL: assetURL) }
+    }
+
+    /// Decodes a stored document from its UTF-8 bytes, with everything it holds; the bytes
+    /// need not outlive the call.
+    ///
+    /// ```swift
+    /// let decoded = try FieldDocument.decodeStoredDocument(utf8: columnBytes, zoneID: zone) { _ in nil }
+    /// ```
+    ///
+    /// - Throws: ``StratusError`` `.internalError` when the document is not a valid stored document.
+    public static func decodeStoredDocument(utf8 bytes: UnsafeBufferPointer<UInt8>, zoneID: RecordZone.ID, assetURL: (String) -> URL?) throws -> Decoded {
+        guard let base = bytes.baseAddress else { throw corrupt("the document is empty") }
+        var reader = StoredDocumentReader(base: base, count: bytes.count, zoneID: zoneID)
+        do {
+            return try reader.document(assetURL: assetURL)
+        } catch {
+            switch error {
+            case .syntax(let offset, let message): throw corrupt("\(message) at byte \(offset)")
+            case .needMore: throw corrupt("unexpected end of the document")
+            }
+        }
+    }
+
     /// Decodes a stored document from its UTF-8 bytes, as a database column holds them, with
     /// the keys of its encrypted values; the bytes need not outlive the call.
     ///
@@ -28,16 +69,8 @@ extension FieldDocument {
     ///   document, naming the byte: text that is not JSON (bad UTF-8, `+5`, `.5`, `007`), an
     ///   unknown tag, a value of the wrong kind.
     public static func decodeDocument(utf8 bytes: UnsafeBufferPointer<UInt8>, zoneID: RecordZone.ID, assetURL: (String) -> URL?) throws -> (fields: [String: FieldValue], encryptedKeys: Set<String>) {
-        guard let base = bytes.baseAddress else { throw corrupt("the document is empty") }
-        var reader = StoredDocumentReader(base: base, count: bytes.count, zoneID: zoneID)
-        do {
-            return try reader.document(assetURL: assetURL)
-        } catch {
-            switch error {
-            case .syntax(let offset, let message): throw corrupt("\(message) at byte \(offset)")
-            case .needMore: throw corrupt("unexpected end of the document")
-            }
-        }
+        let decoded = try decodeStoredDocument(utf8: bytes, zoneID: zoneID, assetURL: assetURL)
+        return (decoded.fields, decoded.encryptedKeys)
     }
 
     private static func corrupt(_ what: String) -> StratusError {
@@ -68,15 +101,22 @@ struct StoredDocumentReader {
         self.zoneID = zoneID
     }
 
-    mutating func document(assetURL: (String) -> URL?) throws(Failure) -> (fields: [String: FieldValue], encryptedKeys: Set<String>) {
+    mutating func document(assetURL: (String) -> URL?) throws(Failure) -> FieldDocument.Decoded {
         var fields = [String: FieldValue](minimumCapacity: memberCountEstimate())
         var encrypted: Set<String> = []
+        var extras = Record.JSONExtras()
         try cursor.expect(UInt8(ascii: "{"), "an object")
         if !cursor.consume(UInt8(ascii: "}")) {
             repeat {
                 let key = try cursor.scanKey()
-                if isEncryptedKeysMember(key) {
-                    for name in try list({ (r: inout Self) throws(Failure) in try r.string() }) { encrypted.insert(name) }
+                if let special = specialMember(key) {
+                    if special == FieldDocument.encryptedKeysMember {
+                        for name in try list({ (r: inout Self) throws(Failure) in try r.string() }) { encrypted.insert(name) }
+                    } else if special == FieldDocument.jsonExtrasMember {
+                        extras = try jsonExtras()
+                    } else {
+                        throw cursor.syntax(key.start, "unknown member '\(special)'")
+                    }
                 } else {
                     fields[cursor.string(key)] = try value(of: key, assetURL: assetURL)
                 }
@@ -89,7 +129,65 @@ struct StoredDocumentReader {
         // Strings note their problems (bad UTF-8, bad escapes) and are read on; numbers are
         // checked as they are read.
         if let problem = cursor.problem { throw .syntax(offset: problem.offset, message: problem.message) }
-        return (fields, encrypted)
+        return FieldDocument.Decoded(fields: fields, encryptedKeys: encrypted, jsonExtras: extras)
+    }
+
+    /// `~json`: `{"m":{…},"z":{…},"o":"…","c":{…},"d":{…},"a":[…],"f":{…}}`.
+    private mutating func jsonExtras() throws(Failure) -> Record.JSONExtras {
+        var extras = Record.JSONExtras()
+        try cursor.expect(UInt8(ascii: "{"), "an object of JSON extras")
+        if cursor.consume(UInt8(ascii: "}")) { return extras }
+        repeat {
+            let key = try cursor.scanKey()
+            switch cursor.string(key) {
+            case "m": extras.members = try texts()
+            case "z": extras.zoneIDMembers = try texts()
+            case "o": extras.ownerRecordName = try string()
+            case "c": extras.createdMembers = try texts()
+            case "d": extras.modifiedMembers = try texts()
+            case "a": extras.absentKeys = Set(try list { (r: inout Self) throws(Failure) in try r.string() })
+            case "f": extras.fields = try texts()
+            default: _ = try cursor.scanValue()   // written by a later version: not needed to read the record
+            }
+        } while try cursor.nextMember(close: UInt8(ascii: "}"), in: "the JSON extras")
+        return extras
+    }
+
+    /// An object whose members are strings.
+    private mutating func texts() throws(Failure) -> [String: String] {
+        var members: [String: String] = [:]
+        try cursor.expect(UInt8(ascii: "{"), "an object of texts")
+        if cursor.consume(UInt8(ascii: "}")) { return members }
+        repeat {
+            let key = try cursor.scanKey()
+            members[cursor.string(key)] = try string()
+        } while try cursor.nextMember(close: UInt8(ascii: "}"), in: "an object of texts")
+        return members
+    }
+
+    /// An asset's metadata object (see ``FieldDocument``), applied to `asset`.
+    private mutating func assetMetadata(_ asset: inout Asset) throws(Failure) {
+        var sizeAbsent = false
+        try cursor.expect(UInt8(ascii: "{"), "an asset's metadata")
+        if !cursor.consume(UInt8(ascii: "}")) {
+            repeat {
+                let key = try cursor.scanKey()
+                switch cursor.string(key) {
+                case "downloadURL": asset.downloadURL = try string()
+                case "fileChecksum": asset.fileChecksum = try string()
+                case "referenceChecksum": asset.referenceChecksum = try string()
+                case "wrappingKey": asset.wrappingKey = try string()
+                case "receipt": asset.receipt = try string()
+                case "other": asset.otherMembers = try texts()
+                case "noSize":
+                    let value = try cursor.scanValue()
+                    sizeAbsent = value.kind == .trueLiteral
+                default: _ = try cursor.scanValue()
+                }
+            } while try cursor.nextMember(close: UInt8(ascii: "}"), in: "an asset's metadata")
+        }
+        // Only an asset without stored content can lack a size.
+        if sizeAbsent && asset.storedIdentifier == nil { asset = asset.withoutContent(size: nil) }
     }
 
     /// How many members the document has, give or take: each member but the last ends in
@@ -107,10 +205,12 @@ struct StoredDocumentReader {
         return count
     }
 
-    /// Whether the key is ``FieldDocument/encryptedKeysMember``, which alone starts with `~`.
-    private func isEncryptedKeysMember(_ key: Token) -> Bool {
-        guard cursor.base[key.start + 1] == UInt8(ascii: "~") || key.flags & Token.hasEscape != 0 else { return false }
-        return cursor.string(key) == FieldDocument.encryptedKeysMember
+    /// The name of a member that is not a field (``FieldDocument/encryptedKeysMember``,
+    /// ``FieldDocument/jsonExtrasMember``): these alone start with `~`.
+    private func specialMember(_ key: Token) -> String? {
+        guard cursor.base[key.start + 1] == UInt8(ascii: "~") || key.flags & Token.hasEscape != 0 else { return nil }
+        let name = cursor.string(key)
+        return name.hasPrefix("~") ? name : nil
     }
 
     private mutating func value(of key: Token, assetURL: (String) -> URL?) throws(Failure) -> FieldValue {
@@ -139,7 +239,9 @@ struct StoredDocumentReader {
         case .asset?:
             let identifier = try string()
             try cursor.expect(UInt8(ascii: ","), "',' before the asset's size")
-            value = .asset(Asset(storedIdentifier: identifier, size: try int(), fileURL: assetURL(identifier)))
+            var asset = storedAsset(identifier, size: try int(), assetURL: assetURL)
+            if cursor.consume(UInt8(ascii: ",")) { try assetMetadata(&asset) }
+            value = .asset(asset)
         case .stringList?: value = .stringList(try list { (r: inout Self) throws(Failure) in try r.string() })
         case .int64List?: value = .int64List(try list { (r: inout Self) throws(Failure) in try r.int() })
         case .doubleList?: value = .doubleList(try list { (r: inout Self) throws(Failure) in try r.double() })
@@ -163,7 +265,19 @@ struct StoredDocumentReader {
             try cursor.expect(UInt8(ascii: ","), "',' before the assets' sizes")
             let sizes = try list { (r: inout Self) throws(Failure) in try r.int() }
             guard identifiers.count == sizes.count else { throw cursor.syntax(start, "field '\(cursor.string(key))' has unequal asset lists") }
-            value = .assetList(zip(identifiers, sizes).map { Asset(storedIdentifier: $0, size: $1, fileURL: assetURL($0)) })
+            var assets = zip(identifiers, sizes).map { storedAsset($0, size: $1, assetURL: assetURL) }
+            if cursor.consume(UInt8(ascii: ",")) {
+                var index = 0
+                try cursor.expect(UInt8(ascii: "["), "a list of asset metadata")
+                if !cursor.consume(UInt8(ascii: "]")) {
+                    repeat {
+                        guard index < assets.count else { throw cursor.syntax(start, "field '\(cursor.string(key))' has unequal asset lists") }
+                        if try cursor.peek() == UInt8(ascii: "{") { try assetMetadata(&assets[index]) } else { _ = try cursor.scanValue() }
+                        index += 1
+                    } while try cursor.nextMember(close: UInt8(ascii: "]"), in: "a list of asset metadata")
+                }
+            }
+            value = .assetList(assets)
         case nil:
             var tag = cursor
             tag.pos = tagStart
@@ -220,6 +334,13 @@ struct StoredDocumentReader {
                         FieldDocument.Tag.bytesList, FieldDocument.Tag.referenceList, FieldDocument.Tag.locationList, FieldDocument.Tag.assetList]
             return tags.map { $0.utf8.reduce(0) { $0 << 8 | Int($1) } } == allCases.map(\.rawValue)
         }()
+    }
+
+    /// An asset as stored: with content when it has an identifier, else a CloudKit reference
+    /// whose metadata follows.
+    private func storedAsset(_ identifier: String, size: Int64, assetURL: (String) -> URL?) -> Asset {
+        identifier.isEmpty ? Asset(fileURL: nil, storedIdentifier: nil, size: size, source: nil)
+            : Asset(storedIdentifier: identifier, size: size, fileURL: assetURL(identifier))
     }
 
     private func reference(_ name: String, _ action: Int64) -> Record.Reference {

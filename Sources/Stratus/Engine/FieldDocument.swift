@@ -5,10 +5,16 @@ import Foundation
 ///
 /// `["S","text"]`, `["I",2]`, `["F",2.0]`, `["D",<seconds since 2001>]`, `["B","<base64>"]`,
 /// `["R","<recordName>",<action>]`, `["L",lat,lon,alt,hAcc,vAcc,course,speed,<timestamp>]`,
-/// `["A","<asset id>",<size>]`; a string whose case folding (``QueryRules/equalityKey(_:)``)
+/// `["A","<content SHA-256>",<size>]` (with a fourth element, an object of CloudKit's metadata,
+/// when the asset has some: `{"downloadURL":…,"fileChecksum":…,"referenceChecksum":…,
+/// "wrappingKey":…,"receipt":…,"other":{"key":"<JSON text>"},"noSize":true}`; an asset without
+/// stored content has the identifier `""`); a string whose case folding (``QueryRules/equalityKey(_:)``)
 /// is not its ASCII lowercasing carries it at index 2 (`["S","ÉCOLE","école"]`,
 /// `["S","Straße","strasse"]`; `["S","Milk"]` carries none, as lowercasing A–Z gives `milk`); lists carry a list tag and the element values at index 1
-/// (`["SL",["a","b"]]`), with reference actions and asset sizes in a parallel array at index 2.
+/// (`["SL",["a","b"]]`), with reference actions and asset sizes in a parallel array at index 2
+/// (and assets' metadata, or `null`, in one at index 3 when any has some).
+/// What a record's CloudKit JSON held beyond the model (``Record/JSONExtras``) is the member
+/// `~json`: `{"m":{…},"z":{…},"o":"…","c":{…},"d":{…},"a":[…],"f":{…}}`, JSON texts as strings.
 /// Element 1 is always what a query compares, so `$.key[1]` is the value of `key` in SQL.
 ///
 /// Engines share this codec so that every store keeps the same logical schema.
@@ -31,13 +37,15 @@ public enum FieldDocument {
 
     /// The member listing encrypted keys; `~` cannot start a field name, so it never collides.
     public static let encryptedKeysMember = "~encrypted"
+    /// The member holding a record's ``Record/JSONExtras``.
+    public static let jsonExtrasMember = "~json"
 
     /// Encodes field values and which of them are encrypted values.
     /// Assets must carry a `storedIdentifier` (engines store the bytes first).
-    public static func encode(_ fields: [String: FieldValue], encryptedKeys: Set<String>) -> String {
-        var bytes: [UInt8] = []
-        encode(fields, encryptedKeys: encryptedKeys, into: &bytes)
-        return String(decoding: bytes, as: UTF8.self)
+    public static func encode(_ fields: [String: FieldValue], encryptedKeys: Set<String>, jsonExtras: Record.JSONExtras = Record.JSONExtras()) -> String {
+        var out = ByteOutput()
+        encode(fields, encryptedKeys: encryptedKeys, jsonExtras: jsonExtras, into: &out)
+        return String(decoding: out.bytes, as: UTF8.self)
     }
 
     /// Encodes field values. Assets must carry a `storedIdentifier` (engines store the bytes first).
@@ -60,14 +68,14 @@ public enum FieldDocument {
     }
 
     /// The document as a new byte array (what a record caches).
-    package static func encodedBytes(_ fields: [String: FieldValue], encryptedKeys: Set<String>) -> [UInt8] {
+    package static func encodedBytes(_ fields: [String: FieldValue], encryptedKeys: Set<String>, jsonExtras: Record.JSONExtras = Record.JSONExtras()) -> [UInt8] {
         var out = ByteOutput()
-        encode(fields, encryptedKeys: encryptedKeys, into: &out)
+        encode(fields, encryptedKeys: encryptedKeys, jsonExtras: jsonExtras, into: &out)
         return Array(out.bytes)
     }
 
     /// Appends the document to `out`.
-    package static func encode(_ fields: [String: FieldValue], encryptedKeys: Set<String>, into out: inout ByteOutput) {
+    package static func encode(_ fields: [String: FieldValue], encryptedKeys: Set<String>, jsonExtras: Record.JSONExtras = Record.JSONExtras(), into out: inout ByteOutput) {
         out.append(UInt8(ascii: "{"))
         // Keys in order, so that equal field sets store identical documents.
         out.appendInKeyOrder(fields, separator: UInt8(ascii: ",")) { key, value, out in
@@ -81,7 +89,86 @@ public enum FieldDocument {
             out.append(UInt8(ascii: ":"))
             appendArray(encryptedKeys.sorted(), to: &out) { $1.appendString($0) }
         }
+        if !jsonExtras.isEmpty {
+            if !fields.isEmpty || !encryptedKeys.isEmpty { out.append(UInt8(ascii: ",")) }
+            out.appendString(jsonExtrasMember)
+            out.append(UInt8(ascii: ":"))
+            appendExtras(jsonExtras, to: &out)
+        }
         out.append(UInt8(ascii: "}"))
+    }
+
+    /// `{"m":{…},"z":{…},"o":"…","c":{…},"d":{…},"a":[…],"f":{…}}`, empty parts left out.
+    private static func appendExtras(_ extras: Record.JSONExtras, to out: inout ByteOutput) {
+        var first = true
+        func key(_ name: StaticString, _ out: inout ByteOutput) {
+            if !first { out.append(UInt8(ascii: ",")) }
+            first = false
+            out.append(UInt8(ascii: "\""))
+            out.append(name)
+            out.append("\":")
+        }
+        func texts(_ name: StaticString, _ members: [String: String], _ out: inout ByteOutput) {
+            guard !members.isEmpty else { return }
+            key(name, &out)
+            appendTexts(members, to: &out)
+        }
+        out.append(UInt8(ascii: "{"))
+        texts("m", extras.members, &out)
+        texts("z", extras.zoneIDMembers, &out)
+        if let owner = extras.ownerRecordName {
+            key("o", &out)
+            out.appendString(owner)
+        }
+        texts("c", extras.createdMembers, &out)
+        texts("d", extras.modifiedMembers, &out)
+        if !extras.absentKeys.isEmpty {
+            key("a", &out)
+            appendArray(extras.absentKeys.sorted(), to: &out) { $1.appendString($0) }
+        }
+        texts("f", extras.fields, &out)
+        out.append(UInt8(ascii: "}"))
+    }
+
+    /// An object of strings, in key order.
+    static func appendTexts(_ members: [String: String], to out: inout ByteOutput) {
+        out.append(UInt8(ascii: "{"))
+        out.appendInKeyOrder(members, separator: UInt8(ascii: ",")) { key, text, out in
+            out.appendString(key)
+            out.append(UInt8(ascii: ":"))
+            out.appendString(text)
+        }
+        out.append(UInt8(ascii: "}"))
+    }
+
+    /// An asset's CloudKit metadata, or nothing when it has none and a size.
+    private static func appendAssetMetadata(_ a: Asset, to out: inout ByteOutput) -> Bool {
+        guard a.hasCloudKitMetadata || a.size == nil else { return false }
+        var first = true
+        func member(_ name: StaticString, _ value: String?, _ out: inout ByteOutput) {
+            guard let value else { return }
+            out.append(first ? "{\"" : ",\"")
+            first = false
+            out.append(name)
+            out.append("\":")
+            out.appendString(value)
+        }
+        member("downloadURL", a.downloadURL, &out)
+        member("fileChecksum", a.fileChecksum, &out)
+        member("referenceChecksum", a.referenceChecksum, &out)
+        member("wrappingKey", a.wrappingKey, &out)
+        member("receipt", a.receipt, &out)
+        if !a.otherMembers.isEmpty {
+            out.append(first ? "{\"other\":" : ",\"other\":")
+            first = false
+            appendTexts(a.otherMembers, to: &out)
+        }
+        if a.size == nil {
+            out.append(first ? "{\"noSize\":true" : ",\"noSize\":true")
+            first = false
+        }
+        out.append(UInt8(ascii: "}"))
+        return true
     }
 
     static func appendValue(_ value: FieldValue, to out: inout ByteOutput) {
@@ -107,6 +194,9 @@ public enum FieldDocument {
             out.appendString(a.storedIdentifier ?? "")
             out.append(UInt8(ascii: ","))
             out.appendInt(a.size ?? 0)
+            let mark = out.count
+            out.append(UInt8(ascii: ","))
+            if !appendAssetMetadata(a, to: &out) { out.removeAll(from: mark) }
         case .stringList(let v): out.append("[\"SL\","); appendArray(v, to: &out) { $1.appendString($0) }
         case .int64List(let v): out.append("[\"IL\","); appendArray(v, to: &out) { $1.appendInt($0) }
         case .doubleList(let v): out.append("[\"FL\","); appendArray(v, to: &out) { appendDouble($0, to: &$1) }
@@ -129,6 +219,10 @@ public enum FieldDocument {
             appendArray(v, to: &out) { $1.appendString($0.storedIdentifier ?? "") }
             out.append(UInt8(ascii: ","))
             appendArray(v, to: &out) { $1.appendInt($0.size ?? 0) }
+            if v.contains(where: { $0.hasCloudKitMetadata || $0.size == nil }) {
+                out.append(UInt8(ascii: ","))
+                appendArray(v, to: &out) { asset, out in if !appendAssetMetadata(asset, to: &out) { out.append("null") } }
+            }
         }
         out.append(UInt8(ascii: "]"))
     }

@@ -5,9 +5,9 @@ import Foundation
 /// The core opens a transaction with ``StorageEngine/writeRecords(in:_:)`` and drives it: it
 /// reads stored records, applies the save rules (``RecordWriteRules``), orders parents before
 /// children, plans cascades and decides atomicity; the engine stores rows and keeps its own
-/// derived tables (change sequence, tombstones, reference and word indexes) true. Item
-/// problems the engine finds (a source file of an asset that cannot be read) come back as
-/// values; store failures (busy, disk full) are thrown and roll the transaction back.
+/// derived tables (change sequence, tombstones, reference, word and asset-content indexes)
+/// true. Asset content is stored before the transaction (``AssetContentStore``); rows name it.
+/// Store failures (busy, disk full) are thrown and roll the transaction back.
 ///
 /// A transaction is used by one thread, for the duration of the `writeRecords` call only.
 ///
@@ -63,9 +63,10 @@ public protocol RecordWriteTransaction: AnyObject {
     /// says exactly which of the job's batches committed. Replaces the job's earlier position.
     func saveJobProgress(_ job: String, position: Int64) throws
 
-    /// Copies the contents of the assets in `fields` into the store, answering the fields with
-    /// assets that name their stored copies, or the item's error (`assetFileNotFound`).
-    func storeAssets(in fields: [String: FieldValue], of id: Record.ID) throws -> Result<[String: FieldValue], StratusError>
+    /// Asset content that rows named before this transaction and no longer name (replaced or
+    /// deleted records): what a collection checks once the transaction committed. Engines keep
+    /// which rows name which content (``RecordRow/assetContentIdentifiers``) with every write.
+    var releasedAssetContents: Set<String> { get }
 }
 
 /// One record as a write transaction stores it: every system field set, its field values and
@@ -89,9 +90,12 @@ public struct RecordRow: Sendable {
     public let document: [UInt8]
     /// Names of the records (in the same zone) this record's `.deleteSelf` references point at.
     public let deleteSelfTargets: Set<String>
+    /// What the record's CloudKit JSON held beyond the model; ``document`` holds it too.
+    public let jsonExtras: Record.JSONExtras
 
     public init(recordID: Record.ID, recordType: String, systemFields: Record.SystemFields, fields: [String: FieldValue],
-                encryptedKeys: Set<String>, parent: Record.Reference?, document: [UInt8], deleteSelfTargets: Set<String> = []) {
+                encryptedKeys: Set<String>, parent: Record.Reference?, document: [UInt8], deleteSelfTargets: Set<String> = [],
+                jsonExtras: Record.JSONExtras = Record.JSONExtras()) {
         self.recordID = recordID
         self.recordType = recordType
         self.systemFields = systemFields
@@ -100,5 +104,20 @@ public struct RecordRow: Sendable {
         self.parent = parent
         self.document = document
         self.deleteSelfTargets = deleteSelfTargets
+        self.jsonExtras = jsonExtras
+    }
+
+    /// The SHA-256 identifiers of the stored content this row's assets hold: what the engine
+    /// keeps referenced while the row exists.
+    public var assetContentIdentifiers: Set<String> {
+        var identifiers: Set<String> = []
+        for value in fields.values {
+            switch value {
+            case .asset(let asset): if let id = asset.storedIdentifier { identifiers.insert(id) }
+            case .assetList(let assets): for asset in assets { if let id = asset.storedIdentifier { identifiers.insert(id) } }
+            default: continue
+            }
+        }
+        return identifiers
     }
 }

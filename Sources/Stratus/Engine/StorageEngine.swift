@@ -40,6 +40,9 @@ public protocol StorageEngine: AnyObject, Sendable {
     /// rolled back when it throws (the error is rethrown). See ``RecordWriteTransaction``.
     @_spi(StratusEngine) func writeRecords<T>(in database: DatabaseContext, _ body: (any RecordWriteTransaction) throws -> T) throws -> T
 
+    /// The asset content of a database's records (see ``AssetContentStore``).
+    @_spi(StratusEngine) func assetContents(for database: DatabaseContext) -> any AssetContentStore
+
     /// Reads one page of a query's matches after `position` (from the start when `nil`).
     @_spi(StratusEngine) func queryRecords(_ query: CompiledQuery, in database: DatabaseContext, after position: QueryPosition?, limit: Int) throws -> QueryPage
 

@@ -39,6 +39,8 @@ final class ImportRun {
     private var zoneIsAtomic: [RecordZone.ID: Bool] = [:]
     /// An atomic import's record names and their lines: each record may appear once.
     private var atomicNames: [String: Int] = [:]
+    /// Zones known to exist (or, in a dry run, that would be created).
+    private var knownZones: Set<RecordZone.ID> = []
 
     init(
         importer: RecordImporter, source: any RecordSource, rejects: (any RecordRejectSink)?,
@@ -95,14 +97,16 @@ final class ImportRun {
             switch item {
             case .rejected(let rejection):
                 try await reject(rejection, item: index)
-            case .record(let record, let line):
+            case .record(let read, let line):
+                let record = try await place(read, line: line, consumed: index)
                 switch prepare(record) {
                 case .failure(let problem):
                     try await reject(RecordRejection(line: line, column: 0, recordName: record.recordID.recordName, message: problem.description), item: index)
                 case .success(let prepared):
                     try await accept(prepared, line: line, item: index)
                 }
-            case .deletion(let id, _, let line):
+            case .deletion(let given, _, let line):
+                let id = try await place(given, line: line, consumed: index)
                 try await accept(deletion: id, line: line, item: index)
             }
             if stop != nil { break }
@@ -145,6 +149,92 @@ final class ImportRun {
         summary.end = stop ?? .finished
         report()
         return summary
+    }
+
+    // MARK: - Zones and owners
+
+    /// The record as it is written: in the zone the import's rules put it (see
+    /// ``zone(for:line:consumed:)``), keeping the owner's name the input gave when it differs.
+    private func place(_ record: Record, line: Int, consumed: Int) async throws -> Record {
+        let given = record.recordID.zoneID
+        let (zoneID, keptOwner) = try await zone(for: given, line: line, recordName: record.recordID.recordName, consumed: consumed)
+        if zoneID == given && keptOwner == nil { return record }
+        return record.copy(into: zoneID, ownerRecordName: keptOwner)
+    }
+
+    private func place(_ id: Record.ID, line: Int, consumed: Int) async throws -> Record.ID {
+        let (zoneID, _) = try await zone(for: id.zoneID, line: line, recordName: id.recordName, consumed: consumed)
+        return Record.ID(recordName: id.recordName, zoneID: zoneID)
+    }
+
+    /// The zone a record the input puts in `given` goes to, and the owner's name to keep for
+    /// export: the current user's zone when the input names the current user (by
+    /// `__defaultOwner__` or name), the database's default zone (there is one), or another
+    /// owner with ``RecordImporter/Options/importsOwnersAsCurrentUser``. Makes sure the zone
+    /// exists (creating it when asked), once per zone.
+    ///
+    /// - Throws: ``RecordImporter/Failure`` (stage `.zones`) for another owner's zone, a zone
+    ///   other than the required one, or a missing zone not to be created; what was read before
+    ///   is written first.
+    private func zone(for given: RecordZone.ID, line: Int, recordName: String, consumed: Int) async throws -> (RecordZone.ID, String?) {
+        var zoneID = given
+        var keptOwner: String?
+        let owner = given.ownerName
+        if owner != RecordZone.ID.currentUserDefaultOwner {
+            let isCurrentUser = owner == database.context.userName || database.context.isCurrentUser(owner)
+            guard isCurrentUser || given.isDefault || options.importsOwnersAsCurrentUser else {
+                throw try await stopForZones(consumed: consumed, StratusError(
+                    .permissionFailure,
+                    "line \(line): record '\(recordName)' is in zone '\(given.zoneName)' of owner '\(owner)', who is not the current user ('\(database.context.userName ?? "no user")'); import it as the current user's zone with --owner-as-current-user (RecordImporter.Options.importsOwnersAsCurrentUser), or as that user (--user)",
+                    zoneID: given))
+            }
+            zoneID = RecordZone.ID(zoneName: given.zoneName)
+            if !isCurrentUser { keptOwner = owner }
+        }
+        if let required = options.requiredZone, zoneID.zoneName != required.zoneName {
+            throw try await stopForZones(consumed: consumed, StratusError(
+                .invalidArguments,
+                "line \(line): record '\(recordName)' names zone '\(zoneID.zoneName)', but the import is into zone '\(required.zoneName)' (--zone); leave --zone out to import records into the zones they name",
+                zoneID: zoneID))
+        }
+        if !knownZones.contains(zoneID) { try await ensureZone(zoneID, line: line, recordName: recordName, consumed: consumed) }
+        return (zoneID, keptOwner)
+    }
+
+    private func ensureZone(_ zoneID: RecordZone.ID, line: Int, recordName: String, consumed: Int) async throws {
+        do {
+            _ = try await database.recordZone(for: zoneID)
+            knownZones.insert(zoneID)
+            return
+        } catch let error as StratusError where error.code == .zoneNotFound {
+            guard options.createsZones else {
+                let scope = database.databaseScope
+                throw try await stopForZones(consumed: consumed, StratusError(
+                    .zoneNotFound,
+                    "line \(line): record '\(recordName)' is in zone '\(zoneID.zoneName)', which does not exist in the \(scope) database; create it with `stratus zones create \(zoneID.zoneName) --database \(scope)` or import with --create-zones",
+                    zoneID: zoneID))
+            }
+        } catch {
+            throw failure(.store, error)
+        }
+        if mode != .dryRun {
+            do {
+                _ = try await database.save(RecordZone(zoneID: zoneID))
+            } catch {
+                throw failure(.store, error)
+            }
+        }
+        knownZones.insert(zoneID)
+        summary.createdZones.append(zoneID)
+    }
+
+    /// Writes what was read before the item at `consumed`, then answers the failure to throw.
+    private func stopForZones(consumed: Int, _ error: StratusError) async throws -> Failure {
+        if mode == .batches {
+            try await submitBatch(endItems: consumed)
+            try await settleAll()
+        }
+        return failure(.zones, error)
     }
 
     // MARK: - Reading
@@ -303,6 +393,7 @@ final class ImportRun {
         op.writeMode = options.writeMode
         op.isAtomic = atomic
         op.preservesSystemFields = options.preservesSystemFields
+        op.maximumAssetSize = options.maximumAssetSize
         // One transaction per batch: a bulk load writes faster in larger transactions than in
         // CloudKit's 400-item requests.
         op.itemsPerBatch = max(options.batchSize, 1)

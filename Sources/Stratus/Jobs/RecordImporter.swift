@@ -60,6 +60,22 @@ public final class RecordImporter: Sendable {
         /// Batches handed to the store before the oldest is waited for, so that the store's
         /// writer always has the next one; 1 with a checkpoint store or a reject limit.
         public var batchesInFlight = 3
+        /// Create the zones the input names that do not exist (as `fetchChanges` and `atomic`
+        /// zones, like CloudKit's `REGULAR_CUSTOM_ZONE`); ``Summary/createdZones`` lists them.
+        /// Without it, the first record in a missing zone stops the import with `zoneNotFound`,
+        /// once, naming the zone and how to create it.
+        public var createsZones = false
+        /// Import zones the input says another user owns (their `ownerRecordName`) as the
+        /// current user's zones; each record keeps the owner's name, which an export writes
+        /// back. Without it such a record stops the import with `permissionFailure`, once.
+        /// Zones whose owner is the current user (by name), and every database's one default
+        /// zone, are the current user's whatever the input calls their owner.
+        public var importsOwnersAsCurrentUser = false
+        /// The zone every record must be in: a record that names another stops the import with
+        /// `invalidArguments`, once. Records that name no zone go into the reader's zone.
+        public var requiredZone: RecordZone.ID?
+        /// The most bytes one asset's content may have.
+        public var maximumAssetSize = Asset.maximumContentSize
 
         /// The defaults: `forceUpdate`, batches of 2,000, three in flight, no limit.
         public init() {}
@@ -100,6 +116,8 @@ public final class RecordImporter: Sendable {
         public var failed = 0
         /// A dry run's records and deletions that would be written.
         public var valid = 0
+        /// Zones the import created (``Options/createsZones``), or a dry run would create.
+        public var createdZones: [RecordZone.ID] = []
         /// Why the import ended.
         public var end = End.finished
 
@@ -139,6 +157,9 @@ public final class RecordImporter: Sendable {
             case rejects
             /// The checkpoint store could not load or save.
             case checkpoint
+            /// A record's zone cannot be written: it does not exist, belongs to another owner,
+            /// or is not the required zone.
+            case zones
         }
 
         /// Where the error came from.

@@ -2,33 +2,186 @@ import Foundation
 
 /// A file stored with a record, like `CKAsset`.
 ///
-/// Saving a record copies the file's bytes into the store. A fetched record's asset points at a
-/// readable file in the store with the same bytes; treat that file as read-only.
+/// Saving a record stores the file's content in the store, keyed by its SHA-256 (the same
+/// content is kept once, however many records hold it). A fetched record's asset points at a
+/// read-only file in the store with the same bytes (``fileURL``).
+///
+/// An asset that came from CloudKit (a record exported from CloudKit Web Services) carries
+/// CloudKit's description of its content as it came: ``downloadURL``, ``fileChecksum``,
+/// ``size``, ``referenceChecksum``, ``wrappingKey``, ``receipt``. Stratus keeps it and writes it
+/// back unchanged; it never downloads the content. Until the content is attached (`stratus
+/// assets attach`), such an asset has no ``fileURL``, and asking for its content fails with
+/// `assetNotAvailable` while the record itself reads normally.
 ///
 /// ```swift
 /// record["image"] = Asset(fileURL: URL(fileURLWithPath: "/tmp/photo.jpg"))
 /// let bytes = try Data(contentsOf: (record["image"] as! Asset).fileURL!)
 /// ```
 public struct Asset: Hashable, Sendable, Codable {
-    /// Where the asset's bytes can be read.
+    /// Where the asset's bytes can be read: the source file of an asset to save, the store's
+    /// read-only copy of a stored one, `nil` for a CloudKit asset whose content is not attached.
     public let fileURL: URL?
 
-    /// The store's identifier for the content, set on assets that come from a store.
+    /// The content's SHA-256 in lowercase hexadecimal, set on assets whose content the store
+    /// holds.
     public let storedIdentifier: String?
 
-    /// The content size in bytes, when the asset comes from a store.
+    /// The content size in bytes: the stored content's, else CloudKit's `size`.
     public let size: Int64?
 
+    /// CloudKit's `downloadURL`: where CloudKit served the content (an `https` URL, valid for a
+    /// while after the record was fetched). Kept as it came, never fetched.
+    public var downloadURL: String?
+    /// CloudKit's `fileChecksum`: its token for the content (not a digest Stratus can check).
+    public var fileChecksum: String?
+    /// CloudKit's `referenceChecksum` (the checksum of the wrapping key), private database assets.
+    public var referenceChecksum: String?
+    /// CloudKit's `wrappingKey` (the key the content was encrypted with), private database assets.
+    public var wrappingKey: String?
+    /// CloudKit's `receipt` of an upload.
+    public var receipt: String?
+    /// Other members of CloudKit's asset dictionary (and known ones that came as `null`), by
+    /// key, as JSON text, kept as they came.
+    public var otherMembers: [String: String]
+
+    /// Where a save reads the content from, when it is not the plain ``fileURL``.
+    package let source: Source?
+
+    /// How a save finds an asset's content.
+    package enum Source: Hashable, Sendable {
+        /// A path relative to a folder the user named, resolved without leaving it: no
+        /// absolute path, no `..`, and symbolic links only when `followsSymlinks` (and then
+        /// only to files inside the folder).
+        case confined(root: URL, path: String, followsSymlinks: Bool)
+    }
+
+    /// An asset whose content is the file at `fileURL`; saving the record stores a copy.
+    ///
+    /// ```swift
+    /// let photo = Asset(fileURL: URL(fileURLWithPath: "/srv/upload/photo.jpg"))
+    /// ```
     public init(fileURL: URL) {
-        self.fileURL = fileURL
-        self.storedIdentifier = nil
-        self.size = nil
+        self.init(fileURL: fileURL, storedIdentifier: nil, size: nil, source: nil)
     }
 
     /// An asset already held by a store; engines create these when they read records.
+    ///
+    /// ```swift
+    /// let stored = Asset(storedIdentifier: sha256Hex, size: 1_024, fileURL: url)
+    /// ```
     public init(storedIdentifier: String, size: Int64, fileURL: URL?) {
+        self.init(fileURL: fileURL, storedIdentifier: storedIdentifier, size: size, source: nil)
+    }
+
+    /// An asset whose content is the file at `path` inside `folder`, read without leaving it:
+    /// an absolute `path`, a `..` component or (unless `followsSymlinks`) a symbolic link is
+    /// refused when the record is saved. What `stratus import --assets-dir` makes.
+    ///
+    /// ```swift
+    /// let photo = Asset(path: "photos/a.jpg", in: URL(fileURLWithPath: "/srv/export"))
+    /// ```
+    public init(path: String, in folder: URL, followsSymlinks: Bool = false) {
+        let url = path.hasPrefix("/") ? URL(fileURLWithPath: path) : folder.appendingPathComponent(path)
+        self.init(fileURL: url, storedIdentifier: nil, size: nil, source: .confined(root: folder, path: path, followsSymlinks: followsSymlinks))
+    }
+
+    /// A CloudKit asset described by its `downloadURL` and metadata, without content.
+    ///
+    /// ```swift
+    /// let remote = Asset(downloadURL: "https://cvws.icloud-content.com/B/…", fileChecksum: "AV4x…", size: 53_211)
+    /// ```
+    public init(downloadURL: String?, fileChecksum: String? = nil, size: Int64? = nil, referenceChecksum: String? = nil,
+                wrappingKey: String? = nil, receipt: String? = nil) {
+        self.init(fileURL: nil, storedIdentifier: nil, size: size, source: nil)
+        self.downloadURL = downloadURL
+        self.fileChecksum = fileChecksum
+        self.referenceChecksum = referenceChecksum
+        self.wrappingKey = wrappingKey
+        self.receipt = receipt
+    }
+
+    package init(fileURL: URL?, storedIdentifier: String?, size: Int64?, source: Source?) {
+        self.fileURL = fileURL
         self.storedIdentifier = storedIdentifier
         self.size = size
-        self.fileURL = fileURL
+        self.source = source
+        self.otherMembers = [:]
+    }
+
+    /// Whether the asset carries CloudKit's description of its content (a `downloadURL`, a
+    /// checksum or other members of CloudKit's asset dictionary).
+    public var hasCloudKitMetadata: Bool {
+        downloadURL != nil || fileChecksum != nil || referenceChecksum != nil || wrappingKey != nil || receipt != nil
+            || !otherMembers.isEmpty
+    }
+
+    /// Whether a save must read content for this asset: it has a source file and no stored content.
+    package var needsContent: Bool { storedIdentifier == nil && fileURL != nil }
+
+    /// The same asset with the store's content: its identifier, size and readable file, and
+    /// the CloudKit metadata it had.
+    ///
+    /// ```swift
+    /// let stored = asset.withContent(identifier: hash, size: 1_024, fileURL: url)
+    /// ```
+    public func withContent(identifier: String, size: Int64, fileURL: URL?) -> Asset {
+        var stored = Asset(fileURL: fileURL, storedIdentifier: identifier, size: size, source: nil)
+        stored.copyMetadata(from: self)
+        return stored
+    }
+
+    /// The same asset with its CloudKit metadata only (no content), as a store keeps one
+    /// whose content it does not have.
+    package func withoutContent(size: Int64?) -> Asset {
+        var remote = Asset(fileURL: nil, storedIdentifier: nil, size: size, source: nil)
+        remote.copyMetadata(from: self)
+        return remote
+    }
+
+    /// This asset's source or content with `other`'s CloudKit metadata and the given size:
+    /// what a reader makes of a CloudKit asset whose content is in a file.
+    package func withMetadata(of other: Asset, size: Int64?) -> Asset {
+        var combined = Asset(fileURL: fileURL, storedIdentifier: storedIdentifier, size: size ?? self.size, source: source)
+        combined.copyMetadata(from: other)
+        return combined
+    }
+
+    private mutating func copyMetadata(from other: Asset) {
+        downloadURL = other.downloadURL
+        fileChecksum = other.fileChecksum
+        referenceChecksum = other.referenceChecksum
+        wrappingKey = other.wrappingKey
+        receipt = other.receipt
+        otherMembers = other.otherMembers
+    }
+
+    // The source is how a save finds content, not part of the value an archive keeps.
+    private enum CodingKeys: String, CodingKey {
+        case fileURL, storedIdentifier, size, downloadURL, fileChecksum, referenceChecksum, wrappingKey, receipt, otherMembers
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(fileURL: try c.decodeIfPresent(URL.self, forKey: .fileURL), storedIdentifier: try c.decodeIfPresent(String.self, forKey: .storedIdentifier),
+                  size: try c.decodeIfPresent(Int64.self, forKey: .size), source: nil)
+        downloadURL = try c.decodeIfPresent(String.self, forKey: .downloadURL)
+        fileChecksum = try c.decodeIfPresent(String.self, forKey: .fileChecksum)
+        referenceChecksum = try c.decodeIfPresent(String.self, forKey: .referenceChecksum)
+        wrappingKey = try c.decodeIfPresent(String.self, forKey: .wrappingKey)
+        receipt = try c.decodeIfPresent(String.self, forKey: .receipt)
+        otherMembers = try c.decodeIfPresent([String: String].self, forKey: .otherMembers) ?? [:]
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encodeIfPresent(fileURL, forKey: .fileURL)
+        try c.encodeIfPresent(storedIdentifier, forKey: .storedIdentifier)
+        try c.encodeIfPresent(size, forKey: .size)
+        try c.encodeIfPresent(downloadURL, forKey: .downloadURL)
+        try c.encodeIfPresent(fileChecksum, forKey: .fileChecksum)
+        try c.encodeIfPresent(referenceChecksum, forKey: .referenceChecksum)
+        try c.encodeIfPresent(wrappingKey, forKey: .wrappingKey)
+        try c.encodeIfPresent(receipt, forKey: .receipt)
+        if !otherMembers.isEmpty { try c.encode(otherMembers, forKey: .otherMembers) }
     }
 }

@@ -54,8 +54,10 @@ public enum Naming {
         }
     }
 
-    /// Checks a field key: an identifier that is not a reserved system field name.
-    public static func checkFieldKey(_ key: String) throws(StratusError) {
+    /// Checks a field key: an identifier that is not a reserved system field name; with
+    /// `allowSystemNames` also the dotted keys of CloudKit's own records (`cloudkit.title`).
+    public static func checkFieldKey(_ key: String, allowSystemNames: Bool = false) throws(StratusError) {
+        if allowSystemNames && isSystemIdentifier(key) { return }
         try checkIdentifier(key, kind: "field name")
         // Runs for every field of every saved record: most keys differ in length from every
         // reserved one, which spares hashing them.
@@ -65,10 +67,69 @@ public enum Naming {
         }
     }
 
-    /// Checks a zone name: the default zone's name, or an identifier.
+    /// Checks a zone name as CloudKit does: `CKRecordZone.ID(zoneName:ownerName:)` says zone names
+    /// "consist of up to 255 ASCII characters, and don't start with an underscore", the default
+    /// zone's `_defaultZone` aside. So `SharedSync-982E4DAF-74E1-4191-9D51-EBA245AD9932` and
+    /// `com.apple.notes` are zone names; control characters are refused too.
+    ///
+    /// ```swift
+    /// try Naming.checkZoneName("SharedSync-982E4DAF-74E1-4191-9D51-EBA245AD9932")
+    /// ```
+    ///
+    /// - Throws: ``StratusError`` `invalidArguments` naming what is wrong.
     public static func checkZoneName(_ name: String) throws(StratusError) {
         if name == RecordZone.ID.defaultZoneName { return }
-        try checkIdentifier(name, kind: "zone name")
+        let bytes = name.utf8
+        if bytes.isEmpty { throw StratusError(.invalidArguments, "zone name is empty") }
+        if bytes.count > maximumIdentifierLength {
+            throw StratusError(.invalidArguments, "zone name '\(name.prefix(40))…' is \(bytes.count) bytes long; the limit is \(maximumIdentifierLength)")
+        }
+        var offset = 0
+        for byte in bytes {
+            offset += 1
+            if byte >= 0x80 || byte < 0x20 || byte == 0x7F {
+                throw StratusError(.invalidArguments, "zone name has a non-ASCII or control character at byte \(offset)")
+            }
+        }
+        if bytes.first == UInt8(ascii: "_") {
+            throw StratusError(.invalidArguments, "zone name '\(name)' starts with '_', which CloudKit reserves (only its default zone, _defaultZone, has such a name)")
+        }
+    }
+
+    /// Checks an owner record name of a zone ID: CloudKit's user record names (`_` and 32
+    /// hexadecimal digits), `__defaultOwner__`, or any other record name; ASCII, 1–255 bytes.
+    ///
+    /// - Throws: ``StratusError`` `invalidArguments` naming what is wrong.
+    public static func checkOwnerName(_ name: String) throws(StratusError) {
+        do {
+            try checkRecordName(name, allowSystemNames: true)
+        } catch {
+            throw StratusError(.invalidArguments, "owner record name: \(error.message)")
+        }
+    }
+
+    /// Whether `name` is a record type or field key of CloudKit's own records: identifiers
+    /// joined by `.` (`cloudkit.share`, the record type of shares, and its `cloudkit.title`).
+    public static func isSystemIdentifier(_ name: String) -> Bool {
+        let parts = name.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count > 1, name.utf8.count <= maximumIdentifierLength else { return false }
+        return parts.allSatisfy { part in
+            guard let first = part.utf8.first, isLetter(first) else { return false }
+            return part.utf8.allSatisfy { isLetter($0) || isDigit($0) || $0 == UInt8(ascii: "_") }
+        }
+    }
+
+    /// Checks a record type: an identifier, or with `allowSystemNames` also the dotted names of
+    /// CloudKit's own record types (``isSystemIdentifier(_:)``).
+    ///
+    /// - Throws: ``StratusError`` `invalidArguments` naming what is wrong.
+    public static func checkRecordType(_ name: String, allowSystemNames: Bool = false) throws(StratusError) {
+        if allowSystemNames && isSystemIdentifier(name) { return }
+        do {
+            try checkIdentifier(name, kind: "record type")
+        } catch where !allowSystemNames && isSystemIdentifier(name) {
+            throw StratusError(.invalidArguments, "record type '\(name)' is one of CloudKit's own (names with '.' are); keep CloudKit's system records with --keep-system-records (RecordReadOptions.keepsSystemRecords)")
+        }
     }
 
     private static func isLetter(_ b: UInt8) -> Bool { (b >= 65 && b <= 90) || (b >= 97 && b <= 122) }

@@ -54,10 +54,10 @@ extension Record {
                 try checkReference(r, key: key, of: recordID)
             case .referenceList(let v):
                 for r in v { try checkReference(r, key: key, of: recordID) }
-            case .asset(let a) where a.fileURL == nil && a.storedIdentifier == nil:
-                throw fail("field '\(key)' holds an asset without a file")
-            case .assetList(let v) where v.contains(where: { $0.fileURL == nil && $0.storedIdentifier == nil }):
-                throw fail("field '\(key)' holds an asset without a file")
+            case .asset(let a) where !a.isSavable:
+                throw fail("field '\(key)' holds an asset without a file, stored content or CloudKit downloadURL")
+            case .assetList(let v) where v.contains(where: { !$0.isSavable }):
+                throw fail("field '\(key)' holds an asset without a file, stored content or CloudKit downloadURL")
             default: break
             }
         }
@@ -103,13 +103,20 @@ extension Record {
         func fail(_ message: String) -> StratusError {
             StratusError(.invalidArguments, "record '\(recordID.recordName)': \(key == "parent" ? "the parent" : "field '\(key)'") \(message)", recordID: recordID)
         }
-        do { try Naming.checkRecordName(reference.recordID.recordName) } catch {
+        // A reference may point at one of CloudKit's own records: a user record (`_…`) most often.
+        do { try Naming.checkRecordName(reference.recordID.recordName, allowSystemNames: true) } catch {
             throw fail("references a bad record name: \(error.message)")
         }
         if reference.recordID.zoneID.zoneName != recordID.zoneID.zoneName {
             throw fail("references a record in zone '\(reference.recordID.zoneID.zoneName)'; references must stay in the record's zone")
         }
     }
+}
+
+extension Asset {
+    /// Whether a save can keep the asset: it has content to read or stored, or it describes
+    /// CloudKit's content (kept as a reference until its content is attached).
+    var isSavable: Bool { fileURL != nil || storedIdentifier != nil || hasCloudKitMetadata }
 }
 
 extension Location {

@@ -33,6 +33,8 @@ public final class Record: NSObject, NSCopying, Sendable {
         var parent: Reference?
         var parentChanged = false
         var encrypted: Set<String> = []
+        /// What the record's CloudKit JSON held beyond the model (see ``JSONExtras``).
+        var extras = JSONExtras()
         /// Every field counts as changed (a record built whole, e.g. by an importer); `changed`
         /// then lists only keys removed since.
         var allFieldsChanged = false
@@ -46,8 +48,8 @@ public final class Record: NSObject, NSCopying, Sendable {
 
     /// What a writer of records reads: system fields, field values, encrypted keys and parent,
     /// under one lock instead of four (an export writes a million of these).
-    package var contents: (system: SystemFields, fields: [String: FieldValue], encryptedKeys: Set<String>, parent: Reference?) {
-        state.withLock { ($0.system, $0.fields, $0.encrypted, $0.parent) }
+    package var contents: (system: SystemFields, fields: [String: FieldValue], encryptedKeys: Set<String>, parent: Reference?, extras: JSONExtras) {
+        state.withLock { ($0.system, $0.fields, $0.encrypted, $0.parent, $0.extras) }
     }
 
     /// Creates a new record in the given zone, with a random record name.
@@ -70,10 +72,10 @@ public final class Record: NSObject, NSCopying, Sendable {
     /// let row = Record(recordType: "Row", recordID: id, values: ["title": .string("Milk")])
     /// ```
     public init(recordType: String, recordID: ID, values: [String: FieldValue], systemFields: SystemFields = SystemFields(),
-                parent: Reference? = nil, encryptedKeys: Set<String> = []) {
+                parent: Reference? = nil, encryptedKeys: Set<String> = [], jsonExtras: JSONExtras = JSONExtras()) {
         self.recordType = recordType
         self.recordID = recordID
-        var state = State(system: systemFields, fields: values, changed: [], changedSet: [], parent: parent, encrypted: encryptedKeys)
+        var state = State(system: systemFields, fields: values, changed: [], changedSet: [], parent: parent, encrypted: encryptedKeys, extras: jsonExtras)
         state.allFieldsChanged = true
         state.parentChanged = parent != nil
         self.state = Mutex(state)
@@ -82,10 +84,11 @@ public final class Record: NSObject, NSCopying, Sendable {
 
     /// Creates a record as a store returns it: system fields set and no changed keys.
     /// Storage engines use this; applications use ``init(recordType:recordID:)``.
-    public init(recordType: String, recordID: ID, systemFields: SystemFields, fields: [String: FieldValue], parent: Reference? = nil, encryptedKeys: Set<String> = []) {
+    public init(recordType: String, recordID: ID, systemFields: SystemFields, fields: [String: FieldValue], parent: Reference? = nil, encryptedKeys: Set<String> = [],
+                jsonExtras: JSONExtras = JSONExtras()) {
         self.recordType = recordType
         self.recordID = recordID
-        self.state = Mutex(State(system: systemFields, fields: fields, changed: [], changedSet: [], parent: parent, encrypted: encryptedKeys))
+        self.state = Mutex(State(system: systemFields, fields: fields, changed: [], changedSet: [], parent: parent, encrypted: encryptedKeys, extras: jsonExtras))
         super.init()
     }
 
@@ -139,7 +142,7 @@ public final class Record: NSObject, NSCopying, Sendable {
         let snapshot = state.withLock { $0 }
         guard snapshot.system.recordChangeTag != nil else { return nil }
         return Record(recordType: recordType, recordID: recordID, systemFields: snapshot.system,
-                      fields: snapshot.baseFields ?? snapshot.fields, parent: snapshot.parent, encryptedKeys: snapshot.encrypted)
+                      fields: snapshot.baseFields ?? snapshot.fields, parent: snapshot.parent, encryptedKeys: snapshot.encrypted, jsonExtras: snapshot.extras)
     }
 
     /// Whether ``parent`` was set since the record was created or fetched.
@@ -196,6 +199,8 @@ public final class Record: NSObject, NSCopying, Sendable {
             if state.baseFields == nil && state.system.recordChangeTag != nil { state.baseFields = state.fields }
             state.fields[key] = value
             if encrypted && value != nil { state.encrypted.insert(key) } else if !state.encrypted.isEmpty { state.encrypted.remove(key) }
+            // A field kept as the JSON it came as describes the old value only.
+            if !state.extras.fields.isEmpty { state.extras.fields[key] = nil }
             if state.allFieldsChanged {
                 // Present keys are changed already; remember removals.
                 if value == nil && state.changedSet.insert(key).inserted { state.changed.append(key) }
@@ -203,6 +208,17 @@ public final class Record: NSObject, NSCopying, Sendable {
                 state.changed.append(key)
             }
         }
+    }
+
+    /// What the record's CloudKit JSON held beyond Stratus's model, kept so that an export
+    /// gives it back as it came (see ``JSONExtras``). Setting a field drops what was kept of it.
+    ///
+    /// ```swift
+    /// record.jsonExtras.members["pluginFields"] = "{}"
+    /// ```
+    public var jsonExtras: JSONExtras {
+        get { state.withLock { $0.extras } }
+        set { state.withLock { $0.extras = newValue } }
     }
 
     /// The keys whose values are encrypted values, like the keys of `CKRecord.encryptedValues`.
@@ -263,13 +279,34 @@ public final class Record: NSObject, NSCopying, Sendable {
     /// A new record with the same ID, type, system fields, values and changed keys.
     func copiedRecord() -> Record {
         let snapshot = state.withLock { $0 }
-        let record = Record(recordType: recordType, recordID: recordID, systemFields: snapshot.system, fields: snapshot.fields, parent: snapshot.parent, encryptedKeys: snapshot.encrypted)
+        let record = Record(recordType: recordType, recordID: recordID, systemFields: snapshot.system, fields: snapshot.fields, parent: snapshot.parent,
+                            encryptedKeys: snapshot.encrypted, jsonExtras: snapshot.extras)
         record.state.withLock {
             $0.baseFields = snapshot.baseFields
             $0.changed = snapshot.changed
             $0.changedSet = snapshot.changedSet
             $0.parentChanged = snapshot.parentChanged
             $0.allFieldsChanged = snapshot.allFieldsChanged
+        }
+        return record
+    }
+
+    /// The same record, with the same values and changes, in another zone: what an import
+    /// writes when the input's zone is another's name for a zone of the current user.
+    /// `ownerRecordName` is kept (``JSONExtras/ownerRecordName``) for export.
+    package func copy(into zoneID: RecordZone.ID, ownerRecordName: String?) -> Record {
+        let snapshot = state.withLock { $0 }
+        let moved = ID(recordName: recordID.recordName, zoneID: zoneID)
+        let parent = snapshot.parent.map { Reference(recordID: ID(recordName: $0.recordID.recordName, zoneID: zoneID), action: $0.action) }
+        let record = Record(recordType: recordType, recordID: moved, systemFields: snapshot.system, fields: snapshot.fields, parent: parent,
+                            encryptedKeys: snapshot.encrypted, jsonExtras: snapshot.extras)
+        record.state.withLock {
+            $0.baseFields = snapshot.baseFields
+            $0.changed = snapshot.changed
+            $0.changedSet = snapshot.changedSet
+            $0.parentChanged = snapshot.parentChanged
+            $0.allFieldsChanged = snapshot.allFieldsChanged
+            if let ownerRecordName, $0.extras.ownerRecordName == nil { $0.extras.ownerRecordName = ownerRecordName }
         }
         return record
     }
@@ -292,8 +329,10 @@ public final class Record: NSObject, NSCopying, Sendable {
         let snapshot = state.withLock { $0 }
         var kept: [String: FieldValue] = [:]
         for key in keys { if let v = snapshot.fields[key] { kept[key] = v } }
+        var extras = snapshot.extras
+        if !extras.fields.isEmpty { extras.fields = extras.fields.filter { kept[$0.key] != nil } }
         return Record(recordType: recordType, recordID: recordID, systemFields: snapshot.system, fields: kept, parent: snapshot.parent,
-                      encryptedKeys: snapshot.encrypted.intersection(kept.keys))
+                      encryptedKeys: snapshot.encrypted.intersection(kept.keys), jsonExtras: extras)
     }
 
     public override var description: String {

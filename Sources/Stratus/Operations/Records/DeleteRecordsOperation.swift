@@ -66,6 +66,7 @@ public final class DeleteRecordsOperation: DatabaseOperation, @unchecked Sendabl
             let outcome = try withRetry {
                 try RecordWriteExecutor.apply(ModifyRequest(saves: [], recordIDsToDelete: ids, writeMode: .ifServerRecordUnchanged, isAtomic: false), engine: engine, context: context)
             }
+            RecordWriteExecutor.collectReleasedAssets(outcome, engine: engine, context: context)
             for (index, id) in ids.enumerated() {
                 let result = index < outcome.deleteResults.count ? outcome.deleteResults[index] : .failure(StratusError(.internalError, "the store gave no result for deleting '\(id.recordName)'", recordID: id))
                 switch result {

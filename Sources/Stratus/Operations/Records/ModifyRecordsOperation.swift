@@ -87,6 +87,9 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
     /// device: the token is kept in this process (per store, database, user and zone), and a
     /// fetch in another process gets `nil`, as a device that never sent one does.
     public var clientChangeTokenData: Data?
+    /// A Stratus extension: the most bytes one asset's content may have; a larger source fails
+    /// its record with `limitExceeded` before a byte is stored. ``Asset/maximumContentSize`` unless set.
+    public var maximumAssetSize = Asset.maximumContentSize
     public let recordOutput = RecordOutput()
 
     /// What ``modifyRecordsCompletionBlock`` reports.
@@ -163,9 +166,18 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
         }
         let allSaves = preparedSaves.map(\.record) + toSave
         // A parent is saved no later than its children, also across batches.
-        let ordered = PreparedSave.parentsFirst(valid)
+        var ordered = PreparedSave.parentsFirst(valid)
 
         if isAtomic {
+            var staging: AssetStaging?
+            if errors.isEmpty && AssetStaging.isNeeded(ordered) && total <= Self.maximumAtomicItems && !isCancelled {
+                var assets = try AssetStaging(engine: engine, context: context, maximumSize: maximumAssetSize)
+                let staged = try assets.stage(ordered, progress: progressReporter(ordered))
+                staging = assets
+                for (index, error) in staged.failures { errors[ordered[index].recordID] = error }
+                ordered = staged.saves
+            }
+            defer { staging?.release(engine: engine, context: context, candidates: []) }
             if !errors.isEmpty {
                 for record in allSaves { report(record, errors[record.recordID] ?? RecordWriteExecutor.batchFailed(record.recordID)) }
                 for id in toDelete { reportDelete(id, errors[id] ?? RecordWriteExecutor.batchFailed(id)) }
@@ -179,6 +191,7 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
             var atomicRequest = request(ordered, validDeletes, atomic: true)
             atomicRequest.jobProgress = jobProgress
             let outcome = try withRetry { try RecordWriteExecutor.apply(atomicRequest, engine: engine, context: context) }
+            RecordWriteExecutor.collectReleasedAssets(outcome, engine: engine, context: context)
             deliver(outcome, saves: ordered, deletes: validDeletes, errors: &errors)
             return Self.partialFailure(errors, of: total)
         }
@@ -193,10 +206,31 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
                 error.partialErrorsByRecordID = errors
                 return error
             }
-            var batchRequest = request(batch.saves, batch.deletes, atomic: false)
+            var saves = batch.saves
+            var staging: AssetStaging?
+            if AssetStaging.isNeeded(saves) {
+                // A save whose asset cannot be stored fails alone; the rest of the batch is written.
+                var assets = try AssetStaging(engine: engine, context: context, maximumSize: maximumAssetSize)
+                let staged = try assets.stage(saves, progress: progressReporter(saves))
+                staging = assets
+                for (index, error) in staged.failures {
+                    errors[saves[index].recordID] = error
+                    report(saves[index].record, error)
+                }
+                saves = staged.saves.enumerated().filter { staged.failures[$0.offset] == nil }.map { $0.element }
+            }
+            var batchRequest = request(saves, batch.deletes, atomic: false)
             if number == batches.count - 1 { batchRequest.jobProgress = jobProgress }
-            let outcome = try withRetry { try RecordWriteExecutor.apply(batchRequest, engine: engine, context: context) }
-            deliver(outcome, saves: batch.saves, deletes: batch.deletes, errors: &errors)
+            let outcome: ModifyOutcome
+            do {
+                outcome = try withRetry { try RecordWriteExecutor.apply(batchRequest, engine: engine, context: context) }
+            } catch {
+                staging?.release(engine: engine, context: context, candidates: [])
+                throw error
+            }
+            staging?.release(engine: engine, context: context, candidates: outcome.releasedAssetContents)
+            if staging == nil { RecordWriteExecutor.collectReleasedAssets(outcome, engine: engine, context: context) }
+            deliver(outcome, saves: saves, deletes: batch.deletes, errors: &errors)
             done += batch.saves.count + batch.deletes.count
         }
         return Self.partialFailure(errors, of: total)
@@ -266,6 +300,13 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
         if let clientChangeTokenData, let database {
             ClientChangeTokens.shared.record(clientChangeTokenData, for: writtenZones, in: database)
         }
+    }
+
+    /// Reports a large save's progress while its assets' content is stored (CloudKit's
+    /// `perRecordProgressBlock`): the fraction of its bytes stored, below 1 until it is written.
+    private func progressReporter(_ saves: [PreparedSave]) -> (@Sendable (Int, Double) -> Void)? {
+        guard let block = perRecordProgressBlock else { return nil }
+        return { index, fraction in block(saves[index].record, min(fraction, 0.99)) }
     }
 
     private func report(_ record: Record, _ error: StratusError) {

@@ -20,6 +20,8 @@ package struct PreparedSave: Sendable {
     package let encryptedKeys: Set<String>
     package let parent: Record.Reference?
     package let parentChanged: Bool
+    /// What the record's CloudKit JSON held beyond the model.
+    package let jsonExtras: Record.JSONExtras
     /// Every present key counts as changed (a record built whole), besides ``changed``.
     private let allFieldsChanged: Bool
     /// The keys set or removed since the record was created or fetched (only removals when
@@ -27,7 +29,7 @@ package struct PreparedSave: Sendable {
     private let changed: [String]
     /// ``Record/fieldDataSize`` of ``fields``.
     package let fieldDataSize: Int
-    /// ``fields`` and ``encryptedKeys`` as a ``FieldDocument``: what a new record stores.
+    /// ``fields``, ``encryptedKeys`` and ``jsonExtras`` as a ``FieldDocument``: what a new record stores.
     package let document: [UInt8]
 
     package var recordID: Record.ID { record.recordID }
@@ -55,7 +57,30 @@ package struct PreparedSave: Sendable {
         parentChanged = state.parentChanged
         allFieldsChanged = state.allFieldsChanged
         changed = state.changed
-        document = FieldDocument.encodedBytes(state.fields, encryptedKeys: state.encrypted)
+        jsonExtras = state.extras
+        document = FieldDocument.encodedBytes(state.fields, encryptedKeys: state.encrypted, jsonExtras: state.extras)
+    }
+
+    private init(_ other: PreparedSave, fields: [String: FieldValue]) {
+        record = other.record
+        systemFields = other.systemFields
+        self.fields = fields
+        encryptedKeys = other.encryptedKeys
+        parent = other.parent
+        parentChanged = other.parentChanged
+        allFieldsChanged = other.allFieldsChanged
+        changed = other.changed
+        fieldDataSize = other.fieldDataSize
+        jsonExtras = other.jsonExtras
+        document = FieldDocument.encodedBytes(fields, encryptedKeys: other.encryptedKeys, jsonExtras: other.jsonExtras)
+    }
+
+    /// The same save with other values for its asset fields (their stored content, once
+    /// the content is in the store); asset fields do not count towards the field data size.
+    package func replacingAssetFields(_ replaced: [String: FieldValue]) -> PreparedSave {
+        var fields = self.fields
+        for (key, value) in replaced { fields[key] = value }
+        return PreparedSave(self, fields: fields)
     }
 }
 

@@ -36,6 +36,8 @@ struct ModifyOutcome: Sendable {
     var deleteResults: [Result<Bool, StratusError>] = []
     /// Records deleted because a `.deleteSelf` reference pointed at a deleted record.
     var cascadeDeletedIDs: [Record.ID] = []
+    /// Asset content the written rows no longer name: candidates for collection.
+    var releasedAssetContents: Set<String> = []
 
     var hasFailure: Bool {
         saveResults.contains { if case .failure = $0 { true } else { false } }
@@ -68,8 +70,12 @@ enum RecordWriteExecutor {
     static func apply(_ request: ModifyRequest, engine: any StorageEngine, context: DatabaseContext) throws -> ModifyOutcome {
         do {
             return try engine.writeRecords(in: context) { transaction in
-                var writer = Writer(transaction: transaction, request: request, context: context, now: Date())
-                let outcome = try writer.run()
+                // CloudKit's timestamps are whole milliseconds: a date Stratus gives is too, so
+                // that it exports as CloudKit would write it.
+                let now = Date(timeIntervalSinceReferenceDate: (Date().timeIntervalSinceReferenceDate * 1000).rounded(.down) / 1000)
+                var writer = Writer(transaction: transaction, request: request, context: context, now: now)
+                var outcome = try writer.run()
+                outcome.releasedAssetContents = transaction.releasedAssetContents
                 if let progress = request.jobProgress { try transaction.saveJobProgress(progress.job, position: progress.position) }
                 if request.isAtomic, outcome.hasFailure, writer.touchedZonesAreAtomic {
                     throw AtomicRollback(outcome: outcome)
@@ -86,6 +92,14 @@ enum RecordWriteExecutor {
     /// Thrown inside the transaction so that the engine rolls an atomic request back.
     private struct AtomicRollback: Error {
         let outcome: ModifyOutcome
+    }
+
+    /// Removes the asset content that a committed write stopped naming (replaced values,
+    /// deleted records), unless a later write named it again. Errors are not the write's: the
+    /// next collection removes what is left.
+    static func collectReleasedAssets(_ outcome: ModifyOutcome, engine: any StorageEngine, context: DatabaseContext) {
+        guard !outcome.releasedAssetContents.isEmpty else { return }
+        _ = try? AssetCollector.collect(engine.assetContents(for: context), releasing: nil, candidates: outcome.releasedAssetContents)
     }
 
     /// The error of an item that was not written because another item of its atomic request failed.
@@ -170,8 +184,12 @@ enum RecordWriteExecutor {
                       case .success(let new) = RecordWriteRules.resolve(save, existing: nil, mode: request.writeMode, preservingSystemFields: request.preservesSystemFields, context: context, now: now),
                       new.kind == .created, try typeRules.admitsNewRow(save, in: transaction) else { break }
                 // A new record stores exactly its incoming values: the document prepared with it.
+                // Its document is the one prepared, unless the save changed what it keeps of the JSON.
                 rows.append(RecordRow(recordID: save.recordID, recordType: save.record.recordType, systemFields: new.systemFields, fields: save.fields,
-                                      encryptedKeys: save.encryptedKeys, parent: nil, document: save.document))
+                                      encryptedKeys: save.encryptedKeys, parent: nil,
+                                      document: new.jsonExtras == save.jsonExtras ? save.document
+                                          : FieldDocument.encodedBytes(save.fields, encryptedKeys: save.encryptedKeys, jsonExtras: new.jsonExtras),
+                                      jsonExtras: new.jsonExtras))
                 resolutions.append(new)
             }
             guard !rows.isEmpty else {
@@ -219,22 +237,21 @@ enum RecordWriteExecutor {
             }
             let deleteSelfTargets = Self.deleteSelfTargets(of: resolution.fields)
             if let problem = try referenceProblem(id, parent: resolution.parent, deleteSelfTargets: deleteSelfTargets) { return .failure(problem) }
-            var fields = resolution.fields
-            // A new record stores its incoming values, whose document was prepared with it,
-            // unless storing its assets changed them.
-            var document = resolution.kind == .created ? save.document : nil
-            if fields.values.contains(where: \.holdsAsset) {
-                switch try transaction.storeAssets(in: fields, of: id) {
-                case .success(let stored): fields = stored
-                case .failure(let error): return .failure(error)
-                }
-                document = nil
+            let fields = resolution.fields
+            // Asset content is in the store before the transaction (AssetStaging): a row names
+            // stored content or CloudKit's, never a file still to read.
+            if fields.values.contains(where: \.needsAssetContent) {
+                return .failure(StratusError(.internalError, "record '\(id.recordName)': an asset's content was not stored before the write", recordID: id))
             }
+            // A new record stores its incoming values, whose document was prepared with it.
+            let document = resolution.kind == .created && resolution.jsonExtras == save.jsonExtras ? save.document : nil
             let row = RecordRow(recordID: id, recordType: save.record.recordType, systemFields: resolution.systemFields, fields: fields,
                                 encryptedKeys: resolution.encryptedKeys, parent: resolution.parent,
-                                document: document ?? FieldDocument.encodedBytes(fields, encryptedKeys: resolution.encryptedKeys), deleteSelfTargets: deleteSelfTargets)
+                                document: document ?? FieldDocument.encodedBytes(fields, encryptedKeys: resolution.encryptedKeys, jsonExtras: resolution.jsonExtras),
+                                deleteSelfTargets: deleteSelfTargets, jsonExtras: resolution.jsonExtras)
             try transaction.writeRecord(row, replacing: existing != nil)
-            let stored = Record(recordType: row.recordType, recordID: id, systemFields: row.systemFields, fields: fields, parent: row.parent, encryptedKeys: row.encryptedKeys)
+            let stored = Record(recordType: row.recordType, recordID: id, systemFields: row.systemFields, fields: fields, parent: row.parent,
+                                encryptedKeys: row.encryptedKeys, jsonExtras: row.jsonExtras)
             return .success((stored, resolution.kind))
         }
 
@@ -302,6 +319,7 @@ extension ModifyOutcome {
             if case .success = result { deleteResults[index] = .failure(RecordWriteExecutor.batchFailed(deletes[index])) }
         }
         cascadeDeletedIDs = []
+        releasedAssetContents = []
     }
 }
 
@@ -317,9 +335,11 @@ extension FieldValue {
         }
     }
 
-    var holdsAsset: Bool {
+    /// Whether the value holds an asset whose content is still to be read from a file.
+    var needsAssetContent: Bool {
         switch self {
-        case .asset, .assetList: true
+        case .asset(let asset): asset.needsContent
+        case .assetList(let assets): assets.contains(where: \.needsContent)
         default: false
         }
     }

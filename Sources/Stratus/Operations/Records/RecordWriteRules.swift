@@ -67,10 +67,12 @@ enum RecordWriteRules {
         var fields: [String: FieldValue]
         var encryptedKeys: Set<String>
         var parent: Record.Reference?
+        var jsonExtras: Record.JSONExtras
 
         /// The record as stored, for `save`.
         func record(for save: PreparedSave) -> Record {
-            Record(recordType: save.record.recordType, recordID: save.recordID, systemFields: systemFields, fields: fields, parent: parent, encryptedKeys: encryptedKeys)
+            Record(recordType: save.record.recordType, recordID: save.recordID, systemFields: systemFields, fields: fields, parent: parent,
+                   encryptedKeys: encryptedKeys, jsonExtras: jsonExtras)
         }
     }
 
@@ -139,16 +141,47 @@ enum RecordWriteRules {
             if let date = given.modificationDate { system.modificationDate = date }
             if let user = given.lastModifiedUserRecordID { system.lastModifiedUserRecordID = user }
         }
+        let extras = mergedExtras(save, existing: existing, replacing: replacing, keepsSystemFields: keep)
         // A forced write that changes nothing is not written, so re-running an import is a
         // no-op (no new change tag, no change to sync). When the input carries system fields
         // that are kept, they must match too.
         if !mode.checksChangeTag, let existing, existing.fieldValues == fields, existing.parent == parent,
-           existing.encryptedKeys == encrypted,
+           existing.encryptedKeys == encrypted, existing.jsonExtras == extras,
            !keep || ((given.recordChangeTag ?? existing.recordChangeTag) == existing.recordChangeTag
                      && (given.modificationDate ?? existing.modificationDate) == existing.modificationDate) {
-            return .success(Resolution(kind: .unchanged, systemFields: existing.systemFields, fields: fields, encryptedKeys: encrypted, parent: parent))
+            return .success(Resolution(kind: .unchanged, systemFields: existing.systemFields, fields: fields, encryptedKeys: encrypted, parent: parent, jsonExtras: extras))
         }
-        return .success(Resolution(kind: existing == nil ? .created : .updated, systemFields: system, fields: fields, encryptedKeys: encrypted, parent: parent))
+        return .success(Resolution(kind: existing == nil ? .created : .updated, systemFields: system, fields: fields, encryptedKeys: encrypted, parent: parent, jsonExtras: extras))
+    }
+
+    /// What a save keeps of the records' CloudKit JSON extras (``Record/JSONExtras``): kept
+    /// fields as the fields are merged; the record's own members from the incoming record when
+    /// it has some (or replaces the record), else the stored record's; what describes system
+    /// fields only while those system fields are kept.
+    private static func mergedExtras(_ save: PreparedSave, existing: Record?, replacing: Bool, keepsSystemFields keep: Bool) -> Record.JSONExtras {
+        let incoming = save.jsonExtras
+        let stored = existing?.jsonExtras ?? Record.JSONExtras()
+        if existing == nil && incoming.isEmpty { return incoming }
+        var incomingRecordLevel = incoming
+        incomingRecordLevel.fields = [:]
+        var merged = existing == nil || replacing || !incomingRecordLevel.isEmpty ? incomingRecordLevel : stored
+        merged.fields = [:]
+        if existing != nil && !replacing {
+            merged.fields = stored.fields
+            for key in save.changedKeys { merged.fields[key] = incoming.fields[key] }
+        } else {
+            merged.fields = incoming.fields
+        }
+        let creationSource = existing != nil ? stored : incoming
+        let modificationSource = keep ? incoming : Record.JSONExtras()
+        merged.createdMembers = existing != nil || keep ? creationSource.createdMembers : [:]
+        merged.modifiedMembers = modificationSource.modifiedMembers
+        merged.absentKeys.subtract(Record.JSONExtras.systemFieldKeys)
+        for key in Record.JSONExtras.systemFieldKeys {
+            let source = key.hasPrefix("created") ? (existing != nil || keep ? creationSource : Record.JSONExtras()) : modificationSource
+            if source.absentKeys.contains(key) { merged.absentKeys.insert(key) }
+        }
+        return merged
     }
 
     private static func conflict(_ client: Record, server: Record, _ message: String) -> StratusError {

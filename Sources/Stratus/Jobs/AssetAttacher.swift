@@ -1,0 +1,168 @@
+import Foundation
+import Synchronization
+
+/// Attaches downloaded content to the CloudKit assets a database keeps without it (records
+/// imported from CloudKit keep each asset's `downloadURL` and metadata, not its content): the
+/// job behind `stratus assets attach DIR`.
+///
+/// A file in the folder is an asset's content when it is named
+/// - by the asset's `fileChecksum` in base64url (`+` as `-`, `/` as `_`): `DIR/<checksum>`, or
+/// - by the record and field: `DIR/<record name>/<field>` (a list's assets `<field>.<index>`,
+///   from 0), the record name with every byte but letters, digits, `.`, `_` and `-` (and a
+///   leading `.`) written as `%XX`, so that `Note/NOTE-1` is `Note%2FNOTE-1`.
+///
+/// Files are read as `stratus import --assets-dir` reads them (regular files inside the folder,
+/// no symbolic links unless asked). A file whose size differs from the asset's CloudKit `size`
+/// is not attached. Attaching keeps the record's change tag and modification date (the record
+/// as CloudKit described it does not change), and its asset metadata: an export gives the
+/// record back as it came, now with content.
+///
+/// ```swift
+/// let attacher = AssetAttacher(database: container.privateCloudDatabase, folder: URL(fileURLWithPath: "downloads"))
+/// let summary = try await attacher.run()
+/// print(summary.attached, summary.notFound)
+/// ```
+public final class AssetAttacher: Sendable {
+    /// What an attach run did.
+    public struct Summary: Sendable, Hashable {
+        /// Assets that got their content.
+        public var attached = 0
+        /// Assets without content for which the folder has no file.
+        public var notFound = 0
+        /// Assets whose file has another size than CloudKit's `size` (not attached).
+        public var sizeDiffers = 0
+        /// Records whose save failed, with why.
+        public var failures: [String] = []
+
+        public init() {}
+    }
+
+    public let database: Database
+    public let folder: URL
+    public let followsSymlinks: Bool
+    /// The zones to look in; every zone of the database when nil.
+    public let zoneIDs: [RecordZone.ID]?
+
+    /// An attacher of files in `folder` to `database`'s assets.
+    public init(database: Database, folder: URL, followsSymlinks: Bool = false, zoneIDs: [RecordZone.ID]? = nil) {
+        self.database = database
+        self.folder = folder
+        self.followsSymlinks = followsSymlinks
+        self.zoneIDs = zoneIDs
+    }
+
+    /// Looks at every record of the zones and attaches what the folder holds.
+    ///
+    /// - Throws: store errors; a record that cannot be saved is counted in ``Summary/failures``.
+    public func run() async throws -> Summary {
+        var summary = Summary()
+        let context = database.context
+        let inventory = try await database.engineCall { engine, _ in try engine.inventory() }
+        let entry = inventory.databases.first {
+            $0.containerIdentifier == context.containerIdentifier && $0.scope == context.scope && $0.owner == context.storageOwner
+        }
+        for zone in entry?.zones ?? [] {
+            let zoneID = zone.zone.zoneID
+            if let zoneIDs, !zoneIDs.contains(where: { $0.zoneName == zoneID.zoneName }) { continue }
+            for recordType in zone.recordCounts.keys.sorted() {
+                var pending: [Record] = []
+                for try await record in database.allRecords(matching: Query(recordType: recordType), inZoneWith: zoneID) {
+                    if let updated = attach(record, &summary) { pending.append(updated) }
+                    if pending.count >= 100 {
+                        try await save(pending, &summary)
+                        pending.removeAll()
+                    }
+                }
+                if !pending.isEmpty { try await save(pending, &summary) }
+            }
+        }
+        return summary
+    }
+
+    /// The record with content for its assets that lack it, or nil when none was found.
+    private func attach(_ record: Record, _ summary: inout Summary) -> Record? {
+        var changed = false
+        let copy = record.copy() as! Record
+        for (key, value) in record.fieldValues {
+            switch value {
+            case .asset(let asset) where asset.storedIdentifier == nil:
+                if let found = content(for: asset, record: record, field: key, index: nil, &summary) {
+                    copy.setFieldValue(.asset(found), forKey: key, encrypted: record.encryptedKeys.contains(key))
+                    changed = true
+                }
+            case .assetList(let assets) where assets.contains(where: { $0.storedIdentifier == nil }):
+                var updated = assets
+                for (index, asset) in assets.enumerated() where asset.storedIdentifier == nil {
+                    if let found = content(for: asset, record: record, field: key, index: index, &summary) {
+                        updated[index] = found
+                        changed = true
+                    }
+                }
+                if updated != assets { copy.setFieldValue(.assetList(updated), forKey: key, encrypted: record.encryptedKeys.contains(key)) }
+            default:
+                continue
+            }
+        }
+        return changed ? copy : nil
+    }
+
+    /// The asset with its content's file from the folder, when there is one of the right size.
+    private func content(for asset: Asset, record: Record, field: String, index: Int?, _ summary: inout Summary) -> Asset? {
+        var candidates: [String] = []
+        if let checksum = asset.fileChecksum, let name = Self.checksumFileName(checksum) { candidates.append(name) }
+        candidates.append(Self.recordFileName(record.recordID.recordName) + "/" + (index.map { "\(field).\($0)" } ?? field))
+        for path in candidates {
+            var info = stat()
+            guard lstat(folder.appendingPathComponent(path).path, &info) == 0 else { continue }
+            if let size = asset.size, Int64(info.st_size) != size, info.st_mode & S_IFMT == S_IFREG {
+                summary.sizeDiffers += 1
+                return nil
+            }
+            summary.attached += 1
+            return Asset(path: path, in: folder, followsSymlinks: followsSymlinks).withMetadata(of: asset, size: asset.size)
+        }
+        summary.notFound += 1
+        return nil
+    }
+
+    private func save(_ records: [Record], _ summary: inout Summary) async throws {
+        let op = ModifyRecordsOperation(recordsToSave: records)
+        // The record CloudKit described does not change: same tag, same modification.
+        op.writeMode = .forceUpdate
+        op.preservesSystemFields = true
+        op.isAtomic = false
+        let failures = Mutex<[String]>([])
+        op.perRecordSaveBlock = { id, result in
+            if case .failure(let error) = result { failures.withLock { $0.append("\(id.recordName): \(error)") } }
+        }
+        try await database.run { finish in
+            op.modifyRecordsResultBlock = { result in
+                if case .failure(let error as StratusError) = result, error.code != .partialFailure { finish(.failure(error)) } else { finish(.success(())) }
+            }
+            return op
+        }
+        let failed = failures.withLock { $0 }
+        summary.failures += failed
+        summary.attached -= failed.count
+    }
+
+    /// The file name of a CloudKit asset's content in an asset folder: its `fileChecksum` in
+    /// base64url; nil when that cannot name a file.
+    public static func checksumFileName(_ checksum: String) -> String? {
+        let name = String(checksum.map { $0 == "+" ? "-" : $0 == "/" ? "_" : $0 })
+        guard !name.isEmpty, name != ".", name != "..", !name.contains("\u{0}"), name.utf8.count <= 255 else { return nil }
+        return name
+    }
+
+    /// A record name as a folder name: bytes other than letters, digits, `.`, `_` and `-` (and
+    /// a leading `.`) as `%XX`.
+    public static func recordFileName(_ recordName: String) -> String {
+        var text = ""
+        for (offset, byte) in recordName.utf8.enumerated() {
+            let plain = (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-") || (byte == UInt8(ascii: ".") && offset > 0)
+            text += plain ? String(UnicodeScalar(byte)) : String(format: "%%%02X", byte)
+        }
+        return text
+    }
+}

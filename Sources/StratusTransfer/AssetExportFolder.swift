@@ -1,0 +1,95 @@
+import Foundation
+import Stratus
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A folder beside an export where asset content is written, so that the export holds its
+/// assets byte for byte: `stratus export --assets-dir DIR`, which `stratus import --assets-dir
+/// DIR` reads back.
+///
+/// Each content is written once, streamed (never whole in memory), under a temporary name and
+/// renamed when complete: a Stratus asset as `<SHA-256>` (its JSON's `downloadURL` names that
+/// file), a CloudKit asset under its `fileChecksum` in base64url (its JSON stays CloudKit's,
+/// and an import with the folder finds the content by that name). The folder and its files are
+/// private to their user (0700, 0600), like the store they come from.
+///
+/// ```swift
+/// let folder = try AssetExportFolder(directory: URL(fileURLWithPath: "export-assets"))
+/// writer.jsonOptions.assetFolder = folder
+/// ```
+public final class AssetExportFolder: @unchecked Sendable {
+    // @unchecked: `written` is touched under `lock` only.
+    public let directory: URL
+    private let lock = NSLock()
+    private var written: Set<String> = []
+
+    /// Bytes copied at a time.
+    static let chunkSize = 1 << 20
+
+    /// A folder at `directory`, created (0700) when missing.
+    ///
+    /// - Throws: ``StratusError`` `invalidArguments` when `directory` is not a folder, or
+    ///   `internalError` when it cannot be made.
+    public init(directory: URL) throws {
+        self.directory = directory
+        do {
+            var info = stat()
+            if lstat(directory.path, &info) == 0 {
+                guard info.st_mode & S_IFMT == S_IFDIR else {
+                    throw StratusError(.invalidArguments, "\(directory.path) exists and is not a folder; name a folder for the assets")
+                }
+            } else {
+                try FileDescriptor.makePrivateDirectory(directory)
+            }
+        } catch let failure as POSIXFailure {
+            throw StratusError(.internalError, "cannot create the assets folder \(directory.path): \(failure.reason)")
+        }
+    }
+
+    /// Writes the asset's content into the folder (unless it is there) and answers its name in
+    /// the folder; nil for an asset whose content the store does not have.
+    ///
+    /// - Throws: ``StratusError`` when the content cannot be read or written.
+    public func export(_ asset: Asset) throws -> String? {
+        guard let identifier = asset.storedIdentifier, let source = asset.fileURL else { return nil }
+        let name = asset.downloadURL != nil ? asset.fileChecksum.flatMap(AssetAttacher.checksumFileName) ?? identifier : identifier
+        if lock.withLock({ written.contains(name) }) { return name }
+        let destination = directory.appendingPathComponent(name)
+        if access(destination.path, F_OK) != 0 {
+            try copy(source, to: destination)
+        }
+        lock.withLock { _ = written.insert(name) }
+        return name
+    }
+
+    private func copy(_ source: URL, to destination: URL) throws {
+        let temporary = directory.appendingPathComponent(".\(destination.lastPathComponent).\(getpid()).partial")
+        do throws(POSIXFailure) {
+            let input = try FileDescriptor.open(source.path, O_RDONLY | O_NOFOLLOW)
+            let output = try FileDescriptor.open(temporary.path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: 0o600)
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.chunkSize, alignment: 16)
+            defer { buffer.deallocate() }
+            while true {
+                let count = try input.read(into: buffer)
+                if count == 0 { break }
+                try output.write(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+            }
+            try output.sync()
+            if rename(temporary.path, destination.path) != 0 { throw POSIXFailure(errno: errno, operation: "rename") }
+        } catch {
+            unlink(temporary.path)
+            throw StratusError(error.errno == ENOSPC ? .quotaExceeded : .internalError, "cannot write the asset \(destination.lastPathComponent) into \(directory.path): \(error.reason)")
+        }
+    }
+}
+
+extension FieldValue {
+    /// Whether the value is an asset or a list of assets.
+    var isAsset: Bool {
+        switch self {
+        case .asset, .assetList: true
+        default: false
+        }
+    }
+}

@@ -1,0 +1,234 @@
+import Foundation
+import StratusTestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// CloudKit's own data through `stratus import` and `export` as it came, and asset files
+/// through `--assets-dir` and `stratus assets`.
+@Suite("CloudKit data and assets through stratus", .timeLimit(.minutes(4)))
+struct AssetsCLITests {
+    /// A parsed JSON value as sorted-key JSON text: equal texts are equal JSON values (numbers
+    /// as written, so a timestamp that gained a fraction differs).
+    static func canonical(_ value: Any?) -> String {
+        guard let value, let data = try? JSONSerialization.data(withJSONObject: ["v": value], options: [.sortedKeys]) else { return "<none>" }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    @Test("every record of every CloudKit answer imports into the zone it names (created) and exports back equal in JSON value", arguments: TestEngine.all)
+    func cloudKitAnswersRoundTrip(engine: TestEngine) async throws {
+        let names = try FileManager.default.contentsOfDirectory(atPath: CloudKitFixtureCLITests.directory.path).filter { $0.hasSuffix("_response.json") }.sorted()
+        var compared = 0
+        for name in names {
+            let path = CloudKitFixtureCLITests.directory.appendingPathComponent(name).path
+            let body = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any])
+            var originals: [(zone: String, record: [String: Any])] = []
+            let envelopeZone = (body["zoneID"] as? [String: Any])?["zoneName"] as? String
+            for record in body["records"] as? [[String: Any]] ?? [] { originals.append((envelopeZone ?? "_defaultZone", record)) }
+            for zone in body["zones"] as? [[String: Any]] ?? [] {
+                let zoneName = (zone["zoneID"] as? [String: Any])?["zoneName"] as? String ?? "_defaultZone"
+                for record in zone["records"] as? [[String: Any]] ?? [] { originals.append((zoneName, record)) }
+            }
+            // Tombstones (`"deleted": true`) say a record is gone; an import never deletes.
+            originals.removeAll { $0.record["deleted"] as? Bool == true }
+            guard !originals.isEmpty else { continue }
+            try await TemporaryStore.with { store in
+                let cli = try await CLI(store, engine: engine)
+                let imported = try await cli.run(["import", path, "--create-zones", "--owner-as-current-user", "--keep-system-records", "--quiet"])
+                #expect(imported.exitCode == 0, "\(name): \(imported)")
+                var exported: [String: [String: Any]] = [:]
+                let zones = Set(originals.map { ($0.record["zoneID"] as? [String: Any])?["zoneName"] as? String ?? $0.zone })
+                let types = Set(originals.compactMap { $0.record["recordType"] as? String })
+                for zone in zones {
+                    for type in types {
+                        let export = try await cli.run(["export", "--zone", zone, "--type", type, "--format", "json", "--quiet"])
+                        #expect(export.exitCode == 0, "\(name): \(export)")
+                        for record in try #require(try JSONSerialization.jsonObject(with: Data(export.stdout.utf8)) as? [[String: Any]]) {
+                            exported[record["recordName"] as? String ?? ""] = record
+                        }
+                    }
+                }
+                for (_, original) in originals {
+                    let recordName = try #require(original["recordName"] as? String)
+                    #expect(Self.canonical(exported[recordName]) == Self.canonical(original), "\(name): \(recordName)")
+                    compared += 1
+                }
+            }
+        }
+        #expect(compared >= 10)
+    }
+
+    @Test("a missing zone stops the import once with the command that creates it (exit 65); --create-zones creates it and says so", arguments: TestEngine.all)
+    func missingZones(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let lines = (1...50).map { #"{"recordName":"n\#($0)","recordType":"Note","zoneID":{"zoneName":"SharedSync-982E4DAF-74E1-4191-9D51-EBA245AD9932"}}"# }
+            let input = try cli.file("zoned.ndjson", lines.joined(separator: "\n") + "\n")
+            let refused = try await cli.run(["import", input])
+            #expect(refused.exitCode == 65, "\(refused)")
+            #expect(refused.stderrLines.filter { $0.contains("does not exist") }.count == 1, "\(refused)")
+            #expect(refused.stderr.contains("stratus zones create SharedSync-982E4DAF-74E1-4191-9D51-EBA245AD9932") && refused.stderr.contains("--create-zones"))
+
+            let created = try await cli.run(["import", input, "--create-zones"])
+            #expect(created.exitCode == 0, "\(created)")
+            #expect(created.stderr.contains("created zone SharedSync-982E4DAF-74E1-4191-9D51-EBA245AD9932"))
+            #expect(try await cli.count("Note", extra: ["--zone", "SharedSync-982E4DAF-74E1-4191-9D51-EBA245AD9932"]) == 50)
+
+            // --zone never overrides the zone a record names.
+            let other = try await cli.run(["import", input, "--zone", "Other", "--create-zones"])
+            #expect(other.exitCode == 65 && other.stderr.contains("leave --zone out"), "\(other)")
+        }
+    }
+
+    @Test("CloudKit's own records are rejected with the option that keeps them; kept, they export unchanged", arguments: TestEngine.all)
+    func systemRecords(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let share = #"{"recordName":"_9f3c1d2e4b5a69788796a5b4c3d2e1f0","recordType":"cloudkit.share","fields":{"cloudkit.title":{"value":"Trip","type":"STRING"}},"zoneID":{"zoneName":"Trips","ownerRecordName":"_0123456789abcdef0123456789abcdef","zoneType":"REGULAR_CUSTOM_ZONE"}}"#
+            let input = try cli.file("share.ndjson", share + "\n")
+            let rejected = try await cli.run(["import", input, "--create-zones", "--owner-as-current-user"])
+            #expect(rejected.exitCode == 1 && rejected.stderr.contains("--keep-system-records"), "\(rejected)")
+            let kept = try await cli.run(["import", input, "--create-zones", "--owner-as-current-user", "--keep-system-records"])
+            #expect(kept.exitCode == 0, "\(kept)")
+            let export = try await cli.run(["export", "--type", "cloudkit.share", "--zone", "Trips", "--quiet"])
+            let record = try JSONLine.object(try #require(export.stdoutLines.first, "\(export)"))
+            #expect(record["recordName"] as? String == "_9f3c1d2e4b5a69788796a5b4c3d2e1f0")
+            #expect(Self.canonical(record["zoneID"]) == Self.canonical(["zoneName": "Trips", "ownerRecordName": "_0123456789abcdef0123456789abcdef", "zoneType": "REGULAR_CUSTOM_ZONE"]))
+            #expect(Self.canonical(record["fields"]) == Self.canonical(["cloudkit.title": ["value": "Trip", "type": "STRING"]]))
+        }
+    }
+
+    @Test("export --assets-dir then import --assets-dir into another store keeps every asset byte-identical; re-importing adds no content", arguments: TestEngine.all)
+    func assetsBetweenStores(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            var lines: [String] = []
+            for i in 0..<6 {
+                _ = try store.writeFile("src/photos/p\(i).jpg", patternBytes(count: 50_000 + i * 1_000, seed: UInt8(i)))
+                lines.append(#"{"recordName":"p\#(i)","recordType":"Photo","fields":{"image":{"value":{"downloadURL":"photos/p\#(i).jpg"},"type":"ASSETID"},"#
+                             + #""extras":{"value":[{"downloadURL":"photos/p0.jpg"},{"downloadURL":"./photos/p\#(i).jpg"}],"type":"ASSETID_LIST"}}}"#)
+            }
+            let input = try cli.file("photos.ndjson", lines.joined(separator: "\n") + "\n")
+            let refused = try await cli.run(["import", input])
+            #expect(refused.exitCode == 1 && refused.stderr.contains("--assets-dir"), "without --assets-dir local paths are refused: \(refused)")
+            let imported = try await cli.run(["import", input, "--assets-dir", store.path("src")])
+            #expect(imported.exitCode == 0, "\(imported)")
+            let info = try await cli.run(["assets", "info"])
+            #expect(info.stdout.hasPrefix("6 content(s)"), "\(info)")
+            let again = try await cli.run(["import", input, "--assets-dir", store.path("src"), "--mode", "forceReplace"])
+            #expect(again.exitCode == 0, "\(again)")
+            #expect(try await cli.run(["assets", "info"]).stdout == info.stdout, "re-importing the same files adds nothing")
+
+            let export = try await cli.run(["export", "--type", "Photo", "--assets-dir", store.path("out"), "--quiet"])
+            #expect(export.exitCode == 0, "\(export)")
+            let exportFile = try cli.file("export.ndjson", export.stdout)
+            var other = try await CLI(store, engine: engine, storeName: "other.sqlite")
+            other.environment["STRATUS_USER"] = "someone-else"
+            let moved = try await other.run(["import", exportFile, "--assets-dir", store.path("out")])
+            #expect(moved.exitCode == 0, "\(moved)")
+            for i in 0..<6 {
+                let output = store.path("got-\(i).jpg")
+                let got = try await other.run(["assets", "get", "p\(i)", "image", "--output", output])
+                #expect(got.exitCode == 0, "\(got)")
+                #expect(FileManager.default.contents(atPath: output) == patternBytes(count: 50_000 + i * 1_000, seed: UInt8(i)), "p\(i)")
+            }
+            let listed = try await other.run(["assets", "get", "p3", "extras", "--index", "1", "--output", store.path("listed.jpg")])
+            #expect(listed.exitCode == 0, "\(listed)")
+            #expect(FileManager.default.contents(atPath: store.path("listed.jpg")) == patternBytes(count: 53_000, seed: 3))
+            #expect(try await other.run(["assets", "info"]).stdout == info.stdout)
+        }
+    }
+
+    @Test("asset paths that leave --assets-dir, links, directories and FIFOs are refused per record; nothing outside is read or changed", arguments: TestEngine.all)
+    func adversarialSources(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let secret = try store.writeFile("private/secret", Data("secret".utf8))
+            chmod(secret.path, 0o600)
+            _ = try store.writeFile("src/ok.bin", Data("ok".utf8))
+            try FileManager.default.createSymbolicLink(atPath: store.path("src/link"), withDestinationPath: secret.path)
+            try FileManager.default.createDirectory(atPath: store.path("src/dir"), withIntermediateDirectories: true)
+            #expect(mkfifo(store.path("src/fifo"), 0o600) == 0)
+            let paths = [secret.path, "../private/secret", "link", "dir", "fifo", "ok.bin"]
+            let lines = paths.enumerated().map { i, path in #"{"recordName":"r\#(i)","recordType":"F","fields":{"f":{"value":{"downloadURL":"\#(path)"},"type":"ASSETID"}}}"# }
+            let rejects = store.path("rejects.ndjson")
+            let result = try await cli.run(["import", try cli.file("bad.ndjson", lines.joined(separator: "\n") + "\n"), "--assets-dir", store.path("src"), "--reject-file", rejects])
+            #expect(result.exitCode == 1, "\(result)")
+            Summary.expectImport(result, imported: 1, failed: 5)
+            let reasons = try RejectLine.read(rejects).map(\.error)
+            for needle in ["absolute", "'..'", "symbolic link", "a directory", "a FIFO"] {
+                #expect(reasons.contains { $0.contains(needle) }, "no rejection says \(needle): \(reasons)")
+            }
+            #expect(try await cli.run(["assets", "info"]).stdout.hasPrefix("1 content(s), 2 bytes"))
+            var info = stat()
+            #expect(stat(secret.path, &info) == 0 && info.st_mode & 0o777 == 0o600)
+        }
+    }
+
+    @Test("imports killed while copying assets leave no record without its content, and after gc no content without a record", arguments: TestEngine.all)
+    func killedAssetImports(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let count = 120
+            var lines: [String] = []
+            for i in 0..<count {
+                _ = try store.writeFile("src/a\(i).bin", patternBytes(count: 64_000 + i, seed: UInt8(i % 251)))
+                lines.append(#"{"recordName":"a\#(i)","recordType":"Blob","fields":{"data":{"value":{"downloadURL":"a\#(i).bin"},"type":"ASSETID"}}}"#)
+            }
+            let input = try cli.file("blobs.ndjson", lines.joined(separator: "\n") + "\n")
+            try await cli.createStore()
+            for (round, delay) in [40, 120, 250].enumerated() {
+                let running = try cli.start(["import", input, "--assets-dir", store.path("src"), "--batch-size", "10", "--mode", "forceReplace"])
+                try await Task.sleep(for: .milliseconds(delay))
+                running.signal(SIGKILL)
+                let ended = await running.wait()
+                let collected = try await cli.run(["assets", "gc"])
+                #expect(collected.exitCode == 0, "round \(round): \(collected)")
+                // Every stored record's content is there, and the store holds nothing else.
+                let export = try await cli.run(["export", "--type", "Blob", "--assets-dir", store.path("out-\(round)"), "--quiet"])
+                #expect(export.exitCode == 0, "round \(round): \(export)")
+                let records = try JSONLine.objects(export.stdout)
+                for record in records {
+                    let name = try #require(record["recordName"] as? String)
+                    let i = try #require(Int(name.dropFirst()))
+                    let file = try #require((JSONLine.field(record, "data")?["value"] as? [String: Any])?["downloadURL"] as? String)
+                    #expect(FileManager.default.contents(atPath: store.path("out-\(round)/\(file)")) == patternBytes(count: 64_000 + i, seed: UInt8(i % 251)), "round \(round): \(name)")
+                }
+                let info = try await cli.run(["assets", "info"])
+                #expect(info.stdout.hasPrefix("\(records.count) content(s)"), "round \(round) (\(ended.signalled ? "killed" : "finished")): \(info.stdout)")
+            }
+            let finished = try await cli.run(["import", input, "--assets-dir", store.path("src")])
+            #expect(finished.exitCode == 0, "\(finished)")
+            let info = try await cli.run(["assets", "info"])
+            #expect(info.stdout.hasPrefix("\(count) content(s)"), "\(info)")
+            _ = try await cli.run(["import", input, "--assets-dir", store.path("src"), "--mode", "forceReplace"])
+            #expect(try await cli.run(["assets", "info"]).stdout == info.stdout, "re-importing adds no content")
+        }
+    }
+
+    @Test("a CloudKit asset without content: the record reads, assets get is exit 66, attach gives it the downloaded file", arguments: TestEngine.all)
+    func remoteAssetsAndAttach(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let content = patternBytes(count: 4_096, seed: 9)
+            let record = #"{"recordName":"m1","recordType":"CPLMaster","fields":{"res":{"value":{"fileChecksum":"AV4xs/+kT2","size":4096,"wrappingKey":"wk==","referenceChecksum":"rc","downloadURL":"https://cvws.icloud-content.com/B/AV4x/${f}?o=1"},"type":"ASSETID"}}}"#
+            let input = try cli.file("remote.ndjson", record + "\n")
+            #expect(try await cli.run(["import", input]).exitCode == 0)
+            let before = try await cli.run(["export", "--type", "CPLMaster", "--quiet"])
+            let exportedValue = JSONLine.field(try JSONLine.object(try #require(before.stdoutLines.first)), "res")?["value"]
+            #expect(Self.canonical(exportedValue) == Self.canonical(JSONLine.field(try JSONLine.object(record), "res")?["value"]), "kept as it came")
+            let missing = try await cli.run(["assets", "get", "m1", "res"])
+            #expect(missing.exitCode == 66 && missing.stderr.contains("assetNotAvailable"), "\(missing)")
+
+            // Downloaded files named by the checksum in base64url.
+            _ = try store.writeFile("downloads/AV4xs_-kT2", content)
+            let attached = try await cli.run(["assets", "attach", store.path("downloads")])
+            #expect(attached.exitCode == 0 && attached.stderr.contains("attached 1"), "\(attached)")
+            let got = try await cli.run(["assets", "get", "m1", "res", "--output", store.path("got.bin")])
+            #expect(got.exitCode == 0, "\(got)")
+            #expect(FileManager.default.contents(atPath: store.path("got.bin")) == content)
+        }
+    }
+}
