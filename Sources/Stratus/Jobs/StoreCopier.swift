@@ -363,7 +363,7 @@ public final class StoreCopier: Sendable {
     /// Writes records as they are (system fields and change tags kept); answers the records
     /// that failed.
     private func save(_ records: [Record], into database: Database) async throws -> [Record.ID: StratusError] {
-        let op = ModifyRecordsOperation(recordsToSave: records)
+        let op = ModifyRecordsOperation(recordsToSave: records.map(Self.carryingAssetContent))
         op.writeMode = .forceReplace
         op.preservesSystemFields = true
         op.isAtomic = false
@@ -381,6 +381,31 @@ public final class StoreCopier: Sendable {
             return op
         }
         return failures.items.first ?? [:]
+    }
+
+    /// `record` with each asset the source stores read again from the source's content file,
+    /// so that the destination stores the content (a stored asset names content by an
+    /// identifier only its own store holds); CloudKit metadata, system fields, encrypted keys
+    /// and the JSON the record came as stay.
+    static func carryingAssetContent(_ record: Record) -> Record {
+        let contents = record.contents
+        var fields = contents.fields
+        var changed = false
+        func fromSource(_ asset: Asset) -> Asset {
+            guard asset.storedIdentifier != nil else { return asset }
+            changed = true
+            return Asset(fileURL: asset.fileURL, storedIdentifier: nil, size: nil, source: nil).withMetadata(of: asset, size: asset.size)
+        }
+        for (key, value) in contents.fields {
+            switch value {
+            case .asset(let asset): fields[key] = .asset(fromSource(asset))
+            case .assetList(let assets): fields[key] = .assetList(assets.map(fromSource))
+            default: break
+            }
+        }
+        guard changed else { return record }
+        return Record(recordType: record.recordType, recordID: record.recordID, systemFields: contents.system, fields: fields,
+                      parent: contents.parent, encryptedKeys: contents.encryptedKeys, jsonExtras: contents.extras)
     }
 
     /// Record names and types in the stores' order: by their UTF-8 bytes.
