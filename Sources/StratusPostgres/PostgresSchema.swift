@@ -13,8 +13,12 @@ import Foundation
 /// Tables are created in the connection's current schema (the first of its `search_path`).
 /// `meta` holds the schema version and the store's identity; upgrades run under an advisory
 /// lock, so that two processes starting on an empty database do not race.
+///
+/// Version 3 adds subscriptions and notification feeds (``subscriptions``): new tables only,
+/// created with `IF NOT EXISTS`, so the step applies after any earlier one (version 2 is the
+/// environments and user names step).
 enum PostgresSchema {
-    static let version = 1
+    static let version = 3
 
     /// The key of the advisory lock taken while the tables are created or upgraded.
     static let migrationLock: Int64 = 0x5354_5241_5455_5331   // "STRATUS1"
@@ -122,9 +126,56 @@ enum PostgresSchema {
         );
         """
 
+    /// Subscriptions and notification feeds (version 3), as SQLite's store keeps them: a
+    /// database's subscriptions and their version (`subscription_state`), and each user's feed
+    /// per container. A feed's row (`notification_feeds.seq`) is locked by the transaction that
+    /// takes places in it until that transaction commits, so places follow commit order.
+    static let subscriptions = """
+        CREATE TABLE IF NOT EXISTS subscriptions(
+            container text COLLATE "C" NOT NULL,
+            db smallint NOT NULL,
+            owner text COLLATE "C" NOT NULL,
+            subscriber text COLLATE "C" NOT NULL,
+            subscription_id text COLLATE "C" NOT NULL,
+            record_type text COLLATE "C",
+            zone_name text COLLATE "C",
+            zone_owner text COLLATE "C",
+            definition text NOT NULL,
+            PRIMARY KEY(container, db, owner, subscriber, subscription_id)
+        );
+        CREATE TABLE IF NOT EXISTS subscription_state(
+            container text COLLATE "C" NOT NULL,
+            db smallint NOT NULL,
+            owner text COLLATE "C" NOT NULL,
+            version bigint NOT NULL DEFAULT 0,
+            PRIMARY KEY(container, db, owner)
+        );
+        CREATE TABLE IF NOT EXISTS notification_feeds(
+            container text COLLATE "C" NOT NULL,
+            subscriber text COLLATE "C" NOT NULL,
+            seq bigint NOT NULL DEFAULT 0,
+            history_start bigint NOT NULL DEFAULT 0,
+            PRIMARY KEY(container, subscriber)
+        );
+        CREATE TABLE IF NOT EXISTS notifications(
+            container text COLLATE "C" NOT NULL,
+            subscriber text COLLATE "C" NOT NULL,
+            seq bigint NOT NULL,
+            created_at double precision NOT NULL,
+            read boolean NOT NULL DEFAULT false,
+            payload text NOT NULL,
+            PRIMARY KEY(container, subscriber, seq)
+        );
+        """
+
+    /// The channel writers `NOTIFY` when they append to a feed; the payload names the store
+    /// and the feed (see `PostgresEngine.feedChannelPayload`).
+    static let notificationChannel = "stratus_notifications"
+
     /// The tables whose rows belong to a database owner (`owner`: empty for the public
     /// database), which row-level security restricts.
-    static let ownedTables = ["zones", "records", "tombstones", "refs", "record_tokens", "database_history", "zone_tombstones", "assets"]
+    static let ownedTables = ["zones", "records", "tombstones", "refs", "record_tokens", "database_history", "zone_tombstones", "assets",
+                              "subscriptions", "subscription_state"]
 
     /// The SQL an administrator (the role that owns the store's tables) runs once so that each
     /// Stratus user is a PostgreSQL role, member of `group`, which reaches the public database's
@@ -142,6 +193,22 @@ enum PostgresSchema {
             GRANT SELECT ON meta, record_types TO \(role);
             GRANT SELECT, INSERT, UPDATE, DELETE ON job_progress TO \(role);
             GRANT USAGE, SELECT ON SEQUENCE zone_ids TO \(role);
+
+            """
+        sql += """
+            -- Writers append to any user's feed (a public record can fire anyone's subscription);
+            -- a feed's counters are shared, its notifications read and changed by their subscriber only.
+            GRANT SELECT, INSERT, UPDATE ON notification_feeds TO \(role);
+            GRANT SELECT, INSERT, UPDATE, DELETE ON notifications TO \(role);
+            ALTER TABLE notifications ENABLE ROW LEVEL SECURITY;
+            DROP POLICY IF EXISTS stratus_append ON notifications;
+            CREATE POLICY stratus_append ON notifications FOR INSERT TO \(role) WITH CHECK (true);
+            DROP POLICY IF EXISTS stratus_subscriber ON notifications;
+            CREATE POLICY stratus_subscriber ON notifications FOR SELECT TO \(role) USING (stratus_owns(subscriber));
+            DROP POLICY IF EXISTS stratus_subscriber_update ON notifications;
+            CREATE POLICY stratus_subscriber_update ON notifications FOR UPDATE TO \(role) USING (stratus_owns(subscriber));
+            DROP POLICY IF EXISTS stratus_subscriber_delete ON notifications;
+            CREATE POLICY stratus_subscriber_delete ON notifications FOR DELETE TO \(role) USING (stratus_owns(subscriber));
 
             """
         for table in ownedTables {

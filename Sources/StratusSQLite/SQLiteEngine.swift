@@ -92,6 +92,7 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
             // and brings stores made by earlier builds of the same version up to date.
             try connection.execute(SQLiteSchema.create)
             try connection.execute(SQLiteSchema.indexing)
+            try connection.execute(SQLiteSchema.subscriptions)
             let columns = try addMissingColumns(on: connection)
             if found < SQLiteSchema.version || !columns.contains("change_key") {
                 connection.resetActiveStatements()   // DROP TABLE needs no statement of this connection running

@@ -18,9 +18,12 @@
 ///   so documents no longer carry an ASCII lowercase copy of each string. Opening an older store
 ///   rebuilds its records table and schema indexes (``upgrade(from:)``);
 /// - version 4 folds case fully for string equality (``Stratus/QueryRules/equalityKey(_:)``:
-///   `ß` is `ss`): documents with non-ASCII text get their folded copies again on upgrade.
+///   `ß` is `ss`): documents with non-ASCII text get their folded copies again on upgrade;
+/// - version 6 adds subscriptions and notification feeds (``subscriptions``): new tables only,
+///   created by `CREATE … IF NOT EXISTS` on open, so the step applies after any earlier one
+///   (version 5 is the environments and user names step).
 enum SQLiteSchema {
-    static let version: Int64 = 4
+    static let version: Int64 = 6
 
     /// Bits of a record's `change_key` that hold its zone's change sequence; the zone row is
     /// in the bits above. Rows of one zone thus lie together in change order, so that reading
@@ -138,10 +141,54 @@ enum SQLiteSchema {
         CREATE INDEX IF NOT EXISTS record_tokens_by_record ON record_tokens(zone_id, record_name);
         """
 
+    /// Subscriptions and notification feeds (version 6). Subscriptions are keyed by their
+    /// database (container, database, owner: empty for the public database) and subscriber;
+    /// `subscription_state` holds each database's subscription version, which every change of
+    /// its subscriptions moves. A feed (`notification_feeds`) is one user's in one container:
+    /// `seq` is the last place taken (under the writer lock, so places follow commit order),
+    /// `history_start` the newest place compaction removed.
+    static let subscriptions = """
+        CREATE TABLE IF NOT EXISTS subscriptions(
+            container TEXT NOT NULL,
+            db INTEGER NOT NULL,
+            owner TEXT NOT NULL,
+            subscriber TEXT NOT NULL,
+            subscription_id TEXT NOT NULL,
+            record_type TEXT,
+            zone_name TEXT,
+            zone_owner TEXT,
+            definition TEXT NOT NULL,
+            PRIMARY KEY(container, db, owner, subscriber, subscription_id)
+        ) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS subscription_state(
+            container TEXT NOT NULL,
+            db INTEGER NOT NULL,
+            owner TEXT NOT NULL,
+            version INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY(container, db, owner)
+        ) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS notification_feeds(
+            container TEXT NOT NULL,
+            subscriber TEXT NOT NULL,
+            seq INTEGER NOT NULL DEFAULT 0,
+            history_start INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY(container, subscriber)
+        ) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS notifications(
+            container TEXT NOT NULL,
+            subscriber TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            created_at REAL NOT NULL,
+            read INTEGER NOT NULL DEFAULT 0,
+            payload TEXT NOT NULL,
+            PRIMARY KEY(container, subscriber, seq)
+        ) WITHOUT ROWID;
+        """
+
     /// Every table and index the statements above create.
     static let objectNames: Set<String> = {
         var names: Set<String> = []
-        for statement in [create, indexing] {
+        for statement in [create, indexing, subscriptions] {
             var rest = Substring(statement)
             while let range = rest.range(of: "IF NOT EXISTS ") {
                 rest = rest[range.upperBound...]

@@ -33,6 +33,9 @@ public final class ServerChangeToken: NSObject, Codable, Sendable {
     /// The zone whose history this is a place in; `nil` for a database token.
     public let zoneID: RecordZone.ID?
     let position: ChangePosition
+    /// `true` for a place in a user's notification feed (``FetchNotificationChangesOperation``),
+    /// which spans the container's databases; absent from other tokens.
+    let notificationFeed: Bool?
 
     static let prefix = "stk1_"
 
@@ -42,6 +45,19 @@ public final class ServerChangeToken: NSObject, Codable, Sendable {
         self.owner = context.storageOwner
         self.zoneID = zoneID.map(context.canonical)
         self.position = position
+        self.notificationFeed = nil
+        super.init()
+    }
+
+    /// A place in a notification feed. Its ``databaseScope`` is `.private`: the feed spans the
+    /// container's databases.
+    init(feed: NotificationFeedID, position: ChangePosition) {
+        self.containerIdentifier = feed.containerIdentifier
+        self.databaseScope = .private
+        self.owner = feed.subscriber
+        self.zoneID = nil
+        self.position = position
+        self.notificationFeed = true
         super.init()
     }
 
@@ -51,6 +67,7 @@ public final class ServerChangeToken: NSObject, Codable, Sendable {
         self.owner = token.owner
         self.zoneID = token.zoneID
         self.position = token.position
+        self.notificationFeed = token.notificationFeed
         super.init()
     }
 
@@ -82,7 +99,7 @@ public final class ServerChangeToken: NSObject, Codable, Sendable {
     public override func isEqual(_ object: Any?) -> Bool {
         guard let other = object as? ServerChangeToken else { return false }
         return containerIdentifier == other.containerIdentifier && databaseScope == other.databaseScope && owner == other.owner
-            && zoneID == other.zoneID && position == other.position
+            && zoneID == other.zoneID && position == other.position && notificationFeed == other.notificationFeed
     }
 
     public override var hash: Int {
@@ -96,7 +113,8 @@ public final class ServerChangeToken: NSObject, Codable, Sendable {
     }
 
     public override var description: String {
-        "ServerChangeToken(\(zoneID.map { "zone \($0.zoneName)" } ?? "database") at \(position.sequence))"
+        let history = notificationFeed == true ? "notifications" : zoneID.map { "zone \($0.zoneName)" } ?? "database"
+        return "ServerChangeToken(\(history) at \(position.sequence))"
     }
 
     /// The engine position, once the token is known to belong to `zoneID` (a zone token) or to
@@ -106,6 +124,9 @@ public final class ServerChangeToken: NSObject, Codable, Sendable {
         let mine = "\(containerIdentifier)/\(databaseScope)" + (owner.isEmpty ? "" : " (\(owner))")
         func expired(_ reason: String) -> StratusError {
             StratusError(.changeTokenExpired, "\(reason); fetch again without a token", zoneID: zoneID)
+        }
+        guard notificationFeed != true else {
+            throw expired("a notification token cannot fetch changes of a zone or database")
         }
         guard containerIdentifier == context.containerIdentifier, databaseScope == context.scope, owner == context.storageOwner else {
             throw expired("the change token belongs to the database \(mine), not to \(context)")
@@ -126,5 +147,21 @@ extension DatabaseContext {
     /// name, so that `__defaultOwner__` and the user's name mean the same zone.
     func canonical(_ zoneID: RecordZone.ID) -> RecordZone.ID {
         zoneID.ownerName == userName ? RecordZone.ID(zoneName: zoneID.zoneName) : zoneID
+    }
+}
+
+extension ServerChangeToken {
+    /// The feed position, once the token is known to be a place in `feed`.
+    ///
+    /// - Throws: `changeTokenExpired` for a zone or database token, or another user's or
+    ///   container's feed.
+    func notificationPosition(in feed: NotificationFeedID) throws(StratusError) -> ChangePosition {
+        guard notificationFeed == true else {
+            throw StratusError(.changeTokenExpired, "a zone or database change token cannot fetch notifications; fetch again without a token")
+        }
+        guard containerIdentifier == feed.containerIdentifier, owner == feed.subscriber else {
+            throw StratusError(.changeTokenExpired, "the notification token belongs to the notifications of \(owner) in \(containerIdentifier), not to \(feed); fetch again without a token")
+        }
+        return position
     }
 }
