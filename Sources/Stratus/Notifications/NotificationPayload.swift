@@ -117,7 +117,7 @@ struct NotificationPayload: Decodable {
         }
         guard let type = StratusNotification.NotificationType(rawValue: payload.type) else { throw damaged("unknown type \(payload.type)") }
         var parts = StratusNotification.Parts(
-            type: type, id: StratusNotification.ID(store: store, sequence: stored.sequence), containerIdentifier: feed.containerIdentifier,
+            type: type, id: StratusNotification.ID(store: store, feed: feed, sequence: stored.sequence), containerIdentifier: feed.containerIdentifier,
             subscriber: feed.subscriber, subscriptionID: payload.subscription, creationDate: stored.createdAt, alert: payload.alert ?? .init(),
             feedSequence: stored.sequence)
         let scope = payload.scope.flatMap(Database.Scope.init(rawValue:)) ?? .private
@@ -139,7 +139,7 @@ struct NotificationPayload: Decodable {
             return DatabaseNotification(parts: parts, scope: scope)
         case .readNotification:
             guard let read = payload.read else { throw damaged("a read mark without the notification it marks") }
-            parts.id = StratusNotification.ID(store: store, sequence: read)
+            parts.id = StratusNotification.ID(store: store, feed: feed, sequence: read)
             return StratusNotification(parts: parts)
         }
     }

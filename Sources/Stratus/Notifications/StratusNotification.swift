@@ -49,12 +49,20 @@ public class StratusNotification: NSObject, @unchecked Sendable {
     public struct ID: Hashable, Sendable, Codable, CustomStringConvertible {
         /// Which store's feed (a store copied elsewhere is another).
         let store: String
+        /// Whose feed: its container and subscriber.
+        let feed: String
         /// The notification's place in the feed: feeds number notifications in commit order.
         public let sequence: Int64
 
-        init(store: String, sequence: Int64) {
+        init(store: String, feed: NotificationFeedID, sequence: Int64) {
             self.store = store
+            self.feed = feed.containerIdentifier + "\u{1F}" + feed.subscriber
             self.sequence = sequence
+        }
+
+        /// Whether the ID names a place in `feed` of `store`.
+        func belongs(to feed: NotificationFeedID, store: String) -> Bool {
+            self.store == store && self.feed == feed.containerIdentifier + "\u{1F}" + feed.subscriber
         }
 
         public var description: String { String(sequence) }

@@ -73,7 +73,10 @@ final class SubscriptionIndex: Sendable {
         var buckets: [String: TypeBucket] = [:]
         var changes: [ChangeEntry] = []
         var watchers: Set<RecordZone.ID?> = []
-        for stored in set.subscriptions {
+        // A write's notifications come in subscription order (subscriber, then ID), whatever
+        // order the store answered in; zone notifications before database notifications.
+        let ordered = set.subscriptions.sorted { ($0.subscriber, $0.subscriptionID) < ($1.subscriber, $1.subscriptionID) }
+        for stored in ordered {
             let definition = try SubscriptionDefinition.decode(stored.definition, id: stored.subscriptionID)
             let key = SubscriptionKey(subscriber: stored.subscriber, subscriptionID: stored.subscriptionID)
             let zoneID = definition.zoneID.map(context.canonical)
@@ -102,7 +105,7 @@ final class SubscriptionIndex: Sendable {
         }
         self.queries = queries
         self.buckets = buckets
-        self.changeEntries = changes
+        self.changeEntries = changes.filter { $0.type == .recordZone } + changes.filter { $0.type == .database }
         self.deletionWatchers = watchers
     }
 

@@ -33,7 +33,7 @@ public final class MarkNotificationsReadOperation: DatabaseOperation, @unchecked
         func unknown(_ id: StratusNotification.ID) -> StratusError {
             StratusError(.unknownItem, "notification \(id) is not in \(feed) (from another store, or removed by compaction)")
         }
-        let ours = notificationIDs.filter { $0.store == store }
+        let ours = notificationIDs.filter { $0.belongs(to: feed, store: store) }
         var marks: [NotificationReadMark] = []
         var seen: Set<Int64> = []
         for id in ours where seen.insert(id.sequence).inserted {
@@ -42,7 +42,7 @@ public final class MarkNotificationsReadOperation: DatabaseOperation, @unchecked
         if isCancelled { return StratusError.cancelled("MarkNotificationsReadOperation", completed: 0) }
         let found = marks.isEmpty ? [] : try withRetry { try engine.markNotificationsRead(marks, in: feed) }
         for id in notificationIDs {
-            if id.store == store && found.contains(id.sequence) {
+            if id.belongs(to: feed, store: store) && found.contains(id.sequence) {
                 marked.append(id)
                 perNotificationIDResultBlock?(id, .success(()))
             } else {
