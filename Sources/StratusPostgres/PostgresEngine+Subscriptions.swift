@@ -99,6 +99,15 @@ extension PostgresEngine {
         }
     }
 
+    @_spi(StratusEngine)
+    public func notificationFeedEnd(_ feed: NotificationFeedID) throws -> ChangePosition {
+        try readTransaction(mayLag: false) { connection in
+            let current = try connection.query("SELECT seq FROM notification_feeds WHERE container = $1 AND subscriber = $2",
+                                               [.text(feed.containerIdentifier), .text(feed.subscriber)]).first?.int64(0) ?? 0
+            return ChangePosition(incarnation: identity, sequence: current)
+        }
+    }
+
     /// What a writer's `NOTIFY` says: which store and which feed.
     func feedChannelPayload(_ feed: NotificationFeedID) -> String {
         identity + "\u{1F}" + feed.containerIdentifier + "\u{1F}" + feed.subscriber

@@ -102,6 +102,12 @@ extension SQLiteEngine {
         }
     }
 
+    @_spi(StratusEngine) public func notificationFeedEnd(_ feed: NotificationFeedID) throws -> ChangePosition {
+        try readTransaction { connection in
+            ChangePosition(incarnation: try storeIdentity(on: connection), sequence: try Self.feedState(feed, on: connection).current)
+        }
+    }
+
     /// A feed's last place taken and the newest place compaction removed (0 and 0 for a new feed).
     static func feedState(_ feed: NotificationFeedID, on connection: SQLiteConnection) throws -> (current: Int64, start: Int64) {
         let select = try connection.statement("SELECT seq, history_start FROM notification_feeds WHERE container = ? AND subscriber = ?")

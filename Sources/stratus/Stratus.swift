@@ -10,6 +10,7 @@ struct StratusCommand {
         [
             QueryCommand.self, GetCommand.self, CountCommand.self, ZonesCommand.self, ChangesCommand.self,
             ImportCommand.self, ExportCommand.self, DeleteCommand.self,
+            SubscriptionsCommand.self, NotificationsCommand.self, WatchCommand.self,
         ]
     }
 

@@ -129,6 +129,9 @@ public protocol StorageEngine: AnyObject, Sendable {
     ///   before its retained part (compacted).
     @_spi(StratusEngine) func fetchNotifications(in feed: NotificationFeedID, after position: ChangePosition?, limit: Int) throws -> NotificationBatch
 
+    /// Where a feed ends now: the position after its last notification.
+    @_spi(StratusEngine) func notificationFeedEnd(_ feed: NotificationFeedID) throws -> ChangePosition
+
     /// Marks notifications of a feed read in one transaction, appending each mark's entry for
     /// the notifications not read before. Answers the sequences that exist in the feed.
     @_spi(StratusEngine) func markNotificationsRead(_ marks: [NotificationReadMark], in feed: NotificationFeedID) throws -> Set<Int64>

@@ -194,6 +194,10 @@ extension StorageEngine {
         throw Self.keepsNoSubscriptions
     }
 
+    @_spi(StratusEngine) public func notificationFeedEnd(_ feed: NotificationFeedID) throws -> ChangePosition {
+        throw Self.keepsNoSubscriptions
+    }
+
     @_spi(StratusEngine) public func markNotificationsRead(_ marks: [NotificationReadMark], in feed: NotificationFeedID) throws -> Set<Int64> {
         throw Self.keepsNoSubscriptions
     }

@@ -181,6 +181,20 @@ public final class NotificationFeed: Sendable {
         return stream
     }
 
+    /// A token at the feed's end now: following from it delivers only notifications committed later.
+    ///
+    /// ```swift
+    /// let fromNow = try await feed.currentToken()
+    /// ```
+    ///
+    /// - Throws: a store error.
+    public func currentToken() async throws -> ServerChangeToken {
+        try await database.engineCall { engine, context in
+            let feed = context.notificationFeed
+            return ServerChangeToken(feed: feed, position: try engine.notificationFeedEnd(feed))
+        }
+    }
+
     /// One batch of notifications after `token`, in commit order; task cancellation cancels
     /// the fetch.
     ///
