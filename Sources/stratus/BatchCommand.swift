@@ -4,8 +4,9 @@ import Foundation
 ///
 /// The command runs as `/bin/sh -c COMMAND`, with the tool's stdout and stderr, and with
 /// `STRATUS_BATCH_FIRST` and `STRATUS_BATCH_LAST` (the feed places of the batch's first and
-/// last notification: a batch delivered again has the same ones) and `STRATUS_BATCH_COUNT` in
-/// its environment. The batch counts as applied only when the command exits 0.
+/// last notification: a batch delivered again starts at the same one) and
+/// `STRATUS_BATCH_COUNT` in its environment. The batch counts as applied only when the
+/// command exits 0.
 struct BatchCommand {
     let command: String
 

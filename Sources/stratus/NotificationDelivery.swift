@@ -20,9 +20,9 @@ final class NotificationDelivery {
             """, default: "stdout, at least once"),
         Option("--exec", "COMMAND", """
             run /bin/sh -c COMMAND for each batch with the batch as NDJSON on its stdin, and \
-            STRATUS_BATCH_FIRST, STRATUS_BATCH_LAST (the batch's first and last feed places, the same \
-            when a batch comes again) and STRATUS_BATCH_COUNT in its environment; the token moves only \
-            when COMMAND exits 0, else the run stops with exit 75 and the batch comes again
+            STRATUS_BATCH_FIRST, STRATUS_BATCH_LAST (the batch's first and last "sequence") and \
+            STRATUS_BATCH_COUNT in its environment; the token moves only when COMMAND exits 0, else \
+            the run stops with exit 75 and the batch comes again
             """, default: "none"),
         Option("--batch", "N", "notifications per batch and commit", default: "1000"),
     ]

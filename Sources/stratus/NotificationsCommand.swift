@@ -23,9 +23,10 @@ struct NotificationsCommand: Command {
         Without --output, notifications go to stdout at least once: a run killed after writing a
         batch but before moving the token writes that batch again on the next run. With --output
         nothing is repeated. With --exec a batch is handed to the command until it exits 0; a
-        run killed while the command runs hands it the same batch again (same
-        STRATUS_BATCH_FIRST and STRATUS_BATCH_LAST), so a command that skips batches it has
-        applied sees each notification once.
+        run killed while the command runs hands it that batch again (starting with the same
+        notification, STRATUS_BATCH_FIRST, perhaps with more after it). "sequence" grows from
+        line to line, so a command that remembers the last sequence it applied and skips lines
+        at or below it sees each notification once.
 
         compact removes notifications older than N days from every feed of the store; tokens from
         before them then expire (the store also compacts on its own, keeping its tombstone
@@ -34,7 +35,7 @@ struct NotificationsCommand: Command {
     static let options: [Option] = [
         Option("--token-file", "FILE", "where the token is kept between runs (locked while running)", default: "none; required"),
     ] + NotificationDelivery.options + [
-        Option("--limit", "N", "stop after about N notifications; the next run continues", default: "no limit"),
+        Option("--limit", "N", "stop after the batch that reaches N notifications; the next run continues", default: "no limit"),
         Option("--keep-days", "N", "compact: keep notifications of the last N days", default: "none; required by compact"),
     ]
     static let exitNotes: String? = """

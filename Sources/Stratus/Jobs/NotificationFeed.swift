@@ -16,9 +16,10 @@ import Synchronization
 ///
 /// Notifications come in commit order (a write's notifications together). The token is saved
 /// only after `apply` returned, so a run stopped anywhere (a kill included) delivers the
-/// unsaved batch again and nothing else twice; a batch delivered again is the same batch
-/// (the same notifications, the same first and last ``StratusNotification/feedSequence``) as
-/// long as the batch size is the same.
+/// unsaved batch again and nothing else twice. A batch delivered again starts with the same
+/// notification and may hold more (what committed since); every notification's
+/// ``StratusNotification/feedSequence`` is larger than those before it, so a consumer that
+/// remembers the last one it applied can skip what it has seen.
 public final class NotificationFeed: Sendable {
     /// One batch of notifications and the token after it.
     public struct Batch: Sendable {
@@ -95,7 +96,8 @@ public final class NotificationFeed: Sendable {
     /// try await feed.run(tokens: tokenFile, limit: 10_000) { batch in try output.append(batch) }
     /// ```
     ///
-    /// - Parameter limit: stop after about this many notifications (the next run continues).
+    /// - Parameter limit: stop after the batch that reaches this many notifications (the next
+    ///   run continues).
     /// - Throws: `changeTokenExpired` (start again without a token), what `apply` or the token
     ///   store throws.
     public func run(tokens: some ChangeTokenStore, limit: Int? = nil, apply: (Batch) async throws -> Void) async throws -> Summary {
@@ -107,7 +109,8 @@ public final class NotificationFeed: Sendable {
                 summary.end = .limitReached
                 break
             }
-            let batch = try await nextBatch(after: token, limit: min(batchSize, limit - summary.notifications))
+            // Whole batches only, so that a batch delivered again is the same batch.
+            let batch = try await nextBatch(after: token, limit: batchSize)
             try await deliver(batch, to: apply, tokens: tokens, previous: token, summary: &summary)
             token = batch.token
             guard batch.moreComing else { break }
