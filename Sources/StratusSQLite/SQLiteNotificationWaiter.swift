@@ -19,6 +19,9 @@ final class SQLiteNotificationWaiter: NotificationWaiter, @unchecked Sendable {
     /// - Throws: `badContainer` when the store cannot be opened.
     init(path: String) throws {
         let connection = try SQLiteConnection(path: path, create: false, busyTimeoutMilliseconds: 5_000)
+        // Opening leaves its journal-mode check positioned on its row, which would hold a read
+        // transaction open for good: the data version would then never move.
+        connection.resetActiveStatements()
         self.connection = connection
         lastVersion = try Self.dataVersion(on: connection)
     }

@@ -1,5 +1,5 @@
 import Foundation
-import Stratus
+@_spi(StratusEngine) import Stratus
 import Testing
 
 /// The subscription and notification behaviour every ``StorageEngine`` must show, as named
@@ -472,6 +472,7 @@ public enum SubscriptionConformance {
         TestCase("feed: marking read appends readNotification entries once; unknown IDs are unknownItem", markRead),
         TestCase("feed: compaction removes old notifications and expires older tokens", compaction),
         TestCase("feed: updates follow new notifications as they commit", followLive),
+        TestCase("feed: a commit wakes a waiting follower instead of leaving it to its timeout", commitWakesWaiter),
     ]
 
     static func feedOrderAndTokens(_ env: Environment) async throws {
@@ -596,5 +597,21 @@ public enum SubscriptionConformance {
         try await writer.value
         #expect(seen == ["before"] + (0..<5).map { "live-\($0)" })
         #expect(try await described(container, since: token).isEmpty)
+    }
+
+    /// What `stratus watch` rests on: a waiter opened before a commit reports it. A waiter that
+    /// misses commits answers false only when its (long) timeout ends, and the case fails.
+    static func commitWakesWaiter(_ env: Environment) async throws {
+        let container = env.container()
+        let database = container.publicCloudDatabase
+        try await database.save(try query("all", "Item", "TRUEPREDICATE"))
+        let feed = DatabaseContext(containerIdentifier: Environment.containerIdentifier, scope: .public, userName: "alice").notificationFeed
+        let waiter = try env.engine.openNotificationWaiter(for: feed)
+        defer { waiter.close() }
+        for i in 0..<2 {
+            _ = try await database.save(makeRecord("Item", "woken-\(i)"))
+            let woken = try await Task.detached { try waiter.wait(timeout: 120) }.value
+            #expect(woken, "commit \(i) woke the waiter")
+        }
     }
 }
