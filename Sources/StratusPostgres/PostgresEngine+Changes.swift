@@ -140,5 +140,7 @@ extension PostgresEngine {
         guard due else { return }
         let cutoff = Date(timeIntervalSinceNow: -Double(retention.components.seconds))
         _ = try? writeTransaction { connection in try compact(nil, deletedBefore: cutoff, on: connection) }
+        // Notifications are kept as long as tombstones; their own transaction takes no zone lock.
+        _ = try? writeTransaction { connection in try compactNotifications(createdBefore: cutoff, on: connection) }
     }
 }

@@ -93,6 +93,7 @@ public final class PostgresEngine: StorageEngine, Sendable {
         return try pool.withTransaction { connection in
             try connection.execute("SELECT pg_advisory_xact_lock($1)", [.int64(PostgresSchema.migrationLock)])
             try connection.executeScript(PostgresSchema.create)
+            try connection.executeScript(PostgresSchema.subscriptions)
             let found = try connection.query("SELECT value FROM meta WHERE key = 'version'").first.flatMap { try $0.text(0) }.flatMap { Int($0) }
             if let found, found > PostgresSchema.version {
                 throw StratusError(.badDatabase, "the store's tables have version \(found); this Stratus reads up to \(PostgresSchema.version). Use a newer Stratus.")

@@ -24,8 +24,11 @@ import Foundation
 /// records name which content) and `asset_holds` (content a writer is about to name). The
 /// upgrade moves the `assets` rows of earlier versions (one per save, named by UUIDs) into that
 /// form and rewrites the documents that named them (``PostgresEngine/upgradeAssetStore(on:)``).
+///
+/// Version 4 adds subscriptions and notification feeds (``subscriptions``): new tables only,
+/// created with `IF NOT EXISTS`, so the step applies after any earlier one.
 enum PostgresSchema {
-    static let version = 3
+    static let version = 4
     /// The version the asset step brought.
     static let assetStoreVersion = 3
 
@@ -200,10 +203,57 @@ enum PostgresSchema {
         DROP FUNCTION pg_temp.stratus_user_name(text, text);
         """
 
+    /// Subscriptions and notification feeds (version 3), as SQLite's store keeps them: a
+    /// database's subscriptions and their version (`subscription_state`), and each user's feed
+    /// per container. A feed's row (`notification_feeds.seq`) is locked by the transaction that
+    /// takes places in it until that transaction commits, so places follow commit order.
+    static let subscriptions = """
+        CREATE TABLE IF NOT EXISTS subscriptions(
+            container text COLLATE "C" NOT NULL,
+            db smallint NOT NULL,
+            owner text COLLATE "C" NOT NULL,
+            subscriber text COLLATE "C" NOT NULL,
+            subscription_id text COLLATE "C" NOT NULL,
+            record_type text COLLATE "C",
+            zone_name text COLLATE "C",
+            zone_owner text COLLATE "C",
+            definition text NOT NULL,
+            PRIMARY KEY(container, db, owner, subscriber, subscription_id)
+        );
+        CREATE TABLE IF NOT EXISTS subscription_state(
+            container text COLLATE "C" NOT NULL,
+            db smallint NOT NULL,
+            owner text COLLATE "C" NOT NULL,
+            version bigint NOT NULL DEFAULT 0,
+            PRIMARY KEY(container, db, owner)
+        );
+        CREATE TABLE IF NOT EXISTS notification_feeds(
+            container text COLLATE "C" NOT NULL,
+            subscriber text COLLATE "C" NOT NULL,
+            seq bigint NOT NULL DEFAULT 0,
+            history_start bigint NOT NULL DEFAULT 0,
+            PRIMARY KEY(container, subscriber)
+        );
+        CREATE TABLE IF NOT EXISTS notifications(
+            container text COLLATE "C" NOT NULL,
+            subscriber text COLLATE "C" NOT NULL,
+            seq bigint NOT NULL,
+            created_at double precision NOT NULL,
+            read boolean NOT NULL DEFAULT false,
+            payload text NOT NULL,
+            PRIMARY KEY(container, subscriber, seq)
+        );
+        """
+
+    /// The channel writers `NOTIFY` when they append to a feed; the payload names the store
+    /// and the feed (see `PostgresEngine.feedChannelPayload`).
+    static let notificationChannel = "stratus_notifications"
+
     /// The tables whose rows belong to a database owner (`owner`: empty for the public
     /// database), which row-level security restricts.
     static let ownedTables = ["zones", "records", "tombstones", "refs", "record_tokens", "database_history", "zone_tombstones",
-                              "asset_contents", "asset_chunks", "asset_refs", "asset_holds"]
+                              "asset_contents", "asset_chunks", "asset_refs", "asset_holds",
+                              "subscriptions", "subscription_state"]
 
     /// The SQL an administrator (the role that owns the store's tables) runs once so that each
     /// Stratus user is a PostgreSQL role, member of `group`, which reaches the public database's
@@ -234,6 +284,22 @@ enum PostgresSchema {
             CREATE POLICY stratus_grow_update ON record_types FOR UPDATE TO \(role) USING (strpos(container, chr(31)) = 0) WITH CHECK (strpos(container, chr(31)) = 0);
             GRANT SELECT, INSERT, UPDATE, DELETE ON job_progress TO \(role);
             GRANT USAGE, SELECT ON SEQUENCE zone_ids TO \(role);
+
+            """
+        sql += """
+            -- Writers append to any user's feed (a public record can fire anyone's subscription);
+            -- a feed's counters are shared, its notifications read and changed by their subscriber only.
+            GRANT SELECT, INSERT, UPDATE ON notification_feeds TO \(role);
+            GRANT SELECT, INSERT, UPDATE, DELETE ON notifications TO \(role);
+            ALTER TABLE notifications ENABLE ROW LEVEL SECURITY;
+            DROP POLICY IF EXISTS stratus_append ON notifications;
+            CREATE POLICY stratus_append ON notifications FOR INSERT TO \(role) WITH CHECK (true);
+            DROP POLICY IF EXISTS stratus_subscriber ON notifications;
+            CREATE POLICY stratus_subscriber ON notifications FOR SELECT TO \(role) USING (stratus_owns(subscriber));
+            DROP POLICY IF EXISTS stratus_subscriber_update ON notifications;
+            CREATE POLICY stratus_subscriber_update ON notifications FOR UPDATE TO \(role) USING (stratus_owns(subscriber));
+            DROP POLICY IF EXISTS stratus_subscriber_delete ON notifications;
+            CREATE POLICY stratus_subscriber_delete ON notifications FOR DELETE TO \(role) USING (stratus_owns(subscriber));
 
             """
         for table in ownedTables {

@@ -140,7 +140,7 @@ extension SQLiteEngine {
     /// retention is shorter).
     static let compactionInterval: Duration = .seconds(3600)
 
-    /// Compacts the whole store with ``tombstoneRetention`` when the last automatic compaction
+    /// Compacts the whole store (tombstones and notifications) with ``tombstoneRetention`` when the last automatic compaction
     /// of this engine is older than ``compactionInterval`` (or the retention). Called after
     /// writes, so that a store that is written to also sheds old tombstones; a busy store just
     /// waits for the next chance.
@@ -156,5 +156,7 @@ extension SQLiteEngine {
         guard due else { return }
         let cutoff = Date(timeIntervalSinceNow: -Double(retention.components.seconds))
         _ = try? writeTransaction { connection in try compact(nil, deletedBefore: cutoff, on: connection) }
+        // Notifications are kept as long as tombstones; their own transaction keeps both short.
+        _ = try? writeTransaction { connection in try compactNotifications(createdBefore: cutoff, on: connection) }
     }
 }

@@ -129,6 +129,7 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
             try connection.execute(SQLiteSchema.indexing)
             try connection.execute(SQLiteSchema.users)
             try connection.execute(SQLiteSchema.assetTables)
+            try connection.execute(SQLiteSchema.subscriptions)
             let columns = try addMissingColumns(on: connection)
             if found < SQLiteSchema.version || !columns.contains("change_key") {
                 connection.resetActiveStatements()   // DROP TABLE needs no statement of this connection running

@@ -29,9 +29,11 @@
 /// - version 6 keeps asset content by its SHA-256 (`<store>.assets/sha256/<hex>`) with
 ///   `asset_refs` (which records name which content) and `asset_holds` (content a writer is
 ///   about to name); upgrading hashes the files of older stores (named by UUIDs) into that form
-///   and rewrites the documents that named them (``SQLiteEngine/upgradeAssetStore(on:)``).
+///   and rewrites the documents that named them (``SQLiteEngine/upgradeAssetStore(on:)``);
+/// - version 7 adds subscriptions and notification feeds (``subscriptions``): new tables only,
+///   created by `CREATE … IF NOT EXISTS` on open, so the step applies after any earlier one.
 enum SQLiteSchema {
-    static let version: Int64 = 6
+    static let version: Int64 = 7
     /// The version the asset step brought; stores below it are upgraded by it.
     static let assetStoreVersion: Int64 = 6
 
@@ -188,10 +190,54 @@ enum SQLiteSchema {
         CREATE INDEX IF NOT EXISTS asset_holds_by_holder ON asset_holds(holder);
         """
 
+    /// Subscriptions and notification feeds (version 6). Subscriptions are keyed by their
+    /// database (container, database, owner: empty for the public database) and subscriber;
+    /// `subscription_state` holds each database's subscription version, which every change of
+    /// its subscriptions moves. A feed (`notification_feeds`) is one user's in one container:
+    /// `seq` is the last place taken (under the writer lock, so places follow commit order),
+    /// `history_start` the newest place compaction removed.
+    static let subscriptions = """
+        CREATE TABLE IF NOT EXISTS subscriptions(
+            container TEXT NOT NULL,
+            db INTEGER NOT NULL,
+            owner TEXT NOT NULL,
+            subscriber TEXT NOT NULL,
+            subscription_id TEXT NOT NULL,
+            record_type TEXT,
+            zone_name TEXT,
+            zone_owner TEXT,
+            definition TEXT NOT NULL,
+            PRIMARY KEY(container, db, owner, subscriber, subscription_id)
+        ) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS subscription_state(
+            container TEXT NOT NULL,
+            db INTEGER NOT NULL,
+            owner TEXT NOT NULL,
+            version INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY(container, db, owner)
+        ) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS notification_feeds(
+            container TEXT NOT NULL,
+            subscriber TEXT NOT NULL,
+            seq INTEGER NOT NULL DEFAULT 0,
+            history_start INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY(container, subscriber)
+        ) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS notifications(
+            container TEXT NOT NULL,
+            subscriber TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            created_at REAL NOT NULL,
+            read INTEGER NOT NULL DEFAULT 0,
+            payload TEXT NOT NULL,
+            PRIMARY KEY(container, subscriber, seq)
+        ) WITHOUT ROWID;
+        """
+
     /// Every table and index the statements above create.
     static let objectNames: Set<String> = {
         var names: Set<String> = []
-        for statement in [create, indexing, users, assetTables] {
+        for statement in [create, indexing, users, assetTables, subscriptions] {
             var rest = Substring(statement)
             while let range = rest.range(of: "IF NOT EXISTS ") {
                 rest = rest[range.upperBound...]

@@ -28,8 +28,9 @@ enum Help {
             Commands:
 
             """
+        let nameWidth = max(10, (commands.map { $0.name.count }.max() ?? 0) + 2)
         for command in commands {
-            out += "  " + command.name.padding(toLength: 10, withPad: " ", startingAt: 0) + command.summary + "\n"
+            out += "  " + command.name.padding(toLength: nameWidth, withPad: " ", startingAt: 0) + command.summary + "\n"
         }
         out += "\nStore options (every command):\n" + OptionGroup.store.options.map(describe).joined()
         out += "\nData goes to stdout; progress, summaries and errors go to stderr.\n"

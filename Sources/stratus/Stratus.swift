@@ -11,6 +11,7 @@ struct StratusCommand {
             QueryCommand.self, GetCommand.self, CountCommand.self, ZonesCommand.self, ChangesCommand.self,
             ImportCommand.self, ExportCommand.self, DeleteCommand.self, SchemaCommand.self, TypesCommand.self,
             InfoCommand.self, CheckCommand.self, CopyCommand.self, UsersCommand.self, AssetsCommand.self,
+            SubscriptionsCommand.self, NotificationsCommand.self, WatchCommand.self,
         ]
     }
 

@@ -26,4 +26,9 @@ struct PostgresConformanceTests {
     func zoneConformance(_ testCase: EngineConformance.TestCase) async throws {
         try await testCase.run(with: postgresFactory)
     }
+
+    @Test("subscription conformance", arguments: SubscriptionConformance.cases)
+    func subscriptionConformance(_ testCase: EngineConformance.TestCase) async throws {
+        try await testCase.run(with: postgresFactory)
+    }
 }

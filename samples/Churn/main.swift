@@ -13,8 +13,12 @@
 // `writer` and `version` (1 when created, +1 per update). Some requests save and delete
 // several records atomically. A log line is appended after its request committed:
 //
-//   {"writer":"a","op":"save","recordName":"a-3","version":2,"changeTag":"k2x…"}
-//   {"writer":"a","op":"delete","recordName":"a-1"}
+//   {"writer":"a","op":"save","recordName":"a-3","version":2,"changeTag":"k2x…","request":7,"sent":1732500000000}
+//   {"writer":"a","op":"delete","recordName":"a-1","request":8,"sent":1732500000031}
+//
+// `request` numbers the writer's requests (each one transaction), for checks of what a
+// transaction fires (a zone subscription's notifications); `sent` is when the request was
+// sent (milliseconds since 1970, wall clock), for measures of how soon a change is seen.
 //
 // The zone is created when missing (the default zone needs nothing). Exit status 0, or 1
 // with a message on stderr. A writer killed between a commit and its log line leaves that
@@ -75,7 +79,7 @@ do {
     }
     func pickLive() -> String { live.keys.sorted().randomElement(using: &random)! }
 
-    for _ in 0..<operations {
+    for request in 0..<operations {
         var saves: [Record] = []
         var deletes: [String] = []
         let roll = Double.random(in: 0..<1, using: &random)
@@ -99,6 +103,7 @@ do {
                 saves.append(item(other, version: live[other]! + 1))
             }
         }
+        let sent = (Date().timeIntervalSince1970 * 1000).rounded()
         let (saved, deleted) = try await database.modifyRecords(
             saving: saves, deleting: deletes.map { Record.ID(recordName: $0, zoneID: zoneID) }, savePolicy: .allKeys)
         var lines = ""
@@ -106,12 +111,12 @@ do {
             let stored = try saved[record.recordID]!.get()
             let version = record["version"] as! Int64
             live[record.recordID.recordName] = version
-            lines += "{\"writer\":\"\(writer)\",\"op\":\"save\",\"recordName\":\"\(record.recordID.recordName)\",\"version\":\(version),\"changeTag\":\"\(stored.recordChangeTag!)\"}\n"
+            lines += "{\"writer\":\"\(writer)\",\"op\":\"save\",\"recordName\":\"\(record.recordID.recordName)\",\"version\":\(version),\"changeTag\":\"\(stored.recordChangeTag!)\",\"request\":\(request),\"sent\":\(Int64(sent))}\n"
         }
         for name in deletes {
             try deleted[Record.ID(recordName: name, zoneID: zoneID)]!.get()
             live[name] = nil
-            lines += "{\"writer\":\"\(writer)\",\"op\":\"delete\",\"recordName\":\"\(name)\"}\n"
+            lines += "{\"writer\":\"\(writer)\",\"op\":\"delete\",\"recordName\":\"\(name)\",\"request\":\(request),\"sent\":\(Int64(sent))}\n"
         }
         log.write(Data(lines.utf8))
         if pauseMilliseconds > 0 { usleep(UInt32(Int.random(in: 0...pauseMilliseconds, using: &random) * 1000)) }

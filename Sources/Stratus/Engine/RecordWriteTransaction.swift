@@ -67,6 +67,25 @@ public protocol RecordWriteTransaction: AnyObject {
     /// deleted records): what a collection checks once the transaction committed. Engines keep
     /// which rows name which content (``RecordRow/assetContentIdentifiers``) with every write.
     var releasedAssetContents: Set<String> { get }
+
+    // MARK: Subscriptions and notifications (see SubscriptionStorage.swift)
+
+    /// The version of the subscriptions of the transaction's database, as this transaction
+    /// sees it (0 before the first); `nil` when the engine keeps no subscriptions.
+    func subscriptionVersion() throws -> Int64?
+
+    /// Every subscriber's subscriptions of the transaction's database, as this transaction sees them.
+    func fetchSubscriptions() throws -> SubscriptionSet
+
+    /// Deletes subscriptions of the transaction's database (`firesOnce` subscriptions that
+    /// fired) and moves its subscription version. Answers the ones this transaction deleted:
+    /// of two transactions that fire one subscription, only one deletes it.
+    func deleteSubscriptions(_ keys: [SubscriptionKey]) throws -> Set<SubscriptionKey>
+
+    /// Appends notifications to their subscribers' feeds in the transaction's container, in
+    /// order, each at the next place of its feed. Called once, after every write of the
+    /// transaction; the places follow commit order, as change positions do.
+    func appendNotifications(_ rows: [NotificationRow]) throws
 }
 
 /// One record as a write transaction stores it: every system field set, its field values and

@@ -154,6 +154,39 @@ public protocol StorageEngine: AnyObject, Sendable {
     /// deletions. Engines may also compact on their own, keeping at least their configured
     /// retention.
     @_spi(StratusEngine) func compactChangeHistory(in database: DatabaseContext, deletedBefore cutoff: Date) throws -> ChangeHistoryCompaction
+
+    // MARK: Subscriptions and notifications (see SubscriptionStorage.swift)
+
+    /// The subscriptions of a database: every subscriber's when `subscriber` is `nil`, and the
+    /// version they were read at, in one snapshot.
+    @_spi(StratusEngine) func fetchSubscriptions(in database: DatabaseContext, subscriber: String?) throws -> SubscriptionSet
+
+    /// Saves (replacing those with the same subscriber and ID) and deletes subscriptions of
+    /// the database's user in one transaction, and moves the database's subscription version.
+    /// Answers the IDs to delete that existed. The subscriptions were checked by the caller.
+    @_spi(StratusEngine) func modifySubscriptions(saving subscriptions: [StoredSubscription], deleting subscriptionIDs: [String], in database: DatabaseContext) throws -> Set<String>
+
+    /// Reads a feed's notifications after a position, oldest first, in one snapshot. Positions
+    /// follow commit order: a reader that asks again from the answered position sees every
+    /// later notification once.
+    ///
+    /// - Throws: `changeTokenExpired` for a position of another store, ahead of the feed, or
+    ///   before its retained part (compacted).
+    @_spi(StratusEngine) func fetchNotifications(in feed: NotificationFeedID, after position: ChangePosition?, limit: Int) throws -> NotificationBatch
+
+    /// Where a feed ends now: the position after its last notification.
+    @_spi(StratusEngine) func notificationFeedEnd(_ feed: NotificationFeedID) throws -> ChangePosition
+
+    /// Marks notifications of a feed read in one transaction, appending each mark's entry for
+    /// the notifications not read before. Answers the sequences that exist in the feed.
+    @_spi(StratusEngine) func markNotificationsRead(_ marks: [NotificationReadMark], in feed: NotificationFeedID) throws -> Set<Int64>
+
+    /// Removes the notifications of every feed made before `cutoff`; positions before the
+    /// newest removed expire. Answers how many went. Engines also compact on their own.
+    @_spi(StratusEngine) func compactNotifications(createdBefore cutoff: Date) throws -> Int
+
+    /// Opens a wake-up for readers that follow a feed live.
+    @_spi(StratusEngine) func openNotificationWaiter(for feed: NotificationFeedID) throws -> any NotificationWaiter
 }
 
 extension StorageEngine {

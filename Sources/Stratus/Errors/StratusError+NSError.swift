@@ -82,11 +82,13 @@ extension StratusError: CustomNSError, LocalizedError {
     /// }
     /// ```
     public var partialErrorsByItemID: [AnyHashable: any Error]? {
-        if partialErrorsByRecordID.isEmpty && partialErrorsByZoneID.isEmpty { return nil }
+        if partialErrorsByRecordID.isEmpty && partialErrorsByZoneID.isEmpty && partialErrorsBySubscriptionID.isEmpty && partialErrorsByNotificationID.isEmpty { return nil }
         var errors: [AnyHashable: any Error] = [:]
         errors.reserveCapacity(partialErrorsByRecordID.count + partialErrorsByZoneID.count)
         for (id, error) in partialErrorsByRecordID { errors[AnyHashable(id)] = error }
         for (id, error) in partialErrorsByZoneID { errors[AnyHashable(id)] = error }
+        for (id, error) in partialErrorsBySubscriptionID { errors[AnyHashable(id)] = error }
+        for (id, error) in partialErrorsByNotificationID { errors[AnyHashable(id)] = error }
         return errors
     }
 
@@ -107,6 +109,10 @@ extension StratusError: CustomNSError, LocalizedError {
                     partialErrorsByRecordID[id] = StratusError(bridging: error)
                 } else if let id = key.base as? RecordZone.ID {
                     partialErrorsByZoneID[id] = StratusError(bridging: error)
+                } else if let id = key.base as? Subscription.ID {
+                    partialErrorsBySubscriptionID[id] = StratusError(bridging: error)
+                } else if let id = key.base as? StratusNotification.ID {
+                    partialErrorsByNotificationID[id] = StratusError(bridging: error)
                 }
             }
         }

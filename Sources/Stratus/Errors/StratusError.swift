@@ -25,6 +25,10 @@ public struct StratusError: Error, Sendable, CustomStringConvertible {
     public var partialErrorsByRecordID: [Record.ID: StratusError]
     /// For ``Code/partialFailure`` of a zone operation: the error of each zone that failed.
     public var partialErrorsByZoneID: [RecordZone.ID: StratusError] = [:]
+    /// For ``Code/partialFailure`` of a subscription operation: the error of each subscription that failed.
+    public var partialErrorsBySubscriptionID: [Subscription.ID: StratusError] = [:]
+    /// For ``Code/partialFailure`` of ``MarkNotificationsReadOperation``: the error of each notification that failed.
+    public var partialErrorsByNotificationID: [StratusNotification.ID: StratusError] = [:]
     /// For ``Code/serverRecordChanged``: the record as the store has it now.
     public var serverRecord: Record?
     /// For ``Code/serverRecordChanged``: the record the client tried to save.
@@ -71,6 +75,18 @@ public struct StratusError: Error, Sendable, CustomStringConvertible {
             let shown = partialErrorsByZoneID.sorted { $0.key.zoneName < $1.key.zoneName }.prefix(5)
             text += " [" + shown.map { "zone \($0.key.zoneName): \($0.value.code)" }.joined(separator: ", ")
             if partialErrorsByZoneID.count > shown.count { text += ", …" }
+            text += "]"
+        }
+        if !partialErrorsBySubscriptionID.isEmpty {
+            let shown = partialErrorsBySubscriptionID.sorted { $0.key < $1.key }.prefix(5)
+            text += " [" + shown.map { "subscription \($0.key): \($0.value.code)" }.joined(separator: ", ")
+            if partialErrorsBySubscriptionID.count > shown.count { text += ", …" }
+            text += "]"
+        }
+        if !partialErrorsByNotificationID.isEmpty {
+            let shown = partialErrorsByNotificationID.sorted { $0.key.sequence < $1.key.sequence }.prefix(5)
+            text += " [" + shown.map { "notification \($0.key): \($0.value.code)" }.joined(separator: ", ")
+            if partialErrorsByNotificationID.count > shown.count { text += ", …" }
             text += "]"
         }
         return text

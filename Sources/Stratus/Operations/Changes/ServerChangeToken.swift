@@ -37,6 +37,9 @@ public final class ServerChangeToken: NSObject, Codable, Sendable {
     /// The zone whose history this is a place in; `nil` for a database token.
     public let zoneID: RecordZone.ID?
     let position: ChangePosition
+    /// `true` for a place in a user's notification feed (``FetchNotificationChangesOperation``),
+    /// which spans the container's databases; absent from other tokens.
+    let notificationFeed: Bool?
 
     static let prefix = "stk1_"
 
@@ -47,6 +50,21 @@ public final class ServerChangeToken: NSObject, Codable, Sendable {
         self.environment = context.environment == .development ? nil : context.environment
         self.zoneID = zoneID.map(context.canonical)
         self.position = position
+        self.notificationFeed = nil
+        super.init()
+    }
+
+    /// A place in a notification feed. Its ``databaseScope`` is `.private`: the feed spans the
+    /// container's databases.
+    init(feed: NotificationFeedID, position: ChangePosition) {
+        let (identifier, environment) = Container.Environment.split(storageContainer: feed.containerIdentifier)
+        self.containerIdentifier = identifier
+        self.environment = environment == .development ? nil : environment
+        self.databaseScope = .private
+        self.owner = feed.subscriber
+        self.zoneID = nil
+        self.position = position
+        self.notificationFeed = true
         super.init()
     }
 
@@ -57,6 +75,7 @@ public final class ServerChangeToken: NSObject, Codable, Sendable {
         self.environment = token.environment
         self.zoneID = token.zoneID
         self.position = token.position
+        self.notificationFeed = token.notificationFeed
         super.init()
     }
 
@@ -88,7 +107,7 @@ public final class ServerChangeToken: NSObject, Codable, Sendable {
     public override func isEqual(_ object: Any?) -> Bool {
         guard let other = object as? ServerChangeToken else { return false }
         return containerIdentifier == other.containerIdentifier && databaseScope == other.databaseScope && owner == other.owner
-            && environment == other.environment && zoneID == other.zoneID && position == other.position
+            && environment == other.environment && zoneID == other.zoneID && position == other.position && notificationFeed == other.notificationFeed
     }
 
     public override var hash: Int {
@@ -103,7 +122,8 @@ public final class ServerChangeToken: NSObject, Codable, Sendable {
     }
 
     public override var description: String {
-        "ServerChangeToken(\(zoneID.map { "zone \($0.zoneName)" } ?? "database") at \(position.sequence))"
+        let history = notificationFeed == true ? "notifications" : zoneID.map { "zone \($0.zoneName)" } ?? "database"
+        return "ServerChangeToken(\(history) at \(position.sequence))"
     }
 
     /// The engine position, once the token is known to belong to `zoneID` (a zone token) or to
@@ -113,6 +133,9 @@ public final class ServerChangeToken: NSObject, Codable, Sendable {
         let mine = "\(containerIdentifier)/\(databaseScope)" + (owner.isEmpty ? "" : " (\(owner))")
         func expired(_ reason: String) -> StratusError {
             StratusError(.changeTokenExpired, "\(reason); fetch again without a token", zoneID: zoneID)
+        }
+        guard notificationFeed != true else {
+            throw expired("a notification token cannot fetch changes of a zone or database")
         }
         // Tokens printed before user record names name the user by login; the store moved
         // that user's data to their record name, at the same positions.
@@ -139,5 +162,21 @@ extension DatabaseContext {
     /// name, so that `__defaultOwner__` and the user's record name mean the same zone.
     func canonical(_ zoneID: RecordZone.ID) -> RecordZone.ID {
         zoneID.ownerName == userRecordName ? RecordZone.ID(zoneName: zoneID.zoneName) : zoneID
+    }
+}
+
+extension ServerChangeToken {
+    /// The feed position, once the token is known to be a place in `feed`.
+    ///
+    /// - Throws: `changeTokenExpired` for a zone or database token, or another user's or
+    ///   container's feed.
+    func notificationPosition(in feed: NotificationFeedID) throws(StratusError) -> ChangePosition {
+        guard notificationFeed == true else {
+            throw StratusError(.changeTokenExpired, "a zone or database change token cannot fetch notifications; fetch again without a token")
+        }
+        guard (environment ?? .development).storageContainer(for: containerIdentifier) == feed.containerIdentifier, owner == feed.subscriber else {
+            throw StratusError(.changeTokenExpired, "the notification token belongs to the notifications of \(owner) in \(containerIdentifier), not to \(feed); fetch again without a token")
+        }
+        return position
     }
 }

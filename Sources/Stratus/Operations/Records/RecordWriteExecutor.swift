@@ -74,12 +74,17 @@ enum RecordWriteExecutor {
                 // that it exports as CloudKit would write it.
                 let now = Date(timeIntervalSinceReferenceDate: (Date().timeIntervalSinceReferenceDate * 1000).rounded(.down) / 1000)
                 var writer = Writer(transaction: transaction, request: request, context: context, now: now)
+                // Subscriptions that writes of this database may fire, as this transaction sees them.
+                writer.notifier = try SubscriptionIndexCache.index(for: transaction, engine: engine, context: context)
+                    .map { SubscriptionNotifier(index: $0, context: context) }
                 var outcome = try writer.run()
                 outcome.releasedAssetContents = transaction.releasedAssetContents
                 if let progress = request.jobProgress { try transaction.saveJobProgress(progress.job, position: progress.position) }
                 if request.isAtomic, outcome.hasFailure, writer.touchedZonesAreAtomic {
                     throw AtomicRollback(outcome: outcome)
                 }
+                // The notifications commit with the writes that fired them, or not at all.
+                try writer.notifier?.finish(in: transaction)
                 return outcome
             }
         } catch let rollback as AtomicRollback {
@@ -115,6 +120,8 @@ enum RecordWriteExecutor {
         let context: DatabaseContext
         let now: Date
         private(set) var outcome = ModifyOutcome()
+        /// Decides what the writes fire; `nil` when no subscription could fire.
+        var notifier: SubscriptionNotifier?
         /// Capabilities of the zones touched; `nil` for a zone that does not exist. The last
         /// zone is kept apart because a request nearly always stays in one.
         private var zones: [RecordZone.ID: RecordZone.Capabilities?] = [:]
@@ -200,6 +207,8 @@ enum RecordWriteExecutor {
             for (offset, wasInserted) in inserted.enumerated() {
                 let save = saves[start + offset]
                 if wasInserted {
+                    let row = rows[offset]
+                    notifier?.saved(row.recordID, recordType: row.recordType, system: row.systemFields, fields: row.fields, created: true)
                     outcome.saveResults.append(.success((request.returnsSavedRecords ? resolutions[offset].record(for: save) : save.record, .created)))
                 } else {
                     newRunConflicted = true
@@ -250,6 +259,7 @@ enum RecordWriteExecutor {
                                 document: document ?? FieldDocument.encodedBytes(fields, encryptedKeys: resolution.encryptedKeys, jsonExtras: resolution.jsonExtras),
                                 deleteSelfTargets: deleteSelfTargets, jsonExtras: resolution.jsonExtras)
             try transaction.writeRecord(row, replacing: existing != nil)
+            notifier?.saved(id, recordType: row.recordType, system: row.systemFields, fields: fields, created: existing == nil)
             let stored = Record(recordType: row.recordType, recordID: id, systemFields: row.systemFields, fields: fields, parent: row.parent,
                                 encryptedKeys: row.encryptedKeys, jsonExtras: row.jsonExtras)
             return .success((stored, resolution.kind))
@@ -300,7 +310,10 @@ enum RecordWriteExecutor {
             while let name = pending.popLast() {
                 guard seen.insert(name).inserted else { continue }
                 let target = Record.ID(recordName: name, zoneID: id.zoneID)
+                // Subscriptions that must see the record (its type, its values) read it first.
+                let stored = try notifier.map { try $0.needsStoredRecordBeforeDeleting(in: target.zoneID) ? transaction.storedRecord(target) : nil } ?? nil
                 guard try transaction.deleteRecord(target) else { continue }
+                notifier?.deleted(target, stored: stored)
                 if name == id.recordName { deletedRoot = true } else { outcome.cascadeDeletedIDs.append(target) }
                 pending.append(contentsOf: try transaction.deleteSelfSources(of: target))
             }

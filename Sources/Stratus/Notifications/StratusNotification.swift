@@ -1,0 +1,154 @@
+import Foundation
+
+/// A notification from a subscriber's feed, like `CKNotification`: the base of
+/// ``QueryNotification``, ``RecordZoneNotification`` and ``DatabaseNotification``.
+///
+/// Named `StratusNotification` because Foundation's `Notification` (of `NotificationCenter`)
+/// holds the short name, as ``StratusError`` stands for `CKError`. Every write that fires a
+/// subscription records its notification in the subscriber's feed in the write's own
+/// transaction; ``FetchNotificationChangesOperation`` and ``NotificationFeed`` read the feed
+/// after a token. A notification whose ``notificationType`` is `.readNotification` records
+/// that the notification ``notificationID`` names was marked read
+/// (``MarkNotificationsReadOperation``).
+///
+/// ```swift
+/// op.notificationChangedBlock = { notification in
+///     if let query = notification as? QueryNotification { print(query.recordID!, query.queryNotificationReason) }
+/// }
+/// ```
+public class StratusNotification: NSObject, @unchecked Sendable {
+    // @unchecked: not final (CloudKit's subclasses are its subclasses); every property is a
+    // constant of a Sendable value.
+
+    /// Which kind of notification, as `CKNotification.NotificationType`.
+    public enum NotificationType: Int, Hashable, Sendable, CustomStringConvertible {
+        /// From a ``QuerySubscription``: a ``QueryNotification``.
+        case query = 1
+        /// From a ``RecordZoneSubscription``: a ``RecordZoneNotification``.
+        case recordZone = 2
+        /// A notification was marked read; ``StratusNotification/notificationID`` names it.
+        case readNotification = 3
+        /// From a ``DatabaseSubscription``: a ``DatabaseNotification``.
+        case database = 4
+
+        public var description: String {
+            switch self {
+            case .query: "query"
+            case .recordZone: "recordZone"
+            case .readNotification: "readNotification"
+            case .database: "database"
+            }
+        }
+    }
+
+    /// Identifies a notification in its subscriber's feed, like `CKNotification.ID`.
+    ///
+    /// ```swift
+    /// let op = MarkNotificationsReadOperation(notificationIDsToMarkRead: notifications.compactMap(\.notificationID))
+    /// ```
+    public struct ID: Hashable, Sendable, Codable, CustomStringConvertible {
+        /// Which store's feed (a store copied elsewhere is another).
+        let store: String
+        /// Whose feed: its container and subscriber.
+        let feed: String
+        /// The notification's place in the feed: feeds number notifications in commit order.
+        public let sequence: Int64
+
+        init(store: String, feed: NotificationFeedID, sequence: Int64) {
+            self.store = store
+            self.feed = feed.containerIdentifier + "\u{1F}" + feed.subscriber
+            self.sequence = sequence
+        }
+
+        /// Whether the ID names a place in `feed` of `store`.
+        func belongs(to feed: NotificationFeedID, store: String) -> Bool {
+            self.store == store && self.feed == feed.containerIdentifier + "\u{1F}" + feed.subscriber
+        }
+
+        public var description: String { String(sequence) }
+    }
+
+    /// The alert texts of a notification, copied from its subscription's ``NotificationInfo``.
+    struct Alert: Hashable, Sendable, Codable {
+        var alertBody: String?
+        var alertLocalizationKey: String?
+        var alertLocalizationArgs: [String]?
+        var title: String?
+        var titleLocalizationKey: String?
+        var titleLocalizationArgs: [String]?
+        var subtitle: String?
+        var subtitleLocalizationKey: String?
+        var subtitleLocalizationArgs: [String]?
+        var alertActionLocalizationKey: String?
+        var alertLaunchImage: String?
+        var soundName: String?
+        var category: String?
+
+        var isEmpty: Bool { self == Alert() }
+    }
+
+    public let notificationType: NotificationType
+    public let notificationID: ID?
+    public let containerIdentifier: String?
+    /// The user whose subscription fired (``Container/userRecordID``).
+    public let subscriptionOwnerUserRecordID: Record.ID?
+    public let subscriptionID: Subscription.ID?
+    /// Always `false`: a feed keeps every notification whole.
+    public let isPruned = false
+    /// A Stratus addition: when the write that made the notification committed (its
+    /// transaction's time).
+    public let creationDate: Date
+    /// A Stratus addition: the entry's own place in its feed, in commit order. For a
+    /// `.readNotification` entry it differs from ``notificationID``'s, which names the
+    /// notification marked read.
+    public let feedSequence: Int64
+    let alert: Alert
+
+    /// What every notification has, passed from a subclass's initializer to the base's.
+    struct Parts: Sendable {
+        var type: NotificationType
+        var id: ID?
+        var containerIdentifier: String
+        var subscriber: String
+        var subscriptionID: String?
+        var creationDate: Date
+        var alert: Alert
+        var feedSequence: Int64
+    }
+
+    init(parts: Parts) {
+        self.notificationType = parts.type
+        self.notificationID = parts.id
+        self.containerIdentifier = parts.containerIdentifier
+        self.subscriptionOwnerUserRecordID = Record.ID(recordName: parts.subscriber)
+        self.subscriptionID = parts.subscriptionID
+        self.creationDate = parts.creationDate
+        self.alert = parts.alert
+        self.feedSequence = parts.feedSequence
+        super.init()
+    }
+
+    public var alertBody: String? { alert.alertBody }
+    public var alertLocalizationKey: String? { alert.alertLocalizationKey }
+    /// The values of the fields the subscription's ``NotificationInfo/alertLocalizationArgs`` names.
+    public var alertLocalizationArgs: [String]? { alert.alertLocalizationArgs }
+    public var title: String? { alert.title }
+    public var titleLocalizationKey: String? { alert.titleLocalizationKey }
+    public var titleLocalizationArgs: [String]? { alert.titleLocalizationArgs }
+    public var subtitle: String? { alert.subtitle }
+    public var subtitleLocalizationKey: String? { alert.subtitleLocalizationKey }
+    public var subtitleLocalizationArgs: [String]? { alert.subtitleLocalizationArgs }
+    public var alertActionLocalizationKey: String? { alert.alertActionLocalizationKey }
+    public var alertLaunchImage: String? { alert.alertLaunchImage }
+    public var soundName: String? { alert.soundName }
+    public var category: String? { alert.category }
+    /// Always `nil`: Stratus keeps no badge counts.
+    public var badge: NSNumber? { nil }
+
+    public override var description: String {
+        "\(type(of: self))(\(notificationType), id \(notificationID.map(String.init(describing:)) ?? "none"), subscription \(subscriptionID ?? "none"))"
+    }
+}
+
+/// `CKNotificationID`: ``StratusNotification/ID``.
+public typealias NotificationID = StratusNotification.ID

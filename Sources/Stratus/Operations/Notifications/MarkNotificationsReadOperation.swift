@@ -1,0 +1,65 @@
+import Foundation
+
+/// Marks notifications of the current user's feed read, like `CKMarkNotificationsReadOperation`.
+///
+/// Marking a notification read appends a `.readNotification` entry naming it to the feed (once,
+/// however often it is marked), so that every reader of the feed learns it. An ID that is not
+/// in the feed (of another store, or compacted away) fails alone with `unknownItem`, and the
+/// final result is then `partialFailure`.
+///
+/// ```swift
+/// let op = MarkNotificationsReadOperation(notificationIDsToMarkRead: handled.compactMap(\.notificationID))
+/// op.markNotificationsReadResultBlock = { print("marked:", $0) }
+/// container.add(op)
+/// ```
+public final class MarkNotificationsReadOperation: DatabaseOperation, @unchecked Sendable {
+    public var notificationIDs: [StratusNotification.ID]
+    public var perNotificationIDResultBlock: (@Sendable (StratusNotification.ID, Result<Void, any Error>) -> Void)?
+    public var markNotificationsReadResultBlock: (@Sendable (Result<Void, any Error>) -> Void)?
+    /// CloudKit's final block: the IDs marked read and the error; after ``markNotificationsReadResultBlock``.
+    public var markNotificationsReadCompletionBlock: (@Sendable ([StratusNotification.ID]?, (any Error)?) -> Void)?
+
+    private var marked: [StratusNotification.ID] = []
+
+    public init(notificationIDsToMarkRead notificationIDs: [StratusNotification.ID]) {
+        self.notificationIDs = notificationIDs
+        super.init()
+    }
+
+    override func execute(engine: any StorageEngine, context: DatabaseContext) throws -> StratusError? {
+        let feed = context.notificationFeed
+        let store = try engine.storeIdentifier
+        var errors: [StratusNotification.ID: StratusError] = [:]
+        func unknown(_ id: StratusNotification.ID) -> StratusError {
+            StratusError(.unknownItem, "notification \(id) is not in \(feed) (from another store, or removed by compaction)")
+        }
+        let ours = notificationIDs.filter { $0.belongs(to: feed, store: store) }
+        var marks: [NotificationReadMark] = []
+        var seen: Set<Int64> = []
+        for id in ours where seen.insert(id.sequence).inserted {
+            marks.append(NotificationReadMark(sequence: id.sequence, entry: NotificationPayload.readMark(of: id.sequence)))
+        }
+        if isCancelled { return StratusError.cancelled("MarkNotificationsReadOperation", completed: 0) }
+        let found = marks.isEmpty ? [] : try withRetry { try engine.markNotificationsRead(marks, in: feed) }
+        for id in notificationIDs {
+            if id.belongs(to: feed, store: store) && found.contains(id.sequence) {
+                marked.append(id)
+                perNotificationIDResultBlock?(id, .success(()))
+            } else {
+                let error = unknown(id)
+                errors[id] = error
+                perNotificationIDResultBlock?(id, .failure(error))
+            }
+        }
+        guard !errors.isEmpty else { return nil }
+        var error = StratusError(.partialFailure, "\(errors.count) of \(notificationIDs.count) notification(s) could not be marked read")
+        error.partialErrorsByNotificationID = errors
+        return error
+    }
+
+    override func complete(with error: StratusError?) {
+        markNotificationsReadResultBlock?(error.map { .failure($0) } ?? .success(()))
+        let wholeFailure = error.map { $0.code != .partialFailure } ?? false
+        markNotificationsReadCompletionBlock?(wholeFailure ? nil : marked, error)
+    }
+}

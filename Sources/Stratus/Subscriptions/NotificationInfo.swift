@@ -1,0 +1,131 @@
+import Foundation
+import Synchronization
+
+/// What a subscription's notifications carry, like `CKSubscription.NotificationInfo`
+/// (`CKNotificationInfo`).
+///
+/// Stratus pushes nothing to devices: notifications go to the subscriber's feed, read with
+/// ``FetchNotificationChangesOperation``, ``NotificationFeed`` or `stratus notifications`.
+/// ``desiredKeys`` chooses the record fields a ``QueryNotification`` carries; the alert texts
+/// are kept with the subscription and copied into each notification (the fields that
+/// ``alertLocalizationArgs``, ``titleLocalizationArgs`` and ``subtitleLocalizationArgs`` name
+/// are replaced by the record's values, as CloudKit does), so that a job can build its own
+/// message from them. Every property round-trips through the store.
+///
+/// ```swift
+/// let info = NotificationInfo()
+/// info.desiredKeys = ["title", "total"]
+/// info.shouldSendContentAvailable = true
+/// subscription.notificationInfo = info
+/// ```
+public final class NotificationInfo: NSObject, NSCopying, Sendable {
+    /// Every property, as the store keeps it.
+    struct Fields: Hashable, Sendable, Codable {
+        var alertBody: String?
+        var alertLocalizationKey: String?
+        var alertLocalizationArgs: [String]?
+        var title: String?
+        var titleLocalizationKey: String?
+        var titleLocalizationArgs: [String]?
+        var subtitle: String?
+        var subtitleLocalizationKey: String?
+        var subtitleLocalizationArgs: [String]?
+        var alertActionLocalizationKey: String?
+        var alertLaunchImage: String?
+        var soundName: String?
+        var desiredKeys: [String]?
+        var shouldBadge: Bool?
+        var shouldSendContentAvailable: Bool?
+        var shouldSendMutableContent: Bool?
+        var category: String?
+        var collapseIDKey: String?
+    }
+
+    private let state: Mutex<Fields>
+
+    /// Notification info with nothing set: notifications carry the record ID and the reason only.
+    public override init() {
+        state = Mutex(Fields())
+        super.init()
+    }
+
+    init(fields: Fields) {
+        state = Mutex(fields)
+        super.init()
+    }
+
+    /// Notification info with the given properties, as CloudKit's Swift initializer takes them.
+    ///
+    /// ```swift
+    /// let info = NotificationInfo(alertBody: "New order", desiredKeys: ["total"])
+    /// ```
+    public convenience init(
+        alertBody: String? = nil, alertLocalizationKey: String? = nil, alertLocalizationArgs: [String]? = nil,
+        title: String? = nil, titleLocalizationKey: String? = nil, titleLocalizationArgs: [String]? = nil,
+        subtitle: String? = nil, subtitleLocalizationKey: String? = nil, subtitleLocalizationArgs: [String]? = nil,
+        alertActionLocalizationKey: String? = nil, alertLaunchImage: String? = nil, soundName: String? = nil,
+        desiredKeys: [String]? = nil, shouldBadge: Bool = false, shouldSendContentAvailable: Bool = false,
+        shouldSendMutableContent: Bool = false, category: String? = nil, collapseIDKey: String? = nil
+    ) {
+        self.init(fields: Fields(
+            alertBody: alertBody, alertLocalizationKey: alertLocalizationKey, alertLocalizationArgs: alertLocalizationArgs,
+            title: title, titleLocalizationKey: titleLocalizationKey, titleLocalizationArgs: titleLocalizationArgs,
+            subtitle: subtitle, subtitleLocalizationKey: subtitleLocalizationKey, subtitleLocalizationArgs: subtitleLocalizationArgs,
+            alertActionLocalizationKey: alertActionLocalizationKey, alertLaunchImage: alertLaunchImage, soundName: soundName,
+            desiredKeys: desiredKeys, shouldBadge: shouldBadge ? true : nil, shouldSendContentAvailable: shouldSendContentAvailable ? true : nil,
+            shouldSendMutableContent: shouldSendMutableContent ? true : nil, category: category, collapseIDKey: collapseIDKey))
+    }
+
+    /// The properties as they are now.
+    var fields: Fields { state.withLock { $0 } }
+
+    private func get<T>(_ key: KeyPath<Fields, T>) -> T { fields[keyPath: key] }
+    private func set<T: Sendable>(_ key: WritableKeyPath<Fields, T>, _ value: T) {
+        state.withLock { fields in fields[keyPath: key] = value }
+    }
+
+    /// An alert text, copied into each notification.
+    public var alertBody: String? { get { get(\.alertBody) } set { set(\.alertBody, newValue) } }
+    public var alertLocalizationKey: String? { get { get(\.alertLocalizationKey) } set { set(\.alertLocalizationKey, newValue) } }
+    /// Field names whose values (of the record that fired) a notification carries as its
+    /// ``StratusNotification/alertLocalizationArgs``.
+    public var alertLocalizationArgs: [String]? { get { get(\.alertLocalizationArgs) } set { set(\.alertLocalizationArgs, newValue) } }
+    public var title: String? { get { get(\.title) } set { set(\.title, newValue) } }
+    public var titleLocalizationKey: String? { get { get(\.titleLocalizationKey) } set { set(\.titleLocalizationKey, newValue) } }
+    public var titleLocalizationArgs: [String]? { get { get(\.titleLocalizationArgs) } set { set(\.titleLocalizationArgs, newValue) } }
+    public var subtitle: String? { get { get(\.subtitle) } set { set(\.subtitle, newValue) } }
+    public var subtitleLocalizationKey: String? { get { get(\.subtitleLocalizationKey) } set { set(\.subtitleLocalizationKey, newValue) } }
+    public var subtitleLocalizationArgs: [String]? { get { get(\.subtitleLocalizationArgs) } set { set(\.subtitleLocalizationArgs, newValue) } }
+    public var alertActionLocalizationKey: String? { get { get(\.alertActionLocalizationKey) } set { set(\.alertActionLocalizationKey, newValue) } }
+    public var alertLaunchImage: String? { get { get(\.alertLaunchImage) } set { set(\.alertLaunchImage, newValue) } }
+    public var soundName: String? { get { get(\.soundName) } set { set(\.soundName, newValue) } }
+    /// The record fields a ``QueryNotification`` of a creation or update carries in
+    /// ``QueryNotification/recordFields``: values of type `STRING`, `INT64`, `DOUBLE`,
+    /// `TIMESTAMP`, `REFERENCE` and `LOCATION`, as CloudKit allows.
+    public var desiredKeys: [String]? { get { get(\.desiredKeys) } set { set(\.desiredKeys, newValue) } }
+    public var shouldBadge: Bool { get { get(\.shouldBadge) ?? false } set { set(\.shouldBadge, newValue ? true : nil) } }
+    public var shouldSendContentAvailable: Bool {
+        get { get(\.shouldSendContentAvailable) ?? false }
+        set { set(\.shouldSendContentAvailable, newValue ? true : nil) }
+    }
+    public var shouldSendMutableContent: Bool {
+        get { get(\.shouldSendMutableContent) ?? false }
+        set { set(\.shouldSendMutableContent, newValue ? true : nil) }
+    }
+    public var category: String? { get { get(\.category) } set { set(\.category, newValue) } }
+    public var collapseIDKey: String? { get { get(\.collapseIDKey) } set { set(\.collapseIDKey, newValue) } }
+
+    public func copy(with zone: NSZone? = nil) -> Any { NotificationInfo(fields: fields) }
+
+    public override func isEqual(_ object: Any?) -> Bool {
+        guard let other = object as? NotificationInfo else { return false }
+        return fields == other.fields
+    }
+
+    public override var hash: Int { fields.hashValue }
+}
+
+extension Subscription {
+    /// `CKSubscription.NotificationInfo`: ``NotificationInfo``.
+    public typealias NotificationInfo = Stratus.NotificationInfo
+}

@@ -1,0 +1,173 @@
+import Foundation
+
+/// Decides, inside one write transaction, which subscriptions its writes fire, and records
+/// their notifications in the same transaction: the policy of subscriptions, applied once
+/// above every engine (``RecordWriteExecutor`` drives it).
+///
+/// - A creation fires query subscriptions with `firesOnRecordCreation` whose predicate the new
+///   record matches; an update those with `firesOnRecordUpdate` that the record matches after
+///   the update (whatever it was before: CloudKit's rule, see ``QuerySubscription``); a
+///   deletion those with `firesOnRecordDeletion` that the record matched as it was stored.
+/// - A zone subscription fires once per transaction that changed records of its zone (of its
+///   record type, when it has one); a database subscription once per transaction that changed
+///   records of the database.
+/// - A `firesOnce` subscription fires at most once and is deleted in the same transaction; of
+///   two transactions that fire it at once, only the one that deletes it notifies.
+///
+/// ```swift
+/// var notifier = SubscriptionNotifier(index: index, context: context)
+/// notifier.saved(record.recordID, recordType: "Order", system: system, fields: fields, created: true)
+/// try notifier.finish(in: transaction)
+/// ```
+struct SubscriptionNotifier {
+    let index: SubscriptionIndex
+    let context: DatabaseContext
+
+    /// A notification decided on, not yet stored.
+    private struct Pending {
+        let key: SubscriptionKey
+        let firesOnce: Bool
+        let payload: [UInt8]
+    }
+
+    private var pending: [Pending] = []
+    /// Zones with changed records, in the order first changed, with the types changed there
+    /// (a deletion whose type nobody needs adds none).
+    private var changedZones: [(zoneID: RecordZone.ID, types: Set<String>)] = []
+    private var zonePositions: [RecordZone.ID: Int] = [:]
+    /// `firesOnce` query subscriptions (indexes into ``SubscriptionIndex/queries``) already fired here.
+    private var firedOnce: Set<Int> = []
+
+    init(index: SubscriptionIndex, context: DatabaseContext) {
+        self.index = index
+        self.context = context
+    }
+
+    /// Whether deleting a record of `zoneID` needs the record as stored first.
+    func needsStoredRecordBeforeDeleting(in zoneID: RecordZone.ID) -> Bool {
+        index.deletionNeedsStoredRecord(in: context.canonical(zoneID))
+    }
+
+    /// A record created or updated, as it was stored.
+    mutating func saved(_ id: Record.ID, recordType: String, system: Record.SystemFields, fields: [String: FieldValue], created: Bool) {
+        let zoneID = context.canonical(id.zoneID)
+        noteChange(in: zoneID, recordType: recordType)
+        let subject = PredicateSubject(recordName: id.recordName, system: system, fields: fields)
+        let option: QuerySubscription.Options = created ? .firesOnRecordCreation : .firesOnRecordUpdate
+        for candidate in index.queryCandidates(recordType: recordType, zoneID: zoneID, subject: subject) {
+            let entry = index.queries[candidate]
+            guard entry.options.contains(option), !firedOnce.contains(candidate),
+                  entry.predicate.matches(subject, searchableFields: entry.searchableFields) else { continue }
+            fire(candidate, reason: created ? .recordCreated : .recordUpdated, id: id, recordType: recordType, fields: fields)
+        }
+    }
+
+    /// A record deleted; `stored` is the record as it was, when ``needsStoredRecordBeforeDeleting(in:)`` asked for it.
+    mutating func deleted(_ id: Record.ID, stored: Record?) {
+        let zoneID = context.canonical(id.zoneID)
+        guard let stored else {
+            noteChange(in: zoneID, recordType: nil)
+            return
+        }
+        noteChange(in: zoneID, recordType: stored.recordType)
+        let fields = stored.fieldValues
+        let subject = PredicateSubject(recordName: id.recordName, system: stored.systemFields, fields: fields)
+        for candidate in index.queryCandidates(recordType: stored.recordType, zoneID: zoneID, subject: subject) {
+            let entry = index.queries[candidate]
+            guard entry.options.contains(.firesOnRecordDeletion), !firedOnce.contains(candidate),
+                  entry.predicate.matches(subject, searchableFields: entry.searchableFields) else { continue }
+            fire(candidate, reason: .recordDeleted, id: id, recordType: stored.recordType, fields: [:])
+        }
+    }
+
+    private mutating func noteChange(in zoneID: RecordZone.ID, recordType: String?) {
+        if let position = zonePositions[zoneID] {
+            if let recordType { changedZones[position].types.insert(recordType) }
+        } else {
+            zonePositions[zoneID] = changedZones.count
+            changedZones.append((zoneID, recordType.map { [$0] } ?? []))
+        }
+    }
+
+    private mutating func fire(_ candidate: Int, reason: QueryNotification.Reason, id: Record.ID, recordType: String, fields: [String: FieldValue]) {
+        let entry = index.queries[candidate]
+        let firesOnce = entry.options.contains(.firesOnce)
+        if firesOnce { firedOnce.insert(candidate) }
+        var carried: [String: FieldValue] = [:]
+        if reason != .recordDeleted, let keys = entry.info?.desiredKeys {
+            for key in keys {
+                if let value = fields[key], value.isNotificationValue { carried[key] = value }
+            }
+        }
+        let payload = NotificationPayload.query(subscriptionID: entry.key.subscriptionID, scope: context.scope, reason: reason, recordID: id,
+                                                recordType: recordType, fields: carried, alert: Self.alert(entry.info, fields: fields))
+        pending.append(Pending(key: entry.key, firesOnce: firesOnce, payload: payload))
+    }
+
+    /// Records the notifications decided on, last in the transaction: zone and database
+    /// notifications after the query notifications, and `firesOnce` subscriptions deleted.
+    ///
+    /// - Throws: store errors, which roll the transaction back.
+    mutating func finish(in transaction: any RecordWriteTransaction) throws {
+        guard !changedZones.isEmpty else { return }
+        for entry in index.changeEntries {
+            switch entry.type {
+            case .recordZone:
+                guard let watched = entry.zoneID, let position = zonePositions[watched],
+                      entry.recordType.map({ changedZones[position].types.contains($0) }) ?? true else { continue }
+                pending.append(Pending(key: entry.key, firesOnce: false, payload: NotificationPayload.recordZone(
+                    subscriptionID: entry.key.subscriptionID, scope: context.scope, zoneID: watched, alert: Self.alert(entry.info, fields: [:]))))
+            case .database:
+                guard entry.recordType.map({ type in changedZones.contains { $0.types.contains(type) } }) ?? true else { continue }
+                pending.append(Pending(key: entry.key, firesOnce: false, payload: NotificationPayload.database(
+                    subscriptionID: entry.key.subscriptionID, scope: context.scope, alert: Self.alert(entry.info, fields: [:]))))
+            case .query:
+                continue
+            }
+        }
+        guard !pending.isEmpty else { return }
+        var rows = pending
+        if !firedOnce.isEmpty {
+            let fired = firedOnce.map { index.queries[$0].key }
+            let deleted = try transaction.deleteSubscriptions(fired)
+            rows.removeAll { $0.firesOnce && !deleted.contains($0.key) }
+        }
+        try transaction.appendNotifications(rows.map { NotificationRow(subscriber: $0.key.subscriber, payload: $0.payload) })
+    }
+
+    /// The alert texts a notification copies from its subscription, with the fields the
+    /// `…LocalizationArgs` name replaced by the record's values.
+    private static func alert(_ info: NotificationInfo.Fields?, fields: [String: FieldValue]) -> StratusNotification.Alert? {
+        guard let info else { return nil }
+        func values(_ names: [String]?) -> [String]? { names.map { $0.map { fields[$0]?.alertText ?? "" } } }
+        let alert = StratusNotification.Alert(
+            alertBody: info.alertBody, alertLocalizationKey: info.alertLocalizationKey, alertLocalizationArgs: values(info.alertLocalizationArgs),
+            title: info.title, titleLocalizationKey: info.titleLocalizationKey, titleLocalizationArgs: values(info.titleLocalizationArgs),
+            subtitle: info.subtitle, subtitleLocalizationKey: info.subtitleLocalizationKey, subtitleLocalizationArgs: values(info.subtitleLocalizationArgs),
+            alertActionLocalizationKey: info.alertActionLocalizationKey, alertLaunchImage: info.alertLaunchImage, soundName: info.soundName,
+            category: info.category)
+        return alert.isEmpty ? nil : alert
+    }
+}
+
+private extension FieldValue {
+    /// Whether a notification may carry the value: the types CloudKit allows in desired keys.
+    var isNotificationValue: Bool {
+        switch self {
+        case .string, .int64, .double, .date, .reference, .location: true
+        default: false
+        }
+    }
+
+    /// The value as an alert's substitution text.
+    var alertText: String? {
+        switch self {
+        case .string(let text): text
+        case .int64(let number): String(number)
+        case .double(let number): String(number)
+        case .date(let date): ISO8601DateFormatter().string(from: date)
+        case .reference(let reference): reference.recordID.recordName
+        default: nil
+        }
+    }
+}
