@@ -13,31 +13,61 @@ import Foundation
 /// let operation = ModifyRecordsOperation(preparedSaves: [prepared])
 /// ```
 package struct PreparedSave: Sendable {
-    /// The record as given (reported back, and the client record of a conflict).
-    package let record: Record
-    package let systemFields: Record.SystemFields
-    package let fields: [String: FieldValue]
-    package let encryptedKeys: Set<String>
-    package let parent: Record.Reference?
-    package let parentChanged: Bool
-    /// What the record's CloudKit JSON held beyond the model.
-    package let jsonExtras: Record.JSONExtras
-    /// Every present key counts as changed (a record built whole), besides ``changed``.
-    private let allFieldsChanged: Bool
-    /// The keys set or removed since the record was created or fetched (only removals when
-    /// ``allFieldsChanged``).
-    private let changed: [String]
-    /// ``Record/fieldDataSize`` of ``fields``.
-    package let fieldDataSize: Int
-    /// ``fields``, ``encryptedKeys`` and ``jsonExtras`` as a ``FieldDocument``: what a new record stores.
-    package let document: [UInt8]
+    /// What was taken of the record, in one object: a prepared save is handed from the reader
+    /// to batches, operations and the writer, and a copy then costs one reference count, not
+    /// one per value it holds.
+    private final class Storage: Sendable {
+        let record: Record
+        let systemFields: Record.SystemFields
+        let fields: [String: FieldValue]
+        let encryptedKeys: Set<String>
+        let parent: Record.Reference?
+        let parentChanged: Bool
+        let jsonExtras: Record.JSONExtras
+        let allFieldsChanged: Bool
+        let changed: [String]
+        let fieldDataSize: Int
+        let document: [UInt8]
 
-    package var recordID: Record.ID { record.recordID }
+        init(record: Record, systemFields: Record.SystemFields, fields: [String: FieldValue], encryptedKeys: Set<String>, parent: Record.Reference?,
+             parentChanged: Bool, jsonExtras: Record.JSONExtras, allFieldsChanged: Bool, changed: [String], fieldDataSize: Int) {
+            self.record = record
+            self.systemFields = systemFields
+            self.fields = fields
+            self.encryptedKeys = encryptedKeys
+            self.parent = parent
+            self.parentChanged = parentChanged
+            self.jsonExtras = jsonExtras
+            self.allFieldsChanged = allFieldsChanged
+            self.changed = changed
+            self.fieldDataSize = fieldDataSize
+            document = FieldDocument.encodedBytes(fields, encryptedKeys: encryptedKeys, jsonExtras: jsonExtras)
+        }
+    }
+
+    private let storage: Storage
+
+    /// The record as given (reported back, and the client record of a conflict).
+    package var record: Record { storage.record }
+    package var systemFields: Record.SystemFields { storage.systemFields }
+    package var fields: [String: FieldValue] { storage.fields }
+    package var encryptedKeys: Set<String> { storage.encryptedKeys }
+    package var parent: Record.Reference? { storage.parent }
+    package var parentChanged: Bool { storage.parentChanged }
+    /// What the record's CloudKit JSON held beyond the model.
+    package var jsonExtras: Record.JSONExtras { storage.jsonExtras }
+    /// ``Record/fieldDataSize`` of ``fields``.
+    package var fieldDataSize: Int { storage.fieldDataSize }
+    /// ``fields``, ``encryptedKeys`` and ``jsonExtras`` as a ``FieldDocument``: what a new record stores.
+    package var document: [UInt8] { storage.document }
+
+    package var recordID: Record.ID { storage.record.recordID }
 
     /// The keys the save writes into a stored record, in the modes that change keys: present
-    /// keys that were set and keys that were removed.
+    /// keys that were set and keys that were removed (every present key counts as set when the
+    /// record was built whole).
     package var changedKeys: [String] {
-        allFieldsChanged ? Array(fields.keys) + changed.filter { fields[$0] == nil } : changed
+        storage.allFieldsChanged ? Array(storage.fields.keys) + storage.changed.filter { storage.fields[$0] == nil } : storage.changed
     }
 
     /// Checks `record` as ``Record/validateForSave()`` does and prepares it.
@@ -48,31 +78,17 @@ package struct PreparedSave: Sendable {
     /// - Throws: ``StratusError`` `invalidArguments` or `limitExceeded`, naming the record.
     package init(_ record: Record, namesChecked: Bool = false) throws(StratusError) {
         let state = record.snapshot
-        fieldDataSize = try Record.validate(recordID: record.recordID, recordType: record.recordType, fields: state.fields, parent: state.parent, namesChecked: namesChecked)
-        self.record = record
-        systemFields = state.system
-        fields = state.fields
-        encryptedKeys = state.encrypted
-        parent = state.parent
-        parentChanged = state.parentChanged
-        allFieldsChanged = state.allFieldsChanged
-        changed = state.changed
-        jsonExtras = state.extras
-        document = FieldDocument.encodedBytes(state.fields, encryptedKeys: state.encrypted, jsonExtras: state.extras)
+        let size = try Record.validate(recordID: record.recordID, recordType: record.recordType, fields: state.fields, parent: state.parent, namesChecked: namesChecked)
+        storage = Storage(record: record, systemFields: state.system, fields: state.fields, encryptedKeys: state.encrypted, parent: state.parent,
+                          parentChanged: state.parentChanged, jsonExtras: state.extras, allFieldsChanged: state.allFieldsChanged, changed: state.changed,
+                          fieldDataSize: size)
     }
 
     private init(_ other: PreparedSave, fields: [String: FieldValue]) {
-        record = other.record
-        systemFields = other.systemFields
-        self.fields = fields
-        encryptedKeys = other.encryptedKeys
-        parent = other.parent
-        parentChanged = other.parentChanged
-        allFieldsChanged = other.allFieldsChanged
-        changed = other.changed
-        fieldDataSize = other.fieldDataSize
-        jsonExtras = other.jsonExtras
-        document = FieldDocument.encodedBytes(fields, encryptedKeys: other.encryptedKeys, jsonExtras: other.jsonExtras)
+        let old = other.storage
+        storage = Storage(record: old.record, systemFields: old.systemFields, fields: fields, encryptedKeys: old.encryptedKeys, parent: old.parent,
+                          parentChanged: old.parentChanged, jsonExtras: old.jsonExtras, allFieldsChanged: old.allFieldsChanged, changed: old.changed,
+                          fieldDataSize: old.fieldDataSize)
     }
 
     /// The same save with other values for its asset fields (their stored content, once
