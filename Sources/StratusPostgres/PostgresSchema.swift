@@ -14,7 +14,8 @@ import Foundation
 /// `meta` holds the schema version and the store's identity; upgrades run under an advisory
 /// lock, so that two processes starting on an empty database do not race.
 enum PostgresSchema {
-    static let version = 1
+    /// Version 2 keeps a pipeline source's position as text (`job_progress.position_text`).
+    static let version = 2
 
     /// The key of the advisory lock taken while the tables are created or upgraded.
     static let migrationLock: Int64 = 0x5354_5241_5455_5331   // "STRATUS1"
@@ -114,6 +115,7 @@ enum PostgresSchema {
             position bigint NOT NULL,
             updated_at double precision NOT NULL
         );
+        ALTER TABLE job_progress ADD COLUMN IF NOT EXISTS position_text text;
         CREATE TABLE IF NOT EXISTS assets(
             asset_id text COLLATE "C" PRIMARY KEY,
             owner text COLLATE "C" NOT NULL,

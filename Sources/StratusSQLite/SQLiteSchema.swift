@@ -18,9 +18,11 @@
 ///   so documents no longer carry an ASCII lowercase copy of each string. Opening an older store
 ///   rebuilds its records table and schema indexes (``upgrade(from:)``);
 /// - version 4 folds case fully for string equality (``Stratus/QueryRules/equalityKey(_:)``:
-///   `ß` is `ss`): documents with non-ASCII text get their folded copies again on upgrade.
+///   `ß` is `ss`): documents with non-ASCII text get their folded copies again on upgrade;
+/// - version 6 keeps a pipeline source's position as text beside a job's numeric progress
+///   (`job_progress.position_text`; ``addJobPositionText``).
 enum SQLiteSchema {
-    static let version: Int64 = 4
+    static let version: Int64 = 6
 
     /// Bits of a record's `change_key` that hold its zone's change sequence; the zone row is
     /// in the bits above. Rows of one zone thus lie together in change order, so that reading
@@ -121,7 +123,8 @@ enum SQLiteSchema {
         CREATE TABLE IF NOT EXISTS job_progress(
             job TEXT PRIMARY KEY,
             position INTEGER NOT NULL,
-            updated_at REAL NOT NULL
+            updated_at REAL NOT NULL,
+            position_text TEXT
         ) WITHOUT ROWID;
         CREATE TABLE IF NOT EXISTS record_types(
             container TEXT NOT NULL,
@@ -168,6 +171,10 @@ enum SQLiteSchema {
             CREATE UNIQUE INDEX records_by_name ON records(zone_id, record_name);
             """
     }
+
+    /// Version 6: the text position of a pipeline's source (a query cursor, a change token),
+    /// committed with the batch it follows. Stores of earlier versions have the table without it.
+    static let addJobPositionText = "ALTER TABLE job_progress ADD COLUMN position_text TEXT"
 
     static let recordColumns = "r.record_name, r.record_type, r.created_at, r.created_by, r.modified_at, r.modified_by, r.change_tag, r.fields, r.parent_name"
     static let recordColumnCount: Int32 = 9

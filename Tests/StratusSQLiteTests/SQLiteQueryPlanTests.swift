@@ -205,7 +205,7 @@ struct SQLiteQueryPlanTests {
         }
     }
 
-    @Test("a version 3 store opens as version 4: documents whose folded copies were lowercased are folded again")
+    @Test("a version 3 store opens as version 6: documents whose folded copies were lowercased are folded again")
     func upgradeFromVersion3() async throws {
         try await TemporaryStore.with { store in
             let shell = try #require(StoreProcess.sqlite3, "the sqlite3 shell is needed (apt-get install sqlite3)")
@@ -226,11 +226,11 @@ struct SQLiteQueryPlanTests {
             #expect(found.map(\.recordID.recordName) == ["s1"])
             #expect(try await database.record(for: Record.ID(recordName: "s1")).fieldValue(forKey: "name") == .string("Hauptstraße"))
             let version = try await StoreProcess.run(shell, [path, "PRAGMA user_version;"], in: store.directory)
-            #expect(version.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "4")
+            #expect(version.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "6")
         }
     }
 
-    @Test("a version 2 store opens as version 4: type index dropped, schema indexes rebuilt, old documents still compare")
+    @Test("a version 2 store opens as version 6: type index dropped, schema indexes rebuilt, old documents still compare")
     func upgradeFromVersion2() async throws {
         try await Self.withFixture(schema: true) { fixture in
             let shell = try #require(StoreProcess.sqlite3, "the sqlite3 shell is needed (apt-get install sqlite3)")
@@ -261,7 +261,7 @@ struct SQLiteQueryPlanTests {
             let engine = try SQLiteEngine(path: fixture.path)
             let database = Container(identifier: Self.identifier, engine: engine, userName: "alice").publicCloudDatabase
             let after = try await StoreProcess.run(shell, [fixture.path, "PRAGMA user_version; SELECT name FROM sqlite_master WHERE name IN ('records_by_type', 'records_by_change', 'ix_v2', 'records_v2') OR sql LIKE '%change_seq INTEGER%records%';"], in: directory)
-            #expect(after.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "4", "version 4, no old index or table left: \(after.stdout)")
+            #expect(after.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "6", "version 6, no old index or table left: \(after.stdout)")
             let query = try Self.query("category == %@", "BOOKS")
             let plan = try engine.queryPlan(for: CompiledQuery(query, zoneID: .default, desiredKeys: nil), in: database.context)
             #expect(plan.contains("SEARCH r USING INDEX ix_") && plan.contains("<expr>=?"), "the rebuilt index serves equality:\n\(plan)")

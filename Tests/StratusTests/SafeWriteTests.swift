@@ -75,6 +75,7 @@ final class ScriptedEngine: StorageEngine, Sendable {
     func countRecords(_ query: CompiledQuery, in database: DatabaseContext) throws -> Int { try base.countRecords(query, in: database) }
     func inventory() throws -> StoreInventory { try base.inventory() }
     func jobProgress(_ job: String) throws -> Int64? { try base.jobProgress(job) }
+    func jobProgressText(_ job: String) throws -> String? { try base.jobProgressText(job) }
     func removeJobProgress(_ job: String) throws { try base.removeJobProgress(job) }
     func checkIntegrity() throws -> [String] { try base.checkIntegrity() }
     func saveSchemas(_ schemas: [RecordTypeSchema], containerIdentifier: String) throws { try base.saveSchemas(schemas, containerIdentifier: containerIdentifier) }
@@ -129,7 +130,7 @@ final class RecordingTransaction: RecordWriteTransaction {
     func storeAssets(in fields: [String: FieldValue], of id: Record.ID) throws -> Result<[String: FieldValue], StratusError> {
         try base.storeAssets(in: fields, of: id)
     }
-    func saveJobProgress(_ job: String, position: Int64) throws { try base.saveJobProgress(job, position: position) }
+    func saveJobProgress(_ job: String, position: Int64, text: String?) throws { try base.saveJobProgress(job, position: position, text: text) }
 }
 
 /// What one ``ModifyRecordsOperation`` reported, with the order of its per-item save blocks.

@@ -47,9 +47,11 @@ public protocol RecordWriteTransaction: AnyObject {
     /// How many records other than `source` hold a `.deleteSelf` reference to `target`.
     func deleteSelfReferenceCount(to target: Record.ID, excludingSource source: String) throws -> Int
 
-    /// Records how far a job (an import) got, in this transaction: after a crash the store
-    /// says exactly which of the job's batches committed. Replaces the job's earlier position.
-    func saveJobProgress(_ job: String, position: Int64) throws
+    /// Records how far a job got, in this transaction: after a crash the store says exactly
+    /// which of the job's batches committed. Replaces the job's earlier position. `position`
+    /// is an import's settled items (or a pipeline's batches); `text`, when given, a
+    /// pipeline source's position (a query cursor, a change token), kept as it is.
+    func saveJobProgress(_ job: String, position: Int64, text: String?) throws
 
     /// Copies the contents of the assets in `fields` into the store, answering the fields with
     /// assets that name their stored copies, or the item's error (`assetFileNotFound`).
