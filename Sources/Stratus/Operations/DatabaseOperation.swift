@@ -60,7 +60,9 @@ open class DatabaseOperation: Operation, @unchecked Sendable {
         precondition(wasPending, "\(type(of: self)) was started twice; an operation runs once")
         transition(to: .executing, key: "isExecuting")
 
-        pipelineMembership.withLock { $0.output }?.prepare(producer: self)
+        let (joined, producing) = pipelineMembership.withLock { ($0.pipeline, $0.output) }
+        joined?.start(self)
+        producing?.prepare(producer: self)
         var outcome: StratusError?
         if isCancelled {
             outcome = StratusError.cancelled(String(describing: type(of: self)), completed: 0)

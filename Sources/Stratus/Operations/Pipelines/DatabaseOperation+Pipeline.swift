@@ -49,6 +49,7 @@ extension DatabaseOperation {
         }
         guard let pipeline else { return nil }
         pipeline.add(self)
+        pipeline.start(self)
         var start: PipelinePosition?
         if let checkpoint {
             if let text = try withRetry({ try engine.jobProgressText(checkpoint.job) }) {

@@ -39,6 +39,12 @@ final class Pipeline: Sendable {
     private let state = Mutex(State())
     /// Serializes saves of the checkpoint store, which happen outside `state`'s lock.
     private let saveLock = NSLock()
+    /// Stages that started, and those of them whose outcome is known after a stop: a stopped
+    /// pipeline's stages report once every started stage settled, so that all report the
+    /// same position (a write in progress when the pipeline stopped still commits).
+    private let settling = NSCondition()
+    private nonisolated(unsafe) var started = Set<ObjectIdentifier>()
+    private nonisolated(unsafe) var settled = Set<ObjectIdentifier>()
 
     init() {}
 
@@ -61,6 +67,21 @@ final class Pipeline: Sendable {
             if let index = state.stages.firstIndex(where: { $0.id == ObjectIdentifier(producer) }) { state.stages[index].consumers += 1 }
             if !state.outputs.contains(where: { $0 === output }) { state.outputs.append(output) }
         }
+    }
+
+    /// A stage started running.
+    func start(_ operation: DatabaseOperation) {
+        settling.withLock { _ = started.insert(ObjectIdentifier(operation)) }
+    }
+
+    /// Waits until every stage that started knows its outcome (they all stop at their next
+    /// batch once the pipeline stopped).
+    private func settle(_ operation: DatabaseOperation) {
+        settling.lock()
+        defer { settling.unlock() }
+        settled.insert(ObjectIdentifier(operation))
+        settling.broadcast()
+        while !started.isSubset(of: settled) { settling.wait() }
     }
 
     /// Whether `operation` hands its batches to nobody (a last stage of the pipeline).
@@ -202,6 +223,7 @@ final class Pipeline: Sendable {
             if let index = state.stages.firstIndex(where: { $0.id == ObjectIdentifier(operation) }) { state.stages[index].finished = true }
             return (state.stages.allSatisfy(\.finished), state.stop, state.checkpoint, state.engine)
         }
+        if stop != nil { settle(operation) }
         if let error = outcome, error.code != .partialFailure {
             if case .failed(_, _, let id)? = stop, id != ObjectIdentifier(operation), error.code == .operationCancelled {
                 // Cancelled by another stage's failure (before it started, or between batches).

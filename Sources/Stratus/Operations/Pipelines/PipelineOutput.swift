@@ -110,12 +110,15 @@ public final class PipelineOutput<Element: Sendable>: Sendable {
             if state.keepsElements { state.kept += batch.elements }
             return state.channels
         }
-        for (index, channel) in channels.enumerated() {
+        // Copies are made before the first consumer can change a record.
+        let batches = channels.indices.map { index -> PipelineBatch<Element> in
+            guard index > 0, let records = batch.elements as? [Record] else { return batch }
             var copy = batch
-            if index > 0, let records = batch.elements as? [Record] {
-                copy.elements = records.map { $0.copy() as! Record } as! [Element]
-            }
-            guard channel.send(copy) else { return false }
+            copy.elements = records.map { $0.copy() as! Record } as! [Element]
+            return copy
+        }
+        for (channel, batch) in zip(channels, batches) {
+            guard channel.send(batch) else { return false }
         }
         return true
     }

@@ -137,8 +137,8 @@ public final class DeleteRecordsOperation: DatabaseOperation, @unchecked Sendabl
                 if let progress = jobProgress(for: batch) {
                     try deleteBatch(ids, progress: progress)
                 } else {
+                    // A batch is deleted whole once begun, so that the position after it stays exact.
                     for start in stride(from: 0, to: ids.count, by: batchSize) {
-                        if shouldStop { break }
                         try deleteBatch(Array(ids[start..<min(ids.count, start + batchSize)]))
                     }
                 }

@@ -160,7 +160,7 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
             }
             let stop = try write(
                 prepared: preparedSaves, saving: toSave, deleting: toDelete, progress: jobProgress.map { JobProgressEntry(job: $0.job, position: $0.position) },
-                singleTransaction: false, engine: engine, context: context, errors: &errors, done: &done, handOn: handOn)
+                singleTransaction: false, interruptible: true, engine: engine, context: context, errors: &errors, done: &done, handOn: handOn)
             if let stop { return stop }
             if shouldStop { return stopped(done: done, errors: errors) }
         }
@@ -171,8 +171,9 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
             total += records.count
             let progress = jobProgress(for: batch)
             var saved: [Record] = []
+            // A batch is written whole once begun, so that the position after it stays exact.
             let stop = try write(
-                prepared: [], saving: records, deleting: [], progress: progress, singleTransaction: progress != nil,
+                prepared: [], saving: records, deleting: [], progress: progress, singleTransaction: progress != nil, interruptible: false,
                 engine: engine, context: context, errors: &errors, done: &done) { batchSaved in
                     saved += batchSaved
                     return true
@@ -194,10 +195,11 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
     /// records saved by each transaction, and answers false to stop. Answers the error that
     /// ends the operation (a limit, a cancellation), or nil; item errors go to `errors`.
     /// `progress` is recorded with the request's last transaction (with its only one when
-    /// `singleTransaction`, or in a transaction of its own when nothing is written).
+    /// `singleTransaction`, or in a transaction of its own when nothing is written). When
+    /// `interruptible`, a cancellation stops it between transactions.
     private func write(
         prepared preparedSaves: [PreparedSave], saving toSave: [Record], deleting toDelete: [Record.ID], progress: JobProgressEntry?,
-        singleTransaction: Bool, engine: any StorageEngine, context: DatabaseContext, errors: inout [Record.ID: StratusError],
+        singleTransaction: Bool, interruptible: Bool, engine: any StorageEngine, context: DatabaseContext, errors: inout [Record.ID: StratusError],
         done: inout Int, handOn: ([Record]) throws -> Bool
     ) throws -> StratusError? {
         let total = preparedSaves.count + toSave.count + toDelete.count
@@ -243,7 +245,7 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
             guard total <= Self.maximumAtomicItems else {
                 return StratusError(.limitExceeded, "an atomic request holds \(total) items; the limit is \(Self.maximumAtomicItems) (split it, or set isAtomic = false)")
             }
-            if shouldStop { return nil }
+            if interruptible && shouldStop { return nil }
             var atomicRequest = request(ordered, validDeletes, atomic: true)
             atomicRequest.jobProgress = progress
             let outcome = try withRetry { try RecordWriteExecutor.apply(atomicRequest, engine: engine, context: context) }
@@ -264,7 +266,7 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
             return try recordProgressAlone(progress, engine: engine, context: context)
         }
         for (number, batch) in batches.enumerated() {
-            if shouldStop { return nil }
+            if interruptible && shouldStop { return nil }
             var batchRequest = request(batch.saves, batch.deletes, atomic: false)
             if number == batches.count - 1 { batchRequest.jobProgress = progress }
             let outcome = try withRetry { try RecordWriteExecutor.apply(batchRequest, engine: engine, context: context) }
