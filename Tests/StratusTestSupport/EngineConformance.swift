@@ -69,6 +69,6 @@ public enum EngineConformance {
     /// Every case, in a stable order.
     public static var cases: [TestCase] {
         roundTripCases + systemFieldCases + savePolicyCases + batchCases + validationCases
-            + fetchAndDeleteCases + queryCases + pagingCases + scopeCases + queryLanguageCases + ruleCases + streamCases + inventoryCases
+            + fetchAndDeleteCases + queryCases + pagingCases + scopeCases + queryLanguageCases + ruleCases + streamCases + inventoryCases + pipelineCases
     }
 }
