@@ -16,6 +16,9 @@
 // committed batch. The transform is not idempotent — a product processed twice would end with
 // revision 2 and its price raised twice — so `verify` checks exactly once: every product on
 // sale at revision 1 with its price raised once, every discontinued product untouched.
+// Once the whole pipeline completed, the job's position is removed: `run` again after
+// "repriced in …" is a new repricing, not a resumption (a kill after that line, before the
+// process exits, ends a finished job).
 // Exit status 0, or 1 with the problems on stderr.
 import Foundation
 import Stratus
