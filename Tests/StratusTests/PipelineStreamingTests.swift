@@ -197,6 +197,31 @@ struct PipelineStreamingTests {
         }
     }
 
+    @Test("a consumer that fails after its producer finished stops the pipeline: every stage reports, none waits for the finished producer")
+    func failureAfterProducerFinished() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            try await TestDatabase.save(items(20), in: database)
+            let query = Self.everyItem(pageSize: 10, inFlight: 4)
+            let consume = ConsumeOperation(consuming: query) { (_: [Record]) in
+                // The producer hands on both batches without waiting and finishes first.
+                let deadline = ContinuousClock.now + .seconds(20)
+                while !query.isFinished && ContinuousClock.now < deadline { usleep(1_000) }
+                throw StratusError(.limitExceeded, "refused after the producer finished")
+            }
+            let queryFinal = Box<Result<QueryOperation.Cursor?, any Error>?>(nil), consumeFinal = Box<Result<Void, any Error>?>(nil)
+            query.queryResultBlock = { queryFinal.value = $0 }
+            consume.consumeResultBlock = { consumeFinal.value = $0 }
+            _ = await Self.run([query, consume], on: database)
+
+            #expect(query.isFinished && consume.isFinished)
+            let error = try #require(finalError(consumeFinal.value))
+            #expect(error.code == .limitExceeded && error.message == "refused after the producer finished")
+            #expect(error.pipelinePosition == nil, "no batch was completed")
+            #expect(queryFinal.value != nil, "the producer reported")
+        }
+    }
+
     @Test("fan-out: every consumer gets every batch, each its own copies of the records")
     func fanOut() async throws {
         try await SQLiteFixture.with { fixture in

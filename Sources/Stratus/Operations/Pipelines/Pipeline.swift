@@ -74,13 +74,15 @@ final class Pipeline: Sendable {
         settling.withLock { _ = started.insert(ObjectIdentifier(operation)) }
     }
 
-    /// Waits until every stage that started knows its outcome (they all stop at their next
-    /// batch once the pipeline stopped).
-    private func settle(_ operation: DatabaseOperation) {
+    /// Records that `operation` knows its outcome; when the pipeline stopped, also waits until
+    /// every stage that started knows its own (they all stop at their next batch). A stage
+    /// that finished before the stop counts as settled, or the others would wait for it forever.
+    private func settle(_ operation: DatabaseOperation, waiting: Bool) {
         settling.lock()
         defer { settling.unlock() }
         settled.insert(ObjectIdentifier(operation))
         settling.broadcast()
+        guard waiting else { return }
         while !started.isSubset(of: settled) { settling.wait() }
     }
 
@@ -223,7 +225,7 @@ final class Pipeline: Sendable {
             if let index = state.stages.firstIndex(where: { $0.id == ObjectIdentifier(operation) }) { state.stages[index].finished = true }
             return (state.stages.allSatisfy(\.finished), state.stop, state.checkpoint, state.engine)
         }
-        if stop != nil { settle(operation) }
+        settle(operation, waiting: stop != nil)
         if let error = outcome, error.code != .partialFailure {
             if case .failed(_, _, let id)? = stop, id != ObjectIdentifier(operation), error.code == .operationCancelled {
                 // Cancelled by another stage's failure (before it started, or between batches).
