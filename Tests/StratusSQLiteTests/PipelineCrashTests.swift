@@ -13,19 +13,19 @@ import Testing
 
 @Suite("Crashes: checkpointed pipelines killed at random moments", .timeLimit(.minutes(StoreProcess.setting("STRATUS_CRASH_ROUNDS", default: 8) / 4 + 4)))
 struct PipelineCrashTests {
-    /// How long `arguments` take to run to their end (on a copy of the store): kill moments are drawn from a share of it, so that runs are killed part-way
-    /// on a fast machine and on a busy one alike.
-    static func calibrate(_ program: String, _ arguments: [String], in store: TemporaryStore) async throws -> Duration {
-        let start = ContinuousClock.now
-        let status = try await StoreProcess.run(program, arguments, in: store.directory)
-        #expect(status.exitCode == 0, "the calibration run: \(status.stderr)")
-        return ContinuousClock.now - start
-    }
-
-    /// A kill moment: somewhere in the first 3–30% of a whole run's time, at least 20 ms in.
-    static func killDelay(_ whole: Duration, using random: inout SeededGenerator) -> Int {
-        let milliseconds = Int(whole.components.seconds * 1_000) + Int(whole.components.attoseconds / 1_000_000_000_000_000)
-        return Int.random(in: max(20, milliseconds * 3 / 100)...max(40, milliseconds * 30 / 100), using: &random)
+    /// Kills `run` at a moment tied to its progress, not to the clock (so that runs are
+    /// killed part-way on a fast machine and on a busy one alike): once `done()` (records
+    /// processed, read from the store) has grown by a random share of up to half of what was
+    /// left, plus a random 0–30 ms so that kills land inside batches too. Answers what the
+    /// moment was, for messages.
+    static func kill(_ run: ChildProcess, done: () throws -> Int, remaining: Int, using random: inout SeededGenerator) async throws -> String {
+        let start = try done()
+        let target = start + Int.random(in: 0...max(0, remaining / 2), using: &random)
+        let jitter = Int.random(in: 0...30, using: &random)
+        while run.isRunning, try done() < target { try await Task.sleep(for: .milliseconds(3)) }
+        try await Task.sleep(for: .milliseconds(jitter))
+        if run.isRunning { run.kill() }
+        return "killed \(jitter) ms after \(target - start) more records were done"
     }
 
     /// The record name a query position stands after, from the position a job committed.
@@ -46,21 +46,17 @@ struct PipelineCrashTests {
         var random = SeededGenerator(seed: UInt64(StoreProcess.setting("STRATUS_CRASH_SEED", default: 20_250_601)))
         try await TemporaryStore.with(prefix: "stratus-pipeline-crash") { store in
             let path = store.path()
-            let calibration = store.path("calibration.sqlite")
-            for target in [path, calibration] {
-                let generated = try await StoreProcess.run(reprice, ["generate", "--store", target, "--count", "\(count)"], in: store.directory)
-                #expect(generated.exitCode == 0, "\(generated.stderr)")
-            }
-            let whole = try await Self.calibrate(reprice, ["run", "--store", calibration, "--batch", "250"], in: store)
+            let generated = try await StoreProcess.run(reprice, ["generate", "--store", path, "--count", "\(count)"], in: store.directory)
+            #expect(generated.exitCode == 0, "\(generated.stderr)")
+            let onSale = (0..<count).filter { $0 % 10 != 9 }.count
             var kills = 0
             var completed = false
             for round in 0..<rounds {
                 let run = try ChildProcess(reprice, ["run", "--store", path, "--batch", "250"], in: store.directory)
-                let delay = Self.killDelay(whole, using: &random)
-                try await Task.sleep(for: .milliseconds(delay))
-                if run.isRunning { run.kill() }
+                let before = try Self.repricedCount(path: path)
+                let moment = try await Self.kill(run, done: { try Self.repricedCount(path: path) }, remaining: onSale - before, using: &random)
                 let status = await run.wait()
-                let context = "round \(round) (killed after \(delay) ms)"
+                let context = "round \(round) (\(moment))"
                 if status.killed { kills += 1 } else { #expect(status.exitCode == 0, "\(context): \(status.stderr)") }
                 let integrity = try await StoreProcess.integrityCheck(path, in: store.directory)
                 #expect(integrity == "ok", "\(context): \(integrity.prefix(300))")
@@ -143,18 +139,11 @@ struct PipelineCrashTests {
                 input += "\n"
             }
             let file = try store.writeFile("tasks.ndjson", Data(input.utf8)).path
-            let calibration = store.path("calibration.sqlite")
-            for target in [path, calibration] {
-                let imported = try await StoreProcess.run(stratus, ["import", file, "--store", target, "--quiet"], in: store.directory)
-                #expect(imported.exitCode == 0, "\(imported.stderr)")
-            }
-            func arguments(store: String, checkpoint: String) -> [String] {
-                ["update", "--store", store, "--type", "Task", "--where", "open == 1", "--set", "status=closed", "--set", "closedBy:STRING=cron",
-                 "--batch-size", "200", "--checkpoint", checkpoint, "--progress", "json"]
-            }
-            let whole = try await Self.calibrate(stratus, arguments(store: calibration, checkpoint: store.path("calibration.checkpoint")), in: store)
+            let imported = try await StoreProcess.run(stratus, ["import", file, "--store", path, "--quiet"], in: store.directory)
+            #expect(imported.exitCode == 0, "\(imported.stderr)")
             let checkpoint = store.path("update.checkpoint")
-            let arguments = arguments(store: path, checkpoint: checkpoint)
+            let arguments = ["update", "--store", path, "--type", "Task", "--where", "open == 1", "--set", "status=closed", "--set", "closedBy:STRING=cron",
+                             "--batch-size", "200", "--checkpoint", checkpoint, "--progress", "json"]
             let matching = (0..<count).filter { $0 % 3 != 0 }.count
             var kills = 0, resumed = 0
             var final: ChildProcess.Status?
@@ -165,11 +154,9 @@ struct PipelineCrashTests {
                 doneBefore = try Self.updatedCount(path: path)
                 if doneBefore > 0 { resumed += 1 }
                 let run = try ChildProcess(stratus, arguments, in: store.directory)
-                let delay = Self.killDelay(whole, using: &random)
-                try await Task.sleep(for: .milliseconds(delay))
-                if run.isRunning { run.kill() }
+                let moment = try await Self.kill(run, done: { try Self.updatedCount(path: path) }, remaining: matching - doneBefore, using: &random)
                 let status = await run.wait()
-                let context = "round \(round) (killed after \(delay) ms)"
+                let context = "round \(round) (\(moment))"
                 #expect(try await StoreProcess.integrityCheck(path, in: store.directory) == "ok", "\(context)")
                 if status.killed {
                     kills += 1
@@ -211,6 +198,13 @@ struct PipelineCrashTests {
             #expect(kills >= 1, "no run was still going when killed")
             print("crash-loop: pipeline, stratus update killed \(kills) times over \(count) records (\(resumed) runs resumed after committed batches), then completed; \(matching) updated once")
         }
+    }
+
+    /// How many products the pipeline has repriced.
+    static func repricedCount(path: String) throws -> Int {
+        let engine = try SQLiteEngine(path: path)
+        let query = try CompiledQuery(Query(recordType: "Product", predicate: try QueryPredicate(format: "revision == 1")), zoneID: .default, desiredKeys: [])
+        return try engine.countRecords(query, in: DatabaseContext(containerIdentifier: "com.example.reprice", scope: .public, userName: "checker"))
     }
 
     /// How many `Task` records the update has set.
