@@ -18,13 +18,17 @@ struct PipelineCrashTests {
     /// processed, read from the store) has grown by a random share of up to half of what was
     /// left, plus a random 0–30 ms so that kills land inside batches too. Answers what the
     /// moment was, for messages.
-    static func kill(_ run: ChildProcess, done: () throws -> Int, remaining: Int, using random: inout SeededGenerator) async throws -> String {
+    static func kill(_ run: ChildProcess, done: @escaping @Sendable () throws -> Int, remaining: Int, using random: inout SeededGenerator) async throws -> String {
         let start = try done()
         let target = start + Int.random(in: 0...max(0, remaining / 2), using: &random)
         let jitter = Int.random(in: 0...30, using: &random)
-        while run.isRunning, try done() < target { try await Task.sleep(for: .milliseconds(3)) }
-        try await Task.sleep(for: .milliseconds(jitter))
-        if run.isRunning { run.kill() }
+        // On a thread of its own: the tasks of other tests can keep the cooperative threads
+        // busy for longer than a whole run takes.
+        try await ChildProcess.onOwnThread {
+            while run.isRunning, try done() < target { usleep(2_000) }
+            usleep(UInt32(jitter) * 1_000)
+            if run.isRunning { run.kill() }
+        }
         return "killed \(jitter) ms after \(target - start) more records were done"
     }
 
@@ -49,12 +53,14 @@ struct PipelineCrashTests {
             let generated = try await StoreProcess.run(reprice, ["generate", "--store", path, "--count", "\(count)"], in: store.directory)
             #expect(generated.exitCode == 0, "\(generated.stderr)")
             let onSale = (0..<count).filter { $0 % 10 != 9 }.count
+            // One engine reads the progress of every run (opening one per look costs more than a batch).
+            let progress = try SQLiteEngine(path: path)
             var kills = 0
             var completed = false
             for round in 0..<rounds {
-                let run = try ChildProcess(reprice, ["run", "--store", path, "--batch", "250"], in: store.directory)
-                let before = try Self.repricedCount(path: path)
-                let moment = try await Self.kill(run, done: { try Self.repricedCount(path: path) }, remaining: onSale - before, using: &random)
+                let run = try ChildProcess(reprice, ["run", "--store", path, "--batch", "50"], in: store.directory)
+                let before = try Self.repricedCount(progress)
+                let moment = try await Self.kill(run, done: { try Self.repricedCount(progress) }, remaining: onSale - before, using: &random)
                 let status = await run.wait()
                 let context = "round \(round) (\(moment))"
                 if status.killed { kills += 1 } else { #expect(status.exitCode == 0, "\(context): \(status.stderr)") }
@@ -70,7 +76,7 @@ struct PipelineCrashTests {
             }
             if !completed {
                 // Run again after a completed run, it would reprice every product a second time.
-                let final = try await StoreProcess.run(reprice, ["run", "--store", path, "--batch", "250"], in: store.directory)
+                let final = try await StoreProcess.run(reprice, ["run", "--store", path, "--batch", "50"], in: store.directory)
                 #expect(final.exitCode == 0, "the last run: \(final.stderr)")
             }
             let verify = try await StoreProcess.run(reprice, ["verify", "--store", path, "--count", "\(count)"], in: store.directory)
@@ -143,8 +149,10 @@ struct PipelineCrashTests {
             #expect(imported.exitCode == 0, "\(imported.stderr)")
             let checkpoint = store.path("update.checkpoint")
             let arguments = ["update", "--store", path, "--type", "Task", "--where", "open == 1", "--set", "status=closed", "--set", "closedBy:STRING=cron",
-                             "--batch-size", "200", "--checkpoint", checkpoint, "--progress", "json"]
+                             "--batch-size", "50", "--checkpoint", checkpoint, "--progress", "json"]
             let matching = (0..<count).filter { $0 % 3 != 0 }.count
+            // One engine reads the progress of every run (opening one per look costs more than a batch).
+            let progress = try SQLiteEngine(path: path)
             var kills = 0, resumed = 0
             var final: ChildProcess.Status?
             var finishedAsKilled = false
@@ -154,7 +162,7 @@ struct PipelineCrashTests {
                 doneBefore = try Self.updatedCount(path: path)
                 if doneBefore > 0 { resumed += 1 }
                 let run = try ChildProcess(stratus, arguments, in: store.directory)
-                let moment = try await Self.kill(run, done: { try Self.updatedCount(path: path) }, remaining: matching - doneBefore, using: &random)
+                let moment = try await Self.kill(run, done: { try Self.updatedCount(progress) }, remaining: matching - doneBefore, using: &random)
                 let status = await run.wait()
                 let context = "round \(round) (\(moment))"
                 #expect(try await StoreProcess.integrityCheck(path, in: store.directory) == "ok", "\(context)")
@@ -201,15 +209,17 @@ struct PipelineCrashTests {
     }
 
     /// How many products the pipeline has repriced.
-    static func repricedCount(path: String) throws -> Int {
-        let engine = try SQLiteEngine(path: path)
+    static func repricedCount(_ engine: SQLiteEngine) throws -> Int {
         let query = try CompiledQuery(Query(recordType: "Product", predicate: try QueryPredicate(format: "revision == 1")), zoneID: .default, desiredKeys: [])
         return try engine.countRecords(query, in: DatabaseContext(containerIdentifier: "com.example.reprice", scope: .public, userName: "checker"))
     }
 
     /// How many `Task` records the update has set.
     static func updatedCount(path: String) throws -> Int {
-        let engine = try SQLiteEngine(path: path)
+        try updatedCount(try SQLiteEngine(path: path))
+    }
+
+    static func updatedCount(_ engine: SQLiteEngine) throws -> Int {
         let query = try CompiledQuery(Query(recordType: "Task", predicate: try QueryPredicate(format: "status == 'closed'")), zoneID: .default, desiredKeys: [])
         return try engine.countRecords(query, in: DatabaseContext(containerIdentifier: "default", scope: .public, userName: "checker"))
     }
