@@ -35,6 +35,10 @@ public final class ChildProcess: @unchecked Sendable {
         var waiters: [CheckedContinuation<Void, Never>] = []
     }
     private let state = Mutex(State())
+    /// One launch at a time: swift-corelibs-foundation's `Process.run()` crashed (a bad read
+    /// in its memcpy) when tests launched processes from several threads at once while the
+    /// test process held many descriptors.
+    private static let launching = Mutex(())
 
     /// Starts `path` with `arguments`, writing its output to `stdout` and `stderr` (created
     /// empty), reading `stdin` (or nothing), in `directory`, with `environment` added to this
@@ -62,7 +66,7 @@ public final class ChildProcess: @unchecked Sendable {
             }
             for waiter in waiters { waiter.resume() }
         }
-        try process.run()
+        try Self.launching.withLock { _ in try process.run() }
     }
 
     /// Starts `path` with its output in new files in `directory`.
