@@ -40,6 +40,7 @@ let package = Package(
         .executableTarget(name: "todo", dependencies: ["Stratus", "StratusSQLite"], path: "samples/Todo"),
         .executableTarget(name: "shopping", dependencies: ["Stratus", "StratusSQLite"], path: "samples/Shopping"),
         .executableTarget(name: "pipeline", dependencies: ["Stratus", "StratusSQLite"], path: "samples/Pipeline"),
+        .executableTarget(name: "reprice", dependencies: ["Stratus", "StratusSQLite", "StratusPostgres"], path: "samples/Reprice"),
         .executableTarget(name: "churn", dependencies: ["Stratus", "StratusSQLite", "StratusPostgres", "SeededRandom"], path: "samples/Churn"),
         .executableTarget(name: "stress", dependencies: ["Stratus", "StratusSQLite", "SeededRandom"], path: "samples/Stress"),
 

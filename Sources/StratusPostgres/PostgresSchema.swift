@@ -27,8 +27,11 @@ import Foundation
 ///
 /// Version 4 adds subscriptions and notification feeds (``subscriptions``): new tables only,
 /// created with `IF NOT EXISTS`, so the step applies after any earlier one.
+///
+/// Version 5 keeps a pipeline source's position as text (`job_progress.position_text`), added
+/// by the creation script when missing.
 enum PostgresSchema {
-    static let version = 4
+    static let version = 5
     /// The version the asset step brought.
     static let assetStoreVersion = 3
 
@@ -130,6 +133,7 @@ enum PostgresSchema {
             position bigint NOT NULL,
             updated_at double precision NOT NULL
         );
+        ALTER TABLE job_progress ADD COLUMN IF NOT EXISTS position_text text;
         CREATE TABLE IF NOT EXISTS schema_roles(
             container text COLLATE "C" NOT NULL,
             role text COLLATE "C" NOT NULL,

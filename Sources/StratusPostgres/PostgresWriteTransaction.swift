@@ -147,11 +147,11 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
         searchable[schema.recordType] = nil
     }
 
-    func saveJobProgress(_ job: String, position: Int64) throws {
+    func saveJobProgress(_ job: String, position: Int64, text: String?) throws {
         try connection.execute("""
-            INSERT INTO job_progress(job, position, updated_at) VALUES ($1, $2, $3)
-            ON CONFLICT (job) DO UPDATE SET position = excluded.position, updated_at = excluded.updated_at
-            """, [.text(job), .int64(position), .double(now.timeIntervalSinceReferenceDate)])
+            INSERT INTO job_progress(job, position, position_text, updated_at) VALUES ($1, $2, $3, $4)
+            ON CONFLICT (job) DO UPDATE SET position = excluded.position, position_text = excluded.position_text, updated_at = excluded.updated_at
+            """, [.text(job), .int64(position), text.map { .text($0) } ?? .null, .double(now.timeIntervalSinceReferenceDate)])
     }
 
     // MARK: - Writing rows
@@ -335,6 +335,11 @@ extension PostgresEngine {
     @_spi(StratusEngine)
     public func jobProgress(_ job: String) throws -> Int64? {
         try readTransaction(mayLag: false) { try $0.query("SELECT position FROM job_progress WHERE job = $1", [.text(job)]).first?.int64(0) }
+    }
+
+    @_spi(StratusEngine)
+    public func jobProgressText(_ job: String) throws -> String? {
+        try readTransaction(mayLag: false) { try $0.query("SELECT position_text FROM job_progress WHERE job = $1", [.text(job)]).first?.text(0) }
     }
 
     @_spi(StratusEngine)

@@ -165,9 +165,9 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
         return Int(count.int64(0))
     }
 
-    func saveJobProgress(_ job: String, position: Int64) throws {
-        let save = try connection.statement("INSERT OR REPLACE INTO job_progress(job, position, updated_at) VALUES (?, ?, ?)")
-        try save.bind([.text(job), .integer(position), .real(now.timeIntervalSinceReferenceDate)])
+    func saveJobProgress(_ job: String, position: Int64, text: String?) throws {
+        let save = try connection.statement("INSERT OR REPLACE INTO job_progress(job, position, position_text, updated_at) VALUES (?, ?, ?, ?)")
+        try save.bind([.text(job), .integer(position), text.map { .text($0) } ?? .null, .real(now.timeIntervalSinceReferenceDate)])
         try save.step()
     }
 
@@ -410,6 +410,16 @@ extension SQLiteEngine {
             try select.bind([.text(job)])
             defer { select.reset() }
             return try select.step() ? select.int64(0) : nil
+        }
+    }
+
+    @_spi(StratusEngine)
+    public func jobProgressText(_ job: String) throws -> String? {
+        try readTransaction { connection in
+            let select = try connection.statement("SELECT position_text FROM job_progress WHERE job = ?")
+            try select.bind([.text(job)])
+            defer { select.reset() }
+            return try select.step() ? select.text(0) : nil
         }
     }
 

@@ -138,6 +138,7 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
                 if found < 4 { try refoldDocuments(on: connection) }
                 if found < 5 { try upgradeUserNames(on: connection) }
                 if found < SQLiteSchema.assetStoreVersion { try upgradeAssetStore(on: connection) }
+                if found < 8 { try addJobPositionText(on: connection) }
                 try connection.execute("PRAGMA user_version = \(SQLiteSchema.version)")
             }
         }
@@ -170,6 +171,16 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
             }
             after = last.0
         }
+    }
+
+    /// Version 6's step: the text position column of `job_progress`, unless the table was
+    /// made just now (with it).
+    private func addJobPositionText(on connection: SQLiteConnection) throws {
+        let columns = try connection.statement("SELECT name FROM pragma_table_info('job_progress')")
+        var names: Set<String> = []
+        while try columns.step() { names.insert(columns.text(0) ?? "") }
+        columns.reset()
+        if !names.contains("position_text") { try connection.execute(SQLiteSchema.addJobPositionText) }
     }
 
     /// Whether the store has this version's every table, index, column and its store row.

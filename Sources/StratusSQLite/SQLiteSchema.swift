@@ -31,9 +31,11 @@
 ///   about to name); upgrading hashes the files of older stores (named by UUIDs) into that form
 ///   and rewrites the documents that named them (``SQLiteEngine/upgradeAssetStore(on:)``);
 /// - version 7 adds subscriptions and notification feeds (``subscriptions``): new tables only,
-///   created by `CREATE … IF NOT EXISTS` on open, so the step applies after any earlier one.
+///   created by `CREATE … IF NOT EXISTS` on open, so the step applies after any earlier one;
+/// - version 8 keeps a pipeline source's position as text beside a job's numeric progress
+///   (`job_progress.position_text`; ``addJobPositionText``).
 enum SQLiteSchema {
-    static let version: Int64 = 7
+    static let version: Int64 = 8
     /// The version the asset step brought; stores below it are upgraded by it.
     static let assetStoreVersion: Int64 = 6
 
@@ -136,7 +138,8 @@ enum SQLiteSchema {
         CREATE TABLE IF NOT EXISTS job_progress(
             job TEXT PRIMARY KEY,
             position INTEGER NOT NULL,
-            updated_at REAL NOT NULL
+            updated_at REAL NOT NULL,
+            position_text TEXT
         ) WITHOUT ROWID;
         CREATE TABLE IF NOT EXISTS record_types(
             container TEXT NOT NULL,
@@ -276,6 +279,10 @@ enum SQLiteSchema {
     /// starting with `_` are CloudKit's user record names (and `__defaultOwner__`), kept by
     /// imports.
     static func wasLogin(_ name: String) -> Bool { !name.isEmpty && !name.hasPrefix("_") }
+
+    /// Version 8: the text position of a pipeline's source (a query cursor, a change token),
+    /// committed with the batch it follows. Stores of earlier versions have the table without it.
+    static let addJobPositionText = "ALTER TABLE job_progress ADD COLUMN position_text TEXT"
 
     static let recordColumns = "r.record_name, r.record_type, r.created_at, r.created_by, r.modified_at, r.modified_by, r.change_tag, r.fields, r.parent_name"
     static let recordColumnCount: Int32 = 9

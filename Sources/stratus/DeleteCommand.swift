@@ -9,15 +9,20 @@ struct DeleteCommand: Command {
     static let usage = [
         "stratus delete RECORD_NAME... (--yes | --dry-run) [progress options] [store options]",
         "stratus delete --names-file FILE|- (--yes | --dry-run) [progress options] [store options]",
-        "stratus delete --type TYPE (--where PREDICATE | --all) (--yes | --dry-run) [progress options] [store options]",
+        "stratus delete --type TYPE (--where PREDICATE | --all) (--yes | --dry-run) [--batch-size N] [--checkpoint FILE] [--reject-file FILE] [progress options] [store options]",
     ]
     static let discussion = """
         Deletes the named records, or the records of TYPE matching PREDICATE (every record of TYPE
-        only with --all or --where TRUEPREDICATE), in batches of 400.
+        only with --all or --where TRUEPREDICATE), in batches of 400 (--batch-size, with --type).
         Records that reference a deleted record with .deleteSelf are deleted with it. Deleting
         needs --yes; --dry-run only counts what would be deleted. The summary says how many
         records were deleted and how many names had no record (not an error: a delete can be
         run again). SIGINT or SIGTERM stops after the current batch (exit 130/143).
+
+        With --type, the matching records are read from one snapshot of the store and deleted a
+        batch at a time, each batch in one transaction; with --checkpoint, that transaction also
+        records where the query is, so a run stopped anywhere and started again with the same
+        FILE goes on after the last committed batch (the file is removed when the delete ends).
         """
     static let options: [Option] = [
         Option("--names-file", "FILE|-", "record names, one per line, from FILE or stdin", default: "none"),
@@ -26,6 +31,9 @@ struct DeleteCommand: Command {
         Option(flag: "--all", "with --type: every record of the type"),
         Option(flag: "--yes", "really delete"),
         Option(flag: "--dry-run", "only count what would be deleted"),
+        Option("--batch-size", "N", "with --type: records per batch, each deleted in one transaction", default: "400"),
+        Option("--checkpoint", "FILE", "with --type: after a crash, kill or interruption, the next run with the same FILE continues after the last committed batch; removed when the delete ends", default: "none"),
+        Option("--reject-file", "FILE", "append each record the store refused to delete as a JSON line: recordName, error", default: "none: the first 10 reasons go to stderr"),
     ]
     static let optionGroups: [OptionGroup] = [.progress, .store]
 
@@ -35,6 +43,9 @@ struct DeleteCommand: Command {
     var predicate: QueryPredicate?
     var dryRun: Bool
     var progressStyle: Progress.Style
+    var batchSize = ModifyRecordsOperation.maximumItemsPerBatch
+    var checkpointPath: String?
+    var rejectPath: String?
 
     static func parse(_ arguments: ParsedArguments) throws -> DeleteCommand {
         var names = arguments.positionals
@@ -59,9 +70,17 @@ struct DeleteCommand: Command {
             throw UsageError(message: "--type without --where would delete every record of the type; say --all (or --where TRUEPREDICATE) to mean that")
         }
         if !arguments.flag("--yes") && !arguments.flag("--dry-run") { throw UsageError(message: "deleting needs --yes (or --dry-run to count first)") }
-        return DeleteCommand(
+        for option in ["--batch-size", "--checkpoint"] where arguments.has(option) && type == nil {
+            throw UsageError(message: "\(option) needs --type: it applies to deleting by query")
+        }
+        if arguments.flag("--dry-run") && arguments.has("--checkpoint") { throw UsageError(message: "--dry-run deletes nothing, so there is nothing to --checkpoint") }
+        var command = DeleteCommand(
             store: try StoreOptions(arguments), names: names, type: type, predicate: try predicateText.map(QuerySelection.predicate),
             dryRun: arguments.flag("--dry-run"), progressStyle: try Progress.style(arguments))
+        command.batchSize = try arguments.positiveInteger("--batch-size") ?? command.batchSize
+        command.checkpointPath = arguments.value("--checkpoint")
+        command.rejectPath = arguments.value("--reject-file")
+        return command
     }
 
     func run() async throws -> ExitCode {
@@ -82,16 +101,16 @@ struct DeleteCommand: Command {
             progress.finish("dry run: would delete \(Progress.grouped(count)) records (and what references them with .deleteSelf)\(notFound)", json: ["wouldDelete": count, "notFound": missing])
             return .success
         }
-        let op: DeleteRecordsOperation
-        if let type {
-            op = DeleteRecordsOperation(query: Query(recordType: type, predicate: predicate ?? .all), zoneID: store.zoneID)
-        } else {
-            op = DeleteRecordsOperation(recordIDs: names.map { Record.ID(recordName: $0, zoneID: store.zoneID) })
-        }
+        let failures = try FailureLog(path: rejectPath)
+        if let type { return try await deleteMatches(of: type, in: database, progress: progress, failures: failures) }
+        let op = DeleteRecordsOperation(recordIDs: names.map { Record.ID(recordName: $0, zoneID: store.zoneID) })
         let counter = DeleteCounter()
         op.perRecordDeletionBlock = { _, kind in counter.add(kind) }
-        op.perRecordDeleteBlock = { _, result in
-            if case .failure = result { counter.addFailure() }
+        op.perRecordDeleteBlock = { id, result in
+            if case .failure(let error) = result {
+                counter.addFailure()
+                failures.record(id, error as? StratusError ?? StratusError(.internalError, "\(error)"))
+            }
             progress.update(done: counter.deleted)
         }
         Interruption.install { op.cancel() }
@@ -99,6 +118,7 @@ struct DeleteCommand: Command {
             op.deleteRecordsResultBlock = { continuation.resume(returning: $0) }
             database.add(op)
         }
+        try failures.close()
         progress.finish(
             "deleted \(Progress.grouped(counter.deleted)), not found \(Progress.grouped(counter.notFound)), failed \(Progress.grouped(counter.failed))",
             json: ["deleted": counter.deleted, "notFound": counter.notFound, "failed": counter.failed])
@@ -107,6 +127,38 @@ struct DeleteCommand: Command {
         case .failure(let error as StratusError) where error.code == .partialFailure: return .someFailed
         case .failure(let error as StratusError) where error.code == .operationCancelled: return ExitCode.stopped(by: Interruption.signal)
         case .failure(let error): throw error
+        }
+    }
+
+    /// Deletes the matches of `--type`/`--where` through ``RecordDeleter``: a query over every
+    /// page feeding batched deletes, resumable with `--checkpoint`.
+    private func deleteMatches(of type: String, in database: Database, progress: Progress, failures: FailureLog) async throws -> ExitCode {
+        var options = RecordDeleter.Options()
+        options.batchSize = batchSize
+        let deleter = RecordDeleter(database: database, query: Query(recordType: type, predicate: predicate ?? .all), zoneID: store.zoneID, options: options)
+        let identity = "delete \(type) where \(predicate.map { "\($0)" } ?? "TRUEPREDICATE") in \(store.containerIdentifier)/\(store.scope)/\(store.zoneID.zoneName)"
+        let checkpoint = try checkpointPath.map { try PipelineCheckpoint(store: PipelineCheckpointFile(path: $0, command: identity)) }
+        Interruption.install { deleter.cancel() }
+        func finish(_ summary: RecordDeleter.Summary) {
+            progress.finish(
+                "deleted \(Progress.grouped(summary.deleted)), not found \(Progress.grouped(summary.notFound)), failed \(Progress.grouped(summary.failed))",
+                json: ["deleted": summary.deleted, "notFound": summary.notFound, "failed": summary.failed])
+        }
+        let summary: RecordDeleter.Summary
+        do {
+            summary = try await deleter.run(checkpoint: checkpoint, failed: { failures.record($0, $1) }) { now in
+                progress.update(done: now.deleted)
+            }
+        } catch let failure as RecordDeleter.Failure {
+            try? failures.close()
+            finish(failure.summary)
+            throw failure.error
+        }
+        try failures.close()
+        finish(summary)
+        switch summary.end {
+        case .finished: return summary.failed == 0 ? .success : .someFailed
+        case .cancelled: return ExitCode.stopped(by: Interruption.signal)
         }
     }
 }

@@ -9,7 +9,7 @@ struct StratusCommand {
     static var commands: [any Command.Type] {
         [
             QueryCommand.self, GetCommand.self, CountCommand.self, ZonesCommand.self, ChangesCommand.self,
-            ImportCommand.self, ExportCommand.self, DeleteCommand.self, SchemaCommand.self, TypesCommand.self,
+            ImportCommand.self, ExportCommand.self, UpdateCommand.self, DeleteCommand.self, SchemaCommand.self, TypesCommand.self,
             InfoCommand.self, CheckCommand.self, CopyCommand.self, UsersCommand.self, AssetsCommand.self,
             SubscriptionsCommand.self, NotificationsCommand.self, WatchCommand.self,
         ]

@@ -7,7 +7,7 @@ import Testing
 @Suite("stratus help and usage", .timeLimit(.minutes(10)))
 struct HelpCLITests {
     static let exitCodes = ["0", "1", "64", "65", "66", "73", "75", "77"]
-    static let commands = ["query", "get", "count", "zones", "changes", "import", "export", "delete", "schema", "types"]
+    static let commands = ["query", "get", "count", "zones", "changes", "import", "export", "update", "delete", "schema", "types"]
 
     /// Whether `text` mentions `code` as a number of its own (not inside another number).
     static func mentions(_ text: String, code: String) -> Bool {

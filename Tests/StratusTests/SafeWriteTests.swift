@@ -88,6 +88,7 @@ final class ScriptedEngine: StorageEngine, Sendable {
     func inventory() throws -> StoreInventory { try base.inventory() }
     func assetContents(for database: DatabaseContext) -> any AssetContentStore { base.assetContents(for: database) }
     func jobProgress(_ job: String) throws -> Int64? { try base.jobProgress(job) }
+    func jobProgressText(_ job: String) throws -> String? { try base.jobProgressText(job) }
     func removeJobProgress(_ job: String) throws { try base.removeJobProgress(job) }
     func checkIntegrity() throws -> [String] { try base.checkIntegrity() }
     func fetchZones(in database: DatabaseContext) throws -> [RecordZone] { try base.fetchZones(in: database) }
@@ -152,7 +153,7 @@ final class RecordingTransaction: RecordWriteTransaction {
         try base.deleteSelfReferenceCount(to: target, excludingSource: source)
     }
     var releasedAssetContents: Set<String> { base.releasedAssetContents }
-    func saveJobProgress(_ job: String, position: Int64) throws { try base.saveJobProgress(job, position: position) }
+    func saveJobProgress(_ job: String, position: Int64, text: String?) throws { try base.saveJobProgress(job, position: position, text: text) }
 }
 
 /// What one ``ModifyRecordsOperation`` reported, with the order of its per-item save blocks.

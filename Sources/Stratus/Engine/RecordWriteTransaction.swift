@@ -59,9 +59,11 @@ public protocol RecordWriteTransaction: AnyObject {
     /// as ``StorageEngine/modifySchema(storageContainer:_:)`` builds them.
     func saveRecordTypeSchema(_ schema: RecordTypeSchema) throws
 
-    /// Records how far a job (an import) got, in this transaction: after a crash the store
-    /// says exactly which of the job's batches committed. Replaces the job's earlier position.
-    func saveJobProgress(_ job: String, position: Int64) throws
+    /// Records how far a job got, in this transaction: after a crash the store says exactly
+    /// which of the job's batches committed. Replaces the job's earlier position. `position`
+    /// is an import's settled items (or a pipeline's batches); `text`, when given, a
+    /// pipeline source's position (a query cursor, a change token), kept as it is.
+    func saveJobProgress(_ job: String, position: Int64, text: String?) throws
 
     /// Asset content that rows named before this transaction and no longer name (replaced or
     /// deleted records): what a collection checks once the transaction committed. Engines keep

@@ -134,8 +134,12 @@ public protocol StorageEngine: AnyObject, Sendable {
     /// - Throws: `changeTokenExpired` as ``fetchZoneChanges(_:in:)`` does.
     @_spi(StratusEngine) func fetchDatabaseChanges(after position: ChangePosition?, limit: Int, in database: DatabaseContext) throws -> DatabaseChangeBatch
 
-    /// The position a job last recorded with ``RecordWriteTransaction/saveJobProgress(_:position:)``, if any.
+    /// The position a job last recorded with ``RecordWriteTransaction/saveJobProgress(_:position:text:)``, if any.
     @_spi(StratusEngine) func jobProgress(_ job: String) throws -> Int64?
+
+    /// The text position a job last recorded with ``RecordWriteTransaction/saveJobProgress(_:position:text:)``,
+    /// if it recorded one.
+    @_spi(StratusEngine) func jobProgressText(_ job: String) throws -> String?
 
     /// Forgets a finished job's position.
     @_spi(StratusEngine) func removeJobProgress(_ job: String) throws

@@ -45,6 +45,9 @@ public struct StratusError: Error, Sendable, CustomStringConvertible {
     public var column: Int?
     /// For a cancelled or failed query: where to resume.
     public var resumeCursor: QueryOperation.Cursor?
+    /// For a stage of a stopped pipeline (cancelled, or failed): the position every last
+    /// stage reached, after which a resumed pipeline starts (see ``PipelineCheckpoint``).
+    public var pipelinePosition: PipelinePosition?
     /// How many items were completed before the operation stopped (cancellation, failure).
     public var completedItemCount: Int?
     /// For a failure reported by an SQL server: its five-character SQLSTATE (`40001`), so that

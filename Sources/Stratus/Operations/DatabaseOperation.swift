@@ -43,6 +43,9 @@ open class DatabaseOperation: Operation, @unchecked Sendable {
     /// Configuration, group and timeout state (see `DatabaseOperation+Configuration.swift`).
     let settings = Mutex(OperationSettings())
 
+    /// The pipeline the operation is a stage of (see `DatabaseOperation+Pipeline.swift`).
+    let pipelineMembership = Mutex(PipelineMembership())
+
     public override init() { super.init() }
 
     public final override var isAsynchronous: Bool { true }
@@ -57,9 +60,18 @@ open class DatabaseOperation: Operation, @unchecked Sendable {
         precondition(wasPending, "\(type(of: self)) was started twice; an operation runs once")
         transition(to: .executing, key: "isExecuting")
 
+        let (joined, producing) = pipelineMembership.withLock { ($0.pipeline, $0.output) }
+        joined?.start(self)
+        producing?.prepare(producer: self)
         var outcome: StratusError?
         if isCancelled {
             outcome = StratusError.cancelled(String(describing: type(of: self)), completed: 0)
+        } else if !needsDatabase {
+            do {
+                outcome = try executeStage()
+            } catch {
+                outcome = StratusError.wrap(error)
+            }
         } else if let database = database ?? effectiveConfiguration.container?.privateCloudDatabase {
             let timer = startResourceTimer()
             do {
@@ -72,6 +84,9 @@ open class DatabaseOperation: Operation, @unchecked Sendable {
         } else {
             outcome = StratusError(.invalidArguments, "\(type(of: self)) has no database: add it with database.add(_:), set its database property, or set configuration.container")
         }
+        // A source with a checkpoint joins a pipeline of its own when it starts.
+        let (pipeline, output) = pipelineMembership.withLock { ($0.pipeline, $0.output) }
+        if let pipeline { outcome = pipeline.finish(self, outcome: outcome, output: output) }
         complete(with: outcome)
         finish()
     }
@@ -83,6 +98,22 @@ open class DatabaseOperation: Operation, @unchecked Sendable {
 
     /// Calls the subclass's final block. Subclasses override.
     func complete(with error: StratusError?) {}
+
+    /// Whether the operation needs a database: pipeline stages that only transform or hand
+    /// batches to a closure do not, and run ``executeStage()`` instead.
+    var needsDatabase: Bool { true }
+
+    /// Does the work of a stage that needs no database. Such stages override.
+    func executeStage() throws -> StratusError? {
+        preconditionFailure("\(type(of: self)) must override executeStage()")
+    }
+
+    /// Cancels the operation and, when it is a stage of a pipeline, every stage of the
+    /// pipeline: each stops at its next batch and reports what it did.
+    public override func cancel() {
+        super.cancel()
+        pipelineMembership.withLock { $0.pipeline }?.stop(cancelledBy: self)
+    }
 
     private func finish() {
         willChangeValue(forKey: "isExecuting")

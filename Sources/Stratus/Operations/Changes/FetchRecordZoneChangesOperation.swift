@@ -65,6 +65,21 @@ public final class FetchRecordZoneChangesOperation: DatabaseOperation, RecordPro
     public var fetchRecordZoneChangesCompletionBlock: (@Sendable ((any Error)?) -> Void)?
     public let recordOutput = RecordOutput()
 
+    /// A Stratus extension: where a pipeline with this fetch as its source keeps its position,
+    /// the change token after each batch (see ``PipelineCheckpoint``). A resumed fetch starts
+    /// after the checkpoint's token instead of the zone configuration's. Only for a fetch of one
+    /// zone.
+    ///
+    /// ```swift
+    /// changes.checkpoint = PipelineCheckpoint(job: "mirror-photos")
+    /// ```
+    public var checkpoint: PipelineCheckpoint?
+
+    /// Change batches handed to consumers so far.
+    private var handedOn = 0
+    /// Zones this fetch reads: a change token is a pipeline position only for one.
+    private var zoneCount = 0
+
     /// The store's identity, for the client change tokens kept for it.
     private var store = ""
 
@@ -95,10 +110,21 @@ public final class FetchRecordZoneChangesOperation: DatabaseOperation, RecordPro
         let zoneIDs = (recordZoneIDs ?? configurations.keys.sorted { $0.zoneName < $1.zoneName }).filter { seen.insert($0).inserted }
         var errors: [RecordZone.ID: StratusError] = [:]
         var delivered = 0
+        zoneCount = zoneIDs.count
+        if checkpoint != nil && zoneIDs.count != 1 {
+            return StratusError(.invalidArguments, "a checkpoint keeps the change token of one zone; this fetch reads \(zoneIDs.count) zones")
+        }
+        if let start = try beginSource(checkpoint: checkpoint, engine: engine), let zoneID = zoneIDs.first {
+            guard case .changes(let token) = start, token.zoneID.map(context.canonical) == context.canonical(zoneID) else {
+                return StratusError(.invalidArguments, "the checkpoint of job '\(checkpoint?.job ?? "")' holds \(start), not a change token of zone '\(zoneID.zoneName)'; use another job name, or remove the checkpoint to start over")
+            }
+            let configuration = configurations[zoneID] ?? ZoneConfiguration()
+            configurations[zoneID] = ZoneConfiguration(previousServerChangeToken: token, resultsLimit: configuration.resultsLimit, desiredKeys: configuration.desiredKeys)
+        }
 
         for zoneID in zoneIDs {
-            if isCancelled {
-                var error = StratusError.cancelled("FetchRecordZoneChangesOperation", completed: delivered)
+            if shouldStop {
+                var error = stoppedError("FetchRecordZoneChangesOperation", completed: delivered)
                 error.partialErrorsByZoneID = errors
                 return error
             }
@@ -108,7 +134,7 @@ public final class FetchRecordZoneChangesOperation: DatabaseOperation, RecordPro
                 let error = StratusError.wrap(error)
                 recordZoneFetchResultBlock?(zoneID, .failure(error))
                 recordZoneFetchCompletionBlock?(zoneID, nil, nil, false, error)
-                if error.code == .operationCancelled {
+                if error.code == .operationCancelled || shouldStop {
                     var cancelled = error
                     cancelled.partialErrorsByZoneID = errors
                     return cancelled
@@ -130,18 +156,19 @@ public final class FetchRecordZoneChangesOperation: DatabaseOperation, RecordPro
         var position = try configuration.previousServerChangeToken?.position(for: zoneID, in: context)
         var reads = RecordReadCheck(engine: engine, context: context)
         while true {
-            if isCancelled { throw StratusError.cancelled("FetchRecordZoneChangesOperation", completed: delivered) }
+            if shouldStop { throw stoppedError("FetchRecordZoneChangesOperation", completed: delivered) }
             let request = ZoneChangesRequest(
                 zoneID: context.canonical(zoneID), after: position,
                 limit: limit == 0 ? Self.defaultResultsLimit : limit, desiredKeys: configuration.desiredKeys)
             let batch = try withRetry { try engine.fetchZoneChanges(request, in: context) }
+            var changed: [Record] = []
             for change in batch.changes {
                 switch change {
                 case .changed(let record):
                     if let denied = try reads.denial(of: record) {
                         recordWasChangedBlock?(record.recordID, .failure(denied))
                     } else {
-                        recordOutput.append(record)
+                        changed.append(record)
                         recordWasChangedBlock?(record.recordID, .success(record))
                         recordChangedBlock?(record)
                     }
@@ -152,6 +179,9 @@ public final class FetchRecordZoneChangesOperation: DatabaseOperation, RecordPro
             }
             position = batch.position
             let token = ServerChangeToken(zoneID: zoneID, context: context, position: batch.position)
+            let handed = try emit(changed, sequence: handedOn, position: zoneCount == 1 ? .changes(token) : nil, to: recordOutput)
+            handedOn += 1
+            guard handed else { throw stoppedError("FetchRecordZoneChangesOperation", completed: delivered) }
             if batch.moreComing && fetchAllChanges {
                 recordZoneChangeTokensUpdatedBlock?(zoneID, token, clientToken)
                 continue

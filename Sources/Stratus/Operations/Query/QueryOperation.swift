@@ -38,6 +38,32 @@ public final class QueryOperation: DatabaseOperation, RecordProducingOperation, 
     public var queryCompletionBlock: (@Sendable (Cursor?, (any Error)?) -> Void)?
     public let recordOutput = RecordOutput()
 
+    /// A Stratus extension: read every match, not one page — page by page, from one snapshot
+    /// of the store, handing each page to the operation's consumers as a batch (see
+    /// ``ProducingOperation``). ``resultsLimit`` is then the page size (400 for
+    /// ``maximumResults``), and the final block gets no cursor. Off by default, as in CloudKit.
+    ///
+    /// ```swift
+    /// let everything = QueryOperation(query: Query(recordType: "Event"))
+    /// everything.fetchAllResults = true
+    /// everything.resultsLimit = 1_000
+    /// ```
+    public var fetchAllResults = false
+
+    /// A Stratus extension: where a pipeline with this query as its source keeps its position,
+    /// so that a stopped pipeline run again goes on after the last batch it completed (see
+    /// ``PipelineCheckpoint``). The query then starts after the checkpoint's cursor, which must
+    /// be this query's.
+    ///
+    /// ```swift
+    /// query.checkpoint = PipelineCheckpoint(job: "archive-2024")
+    /// ```
+    public var checkpoint: PipelineCheckpoint?
+
+    /// Records per page with ``fetchAllResults`` when ``resultsLimit`` is ``maximumResults``:
+    /// CloudKit's request limit, so that a page makes one modify request.
+    public static let defaultPageSize = 400
+
     private var resultCursor: Cursor?
 
     /// Engine reads per call, so that cancellation is prompt even for large pages.
@@ -72,28 +98,76 @@ public final class QueryOperation: DatabaseOperation, RecordProducingOperation, 
         }
         compiled = try QueryAdmission.admit(compiled, engine: engine, context: context, continuing: cursor != nil)
 
+        if let start = try beginSource(checkpoint: checkpoint, engine: engine) {
+            guard case .query(let saved) = start, saved.query.fingerprint == compiled.fingerprint, saved.query.zoneID == compiled.zoneID else {
+                return StratusError(.invalidArguments, "the checkpoint of job '\(checkpoint?.job ?? "")' holds \(start), not a place in this query; use another job name, or remove the checkpoint to start over")
+            }
+            try saved.check(for: context, storeIdentifier: store)
+            position = saved.position
+        }
+        func makeCursor(_ position: QueryPosition?) -> Cursor? {
+            position.map { Cursor(query: compiled, context: context, storeIdentifier: store, position: $0) }
+        }
+        func cancelled(_ returned: Int, at position: QueryPosition?) -> StratusError {
+            var error = stoppedError("QueryOperation", completed: returned)
+            error.resumeCursor = error.resumeCursor ?? makeCursor(position)
+            return error
+        }
+        if fetchAllResults { return try readAll(compiled, after: position, cursor: makeCursor, cancelled: cancelled, engine: engine, context: context) }
+
         let limit = resultsLimit == Self.maximumResults ? Self.defaultResultsLimit : resultsLimit
         var returned = 0
+        var sequence = 0
         while returned < limit {
-            if isCancelled {
-                var error = StratusError.cancelled("QueryOperation", completed: returned)
-                error.resumeCursor = position.map { Cursor(query: compiled, context: context, storeIdentifier: store, position: $0) }
-                return error
-            }
+            if shouldStop { return cancelled(returned, at: position) }
             let page = try withRetry {
                 try engine.queryRecords(compiled, in: context, after: position, limit: min(Self.chunkSize, limit - returned))
             }
-            for record in page.records {
-                recordOutput.append(record)
-                recordMatchedBlock?(record.recordID, .success(record))
-                recordFetchedBlock?(record)
-            }
+            deliver(page.records)
             returned += page.records.count
             position = page.nextPosition
-            if position == nil { break }
+            guard try emit(page.records, sequence: sequence, position: makeCursor(position).map { .query($0) }, to: recordOutput) else {
+                return cancelled(returned, at: position)
+            }
+            sequence += 1
+            if page.nextPosition == nil { break }
         }
-        resultCursor = position.map { Cursor(query: compiled, context: context, storeIdentifier: store, position: $0) }
+        resultCursor = makeCursor(position)
         return nil
+    }
+
+    /// Reads every match from one snapshot, a page (a batch) at a time.
+    private func readAll(
+        _ compiled: CompiledQuery, after start: QueryPosition?, cursor: (QueryPosition?) -> Cursor?, cancelled: (Int, QueryPosition?) -> StratusError,
+        engine: any StorageEngine, context: DatabaseContext
+    ) throws -> StratusError? {
+        let pageSize = resultsLimit == Self.maximumResults ? Self.defaultPageSize : resultsLimit
+        let stream = try withRetry { try engine.openQueryStream(compiled, in: context, after: start) }
+        defer { stream.close() }
+        var position = start
+        var returned = 0
+        var sequence = 0
+        while true {
+            if shouldStop { return cancelled(returned, position) }
+            let page = try stream.next(limit: pageSize)
+            if page.records.isEmpty { break }
+            deliver(page.records)
+            returned += page.records.count
+            position = page.nextPosition ?? position
+            guard try emit(page.records, sequence: sequence, position: cursor(position).map { .query($0) }, to: recordOutput) else {
+                return cancelled(returned, position)
+            }
+            sequence += 1
+        }
+        return nil
+    }
+
+    private func deliver(_ records: [Record]) {
+        let matched = recordMatchedBlock, fetched = recordFetchedBlock
+        for record in records {
+            matched?(record.recordID, .success(record))
+            fetched?(record)
+        }
     }
 
     override func complete(with error: StratusError?) {

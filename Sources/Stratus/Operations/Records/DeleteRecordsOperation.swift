@@ -31,7 +31,9 @@ public final class DeleteRecordsOperation: DatabaseOperation, @unchecked Sendabl
     /// ```
     public var perRecordDeletionBlock: (@Sendable (Record.ID, RecordDeletionKind) -> Void)?
 
-    private var inputProvider: (@Sendable () throws -> [Record.ID])?
+    /// The producer's batches and which of their records to delete, in a pipeline.
+    private var input: PipelineChannel<Record>?
+    private var filter: (@Sendable (Record) -> Bool)?
 
     public init(recordIDs: [Record.ID]) {
         self.recordIDs = recordIDs
@@ -44,16 +46,25 @@ public final class DeleteRecordsOperation: DatabaseOperation, @unchecked Sendabl
         super.init()
     }
 
-    /// A pipeline step: deletes the records `producer` produced (those passing `filter`).
-    /// The operation depends on `producer`; see ``RecordProducingOperation``.
-    public convenience init<Producer: RecordProducingOperation>(
+    /// A pipeline stage: deletes the records of each batch `producer` produces (those passing
+    /// `filter`), while the producer goes on; see ``ProducingOperation``.
+    ///
+    /// Each batch is deleted in transactions of ``batchSize`` records, or in one transaction
+    /// together with the source's position in a pipeline with a ``PipelineCheckpoint``.
+    /// ``recordIDs``, when set, are deleted first.
+    ///
+    /// ```swift
+    /// let expired = QueryOperation(query: Query(recordType: "Session", format: "expires < %@", Date()))
+    /// expired.fetchAllResults = true
+    /// expired.desiredKeys = []                        // the IDs are enough
+    /// let purge = DeleteRecordsOperation(deletingRecordsFrom: expired)
+    /// ```
+    public convenience init<Producer: ProducingOperation>(
         deletingRecordsFrom producer: Producer, where filter: (@Sendable (Record) -> Bool)? = nil
-    ) {
+    ) where Producer.Element == Record {
         self.init(recordIDs: [])
-        let output = producer.recordOutput
-        output.startCollecting()
-        addDependency(producer)
-        inputProvider = { try output.records().filter { filter?($0) ?? true }.map(\.recordID) }
+        self.filter = filter
+        input = attach(to: producer)
     }
 
     override func execute(engine: any StorageEngine, context: DatabaseContext) throws -> StratusError? {
@@ -62,10 +73,10 @@ public final class DeleteRecordsOperation: DatabaseOperation, @unchecked Sendabl
         var deleted = 0
         var attempted = 0
 
-        func deleteBatch(_ ids: [Record.ID]) throws {
-            let outcome = try withRetry {
-                try RecordWriteExecutor.apply(ModifyRequest(saves: [], recordIDsToDelete: ids, writeMode: .ifServerRecordUnchanged, isAtomic: false), engine: engine, context: context)
-            }
+        func deleteBatch(_ ids: [Record.ID], progress: JobProgressEntry? = nil) throws {
+            var request = ModifyRequest(saves: [], recordIDsToDelete: ids, writeMode: .ifServerRecordUnchanged, isAtomic: false)
+            request.jobProgress = progress
+            let outcome = try withRetry { try RecordWriteExecutor.apply(request, engine: engine, context: context) }
             RecordWriteExecutor.collectReleasedAssets(outcome, engine: engine, context: context)
             for (index, id) in ids.enumerated() {
                 let result = index < outcome.deleteResults.count ? outcome.deleteResults[index] : .failure(StratusError(.internalError, "the store gave no result for deleting '\(id.recordName)'", recordID: id))
@@ -80,9 +91,26 @@ public final class DeleteRecordsOperation: DatabaseOperation, @unchecked Sendabl
             attempted += ids.count
         }
         func cancelled() -> StratusError {
-            var error = StratusError.cancelled("DeleteRecordsOperation", completed: deleted)
+            var error = stoppedError("DeleteRecordsOperation", completed: deleted)
             error.partialErrorsByRecordID = errors
             return error
+        }
+        /// Checks names and zones, reporting the IDs that cannot be deleted; answers the others.
+        func valid(_ ids: [Record.ID]) -> [Record.ID] {
+            var valid: [Record.ID] = []
+            for id in ids {
+                do {
+                    try Naming.checkRecordName(id.recordName, allowSystemNames: true)
+                    try Naming.checkZoneName(id.zoneID.zoneName)
+                    try ModifyRecordsOperation.checkZone(id, context)
+                    valid.append(id)
+                } catch {
+                    errors[id] = error
+                    perRecordDeleteBlock?(id, .failure(error))
+                    attempted += 1
+                }
+            }
+            return valid
         }
 
         if let query {
@@ -91,30 +119,33 @@ public final class DeleteRecordsOperation: DatabaseOperation, @unchecked Sendabl
             let compiled = try QueryAdmission.admit(CompiledQuery(query, zoneID: zone, desiredKeys: []), engine: engine, context: context)
             var position: QueryPosition?
             repeat {
-                if isCancelled { return cancelled() }
+                if shouldStop { return cancelled() }
                 let page = try withRetry { try engine.queryRecords(compiled, in: context, after: position, limit: batchSize) }
                 if !page.records.isEmpty { try deleteBatch(page.records.map(\.recordID)) }
                 position = page.nextPosition
             } while position != nil
         } else {
-            var ids = recordIDs ?? []
-            if let inputProvider { ids += try inputProvider() }
-            for id in ids {
-                do {
-                    try Naming.checkRecordName(id.recordName, allowSystemNames: true)
-                    try Naming.checkZoneName(id.zoneID.zoneName)
-                    try ModifyRecordsOperation.checkZone(id, context)
-                } catch {
-                    errors[id] = error
-                    perRecordDeleteBlock?(id, .failure(error))
+            let ids = valid(recordIDs ?? [])
+            for start in stride(from: 0, to: ids.count, by: batchSize) {
+                if shouldStop { return cancelled() }
+                try deleteBatch(Array(ids[start..<min(ids.count, start + batchSize)]))
+            }
+        }
+        if let input {
+            while let batch = input.receive() {
+                if shouldStop { break }
+                let ids = valid(batch.elements.filter { filter?($0) ?? true }.map(\.recordID))
+                if let progress = jobProgress(for: batch) {
+                    try deleteBatch(ids, progress: progress)
+                } else {
+                    // A batch is deleted whole once begun, so that the position after it stays exact.
+                    for start in stride(from: 0, to: ids.count, by: batchSize) {
+                        try deleteBatch(Array(ids[start..<min(ids.count, start + batchSize)]))
+                    }
                 }
+                guard try finishBatch(batch, from: input, handingOn: [Record](), to: nil) else { break }
             }
-            let valid = ids.filter { errors[$0] == nil }
-            for start in stride(from: 0, to: valid.count, by: batchSize) {
-                if isCancelled { return cancelled() }
-                try deleteBatch(Array(valid[start..<min(valid.count, start + batchSize)]))
-            }
-            attempted += ids.count - valid.count
+            if shouldStop { return cancelled() }
         }
         return Self.partialFailure(errors, of: attempted)
     }

@@ -32,6 +32,15 @@ public final class FetchRecordsOperation: DatabaseOperation, RecordProducingOper
     public var fetchRecordsCompletionBlock: (@Sendable ([Record.ID: Record]?, (any Error)?) -> Void)?
     public let recordOutput = RecordOutput()
 
+    /// A Stratus extension: where a pipeline with this fetch as its source keeps its position
+    /// (the IDs done, in order; see ``PipelineCheckpoint``). A resumed fetch skips them: give
+    /// it the same IDs.
+    ///
+    /// ```swift
+    /// fetch.checkpoint = PipelineCheckpoint(job: "refresh-thumbnails")
+    /// ```
+    public var checkpoint: PipelineCheckpoint?
+
     /// The records read, kept for ``fetchRecordsCompletionBlock``.
     private var fetched: [Record.ID: Record] = [:]
 
@@ -49,12 +58,22 @@ public final class FetchRecordsOperation: DatabaseOperation, RecordProducingOper
         var errors: [Record.ID: StratusError] = [:]
         var done = 0
         var reads = RecordReadCheck(engine: engine, context: context)
-        for start in stride(from: 0, to: ids.count, by: Self.batchSize) {
-            if isCancelled {
-                var error = StratusError.cancelled("FetchRecordsOperation", completed: done)
-                error.partialErrorsByRecordID = errors
-                return error
+        var first = 0
+        if let start = try beginSource(checkpoint: checkpoint, engine: engine) {
+            guard case .items(let count) = start else {
+                return StratusError(.invalidArguments, "the checkpoint of job '\(checkpoint?.job ?? "")' holds \(start), not a count of record IDs; use another job name, or remove the checkpoint to start over")
             }
+            first = min(count, ids.count)
+        }
+        func stopped() -> StratusError {
+            var error = stoppedError("FetchRecordsOperation", completed: done)
+            error.partialErrorsByRecordID = errors
+            return error
+        }
+        var sequence = 0
+        for start in stride(from: first, to: ids.count, by: Self.batchSize) {
+            if shouldStop { return stopped() }
+            var produced: [Record] = []
             var batch: [Record.ID] = []
             for id in ids[start..<min(ids.count, start + Self.batchSize)] {
                 do {
@@ -75,7 +94,7 @@ public final class FetchRecordsOperation: DatabaseOperation, RecordProducingOper
                     perRecordResultBlock?(id, .failure(denied))
                 } else if let record = found[id] {
                     let returned = record.restricted(to: desiredKeys)
-                    recordOutput.append(returned)
+                    produced.append(returned)
                     if fetchRecordsCompletionBlock != nil { fetched[id] = returned }
                     perRecordProgressBlock?(id, 1.0)
                     perRecordResultBlock?(id, .success(returned))
@@ -88,6 +107,9 @@ public final class FetchRecordsOperation: DatabaseOperation, RecordProducingOper
                 }
                 done += 1
             }
+            let end = min(ids.count, start + Self.batchSize)
+            guard try emit(produced, sequence: sequence, position: .items(end), to: recordOutput) else { return stopped() }
+            sequence += 1
         }
         return Self.partialFailure(errors, of: ids.count)
     }

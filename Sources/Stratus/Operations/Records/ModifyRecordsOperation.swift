@@ -96,7 +96,11 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
     private var savedRecords: [Record] = []
     private var deletedRecordIDs: [Record.ID] = []
 
-    private var inputProvider: (@Sendable () throws -> [Record])?
+    /// The producer's batches, when the operation is a pipeline stage.
+    private var input: PipelineChannel<Record>?
+    private var transform: (@Sendable ([Record]) throws -> [Record])?
+    /// Batches handed to consumers so far, when the operation is itself a pipeline's source.
+    private var handedOn = 0
     /// A job's position recorded in the transaction of the request's last batch (an importer's
     /// settled items), so that a resumed job knows exactly what committed.
     package var jobProgress: (job: String, position: Int64)?
@@ -118,39 +122,104 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
         self.preparedSaves = preparedSaves
     }
 
-    /// A pipeline step: saves what `producer` produced, after `transform`.
-    /// The operation depends on `producer`; see ``RecordProducingOperation``.
-    public convenience init<Producer: RecordProducingOperation>(
+    /// A pipeline stage: saves each batch `producer` produces, after `transform`, while the
+    /// producer goes on; see ``ProducingOperation``.
+    ///
+    /// `transform` is called once per batch, on this operation's thread; the records it
+    /// returns are saved (those it drops are not). Each batch is one request: ``isAtomic``
+    /// applies to it, and it is split into transactions of ``itemsPerBatch`` items, except in
+    /// a pipeline with a ``PipelineCheckpoint``, where each batch is written in one
+    /// transaction together with the source's position. ``recordsToSave`` and
+    /// ``recordIDsToDelete``, when set, are written first. The records as saved go on to this
+    /// operation's own consumers, batch for batch.
+    ///
+    /// ```swift
+    /// let query = QueryOperation(query: Query(recordType: "Item"))
+    /// query.fetchAllResults = true
+    /// let save = ModifyRecordsOperation(savingRecordsFrom: query) { items in
+    ///     items.forEach { $0["checked"] = 1 }
+    ///     return items
+    /// }
+    /// ```
+    public convenience init<Producer: ProducingOperation>(
         savingRecordsFrom producer: Producer,
         transform: @escaping @Sendable ([Record]) throws -> [Record] = { $0 }
-    ) {
+    ) where Producer.Element == Record {
         self.init()
-        let output = producer.recordOutput
-        output.startCollecting()
-        addDependency(producer)
-        inputProvider = { try transform(try output.records()) }
+        self.transform = transform
+        input = attach(to: producer)
     }
 
     override func execute(engine: any StorageEngine, context: DatabaseContext) throws -> StratusError? {
-        var toSave = recordsToSave ?? []
-        if let inputProvider { toSave += try inputProvider() }
-        let toDelete = recordIDsToDelete ?? []
-        let total = preparedSaves.count + toSave.count + toDelete.count
-
-        // Check and prepare first, so that bad input never reaches the store.
         var errors: [Record.ID: StratusError] = [:]
+        var done = 0
+        let toSave = recordsToSave ?? [], toDelete = recordIDsToDelete ?? []
+        var total = preparedSaves.count + toSave.count + toDelete.count
+        if total > 0 || input == nil {
+            let handOn: ([Record]) throws -> Bool = { [self] saved in
+                guard recordOutput.hasConsumers else { return true }
+                defer { handedOn += 1 }
+                return try emit(saved, sequence: handedOn, position: nil, to: recordOutput)
+            }
+            let stop = try write(
+                prepared: preparedSaves, saving: toSave, deleting: toDelete, progress: jobProgress.map { JobProgressEntry(job: $0.job, position: $0.position) },
+                singleTransaction: false, interruptible: true, engine: engine, context: context, errors: &errors, done: &done, handOn: handOn)
+            if let stop { return stop }
+            if shouldStop { return stopped(done: done, errors: errors) }
+        }
+        guard let input else { return Self.partialFailure(errors, of: total) }
+        while let batch = input.receive() {
+            if shouldStop { break }
+            let records = try transform.map { try $0(batch.elements) } ?? batch.elements
+            total += records.count
+            let progress = jobProgress(for: batch)
+            var saved: [Record] = []
+            // A batch is written whole once begun, so that the position after it stays exact.
+            let stop = try write(
+                prepared: [], saving: records, deleting: [], progress: progress, singleTransaction: progress != nil, interruptible: false,
+                engine: engine, context: context, errors: &errors, done: &done) { batchSaved in
+                    saved += batchSaved
+                    return true
+                }
+            if let stop { return stop }
+            guard try finishBatch(batch, from: input, handingOn: saved, to: recordOutput) else { break }
+        }
+        if shouldStop { return stopped(done: done, errors: errors) }
+        return Self.partialFailure(errors, of: total)
+    }
+
+    private func stopped(done: Int, errors: [Record.ID: StratusError]) -> StratusError {
+        var error = stoppedError("ModifyRecordsOperation", completed: done)
+        error.partialErrorsByRecordID = errors
+        return error
+    }
+
+    /// Checks, prepares and writes one request, reporting every item; `handOn` gets the
+    /// records saved by each transaction, and answers false to stop. Answers the error that
+    /// ends the operation (a limit, a cancellation), or nil; item errors go to `errors`.
+    /// `progress` is recorded with the request's last transaction (with its only one when
+    /// `singleTransaction`, or in a transaction of its own when nothing is written). When
+    /// `interruptible`, a cancellation stops it between transactions.
+    private func write(
+        prepared preparedSaves: [PreparedSave], saving toSave: [Record], deleting toDelete: [Record.ID], progress: JobProgressEntry?,
+        singleTransaction: Bool, interruptible: Bool, engine: any StorageEngine, context: DatabaseContext, errors: inout [Record.ID: StratusError],
+        done: inout Int, handOn: ([Record]) throws -> Bool
+    ) throws -> StratusError? {
+        let total = preparedSaves.count + toSave.count + toDelete.count
+        // Check and prepare first, so that bad input never reaches the store.
+        var failed: [Record.ID: StratusError] = [:]
         var valid = preparedSaves
         valid.reserveCapacity(preparedSaves.count + toSave.count)
         for save in preparedSaves {
-            do { try Self.checkZone(save.recordID, context) } catch { errors[save.recordID] = error }
+            do { try Self.checkZone(save.recordID, context) } catch { failed[save.recordID] = error }
         }
-        if !errors.isEmpty { valid.removeAll { errors[$0.recordID] != nil } }
+        if !failed.isEmpty { valid.removeAll { failed[$0.recordID] != nil } }
         for record in toSave {
             do {
                 try Self.checkZone(record.recordID, context)
                 valid.append(try PreparedSave(record))
             } catch {
-                errors[record.recordID] = error
+                failed[record.recordID] = error
             }
         }
         var validDeletes: [Record.ID] = []
@@ -161,7 +230,7 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
                 try Self.checkZone(id, context)
                 validDeletes.append(id)
             } catch {
-                errors[id] = error
+                failed[id] = error
             }
         }
         let allSaves = preparedSaves.map(\.record) + toSave
@@ -170,42 +239,47 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
 
         if isAtomic {
             var staging: AssetStaging?
-            if errors.isEmpty && AssetStaging.isNeeded(ordered) && total <= Self.maximumAtomicItems && !isCancelled {
+            if failed.isEmpty && AssetStaging.isNeeded(ordered) && total <= Self.maximumAtomicItems && !shouldStop {
                 var assets = try AssetStaging(engine: engine, context: context, maximumSize: maximumAssetSize)
                 let staged = try assets.stage(ordered, progress: progressReporter(ordered))
                 staging = assets
-                for (index, error) in staged.failures { errors[ordered[index].recordID] = error }
+                for (index, error) in staged.failures { failed[ordered[index].recordID] = error }
                 ordered = staged.saves
             }
             defer { staging?.release(engine: engine, context: context, candidates: []) }
-            if !errors.isEmpty {
-                for record in allSaves { report(record, errors[record.recordID] ?? RecordWriteExecutor.batchFailed(record.recordID)) }
-                for id in toDelete { reportDelete(id, errors[id] ?? RecordWriteExecutor.batchFailed(id)) }
-                errors = Dictionary((allSaves.map(\.recordID) + toDelete).map { ($0, errors[$0] ?? RecordWriteExecutor.batchFailed($0)) }, uniquingKeysWith: { first, _ in first })
-                return Self.partialFailure(errors, of: total)
+            if !failed.isEmpty {
+                for record in allSaves { report(record, failed[record.recordID] ?? RecordWriteExecutor.batchFailed(record.recordID)) }
+                for id in toDelete { reportDelete(id, failed[id] ?? RecordWriteExecutor.batchFailed(id)) }
+                for id in allSaves.map(\.recordID) + toDelete where errors[id] == nil { errors[id] = failed[id] ?? RecordWriteExecutor.batchFailed(id) }
+                done += total
+                return try recordProgressAlone(progress, engine: engine, context: context)
             }
             guard total <= Self.maximumAtomicItems else {
                 return StratusError(.limitExceeded, "an atomic request holds \(total) items; the limit is \(Self.maximumAtomicItems) (split it, or set isAtomic = false)")
             }
-            if isCancelled { return StratusError.cancelled("ModifyRecordsOperation", completed: 0) }
+            if interruptible && shouldStop { return nil }
             var atomicRequest = request(ordered, validDeletes, atomic: true)
-            atomicRequest.jobProgress = jobProgress
+            atomicRequest.jobProgress = progress
             let outcome = try withRetry { try RecordWriteExecutor.apply(atomicRequest, engine: engine, context: context) }
             RecordWriteExecutor.collectReleasedAssets(outcome, engine: engine, context: context)
-            deliver(outcome, saves: ordered, deletes: validDeletes, errors: &errors)
-            return Self.partialFailure(errors, of: total)
+            let saved = deliver(outcome, saves: ordered, deletes: validDeletes, errors: &errors)
+            done += total
+            _ = try handOn(saved)
+            return nil
         }
 
-        for record in allSaves where errors[record.recordID] != nil { report(record, errors[record.recordID]!) }
-        for id in toDelete where errors[id] != nil { reportDelete(id, errors[id]!) }
-        var done = errors.count
-        let batches = Self.batches(saves: ordered, deletes: validDeletes, itemsPerBatch: itemsPerBatch)
+        for record in allSaves where failed[record.recordID] != nil { report(record, failed[record.recordID]!) }
+        for id in toDelete where failed[id] != nil { reportDelete(id, failed[id]!) }
+        errors.merge(failed) { first, _ in first }
+        done += failed.count
+        let batches = singleTransaction
+            ? [Batch(saves: ordered, deletes: validDeletes)]
+            : Self.batches(saves: ordered, deletes: validDeletes, itemsPerBatch: itemsPerBatch)
+        if batches.isEmpty || batches.allSatisfy({ $0.saves.isEmpty && $0.deletes.isEmpty }) {
+            return try recordProgressAlone(progress, engine: engine, context: context)
+        }
         for (number, batch) in batches.enumerated() {
-            if isCancelled {
-                var error = StratusError.cancelled("ModifyRecordsOperation", completed: done)
-                error.partialErrorsByRecordID = errors
-                return error
-            }
+            if interruptible && shouldStop { return nil }
             var saves = batch.saves
             var staging: AssetStaging?
             if AssetStaging.isNeeded(saves) {
@@ -220,7 +294,7 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
                 saves = staged.saves.enumerated().filter { staged.failures[$0.offset] == nil }.map { $0.element }
             }
             var batchRequest = request(saves, batch.deletes, atomic: false)
-            if number == batches.count - 1 { batchRequest.jobProgress = jobProgress }
+            if number == batches.count - 1 { batchRequest.jobProgress = progress }
             let outcome: ModifyOutcome
             do {
                 outcome = try withRetry { try RecordWriteExecutor.apply(batchRequest, engine: engine, context: context) }
@@ -230,10 +304,20 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
             }
             staging?.release(engine: engine, context: context, candidates: outcome.releasedAssetContents)
             if staging == nil { RecordWriteExecutor.collectReleasedAssets(outcome, engine: engine, context: context) }
-            deliver(outcome, saves: saves, deletes: batch.deletes, errors: &errors)
+            let saved = deliver(outcome, saves: saves, deletes: batch.deletes, errors: &errors)
             done += batch.saves.count + batch.deletes.count
+            guard try handOn(saved) else { return nil }
         }
-        return Self.partialFailure(errors, of: total)
+        return nil
+    }
+
+    /// Records a job's progress in a transaction of its own, for a batch that writes nothing.
+    private func recordProgressAlone(_ progress: JobProgressEntry?, engine: any StorageEngine, context: DatabaseContext) throws -> StratusError? {
+        guard let progress else { return nil }
+        var request = ModifyRequest(saves: [], writeMode: writeMode ?? RecordWriteMode(savePolicy), isAtomic: false, returnsSavedRecords: false)
+        request.jobProgress = progress
+        _ = try withRetry { try RecordWriteExecutor.apply(request, engine: engine, context: context) }
+        return nil
     }
 
     override func complete(with error: StratusError?) {
@@ -253,12 +337,14 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
         ModifyRequest(saves: saves, recordIDsToDelete: deletes, writeMode: writeMode ?? RecordWriteMode(savePolicy),
                       preservesSystemFields: preservesSystemFields, isAtomic: atomic,
                       returnsSavedRecords: perRecordSaveBlock != nil || perRecordCompletionBlock != nil
-                          || modifyRecordsCompletionBlock != nil || recordOutput.isWanted)
+                          || modifyRecordsCompletionBlock != nil || recordOutput.hasConsumers)
     }
 
-    private func deliver(_ outcome: ModifyOutcome, saves: [PreparedSave], deletes: [Record.ID], errors: inout [Record.ID: StratusError]) {
+    /// Reports each item's result; answers the records saved when consumers want them.
+    private func deliver(_ outcome: ModifyOutcome, saves: [PreparedSave], deletes: [Record.ID], errors: inout [Record.ID: StratusError]) -> [Record] {
         // Read once: this runs for every saved record.
-        let kindBlock = perRecordWriteKindBlock, saveBlock = perRecordSaveBlock, collecting = recordOutput.isWanted
+        let kindBlock = perRecordWriteKindBlock, saveBlock = perRecordSaveBlock, collecting = recordOutput.hasConsumers
+        var forConsumers: [Record] = []
         let progressBlock = perRecordProgressBlock, completionBlock = perRecordCompletionBlock
         let keepsResults = modifyRecordsCompletionBlock != nil, tracksZones = clientChangeTokenData != nil
         var writtenZones = Set<RecordZone.ID>()
@@ -273,7 +359,7 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
             }
             switch outcome.saveResults[index] {
             case .success(let (saved, kind)):
-                if collecting { recordOutput.append(saved) }
+                if collecting { forConsumers.append(saved) }
                 if keepsResults { savedRecords.append(saved) }
                 if tracksZones { writtenZones.insert(record.recordID.zoneID) }
                 kindBlock?(record.recordID, kind)
@@ -300,6 +386,7 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
         if let clientChangeTokenData, let database {
             ClientChangeTokens.shared.record(clientChangeTokenData, for: writtenZones, in: database)
         }
+        return forConsumers
     }
 
     /// Reports a large save's progress while its assets' content is stored (CloudKit's

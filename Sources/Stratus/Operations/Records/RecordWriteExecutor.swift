@@ -14,8 +14,9 @@ struct ModifyRequest: Sendable {
     /// the request's own record instead of a new one with the store's system fields, which
     /// spares a bulk import a record per record.
     var returnsSavedRecords: Bool
-    /// A job's position to record in the same transaction (an import's settled items).
-    var jobProgress: (job: String, position: Int64)?
+    /// A job's position to record in the same transaction (an import's settled items, a
+    /// pipeline's source position).
+    var jobProgress: JobProgressEntry?
 
     init(saves: [PreparedSave], recordIDsToDelete: [Record.ID] = [], writeMode: RecordWriteMode, preservesSystemFields: Bool = false,
          isAtomic: Bool, returnsSavedRecords: Bool = true) {
@@ -79,7 +80,7 @@ enum RecordWriteExecutor {
                     .map { SubscriptionNotifier(index: $0, context: context) }
                 var outcome = try writer.run()
                 outcome.releasedAssetContents = transaction.releasedAssetContents
-                if let progress = request.jobProgress { try transaction.saveJobProgress(progress.job, position: progress.position) }
+                if let progress = request.jobProgress { try transaction.saveJobProgress(progress.job, position: progress.position, text: progress.text) }
                 if request.isAtomic, outcome.hasFailure, writer.touchedZonesAreAtomic {
                     throw AtomicRollback(outcome: outcome)
                 }

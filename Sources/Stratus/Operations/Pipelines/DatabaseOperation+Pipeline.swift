@@ -1,0 +1,123 @@
+import Foundation
+import Synchronization
+
+/// The pipeline an operation is a stage of, and its output, once a consumer attached to it.
+struct PipelineMembership: Sendable {
+    var pipeline: Pipeline?
+    var output: (any PipelineOutputEnd)?
+}
+
+/// How stages take part in a pipeline: attaching to a producer, starting as a source, handing
+/// batches on and completing them, and stopping.
+extension DatabaseOperation {
+    /// The pipeline the operation is a stage of, if any.
+    var pipeline: Pipeline? { pipelineMembership.withLock { $0.pipeline } }
+
+    /// Makes this operation a consumer of `producer`, in `producer`'s pipeline (made now when
+    /// it has none). Called by the consumers' initializers.
+    func attach<Producer: ProducingOperation>(to producer: Producer) -> PipelineChannel<Producer.Element> {
+        precondition(producer !== self, "an operation cannot consume its own output")
+        let output = producer.pipelineOutput
+        let pipeline = producer.pipelineMembership.withLock { membership -> Pipeline in
+            membership.output = output
+            if let pipeline = membership.pipeline { return pipeline }
+            let pipeline = Pipeline()
+            membership.pipeline = pipeline
+            return pipeline
+        }
+        let joined = pipelineMembership.withLock { membership -> Bool in
+            guard membership.pipeline == nil else { return false }
+            membership.pipeline = pipeline
+            return true
+        }
+        precondition(joined, "\(type(of: self)) takes the batches of one producer only")
+        pipeline.connect(self, to: producer, through: output)
+        return output.attach(consumer: self)
+    }
+
+    /// Starts a pipeline's source: a source with a checkpoint but no consumer gets a pipeline
+    /// of its own, so that its position is kept. Answers where the source starts: after the
+    /// position the store committed for the checkpoint's job, else after the checkpoint
+    /// store's, else at the beginning (nil).
+    ///
+    /// - Throws: what the store or the checkpoint store throws, or `invalidArguments` for a
+    ///   saved position that is not one.
+    func beginSource(checkpoint: PipelineCheckpoint?, engine: any StorageEngine) throws -> PipelinePosition? {
+        let pipeline = pipelineMembership.withLock { membership -> Pipeline? in
+            if membership.pipeline == nil, checkpoint != nil { membership.pipeline = Pipeline() }
+            return membership.pipeline
+        }
+        guard let pipeline else { return nil }
+        pipeline.add(self)
+        pipeline.start(self)
+        var start: PipelinePosition?
+        if let checkpoint {
+            if let text = try withRetry({ try engine.jobProgressText(checkpoint.job) }) {
+                do {
+                    start = try PipelinePosition(serialized: text)
+                } catch let error as StratusError {
+                    throw StratusError(.invalidArguments, "the position the store keeps for the pipeline job '\(checkpoint.job)' cannot be read (\(error.message)); remove the job's checkpoint to start over")
+                }
+            } else if let entry = try checkpoint.store?.load(), entry.job == checkpoint.job {
+                start = entry.position
+            }
+        }
+        pipeline.begin(checkpoint: checkpoint, engine: engine, startPosition: start)
+        return start
+    }
+
+    /// Hands batch `sequence` of a source to its consumers (waiting while one holds its
+    /// maximum), or completes it when the source is the pipeline's only stage. Answers false
+    /// when the pipeline stopped.
+    ///
+    /// - Throws: what the checkpoint store throws.
+    func emit<Element>(_ elements: [Element], sequence: Int, position: PipelinePosition?, to output: PipelineOutput<Element>) throws -> Bool {
+        guard let pipeline else { return true }
+        pipeline.register(sequence: sequence, position: position)
+        if output.hasConsumers {
+            return output.send(PipelineBatch(elements: elements, sequence: sequence, position: position))
+        }
+        try pipeline.complete(sequence: sequence, by: self)
+        return !pipeline.isStopped
+    }
+
+    /// A consumer is done with `batch`: hands its own batch for it on (or, as a last stage,
+    /// completes it), then lets its producer send another. Answers false when the pipeline
+    /// stopped.
+    ///
+    /// - Throws: what the checkpoint store throws.
+    func finishBatch<Input, Output>(
+        _ batch: PipelineBatch<Input>, from input: PipelineChannel<Input>, handingOn elements: [Output], to output: PipelineOutput<Output>?
+    ) throws -> Bool {
+        defer { input.acknowledge() }
+        guard let pipeline else { return true }
+        if let output, output.hasConsumers {
+            return output.send(PipelineBatch(elements: elements, sequence: batch.sequence, position: batch.position))
+        }
+        try pipeline.complete(sequence: batch.sequence, by: self)
+        return !pipeline.isStopped
+    }
+
+    /// Whether the stage should stop: cancelled, or its pipeline stopped.
+    var shouldStop: Bool { isCancelled || pipeline?.isStopped == true }
+
+    /// The error a stage reports when it stopped before its input ended.
+    func stoppedError(_ what: String, completed: Int) -> StratusError {
+        pipeline?.stoppedError(what, completed: completed) ?? StratusError.cancelled(what, completed: completed)
+    }
+
+    /// The job and position a writing stage records in the transaction that writes `batch`:
+    /// the pipeline's checkpoint job, when the source has positions.
+    func jobProgress<Element>(for batch: PipelineBatch<Element>) -> JobProgressEntry? {
+        guard let checkpoint = pipeline?.checkpoint, let position = batch.position else { return nil }
+        return JobProgressEntry(job: checkpoint.job, position: Int64(batch.sequence + 1), text: position.serialized)
+    }
+}
+
+/// What a write records about a job in its own transaction: an importer's settled items, or a
+/// pipeline's batches done and its source's position.
+struct JobProgressEntry: Sendable {
+    var job: String
+    var position: Int64
+    var text: String?
+}

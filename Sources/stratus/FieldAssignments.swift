@@ -1,0 +1,96 @@
+import Foundation
+import Stratus
+import StratusTransfer
+
+/// The `--set NAME[:TYPE]=VALUE` options of `stratus update`: values spelled as CSV cells are,
+/// so that a value means in `--set` what it means in a CSV column of the same header.
+///
+/// `NAME=VALUE` types the value from the container's schema, else as a CSV cell without a type
+/// is typed (an integer is INT64, another number DOUBLE, anything else STRING);
+/// `NAME:TYPE=VALUE` gives the type (`count:INT64=5`, `due:TIMESTAMP=2025-01-01T09:00:00Z`,
+/// `tags:STRING_LIST=["a","b"]`, `owner:REFERENCE=user-7`, `place:LOCATION=48.85,2.35`); an
+/// empty VALUE (`NAME=`) removes the field, as an empty CSV cell does.
+///
+/// ```swift
+/// let assignments = try FieldAssignments(["checked:INT64=1", "note="], recordType: "Todo", schemas: [:], zoneID: .default)
+/// assignments.values    // ["checked": .int64(1)]
+/// assignments.removed   // ["note"]
+/// ```
+struct FieldAssignments {
+    /// One `--set` as written: the header it makes and its cell.
+    struct Assignment {
+        let text: String
+        let name: String
+        let type: FieldType?
+        let value: String
+    }
+
+    private(set) var values: [String: FieldValue] = [:]
+    private(set) var removed: Set<String> = []
+
+    /// Splits each `--set` into its name, type and value, without reading the values.
+    ///
+    /// - Throws: ``UsageError`` naming the `--set` that is malformed, names an unknown type, or
+    ///   repeats a field.
+    static func split(_ texts: [String]) throws -> [Assignment] {
+        guard !texts.isEmpty else { throw UsageError(message: "give at least one --set NAME=VALUE") }
+        var names = Set<String>()
+        return try texts.map { text in
+            guard let equals = text.firstIndex(of: "="), equals != text.startIndex else {
+                throw UsageError(message: "--set takes NAME=VALUE or NAME:TYPE=VALUE (an empty VALUE removes the field), not '\(text)'")
+            }
+            let head = text[..<equals]
+            let value = String(text[text.index(after: equals)...])
+            var name = String(head)
+            var type: FieldType?
+            if let colon = head.firstIndex(of: ":") {
+                name = String(head[..<colon])
+                type = try ParsedArguments.fieldType(String(head[head.index(after: colon)...]), in: "--set", item: text)
+            }
+            guard !name.isEmpty else { throw UsageError(message: "--set '\(text)' names no field") }
+            guard names.insert(name).inserted else { throw UsageError(message: "--set gives the field '\(name)' twice") }
+            return Assignment(text: text, name: name, type: type, value: value)
+        }
+    }
+
+    /// Reads the values as the cells of a one-row CSV whose header is the `--set` names and
+    /// types, typed by `schemas` where a `--set` gives no type.
+    ///
+    /// - Throws: ``UsageError`` quoting the `--set` whose value its type cannot read.
+    init(_ assignments: [Assignment], recordType: String, schemas: [String: RecordTypeSchema], zoneID: RecordZone.ID) throws {
+        var options = RecordReadOptions()
+        options.format = .csv
+        options.zoneID = zoneID
+        options.schemas = schemas
+        options.csvRecordType = recordType
+        for assignment in assignments {
+            var header = "recordName," + Self.cell(assignment.name + (assignment.type.map { ":" + $0.rawValue } ?? ""))
+            header += "\nupdate," + Self.cell(assignment.value) + "\n"
+            let reader = try RecordReader(data: Data(header.utf8), options: options)
+            switch try reader.next() {
+            case .record(let record, _)?:
+                if let value = record.fieldValue(forKey: assignment.name) { values[assignment.name] = value } else { removed.insert(assignment.name) }
+            case .rejected(let error)?:
+                throw UsageError(message: "--set \(assignment.text): \(Self.reason(error.message))")
+            default:
+                throw UsageError(message: "--set \(assignment.text) gives no value")
+            }
+        }
+    }
+
+    /// The reader's message without the CSV's place in it.
+    private static func reason(_ message: String) -> String {
+        message.replacingOccurrences(of: " cell ", with: " value ")
+    }
+
+    /// A CSV cell holding `text` exactly: quoted (so, untyped, a string) only when it must be.
+    private static func cell(_ text: String) -> String {
+        guard text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return text }
+        return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
+    /// A canonical form, for the checkpoint file to tell commands apart.
+    static func canonical(_ assignments: [Assignment]) -> String {
+        assignments.sorted { $0.name < $1.name }.map(\.text).joined(separator: " ")
+    }
+}

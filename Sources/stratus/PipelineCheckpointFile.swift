@@ -1,0 +1,62 @@
+import Foundation
+import Stratus
+
+/// The `--checkpoint` file of `stratus update` and `stratus delete --where`: the job's name in
+/// the store (whose position each batch's transaction commits), the last position saved after
+/// a batch, and which command it belongs to, so that it is never applied to another.
+///
+/// Written as ``CheckpointFile`` is (temporary file, fsync, rename), and locked while a run
+/// uses it (an overlapping run exits 75).
+///
+/// ```
+/// {"command":"update Todo where checked == 0 set checked:INT64=1 …","job":"pipeline-…","position":"stc2_…"}
+/// ```
+final class PipelineCheckpointFile: PipelineCheckpointStore, @unchecked Sendable {
+    // @unchecked: the pipeline calls the store one call at a time; every field is immutable.
+    private struct Contents: Codable {
+        var command: String
+        var job: String
+        var position: String?
+    }
+
+    let path: String
+    private let resolvedPath: String
+    private let command: String
+
+    /// Locks the checkpoint for the life of the process.
+    ///
+    /// - Throws: ``CommandFailure`` `temporaryFailure` (exit 75) when another run holds it.
+    init(path: String, command: String) throws {
+        self.path = path
+        resolvedPath = KeptFile.resolve(path)
+        self.command = command
+        try KeptFile.lock(resolvedPath, named: path, what: "checkpoint")
+    }
+
+    /// - Throws: ``UsageError`` when the file is not a checkpoint or belongs to another command.
+    func load() throws -> PipelineCheckpointStoreEntry? {
+        guard FileManager.default.fileExists(atPath: resolvedPath) else { return nil }
+        guard let data = FileManager.default.contents(atPath: resolvedPath), let contents = try? JSONDecoder().decode(Contents.self, from: data) else {
+            throw UsageError(message: "the checkpoint file \(path) is not a Stratus pipeline checkpoint; remove it to start over")
+        }
+        guard contents.command == command else {
+            throw UsageError(message: "the checkpoint \(path) belongs to another command (\(contents.command)); remove it to start over")
+        }
+        let position: PipelinePosition?
+        do {
+            position = try contents.position.map { try PipelinePosition(serialized: $0) }
+        } catch {
+            throw UsageError(message: "the checkpoint file \(path) holds no position Stratus can read; remove it to start over")
+        }
+        return PipelineCheckpointStoreEntry(job: contents.job, position: position)
+    }
+
+    func save(_ entry: PipelineCheckpointStoreEntry) throws {
+        let data = try JSONEncoder().encode(Contents(command: command, job: entry.job, position: entry.position?.serialized))
+        try KeptFile.replace(resolvedPath, with: data)
+    }
+
+    func remove() throws {
+        try? FileManager.default.removeItem(atPath: resolvedPath)
+    }
+}

@@ -1,0 +1,147 @@
+import Foundation
+import StratusTestSupport
+import Testing
+
+/// `stratus update` (and `stratus delete --type` on the same machinery): values set and
+/// removed, a second run writing nothing, dry runs, checkpoints, and mistakes.
+@Suite("stratus update", .timeLimit(.minutes(10)))
+struct UpdateCLITests {
+    @Test("update sets typed values and removes fields on the matching records only; the same update again writes nothing", arguments: TestEngine.all)
+    func setsAndRemoves(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            _ = try await cli.run(["import", try cli.file("notes.ndjson", Input.notes(10))])
+
+            let updated = try await cli.run([
+                "update", "--type", "Note", "--where", "count <= 4", "--set", "status=done", "--set", "rank:DOUBLE=2",
+                "--set", "title=", "--batch-size", "3", "--progress", "json",
+            ])
+            #expect(updated.exitCode == 0, "\(updated)")
+            let summary = try #require(try JSONLine.objects(updated.stderr).last, "\(updated)")
+            #expect(summary["matched"] as? Int == 4, "\(updated)")
+            #expect(summary["updated"] as? Int == 4, "\(updated)")
+            #expect(summary["unchanged"] as? Int == 0, "\(updated)")
+            #expect(summary["failed"] as? Int == 0, "\(updated)")
+
+            let notes = try await cli.exported("Note")
+            #expect(notes.count == 10)
+            for i in 1...10 {
+                let note = try #require(notes["n\(i)"])
+                #expect(JSONLine.value(note, "count") == "\(i)", "fields not named stay as they were")
+                if i <= 4 {
+                    #expect(JSONLine.field(note, "status")?["type"] as? String == "STRING")
+                    #expect(JSONLine.value(note, "status") == "done")
+                    #expect(JSONLine.field(note, "rank")?["type"] as? String == "DOUBLE", "\(note)")
+                    #expect(JSONLine.field(note, "title") == nil, "an empty value removes the field: \(note)")
+                } else {
+                    #expect(JSONLine.field(note, "status") == nil && JSONLine.field(note, "rank") == nil)
+                    #expect(JSONLine.value(note, "title") == "title \(i)")
+                }
+            }
+
+            let again = try await cli.run(["update", "--type", "Note", "--where", "count <= 4", "--set", "status=done", "--set", "rank:DOUBLE=2", "--set", "title="])
+            #expect(again.exitCode == 0, "\(again)")
+            #expect(again.stderr.contains("updated 0, unchanged 4, failed 0"), "\(again)")
+        }
+    }
+
+    @Test("--dry-run counts what would be updated and writes nothing; --all means every record of the type", arguments: TestEngine.all)
+    func dryRun(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            _ = try await cli.run(["import", try cli.file("notes.ndjson", Input.notes(6))])
+            _ = try await cli.run(["update", "--type", "Note", "--where", "count == 1", "--set", "status=open"])
+
+            let dry = try await cli.run(["update", "--type", "Note", "--all", "--set", "status=open", "--dry-run", "--progress", "json"])
+            #expect(dry.exitCode == 0, "\(dry)")
+            let summary = try #require(try JSONLine.objects(dry.stderr).last, "\(dry)")
+            #expect(summary["matched"] as? Int == 6, "\(dry)")
+            #expect(summary["wouldUpdate"] as? Int == 5, "\(dry)")
+            #expect(summary["unchanged"] as? Int == 1, "\(dry)")
+            #expect(try await cli.count("Note", where: "status == 'open'") == 1, "a dry run writes nothing")
+
+            let human = try await cli.run(["update", "--type", "Note", "--all", "--set", "status=open", "--dry-run"])
+            #expect(human.stderr.contains("dry run: would update 5, unchanged 1, nothing written"), "\(human)")
+        }
+    }
+
+    @Test("--checkpoint: a completed update removes its file; a file of another command or not a checkpoint is refused (64) and nothing is written", arguments: TestEngine.all)
+    func checkpoints(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            _ = try await cli.run(["import", try cli.file("notes.ndjson", Input.notes(20))])
+            let checkpoint = store.path("update.checkpoint")
+
+            let done = try await cli.run(["update", "--type", "Note", "--where", "count > 10", "--set", "status=late", "--batch-size", "4", "--checkpoint", checkpoint])
+            #expect(done.exitCode == 0, "\(done)")
+            #expect(done.stderr.contains("updated 10,") || done.stderr.contains("updated 10 "), "\(done)")
+            #expect(!cli.exists(checkpoint), "the checkpoint is removed when the update ends")
+            #expect(try await cli.count("Note", where: "status == 'late'") == 10)
+
+            // A checkpoint left by another update is not applied to this one.
+            let saved = #"{"command":"update Note where count > 0 set other=1 in default/public/_defaultZone","job":"pipeline-x","position":null}"#
+            _ = try cli.file("update.checkpoint", saved)
+            let mismatched = try await cli.run(["update", "--type", "Note", "--all", "--set", "status=early", "--checkpoint", checkpoint])
+            #expect(mismatched.exitCode == 64, "\(mismatched)")
+            #expect(mismatched.stderr.contains("belongs to another command"), "\(mismatched)")
+            #expect(cli.read(checkpoint) == saved, "a refused checkpoint is left as it was")
+
+            _ = try cli.file("update.checkpoint", "not json\n")
+            let garbage = try await cli.run(["update", "--type", "Note", "--all", "--set", "status=early", "--checkpoint", checkpoint])
+            #expect(garbage.exitCode == 64, "\(garbage)")
+            #expect(garbage.stderr.contains("is not a Stratus pipeline checkpoint"), "\(garbage)")
+            #expect(try await cli.count("Note", where: "status == 'early'") == 0, "refused runs write nothing")
+        }
+    }
+
+    @Test("mistakes on the command line are usage errors (64) that name the problem, and write nothing", arguments: TestEngine.all)
+    func usageErrors(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            _ = try await cli.run(["import", try cli.file("notes.ndjson", Input.notes(3))])
+            let cases: [([String], String)] = [
+                (["update", "--where", "count > 1", "--set", "a=1"], "--type"),
+                (["update", "--type", "Note", "--set", "a=1"], "--all"),
+                (["update", "--type", "Note", "--all", "--where", "count > 1", "--set", "a=1"], "--all"),
+                (["update", "--type", "Note", "--all"], "--set"),
+                (["update", "--type", "Note", "--all", "--set", "novalue"], "novalue"),
+                (["update", "--type", "Note", "--all", "--set", "a:WHATEVER=1"], "WHATEVER"),
+                (["update", "--type", "Note", "--all", "--set", "a:INT64=abc"], "a"),
+                (["update", "--type", "Note", "--all", "--set", "a=1", "--set", "a=2"], "a"),
+                (["update", "--type", "Note", "--all", "--set", "a=1", "--dry-run", "--checkpoint", store.path("c")], "--checkpoint"),
+                (["update", "--type", "Note", "--all", "--set", "a=1", "--batch-size", "0"], "--batch-size"),
+                (["update", "--type", "Note", "--where", "count >>> 1", "--set", "a=1"], "count"),
+            ]
+            for (arguments, named) in cases {
+                let result = try await cli.run(arguments)
+                #expect(result.exitCode == 64, "\(result)")
+                #expect(result.stderr.contains(named), "the message names \(named): \(result)")
+                #expect(!result.stderr.contains("updated"), "\(result)")
+            }
+            #expect(try await cli.exported("Note").values.allSatisfy { JSONLine.field($0, "a") == nil }, "nothing was written")
+            #expect(!cli.exists(store.path("c")))
+        }
+    }
+
+    @Test("delete --type --checkpoint deletes in batches and removes its file; the summary says deleted apart from not found", arguments: TestEngine.all)
+    func deleteWithCheckpoint(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            _ = try await cli.run(["import", try cli.file("notes.ndjson", Input.notes(25))])
+            let checkpoint = store.path("delete.checkpoint")
+            let deleted = try await cli.run([
+                "delete", "--type", "Note", "--where", "count > 5", "--yes", "--batch-size", "4", "--checkpoint", checkpoint, "--progress", "json",
+            ])
+            #expect(deleted.exitCode == 0, "\(deleted)")
+            let summary = try #require(try JSONLine.objects(deleted.stderr).last, "\(deleted)")
+            #expect(summary["deleted"] as? Int == 20, "\(deleted)")
+            #expect(summary["failed"] as? Int == 0, "\(deleted)")
+            #expect(!cli.exists(checkpoint))
+            #expect(try await cli.count("Note") == 5)
+
+            let names = try await cli.run(["delete", "n1", "ghost", "--yes"])
+            #expect(names.exitCode == 0, "\(names)")
+            #expect(names.stderr.contains("deleted 1, not found 1, failed 0"), "\(names)")
+        }
+    }
+}

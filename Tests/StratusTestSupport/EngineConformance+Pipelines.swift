@@ -1,0 +1,147 @@
+import Foundation
+@_spi(StratusEngine) import Stratus
+import Testing
+
+// MARK: - Pipelines: positions committed with the writes, resumed exactly once
+
+extension EngineConformance {
+    static let pipelineCases: [TestCase] = [
+        TestCase("a job's text position commits with its transaction: rolled back with it, replaced, read back, removed", jobPositionText),
+        TestCase("a checkpointed query pipeline stopped mid-way goes on after the last batch it committed: every record changed exactly once", checkpointedQueryPipeline),
+        TestCase("a checkpointed change-feed pipeline resumes after its token; a record written twice would fail on its change tag", checkpointedChangePipeline),
+    ]
+
+    static func jobPositionText(_ env: Environment) async throws {
+        let engine = env.engine
+        let context = env.container().publicCloudDatabase.context
+        struct Rollback: Error {}
+        _ = try? engine.writeRecords(in: context) { transaction in
+            try transaction.saveJobProgress("job", position: 1, text: "stc2_rolled-back")
+            throw Rollback()
+        }
+        #expect(try engine.jobProgressText("job") == nil)
+        #expect(try engine.jobProgress("job") == nil)
+        try engine.writeRecords(in: context) { try $0.saveJobProgress("job", position: 2, text: "stc2_first") }
+        #expect(try engine.jobProgressText("job") == "stc2_first")
+        #expect(try engine.jobProgress("job") == 2)
+        try engine.writeRecords(in: context) { try $0.saveJobProgress("job", position: 3, text: "stc2_second") }
+        #expect(try engine.jobProgressText("job") == "stc2_second")
+        // An import's progress has no text.
+        try engine.writeRecords(in: context) { try $0.saveJobProgress("import", position: 4_000, text: nil) }
+        #expect(try engine.jobProgress("import") == 4_000)
+        #expect(try engine.jobProgressText("import") == nil)
+        try engine.removeJobProgress("job")
+        #expect(try engine.jobProgressText("job") == nil)
+        #expect(try engine.jobProgress("job") == nil)
+    }
+
+    /// Runs a query → bump → save pipeline with `checkpoint`; cancels it from the save once it
+    /// saved `stopAfter` records. Answers the save's final error.
+    private static func bumpPipeline(_ database: Database, checkpoint: PipelineCheckpoint, stopAfter: Int?) async throws -> StratusError? {
+        let query = QueryOperation(query: Query(recordType: "Counter"))
+        query.fetchAllResults = true
+        query.resultsLimit = 25
+        query.checkpoint = checkpoint
+        let bump = TransformOperation(transforming: query) { (records: [Record]) -> [Record] in
+            for record in records {
+                let count: Int64 = if case .int64(let n)? = record.fieldValue(forKey: "count") { n } else { 0 }
+                record["count"] = count + 1
+            }
+            return records
+        }
+        let save = ModifyRecordsOperation(savingRecordsFrom: bump)
+        save.isAtomic = false
+        let saved = Box(0)
+        let stages = Box<[Operation]>([])
+        save.perRecordSaveBlock = { _, result in
+            guard case .success = result else { return }
+            if let stopAfter, saved.update({ $0 += 1; return $0 }) == stopAfter { stages.value.forEach { $0.cancel() } }
+        }
+        stages.value = [query, bump, save]
+        let final = Box<Result<Void, any Error>?>(nil)
+        save.modifyRecordsResultBlock = { final.value = $0 }
+        let queues = (0..<3).map { _ in OperationQueue() }
+        for (stage, queue) in zip([query, bump, save] as [DatabaseOperation], queues) {
+            queue.maxConcurrentOperationCount = 1
+            stage.database = database
+            queue.addOperation(stage)
+        }
+        await waitUntilFinished([query, bump, save])
+        if case .failure(let error)? = final.value { return error as? StratusError ?? StratusError(.internalError, "\(error)") }
+        return nil
+    }
+
+    static func checkpointedQueryPipeline(_ env: Environment) async throws {
+        let database = env.container().publicCloudDatabase
+        let count = 400
+        try await TestDatabase.save(makeRecords("Counter", count: count) { ["count": .int64(0), "n": .int64(Int64($0))] }, in: database)
+        let checkpoint = PipelineCheckpoint(job: "bump-counters")
+
+        let stopped = try #require(try await bumpPipeline(database, checkpoint: checkpoint, stopAfter: 110))
+        #expect(stopped.code == .operationCancelled)
+        // Batches of 25 written whole: the one holding the 110th record completed too.
+        let written = try await TestDatabase.queryAll(try Query(recordType: "Counter", format: "count == 1"), in: database)
+        #expect(written.count == 125, "\(written.count) records written")
+        let text = try #require(try env.engine.jobProgressText(checkpoint.job), "the store keeps the job's position")
+        guard case .query(let cursor) = try PipelinePosition(serialized: text) else { Issue.record("not a query position: \(text)"); return }
+        #expect(cursor.description == "Cursor(Counter after \(recordName("r", 124)))")
+        #expect(stopped.pipelinePosition == .query(cursor))
+
+        #expect(try await bumpPipeline(database, checkpoint: checkpoint, stopAfter: nil) == nil)
+        let all = try await TestDatabase.queryAll(Query(recordType: "Counter"), in: database)
+        let counts = Dictionary(grouping: all) { $0.fieldValue(forKey: "count") }.mapValues(\.count)
+        #expect(all.count == count && counts == [.int64(1): count], "each record once: \(counts)")
+        #expect(try env.engine.jobProgressText(checkpoint.job) == nil, "removed when the pipeline completed")
+
+        // A checkpoint is a place in its own query: another query refuses it.
+        try env.engine.writeRecords(in: database.context) { try $0.saveJobProgress("other", position: 1, text: text) }
+        let other = QueryOperation(query: try Query(recordType: "Counter", format: "n > 5"))
+        other.fetchAllResults = true
+        other.checkpoint = PipelineCheckpoint(job: "other")
+        let result = await runQueryPage(other, on: database)
+        #expect((result.error as? StratusError)?.code == .invalidArguments, "\(String(describing: result.error))")
+    }
+
+    static func checkpointedChangePipeline(_ env: Environment) async throws {
+        let database = env.container().privateCloudDatabase
+        let feed = RecordZone.ID(zoneName: "Feed"), copies = RecordZone.ID(zoneName: "Copies")
+        _ = try await database.modifyRecordZones(saving: [RecordZone(zoneID: feed), RecordZone(zoneID: copies)], deleting: [])
+        try await TestDatabase.save(makeRecords("Note", count: 120, zoneID: feed) { ["n": .int64(Int64($0))] }, in: database)
+        let checkpoint = PipelineCheckpoint(job: "copy-notes")
+
+        func copyChanges(stopAfter: Int?) async -> (StratusError?, failures: Int) {
+            let changes = FetchRecordZoneChangesOperation(
+                recordZoneIDs: [feed], configurationsByRecordZoneID: [feed: .init(previousServerChangeToken: nil, resultsLimit: 20, desiredKeys: nil)])
+            changes.checkpoint = checkpoint
+            // New records in the other zone: saving one twice fails on its change tag.
+            let copy = ModifyRecordsOperation(savingRecordsFrom: changes) { records in
+                records.map { makeRecord("Note", $0.recordID.recordName, zoneID: copies, ["n": $0.fieldValue(forKey: "n") ?? .int64(-1)]) }
+            }
+            copy.isAtomic = false
+            let saved = Box(0), failures = Box(0)
+            let stages = Box<[Operation]>([])
+            copy.perRecordSaveBlock = { _, result in
+                guard case .success = result else { failures.update { $0 += 1 }; return }
+                if let stopAfter, saved.update({ $0 += 1; return $0 }) == stopAfter { stages.value.forEach { $0.cancel() } }
+            }
+            stages.value = [changes, copy]
+            let final = Box<Result<Void, any Error>?>(nil)
+            copy.modifyRecordsResultBlock = { final.value = $0 }
+            let other = OperationQueue()
+            copy.database = database
+            other.addOperation(copy)
+            database.add(changes)
+            await waitUntilFinished([changes, copy])
+            if case .failure(let error)? = final.value { return (error as? StratusError, failures.value) }
+            return (nil, failures.value)
+        }
+        let (stopped, firstFailures) = await copyChanges(stopAfter: 50)
+        #expect(stopped?.code == .operationCancelled && firstFailures == 0)
+        #expect(try env.engine.jobProgressText(checkpoint.job)?.hasPrefix("stk1_") == true)
+        let (finished, failures) = await copyChanges(stopAfter: nil)
+        #expect(finished == nil && failures == 0, "no record was copied twice: \(String(describing: finished))")
+        let copied = try await TestDatabase.queryAll(Query(recordType: "Note"), in: database, zoneID: copies)
+        #expect(copied.count == 120)
+        #expect(try env.engine.jobProgressText(checkpoint.job) == nil)
+    }
+}

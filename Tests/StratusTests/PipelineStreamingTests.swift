@@ -1,0 +1,434 @@
+import Foundation
+import Stratus
+import StratusSQLite
+import StratusTestSupport
+import Testing
+
+/// Pipelines that stream: batches handed on as they are produced, a bounded number in flight,
+/// cancellation and failure across every stage, fan-out, typed hand-offs, stages on their own
+/// queues, and dependencies between pipelines.
+@Suite("Streaming pipelines", .timeLimit(.minutes(10)))
+struct PipelineStreamingTests {
+    static func queue(_ name: String, slots: Int = 2) -> OperationQueue {
+        let queue = OperationQueue()
+        queue.name = name
+        queue.maxConcurrentOperationCount = slots
+        return queue
+    }
+
+    /// A query over every page of `Item`, `pageSize` records per batch.
+    static func everyItem(pageSize: Int = 10, inFlight: Int = 2) -> QueryOperation {
+        let query = QueryOperation(query: Query(recordType: "Item"))
+        query.fetchAllResults = true
+        query.resultsLimit = pageSize
+        query.recordOutput.maximumBatchesInFlight = inFlight
+        return query
+    }
+
+    /// Runs `operations` (each on `database`, on its own queue) and waits for them all.
+    static func run(_ operations: [DatabaseOperation], on database: Database) async -> [OperationQueue] {
+        let queues = operations.enumerated().map { queue("stage-\($0.offset)") }
+        for (operation, queue) in zip(operations, queues) {
+            operation.database = database
+            queue.addOperation(operation)
+        }
+        await waitUntilFinished(operations)
+        return queues
+    }
+
+    static func int(_ record: Record, _ key: String) -> Int64? {
+        if case .int64(let value)? = record.fieldValue(forKey: key) { return value }
+        return nil
+    }
+
+    @Test("a slow consumer bounds the producer: never more than maximumBatchesInFlight batches, plus the one it reads, ahead of what the consumer finished")
+    func backPressure() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            try await TestDatabase.save(items(200), in: database)
+            let query = Self.everyItem(pageSize: 10, inFlight: 2)
+            let output = query.recordOutput
+            let produced = Box(0), saved = Box(0), mostInFlight = Box(0), aheadOfFirstSave = Box(0)
+            let violations = Box<[String]>([])
+            let gate = DispatchSemaphore(value: 0)
+            query.recordMatchedBlock = { _, _ in
+                let done = saved.value
+                let count = produced.update { $0 += 1; return $0 }
+                // Batch k is read only after batch k-1 was handed on, which needs the consumer to
+                // hold fewer than 2: k ≤ finished + 2, so what was read ≤ saved + 3 batches.
+                if count > done + 30 { violations.update { $0.append("read \(count) records while \(done) were saved") } }
+                mostInFlight.update { $0 = max($0, output.batchesInFlight) }
+                if done == 0 { aheadOfFirstSave.update { $0 = max($0, count) } }
+                if count == 30 { gate.signal() }
+            }
+            let save = ModifyRecordsOperation(savingRecordsFrom: query) { records in
+                // The consumer holds its first batch until the producer read all it may read.
+                if records.first?.recordID.recordName == recordName("item", 0) { gate.wait() }
+                for record in records { record["seen"] = 1 }
+                return records
+            }
+            save.perRecordSaveBlock = { _, result in if case .success = result { saved.update { $0 += 1 } } }
+            let final = Box<Result<Void, any Error>?>(nil)
+            save.modifyRecordsResultBlock = { final.value = $0 }
+            let queryFinal = Box<Result<QueryOperation.Cursor?, any Error>?>(nil)
+            query.queryResultBlock = { queryFinal.value = $0 }
+            _ = await Self.run([query, save], on: database)
+
+            #expect(violations.value.isEmpty, "\(violations.value.prefix(3))")
+            #expect(aheadOfFirstSave.value == 30, "the producer read exactly 3 batches before the consumer finished one")
+            #expect(mostInFlight.value <= 2)
+            #expect(finalError(final.value) == nil)
+            if case .success(let cursor)? = queryFinal.value { #expect(cursor == nil) } else { Issue.record("query: \(String(describing: queryFinal.value))") }
+            #expect(produced.value == 200 && saved.value == 200)
+            let seen = try await TestDatabase.queryAll(try Query(recordType: "Item", format: "seen == 1"), in: database)
+            #expect(seen.count == 200)
+        }
+    }
+
+    @Test("cancelling any stage stops every stage promptly; each final block reports what it did and the position reached, from which the rest is done exactly once", arguments: [0, 1, 2])
+    func cancellationFromAnyStage(_ stage: Int) async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            try await TestDatabase.save(items(300), in: database)
+            let query = Self.everyItem(pageSize: 10)
+            let stages = Box<[Operation]>([])
+            let produced = Box(0), transformed = Box(0), saved = Box<[String]>([])
+            query.recordMatchedBlock = { _, _ in
+                if produced.update({ $0 += 1; return $0 }) == 55 && stage == 0 { stages.value[0].cancel() }
+            }
+            let bump = TransformOperation(transforming: query) { (records: [Record]) -> [Record] in
+                if transformed.update({ $0 += 1; return $0 }) == 4 && stage == 1 { stages.value[1].cancel() }
+                for record in records { record["count"] = (Self.int(record, "count") ?? 0) + 1 }
+                return records
+            }
+            let save = ModifyRecordsOperation(savingRecordsFrom: bump)
+            save.perRecordSaveBlock = { id, result in
+                guard case .success = result else { return }
+                if saved.update({ $0.append(id.recordName); return $0.count }) == 35 && stage == 2 { stages.value[2].cancel() }
+            }
+            stages.value = [query, bump, save]
+            let finals = Box<[String: [StratusError?]]>([:])
+            query.queryResultBlock = { result in finals.update { $0["query", default: []].append(finalError(result)) } }
+            bump.transformResultBlock = { result in finals.update { $0["transform", default: []].append(finalError(result)) } }
+            save.modifyRecordsResultBlock = { result in finals.update { $0["save", default: []].append(finalError(result)) } }
+            _ = await Self.run([query, bump, save], on: database)
+
+            for name in ["query", "transform", "save"] {
+                let reported = finals.value[name] ?? []
+                #expect(reported.count == 1, "\(name)'s final block ran \(reported.count) times")
+                #expect(reported.first??.code == .operationCancelled, "\(name): \(String(describing: reported.first))")
+            }
+            let saveError = try #require(finals.value["save"]?.first ?? nil)
+            let written = saved.value
+            #expect(saveError.completedItemCount == written.count)
+            #expect(written == (0..<written.count).map { recordName("item", $0) }, "whole batches, in order")
+            #expect(written.count % 10 == 0)
+            #expect(produced.value < 300, "the source stopped before reading everything")
+            // Every stage reports the same position: after the last record every stage finished.
+            let position = saveError.pipelinePosition
+            for name in ["query", "transform"] { #expect(finals.value[name]?.first??.pipelinePosition == position) }
+            if written.isEmpty {
+                #expect(position == nil)
+            } else {
+                guard case .query(let cursor)? = position else { Issue.record("no query position: \(String(describing: position))"); return }
+                #expect(cursor.description == "Cursor(Item after \(written.last!))")
+                #expect(saveError.resumeCursor == cursor)
+            }
+
+            // Going on from the position reached: every record counted exactly once.
+            let rest: QueryOperation
+            if case .query(let cursor)? = position { rest = QueryOperation(cursor: cursor) } else { rest = QueryOperation(query: Query(recordType: "Item")) }
+            rest.fetchAllResults = true
+            let finish = ModifyRecordsOperation(savingRecordsFrom: rest) { records in
+                for record in records { record["count"] = (Self.int(record, "count") ?? 0) + 1 }
+                return records
+            }
+            let finishFinal = Box<Result<Void, any Error>?>(nil)
+            finish.modifyRecordsResultBlock = { finishFinal.value = $0 }
+            _ = await Self.run([rest, finish], on: database)
+            #expect(finalError(finishFinal.value) == nil)
+            let all = try await TestDatabase.queryAll(Query(recordType: "Item"), in: database)
+            #expect(all.count == 300 && all.allSatisfy { Self.int($0, "count") == 1 }, "counts: \(Dictionary(grouping: all) { Self.int($0, "count") ?? 0 }.mapValues(\.count))")
+        }
+    }
+
+    @Test("a failing stage fails the pipeline: its own error, every other stage stopped with that error and the position reached")
+    func failurePropagation() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            try await TestDatabase.save(items(200), in: database)
+            let query = Self.everyItem(pageSize: 10)
+            let batches = Box(0)
+            let check = TransformOperation(transforming: query) { (records: [Record]) -> [Record] in
+                if batches.update({ $0 += 1; return $0 }) == 4 { throw StratusError(.limitExceeded, "the fourth batch is refused") }
+                return records
+            }
+            let save = ModifyRecordsOperation(savingRecordsFrom: check) { records in
+                for record in records { record["ok"] = 1 }
+                return records
+            }
+            let saved = Box<[String]>([])
+            save.perRecordSaveBlock = { id, result in if case .success = result { saved.update { $0.append(id.recordName) } } }
+            let queryFinal = Box<Result<QueryOperation.Cursor?, any Error>?>(nil), checkFinal = Box<Result<Void, any Error>?>(nil), saveFinal = Box<Result<Void, any Error>?>(nil)
+            query.queryResultBlock = { queryFinal.value = $0 }
+            check.transformResultBlock = { checkFinal.value = $0 }
+            save.modifyRecordsResultBlock = { saveFinal.value = $0 }
+            _ = await Self.run([query, check, save], on: database)
+
+            let own = try #require(finalError(checkFinal.value))
+            #expect(own.code == .limitExceeded && own.message == "the fourth batch is refused")
+            for other in [finalError(queryFinal.value), finalError(saveFinal.value)] {
+                let error = try #require(other)
+                #expect(error.code == .limitExceeded)
+                #expect(error.message.contains("stopped because the pipeline's TransformOperation") && error.message.contains("the fourth batch is refused"), "\(error.message)")
+                #expect((error.underlyingError as? StratusError)?.message == "the fourth batch is refused")
+                #expect(error.pipelinePosition == own.pipelinePosition)
+            }
+            let written = saved.value
+            #expect(written.count <= 30 && written.count % 10 == 0)
+            #expect(written == (0..<written.count).map { recordName("item", $0) })
+            if let last = written.last {
+                guard case .query(let cursor)? = own.pipelinePosition else { Issue.record("no position"); return }
+                #expect(cursor.description == "Cursor(Item after \(last))")
+            } else {
+                #expect(own.pipelinePosition == nil)
+            }
+            #expect(try await TestDatabase.queryAll(try Query(recordType: "Item", format: "ok == 1"), in: database).count == written.count)
+        }
+    }
+
+    @Test("a consumer that fails after its producer finished stops the pipeline: every stage reports, none waits for the finished producer")
+    func failureAfterProducerFinished() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            try await TestDatabase.save(items(20), in: database)
+            let query = Self.everyItem(pageSize: 10, inFlight: 4)
+            let consume = ConsumeOperation(consuming: query) { (_: [Record]) in
+                // The producer hands on both batches without waiting and finishes first.
+                let deadline = ContinuousClock.now + .seconds(20)
+                while !query.isFinished && ContinuousClock.now < deadline { usleep(1_000) }
+                throw StratusError(.limitExceeded, "refused after the producer finished")
+            }
+            let queryFinal = Box<Result<QueryOperation.Cursor?, any Error>?>(nil), consumeFinal = Box<Result<Void, any Error>?>(nil)
+            query.queryResultBlock = { queryFinal.value = $0 }
+            consume.consumeResultBlock = { consumeFinal.value = $0 }
+            _ = await Self.run([query, consume], on: database)
+
+            #expect(query.isFinished && consume.isFinished)
+            let error = try #require(finalError(consumeFinal.value))
+            #expect(error.code == .limitExceeded && error.message == "refused after the producer finished")
+            #expect(error.pipelinePosition == nil, "no batch was completed")
+            #expect(queryFinal.value != nil, "the producer reported")
+        }
+    }
+
+    @Test("fan-out: every consumer gets every batch, each its own copies of the records")
+    func fanOut() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            try await TestDatabase.save(items(120), in: database)
+            let query = Self.everyItem(pageSize: 25)
+            let mark = ModifyRecordsOperation(savingRecordsFrom: query) { records in
+                for record in records { record["marked"] = 1 }
+                return records
+            }
+            let seen = Box<[String]>([]), markedSeen = Box(0)
+            let list = ConsumeOperation(consuming: query) { (records: [Record]) in
+                seen.update { $0 += records.map(\.recordID.recordName) }
+                markedSeen.update { $0 += records.filter { $0.fieldValue(forKey: "marked") != nil }.count }
+            }
+            let ids = Box<[String]>([])
+            let names = TransformOperation(transforming: query) { (records: [Record]) in records.map(\.recordID.recordName) }
+            let collect = ConsumeOperation(consuming: names) { (batch: [String]) in ids.update { $0 += batch } }
+            let finals = Box<[StratusError?]>([])
+            mark.modifyRecordsResultBlock = { result in finals.update { $0.append(finalError(result)) } }
+            list.consumeResultBlock = { result in finals.update { $0.append(finalError(result)) } }
+            collect.consumeResultBlock = { result in finals.update { $0.append(finalError(result)) } }
+            #expect(query.recordOutput.consumerCount == 3)
+            _ = await Self.run([query, mark, list, names, collect], on: database)
+
+            let expected = (0..<120).map { recordName("item", $0) }
+            #expect(finals.value.count == 3 && finals.value.allSatisfy { $0 == nil }, "\(finals.value)")
+            #expect(seen.value == expected)
+            #expect(ids.value == expected)
+            #expect(markedSeen.value == 0, "one consumer's changes never reach another")
+            #expect(try await TestDatabase.queryAll(try Query(recordType: "Item", format: "marked == 1"), in: database).count == 120)
+        }
+    }
+
+    @Test("stages on three queues: each stage's closures and blocks run on its own queue; a typed hand-off reaches a custom consumer")
+    func crossQueueTypedHandOff() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            try await TestDatabase.save(items(90), in: database)
+            let query = Self.everyItem(pageSize: 20)
+            let places = Box<Set<String>>([])
+            @Sendable func note(_ stage: String) { places.update { _ = $0.insert("\(stage)@\(OperationQueue.current?.name ?? "none")") } }
+            query.recordMatchedBlock = { _, _ in note("query") }
+            query.queryResultBlock = { _ in note("query-final") }
+            let sums = TransformOperation(transforming: query) { (records: [Record]) -> [Int64] in
+                note("transform")
+                return [records.reduce(0) { $0 + (Self.int($1, "n") ?? 0) }]
+            }
+            sums.transformResultBlock = { _ in note("transform-final") }
+            let total = Box<Int64>(0), batches = Box(0)
+            let add = ConsumeOperation(consuming: sums) { (partial: [Int64]) in
+                note("consume")
+                batches.update { $0 += 1 }
+                total.update { $0 += partial.reduce(0, +) }
+            }
+            let final = Box<Result<Void, any Error>?>(nil)
+            add.consumeResultBlock = { note("consume-final"); final.value = $0 }
+            let queues = ["A", "B", "C"].map { Self.queue($0) }
+            query.database = database
+            // Added last first: each waits for its batches, on its own queue.
+            queues[2].addOperation(add)
+            queues[1].addOperation(sums)
+            queues[0].addOperation(query)
+            await waitUntilFinished([query, sums, add])
+
+            #expect(finalError(final.value) == nil)
+            #expect(total.value == Int64((0..<90).reduce(0, +)))
+            #expect(batches.value == 5, "one sum per batch of 20")
+            #expect(places.value == ["query@A", "query-final@A", "transform@B", "transform-final@B", "consume@C", "consume-final@C"])
+        }
+    }
+
+    @Test("a pipeline that depends on another starts after it and sees its writes")
+    func dependenciesBetweenPipelines() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            try await TestDatabase.save(items(150), in: database)
+            let first = Self.everyItem(pageSize: 40)
+            let stamp = ModifyRecordsOperation(savingRecordsFrom: first) { records in
+                for record in records { record["stage"] = 1 }
+                return records
+            }
+            let second = QueryOperation(query: try Query(recordType: "Item", format: "stage == 1"))
+            second.fetchAllResults = true
+            second.addDependency(stamp)
+            let counted = Box(0)
+            let count = ConsumeOperation(consuming: second) { (records: [Record]) in counted.update { $0 += records.count } }
+            let final = Box<Result<Void, any Error>?>(nil)
+            count.consumeResultBlock = { final.value = $0 }
+            // The second pipeline is queued first; only the dependency orders them.
+            _ = await Self.run([second, count, first, stamp], on: database)
+            #expect(finalError(final.value) == nil)
+            #expect(counted.value == 150)
+        }
+    }
+
+    @Test("a consumer that depends on its producer gets every batch after it finished; records() holds them")
+    func consumerDependingOnProducer() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            try await TestDatabase.save(items(500), in: database)
+            let query = Self.everyItem(pageSize: 10, inFlight: 1)
+            let save = ModifyRecordsOperation(savingRecordsFrom: query) { records in
+                for record in records { record["late"] = 1 }
+                return records
+            }
+            save.addDependency(query)
+            let final = Box<Result<Void, any Error>?>(nil)
+            save.modifyRecordsResultBlock = { final.value = $0 }
+            // One queue slot: the query must finish (without waiting for the consumer) first.
+            let serial = Self.queue("serial", slots: 1)
+            query.database = database
+            save.database = database
+            serial.addOperation(save)
+            serial.addOperation(query)
+            await waitUntilFinished([query, save])
+            #expect(finalError(final.value) == nil)
+            #expect(try query.recordOutput.records().count == 500)
+            #expect(try await TestDatabase.queryAll(try Query(recordType: "Item", format: "late == 1"), in: database).count == 500)
+        }
+    }
+
+    @Test("a checkpoint kept in a store of the caller's: saved after each completed batch, resumed from, removed at the end")
+    func checkpointStore() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            try await TestDatabase.save(items(100), in: database)
+            let store = MemoryPipelineCheckpoint()
+            let seen = Box<[String]>([])
+            func run(stopAfter: Int?) async throws -> StratusError? {
+                let query = Self.everyItem(pageSize: 10)
+                query.checkpoint = try PipelineCheckpoint(store: store)
+                let stages = Box<[Operation]>([])
+                let consume = ConsumeOperation(consuming: query) { (records: [Record]) in
+                    let count = seen.update { $0 += records.map(\.recordID.recordName); return $0.count }
+                    if let stopAfter, count >= stopAfter { stages.value.forEach { $0.cancel() } }
+                }
+                stages.value = [consume]
+                let final = Box<Result<Void, any Error>?>(nil)
+                consume.consumeResultBlock = { final.value = $0 }
+                _ = await Self.run([query, consume], on: database)
+                return finalError(final.value)
+            }
+            let stopped = try #require(try await run(stopAfter: 40))
+            #expect(stopped.code == .operationCancelled)
+            let entry = try #require(store.entry)
+            guard case .query(let cursor)? = entry.position else { Issue.record("\(entry)"); return }
+            #expect(cursor.description == "Cursor(Item after \(recordName("item", 39)))", "saved after the batch the consumer finished")
+            #expect(try await run(stopAfter: nil) == nil)
+            #expect(seen.value == (0..<100).map { recordName("item", $0) }, "each record once")
+            #expect(store.entry == nil, "removed when the pipeline completed")
+            #expect(store.saves >= 10)
+        }
+    }
+
+    @Test("a file reader feeds a save: batches of input items, rejected items reported, records saved")
+    func readerFeedsSave() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            let source = NumberedItemSource(count: 250, rejectEvery: 50)
+            let read = ReadRecordsOperation(source: source)
+            read.batchSize = 60
+            let rejected = Box<[Int]>([])
+            read.rejectedItemBlock = { rejection in rejected.update { $0.append(rejection.line) } }
+            let save = ModifyRecordsOperation(savingRecordsFrom: read)
+            save.savePolicy = .allKeys
+            let batches = Box<[Int]>([])
+            let count = ConsumeOperation(consuming: save) { (saved: [Record]) in batches.update { $0.append(saved.count) } }
+            let final = Box<Result<Void, any Error>?>(nil)
+            count.consumeResultBlock = { final.value = $0 }
+            _ = await Self.run([read, save, count], on: database)
+            #expect(finalError(final.value) == nil)
+            #expect(rejected.value == [50, 100, 150, 200, 250])
+            #expect(batches.value == [59, 59, 59, 59, 9], "a save hands on what each batch saved")
+            let stored = try await TestDatabase.queryAll(Query(recordType: "Item"), in: database)
+            #expect(stored.count == 245)
+        }
+    }
+}
+
+/// A pipeline checkpoint kept in memory, counting its saves.
+final class MemoryPipelineCheckpoint: PipelineCheckpointStore, @unchecked Sendable {
+    // @unchecked: `lock` guards both fields.
+    private let lock = NSLock()
+    private var saved: PipelineCheckpointStoreEntry?
+    private var count = 0
+    var entry: PipelineCheckpointStoreEntry? { lock.withLock { saved } }
+    var saves: Int { lock.withLock { count } }
+    func load() throws -> PipelineCheckpointStoreEntry? { entry }
+    func save(_ entry: PipelineCheckpointStoreEntry) throws { lock.withLock { saved = entry; count += 1 } }
+    func remove() throws { lock.withLock { saved = nil } }
+}
+
+/// `count` input items, `Item` records named as ``items(_:prefix:type:)`` names them, every
+/// `rejectEvery`th a rejected item instead.
+final class NumberedItemSource: RecordSource {
+    private let count: Int
+    private let rejectEvery: Int
+    private var line = 0
+    init(count: Int, rejectEvery: Int) {
+        self.count = count
+        self.rejectEvery = rejectEvery
+    }
+    func nextItem() throws -> RecordSourceItem? {
+        guard line < count else { return nil }
+        line += 1
+        if line % rejectEvery == 0 { return .rejected(RecordRejection(line: line, column: 1, recordName: nil, message: "not a record")) }
+        return .record(makeRecord("Item", recordName("item", line), ["n": .int64(Int64(line))]), line: line)
+    }
+}
