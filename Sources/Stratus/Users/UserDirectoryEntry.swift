@@ -32,8 +32,8 @@ public struct UserDirectoryEntry: Hashable, Sendable, Codable {
     /// UserDirectoryEntry.derivedRecordName(containerIdentifier: "com.example.todo", login: "alice")   // "_6c1f…" (33 characters)
     /// ```
     public static func derivedRecordName(containerIdentifier: String, login: String) -> String {
-        let digest = SHA256.digest(Array(containerIdentifier.utf8) + [0] + Array(login.utf8))
-        return "_" + SHA256.hexadecimal(digest.prefix(16))
+        let digest = SHA256Hasher.digest(Array(containerIdentifier.utf8) + [0] + Array(login.utf8))
+        return "_" + digest.hexadecimal.prefix(32)
     }
 
     /// Whether `name` has the form of a CloudKit user record name: `_` and 32 lowercase
