@@ -90,9 +90,7 @@ extension Record: NSSecureCoding {
     public convenience init?(coder: NSCoder) {
         // Absent keys are not decoded at all: swift-corelibs-foundation's unarchiver counts
         // decoding a missing key as a failure (and its older class methods then trap).
-        func text(_ key: String) -> String? {
-            coder.containsValue(forKey: key) ? coder.decodeObject(of: NSString.self, forKey: key) as String? : nil
-        }
+        func text(_ key: String) -> String? { coder.archivedText(forKey: key) }
         func date(_ key: String) -> Date? {
             coder.containsValue(forKey: key) ? coder.decodeObject(of: NSDate.self, forKey: key) as Date? : nil
         }

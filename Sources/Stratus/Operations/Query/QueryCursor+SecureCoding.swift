@@ -23,10 +23,7 @@ extension QueryCursor: NSSecureCoding, NSCopying {
     /// let cursor = try NSKeyedUnarchiver.unarchivedObject(ofClass: QueryOperation.Cursor.self, from: data)
     /// ```
     public convenience init?(coder: NSCoder) {
-        // Checked first: corelibs' unarchiver counts decoding a missing key as a failure.
-        guard coder.containsValue(forKey: Self.archiveKey),
-              let text = coder.decodeObject(of: NSString.self, forKey: Self.archiveKey) as String?
-        else { return nil }
+        guard let text = coder.archivedText(forKey: Self.archiveKey) else { return nil }
         try? self.init(serialized: text)
     }
 
