@@ -3,13 +3,12 @@ import StratusTestSupport
 import Testing
 
 /// Real CloudKit Web Services `records/query` answers (sanitized captures in
-/// `../shared/fixtures/cloudkit-web-services/`) imported with `stratus import` as they are, and
+/// `Tests/Fixtures/cloudkit-web-services/`) imported with `stratus import` as they are, and
 /// exported back.
 @Suite("CloudKit Web Services responses through stratus", .timeLimit(.minutes(10)))
 struct CloudKitFixtureCLITests {
     static let directory = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("shared/fixtures/cloudkit-web-services")
+        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fixtures/cloudkit-web-services")
 
     static func fixture(_ name: String) throws -> (path: String, records: [[String: Any]]) {
         let url = directory.appendingPathComponent(name)

@@ -72,8 +72,7 @@ struct SchemaCLITests {
             #expect(again.exitCode == 0 && again.stderr.contains("no change"), "\(again)")
             #expect(try await cli.run(["schema", "export"]).stdout == first)
             // A real CloudKit export imports too.
-            let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-                .deletingLastPathComponent().appendingPathComponent("shared/fixtures/ckdb/20-apple-docs-example.ckdb").path
+            let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fixtures/ckdb/20-apple-docs-example.ckdb").path
             if FileManager.default.fileExists(atPath: fixture) {
                 let apple = try await cli.run(["schema", "import", fixture])
                 #expect(apple.exitCode == 0, "\(apple)")

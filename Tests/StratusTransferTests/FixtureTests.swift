@@ -6,8 +6,7 @@ import Testing
 /// Real CloudKit Web Services bodies (sanitized captures from pyicloud), kept next to the repository.
 enum Fixtures {
     static let directory = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("shared/fixtures/cloudkit-web-services")
+        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fixtures/cloudkit-web-services")
 
     static var available: Bool { FileManager.default.fileExists(atPath: directory.path) }
 

@@ -6,8 +6,7 @@ import Testing
 /// Real `.ckdb` files published with CloudKit apps, kept next to the repository.
 enum SchemaFixtures {
     static let directory = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("shared/fixtures/ckdb")
+        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fixtures/ckdb")
 
     static var available: Bool { FileManager.default.fileExists(atPath: directory.path) }
 
