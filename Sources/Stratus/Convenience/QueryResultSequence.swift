@@ -39,6 +39,7 @@ public struct QueryResultSequence: AsyncSequence, Sendable {
                     throw StratusError.cancelled("allRecords", completed: reader.delivered)
                 }
                 guard let page = try await reader.nextPage() else { return nil }
+                reader.release(buffer)
                 buffer = page
                 bufferIndex = 0
             }
@@ -89,6 +90,15 @@ public struct QueryResultSequence: AsyncSequence, Sendable {
             state.withLock { $0.delivered += page?.count ?? 0 }
             if page != nil { readAhead() }
             return page
+        }
+
+        /// Frees a consumed page on the reading queue. The records were allocated there, and
+        /// freeing them on the consumer's thread makes the two threads contend for the
+        /// allocator's lock of the reader's arena (a fifth of an export's time was spent waiting).
+        func release(_ page: consuming [Record]) {
+            guard !page.isEmpty else { return }
+            let box = PageBox(page)
+            queue.async { box.drop() }
         }
 
         /// Starts reading the next page unless one is being read or waits already.
@@ -157,6 +167,13 @@ public struct QueryResultSequence: AsyncSequence, Sendable {
                     attempt += 1
                 }
             }
+        }
+
+        /// A page handed from the consumer to the reading queue, which drops the last reference.
+        private final class PageBox: @unchecked Sendable {
+            private var records: [Record]
+            init(_ records: [Record]) { self.records = records }
+            func drop() { records = [] }
         }
 
         /// Ends the snapshot; further pages are none.
