@@ -307,14 +307,21 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
 
     /// Builds a record from a row whose first columns are ``SQLiteSchema/recordColumns``.
     func decodeRecord(_ row: SQLiteStatement, zoneID: RecordZone.ID) throws -> Record {
+        var recent = SQLiteRecentTexts()
+        return try decodeRecord(row, zoneID: zoneID, recent: &recent)
+    }
+
+    /// Builds a record from a row whose first columns are ``SQLiteSchema/recordColumns``,
+    /// reusing the type and user names of the rows read before it.
+    func decodeRecord(_ row: SQLiteStatement, zoneID: RecordZone.ID, recent: inout SQLiteRecentTexts) throws -> Record {
         let name = row.text(0) ?? ""
-        let creator = Record.ID(recordName: row.text(3) ?? "")
+        let creator = recent.user(row, column: 3)
         let system = Record.SystemFields(
             creationDate: Date(timeIntervalSinceReferenceDate: row.double(2)),
             modificationDate: Date(timeIntervalSinceReferenceDate: row.double(4)),
             creatorUserRecordID: creator,
             // Mostly the creator again: the same bytes need no second string.
-            lastModifiedUserRecordID: row.hasSameText(5, as: 3) ? creator : Record.ID(recordName: row.text(5) ?? ""),
+            lastModifiedUserRecordID: row.hasSameText(5, as: 3) ? creator : recent.user(row, column: 5),
             recordChangeTag: row.text(6)
         )
         // Decoded from SQLite's own bytes: the document is never copied into a String.
@@ -323,7 +330,7 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
             return try FieldDocument.decodeStoredDocument(utf8: document, zoneID: zoneID) { self.assetContentURL($0) }
         }
         let parent = row.text(8).map { Record.Reference(recordID: Record.ID(recordName: $0, zoneID: zoneID), action: .none) }
-        return Record(recordType: row.text(1) ?? "", recordID: Record.ID(recordName: name, zoneID: zoneID), systemFields: system, fields: decoded?.fields ?? [:],
+        return Record(recordType: recent.recordType(row, column: 1), recordID: Record.ID(recordName: name, zoneID: zoneID), systemFields: system, fields: decoded?.fields ?? [:],
                       parent: parent, encryptedKeys: decoded?.encryptedKeys ?? [], jsonExtras: decoded?.jsonExtras ?? Record.JSONExtras())
     }
 
@@ -348,6 +355,7 @@ struct SQLiteQueryRows {
     let engine: SQLiteEngine
     let query: CompiledQuery
     private var plans: [SQLQueryTranslation<SQLiteDialect>.Plan]
+    private var recentTexts = SQLiteRecentTexts()
     private var statement: SQLiteStatement?
 
     /// The rows of `query` after `position` (at most `limit` of each statement; -1: all), or
@@ -375,7 +383,7 @@ struct SQLiteQueryRows {
         while let (statement, plan) = try current(on: connection) {
             while records.count < limit {
                 guard try statement.step() else { break }
-                let record = try engine.decodeRecord(statement, zoneID: query.zoneID)
+                let record = try engine.decodeRecord(statement, zoneID: query.zoneID, recent: &recentTexts)
                 records.append(record.restricted(to: query.desiredKeys))
                 lastPosition = QueryPosition(
                     sortValues: zip(query.sortKeys, plan.sortColumns).map { key, column in
@@ -434,5 +442,42 @@ extension SQLiteEngine {
             knownStoreIdentifier.withLock { $0 = identity }
             return identity
         }
+    }
+}
+
+/// The record type and user record name of the last row read, with their bytes: consecutive
+/// rows mostly repeat them, and a repeated name then costs a comparison instead of a string
+/// (user record names are 33 bytes, too long for Swift's inline strings).
+struct SQLiteRecentTexts {
+    private var typeBytes: [UInt8] = []
+    private var type = ""
+    private var userBytes: [UInt8] = []
+    private var userID: Record.ID?
+
+    mutating func recordType(_ row: SQLiteStatement, column: Int32) -> String {
+        row.withTextBytes(column) { bytes in
+            guard let bytes else { return "" }
+            if Self.same(bytes, typeBytes) { return type }
+            typeBytes = Array(bytes)
+            type = String(decoding: bytes, as: UTF8.self)
+            return type
+        }
+    }
+
+    mutating func user(_ row: SQLiteStatement, column: Int32) -> Record.ID {
+        row.withTextBytes(column) { bytes in
+            let bytes = bytes ?? UnsafeBufferPointer(start: nil, count: 0)
+            if let userID, Self.same(bytes, userBytes) { return userID }
+            let id = Record.ID(recordName: String(decoding: bytes, as: UTF8.self))
+            userBytes = Array(bytes)
+            userID = id
+            return id
+        }
+    }
+
+    private static func same(_ bytes: UnsafeBufferPointer<UInt8>, _ known: [UInt8]) -> Bool {
+        guard bytes.count == known.count else { return false }
+        guard !known.isEmpty, let base = bytes.baseAddress else { return true }
+        return known.withUnsafeBufferPointer { memcmp(base, $0.baseAddress!, known.count) == 0 }
     }
 }

@@ -47,7 +47,7 @@ struct AssetStaging {
 
     /// Whether any of `saves` has an asset (to store or to keep held until written).
     static func isNeeded(_ saves: [PreparedSave]) -> Bool {
-        saves.contains { $0.fields.values.contains(where: \.holdsAsset) }
+        saves.contains { $0.holdsAsset }
     }
 
     /// Stores the content of every asset of `saves` that has a source, and holds every content
@@ -57,7 +57,7 @@ struct AssetStaging {
     /// - Throws: store failures (the whole request fails); a source's problem fails its save only.
     mutating func stage(_ saves: [PreparedSave], progress: (@Sendable (Int, Double) -> Void)? = nil) throws -> Outcome {
         var outcome = Outcome(saves: saves, failures: [:])
-        let indexes = saves.indices.filter { saves[$0].fields.values.contains(where: \.holdsAsset) }
+        let indexes = saves.indices.filter { saves[$0].holdsAsset }
         guard !indexes.isEmpty else { return outcome }
 
         // Each save's sources are read and uploaded on their own; saves in parallel, because

@@ -99,7 +99,7 @@ public protocol RecordWriteTransaction: AnyObject {
 /// try transaction.writeRecord(row, replacing: false)
 /// ```
 @_spi(StratusEngine)
-public struct RecordRow: Sendable {
+public final class RecordRow: Sendable {
     public let recordID: Record.ID
     public let recordType: String
     /// Creation and modification dates, users and change tag: all set.

@@ -18,6 +18,17 @@ struct ImportBatch {
     /// The record names in the batch: a name seen again starts the next batch.
     var names: Set<String> = []
 
+    init() {}
+
+    /// An empty batch with room for `capacity` records, so that filling it does not regrow it.
+    init(capacity: Int) {
+        let capacity = min(max(capacity, 0), 1 << 16)
+        records.reserveCapacity(capacity)
+        recordLines.reserveCapacity(capacity)
+        recordItems.reserveCapacity(capacity)
+        names.reserveCapacity(capacity)
+    }
+
     var count: Int { records.count + deletions.count + rejections.count }
     var writeCount: Int { records.count + deletions.count }
     var isEmpty: Bool { count == 0 }

@@ -339,7 +339,7 @@ final class ImportRun {
     private func submitBatch(endItems: Int) async throws {
         guard !batch.isEmpty else { return }
         var next = batch
-        batch = ImportBatch()
+        batch = ImportBatch(capacity: options.batchSize)
         while inFlight.count >= maximumInFlight {
             try await settleOldest()
             if stop != nil { return }

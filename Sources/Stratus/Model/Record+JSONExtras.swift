@@ -20,35 +20,127 @@ extension Record {
     /// print(extras.members["pluginFields"] ?? "-")     // {}
     /// ```
     public struct JSONExtras: Hashable, Sendable {
+        // Almost every record keeps nothing: one optional reference (nil then) instead of seven
+        // collections makes copying a record's state one retain, not seven.
+        private var storage: Storage?
+
+        private struct Members: Hashable {
+            var members: [String: String] = [:]
+            var zoneIDMembers: [String: String] = [:]
+            var ownerRecordName: String?
+            var createdMembers: [String: String] = [:]
+            var modifiedMembers: [String: String] = [:]
+            var absentKeys: Set<String> = []
+            var fields: [String: String] = [:]
+
+            var isEmpty: Bool {
+                members.isEmpty && zoneIDMembers.isEmpty && ownerRecordName == nil && createdMembers.isEmpty && modifiedMembers.isEmpty
+                    && absentKeys.isEmpty && fields.isEmpty
+            }
+        }
+
+        // Copy-on-write: mutated only while uniquely referenced.
+        private final class Storage: @unchecked Sendable {
+            var contents: Members
+            init(_ contents: Members) { self.contents = contents }
+        }
+
+        /// The contents, made unique for mutation in place.
+        private mutating func uniqueStorage() -> Storage {
+            if storage != nil && isKnownUniquelyReferenced(&storage) { return storage! }
+            let unique = Storage(storage?.contents ?? Members())
+            storage = unique
+            return unique
+        }
+
+        /// Drops emptied contents: nothing kept is `nil`.
+        private mutating func dropIfEmpty() {
+            if storage?.contents.isEmpty == true { storage = nil }
+        }
+
         /// Members of the record object besides those Stratus reads (`pluginFields`,
         /// `expirationTime`, `share`, `"deleted": false`, …), by key, as JSON text.
-        public var members: [String: String] = [:]
+        public var members: [String: String] {
+            get { storage?.contents.members ?? [:] }
+            _modify {
+                let unique = uniqueStorage()
+                defer { dropIfEmpty() }
+                yield &unique.contents.members
+            }
+        }
         /// Members of the record's `zoneID` besides `zoneName` and `ownerRecordName` (`zoneType`),
         /// by key, as JSON text.
-        public var zoneIDMembers: [String: String] = [:]
+        public var zoneIDMembers: [String: String] {
+            get { storage?.contents.zoneIDMembers ?? [:] }
+            _modify {
+                let unique = uniqueStorage()
+                defer { dropIfEmpty() }
+                yield &unique.contents.zoneIDMembers
+            }
+        }
         /// The `ownerRecordName` the input gave, when it is not the name the store writes for
         /// the record's zone (an owner imported as the current user's).
-        public var ownerRecordName: String?
+        public var ownerRecordName: String? {
+            get { storage?.contents.ownerRecordName }
+            _modify {
+                let unique = uniqueStorage()
+                defer { dropIfEmpty() }
+                yield &unique.contents.ownerRecordName
+            }
+        }
         /// Members of `created` besides `timestamp` and `userRecordName` (`deviceID`), as JSON text.
-        public var createdMembers: [String: String] = [:]
+        public var createdMembers: [String: String] {
+            get { storage?.contents.createdMembers ?? [:] }
+            _modify {
+                let unique = uniqueStorage()
+                defer { dropIfEmpty() }
+                yield &unique.contents.createdMembers
+            }
+        }
         /// Members of `modified` besides `timestamp` and `userRecordName` (`deviceID`), as JSON text.
-        public var modifiedMembers: [String: String] = [:]
+        public var modifiedMembers: [String: String] {
+            get { storage?.contents.modifiedMembers ?? [:] }
+            _modify {
+                let unique = uniqueStorage()
+                defer { dropIfEmpty() }
+                yield &unique.contents.modifiedMembers
+            }
+        }
         /// Members the record object did not have, which a writer would otherwise write:
         /// `zoneID`, `zoneID.ownerRecordName`, `created`, `created.timestamp`,
         /// `created.userRecordName`, `modified` (and its two), `recordChangeTag`, `fields`.
-        public var absentKeys: Set<String> = []
+        public var absentKeys: Set<String> {
+            get { storage?.contents.absentKeys ?? [] }
+            _modify {
+                let unique = uniqueStorage()
+                defer { dropIfEmpty() }
+                yield &unique.contents.absentKeys
+            }
+        }
         /// Fields whose JSON a writer could not give back from their typed value (a reference
         /// with `VALIDATE` or a `zoneID`, a location with some members only, `ENCRYPTED_BYTES`
         /// that are not base64), each the whole `{"value": …, "type": …}` object as JSON text.
-        public var fields: [String: String] = [:]
+        public var fields: [String: String] {
+            get { storage?.contents.fields ?? [:] }
+            _modify {
+                let unique = uniqueStorage()
+                defer { dropIfEmpty() }
+                yield &unique.contents.fields
+            }
+        }
 
         /// Nothing kept.
         public init() {}
 
         /// Whether nothing is kept.
-        public var isEmpty: Bool {
-            members.isEmpty && zoneIDMembers.isEmpty && ownerRecordName == nil && createdMembers.isEmpty && modifiedMembers.isEmpty
-                && absentKeys.isEmpty && fields.isEmpty
+        public var isEmpty: Bool { storage == nil }
+
+        public static func == (lhs: JSONExtras, rhs: JSONExtras) -> Bool {
+            lhs.storage === rhs.storage || lhs.storage?.contents == rhs.storage?.contents
+        }
+
+        public func hash(into hasher: inout Hasher) {
+            hasher.combine(storage?.contents ?? Members())
         }
 
         /// The keys of ``absentKeys`` that describe system fields.

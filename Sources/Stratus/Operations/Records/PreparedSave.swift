@@ -28,6 +28,7 @@ package struct PreparedSave: Sendable {
         let changed: [String]
         let fieldDataSize: Int
         let document: [UInt8]
+        let holdsAsset: Bool
 
         init(record: Record, systemFields: Record.SystemFields, fields: [String: FieldValue], encryptedKeys: Set<String>, parent: Record.Reference?,
              parentChanged: Bool, jsonExtras: Record.JSONExtras, allFieldsChanged: Bool, changed: [String], fieldDataSize: Int) {
@@ -42,6 +43,7 @@ package struct PreparedSave: Sendable {
             self.changed = changed
             self.fieldDataSize = fieldDataSize
             document = FieldDocument.encodedBytes(fields, encryptedKeys: encryptedKeys, jsonExtras: jsonExtras)
+            holdsAsset = fields.values.contains { $0.holdsAsset }
         }
     }
 
@@ -60,6 +62,8 @@ package struct PreparedSave: Sendable {
     package var fieldDataSize: Int { storage.fieldDataSize }
     /// ``fields``, ``encryptedKeys`` and ``jsonExtras`` as a ``FieldDocument``: what a new record stores.
     package var document: [UInt8] { storage.document }
+    /// Whether a field holds an asset or a list of assets.
+    package var holdsAsset: Bool { storage.holdsAsset }
 
     package var recordID: Record.ID { storage.record.recordID }
 
