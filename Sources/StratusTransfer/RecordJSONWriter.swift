@@ -175,10 +175,14 @@ public enum RecordJSONWriter {
 
     private static func appendAuthorship(_ name: StaticString, _ date: Date?, _ user: Record.ID?, others: [String: String], absent: Set<String>,
                                          to out: inout ByteOutput) {
-        let key = name.description
-        if !absent.isEmpty && absent.contains(key) { return }
-        let date = absent.contains(key + ".timestamp") ? nil : date
-        let user = absent.contains(key + ".userRecordName") ? nil : user
+        var date = date, user = user
+        // The member names are made only for a record that lacked members (rare).
+        if !absent.isEmpty {
+            let key = name.description
+            if absent.contains(key) { return }
+            if absent.contains(key + ".timestamp") { date = nil }
+            if absent.contains(key + ".userRecordName") { user = nil }
+        }
         guard date != nil || user != nil || !others.isEmpty else { return }
         out.append(",\"")
         out.append(name)
@@ -186,7 +190,7 @@ public enum RecordJSONWriter {
         var first = true
         if let date {
             out.append("\"timestamp\":")
-            out.appendTimestamp(date, field: key)
+            out.appendTimestamp(date, field: name.description)
             first = false
         }
         if let user {

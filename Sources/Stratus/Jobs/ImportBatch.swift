@@ -99,6 +99,17 @@ struct ImportBatch {
 
     /// The distinct zones the batch writes to.
     var zoneIDs: Set<RecordZone.ID> {
-        Set(records.map(\.recordID.zoneID)).union(deletions.map(\.zoneID))
+        var zoneIDs: Set<RecordZone.ID> = []
+        var last: RecordZone.ID?
+        // Records mostly come zone by zone: a zone like the one before needs no hashing.
+        for record in records where record.recordID.zoneID != last {
+            last = record.recordID.zoneID
+            zoneIDs.insert(record.recordID.zoneID)
+        }
+        for deletion in deletions where deletion.zoneID != last {
+            last = deletion.zoneID
+            zoneIDs.insert(deletion.zoneID)
+        }
+        return zoneIDs
     }
 }

@@ -41,6 +41,8 @@ final class ImportRun {
     private var atomicNames: [String: Int] = [:]
     /// Zones known to exist (or, in a dry run, that would be created).
     private var knownZones: Set<RecordZone.ID> = []
+    /// The zone the last record named and where it went: records mostly come zone by zone.
+    private var lastPlacement: (given: RecordZone.ID, zoneID: RecordZone.ID, keptOwner: String?)?
 
     init(
         importer: RecordImporter, source: any RecordSource, rejects: (any RecordRejectSink)?,
@@ -177,6 +179,13 @@ final class ImportRun {
     ///   other than the required one, or a missing zone not to be created; what was read before
     ///   is written first.
     private func zone(for given: RecordZone.ID, line: Int, recordName: String, consumed: Int) async throws -> (RecordZone.ID, String?) {
+        if let last = lastPlacement, last.given == given { return (last.zoneID, last.keptOwner) }
+        let placed = try await placement(for: given, line: line, recordName: recordName, consumed: consumed)
+        lastPlacement = (given, placed.0, placed.1)
+        return placed
+    }
+
+    private func placement(for given: RecordZone.ID, line: Int, recordName: String, consumed: Int) async throws -> (RecordZone.ID, String?) {
         var zoneID = given
         var keptOwner: String?
         let owner = given.ownerName
@@ -276,9 +285,11 @@ final class ImportRun {
             batch.append(record, line: line, item: item)
             try checkAtomicSize()
         case .batches:
-            if batch.names.contains(record.recordID.recordName) { try await submitBatch(endItems: item) }
-            if stop != nil { return }
-            batch.names.insert(record.recordID.recordName)
+            if !batch.names.insert(record.recordID.recordName).inserted {
+                try await submitBatch(endItems: item)
+                if stop != nil { return }
+                batch.names.insert(record.recordID.recordName)
+            }
             batch.append(record, line: line, item: item)
         }
     }
