@@ -325,13 +325,13 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
             recordChangeTag: row.text(6)
         )
         // Decoded from SQLite's own bytes: the document is never copied into a String.
-        let decoded = try row.withTextBytes(7) { document -> FieldDocument.Decoded? in
-            guard let document else { return nil }
+        let decoded = try row.withTextBytes(7) { document -> FieldDocument.Decoded in
+            guard let document else { return .nothing }
             return try FieldDocument.decodeStoredDocument(utf8: document, zoneID: zoneID) { self.assetContentURL($0) }
         }
         let parent = row.text(8).map { Record.Reference(recordID: Record.ID(recordName: $0, zoneID: zoneID), action: .none) }
-        return Record(recordType: recent.recordType(row, column: 1), recordID: Record.ID(recordName: name, zoneID: zoneID), systemFields: system, fields: decoded?.fields ?? [:],
-                      parent: parent, encryptedKeys: decoded?.encryptedKeys ?? [], jsonExtras: decoded?.jsonExtras ?? Record.JSONExtras())
+        return Record(recordType: recent.recordType(row, column: 1), recordID: Record.ID(recordName: name, zoneID: zoneID), systemFields: system, fields: decoded.fields,
+                      parent: parent, encryptedKeys: decoded.encryptedKeys, jsonExtras: decoded.jsonExtras)
     }
 
     @_spi(StratusEngine) public func queryRecords(_ query: CompiledQuery, in database: DatabaseContext, after position: QueryPosition?, limit: Int) throws -> QueryPage {

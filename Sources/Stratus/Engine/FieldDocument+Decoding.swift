@@ -23,6 +23,9 @@ extension FieldDocument {
         public var fields: [String: FieldValue]
         public var encryptedKeys: Set<String>
         public var jsonExtras: Record.JSONExtras
+
+        /// What a record without a stored document holds: nothing.
+        public static let nothing = Decoded(fields: [:], encryptedKeys: [], jsonExtras: Record.JSONExtras())
     }
 
     /// Decodes a stored document from text, with everything it holds.
