@@ -20,7 +20,7 @@ extension Record {
     /// Checks a record's names, values and size; answers the field data size it counted.
     /// `namesChecked` skips the record name, type and field key checks that a producer (a
     /// reader that checks them on its input's bytes) has done already.
-    static func validate(recordID: ID, recordType: String, fields: [String: FieldValue], parent: Reference?, namesChecked: Bool) throws(StratusError) -> Int {
+    static func validate(recordID: ID, recordType: String, fields: [String: FieldValue], parent: Reference?, namesChecked: Bool) throws(StratusError) -> ValidatedFields {
         func fail(_ message: String, code: StratusError.Code = .invalidArguments) -> StratusError {
             StratusError(code, "record '\(recordID.recordName)': \(message)", recordID: recordID)
         }
@@ -37,10 +37,14 @@ extension Record {
             try checkReference(parent, key: "parent", of: recordID)
             if parent.recordID.recordName == recordID.recordName { throw fail("a record cannot be its own parent") }
         }
+        // One pass: the checks, the size and whether an asset is held.
+        var size = 0
+        var holdsAsset = false
         for (key, value) in fields {
             if !namesChecked {
                 do { try Naming.checkFieldKey(key) } catch { throw fail(error.message) }
             }
+            size += fieldDataSize(key, value)
             switch value {
             case .double(let d) where !d.isFinite:
                 throw fail("field '\(key)' holds a non-finite number, which a store cannot keep")
@@ -58,14 +62,22 @@ extension Record {
                 throw fail("field '\(key)' holds an asset without a file, stored content or CloudKit downloadURL")
             case .assetList(let v) where v.contains(where: { !$0.isSavable }):
                 throw fail("field '\(key)' holds an asset without a file, stored content or CloudKit downloadURL")
+            case .asset, .assetList: holdsAsset = true
             default: break
             }
         }
-        let size = fieldDataSize(of: fields)
         if size > Record.maximumFieldDataSize {
             throw fail("holds \(size) bytes of field data; the limit is \(Record.maximumFieldDataSize) bytes (assets excluded)", code: .limitExceeded)
         }
-        return size
+        return ValidatedFields(fieldDataSize: size, holdsAsset: holdsAsset)
+    }
+
+    /// What validating a record's fields found out along the way.
+    struct ValidatedFields {
+        /// See ``Record/fieldDataSize``.
+        let fieldDataSize: Int
+        /// Whether a field holds an asset or a list of assets.
+        let holdsAsset: Bool
     }
 
     /// Bytes of field data, as counted against ``maximumFieldDataSize``: keys, string and byte
@@ -77,9 +89,13 @@ extension Record {
     /// The size ``fieldDataSize`` counts, for fields not (yet) in a record.
     package static func fieldDataSize(of fields: [String: FieldValue]) -> Int {
         var size = 0
-        for (key, value) in fields {
-            size += key.utf8.count
-            switch value {
+        for (key, value) in fields { size += fieldDataSize(key, value) }
+        return size
+    }
+
+    private static func fieldDataSize(_ key: String, _ value: FieldValue) -> Int {
+        var size = key.utf8.count
+        switch value {
             case .string(let s): size += s.utf8.count
             case .stringList(let v): size += v.reduce(0) { $0 + $1.utf8.count }
             case .bytes(let b): size += b.count
@@ -94,7 +110,6 @@ extension Record {
             case .referenceList(let v): size += v.reduce(0) { $0 + $1.recordID.recordName.utf8.count }
             case .asset: size += 40
             case .assetList(let v): size += 40 * v.count
-            }
         }
         return size
     }

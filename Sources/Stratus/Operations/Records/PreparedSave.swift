@@ -31,7 +31,7 @@ package struct PreparedSave: Sendable {
         let holdsAsset: Bool
 
         init(record: Record, systemFields: Record.SystemFields, fields: [String: FieldValue], encryptedKeys: Set<String>, parent: Record.Reference?,
-             parentChanged: Bool, jsonExtras: Record.JSONExtras, allFieldsChanged: Bool, changed: [String], fieldDataSize: Int) {
+             parentChanged: Bool, jsonExtras: Record.JSONExtras, allFieldsChanged: Bool, changed: [String], fieldDataSize: Int, holdsAsset: Bool) {
             self.record = record
             self.systemFields = systemFields
             self.fields = fields
@@ -43,7 +43,7 @@ package struct PreparedSave: Sendable {
             self.changed = changed
             self.fieldDataSize = fieldDataSize
             document = FieldDocument.encodedBytes(fields, encryptedKeys: encryptedKeys, jsonExtras: jsonExtras)
-            holdsAsset = fields.values.contains { $0.holdsAsset }
+            self.holdsAsset = holdsAsset
         }
     }
 
@@ -82,17 +82,17 @@ package struct PreparedSave: Sendable {
     /// - Throws: ``StratusError`` `invalidArguments` or `limitExceeded`, naming the record.
     package init(_ record: Record, namesChecked: Bool = false) throws(StratusError) {
         let state = record.snapshot
-        let size = try Record.validate(recordID: record.recordID, recordType: record.recordType, fields: state.fields, parent: state.parent, namesChecked: namesChecked)
+        let validated = try Record.validate(recordID: record.recordID, recordType: record.recordType, fields: state.fields, parent: state.parent, namesChecked: namesChecked)
         storage = Storage(record: record, systemFields: state.system, fields: state.fields, encryptedKeys: state.encrypted, parent: state.parent,
                           parentChanged: state.parentChanged, jsonExtras: state.extras, allFieldsChanged: state.allFieldsChanged, changed: state.changed,
-                          fieldDataSize: size)
+                          fieldDataSize: validated.fieldDataSize, holdsAsset: validated.holdsAsset)
     }
 
     private init(_ other: PreparedSave, fields: [String: FieldValue]) {
         let old = other.storage
         storage = Storage(record: old.record, systemFields: old.systemFields, fields: fields, encryptedKeys: old.encryptedKeys, parent: old.parent,
                           parentChanged: old.parentChanged, jsonExtras: old.jsonExtras, allFieldsChanged: old.allFieldsChanged, changed: old.changed,
-                          fieldDataSize: old.fieldDataSize)
+                          fieldDataSize: old.fieldDataSize, holdsAsset: fields.values.contains { $0.holdsAsset })
     }
 
     /// The same save with other values for its asset fields (their stored content, once
