@@ -5,6 +5,37 @@ import Testing
 
 @Suite("Model")
 struct ModelTests {
+    @Test("JSON extras are values: a changed copy leaves the original alone, emptied extras equal new ones")
+    func jsonExtrasAreValues() {
+        var original = Record.JSONExtras()
+        #expect(original.isEmpty)
+        original.members["pluginFields"] = "{}"
+        original.absentKeys.insert("created")
+        var copy = original
+        copy.members["share"] = "null"
+        copy.fields["title"] = #"{"value":"a","type":"STRING"}"#
+        #expect(original.members == ["pluginFields": "{}"])
+        #expect(original.fields.isEmpty)
+        #expect(copy.members == ["pluginFields": "{}", "share": "null"])
+        #expect(copy.absentKeys == ["created"])
+        #expect(copy != original)
+        #expect(Set([original, original]).count == 1)
+
+        copy.members = [:]
+        copy.fields.removeAll()
+        copy.absentKeys.remove("created")
+        #expect(copy.isEmpty)
+        #expect(copy == Record.JSONExtras())
+        #expect(copy.hashValue == Record.JSONExtras().hashValue)
+        #expect(!original.isEmpty)
+
+        var owner = Record.JSONExtras()
+        owner.ownerRecordName = "_0123"
+        #expect(owner.ownerRecordName == "_0123" && !owner.isEmpty)
+        owner.ownerRecordName = nil
+        #expect(owner.isEmpty)
+    }
+
     @Test("Record.ID defaults to a UUID record name in the default zone")
     func recordIDDefaults() {
         let a = Record.ID()

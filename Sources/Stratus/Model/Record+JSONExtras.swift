@@ -53,80 +53,57 @@ extension Record {
             return unique
         }
 
-        /// Drops emptied contents: nothing kept is `nil`.
-        private mutating func dropIfEmpty() {
-            if storage?.contents.isEmpty == true { storage = nil }
+        /// One member, changed in place; emptied contents are dropped (nothing kept is `nil`).
+        private subscript<Member>(modifying member: WritableKeyPath<Members, Member>) -> Member {
+            get { (storage?.contents ?? Members())[keyPath: member] }
+            _modify {
+                let unique = uniqueStorage()
+                defer { if unique.contents.isEmpty { storage = nil } }
+                yield &unique.contents[keyPath: member]
+            }
         }
 
         /// Members of the record object besides those Stratus reads (`pluginFields`,
         /// `expirationTime`, `share`, `"deleted": false`, …), by key, as JSON text.
         public var members: [String: String] {
             get { storage?.contents.members ?? [:] }
-            _modify {
-                let unique = uniqueStorage()
-                defer { dropIfEmpty() }
-                yield &unique.contents.members
-            }
+            _modify { yield &self[modifying: \.members] }
         }
         /// Members of the record's `zoneID` besides `zoneName` and `ownerRecordName` (`zoneType`),
         /// by key, as JSON text.
         public var zoneIDMembers: [String: String] {
             get { storage?.contents.zoneIDMembers ?? [:] }
-            _modify {
-                let unique = uniqueStorage()
-                defer { dropIfEmpty() }
-                yield &unique.contents.zoneIDMembers
-            }
+            _modify { yield &self[modifying: \.zoneIDMembers] }
         }
         /// The `ownerRecordName` the input gave, when it is not the name the store writes for
         /// the record's zone (an owner imported as the current user's).
         public var ownerRecordName: String? {
             get { storage?.contents.ownerRecordName }
-            _modify {
-                let unique = uniqueStorage()
-                defer { dropIfEmpty() }
-                yield &unique.contents.ownerRecordName
-            }
+            _modify { yield &self[modifying: \.ownerRecordName] }
         }
         /// Members of `created` besides `timestamp` and `userRecordName` (`deviceID`), as JSON text.
         public var createdMembers: [String: String] {
             get { storage?.contents.createdMembers ?? [:] }
-            _modify {
-                let unique = uniqueStorage()
-                defer { dropIfEmpty() }
-                yield &unique.contents.createdMembers
-            }
+            _modify { yield &self[modifying: \.createdMembers] }
         }
         /// Members of `modified` besides `timestamp` and `userRecordName` (`deviceID`), as JSON text.
         public var modifiedMembers: [String: String] {
             get { storage?.contents.modifiedMembers ?? [:] }
-            _modify {
-                let unique = uniqueStorage()
-                defer { dropIfEmpty() }
-                yield &unique.contents.modifiedMembers
-            }
+            _modify { yield &self[modifying: \.modifiedMembers] }
         }
         /// Members the record object did not have, which a writer would otherwise write:
         /// `zoneID`, `zoneID.ownerRecordName`, `created`, `created.timestamp`,
         /// `created.userRecordName`, `modified` (and its two), `recordChangeTag`, `fields`.
         public var absentKeys: Set<String> {
             get { storage?.contents.absentKeys ?? [] }
-            _modify {
-                let unique = uniqueStorage()
-                defer { dropIfEmpty() }
-                yield &unique.contents.absentKeys
-            }
+            _modify { yield &self[modifying: \.absentKeys] }
         }
         /// Fields whose JSON a writer could not give back from their typed value (a reference
         /// with `VALIDATE` or a `zoneID`, a location with some members only, `ENCRYPTED_BYTES`
         /// that are not base64), each the whole `{"value": …, "type": …}` object as JSON text.
         public var fields: [String: String] {
             get { storage?.contents.fields ?? [:] }
-            _modify {
-                let unique = uniqueStorage()
-                defer { dropIfEmpty() }
-                yield &unique.contents.fields
-            }
+            _modify { yield &self[modifying: \.fields] }
         }
 
         /// Nothing kept.
