@@ -1,6 +1,6 @@
 // Benchmarks for Stratus (run through scripts/bench-*; they print figures and ratios).
 //
-//   stratus-bench query [--records N] [--store PATH|URL]
+//   stratus-bench query [--records N] [--store PATH|URL] [--only indexes,paging,scans,export]
 //   stratus-bench latency --store PATH|URL [--readers N] [--seconds S]
 //
 // Figures are medians of repeated runs on the same store, compared within the same run.
@@ -20,7 +20,17 @@ let storePath = takeOption("--store", from: &arguments) ?? "/tmp/stratus-bench-q
 
 switch arguments.first {
 case "query":
-    try await QueryBenchmark(recordCount: recordCount, storePath: storePath).run()
+    var benchmark = QueryBenchmark(recordCount: recordCount, storePath: storePath)
+    if let only = takeOption("--only", from: &arguments) {
+        let names = only.split(separator: ",").map(String.init)
+        let parts = names.compactMap(QueryBenchmark.Part.init(rawValue:))
+        guard parts.count == names.count else {
+            FileHandle.standardError.write(Data("stratus-bench: --only takes \(QueryBenchmark.Part.allCases.map(\.rawValue).joined(separator: ", "))\n".utf8))
+            exit(64)
+        }
+        benchmark.parts = Set(parts)
+    }
+    try await benchmark.run()
 case "write":
     try await WriteBenchmark(recordCount: recordCount, storePath: storePath).run()
 case "latency":
@@ -28,6 +38,6 @@ case "latency":
     let seconds = Double(takeOption("--seconds", from: &arguments) ?? "10") ?? 10
     try await LatencyBenchmark(storePath: storePath, readers: readers, seconds: seconds).run()
 default:
-    FileHandle.standardError.write(Data("usage: stratus-bench query|write|latency [--records N] [--store PATH|URL] [--readers N] [--seconds S]\n".utf8))
+    FileHandle.standardError.write(Data("usage: stratus-bench query|write|latency [--records N] [--store PATH|URL] [--only PARTS] [--readers N] [--seconds S]\n".utf8))
     exit(64)
 }

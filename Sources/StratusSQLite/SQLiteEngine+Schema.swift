@@ -261,6 +261,22 @@ extension SQLiteEngine {
         }
     }
 
+    /// The opcodes of the program that reads a query's first `limit` rows (-1: every row, as a
+    /// stream reads them), for tests of how SQLite sorts: `SorterOpen` is its sorter,
+    /// `OpenEphemeral` a temporary B-tree.
+    @_spi(StratusEngine) public func queryOpcodes(for query: CompiledQuery, in database: DatabaseContext, limit: Int) throws -> [String] {
+        try readTransaction { connection in
+            let zoneRow = try zoneRowID(query.zoneID, database, on: connection, createDefault: false) ?? -1
+            let schema = try loadSchema(query.recordType, storageContainer: database.storageContainer, on: connection)
+            let plan = try SQLQueryTranslation(query: query, schema: schema, dialect: SQLiteDialect()).select(zoneRow: zoneRow, after: nil, limit: limit)
+            let statement = try connection.uncachedStatement("EXPLAIN " + plan.sql)
+            try statement.bind(plan.parameters)
+            var opcodes: [String] = []
+            while try statement.step() { opcodes.append(statement.text(1) ?? "") }
+            return opcodes
+        }
+    }
+
     @_spi(StratusEngine) public func countRecordsByType(in database: DatabaseContext, zoneID: RecordZone.ID) throws -> [String: Int] {
         try readTransaction { connection in
             guard let zoneRow = try zoneRowID(zoneID, database, on: connection, createDefault: false) else {

@@ -379,24 +379,35 @@ struct SQLiteQueryRows {
     /// last; `exhausted` when no row remains.
     mutating func next(_ limit: Int, on connection: SQLiteConnection) throws -> (records: [Record], nextPosition: QueryPosition?, exhausted: Bool) {
         var records: [Record] = []
-        var lastPosition: QueryPosition?
+        // The last row read, whole (its sort values), with the distances its statement computed:
+        // a page's position is its last row's, made once per page rather than once per row.
+        var last: (record: Record, distances: [Double?])?
+        let readsDistances = query.sortKeys.contains { $0.distanceFrom != nil }
         while let (statement, plan) = try current(on: connection) {
             while records.count < limit {
                 guard try statement.step() else { break }
                 let record = try engine.decodeRecord(statement, zoneID: query.zoneID, recent: &recentTexts)
                 records.append(record.restricted(to: query.desiredKeys))
-                lastPosition = QueryPosition(
-                    sortValues: zip(query.sortKeys, plan.sortColumns).map { key, column in
-                        guard key.distanceFrom != nil else { return QueryRules.sortValue(of: record, for: key.key) }
-                        if case .real(let kilometres) = statement.value(Int32(column)) { return .double(kilometres) }
-                        return nil
-                    },
-                    recordName: record.recordID.recordName)
+                last = (record, readsDistances ? plan.sortColumns.map { column -> Double? in
+                    if case .real(let kilometres) = statement.value(Int32(column)) { return kilometres }
+                    return nil
+                } : [])
             }
-            if records.count == limit { return (records, lastPosition, false) }
+            if records.count == limit { return (records, last.map(position), false) }
             advance()
         }
-        return (records, lastPosition, true)
+        return (records, last.map(position), true)
+    }
+
+    /// The position of a row: its values of the sort keys (a distance as its statement
+    /// computed it) and its record name.
+    private func position(_ row: (record: Record, distances: [Double?])) -> QueryPosition {
+        QueryPosition(
+            sortValues: query.sortKeys.indices.map { index in
+                guard query.sortKeys[index].distanceFrom != nil else { return QueryRules.sortValue(of: row.record, for: query.sortKeys[index].key) }
+                return row.distances[index].map { .double($0) }
+            },
+            recordName: row.record.recordID.recordName)
     }
 
     /// Whether another row follows (it is stepped over, not read: call this last).

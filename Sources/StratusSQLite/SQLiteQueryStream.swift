@@ -30,7 +30,10 @@ extension SQLiteEngine {
 ///
 /// SQLite answers every statement of a transaction from the snapshot its first read took; the
 /// query is one statement (two for a descending first key), so a sort no index serves is done
-/// once. While the transaction stays open, the write-ahead log cannot be checkpointed past it.
+/// once. The statement has no LIMIT, so SQLite sorts with its sorter: runs the size of the page
+/// cache (2 MiB by default) written to temporary files and merged, so memory stays bounded
+/// however many rows are sorted. While the transaction stays open, the write-ahead log cannot
+/// be checkpointed past it.
 final class SQLiteQueryStream: QueryStream, @unchecked Sendable {
     // @unchecked: the connection and the row reader are touched only under `lock`, by one
     // caller at a time; the connection belongs to this stream until `close()` returns it.

@@ -205,6 +205,23 @@ struct SQLiteQueryPlanTests {
         }
     }
 
+    @Test("a whole read sorted by a key no index keeps sorts with SQLite's sorter; a page keeps its top rows in a temporary B-tree")
+    func wholeSortedReadUsesSorter() async throws {
+        try await Self.withFixture(schema: true) { fixture in
+            let query = try Self.query("TRUEPREDICATE", sort: [RecordSortDescriptor(key: "note")])
+            let compiled = try CompiledQuery(query, zoneID: .default, desiredKeys: nil)
+            // With any LIMIT, even -1, SQLite sorts into a temporary B-tree, which spills to its
+            // file a page at a time: a whole read of 1,000,000 rows took 4.6 times as long.
+            let whole = try fixture.engine.queryOpcodes(for: compiled, in: fixture.database.context, limit: -1)
+            #expect(whole.contains("SorterOpen") && !whole.contains("OpenEphemeral"), "\(whole)")
+            let page = try fixture.engine.queryOpcodes(for: compiled, in: fixture.database.context, limit: 401)
+            #expect(page.contains("OpenEphemeral") && !page.contains("SorterOpen"), "\(page)")
+            var streamed: [String] = []
+            for try await record in fixture.database.allRecords(matching: query, pageSize: 7) { streamed.append(record.recordID.recordName) }
+            expectSameOrder(streamed, TestDatabase.names(try QueryEvaluator.evaluate(query, over: fixture.stored, searchableFields: ["title"])), "\(query)")
+        }
+    }
+
     @Test("a version 3 store opens as the current version: documents whose folded copies were lowercased are folded again")
     func upgradeFromVersion3() async throws {
         try await TemporaryStore.with { store in
