@@ -73,6 +73,10 @@ struct PostgresQueryRows {
     /// Rows read but not yet answered, and whether the current plan has more.
     private var buffered: [(Record, QueryPosition)] = []
     private var planExhausted = false
+    /// Whether the next rows of the cursor are asked for as soon as rows arrive (the
+    /// connection then serves only these rows until they are read), and how many were asked.
+    var readsAhead = false
+    private var fetchSent: Int?
 
     /// The rows of `query` after `position`: at most `limit` (`nil`: all) of each plan.
     init?(engine: PostgresEngine, query: CompiledQuery, database: DatabaseContext, after position: QueryPosition?, on connection: PostgresConnection, limit: Int?) throws {
@@ -135,9 +139,22 @@ struct PostgresQueryRows {
                     try connection.execute("DECLARE \(cursorName) NO SCROLL CURSOR FOR " + PostgresSQL.numbered(plan.sql), plan.parameters.map(PostgresSQL.value), prepare: false)
                     cursorOpen = true
                 }
-                let batch = max(count, 1_000)
-                rows = try connection.query("FETCH FORWARD \(batch) FROM \(cursorName)", prepare: false)
-                if rows.count < batch { planExhausted = true }
+                let batch: Int
+                if let sent = fetchSent {
+                    batch = sent
+                    fetchSent = nil
+                    rows = try connection.receive()
+                } else {
+                    batch = max(count, 1_000)
+                    rows = try connection.query("FETCH FORWARD \(batch) FROM \(cursorName)", prepare: false)
+                }
+                if rows.count < batch {
+                    planExhausted = true
+                } else if readsAhead {
+                    // The server reads the next rows while these are decoded.
+                    try connection.send("FETCH FORWARD \(batch) FROM \(cursorName)")
+                    fetchSent = batch
+                }
             } else {
                 rows = try PostgresEngine.query(connection, plan.sql + " LIMIT \(limit ?? 1)", plan.parameters)
                 planExhausted = true
@@ -165,6 +182,10 @@ struct PostgresQueryRows {
 
     /// Closes the cursor, if one is open, so that the transaction can end cleanly.
     mutating func finish(on connection: PostgresConnection) {
+        if fetchSent != nil {
+            fetchSent = nil
+            connection.discardSentStatement()
+        }
         if cursorOpen, let cursorName { _ = try? connection.execute("CLOSE \(cursorName)", prepare: false) }
         cursorOpen = false
         plans = []
@@ -192,6 +213,7 @@ final class PostgresQueryStream: QueryStream, @unchecked Sendable {
         do {
             try connection.begin(isolation: .repeatableRead, readOnly: true)
             rows = try PostgresQueryRows(engine: engine, query: query, database: database, after: position, on: connection, limit: nil)
+            rows?.readsAhead = true
         } catch {
             try? connection.rollback()
             pool.release(connection)
