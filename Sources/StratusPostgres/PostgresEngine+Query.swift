@@ -72,6 +72,9 @@ struct PostgresQueryRows {
     private var cursorOpen = false
     /// Rows read but not yet answered, and whether the current plan has more.
     private var buffered: [(Record, QueryPosition)] = []
+    /// Where the rows not yet answered start in `buffered` (taking from the front one by one
+    /// would move the rest each time).
+    private var bufferedStart = 0
     private var planExhausted = false
     /// Whether the next rows of the cursor are asked for as soon as rows arrive (the
     /// connection then serves only these rows until they are read), and how many were asked.
@@ -103,11 +106,12 @@ struct PostgresQueryRows {
         var records: [Record] = []
         var last: QueryPosition?
         while records.count < limit {
-            if buffered.isEmpty {
+            if bufferedStart == buffered.count {
                 guard try fill(wanting: limit - records.count, on: connection) else { return (records, last, true) }
                 continue
             }
-            let (record, position) = buffered.removeFirst()
+            let (record, position) = buffered[bufferedStart]
+            bufferedStart += 1
             records.append(record.restricted(to: query.desiredKeys))
             last = position
         }
@@ -116,12 +120,16 @@ struct PostgresQueryRows {
 
     /// Whether another row follows.
     mutating func hasMore(on connection: PostgresConnection) throws -> Bool {
-        if !buffered.isEmpty { return true }
+        if bufferedStart < buffered.count { return true }
         return try fill(wanting: 1, on: connection)
     }
 
     /// Reads more rows into `buffered`; `false` when every plan is read.
     private mutating func fill(wanting count: Int, on connection: PostgresConnection) throws -> Bool {
+        if bufferedStart == buffered.count {
+            buffered.removeAll(keepingCapacity: true)
+            bufferedStart = 0
+        }
         while buffered.isEmpty {
             guard let plan = plans.first else { return false }
             if planExhausted {
@@ -190,6 +198,7 @@ struct PostgresQueryRows {
         cursorOpen = false
         plans = []
         buffered = []
+        bufferedStart = 0
     }
 }
 
