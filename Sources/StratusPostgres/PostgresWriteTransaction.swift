@@ -187,6 +187,8 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
             try connection.execute("DELETE FROM tombstones WHERE zone_id = $1 AND record_name = ANY($2)", [.int64(states[zone].row), .textArray(insertedNames)])
         }
         for index in rows.indices where inserted[index] {
+            // Rows of types without searchable fields have no words to index.
+            guard try !searchableFields(rows[index].recordType).isEmpty else { continue }
             try replaceWords(of: rows[index], zone: zone, isNew: true)
         }
         return inserted
@@ -255,32 +257,36 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
         if starts { try connection.beginCopy("COPY records(\(Self.columns)) FROM STDIN (FORMAT binary)") }
         var copy = PostgresBinaryCopy(header: starts, reservingCapacity: rows.count * 512)
         for index in rows.indices {
-            let row = rows[index]
-            precondition(row.recordID.zoneID == rows[0].recordID.zoneID && row.parent == nil, "insertNewRecords takes rows of one zone without parents")
-            copy.beginRow(fields: 13)
-            copy.int64(zoneRow)
-            copy.text(row.recordID.recordName)
-            copy.text(context.storageOwner)
-            copy.text(row.recordType)
-            copy.double(row.systemFields.creationDate!.timeIntervalSinceReferenceDate)
-            copy.text(row.systemFields.creatorUserRecordID!.recordName)
-            copy.double(row.systemFields.modificationDate!.timeIntervalSinceReferenceDate)
-            copy.text(row.systemFields.lastModifiedUserRecordID!.recordName)
-            copy.text(row.systemFields.recordChangeTag!)
-            copy.int64(base + Int64(index) + 1)
-            if row.fields.values.contains(where: \.needsEscaping) {
-                let (document, exactDocument) = Self.documents(of: row)
-                copy.jsonb(utf8: document.utf8)
-                if let exactDocument { copy.text(exactDocument) } else { copy.null() }
-            } else {
-                copy.jsonb(utf8: row.document)
-                if Self.jsonbLoses(row.fields) { copy.text(utf8: row.document) } else { copy.null() }
-            }
-            copy.null()
+            precondition(rows[index].recordID.zoneID == rows[0].recordID.zoneID && rows[index].parent == nil, "insertNewRecords takes rows of one zone without parents")
+            Self.append(rows[index], zoneRow: zoneRow, owner: context.storageOwner, sequence: base + Int64(index) + 1, to: &copy)
         }
         try connection.sendCopyData(copy.bytes)
         _ = nextSequence(zone, count: Int64(rows.count))
         return Array(repeating: true, count: rows.count)
+    }
+
+    /// A row of `records` in binary COPY form (the columns of ``columns``).
+    private static func append(_ row: borrowing RecordRow, zoneRow: Int64, owner: String, sequence: Int64, to copy: inout PostgresBinaryCopy) {
+        copy.beginRow(fields: 13)
+        copy.int64(zoneRow)
+        copy.text(row.recordID.recordName)
+        copy.text(owner)
+        copy.text(row.recordType)
+        copy.double(row.systemFields.creationDate!.timeIntervalSinceReferenceDate)
+        copy.text(row.systemFields.creatorUserRecordID!.recordName)
+        copy.double(row.systemFields.modificationDate!.timeIntervalSinceReferenceDate)
+        copy.text(row.systemFields.lastModifiedUserRecordID!.recordName)
+        copy.text(row.systemFields.recordChangeTag!)
+        copy.int64(sequence)
+        if row.fields.values.contains(where: \.needsEscaping) {
+            let (document, exactDocument) = documents(of: copy row)
+            copy.jsonb(utf8: document.utf8)
+            if let exactDocument { copy.text(exactDocument) } else { copy.null() }
+        } else {
+            copy.jsonb(utf8: row.document)
+            if jsonbLoses(row.fields) { copy.text(utf8: row.document) } else { copy.null() }
+        }
+        copy.null()
     }
 
     /// Ends the COPY of new rows, if one is open.
