@@ -83,6 +83,7 @@ extension PostgresConnection {
     /// Sends a COPY statement and checks that the server is ready to stream in `expected`'s
     /// direction.
     private func startCopy(_ sql: String, expecting expected: ExecStatusType, wasInTransaction: Bool) throws {
+        try settle()
         guard let start = PQexec(handle, sql) else {
             throw failure(nil, sql: sql, wasInTransaction: wasInTransaction)
         }
@@ -101,6 +102,93 @@ extension PostgresConnection {
         }
         let wanted = expected == PGRES_COPY_IN ? "COPY … FROM STDIN" : "COPY … TO STDOUT"
         throw StratusError(.internalError, "the statement is not a \(wanted) (in: \(String(sql.prefix(120))))")
+    }
+}
+
+// MARK: - A COPY left open
+
+extension PostgresConnection {
+    /// Starts a `COPY … FROM STDIN` that stays open while the caller does other work: rows go
+    /// with ``sendCopyData(_:)`` as they are ready, and the server stores them meanwhile. The
+    /// COPY ends with ``endCopy()``, or before the next statement on the connection, which
+    /// then throws the COPY's error if it failed; ``openCopyFailure`` keeps that error.
+    /// ``rollback()`` abandons an open COPY.
+    ///
+    /// ```swift
+    /// try connection.beginCopy("COPY notes (id, body) FROM STDIN (FORMAT binary)")
+    /// try connection.sendCopyData(rows)
+    /// let count = try connection.endCopy()
+    /// ```
+    ///
+    /// - Throws: the statement's error as ``query(_:_:prepare:)`` describes; `internalError`
+    ///   when `sql` is not a `COPY … FROM STDIN`.
+    func beginCopy(_ sql: String) throws {
+        let wasInTransaction = PQtransactionStatus(handle) != PQTRANS_IDLE
+        try settle()
+        openCopyFailure = nil
+        do {
+            try startCopy(sql, expecting: PGRES_COPY_IN, wasInTransaction: wasInTransaction)
+        } catch let error as StratusError {
+            openCopyFailure = error
+            throw error
+        }
+        openCopy = (sql, wasInTransaction)
+    }
+
+    /// Whether a COPY that ``beginCopy(_:)`` started is open.
+    var isCopying: Bool { openCopy != nil }
+
+    /// Sends bytes in the open COPY's format (whole rows, or parts of them) to the server.
+    ///
+    /// - Throws: the COPY's error when the server refused it meanwhile (the COPY is then
+    ///   ended); a lost connection as ``query(_:_:prepare:)`` describes.
+    func sendCopyData(_ bytes: [UInt8]) throws {
+        guard let (sql, wasInTransaction) = openCopy else {
+            throw StratusError(.internalError, "no COPY is open on the connection to \(server)")
+        }
+        let sent = bytes.withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { PQputCopyData(handle, $0.baseAddress, Int32($0.count)) }
+        }
+        // Sent in full now (libpq keeps up to 8 KiB otherwise), so that the server has every row.
+        if sent == 1, PQflush(handle) == 0 { return }
+        // The server ended the COPY with an error (which libpq read), or the connection broke.
+        guard PQstatus(handle) == CONNECTION_OK else {
+            openCopy = nil
+            let error = failure(nil, sql: sql, wasInTransaction: wasInTransaction)
+            openCopyFailure = error
+            throw error
+        }
+        try endCopy()
+        throw StratusError(.internalError, "PostgreSQL at \(server) stopped taking rows of a COPY without saying why (in: \(String(sql.prefix(120))))")
+    }
+
+    /// Ends the open COPY and answers how many rows it stored.
+    ///
+    /// - Throws: the COPY's error (also kept in ``openCopyFailure``) as
+    ///   ``query(_:_:prepare:)`` describes; `internalError` when no COPY is open.
+    @discardableResult
+    func endCopy() throws -> Int {
+        guard let (sql, wasInTransaction) = openCopy else {
+            throw StratusError(.internalError, "no COPY is open on the connection to \(server)")
+        }
+        openCopy = nil
+        _ = PQputCopyEnd(handle, nil)
+        let outcome = Result { try check(PQgetResult(handle), sql: sql, wasInTransaction: wasInTransaction) }
+        while let extra = PQgetResult(handle) { PQclear(extra) }
+        do {
+            return try outcome.get().affectedRowCount
+        } catch let error as StratusError {
+            openCopyFailure = error
+            throw error
+        }
+    }
+
+    /// Abandons the open COPY, if any: the server drops its rows and fails the transaction.
+    func abandonCopy() {
+        guard openCopy != nil else { return }
+        openCopy = nil
+        _ = PQputCopyEnd(handle, "abandoned")
+        while let result = PQgetResult(handle) { PQclear(result) }
     }
 }
 

@@ -42,6 +42,8 @@ extension PostgresConnection {
     ///
     /// - Throws: `serviceUnavailable` when the connection broke (the server rolls back then).
     public func rollback() throws {
+        discardSentStatement()
+        abandonCopy()
         guard transactionStatus != .idle else { return }
         _ = try perform(sql: "ROLLBACK") { PQexec(handle, "ROLLBACK") }
     }

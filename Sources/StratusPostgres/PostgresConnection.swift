@@ -37,6 +37,13 @@ public final class PostgresConnection {
     var isListening = false
     /// How many ``savepoint(_:)`` calls are running, for their names.
     var savepointDepth = 0
+    /// The statement ``send(_:)`` sent and ``receive()`` has not read.
+    private var sentStatement: (sql: String, wasInTransaction: Bool)?
+    /// The COPY ``beginCopy(_:)`` started and that is still open.
+    var openCopy: (sql: String, wasInTransaction: Bool)?
+    /// The error of the last COPY left open, once it ended and failed; cleared by the next
+    /// ``beginCopy(_:)`` and by ``forgetCopyFailure()``.
+    var openCopyFailure: StratusError?
 
     /// The most prepared statements a connection keeps before forgetting them all.
     static let maximumPreparedStatements = 500
@@ -232,6 +239,7 @@ public final class PostgresConnection {
     ///   `operationCancelled` after ``PostgresCanceller/cancel()``; `internalError` for
     ///   other refusals (named with the statement, never the values).
     public func query(_ sql: String, _ parameters: [PostgresValue] = [], prepare: Bool = true) throws -> PostgresResult {
+        try settle()
         let encoded = try PostgresParameters(parameters)
         if prepare {
             let name = try preparedStatement(sql, encoded)
@@ -246,6 +254,58 @@ public final class PostgresConnection {
                 PQexecParams(handle, sql, Int32(encoded.count), types, values, lengths, formats, 1)
             }
         }
+    }
+
+    /// Sends a statement without parameters (results in binary format) and returns at once,
+    /// so that the server works on it while the caller does something else; ``receive()``
+    /// waits for its rows. Another statement run in between waits for them and drops them.
+    ///
+    /// ```swift
+    /// try connection.send("FETCH FORWARD 1000 FROM rows")
+    /// decode(previousRows)
+    /// let rows = try connection.receive()
+    /// ```
+    ///
+    /// - Throws: a lost connection as ``query(_:_:prepare:)`` describes.
+    func send(_ sql: String) throws {
+        try settle()
+        let wasInTransaction = PQtransactionStatus(handle) != PQTRANS_IDLE
+        guard PQsendQueryParams(handle, sql, 0, nil, nil, nil, nil, 1) == 1 else {
+            throw failure(nil, sql: sql, wasInTransaction: wasInTransaction)
+        }
+        sentStatement = (sql, wasInTransaction)
+    }
+
+    /// The result of the statement ``send(_:)`` sent.
+    ///
+    /// - Throws: the statement's error as ``query(_:_:prepare:)`` describes; `internalError`
+    ///   when no statement was sent.
+    func receive() throws -> PostgresResult {
+        guard let (sql, wasInTransaction) = sentStatement else {
+            throw StratusError(.internalError, "no statement was sent on the connection to \(server)")
+        }
+        sentStatement = nil
+        var first: OpaquePointer?
+        while let result = PQgetResult(handle) {
+            if first == nil { first = result } else { PQclear(result) }
+        }
+        return try check(first, sql: sql, wasInTransaction: wasInTransaction)
+    }
+
+    /// Makes the connection ready for a statement: drops the answer of a statement sent and
+    /// not received, and ends a COPY left open.
+    ///
+    /// - Throws: the open COPY's error.
+    func settle() throws {
+        discardSentStatement()
+        if openCopy != nil { try endCopy() }
+    }
+
+    /// Reads and drops the answer of a statement sent and not received.
+    func discardSentStatement() {
+        guard sentStatement != nil else { return }
+        sentStatement = nil
+        while let result = PQgetResult(handle) { PQclear(result) }
     }
 
     /// The name of the statement prepared for `sql` with the types of `parameters`,
@@ -293,6 +353,7 @@ public final class PostgresConnection {
     /// Runs `send` (one libpq call that executes a statement and waits for its result) and
     /// turns a failure into a ``StratusError``.
     func perform(sql: String?, committing: Bool = false, _ send: () -> OpaquePointer?) throws -> PostgresResult {
+        try settle()
         let wasInTransaction = PQtransactionStatus(handle) != PQTRANS_IDLE
         let result = send()
         return try check(result, sql: sql, wasInTransaction: wasInTransaction, committing: committing)

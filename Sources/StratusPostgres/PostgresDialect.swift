@@ -149,6 +149,13 @@ struct PostgresDialect: SQLDialect {
         expression + (ascending ? " ASC NULLS FIRST" : " DESC NULLS LAST")
     }
 
+    /// The primary key (zone_id, record_name) is in PostgreSQL's default order (NULLS LAST
+    /// ascending); the record name is never NULL, so the order is the same, and the key serves
+    /// it without a sort (`NULLS FIRST` would make PostgreSQL sort every row of the zone).
+    func primaryKeyOrderTerm(_ expression: String, ascending: Bool) -> String {
+        expression + (ascending ? " ASC" : " DESC")
+    }
+
     func zoneRows(_ zoneRow: Int64, inStorageOrder: Bool) -> SQLFragment {
         SQLFragment(sql: "\(table)zone_id = ?", parameters: [.integer(zoneRow)])
     }

@@ -72,7 +72,14 @@ struct PostgresQueryRows {
     private var cursorOpen = false
     /// Rows read but not yet answered, and whether the current plan has more.
     private var buffered: [(Record, QueryPosition)] = []
+    /// Where the rows not yet answered start in `buffered` (taking from the front one by one
+    /// would move the rest each time).
+    private var bufferedStart = 0
     private var planExhausted = false
+    /// Whether the next rows of the cursor are asked for as soon as rows arrive (the
+    /// connection then serves only these rows until they are read), and how many were asked.
+    var readsAhead = false
+    private var fetchSent: Int?
 
     /// The rows of `query` after `position`: at most `limit` (`nil`: all) of each plan.
     init?(engine: PostgresEngine, query: CompiledQuery, database: DatabaseContext, after position: QueryPosition?, on connection: PostgresConnection, limit: Int?) throws {
@@ -99,11 +106,12 @@ struct PostgresQueryRows {
         var records: [Record] = []
         var last: QueryPosition?
         while records.count < limit {
-            if buffered.isEmpty {
+            if bufferedStart == buffered.count {
                 guard try fill(wanting: limit - records.count, on: connection) else { return (records, last, true) }
                 continue
             }
-            let (record, position) = buffered.removeFirst()
+            let (record, position) = buffered[bufferedStart]
+            bufferedStart += 1
             records.append(record.restricted(to: query.desiredKeys))
             last = position
         }
@@ -112,12 +120,16 @@ struct PostgresQueryRows {
 
     /// Whether another row follows.
     mutating func hasMore(on connection: PostgresConnection) throws -> Bool {
-        if !buffered.isEmpty { return true }
+        if bufferedStart < buffered.count { return true }
         return try fill(wanting: 1, on: connection)
     }
 
     /// Reads more rows into `buffered`; `false` when every plan is read.
     private mutating func fill(wanting count: Int, on connection: PostgresConnection) throws -> Bool {
+        if bufferedStart == buffered.count {
+            buffered.removeAll(keepingCapacity: true)
+            bufferedStart = 0
+        }
         while buffered.isEmpty {
             guard let plan = plans.first else { return false }
             if planExhausted {
@@ -135,9 +147,22 @@ struct PostgresQueryRows {
                     try connection.execute("DECLARE \(cursorName) NO SCROLL CURSOR FOR " + PostgresSQL.numbered(plan.sql), plan.parameters.map(PostgresSQL.value), prepare: false)
                     cursorOpen = true
                 }
-                let batch = max(count, 1_000)
-                rows = try connection.query("FETCH FORWARD \(batch) FROM \(cursorName)", prepare: false)
-                if rows.count < batch { planExhausted = true }
+                let batch: Int
+                if let sent = fetchSent {
+                    batch = sent
+                    fetchSent = nil
+                    rows = try connection.receive()
+                } else {
+                    batch = max(count, 1_000)
+                    rows = try connection.query("FETCH FORWARD \(batch) FROM \(cursorName)", prepare: false)
+                }
+                if rows.count < batch {
+                    planExhausted = true
+                } else if readsAhead {
+                    // The server reads the next rows while these are decoded.
+                    try connection.send("FETCH FORWARD \(batch) FROM \(cursorName)")
+                    fetchSent = batch
+                }
             } else {
                 rows = try PostgresEngine.query(connection, plan.sql + " LIMIT \(limit ?? 1)", plan.parameters)
                 planExhausted = true
@@ -165,10 +190,15 @@ struct PostgresQueryRows {
 
     /// Closes the cursor, if one is open, so that the transaction can end cleanly.
     mutating func finish(on connection: PostgresConnection) {
+        if fetchSent != nil {
+            fetchSent = nil
+            connection.discardSentStatement()
+        }
         if cursorOpen, let cursorName { _ = try? connection.execute("CLOSE \(cursorName)", prepare: false) }
         cursorOpen = false
         plans = []
         buffered = []
+        bufferedStart = 0
     }
 }
 
@@ -192,6 +222,7 @@ final class PostgresQueryStream: QueryStream, @unchecked Sendable {
         do {
             try connection.begin(isolation: .repeatableRead, readOnly: true)
             rows = try PostgresQueryRows(engine: engine, query: query, database: database, after: position, on: connection, limit: nil)
+            rows?.readsAhead = true
         } catch {
             try? connection.rollback()
             pool.release(connection)

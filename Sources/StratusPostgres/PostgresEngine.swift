@@ -39,6 +39,11 @@ public final class PostgresEngine: StorageEngine, Sendable {
     /// Whether opening the engine created the store's tables (the database held no store).
     public let createdStore: Bool
     let automaticCompaction = Mutex<ContinuousClock.Instant?>(nil)
+    /// Whether the server refused `COPY FROM` into the records table (row-level security
+    /// binds the login role): new rows are then inserted with statements only.
+    let copyRefused = Mutex(false)
+    /// Zones whose next transactions insert new rows checked (see ``mayCopy(intoZone:)``).
+    let copyConflicts = Mutex<[Int64: Int]>([:])
 
     /// Tombstones are kept this long by default: 30 days.
     public static let defaultTombstoneRetention: Duration = .seconds(30 * 86_400)
@@ -222,16 +227,26 @@ public final class PostgresEngine: StorageEngine, Sendable {
     /// marks the zone with it. Returns the value. The database's history row stays locked
     /// until the transaction ends, so database changes are numbered in commit order too;
     /// writers call this last, just before they commit.
+    /// With `zoneSequence`, the zone's own change sequence is stored in the same statement.
     @discardableResult
-    func noteDatabaseChange(zoneRow: Int64?, _ database: DatabaseContext, on connection: PostgresConnection) throws -> Int64 {
-        let rows = try connection.query("""
-            INSERT INTO database_history(container, db, owner, change_seq) VALUES ($1, $2, $3, 1)
-            ON CONFLICT (container, db, owner) DO UPDATE SET change_seq = database_history.change_seq + 1 RETURNING change_seq
-            """, Self.databaseKey(database))
-        guard let sequence = try rows.first?.int64(0) else { throw StratusError(.internalError, "taking the database's next change number returned no row") }
-        if let zoneRow {
-            try connection.execute("UPDATE zones SET db_change_seq = $1 WHERE zone_id = $2", [.int64(sequence), .int64(zoneRow)])
+    func noteDatabaseChange(zoneRow: Int64?, zoneSequence: Int64? = nil, _ database: DatabaseContext, on connection: PostgresConnection) throws -> Int64 {
+        guard let zoneRow else {
+            let rows = try connection.query("""
+                INSERT INTO database_history(container, db, owner, change_seq) VALUES ($1, $2, $3, 1)
+                ON CONFLICT (container, db, owner) DO UPDATE SET change_seq = database_history.change_seq + 1 RETURNING change_seq
+                """, Self.databaseKey(database))
+            guard let sequence = try rows.first?.int64(0) else { throw StratusError(.internalError, "taking the database's next change number returned no row") }
+            return sequence
         }
+        // One statement (one round trip): the database's next number, marked on the zone.
+        let rows = try connection.query("""
+            WITH h AS (
+                INSERT INTO database_history(container, db, owner, change_seq) VALUES ($1, $2, $3, 1)
+                ON CONFLICT (container, db, owner) DO UPDATE SET change_seq = database_history.change_seq + 1 RETURNING change_seq)
+            UPDATE zones SET db_change_seq = h.change_seq, change_seq = coalesce($5, zones.change_seq) FROM h WHERE zone_id = $4
+            RETURNING h.change_seq
+            """, Self.databaseKey(database) + [.int64(zoneRow), zoneSequence.map(PostgresValue.int64) ?? .null])
+        guard let sequence = try rows.first?.int64(0) else { throw StratusError(.internalError, "taking the database's next change number returned no row") }
         return sequence
     }
 
@@ -293,5 +308,36 @@ extension PostgresRow {
             content = UnsafeRawBufferPointer(rebasing: content.dropFirst())
         }
         return try body(content.bindMemory(to: UInt8.self))
+    }
+}
+
+// MARK: - Copying new rows
+
+extension PostgresEngine {
+    /// How many inserts of new rows into a zone are checked after a COPY into it found a
+    /// stored name (a re-run import): each such COPY costs its transaction twice.
+    static let checkedInsertsAfterConflict = 16
+
+    /// Whether new rows of this zone go in with `COPY` (``PostgresWriteTransaction``): not
+    /// when the server refused it, nor for a while after a COPY into the zone met stored names.
+    func mayCopy(intoZone zoneRow: Int64) -> Bool {
+        guard !copyRefused.withLock({ $0 }) else { return false }
+        return copyConflicts.withLock { conflicts in
+            guard let remaining = conflicts[zoneRow] else { return true }
+            conflicts[zoneRow] = remaining > 1 ? remaining - 1 : nil
+            return false
+        }
+    }
+
+    /// Remembers why a transaction's COPY failed: refused for good (row-level security,
+    /// privileges), or rows already stored in these zones.
+    func noteCopyFailure(_ error: StratusError?, zones: Set<Int64>) {
+        if error?.sqlState == "0A000" || error?.sqlState == "42501" {
+            copyRefused.withLock { $0 = true }
+            return
+        }
+        copyConflicts.withLock { conflicts in
+            for zone in zones { conflicts[zone] = Self.checkedInsertsAfterConflict }
+        }
     }
 }

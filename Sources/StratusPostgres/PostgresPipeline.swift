@@ -49,6 +49,7 @@ extension PostgresConnection {
     ///   ``query(_:_:prepare:)`` describes; nothing of an implicit transaction is applied then.
     public func run(_ pipeline: PostgresPipeline) throws -> [PostgresResult] {
         guard !pipeline.statements.isEmpty else { return [] }
+        try settle()
         let wasInTransaction = PQtransactionStatus(handle) != PQTRANS_IDLE
         guard PQenterPipelineMode(handle) == 1 else {
             throw StratusError(.internalError, "the connection to \(server) cannot enter pipeline mode: \(PostgresConnectionString.oneLine(String(cString: PQerrorMessage(handle))))")

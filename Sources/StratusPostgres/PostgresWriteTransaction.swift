@@ -5,14 +5,31 @@ import StratusSQL
 extension PostgresEngine {
     @_spi(StratusEngine)
     public func writeRecords<T>(in database: DatabaseContext, _ body: (any RecordWriteTransaction) throws -> T) throws -> T {
-        let result = try writeTransaction { connection -> T in
-            let transaction = PostgresWriteTransaction(engine: self, connection: connection, context: database, now: Date())
-            let result = try body(transaction)
-            try transaction.storeChangeSequences()
-            return result
+        var copies = !copyRefused.withLock { $0 }
+        while true {
+            var failedCopy: (zones: Set<Int64>, error: StratusError?)?
+            do {
+                let result = try writeTransaction { connection -> T in
+                    let transaction = PostgresWriteTransaction(engine: self, connection: connection, context: database, now: Date(), copiesNewRecords: copies)
+                    do {
+                        let result = try body(transaction)
+                        try transaction.finishCopy()
+                        try transaction.storeChangeSequences()
+                        return result
+                    } catch {
+                        if transaction.copyFailed { failedCopy = (transaction.copiedZones, connection.openCopyFailure) }
+                        throw error
+                    }
+                }
+                compactIfDue()
+                return result
+            } catch {
+                guard copies, let failedCopy else { throw error }
+                // Run again with checked inserts, which say which rows were new.
+                copies = false
+                noteCopyFailure(failedCopy.error, zones: failedCopy.zones)
+            }
         }
-        compactIfDue()
-        return result
     }
 }
 
@@ -31,6 +48,9 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
     private var typeSchemas: [String: RecordTypeSchema?] = [:]
     /// Asset content that rows named before this transaction and no longer name.
     private(set) var releasedAssetContents: Set<String> = []
+    /// Whether new rows go in with `COPY` (``copyNewRecords(_:zone:)``), and the zones they went to.
+    let copiesNewRecords: Bool
+    private(set) var copiedZones: Set<Int64> = []
 
     private struct ZoneState {
         let id: RecordZone.ID
@@ -41,11 +61,13 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
         var hasTombstones: Bool?
     }
 
-    init(engine: PostgresEngine, connection: PostgresConnection, context: DatabaseContext, now: Date) {
+    init(engine: PostgresEngine, connection: PostgresConnection, context: DatabaseContext, now: Date, copiesNewRecords: Bool = false) {
         self.engine = engine
         self.connection = connection
         self.context = context
         self.now = now
+        self.copiesNewRecords = copiesNewRecords
+        connection.openCopyFailure = nil
     }
 
     // MARK: - Zones
@@ -86,10 +108,7 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
     /// change of its database (last: the database's history row stays locked until commit).
     func storeChangeSequences() throws {
         for zone in states where zone.changed {
-            try connection.execute("UPDATE zones SET change_seq = $1 WHERE zone_id = $2", [.int64(zone.sequence), .int64(zone.row)])
-        }
-        for zone in states where zone.changed {
-            try engine.noteDatabaseChange(zoneRow: zone.row, context, on: connection)
+            try engine.noteDatabaseChange(zoneRow: zone.row, zoneSequence: zone.sequence, context, on: connection)
         }
     }
 
@@ -162,6 +181,22 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
     func insertNewRecords(_ rows: [RecordRow]) throws -> [Bool] {
         guard let first = rows.first else { return [] }
         let zone = try existingZone(first.recordID.zoneID)
+        let inserted = try copyNewRecords(rows, zone: zone) ?? insertNewRecordsChecked(rows, zone: zone)
+        if inserted.contains(true), try hasTombstones(zone) {
+            let insertedNames = rows.indices.filter { inserted[$0] }.map { rows[$0].recordID.recordName }
+            try connection.execute("DELETE FROM tombstones WHERE zone_id = $1 AND record_name = ANY($2)", [.int64(states[zone].row), .textArray(insertedNames)])
+        }
+        for index in rows.indices where inserted[index] {
+            // Rows of types without searchable fields have no words to index.
+            guard try !searchableFields(rows[index].recordType).isEmpty else { continue }
+            try replaceWords(of: rows[index], zone: zone, isNew: true)
+        }
+        return inserted
+    }
+
+    /// Inserts the rows with one `INSERT … ON CONFLICT DO NOTHING`, which answers which were new.
+    private func insertNewRecordsChecked(_ rows: [RecordRow], zone: Int) throws -> [Bool] {
+        let first = rows[0]
         let zoneRow = states[zone].row
         let base = states[zone].sequence
         var names: [String?] = [], types: [String?] = [], creators: [String?] = [], modifiers: [String?] = [], tags: [String?] = []
@@ -193,15 +228,83 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
         let insertedSequences = Set(try result.map { try $0.int64(0) ?? 0 })
         // Every row's change number is taken, also those of rows that were not inserted.
         if !insertedSequences.isEmpty { _ = nextSequence(zone, count: Int64(rows.count)) }
-        let inserted = (0..<rows.count).map { insertedSequences.contains(base + Int64($0) + 1) }
-        let insertedNames = zip(rows, inserted).filter(\.1).map(\.0.recordID.recordName)
-        if !insertedNames.isEmpty, try hasTombstones(zone) {
-            try connection.execute("DELETE FROM tombstones WHERE zone_id = $1 AND record_name = ANY($2)", [.int64(zoneRow), .textArray(insertedNames)])
+        return (0..<rows.count).map { insertedSequences.contains(base + Int64($0) + 1) }
+    }
+
+    /// Streams rows all believed new into `records` with binary `COPY`, which writes rows in
+    /// bulk and skips the index probe and speculative insertion of `ON CONFLICT` (a bulk
+    /// import's common case). The COPY stays open for the transaction's next rows and ends
+    /// before its next statement, so that the server stores these rows while the caller
+    /// prepares more. No other writer can insert into the zone meanwhile: this transaction
+    /// holds its row lock.
+    ///
+    /// When a row's name turns out to be stored already (or repeats another's), or the server
+    /// refuses the COPY (row-level security refuses `COPY FROM` to the roles it binds), the
+    /// transaction has failed: ``PostgresEngine/writeRecords(in:_:)`` runs it again with
+    /// checked inserts (``copyFailed``).
+    ///
+    /// Answers every row inserted, or `nil` when the caller is to insert them checked.
+    private func copyNewRecords(_ rows: [RecordRow], zone: Int) throws -> [Bool]? {
+        guard copiesNewRecords, engine.mayCopy(intoZone: states[zone].row) else { return nil }
+        let zoneRow = states[zone].row
+        let base = states[zone].sequence
+        // What the rows' writes read afterwards is read (once) before the COPY: a statement
+        // ends an open COPY.
+        _ = try hasTombstones(zone)
+        for index in rows.indices { _ = try searchableFields(rows[index].recordType) }
+        copiedZones.insert(zoneRow)
+        let starts = !connection.isCopying
+        if starts { try connection.beginCopy("COPY records(\(Self.columns)) FROM STDIN (FORMAT binary)") }
+        var copy = PostgresBinaryCopy(header: starts, reservingCapacity: rows.count * 512)
+        for index in rows.indices {
+            precondition(rows[index].recordID.zoneID == rows[0].recordID.zoneID && rows[index].parent == nil, "insertNewRecords takes rows of one zone without parents")
+            Self.append(rows[index], zoneRow: zoneRow, owner: context.storageOwner, sequence: base + Int64(index) + 1, to: &copy)
         }
-        for (row, wasInserted) in zip(rows, inserted) where wasInserted {
-            try replaceWords(of: row, zone: zone, isNew: true)
+        try connection.sendCopyData(copy.bytes)
+        _ = nextSequence(zone, count: Int64(rows.count))
+        return Array(repeating: true, count: rows.count)
+    }
+
+    /// A row of `records` in binary COPY form (the columns of ``columns``).
+    private static func append(_ row: borrowing RecordRow, zoneRow: Int64, owner: String, sequence: Int64, to copy: inout PostgresBinaryCopy) {
+        copy.beginRow(fields: 13)
+        copy.int64(zoneRow)
+        copy.text(row.recordID.recordName)
+        copy.text(owner)
+        copy.text(row.recordType)
+        copy.double(row.systemFields.creationDate!.timeIntervalSinceReferenceDate)
+        copy.text(row.systemFields.creatorUserRecordID!.recordName)
+        copy.double(row.systemFields.modificationDate!.timeIntervalSinceReferenceDate)
+        copy.text(row.systemFields.lastModifiedUserRecordID!.recordName)
+        copy.text(row.systemFields.recordChangeTag!)
+        copy.int64(sequence)
+        if row.fields.values.contains(where: \.needsEscaping) {
+            let (document, exactDocument) = documents(of: copy row)
+            copy.jsonb(utf8: document.utf8)
+            if let exactDocument { copy.text(exactDocument) } else { copy.null() }
+        } else {
+            copy.jsonb(utf8: row.document)
+            if jsonbLoses(row.fields) { copy.text(utf8: row.document) } else { copy.null() }
         }
-        return inserted
+        copy.null()
+    }
+
+    /// Ends the COPY of new rows, if one is open.
+    ///
+    /// - Throws: the COPY's error, also when an earlier statement ended it and the caller
+    ///   went on.
+    func finishCopy() throws {
+        if connection.isCopying { try connection.endCopy() }
+        if let failure = connection.openCopyFailure { throw failure }
+    }
+
+    /// Whether a COPY of this transaction failed in a way that checked inserts do not (a
+    /// stored name, a refusal, a value the server does not take as COPY sends it): the
+    /// transaction is then run again without COPY. Failures of the connection, cancellations
+    /// and lock conflicts are not: they are reported as they are.
+    var copyFailed: Bool {
+        guard connection.isOpen, let state = connection.openCopyFailure?.sqlState else { return false }
+        return ["22", "23", "0A", "42"].contains(String(state.prefix(2)))
     }
 
     func writeRecord(_ row: RecordRow, replacing: Bool) throws {
@@ -250,11 +353,17 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
             """, [.int64(zoneRow), .text(row.recordID.recordName), .text(context.storageOwner), .textArray(Array(identifiers))])
     }
 
+    /// The searchable fields of a record type, read once per transaction.
+    private func searchableFields(_ type: String) throws -> [String] {
+        if let known = searchable[type] { return known }
+        let fields = try recordTypeSchema(type)?.searchableFields ?? []
+        searchable[type] = fields
+        return fields
+    }
+
     /// Keeps the word index of a record of a type with searchable fields.
     private func replaceWords(of row: RecordRow, zone: Int, isNew: Bool) throws {
-        let type = row.recordType
-        let fields = try searchable[type] ?? recordTypeSchema(type)?.searchableFields ?? []
-        searchable[type] = fields
+        let fields = try searchableFields(row.recordType)
         guard !fields.isEmpty || !isNew else { return }
         try engine.replaceTokens(zoneRow: states[zone].row, owner: context.storageOwner, recordName: row.recordID.recordName, fields: row.fields, searchable: fields, on: connection)
     }

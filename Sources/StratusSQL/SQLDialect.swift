@@ -58,6 +58,10 @@ package protocol SQLDialect: Sendable {
 
     /// `expression` in an ORDER BY, missing values (NULL) first ascending and last descending.
     func orderTerm(_ expression: String, ascending: Bool) -> String
+    /// The record name (never missing) in an ORDER BY when it is the query's only order and no
+    /// index of the type serves the query: what the zone's primary key keeps in order.
+    /// ``orderTerm(_:ascending:)`` unless the engine's key spells the order otherwise.
+    func primaryKeyOrderTerm(_ expression: String, ascending: Bool) -> String
     /// The zone's rows: through the indexes, or in the table's storage order when nothing an
     /// index serves restricts or orders them.
     func zoneRows(_ zoneRow: Int64, inStorageOrder: Bool) -> SQLFragment
@@ -65,6 +69,10 @@ package protocol SQLDialect: Sendable {
     func tiebreak(hasIndexedIn: Bool) -> String
     /// The end of a row statement: `LIMIT n`, nothing for -1.
     func limitClause(_ limit: Int) -> String
+}
+
+extension SQLDialect {
+    package func primaryKeyOrderTerm(_ expression: String, ascending: Bool) -> String { orderTerm(expression, ascending: ascending) }
 }
 
 extension QueryRules.OrderedFamily {

@@ -110,7 +110,13 @@ package struct SQLQueryTranslation<Dialect: SQLDialect> {
             order.append(dialect.orderTerm(sort.sql, ascending: ascending))
             orderParameters += sort.parameters
         }
-        order.append(dialect.orderTerm(dialect.tiebreak(hasIndexedIn: query.sortKeys.isEmpty && hasIndexedIn), ascending: tiebreakAscending))
+        let tiebreak = dialect.tiebreak(hasIndexedIn: query.sortKeys.isEmpty && hasIndexedIn)
+        if query.sortKeys.isEmpty && !hasIndexedCondition && !declaresRecordName {
+            // Only the record-name order, which the zone's primary key serves.
+            order.append(dialect.primaryKeyOrderTerm(tiebreak, ascending: tiebreakAscending))
+        } else {
+            order.append(dialect.orderTerm(tiebreak, ascending: tiebreakAscending))
+        }
         sql += " ORDER BY " + order.joined(separator: ", ") + dialect.limitClause(limit)
         return Plan(sql: sql, parameters: parameters + whereParameters + orderParameters, sortColumns: sortColumns, residualWords: residual)
     }
