@@ -180,7 +180,7 @@ enum RecordWriteExecutor {
         private mutating func saveRun(from start: Int) throws -> Int {
             let saves = request.saves
             let first = saves[start]
-            guard request.writeMode != .update && request.writeMode != .replace && !newRunConflicted,
+            guard request.writeMode.mayCreate(changeTag: first.systemFields.recordChangeTag), !newRunConflicted,
                   try capabilities(first.recordID.zoneID) != nil else {
                 outcome.saveResults.append(try save(first))
                 return 1
