@@ -261,6 +261,7 @@ enum RecordWriteExecutor {
                                 deleteSelfTargets: deleteSelfTargets, jsonExtras: resolution.jsonExtras)
             try transaction.writeRecord(row, replacing: existing != nil)
             notifier?.saved(id, recordType: row.recordType, system: row.systemFields, fields: fields, created: existing == nil)
+            guard request.returnsSavedRecords else { return .success((save.record, resolution.kind)) }
             let stored = Record(recordType: row.recordType, recordID: id, systemFields: row.systemFields, fields: fields, parent: row.parent,
                                 encryptedKeys: row.encryptedKeys, jsonExtras: row.jsonExtras)
             return .success((stored, resolution.kind))

@@ -172,7 +172,8 @@ enum RecordWriteRules {
     private static func mergedExtras(_ save: PreparedSave, existing: Record?, replacing: Bool, keepsSystemFields keep: Bool) -> Record.JSONExtras {
         let incoming = save.jsonExtras
         let stored = existing?.jsonExtras ?? Record.JSONExtras()
-        if existing == nil && incoming.isEmpty { return incoming }
+        // Records made in Swift (not read from CloudKit JSON) have none: nothing to merge.
+        if incoming.isEmpty && (existing == nil || stored.isEmpty) { return incoming }
         var incomingRecordLevel = incoming
         incomingRecordLevel.fields = [:]
         var merged = existing == nil || replacing || !incomingRecordLevel.isEmpty ? incomingRecordLevel : stored
