@@ -36,6 +36,8 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
     private var indexesChanged = false
     /// The record upsert, and the multi-row inserts by number of rows, prepared once per transaction.
     private var upsert: SQLiteStatement?
+    /// The stored-record read, prepared once per transaction (an update reads every record).
+    private var selectRecord: SQLiteStatement?
     private var insertStatements: [SQLiteStatement?] = []
     private var texts = TextArena()
     /// Asset content that rows named before this transaction and no longer name.
@@ -145,7 +147,8 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
 
     func storedRecord(_ id: Record.ID) throws -> Record? {
         guard let zone = try zoneIndex(id.zoneID) else { return nil }
-        return try engine.loadRecord(id, zoneRow: zones[zone].row, on: connection)
+        if selectRecord == nil { selectRecord = try connection.statement(SQLiteEngine.selectRecordByName) }
+        return try engine.loadRecord(id, zoneRow: zones[zone].row, with: selectRecord!)
     }
 
     func recordExists(_ id: Record.ID) throws -> Bool {
