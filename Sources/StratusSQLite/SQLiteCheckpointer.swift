@@ -12,9 +12,15 @@ import Foundation
 /// queue. Should the log still grow past ``synchronousFrames`` (the checkpointer cannot keep
 /// up, or a reader holds an old snapshot), the committing writer checkpoints itself, as SQLite
 /// would, so the log stays bounded. A checkpoint is crash-safe wherever it runs.
+///
+/// While a reader holds a snapshot (a query stream, a pipeline's source), no checkpoint can
+/// copy the pages written after it, and SQLite sorts the whole log before it finds that out:
+/// a checkpoint in every commit would cost time growing with the log, and a long pipeline
+/// writing its own source's store would slow down quadratically. So after a checkpoint that
+/// left pages in the log, the writer tries again only once the log doubled or a second passed.
 final class SQLiteCheckpointer: @unchecked Sendable {
     // @unchecked: `connection` is touched only by the one background run at a time that
-    // `state` admits; `state` is guarded by `lock`.
+    // `isRunning` admits; `isRunning`, `isRequestedAgain` and the retry fields are guarded by `lock`.
 
     /// Log pages after which a commit wakes the checkpointer (SQLite's automatic threshold).
     static let backgroundFrames: Int32 = 1_000
@@ -27,6 +33,12 @@ final class SQLiteCheckpointer: @unchecked Sendable {
     private var isRunning = false
     private var isRequestedAgain = false
     private var connection: SQLiteConnection?
+    /// After a checkpoint in a commit left pages in the log: the log size, and the time, after
+    /// which a commit tries again (0 and nil: at every commit past ``synchronousFrames``).
+    private var retryFrames: Int32 = 0
+    private var retryTime: ContinuousClock.Instant?
+    /// How long the writer waits before trying again a checkpoint that left pages in the log.
+    static let retryInterval = Duration.seconds(1)
 
     init(path: String, busyTimeoutMilliseconds: Int32) {
         self.path = path
@@ -39,10 +51,12 @@ final class SQLiteCheckpointer: @unchecked Sendable {
     func install(on connection: SQLiteConnection) {
         sqlite3_wal_hook(connection.handle, { context, handle, name, frames in
             guard let context else { return SQLITE_OK }
+            let checkpointer = Unmanaged<SQLiteCheckpointer>.fromOpaque(context).takeUnretainedValue()
             if frames >= SQLiteCheckpointer.synchronousFrames {
-                sqlite3_wal_checkpoint_v2(handle, name, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
-            } else if frames >= SQLiteCheckpointer.backgroundFrames {
-                Unmanaged<SQLiteCheckpointer>.fromOpaque(context).takeUnretainedValue().requestCheckpoint()
+                checkpointer.checkpointInCommit(handle, name, frames: frames)
+            } else {
+                checkpointer.logRestarted()
+                if frames >= SQLiteCheckpointer.backgroundFrames { checkpointer.requestCheckpoint() }
             }
             return SQLITE_OK
         }, Unmanaged.passUnretained(self).toOpaque())
@@ -50,6 +64,31 @@ final class SQLiteCheckpointer: @unchecked Sendable {
 
     func uninstall(from connection: SQLiteConnection) {
         sqlite3_wal_hook(connection.handle, nil, nil)
+    }
+
+    /// Checkpoints in the writer's commit, once the log holds `frames` pages, unless the last
+    /// such checkpoint left pages in the log and the log has neither doubled since nor aged a
+    /// ``retryInterval``.
+    private func checkpointInCommit(_ handle: OpaquePointer?, _ name: UnsafePointer<CChar>?, frames: Int32) {
+        let now = ContinuousClock.now
+        let due = lock.withLock { frames >= retryFrames || retryTime.map { now >= $0 } ?? true }
+        guard due else { return }
+        var log: Int32 = 0
+        var copied: Int32 = 0
+        let result = sqlite3_wal_checkpoint_v2(handle, name, SQLITE_CHECKPOINT_PASSIVE, &log, &copied)
+        let leftPages = result != SQLITE_OK || copied < log
+        lock.withLock {
+            retryFrames = leftPages ? (frames > Int32.max / 2 ? .max : frames * 2) : 0
+            retryTime = leftPages ? now + Self.retryInterval : nil
+        }
+    }
+
+    /// The log is short again (a checkpoint copied it all and a writer started it over).
+    private func logRestarted() {
+        lock.withLock {
+            retryFrames = 0
+            retryTime = nil
+        }
     }
 
     /// Starts a background checkpoint, or asks the running one to go once more.

@@ -36,6 +36,8 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
     private var indexesChanged = false
     /// The record upsert, and the multi-row inserts by number of rows, prepared once per transaction.
     private var upsert: SQLiteStatement?
+    /// The stored-record read, prepared once per transaction (an update reads every record).
+    private var selectRecord: SQLiteStatement?
     private var insertStatements: [SQLiteStatement?] = []
     private var texts = TextArena()
     /// Asset content that rows named before this transaction and no longer name.
@@ -50,9 +52,13 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
         var sequence: Int64
         let capabilities: RecordZone.Capabilities
         var changed: Bool
-        /// Whether the zone has any record tombstone (nil until asked). A new record in a zone
-        /// without any has none to clear, which spares bulk imports a delete per record.
+        /// Whether the zone has any record tombstone (nil until asked). A record in a zone
+        /// without any has none to clear, which spares bulk writes a delete per record.
         var hasTombstones: Bool?
+        /// Whether any record of the zone holds a `.deleteSelf` reference (nil until asked). A
+        /// replaced record in a zone without any has none to clear, which spares bulk updates
+        /// a delete per record.
+        var hasReferences: Bool?
     }
 
     init(engine: SQLiteEngine, connection: SQLiteConnection, context: DatabaseContext, now: Date) {
@@ -115,6 +121,16 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
         return found
     }
 
+    private func zoneHasReferences(_ zone: Int) throws -> Bool {
+        if let known = zones[zone].hasReferences { return known }
+        let probe = try connection.statement("SELECT 1 FROM refs WHERE zone_id = ? LIMIT 1")
+        try probe.bind([.integer(zones[zone].row)])
+        let found = try probe.step()
+        probe.reset()
+        zones[zone].hasReferences = found
+        return found
+    }
+
     /// Writes back each touched zone's change sequence, and notes each changed zone as a
     /// change of its database. Called once, before the transaction commits.
     func storeChangeSequences() throws {
@@ -131,7 +147,8 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
 
     func storedRecord(_ id: Record.ID) throws -> Record? {
         guard let zone = try zoneIndex(id.zoneID) else { return nil }
-        return try engine.loadRecord(id, zoneRow: zones[zone].row, on: connection)
+        if selectRecord == nil { selectRecord = try connection.statement(SQLiteEngine.selectRecordByName) }
+        return try engine.loadRecord(id, zoneRow: zones[zone].row, with: selectRecord!)
     }
 
     func recordExists(_ id: Record.ID) throws -> Bool {
@@ -323,25 +340,27 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
     private func finishWrite(of row: RecordRow, zone: Int, isNew: Bool) throws {
         let zoneRow = zones[zone].row
         let name = row.recordID.recordName
-        try replaceReferences(of: name, targets: row.deleteSelfTargets, zoneRow: zoneRow, isNew: isNew)
+        try replaceReferences(of: name, targets: row.deleteSelfTargets, zone: zone, isNew: isNew)
         let searchable = try searchableFields(of: row.recordType)
         if !searchable.isEmpty {
             try engine.replaceTokens(zoneRow: zoneRow, recordName: name, fields: row.fields, searchable: searchable, on: connection)
         }
-        if try !isNew || zoneHasTombstones(zone) {
+        if try zoneHasTombstones(zone) {
             let clearTombstone = try connection.statement("DELETE FROM tombstones WHERE zone_id = ? AND record_name = ?")
             try clearTombstone.bind([.integer(zoneRow), .text(name)])
             try clearTombstone.step()
         }
     }
 
-    private func replaceReferences(of recordName: String, targets: Set<String>, zoneRow: Int64, isNew: Bool) throws {
-        if !isNew {
+    private func replaceReferences(of recordName: String, targets: Set<String>, zone: Int, isNew: Bool) throws {
+        let zoneRow = zones[zone].row
+        if try !isNew && zoneHasReferences(zone) {
             let clear = try connection.statement("DELETE FROM refs WHERE zone_id = ? AND source_name = ?")
             try clear.bind([.integer(zoneRow), .text(recordName)])
             try clear.step()
         }
         guard !targets.isEmpty else { return }
+        zones[zone].hasReferences = true
         let insert = try connection.statement("INSERT OR IGNORE INTO refs(zone_id, target_name, source_name) VALUES (?, ?, ?)")
         for target in targets {
             insert.reset()

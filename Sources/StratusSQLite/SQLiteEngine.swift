@@ -294,11 +294,18 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
         }
     }
 
-    private static let selectRecordByName = "SELECT \(SQLiteSchema.recordColumns) FROM records r WHERE r.zone_id = ? AND r.record_name = ?"
+    static let selectRecordByName = "SELECT \(SQLiteSchema.recordColumns) FROM records r WHERE r.zone_id = ? AND r.record_name = ?"
 
     func loadRecord(_ id: Record.ID, zoneRow: Int64, on connection: SQLiteConnection) throws -> Record? {
-        let select = try connection.statement(Self.selectRecordByName)
-        try select.bind([.integer(zoneRow), .text(id.recordName)])
+        try loadRecord(id, zoneRow: zoneRow, with: connection.statement(Self.selectRecordByName))
+    }
+
+    /// Reads a record with `select`, a prepared ``selectRecordByName`` that a writer keeps for
+    /// its transaction: finding the statement by its text would hash that text for every record.
+    func loadRecord(_ id: Record.ID, zoneRow: Int64, with select: SQLiteStatement) throws -> Record? {
+        select.reset()
+        try select.bind(zoneRow, at: 1)
+        try select.bind(id.recordName, at: 2)
         guard try select.step() else { return nil }
         let record = try decodeRecord(select, zoneID: id.zoneID)
         select.reset()

@@ -111,12 +111,10 @@ do {
             return products
         }
         // 3. Saved only if nobody changed the product since it was read.
+        // Products that failed come in the final result (partialFailure, by record ID): a
+        // per-record block would have the save make each product as stored, for nobody.
         let save = ModifyRecordsOperation(savingRecordsFrom: reprice)
         save.isAtomic = false
-        let failures = Failures()
-        save.perRecordSaveBlock = { id, result in
-            if case .failure(let error) = result { failures.add("\(id.recordName): \(error)") }
-        }
         let stages: [DatabaseOperation] = [query, reprice, save]
         let queues = ["read", "reprice", "save"].map { name -> OperationQueue in
             let queue = OperationQueue()
@@ -131,8 +129,11 @@ do {
                 queue.addOperation(stage)
             }
         }
-        if case .failure(let error) = result, (error as? StratusError)?.code != .partialFailure { fail("the pipeline stopped: \(error)") }
-        if !failures.all.isEmpty { fail("\(failures.all.count) products failed, e.g. \(failures.all.prefix(3))") }
+        if case .failure(let error) = result {
+            guard let error = error as? StratusError, error.code == .partialFailure else { fail("the pipeline stopped: \(error)") }
+            let failures = error.partialErrorsByRecordID.map { "\($0.key.recordName): \($0.value)" }.sorted()
+            fail("\(failures.count) products failed, e.g. \(failures.prefix(3))")
+        }
         say(String(format: "repriced in %.1f s", Date().timeIntervalSince(start)))
 
     case "verify":
@@ -160,13 +161,4 @@ do {
     }
 } catch {
     fail("\(error)")
-}
-
-/// Failures reported by the save stage's blocks.
-final class Failures: @unchecked Sendable {
-    // @unchecked: `lock` guards `items`.
-    private let lock = NSLock()
-    private var items: [String] = []
-    func add(_ item: String) { lock.withLock { items.append(item) } }
-    var all: [String] { lock.withLock { items } }
 }

@@ -214,10 +214,11 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
             do { try Self.checkZone(save.recordID, context) } catch { failed[save.recordID] = error }
         }
         if !failed.isEmpty { valid.removeAll { failed[$0.recordID] != nil } }
+        let mode = writeMode ?? RecordWriteMode(savePolicy)
         for record in toSave {
             do {
                 try Self.checkZone(record.recordID, context)
-                valid.append(try PreparedSave(record))
+                valid.append(try PreparedSave(record, writeMode: mode))
             } catch {
                 failed[record.recordID] = error
             }

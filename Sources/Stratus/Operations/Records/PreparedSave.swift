@@ -27,11 +27,13 @@ package struct PreparedSave: Sendable {
         let allFieldsChanged: Bool
         let changed: [String]
         let fieldDataSize: Int
-        let document: [UInt8]
+        /// Made with the save, unless the save can only update a stored record.
+        let document: [UInt8]?
         let holdsAsset: Bool
 
         init(record: Record, systemFields: Record.SystemFields, fields: [String: FieldValue], encryptedKeys: Set<String>, parent: Record.Reference?,
-             parentChanged: Bool, jsonExtras: Record.JSONExtras, allFieldsChanged: Bool, changed: [String], fieldDataSize: Int, holdsAsset: Bool) {
+             parentChanged: Bool, jsonExtras: Record.JSONExtras, allFieldsChanged: Bool, changed: [String], fieldDataSize: Int, holdsAsset: Bool,
+             encodesDocument: Bool) {
             self.record = record
             self.systemFields = systemFields
             self.fields = fields
@@ -42,7 +44,7 @@ package struct PreparedSave: Sendable {
             self.allFieldsChanged = allFieldsChanged
             self.changed = changed
             self.fieldDataSize = fieldDataSize
-            document = FieldDocument.encodedBytes(fields, encryptedKeys: encryptedKeys, jsonExtras: jsonExtras)
+            document = encodesDocument ? FieldDocument.encodedBytes(fields, encryptedKeys: encryptedKeys, jsonExtras: jsonExtras) : nil
             self.holdsAsset = holdsAsset
         }
     }
@@ -60,8 +62,11 @@ package struct PreparedSave: Sendable {
     package var jsonExtras: Record.JSONExtras { storage.jsonExtras }
     /// ``Record/fieldDataSize`` of ``fields``.
     package var fieldDataSize: Int { storage.fieldDataSize }
-    /// ``fields``, ``encryptedKeys`` and ``jsonExtras`` as a ``FieldDocument``: what a new record stores.
-    package var document: [UInt8] { storage.document }
+    /// ``fields``, ``encryptedKeys`` and ``jsonExtras`` as a ``FieldDocument``: what a new record
+    /// stores (made now when the save was prepared as one that can only update).
+    package var document: [UInt8] {
+        storage.document ?? FieldDocument.encodedBytes(storage.fields, encryptedKeys: storage.encryptedKeys, jsonExtras: storage.jsonExtras)
+    }
     /// Whether a field holds an asset or a list of assets.
     package var holdsAsset: Bool { storage.holdsAsset }
 
@@ -77,22 +82,25 @@ package struct PreparedSave: Sendable {
     /// Checks `record` as ``Record/validateForSave()`` does and prepares it.
     ///
     /// `namesChecked` says that the producer has checked the record name, record type and
-    /// field keys already (a reader checks them on its input's bytes).
+    /// field keys already (a reader checks them on its input's bytes). `writeMode`, when
+    /// given, is the mode the record is saved in: a save that mode lets only update a stored
+    /// record does not make the ``document`` of a new one.
     ///
     /// - Throws: ``StratusError`` `invalidArguments` or `limitExceeded`, naming the record.
-    package init(_ record: Record, namesChecked: Bool = false) throws(StratusError) {
+    package init(_ record: Record, namesChecked: Bool = false, writeMode: RecordWriteMode? = nil) throws(StratusError) {
         let state = record.snapshot
         let validated = try Record.validate(recordID: record.recordID, recordType: record.recordType, fields: state.fields, parent: state.parent, namesChecked: namesChecked)
         storage = Storage(record: record, systemFields: state.system, fields: state.fields, encryptedKeys: state.encrypted, parent: state.parent,
                           parentChanged: state.parentChanged, jsonExtras: state.extras, allFieldsChanged: state.allFieldsChanged, changed: state.changed,
-                          fieldDataSize: validated.fieldDataSize, holdsAsset: validated.holdsAsset)
+                          fieldDataSize: validated.fieldDataSize, holdsAsset: validated.holdsAsset,
+                          encodesDocument: writeMode?.mayCreate(changeTag: state.system.recordChangeTag) ?? true)
     }
 
     private init(_ other: PreparedSave, fields: [String: FieldValue]) {
         let old = other.storage
         storage = Storage(record: old.record, systemFields: old.systemFields, fields: fields, encryptedKeys: old.encryptedKeys, parent: old.parent,
                           parentChanged: old.parentChanged, jsonExtras: old.jsonExtras, allFieldsChanged: old.allFieldsChanged, changed: old.changed,
-                          fieldDataSize: old.fieldDataSize, holdsAsset: fields.values.contains { $0.holdsAsset })
+                          fieldDataSize: old.fieldDataSize, holdsAsset: fields.values.contains { $0.holdsAsset }, encodesDocument: old.document != nil)
     }
 
     /// The same save with other values for its asset fields (their stored content, once

@@ -180,7 +180,7 @@ enum RecordWriteExecutor {
         private mutating func saveRun(from start: Int) throws -> Int {
             let saves = request.saves
             let first = saves[start]
-            guard request.writeMode != .update && request.writeMode != .replace && !newRunConflicted,
+            guard request.writeMode.mayCreate(changeTag: first.systemFields.recordChangeTag), !newRunConflicted,
                   try capabilities(first.recordID.zoneID) != nil else {
                 outcome.saveResults.append(try save(first))
                 return 1
@@ -261,6 +261,7 @@ enum RecordWriteExecutor {
                                 deleteSelfTargets: deleteSelfTargets, jsonExtras: resolution.jsonExtras)
             try transaction.writeRecord(row, replacing: existing != nil)
             notifier?.saved(id, recordType: row.recordType, system: row.systemFields, fields: fields, created: existing == nil)
+            guard request.returnsSavedRecords else { return .success((save.record, resolution.kind)) }
             let stored = Record(recordType: row.recordType, recordID: id, systemFields: row.systemFields, fields: fields, parent: row.parent,
                                 encryptedKeys: row.encryptedKeys, jsonExtras: row.jsonExtras)
             return .success((stored, resolution.kind))

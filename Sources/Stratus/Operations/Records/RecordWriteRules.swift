@@ -35,6 +35,17 @@ public enum RecordWriteMode: String, Hashable, Sendable, Codable, CaseIterable {
 
     /// Whether the mode compares change tags (and so always stores a new tag).
     public var checksChangeTag: Bool { self == .ifServerRecordUnchanged || self == .update || self == .replace }
+
+    /// Whether a save of a record with `changeTag` may create the record in this mode: not in
+    /// the modes that change existing records only, nor with a tag in the default mode (a
+    /// tagged record must be stored).
+    func mayCreate(changeTag: String?) -> Bool {
+        switch self {
+        case .update, .replace: false
+        case .ifServerRecordUnchanged: changeTag == nil
+        case .create, .forceUpdate, .forceReplace: true
+        }
+    }
 }
 
 /// What a successful delete did: CloudKit reports deleting a missing record as success.
@@ -161,7 +172,8 @@ enum RecordWriteRules {
     private static func mergedExtras(_ save: PreparedSave, existing: Record?, replacing: Bool, keepsSystemFields keep: Bool) -> Record.JSONExtras {
         let incoming = save.jsonExtras
         let stored = existing?.jsonExtras ?? Record.JSONExtras()
-        if existing == nil && incoming.isEmpty { return incoming }
+        // Records made in Swift (not read from CloudKit JSON) have none: nothing to merge.
+        if incoming.isEmpty && (existing == nil || stored.isEmpty) { return incoming }
         var incomingRecordLevel = incoming
         incomingRecordLevel.fields = [:]
         var merged = existing == nil || replacing || !incomingRecordLevel.isEmpty ? incomingRecordLevel : stored
