@@ -314,7 +314,7 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
 
     /// Builds a record from a row whose first columns are ``SQLiteSchema/recordColumns``.
     func decodeRecord(_ row: SQLiteStatement, zoneID: RecordZone.ID) throws -> Record {
-        var recent = SQLiteRecentTexts()
+        var recent = SQLiteRecentTexts(keepsDocumentShape: false)
         return try decodeRecord(row, zoneID: zoneID, recent: &recent)
     }
 
@@ -334,7 +334,7 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
         // Decoded from SQLite's own bytes: the document is never copied into a String.
         let decoded = try row.withTextBytes(7) { document -> FieldDocument.Decoded in
             guard let document else { return .nothing }
-            return try FieldDocument.decodeStoredDocument(utf8: document, zoneID: zoneID) { self.assetContentURL($0) }
+            return try FieldDocument.decodeStoredDocument(utf8: document, zoneID: zoneID, shape: &recent.documentShape) { self.assetContentURL($0) }
         }
         let parent = row.text(8).map { Record.Reference(recordID: Record.ID(recordName: $0, zoneID: zoneID), action: .none) }
         return Record(recordType: recent.recordType(row, column: 1), recordID: Record.ID(recordName: name, zoneID: zoneID), systemFields: system, fields: decoded.fields,
@@ -362,7 +362,7 @@ struct SQLiteQueryRows {
     let engine: SQLiteEngine
     let query: CompiledQuery
     private var plans: [SQLQueryTranslation<SQLiteDialect>.Plan]
-    private var recentTexts = SQLiteRecentTexts()
+    private var recentTexts = SQLiteRecentTexts(keepsDocumentShape: true)
     private var statement: SQLiteStatement?
 
     /// The rows of `query` after `position` (at most `limit` of each statement; -1: all), or
@@ -467,10 +467,17 @@ extension SQLiteEngine {
 /// rows mostly repeat them, and a repeated name then costs a comparison instead of a string
 /// (user record names are 33 bytes, too long for Swift's inline strings).
 struct SQLiteRecentTexts {
+    /// The field names of the documents read before (see ``FieldDocument/Shape``); `nil` for
+    /// a single record, which would only pay for remembering it.
+    var documentShape: FieldDocument.Shape?
     private var typeBytes: [UInt8] = []
     private var type = ""
     private var userBytes: [UInt8] = []
     private var userID: Record.ID?
+
+    init(keepsDocumentShape: Bool) {
+        documentShape = keepsDocumentShape ? FieldDocument.Shape() : nil
+    }
 
     mutating func recordType(_ row: SQLiteStatement, column: Int32) -> String {
         row.withTextBytes(column) { bytes in

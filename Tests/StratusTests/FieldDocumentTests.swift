@@ -10,6 +10,41 @@ import Testing
 struct FieldDocumentTests {
     static let zone = RecordZone.ID(zoneName: "Notes")
 
+    @Test("a read of many documents that remembers their shape decodes each exactly as a lone decode does")
+    func shapedDecodesAgree() throws {
+        func document(_ fields: [String: FieldValue]) -> [UInt8] { FieldDocument.encodedBytes(fields, encryptedKeys: []) }
+        let long = String(repeating: "long value ", count: 4)
+        var documents: [[UInt8]] = [
+            document(["a": .int64(1), "b": .string("x"), "c": .double(1.5)]),
+            document(["a": .int64(2), "b": .string(long), "c": .double(2.5)]),      // same names
+            document(["a": .int64(3), "b": .string("y"), "c": .double(3.5)]),
+            document(["a": .int64(4), "b": .string("z")]),                          // one fewer
+            document(["a": .int64(5), "b": .string("w"), "c": .double(5), "d": .date(Date(timeIntervalSinceReferenceDate: 5))]),  // one more
+            document(["a": .int64(6), "b": .string("v"), "c": .double(6), "d": .date(Date(timeIntervalSinceReferenceDate: 6))]),
+            document([:]),
+            document(["z": .string("only")]),
+            document(["a": .int64(7), "b": .string("u"), "c": .double(7)]),
+            document(["a": .int64(8), "b": .string("t"), "c": .double(8)]),
+        ]
+        // Names given twice (a document the encoder never writes): the last value wins either way.
+        documents.append(Array(#"{"a":["I",1],"a":["I",2]}"#.utf8))
+        documents.append(Array(#"{"a":["I",3],"b":["S","s"],"c":["F",1.0]}"#.utf8))
+        documents.append(Array(#"{"a":["I",4],"b":["S","s"],"b":["S","again"]}"#.utf8))
+        var shape: FieldDocument.Shape? = FieldDocument.Shape()
+        var kept: [[String: FieldValue]] = []
+        for bytes in documents {
+            let alone = try bytes.withUnsafeBufferPointer { try FieldDocument.decodeStoredDocument(utf8: $0, zoneID: Self.zone) { _ in nil } }
+            let shaped = try bytes.withUnsafeBufferPointer { try FieldDocument.decodeStoredDocument(utf8: $0, zoneID: Self.zone, shape: &shape) { _ in nil } }
+            #expect(shaped.fields == alone.fields, "\(String(decoding: bytes, as: UTF8.self))")
+            kept.append(shaped.fields)
+        }
+        // Each dictionary stays its record's own: later decodes changed none of them.
+        for (bytes, fields) in zip(documents, kept) {
+            let again = try bytes.withUnsafeBufferPointer { try FieldDocument.decodeStoredDocument(utf8: $0, zoneID: Self.zone) { _ in nil } }
+            #expect(fields == again.fields)
+        }
+    }
+
     static func assetURL(_ identifier: String) -> URL? { URL(fileURLWithPath: "/assets/" + identifier) }
 
     static let fields: [String: FieldValue] = [

@@ -49,9 +49,42 @@ extension FieldDocument {
     ///
     /// - Throws: ``StratusError`` `.internalError` when the document is not a valid stored document.
     public static func decodeStoredDocument(utf8 bytes: UnsafeBufferPointer<UInt8>, zoneID: RecordZone.ID, assetURL: (String) -> URL?) throws -> Decoded {
+        var shape: Shape?
+        return try decodeStoredDocument(utf8: bytes, zoneID: zoneID, shape: &shape, assetURL: assetURL)
+    }
+
+    /// The field names of the documents decoded before and the last one's dictionary. Records
+    /// of a type mostly have the same fields, which their documents list in the same order:
+    /// a document that has the names of the one before gets its dictionary as a copy of that
+    /// one's, its values put in place by position, without hashing a name. A read of many
+    /// documents keeps one and passes it to each decode.
+    ///
+    /// ```swift
+    /// var shape: FieldDocument.Shape? = FieldDocument.Shape()
+    /// for bytes in documents { records.append(try FieldDocument.decodeStoredDocument(utf8: bytes, zoneID: zone, shape: &shape) { _ in nil }) }
+    /// ```
+    public struct Shape {
+        /// Field names in the order the last remembered document listed them.
+        fileprivate var names: [String] = []
+        /// That document's fields, and where each name's value lies in them.
+        fileprivate var fields: [String: FieldValue] = [:]
+        fileprivate var positions: [Dictionary<String, FieldValue>.Index] = []
+        /// Names and values of the document being read (buffers kept between documents).
+        fileprivate var readNames: [String] = []
+        fileprivate var readValues: [FieldValue] = []
+
+        public init() {}
+    }
+
+    /// Decodes a stored document from its UTF-8 bytes like
+    /// ``decodeStoredDocument(utf8:zoneID:assetURL:)``, making its dictionary from the shape of
+    /// the documents before (`shape`; `nil`: none is kept).
+    public static func decodeStoredDocument(utf8 bytes: UnsafeBufferPointer<UInt8>, zoneID: RecordZone.ID, shape: inout Shape?,
+                                            assetURL: (String) -> URL?) throws -> Decoded {
         guard let base = bytes.baseAddress else { throw corrupt("the document is empty") }
         var reader = StoredDocumentReader(base: base, count: bytes.count, zoneID: zoneID)
         do {
+            if shape != nil { return try reader.document(assetURL: assetURL, shape: &shape!) }
             return try reader.document(assetURL: assetURL)
         } catch {
             switch error {
@@ -102,6 +135,65 @@ struct StoredDocumentReader {
     init(base: UnsafePointer<UInt8>, count: Int, zoneID: RecordZone.ID) {
         cursor = JSONCursor(base: base, limit: count, isComplete: true, endName: "end of the document", pos: 0)
         self.zoneID = zoneID
+    }
+
+    /// The document, its dictionary made from `shape` when its names are the shape's (see
+    /// ``FieldDocument/Shape``); otherwise the shape remembers this document.
+    mutating func document(assetURL: (String) -> URL?, shape: inout FieldDocument.Shape) throws(Failure) -> FieldDocument.Decoded {
+        var encrypted: Set<String> = []
+        var extras = Record.JSONExtras()
+        shape.readNames.removeAll(keepingCapacity: true)
+        shape.readValues.removeAll(keepingCapacity: true)
+        // Whether every name so far is the shape's name at that place.
+        var followsShape = true
+        try cursor.expect(UInt8(ascii: "{"), "an object")
+        if !cursor.consume(UInt8(ascii: "}")) {
+            repeat {
+                let key = try cursor.scanKey()
+                if let special = specialMember(key) {
+                    if special == FieldDocument.encryptedKeysMember {
+                        for name in try list({ (r: inout Self) throws(Failure) in try r.string() }) { encrypted.insert(name) }
+                    } else if special == FieldDocument.jsonExtrasMember {
+                        extras = try jsonExtras()
+                    } else {
+                        throw cursor.syntax(key.start, "unknown member '\(special)'")
+                    }
+                } else {
+                    let name = cursor.string(key)
+                    let place = shape.readNames.count
+                    if followsShape && (place >= shape.names.count || shape.names[place] != name) { followsShape = false }
+                    shape.readValues.append(try value(of: key, assetURL: assetURL))
+                    shape.readNames.append(name)
+                }
+            } while try cursor.nextMember(close: UInt8(ascii: "}"), in: "the document")
+        }
+        cursor.skipSpace()
+        if cursor.pos < cursor.limit {
+            throw cursor.syntax(cursor.pos, "unexpected \(JSONCursor.describe(cursor.base[cursor.pos])) after the document")
+        }
+        if let problem = cursor.problem { throw .syntax(offset: problem.offset, message: problem.message) }
+
+        let count = shape.readNames.count
+        var fields: [String: FieldValue]
+        if followsShape && count == shape.names.count && count > 0 {
+            // The same names in the same order: the last dictionary's layout, new values.
+            fields = shape.fields
+            for place in 0..<count { fields.values[shape.positions[place]] = shape.readValues[place] }
+        } else {
+            fields = [String: FieldValue](minimumCapacity: count)
+            for place in 0..<count { fields[shape.readNames[place]] = shape.readValues[place] }
+            // A document that names a field twice (the last value wins) is not a shape.
+            if fields.count == count {
+                shape.names = shape.readNames
+                shape.positions = shape.names.map { fields.index(forKey: $0)! }
+            } else {
+                shape.names = []
+                shape.positions = []
+            }
+        }
+        if !shape.names.isEmpty { shape.fields = fields }
+        shape.readValues.removeAll(keepingCapacity: true)
+        return FieldDocument.Decoded(fields: fields, encryptedKeys: encrypted, jsonExtras: extras)
     }
 
     mutating func document(assetURL: (String) -> URL?) throws(Failure) -> FieldDocument.Decoded {
