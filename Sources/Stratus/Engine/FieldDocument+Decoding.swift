@@ -146,32 +146,13 @@ struct StoredDocumentReader {
         shape.readValues.removeAll(keepingCapacity: true)
         // Whether every name so far is the shape's name at that place.
         var followsShape = true
-        try cursor.expect(UInt8(ascii: "{"), "an object")
-        if !cursor.consume(UInt8(ascii: "}")) {
-            repeat {
-                let key = try cursor.scanKey()
-                if let special = specialMember(key) {
-                    if special == FieldDocument.encryptedKeysMember {
-                        for name in try list({ (r: inout Self) throws(Failure) in try r.string() }) { encrypted.insert(name) }
-                    } else if special == FieldDocument.jsonExtrasMember {
-                        extras = try jsonExtras()
-                    } else {
-                        throw cursor.syntax(key.start, "unknown member '\(special)'")
-                    }
-                } else {
-                    let name = cursor.string(key)
-                    let place = shape.readNames.count
-                    if followsShape && (place >= shape.names.count || shape.names[place] != name) { followsShape = false }
-                    shape.readValues.append(try value(of: key, assetURL: assetURL))
-                    shape.readNames.append(name)
-                }
-            } while try cursor.nextMember(close: UInt8(ascii: "}"), in: "the document")
+        try readMembers(&encrypted, &extras) { (reader: inout Self, key: Token) throws(Failure) in
+            let name = reader.cursor.string(key)
+            let place = shape.readNames.count
+            if followsShape && (place >= shape.names.count || shape.names[place] != name) { followsShape = false }
+            shape.readValues.append(try reader.value(of: key, assetURL: assetURL))
+            shape.readNames.append(name)
         }
-        cursor.skipSpace()
-        if cursor.pos < cursor.limit {
-            throw cursor.syntax(cursor.pos, "unexpected \(JSONCursor.describe(cursor.base[cursor.pos])) after the document")
-        }
-        if let problem = cursor.problem { throw .syntax(offset: problem.offset, message: problem.message) }
 
         let count = shape.readNames.count
         var fields: [String: FieldValue]
@@ -200,6 +181,16 @@ struct StoredDocumentReader {
         var fields = [String: FieldValue](minimumCapacity: memberCountEstimate())
         var encrypted: Set<String> = []
         var extras = Record.JSONExtras()
+        try readMembers(&encrypted, &extras) { (reader: inout Self, key: Token) throws(Failure) in
+            fields[reader.cursor.string(key)] = try reader.value(of: key, assetURL: assetURL)
+        }
+        return FieldDocument.Decoded(fields: fields, encryptedKeys: encrypted, jsonExtras: extras)
+    }
+
+    /// Reads the document's members to its end: the encrypted keys and JSON extras into
+    /// `encrypted` and `extras`, each field by `field` (given the reader and the key's token).
+    private mutating func readMembers(_ encrypted: inout Set<String>, _ extras: inout Record.JSONExtras,
+                                      field: (inout Self, Token) throws(Failure) -> Void) throws(Failure) {
         try cursor.expect(UInt8(ascii: "{"), "an object")
         if !cursor.consume(UInt8(ascii: "}")) {
             repeat {
@@ -213,7 +204,7 @@ struct StoredDocumentReader {
                         throw cursor.syntax(key.start, "unknown member '\(special)'")
                     }
                 } else {
-                    fields[cursor.string(key)] = try value(of: key, assetURL: assetURL)
+                    try field(&self, key)
                 }
             } while try cursor.nextMember(close: UInt8(ascii: "}"), in: "the document")
         }
@@ -224,7 +215,6 @@ struct StoredDocumentReader {
         // Strings note their problems (bad UTF-8, bad escapes) and are read on; numbers are
         // checked as they are read.
         if let problem = cursor.problem { throw .syntax(offset: problem.offset, message: problem.message) }
-        return FieldDocument.Decoded(fields: fields, encryptedKeys: encrypted, jsonExtras: extras)
     }
 
     /// `~json`: `{"m":{…},"z":{…},"o":"…","c":{…},"d":{…},"a":[…],"f":{…}}`.
