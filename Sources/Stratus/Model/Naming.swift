@@ -19,19 +19,27 @@ public enum Naming {
     public static func checkRecordName(_ name: String, allowSystemNames: Bool = false) throws(StratusError) {
         // Runs for every saved record, so it walks the UTF-8 view without copying it.
         let bytes = name.utf8
-        if bytes.isEmpty { throw StratusError(.invalidArguments, "record name is empty") }
-        if bytes.count > maximumRecordNameLength {
-            throw StratusError(.invalidArguments, "record name is \(bytes.count) bytes long; the limit is \(maximumRecordNameLength)")
+        try checkPrintableASCII(bytes, what: "record name", limit: maximumRecordNameLength, tooLong: "record name")
+        if !allowSystemNames && bytes.first == UInt8(ascii: "_") {
+            throw StratusError(.invalidArguments, "record name '\(name)' starts with '_', which CloudKit reserves for the system")
+        }
+    }
+
+    /// Throws `invalidArguments` for empty `bytes`, more than `limit` of them, or a non-ASCII
+    /// or control character; `what` and `tooLong` name the value in the messages. Walks the
+    /// UTF-8 view without copying it (this runs for every saved record).
+    private static func checkPrintableASCII(_ bytes: String.UTF8View, what: String, limit: Int,
+                                            tooLong: @autoclosure () -> String) throws(StratusError) {
+        if bytes.isEmpty { throw StratusError(.invalidArguments, "\(what) is empty") }
+        if bytes.count > limit {
+            throw StratusError(.invalidArguments, "\(tooLong()) is \(bytes.count) bytes long; the limit is \(limit)")
         }
         var offset = 0
         for byte in bytes {
             offset += 1
             if byte >= 0x80 || byte < 0x20 || byte == 0x7F {
-                throw StratusError(.invalidArguments, "record name has a non-ASCII or control character at byte \(offset)")
+                throw StratusError(.invalidArguments, "\(what) has a non-ASCII or control character at byte \(offset)")
             }
-        }
-        if !allowSystemNames && bytes.first == UInt8(ascii: "_") {
-            throw StratusError(.invalidArguments, "record name '\(name)' starts with '_', which CloudKit reserves for the system")
         }
     }
 
@@ -80,17 +88,7 @@ public enum Naming {
     public static func checkZoneName(_ name: String) throws(StratusError) {
         if name == RecordZone.ID.defaultZoneName { return }
         let bytes = name.utf8
-        if bytes.isEmpty { throw StratusError(.invalidArguments, "zone name is empty") }
-        if bytes.count > maximumIdentifierLength {
-            throw StratusError(.invalidArguments, "zone name '\(name.prefix(40))…' is \(bytes.count) bytes long; the limit is \(maximumIdentifierLength)")
-        }
-        var offset = 0
-        for byte in bytes {
-            offset += 1
-            if byte >= 0x80 || byte < 0x20 || byte == 0x7F {
-                throw StratusError(.invalidArguments, "zone name has a non-ASCII or control character at byte \(offset)")
-            }
-        }
+        try checkPrintableASCII(bytes, what: "zone name", limit: maximumIdentifierLength, tooLong: "zone name '\(name.prefix(40))…'")
         if bytes.first == UInt8(ascii: "_") {
             throw StratusError(.invalidArguments, "zone name '\(name)' starts with '_', which CloudKit reserves (only its default zone, _defaultZone, has such a name)")
         }
