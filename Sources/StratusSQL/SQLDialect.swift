@@ -29,6 +29,10 @@ package protocol SQLDialect: Sendable {
     /// What string equality compares: the stored folded copy (``Stratus/FieldDocument``) where
     /// there is one, else the value with A–Z lowercased.
     func equalityValue(_ name: String) -> String
+    /// ``equalityValue(_:)`` for a field no index serves, as the engine reads it fastest, and
+    /// NULL unless the field holds a string (so that it needs no type guard); `nil` when the
+    /// engine has no such form.
+    func scanEqualityValue(_ name: String) -> String?
     /// The column a system key compares and sorts by.
     func systemColumn(_ key: QueryKey) -> String
     /// A compared value (of the family the condition was checked against) as a parameter.
@@ -49,7 +53,8 @@ package protocol SQLDialect: Sendable {
     func wordsWithoutIndex(_ words: [String], all: Bool) -> SQLFragment?
 
     /// The expressions a sort on a field without a declared type orders by, ascending in
-    /// Stratus's order (family rank, then value; NULL where the value has no order), and the
+    /// Stratus's order (family rank, then value, in one expression or several; NULL where the
+    /// value has no order), and the
     /// parameters a position's value takes in their place.
     func undeclaredSortColumns(_ name: String) -> [String]
     func undeclaredSortValues(_ value: FieldValue?) -> [SQLValue]
@@ -73,6 +78,7 @@ package protocol SQLDialect: Sendable {
 
 extension SQLDialect {
     package func primaryKeyOrderTerm(_ expression: String, ascending: Bool) -> String { orderTerm(expression, ascending: ascending) }
+    package func scanEqualityValue(_ name: String) -> String? { nil }
 }
 
 extension QueryRules.OrderedFamily {

@@ -298,7 +298,11 @@ package struct SQLQueryTranslation<Dialect: SQLDialect> {
         case .compare(let key, let op, let value):
             let (column, guardFragment) = try scalar(key, value)
             if case .field(let name) = key, case .string(let text) = value, op == .equal || op == .notEqual {
-                return (SQLFragment(sql: "\(dialect.equalityValue(name)) \(op.sqlOperator) ?", parameters: [dialect.textParameter(QueryRules.equalityKey(text))]), guardFragment)
+                let parameters = [dialect.textParameter(QueryRules.equalityKey(text))]
+                if !isIndexed(key), let scanned = dialect.scanEqualityValue(name) {
+                    return (SQLFragment(sql: "\(scanned) \(op.sqlOperator) ?", parameters: parameters), always)
+                }
+                return (SQLFragment(sql: "\(dialect.equalityValue(name)) \(op.sqlOperator) ?", parameters: parameters), guardFragment)
             }
             return (SQLFragment(sql: "\(column) \(op.sqlOperator) ?", parameters: [parameter(for: key, value)]), guardFragment)
         case .between(let key, let low, let high):
@@ -309,7 +313,11 @@ package struct SQLQueryTranslation<Dialect: SQLDialect> {
             let (column, guardFragment) = try scalar(key, first)
             if case .field(let name) = key, case .string = first {
                 let keys: [SQLValue] = values.map { if case .string(let text) = $0 { dialect.textParameter(QueryRules.equalityKey(text)) } else { .null } }
-                return (SQLFragment(sql: "\(dialect.equalityValue(name)) IN (" + keys.map { _ in "?" }.joined(separator: ", ") + ")", parameters: keys), guardFragment)
+                let list = " IN (" + keys.map { _ in "?" }.joined(separator: ", ") + ")"
+                if !isIndexed(key), let scanned = dialect.scanEqualityValue(name) {
+                    return (SQLFragment(sql: scanned + list, parameters: keys), always)
+                }
+                return (SQLFragment(sql: dialect.equalityValue(name) + list, parameters: keys), guardFragment)
             }
             let bounds = values.map { parameter(for: key, $0) }
             return (SQLFragment(sql: "\(column) IN (" + bounds.map { _ in "?" }.joined(separator: ", ") + ")", parameters: bounds), guardFragment)

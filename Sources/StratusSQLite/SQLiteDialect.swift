@@ -81,16 +81,49 @@ struct SQLiteDialect: SQLDialect {
         SQLFragment(sql: "stratus_has_tokens(\(table)fields, ?, ?)", parameters: [.text(words.joined(separator: " ")), .integer(all ? 1 : 0)])
     }
 
-    /// The family's rank (``Stratus/QueryRules/OrderedFamily``), then the value where it has
-    /// an order: SQLite keeps one column per key, whatever the value's type.
+    /// One BLOB per row, ``Stratus/QueryRules/withOrderedKey(of:_:)`` (its family's rank,
+    /// then its value, in bytes that order as Stratus orders values), made by
+    /// `stratus_order_key` (``SQLiteFunctions``) in one read of the document: a field no schema
+    /// declares has no index, so only scans and sorts read it.
     func undeclaredSortColumns(_ name: String) -> [String] {
-        ["(CASE \(tag(name)) WHEN 'I' THEN 1 WHEN 'F' THEN 1 WHEN 'D' THEN 2 WHEN 'S' THEN 3 WHEN 'R' THEN 4 END)",
-         "(CASE WHEN \(tag(name)) IN ('I', 'F', 'D', 'S', 'R') THEN \(element(name, 1)) END)"]
+        ["\(SQLiteFunctions.orderKeyFunction)(\(table)fields, \(Self.nameLiteral(name)))"]
     }
 
     func undeclaredSortValues(_ value: FieldValue?) -> [SQLValue] {
-        guard let value, let family = QueryRules.orderedFamily(of: value) else { return [.null, .null] }
-        return [.integer(Int64(family.rawValue)), parameter(value)]
+        guard let value, let key = QueryRules.orderedKey(of: Self.upToNUL(value)) else { return [.null] }
+        return [.blob(Data(key))]
+    }
+
+    /// `stratus_equality_key` (``SQLiteFunctions``): ``equalityValue(_:)`` in one read of the
+    /// document, NULL unless the field holds a string.
+    func scanEqualityValue(_ name: String) -> String? {
+        return "\(SQLiteFunctions.equalityKeyFunction)(\(table)fields, \(Self.nameLiteral(name)))"
+    }
+
+    /// Text up to its first NUL: SQLite's JSON functions read stored strings so, and text
+    /// parameters bind so (``SQLiteStatement/bind(_:at:)``), and the functions of
+    /// ``SQLiteFunctions`` compare and order as they do.
+    static func upToNUL(_ text: UnsafeBufferPointer<UInt8>) -> UnsafeBufferPointer<UInt8> {
+        guard let nul = text.firstIndex(of: 0) else { return text }
+        return UnsafeBufferPointer(rebasing: text[..<nul])
+    }
+
+    static func upToNUL(_ value: FieldValue) -> FieldValue {
+        switch value {
+        case .string(let text) where text.utf8.contains(0):
+            return .string(String(decoding: text.utf8.prefix { $0 != 0 }, as: UTF8.self))
+        case .reference(let reference) where reference.recordID.recordName.utf8.contains(0):
+            let name = String(decoding: reference.recordID.recordName.utf8.prefix { $0 != 0 }, as: UTF8.self)
+            return .reference(Record.Reference(recordID: Record.ID(recordName: name, zoneID: reference.recordID.zoneID), action: reference.action))
+        default:
+            return value
+        }
+    }
+
+    /// A field name as an SQL string literal; checked as ``path(_:_:)`` checks it.
+    static func nameLiteral(_ name: String) -> String {
+        precondition((try? Naming.checkIdentifier(name, kind: "field name")) != nil, "unchecked field name reached SQL")
+        return "'\(name)'"
     }
 
     func sortParameter(_ value: FieldValue?) -> SQLValue { value.map(parameter) ?? .null }

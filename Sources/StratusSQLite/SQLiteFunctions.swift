@@ -7,6 +7,68 @@ import Foundation
 enum SQLiteFunctions {
     static func register(on handle: OpaquePointer?) {
         sqlite3_create_function_v2(handle, "stratus_has_tokens", 3, SQLITE_UTF8 | SQLITE_DETERMINISTIC, nil, hasTokens, nil, nil, nil)
+        sqlite3_create_function_v2(handle, orderKeyFunction, 2, SQLITE_UTF8 | SQLITE_DETERMINISTIC, nil, orderKey, nil, nil, nil)
+        sqlite3_create_function_v2(handle, equalityKeyFunction, 2, SQLITE_UTF8 | SQLITE_DETERMINISTIC, nil, equalityKey, nil, nil, nil)
+    }
+
+    /// `stratus_order_key(fields, 'name')`: the field's ``Stratus/QueryRules/withOrderedKey(of:_:)``
+    /// as a BLOB, NULL when it is missing or has no order. One call reads the document once,
+    /// where a family rank and a guarded value took three `json_extract` calls per row.
+    static let orderKeyFunction = "stratus_order_key"
+
+    /// `stratus_equality_key(fields, 'name')`: what string equality compares for the field,
+    /// as ``SQLiteDialect/equalityValue(_:)`` computes it (the folded copy, else the string with
+    /// A–Z lowercased), NULL when the field holds no string: the comparison is then its own type
+    /// guard. For scans only; indexes keep the `json_extract` expression the shell can read.
+    static let equalityKeyFunction = "stratus_equality_key"
+
+    private static let orderKey: @convention(c) (OpaquePointer?, Int32, UnsafeMutablePointer<OpaquePointer?>?) -> Void = { context, _, values in
+        guard let values, let document = textArgument(values[0]), let name = textArgument(values[1]) else {
+            sqlite3_result_null(context)
+            return
+        }
+        do {
+            guard let value = try FieldDocument.orderedValue(ofField: name, inStoredDocument: document).map(SQLiteDialect.upToNUL) else {
+                sqlite3_result_null(context)
+                return
+            }
+            _ = QueryRules.withOrderedKey(of: value) { key in
+                sqlite3_result_blob(context, key.baseAddress, Int32(key.count), stratus_sqlite_transient())
+            }
+        } catch {
+            sqlite3_result_error(context, "\(error)", -1)
+        }
+    }
+
+    private static let equalityKey: @convention(c) (OpaquePointer?, Int32, UnsafeMutablePointer<OpaquePointer?>?) -> Void = { context, _, values in
+        guard let values, let document = textArgument(values[0]), let name = textArgument(values[1]) else {
+            sqlite3_result_null(context)
+            return
+        }
+        do {
+            let found: Void? = try FieldDocument.withEqualityText(ofField: name, inStoredDocument: document) { whole, isFolded in
+                let text = SQLiteDialect.upToNUL(whole)
+                if isFolded || !text.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) {
+                    sqlite3_result_text(context, text.baseAddress.map(UnsafeRawPointer.init)?.assumingMemoryBound(to: CChar.self), Int32(text.count), stratus_sqlite_transient())
+                    return
+                }
+                withUnsafeTemporaryAllocation(of: CChar.self, capacity: text.count) { lowered in
+                    for (index, byte) in text.enumerated() {
+                        lowered[index] = CChar(bitPattern: QueryRules.asciiLowercased(byte))
+                    }
+                    sqlite3_result_text(context, lowered.baseAddress, Int32(text.count), stratus_sqlite_transient())
+                }
+            }
+            if found == nil { sqlite3_result_null(context) }
+        } catch {
+            sqlite3_result_error(context, "\(error)", -1)
+        }
+    }
+
+    /// A TEXT argument's UTF-8 bytes (valid until the function returns); nil for NULL.
+    private static func textArgument(_ value: OpaquePointer?) -> UnsafeBufferPointer<UInt8>? {
+        guard let text = sqlite3_value_text(value) else { return nil }
+        return UnsafeBufferPointer(start: text, count: Int(sqlite3_value_bytes(value)))
     }
 
     /// `stratus_has_tokens(fields, 'word word', all)`: whether the words of the record's string

@@ -228,6 +228,39 @@ struct FieldDocumentTests {
         #expect(extra == ["a": .string("x"), "b": .reference(Record.Reference(recordID: Record.ID(recordName: "t", zoneID: Self.zone), action: .deleteSelf)), "c": .int64(7)])
     }
 
+    @Test("one field read for a scan: its value when it has an order, what string equality compares, in any spelling")
+    func fieldProbes() throws {
+        let written = FieldDocument.encode(Self.fields, encryptedKeys: ["title"])
+        for text in [written, Self.respelled(written)] {
+            var text = text
+            try text.withUTF8 { document in
+                for name in Array(Self.fields.keys) + ["missing", "~encrypted"] {
+                    var name = name
+                    let expected = Self.fields[name].flatMap { QueryRules.orderedFamily(of: $0) == nil ? nil : $0 }
+                    let found = try name.withUTF8 { try FieldDocument.orderedValue(ofField: $0, inStoredDocument: document) }
+                    #expect(found.map { QueryRules.sortOrder($0, expected) } == expected.map { _ in .orderedSame }, "\(name)")
+                    let equality = try name.withUTF8 { nameBytes in
+                        try FieldDocument.withEqualityText(ofField: nameBytes, inStoredDocument: document) { bytes, isFolded in
+                            isFolded ? String(decoding: bytes, as: UTF8.self) : QueryRules.asciiLowercased(String(decoding: bytes, as: UTF8.self))
+                        }
+                    }
+                    if case .string(let value)? = Self.fields[name] {
+                        #expect(equality == QueryRules.equalityKey(value), "\(name)")
+                    } else {
+                        #expect(equality == nil, "\(name)")
+                    }
+                }
+            }
+        }
+        func orderedValue(_ name: String, in document: String) throws -> FieldValue? {
+            var name = name, document = document
+            return try document.withUTF8 { document in try name.withUTF8 { try FieldDocument.orderedValue(ofField: $0, inStoredDocument: document) } }
+        }
+        let damaged = #"{"a":["I",1],"b":["S",}"#
+        #expect(throws: StratusError.self) { try orderedValue("b", in: damaged) }
+        #expect(try orderedValue("a", in: damaged) == .int64(1), "a field before the damage reads")
+    }
+
     @Test("a document that is not JSON, or not a stored document, fails as corrupt and says where")
     func corruptDocuments() {
         let documents = [

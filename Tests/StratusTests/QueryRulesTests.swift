@@ -1,5 +1,5 @@
 import Foundation
-import Stratus
+@_spi(StratusEngine) import Stratus
 import Testing
 
 @Suite("Stratus's comparison, equality and ordering rules")
@@ -53,6 +53,39 @@ struct QueryRulesTests {
         #expect(QueryRules.sortOrder(.stringList(["a"]), nil) == .orderedSame, "a value without order sorts as missing")
         #expect(QueryRules.sortOrder(.double(-0.0), .int64(0)) == .orderedSame, "numbers compare by value")
         #expect(QueryRules.conditionOrder(.int64(1), .string("1")) == nil, "different families never compare")
+    }
+
+    @Test("ordered keys compare as bytes exactly as the values sort, integers and doubles exactly, and -0.0 as 0")
+    func orderedKeys() {
+        let big = Int64(1) << 53
+        var values: [FieldValue] = [
+            .int64(.min), .int64(.min + 1), .double(-0x1p63), .double(-1e300), .int64(-big - 1), .double(Double(-big)), .int64(-3), .double(-2.5),
+            .double(-0.0), .int64(0), .double(0), .double(.leastNonzeroMagnitude), .double(0.5), .int64(1), .double(1),
+            .int64(big - 1), .double(Double(big)), .int64(big), .int64(big + 1), .double(Double(big + 2)), .int64(big + 3),
+            .int64(.max - 1), .int64(.max), .double(0x1p63), .double(1e300), .double(.infinity),
+            .date(Date(timeIntervalSinceReferenceDate: -5)), .date(Date(timeIntervalSinceReferenceDate: -0.0)), .date(Date(timeIntervalSinceReferenceDate: 5)),
+            .string(""), .string("Z"), .string("a"), .string("a\u{0}"), .string("ab"), .string("é"), .string("\u{FFFF}"), .string("😀"),
+            .reference(Record.Reference(recordID: Record.ID(recordName: ""), action: .none)),
+            .reference(Record.Reference(recordID: Record.ID(recordName: "a"), action: .deleteSelf)),
+        ]
+        var random = SystemRandomNumberGenerator()
+        for _ in 0..<200 {
+            values.append(.int64(Int64.random(in: .min ... .max, using: &random)))
+            values.append(.double(Double.random(in: -1e20...1e20, using: &random)))
+            values.append(.int64(big + Int64.random(in: -8...8, using: &random)))
+        }
+        for a in values {
+            for b in values {
+                guard let keyA = QueryRules.orderedKey(of: a), let keyB = QueryRules.orderedKey(of: b) else {
+                    Issue.record("\(a) or \(b) has no key")
+                    continue
+                }
+                let byKeys: ComparisonResult = keyA == keyB ? .orderedSame : (keyA.lexicographicallyPrecedes(keyB) ? .orderedAscending : .orderedDescending)
+                #expect(byKeys == QueryRules.sortOrder(a, b), "\(a) vs \(b)")
+            }
+        }
+        #expect(QueryRules.orderedKey(of: .bytes(Data([1]))) == nil, "a value without an order has no key")
+        #expect(QueryRules.orderedKey(of: .stringList(["a"])) == nil)
     }
 
     @Test("a cursor printed by an older version fails with a clear error; a damaged one too")

@@ -516,3 +516,103 @@ struct StoredDocumentReader {
         return value
     }
 }
+
+// MARK: - Reading one field for a scan
+
+extension FieldDocument {
+    /// The value of field `name` in a stored document when it has an order (a number,
+    /// timestamp, string or reference: ``QueryRules/orderedFamily(of:)``), read without decoding
+    /// the rest of the document; `nil` when the document lacks the field or its value has no
+    /// order. A scan that orders by a field calls this once per row.
+    ///
+    /// ```swift
+    /// let value = try FieldDocument.orderedValue(ofField: nameBytes, inStoredDocument: columnBytes)
+    /// ```
+    ///
+    /// - Throws: ``StratusError`` `.internalError` when the document is not a valid stored document.
+    public static func orderedValue(ofField name: UnsafeBufferPointer<UInt8>, inStoredDocument bytes: UnsafeBufferPointer<UInt8>) throws -> FieldValue? {
+        try probe(bytes) { (reader: inout StoredDocumentReader) throws(JSONCursor.Failure) in
+            try reader.seekMember(name) ? try reader.orderedValue() : nil
+        }
+    }
+
+    /// Calls `body` with what string equality compares for field `name` in a stored document,
+    /// read without decoding the rest: the string's folded copy when the document keeps one
+    /// (`isFolded`), else the string itself, which the caller lowercases A–Z to fold it
+    /// (``QueryRules/equalityKey(_:)`` of ASCII text). `nil` when the field is missing or
+    /// holds no string.
+    ///
+    /// ```swift
+    /// let matches = try FieldDocument.withEqualityText(ofField: nameBytes, inStoredDocument: columnBytes) { text, isFolded in … }
+    /// ```
+    ///
+    /// - Throws: ``StratusError`` `.internalError` when the document is not a valid stored document.
+    public static func withEqualityText<R>(ofField name: UnsafeBufferPointer<UInt8>, inStoredDocument bytes: UnsafeBufferPointer<UInt8>,
+                                           _ body: (_ text: UnsafeBufferPointer<UInt8>, _ isFolded: Bool) -> R) throws -> R? {
+        try probe(bytes) { (reader: inout StoredDocumentReader) throws(JSONCursor.Failure) in
+            guard try reader.seekMember(name), let (token, isFolded) = try reader.equalityToken() else { return nil }
+            return reader.withStringBytes(token) { body($0, isFolded) }
+        }
+    }
+
+    private static func probe<R>(_ bytes: UnsafeBufferPointer<UInt8>, _ read: (inout StoredDocumentReader) throws(JSONCursor.Failure) -> R?) throws -> R? {
+        guard let base = bytes.baseAddress else { throw corrupt("the document is empty") }
+        var reader = StoredDocumentReader(base: base, count: bytes.count, zoneID: .default)
+        do {
+            return try read(&reader)
+        } catch {
+            switch error {
+            case .syntax(let offset, let message): throw corrupt("\(message) at byte \(offset)")
+            case .needMore: throw corrupt("unexpected end of the document")
+            }
+        }
+    }
+}
+
+extension StoredDocumentReader {
+    /// Reads the document's members up to the field `name` (compared unescaped), leaving the
+    /// cursor at its value; false, having read the whole document, when it has no such field.
+    /// The first of two members of one name is found (documents Stratus writes have none).
+    mutating func seekMember(_ name: UnsafeBufferPointer<UInt8>) throws(Failure) -> Bool {
+        try cursor.expect(UInt8(ascii: "{"), "an object")
+        if cursor.consume(UInt8(ascii: "}")) { return false }
+        repeat {
+            let key = try cursor.scanKey()
+            if cursor.withStringBytes(key, { $0.elementsEqual(name) }) { return true }
+            _ = try cursor.scanValue()
+        } while try cursor.nextMember(close: UInt8(ascii: "}"), in: "the document")
+        return false
+    }
+
+    /// The tagged value at the cursor when its family has an order, else `nil`; what follows
+    /// the value is not read.
+    mutating func orderedValue() throws(Failure) -> FieldValue? {
+        try cursor.expect(UInt8(ascii: "["), "a tagged value")
+        cursor.skipSpace()
+        let code = try tagCode()
+        switch TagCode(rawValue: code) {
+        case .string?: try cursor.expect(UInt8(ascii: ","), "',' after the tag"); return .string(try string())
+        case .int64?: try cursor.expect(UInt8(ascii: ","), "',' after the tag"); return .int64(try int())
+        case .double?: try cursor.expect(UInt8(ascii: ","), "',' after the tag"); return .double(try double())
+        case .date?: try cursor.expect(UInt8(ascii: ","), "',' after the tag"); return .date(Date(timeIntervalSinceReferenceDate: try double()))
+        case .reference?: try cursor.expect(UInt8(ascii: ","), "',' after the tag"); return .reference(reference(try string(), 0))
+        default: return nil
+        }
+    }
+
+    /// For a string value at the cursor: its folded copy's token when the value has one, else
+    /// the string's token; `nil` for a value of another type.
+    mutating func equalityToken() throws(Failure) -> (token: Token, isFolded: Bool)? {
+        try cursor.expect(UInt8(ascii: "["), "a tagged value")
+        cursor.skipSpace()
+        guard TagCode(rawValue: try tagCode()) == .string else { return nil }
+        try cursor.expect(UInt8(ascii: ","), "',' after the tag")
+        let text = try string(token: "a string")
+        guard cursor.consume(UInt8(ascii: ",")) else { return (text, false) }
+        return (try string(token: "a string's folded copy"), true)
+    }
+
+    func withStringBytes<R>(_ token: Token, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+        cursor.withStringBytes(token, body)
+    }
+}
