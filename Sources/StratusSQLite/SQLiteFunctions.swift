@@ -32,7 +32,7 @@ enum SQLiteFunctions {
                 sqlite3_result_null(context)
                 return
             }
-            _ = QueryRules.withOrderedKey(of: value) { key in
+            QueryRules.withOrderedKey(of: value) { key in
                 sqlite3_result_blob(context, key.baseAddress, Int32(key.count), stratus_sqlite_transient())
             }
         } catch {
@@ -46,7 +46,7 @@ enum SQLiteFunctions {
             return
         }
         do {
-            let found: Void? = try FieldDocument.withEqualityText(ofField: name, inStoredDocument: document) { whole, isFolded in
+            let isString = try FieldDocument.withEqualityText(ofField: name, inStoredDocument: document) { whole, isFolded in
                 let text = SQLiteDialect.upToNUL(whole)
                 if isFolded || !text.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) {
                     sqlite3_result_text(context, text.baseAddress.map(UnsafeRawPointer.init)?.assumingMemoryBound(to: CChar.self), Int32(text.count), stratus_sqlite_transient())
@@ -59,7 +59,7 @@ enum SQLiteFunctions {
                     sqlite3_result_text(context, lowered.baseAddress, Int32(text.count), stratus_sqlite_transient())
                 }
             }
-            if found == nil { sqlite3_result_null(context) }
+            if !isString { sqlite3_result_null(context) }
         } catch {
             sqlite3_result_error(context, "\(error)", -1)
         }

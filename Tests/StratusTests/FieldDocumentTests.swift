@@ -239,11 +239,13 @@ struct FieldDocumentTests {
                     let expected = Self.fields[name].flatMap { QueryRules.orderedFamily(of: $0) == nil ? nil : $0 }
                     let found = try name.withUTF8 { try FieldDocument.orderedValue(ofField: $0, inStoredDocument: document) }
                     #expect(found.map { QueryRules.sortOrder($0, expected) } == expected.map { _ in .orderedSame }, "\(name)")
-                    let equality = try name.withUTF8 { nameBytes in
+                    var equality: String?
+                    let isString = try name.withUTF8 { nameBytes in
                         try FieldDocument.withEqualityText(ofField: nameBytes, inStoredDocument: document) { bytes, isFolded in
-                            isFolded ? String(decoding: bytes, as: UTF8.self) : QueryRules.asciiLowercased(String(decoding: bytes, as: UTF8.self))
+                            equality = isFolded ? String(decoding: bytes, as: UTF8.self) : QueryRules.asciiLowercased(String(decoding: bytes, as: UTF8.self))
                         }
                     }
+                    #expect(isString == (equality != nil), "\(name)")
                     if case .string(let value)? = Self.fields[name] {
                         #expect(equality == QueryRules.equalityKey(value), "\(name)")
                     } else {

@@ -537,22 +537,25 @@ extension FieldDocument {
     }
 
     /// Calls `body` with what string equality compares for field `name` in a stored document,
-    /// read without decoding the rest: the string's folded copy when the document keeps one
-    /// (`isFolded`), else the string itself, which the caller lowercases A–Z to fold it
-    /// (``QueryRules/equalityKey(_:)`` of ASCII text). `nil` when the field is missing or
-    /// holds no string.
+    /// read without decoding the rest, and answers true: the string's folded copy when the
+    /// document keeps one (`isFolded`), else the string itself, which the caller lowercases
+    /// A–Z to fold it (``QueryRules/equalityKey(_:)`` of ASCII text). False, without calling
+    /// `body`, when the field is missing or holds no string. Not generic, so that an engine's
+    /// per-row call needs no type metadata.
     ///
     /// ```swift
-    /// let matches = try FieldDocument.withEqualityText(ofField: nameBytes, inStoredDocument: columnBytes) { text, isFolded in … }
+    /// let isString = try FieldDocument.withEqualityText(ofField: nameBytes, inStoredDocument: columnBytes) { text, isFolded in … }
     /// ```
     ///
     /// - Throws: ``StratusError`` `.internalError` when the document is not a valid stored document.
-    public static func withEqualityText<R>(ofField name: UnsafeBufferPointer<UInt8>, inStoredDocument bytes: UnsafeBufferPointer<UInt8>,
-                                           _ body: (_ text: UnsafeBufferPointer<UInt8>, _ isFolded: Bool) -> R) throws -> R? {
-        try probe(bytes) { (reader: inout StoredDocumentReader) throws(JSONCursor.Failure) in
-            guard try reader.seekMember(name), let (token, isFolded) = try reader.equalityToken() else { return nil }
-            return reader.withStringBytes(token) { body($0, isFolded) }
-        }
+    @discardableResult
+    public static func withEqualityText(ofField name: UnsafeBufferPointer<UInt8>, inStoredDocument bytes: UnsafeBufferPointer<UInt8>,
+                                        _ body: (_ text: UnsafeBufferPointer<UInt8>, _ isFolded: Bool) -> Void) throws -> Bool {
+        try probe(bytes) { (reader: inout StoredDocumentReader) throws(JSONCursor.Failure) -> Bool? in
+            guard try reader.seekMember(name), let (token, isFolded) = try reader.equalityToken() else { return false }
+            reader.withStringBytes(token) { body($0, isFolded) }
+            return true
+        } ?? false
     }
 
     private static func probe<R>(_ bytes: UnsafeBufferPointer<UInt8>, _ read: (inout StoredDocumentReader) throws(JSONCursor.Failure) -> R?) throws -> R? {

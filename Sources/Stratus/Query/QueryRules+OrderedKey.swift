@@ -2,15 +2,15 @@ import Foundation
 
 extension QueryRules {
     /// Calls `body` with bytes that order as ``sortOrder(_:_:)`` orders values, compared as
-    /// unsigned bytes with a shorter prefix first (SQLite's BLOB order, `memcmp`); `nil` (and
-    /// `body` is not called) for a value without an order, which sorts as missing.
+    /// unsigned bytes with a shorter prefix first (SQLite's BLOB order, `memcmp`), and answers
+    /// true; false (and `body` is not called) for a value without an order, which sorts as
+    /// missing. Not generic, so that an engine's per-row call needs no type metadata.
     ///
     /// An engine that sorts by a field no schema declares, whose values may be of any family,
     /// orders by this one key instead of a family rank and a value (one expression per row).
     ///
     /// ```swift
-    /// let low = QueryRules.orderedKey(of: .int64(2))!, high = QueryRules.orderedKey(of: .double(2.5))!
-    /// low.lexicographicallyPrecedes(high)   // true: 2 < 2.5
+    /// QueryRules.withOrderedKey(of: .int64(2)) { key in sqlite3_result_blob(context, key.baseAddress, Int32(key.count), transient) }
     /// ```
     ///
     /// The key is the family's rank (one byte), then:
@@ -21,52 +21,62 @@ extension QueryRules {
     /// - strings, and references by record name: the UTF-8 bytes, which order as Unicode
     ///   scalar values do.
     @_spi(StratusEngine)
-    public static func withOrderedKey<R>(of value: FieldValue, _ body: (UnsafeRawBufferPointer) -> R) -> R? {
+    @discardableResult
+    public static func withOrderedKey(of value: FieldValue, _ body: (UnsafeRawBufferPointer) -> Void) -> Bool {
         switch value {
         case .int64(let integer):
             let rounded = Double(integer)
             // Doubles at and above 2⁶³ hold no Int64, so the distance is taken from 2⁶³ itself.
             let distance = rounded >= 0x1p63 ? (integer &- Int64.max) &- 1 : integer - Int64(rounded)
-            return numberKey(rounded, distance: distance, body)
+            numberKey(rounded, distance: distance, body)
         case .double(let double):
-            return numberKey(double, distance: 0, body)
+            numberKey(double, distance: 0, body)
         case .date(let date):
-            return withUnsafeTemporaryAllocation(byteCount: 9, alignment: 1) { key in
+            withUnsafeTemporaryAllocation(byteCount: 9, alignment: 1) { key in
                 key[0] = UInt8(OrderedFamily.timestamp.rawValue)
                 storeOrdered(date.timeIntervalSinceReferenceDate, into: key, at: 1)
-                return body(UnsafeRawBufferPointer(key))
+                body(UnsafeRawBufferPointer(key))
             }
         case .string(let text):
-            return textKey(text, family: .string, body)
+            textKey(text, family: .string, body)
         case .reference(let reference):
-            return textKey(reference.recordID.recordName, family: .reference, body)
+            textKey(reference.recordID.recordName, family: .reference, body)
         default:
-            return nil
+            return false
         }
+        return true
     }
 
-    /// ``withOrderedKey(of:_:)`` as an array: a position's key to bind as a parameter.
+    /// ``withOrderedKey(of:_:)`` as an array (`nil` for a value without an order): a
+    /// position's key to bind as a parameter.
+    ///
+    /// ```swift
+    /// let low = QueryRules.orderedKey(of: .int64(2))!, high = QueryRules.orderedKey(of: .double(2.5))!
+    /// low.lexicographicallyPrecedes(high)   // true: 2 < 2.5
+    /// ```
     @_spi(StratusEngine)
     public static func orderedKey(of value: FieldValue) -> [UInt8]? {
-        withOrderedKey(of: value) { Array($0) }
+        var key: [UInt8]?
+        withOrderedKey(of: value) { key = Array($0) }
+        return key
     }
 
-    private static func numberKey<R>(_ double: Double, distance: Int64, _ body: (UnsafeRawBufferPointer) -> R) -> R {
+    private static func numberKey(_ double: Double, distance: Int64, _ body: (UnsafeRawBufferPointer) -> Void) {
         withUnsafeTemporaryAllocation(byteCount: 17, alignment: 1) { key in
             key[0] = UInt8(OrderedFamily.number.rawValue)
             storeOrdered(double, into: key, at: 1)
             key.storeBytes(of: (UInt64(bitPattern: distance) ^ (1 << 63)).bigEndian, toByteOffset: 9, as: UInt64.self)
-            return body(UnsafeRawBufferPointer(key))
+            body(UnsafeRawBufferPointer(key))
         }
     }
 
-    private static func textKey<R>(_ text: String, family: OrderedFamily, _ body: (UnsafeRawBufferPointer) -> R) -> R {
+    private static func textKey(_ text: String, family: OrderedFamily, _ body: (UnsafeRawBufferPointer) -> Void) {
         var text = text
-        return text.withUTF8 { utf8 in
+        text.withUTF8 { utf8 in
             withUnsafeTemporaryAllocation(byteCount: utf8.count + 1, alignment: 1) { key in
                 key[0] = UInt8(family.rawValue)
                 if let base = utf8.baseAddress { UnsafeMutableRawBufferPointer(rebasing: key[1...]).copyMemory(from: UnsafeRawBufferPointer(start: base, count: utf8.count)) }
-                return body(UnsafeRawBufferPointer(key))
+                body(UnsafeRawBufferPointer(key))
             }
         }
     }
