@@ -33,7 +33,7 @@ let package = Package(
         .target(name: "StratusTransfer", dependencies: ["Stratus"]),
         .executableTarget(name: "stratus", dependencies: ["Stratus", "StratusSQLite", "StratusPostgres", "StratusTransfer"]),
         // Benchmarks, run through scripts/bench-*.
-        .executableTarget(name: "stratus-bench", dependencies: ["Stratus", "StratusSQLite", "StratusPostgres", "SeededRandom"], path: "Sources/StratusBench"),
+        .executableTarget(name: "stratus-bench", dependencies: ["Stratus", "StratusSQLite", "StratusPostgres", "StratusTransfer", "SeededRandom"], path: "Sources/StratusBench"),
 
         // Runnable samples (see README): the apps CloudKit tutorials build, as command-line programs.
         .executableTarget(name: "notes", dependencies: ["Stratus", "StratusSQLite"], path: "samples/Notes"),

@@ -323,12 +323,13 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
     func decodeRecord(_ row: SQLiteStatement, zoneID: RecordZone.ID, recent: inout SQLiteRecentTexts) throws -> Record {
         let name = row.text(0) ?? ""
         let creator = recent.user(row, column: 3)
+        // NULL modification columns repeat the creation ones (see recordColumns).
+        let created = row.double(2)
         let system = Record.SystemFields(
-            creationDate: Date(timeIntervalSinceReferenceDate: row.double(2)),
-            modificationDate: Date(timeIntervalSinceReferenceDate: row.double(4)),
+            creationDate: Date(timeIntervalSinceReferenceDate: created),
+            modificationDate: Date(timeIntervalSinceReferenceDate: row.isNull(4) ? created : row.double(4)),
             creatorUserRecordID: creator,
-            // Mostly the creator again: the same bytes need no second string.
-            lastModifiedUserRecordID: row.hasSameText(5, as: 3) ? creator : recent.user(row, column: 5),
+            lastModifiedUserRecordID: row.isNull(5) || row.hasSameText(5, as: 3) ? creator : recent.user(row, column: 5),
             recordChangeTag: row.text(6)
         )
         // Decoded from SQLite's own bytes: the document is never copied into a String.

