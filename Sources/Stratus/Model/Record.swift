@@ -96,23 +96,82 @@ public final class Record: NSObject, NSCopying, Sendable {
 
     /// The fields a store maintains for every record.
     public struct SystemFields: Hashable, Sendable {
-        public var creationDate: Date?
-        public var modificationDate: Date?
-        public var creatorUserRecordID: ID?
-        public var lastModifiedUserRecordID: ID?
+        public var creationDate: Date? {
+            get { storage.creationDate }
+            set { unique().creationDate = newValue }
+        }
+        public var modificationDate: Date? {
+            get { storage.modificationDate }
+            set { unique().modificationDate = newValue }
+        }
+        public var creatorUserRecordID: ID? {
+            get { storage.creatorUserRecordID }
+            set { unique().creatorUserRecordID = newValue }
+        }
+        public var lastModifiedUserRecordID: ID? {
+            get { storage.lastModifiedUserRecordID }
+            set { unique().lastModifiedUserRecordID = newValue }
+        }
         /// Changes every time the record is saved; used to detect conflicting saves.
-        public var recordChangeTag: String?
+        public var recordChangeTag: String? {
+            get { storage.recordChangeTag }
+            set { unique().recordChangeTag = newValue }
+        }
 
         public init(
             creationDate: Date? = nil, modificationDate: Date? = nil,
             creatorUserRecordID: ID? = nil, lastModifiedUserRecordID: ID? = nil,
             recordChangeTag: String? = nil
         ) {
-            self.creationDate = creationDate
-            self.modificationDate = modificationDate
-            self.creatorUserRecordID = creatorUserRecordID
-            self.lastModifiedUserRecordID = lastModifiedUserRecordID
-            self.recordChangeTag = recordChangeTag
+            storage = Storage(creationDate: creationDate, modificationDate: modificationDate, creatorUserRecordID: creatorUserRecordID,
+                              lastModifiedUserRecordID: lastModifiedUserRecordID, recordChangeTag: recordChangeTag)
+        }
+
+        /// The values behind one reference, copied on write: a save copies a record's system
+        /// fields several times (rules, rows, results), and inline their two user IDs and tag
+        /// cost a retain and a release per string at every copy.
+        private var storage: Storage
+
+        // Mutated only through `unique()`, when no other value shares it.
+        private final class Storage: @unchecked Sendable {
+            var creationDate: Date?
+            var modificationDate: Date?
+            var creatorUserRecordID: ID?
+            var lastModifiedUserRecordID: ID?
+            var recordChangeTag: String?
+
+            init(creationDate: Date?, modificationDate: Date?, creatorUserRecordID: ID?, lastModifiedUserRecordID: ID?, recordChangeTag: String?) {
+                self.creationDate = creationDate
+                self.modificationDate = modificationDate
+                self.creatorUserRecordID = creatorUserRecordID
+                self.lastModifiedUserRecordID = lastModifiedUserRecordID
+                self.recordChangeTag = recordChangeTag
+            }
+
+            func copy() -> Storage {
+                Storage(creationDate: creationDate, modificationDate: modificationDate, creatorUserRecordID: creatorUserRecordID,
+                        lastModifiedUserRecordID: lastModifiedUserRecordID, recordChangeTag: recordChangeTag)
+            }
+        }
+
+        private mutating func unique() -> Storage {
+            if !isKnownUniquelyReferenced(&storage) { storage = storage.copy() }
+            return storage
+        }
+
+        public static func == (lhs: Self, rhs: Self) -> Bool {
+            lhs.storage === rhs.storage
+                || (lhs.creationDate == rhs.creationDate && lhs.modificationDate == rhs.modificationDate
+                    && lhs.creatorUserRecordID == rhs.creatorUserRecordID && lhs.lastModifiedUserRecordID == rhs.lastModifiedUserRecordID
+                    && lhs.recordChangeTag == rhs.recordChangeTag)
+        }
+
+        public func hash(into hasher: inout Hasher) {
+            hasher.combine(creationDate)
+            hasher.combine(modificationDate)
+            hasher.combine(creatorUserRecordID)
+            hasher.combine(lastModifiedUserRecordID)
+            hasher.combine(recordChangeTag)
         }
     }
 
