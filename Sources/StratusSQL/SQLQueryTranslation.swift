@@ -29,12 +29,12 @@ package struct SQLQueryTranslation<Dialect: SQLDialect> {
     /// Fields whose words are in `record_tokens`; `self CONTAINS` scans when empty.
     package var searchableFields: [String] { schema?.searchableFields ?? [] }
 
-    /// A statement that reads rows: ``SQLDialect/recordColumns``, then the sort expressions.
+    /// A statement that reads rows: ``SQLDialect/recordColumns``, then the distances it sorts by.
     package struct Plan {
         package var sql: String
         package var parameters: [SQLValue]
-        /// For each sort key, the result column (0-based) of its first sort expression: a
-        /// distance is read from there.
+        /// For each sort key, the result column (0-based) of its distance, -1 for a key that is
+        /// not a distance (its value is the record's own, and is not selected).
         package var sortColumns: [Int]
         /// The `self CONTAINS` conditions the statement leaves to the engine
         /// (``SQLDialect/wordsWithoutIndex(_:all:)`` answered `nil`): the rows it reads must also
@@ -75,17 +75,24 @@ package struct SQLQueryTranslation<Dialect: SQLDialect> {
         let sorts = keyColumns.flatMap { $0 }
         let sortDirections = zip(keyColumns, query.sortKeys).flatMap { columns, key in Array(repeating: key.ascending, count: columns.count) }
         let tiebreakAscending = query.sortKeys.last?.ascending ?? true
+        // Only a distance is read back from its row (the other sort values are the record's
+        // own); any other sort expression is left out of the result, which a sort would
+        // otherwise carry beside its key through every run.
         var columns = dialect.recordColumns
         var parameters: [SQLValue] = []
-        for sort in sorts {
-            columns += ", " + sort.sql
-            parameters += sort.parameters
-        }
         var sortColumns: [Int] = []
         var next = dialect.recordColumnCount
-        for key in keyColumns {
+        for (key, expressions) in zip(query.sortKeys, keyColumns) {
+            guard key.distanceFrom != nil else {
+                sortColumns.append(-1)
+                continue
+            }
             sortColumns.append(next)
-            next += key.count
+            for expression in expressions {
+                columns += ", " + expression.sql
+                parameters += expression.parameters
+                next += 1
+            }
         }
         let (predicate, residual) = try predicateFragment(zoneRow: zoneRow)
         let zone = dialect.zoneRows(zoneRow, inStorageOrder: readsZoneInStorageOrder)

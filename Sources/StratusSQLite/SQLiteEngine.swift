@@ -397,7 +397,7 @@ struct SQLiteQueryRows {
                 let record = try engine.decodeRecord(statement, zoneID: query.zoneID, recent: &recentTexts)
                 records.append(record.restricted(to: query.desiredKeys))
                 last = (record, readsDistances ? plan.sortColumns.map { column -> Double? in
-                    if case .real(let kilometres) = statement.value(Int32(column)) { return kilometres }
+                    if column >= 0, case .real(let kilometres) = statement.value(Int32(column)) { return kilometres }
                     return nil
                 } : [])
             }
