@@ -184,7 +184,7 @@ struct PostgresQueryRows {
             }
             let readsDistances = query.sortKeys.contains { $0.distanceFrom != nil }
             for row in rows {
-                let record = try engine.decodeRecord(row, zoneID: query.zoneID, recent: &recentTexts)
+                let record = try engine.decodeRecord(row, zoneID: query.zoneID, recordType: query.recordType, recent: &recentTexts)
                 if !plan.residualWords.isEmpty, !Self.holds(plan.residualWords, in: record, searchable: searchable) { continue }
                 buffered.append((record, readsDistances ? try zip(query.sortKeys, plan.sortColumns).map { key, column in
                     key.distanceFrom == nil ? nil : try row.double(column)

@@ -261,24 +261,25 @@ public final class PostgresEngine: StorageEngine, Sendable {
         return try decodeRecord(row, zoneID: zoneID, recent: &recent)
     }
 
-    /// Builds a record from a row whose first columns are ``PostgresSchema/recordColumns``,
-    /// reusing the type and user names and the document shape of the rows read before it.
-    func decodeRecord(_ row: PostgresRow, zoneID: RecordZone.ID, recent: inout PostgresRecentTexts) throws -> Record {
+    /// Builds a record from a row whose first columns are ``PostgresSchema/recordColumns``
+    /// (or ``PostgresSchema/queryRecordColumns``, with the query's `recordType`), reusing the
+    /// type and user names and the document shape of the rows read before it.
+    func decodeRecord(_ row: PostgresRow, zoneID: RecordZone.ID, recordType: String? = nil, recent: inout PostgresRecentTexts) throws -> Record {
         let name = try row.text(0) ?? ""
         let creator = try recent.user(row, column: 3)
         let system = Record.SystemFields(
             creationDate: Date(timeIntervalSinceReferenceDate: try row.double(2) ?? 0),
             modificationDate: Date(timeIntervalSinceReferenceDate: try row.double(4) ?? 0),
             creatorUserRecordID: creator,
-            // Mostly the creator again: the same bytes need no second string.
-            lastModifiedUserRecordID: try recent.user(row, column: 5),
+            // NULL: the creator again.
+            lastModifiedUserRecordID: row.isNull(5) ? creator : try recent.user(row, column: 5),
             recordChangeTag: try row.text(6))
         let decoded = try row.withBytes(7) { document -> FieldDocument.Decoded? in
             guard let document else { return nil }
             return try FieldDocument.decodeStoredDocument(utf8: document, zoneID: zoneID, shape: &recent.documentShape) { self.cachedAssetURL($0) }
         }
         let parent = try row.text(8).map { Record.Reference(recordID: Record.ID(recordName: $0, zoneID: zoneID), action: .none) }
-        return Record(recordType: try recent.recordType(row, column: 1), recordID: Record.ID(recordName: name, zoneID: zoneID), systemFields: system,
+        return Record(recordType: try recordType ?? recent.recordType(row, column: 1), recordID: Record.ID(recordName: name, zoneID: zoneID), systemFields: system,
                       fields: decoded?.fields ?? [:], parent: parent, encryptedKeys: decoded?.encryptedKeys ?? [], jsonExtras: decoded?.jsonExtras ?? Record.JSONExtras())
     }
 
