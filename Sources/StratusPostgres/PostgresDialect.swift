@@ -13,7 +13,8 @@ struct PostgresDialect: SQLDialect {
     /// `r.` in statements, empty in index definitions.
     var table = "r."
 
-    var recordColumns: String { PostgresSchema.recordColumns }
+    // Only queries select through the dialect: their rows are decoded with the query's type.
+    var recordColumns: String { PostgresSchema.queryRecordColumns }
     var recordColumnCount: Int { PostgresSchema.recordColumnCount }
     var trueLiteral: String { "TRUE" }
     var falseLiteral: String { "FALSE" }

@@ -39,8 +39,9 @@ extension PostgresEngine {
                 SELECT \(PostgresSchema.recordColumns), r.change_seq FROM records r WHERE r.zone_id = $1 AND r.change_seq > $2 AND r.change_seq <= $3
                 ORDER BY r.change_seq LIMIT $4
                 """, [.int64(zone.row), .int64(after), .int64(zone.sequence), .int64(Int64(request.limit) + 1)])
+            var recent = PostgresRecentTexts(keepsDocumentShape: true)
             for row in records {
-                let record = try decodeRecord(row, zoneID: request.zoneID).restricted(to: request.desiredKeys)
+                let record = try decodeRecord(row, zoneID: request.zoneID, recent: &recent).restricted(to: request.desiredKeys)
                 changes.append((try row.int64(PostgresSchema.recordColumnCount) ?? 0, .changed(record)))
             }
             let tombstones = try connection.query("""

@@ -70,12 +70,15 @@ struct PostgresQueryRows {
     /// The rows a bounded read answers at most (from each plan).
     private let limit: Int?
     private var cursorOpen = false
-    /// Rows read but not yet answered, and whether the current plan has more.
-    private var buffered: [(Record, QueryPosition)] = []
+    /// Rows read but not yet answered (with the distances their statement computed for the
+    /// sort keys that are distances, when there are any), and whether the current plan has more.
+    private var buffered: [(record: Record, distances: [Double?])] = []
     /// Where the rows not yet answered start in `buffered` (taking from the front one by one
     /// would move the rest each time).
     private var bufferedStart = 0
     private var planExhausted = false
+    /// The type and user names and the document shape of the rows read before.
+    private var recentTexts = PostgresRecentTexts(keepsDocumentShape: true)
     /// Whether the next rows of the cursor are asked for as soon as rows arrive (the
     /// connection then serves only these rows until they are read), and how many were asked.
     var readsAhead = false
@@ -104,18 +107,30 @@ struct PostgresQueryRows {
     /// last; `exhausted` when no row remains.
     mutating func next(_ limit: Int, on connection: PostgresConnection) throws -> (records: [Record], nextPosition: QueryPosition?, exhausted: Bool) {
         var records: [Record] = []
-        var last: QueryPosition?
+        // A page's position is its last row's, made once per page rather than once per row.
+        var last: (record: Record, distances: [Double?])?
         while records.count < limit {
             if bufferedStart == buffered.count {
-                guard try fill(wanting: limit - records.count, on: connection) else { return (records, last, true) }
+                guard try fill(wanting: limit - records.count, on: connection) else { return (records, last.map(position), true) }
                 continue
             }
-            let (record, position) = buffered[bufferedStart]
+            let row = buffered[bufferedStart]
             bufferedStart += 1
-            records.append(record.restricted(to: query.desiredKeys))
-            last = position
+            records.append(row.record.restricted(to: query.desiredKeys))
+            last = row
         }
-        return (records, last, false)
+        return (records, last.map(position), false)
+    }
+
+    /// The position of a row: its values of the sort keys (a distance as its statement
+    /// computed it) and its record name.
+    private func position(_ row: (record: Record, distances: [Double?])) -> QueryPosition {
+        QueryPosition(
+            sortValues: query.sortKeys.indices.map { index in
+                guard query.sortKeys[index].distanceFrom != nil else { return QueryRules.sortValue(of: row.record, for: query.sortKeys[index].key) }
+                return row.distances[index].map { .double($0) }
+            },
+            recordName: row.record.recordID.recordName)
     }
 
     /// Whether another row follows.
@@ -167,16 +182,13 @@ struct PostgresQueryRows {
                 rows = try PostgresEngine.query(connection, plan.sql + " LIMIT \(limit ?? 1)", plan.parameters)
                 planExhausted = true
             }
+            let readsDistances = query.sortKeys.contains { $0.distanceFrom != nil }
             for row in rows {
-                let record = try engine.decodeRecord(row, zoneID: query.zoneID)
-                let position = QueryPosition(
-                    sortValues: try zip(query.sortKeys, plan.sortColumns).map { key, column in
-                        guard key.distanceFrom != nil else { return QueryRules.sortValue(of: record, for: key.key) }
-                        return try row.double(column).map(FieldValue.double)
-                    },
-                    recordName: record.recordID.recordName)
+                let record = try engine.decodeRecord(row, zoneID: query.zoneID, recordType: query.recordType, recent: &recentTexts)
                 if !plan.residualWords.isEmpty, !Self.holds(plan.residualWords, in: record, searchable: searchable) { continue }
-                buffered.append((record, position))
+                buffered.append((record, readsDistances ? try zip(query.sortKeys, plan.sortColumns).map { key, column in
+                    key.distanceFrom == nil ? nil : try row.double(column)
+                } : []))
             }
         }
         return true

@@ -257,22 +257,30 @@ public final class PostgresEngine: StorageEngine, Sendable {
 
     /// Builds a record from a row whose first columns are ``PostgresSchema/recordColumns``.
     func decodeRecord(_ row: PostgresRow, zoneID: RecordZone.ID) throws -> Record {
+        var recent = PostgresRecentTexts(keepsDocumentShape: false)
+        return try decodeRecord(row, zoneID: zoneID, recent: &recent)
+    }
+
+    /// Builds a record from a row whose first columns are ``PostgresSchema/recordColumns``
+    /// (or ``PostgresSchema/queryRecordColumns``, with the query's `recordType`), reusing the
+    /// type and user names and the document shape of the rows read before it.
+    func decodeRecord(_ row: PostgresRow, zoneID: RecordZone.ID, recordType: String? = nil, recent: inout PostgresRecentTexts) throws -> Record {
         let name = try row.text(0) ?? ""
-        let creator = Record.ID(recordName: try row.text(3) ?? "")
-        let modifierName = try row.text(5) ?? ""
+        let creator = try recent.user(row, column: 3)
         let system = Record.SystemFields(
             creationDate: Date(timeIntervalSinceReferenceDate: try row.double(2) ?? 0),
             modificationDate: Date(timeIntervalSinceReferenceDate: try row.double(4) ?? 0),
             creatorUserRecordID: creator,
-            lastModifiedUserRecordID: modifierName == creator.recordName ? creator : Record.ID(recordName: modifierName),
+            // NULL: the creator again.
+            lastModifiedUserRecordID: row.isNull(5) ? creator : try recent.user(row, column: 5),
             recordChangeTag: try row.text(6))
         let decoded = try row.withBytes(7) { document -> FieldDocument.Decoded? in
             guard let document else { return nil }
-            return try FieldDocument.decodeStoredDocument(utf8: document, zoneID: zoneID) { self.cachedAssetURL($0) }
+            return try FieldDocument.decodeStoredDocument(utf8: document, zoneID: zoneID, shape: &recent.documentShape) { self.cachedAssetURL($0) }
         }
         let parent = try row.text(8).map { Record.Reference(recordID: Record.ID(recordName: $0, zoneID: zoneID), action: .none) }
-        return Record(recordType: try row.text(1) ?? "", recordID: Record.ID(recordName: name, zoneID: zoneID), systemFields: system, fields: decoded?.fields ?? [:],
-                      parent: parent, encryptedKeys: decoded?.encryptedKeys ?? [], jsonExtras: decoded?.jsonExtras ?? Record.JSONExtras())
+        return Record(recordType: try recordType ?? recent.recordType(row, column: 1), recordID: Record.ID(recordName: name, zoneID: zoneID), systemFields: system,
+                      fields: decoded?.fields ?? [:], parent: parent, encryptedKeys: decoded?.encryptedKeys ?? [], jsonExtras: decoded?.jsonExtras ?? Record.JSONExtras())
     }
 
     @_spi(StratusEngine)
@@ -282,12 +290,13 @@ public final class PostgresEngine: StorageEngine, Sendable {
             var found: [Record.ID: Record] = [:]
             var byZone: [RecordZone.ID: [Record.ID]] = [:]
             for id in ids { byZone[id.zoneID, default: []].append(id) }
+            var recent = PostgresRecentTexts(keepsDocumentShape: true)
             for (zoneID, zoneIDs) in byZone {
                 guard let zone = try zoneHistory(zoneID, database, on: connection) else { continue }
                 let rows = try connection.query("SELECT \(PostgresSchema.recordColumns) FROM records r WHERE r.zone_id = $1 AND r.record_name = ANY($2)",
                                                 [.int64(zone.row), .textArray(zoneIDs.map(\.recordName))])
                 for row in rows {
-                    let record = try decodeRecord(row, zoneID: zoneID)
+                    let record = try decodeRecord(row, zoneID: zoneID, recent: &recent)
                     found[record.recordID] = record
                 }
             }

@@ -318,7 +318,12 @@ enum PostgresSchema {
         return sql
     }
 
-    /// The record columns a row statement selects first, in the order they are decoded.
-    static let recordColumns = "r.record_name, r.record_type, r.created_at, r.created_by, r.modified_at, r.modified_by, r.change_tag, coalesce(r.exact_fields, r.fields::text), r.parent_name"
+    /// The record columns a row statement selects first, in the order they are decoded. The
+    /// last modifier is NULL when it is the creator (as it mostly is): every column sent costs
+    /// the server a conversion per row, and a long name the bytes besides.
+    static let recordColumns = "r.record_name, r.record_type, r.created_at, r.created_by, r.modified_at, nullif(r.modified_by, r.created_by), r.change_tag, coalesce(r.exact_fields, r.fields::text), r.parent_name"
+    /// ``recordColumns`` for a query, whose rows all have the type it names: the type is not
+    /// sent (NULL), and its rows are decoded with the query's.
+    static let queryRecordColumns = "r.record_name, NULL::text, r.created_at, r.created_by, r.modified_at, nullif(r.modified_by, r.created_by), r.change_tag, coalesce(r.exact_fields, r.fields::text), r.parent_name"
     static let recordColumnCount = 9
 }

@@ -186,9 +186,16 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
             let insertedNames = rows.indices.filter { inserted[$0] }.map { rows[$0].recordID.recordName }
             try connection.execute("DELETE FROM tombstones WHERE zone_id = $1 AND record_name = ANY($2)", [.int64(states[zone].row), .textArray(insertedNames)])
         }
+        var wordlessType: String?
         for index in rows.indices where inserted[index] {
-            // Rows of types without searchable fields have no words to index.
-            guard try !searchableFields(rows[index].recordType).isEmpty else { continue }
+            // Rows of types without searchable fields have no words to index (rows mostly
+            // repeat the type of the row before).
+            let type = rows[index].recordType
+            if type == wordlessType { continue }
+            guard try !searchableFields(type).isEmpty else {
+                wordlessType = type
+                continue
+            }
             try replaceWords(of: rows[index], zone: zone, isNew: true)
         }
         return inserted
@@ -251,7 +258,11 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
         // What the rows' writes read afterwards is read (once) before the COPY: a statement
         // ends an open COPY.
         _ = try hasTombstones(zone)
-        for index in rows.indices { _ = try searchableFields(rows[index].recordType) }
+        var lastType: String?
+        for index in rows.indices where rows[index].recordType != lastType {
+            lastType = rows[index].recordType
+            _ = try searchableFields(rows[index].recordType)
+        }
         copiedZones.insert(zoneRow)
         let starts = !connection.isCopying
         if starts { try connection.beginCopy("COPY records(\(Self.columns)) FROM STDIN (FORMAT binary)") }
@@ -278,7 +289,10 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
         copy.text(row.systemFields.lastModifiedUserRecordID!.recordName)
         copy.text(row.systemFields.recordChangeTag!)
         copy.int64(sequence)
-        if row.fields.values.contains(where: \.needsEscaping) {
+        if !mayNeedExactDocument(row.document) {
+            copy.jsonb(utf8: row.document)
+            copy.null()
+        } else if row.fields.values.contains(where: \.needsEscaping) {
             let (document, exactDocument) = documents(of: copy row)
             copy.jsonb(utf8: document.utf8)
             if let exactDocument { copy.text(exactDocument) } else { copy.null() }
@@ -389,6 +403,24 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
             }
         }
         return (FieldDocument.encode(escaped, encryptedKeys: row.encryptedKeys, jsonExtras: row.jsonExtras), document)
+    }
+
+    /// Whether a document may hold a value that ``documents(of:)`` treats apart, judged from its
+    /// bytes alone: text with U+0000 or U+0001 (written `\u0000`, `\u0001`, with a backslash)
+    /// or -0.0 (written `-0.0`). Most documents have neither a backslash nor `-0`, and their
+    /// fields then need no look; any other backslash or `-0` (in text, in -0.5) costs that look.
+    static func mayNeedExactDocument(_ document: [UInt8]) -> Bool {
+        document.withUnsafeBufferPointer { bytes in
+            guard let base = bytes.baseAddress, !bytes.isEmpty else { return false }
+            if memchr(base, Int32(UInt8(ascii: "\\")), bytes.count) != nil { return true }
+            var start = 0
+            while start < bytes.count, let found = memchr(base + start, Int32(UInt8(ascii: "-")), bytes.count - start) {
+                let dash = base.distance(to: found.assumingMemoryBound(to: UInt8.self))
+                if dash + 1 < bytes.count && bytes[dash + 1] == UInt8(ascii: "0") { return true }
+                start = dash + 1
+            }
+            return false
+        }
     }
 
     /// Whether `jsonb` would change a value of these fields: it keeps numbers as exact

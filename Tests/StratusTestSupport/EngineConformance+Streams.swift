@@ -10,7 +10,50 @@ extension EngineConformance {
         TestCase("allRecords reads one snapshot: writes made while it is read are neither seen nor missed", allRecordsReadsOneSnapshot),
         TestCase("allRecords sorted by an unindexed key, by an indexed key and with a filter give the oracle's order", allRecordsOrder),
         TestCase("countRecords counts what each query matches, without a limit", countsMatchQueries),
+        TestCase("reads of many records whose fields and last modifiers vary give each record as a fetch of it alone does", manyRecordReadsMatchFetches),
     ]
+
+    static func manyRecordReadsMatchFetches(_ env: Environment) async throws {
+        let alice = env.container(user: "alice").publicCloudDatabase
+        let bob = env.container(user: "bob").publicCloudDatabase
+        try await env.container().saveSchema(RecordTypeSchema(recordType: "Shaped", grants: [.authenticated: [.create, .write], .world: .read]))
+        // Field sets that repeat, grow, shrink and empty from one record to the next: a read that
+        // reuses what the record before it held must still give each record its own.
+        let records = makeRecords("Shaped", count: 60) { i -> [String: FieldValue] in
+            guard i % 11 != 10 else { return [:] }
+            var fields: [String: FieldValue] = ["a": .int64(Int64(i))]
+            if i % 3 != 0 { fields["b"] = .string(i % 2 == 0 ? "ÉCOLE \(i)" : "milk") }
+            if i % 5 == 0 { fields["c"] = .doubleList([Double(i), -0.0]) }
+            if i >= 40 { fields["z"] = .date(Date(timeIntervalSinceReferenceDate: Double(i) * 1_000.5)) }
+            return fields
+        }
+        try await TestDatabase.save(records, in: alice)
+        // Another user changes every fourth: the last modifier alternates between two users.
+        var changed: [Record] = []
+        for i in stride(from: 0, to: 60, by: 4) {
+            let record = try await bob.record(for: Record.ID(recordName: recordName("r", i)))
+            record.setFieldValue(.int64(-Int64(i)), forKey: "a")
+            changed.append(record)
+        }
+        try await TestDatabase.save(changed, in: bob)
+
+        func expectAsFetched(_ read: [Record], _ what: String) async throws {
+            #expect(read.count == 60, "\(what): every record")
+            for record in read {
+                let alone = try await alice.record(for: record.recordID)
+                #expect(record.recordType == alone.recordType, "\(what): \(record.recordID.recordName)")
+                #expect(record.fieldValues == alone.fieldValues, "\(what): \(record.recordID.recordName)")
+                #expect(record.systemFields == alone.systemFields, "\(what): \(record.recordID.recordName)")
+            }
+            #expect(read.filter { $0.lastModifiedUserRecordID?.recordName == env.recordName(of: "bob") }.count == 15, "\(what): bob's changes")
+        }
+        var streamed: [Record] = []
+        for try await record in alice.allRecords(matching: Query(recordType: "Shaped", predicate: .all), pageSize: 7) { streamed.append(record) }
+        try await expectAsFetched(streamed, "a stream")
+        try await expectAsFetched(try await TestDatabase.queryAll(Query(recordType: "Shaped"), in: alice, pageSize: 9), "pages")
+        let changes = try await alice.recordZoneChanges(inZoneWith: .default, since: nil)
+        try await expectAsFetched(try changes.modificationResultsByID.values.map { try $0.get().record }, "a change read")
+    }
 
     static func allRecordsReadsOneSnapshot(_ env: Environment) async throws {
         let database = env.container().publicCloudDatabase
