@@ -214,12 +214,18 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
         guard base + Int64(run.count) <= SQLiteSchema.maximumSequence else { throw Self.sequenceExhausted(zones[zone].id) }
         let statement = try insertStatement(rows: run.count)
         statement.resetKeepingBindings()   // every parameter is bound below
-        texts.removeAll()
+        // The arena is taken out of the transaction for the run: each text added to a stored
+        // property would be an exclusivity check.
+        var arena = TextArena()
+        swap(&arena, &texts)
+        defer { swap(&arena, &texts) }
+        arena.removeAll()
+        let zoneID = zones[zone].id
         for (offset, row) in run.enumerated() {
-            precondition(row.recordID.zoneID == zones[zone].id && row.parent == nil, "insertNewRecords takes rows of one zone without parents")
-            try bindRow(row, sequence: base + Int64(offset) + 1, zoneRow: zoneRow, at: Int32(offset * Self.parametersPerNewRow), to: statement)
+            precondition(row.recordID.zoneID == zoneID && row.parent == nil, "insertNewRecords takes rows of one zone without parents")
+            try bindRow(row, sequence: base + Int64(offset) + 1, zoneRow: zoneRow, at: Int32(offset * Self.parametersPerNewRow), to: statement, texts: &arena)
         }
-        try statement.step(bindingInPlace: texts)
+        try statement.step(bindingInPlace: arena)
         let insertedCount = connection.changes
         if insertedCount > 0 {
             // The run's change numbers are taken, also those of rows that were not inserted.
@@ -249,7 +255,7 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
         let statement = upsert!
         statement.resetKeepingBindings()   // every column is bound below
         texts.removeAll()
-        try bindRow(row, sequence: try nextSequence(zone), zoneRow: zones[zone].row, at: 0, to: statement)
+        try bindRow(row, sequence: try nextSequence(zone), zoneRow: zones[zone].row, at: 0, to: statement, texts: &texts)
         if let parent = row.parent { texts.add(parent.recordID.recordName, at: 11) } else { try statement.bind(.null, at: 11) }
         try statement.step(bindingInPlace: texts)
         try finishWrite(of: row, zone: zone, isNew: !replacing)
@@ -322,7 +328,7 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
     /// Binds a row's columns but the parent to the parameters after `offset`: numbers now,
     /// texts into `texts` for ``SQLiteStatement/step(bindingInPlace:)``. Column by column: an
     /// array of values per record costs more than the binding.
-    private func bindRow(_ row: RecordRow, sequence: Int64, zoneRow: Int64, at offset: Int32, to statement: SQLiteStatement) throws {
+    private func bindRow(_ row: RecordRow, sequence: Int64, zoneRow: Int64, at offset: Int32, to statement: SQLiteStatement, texts: inout TextArena) throws {
         let system = row.systemFields
         try statement.bind(zoneRow, at: offset + 1)
         texts.add(row.recordID.recordName, at: offset + 2)

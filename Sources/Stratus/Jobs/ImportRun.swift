@@ -31,10 +31,12 @@ final class ImportRun {
     private let maximumInFlight: Int
     private let saver: ImportBatchSaver
 
-    private var summary = Summary()
-    private var batch = ImportBatch()
+    // One task runs an import from start to end, so no two accesses can overlap: the
+    // per-record state needs no dynamic exclusivity check (about 1 % of a bulk import's time).
+    @exclusivity(unchecked) private var summary = Summary()
+    @exclusivity(unchecked) private var batch = ImportBatch()
     private var inFlight: [Flight] = []
-    private var stop: RecordImporter.End?
+    @exclusivity(unchecked) private var stop: RecordImporter.End?
     /// Whether each zone written to applies atomic requests atomically (nil: no such zone).
     private var zoneIsAtomic: [RecordZone.ID: Bool] = [:]
     /// An atomic import's record names and their lines: each record may appear once.
@@ -42,8 +44,8 @@ final class ImportRun {
     /// Zones known to exist (or, in a dry run, that would be created).
     private var knownZones: Set<RecordZone.ID> = []
     /// The zone the last record named and where it went: records mostly come zone by zone.
-    private var lastGivenZone: RecordZone.ID?
-    private var lastPlacement: (zoneID: RecordZone.ID, keptOwner: String?) = (.default, nil)
+    @exclusivity(unchecked) private var lastGivenZone: RecordZone.ID?
+    @exclusivity(unchecked) private var lastPlacement: (zoneID: RecordZone.ID, keptOwner: String?) = (.default, nil)
 
     init(
         importer: RecordImporter, source: any RecordSource, rejects: (any RecordRejectSink)?,
