@@ -20,6 +20,12 @@ final class DecodeCache {
     /// The zone's name and owner bytes (nil owner: none given), and the zone ID they made.
     var zone: (name: [UInt8], owner: [UInt8]?, id: RecordZone.ID)?
     var fieldNames: [Entry?] = []
+    /// The last record's fields when it had no duplicate or removed field, and where each of
+    /// its names (``fieldNames`` in order) lies in them: a record with the same names in the
+    /// same order gets a copy with its values put in place, without hashing a name (as
+    /// ``FieldDocument/Shape`` does for stored documents).
+    var shapeFields: [String: FieldValue]?
+    var shapePositions: [Dictionary<String, FieldValue>.Index] = []
     /// Whether the record being decoded names its zone (itself or through its envelope): its
     /// references must then stay in that zone. A record that names none (a `records/query` or
     /// `records/modify` answer) is put in the reader's zone, and its references keep the zone
@@ -157,12 +163,29 @@ extension JSONCursor {
         defer { cache.fieldNames = names }
         if names.count < scan.fields.count { names += repeatElement(nil, count: scan.fields.count - names.count) }
         var extras = recordExtras(scan, mirrorsAbsence: context.cache.mirrorsAbsence)
-        var values: [String: FieldValue] = [:]
-        values.reserveCapacity(scan.fields.count)
+        // On the last record's shape while every name so far is its name at that place.
+        let shapePositions = cache.shapePositions
+        var onShape = cache.shapeFields != nil && scan.fields.count == shapePositions.count
+        var values: [String: FieldValue]
+        if onShape, let shape = cache.shapeFields {
+            values = shape
+        } else {
+            values = [:]
+            values.reserveCapacity(scan.fields.count)
+        }
         var encryptedKeys: Set<String> = []
         var removed: [String] = []
         for (index, field) in scan.fields.enumerated() {
-            let key = cachedString(field.name, &names[index])
+            var known = true
+            let key = cachedString(field.name, &names[index], known: &known)
+            if !known {
+                // The names no longer match the shape's (even if this record fails below).
+                cache.shapeFields = nil
+                if onShape {
+                    values = Self.ownFields(values, names: names, positions: shapePositions, count: index, capacity: scan.fields.count)
+                    onShape = false
+                }
+            }
             if !Self.isPlainIdentifier(field.name, base) || Self.mayBeReserved(field.name, base) {
                 do { try Naming.checkFieldKey(key, allowSystemNames: context.keepsSystemRecords) } catch {
                     let hint = Naming.isSystemIdentifier(key) ? "; keep CloudKit's own records with --keep-system-records" : ""
@@ -171,6 +194,15 @@ extension JSONCursor {
             }
             let (value, encrypted) = try fieldValue(field, key: key, schema: schema, zone: zoneID, context: context)
             if let value, keepsFieldText(field, value: value, encrypted: encrypted, cache: cache) { extras.fields[key] = compactText(field.object) }
+            if onShape {
+                if let value {
+                    values.values[shapePositions[index]] = value
+                    if encrypted { encryptedKeys.insert(key) }
+                    continue
+                }
+                values = Self.ownFields(values, names: names, positions: shapePositions, count: index, capacity: scan.fields.count)
+                onShape = false
+            }
             let duplicate: Bool
             if let value {
                 duplicate = values.updateValue(value, forKey: key) != nil || (!removed.isEmpty && removed.contains(key))
@@ -181,17 +213,36 @@ extension JSONCursor {
             }
             if duplicate { throw FieldError(offset: field.name.start, message: "field '\(key)' appears twice") }
         }
+        if !onShape {
+            // A record without duplicate or removed fields is the shape of the next.
+            if removed.isEmpty && values.count == scan.fields.count && !values.isEmpty && !names.prefix(scan.fields.count).contains(where: { $0 == nil }) {
+                cache.shapePositions = (0..<scan.fields.count).map { values.index(forKey: names[$0]!.text)! }
+                cache.shapeFields = values
+            } else {
+                cache.shapeFields = nil
+                cache.shapePositions = []
+            }
+        }
         // Built whole, every field counts as changed, so a save writes them all; the null
         // ones are removals, marked by setting them to nil.
         // The names were checked above, on the bytes or by Naming (see RecordReader.checksNames).
         let record = Record(
-            recordType: recordType, recordID: Record.ID(recordName: name, zoneID: zoneID), values: consume values,
+            recordType: recordType, recordID: Record.ID(recordName: name, zoneID: zoneID), values: values,
             systemFields: system, parent: parent, encryptedKeys: encryptedKeys, jsonExtras: extras)
         for key in removed { record.setFieldValue(nil, forKey: key) }
         return record
     }
 
 
+
+    /// The first `count` fields of a record read on a shape (``DecodeCache/shapeFields``), as
+    /// a dictionary of their own.
+    private static func ownFields(_ shaped: [String: FieldValue], names: [DecodeCache.Entry?], positions: [Dictionary<String, FieldValue>.Index],
+                                  count: Int, capacity: Int) -> [String: FieldValue] {
+        var own = [String: FieldValue](minimumCapacity: capacity)
+        for place in 0..<count { own[names[place]!.text] = shaped.values[positions[place]] }
+        return own
+    }
 
     /// A zone ID from its tokens; the owner defaults to the current user.
     func zoneID(name: Token, owner: Token, at offset: Int, what: String) throws(FieldError) -> RecordZone.ID {
@@ -265,11 +316,23 @@ extension JSONCursor {
 
     /// A string token's text, reusing the cached `String` when the bytes are the same.
     func cachedString(_ token: Token, _ entry: inout DecodeCache.Entry?) -> String {
-        guard let bytes = rawBytes(token) else { return string(token) }
+        var known = true
+        return cachedString(token, &entry, known: &known)
+    }
+
+    /// ``cachedString(_:_:)``, clearing `known` when the text is not the entry's.
+    func cachedString(_ token: Token, _ entry: inout DecodeCache.Entry?, known: inout Bool) -> String {
+        guard let bytes = rawBytes(token) else {
+            // Spelled with escapes: the entry no longer holds this place's name.
+            known = false
+            entry = nil
+            return string(token)
+        }
         if let cached = entry, cached.bytes.count == bytes.count,
            bytes.isEmpty || cached.bytes.withUnsafeBufferPointer({ memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0 }) {
             return cached.text
         }
+        known = false
         let text = String(decoding: bytes, as: UTF8.self)
         entry = DecodeCache.Entry(bytes: Array(bytes), text: text)
         return text
