@@ -97,7 +97,7 @@ struct SQLiteDialect: SQLDialect {
     /// `stratus_equality_key` (``SQLiteFunctions``): ``equalityValue(_:)`` in one read of the
     /// document, NULL unless the field holds a string.
     func scanEqualityValue(_ name: String) -> String? {
-        return "\(SQLiteFunctions.equalityKeyFunction)(\(table)fields, \(Self.nameLiteral(name)))"
+        "\(SQLiteFunctions.equalityKeyFunction)(\(table)fields, \(Self.nameLiteral(name)))"
     }
 
     /// Text up to its first NUL: SQLite's JSON functions read stored strings so, and text
@@ -108,16 +108,10 @@ struct SQLiteDialect: SQLDialect {
         return UnsafeBufferPointer(rebasing: text[..<nul])
     }
 
+    /// A string value up to its first NUL (record names, and so references, hold none).
     static func upToNUL(_ value: FieldValue) -> FieldValue {
-        switch value {
-        case .string(let text) where text.utf8.contains(0):
-            return .string(String(decoding: text.utf8.prefix { $0 != 0 }, as: UTF8.self))
-        case .reference(let reference) where reference.recordID.recordName.utf8.contains(0):
-            let name = String(decoding: reference.recordID.recordName.utf8.prefix { $0 != 0 }, as: UTF8.self)
-            return .reference(Record.Reference(recordID: Record.ID(recordName: name, zoneID: reference.recordID.zoneID), action: reference.action))
-        default:
-            return value
-        }
+        guard case .string(let text) = value, text.utf8.contains(0) else { return value }
+        return .string(String(decoding: text.utf8.prefix { $0 != 0 }, as: UTF8.self))
     }
 
     /// A field name as an SQL string literal; checked as ``path(_:_:)`` checks it.

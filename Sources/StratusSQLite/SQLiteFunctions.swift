@@ -48,8 +48,13 @@ enum SQLiteFunctions {
         do {
             let isString = try FieldDocument.withEqualityText(ofField: name, inStoredDocument: document) { whole, isFolded in
                 let text = SQLiteDialect.upToNUL(whole)
+                guard let base = text.baseAddress, !text.isEmpty else {
+                    // A null pointer would answer NULL, not the empty string.
+                    sqlite3_result_text(context, "", 0, stratus_sqlite_transient())
+                    return
+                }
                 if isFolded || !text.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) {
-                    sqlite3_result_text(context, text.baseAddress.map(UnsafeRawPointer.init)?.assumingMemoryBound(to: CChar.self), Int32(text.count), stratus_sqlite_transient())
+                    sqlite3_result_text(context, UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self), Int32(text.count), stratus_sqlite_transient())
                     return
                 }
                 withUnsafeTemporaryAllocation(of: CChar.self, capacity: text.count) { lowered in

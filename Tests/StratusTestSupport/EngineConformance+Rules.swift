@@ -53,7 +53,7 @@ extension EngineConformance {
             "strasse-sharp": "Straße", "strasse-caps": "STRASSE", "strasse-capital-sharp": "STRAẞE", "strasse-plain": "strasse",
             "fish-ligature": "\u{FB01}sh", "fish-caps": "FISH",
             "sigma-final": "ΟΔΟΣ", "sigma-small": "οδος", "sigma-final-small": "οδoς",
-            "cafe-nfc": "CAF\u{C9}", "cafe-nfd": "cafe\u{301}",
+            "cafe-nfc": "CAF\u{C9}", "cafe-nfd": "cafe\u{301}", "empty": "",
         ]
         try await TestDatabase.save(texts.map { makeRecord("Word", $0.key, ["text": .string($0.value)]) }, in: database)
         func names(_ format: String, _ arguments: any Sendable...) async throws -> Set<String> {
@@ -67,6 +67,8 @@ extension EngineConformance {
         #expect(try await names("text == %@", "caf\u{E9}") == ["cafe-nfc"], "equality folds case but does not normalize: NFD text differs")
         #expect(try await names("text IN %@", ["FISH", "cafe\u{301}"]) == ["fish-ligature", "fish-caps", "cafe-nfd"])
         #expect(try await names("text != %@", "STRASSE").isDisjoint(with: ["strasse-sharp", "strasse-caps", "strasse-plain"]))
+        #expect(try await names("text == %@", "") == ["empty"], "the empty string equals itself")
+        #expect(try await names("text IN %@", ["", "fish"]) == ["empty", "fish-ligature", "fish-caps"])
         // Ordering comparisons and BEGINSWITH are exact.
         #expect(try await names("text BEGINSWITH %@", "Stra") == ["strasse-sharp"])
     }
