@@ -523,7 +523,8 @@ extension FieldDocument {
     /// The value of field `name` in a stored document when it has an order (a number,
     /// timestamp, string or reference: ``QueryRules/orderedFamily(of:)``), read without decoding
     /// the rest of the document; `nil` when the document lacks the field or its value has no
-    /// order. A scan that orders by a field calls this once per row.
+    /// order. A scan that orders by a field calls this once per row. A reference comes back as
+    /// what it orders by, its record name (in the default zone, without its action).
     ///
     /// ```swift
     /// let value = try FieldDocument.orderedValue(ofField: nameBytes, inStoredDocument: columnBytes)
@@ -603,15 +604,16 @@ extension StoredDocumentReader {
         }
     }
 
-    /// For a string value at the cursor: its folded copy's token when the value has one, else
-    /// the string's token; `nil` for a value of another type.
+    /// For a string value at the cursor: its folded copy's token when the value has one (a
+    /// string after the value), else the string's token; `nil` for a value of another type.
     mutating func equalityToken() throws(Failure) -> (token: Token, isFolded: Bool)? {
         try cursor.expect(UInt8(ascii: "["), "a tagged value")
         cursor.skipSpace()
         guard TagCode(rawValue: try tagCode()) == .string else { return nil }
         try cursor.expect(UInt8(ascii: ","), "',' after the tag")
         let text = try string(token: "a string")
-        guard cursor.consume(UInt8(ascii: ",")) else { return (text, false) }
+        // Parts after the string that are not a folded copy are skipped, as decoding skips them.
+        guard cursor.consume(UInt8(ascii: ",")), try cursor.peek() == UInt8(ascii: "\"") else { return (text, false) }
         return (try string(token: "a string's folded copy"), true)
     }
 
