@@ -2,11 +2,33 @@ import CSQLite
 import Foundation
 @_spi(StratusEngine) import Stratus
 
-/// SQL functions Stratus registers on each connection. They serve queries only and never
-/// appear in the schema, so the `sqlite3` shell can still open, check and change a store.
+/// SQL functions Stratus registers on each connection. They serve queries and writes only and
+/// never appear in the schema, so the `sqlite3` shell can still open, check and change a store.
 enum SQLiteFunctions {
     static func register(on handle: OpaquePointer?) {
         sqlite3_create_function_v2(handle, "stratus_has_tokens", 3, SQLITE_UTF8 | SQLITE_DETERMINISTIC, nil, hasTokens, nil, nil, nil)
+        sqlite3_create_function_v2(handle, "stratus_merge_fields", 2, SQLITE_UTF8 | SQLITE_DETERMINISTIC, nil, mergeFields, nil, nil, nil)
+    }
+
+    /// `stratus_merge_fields(fields, changes)`: the stored document with the changed fields
+    /// written over it (``FieldDocument/merging(_:into:)``). A document that is not one fails
+    /// the statement, as reading it would.
+    private static let mergeFields: @convention(c) (OpaquePointer?, Int32, UnsafeMutablePointer<OpaquePointer?>?) -> Void = { context, _, values in
+        guard let values, let storedText = sqlite3_value_text(values[0]), let changesText = sqlite3_value_text(values[1]) else {
+            sqlite3_result_error(context, "stratus_merge_fields takes a stored document and changes", -1)
+            return
+        }
+        let stored = UnsafeBufferPointer(start: storedText, count: Int(sqlite3_value_bytes(values[0])))
+        let changes = UnsafeBufferPointer(start: changesText, count: Int(sqlite3_value_bytes(values[1])))
+        var out = ByteOutput(capacity: stored.count + changes.count)
+        do throws(StratusError) {
+            try FieldDocument.merging(changes, into: stored, out: &out)
+        } catch {
+            sqlite3_result_error(context, error.message, -1)
+            return
+        }
+        let merged = out.bytes
+        sqlite3_result_text(context, UnsafeRawPointer(merged.baseAddress!).assumingMemoryBound(to: CChar.self), Int32(merged.count), stratus_sqlite_transient())
     }
 
     /// `stratus_has_tokens(fields, 'word word', all)`: whether the words of the record's string
