@@ -79,6 +79,21 @@ final class PipelineChannel<Element: Sendable>: @unchecked Sendable {
 
     /// The consumer is done with one batch it received (its writes committed, its own batch
     /// handed on): the producer may send another.
+    /// The next batch when one is queued already, without waiting; `nil` otherwise (also when
+    /// the channel is closed). A consumer takes it while still working on the one before.
+    func receiveIfQueued() -> PipelineBatch<Element>? {
+        condition.withLock {
+            guard !closed, head < queued.count else { return nil }
+            let batch = queued[head]
+            head += 1
+            if head == queued.count {
+                queued.removeAll(keepingCapacity: true)
+                head = 0
+            }
+            return batch
+        }
+    }
+
     func acknowledge() {
         condition.withLock {
             inFlight -= 1

@@ -168,16 +168,23 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
             if shouldStop { return stopped(done: done, errors: errors) }
         }
         guard let input else { return Self.partialFailure(errors, of: total) }
-        while let batch = input.receive() {
+        let mode = writeMode ?? RecordWriteMode(savePolicy)
+        var upcoming: UpcomingBatch?
+        while let batch = upcoming?.batch ?? input.receive() {
+            let current = upcoming
+            upcoming = nil
             if shouldStop { break }
-            let records = try transform.map { try $0(batch.elements) } ?? batch.elements
+            let records = try current?.records() ?? transform.map { try $0(batch.elements) } ?? batch.elements
+            // While this batch is written, the next one, when the producer has it ready, is
+            // checked and prepared on another thread.
+            if let next = input.receiveIfQueued() { upcoming = UpcomingBatch(next, transform: transform, mode: mode, context: context) }
             total += records.count
             let progress = jobProgress(for: batch)
             var saved: [Record] = []
             // A batch is written whole once begun, so that the position after it stays exact.
             let stop = try write(
-                prepared: [], saving: records, deleting: [], progress: progress, singleTransaction: progress != nil, interruptible: false,
-                engine: engine, context: context, errors: &errors, done: &done) { batchSaved in
+                prepared: [], saving: records, preparation: current?.preparation(), deleting: [], progress: progress, singleTransaction: progress != nil,
+                interruptible: false, engine: engine, context: context, errors: &errors, done: &done) { batchSaved in
                     saved += batchSaved
                     return true
                 }
@@ -186,6 +193,69 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
         }
         if shouldStop { return stopped(done: done, errors: errors) }
         return Self.partialFailure(errors, of: total)
+    }
+
+    /// Records checked and prepared for saving (``PreparedSave``), and the errors of those that
+    /// are not fit to be saved.
+    private struct Preparation: Sendable {
+        var valid: [PreparedSave] = []
+        var failed: [Record.ID: StratusError] = [:]
+    }
+
+    private static func prepare(_ records: [Record], mode: RecordWriteMode, context: DatabaseContext) -> Preparation {
+        var preparation = Preparation()
+        preparation.valid.reserveCapacity(records.count)
+        for record in records {
+            do {
+                try checkZone(record.recordID, context)
+                preparation.valid.append(try PreparedSave(record, writeMode: mode))
+            } catch {
+                preparation.failed[record.recordID] = error
+            }
+        }
+        return preparation
+    }
+
+    /// A batch taken from the producer while the one before it is written: transformed on this
+    /// operation's thread (where `transform` runs), then checked and prepared on another.
+    /// `@unchecked Sendable`: everything is set in `init` but ``prepared``, which the preparing
+    /// thread sets once before leaving `done`, and which is read only after waiting on it.
+    private final class UpcomingBatch: @unchecked Sendable {
+        let batch: PipelineBatch<Record>
+        private let transformed: [Record]
+        /// What `transform` threw: the batch fails when its turn comes, after the one before it is written.
+        private let transformError: (any Error)?
+        private var prepared: Preparation?
+        private let done = DispatchGroup()
+
+        init(_ batch: PipelineBatch<Record>, transform: (@Sendable ([Record]) throws -> [Record])?, mode: RecordWriteMode, context: DatabaseContext) {
+            self.batch = batch
+            do {
+                transformed = try transform.map { try $0(batch.elements) } ?? batch.elements
+                transformError = nil
+            } catch {
+                transformed = []
+                transformError = error
+                return
+            }
+            done.enter()
+            DispatchQueue.global().async { [self] in
+                prepared = ModifyRecordsOperation.prepare(transformed, mode: mode, context: context)
+                done.leave()
+            }
+        }
+
+        /// The batch's records after `transform`, or what it threw.
+        func records() throws -> [Record] {
+            if let transformError { throw transformError }
+            return transformed
+        }
+
+        /// The records checked and prepared, once they are.
+        func preparation() -> Preparation? {
+            done.wait()
+            return prepared
+        }
     }
 
     private func stopped(done: Int, errors: [Record.ID: StratusError]) -> StratusError {
@@ -201,7 +271,7 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
     /// `singleTransaction`, or in a transaction of its own when nothing is written). When
     /// `interruptible`, a cancellation stops it between transactions.
     private func write(
-        prepared preparedSaves: [PreparedSave], saving toSave: [Record], deleting toDelete: [Record.ID], progress: JobProgressEntry?,
+        prepared preparedSaves: [PreparedSave], saving toSave: [Record], preparation: Preparation? = nil, deleting toDelete: [Record.ID], progress: JobProgressEntry?,
         singleTransaction: Bool, interruptible: Bool, engine: any StorageEngine, context: DatabaseContext, errors: inout [Record.ID: StratusError],
         done: inout Int, handOn: ([Record]) throws -> Bool
     ) throws -> StratusError? {
@@ -214,15 +284,9 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
             do { try Self.checkZone(save.recordID, context) } catch { failed[save.recordID] = error }
         }
         if !failed.isEmpty { valid.removeAll { failed[$0.recordID] != nil } }
-        let mode = writeMode ?? RecordWriteMode(savePolicy)
-        for record in toSave {
-            do {
-                try Self.checkZone(record.recordID, context)
-                valid.append(try PreparedSave(record, writeMode: mode))
-            } catch {
-                failed[record.recordID] = error
-            }
-        }
+        let prepared = preparation ?? Self.prepare(toSave, mode: writeMode ?? RecordWriteMode(savePolicy), context: context)
+        valid.append(contentsOf: prepared.valid)
+        failed.merge(prepared.failed) { _, later in later }
         var validDeletes: [Record.ID] = []
         for id in toDelete {
             do {

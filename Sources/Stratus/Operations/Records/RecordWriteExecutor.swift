@@ -278,15 +278,12 @@ enum RecordWriteExecutor {
         /// creator's where only the creator may write, holding a parent or more than fields):
         /// the general way then reads it and reports what CloudKit would.
         private mutating func updateWithoutReading(_ save: PreparedSave) throws -> Bool {
-            guard request.writeMode == .ifServerRecordUnchanged || request.writeMode == .update,
+            guard request.writeMode.mergesChangedKeysOnly(changeTag: save.systemFields.recordChangeTag),
                   let tag = save.systemFields.recordChangeTag, let user = context.userRecordName,
                   !request.returnsSavedRecords, notifier == nil,
                   !save.parentChanged, save.encryptedKeys.isEmpty, save.jsonExtras.isEmpty else { return false }
-            var changes: [String: FieldValue?] = [:]
             for key in save.changedKeys {
-                let value = save.fields[key]
-                if let value, value.needsStoredRecordFirst { return false }
-                changes[key] = .some(value)
+                if let value = save.fields[key], value.needsStoredRecordFirst { return false }
             }
             // The merged record holds at most the stored field data and this save's.
             let room = Record.maximumFieldDataSize - save.fieldDataSize
@@ -296,7 +293,7 @@ enum RecordWriteExecutor {
             let update = StoredRecordUpdate(
                 recordID: save.recordID, recordType: save.record.recordType, expectedChangeTag: tag, requiredCreatorRecordName: creator,
                 maximumStoredDocumentLength: room / FieldDocument.maximumFieldDataPerCharacter, modificationDate: now,
-                lastModifiedUserRecordName: user, changeTag: RecordWriteRules.newChangeTag(), changes: FieldDocument.encodedChanges(changes))
+                lastModifiedUserRecordName: user, changeTag: RecordWriteRules.newChangeTag(), changes: save.encodedChanges)
             return try transaction.updateStoredRecord(update)
         }
 
