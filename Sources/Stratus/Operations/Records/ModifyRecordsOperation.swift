@@ -190,6 +190,9 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
                 }
             if let stop { return stop }
             guard try finishBatch(batch, from: input, handingOn: saved, to: recordOutput) else { break }
+            // Freeing a batch's records and their preparations costs the writing thread as
+            // much as a good part of their writes: another thread lets them go.
+            if let current { DispatchQueue.global().async { withExtendedLifetime((current, batch, records)) {} } }
         }
         if shouldStop { return stopped(done: done, errors: errors) }
         return Self.partialFailure(errors, of: total)

@@ -30,7 +30,7 @@ package struct PreparedSave: Sendable {
         /// Made with the save, unless the save can only update a stored record.
         let document: [UInt8]?
         /// Made with a save that can only merge its changed keys into a stored record.
-        let changes: [UInt8]?
+        let changes: Changes?
         let holdsAsset: Bool
 
         init(record: Record, systemFields: Record.SystemFields, fields: [String: FieldValue], encryptedKeys: Set<String>, parent: Record.Reference?,
@@ -47,7 +47,7 @@ package struct PreparedSave: Sendable {
             self.changed = changed
             self.fieldDataSize = fieldDataSize
             document = encodesDocument ? FieldDocument.encodedBytes(fields, encryptedKeys: encryptedKeys, jsonExtras: jsonExtras) : nil
-            changes = encodesChanges ? PreparedSave.encodedChanges(fields, changedKeys: allFieldsChanged ? Array(fields.keys) + changed.filter { fields[$0] == nil } : changed) : nil
+            changes = encodesChanges ? Changes(fields, changedKeys: allFieldsChanged ? Array(fields.keys) + changed.filter { fields[$0] == nil } : changed) : nil
             self.holdsAsset = holdsAsset
         }
     }
@@ -74,13 +74,31 @@ package struct PreparedSave: Sendable {
     /// encodes them: what a save that merges changed keys into the stored record writes over
     /// its document (made when the save was prepared as one that can only do that).
     package var encodedChanges: [UInt8] {
-        storage.changes ?? Self.encodedChanges(storage.fields, changedKeys: changedKeys)
+        (storage.changes ?? Changes(storage.fields, changedKeys: changedKeys)).document
     }
 
-    private static func encodedChanges(_ fields: [String: FieldValue], changedKeys: [String]) -> [UInt8] {
-        var changes = [String: FieldValue?](minimumCapacity: changedKeys.count)
-        for key in changedKeys { changes[key] = .some(fields[key]) }
-        return FieldDocument.encodedChanges(changes)
+    /// Whether a changed key's value is an asset or holds a `.deleteSelf` reference, whose
+    /// side effects need the stored record (``FieldValue/needsStoredRecordFirst``).
+    package var changesNeedStoredRecord: Bool {
+        (storage.changes ?? Changes(storage.fields, changedKeys: changedKeys)).needStoredRecord
+    }
+
+    /// The changed keys' values, encoded, and whether any needs the stored record.
+    private struct Changes: Sendable {
+        let document: [UInt8]
+        let needStoredRecord: Bool
+
+        init(_ fields: [String: FieldValue], changedKeys: [String]) {
+            var changes = [String: FieldValue?](minimumCapacity: changedKeys.count)
+            var needStoredRecord = false
+            for key in changedKeys {
+                let value = fields[key]
+                if let value, value.needsStoredRecordFirst { needStoredRecord = true }
+                changes[key] = .some(value)
+            }
+            document = FieldDocument.encodedChanges(changes)
+            self.needStoredRecord = needStoredRecord
+        }
     }
 
     /// Whether a field holds an asset or a list of assets.

@@ -281,10 +281,7 @@ enum RecordWriteExecutor {
             guard request.writeMode.mergesChangedKeysOnly(changeTag: save.systemFields.recordChangeTag),
                   let tag = save.systemFields.recordChangeTag, let user = context.userRecordName,
                   !request.returnsSavedRecords, notifier == nil,
-                  !save.parentChanged, save.encryptedKeys.isEmpty, save.jsonExtras.isEmpty else { return false }
-            for key in save.changedKeys {
-                if let value = save.fields[key], value.needsStoredRecordFirst { return false }
-            }
+                  !save.parentChanged, save.encryptedKeys.isEmpty, save.jsonExtras.isEmpty, !save.changesNeedStoredRecord else { return false }
             // The merged record holds at most the stored field data and this save's.
             let room = Record.maximumFieldDataSize - save.fieldDataSize
             guard room > 0, let condition = try typeRules.writeCondition(save, in: transaction),
