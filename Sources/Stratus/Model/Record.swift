@@ -178,7 +178,17 @@ public final class Record: NSObject, NSCopying, Sendable {
     /// let count: Int? = record["count"]
     /// ```
     public subscript<T: RecordValueProtocol>(key: FieldKey) -> T? {
-        get { fieldValue(forKey: key)?.objectValue as? T }
+        get {
+            guard let value = fieldValue(forKey: key) else { return nil }
+            // A value read as its own type is itself: no `NSNumber` on the way (a transform
+            // over a million records reads a few values from each).
+            switch value {
+            case .double(let double) where T.self == Double.self: return double as? T
+            case .int64(let int) where T.self == Int64.self: return int as? T
+            case .string(let string) where T.self == String.self: return string as? T
+            default: return value.objectValue as? T
+            }
+        }
         set { setFieldValue(newValue?.fieldValue, forKey: key) }
     }
 
