@@ -101,6 +101,10 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
     private var transform: (@Sendable ([Record]) throws -> [Record])?
     /// Batches handed to consumers so far, when the operation is itself a pipeline's source.
     private var handedOn = 0
+    /// Whether the per-record blocks get each record as stored (with its new system fields);
+    /// when false they get the record as it was given, and a save need not read or make the
+    /// stored one. A job that only counts outcomes (``RecordUpdater``) sets it.
+    package var perRecordBlocksGetStoredRecords = true
     /// A job's position recorded in the transaction of the request's last batch (an importer's
     /// settled items), so that a resumed job knows exactly what committed.
     package var jobProgress: (job: String, position: Int64)?
@@ -404,7 +408,7 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
         // the engine need not make them.
         ModifyRequest(saves: saves, recordIDsToDelete: deletes, writeMode: writeMode ?? RecordWriteMode(savePolicy),
                       preservesSystemFields: preservesSystemFields, isAtomic: atomic,
-                      returnsSavedRecords: perRecordSaveBlock != nil || perRecordCompletionBlock != nil
+                      returnsSavedRecords: (perRecordBlocksGetStoredRecords && (perRecordSaveBlock != nil || perRecordCompletionBlock != nil))
                           || modifyRecordsCompletionBlock != nil || recordOutput.hasConsumers)
     }
 
