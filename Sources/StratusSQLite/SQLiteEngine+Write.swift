@@ -294,13 +294,14 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
     }
 
     /// The one-step update of ``updateStoredRecord(_:)``: the row moves to its new change key
-    /// with its changed fields merged in, when it is as the update expects. Member names that
-    /// start with `~` hold what is not a field (encrypted keys, JSON extras); a document that
-    /// holds `"~` anywhere, even inside a value, takes the general way.
+    /// with its changed fields merged in, when it is as the update expects. The merge answers
+    /// NULL for a document that is too long (in bytes, which are at least its characters) or
+    /// holds more than fields, and `OR IGNORE` then skips the row (`fields` is NOT NULL): the
+    /// checks cost no second read of the document.
     private static let updateStoredFields = """
-        UPDATE records SET change_key = ?1, modified_at = ?2, modified_by = ?3, change_tag = ?4, fields = stratus_merge_fields(fields, ?5)
+        UPDATE OR IGNORE records SET change_key = ?1, modified_at = ?2, modified_by = ?3, change_tag = ?4, fields = stratus_merge_fields(fields, ?5, ?10)
         WHERE zone_id = ?6 AND record_name = ?7 AND change_tag = ?8 AND record_type = ?9 AND parent_name IS NULL
-            AND length(fields) <= ?10 AND instr(fields, '"~') = 0 AND (?11 IS NULL OR created_by = ?11)
+            AND (?11 IS NULL OR created_by = ?11)
         """
 
     /// Keeps `asset_refs` true for a record's row: what it names now, and, for a replaced row,

@@ -7,12 +7,14 @@ import Foundation
 enum SQLiteFunctions {
     static func register(on handle: OpaquePointer?) {
         sqlite3_create_function_v2(handle, "stratus_has_tokens", 3, SQLITE_UTF8 | SQLITE_DETERMINISTIC, nil, hasTokens, nil, nil, nil)
-        sqlite3_create_function_v2(handle, "stratus_merge_fields", 2, SQLITE_UTF8 | SQLITE_DETERMINISTIC, nil, mergeFields, nil, nil, nil)
+        sqlite3_create_function_v2(handle, "stratus_merge_fields", 3, SQLITE_UTF8 | SQLITE_DETERMINISTIC, nil, mergeFields, nil, nil, nil)
     }
 
-    /// `stratus_merge_fields(fields, changes)`: the stored document with the changed fields
-    /// written over it (``FieldDocument/merging(_:into:)``). A document that is not one fails
-    /// the statement, as reading it would.
+    /// `stratus_merge_fields(fields, changes, maximum)`: the stored document with the changed
+    /// fields written over it (``FieldDocument/merging(_:into:)``); NULL for a document of more
+    /// than `maximum` bytes or that holds more than fields (which an `UPDATE OR IGNORE` of the
+    /// NOT NULL column then skips). A document that is not one fails the statement, as reading
+    /// it would.
     private static let mergeFields: @convention(c) (OpaquePointer?, Int32, UnsafeMutablePointer<OpaquePointer?>?) -> Void = { context, _, values in
         guard let values, let storedText = sqlite3_value_text(values[0]), let changesText = sqlite3_value_text(values[1]) else {
             sqlite3_result_error(context, "stratus_merge_fields takes a stored document and changes", -1)
@@ -20,9 +22,16 @@ enum SQLiteFunctions {
         }
         let stored = UnsafeBufferPointer(start: storedText, count: Int(sqlite3_value_bytes(values[0])))
         let changes = UnsafeBufferPointer(start: changesText, count: Int(sqlite3_value_bytes(values[1])))
+        guard stored.count <= sqlite3_value_int64(values[2]) else {
+            sqlite3_result_null(context)
+            return
+        }
         var out = ByteOutput(capacity: stored.count + changes.count)
         do throws(StratusError) {
-            try FieldDocument.merging(changes, into: stored, out: &out)
+            guard try FieldDocument.merging(changes, into: stored, out: &out) else {
+                sqlite3_result_null(context)
+                return
+            }
         } catch {
             sqlite3_result_error(context, error.message, -1)
             return

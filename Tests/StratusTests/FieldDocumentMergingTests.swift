@@ -58,11 +58,26 @@ struct FieldDocumentMergingTests {
             #"{"a":["S","old"],"b":["I",1],"a":["S","x"]}"#,
         ]
         for spelling in spellings {
-            let result = try FieldDocument.merging(FieldDocument.encodedChanges(["b": .int64(2), "c": .double(0.5)]), into: Array(spelling.utf8))
+            let result = try #require(try FieldDocument.merging(FieldDocument.encodedChanges(["b": .int64(2), "c": .double(0.5)]), into: Array(spelling.utf8)))
             let fields = try FieldDocument.decode(String(decoding: result, as: UTF8.self), zoneID: .default) { _ in nil }
             #expect(fields == ["a": .string("x"), "b": .int64(2), "c": .double(0.5)], "\(spelling)")
             #expect(result == Self.document(fields), "the merged document is in the written form: \(spelling)")
         }
+    }
+
+    @Test("a document that holds more than fields (encrypted keys, JSON extras) is not merged")
+    func documentsWithMoreThanFieldsAreNotMerged() throws {
+        let changes = FieldDocument.encodedChanges(["a": .int64(1)])
+        let encrypted = FieldDocument.encodedBytes(["a": .int64(0), "s": .string("x")], encryptedKeys: ["s"])
+        var extras = Record.JSONExtras()
+        extras.members["pluginFields"] = "{}"
+        let withExtras = FieldDocument.encodedBytes(["a": .int64(0)], encryptedKeys: [], jsonExtras: extras)
+        for stored in [encrypted, withExtras, Array(#"{"~json":{},"a":["I",0]}"#.utf8), Array(#"{"b":["I",0],"\u007ejson":{}}"#.utf8)] {
+            #expect(try FieldDocument.merging(changes, into: stored) == nil, "\(String(decoding: stored, as: UTF8.self))")
+        }
+        // A value that merely holds "~ is a field like any other.
+        let tilde = Self.document(["b": .string("~x")])
+        #expect(try FieldDocument.merging(changes, into: tilde) == Self.document(["a": .int64(1), "b": .string("~x")]))
     }
 
     @Test("a document that is not an object of members fails as corrupt and says where")

@@ -33,28 +33,33 @@ extension FieldDocument {
     /// ``encodedChanges(_:)``) written over it: a changed key's value replaces the stored one
     /// or is added in key order, a `null` removes the key. Stored values are copied as they
     /// are, without decoding; the result is what encoding the merged fields gives when the
-    /// stored document is in the encoder's form. Documents with members beyond the fields
-    /// (encrypted keys, JSON extras) are not merged this way: callers leave them out.
+    /// stored document is in the encoder's form. A document with members beyond the fields
+    /// (encrypted keys, JSON extras, whose merge is a save's policy) is not merged: answers
+    /// false, and `out` holds nothing of use.
     ///
     /// ```swift
-    /// let merged = try FieldDocument.merging(changes, into: stored)
+    /// let merged = try FieldDocument.merging(changes, into: stored)   // nil: not a document of fields only
     /// ```
     ///
-    /// - Throws: ``StratusError`` `.internalError` when either is not a document of fields.
-    package static func merging(_ changes: UnsafeBufferPointer<UInt8>, into stored: UnsafeBufferPointer<UInt8>, out: inout ByteOutput) throws(StratusError) {
+    /// - Throws: ``StratusError`` `.internalError` when either is not a document.
+    package static func merging(_ changes: UnsafeBufferPointer<UInt8>, into stored: UnsafeBufferPointer<UInt8>, out: inout ByteOutput) throws(StratusError) -> Bool {
         guard let storedBase = stored.baseAddress, let changesBase = changes.baseAddress else { throw corruptMerge("the document is empty") }
         var old = JSONCursor(base: storedBase, limit: stored.count, isComplete: true, endName: "end of the document", pos: 0)
         var new = JSONCursor(base: changesBase, limit: changes.count, isComplete: true, endName: "end of the changes", pos: 0)
         let mark = out.count
         do {
-            if try mergeInOrder(&old, &new, into: &out) { return }
+            switch try mergeInOrder(&old, &new, into: &out) {
+            case .merged: return true
+            case .notFieldsOnly: return false
+            case .outOfOrder: break
+            }
             // Keys out of order, or spelled with escapes: merged by their decoded names.
             out.removeAll(from: mark)
             old.pos = 0
             old.depth = 0
             new.pos = 0
             new.depth = 0
-            try mergeByName(&old, &new, into: &out)
+            return try mergeByName(&old, &new, into: &out)
         } catch {
             switch error {
             case .syntax(let offset, let message): throw corruptMerge("\(message) at byte \(offset)")
@@ -63,15 +68,30 @@ extension FieldDocument {
         }
     }
 
-    /// ``merging(_:into:out:)`` into a new byte array.
+    /// ``merging(_:into:out:)`` into a new byte array; `nil` for a document that holds more
+    /// than fields.
     ///
-    /// - Throws: ``StratusError`` `.internalError` when either is not a document of fields.
-    package static func merging(_ changes: [UInt8], into stored: [UInt8]) throws(StratusError) -> [UInt8] {
+    /// - Throws: ``StratusError`` `.internalError` when either is not a document.
+    package static func merging(_ changes: [UInt8], into stored: [UInt8]) throws(StratusError) -> [UInt8]? {
         var out = ByteOutput(capacity: stored.count + changes.count)
-        try changes.withUnsafeBufferPointer { (changes) throws(StratusError) in
+        let merged = try changes.withUnsafeBufferPointer { (changes) throws(StratusError) in
             try stored.withUnsafeBufferPointer { (stored) throws(StratusError) in try merging(changes, into: stored, out: &out) }
         }
-        return Array(out.bytes)
+        return merged ? Array(out.bytes) : nil
+    }
+
+    /// How a merge in key order ended.
+    private enum OrderedMerge {
+        case merged
+        /// A member of the stored document is not a field (its name starts with `~`).
+        case notFieldsOnly
+        /// A key is out of order or spelled with an escape: merge by name instead.
+        case outOfOrder
+    }
+
+    /// Whether a key's text (in quotes) names what is not a field: `~encrypted`, `~json`.
+    private static func isSpecial(_ cursor: JSONCursor, _ key: JSONCursor.Token) -> Bool {
+        key.end - key.start > 2 && cursor.base[key.start + 1] == UInt8(ascii: "~")
     }
 
     private static func corruptMerge(_ what: String) -> StratusError {
@@ -111,8 +131,8 @@ extension FieldDocument {
     }
 
     /// Merges two documents whose keys are plain and in increasing order, in one pass over
-    /// each. Answers false (with `out` partly written) when a key is not.
-    private static func mergeInOrder(_ old: inout JSONCursor, _ new: inout JSONCursor, into out: inout ByteOutput) throws(JSONCursor.Failure) -> Bool {
+    /// each (`out` partly written when it does not answer ``OrderedMerge/merged``).
+    private static func mergeInOrder(_ old: inout JSONCursor, _ new: inout JSONCursor, into out: inout ByteOutput) throws(JSONCursor.Failure) -> OrderedMerge {
         var oldStarted = false, newStarted = false
         var oldMember = try nextMember(&old, started: &oldStarted)
         var newMember = try nextMember(&new, started: &newStarted)
@@ -130,10 +150,11 @@ extension FieldDocument {
         out.append(UInt8(ascii: "{"))
         while oldMember != nil || newMember != nil {
             if let key = oldMember?.key {
-                guard isPlain(key), previousOld.map({ compareKeys(old, $0, old, key) < 0 }) ?? true else { return false }
+                if isSpecial(old, key) { return .notFieldsOnly }
+                guard isPlain(key), previousOld.map({ compareKeys(old, $0, old, key) < 0 }) ?? true else { return .outOfOrder }
             }
             if let key = newMember?.key {
-                guard isPlain(key), previousNew.map({ compareKeys(new, $0, new, key) < 0 }) ?? true else { return false }
+                guard isPlain(key), previousNew.map({ compareKeys(new, $0, new, key) < 0 }) ?? true else { return .outOfOrder }
             }
             let order: Int32 = switch (oldMember, newMember) {
             case (let o?, let n?): compareKeys(old, o.key, new, n.key)
@@ -156,15 +177,19 @@ extension FieldDocument {
             }
         }
         out.append(UInt8(ascii: "}"))
-        return true
+        return .merged
     }
 
     /// Merges two documents by their keys' decoded names, whatever their order (a later
     /// member of one document replaces an earlier one of the same name, as decoding does).
-    private static func mergeByName(_ old: inout JSONCursor, _ new: inout JSONCursor, into out: inout ByteOutput) throws(JSONCursor.Failure) {
+    private static func mergeByName(_ old: inout JSONCursor, _ new: inout JSONCursor, into out: inout ByteOutput) throws(JSONCursor.Failure) -> Bool {
         var members: [String: (fromChanges: Bool, value: JSONCursor.Token)] = [:]
         var started = false
-        while let member = try nextMember(&old, started: &started) { members[old.string(member.key)] = (false, member.value) }
+        while let member = try nextMember(&old, started: &started) {
+            let name = old.string(member.key)
+            if name.hasPrefix("~") { return false }
+            members[name] = (false, member.value)
+        }
         started = false
         while let member = try nextMember(&new, started: &started) {
             members[new.string(member.key)] = member.value.kind == .null ? nil : (true, member.value)
@@ -177,5 +202,6 @@ extension FieldDocument {
             out.append(UnsafeBufferPointer(start: cursor.base + member.value.start, count: member.value.end - member.value.start))
         }
         out.append(UInt8(ascii: "}"))
+        return true
     }
 }
