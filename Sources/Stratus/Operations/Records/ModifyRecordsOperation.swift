@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Saves and deletes records, like `CKModifyRecordsOperation`.
 ///
@@ -224,19 +225,29 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
     }
 
     /// A batch taken from the producer while the one before it is written: transformed on this
-    /// operation's thread (where `transform` runs), then checked and prepared on another.
-    /// `@unchecked Sendable`: everything is set in `init` but ``prepared``, which the preparing
-    /// thread sets once before leaving `done`, and which is read only after waiting on it.
-    private final class UpcomingBatch: @unchecked Sendable {
+    /// operation's thread (where `transform` runs), then checked and prepared on another, or
+    /// on this one when its turn comes before another thread began (a busy machine may not
+    /// run the other thread soon: this one then does not wait for it).
+    private final class UpcomingBatch: Sendable {
         let batch: PipelineBatch<Record>
         private let transformed: [Record]
         /// What `transform` threw: the batch fails when its turn comes, after the one before it is written.
         private let transformError: (any Error)?
-        private var prepared: Preparation?
-        private let done = DispatchGroup()
+        private let mode: RecordWriteMode
+        private let context: DatabaseContext
+        private let state = Mutex(PreparationState.waiting)
+        private let finished = DispatchSemaphore(value: 0)
+
+        private enum PreparationState {
+            case waiting
+            case preparing
+            case prepared(Preparation)
+        }
 
         init(_ batch: PipelineBatch<Record>, transform: (@Sendable ([Record]) throws -> [Record])?, mode: RecordWriteMode, context: DatabaseContext) {
             self.batch = batch
+            self.mode = mode
+            self.context = context
             do {
                 transformed = try transform.map { try $0(batch.elements) } ?? batch.elements
                 transformError = nil
@@ -245,10 +256,20 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
                 transformError = error
                 return
             }
-            done.enter()
             DispatchQueue.global().async { [self] in
-                prepared = ModifyRecordsOperation.prepare(transformed, mode: mode, context: context)
-                done.leave()
+                guard claim() else { return }
+                let preparation = ModifyRecordsOperation.prepare(transformed, mode: mode, context: context)
+                state.withLock { $0 = .prepared(preparation) }
+                finished.signal()
+            }
+        }
+
+        /// Whether the caller is the one to prepare the batch.
+        private func claim() -> Bool {
+            state.withLock { state in
+                guard case .waiting = state else { return false }
+                state = .preparing
+                return true
             }
         }
 
@@ -258,10 +279,15 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
             return transformed
         }
 
-        /// The records checked and prepared, once they are.
+        /// The records checked and prepared: by this thread when no other began.
         func preparation() -> Preparation? {
-            done.wait()
-            return prepared
+            guard transformError == nil else { return nil }
+            if claim() { return ModifyRecordsOperation.prepare(transformed, mode: mode, context: context) }
+            finished.wait()
+            return state.withLock { state in
+                if case .prepared(let preparation) = state { return preparation }
+                return nil
+            }
         }
     }
 
