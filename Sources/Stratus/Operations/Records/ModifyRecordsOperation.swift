@@ -175,6 +175,7 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
         guard let input else { return Self.partialFailure(errors, of: total) }
         let mode = writeMode ?? RecordWriteMode(savePolicy)
         var upcoming: UpcomingBatch?
+        let freeing = FreeingCount()
         while let batch = upcoming?.batch ?? input.receive() {
             let current = upcoming
             upcoming = nil
@@ -195,12 +196,32 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
                 }
             if let stop { return stop }
             guard try finishBatch(batch, from: input, handingOn: saved, to: recordOutput) else { break }
-            // Freeing a batch's records and their preparations costs the writing thread as
-            // much as a good part of their writes: another thread lets them go.
-            if let current { DispatchQueue.global().async { withExtendedLifetime((current, batch, records)) {} } }
+            // Freeing a batch's records and their preparations costs the writing thread a good
+            // part of their writes: another thread lets them go, unless two batches wait for
+            // it already (a busy machine may not run it soon, and memory stays bounded).
+            if let current, freeing.take() {
+                DispatchQueue.global().async { [freeing] in
+                    withExtendedLifetime((current, batch, records)) {}
+                    freeing.release()
+                }
+            }
         }
         if shouldStop { return stopped(done: done, errors: errors) }
         return Self.partialFailure(errors, of: total)
+    }
+
+    /// How many written batches wait for another thread to free them, at most two.
+    private final class FreeingCount: Sendable {
+        private let count = Mutex(0)
+        /// Whether another batch may wait (counted then).
+        func take() -> Bool {
+            count.withLock { count in
+                guard count < 2 else { return false }
+                count += 1
+                return true
+            }
+        }
+        func release() { count.withLock { $0 -= 1 } }
     }
 
     /// Records checked and prepared for saving (``PreparedSave``), and the errors of those that
@@ -256,8 +277,10 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
                 transformError = error
                 return
             }
-            DispatchQueue.global().async { [self] in
-                guard claim() else { return }
+            // Weakly: a batch the writing thread prepared and wrote is not kept for a thread
+            // that has not run yet.
+            DispatchQueue.global().async { [weak self] in
+                guard let self, claim() else { return }
                 let preparation = ModifyRecordsOperation.prepare(transformed, mode: mode, context: context)
                 state.withLock { $0 = .prepared(preparation) }
                 finished.signal()
