@@ -38,6 +38,8 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
     private var upsert: SQLiteStatement?
     /// The stored-record read, prepared once per transaction (an update reads every record).
     private var selectRecord: SQLiteStatement?
+    /// The one-step update of changed fields, prepared once per transaction.
+    private var updateInPlace: SQLiteStatement?
     private var insertStatements: [SQLiteStatement?] = []
     private var texts = TextArena()
     /// Asset content that rows named before this transaction and no longer name.
@@ -261,6 +263,52 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
         try finishWrite(of: row, zone: zone, isNew: !replacing)
         try replaceAssetReferences(of: row.recordID.recordName, identifiers: row.assetContentIdentifiers, zoneRow: zones[zone].row, isNew: !replacing)
     }
+
+    func updateStoredRecord(_ update: StoredRecordUpdate) throws -> Bool {
+        let zone = try existingZone(update.recordID.zoneID)
+        // The derived data of a row that may hold references, assets or searched words needs
+        // its stored values: such a save takes the general way.
+        if try zoneHasReferences(zone) || anyAssetReferences() || !searchableFields(of: update.recordType).isEmpty { return false }
+        if updateInPlace == nil { updateInPlace = try connection.statement(Self.updateStoredFields) }
+        let statement = updateInPlace!
+        statement.resetKeepingBindings()   // every parameter is bound below
+        texts.removeAll()
+        let zoneBefore = zones[zone]
+        try statement.bind(SQLiteSchema.changeKey(zoneRow: zoneBefore.row, sequence: try nextSequence(zone)), at: 1)
+        try statement.bind(.real(update.modificationDate.timeIntervalSinceReferenceDate), at: 2)
+        texts.add(update.lastModifiedUserRecordName, at: 3)
+        texts.add(update.changeTag, at: 4)
+        texts.add(utf8: update.changes, at: 5)
+        try statement.bind(zoneBefore.row, at: 6)
+        texts.add(update.recordID.recordName, at: 7)
+        texts.add(update.expectedChangeTag, at: 8)
+        texts.add(update.recordType, at: 9)
+        try statement.bind(Int64(update.maximumStoredDocumentLength), at: 10)
+        if let creator = update.requiredCreatorRecordName { texts.add(creator, at: 11) } else { try statement.bind(.null, at: 11) }
+        try statement.step(bindingInPlace: texts)
+        guard connection.changes == 1 else {
+            // Nothing written: the change number is not taken.
+            zones[zone] = zoneBefore
+            return false
+        }
+        if try zoneHasTombstones(zone) {
+            let clearTombstone = try connection.statement("DELETE FROM tombstones WHERE zone_id = ? AND record_name = ?")
+            try clearTombstone.bind([.integer(zoneBefore.row), .text(update.recordID.recordName)])
+            try clearTombstone.step()
+        }
+        return true
+    }
+
+    /// The one-step update of ``updateStoredRecord(_:)``: the row moves to its new change key
+    /// with its changed fields merged in, when it is as the update expects. The merge answers
+    /// NULL for a document that is too long (in bytes, which are at least its characters) or
+    /// holds more than fields, and `OR IGNORE` then skips the row (`fields` is NOT NULL): the
+    /// checks cost no second read of the document.
+    private static let updateStoredFields = """
+        UPDATE OR IGNORE records SET change_key = ?1, modified_at = ?2, modified_by = ?3, change_tag = ?4, fields = stratus_merge_fields(fields, ?5, ?10)
+        WHERE zone_id = ?6 AND record_name = ?7 AND change_tag = ?8 AND record_type = ?9 AND parent_name IS NULL
+            AND (?11 IS NULL OR created_by = ?11)
+        """
 
     /// Keeps `asset_refs` true for a record's row: what it names now, and, for a replaced row,
     /// what it named before and no longer does (a candidate for collection).

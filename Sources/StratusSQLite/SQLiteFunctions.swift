@@ -2,13 +2,42 @@ import CSQLite
 import Foundation
 @_spi(StratusEngine) import Stratus
 
-/// SQL functions Stratus registers on each connection. They serve queries only and never
-/// appear in the schema, so the `sqlite3` shell can still open, check and change a store.
+/// SQL functions Stratus registers on each connection. They serve queries and writes only and
+/// never appear in the schema, so the `sqlite3` shell can still open, check and change a store.
 enum SQLiteFunctions {
     static func register(on handle: OpaquePointer?) {
         sqlite3_create_function_v2(handle, "stratus_has_tokens", 3, SQLITE_UTF8 | SQLITE_DETERMINISTIC, nil, hasTokens, nil, nil, nil)
         sqlite3_create_function_v2(handle, orderKeyFunction, 2, SQLITE_UTF8 | SQLITE_DETERMINISTIC, nil, orderKey, nil, nil, nil)
         sqlite3_create_function_v2(handle, equalityKeyFunction, 2, SQLITE_UTF8 | SQLITE_DETERMINISTIC, nil, equalityKey, nil, nil, nil)
+        sqlite3_create_function_v2(handle, "stratus_merge_fields", 3, SQLITE_UTF8 | SQLITE_DETERMINISTIC, nil, mergeFields, nil, nil, nil)
+    }
+
+    /// `stratus_merge_fields(fields, changes, maximum)`: the stored document with the changed
+    /// fields written over it (``FieldDocument/merging(_:into:)``); NULL for a document of more
+    /// than `maximum` bytes or that holds more than fields (which an `UPDATE OR IGNORE` of the
+    /// NOT NULL column then skips). A document that is not one fails the statement, as reading
+    /// it would.
+    private static let mergeFields: @convention(c) (OpaquePointer?, Int32, UnsafeMutablePointer<OpaquePointer?>?) -> Void = { context, _, values in
+        guard let values, let stored = textArgument(values[0]), let changes = textArgument(values[1]) else {
+            sqlite3_result_error(context, "stratus_merge_fields takes a stored document and changes", -1)
+            return
+        }
+        guard stored.count <= sqlite3_value_int64(values[2]) else {
+            sqlite3_result_null(context)
+            return
+        }
+        var out = ByteOutput(capacity: stored.count + changes.count)
+        do throws(StratusError) {
+            guard try FieldDocument.merging(changes, into: stored, out: &out) else {
+                sqlite3_result_null(context)
+                return
+            }
+        } catch {
+            sqlite3_result_error(context, error.message, -1)
+            return
+        }
+        let merged = out.bytes
+        sqlite3_result_text(context, UnsafeRawPointer(merged.baseAddress!).assumingMemoryBound(to: CChar.self), Int32(merged.count), stratus_sqlite_transient())
     }
 
     /// `stratus_order_key(fields, 'name')`: the field's ``Stratus/QueryRules/withOrderedKey(of:_:)``

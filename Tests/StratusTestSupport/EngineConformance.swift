@@ -68,7 +68,7 @@ public enum EngineConformance {
 
     /// Every case, in a stable order.
     public static var cases: [TestCase] {
-        roundTripCases + systemFieldCases + savePolicyCases + batchCases + validationCases
+        roundTripCases + systemFieldCases + savePolicyCases + quietSaveCases + batchCases + validationCases
             + fetchAndDeleteCases + queryCases + pagingCases + scopeCases + queryLanguageCases + ruleCases + streamCases + inventoryCases
             + environmentCases + roleCases + assetCases + pipelineCases
     }

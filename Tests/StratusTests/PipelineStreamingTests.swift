@@ -197,6 +197,42 @@ struct PipelineStreamingTests {
         }
     }
 
+    @Test("a save stage takes batches while it writes the one before: each written once and in order; a batch its transform refuses fails it after every batch before")
+    func saveStageTakesBatchesAhead() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            try await TestDatabase.save(items(100), in: database)
+            for refusedBatch in [nil, 5] as [Int?] {
+                let query = Self.everyItem(pageSize: 10, inFlight: 4)
+                let transformed = Box(0)
+                let save = ModifyRecordsOperation(savingRecordsFrom: query) { records in
+                    if transformed.update({ $0 += 1; return $0 }) == refusedBatch { throw StratusError(.limitExceeded, "batch \(refusedBatch!) is refused") }
+                    for record in records { record["count"] = (Self.int(record, "count") ?? 0) + 1 }
+                    return records
+                }
+                let saved = Box<[String]>([])
+                save.perRecordSaveBlock = { id, result in if case .success = result { saved.update { $0.append(id.recordName) } } }
+                let saveFinal = Box<Result<Void, any Error>?>(nil)
+                save.modifyRecordsResultBlock = { saveFinal.value = $0 }
+                _ = await Self.run([query, save], on: database)
+
+                let expected = refusedBatch.map { ($0 - 1) * 10 } ?? 100
+                #expect(saved.value == (0..<expected).map { recordName("item", $0) })
+                if let refusedBatch {
+                    let error = try #require(finalError(saveFinal.value))
+                    #expect(error.code == .limitExceeded && error.message == "batch \(refusedBatch) is refused", "\(error.message)")
+                } else {
+                    #expect(finalError(saveFinal.value) == nil)
+                }
+            }
+            // Every record once in the complete run, the first 40 again in the refused one.
+            let all = try await TestDatabase.queryAll(Query(recordType: "Item"), in: database)
+            #expect(all.count == 100 && all.allSatisfy { Self.int($0, "count") == (Int(recordNumber($0)) < 40 ? 2 : 1) })
+        }
+    }
+
+    private func recordNumber(_ record: Record) -> Int { Int(record.recordID.recordName.split(separator: "-").last ?? "") ?? -1 }
+
     @Test("a consumer that fails after its producer finished stops the pipeline: every stage reports, none waits for the finished producer")
     func failureAfterProducerFinished() async throws {
         try await SQLiteFixture.with { fixture in

@@ -105,8 +105,10 @@ do {
         // 2. The new price, and the change counted.
         let reprice = TransformOperation(transforming: query) { (products: [Record]) -> [Record] in
             for product in products {
-                product["price"] = Catalog.raised(product["price"] as? Double ?? 0)
-                product["revision"] = (product["revision"] as? Int64 ?? 0) + 1
+                // Read as typed values: `as? Double` would read through an NSNumber.
+                let price: Double = product["price"] ?? 0, revision: Int64 = product["revision"] ?? 0
+                product["price"] = Catalog.raised(price)
+                product["revision"] = revision + 1
             }
             return products
         }

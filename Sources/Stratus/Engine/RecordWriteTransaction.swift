@@ -38,6 +38,19 @@ public protocol RecordWriteTransaction: AnyObject {
     /// engine's derived data (references, words, tombstones, change position) up to date.
     func writeRecord(_ row: RecordRow, replacing: Bool) throws
 
+    /// Writes changed fields over a stored record in one step, without the caller reading the
+    /// record first, when the stored record is what `update` expects: its change tag, type
+    /// and creator (when given), no parent, and a document of fields only (no encrypted keys,
+    /// no JSON extras) of at most ``StoredRecordUpdate/maximumStoredDocumentLength``
+    /// characters. The row gets the update's system fields and the next change position, and
+    /// its document becomes ``FieldDocument/merging(_:into:)`` of the changes.
+    ///
+    /// Answers `false`, writing nothing, when the stored record is otherwise (or missing), or
+    /// when the engine would need the stored values to keep its derived data true (the zone's
+    /// `.deleteSelf` references, named asset content, the type's word index): the caller then
+    /// saves the record the general way, which reads it and finds out why.
+    func updateStoredRecord(_ update: StoredRecordUpdate) throws -> Bool
+
     /// Deletes a stored record and leaves a tombstone. Answers `false` when there was none.
     func deleteRecord(_ id: Record.ID) throws -> Bool
 
@@ -88,6 +101,55 @@ public protocol RecordWriteTransaction: AnyObject {
     /// order, each at the next place of its feed. Called once, after every write of the
     /// transaction; the places follow commit order, as change positions do.
     func appendNotifications(_ rows: [NotificationRow]) throws
+}
+
+extension RecordWriteTransaction {
+    /// An engine without a one-step update answers that it wrote nothing: every save then
+    /// takes the general way.
+    public func updateStoredRecord(_ update: StoredRecordUpdate) throws -> Bool { false }
+}
+
+/// Changed fields to write over a stored record without reading it first
+/// (``RecordWriteTransaction/updateStoredRecord(_:)``): what the stored record must be, what
+/// the row gets, and the changes.
+///
+/// ```swift
+/// let update = StoredRecordUpdate(recordID: id, recordType: "Product", expectedChangeTag: tag, requiredCreatorRecordName: nil,
+///                                 maximumStoredDocumentLength: 100_000, modificationDate: now, lastModifiedUserRecordName: user,
+///                                 changeTag: newTag, changes: FieldDocument.encodedChanges(["price": .double(1.1)]))
+/// let written = try transaction.updateStoredRecord(update)
+/// ```
+@_spi(StratusEngine)
+public struct StoredRecordUpdate: Sendable {
+    public let recordID: Record.ID
+    /// The type the stored record must have.
+    public let recordType: String
+    /// The change tag the stored record must have.
+    public let expectedChangeTag: String
+    /// The user record name of the stored record's creator, when the write is allowed to its creator only.
+    public let requiredCreatorRecordName: String?
+    /// The most characters the stored document may have (the merged record then stays within
+    /// the size limit; see ``FieldDocument/maximumFieldDataPerCharacter``).
+    public let maximumStoredDocumentLength: Int
+    public let modificationDate: Date
+    public let lastModifiedUserRecordName: String
+    /// The record's new change tag.
+    public let changeTag: String
+    /// The changed fields, as ``FieldDocument/encodedChanges(_:)`` encodes them.
+    public let changes: [UInt8]
+
+    public init(recordID: Record.ID, recordType: String, expectedChangeTag: String, requiredCreatorRecordName: String?, maximumStoredDocumentLength: Int,
+                modificationDate: Date, lastModifiedUserRecordName: String, changeTag: String, changes: [UInt8]) {
+        self.recordID = recordID
+        self.recordType = recordType
+        self.expectedChangeTag = expectedChangeTag
+        self.requiredCreatorRecordName = requiredCreatorRecordName
+        self.maximumStoredDocumentLength = maximumStoredDocumentLength
+        self.modificationDate = modificationDate
+        self.lastModifiedUserRecordName = lastModifiedUserRecordName
+        self.changeTag = changeTag
+        self.changes = changes
+    }
 }
 
 /// One record as a write transaction stores it: every system field set, its field values and

@@ -184,6 +184,8 @@ public final class RecordUpdater: Sendable {
             save.writeMode = .update
             save.isAtomic = false
             save.itemsPerBatch = options.batchSize
+            // Outcomes are counted, never looked at: the saves need not make stored records.
+            save.perRecordBlocksGetStoredRecords = false
             save.perRecordSaveBlock = { [job] id, outcome in
                 switch outcome {
                 case .success:

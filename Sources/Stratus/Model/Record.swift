@@ -237,7 +237,17 @@ public final class Record: NSObject, NSCopying, Sendable {
     /// let count: Int? = record["count"]
     /// ```
     public subscript<T: RecordValueProtocol>(key: FieldKey) -> T? {
-        get { fieldValue(forKey: key)?.objectValue as? T }
+        get {
+            guard let value = fieldValue(forKey: key) else { return nil }
+            // A value read as its own type is itself: no `NSNumber` on the way (a transform
+            // over a million records reads a few values from each).
+            switch value {
+            case .double(let double) where T.self == Double.self: return double as? T
+            case .int64(let int) where T.self == Int64.self: return int as? T
+            case .string(let string) where T.self == String.self: return string as? T
+            default: return value.objectValue as? T
+            }
+        }
         set { setFieldValue(newValue?.fieldValue, forKey: key) }
     }
 
@@ -263,8 +273,14 @@ public final class Record: NSObject, NSCopying, Sendable {
             if state.allFieldsChanged {
                 // Present keys are changed already; remember removals.
                 if value == nil && state.changedSet.insert(key).inserted { state.changed.append(key) }
-            } else if state.changedSet.insert(key).inserted {
-                state.changed.append(key)
+            } else {
+                // Room for a few changes at the first: growing from nothing one key at a time
+                // allocates again at the second key.
+                if state.changed.isEmpty {
+                    state.changedSet.reserveCapacity(4)
+                    state.changed.reserveCapacity(4)
+                }
+                if state.changedSet.insert(key).inserted { state.changed.append(key) }
             }
         }
     }
@@ -385,13 +401,14 @@ public final class Record: NSObject, NSCopying, Sendable {
     /// A copy holding only the given keys (all keys when `keys` is `nil`), as `desiredKeys` asks.
     public func restricted(to keys: [String]?) -> Record {
         guard let keys else { return self }
-        let snapshot = state.withLock { $0 }
-        var kept: [String: FieldValue] = [:]
-        for key in keys { if let v = snapshot.fields[key] { kept[key] = v } }
-        var extras = snapshot.extras
+        // A query restricts every record it reads: only what the copy needs is taken, once.
+        let (system, fields, parent, encrypted, storedExtras) = state.withLock { ($0.system, $0.fields, $0.parent, $0.encrypted, $0.extras) }
+        var kept = [String: FieldValue](minimumCapacity: keys.count)
+        for key in keys { if let v = fields[key] { kept[key] = v } }
+        var extras = storedExtras
         if !extras.fields.isEmpty { extras.fields = extras.fields.filter { kept[$0.key] != nil } }
-        return Record(recordType: recordType, recordID: recordID, systemFields: snapshot.system, fields: kept, parent: snapshot.parent,
-                      encryptedKeys: snapshot.encrypted.intersection(kept.keys), jsonExtras: extras)
+        return Record(recordType: recordType, recordID: recordID, systemFields: system, fields: kept, parent: parent,
+                      encryptedKeys: encrypted.isEmpty ? encrypted : encrypted.filter { kept[$0] != nil }, jsonExtras: extras)
     }
 
     public override var description: String {

@@ -28,6 +28,22 @@ struct RecordCompatTests {
         #expect(record.fieldValue(forKey: "count") == .int64(2), "stored exactly as INT64")
     }
 
+    @Test("a value read by type reads as the cast of its NSNumber does, for every pairing of stored and asked type")
+    func typedReadsAgreeWithCasts() {
+        let record = Record(recordType: "Item")
+        let values: [String: any RecordValueProtocol] = ["int": Int64(2), "big": Int64.max, "double": 2.5, "whole": 2.0, "negativeZero": -0.0, "text": "hi", "bool": true]
+        for (key, value) in values { record[key] = value }
+        for key in values.keys {
+            let asDouble: Double? = record[key], asInt64: Int64? = record[key], asString: String? = record[key], asInt: Int? = record[key]
+            #expect(asDouble?.bitPattern == (record[key] as? Double)?.bitPattern, "\(key) as Double")
+            #expect(asInt64 == record[key] as? Int64, "\(key) as Int64")
+            #expect(asString == record[key] as? String, "\(key) as String")
+            #expect(asInt == record[key] as? Int, "\(key) as Int")
+        }
+        let negativeZero: Double? = record["negativeZero"]
+        #expect(negativeZero?.sign == .minus)
+    }
+
     @Test("doubles read as NSNumbers: as? Double, Float; as? Int only when whole")
     func doubleBridging() {
         let record = Record(recordType: "Item")

@@ -14,6 +14,8 @@ final class PipelineChannel<Element: Sendable>: @unchecked Sendable {
     private var queued: [PipelineBatch<Element>] = []
     private var head = 0
     private var inFlight = 0
+    /// Producers waiting in ``send(_:)`` for room.
+    private var sendersWaiting = 0
     private var bound: Int
     private var finished = false
     private var closed = false
@@ -53,7 +55,11 @@ final class PipelineChannel<Element: Sendable>: @unchecked Sendable {
     func send(_ batch: PipelineBatch<Element>) -> Bool {
         condition.lock()
         defer { condition.unlock() }
-        while inFlight >= bound && !closed { condition.wait() }
+        while inFlight >= bound && !closed {
+            sendersWaiting += 1
+            condition.wait()
+            sendersWaiting -= 1
+        }
         guard !closed else { return false }
         queued.append(batch)
         inFlight += 1
@@ -79,6 +85,24 @@ final class PipelineChannel<Element: Sendable>: @unchecked Sendable {
 
     /// The consumer is done with one batch it received (its writes committed, its own batch
     /// handed on): the producer may send another.
+    /// The next batch when one is queued, or about to be: a producer that waited for room
+    /// and has it now is waited for (briefly); otherwise `nil` at once (also when the channel
+    /// is closed). A consumer takes it while still working on the one before.
+    func receiveIfQueued() -> PipelineBatch<Element>? {
+        condition.withLock {
+            let deadline = Date(timeIntervalSinceNow: 0.05)
+            while head == queued.count && sendersWaiting > 0 && inFlight < bound && !closed && condition.wait(until: deadline) {}
+            guard !closed, head < queued.count else { return nil }
+            let batch = queued[head]
+            head += 1
+            if head == queued.count {
+                queued.removeAll(keepingCapacity: true)
+                head = 0
+            }
+            return batch
+        }
+    }
+
     func acknowledge() {
         condition.withLock {
             inFlight -= 1

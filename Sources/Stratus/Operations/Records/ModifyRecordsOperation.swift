@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Saves and deletes records, like `CKModifyRecordsOperation`.
 ///
@@ -101,6 +102,10 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
     private var transform: (@Sendable ([Record]) throws -> [Record])?
     /// Batches handed to consumers so far, when the operation is itself a pipeline's source.
     private var handedOn = 0
+    /// Whether the per-record blocks get each record as stored (with its new system fields);
+    /// when false they get the record as it was given, and a save need not read or make the
+    /// stored one. A job that only counts outcomes (``RecordUpdater``) sets it.
+    package var perRecordBlocksGetStoredRecords = true
     /// A job's position recorded in the transaction of the request's last batch (an importer's
     /// settled items), so that a resumed job knows exactly what committed.
     package var jobProgress: (job: String, position: Int64)?
@@ -168,24 +173,145 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
             if shouldStop { return stopped(done: done, errors: errors) }
         }
         guard let input else { return Self.partialFailure(errors, of: total) }
-        while let batch = input.receive() {
+        let mode = writeMode ?? RecordWriteMode(savePolicy)
+        var upcoming: UpcomingBatch?
+        let freeing = FreeingCount()
+        while let batch = upcoming?.batch ?? input.receive() {
+            let current = upcoming
+            upcoming = nil
             if shouldStop { break }
-            let records = try transform.map { try $0(batch.elements) } ?? batch.elements
+            let records = try current?.records() ?? transform.map { try $0(batch.elements) } ?? batch.elements
+            // While this batch is written, the next one, when the producer has it ready, is
+            // checked and prepared on another thread.
+            if let next = input.receiveIfQueued() { upcoming = UpcomingBatch(next, transform: transform, mode: mode, context: context) }
             total += records.count
             let progress = jobProgress(for: batch)
             var saved: [Record] = []
             // A batch is written whole once begun, so that the position after it stays exact.
             let stop = try write(
-                prepared: [], saving: records, deleting: [], progress: progress, singleTransaction: progress != nil, interruptible: false,
-                engine: engine, context: context, errors: &errors, done: &done) { batchSaved in
+                prepared: [], saving: records, preparation: current?.preparation(), deleting: [], progress: progress, singleTransaction: progress != nil,
+                interruptible: false, engine: engine, context: context, errors: &errors, done: &done) { batchSaved in
                     saved += batchSaved
                     return true
                 }
             if let stop { return stop }
             guard try finishBatch(batch, from: input, handingOn: saved, to: recordOutput) else { break }
+            // Freeing a batch's records and their preparations costs the writing thread a good
+            // part of their writes: another thread lets them go, unless two batches wait for
+            // it already (a busy machine may not run it soon, and memory stays bounded).
+            if let current, freeing.take() {
+                DispatchQueue.global().async { [freeing] in
+                    withExtendedLifetime((current, batch, records)) {}
+                    freeing.release()
+                }
+            }
         }
         if shouldStop { return stopped(done: done, errors: errors) }
         return Self.partialFailure(errors, of: total)
+    }
+
+    /// How many written batches wait for another thread to free them, at most two.
+    private final class FreeingCount: Sendable {
+        private let count = Mutex(0)
+        /// Whether another batch may wait (counted then).
+        func take() -> Bool {
+            count.withLock { count in
+                guard count < 2 else { return false }
+                count += 1
+                return true
+            }
+        }
+        func release() { count.withLock { $0 -= 1 } }
+    }
+
+    /// Records checked and prepared for saving (``PreparedSave``), and the errors of those that
+    /// are not fit to be saved.
+    private struct Preparation: Sendable {
+        var valid: [PreparedSave] = []
+        var failed: [Record.ID: StratusError] = [:]
+    }
+
+    private static func prepare(_ records: [Record], mode: RecordWriteMode, context: DatabaseContext) -> Preparation {
+        var preparation = Preparation()
+        preparation.valid.reserveCapacity(records.count)
+        for record in records {
+            do {
+                try checkZone(record.recordID, context)
+                preparation.valid.append(try PreparedSave(record, writeMode: mode))
+            } catch {
+                preparation.failed[record.recordID] = error
+            }
+        }
+        return preparation
+    }
+
+    /// A batch taken from the producer while the one before it is written: transformed on this
+    /// operation's thread (where `transform` runs), then checked and prepared on another, or
+    /// on this one when its turn comes before another thread began (a busy machine may not
+    /// run the other thread soon: this one then does not wait for it).
+    private final class UpcomingBatch: Sendable {
+        let batch: PipelineBatch<Record>
+        private let transformed: [Record]
+        /// What `transform` threw: the batch fails when its turn comes, after the one before it is written.
+        private let transformError: (any Error)?
+        private let mode: RecordWriteMode
+        private let context: DatabaseContext
+        private let state = Mutex(PreparationState.waiting)
+        private let finished = DispatchSemaphore(value: 0)
+
+        private enum PreparationState {
+            case waiting
+            case preparing
+            case prepared(Preparation)
+        }
+
+        init(_ batch: PipelineBatch<Record>, transform: (@Sendable ([Record]) throws -> [Record])?, mode: RecordWriteMode, context: DatabaseContext) {
+            self.batch = batch
+            self.mode = mode
+            self.context = context
+            do {
+                transformed = try transform.map { try $0(batch.elements) } ?? batch.elements
+                transformError = nil
+            } catch {
+                transformed = []
+                transformError = error
+                return
+            }
+            // Weakly: a batch the writing thread prepared and wrote is not kept for a thread
+            // that has not run yet.
+            DispatchQueue.global().async { [weak self] in
+                guard let self, claim() else { return }
+                let preparation = ModifyRecordsOperation.prepare(transformed, mode: mode, context: context)
+                state.withLock { $0 = .prepared(preparation) }
+                finished.signal()
+            }
+        }
+
+        /// Whether the caller is the one to prepare the batch.
+        private func claim() -> Bool {
+            state.withLock { state in
+                guard case .waiting = state else { return false }
+                state = .preparing
+                return true
+            }
+        }
+
+        /// The batch's records after `transform`, or what it threw.
+        func records() throws -> [Record] {
+            if let transformError { throw transformError }
+            return transformed
+        }
+
+        /// The records checked and prepared: by this thread when no other began.
+        func preparation() -> Preparation? {
+            guard transformError == nil else { return nil }
+            if claim() { return ModifyRecordsOperation.prepare(transformed, mode: mode, context: context) }
+            finished.wait()
+            return state.withLock { state in
+                if case .prepared(let preparation) = state { return preparation }
+                return nil
+            }
+        }
     }
 
     private func stopped(done: Int, errors: [Record.ID: StratusError]) -> StratusError {
@@ -201,7 +327,7 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
     /// `singleTransaction`, or in a transaction of its own when nothing is written). When
     /// `interruptible`, a cancellation stops it between transactions.
     private func write(
-        prepared preparedSaves: [PreparedSave], saving toSave: [Record], deleting toDelete: [Record.ID], progress: JobProgressEntry?,
+        prepared preparedSaves: [PreparedSave], saving toSave: [Record], preparation: Preparation? = nil, deleting toDelete: [Record.ID], progress: JobProgressEntry?,
         singleTransaction: Bool, interruptible: Bool, engine: any StorageEngine, context: DatabaseContext, errors: inout [Record.ID: StratusError],
         done: inout Int, handOn: ([Record]) throws -> Bool
     ) throws -> StratusError? {
@@ -214,15 +340,9 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
             do { try Self.checkZone(save.recordID, context) } catch { failed[save.recordID] = error }
         }
         if !failed.isEmpty { valid.removeAll { failed[$0.recordID] != nil } }
-        let mode = writeMode ?? RecordWriteMode(savePolicy)
-        for record in toSave {
-            do {
-                try Self.checkZone(record.recordID, context)
-                valid.append(try PreparedSave(record, writeMode: mode))
-            } catch {
-                failed[record.recordID] = error
-            }
-        }
+        let prepared = preparation ?? Self.prepare(toSave, mode: writeMode ?? RecordWriteMode(savePolicy), context: context)
+        valid.append(contentsOf: prepared.valid)
+        failed.merge(prepared.failed) { _, later in later }
         var validDeletes: [Record.ID] = []
         for id in toDelete {
             do {
@@ -337,7 +457,7 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
         // the engine need not make them.
         ModifyRequest(saves: saves, recordIDsToDelete: deletes, writeMode: writeMode ?? RecordWriteMode(savePolicy),
                       preservesSystemFields: preservesSystemFields, isAtomic: atomic,
-                      returnsSavedRecords: perRecordSaveBlock != nil || perRecordCompletionBlock != nil
+                      returnsSavedRecords: (perRecordBlocksGetStoredRecords && (perRecordSaveBlock != nil || perRecordCompletionBlock != nil))
                           || modifyRecordsCompletionBlock != nil || recordOutput.hasConsumers)
     }
 

@@ -29,11 +29,13 @@ package struct PreparedSave: Sendable {
         let fieldDataSize: Int
         /// Made with the save, unless the save can only update a stored record.
         let document: [UInt8]?
+        /// Made with a save that can only merge its changed keys into a stored record.
+        let changes: Changes?
         let holdsAsset: Bool
 
         init(record: Record, systemFields: Record.SystemFields, fields: [String: FieldValue], encryptedKeys: Set<String>, parent: Record.Reference?,
              parentChanged: Bool, jsonExtras: Record.JSONExtras, allFieldsChanged: Bool, changed: [String], fieldDataSize: Int, holdsAsset: Bool,
-             encodesDocument: Bool) {
+             encodesDocument: Bool, encodesChanges: Bool) {
             self.record = record
             self.systemFields = systemFields
             self.fields = fields
@@ -45,6 +47,7 @@ package struct PreparedSave: Sendable {
             self.changed = changed
             self.fieldDataSize = fieldDataSize
             document = encodesDocument ? FieldDocument.encodedBytes(fields, encryptedKeys: encryptedKeys, jsonExtras: jsonExtras) : nil
+            changes = encodesChanges ? Changes(fields, changedKeys: allFieldsChanged ? Array(fields.keys) + changed.filter { fields[$0] == nil } : changed) : nil
             self.holdsAsset = holdsAsset
         }
     }
@@ -67,6 +70,37 @@ package struct PreparedSave: Sendable {
     package var document: [UInt8] {
         storage.document ?? FieldDocument.encodedBytes(storage.fields, encryptedKeys: storage.encryptedKeys, jsonExtras: storage.jsonExtras)
     }
+    /// The changed keys' values (`nil`: removed) as ``FieldDocument/encodedChanges(_:)``
+    /// encodes them: what a save that merges changed keys into the stored record writes over
+    /// its document (made when the save was prepared as one that can only do that).
+    package var encodedChanges: [UInt8] {
+        (storage.changes ?? Changes(storage.fields, changedKeys: changedKeys)).document
+    }
+
+    /// Whether a changed key's value is an asset or holds a `.deleteSelf` reference, whose
+    /// side effects need the stored record (``FieldValue/needsStoredRecordFirst``).
+    package var changesNeedStoredRecord: Bool {
+        (storage.changes ?? Changes(storage.fields, changedKeys: changedKeys)).needStoredRecord
+    }
+
+    /// The changed keys' values, encoded, and whether any needs the stored record.
+    private struct Changes: Sendable {
+        let document: [UInt8]
+        let needStoredRecord: Bool
+
+        init(_ fields: [String: FieldValue], changedKeys: [String]) {
+            var changes = [String: FieldValue?](minimumCapacity: changedKeys.count)
+            var needStoredRecord = false
+            for key in changedKeys {
+                let value = fields[key]
+                if let value, value.needsStoredRecordFirst { needStoredRecord = true }
+                changes[key] = .some(value)
+            }
+            document = FieldDocument.encodedChanges(changes)
+            self.needStoredRecord = needStoredRecord
+        }
+    }
+
     /// Whether a field holds an asset or a list of assets.
     package var holdsAsset: Bool { storage.holdsAsset }
 
@@ -93,14 +127,16 @@ package struct PreparedSave: Sendable {
         storage = Storage(record: record, systemFields: state.system, fields: state.fields, encryptedKeys: state.encrypted, parent: state.parent,
                           parentChanged: state.parentChanged, jsonExtras: state.extras, allFieldsChanged: state.allFieldsChanged, changed: state.changed,
                           fieldDataSize: validated.fieldDataSize, holdsAsset: validated.holdsAsset,
-                          encodesDocument: writeMode?.mayCreate(changeTag: state.system.recordChangeTag) ?? true)
+                          encodesDocument: writeMode?.mayCreate(changeTag: state.system.recordChangeTag) ?? true,
+                          encodesChanges: writeMode?.mergesChangedKeysOnly(changeTag: state.system.recordChangeTag) ?? false)
     }
 
     private init(_ other: PreparedSave, fields: [String: FieldValue]) {
         let old = other.storage
         storage = Storage(record: old.record, systemFields: old.systemFields, fields: fields, encryptedKeys: old.encryptedKeys, parent: old.parent,
                           parentChanged: old.parentChanged, jsonExtras: old.jsonExtras, allFieldsChanged: old.allFieldsChanged, changed: old.changed,
-                          fieldDataSize: old.fieldDataSize, holdsAsset: fields.values.contains { $0.holdsAsset }, encodesDocument: old.document != nil)
+                          fieldDataSize: old.fieldDataSize, holdsAsset: fields.values.contains { $0.holdsAsset }, encodesDocument: old.document != nil,
+                          encodesChanges: old.changes != nil)
     }
 
     /// The same save with other values for its asset fields (their stored content, once

@@ -117,6 +117,41 @@ struct RecordTypeRules {
         return !unmatched || checkFields(save, type: type) == nil
     }
 
+    /// Who must have created a stored record for the caller to write it, decided without the
+    /// stored record: ``WriteCondition/anyone``, its ``WriteCondition/creator(_:)`` (the caller,
+    /// by `_creator`'s grant), or `nil` when the roles refuse the write whoever created it
+    /// (the general save then reports why).
+    mutating func writeCondition(_ save: PreparedSave, in transaction: any RecordWriteTransaction) throws -> WriteCondition? {
+        guard context.scope == .public else { return .anyone }
+        guard let access = try typeState(save.record.recordType, in: transaction).access else { return .anyone }
+        if context.isAdministrator || access.everyRecord.isSuperset(of: .write) { return .anyone }
+        guard let user = context.userRecordName, access.ownRecords.isSuperset(of: .write) else { return nil }
+        return .creator(user)
+    }
+
+    /// Who may write a stored record (see ``writeCondition(_:in:)``).
+    enum WriteCondition: Equatable {
+        case anyone
+        /// The stored record's creator only, this user.
+        case creator(String)
+    }
+
+    /// Whether every value of `save` fits a field its type declares, with nothing to grow and
+    /// no encryption to check: a pure check, which a save that never reads the stored record
+    /// can make before writing (``checkFields(_:in:)`` finds out the rest, and grows the type).
+    mutating func fitsDeclaredFields(_ save: PreparedSave, in transaction: any RecordWriteTransaction) throws -> Bool {
+        let type = try typeState(save.record.recordType, in: transaction)
+        guard type.exists, save.encryptedKeys.isEmpty, !type.hasEncryptedFields else { return false }
+        if recentType !== type {
+            recentType = type
+            for slot in recentKinds.indices { recentKinds[slot] = nil }
+        }
+        for (key, value) in save.fields {
+            guard let kind = recentKind(key, of: type), kind.type == value.type else { return false }
+        }
+        return true
+    }
+
     /// The security roles' error for saving `save`, or `nil`: CREATE for a new record, WRITE
     /// for a stored one, in the public database.
     mutating func accessDenial(_ save: PreparedSave, creator: Record.ID?, isNew: Bool, in transaction: any RecordWriteTransaction) throws -> StratusError? {

@@ -224,6 +224,7 @@ enum RecordWriteExecutor {
         private mutating func save(_ save: PreparedSave) throws -> Result<(Record, RecordWriteKind), StratusError> {
             let id = save.recordID
             guard try capabilities(id.zoneID) != nil else { return .failure(zoneNotFound(id)) }
+            if try updateWithoutReading(save) { return .success((save.record, .updated)) }
             let existing = try transaction.storedRecord(id)
             if let denied = try typeRules.accessDenial(save, creator: existing?.creatorUserRecordID, isNew: existing == nil, in: transaction) {
                 // A save that would change nothing writes nothing: re-running an import of
@@ -265,6 +266,32 @@ enum RecordWriteExecutor {
             let stored = Record(recordType: row.recordType, recordID: id, systemFields: row.systemFields, fields: fields, parent: row.parent,
                                 encryptedKeys: row.encryptedKeys, jsonExtras: row.jsonExtras)
             return .success((stored, resolution.kind))
+        }
+
+        /// Writes a save's changed fields over the stored record in one step, without reading
+        /// it, when the save can only be that: a tagged record in a mode that merges changed
+        /// keys into the record the tag names, whose values fit their declared fields, hold no
+        /// asset or `.deleteSelf` reference and change neither parent, encryption nor JSON
+        /// extras, with nobody to hand the stored record to (the caller, subscriptions).
+        /// Answers false, having written nothing, for any other save, and when the stored
+        /// record is not the one the tag names (changed since, gone, of another type, another
+        /// creator's where only the creator may write, holding a parent or more than fields):
+        /// the general way then reads it and reports what CloudKit would.
+        private mutating func updateWithoutReading(_ save: PreparedSave) throws -> Bool {
+            guard request.writeMode.mergesChangedKeysOnly(changeTag: save.systemFields.recordChangeTag),
+                  let tag = save.systemFields.recordChangeTag, let user = context.userRecordName,
+                  !request.returnsSavedRecords, notifier == nil,
+                  !save.parentChanged, save.encryptedKeys.isEmpty, save.jsonExtras.isEmpty, !save.changesNeedStoredRecord else { return false }
+            // The merged record holds at most the stored field data and this save's.
+            let room = Record.maximumFieldDataSize - save.fieldDataSize
+            guard room > 0, let condition = try typeRules.writeCondition(save, in: transaction),
+                  try typeRules.fitsDeclaredFields(save, in: transaction) else { return false }
+            let creator: String? = if case .creator(let name) = condition { name } else { nil }
+            let update = StoredRecordUpdate(
+                recordID: save.recordID, recordType: save.record.recordType, expectedChangeTag: tag, requiredCreatorRecordName: creator,
+                maximumStoredDocumentLength: room / FieldDocument.maximumFieldDataPerCharacter, modificationDate: now,
+                lastModifiedUserRecordName: user, changeTag: RecordWriteRules.newChangeTag(), changes: save.encodedChanges)
+            return try transaction.updateStoredRecord(update)
         }
 
         /// A parent that does not exist (and was not saved earlier in this request) is a

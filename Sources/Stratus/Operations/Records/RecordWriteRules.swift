@@ -36,6 +36,12 @@ public enum RecordWriteMode: String, Hashable, Sendable, Codable, CaseIterable {
     /// Whether the mode compares change tags (and so always stores a new tag).
     public var checksChangeTag: Bool { self == .ifServerRecordUnchanged || self == .update || self == .replace }
 
+    /// Whether a save of a record with `changeTag` can only merge its changed keys into the
+    /// stored record the tag names (the modes that write changed keys, with a tag).
+    func mergesChangedKeysOnly(changeTag: String?) -> Bool {
+        changeTag != nil && (self == .ifServerRecordUnchanged || self == .update)
+    }
+
     /// Whether a save of a record with `changeTag` may create the record in this mode: not in
     /// the modes that change existing records only, nor with a tag in the default mode (a
     /// tagged record must be stored).
