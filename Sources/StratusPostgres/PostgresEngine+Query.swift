@@ -125,12 +125,7 @@ struct PostgresQueryRows {
     /// The position of a row: its values of the sort keys (a distance as its statement
     /// computed it) and its record name.
     private func position(_ row: (record: Record, distances: [Double?])) -> QueryPosition {
-        QueryPosition(
-            sortValues: query.sortKeys.indices.map { index in
-                guard query.sortKeys[index].distanceFrom != nil else { return QueryRules.sortValue(of: row.record, for: query.sortKeys[index].key) }
-                return row.distances[index].map { .double($0) }
-            },
-            recordName: row.record.recordID.recordName)
+        QueryPosition(of: row.record, in: query, distances: row.distances)
     }
 
     /// Whether another row follows.

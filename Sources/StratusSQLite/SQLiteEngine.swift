@@ -410,12 +410,7 @@ struct SQLiteQueryRows {
     /// The position of a row: its values of the sort keys (a distance as its statement
     /// computed it) and its record name.
     private func position(_ row: (record: Record, distances: [Double?])) -> QueryPosition {
-        QueryPosition(
-            sortValues: query.sortKeys.indices.map { index in
-                guard query.sortKeys[index].distanceFrom != nil else { return QueryRules.sortValue(of: row.record, for: query.sortKeys[index].key) }
-                return row.distances[index].map { .double($0) }
-            },
-            recordName: row.record.recordID.recordName)
+        QueryPosition(of: row.record, in: query, distances: row.distances)
     }
 
     /// Whether another row follows (it is stepped over, not read: call this last).
@@ -464,46 +459,15 @@ extension SQLiteEngine {
     }
 }
 
-/// The record type and user record name of the last row read, with their bytes: consecutive
-/// rows mostly repeat them, and a repeated name then costs a comparison instead of a string
-/// (user record names are 33 bytes, too long for Swift's inline strings).
-struct SQLiteRecentTexts {
-    /// The field names of the documents read before (see ``FieldDocument/Shape``); `nil` for
-    /// a single record, which would only pay for remembering it.
-    var documentShape: FieldDocument.Shape?
-    private var typeBytes: [UInt8] = []
-    private var type = ""
-    private var userBytes: [UInt8] = []
-    private var userID: Record.ID?
+/// ``Stratus/RecentRowTexts`` read from SQLite's columns.
+typealias SQLiteRecentTexts = RecentRowTexts
 
-    init(keepsDocumentShape: Bool) {
-        documentShape = keepsDocumentShape ? FieldDocument.Shape() : nil
-    }
-
+extension RecentRowTexts {
     mutating func recordType(_ row: SQLiteStatement, column: Int32) -> String {
-        row.withTextBytes(column) { bytes in
-            guard let bytes else { return "" }
-            if Self.same(bytes, typeBytes) { return type }
-            typeBytes = Array(bytes)
-            type = String(decoding: bytes, as: UTF8.self)
-            return type
-        }
+        row.withTextBytes(column) { recordType($0) }
     }
 
     mutating func user(_ row: SQLiteStatement, column: Int32) -> Record.ID {
-        row.withTextBytes(column) { bytes in
-            let bytes = bytes ?? UnsafeBufferPointer(start: nil, count: 0)
-            if let userID, Self.same(bytes, userBytes) { return userID }
-            let id = Record.ID(recordName: String(decoding: bytes, as: UTF8.self))
-            userBytes = Array(bytes)
-            userID = id
-            return id
-        }
-    }
-
-    private static func same(_ bytes: UnsafeBufferPointer<UInt8>, _ known: [UInt8]) -> Bool {
-        guard bytes.count == known.count else { return false }
-        guard !known.isEmpty, let base = bytes.baseAddress else { return true }
-        return known.withUnsafeBufferPointer { memcmp(base, $0.baseAddress!, known.count) == 0 }
+        row.withTextBytes(column) { user($0) }
     }
 }

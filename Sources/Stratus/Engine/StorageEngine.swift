@@ -285,6 +285,22 @@ public struct QueryPosition: Hashable, Sendable, Codable {
         self.sortValues = sortValues
         self.recordName = recordName
     }
+
+    /// The position of `record` in the order of `query`: its values of the sort keys
+    /// (``QueryRules/sortValue(of:for:)``) and, for a distance key, the distance its engine
+    /// computed (`distances`, one per sort key, read only where the key is a distance).
+    ///
+    /// ```swift
+    /// let position = QueryPosition(of: lastRecord, in: query, distances: [])
+    /// ```
+    public init(of record: Record, in query: CompiledQuery, distances: [Double?]) {
+        self.init(
+            sortValues: query.sortKeys.indices.map { index in
+                guard query.sortKeys[index].distanceFrom != nil else { return QueryRules.sortValue(of: record, for: query.sortKeys[index].key) }
+                return distances[index].map { .double($0) }
+            },
+            recordName: record.recordID.recordName)
+    }
 }
 
 /// A Stratus extension: what a store holds, database by database (every container and user),

@@ -73,14 +73,7 @@ final class PipelineChannel<Element: Sendable>: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         while head == queued.count && !finished && !closed { condition.wait() }
-        guard !closed, head < queued.count else { return nil }
-        let batch = queued[head]
-        head += 1
-        if head == queued.count {
-            queued.removeAll(keepingCapacity: true)
-            head = 0
-        }
-        return batch
+        return takeQueued()
     }
 
     /// The consumer is done with one batch it received (its writes committed, its own batch
@@ -92,15 +85,21 @@ final class PipelineChannel<Element: Sendable>: @unchecked Sendable {
         condition.withLock {
             let deadline = Date(timeIntervalSinceNow: 0.05)
             while head == queued.count && sendersWaiting > 0 && inFlight < bound && !closed && condition.wait(until: deadline) {}
-            guard !closed, head < queued.count else { return nil }
-            let batch = queued[head]
-            head += 1
-            if head == queued.count {
-                queued.removeAll(keepingCapacity: true)
-                head = 0
-            }
-            return batch
+            return takeQueued()
         }
+    }
+
+    /// The first queued batch, taken off the queue; nil when none is queued or the channel
+    /// is closed. The caller holds the lock.
+    private func takeQueued() -> PipelineBatch<Element>? {
+        guard !closed, head < queued.count else { return nil }
+        let batch = queued[head]
+        head += 1
+        if head == queued.count {
+            queued.removeAll(keepingCapacity: true)
+            head = 0
+        }
+        return batch
     }
 
     func acknowledge() {
