@@ -15,16 +15,18 @@ public struct RecentRowTexts {
     /// The field names of the documents read before; `nil` for a single record, which would
     /// only pay for remembering it.
     public var documentShape: FieldDocument.Shape?
-    private var typeBytes: [UInt8] = []
-    private var type = ""
-    private var userBytes: [UInt8] = []
-    private var userID: Record.ID?
+    // Inlinable into the engines' per-row reads, so that a repeated name costs no call.
+    @usableFromInline var typeBytes: [UInt8] = []
+    @usableFromInline var type = ""
+    @usableFromInline var userBytes: [UInt8] = []
+    @usableFromInline var userID: Record.ID?
 
     public init(keepsDocumentShape: Bool) {
         documentShape = keepsDocumentShape ? FieldDocument.Shape() : nil
     }
 
     /// The record type spelled by a column's bytes (`""` for NULL, `nil`).
+    @inlinable
     public mutating func recordType(_ bytes: UnsafeBufferPointer<UInt8>?) -> String {
         guard let bytes else { return "" }
         if Self.same(bytes, typeBytes) { return type }
@@ -34,6 +36,7 @@ public struct RecentRowTexts {
     }
 
     /// The user record ID named by a column's bytes (an empty name for NULL, `nil`).
+    @inlinable
     public mutating func user(_ bytes: UnsafeBufferPointer<UInt8>?) -> Record.ID {
         let bytes = bytes ?? UnsafeBufferPointer(start: nil, count: 0)
         if let userID, Self.same(bytes, userBytes) { return userID }
@@ -43,7 +46,8 @@ public struct RecentRowTexts {
         return id
     }
 
-    private static func same(_ bytes: UnsafeBufferPointer<UInt8>, _ known: [UInt8]) -> Bool {
+    @inlinable
+    static func same(_ bytes: UnsafeBufferPointer<UInt8>, _ known: [UInt8]) -> Bool {
         guard bytes.count == known.count else { return false }
         guard !known.isEmpty, let base = bytes.baseAddress else { return true }
         return known.withUnsafeBufferPointer { memcmp(base, $0.baseAddress!, known.count) == 0 }
