@@ -114,22 +114,22 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
     }
 
     private func zoneHasTombstones(_ zone: Int) throws -> Bool {
-        if let known = zones[zone].hasTombstones { return known }
-        let probe = try connection.statement("SELECT 1 FROM tombstones WHERE zone_id = ? LIMIT 1")
-        try probe.bind([.integer(zones[zone].row)])
-        let found = try probe.step()
-        probe.reset()
-        zones[zone].hasTombstones = found
-        return found
+        try zoneHasRows(zone, in: "tombstones", known: \.hasTombstones)
     }
 
     private func zoneHasReferences(_ zone: Int) throws -> Bool {
-        if let known = zones[zone].hasReferences { return known }
-        let probe = try connection.statement("SELECT 1 FROM refs WHERE zone_id = ? LIMIT 1")
+        try zoneHasRows(zone, in: "refs", known: \.hasReferences)
+    }
+
+    /// Whether `table` holds a row of the zone, asked once per transaction and then kept in
+    /// `known` (which a write that adds such a row sets).
+    private func zoneHasRows(_ zone: Int, in table: StaticString, known: WritableKeyPath<ZoneState, Bool?>) throws -> Bool {
+        if let answer = zones[zone][keyPath: known] { return answer }
+        let probe = try connection.statement("SELECT 1 FROM \(table) WHERE zone_id = ? LIMIT 1")
         try probe.bind([.integer(zones[zone].row)])
         let found = try probe.step()
         probe.reset()
-        zones[zone].hasReferences = found
+        zones[zone][keyPath: known] = found
         return found
     }
 
