@@ -87,10 +87,7 @@ extension FieldDocument {
             if shape != nil { return try reader.document(assetURL: assetURL, shape: &shape!) }
             return try reader.document(assetURL: assetURL)
         } catch {
-            switch error {
-            case .syntax(let offset, let message): throw corrupt("\(message) at byte \(offset)")
-            case .needMore: throw corrupt("unexpected end of the document")
-            }
+            throw corrupt(error)
         }
     }
 
@@ -109,8 +106,16 @@ extension FieldDocument {
         return (decoded.fields, decoded.encryptedKeys)
     }
 
-    private static func corrupt(_ what: String) -> StratusError {
+    static func corrupt(_ what: String) -> StratusError {
         StratusError(.internalError, "stored field document is corrupt: \(what)")
+    }
+
+    /// A failure of the cursor reading a stored document, as the error its reader throws.
+    static func corrupt(_ failure: JSONCursor.Failure) -> StratusError {
+        switch failure {
+        case .syntax(let offset, let message): corrupt("\(message) at byte \(offset)")
+        case .needMore: corrupt("unexpected end of the document")
+        }
     }
 }
 
@@ -565,10 +570,7 @@ extension FieldDocument {
         do {
             return try read(&reader)
         } catch {
-            switch error {
-            case .syntax(let offset, let message): throw corrupt("\(message) at byte \(offset)")
-            case .needMore: throw corrupt("unexpected end of the document")
-            }
+            throw corrupt(error)
         }
     }
 }

@@ -43,7 +43,7 @@ extension FieldDocument {
     ///
     /// - Throws: ``StratusError`` `.internalError` when either is not a document.
     package static func merging(_ changes: UnsafeBufferPointer<UInt8>, into stored: UnsafeBufferPointer<UInt8>, out: inout ByteOutput) throws(StratusError) -> Bool {
-        guard let storedBase = stored.baseAddress, let changesBase = changes.baseAddress else { throw corruptMerge("the document is empty") }
+        guard let storedBase = stored.baseAddress, let changesBase = changes.baseAddress else { throw corrupt("the document is empty") }
         var old = JSONCursor(base: storedBase, limit: stored.count, isComplete: true, endName: "end of the document", pos: 0)
         var new = JSONCursor(base: changesBase, limit: changes.count, isComplete: true, endName: "end of the changes", pos: 0)
         let mark = out.count
@@ -61,10 +61,7 @@ extension FieldDocument {
             new.depth = 0
             return try mergeByName(&old, &new, into: &out)
         } catch {
-            switch error {
-            case .syntax(let offset, let message): throw corruptMerge("\(message) at byte \(offset)")
-            case .needMore: throw corruptMerge("unexpected end of the document")
-            }
+            throw corrupt(error)
         }
     }
 
@@ -94,9 +91,6 @@ extension FieldDocument {
         key.end - key.start > 2 && cursor.base[key.start + 1] == UInt8(ascii: "~")
     }
 
-    private static func corruptMerge(_ what: String) -> StratusError {
-        StratusError(.internalError, "stored field document is corrupt: \(what)")
-    }
 
     /// The next member of the object `cursor` reads, or `nil` at its end; `started` says
     /// whether the opening brace was read.
