@@ -113,24 +113,26 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
         StratusError(.limitExceeded, "zone '\(zoneID.zoneName)' has used all \(SQLiteSchema.maximumSequence) change numbers a zone has; copy its records into a new zone", zoneID: zoneID)
     }
 
+    // Asked for every row written: the answer is kept per transaction (a write that adds such
+    // a row sets it), and only the first question reads the table.
     private func zoneHasTombstones(_ zone: Int) throws -> Bool {
-        try zoneHasRows(zone, in: "tombstones", known: \.hasTombstones)
+        if let known = zones[zone].hasTombstones { return known }
+        zones[zone].hasTombstones = try zoneHasRows(zone, in: "tombstones")
+        return zones[zone].hasTombstones!
     }
 
     private func zoneHasReferences(_ zone: Int) throws -> Bool {
-        try zoneHasRows(zone, in: "refs", known: \.hasReferences)
+        if let known = zones[zone].hasReferences { return known }
+        zones[zone].hasReferences = try zoneHasRows(zone, in: "refs")
+        return zones[zone].hasReferences!
     }
 
-    /// Whether `table` holds a row of the zone, asked once per transaction and then kept in
-    /// `known` (which a write that adds such a row sets).
-    private func zoneHasRows(_ zone: Int, in table: StaticString, known: WritableKeyPath<ZoneState, Bool?>) throws -> Bool {
-        if let answer = zones[zone][keyPath: known] { return answer }
+    /// Whether `table` holds a row of the zone.
+    private func zoneHasRows(_ zone: Int, in table: StaticString) throws -> Bool {
         let probe = try connection.statement("SELECT 1 FROM \(table) WHERE zone_id = ? LIMIT 1")
         try probe.bind([.integer(zones[zone].row)])
-        let found = try probe.step()
-        probe.reset()
-        zones[zone][keyPath: known] = found
-        return found
+        defer { probe.reset() }
+        return try probe.step()
     }
 
     /// Writes back each touched zone's change sequence, and notes each changed zone as a
