@@ -21,19 +21,12 @@ struct PostgresOpenCopyTests {
         return copy.bytes
     }
 
-    static let copyRows = "COPY t (id, s, d, j) FROM STDIN (FORMAT binary)"
-
-    /// A connection to a schema of its own with the table `t` that ``rows(_:header:)`` fill.
-    static func connectionWithTable() throws -> PostgresConnection {
-        let connection = try PostgresConnection(url: try PostgresTestServer.makeSchema().url)
-        try connection.executeScript("CREATE TABLE t (id int8 PRIMARY KEY, s text, d float8, j jsonb)")
-        return connection
-    }
-
     @Test func anOpenCopyEndsBeforeTheNextStatement() throws {
-        let connection = try Self.connectionWithTable()
+        let database = try PostgresTestServer.makeSchema()
+        let connection = try PostgresConnection(url: database.url)
+        try connection.executeScript("CREATE TABLE t (id int8 PRIMARY KEY, s text, d float8, j jsonb)")
         try connection.transaction {
-            try connection.beginCopy(Self.copyRows)
+            try connection.beginCopy("COPY t (id, s, d, j) FROM STDIN (FORMAT binary)")
             try connection.sendCopyData(Self.rows(0..<500, header: true))
             try connection.sendCopyData(Self.rows(500..<1_000, header: false))
             #expect(connection.isCopying)
@@ -49,9 +42,11 @@ struct PostgresOpenCopyTests {
     }
 
     @Test func aFailedOpenCopyFailsTheNextStatementAndIsKept() throws {
-        let connection = try Self.connectionWithTable()
+        let database = try PostgresTestServer.makeSchema()
+        let connection = try PostgresConnection(url: database.url)
+        try connection.executeScript("CREATE TABLE t (id int8 PRIMARY KEY, s text, d float8, j jsonb)")
         try connection.begin()
-        try connection.beginCopy(Self.copyRows)
+        try connection.beginCopy("COPY t (id, s, d, j) FROM STDIN (FORMAT binary)")
         try connection.sendCopyData(Self.rows(0..<10, header: true))
         try connection.sendCopyData(Self.rows(5..<6, header: false))
         let error = try #require(throws: StratusError.self) { try connection.query("SELECT count(*) FROM t") }
@@ -63,9 +58,11 @@ struct PostgresOpenCopyTests {
     }
 
     @Test func rollbackAbandonsAnOpenCopy() throws {
-        let connection = try Self.connectionWithTable()
+        let database = try PostgresTestServer.makeSchema()
+        let connection = try PostgresConnection(url: database.url)
+        try connection.executeScript("CREATE TABLE t (id int8 PRIMARY KEY, s text, d float8, j jsonb)")
         try connection.begin()
-        try connection.beginCopy(Self.copyRows)
+        try connection.beginCopy("COPY t (id, s, d, j) FROM STDIN (FORMAT binary)")
         try connection.sendCopyData(Self.rows(0..<10, header: true))
         try connection.rollback()
         #expect(!connection.isCopying && connection.transactionStatus == .idle)
