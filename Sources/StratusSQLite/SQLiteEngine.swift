@@ -320,7 +320,7 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
 
     /// Builds a record from a row whose first columns are ``SQLiteSchema/recordColumns``,
     /// reusing the type and user names of the rows read before it.
-    func decodeRecord(_ row: SQLiteStatement, zoneID: RecordZone.ID, recent: inout SQLiteRecentTexts) throws -> Record {
+    func decodeRecord(_ row: some SQLiteRowValues, zoneID: RecordZone.ID, recent: inout SQLiteRecentTexts) throws -> Record {
         let name = row.text(0) ?? ""
         let creator = recent.user(row, column: 3)
         // NULL modification columns repeat the creation ones (see recordColumns).
@@ -396,15 +396,39 @@ struct SQLiteQueryRows {
                 guard try statement.step() else { break }
                 let record = try engine.decodeRecord(statement, zoneID: query.zoneID, recent: &recentTexts)
                 records.append(record.restricted(to: query.desiredKeys))
-                last = (record, readsDistances ? plan.sortColumns.map { column -> Double? in
-                    if column >= 0, case .real(let kilometres) = statement.value(Int32(column)) { return kilometres }
-                    return nil
-                } : [])
+                last = (record, readsDistances ? Self.distances(statement, plan) : [])
             }
             if records.count == limit { return (records, last.map(position), false) }
             advance()
         }
         return (records, last.map(position), true)
+    }
+
+    /// Up to `limit` more rows copied as read, to be made into records by ``SQLiteRowDecoder``
+    /// (on another thread), with the distances the statement computed for the last;
+    /// `exhausted` when no row remains.
+    mutating func nextCopied(_ limit: Int, on connection: SQLiteConnection) throws -> (rows: SQLiteCopiedRows, lastDistances: [Double?], exhausted: Bool) {
+        var rows = SQLiteCopiedRows(columns: SQLiteSchema.recordColumnCount, expectedRows: limit)
+        var lastDistances: [Double?] = []
+        let readsDistances = query.sortKeys.contains { $0.distanceFrom != nil }
+        while let (statement, plan) = try current(on: connection) {
+            while rows.count < limit {
+                guard try statement.step() else { break }
+                rows.append(statement)
+                if readsDistances { lastDistances = Self.distances(statement, plan) }
+            }
+            if rows.count == limit { return (rows, lastDistances, false) }
+            advance()
+        }
+        return (rows, lastDistances, true)
+    }
+
+    /// The distances a row's statement computed, one per sort key (`nil` for other keys).
+    private static func distances(_ statement: SQLiteStatement, _ plan: SQLQueryTranslation<SQLiteDialect>.Plan) -> [Double?] {
+        plan.sortColumns.map { column -> Double? in
+            if column >= 0, case .real(let kilometres) = statement.value(Int32(column)) { return kilometres }
+            return nil
+        }
     }
 
     /// The position of a row: its values of the sort keys (a distance as its statement
@@ -463,11 +487,11 @@ extension SQLiteEngine {
 typealias SQLiteRecentTexts = RecentRowTexts
 
 extension RecentRowTexts {
-    mutating func recordType(_ row: SQLiteStatement, column: Int32) -> String {
+    mutating func recordType(_ row: some SQLiteRowValues, column: Int32) -> String {
         row.withTextBytes(column) { recordType($0) }
     }
 
-    mutating func user(_ row: SQLiteStatement, column: Int32) -> Record.ID {
+    mutating func user(_ row: some SQLiteRowValues, column: Int32) -> Record.ID {
         row.withTextBytes(column) { user($0) }
     }
 }

@@ -41,9 +41,11 @@ final class SQLiteQueryStream: QueryStream, @unchecked Sendable {
     private let engine: SQLiteEngine
     private var connection: SQLiteConnection?
     private var rows: SQLiteQueryRows?
+    private let decoder: SQLiteRowDecoder
 
     init(engine: SQLiteEngine, query: CompiledQuery, database: DatabaseContext, after position: QueryPosition?) throws {
         self.engine = engine
+        decoder = SQLiteRowDecoder(engine: engine, query: query)
         let connection = try engine.takeReader()
         do {
             try connection.execute("BEGIN")
@@ -69,6 +71,17 @@ final class SQLiteQueryStream: QueryStream, @unchecked Sendable {
         }
     }
 
+    func nextUndecoded(limit: Int) throws -> UndecodedQueryPage {
+        precondition(limit > 0, "QueryStream.nextUndecoded needs a positive limit")
+        return try lock.withLock {
+            guard let connection, var rows else { return UndecodedQueryPage(decoded: QueryPage(records: [], nextPosition: nil)) }
+            let page = try rows.nextCopied(limit, on: connection)
+            self.rows = page.exhausted ? nil : rows
+            let decoder = self.decoder
+            return UndecodedQueryPage(count: page.rows.count) { try decoder.decode(page.rows, lastDistances: page.lastDistances) }
+        }
+    }
+
     func close() {
         lock.withLock {
             guard let connection else { return }
@@ -78,6 +91,37 @@ final class SQLiteQueryStream: QueryStream, @unchecked Sendable {
             try? connection.execute("COMMIT")
             engine.returnReader(connection)
             self.connection = nil
+        }
+    }
+}
+
+/// Makes a stream's copied rows into records a page at a time, reusing the type and user
+/// names and the document shape of the rows before, as a statement's reader does.
+final class SQLiteRowDecoder: @unchecked Sendable {
+    // @unchecked: `recent` is touched only under `lock`.
+    private let lock = NSLock()
+    private let engine: SQLiteEngine
+    private let query: CompiledQuery
+    private var recent = SQLiteRecentTexts(keepsDocumentShape: true)
+
+    init(engine: SQLiteEngine, query: CompiledQuery) {
+        self.engine = engine
+        self.query = query
+    }
+
+    /// The rows' records, restricted to the query's desired keys, and the position of the
+    /// last (its sort values, with the distances its statement computed).
+    func decode(_ rows: SQLiteCopiedRows, lastDistances: [Double?]) throws -> QueryPage {
+        try lock.withLock {
+            var records: [Record] = []
+            records.reserveCapacity(rows.count)
+            var last: Record?
+            try rows.forEachRow { row in
+                let record = try engine.decodeRecord(row, zoneID: query.zoneID, recent: &recent)
+                records.append(record.restricted(to: query.desiredKeys))
+                last = record
+            }
+            return QueryPage(records: records, nextPosition: last.map { QueryPosition(of: $0, in: query, distances: lastDistances) })
         }
     }
 }

@@ -46,6 +46,30 @@ struct SQLiteEngineTests {
         }
     }
 
+    @Test("allRecords over a store with a damaged document in its middle gives the pages before it, then the corrupt-document error, and nothing after")
+    func damagedDocumentMidStream() async throws {
+        try await TemporaryStore.with { store in
+            let shell = try #require(StoreProcess.sqlite3, "the sqlite3 shell is needed (apt-get install sqlite3)")
+            let path = store.path()
+            let names = (0..<1_000).map { String(format: "r%04d", $0) }
+            do {
+                let database = Container(identifier: Self.identifier, engine: try SQLiteEngine(path: path), userName: "alice").publicCloudDatabase
+                try await TestDatabase.save(names.map { makeRecord("Row", $0, ["n": .int64(Int64($0.dropFirst())!)]) }, in: database)
+            }
+            let damage = try await StoreProcess.run(shell, [path, #"UPDATE records SET fields = '{"n":["I",' WHERE record_name = 'r0537';"#], in: store.directory)
+            #expect(damage.exitCode == 0, "\(damage.stderr)")
+            let database = Container(identifier: Self.identifier, engine: try SQLiteEngine(path: path), userName: "alice").publicCloudDatabase
+            // In the order they were saved (the store's change order): no sort reads the documents first.
+            let query = Query(recordType: "Row", predicate: .all)
+            var read: [String] = []
+            let error = await #expect(throws: StratusError.self) {
+                for try await record in database.allRecords(matching: query, pageSize: 50) { read.append(record.recordID.recordName) }
+            }
+            #expect(error?.code == .internalError && error?.message.contains("corrupt") == true, "\(String(describing: error))")
+            #expect(read == Array(names[..<500]), "the ten pages before the damaged row's, whole, and none after it")
+        }
+    }
+
     @Test("two engines on one file (as two processes have) both write and read")
     func twoEnginesOnOneFile() async throws {
         try await TemporaryStore.with { store in

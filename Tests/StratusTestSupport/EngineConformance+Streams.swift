@@ -1,6 +1,6 @@
 import Foundation
 import SeededRandom
-import Stratus
+@_spi(StratusEngine) import Stratus
 import Testing
 
 // MARK: - Reads of many pages: one snapshot; counts
@@ -8,7 +8,8 @@ import Testing
 extension EngineConformance {
     static let streamCases: [TestCase] = [
         TestCase("allRecords reads one snapshot: writes made while it is read are neither seen nor missed", allRecordsReadsOneSnapshot),
-        TestCase("allRecords sorted by an unindexed key, by an indexed key and with a filter give the oracle's order", allRecordsOrder),
+        TestCase("allRecords sorted by an unindexed key, by an indexed key, by a distance and with a filter give the oracle's order", allRecordsOrder),
+        TestCase("a query stream's pages read undecoded and decoded later give the records and positions of pages read decoded", undecodedPagesMatchDecoded),
         TestCase("countRecords counts what each query matches, without a limit", countsMatchQueries),
         TestCase("reads of many records whose fields and last modifiers vary give each record as a fetch of it alone does", manyRecordReadsMatchFetches),
     ]
@@ -96,10 +97,17 @@ extension EngineConformance {
             var fields: [String: FieldValue] = ["indexed": .int64(Int64.random(in: 0..<50, using: &random))]
             if Int.random(in: 0..<10, using: &random) > 0 { fields["plain"] = .double(Double(Int.random(in: 0..<40, using: &random)) / 4) }
             fields["group"] = .string(["a", "b", "c"].randomElement(using: &random)!)
+            if Int.random(in: 0..<8, using: &random) > 0 {
+                fields["place"] = .location(Location(latitude: Double(Int.random(in: -120...120, using: &random)) / 2,
+                                                     longitude: Double(Int.random(in: -360...359, using: &random)) / 2))
+            }
             return fields
         }
         try await TestDatabase.save(records, in: database)
-        for (format, sorts) in [("TRUEPREDICATE", [RecordSortDescriptor(key: "plain", ascending: false)]),
+        let berlin = Location(latitude: 52.52, longitude: 13.405)
+        for (format, sorts) in [("TRUEPREDICATE", [RecordSortDescriptor(distanceOf: "place", from: berlin)]),
+                                ("group == 'a'", [RecordSortDescriptor(distanceOf: "place", from: berlin, ascending: false), RecordSortDescriptor(key: "plain")]),
+                                ("TRUEPREDICATE", [RecordSortDescriptor(key: "plain", ascending: false)]),
                                 ("TRUEPREDICATE", [RecordSortDescriptor(key: "indexed", ascending: true), RecordSortDescriptor(key: "plain", ascending: false)]),
                                 ("group == 'b'", [RecordSortDescriptor(key: "plain", ascending: true)]),
                                 ("indexed < 10", [RecordSortDescriptor(key: "indexed", ascending: false)])] {
@@ -109,6 +117,55 @@ extension EngineConformance {
             for try await record in database.allRecords(matching: query, pageSize: 97) { found.append(record.recordID.recordName) }
             let expected = try QueryEvaluator.evaluate(query, over: records).map(\.recordID.recordName)
             #expect(found == expected, "\(format) sorted by \(sorts.map(\.key))")
+        }
+    }
+
+    static func undecodedPagesMatchDecoded(_ env: Environment) async throws {
+        let container = env.container()
+        let database = container.publicCloudDatabase
+        var random = SeededGenerator(seed: 29)
+        let records = makeRecords("Undecoded", count: 240) { i in
+            var fields: [String: FieldValue] = ["n": .int64(Int64.random(in: 0..<20, using: &random)), "text": .string("row \(i) ÉCOLE")]
+            if i % 6 != 0 { fields["place"] = .location(Location(latitude: Double(i % 90), longitude: Double(i * 7 % 360) - 180)) }
+            if i % 4 == 0 { fields["list"] = .int64List([Int64(i), -1]) }
+            return fields
+        }
+        try await TestDatabase.save(records, in: database)
+        let context = try database.resolvedContext()
+        let origin = Location(latitude: 48.85, longitude: 2.35)
+        for (sorts, keys) in [([RecordSortDescriptor(key: "n"), RecordSortDescriptor(distanceOf: "place", from: origin)], nil),
+                              ([RecordSortDescriptor(distanceOf: "place", from: origin, ascending: false)], ["text"]),
+                              ([], ["n", "list"])] as [([RecordSortDescriptor], [String]?)] {
+            let query = Query(recordType: "Undecoded", predicate: .all)
+            query.sortDescriptors = sorts
+            let compiled = try CompiledQuery(query, zoneID: .default, desiredKeys: keys)
+            let decoded = try env.engine.openQueryStream(compiled, in: context, after: nil)
+            let undecoded = try env.engine.openQueryStream(compiled, in: context, after: nil)
+            defer {
+                decoded.close()
+                undecoded.close()
+            }
+            var pages: [UndecodedQueryPage] = []
+            var read = 0
+            while true {
+                let page = try undecoded.nextUndecoded(limit: 17)
+                if page.count == 0 { break }
+                pages.append(page)
+                read += page.count
+            }
+            // Decoded after the stream read them all and closed: the pages hold what they need.
+            undecoded.close()
+            #expect(read == 240, "\(sorts.map(\.key)): every row")
+            for (index, rows) in pages.enumerated() {
+                let later = try rows.decode()
+                let now = try decoded.next(limit: 17)
+                #expect(later.records.count == rows.count, "page \(index)")
+                #expect(later.records.map(\.recordID) == now.records.map(\.recordID), "\(sorts.map(\.key)) page \(index): the same records in order")
+                #expect(later.records.map(\.fieldValues) == now.records.map(\.fieldValues), "\(sorts.map(\.key)) page \(index): the same fields (desired keys \(keys ?? []))")
+                #expect(later.records.map(\.systemFields) == now.records.map(\.systemFields), "page \(index)")
+                #expect(later.nextPosition == now.nextPosition, "\(sorts.map(\.key)) page \(index): the same position")
+            }
+            #expect(try decoded.next(limit: 17).records.isEmpty)
         }
     }
 

@@ -5,10 +5,10 @@ import Synchronization
 ///
 /// The whole sequence reads one snapshot, however long it takes to consume: records written
 /// meanwhile are neither repeated nor missed, and a sort no index serves is done once, not
-/// once per page. Memory holds two pages: the one being consumed and the next, which is read
-/// while the consumer works. Iteration throws the first error the store reports, and
-/// `operationCancelled` when the iterating task is cancelled. On SQLite, a long read delays
-/// the write-ahead log's checkpoints until it ends (the log grows meanwhile).
+/// once per page. Memory holds three pages: the one being consumed and the next two, which are
+/// read and made into records while the consumer works. Iteration throws the first error the
+/// store reports, and `operationCancelled` when the iterating task is cancelled. On SQLite, a
+/// long read delays the write-ahead log's checkpoints until it ends (the log grows meanwhile).
 ///
 /// ```swift
 /// var count = 0
@@ -49,19 +49,29 @@ public struct QueryResultSequence: AsyncSequence, Sendable {
     }
 
     /// Reads a query stream on a queue of its own (a store read blocks its thread, which must
-    /// not be one of the cooperative pool's), one page ahead of the consumer.
+    /// not be one of the cooperative pool's) and makes its rows into records on a second
+    /// queue, so that reading, decoding and the consumer's work each keep a core busy; at most
+    /// two pages are read or decoded ahead of the one being consumed.
     final class PageReader: Sendable {
+        /// Pages being read, decoded or waiting for the consumer, at most.
+        private static let pagesAhead = 3
         private let sequence: QueryResultSequence
         private let queue = DispatchQueue(label: "stratus.allRecords")
+        private let decodingQueue = DispatchQueue(label: "stratus.allRecords.decode")
         private struct State {
             var stream: (any QueryStream)?
             /// The stream was opened (it may be closed again since).
             var opened = false
+            /// No page is to be read any more: the last was read, a read failed, or the reader was closed.
             var finished = false
-            /// The page read ahead, once read.
-            var ready: Result<[Record]?, any Error>?
-            var waiter: CheckedContinuation<[Record]?, any Error>?
+            /// A page failed; the consumer gets no page after it.
+            var failed = false
+            /// Pages decoded and waiting for the consumer, in order (`nil`: the end).
+            var ready: [Result<[Record]?, any Error>] = []
+            /// Pages being read or decoded.
+            var inFlight = 0
             var reading = false
+            var waiter: CheckedContinuation<[Record]?, any Error>?
             var delivered = 0
         }
         private let state = Mutex(State())
@@ -77,11 +87,8 @@ public struct QueryResultSequence: AsyncSequence, Sendable {
         func nextPage() async throws -> [Record]? {
             let page = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<[Record]?, any Error>) in
                 let ready = state.withLock { state -> Result<[Record]?, any Error>? in
-                    if let ready = state.ready {
-                        state.ready = nil
-                        return ready
-                    }
-                    if state.finished && !state.reading { return .success(nil) }
+                    if !state.ready.isEmpty { return state.ready.removeFirst() }
+                    if state.finished && state.inFlight == 0 { return .success(nil) }
                     state.waiter = continuation
                     return nil
                 }
@@ -92,43 +99,61 @@ public struct QueryResultSequence: AsyncSequence, Sendable {
             return page
         }
 
-        /// Frees a consumed page on the reading queue. The records were allocated there, and
+        /// Frees a consumed page on the decoding queue. The records were allocated there, and
         /// freeing them on the consumer's thread makes the two threads contend for the
-        /// allocator's lock of the reader's arena (a fifth of an export's time was spent waiting).
+        /// allocator's lock of the decoder's arena (a fifth of an export's time was spent waiting).
         func release(_ page: consuming [Record]) {
             guard !page.isEmpty else { return }
             let box = PageBox(page)
-            queue.async { box.drop() }
+            decodingQueue.async { box.drop() }
         }
 
-        /// Starts reading the next page unless one is being read or waits already.
+        /// Starts reading another page unless one is being read or enough are ahead already.
+        /// The rows read are decoded on the decoding queue, in the order they were read.
         private func readAhead() {
             let start = state.withLock { state -> Bool in
-                guard !state.reading && state.ready == nil && !state.finished else { return false }
+                guard !state.reading && !state.finished && state.ready.count + state.inFlight < Self.pagesAhead else { return false }
                 state.reading = true
+                state.inFlight += 1
                 return true
             }
             guard start else { return }
             queue.async { [self] in
-                let result = Result { try read() }
-                let waiter = state.withLock { state -> CheckedContinuation<[Record]?, any Error>? in
+                let rows = Result { try read() }
+                let more = state.withLock { state -> Bool in
                     state.reading = false
-                    if case .success(nil) = result { state.finished = true }
-                    if case .failure = result { state.finished = true }
-                    guard let waiter = state.waiter else {
-                        state.ready = result
-                        return nil
-                    }
-                    state.waiter = nil
-                    return waiter
+                    if case .success(.some) = rows { return !state.finished }
+                    state.finished = true
+                    return false
                 }
-                waiter?.resume(with: result)
-                if case .success(nil) = result { close() }
+                decodingQueue.async { [self] in
+                    deliver(rows.flatMap { rows in Result { try rows.map { try $0.decode().records } } })
+                }
+                if more { readAhead() } else { close() }
             }
         }
 
-        /// One page from the stream, opening it first; `nil` at the end. Runs on `queue`.
-        private func read() throws -> [Record]? {
+        /// Hands a decoded page to the waiting consumer, or keeps it for the next request.
+        private func deliver(_ page: Result<[Record]?, any Error>) {
+            let waiter = state.withLock { state -> CheckedContinuation<[Record]?, any Error>? in
+                state.inFlight -= 1
+                if state.failed { return nil }
+                if case .failure = page {
+                    state.failed = true
+                    state.finished = true
+                }
+                guard let waiter = state.waiter else {
+                    state.ready.append(page)
+                    return nil
+                }
+                state.waiter = nil
+                return waiter
+            }
+            waiter?.resume(with: page)
+        }
+
+        /// One page of rows from the stream, opening it first; `nil` at the end. Runs on `queue`.
+        private func read() throws -> UndecodedQueryPage? {
             var stream = state.withLock { $0.stream }
             if stream == nil {
                 guard !state.withLock({ $0.opened }) else { return nil }
@@ -147,8 +172,8 @@ public struct QueryResultSequence: AsyncSequence, Sendable {
                 stream = opened
             }
             guard let stream else { return nil }
-            let page = try stream.next(limit: Swift.max(1, sequence.pageSize))
-            return page.records.isEmpty ? nil : page.records
+            let page = try stream.nextUndecoded(limit: Swift.max(1, sequence.pageSize))
+            return page.count == 0 ? nil : page
         }
 
         private func openStream() throws -> any QueryStream {

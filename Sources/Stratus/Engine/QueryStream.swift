@@ -20,7 +20,50 @@ public protocol QueryStream: AnyObject, Sendable {
     /// no records when every match was read.
     func next(limit: Int) throws -> QueryPage
 
+    /// The next rows in order (at most `limit`), read but not yet made into records: a reader
+    /// that decodes one page on another thread while it reads the next keeps two cores busy
+    /// where reading and decoding on one would keep one. Pages of a stream are decoded in the
+    /// order they were read, one at a time; they stay valid after ``close()``. An engine that
+    /// has nothing to gain answers ``UndecodedQueryPage/init(decoded:)`` of ``next(limit:)``,
+    /// which is what this requirement does unless implemented.
+    func nextUndecoded(limit: Int) throws -> UndecodedQueryPage
+
     /// Ends the snapshot and frees what the stream holds. Further calls of ``next(limit:)``
     /// answer no records; calling this again does nothing.
     func close()
+}
+
+extension QueryStream {
+    public func nextUndecoded(limit: Int) throws -> UndecodedQueryPage {
+        UndecodedQueryPage(decoded: try next(limit: limit))
+    }
+}
+
+/// A page of a ``QueryStream`` as read from the store, made into records by ``decode()``.
+///
+/// ```swift
+/// let rows = try stream.nextUndecoded(limit: 1_000)   // on the reading thread
+/// let page = try rows.decode()                        // on another, while the next page is read
+/// ```
+@_spi(StratusEngine)
+public struct UndecodedQueryPage: Sendable {
+    /// How many records the page holds; zero after the last.
+    public let count: Int
+    private let decoder: @Sendable () throws -> QueryPage
+
+    /// A page that `decoder` makes into records (with the position of the last of them).
+    public init(count: Int, decoder: @escaping @Sendable () throws -> QueryPage) {
+        self.count = count
+        self.decoder = decoder
+    }
+
+    /// A page whose records were made as it was read.
+    public init(decoded page: QueryPage) {
+        count = page.records.count
+        decoder = { page }
+    }
+
+    /// The page's records, restricted to the query's desired keys, and the position of the last.
+    /// Throws what decoding a row throws (a corrupt stored document).
+    public func decode() throws -> QueryPage { try decoder() }
 }

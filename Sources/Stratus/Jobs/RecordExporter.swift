@@ -3,7 +3,7 @@ import Synchronization
 
 /// Exports every record a query matches into a ``RecordSink``, the job behind
 /// `stratus export`: page by page, reading the next page while one is written, with progress
-/// and cancellation. Memory holds two pages at most, however many records are exported.
+/// and cancellation. Memory holds three pages at most, however many records are exported.
 ///
 /// ```swift
 /// let query = Query(recordType: "Todo", predicate: try QueryPredicate(format: "checked == 0"))
@@ -96,8 +96,8 @@ public final class RecordExporter: Sendable {
         var summary = Summary()
         let limit = self.limit ?? Int.max
         guard limit > 0 else { return summary }
-        // The sequence reads the next page while this one is written, so that reading and
-        // writing use a core each; memory holds two pages at most.
+        // The sequence reads and decodes the next pages while this one is written, so that
+        // reading, decoding and writing overlap; memory holds three pages at most.
         for try await record in records() {
             try sink.write(record)
             summary.exported += 1
