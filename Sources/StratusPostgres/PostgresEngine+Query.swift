@@ -64,7 +64,7 @@ struct PostgresQueryRows {
     let engine: PostgresEngine
     let query: CompiledQuery
     private var plans: [SQLQueryTranslation<PostgresDialect>.Plan]
-    private var searchable: [String]?
+    private(set) var searchable: [String]?
     /// The name of the server-side cursor reading the current plan, when one is used.
     private let cursorName: String?
     /// The rows a bounded read answers at most (from each plan).
@@ -141,7 +141,33 @@ struct PostgresQueryRows {
             bufferedStart = 0
         }
         while buffered.isEmpty {
-            guard let plan = plans.first else { return false }
+            guard let (rows, plan) = try fetch(wanting: count, exactly: false, on: connection) else { return false }
+            try Self.decode(rows, residualWords: plan.residualWords, sortColumns: plan.sortColumns, query: query, engine: engine,
+                            searchable: searchable, recent: &recentTexts) { buffered.append($0) }
+        }
+        return true
+    }
+
+    /// Up to `limit` more rows as the server sent them, to be made into records on another
+    /// thread (``PostgresRowDecoder``); `exhausted` when every plan is read. Rows that an
+    /// earlier ``next(_:on:)`` left buffered come decoded.
+    mutating func nextUndecoded(_ limit: Int, on connection: PostgresConnection, decoder: PostgresRowDecoder) throws -> (page: UndecodedQueryPage, exhausted: Bool) {
+        if bufferedStart < buffered.count {
+            let read = try next(limit, on: connection)
+            return (UndecodedQueryPage(decoded: QueryPage(records: read.records, nextPosition: read.nextPosition)), read.exhausted)
+        }
+        guard let (rows, plan) = try fetch(wanting: limit, exactly: true, on: connection) else {
+            return (UndecodedQueryPage(decoded: QueryPage(records: [], nextPosition: nil)), true)
+        }
+        let residualWords = plan.residualWords, sortColumns = plan.sortColumns
+        let handed = HandedResult(rows)
+        return (UndecodedQueryPage(count: rows.count) { try decoder.decode(handed.rows, residualWords: residualWords, sortColumns: sortColumns) }, false)
+    }
+
+    /// The next rows of the plan being read, with that plan; `nil` when every plan is read.
+    /// A cursor is fetched from `count` rows at a time (`exactly`) or at least 1,000.
+    private mutating func fetch(wanting count: Int, exactly: Bool, on connection: PostgresConnection) throws -> (PostgresResult, SQLQueryTranslation<PostgresDialect>.Plan)? {
+        while let plan = plans.first {
             if planExhausted {
                 if cursorOpen, let cursorName {
                     try connection.execute("CLOSE \(cursorName)", prepare: false)
@@ -163,7 +189,7 @@ struct PostgresQueryRows {
                     fetchSent = nil
                     rows = try connection.receive()
                 } else {
-                    batch = max(count, 1_000)
+                    batch = exactly ? max(count, 1) : max(count, 1_000)
                     rows = try connection.query("FETCH FORWARD \(batch) FROM \(cursorName)", prepare: false)
                 }
                 if rows.count < batch {
@@ -177,16 +203,23 @@ struct PostgresQueryRows {
                 rows = try PostgresEngine.query(connection, plan.sql + " LIMIT \(limit ?? 1)", plan.parameters)
                 planExhausted = true
             }
-            let readsDistances = query.sortKeys.contains { $0.distanceFrom != nil }
-            for row in rows {
-                let record = try engine.decodeRecord(row, zoneID: query.zoneID, recordType: query.recordType, recent: &recentTexts)
-                if !plan.residualWords.isEmpty, !Self.holds(plan.residualWords, in: record, searchable: searchable) { continue }
-                buffered.append((record, readsDistances ? try zip(query.sortKeys, plan.sortColumns).map { key, column in
-                    key.distanceFrom == nil ? nil : try row.double(column)
-                } : []))
-            }
+            return (rows, plan)
         }
-        return true
+        return nil
+    }
+
+    /// Makes rows into records (with the distances their statement computed, for a page's
+    /// position), leaving out those whose words miss the plan's residual word conditions.
+    static func decode(_ rows: PostgresResult, residualWords: [(words: [String], all: Bool)], sortColumns: [Int], query: CompiledQuery, engine: PostgresEngine,
+                       searchable: [String]?, recent: inout PostgresRecentTexts, _ body: ((record: Record, distances: [Double?])) -> Void) throws {
+        let readsDistances = query.sortKeys.contains { $0.distanceFrom != nil }
+        for row in rows {
+            let record = try engine.decodeRecord(row, zoneID: query.zoneID, recordType: query.recordType, recent: &recent)
+            if !residualWords.isEmpty, !Self.holds(residualWords, in: record, searchable: searchable) { continue }
+            body((record, readsDistances ? try zip(query.sortKeys, sortColumns).map { key, column in
+                key.distanceFrom == nil ? nil : try row.double(column)
+            } : []))
+        }
     }
 
     /// Whether a record's words (``Stratus/TextSearch``) hold every condition: any (or all) of its words.
@@ -220,6 +253,7 @@ final class PostgresQueryStream: QueryStream, @unchecked Sendable {
     private let owner: String
     private var connection: PostgresConnection?
     private var rows: PostgresQueryRows?
+    private let decoder: PostgresRowDecoder
 
     init(engine: PostgresEngine, pool: PostgresConnectionPool, query: CompiledQuery, database: DatabaseContext, after position: QueryPosition?) throws {
         self.engine = engine
@@ -230,6 +264,7 @@ final class PostgresQueryStream: QueryStream, @unchecked Sendable {
             try connection.begin(isolation: .repeatableRead, readOnly: true)
             rows = try PostgresQueryRows(engine: engine, query: query, database: database, after: position, on: connection, limit: nil)
             rows?.readsAhead = true
+            decoder = PostgresRowDecoder(engine: engine, query: query, searchable: rows?.searchable, owner: owner)
         } catch {
             try? connection.rollback()
             pool.release(connection)
@@ -252,6 +287,16 @@ final class PostgresQueryStream: QueryStream, @unchecked Sendable {
         return page
     }
 
+    func nextUndecoded(limit: Int) throws -> UndecodedQueryPage {
+        precondition(limit > 0, "QueryStream.nextUndecoded needs a positive limit")
+        return try lock.withLock {
+            guard let connection, var rows else { return UndecodedQueryPage(decoded: QueryPage(records: [], nextPosition: nil)) }
+            let read = try rows.nextUndecoded(limit, on: connection, decoder: decoder)
+            self.rows = read.exhausted ? nil : rows
+            return read.page
+        }
+    }
+
     func close() {
         lock.withLock {
             guard let connection else { return }
@@ -262,4 +307,49 @@ final class PostgresQueryStream: QueryStream, @unchecked Sendable {
             self.connection = nil
         }
     }
+}
+
+/// Makes a stream's fetched rows into records a page at a time, reusing the type and user
+/// names and the document shape of the rows before, as the stream's own reads do.
+final class PostgresRowDecoder: @unchecked Sendable {
+    // @unchecked: `recent` is touched only under `lock`.
+    private let lock = NSLock()
+    private let engine: PostgresEngine
+    private let query: CompiledQuery
+    private let searchable: [String]?
+    private let owner: String
+    private var recent = PostgresRecentTexts(keepsDocumentShape: true)
+
+    init(engine: PostgresEngine, query: CompiledQuery, searchable: [String]?, owner: String) {
+        self.engine = engine
+        self.query = query
+        self.searchable = searchable
+        self.owner = owner
+    }
+
+    /// The rows' records that hold the residual word conditions, restricted to the query's
+    /// desired keys, with their assets' files in place, and the position of the last.
+    func decode(_ rows: PostgresResult, residualWords: [(words: [String], all: Bool)], sortColumns: [Int]) throws -> QueryPage {
+        let page = try lock.withLock { () -> QueryPage in
+            var records: [Record] = []
+            records.reserveCapacity(rows.count)
+            var last: (record: Record, distances: [Double?])?
+            try PostgresQueryRows.decode(rows, residualWords: residualWords, sortColumns: sortColumns, query: query, engine: engine,
+                                         searchable: searchable, recent: &recent) { row in
+                records.append(row.record.restricted(to: query.desiredKeys))
+                last = row
+            }
+            return QueryPage(records: records, nextPosition: last.map { QueryPosition(of: $0.record, in: query, distances: $0.distances) })
+        }
+        try engine.materializeAssets(of: page.records, owner: owner)
+        return page
+    }
+}
+
+/// A result handed from the stream that fetched it to the thread that decodes it. libpq's
+/// results are read-only once made and may be read from any thread; the stream keeps no
+/// reference, so the decoder is the result's only reader.
+private final class HandedResult: @unchecked Sendable {
+    let rows: PostgresResult
+    init(_ rows: PostgresResult) { self.rows = rows }
 }
