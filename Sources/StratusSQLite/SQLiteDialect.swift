@@ -42,7 +42,8 @@ struct SQLiteDialect: SQLDialect {
         case .creationDate: "\(table)created_at"
         case .modificationDate: "\(table)modified_at"
         case .creatorUserRecordID: "\(table)created_by"
-        case .lastModifiedUserRecordID: "\(table)modified_by"
+        // An empty modifier is the creator (version 9; see SQLiteSchema.recordsTableColumns).
+        case .lastModifiedUserRecordID: "coalesce(nullif(\(table)modified_by, ''), \(table)created_by)"
         case .field(let name): element(name, 1)
         }
     }

@@ -251,7 +251,9 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
         if upsert == nil {
             upsert = try connection.statement(Self.insertRecord + """
                 ON CONFLICT(zone_id, record_name) DO UPDATE SET
-                    record_type = excluded.record_type, modified_at = excluded.modified_at, modified_by = excluded.modified_by,
+                    record_type = excluded.record_type, modified_at = excluded.modified_at,
+                    modified_by = CASE coalesce(nullif(excluded.modified_by, ''), excluded.created_by)
+                        WHEN records.created_by THEN '' ELSE coalesce(nullif(excluded.modified_by, ''), excluded.created_by) END,
                     change_tag = excluded.change_tag, change_key = excluded.change_key, fields = excluded.fields,
                     parent_name = excluded.parent_name
                 """)
@@ -307,7 +309,8 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
     /// holds more than fields, and `OR IGNORE` then skips the row (`fields` is NOT NULL): the
     /// checks cost no second read of the document.
     private static let updateStoredFields = """
-        UPDATE OR IGNORE records SET change_key = ?1, modified_at = ?2, modified_by = ?3, change_tag = ?4, fields = stratus_merge_fields(fields, ?5, ?10)
+        UPDATE OR IGNORE records SET change_key = ?1, modified_at = ?2, modified_by = CASE ?3 WHEN created_by THEN '' ELSE ?3 END,
+            change_tag = ?4, fields = stratus_merge_fields(fields, ?5, ?10)
         WHERE zone_id = ?6 AND record_name = ?7 AND change_tag = ?8 AND record_type = ?9 AND parent_name IS NULL
             AND (?11 IS NULL OR created_by = ?11)
         """
@@ -386,7 +389,8 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
         try statement.bind(.real(system.creationDate!.timeIntervalSinceReferenceDate), at: offset + 4)
         texts.add(system.creatorUserRecordID!.recordName, at: offset + 5)
         try statement.bind(.real(system.modificationDate!.timeIntervalSinceReferenceDate), at: offset + 6)
-        texts.add(system.lastModifiedUserRecordID!.recordName, at: offset + 7)
+        let modifier = system.lastModifiedUserRecordID!.recordName
+        texts.add(modifier == system.creatorUserRecordID!.recordName ? "" : modifier, at: offset + 7)
         texts.add(system.recordChangeTag!, at: offset + 8)
         try statement.bind(SQLiteSchema.changeKey(zoneRow: zoneRow, sequence: sequence), at: offset + 9)
         texts.add(utf8: row.document, at: offset + 10)

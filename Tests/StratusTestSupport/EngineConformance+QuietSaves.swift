@@ -14,6 +14,7 @@ extension EngineConformance {
         TestCase("a quiet save in the public database: only the creator changes a record whose type lets creators write", quietSaveFollowsRoles),
         TestCase("a quiet save keeps a record's parent, encrypted values and .deleteSelf references true", quietSaveKeepsWhatItDidNotFetch),
         TestCase("a quiet save checks the merged size, grows the type in development and keeps searched words true", quietSaveChecksTheMergedRecord),
+        TestCase("the last modifier through every way of saving: reads, equality and sorts name the creator until another user saves, and the creator again after", lastModifierEveryWay),
     ]
 
     /// Saves `records` with an operation that has no per-record block: answers each failed
@@ -132,6 +133,67 @@ extension EngineConformance {
         #expect(stored.fieldValue(forKey: "n") == .int64(2))
         #expect(stored.creatorUserRecordID?.recordName == env.recordName(of: "alice"))
         #expect(stored.lastModifiedUserRecordID?.recordName == env.recordName(of: "bob"))
+    }
+
+    static func lastModifierEveryWay(_ env: Environment) async throws {
+        let alice = env.container(user: "alice").publicCloudDatabase
+        let bob = env.container(user: "bob").publicCloudDatabase
+        var open = RecordTypeSchema(recordType: "Shared", grants: [.authenticated: [.create, .write], .world: .read])
+        open.addField("n", type: .int64)
+        try await env.container().saveSchema(open)
+        let aliceName = env.recordName(of: "alice"), bobName = env.recordName(of: "bob"), imported = "_0123456789abcdef0123456789abcdef"
+        // New records, in one batch and one at a time.
+        try await TestDatabase.save(makeRecords("Shared", count: 5) { ["n": .int64(Int64($0))] }, in: alice)
+        _ = try await bob.save(makeRecord("Shared", "bobs", ["n": .int64(10)]))
+        // Saves that want no record back (written without reading the row), by another user and back.
+        let r1 = try await fetched(recordName("r", 1), in: bob)
+        r1["n"] = Int64(11)
+        #expect(try await quietSave([r1], in: bob).isEmpty)
+        let r2 = try await fetched(recordName("r", 2), in: bob)
+        r2["n"] = Int64(12)
+        #expect(try await quietSave([r2], in: bob).isEmpty)
+        let r2Again = try await fetched(recordName("r", 2), in: alice)
+        r2Again["n"] = Int64(22)
+        #expect(try await quietSave([r2Again], in: alice).isEmpty)
+        // Saves that answer the saved record, and a replacement that names other users.
+        let r3 = try await fetched(recordName("r", 3), in: bob)
+        r3["n"] = Int64(13)
+        _ = try await bob.save(r3)
+        // A record made anew over a stored one of another creator: the stored creator stays.
+        let replace = ModifyRecordsOperation(recordsToSave: [makeRecord("Shared", recordName("r", 0), ["n": .int64(100)])])
+        replace.writeMode = .forceReplace
+        await run(replace, on: bob)
+        let when = Date(timeIntervalSince1970: 1_600_000_000)
+        for (name, creator, modifier) in [("kept", imported, imported), ("handed", imported, aliceName)] {
+            let record = Record(recordType: "Shared", recordID: Record.ID(recordName: name), values: ["n": .int64(0)],
+                                systemFields: Record.SystemFields(creationDate: when, modificationDate: when, creatorUserRecordID: Record.ID(recordName: creator),
+                                                                  lastModifiedUserRecordID: Record.ID(recordName: modifier), recordChangeTag: "ck-\(name)"))
+            let load = ModifyRecordsOperation(recordsToSave: [record])
+            load.writeMode = .forceReplace
+            load.preservesSystemFields = true
+            await run(load, on: env.container().publicCloudDatabase)
+        }
+        let expected: [String: (creator: String, modifier: String)] = [
+            recordName("r", 0): (aliceName, bobName), recordName("r", 1): (aliceName, bobName), recordName("r", 2): (aliceName, aliceName),
+            recordName("r", 3): (aliceName, bobName), recordName("r", 4): (aliceName, aliceName), "bobs": (bobName, bobName), "kept": (imported, imported), "handed": (imported, aliceName),
+        ]
+        for (name, users) in expected {
+            let record = try await fetched(name, in: alice)
+            #expect(record.creatorUserRecordID?.recordName == users.creator, "\(name)'s creator")
+            #expect(record.lastModifiedUserRecordID?.recordName == users.modifier, "\(name)'s last modifier")
+        }
+        let all = try await TestDatabase.queryAll(Query(recordType: "Shared"), in: alice)
+        #expect(Dictionary(uniqueKeysWithValues: all.map { ($0.recordID.recordName, $0.lastModifiedUserRecordID?.recordName ?? "") }) == expected.mapValues(\.modifier),
+                "a query reads every modifier as a fetch does")
+        for user in [aliceName, bobName, imported] {
+            let query = try Query(recordType: "Shared", format: "lastModifiedUserRecordID == %@", Record.ID(recordName: user))
+            #expect(Set(TestDatabase.names(try await TestDatabase.queryAll(query, in: alice))) == Set(expected.filter { $0.value.modifier == user }.keys),
+                    "records last modified by \(user)")
+        }
+        let sorted = Query(recordType: "Shared", predicate: .all)
+        sorted.sortDescriptors = [RecordSortDescriptor(key: "lastModifiedUserRecordID")]
+        let order = try await TestDatabase.queryAll(sorted, in: alice, pageSize: 3)
+        #expect(TestDatabase.names(order) == TestDatabase.names(QueryEvaluator.sorted(all, by: sorted.sortDescriptors)), "sorted by the last modifier, in pages")
     }
 
     static func quietSaveKeepsWhatItDidNotFetch(_ env: Environment) async throws {

@@ -58,8 +58,9 @@ struct SchemaFileIndexTests {
             for key in ["creatorUserRecordID", "lastModifiedUserRecordID"] {
                 let query = Query(recordType: "Flag", predicate: try QueryPredicate(format: "\(key) == %@", alice))
                 let plan = try fixture.engine.queryPlan(for: CompiledQuery(query, zoneID: .default, desiredKeys: nil), in: database.context)
-                let column = key == "creatorUserRecordID" ? "created_by" : "modified_by"
-                #expect(plan.contains("USING INDEX ix_") && plan.contains("\(column)=?"), "\(key):\n\(plan)")
+                // The modifier is stored empty where it is the creator: its index is on the expression.
+                let column = key == "creatorUserRecordID" ? "created_by=?" : "<expr>=?"
+                #expect(plan.contains("USING INDEX ix_") && plan.contains(column), "\(key):\n\(plan)")
                 let (matches, _) = try await database.records(matching: query)
                 #expect(Set(matches.map(\.0.recordName)) == ["alice-0", "alice-1", "alice-2"], "\(key)")
             }
