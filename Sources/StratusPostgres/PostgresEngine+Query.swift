@@ -83,6 +83,8 @@ struct PostgresQueryRows {
     /// connection then serves only these rows until they are read), and how many were asked.
     var readsAhead = false
     private var fetchSent: Int?
+    /// A fetched batch whose rows ``nextUndecoded(_:on:)`` hands out a page at a time, from `start`.
+    private var pending: (result: HandedResult, residualWords: [(words: [String], all: Bool)], sortColumns: [Int], start: Int)?
 
     /// The rows of `query` after `position`: at most `limit` (`nil`: all) of each plan.
     init?(engine: PostgresEngine, query: CompiledQuery, database: DatabaseContext, after position: QueryPosition?, on connection: PostgresConnection, limit: Int?) throws {
@@ -141,7 +143,7 @@ struct PostgresQueryRows {
             bufferedStart = 0
         }
         while buffered.isEmpty {
-            guard let (rows, plan) = try fetch(wanting: count, exactly: false, on: connection) else { return false }
+            guard let (rows, plan) = try fetch(wanting: count, on: connection) else { return false }
             try Self.decode(rows, residualWords: plan.residualWords, sortColumns: plan.sortColumns, query: query, engine: engine,
                             searchable: searchable, recent: &recentTexts) { buffered.append($0) }
         }
@@ -149,24 +151,40 @@ struct PostgresQueryRows {
     }
 
     /// Up to `limit` more rows as the server sent them, to be made into records on another
-    /// thread (``PostgresRowDecoder``); `exhausted` when every plan is read. Rows that an
-    /// earlier ``next(_:on:)`` left buffered come decoded.
-    mutating func nextUndecoded(_ limit: Int, on connection: PostgresConnection, decoder: PostgresRowDecoder) throws -> (page: UndecodedQueryPage, exhausted: Bool) {
+    /// thread (``PostgresRowDecoder``): a slice of a fetched batch of at least 1,000 rows, so
+    /// that small pages cost no round trip each. Rows that an earlier ``next(_:on:)`` left
+    /// buffered come decoded. `nil` when every plan is read.
+    mutating func nextUndecoded(_ limit: Int, on connection: PostgresConnection) throws -> UndecodedRows? {
         if bufferedStart < buffered.count {
             let read = try next(limit, on: connection)
-            return (UndecodedQueryPage(decoded: QueryPage(records: read.records, nextPosition: read.nextPosition)), read.exhausted)
+            return .decoded(QueryPage(records: read.records, nextPosition: read.nextPosition))
         }
-        guard let (rows, plan) = try fetch(wanting: limit, exactly: true, on: connection) else {
-            return (UndecodedQueryPage(decoded: QueryPage(records: [], nextPosition: nil)), true)
+        if pending == nil {
+            // A plan can end on a batch's boundary: its last fetch answers no rows, and the next
+            // plan (the rows a descending key misses) may follow.
+            while true {
+                guard let (rows, plan) = try fetch(wanting: limit, on: connection) else { return nil }
+                guard rows.isEmpty else {
+                    pending = (HandedResult(rows), plan.residualWords, plan.sortColumns, 0)
+                    break
+                }
+            }
         }
-        let residualWords = plan.residualWords, sortColumns = plan.sortColumns
-        let handed = HandedResult(rows)
-        return (UndecodedQueryPage(count: rows.count) { try decoder.decode(handed.rows, residualWords: residualWords, sortColumns: sortColumns) }, false)
+        guard let batch = pending else { return nil }
+        let end = min(batch.start + limit, batch.result.rows.count)
+        pending = end == batch.result.rows.count ? nil : (batch.result, batch.residualWords, batch.sortColumns, end)
+        return .rows(batch.result, batch.start..<end, residualWords: batch.residualWords, sortColumns: batch.sortColumns)
+    }
+
+    /// What ``nextUndecoded(_:on:)`` answers: rows of a fetched batch, or records decoded already.
+    enum UndecodedRows {
+        case rows(HandedResult, Range<Int>, residualWords: [(words: [String], all: Bool)], sortColumns: [Int])
+        case decoded(QueryPage)
     }
 
     /// The next rows of the plan being read, with that plan; `nil` when every plan is read.
-    /// A cursor is fetched from `count` rows at a time (`exactly`) or at least 1,000.
-    private mutating func fetch(wanting count: Int, exactly: Bool, on connection: PostgresConnection) throws -> (PostgresResult, SQLQueryTranslation<PostgresDialect>.Plan)? {
+    /// A cursor is fetched `count` rows at a time, at least 1,000.
+    private mutating func fetch(wanting count: Int, on connection: PostgresConnection) throws -> (PostgresResult, SQLQueryTranslation<PostgresDialect>.Plan)? {
         while let plan = plans.first {
             if planExhausted {
                 if cursorOpen, let cursorName {
@@ -189,7 +207,7 @@ struct PostgresQueryRows {
                     fetchSent = nil
                     rows = try connection.receive()
                 } else {
-                    batch = exactly ? max(count, 1) : max(count, 1_000)
+                    batch = max(count, 1_000)
                     rows = try connection.query("FETCH FORWARD \(batch) FROM \(cursorName)", prepare: false)
                 }
                 if rows.count < batch {
@@ -210,10 +228,11 @@ struct PostgresQueryRows {
 
     /// Makes rows into records (with the distances their statement computed, for a page's
     /// position), leaving out those whose words miss the plan's residual word conditions.
-    static func decode(_ rows: PostgresResult, residualWords: [(words: [String], all: Bool)], sortColumns: [Int], query: CompiledQuery, engine: PostgresEngine,
-                       searchable: [String]?, recent: inout PostgresRecentTexts, _ body: ((record: Record, distances: [Double?])) -> Void) throws {
+    static func decode(_ rows: PostgresResult, _ range: Range<Int>? = nil, residualWords: [(words: [String], all: Bool)], sortColumns: [Int], query: CompiledQuery,
+                       engine: PostgresEngine, searchable: [String]?, recent: inout PostgresRecentTexts, _ body: ((record: Record, distances: [Double?])) -> Void) throws {
         let readsDistances = query.sortKeys.contains { $0.distanceFrom != nil }
-        for row in rows {
+        for index in range ?? rows.indices {
+            let row = rows[index]
             let record = try engine.decodeRecord(row, zoneID: query.zoneID, recordType: query.recordType, recent: &recent)
             if !residualWords.isEmpty, !Self.holds(residualWords, in: record, searchable: searchable) { continue }
             body((record, readsDistances ? try zip(query.sortKeys, sortColumns).map { key, column in
@@ -238,6 +257,7 @@ struct PostgresQueryRows {
         cursorOpen = false
         plans = []
         buffered = []
+        pending = nil
         bufferedStart = 0
     }
 }
@@ -291,9 +311,19 @@ final class PostgresQueryStream: QueryStream, @unchecked Sendable {
         precondition(limit > 0, "QueryStream.nextUndecoded needs a positive limit")
         return try lock.withLock {
             guard let connection, var rows else { return UndecodedQueryPage(decoded: QueryPage(records: [], nextPosition: nil)) }
-            let read = try rows.nextUndecoded(limit, on: connection, decoder: decoder)
-            self.rows = read.exhausted ? nil : rows
-            return read.page
+            guard let read = try rows.nextUndecoded(limit, on: connection) else {
+                self.rows = nil
+                return UndecodedQueryPage(decoded: QueryPage(records: [], nextPosition: nil))
+            }
+            self.rows = rows
+            switch read {
+            case .rows(let handed, let range, let residualWords, let sortColumns):
+                let decoder = self.decoder
+                return UndecodedQueryPage(count: range.count) { try decoder.decode(handed.rows, range, residualWords: residualWords, sortColumns: sortColumns) }
+            case .decoded(let page):
+                try engine.materializeAssets(of: page.records, owner: owner)
+                return UndecodedQueryPage(decoded: page)
+            }
         }
     }
 
@@ -329,12 +359,12 @@ final class PostgresRowDecoder: @unchecked Sendable {
 
     /// The rows' records that hold the residual word conditions, restricted to the query's
     /// desired keys, with their assets' files in place, and the position of the last.
-    func decode(_ rows: PostgresResult, residualWords: [(words: [String], all: Bool)], sortColumns: [Int]) throws -> QueryPage {
+    func decode(_ rows: PostgresResult, _ range: Range<Int>, residualWords: [(words: [String], all: Bool)], sortColumns: [Int]) throws -> QueryPage {
         let page = try lock.withLock { () -> QueryPage in
             var records: [Record] = []
-            records.reserveCapacity(rows.count)
+            records.reserveCapacity(range.count)
             var last: (record: Record, distances: [Double?])?
-            try PostgresQueryRows.decode(rows, residualWords: residualWords, sortColumns: sortColumns, query: query, engine: engine,
+            try PostgresQueryRows.decode(rows, range, residualWords: residualWords, sortColumns: sortColumns, query: query, engine: engine,
                                          searchable: searchable, recent: &recent) { row in
                 records.append(row.record.restricted(to: query.desiredKeys))
                 last = row
@@ -347,9 +377,9 @@ final class PostgresRowDecoder: @unchecked Sendable {
 }
 
 /// A result handed from the stream that fetched it to the thread that decodes it. libpq's
-/// results are read-only once made and may be read from any thread; the stream keeps no
-/// reference, so the decoder is the result's only reader.
-private final class HandedResult: @unchecked Sendable {
+/// results are read-only once made and may be read from any thread; the stream only slices
+/// it into pages, so the decoders of its pages are its only readers.
+final class HandedResult: @unchecked Sendable {
     let rows: PostgresResult
     init(_ rows: PostgresResult) { self.rows = rows }
 }

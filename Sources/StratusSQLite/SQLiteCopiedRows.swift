@@ -29,9 +29,11 @@ struct SQLiteCopiedRows: Sendable {
     private var cells: [Cell] = []
     private var bytes: [UInt8] = []
 
+    /// Room is made for `expectedRows` rows up to a thousand: a page size is a bound, not a
+    /// promise of rows, and may be huge.
     init(columns: Int32, expectedRows: Int) {
         self.columns = columns
-        cells.reserveCapacity(Int(columns) * expectedRows)
+        cells.reserveCapacity(Int(columns) * min(max(expectedRows, 0), 1_000))
     }
 
     mutating func append(_ row: SQLiteStatement) {

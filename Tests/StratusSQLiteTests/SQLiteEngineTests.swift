@@ -62,11 +62,18 @@ struct SQLiteEngineTests {
             // In the order they were saved (the store's change order): no sort reads the documents first.
             let query = Query(recordType: "Row", predicate: .all)
             var read: [String] = []
-            let error = await #expect(throws: StratusError.self) {
-                for try await record in database.allRecords(matching: query, pageSize: 50) { read.append(record.recordID.recordName) }
+            var records = database.allRecords(matching: query, pageSize: 50).makeAsyncIterator()
+            var failure: (any Error)?
+            do {
+                while let record = try await records.next() { read.append(record.recordID.recordName) }
+            } catch {
+                failure = error
             }
-            #expect(error?.code == .internalError && error?.message.contains("corrupt") == true, "\(String(describing: error))")
+            let error = try #require(failure as? StratusError, "the read fails: \(String(describing: failure))")
+            #expect(error.code == .internalError && error.message.contains("corrupt"), "\(error)")
             #expect(read == Array(names[..<500]), "the ten pages before the damaged row's, whole, and none after it")
+            let after = try await records.next()
+            #expect(after == nil, "after its error the sequence has ended")
         }
     }
 

@@ -247,6 +247,42 @@ struct SQLiteQueryPlanTests {
         }
     }
 
+    @Test("a version 8 store, whose rows name the creator again as modifier, opens as the current version: records read and query as before; new rows store an empty modifier")
+    func upgradeFromVersion8() async throws {
+        try await TemporaryStore.with { store in
+            let shell = try #require(StoreProcess.sqlite3, "the sqlite3 shell is needed (apt-get install sqlite3)")
+            let path = store.path()
+            var open = RecordTypeSchema(recordType: "Note", grants: [.authenticated: [.create, .write], .world: .read])
+            open.addField("n", type: .int64)
+            do {
+                let container = Container(identifier: Self.identifier, engine: try SQLiteEngine(path: path), userName: "alice")
+                try await container.saveSchema(open)
+                try await TestDatabase.save([makeRecord("Note", "n1", ["n": .int64(1)]), makeRecord("Note", "n2", ["n": .int64(2)])], in: container.publicCloudDatabase)
+            }
+            let downgrade = """
+                UPDATE records SET modified_by = created_by WHERE modified_by = '';
+                PRAGMA user_version = 8;
+                SELECT count(*) FROM records WHERE modified_by = created_by;
+                """
+            let down = try await StoreProcess.run(shell, [path, downgrade], in: store.directory)
+            #expect(down.exitCode == 0 && down.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "2", "\(down.stdout)\(down.stderr)")
+
+            let engine = try SQLiteEngine(path: path)
+            let alice = Container(identifier: Self.identifier, engine: engine, userName: "alice")
+            let bob = Container(identifier: Self.identifier, engine: engine, userName: "bob").publicCloudDatabase
+            let aliceID = try await alice.userRecordID()
+            let n2 = try await bob.record(for: Record.ID(recordName: "n2"))
+            n2["n"] = Int64(3)
+            _ = try await bob.save(n2)
+            _ = try await alice.publicCloudDatabase.save(makeRecord("Note", "n3", ["n": .int64(4)]))
+            let byAlice = try Query(recordType: "Note", format: "lastModifiedUserRecordID == %@", aliceID)
+            #expect(TestDatabase.names(try await TestDatabase.queryAll(byAlice, in: alice.publicCloudDatabase)) == ["n1", "n3"], "a row of version 8 and a new row")
+            #expect(try await alice.publicCloudDatabase.record(for: Record.ID(recordName: "n1")).lastModifiedUserRecordID == aliceID)
+            let stored = try await StoreProcess.run(shell, [path, "PRAGMA user_version; SELECT record_name || ':' || (modified_by = created_by) || ':' || (modified_by = '') FROM records ORDER BY record_name;"], in: store.directory)
+            #expect(stored.stdout.split(separator: "\n") == ["9", "n1:1:0", "n2:0:0", "n3:0:1"], "n1 as version 8 wrote it, n2 names bob, n3 is stored empty: \(stored.stdout)")
+        }
+    }
+
     @Test("a version 2 store opens as the current version: type index dropped, schema indexes rebuilt, old documents still compare")
     func upgradeFromVersion2() async throws {
         try await Self.withFixture(schema: true) { fixture in

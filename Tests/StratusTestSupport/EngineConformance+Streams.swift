@@ -125,7 +125,7 @@ extension EngineConformance {
         let database = container.publicCloudDatabase
         var random = SeededGenerator(seed: 29)
         let records = makeRecords("Undecoded", count: 240) { i in
-            var fields: [String: FieldValue] = ["n": .int64(Int64.random(in: 0..<20, using: &random)), "text": .string("row \(i) \(i % 3 == 0 ? "ÉCOLE" : "garden")")]
+            var fields: [String: FieldValue] = ["n": .int64(Int64.random(in: 0..<20, using: &random)), "text": .string("row \(i) \(i % 3 == 0 && (i < 30 || i > 200) ? "ÉCOLE" : "garden")")]
             if i % 6 != 0 { fields["place"] = .location(Location(latitude: Double(i % 90), longitude: Double(i * 7 % 360) - 180)) }
             if i % 4 == 0 { fields["list"] = .int64List([Int64(i), -1]) }
             return fields
@@ -156,7 +156,7 @@ extension EngineConformance {
             }
             // Decoded after the stream read them all and closed: the pages hold what they need.
             undecoded.close()
-            let matches = format == "TRUEPREDICATE" ? 240 : 80
+            let matches = format == "TRUEPREDICATE" ? 240 : 23
             // An engine may read rows that a word condition then leaves out: pages of rows
             // can hold fewer records than rows, and end elsewhere than pages of records.
             #expect(format == "TRUEPREDICATE" ? read == matches : read >= matches, "\(format) \(sorts.map(\.key)): every row")
@@ -186,6 +186,13 @@ extension EngineConformance {
             }
             #expect(try decoded.next(limit: 17).records.isEmpty)
         }
+        // Through the public API, in pages of five rows: a run of 170 rows that a word condition
+        // leaves out can make whole pages of rows without a record.
+        let words = Query(recordType: "Undecoded", predicate: try QueryPredicate(format: "self CONTAINS 'école'"))
+        var streamed: [String] = []
+        for try await record in database.allRecords(matching: words, pageSize: 5) { streamed.append(record.recordID.recordName) }
+        #expect(streamed == TestDatabase.names(try await TestDatabase.queryAll(words, in: database)), "every match once, in order")
+        #expect(streamed.count == 23)
     }
 
     static func countsMatchQueries(_ env: Environment) async throws {

@@ -23,9 +23,19 @@ public protocol QueryStream: AnyObject, Sendable {
     /// The next rows in order (at most `limit`), read but not yet made into records: a reader
     /// that decodes one page on another thread while it reads the next keeps two cores busy
     /// where reading and decoding on one would keep one. Pages of a stream are decoded in the
-    /// order they were read, one at a time; they stay valid after ``close()``. An engine that
-    /// has nothing to gain answers ``UndecodedQueryPage/init(decoded:)`` of ``next(limit:)``,
-    /// which is what this requirement does unless implemented.
+    /// order they were read, one at a time; they stay valid after ``close()``. A page of no
+    /// rows is the end. Reading with this and with ``next(limit:)`` may be mixed. An engine
+    /// that has nothing to gain answers ``UndecodedQueryPage/init(decoded:)`` of
+    /// ``next(limit:)``, which the default implementation does.
+    ///
+    /// ```swift
+    /// while case let rows = try stream.nextUndecoded(limit: 1_000), rows.count > 0 {
+    ///     decodingQueue.async { write(try rows.decode().records) }
+    /// }
+    /// ```
+    ///
+    /// - Throws: what reading the store throws; decoding's errors come from
+    ///   ``UndecodedQueryPage/decode()``.
     func nextUndecoded(limit: Int) throws -> UndecodedQueryPage
 
     /// Ends the snapshot and frees what the stream holds. Further calls of ``next(limit:)``
@@ -34,6 +44,7 @@ public protocol QueryStream: AnyObject, Sendable {
 }
 
 extension QueryStream {
+    /// The next records, decoded as they are read (``next(limit:)``).
     public func nextUndecoded(limit: Int) throws -> UndecodedQueryPage {
         UndecodedQueryPage(decoded: try next(limit: limit))
     }
@@ -47,11 +58,13 @@ extension QueryStream {
 /// ```
 @_spi(StratusEngine)
 public struct UndecodedQueryPage: Sendable {
-    /// How many records the page holds; zero after the last.
+    /// How many rows the page holds; zero after the last. Its records can be fewer where an
+    /// engine leaves out rows after reading them (a word condition no index served).
     public let count: Int
     private let decoder: @Sendable () throws -> QueryPage
 
-    /// A page that `decoder` makes into records (with the position of the last of them).
+    /// A page of `count` rows that `decoder` makes into records (with the position of the
+    /// last of them).
     public init(count: Int, decoder: @escaping @Sendable () throws -> QueryPage) {
         self.count = count
         self.decoder = decoder
@@ -64,6 +77,7 @@ public struct UndecodedQueryPage: Sendable {
     }
 
     /// The page's records, restricted to the query's desired keys, and the position of the last.
-    /// Throws what decoding a row throws (a corrupt stored document).
+    ///
+    /// - Throws: what decoding a row throws (`internalError` for a corrupt stored document).
     public func decode() throws -> QueryPage { try decoder() }
 }

@@ -3,7 +3,7 @@ import Synchronization
 
 /// Exports every record a query matches into a ``RecordSink``, the job behind
 /// `stratus export`: page by page, reading the next page while one is written, with progress
-/// and cancellation. Memory holds three pages at most, however many records are exported.
+/// and cancellation. Memory holds four pages at most, however many records are exported.
 ///
 /// ```swift
 /// let query = Query(recordType: "Todo", predicate: try QueryPredicate(format: "checked == 0"))
@@ -97,7 +97,7 @@ public final class RecordExporter: Sendable {
         let limit = self.limit ?? Int.max
         guard limit > 0 else { return summary }
         // The sequence reads and decodes the next pages while this one is written, so that
-        // reading, decoding and writing overlap; memory holds three pages at most.
+        // reading, decoding and writing overlap; memory holds four pages at most.
         for try await record in records() {
             try sink.write(record)
             summary.exported += 1
