@@ -120,6 +120,12 @@ public final class PostgresEngine: StorageEngine, Sendable {
     @_spi(StratusEngine)
     public var authenticatedUserName: String? { loginRole.isEmpty ? nil : loginRole }
 
+    /// Each batch costs its transaction's round trips, zone lock and commit (which waits for
+    /// the disk where `synchronous_commit` is on): batches of 10,000 took 0.74–0.80× the time
+    /// of 2,000 for 1,000,000 records, with 135 MiB at the importer's peak against 55 MiB.
+    @_spi(StratusEngine)
+    public var preferredImportBatchSize: Int { 10_000 }
+
     /// The SQL that makes each Stratus user a PostgreSQL role member of `group`, reaching the
     /// public database and its own private rows only, even with raw SQL (row-level security);
     /// run it once as the role that owns the store's tables. Each user's login must then have an

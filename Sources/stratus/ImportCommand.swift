@@ -59,7 +59,7 @@ struct ImportCommand: Command {
             replace (unspecified fields removed; checks recordChangeTag), forceUpdate (ignore tags, create when \
             missing; re-running the same file changes nothing), forceReplace
             """, default: "forceUpdate"),
-        Option("--batch-size", "N", "records per checkpointed batch; a batch is written in one transaction, split only where it passes 2 MB", default: "2000"),
+        Option("--batch-size", "N", "records per checkpointed batch; a batch is written in one transaction, split only where it passes 2 MB", default: "2000 on SQLite, 10000 on PostgreSQL"),
         Option(flag: "--atomic", "all or nothing, in one transaction (at most 100,000 records)"),
         Option(flag: "--dry-run", "read and validate everything, report counts, write nothing"),
         Option("--max-errors", "N", "stop (exit 65) at the rejected record that makes N + 1", default: "no limit"),
@@ -81,7 +81,7 @@ struct ImportCommand: Command {
     var inputPath: String?
     var format: RecordFormat?
     var mode = RecordWriteMode.forceUpdate
-    var batchSize = 2_000
+    var batchSize: Int?
     var atomic = false
     var dryRun = false
     var maxErrors: Int?
@@ -110,7 +110,7 @@ struct ImportCommand: Command {
             }
             command.mode = mode
         }
-        command.batchSize = try arguments.positiveInteger("--batch-size") ?? 2_000
+        command.batchSize = try arguments.positiveInteger("--batch-size")
         command.maxErrors = try arguments.count("--max-errors")
         command.atomic = arguments.flag("--atomic")
         command.dryRun = arguments.flag("--dry-run")

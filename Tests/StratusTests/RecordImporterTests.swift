@@ -1,5 +1,5 @@
 import Foundation
-import Stratus
+@_spi(StratusEngine) import Stratus
 import StratusTestSupport
 import Testing
 
@@ -166,6 +166,24 @@ struct RecordImporterTests {
                 #expect(names.contains("r34") && !names.contains("r36"), "batch size \(size): written up to the fifth reject, nothing after: \(names)")
             }
         }
+    }
+
+    @Test("without a batch size an import writes in the batches its store prefers; a batch size given wins")
+    func storesPreferredBatches() async throws {
+        let (database, engine, store) = try SafeWriteTests.scripted()
+        defer { _ = store }
+        #expect(engine.base.preferredImportBatchSize == 2_000, "SQLite's preference")
+        engine.script { $0.importBatchSize = 300 }
+        let preferred = MemoryCheckpoint()
+        let summary = try await RecordImporter(database: database).run(from: ItemSource(records: items(1_000)), checkpoint: preferred)
+        #expect(summary.created == 1_000, "\(summary)")
+        #expect(preferred.history == [0, 300, 600, 900, 1_000], "named, then checkpointed after each batch of 300")
+        #expect(engine.modifyCalls.map(\.saves.count) == [300, 300, 300, 100], "a transaction per batch")
+
+        let chosen = MemoryCheckpoint()
+        _ = try await RecordImporter(database: database, options: Self.options { $0.batchSize = 450 })
+            .run(from: ItemSource(records: items(1_000, prefix: "again")), checkpoint: chosen)
+        #expect(chosen.history == [0, 450, 900, 1_000], "the caller's batch size")
     }
 
     @Test("cancel() stops after the batch being read; the summary and the checkpoint say what was done")

@@ -28,6 +28,8 @@ final class ScriptedEngine: StorageEngine, Sendable {
         var alwaysFailWrites: StratusError?
         /// Thrown by every query call when set.
         var alwaysFailQueries: StratusError?
+        /// The engine's preferred import batch size, instead of the base engine's, when set.
+        var importBatchSize: Int?
     }
 
     let base: any StorageEngine
@@ -43,6 +45,8 @@ final class ScriptedEngine: StorageEngine, Sendable {
     var queryAttempts: Int { state.withLock { $0.queryAttempts } }
 
     var storeIdentifier: String { get throws { try base.storeIdentifier } }
+
+    var preferredImportBatchSize: Int { state.withLock { $0.script.importBatchSize } ?? base.preferredImportBatchSize }
 
     func writeRecords<T>(in database: DatabaseContext, _ body: (any RecordWriteTransaction) throws -> T) throws -> T {
         let failure = state.withLock { s -> StratusError? in

@@ -33,6 +33,10 @@ public protocol StorageEngine: AnyObject, Sendable {
     /// permissions and Stratus's user are the same person.
     @_spi(StratusEngine) var authenticatedUserName: String? { get }
 
+    /// Items an import writes per transaction unless its caller chose (``RecordImporter/Options/batchSize``):
+    /// what a commit costs this store decides it. 2,000 unless an engine says otherwise.
+    @_spi(StratusEngine) var preferredImportBatchSize: Int { get }
+
     /// Reads records by ID. IDs not in the store are absent from the answer.
     @_spi(StratusEngine) func fetchRecords(_ ids: [Record.ID], in database: DatabaseContext) throws -> [Record.ID: Record]
 
@@ -195,6 +199,8 @@ public protocol StorageEngine: AnyObject, Sendable {
 
 extension StorageEngine {
     @_spi(StratusEngine) public var authenticatedUserName: String? { nil }
+
+    @_spi(StratusEngine) public var preferredImportBatchSize: Int { 2_000 }
 
     @_spi(StratusEngine) public func explainQuery(_ query: CompiledQuery, in database: DatabaseContext) throws -> QueryPlan {
         QueryPlan(indexes: [], steps: [])

@@ -20,6 +20,8 @@ final class ImportRun {
 
     private let importer: RecordImporter
     private let options: RecordImporter.Options
+    /// Items per batch: the caller's choice, or the store's preference.
+    private let batchSize: Int
     private let database: Database
     private let source: any RecordSource
     private let rejects: (any RecordRejectSink)?
@@ -54,6 +56,7 @@ final class ImportRun {
         self.importer = importer
         options = importer.options
         database = importer.database
+        batchSize = importer.options.batchSize ?? importer.database.engine.preferredImportBatchSize
         self.source = source
         self.rejects = rejects
         self.checkpointStore = checkpointStore
@@ -128,7 +131,7 @@ final class ImportRun {
             if stop != nil { break }
             switch mode {
             case .batches:
-                if batch.count >= options.batchSize {
+                if batch.count >= batchSize {
                     try await submitBatch(endItems: consumed)
                     if stop == nil && importer.isCancelled {
                         try await settleAll()
@@ -373,7 +376,7 @@ final class ImportRun {
     private func submitBatch(endItems: Int) async throws {
         guard !batch.isEmpty else { return }
         var next = batch
-        batch = ImportBatch(capacity: options.batchSize)
+        batch = ImportBatch(capacity: batchSize)
         while inFlight.count >= maximumInFlight {
             try await settleOldest()
             if stop != nil { return }
@@ -430,7 +433,7 @@ final class ImportRun {
         op.maximumAssetSize = options.maximumAssetSize
         // One transaction per batch: a bulk load writes faster in larger transactions than in
         // CloudKit's 400-item requests.
-        op.itemsPerBatch = max(options.batchSize, 1)
+        op.itemsPerBatch = max(batchSize, 1)
         return saver.submit(op)
     }
 
