@@ -143,6 +143,13 @@ struct PostgresQueryRows {
             bufferedStart = 0
         }
         while buffered.isEmpty {
+            // The rest of a batch that nextUndecoded began to hand out comes first.
+            if let batch = pending {
+                pending = nil
+                try Self.decode(batch.result.rows, batch.start..<batch.result.rows.count, residualWords: batch.residualWords, sortColumns: batch.sortColumns,
+                                query: query, engine: engine, searchable: searchable, recent: &recentTexts) { buffered.append($0) }
+                continue
+            }
             guard let (rows, plan) = try fetch(wanting: count, on: connection) else { return false }
             try Self.decode(rows, residualWords: plan.residualWords, sortColumns: plan.sortColumns, query: query, engine: engine,
                             searchable: searchable, recent: &recentTexts) { buffered.append($0) }

@@ -177,6 +177,24 @@ extension EngineConformance {
             #expect(later.map(\.recordID) == now.map(\.recordID), "\(what): the same records in order")
             #expect(later.map(\.fieldValues) == now.map(\.fieldValues), "\(what): the same fields")
             #expect(later.map(\.systemFields) == now.map(\.systemFields), "\(what): the same system fields")
+            // The two ways of reading mixed on one stream: every record once, in order.
+            let mixed = try env.engine.openQueryStream(compiled, in: context, after: nil)
+            defer { mixed.close() }
+            var mixedRecords: [Record] = []
+            var turn = 0
+            while true {
+                turn += 1
+                if turn % 2 == 1 {
+                    let rows = try mixed.nextUndecoded(limit: 7)
+                    if rows.count == 0 { break }
+                    mixedRecords += try rows.decode().records
+                } else {
+                    let page = try mixed.next(limit: 5)
+                    if page.records.isEmpty { break }
+                    mixedRecords += page.records
+                }
+            }
+            #expect(mixedRecords.map(\.recordID) == now.map(\.recordID), "\(what): reads of both kinds on one stream")
             for (last, position) in laterPositions {
                 guard let expected = nowPositions[last] else {
                     #expect(format != "TRUEPREDICATE", "\(what): pages of rows end where pages of records end")
