@@ -232,47 +232,58 @@ package struct SQLQueryTranslation<Dialect: SQLDialect> {
         return [dialect.sortParameter(value)]
     }
 
-    /// Rows strictly after a position in the query's order, written so that the leading key
-    /// is a plain range (`k >= v AND (k > v OR …)`) that an index can seek to: page N then
-    /// costs what page 1 costs. NULL (a missing value) sorts first ascending and last
-    /// descending; the condition follows that.
+    /// Rows strictly after a position in the query's order: the leading key is a plain range
+    /// (`k >= v AND …`) that an index can seek to, so page N costs what page 1 costs. The rest
+    /// is one flat disjunction, "equal on the keys before j and after on key j" for each j,
+    /// rather than a condition nested once per key: SQLite's parser has a fixed stack, and a
+    /// query of many sort keys must still page. NULL (a missing value) sorts first ascending
+    /// and last descending; the condition follows that.
     private func keysetCondition(sorts: [SQLFragment], ascending: [Bool], tiebreakAscending: Bool, values sortValues: [SQLValue], recordName: String) -> SQLFragment {
         let keys = sorts + [SQLFragment(sql: dialect.systemColumn(.recordName))]
         let directions = ascending + [tiebreakAscending]
         let values: [SQLValue] = sortValues + [.text(recordName)]
 
-        func after(_ i: Int) -> SQLFragment {
+        /// Key `i` holds the position's value.
+        func equal(_ i: Int) -> SQLFragment {
             let key = keys[i]
-            let value = values[i]
-            let isLast = i == keys.count - 1
-            switch (directions[i], value) {
+            if case .null = values[i] { return SQLFragment(sql: "\(key.sql) IS NULL", parameters: key.parameters) }
+            return SQLFragment(sql: "\(key.sql) = ?", parameters: key.parameters + [values[i]])
+        }
+        /// Key `i` comes strictly after the position's value, or nil when nothing can.
+        func after(_ i: Int) -> SQLFragment? {
+            let key = keys[i]
+            switch (directions[i], values[i]) {
             case (true, .null):
-                // Nulls come first: any non-null follows; among nulls, the next key decides.
-                let rest = isLast ? SQLFragment(sql: dialect.falseLiteral) : after(i + 1)
-                return SQLFragment(sql: "(\(key.sql) IS NOT NULL OR (\(key.sql) IS NULL AND \(rest.sql)))",
-                                   parameters: key.parameters + key.parameters + rest.parameters)
+                return SQLFragment(sql: "\(key.sql) IS NOT NULL", parameters: key.parameters)
             case (false, .null):
-                // Nulls come last: only nulls follow, ordered by the next key.
-                let rest = isLast ? SQLFragment(sql: dialect.falseLiteral) : after(i + 1)
-                return SQLFragment(sql: "(\(key.sql) IS NULL AND \(rest.sql))", parameters: key.parameters + rest.parameters)
+                return nil   // nulls come last descending: nothing follows them on this key
             case (let ascending, let value):
-                let strict = ascending ? ">" : "<"
-                if isLast {
-                    return SQLFragment(sql: "\(key.sql) \(strict) ?", parameters: key.parameters + [value])
-                }
-                let rest = after(i + 1)
-                var fragment = SQLFragment(sql: "(\(key.sql) \(strict)= ? AND (\(key.sql) \(strict) ? OR \(rest.sql)))",
-                                           parameters: key.parameters + [value] + key.parameters + [value] + rest.parameters)
+                let strict = SQLFragment(sql: "\(key.sql) \(ascending ? ">" : "<") ?", parameters: key.parameters + [value])
                 // Missing values sort after everything descending. For the first key the
-                // engine reads them separately (nullTail), which keeps this condition a seek.
-                if !ascending && i > 0 {
-                    fragment.sql = "(\(fragment.sql) OR \(key.sql) IS NULL)"
-                    fragment.parameters += key.parameters
-                }
-                return fragment
+                // engine reads them separately (nullTail), which keeps the condition a seek.
+                guard !ascending && i > 0 else { return strict }
+                return SQLFragment(sql: "(\(strict.sql) OR \(key.sql) IS NULL)", parameters: strict.parameters + key.parameters)
             }
         }
-        return after(0)
+
+        var terms: [SQLFragment] = []
+        var prefix = SQLFragment(sql: "")
+        for i in keys.indices {
+            if let after = after(i) {
+                terms.append(prefix.sql.isEmpty ? after : SQLFragment(sql: "(\(prefix.sql) AND \(after.sql))", parameters: prefix.parameters + after.parameters))
+            }
+            let equal = equal(i)
+            prefix = prefix.sql.isEmpty ? equal : SQLFragment(sql: prefix.sql + " AND " + equal.sql, parameters: prefix.parameters + equal.parameters)
+        }
+        var condition = terms.isEmpty
+            ? SQLFragment(sql: dialect.falseLiteral)
+            : SQLFragment(sql: "(" + terms.map(\.sql).joined(separator: " OR ") + ")", parameters: terms.flatMap(\.parameters))
+        if values[0] != .null {
+            let key = keys[0]
+            condition = SQLFragment(sql: "(\(key.sql) \(directions[0] ? ">=" : "<=") ? AND \(condition.sql))",
+                                    parameters: key.parameters + [values[0]] + condition.parameters)
+        }
+        return condition
     }
 
     // MARK: - Predicates

@@ -12,7 +12,8 @@ extension Container {
     /// let scratch = try Container(identifier: "com.example.notes", storePath: "/tmp/notes.sqlite", userName: "alice")
     /// ```
     ///
-    /// - Throws: ``StratusError`` when the store cannot be opened or created.
+    /// - Throws: ``StratusError`` when the store cannot be opened or created, or when the path
+    ///   (or `$STRATUS_STORE`) is a PostgreSQL URL, which ``Container/init(identifier:postgresURL:readURL:userName:environment:)`` opens.
     public convenience init(identifier: String, storePath: String? = nil, userName: String? = nil, environment: Environment = .development) throws {
         let path = storePath ?? SQLiteEngine.defaultStorePath(containerIdentifier: identifier)
         self.init(identifier: identifier, engine: try SQLiteEngine.shared(path: path), userName: userName, environment: environment)
@@ -55,6 +56,7 @@ extension SQLiteEngine {
     /// let engine = try SQLiteEngine.shared(path: "/tmp/app.sqlite")
     /// ```
     public static func shared(path: String) throws -> SQLiteEngine {
+        try refuseURL(path)   // before standardizing, which would fold "postgresql://" into "postgresql:/"
         let key = URL(fileURLWithPath: path).standardizedFileURL.path
         return try registry.withLock { engines in
             if let engine = engines[key]?.engine { return engine }

@@ -66,8 +66,10 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
     /// - Throws: ``StratusError`` `badContainer` when the file cannot be opened or created,
     ///   `badDatabase` when it is not a Stratus store or was made by a newer version,
     ///   `permissionFailure` saying what access is missing when a read-only store cannot be read
-    ///   or needs an upgrade.
+    ///   or needs an upgrade, and `badContainer` for a PostgreSQL URL (which would otherwise
+    ///   become a file named after it).
     public init(path: String, busyTimeout: Duration = .seconds(5), tombstoneRetention: Duration? = SQLiteEngine.defaultTombstoneRetention, readOnly: Bool = false) throws {
+        try Self.refuseURL(path)
         self.path = path
         self.busyTimeout = busyTimeout
         self.tombstoneRetention = tombstoneRetention
@@ -88,6 +90,15 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
 
     deinit {
         checkpointer.uninstall(from: writer)
+    }
+
+    /// Refuses a PostgreSQL URL given where an SQLite path belongs (`$STRATUS_STORE` set for the
+    /// `stratus` tool, read by a program that opens SQLite stores only): as a path it would
+    /// create an empty store in a folder named `postgresql:`.
+    static func refuseURL(_ path: String) throws {
+        let lowered = path.prefix(12).lowercased()
+        guard lowered.hasPrefix("postgres:") || lowered.hasPrefix("postgresql:") else { return }
+        throw StratusError(.badContainer, "a PostgreSQL URL (\(path.prefix(while: { $0 != ":" })):…) names no SQLite store: open it with StratusPostgres (Container(identifier:postgresURL:) or PostgresEngine(url:))")
     }
 
     /// Creates the store's folder (mode 0700) and file (mode 0600) when missing, so that only

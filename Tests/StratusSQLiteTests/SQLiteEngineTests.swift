@@ -179,6 +179,25 @@ struct SQLiteEngineTests {
         }
     }
 
+    @Test("a PostgreSQL URL given as an SQLite path is refused, names no password and creates nothing")
+    func postgresURLIsNoPath() async throws {
+        let urls = ["postgresql://alice:s3cret@db1/app", "postgres://db1/app", "postgresql:///app?host=/tmp/sock&password=s3cret", "POSTGRESQL://db1/app"]
+        for url in urls {
+            #expect(throws: StratusError.self) { try SQLiteEngine(path: url) }
+            #expect(throws: StratusError.self) { try SQLiteEngine.shared(path: url) }
+            do {
+                _ = try Container(identifier: Self.identifier, storePath: url)
+                Issue.record("opened \(url) as an SQLite store")
+            } catch let error as StratusError {
+                #expect(error.code == .badContainer)
+                #expect(error.message.contains("PostgreSQL") && !error.message.contains("s3cret"), "\(error.message)")
+            }
+        }
+        for folder in ["postgresql:", "postgres:", "POSTGRESQL:"] {
+            #expect(!FileManager.default.fileExists(atPath: folder), "a folder \(folder) was created in the working directory")
+        }
+    }
+
     @Test("a file that is not a store is a StratusError")
     func notAStoreIsAnError() async throws {
         try await TemporaryStore.with { store in

@@ -7,6 +7,7 @@ extension EngineConformance {
         TestCase("10,001 records paged 400 at a time, ascending, with serialized cursors", pagingAscending),
         TestCase("10,001 records paged 400 at a time, descending with missing values", pagingDescending),
         TestCase("10,001 records paged 400 at a time, multi-key sort with missing values", pagingMultiKey),
+        TestCase("three-key sorts in every direction, missing values on each key, pages of 23", pagingEveryDirection),
         TestCase("a cursor serializes to text and back", cursorSerializationRoundTrip),
         TestCase("damaged or foreign cursors are invalidArguments", damagedCursorsAreRejected),
     ]
@@ -82,6 +83,23 @@ extension EngineConformance {
     static func pagingMultiKey(_ env: Environment) async throws {
         try await expectPagingReturnsEachOnce(
             env, sort: [RecordSortDescriptor(key: "group"), RecordSortDescriptor(key: "score", ascending: false)], serializeCursors: true)
+    }
+
+    static func pagingEveryDirection(_ env: Environment) async throws {
+        let database = env.container().publicCloudDatabase
+        let records = pagingDataset(count: 600)
+        try await TestDatabase.save(records, in: database)
+        // Every direction of the keys, so that a page ends in runs of missing values, ties and
+        // values of each key, whichever way each key sorts.
+        for directions in [(true, true, true), (false, false, false), (true, false, true), (false, true, false)] {
+            let query = Query(recordType: "Page")
+            query.sortDescriptors = [RecordSortDescriptor(key: "group", ascending: directions.0),
+                                     RecordSortDescriptor(key: "score", ascending: directions.1),
+                                     RecordSortDescriptor(key: "rank", ascending: directions.2)]
+            let expected = TestDatabase.names(try QueryEvaluator.evaluate(query, over: records))
+            let (names, _) = try await pageThrough(query, database, pageSize: 23, serializeCursors: true)
+            expectSameOrder(names, expected, "paging \(query)")
+        }
     }
 
     static func cursorSerializationRoundTrip(_ env: Environment) async throws {
