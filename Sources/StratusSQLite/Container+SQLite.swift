@@ -35,7 +35,7 @@ extension Container {
 
 extension SQLiteEngine {
     /// Where a container's store lives when no path is given: `$STRATUS_STORE` when set,
-    /// else `$XDG_DATA_HOME/stratus/<identifier>.sqlite` (`~/.local/share/stratus/…`).
+    /// else `$XDG_DATA_HOME/stratus/<identifier>.sqlite` (`$HOME/.local/share/stratus/…`).
     ///
     /// ```swift
     /// print(SQLiteEngine.defaultStorePath(containerIdentifier: "com.example.todo"))
@@ -43,8 +43,10 @@ extension SQLiteEngine {
     public static func defaultStorePath(containerIdentifier: String) -> String {
         let environment = ProcessInfo.processInfo.environment
         if let store = environment["STRATUS_STORE"], !store.isEmpty { return store }
-        let dataHome = environment["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : $0 }
-            ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".local/share").path
+        // $HOME first, as shells and XDG tools take it; the password database's home only
+        // when it is unset.
+        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? FileManager.default.homeDirectoryForCurrentUser.path
+        let dataHome = environment["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? home + "/.local/share"
         let safeName = String(containerIdentifier.map { $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == "_" ? $0 : "_" })
         return dataHome + "/stratus/" + safeName + ".sqlite"
     }

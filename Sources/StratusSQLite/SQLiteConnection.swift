@@ -72,6 +72,12 @@ final class SQLiteConnection {
         sqlite3_extended_result_codes(handle, 1)
         SQLiteFunctions.register(on: handle)
         sqlite3_busy_timeout(handle, busyTimeoutMilliseconds)
+        if create && !readOnly {
+            // The connection that may create the store first makes sure the file is a Stratus
+            // store or a new one: another program's database is neither switched to WAL nor
+            // given Stratus's tables.
+            try Self.retryingBusy(for: busyTimeoutMilliseconds) { try refuseForeignDatabase() }
+        }
         // Only the connection that may create the store switches it to WAL; a reader asks,
         // because switching can wait for another process's write lock.
         let mode: String?
@@ -93,6 +99,7 @@ final class SQLiteConnection {
             } catch let error as StratusError where error.code == .permissionFailure || error.code == .badContainer {
                 throw StratusError(.permissionFailure, Self.walIndexProblem(path) ?? error.message)
             }
+            try refuseForeignDatabase()
         }
         try execute("PRAGMA synchronous=NORMAL")
         // Checks each b-tree page's cells as the page is read, so that more damage is found
@@ -102,6 +109,15 @@ final class SQLiteConnection {
         // index being built) sorts its runs on helper threads while the statement scans: on 2
         // cores a sorted read of 1,000,000 records took 0.8× as long. Other statements start none.
         try execute("PRAGMA threads=\(Self.sorterThreads)")
+    }
+
+    /// Throws when the file holds an SQLite database that is not a Stratus store: tables, but
+    /// neither Stratus's `records` nor its `store_info`.
+    private func refuseForeignDatabase() throws {
+        let objects = try uncachedStatement("SELECT count(*), count(CASE WHEN type = 'table' AND name IN ('records', 'store_info') THEN 1 END) FROM sqlite_master")
+        defer { objects.reset() }
+        guard try objects.step(), objects.int64(0) > 0, objects.int64(1) == 0 else { return }
+        throw StratusError(.badDatabase, "the file at \(path) is an SQLite database of another program, not a Stratus store; Stratus neither reads nor changes it")
     }
 
     /// Helper threads a large sort may use: the other cores, up to 4.

@@ -70,6 +70,7 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
     ///   become a file named after it).
     public init(path: String, busyTimeout: Duration = .seconds(5), tombstoneRetention: Duration? = SQLiteEngine.defaultTombstoneRetention, readOnly: Bool = false) throws {
         try Self.refuseURL(path)
+        try Self.refuseSpecialFile(path)
         self.path = path
         self.busyTimeout = busyTimeout
         self.tombstoneRetention = tombstoneRetention
@@ -99,6 +100,18 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
         let lowered = path.prefix(12).lowercased()
         guard lowered.hasPrefix("postgres:") || lowered.hasPrefix("postgresql:") else { return }
         throw StratusError(.badContainer, "a PostgreSQL URL (\(path.prefix(while: { $0 != ":" })):…) names no SQLite store: open it with StratusPostgres (Container(identifier:postgresURL:) or PostgresEngine(url:))")
+    }
+
+    /// Refuses a path that names something other than a regular file (a device such as
+    /// `/dev/null`, a FIFO, a directory): SQLite would put its journal beside it and fail later.
+    static func refuseSpecialFile(_ path: String) throws {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return }   // missing: created as a new store
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: return
+        case S_IFDIR: throw StratusError(.badContainer, "cannot open the store at \(path): it is a folder, not a file")
+        default: throw StratusError(.badContainer, "cannot open the store at \(path): it is a device, FIFO or socket, not a regular file")
+        }
     }
 
     /// Creates the store's folder (mode 0700) and file (mode 0600) when missing, so that only

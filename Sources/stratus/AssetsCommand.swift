@@ -76,11 +76,11 @@ struct AssetsCommand: Command {
         switch action {
         case .gc:
             let collected = try await database.collectUnreferencedAssets()
-            print("removed \(collected.removedContents) unreferenced content(s) (\(Progress.grouped(Int(collected.removedBytes))) bytes), \(collected.removedUploads) unfinished copie(s), \(collected.releasedHolds) hold(s) of stopped writers")
+            try StandardOutput.line("removed \(collected.removedContents) unreferenced content(s) (\(Progress.grouped(Int(collected.removedBytes))) bytes), \(collected.removedUploads) unfinished copie(s), \(collected.releasedHolds) hold(s) of stopped writers")
             return .success
         case .info:
             let (count, bytes) = try await database.assetContentInventory()
-            print("\(count) content(s), \(Progress.grouped(Int(bytes))) bytes")
+            try StandardOutput.line("\(count) content(s), \(Progress.grouped(Int(bytes))) bytes")
             return .success
         case .attach(let folder):
             var isFolder: ObjCBool = false

@@ -29,10 +29,10 @@ struct CheckCommand: Command {
         let container = try store.openContainer(.read)
         let problems = try await container.checkStoreIntegrity()
         guard !problems.isEmpty else {
-            print("ok")
+            try StandardOutput.line("ok")
             return .success
         }
-        for problem in problems { print(problem) }
+        for problem in problems { try StandardOutput.line(problem) }
         StratusCommand.log("the store at \(StoreOptions.describe(container.engine)) is damaged: \(problems.count) problem\(problems.count == 1 ? "" : "s") found")
         return .internalError
     }

@@ -31,9 +31,9 @@ struct CountCommand: Command {
         if json {
             let object: [String: Any] = ["recordType": query.recordType, "database": "\(store.scope)", "zone": store.zoneID.zoneName, "count": count]
             let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
-            print(String(decoding: data, as: UTF8.self))
+            try StandardOutput.line(String(decoding: data, as: UTF8.self))
         } else {
-            print(count)
+            try StandardOutput.line(String(count))
         }
         return .success
     }

@@ -34,8 +34,8 @@ enum ExitCode: Int32 {
         case .invalidArguments: self = .usage
         case .zoneBusy, .serviceUnavailable, .requestRateLimited: self = .temporaryFailure
         case .permissionFailure, .notAuthenticated: self = .permissionDenied
-        case .badContainer: self = .inputMissing
-        case .unknownItem, .zoneNotFound: self = .someFailed
+        case .badContainer, .zoneNotFound: self = .inputMissing
+        case .unknownItem: self = .someFailed
         default: self = .internalError
         }
     }

@@ -31,7 +31,7 @@ struct GetCommand: Command {
         for id in ids {
             switch results[id] {
             case .success(let record)?:
-                print(RecordJSONWriter.json(for: record))
+                try StandardOutput.line(RecordJSONWriter.json(for: record))
             case .failure(let error)?:
                 missing += 1
                 StratusCommand.log("\(id.recordName): \(error)")

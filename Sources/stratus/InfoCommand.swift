@@ -41,9 +41,9 @@ struct InfoCommand: Command {
         let location = StoreOptions.describe(container.engine)
         let engineName = container.engine is PostgresEngine ? "postgresql" : "sqlite"
         if json {
-            print(report.json(store: location, engine: engineName))
+            try StandardOutput.line(report.json(store: location, engine: engineName))
         } else {
-            print(report.text(store: location, engine: engineName == "sqlite" ? "SQLite" : "PostgreSQL"), terminator: "")
+            try StandardOutput.write(report.text(store: location, engine: engineName == "sqlite" ? "SQLite" : "PostgreSQL"))
         }
         return .success
     }

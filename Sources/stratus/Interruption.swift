@@ -22,7 +22,7 @@ enum Interruption {
                     // A second signal: the user really wants out.
                     exit(128 + number)
                 }
-                FileHandle.standardError.write(Data("\nstratus: stopping after the current batch (signal \(number)); send it again to stop at once\n".utf8))
+                StandardError.write("\nstratus: stopping after the current batch (signal \(number)); send it again to stop at once\n")
                 stop()
             }
             source.resume()

@@ -116,7 +116,7 @@ final class Progress: @unchecked Sendable {
     }
 
     private func write(_ text: String) {
-        FileHandle.standardError.write(Data(text.utf8))
+        StandardError.write(text)
     }
 
     /// 1234567 -> "1,234,567".

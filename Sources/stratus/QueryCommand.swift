@@ -90,7 +90,7 @@ struct QueryCommand: Command {
         let marker = page.queryCursor?.serialized
         try writer.finish(continuationMarker: marker)
         if let marker, format != .envelope {
-            FileHandle.standardError.write(Data("cursor: \(marker)\n".utf8))
+            StandardError.write("cursor: \(marker)\n")
         }
         return .success
     }
@@ -100,7 +100,7 @@ struct QueryCommand: Command {
         let plan = try await database.queryPlan(for: try selection.requireQuery(), inZoneWith: store.zoneID)
         var text = plan.indexes.isEmpty ? "index: none (reads every record of the type)\n" : plan.indexes.map { "index: \($0)\n" }.joined()
         text += plan.steps.map { "plan: \($0)\n" }.joined()
-        FileHandle.standardOutput.write(Data(text.utf8))
+        try StandardOutput.write(text)
         return .success
     }
 

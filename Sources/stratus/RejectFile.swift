@@ -29,7 +29,8 @@ final class RejectFile: RecordRejectSink {
             printed += 1
             if printed <= Self.printedLimit {
                 let name = rejection.recordName.map { " (\($0))" } ?? ""
-                StratusCommand.log("rejected line \(rejection.line)\(name): \(rejection.message)")
+                let column = rejection.column > 0 ? ":\(rejection.column)" : ""
+                StratusCommand.log("rejected line \(rejection.line)\(column)\(name): \(rejection.message)")
             } else if printed == Self.printedLimit + 1 {
                 StratusCommand.log("further rejections are not shown; use --reject-file to keep them all")
             }

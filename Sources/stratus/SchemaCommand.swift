@@ -105,7 +105,7 @@ struct SchemaCommand: Command {
                 }
                 StratusCommand.log("wrote the \(store.environment) schema (\(Self.describe(schema))) to \(output)")
             } else {
-                FileHandle.standardOutput.write(SchemaWriter().data(for: schema))
+                try StandardOutput.write(SchemaWriter().data(for: schema))
             }
             return .success
 
@@ -132,7 +132,7 @@ struct SchemaCommand: Command {
             let stored = try await store.openContainer(.existing).schema()
             let changes = stored.changes(to: schema)
             let output = changes.map { $0.description + "\n" }.joined()
-            FileHandle.standardOutput.write(Data(output.utf8))
+            try StandardOutput.write(output)
             StratusCommand.log(changes.isEmpty ? "the \(store.environment) schema and \(path) are the same" : "\(changes.count) difference(s) from the \(store.environment) schema to \(path)")
             return changes.isEmpty ? .success : .someFailed
 
@@ -169,12 +169,7 @@ struct SchemaCommand: Command {
     }
 
     static func read(_ path: String) throws -> ContainerSchema {
-        let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch {
-            throw CommandFailure(.inputMissing, "cannot read the schema file \(path): \(error.localizedDescription)")
-        }
+        let data = try readFile(path)
         do {
             let schema = try SchemaReader().read(data)
             try schema.validate()
@@ -182,6 +177,32 @@ struct SchemaCommand: Command {
         } catch let error as StratusError {
             // The reader's messages start with the line and column.
             throw CommandFailure(.dataError, "\(path):" + (error.line == nil ? " " : "") + error.message)
+        }
+    }
+
+    /// The bytes of the schema file at `path`, read with the system's own calls so that a
+    /// folder, a device or a missing file is named as what it is (Foundation's messages for
+    /// them are a permission error and a bare error number).
+    ///
+    /// - Throws: ``CommandFailure`` `inputMissing` saying what is wrong with the file.
+    static func readFile(_ path: String) throws -> Data {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw CommandFailure.system(.inputMissing, "cannot read the schema file \(path)") }
+        defer { close(descriptor) }
+        var info = stat()
+        if fstat(descriptor, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR {
+            throw CommandFailure(.inputMissing, "cannot read the schema file \(path): it is a folder")
+        }
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { Foundation.read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw CommandFailure.system(.inputMissing, "cannot read the schema file \(path)")
+            }
+            if count == 0 { return data }
+            data.append(contentsOf: buffer[..<count])
         }
     }
 

@@ -127,9 +127,14 @@ struct StoreOptions {
         if readURL != nil {
             throw UsageError(message: "--read-store names a standby of a PostgreSQL store; \(origin) is not one")
         }
+        if location.wholeMatch(of: #/\s*[A-Za-z_]+\s*=.*/#.dotMatchesNewlines()) != nil {
+            // Not echoed: a key=value string may hold a password.
+            throw UsageError(message: "\(origin) looks like a libpq key=value connection string, which names no SQLite file; give a URL instead: postgresql://[user@]host[:port]/dbname, or postgresql:///dbname?host=/socket/folder (PG* variables and ~/.pgpass apply)")
+        }
         let existed = FileManager.default.fileExists(atPath: location)
-        if !existed && access != .createIfMissing {
-            throw CommandFailure(.inputMissing, "there is no store at \(location) (\(origin)); only import and zones create make a new store")
+        if access != .createIfMissing && (!existed || Self.isEmptyFile(location)) {
+            // An empty file (`touch`) is not a store either: a read must not make it one.
+            throw CommandFailure(.inputMissing, "there is no store at \(location) (\(origin))\(existed ? ", only an empty file" : ""); only import, copy, zones create, schema import, users add and subscriptions create make a new store")
         }
         opened.withLock { $0.append(location) }
         if access == .read, let missing = missingWriteAccess(location) {
@@ -139,6 +144,12 @@ struct StoreOptions {
         let engine = try SQLiteEngine.shared(path: location)
         if !existed { StratusCommand.log("created a new store at \(location)") }
         return engine
+    }
+
+    /// Whether `path` is a regular file of no bytes.
+    private static func isEmptyFile(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG && info.st_size == 0
     }
 
     /// What keeps the user from writing the SQLite store at `path` (the file, its folder, or

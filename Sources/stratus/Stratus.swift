@@ -30,7 +30,7 @@ struct StratusCommand {
         case "--version":
             printAndExit("stratus \(StratusVersion.current)\n")
         case "help":
-            guard let name = words.dropFirst().first else { printAndExit(Help.overview(commands)) }
+            guard let name = words.dropFirst().first, name != "--help", name != "-h" else { printAndExit(Help.overview(commands)) }
             guard let command = command(named: name) else {
                 usageFailure("help: unknown command '\(name)'", pointer: "Run 'stratus --help' for the commands.")
             }
@@ -55,6 +55,7 @@ struct StratusCommand {
         let name = command.name
         do {
             let parsed = try ParsedArguments(words, options: command.allOptions)
+            try StoreFileGuard.check(parsed, options: command.allOptions)
             return try await command.parse(parsed).run()
         } catch let error as UsageError {
             usageFailure("\(name): \(error.message)", pointer: "Run 'stratus \(name) --help' for usage.")
@@ -70,23 +71,29 @@ struct StratusCommand {
     }
 
     static func printAndExit(_ text: String) -> Never {
-        FileHandle.standardOutput.write(Data(text.utf8))
+        do {
+            try StandardOutput.write(text)
+        } catch let failure as CommandFailure {
+            fail(failure.message, failure.code)
+        } catch {
+            fail("\(error)", .internalError)
+        }
         exit(ExitCode.success.rawValue)
     }
 
     /// A usage error: one line saying what is wrong, one saying where help is; exit 64.
     static func usageFailure(_ message: String, pointer: String) -> Never {
-        FileHandle.standardError.write(Data("stratus: \(message)\n\(pointer)\n".utf8))
+        StandardError.write("stratus: \(message)\n\(pointer)\n")
         exit(ExitCode.usage.rawValue)
     }
 
     static func fail(_ message: String, _ code: ExitCode) -> Never {
-        FileHandle.standardError.write(Data("stratus: \(message)\n".utf8))
+        StandardError.write("stratus: \(message)\n")
         exit(code.rawValue)
     }
 
     /// A message on stderr, `stratus: MESSAGE`.
     static func log(_ message: String) {
-        FileHandle.standardError.write(Data("stratus: \(message)\n".utf8))
+        StandardError.write("stratus: \(message)\n")
     }
 }

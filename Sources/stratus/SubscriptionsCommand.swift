@@ -118,14 +118,14 @@ struct SubscriptionsCommand: Command {
         switch action {
         case .list:
             let database = try store.openDatabase(.existing)
-            for subscription in try await database.allSubscriptions() { print(RecordJSONWriter.json(for: subscription)) }
+            for subscription in try await database.allSubscriptions() { try StandardOutput.line(RecordJSONWriter.json(for: subscription)) }
             return .success
         case .create(let subscription):
             let database = try store.openDatabase(.createIfMissing)
             let (saved, _) = try await database.modifySubscriptions(saving: [subscription], deleting: [])
             switch saved[subscription.subscriptionID] {
             case .success(let stored)?:
-                print(RecordJSONWriter.json(for: stored))
+                try StandardOutput.line(RecordJSONWriter.json(for: stored))
                 return .success
             case .failure(let error)?:
                 StratusCommand.log("subscription \(subscription.subscriptionID): \(error)")
@@ -139,7 +139,7 @@ struct SubscriptionsCommand: Command {
             var failed = 0
             for id in ids {
                 switch deleted[id] {
-                case .success?: print(#"{"subscriptionID":\#(jsonString(id)),"deleted":true}"#)
+                case .success?: try StandardOutput.line(#"{"subscriptionID":\#(jsonString(id)),"deleted":true}"#)
                 case .failure(let error)?: failed += 1; StratusCommand.log("subscription \(id): \(error)")
                 case nil: failed += 1
                 }

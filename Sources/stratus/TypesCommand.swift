@@ -26,7 +26,7 @@ struct TypesCommand: Command {
         let counts = try await container.database(with: store.scope).recordCountsByType(inZoneWith: store.zoneID)
         let names = Set(try await container.schema().recordTypes.map(\.recordType)).union(counts.keys)
         let lines = names.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }.map { "\($0)\t\(counts[$0] ?? 0)\n" }
-        FileHandle.standardOutput.write(Data(lines.joined().utf8))
+        try StandardOutput.write(lines.joined())
         return .success
     }
 }

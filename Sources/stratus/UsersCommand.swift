@@ -102,7 +102,7 @@ struct UsersCommand: Command {
                     out += "\(entry.login)\t\(entry.userRecordName)\t\(roles.joined(separator: ","))\n"
                 }
             }
-            FileHandle.standardOutput.write(Data(out.utf8))
+            try StandardOutput.write(out)
             return .success
 
         case .add(let login, let recordName, let roles):
@@ -128,7 +128,7 @@ struct UsersCommand: Command {
                 throw UsageError(message: "row-security is for a PostgreSQL store; \(store.storeOrigin) is an SQLite file, whose readers are whoever may read the file")
             }
             if printOnly {
-                FileHandle.standardOutput.write(Data(try postgres.rowLevelSecuritySQL(group: group).utf8))
+                try StandardOutput.write(try postgres.rowLevelSecuritySQL(group: group))
             } else {
                 try postgres.enableRowLevelSecurity(group: group)
                 StratusCommand.log("members of \(group) now reach the public database and their own private rows only, in \(postgres.redactedURL)")

@@ -57,7 +57,7 @@ struct ZonesCommand: Command {
         let database = try store.openDatabase(action.isCreate ? .createIfMissing : action.isList ? .read : .existing)
         switch action {
         case .list:
-            for zone in try await database.allRecordZones() { print(RecordJSONWriter.json(for: zone)) }
+            for zone in try await database.allRecordZones() { try StandardOutput.line(RecordJSONWriter.json(for: zone)) }
             return .success
         case .create(let names):
             let capabilities: RecordZone.Capabilities = atomic ? [.fetchChanges, .atomic] : [.fetchChanges]
@@ -66,7 +66,7 @@ struct ZonesCommand: Command {
             var failed = 0
             for zone in zones {
                 switch saved[zone.zoneID] {
-                case .success(let stored)?: print(RecordJSONWriter.json(for: stored))
+                case .success(let stored)?: try StandardOutput.line(RecordJSONWriter.json(for: stored))
                 case .failure(let error)?: failed += 1; StratusCommand.log("zone \(zone.zoneID.zoneName): \(error)")
                 case nil: failed += 1
                 }
@@ -78,7 +78,7 @@ struct ZonesCommand: Command {
             var failed = 0
             for id in ids {
                 switch deleted[id] {
-                case .success?: print(RecordJSONWriter.json(forDeletedZone: id))
+                case .success?: try StandardOutput.line(RecordJSONWriter.json(forDeletedZone: id))
                 case .failure(let error)?: failed += 1; StratusCommand.log("zone \(id.zoneName): \(error)")
                 case nil: failed += 1
                 }

@@ -12,6 +12,19 @@ import Foundation
 import Stratus
 import StratusSQLite
 
+let arguments = CommandLine.arguments.dropFirst()
+let usage = "usage: cloudkit-port add TEXT | list | changes TOKENFILE  (the store: $STRATUS_STORE)\n"
+// Checked before Container.default() opens the store: a mistake creates no store.
+switch (arguments.first, arguments.count) {
+case ("add", 2), ("list", 1), ("changes", 2): break
+case ("--help", _), ("-h", _):
+    FileHandle.standardOutput.write(usage.data(using: .utf8)!)
+    exit(0)
+default:
+    FileHandle.standardError.write(usage.data(using: .utf8)!)
+    exit(64)
+}
+
 let container = Container.default()
 let database = container.privateCloudDatabase
 let zoneID = RecordZone.ID(zoneName: "Notes", ownerName: CurrentUserDefaultName)
@@ -102,12 +115,11 @@ func changes(tokenFile: URL) {
     semaphore.wait()
 }
 
-let arguments = CommandLine.arguments.dropFirst()
 switch (arguments.first, arguments.dropFirst().first) {
 case ("add", let text?): add(text)
 case ("list", _): list()
 case ("changes", let file?): changes(tokenFile: URL(fileURLWithPath: file))
 default:
-    FileHandle.standardError.write("usage: cloudkit-port add TEXT | list | changes TOKENFILE\n".data(using: .utf8)!)
+    FileHandle.standardError.write(usage.data(using: .utf8)!)
     exit(64)
 }

@@ -27,6 +27,15 @@ let storePath = takeOption("--store", from: &arguments)
 let userName = takeOption("--user", from: &arguments)
 let imagePath = takeOption("--image", from: &arguments)
 
+// The command is checked before the store is opened: a mistyped command creates no store.
+if let command = arguments.first, !["add", "list", "show", "edit"].contains(command) {
+    if command == "--help" || command == "-h" {
+        print("usage: notes [add TITLE TEXT [--image FILE] | list | show ID | edit ID TEXT] [--store PATH] [--user NAME]")
+        exit(0)
+    }
+    fail("unknown command '\(command)'; use add, list, show or edit")
+}
+
 do {
     let container = try Container(identifier: "com.example.notes", storePath: storePath, userName: userName)
     let database = container.privateCloudDatabase

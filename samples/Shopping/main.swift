@@ -31,6 +31,15 @@ var arguments = Array(CommandLine.arguments.dropFirst())
 let storePath = takeOption("--store", from: &arguments)
 let userName = takeOption("--user", from: &arguments)
 
+// The command is checked before the store is opened: a mistyped command creates no store.
+if let command = arguments.first, !["add", "show", "lists", "delete"].contains(command) {
+    if command == "--help" || command == "-h" {
+        print("usage: shopping [add LIST ITEM | show LIST | lists | delete LIST] [--store PATH] [--user NAME]")
+        exit(0)
+    }
+    fail("unknown command '\(command)'; use add, show, lists or delete")
+}
+
 do {
     let container = try Container(identifier: "com.example.shopping", storePath: storePath, userName: userName)
     let database = container.publicCloudDatabase

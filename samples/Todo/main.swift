@@ -24,6 +24,15 @@ func fail(_ message: String) -> Never {
     exit(1)
 }
 
+// The command is checked before the store is opened: a mistyped command creates no store.
+if let command = arguments.first, !["add", "list", "done", "delete"].contains(command) {
+    if command == "--help" || command == "-h" {
+        print("usage: todo [add TITLE | list | done ID | delete ID] [--store PATH] [--user NAME]")
+        exit(0)
+    }
+    fail("unknown command '\(command)'; use add, list, done or delete")
+}
+
 do {
     let container = try Container(identifier: "com.example.todo", storePath: storePath, userName: userName)
     let database = container.publicCloudDatabase

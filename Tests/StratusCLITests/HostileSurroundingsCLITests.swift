@@ -1,0 +1,144 @@
+import Foundation
+import StratusTestSupport
+import Testing
+
+/// What a command does with the files, streams and names around it when they are not what it
+/// expects: nothing stored is lost, nothing foreign is written, and no failure reads as success.
+@Suite("stratus among hostile files and streams", .timeLimit(.minutes(10)))
+struct HostileSurroundingsCLITests {
+    @Test("a reject file, output or checkpoint naming the store's own files is refused (64) and the store keeps every record")
+    func storeFilesAreNoOutputs() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(5)).exitCode == 0)
+            let mixed = try cli.file("mixed.ndjson", Input.notes(3, prefix: "m") + "{not json\n")
+            try FileManager.default.createSymbolicLink(atPath: store.path("link.sqlite"), withDestinationPath: cli.storePath)
+            let attempts: [(String, [String])] = [
+                ("reject file is the store", ["import", mixed, "--reject-file", cli.storePath]),
+                ("reject file is the log", ["import", mixed, "--reject-file", cli.storePath + "-wal"]),
+                ("reject file links to the store", ["import", mixed, "--reject-file", store.path("link.sqlite")]),
+                ("checkpoint in the assets folder", ["import", mixed, "--checkpoint", cli.storePath + ".assets/cp"]),
+                ("changes into the store", ["changes", "--token-file", store.path("t.token"), "--output", cli.storePath]),
+                ("export over the store", ["export", "--type", "Note", "--output", cli.storePath, "--force"]),
+            ]
+            for (label, arguments) in attempts {
+                let result = try await cli.run(arguments)
+                #expect(result.exitCode == 64, "\(label): \(result)")
+                #expect(result.stderr.contains("names a file of the store"), "\(label): \(result)")
+            }
+            #expect(try await cli.count("Note") == 5, "every record is still there")
+            #expect(try await cli.run(["check"]).exitCode == 0)
+        }
+    }
+
+    @Test("reads of an empty file, another program's database or a device exit 66 or 70 and leave them as they were")
+    func foreignFilesAreNotStores() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            let empty = try cli.file("empty.sqlite", "")
+            for arguments in [["count", "--type", "T"], ["info"], ["export", "--type", "T"]] {
+                let result = try await cli.run(arguments + ["--store", empty])
+                #expect(result.exitCode == 66 && result.stderr.contains("empty file"), "\(result)")
+                #expect(result.stdout.isEmpty)
+            }
+            #expect(try Data(contentsOf: URL(fileURLWithPath: empty)).isEmpty, "the empty file stays empty")
+
+            let foreign = store.path("customers.sqlite")
+            let made = try await cli.shell("sqlite3 '\(foreign)' 'CREATE TABLE customers(id INTEGER); INSERT INTO customers VALUES (7);'")
+            #expect(made.exitCode == 0, "\(made)")
+            let before = try Data(contentsOf: URL(fileURLWithPath: foreign))
+            for arguments in [["count", "--type", "T"], ["import"]] {
+                let result = try await cli.run(arguments + ["--store", foreign], stdin: Input.notes(1))
+                #expect(result.exitCode == 70 && result.stderr.contains("another program"), "\(result)")
+                #expect(result.stdout.isEmpty)
+            }
+            #expect(try Data(contentsOf: URL(fileURLWithPath: foreign)) == before, "another program's database is not changed")
+            #expect(!cli.exists(foreign + "-wal") && !cli.exists(foreign + "-shm"), "nor switched to WAL")
+
+            for device in ["/dev/null", store.directory.path] {
+                let result = try await cli.run(["count", "--type", "T", "--store", device])
+                #expect(result.exitCode == 66, "\(device): \(result)")
+            }
+        }
+    }
+
+    @Test("an answer that cannot be written to stdout is exit 73, never a crash or 0")
+    func fullStandardOutput() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(3)).exitCode == 0)
+            for command in ["count --type Note", "count --type Note --json", "info", "zones list", "get n1", "types", "schema export",
+                            "--help", "--version", "help count", "count --help"] {
+                let result = try await cli.shell(#""$STRATUS" \#(command) > /dev/full"#)
+                #expect(!result.signalled && result.exitCode == 73, "\(command): \(result)")
+                #expect(result.stderr.contains("cannot write to standard output"), "\(command): \(result)")
+            }
+        }
+    }
+
+    @Test("control characters from the input are shown escaped on stderr")
+    func controlCharactersAreEscaped() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            let hostile = #"{"recordName":"esc\u001b]0;PWNED\u0007\u001b[2J","recordType":"T\u001b[31mRED","fields":{}}"# + "\n"
+            let result = try await cli.run(["import"], stdin: hostile)
+            #expect(result.exitCode == 1, "\(result)")
+            #expect(!result.stderr.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x07 }, "no raw escape or bell: \(result)")
+            #expect(result.stderr.contains(#"\u{1B}"#), "\(result)")
+        }
+    }
+
+    @Test("a libpq key=value string as --store is refused without echoing it or creating files")
+    func connectionStringIsRefused() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            let conninfo = "host=db1 port=1 password=s3cretPW dbname=app"
+            for environment in [["STRATUS_STORE": conninfo], [:]] {
+                let arguments = ["import"] + (environment.isEmpty ? ["--store", conninfo] : [])
+                let result = try await cli.run(arguments, stdin: Input.notes(1), environment: environment)
+                #expect(result.exitCode == 64, "\(result)")
+                #expect(result.stderr.contains("key=value") && !result.stderr.contains("s3cretPW"), "\(result)")
+            }
+            let left = try FileManager.default.contentsOfDirectory(atPath: store.directory.path)
+            #expect(!left.contains { $0.contains("s3cretPW") || $0.hasPrefix("host=") }, "\(left)")
+        }
+    }
+
+    @Test("the default store follows $HOME; help --help is help; a missing zone is exit 66")
+    func smallerPromises() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            let home = store.path("home")
+            let missing = try await cli.run(["count", "--type", "Note"], environment: ["STRATUS_STORE": "", "XDG_DATA_HOME": "", "HOME": home])
+            #expect(missing.exitCode == 66 && missing.stderr.contains(home + "/.local/share/stratus/default.sqlite"), "\(missing)")
+
+            let help = try await cli.run(["help", "--help"])
+            #expect(help.exitCode == 0 && help.stdout.contains("stratus"), "\(help)")
+
+            #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(1)).exitCode == 0)
+            for arguments in [["count", "--type", "Note"], ["export", "--type", "Note"], ["query", "--type", "Note"]] {
+                let result = try await cli.run(arguments + ["--zone", "Nowhere"])
+                #expect(result.exitCode == 66 && result.stderr.contains("Nowhere"), "\(arguments[0]): \(result)")
+            }
+        }
+    }
+
+    @Test("a sample given a mistaken command or option says so and creates no store")
+    func samplesCreateNothingOnMistakes() async throws {
+        try await TemporaryStore.with { store in
+            let dataHome = store.path("data")
+            let environment = ["XDG_DATA_HOME": dataHome, "STRATUS_STORE": ""]
+            for (program, arguments, code) in [("todo", ["bogus"], Int32(1)), ("notes", ["--nope"], 1), ("shopping", ["remove", "x"], 1),
+                                               ("cloudkit-port", ["list", "--store", store.path("x.sqlite")], 64)] {
+                let status = try await ChildProcess(try ChildProcess.builtExecutable(program), arguments, in: store.directory, environment: environment).wait()
+                #expect(status.exitCode == code && status.stderr.contains(program == "cloudkit-port" ? "usage" : "unknown command"), "\(program): \(status.stderr)")
+            }
+            for program in ["todo", "notes", "shopping"] {
+                let help = try await ChildProcess(try ChildProcess.builtExecutable(program), ["--help"], in: store.directory, environment: environment).wait()
+                #expect(help.exitCode == 0 && help.stdout.contains("usage"), "\(program): \(help)")
+            }
+            #expect(!FileManager.default.fileExists(atPath: dataHome), "no default store was created")
+            #expect(!FileManager.default.fileExists(atPath: store.path("x.sqlite")))
+        }
+    }
+}
