@@ -817,7 +817,7 @@ struct BadInputFuzzTests {
                 ]
                 for (what, arguments) in runs {
                     let status = try await ZoneTestProgram.run(stratus, arguments, in: store)
-                    if status.killed || ![1, 64, 65].contains(status.exitCode) {
+                    if status.killed || ![1, 64, 65, 66].contains(status.exitCode) {
                         problems.append("\(what) \(name.debugDescription): exit \(status.exitCode)\(status.killed ? " (signal)" : ""): \(status.stderr.prefix(200))")
                     }
                 }
