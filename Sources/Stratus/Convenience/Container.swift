@@ -152,7 +152,14 @@ public final class Container: Sendable {
     ///
     /// - Throws: store errors.
     public func storeInventory() async throws -> StoreInventory {
-        try await publicCloudDatabase.engineCall { engine, _ in try engine.inventory() }
+        var inventory = try await publicCloudDatabase.engineCall { engine, _ in try engine.inventory() }
+        // Zones with the capabilities Stratus applies (the default zone's, whatever its row says).
+        for database in inventory.databases.indices {
+            for zone in inventory.databases[database].zones.indices {
+                inventory.databases[database].zones[zone].zone = ZoneRules.answered(inventory.databases[database].zones[zone].zone)
+            }
+        }
+        return inventory
     }
 
     /// A Stratus extension: checks the store's own consistency and answers what is wrong,
