@@ -40,6 +40,26 @@ extension Database {
         return try item.get()
     }
 
+    /// Fetches zones; each ID gets its own result (`zoneNotFound` when the zone does not exist),
+    /// as `CKDatabase.recordZones(for:)`.
+    ///
+    /// ```swift
+    /// let found = try await database.recordZones(for: [photosID, notesID])
+    /// let photos = try found[photosID]?.get()
+    /// ```
+    ///
+    /// - Throws: only errors of the request as a whole; zone errors are in the results.
+    public func recordZones(for ids: [RecordZone.ID]) async throws -> [RecordZone.ID: Result<RecordZone, any Error>] {
+        let results = Collector<(RecordZone.ID, Result<RecordZone, any Error>)>()
+        try await run { finish in
+            let op = FetchRecordZonesOperation(recordZoneIDs: ids)
+            op.perRecordZoneResultBlock = { results.append(($0, $1)) }
+            op.fetchRecordZonesResultBlock = { finish(Database.ignoringPartialFailure($0)) }
+            return op
+        }
+        return Dictionary(results.items, uniquingKeysWith: { first, _ in first })
+    }
+
     /// Creates a zone (saving one that exists changes nothing) and returns it as stored.
     ///
     /// ```swift
