@@ -204,7 +204,32 @@ extension Database {
         }
         /// A zone deleted since the token.
         public struct Deletion: Hashable, Sendable {
+            /// Why a zone was deleted, as `CKDatabase.DatabaseChange.Deletion.Reason`.
+            public enum Reason: Hashable, Sendable {
+                /// The zone was deleted (``Database/deleteRecordZone(withID:)``, `stratus zones
+                /// delete`): the only reason Stratus gives.
+                case deleted
+                /// The user removed the app's data (CloudKit's Settings); never given by Stratus.
+                case purged
+                /// The user reset their encrypted data; never given by Stratus.
+                case encryptedDataReset
+            }
+
             public let zoneID: RecordZone.ID
+            /// Why the zone was deleted; always ``Reason/deleted`` in Stratus.
+            ///
+            /// ```swift
+            /// for deletion in changes.deletions where deletion.reason == .deleted { forget(deletion.zoneID) }
+            /// ```
+            public let reason: Reason
+            /// Whether the user purged the zone (CloudKit's older spelling of ``reason`` `==
+            /// .purged`); always `false` in Stratus.
+            public var purged: Bool { reason == .purged }
+
+            init(zoneID: RecordZone.ID, reason: Reason = .deleted) {
+                self.zoneID = zoneID
+                self.reason = reason
+            }
         }
     }
 
