@@ -27,9 +27,10 @@ public struct Asset: Hashable, Sendable, Codable {
     ///   the stored bytes, made the first time this property is read (a clone where the file
     ///   system can make one, else a copy): moving, deleting or writing it never changes the
     ///   store. Copies of this value share the file; every fetch hands out its own. The file is
-    ///   kept for an hour and while the process runs, then removed (see "How assets are stored"
-    ///   in the README); read the property again for a new one, and move or copy the file to
-    ///   keep it. `nil` when no copy can be made (the content left the store, the disk is full);
+    ///   removed an hour after it was made, or once the process has ended (see "How assets are
+    ///   stored" in the README); read the property again for a new one, and move or copy the
+    ///   file to keep it. `nil` when no copy can be made (the content left the store, the disk
+    ///   is full);
     /// - `nil` for a CloudKit asset whose content is not attached.
     ///
     /// ```swift
