@@ -52,7 +52,7 @@ public final class AssetExportFolder: @unchecked Sendable {
     ///
     /// - Throws: ``StratusError`` when the content cannot be read or written.
     public func export(_ asset: Asset) throws -> String? {
-        guard let identifier = asset.storedIdentifier, let source = asset.fileURL else { return nil }
+        guard let identifier = asset.storedIdentifier, let source = asset.contentURL else { return nil }
         let name = asset.downloadURL != nil ? asset.fileChecksum.flatMap(AssetAttacher.checksumFileName) ?? identifier : identifier
         if lock.withLock({ written.contains(name) }) { return name }
         let destination = directory.appendingPathComponent(name)

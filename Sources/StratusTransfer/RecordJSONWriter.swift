@@ -288,7 +288,7 @@ public enum RecordJSONWriter {
             if let localName {
                 member("downloadURL")
                 out.appendString(localName)
-            } else if let url = asset.fileURL {
+            } else if let url = asset.contentURL {
                 member("downloadURL")
                 out.appendString(url.absoluteString)
             } else if !asset.hasCloudKitMetadata {

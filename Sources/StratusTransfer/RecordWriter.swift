@@ -271,8 +271,8 @@ public final class RecordWriter {
         case .reference(let r) where r.action == .none && r.recordID.zoneID == zone && !Self.looksLikeJSON(r.recordID.recordName):
             out.appendCSVCell(r.recordID.recordName)
             return
-        case .asset(let a) where a.fileURL != nil && !Self.looksLikeJSON(a.fileURL!.path):
-            out.appendCSVCell(a.fileURL!.path)
+        case .asset(let a) where a.contentURL != nil && !Self.looksLikeJSON(a.contentURL!.path):
+            out.appendCSVCell(a.contentURL!.path)
             return
         default:
             // Lists and objects: their JSON text, as one quoted cell.

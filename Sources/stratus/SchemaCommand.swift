@@ -148,7 +148,7 @@ struct SchemaCommand: Command {
         case .reset:
             let container = try store.openContainer(.existing)
             try await container.resetDevelopmentEnvironment()
-            StratusCommand.log("reset the development environment of \(container.containerIdentifier): its records and zones are deleted, its schema is production's")
+            StratusCommand.log("reset the development environment of \(container.identifier): its records and zones are deleted, its schema is production's")
             return .success
         }
     }

@@ -108,7 +108,7 @@ struct UsersCommand: Command {
         case .add(let login, let recordName, let roles):
             let container = try store.openContainer(.createIfMissing)
             let existing = try await container.users().first { $0.login == login }
-            let name = recordName ?? existing?.userRecordName ?? UserDirectoryEntry.derivedRecordName(containerIdentifier: container.containerIdentifier, login: login)
+            let name = recordName ?? existing?.userRecordName ?? UserDirectoryEntry.derivedRecordName(containerIdentifier: container.identifier, login: login)
             let entry = UserDirectoryEntry(login: login, userRecordName: name, roles: Set(roles.map { SecurityRole($0) }))
             try await container.saveUsers([entry])
             StratusCommand.log("\(existing == nil ? "added" : "replaced") \(login): \(name)\(roles.isEmpty ? "" : " with " + roles.sorted().joined(separator: ", "))")

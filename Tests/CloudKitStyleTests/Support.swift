@@ -12,7 +12,7 @@ func withContainer<T>(_ body: (Container) async throws -> T) async throws -> T {
 }
 
 /// Waits for a completion handler, as a test of callback code does.
-func awaitCallback<T>(_ start: (@escaping (T) -> Void) -> Void) async -> T {
+func awaitCallback<T: Sendable>(_ start: (@escaping @Sendable (T) -> Void) -> Void) async -> T {
     await withCheckedContinuation { (continuation: CheckedContinuation<T, Never>) in
         start { continuation.resume(returning: $0) }
     }

@@ -155,7 +155,7 @@ struct TodoTutorialTests {
             }
             let (userID, _): (Record.ID?, Error?) = await awaitCallback { done in container.fetchUserRecordID { done(($0, $1)) } }
             // CloudKit's user record names: _ and 32 hex digits, derived from container and login.
-            #expect(userID?.recordName == UserDirectoryEntry.derivedRecordName(containerIdentifier: container.containerIdentifier, login: "alice"))
+            #expect(userID?.recordName == UserDirectoryEntry.derivedRecordName(containerIdentifier: container.identifier, login: "alice"))
             let asyncStatus = try await container.accountStatus()
             #expect(asyncStatus == .available)
         }

@@ -328,12 +328,14 @@ struct ImportCLITests {
     func atomicStoreRejection(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
             let cli = try await CLI(store, engine: engine)
-            _ = try await cli.run(["import"], stdin: Input.note("n3", title: "exists", count: 3) + "\n")
+            // A custom zone: the default zone has no atomic capability, as CloudKit's.
+            #expect(try await cli.run(["zones", "create", "Atomic"]).exitCode == 0)
+            _ = try await cli.run(["import", "--zone", "Atomic"], stdin: Input.note("n3", title: "exists", count: 3) + "\n")
             let rejects = store.path("atomic.rejects")
-            let result = try await cli.run(["import", try cli.file("notes.ndjson", Input.notes(5)), "--mode", "create", "--atomic", "--reject-file", rejects])
+            let result = try await cli.run(["import", try cli.file("notes.ndjson", Input.notes(5)), "--zone", "Atomic", "--mode", "create", "--atomic", "--reject-file", rejects])
             #expect(result.exitCode != 0, "\(result)")
             #expect(result.stdout.isEmpty)
-            #expect(try await cli.count("Note") == 1, "an atomic import writes all or nothing")
+            #expect(try await cli.count("Note", extra: ["--zone", "Atomic"]) == 1, "an atomic import writes all or nothing")
             let lines = try RejectLine.read(rejects)
             #expect(lines.contains { $0.recordName == "n3" && $0.line == 3 && $0.error.contains("exists") }, "\(lines)")
         }
@@ -343,11 +345,12 @@ struct ImportCLITests {
     func atomicBadInput(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
             let cli = try await CLI(store, engine: engine)
+            #expect(try await cli.run(["zones", "create", "Atomic"]).exitCode == 0)
             let input = Input.notes(2) + #"{"recordName":"bad","recordType":"Note","fields":{"count":{"value":"many","type":"INT64"}}}"# + "\n" + Input.notes(2, prefix: "m")
             let rejects = store.path("atomic.rejects")
-            let result = try await cli.run(["import", try cli.file("input.ndjson", input), "--atomic", "--reject-file", rejects])
+            let result = try await cli.run(["import", try cli.file("input.ndjson", input), "--zone", "Atomic", "--atomic", "--reject-file", rejects])
             #expect(result.exitCode != 0, "\(result)")
-            #expect(try await cli.count("Note") == 0, "an atomic import with a bad record writes nothing: \(result)")
+            #expect(try await cli.count("Note", extra: ["--zone", "Atomic"]) == 0, "an atomic import with a bad record writes nothing: \(result)")
             let lines = try RejectLine.read(rejects)
             #expect(lines.contains { $0.line == 3 && $0.error.contains("count") }, "\(lines)")
 
@@ -377,6 +380,12 @@ struct ImportCLITests {
             #expect(viaRecords.exitCode == 64, "\(viaRecords)")
             #expect(viaRecords.stderr.contains("atomic capability"), "\(viaRecords)")
             #expect(try await cli.count("Note", extra: ["--zone", "Loose"]) == 1)
+
+            // The default zone has no atomic capability either, as CloudKit's.
+            let inDefaultZone = try await cli.run(["import", "--atomic", "--mode", "create"], stdin: Input.notes(3))
+            #expect(inDefaultZone.exitCode == 64, "\(inDefaultZone)")
+            #expect(inDefaultZone.stderr.contains("atomic capability"), "\(inDefaultZone)")
+            #expect(try await cli.count("Note") == 0)
         }
     }
 

@@ -268,11 +268,17 @@ extension EngineConformance {
         return report.value
     }
 
+    /// A custom zone, which has the atomic capability (the default zone has not, as CloudKit's).
+    static func atomicZone(in database: Database) async throws -> RecordZone.ID {
+        try await database.save(RecordZone(zoneName: "Atomic")).zoneID
+    }
+
     static func atomicBatchWithInvalidRecord(_ env: Environment) async throws {
         let database = env.container().publicCloudDatabase
-        let good1 = makeRecord("Item", "good-1", ["n": .int64(1)])
-        let bad = makeRecord("Item", "_bad", ["n": .int64(2)])
-        let good2 = makeRecord("Item", "good-2", ["n": .int64(3)])
+        let zone = try await atomicZone(in: database)
+        let good1 = makeRecord("Item", "good-1", zoneID: zone, ["n": .int64(1)])
+        let bad = makeRecord("Item", "_bad", zoneID: zone, ["n": .int64(2)])
+        let good2 = makeRecord("Item", "good-2", zoneID: zone, ["n": .int64(3)])
         let report = await modify(database, saving: [good1, bad, good2], atomic: true)
         #expect(errorCode(report.saves[bad.recordID]) == .invalidArguments)
         #expect(errorCode(report.saves[good1.recordID]) == .batchRequestFailed)
@@ -282,17 +288,18 @@ extension EngineConformance {
         #expect(final?.code == .partialFailure)
         #expect(final?.partialErrorsByRecordID[bad.recordID]?.code == .invalidArguments)
         for name in ["good-1", "good-2", "_bad"] {
-            #expect(try await TestDatabase.exists(name, in: database) == false, "\(name) must not be written")
+            #expect(try await TestDatabase.exists(name, zoneID: zone, in: database) == false, "\(name) must not be written")
         }
     }
 
     static func atomicBatchWithConflict(_ env: Environment) async throws {
         let database = env.container().publicCloudDatabase
-        try await TestDatabase.save([makeRecord("Item", "existing", ["n": .int64(0)]), makeRecord("Item", "victim", ["n": .int64(0)])], in: database)
-        let new1 = makeRecord("Item", "new-1", ["n": .int64(1)])
-        let conflicting = makeRecord("Item", "existing", ["n": .int64(99)])   // no change tag: conflicts
-        let new2 = makeRecord("Item", "new-2", ["n": .int64(2)])
-        let victim = Record.ID(recordName: "victim")
+        let zone = try await atomicZone(in: database)
+        try await TestDatabase.save([makeRecord("Item", "existing", zoneID: zone, ["n": .int64(0)]), makeRecord("Item", "victim", zoneID: zone, ["n": .int64(0)])], in: database)
+        let new1 = makeRecord("Item", "new-1", zoneID: zone, ["n": .int64(1)])
+        let conflicting = makeRecord("Item", "existing", zoneID: zone, ["n": .int64(99)])   // no change tag: conflicts
+        let new2 = makeRecord("Item", "new-2", zoneID: zone, ["n": .int64(2)])
+        let victim = Record.ID(recordName: "victim", zoneID: zone)
         let report = await modify(database, saving: [new1, conflicting, new2], deleting: [victim], atomic: true)
         #expect(errorCode(report.saves[conflicting.recordID]) == .serverRecordChanged)
         #expect(errorCode(report.saves[new1.recordID]) == .batchRequestFailed)
@@ -301,9 +308,9 @@ extension EngineConformance {
         let final = stratusError(report.final.flatMap { if case .failure(let e) = $0 { e } else { nil } })
         #expect(final?.code == .partialFailure)
         #expect(final?.partialErrorsByRecordID[conflicting.recordID]?.code == .serverRecordChanged)
-        #expect(try await TestDatabase.exists("new-1", in: database) == false)
-        #expect(try await TestDatabase.exists("new-2", in: database) == false)
-        #expect(try await TestDatabase.exists("victim", in: database) == true)
+        #expect(try await TestDatabase.exists("new-1", zoneID: zone, in: database) == false)
+        #expect(try await TestDatabase.exists("new-2", zoneID: zone, in: database) == false)
+        #expect(try await TestDatabase.exists("victim", zoneID: zone, in: database) == true)
         #expect(try await database.record(for: conflicting.recordID).fieldValue(forKey: "n") == .int64(0))
     }
 

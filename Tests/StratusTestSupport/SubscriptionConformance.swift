@@ -409,12 +409,17 @@ public enum SubscriptionConformance {
         let database = container.privateCloudDatabase
         try await database.save(try query("items", "Item", "TRUEPREDICATE"))
         _ = try await database.save(makeRecord("Item", "existing"))
+        let zone = try await database.save(RecordZone(zoneName: "Atomic")).zoneID
+        _ = try await database.save(makeRecord("Item", "existing", zoneID: zone))
         var token = try await notifications(of: container).token
-        // An atomic request with a conflict writes nothing, and records no notification.
-        let stale = makeRecord("Item", "existing")
-        let atomic = try await database.modifyRecords(saving: [makeRecord("Item", "new1"), stale], deleting: [], savePolicy: .ifServerRecordUnchanged, atomically: true)
-        #expect(errorCode(atomic.saveResults[stale.recordID]) == .serverRecordChanged)
+        // An atomic request (in a zone with the atomic capability) with a conflict writes
+        // nothing, and records no notification.
+        let atomicStale = makeRecord("Item", "existing", zoneID: zone)
+        let atomic = try await database.modifyRecords(saving: [makeRecord("Item", "new1", zoneID: zone), atomicStale], deleting: [],
+                                                      savePolicy: .ifServerRecordUnchanged, atomically: true)
+        #expect(errorCode(atomic.saveResults[atomicStale.recordID]) == .serverRecordChanged)
         #expect(try await described(container, since: token).isEmpty)
+        let stale = makeRecord("Item", "existing")
         // Not atomic: what committed notifies, what failed does not.
         _ = try await database.modifyRecords(saving: [makeRecord("Item", "new2"), stale], deleting: [], savePolicy: .ifServerRecordUnchanged, atomically: false)
         #expect(try await described(container, since: token) == ["query items recordCreated new2"])

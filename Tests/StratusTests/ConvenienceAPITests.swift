@@ -49,12 +49,19 @@ struct ConvenienceAPITests {
             let conflicting = makeRecord("Item", "item-00000", ["n": .int64(100)])
             let deleteIDs = [Record.ID(recordName: "item-00001")]
 
-            // Atomic (the default): the conflict fails everything.
-            let atomic = try await database.modifyRecords(saving: fresh + [conflicting], deleting: deleteIDs)
-            #expect(errorCode(atomic.saveResults[conflicting.recordID]) == .serverRecordChanged)
-            #expect(errorCode(atomic.saveResults[fresh[0].recordID]) == .batchRequestFailed)
-            #expect(errorCode(atomic.deleteResults[deleteIDs[0]]) == .batchRequestFailed)
-            #expect(try await TestDatabase.exists("fresh-00000", in: database) == false)
+            // Atomic (the default), in a zone with the atomic capability: the conflict fails
+            // everything. (The default zone has none, as CloudKit's: there each item is alone.)
+            let zone = try await database.save(RecordZone(zoneName: "Atomic")).zoneID
+            try await TestDatabase.save([makeRecord("Item", "z-item", zoneID: zone, ["n": .int64(0)]), makeRecord("Item", "z-gone", zoneID: zone)], in: database)
+            let zoneFresh = makeRecord("Item", "z-fresh", zoneID: zone)
+            let zoneConflict = makeRecord("Item", "z-item", zoneID: zone, ["n": .int64(100)])
+            let zoneDelete = Record.ID(recordName: "z-gone", zoneID: zone)
+            let atomic = try await database.modifyRecords(saving: [zoneFresh, zoneConflict], deleting: [zoneDelete])
+            #expect(errorCode(atomic.saveResults[zoneConflict.recordID]) == .serverRecordChanged)
+            #expect(errorCode(atomic.saveResults[zoneFresh.recordID]) == .batchRequestFailed)
+            #expect(errorCode(atomic.deleteResults[zoneDelete]) == .batchRequestFailed)
+            #expect(try await TestDatabase.exists("z-fresh", zoneID: zone, in: database) == false)
+            #expect(try await TestDatabase.exists("z-gone", zoneID: zone, in: database))
 
             // Not atomic: the others go through.
             let partial = try await database.modifyRecords(saving: fresh + [conflicting], deleting: deleteIDs, atomically: false)

@@ -259,17 +259,27 @@ struct RecordImporterTests {
         }
     }
 
-    @Test("atomic: one reject writes nothing; a zone without the atomic capability is refused before anything is written")
+    @Test("atomic: one reject writes nothing; a zone without the atomic capability (the default zone, or one created without it) is refused before anything is written")
     func atomic() async throws {
         try await SQLiteFixture.with { fixture in
             let database = fixture.database
-            try await database.save(makeRecord("Item", "item-00003"))
+            let zone = try await database.save(RecordZone(zoneName: "Atomic")).zoneID
+            try await database.save(makeRecord("Item", "item-00003", zoneID: zone))
             let rejects = RejectLog()
             let options = Self.options { $0.isAtomic = true; $0.writeMode = .create }
-            let summary = try await RecordImporter(database: database, options: options).run(from: ItemSource(records: items(5)), rejects: rejects)
+            let records = makeRecords("Item", count: 5, prefix: "item", zoneID: zone) { i in ["n": .int64(Int64(i))] }
+            let summary = try await RecordImporter(database: database, options: options).run(from: ItemSource(records: records), rejects: rejects)
             #expect(summary.end == .atomicImportRejected && summary.created == 0, "\(summary)")
             #expect(rejects.rejections.map(\.recordName) == ["item-00003"], "only the record that failed is a reject: \(rejects.rejections)")
-            #expect(try await storedNames(database) == ["item-00003"])
+            #expect(try await storedNames(database, zoneID: zone) == ["item-00003"])
+
+            await #expect {
+                try await RecordImporter(database: database, options: options).run(from: ItemSource(records: items(3)))
+            } throws: { error in
+                guard let failure = error as? RecordImporter.Failure, let cause = failure.error as? StratusError else { return false }
+                return cause.code == .invalidArguments && cause.message.contains("atomic")
+            }
+            #expect(try await storedNames(database).isEmpty, "the default zone has no atomic capability, as CloudKit's")
 
             let loose = RecordZone.ID(zoneName: "Loose")
             try await database.save(RecordZone(zoneID: loose, capabilities: [.fetchChanges]))

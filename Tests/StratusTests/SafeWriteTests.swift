@@ -196,6 +196,11 @@ struct SafeWriteTests {
     }
 
     /// A store on a scripted engine: alice's public database, the engine, and the store itself.
+    /// A custom zone, which has the atomic capability (the default zone has not, as CloudKit's).
+    static func atomicZone(in database: Database) async throws -> RecordZone.ID {
+        try await database.save(RecordZone(zoneName: "Atomic")).zoneID
+    }
+
     static func scripted(retryPolicy: RetryPolicy = RetryPolicy()) throws -> (Database, ScriptedEngine, TemporaryStore) {
         let store = try TemporaryStore(prefix: "stratus-safe")
         let engine = ScriptedEngine(try SQLiteEngine(path: store.path()))
@@ -203,13 +208,13 @@ struct SafeWriteTests {
         return (container.publicCloudDatabase, engine, store)
     }
 
-    static func count(_ type: String, in database: Database) async throws -> Int {
-        try await TestDatabase.queryAll(Query(recordType: type), in: database).count
+    static func count(_ type: String, in database: Database, zoneID: RecordZone.ID? = nil) async throws -> Int {
+        try await TestDatabase.queryAll(Query(recordType: type), in: database, zoneID: zoneID).count
     }
 
     /// The zone's changes after `token` (an empty list when nothing was written since).
-    static func changes(since token: ServerChangeToken?, in database: Database) async throws -> (count: Int, token: ServerChangeToken) {
-        let batch = try await database.recordZoneChanges(inZoneWith: .default, since: token)
+    static func changes(since token: ServerChangeToken?, in database: Database, zoneID: RecordZone.ID = .default) async throws -> (count: Int, token: ServerChangeToken) {
+        let batch = try await database.recordZoneChanges(inZoneWith: zoneID, since: token)
         return (batch.modificationResultsByID.count + batch.deletions.count, batch.changeToken)
     }
 
@@ -450,8 +455,9 @@ struct SafeWriteTests {
             #expect(try await database.record(for: record.recordID).fieldValue(forKey: "data") == .bytes(patternBytes(count: 400_000, seed: UInt8(i))))
         }
 
-        // Atomic: the same size in one transaction (the atomic promise is never split).
-        let atomicBig = (0..<12).map { i in makeRecord("Blob", recordName("atomic", i), ["data": .bytes(patternBytes(count: 400_000, seed: UInt8(i)))]) }
+        // Atomic (in an atomic zone): the same size in one transaction (the atomic promise is never split).
+        let zone = try await Self.atomicZone(in: database)
+        let atomicBig = (0..<12).map { i in makeRecord("Blob", recordName("atomic", i), zoneID: zone, ["data": .bytes(patternBytes(count: 400_000, seed: UInt8(i)))]) }
         let before = engine.modifyCalls.count
         let atomicRun = await Self.modify(database, saving: atomicBig, atomic: true)
         #expect(atomicRun.finalError == nil)
@@ -463,48 +469,51 @@ struct SafeWriteTests {
     func atomicRequestAllOrNothing() async throws {
         let (database, engine, store) = try Self.scripted()
         defer { store.remove() }
-        try await database.save(makeRecord("Item", "existing", ["n": .int64(0)]))
+        let zone = try await Self.atomicZone(in: database)
+        try await database.save(makeRecord("Item", "existing", zoneID: zone, ["n": .int64(0)]))
         try await TestDatabase.save([
-            makeRecord("Node", "root"),
-            makeRecord("Node", "leaf", ["up": .reference(reference("root", .deleteSelf))]),
+            makeRecord("Node", "root", zoneID: zone),
+            makeRecord("Node", "leaf", zoneID: zone, ["up": .reference(reference("root", .deleteSelf, zoneID: zone))]),
         ], in: database)
-        let token = try await Self.changes(since: nil, in: database).token
+        let token = try await Self.changes(since: nil, in: database, zoneID: zone).token
 
-        var records = items(1_001)
-        let conflicting = makeRecord("Item", "existing", ["n": .int64(99)])   // no tag: conflicts in the engine
+        var records = makeRecords("Item", count: 1_001, prefix: "item", zoneID: zone) { i in ["n": .int64(Int64(i))] }
+        let conflicting = makeRecord("Item", "existing", zoneID: zone, ["n": .int64(99)])   // no tag: conflicts in the engine
         records[700] = conflicting
+        let root = Record.ID(recordName: "root", zoneID: zone)
         let before = engine.modifyCalls.count
-        let run = await Self.modify(database, saving: records, deleting: [Record.ID(recordName: "root")], atomic: true)
+        let run = await Self.modify(database, saving: records, deleting: [root], atomic: true)
         #expect(engine.modifyCalls.count == before + 1, "an atomic request is one engine call")
         #expect(engine.modifyCalls.last?.saves.count == 1_001)
         #expect(errorCode(run.saves[conflicting.recordID]) == .serverRecordChanged)
         let others = records.filter { $0.recordID != conflicting.recordID }
         #expect(others.allSatisfy { errorCode(run.saves[$0.recordID]) == .batchRequestFailed })
-        #expect(errorCode(run.deletes[Record.ID(recordName: "root")]) == .batchRequestFailed)
+        #expect(errorCode(run.deletes[root]) == .batchRequestFailed)
         #expect(run.finalError?.code == .partialFailure)
         #expect(run.finalError?.partialErrorsByRecordID.count == 1_002)
 
-        #expect(try await Self.count("Item", in: database) == 1, "nothing of the atomic request was written")
-        #expect(try await TestDatabase.exists("root", in: database), "the delete was rolled back")
-        #expect(try await TestDatabase.exists("leaf", in: database), "the cascade was rolled back")
-        #expect(try await Self.changes(since: token, in: database).count == 0, "the zone's change history did not move")
+        #expect(try await Self.count("Item", in: database, zoneID: zone) == 1, "nothing of the atomic request was written")
+        #expect(try await TestDatabase.exists("root", zoneID: zone, in: database), "the delete was rolled back")
+        #expect(try await TestDatabase.exists("leaf", zoneID: zone, in: database), "the cascade was rolled back")
+        #expect(try await Self.changes(since: token, in: database, zoneID: zone).count == 0, "the zone's change history did not move")
 
         // Without the failing item the same request commits whole.
-        records[700] = makeRecord("Item", "item-00700", ["n": .int64(700)])
+        records[700] = makeRecord("Item", "item-00700", zoneID: zone, ["n": .int64(700)])
         let retry = await Self.modify(database, saving: records, atomic: true)
         #expect(retry.finalError == nil)
-        #expect(try await Self.count("Item", in: database) == 1_002)
+        #expect(try await Self.count("Item", in: database, zoneID: zone) == 1_002)
     }
 
     @Test("an atomic request above maximumAtomicItems is limitExceeded, and nothing reaches the store")
     func atomicRequestTooLarge() async throws {
         let (database, engine, store) = try Self.scripted()
         defer { store.remove() }
+        let zone = try await Self.atomicZone(in: database)
         let count = ModifyRecordsOperation.maximumAtomicItems + 1
         var records: [Record] = []
         records.reserveCapacity(count)
         for i in 0..<count {
-            let record = Record(recordType: "Tiny", recordID: Record.ID(recordName: "t\(i)"))
+            let record = Record(recordType: "Tiny", recordID: Record.ID(recordName: "t\(i)", zoneID: zone))
             record.setFieldValue(.int64(Int64(i)), forKey: "n")
             records.append(record)
         }
@@ -514,7 +523,7 @@ struct SafeWriteTests {
         #expect(final.message.contains("\(ModifyRecordsOperation.maximumAtomicItems)"), "\(final.message)")
         #expect(run.succeeded.isEmpty, "no item is reported saved")
         #expect(engine.writeAttempts == 0, "the request never reached the store")
-        #expect(try await Self.count("Tiny", in: database) == 0)
+        #expect(try await Self.count("Tiny", in: database, zoneID: zone) == 0)
     }
 
     // MARK: - Record size
@@ -545,16 +554,22 @@ struct SafeWriteTests {
             try await database.save(withAsset)
             #expect(try await TestDatabase.exists("asset", in: database))
 
-            // In a non-atomic batch only the oversized record fails; in an atomic one all do.
+            // In a non-atomic batch (and in the default zone, which is not atomic) only the
+            // oversized record fails; in an atomic one in an atomic zone all do.
             let batch = [makeRecord("Blob", "b1"), makeRecord("Blob", "b-over", ["data": .bytes(Data(count: limit + 1))]), makeRecord("Blob", "b2")]
             let nonAtomic = await Self.modify(database, saving: batch, atomic: false)
             #expect(errorCode(nonAtomic.saves[batch[1].recordID]) == .limitExceeded)
             #expect(nonAtomic.succeeded.map(\.recordName).sorted() == ["b1", "b2"])
-            let atomicBatch = [makeRecord("Blob", "a1"), makeRecord("Blob", "a-over", ["data": .bytes(Data(count: limit + 1))])]
+            let defaultZoneBatch = [makeRecord("Blob", "d1"), makeRecord("Blob", "d-over", ["data": .bytes(Data(count: limit + 1))])]
+            let inDefaultZone = await Self.modify(database, saving: defaultZoneBatch, atomic: true)
+            #expect(errorCode(inDefaultZone.saves[defaultZoneBatch[1].recordID]) == .limitExceeded)
+            #expect(inDefaultZone.succeeded.map(\.recordName) == ["d1"])
+            let zone = try await Self.atomicZone(in: database)
+            let atomicBatch = [makeRecord("Blob", "a1", zoneID: zone), makeRecord("Blob", "a-over", zoneID: zone, ["data": .bytes(Data(count: limit + 1))])]
             let atomic = await Self.modify(database, saving: atomicBatch, atomic: true)
             #expect(errorCode(atomic.saves[atomicBatch[1].recordID]) == .limitExceeded)
             #expect(errorCode(atomic.saves[atomicBatch[0].recordID]) == .batchRequestFailed)
-            #expect(try await TestDatabase.exists("a1", in: database) == false)
+            #expect(try await TestDatabase.exists("a1", zoneID: zone, in: database) == false)
         }
     }
 
@@ -652,11 +667,12 @@ struct SafeWriteTests {
             crossZone.parent = Record.Reference(recordID: Record.ID(recordName: "book-true", zoneID: RecordZone.ID(zoneName: "Other")), action: .none)
             #expect(stratusError(await caughtError { try await database.save(crossZone) })?.code == .invalidArguments)
 
-            // An atomic request whose only problem is a missing parent writes nothing.
-            let run = await Self.modify(database, saving: [makeRecord("Book", "fine"), child("bad", parent: "missing")], atomic: true)
-            #expect(errorCode(run.saves[Record.ID(recordName: "bad")]) == .referenceViolation)
-            #expect(errorCode(run.saves[Record.ID(recordName: "fine")]) == .batchRequestFailed)
-            #expect(try await TestDatabase.exists("fine", in: database) == false)
+            // An atomic request (in an atomic zone) whose only problem is a missing parent writes nothing.
+            let zone = try await Self.atomicZone(in: database)
+            let run = await Self.modify(database, saving: [makeRecord("Book", "fine", zoneID: zone), child("bad", parent: "missing", zone: zone)], atomic: true)
+            #expect(errorCode(run.saves[Record.ID(recordName: "bad", zoneID: zone)]) == .referenceViolation)
+            #expect(errorCode(run.saves[Record.ID(recordName: "fine", zoneID: zone)]) == .batchRequestFailed)
+            #expect(try await TestDatabase.exists("fine", zoneID: zone, in: database) == false)
         }
     }
 
@@ -724,16 +740,17 @@ struct SafeWriteTests {
             try await database.save(second)
             try await database.save(extra)
 
-            // In an atomic request the 751st fails the whole request.
+            // In a request marked atomic in the default zone (not atomic, as CloudKit's) the
+            // 751st fails alone.
             let more = [makeRecord("Item", "atomic-ok"), makeRecord("Item", "atomic-751", ["list": .reference(reference("list", .deleteSelf))])]
             let run = await Self.modify(database, saving: more, atomic: true)
             #expect(errorCode(run.saves[more[1].recordID]) == .limitExceeded)
-            #expect(errorCode(run.saves[more[0].recordID]) == .batchRequestFailed)
+            #expect(run.succeeded == [more[0].recordID])
 
             // Deleting the target removes all 750 referrers, and only them.
             try await database.deleteRecord(withID: Record.ID(recordName: "list"))
             let left = TestDatabase.names(try await TestDatabase.queryAll(Query(recordType: "Item"), in: database))
-            #expect(left.count == 21, "20 weak referrers and the one turned into .none remain")
+            #expect(left.count == 22, "20 weak referrers, the one turned into .none and atomic-ok remain")
             #expect(left.contains("ref-00001") && !left.contains("ref-00000") && !left.contains("ref-extra"))
         }
     }

@@ -2,8 +2,9 @@ import Foundation
 
 /// Removes asset content that no record names: after writes (the content of replaced values,
 /// deleted records and failed saves), and as a whole sweep (`stratus assets gc`,
-/// ``Database/collectUnreferencedAssets()``), which also removes what writers that died left
-/// (holds, unfinished uploads). Safe beside any number of writers: the engine checks what
+/// ``Database/collectUnreferencedAssets()``), which also removes what processes that ended
+/// left (holds, unfinished uploads, the folders of files they handed out, see
+/// ``AssetHandouts``). Safe beside any number of writers: the engine checks what
 /// rows name and what live holders hold in the same transaction that removes content (see
 /// ``AssetContentStore``), and a holder is alive while its process holds its lock
 /// (``AssetHolder``).
@@ -18,11 +19,17 @@ enum AssetCollector {
     /// - Throws: store or file errors.
     static func collect(_ store: any AssetContentStore, releasing hold: String?, candidates: Set<String>?) throws -> AssetCollection {
         let directory = store.localDirectory
-        if candidates == nil { AssetHolder.removeDeadLocks(in: directory) }
-        return try store.collect(releasing: hold, candidates: candidates) { holder in
+        var handouts = 0
+        if candidates == nil {
+            AssetHolder.removeDeadLocks(in: directory)
+            handouts = AssetHandouts.removeEnded(in: directory)
+        }
+        var collection = try store.collect(releasing: hold, candidates: candidates) { holder in
             // A hold's name is its process holder's, a ':' and the request's number.
             let process = holder.split(separator: ":", maxSplits: 1).first.map(String.init) ?? holder
             return AssetHolder.isAlive(process, in: directory)
         }
+        collection.removedHandoutFolders += handouts
+        return collection
     }
 }

@@ -45,7 +45,10 @@ final class AssetHolder: @unchecked Sendable {
             return (holder, true)
         }
         // Outside the lock: telling whether a holder is alive reads `holders`.
-        if created { removeDeadLocks(in: directory, except: holder.name) }
+        if created {
+            removeDeadLocks(in: directory, except: holder.name)
+            AssetHandouts.removeEnded(in: directory)
+        }
         return holder
     }
 

@@ -36,7 +36,7 @@ struct AssetSource {
         case .confined(let root, let path, let followsSymlinks)?:
             opened = try openConfined(root: root, path: path, followsSymlinks: followsSymlinks, fail)
         case nil:
-            guard let url = asset.fileURL else { throw fail(.invalidArguments, "the asset has no file to read") }
+            guard let url = asset.contentURL else { throw fail(.invalidArguments, "the asset has no file to read") }
             do {
                 opened = (try FileDescriptor.open(url.path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY), url.path)
             } catch {

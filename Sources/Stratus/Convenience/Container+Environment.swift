@@ -43,6 +43,6 @@ extension Container {
     /// ```
     public func container(in environment: Environment) -> Container {
         if environment == self.environment { return self }
-        return Container(identifier: containerIdentifier, engine: engine, environment: environment, user: user, retryPolicy: retryPolicy)
+        return Container(identifier: identifier, engine: engine, environment: environment, user: user, retryPolicy: retryPolicy)
     }
 }

@@ -66,8 +66,8 @@ extension Container {
         replacement.includeUsersRecordType()
         try replacement.validate()
         let stored = replacement
-        let developmentKey = Environment.development.storageContainer(for: containerIdentifier)
-        let productionKey = Environment.production.storageContainer(for: containerIdentifier)
+        let developmentKey = Environment.development.storageContainer(for: identifier)
+        let productionKey = Environment.production.storageContainer(for: identifier)
         return try await publicCloudDatabase.perform { engine, _ in
             let production = try engine.fetchSchema(storageContainer: productionKey)
             try stored.checkKeeps(production, for: "replace the development schema")
@@ -89,8 +89,8 @@ extension Container {
     ///   retype; store errors.
     @discardableResult
     public func deploySchema() async throws -> ContainerSchema {
-        let developmentKey = Environment.development.storageContainer(for: containerIdentifier)
-        let productionKey = Environment.production.storageContainer(for: containerIdentifier)
+        let developmentKey = Environment.development.storageContainer(for: identifier)
+        let productionKey = Environment.production.storageContainer(for: identifier)
         return try await publicCloudDatabase.perform { engine, _ in
             var development = try engine.fetchSchema(storageContainer: developmentKey)
             development.includeUsersRecordType()
@@ -114,8 +114,8 @@ extension Container {
     ///
     /// - Throws: store errors.
     public func resetDevelopmentEnvironment() async throws {
-        let developmentKey = Environment.development.storageContainer(for: containerIdentifier)
-        let productionKey = Environment.production.storageContainer(for: containerIdentifier)
+        let developmentKey = Environment.development.storageContainer(for: identifier)
+        let productionKey = Environment.production.storageContainer(for: identifier)
         try await publicCloudDatabase.perform { engine, _ in
             let production = try engine.fetchSchema(storageContainer: productionKey)
             try engine.resetEnvironment(storageContainer: developmentKey, schema: production)

@@ -7,7 +7,7 @@ extension Container {
     ///
     /// - Throws: store errors.
     public func users() async throws -> [UserDirectoryEntry] {
-        let identifier = containerIdentifier
+        let identifier = self.identifier
         return try await publicCloudDatabase.perform { engine, _ in try engine.fetchUserDirectory(containerIdentifier: identifier, logins: nil) }
     }
 
@@ -26,7 +26,7 @@ extension Container {
     ///   two logins would share a record name; store errors.
     public func saveUsers(_ entries: [UserDirectoryEntry]) async throws {
         for entry in entries { try entry.validate() }
-        let identifier = containerIdentifier
+        let identifier = self.identifier
         try await publicCloudDatabase.perform { engine, _ in
             try engine.modifyUserDirectory(containerIdentifier: identifier, saving: entries, deletingLogins: [])
         }
@@ -42,7 +42,7 @@ extension Container {
     /// - Throws: ``StratusError`` `invalidArguments` for a bad login or role; store errors.
     public func assignRoles(_ roles: Set<SecurityRole>, toLogin login: String) async throws {
         try UserDirectoryEntry.checkLogin(login)
-        let identifier = containerIdentifier
+        let identifier = self.identifier
         let existing = try await publicCloudDatabase.perform { engine, _ in
             try engine.fetchUserDirectory(containerIdentifier: identifier, logins: [login]).first { $0.login == login }
         }
@@ -60,7 +60,7 @@ extension Container {
     ///
     /// - Throws: store errors.
     public func removeUsers(logins: [String]) async throws {
-        let identifier = containerIdentifier
+        let identifier = self.identifier
         try await publicCloudDatabase.perform { engine, _ in
             try engine.modifyUserDirectory(containerIdentifier: identifier, saving: [], deletingLogins: logins)
         }

@@ -15,7 +15,21 @@ import Foundation
 /// try await container.publicCloudDatabase.save(todo)
 /// ```
 public final class Container: Sendable {
-    public let containerIdentifier: String
+    /// The container's identifier, as `CKContainer.containerIdentifier` (optional there too;
+    /// never `nil` here: ``identifier`` gives it unwrapped).
+    ///
+    /// ```swift
+    /// if let identifier = container.containerIdentifier { print(identifier) }
+    /// ```
+    public var containerIdentifier: String? { identifier }
+
+    /// The container's identifier (`com.example.todo`): ``containerIdentifier`` without the
+    /// optional.
+    ///
+    /// ```swift
+    /// let file = "\(container.identifier).json"
+    /// ```
+    public let identifier: String
     /// The store's engine, shared by the container's databases.
     public let engine: any StorageEngine
     /// Which of the container's environments this is: development (the default) or production.
@@ -61,7 +75,7 @@ public final class Container: Sendable {
 
     init(identifier: String, engine: any StorageEngine, environment: Environment, user: ContainerUser, retryPolicy: RetryPolicy) {
         precondition((try? Container.checkIdentifier(identifier)) != nil, "a container identifier cannot be empty or hold a control character")
-        self.containerIdentifier = identifier
+        self.identifier = identifier
         self.engine = engine
         self.environment = environment
         self.user = user
@@ -152,7 +166,14 @@ public final class Container: Sendable {
     ///
     /// - Throws: store errors.
     public func storeInventory() async throws -> StoreInventory {
-        try await publicCloudDatabase.engineCall { engine, _ in try engine.inventory() }
+        var inventory = try await publicCloudDatabase.engineCall { engine, _ in try engine.inventory() }
+        // Zones with the capabilities Stratus applies (the default zone's, whatever its row says).
+        for database in inventory.databases.indices {
+            for zone in inventory.databases[database].zones.indices {
+                inventory.databases[database].zones[zone].zone = ZoneRules.answered(inventory.databases[database].zones[zone].zone)
+            }
+        }
+        return inventory
     }
 
     /// A Stratus extension: checks the store's own consistency and answers what is wrong,

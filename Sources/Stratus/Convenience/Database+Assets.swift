@@ -15,7 +15,10 @@ extension Database {
         return try await engineCall { _, _ in try database.resolvedContext().userRecordName }
     }
 
-    /// A readable file with an asset's content: the store's read-only copy.
+    /// A readable file with an asset's content: the store's own read-only file, which every
+    /// record with those bytes shares. Read it only: moving, deleting or writing it (a process
+    /// running as root can) changes the store. For a file of the app's own, read the fetched
+    /// asset's ``Asset/fileURL``.
     ///
     /// ```swift
     /// let url = try await database.assetContentURL(for: record["photo"] as! Asset)

@@ -56,6 +56,83 @@ extension Database {
         }
     }
 
+    /// Fetches zones; each ID gets its own result (`zoneNotFound` when the zone does not exist).
+    ///
+    /// ```swift
+    /// database.fetch(withRecordZoneIDs: [photosID]) { result in if case .success(let byID) = result { … } }
+    /// ```
+    public func fetch(
+        withRecordZoneIDs zoneIDs: [RecordZone.ID],
+        completionHandler: @escaping @Sendable (Result<[RecordZone.ID: Result<RecordZone, any Error>], any Error>) -> Void
+    ) {
+        answer(completionHandler) { try await self.recordZones(for: zoneIDs) }
+    }
+
+    /// Creates and deletes zones in one request; each zone gets its own result.
+    ///
+    /// ```swift
+    /// database.modifyRecordZones(saving: [RecordZone(zoneName: "Photos")], deleting: []) { result in … }
+    /// ```
+    public func modifyRecordZones(
+        saving recordZonesToSave: [RecordZone], deleting recordZoneIDsToDelete: [RecordZone.ID],
+        completionHandler: @escaping @Sendable (Result<(saveResults: [RecordZone.ID: Result<RecordZone, any Error>], deleteResults: [RecordZone.ID: Result<Void, any Error>]), any Error>) -> Void
+    ) {
+        answer(completionHandler) { try await self.modifyRecordZones(saving: recordZonesToSave, deleting: recordZoneIDsToDelete) }
+    }
+
+    /// Fetches subscriptions of the current user; each ID gets its own result (`unknownItem`
+    /// when missing).
+    ///
+    /// ```swift
+    /// database.fetch(withSubscriptionIDs: ["orders"]) { result in if case .success(let byID) = result { … } }
+    /// ```
+    public func fetch(
+        withSubscriptionIDs subscriptionIDs: [Subscription.ID],
+        completionHandler: @escaping @Sendable (Result<[Subscription.ID: Result<Subscription, any Error>], any Error>) -> Void
+    ) {
+        answer(completionHandler) { try await self.subscriptions(for: subscriptionIDs) }
+    }
+
+    /// Saves and deletes subscriptions in one request; each gets its own result.
+    ///
+    /// ```swift
+    /// database.modifySubscriptions(saving: [subscription], deleting: ["old"]) { result in … }
+    /// ```
+    public func modifySubscriptions(
+        saving subscriptionsToSave: [Subscription], deleting subscriptionIDsToDelete: [Subscription.ID],
+        completionHandler: @escaping @Sendable (Result<(saveResults: [Subscription.ID: Result<Subscription, any Error>], deleteResults: [Subscription.ID: Result<Void, any Error>]), any Error>) -> Void
+    ) {
+        answer(completionHandler) { try await self.modifySubscriptions(saving: subscriptionsToSave, deleting: subscriptionIDsToDelete) }
+    }
+
+    /// One batch of a zone's changes since a token (see
+    /// ``recordZoneChanges(inZoneWith:since:desiredKeys:resultsLimit:)``).
+    ///
+    /// ```swift
+    /// database.fetchRecordZoneChanges(inZoneWith: photosID, since: token) { result in … }
+    /// ```
+    public func fetchRecordZoneChanges(
+        inZoneWith zoneID: RecordZone.ID, since changeToken: ServerChangeToken?, desiredKeys: [Record.FieldKey]? = nil, resultsLimit: Int? = nil,
+        completionHandler: @escaping @Sendable (Result<(modificationResultsByID: [Record.ID: Result<RecordZoneChange.Modification, any Error>], deletions: [RecordZoneChange.Deletion], changeToken: ServerChangeToken, moreComing: Bool), any Error>) -> Void
+    ) {
+        answer(completionHandler) {
+            try await self.recordZoneChanges(inZoneWith: zoneID, since: changeToken, desiredKeys: desiredKeys, resultsLimit: resultsLimit)
+        }
+    }
+
+    /// One batch of the database's zone changes since a token (see
+    /// ``databaseChanges(since:resultsLimit:)``).
+    ///
+    /// ```swift
+    /// database.fetchDatabaseChanges(since: token) { result in … }
+    /// ```
+    public func fetchDatabaseChanges(
+        since changeToken: ServerChangeToken?, resultsLimit: Int? = nil,
+        completionHandler: @escaping @Sendable (Result<(modifications: [DatabaseChange.Modification], deletions: [DatabaseChange.Deletion], changeToken: ServerChangeToken, moreComing: Bool), any Error>) -> Void
+    ) {
+        answer(completionHandler) { try await self.databaseChanges(since: changeToken, resultsLimit: resultsLimit) }
+    }
+
     /// Runs `body` in a task and hands its outcome to `completionHandler`.
     private func answer<Value>(
         _ completionHandler: @escaping @Sendable (Result<Value, any Error>) -> Void,

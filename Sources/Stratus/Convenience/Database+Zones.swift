@@ -40,6 +40,26 @@ extension Database {
         return try item.get()
     }
 
+    /// Fetches zones; each ID gets its own result (`zoneNotFound` when the zone does not exist),
+    /// as `CKDatabase.recordZones(for:)`.
+    ///
+    /// ```swift
+    /// let found = try await database.recordZones(for: [photosID, notesID])
+    /// let photos = try found[photosID]?.get()
+    /// ```
+    ///
+    /// - Throws: only errors of the request as a whole; zone errors are in the results.
+    public func recordZones(for ids: [RecordZone.ID]) async throws -> [RecordZone.ID: Result<RecordZone, any Error>] {
+        let results = Collector<(RecordZone.ID, Result<RecordZone, any Error>)>()
+        try await run { finish in
+            let op = FetchRecordZonesOperation(recordZoneIDs: ids)
+            op.perRecordZoneResultBlock = { results.append(($0, $1)) }
+            op.fetchRecordZonesResultBlock = { finish(Database.ignoringPartialFailure($0)) }
+            return op
+        }
+        return Dictionary(results.items, uniquingKeysWith: { first, _ in first })
+    }
+
     /// Creates a zone (saving one that exists changes nothing) and returns it as stored.
     ///
     /// ```swift
@@ -184,7 +204,32 @@ extension Database {
         }
         /// A zone deleted since the token.
         public struct Deletion: Hashable, Sendable {
+            /// Why a zone was deleted, as `CKDatabase.DatabaseChange.Deletion.Reason`.
+            public enum Reason: Hashable, Sendable {
+                /// The zone was deleted (``Database/deleteRecordZone(withID:)``, `stratus zones
+                /// delete`): the only reason Stratus gives.
+                case deleted
+                /// The user removed the app's data (CloudKit's Settings); never given by Stratus.
+                case purged
+                /// The user reset their encrypted data; never given by Stratus.
+                case encryptedDataReset
+            }
+
             public let zoneID: RecordZone.ID
+            /// Why the zone was deleted; always ``Reason/deleted`` in Stratus.
+            ///
+            /// ```swift
+            /// for deletion in changes.deletions where deletion.reason == .deleted { forget(deletion.zoneID) }
+            /// ```
+            public let reason: Reason
+            /// Whether the user purged the zone (CloudKit's older spelling of ``reason`` `==
+            /// .purged`); always `false` in Stratus.
+            public var purged: Bool { reason == .purged }
+
+            init(zoneID: RecordZone.ID, reason: Reason = .deleted) {
+                self.zoneID = zoneID
+                self.reason = reason
+            }
         }
     }
 

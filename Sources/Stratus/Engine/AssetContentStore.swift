@@ -55,6 +55,9 @@ public protocol AssetContentStore: Sendable {
 
     /// Where a reader on this machine finds the content with this identifier (no I/O: the
     /// file may not exist yet, see ``contentFile(_:)``); `nil` for text that is no identifier.
+    /// The file is `localDirectory/sha256/<identifier>`: an asset read from the store hands the
+    /// app a copy of it in `localDirectory/handout/` (``Asset/fileURL``), on the same file
+    /// system, and never the file itself.
     func contentURL(_ identifier: String) -> URL?
 
     /// A readable file with the stored content, or `nil` when the store does not hold it.
@@ -100,6 +103,8 @@ public struct AssetCollection: Sendable, Hashable {
     public var removedUploads = 0
     /// Holds of writers that are gone.
     public var releasedHolds = 0
+    /// Folders of asset files handed out by processes that ended (see ``Asset/fileURL``).
+    public var removedHandoutFolders = 0
 
     public init() {}
 
@@ -109,5 +114,6 @@ public struct AssetCollection: Sendable, Hashable {
         removedBytes += other.removedBytes
         removedUploads += other.removedUploads
         releasedHolds += other.releasedHolds
+        removedHandoutFolders += other.removedHandoutFolders
     }
 }

@@ -141,6 +141,18 @@ extension StratusError: CustomNSError, LocalizedError {
             underlyingError = error
         }
     }
+
+    /// The error an `NSError` of domain `CKErrorDomain` carries, as `CKError(_nsError:)`: its
+    /// code and CloudKit's `userInfo` keys (see ``init(bridging:)``; an error of another domain
+    /// becomes `internalError`, where CloudKit's initializer traps).
+    ///
+    /// ```swift
+    /// let error = StratusError(_nsError: NSError(domain: ErrorDomain, code: StratusError.Code.networkFailure.rawValue,
+    ///                                            userInfo: [ErrorRetryAfterKey: 1.5]))
+    /// ```
+    public init(_nsError error: NSError) {
+        self.init(bridging: error)
+    }
 }
 
 extension StratusError {

@@ -126,7 +126,7 @@ struct RecordChecksum {
     mutating func add(_ asset: Asset) {
         var content = RecordChecksum()
         var size: UInt64 = 0
-        if let url = asset.fileURL, let handle = try? FileHandle(forReadingFrom: url) {
+        if let url = asset.contentURL, let handle = try? FileHandle(forReadingFrom: url) {
             defer { try? handle.close() }
             while let chunk = try? handle.read(upToCount: 1 << 20), !chunk.isEmpty {
                 content.add(bytes: chunk)

@@ -394,7 +394,7 @@ public final class StoreCopier: Sendable {
         func fromSource(_ asset: Asset) -> Asset {
             guard asset.storedIdentifier != nil else { return asset }
             changed = true
-            return Asset(fileURL: asset.fileURL, storedIdentifier: nil, size: nil, source: nil).withMetadata(of: asset, size: asset.size)
+            return Asset(fileURL: asset.contentURL, storedIdentifier: nil, size: nil, source: nil).withMetadata(of: asset, size: asset.size)
         }
         for (key, value) in contents.fields {
             switch value {

@@ -3,8 +3,9 @@ import Foundation
 /// A file stored with a record, like `CKAsset`.
 ///
 /// Saving a record stores the file's content in the store, keyed by its SHA-256 (the same
-/// content is kept once, however many records hold it). A fetched record's asset points at a
-/// read-only file in the store with the same bytes (``fileURL``).
+/// content is kept once, however many records hold it). A fetched record's asset hands the app
+/// a file of its own with those bytes (``fileURL``), as CloudKit hands out a downloaded copy:
+/// the app may read, move, delete or write it, and the store never changes.
 ///
 /// An asset that came from CloudKit (a record exported from CloudKit Web Services) carries
 /// CloudKit's description of its content as it came: ``downloadURL``, ``fileChecksum``,
@@ -15,12 +16,40 @@ import Foundation
 ///
 /// ```swift
 /// record["image"] = Asset(fileURL: URL(fileURLWithPath: "/tmp/photo.jpg"))
-/// let bytes = try Data(contentsOf: (record["image"] as! Asset).fileURL!)
+/// let fetched = try await database.record(for: record.recordID)
+/// let photo = (fetched["image"] as! Asset).fileURL!      // the app's own copy
+/// try FileManager.default.moveItem(at: photo, to: cacheURL)
 /// ```
 public struct Asset: Hashable, Sendable, Codable {
-    /// Where the asset's bytes can be read: the source file of an asset to save, the store's
-    /// read-only copy of a stored one, `nil` for a CloudKit asset whose content is not attached.
-    public let fileURL: URL?
+    /// Where the app reads the asset's bytes, as `CKAsset.fileURL`:
+    /// - for an asset made with ``init(fileURL:)``, the file given;
+    /// - for an asset read from a store (a fetched or saved record), a file the app owns with
+    ///   the stored bytes, made the first time this property is read (a clone where the file
+    ///   system can make one, else a copy): moving, deleting or writing it never changes the
+    ///   store. Copies of this value share the file; every fetch hands out its own. The file is
+    ///   removed an hour after it was made, or once the process has ended (see "How assets are
+    ///   stored" in the README); read the property again for a new one, and move or copy the
+    ///   file to keep it. `nil` when no copy can be made (the content left the store, the disk
+    ///   is full);
+    /// - `nil` for a CloudKit asset whose content is not attached.
+    ///
+    /// ```swift
+    /// if let url = (record["photo"] as? Asset)?.fileURL { try FileManager.default.moveItem(at: url, to: keep) }
+    /// ```
+    public var fileURL: URL? {
+        guard let handout else { return location }
+        return handout.fileURL()
+    }
+
+    /// Where Stratus itself reads the content: the source file of an asset to save, the store's
+    /// own read-only file of a stored one. Never handed to the app: exports, copies and saves
+    /// read it directly, without a handed-out copy.
+    package var contentURL: URL? { location }
+
+    /// The source file, or the store's content file of a stored asset.
+    private let location: URL?
+    /// Hands the app its own copy of a stored asset's content.
+    private let handout: AssetHandout?
 
     /// The content's SHA-256 in lowercase hexadecimal, set on assets whose content the store
     /// holds.
@@ -65,6 +94,8 @@ public struct Asset: Hashable, Sendable, Codable {
     }
 
     /// An asset already held by a store; engines create these when they read records.
+    /// `fileURL` is the store's own read-only file with the content: ``fileURL`` hands the app
+    /// a copy of it, never the file itself.
     ///
     /// ```swift
     /// let stored = Asset(storedIdentifier: sha256Hex, size: 1_024, fileURL: url)
@@ -100,12 +131,19 @@ public struct Asset: Hashable, Sendable, Codable {
         self.receipt = receipt
     }
 
+    /// An asset with a file: a source to save when `storedIdentifier` is `nil`, else the
+    /// store's content file, which ``fileURL`` hands out copies of.
     package init(fileURL: URL?, storedIdentifier: String?, size: Int64?, source: Source?) {
-        self.fileURL = fileURL
+        self.location = fileURL
         self.storedIdentifier = storedIdentifier
         self.size = size
         self.source = source
         self.otherMembers = [:]
+        if let storedIdentifier, let fileURL {
+            handout = AssetHandout(content: fileURL, identifier: storedIdentifier)
+        } else {
+            handout = nil
+        }
     }
 
     /// Whether the asset carries CloudKit's description of its content (a `downloadURL`, a
@@ -116,10 +154,10 @@ public struct Asset: Hashable, Sendable, Codable {
     }
 
     /// Whether a save must read content for this asset: it has a source file and no stored content.
-    package var needsContent: Bool { storedIdentifier == nil && fileURL != nil }
+    package var needsContent: Bool { storedIdentifier == nil && location != nil }
 
-    /// The same asset with the store's content: its identifier, size and readable file, and
-    /// the CloudKit metadata it had.
+    /// The same asset with the store's content: its identifier, size and the store's readable
+    /// file (which ``fileURL`` hands out copies of), and the CloudKit metadata it had.
     ///
     /// ```swift
     /// let stored = asset.withContent(identifier: hash, size: 1_024, fileURL: url)
@@ -141,7 +179,7 @@ public struct Asset: Hashable, Sendable, Codable {
     /// This asset's source or content with `other`'s CloudKit metadata and the given size:
     /// what a reader makes of a CloudKit asset whose content is in a file.
     package func withMetadata(of other: Asset, size: Int64?) -> Asset {
-        var combined = Asset(fileURL: fileURL, storedIdentifier: storedIdentifier, size: size ?? self.size, source: source)
+        var combined = Asset(fileURL: location, storedIdentifier: storedIdentifier, size: size ?? self.size, source: source)
         combined.copyMetadata(from: other)
         return combined
     }
@@ -155,7 +193,30 @@ public struct Asset: Hashable, Sendable, Codable {
         otherMembers = other.otherMembers
     }
 
-    // The source is how a save finds content, not part of the value an archive keeps.
+    // Equality is the value's: which content or file, its size and metadata; not which copy
+    // was handed out.
+    public static func == (lhs: Asset, rhs: Asset) -> Bool {
+        lhs.location == rhs.location && lhs.storedIdentifier == rhs.storedIdentifier && lhs.size == rhs.size && lhs.source == rhs.source
+            && lhs.downloadURL == rhs.downloadURL && lhs.fileChecksum == rhs.fileChecksum && lhs.referenceChecksum == rhs.referenceChecksum
+            && lhs.wrappingKey == rhs.wrappingKey && lhs.receipt == rhs.receipt && lhs.otherMembers == rhs.otherMembers
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(location)
+        hasher.combine(storedIdentifier)
+        hasher.combine(size)
+        hasher.combine(source)
+        hasher.combine(downloadURL)
+        hasher.combine(fileChecksum)
+        hasher.combine(referenceChecksum)
+        hasher.combine(wrappingKey)
+        hasher.combine(receipt)
+        hasher.combine(otherMembers)
+    }
+
+    // The source is how a save finds content, not part of the value an archive keeps. An
+    // archive keeps the store's file of a stored asset (as `fileURL`), so that the asset read
+    // back hands out copies of it again.
     private enum CodingKeys: String, CodingKey {
         case fileURL, storedIdentifier, size, downloadURL, fileChecksum, referenceChecksum, wrappingKey, receipt, otherMembers
     }
@@ -174,7 +235,7 @@ public struct Asset: Hashable, Sendable, Codable {
 
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encodeIfPresent(fileURL, forKey: .fileURL)
+        try c.encodeIfPresent(location, forKey: .fileURL)
         try c.encodeIfPresent(storedIdentifier, forKey: .storedIdentifier)
         try c.encodeIfPresent(size, forKey: .size)
         try c.encodeIfPresent(downloadURL, forKey: .downloadURL)

@@ -131,7 +131,7 @@ extension Record {
 extension Asset {
     /// Whether a save can keep the asset: it has content to read or stored, or it describes
     /// CloudKit's content (kept as a reference until its content is attached).
-    var isSavable: Bool { fileURL != nil || storedIdentifier != nil || hasCloudKitMetadata }
+    var isSavable: Bool { contentURL != nil || storedIdentifier != nil || hasCloudKitMetadata }
 }
 
 extension Location {

@@ -38,6 +38,9 @@ public final class Record: NSObject, NSCopying, Sendable {
         /// Every field counts as changed (a record built whole, e.g. by an importer); `changed`
         /// then lists only keys removed since.
         var allFieldsChanged = false
+        /// Keys whose encrypted value was removed through ``Record/encryptedValues`` since the
+        /// record was created or fetched (``Record/EncryptedValues/changedKeys()`` lists them).
+        var removedEncrypted: Set<String> = []
         /// The values as the store returned them, kept at the first change of a stored record,
         /// so that a conflict can report the ancestor the client's change was based on.
         var baseFields: [String: FieldValue]?
@@ -268,6 +271,7 @@ public final class Record: NSObject, NSCopying, Sendable {
             if state.baseFields == nil && state.system.recordChangeTag != nil { state.baseFields = state.fields }
             state.fields[key] = value
             if encrypted && value != nil { state.encrypted.insert(key) } else if !state.encrypted.isEmpty { state.encrypted.remove(key) }
+            if encrypted && value == nil { state.removedEncrypted.insert(key) } else if !state.removedEncrypted.isEmpty { state.removedEncrypted.remove(key) }
             // A field kept as the JSON it came as describes the old value only.
             if !state.extras.fields.isEmpty { state.extras.fields[key] = nil }
             if state.allFieldsChanged {
@@ -329,6 +333,41 @@ public final class Record: NSObject, NSCopying, Sendable {
             get { self[key] as? T }
             nonmutating set { record.setFieldValue(newValue?.fieldValue, forKey: key, encrypted: true) }
         }
+
+        /// Every key that has an encrypted value, sorted, as `encryptedValues.allKeys()`.
+        ///
+        /// ```swift
+        /// for key in note.encryptedValues.allKeys() { print(key) }
+        /// ```
+        public func allKeys() -> [String] {
+            record.encryptedKeys.sorted()
+        }
+
+        /// The encrypted keys set or removed since the record was created or fetched, in the
+        /// order changed, as `encryptedValues.changedKeys()`.
+        ///
+        /// ```swift
+        /// note.encryptedValues["secret"] = ciphertext
+        /// note.encryptedValues.changedKeys()        // ["secret"]
+        /// ```
+        public func changedKeys() -> [String] {
+            let (encrypted, removed) = record.state.withLock { ($0.encrypted, $0.removedEncrypted) }
+            return record.changedKeys().filter { encrypted.contains($0) || removed.contains($0) }
+        }
+    }
+
+    /// The search words of the record's string and string-list values, as
+    /// `CKRecord.allTokens()`: what a tokenized search (`self CONTAINS 'word'`,
+    /// `allTokens TOKENMATCHES[cdl] 'word'`) matches, case and diacritics folded and stop words
+    /// dropped, sorted.
+    ///
+    /// ```swift
+    /// let note = Record(recordType: "Note")
+    /// note["title"] = "The Café at Bob's"
+    /// note.allTokens()          // ["bob", "cafe", "s"]
+    /// ```
+    public func allTokens() -> [String] {
+        TextSearch.words(of: fieldValues).sorted()
     }
 
     /// Every field key that has a value, sorted.
@@ -362,6 +401,7 @@ public final class Record: NSObject, NSCopying, Sendable {
             $0.changedSet = snapshot.changedSet
             $0.parentChanged = snapshot.parentChanged
             $0.allFieldsChanged = snapshot.allFieldsChanged
+            $0.removedEncrypted = snapshot.removedEncrypted
         }
         return record
     }

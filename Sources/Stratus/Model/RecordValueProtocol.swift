@@ -3,7 +3,8 @@ import Foundation
 /// A value that can be stored in a record field through ``Record/subscript(_:)``, like
 /// `CKRecordValueProtocol`.
 ///
-/// `String`, `Int64`, `Int` (and the smaller integer types), `Bool`, `Double`, `Float`, `Date`,
+/// `String`, `Int64`, `Int` (and the other integer types, unsigned ones up to `Int64.max`),
+/// `Bool`, `Double`, `Float`, `Date`,
 /// `Data`, ``Record/Reference``, ``Location``, ``Asset``, arrays of these, and Foundation's
 /// `NSNumber` and `NSDate` conform. Like CloudKit, integers and
 /// `Bool` are stored as INT64 and read back as numbers that convert as `NSNumber`s do:
@@ -27,6 +28,36 @@ extension Int32: RecordValueProtocol { public var fieldValue: FieldValue { .int6
 extension Int16: RecordValueProtocol { public var fieldValue: FieldValue { .int64(Int64(self)) } }
 extension Int8: RecordValueProtocol { public var fieldValue: FieldValue { .int64(Int64(self)) } }
 extension UInt32: RecordValueProtocol { public var fieldValue: FieldValue { .int64(Int64(self)) } }
+
+extension UInt64: RecordValueProtocol {
+    /// Stored as INT64, as CloudKit stores an unsigned `NSNumber`; read back with `as? UInt64`.
+    ///
+    /// ```swift
+    /// record["bytes"] = UInt64(1) << 40
+    /// let bytes = record["bytes"] as? UInt64
+    /// ```
+    ///
+    /// - Precondition: the value fits in INT64 (at most `Int64.max`): a larger one traps with a
+    ///   message naming it, since INT64 is the widest integer a record holds (store it as
+    ///   `Int64(bitPattern:)`, as `Data`, or as a string).
+    public var fieldValue: FieldValue {
+        guard let exact = Int64(exactly: self) else {
+            preconditionFailure("the unsigned number \(self) does not fit in an INT64 field (at most \(Int64.max)); store Int64(bitPattern:), Data or a String")
+        }
+        return .int64(exact)
+    }
+}
+
+extension UInt: RecordValueProtocol {
+    /// Stored as INT64, as CloudKit stores an unsigned `NSNumber`; see ``Swift/UInt64/fieldValue``.
+    ///
+    /// ```swift
+    /// record["count"] = UInt(12)
+    /// ```
+    ///
+    /// - Precondition: the value fits in INT64 (at most `Int64.max`).
+    public var fieldValue: FieldValue { UInt64(self).fieldValue }
+}
 extension UInt16: RecordValueProtocol { public var fieldValue: FieldValue { .int64(Int64(self)) } }
 extension UInt8: RecordValueProtocol { public var fieldValue: FieldValue { .int64(Int64(self)) } }
 extension Bool: RecordValueProtocol { public var fieldValue: FieldValue { .int64(self ? 1 : 0) } }

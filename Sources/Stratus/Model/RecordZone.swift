@@ -24,13 +24,15 @@ public final class RecordZone: Sendable {
     /// The default zone of a database. CloudKit's spelling, `RecordZone.default()`, works too
     /// (see ``callAsFunction()``).
     ///
-    /// Unlike CloudKit's, Stratus's default zone numbers its changes and honours atomic
-    /// requests like a custom zone, so it reports both capabilities.
+    /// As in CloudKit, the default zone has no `atomic` capability: `isAtomic` has no effect
+    /// there, and each item of a modify request succeeds or fails on its own. Unlike CloudKit's,
+    /// it numbers its changes like a custom zone (change fetches work there), so it reports
+    /// `fetchChanges`.
     ///
     /// ```swift
     /// let record = Record(recordType: "Todo", zoneID: RecordZone.default().zoneID)
     /// ```
-    public static var `default`: RecordZone { RecordZone(zoneID: .default, capabilities: [.fetchChanges, .atomic]) }
+    public static var `default`: RecordZone { RecordZone(zoneID: .default, capabilities: [.fetchChanges]) }
 
     /// The zone itself, so that `RecordZone.default()` (`CKRecordZone.default()`) reads the
     /// ``default`` zone: a static property and a static method cannot share a name in Swift.

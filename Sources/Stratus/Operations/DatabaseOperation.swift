@@ -14,6 +14,10 @@ import Synchronization
 /// For each event the result block runs first, then the older one; per-item blocks run before
 /// the final blocks. ``configuration`` and ``group`` behave as `CKOperation`'s.
 ///
+/// It stands for both `CKOperation` and `CKDatabaseOperation`: code that takes a `CKOperation`
+/// (to set its configuration or group) takes a `DatabaseOperation`, and `CKOperation.ID` and
+/// `CKOperation.Configuration` are `DatabaseOperation.ID` and `DatabaseOperation.Configuration`.
+///
 /// ```swift
 /// let fetch = FetchRecordsOperation(recordIDs: [id])
 /// fetch.database = container.publicCloudDatabase
@@ -29,8 +33,16 @@ open class DatabaseOperation: Operation, @unchecked Sendable {
     /// How transient failures (a busy store) are retried. Defaults to the database's policy.
     public var retryPolicy: RetryPolicy?
 
+    /// An operation's identifier, as `CKOperation.ID`: a string.
+    ///
+    /// ```swift
+    /// var running: [DatabaseOperation.ID: DatabaseOperation] = [:]
+    /// running[op.operationID] = op
+    /// ```
+    public typealias ID = String
+
     /// A unique identifier of the operation, as `CKOperation.operationID`.
-    public let operationID = UUID().uuidString
+    public let operationID: ID = UUID().uuidString
 
     /// Accepted for CloudKit code, never called: Stratus operations are not long-lived (see
     /// ``OperationConfiguration/isLongLived``).

@@ -100,7 +100,7 @@ enum PredicateFormatter {
         case .bytes(let data): "BYTES(\(quoted(data.base64EncodedString())))"
         case .reference(let reference): self.reference(reference)
         case .location(let location): self.location(location)
-        case .asset(let asset): "ASSET(\(quoted(asset.storedIdentifier ?? asset.fileURL?.path ?? "")))"
+        case .asset(let asset): "ASSET(\(quoted(asset.storedIdentifier ?? asset.contentURL?.path ?? "")))"
         case .stringList, .int64List, .doubleList, .dateList, .bytesList, .referenceList, .locationList, .assetList:
             set(PredicateParser.listElements(of: value) ?? [])
         }

@@ -201,7 +201,7 @@ struct RecordCompatTests {
     @Test("small names: RecordZone.default(), QueryPredicate(value:), CurrentUserDefaultName, Location.coordinate")
     func smallNames() throws {
         #expect(RecordZone.default().zoneID == RecordZone.ID.default)
-        #expect(RecordZone.default().capabilities == [.fetchChanges, .atomic])
+        #expect(RecordZone.default().capabilities == [.fetchChanges], "no atomic capability, as CloudKit's default zone")
         #expect(QueryPredicate(value: true) == (try QueryPredicate(format: "TRUEPREDICATE")))
         #expect(QueryPredicate(value: false) == (try QueryPredicate(format: "FALSEPREDICATE")))
         #expect(RecordZone.ID(zoneName: "Z", ownerName: CurrentUserDefaultName) == RecordZone.ID(zoneName: "Z"))

@@ -118,7 +118,7 @@ public final class OperationConfiguration: NSObject, NSCopying, Sendable {
         if let t = v.timeoutIntervalForResource { set.append("timeoutIntervalForResource=\(t)") }
         if let l = v.isLongLived { set.append("isLongLived=\(l)") }
         if let c = v.allowsCellularAccess { set.append("allowsCellularAccess=\(c)") }
-        if let c = v.container { set.append("container=\(c.containerIdentifier)") }
+        if let c = v.container { set.append("container=\(c.identifier)") }
         return "OperationConfiguration(\(set.joined(separator: ", ")))"
     }
 }

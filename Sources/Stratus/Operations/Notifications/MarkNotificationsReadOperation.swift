@@ -26,6 +26,17 @@ public final class MarkNotificationsReadOperation: DatabaseOperation, @unchecked
         super.init()
     }
 
+    /// An operation that marks nothing yet, as `CKMarkNotificationsReadOperation()`: set
+    /// ``notificationIDs`` before it runs.
+    ///
+    /// ```swift
+    /// let op = MarkNotificationsReadOperation()
+    /// op.notificationIDs = handled.compactMap(\.notificationID)
+    /// ```
+    public override convenience init() {
+        self.init(notificationIDsToMarkRead: [])
+    }
+
     override func execute(engine: any StorageEngine, context: DatabaseContext) throws -> StratusError? {
         let feed = context.notificationFeed
         let store = try engine.storeIdentifier

@@ -79,6 +79,17 @@ public final class QueryOperation: DatabaseOperation, RecordProducingOperation, 
         super.init()
     }
 
+    /// An operation without a query, as `CKQueryOperation()`: set ``query`` (or ``cursor``)
+    /// before it runs; without either it fails with `invalidArguments`.
+    ///
+    /// ```swift
+    /// let op = QueryOperation()
+    /// op.query = Query(recordType: "Task", predicate: QueryPredicate(value: true))
+    /// ```
+    public override init() {
+        super.init()
+    }
+
     override func execute(engine: any StorageEngine, context: DatabaseContext) throws -> StratusError? {
         precondition(resultsLimit >= 0, "QueryOperation.resultsLimit must not be negative")
         var compiled: CompiledQuery

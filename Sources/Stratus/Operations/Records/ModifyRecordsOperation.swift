@@ -4,7 +4,9 @@ import Synchronization
 /// Saves and deletes records, like `CKModifyRecordsOperation`.
 ///
 /// Each record gets its own result. With ``isAtomic`` (the default) nothing is written when
-/// any item fails: that item reports its own error and every other item `batchRequestFailed`.
+/// any item fails: that item reports its own error and every other item `batchRequestFailed`;
+/// this holds in zones with the `atomic` capability only (custom zones, unless created without
+/// it), as in CloudKit: a request that writes in the default zone is applied item by item.
 /// Without it, each item succeeds or fails alone. Either way the final result is
 /// `partialFailure` when some item failed. Non-atomic requests larger than
 /// ``itemsPerBatch`` items (CloudKit's 400 by default) or ``maximumBytesPerBatch`` bytes are
@@ -63,8 +65,14 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
     /// users and change tags the records carry (in modes that do not check tags); a record
     /// identical to the stored one is then not written at all. Off by default, as in CloudKit.
     public var preservesSystemFields = false
-    /// All or nothing, in zones with the `.atomic` capability (the default zone has it in Stratus);
-    /// in other zones each item succeeds or fails alone, as in CloudKit.
+    /// All or nothing, in zones with the `.atomic` capability (custom zones, unless created
+    /// without it); in the default zone, as in CloudKit, and in other zones each item succeeds or
+    /// fails alone, and a request that writes in the default zone is applied item by item.
+    ///
+    /// ```swift
+    /// let op = ModifyRecordsOperation(recordsToSave: [stale, fresh])   // in the default zone
+    /// op.isAtomic = true      // no effect there: `fresh` is saved, `stale` fails alone
+    /// ```
     public var isAtomic = true
     public var perRecordSaveBlock: (@Sendable (Record.ID, Result<Record, any Error>) -> Void)?
     public var perRecordDeleteBlock: (@Sendable (Record.ID, Result<Void, any Error>) -> Void)?
@@ -358,7 +366,11 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
         // A parent is saved no later than its children, also across batches.
         var ordered = PreparedSave.parentsFirst(valid)
 
-        if isAtomic {
+        // A request that writes in the default zone is not atomic, as in CloudKit: that zone
+        // has no atomic capability (``ZoneRules/capabilities(of:stored:)``), so its items are
+        // written, split and failed one by one like any non-atomic request's.
+        let atomic = isAtomic && ZoneRules.mayBeAtomic(allSaves.lazy.map(\.recordID.zoneID)) && ZoneRules.mayBeAtomic(toDelete.lazy.map(\.zoneID))
+        if atomic {
             var staging: AssetStaging?
             if failed.isEmpty && AssetStaging.isNeeded(ordered) && total <= Self.maximumAtomicItems && !shouldStop {
                 var assets = try AssetStaging(engine: engine, context: context, maximumSize: maximumAssetSize)

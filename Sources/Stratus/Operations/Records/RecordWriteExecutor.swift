@@ -161,7 +161,9 @@ enum RecordWriteExecutor {
         private mutating func capabilities(_ zoneID: RecordZone.ID) throws -> RecordZone.Capabilities? {
             if let lastZone, lastZone.id == zoneID { return lastZone.capabilities }
             if let lastZone { zones[lastZone.id] = lastZone.capabilities }
-            let found = try zones[zoneID] ?? transaction.zoneCapabilities(zoneID)
+            // The write policy decides here, once per zone, what a zone can do (the default
+            // zone is never atomic, whatever its stored row says).
+            let found = try zones[zoneID] ?? transaction.zoneCapabilities(zoneID).map { ZoneRules.capabilities(of: zoneID, stored: $0) }
             lastZone = (zoneID, found)
             return found
         }

@@ -57,7 +57,8 @@ public final class FetchRecordZonesOperation: DatabaseOperation, @unchecked Send
 
         let zones = try withRetry { try engine.fetchZones(in: context) }
         guard let recordZoneIDs else {
-            for zone in zones {
+            for stored in zones {
+                let zone = ZoneRules.answered(stored)
                 if fetchRecordZonesCompletionBlock != nil { fetched[zone.zoneID] = zone }
                 perRecordZoneResultBlock?(zone.zoneID, .success(zone))
             }
@@ -66,7 +67,7 @@ public final class FetchRecordZonesOperation: DatabaseOperation, @unchecked Send
         let byID = Dictionary(zones.map { ($0.zoneID, $0) }, uniquingKeysWith: { first, _ in first })
         for id in wanted {
             if let zone = byID[context.canonical(id)] {
-                let answered = RecordZone(zoneID: id, capabilities: zone.capabilities)
+                let answered = ZoneRules.answered(zone, as: id)
                 if fetchRecordZonesCompletionBlock != nil { fetched[id] = answered }
                 perRecordZoneResultBlock?(id, .success(answered))
             } else {

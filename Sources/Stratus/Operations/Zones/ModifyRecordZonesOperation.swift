@@ -78,7 +78,7 @@ public final class ModifyRecordZonesOperation: DatabaseOperation, @unchecked Sen
                     ?? .failure(StratusError(.internalError, "the store gave no result for zone '\(zone.zoneID.zoneName)'", zoneID: zone.zoneID))
                 switch result {
                 case .success(let stored):
-                    let answered = RecordZone(zoneID: zone.zoneID, capabilities: stored.capabilities)
+                    let answered = ZoneRules.answered(stored, as: zone.zoneID)
                     savedZones.append(answered)
                     perRecordZoneSaveBlock?(zone.zoneID, .success(answered))
                 case .failure(let error):

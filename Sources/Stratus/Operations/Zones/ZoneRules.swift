@@ -41,6 +41,27 @@ enum ZoneRules {
         zone.zoneID.isDefault ? RecordZone.default.capabilities : zone.capabilities.intersection([.fetchChanges, .atomic])
     }
 
+    /// What a zone can do, as Stratus applies and answers it: the default zone always has the
+    /// default zone's capabilities (``RecordZone/default``: no `atomic`, as CloudKit's), whatever
+    /// a store kept for it (stores made before this rule keep `atomic` in its row); other zones
+    /// what they were created with. The write policy asks this once per zone and request.
+    static func capabilities(of zoneID: RecordZone.ID, stored: RecordZone.Capabilities) -> RecordZone.Capabilities {
+        zoneID.isDefault ? RecordZone.default.capabilities : stored
+    }
+
+    /// Whether a request writing in these zones can be atomic, as far as it is known without
+    /// asking the store: not when one of them is the default zone. (Whether a custom zone was
+    /// created with `atomic` is read from the store when the request is written.)
+    static func mayBeAtomic(_ zoneIDs: some Sequence<RecordZone.ID>) -> Bool {
+        zoneIDs.allSatisfy { capabilities(of: $0, stored: .atomic).contains(.atomic) }
+    }
+
+    /// `zone` with the capabilities ``capabilities(of:stored:)`` answers for it.
+    static func answered(_ zone: RecordZone, as zoneID: RecordZone.ID? = nil) -> RecordZone {
+        let id = zoneID ?? zone.zoneID
+        return RecordZone(zoneID: id, capabilities: capabilities(of: id, stored: zone.capabilities))
+    }
+
     /// Reports per-zone errors as CloudKit does: one `partialFailure` holding them all.
     static func partialFailure(_ errors: [RecordZone.ID: StratusError], of total: Int) -> StratusError? {
         guard !errors.isEmpty else { return nil }

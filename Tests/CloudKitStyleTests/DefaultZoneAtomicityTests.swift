@@ -1,0 +1,127 @@
+import Foundation
+import Stratus
+import StratusTestSupport
+import Synchronization
+import Testing
+
+// CloudKit's default zone has no atomic capability: `isAtomic = true` (the default) has no
+// effect there, and each item of a modify request succeeds or fails on its own. Code written
+// against CloudKit relies on it (a conflict on one record does not stop the others), ported
+// mechanically from a conflict-handling sample.
+
+/// What a modify operation reported, item by item and as a whole.
+private final class ModifyReport: @unchecked Sendable {
+    // @unchecked: the operation's blocks run one at a time; read after the final block.
+    var saved: [Record.ID: Record] = [:]
+    var failed: [Record.ID: Error] = [:]
+    var deleted: [Record.ID] = []
+    var final: Error?
+}
+
+private func modify(_ database: Database, saving records: [Record], deleting ids: [Record.ID] = [], atomic: Bool = true) async -> ModifyReport {
+    let report = ModifyReport()
+    let operation = ModifyRecordsOperation(recordsToSave: records, recordIDsToDelete: ids)
+    operation.isAtomic = atomic
+    operation.perRecordSaveBlock = { recordID, result in
+        switch result {
+        case .success(let record): report.saved[recordID] = record
+        case .failure(let error): report.failed[recordID] = error
+        }
+    }
+    operation.perRecordDeleteBlock = { recordID, result in
+        switch result {
+        case .success: report.deleted.append(recordID)
+        case .failure(let error): report.failed[recordID] = error
+        }
+    }
+    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+        operation.modifyRecordsResultBlock = { result in
+            if case .failure(let error) = result { report.final = error }
+            continuation.resume()
+        }
+        database.add(operation)
+    }
+    return report
+}
+
+private func task(_ name: String, in zoneID: RecordZone.ID = RecordZone.default().zoneID) -> Record {
+    let record = Record(recordType: "Task", recordID: Record.ID(recordName: name, zoneID: zoneID))
+    record["title"] = name
+    record["done"] = false
+    return record
+}
+
+@Suite("The default zone is not atomic, as CloudKit's")
+struct DefaultZoneAtomicityTests {
+    @Test("isAtomic = true in the default zone: the new record is saved, the stale one fails alone, the request is partialFailure")
+    func staleAndNewInDefaultZone() async throws {
+        try await withContainer { container in
+            let database = container.privateCloudDatabase
+            let defaultZone = RecordZone.default().zoneID
+            let x1 = try #require(await modify(database, saving: [task("x", in: defaultZone)]).saved.values.first)
+            let xCopy = x1.copy() as! Record
+            x1["title"] = "x1"
+            #expect(await modify(database, saving: [x1]).final == nil)
+            xCopy["title"] = "x stale"
+            let y = task("y", in: defaultZone)
+            _ = try await database.save(task("gone", in: defaultZone))
+
+            let mixed = await modify(database, saving: [xCopy, y], deleting: [Record.ID(recordName: "gone")])
+            #expect(mixed.saved[y.recordID] != nil, "the other record is saved")
+            #expect((mixed.failed[xCopy.recordID] as? StratusError)?.code == .serverRecordChanged)
+            #expect(mixed.failed[y.recordID] == nil)
+            #expect(mixed.deleted == [Record.ID(recordName: "gone")], "the delete is applied too")
+            #expect((mixed.final as? StratusError)?.code == .partialFailure)
+            #expect((try await database.record(for: y.recordID))["title"] as? String == "y")
+            #expect((try await database.record(for: xCopy.recordID))["title"] as? String == "x1")
+        }
+    }
+
+    @Test("a record refused before it reaches the store fails alone in the default zone; in an atomic zone it fails the request")
+    func refusedRecordFailsAlone() async throws {
+        try await withContainer { container in
+            let database = container.privateCloudDatabase
+            let badName = String(repeating: "n", count: 300)   // record names hold at most 255 characters
+            let report = await modify(database, saving: [task(badName), task("fine")])
+            #expect((report.failed[Record.ID(recordName: badName)] as? StratusError)?.code == .invalidArguments)
+            #expect(report.saved[Record.ID(recordName: "fine")] != nil)
+
+            let work = try await database.save(RecordZone(zoneName: "Work"))
+            let atomic = await modify(database, saving: [task(badName, in: work.zoneID), task("fine", in: work.zoneID)])
+            #expect((atomic.failed[Record.ID(recordName: "fine", zoneID: work.zoneID)] as? StratusError)?.code == .batchRequestFailed)
+            #expect(atomic.saved.isEmpty)
+        }
+    }
+
+    @Test("a custom zone keeps CloudKit's atomic behaviour: one conflict, nothing written, the others batchRequestFailed")
+    func customZoneStaysAtomic() async throws {
+        try await withContainer { container in
+            let database = container.privateCloudDatabase
+            let work = try await database.save(RecordZone(zoneName: "Work"))
+            let b = try await database.save(task("b", in: work.zoneID))
+            let stale = b.copy() as! Record
+            b["title"] = "b from phone"
+            _ = try await database.save(b)
+            stale["title"] = "stale"
+            let fresh = task("d", in: work.zoneID)
+            let atomic = await modify(database, saving: [stale, fresh])
+            #expect(atomic.saved.isEmpty)
+            #expect((atomic.failed[fresh.recordID] as? StratusError)?.code == .batchRequestFailed)
+            #expect((try? await database.record(for: fresh.recordID)) == nil)
+        }
+    }
+
+    @Test("the default zone reports no atomic capability; custom zones do")
+    func capabilities() async throws {
+        try await withContainer { container in
+            let database = container.privateCloudDatabase
+            #expect(!RecordZone.default().capabilities.contains(.atomic))
+            try await database.save(RecordZone(zoneName: "Work"))
+            let zones = try await database.allRecordZones()
+            let defaultZone = try #require(zones.first { $0.zoneID == RecordZone.ID.default })
+            #expect(!defaultZone.capabilities.contains(.atomic) && defaultZone.capabilities.contains(.fetchChanges))
+            #expect(zones.first { $0.zoneID.zoneName == "Work" }?.capabilities.contains(.atomic) == true)
+            #expect(try await database.recordZone(for: .default).capabilities.contains(.atomic) == false)
+        }
+    }
+}
