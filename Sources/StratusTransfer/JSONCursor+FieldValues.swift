@@ -111,34 +111,37 @@ extension JSONCursor {
     /// Whether writing the typed value back would give other JSON than the field came as, so
     /// that the field's JSON is kept (``Stratus/Record/JSONExtras/fields``).
     ///
-    /// Always when the JSON holds what the typed value cannot: keys besides value, type and
-    /// isEncrypted; ENCRYPTED_BYTES that are not base64; references with `VALIDATE`, a `zoneID`,
-    /// other keys or given as a name; locations without all eight members or with other keys.
-    /// For a record of CloudKit's answer (``DecodeCache/mirrorsAbsence``) also when the JSON
-    /// is only spelled otherwise than a writer spells it: no type, a type such as
-    /// `ENCRYPTED_STRING` or `UNKNOWN_LIST`, `true`/`false` for INT64, a reference without
-    /// an action, `"isEncrypted": false`. Assets are written back from their CloudKit
-    /// metadata, which they keep whole.
-    func keepsFieldText(_ field: PendingField, value: FieldValue, encrypted: Bool, cache: DecodeCache) -> Bool {
+    /// When the JSON holds what the typed value cannot: keys besides value, type and
+    /// isEncrypted; bytes whose text is not the padded base64 a writer gives (`"YQ"`, `"abc"`,
+    /// escapes) or, encrypted, not base64 at all; references with `VALIDATE`, a `zoneID`, other
+    /// keys or given as a name; locations without all eight members or with other keys. And
+    /// when the JSON is only spelled otherwise than a writer spells it: no type, a type such
+    /// as `ENCRYPTED_STRING` or `UNKNOWN_LIST`, `"isEncrypted"` on `ENCRYPTED_BYTES` or BYTES,
+    /// `"isEncrypted": false`, `true`/`false` for INT64, a reference without an action. Every
+    /// JSON format keeps these alike: a field goes back as it came. Assets are written back
+    /// from their CloudKit metadata, which they keep whole; what else their field held is kept
+    /// by ``assetFieldTemplate(_:encrypted:)``.
+    func keepsFieldText(_ field: PendingField, value: FieldValue, encrypted: Bool) -> Bool {
         let type = value.type
         if type == .asset || type == .assetList { return false }
         if field.keepsText { return true }
         let token = field.value
         switch type {
-        case .bytes where encrypted && token.kind == .string && base64(token) == nil: return true
+        case .bytes where token.kind == .string && !bytesTextIsWritten(token, encrypted: encrypted): return true
+        case .bytesList where anyElement(token) { $0.kind == .string && !bytesTextIsWritten($0, encrypted: encrypted) }: return true
         case .reference where referenceLosesText(token): return true
         case .referenceList where anyElement(token, referenceLosesText): return true
         case .location where locationLosesText(token): return true
         case .locationList where anyElement(token, locationLosesText): return true
         default: break
         }
-        guard cache.mirrorsAbsence else { return false }
-        // What follows is spelling only: kept for CloudKit's answers, which go back as they came.
+        // What follows is spelling only.
         guard field.type.isPresent, !field.saysNotEncrypted else { return true }
         let written = encrypted && type == .bytes ? "ENCRYPTED_BYTES" : type.rawValue
         guard field.type.flags & Token.hasEscape == 0, field.type.end - field.type.start - 2 == written.utf8.count,
               written.utf8.elementsEqual(UnsafeBufferPointer(start: base + field.type.start + 1, count: written.utf8.count)) else { return true }
-        // BYTES with "isEncrypted": true is written as ENCRYPTED_BYTES.
+        // BYTES with "isEncrypted": true is written as ENCRYPTED_BYTES, and ENCRYPTED_BYTES
+        // without it.
         if encrypted && type == .bytes && field.isEncrypted { return true }
         switch type {
         case .int64: return token.kind != .number
@@ -147,6 +150,36 @@ extension JSONCursor {
         case .referenceList: return anyElement(token) { !hasAction($0) }
         default: return false
         }
+    }
+
+    /// Whether a BYTES string is the text a writer gives its bytes: padded base64 without
+    /// escapes (the decoder refuses bits beyond the last byte, so each byte string has one
+    /// such text). An encrypted value that is not base64 is kept as its text's bytes, which a
+    /// writer would give as base64.
+    private func bytesTextIsWritten(_ token: Token, encrypted: Bool) -> Bool {
+        guard token.flags & Token.hasEscape == 0, (token.end - token.start - 2) % 4 == 0 else { return false }
+        return !encrypted || base64(token) != nil
+    }
+
+    /// The members of an asset field besides `value`, as a JSON object's text, when a writer
+    /// would not give them back from the asset: no type, a type spelled `ASSET` or
+    /// `ASSET_LIST`, `isEncrypted`, other keys. Nil when the field is as a writer writes it.
+    /// A writer puts the asset's `value` back in front of these (``RecordJSONWriter``).
+    func assetFieldTemplate(_ field: PendingField, encrypted: Bool) -> String? {
+        let spelledAsWritten: Bool
+        if field.keepsText || field.saysNotEncrypted || field.isEncrypted || encrypted || !field.type.isPresent {
+            spelledAsWritten = false
+        } else {
+            spelledAsWritten = stringEquals(field.type, "ASSETID") || stringEquals(field.type, "ASSETID_LIST")
+        }
+        if spelledAsWritten { return nil }
+        var text = "{"
+        try? forEachMember(field.object) { (k, v) throws(FieldError) in
+            if stringEquals(k, "value") { return }
+            if text.utf8.count > 1 { text += "," }
+            text += compactText(k) + ":" + compactText(v)
+        }
+        return text + "}"
     }
 
     private func anyElement(_ token: Token, _ test: (Token) -> Bool) -> Bool {

@@ -31,10 +31,11 @@ final class DecodeCache {
     /// `records/modify` answer) is put in the reader's zone, and its references keep the zone
     /// they name as it came (with the field's JSON) while they point into the record's.
     var recordZoneIsKnown = false
-    /// Whether the record comes from one of CloudKit's answers (an envelope): what it lacks
-    /// (system fields, a zoneID, a field's type) is then left out when it is written back, as
-    /// CloudKit left it out. A record of NDJSON or a JSON array that lacks them gets what the
-    /// store gives it (a change tag, dates, its zone, types) when written.
+    /// Whether the record comes from one of CloudKit's answers (an envelope): the system
+    /// fields and zoneID it lacks are then left out when it is written back, as CloudKit left
+    /// them out. A record of NDJSON or a JSON array that lacks them gets what the store gives
+    /// it (a change tag, dates, its zone) when written. Fields go back as they came in every
+    /// format (``JSONCursor/keepsFieldText(_:value:encrypted:)``).
     var mirrorsAbsence = false
 }
 
@@ -193,7 +194,13 @@ extension JSONCursor {
                 }
             }
             let (value, encrypted) = try fieldValue(field, key: key, schema: schema, zone: zoneID, context: context)
-            if let value, keepsFieldText(field, value: value, encrypted: encrypted, cache: cache) { extras.fields[key] = compactText(field.object) }
+            if let value {
+                if value.isAsset {
+                    if let template = assetFieldTemplate(field, encrypted: encrypted) { extras.fields[key] = template }
+                } else if keepsFieldText(field, value: value, encrypted: encrypted) {
+                    extras.fields[key] = compactText(field.object)
+                }
+            }
             if onShape {
                 if let value {
                     values.values[shapePositions[index]] = value

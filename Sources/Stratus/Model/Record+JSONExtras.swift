@@ -98,9 +98,12 @@ extension Record {
             get { storage?.contents.absentKeys ?? [] }
             _modify { yield &self[modifying: \.absentKeys] }
         }
-        /// Fields whose JSON a writer could not give back from their typed value (a reference
-        /// with `VALIDATE` or a `zoneID`, a location with some members only, `ENCRYPTED_BYTES`
-        /// that are not base64), each the whole `{"value": …, "type": …}` object as JSON text.
+        /// Fields whose JSON a writer would not give back from their typed value (a reference
+        /// with `VALIDATE`, a `zoneID` or no action, a location with some members only, bytes
+        /// that are not padded base64, a value without a type, `UNKNOWN_LIST`, `isEncrypted`),
+        /// each the whole `{"value": …, "type": …}` object as JSON text. For an asset field,
+        /// which is written from its asset, the object without its `value` (`{"type":"ASSET"}`,
+        /// `{}` when it had no type): a writer puts the value in front.
         public var fields: [String: String] {
             get { storage?.contents.fields ?? [:] }
             _modify { yield &self[modifying: \.fields] }
