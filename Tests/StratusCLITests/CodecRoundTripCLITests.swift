@@ -39,4 +39,33 @@ struct CodecRoundTripCLITests {
             }
         }
     }
+
+    @Test("an empty list of unknown type neither fixes a field's type nor conflicts with a list type, in either order",
+          arguments: TestEngine.all)
+    func untypedEmptyListsCarryNoType(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let unknown = #"{"recordName":"unknown","recordType":"Tagged","fields":{"tags":{"value":[],"type":"UNKNOWN_LIST"}}}"#
+            let untyped = #"{"recordName":"untyped","recordType":"Tagged","fields":{"tags":{"value":[]}}}"#
+            let numbers = #"{"recordName":"numbers","recordType":"Tagged","fields":{"tags":{"value":[1,2],"type":"INT64_LIST"}}}"#
+            for (name, lines) in [("empty-first", [unknown, untyped, numbers]), ("empty-last", [numbers, unknown, untyped])] {
+                let other = try await cli.newStore("\(name).sqlite")
+                let result = try await cli.run(["import", try cli.file("\(name).ndjson", lines.joined(separator: "\n") + "\n"), "--store", other])
+                #expect(result.exitCode == 0, "\(name): \(result)")
+                Summary.expectImport(result, imported: 3)
+                let schema = try await cli.run(["schema", "export", "--store", other])
+                #expect(schema.stdout.contains("tags") && schema.stdout.contains("LIST<INT64>"), "\(name): \(schema)")
+                #expect(!schema.stdout.contains("LIST<STRING>"), "\(name): \(schema)")
+                let exported = try await cli.run(["export", "--type", "Tagged", "--store", other, "--quiet"])
+                #expect(exported.stdout.contains(#""tags":{"value":[],"type":"UNKNOWN_LIST"}"#), "\(name): \(exported)")
+                #expect(exported.stdout.contains(#""tags":{"value":[]}"#), "\(name): \(exported)")
+            }
+            // Alone, it creates no field at all; a typed empty list does.
+            let alone = try await cli.newStore("alone.sqlite")
+            let result = try await cli.run(["import", try cli.file("alone.ndjson", unknown + "\n"), "--store", alone])
+            #expect(result.exitCode == 0, "\(result)")
+            let schema = try await cli.run(["schema", "export", "--store", alone])
+            #expect(schema.stdout.contains("RECORD TYPE Tagged") && !schema.stdout.contains("tags"), "\(schema)")
+        }
+    }
 }
