@@ -68,9 +68,10 @@ extension JSONCursor {
 
     /// Converts one scanned field: typed by its `"type"`, else by the schema, else inferred.
     /// Answers nil for a `null` value (the field is removed), and whether the value is an
-    /// encrypted value (`ENCRYPTED_…` type or `"isEncrypted": true`).
+    /// encrypted value (`ENCRYPTED_…` type or `"isEncrypted": true`). `numbers` are the fields
+    /// the schema declares `NUMBER PREFERRED AS …` (see ``numberType(_:preferred:)``).
     func fieldValue(
-        _ field: PendingField, key: String, schema: [String: FieldType]?, zone: RecordZone.ID, context: DecodeContext
+        _ field: PendingField, key: String, schema: [String: FieldType]?, numbers: Set<String>? = nil, zone: RecordZone.ID, context: DecodeContext
     ) throws(FieldError) -> (FieldValue?, encrypted: Bool) {
         let token = field.value
         guard token.isPresent else { throw FieldError(offset: field.name.start, message: "field '\(key)' has no 'value'") }
@@ -94,7 +95,7 @@ extension JSONCursor {
                     message: "field '\(key)' has type '\(name.count > 40 ? String(name.prefix(40)) + "…" : name)', which this version does not know; the record is rejected rather than losing the field")
             }
         } else if let declared = schema?[key] {
-            type = declared
+            type = numbers?.contains(key) == true ? numberType(token, preferred: declared) : declared
         } else {
             guard let inferred = try inferredType(token, key: key) else { return (nil, encrypted) }
             type = inferred
@@ -106,6 +107,28 @@ extension JSONCursor {
             return (.bytes(Data(string(token).utf8)), true)
         }
         return (try value(token, as: type, key: key, zone: zone, context: context), encrypted)
+    }
+
+    /// The type of an untyped value in a `NUMBER PREFERRED AS …` field (or a list of them),
+    /// which takes INT64 and DOUBLE: the preferred type, except DOUBLE for a number INT64
+    /// cannot hold (`2.5`; a whole number written with a fraction is an integer) and INT64 for
+    /// `true`/`false`. Anything else takes the preferred type, whose reader says what is wrong.
+    func numberType(_ token: Token, preferred: FieldType) -> FieldType {
+        func isFraction(_ t: Token) -> Bool {
+            guard t.kind == .number else { return false }
+            if case .value = integer(t) { return false }
+            return true
+        }
+        switch preferred {
+        case .int64:
+            return isFraction(token) ? .double : .int64
+        case .int64List:
+            return token.kind == .array && anyElement(token, isFraction) ? .doubleList : .int64List
+        case .double:
+            return token.kind == .trueLiteral || token.kind == .falseLiteral ? .int64 : .double
+        default:
+            return preferred
+        }
     }
 
     /// Whether writing the typed value back would give other JSON than the field came as, so

@@ -45,6 +45,9 @@ struct DecodeContext {
     let defaultZone: RecordZone.ID
     /// Field types by record type, then by field name, from the read options' schemas.
     let schemaTypes: [String: [String: FieldType]]
+    /// The fields declared `NUMBER PREFERRED AS …`, by record type: an untyped number in one
+    /// takes the preferred type when it fits, else DOUBLE.
+    let numberFields: [String: Set<String>]
     let assetDirectory: URL?
     let followsAssetSymlinks: Bool
     let assetPaths: RecordReadOptions.AssetPaths
@@ -59,6 +62,12 @@ struct DecodeContext {
             types[recordType] = Dictionary(schema.fields.map { ($0.name, $0.type) }, uniquingKeysWith: { a, _ in a })
         }
         schemaTypes = types
+        var numbers: [String: Set<String>] = [:]
+        for (recordType, schema) in options.schemas {
+            let declared = Set(schema.fields.filter(\.isNumber).map(\.name))
+            if !declared.isEmpty { numbers[recordType] = declared }
+        }
+        numberFields = numbers
         assetDirectory = options.assetDirectory
         followsAssetSymlinks = options.followsAssetSymlinks
         assetPaths = options.assetPaths
@@ -158,6 +167,7 @@ extension JSONCursor {
         }
 
         let schema = context.schemaTypes.isEmpty ? nil : context.schemaTypes[recordType]
+        let numbers = context.numberFields.isEmpty ? nil : context.numberFields[recordType]
         // Out of the class for the loop, so each access is not checked for exclusivity.
         var names = cache.fieldNames
         cache.fieldNames = []
@@ -193,7 +203,7 @@ extension JSONCursor {
                     throw FieldError(offset: field.name.start, message: error.message + hint)
                 }
             }
-            let (value, encrypted) = try fieldValue(field, key: key, schema: schema, zone: zoneID, context: context)
+            let (value, encrypted) = try fieldValue(field, key: key, schema: schema, numbers: numbers, zone: zoneID, context: context)
             if let value {
                 if value.isAsset {
                     if let template = assetFieldTemplate(field, encrypted: encrypted) { extras.fields[key] = template }

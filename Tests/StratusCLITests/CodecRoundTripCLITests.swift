@@ -68,4 +68,26 @@ struct CodecRoundTripCLITests {
             #expect(schema.stdout.contains("RECORD TYPE Tagged") && !schema.stdout.contains("tags"), "\(schema)")
         }
     }
+
+    @Test("a NUMBER PREFERRED AS INT64 field takes an untyped 2.5 as DOUBLE and an untyped 2 as INT64", arguments: TestEngine.all)
+    func untypedNumbersInNumberFields(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let schema = "DEFINE SCHEMA\n    RECORD TYPE Reading (\n        value NUMBER PREFERRED AS INT64\n    );\n"
+            let imported = try await cli.run(["schema", "import", try cli.file("reading.ckdb", schema)])
+            #expect(imported.exitCode == 0, "\(imported)")
+            let lines = [
+                #"{"recordName":"fraction","recordType":"Reading","fields":{"value":{"value":2.5}}}"#,
+                #"{"recordName":"whole","recordType":"Reading","fields":{"value":{"value":2}}}"#,
+                #"{"recordName":"typed","recordType":"Reading","fields":{"value":{"value":3.5,"type":"DOUBLE"}}}"#,
+            ]
+            let result = try await cli.run(["import", try cli.file("readings.ndjson", lines.joined(separator: "\n") + "\n")])
+            #expect(result.exitCode == 0, "\(result)")
+            Summary.expectImport(result, imported: 3)
+            let query = try await cli.run(["query", "--type", "Reading", "--where", "value == 2.5"])
+            #expect(query.stdout.contains(#""recordName":"fraction""#), "\(query)")
+            let whole = try await cli.run(["query", "--type", "Reading", "--where", "value == 2"])
+            #expect(whole.stdout.contains(#""recordName":"whole""#), "\(whole)")
+        }
+    }
 }
