@@ -205,7 +205,7 @@ extension JSONCursor {
         return text + "}"
     }
 
-    private func anyElement(_ token: Token, _ test: (Token) -> Bool) -> Bool {
+    func anyElement(_ token: Token, _ test: (Token) -> Bool) -> Bool {
         guard token.kind == .array else { return false }
         var sub = JSONCursor(base: base, limit: token.end, isComplete: true, pos: token.start + 1)
         guard let first = try? sub.peek(), first != UInt8(ascii: "]") else { return false }
@@ -219,7 +219,7 @@ extension JSONCursor {
 
     /// Whether a reference holds what `{"recordName": …, "action": "NONE"|"DELETE_SELF"}`
     /// cannot: `VALIDATE`, a `zoneID`, other keys, or a bare name.
-    private func referenceLosesText(_ token: Token) -> Bool {
+    func referenceLosesText(_ token: Token) -> Bool {
         guard token.kind == .object else { return true }
         var loses = false
         try? forEachMember(token) { (k, v) throws(FieldError) in
@@ -237,7 +237,7 @@ extension JSONCursor {
     }
 
     /// Whether a location lacks some of the eight members a writer gives, or has others.
-    private func locationLosesText(_ token: Token) -> Bool {
+    func locationLosesText(_ token: Token) -> Bool {
         guard token.kind == .object else { return true }
         var seen: UInt32 = 0
         var needs = false
@@ -250,6 +250,40 @@ extension JSONCursor {
             seen |= 1 << UInt32(index)
         }
         return needs || seen != 0xFF
+    }
+
+    /// Whether writing a REFERENCE or LOCATION value (or a list of them) back from its typed
+    /// value would lose what its JSON held: an action `VALIDATE` or none, a `zoneID`, some
+    /// location members only, other keys.
+    func objectValueLosesText(_ token: Token, as type: FieldType) -> Bool {
+        switch type {
+        case .reference: referenceLosesText(token) || !hasAction(token)
+        case .referenceList: anyElement(token) { referenceLosesText($0) || !hasAction($0) }
+        case .location: locationLosesText(token)
+        case .locationList: anyElement(token, locationLosesText)
+        default: false
+        }
+    }
+
+    /// The JSON text of the `value` member of a kept field's text (``Stratus/Record/JSONExtras/fields``),
+    /// or nil when it has none.
+    static func keptValueText(_ kept: String) -> String? {
+        var copy = kept
+        return copy.withUTF8 { bytes -> String? in
+            guard let base = bytes.baseAddress else { return nil }
+            var cursor = JSONCursor(base: base, limit: bytes.count, isComplete: true, pos: 0)
+            do throws(ScanFailure) {
+                guard try cursor.peek() == UInt8(ascii: "{"), try cursor.openObject() else { return nil }
+                repeat {
+                    let key = try cursor.scanKey()
+                    let value = try cursor.scanValue()
+                    if cursor.stringEquals(key, "value") { return cursor.compactText(value) }
+                } while try cursor.nextMember(close: UInt8(ascii: "}"), in: "a field")
+            } catch {
+                return nil
+            }
+            return nil
+        }
     }
 
     /// A reference outside the fields (the record's parent).

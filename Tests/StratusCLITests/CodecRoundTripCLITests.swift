@@ -90,4 +90,49 @@ struct CodecRoundTripCLITests {
             #expect(whole.stdout.contains(#""recordName":"whole""#), "\(whole)")
         }
     }
+
+    @Test("CSV export keeps partial locations and a reference's zoneID and action; encrypted fields get encrypted columns; a value that does not fit its column exits 65",
+          arguments: TestEngine.all)
+    func csvExport(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let fields: [(key: String, text: String)] = [
+                ("loc", #"{"value":{"latitude":1.5,"longitude":2.5},"type":"LOCATION"}"#),
+                ("locs", #"{"value":[{"latitude":1,"longitude":2}],"type":"LOCATION_LIST"}"#),
+                ("ref", #"{"value":{"recordName":"x","action":"NONE","zoneID":{"zoneName":"_defaultZone","ownerRecordName":"__defaultOwner__"}},"type":"REFERENCE"}"#),
+                ("validated", #"{"value":{"recordName":"y","action":"VALIDATE"},"type":"REFERENCE"}"#),
+            ]
+            let line = #"{"recordName":"a","recordType":"Place","fields":{"# + fields.map { "\"\($0.key)\":\($0.text)" }.joined(separator: ",") + "}}\n"
+            let imported = try await cli.run(["import", try cli.file("place.ndjson", line)])
+            #expect(imported.exitCode == 0, "\(imported)")
+            let csv = try await cli.run(["export", "--type", "Place", "--format", "csv", "--quiet"])
+            #expect(csv.exitCode == 0, "\(csv)")
+            #expect(!csv.stdout.contains("978307200000"), "no default timestamp is made up: \(csv.stdout)")
+            // Through CSV into another store, and out as JSON: the same fields.
+            let other = try await cli.newStore("other.sqlite")
+            let moved = try await cli.run(["import", try cli.file("place.csv", csv.stdout), "--store", other])
+            #expect(moved.exitCode == 0, "\(moved)")
+            let json = try await cli.run(["export", "--type", "Place", "--store", other, "--quiet"])
+            for (key, text) in fields {
+                #expect(json.stdout.contains("\"\(key)\":\(text)"), "\(key) came back otherwise: \(json.stdout)")
+            }
+
+            // An encrypted field the first record lacks still gets an encrypted column.
+            let secrets = [
+                #"{"recordName":"s0","recordType":"Secret","fields":{"label":{"value":"x","type":"STRING"}}}"#,
+                #"{"recordName":"s1","recordType":"Secret","fields":{"data":{"value":"YQ==","type":"ENCRYPTED_BYTES"}}}"#,
+            ]
+            let stored = try await cli.run(["import", try cli.file("secrets.ndjson", secrets.joined(separator: "\n") + "\n")])
+            #expect(stored.exitCode == 0, "\(stored)")
+            let columns = try await cli.run(["export", "--type", "Secret", "--format", "csv", "--quiet"])
+            #expect(columns.exitCode == 0, "\(columns)")
+            #expect(columns.stdoutLines.first?.hasSuffix("data:ENCRYPTED_BYTES,label:STRING") == true, "\(columns)")
+            let given = try await cli.run(["export", "--type", "Secret", "--format", "csv", "--fields", "label,data:ENCRYPTED_BYTES", "--quiet"])
+            #expect(given.exitCode == 0, "\(given)")
+            // A column the first record cannot type holds plain values: the encrypted one is bad data.
+            let refused = try await cli.run(["export", "--type", "Secret", "--format", "csv", "--fields", "label,data", "--quiet"])
+            #expect(refused.exitCode == 65, "\(refused)")
+            #expect(refused.stderr.contains("record 's1'") && refused.stderr.contains("data:ENCRYPTED_BYTES"), "\(refused)")
+        }
+    }
 }
