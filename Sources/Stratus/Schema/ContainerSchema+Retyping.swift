@@ -43,6 +43,12 @@ extension StorageEngine {
     /// How many records each record type has in one environment of a container
     /// (`storageContainer`, ``DatabaseContext/storageContainer``): every database, user and
     /// zone counted, from the store's inventory.
+    ///
+    /// ```swift
+    /// let counts = try engine.recordCountsByType(storageContainer: context.storageContainer)   // ["Item": 12]
+    /// ```
+    ///
+    /// - Throws: store errors.
     @_spi(StratusEngine) public func recordCountsByType(storageContainer: String) throws -> [String: Int] {
         let (identifier, environment) = Container.Environment.split(storageContainer: storageContainer)
         var counts: [String: Int] = [:]
