@@ -1,5 +1,6 @@
 import Foundation
 import Stratus
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -11,8 +12,10 @@ import Glibc
 /// Each content is written once, streamed (never whole in memory), under a temporary name and
 /// renamed when complete: a Stratus asset as `<SHA-256>` (its JSON's `downloadURL` names that
 /// file), a CloudKit asset under its `fileChecksum` in base64url (its JSON stays CloudKit's,
-/// and an import with the folder finds the content by that name). The folder and its files are
-/// private to their user (0700, 0600), like the store they come from.
+/// and an import with the folder finds the content by that name). A file already in the folder
+/// under that name is kept only when it is a regular file (not a symbolic link) with the very
+/// bytes of the content; anything else there is replaced, atomically. The folder and its files
+/// are private to their user (0700, 0600), like the store they come from.
 ///
 /// ```swift
 /// let folder = try AssetExportFolder(directory: URL(fileURLWithPath: "export-assets"))
@@ -56,18 +59,56 @@ public final class AssetExportFolder: @unchecked Sendable {
         let name = asset.downloadURL != nil ? asset.fileChecksum.flatMap(AssetAttacher.checksumFileName) ?? identifier : identifier
         if lock.withLock({ written.contains(name) }) { return name }
         let destination = directory.appendingPathComponent(name)
-        if access(destination.path, F_OK) != 0 {
+        if !holdsContent(destination, of: source) {
             try copy(source, to: destination)
         }
         lock.withLock { _ = written.insert(name) }
         return name
     }
 
+    /// Whether `destination` is a regular file (not a symbolic link, a folder or a device)
+    /// holding exactly the bytes of `source`, compared a chunk at a time. Anything else, or a
+    /// file that cannot be read, is replaced.
+    private func holdsContent(_ destination: URL, of source: URL) -> Bool {
+        var info = stat()
+        guard lstat(destination.path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return false }
+        do throws(POSIXFailure) {
+            let existing = try FileDescriptor.open(destination.path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
+            let opened = try existing.status()
+            // The file opened is the one looked at, and still a regular file.
+            guard opened.st_mode & S_IFMT == S_IFREG, opened.st_ino == info.st_ino, opened.st_dev == info.st_dev else { return false }
+            let original = try FileDescriptor.open(source.path, O_RDONLY | O_NOFOLLOW)
+            guard try original.status().st_size == opened.st_size else { return false }
+            let buffers = UnsafeMutableRawBufferPointer.allocate(byteCount: 2 * Self.compareChunkSize, alignment: 16)
+            defer { buffers.deallocate() }
+            let mine = UnsafeMutableRawBufferPointer(rebasing: buffers[..<Self.compareChunkSize])
+            let theirs = UnsafeMutableRawBufferPointer(rebasing: buffers[Self.compareChunkSize...])
+            while true {
+                let count = try original.read(into: mine)
+                var filled = 0
+                while filled < count {
+                    let got = try existing.read(into: UnsafeMutableRawBufferPointer(rebasing: theirs[filled..<count]))
+                    if got == 0 { return false }
+                    filled += got
+                }
+                if count == 0 { return try existing.read(into: UnsafeMutableRawBufferPointer(rebasing: theirs[..<1])) == 0 }
+                if memcmp(mine.baseAddress!, theirs.baseAddress!, count) != 0 { return false }
+            }
+        } catch {
+            return false
+        }
+    }
+
+    /// Bytes compared at a time with a file already in the folder.
+    private static let compareChunkSize = 256 << 10
+
     private func copy(_ source: URL, to destination: URL) throws {
-        let temporary = directory.appendingPathComponent(".\(destination.lastPathComponent).\(getpid()).partial")
+        // A name of this writer's own (process and call), so that nothing else writes into it;
+        // the rename replaces whatever had the content's name, a symbolic link included.
+        let temporary = directory.appendingPathComponent(".\(destination.lastPathComponent).\(getpid()).\(Self.nextTemporaryNumber()).partial")
         do throws(POSIXFailure) {
             let input = try FileDescriptor.open(source.path, O_RDONLY | O_NOFOLLOW)
-            let output = try FileDescriptor.open(temporary.path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: 0o600)
+            let output = try FileDescriptor.open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600)
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.chunkSize, alignment: 16)
             defer { buffer.deallocate() }
             while true {
@@ -80,6 +121,18 @@ public final class AssetExportFolder: @unchecked Sendable {
         } catch {
             unlink(temporary.path)
             throw StratusError(error.errno == ENOSPC ? .quotaExceeded : .internalError, "cannot write the asset \(destination.lastPathComponent) into \(directory.path): \(error.reason)")
+        }
+    }
+}
+
+extension AssetExportFolder {
+    private static let temporaryCounter = Mutex<UInt64>(0)
+
+    /// A number no other temporary file of this process has.
+    fileprivate static func nextTemporaryNumber() -> UInt64 {
+        temporaryCounter.withLock { count in
+            count += 1
+            return count
         }
     }
 }

@@ -68,9 +68,10 @@ extension JSONCursor {
 
     /// Converts one scanned field: typed by its `"type"`, else by the schema, else inferred.
     /// Answers nil for a `null` value (the field is removed), and whether the value is an
-    /// encrypted value (`ENCRYPTED_…` type or `"isEncrypted": true`).
+    /// encrypted value (`ENCRYPTED_…` type or `"isEncrypted": true`). `numbers` are the fields
+    /// the schema declares `NUMBER PREFERRED AS …` (see ``numberType(_:preferred:)``).
     func fieldValue(
-        _ field: PendingField, key: String, schema: [String: FieldType]?, zone: RecordZone.ID, context: DecodeContext
+        _ field: PendingField, key: String, schema: [String: FieldType]?, numbers: Set<String>? = nil, zone: RecordZone.ID, context: DecodeContext
     ) throws(FieldError) -> (FieldValue?, encrypted: Bool) {
         let token = field.value
         guard token.isPresent else { throw FieldError(offset: field.name.start, message: "field '\(key)' has no 'value'") }
@@ -94,7 +95,7 @@ extension JSONCursor {
                     message: "field '\(key)' has type '\(name.count > 40 ? String(name.prefix(40)) + "…" : name)', which this version does not know; the record is rejected rather than losing the field")
             }
         } else if let declared = schema?[key] {
-            type = declared
+            type = numbers?.contains(key) == true ? numberType(token, preferred: declared) : declared
         } else {
             guard let inferred = try inferredType(token, key: key) else { return (nil, encrypted) }
             type = inferred
@@ -108,37 +109,62 @@ extension JSONCursor {
         return (try value(token, as: type, key: key, zone: zone, context: context), encrypted)
     }
 
+    /// The type of an untyped value in a `NUMBER PREFERRED AS …` field (or a list of them),
+    /// which takes INT64 and DOUBLE: the preferred type, except DOUBLE for a number INT64
+    /// cannot hold (`2.5`; a whole number written with a fraction is an integer) and INT64 for
+    /// `true`/`false`. Anything else takes the preferred type, whose reader says what is wrong.
+    func numberType(_ token: Token, preferred: FieldType) -> FieldType {
+        func isFraction(_ t: Token) -> Bool {
+            guard t.kind == .number else { return false }
+            if case .value = integer(t) { return false }
+            return true
+        }
+        switch preferred {
+        case .int64:
+            return isFraction(token) ? .double : .int64
+        case .int64List:
+            return token.kind == .array && anyElement(token, isFraction) ? .doubleList : .int64List
+        case .double:
+            return token.kind == .trueLiteral || token.kind == .falseLiteral ? .int64 : .double
+        default:
+            return preferred
+        }
+    }
+
     /// Whether writing the typed value back would give other JSON than the field came as, so
     /// that the field's JSON is kept (``Stratus/Record/JSONExtras/fields``).
     ///
-    /// Always when the JSON holds what the typed value cannot: keys besides value, type and
-    /// isEncrypted; ENCRYPTED_BYTES that are not base64; references with `VALIDATE`, a `zoneID`,
-    /// other keys or given as a name; locations without all eight members or with other keys.
-    /// For a record of CloudKit's answer (``DecodeCache/mirrorsAbsence``) also when the JSON
-    /// is only spelled otherwise than a writer spells it: no type, a type such as
-    /// `ENCRYPTED_STRING` or `UNKNOWN_LIST`, `true`/`false` for INT64, a reference without
-    /// an action, `"isEncrypted": false`. Assets are written back from their CloudKit
-    /// metadata, which they keep whole.
-    func keepsFieldText(_ field: PendingField, value: FieldValue, encrypted: Bool, cache: DecodeCache) -> Bool {
+    /// When the JSON holds what the typed value cannot: keys besides value, type and
+    /// isEncrypted; bytes whose text is not the padded base64 a writer gives (`"YQ"`, `"abc"`,
+    /// escapes) or, encrypted, not base64 at all; references with `VALIDATE`, a `zoneID`, other
+    /// keys or given as a name; locations without all eight members or with other keys. And
+    /// when the JSON is only spelled otherwise than a writer spells it: no type, a type such
+    /// as `ENCRYPTED_STRING` or `UNKNOWN_LIST`, `"isEncrypted"` on `ENCRYPTED_BYTES` or BYTES,
+    /// `"isEncrypted": false`, `true`/`false` for INT64, a reference without an action. Every
+    /// JSON format keeps these alike: a field goes back as it came. Assets are written back
+    /// from their CloudKit metadata, which they keep whole; what else their field held is kept
+    /// by ``assetFieldTemplate(_:encrypted:)``.
+    func keepsFieldText(_ field: PendingField, value: FieldValue, encrypted: Bool) -> Bool {
         let type = value.type
         if type == .asset || type == .assetList { return false }
         if field.keepsText { return true }
         let token = field.value
         switch type {
-        case .bytes where encrypted && token.kind == .string && base64(token) == nil: return true
+        case .bytes where token.kind == .string && !bytesTextIsWritten(token, encrypted: encrypted): return true
+        case .bytesList where anyElement(token) { $0.kind == .string && !bytesTextIsWritten($0, encrypted: encrypted) }: return true
         case .reference where referenceLosesText(token): return true
         case .referenceList where anyElement(token, referenceLosesText): return true
         case .location where locationLosesText(token): return true
         case .locationList where anyElement(token, locationLosesText): return true
         default: break
         }
-        guard cache.mirrorsAbsence else { return false }
-        // What follows is spelling only: kept for CloudKit's answers, which go back as they came.
+        // What follows is spelling only.
         guard field.type.isPresent, !field.saysNotEncrypted else { return true }
         let written = encrypted && type == .bytes ? "ENCRYPTED_BYTES" : type.rawValue
         guard field.type.flags & Token.hasEscape == 0, field.type.end - field.type.start - 2 == written.utf8.count,
               written.utf8.elementsEqual(UnsafeBufferPointer(start: base + field.type.start + 1, count: written.utf8.count)) else { return true }
-        // BYTES with "isEncrypted": true is written as ENCRYPTED_BYTES.
+        // BYTES with "isEncrypted": true is written as ENCRYPTED_BYTES, and ENCRYPTED_BYTES
+        // without it.
         if encrypted && type == .bytes && field.isEncrypted { return true }
         switch type {
         case .int64: return token.kind != .number
@@ -149,7 +175,37 @@ extension JSONCursor {
         }
     }
 
-    private func anyElement(_ token: Token, _ test: (Token) -> Bool) -> Bool {
+    /// Whether a BYTES string is the text a writer gives its bytes: padded base64 without
+    /// escapes (the decoder refuses bits beyond the last byte, so each byte string has one
+    /// such text). An encrypted value that is not base64 is kept as its text's bytes, which a
+    /// writer would give as base64.
+    private func bytesTextIsWritten(_ token: Token, encrypted: Bool) -> Bool {
+        guard token.flags & Token.hasEscape == 0, (token.end - token.start - 2) % 4 == 0 else { return false }
+        return !encrypted || base64(token) != nil
+    }
+
+    /// The members of an asset field besides `value`, as a JSON object's text, when a writer
+    /// would not give them back from the asset: no type, a type spelled `ASSET` or
+    /// `ASSET_LIST`, `isEncrypted`, other keys. Nil when the field is as a writer writes it.
+    /// A writer puts the asset's `value` back in front of these (``RecordJSONWriter``).
+    func assetFieldTemplate(_ field: PendingField, encrypted: Bool) -> String? {
+        let spelledAsWritten: Bool
+        if field.keepsText || field.saysNotEncrypted || field.isEncrypted || encrypted || !field.type.isPresent {
+            spelledAsWritten = false
+        } else {
+            spelledAsWritten = stringEquals(field.type, "ASSETID") || stringEquals(field.type, "ASSETID_LIST")
+        }
+        if spelledAsWritten { return nil }
+        var text = "{"
+        try? forEachMember(field.object) { (k, v) throws(FieldError) in
+            if stringEquals(k, "value") { return }
+            if text.utf8.count > 1 { text += "," }
+            text += compactText(k) + ":" + compactText(v)
+        }
+        return text + "}"
+    }
+
+    func anyElement(_ token: Token, _ test: (Token) -> Bool) -> Bool {
         guard token.kind == .array else { return false }
         var sub = JSONCursor(base: base, limit: token.end, isComplete: true, pos: token.start + 1)
         guard let first = try? sub.peek(), first != UInt8(ascii: "]") else { return false }
@@ -163,7 +219,7 @@ extension JSONCursor {
 
     /// Whether a reference holds what `{"recordName": …, "action": "NONE"|"DELETE_SELF"}`
     /// cannot: `VALIDATE`, a `zoneID`, other keys, or a bare name.
-    private func referenceLosesText(_ token: Token) -> Bool {
+    func referenceLosesText(_ token: Token) -> Bool {
         guard token.kind == .object else { return true }
         var loses = false
         try? forEachMember(token) { (k, v) throws(FieldError) in
@@ -181,7 +237,7 @@ extension JSONCursor {
     }
 
     /// Whether a location lacks some of the eight members a writer gives, or has others.
-    private func locationLosesText(_ token: Token) -> Bool {
+    func locationLosesText(_ token: Token) -> Bool {
         guard token.kind == .object else { return true }
         var seen: UInt32 = 0
         var needs = false
@@ -194,6 +250,40 @@ extension JSONCursor {
             seen |= 1 << UInt32(index)
         }
         return needs || seen != 0xFF
+    }
+
+    /// Whether writing a REFERENCE or LOCATION value (or a list of them) back from its typed
+    /// value would lose what its JSON held: an action `VALIDATE` or none, a `zoneID`, some
+    /// location members only, other keys.
+    func objectValueLosesText(_ token: Token, as type: FieldType) -> Bool {
+        switch type {
+        case .reference: referenceLosesText(token) || !hasAction(token)
+        case .referenceList: anyElement(token) { referenceLosesText($0) || !hasAction($0) }
+        case .location: locationLosesText(token)
+        case .locationList: anyElement(token, locationLosesText)
+        default: false
+        }
+    }
+
+    /// The JSON text of the `value` member of a kept field's text (``Stratus/Record/JSONExtras/fields``),
+    /// or nil when it has none.
+    static func keptValueText(_ kept: String) -> String? {
+        var copy = kept
+        return copy.withUTF8 { bytes -> String? in
+            guard let base = bytes.baseAddress else { return nil }
+            var cursor = JSONCursor(base: base, limit: bytes.count, isComplete: true, pos: 0)
+            do throws(ScanFailure) {
+                guard try cursor.peek() == UInt8(ascii: "{"), try cursor.openObject() else { return nil }
+                repeat {
+                    let key = try cursor.scanKey()
+                    let value = try cursor.scanValue()
+                    if cursor.stringEquals(key, "value") { return cursor.compactText(value) }
+                } while try cursor.nextMember(close: UInt8(ascii: "}"), in: "a field")
+            } catch {
+                return nil
+            }
+            return nil
+        }
     }
 
     /// A reference outside the fields (the record's parent).

@@ -15,8 +15,8 @@ import Stratus
 /// (`downloadURL`, `fileChecksum`, `size`, `referenceChecksum`, `wrappingKey`, `receipt`).
 /// What a record's CloudKit JSON held beyond the model (``Stratus/Record/JSONExtras``) is
 /// written back as it came: members such as `pluginFields`, a `zoneType`, `deviceID`s, fields
-/// kept whole, and members the input did not have are left out. ``RecordReader`` reads all of
-/// it back.
+/// kept whole (an asset field's kept members after its value), and members the input did not
+/// have are left out. ``RecordReader`` reads all of it back.
 ///
 /// ```swift
 /// print(RecordJSONWriter.json(for: record))   // one NDJSON line
@@ -82,7 +82,11 @@ public enum RecordJSONWriter {
                     if let kept = extras.fields[key] {
                         out.appendString(key)
                         out.append(UInt8(ascii: ":"))
-                        out.appendRaw(kept)
+                        if let value = fields[key], value.isAsset {
+                            appendAssetField(value, template: kept, field: key, zone: zoneID, options: options, to: &out)
+                        } else {
+                            out.appendRaw(kept)
+                        }
                     } else {
                         appendField(key, fields[key]!, encrypted: encrypted, zone: zoneID, options: options, to: &out)
                     }
@@ -139,6 +143,21 @@ public enum RecordJSONWriter {
             out.appendRaw(value.type.rawValue)
             out.append("\",\"isEncrypted\":true}")
         }
+    }
+
+    /// An asset field whose other members were kept (``JSONCursor/assetFieldTemplate``: no
+    /// type, `ASSET`, `isEncrypted`, other keys): `{"value": …}` from the asset, then those
+    /// members as they came.
+    private static func appendAssetField(_ value: FieldValue, template: String, field: String, zone: RecordZone.ID, options: Options, to out: inout ByteOutput) {
+        out.append("{\"value\":")
+        if let folder = options.assetFolder {
+            appendValue(value, field: field, zone: zone, assetFolder: folder, to: &out)
+        } else {
+            appendValue(value, field: field, zone: zone, to: &out)
+        }
+        let members = template.utf8.dropFirst()
+        if members.first != UInt8(ascii: "}") { out.append(UInt8(ascii: ",")) }
+        for byte in members { out.append(byte) }
     }
 
     /// Writes the fields in key order when they have the keys of the record written before

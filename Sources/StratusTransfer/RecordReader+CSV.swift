@@ -254,9 +254,11 @@ extension RecordReader {
         guard let recordType else { return rejected(at: rowStart, name, "the row has no recordType") }
         do { try Naming.checkIdentifier(recordType, kind: "record type") } catch { return rejected(at: rowStart, name, error.message) }
         let schema = context.schemaTypes[recordType]
+        let numbers = context.numberFields[recordType]
         var values: [String: FieldValue] = [:]
         var removed: [String] = []
         var encryptedKeys: Set<String> = []
+        var extras = Record.JSONExtras()
         var parent: Record.Reference?
         for (index, column) in layout.columns.enumerated() {
             let cell = cells[index]
@@ -284,11 +286,14 @@ extension RecordReader {
                     // Typed by the header, else the schema, else inferred from the cell as the JSON
                     // reader infers an untyped value.
                     let type = declared ?? schema?[key] ?? inferredType(cell, &scratch)
+                    let number = declared == nil && numbers?.contains(key) == true
                     // An empty cell has no value: the field is removed. Only a quoted empty
                     // cell ("") of a STRING or BYTES column is the empty string or bytes.
                     var value: FieldValue?
                     if !empty {
-                        value = try cellValue(cell, &scratch, as: type, key: key, zone: options.zoneID)
+                        let (read, kept) = try cellValueAndText(cell, &scratch, as: type, number: number, encrypted: encrypted, key: key, zone: options.zoneID)
+                        value = read
+                        if let kept { extras.fields[key] = kept }
                     } else if cell.quoted && type == .string {
                         value = .string("")
                     } else if cell.quoted && type == .bytes {
@@ -308,7 +313,7 @@ extension RecordReader {
         // Built whole, every field counts as changed; empty cells are removals.
         let record = Record(
             recordType: recordType, recordID: Record.ID(recordName: name, zoneID: options.zoneID), values: values,
-            systemFields: system, parent: parent, encryptedKeys: encryptedKeys)
+            systemFields: system, parent: parent, encryptedKeys: encryptedKeys, jsonExtras: extras)
         for key in removed { record.setFieldValue(nil, forKey: key) }
         return .record(record, line: line)
     }
@@ -382,10 +387,24 @@ extension RecordReader {
     /// cells milliseconds since 1970 or an ISO 8601 date-time; references, assets and locations
     /// plain text (a record name, a path, `lat,lon`) or JSON; everything else JSON text
     /// (base64 in a bare cell, lists as JSON arrays).
-    private func cellValue(_ cell: CSVCell, _ scratch: inout [UInt8], as type: FieldType, key: String, zone: RecordZone.ID) throws(FieldError) -> FieldValue? {
+    /// The value of a cell of `type`; `number`: the column's field is `NUMBER PREFERRED AS …`
+    /// in the schema, and a number the preferred type cannot hold is DOUBLE.
+    private func cellValue(_ cell: CSVCell, _ scratch: inout [UInt8], as declared: FieldType, number: Bool = false, key: String, zone: RecordZone.ID) throws(FieldError) -> FieldValue? {
+        try cellValueAndText(cell, &scratch, as: declared, number: number, key: key, zone: zone).value
+    }
+
+    /// ``cellValue(_:_:as:number:key:zone:)``, and for a reference or location (or a list of
+    /// them) whose JSON holds what its typed value cannot (VALIDATE or no action, a zoneID,
+    /// some location members only), the field's JSON to keep (``Stratus/Record/JSONExtras/fields``),
+    /// as a JSON reader keeps it.
+    private func cellValueAndText(
+        _ cell: CSVCell, _ scratch: inout [UInt8], as declared: FieldType, number: Bool = false, encrypted: Bool = false, key: String, zone: RecordZone.ID
+    ) throws(FieldError) -> (value: FieldValue?, kept: String?) {
         let context = self.context
+        var kept: String?
         let result: Result<FieldValue?, FieldError> = withCellBytes(cell, &scratch) { bytes in
             guard let base = bytes.baseAddress, bytes.count > 0 else { return .success(nil) }
+            var type = declared
             func plain() -> String? { String(validating: bytes, as: UTF8.self) }
             func invalid(_ what: String) -> FieldError {
                 FieldError(offset: cell.start, message: "field '\(key)': \(type.rawValue) cell \(Self.quoted(bytes)) \(what)")
@@ -395,6 +414,7 @@ extension RecordReader {
             while first < last && (bytes[first] == 0x20 || bytes[first] == 0x09) { first += 1 }
             while last > first && (bytes[last - 1] == 0x20 || bytes[last - 1] == 0x09) { last -= 1 }
             let startsJSON = first < last && (bytes[first] == UInt8(ascii: "{") || bytes[first] == UInt8(ascii: "["))
+            if number && type == .int64, let kind = Self.numberKind(UnsafeBufferPointer(rebasing: bytes[first..<last])), kind != .integer { type = .double }
             switch type {
             case .string:
                 guard let text = plain() else { return .failure(invalid("is not valid UTF-8")) }
@@ -452,12 +472,16 @@ extension RecordReader {
                 if c.pos < last { return .failure(invalid("is not \(what) (unexpected text after the value)")) }
                 if token.kind == .null { return .success(nil) }
                 do throws(FieldError) {
-                    return .success(try c.value(token, as: type, key: key, zone: zone, context: context))
+                    let value = try c.value(token, as: number ? c.numberType(token, preferred: type) : type, key: key, zone: zone, context: context)
+                    if c.objectValueLosesText(token, as: value.type) {
+                        kept = "{\"value\":" + c.compactText(token) + ",\"type\":\"" + value.type.rawValue + "\"" + (encrypted ? ",\"isEncrypted\":true}" : "}")
+                    }
+                    return .success(value)
                 } catch {
                     return .failure(FieldError(offset: cell.start, message: error.message))
                 }
             }
         }
-        return try result.get()
+        return (try result.get(), kept)
     }
 }

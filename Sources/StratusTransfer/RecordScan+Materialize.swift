@@ -31,10 +31,11 @@ final class DecodeCache {
     /// `records/modify` answer) is put in the reader's zone, and its references keep the zone
     /// they name as it came (with the field's JSON) while they point into the record's.
     var recordZoneIsKnown = false
-    /// Whether the record comes from one of CloudKit's answers (an envelope): what it lacks
-    /// (system fields, a zoneID, a field's type) is then left out when it is written back, as
-    /// CloudKit left it out. A record of NDJSON or a JSON array that lacks them gets what the
-    /// store gives it (a change tag, dates, its zone, types) when written.
+    /// Whether the record comes from one of CloudKit's answers (an envelope): the system
+    /// fields and zoneID it lacks are then left out when it is written back, as CloudKit left
+    /// them out. A record of NDJSON or a JSON array that lacks them gets what the store gives
+    /// it (a change tag, dates, its zone) when written. Fields go back as they came in every
+    /// format (``JSONCursor/keepsFieldText(_:value:encrypted:)``).
     var mirrorsAbsence = false
 }
 
@@ -44,6 +45,9 @@ struct DecodeContext {
     let defaultZone: RecordZone.ID
     /// Field types by record type, then by field name, from the read options' schemas.
     let schemaTypes: [String: [String: FieldType]]
+    /// The fields declared `NUMBER PREFERRED AS …`, by record type: an untyped number in one
+    /// takes the preferred type when it fits, else DOUBLE.
+    let numberFields: [String: Set<String>]
     let assetDirectory: URL?
     let followsAssetSymlinks: Bool
     let assetPaths: RecordReadOptions.AssetPaths
@@ -58,6 +62,12 @@ struct DecodeContext {
             types[recordType] = Dictionary(schema.fields.map { ($0.name, $0.type) }, uniquingKeysWith: { a, _ in a })
         }
         schemaTypes = types
+        var numbers: [String: Set<String>] = [:]
+        for (recordType, schema) in options.schemas {
+            let declared = Set(schema.fields.filter(\.isNumber).map(\.name))
+            if !declared.isEmpty { numbers[recordType] = declared }
+        }
+        numberFields = numbers
         assetDirectory = options.assetDirectory
         followsAssetSymlinks = options.followsAssetSymlinks
         assetPaths = options.assetPaths
@@ -157,6 +167,7 @@ extension JSONCursor {
         }
 
         let schema = context.schemaTypes.isEmpty ? nil : context.schemaTypes[recordType]
+        let numbers = context.numberFields.isEmpty ? nil : context.numberFields[recordType]
         // Out of the class for the loop, so each access is not checked for exclusivity.
         var names = cache.fieldNames
         cache.fieldNames = []
@@ -192,8 +203,14 @@ extension JSONCursor {
                     throw FieldError(offset: field.name.start, message: error.message + hint)
                 }
             }
-            let (value, encrypted) = try fieldValue(field, key: key, schema: schema, zone: zoneID, context: context)
-            if let value, keepsFieldText(field, value: value, encrypted: encrypted, cache: cache) { extras.fields[key] = compactText(field.object) }
+            let (value, encrypted) = try fieldValue(field, key: key, schema: schema, numbers: numbers, zone: zoneID, context: context)
+            if let value {
+                if value.isAsset {
+                    if let template = assetFieldTemplate(field, encrypted: encrypted) { extras.fields[key] = template }
+                } else if keepsFieldText(field, value: value, encrypted: encrypted) {
+                    extras.fields[key] = compactText(field.object)
+                }
+            }
             if onShape {
                 if let value {
                     values.values[shapePositions[index]] = value

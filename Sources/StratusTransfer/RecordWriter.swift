@@ -28,8 +28,13 @@ import Darwin
 /// reader infers the type of an untyped column's unquoted cells. Cells hold text,
 /// numbers, timestamps in milliseconds (or ISO 8601, see ``csvTimestampStyle``), base64 bytes, a reference's record name (JSON when it
 /// has an action or zone), a location as JSON, an asset's file path, and lists as JSON
-/// arrays; an empty cell is no value, and `""` is the empty string (or empty bytes). Lines end with LF. The
-/// zone is not written: CSV rows are read into the zone the reader is given.
+/// arrays; an empty cell is no value, and `""` is the empty string (or empty bytes). A
+/// reference or location read from JSON that held more than its typed value (`VALIDATE` or
+/// no action, a `zoneID`, some location members only) is written as that JSON, which
+/// ``RecordReader`` keeps. Lines end with LF. The zone is not written: CSV rows are read into
+/// the zone the reader is given. CSV carries values, not how record JSON spelled them (no
+/// type, `UNKNOWN_LIST`, `1e2`, base64 without padding, encrypted text that is not base64,
+/// `isEncrypted`, an asset field's other members): a JSON format keeps those.
 public final class RecordWriter {
     /// The format being written.
     public let format: RecordFormat
@@ -37,6 +42,15 @@ public final class RecordWriter {
     public var csvSystemColumns = true
     /// CSV: column types by field name, for fields the first record lacks. Set before the first record.
     public var csvTypes: [String: FieldType] = [:]
+    /// CSV: fields whose column holds encrypted values (`name:ENCRYPTED_TYPE`), for fields the
+    /// first record lacks; a field typed by ``csvTypes`` or the first record. Set before the
+    /// first record.
+    ///
+    /// ```swift
+    /// writer.csvTypes = ["secret": .bytes]
+    /// writer.csvEncryptedFields = ["secret"]      // header secret:ENCRYPTED_BYTES
+    /// ```
+    public var csvEncryptedFields: Set<String> = []
     /// CSV: how TIMESTAMP cells (and the creation and modification dates) are written.
     public var csvTimestampStyle = TimestampStyle.milliseconds
 
@@ -177,7 +191,7 @@ public final class RecordWriter {
         // System names asked for as fields already have their own columns; each field gets one.
         var seen: Set<String> = []
         let fields = fields.filter { !Naming.reservedFieldKeys.contains($0) && seen.insert($0).inserted }
-        columns += fields.map { .field($0, types[$0], encrypted: types[$0] != nil && encrypted.contains($0)) }
+        columns += fields.map { .field($0, types[$0], encrypted: types[$0] != nil && (encrypted.contains($0) || csvEncryptedFields.contains($0))) }
         for (i, column) in columns.enumerated() {
             if i > 0 { out.append(UInt8(ascii: ",")) }
             switch column {
@@ -198,8 +212,7 @@ public final class RecordWriter {
     }
 
     private func appendCSVRow(_ record: Record) throws {
-        let values = record.fieldValues
-        let encrypted = record.encryptedKeys
+        let (_, values, encrypted, _, extras) = record.contents
         if columns == nil {
             let fields = csvFields ?? values.keys.sorted()
             var types = csvTypes
@@ -234,7 +247,8 @@ public final class RecordWriter {
                     throw fail("field '\(key)' is \(value.type.rawValue), but its CSV column is \(type.rawValue)")
                 }
                 if encrypted.contains(key) != columnEncrypted {
-                    throw fail("field '\(key)' is \(columnEncrypted ? "a plain" : "an encrypted") value, but its CSV column holds \(columnEncrypted ? "encrypted" : "plain") values")
+                    let hint = columnEncrypted ? "" : "; give the column the type \(value.type.name(encrypted: true)) (csvEncryptedFields, --fields \(key):\(value.type.name(encrypted: true)))"
+                    throw fail("field '\(key)' is \(columnEncrypted ? "a plain" : "an encrypted") value, but its CSV column holds \(columnEncrypted ? "encrypted" : "plain") values\(hint)")
                 }
                 if type == nil {
                     guard case .string(let text) = value else {
@@ -244,7 +258,14 @@ public final class RecordWriter {
                     appendQuotedCSVCell(text)
                     continue
                 }
-                try appendCSVValue(value, key: key, zone: record.recordID.zoneID)
+                // A reference or location whose JSON held more than its typed value (VALIDATE or
+                // no action, a zoneID, some location members only) goes as that JSON.
+                if let kept = extras.fields.isEmpty ? nil : extras.fields[key], Self.keepsObjectText(value),
+                   let text = JSONCursor.keptValueText(kept) {
+                    out.appendCSVCell(text)
+                } else {
+                    try appendCSVValue(value, key: key, zone: record.recordID.zoneID)
+                }
             }
             if let problem = out.problem { throw fail(problem) }
         }
@@ -301,6 +322,15 @@ public final class RecordWriter {
             if byte == UInt8(ascii: "\"") { out.append(byte) }
         }
         out.append(UInt8(ascii: "\""))
+    }
+
+    /// Whether a value's kept JSON (``Stratus/Record/JSONExtras/fields``) is what its CSV cell
+    /// holds: references and locations, and their lists.
+    private static func keepsObjectText(_ value: FieldValue) -> Bool {
+        switch value {
+        case .reference, .referenceList, .location, .locationList: true
+        default: false
+        }
     }
 
     private static func looksLikeJSON(_ text: String) -> Bool {

@@ -13,8 +13,11 @@ struct ExportCommand: Command {
         Writes every matching record (NDJSON by default) to stdout, or to FILE. Memory holds two
         pages at most, however many records are exported. CSV columns are --fields, else every
         field of the matching records with the type of its first value (found by reading them
-        once more); --types or --fields count:INT64 give column types the records cannot (with
-        --fields, a field the first record lacks has none).
+        once more; encrypted values as ENCRYPTED_TYPE); --types or --fields count:INT64 give
+        column types the records cannot (with --fields, a field the first record lacks has
+        none), secret:ENCRYPTED_BYTES a column of encrypted values. A record whose value does not
+        fit its column stops the export (exit 65). CSV carries values, not how record JSON
+        spelled them (a missing type, UNKNOWN_LIST, unpadded base64…): use a JSON format for that.
 
         Records imported from CloudKit are written back as they came (their pluginFields,
         zoneType, deviceIDs, CloudKit asset dictionaries…). Zones of the current user are
@@ -28,7 +31,7 @@ struct ExportCommand: Command {
         .recordType, .predicate, .sort, .fields,
         Option("--limit", "N", "export at most N records (0 exports nothing)", default: "no limit"),
         Option("--format", "FORMAT", "ndjson, json (an array), envelope ({\"records\":[…]}) or csv", default: "ndjson"),
-        Option("--types", "NAME:TYPE,...", "CSV: column types (STRING, INT64, DOUBLE, TIMESTAMP, …)", default: "from the records"),
+        Option("--types", "NAME:TYPE,...", "CSV: column types (STRING, INT64, DOUBLE, TIMESTAMP, …, ENCRYPTED_BYTES, …)", default: "from the records"),
         Option("--timestamps", "STYLE", "CSV: TIMESTAMP cells as milliseconds since 1970 or iso8601 (2025-01-01T09:30:00Z)", default: "milliseconds"),
         Option("--assets-dir", "DIR", "write asset content into DIR (created, private to the user); the JSON names the files", default: "none: assets name the store's files"),
     ]
@@ -42,6 +45,7 @@ struct ExportCommand: Command {
     var output: OutputOptions
     var progressStyle: Progress.Style
     var csvTypes: [String: FieldType] = [:]
+    var csvEncryptedFields: Set<String> = []
     var timestampStyle = RecordWriter.TimestampStyle.milliseconds
     var assetsDirectory: String?
 
@@ -57,12 +61,15 @@ struct ExportCommand: Command {
             store: try StoreOptions(arguments), selection: selection, query: try selection.requireQuery(), format: format,
             limit: try arguments.count("--limit"), output: try OutputOptions(arguments), progressStyle: try Progress.style(arguments))
         command.csvTypes = selection.fieldTypes
-        for (name, type) in try arguments.fieldTypes("--types") {
-            if let given = command.csvTypes[name], given != type {
-                throw UsageError(message: "--fields says \(name):\(given.rawValue) but --types says \(name):\(type.rawValue)")
+        command.csvEncryptedFields = selection.encryptedFields
+        let (types, encrypted) = try arguments.columnTypes("--types")
+        for (name, type) in types {
+            if let given = command.csvTypes[name], given != type || selection.encryptedFields.contains(name) != encrypted.contains(name) {
+                throw UsageError(message: "--fields and --types give \(name) two different types")
             }
             command.csvTypes[name] = type
         }
+        command.csvEncryptedFields.formUnion(encrypted)
         if let text = arguments.value("--timestamps") {
             guard let style = RecordWriter.TimestampStyle(rawValue: text) else {
                 throw UsageError(message: "--timestamps takes milliseconds or iso8601, not '\(text)'")
@@ -81,16 +88,21 @@ struct ExportCommand: Command {
         let exporter = RecordExporter(database: database, query: query, zoneID: store.zoneID, desiredKeys: selection.fields, limit: limit)
         var csvFields = selection.fields
         var csvTypes = self.csvTypes
+        var csvEncryptedFields = self.csvEncryptedFields
         if format == .csv && csvFields == nil {
             // CSV needs its columns before the first row: every field of every matching record
             // (a schema need not declare every field), found by reading them once more.
-            let found = try await exporter.fieldTypes()
-            csvTypes.merge(found) { given, _ in given }
-            csvFields = Array(Set(found.keys).union(self.csvTypes.keys)).sorted()
+            let found = try await exporter.fieldColumns()
+            for (name, type) in found.types where csvTypes[name] == nil {
+                csvTypes[name] = type
+                if found.encrypted.contains(name) { csvEncryptedFields.insert(name) }
+            }
+            csvFields = Array(Set(found.types.keys).union(self.csvTypes.keys)).sorted()
         }
         let output = try OutputFile(path: self.output.path, force: self.output.force)
         let writer = RecordWriter(format: format, output: output.handle, csvFields: csvFields)
         writer.csvTypes = csvTypes
+        writer.csvEncryptedFields = csvEncryptedFields
         writer.csvTimestampStyle = timestampStyle
         writer.jsonOptions.currentUserRecordName = store.scope == .public ? nil : try await database.currentUserRecordName()
         if let assetsDirectory {
@@ -104,7 +116,7 @@ struct ExportCommand: Command {
         if self.output.path != nil { Interruption.install { exporter.cancel() } }
         let summary: RecordExporter.Summary
         do {
-            summary = try await exporter.run(into: writer) { progress.update(done: $0) }
+            summary = try await exporter.run(into: DataRefusingSink(writer)) { progress.update(done: $0) }
             if summary.end == .cancelled {
                 output.abandon()
                 progress.finish("stopped after \(Progress.grouped(summary.exported)) records; \(self.output.path ?? "the output") was not written", json: ["exported": summary.exported])

@@ -86,7 +86,17 @@ struct QueryCommand: Command {
         }
         let writer = RecordWriter(format: format, output: .standardOutput, csvFields: selection.fields ?? (format == .csv ? types.keys.sorted() : nil))
         writer.csvTypes = types
-        for record in records { try writer.write(record) }
+        writer.csvEncryptedFields = selection.encryptedFields
+        if format == .csv {
+            // Columns typed by the page's first value of each field are encrypted when it is.
+            for key in types.keys where selection.fieldTypes[key] == nil {
+                if let first = records.first(where: { $0.fieldValue(forKey: key) != nil }), first.encryptedKeys.contains(key) {
+                    writer.csvEncryptedFields.insert(key)
+                }
+            }
+        }
+        let sink = DataRefusingSink(writer)
+        for record in records { try sink.write(record) }
         let marker = page.queryCursor?.serialized
         try writer.finish(continuationMarker: marker)
         if let marker, format != .envelope {

@@ -20,6 +20,8 @@ struct QuerySelection {
     var fields: [String]?
     /// Column types given in `--fields` (`count:INT64`), for CSV.
     var fieldTypes: [String: FieldType] = [:]
+    /// Fields given an encrypted column type in `--fields` (`secret:ENCRYPTED_BYTES`), for CSV.
+    var encryptedFields: Set<String> = []
 
     /// Reads the options the command declares; `--where` is parsed here, so that a bad
     /// predicate is a usage error before anything is opened.
@@ -39,7 +41,9 @@ struct QuerySelection {
                     continue
                 }
                 let name = String(item[..<colon])
-                fieldTypes[name] = try ParsedArguments.fieldType(String(item[item.index(after: colon)...]), in: "--fields", item: item)
+                let (type, encrypted) = try ParsedArguments.columnType(String(item[item.index(after: colon)...]), in: "--fields", item: item)
+                fieldTypes[name] = type
+                if encrypted { encryptedFields.insert(name) }
                 names.append(name)
             }
             fields = names
@@ -93,6 +97,33 @@ extension ParsedArguments {
             types[String(parts[0])] = try Self.fieldType(String(parts[1]), in: name, item: String(pair))
         }
         return types
+    }
+
+    /// `--types NAME:TYPE,...` as CSV column types by field name, where a type may be encrypted
+    /// (`secret:ENCRYPTED_BYTES`, as a CSV header writes it), and the fields so given.
+    ///
+    /// - Throws: ``UsageError`` naming the pair that is not `NAME:TYPE` with a known type.
+    func columnTypes(_ name: String) throws -> (types: [String: FieldType], encrypted: Set<String>) {
+        guard let text = value(name) else { return ([:], []) }
+        var types: [String: FieldType] = [:]
+        var encrypted: Set<String> = []
+        for pair in text.split(separator: ",", omittingEmptySubsequences: false) {
+            let parts = pair.split(separator: ":", omittingEmptySubsequences: false)
+            guard parts.count == 2, !parts[0].isEmpty else {
+                throw UsageError(message: "\(name) takes NAME:TYPE pairs such as count:INT64, not '\(pair)'")
+            }
+            let (type, isEncrypted) = try Self.columnType(String(parts[1]), in: name, item: String(pair))
+            types[String(parts[0])] = type
+            if isEncrypted { encrypted.insert(String(parts[0])) }
+        }
+        return (types, encrypted)
+    }
+
+    /// A CSV column's type: a field type, or `ENCRYPTED_` and one (a column of encrypted values).
+    static func columnType(_ text: String, in option: String, item: String) throws -> (FieldType, encrypted: Bool) {
+        let upper = text.uppercased()
+        if upper.hasPrefix("ENCRYPTED_"), let type = FieldType(rawValue: String(upper.dropFirst("ENCRYPTED_".count))) { return (type, true) }
+        return (try fieldType(text, in: option, item: item), false)
     }
 
     static func fieldType(_ text: String, in option: String, item: String) throws -> FieldType {

@@ -22,7 +22,8 @@ struct SchemaCommand: Command {
           export    prints the environment's schema (or writes it to --output FILE).
           import    checks FILE and replaces the development schema with it: roles, record types,
                     fields, indexes (built over the records stored) and grants. It must keep every
-                    record type and field production has, with its type.
+                    record type and field production has, with its type, and may not change the
+                    type of a field whose record type has records (exit 65, nothing changed).
           validate  checks FILE (its syntax, with line and column, and CloudKit's rules) and, when
                     the store exists, that import would accept it. Exit 0 when it is valid.
           diff      prints what changes from the environment's schema to FILE, one line each
@@ -121,8 +122,7 @@ struct SchemaCommand: Command {
         case .validate(let path):
             let schema = try Self.read(path)
             if let container = try Self.existingContainer(store) {
-                let production = try await container.container(in: .production).schema()
-                try await Self.refusingData { try schema.checkKeeps(production, for: "import \(path)") }
+                try await Self.refusingData { try await container.container(in: .development).checkSchemaReplacement(schema, for: "import \(path)") }
             }
             StratusCommand.log("\(path) is valid (\(Self.describe(schema)))")
             return .success

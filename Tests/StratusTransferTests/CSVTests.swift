@@ -149,4 +149,39 @@ struct CSVTests {
         let repeated = try written([first], format: .csv, csvFields: ["recordName", "n", "n", "parent"]) { $0.csvSystemColumns = false }
         #expect(String(decoding: repeated, as: UTF8.self) == "recordName,recordType,n:INT64\na,T,1\n")
     }
+
+    @Test("a reference or location whose JSON held more than its value goes through CSV as that JSON and back; encrypted columns can be named")
+    func keptObjectsAndEncryptedColumns() throws {
+        let fields: [(key: String, text: String)] = [
+            ("loc", #"{"value":{"latitude":1.5,"longitude":2.5},"type":"LOCATION"}"#),
+            ("locs", #"{"value":[{"latitude":1,"longitude":2,"speed":3}],"type":"LOCATION_LIST"}"#),
+            ("ref", #"{"value":{"recordName":"x","action":"NONE","zoneID":{"zoneName":"_defaultZone","ownerRecordName":"__defaultOwner__"}},"type":"REFERENCE"}"#),
+            ("refs", #"{"value":[{"recordName":"y","action":"VALIDATE"},{"recordName":"z"}],"type":"REFERENCE_LIST"}"#),
+        ]
+        let line = #"{"recordName":"a","recordType":"T","fields":{"# + fields.map { "\"\($0.key)\":\($0.text)" }.joined(separator: ",") + "}}"
+        let record = try #require(try readAll(line).first?.record)
+        let csv = try written([record], format: .csv) { $0.csvSystemColumns = false }
+        #expect(!String(decoding: csv, as: UTF8.self).contains("978307200000"), "no default timestamp is made up")
+        let back = try #require(try readAll(csv, { var o = RecordReadOptions(); o.format = .csv; return o }()).first?.record)
+        expectSame(back, record, "csv")
+        let json = RecordJSONWriter.json(for: back)
+        for (key, text) in fields {
+            #expect(json.contains("\"\(key)\":\(text)"), "\(key) came back otherwise: \(json)")
+        }
+
+        // A column for a field the first record lacks can be named encrypted.
+        let plain = storedRecord("S", "p", ["label": .string("x")], tag: nil, created: nil, modified: nil)
+        let secret = Record(recordType: "S", recordID: Record.ID(recordName: "s"), systemFields: Record.SystemFields(),
+                            fields: ["data": .bytes(Data([1]))], encryptedKeys: ["data"])
+        let refused = #expect(throws: StratusError.self) {
+            try written([plain, secret], format: .csv, csvFields: ["label", "data"]) { $0.csvSystemColumns = false; $0.csvTypes = ["data": .bytes] }
+        }
+        #expect(refused?.message.contains("ENCRYPTED_BYTES") == true, "\(String(describing: refused))")
+        let named = try written([plain, secret], format: .csv, csvFields: ["label", "data"]) {
+            $0.csvSystemColumns = false
+            $0.csvTypes = ["data": .bytes]
+            $0.csvEncryptedFields = ["data"]
+        }
+        #expect(String(decoding: named, as: UTF8.self) == "recordName,recordType,label:STRING,data:ENCRYPTED_BYTES\np,S,x,\ns,S,,AQ==\n")
+    }
 }

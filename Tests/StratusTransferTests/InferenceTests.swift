@@ -63,6 +63,37 @@ struct InferenceTests {
         #expect(try Self.field(#""target""#, configure: { $0.schemas = ["T": schema] }) == .reference(Record.Reference(recordID: Record.ID(recordName: "target"), action: .none)))
     }
 
+    @Test("a NUMBER PREFERRED AS field types an untyped number by the preference when it fits, else as DOUBLE; JSON and CSV alike")
+    func numberFields() throws {
+        var schema = RecordTypeSchema(recordType: "T")
+        schema.fields.append(RecordTypeSchema.Field("f", type: .int64, isNumber: true))
+        let asInt64: (inout RecordReadOptions) -> Void = { $0.schemas = ["T": schema] }
+        #expect(try Self.field("2.5", configure: asInt64) == .double(2.5))
+        #expect(try Self.field("2", configure: asInt64) == .int64(2))
+        #expect(try Self.field("2.0", configure: asInt64) == .int64(2))
+        #expect(try Self.field("1e30", configure: asInt64) == .double(1e30))
+        #expect(try Self.field("true", configure: asInt64) == .int64(1))
+        schema.fields = [RecordTypeSchema.Field("f", type: .double, isNumber: true)]
+        let asDouble: (inout RecordReadOptions) -> Void = { $0.schemas = ["T": schema] }
+        #expect(try Self.field("2", configure: asDouble) == .double(2))
+        #expect(try Self.field("false", configure: asDouble) == .int64(0))
+        schema.fields = [RecordTypeSchema.Field("f", type: .int64List, isNumber: true)]
+        let asList: (inout RecordReadOptions) -> Void = { $0.schemas = ["T": schema] }
+        #expect(try Self.field("[1,2]", configure: asList) == .int64List([1, 2]))
+        #expect(try Self.field("[1,2.5]", configure: asList) == .doubleList([1, 2.5]))
+        // A typed value keeps its type.
+        let typed = try readAll(#"{"recordName":"r","recordType":"T","fields":{"f":{"value":2,"type":"DOUBLE"}}}"#, configure: asInt64)
+        #expect(typed.first?.record?.fieldValue(forKey: "f") == .double(2))
+
+        schema.fields = [RecordTypeSchema.Field("f", type: .int64, isNumber: true), RecordTypeSchema.Field("g", type: .int64List, isNumber: true)]
+        let csv = try readAll("recordName,recordType,f,g\na,T,2.5,\"[1,2.5]\"\nb,T,7,\"[1,2]\"\n", format: .csv) { $0.schemas = ["T": schema] }
+        #expect(csv.compactMap(\.rejection).isEmpty, "\(csv)")
+        #expect(csv.first?.record?.fieldValue(forKey: "f") == .double(2.5))
+        #expect(csv.first?.record?.fieldValue(forKey: "g") == .doubleList([1, 2.5]))
+        #expect(csv.last?.record?.fieldValue(forKey: "f") == .int64(7))
+        #expect(csv.last?.record?.fieldValue(forKey: "g") == .int64List([1, 2]))
+    }
+
     @Test("typed values: INT64 takes booleans and whole numbers written with a fraction; ASSET means ASSETID")
     func typedValues() throws {
         func typed(_ json: String, _ type: String) throws -> FieldValue? {

@@ -235,4 +235,45 @@ struct RoundTripTests {
             #expect(items.last?.line == (format == .ndjson ? 20_000 : format == .csv ? 20_001 : 20_001))
         }
     }
+
+    /// Fields spelled otherwise than a writer spells them: each goes back exactly as it came
+    /// (an asset's dictionary in the writer's member order, which JSON does not tell apart).
+    static let spelledFields: [(key: String, text: String)] = [
+        ("encryptedNotBase64", #"{"value":"abc","type":"ENCRYPTED_BYTES"}"#),
+        ("encryptedUnpadded", #"{"value":"YQ","type":"ENCRYPTED_BYTES"}"#),
+        ("encryptedFlagged", #"{"value":"YQ==","type":"ENCRYPTED_BYTES","isEncrypted":true}"#),
+        ("bytesUnpadded", #"{"value":"YQ","type":"BYTES"}"#),
+        ("bytesEscaped", #"{"value":"Y\u0051==","type":"BYTES"}"#),
+        ("unknownList", #"{"value":[],"type":"UNKNOWN_LIST"}"#),
+        ("untypedExponent", #"{"value":1e2}"#),
+        ("untypedMinusZero", #"{"value":-0}"#),
+        ("untypedText", #"{"value":"Milk"}"#),
+        ("untypedList", #"{"value":[1,2.5]}"#),
+        ("referenceNoAction", #"{"value":{"recordName":"x"},"type":"REFERENCE"}"#),
+        ("assetSpelledAsset", #"{"value":{"size":5,"downloadURL":"https://cvws.icloud-content.com/B/a","fileChecksum":"AQ=="},"type":"ASSET"}"#),
+        ("assetUntyped", #"{"value":{"size":6,"downloadURL":"https://cvws.icloud-content.com/B/b","fileChecksum":"Ag=="}}"#),
+        ("assetOtherKey", #"{"value":{"size":7,"downloadURL":"https://cvws.icloud-content.com/B/c","fileChecksum":"Aw=="},"type":"ASSETID","note":1}"#),
+    ]
+
+    @Test("a field spelled otherwise than a writer spells it goes back as it came, in each JSON format", arguments: [RecordFormat.ndjson, .json, .envelope])
+    func spelledFieldsComeBack(format: RecordFormat) throws {
+        let fields = Self.spelledFields.map { "\"\($0.key)\":\($0.text)" }.joined(separator: ",")
+        let line = #"{"recordName":"r","recordType":"T","fields":{"# + fields + "}}"
+        let input = switch format {
+        case .ndjson: line + "\n"
+        case .json: "[" + line + "]"
+        default: #"{"records":["# + line + "]}"
+        }
+        var options = RecordReadOptions()
+        options.format = format
+        let items = try readAll(Data(input.utf8), options)
+        let record = try #require(items.first?.record, "\(items)")
+        #expect(record.encryptedKeys == ["encryptedNotBase64", "encryptedUnpadded", "encryptedFlagged"])
+        let output = String(decoding: try written([record], format: format), as: UTF8.self)
+        for (key, text) in Self.spelledFields {
+            #expect(output.contains("\"\(key)\":\(text)"), "\(format): \(key) came back otherwise: \(output)")
+        }
+        // Read again, the record has the same values.
+        expectSame(try readAll(Data(output.utf8), options).first?.record, record, "\(format)")
+    }
 }

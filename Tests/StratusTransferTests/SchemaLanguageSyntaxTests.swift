@@ -309,6 +309,19 @@ struct SchemaLanguageSyntaxTests {
         #expect(error.line == 3 && error.column == 9, "\(error)")
         #expect(error.message.contains("\n    \t\ttitle\tTEXT\n    \t\t     \t^"), "tabs kept so the caret lines up: \(error.message)")
     }
+
+    @Test("lines end with LF, CR or CRLF alike: errors name the same line and column, comments end at the line's end", arguments: ["\n", "\r", "\r\n"])
+    func lineEnds(newline: String) throws {
+        let lines = ["DEFINE SCHEMA", "  // a comment", "  RECORD TYPE Note (", "    title STRING, -- another", "    body TEXT", "  );"]
+        let error = try #require(schemaError { try Self.read(lines.joined(separator: newline) + newline) })
+        #expect(error.line == 5 && error.column == 10, "\(error)")
+        #expect(error.message.contains("\n        body TEXT\n             ^"), "the line alone, with its caret: \(error.message)")
+        // A comment does not run on past its line: the type after it is read.
+        var good = lines
+        good[4] = "    body STRING"
+        let schema = try Self.read(good.joined(separator: newline) + newline)
+        #expect(schema.recordType("Note")?.fields.map(\.name).sorted() == ["body", "title"], "\(schema)")
+    }
 }
 
 @Suite("Schema model: equality, stored JSON, validation")

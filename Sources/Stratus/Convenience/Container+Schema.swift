@@ -47,8 +47,9 @@ extension Container {
     /// as `cktool import-schema` does, and builds its indexes.
     ///
     /// The schema must keep every record type and field production has, with its type
-    /// (``ContainerSchema/checkKeeps(_:for:)``). Records already stored are not checked
-    /// against new types.
+    /// (``ContainerSchema/checkKeeps(_:for:)``), and may not change the type of a field whose
+    /// record type has records in development (``ContainerSchema/checkRetypes(to:recordCounts:for:)``):
+    /// CloudKit never changes a field's type. Refused, nothing changes.
     ///
     /// ```swift
     /// let schema = try SchemaReader.read(text)   // StratusTransfer
@@ -56,7 +57,8 @@ extension Container {
     /// ```
     ///
     /// - Throws: ``StratusError`` `invalidArguments` for an invalid schema, one that drops or
-    ///   retypes what production has, or a production container; store errors.
+    ///   retypes what production has or retypes a field of a type with records, or a
+    ///   production container; store errors.
     @discardableResult
     public func replaceSchema(_ schema: ContainerSchema) async throws -> ContainerSchema {
         guard environment == .development else {
@@ -71,8 +73,37 @@ extension Container {
         return try await publicCloudDatabase.perform { engine, _ in
             let production = try engine.fetchSchema(storageContainer: productionKey)
             try stored.checkKeeps(production, for: "replace the development schema")
+            let development = try engine.fetchSchema(storageContainer: developmentKey)
+            if !development.retypes(to: stored).isEmpty {
+                try development.checkRetypes(to: stored, recordCounts: try engine.recordCountsByType(storageContainer: developmentKey),
+                                             for: "replace the development schema")
+            }
             try engine.modifySchema(storageContainer: developmentKey) { $0 = stored }
             return stored
+        }
+    }
+
+    /// Checks, changing nothing, that ``replaceSchema(_:)`` would take `schema`: it keeps what
+    /// production has, and retypes no field of a record type with records in development.
+    ///
+    /// ```swift
+    /// try await container.checkSchemaReplacement(schema, for: "import schema.ckdb")
+    /// ```
+    ///
+    /// - Throws: ``StratusError`` `invalidArguments` naming what the replacement would drop or
+    ///   retype (the message starts `cannot ACTION:`); store errors.
+    public func checkSchemaReplacement(_ schema: ContainerSchema, for action: String) async throws {
+        var replacement = schema
+        replacement.includeUsersRecordType()
+        let checked = replacement
+        let developmentKey = Environment.development.storageContainer(for: identifier)
+        let productionKey = Environment.production.storageContainer(for: identifier)
+        try await publicCloudDatabase.perform { engine, _ in
+            try checked.checkKeeps(try engine.fetchSchema(storageContainer: productionKey), for: action)
+            let development = try engine.fetchSchema(storageContainer: developmentKey)
+            if !development.retypes(to: checked).isEmpty {
+                try development.checkRetypes(to: checked, recordCounts: try engine.recordCountsByType(storageContainer: developmentKey), for: action)
+            }
         }
     }
 

@@ -123,18 +123,33 @@ public final class RecordExporter: Sendable {
     ///
     /// - Throws: what the query throws.
     public func fieldTypes() async throws -> [String: FieldType] {
+        try await fieldColumns().types
+    }
+
+    /// ``fieldTypes()``, and the fields whose first value is an encrypted value (a CSV column
+    /// `name:ENCRYPTED_TYPE`).
+    ///
+    /// ```swift
+    /// let (types, encrypted) = try await exporter.fieldColumns()   // encrypted: ["secret"]
+    /// ```
+    ///
+    /// - Throws: what the query throws.
+    public func fieldColumns() async throws -> (types: [String: FieldType], encrypted: Set<String>) {
         var types: [String: FieldType] = [:]
+        var encrypted: Set<String> = []
         var read = 0
         let limit = self.limit ?? Int.max
-        guard limit > 0 else { return types }
+        guard limit > 0 else { return (types, encrypted) }
         for try await record in records() {
-            for (key, value) in record.fieldValues where types[key] == nil && (desiredKeys?.contains(key) ?? true) {
+            let (_, fields, encryptedKeys, _, _) = record.contents
+            for (key, value) in fields where types[key] == nil && (desiredKeys?.contains(key) ?? true) {
                 types[key] = value.type
+                if encryptedKeys.contains(key) { encrypted.insert(key) }
             }
             read += 1
             if read >= limit { break }
         }
-        return types
+        return (types, encrypted)
     }
 
     /// The export's records: every read of the export goes through here, and reads one

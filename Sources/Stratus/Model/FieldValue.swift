@@ -54,6 +54,21 @@ public enum FieldValue: Hashable, Sendable, Codable {
         }
     }
 
+    /// Whether the value is a list without elements (of any element type).
+    var isEmptyList: Bool {
+        switch self {
+        case .stringList(let v): v.isEmpty
+        case .int64List(let v): v.isEmpty
+        case .doubleList(let v): v.isEmpty
+        case .dateList(let v): v.isEmpty
+        case .bytesList(let v): v.isEmpty
+        case .referenceList(let v): v.isEmpty
+        case .locationList(let v): v.isEmpty
+        case .assetList(let v): v.isEmpty
+        default: false
+        }
+    }
+
     /// The value as a CloudKit-style boxed value (`String`, `Int64`, `[Date]`, …), for the
     /// untyped subscript of ``Record``.
     public var boxed: any RecordValueProtocol {

@@ -9,7 +9,8 @@ extension Record {
     /// `modified`, references with `"action": "VALIDATE"` or a `zoneID`, locations with some
     /// members only. A reader of record JSON keeps each here; a writer puts each back. Nothing
     /// here changes what the record means to Stratus: queries, references and saves work on
-    /// the typed values.
+    /// the typed values, except that an empty list that came without an element type
+    /// (``holdsUntypedEmptyList(_:)``) neither fixes nor conflicts with a field's type.
     ///
     /// A kept field (``fields``) is dropped when the field is set, and what describes the
     /// system fields (``createdMembers``, ``modifiedMembers``, ``absentKeys``) when a save gives
@@ -98,9 +99,12 @@ extension Record {
             get { storage?.contents.absentKeys ?? [] }
             _modify { yield &self[modifying: \.absentKeys] }
         }
-        /// Fields whose JSON a writer could not give back from their typed value (a reference
-        /// with `VALIDATE` or a `zoneID`, a location with some members only, `ENCRYPTED_BYTES`
-        /// that are not base64), each the whole `{"value": …, "type": …}` object as JSON text.
+        /// Fields whose JSON a writer would not give back from their typed value (a reference
+        /// with `VALIDATE`, a `zoneID` or no action, a location with some members only, bytes
+        /// that are not padded base64, a value without a type, `UNKNOWN_LIST`, `isEncrypted`),
+        /// each the whole `{"value": …, "type": …}` object as JSON text. For an asset field,
+        /// which is written from its asset, the object without its `value` (`{"type":"ASSET"}`,
+        /// `{}` when it had no type): a writer puts the value in front.
         public var fields: [String: String] {
             get { storage?.contents.fields ?? [:] }
             _modify { yield &self[modifying: \.fields] }
@@ -108,6 +112,39 @@ extension Record {
 
         /// Nothing kept.
         public init() {}
+
+        /// Whether the field `key` came as an empty list of no known element type: CloudKit's
+        /// `{"value": [], "type": "UNKNOWN_LIST"}`, or `[]` without a type (kept in ``fields``).
+        ///
+        /// Such a list carries no type: saving it neither fixes the type of a field it creates
+        /// (development creates none for it) nor conflicts with the list type a field has
+        /// (``FieldValue`` gives the empty list an element type only because it must have one).
+        ///
+        /// ```swift
+        /// record.jsonExtras.fields["tags"] = #"{"value":[],"type":"UNKNOWN_LIST"}"#
+        /// print(record.jsonExtras.holdsUntypedEmptyList("tags"))   // true
+        /// ```
+        public func holdsUntypedEmptyList(_ key: String) -> Bool {
+            guard let text = storage?.contents.fields[key], text.utf8.contains(UInt8(ascii: "[")) else { return false }
+            var copy = text
+            return copy.withUTF8 { bytes in
+                guard let base = bytes.baseAddress else { return false }
+                var cursor = JSONCursor(base: base, limit: bytes.count, isComplete: true, pos: 0)
+                var type = JSONCursor.Token.none, value = JSONCursor.Token.none
+                do throws(JSONCursor.Failure) {
+                    guard try cursor.peek() == UInt8(ascii: "{"), try cursor.openObject() else { return false }
+                    repeat {
+                        let member = try cursor.scanKey()
+                        let token = try cursor.scanValue()
+                        if cursor.stringEquals(member, "type") { type = token } else if cursor.stringEquals(member, "value") { value = token }
+                    } while try cursor.nextMember(close: UInt8(ascii: "}"), in: "a field")
+                } catch {
+                    return false
+                }
+                guard value.kind == .array, cursor.isEmptyContainer(value) else { return false }
+                return !type.isPresent || (type.kind == .string && cursor.stringEquals(type, "UNKNOWN_LIST"))
+            }
+        }
 
         /// Whether nothing is kept.
         public var isEmpty: Bool { storage == nil }

@@ -97,7 +97,8 @@ struct SchemaLexer {
             if byte == 0x20 || (byte >= 0x09 && byte <= 0x0D) {
                 offset += 1
             } else if offset + 1 < bytes.count && ((byte == UInt8(ascii: "/") && bytes[offset + 1] == UInt8(ascii: "/")) || (byte == UInt8(ascii: "-") && bytes[offset + 1] == UInt8(ascii: "-"))) {
-                while offset < bytes.count, bytes[offset] != 0x0A { offset += 1 }
+                // To the end of the line, which CR ends as LF does.
+                while offset < bytes.count, !SchemaSource.isLineBreak(bytes[offset]) { offset += 1 }
             } else if offset + 1 < bytes.count && byte == UInt8(ascii: "/") && bytes[offset + 1] == UInt8(ascii: "*") {
                 let start = offset
                 offset += 2

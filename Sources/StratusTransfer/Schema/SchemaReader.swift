@@ -16,7 +16,8 @@ import Stratus
 /// Keywords are case-insensitive and names case-sensitive; a name may be double-quoted, and
 /// must be when it is one of the reserved words `GRANT`, `PREFERRED`, `QUERYABLE`, `SORTABLE`
 /// and `SEARCHABLE`; any other keyword can be a name (`type`, `order`, `timestamp`, `List`).
-/// Comments are `// …`, `-- …` and `/* … */`.
+/// Comments are `// …`, `-- …` (to the end of the line) and `/* … */`. Lines end with LF, CR
+/// or CRLF, alike: a file saved with any of them reads the same, and errors count its lines.
 ///
 /// **System fields.** CloudKit's `"___createTime"`, `"___createdBy"`, `"___etag"`,
 /// `"___modTime"`, `"___modifiedBy"` and `"___recordID"` become Stratus's `creationDate`,

@@ -4,17 +4,29 @@ import Stratus
 struct SchemaSource {
     let bytes: [UInt8]
 
-    /// The 1-based line and column (counted in characters) of a byte offset.
+    /// Whether a byte ends a line: LF, or CR (alone, or the first of CRLF). Files written on
+    /// any system count their lines alike.
+    static func isLineBreak(_ byte: UInt8) -> Bool { byte == 0x0A || byte == 0x0D }
+
+    /// The 1-based line and column (counted in characters) of a byte offset. Lines end with
+    /// LF, CR or CRLF (one line break).
     func position(of offset: Int) -> (line: Int, column: Int) {
         let offset = min(max(offset, 0), bytes.count)
         let start = lineStart(offset)
-        let line = 1 + bytes[0..<start].reduce(0) { $0 + ($1 == 0x0A ? 1 : 0) }
+        var line = 1
+        var index = 0
+        while index < start {
+            if bytes[index] == 0x0A || (bytes[index] == 0x0D && (index + 1 >= bytes.count || bytes[index + 1] != 0x0A)) { line += 1 }
+            index += 1
+        }
         return (line, String(decoding: bytes[start..<offset], as: UTF8.self).count + 1)
     }
 
     private func lineStart(_ offset: Int) -> Int {
         var start = offset
-        while start > 0, bytes[start - 1] != 0x0A { start -= 1 }
+        // The LF of a CRLF belongs to the line break, not to the next line.
+        if start > 0, start < bytes.count, bytes[start] == 0x0A, bytes[start - 1] == 0x0D { start -= 1 }
+        while start > 0, !Self.isLineBreak(bytes[start - 1]) { start -= 1 }
         return start
     }
 
@@ -25,10 +37,9 @@ struct SchemaSource {
         let (line, column) = position(of: offset)
         let start = lineStart(offset)
         var end = offset
-        while end < bytes.count, bytes[end] != 0x0A { end += 1 }
+        while end < bytes.count, !Self.isLineBreak(bytes[end]) { end += 1 }
         let before = Array(String(decoding: bytes[start..<offset], as: UTF8.self))
-        var after = Array(String(decoding: bytes[offset..<end], as: UTF8.self))
-        if after.last == "\r" { after.removeLast() }
+        let after = Array(String(decoding: bytes[offset..<end], as: UTF8.self))
         // Long lines are cut to a window around the column so the message stays readable.
         let window = 60
         let shownBefore = before.count > window ? Array("…") + before.suffix(window) : before

@@ -3,7 +3,9 @@
 ///
 /// - **Types**: a value saved into a declared field must have the field's type (a `NUMBER`
 ///   field takes INT64 and DOUBLE) and its encryption, else the item fails with
-///   `invalidArguments` naming the field, the declared type and the given type.
+///   `invalidArguments` naming the field, the declared type and the given type. An empty list
+///   that came without an element type (``Record/JSONExtras/holdsUntypedEmptyList(_:)``,
+///   CloudKit's `UNKNOWN_LIST`) fits every list field and creates none.
 /// - **Development** creates a record type, or fields of one, on first save (without indexes),
 ///   inside the transaction of the records: concurrent writers never disagree on a field's type.
 /// - **Production** rejects an unknown type or field with CloudKit's `invalidArguments`.
@@ -194,16 +196,27 @@ struct RecordTypeRules {
     private func checkFields(_ save: PreparedSave, type: TypeState) -> StratusError? {
         let encrypted = save.encryptedKeys
         var missing: [(String, FieldValue)] = []
+        // Undeclared fields holding an empty list of no known element type: they create no
+        // field (the list has no type to give it), and production refuses them as any other.
+        var untypedMissing: [String] = []
         for (key, value) in save.fields {
             guard let kind = type.declared[key] else {
-                missing.append((key, value))
+                if value.isEmptyList && save.jsonExtras.holdsUntypedEmptyList(key) {
+                    untypedMissing.append(key)
+                } else {
+                    missing.append((key, value))
+                }
                 continue
             }
             let given = value.type
             if given != kind.type || kind.isEncrypted || !encrypted.isEmpty,
+               !(kind.type.isList && value.isEmptyList && save.jsonExtras.holdsUntypedEmptyList(key)),
                let problem = mismatch(key, kind, given, isEncrypted: !encrypted.isEmpty && encrypted.contains(key), recordID: save.recordID, typeName: type.name) {
                 return problem
             }
+        }
+        if context.environment == .production, type.exists, missing.isEmpty, let field = untypedMissing.min() {
+            return StratusError(.invalidArguments, "Cannot create or modify field '\(field)' in record '\(type.name)' in production schema (record '\(save.recordID.recordName)'); deploy the development schema first", recordID: save.recordID)
         }
         guard !missing.isEmpty || !type.exists else { return nil }
         if context.environment == .production {

@@ -4,7 +4,9 @@ import Foundation
 /// database's container, or fetches the environment's record types.
 ///
 /// Schemas belong to the container's environment: every database of it uses the same types
-/// and indexes. Saving a schema builds its indexes over the records already stored, which
+/// and indexes. A saved type may not change the type of a field while the type has records
+/// (CloudKit never changes a field's type): the operation then fails with `invalidArguments`
+/// and saves nothing. Saving a schema builds its indexes over the records already stored, which
 /// takes time on a large store. The production schema changes only by
 /// ``Container/deploySchema()``; saving there fails with `invalidArguments`. Custom roles a
 /// saved type grants to are created when the schema lacks them.
@@ -36,6 +38,21 @@ public final class ModifySchemasOperation: DatabaseOperation, @unchecked Sendabl
                 return StratusError(.invalidArguments, "the production schema changes only by deploying the development schema; save the record types in development, then deploy")
             }
             let saving = schemasToSave
+            // A field of a type with records keeps its type (CloudKit never changes one).
+            let current = try withRetry { try engine.fetchSchema(storageContainer: context.storageContainer) }
+            var replacement = current
+            for type in saving {
+                replacement.recordTypes.removeAll { $0.recordType == type.recordType }
+                replacement.recordTypes.append(type)
+            }
+            if !current.retypes(to: replacement).isEmpty {
+                let counts = try withRetry { try engine.recordCountsByType(storageContainer: context.storageContainer) }
+                do {
+                    try current.checkRetypes(to: replacement, recordCounts: counts, for: "save the record types")
+                } catch let error as StratusError {
+                    return error
+                }
+            }
             savedSchemas = try withRetry {
                 try engine.modifySchema(storageContainer: context.storageContainer) { schema in
                     for type in saving {

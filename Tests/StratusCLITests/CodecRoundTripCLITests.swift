@@ -1,0 +1,138 @@
+import Foundation
+import StratusTestSupport
+import Testing
+
+/// What CloudKit's data looks like after `stratus import` and `stratus export` on each engine:
+/// the same, field for field.
+@Suite("Codecs through a store: import, export, the same data", .timeLimit(.minutes(10)))
+struct CodecRoundTripCLITests {
+    /// Fields whose JSON a writer would spell otherwise than they came.
+    static let spelledFields: [(key: String, text: String)] = [
+        ("encryptedNotBase64", #"{"value":"abc","type":"ENCRYPTED_BYTES"}"#),
+        ("encryptedUnpadded", #"{"value":"YQ","type":"ENCRYPTED_BYTES"}"#),
+        ("encryptedFlagged", #"{"value":"YQ==","type":"ENCRYPTED_BYTES","isEncrypted":true}"#),
+        ("unknownList", #"{"value":[],"type":"UNKNOWN_LIST"}"#),
+        ("untypedExponent", #"{"value":1e2}"#),
+        ("untypedMinusZero", #"{"value":-0}"#),
+        ("referenceNoAction", #"{"value":{"recordName":"x"},"type":"REFERENCE"}"#),
+        ("assetSpelledAsset", #"{"value":{"size":5,"downloadURL":"https://cvws.icloud-content.com/B/a","fileChecksum":"AQ=="},"type":"ASSET"}"#),
+    ]
+
+    @Test("every JSON format gives each field back as it came, through either engine",
+          arguments: TestEngine.all, ["ndjson", "json", "envelope"])
+    func fieldsComeBackAsTheyCame(engine: TestEngine, format: String) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let fields = Self.spelledFields.map { "\"\($0.key)\":\($0.text)" }.joined(separator: ",")
+            let line = #"{"recordName":"r","recordType":"Spelled","fields":{"# + fields + "}}"
+            let input = switch format {
+            case "ndjson": line + "\n"
+            case "json": "[" + line + "]\n"
+            default: #"{"records":["# + line + "]}"
+            }
+            let imported = try await cli.run(["import", try cli.file("in.\(format)", input), "--format", format])
+            #expect(imported.exitCode == 0, "\(imported)")
+            let exported = try await cli.run(["export", "--type", "Spelled", "--format", format, "--quiet"])
+            #expect(exported.exitCode == 0, "\(exported)")
+            for (key, text) in Self.spelledFields {
+                #expect(exported.stdout.contains("\"\(key)\":\(text)"), "\(format): \(key) came back otherwise: \(exported.stdout)")
+            }
+        }
+    }
+
+    @Test("an empty list of unknown type neither fixes a field's type nor conflicts with a list type, in either order",
+          arguments: TestEngine.all)
+    func untypedEmptyListsCarryNoType(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let unknown = #"{"recordName":"unknown","recordType":"Tagged","fields":{"tags":{"value":[],"type":"UNKNOWN_LIST"}}}"#
+            let untyped = #"{"recordName":"untyped","recordType":"Tagged","fields":{"tags":{"value":[]}}}"#
+            let numbers = #"{"recordName":"numbers","recordType":"Tagged","fields":{"tags":{"value":[1,2],"type":"INT64_LIST"}}}"#
+            for (name, lines) in [("empty-first", [unknown, untyped, numbers]), ("empty-last", [numbers, unknown, untyped])] {
+                let other = try await cli.newStore("\(name).sqlite")
+                let result = try await cli.run(["import", try cli.file("\(name).ndjson", lines.joined(separator: "\n") + "\n"), "--store", other])
+                #expect(result.exitCode == 0, "\(name): \(result)")
+                Summary.expectImport(result, imported: 3)
+                let schema = try await cli.run(["schema", "export", "--store", other])
+                #expect(schema.stdout.contains("tags") && schema.stdout.contains("LIST<INT64>"), "\(name): \(schema)")
+                #expect(!schema.stdout.contains("LIST<STRING>"), "\(name): \(schema)")
+                let exported = try await cli.run(["export", "--type", "Tagged", "--store", other, "--quiet"])
+                #expect(exported.stdout.contains(#""tags":{"value":[],"type":"UNKNOWN_LIST"}"#), "\(name): \(exported)")
+                #expect(exported.stdout.contains(#""tags":{"value":[]}"#), "\(name): \(exported)")
+            }
+            // Alone, it creates no field at all; a typed empty list does.
+            let alone = try await cli.newStore("alone.sqlite")
+            let result = try await cli.run(["import", try cli.file("alone.ndjson", unknown + "\n"), "--store", alone])
+            #expect(result.exitCode == 0, "\(result)")
+            let schema = try await cli.run(["schema", "export", "--store", alone])
+            #expect(schema.stdout.contains("RECORD TYPE Tagged") && !schema.stdout.contains("tags"), "\(schema)")
+        }
+    }
+
+    @Test("a NUMBER PREFERRED AS INT64 field takes an untyped 2.5 as DOUBLE and an untyped 2 as INT64", arguments: TestEngine.all)
+    func untypedNumbersInNumberFields(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let schema = "DEFINE SCHEMA\n    RECORD TYPE Reading (\n        value NUMBER PREFERRED AS INT64\n    );\n"
+            let imported = try await cli.run(["schema", "import", try cli.file("reading.ckdb", schema)])
+            #expect(imported.exitCode == 0, "\(imported)")
+            let lines = [
+                #"{"recordName":"fraction","recordType":"Reading","fields":{"value":{"value":2.5}}}"#,
+                #"{"recordName":"whole","recordType":"Reading","fields":{"value":{"value":2}}}"#,
+                #"{"recordName":"typed","recordType":"Reading","fields":{"value":{"value":3.5,"type":"DOUBLE"}}}"#,
+            ]
+            let result = try await cli.run(["import", try cli.file("readings.ndjson", lines.joined(separator: "\n") + "\n")])
+            #expect(result.exitCode == 0, "\(result)")
+            Summary.expectImport(result, imported: 3)
+            let query = try await cli.run(["query", "--type", "Reading", "--where", "value == 2.5"])
+            #expect(query.stdout.contains(#""recordName":"fraction""#), "\(query)")
+            let whole = try await cli.run(["query", "--type", "Reading", "--where", "value == 2"])
+            #expect(whole.stdout.contains(#""recordName":"whole""#), "\(whole)")
+        }
+    }
+
+    @Test("CSV export keeps partial locations and a reference's zoneID and action; encrypted fields get encrypted columns; a value that does not fit its column exits 65",
+          arguments: TestEngine.all)
+    func csvExport(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let fields: [(key: String, text: String)] = [
+                ("loc", #"{"value":{"latitude":1.5,"longitude":2.5},"type":"LOCATION"}"#),
+                ("locs", #"{"value":[{"latitude":1,"longitude":2}],"type":"LOCATION_LIST"}"#),
+                ("ref", #"{"value":{"recordName":"x","action":"NONE","zoneID":{"zoneName":"_defaultZone","ownerRecordName":"__defaultOwner__"}},"type":"REFERENCE"}"#),
+                ("validated", #"{"value":{"recordName":"y","action":"VALIDATE"},"type":"REFERENCE"}"#),
+            ]
+            let line = #"{"recordName":"a","recordType":"Place","fields":{"# + fields.map { "\"\($0.key)\":\($0.text)" }.joined(separator: ",") + "}}\n"
+            let imported = try await cli.run(["import", try cli.file("place.ndjson", line)])
+            #expect(imported.exitCode == 0, "\(imported)")
+            let csv = try await cli.run(["export", "--type", "Place", "--format", "csv", "--quiet"])
+            #expect(csv.exitCode == 0, "\(csv)")
+            #expect(!csv.stdout.contains("978307200000"), "no default timestamp is made up: \(csv.stdout)")
+            // Through CSV into another store, and out as JSON: the same fields.
+            let other = try await cli.newStore("other.sqlite")
+            let moved = try await cli.run(["import", try cli.file("place.csv", csv.stdout), "--store", other])
+            #expect(moved.exitCode == 0, "\(moved)")
+            let json = try await cli.run(["export", "--type", "Place", "--store", other, "--quiet"])
+            for (key, text) in fields {
+                #expect(json.stdout.contains("\"\(key)\":\(text)"), "\(key) came back otherwise: \(json.stdout)")
+            }
+
+            // An encrypted field the first record lacks still gets an encrypted column.
+            let secrets = [
+                #"{"recordName":"s0","recordType":"Secret","fields":{"label":{"value":"x","type":"STRING"}}}"#,
+                #"{"recordName":"s1","recordType":"Secret","fields":{"data":{"value":"YQ==","type":"ENCRYPTED_BYTES"}}}"#,
+            ]
+            let stored = try await cli.run(["import", try cli.file("secrets.ndjson", secrets.joined(separator: "\n") + "\n")])
+            #expect(stored.exitCode == 0, "\(stored)")
+            let columns = try await cli.run(["export", "--type", "Secret", "--format", "csv", "--quiet"])
+            #expect(columns.exitCode == 0, "\(columns)")
+            #expect(columns.stdoutLines.first?.hasSuffix("data:ENCRYPTED_BYTES,label:STRING") == true, "\(columns)")
+            let given = try await cli.run(["export", "--type", "Secret", "--format", "csv", "--fields", "label,data:ENCRYPTED_BYTES", "--quiet"])
+            #expect(given.exitCode == 0, "\(given)")
+            // A column the first record cannot type holds plain values: the encrypted one is bad data.
+            let refused = try await cli.run(["export", "--type", "Secret", "--format", "csv", "--fields", "label,data", "--quiet"])
+            #expect(refused.exitCode == 65, "\(refused)")
+            #expect(refused.stderr.contains("record 's1'") && refused.stderr.contains("data:ENCRYPTED_BYTES"), "\(refused)")
+        }
+    }
+}
