@@ -73,4 +73,44 @@ struct ImportSemanticsCLITests {
             #expect(changed.exitCode == 1 && changed.stderr.contains("permissionFailure") && changed.stderr.contains("_creator"), "\(changed)")
         }
     }
+
+    // MARK: - References stay in their zone
+
+    @Test("a reference, reference list or parent whose zoneID names another zone is rejected with invalidArguments; nothing is stored for a delete there to miss", arguments: TestEngine.all)
+    func crossZoneReferencesRejected(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let target = try await cli.run(["import", "--create-zones"], stdin: #"{"recordName":"t","recordType":"T","fields":{"n":{"value":1,"type":"INT64"}},"zoneID":{"zoneName":"Other"}}"# + "\n")
+            #expect(target.exitCode == 0, "\(target)")
+            let other = #""zoneID":{"zoneName":"Other"}"#
+            // Records that name no zone go into the reader's (the default zone, or --zone).
+            let input = """
+                {"recordName":"s1","recordType":"S","fields":{"r":{"value":{"recordName":"t","action":"DELETE_SELF",\(other)},"type":"REFERENCE"}}}
+                {"recordName":"s2","recordType":"S","fields":{"l":{"value":[{"recordName":"t","action":"DELETE_SELF",\(other)}],"type":"REFERENCE_LIST"}}}
+                {"recordName":"s3","recordType":"S","fields":{"n":{"value":1,"type":"INT64"}},"parent":{"recordName":"t",\(other)}}
+                {"recordName":"s4","recordType":"S","fields":{"r":{"value":{"recordName":"t","action":"DELETE_SELF",\(other)},"type":"REFERENCE"}},"zoneID":{"zoneName":"Z"}}
+
+                """
+            let rejects = store.path("rejects.ndjson")
+            for zone in [[], ["--zone", "Z"]] as [[String]] {
+                try? FileManager.default.removeItem(atPath: rejects)
+                let lines = zone.isEmpty ? input : input.split(separator: "\n").prefix(3).joined(separator: "\n") + "\n"
+                let result = try await cli.run(["import", "--create-zones", "--reject-file", rejects] + zone, stdin: lines)
+                #expect(result.exitCode == 1, "\(result)")
+                Summary.expectImport(result, failed: zone.isEmpty ? 4 : 3)
+                let rejected = try RejectLine.read(rejects)
+                #expect(rejected.count == (zone.isEmpty ? 4 : 3), "\(rejected.map(\.error))")
+                #expect(rejected.allSatisfy { $0.error.contains("'Other'") }, "each reject names the other zone: \(rejected.map(\.error))")
+                #expect(rejected.prefix(3).allSatisfy { $0.error.contains("invalidArguments") }, "\(rejected.map(\.error))")
+            }
+            #expect(try await cli.count("S") == 0)
+            #expect(try await cli.count("S", extra: ["--zone", "Z"]) == 0)
+            // A reference that names its record's zone (another owner name or none) is fine.
+            let same = try await cli.run(["import", "--zone", "Other"], stdin: #"{"recordName":"s5","recordType":"S","fields":{"r":{"value":{"recordName":"t","action":"DELETE_SELF","zoneID":{"zoneName":"Other","ownerRecordName":"__defaultOwner__"}},"type":"REFERENCE"}}}"# + "\n")
+            #expect(same.exitCode == 0, "\(same)")
+            let deleted = try await cli.run(["delete", "t", "--zone", "Other", "--yes"])
+            #expect(deleted.exitCode == 0, "\(deleted)")
+            #expect(try await cli.count("S", extra: ["--zone", "Other"]) == 0, "DELETE_SELF within the zone cascades")
+        }
+    }
 }

@@ -154,7 +154,7 @@ extension Record {
             throw fail("references a bad record name: \(error.message)")
         }
         if reference.recordID.zoneID.zoneName != recordID.zoneID.zoneName {
-            throw fail("references a record in zone '\(reference.recordID.zoneID.zoneName)'; references must stay in the record's zone")
+            throw fail("references a record in zone '\(reference.recordID.zoneID.zoneName)', but the record is in zone '\(recordID.zoneID.zoneName)': references (and parents) must stay in their record's zone, as in CloudKit")
         }
     }
 }
