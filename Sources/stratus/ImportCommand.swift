@@ -68,7 +68,7 @@ struct ImportCommand: Command {
         Option(flag: "--new-system-fields", "give records new change tags and dates instead of keeping those in the input (kept by default with create, forceUpdate, forceReplace)"),
         Option(flag: "--create-zones", "create the zones the input names that do not exist (stderr says which)"),
         Option(flag: "--owner-as-current-user", "import zones the input says another user owns (ownerRecordName) as the current user's; records keep the owner's name for export"),
-        Option(flag: "--keep-system-records", "import CloudKit's own records (names starting with '_', types like cloudkit.share) instead of rejecting them"),
+        Option(flag: "--keep-system-records", "import CloudKit's own records (names starting with '_', types like cloudkit.share) instead of rejecting them; the public database's Users records are written as CloudKit made them (one per user, created for the user each names), which no save may otherwise create"),
         Option("--assets-dir", "DIR", "the folder asset files are read from; asset paths in the input are relative to it", default: "none: local asset paths are refused"),
         Option(flag: "--follow-symlinks", "with --assets-dir: follow symbolic links that stay inside DIR"),
         Option("--max-asset-size", "BYTES", "the most bytes one asset may hold", default: "4294967296 (4 GiB)"),
@@ -192,6 +192,7 @@ struct ImportCommand: Command {
         options.importsOwnersAsCurrentUser = ownersAsCurrentUser
         options.requiredZone = store.zoneGiven ? store.zoneID : nil
         options.maximumAssetSize = maximumAssetSize
+        options.writesSystemRecords = keepSystemRecords
         let importer = RecordImporter(database: database, options: options)
         if !dryRun { Interruption.install { importer.cancel() } }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Stratus
 import StratusTestSupport
 import Testing
 
@@ -71,6 +72,52 @@ struct ImportSemanticsCLITests {
             // A record that did change is still the creator's to write (the public default grants WRITE to _creator).
             let changed = try await cli.run(["import"], stdin: input.replacingOccurrences(of: #""value":"hi""#, with: #""value":"changed""#))
             #expect(changed.exitCode == 1 && changed.stderr.contains("permissionFailure") && changed.stderr.contains("_creator"), "\(changed)")
+        }
+    }
+
+    // MARK: - CloudKit's own records
+
+    @Test("--keep-system-records imports the public database's Users records as CloudKit made them: created for the user each names, who may then change it; no save creates one", arguments: TestEngine.all)
+    func usersRecordsInThePublicDatabase(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let alice = Self.cloudKitUser, bob = "_bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+            let input = """
+                {"recordName":"\(alice)","recordType":"Users","fields":{"roles":{"value":[1],"type":"INT64_LIST"}},"recordChangeTag":"k1","created":{"timestamp":1700000000000,"userRecordName":"\(alice)"},"modified":{"timestamp":1700000001000,"userRecordName":"\(alice)"}}
+                {"recordName":"\(bob)","recordType":"Users","fields":{"nick":{"value":"bob","type":"STRING"}}}
+
+                """
+            let path = try cli.file("users.ndjson", input)
+            let refused = try await cli.run(["import", path])
+            #expect(refused.exitCode == 1 && refused.stderr.contains("--keep-system-records"), "\(refused)")
+
+            let first = try await cli.run(["import", path, "--keep-system-records"])
+            #expect(first.exitCode == 0, "\(first)")
+            Summary.expectImport(first, imported: 2)
+            let again = try await cli.run(["import", path, "--keep-system-records"])
+            #expect(again.exitCode == 0, "\(again)")
+            Summary.expectImport(again, unchanged: 2)
+            let users = try await cli.exported("Users")
+            #expect((users[alice]?["created"] as? [String: Any])?["userRecordName"] as? String == alice, "the export's creator is kept: \(users)")
+            #expect((users[bob]?["created"] as? [String: Any])?["userRecordName"] as? String == bob, "a Users record is created for the user it names: \(users)")
+            #expect(JSONLine.field(try #require(users[alice]), "roles")?["type"] as? String == "INT64_LIST", "roles are kept as values")
+
+            // Its user may change it; another user may not, and no save creates one.
+            let added = try await cli.run(["users", "add", "bob", "--record-name", bob])
+            #expect(added.exitCode == 0, "\(added)")
+            let asBob = try cli.container(user: "bob").publicCloudDatabase
+            let record = try await asBob.record(for: Record.ID(recordName: bob))
+            record["nick"] = "bobby"
+            _ = try await asBob.save(record)
+            let asTester = try cli.container(user: "tester").publicCloudDatabase
+            let other = try await asTester.record(for: Record.ID(recordName: bob))
+            other["nick"] = "mallory"
+            #expect(stratusError(await caughtError { try await asTester.save(other) })?.code == .permissionFailure)
+            let made = Record(recordType: "Users", recordID: Record.ID(recordName: "_cccccccccccccccccccccccccccccccc"))
+            let denied = stratusError(await caughtError { try await asTester.save(made) })
+            #expect(denied?.code == .permissionFailure && denied?.message.contains("--keep-system-records") == true, "\(String(describing: denied))")
+            let plain = try await cli.run(["import", "--keep-system-records"], stdin: #"{"recordName":"plain","recordType":"Users","fields":{}}"# + "\n")
+            #expect(plain.exitCode == 1 && plain.stderr.contains("permissionFailure") && plain.stderr.contains("one Users record per user"), "\(plain)")
         }
     }
 

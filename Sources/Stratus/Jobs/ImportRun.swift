@@ -431,6 +431,7 @@ final class ImportRun {
         op.isAtomic = atomic
         op.preservesSystemFields = options.preservesSystemFields
         op.maximumAssetSize = options.maximumAssetSize
+        op.writesSystemRecords = options.writesSystemRecords
         // One transaction per batch: a bulk load writes faster in larger transactions than in
         // CloudKit's 400-item requests.
         op.itemsPerBatch = max(batchSize, 1)

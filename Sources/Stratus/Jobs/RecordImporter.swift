@@ -77,6 +77,19 @@ public final class RecordImporter: Sendable {
         public var requiredZone: RecordZone.ID?
         /// The most bytes one asset's content may have.
         public var maximumAssetSize = Asset.maximumContentSize
+        /// Restore CloudKit's own records as CloudKit made them: the `Users` records of the
+        /// public database, one per user and named by the user's record name (`_…`), which no
+        /// user's save may create (their type grants CREATE to no role). With it, an import
+        /// writes them whatever the security roles say, and a new one's creator is the user it
+        /// names (unless the record keeps the creator it carries, as an export's do). Their
+        /// `roles` values are kept as values: roles come from the user directory. Pair it with
+        /// a reader that keeps CloudKit's own records (`RecordReadOptions.keepsSystemRecords`).
+        ///
+        /// ```swift
+        /// var options = RecordImporter.Options()
+        /// options.writesSystemRecords = true
+        /// ```
+        public var writesSystemRecords = false
 
         /// The defaults: `forceUpdate`, batches of 2,000, three in flight, no limit.
         public init() {}

@@ -26,7 +26,9 @@ extension Record {
         }
         do {
             if !namesChecked {
-                try Naming.checkRecordName(recordID.recordName)
+                // CloudKit's user records are named by their user's record name (`_…`); their
+                // user may save them (the security roles decide who may).
+                try Naming.checkRecordName(recordID.recordName, allowSystemNames: recordType == ContainerSchema.usersRecordType)
                 try Naming.checkIdentifier(recordType, kind: "record type")
             }
             try Naming.checkZoneName(recordID.zoneID.zoneName)

@@ -109,6 +109,9 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
     /// A job's position recorded in the transaction of the request's last batch (an importer's
     /// settled items), so that a resumed job knows exactly what committed.
     package var jobProgress: (job: String, position: Int64)?
+    /// Whether the request restores CloudKit's own records as the system made them: the
+    /// `Users` records of the public database (see ``RecordImporter/Options/writesSystemRecords``).
+    package var writesSystemRecords = false
 
     /// Records a producer prepared on its own thread (see ``PreparedSave``), saved before
     /// ``recordsToSave``.
@@ -455,10 +458,12 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
     private func request(_ saves: [PreparedSave], _ deletes: [Record.ID], atomic: Bool) -> ModifyRequest {
         // Saved records go to the per-record block and to pipeline consumers; without either,
         // the engine need not make them.
-        ModifyRequest(saves: saves, recordIDsToDelete: deletes, writeMode: writeMode ?? RecordWriteMode(savePolicy),
-                      preservesSystemFields: preservesSystemFields, isAtomic: atomic,
-                      returnsSavedRecords: (perRecordBlocksGetStoredRecords && (perRecordSaveBlock != nil || perRecordCompletionBlock != nil))
-                          || modifyRecordsCompletionBlock != nil || recordOutput.hasConsumers)
+        var request = ModifyRequest(saves: saves, recordIDsToDelete: deletes, writeMode: writeMode ?? RecordWriteMode(savePolicy),
+                                    preservesSystemFields: preservesSystemFields, isAtomic: atomic,
+                                    returnsSavedRecords: (perRecordBlocksGetStoredRecords && (perRecordSaveBlock != nil || perRecordCompletionBlock != nil))
+                                        || modifyRecordsCompletionBlock != nil || recordOutput.hasConsumers)
+        request.writesSystemRecords = writesSystemRecords
+        return request
     }
 
     /// Reports each item's result; answers the records saved when consumers want them.

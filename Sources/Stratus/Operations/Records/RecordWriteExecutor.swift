@@ -17,6 +17,9 @@ struct ModifyRequest: Sendable {
     /// A job's position to record in the same transaction (an import's settled items, a
     /// pipeline's source position).
     var jobProgress: JobProgressEntry?
+    /// Whether the saves restore CloudKit's own records as the system made them
+    /// (``RecordTypeRules/systemCreator(of:)``).
+    var writesSystemRecords = false
 
     init(saves: [PreparedSave], recordIDsToDelete: [Record.ID] = [], writeMode: RecordWriteMode, preservesSystemFields: Bool = false,
          isAtomic: Bool, returnsSavedRecords: Bool = true) {
@@ -138,7 +141,7 @@ enum RecordWriteExecutor {
             self.request = request
             self.context = context
             self.now = now
-            self.typeRules = RecordTypeRules(context: context)
+            self.typeRules = RecordTypeRules(context: context, writesSystemRecords: request.writesSystemRecords)
         }
 
         var touchedZonesAreAtomic: Bool {
@@ -237,7 +240,8 @@ enum RecordWriteExecutor {
             }
             if let problem = try typeRules.checkFields(save, in: transaction) { return .failure(problem) }
             let resolution: RecordWriteRules.Resolution
-            switch RecordWriteRules.resolve(save, existing: existing, mode: request.writeMode, preservingSystemFields: request.preservesSystemFields, context: context, now: now) {
+            switch RecordWriteRules.resolve(save, existing: existing, mode: request.writeMode, preservingSystemFields: request.preservesSystemFields,
+                                            newRecordCreator: typeRules.systemCreator(of: save), context: context, now: now) {
             case .success(let resolved): resolution = resolved
             case .failure(let error): return .failure(error)
             }
