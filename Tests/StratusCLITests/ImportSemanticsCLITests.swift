@@ -75,6 +75,79 @@ struct ImportSemanticsCLITests {
         }
     }
 
+    // MARK: - Dry runs
+
+    /// Runs `arguments` as a dry run and for real (after it, in a copy of the store's state
+    /// that the dry run must not have changed): the rejected lines and their reasons, and the
+    /// exit codes, must be the same.
+    /// Answers the lines the real run rejected.
+    @discardableResult
+    static func expectDryRunMatches(_ cli: CLI, _ arguments: [String], _ what: String, sourceLocation: SourceLocation = #_sourceLocation) async throws -> [Int] {
+        let before = try await cli.run(["export", "--type", "Item", "--quiet"])
+        let dryRejects = cli.store.path("dry-\(UUID().uuidString).ndjson"), realRejects = cli.store.path("real-\(UUID().uuidString).ndjson")
+        let dry = try await cli.run(["import", "--dry-run", "--reject-file", dryRejects] + arguments)
+        let unchanged = try await cli.run(["export", "--type", "Item", "--quiet"])
+        #expect(unchanged.stdout == before.stdout, "\(what): the dry run changed the store", sourceLocation: sourceLocation)
+        let real = try await cli.run(["import", "--reject-file", realRejects] + arguments)
+        #expect(dry.exitCode == real.exitCode, "\(what): dry run \(dry)\nreal run \(real)", sourceLocation: sourceLocation)
+        let dryLines = try RejectLine.read(dryRejects).map { "\($0.line) \($0.error)" }
+        let realLines = try RejectLine.read(realRejects).map { "\($0.line) \($0.error)" }
+        #expect(!realLines.isEmpty, "\(what): the real run rejects something", sourceLocation: sourceLocation)
+        #expect(dryLines == realLines, "\(what): the dry run reports what the real run rejects", sourceLocation: sourceLocation)
+        let counts = Summary.ofImport(real, sourceLocation: sourceLocation)
+        let written = (counts?.imported ?? 0) + (counts?.updated ?? 0) + (counts?.unchanged ?? 0)
+        #expect(dry.stderrLines.last?.contains("dry run: \(written) valid, \(realLines.count) rejected") == true, "\(what): \(dry)", sourceLocation: sourceLocation)
+        return try RejectLine.read(realRejects).map(\.line)
+    }
+
+    @Test("--dry-run reports what the real run would: schema types, --mode create, later lines seeing earlier ones, production's refusals; the store is unchanged", arguments: TestEngine.all)
+    func dryRunReportsWhatTheRealRunWould(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let seeded = try await cli.run(["import"], stdin: #"{"recordName":"i1","recordType":"Item","fields":{"n":{"value":"text","type":"STRING"}}}"# + "\n")
+            #expect(seeded.exitCode == 0, "\(seeded)")
+
+            // A value of another type than the stored schema's.
+            #expect(try await Self.expectDryRunMatches(cli, [try cli.file("typed.ndjson", #"{"recordName":"i2","recordType":"Item","fields":{"n":{"value":7,"type":"INT64"}}}"# + "\n")], "schema type") == [1])
+            // --mode create on a record that exists, and on one an earlier line (an earlier batch) creates.
+            let twice = """
+                {"recordName":"i1","recordType":"Item","fields":{"n":{"value":"again","type":"STRING"}}}
+                {"recordName":"i3","recordType":"Item","fields":{"n":{"value":"three","type":"STRING"},"m":{"value":1,"type":"INT64"}}}
+                {"recordName":"i3","recordType":"Item","fields":{"n":{"value":"three again","type":"STRING"}}}
+                {"recordName":"i4","recordType":"Item","fields":{"m":{"value":"a string now","type":"STRING"}}}
+
+                """
+            let twicePath = try cli.file("twice.ndjson", twice)
+            #expect(try await Self.expectDryRunMatches(cli, [twicePath, "--mode", "create", "--batch-size", "1"], "--mode create, batches of 1") == [1, 3, 4])
+            #expect(try await Self.expectDryRunMatches(cli, [twicePath, "--mode", "create"], "--mode create again") == [1, 2, 3, 4])
+
+            // Production: a deployed schema refuses a new type, a new field and a plain value in an ENCRYPTED field.
+            let schema = try cli.file("schema.ckdb", """
+                DEFINE SCHEMA
+                    RECORD TYPE Item (
+                        "___recordID" REFERENCE QUERYABLE,
+                        n STRING,
+                        m INT64,
+                        secret ENCRYPTED STRING,
+                        GRANT WRITE TO "_creator",
+                        GRANT CREATE TO "_icloud",
+                        GRANT READ TO "_world"
+                    );
+
+                """)
+            #expect(try await cli.run(["schema", "import", schema]).exitCode == 0)
+            #expect(try await cli.run(["schema", "deploy"]).exitCode == 0)
+            let production = """
+                {"recordName":"p1","recordType":"Item","fields":{"n":{"value":"fine","type":"STRING"}}}
+                {"recordName":"p2","recordType":"Widget","fields":{"n":{"value":"new type","type":"STRING"}}}
+                {"recordName":"p3","recordType":"Item","fields":{"color":{"value":"new field","type":"STRING"}}}
+                {"recordName":"p4","recordType":"Item","fields":{"secret":{"value":"plain","type":"STRING"}}}
+
+                """
+            #expect(try await Self.expectDryRunMatches(cli, [try cli.file("production.ndjson", production), "--environment", "production"], "production") == [2, 3, 4])
+        }
+    }
+
     // MARK: - CloudKit's own records
 
     @Test("--keep-system-records imports the public database's Users records as CloudKit made them: created for the user each names, who may then change it; no save creates one", arguments: TestEngine.all)

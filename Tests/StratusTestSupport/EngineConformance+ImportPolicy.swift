@@ -7,6 +7,7 @@ import Testing
 extension EngineConformance {
     static let importPolicyCases: [TestCase] = [
         TestCase("references: a reference, reference list or parent into another zone is invalidArguments for every way of saving; nothing is stored", crossZoneReferencesRefused),
+        TestCase("import: a dry run rejects what the real run does, batch after batch (a type grown by an earlier line, a record created twice, a cascade of a deletion), and changes nothing", dryRunMatchesRealRun),
     ]
 
     /// A source of records in memory, one per line.
@@ -67,5 +68,36 @@ extension EngineConformance {
         try await database.save(makeRecord("Node", "bystander"))
         _ = try await database.modifyRecords(saving: [], deleting: [target.recordID])
         #expect(try await TestDatabase.exists("bystander", in: database))
+    }
+
+    static func dryRunMatchesRealRun(_ env: Environment) async throws {
+        let database = env.container().publicCloudDatabase
+        try await TestDatabase.save([
+            makeRecord("Node", "list", ["n": .int64(1)]),
+            makeRecord("Node", "entry", ["n": .int64(2), "up": .reference(reference("list", .deleteSelf))]),
+        ], in: database)
+        let input: [RecordSourceItem] = [
+            .record(makeRecord("Node", "fresh", ["n": .int64(3), "label": .string("a")]), line: 1),
+            .record(makeRecord("Node", "wrong", ["label": .int64(4)]), line: 2),
+            .record(makeRecord("Node", "fresh", ["n": .int64(5)]), line: 3),
+            .deletion(Record.ID(recordName: "list"), recordType: "Node", line: 4),
+            .record(makeRecord("Node", "entry", ["n": .int64(6)]), line: 5),
+        ]
+        var options = RecordImporter.Options()
+        options.writeMode = .create
+        options.batchSize = 1
+        options.isDryRun = true
+        let dryRejects = Rejections()
+        let dry = try await RecordImporter(database: database, options: options).run(from: RecordList(items: input), rejects: dryRejects)
+        #expect(try await TestDatabase.exists("fresh", in: database) == false, "a dry run writes nothing")
+        #expect(try await TestDatabase.exists("list", in: database), "a dry run deletes nothing")
+        #expect(try await env.container().schema().recordType("Node")?.field("label") == nil, "a dry run grows no type")
+        options.isDryRun = false
+        let realRejects = Rejections()
+        let real = try await RecordImporter(database: database, options: options).run(from: RecordList(items: input), rejects: realRejects)
+        #expect(realRejects.all.map(\.line) == [2, 3], "\(realRejects.all.map(\.message))")
+        #expect(dryRejects.all.map(\.line) == realRejects.all.map(\.line), "\(dryRejects.all.map(\.message))")
+        #expect(dryRejects.all.map(\.message) == realRejects.all.map(\.message))
+        #expect(dry.valid == 3 && dry.created == real.created && dry.deleted == real.deleted && dry.failed == real.failed, "\(dry) vs \(real)")
     }
 }

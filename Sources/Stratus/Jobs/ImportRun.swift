@@ -6,7 +6,7 @@ final class ImportRun {
     typealias Summary = RecordImporter.Summary
     typealias Failure = RecordImporter.Failure
 
-    private enum Mode { case batches, atomic, dryRun }
+    private enum Mode { case batches, atomic }
 
     /// A batch handed to the store (or, without writes, waiting to be reported).
     private struct Flight {
@@ -32,6 +32,9 @@ final class ImportRun {
     private let mode: Mode
     private let maximumInFlight: Int
     private let saver: ImportBatchSaver
+    /// Where a dry run writes instead of the store: its batches go through the same write
+    /// policy as a real run's, and see what the batches before them would have written.
+    private let simulation: WriteSimulation?
 
     // One task runs an import from start to end, so no two accesses can overlap: the
     // per-record state needs no dynamic exclusivity check (about 1 % of a bulk import's time).
@@ -61,7 +64,8 @@ final class ImportRun {
         self.rejects = rejects
         self.checkpointStore = checkpointStore
         self.progress = progress
-        mode = options.isDryRun ? .dryRun : options.isAtomic ? .atomic : .batches
+        mode = options.isAtomic ? .atomic : .batches
+        simulation = options.isDryRun ? WriteSimulation() : nil
         // With a checkpoint, one batch at a time: a kill then leaves at most the batch being
         // written committed beyond the checkpoint. With a reject limit, each batch is settled
         // before the next starts, so that nothing after the limit is written.
@@ -74,7 +78,7 @@ final class ImportRun {
             throw failure(.checkpoint, StratusError(.invalidArguments, "an atomic import has no partial progress to checkpoint"))
         }
         var skip = 0
-        if mode != .dryRun, let checkpointStore {
+        if simulation == nil, let checkpointStore {
             do {
                 let loaded = try checkpointStore.load()
                 skip = loaded?.itemsSettled ?? 0
@@ -138,7 +142,7 @@ final class ImportRun {
                         stop = stop ?? .cancelled
                     }
                 }
-            case .atomic, .dryRun:
+            case .atomic:
                 if importer.isCancelled { stop = .cancelled }
             }
             if summary.read & 255 == 0 { report() }
@@ -150,15 +154,13 @@ final class ImportRun {
                 try await settleAll()
             case .atomic:
                 try await writeAtomically()
-            case .dryRun:
-                break
             }
         } else if mode == .batches {
             try await settleAll()
         }
         if stop == nil {
             stop = .finished
-            if mode != .dryRun {
+            if simulation == nil {
                 do {
                     try checkpointStore?.remove()
                     if let job { try await database.engineCall { engine, _ in try engine.removeJobProgress(job) } }
@@ -252,7 +254,9 @@ final class ImportRun {
         } catch {
             throw failure(.store, error)
         }
-        if mode != .dryRun {
+        if let simulation {
+            simulation.createZone(RecordZone(zoneID: zoneID), in: database.context)
+        } else {
             do {
                 _ = try await database.save(RecordZone(zoneID: zoneID))
             } catch {
@@ -296,8 +300,6 @@ final class ImportRun {
 
     private func accept(_ record: PreparedSave, line: Int, item: Int) async throws {
         switch mode {
-        case .dryRun:
-            summary.valid += 1
         case .atomic:
             let name = record.recordID.recordName
             if let first = atomicNames[name] {
@@ -322,8 +324,6 @@ final class ImportRun {
 
     private func accept(deletion id: Record.ID, line: Int, item: Int) async throws {
         switch mode {
-        case .dryRun:
-            summary.valid += 1
         case .atomic:
             if let first = atomicNames[id.recordName] {
                 try await reject(RecordRejection(
@@ -347,7 +347,7 @@ final class ImportRun {
     /// its batch, so that it is reported in input order among the store's rejects.
     private func reject(_ rejection: RecordRejection, item: Int) async throws {
         switch mode {
-        case .dryRun, .atomic:
+        case .atomic:
             try report(rejection)
             summary.failed += 1
             if let maximum = options.maximumRejects, summary.failed > maximum { stop = .rejectLimitReached }
@@ -432,6 +432,7 @@ final class ImportRun {
         op.preservesSystemFields = options.preservesSystemFields
         op.maximumAssetSize = options.maximumAssetSize
         op.writesSystemRecords = options.writesSystemRecords
+        op.simulation = simulation
         // One transaction per batch: a bulk load writes faster in larger transactions than in
         // CloudKit's 400-item requests.
         op.itemsPerBatch = max(batchSize, 1)
@@ -518,6 +519,7 @@ final class ImportRun {
         summary.updated += outcome.updated
         summary.unchanged += outcome.unchanged
         summary.deleted += outcome.deleted
+        if simulation != nil { summary.valid += outcome.succeeded }
     }
 
     private func saveCheckpoint(_ itemsSettled: Int) throws {
@@ -580,7 +582,8 @@ final class ImportRun {
                     let zone = try await database.recordZone(for: zoneID)
                     zoneIsAtomic[zoneID] = zone.capabilities.contains(.atomic)
                 } catch let error as StratusError where error.code == .zoneNotFound {
-                    zoneIsAtomic[zoneID] = missingIsAtomic
+                    // A zone a dry run would create is created atomic.
+                    zoneIsAtomic[zoneID] = missingIsAtomic || (simulation != nil && knownZones.contains(zoneID))
                 } catch {
                     throw failure(.store, error)
                 }

@@ -51,7 +51,13 @@ public final class RecordImporter: Sendable {
         public var batchSize: Int?
         /// All or nothing in one transaction.
         public var isAtomic = false
-        /// Read and validate everything, write nothing.
+        /// Check everything as the real run would and write nothing: every batch goes through
+        /// the same checks and write policy as a real run's (types and schema growth,
+        /// production's refusals, the write mode and change tags, parents, references, roles,
+        /// asset sources), applied to a picture of the store in memory that the batches before
+        /// it changed as the real run would have. The store is only read, never changed; no
+        /// checkpoint is kept. ``Summary`` counts what the real run would do, and
+        /// ``Summary/valid`` how many items it would write.
         public var isDryRun = false
         /// Stop at the rejected item that makes this many plus one; nil: no limit.
         public var maximumRejects: Int?
@@ -118,17 +124,18 @@ public final class RecordImporter: Sendable {
         public var read = 0
         /// Items a checkpoint of an earlier run said were settled.
         public var skipped = 0
-        /// Records that did not exist and were written.
+        /// Records that did not exist and were written (in a dry run: would be).
         public var created = 0
-        /// Records that existed and were written.
+        /// Records that existed and were written (in a dry run: would be).
         public var updated = 0
         /// Records identical to the stored ones, so not written.
         public var unchanged = 0
         /// Deletions applied (a deletion of a record that does not exist counts too).
         public var deleted = 0
-        /// Rejected items, each reported once.
+        /// Rejected items, each reported once (in a dry run: those the real run would reject).
         public var failed = 0
-        /// A dry run's records and deletions that would be written.
+        /// A dry run's records and deletions that the real run would save or delete (created,
+        /// updated, unchanged and deleted together); 0 for a real run.
         public var valid = 0
         /// Zones the import created (``Options/createsZones``), or a dry run would create.
         public var createdZones: [RecordZone.ID] = []

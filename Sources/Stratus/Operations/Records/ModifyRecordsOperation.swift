@@ -112,6 +112,9 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
     /// Whether the request restores CloudKit's own records as the system made them: the
     /// `Users` records of the public database (see ``RecordImporter/Options/writesSystemRecords``).
     package var writesSystemRecords = false
+    /// Where the request writes instead of the store, for a dry run: every item gets the result
+    /// a write would give it, and nothing is stored (see ``WriteSimulation``).
+    package var simulation: WriteSimulation?
 
     /// Records a producer prepared on its own thread (see ``PreparedSave``), saved before
     /// ``recordsToSave``.
@@ -364,7 +367,7 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
         if isAtomic {
             var staging: AssetStaging?
             if failed.isEmpty && AssetStaging.isNeeded(ordered) && total <= Self.maximumAtomicItems && !shouldStop {
-                var assets = try AssetStaging(engine: engine, context: context, maximumSize: maximumAssetSize)
+                var assets = try assetStaging(engine: engine, context: context)
                 let staged = try assets.stage(ordered, progress: progressReporter(ordered))
                 staging = assets
                 for (index, error) in staged.failures { failed[ordered[index].recordID] = error }
@@ -408,7 +411,7 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
             var staging: AssetStaging?
             if AssetStaging.isNeeded(saves) {
                 // A save whose asset cannot be stored fails alone; the rest of the batch is written.
-                var assets = try AssetStaging(engine: engine, context: context, maximumSize: maximumAssetSize)
+                var assets = try assetStaging(engine: engine, context: context)
                 let staged = try assets.stage(saves, progress: progressReporter(saves))
                 staging = assets
                 for (index, error) in staged.failures {
@@ -435,11 +438,19 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
         return nil
     }
 
+    /// Where the assets of a request's saves are staged: the store's content, or for a
+    /// simulated request content that is read, checked and hashed, and not kept.
+    private func assetStaging(engine: any StorageEngine, context: DatabaseContext) throws -> AssetStaging {
+        if let simulation { return AssetStaging(store: simulation.assetContents, hold: "simulation", maximumSize: maximumAssetSize) }
+        return try AssetStaging(engine: engine, context: context, maximumSize: maximumAssetSize)
+    }
+
     /// Records a job's progress in a transaction of its own, for a batch that writes nothing.
     private func recordProgressAlone(_ progress: JobProgressEntry?, engine: any StorageEngine, context: DatabaseContext) throws -> StratusError? {
         guard let progress else { return nil }
         var request = ModifyRequest(saves: [], writeMode: writeMode ?? RecordWriteMode(savePolicy), isAtomic: false, returnsSavedRecords: false)
         request.jobProgress = progress
+        request.simulation = simulation
         _ = try withRetry { try RecordWriteExecutor.apply(request, engine: engine, context: context) }
         return nil
     }
@@ -463,6 +474,7 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
                                     returnsSavedRecords: (perRecordBlocksGetStoredRecords && (perRecordSaveBlock != nil || perRecordCompletionBlock != nil))
                                         || modifyRecordsCompletionBlock != nil || recordOutput.hasConsumers)
         request.writesSystemRecords = writesSystemRecords
+        request.simulation = simulation
         return request
     }
 
