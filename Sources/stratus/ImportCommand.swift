@@ -50,6 +50,10 @@ struct ImportCommand: Command {
         a field it lacks was removed). CloudKit's own records (names starting with '_', record
         types like cloudkit.share) are rejected with that reason unless --keep-system-records.
 
+        Parents: a record whose parent comes later in the input waits until the parent is
+        written (whatever --batch-size), then is imported; when the parent never comes, it is
+        rejected (referenceViolation) at the end of the input.
+
         SIGINT or SIGTERM stops after the current batch and saves the checkpoint (exit 130/143).
         """
     static let options: [Option] = [

@@ -75,6 +75,36 @@ struct ImportSemanticsCLITests {
         }
     }
 
+    // MARK: - Parents later in the input
+
+    @Test("children before their parents import whatever --batch-size (and with a checkpoint); a parent that never comes rejects its child at the end", arguments: TestEngine.all)
+    func childrenBeforeParents(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            func input(_ prefix: String) -> String {
+                func line(_ name: String, parent: String?) -> String {
+                    let parentMember = parent.map { #","parent":{"recordName":"\#(prefix)\#($0)"}"# } ?? ""
+                    return #"{"recordName":"\#(prefix)\#(name)","recordType":"Folder","fields":{"name":{"value":"\#(name)","type":"STRING"}}\#(parentMember)}"#
+                }
+                return [line("child", parent: "parent"), line("grandchild", parent: "child"), line("other", parent: nil),
+                        line("parent", parent: "root"), line("root", parent: nil), line("lost", parent: "never")].joined(separator: "\n") + "\n"
+            }
+            for (index, options) in [["--batch-size", "1"], ["--batch-size", "2"], [], ["--batch-size", "1", "--checkpoint", store.path("import.ckpt")]].enumerated() {
+                let rejects = store.path("rejects-\(index).ndjson")
+                let result = try await cli.run(["import", try cli.file("folders-\(index).ndjson", input("r\(index)-")), "--reject-file", rejects] + options)
+                #expect(result.exitCode == 1, "\(options): \(result)")
+                Summary.expectImport(result, imported: 5, failed: 1)
+                let rejected = try RejectLine.read(rejects)
+                #expect(rejected.map(\.recordName) == ["r\(index)-lost"] && rejected.first?.line == 6, "\(options): \(rejected.map(\.error))")
+                #expect(rejected.first?.error.contains("referenceViolation") == true)
+            }
+            #expect(!cli.exists(store.path("import.ckpt")))
+            #expect(try await cli.count("Folder") == 20)
+            let exported = try await cli.exported("Folder")
+            #expect((exported["r0-grandchild"]?["parent"] as? [String: Any])?["recordName"] as? String == "r0-child")
+        }
+    }
+
     // MARK: - Dry runs
 
     /// Runs `arguments` as a dry run and for real (after it, in a copy of the store's state

@@ -20,9 +20,18 @@ import Synchronization
 /// A batch names each record once: a record named again starts a new batch, so that every
 /// line applies in input order (within a batch, saves come before deletions).
 ///
+/// **Parents.** A record whose parent is neither stored nor in its batch (nor in a batch
+/// before it) waits, with the later items of the same record, until a batch writes its
+/// parent; then it goes into the next batch. So an input that holds a child before its
+/// parent imports whatever the batch size. What still waits when the input ends is written
+/// then, and the store decides: a parent that never came makes it `referenceViolation`.
+/// Checkpoints name the waiting items (``ImportCheckpoint/pendingItems``), so a resumed
+/// import reads them again.
+///
 /// **Rejects.** An item is rejected when the source rejects it, when the record is not valid
 /// (``Record/validateForSave()``), or when the store refuses it; each is reported to the sink
-/// once, in input order, and counted in ``Summary/failed``.
+/// once, in input order (a record that waited for its parent until the input ended is
+/// reported then), and counted in ``Summary/failed``.
 ///
 /// **Limit.** With ``Options/maximumRejects`` N the import stops at the rejected item that
 /// makes N + 1, whatever rejected it: the items before it are imported, none after it. To

@@ -107,8 +107,9 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
     /// stored one. A job that only counts outcomes (``RecordUpdater``) sets it.
     package var perRecordBlocksGetStoredRecords = true
     /// A job's position recorded in the transaction of the request's last batch (an importer's
-    /// settled items), so that a resumed job knows exactly what committed.
-    package var jobProgress: (job: String, position: Int64)?
+    /// settled items, and as text the items before them not settled), so that a resumed job
+    /// knows exactly what committed.
+    package var jobProgress: (job: String, position: Int64, text: String?)?
     /// Whether the request restores CloudKit's own records as the system made them: the
     /// `Users` records of the public database (see ``RecordImporter/Options/writesSystemRecords``).
     package var writesSystemRecords = false
@@ -173,7 +174,7 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
                 return try emit(saved, sequence: handedOn, position: nil, to: recordOutput)
             }
             let stop = try write(
-                prepared: preparedSaves, saving: toSave, deleting: toDelete, progress: jobProgress.map { JobProgressEntry(job: $0.job, position: $0.position) },
+                prepared: preparedSaves, saving: toSave, deleting: toDelete, progress: jobProgress.map { JobProgressEntry(job: $0.job, position: $0.position, text: $0.text) },
                 singleTransaction: false, interruptible: true, engine: engine, context: context, errors: &errors, done: &done, handOn: handOn)
             if let stop { return stop }
             if shouldStop { return stopped(done: done, errors: errors) }

@@ -88,6 +88,14 @@ package final class WriteSimulation: @unchecked Sendable {
         }
     }
 
+    /// Which of `ids` the simulated database holds now: what the store holds, as the
+    /// simulation's writes and deletions changed it.
+    func existingRecords(_ ids: [Record.ID], engine: any StorageEngine, context: DatabaseContext) throws -> Set<Record.ID> {
+        try run(engine: engine, context: context, prefetching: ids) { transaction in
+            Set(try ids.filter { try transaction.recordExists($0) })
+        }
+    }
+
     /// Records that the simulated run created a zone (an import that creates the zones its
     /// input names), with the capabilities a created zone gets.
     package func createZone(_ zone: RecordZone, in context: DatabaseContext) {
