@@ -100,6 +100,10 @@ struct ImportSemanticsCLITests {
             }
             #expect(!cli.exists(store.path("import.ckpt")))
             #expect(try await cli.count("Folder") == 20)
+            // A dry run says the same, and writes nothing.
+            let dry = try await cli.run(["import", try cli.file("folders-dry.ndjson", input("dry-")), "--dry-run", "--batch-size", "1"])
+            #expect(dry.exitCode == 1 && dry.stderrLines.last?.contains("dry run: 5 valid, 1 rejected") == true, "\(dry)")
+            #expect(try await cli.count("Folder") == 20)
             let exported = try await cli.exported("Folder")
             #expect((exported["r0-grandchild"]?["parent"] as? [String: Any])?["recordName"] as? String == "r0-child")
         }

@@ -464,7 +464,9 @@ final class ImportRun {
     /// Which of `ids` the store holds (or, in a dry run, would hold by now).
     private func existingRecords(_ ids: Set<Record.ID>) async throws -> Set<Record.ID> {
         do {
-            return try await database.engineCall { [simulation] engine, context in
+            // As the batches' operations see the database: the user directory's record name and roles.
+            return try await database.engineCall { [simulation, database] engine, _ in
+                let context = try database.resolvedContext()
                 if let simulation { return try simulation.existingRecords(Array(ids), engine: engine, context: context) }
                 return Set(try engine.fetchRecords(Array(ids), in: context).keys)
             }
@@ -763,7 +765,7 @@ final class ImportRun {
 
     private func report() {
         guard let progress else { return }
-        let pending = batch.count + inFlight.reduce(0) { $0 + $1.batch.count }
+        let pending = batch.count + inFlight.reduce(0) { $0 + $1.batch.count } + waits.count + ready.count
         progress(RecordImporter.Progress(summary: summary, pending: pending, bytesRead: source.bytesRead))
     }
 
