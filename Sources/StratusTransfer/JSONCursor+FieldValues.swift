@@ -465,9 +465,14 @@ extension JSONCursor {
         if zoneStart >= 0 {
             let given = try zoneID(name: zoneName, owner: zoneOwner, at: zoneStart, what: "zoneID")
             // A reference never leaves its record's zone; the same zone spelled with another
-            // owner name is still that zone, so the record's zone ID is used.
-            guard given.zoneName == zone.zoneName || !context.cache.recordZoneIsKnown else {
-                throw fail(t, key, type, i, "points into zone '\(given.zoneName)', but references must stay in the record's zone '\(zone.zoneName)'")
+            // owner name is still that zone, so the record's zone ID is used. Another zone is
+            // kept as the reference's, so that the save refuses it (Record.validateForSave()):
+            // for a record that names no zone, the zone it goes into is the importer's choice.
+            if given.zoneName != zone.zoneName {
+                guard !context.cache.recordZoneIsKnown else {
+                    throw fail(t, key, type, i, "points into zone '\(given.zoneName)', but references must stay in the record's zone '\(zone.zoneName)'")
+                }
+                return Record.Reference(recordID: Record.ID(recordName: recordName, zoneID: given), action: action)
             }
         }
         return Record.Reference(recordID: Record.ID(recordName: recordName, zoneID: zone), action: action)

@@ -28,8 +28,10 @@ final class DecodeCache {
     var shapePositions: [Dictionary<String, FieldValue>.Index] = []
     /// Whether the record being decoded names its zone (itself or through its envelope): its
     /// references must then stay in that zone. A record that names none (a `records/query` or
-    /// `records/modify` answer) is put in the reader's zone, and its references keep the zone
-    /// they name as it came (with the field's JSON) while they point into the record's.
+    /// `records/modify` answer) is put in the reader's zone; a reference of it that names a zone
+    /// of another name keeps that zone, and the save refuses it (references stay in their
+    /// record's zone); one that names the record's zone keeps its `zoneID` as it came (with the
+    /// field's JSON).
     var recordZoneIsKnown = false
     /// Whether the record comes from one of CloudKit's answers (an envelope): the system
     /// fields and zoneID it lacks are then left out when it is written back, as CloudKit left

@@ -9,7 +9,7 @@ import Stratus
 /// Locked while an import uses it (a second import with the same checkpoint exits 75).
 ///
 /// ```
-/// {"input":"/data/records.ndjson","inputSize":104857600,"committedItems":42000}
+/// {"input":"/data/records.ndjson","inputSize":104857600,"committedItems":42000,"pendingItems":[17,18]}
 /// ```
 final class CheckpointFile: ImportCheckpointStore {
     private struct Contents: Codable {
@@ -19,6 +19,9 @@ final class CheckpointFile: ImportCheckpointStore {
         /// The import's name in the store (see ``ImportCheckpoint/job``); absent in files of
         /// earlier versions.
         var job: String?
+        /// Items before `committedItems` not settled yet (see ``ImportCheckpoint/pendingItems``);
+        /// absent when there are none.
+        var pendingItems: [Int]?
     }
 
     /// The name the user gave.
@@ -48,12 +51,13 @@ final class CheckpointFile: ImportCheckpointStore {
         guard contents.input == input && contents.inputSize == inputSize else {
             throw UsageError(message: "the checkpoint \(path) belongs to \(contents.input) (\(contents.inputSize ?? 0) bytes), not to this input; remove it to start over")
         }
-        return ImportCheckpoint(itemsSettled: contents.committedItems, job: contents.job)
+        return ImportCheckpoint(itemsSettled: contents.committedItems, job: contents.job, pendingItems: contents.pendingItems ?? [])
     }
 
     /// - Throws: ``CommandFailure`` `cannotCreateOutput` when it cannot be written.
     func save(_ checkpoint: ImportCheckpoint) throws {
-        let data = try JSONEncoder().encode(Contents(input: input, inputSize: inputSize, committedItems: checkpoint.itemsSettled, job: checkpoint.job))
+        let data = try JSONEncoder().encode(Contents(input: input, inputSize: inputSize, committedItems: checkpoint.itemsSettled, job: checkpoint.job,
+                                                     pendingItems: checkpoint.pendingItems.isEmpty ? nil : checkpoint.pendingItems))
         try KeptFile.replace(resolvedPath, with: data)
     }
 

@@ -50,6 +50,10 @@ struct ImportCommand: Command {
         a field it lacks was removed). CloudKit's own records (names starting with '_', record
         types like cloudkit.share) are rejected with that reason unless --keep-system-records.
 
+        Parents: a record whose parent comes later in the input waits until the parent is
+        written (whatever --batch-size), then is imported; when the parent never comes, it is
+        rejected (referenceViolation) at the end of the input.
+
         SIGINT or SIGTERM stops after the current batch and saves the checkpoint (exit 130/143).
         """
     static let options: [Option] = [
@@ -61,14 +65,14 @@ struct ImportCommand: Command {
             """, default: "forceUpdate"),
         Option("--batch-size", "N", "records per checkpointed batch; a batch is written in one transaction, split only where it passes 2 MB", default: "2000 on SQLite, 10000 on PostgreSQL"),
         Option(flag: "--atomic", "all or nothing, in one transaction (at most 100,000 records)"),
-        Option(flag: "--dry-run", "read and validate everything, report counts, write nothing"),
+        Option(flag: "--dry-run", "check everything the real run would (schema types, production's refusals, --mode, parents, roles, asset files, later lines seeing earlier ones) and report what it would reject; the store is read, never changed"),
         Option("--max-errors", "N", "stop (exit 65) at the rejected record that makes N + 1", default: "no limit"),
         Option("--reject-file", "FILE", "append each rejected input as a JSON line: line, column, recordName, error", default: "none: the first 10 reasons go to stderr"),
         Option("--checkpoint", "FILE", "after a crash, kill or interruption, the next run with the same FILE continues after the last committed batch; removed when the import ends", default: "none"),
         Option(flag: "--new-system-fields", "give records new change tags and dates instead of keeping those in the input (kept by default with create, forceUpdate, forceReplace)"),
         Option(flag: "--create-zones", "create the zones the input names that do not exist (stderr says which)"),
         Option(flag: "--owner-as-current-user", "import zones the input says another user owns (ownerRecordName) as the current user's; records keep the owner's name for export"),
-        Option(flag: "--keep-system-records", "import CloudKit's own records (names starting with '_', types like cloudkit.share) instead of rejecting them"),
+        Option(flag: "--keep-system-records", "import CloudKit's own records (names starting with '_', types like cloudkit.share) instead of rejecting them; the public database's Users records are written as CloudKit made them (one per user, created for the user each names), which no save may otherwise create"),
         Option("--assets-dir", "DIR", "the folder asset files are read from; asset paths in the input are relative to it", default: "none: local asset paths are refused"),
         Option(flag: "--follow-symlinks", "with --assets-dir: follow symbolic links that stay inside DIR"),
         Option("--max-asset-size", "BYTES", "the most bytes one asset may hold", default: "4294967296 (4 GiB)"),
@@ -169,7 +173,9 @@ struct ImportCommand: Command {
             // Refuse before reading: outside atomic zones the store applies requests item by item.
             let zone = try? await database.recordZone(for: store.zoneID)
             if let zone, !zone.capabilities.contains(.atomic) {
-                throw UsageError(message: "--atomic: zone '\(store.zoneID.zoneName)' was created without the atomic capability (zones create --no-atomic), so the store would write its records one by one; import without --atomic, or into an atomic zone")
+                throw UsageError(message: store.zoneID.isDefault
+                    ? "--atomic: the default zone has no atomic capability (as CloudKit's), so the store would write its records one by one; import without --atomic, or into a custom zone (--zone, zones create)"
+                    : "--atomic: zone '\(store.zoneID.zoneName)' was created without the atomic capability (zones create --no-atomic), so the store would write its records one by one; import without --atomic, or into an atomic zone")
             }
         }
         for schema in try await container.schemas() { readOptions.schemas[schema.recordType] = schema }
@@ -192,6 +198,7 @@ struct ImportCommand: Command {
         options.importsOwnersAsCurrentUser = ownersAsCurrentUser
         options.requiredZone = store.zoneGiven ? store.zoneID : nil
         options.maximumAssetSize = maximumAssetSize
+        options.writesSystemRecords = keepSystemRecords
         let importer = RecordImporter(database: database, options: options)
         if !dryRun { Interruption.install { importer.cancel() } }
 

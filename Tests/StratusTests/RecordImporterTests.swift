@@ -1,5 +1,6 @@
 import Foundation
 @_spi(StratusEngine) import Stratus
+import StratusSQLite
 import StratusTestSupport
 import Testing
 
@@ -294,13 +295,50 @@ struct RecordImporterTests {
         }
     }
 
+    @Test("a dry run on a store opened read-only finds what the real run would: a type conflict, a record created twice, a deletion's cascade seen by a later line")
+    func dryRunOnReadOnlyStore() async throws {
+        func seed(_ database: Database) async throws {
+            try await TestDatabase.save([
+                makeRecord("Item", "list", ["n": .int64(1)]),
+                makeRecord("Item", "entry", ["n": .int64(2), "up": .reference(reference("list", .deleteSelf))]),
+            ], in: database)
+        }
+        try await SQLiteFixture.with { fixture in
+            try await seed(fixture.database)
+            let readOnly = try SQLiteEngine(path: fixture.store.path(), readOnly: true)
+            let database = Container(identifier: SQLiteFixture.identifier, engine: readOnly, userName: "alice").publicCloudDatabase
+            let items: [RecordSourceItem] = [
+                .record(makeRecord("Item", "fresh", ["n": .int64(3)]), line: 1),
+                .record(makeRecord("Item", "wrong", ["n": .string("text")]), line: 2),
+                .record(makeRecord("Item", "fresh", ["n": .int64(4)]), line: 3),
+                .deletion(Record.ID(recordName: "list"), recordType: "Item", line: 4),
+                .record(makeRecord("Item", "entry", ["n": .int64(5)]), line: 5),
+            ]
+            for mode in [RecordWriteMode.create, .update] {
+                let rejects = RejectLog()
+                let dry = try await RecordImporter(database: database, options: Self.options { $0.isDryRun = true; $0.writeMode = mode; $0.batchSize = 1 })
+                    .run(from: ItemSource(items), rejects: rejects)
+                let realRejects = RejectLog()
+                let copy = try SQLiteFixture()
+                defer { copy.store.remove() }
+                try await seed(copy.database)
+                let real = try await RecordImporter(database: copy.database, options: Self.options { $0.writeMode = mode; $0.batchSize = 1 })
+                    .run(from: ItemSource(items), rejects: realRejects)
+                #expect(realRejects.lines == (mode == .create ? [2, 3] : [1, 2, 3, 5]), "\(mode): \(realRejects.rejections.map(\.message))")
+                #expect(rejects.lines == realRejects.lines, "\(mode): \(rejects.rejections.map(\.message)) vs \(realRejects.rejections.map(\.message))")
+                #expect(dry.failed == real.failed && dry.valid == real.created + real.updated + real.unchanged + real.deleted, "\(mode): \(dry) vs \(real)")
+            }
+            #expect(try await storedNames(fixture.database) == ["entry", "list"], "the dry run wrote nothing")
+        }
+    }
+
     @Test("a dry run validates and counts without writing; a failing source stops after writing what it read before")
     func dryRunAndSourceFailure() async throws {
         try await SQLiteFixture.with { fixture in
             let database = fixture.database
             let source = ItemSource(records: items(10) + [makeRecord("Item", "bad", ["n": .double(.infinity)])])
             let dry = try await RecordImporter(database: database, options: Self.options { $0.isDryRun = true }).run(from: source)
-            #expect(dry.valid == 10 && dry.failed == 1 && dry.created == 0, "\(dry)")
+            #expect(dry.valid == 10 && dry.failed == 1 && dry.created == 10, "a dry run counts what the real run would: \(dry)")
             #expect(try await storedNames(database).isEmpty)
 
             final class Broken: RecordSource {

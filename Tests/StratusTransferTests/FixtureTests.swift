@@ -203,16 +203,21 @@ struct FixtureTests {
         #expect(typed.last?.record?.fieldValue(forKey: "filenameEnc") == .bytes(Data("all_photo.jpg".utf8)))
     }
 
-    @Test("a record that names no zone keeps its references' zoneID as it came; one that names its zone cannot reference another")
+    @Test("a record that names no zone keeps its references' zoneID as it came, and a save refuses it outside that zone; one that names its zone cannot reference another")
     func photoDeleteResponse() throws {
         // A records/modify answer leaves the zone out (the request named it); its references name it.
         let record = try #require(try Fixtures.read("photo_delete_response.json").first?.record)
         #expect(record.recordID.zoneID == .default)
-        #expect(record.fieldValue(forKey: "masterRef") == .reference(Record.Reference(recordID: Record.ID(recordName: "MASTER_RECORD_ID_031"), action: .deleteSelf)))
+        let named = RecordZone.ID(zoneName: "PrimarySync", ownerName: "OWNER_RECORD_NAME_001")
+        #expect(record.fieldValue(forKey: "masterRef") == .reference(Record.Reference(recordID: Record.ID(recordName: "MASTER_RECORD_ID_031", zoneID: named), action: .deleteSelf)))
         #expect(RecordJSONWriter.json(for: record).contains(
             #""masterRef":{"value":{"recordName":"MASTER_RECORD_ID_031","action":"DELETE_SELF","zoneID":{"zoneName":"PrimarySync","ownerRecordName":"OWNER_RECORD_NAME_001","zoneType":"REGULAR_CUSTOM_ZONE"}},"type":"REFERENCE"}"#))
+        // In the default zone it would point across zones: the save refuses it (import it with --zone PrimarySync).
+        #expect(throws: StratusError.self) { try record.validateForSave() }
         let inZone = try #require(try Fixtures.read("photo_delete_response.json") { $0.zoneID = RecordZone.ID(zoneName: "PrimarySync") }.first?.record)
         #expect(inZone.recordID.zoneID.zoneName == "PrimarySync")
+        #expect(inZone.fieldValue(forKey: "masterRef") == .reference(Record.Reference(recordID: Record.ID(recordName: "MASTER_RECORD_ID_031", zoneID: inZone.recordID.zoneID), action: .deleteSelf)))
+        try inZone.validateForSave()
         let crossing = try readAll(#"{"recordName":"a","recordType":"T","zoneID":{"zoneName":"A"},"fields":{"r":{"value":{"recordName":"b","action":"NONE","zoneID":{"zoneName":"B"}},"type":"REFERENCE"}}}"#)
         #expect(crossing.first?.rejection?.message.contains("references must stay in the record's zone") == true)
     }

@@ -45,6 +45,14 @@ struct AssetStaging {
         self.maximumSize = maximumSize
     }
 
+    /// Staging into `store` under the hold `hold`, which no holder's liveness guards: for a
+    /// store that keeps nothing (a dry run's, see ``WriteSimulation``).
+    init(store: any AssetContentStore, hold: String, maximumSize: Int64) {
+        self.store = store
+        self.hold = hold
+        self.maximumSize = maximumSize
+    }
+
     /// Whether any of `saves` has an asset (to store or to keep held until written).
     static func isNeeded(_ saves: [PreparedSave]) -> Bool {
         saves.contains { $0.holdsAsset }

@@ -40,6 +40,11 @@ public protocol StorageEngine: AnyObject, Sendable {
     /// Reads records by ID. IDs not in the store are absent from the answer.
     @_spi(StratusEngine) func fetchRecords(_ ids: [Record.ID], in database: DatabaseContext) throws -> [Record.ID: Record]
 
+    /// The names of the records in `id`'s zone whose `.deleteSelf` references point at `id`, as
+    /// stored: ``RecordWriteTransaction/deleteSelfSources(of:)`` read outside a write (a dry
+    /// run reads what a write would).
+    @_spi(StratusEngine) func deleteSelfSources(of id: Record.ID, in database: DatabaseContext) throws -> [String]
+
     /// Runs `body` in one write transaction of `database`: committed when `body` returns,
     /// rolled back when it throws (the error is rethrown). See ``RecordWriteTransaction``.
     @_spi(StratusEngine) func writeRecords<T>(in database: DatabaseContext, _ body: (any RecordWriteTransaction) throws -> T) throws -> T

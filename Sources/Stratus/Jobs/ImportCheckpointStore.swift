@@ -1,21 +1,37 @@
 /// Where an import is: how many input items (records, deletions and rejected items) are
-/// settled — written, or rejected and reported — from the start of the input.
+/// settled — written, or rejected and reported — from the start of the input, and which of
+/// them are not settled yet (records waiting for a parent later in the input).
 ///
 /// ```swift
-/// let checkpoint = ImportCheckpoint(itemsSettled: 4_000)
+/// let checkpoint = ImportCheckpoint(itemsSettled: 4_000, pendingItems: [17, 18])
 /// ```
 public struct ImportCheckpoint: Sendable, Hashable, Codable {
-    /// Items from the start of the input that a resumed import skips.
+    /// Items from the start of the input that a resumed import skips, apart from
+    /// ``pendingItems``.
     public var itemsSettled: Int
     /// The import's name in the store, which records in each batch's own transaction how far
     /// the import got: a run killed after a batch committed and before its checkpoint was saved
     /// resumes after that batch, not with it again. Set by the importer.
     public var job: String?
+    /// Items before ``itemsSettled`` that are not settled: records that wait for their parent
+    /// (and items of the same records behind them). A resumed import reads them again.
+    public var pendingItems: [Int]
 
-    /// A checkpoint after `itemsSettled` input items.
-    public init(itemsSettled: Int, job: String? = nil) {
+    /// A checkpoint after `itemsSettled` input items, of which `pendingItems` are not settled.
+    public init(itemsSettled: Int, job: String? = nil, pendingItems: [Int] = []) {
         self.itemsSettled = itemsSettled
         self.job = job
+        self.pendingItems = pendingItems
+    }
+
+    private enum CodingKeys: String, CodingKey { case itemsSettled, job, pendingItems }
+
+    /// Decodes a checkpoint; one saved before ``pendingItems`` existed has none.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        itemsSettled = try container.decode(Int.self, forKey: .itemsSettled)
+        job = try container.decodeIfPresent(String.self, forKey: .job)
+        pendingItems = try container.decodeIfPresent([Int].self, forKey: .pendingItems) ?? []
     }
 }
 

@@ -6,7 +6,7 @@ final class ImportRun {
     typealias Summary = RecordImporter.Summary
     typealias Failure = RecordImporter.Failure
 
-    private enum Mode { case batches, atomic, dryRun }
+    private enum Mode { case batches, atomic }
 
     /// A batch handed to the store (or, without writes, waiting to be reported).
     private struct Flight {
@@ -16,6 +16,8 @@ final class ImportRun {
         var endItems: Int
         /// Written all or nothing first, to find where a reject limit falls.
         var probe: Bool
+        /// Items before ``endItems`` not settled with it: they wait for a parent.
+        var pendingItems: [Int] = []
     }
 
     private let importer: RecordImporter
@@ -32,6 +34,9 @@ final class ImportRun {
     private let mode: Mode
     private let maximumInFlight: Int
     private let saver: ImportBatchSaver
+    /// Where a dry run writes instead of the store: its batches go through the same write
+    /// policy as a real run's, and see what the batches before them would have written.
+    private let simulation: WriteSimulation?
 
     // One task runs an import from start to end, so no two accesses can overlap: the
     // per-record state needs no dynamic exclusivity check (about 1 % of a bulk import's time).
@@ -48,6 +53,20 @@ final class ImportRun {
     /// The zone the last record named and where it went: records mostly come zone by zone.
     @exclusivity(unchecked) private var lastGivenZone: RecordZone.ID?
     @exclusivity(unchecked) private var lastPlacement: (zoneID: RecordZone.ID, keptOwner: String?) = (.default, nil)
+    /// Records whose parent is not stored yet, waiting for a later batch to write it (see
+    /// ``ImportParentWaits``), and the items they released, to be batched before the next
+    /// input item is read (the first is the one being batched).
+    private var waits = ImportParentWaits()
+    private var ready: [ImportParentWaits.Item] = []
+    /// Whether records whose parent is missing wait (until the input ends: then every record
+    /// is written and the store's rules decide).
+    private var holdsForParents = true
+    /// Items of the checkpoint this run resumes that were not settled: read again.
+    private var resumedPending: Set<Int> = []
+    /// Where the last batch handed to the store ends, and the last checkpoint: batches of
+    /// records a parent released end no earlier.
+    private var submittedEnd = 0
+    private var settledEnd = 0
 
     init(
         importer: RecordImporter, source: any RecordSource, rejects: (any RecordRejectSink)?,
@@ -61,7 +80,8 @@ final class ImportRun {
         self.rejects = rejects
         self.checkpointStore = checkpointStore
         self.progress = progress
-        mode = options.isDryRun ? .dryRun : options.isAtomic ? .atomic : .batches
+        mode = options.isAtomic ? .atomic : .batches
+        simulation = options.isDryRun ? WriteSimulation() : nil
         // With a checkpoint, one batch at a time: a kill then leaves at most the batch being
         // written committed beyond the checkpoint. With a reject limit, each batch is settled
         // before the next starts, so that nothing after the limit is written.
@@ -74,30 +94,45 @@ final class ImportRun {
             throw failure(.checkpoint, StratusError(.invalidArguments, "an atomic import has no partial progress to checkpoint"))
         }
         var skip = 0
-        if mode != .dryRun, let checkpointStore {
+        if simulation == nil, let checkpointStore {
             do {
                 let loaded = try checkpointStore.load()
                 skip = loaded?.itemsSettled ?? 0
+                var pending = loaded?.pendingItems ?? []
                 let job = loaded?.job ?? UUID().uuidString.lowercased()
                 self.job = job
                 if loaded?.job == nil {
                     // The job's name is durable before any of its batches commits.
                     try checkpointStore.save(ImportCheckpoint(itemsSettled: skip, job: job))
-                } else if let committed = try await database.engineCall({ engine, _ in try engine.jobProgress(job) }), committed > skip {
+                } else if let committed = try await database.engineCall({ engine, _ in try engine.jobProgress(job) }), committed >= skip {
                     // A batch committed after the last checkpoint was saved: it is not read again,
                     // and the checkpoint catches up so that it never lags by more than one batch.
-                    skip = Int(committed)
-                    try checkpointStore.save(ImportCheckpoint(itemsSettled: skip, job: job))
+                    // The store's record, written with the batch, says what waited then.
+                    let text = try await database.engineCall { engine, _ in try engine.jobProgressText(job) }
+                    if Int(committed) > skip || text != nil {
+                        skip = Int(committed)
+                        pending = ImportCheckpoint.pendingItems(fromText: text)
+                        try checkpointStore.save(ImportCheckpoint(itemsSettled: skip, job: job, pendingItems: pending))
+                    }
                 }
+                resumedPending = Set(pending)
+                submittedEnd = skip
+                settledEnd = skip
             } catch {
                 throw failure(.checkpoint, error)
             }
         }
         var consumed = 0
-        while stop == nil, let item = try await nextItem(consumed: consumed) {
+        while stop == nil {
+            // Records whose parent a settled batch wrote go first, where the input is now.
+            if !ready.isEmpty {
+                try await batchReady(consumed: consumed)
+                continue
+            }
+            guard let item = try await nextItem(consumed: consumed) else { break }
             let index = consumed
             consumed += 1
-            if index < skip {
+            if index < skip && (resumedPending.isEmpty || !resumedPending.contains(index)) {
                 summary.skipped += 1
                 continue
             }
@@ -118,15 +153,15 @@ final class ImportRun {
                 case .failure(let problem):
                     try await reject(RecordRejection(line: line, column: 0, recordName: record.recordID.recordName, message: problem.description), item: index)
                 case .success(let prepared):
-                    if mode == .batches && batch.names.insert(prepared.recordID.recordName).inserted {
+                    if mode == .batches && waits.isEmpty && batch.names.insert(prepared.recordID.recordName).inserted {
                         batch.append(prepared, line: line, item: index)
                     } else {
-                        try await accept(prepared, line: line, item: index)
+                        try await accept(prepared, line: line, item: index, before: index)
                     }
                 }
             case .deletion(let given, _, let line):
                 let id = try await place(given, line: line, consumed: index)
-                try await accept(deletion: id, line: line, item: index)
+                try await accept(deletion: id, line: line, item: index, before: index)
             }
             if stop != nil { break }
             switch mode {
@@ -138,7 +173,7 @@ final class ImportRun {
                         stop = stop ?? .cancelled
                     }
                 }
-            case .atomic, .dryRun:
+            case .atomic:
                 if importer.isCancelled { stop = .cancelled }
             }
             if summary.read & 255 == 0 { report() }
@@ -146,19 +181,16 @@ final class ImportRun {
         if stop == nil {
             switch mode {
             case .batches:
-                try await submitBatch(endItems: consumed)
-                try await settleAll()
+                try await finishBatches(consumed: consumed)
             case .atomic:
                 try await writeAtomically()
-            case .dryRun:
-                break
             }
         } else if mode == .batches {
             try await settleAll()
         }
         if stop == nil {
             stop = .finished
-            if mode != .dryRun {
+            if simulation == nil {
                 do {
                     try checkpointStore?.remove()
                     if let job { try await database.engineCall { engine, _ in try engine.removeJobProgress(job) } }
@@ -252,7 +284,9 @@ final class ImportRun {
         } catch {
             throw failure(.store, error)
         }
-        if mode != .dryRun {
+        if let simulation {
+            simulation.createZone(RecordZone(zoneID: zoneID), in: database.context)
+        } else {
             do {
                 _ = try await database.save(RecordZone(zoneID: zoneID))
             } catch {
@@ -294,10 +328,10 @@ final class ImportRun {
         }
     }
 
-    private func accept(_ record: PreparedSave, line: Int, item: Int) async throws {
+    /// Takes a record into the import; `before` is where the input is (every item before it is
+    /// batched, settled or waiting), so where a batch that must end now ends.
+    private func accept(_ record: PreparedSave, line: Int, item: Int, before endItems: Int) async throws {
         switch mode {
-        case .dryRun:
-            summary.valid += 1
         case .atomic:
             let name = record.recordID.recordName
             if let first = atomicNames[name] {
@@ -312,18 +346,22 @@ final class ImportRun {
             try checkAtomicSize()
         case .batches:
             if !batch.names.insert(record.recordID.recordName).inserted {
-                try await submitBatch(endItems: item)
+                try await submitBatch(endItems: endItems)
                 if stop != nil { return }
                 batch.names.insert(record.recordID.recordName)
+            }
+            if waits.isWaiting(record.recordID) {
+                // An earlier item of the record waits for its parent: this one waits behind it.
+                batch.names.remove(record.recordID.recordName)
+                waits.wait(behind: ImportParentWaits.Item(entry: .save(record), line: line, item: item))
+                return
             }
             batch.append(record, line: line, item: item)
         }
     }
 
-    private func accept(deletion id: Record.ID, line: Int, item: Int) async throws {
+    private func accept(deletion id: Record.ID, line: Int, item: Int, before endItems: Int) async throws {
         switch mode {
-        case .dryRun:
-            summary.valid += 1
         case .atomic:
             if let first = atomicNames[id.recordName] {
                 try await reject(RecordRejection(
@@ -336,18 +374,130 @@ final class ImportRun {
             batch.append(deletion: id, line: line, item: item)
             try checkAtomicSize()
         case .batches:
-            if batch.names.contains(id.recordName) { try await submitBatch(endItems: item) }
+            if batch.names.contains(id.recordName) { try await submitBatch(endItems: endItems) }
             if stop != nil { return }
+            if waits.isWaiting(id) {
+                waits.wait(behind: ImportParentWaits.Item(entry: .deletion(id), line: line, item: item))
+                return
+            }
             batch.names.insert(id.recordName)
             batch.append(deletion: id, line: line, item: item)
         }
+    }
+
+    // MARK: - Parents later in the input
+
+    /// Batches the items a settled batch released, in input order, before the next input
+    /// item is read (`consumed` items were read).
+    private func batchReady(consumed: Int) async throws {
+        while let next = ready.first, stop == nil {
+            // The item stays in `ready` while it is batched, so that a batch ended now counts it pending.
+            switch next.entry {
+            case .save(let save): try await accept(save, line: next.line, item: next.item, before: consumed)
+            case .deletion(let id): try await accept(deletion: id, line: next.line, item: next.item, before: consumed)
+            }
+            ready.removeFirst()
+            if stop == nil && batch.count >= batchSize { try await submitBatch(endItems: consumed) }
+        }
+    }
+
+    /// The end of the input: the last batches, then what waited for a parent, which the store
+    /// then accepts or rejects.
+    private func finishBatches(consumed: Int) async throws {
+        while stop == nil {
+            try await batchReady(consumed: consumed)
+            if stop != nil { break }
+            try await submitBatch(endItems: consumed)
+            try await settleAll()
+            if !ready.isEmpty { continue }
+            guard !waits.isEmpty else { break }
+            holdsForParents = false
+            ready = waits.releaseAll()
+        }
+    }
+
+    /// Takes out of the batch being submitted the records whose parent is neither stored, nor
+    /// in this batch, nor in a batch before it that the store has not settled yet: they wait
+    /// for a later batch to write it (as do children of records that wait).
+    private func holdBackRecordsWithoutParents() async throws {
+        guard holdsForParents, batch.records.contains(where: { $0.parent != nil }) else { return }
+        func parentID(_ save: PreparedSave) -> Record.ID? {
+            save.parent.map { Record.ID(recordName: $0.recordID.recordName, zoneID: save.recordID.zoneID) }
+        }
+        var indexByID: [Record.ID: Int] = [:]
+        for (index, save) in batch.records.enumerated() { indexByID[save.recordID] = index }
+        var coming: Set<Record.ID> = []
+        for flight in inFlight { for save in flight.batch.records { coming.insert(save.recordID) } }
+        var unknown: Set<Record.ID> = []
+        for save in batch.records {
+            if let parent = parentID(save), indexByID[parent] == nil, !coming.contains(parent) { unknown.insert(parent) }
+        }
+        let stored = unknown.isEmpty ? [] : try await existingRecords(unknown)
+        // Whether each record of the batch waits: its parent is missing, or waits itself.
+        var waitsByIndex: [Int: Bool] = [:]
+        func waiting(_ index: Int, depth: Int = 0) -> Bool {
+            if let known = waitsByIndex[index] { return known }
+            guard let parent = parentID(batch.records[index]) else { return false }
+            let result: Bool
+            if let parentIndex = indexByID[parent] {
+                // A cycle of parents is the store's to refuse.
+                result = depth < batch.records.count && parentIndex != index && waiting(parentIndex, depth: depth + 1)
+            } else {
+                result = !coming.contains(parent) && !stored.contains(parent)
+            }
+            waitsByIndex[index] = result
+            return result
+        }
+        let held = batch.records.indices.filter { waiting($0) }
+        guard !held.isEmpty else { return }
+        let heldIDs = Set(held.map { batch.records[$0].recordID })
+        for index in held {
+            let save = batch.records[index]
+            waits.wait(ImportParentWaits.Item(entry: .save(save), line: batch.recordLines[index], item: batch.recordItems[index]), forParent: parentID(save)!)
+        }
+        var kept = batch.writes(excluding: heldIDs)
+        for (index, rejection) in batch.rejections.enumerated() { kept.append(rejection, item: batch.rejectionItems[index]) }
+        kept.names = batch.names.subtracting(heldIDs.map(\.recordName))
+        batch = kept
+    }
+
+    /// Which of `ids` the store holds (or, in a dry run, would hold by now).
+    private func existingRecords(_ ids: Set<Record.ID>) async throws -> Set<Record.ID> {
+        do {
+            // As the batches' operations see the database: the user directory's record name and roles.
+            return try await database.engineCall { [simulation, database] engine, _ in
+                let context = try database.resolvedContext()
+                if let simulation { return try simulation.existingRecords(Array(ids), engine: engine, context: context) }
+                return Set(try engine.fetchRecords(Array(ids), in: context).keys)
+            }
+        } catch {
+            throw failure(.store, error)
+        }
+    }
+
+    /// The items not settled by a batch that ends the input at `endItems`: those that wait,
+    /// and those released but not batched yet.
+    private func pendingItems(before endItems: Int) -> [Int] {
+        guard !waits.isEmpty || !ready.isEmpty else { return [] }
+        return Set(waits.items + ready.map(\.item)).filter { $0 < endItems }.sorted()
+    }
+
+    /// After a batch settled: the records that waited for the records it wrote are ready.
+    private func release(written batch: ImportBatch, failed: Set<Record.ID>) {
+        guard !waits.isEmpty else { return }
+        var released: [ImportParentWaits.Item] = []
+        for save in batch.records where !failed.contains(save.recordID) {
+            released += waits.release(parent: save.recordID)
+        }
+        guard !released.isEmpty else { return }
+        ready = (ready + released).sorted { $0.item < $1.item }
     }
 
     /// A rejected item: reported at once in a dry run or an atomic import; otherwise kept with
     /// its batch, so that it is reported in input order among the store's rejects.
     private func reject(_ rejection: RecordRejection, item: Int) async throws {
         switch mode {
-        case .dryRun, .atomic:
+        case .atomic:
             try report(rejection)
             summary.failed += 1
             if let maximum = options.maximumRejects, summary.failed > maximum { stop = .rejectLimitReached }
@@ -373,7 +523,8 @@ final class ImportRun {
 
     /// Hands the batch being read to the store. Batches commit in input order and are settled
     /// in that order, so a checkpoint never passes an unsettled batch.
-    private func submitBatch(endItems: Int) async throws {
+    private func submitBatch(endItems requestedEnd: Int) async throws {
+        try await holdBackRecordsWithoutParents()
         guard !batch.isEmpty else { return }
         var next = batch
         batch = ImportBatch(capacity: batchSize)
@@ -381,8 +532,12 @@ final class ImportRun {
             try await settleOldest()
             if stop != nil { return }
         }
+        // A batch of records a parent released may end where the one before it ended.
+        let endItems = max(requestedEnd, submittedEnd)
+        submittedEnd = endItems
         guard let maximum = options.maximumRejects else {
-            inFlight.append(Flight(pending: submit(next, atomic: false, endItems: endItems), batch: next, endItems: endItems, probe: false))
+            let pending = pendingItems(before: endItems)
+            inFlight.append(Flight(pending: submit(next, atomic: false, endItems: endItems, pendingItems: pending), batch: next, endItems: endItems, probe: false, pendingItems: pending))
             return
         }
         // Every item of a batch could be rejected: when that would pass the limit, find where
@@ -393,11 +548,13 @@ final class ImportRun {
             next = next.prefix(before: next.rejectionItems[allowance] + 1)
         }
         if next.count <= allowance || next.writeCount == 0 {
-            inFlight.append(Flight(pending: next.writeCount == 0 ? nil : submit(next, atomic: false, endItems: endItems), batch: next, endItems: endItems, probe: false))
+            let pending = pendingItems(before: endItems)
+            inFlight.append(Flight(pending: next.writeCount == 0 ? nil : submit(next, atomic: false, endItems: endItems, pendingItems: pending), batch: next, endItems: endItems,
+                                   probe: false, pendingItems: pending))
             return
         }
         if next.writeCount <= ModifyRecordsOperation.maximumAtomicItems, try await zonesAreAtomic(next.zoneIDs) {
-            inFlight.append(Flight(pending: submit(next, atomic: true), batch: next, endItems: endItems, probe: true))
+            inFlight.append(Flight(pending: submit(next, atomic: true), batch: next, endItems: endItems, probe: true, pendingItems: pendingItems(before: endItems)))
             return
         }
         // Zones that apply requests item by item: pieces no larger than the allowance + 1, each
@@ -406,7 +563,7 @@ final class ImportRun {
             let items = next.itemIndexes
             let size = max(1, options.maximumRejects.map { $0 - summary.failed + 1 } ?? items.count)
             let piece: ImportBatch
-            let pieceEnd: Int
+            var pieceEnd: Int
             if items.count > size {
                 piece = next.prefix(before: items[size])
                 pieceEnd = items[size]
@@ -416,21 +573,28 @@ final class ImportRun {
                 pieceEnd = endItems
                 next = ImportBatch()
             }
-            inFlight.append(Flight(pending: piece.writeCount == 0 ? nil : submit(piece, atomic: false, endItems: pieceEnd), batch: piece, endItems: pieceEnd, probe: false))
+            // Records a parent released come before the input's own: a piece of them ends
+            // where the batch before ended, the rest of them pending.
+            pieceEnd = max(pieceEnd, settledEnd)
+            let pending = Array(Set(pendingItems(before: pieceEnd) + next.itemIndexes.filter { $0 < pieceEnd })).sorted()
+            inFlight.append(Flight(pending: piece.writeCount == 0 ? nil : submit(piece, atomic: false, endItems: pieceEnd, pendingItems: pending), batch: piece, endItems: pieceEnd,
+                                   probe: false, pendingItems: pending))
             try await settleAll()
         }
     }
 
     /// Submits a batch; `endItems` (where the batch ends in the input) is recorded as the job's
     /// progress in the batch's own transaction.
-    private func submit(_ batch: ImportBatch, atomic: Bool, endItems: Int? = nil) -> PendingBatchSave {
+    private func submit(_ batch: ImportBatch, atomic: Bool, endItems: Int? = nil, pendingItems: [Int] = []) -> PendingBatchSave {
         let op = ModifyRecordsOperation(preparedSaves: batch.records)
-        if let job, let endItems { op.jobProgress = (job, Int64(endItems)) }
+        if let job, let endItems { op.jobProgress = (job, Int64(endItems), ImportCheckpoint.pendingText(pendingItems)) }
         op.recordIDsToDelete = batch.deletions
         op.writeMode = options.writeMode
         op.isAtomic = atomic
         op.preservesSystemFields = options.preservesSystemFields
         op.maximumAssetSize = options.maximumAssetSize
+        op.writesSystemRecords = options.writesSystemRecords
+        op.simulation = simulation
         // One transaction per batch: a bulk load writes faster in larger transactions than in
         // CloudKit's 400-item requests.
         op.itemsPerBatch = max(batchSize, 1)
@@ -474,7 +638,10 @@ final class ImportRun {
                 count(outcome)
             }
             stop = .rejectLimitReached
-            try saveCheckpoint(cut.item + 1)
+            // Nothing after the cut was written; records a parent released, which come before
+            // the input's own, may fall after it below where the batch before ended.
+            let end = max(cut.item + 1, settledEnd)
+            try saveCheckpoint(end, pendingItems: Set(pendingItems(before: end) + batch.itemIndexes.filter { $0 > cut.item && $0 < end }).sorted())
             report()
             return
         }
@@ -485,7 +652,9 @@ final class ImportRun {
         } else if let outcome {
             count(outcome)
         }
-        if stop == nil { try saveCheckpoint(flight.endItems) }
+        // Records that waited for what this batch wrote go into the next batch.
+        release(written: batch, failed: failedIDs)
+        if stop == nil { try saveCheckpoint(flight.endItems, pendingItems: flight.pendingItems) }
         report()
     }
 
@@ -517,11 +686,13 @@ final class ImportRun {
         summary.updated += outcome.updated
         summary.unchanged += outcome.unchanged
         summary.deleted += outcome.deleted
+        if simulation != nil { summary.valid += outcome.succeeded }
     }
 
-    private func saveCheckpoint(_ itemsSettled: Int) throws {
+    private func saveCheckpoint(_ itemsSettled: Int, pendingItems: [Int]) throws {
+        settledEnd = max(settledEnd, itemsSettled)
         do {
-            try checkpointStore?.save(ImportCheckpoint(itemsSettled: itemsSettled, job: job))
+            try checkpointStore?.save(ImportCheckpoint(itemsSettled: itemsSettled, job: job, pendingItems: pendingItems))
         } catch {
             throw failure(.checkpoint, error)
         }
@@ -533,7 +704,9 @@ final class ImportRun {
         guard try await zonesAreAtomic([zoneID], missingIsAtomic: true) else {
             throw failure(.store, StratusError(
                 .invalidArguments,
-                "zone '\(zoneID.zoneName)' was created without the atomic capability, so its records cannot be written all or nothing; import without --atomic (isAtomic), or into an atomic zone",
+                zoneID.isDefault
+                    ? "the default zone has no atomic capability (as CloudKit's), so its records cannot be written all or nothing; import without --atomic (isAtomic), or into a custom zone"
+                    : "zone '\(zoneID.zoneName)' was created without the atomic capability, so its records cannot be written all or nothing; import without --atomic (isAtomic), or into an atomic zone",
                 zoneID: zoneID))
         }
     }
@@ -579,7 +752,8 @@ final class ImportRun {
                     let zone = try await database.recordZone(for: zoneID)
                     zoneIsAtomic[zoneID] = zone.capabilities.contains(.atomic)
                 } catch let error as StratusError where error.code == .zoneNotFound {
-                    zoneIsAtomic[zoneID] = missingIsAtomic
+                    // A zone a dry run would create is created atomic.
+                    zoneIsAtomic[zoneID] = missingIsAtomic || (simulation != nil && knownZones.contains(zoneID))
                 } catch {
                     throw failure(.store, error)
                 }
@@ -593,7 +767,7 @@ final class ImportRun {
 
     private func report() {
         guard let progress else { return }
-        let pending = batch.count + inFlight.reduce(0) { $0 + $1.batch.count }
+        let pending = batch.count + inFlight.reduce(0) { $0 + $1.batch.count } + waits.count + ready.count
         progress(RecordImporter.Progress(summary: summary, pending: pending, bytesRead: source.bytesRead))
     }
 

@@ -20,9 +20,18 @@ import Synchronization
 /// A batch names each record once: a record named again starts a new batch, so that every
 /// line applies in input order (within a batch, saves come before deletions).
 ///
+/// **Parents.** A record whose parent is neither stored nor in its batch (nor in a batch
+/// before it) waits, with the later items of the same record, until a batch writes its
+/// parent; then it goes into the next batch. So an input that holds a child before its
+/// parent imports whatever the batch size. What still waits when the input ends is written
+/// then, and the store decides: a parent that never came makes it `referenceViolation`.
+/// Checkpoints name the waiting items (``ImportCheckpoint/pendingItems``), so a resumed
+/// import reads them again.
+///
 /// **Rejects.** An item is rejected when the source rejects it, when the record is not valid
 /// (``Record/validateForSave()``), or when the store refuses it; each is reported to the sink
-/// once, in input order, and counted in ``Summary/failed``.
+/// once, in input order (a record that waited for its parent until the input ended is
+/// reported then), and counted in ``Summary/failed``.
 ///
 /// **Limit.** With ``Options/maximumRejects`` N the import stops at the rejected item that
 /// makes N + 1, whatever rejected it: the items before it are imported, none after it. To
@@ -51,7 +60,13 @@ public final class RecordImporter: Sendable {
         public var batchSize: Int?
         /// All or nothing in one transaction.
         public var isAtomic = false
-        /// Read and validate everything, write nothing.
+        /// Check everything as the real run would and write nothing: every batch goes through
+        /// the same checks and write policy as a real run's (types and schema growth,
+        /// production's refusals, the write mode and change tags, parents, references, roles,
+        /// asset sources), applied to a picture of the store in memory that the batches before
+        /// it changed as the real run would have. The store is only read, never changed; no
+        /// checkpoint is kept. ``Summary`` counts what the real run would do, and
+        /// ``Summary/valid`` how many items it would write.
         public var isDryRun = false
         /// Stop at the rejected item that makes this many plus one; nil: no limit.
         public var maximumRejects: Int?
@@ -77,6 +92,19 @@ public final class RecordImporter: Sendable {
         public var requiredZone: RecordZone.ID?
         /// The most bytes one asset's content may have.
         public var maximumAssetSize = Asset.maximumContentSize
+        /// Restore CloudKit's own records as CloudKit made them: the `Users` records of the
+        /// public database, one per user and named by the user's record name (`_…`), which no
+        /// user's save may create (their type grants CREATE to no role). With it, an import
+        /// writes them whatever the security roles say, and a new one's creator is the user it
+        /// names (unless the record keeps the creator it carries, as an export's do). Their
+        /// `roles` values are kept as values: roles come from the user directory. Pair it with
+        /// a reader that keeps CloudKit's own records (`RecordReadOptions.keepsSystemRecords`).
+        ///
+        /// ```swift
+        /// var options = RecordImporter.Options()
+        /// options.writesSystemRecords = true
+        /// ```
+        public var writesSystemRecords = false
 
         /// The defaults: `forceUpdate`, batches of 2,000, three in flight, no limit.
         public init() {}
@@ -105,17 +133,18 @@ public final class RecordImporter: Sendable {
         public var read = 0
         /// Items a checkpoint of an earlier run said were settled.
         public var skipped = 0
-        /// Records that did not exist and were written.
+        /// Records that did not exist and were written (in a dry run: would be).
         public var created = 0
-        /// Records that existed and were written.
+        /// Records that existed and were written (in a dry run: would be).
         public var updated = 0
         /// Records identical to the stored ones, so not written.
         public var unchanged = 0
         /// Deletions applied (a deletion of a record that does not exist counts too).
         public var deleted = 0
-        /// Rejected items, each reported once.
+        /// Rejected items, each reported once (in a dry run: those the real run would reject).
         public var failed = 0
-        /// A dry run's records and deletions that would be written.
+        /// A dry run's records and deletions that the real run would save or delete (created,
+        /// updated, unchanged and deleted together); 0 for a real run.
         public var valid = 0
         /// Zones the import created (``Options/createsZones``), or a dry run would create.
         public var createdZones: [RecordZone.ID] = []

@@ -26,16 +26,20 @@ extension Record {
         }
         do {
             if !namesChecked {
-                try Naming.checkRecordName(recordID.recordName)
+                // CloudKit's user records are named by their user's record name (`_…`); their
+                // user may save them (the security roles decide who may).
+                try Naming.checkRecordName(recordID.recordName, allowSystemNames: recordType == ContainerSchema.usersRecordType)
                 try Naming.checkIdentifier(recordType, kind: "record type")
             }
             try Naming.checkZoneName(recordID.zoneID.zoneName)
         } catch {
             throw fail(error.message)
         }
+        var referencesElsewhere = false
         if let parent {
             try checkReference(parent, key: "parent", of: recordID)
             if parent.recordID.recordName == recordID.recordName { throw fail("a record cannot be its own parent") }
+            if parent.recordID.zoneID != recordID.zoneID { referencesElsewhere = true }
         }
         // One pass: the checks, the size and whether an asset is held.
         var size = 0
@@ -56,8 +60,12 @@ extension Record {
                 throw fail("field '\(key)' holds a location with a non-finite coordinate")
             case .reference(let r):
                 try checkReference(r, key: key, of: recordID)
+                if r.recordID.zoneID != recordID.zoneID { referencesElsewhere = true }
             case .referenceList(let v):
-                for r in v { try checkReference(r, key: key, of: recordID) }
+                for r in v {
+                    try checkReference(r, key: key, of: recordID)
+                    if r.recordID.zoneID != recordID.zoneID { referencesElsewhere = true }
+                }
             case .asset(let a) where !a.isSavable:
                 throw fail("field '\(key)' holds an asset without a file, stored content or CloudKit downloadURL")
             case .assetList(let v) where v.contains(where: { !$0.isSavable }):
@@ -69,7 +77,7 @@ extension Record {
         if size > Record.maximumFieldDataSize {
             throw fail("holds \(size) bytes of field data; the limit is \(Record.maximumFieldDataSize) bytes (assets excluded)", code: .limitExceeded)
         }
-        return ValidatedFields(fieldDataSize: size, holdsAsset: holdsAsset)
+        return ValidatedFields(fieldDataSize: size, holdsAsset: holdsAsset, spellsZoneOtherwise: referencesElsewhere)
     }
 
     /// What validating a record's fields found out along the way.
@@ -78,6 +86,31 @@ extension Record {
         let fieldDataSize: Int
         /// Whether a field holds an asset or a list of assets.
         let holdsAsset: Bool
+        /// Whether a reference (or the parent) names the record's zone with another zone ID
+        /// (the same zone name, another owner name): see ``Record/referencesInZone(_:of:)``.
+        let spellsZoneOtherwise: Bool
+    }
+
+    /// `fields` with every reference in `zoneID`, the zone of the record that holds them.
+    ///
+    /// A reference never leaves its record's zone (``validate(recordID:recordType:fields:parent:namesChecked:)``
+    /// checks the zone's name), so a reference that names the zone with another owner name
+    /// (a CloudKit export's `ownerRecordName`, where the record is imported as the current
+    /// user's) means that zone. Stored references keep only the target's name, and read back
+    /// in their record's zone: a save must compare and store them that way too, or the same
+    /// record saved again would never be unchanged.
+    static func referencesInZone(_ fields: [String: FieldValue], of zoneID: RecordZone.ID) -> [String: FieldValue] {
+        var moved = fields
+        for (key, value) in fields {
+            switch value {
+            case .reference(let r) where r.recordID.zoneID != zoneID:
+                moved[key] = .reference(r.inZone(zoneID))
+            case .referenceList(let list) where list.contains(where: { $0.recordID.zoneID != zoneID }):
+                moved[key] = .referenceList(list.map { $0.inZone(zoneID) })
+            default: continue
+            }
+        }
+        return moved
     }
 
     /// Bytes of field data, as counted against ``maximumFieldDataSize``: keys, string and byte
@@ -123,8 +156,15 @@ extension Record {
             throw fail("references a bad record name: \(error.message)")
         }
         if reference.recordID.zoneID.zoneName != recordID.zoneID.zoneName {
-            throw fail("references a record in zone '\(reference.recordID.zoneID.zoneName)'; references must stay in the record's zone")
+            throw fail("references a record in zone '\(reference.recordID.zoneID.zoneName)', but the record is in zone '\(recordID.zoneID.zoneName)': references (and parents) must stay in their record's zone, as in CloudKit")
         }
+    }
+}
+
+extension Record.Reference {
+    /// The same reference in `zoneID` (a zone of the same name, see ``Record/referencesInZone(_:of:)``).
+    func inZone(_ zoneID: RecordZone.ID) -> Record.Reference {
+        recordID.zoneID == zoneID ? self : Record.Reference(recordID: Record.ID(recordName: recordID.recordName, zoneID: zoneID), action: action)
     }
 }
 

@@ -115,8 +115,15 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
     /// stored one. A job that only counts outcomes (``RecordUpdater``) sets it.
     package var perRecordBlocksGetStoredRecords = true
     /// A job's position recorded in the transaction of the request's last batch (an importer's
-    /// settled items), so that a resumed job knows exactly what committed.
-    package var jobProgress: (job: String, position: Int64)?
+    /// settled items, and as text the items before them not settled), so that a resumed job
+    /// knows exactly what committed.
+    package var jobProgress: (job: String, position: Int64, text: String?)?
+    /// Whether the request restores CloudKit's own records as the system made them: the
+    /// `Users` records of the public database (see ``RecordImporter/Options/writesSystemRecords``).
+    package var writesSystemRecords = false
+    /// Where the request writes instead of the store, for a dry run: every item gets the result
+    /// a write would give it, and nothing is stored (see ``WriteSimulation``).
+    package var simulation: WriteSimulation?
 
     /// Records a producer prepared on its own thread (see ``PreparedSave``), saved before
     /// ``recordsToSave``.
@@ -175,7 +182,7 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
                 return try emit(saved, sequence: handedOn, position: nil, to: recordOutput)
             }
             let stop = try write(
-                prepared: preparedSaves, saving: toSave, deleting: toDelete, progress: jobProgress.map { JobProgressEntry(job: $0.job, position: $0.position) },
+                prepared: preparedSaves, saving: toSave, deleting: toDelete, progress: jobProgress.map { JobProgressEntry(job: $0.job, position: $0.position, text: $0.text) },
                 singleTransaction: false, interruptible: true, engine: engine, context: context, errors: &errors, done: &done, handOn: handOn)
             if let stop { return stop }
             if shouldStop { return stopped(done: done, errors: errors) }
@@ -373,7 +380,7 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
         if atomic {
             var staging: AssetStaging?
             if failed.isEmpty && AssetStaging.isNeeded(ordered) && total <= Self.maximumAtomicItems && !shouldStop {
-                var assets = try AssetStaging(engine: engine, context: context, maximumSize: maximumAssetSize)
+                var assets = try assetStaging(engine: engine, context: context)
                 let staged = try assets.stage(ordered, progress: progressReporter(ordered))
                 staging = assets
                 for (index, error) in staged.failures { failed[ordered[index].recordID] = error }
@@ -417,7 +424,7 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
             var staging: AssetStaging?
             if AssetStaging.isNeeded(saves) {
                 // A save whose asset cannot be stored fails alone; the rest of the batch is written.
-                var assets = try AssetStaging(engine: engine, context: context, maximumSize: maximumAssetSize)
+                var assets = try assetStaging(engine: engine, context: context)
                 let staged = try assets.stage(saves, progress: progressReporter(saves))
                 staging = assets
                 for (index, error) in staged.failures {
@@ -444,11 +451,19 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
         return nil
     }
 
+    /// Where the assets of a request's saves are staged: the store's content, or for a
+    /// simulated request content that is read, checked and hashed, and not kept.
+    private func assetStaging(engine: any StorageEngine, context: DatabaseContext) throws -> AssetStaging {
+        if let simulation { return AssetStaging(store: simulation.assetContents, hold: "simulation", maximumSize: maximumAssetSize) }
+        return try AssetStaging(engine: engine, context: context, maximumSize: maximumAssetSize)
+    }
+
     /// Records a job's progress in a transaction of its own, for a batch that writes nothing.
     private func recordProgressAlone(_ progress: JobProgressEntry?, engine: any StorageEngine, context: DatabaseContext) throws -> StratusError? {
         guard let progress else { return nil }
         var request = ModifyRequest(saves: [], writeMode: writeMode ?? RecordWriteMode(savePolicy), isAtomic: false, returnsSavedRecords: false)
         request.jobProgress = progress
+        request.simulation = simulation
         _ = try withRetry { try RecordWriteExecutor.apply(request, engine: engine, context: context) }
         return nil
     }
@@ -467,10 +482,13 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
     private func request(_ saves: [PreparedSave], _ deletes: [Record.ID], atomic: Bool) -> ModifyRequest {
         // Saved records go to the per-record block and to pipeline consumers; without either,
         // the engine need not make them.
-        ModifyRequest(saves: saves, recordIDsToDelete: deletes, writeMode: writeMode ?? RecordWriteMode(savePolicy),
-                      preservesSystemFields: preservesSystemFields, isAtomic: atomic,
-                      returnsSavedRecords: (perRecordBlocksGetStoredRecords && (perRecordSaveBlock != nil || perRecordCompletionBlock != nil))
-                          || modifyRecordsCompletionBlock != nil || recordOutput.hasConsumers)
+        var request = ModifyRequest(saves: saves, recordIDsToDelete: deletes, writeMode: writeMode ?? RecordWriteMode(savePolicy),
+                                    preservesSystemFields: preservesSystemFields, isAtomic: atomic,
+                                    returnsSavedRecords: (perRecordBlocksGetStoredRecords && (perRecordSaveBlock != nil || perRecordCompletionBlock != nil))
+                                        || modifyRecordsCompletionBlock != nil || recordOutput.hasConsumers)
+        request.writesSystemRecords = writesSystemRecords
+        request.simulation = simulation
+        return request
     }
 
     /// Reports each item's result; answers the records saved when consumers want them.

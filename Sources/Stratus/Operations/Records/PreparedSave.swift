@@ -124,7 +124,10 @@ package struct PreparedSave: Sendable {
     package init(_ record: Record, namesChecked: Bool = false, writeMode: RecordWriteMode? = nil) throws(StratusError) {
         let state = record.snapshot
         let validated = try Record.validate(recordID: record.recordID, recordType: record.recordType, fields: state.fields, parent: state.parent, namesChecked: namesChecked)
-        storage = Storage(record: record, systemFields: state.system, fields: state.fields, encryptedKeys: state.encrypted, parent: state.parent,
+        // References are saved, compared and stored in their record's zone, as they read back.
+        let fields = validated.spellsZoneOtherwise ? Record.referencesInZone(state.fields, of: record.recordID.zoneID) : state.fields
+        let parent = validated.spellsZoneOtherwise ? state.parent?.inZone(record.recordID.zoneID) : state.parent
+        storage = Storage(record: record, systemFields: state.system, fields: fields, encryptedKeys: state.encrypted, parent: parent,
                           parentChanged: state.parentChanged, jsonExtras: state.extras, allFieldsChanged: state.allFieldsChanged, changed: state.changed,
                           fieldDataSize: validated.fieldDataSize, holdsAsset: validated.holdsAsset,
                           encodesDocument: writeMode?.mayCreate(changeTag: state.system.recordChangeTag) ?? true,

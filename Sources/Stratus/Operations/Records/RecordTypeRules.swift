@@ -39,8 +39,26 @@ struct RecordTypeRules {
     private var recentKinds = [FieldKind?](repeating: nil, count: RecordTypeRules.recentSlotCount)
     private var recentKeys = [String](repeating: "", count: RecordTypeRules.recentSlotCount)
 
-    init(context: DatabaseContext) {
+    /// Whether the saves restore CloudKit's own records as the system made them (see
+    /// ``systemCreator(of:)``).
+    let writesSystemRecords: Bool
+
+    init(context: DatabaseContext, writesSystemRecords: Bool = false) {
         self.context = context
+        self.writesSystemRecords = writesSystemRecords
+    }
+
+    /// The user a save of CloudKit's own records creates `save` for, or `nil` when the save is
+    /// an ordinary one: a `Users` record of the public database, named by its user's record name
+    /// (`_…`), when the request writes system records (an import that keeps them). CloudKit
+    /// makes one such record per user, the user as its creator, and no user's save may create
+    /// one (its type grants CREATE to no role); restoring an export is the system's write: the
+    /// security roles do not refuse it, and a new record's creator is the user it names unless
+    /// the save keeps the creator it carries.
+    func systemCreator(of save: PreparedSave) -> Record.ID? {
+        guard writesSystemRecords, context.scope == .public, save.record.recordType == ContainerSchema.usersRecordType,
+              save.recordID.recordName.utf8.first == UInt8(ascii: "_") else { return nil }
+        return Record.ID(recordName: save.recordID.recordName)
     }
 
     /// One record type as this transaction sees it. A class: it is looked up and changed in
@@ -157,9 +175,13 @@ struct RecordTypeRules {
     /// The security roles' error for saving `save`, or `nil`: CREATE for a new record, WRITE
     /// for a stored one, in the public database.
     mutating func accessDenial(_ save: PreparedSave, creator: Record.ID?, isNew: Bool, in transaction: any RecordWriteTransaction) throws -> StratusError? {
-        guard context.scope == .public else { return nil }
+        guard context.scope == .public, systemCreator(of: save) == nil else { return nil }
         let type = try typeState(save.record.recordType, in: transaction)
-        return type.access?.denial(isNew ? .create : .write, recordID: save.recordID, recordType: type.name, creator: creator)
+        guard var denied = type.access?.denial(isNew ? .create : .write, recordID: save.recordID, recordType: type.name, creator: creator) else { return nil }
+        if isNew && type.name == ContainerSchema.usersRecordType {
+            denied.message += "; CloudKit makes one Users record per user, named by the user's record name (_ and 32 hex digits), and no save creates one: an import restores those of an export with --keep-system-records (RecordImporter.Options.writesSystemRecords)"
+        }
+        return denied
     }
 
     /// The type error of saving `save`'s fields, or `nil`; in development, grows the type to

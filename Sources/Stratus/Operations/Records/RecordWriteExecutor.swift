@@ -17,6 +17,11 @@ struct ModifyRequest: Sendable {
     /// A job's position to record in the same transaction (an import's settled items, a
     /// pipeline's source position).
     var jobProgress: JobProgressEntry?
+    /// Whether the saves restore CloudKit's own records as the system made them
+    /// (``RecordTypeRules/systemCreator(of:)``).
+    var writesSystemRecords = false
+    /// Where a dry run writes instead of the store (``WriteSimulation``); `nil` for a real write.
+    var simulation: WriteSimulation?
 
     init(saves: [PreparedSave], recordIDsToDelete: [Record.ID] = [], writeMode: RecordWriteMode, preservesSystemFields: Bool = false,
          isAtomic: Bool, returnsSavedRecords: Bool = true) {
@@ -67,32 +72,46 @@ enum RecordWriteExecutor {
     /// An atomic request in zones that all have the atomic capability is rolled back when an
     /// item fails: that item keeps its error, every other item reports `batchRequestFailed`.
     ///
+    /// With a ``ModifyRequest/simulation``, the request runs against the simulation instead
+    /// of a write transaction of the store: the same policy, and nothing written.
+    ///
     /// - Throws: store failures (busy, disk full), after which nothing was written.
     static func apply(_ request: ModifyRequest, engine: any StorageEngine, context: DatabaseContext) throws -> ModifyOutcome {
         do {
-            return try engine.writeRecords(in: context) { transaction in
-                // CloudKit's timestamps are whole milliseconds: a date Stratus gives is too, so
-                // that it exports as CloudKit would write it.
-                let now = Date(timeIntervalSinceReferenceDate: (Date().timeIntervalSinceReferenceDate * 1000).rounded(.down) / 1000)
-                var writer = Writer(transaction: transaction, request: request, context: context, now: now)
-                // Subscriptions that writes of this database may fire, as this transaction sees them.
-                writer.notifier = try SubscriptionIndexCache.index(for: transaction, engine: engine, context: context)
-                    .map { SubscriptionNotifier(index: $0, context: context) }
-                var outcome = try writer.run()
-                outcome.releasedAssetContents = transaction.releasedAssetContents
-                if let progress = request.jobProgress { try transaction.saveJobProgress(progress.job, position: progress.position, text: progress.text) }
-                if request.isAtomic, outcome.hasFailure, writer.touchedZonesAreAtomic {
-                    throw AtomicRollback(outcome: outcome)
-                }
-                // The notifications commit with the writes that fired them, or not at all.
-                try writer.notifier?.finish(in: transaction)
-                return outcome
+            guard let simulation = request.simulation else {
+                return try engine.writeRecords(in: context) { transaction in try run(request, in: transaction, engine: engine, context: context) }
+            }
+            let read = request.saves.map(\.recordID) + request.saves.compactMap { save in save.parent.map { Record.ID(recordName: $0.recordID.recordName, zoneID: save.recordID.zoneID) } }
+                + request.recordIDsToDelete
+            return try simulation.run(engine: engine, context: context, prefetching: read) { transaction in
+                try run(request, in: transaction, engine: engine, context: context)
             }
         } catch let rollback as AtomicRollback {
             var outcome = rollback.outcome
             outcome.relabelForAtomicFailure(saves: request.saves.map(\.recordID), deletes: request.recordIDsToDelete)
             return outcome
         }
+    }
+
+    /// Runs `request` in `transaction`: its writes, its job progress and its notifications.
+    /// Throws ``AtomicRollback`` to roll back an atomic request with a failed item.
+    private static func run(_ request: ModifyRequest, in transaction: any RecordWriteTransaction, engine: any StorageEngine, context: DatabaseContext) throws -> ModifyOutcome {
+        // CloudKit's timestamps are whole milliseconds: a date Stratus gives is too, so
+        // that it exports as CloudKit would write it.
+        let now = Date(timeIntervalSinceReferenceDate: (Date().timeIntervalSinceReferenceDate * 1000).rounded(.down) / 1000)
+        var writer = Writer(transaction: transaction, request: request, context: context, now: now)
+        // Subscriptions that writes of this database may fire, as this transaction sees them.
+        writer.notifier = try SubscriptionIndexCache.index(for: transaction, engine: engine, context: context)
+            .map { SubscriptionNotifier(index: $0, context: context) }
+        var outcome = try writer.run()
+        outcome.releasedAssetContents = transaction.releasedAssetContents
+        if let progress = request.jobProgress { try transaction.saveJobProgress(progress.job, position: progress.position, text: progress.text) }
+        if request.isAtomic, outcome.hasFailure, writer.touchedZonesAreAtomic {
+            throw AtomicRollback(outcome: outcome)
+        }
+        // The notifications commit with the writes that fired them, or not at all.
+        try writer.notifier?.finish(in: transaction)
+        return outcome
     }
 
     /// Thrown inside the transaction so that the engine rolls an atomic request back.
@@ -138,7 +157,7 @@ enum RecordWriteExecutor {
             self.request = request
             self.context = context
             self.now = now
-            self.typeRules = RecordTypeRules(context: context)
+            self.typeRules = RecordTypeRules(context: context, writesSystemRecords: request.writesSystemRecords)
         }
 
         var touchedZonesAreAtomic: Bool {
@@ -239,7 +258,8 @@ enum RecordWriteExecutor {
             }
             if let problem = try typeRules.checkFields(save, in: transaction) { return .failure(problem) }
             let resolution: RecordWriteRules.Resolution
-            switch RecordWriteRules.resolve(save, existing: existing, mode: request.writeMode, preservingSystemFields: request.preservesSystemFields, context: context, now: now) {
+            switch RecordWriteRules.resolve(save, existing: existing, mode: request.writeMode, preservingSystemFields: request.preservesSystemFields,
+                                            newRecordCreator: typeRules.systemCreator(of: save), context: context, now: now) {
             case .success(let resolved): resolution = resolved
             case .failure(let error): return .failure(error)
             }

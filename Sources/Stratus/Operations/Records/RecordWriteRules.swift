@@ -103,9 +103,12 @@ enum RecordWriteRules {
     /// incoming record carries, so that a restored export is identical to its source.
     /// In those modes a save that would change nothing is ``RecordWriteKind/unchanged`` and
     /// is not written.
+    ///
+    /// `newRecordCreator` is the creator of a new record whose creator the save does not keep
+    /// (the caller when `nil`): the user a system record is made for.
     static func resolve(
         _ save: PreparedSave, existing: Record?, mode: RecordWriteMode, preservingSystemFields: Bool = false,
-        context: DatabaseContext, now: Date
+        newRecordCreator: Record.ID? = nil, context: DatabaseContext, now: Date
     ) -> Result<Resolution, StratusError> {
         let incoming = save.record
         let name = incoming.recordID.recordName
@@ -150,7 +153,7 @@ enum RecordWriteRules {
         var system = Record.SystemFields(
             creationDate: existing?.creationDate ?? (keep ? given.creationDate : nil) ?? now,
             modificationDate: now,
-            creatorUserRecordID: existing?.creatorUserRecordID ?? (keep ? given.creatorUserRecordID : nil) ?? context.userRecordID,
+            creatorUserRecordID: existing?.creatorUserRecordID ?? (keep ? given.creatorUserRecordID : nil) ?? newRecordCreator ?? context.userRecordID,
             lastModifiedUserRecordID: context.userRecordID,
             recordChangeTag: (keep ? given.recordChangeTag : nil) ?? newChangeTag()
         )

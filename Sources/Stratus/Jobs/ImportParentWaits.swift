@@ -1,0 +1,123 @@
+/// The items of an import that wait for a record later in the input: records whose parent is
+/// neither stored nor written before them, and the later items of such a record, which wait
+/// behind it so that a record's lines still apply in input order.
+///
+/// A real export need not list parents first, and an import writes in batches: a child in one
+/// batch whose parent is in a later one would fail the parent check (`referenceViolation`) only
+/// because of where the batches end. So a record whose parent is missing waits, and is written
+/// once a batch that wrote its parent is settled; what still waits when the input ends is
+/// written then, and the store's rules decide (the parent may have come meanwhile, or it is
+/// rejected). The importer's checkpoints name the waiting items (``ImportCheckpoint/pendingItems``),
+/// so that a resumed import reads them again.
+///
+/// ```swift
+/// var waits = ImportParentWaits()
+/// waits.wait(child, forParent: parentID)
+/// let ready = waits.release(parent: parentID)   // [child], once the parent is written
+/// ```
+struct ImportParentWaits {
+    /// A waiting item: a record to save or a deletion, where it is in the input.
+    struct Item {
+        enum Entry {
+            case save(PreparedSave)
+            case deletion(Record.ID)
+        }
+
+        let entry: Entry
+        let line: Int
+        /// Its index among the input's items.
+        let item: Int
+
+        var recordID: Record.ID {
+            switch entry {
+            case .save(let save): save.recordID
+            case .deletion(let id): id
+            }
+        }
+    }
+
+    /// The waiting items of each record, in input order: the first waits for a parent, the
+    /// others behind it.
+    private var queues: [Record.ID: [Item]] = [:]
+    /// The records whose first waiting item waits for each parent.
+    private var children: [Record.ID: [Record.ID]] = [:]
+    /// How many items wait.
+    private(set) var count = 0
+
+    var isEmpty: Bool { count == 0 }
+
+    /// Whether items of the record with `id` wait (a later item of it must wait behind them).
+    func isWaiting(_ id: Record.ID) -> Bool { !queues.isEmpty && queues[id] != nil }
+
+    /// `item`, whose parent `parent` is missing, waits for it (behind the items of its record
+    /// that wait already, if any).
+    mutating func wait(_ item: Item, forParent parent: Record.ID) {
+        let id = item.recordID
+        if queues[id] == nil { children[parent, default: []].append(id) }
+        queues[id, default: []].append(item)
+        count += 1
+    }
+
+    /// `item` waits behind the waiting items of its record.
+    ///
+    /// - Precondition: ``isWaiting(_:)`` for its record (a programmer error).
+    mutating func wait(behind item: Item) {
+        precondition(queues[item.recordID] != nil, "an item waits behind its record's waiting items only")
+        queues[item.recordID]!.append(item)
+        count += 1
+    }
+
+    /// Takes the items that waited for the record `parent` (now written), and every item behind
+    /// them, in input order.
+    mutating func release(parent: Record.ID) -> [Item] {
+        guard !children.isEmpty, let ids = children.removeValue(forKey: parent) else { return [] }
+        var released: [Item] = []
+        for id in ids {
+            if let queue = queues.removeValue(forKey: id) { released += queue }
+        }
+        count -= released.count
+        return released.sorted { $0.item < $1.item }
+    }
+
+    /// Takes every waiting item, in input order.
+    mutating func releaseAll() -> [Item] {
+        let all = queues.values.flatMap { $0 }.sorted { $0.item < $1.item }
+        queues = [:]
+        children = [:]
+        count = 0
+        return all
+    }
+
+    /// The input indexes of the waiting items.
+    var items: [Int] { queues.values.flatMap { $0.map(\.item) } }
+}
+
+extension ImportCheckpoint {
+    /// `items` as text for the store's record of a job's progress: ascending runs, `3-9,15`.
+    static func pendingText(_ items: [Int]) -> String? {
+        guard !items.isEmpty else { return nil }
+        var parts: [String] = []
+        var sorted = items.sorted()[...]
+        while let start = sorted.popFirst() {
+            var end = start
+            while let next = sorted.first, next <= end + 1 {
+                end = max(end, next)
+                sorted.removeFirst()
+            }
+            parts.append(start == end ? "\(start)" : "\(start)-\(end)")
+        }
+        return "pending:" + parts.joined(separator: ",")
+    }
+
+    /// The items ``pendingText(_:)`` wrote; none for text it did not write.
+    static func pendingItems(fromText text: String?) -> [Int] {
+        guard let text, text.hasPrefix("pending:") else { return [] }
+        var items: [Int] = []
+        for part in text.dropFirst("pending:".count).split(separator: ",") {
+            let bounds = part.split(separator: "-", maxSplits: 1).compactMap { Int($0) }
+            guard let first = bounds.first, bounds.count == (part.contains("-") ? 2 : 1), let last = bounds.last, first <= last else { continue }
+            items.append(contentsOf: first...last)
+        }
+        return items
+    }
+}

@@ -1,0 +1,270 @@
+import Foundation
+import Stratus
+import StratusTestSupport
+import Testing
+
+/// What an import means, beyond reading its input: re-runs that change nothing, dry runs that
+/// say what the real run would, references that stay in their zone, parents that come later
+/// in the input, and CloudKit's own records.
+@Suite("stratus import semantics", .timeLimit(.minutes(10)))
+struct ImportSemanticsCLITests {
+    /// A CloudKit user record name that is not the tester's.
+    static let cloudKitUser = "_0123456789abcdef0123456789abcdef"
+
+    // MARK: - Re-running the same file
+
+    @Test("re-importing another owner's zone with references is unchanged: exit 0, no new change tag, no change to export", arguments: TestEngine.all)
+    func rerunWithReferencesInAnotherOwnersZone(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let zone = #"{"zoneName":"Z","ownerRecordName":"\#(Self.cloudKitUser)"}"#
+            let input = """
+                {"recordName":"o","recordType":"One","fields":{"n":{"value":1,"type":"INT64"}},"zoneID":\(zone)}
+                {"recordName":"x","recordType":"One","fields":{"r":{"value":{"recordName":"o","action":"NONE"},"type":"REFERENCE"},"l":{"value":[{"recordName":"o","action":"DELETE_SELF"}],"type":"REFERENCE_LIST"}},"parent":{"recordName":"o"},"zoneID":\(zone)}
+                {"recordName":"y","recordType":"One","fields":{"r":{"value":{"recordName":"o","action":"NONE","zoneID":\(zone)},"type":"REFERENCE"}},"zoneID":\(zone)}
+
+                """
+            let path = try cli.file("i.ndjson", input)
+            let first = try await cli.run(["import", path, "--create-zones", "--owner-as-current-user"])
+            #expect(first.exitCode == 0, "\(first)")
+            Summary.expectImport(first, imported: 3)
+            let token = store.path("feed.token")
+            let feed = try await cli.run(["changes", "--zone", "Z", "--token-file", token])
+            #expect(feed.exitCode == 0 && feed.stdoutLines.count == 3, "the first import is three changes: \(feed)")
+            let before = try await cli.exported("One", extra: ["--zone", "Z"])
+
+            for _ in 1...2 {
+                let again = try await cli.run(["import", path, "--create-zones", "--owner-as-current-user"])
+                #expect(again.exitCode == 0, "\(again)")
+                Summary.expectImport(again, unchanged: 3)
+                let changes = try await cli.run(["changes", "--zone", "Z", "--token-file", token])
+                #expect(changes.exitCode == 0 && changes.stdout.isEmpty, "a re-run that changes nothing emits no change: \(changes)")
+            }
+            let after = try await cli.exported("One", extra: ["--zone", "Z"])
+            for name in ["o", "x", "y"] {
+                #expect(after[name]?["recordChangeTag"] as? String == before[name]?["recordChangeTag"] as? String, "\(name) keeps its change tag")
+            }
+            // The reference's zoneID is given back as it came.
+            let y = try #require(after["y"])
+            let reference = JSONLine.field(y, "r")?["value"] as? [String: Any]
+            #expect((reference?["zoneID"] as? [String: Any])?["ownerRecordName"] as? String == Self.cloudKitUser, "\(y)")
+        }
+    }
+
+    @Test("re-importing a public CloudKit export whose records another user created is unchanged, not refused by _creator's WRITE", arguments: TestEngine.all)
+    func rerunOfPublicExportCreatedByAnotherUser(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let user = Self.cloudKitUser
+            let system = #""created":{"timestamp":1700000000000,"userRecordName":"\#(user)","deviceID":"D1"},"modified":{"timestamp":1700000001000,"userRecordName":"\#(user)","deviceID":"D1"},"zoneID":{"zoneName":"_defaultZone","ownerRecordName":"\#(user)"}"#
+            let input = """
+                {"recordName":"a","recordType":"Post","fields":{"t":{"value":"hi","type":"STRING"}},"recordChangeTag":"k1",\(system)}
+                {"recordName":"b","recordType":"Post","fields":{"r":{"value":{"recordName":"a","action":"NONE"},"type":"REFERENCE"}},"parent":{"recordName":"a"},"recordChangeTag":"k2",\(system)}
+
+                """
+            let path = try cli.file("public.ndjson", input)
+            let first = try await cli.run(["import", path])
+            #expect(first.exitCode == 0, "\(first)")
+            Summary.expectImport(first, imported: 2)
+            let second = try await cli.run(["import", path])
+            #expect(second.exitCode == 0, "re-running the same file changes nothing and fails nothing: \(second)")
+            Summary.expectImport(second, unchanged: 2)
+            // A record that did change is still the creator's to write (the public default grants WRITE to _creator).
+            let changed = try await cli.run(["import"], stdin: input.replacingOccurrences(of: #""value":"hi""#, with: #""value":"changed""#))
+            #expect(changed.exitCode == 1 && changed.stderr.contains("permissionFailure") && changed.stderr.contains("_creator"), "\(changed)")
+        }
+    }
+
+    // MARK: - Parents later in the input
+
+    @Test("children before their parents import whatever --batch-size (and with a checkpoint); a parent that never comes rejects its child at the end", arguments: TestEngine.all)
+    func childrenBeforeParents(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            func input(_ prefix: String) -> String {
+                func line(_ name: String, parent: String?) -> String {
+                    let parentMember = parent.map { #","parent":{"recordName":"\#(prefix)\#($0)"}"# } ?? ""
+                    return #"{"recordName":"\#(prefix)\#(name)","recordType":"Folder","fields":{"name":{"value":"\#(name)","type":"STRING"}}\#(parentMember)}"#
+                }
+                return [line("child", parent: "parent"), line("grandchild", parent: "child"), line("other", parent: nil),
+                        line("parent", parent: "root"), line("root", parent: nil), line("lost", parent: "never")].joined(separator: "\n") + "\n"
+            }
+            for (index, options) in [["--batch-size", "1"], ["--batch-size", "2"], [], ["--batch-size", "1", "--checkpoint", store.path("import.ckpt")]].enumerated() {
+                let rejects = store.path("rejects-\(index).ndjson")
+                let result = try await cli.run(["import", try cli.file("folders-\(index).ndjson", input("r\(index)-")), "--reject-file", rejects] + options)
+                #expect(result.exitCode == 1, "\(options): \(result)")
+                Summary.expectImport(result, imported: 5, failed: 1)
+                let rejected = try RejectLine.read(rejects)
+                #expect(rejected.map(\.recordName) == ["r\(index)-lost"] && rejected.first?.line == 6, "\(options): \(rejected.map(\.error))")
+                #expect(rejected.first?.error.contains("referenceViolation") == true)
+            }
+            #expect(!cli.exists(store.path("import.ckpt")))
+            #expect(try await cli.count("Folder") == 20)
+            // A dry run says the same, and writes nothing.
+            let dry = try await cli.run(["import", try cli.file("folders-dry.ndjson", input("dry-")), "--dry-run", "--batch-size", "1"])
+            #expect(dry.exitCode == 1 && dry.stderrLines.last?.contains("dry run: 5 valid, 1 rejected") == true, "\(dry)")
+            #expect(try await cli.count("Folder") == 20)
+            let exported = try await cli.exported("Folder")
+            #expect((exported["r0-grandchild"]?["parent"] as? [String: Any])?["recordName"] as? String == "r0-child")
+        }
+    }
+
+    // MARK: - Dry runs
+
+    /// Runs `arguments` as a dry run and for real (after it, in a copy of the store's state
+    /// that the dry run must not have changed): the rejected lines and their reasons, and the
+    /// exit codes, must be the same.
+    /// Answers the lines the real run rejected.
+    @discardableResult
+    static func expectDryRunMatches(_ cli: CLI, _ arguments: [String], _ what: String, sourceLocation: SourceLocation = #_sourceLocation) async throws -> [Int] {
+        let before = try await cli.run(["export", "--type", "Item", "--quiet"])
+        let dryRejects = cli.store.path("dry-\(UUID().uuidString).ndjson"), realRejects = cli.store.path("real-\(UUID().uuidString).ndjson")
+        let dry = try await cli.run(["import", "--dry-run", "--reject-file", dryRejects] + arguments)
+        let unchanged = try await cli.run(["export", "--type", "Item", "--quiet"])
+        #expect(unchanged.stdout == before.stdout, "\(what): the dry run changed the store", sourceLocation: sourceLocation)
+        let real = try await cli.run(["import", "--reject-file", realRejects] + arguments)
+        #expect(dry.exitCode == real.exitCode, "\(what): dry run \(dry)\nreal run \(real)", sourceLocation: sourceLocation)
+        let dryLines = try RejectLine.read(dryRejects).map { "\($0.line) \($0.error)" }
+        let realLines = try RejectLine.read(realRejects).map { "\($0.line) \($0.error)" }
+        #expect(!realLines.isEmpty, "\(what): the real run rejects something", sourceLocation: sourceLocation)
+        #expect(dryLines == realLines, "\(what): the dry run reports what the real run rejects", sourceLocation: sourceLocation)
+        let counts = Summary.ofImport(real, sourceLocation: sourceLocation)
+        let written = (counts?.imported ?? 0) + (counts?.updated ?? 0) + (counts?.unchanged ?? 0)
+        #expect(dry.stderrLines.last?.contains("dry run: \(written) valid, \(realLines.count) rejected") == true, "\(what): \(dry)", sourceLocation: sourceLocation)
+        return try RejectLine.read(realRejects).map(\.line)
+    }
+
+    @Test("--dry-run reports what the real run would: schema types, --mode create, later lines seeing earlier ones, production's refusals; the store is unchanged", arguments: TestEngine.all)
+    func dryRunReportsWhatTheRealRunWould(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let seeded = try await cli.run(["import"], stdin: #"{"recordName":"i1","recordType":"Item","fields":{"n":{"value":"text","type":"STRING"}}}"# + "\n")
+            #expect(seeded.exitCode == 0, "\(seeded)")
+
+            // A value of another type than the stored schema's.
+            #expect(try await Self.expectDryRunMatches(cli, [try cli.file("typed.ndjson", #"{"recordName":"i2","recordType":"Item","fields":{"n":{"value":7,"type":"INT64"}}}"# + "\n")], "schema type") == [1])
+            // --mode create on a record that exists, and on one an earlier line (an earlier batch) creates.
+            let twice = """
+                {"recordName":"i1","recordType":"Item","fields":{"n":{"value":"again","type":"STRING"}}}
+                {"recordName":"i3","recordType":"Item","fields":{"n":{"value":"three","type":"STRING"},"m":{"value":1,"type":"INT64"}}}
+                {"recordName":"i3","recordType":"Item","fields":{"n":{"value":"three again","type":"STRING"}}}
+                {"recordName":"i4","recordType":"Item","fields":{"m":{"value":"a string now","type":"STRING"}}}
+
+                """
+            let twicePath = try cli.file("twice.ndjson", twice)
+            #expect(try await Self.expectDryRunMatches(cli, [twicePath, "--mode", "create", "--batch-size", "1"], "--mode create, batches of 1") == [1, 3, 4])
+            #expect(try await Self.expectDryRunMatches(cli, [twicePath, "--mode", "create"], "--mode create again") == [1, 2, 3, 4])
+
+            // Production: a deployed schema refuses a new type, a new field and a plain value in an ENCRYPTED field.
+            let schema = try cli.file("schema.ckdb", """
+                DEFINE SCHEMA
+                    RECORD TYPE Item (
+                        "___recordID" REFERENCE QUERYABLE,
+                        n STRING,
+                        m INT64,
+                        secret ENCRYPTED STRING,
+                        GRANT WRITE TO "_creator",
+                        GRANT CREATE TO "_icloud",
+                        GRANT READ TO "_world"
+                    );
+
+                """)
+            #expect(try await cli.run(["schema", "import", schema]).exitCode == 0)
+            #expect(try await cli.run(["schema", "deploy"]).exitCode == 0)
+            let production = """
+                {"recordName":"p1","recordType":"Item","fields":{"n":{"value":"fine","type":"STRING"}}}
+                {"recordName":"p2","recordType":"Widget","fields":{"n":{"value":"new type","type":"STRING"}}}
+                {"recordName":"p3","recordType":"Item","fields":{"color":{"value":"new field","type":"STRING"}}}
+                {"recordName":"p4","recordType":"Item","fields":{"secret":{"value":"plain","type":"STRING"}}}
+
+                """
+            #expect(try await Self.expectDryRunMatches(cli, [try cli.file("production.ndjson", production), "--environment", "production"], "production") == [2, 3, 4])
+        }
+    }
+
+    // MARK: - CloudKit's own records
+
+    @Test("--keep-system-records imports the public database's Users records as CloudKit made them: created for the user each names, who may then change it; no save creates one", arguments: TestEngine.all)
+    func usersRecordsInThePublicDatabase(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let alice = Self.cloudKitUser, bob = "_bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+            let input = """
+                {"recordName":"\(alice)","recordType":"Users","fields":{"roles":{"value":[1],"type":"INT64_LIST"}},"recordChangeTag":"k1","created":{"timestamp":1700000000000,"userRecordName":"\(alice)"},"modified":{"timestamp":1700000001000,"userRecordName":"\(alice)"}}
+                {"recordName":"\(bob)","recordType":"Users","fields":{"nick":{"value":"bob","type":"STRING"}}}
+
+                """
+            let path = try cli.file("users.ndjson", input)
+            let refused = try await cli.run(["import", path])
+            #expect(refused.exitCode == 1 && refused.stderr.contains("--keep-system-records"), "\(refused)")
+
+            let first = try await cli.run(["import", path, "--keep-system-records"])
+            #expect(first.exitCode == 0, "\(first)")
+            Summary.expectImport(first, imported: 2)
+            let again = try await cli.run(["import", path, "--keep-system-records"])
+            #expect(again.exitCode == 0, "\(again)")
+            Summary.expectImport(again, unchanged: 2)
+            let users = try await cli.exported("Users")
+            #expect((users[alice]?["created"] as? [String: Any])?["userRecordName"] as? String == alice, "the export's creator is kept: \(users)")
+            #expect((users[bob]?["created"] as? [String: Any])?["userRecordName"] as? String == bob, "a Users record is created for the user it names: \(users)")
+            #expect(JSONLine.field(try #require(users[alice]), "roles")?["type"] as? String == "INT64_LIST", "roles are kept as values")
+
+            // Its user may change it; another user may not, and no save creates one.
+            let added = try await cli.run(["users", "add", "bob", "--record-name", bob])
+            #expect(added.exitCode == 0, "\(added)")
+            let asBob = try cli.container(user: "bob").publicCloudDatabase
+            let record = try await asBob.record(for: Record.ID(recordName: bob))
+            record["nick"] = "bobby"
+            _ = try await asBob.save(record)
+            let asTester = try cli.container(user: "tester").publicCloudDatabase
+            let other = try await asTester.record(for: Record.ID(recordName: bob))
+            other["nick"] = "mallory"
+            #expect(stratusError(await caughtError { try await asTester.save(other) })?.code == .permissionFailure)
+            let made = Record(recordType: "Users", recordID: Record.ID(recordName: "_cccccccccccccccccccccccccccccccc"))
+            let denied = stratusError(await caughtError { try await asTester.save(made) })
+            #expect(denied?.code == .permissionFailure && denied?.message.contains("--keep-system-records") == true, "\(String(describing: denied))")
+            let plain = try await cli.run(["import", "--keep-system-records"], stdin: #"{"recordName":"plain","recordType":"Users","fields":{}}"# + "\n")
+            #expect(plain.exitCode == 1 && plain.stderr.contains("permissionFailure") && plain.stderr.contains("one Users record per user"), "\(plain)")
+        }
+    }
+
+    // MARK: - References stay in their zone
+
+    @Test("a reference, reference list or parent whose zoneID names another zone is rejected with invalidArguments; nothing is stored for a delete there to miss", arguments: TestEngine.all)
+    func crossZoneReferencesRejected(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let target = try await cli.run(["import", "--create-zones"], stdin: #"{"recordName":"t","recordType":"T","fields":{"n":{"value":1,"type":"INT64"}},"zoneID":{"zoneName":"Other"}}"# + "\n")
+            #expect(target.exitCode == 0, "\(target)")
+            let other = #""zoneID":{"zoneName":"Other"}"#
+            // Records that name no zone go into the reader's (the default zone, or --zone).
+            let input = """
+                {"recordName":"s1","recordType":"S","fields":{"r":{"value":{"recordName":"t","action":"DELETE_SELF",\(other)},"type":"REFERENCE"}}}
+                {"recordName":"s2","recordType":"S","fields":{"l":{"value":[{"recordName":"t","action":"DELETE_SELF",\(other)}],"type":"REFERENCE_LIST"}}}
+                {"recordName":"s3","recordType":"S","fields":{"n":{"value":1,"type":"INT64"}},"parent":{"recordName":"t",\(other)}}
+                {"recordName":"s4","recordType":"S","fields":{"r":{"value":{"recordName":"t","action":"DELETE_SELF",\(other)},"type":"REFERENCE"}},"zoneID":{"zoneName":"Z"}}
+
+                """
+            let rejects = store.path("rejects.ndjson")
+            for zone in [[], ["--zone", "Z"]] as [[String]] {
+                try? FileManager.default.removeItem(atPath: rejects)
+                let lines = zone.isEmpty ? input : input.split(separator: "\n").prefix(3).joined(separator: "\n") + "\n"
+                let result = try await cli.run(["import", "--create-zones", "--reject-file", rejects] + zone, stdin: lines)
+                #expect(result.exitCode == 1, "\(result)")
+                Summary.expectImport(result, failed: zone.isEmpty ? 4 : 3)
+                let rejected = try RejectLine.read(rejects)
+                #expect(rejected.count == (zone.isEmpty ? 4 : 3), "\(rejected.map(\.error))")
+                #expect(rejected.allSatisfy { $0.error.contains("'Other'") }, "each reject names the other zone: \(rejected.map(\.error))")
+                #expect(rejected.prefix(3).allSatisfy { $0.error.contains("invalidArguments") }, "\(rejected.map(\.error))")
+            }
+            #expect(try await cli.count("S") == 0)
+            #expect(try await cli.count("S", extra: ["--zone", "Z"]) == 0)
+            // A reference that names its record's zone (another owner name or none) is fine.
+            let same = try await cli.run(["import", "--zone", "Other"], stdin: #"{"recordName":"s5","recordType":"S","fields":{"r":{"value":{"recordName":"t","action":"DELETE_SELF","zoneID":{"zoneName":"Other","ownerRecordName":"__defaultOwner__"}},"type":"REFERENCE"}}}"# + "\n")
+            #expect(same.exitCode == 0, "\(same)")
+            let deleted = try await cli.run(["delete", "t", "--zone", "Other", "--yes"])
+            #expect(deleted.exitCode == 0, "\(deleted)")
+            #expect(try await cli.count("S", extra: ["--zone", "Other"]) == 0, "DELETE_SELF within the zone cascades")
+        }
+    }
+}
