@@ -91,3 +91,29 @@ extension PostgresEngine {
         return problems
     }
 }
+
+@_spi(StratusEngine)
+extension PostgresEngine: RowAccessReporting {
+    /// A role that row-level security binds (it does not own the tables, is no superuser and
+    /// has no BYPASSRLS, and a table of the store has row-level security on, or forced on for
+    /// its owner) reaches only the public database and its own private rows.
+    @_spi(StratusEngine)
+    public func rowAccessLimit() throws -> String? {
+        try pool.withConnection { connection in
+            let rows = try connection.query("""
+                SELECT r.rolsuper OR r.rolbypassrls, pg_catalog.pg_has_role(CURRENT_USER, c.relowner, 'USAGE'),
+                       EXISTS (SELECT 1 FROM pg_catalog.pg_class t WHERE t.relnamespace = c.relnamespace AND t.relrowsecurity),
+                       EXISTS (SELECT 1 FROM pg_catalog.pg_class t WHERE t.relnamespace = c.relnamespace AND t.relforcerowsecurity),
+                       pg_catalog.pg_get_userbyid(c.relowner)::text, CURRENT_USER::text
+                FROM pg_catalog.pg_class c, pg_catalog.pg_roles r WHERE c.oid = to_regclass('records') AND r.rolname = CURRENT_USER
+                """)
+            guard let row = rows.first else { return nil }
+            let exempt = try row.bool(0) ?? false, owns = try row.bool(1) ?? false
+            let enabled = try row.bool(2) ?? false, forced = try row.bool(3) ?? false
+            guard !exempt, enabled, !owns || forced else { return nil }
+            let owner = try row.text(4) ?? "the tables' owner", role = try row.text(5) ?? ""
+            return "role \(role) is bound by row-level security in \(redactedURL) and reaches only the public database and its own private rows; "
+                + "connect as a role that reaches every row: the tables' owner (\(owner))\(forced ? ", unless row-level security is forced on it" : ""), a superuser or a role with BYPASSRLS"
+        }
+    }
+}
