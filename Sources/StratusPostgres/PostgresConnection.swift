@@ -66,6 +66,7 @@ public final class PostgresConnection {
     ///   database; `serviceUnavailable` (with `retryAfterSeconds`) when the server cannot be
     ///   reached. Messages name the host and port, never the password.
     public init(url: String, settings: [String: String] = [:]) throws {
+        let url = PostgresConnectionString.normalized(url)
         redactedURL = PostgresConnectionString.redacted(url)
         handle = try Self.connect(url: url, settings: settings)
         server = Self.serverDescription(handle)

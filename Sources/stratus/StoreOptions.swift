@@ -124,6 +124,10 @@ struct StoreOptions {
             if engine.createdStore { StratusCommand.log("created a new store in \(engine.redactedURL)") }
             return engine
         }
+        if PostgresConnectionString.hasPostgresScheme(location) {
+            // Not echoed: it may hold a password. libpq reads only postgresql:// and postgres://.
+            throw UsageError(message: "\(origin) begins with a PostgreSQL scheme but is no URL libpq reads (not shown: it may hold a password); write postgresql://[user[:password]@]host[:port]/dbname, with two slashes")
+        }
         if readURL != nil {
             throw UsageError(message: "--read-store names a standby of a PostgreSQL store; \(origin) is not one")
         }

@@ -201,4 +201,33 @@ struct PostgresConnectionStringTests {
         #expect(!PostgresConnectionString.redacted(other).contains("pw"))
         #expect(throws: StratusError.self) { try PostgresConnectionString.settings(in: "postgresql://h/d?bogus=1") }
     }
+
+    @Test("a URL whose user part holds more than one '@' is refused without showing any part of it: libpq would read the password's tail as the host")
+    func unescapedAtSignsAreRefused() throws {
+        for url in ["postgresql://owner:SECRET@PW@127.0.0.1:54329/app", "postgres://owner@corp@db1/app", "postgresql://o:S@C@R@db1:1/app?sslmode=disable"] {
+            for attempt in [{ _ = try PostgresConnectionString.settings(in: url) }, { _ = try PostgresConnection(url: url) },
+                            { _ = try PostgresConnectionPool(url: url) }, { _ = try PostgresConnectionString.replacing(["dbname": "x"], in: url) }] {
+                let error = try #require(throws: StratusError.self) { try attempt() }
+                #expect(error.code == .invalidArguments && error.message.contains("%40"), "\(error)")
+                for secret in ["SECRET", "PW", "corp", "S@C", "C@R"] { #expect(!error.message.contains(secret), "\(error)") }
+            }
+        }
+        #expect(try PostgresConnectionString.settings(in: "postgresql://owner:SE%40CRET@db1/app")["password"] == "SE@CRET")
+    }
+
+    @Test("the scheme is read in any case, as RFC 3986 has it; other spellings are not URLs")
+    func schemesInAnyCase() throws {
+        for url in ["POSTGRESQL://u:pw@db1:5433/app", "Postgres://u:pw@db1:5433/app", "postgresql://u:pw@db1:5433/app"] {
+            #expect(PostgresConnectionString.isURL(url))
+            let settings = try PostgresConnectionString.settings(in: url)
+            #expect(settings["host"] == "db1" && settings["port"] == "5433" && settings["dbname"] == "app" && settings["password"] == "pw", "\(settings)")
+            #expect(PostgresConnectionString.redacted(url).hasSuffix("u:***@db1:5433/app"))
+        }
+        for text in ["postgresql:/u:pw@db1/app", "postgres:app", "POSTGRESQL:///app"] {
+            #expect(PostgresConnectionString.hasPostgresScheme(text), "\(text)")
+        }
+        #expect(!PostgresConnectionString.isURL("postgresql:/u:pw@db1/app"))
+        #expect(PostgresConnectionString.isURL("POSTGRESQL:///app"))
+        #expect(!PostgresConnectionString.hasPostgresScheme("./postgresql.sqlite") && !PostgresConnectionString.hasPostgresScheme("postgresx://a"))
+    }
 }
