@@ -39,6 +39,8 @@ public final class PostgresEngine: StorageEngine, Sendable {
     /// Whether opening the engine created the store's tables (the database held no store).
     public let createdStore: Bool
     let automaticCompaction = Mutex<ContinuousClock.Instant?>(nil)
+    /// Whether the standby was found to hold this store (``checkStandby()``).
+    let standbyChecked = Mutex(false)
     /// Whether the server refused `COPY FROM` into the records table (row-level security
     /// binds the login role): new rows are then inserted with statements only.
     let copyRefused = Mutex(false)
@@ -52,7 +54,10 @@ public final class PostgresEngine: StorageEngine, Sendable {
     ///
     /// `readURL` names a hot standby of the same database for reads that may lag
     /// (queries, exports, change reads: a standby replays commits in order, so a change feed
-    /// read there never skips or repeats a change); writes always go to `url`.
+    /// read there never skips or repeats a change); writes always go to `url`. The standby is
+    /// connected to when a read first needs it; those reads then fail (`serviceUnavailable`,
+    /// naming it) while it cannot be reached, and (`invalidArguments`) when it holds another
+    /// store: they never fall back to the primary unannounced.
     ///
     /// With `create` false, a database without a Stratus store is an error instead of getting
     /// one (read-only tools never create a store).
