@@ -106,8 +106,38 @@ public enum PostgresConnectionString {
     /// string, so it is shown only when the string holds no password.
     static func malformed(_ conninfo: String, reason: String) -> StratusError {
         let shown = redacted(conninfo)
-        let detail = shown == conninfo ? ": " + oneLine(reason) : ""
+        var detail = shown == conninfo ? ": " + oneLine(reason) : ""
+        if detail.isEmpty, isURL(conninfo) {
+            // A URL with a password: libpq's reason (an unknown parameter, a bad %-escape) is
+            // shown unless what it quotes is part of the user name, the password or a password
+            // parameter.
+            let secrets = urlSecrets(conninfo)
+            let quoted = oneLine(reason).matches(of: #/"([^"]*)"/#).map { String($0.output.1) }
+            if !quoted.contains(where: { token in !token.isEmpty && secrets.contains { $0.contains(token) || token.contains($0) } }) {
+                detail = ": " + oneLine(reason)
+            } else {
+                detail = ": the user name or a password is not written right (percent-encode its special characters; not shown)"
+            }
+        }
         return StratusError(.invalidArguments, "the PostgreSQL connection string \(shown.isEmpty ? "''" : shown) cannot be read\(detail)")
+    }
+
+    /// The parts of a URL that may hold a password: the user part (before the host's last `@`)
+    /// and the values of `password` parameters, as written.
+    private static func urlSecrets(_ url: String) -> [String] {
+        guard let length = schemeLength(url) else { return [] }
+        let rest = url.dropFirst(length)
+        let authority = rest.prefix { $0 != "/" && $0 != "?" }
+        var secrets: [String] = []
+        if let at = authority.lastIndex(of: "@") { secrets.append(String(authority[..<at])) }
+        if let question = rest.firstIndex(of: "?") {
+            for parameter in rest[rest.index(after: question)...].split(separator: "&") {
+                let pair = parameter.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                let key = String(pair[0])
+                if (key.removingPercentEncoding ?? key).lowercased() == "password", pair.count == 2 { secrets.append(String(pair[1])) }
+            }
+        }
+        return secrets.filter { !$0.isEmpty }
     }
 
     static func oneLine(_ text: String) -> String {

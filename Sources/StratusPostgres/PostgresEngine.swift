@@ -211,12 +211,12 @@ public final class PostgresEngine: StorageEngine, Sendable {
 
     /// The groups that Stratus's policies on the records table name (row-level security was set
     /// up for them).
-    static func rowSecurityGroups(on connection: PostgresConnection) throws -> [String] {
+    static func rowSecurityGroups(on connection: PostgresConnection, schema: String? = nil) throws -> [String] {
         try connection.query("""
             SELECT DISTINCT g::text FROM pg_catalog.pg_policies, unnest(roles) AS g
-            WHERE schemaname = current_schema() AND tablename = 'records' AND policyname LIKE 'stratus\\_%' AND g <> 'public'
+            WHERE schemaname = coalesce($1, current_schema()) AND tablename = 'records' AND policyname LIKE 'stratus\\_%' AND g <> 'public'
             ORDER BY 1
-            """).map { try $0.text(0) ?? "" }
+            """, [schema.map(PostgresValue.text) ?? .null]).map { try $0.text(0) ?? "" }
     }
 
     /// Applies this version's row-level security again for each group that policies of an
@@ -492,18 +492,35 @@ struct StoreProbe {
         owner = try row.text(4)
         ownsTables = try row.bool(5) ?? false
         guard schema != nil else {
+            // current_schema() skips schemas the role may not use: one of those is where the store is.
             let path = try connection.query("SELECT current_setting('search_path')")[0].text(0) ?? ""
+            let names = path.split(separator: ",").map { item -> String in
+                let name = item.trimmingCharacters(in: .whitespaces)
+                if name == "\"$user\"" || name == "$user" { return role }
+                return name.hasPrefix("\"") && name.hasSuffix("\"") && name.count >= 2 ? String(name.dropFirst().dropLast()).replacingOccurrences(of: "\"\"", with: "\"") : name
+            }
+            let unusable = try connection.query("""
+                SELECT n.nspname::text FROM pg_catalog.pg_namespace n, unnest($1::text[]) WITH ORDINALITY AS p(name, place)
+                WHERE n.nspname = p.name AND NOT pg_catalog.has_schema_privilege(n.oid, 'USAGE') ORDER BY p.place LIMIT 1
+                """, [.textArray(names)]).first?.text(0)
+            if let unusable {
+                throw StratusError(.permissionFailure, "role \(role) may not use schema \(unusable) of database \(database), where the store is: \(try Self.accessAdvice(role: role, schema: unusable, on: connection))")
+            }
             throw StratusError(.badContainer, "no schema of the search_path (\(path)) exists in database \(database); create it first (CREATE SCHEMA name AUTHORIZATION owner), or name another with ?options=-c%20search_path%3Dname")
         }
         if try exists && !(row.bool(6) ?? false) {
-            throw StratusError(.permissionFailure, "role \(role) may not read the Stratus store in database \(database) \(whereTables): \(try Self.accessAdvice(role: role, owner: owner, on: connection))")
+            throw StratusError(.permissionFailure, "role \(role) may not read the Stratus store in database \(database) \(whereTables): \(try Self.accessAdvice(role: role, schema: schema, on: connection))")
         }
     }
 
     /// What gives `role` access: membership of the group row-level security was set up for, or
     /// the owner's grant when there is none.
-    static func accessAdvice(role: String, owner: String?, on connection: PostgresConnection) throws -> String {
-        let groups = try PostgresEngine.rowSecurityGroups(on: connection)
+    static func accessAdvice(role: String, schema: String?, on connection: PostgresConnection) throws -> String {
+        let groups = try PostgresEngine.rowSecurityGroups(on: connection, schema: schema)
+        let owner = try connection.query("""
+            SELECT pg_catalog.pg_get_userbyid(c.relowner)::text FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+            WHERE n.nspname = coalesce($1, current_schema()) AND c.relname = 'meta'
+            """, [schema.map(PostgresValue.text) ?? .null]).first?.text(0)
         if groups.isEmpty {
             return "it is not the tables' owner (\(owner ?? "unknown")), and row-level security was not set up for a group of users (stratus users row-security --group GROUP, as \(owner ?? "the owner")); connect as \(owner ?? "the owner")"
         }

@@ -62,6 +62,7 @@ struct PostgresErrorTests {
             try PostgresConnection(url: url(password: nil), settings: ["passfile": "/nonexistent"])
         }
         #expect(missing.code == .notAuthenticated)
+        #expect(missing.message.contains("the password file /nonexistent, which does not exist"), "\(missing)")
         let right = try PostgresConnection(url: url(password: "right-password"))
         #expect(try right.query("SELECT current_user")[0].text(0) == role)
     }
@@ -71,6 +72,38 @@ struct PostgresErrorTests {
         let url = try PostgresConnectionString.replacing(["dbname": database.name + "_missing"], in: database.url)
         let error = try #require(throws: StratusError.self) { try PostgresConnection(url: url) }
         #expect(error.code == .badContainer)
+        #expect(error.message.contains("has no database \(database.name)_missing") && error.message.contains("createdb -O"), "\(error)")
+        // A database without Stratus's tables is another thing: it exists, and says where the tables would be.
+        let empty = try #require(throws: StratusError.self) { try PostgresEngine(url: database.url, create: false) }
+        #expect(empty.code == .badContainer && empty.message.contains("holds no Stratus store in schema public") && empty.message.contains("the database exists"), "\(empty)")
+    }
+
+    @Test("mistakes in the settings are usage errors with libpq's reason, never a password; a role that may not create tables or read them is told what it lacks")
+    func settingMistakes() throws {
+        let database = try PostgresTestServer.makeDatabase()
+        let settings = try PostgresConnectionString.settings(in: database.url)
+        let socket = try #require(settings["host"]), port = settings["port"] ?? "5432"
+        let base = "postgresql://someone:s3cretPW@\(socket.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? socket)"
+        for (url, reason) in [("\(base):notaport/\(database.name)", "notaport"), ("\(base):\(port)/\(database.name)?sslmode=bogus", "bogus"),
+                              ("\(base):\(port)/\(database.name)?bogus=1", "bogus")] {
+            let error = try #require(throws: StratusError.self) { try PostgresConnection(url: url) }
+            #expect(error.code == .invalidArguments && error.message.contains(reason) && !error.message.contains("s3cretPW"), "\(error)")
+        }
+        for url in ["postgresql://someone:s3cret%zzPW@db1/app", "postgresql://someone@db1/app?password=s3cret%zzPW"] {
+            let error = try #require(throws: StratusError.self) { try PostgresConnection(url: url) }
+            #expect(error.code == .invalidArguments && !error.message.contains("s3cret") && !error.message.contains("zzPW"), "\(error)")
+        }
+
+        let admin = try PostgresConnection(url: database.url)
+        let role = "stratus_plain_\(UInt32.random(in: 0...UInt32.max))"
+        try admin.executeScript("CREATE ROLE \(role) LOGIN")
+        defer { try? admin.executeScript("DROP OWNED BY \(role); DROP ROLE IF EXISTS \(role)") }
+        let asRole = try PostgresConnectionString.replacing(["user": role], in: database.url)
+        let create = try #require(throws: StratusError.self) { try PostgresEngine(url: asRole) }
+        #expect(create.code == .permissionFailure && create.message.contains("createdb -O \(role)") && create.message.contains("GRANT CREATE ON SCHEMA public TO \(role)"), "\(create)")
+        _ = try PostgresEngine(url: database.url)
+        let read = try #require(throws: StratusError.self) { try PostgresEngine(url: asRole) }
+        #expect(read.code == .permissionFailure && read.message.contains("may not read the Stratus store") && read.message.contains("connect as"), "\(read)")
     }
 
     @Test(arguments: [
