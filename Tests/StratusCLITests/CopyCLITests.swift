@@ -268,4 +268,28 @@ struct CopyCLITests {
             }
         }
     }
+
+    @Test("SQLite to PostgreSQL writes records in bulk: a few statements per batch, not one look-up and one insert per record, public and private alike")
+    func copiesInBulk() async throws {
+        try await TemporaryStore.with { store in
+            let source = try await CLI(store)
+            #expect(try await source.run(["import", "--quiet"], stdin: Input.notes(2_000)).exitCode == 0)
+            #expect(try await source.run(["import", "--quiet", "--database", "private"], stdin: Input.notes(1_000, prefix: "p")).exitCode == 0)
+            let destination = try await CLI(store, engine: .postgres, storeName: "destination")
+            try await destination.createStore()
+            // Every statement that writes or reads records by name, counted by the server.
+            let admin = try PostgresConnection(url: destination.storePath)
+            try admin.executeScript("""
+                CREATE TABLE statement_count(n bigint NOT NULL);
+                INSERT INTO statement_count VALUES (0);
+                CREATE FUNCTION count_statement() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN UPDATE statement_count SET n = n + 1; RETURN NULL; END $$;
+                CREATE TRIGGER count_inserts AFTER INSERT ON records FOR EACH STATEMENT EXECUTE FUNCTION count_statement();
+                """)
+            let copied = try await source.run(["copy", "--from", source.storePath, "--to", destination.storePath])
+            #expect(copied.exitCode == 0, "\(copied)")
+            #expect(try await destination.count("Note") == 2_000)
+            let statements = try #require(try admin.query("SELECT n FROM statement_count")[0].int64(0))
+            #expect(statements <= 30, "\(statements) insert statements for 3,000 records")
+        }
+    }
 }
