@@ -50,15 +50,15 @@ enum PostgresRowSecurity {
             SET LOCAL search_path = pg_catalog, pg_temp;
 
             """
-        // Policies of earlier versions called this function, which read the directory through the
-        // caller's search_path; it goes with them.
+        // Policies of earlier versions called stratus_owns, which read the directory through the
+        // caller's search_path; it goes with them (at the end).
         for table in PostgresSchema.ownedTables {
             out += "DROP POLICY IF EXISTS \(retiredPolicy) ON \(s).\(table);\n"
         }
         for policy in ["stratus_subscriber", "stratus_subscriber_update", "stratus_subscriber_delete"] {
             out += "DROP POLICY IF EXISTS \(policy) ON \(s).notifications;\n"
         }
-        out += "DROP FUNCTION IF EXISTS \(s).stratus_owns(text);\n\n"
+        out += "\n"
         out += try triggerFunctions(s)
         out += """
             GRANT USAGE ON SCHEMA \(s) TO \(g);
@@ -109,7 +109,8 @@ enum PostgresRowSecurity {
                     """
             }
         }
-        return out
+        // Last, once no policy of this script's calls it.
+        return out + "DROP FUNCTION IF EXISTS \(s).stratus_owns(text);\n"
     }
 
     /// `CREATE POLICY` statements for one table (`nil`: no policy for that command, which
