@@ -258,24 +258,32 @@ enum PostgresRowSecurity {
             var counters: [String]?
         }
 
+        /// A row of a zone's (`zone_id`) belongs to the zone's database: its owner is the zone's.
+        /// Without it a member could put its rows into another user's zone, which that user's
+        /// role does not see but the tables' owner (a copy) does.
+        func inItsZone(_ table: String) -> String {
+            "EXISTS (SELECT 1 FROM \(schema).zones z WHERE z.zone_id = \(table).zone_id AND z.owner = \(table).owner)"
+        }
+
         func rule(for table: String) -> Rule {
             let own = mine("\(table).owner")
             let read = publicOrMine(table)
             switch table {
             case "records":
                 let write = granted(.write, row: table, creator: true)
+                let update = "(\(ownedOr(table, public: write))) AND \(inItsZone(table))"
                 return Rule(read: read,
-                            insert: ownedOr(table, public: "\(mine("records.created_by")) AND \(granted(.create, row: table, creator: false))"),
-                            update: ownedOr(table, public: write),
+                            insert: "(\(ownedOr(table, public: "\(mine("records.created_by")) AND \(granted(.create, row: table, creator: false))"))) AND \(inItsZone(table))",
+                            update: ownedOr(table, public: write), updateCheck: update,
                             delete: ownedOr(table, public: "(\(write) OR \(cascaded(table)))"))
             case "refs", "record_tokens", "asset_refs":
                 let column = table == "refs" ? "source_name" : "record_name"
-                let write = ownedOr(table, public: forRecordIWrote(table, column))
+                let write = "(\(ownedOr(table, public: forRecordIWrote(table, column)))) AND \(inItsZone(table))"
                 return Rule(read: read, insert: write, update: write, delete: ownedOr(table, public: forRecordGoneOrMine(table, column)))
             case "tombstones":
                 // A tombstone in the public database names a record that is gone; compaction removes old ones.
                 let gone = "NOT EXISTS (SELECT 1 FROM \(schema).records r WHERE r.zone_id = tombstones.zone_id AND r.record_name = tombstones.record_name)"
-                let write = ownedOr(table, public: gone)
+                let write = "(\(ownedOr(table, public: gone))) AND \(inItsZone(table))"
                 return Rule(read: read, insert: write, update: write, delete: read)
             case "zones":
                 let created = ownedOr(table, public: "zones.zone_name = '\(RecordZone.ID.default.zoneName)' AND zones.zone_owner = ''")

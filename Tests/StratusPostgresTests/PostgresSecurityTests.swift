@@ -119,6 +119,8 @@ struct PostgresSecurityTests {
         let subscription = QuerySubscription(recordType: "Note", predicate: try QueryPredicate(format: "TRUEPREDICATE"), subscriptionID: "alice-notes", options: [.firesOnRecordCreation])
         subscription.notificationInfo = NotificationInfo()
         _ = try await aliceDatabase.save(subscription)
+        try await TestDatabase.save([makeRecord("Entry", "alice-private")], in: Container(identifier: store.identifier, engine: try store.engine(alice), userName: alice).privateCloudDatabase)
+        try await TestDatabase.save([makeRecord("Entry", "bob-private")], in: Container(identifier: store.identifier, engine: try store.engine(bob), userName: bob).privateCloudDatabase)
         let ownerRaw = try PostgresConnection(url: store.database.url)
         try ownerRaw.execute("INSERT INTO job_progress(job, position, updated_at) VALUES ('admin-job', 5, 0)")
 
@@ -152,6 +154,15 @@ struct PostgresSecurityTests {
         refused("INSERT INTO refs(zone_id, target_name, source_name, owner) SELECT zone_id, 'bob-comment', 'alice-note', '' FROM records WHERE record_name = 'alice-note'")
         refused("INSERT INTO record_tokens(zone_id, token, record_name, owner) SELECT zone_id, 'spam', 'alice-note', '' FROM records WHERE record_name = 'alice-note'")
         refused("INSERT INTO tombstones(zone_id, record_name, owner, record_type, change_seq, deleted_at) SELECT zone_id, 'alice-note', '', 'Note', 1, 0 FROM records WHERE record_name = 'alice-note'")
+        // Rows of his own put into alice's private zone, or moved out of his zone into the public database.
+        let aliceZone = try #require(try ownerRaw.query("SELECT zone_id FROM zones WHERE owner = $1 LIMIT 1", [.text(aliceName)]).first?.int64(0))
+        refused("""
+            INSERT INTO records(zone_id, record_name, owner, record_type, created_at, created_by, modified_at, modified_by, change_tag, change_seq, fields)
+            VALUES ($1, 'planted', $2, 'Note', 0, $2, 0, $2, 't', 999, '{}')
+            """, [.int64(aliceZone), .text(bobName)])
+        refused("UPDATE records SET zone_id = $1 WHERE owner = $2", [.int64(aliceZone), .text(bobName)])
+        refused("UPDATE records SET owner = '' WHERE owner = $1", [.text(bobName)])
+        refused("INSERT INTO tombstones(zone_id, record_name, owner, record_type, change_seq, deleted_at) VALUES ($1, 'planted', $2, 'Note', 1, 0)", [.int64(aliceZone), .text(bobName)])
         // Grants of a development schema, and the administrator's job.
         refused("UPDATE record_types SET schema = jsonb_set(schema::jsonb, '{grants}', '{\"_icloud\": 7}')::text WHERE record_type = 'Notice'")
         refused("UPDATE job_progress SET position = 99 WHERE job = 'admin-job'")
@@ -162,6 +173,8 @@ struct PostgresSecurityTests {
         #expect(try ownerRaw.query("SELECT count(*) FROM subscriptions WHERE subscriber = $1", [.text(aliceName)])[0].int64(0) == 1)
         #expect(try ownerRaw.query("SELECT zone_name FROM zones WHERE owner = ''")[0].text(0) == "_defaultZone")
         #expect(try ownerRaw.query("SELECT position FROM job_progress WHERE job = 'admin-job'")[0].int64(0) == 5)
+        #expect(try ownerRaw.query("SELECT count(*) FROM records WHERE zone_id = $1", [.int64(aliceZone)])[0].int64(0) == 1, "only alice's own record in her zone")
+        #expect(try ownerRaw.query("SELECT owner FROM records WHERE record_name = 'bob-private'")[0].text(0) == bobName)
 
         // What the grants let him write, he writes, through Stratus and with raw SQL alike.
         #expect(try raw.execute("UPDATE records SET change_tag = 'by-bob' WHERE record_name = 'alice-board'") == 1, "_icloud may write any board")
