@@ -78,7 +78,7 @@ public final class PostgresEngine: StorageEngine, Sendable {
         }
         createdStore = !probe.exists
         identity = try Self.migrate(pool, probe: probe)
-        loginRole = try pool.withConnection { try $0.query("SELECT current_user::text")[0].text(0) ?? "" }
+        loginRole = probe.role
         self.assetCacheDirectory = assetCacheDirectory ?? FileManager.default.temporaryDirectory.appendingPathComponent("stratus-assets-\(identity)", isDirectory: true)
     }
 
