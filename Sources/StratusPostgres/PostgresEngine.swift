@@ -63,9 +63,12 @@ public final class PostgresEngine: StorageEngine, Sendable {
     /// one (read-only tools never create a store).
     ///
     /// - Throws: `serviceUnavailable` naming the host when the server cannot be reached;
-    ///   `notAuthenticated`/`permissionFailure` when it refuses the login; `badContainer` when
-    ///   `create` is false and the database holds no store; `badDatabase` for tables made by a
-    ///   newer Stratus.
+    ///   `invalidArguments` for settings libpq cannot use (a URL with more than one `@` before
+    ///   its host, a port that is no number); `notAuthenticated`/`permissionFailure` when it
+    ///   refuses the login; `badContainer` when the database does not exist, or `create` is
+    ///   false and it holds no store; `permissionFailure` when the role may not read the tables
+    ///   or use their schema (naming the group to join), may not create them, or is not their
+    ///   owner and they need an upgrade; `badDatabase` for tables made by a newer Stratus.
     public init(url: String, readURL: String? = nil, create: Bool = true, maximumConnections: Int = 8,
                 tombstoneRetention: Duration? = PostgresEngine.defaultTombstoneRetention, assetCacheDirectory: URL? = nil) throws {
         pool = try PostgresConnectionPool(url: url, maximumConnections: maximumConnections)
