@@ -17,13 +17,14 @@ extension Container {
 }
 
 extension PostgresEngine {
-    /// Whether `text` names a PostgreSQL store (`postgres://` or `postgresql://`).
+    /// Whether `text` names a PostgreSQL store (`postgres://` or `postgresql://`, the scheme in
+    /// any case).
     ///
     /// ```swift
     /// PostgresEngine.isStoreURL("postgresql://db1/app")   // true
     /// ```
     public static func isStoreURL(_ text: String) -> Bool {
-        text.hasPrefix("postgres://") || text.hasPrefix("postgresql://")
+        PostgresConnectionString.isURL(text)
     }
 
     /// The engine for a URL, shared by every container of this process that names it.

@@ -66,6 +66,7 @@ public final class PostgresConnection {
     ///   database; `serviceUnavailable` (with `retryAfterSeconds`) when the server cannot be
     ///   reached. Messages name the host and port, never the password.
     public init(url: String, settings: [String: String] = [:]) throws {
+        let url = PostgresConnectionString.normalized(url)
         redactedURL = PostgresConnectionString.redacted(url)
         handle = try Self.connect(url: url, settings: settings)
         server = Self.serverDescription(handle)
@@ -132,7 +133,13 @@ public final class PostgresConnection {
         }
         let lower = reason.lowercased()
         if PQconnectionNeedsPassword(connection) == 1 {
-            return StratusError(.notAuthenticated, "the PostgreSQL server at \(server) asks for a password and none was given (in the URL, PGPASSWORD or ~/.pgpass)\(shownURL)")
+            return StratusError(.notAuthenticated, "the PostgreSQL server at \(server) asks for a password and none was given (\(passwordSources(connection)))\(shownURL)")
+        }
+        // libpq's own checks of the settings (a port that is no number, an unknown sslmode):
+        // a mistake in the URL or the environment, not a server that is away.
+        let settingProblems = ["invalid integer value", "invalid port number", "invalid connection option", "could not match", "could not parse network address"]
+        if settingProblems.contains(where: lower.contains) || lower.wholeMatch(of: #/invalid [a-z_ ]+ value: .*/#) != nil {
+            return StratusError(.invalidArguments, "the PostgreSQL connection settings cannot be used\(shownURL): \(reason)")
         }
         if lower.contains("permission denied") {
             return StratusError(.permissionFailure, "the PostgreSQL server at \(server) refused the connection\(shownURL): \(reason)")
@@ -142,9 +149,38 @@ public final class PostgresConnection {
             return StratusError(.notAuthenticated, "the PostgreSQL server at \(server) refused the login\(shownURL): \(reason)")
         }
         if lower.contains("database \"") && lower.contains("does not exist") {
-            return StratusError(.badContainer, "the PostgreSQL server at \(server) has no such database\(shownURL): \(reason)")
+            let name = PQdb(connection).map { String(cString: $0) } ?? "DBNAME"
+            let user = PQuser(connection).map { String(cString: $0) } ?? "OWNER"
+            return StratusError(.badContainer, "the PostgreSQL server at \(server) has no database \(name)\(shownURL): a role that may create databases creates it, owned by the role that is to own Stratus's tables (createdb -O \(user) \(name)); Stratus creates its tables in it")
         }
         return StratusError(.serviceUnavailable, "cannot connect to the PostgreSQL server at \(server)\(shownURL): \(reason)", retryAfterSeconds: 1)
+    }
+
+    /// Where libpq looked for a password, for the message that none was found: the URL,
+    /// `PGPASSWORD` and the password file (`passfile`, `PGPASSFILE`, else `~/.pgpass`), with what
+    /// is wrong with that file when libpq skips it (missing, or readable by others).
+    static func passwordSources(_ connection: OpaquePointer) -> String {
+        var passfile: String?
+        if let options = PQconninfo(connection) {
+            var option = options
+            while let keyword = option.pointee.keyword {
+                if String(cString: keyword) == "passfile", let value = option.pointee.val { passfile = String(cString: value) }
+                option += 1
+            }
+            PQconninfoFree(options)
+        }
+        let fromEnvironment = ProcessInfo.processInfo.environment["PGPASSFILE"].map { !$0.isEmpty && $0 == passfile } ?? false
+        guard let path = passfile, !path.isEmpty else { return "in the URL, PGPASSWORD or ~/.pgpass" }
+        var file = fromEnvironment ? "the password file PGPASSFILE names, \(path)" : "the password file \(path)"
+        var info = stat()
+        if stat(path, &info) != 0 {
+            file += ", which does not exist"
+        } else if info.st_mode & 0o077 != 0 {
+            file += ", which libpq ignores: others may read it (chmod 600 \(path))"
+        } else {
+            file += ", which has no line for this host, port, database and user"
+        }
+        return "in the URL, PGPASSWORD or \(file)"
     }
 
     static func serverDescription(_ connection: OpaquePointer) -> String {

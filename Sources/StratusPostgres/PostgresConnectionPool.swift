@@ -41,6 +41,7 @@ public final class PostgresConnectionPool: @unchecked Sendable {
         guard maximumConnections >= 1 else {
             throw StratusError(.invalidArguments, "a PostgreSQL connection pool needs at least one connection, not \(maximumConnections)")
         }
+        let url = PostgresConnectionString.normalized(url)
         var written: [String: String] = [:]
         if PostgresConnectionString.isURL(url) || url.contains("=") {
             written = try PostgresConnectionString.settings(in: url)

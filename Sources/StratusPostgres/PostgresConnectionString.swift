@@ -12,10 +12,47 @@ import Stratus
 /// let other = try PostgresConnectionString.replacing(["dbname": "test_1"], in: url)
 /// ```
 public enum PostgresConnectionString {
-    /// Whether `text` is a PostgreSQL URL (`postgresql://…` or `postgres://…`), as libpq
-    /// recognizes one.
+    /// Whether `text` is a PostgreSQL URL (`postgresql://…` or `postgres://…`, the scheme in
+    /// any case, as RFC 3986 reads schemes; Stratus gives libpq the scheme in lowercase).
     public static func isURL(_ text: String) -> Bool {
-        text.hasPrefix("postgresql://") || text.hasPrefix("postgres://")
+        schemeLength(text) != nil
+    }
+
+    /// Whether `text` begins with a PostgreSQL scheme and a colon (`postgresql:`, `postgres:`, in
+    /// any case), a URL or not: `postgresql:/host/db` (one slash) is none, and no file path either.
+    ///
+    /// ```swift
+    /// PostgresConnectionString.hasPostgresScheme("postgresql:/db1/app")   // true
+    /// PostgresConnectionString.isURL("postgresql:/db1/app")               // false
+    /// ```
+    public static func hasPostgresScheme(_ text: String) -> Bool {
+        let lowered = text.prefix(11).lowercased()
+        return lowered.hasPrefix("postgresql:") || lowered.hasPrefix("postgres:")
+    }
+
+    /// The length of the scheme and `://` that `text` begins with, if it is a URL.
+    private static func schemeLength(_ text: String) -> Int? {
+        let lowered = text.prefix(13).lowercased()
+        if lowered.hasPrefix("postgresql://") { return 13 }
+        if lowered.hasPrefix("postgres://") { return 11 }
+        return nil
+    }
+
+    /// `conninfo` as libpq reads it: a URL's scheme in lowercase (libpq knows no other case).
+    public static func normalized(_ conninfo: String) -> String {
+        guard let length = schemeLength(conninfo) else { return conninfo }
+        return conninfo.prefix(length).lowercased() + conninfo.dropFirst(length)
+    }
+
+    /// Refuses a URL whose user part holds more than one `@`. libpq ends the user part at the
+    /// first `@` and Stratus's redaction at the last, so the rest of a password with an `@` in
+    /// it would be read as the host and shown in messages. Nothing of the URL is echoed.
+    static func checkUserInfo(_ conninfo: String) throws {
+        guard let length = schemeLength(conninfo) else { return }
+        let rest = conninfo.dropFirst(length)
+        let authority = rest.prefix { $0 != "/" && $0 != "?" }
+        guard authority.filter({ $0 == "@" }).count > 1 else { return }
+        throw StratusError(.invalidArguments, "a PostgreSQL URL has more than one '@' before its host (not shown: it may hold a password); write an '@' of the user name or password as %40")
     }
 
     /// `conninfo` with every password replaced by `***`, for messages and logs.
@@ -29,9 +66,11 @@ public enum PostgresConnectionString {
     /// The settings written in `conninfo`, by libpq keyword (`host`, `port`, `dbname`,
     /// `user`…), without libpq's defaults or environment variables.
     ///
-    /// - Throws: `invalidArguments` when libpq cannot read `conninfo`; the message shows the
-    ///   string redacted.
+    /// - Throws: `invalidArguments` when libpq cannot read `conninfo`, or a URL's user part holds
+    ///   more than one `@`; the message shows the string redacted, or not at all.
     public static func settings(in conninfo: String) throws -> [String: String] {
+        try checkUserInfo(conninfo)
+        let conninfo = normalized(conninfo)
         var error: UnsafeMutablePointer<CChar>?
         guard let options = PQconninfoParse(conninfo, &error) else {
             let reason = error.map { String(cString: $0) } ?? "out of memory"
@@ -67,8 +106,38 @@ public enum PostgresConnectionString {
     /// string, so it is shown only when the string holds no password.
     static func malformed(_ conninfo: String, reason: String) -> StratusError {
         let shown = redacted(conninfo)
-        let detail = shown == conninfo ? ": " + oneLine(reason) : ""
+        var detail = shown == conninfo ? ": " + oneLine(reason) : ""
+        if detail.isEmpty, isURL(conninfo) {
+            // A URL with a password: libpq's reason (an unknown parameter, a bad %-escape) is
+            // shown unless what it quotes is part of the user name, the password or a password
+            // parameter.
+            let secrets = urlSecrets(conninfo)
+            let quoted = oneLine(reason).matches(of: #/"([^"]*)"/#).map { String($0.output.1) }
+            if !quoted.contains(where: { token in !token.isEmpty && secrets.contains { $0.contains(token) || token.contains($0) } }) {
+                detail = ": " + oneLine(reason)
+            } else {
+                detail = ": the user name or a password is not written right (percent-encode its special characters; not shown)"
+            }
+        }
         return StratusError(.invalidArguments, "the PostgreSQL connection string \(shown.isEmpty ? "''" : shown) cannot be read\(detail)")
+    }
+
+    /// The parts of a URL that may hold a password: the user part (before the host's last `@`)
+    /// and the values of `password` parameters, as written.
+    private static func urlSecrets(_ url: String) -> [String] {
+        guard let length = schemeLength(url) else { return [] }
+        let rest = url.dropFirst(length)
+        let authority = rest.prefix { $0 != "/" && $0 != "?" }
+        var secrets: [String] = []
+        if let at = authority.lastIndex(of: "@") { secrets.append(String(authority[..<at])) }
+        if let question = rest.firstIndex(of: "?") {
+            for parameter in rest[rest.index(after: question)...].split(separator: "&") {
+                let pair = parameter.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                let key = String(pair[0])
+                if (key.removingPercentEncoding ?? key).lowercased() == "password", pair.count == 2 { secrets.append(String(pair[1])) }
+            }
+        }
+        return secrets.filter { !$0.isEmpty }
     }
 
     static func oneLine(_ text: String) -> String {

@@ -14,8 +14,12 @@ extension PostgresEngine {
     /// standby cannot answer it: a token handed out by the primary can be ahead of a lagging
     /// standby, and a zone new on the primary missing there. A standby replays commits in
     /// order, so what it answers is a prefix of the history, never with a change skipped.
+    ///
+    /// A standby that cannot be reached, or that holds another store, is an error, not a
+    /// reason to read the primary: the reads were sent to the standby to spare the primary.
     func readingStandbyFirst<T>(_ read: (Bool) throws -> T) throws -> T {
         guard readPool !== pool else { return try read(false) }
+        try checkStandby()
         do {
             return try read(true)
         } catch let error as StratusError where [.changeTokenExpired, .zoneNotFound].contains(error.code) || error.isTransient {
@@ -143,5 +147,36 @@ extension PostgresEngine {
         _ = try? writeTransaction { connection in try compact(nil, deletedBefore: cutoff, on: connection) }
         // Notifications are kept as long as tombstones; their own transaction takes no zone lock.
         _ = try? writeTransaction { connection in try compactNotifications(createdBefore: cutoff, on: connection) }
+    }
+
+    /// Connects to the standby and, the first time, checks that it holds this store.
+    ///
+    /// - Throws: `serviceUnavailable` naming the standby when it cannot be reached;
+    ///   `invalidArguments` when it holds no Stratus store or another one.
+    func checkStandby() throws {
+        let checked = standbyChecked.withLock { $0 }
+        do {
+            try readPool.withConnection { connection in
+                guard !checked else { return }
+                guard try connection.query("SELECT to_regclass('meta') IS NOT NULL")[0].bool(0) == true else {
+                    throw StratusError(.invalidArguments, "the hot standby at \(readPool.redactedURL) holds no Stratus store \(try Self.schemaPhrase(connection)); name a standby of the store at \(redactedURL)")
+                }
+                let found = try connection.query("SELECT value FROM meta WHERE key = 'identity'").first?.text(0)
+                guard found == identity else {
+                    throw StratusError(.invalidArguments, "the hot standby at \(readPool.redactedURL) holds another store than the one at \(redactedURL); name a standby of that store")
+                }
+                standbyChecked.withLock { $0 = true }
+            }
+        } catch let error as StratusError where error.code == .serviceUnavailable || error.code == .notAuthenticated || error.code == .permissionFailure || error.code == .badContainer {
+            var failure = error
+            failure.message = "reads that may lag go to the hot standby, which cannot be used: \(error.message)"
+            if failure.code == .serviceUnavailable && failure.retryAfterSeconds == nil { failure.retryAfterSeconds = 1 }
+            throw failure
+        }
+    }
+
+    /// `in schema NAME`, for messages.
+    static func schemaPhrase(_ connection: PostgresConnection) throws -> String {
+        try connection.query("SELECT current_schema()")[0].text(0).map { "in schema \($0)" } ?? "(its search_path names no schema)"
     }
 }

@@ -35,7 +35,10 @@ extension PostgresEngine {
     }
 
     /// PostgreSQL keeps its own pages consistent; this checks that the store's tables are the
-    /// ones this version made and that every record belongs to a zone that exists.
+    /// ones this version made, that every record belongs to a zone that exists, and that every
+    /// record's field document decodes (a raw `UPDATE` can write any JSON there, which reads then
+    /// refuse). It reads every record, in one snapshot, a thousand at a time; with row-level
+    /// security, the records the role may read.
     @_spi(StratusEngine)
     public func checkIntegrity() throws -> [String] {
         try readTransaction(mayLag: false) { connection in
@@ -44,7 +47,73 @@ extension PostgresEngine {
             if version != String(PostgresSchema.version) { problems.append("the store's tables have version \(version ?? "none"), not \(PostgresSchema.version)") }
             let orphans = try connection.query("SELECT count(*) FROM records r WHERE NOT EXISTS (SELECT 1 FROM zones z WHERE z.zone_id = r.zone_id)").first?.int64(0) ?? 0
             if orphans > 0 { problems.append("\(orphans) record(s) belong to no zone") }
+            problems += try damagedDocuments(on: connection)
             return problems
+        }
+    }
+
+    /// The most damaged documents ``checkIntegrity()`` names one by one; the rest are counted.
+    static let namedDamagedDocuments = 100
+
+    /// A line for each record whose document does not decode: its name, its zone and why.
+    private func damagedDocuments(on connection: PostgresConnection) throws -> [String] {
+        var problems: [String] = []
+        var damaged = 0
+        var after: (zone: Int64, name: String) = (Int64.min, "")
+        while true {
+            let rows = try connection.query("""
+                SELECT r.zone_id, r.record_name, z.container, z.db, z.owner, z.zone_name, coalesce(r.exact_fields, r.fields::text)
+                FROM records r LEFT JOIN zones z ON z.zone_id = r.zone_id
+                WHERE (r.zone_id, r.record_name) > ($1, $2) ORDER BY r.zone_id, r.record_name LIMIT 1000
+                """, [.int64(after.zone), .text(after.name)])
+            for row in rows {
+                let name = try row.text(1) ?? ""
+                do {
+                    _ = try row.withBytes(6) { document -> FieldDocument.Decoded? in
+                        guard let document else { throw StratusError(.badDatabase, "it has no document") }
+                        return try FieldDocument.decodeStoredDocument(utf8: document, zoneID: .default) { _ in nil }
+                    }
+                } catch {
+                    damaged += 1
+                    guard damaged <= Self.namedDamagedDocuments else { continue }
+                    // A production container's key is its identifier, U+001F and "production".
+                    let container = try row.text(2).map { $0.split(separator: "\u{1F}", maxSplits: 1).joined(separator: " ") } ?? "no container"
+                    let scope = try row.int64(3).flatMap { Database.Scope(rawValue: Int($0)) }.map { "\($0)" } ?? "?"
+                    let owner = try row.text(4).map { $0.isEmpty ? "" : " (\($0))" } ?? ""
+                    let reason = (error as? StratusError)?.message ?? "\(error)"
+                    problems.append("record '\(name)' in zone \(try row.text(5) ?? "?") of \(container) \(scope)\(owner): its field document does not decode: \(reason)")
+                }
+            }
+            guard rows.count == 1000, let last = rows.last else { break }
+            after = (try last.int64(0) ?? 0, try last.text(1) ?? "")
+        }
+        if damaged > Self.namedDamagedDocuments { problems.append("\(damaged - Self.namedDamagedDocuments) more record(s) whose field document does not decode") }
+        return problems
+    }
+}
+
+@_spi(StratusEngine)
+extension PostgresEngine: RowAccessReporting {
+    /// A role that row-level security binds (it does not own the tables, is no superuser and
+    /// has no BYPASSRLS, and a table of the store has row-level security on, or forced on for
+    /// its owner) reaches only the public database and its own private rows.
+    @_spi(StratusEngine)
+    public func rowAccessLimit() throws -> String? {
+        try pool.withConnection { connection in
+            let rows = try connection.query("""
+                SELECT r.rolsuper OR r.rolbypassrls, pg_catalog.pg_has_role(CURRENT_USER, c.relowner, 'USAGE'),
+                       EXISTS (SELECT 1 FROM pg_catalog.pg_class t WHERE t.relnamespace = c.relnamespace AND t.relrowsecurity),
+                       EXISTS (SELECT 1 FROM pg_catalog.pg_class t WHERE t.relnamespace = c.relnamespace AND t.relforcerowsecurity),
+                       pg_catalog.pg_get_userbyid(c.relowner)::text, CURRENT_USER::text
+                FROM pg_catalog.pg_class c, pg_catalog.pg_roles r WHERE c.oid = to_regclass('records') AND r.rolname = CURRENT_USER
+                """)
+            guard let row = rows.first else { return nil }
+            let exempt = try row.bool(0) ?? false, owns = try row.bool(1) ?? false
+            let enabled = try row.bool(2) ?? false, forced = try row.bool(3) ?? false
+            guard !exempt, enabled, !owns || forced else { return nil }
+            let owner = try row.text(4) ?? "the tables' owner", role = try row.text(5) ?? ""
+            return "role \(role) is bound by row-level security in \(redactedURL) and reaches only the public database and its own private rows; "
+                + "connect as a role that reaches every row: the tables' owner (\(owner))\(forced ? ", unless row-level security is forced on it" : ""), a superuser or a role with BYPASSRLS"
         }
     }
 }

@@ -39,6 +39,8 @@ public final class PostgresEngine: StorageEngine, Sendable {
     /// Whether opening the engine created the store's tables (the database held no store).
     public let createdStore: Bool
     let automaticCompaction = Mutex<ContinuousClock.Instant?>(nil)
+    /// Whether the standby was found to hold this store (``checkStandby()``).
+    let standbyChecked = Mutex(false)
     /// Whether the server refused `COPY FROM` into the records table (row-level security
     /// binds the login role): new rows are then inserted with statements only.
     let copyRefused = Mutex(false)
@@ -52,28 +54,34 @@ public final class PostgresEngine: StorageEngine, Sendable {
     ///
     /// `readURL` names a hot standby of the same database for reads that may lag
     /// (queries, exports, change reads: a standby replays commits in order, so a change feed
-    /// read there never skips or repeats a change); writes always go to `url`.
+    /// read there never skips or repeats a change); writes always go to `url`. The standby is
+    /// connected to when a read first needs it; those reads then fail (`serviceUnavailable`,
+    /// naming it) while it cannot be reached, and (`invalidArguments`) when it holds another
+    /// store: they never fall back to the primary unannounced.
     ///
     /// With `create` false, a database without a Stratus store is an error instead of getting
     /// one (read-only tools never create a store).
     ///
     /// - Throws: `serviceUnavailable` naming the host when the server cannot be reached;
-    ///   `notAuthenticated`/`permissionFailure` when it refuses the login; `badContainer` when
-    ///   `create` is false and the database holds no store; `badDatabase` for tables made by a
-    ///   newer Stratus.
+    ///   `invalidArguments` for settings libpq cannot use (a URL with more than one `@` before
+    ///   its host, a port that is no number); `notAuthenticated`/`permissionFailure` when it
+    ///   refuses the login; `badContainer` when the database does not exist, or `create` is
+    ///   false and it holds no store; `permissionFailure` when the role may not read the tables
+    ///   or use their schema (naming the group to join), may not create them, or is not their
+    ///   owner and they need an upgrade; `badDatabase` for tables made by a newer Stratus.
     public init(url: String, readURL: String? = nil, create: Bool = true, maximumConnections: Int = 8,
                 tombstoneRetention: Duration? = PostgresEngine.defaultTombstoneRetention, assetCacheDirectory: URL? = nil) throws {
         pool = try PostgresConnectionPool(url: url, maximumConnections: maximumConnections)
         readPool = try readURL.map { try PostgresConnectionPool(url: $0, maximumConnections: maximumConnections) } ?? pool
         redactedURL = pool.redactedURL
         self.tombstoneRetention = tombstoneRetention
-        let exists = try pool.withConnection { try $0.query("SELECT to_regclass('meta') IS NOT NULL AND to_regclass('records') IS NOT NULL")[0].bool(0) ?? false }
-        guard exists || create else {
-            throw StratusError(.badContainer, "there is no Stratus store in the database at \(pool.redactedURL) (in its current schema)")
+        let probe = try pool.withConnection { try StoreProbe(on: $0) }
+        guard probe.exists || create else {
+            throw StratusError(.badContainer, "the database \(probe.database) at \(pool.redactedURL) holds no Stratus store \(probe.whereTables) (the database exists; only import, copy --to, zones create, schema import, users add and subscriptions create make a store)")
         }
-        createdStore = !exists
-        identity = try Self.migrate(pool)
-        loginRole = try pool.withConnection { try $0.query("SELECT current_user::text")[0].text(0) ?? "" }
+        createdStore = !probe.exists
+        identity = try Self.migrate(pool, probe: probe)
+        loginRole = probe.role
         self.assetCacheDirectory = assetCacheDirectory ?? FileManager.default.temporaryDirectory.appendingPathComponent("stratus-assets-\(identity)", isDirectory: true)
     }
 
@@ -85,32 +93,45 @@ public final class PostgresEngine: StorageEngine, Sendable {
     /// exists, and a process opening the store while others write would deadlock with them
     /// (it holds the zones table's lock and waits for the records table's; a writer holds the
     /// records table's and waits to update its zone).
-    private static func migrate(_ pool: PostgresConnectionPool) throws -> String {
-        let current = try pool.withConnection { connection -> String? in
-            guard try connection.query("SELECT to_regclass('meta') IS NOT NULL")[0].bool(0) == true else { return nil }
-            let rows = try connection.query("SELECT key, value FROM meta WHERE key IN ('version', 'identity')")
-            var values: [String: String] = [:]
-            for row in rows { values[try row.text(0) ?? ""] = try row.text(1) }
-            guard values["version"] == String(PostgresSchema.version) else { return nil }
-            return values["identity"]
-        }
-        if let current { return current }
-        return try pool.withTransaction { connection in
-            try connection.execute("SELECT pg_advisory_xact_lock($1)", [.int64(PostgresSchema.migrationLock)])
-            try connection.executeScript(PostgresSchema.create)
-            try connection.executeScript(PostgresSchema.subscriptions)
-            let found = try connection.query("SELECT value FROM meta WHERE key = 'version'").first.flatMap { try $0.text(0) }.flatMap { Int($0) }
+    private static func migrate(_ pool: PostgresConnectionPool, probe: StoreProbe) throws -> String {
+        if probe.exists {
+            let values = try pool.withConnection { connection -> [String: String] in
+                var values: [String: String] = [:]
+                for row in try connection.query("SELECT key, value FROM meta WHERE key IN ('version', 'identity')") { values[try row.text(0) ?? ""] = try row.text(1) }
+                return values
+            }
+            let found = values["version"].flatMap { Int($0) }
             if let found, found > PostgresSchema.version {
                 throw StratusError(.badDatabase, "the store's tables have version \(found); this Stratus reads up to \(PostgresSchema.version). Use a newer Stratus.")
             }
-            if let found, found < 2 { try connection.executeScript(PostgresSchema.upgradeUserNames) }
-            if let found, found < PostgresSchema.assetStoreVersion { try upgradeAssetStore(on: connection) }
-            try connection.execute("INSERT INTO meta(key, value) VALUES ('version', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value", [.text(String(PostgresSchema.version))])
-            try connection.execute("INSERT INTO meta(key, value) VALUES ('identity', md5(random()::text || clock_timestamp()::text)) ON CONFLICT (key) DO NOTHING")
-            guard let identity = try connection.query("SELECT value FROM meta WHERE key = 'identity'").first.flatMap({ try $0.text(0) }) else {
-                throw StratusError(.badDatabase, "the store has no identity row")
+            if found == PostgresSchema.version, let identity = values["identity"] { return identity }
+            if !probe.ownsTables {
+                throw StratusError(.permissionFailure, "the store's tables in database \(probe.database) have version \(found.map(String.init) ?? "none"); this Stratus uses version \(PostgresSchema.version) and upgrades them when the role that owns them (\(probe.owner ?? "their owner")) opens the store once (for example `stratus info` as \(probe.owner ?? "that role")); role \(probe.role) may not")
             }
-            return identity
+        }
+        do {
+            return try pool.withTransaction { connection in
+                try connection.execute("SELECT pg_advisory_xact_lock($1)", [.int64(PostgresSchema.migrationLock)])
+                try connection.executeScript(PostgresSchema.create)
+                try connection.executeScript(PostgresSchema.subscriptions)
+                let found = try connection.query("SELECT value FROM meta WHERE key = 'version'").first.flatMap { try $0.text(0) }.flatMap { Int($0) }
+                if let found, found > PostgresSchema.version {
+                    throw StratusError(.badDatabase, "the store's tables have version \(found); this Stratus reads up to \(PostgresSchema.version). Use a newer Stratus.")
+                }
+                if let found, found < 2 { try connection.executeScript(PostgresSchema.upgradeUserNames) }
+                if let found, found < PostgresSchema.assetStoreVersion { try upgradeAssetStore(on: connection) }
+                if let found, found < PostgresSchema.rowSecurityVersion { try reapplyRowSecurity(on: connection) }
+                try connection.execute("INSERT INTO meta(key, value) VALUES ('version', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value", [.text(String(PostgresSchema.version))])
+                try connection.execute("INSERT INTO meta(key, value) VALUES ('identity', md5(random()::text || clock_timestamp()::text)) ON CONFLICT (key) DO NOTHING")
+                guard let identity = try connection.query("SELECT value FROM meta WHERE key = 'identity'").first.flatMap({ try $0.text(0) }) else {
+                    throw StratusError(.badDatabase, "the store has no identity row")
+                }
+                return identity
+            }
+        } catch let error as StratusError where error.sqlState == "42501" && !probe.exists {
+            var refused = StratusError(.permissionFailure, "role \(probe.role) may not create the store's tables \(probe.whereTables) of database \(probe.database): create the database owned by the role that is to own them (createdb -O \(probe.role) \(probe.database)), or have its owner run GRANT CREATE ON SCHEMA \(probe.schema ?? "public") TO \(probe.role) (PostgreSQL 15 no longer lets every role create in public)")
+            refused.sqlState = error.sqlState
+            throw refused
         }
     }
 
@@ -127,10 +148,12 @@ public final class PostgresEngine: StorageEngine, Sendable {
     public var preferredImportBatchSize: Int { 10_000 }
 
     /// The SQL that makes each Stratus user a PostgreSQL role member of `group`, reaching the
-    /// public database and its own private rows only, even with raw SQL (row-level security);
-    /// run it once as the role that owns the store's tables. Each user's login must then have an
-    /// entry in the container's user directory (`Container.saveUsers`) naming the record name
-    /// its rows are owned by, and be the role it connects as, or its private rows are refused.
+    /// public database and its own private rows only, and writing only its own rows, even with
+    /// raw SQL (row-level security; ``PostgresRowSecurity`` says exactly what a member may do);
+    /// run it as the role that owns the store's tables, in one transaction (it begins and
+    /// commits one). Each user's login must then have an entry in the container's user
+    /// directory (`Container.saveUsers`) naming the record name its rows are owned by, and be
+    /// the role it connects as, or its private rows are refused.
     ///
     /// ```swift
     /// print(try engine.rowLevelSecuritySQL(group: "stratus_users"))   // for psql
@@ -139,19 +162,77 @@ public final class PostgresEngine: StorageEngine, Sendable {
     /// - Throws: `invalidArguments` for a name PostgreSQL cannot take.
     public func rowLevelSecuritySQL(group: String) throws -> String {
         let schema = try pool.withConnection { try $0.query("SELECT current_schema()")[0].text(0) ?? "public" }
-        return try PostgresSchema.rowLevelSecurity(group: group, schema: schema)
+        return try PostgresRowSecurity.script(group: group, schema: schema)
     }
 
-    /// Runs ``rowLevelSecuritySQL(group:)``, as the role that owns the store's tables.
+    /// Runs ``rowLevelSecuritySQL(group:)``, as the role that owns the store's tables. Running it
+    /// again applies this version's policies (an upgrade of the tables does that by itself).
     ///
     /// ```swift
     /// try PostgresEngine(url: adminURL).enableRowLevelSecurity(group: "stratus_users")
     /// ```
     ///
-    /// - Throws: `permissionFailure` when this role does not own the tables.
+    /// - Throws: `invalidArguments` when `group` is no role of the server; `permissionFailure`
+    ///   when this role does not own the tables, or when the group may create objects in the
+    ///   store's schema (its members could then put objects beside the tables).
     public func enableRowLevelSecurity(group: String) throws {
-        let sql = try rowLevelSecuritySQL(group: group)
-        try pool.withTransaction { try $0.executeScript(sql) }
+        try pool.withConnection { connection in
+            let schema = try connection.query("SELECT current_schema()")[0].text(0) ?? "public"
+            try Self.checkRowSecurityPreconditions(group: group, schema: schema, on: connection)
+            try connection.executeScript(try PostgresRowSecurity.script(group: group, schema: schema))
+        }
+    }
+
+    /// Refuses, with what to do, a group that does not exist, a role that does not own the
+    /// tables, and a group whose members may create objects in the store's schema.
+    private static func checkRowSecurityPreconditions(group: String, schema: String, on connection: PostgresConnection) throws {
+        let rows = try connection.query("""
+            SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = $1),
+                   pg_catalog.pg_get_userbyid(c.relowner)::text,
+                   pg_catalog.pg_has_role(CURRENT_USER, c.relowner, 'USAGE'),
+                   CURRENT_USER::text
+            FROM pg_catalog.pg_class c WHERE c.oid = pg_catalog.to_regclass('meta')
+            """, [.text(group)])
+        guard let row = rows.first else {
+            throw StratusError(.badContainer, "there is no Stratus store in schema \(schema) of this database; create it first (stratus import, or any command that creates a store)")
+        }
+        let owner = try row.text(1) ?? "", current = try row.text(3) ?? ""
+        guard try row.bool(0) == true else {
+            throw StratusError(.invalidArguments, "there is no PostgreSQL role '\(group)'; a superuser or a role with CREATEROLE creates it first: CREATE ROLE \(try PostgresConnection.quoteIdentifier(group)) NOLOGIN")
+        }
+        guard try row.bool(2) == true else {
+            throw StratusError(.permissionFailure, "row-level security is set up by the role that owns the store's tables (\(owner)); this connection is role \(current)")
+        }
+        let creates = try connection.query("""
+            SELECT pg_catalog.has_schema_privilege($1, $2, 'CREATE'), pg_catalog.has_schema_privilege('public', $2, 'CREATE')
+            """, [.text(group), .text(schema)])[0]
+        if try creates.bool(0) == true || creates.bool(1) == true {
+            let quoted = try PostgresConnection.quoteIdentifier(schema)
+            throw StratusError(.permissionFailure, "members of \(group) may create objects in schema \(schema), beside the store's tables (PostgreSQL before 15 let every role create in public); first run REVOKE CREATE ON SCHEMA \(quoted) FROM PUBLIC, \(try PostgresConnection.quoteIdentifier(group)), or keep the store in a schema of its own")
+        }
+    }
+
+    /// The groups that Stratus's policies on the records table name (row-level security was set
+    /// up for them).
+    static func rowSecurityGroups(on connection: PostgresConnection, schema: String? = nil) throws -> [String] {
+        try connection.query("""
+            SELECT DISTINCT g::text FROM pg_catalog.pg_policies, unnest(roles) AS g
+            WHERE schemaname = coalesce($1, current_schema()) AND tablename = 'records' AND policyname LIKE 'stratus\\_%' AND g <> 'public'
+            ORDER BY 1
+            """, [schema.map(PostgresValue.text) ?? .null]).map { try $0.text(0) ?? "" }
+    }
+
+    /// Applies this version's row-level security again for each group that policies of an
+    /// earlier version name (inside the upgrade's transaction; its `search_path` is restored).
+    static func reapplyRowSecurity(on connection: PostgresConnection) throws {
+        let groups = try rowSecurityGroups(on: connection)
+        guard !groups.isEmpty else { return }
+        let schema = try connection.query("SELECT current_schema()")[0].text(0) ?? "public"
+        let searchPath = try connection.query("SELECT current_setting('search_path')")[0].text(0) ?? ""
+        for group in groups {
+            try connection.executeScript(try PostgresRowSecurity.statements(group: group, schema: schema))
+        }
+        try connection.execute("SELECT pg_catalog.set_config('search_path', $1, true)", [.text(searchPath)])
     }
 
     /// The PostgreSQL role the engine's connections log in as.
@@ -172,8 +253,29 @@ public final class PostgresEngine: StorageEngine, Sendable {
     }
 
     /// Runs `body` in a write transaction (read committed; zones are locked row by row).
+    ///
+    /// - Throws: `body`'s errors; a row that row-level security refused says why (see
+    ///   ``explainRowSecurityRefusal(_:)``).
     func writeTransaction<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
-        try pool.withTransaction(isolation: .readCommitted, body)
+        do {
+            return try pool.withTransaction(isolation: .readCommitted, body)
+        } catch let error as StratusError where error.sqlState == "42501" && error.message.contains("row-level security") {
+            throw explainRowSecurityRefusal(error)
+        }
+    }
+
+    /// A refusal of row-level security, with what the role lacks: an entry in the user
+    /// directory (without one it owns no rows at all), or the right to write that row.
+    func explainRowSecurityRefusal(_ error: StratusError) -> StratusError {
+        let entries = try? pool.withConnection { try $0.query("SELECT count(*) FROM user_directory WHERE login = CURRENT_USER::text")[0].int64(0) }
+        let role = loginRole.isEmpty ? "this role" : "role \(loginRole)"
+        var explained = error
+        if entries == 0 {
+            explained.message = "\(role) has no entry in the user directory, so row-level security gives it no rows to write: the administrator adds it with `stratus users add \(loginRole.isEmpty ? "LOGIN" : loginRole)` (as the tables' owner). \(error.message)"
+        } else {
+            explained.message = "row-level security refused a row: \(role) writes only the rows of the user record names the directory gives it, and in the public database records it creates itself and those it created or whose type's grants let it write. \(error.message)"
+        }
+        return explained
     }
 
     /// Runs a statement written with `?` placeholders.
@@ -354,5 +456,78 @@ extension PostgresEngine {
         copyConflicts.withLock { conflicts in
             for zone in zones { conflicts[zone] = Self.checkedInsertsAfterConflict }
         }
+    }
+}
+
+// MARK: - Opening
+
+/// What the engine learns about the database before it opens the store: whether the tables
+/// are there, where, who owns them and whether this role may read them.
+struct StoreProbe {
+    /// Whether `meta` and `records` exist in the current schema.
+    var exists: Bool
+    /// The current schema (`nil` when no schema of the `search_path` exists).
+    var schema: String?
+    var database: String
+    /// The role the connection acts as.
+    var role: String
+    /// The role that owns the tables, when they exist.
+    var owner: String?
+    /// Whether the role is (or acts as a member of) the tables' owner.
+    var ownsTables: Bool
+    /// Where the tables are or would be, for messages: `in schema public`.
+    var whereTables: String { schema.map { "in schema \($0)" } ?? "(the search_path names no schema that exists)" }
+
+    /// - Throws: `badContainer` when the `search_path` names no schema that exists;
+    ///   `permissionFailure`, saying which group or grant is missing, when the role may not
+    ///   read the store's tables.
+    init(on connection: PostgresConnection) throws {
+        let row = try connection.query("""
+            SELECT to_regclass('meta') IS NOT NULL AND to_regclass('records') IS NOT NULL, current_schema()::text, current_database()::text, CURRENT_USER::text,
+                   (SELECT pg_catalog.pg_get_userbyid(c.relowner)::text FROM pg_catalog.pg_class c WHERE c.oid = to_regclass('meta')),
+                   coalesce((SELECT pg_catalog.pg_has_role(CURRENT_USER, c.relowner, 'USAGE') FROM pg_catalog.pg_class c WHERE c.oid = to_regclass('meta')), false),
+                   coalesce(pg_catalog.has_table_privilege(to_regclass('meta'), 'SELECT'), false)
+            """)[0]
+        exists = try row.bool(0) ?? false
+        schema = try row.text(1)
+        database = try row.text(2) ?? ""
+        role = try row.text(3) ?? ""
+        owner = try row.text(4)
+        ownsTables = try row.bool(5) ?? false
+        guard schema != nil else {
+            // current_schema() skips schemas the role may not use: one of those is where the store is.
+            let path = try connection.query("SELECT current_setting('search_path')")[0].text(0) ?? ""
+            let names = path.split(separator: ",").map { item -> String in
+                let name = item.trimmingCharacters(in: .whitespaces)
+                if name == "\"$user\"" || name == "$user" { return role }
+                return name.hasPrefix("\"") && name.hasSuffix("\"") && name.count >= 2 ? String(name.dropFirst().dropLast()).replacingOccurrences(of: "\"\"", with: "\"") : name
+            }
+            let unusable = try connection.query("""
+                SELECT n.nspname::text FROM pg_catalog.pg_namespace n, unnest($1::text[]) WITH ORDINALITY AS p(name, place)
+                WHERE n.nspname = p.name AND NOT pg_catalog.has_schema_privilege(n.oid, 'USAGE') ORDER BY p.place LIMIT 1
+                """, [.textArray(names)]).first?.text(0)
+            if let unusable {
+                throw StratusError(.permissionFailure, "role \(role) may not use schema \(unusable) of database \(database), where the store is: \(try Self.accessAdvice(role: role, schema: unusable, on: connection))")
+            }
+            throw StratusError(.badContainer, "no schema of the search_path (\(path)) exists in database \(database); create it first (CREATE SCHEMA name AUTHORIZATION owner), or name another with ?options=-c%20search_path%3Dname")
+        }
+        if try exists && !(row.bool(6) ?? false) {
+            throw StratusError(.permissionFailure, "role \(role) may not read the Stratus store in database \(database) \(whereTables): \(try Self.accessAdvice(role: role, schema: schema, on: connection))")
+        }
+    }
+
+    /// What gives `role` access: membership of the group row-level security was set up for, or
+    /// the owner's grant when there is none.
+    static func accessAdvice(role: String, schema: String?, on connection: PostgresConnection) throws -> String {
+        let groups = try PostgresEngine.rowSecurityGroups(on: connection, schema: schema)
+        let owner = try connection.query("""
+            SELECT pg_catalog.pg_get_userbyid(c.relowner)::text FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+            WHERE n.nspname = coalesce($1, current_schema()) AND c.relname = 'meta'
+            """, [schema.map(PostgresValue.text) ?? .null]).first?.text(0)
+        if groups.isEmpty {
+            return "it is not the tables' owner (\(owner ?? "unknown")), and row-level security was not set up for a group of users (stratus users row-security --group GROUP, as \(owner ?? "the owner")); connect as \(owner ?? "the owner")"
+        }
+        let group = groups.joined(separator: " or ")
+        return "make it a member of \(group), the group row-level security was set up for (GRANT \(groups[0]) TO \(role), as a superuser or a role with CREATEROLE), and give it an entry in the user directory (stratus users add \(role), as \(owner ?? "the tables' owner"))"
     }
 }

@@ -30,8 +30,16 @@ import Foundation
 ///
 /// Version 5 keeps a pipeline source's position as text (`job_progress.position_text`), added
 /// by the creation script when missing.
+///
+/// Version 6 keeps the role that saved a job's position (`job_progress.role`), and replaces the
+/// row-level security of earlier versions, whose policies called a function that read the user
+/// directory through the caller's `search_path` (a member's temporary table could stand in for
+/// it) and let members change any public row: the upgrade applies ``PostgresRowSecurity`` again
+/// for each group that policies of an earlier version name.
 enum PostgresSchema {
-    static let version = 5
+    static let version = 6
+    /// The version whose row-level security is ``PostgresRowSecurity``'s.
+    static let rowSecurityVersion = 6
     /// The version the asset step brought.
     static let assetStoreVersion = 3
 
@@ -134,6 +142,7 @@ enum PostgresSchema {
             updated_at double precision NOT NULL
         );
         ALTER TABLE job_progress ADD COLUMN IF NOT EXISTS position_text text;
+        ALTER TABLE job_progress ADD COLUMN IF NOT EXISTS role text COLLATE "C" NOT NULL DEFAULT CURRENT_USER;
         CREATE TABLE IF NOT EXISTS schema_roles(
             container text COLLATE "C" NOT NULL,
             role text COLLATE "C" NOT NULL,
@@ -258,65 +267,6 @@ enum PostgresSchema {
     static let ownedTables = ["zones", "records", "tombstones", "refs", "record_tokens", "database_history", "zone_tombstones",
                               "asset_contents", "asset_chunks", "asset_refs", "asset_holds",
                               "subscriptions", "subscription_state"]
-
-    /// The SQL an administrator (the role that owns the store's tables) runs once so that each
-    /// Stratus user is a PostgreSQL role, member of `group`, which reaches the public database's
-    /// rows and its own private rows and nothing else, even with raw SQL: the rows of another
-    /// user's private database are not there for it. A role's rows are those owned by the user
-    /// record names the user directory gives its login (the administrator registers each user
-    /// with `Container.saveUsers`, as CloudKit knows who is who); the directory is the
-    /// administrator's to change. The group gets the privileges the engine needs (no superuser,
-    /// no table ownership); production schemas are saved by the administrator, development
-    /// schemas grow as users save.
-    static func rowLevelSecurity(group: String, schema: String) throws -> String {
-        let role = try PostgresConnection.quoteIdentifier(group)
-        let schemaName = try PostgresConnection.quoteIdentifier(schema)
-        var sql = """
-            -- A private row is visible to the role the user directory gives its owner's record name; public rows (owner '') to every user.
-            CREATE OR REPLACE FUNCTION stratus_owns(owner text) RETURNS boolean
-                LANGUAGE sql STABLE AS $$ SELECT owner = '' OR EXISTS (SELECT 1 FROM user_directory d WHERE d.login = current_user::text AND d.user_record_name = owner) $$;
-            GRANT USAGE ON SCHEMA \(schemaName) TO \(role);
-            GRANT SELECT ON meta, record_types, schema_roles, user_directory TO \(role);
-            -- Development schemas grow as users save; production's (its key holds U+001F) only by the administrator's deploy.
-            GRANT INSERT, UPDATE ON record_types TO \(role);
-            ALTER TABLE record_types ENABLE ROW LEVEL SECURITY;
-            DROP POLICY IF EXISTS stratus_read ON record_types;
-            CREATE POLICY stratus_read ON record_types FOR SELECT TO \(role) USING (true);
-            DROP POLICY IF EXISTS stratus_grow ON record_types;
-            CREATE POLICY stratus_grow ON record_types FOR INSERT TO \(role) WITH CHECK (strpos(container, chr(31)) = 0);
-            DROP POLICY IF EXISTS stratus_grow_update ON record_types;
-            CREATE POLICY stratus_grow_update ON record_types FOR UPDATE TO \(role) USING (strpos(container, chr(31)) = 0) WITH CHECK (strpos(container, chr(31)) = 0);
-            GRANT SELECT, INSERT, UPDATE, DELETE ON job_progress TO \(role);
-            GRANT USAGE, SELECT ON SEQUENCE zone_ids TO \(role);
-
-            """
-        sql += """
-            -- Writers append to any user's feed (a public record can fire anyone's subscription);
-            -- a feed's counters are shared, its notifications read and changed by their subscriber only.
-            GRANT SELECT, INSERT, UPDATE ON notification_feeds TO \(role);
-            GRANT SELECT, INSERT, UPDATE, DELETE ON notifications TO \(role);
-            ALTER TABLE notifications ENABLE ROW LEVEL SECURITY;
-            DROP POLICY IF EXISTS stratus_append ON notifications;
-            CREATE POLICY stratus_append ON notifications FOR INSERT TO \(role) WITH CHECK (true);
-            DROP POLICY IF EXISTS stratus_subscriber ON notifications;
-            CREATE POLICY stratus_subscriber ON notifications FOR SELECT TO \(role) USING (stratus_owns(subscriber));
-            DROP POLICY IF EXISTS stratus_subscriber_update ON notifications;
-            CREATE POLICY stratus_subscriber_update ON notifications FOR UPDATE TO \(role) USING (stratus_owns(subscriber));
-            DROP POLICY IF EXISTS stratus_subscriber_delete ON notifications;
-            CREATE POLICY stratus_subscriber_delete ON notifications FOR DELETE TO \(role) USING (stratus_owns(subscriber));
-
-            """
-        for table in ownedTables {
-            sql += """
-                GRANT SELECT, INSERT, UPDATE, DELETE ON \(table) TO \(role);
-                ALTER TABLE \(table) ENABLE ROW LEVEL SECURITY;
-                DROP POLICY IF EXISTS stratus_owner ON \(table);
-                CREATE POLICY stratus_owner ON \(table) TO \(role) USING (stratus_owns(owner)) WITH CHECK (stratus_owns(owner));
-
-                """
-        }
-        return sql
-    }
 
     /// The record columns a row statement selects first, in the order they are decoded. The
     /// last modifier is NULL when it is the creator (as it mostly is): every column sent costs

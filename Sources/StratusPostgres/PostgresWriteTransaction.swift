@@ -326,17 +326,33 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
         let zoneRow = states[zone].row
         let system = row.systemFields
         let (document, exactDocument) = Self.documents(of: row)
-        try connection.execute("""
-            INSERT INTO records(\(Self.columns)) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::jsonb, $12, $13)
-            ON CONFLICT (zone_id, record_name) DO UPDATE SET
-                record_type = excluded.record_type, modified_at = excluded.modified_at, modified_by = excluded.modified_by,
-                change_tag = excluded.change_tag, change_seq = excluded.change_seq, fields = excluded.fields,
-                exact_fields = excluded.exact_fields, parent_name = excluded.parent_name
-            """, [.int64(zoneRow), .text(row.recordID.recordName), .text(context.storageOwner), .text(row.recordType),
-                  .double(system.creationDate!.timeIntervalSinceReferenceDate), .text(system.creatorUserRecordID!.recordName),
-                  .double(system.modificationDate!.timeIntervalSinceReferenceDate), .text(system.lastModifiedUserRecordID!.recordName),
-                  .text(system.recordChangeTag!), .int64(nextSequence(zone)), .text(document),
-                  exactDocument.map(PostgresValue.text) ?? .null, row.parent.map { .text($0.recordID.recordName) } ?? .null])
+        let parent = row.parent.map { PostgresValue.text($0.recordID.recordName) } ?? .null
+        if replacing {
+            // An update, not an upsert: row-level security checks an upsert's proposed row as an
+            // insert, creator included, also when it replaces a stored row. The caller read the
+            // row under the zone's lock, so it is there; a row the update does not reach is one
+            // row-level security keeps from this role.
+            let changed = try connection.execute("""
+                UPDATE records SET record_type = $3, modified_at = $4, modified_by = $5, change_tag = $6, change_seq = $7,
+                    fields = $8::jsonb, exact_fields = $9, parent_name = $10
+                WHERE zone_id = $1 AND record_name = $2
+                """, [.int64(zoneRow), .text(row.recordID.recordName), .text(row.recordType),
+                      .double(system.modificationDate!.timeIntervalSinceReferenceDate), .text(system.lastModifiedUserRecordID!.recordName),
+                      .text(system.recordChangeTag!), .int64(nextSequence(zone)), .text(document), exactDocument.map(PostgresValue.text) ?? .null, parent])
+            if changed == 0 { throw rowSecurityRefusal("change", row.recordID) }
+        } else {
+            try connection.execute("""
+                INSERT INTO records(\(Self.columns)) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::jsonb, $12, $13)
+                ON CONFLICT (zone_id, record_name) DO UPDATE SET
+                    record_type = excluded.record_type, modified_at = excluded.modified_at, modified_by = excluded.modified_by,
+                    change_tag = excluded.change_tag, change_seq = excluded.change_seq, fields = excluded.fields,
+                    exact_fields = excluded.exact_fields, parent_name = excluded.parent_name
+                """, [.int64(zoneRow), .text(row.recordID.recordName), .text(context.storageOwner), .text(row.recordType),
+                      .double(system.creationDate!.timeIntervalSinceReferenceDate), .text(system.creatorUserRecordID!.recordName),
+                      .double(system.modificationDate!.timeIntervalSinceReferenceDate), .text(system.lastModifiedUserRecordID!.recordName),
+                      .text(system.recordChangeTag!), .int64(nextSequence(zone)), .text(document),
+                      exactDocument.map(PostgresValue.text) ?? .null, parent])
+        }
         if replacing {
             try connection.execute("DELETE FROM refs WHERE zone_id = $1 AND source_name = $2", [.int64(zoneRow), .text(row.recordID.recordName)])
         }
@@ -441,13 +457,25 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
         }
     }
 
+    /// The error for a stored row that a write did not reach: row-level security keeps it from
+    /// the connection's role (``PostgresEngine/writeTransaction(_:)`` says why).
+    private func rowSecurityRefusal(_ action: String, _ id: Record.ID) -> StratusError {
+        var error = StratusError(.permissionFailure, "row-level security does not let this role \(action) record '\(id.recordName)'", recordID: id)
+        error.sqlState = "42501"
+        return error
+    }
+
     // MARK: - Deleting
 
     func deleteRecord(_ id: Record.ID) throws -> Bool {
         guard let zone = try zoneIndex(id.zoneID) else { return false }
         let zoneRow = states[zone].row
         guard let type = try connection.query("DELETE FROM records WHERE zone_id = $1 AND record_name = $2 RETURNING record_type",
-                                              [.int64(zoneRow), .text(id.recordName)]).first?.text(0) else { return false }
+                                              [.int64(zoneRow), .text(id.recordName)]).first?.text(0) else {
+            // A row this role reads but may not delete (row-level security) is a refusal, not a record gone.
+            if try recordExists(id) { throw rowSecurityRefusal("delete", id) }
+            return false
+        }
         try connection.execute("DELETE FROM refs WHERE zone_id = $1 AND source_name = $2", [.int64(zoneRow), .text(id.recordName)])
         try connection.execute("DELETE FROM record_tokens WHERE zone_id = $1 AND record_name = $2", [.int64(zoneRow), .text(id.recordName)])
         releasedAssetContents.formUnion(try connection.query("DELETE FROM asset_refs WHERE zone_id = $1 AND record_name = $2 RETURNING content_id",

@@ -8,8 +8,10 @@ struct CheckCommand: Command {
     static let usage = ["stratus check [--store PATH|URL]"]
     static let discussion = """
         Checks the whole store: on SQLite every page and index of the file (PRAGMA
-        integrity_check; it reads the whole file), on PostgreSQL the version of Stratus's tables
-        and that every record belongs to a zone. Prints "ok" on stdout and exits 0 when nothing is
+        integrity_check; it reads the whole file, not the records' field documents), on
+        PostgreSQL the version of Stratus's tables, that every record belongs to a zone and that
+        every record's field document decodes (it reads every record; a role bound by row-level
+        security checks the records it may read). Prints "ok" on stdout and exits 0 when nothing is
         wrong; otherwise prints each problem on a line of stdout, names the store on stderr and
         exits 70. A store too damaged to be checked at all is exit 70 too. Restore a damaged store
         from a backup or an export; `stratus copy` reads what can still be read.

@@ -21,6 +21,9 @@ struct CopyCommand: Command {
         checksum over each record's name, type, change tag, parent and field values (assets by
         content). Exit 0 when every zone matches; exit 1 naming the zones that differ or the
         records that could not be copied (the checkpoint is kept, so a run again retries them).
+        On PostgreSQL, both sides must reach every row: a role that row-level security binds
+        (see `users row-security`) is refused with exit 77 before anything is copied; copy as
+        the tables' owner, a superuser or a role with BYPASSRLS.
         """
     static let options: [Option] = [
         Option("--from", "PATH|URL", "the store to copy: an SQLite file or postgresql://…", default: "none; required"),
@@ -29,7 +32,7 @@ struct CopyCommand: Command {
         Option("--batch-size", "N", "records written per transaction", default: "500"),
     ]
     static let optionGroups: [OptionGroup] = [.progress]
-    static let exitNotes: String? = "copy: 1 when a zone differs after the copy or records could not be copied (named on stderr)."
+    static let exitNotes: String? = "copy: 1 when a zone differs after the copy or records could not be copied (named on stderr); 77 when a PostgreSQL role row-level security binds is on either side."
 
     var from: String
     var to: String
@@ -57,6 +60,8 @@ struct CopyCommand: Command {
         Interruption.install { stop.request() }
         let checkpoint = try checkpointPath.map { try CopyCheckpointFile(path: $0) }
         let source = try StoreOptions.openEngine(from, access: .read, origin: "--from")
+        // Before the destination is created: a role that reads only some rows copies nothing.
+        try await StoreCopier.checkReachesEveryRow(source, as: "source")
         let destination = try StoreOptions.openEngine(to, access: .createIfMissing, origin: "--to")
         let copier = StoreCopier(from: source, to: destination, batchSize: batchSize)
         stop.attach(copier)

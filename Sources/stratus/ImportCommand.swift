@@ -210,7 +210,12 @@ struct ImportCommand: Command {
         } catch let failure as RecordImporter.Failure {
             try? rejects.close()
             reportZones(failure.summary)
-            progress.finish(line(failure.summary), json: json(failure.summary))
+            // Not the summary of a finished import: the error (next line) stopped it, and what it
+            // read and did not settle was not written (a failed batch is not "failed 0").
+            let settled = failure.summary.created + failure.summary.updated + failure.summary.unchanged + failure.summary.deleted + failure.summary.failed
+            let unwritten = max(0, failure.summary.read - settled)
+            progress.finish("stopped by an error: " + line(failure.summary) + (unwritten > 0 && !dryRun ? ", not written \(Progress.grouped(unwritten))" : ""),
+                            json: json(failure.summary).merging(["notWritten": unwritten]) { $1 })
             switch (failure.stage, failure.error) {
             case (.zones, let error as StratusError):
                 throw CommandFailure(error.code == .permissionFailure ? .permissionDenied : .dataError, error.message)

@@ -9,7 +9,7 @@ extension OptionGroup {
     static let store = OptionGroup(title: "Store options", placeholder: "[store options]", options: [
         Option("--store", "PATH|URL", "the store: an SQLite file, or a PostgreSQL database as postgresql://[user@]host[:port]/dbname (libpq's settings and PG* variables apply; a password is never printed)",
                default: "$STRATUS_STORE, else ~/.local/share/stratus/<container>.sqlite"),
-        Option("--read-store", "URL", "a hot standby of the PostgreSQL store for reads that may lag (queries, exports, change reads)", default: "$STRATUS_READ_STORE, else the store"),
+        Option("--read-store", "URL", "a hot standby of the PostgreSQL store for reads that may lag (queries, exports, change reads); while it cannot be reached they fail with exit 75, never reading the store instead", default: "$STRATUS_READ_STORE, else the store"),
         Option("--container", "ID", "the container identifier", default: "default"),
         Option("--database", "NAME", "public, private or shared", default: "public"),
         Option("--zone", "NAME", "the zone", default: "_defaultZone"),
@@ -118,11 +118,19 @@ struct StoreOptions {
     /// - Throws: ``CommandFailure`` `inputMissing` naming `origin` when the store must exist and
     ///   does not; ``UsageError`` for a standby of a store that is not PostgreSQL.
     static func openEngine(_ location: String, readURL: String? = nil, access: Access, origin: String) throws -> any StorageEngine {
+        if let readURL, !PostgresEngine.isStoreURL(readURL) {
+            // Not echoed: a mistyped URL may hold a password.
+            throw UsageError(message: "--read-store (or $STRATUS_READ_STORE) takes the postgresql:// URL of a hot standby of a PostgreSQL store; the value given is none")
+        }
         if PostgresEngine.isStoreURL(location) {
             opened.withLock { $0.append(PostgresConnectionString.redacted(location)) }
             let engine = try PostgresEngine.shared(url: location, readURL: readURL, create: access == .createIfMissing)
             if engine.createdStore { StratusCommand.log("created a new store in \(engine.redactedURL)") }
             return engine
+        }
+        if PostgresConnectionString.hasPostgresScheme(location) {
+            // Not echoed: it may hold a password. libpq reads only postgresql:// and postgres://.
+            throw UsageError(message: "\(origin) begins with a PostgreSQL scheme but is no URL libpq reads (not shown: it may hold a password); write postgresql://[user[:password]@]host[:port]/dbname, with two slashes")
         }
         if readURL != nil {
             throw UsageError(message: "--read-store names a standby of a PostgreSQL store; \(origin) is not one")

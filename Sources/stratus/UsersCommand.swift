@@ -25,8 +25,10 @@ struct UsersCommand: Command {
                         without one).
           remove        removes entries: the logins act under their derived names again.
           row-security  PostgreSQL only: makes every member of the group ROLE reach the public
-                        database and its own private rows only, even with raw SQL. Run it as the
-                        role that owns the store's tables; --print prints the SQL instead. Each
+                        database and its own private rows only, and write only its own rows
+                        (public records it creates, created or whose grants let it write), even
+                        with raw SQL. Run it as the role that owns the store's tables (again
+                        after an upgrade does no harm); --print prints the SQL instead. Each
                         user then connects as a PostgreSQL role whose name is its login (the
                         default --user on PostgreSQL) and needs an entry here (`users add LOGIN`).
         """

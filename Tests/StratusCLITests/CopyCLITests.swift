@@ -1,5 +1,6 @@
 import Foundation
 @_spi(StratusEngine) import Stratus
+import StratusPostgres
 import StratusTestSupport
 import Testing
 
@@ -227,6 +228,68 @@ struct CopyCLITests {
             #expect(again.stderr.contains("the destination 3 records"), "\(again)")
             #expect(!again.stderr.contains("_defaultZone differs"), "\(again)")
             #expect(again.stderrLines.last?.contains("1 of 2 zones match") == true, "\(again)")
+        }
+    }
+
+    @Test("a PostgreSQL store read or written as a role row-level security binds is refused with exit 77 naming the role needed; nothing is copied")
+    func rowSecurityBoundRoles() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: .postgres)
+            let suffix = String(UInt32.random(in: 0...UInt32.max), radix: 36)
+            let (group, alice, bob) = ("copy_users_\(suffix)", "copy_alice_\(suffix)", "copy_bob_\(suffix)")
+            let admin = try PostgresConnection(url: cli.storePath)
+            try admin.executeScript("CREATE ROLE \(group) NOLOGIN; CREATE ROLE \(alice) LOGIN IN ROLE \(group); CREATE ROLE \(bob) LOGIN IN ROLE \(group);")
+            defer { try? admin.executeScript("DROP OWNED BY \(alice), \(bob), \(group); DROP ROLE IF EXISTS \(alice), \(bob), \(group)") }
+            try await cli.createStore()
+            #expect(try await cli.run(["users", "row-security", "--group", group]).exitCode == 0)
+            for login in [alice, bob] { #expect(try await cli.run(["users", "add", login]).exitCode == 0) }
+            func url(_ role: String) throws -> String { try PostgresConnectionString.replacing(["user": role], in: cli.storePath) }
+            let noUser = ["STRATUS_USER": ""]
+            for role in [alice, bob] {
+                let saved = try await cli.run(["import", "--quiet", "--database", "private", "--store", try url(role)], stdin: Input.notes(3), environment: noUser)
+                #expect(saved.exitCode == 0, "\(saved)")
+            }
+
+            let destination = store.path("copy.sqlite")
+            let refused = try await cli.run(["copy", "--from", try url(alice), "--to", destination])
+            #expect(refused.exitCode == 77, "\(refused)")
+            #expect(refused.stderr.contains("role \(alice) is bound by row-level security") && refused.stderr.contains("the tables' owner"), "\(refused)")
+            #expect(!refused.stderr.contains("match"), "no comparison is reported: \(refused)")
+            #expect(!cli.exists(destination), "the destination was not even created")
+            #expect(try await cli.run(["import", "--quiet", "--store", store.path("source.sqlite")], stdin: Input.notes(2)).exitCode == 0)
+            let into = try await cli.run(["copy", "--from", store.path("source.sqlite"), "--to", try url(bob)])
+            #expect(into.exitCode == 77 && into.stderr.contains("destination"), "\(into)")
+
+            // As the tables' owner, the copy takes both users' private records.
+            let whole = try await cli.run(["copy", "--from", cli.storePath, "--to", store.path("whole.sqlite")])
+            #expect(whole.exitCode == 0, "\(whole)")
+            for login in [alice, bob] {
+                #expect(try await cli.run(["count", "--type", "Note", "--database", "private", "--user", login, "--store", store.path("whole.sqlite")]).stdout == "3\n")
+            }
+        }
+    }
+
+    @Test("SQLite to PostgreSQL writes records in bulk: a few statements per batch, not one look-up and one insert per record, public and private alike")
+    func copiesInBulk() async throws {
+        try await TemporaryStore.with { store in
+            let source = try await CLI(store)
+            #expect(try await source.run(["import", "--quiet"], stdin: Input.notes(2_000)).exitCode == 0)
+            #expect(try await source.run(["import", "--quiet", "--database", "private"], stdin: Input.notes(1_000, prefix: "p")).exitCode == 0)
+            let destination = try await CLI(store, engine: .postgres, storeName: "destination")
+            try await destination.createStore()
+            // Every statement that writes or reads records by name, counted by the server.
+            let admin = try PostgresConnection(url: destination.storePath)
+            try admin.executeScript("""
+                CREATE TABLE statement_count(n bigint NOT NULL);
+                INSERT INTO statement_count VALUES (0);
+                CREATE FUNCTION count_statement() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN UPDATE statement_count SET n = n + 1; RETURN NULL; END $$;
+                CREATE TRIGGER count_inserts AFTER INSERT ON records FOR EACH STATEMENT EXECUTE FUNCTION count_statement();
+                """)
+            let copied = try await source.run(["copy", "--from", source.storePath, "--to", destination.storePath])
+            #expect(copied.exitCode == 0, "\(copied)")
+            #expect(try await destination.count("Note") == 2_000)
+            let statements = try #require(try admin.query("SELECT n FROM statement_count")[0].int64(0))
+            #expect(statements <= 30, "\(statements) insert statements for 3,000 records")
         }
     }
 }

@@ -140,4 +140,21 @@ struct DamagedStoreCLITests {
             #expect(result.stderr.contains("postgresql://") && result.stderr.contains("damaged"), "\(result)")
         }
     }
+
+    @Test("PostgreSQL: a record whose field document a raw UPDATE made unreadable: reads exit 70, check exits 70 naming the record")
+    func postgresDamagedDocuments() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: .postgres)
+            #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(5)).exitCode == 0)
+            let raw = try PostgresConnection(url: cli.storePath)
+            let name = try #require(try raw.query("SELECT record_name FROM records ORDER BY record_name LIMIT 1").first?.text(0))
+            #expect(try raw.execute("UPDATE records SET fields = '{\"title\": [\"Q\", 1]}', exact_fields = NULL WHERE record_name = $1", [.text(name)]) == 1)
+            let read = try await cli.run(["export", "--type", "Note"])
+            #expect(read.exitCode == 70, "\(read)")
+            let result = try await cli.run(["check"])
+            #expect(result.exitCode == 70, "\(result)")
+            #expect(result.stdoutLines.count == 1 && result.stdout.contains("record '\(name)' in zone _defaultZone of default public: its field document does not decode"), "\(result)")
+            #expect(result.stderr.contains("damaged"), "\(result)")
+        }
+    }
 }

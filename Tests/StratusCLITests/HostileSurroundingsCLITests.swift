@@ -104,6 +104,28 @@ struct HostileSurroundingsCLITests {
         }
     }
 
+    @Test("PostgreSQL URLs: an unescaped '@' in the password, one slash after the scheme or a scheme of its own are usage errors that echo nothing of the URL; an uppercase scheme is PostgreSQL")
+    func postgresURLSpellings() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            for (url, hint) in [("postgresql://owner:SECRET@PW@127.0.0.1:1/app", "%40"), ("postgresql:/owner:SECRET@PW.example/app", "postgresql://"),
+                                ("Postgres:owner:SECRET@PW", "postgresql://")] {
+                for command in [["count", "--type", "Note"], ["import"]] {
+                    let result = try await cli.run(command + ["--store", url], stdin: Input.notes(1))
+                    #expect(result.exitCode == 64, "\(result)")
+                    #expect(result.stderr.contains(hint) && !result.stderr.contains("SECRET") && !result.stderr.contains("PW"), "\(result)")
+                }
+                let copy = try await cli.run(["copy", "--from", url, "--to", store.path("copy.sqlite")])
+                #expect(copy.exitCode == 64 && !copy.stderr.contains("SECRET") && !copy.stderr.contains("PW"), "\(copy)")
+            }
+            // An uppercase scheme names PostgreSQL: nothing listens on port 1.
+            let upper = try await cli.run(["count", "--type", "Note", "--store", "POSTGRESQL://owner:SECRET@127.0.0.1:1/app"])
+            #expect(upper.exitCode == 75 && upper.stderr.contains("127.0.0.1:1") && !upper.stderr.contains("SECRET"), "\(upper)")
+            let left = try FileManager.default.contentsOfDirectory(atPath: store.directory.path)
+            #expect(!left.contains { $0.lowercased().hasPrefix("postgres") || $0.contains("SECRET") }, "\(left)")
+        }
+    }
+
     @Test("the default store follows $HOME; help --help is help; a missing zone is exit 66")
     func smallerPromises() async throws {
         try await TemporaryStore.with { store in

@@ -96,4 +96,38 @@ struct StoreCLITests {
             #expect(!cli.storeExists())
         }
     }
+
+    @Test("--read-store: a standby that cannot be reached is exit 75 naming it, for every read that goes there; another store or an SQLite path is 64; the store itself as its standby reads")
+    func readStore() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: .postgres)
+            #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(3)).exitCode == 0)
+            let reads: [[String]] = [["count", "--type", "Note"], ["query", "--type", "Note"], ["export", "--type", "Note"], ["changes", "--token-file", store.path("t.token")]]
+            for standby in ["postgresql://reader:s3cretPW@127.0.0.1:1/app", "postgresql://reader:s3cretPW@nosuchhost.invalid/app"] {
+                for read in standby.contains("invalid") ? [reads[0]] : reads {
+                    let result = try await cli.run(read + ["--read-store", standby])
+                    #expect(result.exitCode == 75, "\(result)")
+                    #expect(result.stderr.contains("hot standby") && result.stderr.contains("reader:***@") && !result.stderr.contains("s3cretPW"), "\(result)")
+                    #expect(result.stdout.isEmpty, "nothing read from the store instead: \(result)")
+                }
+            }
+            let environment = try await cli.run(["count", "--type", "Note"], environment: ["STRATUS_READ_STORE": "postgresql://127.0.0.1:1/app"])
+            #expect(environment.exitCode == 75 && environment.stderr.contains("hot standby"), "\(environment)")
+
+            let sqlite = try await cli.run(["count", "--type", "Note", "--read-store", store.path("other.sqlite")])
+            #expect(sqlite.exitCode == 64 && sqlite.stderr.contains("--read-store"), "\(sqlite)")
+            let other = try await cli.newStore("other")
+            #expect(try await cli.run(["import", "--quiet", "--store", other], stdin: Input.notes(1)).exitCode == 0)
+            let wrong = try await cli.run(["count", "--type", "Note", "--read-store", other])
+            #expect(wrong.exitCode == 64 && wrong.stderr.contains("another store"), "\(wrong)")
+            let empty = try await cli.run(["count", "--type", "Note", "--read-store", try await cli.newStore("empty")])
+            #expect(empty.exitCode == 64 && empty.stderr.contains("holds no Stratus store"), "\(empty)")
+
+            let itself = try await cli.run(["count", "--type", "Note", "--read-store", cli.storePath])
+            #expect(itself.exitCode == 0 && itself.stdout == "3\n", "\(itself)")
+            // Writes go to the store, whatever the standby.
+            let write = try await cli.run(["import", "--quiet", "--read-store", "postgresql://127.0.0.1:1/app"], stdin: Input.notes(4))
+            #expect(write.exitCode == 0, "\(write)")
+        }
+    }
 }

@@ -73,4 +73,57 @@ struct UsersCLITests {
             #expect(impostor.stdout != "3\n", "\(impostor)")
         }
     }
+
+    @Test("an administrator's mistakes say what to do: a member without a directory entry, a role outside the group, a group that does not exist, a port that is no number")
+    func administratorMistakes() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: .postgres)
+            try await cli.createStore()
+            let suffix = String(UInt32.random(in: 0...UInt32.max), radix: 36)
+            let (group, carol, dave) = ("mistake_users_\(suffix)", "mistake_carol_\(suffix)", "mistake_dave_\(suffix)")
+            let admin = try PostgresConnection(url: cli.storePath)
+            try admin.executeScript("CREATE ROLE \(group) NOLOGIN; CREATE ROLE \(carol) LOGIN IN ROLE \(group); CREATE ROLE \(dave) LOGIN;")
+            defer { try? admin.executeScript("DROP OWNED BY \(carol), \(dave), \(group); DROP ROLE IF EXISTS \(carol), \(dave), \(group)") }
+
+            let missing = try await cli.run(["users", "row-security", "--group", "no_such_group_\(suffix)"])
+            #expect(missing.exitCode == 64 && missing.stderr.contains("there is no PostgreSQL role") && !missing.stderr.contains("SQLSTATE"), "\(missing)")
+            #expect(try await cli.run(["users", "row-security", "--group", group]).exitCode == 0)
+            func url(_ role: String) throws -> String { try PostgresConnectionString.replacing(["user": role], in: cli.storePath) }
+            let noUser = ["STRATUS_USER": ""]
+
+            // Carol is in the group but has no entry: she owns no rows, and is told so.
+            for database in ["public", "private"] {
+                let imported = try await cli.run(["import", "--database", database, "--store", try url(carol)], stdin: Input.notes(2), environment: noUser)
+                #expect(imported.exitCode == 77, "\(imported)")
+                #expect(imported.stderr.contains("has no entry in the user directory") && imported.stderr.contains("stratus users add \(carol)"), "\(imported)")
+                #expect(imported.stderr.contains("stopped by an error") && imported.stderr.contains("not written 2"), "no summary says failed 0 as if all went well: \(imported)")
+            }
+            // Dave is not in the group: the group to join is named.
+            let outside = try await cli.run(["count", "--type", "Note", "--store", try url(dave)], environment: noUser)
+            #expect(outside.exitCode == 77 && outside.stderr.contains("GRANT \(group) TO \(dave)") && outside.stderr.contains("stratus users add \(dave)"), "\(outside)")
+
+            let settings = try PostgresConnectionString.settings(in: cli.storePath)
+            let badPort = try await cli.run(["count", "--type", "Note", "--store", try PostgresConnectionString.replacing(["port": "notaport"], in: cli.storePath)])
+            #expect(badPort.exitCode == 64 && badPort.stderr.contains("notaport"), "\(badPort)")
+            let badMode = try await cli.run(["count", "--type", "Note", "--store", try PostgresConnectionString.replacing(["sslmode": "bogus"], in: cli.storePath)])
+            #expect(badMode.exitCode == 64 && badMode.stderr.contains("bogus"), "\(badMode)")
+            _ = settings
+        }
+    }
+
+    @Test("without a password, the message names the password file PGPASSFILE names and what is wrong with it",
+          .enabled(if: PostgresTestServer.passwordCheckingAddress != nil, "needs an address where the server checks passwords (STRATUS_TEST_POSTGRES_TCP)"))
+    func missingPassword() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            let address = try #require(PostgresTestServer.passwordCheckingAddress)
+            let url = "postgresql://stratus_nobody@\(address.host):\(address.port)/postgres"
+            let absent = try await cli.run(["count", "--type", "Note", "--store", url], environment: ["PGPASSFILE": store.path("no.pgpass")])
+            #expect(absent.exitCode == 77 && absent.stderr.contains("PGPASSFILE names, \(store.path("no.pgpass")), which does not exist"), "\(absent)")
+            let open = try cli.file("open.pgpass", "otherhost:5432:*:stratus_nobody:pw\n")
+            chmod(open, 0o644)
+            let ignored = try await cli.run(["count", "--type", "Note", "--store", url], environment: ["PGPASSFILE": open])
+            #expect(ignored.exitCode == 77 && ignored.stderr.contains("others may read it (chmod 600"), "\(ignored)")
+        }
+    }
 }

@@ -62,6 +62,7 @@ struct PostgresErrorTests {
             try PostgresConnection(url: url(password: nil), settings: ["passfile": "/nonexistent"])
         }
         #expect(missing.code == .notAuthenticated)
+        #expect(missing.message.contains("the password file /nonexistent, which does not exist"), "\(missing)")
         let right = try PostgresConnection(url: url(password: "right-password"))
         #expect(try right.query("SELECT current_user")[0].text(0) == role)
     }
@@ -71,6 +72,38 @@ struct PostgresErrorTests {
         let url = try PostgresConnectionString.replacing(["dbname": database.name + "_missing"], in: database.url)
         let error = try #require(throws: StratusError.self) { try PostgresConnection(url: url) }
         #expect(error.code == .badContainer)
+        #expect(error.message.contains("has no database \(database.name)_missing") && error.message.contains("createdb -O"), "\(error)")
+        // A database without Stratus's tables is another thing: it exists, and says where the tables would be.
+        let empty = try #require(throws: StratusError.self) { try PostgresEngine(url: database.url, create: false) }
+        #expect(empty.code == .badContainer && empty.message.contains("holds no Stratus store in schema public") && empty.message.contains("the database exists"), "\(empty)")
+    }
+
+    @Test("mistakes in the settings are usage errors with libpq's reason, never a password; a role that may not create tables or read them is told what it lacks")
+    func settingMistakes() throws {
+        let database = try PostgresTestServer.makeDatabase()
+        let settings = try PostgresConnectionString.settings(in: database.url)
+        let socket = try #require(settings["host"]), port = settings["port"] ?? "5432"
+        let base = "postgresql://someone:s3cretPW@\(socket.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? socket)"
+        for (url, reason) in [("\(base):notaport/\(database.name)", "notaport"), ("\(base):\(port)/\(database.name)?sslmode=bogus", "bogus"),
+                              ("\(base):\(port)/\(database.name)?bogus=1", "bogus")] {
+            let error = try #require(throws: StratusError.self) { try PostgresConnection(url: url) }
+            #expect(error.code == .invalidArguments && error.message.contains(reason) && !error.message.contains("s3cretPW"), "\(error)")
+        }
+        for url in ["postgresql://someone:s3cret%zzPW@db1/app", "postgresql://someone@db1/app?password=s3cret%zzPW"] {
+            let error = try #require(throws: StratusError.self) { try PostgresConnection(url: url) }
+            #expect(error.code == .invalidArguments && !error.message.contains("s3cret") && !error.message.contains("zzPW"), "\(error)")
+        }
+
+        let admin = try PostgresConnection(url: database.url)
+        let role = "stratus_plain_\(UInt32.random(in: 0...UInt32.max))"
+        try admin.executeScript("CREATE ROLE \(role) LOGIN")
+        defer { try? admin.executeScript("DROP OWNED BY \(role); DROP ROLE IF EXISTS \(role)") }
+        let asRole = try PostgresConnectionString.replacing(["user": role], in: database.url)
+        let create = try #require(throws: StratusError.self) { try PostgresEngine(url: asRole) }
+        #expect(create.code == .permissionFailure && create.message.contains("createdb -O \(role)") && create.message.contains("GRANT CREATE ON SCHEMA public TO \(role)"), "\(create)")
+        _ = try PostgresEngine(url: database.url)
+        let read = try #require(throws: StratusError.self) { try PostgresEngine(url: asRole) }
+        #expect(read.code == .permissionFailure && read.message.contains("may not read the Stratus store") && read.message.contains("connect as"), "\(read)")
     }
 
     @Test(arguments: [
@@ -200,5 +233,34 @@ struct PostgresConnectionStringTests {
         #expect(PostgresConnectionString.isURL(other))
         #expect(!PostgresConnectionString.redacted(other).contains("pw"))
         #expect(throws: StratusError.self) { try PostgresConnectionString.settings(in: "postgresql://h/d?bogus=1") }
+    }
+
+    @Test("a URL whose user part holds more than one '@' is refused without showing any part of it: libpq would read the password's tail as the host")
+    func unescapedAtSignsAreRefused() throws {
+        for url in ["postgresql://owner:SECRET@PW@127.0.0.1:54329/app", "postgres://owner@corp@db1/app", "postgresql://o:S@C@R@db1:1/app?sslmode=disable"] {
+            for attempt in [{ _ = try PostgresConnectionString.settings(in: url) }, { _ = try PostgresConnection(url: url) },
+                            { _ = try PostgresConnectionPool(url: url) }, { _ = try PostgresConnectionString.replacing(["dbname": "x"], in: url) }] {
+                let error = try #require(throws: StratusError.self) { try attempt() }
+                #expect(error.code == .invalidArguments && error.message.contains("%40"), "\(error)")
+                for secret in ["SECRET", "PW", "corp", "S@C", "C@R"] { #expect(!error.message.contains(secret), "\(error)") }
+            }
+        }
+        #expect(try PostgresConnectionString.settings(in: "postgresql://owner:SE%40CRET@db1/app")["password"] == "SE@CRET")
+    }
+
+    @Test("the scheme is read in any case, as RFC 3986 has it; other spellings are not URLs")
+    func schemesInAnyCase() throws {
+        for url in ["POSTGRESQL://u:pw@db1:5433/app", "Postgres://u:pw@db1:5433/app", "postgresql://u:pw@db1:5433/app"] {
+            #expect(PostgresConnectionString.isURL(url))
+            let settings = try PostgresConnectionString.settings(in: url)
+            #expect(settings["host"] == "db1" && settings["port"] == "5433" && settings["dbname"] == "app" && settings["password"] == "pw", "\(settings)")
+            #expect(PostgresConnectionString.redacted(url).hasSuffix("u:***@db1:5433/app"))
+        }
+        for text in ["postgresql:/u:pw@db1/app", "postgres:app", "POSTGRESQL:///app"] {
+            #expect(PostgresConnectionString.hasPostgresScheme(text), "\(text)")
+        }
+        #expect(!PostgresConnectionString.isURL("postgresql:/u:pw@db1/app"))
+        #expect(PostgresConnectionString.isURL("POSTGRESQL:///app"))
+        #expect(!PostgresConnectionString.hasPostgresScheme("./postgresql.sqlite") && !PostgresConnectionString.hasPostgresScheme("postgresx://a"))
     }
 }

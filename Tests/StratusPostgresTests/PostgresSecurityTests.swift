@@ -11,28 +11,11 @@ import Testing
 struct PostgresSecurityTests {
     @Test("a role reaches public rows and its own private rows only, also with raw SQL; acting as another user is refused")
     func privateRowsAreUnreachable() async throws {
-        let database = try PostgresTestServer.makeDatabase()
-        let suffix = String(UInt32.random(in: 0...UInt32.max), radix: 36)
-        let (group, alice, bob) = ("stratus_users_\(suffix)", "alice_\(suffix)", "bob_\(suffix)")
-        let admin = try PostgresConnection(url: database.url)
-        try admin.executeScript("""
-            CREATE ROLE \(group) NOLOGIN;
-            CREATE ROLE \(alice) LOGIN IN ROLE \(group);
-            CREATE ROLE \(bob) LOGIN IN ROLE \(group);
-            """)
-        defer { try? admin.executeScript("DROP OWNED BY \(alice), \(bob), \(group); DROP ROLE IF EXISTS \(alice), \(bob), \(group)") }
-        // The administrator creates the store and turns security on; the users are plain roles.
-        let owner = try PostgresEngine(url: database.url)
-        try owner.enableRowLevelSecurity(group: group)
-        // The administrator says who is who: each login and the user record name its rows carry.
-        let identifier = "com.example.secure"
-        let (aliceName, bobName) = (UserDirectoryEntry.derivedRecordName(containerIdentifier: identifier, login: alice),
-                                    UserDirectoryEntry.derivedRecordName(containerIdentifier: identifier, login: bob))
-        try await Container(identifier: identifier, engine: owner, userName: "admin").saveUsers([
-            UserDirectoryEntry(login: alice, userRecordName: aliceName), UserDirectoryEntry(login: bob, userRecordName: bobName),
-        ])
-        let asAlice = try PostgresEngine(url: try PostgresConnectionString.replacing(["user": alice], in: database.url))
-        let asBob = try PostgresEngine(url: try PostgresConnectionString.replacing(["user": bob], in: database.url))
+        let store = try SecureStore()
+        defer { store.dropRoles() }
+        let (alice, bob, aliceName, identifier) = (store.alice, store.bob, store.aliceName, store.identifier)
+        let asAlice = try store.engine(alice)
+        let asBob = try store.engine(bob)
         #expect(try asAlice.currentRole() == alice)
 
         let aliceContainer = Container(identifier: identifier, engine: asAlice, userName: alice)
@@ -55,7 +38,7 @@ struct PostgresSecurityTests {
         #expect(stratusError(forged) != nil, "a write into another user's private database is refused")
 
         // Raw SQL as bob: no private row of alice's in any table.
-        let raw = try PostgresConnection(url: try PostgresConnectionString.replacing(["user": bob], in: database.url))
+        let raw = try store.raw(bob)
         for table in ["zones", "records", "database_history", "refs", "record_tokens", "tombstones", "asset_contents", "asset_chunks", "asset_refs", "asset_holds"] {
             let count = try raw.query("SELECT count(*) FROM \(table) WHERE owner = $1", [.text(aliceName)])[0].int64(0)
             #expect(count == 0, "\(table) shows bob \(count ?? -1) of alice's rows")
@@ -70,13 +53,281 @@ struct PostgresSecurityTests {
         // Alice still has everything.
         let entry = try await aliceContainer.privateCloudDatabase.record(for: Record.ID(recordName: "secret", zoneID: diary.zoneID))
         #expect(entry["text"] as? String == "dear diary")
-        #expect(try PostgresConnection(url: try PostgresConnectionString.replacing(["user": alice], in: database.url))
-            .query("SELECT count(*) FROM records WHERE owner = $1", [.text(aliceName)])[0].int64(0) == 1)
+        #expect(try store.raw(alice).query("SELECT count(*) FROM records WHERE owner = $1", [.text(aliceName)])[0].int64(0) == 1)
         // Bob cannot say he is alice in the directory either.
         let claim = stratusError(await caughtError {
             try raw.execute("INSERT INTO user_directory(container, login, user_record_name, roles) VALUES ($1, $2, $3, '[]')", [.text(identifier), .text(bob + "2"), .text(aliceName)])
         })
         #expect(claim?.code == .permissionFailure, "\(String(describing: claim))")
-        _ = owner
+    }
+
+    @Test("a member's temporary tables, search_path or functions stand in for nothing the policies name: another's private rows stay out of reach")
+    func shadowingGivesNothing() async throws {
+        let store = try SecureStore()
+        defer { store.dropRoles() }
+        let bobContainer = Container(identifier: store.identifier, engine: try store.engine(store.bob), userName: store.bob)
+        try await TestDatabase.save([makeRecord("Entry", "bob-secret", ["text": .string("mine")])], in: bobContainer.privateCloudDatabase)
+
+        let raw = try store.raw(store.alice)
+        // Alice's own user_directory, first on her search_path, says she is bob.
+        try raw.executeScript("""
+            CREATE TEMP TABLE user_directory (container text, login text, user_record_name text, roles text);
+            INSERT INTO user_directory VALUES ('\(store.identifier)', '\(store.alice)', '\(store.bobName)', '[]');
+            CREATE TEMP TABLE zones (LIKE public.zones);
+            CREATE TEMP TABLE refs (LIKE public.refs);
+            CREATE TEMP TABLE record_types (LIKE public.record_types);
+            """)
+        for path in ["pg_temp, public", "public, pg_temp", "\"$user\", public"] {
+            try raw.executeScript("SET search_path = \(path)")
+            let seen = try raw.query("SELECT count(*) FROM public.records WHERE owner = $1", [.text(store.bobName)])[0].int64(0)
+            #expect(seen == 0, "with search_path \(path) alice sees \(seen ?? -1) of bob's private rows")
+            #expect(try raw.execute("UPDATE public.records SET change_tag = 'x' WHERE owner = $1", [.text(store.bobName)]) == 0)
+            #expect(try raw.execute("DELETE FROM public.records WHERE owner = $1", [.text(store.bobName)]) == 0)
+            #expect(try raw.query("SELECT count(*) FROM public.zones WHERE owner = $1", [.text(store.bobName)])[0].int64(0) == 0)
+        }
+        #expect(try store.raw(store.bob).query("SELECT count(*) FROM records WHERE owner = $1", [.text(store.bobName)])[0].int64(0) == 1, "bob's record is intact")
+
+        // The policies call no function; the triggers' functions fix their search_path, temporary schema last.
+        let admin = try PostgresConnection(url: store.database.url)
+        let calls = try admin.query("SELECT count(*) FROM pg_policies WHERE schemaname = 'public' AND (qual LIKE '%stratus_%(%' OR with_check LIKE '%stratus_%(%')")[0].int64(0)
+        #expect(calls == 0, "policies call Stratus functions")
+        for row in try admin.query("SELECT proname::text, coalesce(array_to_string(proconfig, ','), '') FROM pg_proc WHERE pronamespace = 'public'::regnamespace AND proname LIKE 'stratus%'") {
+            let (name, settings) = (try row.text(0) ?? "", try row.text(1) ?? "")
+            #expect(settings == "search_path=pg_catalog, pg_temp", "\(name) runs with \(settings)")
+        }
+        #expect(try admin.query("SELECT count(*) FROM pg_proc WHERE proname = 'stratus_owns'")[0].int64(0) == 0, "the earlier versions' function is gone")
+    }
+
+    @Test("raw SQL as a member writes only its own rows: another's public records, subscriptions, references, tombstones, zones, grants and jobs stay as they are")
+    func membersWriteOnlyTheirOwn() async throws {
+        let store = try SecureStore(roles: [\.bob: ["moderator"]])
+        defer { store.dropRoles() }
+        let (alice, bob, aliceName, bobName) = (store.alice, store.bob, store.aliceName, store.bobName)
+        // Board: every signed-in user may change any board; Notice: moderators write; Note: CloudKit's defaults.
+        let admin = Container(identifier: store.identifier, engine: store.owner, userName: "admin")
+        _ = try await admin.saveSchema(RecordTypeSchema(recordType: "Board", grants: [.world: .read, .authenticated: [.create, .write]]),
+                                       RecordTypeSchema(recordType: "Notice", grants: [.world: .read, "moderator": [.create, .write], .authenticated: .create]))
+        let aliceDatabase = Container(identifier: store.identifier, engine: try store.engine(alice), userName: alice).publicCloudDatabase
+        let bobDatabase = Container(identifier: store.identifier, engine: try store.engine(bob), userName: bob).publicCloudDatabase
+        try await TestDatabase.save([
+            makeRecord("Note", "alice-note", ["text": .string("hers")]),
+            makeRecord("Board", "alice-board", ["text": .string("anyone's")]),
+            makeRecord("Notice", "alice-notice", ["text": .string("moderated")]),
+            makeRecord("Note", "alice-target", ["text": .string("a comment's target")]),
+        ], in: aliceDatabase)
+        try await TestDatabase.save([makeRecord("Comment", "bob-comment", ["on": .reference(reference("alice-target", .deleteSelf))])], in: bobDatabase)
+        let subscription = QuerySubscription(recordType: "Note", predicate: try QueryPredicate(format: "TRUEPREDICATE"), subscriptionID: "alice-notes", options: [.firesOnRecordCreation])
+        subscription.notificationInfo = NotificationInfo()
+        _ = try await aliceDatabase.save(subscription)
+        try await TestDatabase.save([makeRecord("Entry", "alice-private")], in: Container(identifier: store.identifier, engine: try store.engine(alice), userName: alice).privateCloudDatabase)
+        try await TestDatabase.save([makeRecord("Entry", "bob-private")], in: Container(identifier: store.identifier, engine: try store.engine(bob), userName: bob).privateCloudDatabase)
+        let ownerRaw = try PostgresConnection(url: store.database.url)
+        try ownerRaw.execute("INSERT INTO job_progress(job, position, updated_at) VALUES ('admin-job', 5, 0)")
+
+        let raw = try store.raw(bob)
+        func refused(_ sql: String, _ parameters: [PostgresValue] = [], sourceLocation: SourceLocation = #_sourceLocation) {
+            do {
+                let changed = try raw.execute(sql, parameters)
+                #expect(changed == 0, "bob changed \(changed) rows: \(sql)", sourceLocation: sourceLocation)
+            } catch {
+                #expect(stratusError(error)?.code == .permissionFailure, "\(sql): \(error)", sourceLocation: sourceLocation)
+            }
+        }
+        // Another's public record of a type that does not let him write it.
+        refused("UPDATE records SET fields = '{\"text\":[\"S\",\"bob was here\"]}' WHERE record_name = 'alice-note'")
+        refused("DELETE FROM records WHERE record_name = 'alice-note'")
+        refused("UPDATE records SET created_by = $1 WHERE record_name = 'alice-note'", [.text(bobName)])
+        // A new public record he says alice created.
+        refused("""
+            INSERT INTO records(zone_id, record_name, owner, record_type, created_at, created_by, modified_at, modified_by, change_tag, change_seq, fields)
+            SELECT zone_id, 'forged', '', 'Note', 0, $1, 0, $1, 't', 999, '{}' FROM zones WHERE owner = '' LIMIT 1
+            """, [.text(aliceName)])
+        // Another's subscription; the public zone, its keys and counters; a zone tombstone in public.
+        refused("DELETE FROM subscriptions WHERE subscriber = $1", [.text(aliceName)])
+        refused("UPDATE subscriptions SET definition = '{}' WHERE subscriber = $1", [.text(aliceName)])
+        refused("DELETE FROM zones WHERE owner = ''")
+        refused("UPDATE zones SET zone_name = 'gone' WHERE owner = ''")
+        refused("UPDATE zones SET change_seq = 0 WHERE owner = ''")
+        refused("UPDATE database_history SET change_seq = 0 WHERE owner = ''")
+        refused("INSERT INTO zone_tombstones(container, db, owner, zone_name, zone_owner, db_change_seq, deleted_at) VALUES ($1, 1, '', '_defaultZone', '', 1, 0)", [.text(store.identifier)])
+        // References and words that would tie alice's records to his, a tombstone for her living record.
+        refused("INSERT INTO refs(zone_id, target_name, source_name, owner) SELECT zone_id, 'bob-comment', 'alice-note', '' FROM records WHERE record_name = 'alice-note'")
+        refused("INSERT INTO record_tokens(zone_id, token, record_name, owner) SELECT zone_id, 'spam', 'alice-note', '' FROM records WHERE record_name = 'alice-note'")
+        refused("INSERT INTO tombstones(zone_id, record_name, owner, record_type, change_seq, deleted_at) SELECT zone_id, 'alice-note', '', 'Note', 1, 0 FROM records WHERE record_name = 'alice-note'")
+        // Rows of his own put into alice's private zone, or moved out of his zone into the public database.
+        let aliceZone = try #require(try ownerRaw.query("SELECT zone_id FROM zones WHERE owner = $1 LIMIT 1", [.text(aliceName)]).first?.int64(0))
+        refused("""
+            INSERT INTO records(zone_id, record_name, owner, record_type, created_at, created_by, modified_at, modified_by, change_tag, change_seq, fields)
+            VALUES ($1, 'planted', $2, 'Note', 0, $2, 0, $2, 't', 999, '{}')
+            """, [.int64(aliceZone), .text(bobName)])
+        refused("UPDATE records SET zone_id = $1 WHERE owner = $2", [.int64(aliceZone), .text(bobName)])
+        refused("UPDATE records SET owner = '' WHERE owner = $1", [.text(bobName)])
+        refused("INSERT INTO tombstones(zone_id, record_name, owner, record_type, change_seq, deleted_at) VALUES ($1, 'planted', $2, 'Note', 1, 0)", [.int64(aliceZone), .text(bobName)])
+        // Grants of a development schema, and the administrator's job.
+        refused("UPDATE record_types SET schema = jsonb_set(schema::jsonb, '{grants}', '{\"_icloud\": 7}')::text WHERE record_type = 'Notice'")
+        refused("UPDATE job_progress SET position = 99 WHERE job = 'admin-job'")
+        #expect(try raw.query("SELECT count(*) FROM job_progress")[0].int64(0) == 0)
+
+        let note = try await aliceDatabase.record(for: Record.ID(recordName: "alice-note"))
+        #expect(note["text"] as? String == "hers" && note.creatorUserRecordID?.recordName == aliceName)
+        #expect(try ownerRaw.query("SELECT count(*) FROM subscriptions WHERE subscriber = $1", [.text(aliceName)])[0].int64(0) == 1)
+        #expect(try ownerRaw.query("SELECT zone_name FROM zones WHERE owner = ''")[0].text(0) == "_defaultZone")
+        #expect(try ownerRaw.query("SELECT position FROM job_progress WHERE job = 'admin-job'")[0].int64(0) == 5)
+        #expect(try ownerRaw.query("SELECT count(*) FROM records WHERE zone_id = $1", [.int64(aliceZone)])[0].int64(0) == 1, "only alice's own record in her zone")
+        #expect(try ownerRaw.query("SELECT owner FROM records WHERE record_name = 'bob-private'")[0].text(0) == bobName)
+
+        // What the grants let him write, he writes, through Stratus and with raw SQL alike.
+        #expect(try raw.execute("UPDATE records SET change_tag = 'by-bob' WHERE record_name = 'alice-board'") == 1, "_icloud may write any board")
+        #expect(try raw.execute("DELETE FROM records WHERE record_name = 'alice-notice'") == 1, "bob is a moderator")
+        let board = try await bobDatabase.record(for: Record.ID(recordName: "alice-board"))
+        board["text"] = "bob's now"
+        _ = try await bobDatabase.save(board)
+        #expect(try await aliceDatabase.record(for: Record.ID(recordName: "alice-board"))["text"] as? String == "bob's now")
+        // His own public records are his to change.
+        let comment = try await bobDatabase.record(for: Record.ID(recordName: "bob-comment"))
+        #expect(try raw.execute("UPDATE records SET change_tag = 'x' WHERE record_name = 'bob-comment'") == 1)
+        _ = comment
+        // Alice deletes her note: bob's comment, which chose to die with it, goes too (a cascade
+        // crosses creators, as in CloudKit), though alice may not delete it herself.
+        let aliceRaw = try store.raw(alice)
+        #expect(try aliceRaw.execute("DELETE FROM records WHERE record_name = 'bob-comment'") == 0)
+        _ = try await aliceDatabase.modifyRecords(saving: [], deleting: [Record.ID(recordName: "alice-target")], atomically: false)
+        #expect(try ownerRaw.query("SELECT count(*) FROM records WHERE record_name IN ('alice-target', 'bob-comment')")[0].int64(0) == 0)
+        #expect(try ownerRaw.query("SELECT count(*) FROM tombstones WHERE record_name IN ('alice-target', 'bob-comment')")[0].int64(0) == 2)
+    }
+
+    @Test("members work as usual through Stratus: shared asset content, cascades, subscriptions firing on another's feed, change feeds, compaction, zones")
+    func membersWorkAsUsual() async throws {
+        let store = try SecureStore()
+        defer { store.dropRoles() }
+        let files = try TemporaryStore(prefix: "stratus-rls-assets")
+        defer { files.remove() }
+        let alice = Container(identifier: store.identifier, engine: try store.engine(store.alice), userName: store.alice)
+        let bob = Container(identifier: store.identifier, engine: try store.engine(store.bob), userName: store.bob)
+        let photo = try files.writeFile("photo.jpg", Data(repeating: 7, count: 300_000))
+        let subscription = QuerySubscription(recordType: "Photo", predicate: try QueryPredicate(format: "TRUEPREDICATE"), subscriptionID: "photos", options: [.firesOnRecordCreation])
+        subscription.notificationInfo = NotificationInfo()
+        _ = try await alice.publicCloudDatabase.save(subscription)
+        let first = try await alice.publicCloudDatabase.recordZoneChanges(inZoneWith: .default, since: nil)
+
+        // Bob and alice store the same bytes: one content, shared; each deletes their own record.
+        let bobs = Record(recordType: "Photo", recordID: Record.ID(recordName: "bob-photo"))
+        bobs["image"] = Asset(fileURL: photo)
+        bobs["caption"] = "mine"
+        _ = try await bob.publicCloudDatabase.save(bobs)
+        let alices = Record(recordType: "Photo", recordID: Record.ID(recordName: "alice-photo"))
+        alices["image"] = Asset(fileURL: photo)
+        _ = try await alice.publicCloudDatabase.save(alices)
+        #expect(try await bob.publicCloudDatabase.assetContentInventory().count == 1)
+        let fetched = try await bob.publicCloudDatabase.record(for: bobs.recordID)
+        fetched["caption"] = "still mine"
+        _ = try await bob.publicCloudDatabase.save(fetched)
+        _ = try await bob.publicCloudDatabase.deleteRecord(withID: bobs.recordID)
+        let url = try await alice.publicCloudDatabase.assetContentURL(for: try #require(try await alice.publicCloudDatabase.record(for: alices.recordID)["image"] as? Asset))
+        #expect(FileManager.default.contents(atPath: url.path)?.count == 300_000)
+        _ = try await alice.publicCloudDatabase.deleteRecord(withID: alices.recordID)
+        #expect(try await alice.publicCloudDatabase.assetContentInventory().count == 0, "the last writer to let go collects the content")
+
+        // Bob's photo fired alice's subscription: the notification is in her feed, not his.
+        let aliceFeed = try await NotificationFeed(database: alice.privateCloudDatabase).nextBatch(after: nil, limit: 100)
+        let notified = aliceFeed.notifications.compactMap { ($0 as? QueryNotification)?.recordID?.recordName }
+        #expect(notified.contains("bob-photo"), "\(notified)")
+        #expect(try await NotificationFeed(database: bob.privateCloudDatabase).nextBatch(after: nil, limit: 100).notifications.isEmpty)
+        // Alice's change feed sees every change, deletions included; bob compacts the public history.
+        let changes = try await alice.publicCloudDatabase.recordZoneChanges(inZoneWith: .default, since: first.changeToken)
+        #expect(Set(changes.deletions.map(\.recordID.recordName)) == ["bob-photo", "alice-photo"])
+        let compaction = try await bob.publicCloudDatabase.compactChangeHistory(retention: 0)
+        #expect(compaction.recordTombstonesRemoved == 2)
+        // Private zones come and go.
+        let zone = try await bob.privateCloudDatabase.save(RecordZone(zoneName: "Work"))
+        try await TestDatabase.save([makeRecord("Task", "t1", zoneID: zone.zoneID)], in: bob.privateCloudDatabase)
+        _ = try await bob.privateCloudDatabase.modifyRecordZones(saving: [], deleting: [zone.zoneID])
+        #expect(try await bob.privateCloudDatabase.allRecordZones().map(\.zoneID.zoneName) == ["_defaultZone"])
+    }
+
+    @Test("running row-security again is harmless; a missing group, a role that does not own the tables and a group that may create in the schema are refused plainly")
+    func rowSecurityPreconditions() async throws {
+        let store = try SecureStore()
+        defer { store.dropRoles() }
+        try store.owner.enableRowLevelSecurity(group: store.group)
+        let missing = stratusError(await caughtError { try store.owner.enableRowLevelSecurity(group: "no_such_group_\(store.suffix)") })
+        #expect(missing?.code == .invalidArguments && missing?.message.contains("there is no PostgreSQL role") == true, "\(String(describing: missing))")
+        let notOwner = stratusError(await caughtError { try store.engine(store.alice).enableRowLevelSecurity(group: store.group) })
+        #expect(notOwner?.code == .permissionFailure && notOwner?.message.contains("owns the store's tables") == true, "\(String(describing: notOwner))")
+        let admin = try PostgresConnection(url: store.database.url)
+        try admin.executeScript("GRANT CREATE ON SCHEMA public TO \(store.group)")
+        let creates = stratusError(await caughtError { try store.owner.enableRowLevelSecurity(group: store.group) })
+        #expect(creates?.code == .permissionFailure && creates?.message.contains("REVOKE CREATE ON SCHEMA") == true, "\(String(describing: creates))")
+        try admin.executeScript("REVOKE CREATE ON SCHEMA public FROM \(store.group)")
+    }
+
+    @Test("a store whose row-level security an earlier version set up gets this version's when the owner opens it; a member cannot upgrade it")
+    func upgradeReappliesRowSecurity() async throws {
+        let store = try SecureStore()
+        defer { store.dropRoles() }
+        let admin = try PostgresConnection(url: store.database.url)
+        // Version 5's policies: one per table, calling stratus_owns, which read the directory unqualified.
+        var old = """
+            DROP TRIGGER IF EXISTS stratus_counters_only ON zones;
+            CREATE OR REPLACE FUNCTION stratus_owns(owner text) RETURNS boolean LANGUAGE sql STABLE AS
+                $$ SELECT owner = '' OR EXISTS (SELECT 1 FROM user_directory d WHERE d.login = current_user::text AND d.user_record_name = owner) $$;
+            UPDATE meta SET value = '5' WHERE key = 'version';
+
+            """
+        for table in ["zones", "records", "subscriptions"] {
+            old += "DROP POLICY IF EXISTS stratus_read ON \(table); DROP POLICY IF EXISTS stratus_insert ON \(table); DROP POLICY IF EXISTS stratus_update ON \(table); DROP POLICY IF EXISTS stratus_delete ON \(table);\n"
+            old += "CREATE POLICY stratus_owner ON \(table) TO \(store.group) USING (stratus_owns(owner)) WITH CHECK (stratus_owns(owner));\n"
+        }
+        try admin.executeScript(old)
+
+        let member = stratusError(await caughtError { try PostgresEngine(url: store.url(store.alice)) })
+        #expect(member?.code == .permissionFailure && member?.message.contains("version 5") == true && member?.message.contains("opens the store once") == true,
+                "\(String(describing: member))")
+        _ = try PostgresEngine(url: store.database.url)
+        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "6")
+        #expect(try admin.query("SELECT count(*) FROM pg_policies WHERE policyname = 'stratus_owner'")[0].int64(0) == 0)
+        #expect(try admin.query("SELECT count(*) FROM pg_proc WHERE proname = 'stratus_owns'")[0].int64(0) == 0)
+        #expect(try admin.query("SELECT count(*) FROM pg_policies WHERE tablename = 'records' AND policyname = 'stratus_delete' AND $1 = ANY(roles)", [.text(store.group)])[0].int64(0) == 1)
+        #expect(try admin.query("SELECT count(*) FROM pg_trigger WHERE tgname = 'stratus_counters_only' AND tgrelid = 'zones'::regclass")[0].int64(0) == 1)
+        _ = try PostgresEngine(url: store.url(store.alice))
+    }
+}
+
+/// A store with row-level security on for a group of two members, alice and bob, each with an
+/// entry in the directory of ``identifier``; ``dropRoles()`` removes the roles again.
+private struct SecureStore {
+    let database: PostgresTestDatabase
+    let suffix = String(UInt32.random(in: 0...UInt32.max), radix: 36)
+    let group: String, alice: String, bob: String
+    let identifier = "com.example.secure"
+    let aliceName: String, bobName: String
+    /// The engine of the tables' owner.
+    let owner: PostgresEngine
+
+    init(roles: [KeyPath<SecureStore, String>: Set<SecurityRole>] = [:]) throws {
+        database = try PostgresTestServer.makeDatabase()
+        (group, alice, bob) = ("stratus_users_\(suffix)", "alice_\(suffix)", "bob_\(suffix)")
+        try PostgresConnection(url: database.url).executeScript("""
+            CREATE ROLE \(group) NOLOGIN;
+            CREATE ROLE \(alice) LOGIN IN ROLE \(group);
+            CREATE ROLE \(bob) LOGIN IN ROLE \(group);
+            """)
+        // The administrator creates the store and turns security on; the users are plain roles.
+        owner = try PostgresEngine(url: database.url)
+        try owner.enableRowLevelSecurity(group: group)
+        (aliceName, bobName) = (UserDirectoryEntry.derivedRecordName(containerIdentifier: identifier, login: alice),
+                                UserDirectoryEntry.derivedRecordName(containerIdentifier: identifier, login: bob))
+        // The administrator says who is who: each login and the user record name its rows carry.
+        let entries = [UserDirectoryEntry(login: alice, userRecordName: aliceName, roles: roles[\.alice] ?? []),
+                       UserDirectoryEntry(login: bob, userRecordName: bobName, roles: roles[\.bob] ?? [])]
+        try owner.modifyUserDirectory(containerIdentifier: identifier, saving: entries, deletingLogins: [])
+    }
+
+    func url(_ role: String) throws -> String { try PostgresConnectionString.replacing(["user": role], in: database.url) }
+    func engine(_ role: String) throws -> PostgresEngine { try PostgresEngine(url: try url(role)) }
+    func raw(_ role: String) throws -> PostgresConnection { try PostgresConnection(url: try url(role)) }
+
+    func dropRoles() {
+        try? PostgresConnection(url: database.url).executeScript("DROP OWNED BY \(alice), \(bob), \(group); DROP ROLE IF EXISTS \(alice), \(bob), \(group)")
     }
 }

@@ -203,10 +203,16 @@ public final class StoreCopier: Sendable {
     ///   - progress: called with the number of records copied in this run after each batch.
     /// - Returns: what was copied, what failed and why the copy ended.
     /// - Throws: ``StratusError`` `invalidArguments` when the checkpoint belongs to another copy,
-    ///   or when there is no checkpoint and the destination holds records; store errors and
+    ///   or when there is no checkpoint and the destination holds records; `permissionFailure`
+    ///   when either store shows this connection only some rows (``RowAccessReporting``: a role
+    ///   that PostgreSQL's row-level security binds), before anything is read; store errors and
     ///   checkpoint errors (what was written stays written, and the checkpoint says how far).
     public func run(checkpointStore: (any CheckpointStore)? = nil, progress: (@Sendable (Int) -> Void)? = nil) async throws -> Summary {
         let source = self.source, destination = self.destination
+        // A copy takes every database of every user, or nothing: a source that shows a role only
+        // some rows would copy those and compare them equal.
+        try await Self.checkReachesEveryRow(source, as: "source")
+        try await Self.checkReachesEveryRow(destination, as: "destination")
         let sourceInventory = try await Self.offThePool { try source.inventory() }
         let destinationInventory = try await Self.offThePool { try destination.inventory() }
         let sourceIdentifier = try source.storeIdentifier, destinationIdentifier = try destination.storeIdentifier
@@ -259,6 +265,23 @@ public final class StoreCopier: Sendable {
             }
         }
         return summary
+    }
+
+    /// Checks that `engine` shows this connection every row of its store, as a copy must read or
+    /// write them (``run(checkpointStore:progress:)`` checks both stores itself; a tool checks a
+    /// source before it creates the destination).
+    ///
+    /// ```swift
+    /// try await StoreCopier.checkReachesEveryRow(source, as: "source")
+    /// ```
+    ///
+    /// - Throws: ``StratusError`` `permissionFailure` saying which roles do reach every row,
+    ///   when a PostgreSQL role is bound by row-level security; store errors.
+    public static func checkReachesEveryRow(_ engine: any StorageEngine, as side: String) async throws {
+        guard engine is any RowAccessReporting else { return }
+        if let limit = try await offThePool({ try (engine as? any RowAccessReporting)?.rowAccessLimit() ?? nil }) {
+            throw StratusError(.permissionFailure, "a copy reads and writes every user's rows, and the \(side) does not let it: \(limit)")
+        }
     }
 
     /// Copies every container's schemas (each environment's, whole: roles, types, indexes and

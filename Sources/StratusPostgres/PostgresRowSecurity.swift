@@ -1,0 +1,320 @@
+import Foundation
+@_spi(StratusEngine) import Stratus
+
+/// The row-level security that makes each Stratus user a PostgreSQL role (``PostgresEngine/enableRowLevelSecurity(group:)``):
+/// the SQL the tables' owner runs once, and again whenever it wants the policies of this version.
+///
+/// A member of the group reaches the public database's rows and the private rows owned by the
+/// user record names the user directory gives its login, and writes only what is its own:
+///
+/// - records: in its private databases anything; in the public database new records it
+///   creates itself, and changes and deletions of records it created or whose type's grants
+///   let it write (`_world`, `_icloud`, `_creator` or a custom role the directory gives it,
+///   CloudKit's defaults for a type without grants), and of records a `.deleteSelf`
+///   reference ties to a record that is gone (cascades);
+/// - a record's words, `.deleteSelf` references and asset references: only for records it
+///   last wrote, and deleted for records that are gone;
+/// - subscriptions: its own; zones, tombstones and histories of the public database: no
+///   deletions (tombstones aside, which compaction removes), no zone but the default one, no
+///   zone tombstones, and in shared bookkeeping rows only counters that grow (a trigger);
+/// - development schemas: new types and fields, never grants (a trigger); `job_progress`: its
+///   own jobs' rows.
+///
+/// Policies hold their expressions, not calls of functions: PostgreSQL resolves every name in
+/// them once, when the policy is created, so nothing a member creates later (a temporary table
+/// named like a Stratus table, a function or operator in a schema it may write, its own
+/// `search_path`) can stand in for a name, and the planner evaluates the directory lookup once
+/// per statement instead of once per row. The script resolves names with `search_path` set to
+/// `pg_catalog, pg_temp` and names every Stratus table with its schema; the triggers' functions
+/// carry that setting themselves.
+enum PostgresRowSecurity {
+    /// The policies of this version on each table, by name (earlier versions' names are dropped).
+    static let policyNames = ["stratus_read", "stratus_insert", "stratus_update", "stratus_delete"]
+    /// The single policy of every owned table before version 6, and the function it called.
+    static let retiredPolicy = "stratus_owner"
+
+    /// The script, as `users row-security --print` shows it: one transaction.
+    static func script(group: String, schema: String) throws -> String {
+        "BEGIN;\n" + (try statements(group: group, schema: schema)) + "COMMIT;\n"
+    }
+
+    /// The statements, for a transaction of their own; they set `search_path` for the rest of it
+    /// (`SET LOCAL`).
+    static func statements(group: String, schema: String) throws -> String {
+        let g = try PostgresConnection.quoteIdentifier(group)
+        let s = try PostgresConnection.quoteIdentifier(schema)
+        let sql = SQL(schema: s)
+        var out = """
+            -- Stratus row-level security for the members of \(g) (run by the role that owns the tables).
+            -- Every name below is resolved now: functions and operators in pg_catalog, tables by their schema.
+            SET LOCAL search_path = pg_catalog, pg_temp;
+
+            """
+        // Policies of earlier versions called stratus_owns, which read the directory through the
+        // caller's search_path; it goes with them (at the end).
+        for table in PostgresSchema.ownedTables {
+            out += "DROP POLICY IF EXISTS \(retiredPolicy) ON \(s).\(table);\n"
+        }
+        for policy in ["stratus_subscriber", "stratus_subscriber_update", "stratus_subscriber_delete"] {
+            out += "DROP POLICY IF EXISTS \(policy) ON \(s).notifications;\n"
+        }
+        out += "\n"
+        out += try triggerFunctions(s)
+        out += """
+            GRANT USAGE ON SCHEMA \(s) TO \(g);
+            GRANT SELECT ON \(s).meta, \(s).record_types, \(s).schema_roles, \(s).user_directory TO \(g);
+            GRANT USAGE, SELECT ON SEQUENCE \(s).zone_ids TO \(g);
+            -- Development schemas grow as users save; production's (its key holds U+001F) only by the administrator's deploy.
+            GRANT INSERT, UPDATE ON \(s).record_types TO \(g);
+            ALTER TABLE \(s).record_types ENABLE ROW LEVEL SECURITY;
+            DROP POLICY IF EXISTS stratus_read ON \(s).record_types;
+            CREATE POLICY stratus_read ON \(s).record_types FOR SELECT TO \(g) USING (true);
+            DROP POLICY IF EXISTS stratus_grow ON \(s).record_types;
+            CREATE POLICY stratus_grow ON \(s).record_types FOR INSERT TO \(g) WITH CHECK (strpos(container, chr(31)) = 0);
+            DROP POLICY IF EXISTS stratus_grow_update ON \(s).record_types;
+            CREATE POLICY stratus_grow_update ON \(s).record_types FOR UPDATE TO \(g) USING (strpos(container, chr(31)) = 0) WITH CHECK (strpos(container, chr(31)) = 0);
+            DROP TRIGGER IF EXISTS stratus_keep_grants ON \(s).record_types;
+            CREATE TRIGGER stratus_keep_grants BEFORE INSERT OR UPDATE ON \(s).record_types FOR EACH ROW EXECUTE FUNCTION \(s).stratus_keep_grants();
+            -- Pipelines' positions: each role its own jobs.
+            GRANT SELECT, INSERT, UPDATE, DELETE ON \(s).job_progress TO \(g);
+            ALTER TABLE \(s).job_progress ENABLE ROW LEVEL SECURITY;
+            DROP POLICY IF EXISTS stratus_own_jobs ON \(s).job_progress;
+            CREATE POLICY stratus_own_jobs ON \(s).job_progress TO \(g) USING (role = CURRENT_USER::text) WITH CHECK (role = CURRENT_USER::text);
+            -- Writers append to any user's feed (a public record can fire anyone's subscription); a feed's
+            -- counters only grow, its notifications are read and changed by their subscriber only.
+            GRANT SELECT, INSERT, UPDATE ON \(s).notification_feeds TO \(g);
+            DROP TRIGGER IF EXISTS stratus_counters_only ON \(s).notification_feeds;
+            CREATE TRIGGER stratus_counters_only BEFORE UPDATE ON \(s).notification_feeds FOR EACH ROW EXECUTE FUNCTION \(s).stratus_counters_only('seq', 'history_start');
+            GRANT SELECT, INSERT, UPDATE, DELETE ON \(s).notifications TO \(g);
+            ALTER TABLE \(s).notifications ENABLE ROW LEVEL SECURITY;
+            DROP POLICY IF EXISTS stratus_append ON \(s).notifications;
+            CREATE POLICY stratus_append ON \(s).notifications FOR INSERT TO \(g) WITH CHECK (true);
+
+            """
+        out += policies(on: "notifications", group: g, schema: s, read: sql.mine("notifications.subscriber"),
+                        insert: nil, update: sql.mine("notifications.subscriber"), delete: sql.mine("notifications.subscriber"))
+        for table in PostgresSchema.ownedTables {
+            let rule = sql.rule(for: table)
+            out += """
+                GRANT SELECT, INSERT, UPDATE, DELETE ON \(s).\(table) TO \(g);
+                ALTER TABLE \(s).\(table) ENABLE ROW LEVEL SECURITY;
+
+                """
+            out += policies(on: table, group: g, schema: s, read: rule.read, insert: rule.insert, update: rule.update, updateCheck: rule.updateCheck, delete: rule.delete)
+            if let counters = rule.counters {
+                out += """
+                    DROP TRIGGER IF EXISTS stratus_counters_only ON \(s).\(table);
+                    CREATE TRIGGER stratus_counters_only BEFORE UPDATE ON \(s).\(table) FOR EACH ROW EXECUTE FUNCTION \(s).stratus_counters_only(\(counters.map { "'\($0)'" }.joined(separator: ", ")));
+
+                    """
+            }
+        }
+        // Last, once no policy of this script's calls it.
+        return out + "DROP FUNCTION IF EXISTS \(s).stratus_owns(text);\n"
+    }
+
+    /// `CREATE POLICY` statements for one table (`nil`: no policy for that command, which
+    /// row-level security then refuses).
+    private static func policies(on table: String, group: String, schema: String, read: String, insert: String?, update: String?,
+                                 updateCheck: String? = nil, delete: String?) -> String {
+        var out = ""
+        let target = "\(schema).\(table)"
+        for name in policyNames { out += "DROP POLICY IF EXISTS \(name) ON \(target);\n" }
+        out += "CREATE POLICY stratus_read ON \(target) FOR SELECT TO \(group) USING (\(read));\n"
+        if let insert { out += "CREATE POLICY stratus_insert ON \(target) FOR INSERT TO \(group) WITH CHECK (\(insert));\n" }
+        if let update { out += "CREATE POLICY stratus_update ON \(target) FOR UPDATE TO \(group) USING (\(update)) WITH CHECK (\(updateCheck ?? update));\n" }
+        if let delete { out += "CREATE POLICY stratus_delete ON \(target) FOR DELETE TO \(group) USING (\(delete));\n" }
+        return out + "\n"
+    }
+
+    /// The triggers' functions: `search_path` fixed to `pg_catalog, pg_temp` (the temporary
+    /// schema last, so that no temporary table stands in for anything) and every table named
+    /// with its schema. The tables' owner (and a superuser) passes; a member changes no keys.
+    private static func triggerFunctions(_ s: String) throws -> String {
+        """
+        -- Shared bookkeeping rows (the public database's zone and history, feeds, asset content): a member only moves their counters forward.
+        CREATE OR REPLACE FUNCTION \(s).stratus_counters_only() RETURNS trigger LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $stratus$
+        DECLARE
+            before jsonb := to_jsonb(OLD);
+            after jsonb := to_jsonb(NEW);
+            counter text;
+        BEGIN
+            IF pg_has_role(CURRENT_USER, (SELECT c.relowner FROM pg_class c WHERE c.oid = TG_RELID), 'USAGE') THEN
+                RETURN NEW;
+            END IF;
+            FOR i IN 0 .. TG_NARGS - 1 LOOP
+                counter := TG_ARGV[i];
+                IF (after ->> counter)::numeric < (before ->> counter)::numeric THEN
+                    RAISE EXCEPTION 'role % may not move %.% back', CURRENT_USER, TG_TABLE_NAME, counter USING ERRCODE = '42501';
+                END IF;
+                before := before - counter;
+                after := after - counter;
+            END LOOP;
+            IF before IS DISTINCT FROM after THEN
+                RAISE EXCEPTION 'role % may change only the counters of %', CURRENT_USER, TG_TABLE_NAME USING ERRCODE = '42501';
+            END IF;
+            RETURN NEW;
+        END
+        $stratus$;
+        -- Development schemas: a member adds types and fields; grants stay the administrator's.
+        CREATE OR REPLACE FUNCTION \(s).stratus_keep_grants() RETURNS trigger LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $stratus$
+        DECLARE
+            stored text;
+        BEGIN
+            IF pg_has_role(CURRENT_USER, (SELECT c.relowner FROM pg_class c WHERE c.oid = TG_RELID), 'USAGE') THEN
+                RETURN NEW;
+            END IF;
+            IF TG_OP = 'UPDATE' THEN
+                IF NEW.container IS DISTINCT FROM OLD.container OR NEW.record_type IS DISTINCT FROM OLD.record_type THEN
+                    RAISE EXCEPTION 'role % may not rename record type %', CURRENT_USER, OLD.record_type USING ERRCODE = '42501';
+                END IF;
+                stored := OLD.schema;
+            ELSE
+                -- An insert that meets a stored type updates it (ON CONFLICT): its grants are the stored ones.
+                SELECT t.schema INTO stored FROM \(s).record_types t WHERE t.container = NEW.container AND t.record_type = NEW.record_type;
+            END IF;
+            IF coalesce(NEW.schema::jsonb -> 'grants', '{}'::jsonb) IS DISTINCT FROM coalesce(stored::jsonb -> 'grants', '{}'::jsonb) THEN
+                RAISE EXCEPTION 'role % may not change the grants of record type %', CURRENT_USER, NEW.record_type USING ERRCODE = '42501';
+            END IF;
+            RETURN NEW;
+        END
+        $stratus$;
+
+        """
+    }
+
+    /// Pieces of policy expressions for the store in schema `schema` (quoted).
+    struct SQL {
+        let schema: String
+
+        /// The user record names the directory gives the connected role, in any container.
+        var myNames: String { "SELECT d.user_record_name FROM \(schema).user_directory d WHERE d.login = CURRENT_USER::text" }
+
+        /// `column` names one of the connected role's user record names.
+        func mine(_ column: String) -> String { "\(column) IN (\(myNames))" }
+
+        /// The row of `table` belongs to the public database (empty owner), or to the role.
+        func publicOrMine(_ table: String) -> String { "(\(table).owner = '' OR \(mine("\(table).owner")))" }
+
+        /// `publicRule` for a public row, the role's own rows otherwise.
+        func ownedOr(_ table: String, public publicRule: String) -> String {
+            "CASE WHEN \(table).owner = '' THEN \(publicRule) ELSE \(mine("\(table).owner")) END"
+        }
+
+        /// CloudKit's defaults for a type without grants, as its schema would store them.
+        static var defaultGrants: String {
+            let grants = RecordTypeSchema.publicDatabaseGrants.sorted { $0.key.name < $1.key.name }
+            return "{" + grants.map { "\"\($0.key.name)\": \($0.value.rawValue)" }.joined(separator: ", ") + "}"
+        }
+
+        /// The record `row` (a `records` row in the public database) is one the type's grants let
+        /// the connected role do `permission` with: through `_world`, `_icloud` or a custom role
+        /// the container's directory gives its login, or, with `creator`, through `_creator` on
+        /// a record it created. A type without grants has CloudKit's defaults.
+        func granted(_ permission: RecordPermissions, row: String, creator: Bool) -> String {
+            let p = permission.rawValue
+            let bits = { (role: String) in "coalesce((x.g ->> \(role))::int, 0)" }
+            return """
+                EXISTS (SELECT 1 FROM \(schema).zones z
+                    JOIN \(schema).user_directory d ON d.container = split_part(z.container, chr(31), 1) AND d.login = CURRENT_USER::text
+                    LEFT JOIN \(schema).record_types t ON t.container = z.container AND t.record_type = \(row).record_type
+                    CROSS JOIN LATERAL (SELECT coalesce(nullif(t.schema::jsonb -> 'grants', '{}'::jsonb), '\(Self.defaultGrants)'::jsonb) AS g) x
+                    WHERE z.zone_id = \(row).zone_id
+                    AND (((\(bits("'_world'")) | \(bits("'_icloud'"))) & \(p)) <> 0\(creator ? "\n        OR (\(row).created_by = d.user_record_name AND (\(bits("'_creator'")) & \(p)) <> 0)" : "")
+                        OR EXISTS (SELECT 1 FROM jsonb_array_elements_text(d.roles::jsonb) AS r(role) WHERE (\(bits("r.role")) & \(p)) <> 0)))
+                """
+        }
+
+        /// A public record that a `.deleteSelf` reference ties to a record that is gone: a
+        /// cascade deletes it, whoever deleted the target (the record's writer chose to hold it).
+        /// The target is gone when its tombstone is there (the table's own rows cannot be read in
+        /// its policy; a tombstone names a record that is gone, which its policy checks).
+        func cascaded(_ row: String) -> String {
+            """
+            EXISTS (SELECT 1 FROM \(schema).refs f JOIN \(schema).tombstones t ON t.zone_id = f.zone_id AND t.record_name = f.target_name
+                    WHERE f.zone_id = \(row).zone_id AND f.source_name = \(row).record_name)
+            """
+        }
+
+        /// A row kept for a record (`column` names it) that the role wrote last.
+        func forRecordIWrote(_ table: String, _ column: String) -> String {
+            "EXISTS (SELECT 1 FROM \(schema).records r WHERE r.zone_id = \(table).zone_id AND r.record_name = \(table).\(column) AND \(mine("r.modified_by")))"
+        }
+
+        /// A row kept for a record that is gone, or that the role wrote last.
+        func forRecordGoneOrMine(_ table: String, _ column: String) -> String {
+            "NOT EXISTS (SELECT 1 FROM \(schema).records r WHERE r.zone_id = \(table).zone_id AND r.record_name = \(table).\(column) AND NOT \(mine("r.modified_by")))"
+        }
+
+        /// What a member may do with the rows of an owned table.
+        struct Rule {
+            var read: String
+            var insert: String?
+            var update: String?
+            var updateCheck: String?
+            var delete: String?
+            /// Columns a member may only increase (a trigger refuses any other change; empty: every
+            /// change); nil: no trigger.
+            var counters: [String]?
+        }
+
+        /// A row of a zone's (`zone_id`) belongs to the zone's database: its owner is the zone's.
+        /// Without it a member could put its rows into another user's zone, which that user's
+        /// role does not see but the tables' owner (a copy) does.
+        func inItsZone(_ table: String) -> String {
+            "EXISTS (SELECT 1 FROM \(schema).zones z WHERE z.zone_id = \(table).zone_id AND z.owner = \(table).owner)"
+        }
+
+        func rule(for table: String) -> Rule {
+            let own = mine("\(table).owner")
+            let read = publicOrMine(table)
+            switch table {
+            case "records":
+                let write = granted(.write, row: table, creator: true)
+                let update = "(\(ownedOr(table, public: write))) AND \(inItsZone(table))"
+                return Rule(read: read,
+                            insert: "(\(ownedOr(table, public: "\(mine("records.created_by")) AND \(granted(.create, row: table, creator: false))"))) AND \(inItsZone(table))",
+                            update: ownedOr(table, public: write), updateCheck: update,
+                            delete: ownedOr(table, public: "(\(write) OR \(cascaded(table)))"))
+            case "refs", "record_tokens", "asset_refs":
+                let column = table == "refs" ? "source_name" : "record_name"
+                let write = "(\(ownedOr(table, public: forRecordIWrote(table, column)))) AND \(inItsZone(table))"
+                return Rule(read: read, insert: write, update: write, delete: ownedOr(table, public: forRecordGoneOrMine(table, column)))
+            case "tombstones":
+                // A tombstone in the public database names a record that is gone; compaction removes old ones.
+                let gone = "NOT EXISTS (SELECT 1 FROM \(schema).records r WHERE r.zone_id = tombstones.zone_id AND r.record_name = tombstones.record_name)"
+                let write = "(\(ownedOr(table, public: gone))) AND \(inItsZone(table))"
+                return Rule(read: read, insert: write, update: write, delete: read)
+            case "zones":
+                let created = ownedOr(table, public: "zones.zone_name = '\(RecordZone.ID.default.zoneName)' AND zones.zone_owner = ''")
+                return Rule(read: read, insert: created, update: read, delete: own, counters: ["change_seq", "history_start", "db_change_seq"])
+            case "database_history":
+                return Rule(read: read, insert: read, update: read, delete: own, counters: ["change_seq", "history_start"])
+            case "subscription_state":
+                return Rule(read: read, insert: read, update: read, delete: own, counters: ["version"])
+            case "zone_tombstones":
+                // Zones of the public database are never deleted.
+                return Rule(read: read, insert: own, update: own, delete: own)
+            case "subscriptions":
+                let write = "\(mine("subscriptions.subscriber")) AND \(read)"
+                return Rule(read: read, insert: write, update: write, delete: write)
+            case "asset_contents":
+                // Content is shared by the public database's writers (keyed by its SHA-256); content no
+                // record names and no writer holds is collected by whoever released it.
+                let unreferenced = """
+                    NOT EXISTS (SELECT 1 FROM \(schema).asset_refs a WHERE a.owner = asset_contents.owner AND a.content_id = asset_contents.content_id)
+                        AND NOT EXISTS (SELECT 1 FROM \(schema).asset_holds h WHERE h.owner = asset_contents.owner AND h.content_id = asset_contents.content_id)
+                    """
+                // Writers lock public content they are about to name (FOR SHARE, which checks the
+                // update policy); the trigger lets no member change it.
+                return Rule(read: read, insert: read, update: read, delete: ownedOr(table, public: unreferenced), counters: [])
+            case "asset_chunks":
+                let orphaned = "NOT EXISTS (SELECT 1 FROM \(schema).asset_contents c WHERE c.owner = asset_chunks.owner AND c.content_id = asset_chunks.content_id)"
+                return Rule(read: read, insert: read, update: own, delete: ownedOr(table, public: orphaned))
+            default:
+                // asset_holds: a writer's claim on content; collection removes those of writers that are gone.
+                return Rule(read: read, insert: read, update: read, delete: read)
+            }
+        }
+    }
+}
