@@ -2,18 +2,23 @@ extension Record {
     /// The record types of CloudKit's own records, as `CKRecord.SystemType`.
     ///
     /// ```swift
-    /// let isUserRecord = record.recordType == Record.SystemType.userRecord
+    /// let me = try await container.publicCloudDatabase.record(for: try await container.userRecordID())
+    /// print(me.recordType == Record.SystemType.userRecord)   // true
     /// ```
     public enum SystemType {
         /// `Users`: the record type of user records, as `CKRecord.SystemType.userRecord`.
         ///
-        /// User records are in the public database, named by the user's record name
-        /// (``Container/userRecordID()``) in the default zone: their user may store fields on
-        /// them and save them, and others may read them (the `Users` type's grants,
-        /// ``ContainerSchema/defaultUsersRecordType``). No save creates one.
+        /// Every user has one in the public database, named by the user's record name
+        /// (``Container/userRecordID()``) in the default zone, empty at first: its user may
+        /// store fields on it and save it, and others may read it (the `Users` type's grants,
+        /// ``ContainerSchema/defaultUsersRecordType``). As in CloudKit, no save creates one for
+        /// another user; Stratus makes a user's own when that user first fetches it (or saves
+        /// it), so another user's that was never made is not found (`unknownItem`).
         ///
         /// ```swift
-        /// let users = Query(recordType: Record.SystemType.userRecord)
+        /// let me = try await container.publicCloudDatabase.record(for: try await container.userRecordID())
+        /// me["nickname"] = "Ada"
+        /// try await container.publicCloudDatabase.save(me)
         /// ```
         public static let userRecord: Record.RecordType = ContainerSchema.usersRecordType
 
