@@ -1,4 +1,5 @@
 import Foundation
+import Stratus
 import StratusTestSupport
 import Testing
 
@@ -66,6 +67,44 @@ struct CodecRoundTripCLITests {
             #expect(result.exitCode == 0, "\(result)")
             let schema = try await cli.run(["schema", "export", "--store", alone])
             #expect(schema.stdout.contains("RECORD TYPE Tagged") && !schema.stdout.contains("tags"), "\(schema)")
+        }
+    }
+
+    @Test("a parent set in Swift on an imported record replaces the parent kept from its JSON: export writes the new parent, or none after nil",
+          arguments: TestEngine.all)
+    func parentSetAfterImport(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            // The parents' JSON differs from what a writer would write (an action), so it is kept.
+            let lines = [
+                #"{"recordName":"mother","recordType":"Family","fields":{}}"#,
+                #"{"recordName":"father","recordType":"Family","fields":{}}"#,
+                #"{"recordName":"plain","recordType":"Family","parent":{"recordName":"mother","action":"NONE"},"fields":{}}"#,
+                #"{"recordName":"plugged","recordType":"Family","parent":{"recordName":"mother","action":"NONE"},"pluginFields":{},"fields":{}}"#,
+            ]
+            let imported = try await cli.run(["import", try cli.file("family.ndjson", lines.joined(separator: "\n") + "\n")])
+            #expect(imported.exitCode == 0, "\(imported)")
+            let before = try await cli.exported("Family")
+            #expect((before["plain"]?["parent"] as? [String: Any])?["action"] as? String == "NONE", "kept as it came: \(before)")
+
+            let database = try cli.container().publicCloudDatabase
+            let father = Record.ID(recordName: "father")
+            for name in ["plain", "plugged"] {
+                let child = try await database.record(for: Record.ID(recordName: name))
+                child.parent = Record.Reference(recordID: father, action: .none)
+                _ = try await database.save(child)
+                let moved = try await cli.exported("Family")
+                #expect((moved[name]?["parent"] as? [String: Any])?["recordName"] as? String == "father", "\(name): \(moved[name] ?? [:])")
+                #expect(try await database.record(for: child.recordID).parent?.recordID == father)
+
+                let again = try await database.record(for: Record.ID(recordName: name))
+                again.setParent(nil as Record.ID?)
+                _ = try await database.save(again)
+                let orphaned = try await cli.exported("Family")
+                #expect(orphaned[name]?["parent"] == nil, "\(name): \(orphaned[name] ?? [:])")
+                #expect(try await database.record(for: child.recordID).parent == nil)
+            }
+            #expect((try await cli.exported("Family"))["plugged"]?["pluginFields"] != nil, "other kept members stay")
         }
     }
 

@@ -166,4 +166,19 @@ struct ConvenienceAPITests {
             #expect(container.publicCloudDatabase.operationQueue.maxConcurrentOperationCount > 0)
         }
     }
+
+    @Test("a store opened read-only cannot make one's user record: that item fails saying so, the other records are read")
+    func userRecordOnReadOnlyStore() async throws {
+        try await SQLiteFixture.with { fixture in
+            _ = try await fixture.container(user: "erin").publicCloudDatabase.save(makeRecord("Item", "seen"))
+            let readOnly = try SQLiteEngine(path: fixture.store.path(), readOnly: true)
+            let container = Container(identifier: SQLiteFixture.identifier, engine: readOnly, userName: "erin")
+            let me = try await container.userRecordID()
+            let results = try await container.publicCloudDatabase.records(for: [me, Record.ID(recordName: "seen")])
+            #expect((try? results[Record.ID(recordName: "seen")]?.get()) != nil)
+            let failed = try #require(stratusError(results[me].flatMap { result in if case .failure(let error) = result { error } else { nil } }))
+            #expect(failed.recordID == me && failed.message.contains("made on its first fetch"), "\(failed)")
+            #expect(try await fixture.container(user: "erin").publicCloudDatabase.record(for: me).recordType == "Users", "a writable store makes it")
+        }
+    }
 }

@@ -209,6 +209,34 @@ struct RoundTripTests {
         #expect(back.encryptedValues["b"] as? Data == Data([1]))
     }
 
+    @Test("a parent set after reading replaces the parent's JSON kept from the input: the export writes the new parent, or none after nil")
+    func parentSetAfterReading() throws {
+        let line = #"{"recordName":"child","recordType":"T","parent":{"recordName":"mother","action":"NONE"},"fields":{}}"#
+        let read = { () throws -> Record in try #require(try readAll(line).first?.record) }
+        let kept = try read()
+        #expect(RecordJSONWriter.json(for: kept).contains(#""parent":{"recordName":"mother","action":"NONE"}"#), "kept as it came")
+
+        let moved = try read()
+        moved.parent = Record.Reference(recordID: Record.ID(recordName: "father"), action: .none)
+        let movedJSON = RecordJSONWriter.json(for: moved)
+        #expect(movedJSON.contains(#""parent":{"recordName":"father"}"#) && !movedJSON.contains("mother"), "\(movedJSON)")
+        #expect(try readAll(movedJSON).first?.record?.parent?.recordID.recordName == "father")
+
+        let orphaned = try read()
+        orphaned.parent = nil
+        let orphanedJSON = RecordJSONWriter.json(for: orphaned)
+        #expect(!orphanedJSON.contains("parent") && !orphanedJSON.contains("mother"), "\(orphanedJSON)")
+        #expect(try readAll(orphanedJSON).first?.record?.parent == nil)
+
+        // CloudKit's setParent(_:) forms.
+        let viaID = try read()
+        viaID.setParent(Record.ID(recordName: "aunt"))
+        #expect(RecordJSONWriter.json(for: viaID).contains(#""parent":{"recordName":"aunt"}"#))
+        let viaRecord = try read()
+        viaRecord.setParent(nil as Record?)
+        #expect(!RecordJSONWriter.json(for: viaRecord).contains("parent"))
+    }
+
     @Test("timestamps are CloudKit's milliseconds, integers on whole milliseconds")
     func timestampText() throws {
         let record = storedRecord("T", "t", ["when": .date(Date(timeIntervalSince1970: 1_775_666_233.042))], tag: nil, created: nil, modified: nil)

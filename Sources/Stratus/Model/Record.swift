@@ -193,9 +193,12 @@ public final class Record: NSObject, NSCopying, Sendable {
     /// ```swift
     /// page.parent = Record.Reference(recordID: book.recordID, action: .none)
     /// ```
+    ///
+    /// Setting it drops the parent's JSON kept from CloudKit record JSON
+    /// (``JSONExtras/members``), which described the parent it replaces.
     public var parent: Reference? {
         get { state.withLock { $0.parent } }
-        set { state.withLock { $0.parent = newValue; $0.parentChanged = true } }
+        set { state.withLock { $0.parent = newValue; $0.parentChanged = true; $0.extras.members["parent"] = nil } }
     }
 
     /// The record as the store had it when this copy was fetched (before local changes), or

@@ -44,6 +44,10 @@ public final class FetchRecordsOperation: DatabaseOperation, RecordProducingOper
     /// The records read, kept for ``fetchRecordsCompletionBlock``.
     private var fetched: [Record.ID: Record] = [:]
 
+    /// Whether the operation fetches the current user's record (``fetchCurrentUserRecordOperation()``)
+    /// instead of ``recordIDs``.
+    private var fetchesCurrentUserRecord = false
+
     public init(recordIDs: [Record.ID]) {
         self.recordIDs = recordIDs
         super.init()
@@ -51,9 +55,40 @@ public final class FetchRecordsOperation: DatabaseOperation, RecordProducingOper
 
     public override convenience init() { self.init(recordIDs: []) }
 
+    /// An operation that fetches the current user's record, as
+    /// `CKFetchRecordsOperation.fetchCurrentUserRecordOperation()`: the `Users` record of the
+    /// public database named by the user's record name (``Container/userRecordID()``), which
+    /// the per-record blocks get under that ID. ``recordIDs`` is `nil` and ignored.
+    ///
+    /// Every user has one, as in CloudKit: a user's first fetch (or save) of it makes it, empty,
+    /// with its user as creator (see ``Record/SystemType/userRecord``). Run the operation on the
+    /// public database, where user records live; elsewhere it finds none (`unknownItem`). A
+    /// caller who is not signed in has no user record: the operation fails with
+    /// `notAuthenticated`.
+    ///
+    /// ```swift
+    /// let op = FetchRecordsOperation.fetchCurrentUserRecordOperation()
+    /// op.perRecordResultBlock = { id, result in
+    ///     if let me = try? result.get() { print(id.recordName, me["nickname"] ?? "no nickname yet") }
+    /// }
+    /// container.publicCloudDatabase.add(op)
+    /// ```
+    public static func fetchCurrentUserRecordOperation() -> FetchRecordsOperation {
+        let op = FetchRecordsOperation()
+        op.recordIDs = nil
+        op.fetchesCurrentUserRecord = true
+        return op
+    }
+
     override func execute(engine: any StorageEngine, context: DatabaseContext) throws -> StratusError? {
         var seen = Set<Record.ID>()
-        let ids = (recordIDs ?? []).filter { seen.insert($0).inserted }
+        var ids = (recordIDs ?? []).filter { seen.insert($0).inserted }
+        if fetchesCurrentUserRecord {
+            guard let me = context.userRecordID else {
+                return StratusError(.notAuthenticated, "no user is signed in, and only a signed-in user has a user record (open the container with a user name)")
+            }
+            ids = [me]
+        }
         if let desiredKeys { for key in desiredKeys { try Naming.checkIdentifier(key, kind: "desired key") } }
         var errors: [Record.ID: StratusError] = [:]
         var done = 0
@@ -87,9 +122,31 @@ public final class FetchRecordsOperation: DatabaseOperation, RecordProducingOper
                     done += 1
                 }
             }
-            let found = batch.isEmpty ? [:] : try withRetry { try engine.fetchRecords(batch, in: context) }
+            var found = batch.isEmpty ? [:] : try withRetry { try engine.fetchRecords(batch, in: context) }
+            var unmade: [Record.ID: StratusError] = [:]
+            // The caller's own user record exists from its first fetch, as CloudKit's exists
+            // from the user's first use: made now when it is not stored yet.
+            for id in batch where found[id] == nil {
+                guard let own = CurrentUserRecord.id(of: id, in: context) else { continue }
+                do {
+                    switch try withRetry({ try CurrentUserRecord.make(own, engine: engine, context: context) }) {
+                    case .success(let made): found[id] = made
+                    case .failure(let error): unmade[id] = error
+                    }
+                } catch let error as StratusError where !error.isTransient {
+                    // A store that cannot be written (opened read-only): this item fails, not the fetch.
+                    var error = error
+                    error.message = "the user record '\(id.recordName)' is made on its first fetch, and making it failed: \(error.message)"
+                    error.recordID = id
+                    unmade[id] = error
+                }
+            }
             for id in batch {
-                if let record = found[id], let denied = try reads.denial(of: record) {
+                if let error = unmade[id] {
+                    errors[id] = error
+                    perRecordResultBlock?(id, .failure(error))
+                    perRecordCompletionBlock?(nil, id, error)
+                } else if let record = found[id], let denied = try reads.denial(of: record) {
                     errors[id] = denied
                     perRecordResultBlock?(id, .failure(denied))
                 } else if let record = found[id] {
@@ -100,7 +157,9 @@ public final class FetchRecordsOperation: DatabaseOperation, RecordProducingOper
                     perRecordResultBlock?(id, .success(returned))
                     perRecordCompletionBlock?(returned, id, nil)
                 } else {
-                    let error = StratusError(.unknownItem, "record '\(id.recordName)' was not found in \(id.zoneID.zoneName)", recordID: id)
+                    let error = StratusError(.unknownItem, "record '\(id.recordName)' was not found in \(id.zoneID.zoneName)"
+                                             + (fetchesCurrentUserRecord && context.scope != .public ? " of the \(context.scope) database; user records live in the public database" : ""),
+                                             recordID: id)
                     errors[id] = error
                     perRecordResultBlock?(id, .failure(error))
                     perRecordCompletionBlock?(nil, id, error)

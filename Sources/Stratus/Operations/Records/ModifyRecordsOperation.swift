@@ -370,6 +370,7 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
             }
         }
         let allSaves = preparedSaves.map(\.record) + toSave
+        try makeCurrentUserRecord(among: valid, engine: engine, context: context)
         // A parent is saved no later than its children, also across batches.
         var ordered = PreparedSave.parentsFirst(valid)
 
@@ -449,6 +450,21 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
             guard try handOn(saved) else { return nil }
         }
         return nil
+    }
+
+    /// Makes the caller's own user record before a save of it, when it is not stored yet: in
+    /// CloudKit it exists from the user's first use, so a save of it is a change of that empty
+    /// record (a new record saved with `.ifServerRecordUnchanged` then conflicts, as there;
+    /// `.changedKeys` and `.allKeys` write it). An import that restores CloudKit's own records
+    /// writes them as they came instead.
+    private func makeCurrentUserRecord(among saves: [PreparedSave], engine: any StorageEngine, context: DatabaseContext) throws {
+        guard !writesSystemRecords, let own = saves.lazy.compactMap({ save in
+            save.record.recordType == ContainerSchema.usersRecordType ? CurrentUserRecord.id(of: save.recordID, in: context) : nil
+        }).first else { return }
+        // Stored already (the common case): nothing to make, and no write transaction for it.
+        if simulation == nil, try withRetry({ try engine.fetchRecords([own], in: context)[own] }) != nil { return }
+        // A failure to make it is the save's to report: it then meets what is stored.
+        _ = try withRetry { try CurrentUserRecord.make(own, engine: engine, context: context, simulation: simulation) }
     }
 
     /// Where the assets of a request's saves are staged: the store's content, or for a

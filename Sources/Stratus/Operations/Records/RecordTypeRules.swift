@@ -181,7 +181,7 @@ struct RecordTypeRules {
         let type = try typeState(save.record.recordType, in: transaction)
         guard var denied = type.access?.denial(isNew ? .create : .write, recordID: save.recordID, recordType: type.name, creator: creator) else { return nil }
         if isNew && type.name == ContainerSchema.usersRecordType {
-            denied.message += "; CloudKit makes one Users record per user, named by the user's record name (_ and 32 hex digits), and no save creates one: an import restores those of an export with --keep-system-records (RecordImporter.Options.writesSystemRecords)"
+            denied.message += "; CloudKit makes one Users record per user, named by the user's record name (_ and 32 hex digits), and no save creates one: a user's own is made when that user first fetches or saves it, and an import restores those of an export with --keep-system-records (RecordImporter.Options.writesSystemRecords)"
         }
         return denied
     }

@@ -187,6 +187,8 @@ enum RecordWriteRules {
         incomingRecordLevel.fields = [:]
         var merged = existing == nil || replacing || !incomingRecordLevel.isEmpty ? incomingRecordLevel : stored
         merged.fields = [:]
+        // A parent set in Swift replaces the one whose JSON was kept (Record.parent drops it).
+        if save.parentChanged && incoming.members["parent"] == nil { merged.members["parent"] = nil }
         if existing != nil && !replacing {
             merged.fields = stored.fields
             for key in save.changedKeys { merged.fields[key] = incoming.fields[key] }
