@@ -172,6 +172,10 @@ enum PostgresRowSecurity {
             ELSE
                 -- An insert that meets a stored type updates it (ON CONFLICT): its grants are the stored ones.
                 SELECT t.schema INTO stored FROM \(s).record_types t WHERE t.container = NEW.container AND t.record_type = NEW.record_type;
+                -- The Users type comes with CloudKit's grants, which a member's first user record writes.
+                IF stored IS NULL AND NEW.record_type = '\(RecordTypeUserRecord)' THEN
+                    stored := '{"grants": \(SQL.usersGrants)}';
+                END IF;
             END IF;
             IF coalesce(NEW.schema::jsonb -> 'grants', '{}'::jsonb) IS DISTINCT FROM coalesce(stored::jsonb -> 'grants', '{}'::jsonb) THEN
                 RAISE EXCEPTION 'role % may not change the grants of record type %', CURRENT_USER, NEW.record_type USING ERRCODE = '42501';
@@ -201,6 +205,13 @@ enum PostgresRowSecurity {
             "CASE WHEN \(table).owner = '' THEN \(publicRule) ELSE \(mine("\(table).owner")) END"
         }
 
+        /// The grants of the `Users` type before any schema names it (CloudKit's), as its schema
+        /// would store them.
+        static var usersGrants: String {
+            let grants = ContainerSchema.defaultUsersRecordType.grants.sorted { $0.key.name < $1.key.name }
+            return "{" + grants.map { "\"\($0.key.name)\": \($0.value.rawValue)" }.joined(separator: ", ") + "}"
+        }
+
         /// CloudKit's defaults for a type without grants, as its schema would store them.
         static var defaultGrants: String {
             let grants = RecordTypeSchema.publicDatabaseGrants.sorted { $0.key.name < $1.key.name }
@@ -223,6 +234,13 @@ enum PostgresRowSecurity {
                     AND (((\(bits("'_world'")) | \(bits("'_icloud'"))) & \(p)) <> 0\(creator ? "\n        OR (\(row).created_by = d.user_record_name AND (\(bits("'_creator'")) & \(p)) <> 0)" : "")
                         OR EXISTS (SELECT 1 FROM jsonb_array_elements_text(d.roles::jsonb) AS r(role) WHERE (\(bits("r.role")) & \(p)) <> 0)))
                 """
+        }
+
+        /// The role's own user record (type `Users`, named by its user record name), which the
+        /// system makes at its first fetch or save although no grant lets anyone create a `Users`
+        /// record (``Stratus/CurrentUserRecord``).
+        func ownUserRecord(_ row: String) -> String {
+            "(\(row).record_type = '\(RecordTypeUserRecord)' AND \(mine("\(row).record_name")))"
         }
 
         /// A public record that a `.deleteSelf` reference ties to a record that is gone: a
@@ -273,7 +291,7 @@ enum PostgresRowSecurity {
                 let write = granted(.write, row: table, creator: true)
                 let update = "(\(ownedOr(table, public: write))) AND \(inItsZone(table))"
                 return Rule(read: read,
-                            insert: "(\(ownedOr(table, public: "\(mine("records.created_by")) AND \(granted(.create, row: table, creator: false))"))) AND \(inItsZone(table))",
+                            insert: "(\(ownedOr(table, public: "\(mine("records.created_by")) AND (\(granted(.create, row: table, creator: false)) OR \(ownUserRecord(table)))"))) AND \(inItsZone(table))",
                             update: ownedOr(table, public: write), updateCheck: update,
                             delete: ownedOr(table, public: "(\(write) OR \(cascaded(table)))"))
             case "refs", "record_tokens", "asset_refs":

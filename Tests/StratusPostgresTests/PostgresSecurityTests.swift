@@ -238,6 +238,21 @@ struct PostgresSecurityTests {
         #expect(Set(changes.deletions.map(\.recordID.recordName)) == ["bob-photo", "alice-photo"])
         let compaction = try await bob.publicCloudDatabase.compactChangeHistory(retention: 0)
         #expect(compaction.recordTombstonesRemoved == 2)
+        // Each member's user record comes with the first fetch, takes profile fields from its
+        // user, is read by the other, and cannot be written by the other.
+        let aliceID = try await alice.userRecordID()
+        let aliceRecord = try await alice.publicCloudDatabase.record(for: aliceID)
+        #expect(aliceRecord.recordType == RecordTypeUserRecord)
+        aliceRecord["nickname"] = "al"
+        _ = try await alice.publicCloudDatabase.save(aliceRecord)
+        let seenByBob = try await bob.publicCloudDatabase.record(for: aliceID)
+        #expect(seenByBob["nickname"] as? String == "al")
+        seenByBob["nickname"] = "bobbed"
+        let refused = stratusError(await caughtError { _ = try await bob.publicCloudDatabase.save(seenByBob) })
+        #expect(refused?.code == .permissionFailure, "\(String(describing: refused))")
+        let bobsOwn = try await bob.publicCloudDatabase.record(for: try await bob.userRecordID())
+        #expect(bobsOwn.creatorUserRecordID?.recordName == (try await bob.userRecordID()).recordName)
+
         // Private zones come and go.
         let zone = try await bob.privateCloudDatabase.save(RecordZone(zoneName: "Work"))
         try await TestDatabase.save([makeRecord("Task", "t1", zoneID: zone.zoneID)], in: bob.privateCloudDatabase)
