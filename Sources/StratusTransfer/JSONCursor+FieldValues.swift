@@ -161,8 +161,12 @@ extension JSONCursor {
         // What follows is spelling only.
         guard field.type.isPresent, !field.saysNotEncrypted else { return true }
         let written = encrypted && type == .bytes ? "ENCRYPTED_BYTES" : type.rawValue
-        guard field.type.flags & Token.hasEscape == 0, field.type.end - field.type.start - 2 == written.utf8.count,
-              written.utf8.elementsEqual(UnsafeBufferPointer(start: base + field.type.start + 1, count: written.utf8.count)) else { return true }
+        // Compared with memcmp: a generic comparison of the two byte sequences cost 2% of an import.
+        guard field.type.flags & Token.hasEscape == 0, field.type.end - field.type.start - 2 == written.utf8.count else { return true }
+        let typeText = UnsafeBufferPointer(start: base + field.type.start + 1, count: written.utf8.count)
+        let spelledAsWritten = written.utf8.withContiguousStorageIfAvailable { memcmp($0.baseAddress!, typeText.baseAddress!, $0.count) == 0 }
+            ?? written.utf8.elementsEqual(typeText)
+        guard spelledAsWritten else { return true }
         // BYTES with "isEncrypted": true is written as ENCRYPTED_BYTES, and ENCRYPTED_BYTES
         // without it.
         if encrypted && type == .bytes && field.isEncrypted { return true }
