@@ -5,7 +5,7 @@
 /// the runtime's generic witnesses element by element, which a bulk load notices.
 struct ImportBatch {
     /// The records to save, each checked and prepared once on the reading task.
-    var records: [PreparedSave] = []
+    private(set) var records: [PreparedSave] = []
     var recordLines: [Int] = []
     var recordItems: [Int] = []
     var deletions: [Record.ID] = []
@@ -17,6 +17,9 @@ struct ImportBatch {
     var rejectionItems: [Int] = []
     /// The record names in the batch: a name seen again starts the next batch.
     var names: Set<String> = []
+    /// Whether a record of the batch has a parent (kept as records are appended, so that a
+    /// batch without any asks no question about parents).
+    private(set) var hasParents = false
 
     init() {}
 
@@ -34,6 +37,7 @@ struct ImportBatch {
     var isEmpty: Bool { count == 0 }
 
     mutating func append(_ record: PreparedSave, line: Int, item: Int) {
+        if !hasParents && record.parent != nil { hasParents = true }
         records.append(record)
         recordLines.append(line)
         recordItems.append(item)

@@ -420,7 +420,7 @@ final class ImportRun {
     /// in this batch, nor in a batch before it that the store has not settled yet: they wait
     /// for a later batch to write it (as do children of records that wait).
     private func holdBackRecordsWithoutParents() async throws {
-        guard holdsForParents, batch.records.contains(where: { $0.parent != nil }) else { return }
+        guard holdsForParents, batch.hasParents else { return }
         func parentID(_ save: PreparedSave) -> Record.ID? {
             save.parent.map { Record.ID(recordName: $0.recordID.recordName, zoneID: save.recordID.zoneID) }
         }
