@@ -46,7 +46,8 @@ extension SQLiteEngine {
         // $HOME first, as shells and XDG tools take it; the password database's home only
         // when it is unset.
         let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? FileManager.default.homeDirectoryForCurrentUser.path
-        let dataHome = environment["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? home + "/.local/share"
+        // The XDG specification says to ignore a relative XDG_DATA_HOME.
+        let dataHome = environment["XDG_DATA_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? home + "/.local/share"
         let safeName = String(containerIdentifier.map { $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == "_" ? $0 : "_" })
         return dataHome + "/stratus/" + safeName + ".sqlite"
     }

@@ -111,12 +111,22 @@ final class SQLiteConnection {
         try execute("PRAGMA threads=\(Self.sorterThreads)")
     }
 
-    /// Throws when the file holds an SQLite database that is not a Stratus store: tables, but
-    /// neither Stratus's `records` nor its `store_info`.
+    /// Throws when the file holds an SQLite database that is not a Stratus store: another
+    /// program's application ID in its header; tables, but neither Stratus's `records` nor its
+    /// `store_info`; or no tables but a schema version another program set.
     private func refuseForeignDatabase() throws {
-        let objects = try uncachedStatement("SELECT count(*), count(CASE WHEN type = 'table' AND name IN ('records', 'store_info') THEN 1 END) FROM sqlite_master")
-        defer { objects.reset() }
-        guard try objects.step(), objects.int64(0) > 0, objects.int64(1) == 0 else { return }
+        let header = try uncachedStatement("""
+            SELECT (SELECT application_id FROM pragma_application_id), (SELECT user_version FROM pragma_user_version),
+                (SELECT count(*) FROM sqlite_master),
+                (SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('records', 'store_info'))
+            """)
+        defer { header.reset() }
+        guard try header.step() else { return }
+        let (applicationID, version, objects, ours) = (header.int64(0), header.int64(1), header.int64(2), header.int64(3))
+        let foreign = (applicationID != 0 && applicationID != Int64(SQLiteSchema.applicationID))
+            || (objects > 0 && ours == 0)
+            || (objects == 0 && version != 0)
+        guard foreign else { return }
         throw StratusError(.badDatabase, "the file at \(path) is an SQLite database of another program, not a Stratus store; Stratus neither reads nor changes it")
     }
 

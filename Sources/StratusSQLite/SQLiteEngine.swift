@@ -164,6 +164,7 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
                 if found < SQLiteSchema.assetStoreVersion { try upgradeAssetStore(on: connection) }
                 if found < 8 { try addJobPositionText(on: connection) }
                 try connection.execute("PRAGMA user_version = \(SQLiteSchema.version)")
+                try connection.execute("PRAGMA application_id = \(SQLiteSchema.applicationID)")
             }
         }
     }

@@ -40,6 +40,10 @@
 ///   name as a user, from opening the store.
 enum SQLiteSchema {
     static let version: Int64 = 9
+
+    /// The application ID in the header of the stores this version makes ("STRA"), so that
+    /// Stratus and `file(1)` tell them from other programs' databases.
+    static let applicationID: Int32 = 0x5354_5241
     /// The version the asset step brought; stores below it are upgraded by it.
     static let assetStoreVersion: Int64 = 6
 

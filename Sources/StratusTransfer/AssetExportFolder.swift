@@ -106,8 +106,13 @@ public final class AssetExportFolder: @unchecked Sendable {
         // A name of this writer's own (process and call), so that nothing else writes into it;
         // the rename replaces whatever had the content's name, a symbolic link included.
         let temporary = directory.appendingPathComponent(".\(destination.lastPathComponent).\(getpid()).\(Self.nextTemporaryNumber()).partial")
+        let input: FileDescriptor
         do throws(POSIXFailure) {
-            let input = try FileDescriptor.open(source.path, O_RDONLY | O_NOFOLLOW)
+            input = try FileDescriptor.open(source.path, O_RDONLY | O_NOFOLLOW)
+        } catch {
+            throw StratusError(.internalError, "cannot read the stored asset \(destination.lastPathComponent): \(error.reason)")
+        }
+        do throws(POSIXFailure) {
             let output = try FileDescriptor.open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600)
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.chunkSize, alignment: 16)
             defer { buffer.deallocate() }
@@ -120,7 +125,8 @@ public final class AssetExportFolder: @unchecked Sendable {
             if rename(temporary.path, destination.path) != 0 { throw POSIXFailure(errno: errno, operation: "rename") }
         } catch {
             unlink(temporary.path)
-            throw StratusError(error.errno == ENOSPC ? .quotaExceeded : .internalError, "cannot write the asset \(destination.lastPathComponent) into \(directory.path): \(error.reason)")
+            // The folder's failure, not the store's: where the records go (exit 73 in the tool).
+            throw RecordWriter.OutputError(message: "cannot write the asset \(destination.lastPathComponent) into \(directory.path): \(error.reason)")
         }
     }
 }

@@ -177,7 +177,7 @@ public final class RecordWriter {
             if n >= 0 {
                 written += n
             } else if errno != EINTR {
-                throw StratusError(.internalError, "cannot write the output: \(String(cString: strerror(errno)))")
+                throw OutputError(message: "cannot write the output: \(String(cString: strerror(errno)))")
             }
         }
         out.removeAll()
@@ -335,5 +335,20 @@ public final class RecordWriter {
 
     private static func looksLikeJSON(_ text: String) -> Bool {
         text.hasPrefix("{") || text.hasPrefix("[") || text.isEmpty
+    }
+}
+
+extension RecordWriter {
+    /// The output could not be written (a full disk, a closed pipe): a failure of where the
+    /// records go, not of the store or the records.
+    ///
+    /// ```swift
+    /// do { try writer.write(record) } catch let error as RecordWriter.OutputError { print(error.message) }
+    /// ```
+    public struct OutputError: Error, CustomStringConvertible, Sendable {
+        /// What failed, with the system's reason.
+        public let message: String
+
+        public var description: String { message }
     }
 }

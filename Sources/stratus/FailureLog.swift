@@ -23,12 +23,7 @@ final class FailureLog: Sendable {
             state = Mutex(State())
             return
         }
-        if !FileManager.default.fileExists(atPath: path) && !FileManager.default.createFile(atPath: path, contents: nil) {
-            throw CommandFailure(.cannotCreateOutput, "cannot create the reject file \(path)")
-        }
-        guard let handle = FileHandle(forWritingAtPath: path) else { throw CommandFailure(.cannotCreateOutput, "cannot write the reject file \(path)") }
-        handle.seekToEndOfFile()
-        state = Mutex(State(handle: handle))
+        state = Mutex(State(handle: try RejectFileOpening.open(path)))
     }
 
     /// Reports one refused record; called from the pipeline's threads.

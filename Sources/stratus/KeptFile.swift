@@ -44,6 +44,19 @@ enum KeptFile {
             throw CommandFailure(.temporaryFailure, "another run is using the \(what) \(name) (it holds \(lockPath)); try again later")
         }
         // Deliberately never closed: the kernel releases the lock when the process ends, however it ends.
+        removeLeftTemporaries(of: resolved)
+    }
+
+    /// Removes the temporary files of ``replace(_:with:)`` that a run killed mid-write left
+    /// beside `resolved`. Called holding the lock: no other run of the job is writing one.
+    private static func removeLeftTemporaries(of resolved: String) {
+        let url = URL(fileURLWithPath: resolved)
+        let prefix = url.lastPathComponent + ".tmp-"
+        let folder = url.deletingLastPathComponent().path
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return }
+        for name in names where name.hasPrefix(prefix) && name.dropFirst(prefix.count).allSatisfy(\.isNumber) {
+            unlink(folder + "/" + name)
+        }
     }
 
     /// Replaces the file at `resolved` with `data` durably: a temporary file beside it, fsync,

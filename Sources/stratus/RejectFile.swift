@@ -16,12 +16,7 @@ final class RejectFile: RecordRejectSink {
     /// - Throws: ``CommandFailure`` `cannotCreateOutput` when the file cannot be created or written.
     init(path: String?) throws {
         guard let path else { handle = nil; return }
-        if !FileManager.default.fileExists(atPath: path) && !FileManager.default.createFile(atPath: path, contents: nil) {
-            throw CommandFailure(.cannotCreateOutput, "cannot create the reject file \(path)")
-        }
-        guard let handle = FileHandle(forWritingAtPath: path) else { throw CommandFailure(.cannotCreateOutput, "cannot write the reject file \(path)") }
-        handle.seekToEndOfFile()
-        self.handle = handle
+        handle = try RejectFileOpening.open(path)
     }
 
     func reject(_ rejection: RecordRejection) throws {

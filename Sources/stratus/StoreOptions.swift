@@ -135,7 +135,7 @@ struct StoreOptions {
         if readURL != nil {
             throw UsageError(message: "--read-store names a standby of a PostgreSQL store; \(origin) is not one")
         }
-        if location.wholeMatch(of: #/\s*[A-Za-z_]+\s*=.*/#.dotMatchesNewlines()) != nil {
+        if Self.isConnectionString(location) {
             // Not echoed: a key=value string may hold a password.
             throw UsageError(message: "\(origin) looks like a libpq key=value connection string, which names no SQLite file; give a URL instead: postgresql://[user@]host[:port]/dbname, or postgresql:///dbname?host=/socket/folder (PG* variables and ~/.pgpass apply)")
         }
@@ -153,6 +153,19 @@ struct StoreOptions {
         if !existed { StratusCommand.log("created a new store at \(location)") }
         return engine
     }
+
+    /// Whether `text` reads as a libpq `key=value` connection string: its first word is one of
+    /// libpq's keywords followed by `=` (`host=db1 dbname=app`), where a path would not be.
+    static func isConnectionString(_ text: String) -> Bool {
+        guard let match = text.prefixMatch(of: #/\s*([A-Za-z_]+)\s*=/#) else { return false }
+        return libpqKeywords.contains(String(match.1).lowercased())
+    }
+
+    private static let libpqKeywords: Set<String> = [
+        "host", "hostaddr", "port", "dbname", "user", "password", "passfile", "service", "options", "sslmode", "sslrootcert",
+        "sslcert", "sslkey", "sslcrl", "connect_timeout", "application_name", "fallback_application_name", "keepalives",
+        "target_session_attrs", "channel_binding", "gssencmode", "client_encoding", "require_auth", "load_balance_hosts",
+    ]
 
     /// Whether `path` is a regular file of no bytes.
     private static func isEmptyFile(_ path: String) -> Bool {

@@ -1,5 +1,6 @@
 import Foundation
 import Stratus
+import StratusTransfer
 
 /// The `stratus` command: a table of subcommands over the library; data on stdout, messages on
 /// stderr.
@@ -20,6 +21,10 @@ struct StratusCommand {
     }
 
     static func main() async {
+        // A reader that goes away (`stratus export | head`) makes writes fail with EPIPE, which
+        // every command reports as exit 73 after keeping what it committed, rather than a
+        // death by signal that a cron wrapper sees as 141.
+        signal(SIGPIPE, SIG_IGN)
         let words = Array(CommandLine.arguments.dropFirst())
         guard let first = words.first else {
             usageFailure("name a command", pointer: "Run 'stratus --help' for the commands.")
@@ -61,6 +66,8 @@ struct StratusCommand {
             usageFailure("\(name): \(error.message)", pointer: "Run 'stratus \(name) --help' for usage.")
         } catch let failure as CommandFailure {
             fail(failure.message, failure.code)
+        } catch let error as RecordWriter.OutputError {
+            fail(error.message, .cannotCreateOutput)
         } catch let error as StratusError where error.code == .internalError || error.code == .badDatabase {
             fail(StoreOptions.namingStores(error.description), ExitCode(for: error))
         } catch let error as StratusError {

@@ -161,6 +161,65 @@ struct HostileSurroundingsCLITests {
             }
             #expect(!FileManager.default.fileExists(atPath: dataHome), "no default store was created")
             #expect(!FileManager.default.fileExists(atPath: store.path("x.sqlite")))
+            // Listing before anything was added is an empty list, not a missing zone.
+            let list = try await ChildProcess(try ChildProcess.builtExecutable("cloudkit-port"), ["list"], in: store.directory,
+                                              environment: ["STRATUS_STORE": store.path("port.sqlite")]).wait()
+            #expect(list.exitCode == 0 && list.stdout.isEmpty, "\(list.stderr)")
+        }
+    }
+
+    @Test("a table-less database another program marked, a reject file that holds other data, and a closed pipe are not written")
+    func moreForeignFiles() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            let marked = store.path("app.sqlite")
+            let made = try await cli.shell("sqlite3 '\(marked)' 'PRAGMA application_id = 1234567; PRAGMA user_version = 3;'")
+            #expect(made.exitCode == 0, "\(made)")
+            let before = try Data(contentsOf: URL(fileURLWithPath: marked))
+            for arguments in [["types"], ["count", "--type", "T"], ["import"]] {
+                let result = try await cli.run(arguments + ["--store", marked], stdin: Input.notes(1))
+                #expect(result.exitCode == 70 && result.stderr.contains("another program"), "\(arguments[0]): \(result)")
+            }
+            #expect(try Data(contentsOf: URL(fileURLWithPath: marked)) == before)
+
+            #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(2_000)).exitCode == 0)
+            let foreign = try cli.file("notes.txt", "my own notes, not rejects\n")
+            let bad = try cli.file("bad.ndjson", Input.notes(1, prefix: "ok") + #"{"recordName":"broken","recordType":"Note","fields":{"n":{"value":"x","type":"INT64"}}}"# + "\n")
+            let refused = try await cli.run(["import", bad, "--reject-file", foreign])
+            #expect(refused.exitCode == 73 && refused.stderr.contains("other than reject lines"), "\(refused)")
+            #expect(try String(contentsOfFile: foreign, encoding: .utf8) == "my own notes, not rejects\n")
+            let rejects = store.path("rejects.ndjson")
+            for _ in 0..<2 { #expect(try await cli.run(["import", bad, "--reject-file", rejects]).exitCode == 1) }
+            #expect(try String(contentsOfFile: rejects, encoding: .utf8).split(separator: "\n").count == 2, "a reject file is appended to")
+
+            for command in ["export --type Note", "query --type Note --limit 400"] {
+                let full = try await cli.shell(#""$STRATUS" \#(command) > /dev/full"#)
+                #expect(full.exitCode == 73 && full.stderr.contains("cannot write"), "\(command): \(full)")
+            }
+            // 2,000 records are more than a pipe holds: the writer meets the closed pipe.
+            let piped = try await cli.shell(#"{ "$STRATUS" export --type Note --quiet 2> err.txt; echo $? > code.txt; } | head -c 1 > /dev/null; cat code.txt err.txt"#)
+            #expect(piped.stdout.hasPrefix("73\n") && piped.stdout.contains("cannot write"), "export into a closed pipe: \(piped)")
+        }
+    }
+
+    @Test("a checkpoint's leftover temporary file goes with the next run; a relative XDG_DATA_HOME is ignored; a path with '=' is a path")
+    func leftoversAndNames() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            let input = try cli.file("notes.ndjson", Input.notes(5))
+            let checkpoint = store.path("import.checkpoint")
+            let leftover = checkpoint + ".tmp-999999"
+            #expect(FileManager.default.createFile(atPath: leftover, contents: Data("half".utf8)))
+            #expect(try await cli.run(["import", input, "--checkpoint", checkpoint, "--quiet"]).exitCode == 0)
+            #expect(!cli.exists(leftover), "the killed run's temporary file is gone")
+
+            let home = store.path("home")
+            let relative = try await cli.run(["count", "--type", "Note"], environment: ["STRATUS_STORE": "", "XDG_DATA_HOME": "relative/data", "HOME": home])
+            #expect(relative.exitCode == 66 && relative.stderr.contains(home + "/.local/share/stratus/"), "\(relative)")
+
+            let odd = store.path("run=5") + "/s.sqlite"
+            let created = try await cli.run(["import", "--store", odd, "--quiet"], stdin: Input.notes(1))
+            #expect(created.exitCode == 0 && cli.exists(odd), "\(created)")
         }
     }
 }

@@ -1,0 +1,35 @@
+import Foundation
+
+/// Opens a `--reject-file` for appending: created when missing; an existing regular file must
+/// hold reject lines already (JSON objects, one per line) or nothing, so that a mistyped name
+/// never appends to another program's file or database.
+///
+/// ```swift
+/// let handle = try RejectFileOpening.open("rejects.ndjson")
+/// ```
+enum RejectFileOpening {
+    /// - Throws: ``CommandFailure`` `cannotCreateOutput` when the file cannot be created or
+    ///   written, or holds something other than reject lines.
+    static func open(_ path: String) throws -> FileHandle {
+        if !FileManager.default.fileExists(atPath: path) && !FileManager.default.createFile(atPath: path, contents: nil) {
+            throw CommandFailure(.cannotCreateOutput, "cannot create the reject file \(path)")
+        }
+        var info = stat()
+        if stat(path, &info) == 0 {
+            switch info.st_mode & S_IFMT {
+            case S_IFDIR: throw CommandFailure(.cannotCreateOutput, "the reject file \(path) is a folder")
+            case S_IFREG where info.st_size > 0:
+                guard let reader = FileHandle(forReadingAtPath: path) else { throw CommandFailure(.cannotCreateOutput, "cannot read the reject file \(path)") }
+                let start = (try? reader.read(upToCount: 64)) ?? Data()
+                try? reader.close()
+                guard start.first(where: { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }) == UInt8(ascii: "{") else {
+                    throw CommandFailure(.cannotCreateOutput, "the reject file \(path) exists and holds something other than reject lines (JSON objects, one a line); name another file")
+                }
+            default: break
+            }
+        }
+        guard let handle = FileHandle(forWritingAtPath: path) else { throw CommandFailure(.cannotCreateOutput, "cannot write the reject file \(path)") }
+        handle.seekToEndOfFile()
+        return handle
+    }
+}
