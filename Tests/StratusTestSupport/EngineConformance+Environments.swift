@@ -1,5 +1,6 @@
 import Foundation
 import Stratus
+import Synchronization
 import Testing
 
 // MARK: - Environments, schemas per environment, type enforcement and development growth
@@ -23,6 +24,7 @@ extension EngineConformance {
         TestCase("environments: a value of the wrong type fails alone with invalidArguments naming the field, the declared and the given type", wrongTypeFailsItem),
         TestCase("environments: a NUMBER field takes INT64 and DOUBLE; an ENCRYPTED field refuses plain values and the other way round", numberAndEncryptedFields),
         TestCase("environments: an atomic request that fails on a type creates no field", atomicFailureGrowsNothing),
+        TestCase("environments: a save that is not written creates no field (unknownItem, a conflict, create of a stored record, a missing parent), in bulk or not", refusedSaveGrowsNothing),
         TestCase("environments: concurrent writers agree on a new field's type", concurrentGrowthAgrees),
         TestCase("environments: production rejects unknown record types and fields with CloudKit's invalidArguments", productionRejectsUnknown),
         TestCase("environments: production refuses filters and sorts without their index; development runs them", productionRefusesUnindexed),
@@ -156,6 +158,55 @@ extension EngineConformance {
         // The field may then be created with another type.
         try await database.save(makeRecord("Ledger", "l4", ["memo": .int64(7)]))
         #expect(try await container.schema().recordType("Ledger")?.field("memo")?.type == .int64)
+    }
+
+    static func refusedSaveGrowsNothing(_ env: Environment) async throws {
+        let container = env.container()
+        let database = container.publicCloudDatabase
+        try await TestDatabase.save([makeRecord("Probe", "stored", ["n": .int64(1)])], in: database)
+        let stored = try await database.record(for: Record.ID(recordName: "stored"))
+        /// Saves `records` in one non-atomic request in `mode`, answering each one's error code (`nil`: saved).
+        func save(_ records: [Record], mode: RecordWriteMode) async -> [StratusError.Code?] {
+            let op = ModifyRecordsOperation(recordsToSave: records)
+            op.writeMode = mode
+            op.isAtomic = false
+            let results = Mutex<[Record.ID: StratusError.Code?]>([:])
+            op.perRecordSaveBlock = { id, result in results.withLock { $0[id] = errorCode(result) } }
+            await run(op, on: database)
+            let codes = results.withLock { $0 }
+            return records.map { codes[$0.recordID] ?? .internalError }
+        }
+        func declared(_ field: String) async throws -> FieldType? {
+            try await container.schema().recordType("Probe")?.field(field)?.type
+        }
+
+        // update of a record that does not exist: unknownItem, and no field.
+        #expect(await save([makeRecord("Probe", "nope", ["zz": .int64(1)])], mode: .update) == [.unknownItem])
+        #expect(try await declared("zz") == nil, "a record that is not written creates no field")
+        // create of a stored record: a conflict, and no field (the bulk path of new records too).
+        #expect(await save([makeRecord("Probe", "stored", ["zc": .int64(1)]), makeRecord("Probe", "fresh", ["n": .int64(2)])], mode: .create) == [.serverRecordChanged, nil])
+        #expect(try await declared("zc") == nil)
+        // A stale change tag: a conflict, and no field.
+        let stale = stored
+        stale["zt"] = 1
+        let current = try await database.record(for: stored.recordID)
+        current["n"] = 5
+        try await database.save(current)
+        #expect(await save([stale], mode: .ifServerRecordUnchanged) == [.serverRecordChanged])
+        #expect(try await declared("zt") == nil)
+        // A parent that does not exist: referenceViolation, and no field.
+        let orphan = makeRecord("Probe", "orphan", ["zp": .int64(1)])
+        orphan.parent = Record.Reference(recordID: Record.ID(recordName: "missing-parent"), action: .none)
+        #expect(await save([orphan], mode: .forceUpdate) == [.referenceViolation])
+        #expect(try await declared("zp") == nil)
+        // In one request, a refused record's new field leaves the next record free to create it
+        // with another type; a record that is written creates its fields.
+        #expect(await save([makeRecord("Probe", "stored", ["zz": .int64(1)]), makeRecord("Probe", "later", ["zz": .string("text")])], mode: .create) == [.serverRecordChanged, nil])
+        #expect(try await declared("zz") == .string)
+        #expect(await save([makeRecord("Probe", "other", ["zz": .int64(3)])], mode: .forceUpdate) == [.invalidArguments], "the field a written record created holds")
+        // A new type is created only by a record written.
+        #expect(await save([makeRecord("Unborn", "u1", ["a": .int64(1)])], mode: .update) == [.unknownItem])
+        #expect(try await container.schema().recordType("Unborn") == nil)
     }
 
     static func concurrentGrowthAgrees(_ env: Environment) async throws {

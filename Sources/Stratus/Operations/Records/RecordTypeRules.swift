@@ -8,6 +8,10 @@
 ///   CloudKit's `UNKNOWN_LIST`) fits every list field and creates none.
 /// - **Development** creates a record type, or fields of one, on first save (without indexes),
 ///   inside the transaction of the records: concurrent writers never disagree on a field's type.
+///   Only a record that is written grows its type: ``checkFields(_:in:)`` answers the growth a
+///   save needs, and the writer applies it (``grow(_:)``) once the record is written, so that a
+///   save refused for any reason (a conflict, a missing record, a size, a parent) changes no
+///   schema.
 /// - **Production** rejects an unknown type or field with CloudKit's `invalidArguments`.
 /// - **Public database**: a new record needs CREATE, a stored one WRITE (``RecordAccess``);
 ///   a caller who is not signed in writes nothing.
@@ -19,7 +23,9 @@
 /// ```swift
 /// var rules = RecordTypeRules(context: context)
 /// if let denied = try rules.accessDenial(save, creator: existing?.creatorUserRecordID, isNew: existing == nil, in: transaction) { return .failure(denied) }
-/// if let problem = try rules.checkFields(save, in: transaction) { return .failure(problem) }
+/// let growth = try rules.checkFields(save, in: transaction)   // .failure(problem) fails the item
+/// // … the record is written …
+/// if case .success(let fields?) = growth { rules.grow(fields) }
 /// try rules.storeGrowth(in: transaction)
 /// ```
 struct RecordTypeRules {
@@ -63,7 +69,7 @@ struct RecordTypeRules {
 
     /// One record type as this transaction sees it. A class: it is looked up and changed in
     /// place for every record, and a struct in an array would be copied on the way.
-    private final class TypeState {
+    fileprivate final class TypeState {
         let name: String
         /// As stored, plus what this transaction grew; `nil` while the type does not exist.
         var schema: RecordTypeSchema?
@@ -90,7 +96,7 @@ struct RecordTypeRules {
     }
 
     /// What a field's declaration says about the values it takes.
-    private struct FieldKind {
+    fileprivate struct FieldKind {
         let type: FieldType
         let isNumber: Bool
         let isEncrypted: Bool
@@ -136,7 +142,11 @@ struct RecordTypeRules {
             }
             if given != kind.type || anyEncrypted { unmatched = true }
         }
-        return !unmatched || checkFields(save, type: type) == nil
+        // A save that would grow the type takes the general path, which grows it only once the
+        // record is written (a new row may turn out to exist).
+        guard unmatched else { return true }
+        if case .success(nil) = checkFields(save, type: type) { return true }
+        return false
     }
 
     /// Who must have created a stored record for the caller to write it, decided without the
@@ -160,7 +170,7 @@ struct RecordTypeRules {
 
     /// Whether every value of `save` fits a field its type declares, with nothing to grow and
     /// no encryption to check: a pure check, which a save that never reads the stored record
-    /// can make before writing (``checkFields(_:in:)`` finds out the rest, and grows the type).
+    /// can make before writing (``checkFields(_:in:)`` finds out the rest, and what would grow).
     mutating func fitsDeclaredFields(_ save: PreparedSave, in transaction: any RecordWriteTransaction) throws -> Bool {
         let type = try typeState(save.record.recordType, in: transaction)
         guard type.exists, save.encryptedKeys.isEmpty, !type.hasEncryptedFields else { return false }
@@ -186,10 +196,27 @@ struct RecordTypeRules {
         return denied
     }
 
-    /// The type error of saving `save`'s fields, or `nil`; in development, grows the type to
-    /// hold the record's fields.
-    mutating func checkFields(_ save: PreparedSave, in transaction: any RecordWriteTransaction) throws -> StratusError? {
+    /// The type error of saving `save`'s fields, or what the type must grow (in development) to
+    /// hold them: `nil` when it holds them already. Nothing grows here: the writer applies the
+    /// growth with ``grow(_:)`` once the record is written, so that a save that fails changes
+    /// no schema.
+    mutating func checkFields(_ save: PreparedSave, in transaction: any RecordWriteTransaction) throws -> Result<Growth?, StratusError> {
         checkFields(save, type: try typeState(save.record.recordType, in: transaction))
+    }
+
+    /// The fields (and the type, when it does not exist) that a written record creates in
+    /// development, as ``checkFields(_:in:)`` found them.
+    struct Growth {
+        fileprivate let type: TypeState
+        fileprivate let missing: [(String, FieldValue)]
+        fileprivate let encrypted: Set<String>
+    }
+
+    /// Grows the type as `growth` says, after its record was written: later saves of this
+    /// transaction see the fields, and ``storeGrowth(in:)`` stores them. A field another save
+    /// of the transaction created in the meantime keeps its declaration.
+    mutating func grow(_ growth: Growth) {
+        Self.grow(growth.type, with: growth.missing.filter { growth.type.declared[$0.0] == nil }, encrypted: growth.encrypted)
     }
 
     /// The item error of deleting `id` (stored as `stored`, if at all), or `nil`: WRITE in the
@@ -217,7 +244,7 @@ struct RecordTypeRules {
 
     // MARK: - Fields
 
-    private func checkFields(_ save: PreparedSave, type: TypeState) -> StratusError? {
+    private func checkFields(_ save: PreparedSave, type: TypeState) -> Result<Growth?, StratusError> {
         let encrypted = save.encryptedKeys
         var missing: [(String, FieldValue)] = []
         // Undeclared fields holding an empty list of no known element type: they create no
@@ -236,22 +263,21 @@ struct RecordTypeRules {
             if given != kind.type || kind.isEncrypted || !encrypted.isEmpty,
                !(kind.type.isList && value.isEmptyList && save.jsonExtras.holdsUntypedEmptyList(key)),
                let problem = mismatch(key, kind, given, isEncrypted: !encrypted.isEmpty && encrypted.contains(key), recordID: save.recordID, typeName: type.name) {
-                return problem
+                return .failure(problem)
             }
         }
         if context.environment == .production, type.exists, missing.isEmpty, let field = untypedMissing.min() {
-            return StratusError(.invalidArguments, "Cannot create or modify field '\(field)' in record '\(type.name)' in production schema (record '\(save.recordID.recordName)'); deploy the development schema first", recordID: save.recordID)
+            return .failure(StratusError(.invalidArguments, "Cannot create or modify field '\(field)' in record '\(type.name)' in production schema (record '\(save.recordID.recordName)'); deploy the development schema first", recordID: save.recordID))
         }
-        guard !missing.isEmpty || !type.exists else { return nil }
+        guard !missing.isEmpty || !type.exists else { return .success(nil) }
         if context.environment == .production {
             guard type.exists else {
-                return StratusError(.invalidArguments, "Cannot create new type \(type.name) in production schema (record '\(save.recordID.recordName)'); deploy the development schema first", recordID: save.recordID)
+                return .failure(StratusError(.invalidArguments, "Cannot create new type \(type.name) in production schema (record '\(save.recordID.recordName)'); deploy the development schema first", recordID: save.recordID))
             }
             let field = missing.map(\.0).min()!
-            return StratusError(.invalidArguments, "Cannot create or modify field '\(field)' in record '\(type.name)' in production schema (record '\(save.recordID.recordName)'); deploy the development schema first", recordID: save.recordID)
+            return .failure(StratusError(.invalidArguments, "Cannot create or modify field '\(field)' in record '\(type.name)' in production schema (record '\(save.recordID.recordName)'); deploy the development schema first", recordID: save.recordID))
         }
-        Self.grow(type, with: missing, encrypted: encrypted)
-        return nil
+        return .success(Growth(type: type, missing: missing, encrypted: encrypted))
     }
 
     /// The declaration of the field named `key` of ``recentType``, looked for among the

@@ -256,7 +256,14 @@ enum RecordWriteExecutor {
                 }
                 return .failure(denied)
             }
-            if let problem = try typeRules.checkFields(save, in: transaction) { return .failure(problem) }
+            // What the type must grow to hold the record: grown only once the record is written,
+            // so that a save refused below (a conflict, a missing record, a size, a parent)
+            // changes no schema.
+            let growth: RecordTypeRules.Growth?
+            switch try typeRules.checkFields(save, in: transaction) {
+            case .success(let needed): growth = needed
+            case .failure(let problem): return .failure(problem)
+            }
             let resolution: RecordWriteRules.Resolution
             switch RecordWriteRules.resolve(save, existing: existing, mode: request.writeMode, preservingSystemFields: request.preservesSystemFields,
                                             newRecordCreator: typeRules.systemCreator(of: save), context: context, now: now) {
@@ -283,6 +290,7 @@ enum RecordWriteExecutor {
                                 document: document ?? FieldDocument.encodedBytes(fields, encryptedKeys: resolution.encryptedKeys, jsonExtras: resolution.jsonExtras),
                                 deleteSelfTargets: deleteSelfTargets, jsonExtras: resolution.jsonExtras)
             try transaction.writeRecord(row, replacing: existing != nil)
+            if let growth { typeRules.grow(growth) }
             notifier?.saved(id, recordType: row.recordType, system: row.systemFields, fields: fields, created: existing == nil)
             guard request.returnsSavedRecords else { return .success((save.record, resolution.kind)) }
             let stored = Record(recordType: row.recordType, recordID: id, systemFields: row.systemFields, fields: fields, parent: row.parent,
