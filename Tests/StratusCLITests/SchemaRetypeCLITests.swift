@@ -23,7 +23,7 @@ struct SchemaRetypeCLITests {
             let result = try await cli.run(["schema", "import", retyping])
             #expect(result.exitCode == 65, "\(result)")
             #expect(result.stderr.contains("field 'n' of T is INT64 and would become STRING"), "\(result)")
-            #expect(result.stderr.contains("T has 1 record"), "\(result)")
+            #expect(result.stderr.contains("1 record of T holds it as INT64"), "\(result)")
             let after = try await cli.run(["schema", "export"])
             #expect(after.stdout == before.stdout, "the schema is unchanged")
 
@@ -43,6 +43,53 @@ struct SchemaRetypeCLITests {
             let emptyRetyped = try cli.file("empty.ckdb", "DEFINE SCHEMA\n  RECORD TYPE T (\n    n INT64 QUERYABLE,\n    m STRING\n  );\n  RECORD TYPE U (\n    x INT64\n  );\n")
             let emptyType = try await cli.run(["schema", "import", emptyRetyped])
             #expect(emptyType.exitCode == 0, "\(emptyType)")
+        }
+    }
+
+    @Test("a field dropped from the schema cannot come back with another type while records hold it (two imports, saveSchema); the refusal counts the records holding the field, in every database, and a field no record holds may be retyped",
+          arguments: TestEngine.all)
+    func retypeThroughRemovalRefused(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let records = #"{"recordName":"a","recordType":"T","fields":{"n":{"value":1,"type":"INT64"},"m":{"value":"x","type":"STRING"}}}"# + "\n"
+                + #"{"recordName":"b","recordType":"T","fields":{"m":{"value":"y","type":"STRING"}}}"# + "\n"
+            #expect(try await cli.run(["import", try cli.file("t.ndjson", records)]).exitCode == 0)
+            // A record in a private database holds n too.
+            let mine = #"{"recordName":"c","recordType":"T","fields":{"n":{"value":3,"type":"INT64"}}}"# + "\n"
+            #expect(try await cli.run(["import", try cli.file("c.ndjson", mine), "--database", "private", "--user", "bob"]).exitCode == 0)
+
+            // Step one: a schema without n (development may drop a field).
+            let without = try cli.file("without.ckdb", "DEFINE SCHEMA\n  RECORD TYPE T (\n    m STRING\n  );\n")
+            let dropped = try await cli.run(["schema", "import", without])
+            #expect(dropped.exitCode == 0, "\(dropped)")
+            // Step two: n back as STRING is refused: two records hold it as INT64.
+            let back = try cli.file("back.ckdb", "DEFINE SCHEMA\n  RECORD TYPE T (\n    m STRING,\n    n STRING\n  );\n")
+            let validate = try await cli.run(["schema", "validate", back])
+            #expect(validate.exitCode == 65, "\(validate)")
+            let refused = try await cli.run(["schema", "import", back])
+            #expect(refused.exitCode == 65, "\(refused)")
+            #expect(refused.stderr.contains("field 'n' of T would be STRING, but 2 records of T hold it as INT64"), "\(refused)")
+            #expect(!(try await cli.run(["schema", "export"]).stdout.contains("n STRING")), "nothing changed")
+            let container = try cli.container()
+            var retyped = RecordTypeSchema(recordType: "T")
+            retyped.addField("m", type: .string)
+            retyped.addField("n", type: .double)
+            let error = await #expect(throws: StratusError.self) { try await container.saveSchema(retyped) }
+            #expect(error?.message.contains("2 records of T hold it as INT64") == true, "\(String(describing: error))")
+            // With its type, n comes back.
+            let same = try cli.file("same.ckdb", "DEFINE SCHEMA\n  RECORD TYPE T (\n    m STRING,\n    n INT64\n  );\n")
+            #expect(try await cli.run(["schema", "import", same]).exitCode == 0)
+
+            // A field that no record holds may be retyped, though its type has records.
+            let unused = try cli.file("unused.ckdb", "DEFINE SCHEMA\n  RECORD TYPE T (\n    m STRING,\n    n INT64,\n    spare STRING\n  );\n")
+            #expect(try await cli.run(["schema", "import", unused]).exitCode == 0)
+            let spare = try cli.file("spare.ckdb", "DEFINE SCHEMA\n  RECORD TYPE T (\n    m STRING,\n    n INT64,\n    spare TIMESTAMP\n  );\n")
+            let retypedSpare = try await cli.run(["schema", "import", spare])
+            #expect(retypedSpare.exitCode == 0, "no record holds spare: \(retypedSpare)")
+            // m is held by both public records: the message counts those, not the type's three.
+            let mRetyped = try cli.file("m.ckdb", "DEFINE SCHEMA\n  RECORD TYPE T (\n    m INT64,\n    n INT64,\n    spare TIMESTAMP\n  );\n")
+            let mRefused = try await cli.run(["schema", "import", mRetyped])
+            #expect(mRefused.exitCode == 65 && mRefused.stderr.contains("field 'm' of T is STRING and would become INT64, but 2 records of T hold it as STRING"), "\(mRefused)")
         }
     }
 }

@@ -73,12 +73,13 @@ extension EngineConformance {
     static let randomQueriesPerDataset = 200
 
     /// A schema that indexes most fields and has a compound index; `code` holds strings and
-    /// numbers, so it stays undeclared (a declared field holds its declared type only).
+    /// numbers, so it stays undeclared (a declared field holds its declared type only); `num`
+    /// holds integers and doubles, so it is a `NUMBER` field, which takes both.
     static func randomSchema(_ recordType: String) -> RecordTypeSchema {
         var schema = RecordTypeSchema(recordType: recordType)
         schema.addField("name", type: .string, indexes: [.queryable, .sortable, .searchable])
         schema.addField("title", type: .string, indexes: [.queryable, .searchable])
-        schema.addField("num", type: .double, indexes: [.queryable, .sortable])
+        schema.fields.append(.init("num", type: .double, indexes: [.queryable, .sortable], isNumber: true))
         schema.addField("count", type: .int64, indexes: [.queryable, .sortable])
         schema.addField("price", type: .double, indexes: [.sortable])
         schema.addField("due", type: .timestamp, indexes: [.queryable, .sortable])

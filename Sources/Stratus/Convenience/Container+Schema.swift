@@ -47,9 +47,10 @@ extension Container {
     /// as `cktool import-schema` does, and builds its indexes.
     ///
     /// The schema must keep every record type and field production has, with its type
-    /// (``ContainerSchema/checkKeeps(_:for:)``), and may not change the type of a field whose
-    /// record type has records in development (``ContainerSchema/checkRetypes(to:recordCounts:for:)``):
-    /// CloudKit never changes a field's type. Refused, nothing changes.
+    /// (``ContainerSchema/checkKeeps(_:for:)``), and may not give a field a type that records of
+    /// development hold it with otherwise, a field dropped before included
+    /// (``StorageEngine/checkFieldTypes(from:to:storageContainer:for:)``): CloudKit never
+    /// changes a field's type. Refused, nothing changes.
     ///
     /// ```swift
     /// let schema = try SchemaReader.read(text)   // StratusTransfer
@@ -57,7 +58,7 @@ extension Container {
     /// ```
     ///
     /// - Throws: ``StratusError`` `invalidArguments` for an invalid schema, one that drops or
-    ///   retypes what production has or retypes a field of a type with records, or a
+    ///   retypes what production has or gives a field a type its records do not hold, or a
     ///   production container; store errors.
     @discardableResult
     public func replaceSchema(_ schema: ContainerSchema) async throws -> ContainerSchema {
@@ -74,17 +75,14 @@ extension Container {
             let production = try engine.fetchSchema(storageContainer: productionKey)
             try stored.checkKeeps(production, for: "replace the development schema")
             let development = try engine.fetchSchema(storageContainer: developmentKey)
-            if !development.retypes(to: stored).isEmpty {
-                try development.checkRetypes(to: stored, recordCounts: try engine.recordCountsByType(storageContainer: developmentKey),
-                                             for: "replace the development schema")
-            }
+            try engine.checkFieldTypes(from: development, to: stored, storageContainer: developmentKey, for: "replace the development schema")
             try engine.modifySchema(storageContainer: developmentKey) { $0 = stored }
             return stored
         }
     }
 
     /// Checks, changing nothing, that ``replaceSchema(_:)`` would take `schema`: it keeps what
-    /// production has, and retypes no field of a record type with records in development.
+    /// production has, and gives no field a type that development's records hold it with otherwise.
     ///
     /// ```swift
     /// try await container.checkSchemaReplacement(schema, for: "import schema.ckdb")
@@ -101,9 +99,7 @@ extension Container {
         try await publicCloudDatabase.perform { engine, _ in
             try checked.checkKeeps(try engine.fetchSchema(storageContainer: productionKey), for: action)
             let development = try engine.fetchSchema(storageContainer: developmentKey)
-            if !development.retypes(to: checked).isEmpty {
-                try development.checkRetypes(to: checked, recordCounts: try engine.recordCountsByType(storageContainer: developmentKey), for: action)
-            }
+            try engine.checkFieldTypes(from: development, to: checked, storageContainer: developmentKey, for: action)
         }
     }
 

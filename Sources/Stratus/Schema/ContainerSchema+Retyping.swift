@@ -1,41 +1,31 @@
 extension ContainerSchema {
-    /// Checks that `replacement` changes the type of no field (its type, encryption or `NUMBER`
-    /// preference) of a record type that has records in this schema's environment: CloudKit
-    /// never changes a field's type, and stored values would no longer have their field's
-    /// type. A type without records may be retyped in development.
-    ///
-    /// `recordCounts` are the environment's records by type, every database, user and zone
-    /// counted (``StorageEngine/recordCountsByType(storageContainer:)``).
-    ///
-    /// ```swift
-    /// try development.checkRetypes(to: imported, recordCounts: ["Item": 12], for: "import schema.ckdb")
-    /// ```
-    ///
-    /// - Throws: ``StratusError`` `invalidArguments` naming each such field, its type, its old
-    ///   and its new type, and how many records its type has.
-    public func checkRetypes(to replacement: ContainerSchema, recordCounts: [String: Int], for action: String) throws {
-        let problems = retypes(to: replacement).compactMap { change -> String? in
-            guard case .fieldRetyped(let type, let old, let new) = change, let count = recordCounts[type], count > 0 else { return nil }
-            return "field '\(old.name)' of \(type) is \(Self.declaredType(old)) and would become \(Self.declaredType(new)), "
-                + "but \(type) has \(count) record\(count == 1 ? "" : "s")"
-        }
-        guard !problems.isEmpty else { return }
-        throw StratusError(.invalidArguments, "cannot \(action): " + problems.joined(separator: "; ")
-                           + " (CloudKit never changes a field's type; nothing was changed)")
-    }
-
-    /// The fields `replacement` gives another type, encryption or `NUMBER` preference.
-    func retypes(to replacement: ContainerSchema) -> [SchemaChange] {
-        changes(to: replacement).filter {
-            if case .fieldRetyped = $0 { return true }
-            return false
+    /// The fields whose declaration `replacement` makes or changes the type of: retyped ones,
+    /// and added ones (a field dropped from the schema may still be held by records).
+    func typeDeclarations(to replacement: ContainerSchema) -> [(recordType: String, old: RecordTypeSchema.Field?, new: RecordTypeSchema.Field)] {
+        changes(to: replacement).compactMap { change in
+            switch change {
+            case .fieldRetyped(let type, let old, let new): (type, old, new)
+            case .fieldAdded(let type, let new): (type, nil, new)
+            default: nil
+            }
         }
     }
 
     /// `INT64`, `ENCRYPTED STRING`, `NUMBER PREFERRED AS DOUBLE`.
-    private static func declaredType(_ field: RecordTypeSchema.Field) -> String {
+    static func declaredType(_ field: RecordTypeSchema.Field) -> String {
         String(SchemaChange.text(RecordTypeSchema.Field(field.name, type: field.type, isEncrypted: field.isEncrypted, isNumber: field.isNumber))
             .dropFirst(field.name.count + 1))
+    }
+}
+
+extension RecordTypeSchema.Field {
+    /// Whether a value of type `given` (encrypted or not) fits this declaration: its type, or
+    /// INT64 and DOUBLE (or their lists) for a `NUMBER` field, with the same encryption.
+    func takes(_ given: FieldType, encrypted: Bool) -> Bool {
+        guard encrypted == isEncrypted else { return false }
+        if given == type { return true }
+        guard isNumber else { return false }
+        return type.isList ? (given == .int64List || given == .doubleList) : (given == .int64 || given == .double)
     }
 }
 
@@ -50,13 +40,92 @@ extension StorageEngine {
     ///
     /// - Throws: store errors.
     @_spi(StratusEngine) public func recordCountsByType(storageContainer: String) throws -> [String: Int] {
-        let (identifier, environment) = Container.Environment.split(storageContainer: storageContainer)
         var counts: [String: Int] = [:]
-        for database in try inventory().databases where database.containerIdentifier == identifier && database.environment == environment {
-            for zone in database.zones {
-                for (type, count) in zone.recordCounts { counts[type, default: 0] += count }
-            }
+        for (_, zone) in try zonesOfEnvironment(storageContainer) {
+            for (type, count) in zone.recordCounts { counts[type, default: 0] += count }
         }
         return counts
+    }
+
+    /// Checks that `replacement` gives no field a type that records of the environment hold
+    /// it with otherwise: CloudKit never changes a field's type, and stored values would no
+    /// longer have their field's type. A retyped field and a field added back after it was
+    /// dropped from the schema are both checked against the values stored, in every database,
+    /// user and zone; a field that no record holds may take any type (development).
+    ///
+    /// Each record type with records whose fields the replacement declares anew is read once
+    /// (only those fields), so the check costs a scan of those types, never of the others.
+    ///
+    /// ```swift
+    /// try engine.checkFieldTypes(from: development, to: imported, storageContainer: key, for: "import schema.ckdb")
+    /// ```
+    ///
+    /// - Throws: ``StratusError`` `invalidArguments` naming each such field, its old and new
+    ///   declaration, how many records hold it and as what; store errors.
+    @_spi(StratusEngine) public func checkFieldTypes(from current: ContainerSchema, to replacement: ContainerSchema,
+                                                     storageContainer: String, for action: String) throws {
+        let declarations = current.typeDeclarations(to: replacement)
+        guard !declarations.isEmpty else { return }
+        let zones = try zonesOfEnvironment(storageContainer)
+        var problems: [String] = []
+        for (type, changes) in Dictionary(grouping: declarations, by: \.recordType).sorted(by: { $0.key < $1.key }) {
+            let typeZones = zones.filter { ($0.zone.recordCounts[type] ?? 0) > 0 }
+            guard !typeZones.isEmpty else { continue }
+            let held = try heldTypes(of: changes.map(\.new), recordType: type, in: typeZones)
+            for change in changes.sorted(by: { $0.new.name < $1.new.name }) {
+                guard let misfits = held[change.new.name], !misfits.isEmpty else { continue }
+                let count = misfits.values.reduce(0, +)
+                let spelled = misfits.keys.sorted().joined(separator: " or ")
+                let holders = "\(count) record\(count == 1 ? "" : "s") of \(type) hold\(count == 1 ? "s" : "") it as \(spelled)"
+                if let old = change.old {
+                    problems.append("field '\(old.name)' of \(type) is \(ContainerSchema.declaredType(old)) and would become \(ContainerSchema.declaredType(change.new)), but \(holders)")
+                } else {
+                    problems.append("field '\(change.new.name)' of \(type) would be \(ContainerSchema.declaredType(change.new)), but \(holders)")
+                }
+            }
+        }
+        guard !problems.isEmpty else { return }
+        throw StratusError(.invalidArguments, "cannot \(action): " + problems.joined(separator: "; ")
+                           + " (CloudKit never changes a field's type; nothing was changed)")
+    }
+
+    /// For each field, the declarations (as text) its stored values have that `fields` do not
+    /// take, with how many records hold each.
+    private func heldTypes(of fields: [RecordTypeSchema.Field], recordType: String,
+                           in zones: [(database: DatabaseContext, zone: StoreInventory.ZoneEntry)]) throws -> [String: [String: Int]] {
+        let byName = Dictionary(fields.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        var misfits: [String: [String: Int]] = [:]
+        for (database, zone) in zones {
+            let query = try CompiledQuery(Query(recordType: recordType), zoneID: zone.zone.zoneID, desiredKeys: byName.keys.sorted())
+            let stream = try openQueryStream(query, in: database, after: nil)
+            defer { stream.close() }
+            while case let page = try stream.next(limit: 1_000), !page.records.isEmpty {
+                for record in page.records {
+                    let encrypted = record.encryptedKeys
+                    for (name, value) in record.fieldValues {
+                        // An empty list holds no element, so it fits any list.
+                        guard let field = byName[name], !(value.isEmptyList && field.type.isList) else { continue }
+                        let isEncrypted = encrypted.contains(name)
+                        if !field.takes(value.type, encrypted: isEncrypted) {
+                            misfits[name, default: [:]][(isEncrypted ? "ENCRYPTED " : "") + value.type.rawValue, default: 0] += 1
+                        }
+                    }
+                }
+            }
+        }
+        return misfits
+    }
+
+    /// The zones of one environment's databases, each with a context that reads every row of
+    /// it (its owner's, as an administrator: security roles do not hide records from a check).
+    private func zonesOfEnvironment(_ storageContainer: String) throws -> [(database: DatabaseContext, zone: StoreInventory.ZoneEntry)] {
+        let (identifier, environment) = Container.Environment.split(storageContainer: storageContainer)
+        var zones: [(database: DatabaseContext, zone: StoreInventory.ZoneEntry)] = []
+        for database in try inventory().databases where database.containerIdentifier == identifier && database.environment == environment {
+            let context = DatabaseContext(containerIdentifier: identifier, environment: environment, scope: database.scope, userName: nil,
+                                          userRecordName: database.owner.isEmpty ? nil : database.owner, isAdministrator: true)
+            for zone in database.zones { zones.append((context, zone)) }
+        }
+        return zones
     }
 }

@@ -38,20 +38,17 @@ public final class ModifySchemasOperation: DatabaseOperation, @unchecked Sendabl
                 return StratusError(.invalidArguments, "the production schema changes only by deploying the development schema; save the record types in development, then deploy")
             }
             let saving = schemasToSave
-            // A field of a type with records keeps its type (CloudKit never changes one).
+            // A field keeps the type its records hold it with (CloudKit never changes one).
             let current = try withRetry { try engine.fetchSchema(storageContainer: context.storageContainer) }
             var replacement = current
             for type in saving {
                 replacement.recordTypes.removeAll { $0.recordType == type.recordType }
                 replacement.recordTypes.append(type)
             }
-            if !current.retypes(to: replacement).isEmpty {
-                let counts = try withRetry { try engine.recordCountsByType(storageContainer: context.storageContainer) }
-                do {
-                    try current.checkRetypes(to: replacement, recordCounts: counts, for: "save the record types")
-                } catch let error as StratusError {
-                    return error
-                }
+            do {
+                try withRetry { try engine.checkFieldTypes(from: current, to: replacement, storageContainer: context.storageContainer, for: "save the record types") }
+            } catch let error as StratusError where error.code == .invalidArguments {
+                return error
             }
             savedSchemas = try withRetry {
                 try engine.modifySchema(storageContainer: context.storageContainer) { schema in
