@@ -25,6 +25,12 @@ struct UpdateCommand: Command {
         due:TIMESTAMP=2025-01-01T09:00:00Z, tags:STRING_LIST=["a","b"], owner:REFERENCE=user-7,
         place:LOCATION=48.85,2.35). An empty VALUE (NAME=) removes the field.
 
+        --dry-run checks each batch as the real run would, with the same write policy applied
+        to the store's records without writing them: a value of another type than its field's,
+        a field production lacks, or a record the security roles do not let you write fails
+        in the dry run as in the real run (exit 1, each failure reported), and the summary says
+        what would be updated.
+
         With --checkpoint, each batch's transaction also records where the query is, so a run
         stopped anywhere (kill -9 included) and started again with the same FILE goes on after
         the last committed batch: every matching record is updated exactly once. The file is
@@ -38,7 +44,7 @@ struct UpdateCommand: Command {
         Option(flag: "--all", "every record of the type"),
         Option("--set", "NAME[:TYPE]=VALUE", "a value to write (an empty VALUE removes the field)", default: "none; at least one", repeatable: true),
         Option("--batch-size", "N", "records per batch, each written in one transaction", default: "1000"),
-        Option(flag: "--dry-run", "read and compare, report what would be updated, write nothing"),
+        Option(flag: "--dry-run", "every check of the real run, writing nothing: the same write policy (types, production's refusals, change tags, security roles, sizes) applied to the store's records; reports what would be updated and what would fail, and exits as the real run would"),
         Option("--max-errors", "N", "stop (exit 65) once more than N records failed: the batch in which that happened is written but for its failures, nothing after it", default: "no limit"),
         Option("--reject-file", "FILE", "append each failed record as a JSON line: recordName, error", default: "none: the first 10 reasons go to stderr"),
         Option("--checkpoint", "FILE", "after a crash, kill or interruption, the next run with the same FILE continues after the last committed batch; removed when the update ends", default: "none"),
@@ -130,13 +136,13 @@ struct UpdateCommand: Command {
     /// The summary line: `updated 999,000, unchanged 1,000, failed 0`.
     private func line(_ summary: RecordUpdater.Summary) -> String {
         if dryRun {
-            return "dry run: would update \(Progress.grouped(summary.updated)), unchanged \(Progress.grouped(summary.unchanged)), nothing written"
+            return "dry run: would update \(Progress.grouped(summary.updated)), unchanged \(Progress.grouped(summary.unchanged)), failed \(Progress.grouped(summary.failed)), nothing written"
         }
         return "updated \(Progress.grouped(summary.updated)), unchanged \(Progress.grouped(summary.unchanged)), failed \(Progress.grouped(summary.failed))"
     }
 
     private func json(_ summary: RecordUpdater.Summary) -> [String: Int] {
-        if dryRun { return ["matched": summary.matched, "wouldUpdate": summary.updated, "unchanged": summary.unchanged] }
+        if dryRun { return ["matched": summary.matched, "wouldUpdate": summary.updated, "unchanged": summary.unchanged, "failed": summary.failed] }
         return ["matched": summary.matched, "updated": summary.updated, "unchanged": summary.unchanged, "failed": summary.failed]
     }
 }

@@ -61,7 +61,7 @@ struct UpdateCLITests {
             #expect(try await cli.count("Note", where: "status == 'open'") == 1, "a dry run writes nothing")
 
             let human = try await cli.run(["update", "--type", "Note", "--all", "--set", "status=open", "--dry-run"])
-            #expect(human.stderr.contains("dry run: would update 5, unchanged 1, nothing written"), "\(human)")
+            #expect(human.stderr.contains("dry run: would update 5, unchanged 1, failed 0, nothing written"), "\(human)")
         }
     }
 

@@ -29,7 +29,11 @@ public final class RecordUpdater: Sendable {
     public struct Options: Sendable {
         /// Records per batch; each batch is written in one transaction.
         public var batchSize = 1_000
-        /// Read and compare, write nothing: ``Summary/updated`` counts what would be written.
+        /// Every check of the real run short of writing: each batch goes through the same write
+        /// policy (types, production's refusals, change tags, security roles, sizes) applied to a
+        /// ``WriteSimulation`` of the store, so ``Summary/updated`` counts what would be written
+        /// and ``Summary/failed`` what the real run would refuse, for the same reasons. Nothing
+        /// is written, and no checkpoint is kept.
         public var isDryRun = false
         /// Stop once more than this many records failed; nil: no limit.
         public var maximumFailures: Int?
@@ -63,7 +67,7 @@ public final class RecordUpdater: Sendable {
         public var updated = 0
         /// Records that already held every value, so were not written.
         public var unchanged = 0
-        /// Records the store refused, each reported once.
+        /// Records the store refused (in a dry run: would refuse), each reported once.
         public var failed = 0
         /// Why the run ended.
         public var end = End.finished
@@ -139,7 +143,8 @@ public final class RecordUpdater: Sendable {
     /// ```
     ///
     /// - Parameters:
-    ///   - checkpoint: where the run's position is kept; the run starts after it.
+    ///   - checkpoint: where the run's position is kept; the run starts after it. A dry run
+    ///     neither reads nor keeps one.
     ///   - failed: each record the store refused, with why, once.
     ///   - progress: what is settled so far, after each batch.
     /// - Returns: what was done and why it ended.
@@ -158,7 +163,8 @@ public final class RecordUpdater: Sendable {
         read.resultsLimit = options.batchSize
         // The fields set are the only ones compared and written.
         read.desiredKeys = (Set(values.keys).union(removedKeys)).sorted()
-        read.checkpoint = checkpoint
+        // A dry run writes nothing, its position included.
+        read.checkpoint = options.isDryRun ? nil : checkpoint
         read.recordOutput.maximumBatchesInFlight = options.batchesInFlight
         let change: @Sendable ([Record]) -> [Record] = { records in
             let changed = records.filter { record in
@@ -171,46 +177,39 @@ public final class RecordUpdater: Sendable {
             tally.update { $0.matched += records.count; $0.unchanged += records.count - changed.count }
             return changed
         }
-        let result: Result<Void, any Error>
-        if options.isDryRun {
-            let count = ConsumeOperation(consuming: read) { (records: [Record]) in
-                let changed = change(records)
-                tally.update { $0.updated += changed.count }
+        // A dry run is the real run's write policy applied to a simulation of the store: the
+        // same operation, whose writes go to the simulation (``WriteSimulation``).
+        let save = ModifyRecordsOperation(savingRecordsFrom: read, transform: change)
+        save.writeMode = .update
+        save.isAtomic = false
+        save.itemsPerBatch = options.batchSize
+        save.simulation = options.isDryRun ? WriteSimulation() : nil
+        // Outcomes are counted, never looked at: the saves need not make stored records.
+        save.perRecordBlocksGetStoredRecords = false
+        save.perRecordSaveBlock = { [job] id, outcome in
+            switch outcome {
+            case .success:
+                let now = tally.update { summary -> Summary in
+                    summary.updated += 1
+                    return summary
+                }
+                if now.updated % 256 == 0 { progress?(now) }
+            case .failure(let error):
+                let error = StratusError.wrap(error)
+                failed?(id, error)
+                let passed = tally.update { summary -> Bool in
+                    summary.failed += 1
+                    guard let maximum = options.maximumFailures, summary.failed > maximum, summary.end == .finished else { return false }
+                    summary.end = .failureLimitReached
+                    return true
+                }
+                if passed { job.cancel() }
+            }
+        }
+        let result = await job.run([read, save], on: database) { finish in
+            save.modifyRecordsResultBlock = { outcome in
                 progress?(tally.value)
-            }
-            result = await job.run([read, count], on: database) { finish in count.consumeResultBlock = finish }
-        } else {
-            let save = ModifyRecordsOperation(savingRecordsFrom: read, transform: change)
-            save.writeMode = .update
-            save.isAtomic = false
-            save.itemsPerBatch = options.batchSize
-            // Outcomes are counted, never looked at: the saves need not make stored records.
-            save.perRecordBlocksGetStoredRecords = false
-            save.perRecordSaveBlock = { [job] id, outcome in
-                switch outcome {
-                case .success:
-                    let now = tally.update { summary -> Summary in
-                        summary.updated += 1
-                        return summary
-                    }
-                    if now.updated % 256 == 0 { progress?(now) }
-                case .failure(let error):
-                    let error = StratusError.wrap(error)
-                    failed?(id, error)
-                    let passed = tally.update { summary -> Bool in
-                        summary.failed += 1
-                        guard let maximum = options.maximumFailures, summary.failed > maximum, summary.end == .finished else { return false }
-                        summary.end = .failureLimitReached
-                        return true
-                    }
-                    if passed { job.cancel() }
-                }
-            }
-            result = await job.run([read, save], on: database) { finish in
-                save.modifyRecordsResultBlock = { outcome in
-                    progress?(tally.value)
-                    finish(outcome)
-                }
+                finish(outcome)
             }
         }
         return try PipelineJobOutcome.summary(result, tally: tally) { summary in
@@ -218,9 +217,10 @@ public final class RecordUpdater: Sendable {
         } failure: { Failure(error: $0, summary: $1) }
     }
 
-    /// Refuses values no record may hold, naming the field.
+    /// Refuses values no record may hold, naming the field: checked on a record in the zone the
+    /// update writes, where the values' references must point.
     private func checkValues() throws {
-        let probe = Record(recordType: query.recordType, recordID: Record.ID(recordName: "update"))
+        let probe = Record(recordType: query.recordType, recordID: Record.ID(recordName: "update", zoneID: zoneID ?? .default))
         for (key, value) in values { probe.setFieldValue(value, forKey: key) }
         for key in removedKeys { probe.setFieldValue(nil, forKey: key) }
         do {
