@@ -250,4 +250,30 @@ struct AssetsCLITests {
             #expect(FileManager.default.contents(atPath: store.path("got.bin")) == content)
         }
     }
+
+    @Test("assets attach counts as attached only the assets of records saved with their content: a record whose save fails (a symbolic link) is a failure, its assets stay without content, exit 1",
+          arguments: TestEngine.all)
+    func attachCountsOnlyWhatItAttached(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            func asset(_ checksum: String) -> String {
+                #"{"value":{"fileChecksum":"\#(checksum)","size":16,"downloadURL":"https://cvws.icloud-content.com/B/\#(checksum)/${f}"},"type":"ASSETID"}"#
+            }
+            let records = #"{"recordName":"linked","recordType":"Photo","fields":{"a":\#(asset("AAAA")),"b":\#(asset("BBBB"))}}"# + "\n"
+                + #"{"recordName":"plain","recordType":"Photo","fields":{"a":\#(asset("CCCC"))}}"# + "\n"
+            #expect(try await cli.run(["import", try cli.file("photos.ndjson", records)]).exitCode == 0)
+            let content = Data(repeating: 7, count: 16)
+            _ = try store.writeFile("elsewhere/real", content)
+            _ = try store.writeFile("downloads/CCCC", content)
+            try FileManager.default.createSymbolicLink(atPath: store.path("downloads/AAAA"), withDestinationPath: store.path("elsewhere/real"))
+            try FileManager.default.createSymbolicLink(atPath: store.path("downloads/BBBB"), withDestinationPath: store.path("elsewhere/real"))
+
+            let attached = try await cli.run(["assets", "attach", store.path("downloads")])
+            #expect(attached.exitCode == 1, "\(attached)")
+            #expect(attached.stderr.contains("attached 1, not found 0, size differs 0, failed 1"), "\(attached)")
+            #expect(try await cli.run(["assets", "get", "plain", "a", "--output", store.path("plain.bin")]).exitCode == 0)
+            let still = try await cli.run(["assets", "get", "linked", "a"])
+            #expect(still.exitCode == 66 && still.stderr.contains("assetNotAvailable"), "\(still)")
+        }
+    }
 }

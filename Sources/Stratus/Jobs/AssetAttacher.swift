@@ -25,13 +25,14 @@ import Synchronization
 public final class AssetAttacher: Sendable {
     /// What an attach run did.
     public struct Summary: Sendable, Hashable {
-        /// Assets that got their content.
+        /// Assets that got their content: those of records saved with it (a record whose save
+        /// failed counts in ``failures``, none of its assets here).
         public var attached = 0
         /// Assets without content for which the folder has no file.
         public var notFound = 0
         /// Assets whose file has another size than CloudKit's `size` (not attached).
         public var sizeDiffers = 0
-        /// Records whose save failed, with why.
+        /// Records whose save failed, with why (their assets stay without content).
         public var failures: [String] = []
 
         public init() {}
@@ -65,7 +66,7 @@ public final class AssetAttacher: Sendable {
             let zoneID = zone.zone.zoneID
             if let zoneIDs, !zoneIDs.contains(where: { $0.zoneName == zoneID.zoneName }) { continue }
             for recordType in zone.recordCounts.keys.sorted() {
-                var pending: [Record] = []
+                var pending: [(record: Record, assets: Int)] = []
                 for try await record in database.allRecords(matching: Query(recordType: recordType), inZoneWith: zoneID) {
                     if let updated = attach(record, &summary) { pending.append(updated) }
                     if pending.count >= 100 {
@@ -79,23 +80,24 @@ public final class AssetAttacher: Sendable {
         return summary
     }
 
-    /// The record with content for its assets that lack it, or nil when none was found.
-    private func attach(_ record: Record, _ summary: inout Summary) -> Record? {
-        var changed = false
+    /// The record with content for its assets that lack it and how many got it, or nil when
+    /// none was found.
+    private func attach(_ record: Record, _ summary: inout Summary) -> (record: Record, assets: Int)? {
+        var found = 0
         let copy = record.copy() as! Record
         for (key, value) in record.fieldValues {
             switch value {
             case .asset(let asset) where asset.storedIdentifier == nil:
-                if let found = content(for: asset, record: record, field: key, index: nil, &summary) {
-                    copy.setFieldValue(.asset(found), forKey: key, encrypted: record.encryptedKeys.contains(key))
-                    changed = true
+                if let file = content(for: asset, record: record, field: key, index: nil, &summary) {
+                    copy.setFieldValue(.asset(file), forKey: key, encrypted: record.encryptedKeys.contains(key))
+                    found += 1
                 }
             case .assetList(let assets) where assets.contains(where: { $0.storedIdentifier == nil }):
                 var updated = assets
                 for (index, asset) in assets.enumerated() where asset.storedIdentifier == nil {
-                    if let found = content(for: asset, record: record, field: key, index: index, &summary) {
-                        updated[index] = found
-                        changed = true
+                    if let file = content(for: asset, record: record, field: key, index: index, &summary) {
+                        updated[index] = file
+                        found += 1
                     }
                 }
                 if updated != assets { copy.setFieldValue(.assetList(updated), forKey: key, encrypted: record.encryptedKeys.contains(key)) }
@@ -103,7 +105,7 @@ public final class AssetAttacher: Sendable {
                 continue
             }
         }
-        return changed ? copy : nil
+        return found > 0 ? (copy, found) : nil
     }
 
     /// The asset with its content's file from the folder, when there is one of the right size.
@@ -118,22 +120,23 @@ public final class AssetAttacher: Sendable {
                 summary.sizeDiffers += 1
                 return nil
             }
-            summary.attached += 1
             return Asset(path: path, in: folder, followsSymlinks: followsSymlinks).withMetadata(of: asset, size: asset.size)
         }
         summary.notFound += 1
         return nil
     }
 
-    private func save(_ records: [Record], _ summary: inout Summary) async throws {
-        let op = ModifyRecordsOperation(recordsToSave: records)
+    /// Saves records with their assets' content; counts the assets of those saved as attached,
+    /// and the records that failed as failures.
+    private func save(_ records: [(record: Record, assets: Int)], _ summary: inout Summary) async throws {
+        let op = ModifyRecordsOperation(recordsToSave: records.map(\.record))
         // The record CloudKit described does not change: same tag, same modification.
         op.writeMode = .forceUpdate
         op.preservesSystemFields = true
         op.isAtomic = false
-        let failures = Mutex<[String]>([])
+        let failures = Mutex<[Record.ID: String]>([:])
         op.perRecordSaveBlock = { id, result in
-            if case .failure(let error) = result { failures.withLock { $0.append("\(id.recordName): \(error)") } }
+            if case .failure(let error) = result { failures.withLock { $0[id] = "\(id.recordName): \(error)" } }
         }
         try await database.run { finish in
             op.modifyRecordsResultBlock = { result in
@@ -142,8 +145,9 @@ public final class AssetAttacher: Sendable {
             return op
         }
         let failed = failures.withLock { $0 }
-        summary.failures += failed
-        summary.attached -= failed.count
+        for (record, assets) in records {
+            if let failure = failed[record.recordID] { summary.failures.append(failure) } else { summary.attached += assets }
+        }
     }
 
     /// The file name of a CloudKit asset's content in an asset folder: its `fileChecksum` in
