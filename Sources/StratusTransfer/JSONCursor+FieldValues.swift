@@ -112,7 +112,9 @@ extension JSONCursor {
     /// The type of an untyped value in a `NUMBER PREFERRED AS …` field (or a list of them),
     /// which takes INT64 and DOUBLE: the preferred type, except DOUBLE for a number INT64
     /// cannot hold (`2.5`; a whole number written with a fraction is an integer) and INT64 for
-    /// `true`/`false`. Anything else takes the preferred type, whose reader says what is wrong.
+    /// `true`/`false` and for an integer DOUBLE cannot hold exactly (`9007199254740993`, which
+    /// a double would make `9007199254740992`). Anything else takes the preferred type, whose
+    /// reader says what is wrong.
     func numberType(_ token: Token, preferred: FieldType) -> FieldType {
         func isFraction(_ t: Token) -> Bool {
             guard t.kind == .number else { return false }
@@ -125,10 +127,21 @@ extension JSONCursor {
         case .int64List:
             return token.kind == .array && anyElement(token, isFraction) ? .doubleList : .int64List
         case .double:
-            return token.kind == .trueLiteral || token.kind == .falseLiteral ? .int64 : .double
+            return token.kind == .trueLiteral || token.kind == .falseLiteral || isInexactAsDouble(token) ? .int64 : .double
+        case .doubleList:
+            // Every element an integer, one of which a double cannot hold exactly: INT64 keeps them all.
+            guard token.kind == .array, anyElement(token, isInexactAsDouble) else { return .doubleList }
+            return anyElement(token) { if case .value = integer($0) { false } else { true } } ? .doubleList : .int64List
         default:
             return preferred
         }
+    }
+
+    /// Whether the number is an INT64 that a double cannot hold exactly (beyond 2^53 and not a
+    /// double's value).
+    private func isInexactAsDouble(_ token: Token) -> Bool {
+        guard token.kind == .number, case .value(let value) = integer(token) else { return false }
+        return Double(exactly: value) == nil
     }
 
     /// Whether writing the typed value back would give other JSON than the field came as, so
@@ -401,7 +414,25 @@ extension JSONCursor {
     private func doubleValue(_ t: Token, _ key: String, _ type: FieldType, _ i: Int) throws(FieldError) -> Double {
         guard t.kind == .number else { throw fail(t, key, type, i, "must be a number, not \(t.kindName)") }
         guard let value = double(t) else { throw fail(t, key, type, i, "\(shown(t, i)) is too large for a double") }
+        // A whole number a double cannot hold is not silently made another one: the nearest
+        // double is written back as other digits (9007199254740993 would be 9007199254740992).
+        if changesAsDouble(t, value) {
+            throw fail(t, key, type, i, "\(shown(t, i)) is a whole number a DOUBLE cannot hold exactly (it would be stored as \(DoubleDigits.text(value))); give it as INT64 (a NUMBER field takes both)")
+        }
         return value
+    }
+
+    /// Whether the whole number `t` spells is not what its double `value` writes back: an
+    /// integer beyond 2^53 that no double is. Digits a writer gave a double (JavaScript's
+    /// `1152921504606847000` for 2^60) are that double, and so are kept.
+    private func changesAsDouble(_ t: Token, _ value: Double) -> Bool {
+        switch integer(t) {
+        case .notInteger: return false
+        case .value(let exact) where exact.magnitude <= 1 << 53: return false
+        case .value, .outOfRange:
+            let text = String(decoding: UnsafeBufferPointer(start: base + t.start, count: t.end - t.start), as: UTF8.self)
+            return DoubleDigits(text) != DoubleDigits(value.description)
+        }
     }
 
     private func dateValue(_ t: Token, _ key: String, _ type: FieldType, _ i: Int) throws(FieldError) -> Date {
@@ -719,5 +750,40 @@ extension JSONCursor {
             guard let more = try? sub.nextMember(close: UInt8(ascii: "]"), in: "an array") else { throw unreadable(token) }
             if !more { return }
         }
+    }
+}
+
+/// A decimal number's value as its significant digits and a power of ten (`1.50e3` and `1500`
+/// are both `15` × 10^2), so that two spellings of one number compare equal.
+struct DoubleDigits: Equatable {
+    let negative: Bool
+    let digits: [UInt8]
+    let exponent: Int
+
+    /// Reads JSON's number grammar (and Swift's `Double.description`, which follows it).
+    init(_ text: String) {
+        var negative = false, digits: [UInt8] = [], exponent = 0, afterPoint = 0
+        var bytes = Substring(text).utf8[...]
+        if bytes.first == UInt8(ascii: "-") { negative = true; bytes = bytes.dropFirst() } else if bytes.first == UInt8(ascii: "+") { bytes = bytes.dropFirst() }
+        var seenPoint = false
+        while let byte = bytes.first, byte != UInt8(ascii: "e"), byte != UInt8(ascii: "E") {
+            bytes = bytes.dropFirst()
+            if byte == UInt8(ascii: ".") { seenPoint = true; continue }
+            if digits.isEmpty && byte == UInt8(ascii: "0") { if seenPoint { afterPoint += 1 }; continue }
+            digits.append(byte)
+            if seenPoint { afterPoint += 1 }
+        }
+        if !bytes.isEmpty { exponent = Int(String(decoding: bytes.dropFirst(), as: UTF8.self)) ?? 0 }
+        exponent -= afterPoint
+        while digits.last == UInt8(ascii: "0") { digits.removeLast(); exponent += 1 }
+        self.negative = negative && !digits.isEmpty
+        self.digits = digits
+        self.exponent = digits.isEmpty ? 0 : exponent
+    }
+
+    /// A double as a message writes it: its whole digits when it is whole and not too long.
+    static func text(_ value: Double) -> String {
+        if value == value.rounded(), value.magnitude < 1e21 { return String(format: "%.0f", value) }
+        return value.description
     }
 }

@@ -414,6 +414,8 @@ extension RecordReader {
             while first < last && (bytes[first] == 0x20 || bytes[first] == 0x09) { first += 1 }
             while last > first && (bytes[last - 1] == 0x20 || bytes[last - 1] == 0x09) { last -= 1 }
             let startsJSON = first < last && (bytes[first] == UInt8(ascii: "{") || bytes[first] == UInt8(ascii: "["))
+            // Whether the cell read as JSON, but its value was refused (not its syntax).
+            var valueRefused = false
             if number && type == .int64, let kind = Self.numberKind(UnsafeBufferPointer(rebasing: bytes[first..<last])), kind != .integer { type = .double }
             switch type {
             case .string:
@@ -445,7 +447,8 @@ extension RecordReader {
                 case .largeInteger?, .decimal?: if type == .int64 { return .failure(invalid(expected)) }
                 case nil: return .failure(invalid(expected))
                 }
-                return json().mapError { _ in invalid(expected) }
+                // A number of the right form whose value the type cannot hold says why.
+                return json().mapError { error in valueRefused ? error : invalid(expected) }
             case .location where !startsJSON:
                 let parts = (plain() ?? "").split(separator: ",").map { Double($0.trimmingCharacters(in: .whitespaces)) }
                 guard parts.count == 2, let latitude = parts[0], let longitude = parts[1], latitude.isFinite, longitude.isFinite else {
@@ -478,6 +481,7 @@ extension RecordReader {
                     }
                     return .success(value)
                 } catch {
+                    valueRefused = true
                     return .failure(FieldError(offset: cell.start, message: error.message))
                 }
             }

@@ -5,10 +5,10 @@ import Testing
 
 @Suite("Values without a type: schema first, then inference")
 struct InferenceTests {
-    static func field(_ json: String, configure: (inout RecordReadOptions) -> Void = { _ in }) throws -> FieldValue? {
-        let items = try readAll(#"{"recordName":"r","recordType":"T","fields":{"f":{"value":\#(json)}}}"#, configure: configure)
+    static func field(_ json: String, key: String = "f", configure: (inout RecordReadOptions) -> Void = { _ in }) throws -> FieldValue? {
+        let items = try readAll(#"{"recordName":"r","recordType":"T","fields":{"\#(key)":{"value":\#(json)}}}"#, configure: configure)
         if let rejection = items.first?.rejection { Issue.record("\(json): \(rejection)") }
-        return items.first?.record?.fieldValue(forKey: "f")
+        return items.first?.record?.fieldValue(forKey: key)
     }
 
     @Test("inferred types", arguments: [
@@ -92,6 +92,41 @@ struct InferenceTests {
         #expect(csv.first?.record?.fieldValue(forKey: "g") == .doubleList([1, 2.5]))
         #expect(csv.last?.record?.fieldValue(forKey: "f") == .int64(7))
         #expect(csv.last?.record?.fieldValue(forKey: "g") == .int64List([1, 2]))
+    }
+
+    @Test("a whole number a double cannot hold is never silently changed: INT64 in a NUMBER PREFERRED AS DOUBLE field, refused naming the value in a DOUBLE field; JSON and CSV alike")
+    func wholeNumbersBeyondDoubles() throws {
+        var schema = RecordTypeSchema(recordType: "T")
+        schema.fields = [RecordTypeSchema.Field("f", type: .double, isNumber: true), RecordTypeSchema.Field("g", type: .doubleList, isNumber: true),
+                         RecordTypeSchema.Field("d", type: .double)]
+        let schemas: (inout RecordReadOptions) -> Void = { $0.schemas = ["T": schema] }
+        // NUMBER PREFERRED AS DOUBLE: an integer a double holds is a DOUBLE, one it cannot hold stays INT64.
+        #expect(try Self.field("9007199254740993", configure: schemas) == .int64(9_007_199_254_740_993))
+        #expect(try Self.field("9007199254740992", configure: schemas) == .double(9_007_199_254_740_992))
+        #expect(try Self.field("-9223372036854775807", configure: schemas) == .int64(-9_223_372_036_854_775_807))
+        #expect(try Self.field("[1,9007199254740993]", key: "g", configure: schemas) == .int64List([1, 9_007_199_254_740_993]))
+        #expect(try Self.field("[1.5,2]", key: "g", configure: schemas) == .doubleList([1.5, 2]))
+        let csv = try readAll("recordName,recordType,f,g\na,T,9007199254740993,\"[1,9007199254740993]\"\nb,T,2,\"[2]\"\n", format: .csv, configure: schemas)
+        #expect(csv.compactMap(\.rejection).isEmpty, "\(csv)")
+        #expect(csv.first?.record?.fieldValue(forKey: "f") == .int64(9_007_199_254_740_993))
+        #expect(csv.first?.record?.fieldValue(forKey: "g") == .int64List([1, 9_007_199_254_740_993]))
+        #expect(csv.last?.record?.fieldValue(forKey: "f") == .double(2))
+
+        // A DOUBLE field (or a DOUBLE type) takes no integer it would change; a double's own digits stay fine.
+        for json in [#"{"recordName":"r","recordType":"T","fields":{"d":{"value":9007199254740993}}}"#,
+                     #"{"recordName":"r","recordType":"U","fields":{"d":{"value":9007199254740993,"type":"DOUBLE"}}}"#,
+                     #"{"recordName":"r","recordType":"U","fields":{"d":{"value":[1,9007199254740993],"type":"DOUBLE_LIST"}}}"#] {
+            let items = try readAll(json, configure: schemas)
+            let rejection = try #require(items.first?.rejection, "\(json)")
+            #expect(rejection.message.contains("9007199254740993") && rejection.message.contains("is a whole number a DOUBLE cannot hold exactly (it would be stored as 9007199254740992)"), "\(rejection.message)")
+        }
+        let csvDouble = try readAll("recordName,recordType,d:DOUBLE\na,U,9007199254740993\n", format: .csv)
+        let csvRejection = try #require(csvDouble.first?.rejection, "\(csvDouble)")
+        #expect(csvRejection.message.contains("9007199254740993 is a whole number a DOUBLE cannot hold exactly"), "\(csvRejection.message)")
+        for (text, value) in [("1152921504606847000", 1_152_921_504_606_846_976.0), ("9007199254740992", 9_007_199_254_740_992.0), ("1e300", 1e300), ("-0", -0.0)] {
+            let kept = try readAll(#"{"recordName":"r","recordType":"U","fields":{"d":{"value":\#(text),"type":"DOUBLE"}}}"#)
+            #expect(kept.first?.record?.fieldValue(forKey: "d") == .double(value), "\(text): \(kept)")
+        }
     }
 
     @Test("typed values: INT64 takes booleans and whole numbers written with a fraction; ASSET means ASSETID")
