@@ -64,7 +64,8 @@ public final class PostgresConnection {
     /// - Throws: `invalidArguments` for a string libpq cannot read; `notAuthenticated` or
     ///   `permissionFailure` when the server refuses the login; `badContainer` for a missing
     ///   database; `serviceUnavailable` (with `retryAfterSeconds`) when the server cannot be
-    ///   reached. Messages name the host and port, never the password.
+    ///   reached, or has had no free connection slot for 30 seconds (a full server is waited
+    ///   for). Messages name the host and port, never the password.
     public init(url: String, settings: [String: String] = [:]) throws {
         let url = PostgresConnectionString.normalized(url)
         redactedURL = PostgresConnectionString.redacted(url)
@@ -105,20 +106,42 @@ public final class PostgresConnection {
             keywords.forEach { free($0) }
             values.forEach { free($0) }
         }
-        let connection = (keywords.map { UnsafePointer($0) } + [nil]).withUnsafeBufferPointer { keywordPointers in
-            (values.map { UnsafePointer($0) } + [nil]).withUnsafeBufferPointer { valuePointers in
-                PQconnectdbParams(keywordPointers.baseAddress, valuePointers.baseAddress, 1)
+        // A server whose connection slots are all taken (SQLSTATE 53300) frees them as its
+        // clients finish: a job started while others run waits for a slot, up to
+        // `fullServerPatience`, rather than failing at once.
+        let started = ContinuousClock.now
+        var pause = Duration.milliseconds(20)
+        while true {
+            let connection = (keywords.map { UnsafePointer($0) } + [nil]).withUnsafeBufferPointer { keywordPointers in
+                (values.map { UnsafePointer($0) } + [nil]).withUnsafeBufferPointer { valuePointers in
+                    PQconnectdbParams(keywordPointers.baseAddress, valuePointers.baseAddress, 1)
+                }
             }
-        }
-        guard let connection else {
-            throw StratusError(.internalError, "libpq could not allocate a connection (out of memory)")
-        }
-        guard PQstatus(connection) == CONNECTION_OK else {
+            guard let connection else {
+                throw StratusError(.internalError, "libpq could not allocate a connection (out of memory)")
+            }
+            if PQstatus(connection) == CONNECTION_OK { return connection }
+            if isServerFull(connection), ContinuousClock.now - started + pause < fullServerPatience {
+                PQfinish(connection)
+                usleep(useconds_t(pause / .microseconds(1)))
+                pause = min(pause * 2, .seconds(1))
+                continue
+            }
             let error = connectError(connection, url: url)
             PQfinish(connection)
             throw error
         }
-        return connection
+    }
+
+    /// How long a connection waits for a slot on a server that has none free.
+    static let fullServerPatience = Duration.seconds(30)
+
+    /// Whether the server refused the connection because its connection slots are all taken
+    /// (`too many clients already`, the last slots being reserved for superusers, or the
+    /// role's or the database's `CONNECTION LIMIT` reached).
+    private static func isServerFull(_ connection: OpaquePointer) -> Bool {
+        let message = String(cString: PQerrorMessage(connection)).lowercased()
+        return ["too many clients already", "remaining connection slots are reserved", "too many connections for"].contains(where: message.contains)
     }
 
     /// Tells a refused login from an unreachable server. libpq gives no SQLSTATE for a failed

@@ -2,6 +2,7 @@ import Foundation
 import Stratus
 import StratusPostgres
 import StratusTestSupport
+import Synchronization
 import Testing
 
 @Suite("PostgreSQL errors: codes, SQLSTATEs, no passwords or values in messages", .requiresPostgres)
@@ -65,6 +66,25 @@ struct PostgresErrorTests {
         #expect(missing.message.contains("the password file /nonexistent, which does not exist"), "\(missing)")
         let right = try PostgresConnection(url: url(password: "right-password"))
         #expect(try right.query("SELECT current_user")[0].text(0) == role)
+    }
+
+    @Test("a connection to a server (or role) with no free connection slot waits for one to be freed")
+    func aFullServerIsWaitedFor() throws {
+        let database = try PostgresTestServer.makeDatabase()
+        let admin = try PostgresConnection(url: database.url)
+        let role = "stratus_full_\(getpid())_\(UInt32.random(in: 0...UInt32.max))"
+        try admin.executeScript("CREATE ROLE \(role) LOGIN CONNECTION LIMIT 1")
+        defer { try? admin.executeScript("DROP ROLE IF EXISTS \(role)") }
+        let url = try PostgresConnectionString.replacing(["user": role], in: database.url)
+        let holder = Mutex<PostgresConnection?>(try PostgresConnection(url: url))
+        // The only slot is freed a moment later, while the second connection waits.
+        Thread.detachNewThread {
+            usleep(300_000)
+            holder.withLock { $0 = nil }
+        }
+        let waited = try PostgresConnection(url: url)
+        #expect(try waited.query("SELECT current_user")[0].text(0) == role)
+        #expect(holder.withLock { $0 == nil }, "the second connection got the slot the first freed")
     }
 
     @Test func aMissingDatabaseIsAMissingContainer() throws {
