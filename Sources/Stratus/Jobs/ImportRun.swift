@@ -97,8 +97,11 @@ final class ImportRun {
         if mode == .atomic && checkpointStore != nil {
             throw failure(.checkpoint, StratusError(.invalidArguments, "an atomic import has no partial progress to checkpoint"))
         }
+        if simulation != nil && checkpointStore != nil {
+            throw failure(.checkpoint, StratusError(.invalidArguments, "a dry run writes nothing, so it has no progress to checkpoint"))
+        }
         var skip = 0
-        if simulation == nil, let checkpointStore {
+        if let checkpointStore {
             do {
                 let loaded = try checkpointStore.load()
                 skip = loaded?.itemsSettled ?? 0
