@@ -109,6 +109,43 @@ struct ImportSemanticsCLITests {
         }
     }
 
+    @Test("within one batch input order wins over deletions: a record saved after a deletion whose cascade reaches it stays, a child saved after its parent's deletion is refused, as with --batch-size 1", arguments: TestEngine.all)
+    func deletionsThenSavesInOneBatch(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            func item(_ name: String, _ title: String, list: String?, parent: String? = nil) -> String {
+                let reference = list.map { #","list":{"value":{"recordName":"\#($0)","action":"DELETE_SELF"},"type":"REFERENCE"}"# } ?? ""
+                let parentMember = parent.map { #","parent":{"recordName":"\#($0)"}"# } ?? ""
+                return #"{"recordName":"\#(name)","recordType":"Item","fields":{"title":{"value":"\#(title)","type":"STRING"}\#(reference)}\#(parentMember)}"#
+            }
+            func deletion(_ name: String) -> String { #"{"recordName":"\#(name)","recordType":"Item","deleted":true}"# }
+            var outcomes: [[String]] = []
+            for (index, options) in [["--batch-size", "1"], []].enumerated() {
+                let p = "r\(index)-"
+                // A list, an item tied to it by a .deleteSelf reference and an entry tied to the item
+                // (a chain), and a folder.
+                let seed = [item(p + "list", "list", list: nil), item(p + "item", "old", list: p + "list"), item(p + "entry", "entry", list: p + "item"),
+                            item(p + "folder", "folder", list: nil)].joined(separator: "\n") + "\n"
+                let seeded = try await cli.run(["import"], stdin: seed)
+                #expect(seeded.exitCode == 0, "\(seeded)")
+                let input = [deletion(p + "list"), item(p + "item", "kept", list: p + "list"), deletion(p + "folder"), item(p + "child", "child", list: nil, parent: p + "folder")]
+                    .joined(separator: "\n") + "\n"
+                let rejects = store.path("rejects-\(index).ndjson")
+                let result = try await cli.run(["import", try cli.file("input-\(index).ndjson", input), "--reject-file", rejects] + options)
+                #expect(result.exitCode == 1, "\(options): \(result)")
+                let rejected = try RejectLine.read(rejects)
+                #expect(rejected.map(\.line) == [4] && rejected.first?.error.contains("referenceViolation") == true,
+                        "\(options): the child of a deleted parent is refused: \(rejected.map { "\($0.line) \($0.error)" })")
+                let exported = try await cli.exported("Item")
+                let names = exported.keys.filter { $0.hasPrefix(p) }.map { String($0.dropFirst(p.count)) }.sorted()
+                #expect(names == ["item"], "\(options): the item saved after the deletion stays, what the cascade reached before it goes: \(names)")
+                #expect(JSONLine.value(exported[p + "item"] ?? [:], "title") == "kept", "\(options)")
+                outcomes.append(names)
+            }
+            #expect(outcomes[0] == outcomes[1], "one batch does what single records do")
+        }
+    }
+
     // MARK: - Dry runs
 
     /// Runs `arguments` as a dry run and for real (after it, in a copy of the store's state

@@ -164,7 +164,7 @@ final class ImportRun {
                 case .failure(let problem):
                     try await reject(RecordRejection(line: line, column: 0, recordName: record.recordID.recordName, message: problem.description), item: index)
                 case .success(let prepared):
-                    if mode == .batches && waits.isEmpty && batch.names.insert(prepared.recordID.recordName).inserted {
+                    if mode == .batches && waits.isEmpty && batch.deletions.isEmpty && batch.names.insert(prepared.recordID.recordName).inserted {
                         batch.append(prepared, line: line, item: index)
                     } else {
                         try await accept(prepared, line: line, item: index, before: index)
@@ -356,7 +356,10 @@ final class ImportRun {
             batch.append(record, line: line, item: item)
             try checkAtomicSize()
         case .batches:
-            if !batch.names.insert(record.recordID.recordName).inserted {
+            // A store request saves before it deletes: a save after a deletion starts the next
+            // batch, so that input order wins (a cascade of the deletion cannot take the record
+            // saved after it, and a child saved after its parent's deletion finds it missing).
+            if !batch.names.insert(record.recordID.recordName).inserted || !batch.deletions.isEmpty {
                 try await submitBatch(endItems: endItems)
                 if stop != nil { return }
                 batch.names.insert(record.recordID.recordName)

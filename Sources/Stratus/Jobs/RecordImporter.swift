@@ -17,8 +17,10 @@ import Synchronization
 ///
 /// **Batches.** Records are written ``Options/batchSize`` at a time, each batch in one
 /// transaction (split only where it passes ``ModifyRecordsOperation/maximumBytesPerBatch``).
-/// A batch names each record once: a record named again starts a new batch, so that every
-/// line applies in input order (within a batch, saves come before deletions).
+/// A batch names each record once, and holds no save after a deletion (a store request saves
+/// before it deletes): a record named again, or a save after a deletion, starts a new batch, so
+/// that every line applies in input order: a deletion's `.deleteSelf` cascade never takes a
+/// record saved after it, and a child saved after its parent's deletion is refused.
 ///
 /// **Parents.** A record whose parent is neither stored nor in its batch (nor in a batch
 /// before it) waits, with the later items of the same record, until a batch writes its
