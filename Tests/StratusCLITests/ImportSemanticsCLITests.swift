@@ -109,6 +109,38 @@ struct ImportSemanticsCLITests {
         }
     }
 
+    @Test("--max-errors counts records whose parent never came once, at the end of the input, with the input's own rejects: past the limit exit 65, at it exit 1", arguments: TestEngine.all)
+    func rejectLimitCountsRecordsThatWaited(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            func line(_ name: String, parent: String? = nil, bad: Bool = false) -> String {
+                let parentMember = parent.map { #","parent":{"recordName":"\#($0)"}"# } ?? ""
+                let value = bad ? #""many""# : "1"
+                return #"{"recordName":"\#(name)","recordType":"Folder","fields":{"n":{"value":\#(value),"type":"INT64"}}\#(parentMember)}"#
+            }
+            // Rejected: line 1 (bad value), lines 2 and 3 (parent never comes), line 4 (child of
+            // line 2, which waits behind it), line 9 (bad value).
+            let input = [line("bad1", bad: true), line("lost1", parent: "never"), line("lost2", parent: "never"), line("lostChild", parent: "lost1"),
+                         line("a"), line("b"), line("c"), line("d"), line("bad2", bad: true), line("e")].joined(separator: "\n") + "\n"
+            let path = try cli.file("waiting.ndjson", input)
+            for (maximum, size) in [(4, "1"), (4, "3"), (4, "100"), (5, "3"), (2, "3")] {
+                let target = try await cli.newStore("limit-\(maximum)-\(size).sqlite")
+                let rejects = store.path("rejects-\(maximum)-\(size).ndjson")
+                let result = try await cli.run(["import", path, "--max-errors", "\(maximum)", "--batch-size", size, "--reject-file", rejects], environment: ["STRATUS_STORE": target])
+                let lines = try RejectLine.read(rejects).map(\.line)
+                if maximum >= 5 {
+                    #expect(result.exitCode == 1, "\(maximum)/\(size): \(result)")
+                    #expect(lines == [1, 9, 2, 3, 4], "each reject once, those that waited at the end: \(lines)")
+                    Summary.expectImport(result, imported: 5, failed: 5)
+                } else {
+                    #expect(result.exitCode == 65 && result.stderr.contains("--max-errors \(maximum)"), "\(maximum)/\(size): \(result)")
+                    #expect(lines.count == maximum + 1 && lines == Array([1, 9, 2, 3, 4].prefix(maximum + 1)), "\(maximum)/\(size): \(lines)")
+                }
+                #expect(try await cli.count("Folder", extra: ["--store", target]) == 5, "\(maximum)/\(size): the records before the stop are written")
+            }
+        }
+    }
+
     @Test("within one batch input order wins over deletions: a record saved after a deletion whose cascade reaches it stays, a child saved after its parent's deletion is refused, as with --batch-size 1", arguments: TestEngine.all)
     func deletionsThenSavesInOneBatch(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
