@@ -65,7 +65,7 @@ struct ImportCommand: Command {
             """, default: "forceUpdate"),
         Option("--batch-size", "N", "records per checkpointed batch; a batch is written in one transaction, split only where it passes 2 MB", default: "2000 on SQLite, 10000 on PostgreSQL"),
         Option(flag: "--atomic", "all or nothing, in one transaction (at most 100,000 records)"),
-        Option(flag: "--dry-run", "check everything the real run would (schema types, production's refusals, --mode, parents, roles, asset files, later lines seeing earlier ones) and report what it would reject; the store is read, never changed"),
+        Option(flag: "--dry-run", "check everything the real run would (schema types, production's refusals, --mode, parents, roles, asset files, later lines seeing earlier ones) and report what it would reject; the store is read, never changed (one you may not write is exit 77, as for the real run); not with --checkpoint"),
         Option("--max-errors", "N", "stop (exit 65) at the rejected record that makes N + 1", default: "no limit"),
         Option("--reject-file", "FILE", "append each rejected input as a JSON line: line, column, recordName, error", default: "none: the first 10 reasons go to stderr"),
         Option("--checkpoint", "FILE", "after a crash, kill or interruption, the next run with the same FILE continues after the last committed batch; removed when the import ends", default: "none"),
@@ -134,6 +134,7 @@ struct ImportCommand: Command {
         guard arguments.positionals.count <= 1 else { throw UsageError(message: "import reads one input; got \(arguments.positionals.joined(separator: " "))") }
         command.inputPath = arguments.positionals.first
         if command.atomic && command.checkpointPath != nil { throw UsageError(message: "--atomic and --checkpoint do not go together: an atomic import has no partial progress to resume") }
+        if command.dryRun && command.checkpointPath != nil { throw UsageError(message: "--dry-run and --checkpoint do not go together: a dry run writes nothing, so it has no progress to resume") }
         if command.inputPath == nil || command.inputPath == "-", command.checkpointPath != nil {
             throw UsageError(message: "--checkpoint needs an input file (stdin cannot be read again)")
         }
@@ -166,7 +167,9 @@ struct ImportCommand: Command {
         }
         let rejects = try RejectFile(path: rejectPath)
         let checkpoint = try checkpointPath.map { try CheckpointFile(path: $0, input: input.identity, inputSize: input.size) }
-        // A dry run writes nothing, so it needs a store that exists (for its schemas).
+        // A dry run writes nothing, so it needs a store that exists (for its schemas); one the
+        // user may not write fails as the real run would (77), not "valid".
+        if dryRun { try store.requireWriteAccess() }
         let container = try store.openContainer(dryRun ? .read : .createIfMissing)
         let database = container.database(with: store.scope)
         if atomic {

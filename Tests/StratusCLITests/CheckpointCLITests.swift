@@ -115,6 +115,76 @@ struct CheckpointCLITests {
         }
     }
 
+    /// Children (and grandchildren) before their parents, in many batches: `children` records
+    /// of type Child whose parents (`parents` of type Parent) come after all of them, every
+    /// other child with a grandchild, then unrelated records.
+    static func childrenFirstInput(children: Int, parents: Int) -> (text: String, parentOf: [String: String]) {
+        var lines: [String] = []
+        var parentOf: [String: String] = [:]
+        func line(_ name: String, _ type: String, _ value: Int, parent: String?) -> String {
+            parentOf[name] = parent ?? ""
+            let parentMember = parent.map { #","parent":{"recordName":"\#($0)"}"# } ?? ""
+            return #"{"recordName":"\#(name)","recordType":"\#(type)","fields":{"n":{"value":\#(value),"type":"INT64"}}\#(parentMember)}"#
+        }
+        for i in 0..<children {
+            let child = "c\(String(format: "%05d", i))"
+            lines.append(line(child, "Child", i, parent: "p\(String(format: "%04d", i % parents))"))
+            if i % 2 == 0 { lines.append(line("g\(String(format: "%05d", i))", "Child", -i, parent: child)) }
+        }
+        for j in 0..<parents { lines.append(line("p\(String(format: "%04d", j))", "Parent", j, parent: nil)) }
+        for k in 0..<children / 4 { lines.append(line("f\(String(format: "%05d", k))", "Parent", 100_000 + k, parent: nil)) }
+        return (lines.joined(separator: "\n") + "\n", parentOf)
+    }
+
+    @Test("children before parents: killed (SIGKILL) again and again as soon as each run moves its checkpoint, then stopped with SIGTERM, the resumed import writes every record once, with its parent", arguments: TestEngine.all)
+    func killedWhileChildrenWait(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let (text, parentOf) = Self.childrenFirstInput(children: 2_400, parents: 120)
+            let path = try cli.file("children-first.ndjson", text)
+            let checkpoint = store.path("import.checkpoint")
+            let rejects = store.path("rejects.ndjson")
+            // --mode create: a record written twice (a resumed run writing again what a killed one
+            // committed) would be rejected as existing.
+            let arguments = ["import", path, "--batch-size", "40", "--mode", "create", "--checkpoint", checkpoint, "--reject-file", rejects, "--quiet"]
+            var kills = 0
+            for round in 0..<10 {
+                // Killed as soon as the run saved a checkpoint of its own: a resumed run first
+                // reads again what waited, so that is when a checkpoint could pass what it has not.
+                let before = FileManager.default.contents(atPath: checkpoint)
+                let running = try cli.start(arguments)
+                let moved = try await Self.signal(running, round == 9 ? SIGTERM : SIGKILL) {
+                    let now = FileManager.default.contents(atPath: checkpoint)
+                    return now != nil && now != before && (Self.committedItems(checkpoint) ?? 0) > 0
+                }
+                let ended = await running.wait()
+                if !moved || !ended.signalled && ended.exitCode == 0 { break }
+                if round == 9 {
+                    #expect(ended.exitCode == 143, "SIGTERM stops after the batch: \(ended)")
+                } else {
+                    #expect(ended.signalled && ended.exitCode == SIGKILL, "\(ended)")
+                }
+                kills += 1
+            }
+            #expect(kills >= 3, "the import was stopped mid-run several times")
+            let last = try await cli.run(arguments)
+            #expect(last.exitCode == 0, "\(last)")
+            #expect(!cli.exists(checkpoint))
+            #expect(try RejectLine.read(rejects).map { "\($0.line) \($0.recordName ?? "") \($0.error)" } == [], "nothing is rejected: no record is written twice")
+            var stored: [String: String] = [:]
+            for type in ["Child", "Parent"] {
+                for (name, record) in try await cli.exported(type) {
+                    stored[name] = ((record["parent"] as? [String: Any])?["recordName"] as? String) ?? ""
+                }
+            }
+            #expect(stored.count == parentOf.count, "the store holds \(stored.count) records of \(parentOf.count)")
+            let missing = parentOf.keys.filter { stored[$0] == nil }.sorted()
+            #expect(missing.isEmpty, "records lost: \(missing.count), first \(missing.prefix(5))")
+            let wrong = parentOf.filter { stored[$0.key] != nil && stored[$0.key] != $0.value }.keys.sorted()
+            #expect(wrong.isEmpty, "records with another parent: \(wrong.prefix(5))")
+        }
+    }
+
     @Test("an import whose checkpoint another import holds (by its name or through a link) exits 75 and writes nothing", arguments: TestEngine.all)
     func overlappingImportsAreRefused(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

@@ -341,7 +341,7 @@ struct ImportCLITests {
         }
     }
 
-    @Test("--atomic: one malformed input line means nothing is written", arguments: TestEngine.all)
+    @Test("--atomic: one malformed input line means nothing is written; --atomic or --dry-run with --checkpoint is refused (64)", arguments: TestEngine.all)
     func atomicBadInput(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
             let cli = try await CLI(store, engine: engine)
@@ -356,6 +356,12 @@ struct ImportCLITests {
 
             let usage = try await cli.run(["import", try cli.file("ok.ndjson", Input.notes(1)), "--atomic", "--checkpoint", store.path("cp")])
             #expect(usage.exitCode == 64, "\(usage)")
+
+            // A dry run writes nothing, so it neither writes nor finishes a checkpoint.
+            let dry = try await cli.run(["import", try cli.file("dry.ndjson", Input.notes(3)), "--dry-run", "--checkpoint", store.path("dry.cp")])
+            #expect(dry.exitCode == 64, "\(dry)")
+            #expect(dry.stderrLines.first?.contains("--dry-run and --checkpoint do not go together") == true, "one line says why: \(dry)")
+            #expect(!cli.exists(store.path("dry.cp")) && !cli.exists(store.path("dry.cp.lock")), "no checkpoint is written")
         }
     }
 

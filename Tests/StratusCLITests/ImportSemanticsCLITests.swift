@@ -109,6 +109,75 @@ struct ImportSemanticsCLITests {
         }
     }
 
+    @Test("--max-errors counts records whose parent never came once, at the end of the input, with the input's own rejects: past the limit exit 65, at it exit 1", arguments: TestEngine.all)
+    func rejectLimitCountsRecordsThatWaited(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            func line(_ name: String, parent: String? = nil, bad: Bool = false) -> String {
+                let parentMember = parent.map { #","parent":{"recordName":"\#($0)"}"# } ?? ""
+                let value = bad ? #""many""# : "1"
+                return #"{"recordName":"\#(name)","recordType":"Folder","fields":{"n":{"value":\#(value),"type":"INT64"}}\#(parentMember)}"#
+            }
+            // Rejected: line 1 (bad value), lines 2 and 3 (parent never comes), line 4 (child of
+            // line 2, which waits behind it), line 9 (bad value).
+            let input = [line("bad1", bad: true), line("lost1", parent: "never"), line("lost2", parent: "never"), line("lostChild", parent: "lost1"),
+                         line("a"), line("b"), line("c"), line("d"), line("bad2", bad: true), line("e")].joined(separator: "\n") + "\n"
+            let path = try cli.file("waiting.ndjson", input)
+            for (maximum, size) in [(4, "1"), (4, "3"), (4, "100"), (5, "3"), (2, "3")] {
+                let target = try await cli.newStore("limit-\(maximum)-\(size).sqlite")
+                let rejects = store.path("rejects-\(maximum)-\(size).ndjson")
+                let result = try await cli.run(["import", path, "--max-errors", "\(maximum)", "--batch-size", size, "--reject-file", rejects], environment: ["STRATUS_STORE": target])
+                let lines = try RejectLine.read(rejects).map(\.line)
+                if maximum >= 5 {
+                    #expect(result.exitCode == 1, "\(maximum)/\(size): \(result)")
+                    #expect(lines == [1, 9, 2, 3, 4], "each reject once, those that waited at the end: \(lines)")
+                    Summary.expectImport(result, imported: 5, failed: 5)
+                } else {
+                    #expect(result.exitCode == 65 && result.stderr.contains("--max-errors \(maximum)"), "\(maximum)/\(size): \(result)")
+                    #expect(lines.count == maximum + 1 && lines == Array([1, 9, 2, 3, 4].prefix(maximum + 1)), "\(maximum)/\(size): \(lines)")
+                }
+                #expect(try await cli.count("Folder", extra: ["--store", target]) == 5, "\(maximum)/\(size): the records before the stop are written")
+            }
+        }
+    }
+
+    @Test("within one batch input order wins over deletions: a record saved after a deletion whose cascade reaches it stays, a child saved after its parent's deletion is refused, as with --batch-size 1", arguments: TestEngine.all)
+    func deletionsThenSavesInOneBatch(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            func item(_ name: String, _ title: String, list: String?, parent: String? = nil) -> String {
+                let reference = list.map { #","list":{"value":{"recordName":"\#($0)","action":"DELETE_SELF"},"type":"REFERENCE"}"# } ?? ""
+                let parentMember = parent.map { #","parent":{"recordName":"\#($0)"}"# } ?? ""
+                return #"{"recordName":"\#(name)","recordType":"Item","fields":{"title":{"value":"\#(title)","type":"STRING"}\#(reference)}\#(parentMember)}"#
+            }
+            func deletion(_ name: String) -> String { #"{"recordName":"\#(name)","recordType":"Item","deleted":true}"# }
+            var outcomes: [[String]] = []
+            for (index, options) in [["--batch-size", "1"], []].enumerated() {
+                let p = "r\(index)-"
+                // A list, an item tied to it by a .deleteSelf reference and an entry tied to the item
+                // (a chain), and a folder.
+                let seed = [item(p + "list", "list", list: nil), item(p + "item", "old", list: p + "list"), item(p + "entry", "entry", list: p + "item"),
+                            item(p + "folder", "folder", list: nil)].joined(separator: "\n") + "\n"
+                let seeded = try await cli.run(["import"], stdin: seed)
+                #expect(seeded.exitCode == 0, "\(seeded)")
+                let input = [deletion(p + "list"), item(p + "item", "kept", list: p + "list"), deletion(p + "folder"), item(p + "child", "child", list: nil, parent: p + "folder")]
+                    .joined(separator: "\n") + "\n"
+                let rejects = store.path("rejects-\(index).ndjson")
+                let result = try await cli.run(["import", try cli.file("input-\(index).ndjson", input), "--reject-file", rejects] + options)
+                #expect(result.exitCode == 1, "\(options): \(result)")
+                let rejected = try RejectLine.read(rejects)
+                #expect(rejected.map(\.line) == [4] && rejected.first?.error.contains("referenceViolation") == true,
+                        "\(options): the child of a deleted parent is refused: \(rejected.map { "\($0.line) \($0.error)" })")
+                let exported = try await cli.exported("Item")
+                let names = exported.keys.filter { $0.hasPrefix(p) }.map { String($0.dropFirst(p.count)) }.sorted()
+                #expect(names == ["item"], "\(options): the item saved after the deletion stays, what the cascade reached before it goes: \(names)")
+                #expect(JSONLine.value(exported[p + "item"] ?? [:], "title") == "kept", "\(options)")
+                outcomes.append(names)
+            }
+            #expect(outcomes[0] == outcomes[1], "one batch does what single records do")
+        }
+    }
+
     // MARK: - Dry runs
 
     /// Runs `arguments` as a dry run and for real (after it, in a copy of the store's state

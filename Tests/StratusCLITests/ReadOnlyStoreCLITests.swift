@@ -66,4 +66,29 @@ struct ReadOnlyStoreCLITests {
             _ = writer
         }
     }
+
+    @Test("import --dry-run on a store the user may not write fails with 77 as the real run does, instead of calling the input valid")
+    func dryRunOnReadOnlyStore() async throws {
+        try Self.requireOtherUser()
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            chmod(store.directory.path, 0o755)
+            #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(3)).exitCode == 0)
+            // A writer holds the store open, so that a reader can read it read-only.
+            let writer = try SQLiteEngine(path: cli.storePath)
+            #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(2, prefix: "late")).exitCode == 0)
+            for file in [cli.storePath, cli.storePath + "-wal", cli.storePath + "-shm"] { chmod(file, 0o644) }
+            let input = Input.notes(1, prefix: "x")
+            let real = try await Self.asNobody(cli, ["import"], store: cli.storePath, stdin: input)
+            #expect(real.exitCode == 77, "\(real)")
+            let dry = try await Self.asNobody(cli, ["import", "--dry-run"], store: cli.storePath, stdin: input)
+            #expect(dry.exitCode == 77, "the dry run fails as the real run would: \(dry)")
+            #expect(dry.stderr.contains("cannot be written") && dry.stderr.contains("write access") && !dry.stderr.contains("valid"), "\(dry)")
+            #expect(try await cli.count("Note") == 5, "nothing was written")
+            // Whoever may write it gets the dry run's answer.
+            let allowed = try await cli.run(["import", "--dry-run"], stdin: input)
+            #expect(allowed.exitCode == 0 && allowed.stderrLines.last?.contains("dry run: 1 valid, 0 rejected") == true, "\(allowed)")
+            _ = writer
+        }
+    }
 }

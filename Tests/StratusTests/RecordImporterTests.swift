@@ -332,7 +332,7 @@ struct RecordImporterTests {
         }
     }
 
-    @Test("a dry run validates and counts without writing; a failing source stops after writing what it read before")
+    @Test("a dry run validates and counts without writing, and refuses a checkpoint store; a failing source stops after writing what it read before")
     func dryRunAndSourceFailure() async throws {
         try await SQLiteFixture.with { fixture in
             let database = fixture.database
@@ -340,6 +340,17 @@ struct RecordImporterTests {
             let dry = try await RecordImporter(database: database, options: Self.options { $0.isDryRun = true }).run(from: source)
             #expect(dry.valid == 10 && dry.failed == 1 && dry.created == 10, "a dry run counts what the real run would: \(dry)")
             #expect(try await storedNames(database).isEmpty)
+
+            // A dry run writes nothing, so it keeps no checkpoint: one given is refused, untouched.
+            let checkpoint = MemoryCheckpoint()
+            await #expect {
+                try await RecordImporter(database: database, options: Self.options { $0.isDryRun = true; $0.batchSize = 2 })
+                    .run(from: ItemSource(records: items(10)), checkpoint: checkpoint)
+            } throws: { error in
+                guard let failure = error as? RecordImporter.Failure, let error = failure.error as? StratusError else { return false }
+                return failure.stage == .checkpoint && error.code == .invalidArguments
+            }
+            #expect(checkpoint.history.isEmpty && checkpoint.saved == nil, "\(checkpoint.history)")
 
             final class Broken: RecordSource {
                 var left = 150

@@ -61,8 +61,12 @@ final class ImportRun {
     /// Whether records whose parent is missing wait (until the input ends: then every record
     /// is written and the store's rules decide).
     private var holdsForParents = true
-    /// Items of the checkpoint this run resumes that were not settled: read again.
+    /// Items of the checkpoint this run resumes that were not settled: read again. Until one
+    /// is read, a checkpoint past it names it pending (see ``pendingItems(before:)``).
     private var resumedPending: Set<Int> = []
+    /// Where the reading is: every item before it is batched, settled, waiting or ready; the
+    /// items from it on are not read yet (set when a batch is handed to the store).
+    private var readEnd = 0
     /// Where the last batch handed to the store ends, and the last checkpoint: batches of
     /// records a parent released end no earlier.
     private var submittedEnd = 0
@@ -93,8 +97,11 @@ final class ImportRun {
         if mode == .atomic && checkpointStore != nil {
             throw failure(.checkpoint, StratusError(.invalidArguments, "an atomic import has no partial progress to checkpoint"))
         }
+        if simulation != nil && checkpointStore != nil {
+            throw failure(.checkpoint, StratusError(.invalidArguments, "a dry run writes nothing, so it has no progress to checkpoint"))
+        }
         var skip = 0
-        if simulation == nil, let checkpointStore {
+        if let checkpointStore {
             do {
                 let loaded = try checkpointStore.load()
                 skip = loaded?.itemsSettled ?? 0
@@ -103,15 +110,19 @@ final class ImportRun {
                 self.job = job
                 if loaded?.job == nil {
                     // The job's name is durable before any of its batches commits.
-                    try checkpointStore.save(ImportCheckpoint(itemsSettled: skip, job: job))
+                    try checkpointStore.save(ImportCheckpoint(itemsSettled: skip, job: job, pendingItems: pending))
                 } else if let committed = try await database.engineCall({ engine, _ in try engine.jobProgress(job) }), committed >= skip {
                     // A batch committed after the last checkpoint was saved: it is not read again,
                     // and the checkpoint catches up so that it never lags by more than one batch.
-                    // The store's record, written with the batch, says what waited then.
+                    // The store's record, written with the batch, says what waited then. At the
+                    // same position it is the newer one too (every batch that writes records its
+                    // progress; one that does not ends past the batches before it), as when a
+                    // batch of released records committed with what still waited.
                     let text = try await database.engineCall { engine, _ in try engine.jobProgressText(job) }
-                    if Int(committed) > skip || text != nil {
+                    let stored = ImportCheckpoint.pendingItems(fromText: text)
+                    if Int(committed) > skip || stored != pending.sorted() {
                         skip = Int(committed)
-                        pending = ImportCheckpoint.pendingItems(fromText: text)
+                        pending = stored
                         try checkpointStore.save(ImportCheckpoint(itemsSettled: skip, job: job, pendingItems: pending))
                     }
                 }
@@ -153,7 +164,7 @@ final class ImportRun {
                 case .failure(let problem):
                     try await reject(RecordRejection(line: line, column: 0, recordName: record.recordID.recordName, message: problem.description), item: index)
                 case .success(let prepared):
-                    if mode == .batches && waits.isEmpty && batch.names.insert(prepared.recordID.recordName).inserted {
+                    if mode == .batches && waits.isEmpty && batch.deletions.isEmpty && batch.names.insert(prepared.recordID.recordName).inserted {
                         batch.append(prepared, line: line, item: index)
                     } else {
                         try await accept(prepared, line: line, item: index, before: index)
@@ -345,7 +356,10 @@ final class ImportRun {
             batch.append(record, line: line, item: item)
             try checkAtomicSize()
         case .batches:
-            if !batch.names.insert(record.recordID.recordName).inserted {
+            // A store request saves before it deletes: a save after a deletion starts the next
+            // batch, so that input order wins (a cascade of the deletion cannot take the record
+            // saved after it, and a child saved after its parent's deletion finds it missing).
+            if !batch.names.insert(record.recordID.recordName).inserted || !batch.deletions.isEmpty {
                 try await submitBatch(endItems: endItems)
                 if stop != nil { return }
                 batch.names.insert(record.recordID.recordName)
@@ -476,10 +490,12 @@ final class ImportRun {
     }
 
     /// The items not settled by a batch that ends the input at `endItems`: those that wait,
-    /// and those released but not batched yet.
+    /// those released but not batched yet, and those a resumed checkpoint named pending that
+    /// are not read again yet (a batch of them ends where that checkpoint did, past the rest).
     private func pendingItems(before endItems: Int) -> [Int] {
-        guard !waits.isEmpty || !ready.isEmpty else { return [] }
-        return Set(waits.items + ready.map(\.item)).filter { $0 < endItems }.sorted()
+        let unread = resumedPending.isEmpty || readEnd >= endItems ? [] : resumedPending.filter { $0 >= readEnd && $0 < endItems }
+        guard !waits.isEmpty || !ready.isEmpty || !unread.isEmpty else { return [] }
+        return Set(waits.items + ready.map(\.item) + unread).filter { $0 < endItems }.sorted()
     }
 
     /// After a batch settled: the records that waited for the records it wrote are ready.
@@ -522,8 +538,11 @@ final class ImportRun {
     // MARK: - Batches
 
     /// Hands the batch being read to the store. Batches commit in input order and are settled
-    /// in that order, so a checkpoint never passes an unsettled batch.
+    /// in that order, so a checkpoint never passes an unsettled batch. `requestedEnd` is where
+    /// the reading is (every item before it is batched, settled, waiting or ready).
     private func submitBatch(endItems requestedEnd: Int) async throws {
+        readEnd = requestedEnd
+        if !resumedPending.isEmpty, let last = resumedPending.max(), requestedEnd > last { resumedPending = [] }
         try await holdBackRecordsWithoutParents()
         guard !batch.isEmpty else { return }
         var next = batch
@@ -554,7 +573,8 @@ final class ImportRun {
             return
         }
         if next.writeCount <= ModifyRecordsOperation.maximumAtomicItems, try await zonesAreAtomic(next.zoneIDs) {
-            inFlight.append(Flight(pending: submit(next, atomic: true), batch: next, endItems: endItems, probe: true, pendingItems: pendingItems(before: endItems)))
+            let pending = pendingItems(before: endItems)
+            inFlight.append(Flight(pending: submit(next, atomic: true, endItems: endItems, pendingItems: pending), batch: next, endItems: endItems, probe: true, pendingItems: pending))
             return
         }
         // Zones that apply requests item by item: pieces no larger than the allowance + 1, each
@@ -632,23 +652,24 @@ final class ImportRun {
             let cut = events[allowance]
             for event in events[...allowance] { try report(event.rejection) }
             summary.failed += allowance + 1
-            if rolledBack {
-                try await write(batch.prefix(before: cut.item).writes(excluding: failedIDs))
-            } else if let outcome {
-                count(outcome)
-            }
             stop = .rejectLimitReached
             // Nothing after the cut was written; records a parent released, which come before
             // the input's own, may fall after it below where the batch before ended.
             let end = max(cut.item + 1, settledEnd)
-            try saveCheckpoint(end, pendingItems: Set(pendingItems(before: end) + batch.itemIndexes.filter { $0 > cut.item && $0 < end }).sorted())
+            let pending = Set(pendingItems(before: end) + flight.pendingItems.filter { $0 < end } + batch.itemIndexes.filter { $0 > cut.item && $0 < end }).sorted()
+            if rolledBack {
+                try await write(batch.prefix(before: cut.item).writes(excluding: failedIDs), endItems: end, pendingItems: pending)
+            } else if let outcome {
+                count(outcome)
+            }
+            try saveCheckpoint(end, pendingItems: pending)
             report()
             return
         }
         for event in events { try report(event.rejection) }
         summary.failed += events.count
         if rolledBack {
-            try await write(batch.writes(excluding: failedIDs))
+            try await write(batch.writes(excluding: failedIDs), endItems: flight.endItems, pendingItems: flight.pendingItems)
         } else if let outcome {
             count(outcome)
         }
@@ -659,10 +680,11 @@ final class ImportRun {
     }
 
     /// Writes what an all-or-nothing try showed would succeed, and reports what fails now
-    /// (only a concurrent writer can make something fail that did not before).
-    private func write(_ batch: ImportBatch) async throws {
-        guard batch.writeCount > 0 else { return }
-        let outcome = try await outcome(of: submit(batch, atomic: false))
+    /// (only a concurrent writer can make something fail that did not before); the job's
+    /// progress (`endItems`, `pendingItems`) is recorded with it, even when nothing is left.
+    private func write(_ batch: ImportBatch, endItems: Int, pendingItems: [Int]) async throws {
+        guard batch.writeCount > 0 || job != nil else { return }
+        let outcome = try await outcome(of: submit(batch, atomic: false, endItems: endItems, pendingItems: pendingItems))
         count(outcome)
         let places = batch.places()
         let failures = outcome.failures.map { (place: places[$0.key] ?? (line: 0, item: 0), id: $0.key, error: $0.value) }.sorted { $0.place.item < $1.place.item }

@@ -17,8 +17,10 @@ import Synchronization
 ///
 /// **Batches.** Records are written ``Options/batchSize`` at a time, each batch in one
 /// transaction (split only where it passes ``ModifyRecordsOperation/maximumBytesPerBatch``).
-/// A batch names each record once: a record named again starts a new batch, so that every
-/// line applies in input order (within a batch, saves come before deletions).
+/// A batch names each record once, and holds no save after a deletion (a store request saves
+/// before it deletes): a record named again, or a save after a deletion, starts a new batch, so
+/// that every line applies in input order: a deletion's `.deleteSelf` cascade never takes a
+/// record saved after it, and a child saved after its parent's deletion is refused.
 ///
 /// **Parents.** A record whose parent is neither stored nor in its batch (nor in a batch
 /// before it) waits, with the later items of the same record, until a batch writes its
@@ -64,8 +66,8 @@ public final class RecordImporter: Sendable {
         /// the same checks and write policy as a real run's (types and schema growth,
         /// production's refusals, the write mode and change tags, parents, references, roles,
         /// asset sources), applied to a picture of the store in memory that the batches before
-        /// it changed as the real run would have. The store is only read, never changed; no
-        /// checkpoint is kept. ``Summary`` counts what the real run would do, and
+        /// it changed as the real run would have. The store is only read, never changed; a
+        /// checkpoint store is refused (`invalidArguments`). ``Summary`` counts what the real run would do, and
         /// ``Summary/valid`` how many items it would write.
         public var isDryRun = false
         /// Stop at the rejected item that makes this many plus one; nil: no limit.
@@ -247,8 +249,8 @@ public final class RecordImporter: Sendable {
     ///   - progress: called on the importer's task every few hundred items and after each batch.
     /// - Returns: what was done and why it ended.
     /// - Throws: ``Failure`` when the input, the store, the reject sink or the checkpoint store
-    ///   fails; `invalidArguments` (in a ``Failure``) for an atomic import with a checkpoint
-    ///   store or into a zone without the atomic capability.
+    ///   fails; `invalidArguments` (in a ``Failure``) for an atomic import or a dry run with a
+    ///   checkpoint store, or an atomic import into a zone without the atomic capability.
     public func run(
         from source: some RecordSource, rejects: (any RecordRejectSink)? = nil, checkpoint: (any ImportCheckpointStore)? = nil,
         progress: (@Sendable (Progress) -> Void)? = nil

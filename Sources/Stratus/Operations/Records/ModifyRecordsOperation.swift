@@ -339,7 +339,8 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
     /// records saved by each transaction, and answers false to stop. Answers the error that
     /// ends the operation (a limit, a cancellation), or nil; item errors go to `errors`.
     /// `progress` is recorded with the request's last transaction (with its only one when
-    /// `singleTransaction`, or in a transaction of its own when nothing is written). When
+    /// `singleTransaction`, or in a transaction of its own when nothing is written; never for
+    /// an atomic request that fails). When
     /// `interruptible`, a cancellation stops it between transactions.
     private func write(
         prepared preparedSaves: [PreparedSave], saving toSave: [Record], preparation: Preparation? = nil, deleting toDelete: [Record.ID], progress: JobProgressEntry?,
@@ -393,7 +394,9 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
                 for id in toDelete { reportDelete(id, failed[id] ?? RecordWriteExecutor.batchFailed(id)) }
                 for id in allSaves.map(\.recordID) + toDelete where errors[id] == nil { errors[id] = failed[id] ?? RecordWriteExecutor.batchFailed(id) }
                 done += total
-                return try recordProgressAlone(progress, engine: engine, context: context)
+                // An atomic request that fails writes nothing, and so records no progress either:
+                // what it held is not done (as when the store rolls it back).
+                return nil
             }
             guard total <= Self.maximumAtomicItems else {
                 return StratusError(.limitExceeded, "an atomic request holds \(total) items; the limit is \(Self.maximumAtomicItems) (split it, or set isAtomic = false)")
