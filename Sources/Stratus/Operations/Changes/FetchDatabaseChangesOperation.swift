@@ -5,7 +5,10 @@ import Foundation
 ///
 /// A zone is reported changed when it was created or records in it were written or deleted
 /// since the token, and deleted when it was deleted since (a zone deleted and created again
-/// is reported deleted, then changed). Changes arrive oldest first, in batches of
+/// is reported deleted, then changed). Without a token (from the beginning), as in CloudKit,
+/// every zone that exists is reported changed and no deletion is reported: a client starting
+/// fresh holds nothing to delete, so a zone deleted and created again is only changed, and
+/// one deleted for good is not reported at all. Changes arrive oldest first, in batches of
 /// ``resultsLimit``; ``changeTokenUpdatedBlock`` gets the token after each batch but the last,
 /// and ``fetchDatabaseChangesResultBlock`` the final token, then CloudKit's older
 /// ``fetchDatabaseChangesCompletionBlock``. Stratus answers this in the public database too,
@@ -24,7 +27,7 @@ public final class FetchDatabaseChangesOperation: DatabaseOperation, @unchecked 
     /// Zone changes per batch when ``resultsLimit`` is 0.
     public static let defaultResultsLimit = 400
 
-    /// The token from the last fetch; `nil` reports every zone that exists.
+    /// The token from the last fetch; `nil` reports every zone that exists, and no deletion.
     public var previousServerChangeToken: ServerChangeToken?
     /// Zone changes per batch; 0 means ``defaultResultsLimit``.
     public var resultsLimit = 0
@@ -61,6 +64,9 @@ public final class FetchDatabaseChangesOperation: DatabaseOperation, @unchecked 
         precondition(resultsLimit >= 0, "FetchDatabaseChangesOperation.resultsLimit must not be negative")
         let limit = resultsLimit == 0 ? Self.defaultResultsLimit : resultsLimit
         var position = try previousServerChangeToken?.position(for: nil, in: context)
+        // From the beginning, deletions are of zones the client never had: the batches read
+        // after the first one, in this operation, are from the beginning too.
+        let fromBeginning = position == nil
         var delivered = 0
         while true {
             if isCancelled { return StratusError.cancelled("FetchDatabaseChangesOperation", completed: delivered) }
@@ -68,7 +74,9 @@ public final class FetchDatabaseChangesOperation: DatabaseOperation, @unchecked 
             for change in batch.changes {
                 switch change {
                 case .zoneChanged(let id): recordZoneWithIDChangedBlock?(id)
-                case .zoneDeleted(let id): recordZoneWithIDWasDeletedBlock?(id)
+                case .zoneDeleted(let id):
+                    if fromBeginning { continue }
+                    recordZoneWithIDWasDeletedBlock?(id)
                 }
                 delivered += 1
             }
