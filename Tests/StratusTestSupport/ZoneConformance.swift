@@ -462,6 +462,26 @@ public enum ZoneConformance {
         let sinceThird = try await database.databaseChanges(since: third.changeToken)
         #expect(sinceThird.deletions.map(\.zoneID) == [gone])
 
+        // One batch per call, each token through its text: still no deletion from before the
+        // first call, while a zone deleted after it began is reported.
+        var token: ServerChangeToken?
+        var pagedChanged: [RecordZone.ID] = [], pagedDeleted: [RecordZone.ID] = []
+        var calls = 0
+        repeat {
+            let page = try await database.databaseChanges(since: token.map { try ServerChangeToken(serialized: $0.serialized) }, resultsLimit: 1)
+            pagedChanged += page.modifications.map(\.zoneID)
+            pagedDeleted += page.deletions.map(\.zoneID)
+            token = page.changeToken
+            calls += 1
+            if calls == 1 {
+                #expect(page.moreComing)
+                try await database.deleteRecordZone(withID: notes)
+            }
+            if !page.moreComing { break }
+        } while calls < 20
+        #expect(Set(pagedChanged).isSuperset(of: [photos, .default]), "\(pagedChanged)")
+        #expect(pagedDeleted == [notes], "only the deletion after the first call: \(pagedDeleted)")
+
         // Other users and databases see none of it.
         let bob = try await env.container(user: "bob").privateCloudDatabase.databaseChanges(since: nil)
         #expect(bob.modifications.isEmpty && bob.deletions.isEmpty)

@@ -6,9 +6,10 @@ import Foundation
 /// A zone is reported changed when it was created or records in it were written or deleted
 /// since the token, and deleted when it was deleted since (a zone deleted and created again
 /// is reported deleted, then changed). Without a token (from the beginning), as in CloudKit,
-/// every zone that exists is reported changed and no deletion is reported: a client starting
-/// fresh holds nothing to delete, so a zone deleted and created again is only changed, and
-/// one deleted for good is not reported at all. Changes arrive oldest first, in batches of
+/// every zone that exists is reported changed and no deletion from before the fetch began is
+/// reported: a client starting fresh holds nothing to delete, so a zone deleted and created
+/// again is only changed, and one deleted for good is not reported at all, also in batches
+/// read later with the tokens such a fetch hands out. Changes arrive oldest first, in batches of
 /// ``resultsLimit``; ``changeTokenUpdatedBlock`` gets the token after each batch but the last,
 /// and ``fetchDatabaseChangesResultBlock`` the final token, then CloudKit's older
 /// ``fetchDatabaseChangesCompletionBlock``. Stratus answers this in the public database too,
@@ -64,24 +65,31 @@ public final class FetchDatabaseChangesOperation: DatabaseOperation, @unchecked 
         precondition(resultsLimit >= 0, "FetchDatabaseChangesOperation.resultsLimit must not be negative")
         let limit = resultsLimit == 0 ? Self.defaultResultsLimit : resultsLimit
         var position = try previousServerChangeToken?.position(for: nil, in: context)
-        // From the beginning, deletions are of zones the client never had: the batches read
-        // after the first one, in this operation, are from the beginning too.
-        let fromBeginning = position == nil
+        // A fetch from the beginning reports no deletion of a zone the client never had: none
+        // at or before the database's sequence when it began, also in later batches, of this
+        // operation or read with the tokens it hands out.
+        let fromBeginning = previousServerChangeToken == nil
+        var freshThrough = previousServerChangeToken?.freshThrough
         var delivered = 0
         while true {
             if isCancelled { return StratusError.cancelled("FetchDatabaseChangesOperation", completed: delivered) }
             let batch = try withRetry { try engine.fetchDatabaseChanges(after: position, limit: limit, in: context) }
-            for change in batch.changes {
+            if fromBeginning && freshThrough == nil { freshThrough = batch.currentSequence }
+            let knowsSequences = batch.sequences.count == batch.changes.count
+            for (index, change) in batch.changes.enumerated() {
                 switch change {
                 case .zoneChanged(let id): recordZoneWithIDChangedBlock?(id)
                 case .zoneDeleted(let id):
-                    if fromBeginning { continue }
+                    if let freshThrough, knowsSequences ? batch.sequences[index] <= freshThrough : fromBeginning { continue }
+                    if freshThrough == nil && fromBeginning { continue }
                     recordZoneWithIDWasDeletedBlock?(id)
                 }
                 delivered += 1
             }
             position = batch.position
-            let token = ServerChangeToken(zoneID: nil, context: context, position: batch.position)
+            // Past the sequence, the token is an ordinary one.
+            let token = ServerChangeToken(zoneID: nil, context: context, position: batch.position,
+                                          freshThrough: freshThrough.flatMap { $0 > batch.position.sequence ? $0 : nil })
             if batch.moreComing && fetchAllChanges {
                 changeTokenUpdatedBlock?(token)
                 continue
