@@ -80,8 +80,9 @@ public final class FetchDatabaseChangesOperation: DatabaseOperation, @unchecked 
                 switch change {
                 case .zoneChanged(let id): recordZoneWithIDChangedBlock?(id)
                 case .zoneDeleted(let id):
-                    if let freshThrough, knowsSequences ? batch.sequences[index] <= freshThrough : fromBeginning { continue }
-                    if freshThrough == nil && fromBeginning { continue }
+                    // Without the sequences, a fetch from the beginning drops every deletion.
+                    let beforeFetchBegan = if let freshThrough, knowsSequences { batch.sequences[index] <= freshThrough } else { fromBeginning }
+                    if beforeFetchBegan { continue }
                     recordZoneWithIDWasDeletedBlock?(id)
                 }
                 delivered += 1
