@@ -89,8 +89,7 @@ extension PostgresEngine {
                 """, Self.databaseKey(database) + [.int64(after), .int64(current), .int64(Int64(limit) + 1)]) {
                 changes.append((try row.int64(2) ?? 0, .zoneDeleted(Self.zoneID(name: try row.text(0) ?? "", owner: try row.text(1) ?? ""))))
             }
-            let batch = ChangeHistoryRules.batch(of: changes, limit: limit, current: current, incarnation: identity)
-            return DatabaseChangeBatch(changes: batch.changes, position: batch.position, moreComing: batch.moreComing)
+            return ChangeHistoryRules.databaseBatch(of: changes, limit: limit, current: current, incarnation: identity)
         }
     }
 

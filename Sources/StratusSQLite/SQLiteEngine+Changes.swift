@@ -67,8 +67,7 @@ extension SQLiteEngine {
             while try deleted.step() {
                 changes.append((deleted.int64(2), .zoneDeleted(Self.zoneID(name: deleted.text(0) ?? "", owner: deleted.text(1) ?? ""))))
             }
-            let batch = ChangeHistoryRules.batch(of: changes, limit: limit, current: current, incarnation: incarnation)
-            return DatabaseChangeBatch(changes: batch.changes, position: batch.position, moreComing: batch.moreComing)
+            return ChangeHistoryRules.databaseBatch(of: changes, limit: limit, current: current, incarnation: incarnation)
         }
     }
 

@@ -27,7 +27,8 @@ struct ImportCommand: Command {
         expirationTime, zoneType, deviceID, a share, VALIDATE references, locations with some
         members) are kept as they came. Encrypted values (ENCRYPTED_BYTES fields and fields marked
         "isEncrypted": true) are kept as the opaque values they are and exported the same way;
-        Stratus never decrypts them.
+        Stratus never decrypts them. As in CloudKit, only the private and shared databases hold
+        them: in the public database a record with one is rejected (use --database private).
 
         Zones: records go into the zone their zoneID (or their envelope's) names, records that
         name none into --zone. A zone that does not exist stops the import once, naming the

@@ -76,10 +76,11 @@ struct CloudKitFixtureCLITests {
         try await TemporaryStore.with { store in
             let cli = try await CLI(store, engine: engine)
             let (path, originals) = try Self.fixture("reminders_query_reminders_response.json")
-            let zone = try await cli.run(["zones", "create", "Reminders"])
+            // Reminders live in a private database; the public one holds no encrypted values.
+            let zone = try await cli.run(["zones", "create", "Reminders", "--database", "private"])
             #expect(zone.exitCode == 0, "\(zone)")
             let rejects = store.path("reminders.rejects")
-            let result = try await cli.run(["import", path, "--reject-file", rejects])
+            let result = try await cli.run(["import", path, "--reject-file", rejects, "--database", "private"])
             #expect(result.stdout.isEmpty)
 
             let help = try await cli.run(["import", "--help"])
@@ -90,7 +91,7 @@ struct CloudKitFixtureCLITests {
             if result.exitCode == 0 {
                 // Kept: the export gives back every field with its type (ENCRYPTED_BYTES included) and every system field.
                 Summary.expectImport(result, imported: originals.count)
-                let export = try await cli.run(["export", "--type", "Reminder", "--zone", "Reminders", "--format", "envelope", "--quiet"])
+                let export = try await cli.run(["export", "--type", "Reminder", "--zone", "Reminders", "--format", "envelope", "--quiet", "--database", "private"])
                 #expect(export.exitCode == 0, "\(export)")
                 let body = try #require(try JSONSerialization.jsonObject(with: Data(export.stdout.utf8)) as? [String: Any], "\(export)")
                 let records = try #require(body["records"] as? [[String: Any]])
@@ -114,7 +115,7 @@ struct CloudKitFixtureCLITests {
                     }
                 }
                 // Re-importing the export changes nothing.
-                let again = try await cli.run(["import", try cli.file("reminders-export.json", export.stdout)])
+                let again = try await cli.run(["import", try cli.file("reminders-export.json", export.stdout), "--database", "private"])
                 #expect(again.exitCode == 0, "\(again)")
                 Summary.expectImport(again, imported: 0, unchanged: originals.count)
             } else {
@@ -127,7 +128,7 @@ struct CloudKitFixtureCLITests {
                     #expect(line.error.contains("ENCRYPTED_BYTES") && (line.error.contains("TitleDocument") || line.error.contains("NotesDocument")), "\(line)")
                     #expect(line.line > 1 && line.column >= 1)
                 }
-                #expect(try await cli.count("Reminder", extra: ["--zone", "Reminders"]) == 0, "nothing half-imported")
+                #expect(try await cli.count("Reminder", extra: ["--zone", "Reminders", "--database", "private"]) == 0, "nothing half-imported")
             }
         }
     }

@@ -31,9 +31,10 @@ struct CodecRoundTripCLITests {
             case "json": "[" + line + "]\n"
             default: #"{"records":["# + line + "]}"
             }
-            let imported = try await cli.run(["import", try cli.file("in.\(format)", input), "--format", format])
+            // In the private database: the public one holds no encrypted values, as CloudKit's.
+            let imported = try await cli.run(["import", try cli.file("in.\(format)", input), "--format", format, "--database", "private"])
             #expect(imported.exitCode == 0, "\(imported)")
-            let exported = try await cli.run(["export", "--type", "Spelled", "--format", format, "--quiet"])
+            let exported = try await cli.run(["export", "--type", "Spelled", "--format", format, "--quiet", "--database", "private"])
             #expect(exported.exitCode == 0, "\(exported)")
             for (key, text) in Self.spelledFields {
                 #expect(exported.stdout.contains("\"\(key)\":\(text)"), "\(format): \(key) came back otherwise: \(exported.stdout)")
@@ -161,15 +162,16 @@ struct CodecRoundTripCLITests {
                 #"{"recordName":"s0","recordType":"Secret","fields":{"label":{"value":"x","type":"STRING"}}}"#,
                 #"{"recordName":"s1","recordType":"Secret","fields":{"data":{"value":"YQ==","type":"ENCRYPTED_BYTES"}}}"#,
             ]
-            let stored = try await cli.run(["import", try cli.file("secrets.ndjson", secrets.joined(separator: "\n") + "\n")])
+            // In the private database: the public one holds no encrypted values, as CloudKit's.
+            let stored = try await cli.run(["import", try cli.file("secrets.ndjson", secrets.joined(separator: "\n") + "\n"), "--database", "private"])
             #expect(stored.exitCode == 0, "\(stored)")
-            let columns = try await cli.run(["export", "--type", "Secret", "--format", "csv", "--quiet"])
+            let columns = try await cli.run(["export", "--type", "Secret", "--format", "csv", "--quiet", "--database", "private"])
             #expect(columns.exitCode == 0, "\(columns)")
             #expect(columns.stdoutLines.first?.hasSuffix("data:ENCRYPTED_BYTES,label:STRING") == true, "\(columns)")
-            let given = try await cli.run(["export", "--type", "Secret", "--format", "csv", "--fields", "label,data:ENCRYPTED_BYTES", "--quiet"])
+            let given = try await cli.run(["export", "--type", "Secret", "--format", "csv", "--fields", "label,data:ENCRYPTED_BYTES", "--quiet", "--database", "private"])
             #expect(given.exitCode == 0, "\(given)")
             // A column the first record cannot type holds plain values: the encrypted one is bad data.
-            let refused = try await cli.run(["export", "--type", "Secret", "--format", "csv", "--fields", "label,data", "--quiet"])
+            let refused = try await cli.run(["export", "--type", "Secret", "--format", "csv", "--fields", "label,data", "--quiet", "--database", "private"])
             #expect(refused.exitCode == 65, "\(refused)")
             #expect(refused.stderr.contains("record 's1'") && refused.stderr.contains("data:ENCRYPTED_BYTES"), "\(refused)")
         }

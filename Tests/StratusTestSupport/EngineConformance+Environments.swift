@@ -90,10 +90,11 @@ extension EngineConformance {
         // The private database grows the same schema: it is the container's.
         try await TestDatabase.save([makeRecord("Gadget", "g3", ["color": .string("red")])], in: container.privateCloudDatabase)
         #expect(try await container.schema().recordType("Gadget")?.field("color")?.type == .string)
-        // An encrypted value creates an encrypted field.
+        // An encrypted value creates an encrypted field (in the private database: the public
+        // one holds no encrypted values, as CloudKit's).
         let sealed = makeRecord("Gadget", "g4")
         sealed.encryptedValues["code"] = "1234"
-        try await database.save(sealed)
+        try await container.privateCloudDatabase.save(sealed)
         #expect(try await container.schema().recordType("Gadget")?.field("code") == .init("code", type: .string, isEncrypted: true))
     }
 
@@ -134,12 +135,13 @@ extension EngineConformance {
         let plain = await caughtError { try await database.save(makeRecord("Measure", "e", ["pin": .string("1234")])) }
         #expect(stratusError(plain)?.code == .invalidArguments)
         #expect(stratusError(plain)?.message.contains("ENCRYPTED STRING") == true, "\(String(describing: plain))")
+        // Encrypted values live in the private database (the public one holds none, as CloudKit's).
         let sealed = makeRecord("Measure", "f")
         sealed.encryptedValues["pin"] = "1234"
-        try await database.save(sealed)
+        try await container.privateCloudDatabase.save(sealed)
         let sealedLabel = makeRecord("Measure", "g")
         sealedLabel.encryptedValues["label"] = "x"
-        let wronglySealed = await caughtError { try await database.save(sealedLabel) }
+        let wronglySealed = await caughtError { try await container.privateCloudDatabase.save(sealedLabel) }
         #expect(stratusError(wronglySealed)?.code == .invalidArguments)
     }
 

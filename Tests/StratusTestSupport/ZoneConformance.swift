@@ -441,6 +441,47 @@ public enum ZoneConformance {
         #expect(sinceFirst.deletions.map(\.zoneID) == [notes])
         #expect(Set(sinceFirst.modifications.map(\.zoneID)) == [photos, .default, notes])
 
+        // From the beginning, as in CloudKit, a client has nothing to delete: the recreated
+        // zone is only changed, and a zone deleted for good is not reported at all.
+        let gone = RecordZone.ID(zoneName: "Gone")
+        try await database.save(RecordZone(zoneID: gone))
+        try await database.deleteRecordZone(withID: gone)
+        let fresh = try await database.databaseChanges(since: nil)
+        #expect(fresh.deletions.isEmpty, "\(fresh.deletions.map(\.zoneID.zoneName))")
+        #expect(Set(fresh.modifications.map(\.zoneID)) == [photos, .default, notes])
+        #expect(fresh.modifications.count == 3, "each zone once")
+        // The same in batches of one, read by one operation.
+        let changed = Box<[RecordZone.ID]>([]), deleted = Box<[RecordZone.ID]>([])
+        let paged = FetchDatabaseChangesOperation(previousServerChangeToken: nil)
+        paged.resultsLimit = 1
+        paged.recordZoneWithIDChangedBlock = { id in changed.update { $0.append(id) } }
+        paged.recordZoneWithIDWasDeletedBlock = { id in deleted.update { $0.append(id) } }
+        await run(paged, on: database)
+        #expect(deleted.value.isEmpty && Set(changed.value) == [photos, .default, notes] && changed.value.count == 3)
+        // From a token, the deletion since is still reported.
+        let sinceThird = try await database.databaseChanges(since: third.changeToken)
+        #expect(sinceThird.deletions.map(\.zoneID) == [gone])
+
+        // One batch per call, each token through its text: still no deletion from before the
+        // first call, while a zone deleted after it began is reported.
+        var token: ServerChangeToken?
+        var pagedChanged: [RecordZone.ID] = [], pagedDeleted: [RecordZone.ID] = []
+        var calls = 0
+        repeat {
+            let page = try await database.databaseChanges(since: token.map { try ServerChangeToken(serialized: $0.serialized) }, resultsLimit: 1)
+            pagedChanged += page.modifications.map(\.zoneID)
+            pagedDeleted += page.deletions.map(\.zoneID)
+            token = page.changeToken
+            calls += 1
+            if calls == 1 {
+                #expect(page.moreComing)
+                try await database.deleteRecordZone(withID: notes)
+            }
+            if !page.moreComing { break }
+        } while calls < 20
+        #expect(Set(pagedChanged).isSuperset(of: [photos, .default]), "\(pagedChanged)")
+        #expect(pagedDeleted == [notes], "only the deletion after the first call: \(pagedDeleted)")
+
         // Other users and databases see none of it.
         let bob = try await env.container(user: "bob").privateCloudDatabase.databaseChanges(since: nil)
         #expect(bob.modifications.isEmpty && bob.deletions.isEmpty)
@@ -464,7 +505,7 @@ public enum ZoneConformance {
         op.fetchDatabaseChangesResultBlock = { final.value = $0 }
         await run(op, on: database)
         #expect(changed.value == names.filter { $0 != "Zone4" })
-        #expect(deleted.value == ["Zone4"])
+        #expect(deleted.value.isEmpty, "from the beginning, a zone deleted for good is not reported")
         #expect(updates.value == 2, "9 zone changes and a deletion in batches of 4")
         let token = try #require(try final.value?.get().serverChangeToken)
         #expect(try final.value?.get().moreComing == false)

@@ -110,6 +110,119 @@ struct CancellationTests {
         }
     }
 
+    @Test("cancelling a modify while its last batch is written ends with operationCancelled; the batch's saves stay reported")
+    func cancelDuringLastModifyBatch() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            let records = items(30)
+            let saved = Box(0)
+            let final = Box<Result<Void, any Error>?>(nil)
+            let modify = ModifyRecordsOperation(recordsToSave: records)
+            modify.isAtomic = false
+            modify.itemsPerBatch = 10
+            modify.perRecordSaveBlock = { [weak modify] _, result in
+                guard case .success = result else { return }
+                if saved.update({ $0 += 1; return $0 }) == 25 { modify?.cancel() }
+            }
+            modify.modifyRecordsResultBlock = { final.value = $0 }
+            await run(modify, on: database)
+
+            let error = try #require(finalError(final.value), "a modify cancelled before it finished is not a success")
+            #expect(error.code == .operationCancelled)
+            #expect(saved.value == 30, "the last batch was committed and each of its saves reported")
+            #expect(error.completedItemCount == 30)
+            #expect(try await TestDatabase.queryAll(Query(recordType: "Item"), in: database).count == 30)
+        }
+    }
+
+    @Test("cancelling a one-batch modify while it is written ends with operationCancelled")
+    func cancelDuringOnlyModifyBatch() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            let final = Box<Result<Void, any Error>?>(nil)
+            let completion = Box<(saved: Int, error: StratusError?)?>(nil)
+            let modify = ModifyRecordsOperation(recordsToSave: items(3))
+            modify.perRecordSaveBlock = { [weak modify] _, _ in modify?.cancel() }
+            modify.modifyRecordsResultBlock = { final.value = $0 }
+            modify.modifyRecordsCompletionBlock = { saved, _, error in completion.value = (saved?.count ?? 0, stratusError(error)) }
+            await run(modify, on: database)
+
+            #expect(finalError(final.value)?.code == .operationCancelled)
+            #expect(completion.value?.saved == 3, "the older block still gets what was written")
+            #expect(completion.value?.error?.code == .operationCancelled)
+        }
+    }
+
+    @Test("cancelling a delete by IDs or by query while its last batch is deleted ends with operationCancelled")
+    func cancelDuringLastDeleteBatch() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            try await TestDatabase.save(items(30), in: database)
+            let byID = DeleteRecordsOperation(recordIDs: (0..<15).map { Record.ID(recordName: recordName("item", $0)) })
+            let byQuery = DeleteRecordsOperation(query: Query(recordType: "Item"))
+            for delete in [byID, byQuery] {
+                let deleted = Box(0)
+                let final = Box<Result<Void, any Error>?>(nil)
+                delete.batchSize = 5
+                delete.perRecordDeleteBlock = { [weak delete] _, result in
+                    guard case .success = result else { return }
+                    if deleted.update({ $0 += 1; return $0 }) == 13 { delete?.cancel() }
+                }
+                delete.deleteRecordsResultBlock = { final.value = $0 }
+                await run(delete, on: database)
+                let error = try #require(finalError(final.value), "a delete cancelled before it finished is not a success")
+                #expect(error.code == .operationCancelled)
+                #expect(deleted.value == 15)
+                #expect(error.completedItemCount == 15)
+            }
+            #expect(try await TestDatabase.queryAll(Query(recordType: "Item"), in: database).isEmpty)
+        }
+    }
+
+    @Test("cancelling a pipeline's writing stage while it writes the last batch ends it with operationCancelled")
+    func cancelDuringLastPipelineBatch() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            try await TestDatabase.save(items(30), in: database)
+            for deletes in [false, true] {
+                let query = QueryOperation(query: Query(recordType: "Item"))
+                query.fetchAllResults = true
+                query.resultsLimit = 10
+                let done = Box(0)
+                let final = Box<Result<Void, any Error>?>(nil)
+                let stage: DatabaseOperation
+                if deletes {
+                    let delete = DeleteRecordsOperation(deletingRecordsFrom: query)
+                    delete.perRecordDeleteBlock = { [weak delete] _, _ in
+                        if done.update({ $0 += 1; return $0 }) == 25 { delete?.cancel() }
+                    }
+                    delete.deleteRecordsResultBlock = { final.value = $0 }
+                    stage = delete
+                } else {
+                    let save = ModifyRecordsOperation(savingRecordsFrom: query) { records in
+                        records.forEach { $0["seen"] = 1 }
+                        return records
+                    }
+                    save.perRecordSaveBlock = { [weak save] _, _ in
+                        if done.update({ $0 += 1; return $0 }) == 25 { save?.cancel() }
+                    }
+                    save.modifyRecordsResultBlock = { final.value = $0 }
+                    stage = save
+                }
+                query.database = database
+                stage.database = database
+                let queue = OperationQueue()
+                queue.maxConcurrentOperationCount = 2
+                queue.addOperation(query)
+                queue.addOperation(stage)
+                await waitUntilFinished([query, stage])
+                let error = try #require(finalError(final.value), "deletes: \(deletes)")
+                #expect(error.code == .operationCancelled, "deletes: \(deletes)")
+                #expect(done.value == 30, "deletes: \(deletes)")
+            }
+        }
+    }
+
     @Test("cancelling a running fetch stops after the current batch")
     func cancelDuringFetch() async throws {
         try await SQLiteFixture.with { fixture in

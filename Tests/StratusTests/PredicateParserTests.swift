@@ -257,6 +257,32 @@ struct PredicateParserAcceptanceTests {
         #expect(try parse("location == LOCATION(1, 2)") == .condition(.compare(field("location"), .equal, .location(Location(latitude: 1, longitude: 2)))))
         #expect(try parse("\n\t name \r\n ==\n'x'  ") == .condition(.compare(field("name"), .equal, .string("x"))))
     }
+
+    @Test("predicateFormat, as NSPredicate's, parses back to an equal predicate for every shape")
+    func predicateFormatRoundTrips() throws {
+        let owner = Record.ID(recordName: "owner-1", zoneID: RecordZone.ID(zoneName: "Work"))
+        let predicates: [QueryPredicate] = [
+            .all,
+            .none,
+            try QueryPredicate(format: "title == %@", "say \"hi\"\n"),
+            try QueryPredicate(format: "rank >= %d AND price < %@ AND due > %@", 2, 9.5, someDate),
+            try QueryPredicate(format: "NOT (state == %@)", "done"),
+            try QueryPredicate(format: "age BETWEEN {20, 30} AND name BEGINSWITH %@", "Jim"),
+            try QueryPredicate(format: "color IN %@ AND ANY tags IN %@", ["red", "green"], ["a", "b"]),
+            try QueryPredicate(format: "tags CONTAINS %@ AND ANY names BEGINSWITH %@", "x", "J"),
+            try QueryPredicate(format: "self CONTAINS %@ AND self CONTAINS %@", "bob", "smith"),
+            try QueryPredicate(format: "owner == %@ AND recordID == %@", owner, Record.ID(recordName: "r")),
+            try QueryPredicate(format: "distanceToLocation:fromLocation:(place, %@) < %f", Location(latitude: 48.85, longitude: 2.35), 3.5),
+            QueryPredicate.key("count") == 0 && QueryPredicate.key("createdAt") > someDate,
+        ]
+        for predicate in predicates {
+            let format = predicate.predicateFormat
+            #expect(format == predicate.description)
+            #expect(try QueryPredicate(format: format) == predicate, "\(format)")
+        }
+        #expect(try QueryPredicate(format: "rank >= %d", 2).predicateFormat == "rank >= 2")
+        #expect(QueryPredicate.all.predicateFormat == "TRUEPREDICATE")
+    }
 }
 
 // MARK: - Arguments

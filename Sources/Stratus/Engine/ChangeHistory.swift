@@ -121,11 +121,19 @@ public struct DatabaseChangeBatch: Sendable {
     public var position: ChangePosition
     /// Whether changes after ``position`` remain.
     public var moreComing: Bool
+    /// The history sequence of each change, in the order of ``changes``; empty when the
+    /// engine does not say.
+    public var sequences: [Int64]
+    /// The database's latest change sequence when the batch was read; `nil` when the engine
+    /// does not say.
+    public var currentSequence: Int64?
 
-    public init(changes: [Change], position: ChangePosition, moreComing: Bool) {
+    public init(changes: [Change], position: ChangePosition, moreComing: Bool, sequences: [Int64] = [], currentSequence: Int64? = nil) {
         self.changes = changes
         self.position = position
         self.moreComing = moreComing
+        self.sequences = sequences
+        self.currentSequence = currentSequence
     }
 }
 
@@ -206,6 +214,17 @@ public enum ChangeHistoryRules {
         if moreComing { ordered.removeLast(ordered.count - limit) }
         let reached = moreComing ? ordered[ordered.count - 1].sequence : current
         return (ordered.map(\.change), ChangePosition(incarnation: incarnation, sequence: reached), moreComing)
+    }
+
+    /// A database's batch from the zone changes an engine read after a position, cut as
+    /// ``batch(of:limit:current:incarnation:)`` cuts one, with each change's sequence and the
+    /// database's current sequence: what tells the deletions a client reading from the
+    /// beginning never had (``FetchDatabaseChangesOperation``).
+    public static func databaseBatch(of changes: [(sequence: Int64, change: DatabaseChangeBatch.Change)], limit: Int, current: Int64, incarnation: String) -> DatabaseChangeBatch {
+        let cut = batch(of: changes, limit: limit, current: current, incarnation: incarnation)
+        // Sequences are unique in a database's history: the sorted prefix is the cut's.
+        let sequences = Array(changes.map(\.sequence).sorted().prefix(cut.changes.count))
+        return DatabaseChangeBatch(changes: cut.changes, position: cut.position, moreComing: cut.moreComing, sequences: sequences, currentSequence: current)
     }
 
     /// A zone's history answers only when the zone records it.

@@ -54,9 +54,11 @@ extension StratusError: CustomNSError, LocalizedError {
 
     /// The `userInfo` a `CKError` carries: `NSLocalizedDescriptionKey` (the message),
     /// ``ErrorRetryAfterKey`` (an `NSNumber`), ``PartialErrorsByItemIDKey`` (item IDs to errors),
-    /// the three record-changed keys, and `NSUnderlyingErrorKey` when there is one.
+    /// the three record-changed keys, `NSUnderlyingErrorKey` when there is one, and every
+    /// other key the error was built with (``init(_:userInfo:)``).
     public var errorUserInfo: [String: Any] {
-        var info: [String: Any] = [NSLocalizedDescriptionKey: message]
+        var info = keptUserInfo?.entries ?? [:]
+        info[NSLocalizedDescriptionKey] = message
         if let retryAfterSeconds { info[ErrorRetryAfterKey] = NSNumber(value: retryAfterSeconds) }
         if let partialErrorsByItemID { info[PartialErrorsByItemIDKey] = partialErrorsByItemID }
         if let serverRecord { info[RecordChangedErrorServerRecordKey] = serverRecord }
@@ -82,28 +84,44 @@ extension StratusError: CustomNSError, LocalizedError {
     /// }
     /// ```
     public var partialErrorsByItemID: [AnyHashable: any Error]? {
-        if partialErrorsByRecordID.isEmpty && partialErrorsByZoneID.isEmpty && partialErrorsBySubscriptionID.isEmpty && partialErrorsByNotificationID.isEmpty { return nil }
+        if partialErrorsByRecordID.isEmpty && partialErrorsByZoneID.isEmpty && partialErrorsBySubscriptionID.isEmpty && partialErrorsByNotificationID.isEmpty
+            && (keptUserInfo?.otherPartialErrors.isEmpty ?? true) { return nil }
         var errors: [AnyHashable: any Error] = [:]
         errors.reserveCapacity(partialErrorsByRecordID.count + partialErrorsByZoneID.count)
         for (id, error) in partialErrorsByRecordID { errors[AnyHashable(id)] = error }
         for (id, error) in partialErrorsByZoneID { errors[AnyHashable(id)] = error }
         for (id, error) in partialErrorsBySubscriptionID { errors[AnyHashable(id)] = error }
         for (id, error) in partialErrorsByNotificationID { errors[AnyHashable(id)] = error }
+        for (id, error) in keptUserInfo?.otherPartialErrors ?? [:] where errors[id] == nil { errors[id] = error }
         return errors
     }
 
-    /// Creates an error as `CKError(_:userInfo:)` does, reading CloudKit's `userInfo` keys:
-    /// the message from `NSLocalizedDescriptionKey` (else the code's name), ``ErrorRetryAfterKey``,
-    /// ``PartialErrorsByItemIDKey`` (keys that are ``Record/ID``s or ``RecordZone/ID``s), the
-    /// record-changed keys and `NSUnderlyingErrorKey`. Test doubles of sync code use this.
+    /// Creates an error as `CKError(_:userInfo:)` does, keeping every `userInfo` entry.
+    ///
+    /// CloudKit's keys fill the error's properties: the message from `NSLocalizedDescriptionKey`
+    /// (else the code's name), ``retryAfterSeconds`` from ``ErrorRetryAfterKey`` (a `Double`,
+    /// an `Int` or any number, or an `NSNumber`, as CloudKit code writes it),
+    /// ``PartialErrorsByItemIDKey`` (keys that are ``Record/ID``s, ``RecordZone/ID``s,
+    /// subscription or notification IDs), the record-changed keys and `NSUnderlyingErrorKey`.
+    /// Every other entry, and a known key whose value is not of a type it takes, is kept as
+    /// given: ``userInfo`` and the bridged `NSError` give it back. Test doubles of sync code use this.
     ///
     /// ```swift
-    /// let busy = StratusError(.zoneBusy, userInfo: [ErrorRetryAfterKey: 2.0])
+    /// let busy = StratusError(.zoneBusy, userInfo: [ErrorRetryAfterKey: 2, "attempt": 3])
+    /// busy.retryAfterSeconds          // 2.0
+    /// busy.userInfo["attempt"]        // 3
     /// ```
     public init(_ code: Code, userInfo: [String: Any] = [:]) {
         self.init(code, userInfo[NSLocalizedDescriptionKey] as? String ?? "\(code)")
-        if let seconds = userInfo[ErrorRetryAfterKey] as? Double { retryAfterSeconds = seconds }
+        var kept = userInfo
+        if userInfo[NSLocalizedDescriptionKey] is String { kept[NSLocalizedDescriptionKey] = nil }
+        if let value = userInfo[ErrorRetryAfterKey], let seconds = Self.seconds(value) {
+            retryAfterSeconds = seconds
+            kept[ErrorRetryAfterKey] = nil
+        }
+        var otherPartialErrors: [AnyHashable: any Error] = [:]
         if let partial = userInfo[PartialErrorsByItemIDKey] as? [AnyHashable: any Error] {
+            kept[PartialErrorsByItemIDKey] = nil
             for (key, error) in partial {
                 if let id = key.base as? Record.ID {
                     partialErrorsByRecordID[id] = StratusError(bridging: error)
@@ -113,13 +131,30 @@ extension StratusError: CustomNSError, LocalizedError {
                     partialErrorsBySubscriptionID[id] = StratusError(bridging: error)
                 } else if let id = key.base as? StratusNotification.ID {
                     partialErrorsByNotificationID[id] = StratusError(bridging: error)
+                } else {
+                    // An item ID of a kind Stratus has no property for: kept as given.
+                    otherPartialErrors[key] = error
                 }
             }
         }
-        serverRecord = userInfo[RecordChangedErrorServerRecordKey] as? Record
-        clientRecord = userInfo[RecordChangedErrorClientRecordKey] as? Record
-        ancestorRecord = userInfo[RecordChangedErrorAncestorRecordKey] as? Record
-        underlyingError = userInfo[NSUnderlyingErrorKey] as? any Error
+        if let record = userInfo[RecordChangedErrorServerRecordKey] as? Record { serverRecord = record; kept[RecordChangedErrorServerRecordKey] = nil }
+        if let record = userInfo[RecordChangedErrorClientRecordKey] as? Record { clientRecord = record; kept[RecordChangedErrorClientRecordKey] = nil }
+        if let record = userInfo[RecordChangedErrorAncestorRecordKey] as? Record { ancestorRecord = record; kept[RecordChangedErrorAncestorRecordKey] = nil }
+        if let error = userInfo[NSUnderlyingErrorKey] as? any Error { underlyingError = error; kept[NSUnderlyingErrorKey] = nil }
+        if !kept.isEmpty || !otherPartialErrors.isEmpty { keptUserInfo = KeptUserInfo(entries: kept, otherPartialErrors: otherPartialErrors) }
+    }
+
+    /// Seconds given as CloudKit code gives ``ErrorRetryAfterKey``: a `Double`, an `Int` (or
+    /// any integer or floating-point number), or an `NSNumber`.
+    static func seconds(_ value: Any) -> Double? {
+        switch value {
+        case let seconds as Double: seconds
+        case let seconds as Int: Double(seconds)
+        case let number as NSNumber: number.doubleValue
+        case let seconds as any BinaryInteger: Double(seconds)
+        case let seconds as any BinaryFloatingPoint: Double(seconds)
+        default: nil
+        }
     }
 
     /// The error as a ``StratusError``: itself, the same error after a trip through `NSError`
@@ -199,4 +234,22 @@ extension StratusError {
     public static var assetNotAvailable: Code { .assetNotAvailable }
     public static var accountTemporarilyUnavailable: Code { .accountTemporarilyUnavailable }
     public static var participantAlreadyInvited: Code { .participantAlreadyInvited }
+}
+
+/// The `userInfo` entries of an error that its properties do not hold, as the error was built
+/// with them.
+///
+/// Unchecked Sendable: the dictionaries are constants set once, like the `userInfo` of an
+/// `NSError` (itself Sendable); their values are what the caller handed to the error, as
+/// `NSError` holds them.
+final class KeptUserInfo: @unchecked Sendable {
+    /// Entries under keys Stratus does not read, or whose values are not of a type it takes.
+    let entries: [String: Any]
+    /// ``PartialErrorsByItemIDKey`` entries whose item IDs are of no kind Stratus knows.
+    let otherPartialErrors: [AnyHashable: any Error]
+
+    init(entries: [String: Any], otherPartialErrors: [AnyHashable: any Error]) {
+        self.entries = entries
+        self.otherPartialErrors = otherPartialErrors
+    }
 }

@@ -53,6 +53,10 @@ public struct StratusError: Error, Sendable, CustomStringConvertible {
     /// For a failure reported by an SQL server: its five-character SQLSTATE (`40001`), so that
     /// an engine can tell failures apart without reading the message.
     public var sqlState: String?
+    /// The `userInfo` entries an error built with ``init(_:userInfo:)`` carried that no
+    /// property above holds (the app's own keys, CloudKit keys Stratus does not read), kept
+    /// so that ``userInfo`` gives them back.
+    var keptUserInfo: KeptUserInfo?
 
     public init(
         _ code: Code, _ message: String, recordID: Record.ID? = nil, zoneID: RecordZone.ID? = nil,

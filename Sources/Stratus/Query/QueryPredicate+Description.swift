@@ -48,6 +48,18 @@ extension QueryPredicate: CustomStringConvertible {
     }
 }
 
+extension QueryPredicate {
+    /// The predicate's format string, as `NSPredicate.predicateFormat`: ``description``'s
+    /// canonical form, which ``QueryPredicate/init(format:_:)`` parses back to an equal predicate.
+    ///
+    /// ```swift
+    /// let p = try QueryPredicate(format: "title BEGINSWITH %@ AND rank >= %d", "Buy", 2)
+    /// print(p.predicateFormat)                          // title BEGINSWITH "Buy" AND rank >= 2
+    /// assert(try QueryPredicate(format: p.predicateFormat) == p)
+    /// ```
+    public var predicateFormat: String { description }
+}
+
 extension Condition: CustomStringConvertible {
     /// The condition in the canonical format of ``QueryPredicate/description``.
     ///

@@ -153,6 +153,51 @@ struct ErrorBridgeTests {
         #expect(foreign.code == .internalError && foreign.underlyingError != nil)
     }
 
+    @Test("an error built from userInfo keeps every key, and reads retry-after given as Double, Int or NSNumber")
+    func userInfoKeptAndRetryAfterTypes() {
+        let built = StratusError(.serviceUnavailable, userInfo: [
+            NSLocalizedDescriptionKey: "try later",
+            ErrorRetryAfterKey: 2,
+            "attempt": 3,
+            "ServerErrorDescription": "overloaded",
+            ErrorUserDidResetEncryptedDataKey: true,
+        ])
+        #expect(built.retryAfterSeconds == 2.0)
+        #expect(built.message == "try later")
+        #expect(built.userInfo["attempt"] as? Int == 3)
+        #expect(built.userInfo["ServerErrorDescription"] as? String == "overloaded")
+        #expect(built.userInfo[ErrorUserDidResetEncryptedDataKey] as? Bool == true)
+        #expect((built.userInfo[ErrorRetryAfterKey] as? NSNumber)?.doubleValue == 2.0)
+        let nsError = built as NSError
+        #expect(nsError.userInfo["attempt"] as? Int == 3)
+        #expect(nsError.userInfo[NSLocalizedDescriptionKey] as? String == "try later")
+        // Through NSError and back, the app's keys stay.
+        let back = StratusError(bridging: nsError)
+        #expect(back.userInfo["ServerErrorDescription"] as? String == "overloaded")
+        #expect(back.retryAfterSeconds == 2.0)
+
+        #expect(StratusError(.zoneBusy, userInfo: [ErrorRetryAfterKey: 1.5]).retryAfterSeconds == 1.5)
+        #expect(StratusError(.zoneBusy, userInfo: [ErrorRetryAfterKey: NSNumber(value: 4)]).retryAfterSeconds == 4.0)
+        #expect(StratusError(.zoneBusy, userInfo: [ErrorRetryAfterKey: NSNumber(value: 0.25)]).retryAfterSeconds == 0.25)
+        #expect(StratusError(.zoneBusy, userInfo: [ErrorRetryAfterKey: Int64(7)]).retryAfterSeconds == 7.0)
+        #expect(StratusError(.zoneBusy, userInfo: [ErrorRetryAfterKey: Float(0.5)]).retryAfterSeconds == 0.5)
+        // A value of no number type is no retry-after, and is kept as given.
+        let odd = StratusError(.zoneBusy, userInfo: [ErrorRetryAfterKey: "soon"])
+        #expect(odd.retryAfterSeconds == nil)
+        #expect(odd.userInfo[ErrorRetryAfterKey] as? String == "soon")
+        // Setting the property afterwards wins over what was kept.
+        var changed = odd
+        changed.retryAfterSeconds = 3
+        #expect((changed.userInfo[ErrorRetryAfterKey] as? NSNumber)?.doubleValue == 3)
+        // Partial errors keyed by IDs of no kind Stratus knows are kept too.
+        let partial = StratusError(.partialFailure, userInfo: [
+            PartialErrorsByItemIDKey: [AnyHashable("custom-item"): StratusError(.unknownItem), AnyHashable(Record.ID(recordName: "a")): StratusError(.serverRecordChanged)] as [AnyHashable: any Error],
+        ])
+        #expect(partial.partialErrorsByRecordID[Record.ID(recordName: "a")]?.code == .serverRecordChanged)
+        #expect(partial.partialErrorsByItemID?.count == 2)
+        #expect((partial.partialErrorsByItemID?[AnyHashable("custom-item")] as? StratusError)?.code == .unknownItem)
+    }
+
     @Test("catch by code with StratusError.<code>; a switch naming every case compiles")
     func patterns() async throws {
         try await SQLiteFixture.with { fixture in

@@ -5,7 +5,11 @@ import Foundation
 ///
 /// A zone is reported changed when it was created or records in it were written or deleted
 /// since the token, and deleted when it was deleted since (a zone deleted and created again
-/// is reported deleted, then changed). Changes arrive oldest first, in batches of
+/// is reported deleted, then changed). Without a token (from the beginning), as in CloudKit,
+/// every zone that exists is reported changed and no deletion from before the fetch began is
+/// reported: a client starting fresh holds nothing to delete, so a zone deleted and created
+/// again is only changed, and one deleted for good is not reported at all, also in batches
+/// read later with the tokens such a fetch hands out. Changes arrive oldest first, in batches of
 /// ``resultsLimit``; ``changeTokenUpdatedBlock`` gets the token after each batch but the last,
 /// and ``fetchDatabaseChangesResultBlock`` the final token, then CloudKit's older
 /// ``fetchDatabaseChangesCompletionBlock``. Stratus answers this in the public database too,
@@ -24,7 +28,7 @@ public final class FetchDatabaseChangesOperation: DatabaseOperation, @unchecked 
     /// Zone changes per batch when ``resultsLimit`` is 0.
     public static let defaultResultsLimit = 400
 
-    /// The token from the last fetch; `nil` reports every zone that exists.
+    /// The token from the last fetch; `nil` reports every zone that exists, and no deletion.
     public var previousServerChangeToken: ServerChangeToken?
     /// Zone changes per batch; 0 means ``defaultResultsLimit``.
     public var resultsLimit = 0
@@ -61,19 +65,32 @@ public final class FetchDatabaseChangesOperation: DatabaseOperation, @unchecked 
         precondition(resultsLimit >= 0, "FetchDatabaseChangesOperation.resultsLimit must not be negative")
         let limit = resultsLimit == 0 ? Self.defaultResultsLimit : resultsLimit
         var position = try previousServerChangeToken?.position(for: nil, in: context)
+        // A fetch from the beginning reports no deletion of a zone the client never had: none
+        // at or before the database's sequence when it began, also in later batches, of this
+        // operation or read with the tokens it hands out.
+        let fromBeginning = previousServerChangeToken == nil
+        var freshThrough = previousServerChangeToken?.freshThrough
         var delivered = 0
         while true {
             if isCancelled { return StratusError.cancelled("FetchDatabaseChangesOperation", completed: delivered) }
             let batch = try withRetry { try engine.fetchDatabaseChanges(after: position, limit: limit, in: context) }
-            for change in batch.changes {
+            if fromBeginning && freshThrough == nil { freshThrough = batch.currentSequence }
+            let knowsSequences = batch.sequences.count == batch.changes.count
+            for (index, change) in batch.changes.enumerated() {
                 switch change {
                 case .zoneChanged(let id): recordZoneWithIDChangedBlock?(id)
-                case .zoneDeleted(let id): recordZoneWithIDWasDeletedBlock?(id)
+                case .zoneDeleted(let id):
+                    // Without the sequences, a fetch from the beginning drops every deletion.
+                    let beforeFetchBegan = if let freshThrough, knowsSequences { batch.sequences[index] <= freshThrough } else { fromBeginning }
+                    if beforeFetchBegan { continue }
+                    recordZoneWithIDWasDeletedBlock?(id)
                 }
                 delivered += 1
             }
             position = batch.position
-            let token = ServerChangeToken(zoneID: nil, context: context, position: batch.position)
+            // Past the sequence, the token is an ordinary one.
+            let token = ServerChangeToken(zoneID: nil, context: context, position: batch.position,
+                                          freshThrough: freshThrough.flatMap { $0 > batch.position.sequence ? $0 : nil })
             if batch.moreComing && fetchAllChanges {
                 changeTokenUpdatedBlock?(token)
                 continue

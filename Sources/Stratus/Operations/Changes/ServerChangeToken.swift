@@ -40,10 +40,14 @@ public final class ServerChangeToken: NSObject, Codable, Sendable {
     /// `true` for a place in a user's notification feed (``FetchNotificationChangesOperation``),
     /// which spans the container's databases; absent from other tokens.
     let notificationFeed: Bool?
+    /// For a database token of a fetch that began without a token: the database's sequence
+    /// when it began. Deletions at or before it are of zones the client never had, and are
+    /// not reported (see ``FetchDatabaseChangesOperation``). Absent once the token is past it.
+    let freshThrough: Int64?
 
     static let prefix = "stk1_"
 
-    init(zoneID: RecordZone.ID?, context: DatabaseContext, position: ChangePosition) {
+    init(zoneID: RecordZone.ID?, context: DatabaseContext, position: ChangePosition, freshThrough: Int64? = nil) {
         self.containerIdentifier = context.containerIdentifier
         self.databaseScope = context.scope
         self.owner = context.storageOwner
@@ -51,6 +55,7 @@ public final class ServerChangeToken: NSObject, Codable, Sendable {
         self.zoneID = zoneID.map(context.canonical)
         self.position = position
         self.notificationFeed = nil
+        self.freshThrough = freshThrough
         super.init()
     }
 
@@ -65,6 +70,7 @@ public final class ServerChangeToken: NSObject, Codable, Sendable {
         self.zoneID = nil
         self.position = position
         self.notificationFeed = true
+        self.freshThrough = nil
         super.init()
     }
 
@@ -76,6 +82,7 @@ public final class ServerChangeToken: NSObject, Codable, Sendable {
         self.zoneID = token.zoneID
         self.position = token.position
         self.notificationFeed = token.notificationFeed
+        self.freshThrough = token.freshThrough
         super.init()
     }
 
@@ -107,7 +114,7 @@ public final class ServerChangeToken: NSObject, Codable, Sendable {
     public override func isEqual(_ object: Any?) -> Bool {
         guard let other = object as? ServerChangeToken else { return false }
         return containerIdentifier == other.containerIdentifier && databaseScope == other.databaseScope && owner == other.owner
-            && environment == other.environment && zoneID == other.zoneID && position == other.position && notificationFeed == other.notificationFeed
+            && environment == other.environment && zoneID == other.zoneID && position == other.position && notificationFeed == other.notificationFeed && freshThrough == other.freshThrough
     }
 
     public override var hash: Int {

@@ -1,5 +1,8 @@
 /// The checks a query passes before it runs, decided once above every engine.
 ///
+/// - **Encrypted fields**: a condition or sort key on a field the schema declares encrypted
+///   fails with `invalidArguments` naming the field, in every database and environment, as
+///   in CloudKit (encrypted fields have no index).
 /// - **Production**: a record type the schema does not have fails with `unknownItem` ("Did not
 ///   find record type"), and a filter or sort on a field without its index fails with
 ///   `invalidArguments` ("Field 'rank' is not marked sortable"), as CloudKit answers
@@ -18,9 +21,13 @@ enum QueryAdmission {
     /// A query continued from a cursor passes the same checks; its restriction to the caller's
     /// own records, when one applies, must be this caller's.
     static func admit(_ query: CompiledQuery, engine: any StorageEngine, context: DatabaseContext, continuing: Bool = false) throws -> CompiledQuery {
-        guard context.environment == .production || context.scope == .public else { return query }
+        let checksSchema = context.environment == .production || context.scope == .public
+        // A query that names no field of its records needs the schema only for the checks below.
+        guard checksSchema || namesFields(query) else { return query }
         let schema = try engine.fetchSchema(storageContainer: context.storageContainer)
         let typeSchema = schema.recordType(query.recordType)
+        if let refusal = encryptedFieldRefusal(query, schema: typeSchema) { throw refusal }
+        guard checksSchema else { return query }
         let restriction = context.userRecordID.map(ownRecordsCondition)
         let asked = continuing ? removing(restriction, from: query.predicate) : query.predicate
         if context.environment == .production {

@@ -4,7 +4,7 @@ import Foundation
 ///
 /// Each deleted record is reported through ``perRecordDeleteBlock``. Cancelling stops at the
 /// next batch; the final result is then `operationCancelled` with `completedItemCount` set to
-/// the number of records deleted. Deleting a record that does not exist succeeds, so a delete
+/// the number of records deleted, also when the cancellation came during the last batch. Deleting a record that does not exist succeeds, so a delete
 /// job can be re-run.
 ///
 /// ```swift
@@ -131,6 +131,9 @@ public final class DeleteRecordsOperation: DatabaseOperation, @unchecked Sendabl
                 try deleteBatch(Array(ids[start..<min(ids.count, start + batchSize)]))
             }
         }
+        // A cancellation during the last batch is observed as during any other: the batch's
+        // deletions were reported, and the operation did not finish as asked.
+        if shouldStop { return cancelled() }
         if let input {
             while let batch = input.receive() {
                 if shouldStop { break }

@@ -14,7 +14,9 @@
 ///   schema.
 /// - **Production** rejects an unknown type or field with CloudKit's `invalidArguments`.
 /// - **Public database**: a new record needs CREATE, a stored one WRITE (``RecordAccess``);
-///   a caller who is not signed in writes nothing.
+///   a caller who is not signed in writes nothing. A record holding encrypted values
+///   (``Record/encryptedValues``) fails with `invalidArguments` naming the field: CloudKit's
+///   public database has no encrypted fields.
 ///
 /// The type's schema is read once per transaction; a record's fields are checked against the
 /// fields the type's last records had first, so that a bulk import pays no hashing per field,
@@ -246,6 +248,9 @@ struct RecordTypeRules {
 
     private func checkFields(_ save: PreparedSave, type: TypeState) -> Result<Growth?, StratusError> {
         let encrypted = save.encryptedKeys
+        if context.scope == .public, let key = encrypted.min() {
+            return StratusError(.invalidArguments, "record '\(save.recordID.recordName)': field '\(key)' holds an encrypted value (encryptedValues), and the public database holds no encrypted fields, as in CloudKit; save it as a plain value, or save the record in the private database", recordID: save.recordID)
+        }
         var missing: [(String, FieldValue)] = []
         // Undeclared fields holding an empty list of no known element type: they create no
         // field (the list has no type to give it), and production refuses them as any other.
