@@ -249,7 +249,7 @@ struct RecordTypeRules {
     private func checkFields(_ save: PreparedSave, type: TypeState) -> Result<Growth?, StratusError> {
         let encrypted = save.encryptedKeys
         if context.scope == .public, let key = encrypted.min() {
-            return StratusError(.invalidArguments, "record '\(save.recordID.recordName)': field '\(key)' holds an encrypted value (encryptedValues), and the public database holds no encrypted fields, as in CloudKit; save it as a plain value, or save the record in the private database", recordID: save.recordID)
+            return .failure(StratusError(.invalidArguments, "record '\(save.recordID.recordName)': field '\(key)' holds an encrypted value (encryptedValues), and the public database holds no encrypted fields, as in CloudKit; save it as a plain value, or save the record in the private database", recordID: save.recordID))
         }
         var missing: [(String, FieldValue)] = []
         // Undeclared fields holding an empty list of no known element type: they create no
