@@ -426,6 +426,9 @@ extension JSONCursor {
     /// integer beyond 2^53 that no double is. Digits a writer gave a double (JavaScript's
     /// `1152921504606847000` for 2^60) are that double, and so are kept.
     private func changesAsDouble(_ t: Token, _ value: Double) -> Bool {
+        // Every integer below 2^53 is a double: only a number that reads as 2^53 or more can
+        // be an integer no double is (this keeps the exact reading off the common path).
+        guard value.magnitude >= 9_007_199_254_740_992 else { return false }
         switch integer(t) {
         case .notInteger: return false
         case .value(let exact) where exact.magnitude <= 1 << 53: return false
