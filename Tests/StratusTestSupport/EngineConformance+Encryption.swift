@@ -6,7 +6,7 @@ import Testing
 /// engine: no query filters or sorts on them, and the public database holds none.
 extension EngineConformance {
     static let encryptionCases: [TestCase] = [
-        TestCase("encryption: a query that filters or sorts on an encrypted field fails with invalidArguments naming it, in development and production", encryptedFieldsAreNotQueried),
+        TestCase("encryption: a query (or a query subscription) that filters or sorts on an encrypted field fails with invalidArguments naming it, in development and production", encryptedFieldsAreNotQueried),
         TestCase("encryption: encrypted values fail per record in the public database; the private database keeps them", publicDatabaseRefusesEncryptedValues),
         TestCase("encryption: a schema refuses QUERYABLE, SORTABLE and SEARCHABLE on an encrypted field", encryptedFieldsHaveNoIndex),
     ]
@@ -42,6 +42,16 @@ extension EngineConformance {
         // Counting and deleting by query are queries too.
         let counted = await caughtError { try await database.countRecords(matching: try Query(recordType: "Note", format: "secret == %@", "s3cr3t")) }
         #expect(stratusError(counted)?.code == .invalidArguments)
+        // A query subscription's predicate is a query: refused on the encrypted field, saved on another.
+        let watching = QuerySubscription(recordType: "Note", predicate: try QueryPredicate(format: "secret == %@", argumentArray: ["s3cr3t"]), subscriptionID: "watch-secret")
+        watching.notificationInfo = NotificationInfo()
+        let subscriptionError = stratusError(await caughtError { try await database.save(watching) })
+        #expect(subscriptionError?.code == .invalidArguments)
+        #expect(subscriptionError?.message.contains("'secret'") == true && subscriptionError?.message.contains("encrypted") == true, "\(String(describing: subscriptionError))")
+        let titles = QuerySubscription(recordType: "Note", predicate: try QueryPredicate(format: "title == %@", argumentArray: ["groceries"]), subscriptionID: "watch-title")
+        titles.notificationInfo = NotificationInfo()
+        #expect(try await database.save(titles).subscriptionID == "watch-title")
+        #expect(try await database.allSubscriptions().map(\.subscriptionID) == ["watch-title"])
         // Queries on the other fields run; the encrypted value comes back with the record.
         let found = try await TestDatabase.queryAll(try Query(recordType: "Note", format: "title == %@", "groceries"), in: database)
         #expect(TestDatabase.names(found) == ["n1"])

@@ -41,7 +41,8 @@ enum SubscriptionRules {
     ///
     /// - Parameters:
     ///   - zones: the database's zones (needed for zone subscriptions and zoned query subscriptions).
-    ///   - schemas: the container's record type schemas (for `self CONTAINS` in a predicate).
+    ///   - schemas: the container's record type schemas (for `self CONTAINS` in a predicate,
+    ///     and to refuse a predicate on an encrypted field).
     /// - Throws: `invalidArguments`, `zoneNotFound`, saying what is wrong.
     static func prepare(_ subscription: Subscription, context: DatabaseContext, zones: [RecordZone], schemas: [RecordTypeSchema]) throws(StratusError) -> StoredSubscription {
         let id = subscription.subscriptionID
@@ -65,6 +66,10 @@ enum SubscriptionRules {
                 throw invalid(error.message)
             } catch {
                 throw invalid("\(error)")
+            }
+            // A subscription's predicate is a query's: never on an encrypted field, as in CloudKit.
+            if let refusal = QueryAdmission.encryptedFieldRefusal(compiled, schema: schemas.first { $0.recordType == query.recordType }) {
+                throw invalid(refusal.message)
             }
             if let zoneID = query.zoneID { _ = try existingZone(zoneID, in: zones, context: context, subscriptionID: id) }
             if compiled.predicate.searchesText {

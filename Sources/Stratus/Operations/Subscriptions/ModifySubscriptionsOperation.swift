@@ -51,7 +51,9 @@ public final class ModifySubscriptionsOperation: DatabaseOperation, @unchecked S
         }
 
         let needsZones = toSave.contains { ($0 as? RecordZoneSubscription) != nil || ($0 as? QuerySubscription)?.zoneID != nil }
-        let needsSchemas = toSave.contains { ($0 as? QuerySubscription)?.predicate.searchesText ?? false }
+        // Query subscriptions read their type's schema: for `self CONTAINS` (its searchable
+        // fields) and to refuse predicates on encrypted fields.
+        let needsSchemas = toSave.contains { $0 is QuerySubscription }
         let zones = needsZones ? try withRetry { try engine.fetchZones(in: context) } : []
         let schemas = needsSchemas ? try withRetry { try engine.fetchSchema(storageContainer: context.storageContainer) }.recordTypes : []
         let existing = try withRetry { try engine.fetchSubscriptions(in: context, subscriber: context.subscriber) }.subscriptions
