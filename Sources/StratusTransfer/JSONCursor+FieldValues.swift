@@ -417,7 +417,7 @@ extension JSONCursor {
         // A whole number a double cannot hold is not silently made another one: the nearest
         // double is written back as other digits (9007199254740993 would be 9007199254740992).
         if changesAsDouble(t, value) {
-            throw fail(t, key, type, i, "\(shown(t, i)) is a whole number a DOUBLE cannot hold exactly (it would be stored as \(DoubleDigits.text(value))); give it as INT64 (a NUMBER field takes both)")
+            throw fail(t, key, type, i, "\(shown(t, i)) is a whole number a DOUBLE cannot hold exactly (it would be stored as \(Self.wholeDigits(value))); give it as INT64 (a NUMBER field takes both)")
         }
         return value
     }
@@ -433,9 +433,13 @@ extension JSONCursor {
         case .notInteger: return false
         case .value(let exact) where exact.magnitude <= 1 << 53: return false
         case .value, .outOfRange:
-            let text = String(decoding: UnsafeBufferPointer(start: base + t.start, count: t.end - t.start), as: UTF8.self)
-            return DoubleDigits(text) != DoubleDigits(value.description)
+            return ExactDecimal(base + t.start, count: t.end - t.start) != ExactDecimal(value.description)
         }
+    }
+
+    /// A double as a message writes it: its whole digits when it is whole and not too long.
+    private static func wholeDigits(_ value: Double) -> String {
+        value == value.rounded() && value.magnitude < 1e21 ? String(format: "%.0f", value) : value.description
     }
 
     private func dateValue(_ t: Token, _ key: String, _ type: FieldType, _ i: Int) throws(FieldError) -> Date {
@@ -753,40 +757,5 @@ extension JSONCursor {
             guard let more = try? sub.nextMember(close: UInt8(ascii: "]"), in: "an array") else { throw unreadable(token) }
             if !more { return }
         }
-    }
-}
-
-/// A decimal number's value as its significant digits and a power of ten (`1.50e3` and `1500`
-/// are both `15` × 10^2), so that two spellings of one number compare equal.
-struct DoubleDigits: Equatable {
-    let negative: Bool
-    let digits: [UInt8]
-    let exponent: Int
-
-    /// Reads JSON's number grammar (and Swift's `Double.description`, which follows it).
-    init(_ text: String) {
-        var negative = false, digits: [UInt8] = [], exponent = 0, afterPoint = 0
-        var bytes = Substring(text).utf8[...]
-        if bytes.first == UInt8(ascii: "-") { negative = true; bytes = bytes.dropFirst() } else if bytes.first == UInt8(ascii: "+") { bytes = bytes.dropFirst() }
-        var seenPoint = false
-        while let byte = bytes.first, byte != UInt8(ascii: "e"), byte != UInt8(ascii: "E") {
-            bytes = bytes.dropFirst()
-            if byte == UInt8(ascii: ".") { seenPoint = true; continue }
-            if digits.isEmpty && byte == UInt8(ascii: "0") { if seenPoint { afterPoint += 1 }; continue }
-            digits.append(byte)
-            if seenPoint { afterPoint += 1 }
-        }
-        if !bytes.isEmpty { exponent = Int(String(decoding: bytes.dropFirst(), as: UTF8.self)) ?? 0 }
-        exponent -= afterPoint
-        while digits.last == UInt8(ascii: "0") { digits.removeLast(); exponent += 1 }
-        self.negative = negative && !digits.isEmpty
-        self.digits = digits
-        self.exponent = digits.isEmpty ? 0 : exponent
-    }
-
-    /// A double as a message writes it: its whole digits when it is whole and not too long.
-    static func text(_ value: Double) -> String {
-        if value == value.rounded(), value.magnitude < 1e21 { return String(format: "%.0f", value) }
-        return value.description
     }
 }
