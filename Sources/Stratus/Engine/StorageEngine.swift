@@ -248,6 +248,18 @@ public struct DatabaseContext: Hashable, Sendable, CustomStringConvertible {
         self.isAdministrator = isAdministrator
     }
 
+    /// The context of an administrator reading or writing one stored database as its owner
+    /// (`owner`: a user record name; empty for the public database): security roles do not
+    /// limit it, as a store copy or a check over every record needs.
+    ///
+    /// ```swift
+    /// let context = DatabaseContext.administrator(containerIdentifier: "app", environment: .development, scope: .private, owner: "_3f2a…")
+    /// ```
+    public static func administrator(containerIdentifier: String, environment: Container.Environment, scope: Database.Scope, owner: String) -> DatabaseContext {
+        DatabaseContext(containerIdentifier: containerIdentifier, environment: environment, scope: scope, userName: nil,
+                        userRecordName: owner.isEmpty ? nil : owner, isAdministrator: true)
+    }
+
     /// What engines key the environment's data by: the container identifier itself for
     /// development (so stores made before environments existed hold development data), and a
     /// key no container identifier can be for production.

@@ -183,10 +183,8 @@ public final class StoreCopier: Sendable {
     /// (security roles do not limit a copy): a private or shared one as its owner, whose user
     /// record name the inventory gives.
     static func database(of zone: ZoneKey, on engine: any StorageEngine) -> Database {
-        let context = DatabaseContext(
-            containerIdentifier: zone.containerIdentifier, environment: zone.environment, scope: zone.scope,
-            userName: nil, userRecordName: zone.owner.isEmpty ? nil : zone.owner, isAdministrator: true)
-        return Database(engine: engine, context: context)
+        Database(engine: engine, context: .administrator(containerIdentifier: zone.containerIdentifier, environment: zone.environment,
+                                                         scope: zone.scope, owner: zone.owner))
     }
 
     // MARK: - Copying

@@ -122,8 +122,7 @@ extension StorageEngine {
         let (identifier, environment) = Container.Environment.split(storageContainer: storageContainer)
         var zones: [(database: DatabaseContext, zone: StoreInventory.ZoneEntry)] = []
         for database in try inventory().databases where database.containerIdentifier == identifier && database.environment == environment {
-            let context = DatabaseContext(containerIdentifier: identifier, environment: environment, scope: database.scope, userName: nil,
-                                          userRecordName: database.owner.isEmpty ? nil : database.owner, isAdministrator: true)
+            let context = DatabaseContext.administrator(containerIdentifier: identifier, environment: environment, scope: database.scope, owner: database.owner)
             for zone in database.zones { zones.append((context, zone)) }
         }
         return zones
