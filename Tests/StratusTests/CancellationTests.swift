@@ -223,6 +223,95 @@ struct CancellationTests {
         }
     }
 
+    @Test("a fetch or a query cancelled during its last batch ends with operationCancelled; that batch stays reported")
+    func cancelDuringLastReadBatch() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            try await TestDatabase.save(items(30), in: database)
+
+            let fetched = Box(0)
+            let fetchFinal = Box<Result<Void, any Error>?>(nil)
+            let fetch = FetchRecordsOperation(recordIDs: (0..<30).map { Record.ID(recordName: recordName("item", $0)) })
+            fetch.perRecordResultBlock = { [weak fetch] _, _ in
+                if fetched.update({ $0 += 1; return $0 }) == 28 { fetch?.cancel() }
+            }
+            fetch.fetchRecordsResultBlock = { fetchFinal.value = $0 }
+            await run(fetch, on: database)
+            let fetchError = finalError(fetchFinal.value)
+            #expect(fetchError?.code == .operationCancelled, "a fetch cancelled before it finished is not a success")
+            #expect(fetched.value == 30)
+            #expect(fetchError?.completedItemCount == 30)
+
+            for fetchAll in [false, true] {
+                let matched = Box(0)
+                let final = Box<Result<QueryOperation.Cursor?, any Error>?>(nil)
+                let query = QueryOperation(query: Query(recordType: "Item"))
+                query.fetchAllResults = fetchAll
+                query.resultsLimit = fetchAll ? 10 : 30
+                query.recordMatchedBlock = { [weak query] _, _ in
+                    if matched.update({ $0 += 1; return $0 }) == 27 { query?.cancel() }
+                }
+                query.queryResultBlock = { final.value = $0 }
+                await run(query, on: database)
+                let error = finalError(final.value)
+                #expect(error?.code == .operationCancelled, "fetchAllResults: \(fetchAll)")
+                #expect(matched.value == 30, "fetchAllResults: \(fetchAll)")
+                #expect(error?.completedItemCount == 30, "fetchAllResults: \(fetchAll)")
+                if let resume = error?.resumeCursor {
+                    let rest = await runQueryPage(QueryOperation(cursor: resume), on: database)
+                    #expect(rest.error == nil && rest.records.isEmpty, "nothing is left after the last batch; fetchAllResults: \(fetchAll)")
+                }
+            }
+        }
+    }
+
+    @Test("change reads and a file reader cancelled during their last batch end with operationCancelled")
+    func cancelDuringLastChangeBatch() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            let zone = try await database.save(RecordZone(zoneName: "Cancels")).zoneID
+            try await TestDatabase.save(items(12).map { Record(recordType: "Item", recordID: Record.ID(recordName: $0.recordID.recordName, zoneID: zone)) }, in: database)
+
+            let changed = Box(0)
+            let zoneResults = Box(0)
+            let zoneFinal = Box<Result<Void, any Error>?>(nil)
+            let zoneChanges = FetchRecordZoneChangesOperation(recordZoneIDs: [zone])
+            zoneChanges.recordWasChangedBlock = { [weak zoneChanges] _, _ in
+                if changed.update({ $0 += 1; return $0 }) == 12 { zoneChanges?.cancel() }
+            }
+            zoneChanges.recordZoneFetchResultBlock = { _, result in
+                if case .success = result { zoneResults.update { $0 += 1 } }
+            }
+            zoneChanges.fetchRecordZoneChangesResultBlock = { zoneFinal.value = $0 }
+            await run(zoneChanges, on: database)
+            #expect(finalError(zoneFinal.value)?.code == .operationCancelled, "a change read cancelled before it finished is not a success")
+            #expect(changed.value == 12)
+            #expect(zoneResults.value == 1, "the zone's changes and token were delivered before the cancellation was seen")
+
+            let databaseFinal = Box<Result<(serverChangeToken: ServerChangeToken, moreComing: Bool), any Error>?>(nil)
+            let databaseChanges = FetchDatabaseChangesOperation()
+            databaseChanges.recordZoneWithIDChangedBlock = { [weak databaseChanges] _ in databaseChanges?.cancel() }
+            databaseChanges.fetchDatabaseChangesResultBlock = { databaseFinal.value = $0 }
+            await run(databaseChanges, on: database)
+            #expect(finalError(databaseFinal.value)?.code == .operationCancelled)
+
+            let source = CallingAtEnd(NumberedItemSource(count: 30, rejectEvery: 1_000))
+            let read = ReadRecordsOperation(source: source)
+            read.batchSize = 10
+            let readFinal = Box<Result<Void, any Error>?>(nil)
+            read.readRecordsResultBlock = { readFinal.value = $0 }
+            source.atEnd = { [weak read] in read?.cancel() }
+            let consumed = Box(0)
+            let consume = ConsumeOperation(consuming: read) { (records: [Record]) in consumed.update { $0 += records.count } }
+            let queue = OperationQueue()
+            queue.maxConcurrentOperationCount = 2
+            queue.addOperation(read)
+            queue.addOperation(consume)
+            await waitUntilFinished([read, consume])
+            #expect(finalError(readFinal.value)?.code == .operationCancelled, "a reader cancelled after its input ended, before it finished, is not a success")
+        }
+    }
+
     @Test("cancelling a running fetch stops after the current batch")
     func cancelDuringFetch() async throws {
         try await SQLiteFixture.with { fixture in
@@ -321,5 +410,20 @@ struct CancellationTests {
             #expect(stratusError(error)?.code == .operationCancelled, "got \(String(describing: error))")
             await waitUntilFinished(blockers)
         }
+    }
+}
+
+/// A source that calls ``atEnd`` when its input has ended, before it says so.
+final class CallingAtEnd: RecordSource, @unchecked Sendable {
+    // @unchecked: the reading operation calls nextItem from one thread at a time.
+    private let wrapped: any RecordSource
+    var atEnd: (() -> Void)?
+    init(_ wrapped: any RecordSource) { self.wrapped = wrapped }
+    func nextItem() throws -> RecordSourceItem? {
+        guard let item = try wrapped.nextItem() else {
+            atEnd?()
+            return nil
+        }
+        return item
     }
 }

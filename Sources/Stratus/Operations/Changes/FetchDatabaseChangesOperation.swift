@@ -95,6 +95,9 @@ public final class FetchDatabaseChangesOperation: DatabaseOperation, @unchecked 
                 changeTokenUpdatedBlock?(token)
                 continue
             }
+            // Cancelled during the last batch: its changes were delivered; a re-run from the
+            // previous token delivers them again, which a client applies idempotently.
+            if isCancelled { return StratusError.cancelled("FetchDatabaseChangesOperation", completed: delivered) }
             finalToken = token
             finalMoreComing = batch.moreComing
             return nil

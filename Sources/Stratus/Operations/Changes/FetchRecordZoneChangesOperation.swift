@@ -142,6 +142,13 @@ public final class FetchRecordZoneChangesOperation: DatabaseOperation, RecordPro
                 errors[zoneID] = error
             }
         }
+        // Cancelled while the last zone was read: its changes and token were delivered, and the
+        // operation did not finish as asked.
+        if shouldStop {
+            var error = stoppedError("FetchRecordZoneChangesOperation", completed: delivered)
+            error.partialErrorsByZoneID = errors
+            return error
+        }
         return ZoneRules.partialFailure(errors, of: zoneIDs.count)
     }
 

@@ -96,6 +96,7 @@ public final class ReadRecordsOperation: DatabaseOperation, RecordProducingOpera
             }
         }
         if batchItems > 0, !(try handOn()) { return stoppedError("ReadRecordsOperation", completed: consumed) }
+        if shouldStop { return stoppedError("ReadRecordsOperation", completed: consumed) }
         return nil
     }
 

@@ -143,6 +143,8 @@ public final class QueryOperation: DatabaseOperation, RecordProducingOperation, 
             sequence += 1
             if page.nextPosition == nil { break }
         }
+        // Cancelled during the last page: the page was delivered, and the cursor resumes after it.
+        if shouldStop { return cancelled(returned, at: position) }
         resultCursor = makeCursor(position)
         return nil
     }
@@ -170,6 +172,7 @@ public final class QueryOperation: DatabaseOperation, RecordProducingOperation, 
             }
             sequence += 1
         }
+        if shouldStop { return cancelled(returned, position) }
         return nil
     }
 

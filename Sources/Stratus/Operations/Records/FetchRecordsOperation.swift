@@ -170,6 +170,9 @@ public final class FetchRecordsOperation: DatabaseOperation, RecordProducingOper
             guard try emit(produced, sequence: sequence, position: .items(end), to: recordOutput) else { return stopped() }
             sequence += 1
         }
+        // A cancellation during the last batch is observed as during any other: the batch's
+        // records were reported, and the operation did not finish as asked.
+        if shouldStop { return stopped() }
         return Self.partialFailure(errors, of: ids.count)
     }
 
