@@ -87,6 +87,8 @@ struct DeleteCommand: Command {
         let database = try store.openDatabase(.existing)
         let progress = Progress(style: progressStyle, verb: dryRun ? "counted" : "deleted")
         if dryRun {
+            // One the user may not write fails as the real run would (77), not with a count.
+            try await database.checkWriteAccess()
             var count = 0, missing = 0
             if let type {
                 let query = Query(recordType: type, predicate: predicate ?? .all)

@@ -185,36 +185,6 @@ struct StoreOptions {
         return nil
     }
 
-    /// What keeps the user from writing the SQLite store at `path` as a writing command would
-    /// open it, or nil: the file, a log file that exists, or the folder where a missing log
-    /// file must be made. (A store that may be read but not written opens, and fails at the
-    /// first write.)
-    static func missingAccessToWrite(_ path: String) -> String? {
-        let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
-        if access(path, W_OK) != 0 { return "you may not write the file" }
-        for file in [path + "-wal", path + "-shm"] {
-            if FileManager.default.fileExists(atPath: file) {
-                if access(file, W_OK) != 0 { return "you may not write \(file)" }
-            } else if access(folder, W_OK) != 0 {
-                return "you may not write its folder \(folder), where \(file) is made"
-            }
-        }
-        return nil
-    }
-
-    /// For a command that checks what it would write without writing (a dry run): fails as the
-    /// real command would when the user may not write the SQLite store, rather than reading it
-    /// read-only and calling the input valid. A store that does not exist is the opening's to
-    /// report.
-    ///
-    /// - Throws: ``CommandFailure`` `permissionDenied` (exit 77) saying what access is missing.
-    func requireWriteAccess() throws {
-        let location = resolvedStorePath
-        guard !PostgresEngine.isStoreURL(location), !PostgresConnectionString.hasPostgresScheme(location), !Self.isConnectionString(location),
-              FileManager.default.fileExists(atPath: location), let missing = Self.missingAccessToWrite(location) else { return }
-        throw CommandFailure(.permissionDenied, "the store at \(location) cannot be written (\(missing)), so the real run would fail: writing needs write access to the file and its folder")
-    }
-
     /// The stores this process opened (passwords hidden), for messages about failures that
     /// do not say which store failed.
     static let opened = Mutex<[String]>([])

@@ -1,4 +1,5 @@
 import Foundation
+import StratusPostgres
 import StratusSQLite
 import StratusTestSupport
 import Testing
@@ -83,12 +84,53 @@ struct ReadOnlyStoreCLITests {
             #expect(real.exitCode == 77, "\(real)")
             let dry = try await Self.asNobody(cli, ["import", "--dry-run"], store: cli.storePath, stdin: input)
             #expect(dry.exitCode == 77, "the dry run fails as the real run would: \(dry)")
-            #expect(dry.stderr.contains("cannot be written") && dry.stderr.contains("write access") && !dry.stderr.contains("valid"), "\(dry)")
+            #expect(dry.stderr.contains("cannot be written") && dry.stderr.contains("write access") && !dry.stderr.contains("1 valid"), "\(dry)")
+            for arguments in [["update", "--type", "Note", "--all", "--set", "title=x", "--dry-run"], ["delete", "--type", "Note", "--all", "--dry-run"]] {
+                let refused = try await Self.asNobody(cli, arguments, store: cli.storePath)
+                #expect(refused.exitCode == 77, "\(arguments[0]) --dry-run fails as the real run would: \(refused)")
+                #expect(refused.stderr.contains("cannot be written") && refused.stderr.contains("the real run would fail"), "\(refused)")
+            }
             #expect(try await cli.count("Note") == 5, "nothing was written")
             // Whoever may write it gets the dry run's answer.
             let allowed = try await cli.run(["import", "--dry-run"], stdin: input)
             #expect(allowed.exitCode == 0 && allowed.stderrLines.last?.contains("dry run: 1 valid, 0 rejected") == true, "\(allowed)")
             _ = writer
+        }
+    }
+
+    @Test("dry runs as a PostgreSQL role that may only read fail as the real runs do (77 naming the missing privileges) instead of calling the input valid")
+    func dryRunAsReadingRole() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: .postgres)
+            #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(3)).exitCode == 0)
+            let reader = "reader_\(String(UInt32.random(in: 0...UInt32.max), radix: 36))"
+            let admin = try PostgresConnection(url: cli.storePath)
+            try admin.executeScript("""
+                CREATE ROLE \(reader) LOGIN;
+                DO $$ BEGIN
+                    EXECUTE format('GRANT USAGE ON SCHEMA %I TO \(reader)', current_schema());
+                    EXECUTE format('GRANT SELECT ON ALL TABLES IN SCHEMA %I TO \(reader)', current_schema());
+                END $$;
+                """)
+            defer { try? admin.executeScript("DROP OWNED BY \(reader); DROP ROLE IF EXISTS \(reader)") }
+            let url = try PostgresConnectionString.replacing(["user": reader], in: cli.storePath)
+            let input = Input.notes(1, prefix: "x")
+            let real = try await cli.run(["import", "--store", url], stdin: input)
+            #expect(real.exitCode == 77, "\(real)")
+            let runs: [(arguments: [String], stdin: String?)] = [
+                (["import", "--dry-run"], input),
+                (["update", "--type", "Note", "--all", "--set", "title=x", "--dry-run"], nil),
+                (["delete", "--type", "Note", "--all", "--dry-run"], nil),
+            ]
+            for run in runs {
+                let dry = try await cli.run(run.arguments + ["--store", url], stdin: run.stdin ?? "")
+                #expect(dry.exitCode == 77, "\(run.arguments[0]) --dry-run fails as the real run would: \(dry)")
+                #expect(dry.stderr.contains("role \(reader) may not write") && dry.stderr.contains("INSERT and UPDATE"), "\(dry)")
+                #expect(!dry.stderr.contains("1 valid") && !dry.stderr.contains("would delete"), "\(dry)")
+            }
+            #expect(try await cli.count("Note") == 3, "nothing was written")
+            let allowed = try await cli.run(["import", "--dry-run"], stdin: input)
+            #expect(allowed.exitCode == 0 && allowed.stderrLines.last?.contains("dry run: 1 valid, 0 rejected") == true, "the tables' owner gets the dry run's answer: \(allowed)")
         }
     }
 }

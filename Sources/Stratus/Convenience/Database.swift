@@ -108,6 +108,30 @@ public final class Database: Sendable {
 
     /// Runs a blocking engine call on a thread of its own, not on the cooperative pool, for the
     /// few calls that are no operation (a store's inventory, a job's progress).
+    /// Checks, writing nothing, that the store would take this database's record writes at
+    /// all: for a dry run, which should fail where the real run would rather than call its
+    /// input valid. ``RecordImporter``, ``RecordUpdater`` and ``RecordDeleter`` ask it before a
+    /// dry run. Whether each record may be written (security roles, row-level security) is
+    /// still the write's to say.
+    ///
+    /// ```swift
+    /// try await database.checkWriteAccess()   // then simulate the job
+    /// ```
+    ///
+    /// - Throws: ``StratusError`` `permissionFailure` saying what access is missing (an SQLite
+    ///   file or folder this process may not write, a PostgreSQL role without INSERT and
+    ///   UPDATE on the records table), `serviceUnavailable` for a PostgreSQL standby; the
+    ///   message begins "the real run would fail".
+    public func checkWriteAccess() async throws {
+        do {
+            try await engineCall { engine, context in try engine.checkWriteAccess(in: context) }
+        } catch let error as StratusError {
+            var error = error
+            error.message = "the real run would fail, so the dry run does too: " + error.message
+            throw error
+        }
+    }
+
     func engineCall<T: Sendable>(_ body: @escaping @Sendable (any StorageEngine, DatabaseContext) throws -> T) async throws -> T {
         let (engine, context) = (self.engine, self.context)
         return try await withCheckedThrowingContinuation { continuation in

@@ -200,12 +200,27 @@ public protocol StorageEngine: AnyObject, Sendable {
 
     /// Opens a wake-up for readers that follow a feed live.
     @_spi(StratusEngine) func openNotificationWaiter(for feed: NotificationFeedID) throws -> any NotificationWaiter
+
+    /// Checks, without writing, that the store would take this user's record writes: a dry
+    /// run asks, so that it fails where the real run would instead of calling its input valid.
+    /// Whether each record may be written (roles, row-level security) is the write's to say;
+    /// this asks whether any write could be.
+    ///
+    /// ```swift
+    /// try engine.checkWriteAccess(in: context)   // before a dry run reads its input
+    /// ```
+    ///
+    /// - Throws: ``StratusError`` `permissionFailure` saying what access is missing, or
+    ///   `serviceUnavailable` for a store that takes no writes now (a standby).
+    @_spi(StratusEngine) func checkWriteAccess(in database: DatabaseContext) throws
 }
 
 extension StorageEngine {
     @_spi(StratusEngine) public var authenticatedUserName: String? { nil }
 
     @_spi(StratusEngine) public var preferredImportBatchSize: Int { 2_000 }
+
+    @_spi(StratusEngine) public func checkWriteAccess(in database: DatabaseContext) throws {}
 
     @_spi(StratusEngine) public func explainQuery(_ query: CompiledQuery, in database: DatabaseContext) throws -> QueryPlan {
         QueryPlan(indexes: [], steps: [])

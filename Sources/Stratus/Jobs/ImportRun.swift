@@ -100,6 +100,9 @@ final class ImportRun {
         if simulation != nil && checkpointStore != nil {
             throw failure(.checkpoint, StratusError(.invalidArguments, "a dry run writes nothing, so it has no progress to checkpoint"))
         }
+        if simulation != nil {
+            do { try await database.checkWriteAccess() } catch { throw failure(.store, error) }
+        }
         var skip = 0
         if let checkpointStore {
             do {

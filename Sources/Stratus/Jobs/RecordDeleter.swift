@@ -115,6 +115,9 @@ public final class RecordDeleter: Sendable {
         checkpoint: PipelineCheckpoint? = nil, failed: (@Sendable (Record.ID, StratusError) -> Void)? = nil,
         progress: (@Sendable (Summary) -> Void)? = nil
     ) async throws -> Summary {
+        if options.isDryRun {
+            do { try await database.checkWriteAccess() } catch { throw Failure(error: error, summary: Summary()) }
+        }
         let tally = PipelineJobTally(Summary())
         let read = QueryOperation(query: query)
         read.zoneID = zoneID

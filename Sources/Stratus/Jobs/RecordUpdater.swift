@@ -156,6 +156,9 @@ public final class RecordUpdater: Sendable {
     ) async throws -> Summary {
         try checkValues()
         let values = self.values, removedKeys = self.removedKeys, options = self.options
+        if options.isDryRun {
+            do { try await database.checkWriteAccess() } catch { throw Failure(error: error, summary: Summary()) }
+        }
         let tally = PipelineJobTally(Summary())
         let read = QueryOperation(query: query)
         read.zoneID = zoneID
