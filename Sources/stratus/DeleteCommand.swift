@@ -84,7 +84,11 @@ struct DeleteCommand: Command {
     }
 
     func run() async throws -> ExitCode {
-        let database = try store.openDatabase(.existing)
+        let container = try store.openContainer(.existing)
+        let database = container.database(with: store.scope)
+        // --where dates are read by the schema's types, as a CSV cell's are.
+        var predicate = self.predicate
+        if let type, let given = predicate { predicate = try await WhereDates.typed(given, recordType: type, in: container) }
         let progress = Progress(style: progressStyle, verb: dryRun ? "counted" : "deleted")
         if dryRun {
             // One the user may not write fails as the real run would (77), not with a count.
@@ -104,7 +108,7 @@ struct DeleteCommand: Command {
             return .success
         }
         let failures = try FailureLog(path: rejectPath)
-        if let type { return try await deleteMatches(of: type, in: database, progress: progress, failures: failures) }
+        if let type { return try await deleteMatches(of: type, where: predicate, in: database, progress: progress, failures: failures) }
         let op = DeleteRecordsOperation(recordIDs: names.map { Record.ID(recordName: $0, zoneID: store.zoneID) })
         let counter = DeleteCounter()
         op.perRecordDeletionBlock = { _, kind in counter.add(kind) }
@@ -134,7 +138,7 @@ struct DeleteCommand: Command {
 
     /// Deletes the matches of `--type`/`--where` through ``RecordDeleter``: a query over every
     /// page feeding batched deletes, resumable with `--checkpoint`.
-    private func deleteMatches(of type: String, in database: Database, progress: Progress, failures: FailureLog) async throws -> ExitCode {
+    private func deleteMatches(of type: String, where predicate: QueryPredicate?, in database: Database, progress: Progress, failures: FailureLog) async throws -> ExitCode {
         var options = RecordDeleter.Options()
         options.batchSize = batchSize
         let deleter = RecordDeleter(database: database, query: Query(recordType: type, predicate: predicate ?? .all), zoneID: store.zoneID, options: options)

@@ -84,7 +84,9 @@ struct ExportCommand: Command {
     }
 
     func run() async throws -> ExitCode {
-        let database = try store.openDatabase(.read)
+        let container = try store.openContainer(.read)
+        let database = container.database(with: store.scope)
+        let query = try await WhereDates.typed(self.query, in: container)
         let exporter = RecordExporter(database: database, query: query, zoneID: store.zoneID, desiredKeys: selection.fields, limit: limit)
         var csvFields = selection.fields
         var csvTypes = self.csvTypes

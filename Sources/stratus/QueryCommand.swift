@@ -63,19 +63,26 @@ struct QueryCommand: Command {
     func run() async throws -> ExitCode {
         let container = try store.openContainer(.read)
         let database = container.database(with: store.scope)
-        if explain { return try await printPlan(database) }
-        if cursor == nil, store.environment == .development, Self.givesAdvice, let query = try selection.makeQuery() {
+        // --where dates are read by the schema's types, as a CSV cell's are.
+        var query: Query?
+        if let given = try selection.makeQuery() { query = try await WhereDates.typed(given, in: container) }
+        if explain {
+            guard let query else { throw UsageError(message: "--explain needs the query: --type (and --where, --sort)") }
+            return try await printPlan(query, database)
+        }
+        if cursor == nil, store.environment == .development, Self.givesAdvice, let query {
             try await adviseIndexes(for: query, in: container)
         }
         let page: (matchResults: [(Record.ID, Result<Record, any Error>)], queryCursor: QueryOperation.Cursor?)
         if let cursor {
             let decoded = try QueryOperation.Cursor(serialized: cursor)
-            if let query = try selection.makeQuery(), !decoded.continues(query, zoneID: store.zoneID) {
+            if let query, !decoded.continues(query, zoneID: store.zoneID) {
                 throw UsageError(message: "the cursor belongs to a different query; run the same --type/--where/--sort that printed it")
             }
             page = try await database.records(continuingMatchFrom: decoded, desiredKeys: selection.fields, resultsLimit: limit)
         } else {
-            page = try await database.records(matching: try selection.requireQuery(), inZoneWith: store.zoneID, desiredKeys: selection.fields, resultsLimit: limit)
+            guard let query else { throw UsageError(message: "--type is required") }
+            page = try await database.records(matching: query, inZoneWith: store.zoneID, desiredKeys: selection.fields, resultsLimit: limit)
         }
         let records = try page.matchResults.map { try $0.1.get() }
         // CSV columns: --fields, else every field of the page's records, typed by its first value.
@@ -106,8 +113,8 @@ struct QueryCommand: Command {
     }
 
     /// `--explain`: the indexes the store would read, and its plan.
-    private func printPlan(_ database: Database) async throws -> ExitCode {
-        let plan = try await database.queryPlan(for: try selection.requireQuery(), inZoneWith: store.zoneID)
+    private func printPlan(_ query: Query, _ database: Database) async throws -> ExitCode {
+        let plan = try await database.queryPlan(for: query, inZoneWith: store.zoneID)
         var text = plan.indexes.isEmpty ? "index: none (reads every record of the type)\n" : plan.indexes.map { "index: \($0)\n" }.joined()
         text += plan.steps.map { "plan: \($0)\n" }.joined()
         try StandardOutput.write(text)

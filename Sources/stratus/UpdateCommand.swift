@@ -98,6 +98,8 @@ struct UpdateCommand: Command {
         options.batchSize = batchSize
         options.isDryRun = dryRun
         options.maximumFailures = maxErrors
+        // --where dates are read by the schema's types, as a CSV cell's are.
+        let predicate = try await WhereDates.typed(self.predicate, recordType: recordType, in: container)
         let updater = RecordUpdater(
             database: database, query: Query(recordType: recordType, predicate: predicate), zoneID: store.zoneID,
             setting: fields.values, removing: fields.removed, options: options)

@@ -22,6 +22,33 @@ struct QueryCLITests {
         return (lines.joined(separator: "\n") + "\n", order)
     }
 
+    @Test("--where compares a date with milliseconds since 1970 or an ISO 8601 date-time, as a CSV TIMESTAMP cell reads them, in every command; another literal is a usage error", arguments: TestEngine.all)
+    func whereDates(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let csv = try cli.file("tasks.csv", "recordName,title,due:TIMESTAMP\nold,x,2024-01-01\nnew,y,2026-01-01T12:00:00Z\n")
+            #expect(try await cli.run(["import", csv, "--type", "Task", "--quiet"]).exitCode == 0)
+            for (predicate, expected) in [("due < 1735689600000", "1"), ("due < '2025-01-01'", "1"), ("due >= '2025-01-01T00:00:00+02:00'", "1"),
+                                          ("due IN {1704067200000, 5}", "1"), ("due BETWEEN {'2023-01-01', 1767268800000}", "2"),
+                                          ("modificationDate > 1000000000000", "2"), ("creationDate < '2001-01-01'", "0")] {
+                let count = try await cli.run(["count", "--type", "Task", "--where", predicate])
+                #expect(count.exitCode == 0 && count.stdout == expected + "\n", "\(predicate): \(count)")
+            }
+            let page = try await cli.run(["query", "--type", "Task", "--where", "due < 1735689600000"])
+            #expect(try JSONLine.names(page.stdout) == ["old"], "\(page)")
+            let exported = try await cli.run(["export", "--type", "Task", "--where", "due > '2025-01-01'", "--quiet"])
+            #expect(try JSONLine.names(exported.stdout) == ["new"], "\(exported)")
+            let updated = try await cli.run(["update", "--type", "Task", "--where", "title == 'x' AND due < 1735689600000", "--set", "title=early", "--quiet"])
+            #expect(updated.exitCode == 0, "\(updated)")
+            #expect(try await cli.run(["count", "--type", "Task", "--where", "title == 'early'"]).stdout == "1\n")
+            let deleted = try await cli.run(["delete", "--type", "Task", "--where", "due > '2025-06-01'", "--yes", "--quiet"])
+            #expect(deleted.exitCode == 0, "\(deleted)")
+            #expect(try await cli.count("Task") == 1)
+            let refused = try await cli.run(["count", "--type", "Task", "--where", "due < 'next week'"])
+            #expect(refused.exitCode == 64 && refused.stderr.contains("due is a date, and 'next week' is neither milliseconds since 1970"), "\(refused)")
+        }
+    }
+
     @Test("a /bin/sh loop pages through 10,001 records with --limit 400 --cursor: each exactly once, in order", arguments: TestEngine.all)
     func shellLoopPaging(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

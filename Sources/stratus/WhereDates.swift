@@ -1,0 +1,100 @@
+import Foundation
+import Stratus
+import StratusTransfer
+
+/// Dates in `--where`: a literal compared with a date — `creationDate`, `modificationDate`, or
+/// a field the schema declares TIMESTAMP (or TIMESTAMP_LIST) — is read as a TIMESTAMP cell of a
+/// CSV file is: milliseconds since 1970, as CloudKit's JSON and `stratus export` write dates,
+/// or an ISO 8601 date-time (`'2025-01-01T00:00:00Z'`, `'2025-01-01'`). Without this, a
+/// number compared with a date matched nothing, silently.
+///
+/// ```swift
+/// let typed = try WhereDates.typed(try QueryPredicate(format: "due < 1735689600000"), by: schema)
+/// // due < CAST(757382400, "NSDate")
+/// ```
+enum WhereDates {
+    /// `predicate` with the literals its date keys are compared with made dates.
+    ///
+    /// - Throws: ``UsageError`` quoting a literal that is neither.
+    static func typed(_ predicate: QueryPredicate, by schema: RecordTypeSchema?) throws -> QueryPredicate {
+        switch predicate {
+        case .all, .none: return predicate
+        case .and(let parts): return .and(try parts.map { try typed($0, by: schema) })
+        case .not(let part): return .not(try typed(part, by: schema))
+        case .condition(let condition): return .condition(try typedCondition(condition, by: schema))
+        }
+    }
+
+    /// The `--where` of a command, typed by the container's schema of `recordType`. The
+    /// schema is read only when the predicate has a condition.
+    static func typed(_ predicate: QueryPredicate, recordType: String, in container: Container) async throws -> QueryPredicate {
+        guard predicate != .all && predicate != .none else { return predicate }
+        let schema = try await container.schema().recordType(recordType)
+        return try typed(predicate, by: schema)
+    }
+
+    /// The query of a command's ``QuerySelection``, typed by the container's schema.
+    static func typed(_ query: Query, in container: Container) async throws -> Query {
+        let predicate = try await typed(query.predicate, recordType: query.recordType, in: container)
+        guard predicate != query.predicate else { return query }
+        let typedQuery = Query(recordType: query.recordType, predicate: predicate)
+        typedQuery.sortDescriptors = query.sortDescriptors
+        return typedQuery
+    }
+
+    private static func typedCondition(_ condition: Condition, by schema: RecordTypeSchema?) throws -> Condition {
+        switch condition {
+        case .compare(let key, let op, let value) where isDate(key, schema):
+            return .compare(key, op, try date(value, key))
+        case .between(let key, let low, let high) where isDate(key, schema):
+            return .between(key, try date(low, key), try date(high, key))
+        case .in(let key, let values) where isDate(key, schema):
+            return .in(key, try values.map { try date($0, key) })
+        case .listContains(let key, let value) where isDate(key, schema):
+            return .listContains(key, try date(value, key))
+        case .listContainsAny(let key, let values) where isDate(key, schema):
+            return .listContainsAny(key, try values.map { try date($0, key) })
+        default:
+            return condition
+        }
+    }
+
+    private static func isDate(_ key: QueryKey, _ schema: RecordTypeSchema?) -> Bool {
+        switch key {
+        case .creationDate, .modificationDate: true
+        case .field(let name): schema?.field(name).map { $0.type == .timestamp || $0.type == .timestampList } ?? false
+        default: false
+        }
+    }
+
+    /// `value` as a date, read as a CSV TIMESTAMP cell reads its text.
+    private static func date(_ value: FieldValue, _ key: QueryKey) throws -> FieldValue {
+        let text: String
+        switch value {
+        case .date: return value
+        case .int64(let number): text = String(number)
+        case .double(let number) where number.isFinite: text = String(number)
+        case .string(let string): text = string
+        default: throw notADate(value, key)
+        }
+        var options = RecordReadOptions()
+        options.format = .csv
+        options.csvRecordType = "WhereDate"
+        let cell = text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) ? nil : text
+        guard let cell, let reader = try? RecordReader(data: Data("recordName,when:TIMESTAMP\nwhere,\(cell)\n".utf8), options: options),
+              case .record(let record, _)? = try? reader.next(), case .date(let date)? = record.fieldValue(forKey: "when") else {
+            throw notADate(value, key)
+        }
+        return .date(date)
+    }
+
+    private static func notADate(_ value: FieldValue, _ key: QueryKey) -> UsageError {
+        let literal = switch value {
+        case .string(let text): "'\(text)'"
+        case .int64(let number): String(number)
+        case .double(let number): String(number)
+        default: "a \(value.type.rawValue)"
+        }
+        return UsageError(message: "--where: \(key) is a date, and \(literal) is neither milliseconds since 1970 (as CloudKit's JSON and export write dates) nor an ISO 8601 date-time such as '2025-01-01T09:30:00Z'")
+    }
+}
