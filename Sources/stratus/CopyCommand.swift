@@ -19,7 +19,8 @@ struct CopyCommand: Command {
         the source for an exact copy.
         At the end both stores are read again and compared zone by zone: the record count and a
         checksum over each record's name, type, change tag, parent and field values (assets by
-        content). Exit 0 when every zone matches; exit 1 naming the zones that differ or the
+        content); and each container's schemas, in both environments. Exit 0 when every zone
+        and schema matches; exit 1 naming the zones and schemas that differ or the
         records that could not be copied (the checkpoint is kept, so a run again retries them).
         On PostgreSQL, both sides must reach every row: a role that row-level security binds
         (see `users row-security`) is refused with exit 77 before anything is copied; copy as
@@ -85,11 +86,14 @@ struct CopyCommand: Command {
         for zone in differing {
             StratusCommand.log("zone \(zone.zone) differs: the source holds \(zone.source), the destination \(zone.destination)")
         }
+        let schemasDiffering = try await copier.differingSchemas()
+        for schema in schemasDiffering { StratusCommand.log("the schema of \(schema) differs") }
+        let schemaPart = schemasDiffering.isEmpty ? "" : "; \(StoreReport.counted(schemasDiffering.count, "schema")) differ\(schemasDiffering.count == 1 ? "s" : "")"
         progress.finish(
-            "copied \(StoreReport.counted(summary.recordsCopied, "record")) in \(StoreReport.counted(summary.zonesCopied, "zone"))\(skipped); \(comparisons.count - differing.count) of \(StoreReport.counted(comparisons.count, "zone")) match",
+            "copied \(StoreReport.counted(summary.recordsCopied, "record")) in \(StoreReport.counted(summary.zonesCopied, "zone"))\(skipped); \(comparisons.count - differing.count) of \(StoreReport.counted(comparisons.count, "zone")) match\(schemaPart)",
             json: ["copied": summary.recordsCopied, "zones": summary.zonesCopied, "zonesSkipped": summary.zonesSkipped, "zonesCompared": comparisons.count,
-                   "zonesDiffering": differing.count, "failed": summary.failures.count])
-        guard differing.isEmpty && summary.failures.isEmpty else { return .someFailed }
+                   "zonesDiffering": differing.count, "schemasDiffering": schemasDiffering.count, "failed": summary.failures.count])
+        guard differing.isEmpty && schemasDiffering.isEmpty && summary.failures.isEmpty else { return .someFailed }
         // Only now: a copy stopped while it compared goes on with the comparison.
         try checkpoint?.remove()
         return .success

@@ -92,6 +92,37 @@ struct StoreCopierTests {
         }
     }
 
+    @Test("the destination's schemas are the source's after a copy, also where records hold types and fields the development schema dropped; differingSchemas() names a schema that differs")
+    func schemasAfterRecords() async throws {
+        try await TemporaryStore.with { store in
+            let source = try SQLiteEngine(path: store.path("source.sqlite"))
+            let destination = try SQLiteEngine(path: store.path("destination.sqlite"))
+            try await Self.fill(source)
+            let container = Container(identifier: "com.example.copy", engine: source, userName: "alice")
+            let gone = Record(recordType: "Gone", recordID: Record.ID(recordName: "gone-1"))
+            gone["note"] = "kept by the record, dropped by the schema"
+            _ = try await container.publicCloudDatabase.save(gone)
+            var schema = try await container.schema()
+            schema.recordTypes.removeAll { $0.recordType == "Gone" }
+            let itemIndex = try #require(schema.recordTypes.firstIndex { $0.recordType == "Item" })
+            schema.recordTypes[itemIndex].fields.removeAll { $0.name == "even" }
+            _ = try await container.replaceSchema(schema)
+            let kept = try await container.schema()
+
+            let copier = StoreCopier(from: source, to: destination)
+            #expect(try await copier.run().failures.isEmpty)
+            #expect(try await copier.compare().allSatisfy(\.matches))
+            let copied = try await Container(identifier: "com.example.copy", engine: destination, userName: "alice").schema()
+            #expect(copied == kept, "no type or field grows back from the records: \(copied.recordTypes.map(\.recordType))")
+            #expect(try await copier.differingSchemas().isEmpty)
+
+            var other = kept
+            other.recordTypes.removeAll { $0.recordType == "Item" }
+            _ = try await Container(identifier: "com.example.copy", engine: destination, userName: "alice").replaceSchema(other)
+            #expect(try await copier.differingSchemas() == ["com.example.copy (development)"])
+        }
+    }
+
     @Test("a destination that holds records is refused without a checkpoint; a checkpoint of other stores is refused")
     func refusals() async throws {
         try await TemporaryStore.with { store in

@@ -48,6 +48,32 @@ extension StoreCopier {
         return comparisons
     }
 
+    /// The schemas (each container's, in each environment) the two stores do not hold alike:
+    /// roles, record types, fields, indexes and grants, in any order. Empty when they match.
+    ///
+    /// ```swift
+    /// for schema in try await copier.differingSchemas() { print("schema \(schema) differs") }
+    /// ```
+    ///
+    /// - Returns: `container (environment)` for each schema that differs, sorted.
+    /// - Throws: store errors.
+    public func differingSchemas() async throws -> [String] {
+        let source = self.source, destination = self.destination
+        return try await Self.offThePool {
+            let containers = Set(try source.inventory().containersWithSchemas).union(try destination.inventory().containersWithSchemas)
+            var differing: [String] = []
+            for identifier in containers.sorted() {
+                for environment in Container.Environment.allCases {
+                    let storageContainer = environment.storageContainer(for: identifier)
+                    if try source.fetchSchema(storageContainer: storageContainer) != destination.fetchSchema(storageContainer: storageContainer) {
+                        differing.append("\(identifier) (\(environment))")
+                    }
+                }
+            }
+            return differing
+        }
+    }
+
     /// The count and checksum of a zone's records of `types`; a missing zone is empty.
     static func digest(_ key: ZoneKey, types: Set<String>, on engine: any StorageEngine) async throws -> ZoneDigest {
         let database = database(of: key, on: engine)

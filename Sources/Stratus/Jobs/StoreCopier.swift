@@ -262,6 +262,10 @@ public final class StoreCopier: Sendable {
                 }
             }
         }
+        // Records saved in development grow its schema with the types and fields they hold,
+        // also those the source's schema no longer declares: once every record is written, the
+        // schemas are written again, so that the destination's are the source's.
+        _ = try await copySchemas(sourceInventory)
         return summary
     }
 
