@@ -117,6 +117,19 @@ struct SchemaCommand: Command {
             let imported = try await Self.refusingData { try await container.replaceSchema(schema) }
             let changes = before.changes(to: imported)
             StratusCommand.log("imported \(path) as the development schema (\(Self.describe(imported))): \(changes.isEmpty ? "no change" : "\(changes.count) change(s)")")
+            // CloudKit's development schema may drop a type whose records remain; say so, so
+            // that a type left out of a file by mistake is noticed.
+            let dropped = changes.compactMap { change -> String? in
+                if case .recordTypeRemoved(let type) = change { type } else { nil }
+            }
+            if !dropped.isEmpty {
+                let counts = try await container.recordCountsByType()
+                let holding = dropped.filter { (counts[$0] ?? 0) > 0 }.sorted()
+                if !holding.isEmpty {
+                    let listed = holding.map { "\($0) (\(StoreReport.counted(counts[$0] ?? 0, "record")))" }.joined(separator: ", ")
+                    StratusCommand.log("note: the schema no longer declares \(listed), whose records stay: they are still read, and a development save of one declares its type again; delete them with `stratus delete --type TYPE --all --yes`")
+                }
+            }
             return .success
 
         case .validate(let path):

@@ -93,6 +93,22 @@ struct SchemaCLITests {
         }
     }
 
+    @Test("schema import that drops a type whose records remain says which, with their count, in every database; the records stay", arguments: TestEngine.all)
+    func importDroppingTypeWithRecords(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(3)).exitCode == 0)
+            #expect(try await cli.run(["import", "--quiet", "--database", "private"], stdin: Input.notes(2, prefix: "mine")).exitCode == 0)
+            let file = try cli.file("forum.ckdb", Self.forum)
+            let imported = try await cli.run(["schema", "import", file])
+            #expect(imported.exitCode == 0, "\(imported)")
+            #expect(imported.stderr.contains("the schema no longer declares Note (5 records), whose records stay"), "\(imported)")
+            #expect(try await cli.count("Note") == 3)
+            let again = try await cli.run(["schema", "import", file])
+            #expect(again.exitCode == 0 && !again.stderr.contains("no longer declares"), "said once, when the type is dropped: \(again)")
+        }
+    }
+
     @Test("schema validate: 0 for a valid file, 65 with line:column for a bad one, 65 for one that drops what production has", arguments: TestEngine.all)
     func validate(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

@@ -81,6 +81,20 @@ extension Container {
         }
     }
 
+    /// How many records each record type has in this environment: every database, user and
+    /// zone counted, from the store's inventory (no record is read). A tool that replaces the
+    /// schema asks it to say which dropped types still hold records.
+    ///
+    /// ```swift
+    /// let counts = try await container.recordCountsByType()   // ["Item": 12, "Reminder": 1]
+    /// ```
+    ///
+    /// - Throws: store errors.
+    public func recordCountsByType() async throws -> [String: Int] {
+        let key = environment.storageContainer(for: identifier)
+        return try await publicCloudDatabase.perform { engine, _ in try engine.recordCountsByType(storageContainer: key) }
+    }
+
     /// Checks, changing nothing, that ``replaceSchema(_:)`` would take `schema`: it keeps what
     /// production has, and gives no field a type that development's records hold it with otherwise.
     ///
