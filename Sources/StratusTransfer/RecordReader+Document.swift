@@ -29,6 +29,12 @@ struct Frame {
     var state = State.open
     /// The zone of records inside that name none.
     var zoneID: RecordZone.ID?
+    /// The keys of an envelope or zone entry read so far: a key given twice makes the document
+    /// ambiguous (JSON parsers keep one or the other), so it is refused.
+    var keys: [String] = []
+    /// The zone records of this envelope or zone entry were read into before its `zoneID`
+    /// came (beyond what the reader looks ahead): a later `zoneID` naming another zone is refused.
+    var zoneUsedBeforeZoneID: RecordZone.ID?
 
     var close: UInt8 { kind == .envelope || kind == .zone ? UInt8(ascii: "}") : UInt8(ascii: "]") }
 
@@ -48,7 +54,9 @@ private enum Member {
     case open(Frame.Kind)
     case continuationMarker(String?)
     case syncToken(String?)
-    case zone(RecordZone.ID)
+    case zone(RecordZone.ID, offset: Int)
+    /// A `changes/zone` entry that is an error result: its zone's changes are not in the answer.
+    case zoneError(code: String, offset: Int)
     case skipped
 }
 
@@ -71,8 +79,9 @@ extension RecordReader {
                     throw fatal(at: input.start, "expected a record, an array of records or an envelope, found \(JSONCursor.describe(b))")
                 }
                 if try startsEnvelope() {
+                    let zone = try lookAheadForZoneID()
                     input.start += 1
-                    frames.append(Frame(kind: .envelope, zoneID: lookAheadForZoneID()))
+                    frames.append(Frame(kind: .envelope, zoneID: zone))
                     continue
                 }
                 return try recordUnit()
@@ -107,10 +116,11 @@ extension RecordReader {
                     guard b == UInt8(ascii: "{") else {
                         throw fatal(at: input.start, "an entry of 'zones' must be an object, found \(JSONCursor.describe(b))")
                     }
+                    let zone = try lookAheadForZoneID()
                     input.start += 1
-                    frames.append(Frame(kind: .zone))
+                    frames.append(Frame(kind: .zone, zoneID: zone))
                 case .envelope, .zone:
-                    try readMember(of: top.kind, frame: last)
+                    if let rejected = try readMember(of: top.kind, frame: last) { return rejected }
                 }
             }
         }
@@ -125,34 +135,48 @@ extension RecordReader {
         return isEnvelope
     }
 
-    /// A `records/modify` request may put its zoneID after the operations. When the whole
-    /// envelope is already buffered (requests are small), find it first; otherwise the zone
-    /// applies from where it appears.
-    private func lookAheadForZoneID() -> RecordZone.ID? {
-        var c = JSONCursor(base: input.storage, limit: input.end, isComplete: input.isEOF, pos: input.start - 1)
-        do throws(ScanFailure) {
-            guard try c.openObject() else { return nil }
-            repeat {
-                let key = try c.scanKey()
-                if c.stringEquals(key, "zoneID") {
-                    let start = c.pos
-                    var name = Token.none, owner = Token.none
-                    try c.scanZoneID(name: &name, owner: &owner, in: "zoneID")
-                    guard c.problem == nil else { return nil }
-                    return try? c.zoneID(name: name, owner: owner, at: start, what: "zoneID")
-                }
-                _ = try c.scanValue()
-            } while try c.nextMember(close: UInt8(ascii: "}"), in: "the envelope")
-        } catch {
-            return nil
+    /// The `zoneID` of the envelope or zone entry whose `{` is at `input.start`, wherever it
+    /// stands among the object's members: a `records/modify` request may put it after its
+    /// operations, and JSON gives its members no order. The object is buffered for this up to
+    /// the record size limit; past it, the zone applies from where it appears, and one that
+    /// comes after records read into another zone is refused then.
+    private func lookAheadForZoneID() throws -> RecordZone.ID? {
+        while true {
+            var c = JSONCursor(base: input.storage, limit: input.end, isComplete: input.isEOF, pos: input.start, depth: frames.count)
+            do throws(ScanFailure) {
+                guard try c.openObject() else { return nil }
+                repeat {
+                    let key = try c.scanKey()
+                    if c.stringEquals(key, "zoneID") {
+                        let start = c.pos
+                        var name = Token.none, owner = Token.none
+                        try c.scanZoneID(name: &name, owner: &owner, in: "zoneID")
+                        guard c.problem == nil else { return nil }
+                        return try? c.zoneID(name: name, owner: owner, at: start, what: "zoneID")
+                    }
+                    _ = try c.scanValue()
+                } while try c.nextMember(close: UInt8(ascii: "}"), in: "the envelope")
+                return nil
+            } catch {
+                // Broken JSON is named by the reading that follows, where it stands.
+                guard case .needMore = error, input.available <= options.maximumRecordSize,
+                      try input.fill(minimum: max(input.refillMinimum, input.available)) else { return nil }
+            }
         }
-        return nil
     }
 
-    private func readMember(of kind: Frame.Kind, frame index: Int) throws {
+    /// Reads one member of an envelope or zone entry; answers the rejection a zone entry that
+    /// is an error result makes.
+    private func readMember(of kind: Frame.Kind, frame index: Int) throws -> RecordReadResult? {
         let where_ = kind == .envelope ? "the envelope" : "a zone entry"
+        let keysBefore = frames[index].keys
+        var keyText = ""
         let member = try withCursor(depth: frames.count) { (c) throws(ScanFailure) -> Member in
             let key = try c.scanKey()
+            keyText = c.string(key)
+            if keysBefore.contains(keyText) {
+                throw c.syntax(key.start, "the key '\(c.quoted(key))' appears twice in \(where_)")
+            }
             if c.stringEquals(key, "records") || (kind == .envelope && (c.stringEquals(key, "zones") || c.stringEquals(key, "operations"))) {
                 let b = try c.peek()
                 guard b == UInt8(ascii: "[") else {
@@ -179,16 +203,25 @@ extension RecordReader {
                 try c.scanZoneID(name: &name, owner: &owner, in: "zoneID")
                 if let problem = c.problem { throw c.syntax(problem.offset, problem.message) }
                 do throws(FieldError) {
-                    return .zone(try c.zoneID(name: name, owner: owner, at: start, what: "zoneID"))
+                    return .zone(try c.zoneID(name: name, owner: owner, at: start, what: "zoneID"), offset: key.start)
                 } catch {
                     throw c.syntax(error.offset, "the zoneID of \(where_) is not valid: \(error.message)")
                 }
+            }
+            if kind == .zone && c.stringEquals(key, "serverErrorCode") {
+                // CloudKit answers a zone it could not read (ZONE_NOT_FOUND, USER_DELETED_ZONE,
+                // CHANGE_TOKEN_EXPIRED…) with an error entry instead of its records.
+                let value = try c.scanValue()
+                if let problem = c.problem { throw c.syntax(problem.offset, problem.message) }
+                guard value.kind == .string else { throw c.syntax(value.start, "'serverErrorCode' must be a string, not \(value.kindName)") }
+                return .zoneError(code: c.string(value), offset: key.start)
             }
             // Request and paging details (syncToken aside) shape CloudKit's answer, not the records.
             _ = try c.scanValue()
             if let problem = c.problem { throw c.syntax(problem.offset, "'\(c.quoted(key))' in \(where_) holds invalid JSON: \(problem.message)") }
             return .skipped
         }
+        frames[index].keys.append(keyText)
         switch member {
         case .open(let child):
             if child == .records || child == .operations { sawRecordList = true }
@@ -197,11 +230,20 @@ extension RecordReader {
             continuationMarker = text
         case .syncToken(let text):
             syncToken = text
-        case .zone(let zone):
+        case .zone(let zone, let offset):
+            if let used = frames[index].zoneUsedBeforeZoneID, used != zone {
+                throw fatal(at: offset, "the zoneID of \(where_) (zone '\(zone.zoneName)') comes after records that name no zone, more than \(options.maximumRecordSize) bytes into it, and they were read into zone '\(used.zoneName)'; write the zoneID before the records")
+            }
             frames[index].zoneID = zone
+        case .zoneError(let code, let offset):
+            // An answer for zones, even if every one failed: not "a file without records".
+            sawRecordList = true
+            let zone = frames[index].zoneID.map { "the changes of zone '\($0.zoneName)'" } ?? "a zone's changes"
+            return result(.rejected(offset: offset, recordName: nil, message: "\(zone) are a CloudKit error result ('serverErrorCode' \(code)), not records: this answer does not hold them"), recordStart: offset)
         case .skipped:
             break
         }
+        return nil
     }
 
     /// Reads one element of a records array.
@@ -219,7 +261,16 @@ extension RecordReader {
             try c.scanRecord(&scan)
             return (c.materialize(scan, zone: zone, zoneIsKnown: zoneIsKnown, fromAnswer: fromAnswer, context: context), start)
         }
+        if !zoneIsKnown, !scan.hasZone, !decoded.isRejected { noteZoneUsed(zone) }
         return result(decoded, recordStart: recordStart)
+    }
+
+    /// Notes that a record naming no zone went into `zone` while no envelope or zone entry
+    /// around it had given its zoneID yet.
+    private func noteZoneUsed(_ zone: RecordZone.ID) {
+        for index in frames.indices where frames[index].kind == .envelope || frames[index].kind == .zone {
+            if frames[index].zoneUsedBeforeZoneID == nil { frames[index].zoneUsedBeforeZoneID = zone }
+        }
     }
 
     /// Reads one operation of a `records/modify` request.
@@ -254,6 +305,7 @@ extension RecordReader {
                 return (.rejected(offset: type.start, recordName: name, message: "unknown operationType '\(c.quoted(type))'"), recordOffset)
             }
         }
+        if !zoneIsKnown, !scan.hasZone, !decoded.isRejected { noteZoneUsed(zone) }
         return result(decoded, recordStart: recordStart)
     }
 

@@ -35,19 +35,16 @@ import Stratus
 /// ``Record/encryptedValues``), which the writers give back the same way; `"parent":
 /// {"recordName", "zoneID"?}` becomes ``Record/parent``.
 ///
-/// **What this version does not keep** is rejected with a message naming it, never dropped:
-/// - an unknown top-level key (`share`, say), field key or type name rejects the record;
-/// - non-empty `pluginFields` reject the record;
-/// - `"deleted": true` (a tombstone in a changes feed) is rejected unless
-///   ``RecordReadOptions/readsDeletions`` asks for it as a deletion; a `delete`/`forceDelete`
-///   operation and an error result (`serverErrorCode`, `reason`) are rejected.
+/// **Kept as it came** (written back by ``RecordWriter`` the same way): members of the record
+/// Stratus has no use for (`pluginFields`, `share`, `expirationTime`, `"deleted": false`, unknown
+/// keys), a zone ID's `zoneType`, the `deviceID` of `created`/`modified`, an asset's CloudKit
+/// metadata, and the reference action `VALIDATE` (which acts as `NONE`).
 ///
-/// Understood and not kept, because they carry no record data: `"deleted": false`, empty
-/// `pluginFields`, `zoneType` in a zone ID (the zone implies it), `deviceID` in
-/// `created`/`modified`, `expirationTime` (CloudKit's purge time for a soft-deleted record;
-/// Stratus does not expire records), and an asset's `size`, `fileChecksum`,
-/// `referenceChecksum`, `wrappingKey` and `receipt` (the store measures the file itself).
-/// The reference action `VALIDATE` reads as `.none`: Stratus has only NONE and DELETE_SELF.
+/// **Rejected, never dropped**, each with a message naming it: an unknown field type name;
+/// `"deleted": true` (a tombstone in a changes feed) unless ``RecordReadOptions/readsDeletions``
+/// asks for it as a deletion; a `delete`/`forceDelete` operation; an error result
+/// (`serverErrorCode`, `reason`), a record's or a `changes/zone` zone entry's (naming the zone and
+/// the code: that zone's changes are not in the answer).
 ///
 /// **Names.** Record names with a leading `_`, which CloudKit reserves for the system, are
 /// rejected each with the reason ``Naming/checkRecordName(_:allowSystemNames:)`` gives, as are
@@ -65,8 +62,12 @@ import Stratus
 /// **Envelopes.** Besides `{"records": […], "continuationMarker": …}` the reader takes
 /// `changes/zone` answers (`{"zones": [{"zoneID", "records": […]}]}`, each zone's records in
 /// that zone) and `records/modify` requests (`{"operations": [{"operationType", "record"}],
-/// "zoneID"}`); an envelope's `zoneID` is the zone of records that name none. Other envelope
-/// keys (`syncToken`, `moreComing`, `atomic`, …) are checked and skipped.
+/// "zoneID"}`); an envelope's or zone entry's `zoneID` is the zone of records that name none,
+/// wherever it stands among the members (the reader looks up to
+/// ``RecordReadOptions/maximumRecordSize`` ahead for it; one further still, after records read
+/// into another zone, throws). Other envelope keys (`syncToken`, `moreComing`, `atomic`, …) are
+/// checked and skipped. A key given twice in an envelope or zone entry throws, as the document
+/// no longer says which one is meant.
 ///
 /// Not thread-safe: use one reader from one task at a time.
 public final class RecordReader {

@@ -83,6 +83,11 @@ enum DecodedRecord {
     case record(Record)
     case deletion(Record.ID, recordType: String?)
     case rejected(offset: Int, recordName: String?, message: String)
+
+    var isRejected: Bool {
+        if case .rejected = self { return true }
+        return false
+    }
 }
 
 extension JSONCursor {

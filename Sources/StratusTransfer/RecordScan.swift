@@ -309,8 +309,12 @@ extension JSONCursor {
         var type = Token.none
         var record = -1
         guard try openObject() else { return (type, record) }
+        var seen: [Token] = []
         repeat {
             let key = try scanKey()
+            // A key given twice leaves which record or operation is meant to the parser.
+            if seen.contains(where: { sameKey($0, key) }) { note(key.start, "the operation has the key '\(quoted(key))' twice") }
+            seen.append(key)
             if stringEquals(key, "record") {
                 if try peek() == UInt8(ascii: "{") { record = pos }
                 let value = try scanValue()

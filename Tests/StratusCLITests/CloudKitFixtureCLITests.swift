@@ -132,4 +132,58 @@ struct CloudKitFixtureCLITests {
             }
         }
     }
+
+    @Test("a records/modify request larger than one read, its zoneID after the operations, imports into that zone", arguments: TestEngine.all)
+    func modifyRequestWithZoneLast(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            // About 600 KB: more than the reader holds at once, as a real batch upload is.
+            let padding = String(repeating: "x", count: 200)
+            let operations = (0..<3_000).map { #"{"operationType":"create","record":{"recordName":"P\#($0)","recordType":"CPLAsset","fields":{"note":{"value":"\#(padding)"}}}}"# }
+            let body = #"{"atomic":false,"operations":[\#(operations.joined(separator: ","))],"zoneID":{"zoneName":"PrimarySync","zoneType":"REGULAR_CUSTOM_ZONE"}}"#
+            let result = try await cli.run(["import", try cli.file("modify.json", body), "--create-zones", "--database", "private"])
+            #expect(result.exitCode == 0, "\(result)")
+            Summary.expectImport(result, imported: 3_000)
+            #expect(try await cli.count("CPLAsset", extra: ["--zone", "PrimarySync", "--database", "private"]) == 3_000)
+            #expect(try await cli.count("CPLAsset", extra: ["--database", "private"]) == 0, "nothing went into the default zone")
+        }
+    }
+
+    @Test("a changes/zone answer: a zone that is an error result fails (exit 1, naming the zone and code), the other zones import", arguments: TestEngine.all)
+    func changesAnswerWithZoneError(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let body = """
+                {"zones":[
+                  {"zoneID":{"zoneName":"Gone","ownerRecordName":"_4f3b0a0c3f1e4f5c9d0a1b2c3d4e5f60","zoneType":"REGULAR_CUSTOM_ZONE"},"serverErrorCode":"ZONE_NOT_FOUND","reason":"Zone 'Gone' does not exist"},
+                  {"zoneID":{"zoneName":"Notes","zoneType":"REGULAR_CUSTOM_ZONE"},"syncToken":"t1","moreComing":false,
+                   "records":[{"recordName":"N1","recordType":"Note","fields":{"title":{"value":"a","type":"STRING"}}}]}
+                ]}
+                """
+            let rejects = store.path("rejects.ndjson")
+            let result = try await cli.run(["import", try cli.file("changes.json", body), "--create-zones", "--database", "private", "--reject-file", rejects])
+            #expect(result.exitCode == 1, "\(result)")
+            Summary.expectImport(result, imported: 1, failed: 1)
+            let lines = try RejectLine.read(rejects)
+            #expect(lines.count == 1)
+            #expect(lines.first?.line == 2 && lines.first?.recordName == nil)
+            #expect(lines.first?.error.contains("the changes of zone 'Gone' are a CloudKit error result ('serverErrorCode' ZONE_NOT_FOUND)") == true, "\(lines)")
+            #expect(try await cli.count("Note", extra: ["--zone", "Notes", "--database", "private"]) == 1)
+            #expect(!result.stderr.contains("created zone Gone"), "the failed zone is not created")
+        }
+    }
+
+    @Test("an envelope that gives 'records' twice is refused (exit 65) naming the key and its place", arguments: TestEngine.all)
+    func envelopeWithDuplicateKey(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let body = #"{"records":[{"recordName":"a","recordType":"T","fields":{}}],"syncToken":"s","records":[{"recordName":"b","recordType":"T","fields":{}}]}"#
+            let zone = try await cli.run(["zones", "create", "Z", "--database", "private"])
+            #expect(zone.exitCode == 0, "\(zone)")
+            let result = try await cli.run(["import", try cli.file("twice.json", body), "--atomic", "--zone", "Z", "--database", "private"])
+            #expect(result.exitCode == 65, "\(result)")
+            #expect(result.stderr.contains("the key 'records' appears twice in the envelope (line 1, column 78)"), "\(result)")
+            #expect(try await cli.count("T", extra: ["--zone", "Z", "--database", "private"]) == 0, "an atomic import writes nothing")
+        }
+    }
 }
