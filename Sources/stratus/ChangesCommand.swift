@@ -1,6 +1,7 @@
 import Foundation
 import Stratus
 import StratusTransfer
+import Synchronization
 
 /// `stratus changes`: a zone's changes since the last run, as NDJSON, for cron jobs.
 struct ChangesCommand: Command {
@@ -39,6 +40,7 @@ struct ChangesCommand: Command {
         Option("--limit", "N", "stop after about N changes; the next run continues", default: "no limit"),
         Option("--keep-days", "N", "compact: keep tombstones of the last N days", default: "none; required by compact"),
     ]
+    static let optionGroups: [OptionGroup] = [.progress, .store]
     static let exitNotes: String? = """
         65 when the token has expired (the zone was deleted and created again, or its history was
         compacted): remove FILE to export the zone again from the beginning. 75 when another run
@@ -53,6 +55,7 @@ struct ChangesCommand: Command {
     var limit: Int?
     /// For `changes compact`: tombstones older than this many days go.
     var compactKeepDays: Double?
+    var progressStyle = Progress.Style.automatic
 
     static func parse(_ arguments: ParsedArguments) throws -> ChangesCommand {
         var command = ChangesCommand(store: try StoreOptions(arguments))
@@ -61,6 +64,7 @@ struct ChangesCommand: Command {
         command.fields = try arguments.list("--fields")
         command.batchSize = try arguments.positiveInteger("--batch") ?? 1000
         command.limit = try arguments.positiveInteger("--limit")
+        command.progressStyle = try Progress.style(arguments)
         let keepDays = arguments.value("--keep-days")
         if arguments.positionals == ["compact"] {
             guard let keepDays, let days = Double(keepDays), days >= 0, days.isFinite else {
@@ -82,7 +86,9 @@ struct ChangesCommand: Command {
         do {
             if let compactKeepDays {
                 let removed = try await store.openDatabase(.existing).compactChangeHistory(retention: compactKeepDays * 86_400)
-                StratusCommand.log("removed \(removed.recordTombstonesRemoved) record tombstone(s) and \(removed.zoneTombstonesRemoved) zone tombstone(s)")
+                Progress(style: progressStyle, verb: "removed").finish(
+                    "removed \(removed.recordTombstonesRemoved) record tombstone(s) and \(removed.zoneTombstonesRemoved) zone tombstone(s)",
+                    json: ["recordTombstonesRemoved": removed.recordTombstonesRemoved, "zoneTombstonesRemoved": removed.zoneTombstonesRemoved])
                 return .success
             }
             return try await export(tokenPath: tokenPath!)
@@ -101,6 +107,8 @@ struct ChangesCommand: Command {
         let sink = try ChangeOutput(outputPath: outputPath, tokens: tokens)
         let feed = RecordZoneChangeFeed(database: database, zoneID: store.zoneID, desiredKeys: fields, batchSize: batchSize)
         Interruption.install { feed.cancel() }
+        let progress = Progress(style: progressStyle, verb: "wrote")
+        let counted = Mutex(0)
         let summary = try await feed.run(tokens: tokens, limit: limit) { batch in
             var text = ""
             for change in batch.changes {
@@ -113,9 +121,12 @@ struct ChangesCommand: Command {
             // Output first, durably; the feed saves the token only after this returns. A kill
             // in between repeats this batch on stdout, or is cut away again with --output.
             if let committed = try sink.append(Data(text.utf8)) { tokens.state.output = committed }
+            progress.update(done: counted.withLock { $0 += batch.changes.count; return $0 })
         }
         let written = summary.changed + summary.deleted
-        StratusCommand.log("wrote \(written) change(s) (\(summary.changed) record(s), \(summary.deleted) deletion(s)) from zone \(store.zoneID.zoneName)\(summary.moreComing ? "; more remain" : ""); token saved in \(tokenPath)")
+        progress.finish(
+            "wrote \(Progress.grouped(written)) change(s) (\(Progress.grouped(summary.changed)) record(s), \(Progress.grouped(summary.deleted)) deletion(s)) from zone \(store.zoneID.zoneName)\(summary.moreComing ? "; more remain" : ""); token saved in \(tokenPath)",
+            json: ["written": written, "changed": summary.changed, "deleted": summary.deleted, "moreComing": summary.moreComing ? 1 : 0])
         return summary.end == .cancelled ? ExitCode.stopped(by: Interruption.signal) : .success
     }
 }

@@ -115,9 +115,12 @@ struct ChangesCLITests {
             let again = try await ZoneTestProgram.run(stratus, arguments, in: fixture.store)
             #expect(again.exitCode == 0 && again.stdout.isEmpty)
             try await database.save(makeRecord("Note", "c", zoneID: zone))
-            let third = try await ZoneTestProgram.run(stratus, arguments, in: fixture.store)
+            let third = try await ZoneTestProgram.run(stratus, arguments + ["--progress", "json"], in: fixture.store)
             #expect(third.stdoutLines.count == 1)
             #expect(third.stdout.hasPrefix(#"{"recordName":"c""#))
+            #expect(third.stderr.contains(#"{"event":"summary","changed":1,"deleted":0,"moreComing":0,"written":1,"#), "the progress options, as every job command takes them: \(third.stderr)")
+            let quiet = try await ZoneTestProgram.run(stratus, arguments + ["--quiet"], in: fixture.store)
+            #expect(quiet.exitCode == 0 && quiet.stderr.isEmpty, "\(quiet.stderr)")
             #expect(try String(contentsOfFile: tokenFile, encoding: .utf8) != savedToken)
         }
     }
