@@ -51,6 +51,9 @@ final class CheckpointFile: ImportCheckpointStore {
         guard contents.input == input && contents.inputSize == inputSize else {
             throw UsageError(message: "the checkpoint \(path) belongs to \(contents.input) (\(contents.inputSize ?? 0) bytes), not to this input; remove it to start over")
         }
+        if contents.committedItems > 0 {
+            StratusCommand.log("going on from the checkpoint \(path): the first \(Progress.grouped(contents.committedItems)) input items were settled by an earlier run")
+        }
         return ImportCheckpoint(itemsSettled: contents.committedItems, job: contents.job, pendingItems: contents.pendingItems ?? [])
     }
 

@@ -232,6 +232,11 @@ struct ImportCommand: Command {
         }
         try rejects.close()
         reportZones(summary)
+        if summary.end == .cancelled {
+            // Before the summary, which stays the last line.
+            StratusCommand.log(checkpointPath.map { "stopped: run the same command again (with --checkpoint \($0)) to go on after the last committed batch" }
+                ?? "stopped: what was imported stays imported; with --checkpoint FILE, a stopped import can go on where it stopped")
+        }
         progress.finish(line(summary), json: json(summary))
         switch summary.end {
         case .finished:

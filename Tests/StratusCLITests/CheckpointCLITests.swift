@@ -76,6 +76,7 @@ struct CheckpointCLITests {
             try #require(progressed, "the resumed import never moved the checkpoint: \(terminated)")
             #expect(!terminated.signalled && terminated.exitCode == 143, "SIGTERM finishes the batch, saves the checkpoint and exits 143: \(terminated)")
             #expect(terminated.stdout.isEmpty)
+            #expect(terminated.stderr.contains("going on from the checkpoint") && terminated.stderr.contains("stopped: run the same command again (with --checkpoint \(checkpoint))"), "a resumed run says so, a stopped one how to go on: \(terminated)")
             let afterTerm = try #require(Self.committedItems(checkpoint), "SIGTERM leaves a checkpoint: \(terminated)")
             #expect(afterTerm > afterKill && afterTerm < Self.recordCount, "\(afterTerm)")
             #expect(try await cli.count("Row") == afterTerm, "after a clean stop the store holds exactly the checkpointed items")
