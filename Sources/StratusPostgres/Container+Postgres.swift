@@ -10,9 +10,30 @@ extension Container {
     /// let container = try Container(identifier: "com.example.app", postgresURL: "postgresql://stratus@db1/app", userName: "alice")
     /// ```
     ///
-    /// - Throws: as ``PostgresEngine/init(url:readURL:create:maximumConnections:tombstoneRetention:assetCacheDirectory:)``.
+    /// - Throws: as ``PostgresEngine/init(url:readURL:create:maximumConnections:tombstoneRetention:assetCacheDirectory:)``;
+    ///   ``StratusError`` `permissionFailure` as ``PostgresEngine/checkActing(as:)`` when
+    ///   `userName` is not the role row-level security binds the connection to.
     public convenience init(identifier: String, postgresURL: String, readURL: String? = nil, userName: String? = nil, environment: Environment = .development) throws {
-        self.init(identifier: identifier, engine: try PostgresEngine.shared(url: postgresURL, readURL: readURL), userName: userName, environment: environment)
+        let engine = try PostgresEngine.shared(url: postgresURL, readURL: readURL)
+        if let userName { try engine.checkActing(as: userName) }
+        self.init(identifier: identifier, engine: engine, userName: userName, environment: environment)
+    }
+}
+
+extension PostgresEngine {
+    /// Checks that Stratus may act as `userName` on this connection: a role that row-level
+    /// security binds (see `stratus users row-security`) reaches only its own user's rows, so
+    /// acting as another user would find none of that user's records and have its writes
+    /// refused row by row. Any user may be named on a connection no policy binds.
+    ///
+    /// ```swift
+    /// try engine.checkActing(as: "alice")   // connected as alice: fine; as bob: refused
+    /// ```
+    ///
+    /// - Throws: ``StratusError`` `permissionFailure` naming the role to connect as; store errors.
+    public func checkActing(as userName: String) throws {
+        guard !loginRole.isEmpty, userName != loginRole, try rowAccessLimit() != nil else { return }
+        throw StratusError(.permissionFailure, "connected as role \(loginRole), which row-level security keeps to its own user's rows, so Stratus can act only as \(loginRole) on this connection, not as \(userName): connect as \(userName)'s role, or name no other user")
     }
 }
 

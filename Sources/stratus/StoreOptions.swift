@@ -109,6 +109,18 @@ struct StoreOptions {
     /// - Throws: ``CommandFailure`` `inputMissing` when the store must exist and does not.
     func openContainer(_ access: Access) throws -> Container {
         let engine = try Self.openEngine(resolvedStorePath, readURL: readStoreURL, access: access, origin: storeOrigin)
+        if !anonymous, let postgres = engine as? PostgresEngine {
+            // --user (or STRATUS_USER) naming another user than the role row-level security binds
+            // found none of that user's records and had writes refused, saying neither why.
+            let named = userName ?? ProcessInfo.processInfo.environment["STRATUS_USER"].flatMap { $0.isEmpty ? nil : $0 }
+            if let named {
+                do {
+                    try postgres.checkActing(as: named)
+                } catch let error as StratusError where error.code == .permissionFailure {
+                    throw CommandFailure(.permissionDenied, error.message.replacingOccurrences(of: "or name no other user", with: userName != nil ? "or leave --user out" : "or unset STRATUS_USER"))
+                }
+            }
+        }
         return container(identifier: containerIdentifier, engine: engine)
     }
 

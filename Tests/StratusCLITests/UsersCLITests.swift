@@ -71,6 +71,11 @@ struct UsersCLITests {
             // Bob saying he is alice finds none of her rows: the database keeps them from his role.
             let impostor = try await cli.run(["count", "--type", "Note", "--database", "private", "--user", alice, "--store", try url(bob)], environment: noUser)
             #expect(impostor.stdout != "3\n", "\(impostor)")
+            #expect(impostor.exitCode == 77 && impostor.stderr.contains("connected as role \(bob), which row-level security keeps to its own user's rows") && impostor.stderr.contains("leave --user out"), "refused, saying why: \(impostor)")
+            let byEnvironment = try await cli.run(["import", "--quiet", "--database", "private", "--store", try url(bob)], stdin: Input.notes(1, prefix: "x"), environment: ["STRATUS_USER": alice])
+            #expect(byEnvironment.exitCode == 77 && byEnvironment.stderr.contains("unset STRATUS_USER"), "\(byEnvironment)")
+            let himself = try await cli.run(["count", "--type", "Note", "--database", "private", "--user", bob, "--store", try url(bob)], environment: noUser)
+            #expect(himself.exitCode == 0 && himself.stdout == "0\n", "naming the role's own user is fine: \(himself)")
         }
     }
 
