@@ -25,12 +25,20 @@ enum WhereDates {
         }
     }
 
-    /// The `--where` of a command, typed by the container's schema of `recordType`. The
-    /// schema is read only when the predicate has a condition.
+    /// The `--where` of a command, typed by the container's schema of `recordType`. A record
+    /// type the environment's schema does not declare and no record has gets a note on stderr
+    /// (the answer is still empty, exit 0): a mistyped `--type` should not pass for an empty
+    /// answer unseen. (Production refuses such a query, as CloudKit does.)
     static func typed(_ predicate: QueryPredicate, recordType: String, in container: Container) async throws -> QueryPredicate {
+        let schema = try await container.schema()
+        let typeSchema = schema.recordType(recordType)
+        if typeSchema == nil, container.environment == .development, (try await container.recordCountsByType()[recordType] ?? 0) == 0 {
+            let declared = schema.recordTypes.map(\.recordType).filter { $0 != "Users" }.sorted()
+            let known = declared.isEmpty ? "declares no type yet" : "declares " + declared.joined(separator: ", ")
+            StratusCommand.log("note: no record has the type \(recordType), and the development schema \(known) (a type is declared by `stratus schema import` or by the first save of one of its records)")
+        }
         guard predicate != .all && predicate != .none else { return predicate }
-        let schema = try await container.schema().recordType(recordType)
-        return try typed(predicate, by: schema)
+        return try typed(predicate, by: typeSchema)
     }
 
     /// The query of a command's ``QuerySelection``, typed by the container's schema.

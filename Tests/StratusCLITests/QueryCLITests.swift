@@ -44,6 +44,8 @@ struct QueryCLITests {
             let deleted = try await cli.run(["delete", "--type", "Task", "--where", "due > '2025-06-01'", "--yes", "--quiet"])
             #expect(deleted.exitCode == 0, "\(deleted)")
             #expect(try await cli.count("Task") == 1)
+            let mistyped = try await cli.run(["count", "--type", "Tsak"])
+            #expect(mistyped.exitCode == 0 && mistyped.stdout == "0\n" && mistyped.stderr.contains("note: no record has the type Tsak, and the development schema declares Task"), "a mistyped type is an empty answer, said so: \(mistyped)")
             let refused = try await cli.run(["count", "--type", "Task", "--where", "due < 'next week'"])
             #expect(refused.exitCode == 64 && refused.stderr.contains("due is a date, and 'next week' is neither milliseconds since 1970"), "\(refused)")
         }
