@@ -148,10 +148,17 @@ public struct RecordTypeSchema: Hashable, Sendable {
     ///
     /// - Throws: ``StratusError`` `invalidArguments` naming the problem.
     public func validate() throws {
-        try Naming.checkIdentifier(recordType, kind: "record type")
+        // CloudKit's own types (`cloudkit.share`) have dotted names, and so do their fields.
+        let isCloudKitType = Naming.isSystemIdentifier(recordType)
+        if !isCloudKitType { try Naming.checkIdentifier(recordType, kind: "record type") }
         var seen: Set<String> = []
         for field in fields {
-            if let systemType = Self.indexableSystemFields[field.name] {
+            if isCloudKitType && Naming.isSystemIdentifier(field.name) {
+                // Engines build indexes from plain identifiers only, and CloudKit indexes none of these.
+                guard field.indexes.isEmpty else {
+                    throw StratusError(.invalidArguments, "field '\(field.name)' of \(recordType) is one of CloudKit's own, and takes no index")
+                }
+            } else if let systemType = Self.indexableSystemFields[field.name] {
                 guard field.type == systemType, !field.indexes.contains(.searchable), !field.isEncrypted, !field.isNumber else {
                     throw StratusError(.invalidArguments, "the system field '\(field.name)' of \(recordType) can only be declared as a queryable or sortable \(systemType.rawValue)")
                 }
@@ -181,6 +188,9 @@ public struct RecordTypeSchema: Hashable, Sendable {
         }
         for index in compoundIndexes {
             for name in index.equalityFields + (index.sortField.map { [$0] } ?? []) where Self.indexableSystemFields[name] == nil {
+                if Naming.isSystemIdentifier(name) {
+                    throw StratusError(.invalidArguments, "the compound index of \(recordType) names '\(name)', one of CloudKit's own fields, which take no index")
+                }
                 guard let field = field(name) else {
                     throw StratusError(.invalidArguments, "the compound index of \(recordType) names '\(name)', which the schema does not declare")
                 }
