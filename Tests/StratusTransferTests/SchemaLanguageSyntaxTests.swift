@@ -432,6 +432,7 @@ struct SchemaModelTests {
             try RecordTypeSchema(recordType: "cloudkit.share", fields: [.init("cloudkit.title", type: .string)], compoundIndexes: [.init(equalityFields: ["cloudkit.title"])]).validate()
         }
         #expect(throws: StratusError.self) { try RecordTypeSchema(recordType: "cloudkit..share").validate() }
+        #expect(throws: StratusError.self, "only CloudKit's own types are dotted") { try RecordTypeSchema(recordType: "com.example.Note").validate() }
         #expect(SecurityRole.systemRoles.allSatisfy(\.isSystem) && !SecurityRole("moderator").isSystem)
         #expect(RecordPermissions([.write, .read, .create]).description == "READ, CREATE, WRITE")
     }

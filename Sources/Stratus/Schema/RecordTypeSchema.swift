@@ -140,6 +140,18 @@ public struct RecordTypeSchema: Hashable, Sendable {
         "creatorUserRecordID": .reference, "lastModifiedUserRecordID": .reference,
     ]
 
+    /// Whether `name` is one of CloudKit's own record types, which schemas of containers that
+    /// share records declare: dotted, under `cloudkit.` (`cloudkit.share`). Their fields have
+    /// dotted names too (`cloudkit.title`); an app's types and fields never do.
+    ///
+    /// ```swift
+    /// RecordTypeSchema.isCloudKitRecordType("cloudkit.share")   // true
+    /// RecordTypeSchema.isCloudKitRecordType("a.b")              // false
+    /// ```
+    public static func isCloudKitRecordType(_ name: String) -> Bool {
+        name.hasPrefix("cloudkit.") && Naming.isSystemIdentifier(name)
+    }
+
     /// Checks names, types, encryption and that compound indexes name declared scalar fields.
     ///
     /// ```swift
@@ -149,7 +161,7 @@ public struct RecordTypeSchema: Hashable, Sendable {
     /// - Throws: ``StratusError`` `invalidArguments` naming the problem.
     public func validate() throws {
         // CloudKit's own types (`cloudkit.share`) have dotted names, and so do their fields.
-        let isCloudKitType = Naming.isSystemIdentifier(recordType)
+        let isCloudKitType = Self.isCloudKitRecordType(recordType)
         if !isCloudKitType { try Naming.checkIdentifier(recordType, kind: "record type") }
         var seen: Set<String> = []
         for field in fields {

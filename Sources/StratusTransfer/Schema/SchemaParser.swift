@@ -91,7 +91,7 @@ struct SchemaParser {
         let name = try expectName("a record type name")
         // CloudKit's own types have dotted names (`"cloudkit.share"`, in the export of every
         // container that shares records); an export must read back.
-        if !Naming.isSystemIdentifier(name) {
+        if !RecordTypeSchema.isCloudKitRecordType(name) {
             do {
                 try Naming.checkIdentifier(name, kind: "record type name")
             } catch {
@@ -159,7 +159,7 @@ struct SchemaParser {
         } else if written.hasPrefix("_") {
             let systemNames = SystemField.allCases.map { "\"\($0.cloudKitName)\"" }
             throw source.error("\(SchemaLanguage.quoted(written)) is not a system field a schema can declare; names starting with '_' are CloudKit's, and its system fields are \(systemNames.dropLast().joined(separator: ", ")) and \(systemNames.last!)", at: nameStart)
-        } else if Naming.isSystemIdentifier(type.recordType) && Naming.isSystemIdentifier(written) {
+        } else if RecordTypeSchema.isCloudKitRecordType(type.recordType) && Naming.isSystemIdentifier(written) {
             // The fields of CloudKit's own types (`"cloudkit.title"` of `"cloudkit.share"`).
             name = written
         } else {

@@ -31,7 +31,8 @@ import Stratus
 ///
 /// **CloudKit's own types.** `RECORD TYPE "cloudkit.share" ( … "cloudkit.title" STRING, … )`,
 /// which exports of containers that share records hold, reads as it is written: dotted names
-/// (``Stratus/Naming/isSystemIdentifier(_:)``) are quoted, and the dotted fields take no option.
+/// under `cloudkit.` (``Stratus/RecordTypeSchema/isCloudKitRecordType(_:)``) are quoted, and
+/// the dotted fields take no option.
 ///
 /// **Users.** CloudKit's containers always have a `Users` record type with `roles LIST<INT64>`,
 /// and its exports always show it; a file that leaves it out gets it
