@@ -109,6 +109,31 @@ struct SchemaCLITests {
         }
     }
 
+    @Test("CloudKit's share records grow a cloudkit.share type whose export imports back, adding a field of its own", arguments: TestEngine.all)
+    func shareTypeRoundTrip(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let share = #"{"recordName":"Share-1","recordType":"cloudkit.share","fields":{"cloudkit.title":{"value":"Groceries","type":"STRING"}}}"# + "\n"
+            let imported = try await cli.run(["import", try cli.file("share.ndjson", share), "--keep-system-records", "--database", "private"])
+            #expect(imported.exitCode == 0, "\(imported)")
+            let exported = try await cli.run(["schema", "export"])
+            #expect(exported.exitCode == 0 && exported.stdout.contains("RECORD TYPE \"cloudkit.share\" (") && exported.stdout.contains("\"cloudkit.title\""), "\(exported)")
+            let again = try await cli.run(["schema", "import", try cli.file("again.ckdb", exported.stdout)])
+            #expect(again.exitCode == 0 && again.stderr.contains("no change"), "\(again)")
+            // A field CloudKit's export has and no record holds yet is declared: the check of
+            // stored values reads the type's records whole (dotted names are no desired keys).
+            let wider = exported.stdout.replacingOccurrences(of: "        \"cloudkit.title\" STRING", with: "        \"cloudkit.title\" STRING,\n        \"cloudkit.type\"  STRING")
+            #expect(wider != exported.stdout)
+            let added = try await cli.run(["schema", "import", try cli.file("wider.ckdb", wider)])
+            #expect(added.exitCode == 0 && added.stderr.contains("1 change"), "\(added)")
+            let retyped = wider.replacingOccurrences(of: "\"cloudkit.title\" STRING", with: "\"cloudkit.title\" INT64")
+            #expect(retyped != wider)
+            let refused = try await cli.run(["schema", "import", try cli.file("retyped.ckdb", retyped)])
+            #expect(refused.exitCode == 65 && refused.stderr.contains("1 record of cloudkit.share holds it as STRING"), "\(refused)")
+            #expect(try await cli.run(["schema", "export"]).stdout.contains("\"cloudkit.type\"  STRING"), "the refusal changed nothing")
+        }
+    }
+
     @Test("schema validate: 0 for a valid file, 65 with line:column for a bad one, 65 for one that drops what production has", arguments: TestEngine.all)
     func validate(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

@@ -69,6 +69,14 @@ struct SchemaLanguageErrorTests {
         field("a reserved word as a field name", "queryable STRING", column: 5, "QUERYABLE is a reserved word; write \"queryable\" to use it as a field name"),
         field("curly quotes from a web page", "“___createTime” TIMESTAMP", column: 5, "unexpected character '“'; names are quoted with straight double quotes"),
         field("single quotes", "'title' STRING", column: 5, "unexpected character '''; names are quoted with double quotes"),
+        field("a no-break space from a web page", "title\u{A0}STRING", column: 10, "unexpected character U+00A0; only ASCII spaces, tabs and line breaks separate words"),
+        field("a zero-width space", "title\u{200B} STRING", column: 10, "unexpected character U+200B; only ASCII spaces, tabs and line breaks separate words"),
+        field("a byte order mark inside the file", "\u{FEFF}title STRING", column: 5, "unexpected character U+FEFF"),
+        Case(label: "an unquoted dotted name", input: "DEFINE SCHEMA\nRECORD TYPE cloudkit.share (x STRING);\n", line: 2, column: 21, message: "unexpected character '.'; a name with '.' (CloudKit's \"cloudkit.share\") is written in double quotes"),
+        Case(label: "an index on a field of CloudKit's own type", input: "DEFINE SCHEMA\nRECORD TYPE \"cloudkit.share\" (\n    \"cloudkit.title\" STRING QUERYABLE\n);\n", line: 3, column: 29, message: "field \"cloudkit.title\" is one of CloudKit's own (names with '.' are), and takes no index"),
+        field("a dotted field name in an app's type", "\"cloudkit.title\" STRING", column: 5, "field name 'cloudkit.title' has a character other than a letter, digit or '_' at position 9"),
+        Case(label: "a dotted record type name of an app", input: "DEFINE SCHEMA\nRECORD TYPE \"com.example.Note\" (x STRING);\n", line: 2, column: 13, message: "record type name 'com.example.Note' has a character other than a letter, digit or '_' at position 4"),
+        Case(label: "a dotted record type name with an empty part", input: "DEFINE SCHEMA\nRECORD TYPE \"cloudkit..share\" (x STRING);\n", line: 2, column: 13, message: "record type name 'cloudkit..share' has a character other than a letter, digit or '_' at position 9"),
         Case(label: "duplicate field", input: header + "    title STRING,\n    body STRING,\n    title INT64\n);\n", line: 5, column: 5, message: "field title is declared twice in record type Note (first at 3:5)"),
         Case(label: "duplicate system field", input: header + "    \"___recordID\" REFERENCE QUERYABLE,\n    \"___recordID\" REFERENCE\n);\n", line: 4, column: 5, message: "field \"___recordID\" is declared twice"),
         Case(label: "duplicate record type", input: "DEFINE SCHEMA\nRECORD TYPE Note (a STRING);\nRECORD TYPE Note (b STRING);\n", line: 3, column: 13, message: "record type Note is declared twice (first at 2:13)"),
@@ -123,6 +131,22 @@ struct SchemaLanguageErrorTests {
         // In a comment, any byte is allowed: comments are skipped unread.
         bytes = Array("-- ".utf8) + [0xFF, 0x00, 0xC3] + Array("\nDEFINE SCHEMA /* \u{7}".utf8) + [0xFE] + Array(" */ RECORD TYPE Note (x STRING);".utf8)
         #expect(try SchemaReader().read(Data(bytes)).recordType("Note") != nil)
+    }
+
+    @Test("a UTF-16 file is named as one; after a UTF-8 byte order mark, columns count from the first character")
+    func encodings() throws {
+        for littleEndian in [true, false] {
+            let units = Array("DEFINE SCHEMA".utf16)
+            let bytes: [UInt8] = (littleEndian ? [0xFF, 0xFE] : [0xFE, 0xFF])
+                + units.flatMap { littleEndian ? [UInt8($0 & 0xFF), UInt8($0 >> 8)] : [UInt8($0 >> 8), UInt8($0 & 0xFF)] }
+            let error = try #require(schemaError { try SchemaReader().read(Data(bytes)) })
+            #expect(error.line == 1 && error.column == 1 && error.message.contains("this file is UTF-16") && error.message.contains("iconv"), "\(error)")
+        }
+        // The mark is not a character of the first line: the column is the one an editor shows,
+        // and the caret stands under the word.
+        let error = try #require(schemaError { try SchemaReader().read(Data([0xEF, 0xBB, 0xBF] + Array("DEFINE SCHEMA X".utf8))) })
+        #expect(error.line == 1 && error.column == 15, "\(error)")
+        #expect(error.message.hasSuffix("\n    DEFINE SCHEMA X\n                  ^"), "\(error.message)")
     }
 
     @Test("very deep and very long input is refused quickly, never overflowing the stack")

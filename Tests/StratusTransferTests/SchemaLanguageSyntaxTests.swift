@@ -301,6 +301,39 @@ struct SchemaLanguageSyntaxTests {
         #expect(try Data(contentsOf: url) == SchemaWriter().data(for: schema))
     }
 
+    @Test("CloudKit's own cloudkit.share type, as the export of a container that shares records has it, reads and is written back")
+    func shareType() throws {
+        let text = """
+            DEFINE SCHEMA
+
+                RECORD TYPE "cloudkit.share" (
+                    "___createTime"               TIMESTAMP,
+                    "___createdBy"                REFERENCE,
+                    "___etag"                     STRING,
+                    "___modTime"                  TIMESTAMP,
+                    "___modifiedBy"               REFERENCE,
+                    "___recordID"                 REFERENCE QUERYABLE,
+                    "cloudkit.thumbnailImageData" BYTES,
+                    "cloudkit.title"              STRING,
+                    "cloudkit.type"               STRING,
+                    GRANT WRITE TO "_creator",
+                    GRANT CREATE TO "_icloud",
+                    GRANT READ TO "_world"
+                );
+
+            """
+        let schema = try Self.roundTrip(text)
+        let share = try #require(schema.recordType(Record.SystemType.share))
+        #expect(Set(share.fields) == [
+            .init("recordName", type: .string, indexes: [.queryable]), .init("cloudkit.thumbnailImageData", type: .bytes),
+            .init("cloudkit.title", type: .string), .init("cloudkit.type", type: .string),
+        ])
+        #expect(share.grants == RecordTypeSchema.publicDatabaseGrants)
+        try schema.validate()
+        let written = SchemaWriter().text(for: schema)
+        #expect(written.contains(text.split(separator: "\n", omittingEmptySubsequences: false).dropFirst(2).joined(separator: "\n")), "the export's layout:\n\(written)")
+    }
+
     @Test("white space: tabs, CRLF line ends and a byte order mark")
     func whiteSpace() throws {
         let schema = try Self.read("\u{FEFF}DEFINE SCHEMA\r\n\tRECORD TYPE\tNote\t(\r\n\t\ttitle\tSTRING\tQUERYABLE\r\n\t);\r\n")
@@ -391,6 +424,15 @@ struct SchemaModelTests {
             try ContainerSchema(recordTypes: [RecordTypeSchema(recordType: "Users", fields: [.init("roles", type: .stringList)])]).validate()
         }
         try ContainerSchema(roles: ["ghost", "test role"], recordTypes: [RecordTypeSchema(recordType: "T", grants: ["ghost": .read, .world: .read])]).validate()
+        // CloudKit's own dotted types and their dotted fields, which take no index (engines index plain names only).
+        try RecordTypeSchema(recordType: "cloudkit.share", fields: [.init("cloudkit.title", type: .string), .init("recordName", type: .string, indexes: .queryable)]).validate()
+        #expect(throws: StratusError.self) { try RecordTypeSchema(recordType: "cloudkit.share", fields: [.init("cloudkit.title", type: .string, indexes: .queryable)]).validate() }
+        #expect(throws: StratusError.self) { try RecordTypeSchema(recordType: "T", fields: [.init("cloudkit.title", type: .string)]).validate() }
+        #expect(throws: StratusError.self) {
+            try RecordTypeSchema(recordType: "cloudkit.share", fields: [.init("cloudkit.title", type: .string)], compoundIndexes: [.init(equalityFields: ["cloudkit.title"])]).validate()
+        }
+        #expect(throws: StratusError.self) { try RecordTypeSchema(recordType: "cloudkit..share").validate() }
+        #expect(throws: StratusError.self, "only CloudKit's own types are dotted") { try RecordTypeSchema(recordType: "com.example.Note").validate() }
         #expect(SecurityRole.systemRoles.allSatisfy(\.isSystem) && !SecurityRole("moderator").isSystem)
         #expect(RecordPermissions([.write, .read, .create]).description == "READ, CREATE, WRITE")
     }

@@ -96,7 +96,10 @@ extension StorageEngine {
         let byName = Dictionary(fields.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         var misfits: [String: [String: Int]] = [:]
         for (database, zone) in zones {
-            let query = try CompiledQuery(Query(recordType: recordType), zoneID: zone.zone.zoneID, desiredKeys: byName.keys.sorted())
+            // Desired keys are plain identifiers; the dotted fields of CloudKit's own types
+            // (`cloudkit.title`) are read with the whole record.
+            let plain = byName.keys.allSatisfy { (try? Naming.checkIdentifier($0, kind: "field name")) != nil }
+            let query = try CompiledQuery(Query(recordType: recordType), zoneID: zone.zone.zoneID, desiredKeys: plain ? byName.keys.sorted() : nil)
             let stream = try openQueryStream(query, in: database, after: nil)
             defer { stream.close() }
             while case let page = try stream.next(limit: 1_000), !page.records.isEmpty {

@@ -140,6 +140,18 @@ public struct RecordTypeSchema: Hashable, Sendable {
         "creatorUserRecordID": .reference, "lastModifiedUserRecordID": .reference,
     ]
 
+    /// Whether `name` is one of CloudKit's own record types, which schemas of containers that
+    /// share records declare: dotted, under `cloudkit.` (`cloudkit.share`). Their fields have
+    /// dotted names too (`cloudkit.title`); an app's types and fields never do.
+    ///
+    /// ```swift
+    /// RecordTypeSchema.isCloudKitRecordType("cloudkit.share")   // true
+    /// RecordTypeSchema.isCloudKitRecordType("a.b")              // false
+    /// ```
+    public static func isCloudKitRecordType(_ name: String) -> Bool {
+        name.hasPrefix("cloudkit.") && Naming.isSystemIdentifier(name)
+    }
+
     /// Checks names, types, encryption and that compound indexes name declared scalar fields.
     ///
     /// ```swift
@@ -148,10 +160,17 @@ public struct RecordTypeSchema: Hashable, Sendable {
     ///
     /// - Throws: ``StratusError`` `invalidArguments` naming the problem.
     public func validate() throws {
-        try Naming.checkIdentifier(recordType, kind: "record type")
+        // CloudKit's own types (`cloudkit.share`) have dotted names, and so do their fields.
+        let isCloudKitType = Self.isCloudKitRecordType(recordType)
+        if !isCloudKitType { try Naming.checkIdentifier(recordType, kind: "record type") }
         var seen: Set<String> = []
         for field in fields {
-            if let systemType = Self.indexableSystemFields[field.name] {
+            if isCloudKitType && Naming.isSystemIdentifier(field.name) {
+                // Engines build indexes from plain identifiers only, and CloudKit indexes none of these.
+                guard field.indexes.isEmpty else {
+                    throw StratusError(.invalidArguments, "field '\(field.name)' of \(recordType) is one of CloudKit's own, and takes no index")
+                }
+            } else if let systemType = Self.indexableSystemFields[field.name] {
                 guard field.type == systemType, !field.indexes.contains(.searchable), !field.isEncrypted, !field.isNumber else {
                     throw StratusError(.invalidArguments, "the system field '\(field.name)' of \(recordType) can only be declared as a queryable or sortable \(systemType.rawValue)")
                 }
@@ -181,6 +200,9 @@ public struct RecordTypeSchema: Hashable, Sendable {
         }
         for index in compoundIndexes {
             for name in index.equalityFields + (index.sortField.map { [$0] } ?? []) where Self.indexableSystemFields[name] == nil {
+                if Naming.isSystemIdentifier(name) {
+                    throw StratusError(.invalidArguments, "the compound index of \(recordType) names '\(name)', one of CloudKit's own fields, which take no index")
+                }
                 guard let field = field(name) else {
                     throw StratusError(.invalidArguments, "the compound index of \(recordType) names '\(name)', which the schema does not declare")
                 }

@@ -39,8 +39,7 @@ struct SchemaLexer {
 
     init(source: SchemaSource) {
         self.source = source
-        // A UTF-8 byte order mark is not part of the text.
-        offset = source.bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
+        offset = source.textStart
     }
 
     static func upper(_ byte: UInt8) -> UInt8 { byte >= 0x61 && byte <= 0x7A ? byte - 0x20 : byte }
@@ -75,19 +74,28 @@ struct SchemaLexer {
         case _ where Self.isLetter(byte) || byte == UInt8(ascii: "_"):
             while offset < bytes.count, Self.isWordByte(bytes[offset]) { offset += 1 }
             return SchemaToken(kind: .word, start: start, end: offset, text: String(decoding: bytes[start..<offset], as: UTF8.self))
+        case 0xFF where start == 0 && bytes.starts(with: [0xFF, 0xFE]), 0xFE where start == 0 && bytes.starts(with: [0xFE, 0xFF]):
+            throw source.error("this file is UTF-16 (it starts with a UTF-16 byte order mark); schema files are UTF-8: convert it, for example with iconv -f UTF-16 -t UTF-8", at: start)
         default:
-            throw source.error("unexpected \(source.describeCharacter(at: start))\(Self.hint(for: byte))", at: start)
+            throw source.error("unexpected \(source.describeCharacter(at: start))\(hint(at: start))", at: start)
         }
     }
 
     /// A hint for characters that commonly stand where a name or keyword should.
-    private static func hint(for byte: UInt8) -> String {
-        switch byte {
-        case 0xE2: "; names are quoted with straight double quotes (\")"
-        case UInt8(ascii: "'"), UInt8(ascii: "`"): "; names are quoted with double quotes (\")"
-        case 0x30...0x39: "; names start with a letter"
-        default: ""
+    private func hint(at offset: Int) -> String {
+        switch source.bytes[offset] {
+        case UInt8(ascii: "'"), UInt8(ascii: "`"): return "; names are quoted with double quotes (\")"
+        case 0x30...0x39: return "; names start with a letter"
+        case UInt8(ascii: "."): return "; a name with '.' (CloudKit's \"cloudkit.share\") is written in double quotes"
+        default: break
         }
+        guard let scalar = source.scalar(at: offset) else { return "" }
+        if (0x2018...0x201F).contains(scalar.value) { return "; names are quoted with straight double quotes (\")" }
+        if [.spaceSeparator, .format, .lineSeparator, .paragraphSeparator].contains(scalar.properties.generalCategory) {
+            // A no-break space or a zero-width character, usually copied from a web page.
+            return "; only ASCII spaces, tabs and line breaks separate words"
+        }
+        return ""
     }
 
     private mutating func skipSpaceAndComments() throws(StratusError) {

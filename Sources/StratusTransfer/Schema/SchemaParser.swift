@@ -89,10 +89,14 @@ struct SchemaParser {
     private mutating func parseRecordType() throws(StratusError) {
         let start = token.start
         let name = try expectName("a record type name")
-        do {
-            try Naming.checkIdentifier(name, kind: "record type name")
-        } catch {
-            throw source.error(error.message, at: start)
+        // CloudKit's own types have dotted names (`"cloudkit.share"`, in the export of every
+        // container that shares records); an export must read back.
+        if !RecordTypeSchema.isCloudKitRecordType(name) {
+            do {
+                try Naming.checkIdentifier(name, kind: "record type name")
+            } catch {
+                throw source.error(error.message, at: start)
+            }
         }
         if let first = typePositions[name] {
             throw source.error("record type \(SchemaLanguage.quoted(name)) is declared twice (first at \(place(first)))", at: start)
@@ -155,6 +159,9 @@ struct SchemaParser {
         } else if written.hasPrefix("_") {
             let systemNames = SystemField.allCases.map { "\"\($0.cloudKitName)\"" }
             throw source.error("\(SchemaLanguage.quoted(written)) is not a system field a schema can declare; names starting with '_' are CloudKit's, and its system fields are \(systemNames.dropLast().joined(separator: ", ")) and \(systemNames.last!)", at: nameStart)
+        } else if RecordTypeSchema.isCloudKitRecordType(type.recordType) && Naming.isSystemIdentifier(written) {
+            // The fields of CloudKit's own types (`"cloudkit.title"` of `"cloudkit.share"`).
+            name = written
         } else {
             do {
                 try Naming.checkFieldKey(written)
@@ -198,6 +205,9 @@ struct SchemaParser {
         let shown = SchemaLanguage.quoted(field)
         if let system = SystemField(cloudKitName: field), system.declaredType == nil {
             throw source.error("the system field \"\(field)\" cannot have an index", at: offset)
+        }
+        if Naming.isSystemIdentifier(field) {
+            throw source.error("field \(shown) is one of CloudKit's own (names with '.' are), and takes no index", at: offset)
         }
         if declared.isEncrypted {
             throw source.error("field \(shown) is ENCRYPTED, and CloudKit has no index on encrypted fields, so it cannot be \(option)", at: offset)

@@ -18,6 +18,8 @@ import Stratus
 /// and `SEARCHABLE`; any other keyword can be a name (`type`, `order`, `timestamp`, `List`).
 /// Comments are `// …`, `-- …` (to the end of the line) and `/* … */`. Lines end with LF, CR
 /// or CRLF, alike: a file saved with any of them reads the same, and errors count its lines.
+/// Files are UTF-8; a byte order mark is skipped (columns count from the character after it),
+/// and a UTF-16 file is refused as one.
 ///
 /// **System fields.** CloudKit's `"___createTime"`, `"___createdBy"`, `"___etag"`,
 /// `"___modTime"`, `"___modifiedBy"` and `"___recordID"` become Stratus's `creationDate`,
@@ -26,6 +28,11 @@ import Stratus
 /// those given options, as index declarations (``Stratus/RecordTypeSchema/indexableSystemFields``):
 /// `"___recordID" REFERENCE QUERYABLE` gives the type its own record-name index. Their types
 /// cannot change, and `"___etag"` takes no option.
+///
+/// **CloudKit's own types.** `RECORD TYPE "cloudkit.share" ( … "cloudkit.title" STRING, … )`,
+/// which exports of containers that share records hold, reads as it is written: dotted names
+/// under `cloudkit.` (``Stratus/RecordTypeSchema/isCloudKitRecordType(_:)``) are quoted, and
+/// the dotted fields take no option.
 ///
 /// **Users.** CloudKit's containers always have a `Users` record type with `roles LIST<INT64>`,
 /// and its exports always show it; a file that leaves it out gets it

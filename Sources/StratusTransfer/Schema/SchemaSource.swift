@@ -3,6 +3,14 @@ import Stratus
 /// The bytes of a schema file, and errors that point into them.
 struct SchemaSource {
     let bytes: [UInt8]
+    /// Where the text starts: after a UTF-8 byte order mark, which is not part of it (nor of
+    /// the first line's columns).
+    let textStart: Int
+
+    init(bytes: [UInt8]) {
+        self.bytes = bytes
+        textStart = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
+    }
 
     /// Whether a byte ends a line: LF, or CR (alone, or the first of CRLF). Files written on
     /// any system count their lines alike.
@@ -27,7 +35,7 @@ struct SchemaSource {
         // The LF of a CRLF belongs to the line break, not to the next line.
         if start > 0, start < bytes.count, bytes[start] == 0x0A, bytes[start - 1] == 0x0D { start -= 1 }
         while start > 0, !Self.isLineBreak(bytes[start - 1]) { start -= 1 }
-        return start
+        return start == 0 ? min(textStart, offset) : start
     }
 
     /// An `invalidArguments` error at a byte offset whose message reads `line:column: problem`,
@@ -55,15 +63,25 @@ struct SchemaSource {
         return error
     }
 
+    /// The Unicode scalar whose UTF-8 encoding starts at `offset`, or `nil` where the bytes
+    /// there are not UTF-8.
+    func scalar(at offset: Int) -> Unicode.Scalar? {
+        let lead = bytes[offset]
+        let length = lead < 0x80 ? 1 : lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 0
+        guard length > 0, offset + length <= bytes.count else { return nil }
+        return String(validating: bytes[offset..<(offset + length)], as: UTF8.self)?.unicodeScalars.first
+    }
+
     /// The character at `offset` as a message shows it: `'x'`, `U+0000`, or `byte 0xFF` where
     /// the bytes are not UTF-8.
     func describeCharacter(at offset: Int) -> String {
         let lead = bytes[offset]
-        let length = lead < 0x80 ? 1 : lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 0
-        if length > 0, offset + length <= bytes.count,
-            let text = String(validating: bytes[offset..<(offset + length)], as: UTF8.self), let scalar = text.unicodeScalars.first
-        {
-            if scalar.properties.generalCategory == .control || scalar.value == 0x7F {
+        if let scalar = scalar(at: offset) {
+            let text = String(scalar)
+            // Characters that show as nothing or as a plain space (a no-break space copied from a
+            // web page, a byte order mark in the middle of a file) are named by their code point.
+            let invisible: Set<Unicode.GeneralCategory> = [.control, .format, .spaceSeparator, .lineSeparator, .paragraphSeparator]
+            if invisible.contains(scalar.properties.generalCategory) || scalar.value == 0x7F {
                 return "character U+\(String(scalar.value, radix: 16, uppercase: true).leftPadded(to: 4))"
             }
             return "character '\(text)'"
