@@ -232,6 +232,10 @@ struct ImportCommand: Command {
         }
         try rejects.close()
         reportZones(summary)
+        if summary.end == .finished, reader.continuationMarker != nil {
+            // A records/query answer that was one page of more: the rest is not in this file.
+            StratusCommand.log("note: the input is one page of a CloudKit answer (it has a continuationMarker): the query matched more records than it holds; fetch the next pages with the marker and import them too")
+        }
         if summary.end == .cancelled {
             // Before the summary, which stays the last line.
             StratusCommand.log(checkpointPath.map { "stopped: run the same command again (with --checkpoint \($0)) to go on after the last committed batch" }

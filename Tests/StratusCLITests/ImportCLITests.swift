@@ -57,6 +57,8 @@ struct ImportCLITests {
                 #expect(result.exitCode == 0, "\(result)")
                 #expect(result.stdout.isEmpty)
                 Summary.expectImport(result, imported: item.names.count)
+                #expect(result.stderr.contains("note: the input is one page of a CloudKit answer") == (item.path == envelope),
+                        "an answer with a continuationMarker holds only a page, and the import says so: \(result)")
                 #expect(Set(try await cli.exported("Note", extra: ["--store", target]).keys) == item.names, "\(arguments)")
             }
         }
