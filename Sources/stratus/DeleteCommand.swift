@@ -104,7 +104,7 @@ struct DeleteCommand: Command {
                 missing = ids.count - count
             }
             let notFound = missing > 0 ? "; \(Progress.grouped(missing)) not found" : ""
-            progress.finish("dry run: would delete \(Progress.grouped(count)) records (and what references them with .deleteSelf)\(notFound)", json: ["wouldDelete": count, "notFound": missing])
+            progress.finish("dry run: would delete \(StoreReport.counted(count, "record")) (and what references them with .deleteSelf)\(notFound)", json: ["wouldDelete": count, "notFound": missing])
             return .success
         }
         let failures = try FailureLog(path: rejectPath)
