@@ -149,7 +149,7 @@ public final class PostgresConnection {
     private static func connectError(_ connection: OpaquePointer, url: String) -> StratusError {
         let server = serverDescription(connection)
         let shownURL = url.isEmpty ? "" : " (\(PostgresConnectionString.redacted(url)))"
-        var reason = PostgresConnectionString.oneLine(String(cString: PQerrorMessage(connection)))
+        var reason = PostgresConnectionString.messageLine(String(cString: PQerrorMessage(connection)))
         // libpq does not quote passwords in its messages; this guards against a server that would.
         if let password = PQpass(connection).map({ String(cString: $0) }), password.count >= 4 {
             reason = reason.replacingOccurrences(of: password, with: "***")
@@ -445,14 +445,14 @@ public final class PostgresConnection {
         if PQstatus(handle) != CONNECTION_OK {
             // The connection broke, or the server closed it (shutdown, terminated backend).
             let reason = result.flatMap { Self.field($0, stratus_pq_diag_message_primary()) }
-                ?? PostgresConnectionString.oneLine(String(cString: PQerrorMessage(handle)))
+                ?? PostgresConnectionString.messageLine(String(cString: PQerrorMessage(handle)))
             var error = StratusError.postgresConnectionLost(server: server, inTransaction: wasInTransaction, committing: committing, reason: reason)
             error.sqlState = sqlState
             return error
         }
         guard let result, let sqlState else {
             // libpq's own failures (out of memory, a protocol error) have no SQLSTATE.
-            let reason = PostgresConnectionString.oneLine(String(cString: result.map { PQresultErrorMessage($0) } ?? PQerrorMessage(handle)))
+            let reason = PostgresConnectionString.messageLine(String(cString: result.map { PQresultErrorMessage($0) } ?? PQerrorMessage(handle)))
             return StratusError(.internalError, "PostgreSQL at \(server): \(reason)\(sql.map { " (in: \(String($0.prefix(120))))" } ?? "")")
         }
         if sqlState == "0A000", let sql {

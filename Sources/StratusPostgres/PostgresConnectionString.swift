@@ -106,15 +106,15 @@ public enum PostgresConnectionString {
     /// string, so it is shown only when the string holds no password.
     static func malformed(_ conninfo: String, reason: String) -> StratusError {
         let shown = redacted(conninfo)
-        var detail = shown == conninfo ? ": " + oneLine(reason) : ""
+        var detail = shown == conninfo ? ": " + messageLine(reason) : ""
         if detail.isEmpty, isURL(conninfo) {
             // A URL with a password: libpq's reason (an unknown parameter, a bad %-escape) is
             // shown unless what it quotes is part of the user name, the password or a password
             // parameter.
             let secrets = urlSecrets(conninfo)
-            let quoted = oneLine(reason).matches(of: #/"([^"]*)"/#).map { String($0.output.1) }
+            let quoted = messageLine(reason).matches(of: #/"([^"]*)"/#).map { String($0.output.1) }
             if !quoted.contains(where: { token in !token.isEmpty && secrets.contains { $0.contains(token) || token.contains($0) } }) {
-                detail = ": " + oneLine(reason)
+                detail = ": " + messageLine(reason)
             } else {
                 detail = ": the user name or a password is not written right (percent-encode its special characters; not shown)"
             }
@@ -142,6 +142,16 @@ public enum PostgresConnectionString {
 
     static func oneLine(_ text: String) -> String {
         text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }.joined(separator: " ")
+    }
+
+    /// A libpq message on one line: libpq ends a reason without a full stop and puts its hint
+    /// on the next line (`Connection refused` / `Is the server running…`), so a line that ends
+    /// in a letter or digit gets one.
+    static func messageLine(_ text: String) -> String {
+        let lines = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        return lines.dropFirst().reduce(lines.first ?? "") { joined, line in
+            joined + (joined.last.map { $0.isLetter || $0.isNumber } == true ? ". " : " ") + line
+        }
     }
 
     // MARK: - Redaction

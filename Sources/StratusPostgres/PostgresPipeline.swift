@@ -52,7 +52,7 @@ extension PostgresConnection {
         try settle()
         let wasInTransaction = PQtransactionStatus(handle) != PQTRANS_IDLE
         guard PQenterPipelineMode(handle) == 1 else {
-            throw StratusError(.internalError, "the connection to \(server) cannot enter pipeline mode: \(PostgresConnectionString.oneLine(String(cString: PQerrorMessage(handle))))")
+            throw StratusError(.internalError, "the connection to \(server) cannot enter pipeline mode: \(PostgresConnectionString.messageLine(String(cString: PQerrorMessage(handle))))")
         }
         // Non-blocking, so that neither side can wait forever for the other to read: the
         // server's answers are read while the statements are still being sent.

@@ -33,6 +33,7 @@ struct PostgresFaultTests {
             let status = try await Self.stratus(["count", "--type", "Item", "--store", "postgresql://bob:s3cret-pw@127.0.0.1:1/app"], in: store).wait()
             #expect(status.exitCode == 75, "\(status.stderr)")
             #expect(status.stderr.contains("127.0.0.1:1"), "the message names the server: \(status.stderr)")
+            #expect(status.stderr.contains("Connection refused. Is the server running"), "libpq's reason and its hint read as two sentences: \(status.stderr)")
             #expect(!status.stderr.contains("s3cret-pw") && !status.stdout.contains("s3cret-pw"), "no password in the output")
         }
     }
