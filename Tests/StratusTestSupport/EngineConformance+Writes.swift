@@ -48,7 +48,7 @@ extension EngineConformance {
         #expect(kinds == Array(repeating: .created, count: 5))
         for record in records {
             let stored = try await database.record(for: record.recordID)
-            #expect(stored.recordChangeTag != nil && stored.creationDate != nil && stored.creatorUserRecordID?.recordName == env.recordName(of: "alice"))
+            #expect(stored.recordChangeTag != nil && stored.creationDate != nil && stored.systemFields.creatorUserRecordID?.recordName == env.recordName(of: "alice"))
             #expect(stored.fieldValues == record.fieldValues)
         }
         // The same request again changes nothing, and says so.
@@ -73,8 +73,8 @@ extension EngineConformance {
         let tag1 = try #require(first.recordChangeTag)
         #expect(!tag1.isEmpty)
         #expect(modified1 >= created)
-        #expect(first.creatorUserRecordID?.recordName == env.recordName(of: "alice"))
-        #expect(first.lastModifiedUserRecordID?.recordName == env.recordName(of: "alice"))
+        #expect(first.systemFields.creatorUserRecordID?.recordName == env.recordName(of: "alice"))
+        #expect(first.systemFields.lastModifiedUserRecordID?.recordName == env.recordName(of: "alice"))
 
         // A fetch returns exactly the system fields the save reported.
         let fetched1 = try await alice.record(for: record.recordID)
@@ -87,7 +87,7 @@ extension EngineConformance {
         #expect(modified2 > modified1)
         #expect(second.recordChangeTag != nil)
         #expect(second.recordChangeTag != tag1)
-        #expect(second.creatorUserRecordID?.recordName == env.recordName(of: "alice"))
+        #expect(second.systemFields.creatorUserRecordID?.recordName == env.recordName(of: "alice"))
 
         // Another user changes the public record: creator stays, last modifier changes.
         let seenByBob = try await bob.record(for: record.recordID)
@@ -98,10 +98,14 @@ extension EngineConformance {
         #expect(third.modificationDate! > modified2)
         #expect(third.recordChangeTag != second.recordChangeTag)
         #expect(third.recordChangeTag != tag1)
-        #expect(third.creatorUserRecordID?.recordName == env.recordName(of: "alice"))
-        #expect(third.lastModifiedUserRecordID?.recordName == env.recordName(of: "bob"))
+        #expect(third.systemFields.creatorUserRecordID?.recordName == env.recordName(of: "alice"))
+        #expect(third.systemFields.lastModifiedUserRecordID?.recordName == env.recordName(of: "bob"))
+        // As CloudKit tells it, each caller reads themself as __defaultOwner__ and others by record name.
+        #expect(first.creatorUserRecordID?.recordName == CurrentUserDefaultName && first.lastModifiedUserRecordID?.recordName == CurrentUserDefaultName)
+        #expect(third.creatorUserRecordID?.recordName == env.recordName(of: "alice") && third.lastModifiedUserRecordID?.recordName == CurrentUserDefaultName)
         let final = try await alice.record(for: record.recordID)
         #expect(final.systemFields == third.systemFields)
+        #expect(final.creatorUserRecordID?.recordName == CurrentUserDefaultName && final.lastModifiedUserRecordID?.recordName == env.recordName(of: "bob"))
         #expect(final.fieldValue(forKey: "v") == .int64(3))
     }
 

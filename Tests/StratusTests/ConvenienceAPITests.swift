@@ -18,7 +18,8 @@ struct ConvenienceAPITests {
             #expect(saved["title"] as? String == "Water the plants")
             #expect(saved.fieldValue(forKey: "checked") == .int64(0))
             #expect(saved.recordChangeTag != nil)
-            #expect(saved.creatorUserRecordID?.recordName == UserDirectoryEntry.derivedRecordName(containerIdentifier: SQLiteFixture.identifier, login: "dana"))
+            #expect(saved.systemFields.creatorUserRecordID?.recordName == UserDirectoryEntry.derivedRecordName(containerIdentifier: SQLiteFixture.identifier, login: "dana"))
+            #expect(saved.creatorUserRecordID?.recordName == CurrentUserDefaultName, "the caller reads themself as __defaultOwner__, as in CloudKit")
 
             let fetched = try await database.record(for: todo.recordID)
             #expect(fetched.fieldValues == saved.fieldValues)

@@ -104,6 +104,9 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
     /// What ``modifyRecordsCompletionBlock`` reports.
     private var savedRecords: [Record] = []
     private var deletedRecordIDs: [Record.ID] = []
+    /// The caller's user record name, who reads themself as `__defaultOwner__` in the records
+    /// handed back (see ``Record/creatorUserRecordID``).
+    private var viewer: String?
 
     /// The producer's batches, when the operation is a pipeline stage.
     private var input: PipelineChannel<Record>?
@@ -171,6 +174,7 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
     }
 
     override func execute(engine: any StorageEngine, context: DatabaseContext) throws -> StratusError? {
+        viewer = context.userRecordName
         var errors: [Record.ID: StratusError] = [:]
         var done = 0
         let toSave = recordsToSave ?? [], toDelete = recordIDsToDelete ?? []
@@ -529,6 +533,7 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
             }
             switch outcome.saveResults[index] {
             case .success(let (saved, kind)):
+                saved.presented(to: viewer)
                 if collecting { forConsumers.append(saved) }
                 if keepsResults { savedRecords.append(saved) }
                 if tracksZones { writtenZones.insert(record.recordID.zoneID) }
@@ -537,6 +542,7 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
                 saveBlock?(record.recordID, .success(saved))
                 completionBlock?(saved, nil)
             case .failure(let error):
+                error.presentRecords(to: viewer)
                 errors[record.recordID] = error
                 saveBlock?(record.recordID, .failure(error))
                 completionBlock?(record, error)
@@ -567,6 +573,7 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
     }
 
     private func report(_ record: Record, _ error: StratusError) {
+        error.presentRecords(to: viewer)
         perRecordSaveBlock?(record.recordID, .failure(error))
         perRecordCompletionBlock?(record, error)
     }

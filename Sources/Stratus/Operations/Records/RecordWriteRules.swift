@@ -153,7 +153,7 @@ enum RecordWriteRules {
         var system = Record.SystemFields(
             creationDate: existing?.creationDate ?? (keep ? given.creationDate : nil) ?? now,
             modificationDate: now,
-            creatorUserRecordID: existing?.creatorUserRecordID ?? (keep ? given.creatorUserRecordID : nil) ?? newRecordCreator ?? context.userRecordID,
+            creatorUserRecordID: existing?.systemFields.creatorUserRecordID ?? (keep ? given.creatorUserRecordID : nil) ?? newRecordCreator ?? context.userRecordID,
             lastModifiedUserRecordID: context.userRecordID,
             recordChangeTag: (keep ? given.recordChangeTag : nil) ?? newChangeTag()
         )
