@@ -72,10 +72,11 @@ struct ConvenienceAPITests {
             #expect(try await TestDatabase.exists("fresh-00001", in: database))
             #expect(try await TestDatabase.exists("item-00001", in: database) == false)
 
-            // With .allKeys the conflicting record replaces the stored one.
+            // With .allKeys the conflicting record's keys overwrite the stored ones; a key only the
+            // store holds stays, as in CloudKit.
             let replaced = try await database.modifyRecords(saving: [conflicting], deleting: [], savePolicy: .allKeys)
-            #expect((try? replaced.saveResults[conflicting.recordID]?.get())?.fieldValues == ["n": .int64(100)])
-            #expect(try await database.record(for: conflicting.recordID).fieldValues == ["n": .int64(100)])
+            #expect((try? replaced.saveResults[conflicting.recordID]?.get())?.fieldValues == ["n": .int64(100), "even": .int64(1)])
+            #expect(try await database.record(for: conflicting.recordID).fieldValues == ["n": .int64(100), "even": .int64(1)])
         }
     }
 

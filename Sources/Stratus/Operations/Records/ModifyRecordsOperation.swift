@@ -28,7 +28,9 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
         case ifServerRecordUnchanged = 0
         /// Write only the keys the client changed; ignore change tags.
         case changedKeys = 1
-        /// Replace every field with the client's; ignore change tags.
+        /// Write every key the record holds, changed or not (and the keys it removed); ignore
+        /// change tags. Keys only the store holds stay, as in CloudKit: a record fetched with
+        /// `desiredKeys` writes the keys it fetched and those set since.
         case allKeys = 2
     }
 
@@ -202,7 +204,7 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
             let records = try current?.records() ?? transform.map { try $0(batch.elements) } ?? batch.elements
             // While this batch is written, the next one, when the producer has it ready, is
             // checked and prepared on another thread.
-            if let next = input.receiveIfQueued() { upcoming = UpcomingBatch(next, transform: transform, mode: mode, context: context) }
+            if let next = input.receiveIfQueued() { upcoming = UpcomingBatch(next, transform: transform, mode: mode, everyKey: savesEveryKey, context: context) }
             total += records.count
             let progress = jobProgress(for: batch)
             var saved: [Record] = []
@@ -250,13 +252,17 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
         var failed: [Record.ID: StratusError] = [:]
     }
 
-    private static func prepare(_ records: [Record], mode: RecordWriteMode, context: DatabaseContext) -> Preparation {
+    /// Whether a save writes every key its record holds, not only the changed ones: CloudKit's
+    /// `.allKeys` (keys only the store holds stay as they are).
+    private var savesEveryKey: Bool { writeMode == nil && savePolicy == .allKeys }
+
+    private static func prepare(_ records: [Record], mode: RecordWriteMode, everyKey: Bool, context: DatabaseContext) -> Preparation {
         var preparation = Preparation()
         preparation.valid.reserveCapacity(records.count)
         for record in records {
             do {
                 try checkZone(record.recordID, context)
-                preparation.valid.append(try PreparedSave(record, writeMode: mode))
+                preparation.valid.append(try PreparedSave(record, writeMode: mode, everyKeyChanged: everyKey))
             } catch {
                 preparation.failed[record.recordID] = error
             }
@@ -274,6 +280,7 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
         /// What `transform` threw: the batch fails when its turn comes, after the one before it is written.
         private let transformError: (any Error)?
         private let mode: RecordWriteMode
+        private let everyKey: Bool
         private let context: DatabaseContext
         private let state = Mutex(PreparationState.waiting)
         private let finished = DispatchSemaphore(value: 0)
@@ -284,9 +291,10 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
             case prepared(Preparation)
         }
 
-        init(_ batch: PipelineBatch<Record>, transform: (@Sendable ([Record]) throws -> [Record])?, mode: RecordWriteMode, context: DatabaseContext) {
+        init(_ batch: PipelineBatch<Record>, transform: (@Sendable ([Record]) throws -> [Record])?, mode: RecordWriteMode, everyKey: Bool, context: DatabaseContext) {
             self.batch = batch
             self.mode = mode
+            self.everyKey = everyKey
             self.context = context
             do {
                 transformed = try transform.map { try $0(batch.elements) } ?? batch.elements
@@ -300,7 +308,7 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
             // that has not run yet.
             DispatchQueue.global().async { [weak self] in
                 guard let self, claim() else { return }
-                let preparation = ModifyRecordsOperation.prepare(transformed, mode: mode, context: context)
+                let preparation = ModifyRecordsOperation.prepare(transformed, mode: mode, everyKey: everyKey, context: context)
                 state.withLock { $0 = .prepared(preparation) }
                 finished.signal()
             }
@@ -324,7 +332,7 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
         /// The records checked and prepared: by this thread when no other began.
         func preparation() -> Preparation? {
             guard transformError == nil else { return nil }
-            if claim() { return ModifyRecordsOperation.prepare(transformed, mode: mode, context: context) }
+            if claim() { return ModifyRecordsOperation.prepare(transformed, mode: mode, everyKey: everyKey, context: context) }
             finished.wait()
             return state.withLock { state in
                 if case .prepared(let preparation) = state { return preparation }
@@ -360,7 +368,7 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
             do { try Self.checkZone(save.recordID, context) } catch { failed[save.recordID] = error }
         }
         if !failed.isEmpty { valid.removeAll { failed[$0.recordID] != nil } }
-        let prepared = preparation ?? Self.prepare(toSave, mode: writeMode ?? RecordWriteMode(savePolicy), context: context)
+        let prepared = preparation ?? Self.prepare(toSave, mode: writeMode ?? RecordWriteMode(savePolicy), everyKey: savesEveryKey, context: context)
         valid.append(contentsOf: prepared.valid)
         failed.merge(prepared.failed) { _, later in later }
         var validDeletes: [Record.ID] = []
