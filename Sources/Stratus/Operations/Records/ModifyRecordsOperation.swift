@@ -187,11 +187,25 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
                 defer { handedOn += 1 }
                 return try emit(saved, sequence: handedOn, position: nil, to: recordOutput)
             }
-            let stop = try write(
-                prepared: preparedSaves, saving: toSave, deleting: toDelete, progress: jobProgress.map { JobProgressEntry(job: $0.job, position: $0.position, text: $0.text) },
-                singleTransaction: false, interruptible: true, engine: engine, context: context, errors: &errors, done: &done, handOn: handOn)
-            if let stop { return stop }
-            if shouldStop { return stopped(done: done, errors: errors) }
+            let progress = jobProgress.map { JobProgressEntry(job: $0.job, position: $0.position, text: $0.text) }
+            // As in CloudKit, an atomic request is atomic per zone: a failure in one zone fails
+            // that zone's items only, and the default zone's items succeed or fail one by one.
+            let groups = isAtomic ? Self.zoneGroups(prepared: preparedSaves, saving: toSave, deleting: toDelete) : []
+            if groups.count > 1 {
+                for (index, group) in groups.enumerated() {
+                    let stop = try write(
+                        prepared: group.prepared, saving: group.saves, deleting: group.deletes, progress: index == groups.count - 1 ? progress : nil,
+                        singleTransaction: false, interruptible: true, engine: engine, context: context, errors: &errors, done: &done, handOn: handOn)
+                    if let stop { return stop }
+                    if shouldStop { return stopped(done: done, errors: errors) }
+                }
+            } else {
+                let stop = try write(
+                    prepared: preparedSaves, saving: toSave, deleting: toDelete, progress: progress,
+                    singleTransaction: false, interruptible: true, engine: engine, context: context, errors: &errors, done: &done, handOn: handOn)
+                if let stop { return stop }
+                if shouldStop { return stopped(done: done, errors: errors) }
+            }
         }
         guard let input else { return Self.partialFailure(errors, of: total) }
         let mode = writeMode ?? RecordWriteMode(savePolicy)
@@ -339,6 +353,31 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
                 return nil
             }
         }
+    }
+
+    /// The items of one zone in a request (see ``zoneGroups(prepared:saving:deleting:)``).
+    private struct ZoneGroup {
+        var prepared: [PreparedSave] = []
+        var saves: [Record] = []
+        var deletes: [Record.ID] = []
+    }
+
+    /// A request's items by zone, zones in the order they first appear; one group (or none)
+    /// when the request writes in one zone only.
+    private static func zoneGroups(prepared: [PreparedSave], saving records: [Record], deleting ids: [Record.ID]) -> [ZoneGroup] {
+        let first = prepared.first?.recordID.zoneID ?? records.first?.recordID.zoneID ?? ids.first?.zoneID
+        guard let first, prepared.contains(where: { $0.recordID.zoneID != first }) || records.contains(where: { $0.recordID.zoneID != first })
+                || ids.contains(where: { $0.zoneID != first }) else { return [] }
+        var order: [RecordZone.ID] = []
+        var groups: [RecordZone.ID: ZoneGroup] = [:]
+        func group(_ zoneID: RecordZone.ID, _ add: (inout ZoneGroup) -> Void) {
+            if groups[zoneID] == nil { order.append(zoneID) }
+            add(&groups[zoneID, default: ZoneGroup()])
+        }
+        for save in prepared { group(save.recordID.zoneID) { $0.prepared.append(save) } }
+        for record in records { group(record.recordID.zoneID) { $0.saves.append(record) } }
+        for id in ids { group(id.zoneID) { $0.deletes.append(id) } }
+        return order.map { groups[$0]! }
     }
 
     private func stopped(done: Int, errors: [Record.ID: StratusError]) -> StratusError {
