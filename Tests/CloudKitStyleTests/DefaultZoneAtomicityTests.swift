@@ -150,6 +150,8 @@ struct DefaultZoneAtomicityTests {
             #expect(!defaultZone.capabilities.contains(.atomic) && defaultZone.capabilities.contains(.fetchChanges))
             #expect(zones.first { $0.zoneID.zoneName == "Work" }?.capabilities.contains(.atomic) == true)
             #expect(try await database.recordZone(for: .default).capabilities.contains(.atomic) == false)
+            // if zone.capabilities.contains(.sharing) { … }: CloudKit's sharing capabilities exist; no zone has them.
+            #expect(zones.allSatisfy { !$0.capabilities.contains(.sharing) && !$0.capabilities.contains(.zoneWideSharing) })
         }
     }
 }
