@@ -111,6 +111,34 @@ struct DefaultZoneAtomicityTests {
         }
     }
 
+    // CKModifyRecordsOperation's atomicity is per zone (CKSyncEngine calls its batches
+    // "atomicByZone"): a conflict fails its own zone's items, not another zone's.
+    @Test("an atomic request over several zones is atomic per zone: the conflicting zone writes nothing, the others are written")
+    func atomicPerZone() async throws {
+        try await withContainer { container in
+            let database = container.privateCloudDatabase
+            let work = try await database.save(RecordZone(zoneName: "Work"))
+            let home = try await database.save(RecordZone(zoneName: "Home"))
+            let b = try await database.save(task("b", in: work.zoneID))
+            let stale = b.copy() as! Record
+            b["title"] = "b from phone"
+            _ = try await database.save(b)
+            stale["title"] = "stale"
+            let workFresh = task("w", in: work.zoneID)
+            let homeFresh = task("h", in: home.zoneID)
+            let loose = task("d", in: RecordZone.default().zoneID)
+            let report = await modify(database, saving: [stale, workFresh, homeFresh, loose])
+            #expect((report.failed[stale.recordID] as? StratusError)?.code == .serverRecordChanged)
+            #expect((report.failed[workFresh.recordID] as? StratusError)?.code == .batchRequestFailed, "the conflict's zone is atomic")
+            #expect(report.saved[homeFresh.recordID] != nil, "another zone's items are written")
+            #expect(report.saved[loose.recordID] != nil, "the default zone's items are written one by one")
+            #expect((report.final as? StratusError)?.code == .partialFailure)
+            #expect((report.final as? StratusError)?.partialErrorsByItemID?.count == 2)
+            #expect((try? await database.record(for: workFresh.recordID)) == nil)
+            #expect((try? await database.record(for: homeFresh.recordID)) != nil)
+        }
+    }
+
     @Test("the default zone reports no atomic capability; custom zones do")
     func capabilities() async throws {
         try await withContainer { container in
@@ -122,6 +150,8 @@ struct DefaultZoneAtomicityTests {
             #expect(!defaultZone.capabilities.contains(.atomic) && defaultZone.capabilities.contains(.fetchChanges))
             #expect(zones.first { $0.zoneID.zoneName == "Work" }?.capabilities.contains(.atomic) == true)
             #expect(try await database.recordZone(for: .default).capabilities.contains(.atomic) == false)
+            // if zone.capabilities.contains(.sharing) { … }: CloudKit's sharing capabilities exist; no zone has them.
+            #expect(zones.allSatisfy { !$0.capabilities.contains(.sharing) && !$0.capabilities.contains(.zoneWideSharing) })
         }
     }
 }

@@ -68,9 +68,14 @@ struct UserProfileTests {
             let post = Record(recordType: "Post")
             post["title"] = "Hello" as RecordValue
             let stored = try await alice.database.save(post)
+            // Alice reads herself as __defaultOwner__ (CKCurrentUserDefaultName), as in CloudKit …
+            #expect(stored.creatorUserRecordID?.recordName == CurrentUserDefaultName)
+            // … and others read her user record name: bob finds the post and its author.
+            let seen = try await bob.database.record(for: stored.recordID)
+            #expect(seen.creatorUserRecordID == (try await alice.container.userRecordID()))
 
             let nickname = await awaitCallback { (done: @escaping @Sendable ((String?, String?)) -> Void) in
-                bob.authorNickname(of: stored) { nickname, error in done((nickname, error.map { "\($0)" })) }
+                bob.authorNickname(of: seen) { nickname, error in done((nickname, error.map { "\($0)" })) }
             }
             #expect(nickname.0 == "Ada" && nickname.1 == nil, "\(nickname)")
 

@@ -169,7 +169,7 @@ struct PostgresSecurityTests {
         #expect(try raw.query("SELECT count(*) FROM job_progress")[0].int64(0) == 0)
 
         let note = try await aliceDatabase.record(for: Record.ID(recordName: "alice-note"))
-        #expect(note["text"] as? String == "hers" && note.creatorUserRecordID?.recordName == aliceName)
+        #expect(note["text"] as? String == "hers" && note.systemFields.creatorUserRecordID?.recordName == aliceName)
         #expect(try ownerRaw.query("SELECT count(*) FROM subscriptions WHERE subscriber = $1", [.text(aliceName)])[0].int64(0) == 1)
         #expect(try ownerRaw.query("SELECT zone_name FROM zones WHERE owner = ''")[0].text(0) == "_defaultZone")
         #expect(try ownerRaw.query("SELECT position FROM job_progress WHERE job = 'admin-job'")[0].int64(0) == 5)
@@ -251,7 +251,7 @@ struct PostgresSecurityTests {
         let refused = stratusError(await caughtError { _ = try await bob.publicCloudDatabase.save(seenByBob) })
         #expect(refused?.code == .permissionFailure, "\(String(describing: refused))")
         let bobsOwn = try await bob.publicCloudDatabase.record(for: try await bob.userRecordID())
-        #expect(bobsOwn.creatorUserRecordID?.recordName == (try await bob.userRecordID()).recordName)
+        #expect(bobsOwn.systemFields.creatorUserRecordID?.recordName == (try await bob.userRecordID()).recordName)
 
         // Private zones come and go.
         let zone = try await bob.privateCloudDatabase.save(RecordZone(zoneName: "Work"))

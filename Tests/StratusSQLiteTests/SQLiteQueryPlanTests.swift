@@ -277,7 +277,7 @@ struct SQLiteQueryPlanTests {
             _ = try await alice.publicCloudDatabase.save(makeRecord("Note", "n3", ["n": .int64(4)]))
             let byAlice = try Query(recordType: "Note", format: "lastModifiedUserRecordID == %@", aliceID)
             #expect(TestDatabase.names(try await TestDatabase.queryAll(byAlice, in: alice.publicCloudDatabase)) == ["n1", "n3"], "a row of version 8 and a new row")
-            #expect(try await alice.publicCloudDatabase.record(for: Record.ID(recordName: "n1")).lastModifiedUserRecordID == aliceID)
+            #expect(try await alice.publicCloudDatabase.record(for: Record.ID(recordName: "n1")).systemFields.lastModifiedUserRecordID == aliceID)
             let stored = try await StoreProcess.run(shell, [path, "PRAGMA user_version; SELECT record_name || ':' || (modified_by = created_by) || ':' || (modified_by = '') FROM records ORDER BY record_name;"], in: store.directory)
             #expect(stored.stdout.split(separator: "\n") == ["9", "n1:1:0", "n2:0:0", "n3:0:1"], "n1 as version 8 wrote it, n2 names bob, n3 is stored empty: \(stored.stdout)")
         }

@@ -70,8 +70,8 @@ struct SQLiteUserNameUpgradeTests {
             #expect(try await container.userRecordID().recordName == alice)
             #expect(TestDatabase.names(try await TestDatabase.queryAll(Query(recordType: "Photo"), in: database, zoneID: photos)).count == 3)
             let photo = try await database.record(for: Record.ID(recordName: recordName("r", 0), zoneID: photos))
-            #expect(photo.creatorUserRecordID?.recordName == alice && photo.lastModifiedUserRecordID?.recordName == alice)
-            #expect(try await container.publicCloudDatabase.record(for: Record.ID(recordName: "imported")).creatorUserRecordID?.recordName == "_0123456789abcdef0123456789abcdef")
+            #expect(photo.systemFields.creatorUserRecordID?.recordName == alice && photo.systemFields.lastModifiedUserRecordID?.recordName == alice)
+            #expect(try await container.publicCloudDatabase.record(for: Record.ID(recordName: "imported")).systemFields.creatorUserRecordID?.recordName == "_0123456789abcdef0123456789abcdef")
             // She may still change her public record (she is its creator).
             let hello = try await container.publicCloudDatabase.record(for: Record.ID(recordName: "hello"))
             hello["title"] = "hello again"

@@ -276,6 +276,10 @@ extension EngineConformance {
         }
         // The order is the query's, whatever the desired keys.
         try await expectBruteForce(query, database, all, desiredKeys: ["name"])
+        // Also page by page: a cursor continues after the last record's sort values, which
+        // the desired keys left out of the records handed out.
+        let paged = try await TestDatabase.queryAll(query, in: database, desiredKeys: ["name"], pageSize: 3)
+        #expect(TestDatabase.names(paged) == TestDatabase.names(try await TestDatabase.queryAll(query, in: database)))
         let none = try await TestDatabase.queryAll(query, in: database, desiredKeys: [])
         #expect(none.count == limited.count)
         #expect(none.allSatisfy { $0.allKeys().isEmpty })

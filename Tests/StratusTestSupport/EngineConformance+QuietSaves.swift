@@ -51,9 +51,9 @@ extension EngineConformance {
         let stored = try await fetched("merge", in: database)
         #expect(stored.fieldValues == ["a": .int64(2), "c": .double(2.5), "d": .stringList(["x", "y"])])
         #expect(stored.recordChangeTag != nil && stored.recordChangeTag != original.recordChangeTag)
-        #expect(stored.creationDate == original.creationDate && stored.creatorUserRecordID == original.creatorUserRecordID)
+        #expect(stored.creationDate == original.creationDate && stored.systemFields.creatorUserRecordID == original.systemFields.creatorUserRecordID)
         #expect(stored.modificationDate! >= original.modificationDate!)
-        #expect(stored.lastModifiedUserRecordID?.recordName == env.recordName(of: "alice"))
+        #expect(stored.systemFields.lastModifiedUserRecordID?.recordName == env.recordName(of: "alice"))
         let changes = try await database.recordZoneChanges(inZoneWith: .default, since: start)
         #expect(Array(changes.modificationResultsByID.keys) == [stored.recordID], "the save is one change of the zone")
         #expect(try changes.modificationResultsByID[stored.recordID]?.get().record.recordChangeTag == stored.recordChangeTag)
@@ -131,8 +131,8 @@ extension EngineConformance {
         #expect(try await quietSave([page], in: bob).isEmpty)
         let stored = try await fetched("page", in: alice)
         #expect(stored.fieldValue(forKey: "n") == .int64(2))
-        #expect(stored.creatorUserRecordID?.recordName == env.recordName(of: "alice"))
-        #expect(stored.lastModifiedUserRecordID?.recordName == env.recordName(of: "bob"))
+        #expect(stored.systemFields.creatorUserRecordID?.recordName == env.recordName(of: "alice"))
+        #expect(stored.systemFields.lastModifiedUserRecordID?.recordName == env.recordName(of: "bob"))
     }
 
     static func lastModifierEveryWay(_ env: Environment) async throws {
@@ -179,11 +179,11 @@ extension EngineConformance {
         ]
         for (name, users) in expected {
             let record = try await fetched(name, in: alice)
-            #expect(record.creatorUserRecordID?.recordName == users.creator, "\(name)'s creator")
-            #expect(record.lastModifiedUserRecordID?.recordName == users.modifier, "\(name)'s last modifier")
+            #expect(record.systemFields.creatorUserRecordID?.recordName == users.creator, "\(name)'s creator")
+            #expect(record.systemFields.lastModifiedUserRecordID?.recordName == users.modifier, "\(name)'s last modifier")
         }
         let all = try await TestDatabase.queryAll(Query(recordType: "Shared"), in: alice)
-        #expect(Dictionary(uniqueKeysWithValues: all.map { ($0.recordID.recordName, $0.lastModifiedUserRecordID?.recordName ?? "") }) == expected.mapValues(\.modifier),
+        #expect(Dictionary(uniqueKeysWithValues: all.map { ($0.recordID.recordName, $0.systemFields.lastModifiedUserRecordID?.recordName ?? "") }) == expected.mapValues(\.modifier),
                 "a query reads every modifier as a fetch does")
         for user in [aliceName, bobName, imported] {
             let query = try Query(recordType: "Shared", format: "lastModifiedUserRecordID == %@", Record.ID(recordName: user))

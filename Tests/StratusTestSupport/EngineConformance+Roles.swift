@@ -197,7 +197,7 @@ extension EngineConformance {
         #expect(try await alice.container(in: .production).userRecordID() == me, "the same in both environments")
 
         let saved = try await alice.publicCloudDatabase.save(makeRecord("Item", "mine"))
-        #expect(saved.creatorUserRecordID == me && saved.lastModifiedUserRecordID == me)
+        #expect(saved.systemFields.creatorUserRecordID == me && saved.systemFields.lastModifiedUserRecordID == me)
         let query = try Query(recordType: "Item", format: "creatorUserRecordID == %@", me)
         #expect(TestDatabase.names(try await TestDatabase.queryAll(query, in: alice.publicCloudDatabase)) == ["mine"])
         // A zone owned by the user answers with `__defaultOwner__` or the record name alike.
@@ -220,7 +220,7 @@ extension EngineConformance {
         load.writeMode = .forceReplace
         load.preservesSystemFields = true
         await run(load, on: env.container().publicCloudDatabase)
-        #expect(try await env.container().publicCloudDatabase.record(for: imported.recordID).creatorUserRecordID?.recordName == owner)
+        #expect(try await env.container().publicCloudDatabase.record(for: imported.recordID).systemFields.creatorUserRecordID?.recordName == owner)
 
         // Without an entry, dora is someone else; with one, she is the owner and may write.
         #expect(try await updateCode("imported", reading: env.container(user: "dora").publicCloudDatabase, as: env.container(user: "dora").publicCloudDatabase) == .permissionFailure)
@@ -228,7 +228,7 @@ extension EngineConformance {
         let dora = env.container(user: "dora")
         #expect(try await dora.userRecordID().recordName == owner)
         #expect(try await updateCode("imported", reading: dora.publicCloudDatabase, as: dora.publicCloudDatabase) == nil)
-        #expect(try await dora.publicCloudDatabase.record(for: imported.recordID).lastModifiedUserRecordID?.recordName == owner)
+        #expect(try await dora.publicCloudDatabase.record(for: imported.recordID).systemFields.lastModifiedUserRecordID?.recordName == owner)
 
         // Two logins cannot share a record name; bad entries are refused.
         let clash = stratusError(await caughtError { try await env.container().saveUsers([UserDirectoryEntry(login: "eve", userRecordName: owner)]) })

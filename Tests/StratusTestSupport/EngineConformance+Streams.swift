@@ -46,7 +46,7 @@ extension EngineConformance {
                 #expect(record.fieldValues == alone.fieldValues, "\(what): \(record.recordID.recordName)")
                 #expect(record.systemFields == alone.systemFields, "\(what): \(record.recordID.recordName)")
             }
-            #expect(read.filter { $0.lastModifiedUserRecordID?.recordName == env.recordName(of: "bob") }.count == 15, "\(what): bob's changes")
+            #expect(read.filter { $0.systemFields.lastModifiedUserRecordID?.recordName == env.recordName(of: "bob") }.count == 15, "\(what): bob's changes")
         }
         var streamed: [Record] = []
         for try await record in alice.allRecords(matching: Query(recordType: "Shaped", predicate: .all), pageSize: 7) { streamed.append(record) }

@@ -39,14 +39,14 @@ extension EngineConformance {
         #expect(me.recordType == Record.SystemType.userRecord && me.recordType == "Users" && RecordTypeUserRecord == "Users")
         #expect(me.recordID == aliceID)
         #expect(me.allKeys().isEmpty, "empty at first: \(me.allKeys())")
-        #expect(me.creatorUserRecordID == aliceID && me.lastModifiedUserRecordID == aliceID)
+        #expect(me.systemFields.creatorUserRecordID == aliceID && me.systemFields.lastModifiedUserRecordID == aliceID)
         #expect(me.recordChangeTag != nil && me.creationDate != nil)
 
         // The same record on every later fetch, for its user and for others.
         let again = try await alice.publicCloudDatabase.record(for: aliceID)
         #expect(again.recordChangeTag == me.recordChangeTag && again.creationDate == me.creationDate)
         let seenByBob = try await bob.publicCloudDatabase.record(for: aliceID)
-        #expect(seenByBob.recordChangeTag == me.recordChangeTag && seenByBob.creatorUserRecordID == aliceID)
+        #expect(seenByBob.recordChangeTag == me.recordChangeTag && seenByBob.systemFields.creatorUserRecordID == aliceID)
 
         // The operation CloudKit offers for it, with its ID and no recordIDs.
         let fetched = await fetchCurrentUserRecord(in: alice.publicCloudDatabase)
@@ -59,7 +59,7 @@ extension EngineConformance {
         let missing = Record.ID(recordName: "never-saved")
         let batch = try await bob.publicCloudDatabase.records(for: [aliceID, bobID, missing])
         #expect((try? batch[aliceID]?.get())?.recordChangeTag == me.recordChangeTag)
-        #expect((try? batch[bobID]?.get())?.creatorUserRecordID == bobID)
+        #expect((try? batch[bobID]?.get())?.systemFields.creatorUserRecordID == bobID)
         #expect(errorCode(batch[missing]) == .unknownItem)
 
         // Another user's that was never made stays unknown, and fetching it makes nothing.
@@ -87,7 +87,7 @@ extension EngineConformance {
         #expect(saved.recordChangeTag != me.recordChangeTag && saved.creationDate == me.creationDate)
         let read = try await bob.record(for: aliceID)
         #expect(read["nickname"] as? String == "Ada" && read["languages"] as? [String] == ["en", "fr"])
-        #expect(read.lastModifiedUserRecordID == aliceID)
+        #expect(read.systemFields.lastModifiedUserRecordID == aliceID)
 
         // Others may read it and not write it (the Users type's grants: _creator WRITE, _world READ).
         read["nickname"] = "Mallory"
@@ -105,7 +105,7 @@ extension EngineConformance {
         let unfetched = Record(recordType: Record.SystemType.userRecord, recordID: carolID)
         unfetched["nickname"] = "Carol"
         let conflict = stratusError(await caughtError { try await carolDatabase.save(unfetched) })
-        #expect(conflict?.code == .serverRecordChanged && conflict?.serverRecord?.creatorUserRecordID == carolID, "\(String(describing: conflict))")
+        #expect(conflict?.code == .serverRecordChanged && conflict?.serverRecord?.systemFields.creatorUserRecordID == carolID, "\(String(describing: conflict))")
         let (results, _) = try await carolDatabase.modifyRecords(saving: [unfetched], deleting: [], savePolicy: .changedKeys)
         #expect((try? results[carolID]?.get())?["nickname"] as? String == "Carol")
         #expect(try await alice.record(for: carolID)["nickname"] as? String == "Carol")
@@ -130,7 +130,7 @@ extension EngineConformance {
         let changes = try await bob.publicCloudDatabase.recordZoneChanges(inZoneWith: .default, since: start)
         #expect(changes.modificationResultsByID.count == 1)
         let changed = try #require(try changes.modificationResultsByID[aliceID]?.get())
-        #expect(changed.record.recordType == "Users" && changed.record.creatorUserRecordID == aliceID)
+        #expect(changed.record.recordType == "Users" && changed.record.systemFields.creatorUserRecordID == aliceID)
         #expect(try await SubscriptionConformance.described(bob) == ["query new-users recordCreated \(aliceID.recordName)"])
         let later = try await bob.publicCloudDatabase.recordZoneChanges(inZoneWith: .default, since: changes.changeToken)
         #expect(later.modificationResultsByID.isEmpty, "later fetches change nothing")
@@ -145,7 +145,7 @@ extension EngineConformance {
         let visitor = env.anonymousContainer()
         let anonymous = await fetchCurrentUserRecord(in: visitor.publicCloudDatabase)
         #expect(errorCode(anonymous.final) == .notAuthenticated && anonymous.records.isEmpty)
-        #expect(try await visitor.publicCloudDatabase.record(for: aliceID).creatorUserRecordID == aliceID)
+        #expect(try await visitor.publicCloudDatabase.record(for: aliceID).systemFields.creatorUserRecordID == aliceID)
 
         // User records live in the public database: the private one holds none and makes none.
         #expect(try await userFetchCode(aliceID, as: alice.privateCloudDatabase) == .unknownItem)
@@ -159,7 +159,7 @@ extension EngineConformance {
         // Production's data is its own: its user record is made there on its first fetch.
         let production = alice.container(in: .production).publicCloudDatabase
         let there = try await production.record(for: aliceID)
-        #expect(there.recordType == "Users" && there.creatorUserRecordID == aliceID)
+        #expect(there.recordType == "Users" && there.systemFields.creatorUserRecordID == aliceID)
         #expect(there.recordChangeTag != (try await alice.publicCloudDatabase.record(for: aliceID)).recordChangeTag)
     }
 

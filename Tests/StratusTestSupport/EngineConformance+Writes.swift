@@ -48,7 +48,7 @@ extension EngineConformance {
         #expect(kinds == Array(repeating: .created, count: 5))
         for record in records {
             let stored = try await database.record(for: record.recordID)
-            #expect(stored.recordChangeTag != nil && stored.creationDate != nil && stored.creatorUserRecordID?.recordName == env.recordName(of: "alice"))
+            #expect(stored.recordChangeTag != nil && stored.creationDate != nil && stored.systemFields.creatorUserRecordID?.recordName == env.recordName(of: "alice"))
             #expect(stored.fieldValues == record.fieldValues)
         }
         // The same request again changes nothing, and says so.
@@ -73,8 +73,8 @@ extension EngineConformance {
         let tag1 = try #require(first.recordChangeTag)
         #expect(!tag1.isEmpty)
         #expect(modified1 >= created)
-        #expect(first.creatorUserRecordID?.recordName == env.recordName(of: "alice"))
-        #expect(first.lastModifiedUserRecordID?.recordName == env.recordName(of: "alice"))
+        #expect(first.systemFields.creatorUserRecordID?.recordName == env.recordName(of: "alice"))
+        #expect(first.systemFields.lastModifiedUserRecordID?.recordName == env.recordName(of: "alice"))
 
         // A fetch returns exactly the system fields the save reported.
         let fetched1 = try await alice.record(for: record.recordID)
@@ -87,7 +87,7 @@ extension EngineConformance {
         #expect(modified2 > modified1)
         #expect(second.recordChangeTag != nil)
         #expect(second.recordChangeTag != tag1)
-        #expect(second.creatorUserRecordID?.recordName == env.recordName(of: "alice"))
+        #expect(second.systemFields.creatorUserRecordID?.recordName == env.recordName(of: "alice"))
 
         // Another user changes the public record: creator stays, last modifier changes.
         let seenByBob = try await bob.record(for: record.recordID)
@@ -98,10 +98,14 @@ extension EngineConformance {
         #expect(third.modificationDate! > modified2)
         #expect(third.recordChangeTag != second.recordChangeTag)
         #expect(third.recordChangeTag != tag1)
-        #expect(third.creatorUserRecordID?.recordName == env.recordName(of: "alice"))
-        #expect(third.lastModifiedUserRecordID?.recordName == env.recordName(of: "bob"))
+        #expect(third.systemFields.creatorUserRecordID?.recordName == env.recordName(of: "alice"))
+        #expect(third.systemFields.lastModifiedUserRecordID?.recordName == env.recordName(of: "bob"))
+        // As CloudKit tells it, each caller reads themself as __defaultOwner__ and others by record name.
+        #expect(first.creatorUserRecordID?.recordName == CurrentUserDefaultName && first.lastModifiedUserRecordID?.recordName == CurrentUserDefaultName)
+        #expect(third.creatorUserRecordID?.recordName == env.recordName(of: "alice") && third.lastModifiedUserRecordID?.recordName == CurrentUserDefaultName)
         let final = try await alice.record(for: record.recordID)
         #expect(final.systemFields == third.systemFields)
+        #expect(final.creatorUserRecordID?.recordName == CurrentUserDefaultName && final.lastModifiedUserRecordID?.recordName == env.recordName(of: "bob"))
         #expect(final.fieldValue(forKey: "v") == .int64(3))
     }
 
@@ -145,7 +149,7 @@ extension EngineConformance {
         TestCase("ifServerRecordUnchanged: a stale change tag conflicts with serverRecordChanged", staleChangeTagConflicts),
         TestCase("ifServerRecordUnchanged: a new record whose name exists conflicts", newRecordWithExistingNameConflicts),
         TestCase("changedKeys policy keeps the server's other keys", changedKeysPolicyMerges),
-        TestCase("allKeys policy replaces every field", allKeysPolicyReplaces),
+        TestCase("allKeys policy writes every key the record holds; keys only the store holds stay", allKeysPolicyWritesEveryKey),
     ]
 
     static func staleChangeTagConflicts(_ env: Environment) async throws {
@@ -226,17 +230,31 @@ extension EngineConformance {
         #expect(merged.fieldValues == ["a": .int64(100), "b": .int64(20), "d": .string("new")])
     }
 
-    static func allKeysPolicyReplaces(_ env: Environment) async throws {
+    /// CloudKit's `.allKeys`: every key the record holds is written, changed or not; keys only
+    /// the server holds stay ("Keys present only on the server remain unchanged").
+    static func allKeysPolicyWritesEveryKey(_ env: Environment) async throws {
         let database = env.container().publicCloudDatabase
         let original = try await database.save(makeRecord("Doc", "replace", ["a": .int64(1), "b": .int64(2)]))
         let replacement = makeRecord("Doc", "replace", ["a": .int64(10), "z": .string("only")])
         let results = try await database.modifyRecords(saving: [replacement], deleting: [], savePolicy: .allKeys)
         let saved = try #require(try results.saveResults[replacement.recordID]?.get())
-        #expect(saved.fieldValues == ["a": .int64(10), "z": .string("only")])
+        #expect(saved.fieldValues == ["a": .int64(10), "b": .int64(2), "z": .string("only")])
         #expect(saved.creationDate == original.creationDate)
         let stored = try await database.record(for: replacement.recordID)
-        #expect(stored.fieldValues == ["a": .int64(10), "z": .string("only")])
-        #expect(stored.creatorUserRecordID == original.creatorUserRecordID)
+        #expect(stored.fieldValues == ["a": .int64(10), "b": .int64(2), "z": .string("only")])
+        #expect(stored.systemFields.creatorUserRecordID == original.systemFields.creatorUserRecordID)
+
+        // A copy fetched with desiredKeys writes the keys it holds, unchanged ones too, over newer
+        // values; it removes what it removed; the keys it did not fetch stay.
+        let partial = try #require(try await database.records(for: [replacement.recordID], desiredKeys: ["a", "z"])[replacement.recordID]?.get())
+        let newer = try await database.record(for: replacement.recordID)
+        newer["a"] = Int64(11)
+        newer["b"] = Int64(20)
+        _ = try await database.save(newer)
+        partial["z"] = nil
+        let again = try await database.modifyRecords(saving: [partial], deleting: [], savePolicy: .allKeys)
+        #expect((try? again.saveResults[partial.recordID]?.get()) != nil)
+        #expect(try await database.record(for: partial.recordID).fieldValues == ["a": .int64(10), "b": .int64(20)])
     }
 }
 

@@ -93,9 +93,9 @@ public enum QueryEvaluator {
         switch key {
         case .recordName: return (family == .string || family == .reference, .string(record.recordID.recordName))
         case .creatorUserRecordID:
-            return (family == .string || family == .reference, record.creatorUserRecordID.map { .string($0.recordName) })
+            return (family == .string || family == .reference, record.systemFields.creatorUserRecordID.map { .string($0.recordName) })
         case .lastModifiedUserRecordID:
-            return (family == .string || family == .reference, record.lastModifiedUserRecordID.map { .string($0.recordName) })
+            return (family == .string || family == .reference, record.systemFields.lastModifiedUserRecordID.map { .string($0.recordName) })
         case .creationDate: return (family == .timestamp, record.creationDate.map(FieldValue.date))
         case .modificationDate: return (family == .timestamp, record.modificationDate.map(FieldValue.date))
         case .field(let name):

@@ -21,8 +21,8 @@ extension TestDatabase {
             for (index, record) in records.enumerated() {
                 let system = Record.SystemFields(
                     creationDate: record.creationDate ?? now, modificationDate: record.modificationDate ?? now,
-                    creatorUserRecordID: record.creatorUserRecordID ?? context.userRecordID,
-                    lastModifiedUserRecordID: record.lastModifiedUserRecordID ?? context.userRecordID,
+                    creatorUserRecordID: record.systemFields.creatorUserRecordID ?? context.userRecordID,
+                    lastModifiedUserRecordID: record.systemFields.lastModifiedUserRecordID ?? context.userRecordID,
                     recordChangeTag: "seed\(index)-\(UUID().uuidString.prefix(8).lowercased())")
                 let fields = record.fieldValues, encrypted = record.encryptedKeys
                 let row = RecordRow(recordID: record.recordID, recordType: record.recordType, systemFields: system, fields: fields,

@@ -18,7 +18,8 @@ struct ConvenienceAPITests {
             #expect(saved["title"] as? String == "Water the plants")
             #expect(saved.fieldValue(forKey: "checked") == .int64(0))
             #expect(saved.recordChangeTag != nil)
-            #expect(saved.creatorUserRecordID?.recordName == UserDirectoryEntry.derivedRecordName(containerIdentifier: SQLiteFixture.identifier, login: "dana"))
+            #expect(saved.systemFields.creatorUserRecordID?.recordName == UserDirectoryEntry.derivedRecordName(containerIdentifier: SQLiteFixture.identifier, login: "dana"))
+            #expect(saved.creatorUserRecordID?.recordName == CurrentUserDefaultName, "the caller reads themself as __defaultOwner__, as in CloudKit")
 
             let fetched = try await database.record(for: todo.recordID)
             #expect(fetched.fieldValues == saved.fieldValues)
@@ -71,10 +72,11 @@ struct ConvenienceAPITests {
             #expect(try await TestDatabase.exists("fresh-00001", in: database))
             #expect(try await TestDatabase.exists("item-00001", in: database) == false)
 
-            // With .allKeys the conflicting record replaces the stored one.
+            // With .allKeys the conflicting record's keys overwrite the stored ones; a key only the
+            // store holds stays, as in CloudKit.
             let replaced = try await database.modifyRecords(saving: [conflicting], deleting: [], savePolicy: .allKeys)
-            #expect((try? replaced.saveResults[conflicting.recordID]?.get())?.fieldValues == ["n": .int64(100)])
-            #expect(try await database.record(for: conflicting.recordID).fieldValues == ["n": .int64(100)])
+            #expect((try? replaced.saveResults[conflicting.recordID]?.get())?.fieldValues == ["n": .int64(100), "even": .int64(1)])
+            #expect(try await database.record(for: conflicting.recordID).fieldValues == ["n": .int64(100), "even": .int64(1)])
         }
     }
 

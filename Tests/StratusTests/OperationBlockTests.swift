@@ -99,7 +99,7 @@ struct OperationBlockTests {
                 let saved = try #require(stored.value[record.recordID])
                 #expect(saved.recordChangeTag != nil)
                 #expect(saved.fieldValues == record.fieldValues)
-                #expect(saved.creatorUserRecordID.map { UserDirectoryEntry.isUserRecordName($0.recordName) } == true)
+                #expect(saved.systemFields.creatorUserRecordID.map { UserDirectoryEntry.isUserRecordName($0.recordName) } == true)
             }
             #expect(try await TestDatabase.exists("old-00001", in: database))
             #expect(try await TestDatabase.exists("old-00000", in: database) == false)

@@ -350,7 +350,7 @@ struct SafeWriteTests {
         }
     }
 
-    @Test(".allKeys on a stale copy overwrites: the store ends with exactly the client's keys")
+    @Test(".allKeys on a stale copy overwrites every key the client holds; a key only the store holds stays, as in CloudKit")
     func allKeysOnStaleCopy() async throws {
         try await SQLiteFixture.with { fixture in
             let database = fixture.database
@@ -364,7 +364,7 @@ struct SafeWriteTests {
             stale["a"] = 10
             let run = await Self.modify(database, saving: [stale], atomic: true, policy: .allKeys)
             let saved = try #require(try run.saves[stale.recordID]?.get())
-            let expected: [String: FieldValue] = ["a": .int64(10), "b": .int64(2)]
+            let expected: [String: FieldValue] = ["a": .int64(10), "b": .int64(2), "c": .string("added by someone else")]
             #expect(saved.fieldValues == expected)
             let stored = try await database.record(for: stale.recordID)
             #expect(stored.fieldValues == expected)

@@ -76,6 +76,8 @@ public struct QueryResultSequence: AsyncSequence, Sendable {
             var reading = false
             var waiter: CheckedContinuation<[Record]?, any Error>?
             var delivered = 0
+            /// The caller's user record name, who reads themself as `__defaultOwner__`.
+            var viewer: String?
         }
         private let state = Mutex(State())
 
@@ -131,7 +133,8 @@ public struct QueryResultSequence: AsyncSequence, Sendable {
                     return false
                 }
                 decodingQueue.async { [self] in
-                    deliver(rows.flatMap { rows in Result { try rows.map { try $0.decode().records } } })
+                    let viewer = state.withLock { $0.viewer }
+                    deliver(rows.flatMap { rows in Result { try rows.map { try $0.decode().records.map { $0.presented(to: viewer) } } } })
                 }
                 if more { readAhead() } else { close() }
             }
@@ -188,6 +191,7 @@ public struct QueryResultSequence: AsyncSequence, Sendable {
             let database = sequence.database
             let zone = sequence.zoneID ?? .default
             let context = try database.resolvedContext()
+            state.withLock { $0.viewer = context.userRecordName }
             try ModifyRecordsOperation.checkZone(Record.ID(recordName: "query", zoneID: zone), context)
             let compiled = try QueryAdmission.admit(CompiledQuery(sequence.query, zoneID: zone, desiredKeys: sequence.desiredKeys), engine: database.engine, context: context)
             let policy = database.retryPolicy

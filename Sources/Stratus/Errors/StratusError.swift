@@ -168,3 +168,14 @@ extension StratusError {
         return StratusError(.internalError, String(describing: error))
     }
 }
+
+extension StratusError {
+    /// Hands the records a conflict carries to the caller `viewer` (see
+    /// ``Record/creatorUserRecordID``), as every record an operation hands out.
+    func presentRecords(to viewer: String?) {
+        guard let viewer else { return }
+        serverRecord?.presented(to: viewer)
+        clientRecord?.presented(to: viewer)
+        ancestorRecord?.presented(to: viewer)
+    }
+}

@@ -31,6 +31,8 @@ extension Record: NSSecureCoding {
         static let modificationDate = "modificationDate"
         static let creator = "creatorUserRecordName"
         static let lastModifier = "lastModifiedUserRecordName"
+        /// The user the record was handed to (who reads themself as `__defaultOwner__`).
+        static let viewer = "viewerUserRecordName"
         static let parentName = "parentRecordName"
         static let parentChanged = "parentChanged"
         static let fields = "fields"
@@ -61,6 +63,7 @@ extension Record: NSSecureCoding {
         if let user = state.system.creatorUserRecordID { coder.encode(user.recordName as NSString, forKey: Key.creator) }
         if let user = state.system.lastModifiedUserRecordID { coder.encode(user.recordName as NSString, forKey: Key.lastModifier) }
         if let parent = state.parent { coder.encode(parent.recordID.recordName as NSString, forKey: Key.parentName) }
+        if let viewer = state.viewer { coder.encode(viewer as NSString, forKey: Key.viewer) }
     }
 
     /// Writes the whole record: system fields, field values, encrypted keys and unsaved changes
@@ -122,6 +125,7 @@ extension Record: NSSecureCoding {
         let allFieldsChanged = flag(Key.allFieldsChanged)
         let parentChanged = flag(Key.parentChanged)
         restoreChanges(changed: changed, baseFields: base, allFieldsChanged: allFieldsChanged, parentChanged: parentChanged)
+        presented(to: text(Key.viewer))
     }
 
     private static func json<T: Encodable>(_ value: T) -> Data {

@@ -44,6 +44,9 @@ public final class Record: NSObject, NSCopying, Sendable {
         /// The values as the store returned them, kept at the first change of a stored record,
         /// so that a conflict can report the ancestor the client's change was based on.
         var baseFields: [String: FieldValue]?
+        /// The user record name of the caller a store handed the record to (see
+        /// ``Record/creatorUserRecordID``), or `nil` for a record no store handed out.
+        var viewer: String?
     }
 
     /// Everything mutable, read under one lock (a save reads most of it per record).
@@ -178,12 +181,48 @@ public final class Record: NSObject, NSCopying, Sendable {
         }
     }
 
+    /// The system fields as the store keeps them: ``SystemFields/creatorUserRecordID`` and
+    /// ``SystemFields/lastModifiedUserRecordID`` name users by their record names, the current
+    /// user's included (what an export writes).
     public var systemFields: SystemFields { state.withLock { $0.system } }
     public var creationDate: Date? { systemFields.creationDate }
     public var modificationDate: Date? { systemFields.modificationDate }
-    public var creatorUserRecordID: ID? { systemFields.creatorUserRecordID }
-    public var lastModifiedUserRecordID: ID? { systemFields.lastModifiedUserRecordID }
+    /// Who created the record, as CloudKit tells the caller: the current user is
+    /// `CurrentUserDefaultName` (`__defaultOwner__`), as in CloudKit, and another user is named
+    /// by their user record name. ``systemFields`` names the current user by record name too.
+    ///
+    /// ```swift
+    /// let isMine = record.creatorUserRecordID?.recordName == CurrentUserDefaultName
+    /// ```
+    public var creatorUserRecordID: ID? {
+        let (user, viewer) = state.withLock { ($0.system.creatorUserRecordID, $0.viewer) }
+        return Record.presenting(user, to: viewer)
+    }
+    /// Who saved the record last, as CloudKit tells the caller: `CurrentUserDefaultName` for the
+    /// current user (see ``creatorUserRecordID``).
+    public var lastModifiedUserRecordID: ID? {
+        let (user, viewer) = state.withLock { ($0.system.lastModifiedUserRecordID, $0.viewer) }
+        return Record.presenting(user, to: viewer)
+    }
     public var recordChangeTag: String? { systemFields.recordChangeTag }
+
+    /// `user` as CloudKit names it to `viewer`: `__defaultOwner__` when it is the viewer.
+    static func presenting(_ user: ID?, to viewer: String?) -> ID? {
+        guard let user, let viewer, user.recordName == viewer else { return user }
+        return ID(recordName: RecordZone.ID.currentUserDefaultOwner)
+    }
+
+    /// The user record name of the caller the record was handed to, who reads themself as
+    /// `__defaultOwner__` in ``creatorUserRecordID`` and ``lastModifiedUserRecordID``.
+    var viewerUserRecordName: String? { state.withLock { $0.viewer } }
+
+    /// The record as handed to the caller `viewer` (a user record name; `nil` leaves it as it
+    /// is): operations call this on every record they hand out.
+    @discardableResult
+    func presented(to viewer: String?) -> Record {
+        if let viewer { state.withLock { $0.viewer = viewer } }
+        return self
+    }
 
     /// The record's parent, like `CKRecord.parent`: a reference to a record in the same zone
     /// that must exist (or be saved in the same request), else the save fails with
@@ -208,6 +247,7 @@ public final class Record: NSObject, NSCopying, Sendable {
         guard snapshot.system.recordChangeTag != nil else { return nil }
         return Record(recordType: recordType, recordID: recordID, systemFields: snapshot.system,
                       fields: snapshot.baseFields ?? snapshot.fields, parent: snapshot.parent, encryptedKeys: snapshot.encrypted, jsonExtras: snapshot.extras)
+            .presented(to: snapshot.viewer)
     }
 
     /// Whether ``parent`` was set since the record was created or fetched.
@@ -405,6 +445,7 @@ public final class Record: NSObject, NSCopying, Sendable {
             $0.parentChanged = snapshot.parentChanged
             $0.allFieldsChanged = snapshot.allFieldsChanged
             $0.removedEncrypted = snapshot.removedEncrypted
+            $0.viewer = snapshot.viewer
         }
         return record
     }
@@ -445,13 +486,14 @@ public final class Record: NSObject, NSCopying, Sendable {
     public func restricted(to keys: [String]?) -> Record {
         guard let keys else { return self }
         // A query restricts every record it reads: only what the copy needs is taken, once.
-        let (system, fields, parent, encrypted, storedExtras) = state.withLock { ($0.system, $0.fields, $0.parent, $0.encrypted, $0.extras) }
+        let (system, fields, parent, encrypted, storedExtras, viewer) = state.withLock { ($0.system, $0.fields, $0.parent, $0.encrypted, $0.extras, $0.viewer) }
         var kept = [String: FieldValue](minimumCapacity: keys.count)
         for key in keys { if let v = fields[key] { kept[key] = v } }
         var extras = storedExtras
         if !extras.fields.isEmpty { extras.fields = extras.fields.filter { kept[$0.key] != nil } }
         return Record(recordType: recordType, recordID: recordID, systemFields: system, fields: kept, parent: parent,
                       encryptedKeys: encrypted.isEmpty ? encrypted : encrypted.filter { kept[$0] != nil }, jsonExtras: extras)
+            .presented(to: viewer)
     }
 
     public override var description: String {

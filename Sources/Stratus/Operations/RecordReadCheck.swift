@@ -23,7 +23,7 @@ struct RecordReadCheck {
     /// The error of handing `record` to the caller, or `nil` when they may read it.
     mutating func denial(of record: Record) throws -> StratusError? {
         guard context.scope == .public else { return nil }
-        return try access(record.recordType).denial(.read, recordID: record.recordID, recordType: record.recordType, creator: record.creatorUserRecordID)
+        return try access(record.recordType).denial(.read, recordID: record.recordID, recordType: record.recordType, creator: record.systemFields.creatorUserRecordID)
     }
 
     /// Whether the caller may learn of deletions of records of `recordType`: when they may read

@@ -90,8 +90,8 @@ public enum QueryRules {
         case .recordName: return .string(record.recordID.recordName)
         case .creationDate: return record.creationDate.map(FieldValue.date)
         case .modificationDate: return record.modificationDate.map(FieldValue.date)
-        case .creatorUserRecordID: return record.creatorUserRecordID.map { .string($0.recordName) }
-        case .lastModifiedUserRecordID: return record.lastModifiedUserRecordID.map { .string($0.recordName) }
+        case .creatorUserRecordID: return record.systemFields.creatorUserRecordID.map { .string($0.recordName) }
+        case .lastModifiedUserRecordID: return record.systemFields.lastModifiedUserRecordID.map { .string($0.recordName) }
         case .field(let name):
             guard let value = record.fieldValue(forKey: name), orderedFamily(of: value) != nil else { return nil }
             return value

@@ -27,6 +27,15 @@ enum CurrentUserRecord {
         return id
     }
 
+    /// The caller's own user record ID for `id` when `id` names it by CloudKit's alias,
+    /// `__defaultOwner__` (`CurrentUserDefaultName`) in the public database's default zone, as
+    /// `CKRecord.ID(recordName: CKCurrentUserDefaultName)` does; `id` otherwise.
+    static func resolving(_ id: Record.ID, in context: DatabaseContext) -> Record.ID {
+        guard id.recordName == RecordZone.ID.currentUserDefaultOwner, context.scope == .public, !context.isAdministrator,
+              id.zoneID.isDefault, let me = context.userRecordID else { return id }
+        return me
+    }
+
     /// Makes the caller's user record `id` (``id(of:in:)``) unless it is stored, and answers it
     /// as stored; a record made meanwhile by another process is answered as it is. With a
     /// `simulation`, the record is made there (a dry run), not in the store.

@@ -172,6 +172,7 @@ public final class FetchRecordZoneChangesOperation: DatabaseOperation, RecordPro
             for change in batch.changes {
                 switch change {
                 case .changed(let record):
+                    record.presented(to: context.userRecordName)
                     if let denied = try reads.denial(of: record) {
                         recordWasChangedBlock?(record.recordID, .failure(denied))
                     } else {

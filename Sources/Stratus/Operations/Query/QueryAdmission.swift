@@ -21,6 +21,7 @@ enum QueryAdmission {
     /// A query continued from a cursor passes the same checks; its restriction to the caller's
     /// own records, when one applies, must be this caller's.
     static func admit(_ query: CompiledQuery, engine: any StorageEngine, context: DatabaseContext, continuing: Bool = false) throws -> CompiledQuery {
+        let query = try namingCurrentUser(query, context: context)
         let checksSchema = context.environment == .production || context.scope == .public
         // A query that names no field of its records needs the schema only for the checks below.
         guard checksSchema || namesFields(query) else { return query }
@@ -61,6 +62,18 @@ enum QueryAdmission {
         return try CompiledQuery(restricted, zoneID: query.zoneID, desiredKeys: query.desiredKeys)
     }
 
+    /// `query` with `__defaultOwner__` (`CurrentUserDefaultName`) in a condition on
+    /// `creatorUserRecordID` or `lastModifiedUserRecordID` read as the caller's user record name,
+    /// as CloudKit reads it: records hand the current user out under that name, and a predicate
+    /// built from one (`creatorUserRecordID == %@` with `record.creatorUserRecordID`) finds the
+    /// caller's records.
+    static func namingCurrentUser(_ query: CompiledQuery, context: DatabaseContext) throws -> CompiledQuery {
+        guard let me = context.userRecordName else { return query }
+        let named = query.predicate.namingCurrentUser(me)
+        guard named != query.predicate else { return query }
+        return try CompiledQuery(userQuery(query, predicate: named), zoneID: query.zoneID, desiredKeys: query.desiredKeys)
+    }
+
     /// CloudKit's words for a missing index: "Field 'rank' is not marked sortable".
     static func refusal(_ requirement: IndexRequirement) -> String {
         guard let field = requirement.field else {
@@ -94,5 +107,29 @@ enum QueryAdmission {
                 ?? RecordSortDescriptor(key: key.key.description, ascending: key.ascending)
         }
         return asked
+    }
+}
+
+extension QueryPredicate {
+    /// The predicate with `__defaultOwner__` in conditions on the record's creator or last
+    /// modifier replaced by the user record name `me` (see ``QueryAdmission/namingCurrentUser(_:context:)``).
+    func namingCurrentUser(_ me: String) -> QueryPredicate {
+        func user(_ value: FieldValue) -> FieldValue {
+            switch value {
+            case .reference(let reference) where reference.recordID.recordName == RecordZone.ID.currentUserDefaultOwner:
+                .reference(Record.Reference(recordID: Record.ID(recordName: me, zoneID: reference.recordID.zoneID), action: reference.action))
+            case .string(RecordZone.ID.currentUserDefaultOwner): .string(me)
+            default: value
+            }
+        }
+        func isUser(_ key: QueryKey) -> Bool { key == .creatorUserRecordID || key == .lastModifiedUserRecordID }
+        switch self {
+        case .all, .none: return self
+        case .and(let parts): return .and(parts.map { $0.namingCurrentUser(me) })
+        case .not(let part): return .not(part.namingCurrentUser(me))
+        case .condition(.compare(let key, let op, let value)) where isUser(key): return .condition(.compare(key, op, user(value)))
+        case .condition(.in(let key, let values)) where isUser(key): return .condition(.in(key, values.map(user)))
+        case .condition: return self
+        }
     }
 }

@@ -134,7 +134,7 @@ public final class QueryOperation: DatabaseOperation, RecordProducingOperation, 
             let page = try withRetry {
                 try engine.queryRecords(compiled, in: context, after: position, limit: min(Self.chunkSize, limit - returned))
             }
-            deliver(page.records)
+            deliver(page.records, to: context.userRecordName)
             returned += page.records.count
             position = page.nextPosition
             guard try emit(page.records, sequence: sequence, position: makeCursor(position).map { .query($0) }, to: recordOutput) else {
@@ -164,7 +164,7 @@ public final class QueryOperation: DatabaseOperation, RecordProducingOperation, 
             if shouldStop { return cancelled(returned, position) }
             let page = try stream.next(limit: pageSize)
             if page.records.isEmpty { break }
-            deliver(page.records)
+            deliver(page.records, to: context.userRecordName)
             returned += page.records.count
             position = page.nextPosition ?? position
             guard try emit(page.records, sequence: sequence, position: cursor(position).map { .query($0) }, to: recordOutput) else {
@@ -176,9 +176,12 @@ public final class QueryOperation: DatabaseOperation, RecordProducingOperation, 
         return nil
     }
 
-    private func deliver(_ records: [Record]) {
+    /// Hands a page to the per-record blocks, as records of the caller `viewer` (who reads
+    /// themself as `__defaultOwner__`, see ``Record/creatorUserRecordID``).
+    private func deliver(_ records: [Record], to viewer: String?) {
         let matched = recordMatchedBlock, fetched = recordFetchedBlock
         for record in records {
+            record.presented(to: viewer)
             matched?(record.recordID, .success(record))
             fetched?(record)
         }

@@ -122,12 +122,17 @@ public final class FetchRecordsOperation: DatabaseOperation, RecordProducingOper
                     done += 1
                 }
             }
-            var found = batch.isEmpty ? [:] : try withRetry { try engine.fetchRecords(batch, in: context) }
+            // `__defaultOwner__` names the caller's own user record, as in CloudKit: it is read
+            // under the caller's record name and reported under the ID asked for.
+            let aliases = context.scope == .public ? batch.filter { $0.recordName == RecordZone.ID.currentUserDefaultOwner } : []
+            let lookups = aliases.isEmpty ? batch : Self.unique(batch.map { CurrentUserRecord.resolving($0, in: context) })
+            var found = batch.isEmpty ? [:] : try withRetry { try engine.fetchRecords(lookups, in: context) }
+            for alias in aliases { found[alias] = found[CurrentUserRecord.resolving(alias, in: context)] }
             var unmade: [Record.ID: StratusError] = [:]
             // The caller's own user record exists from its first fetch, as CloudKit's exists
             // from the user's first use: made now when it is not stored yet.
             for id in batch where found[id] == nil {
-                guard let own = CurrentUserRecord.id(of: id, in: context) else { continue }
+                guard let own = CurrentUserRecord.id(of: CurrentUserRecord.resolving(id, in: context), in: context) else { continue }
                 do {
                     switch try withRetry({ try CurrentUserRecord.make(own, engine: engine, context: context) }) {
                     case .success(let made): found[id] = made
@@ -150,7 +155,7 @@ public final class FetchRecordsOperation: DatabaseOperation, RecordProducingOper
                     errors[id] = denied
                     perRecordResultBlock?(id, .failure(denied))
                 } else if let record = found[id] {
-                    let returned = record.restricted(to: desiredKeys)
+                    let returned = record.presented(to: context.userRecordName).restricted(to: desiredKeys)
                     produced.append(returned)
                     if fetchRecordsCompletionBlock != nil { fetched[id] = returned }
                     perRecordProgressBlock?(id, 1.0)
@@ -174,6 +179,12 @@ public final class FetchRecordsOperation: DatabaseOperation, RecordProducingOper
         // records were reported, and the operation did not finish as asked.
         if shouldStop { return stopped() }
         return Self.partialFailure(errors, of: ids.count)
+    }
+
+    /// `ids` without repeats, in order.
+    private static func unique(_ ids: [Record.ID]) -> [Record.ID] {
+        var seen = Set<Record.ID>()
+        return ids.filter { seen.insert($0).inserted }
     }
 
     override func complete(with error: StratusError?) {

@@ -28,7 +28,9 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
         case ifServerRecordUnchanged = 0
         /// Write only the keys the client changed; ignore change tags.
         case changedKeys = 1
-        /// Replace every field with the client's; ignore change tags.
+        /// Write every key the record holds, changed or not (and the keys it removed); ignore
+        /// change tags. Keys only the store holds stay, as in CloudKit: a record fetched with
+        /// `desiredKeys` writes the keys it fetched and those set since.
         case allKeys = 2
     }
 
@@ -104,6 +106,9 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
     /// What ``modifyRecordsCompletionBlock`` reports.
     private var savedRecords: [Record] = []
     private var deletedRecordIDs: [Record.ID] = []
+    /// The caller's user record name, who reads themself as `__defaultOwner__` in the records
+    /// handed back (see ``Record/creatorUserRecordID``).
+    private var viewer: String?
 
     /// The producer's batches, when the operation is a pipeline stage.
     private var input: PipelineChannel<Record>?
@@ -171,6 +176,7 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
     }
 
     override func execute(engine: any StorageEngine, context: DatabaseContext) throws -> StratusError? {
+        viewer = context.userRecordName
         var errors: [Record.ID: StratusError] = [:]
         var done = 0
         let toSave = recordsToSave ?? [], toDelete = recordIDsToDelete ?? []
@@ -181,11 +187,25 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
                 defer { handedOn += 1 }
                 return try emit(saved, sequence: handedOn, position: nil, to: recordOutput)
             }
-            let stop = try write(
-                prepared: preparedSaves, saving: toSave, deleting: toDelete, progress: jobProgress.map { JobProgressEntry(job: $0.job, position: $0.position, text: $0.text) },
-                singleTransaction: false, interruptible: true, engine: engine, context: context, errors: &errors, done: &done, handOn: handOn)
-            if let stop { return stop }
-            if shouldStop { return stopped(done: done, errors: errors) }
+            let progress = jobProgress.map { JobProgressEntry(job: $0.job, position: $0.position, text: $0.text) }
+            // As in CloudKit, an atomic request is atomic per zone: a failure in one zone fails
+            // that zone's items only, and the default zone's items succeed or fail one by one.
+            let groups = isAtomic ? Self.zoneGroups(prepared: preparedSaves, saving: toSave, deleting: toDelete) : []
+            if groups.count > 1 {
+                for (index, group) in groups.enumerated() {
+                    let stop = try write(
+                        prepared: group.prepared, saving: group.saves, deleting: group.deletes, progress: index == groups.count - 1 ? progress : nil,
+                        singleTransaction: false, interruptible: true, engine: engine, context: context, errors: &errors, done: &done, handOn: handOn)
+                    if let stop { return stop }
+                    if shouldStop { return stopped(done: done, errors: errors) }
+                }
+            } else {
+                let stop = try write(
+                    prepared: preparedSaves, saving: toSave, deleting: toDelete, progress: progress,
+                    singleTransaction: false, interruptible: true, engine: engine, context: context, errors: &errors, done: &done, handOn: handOn)
+                if let stop { return stop }
+                if shouldStop { return stopped(done: done, errors: errors) }
+            }
         }
         guard let input else { return Self.partialFailure(errors, of: total) }
         let mode = writeMode ?? RecordWriteMode(savePolicy)
@@ -198,7 +218,7 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
             let records = try current?.records() ?? transform.map { try $0(batch.elements) } ?? batch.elements
             // While this batch is written, the next one, when the producer has it ready, is
             // checked and prepared on another thread.
-            if let next = input.receiveIfQueued() { upcoming = UpcomingBatch(next, transform: transform, mode: mode, context: context) }
+            if let next = input.receiveIfQueued() { upcoming = UpcomingBatch(next, transform: transform, mode: mode, everyKey: savesEveryKey, context: context) }
             total += records.count
             let progress = jobProgress(for: batch)
             var saved: [Record] = []
@@ -246,13 +266,17 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
         var failed: [Record.ID: StratusError] = [:]
     }
 
-    private static func prepare(_ records: [Record], mode: RecordWriteMode, context: DatabaseContext) -> Preparation {
+    /// Whether a save writes every key its record holds, not only the changed ones: CloudKit's
+    /// `.allKeys` (keys only the store holds stay as they are).
+    private var savesEveryKey: Bool { writeMode == nil && savePolicy == .allKeys }
+
+    private static func prepare(_ records: [Record], mode: RecordWriteMode, everyKey: Bool, context: DatabaseContext) -> Preparation {
         var preparation = Preparation()
         preparation.valid.reserveCapacity(records.count)
         for record in records {
             do {
                 try checkZone(record.recordID, context)
-                preparation.valid.append(try PreparedSave(record, writeMode: mode))
+                preparation.valid.append(try PreparedSave(record, writeMode: mode, everyKeyChanged: everyKey))
             } catch {
                 preparation.failed[record.recordID] = error
             }
@@ -270,6 +294,7 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
         /// What `transform` threw: the batch fails when its turn comes, after the one before it is written.
         private let transformError: (any Error)?
         private let mode: RecordWriteMode
+        private let everyKey: Bool
         private let context: DatabaseContext
         private let state = Mutex(PreparationState.waiting)
         private let finished = DispatchSemaphore(value: 0)
@@ -280,9 +305,10 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
             case prepared(Preparation)
         }
 
-        init(_ batch: PipelineBatch<Record>, transform: (@Sendable ([Record]) throws -> [Record])?, mode: RecordWriteMode, context: DatabaseContext) {
+        init(_ batch: PipelineBatch<Record>, transform: (@Sendable ([Record]) throws -> [Record])?, mode: RecordWriteMode, everyKey: Bool, context: DatabaseContext) {
             self.batch = batch
             self.mode = mode
+            self.everyKey = everyKey
             self.context = context
             do {
                 transformed = try transform.map { try $0(batch.elements) } ?? batch.elements
@@ -296,7 +322,7 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
             // that has not run yet.
             DispatchQueue.global().async { [weak self] in
                 guard let self, claim() else { return }
-                let preparation = ModifyRecordsOperation.prepare(transformed, mode: mode, context: context)
+                let preparation = ModifyRecordsOperation.prepare(transformed, mode: mode, everyKey: everyKey, context: context)
                 state.withLock { $0 = .prepared(preparation) }
                 finished.signal()
             }
@@ -320,13 +346,38 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
         /// The records checked and prepared: by this thread when no other began.
         func preparation() -> Preparation? {
             guard transformError == nil else { return nil }
-            if claim() { return ModifyRecordsOperation.prepare(transformed, mode: mode, context: context) }
+            if claim() { return ModifyRecordsOperation.prepare(transformed, mode: mode, everyKey: everyKey, context: context) }
             finished.wait()
             return state.withLock { state in
                 if case .prepared(let preparation) = state { return preparation }
                 return nil
             }
         }
+    }
+
+    /// The items of one zone in a request (see ``zoneGroups(prepared:saving:deleting:)``).
+    private struct ZoneGroup {
+        var prepared: [PreparedSave] = []
+        var saves: [Record] = []
+        var deletes: [Record.ID] = []
+    }
+
+    /// A request's items by zone, zones in the order they first appear; one group (or none)
+    /// when the request writes in one zone only.
+    private static func zoneGroups(prepared: [PreparedSave], saving records: [Record], deleting ids: [Record.ID]) -> [ZoneGroup] {
+        let first = prepared.first?.recordID.zoneID ?? records.first?.recordID.zoneID ?? ids.first?.zoneID
+        guard let first, prepared.contains(where: { $0.recordID.zoneID != first }) || records.contains(where: { $0.recordID.zoneID != first })
+                || ids.contains(where: { $0.zoneID != first }) else { return [] }
+        var order: [RecordZone.ID] = []
+        var groups: [RecordZone.ID: ZoneGroup] = [:]
+        func group(_ zoneID: RecordZone.ID, _ add: (inout ZoneGroup) -> Void) {
+            if groups[zoneID] == nil { order.append(zoneID) }
+            add(&groups[zoneID, default: ZoneGroup()])
+        }
+        for save in prepared { group(save.recordID.zoneID) { $0.prepared.append(save) } }
+        for record in records { group(record.recordID.zoneID) { $0.saves.append(record) } }
+        for id in ids { group(id.zoneID) { $0.deletes.append(id) } }
+        return order.map { groups[$0]! }
     }
 
     private func stopped(done: Int, errors: [Record.ID: StratusError]) -> StratusError {
@@ -356,7 +407,7 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
             do { try Self.checkZone(save.recordID, context) } catch { failed[save.recordID] = error }
         }
         if !failed.isEmpty { valid.removeAll { failed[$0.recordID] != nil } }
-        let prepared = preparation ?? Self.prepare(toSave, mode: writeMode ?? RecordWriteMode(savePolicy), context: context)
+        let prepared = preparation ?? Self.prepare(toSave, mode: writeMode ?? RecordWriteMode(savePolicy), everyKey: savesEveryKey, context: context)
         valid.append(contentsOf: prepared.valid)
         failed.merge(prepared.failed) { _, later in later }
         var validDeletes: [Record.ID] = []
@@ -529,6 +580,7 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
             }
             switch outcome.saveResults[index] {
             case .success(let (saved, kind)):
+                saved.presented(to: viewer)
                 if collecting { forConsumers.append(saved) }
                 if keepsResults { savedRecords.append(saved) }
                 if tracksZones { writtenZones.insert(record.recordID.zoneID) }
@@ -537,6 +589,7 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
                 saveBlock?(record.recordID, .success(saved))
                 completionBlock?(saved, nil)
             case .failure(let error):
+                error.presentRecords(to: viewer)
                 errors[record.recordID] = error
                 saveBlock?(record.recordID, .failure(error))
                 completionBlock?(record, error)
@@ -567,6 +620,7 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
     }
 
     private func report(_ record: Record, _ error: StratusError) {
+        error.presentRecords(to: viewer)
         perRecordSaveBlock?(record.recordID, .failure(error))
         perRecordCompletionBlock?(record, error)
     }

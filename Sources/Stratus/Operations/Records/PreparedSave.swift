@@ -118,17 +118,18 @@ package struct PreparedSave: Sendable {
     /// `namesChecked` says that the producer has checked the record name, record type and
     /// field keys already (a reader checks them on its input's bytes). `writeMode`, when
     /// given, is the mode the record is saved in: a save that mode lets only update a stored
-    /// record does not make the ``document`` of a new one.
+    /// record does not make the ``document`` of a new one. `everyKeyChanged` counts every key
+    /// the record holds as changed (CloudKit's `.allKeys` save policy), besides keys it removed.
     ///
     /// - Throws: ``StratusError`` `invalidArguments` or `limitExceeded`, naming the record.
-    package init(_ record: Record, namesChecked: Bool = false, writeMode: RecordWriteMode? = nil) throws(StratusError) {
+    package init(_ record: Record, namesChecked: Bool = false, writeMode: RecordWriteMode? = nil, everyKeyChanged: Bool = false) throws(StratusError) {
         let state = record.snapshot
         let validated = try Record.validate(recordID: record.recordID, recordType: record.recordType, fields: state.fields, parent: state.parent, namesChecked: namesChecked)
         // References are saved, compared and stored in their record's zone, as they read back.
         let fields = validated.spellsZoneOtherwise ? Record.referencesInZone(state.fields, of: record.recordID.zoneID) : state.fields
         let parent = validated.spellsZoneOtherwise ? state.parent?.inZone(record.recordID.zoneID) : state.parent
         storage = Storage(record: record, systemFields: state.system, fields: fields, encryptedKeys: state.encrypted, parent: parent,
-                          parentChanged: state.parentChanged, jsonExtras: state.extras, allFieldsChanged: state.allFieldsChanged, changed: state.changed,
+                          parentChanged: state.parentChanged, jsonExtras: state.extras, allFieldsChanged: state.allFieldsChanged || everyKeyChanged, changed: state.changed,
                           fieldDataSize: validated.fieldDataSize, holdsAsset: validated.holdsAsset,
                           encodesDocument: writeMode?.mayCreate(changeTag: state.system.recordChangeTag) ?? true,
                           encodesChanges: writeMode?.mergesChangedKeysOnly(changeTag: state.system.recordChangeTag) ?? false)

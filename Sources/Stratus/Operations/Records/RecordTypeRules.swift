@@ -230,7 +230,7 @@ struct RecordTypeRules {
             return StratusError(.notAuthenticated, "WRITE operation not permitted on record '\(id.recordName)': deleting from the public database needs a signed-in user", recordID: id)
         }
         let type = try typeState(stored.recordType, in: transaction)
-        return type.access?.denial(.write, recordID: id, recordType: stored.recordType, creator: stored.creatorUserRecordID)
+        return type.access?.denial(.write, recordID: id, recordType: stored.recordType, creator: stored.systemFields.creatorUserRecordID)
     }
 
     /// Whether deletes need the stored record (its type and creator) for ``checkDelete(_:stored:in:)``.

@@ -247,7 +247,7 @@ enum RecordWriteExecutor {
             guard try capabilities(id.zoneID) != nil else { return .failure(zoneNotFound(id)) }
             if try updateWithoutReading(save) { return .success((save.record, .updated)) }
             let existing = try transaction.storedRecord(id)
-            if let denied = try typeRules.accessDenial(save, creator: existing?.creatorUserRecordID, isNew: existing == nil, in: transaction) {
+            if let denied = try typeRules.accessDenial(save, creator: existing?.systemFields.creatorUserRecordID, isNew: existing == nil, in: transaction) {
                 // A save that would change nothing writes nothing: re-running an import of
                 // records others created is not refused (and a refusal reveals no conflict).
                 if let existing, case .success(let same) = RecordWriteRules.resolve(save, existing: existing, mode: request.writeMode, preservingSystemFields: request.preservesSystemFields, context: context, now: now),

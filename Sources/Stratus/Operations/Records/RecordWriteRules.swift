@@ -21,15 +21,18 @@ public enum RecordWriteMode: String, Hashable, Sendable, Codable, CaseIterable {
     /// No tag check; writes the changed keys, creating the record when missing
     /// (`SavePolicy.changedKeys`).
     case forceUpdate
-    /// No tag check; replaces every field, creating the record when missing (`SavePolicy.allKeys`).
+    /// No tag check; replaces every field, creating the record when missing (CloudKit Web
+    /// Services' `forceReplace`; `SavePolicy.allKeys` writes every key the record holds in
+    /// ``forceUpdate`` instead, keeping keys only the store holds).
     case forceReplace
 
     /// The mode a CloudKit save policy stands for.
     public init(_ policy: ModifyRecordsOperation.SavePolicy) {
         switch policy {
         case .ifServerRecordUnchanged: self = .ifServerRecordUnchanged
-        case .changedKeys: self = .forceUpdate
-        case .allKeys: self = .forceReplace
+        // `.allKeys` writes every key the record holds (``PreparedSave`` counts them all as
+        // changed) over the stored record; keys only the store holds stay, as in CloudKit.
+        case .changedKeys, .allKeys: self = .forceUpdate
         }
     }
 
@@ -153,7 +156,7 @@ enum RecordWriteRules {
         var system = Record.SystemFields(
             creationDate: existing?.creationDate ?? (keep ? given.creationDate : nil) ?? now,
             modificationDate: now,
-            creatorUserRecordID: existing?.creatorUserRecordID ?? (keep ? given.creatorUserRecordID : nil) ?? newRecordCreator ?? context.userRecordID,
+            creatorUserRecordID: existing?.systemFields.creatorUserRecordID ?? (keep ? given.creatorUserRecordID : nil) ?? newRecordCreator ?? context.userRecordID,
             lastModifiedUserRecordID: context.userRecordID,
             recordChangeTag: (keep ? given.recordChangeTag : nil) ?? newChangeTag()
         )
