@@ -21,11 +21,16 @@ final class RecipeBrowser: @unchecked Sendable {
     /// Runs a query to its end, a page at a time, as apps do with `queryResultBlock` and cursors;
     /// answers the record names in the order matched, and how many pages it took.
     func all(_ query: Query, zoneID: RecordZone.ID? = nil, pageSize: Int = 2, keys: [Record.FieldKey]? = nil,
-             completion: @escaping (Result<(records: [Record], pages: Int), Error>) -> Void) {
-        var found: [Record] = []
-        var pages = 0
+             completion: @escaping @Sendable (Result<(records: [Record], pages: Int), Error>) -> Void) {
+        // The blocks run on the operations' threads: what they collect is kept under a lock.
+        final class Collected: @unchecked Sendable {
+            var found: [Record] = []
+            var pages = 0
+        }
+        let collected = Collected()
         let lock = NSLock()
-        func run(_ operation: QueryOperation) {
+        let database = self.database
+        @Sendable func run(_ operation: QueryOperation) {
             operation.resultsLimit = pageSize
             operation.desiredKeys = keys
             operation.zoneID = zoneID
@@ -33,7 +38,7 @@ final class RecipeBrowser: @unchecked Sendable {
             operation.recordMatchedBlock = { _, result in
                 switch result {
                 case .success(let record):
-                    lock.lock(); found.append(record); lock.unlock()
+                    lock.lock(); collected.found.append(record); lock.unlock()
                 case .failure(let error):
                     print("skipping a record: \(error)")
                 }
@@ -41,11 +46,12 @@ final class RecipeBrowser: @unchecked Sendable {
             operation.queryResultBlock = { result in
                 switch result {
                 case .success(let cursor):
-                    lock.lock(); pages += 1; lock.unlock()
+                    lock.lock(); collected.pages += 1; lock.unlock()
                     if let cursor = cursor {
                         run(QueryOperation(cursor: cursor))
                     } else {
-                        completion(.success((found, pages)))
+                        lock.lock(); let answer = (collected.found, collected.pages); lock.unlock()
+                        completion(.success(answer))
                     }
                 case .failure(let error):
                     completion(.failure(error))
