@@ -23,12 +23,13 @@ final class Library {
     func createZone() async throws {
         let result: Result<Void, Error> = await awaitCallback { done in
             let op = ModifyRecordZonesOperation(recordZonesToSave: [RecordZone(zoneID: self.zoneID)], recordZoneIDsToDelete: nil)
-            var savedZones: [RecordZone] = []
+            // The blocks run on the operation's thread: what they collect is kept in a Box.
+            let savedZones = Box<[RecordZone]>([])
             op.perRecordZoneSaveBlock = { _, result in
-                if case .success(let zone) = result { savedZones.append(zone) }
+                if case .success(let zone) = result { savedZones.update { $0.append(zone) } }
             }
             op.modifyRecordZonesResultBlock = { result in
-                done(result.flatMap { savedZones.count == 1 ? .success(()) : .failure(StratusError(.internalError)) })
+                done(result.flatMap { savedZones.value.count == 1 ? .success(()) : .failure(StratusError(.internalError)) })
             }
             self.database.add(op)
         }

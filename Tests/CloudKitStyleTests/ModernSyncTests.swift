@@ -36,18 +36,19 @@ final class ModernSync: @unchecked Sendable {
 
     // let op = CKFetchDatabaseChangesOperation(previousServerChangeToken: databaseToken)
     func fetchDatabaseChanges(completion: @escaping (Result<(changed: [RecordZone.ID], deleted: [RecordZone.ID], moreComing: Bool), Error>) -> Void) {
-        var changed: [RecordZone.ID] = []
-        var deleted: [RecordZone.ID] = []
+        // The blocks run on the operation's thread: what they collect is kept in Boxes.
+        let changed = Box<[RecordZone.ID]>([])
+        let deleted = Box<[RecordZone.ID]>([])
         let operation = FetchDatabaseChangesOperation(previousServerChangeToken: databaseToken)
         operation.fetchAllChanges = fetchAllChanges
         if resultsLimit > 0 { operation.resultsLimit = resultsLimit }
         operation.recordZoneWithIDChangedBlock = { zoneID in
             self.log.add("zone changed \(zoneID.zoneName)")
-            changed.append(zoneID)
+            changed.update { $0.append(zoneID) }
         }
         operation.recordZoneWithIDWasDeletedBlock = { zoneID in
             self.log.add("zone deleted \(zoneID.zoneName)")
-            deleted.append(zoneID)
+            deleted.update { $0.append(zoneID) }
         }
         operation.changeTokenUpdatedBlock = { token in
             self.log.add("database token")
@@ -58,11 +59,11 @@ final class ModernSync: @unchecked Sendable {
             case .success((let token, let moreComing)):
                 self.log.add("database done moreComing=\(moreComing)")
                 self.databaseToken = token
-                for zoneID in deleted {
+                for zoneID in deleted.value {
                     self.cache[zoneID] = nil
                     self.zoneTokens[zoneID] = nil
                 }
-                completion(.success((changed, deleted, moreComing)))
+                completion(.success((changed.value, deleted.value, moreComing)))
             case .failure(let error):
                 if let ckError = error as? StratusError, ckError.code == .changeTokenExpired {
                     self.databaseToken = nil
@@ -85,7 +86,7 @@ final class ModernSync: @unchecked Sendable {
             configuration.desiredKeys = desiredKeys
             configurations[zoneID] = configuration
         }
-        var moreComingByZone: [RecordZone.ID: Bool] = [:]
+        let moreComingByZone = Box<[RecordZone.ID: Bool]>([:])
         let operation = FetchRecordZoneChangesOperation(recordZoneIDs: zoneIDs, configurationsByRecordZoneID: configurations)
         operation.fetchAllChanges = fetchAllChanges
         operation.recordWasChangedBlock = { recordID, result in
@@ -116,7 +117,7 @@ final class ModernSync: @unchecked Sendable {
             case .success((let serverChangeToken, _, let moreComing)):
                 self.log.add("zone done \(zoneID.zoneName) moreComing=\(moreComing)")
                 self.zoneTokens[zoneID] = serverChangeToken
-                moreComingByZone[zoneID] = moreComing
+                moreComingByZone.update { $0[zoneID] = moreComing }
             case .failure(let error):
                 self.log.add("zone failed \(zoneID.zoneName) \((error as? StratusError)?.code.rawValue ?? -1)")
                 if let ckError = error as? StratusError, ckError.code == .changeTokenExpired {
@@ -129,7 +130,7 @@ final class ModernSync: @unchecked Sendable {
             switch result {
             case .success:
                 self.log.add("all done")
-                completion(.success(moreComingByZone))
+                completion(.success(moreComingByZone.value))
             case .failure(let error):
                 self.log.add("all failed \((error as? StratusError)?.code.rawValue ?? -1)")
                 completion(.failure(error))
