@@ -109,6 +109,30 @@ struct ImportSemanticsCLITests {
         }
     }
 
+    @Test("--max-errors with input in several zones: past the limit nothing after the rejected record is written in any zone; at it, every valid record is", arguments: TestEngine.all)
+    func maxErrorsAcrossZones(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            for zone in ["A", "B"] { #expect(try await cli.run(["zones", "create", zone, "--database", "private"]).exitCode == 0) }
+            func line(_ name: String, _ zone: String) -> String {
+                #"{"recordName":"\#(name)","recordType":"T","fields":{"n":{"value":1,"type":"INT64"}},"zoneID":{"zoneName":"\#(zone)"}}"#
+            }
+            #expect(try await cli.run(["import", "--quiet", "--database", "private"], stdin: line("b1", "B") + "\n").exitCode == 0)
+            let input = try cli.file("zones.ndjson", [line("b1", "B"), line("b2", "B"), line("a1", "A"), line("a2", "A")].joined(separator: "\n") + "\n")
+            func count(_ zone: String) async throws -> String {
+                try await cli.run(["count", "--type", "T", "--database", "private", "--zone", zone]).stdout
+            }
+            let stopped = try await cli.run(["import", input, "--database", "private", "--mode", "create", "--max-errors", "0"])
+            #expect(stopped.exitCode == 65 && stopped.stderr.contains("nothing after it was written"), "\(stopped)")
+            let (zoneA, zoneB) = (try await count("A"), try await count("B"))
+            #expect(zoneA == "0\n" && zoneB == "1\n", "the record after the limit is not written in another zone")
+            let finished = try await cli.run(["import", input, "--database", "private", "--mode", "create", "--max-errors", "1"])
+            #expect(finished.exitCode == 1 && !finished.stderr.contains("batchRequestFailed"), "only b1 is rejected: \(finished)")
+            let (finalA, finalB) = (try await count("A"), try await count("B"))
+            #expect(finalA == "2\n" && finalB == "2\n", "every valid record is written, b2 too")
+        }
+    }
+
     @Test("--max-errors counts records whose parent never came once, at the end of the input, with the input's own rejects: past the limit exit 65, at it exit 1", arguments: TestEngine.all)
     func rejectLimitCountsRecordsThatWaited(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

@@ -614,6 +614,9 @@ final class ImportRun {
         op.recordIDsToDelete = batch.deletions
         op.writeMode = options.writeMode
         op.isAtomic = atomic
+        // An atomic batch here is all or nothing across zones: a probe that failed must have
+        // written nothing, and an atomic import writes every record or none.
+        op.isAtomicAcrossZones = atomic
         op.preservesSystemFields = options.preservesSystemFields
         op.maximumAssetSize = options.maximumAssetSize
         op.writesSystemRecords = options.writesSystemRecords

@@ -76,6 +76,11 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
     /// op.isAtomic = true      // no effect there: `fresh` is saved, `stale` fails alone
     /// ```
     public var isAtomic = true
+    /// An atomic request written in one transaction whatever zones it touches, instead of
+    /// zone by zone as CloudKit writes it: for jobs whose bookkeeping needs all or nothing
+    /// across zones (an import's atomic run, and the batch that finds where its reject limit
+    /// falls).
+    var isAtomicAcrossZones = false
     public var perRecordSaveBlock: (@Sendable (Record.ID, Result<Record, any Error>) -> Void)?
     public var perRecordDeleteBlock: (@Sendable (Record.ID, Result<Void, any Error>) -> Void)?
     public var modifyRecordsResultBlock: (@Sendable (Result<Void, any Error>) -> Void)?
@@ -190,7 +195,7 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
             let progress = jobProgress.map { JobProgressEntry(job: $0.job, position: $0.position, text: $0.text) }
             // As in CloudKit, an atomic request is atomic per zone: a failure in one zone fails
             // that zone's items only, and the default zone's items succeed or fail one by one.
-            let groups = isAtomic ? Self.zoneGroups(prepared: preparedSaves, saving: toSave, deleting: toDelete) : []
+            let groups = isAtomic && !isAtomicAcrossZones ? Self.zoneGroups(prepared: preparedSaves, saving: toSave, deleting: toDelete) : []
             if groups.count > 1 {
                 for (index, group) in groups.enumerated() {
                     let stop = try write(
