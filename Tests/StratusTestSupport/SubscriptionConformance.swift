@@ -252,6 +252,7 @@ public enum SubscriptionConformance {
         TestCase("notifications: a zone or database subscription fires once per transaction, filtered by record type", zoneAndDatabaseSubscriptions),
         TestCase("notifications: firesOnce fires once and deletes the subscription in the same transaction", firesOnce),
         TestCase("notifications: public subscriptions of several users each get their own; private ones only their user's writes", usersAndDatabases),
+        TestCase("notifications: creatorUserRecordID == __defaultOwner__ in a subscription means its subscriber, as a record's creator reads to its own user", ownRecordsByDefaultOwner),
         TestCase("notifications: rolled-back writes record nothing; a partial failure only what committed; cascades notify", atomicityAndCascades),
         TestCase("notifications: indexed, IN, recordID and scanned predicates agree with the query oracle on bulk imports", agreesWithOracle),
     ]
@@ -381,6 +382,24 @@ public enum SubscriptionConformance {
         _ = try await database.save(makeRecord("Order", "big3", ["total": .int64(700)]))
         #expect(try await described(container) == ["query first-big recordCreated big1"])
         #expect(try await database.allSubscriptions().isEmpty)
+    }
+
+    static func ownRecordsByDefaultOwner(_ env: Environment) async throws {
+        let alice = env.container(user: "alice"), bob = env.container(user: "bob")
+        // As CloudKit code builds it: the creator a record of one's own shows, __defaultOwner__.
+        let mine = try await alice.publicCloudDatabase.save(makeRecord("Post", "first"))
+        let me = try #require(mine.creatorUserRecordID)
+        #expect(me.recordName == CurrentUserDefaultName)
+        for user in [alice, bob] {
+            let subscription = QuerySubscription(recordType: "Post", predicate: try QueryPredicate(format: "creatorUserRecordID == %@", me),
+                                                 subscriptionID: "mine", options: [.firesOnRecordCreation])
+            subscription.notificationInfo = info()
+            try await user.publicCloudDatabase.save(subscription)
+        }
+        _ = try await alice.publicCloudDatabase.save(makeRecord("Post", "alices"))
+        _ = try await bob.publicCloudDatabase.save(makeRecord("Post", "bobs"))
+        #expect(try await described(alice) == ["query mine recordCreated alices"])
+        #expect(try await described(bob) == ["query mine recordCreated bobs"])
     }
 
     static func usersAndDatabases(_ env: Environment) async throws {

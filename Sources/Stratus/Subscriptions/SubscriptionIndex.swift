@@ -82,7 +82,10 @@ final class SubscriptionIndex: Sendable {
             let zoneID = definition.zoneID.map(context.canonical)
             switch definition.type {
             case .query:
-                guard let recordType = definition.recordType, let written = definition.predicate else { continue }
+                guard let recordType = definition.recordType, var written = definition.predicate else { continue }
+                // `__defaultOwner__` in the predicate (`creatorUserRecordID == %@` given a record's
+                // creator, which reads so to its own user) means the subscriber, as in a query.
+                if !stored.subscriber.isEmpty { written = written.namingCurrentUser(stored.subscriber) }
                 // Checked when saved; compiled again for its normal form (flat AND, NOT over one condition).
                 let predicate = (try? CompiledQuery(Query(recordType: recordType, predicate: written), zoneID: .default, desiredKeys: nil).predicate) ?? written
                 let options = QuerySubscription.Options(rawValue: definition.options ?? 0)
