@@ -81,8 +81,7 @@ public final class FetchRecordsOperation: DatabaseOperation, RecordProducingOper
     }
 
     override func execute(engine: any StorageEngine, context: DatabaseContext) throws -> StratusError? {
-        var seen = Set<Record.ID>()
-        var ids = (recordIDs ?? []).filter { seen.insert($0).inserted }
+        var ids = Self.unique(recordIDs ?? [])
         if fetchesCurrentUserRecord {
             guard let me = context.userRecordID else {
                 return StratusError(.notAuthenticated, "no user is signed in, and only a signed-in user has a user record (open the container with a user name)")

@@ -195,18 +195,12 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
             let progress = jobProgress.map { JobProgressEntry(job: $0.job, position: $0.position, text: $0.text) }
             // As in CloudKit, an atomic request is atomic per zone: a failure in one zone fails
             // that zone's items only, and the default zone's items succeed or fail one by one.
-            let groups = isAtomic && !isAtomicAcrossZones ? Self.zoneGroups(prepared: preparedSaves, saving: toSave, deleting: toDelete) : []
-            if groups.count > 1 {
-                for (index, group) in groups.enumerated() {
-                    let stop = try write(
-                        prepared: group.prepared, saving: group.saves, deleting: group.deletes, progress: index == groups.count - 1 ? progress : nil,
-                        singleTransaction: false, interruptible: true, engine: engine, context: context, errors: &errors, done: &done, handOn: handOn)
-                    if let stop { return stop }
-                    if shouldStop { return stopped(done: done, errors: errors) }
-                }
-            } else {
+            let whole = ZoneGroup(prepared: preparedSaves, saves: toSave, deletes: toDelete)
+            let groups = isAtomic && !isAtomicAcrossZones ? Self.zoneGroups(of: whole) : [whole]
+            for (index, group) in groups.enumerated() {
+                // The job's progress goes with the request's last transaction.
                 let stop = try write(
-                    prepared: preparedSaves, saving: toSave, deleting: toDelete, progress: progress,
+                    prepared: group.prepared, saving: group.saves, deleting: group.deletes, progress: index == groups.count - 1 ? progress : nil,
                     singleTransaction: false, interruptible: true, engine: engine, context: context, errors: &errors, done: &done, handOn: handOn)
                 if let stop { return stop }
                 if shouldStop { return stopped(done: done, errors: errors) }
@@ -360,19 +354,20 @@ public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOpe
         }
     }
 
-    /// The items of one zone in a request (see ``zoneGroups(prepared:saving:deleting:)``).
+    /// The items of one zone in a request, or of a whole request (see ``zoneGroups(of:)``).
     private struct ZoneGroup {
         var prepared: [PreparedSave] = []
         var saves: [Record] = []
         var deletes: [Record.ID] = []
     }
 
-    /// A request's items by zone, zones in the order they first appear; one group (or none)
-    /// when the request writes in one zone only.
-    private static func zoneGroups(prepared: [PreparedSave], saving records: [Record], deleting ids: [Record.ID]) -> [ZoneGroup] {
+    /// A request's items by zone, zones in the order they first appear; the request itself
+    /// when it writes in one zone only.
+    private static func zoneGroups(of request: ZoneGroup) -> [ZoneGroup] {
+        let (prepared, records, ids) = (request.prepared, request.saves, request.deletes)
         let first = prepared.first?.recordID.zoneID ?? records.first?.recordID.zoneID ?? ids.first?.zoneID
         guard let first, prepared.contains(where: { $0.recordID.zoneID != first }) || records.contains(where: { $0.recordID.zoneID != first })
-                || ids.contains(where: { $0.zoneID != first }) else { return [] }
+                || ids.contains(where: { $0.zoneID != first }) else { return [request] }
         var order: [RecordZone.ID] = []
         var groups: [RecordZone.ID: ZoneGroup] = [:]
         func group(_ zoneID: RecordZone.ID, _ add: (inout ZoneGroup) -> Void) {
