@@ -17,12 +17,7 @@ enum WhereDates {
     ///
     /// - Throws: ``UsageError`` quoting a literal that is neither.
     static func typed(_ predicate: QueryPredicate, by schema: RecordTypeSchema?) throws -> QueryPredicate {
-        switch predicate {
-        case .all, .none: return predicate
-        case .and(let parts): return .and(try parts.map { try typed($0, by: schema) })
-        case .not(let part): return .not(try typed(part, by: schema))
-        case .condition(let condition): return .condition(try typedCondition(condition, by: schema))
-        }
+        try predicate.mappingValues(of: { isDate($0, schema) }) { key, value in try date(value, key) }
     }
 
     /// The `--where` of a command, typed by the container's schema of `recordType`. A record
@@ -48,23 +43,6 @@ enum WhereDates {
         let typedQuery = Query(recordType: query.recordType, predicate: predicate)
         typedQuery.sortDescriptors = query.sortDescriptors
         return typedQuery
-    }
-
-    private static func typedCondition(_ condition: Condition, by schema: RecordTypeSchema?) throws -> Condition {
-        switch condition {
-        case .compare(let key, let op, let value) where isDate(key, schema):
-            return .compare(key, op, try date(value, key))
-        case .between(let key, let low, let high) where isDate(key, schema):
-            return .between(key, try date(low, key), try date(high, key))
-        case .in(let key, let values) where isDate(key, schema):
-            return .in(key, try values.map { try date($0, key) })
-        case .listContains(let key, let value) where isDate(key, schema):
-            return .listContains(key, try date(value, key))
-        case .listContainsAny(let key, let values) where isDate(key, schema):
-            return .listContainsAny(key, try values.map { try date($0, key) })
-        default:
-            return condition
-        }
     }
 
     private static func isDate(_ key: QueryKey, _ schema: RecordTypeSchema?) -> Bool {

@@ -114,22 +114,13 @@ extension QueryPredicate {
     /// The predicate with `__defaultOwner__` in conditions on the record's creator or last
     /// modifier replaced by the user record name `me` (see ``QueryAdmission/namingCurrentUser(_:context:)``).
     func namingCurrentUser(_ me: String) -> QueryPredicate {
-        func user(_ value: FieldValue) -> FieldValue {
+        mappingValues(of: { $0 == .creatorUserRecordID || $0 == .lastModifiedUserRecordID }) { _, value in
             switch value {
             case .reference(let reference) where reference.recordID.recordName == RecordZone.ID.currentUserDefaultOwner:
                 .reference(Record.Reference(recordID: Record.ID(recordName: me, zoneID: reference.recordID.zoneID), action: reference.action))
             case .string(RecordZone.ID.currentUserDefaultOwner): .string(me)
             default: value
             }
-        }
-        func isUser(_ key: QueryKey) -> Bool { key == .creatorUserRecordID || key == .lastModifiedUserRecordID }
-        switch self {
-        case .all, .none: return self
-        case .and(let parts): return .and(parts.map { $0.namingCurrentUser(me) })
-        case .not(let part): return .not(part.namingCurrentUser(me))
-        case .condition(.compare(let key, let op, let value)) where isUser(key): return .condition(.compare(key, op, user(value)))
-        case .condition(.in(let key, let values)) where isUser(key): return .condition(.in(key, values.map(user)))
-        case .condition: return self
         }
     }
 }
