@@ -80,6 +80,18 @@ public enum ZoneConformance {
         #expect(errorCode(results.saveResults[write.recordID]) == .zoneNotFound)
         let queryError = await caughtError { try await database.records(matching: Query(recordType: "Photo"), inZoneWith: photos) }
         #expect(stratusError(queryError)?.code == .zoneNotFound)
+        // A fetch by ID answers as CloudKit's: zoneNotFound for a deleted or never created
+        // zone (code that creates its zone on zoneNotFound relies on it), unknownItem for a
+        // record missing from a zone that exists.
+        let gone = Record.ID(recordName: recordName("r", 0), zoneID: photos)
+        let neverMade = Record.ID(recordName: "x", zoneID: RecordZone.ID(zoneName: "NeverMade"))
+        let missing = Record.ID(recordName: "missing", zoneID: notes)
+        let fetched = try await database.records(for: [gone, neverMade, missing])
+        #expect(errorCode(fetched[gone]) == .zoneNotFound)
+        #expect(errorCode(fetched[neverMade]) == .zoneNotFound)
+        #expect(errorCode(fetched[missing]) == .unknownItem)
+        let alone = await caughtError { try await database.record(for: gone) }
+        #expect(stratusError(alone)?.code == .zoneNotFound)
         // Other zones keep their records.
         #expect(try await TestDatabase.exists("keep", zoneID: notes, in: database))
         #expect(try await TestDatabase.exists("default-keep", in: database))

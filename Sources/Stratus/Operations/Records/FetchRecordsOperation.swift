@@ -2,8 +2,8 @@ import Foundation
 
 /// Fetches records by ID, like `CKFetchRecordsOperation`.
 ///
-/// Each ID gets its own result; a missing ID fails alone with `unknownItem`, and the final
-/// result is then `partialFailure`.
+/// Each ID gets its own result; a missing ID fails alone with `unknownItem` (`zoneNotFound`
+/// when its zone does not exist, as in CloudKit), and the final result is then `partialFailure`.
 ///
 /// ```swift
 /// let op = FetchRecordsOperation(recordIDs: [todoID, noteID])
@@ -105,6 +105,7 @@ public final class FetchRecordsOperation: DatabaseOperation, RecordProducingOper
             return error
         }
         var sequence = 0
+        var zones = ZoneRules.Existence()
         for start in stride(from: first, to: ids.count, by: Self.batchSize) {
             if shouldStop { return stopped() }
             var produced: [Record] = []
@@ -160,6 +161,11 @@ public final class FetchRecordsOperation: DatabaseOperation, RecordProducingOper
                     perRecordProgressBlock?(id, 1.0)
                     perRecordResultBlock?(id, .success(returned))
                     perRecordCompletionBlock?(returned, id, nil)
+                } else if try !withRetry({ try zones.contains(id.zoneID, engine: engine, context: context) }) {
+                    let error = ZoneRules.zoneNotFound(id.zoneID, context, recordID: id)
+                    errors[id] = error
+                    perRecordResultBlock?(id, .failure(error))
+                    perRecordCompletionBlock?(nil, id, error)
                 } else {
                     let error = StratusError(.unknownItem, "record '\(id.recordName)' was not found in \(id.zoneID.zoneName)"
                                              + (fetchesCurrentUserRecord && context.scope != .public ? " of the \(context.scope) database; user records live in the public database" : ""),

@@ -188,7 +188,7 @@ enum RecordWriteExecutor {
         }
 
         private func zoneNotFound(_ id: Record.ID) -> StratusError {
-            StratusError(.zoneNotFound, "zone '\(id.zoneID.zoneName)' does not exist in the \(context.scope) database", recordID: id, zoneID: id.zoneID)
+            ZoneRules.zoneNotFound(id.zoneID, context, recordID: id)
         }
 
         // MARK: Saves

@@ -62,6 +62,27 @@ enum ZoneRules {
         return RecordZone(zoneID: id, capabilities: capabilities(of: id, stored: zone.capabilities))
     }
 
+    /// CloudKit's answer to a read or write in a zone that does not exist: `zoneNotFound`, not
+    /// "no such record", so that code written for CloudKit (create the zone on `zoneNotFound`,
+    /// then retry) runs unchanged.
+    static func zoneNotFound(_ zoneID: RecordZone.ID, _ context: DatabaseContext, recordID: Record.ID? = nil) -> StratusError {
+        StratusError(.zoneNotFound, "zone '\(zoneID.zoneName)' does not exist in the \(context.scope) database", recordID: recordID, zoneID: zoneID)
+    }
+
+    /// Whether zones exist, asked of the store once per operation, and only for records it did
+    /// not find (a zone that holds a record exists): a fetch of present records pays nothing.
+    struct Existence {
+        private var stored: Set<RecordZone.ID>?
+
+        init() {}
+
+        mutating func contains(_ zoneID: RecordZone.ID, engine: any StorageEngine, context: DatabaseContext) throws -> Bool {
+            if zoneID.isDefault && context.scope != .shared { return true }
+            if stored == nil { stored = Set(try engine.fetchZones(in: context).map(\.zoneID)) }
+            return stored!.contains(zoneID) || stored!.contains(context.canonical(zoneID))
+        }
+    }
+
     /// Reports per-zone errors as CloudKit does: one `partialFailure` holding them all.
     static func partialFailure(_ errors: [RecordZone.ID: StratusError], of total: Int) -> StratusError? {
         guard !errors.isEmpty else { return nil }
