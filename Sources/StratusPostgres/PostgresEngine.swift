@@ -27,7 +27,9 @@ public final class PostgresEngine: StorageEngine, Sendable {
     /// How long tombstones of deleted records and zones are kept before automatic compaction
     /// removes them; `nil` keeps them.
     public let tombstoneRetention: Duration?
-    /// Where fetched assets' contents are written, so that records hand out readable files.
+    /// Where fetched assets' contents are written, so that records hand out readable files:
+    /// the folder given to the initializer, else `$TMPDIR/stratus-assets-<uid>-<store>`, a
+    /// folder of the user's own (0700), one per store and user of the machine.
     public let assetCacheDirectory: URL
 
     let pool: PostgresConnectionPool
@@ -82,7 +84,24 @@ public final class PostgresEngine: StorageEngine, Sendable {
         createdStore = !probe.exists
         identity = try Self.migrate(pool, probe: probe)
         loginRole = probe.role
-        self.assetCacheDirectory = assetCacheDirectory ?? FileManager.default.temporaryDirectory.appendingPathComponent("stratus-assets-\(identity)", isDirectory: true)
+        if let assetCacheDirectory {
+            self.assetCacheDirectory = assetCacheDirectory
+        } else {
+            // A temporary folder is shared by every user of the machine: the cache is this
+            // user's own (made now, or checked to be theirs), or another user of the machine
+            // could read it, or plant content that records would hand out as theirs.
+            let cache = FileManager.default.temporaryDirectory.appendingPathComponent("stratus-assets-\(geteuid())-\(identity)", isDirectory: true)
+            do throws(POSIXFailure) {
+                // Made now, so that no one else makes it first; where it cannot be made (a
+                // read-only temporary folder), assets fail when used, and nothing else does.
+                if try !FileDescriptor.checkOwnDirectory(cache) && mkdir(cache.path, 0o700) != 0 && errno == EEXIST {
+                    _ = try FileDescriptor.checkOwnDirectory(cache)
+                }
+            } catch {
+                throw StratusError(.permissionFailure, "the asset cache folder cannot be used: \(error.operation) (\(error.reason)); or give the engine an assetCacheDirectory of its own")
+            }
+            self.assetCacheDirectory = cache
+        }
     }
 
     /// Creates or upgrades the tables under an advisory lock, and answers the store's identity.

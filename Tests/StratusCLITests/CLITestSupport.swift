@@ -36,7 +36,8 @@ struct CLI: Sendable {
         self.engine = engine
         locations = try await TestStoreLocations(engine: engine, folder: store)
         storePath = try await locations.newStore(storeName)
-        environment = ["STRATUS_STORE": storePath, "STRATUS_USER": "tester"]
+        // The tool's temporary folders (a PostgreSQL store's asset cache) go with the test's folder.
+        environment = ["STRATUS_STORE": storePath, "STRATUS_USER": "tester", "TMPDIR": store.directory.path]
     }
 
     /// Another, new store of the test's engine (nothing is created yet): an SQLite file named

@@ -87,6 +87,39 @@ struct PostgresErrorTests {
         #expect(holder.withLock { $0 == nil }, "the second connection got the slot the first freed")
     }
 
+    @Test("the default asset cache is a folder of the user's own; a link or another user's folder in its place is refused, naming it")
+    func assetCacheFolderIsTheUsersOwn() async throws {
+        let database = try PostgresTestServer.makeDatabase()
+        let cache = try PostgresEngine(url: database.url).assetCacheDirectory
+        defer { try? FileManager.default.removeItem(at: cache) }
+        #expect(cache.lastPathComponent.hasPrefix("stratus-assets-\(geteuid())-"), "one cache per user of the machine: \(cache.path)")
+        var info = stat()
+        #expect(lstat(cache.path, &info) == 0 && info.st_uid == geteuid() && info.st_mode & 0o7777 == 0o700)
+
+        // Another user of the machine knows the path (the store's identity is readable to every
+        // role): a link in its place would send the cache elsewhere.
+        try FileManager.default.removeItem(at: cache)
+        try await TemporaryStore.with { elsewhere in
+            try FileManager.default.createSymbolicLink(at: cache, withDestinationURL: elsewhere.directory)
+            let linked = try #require(throws: StratusError.self) { try PostgresEngine(url: database.url) }
+            #expect(linked.code == .permissionFailure && linked.message.contains(cache.path) && linked.message.contains("assetCacheDirectory"), "\(linked)")
+            try FileManager.default.removeItem(at: cache)
+        }
+        // A folder another user made first, open to everyone, would let them read the cache or
+        // plant content records hand out. (Only root can make a folder another user owns.)
+        #expect(mkdir(cache.path, 0o777) == 0)
+        if geteuid() == 0 {
+            #expect(chown(cache.path, 4242, 4242) == 0)
+            let foreign = try #require(throws: StratusError.self) { try PostgresEngine(url: database.url) }
+            #expect(foreign.code == .permissionFailure && foreign.message.contains("another user (uid 4242)"), "\(foreign)")
+            #expect(chown(cache.path, geteuid(), getegid()) == 0)
+        }
+        // The user's own folder, open to others, is made private again.
+        #expect(chmod(cache.path, 0o777) == 0)
+        _ = try PostgresEngine(url: database.url)
+        #expect(lstat(cache.path, &info) == 0 && info.st_mode & 0o7777 == 0o700)
+    }
+
     @Test func aMissingDatabaseIsAMissingContainer() throws {
         let database = try PostgresTestServer.makeDatabase()
         let url = try PostgresConnectionString.replacing(["dbname": database.name + "_missing"], in: database.url)

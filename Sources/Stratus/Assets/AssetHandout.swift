@@ -90,11 +90,18 @@ enum AssetHandouts {
         var directories: [URL] = []
         let folder = content.deletingLastPathComponent()
         if folder.lastPathComponent == "sha256" { directories.append(folder.deletingLastPathComponent()) }
-        directories.append(FileManager.default.temporaryDirectory.appendingPathComponent("stratus-handouts-\(getuid())", isDirectory: true))
+        directories.append(temporaryDirectory)
         return directories
     }
 
+    /// The fallback in the machine's temporary folder, which every user may write in: used
+    /// only as a folder of this user's own (``FileDescriptor/makeOwnDirectory(_:)``).
+    private static var temporaryDirectory: URL {
+        FileManager.default.temporaryDirectory.appendingPathComponent("stratus-handouts-\(geteuid())", isDirectory: true)
+    }
+
     private static func handOut(_ content: URL, identifier: String, in directory: URL) throws -> URL {
+        if directory == temporaryDirectory { try FileDescriptor.makeOwnDirectory(directory) }
         let holder = try AssetHolder.shared(in: directory)
         let folder = directory.appendingPathComponent(folderName, isDirectory: true).appendingPathComponent(holder.name, isDirectory: true)
         try FileDescriptor.makePrivateDirectory(folder)

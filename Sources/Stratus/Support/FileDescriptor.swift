@@ -103,6 +103,48 @@ package final class FileDescriptor {
         try directory.sync(directory: true)
     }
 
+    /// Creates `url` as a folder of this user's own, private to them (0700), in a folder others
+    /// may write (a temporary folder): one that exists already is used only when it is a real
+    /// folder (no link) owned by this user (``checkOwnDirectory(_:)``).
+    ///
+    /// ```swift
+    /// try FileDescriptor.makeOwnDirectory(FileManager.default.temporaryDirectory.appendingPathComponent("stratus-handouts-\(geteuid())"))
+    /// ```
+    ///
+    /// - Throws: ``POSIXFailure`` with `errno`: the folder cannot be made, or is not this user's.
+    package static func makeOwnDirectory(_ url: URL) throws(POSIXFailure) {
+        if mkdir(url.path, 0o700) == 0 { return }
+        guard errno == EEXIST else { throw POSIXFailure(errno: errno, operation: "mkdir \(url.path)") }
+        _ = try checkOwnDirectory(url)
+    }
+
+    /// Whether `url` exists, as a folder this user may keep private data in, in a folder others
+    /// may write: a real folder (no link) owned by this user, made private (0700) if it was not.
+    /// Anyone who made it first, or could swap what is inside, could read or replace what
+    /// Stratus keeps there.
+    ///
+    /// ```swift
+    /// if try !FileDescriptor.checkOwnDirectory(cache) { _ = mkdir(cache.path, 0o700) }
+    /// ```
+    ///
+    /// - Returns: `false` when nothing is at `url`.
+    /// - Throws: ``POSIXFailure`` with `EACCES` for another user's folder, `ENOTDIR` for a link
+    ///   or a file.
+    package static func checkOwnDirectory(_ url: URL) throws(POSIXFailure) -> Bool {
+        let path = url.path
+        var info = stat()
+        guard lstat(path, &info) == 0 else {
+            if errno == ENOENT { return false }
+            throw POSIXFailure(errno: errno, operation: "stat \(path)")
+        }
+        guard info.st_mode & S_IFMT == S_IFDIR else { throw POSIXFailure(errno: ENOTDIR, operation: "use \(path), which is a link or a file, not a folder of this user's,") }
+        guard info.st_uid == geteuid() else {
+            throw POSIXFailure(errno: EACCES, operation: "use \(path), a folder another user (uid \(info.st_uid)) made; remove it or name another folder,")
+        }
+        if info.st_mode & 0o077 != 0 && chmod(path, 0o700) != 0 { throw POSIXFailure(errno: errno, operation: "chmod \(path)") }
+        return true
+    }
+
     /// Creates `url` (and missing parents) as folders private to this user (0700), and makes an
     /// existing `url` private too: Stratus's own folders hold copies of private data.
     ///
