@@ -111,12 +111,17 @@ struct SchemaCommand: Command {
             return .success
 
         case .importFile(let path):
-            let schema = try Self.read(path)
+            let file = try Self.read(path)
             let container = try store.openContainer(.createIfMissing)
             let before = try await container.schema()
+            let schema = file.keepingCompoundIndexes(of: before)
             let imported = try await Self.refusingData { try await container.replaceSchema(schema) }
             let changes = before.changes(to: imported)
             StratusCommand.log("imported \(path) as the development schema (\(Self.describe(imported))): \(changes.isEmpty ? "no change" : "\(changes.count) change(s)")")
+            let kept = Self.compoundIndexCount(schema) - Self.compoundIndexCount(file)
+            if kept > 0 {
+                StratusCommand.log("kept \(kept) compound index(es) of the stored schema, which the schema language cannot express")
+            }
             // CloudKit's development schema may drop a type whose records remain; say so, so
             // that a type left out of a file by mistake is noticed.
             let dropped = changes.compactMap { change -> String? in
@@ -143,7 +148,7 @@ struct SchemaCommand: Command {
         case .diff(let path):
             let schema = try Self.read(path)
             let stored = try await store.openContainer(.existing).schema()
-            let changes = stored.changes(to: schema)
+            let changes = stored.changes(to: schema.keepingCompoundIndexes(of: stored))
             let output = changes.map { $0.description + "\n" }.joined()
             try StandardOutput.write(output)
             StratusCommand.log(changes.isEmpty ? "the \(store.environment) schema and \(path) are the same" : "\(changes.count) difference(s) from the \(store.environment) schema to \(path)")
@@ -164,6 +169,11 @@ struct SchemaCommand: Command {
             StratusCommand.log("reset the development environment of \(container.identifier): its records and zones are deleted, its schema is production's")
             return .success
         }
+    }
+
+    /// How many compound indexes the schema's record types declare.
+    static func compoundIndexCount(_ schema: ContainerSchema) -> Int {
+        schema.recordTypes.reduce(0) { $0 + $1.compoundIndexes.count }
     }
 
     /// A schema file, read and checked: exit 66 when it cannot be read, 65 with its line and

@@ -180,6 +180,34 @@ struct SchemaCLITests {
         }
     }
 
+    @Test("compound indexes, which the schema language cannot express, survive export, diff and import; one whose field the file drops goes", arguments: TestEngine.all)
+    func compoundIndexesSurviveTheSchemaLanguage(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            try await Self.forumStore(cli)
+            // Set in Swift, as only Swift can.
+            let container = try cli.container()
+            var post = try #require(try await container.schema().recordType("Post"))
+            post.compoundIndexes = [.init(equalityFields: ["title"], sortField: "rank"), .init(equalityFields: ["rank"], sortField: "creationDate")]
+            try await container.saveSchema(post)
+
+            let exported = try cli.file("exported.ckdb", try await cli.run(["schema", "export"]).stdout)
+            let same = try await cli.run(["schema", "diff", exported])
+            #expect(same.exitCode == 0 && same.stdout.isEmpty, "a schema's own export is no difference: \(same)")
+            let imported = try await cli.run(["schema", "import", exported])
+            #expect(imported.exitCode == 0 && imported.stderr.contains("no change") && imported.stderr.contains("kept 2 compound index(es)"), "\(imported)")
+            #expect(Set(try await container.schema().recordType("Post")?.compoundIndexes ?? []) == Set(post.compoundIndexes))
+
+            // A file without `rank` leaves no index that names it.
+            let withoutRank = try cli.file("without-rank.ckdb", Self.forum.replacingOccurrences(of: "rank INT64 SORTABLE,", with: ""))
+            let diff = try await cli.run(["schema", "diff", withoutRank])
+            #expect(diff.exitCode == 1 && diff.stdoutLines.contains { $0.hasPrefix("~ Post compound indexes") }, "\(diff)")
+            let narrowed = try await cli.run(["schema", "import", withoutRank])
+            #expect(narrowed.exitCode == 0 && !narrowed.stderr.contains("kept"), "\(narrowed)")
+            #expect(try await container.schema().recordType("Post")?.compoundIndexes == [])
+        }
+    }
+
     @Test("schema deploy copies development to production additively; a destructive deploy is exit 65 and changes nothing", arguments: TestEngine.all)
     func deploy(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

@@ -18,7 +18,8 @@ import Stratus
 /// when the schema lacks it, unless ``includesUsersRecordType`` is false.
 ///
 /// Compound indexes (``Stratus/RecordTypeSchema/compoundIndexes``) have no form in the
-/// language and are not written.
+/// language and are not written; ``Stratus/ContainerSchema/keepingCompoundIndexes(of:)`` keeps
+/// the stored ones when such a file is imported again.
 public struct SchemaWriter: Sendable {
     /// Whether to write the `Users` record type CloudKit always has when the schema lacks it.
     public var includesUsersRecordType = true
