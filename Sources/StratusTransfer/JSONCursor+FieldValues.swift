@@ -443,8 +443,13 @@ extension JSONCursor {
     }
 
     private func dateValue(_ t: Token, _ key: String, _ type: FieldType, _ i: Int) throws(FieldError) -> Date {
-        guard t.kind == .number else { throw fail(t, key, type, i, "must be a number of milliseconds since 1970, not \(t.kindName)") }
-        guard let value = timestamp(t) else { throw fail(t, key, type, i, "\(shown(t, i)) is out of range") }
+        guard t.kind == .number || t.kind == .string else {
+            throw fail(t, key, type, i, "must be a number of milliseconds since 1970 or an ISO 8601 date-time, not \(t.kindName)")
+        }
+        guard let value = timestamp(t) else {
+            if t.kind == .string { throw fail(t, key, type, i, "\(shown(t, i)) is not an ISO 8601 date-time with a zone (2024-03-01T12:00:00Z), nor a number of milliseconds since 1970") }
+            throw fail(t, key, type, i, "\(shown(t, i)) is out of range")
+        }
         return value
     }
 
@@ -539,8 +544,11 @@ extension JSONCursor {
             else if stringEquals(k, "speed") { bit = 64; location.speed = try number() }
             else if stringEquals(k, "timestamp") {
                 bit = 128
-                guard v.kind == .number else { throw fail(v, key, type, i, "has a timestamp that is \(v.kindName), not a number") }
-                guard let date = timestamp(v) else { throw fail(v, key, type, i, "has a timestamp \(numberText(v)) out of range") }
+                guard v.kind == .number || v.kind == .string else { throw fail(v, key, type, i, "has a timestamp that is \(v.kindName), not a number or an ISO 8601 date-time") }
+                guard let date = timestamp(v) else {
+                    if v.kind == .string { throw fail(v, key, type, i, "has a timestamp '\(quoted(v))' that is not an ISO 8601 date-time with a zone") }
+                    throw fail(v, key, type, i, "has a timestamp \(numberText(v)) out of range")
+                }
                 location.timestamp = date
             } else {
                 // Kept with the field's JSON (keepsFieldText).

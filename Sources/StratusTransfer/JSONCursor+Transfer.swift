@@ -15,7 +15,13 @@ extension JSONCursor {
 
     /// A timestamp in milliseconds since 1970 as a date, exactly: the reverse of
     /// ``TimestampText``, so a date written and read back is the same `Date`. Nil when not finite.
+    /// A string is read as an ISO 8601 date-time with a zone (`2024-03-01T12:00:00.000Z`), the
+    /// form CloudKit's management API (`cktool`, CKTool JS) gives dates in; nil when it is not one.
     func timestamp(_ token: Token) -> Date? {
+        if token.kind == .string {
+            // A date alone (`2024-03-01`) names a day, not an instant: only a date-time is read.
+            return withStringBytes(token) { $0.count > 10 ? ISO8601Timestamp.date($0) : nil }
+        }
         if token.flags & Token.isInteger != 0, case .value(let ms) = exactInteger(token) {
             let (sinceReference, overflow) = ms.subtractingReportingOverflow(TimestampText.referenceDateMilliseconds)
             if !overflow && sinceReference.magnitude < 1 << 53 {

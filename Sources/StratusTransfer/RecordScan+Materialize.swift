@@ -331,6 +331,9 @@ extension JSONCursor {
 
     private func date(_ token: Token, _ what: String) throws(FieldError) -> Date {
         guard let date = timestamp(token) else {
+            if token.kind == .string {
+                throw FieldError(offset: token.start, message: "\(what) '\(quoted(token))' is not an ISO 8601 date-time with a zone (2024-03-01T12:00:00Z), nor a number of milliseconds since 1970")
+            }
             throw FieldError(offset: token.start, message: "\(what) \(numberText(token)) is out of range")
         }
         return date

@@ -185,11 +185,11 @@ extension JSONCursor {
     }
 
     /// Scans a value that must be of `kind` and appear once.
-    private mutating func scanOnce(_ slot: inout Token, _ key: Token, bit: UInt32, _ seen: inout UInt32, kind: Token.Kind) throws(ScanFailure) {
+    private mutating func scanOnce(_ slot: inout Token, _ key: Token, bit: UInt32, _ seen: inout UInt32, kind: Token.Kind, or other: Token.Kind? = nil) throws(ScanFailure) {
         let value = try scanValue()
         if seen & bit != 0 { note(key.start, "the key '\(quoted(key))' appears twice") }
         seen |= bit
-        if value.kind == kind {
+        if value.kind == kind || value.kind == other {
             slot = value
         } else {
             note(value.start, "'\(quoted(key))' must be \(Token(kind: kind, start: 0, end: 0, flags: 0).kindName), not \(value.kindName)")
@@ -264,7 +264,8 @@ extension JSONCursor {
         repeat {
             let key = try scanKey()
             if stringEquals(key, "timestamp") {
-                try scanOnce(&time, key, bit: 1, &seen, kind: .number)
+                // Milliseconds in CloudKit Web Services' records, an ISO 8601 date-time in the management API's.
+                try scanOnce(&time, key, bit: 1, &seen, kind: .number, or: .string)
             } else if stringEquals(key, "userRecordName") {
                 try scanOnce(&user, key, bit: 2, &seen, kind: .string)
             } else {

@@ -54,6 +54,27 @@ struct TimestampTextTests {
         }
     }
 
+    @Test("ISO 8601 date-times with a zone, as CloudKit's management API writes dates, read as the same instant as their milliseconds")
+    func isoDateTimes() throws {
+        let cases: [(String, Double)] = [
+            ("\"2024-03-01T12:00:00Z\"", 1_709_294_400_000), ("\"2024-03-01T12:00:00.123Z\"", 1_709_294_400_123),
+            ("\"2024-03-01T14:00:00+02:00\"", 1_709_294_400_000), ("\"1969-12-31T23:59:59.999Z\"", -1),
+        ]
+        for (iso, milliseconds) in cases {
+            let fromISO = try Self.readBack(iso), fromNumber = try Self.readBack(String(format: "%.0f", milliseconds))
+            #expect(fromISO != nil && fromISO == fromNumber, "\(iso)")
+        }
+        // The envelope's authorship and a location's timestamp read the same way.
+        let line = #"{"recordName":"r","recordType":"T","fields":{"at":{"value":{"latitude":1,"longitude":2,"timestamp":"2024-03-01T12:00:00Z"},"type":"LOCATION"}},"created":{"timestamp":"2024-03-01T12:00:00.5Z","userRecordName":"_u"}}"#
+        let reader = try RecordReader(data: Data(line.utf8), options: RecordReadOptions())
+        guard case .record(let record, _)? = try reader.next(), case .location(let location)? = record.fieldValue(forKey: "at") else {
+            Issue.record("the record did not read")
+            return
+        }
+        #expect(location.timestamp == Date(timeIntervalSince1970: 1_709_294_400))
+        #expect(record.systemFields.creationDate == Date(timeIntervalSince1970: 1_709_294_400.5))
+    }
+
     @Test("known texts: fractions, signs and whole milliseconds")
     func knownTexts() {
         #expect(Self.written(0.000_501) == "978307200000.501")
