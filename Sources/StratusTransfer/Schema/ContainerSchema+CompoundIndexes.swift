@@ -9,7 +9,7 @@ extension ContainerSchema {
     /// STRING, INT64, DOUBLE, TIMESTAMP or REFERENCE field, not encrypted).
     ///
     /// ```swift
-    /// let file = try SchemaReader.read(text)
+    /// let file = try SchemaReader().read(contentsOf: schemaFile)
     /// try await container.replaceSchema(file.keepingCompoundIndexes(of: try await container.schema()))
     /// ```
     public func keepingCompoundIndexes(of stored: ContainerSchema) -> ContainerSchema {

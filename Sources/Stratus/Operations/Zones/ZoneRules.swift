@@ -78,8 +78,9 @@ enum ZoneRules {
 
         mutating func contains(_ zoneID: RecordZone.ID, engine: any StorageEngine, context: DatabaseContext) throws -> Bool {
             if zoneID.isDefault && context.scope != .shared { return true }
-            if stored == nil { stored = Set(try engine.fetchZones(in: context).map(\.zoneID)) }
-            return stored!.contains(zoneID) || stored!.contains(context.canonical(zoneID))
+            let zones = try stored ?? Set(engine.fetchZones(in: context).map(\.zoneID))
+            stored = zones
+            return zones.contains(zoneID) || zones.contains(context.canonical(zoneID))
         }
     }
 
