@@ -147,4 +147,26 @@ struct PortBehaviourTests {
             #expect((error?.partialErrorsByItemID?[RecordID(recordName: "missing")] as? StratusError)?.code == .unknownItem)
         }
     }
+    // #expect(error == CKError(.zoneNotFound)) against a test double's error; Set<CKError>
+    @Test("errors compare and hash as CKError's: by code and userInfo")
+    func errorEquality() {
+        let bare = StratusError(.notAuthenticated)
+        #expect(bare == StratusError(.notAuthenticated))
+        #expect(bare.hashValue == StratusError(.notAuthenticated).hashValue)
+        #expect(bare != StratusError(.zoneBusy))
+        let retry = StratusError(.zoneBusy, userInfo: [ErrorRetryAfterKey: 3])
+        #expect(retry == StratusError(.zoneBusy, userInfo: [ErrorRetryAfterKey: 3.0]))
+        #expect(retry != StratusError(.zoneBusy, userInfo: [ErrorRetryAfterKey: 5]))
+        #expect(retry != StratusError(.zoneBusy))
+        let id = RecordID(recordName: "a")
+        let partial = StratusError(.partialFailure, userInfo: [PartialErrorsByItemIDKey: [id: StratusError(.unknownItem)]])
+        #expect(partial == StratusError(.partialFailure, userInfo: [PartialErrorsByItemIDKey: [id: StratusError(.unknownItem)]]))
+        #expect(partial != StratusError(.partialFailure, userInfo: [PartialErrorsByItemIDKey: [id: StratusError(.zoneNotFound)]]))
+        let record = Record(recordType: "Note", recordID: id)
+        let conflict = StratusError(.serverRecordChanged, userInfo: [RecordChangedErrorServerRecordKey: record])
+        #expect(conflict == StratusError(.serverRecordChanged, userInfo: [RecordChangedErrorServerRecordKey: record]))
+        #expect(conflict != StratusError(.serverRecordChanged, userInfo: [RecordChangedErrorServerRecordKey: record.copy() as! Record]),
+                "records compare as CKRecords do, by identity")
+        #expect(Set([bare, StratusError(.notAuthenticated), retry]).count == 2)
+    }
 }
