@@ -38,6 +38,10 @@ public let ErrorUserDidResetEncryptedDataKey = "CKErrorUserDidResetEncryptedData
 /// A ``StratusError`` is a `CKError` when seen as an `NSError`: the same domain, code numbers,
 /// `userInfo` keys, and the message as `localizedDescription`.
 ///
+/// As `CKError`, it conforms to `CustomNSError` and not to `LocalizedError`, so an app may add
+/// that conformance with its own `errorDescription` (its text for each code), as CloudKit apps
+/// do; `localizedDescription` stays the message.
+///
 /// ```swift
 /// database.save(record) { saved, error in
 ///     guard let error = error as NSError?, error.domain == ErrorDomain else { return }
@@ -45,7 +49,7 @@ public let ErrorUserDidResetEncryptedDataKey = "CKErrorUserDidResetEncryptedData
 ///     print(error.code, error.localizedDescription)
 /// }
 /// ```
-extension StratusError: CustomNSError, LocalizedError {
+extension StratusError: CustomNSError {
     /// `CKErrorDomain`.
     public static var errorDomain: String { ErrorDomain }
 
@@ -70,9 +74,6 @@ extension StratusError: CustomNSError, LocalizedError {
 
     /// The `userInfo` dictionary, as `CKError.userInfo` offers it.
     public var userInfo: [String: Any] { errorUserInfo }
-
-    /// The message: what was wrong and where.
-    public var errorDescription: String? { message }
 
     /// For a `partialFailure`: each failed item's error, keyed by its ``Record/ID`` (record
     /// operations) or ``RecordZone/ID`` (zone operations), as `CKError.partialErrorsByItemID`;

@@ -11,3 +11,32 @@ public typealias Reference = Record.Reference
 public typealias ReferenceAction = Record.ReferenceAction
 /// `CKRecordSavePolicy`: ``ModifyRecordsOperation/SavePolicy``.
 public typealias RecordSavePolicy = ModifyRecordsOperation.SavePolicy
+/// `CKDatabaseScope`: ``Database/Scope``.
+///
+/// ```swift
+/// let database = container.database(with: DatabaseScope.private)
+/// ```
+public typealias DatabaseScope = Database.Scope
+/// `CKRecordZoneCapabilities`: ``RecordZone/Capabilities``.
+public typealias RecordZoneCapabilities = RecordZone.Capabilities
+/// `CKQuerySubscriptionOptions`: ``QuerySubscription/Options``.
+///
+/// ```swift
+/// let options: QuerySubscriptionOptions = [.firesOnRecordCreation, .firesOnRecordUpdate]
+/// ```
+public typealias QuerySubscriptionOptions = QuerySubscription.Options
+/// `CKSubscriptionType`: ``Subscription/SubscriptionType``.
+public typealias SubscriptionType = Subscription.SubscriptionType
+/// `CKNotificationType`: ``StratusNotification/NotificationType``.
+public typealias NotificationType = StratusNotification.NotificationType
+/// `CKQueryNotificationReason`: ``QueryNotification/Reason``.
+public typealias QueryNotificationReason = QueryNotification.Reason
+/// `CKFetchRecordZoneChangesOptions`: ``FetchRecordZoneChangesOperation/ZoneOptions``.
+///
+/// ```swift
+/// let options = FetchRecordZoneChangesOptions()
+/// options.previousServerChangeToken = token
+/// ```
+public typealias FetchRecordZoneChangesOptions = FetchRecordZoneChangesOperation.ZoneOptions
+/// `CKFetchRecordZoneChangesConfiguration`: ``FetchRecordZoneChangesOperation/ZoneConfiguration``.
+public typealias FetchRecordZoneChangesConfiguration = FetchRecordZoneChangesOperation.ZoneConfiguration

@@ -51,6 +51,8 @@ open class DatabaseOperation: Operation, @unchecked Sendable {
     private enum State { case pending, executing, finished }
     private let lock = NSLock()
     private var state = State.pending
+    /// Whether ``main()`` did the work (guarded by `lock`).
+    private var didRun = false
 
     /// Configuration, group and timeout state (see `DatabaseOperation+Configuration.swift`).
     let settings = Mutex(OperationSettings())
@@ -71,7 +73,33 @@ open class DatabaseOperation: Operation, @unchecked Sendable {
         }
         precondition(wasPending, "\(type(of: self)) was started twice; an operation runs once")
         transition(to: .executing, key: "isExecuting")
+        main()
+        finish()
+    }
 
+    /// Does the operation's work and calls its blocks; ``start()`` calls it, and the operation
+    /// finishes when it returns.
+    ///
+    /// As with CloudKit's operations, a subclass may override it to prepare the operation (set
+    /// its blocks, its zones, its query) just before it runs, and then call `super.main()`:
+    ///
+    /// ```swift
+    /// final class LoggingFetch: FetchRecordZoneChangesOperation, @unchecked Sendable {
+    ///     override func main() {
+    ///         recordChangedBlock = { record in print("changed", record.recordID.recordName) }
+    ///         super.main()
+    ///     }
+    /// }
+    /// ```
+    ///
+    /// The work runs once: a second call does nothing.
+    open override func main() {
+        let firstRun = lock.withLock { () -> Bool in
+            guard state == .executing, !didRun else { return false }
+            didRun = true
+            return true
+        }
+        guard firstRun else { return }
         let (joined, producing) = pipelineMembership.withLock { ($0.pipeline, $0.output) }
         joined?.start(self)
         producing?.prepare(producer: self)
@@ -100,7 +128,6 @@ open class DatabaseOperation: Operation, @unchecked Sendable {
         let (pipeline, output) = pipelineMembership.withLock { ($0.pipeline, $0.output) }
         if let pipeline { outcome = pipeline.finish(self, outcome: outcome, output: output) }
         complete(with: outcome)
-        finish()
     }
 
     /// Does the work. Returns the final error (`nil` for success). Subclasses override.

@@ -24,7 +24,7 @@ import Foundation
 /// }
 /// database.add(op)
 /// ```
-public final class FetchDatabaseChangesOperation: DatabaseOperation, @unchecked Sendable {
+open class FetchDatabaseChangesOperation: DatabaseOperation, @unchecked Sendable {
     /// Zone changes per batch when ``resultsLimit`` is 0.
     public static let defaultResultsLimit = 400
 
@@ -59,7 +59,10 @@ public final class FetchDatabaseChangesOperation: DatabaseOperation, @unchecked 
         super.init()
     }
 
-    public override convenience init() { self.init(previousServerChangeToken: nil) }
+    public override init() {
+        previousServerChangeToken = nil
+        super.init()
+    }
 
     override func execute(engine: any StorageEngine, context: DatabaseContext) throws -> StratusError? {
         precondition(resultsLimit >= 0, "FetchDatabaseChangesOperation.resultsLimit must not be negative")

@@ -32,7 +32,7 @@ import Foundation
 /// }
 /// database.add(op)
 /// ```
-public final class FetchRecordZoneChangesOperation: DatabaseOperation, RecordProducingOperation, @unchecked Sendable {
+open class FetchRecordZoneChangesOperation: DatabaseOperation, RecordProducingOperation, @unchecked Sendable {
     /// Changes per batch when a configuration sets no ``ZoneConfiguration/resultsLimit``.
     public static let defaultResultsLimit = 400
 
@@ -89,7 +89,11 @@ public final class FetchRecordZoneChangesOperation: DatabaseOperation, RecordPro
         super.init()
     }
 
-    public override convenience init() { self.init(recordZoneIDs: nil, configurationsByRecordZoneID: nil) }
+    public override init() {
+        recordZoneIDs = nil
+        configurationsByRecordZoneID = nil
+        super.init()
+    }
 
     /// An operation with CloudKit's older per-zone ``ZoneOptions``, as
     /// `CKFetchRecordZoneChangesOperation(recordZoneIDs:optionsByRecordZoneID:)`.

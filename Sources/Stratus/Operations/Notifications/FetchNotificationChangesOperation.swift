@@ -21,7 +21,7 @@ import Synchronization
 /// }
 /// container.add(op)
 /// ```
-public final class FetchNotificationChangesOperation: DatabaseOperation, @unchecked Sendable {
+open class FetchNotificationChangesOperation: DatabaseOperation, @unchecked Sendable {
     /// Notifications per operation when ``resultsLimit`` is 0.
     public static let defaultResultsLimit = 400
 
@@ -45,7 +45,10 @@ public final class FetchNotificationChangesOperation: DatabaseOperation, @unchec
         super.init()
     }
 
-    public override convenience init() { self.init(previousServerChangeToken: nil) }
+    public override init() {
+        previousServerChangeToken = nil
+        super.init()
+    }
 
     /// Whether notifications remain after this operation's batch; set before its final blocks run.
     public var moreComing: Bool { more.load(ordering: .acquiring) }

@@ -12,7 +12,7 @@ import Foundation
 /// op.markNotificationsReadResultBlock = { print("marked:", $0) }
 /// container.add(op)
 /// ```
-public final class MarkNotificationsReadOperation: DatabaseOperation, @unchecked Sendable {
+open class MarkNotificationsReadOperation: DatabaseOperation, @unchecked Sendable {
     public var notificationIDs: [StratusNotification.ID]
     public var perNotificationIDResultBlock: (@Sendable (StratusNotification.ID, Result<Void, any Error>) -> Void)?
     public var markNotificationsReadResultBlock: (@Sendable (Result<Void, any Error>) -> Void)?
@@ -33,8 +33,9 @@ public final class MarkNotificationsReadOperation: DatabaseOperation, @unchecked
     /// let op = MarkNotificationsReadOperation()
     /// op.notificationIDs = handled.compactMap(\.notificationID)
     /// ```
-    public override convenience init() {
-        self.init(notificationIDsToMarkRead: [])
+    public override init() {
+        notificationIDs = []
+        super.init()
     }
 
     override func execute(engine: any StorageEngine, context: DatabaseContext) throws -> StratusError? {

@@ -15,7 +15,7 @@ import Foundation
 /// }
 /// database.add(op)
 /// ```
-public final class QueryOperation: DatabaseOperation, RecordProducingOperation, @unchecked Sendable {
+open class QueryOperation: DatabaseOperation, RecordProducingOperation, @unchecked Sendable {
     /// Asks for the store's default page size (``defaultResultsLimit``).
     public static let maximumResults = 0
     /// Records per page when ``resultsLimit`` is ``maximumResults``.

@@ -12,7 +12,7 @@ import Foundation
 /// op.fetchRecordsResultBlock = { result in print("done:", result) }
 /// database.add(op)
 /// ```
-public final class FetchRecordsOperation: DatabaseOperation, RecordProducingOperation, @unchecked Sendable {
+open class FetchRecordsOperation: DatabaseOperation, RecordProducingOperation, @unchecked Sendable {
     /// IDs are fetched in batches of this many per engine call.
     public static let batchSize = 400
 
@@ -53,7 +53,10 @@ public final class FetchRecordsOperation: DatabaseOperation, RecordProducingOper
         super.init()
     }
 
-    public override convenience init() { self.init(recordIDs: []) }
+    public override init() {
+        recordIDs = []
+        super.init()
+    }
 
     /// An operation that fetches the current user's record, as
     /// `CKFetchRecordsOperation.fetchCurrentUserRecordOperation()`: the `Users` record of the

@@ -20,7 +20,7 @@ import Synchronization
 /// op.modifyRecordsResultBlock = { result in print(result) }
 /// database.add(op)
 /// ```
-public final class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, @unchecked Sendable {
+open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, @unchecked Sendable {
     /// How a save treats the copy of the record already in the store.
     public enum SavePolicy: Int, Hashable, Sendable, Codable {
         /// Save only if the record's change tag equals the stored one (or it is new);

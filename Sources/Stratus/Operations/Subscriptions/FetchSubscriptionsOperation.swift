@@ -12,7 +12,7 @@ import Foundation
 /// op.fetchSubscriptionsResultBlock = { print("done:", $0) }
 /// database.add(op)
 /// ```
-public final class FetchSubscriptionsOperation: DatabaseOperation, @unchecked Sendable {
+open class FetchSubscriptionsOperation: DatabaseOperation, @unchecked Sendable {
     /// The IDs to fetch; `nil` fetches every subscription.
     public var subscriptionIDs: [Subscription.ID]?
     public var perSubscriptionResultBlock: (@Sendable (Subscription.ID, Result<Subscription, any Error>) -> Void)?

@@ -16,7 +16,7 @@ import Foundation
 /// op.modifySubscriptionsResultBlock = { print("done:", $0) }
 /// database.add(op)
 /// ```
-public final class ModifySubscriptionsOperation: DatabaseOperation, @unchecked Sendable {
+open class ModifySubscriptionsOperation: DatabaseOperation, @unchecked Sendable {
     public var subscriptionsToSave: [Subscription]?
     public var subscriptionIDsToDelete: [Subscription.ID]?
     public var perSubscriptionSaveBlock: (@Sendable (Subscription.ID, Result<Subscription, any Error>) -> Void)?
@@ -35,7 +35,11 @@ public final class ModifySubscriptionsOperation: DatabaseOperation, @unchecked S
         super.init()
     }
 
-    public override convenience init() { self.init(subscriptionsToSave: nil, subscriptionIDsToDelete: nil) }
+    public override init() {
+        subscriptionsToSave = nil
+        subscriptionIDsToDelete = nil
+        super.init()
+    }
 
     override func execute(engine: any StorageEngine, context: DatabaseContext) throws -> StratusError? {
         let toSave = subscriptionsToSave ?? []

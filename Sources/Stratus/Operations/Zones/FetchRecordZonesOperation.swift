@@ -14,7 +14,7 @@ import Foundation
 /// op.fetchRecordZonesResultBlock = { print("done:", $0) }
 /// database.add(op)
 /// ```
-public final class FetchRecordZonesOperation: DatabaseOperation, @unchecked Sendable {
+open class FetchRecordZonesOperation: DatabaseOperation, @unchecked Sendable {
     /// The zones to fetch; every zone of the database when `nil`.
     public var recordZoneIDs: [RecordZone.ID]?
     public var perRecordZoneResultBlock: (@Sendable (RecordZone.ID, Result<RecordZone, any Error>) -> Void)?

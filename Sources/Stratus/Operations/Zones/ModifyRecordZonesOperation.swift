@@ -15,7 +15,7 @@ import Foundation
 /// op.modifyRecordZonesResultBlock = { print("done:", $0) }
 /// database.add(op)
 /// ```
-public final class ModifyRecordZonesOperation: DatabaseOperation, @unchecked Sendable {
+open class ModifyRecordZonesOperation: DatabaseOperation, @unchecked Sendable {
     public var recordZonesToSave: [RecordZone]?
     public var recordZoneIDsToDelete: [RecordZone.ID]?
     public var perRecordZoneSaveBlock: (@Sendable (RecordZone.ID, Result<RecordZone, any Error>) -> Void)?
@@ -35,7 +35,11 @@ public final class ModifyRecordZonesOperation: DatabaseOperation, @unchecked Sen
         super.init()
     }
 
-    public override convenience init() { self.init(recordZonesToSave: nil, recordZoneIDsToDelete: nil) }
+    public override init() {
+        recordZonesToSave = nil
+        recordZoneIDsToDelete = nil
+        super.init()
+    }
 
     override func execute(engine: any StorageEngine, context: DatabaseContext) throws -> StratusError? {
         let toSave = recordZonesToSave ?? []
