@@ -114,6 +114,14 @@ extension EngineConformance {
         let forDora = Record(recordType: Record.SystemType.userRecord, recordID: userRecordID(env, "dora"))
         #expect(await userSaveCode(forDora, in: alice) == .permissionFailure)
         #expect(try await userFetchCode(userRecordID(env, "dora"), as: alice) == .unknownItem)
+
+        // As in CloudKit, user records are fetched by ID, never listed by a query; Stratus's
+        // own reading of every record (what an export runs) still lists them.
+        let listing = stratusError(await caughtError { try await bob.records(matching: Query(recordType: RecordTypeUserRecord)) })
+        #expect(listing?.code == .invalidArguments && listing?.message.contains("fetch a user's record by its ID") == true, "\(String(describing: listing))")
+        var everyUser: Set<Record.ID> = []
+        for try await user in bob.allRecords(matching: Query(recordType: RecordTypeUserRecord)) { everyUser.insert(user.recordID) }
+        #expect(everyUser.isSuperset(of: [aliceID, carolID]))
     }
 
     static func userRecordCreationIsOneChange(_ env: Environment) async throws {

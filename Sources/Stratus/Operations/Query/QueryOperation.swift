@@ -101,6 +101,11 @@ open class QueryOperation: DatabaseOperation, RecordProducingOperation, @uncheck
             compiled.desiredKeys = desiredKeys
             position = cursor.position
         } else if let query {
+            // CloudKit refuses to list its users: a user record is fetched by its ID. Stratus's
+            // own jobs (allRecords, an export) and an administrator may still read them all.
+            if query.recordType == Record.SystemType.userRecord && !context.isAdministrator {
+                return StratusError(.invalidArguments, "records of type \(query.recordType) cannot be queried, as in CloudKit: fetch a user's record by its ID")
+            }
             let zone = zoneID ?? .default
             try ModifyRecordsOperation.checkZone(Record.ID(recordName: "query", zoneID: zone), context)
             compiled = try CompiledQuery(query, zoneID: zone, desiredKeys: desiredKeys)
