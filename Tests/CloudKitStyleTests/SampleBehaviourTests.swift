@@ -129,7 +129,7 @@ struct SampleBehaviourTests {
     }
 
     // The forms of CKQuery's documentation, with NSSortDescriptor and CKLocationSortDescriptor.
-    @Test("CKQuery predicate forms: IN, BETWEEN, %K, recordID, creationDate, distance, self CONTAINS, NOT IN")
+    @Test("CKQuery predicate forms: IN (array or set), BETWEEN, %K, recordID, creationDate, distance, self CONTAINS, NOT IN")
     func predicateForms() async throws {
         try await withContainer { container in
             let database = container.publicCloudDatabase
@@ -155,6 +155,10 @@ struct SampleBehaviourTests {
             #expect(try await names(database, "Place", try QueryPredicate(format: "%K == %@", "kind", "FOOD")) == ["cafe", "diner"])
             #expect(try await names(database, "Place", try QueryPredicate(format: "recordID == %@", Record.ID(recordName: "museum"))) == ["museum"])
             #expect(try await names(database, "Place", try QueryPredicate(format: "NOT (recordID IN %@)", [Record.ID(recordName: "museum")])) == ["cafe", "diner"])
+            // let seen: Set<CKRecord.ID> = …; NSPredicate(format: "NOT (recordID IN %@)", seen) — NSPredicate takes a set for IN
+            let seen: Set<Record.ID> = [Record.ID(recordName: "cafe"), Record.ID(recordName: "diner")]
+            #expect(try await names(database, "Place", try QueryPredicate(format: "NOT (recordID IN %@)", seen)) == ["museum"])
+            #expect(try await names(database, "Place", try QueryPredicate(format: "kind IN %@", Set(["culture"]))) == ["museum"])
             #expect(try await names(database, "Place", try QueryPredicate(format: "creationDate > %@", start.addingTimeInterval(-60))).count == 3)
             #expect(try await names(database, "Place", try QueryPredicate(format: "creationDate > %@", Date().addingTimeInterval(60))).isEmpty)
             #expect(try await names(database, "Place",
