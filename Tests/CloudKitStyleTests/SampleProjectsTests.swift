@@ -90,6 +90,53 @@ struct SampleProjectsTests {
     }
 }
 
+extension SampleProjectsTests {
+    // Apple's zone-sharing sample (its non-sharing part): a zone per group made with
+    // database.save(zone) before each contact, private zones other than the default one, the
+    // shared database's zones (none here) read with async let, and each zone's changes read
+    // in parallel in a task group.
+    @Test("the zone-sharing sample's reads: zones per group, async let, a task group of zone change loops")
+    func zoneGroupsInParallel() async throws {
+        try await withContainer { container in
+            let database = container.privateCloudDatabase
+            for (name, group) in [("Ann", "Family"), ("Bob", "Work"), ("Cy", "Work"), ("Di", "Club"), ("Ed", "Family")] {
+                let zone = RecordZone(zoneName: group)
+                try await database.save(zone)
+                let contact = Record(recordType: "Contact", recordID: Record.ID(zoneID: zone.zoneID))
+                contact["name"] = name
+                try await database.save(contact)
+            }
+            _ = try await database.save(Record(recordType: "Contact"))   // the default zone is left out
+
+            async let privateZones = database.allRecordZones().filter { $0.zoneID != RecordZone.default().zoneID }
+            async let sharedZones = container.sharedCloudDatabase.allRecordZones()
+            let (zones, shared) = try await (privateZones, sharedZones)
+            #expect(shared.isEmpty)
+
+            let groups = try await withThrowingTaskGroup(of: (String, [String]).self) { group in
+                for zone in zones {
+                    group.addTask {
+                        var names: [String] = []
+                        var token: ServerChangeToken?
+                        var more = true
+                        while more {
+                            let changes = try await database.recordZoneChanges(inZoneWith: zone.zoneID, since: token)
+                            names += changes.modificationResultsByID.values.compactMap { try? $0.get().record["name"] as? String }
+                            more = changes.moreComing
+                            token = changes.changeToken
+                        }
+                        return (zone.zoneID.zoneName, names.sorted())
+                    }
+                }
+                var byGroup: [String: [String]] = [:]
+                for try await (name, names) in group { byGroup[name] = names }
+                return byGroup
+            }
+            #expect(groups == ["Club": ["Di"], "Family": ["Ann", "Ed"], "Work": ["Bob", "Cy"]])
+        }
+    }
+}
+
 /// What Apple's private-sync sample keeps: contacts by record name, and the last change token.
 final class ContactSync {
     let database: Database
