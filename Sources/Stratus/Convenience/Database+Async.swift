@@ -62,7 +62,8 @@ extension Database {
         return recordID
     }
 
-    /// Saves and deletes records in one request; each item gets its own result.
+    /// Saves and deletes records in one request; each item gets its own result. Either list may
+    /// be left out, as in CloudKit (`modifyRecords(deleting: ids)`).
     ///
     /// ```swift
     /// let (saved, deleted) = try await database.modifyRecords(saving: [a, b], deleting: [c.recordID], savePolicy: .changedKeys)
@@ -70,7 +71,7 @@ extension Database {
     ///
     /// - Throws: only errors of the request as a whole; item errors are in the results.
     public func modifyRecords(
-        saving recordsToSave: [Record], deleting recordIDsToDelete: [Record.ID],
+        saving recordsToSave: [Record] = [], deleting recordIDsToDelete: [Record.ID] = [],
         savePolicy: ModifyRecordsOperation.SavePolicy = .ifServerRecordUnchanged, atomically: Bool = true
     ) async throws -> (saveResults: [Record.ID: Result<Record, any Error>], deleteResults: [Record.ID: Result<Void, any Error>]) {
         let saves = Collector<(Record.ID, Result<Record, any Error>)>()

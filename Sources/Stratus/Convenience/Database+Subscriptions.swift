@@ -86,7 +86,8 @@ extension Database {
         return subscriptionID
     }
 
-    /// Saves and deletes subscriptions in one request; each gets its own result.
+    /// Saves and deletes subscriptions in one request; each gets its own result. Either list may
+    /// be left out, as in CloudKit (`modifySubscriptions(saving: [subscription])`).
     ///
     /// ```swift
     /// let (saved, deleted) = try await database.modifySubscriptions(saving: [new], deleting: ["old"])
@@ -94,7 +95,7 @@ extension Database {
     ///
     /// - Throws: only errors of the request as a whole; subscription errors are in the results.
     public func modifySubscriptions(
-        saving subscriptionsToSave: [Subscription], deleting subscriptionIDsToDelete: [Subscription.ID]
+        saving subscriptionsToSave: [Subscription] = [], deleting subscriptionIDsToDelete: [Subscription.ID] = []
     ) async throws -> (saveResults: [Subscription.ID: Result<Subscription, any Error>], deleteResults: [Subscription.ID: Result<Void, any Error>]) {
         let saves = Collector<(Subscription.ID, Result<Subscription, any Error>)>()
         let deletes = Collector<(Subscription.ID, Result<Void, any Error>)>()

@@ -93,7 +93,8 @@ extension Database {
         return zoneID
     }
 
-    /// Creates and deletes zones in one request; each zone gets its own result.
+    /// Creates and deletes zones in one request; each zone gets its own result. Either list may
+    /// be left out, as in CloudKit (`modifyRecordZones(saving: [zone])`).
     ///
     /// ```swift
     /// let (saved, deleted) = try await database.modifyRecordZones(saving: [RecordZone(zoneName: "A")], deleting: [oldID])
@@ -101,7 +102,7 @@ extension Database {
     ///
     /// - Throws: only errors of the request as a whole; zone errors are in the results.
     public func modifyRecordZones(
-        saving recordZonesToSave: [RecordZone], deleting recordZoneIDsToDelete: [RecordZone.ID]
+        saving recordZonesToSave: [RecordZone] = [], deleting recordZoneIDsToDelete: [RecordZone.ID] = []
     ) async throws -> (saveResults: [RecordZone.ID: Result<RecordZone, any Error>], deleteResults: [RecordZone.ID: Result<Void, any Error>]) {
         let saves = Collector<(RecordZone.ID, Result<RecordZone, any Error>)>()
         let deletes = Collector<(RecordZone.ID, Result<Void, any Error>)>()

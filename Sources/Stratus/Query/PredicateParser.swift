@@ -48,6 +48,30 @@ extension QueryPredicate {
     public static let maximumConditions = 500
 }
 
+// MARK: - Collection arguments
+
+extension PredicateParser {
+    /// The elements of a collection argument, as `NSPredicate` takes them: an array in its order;
+    /// a `Set` or a dictionary's values (`NSPredicate` uses a dictionary's values)
+    /// in no order, `unordered` saying so. `nil` for anything else.
+    static func collectionElements(of value: Any) -> (elements: [Any], unordered: Bool)? {
+        if let array = value as? [Any] { return (array, false) }
+        if let dictionary = value as? [AnyHashable: Any] { return (Array(dictionary.values), true) }
+        if let set = value as? Set<AnyHashable> { return (set.map(\.base), true) }
+        return nil
+    }
+
+    /// A fixed order for the values of an unordered argument: Stratus's sort order, then the
+    /// values' text for values the sort order holds equal.
+    static func setOrder(_ a: FieldValue, _ b: FieldValue) -> Bool {
+        switch QueryRules.sortOrder(a, b) {
+        case .orderedAscending: true
+        case .orderedDescending: false
+        case .orderedSame: String(describing: a) < String(describing: b)
+        }
+    }
+}
+
 // MARK: - Tokens
 
 extension PredicateParser {
@@ -821,7 +845,7 @@ extension PredicateParser {
                     }
                     return .list(elements.map(PredicateParser.normalized))
                 }
-                if let array = value as? [Any] {
+                if let (array, unordered) = PredicateParser.collectionElements(of: value) {
                     var elements: [FieldValue] = []
                     elements.reserveCapacity(array.count)
                     for (index, element) in array.enumerated() {
@@ -835,11 +859,14 @@ extension PredicateParser {
                         }
                         elements.append(scalar)
                     }
+                    // A set's order changes from process to process; a predicate's text (and so
+                    // a cursor's query fingerprint) must not.
+                    if unordered { elements.sort(by: PredicateParser.setOrder) }
                     return .list(elements)
                 }
                 throw failure(
                     "argument \(number) is a \(typeName), which cannot be used in a predicate; pass a String, Int, Double, "
-                        + "Bool, Date, Data, Record.ID, Record.Reference, Record, Location, FieldValue or an array of these",
+                        + "Bool, Date, Data, Record.ID, Record.Reference, Record, Location, FieldValue, or an array, a set or a dictionary of these",
                     at: at)
             }
         }
