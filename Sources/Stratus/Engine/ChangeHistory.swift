@@ -242,7 +242,7 @@ public enum ChangeHistoryRules {
     /// - Throws: `zoneNotFound`, or `changeTokenExpired` for a position the empty default zone cannot have.
     public static func historyOfMissingZone(_ request: ZoneChangesRequest, in database: DatabaseContext) throws(StratusError) -> ZoneChangeBatch {
         guard request.zoneID.isDefault, database.scope != .shared else {
-            throw StratusError(.zoneNotFound, "zone '\(request.zoneID.zoneName)' does not exist in the \(database.scope) database", zoneID: request.zoneID)
+            throw ZoneRules.zoneNotFound(request.zoneID, database)
         }
         _ = try sequence(after: request.position, incarnation: "", current: 0, start: 0, of: "the default zone")
         return ZoneChangeBatch(changes: [], position: request.position ?? .origin, moreComing: false)

@@ -71,7 +71,7 @@ open class FetchRecordZonesOperation: DatabaseOperation, @unchecked Sendable {
                 if fetchRecordZonesCompletionBlock != nil { fetched[id] = answered }
                 perRecordZoneResultBlock?(id, .success(answered))
             } else {
-                let error = StratusError(.zoneNotFound, "zone '\(id.zoneName)' does not exist in the \(context.scope) database", zoneID: id)
+                let error = ZoneRules.zoneNotFound(id, context)
                 errors[id] = error
                 perRecordZoneResultBlock?(id, .failure(error))
             }
