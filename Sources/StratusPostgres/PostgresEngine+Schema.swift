@@ -11,6 +11,12 @@ extension PostgresEngine {
     }
 
     @_spi(StratusEngine)
+    public func fetchRecordTypeSchema(_ recordType: String, storageContainer: String) throws -> RecordTypeSchema? {
+        // One statement: no transaction around it, which would cost two more round trips a page.
+        try pool.withConnection { connection in try loadSchema(recordType, storageContainer: storageContainer, on: connection) }
+    }
+
+    @_spi(StratusEngine)
     public func modifySchema<T>(storageContainer: String, _ body: (inout ContainerSchema) throws -> T) throws -> T {
         let answer = try writeTransaction { connection -> T in
             // Schema changes of all containers serialize: they build shared indexes.
@@ -54,7 +60,7 @@ extension PostgresEngine {
 
     func loadContainerSchema(_ storageContainer: String, on connection: PostgresConnection) throws -> ContainerSchema {
         let types = try connection.query("SELECT schema FROM record_types WHERE container = $1 ORDER BY record_type", [.text(storageContainer)]).map {
-            try Self.decodeSchema(try $0.text(0) ?? "")
+            try StoredRecordTypeSchema.schema(from: try $0.text(0) ?? "")
         }
         let roles = try connection.query("SELECT role FROM schema_roles WHERE container = $1", [.text(storageContainer)]).map { SecurityRole(try $0.text(0) ?? "") }
         return ContainerSchema(roles: Set(roles), recordTypes: types)
@@ -84,12 +90,10 @@ extension PostgresEngine {
     /// Writes one record type's schema over `old`, rebuilding its words when its searchable
     /// fields changed. The caller synchronizes the indexes.
     func storeRecordType(_ type: RecordTypeSchema, replacing old: RecordTypeSchema?, storageContainer: String, on connection: PostgresConnection) throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
         try connection.execute("""
             INSERT INTO record_types(container, record_type, schema) VALUES ($1, $2, $3)
             ON CONFLICT (container, record_type) DO UPDATE SET schema = excluded.schema
-            """, [.text(storageContainer), .text(type.recordType), .text(String(decoding: try encoder.encode(type), as: UTF8.self))])
+            """, [.text(storageContainer), .text(type.recordType), .text(try StoredRecordTypeSchema.text(of: type))])
         if (old?.searchableFields ?? []) != type.searchableFields {
             try rebuildTokens(recordType: type.recordType, storageContainer: storageContainer, searchable: type.searchableFields, on: connection)
         }
@@ -98,15 +102,7 @@ extension PostgresEngine {
     func loadSchema(_ recordType: String, storageContainer: String, on connection: PostgresConnection) throws -> RecordTypeSchema? {
         guard let text = try connection.query("SELECT schema FROM record_types WHERE container = $1 AND record_type = $2",
                                               [.text(storageContainer), .text(recordType)]).first?.text(0) else { return nil }
-        return try Self.decodeSchema(text)
-    }
-
-    static func decodeSchema(_ text: String) throws -> RecordTypeSchema {
-        do {
-            return try JSONDecoder().decode(RecordTypeSchema.self, from: Data(text.utf8))
-        } catch {
-            throw StratusError(.badDatabase, "a stored record type schema does not decode: \(error)")
-        }
+        return try StoredRecordTypeSchema.schema(from: text)
     }
 
     /// Makes the store's `ix_` indexes exactly those that the schemas of every container
@@ -114,7 +110,7 @@ extension PostgresEngine {
     func synchronizeIndexes(on connection: PostgresConnection) throws {
         var wanted: [String: String] = [:]
         for row in try connection.query("SELECT schema FROM record_types") {
-            let schema = try Self.decodeSchema(try row.text(0) ?? "")
+            let schema = try StoredRecordTypeSchema.schema(from: try row.text(0) ?? "")
             for keys in PostgresDialect(table: "").indexKeys(for: schema) {
                 // Expressions go in parentheses; NULLS FIRST matches the queries' ascending order.
                 let columns = keys.map { $0.hasPrefix("(") || !$0.contains("(") ? "\($0) NULLS FIRST" : "(\($0)) NULLS FIRST" }

@@ -9,6 +9,10 @@ extension SQLiteEngine {
         try readTransaction { connection in try loadContainerSchema(storageContainer, on: connection) }
     }
 
+    @_spi(StratusEngine) public func fetchRecordTypeSchema(_ recordType: String, storageContainer: String) throws -> RecordTypeSchema? {
+        try readTransaction { connection in try loadSchema(recordType, storageContainer: storageContainer, on: connection) }
+    }
+
     @_spi(StratusEngine) public func modifySchema<T>(storageContainer: String, _ body: (inout ContainerSchema) throws -> T) throws -> T {
         try writeTransaction { connection in
             let stored = try loadContainerSchema(storageContainer, on: connection)
@@ -48,7 +52,7 @@ extension SQLiteEngine {
         let types = try connection.statement("SELECT schema FROM record_types WHERE container = ? ORDER BY record_type")
         try types.bind([.text(storageContainer)])
         var recordTypes: [RecordTypeSchema] = []
-        while try types.step() { recordTypes.append(try Self.decodeSchema(types.text(0) ?? "")) }
+        while try types.step() { recordTypes.append(try StoredRecordTypeSchema.schema(from: types.text(0) ?? "")) }
         let roles = try connection.statement("SELECT role FROM schema_roles WHERE container = ?")
         try roles.bind([.text(storageContainer)])
         var names: Set<SecurityRole> = []
@@ -94,7 +98,7 @@ extension SQLiteEngine {
     /// then calls ``synchronizeIndexes(on:)``).
     func storeRecordType(_ type: RecordTypeSchema, replacing old: RecordTypeSchema?, storageContainer: String, on connection: SQLiteConnection) throws -> Bool {
         let upsert = try connection.statement("INSERT OR REPLACE INTO record_types(container, record_type, schema) VALUES (?, ?, ?)")
-        try upsert.bind([.text(storageContainer), .text(type.recordType), .text(try Self.encodeSchema(type))])
+        try upsert.bind([.text(storageContainer), .text(type.recordType), .text(try StoredRecordTypeSchema.text(of: type))])
         try upsert.step()
         if (old?.searchableFields ?? []) != type.searchableFields {
             try rebuildTokens(recordType: type.recordType, storageContainer: storageContainer, searchable: type.searchableFields, on: connection)
@@ -108,27 +112,7 @@ extension SQLiteEngine {
         guard try select.step() else { return nil }
         let text = select.text(0) ?? ""
         select.reset()
-        if let known = decodedSchemas.withLock({ $0[text] }) { return known }
-        let schema = try Self.decodeSchema(text)
-        decodedSchemas.withLock { known in
-            if known.count >= 256 { known.removeAll() }
-            known[text] = schema
-        }
-        return schema
-    }
-
-    private static func encodeSchema(_ schema: RecordTypeSchema) throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        return String(decoding: try encoder.encode(schema), as: UTF8.self)
-    }
-
-    private static func decodeSchema(_ text: String) throws -> RecordTypeSchema {
-        do {
-            return try JSONDecoder().decode(RecordTypeSchema.self, from: Data(text.utf8))
-        } catch {
-            throw StratusError(.badDatabase, "a stored record type schema does not decode: \(error)")
-        }
+        return try StoredRecordTypeSchema.schema(from: text)
     }
 
     // MARK: - Indexes
@@ -139,7 +123,7 @@ extension SQLiteEngine {
         var wanted: [String: String] = [:]
         let select = try connection.statement("SELECT schema FROM record_types")
         while try select.step() {
-            for definition in Self.indexDefinitions(for: try Self.decodeSchema(select.text(0) ?? "")) {
+            for definition in Self.indexDefinitions(for: try StoredRecordTypeSchema.schema(from: select.text(0) ?? "")) {
                 wanted[Self.indexName(definition)] = definition
             }
         }

@@ -33,9 +33,6 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
     let automaticCompaction = Mutex<ContinuousClock.Instant?>(nil)
     /// The store's identity, once read (see ``storeIdentifier``).
     let knownStoreIdentifier = Mutex<String?>(nil)
-    /// Record type schemas decoded, by their stored text: every write transaction and query
-    /// reads its type's schema, and comparing the text costs less than decoding it again.
-    let decodedSchemas = Mutex<[String: RecordTypeSchema]>([:])
 
     private let writerLock = NSLock()
     private let writer: SQLiteConnection

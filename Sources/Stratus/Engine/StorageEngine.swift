@@ -72,6 +72,11 @@ public protocol StorageEngine: AnyObject, Sendable {
     /// empty for an environment never given one.
     @_spi(StratusEngine) func fetchSchema(storageContainer: String) throws -> ContainerSchema
 
+    /// One record type's schema in one environment of a container; `nil` for a type it does
+    /// not have. Every query page asks for it: an engine answers it from one row, without
+    /// reading the container's other types.
+    @_spi(StratusEngine) func fetchRecordTypeSchema(_ recordType: String, storageContainer: String) throws -> RecordTypeSchema?
+
     /// Changes the schema of one environment of a container in one transaction: reads it, lets
     /// `body` change it (the core decides what, and throws to change nothing), stores the result,
     /// and builds the indexes it declares over the records stored, dropping the indexes that no
@@ -216,6 +221,10 @@ public protocol StorageEngine: AnyObject, Sendable {
 }
 
 extension StorageEngine {
+    @_spi(StratusEngine) public func fetchRecordTypeSchema(_ recordType: String, storageContainer: String) throws -> RecordTypeSchema? {
+        try fetchSchema(storageContainer: storageContainer).recordType(recordType)
+    }
+
     @_spi(StratusEngine) public var authenticatedUserName: String? { nil }
 
     @_spi(StratusEngine) public var preferredImportBatchSize: Int { 2_000 }

@@ -25,8 +25,7 @@ enum QueryAdmission {
         let checksSchema = context.environment == .production || context.scope == .public
         // A query that names no field of its records needs the schema only for the checks below.
         guard checksSchema || namesFields(query) else { return query }
-        let schema = try engine.fetchSchema(storageContainer: context.storageContainer)
-        let typeSchema = schema.recordType(query.recordType)
+        let typeSchema = try engine.fetchRecordTypeSchema(query.recordType, storageContainer: context.storageContainer)
         if let refusal = encryptedFieldRefusal(query, schema: typeSchema) { throw refusal }
         guard checksSchema else { return query }
         let restriction = context.userRecordID.map(ownRecordsCondition)
