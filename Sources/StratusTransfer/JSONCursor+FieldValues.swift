@@ -43,7 +43,8 @@ extension FieldType {
         }
     }
 
-    /// Reads CloudKit's type names, including `ASSET` for ``asset`` and `ENCRYPTED_` types.
+    /// Reads CloudKit's type names, including `ASSET` for ``asset``, `ENCRYPTED_` types and
+    /// `NUMBER_` types.
     static func named(_ text: String) -> TypeName {
         if let type = FieldType(rawValue: text) { return .known(type) }
         switch text {
@@ -52,6 +53,14 @@ extension FieldType {
         case "UNKNOWN_LIST": return .unknownList
         default:
             if text.hasPrefix("ENCRYPTED_"), case .known(let type) = named(String(text.dropFirst(10))) { return .encrypted(type) }
+            // CloudKit Web Services types the value of a field its schema declares NUMBER
+            // (`NUMBER PREFERRED AS …`, or grown by a save) as NUMBER_INT64 or NUMBER_DOUBLE:
+            // the value is that number. Its spelling is kept by keepsFieldText.
+            if text.hasPrefix("NUMBER_"), let type = FieldType(rawValue: String(text.dropFirst(7))),
+                [.int64, .double, .int64List, .doubleList].contains(type)
+            {
+                return .known(type)
+            }
             return .unknown(text)
         }
     }

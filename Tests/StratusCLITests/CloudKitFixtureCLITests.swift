@@ -186,4 +186,30 @@ struct CloudKitFixtureCLITests {
             #expect(try await cli.count("T", extra: ["--zone", "Z", "--database", "private"]) == 0, "an atomic import writes nothing")
         }
     }
+
+    @Test("values CloudKit Web Services types NUMBER_INT64 and NUMBER_DOUBLE (a NUMBER field) import as numbers and export back as they came", arguments: TestEngine.all)
+    func numberTypedValues(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let schema = try await cli.run(["schema", "import", try cli.file("shortcuts.ckdb", "DEFINE SCHEMA RECORD TYPE Shortcut (color NUMBER PREFERRED AS INT64, name STRING);")])
+            #expect(schema.exitCode == 0, "\(schema)")
+            let body = """
+                {"records":[
+                  {"recordName":"s1","recordType":"Shortcut","fields":{"name":{"value":"A","type":"STRING"},"color":{"value":4274264319,"type":"NUMBER_INT64"}}},
+                  {"recordName":"s2","recordType":"Shortcut","fields":{"name":{"value":"B","type":"STRING"},"color":{"value":2.5,"type":"NUMBER_DOUBLE"}}}
+                ]}
+                """
+            let result = try await cli.run(["import", try cli.file("lookup.json", body)])
+            #expect(result.exitCode == 0, "\(result)")
+            Summary.expectImport(result, imported: 2)
+            #expect(try await cli.count("Shortcut", where: "color > 4000000000") == 1, "NUMBER_INT64 is the INT64 it holds")
+            let records = try await cli.exported("Shortcut")
+            let originals = try #require(try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any])["records"] as? [[String: Any]]
+            for original in try #require(originals) {
+                let name = try #require(original["recordName"] as? String)
+                let exported = try #require(records[name], "\(name) was exported")
+                #expect(Self.canonical(exported["fields"]) == Self.canonical(original["fields"]), "\(name): \(exported)")
+            }
+        }
+    }
 }

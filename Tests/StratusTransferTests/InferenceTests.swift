@@ -129,7 +129,7 @@ struct InferenceTests {
         }
     }
 
-    @Test("typed values: INT64 takes booleans and whole numbers written with a fraction; ASSET means ASSETID")
+    @Test("typed values: INT64 takes booleans and whole numbers written with a fraction; ASSET means ASSETID; NUMBER_INT64 and NUMBER_DOUBLE are numbers")
     func typedValues() throws {
         func typed(_ json: String, _ type: String) throws -> FieldValue? {
             let items = try readAll(#"{"recordName":"r","recordType":"T","fields":{"f":{"type":"\#(type)","value":\#(json)}}}"#)
@@ -149,6 +149,10 @@ struct InferenceTests {
         #expect(try typed(#""ab\/+cd\/\/""#, "BYTES") == .bytes(Data([0x69, 0xBF, 0xFE, 0x71, 0xDF, 0xFF])))
         #expect(try typed(#""caf\u00e9 \ud83d\ude00 \n""#, "STRING") == .string("café 😀 \n"))
         #expect(try typed("[]", "TIMESTAMP_LIST") == .dateList([]))
+        // The value of a NUMBER field, as CloudKit Web Services types it: the number it is.
+        #expect(try typed("4274264319", "NUMBER_INT64") == .int64(4_274_264_319))
+        #expect(try typed("2.5", "NUMBER_DOUBLE") == .double(2.5))
+        #expect(try typed("[1,2]", "NUMBER_INT64_LIST") == .int64List([1, 2]))
         #expect(try typed(#"{"recordName":"x","zoneID":{"zoneName":"_defaultZone","zoneType":"DEFAULT_ZONE"}}"#, "REFERENCE")
             == .reference(Record.Reference(recordID: Record.ID(recordName: "x"), action: .none)))
     }

@@ -273,6 +273,8 @@ struct RoundTripTests {
         ("bytesUnpadded", #"{"value":"YQ","type":"BYTES"}"#),
         ("bytesEscaped", #"{"value":"Y\u0051==","type":"BYTES"}"#),
         ("unknownList", #"{"value":[],"type":"UNKNOWN_LIST"}"#),
+        ("numberInt64", #"{"value":4274264319,"type":"NUMBER_INT64"}"#),
+        ("numberDouble", #"{"value":2.5,"type":"NUMBER_DOUBLE"}"#),
         ("untypedExponent", #"{"value":1e2}"#),
         ("untypedMinusZero", #"{"value":-0}"#),
         ("untypedText", #"{"value":"Milk"}"#),
