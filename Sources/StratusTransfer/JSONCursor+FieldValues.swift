@@ -61,9 +61,18 @@ extension FieldType {
             {
                 return .known(type)
             }
+            if let type = cktoolTypes[text] { return .known(type) }
             return .unknown(text)
         }
     }
+
+    /// The type names of `xcrun cktool` record fields (`--fields-json '{"title": {"type":
+    /// "stringType", "value": "…"}}'`, as Apple's examples write them), scalar types only.
+    /// Their spelling is kept by keepsFieldText.
+    static let cktoolTypes: [String: FieldType] = [
+        "stringType": .string, "int64Type": .int64, "doubleType": .double, "timestampType": .timestamp,
+        "bytesType": .bytes, "referenceType": .reference, "locationType": .location,
+    ]
 
     /// The name a field of this type has in record JSON and CSV headers.
     func name(encrypted: Bool) -> String {

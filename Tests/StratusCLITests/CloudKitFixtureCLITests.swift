@@ -212,4 +212,21 @@ struct CloudKitFixtureCLITests {
             }
         }
     }
+
+    @Test("fields typed with cktool's names (stringType, int64Type, timestampType with an ISO 8601 date) import as those types and export back as they came", arguments: TestEngine.all)
+    func cktoolTypedFields(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let line = #"{"recordName":"b1","recordType":"Book","fields":{"title":{"type":"stringType","value":"Treasure Island"},"#
+                + #""pageCount":{"type":"int64Type","value":304},"published":{"type":"timestampType","value":"2026-06-05T20:15:55Z"}}}"#
+            let result = try await cli.run(["import", try cli.file("books.ndjson", line + "\n")])
+            #expect(result.exitCode == 0, "\(result)")
+            Summary.expectImport(result, imported: 1)
+            #expect(try await cli.count("Book", where: "pageCount == 304") == 1, "int64Type is INT64")
+            #expect(try await cli.count("Book", where: "published > '2026-06-01'") == 1, "timestampType is TIMESTAMP")
+            let exported = try #require(try await cli.exported("Book")["b1"])
+            let original = try JSONLine.object(line)
+            #expect(Self.canonical(exported["fields"]) == Self.canonical(original["fields"]), "\(exported)")
+        }
+    }
 }

@@ -129,7 +129,7 @@ struct InferenceTests {
         }
     }
 
-    @Test("typed values: INT64 takes booleans and whole numbers written with a fraction; ASSET means ASSETID; NUMBER_INT64 and NUMBER_DOUBLE are numbers")
+    @Test("typed values: INT64 takes booleans and whole numbers written with a fraction; ASSET means ASSETID; NUMBER_INT64 and NUMBER_DOUBLE are numbers; cktool's stringType, int64Type and the like name their types")
     func typedValues() throws {
         func typed(_ json: String, _ type: String) throws -> FieldValue? {
             let items = try readAll(#"{"recordName":"r","recordType":"T","fields":{"f":{"type":"\#(type)","value":\#(json)}}}"#)
@@ -153,6 +153,12 @@ struct InferenceTests {
         #expect(try typed("4274264319", "NUMBER_INT64") == .int64(4_274_264_319))
         #expect(try typed("2.5", "NUMBER_DOUBLE") == .double(2.5))
         #expect(try typed("[1,2]", "NUMBER_INT64_LIST") == .int64List([1, 2]))
+        // cktool's names for the same types (its --fields-json), dates in ISO 8601.
+        #expect(try typed(#""Treasure Island""#, "stringType") == .string("Treasure Island"))
+        #expect(try typed("304", "int64Type") == .int64(304))
+        #expect(try typed("2.5", "doubleType") == .double(2.5))
+        #expect(try typed(#""2026-06-05T20:15:55Z""#, "timestampType") == .date(Date(timeIntervalSince1970: 1_780_690_555)))
+        #expect(try typed(#"{"recordName":"x"}"#, "referenceType") == .reference(Record.Reference(recordID: Record.ID(recordName: "x"), action: .none)))
         #expect(try typed(#"{"recordName":"x","zoneID":{"zoneName":"_defaultZone","zoneType":"DEFAULT_ZONE"}}"#, "REFERENCE")
             == .reference(Record.Reference(recordID: Record.ID(recordName: "x"), action: .none)))
     }

@@ -68,6 +68,7 @@ struct RejectionTests {
         BadLine(#""n":{"value":"x","type":"FROB"}"#, at: #""FROB""#, "type 'FROB', which this version does not know"),
         BadLine(#""n":{"value":"x","type":"ENCRYPTED_FROB"}"#, at: #""ENCRYPTED_FROB""#, "type 'ENCRYPTED_FROB', which this version does not know"),
         BadLine(#""n":{"value":"x","type":"NUMBER_STRING"}"#, at: #""NUMBER_STRING""#, "type 'NUMBER_STRING', which this version does not know"),
+        BadLine(#""n":{"value":"x","type":"listType"}"#, at: #""listType""#, "type 'listType', which this version does not know"),
         BadLine(#""n":{"value":"x","type":"NUMBER_INT64"}"#, at: #""x""#, "field 'n': INT64 value must be an integer, not a string"),
         BadLine(#""n":{"value":["a"],"type":"UNKNOWN_LIST"}"#, at: #""UNKNOWN_LIST""#, "UNKNOWN_LIST but holds elements"),
         BadLine(#""n":{"value":"x","isEncrypted":"yes"}"#, at: #""yes""#, "'isEncrypted' must be true or false"),
