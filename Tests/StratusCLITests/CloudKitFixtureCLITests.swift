@@ -229,4 +229,24 @@ struct CloudKitFixtureCLITests {
             #expect(Self.canonical(exported["fields"]) == Self.canonical(original["fields"]), "\(exported)")
         }
     }
+
+    @Test("a CKTool JS record (its zone as \"zone\", ISO 8601 dates, deviceId) imports into the zone it names and exports back with its zone as it came", arguments: TestEngine.all)
+    func ckToolJSRecord(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let zone = #"{"zoneName":"Notes","canonicalName":"Notes","zoneType":"REGULAR_CUSTOM_ZONE"}"#
+            let body = #"{"records":[{"recordName":"n1","recordType":"Note","recordChangeTag":"abc","#
+                + #""created":{"deviceId":"2","timestamp":"2024-03-01T12:00:00.123Z","userRecordName":"_9a065b60313a5937e75e03ed8e8f383d"},"#
+                + #""fields":{"title":{"type":"stringType","value":"hi"}},"zone":"# + zone + "}]}"
+            let refused = try await cli.run(["import", try cli.file("notes.json", body), "--database", "private"])
+            #expect(refused.exitCode == 65, "the zone it names does not exist: \(refused)")
+            #expect(refused.stderr.contains("stratus zones create Notes"), "\(refused)")
+            let result = try await cli.run(["import", try cli.file("notes.json", body), "--database", "private", "--create-zones"])
+            #expect(result.exitCode == 0, "\(result)")
+            Summary.expectImport(result, imported: 1)
+            let exported = try #require(try await cli.exported("Note", extra: ["--zone", "Notes", "--database", "private"])["n1"])
+            #expect(Self.canonical(exported["zone"]) == Self.canonical(try JSONLine.object(zone)), "\(exported)")
+            #expect(try await cli.count("Note", extra: ["--database", "private"]) == 0, "nothing lands in the default zone")
+        }
+    }
 }

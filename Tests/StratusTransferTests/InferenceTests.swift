@@ -221,6 +221,24 @@ struct InferenceTests {
             creatorUserRecordID: Record.ID(recordName: "_u"), recordChangeTag: "7"))
     }
 
+    @Test("a CKTool JS record's \"zone\" is its zone, a zoneID wins over it, and it goes back as it came without a zoneID")
+    func ckToolZone() throws {
+        let zone = #"{"zoneName":"Notes","canonicalName":"Notes","zoneType":"REGULAR_CUSTOM_ZONE","ownerRecordName":"_a1"}"#
+        let line = #"{"recordName":"n","recordType":"Note","fields":{"see":{"value":{"recordName":"m"},"type":"REFERENCE"}},"zone":"# + zone + "}"
+        let envelope = #"{"records":["# + line + "]}"
+        let record = try #require(try readAll(envelope).first?.record)
+        let notes = RecordZone.ID(zoneName: "Notes", ownerName: "_a1")
+        #expect(record.recordID.zoneID == notes)
+        #expect(record.fieldValue(forKey: "see") == .reference(Record.Reference(recordID: Record.ID(recordName: "m", zoneID: notes), action: .none)))
+        let output = String(decoding: try written([record], format: .envelope), as: UTF8.self)
+        #expect(output.contains(#""zone":"# + zone) && !output.contains("zoneID"), "\(output)")
+
+        let both = #"{"recordName":"n","recordType":"Note","zone":{"zoneName":"Notes"},"zoneID":{"zoneName":"Other"}}"#
+        #expect(try readAll(both).first?.record?.recordID.zoneID.zoneName == "Other")
+        let nameless = try readAll(#"{"recordName":"n","recordType":"Note","zone":{"canonicalName":"Notes"}}"#)
+        #expect(nameless.first?.rejection?.message.contains("'zone' has no zoneName") == true, "\(nameless)")
+    }
+
     @Test("records without a zoneID take the reader's zone, and so do their references")
     func defaultZone() throws {
         let zone = RecordZone.ID(zoneName: "Lists", ownerName: "alice")
