@@ -43,7 +43,8 @@ extension FieldType {
         }
     }
 
-    /// Reads CloudKit's type names, including `ASSET` for ``asset`` and `ENCRYPTED_` types.
+    /// Reads CloudKit's type names, including `ASSET` for ``asset``, `ENCRYPTED_` types and
+    /// `NUMBER_` types.
     static func named(_ text: String) -> TypeName {
         if let type = FieldType(rawValue: text) { return .known(type) }
         switch text {
@@ -52,9 +53,26 @@ extension FieldType {
         case "UNKNOWN_LIST": return .unknownList
         default:
             if text.hasPrefix("ENCRYPTED_"), case .known(let type) = named(String(text.dropFirst(10))) { return .encrypted(type) }
+            // CloudKit Web Services types the value of a field its schema declares NUMBER
+            // (`NUMBER PREFERRED AS …`, or grown by a save) as NUMBER_INT64 or NUMBER_DOUBLE:
+            // the value is that number. Its spelling is kept by keepsFieldText.
+            if text.hasPrefix("NUMBER_"), let type = FieldType(rawValue: String(text.dropFirst(7))),
+                [.int64, .double, .int64List, .doubleList].contains(type)
+            {
+                return .known(type)
+            }
+            if let type = cktoolTypes[text] { return .known(type) }
             return .unknown(text)
         }
     }
+
+    /// The type names of `xcrun cktool` record fields (`--fields-json '{"title": {"type":
+    /// "stringType", "value": "…"}}'`, as Apple's examples write them), scalar types only.
+    /// Their spelling is kept by keepsFieldText.
+    static let cktoolTypes: [String: FieldType] = [
+        "stringType": .string, "int64Type": .int64, "doubleType": .double, "timestampType": .timestamp,
+        "bytesType": .bytes, "referenceType": .reference, "locationType": .location,
+    ]
 
     /// The name a field of this type has in record JSON and CSV headers.
     func name(encrypted: Bool) -> String {

@@ -124,7 +124,7 @@ extension JSONCursor {
             recordType = type
         }
         if !scan.fields.isEmpty { throw FieldError(offset: scan.deletion.start, message: "a deletion (\"deleted\": true) carries no fields") }
-        let zoneID = scan.hasZone ? try self.zoneID(name: scan.zoneName, owner: scan.zoneOwner, at: scan.zoneStart, what: "zoneID") : contextZone
+        let zoneID = scan.hasZone ? try self.zoneID(name: scan.zoneName, owner: scan.zoneOwner, at: scan.zoneStart, what: scan.zoneKey) : contextZone
         return .deletion(Record.ID(recordName: name, zoneID: zoneID), recordType: recordType)
     }
 
@@ -147,7 +147,7 @@ extension JSONCursor {
                scan.zoneOwner.isPresent == (cached.owner != nil), cached.owner.map({ bytesEqual(scan.zoneOwner, $0) }) ?? true {
                 zoneID = cached.id
             } else {
-                zoneID = try self.zoneID(name: scan.zoneName, owner: scan.zoneOwner, at: scan.zoneStart, what: "zoneID")
+                zoneID = try self.zoneID(name: scan.zoneName, owner: scan.zoneOwner, at: scan.zoneStart, what: scan.zoneKey)
                 if let name = rawBytes(scan.zoneName) {
                     if !scan.zoneOwner.isPresent {
                         cache.zone = (Array(name), nil, zoneID)
@@ -304,10 +304,11 @@ extension JSONCursor {
         for (key, value) in scan.otherMembers { extras.members[string(key)] = compactText(value) }
         // The parent goes back as it came (its zoneID, an action); the typed parent serves saves.
         if scan.parent.isPresent { extras.members["parent"] = compactText(scan.parent) }
-        if scan.hasZone {
+        if scan.hasZone && !scan.zoneFromZoneMember {
             for (key, value) in scan.zoneOther { extras.zoneIDMembers[string(key)] = compactText(value) }
             if !scan.zoneOwner.isPresent { absent("zoneID.ownerRecordName") }
         } else {
+            // A CKTool JS "zone" is a kept member: the record goes back with it, not a zoneID.
             absent("zoneID")
         }
         if scan.hasCreated {

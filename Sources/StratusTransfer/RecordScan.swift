@@ -28,6 +28,9 @@ struct RecordScan {
     var modifiedTime = Token.none
     var modifiedUser = Token.none
     var hasZone = false
+    /// The zone came from CKTool JS's `"zone"` member, not from `"zoneID"`: the record is
+    /// placed by it, and it goes back as it came (a kept member), without a `zoneID`.
+    var zoneFromZoneMember = false
     var zoneName = Token.none
     var zoneOwner = Token.none
     var zoneStart = 0
@@ -56,6 +59,7 @@ struct RecordScan {
         modifiedTime = .none
         modifiedUser = .none
         hasZone = false
+        zoneFromZoneMember = false
         zoneName = .none
         zoneOwner = .none
         if !zoneOther.isEmpty { zoneOther.removeAll(keepingCapacity: true) }
@@ -68,6 +72,19 @@ struct RecordScan {
         deletion = .none
         fields.removeAll(keepingCapacity: true)
         seen = 0
+    }
+
+    /// The member that named the zone, for messages.
+    var zoneKey: String { zoneFromZoneMember ? "zone" : "zoneID" }
+
+    /// Marks the record's `zoneID` as its zone: it wins over a CKTool JS `"zone"` read before it.
+    mutating func takeZoneID() {
+        hasZone = true
+        if zoneFromZoneMember {
+            zoneFromZoneMember = false
+            zoneName = .none
+            zoneOwner = .none
+        }
     }
 }
 
@@ -105,7 +122,7 @@ extension JSONCursor {
             case 6 where matches(at, "zoneID"):
                 if scan.seen & (1 << 3) != 0 { note(key.start, "the key 'zoneID' appears twice") }
                 scan.seen |= 1 << 3
-                scan.hasZone = true
+                scan.takeZoneID()
                 scan.zoneStart = pos
                 try scanZoneID(name: &scan.zoneName, owner: &scan.zoneOwner, other: &scan.zoneOther, in: "zoneID")
                 return
@@ -124,7 +141,7 @@ extension JSONCursor {
         } else if stringEquals(key, "zoneID") {
             if scan.seen & (1 << 3) != 0 { note(key.start, "the key 'zoneID' appears twice") }
             scan.seen |= 1 << 3
-            scan.hasZone = true
+            scan.takeZoneID()
             scan.zoneStart = pos
             try scanZoneID(name: &scan.zoneName, owner: &scan.zoneOwner, other: &scan.zoneOther, in: "zoneID")
         } else if stringEquals(key, "recordChangeTag") {
@@ -154,6 +171,30 @@ extension JSONCursor {
             case .falseLiteral: keepMember(key, value, &scan)
             case .trueLiteral: scan.deletion = value
             default: note(value.start, "'deleted' must be true or false, not \(value.kindName)")
+            }
+        } else if stringEquals(key, "zone") {
+            // CKTool JS (CloudKit's management API) names a record's zone `"zone": {"zoneName",
+            // "canonicalName", "zoneType", "ownerRecordName"}`. It places the record as a
+            // `zoneID` would (which wins when both are given), and goes back as it came.
+            let value = try scanValue()
+            keepMember(key, value, &scan)
+            if value.kind == .object && scan.seen & (1 << 3) == 0 {
+                var zone = JSONCursor(base: base, limit: value.end, isComplete: true, pos: value.start)
+                var name = Token.none, owner = Token.none
+                var other: [(key: Token, value: Token)] = []
+                do throws(ScanFailure) {
+                    try zone.scanZoneID(name: &name, owner: &owner, other: &other, in: "zone")
+                } catch {
+                    note(value.start, "'zone' is not a zone ID")
+                }
+                if let problem = zone.problem { note(problem.offset, problem.message) }
+                scan.hasZone = true
+                scan.zoneFromZoneMember = true
+                scan.zoneStart = value.start
+                scan.zoneName = name
+                scan.zoneOwner = owner
+            } else if value.kind != .object && value.kind != .null {
+                note(value.start, "'zone' must be an object with a zoneName, not \(value.kindName)")
             }
         } else if stringEquals(key, "serverErrorCode") || stringEquals(key, "reason") {
             let value = try scanValue()

@@ -186,4 +186,67 @@ struct CloudKitFixtureCLITests {
             #expect(try await cli.count("T", extra: ["--zone", "Z", "--database", "private"]) == 0, "an atomic import writes nothing")
         }
     }
+
+    @Test("values CloudKit Web Services types NUMBER_INT64 and NUMBER_DOUBLE (a NUMBER field) import as numbers and export back as they came", arguments: TestEngine.all)
+    func numberTypedValues(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let schema = try await cli.run(["schema", "import", try cli.file("shortcuts.ckdb", "DEFINE SCHEMA RECORD TYPE Shortcut (color NUMBER PREFERRED AS INT64, name STRING);")])
+            #expect(schema.exitCode == 0, "\(schema)")
+            let body = """
+                {"records":[
+                  {"recordName":"s1","recordType":"Shortcut","fields":{"name":{"value":"A","type":"STRING"},"color":{"value":4274264319,"type":"NUMBER_INT64"}}},
+                  {"recordName":"s2","recordType":"Shortcut","fields":{"name":{"value":"B","type":"STRING"},"color":{"value":2.5,"type":"NUMBER_DOUBLE"}}}
+                ]}
+                """
+            let result = try await cli.run(["import", try cli.file("lookup.json", body)])
+            #expect(result.exitCode == 0, "\(result)")
+            Summary.expectImport(result, imported: 2)
+            #expect(try await cli.count("Shortcut", where: "color > 4000000000") == 1, "NUMBER_INT64 is the INT64 it holds")
+            let records = try await cli.exported("Shortcut")
+            let originals = try #require(try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any])["records"] as? [[String: Any]]
+            for original in try #require(originals) {
+                let name = try #require(original["recordName"] as? String)
+                let exported = try #require(records[name], "\(name) was exported")
+                #expect(Self.canonical(exported["fields"]) == Self.canonical(original["fields"]), "\(name): \(exported)")
+            }
+        }
+    }
+
+    @Test("fields typed with cktool's names (stringType, int64Type, timestampType with an ISO 8601 date) import as those types and export back as they came", arguments: TestEngine.all)
+    func cktoolTypedFields(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let line = #"{"recordName":"b1","recordType":"Book","fields":{"title":{"type":"stringType","value":"Treasure Island"},"#
+                + #""pageCount":{"type":"int64Type","value":304},"published":{"type":"timestampType","value":"2026-06-05T20:15:55Z"}}}"#
+            let result = try await cli.run(["import", try cli.file("books.ndjson", line + "\n")])
+            #expect(result.exitCode == 0, "\(result)")
+            Summary.expectImport(result, imported: 1)
+            #expect(try await cli.count("Book", where: "pageCount == 304") == 1, "int64Type is INT64")
+            #expect(try await cli.count("Book", where: "published > '2026-06-01'") == 1, "timestampType is TIMESTAMP")
+            let exported = try #require(try await cli.exported("Book")["b1"])
+            let original = try JSONLine.object(line)
+            #expect(Self.canonical(exported["fields"]) == Self.canonical(original["fields"]), "\(exported)")
+        }
+    }
+
+    @Test("a CKTool JS record (its zone as \"zone\", ISO 8601 dates, deviceId) imports into the zone it names and exports back with its zone as it came", arguments: TestEngine.all)
+    func ckToolJSRecord(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let zone = #"{"zoneName":"Notes","canonicalName":"Notes","zoneType":"REGULAR_CUSTOM_ZONE"}"#
+            let body = #"{"records":[{"recordName":"n1","recordType":"Note","recordChangeTag":"abc","#
+                + #""created":{"deviceId":"2","timestamp":"2024-03-01T12:00:00.123Z","userRecordName":"_9a065b60313a5937e75e03ed8e8f383d"},"#
+                + #""fields":{"title":{"type":"stringType","value":"hi"}},"zone":"# + zone + "}]}"
+            let refused = try await cli.run(["import", try cli.file("notes.json", body), "--database", "private"])
+            #expect(refused.exitCode == 65, "the zone it names does not exist: \(refused)")
+            #expect(refused.stderr.contains("stratus zones create Notes"), "\(refused)")
+            let result = try await cli.run(["import", try cli.file("notes.json", body), "--database", "private", "--create-zones"])
+            #expect(result.exitCode == 0, "\(result)")
+            Summary.expectImport(result, imported: 1)
+            let exported = try #require(try await cli.exported("Note", extra: ["--zone", "Notes", "--database", "private"])["n1"])
+            #expect(Self.canonical(exported["zone"]) == Self.canonical(try JSONLine.object(zone)), "\(exported)")
+            #expect(try await cli.count("Note", extra: ["--database", "private"]) == 0, "nothing lands in the default zone")
+        }
+    }
 }

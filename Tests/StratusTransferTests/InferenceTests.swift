@@ -129,7 +129,7 @@ struct InferenceTests {
         }
     }
 
-    @Test("typed values: INT64 takes booleans and whole numbers written with a fraction; ASSET means ASSETID")
+    @Test("typed values: INT64 takes booleans and whole numbers written with a fraction; ASSET means ASSETID; NUMBER_INT64 and NUMBER_DOUBLE are numbers; cktool's stringType, int64Type and the like name their types")
     func typedValues() throws {
         func typed(_ json: String, _ type: String) throws -> FieldValue? {
             let items = try readAll(#"{"recordName":"r","recordType":"T","fields":{"f":{"type":"\#(type)","value":\#(json)}}}"#)
@@ -149,6 +149,16 @@ struct InferenceTests {
         #expect(try typed(#""ab\/+cd\/\/""#, "BYTES") == .bytes(Data([0x69, 0xBF, 0xFE, 0x71, 0xDF, 0xFF])))
         #expect(try typed(#""caf\u00e9 \ud83d\ude00 \n""#, "STRING") == .string("café 😀 \n"))
         #expect(try typed("[]", "TIMESTAMP_LIST") == .dateList([]))
+        // The value of a NUMBER field, as CloudKit Web Services types it: the number it is.
+        #expect(try typed("4274264319", "NUMBER_INT64") == .int64(4_274_264_319))
+        #expect(try typed("2.5", "NUMBER_DOUBLE") == .double(2.5))
+        #expect(try typed("[1,2]", "NUMBER_INT64_LIST") == .int64List([1, 2]))
+        // cktool's names for the same types (its --fields-json), dates in ISO 8601.
+        #expect(try typed(#""Treasure Island""#, "stringType") == .string("Treasure Island"))
+        #expect(try typed("304", "int64Type") == .int64(304))
+        #expect(try typed("2.5", "doubleType") == .double(2.5))
+        #expect(try typed(#""2026-06-05T20:15:55Z""#, "timestampType") == .date(Date(timeIntervalSince1970: 1_780_690_555)))
+        #expect(try typed(#"{"recordName":"x"}"#, "referenceType") == .reference(Record.Reference(recordID: Record.ID(recordName: "x"), action: .none)))
         #expect(try typed(#"{"recordName":"x","zoneID":{"zoneName":"_defaultZone","zoneType":"DEFAULT_ZONE"}}"#, "REFERENCE")
             == .reference(Record.Reference(recordID: Record.ID(recordName: "x"), action: .none)))
     }
@@ -209,6 +219,24 @@ struct InferenceTests {
         #expect(record.systemFields == Record.SystemFields(
             creationDate: Date(timeIntervalSince1970: 1), modificationDate: Date(timeIntervalSince1970: 2.0005),
             creatorUserRecordID: Record.ID(recordName: "_u"), recordChangeTag: "7"))
+    }
+
+    @Test("a CKTool JS record's \"zone\" is its zone, a zoneID wins over it, and it goes back as it came without a zoneID")
+    func ckToolZone() throws {
+        let zone = #"{"zoneName":"Notes","canonicalName":"Notes","zoneType":"REGULAR_CUSTOM_ZONE","ownerRecordName":"_a1"}"#
+        let line = #"{"recordName":"n","recordType":"Note","fields":{"see":{"value":{"recordName":"m"},"type":"REFERENCE"}},"zone":"# + zone + "}"
+        let envelope = #"{"records":["# + line + "]}"
+        let record = try #require(try readAll(envelope).first?.record)
+        let notes = RecordZone.ID(zoneName: "Notes", ownerName: "_a1")
+        #expect(record.recordID.zoneID == notes)
+        #expect(record.fieldValue(forKey: "see") == .reference(Record.Reference(recordID: Record.ID(recordName: "m", zoneID: notes), action: .none)))
+        let output = String(decoding: try written([record], format: .envelope), as: UTF8.self)
+        #expect(output.contains(#""zone":"# + zone) && !output.contains("zoneID"), "\(output)")
+
+        let both = #"{"recordName":"n","recordType":"Note","zone":{"zoneName":"Notes"},"zoneID":{"zoneName":"Other"}}"#
+        #expect(try readAll(both).first?.record?.recordID.zoneID.zoneName == "Other")
+        let nameless = try readAll(#"{"recordName":"n","recordType":"Note","zone":{"canonicalName":"Notes"}}"#)
+        #expect(nameless.first?.rejection?.message.contains("'zone' has no zoneName") == true, "\(nameless)")
     }
 
     @Test("records without a zoneID take the reader's zone, and so do their references")
