@@ -131,6 +131,54 @@ struct CodecRoundTripCLITests {
         }
     }
 
+    @Test("a bare NUMBER field (no PREFERRED AS) takes INT64 and DOUBLE values, types an untyped integer INT64 and a fraction DOUBLE, refuses a STRING naming NUMBER, and is exported bare",
+          arguments: TestEngine.all)
+    func bareNumberFields(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let schema = "DEFINE SCHEMA\n    RECORD TYPE Reading (\n        value NUMBER QUERYABLE SORTABLE,\n        series LIST<NUMBER>\n    );\n"
+            let imported = try await cli.run(["schema", "import", try cli.file("reading.ckdb", schema)])
+            #expect(imported.exitCode == 0, "\(imported)")
+            let lines = [
+                #"{"recordName":"fraction","recordType":"Reading","fields":{"value":{"value":2.5},"series":{"value":[1,2.5]}}}"#,
+                #"{"recordName":"whole","recordType":"Reading","fields":{"value":{"value":2},"series":{"value":[1,2]}}}"#,
+                #"{"recordName":"typed","recordType":"Reading","fields":{"value":{"value":7,"type":"NUMBER_INT64"}}}"#,
+            ]
+            let result = try await cli.run(["import", try cli.file("readings.ndjson", lines.joined(separator: "\n") + "\n")])
+            #expect(result.exitCode == 0, "\(result)")
+            Summary.expectImport(result, imported: 3)
+            let database = try cli.container().publicCloudDatabase
+            let fraction = try await database.record(for: Record.ID(recordName: "fraction"))
+            #expect(fraction.fieldValue(forKey: "value") == .double(2.5))
+            #expect(fraction.fieldValue(forKey: "series") == .doubleList([1, 2.5]))
+            let whole = try await database.record(for: Record.ID(recordName: "whole"))
+            #expect(whole.fieldValue(forKey: "value") == .int64(2))
+            #expect(whole.fieldValue(forKey: "series") == .int64List([1, 2]))
+            // Saved from Swift, as an app would: a Double and an Int64 both fit.
+            let saved = Record(recordType: "Reading", recordID: Record.ID(recordName: "swift"))
+            saved["value"] = 0.5
+            let stored = try await database.save(saved)
+            stored["value"] = Int64(3)
+            _ = try await database.save(stored)
+            #expect(try await database.record(for: saved.recordID).fieldValue(forKey: "value") == .int64(3))
+            let sorted = try await cli.run(["query", "--type", "Reading", "--where", "value > 1", "--sort", "value"])
+            #expect(sorted.exitCode == 0, "\(sorted)")
+            let names = ["whole", "fraction", "swift", "typed"].compactMap { name in sorted.stdout.range(of: "\"recordName\":\"\(name)\"")?.lowerBound }
+            #expect(names.count == 4 && names == names.sorted(), "sorted by value, 2 < 2.5 < 3 < 7: \(sorted.stdout)")
+
+            let text = #"{"recordName":"words","recordType":"Reading","fields":{"value":{"value":"two","type":"STRING"}}}"#
+            let refused = try await cli.run(["import", try cli.file("words.ndjson", text + "\n")])
+            #expect(refused.exitCode != 0 && refused.stderr.contains("defined to be: NUMBER"), "\(refused)")
+
+            let written = try await cli.run(["schema", "export"])
+            #expect(written.stdout.contains("value") && written.stdout.contains("NUMBER QUERYABLE SORTABLE"), "\(written.stdout)")
+            #expect(written.stdout.contains("LIST<NUMBER>"), "\(written.stdout)")
+            #expect(!written.stdout.contains("PREFERRED"), "\(written.stdout)")
+            let same = try await cli.run(["schema", "diff", try cli.file("reading.ckdb", schema)])
+            #expect(same.exitCode == 0, "\(same)")
+        }
+    }
+
     @Test("CSV export keeps partial locations and a reference's zoneID and action; encrypted fields get encrypted columns; a value that does not fit its column exits 65",
           arguments: TestEngine.all)
     func csvExport(engine: TestEngine) async throws {

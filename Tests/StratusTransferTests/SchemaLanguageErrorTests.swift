@@ -56,7 +56,6 @@ struct SchemaLanguageErrorTests {
         field("LIST of ENCRYPTED LIST", "grid LIST<ENCRYPTED LIST<INT64>>", column: 25, "a LIST cannot hold a LIST"),
         field("LIST without its element type", "tags LIST<>", column: 15, "expected the type of the list's elements, found '>'"),
         field("LIST without its closing bracket", "tags LIST<STRING,", column: 21, "expected '>' after the type of the list's elements, found ','"),
-        field("NUMBER without PREFERRED AS", "amount NUMBER", column: 12, "NUMBER needs PREFERRED AS INT64 or PREFERRED AS DOUBLE"),
         field("NUMBER PREFERRED AS STRING", "amount NUMBER PREFERRED AS STRING", column: 32, "expected INT64 or DOUBLE after PREFERRED AS, found 'STRING'"),
         field("a system field's type changed", "\"___createTime\" STRING", column: 21, "the system field \"___createTime\" is TIMESTAMP; its type cannot change"),
         field("an encrypted system field", "\"___modTime\" ENCRYPTED TIMESTAMP", column: 18, "the system field \"___modTime\" is TIMESTAMP"),

@@ -21,7 +21,7 @@ struct SchemaLanguageSyntaxTests {
         return schema
     }
 
-    @Test("every field type, in lists, encrypted and as NUMBER PREFERRED AS")
+    @Test("every field type, in lists, encrypted and as NUMBER, with PREFERRED AS or without")
     func everyType() throws {
         let schema = try Self.roundTrip("""
             DEFINE SCHEMA
@@ -31,7 +31,8 @@ struct SchemaLanguageSyntaxTests {
                 lr LIST<REFERENCE>, la LIST<ASSET>, ll LIST<LOCATION>,
                 es ENCRYPTED STRING, ei ENCRYPTED INT64, ed ENCRYPTED DOUBLE, et ENCRYPTED TIMESTAMP,
                 eb ENCRYPTED BYTES, el ENCRYPTED LOCATION, els LIST<ENCRYPTED STRING>, eli LIST < ENCRYPTED INT64 >,
-                ni NUMBER PREFERRED AS INT64, nd NUMBER PREFERRED AS DOUBLE, lni LIST<NUMBER PREFERRED AS INT64>
+                ni NUMBER PREFERRED AS INT64, nd NUMBER PREFERRED AS DOUBLE, lni LIST<NUMBER PREFERRED AS INT64>,
+                n NUMBER, ln LIST<NUMBER>
             );
             """)
         let type = try #require(schema.recordType("Everything"))
@@ -40,15 +41,17 @@ struct SchemaLanguageSyntaxTests {
             "ls": .stringList, "li": .int64List, "ld": .doubleList, "lt": .timestampList, "lb": .bytesList,
             "lr": .referenceList, "la": .assetList, "ll": .locationList,
             "es": .string, "ei": .int64, "ed": .double, "et": .timestamp, "eb": .bytes, "el": .location, "els": .stringList, "eli": .int64List,
-            "ni": .int64, "nd": .double, "lni": .int64List,
+            "ni": .int64, "nd": .double, "lni": .int64List, "n": .int64, "ln": .int64List,
         ]
         #expect(Dictionary(uniqueKeysWithValues: type.fields.map { ($0.name, $0.type) }) == expected)
         #expect(Set(type.fields.filter(\.isEncrypted).map(\.name)) == ["es", "ei", "ed", "et", "eb", "el", "els", "eli"])
-        #expect(Set(type.fields.filter(\.isNumber).map(\.name)) == ["ni", "nd", "lni"])
+        #expect(Set(type.fields.filter(\.isNumber).map(\.name)) == ["ni", "nd", "lni", "n", "ln"])
+        #expect(Set(type.fields.filter { !$0.namesPreferredType }.map(\.name)) == ["n", "ln"])
         let written = SchemaWriter().text(for: schema)
         for line in ["        eli             LIST<ENCRYPTED INT64>,", "        lni             LIST<NUMBER PREFERRED AS INT64>,",
                      "        el              ENCRYPTED LOCATION,", "        nd              NUMBER PREFERRED AS DOUBLE,",
-                     "        a               ASSET,", "        la              LIST<ASSET>,"] {
+                     "        a               ASSET,", "        la              LIST<ASSET>,",
+                     "        n               NUMBER,", "        ln              LIST<NUMBER>,"] {
             #expect(written.contains(line + "\n"), "\(line)\n\(written)")
         }
     }

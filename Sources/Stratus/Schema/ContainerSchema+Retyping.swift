@@ -13,7 +13,8 @@ extension ContainerSchema {
 
     /// `INT64`, `ENCRYPTED STRING`, `NUMBER PREFERRED AS DOUBLE`.
     static func declaredType(_ field: RecordTypeSchema.Field) -> String {
-        String(SchemaChange.text(RecordTypeSchema.Field(field.name, type: field.type, isEncrypted: field.isEncrypted, isNumber: field.isNumber))
+        String(SchemaChange.text(RecordTypeSchema.Field(field.name, type: field.type, isEncrypted: field.isEncrypted, isNumber: field.isNumber,
+                                                              namesPreferredType: field.namesPreferredType))
             .dropFirst(field.name.count + 1))
     }
 }

@@ -32,6 +32,8 @@ extension RecordTypeSchema: Codable {
 extension RecordTypeSchema.Field: Codable {
     private enum CodingKeys: String, CodingKey {
         case name, type, indexes, isEncrypted, isNumber
+        /// Written only for a bare `NUMBER`, so that every other stored schema keeps its text.
+        case numberWithoutPreferredType
     }
 
     public init(from decoder: any Decoder) throws {
@@ -41,6 +43,8 @@ extension RecordTypeSchema.Field: Codable {
         indexes = try container.decode(RecordTypeSchema.Indexes.self, forKey: .indexes)
         isEncrypted = try container.decodeIfPresent(Bool.self, forKey: .isEncrypted) ?? false
         isNumber = try container.decodeIfPresent(Bool.self, forKey: .isNumber) ?? false
+        let withoutPreferredType = try container.decodeIfPresent(Bool.self, forKey: .numberWithoutPreferredType) ?? false
+        namesPreferredType = !(isNumber && withoutPreferredType)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -50,5 +54,6 @@ extension RecordTypeSchema.Field: Codable {
         try container.encode(indexes, forKey: .indexes)
         if isEncrypted { try container.encode(true, forKey: .isEncrypted) }
         if isNumber { try container.encode(true, forKey: .isNumber) }
+        if !namesPreferredType { try container.encode(true, forKey: .numberWithoutPreferredType) }
     }
 }

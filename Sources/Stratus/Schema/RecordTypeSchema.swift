@@ -70,15 +70,32 @@ public struct RecordTypeSchema: Hashable, Sendable {
         public let isEncrypted: Bool
         /// Whether CloudKit declares the field as `NUMBER PREFERRED AS` ``type``: a field it
         /// created from a number before the type was fixed. ``type`` is then INT64 or DOUBLE
-        /// (or a list of them), and values are stored as that type.
+        /// (or a list of them), and the field takes values of both.
         public let isNumber: Bool
+        /// For a ``isNumber`` field, whether its declaration names the preferred type
+        /// (`NUMBER PREFERRED AS DOUBLE`). A bare `NUMBER` names none: its ``type`` is INT64
+        /// (or a list of INT64), so that an untyped number is read as INT64 when it is an
+        /// integer and as DOUBLE otherwise, and the schema language writes it back bare.
+        ///
+        /// ```swift
+        /// let score = RecordTypeSchema.Field("score", type: .int64, isNumber: true, namesPreferredType: false)   // score NUMBER
+        /// ```
+        public let namesPreferredType: Bool
 
-        public init(_ name: String, type: FieldType, indexes: Indexes = [], isEncrypted: Bool = false, isNumber: Bool = false) {
+        public init(_ name: String, type: FieldType, indexes: Indexes = [], isEncrypted: Bool = false, isNumber: Bool = false, namesPreferredType: Bool = true) {
             self.name = name
             self.type = type
             self.indexes = indexes
             self.isEncrypted = isEncrypted
             self.isNumber = isNumber
+            self.namesPreferredType = namesPreferredType || !isNumber
+        }
+
+        /// How the schema language declares the field's type before its element type, for a
+        /// NUMBER: `NUMBER PREFERRED AS ` (the type follows), or `NUMBER` (nothing follows).
+        package var numberDeclaration: String? {
+            guard isNumber else { return nil }
+            return namesPreferredType ? "NUMBER PREFERRED AS " : "NUMBER"
         }
 
         /// The system field this declaration indexes, when its name is one.

@@ -43,7 +43,8 @@ public enum SchemaChange: Hashable, Sendable, CustomStringConvertible {
 
     /// A field as the schema language declares it: `title STRING QUERYABLE SORTABLE`.
     static func text(_ field: RecordTypeSchema.Field) -> String {
-        var words = [field.name, (field.isEncrypted ? "ENCRYPTED " : "") + (field.isNumber ? "NUMBER PREFERRED AS " : "") + field.type.rawValue]
+        let type = field.namesPreferredType ? (field.numberDeclaration ?? "") + field.type.rawValue : (field.type.isList ? "LIST<NUMBER>" : "NUMBER")
+        var words = [field.name, (field.isEncrypted ? "ENCRYPTED " : "") + type]
         if field.indexes.contains(.queryable) { words.append("QUERYABLE") }
         if field.indexes.contains(.searchable) { words.append("SEARCHABLE") }
         if field.indexes.contains(.sortable) { words.append("SORTABLE") }

@@ -51,7 +51,7 @@ enum SchemaLanguage {
     /// `NUMBER PREFERRED AS INT64`, …
     static func typeText(_ field: RecordTypeSchema.Field) -> String {
         let element = elementType(of: field.type) ?? field.type
-        var text = field.isNumber ? "NUMBER PREFERRED AS \(keyword(element))" : keyword(element)
+        var text = field.numberDeclaration.map { field.namesPreferredType ? $0 + keyword(element) : $0 } ?? keyword(element)
         if field.isEncrypted { text = "ENCRYPTED " + text }
         return field.type.isList ? "LIST<\(text)>" : text
     }

@@ -195,7 +195,8 @@ struct SchemaParser {
                 type.fields.append(RecordTypeSchema.Field(name, type: declaredType, indexes: indexes))
             }
         } else {
-            type.fields.append(RecordTypeSchema.Field(name, type: declared.type, indexes: indexes, isEncrypted: declared.isEncrypted, isNumber: declared.isNumber))
+            type.fields.append(RecordTypeSchema.Field(name, type: declared.type, indexes: indexes, isEncrypted: declared.isEncrypted, isNumber: declared.isNumber,
+                                                     namesPreferredType: declared.namesPreferredType))
         }
         return written
     }
@@ -225,6 +226,8 @@ struct SchemaParser {
         var type: FieldType
         var isEncrypted = false
         var isNumber = false
+        /// False for a bare `NUMBER` (see ``RecordTypeSchema/Field/namesPreferredType``).
+        var namesPreferredType = true
         /// The type as written, for messages.
         var text: String
     }
@@ -270,7 +273,9 @@ struct SchemaParser {
         case "NUMBER":
             try advance()
             guard token.isKeyword("PREFERRED") else {
-                throw source.error("NUMBER needs PREFERRED AS INT64 or PREFERRED AS DOUBLE: Stratus stores every field with one exact type", at: start)
+                // A NUMBER with no preferred type takes INT64 and DOUBLE values alike; an
+                // untyped number is read as INT64 when it is an integer, else as DOUBLE.
+                return DeclaredType(type: .int64, isNumber: true, namesPreferredType: false, text: "NUMBER")
             }
             try advance()
             try expectKeyword("AS", after: "PREFERRED")
@@ -281,7 +286,7 @@ struct SchemaParser {
         case "LIST" where inList:
             throw source.error("a LIST cannot hold a LIST", at: start)
         default:
-            throw source.error("unknown type \(describe(token)); expected STRING, INT64, DOUBLE, TIMESTAMP, BYTES, REFERENCE, ASSET, LOCATION, LIST<…>, ENCRYPTED … or NUMBER PREFERRED AS …", at: start)
+            throw source.error("unknown type \(describe(token)); expected STRING, INT64, DOUBLE, TIMESTAMP, BYTES, REFERENCE, ASSET, LOCATION, LIST<…>, ENCRYPTED … or NUMBER [PREFERRED AS …]", at: start)
         }
     }
 

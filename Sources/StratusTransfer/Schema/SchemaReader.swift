@@ -11,7 +11,7 @@ import Stratus
 ///
 /// It reads `DEFINE SCHEMA`, `CREATE ROLE name;` and `RECORD TYPE name ( … );` with fields
 /// of every type (`STRING`, `INT64`, `DOUBLE`, `TIMESTAMP`, `BYTES`, `REFERENCE`, `ASSET`,
-/// `LOCATION`, `LIST<…>`, `ENCRYPTED …`, `NUMBER PREFERRED AS INT64|DOUBLE`), the options
+/// `LOCATION`, `LIST<…>`, `ENCRYPTED …`, `NUMBER [PREFERRED AS INT64|DOUBLE]`), the options
 /// `QUERYABLE`, `SORTABLE` and `SEARCHABLE`, and `GRANT READ|CREATE|WRITE[, …] TO role`.
 /// Keywords are case-insensitive and names case-sensitive; a name may be double-quoted, and
 /// must be when it is one of the reserved words `GRANT`, `PREFERRED`, `QUERYABLE`, `SORTABLE`
@@ -44,8 +44,7 @@ import Stratus
 /// encrypted field, `SEARCHABLE` on anything but STRING and LIST<STRING>, `SORTABLE` on a list,
 /// a field or record type or role declared twice, a name that breaks CloudKit's naming rules
 /// (a letter, then letters, digits and `_`), a field name Stratus keeps for a system field
-/// (`recordName`, `parent`, …), a grant to a role the file does not create, and `NUMBER`
-/// without `PREFERRED AS` (Stratus keeps one exact type per field).
+/// (`recordName`, `parent`, …), and a grant to a role the file does not create.
 ///
 /// - Throws: ``Stratus/StratusError`` `invalidArguments` whose message starts with
 ///   `line:column:` and says what was expected or what rule was broken, followed by the line

@@ -102,11 +102,13 @@ struct RecordTypeRules {
         let type: FieldType
         let isNumber: Bool
         let isEncrypted: Bool
+        let namesPreferredType: Bool
 
         init(_ field: RecordTypeSchema.Field) {
             type = field.type
             isNumber = field.isNumber
             isEncrypted = field.isEncrypted
+            namesPreferredType = field.namesPreferredType
         }
     }
 
@@ -312,18 +314,15 @@ struct RecordTypeRules {
     private func mismatch(_ key: String, _ kind: FieldKind, _ given: FieldType, isEncrypted: Bool, recordID: Record.ID, typeName: String) -> StratusError? {
         let typeFits = given == kind.type || (kind.isNumber && Self.numberTypes(of: kind.type).contains(given))
         guard !typeFits || isEncrypted != kind.isEncrypted else { return nil }
-        let declared = Self.typeText(kind.type, encrypted: kind.isEncrypted, number: kind.isNumber)
-        let actual = Self.typeText(given, encrypted: isEncrypted, number: false)
+        let declared = ContainerSchema.declaredType(RecordTypeSchema.Field(key, type: kind.type, isEncrypted: kind.isEncrypted, isNumber: kind.isNumber,
+                                                                           namesPreferredType: kind.namesPreferredType))
+        let actual = (isEncrypted ? "ENCRYPTED " : "") + given.rawValue
         return StratusError(.invalidArguments, "invalid attempt to set value type \(actual) for field '\(key)' for type '\(typeName)', defined to be: \(declared) (record '\(recordID.recordName)')", recordID: recordID)
     }
 
     /// The types a `NUMBER` field takes: INT64 and DOUBLE, or their lists.
     private static func numberTypes(of type: FieldType) -> [FieldType] {
         type.isList ? [.int64List, .doubleList] : [.int64, .double]
-    }
-
-    private static func typeText(_ type: FieldType, encrypted: Bool, number: Bool) -> String {
-        (encrypted ? "ENCRYPTED " : "") + (number ? "NUMBER PREFERRED AS " : "") + type.rawValue
     }
 
     /// Development: adds the record's undeclared fields (and the type itself when new), without indexes.
