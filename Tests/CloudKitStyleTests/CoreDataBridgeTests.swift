@@ -452,6 +452,9 @@ struct CoreDataBridgeTests {
             #expect(container.privateCloudDatabase == container.privateCloudDatabase)
             #expect(container.privateCloudDatabase != container.publicCloudDatabase)
             #expect(Set([container.publicCloudDatabase, container.privateCloudDatabase, container.publicCloudDatabase]).count == 2)
+            let group = OperationGroup()
+            group.name = "push"
+            #expect(container.privateCloudDatabase.configuredWith(group: group) { $0 == container.privateCloudDatabase })
 
             let photo = ManagedObject(entityName: "Photo")
             let bytes = Data((0..<4096).map { UInt8($0 % 251) })
