@@ -40,3 +40,10 @@ public typealias QueryNotificationReason = QueryNotification.Reason
 public typealias FetchRecordZoneChangesOptions = FetchRecordZoneChangesOperation.ZoneOptions
 /// `CKFetchRecordZoneChangesConfiguration`: ``FetchRecordZoneChangesOperation/ZoneConfiguration``.
 public typealias FetchRecordZoneChangesConfiguration = FetchRecordZoneChangesOperation.ZoneConfiguration
+/// `CKRecord_Reference_Action`, the Objective-C name of `CKRecord.Reference.Action` that Swift
+/// code sometimes spells out (CloudCore's relationship mapping does): ``Record/ReferenceAction``.
+///
+/// ```swift
+/// let action: Record_Reference_Action = cascades ? .deleteSelf : .none
+/// ```
+public typealias Record_Reference_Action = Record.ReferenceAction

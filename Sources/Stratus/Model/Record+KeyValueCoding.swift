@@ -61,6 +61,21 @@ extension Record {
         for (key, value) in keyedValues { setValue(value, forKey: key) }
     }
 
+    /// The values for several keys as key-value coding's `dictionaryWithValues(forKeys:)` gives
+    /// them: ``value(forKey:)`` for each key, `NSNull` where it has none. CloudKit code uses it
+    /// to dump a record, or to copy its fields into another record with ``setValuesForKeys(_:)``
+    /// (which takes `NSNull` as "remove").
+    ///
+    /// ```swift
+    /// let copy = Record(recordType: record.recordType)
+    /// copy.setValuesForKeys(record.dictionaryWithValues(forKeys: record.allKeys()))
+    /// ```
+    public func dictionaryWithValues(forKeys keys: [String]) -> [String: Any] {
+        var values: [String: Any] = [:]
+        for key in keys { values[key] = value(forKey: key) ?? NSNull() }
+        return values
+    }
+
     /// Sets the record's ``parent`` to a record, as `CKRecord.setParent(_:)`; `nil` removes it.
     ///
     /// ```swift
