@@ -46,6 +46,10 @@ extension Container {
     /// ```swift
     /// container.add(FetchDatabaseChangesOperation(previousServerChangeToken: token))
     /// ```
+    ///
+    /// An operation already added, started or finished is left as it is (see
+    /// ``Database/add(_:)``), so a long-lived operation fetched with
+    /// ``fetchLongLivedOperation(withID:completionHandler:)`` may be added again safely.
     public func add(_ operation: DatabaseOperation) {
         (operation.database ?? privateCloudDatabase).add(operation)
     }

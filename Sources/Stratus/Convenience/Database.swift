@@ -98,11 +98,35 @@ public final class Database: Sendable {
     /// ```swift
     /// database.add(FetchRecordsOperation(recordIDs: ids))
     /// ```
+    ///
+    /// An operation that was already added to a database, or has started or finished, is left
+    /// as it is: it is not enqueued again (Foundation traps on that) and keeps its database.
+    /// This is what CloudKit code resuming its long-lived operations does with an operation
+    /// ``Container/fetchLongLivedOperation(withID:completionHandler:)`` answers:
+    ///
+    /// ```swift
+    /// container.fetchLongLivedOperation(withID: id) { operation, _ in
+    ///     guard let modify = operation as? ModifyRecordsOperation else { return }
+    ///     modify.modifyRecordsCompletionBlock = { _, _, error in print(error ?? "resumed") }
+    ///     database.add(modify)   // already on its way: it calls the block when it finishes
+    /// }
+    /// ```
+    ///
+    /// A long-lived operation (``OperationConfiguration/isLongLived``) is listed by
+    /// ``Container/fetchAllLongLivedOperationIDs(completionHandler:)`` from here until its final
+    /// blocks have run.
+    ///
+    /// - Precondition: the operation is not waiting on an `OperationQueue` of the app's own
+    ///   (Foundation traps when an operation is enqueued twice, as Apple's does).
     public func add(_ operation: DatabaseOperation) {
+        // Re-adding an operation on its way must neither enqueue it twice nor move it.
+        guard operation.claimSubmission() else { return }
         operation.database = self
         if operationConfiguration != nil || operationGroup != nil {
             operation.adopt(configuration: operationConfiguration, group: operationGroup)
         }
+        // Listed before it is enqueued, so it can never finish before it is listed.
+        if operation.isLongLived { LongLivedOperations.shared.register(operation, on: self) }
         operationQueue.addOperation(operation)
     }
 

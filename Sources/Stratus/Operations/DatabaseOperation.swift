@@ -44,8 +44,9 @@ open class DatabaseOperation: Operation, @unchecked Sendable {
     /// A unique identifier of the operation, as `CKOperation.operationID`.
     public let operationID: ID = UUID().uuidString
 
-    /// Accepted for CloudKit code, never called: Stratus operations are not long-lived (see
-    /// ``OperationConfiguration/isLongLived``).
+    /// Accepted for CloudKit code, never called: CloudKit calls it once its servers keep the
+    /// operation for a later launch of the app, and Stratus keeps no operation beyond the
+    /// process that runs it (see ``OperationConfiguration/isLongLived``).
     public var longLivedOperationWasPersistedBlock: (@Sendable () -> Void)?
 
     private enum State { case pending, executing, finished }
@@ -53,6 +54,9 @@ open class DatabaseOperation: Operation, @unchecked Sendable {
     private var state = State.pending
     /// Whether ``main()`` did the work (guarded by `lock`).
     private var didRun = false
+    /// Whether the operation was handed to a queue by ``Database/add(_:)`` or started (guarded
+    /// by `lock`): a second `add` must not enqueue it again.
+    private var wasSubmitted = false
 
     /// Configuration, group and timeout state (see `DatabaseOperation+Configuration.swift`).
     let settings = Mutex(OperationSettings())
@@ -69,12 +73,31 @@ open class DatabaseOperation: Operation, @unchecked Sendable {
     public final override func start() {
         let wasPending = lock.withLock { () -> Bool in
             guard state == .pending else { return false }
+            wasSubmitted = true
             return true
         }
         precondition(wasPending, "\(type(of: self)) was started twice; an operation runs once")
+        // An operation the app put on a queue of its own is listed from here; one added to a
+        // database was listed when it was added.
+        if isLongLived, let runsOn = database ?? effectiveConfiguration.container?.privateCloudDatabase {
+            LongLivedOperations.shared.register(self, on: runsOn)
+        }
         transition(to: .executing, key: "isExecuting")
         main()
+        // Its final blocks have run: no longer outstanding, before anyone waiting for
+        // `isFinished` looks.
+        LongLivedOperations.shared.remove(self)
         finish()
+    }
+
+    /// Marks the operation as handed to a queue; `false` when it was already added to a
+    /// database, or has started or finished, so that adding it again leaves it where it is.
+    func claimSubmission() -> Bool {
+        lock.withLock {
+            guard state == .pending, !wasSubmitted else { return false }
+            wasSubmitted = true
+            return true
+        }
     }
 
     /// Does the operation's work and calls its blocks; ``start()`` calls it, and the operation

@@ -64,7 +64,13 @@ extension DatabaseOperation {
         set { configuration.timeoutIntervalForResource = newValue }
     }
 
-    /// `CKOperation.isLongLived` (deprecated in CloudKit): accepted, without effect.
+    /// `CKOperation.isLongLived` (deprecated in CloudKit): the configuration's
+    /// ``OperationConfiguration/isLongLived``, which lists the operation while it is
+    /// outstanding in this process.
+    ///
+    /// ```swift
+    /// save.isLongLived = true
+    /// ```
     public var isLongLived: Bool {
         get { effectiveConfiguration.isLongLived }
         set { configuration.isLongLived = newValue }

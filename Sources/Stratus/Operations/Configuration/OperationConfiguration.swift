@@ -79,9 +79,19 @@ public final class OperationConfiguration: NSObject, NSCopying, Sendable {
         set { values.withLock { $0.allowsCellularAccess = newValue } }
     }
 
-    /// Accepted and kept for CloudKit code, without effect: a Stratus operation runs in its
-    /// process and ends with it (what survives a process is its cursors and change tokens,
-    /// which a new operation continues from). `false` unless set.
+    /// Whether the operation is listed by `Container.fetchAllLongLivedOperationIDs(completionHandler:)`
+    /// while it is outstanding in this process (from when it is added to a database, or starts
+    /// on a queue of the app's own, until its final blocks have run). `false` unless set.
+    ///
+    /// ```swift
+    /// save.configuration.isLongLived = true
+    /// database.add(save)   // listed until its final block has run
+    /// ```
+    ///
+    /// Unlike CloudKit's, a Stratus operation does not outlive its process: it runs in the
+    /// process that adds it and ends with it, its writes committed or not, and the next process
+    /// finds no long-lived operation. What survives a process is its cursors and change tokens,
+    /// which a new operation continues from.
     public var isLongLived: Bool {
         get { values.withLock { $0.isLongLived } ?? false }
         set { values.withLock { $0.isLongLived = newValue } }
