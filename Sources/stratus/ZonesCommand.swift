@@ -9,18 +9,19 @@ struct ZonesCommand: Command {
     static let usage = [
         "stratus zones list [store options]",
         "stratus zones create NAME... [--no-atomic] [store options]",
-        "stratus zones delete NAME... [store options]",
+        "stratus zones delete NAME... --yes [store options]",
     ]
     static let discussion = """
         list prints each zone of the database as one line of JSON, as CloudKit's zones/list
         answers it: {"zoneID":{"zoneName":…,"ownerRecordName":…},"atomic":true,"fetchChanges":true}.
         create makes zones (an existing zone is left as it is) and prints them the same way.
-        delete deletes zones with every record in them and prints {"zoneID":{…},"deleted":true}
-        for each. Zones live in the private and public databases; a zone that fails is reported
+        delete deletes zones with every record in them (so it needs --yes, as `stratus delete`
+        does) and prints {"zoneID":{…},"deleted":true} for each. Zones live in the private and public databases; a zone that fails is reported
         on stderr and makes the exit code 1.
         """
     static let options: [Option] = [
         Option(flag: "--no-atomic", "create: zones whose modify requests apply item by item, as CloudKit's zones without the atomic capability (zones are atomic by default)"),
+        Option(flag: "--yes", "delete: really delete the zones and every record in them"),
     ]
 
     enum Action {
@@ -50,6 +51,13 @@ struct ZonesCommand: Command {
             throw UsageError(message: "unknown zones action '\(verb)'; say list, create or delete")
         }
         if arguments.flag("--no-atomic"), !action.isCreate { throw UsageError(message: "--no-atomic belongs to zones create") }
+        if case .delete = action {
+            guard arguments.flag("--yes") else {
+                throw UsageError(message: "deleting a zone deletes every record in it: add --yes to confirm")
+            }
+        } else if arguments.flag("--yes") {
+            throw UsageError(message: "--yes belongs to zones delete")
+        }
         return ZonesCommand(store: try StoreOptions(arguments), action: action, atomic: !arguments.flag("--no-atomic"))
     }
 

@@ -14,7 +14,7 @@ struct StoreCLITests {
         ["changes", "--token-file", "TOKEN"],
         ["changes", "compact", "--keep-days", "1"],
         ["zones", "list"],
-        ["zones", "delete", "Work"],
+        ["zones", "delete", "Work", "--yes"],
         ["delete", "n1", "--yes"],
         ["delete", "--type", "Note", "--all", "--yes"],
         ["import", "--dry-run"],
