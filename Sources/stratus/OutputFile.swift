@@ -69,7 +69,15 @@ struct OutputFile {
         }
         let temporary = target + ".partial-\(getpid())"
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw CommandFailure.system(.cannotCreateOutput, "cannot create \(temporary)") }
+        guard descriptor >= 0 else {
+            // The user named `path`, not the temporary file written beside it: say which folder fails.
+            let reason = String(cString: strerror(errno))
+            let folder = (target as NSString).deletingLastPathComponent
+            var isFolder: ObjCBool = false
+            let folderExists = FileManager.default.fileExists(atPath: folder.isEmpty ? "." : folder, isDirectory: &isFolder)
+            let why = folderExists && isFolder.boolValue ? reason : "the folder \(folder) does not exist"
+            throw CommandFailure(.cannotCreateOutput, "cannot create \(path): \(why)")
+        }
         handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
         replacement = (temporary, target)
     }

@@ -215,6 +215,9 @@ struct ExportCLITests {
 
             let noDirectory = try await cli.run(["export", "--type", "Note", "--output", store.path("missing/dir/out.ndjson")])
             #expect(noDirectory.exitCode == 73, "\(noDirectory)")
+            #expect(noDirectory.stderr.contains("cannot create \(store.path("missing/dir/out.ndjson")): the folder \(store.path("missing/dir")) does not exist"),
+                    "names the path the user gave and why: \(noDirectory.stderr)")
+            #expect(!noDirectory.stderr.contains(".partial"), "not the temporary file written beside it: \(noDirectory.stderr)")
         }
     }
 
