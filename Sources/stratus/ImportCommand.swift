@@ -103,6 +103,9 @@ struct ImportCommand: Command {
     var followSymlinks = false
     var maximumAssetSize = Asset.maximumContentSize
 
+    private static let defaultZoneIsNotAtomic =
+        "--atomic: the default zone has no atomic capability (as CloudKit's), so the store would write its records one by one; import without --atomic, or into a custom zone (--zone, zones create)"
+
     static func parse(_ arguments: ParsedArguments) throws -> ImportCommand {
         var command = ImportCommand(store: try StoreOptions(arguments))
         if let text = arguments.value("--format") {
@@ -135,6 +138,10 @@ struct ImportCommand: Command {
         guard arguments.positionals.count <= 1 else { throw UsageError(message: "import reads one input; got \(arguments.positionals.joined(separator: " "))") }
         command.inputPath = arguments.positionals.first
         if command.atomic && command.checkpointPath != nil { throw UsageError(message: "--atomic and --checkpoint do not go together: an atomic import has no partial progress to resume") }
+        if command.atomic && command.store.zoneID.isDefault {
+            // Known before the store is opened, so a refused run creates no store.
+            throw UsageError(message: Self.defaultZoneIsNotAtomic)
+        }
         if command.dryRun && command.checkpointPath != nil { throw UsageError(message: "--dry-run and --checkpoint do not go together: a dry run writes nothing, so it has no progress to resume") }
         if command.inputPath == nil || command.inputPath == "-", command.checkpointPath != nil {
             throw UsageError(message: "--checkpoint needs an input file (stdin cannot be read again)")
@@ -177,7 +184,7 @@ struct ImportCommand: Command {
             let zone = try? await database.recordZone(for: store.zoneID)
             if let zone, !zone.capabilities.contains(.atomic) {
                 throw UsageError(message: store.zoneID.isDefault
-                    ? "--atomic: the default zone has no atomic capability (as CloudKit's), so the store would write its records one by one; import without --atomic, or into a custom zone (--zone, zones create)"
+                    ? Self.defaultZoneIsNotAtomic
                     : "--atomic: zone '\(store.zoneID.zoneName)' was created without the atomic capability (zones create --no-atomic), so the store would write its records one by one; import without --atomic, or into an atomic zone")
             }
         }

@@ -397,6 +397,17 @@ struct ImportCLITests {
         }
     }
 
+    @Test("--atomic into the default zone is refused before the store is opened: a refused run creates no store", arguments: TestEngine.all)
+    func atomicDefaultZoneCreatesNoStore(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let refused = try await cli.run(["import", try cli.file("notes.ndjson", Input.notes(2)), "--atomic"])
+            #expect(refused.exitCode == 64 && refused.stderr.contains("atomic capability"), "\(refused)")
+            #expect(!refused.stderr.contains("created a new store"), "\(refused)")
+            #expect(!cli.storeExists(), "nothing was made for a run that was refused")
+        }
+    }
+
     @Test("--dry-run reads and validates everything, reports counts and writes nothing", arguments: TestEngine.all)
     func dryRun(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
