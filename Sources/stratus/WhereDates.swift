@@ -24,7 +24,7 @@ enum WhereDates {
     /// type the environment's schema does not declare and no record has gets a note on stderr
     /// (the answer is still empty, exit 0): a mistyped `--type` should not pass for an empty
     /// answer unseen. (Production refuses such a query, as CloudKit does.)
-    static func typed(_ predicate: QueryPredicate, recordType: String, in container: Container) async throws -> QueryPredicate {
+    static func typed(_ predicate: QueryPredicate, recordType: String, sortKeys: [String] = [], in container: Container) async throws -> QueryPredicate {
         let schema = try await container.schema()
         let typeSchema = schema.recordType(recordType)
         if typeSchema == nil, container.environment == .development, (try await container.recordCountsByType()[recordType] ?? 0) == 0 {
@@ -32,13 +32,40 @@ enum WhereDates {
             let known = declared.isEmpty ? "declares no type yet" : "declares " + declared.joined(separator: ", ")
             StratusCommand.log("note: no record has the type \(recordType), and the development schema \(known) (a type is declared by `stratus schema import` or by the first save of one of its records)")
         }
+        if let typeSchema, container.environment == .development {
+            noteUndeclaredFields(fieldNames(of: predicate) + sortKeys, of: typeSchema)
+        }
         guard predicate != .all && predicate != .none else { return predicate }
         return try typed(predicate, by: typeSchema)
     }
 
+    /// A filter or sort on a field the development schema does not declare matches or orders
+    /// nothing, since a development save declares every field it stores: a mistyped name
+    /// (`ratng`) gets a note on stderr rather than passing for an empty answer unseen.
+    /// (Production refuses such a query, as CloudKit does.)
+    private static func noteUndeclaredFields(_ names: [String], of schema: RecordTypeSchema) {
+        var noted: Set<String> = []
+        for name in names where schema.field(name) == nil && noted.insert(name).inserted {
+            guard case .field = QueryKey(name) else { continue }
+            let declared = schema.fields.map(\.name).filter { !$0.hasPrefix("___") }.sorted()
+            StratusCommand.log("note: \(schema.recordType) has no field '\(name)' in the development schema, so no record has it (the type's fields: \(declared.isEmpty ? "none" : declared.joined(separator: ", ")))")
+        }
+    }
+
+    /// The fields `predicate` compares, in the order it names them.
+    private static func fieldNames(of predicate: QueryPredicate) -> [String] {
+        var names: [String] = []
+        _ = predicate.mappingValues(of: { key in
+            if case .field(let name) = key { names.append(name) }
+            return false
+        }) { _, value in value }
+        return names
+    }
+
     /// The query of a command's ``QuerySelection``, typed by the container's schema.
     static func typed(_ query: Query, in container: Container) async throws -> Query {
-        let predicate = try await typed(query.predicate, recordType: query.recordType, in: container)
+        let predicate = try await typed(query.predicate, recordType: query.recordType,
+                                        sortKeys: query.sortDescriptors.map(\.key), in: container)
         guard predicate != query.predicate else { return query }
         let typedQuery = Query(recordType: query.recordType, predicate: predicate)
         typedQuery.sortDescriptors = query.sortDescriptors
