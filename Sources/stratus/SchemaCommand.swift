@@ -23,7 +23,7 @@ struct SchemaCommand: Command {
           import    checks FILE and replaces the development schema with it: roles, record types,
                     fields, indexes (built over the records stored) and grants. It must keep every
                     record type and field production has, with its type, and may not change the
-                    type of a field whose record type has records (exit 65, nothing changed).
+                    type of a field that records hold (exit 65, nothing changed).
           validate  checks FILE (its syntax, with line and column, and CloudKit's rules) and, when
                     the store exists, that import would accept it. Exit 0 when it is valid.
           diff      prints what changes from the environment's schema to FILE, one line each

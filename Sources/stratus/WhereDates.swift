@@ -32,6 +32,12 @@ enum WhereDates {
             let known = declared.isEmpty ? "declares no type yet" : "declares " + declared.joined(separator: ", ")
             StratusCommand.log("note: no record has the type \(recordType), and the development schema \(known) (a type is declared by `stratus schema import` or by the first save of one of its records)")
         }
+        if typeSchema == nil, container.environment == .production, recordType != "Users" {
+            // Refused here as production's missing index is (64): both say the command cannot
+            // run against this environment, where the store's own `unknownItem` reads as
+            // "some records were missing" (1).
+            throw UsageError(message: "the production schema has no record type \(recordType) (CloudKit: Did not find record type); deploy the development schema (`stratus schema deploy`) or use --environment development")
+        }
         if let typeSchema, container.environment == .development {
             noteUndeclaredFields(fieldNames(of: predicate) + sortKeys, of: typeSchema)
         }

@@ -292,7 +292,12 @@ struct SchemaCLITests {
             #expect(try await cli.run(["schema", "deploy"]).exitCode == 0)
             #expect(try await cli.run(["import", try cli.file("prod.ndjson", lines[0] + "\n"), "--quiet", "--environment", "production"]).exitCode == 0)
             let refused = try await cli.run(["query", "--type", "Post", "--sort", "title", "--environment", "production"])
-            #expect(refused.exitCode != 0 && refused.stderr.contains("Field 'title' is not marked sortable"), "\(refused)")
+            #expect(refused.exitCode == 64 && refused.stderr.contains("Field 'title' is not marked sortable"), "\(refused)")
+            for command in [["query"], ["count"], ["export"]] {
+                let unknownType = try await cli.run(command + ["--type", "Widget", "--environment", "production"])
+                #expect(unknownType.exitCode == 64 && unknownType.stderr.contains("the production schema has no record type Widget"),
+                        "refused as a missing index is, naming the type: \(unknownType)")
+            }
             let unknownField = try await cli.run(["import", try cli.file("color.ndjson", #"{"recordName":"c","recordType":"Post","fields":{"color":{"value":"red"}}}"# + "\n"), "--environment", "production"])
             #expect(unknownField.exitCode == 1 && unknownField.stderr.contains("Cannot create or modify field 'color' in record 'Post' in production schema"), "\(unknownField)")
         }
