@@ -82,6 +82,10 @@ extension EngineConformance {
         #expect(try await TestDatabase.exists("by-alice", in: alice) == false)
         let refused = stratusError(await caughtError { try await bob.save(try await alice.record(for: Record.ID(recordName: "by-carol"))) })
         #expect(refused?.message.contains("WRITE operation not permitted") == true, "\(String(describing: refused))")
+        // The usual surprise is acting as another user than the creator: the message says so.
+        let carolRecord = try await carol.record(for: Record.ID(recordName: "by-carol"))
+        let carolName = try #require(carolRecord.systemFields.creatorUserRecordID?.recordName)
+        #expect(refused?.message.contains("did not create the record (its creator is \(carolName))") == true, "\(String(describing: refused))")
     }
 
     static func creatorOnlyReads(_ env: Environment) async throws {

@@ -54,7 +54,16 @@ struct RecordAccess: Sendable {
         }
         if allows(permission, creator: creator) { return nil }
         return StratusError(userRecordName == nil ? .notAuthenticated : .permissionFailure,
-                            "\(permission) operation not permitted\(Self.subject(recordID, recordType)); \(holderText(permission))", recordID: recordID)
+                            "\(permission) operation not permitted\(Self.subject(recordID, recordType)); \(holderText(permission))\(creatorText(permission, creator: creator))",
+                            recordID: recordID)
+    }
+
+    /// Who the caller is and who created the record, when `_creator` would allow it: the usual
+    /// surprise is acting as another user than the one who created the record (another login,
+    /// or another engine's default user after a copy).
+    private func creatorText(_ permission: RecordPermissions, creator: Record.ID?) -> String {
+        guard let userRecordName, let creator, holders[.creator]?.contains(permission) == true else { return "" }
+        return ", and the caller (user record \(userRecordName)) did not create the record (its creator is \(creator.recordName))"
     }
 
     /// Who may do `permission` on the type, for messages.
