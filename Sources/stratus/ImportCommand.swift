@@ -160,7 +160,8 @@ struct ImportCommand: Command {
         if let assetsDirectory {
             var isFolder: ObjCBool = false
             guard FileManager.default.fileExists(atPath: assetsDirectory, isDirectory: &isFolder), isFolder.boolValue else {
-                throw CommandFailure(.inputMissing, "--assets-dir \(assetsDirectory) is not a folder")
+                let what = FileManager.default.fileExists(atPath: assetsDirectory) ? "is not a folder" : "does not exist"
+                throw CommandFailure(.inputMissing, "--assets-dir \(assetsDirectory) \(what)")
             }
             readOptions.assetDirectory = URL(fileURLWithPath: assetsDirectory, isDirectory: true).standardizedFileURL
             readOptions.followsAssetSymlinks = followSymlinks

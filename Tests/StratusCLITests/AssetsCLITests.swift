@@ -134,6 +134,11 @@ struct AssetsCLITests {
             let input = try cli.file("photos.ndjson", lines.joined(separator: "\n") + "\n")
             let refused = try await cli.run(["import", input])
             #expect(refused.exitCode == 1 && refused.stderr.contains("--assets-dir"), "without --assets-dir local paths are refused: \(refused)")
+            let misspeltFolder = try await cli.run(["import", input, "--assets-dir", store.path("scr")])
+            #expect(misspeltFolder.exitCode == 66 && misspeltFolder.stderr.contains("--assets-dir \(store.path("scr")) does not exist"), "\(misspeltFolder)")
+            let wrongFolder = try await cli.run(["import", input, "--assets-dir", store.path("src/photos")])
+            #expect(wrongFolder.exitCode == 1 && wrongFolder.stderr.contains("photos/p0.jpg does not exist in the assets folder \(store.path("src/photos"))"),
+                    "a missing file names the folder it was looked for in: \(wrongFolder)")
             let imported = try await cli.run(["import", input, "--assets-dir", store.path("src")])
             #expect(imported.exitCode == 0, "\(imported)")
             let info = try await cli.run(["assets", "info"])

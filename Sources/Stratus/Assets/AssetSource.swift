@@ -80,7 +80,7 @@ struct AssetSource {
             do {
                 file = try FileDescriptor.open(components.joined(separator: "/"), in: directory, O_RDONLY | O_NONBLOCK | O_NOCTTY)
             } catch {
-                throw openFailure(error, display, fail)
+                throw openFailure(error, display, in: root.path, fail)
             }
             guard let rootPath = realPath(of: directory.raw), let filePath = realPath(of: file.raw),
                   filePath.hasPrefix(rootPath.hasSuffix("/") ? rootPath : rootPath + "/") else {
@@ -98,18 +98,20 @@ struct AssetSource {
                 if !last && (error.errno == ENOTDIR || error.errno == ELOOP), isSymbolicLink(component, in: current) {
                     throw fail(.invalidArguments, "\(display): '\(component)' is a symbolic link; links are not followed (--follow-symlinks follows those that stay in the folder)")
                 }
-                throw openFailure(error, display, fail)
+                throw openFailure(error, display, in: root.path, fail)
             }
         }
         return (current, display)
     }
 
-    private static func openFailure(_ error: POSIXFailure, _ display: String, _ fail: (StratusError.Code, String) -> StratusError) -> StratusError {
+    /// - Parameter folder: the assets folder a relative path was looked for in, named when the
+    ///   file is missing (the path alone does not say where it was looked for).
+    private static func openFailure(_ error: POSIXFailure, _ display: String, in folder: String? = nil, _ fail: (StratusError.Code, String) -> StratusError) -> StratusError {
         switch error.errno {
         case ELOOP:
             return fail(.invalidArguments, "\(display) is a symbolic link; asset sources are read only as regular files and links are not followed")
         case ENOENT, ENOTDIR:
-            return fail(.assetFileNotFound, "\(display) does not exist")
+            return fail(.assetFileNotFound, "\(display) does not exist" + (folder.map { " in the assets folder \($0)" } ?? ""))
         case EACCES, EPERM:
             return fail(.assetFileNotFound, "\(display) cannot be read: permission denied")
         default:
