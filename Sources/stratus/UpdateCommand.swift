@@ -90,6 +90,14 @@ struct UpdateCommand: Command {
         var schemas: [String: RecordTypeSchema] = [:]
         for schema in try await container.schemas() { schemas[schema.recordType] = schema }
         let fields = try FieldAssignments(assignments, recordType: recordType, schemas: schemas, zoneID: store.zoneID)
+        if store.environment == .production, let schema = schemas[recordType] {
+            // Production refuses every save of a field it lacks: said once here, naming the
+            // field, rather than once for every matching record.
+            let undeclared = fields.values.keys.filter { schema.field($0) == nil }.sorted()
+            if let first = undeclared.first {
+                throw UsageError(message: "--set \(first): the production schema of \(recordType) has no field '\(first)' (its fields: \(schema.fields.map(\.name).filter { !$0.hasPrefix("___") }.sorted().joined(separator: ", "))); a misspelt name, or a field to declare in development and deploy")
+            }
+        }
         let failures = try FailureLog(path: rejectPath)
         let checkpoint = try checkpointPath.map { path in
             try PipelineCheckpoint(store: PipelineCheckpointFile(path: path, command: commandIdentity))

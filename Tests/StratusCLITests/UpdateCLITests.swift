@@ -120,6 +120,15 @@ struct UpdateCLITests {
             }
             #expect(try await cli.exported("Note").values.allSatisfy { JSONLine.field($0, "a") == nil }, "nothing was written")
             #expect(!cli.exists(store.path("c")))
+
+            // In production, a field the schema lacks is named once, not refused once per record.
+            #expect(try await cli.run(["schema", "deploy"]).exitCode == 0)
+            #expect(try await cli.run(["import", try cli.file("prod.ndjson", Input.notes(3)), "--environment", "production", "--quiet"]).exitCode == 0)
+            let misspelt = try await cli.run(["update", "--type", "Note", "--all", "--set", "titel=x", "--environment", "production"])
+            #expect(misspelt.exitCode == 64 && misspelt.stderr.contains("--set titel: the production schema of Note has no field 'titel'"), "\(misspelt)")
+            #expect(misspelt.stderr.contains("count, title"), "the type's fields are listed: \(misspelt)")
+            let stored = try await cli.run(["get", "n1", "n2", "n3", "--environment", "production"])
+            #expect(stored.exitCode == 0 && stored.stdoutLines.count == 3 && !stored.stdout.contains("titel"), "nothing was written: \(stored)")
         }
     }
 
