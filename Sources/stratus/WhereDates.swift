@@ -24,7 +24,7 @@ enum WhereDates {
     /// type the environment's schema does not declare and no record has gets a note on stderr
     /// (the answer is still empty, exit 0): a mistyped `--type` should not pass for an empty
     /// answer unseen. (Production refuses such a query, as CloudKit does.)
-    static func typed(_ predicate: QueryPredicate, recordType: String, sortKeys: [String] = [], in container: Container) async throws -> QueryPredicate {
+    static func typed(_ predicate: QueryPredicate, recordType: String, in container: Container) async throws -> QueryPredicate {
         let schema = try await container.schema()
         let typeSchema = schema.recordType(recordType)
         if typeSchema == nil, container.environment == .development, (try await container.recordCountsByType()[recordType] ?? 0) == 0 {
@@ -39,16 +39,17 @@ enum WhereDates {
             throw UsageError(message: "the production schema has no record type \(recordType) (CloudKit: Did not find record type); deploy the development schema (`stratus schema deploy`) or use --environment development")
         }
         if let typeSchema, container.environment == .development {
-            noteUndeclaredFields(fieldNames(of: predicate) + sortKeys, of: typeSchema)
+            noteUndeclaredFields(fieldNames(of: predicate), of: typeSchema)
         }
         guard predicate != .all && predicate != .none else { return predicate }
         return try typed(predicate, by: typeSchema)
     }
 
-    /// A filter or sort on a field the development schema does not declare matches or orders
-    /// nothing, since a development save declares every field it stores: a mistyped name
-    /// (`ratng`) gets a note on stderr rather than passing for an empty answer unseen.
-    /// (Production refuses such a query, as CloudKit does.)
+    /// A filter on a field the development schema does not declare matches nothing, since a
+    /// development save declares every field it stores: a mistyped name (`ratng`) gets a note
+    /// on stderr rather than passing for an empty answer unseen. (Production refuses such a
+    /// query, as CloudKit does.) Sort keys are left alone: sorting by a field no record has
+    /// still answers every record, with a cursor that a script reads from stderr.
     private static func noteUndeclaredFields(_ names: [String], of schema: RecordTypeSchema) {
         var noted: Set<String> = []
         for name in names where schema.field(name) == nil && noted.insert(name).inserted {
@@ -70,8 +71,7 @@ enum WhereDates {
 
     /// The query of a command's ``QuerySelection``, typed by the container's schema.
     static func typed(_ query: Query, in container: Container) async throws -> Query {
-        let predicate = try await typed(query.predicate, recordType: query.recordType,
-                                        sortKeys: query.sortDescriptors.map(\.key), in: container)
+        let predicate = try await typed(query.predicate, recordType: query.recordType, in: container)
         guard predicate != query.predicate else { return query }
         let typedQuery = Query(recordType: query.recordType, predicate: predicate)
         typedQuery.sortDescriptors = query.sortDescriptors
