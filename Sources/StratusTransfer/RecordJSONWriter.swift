@@ -56,6 +56,27 @@ public enum RecordJSONWriter {
         return String(decoding: out.bytes, as: UTF8.self)
     }
 
+    /// The record as one line of JSON, written with `options`, refusing what the line cannot
+    /// hold rather than writing a stand-in: a non-finite number, or an asset whose content
+    /// cannot be written into ``Options/assetFolder`` (`stratus changes --assets-dir`).
+    ///
+    /// ```swift
+    /// var options = RecordJSONWriter.Options()
+    /// options.assetFolder = try AssetExportFolder(directory: URL(fileURLWithPath: "assets"))
+    /// let line = try RecordJSONWriter.checkedJSON(for: record, options: options)
+    /// ```
+    ///
+    /// - Throws: ``StratusError`` `invalidArguments` naming the record and the field, as
+    ///   ``RecordWriter/write(_:)`` does.
+    public static func checkedJSON(for record: Record, options: Options) throws -> String {
+        var out = ByteOutput()
+        append(record, options: options, to: &out)
+        if let problem = out.problem {
+            throw StratusError(.invalidArguments, "record '\(record.recordID.recordName)': \(problem)", recordID: record.recordID)
+        }
+        return String(decoding: out.bytes, as: UTF8.self)
+    }
+
     static func append(_ record: Record, options: Options, to out: inout ByteOutput) {
         let zoneID = record.recordID.zoneID
         out.append("{\"recordName\":")

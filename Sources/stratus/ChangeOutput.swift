@@ -1,31 +1,52 @@
 import Foundation
 
 /// Where `stratus changes` writes: stdout, or an output file it commits with the token.
+///
+/// An output file is opened (and created) only when the first change is written, so that a
+/// run with nothing new leaves no empty file behind (a cron job that names its output by date
+/// gets a file only for runs that found changes).
 final class ChangeOutput {
-    private let descriptor: Int32
+    private var descriptor: Int32
     private let name: String
-    /// For an output file: its identity, path, committed length and the link that holds it.
+    /// For an output file: the path to open and the token file that commits it.
+    private let outputPath: String?
+    private let tokens: ChangeTokenFileStore
+    /// For an output file once opened: its identity, path, committed length and the link that holds it.
     private var commit: ChangeTokenFile.OutputCommit?
 
-    /// Opens the output. First cuts the last committed output file back to its committed
-    /// length (through the link that holds it, wherever the file went), which drops what a
-    /// killed run wrote after its last commit, also when this run writes to another file;
-    /// then, for a new file, holds it with a link and records it before anything is written.
+    /// Prepares the output. For a file, first cuts the last committed output file back to its
+    /// committed length (through the link that holds it, wherever the file went), which drops
+    /// what a killed run wrote after its last commit, also when this run writes to another
+    /// file; the file this run names is opened by the first ``append(_:)``.
     ///
     /// - Throws: ``CommandFailure`` `dataError` when the committed file is shorter than its
-    ///   committed length (something else cut it), `cannotCreateOutput` when it cannot be
-    ///   opened, cut back or recorded.
+    ///   committed length (something else cut it), `cannotCreateOutput` when it cannot be cut back.
     init(outputPath: String?, tokens: ChangeTokenFileStore) throws {
+        self.outputPath = outputPath
+        self.tokens = tokens
         guard let outputPath else {
             descriptor = STDOUT_FILENO
             name = "stdout"
             return
         }
+        descriptor = -1
         name = outputPath
         let committed = tokens.state.output
         Self.removeStrayLinks(of: tokens.resolvedPath, keeping: committed?.link)
         if let committed { try Self.cutBack(committed) }
-        descriptor = open(outputPath, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+    }
+
+    deinit {
+        if descriptor >= 0 && descriptor != STDOUT_FILENO { close(descriptor) }
+    }
+
+    /// Opens the output file; for a new file, holds it with a link and records it in the token
+    /// file before anything is written.
+    ///
+    /// - Throws: ``CommandFailure`` `cannotCreateOutput` when it cannot be opened or recorded.
+    private func openFile(_ outputPath: String) throws {
+        let committed = tokens.state.output
+        descriptor = Glibc.open(outputPath, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { throw CommandFailure.system(.cannotCreateOutput, "cannot open the output file \(outputPath)") }
         let (identity, size) = try FileDescriptorOutput.identity(of: descriptor)
         if let committed, committed.fileIdentity == identity, committed.link.map({ Self.identity(of: $0) == identity }) ?? true {
@@ -52,12 +73,11 @@ final class ChangeOutput {
         guard lseek(descriptor, off_t(commit!.length), SEEK_SET) >= 0 else { throw CommandFailure.system(.cannotCreateOutput, "cannot seek in \(outputPath)") }
     }
 
-    deinit {
-        if descriptor != STDOUT_FILENO { close(descriptor) }
-    }
-
-    /// Writes `data` and makes it durable; answers the output's new committed state (`nil` for stdout).
+    /// Writes `data` and makes it durable; answers the output's new committed state (`nil` for
+    /// stdout, and for a file while nothing was written to it). Nothing is opened for no data.
     func append(_ data: Data) throws -> ChangeTokenFile.OutputCommit? {
+        guard !data.isEmpty else { return commit }
+        if descriptor < 0, let outputPath { try openFile(outputPath) }
         try FileDescriptorOutput.writeAll(data, to: descriptor, name: name)
         // stdout may be a pipe or terminal, which cannot be synced; a redirected file can.
         if fsync(descriptor) != 0 && errno != EINVAL && errno != EROFS {

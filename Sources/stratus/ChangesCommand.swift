@@ -8,16 +8,26 @@ struct ChangesCommand: Command {
     static let name = "changes"
     static let summary = "a zone's changes since the last run, exactly once (for cron exports)"
     static let usage = [
-        "stratus changes --token-file FILE [--output FILE] [--fields K1,K2] [--batch N] [--limit N] [store options]",
+        "stratus changes --token-file FILE [--output FILE] [--assets-dir DIR] [--fields K1,K2] [--batch N] [--limit N] [store options]",
         "stratus changes compact --keep-days N [store options]",
     ]
     static let discussion = """
         Writes the zone's changes since the token in FILE as NDJSON, oldest first, in the shape of
         CloudKit's changes/zone answers: a changed record as its record JSON (once, in its current
         state, however often it changed), a deletion as
-        {"recordName":…,"recordType":…,"deleted":true,"zoneID":{…}}. Without FILE (or with an
-        empty one) the zone's whole history is written. After each batch the output is flushed
-        and synced, and only then is the new token written to FILE (temporary file, fsync, rename).
+        {"recordName":…,"recordType":…,"deleted":true,"zoneID":{…}}. When FILE does not exist
+        yet (or is empty) the zone's whole history is written. After each batch the output is
+        flushed and synced, and only then is the new token written to FILE (temporary file,
+        fsync, rename).
+
+        An asset's downloadURL names the store's own file, which `stratus import` refuses (it
+        reads asset files only inside the folder given with --assets-dir). With --assets-dir DIR,
+        as `stratus export --assets-dir`, each asset's content is written into DIR before the
+        line that names it, and the line names its file relative to DIR, so that
+        `stratus import --assets-dir DIR --mode forceReplace` applies the changes to another
+        store, assets included. The token moves on as changes are written, whatever a consumer
+        does with them: a mirror job writes them with --output and removes the file only after
+        its import succeeded (see the README's "A mirror of a zone in a second store").
 
         Without --output, changes go to stdout at least once: a run killed after writing a batch
         but before moving the token writes that batch again on the next run (at most one batch,
@@ -33,8 +43,9 @@ struct ChangesCommand: Command {
             append to FILE and commit it together with the token: every change lands in the outputs \
             exactly once, wherever a run is killed. A run first cuts the last output file back to its \
             committed length, so each run may name a new FILE (export-$(date +%s).ndjson); move files \
-            away only after a run that exited 0
+            away only after a run that exited 0. A run with no changes creates no file
             """, default: "stdout, at least once"),
+        Option("--assets-dir", "DIR", "write asset content into DIR (created, private to the user); the JSON names the files in it", default: "none: assets name the store's files"),
         Option("--fields", "K1,K2", "only these fields of changed records", default: "every field"),
         Option("--batch", "N", "changes per batch and commit", default: "1000"),
         Option("--limit", "N", "stop after about N changes; the next run continues", default: "no limit"),
@@ -42,14 +53,17 @@ struct ChangesCommand: Command {
     ]
     static let optionGroups: [OptionGroup] = [.progress, .store]
     static let exitNotes: String? = """
-        65 when the token has expired (the zone was deleted and created again, or its history was
-        compacted): remove FILE to export the zone again from the beginning. 75 when another run
-        holds the token file.
+        64 when the token in FILE was made for another zone, database, user, container,
+        environment or store (run with the options it was made with, or give another FILE; the
+        token is left as it was). 65 when the token has expired (the zone was deleted and created
+        again, or its history was compacted): remove FILE to export the zone again from the
+        beginning. 66 when the zone does not exist. 75 when another run holds the token file.
         """
 
     var store: StoreOptions
     var tokenPath: String?
     var outputPath: String?
+    var assetsDirectory: String?
     var fields: [String]?
     var batchSize = 1000
     var limit: Int?
@@ -61,6 +75,7 @@ struct ChangesCommand: Command {
         var command = ChangesCommand(store: try StoreOptions(arguments))
         command.tokenPath = arguments.value("--token-file")
         command.outputPath = arguments.value("--output")
+        command.assetsDirectory = arguments.value("--assets-dir")
         command.fields = try arguments.list("--fields")
         command.batchSize = try arguments.positiveInteger("--batch") ?? 1000
         command.limit = try arguments.positiveInteger("--limit")
@@ -70,7 +85,7 @@ struct ChangesCommand: Command {
             guard let keepDays, let days = Double(keepDays), days >= 0, days.isFinite else {
                 throw UsageError(message: "compact needs --keep-days N (a number of days, 0 or more)")
             }
-            for option in ["--token-file", "--output", "--fields", "--batch", "--limit"] where arguments.has(option) {
+            for option in ["--token-file", "--output", "--assets-dir", "--fields", "--batch", "--limit"] where arguments.has(option) {
                 throw UsageError(message: "\(option) does not go with compact")
             }
             command.compactKeepDays = days
@@ -95,6 +110,13 @@ struct ChangesCommand: Command {
         } catch let error as CommandFailure {
             StratusCommand.log(error.message)
             return error.code
+        } catch let error as StratusError where error.code == .changeTokenExpired && error.underlyingError is ServerChangeToken.Mismatch {
+            // The token is good, for another job: deleting it, as for an expired one, would
+            // throw that job's position away.
+            let mismatch = error.underlyingError as! ServerChangeToken.Mismatch
+            StratusCommand.usageFailure(
+                "changes: \(tokenPath ?? "the token file") holds the position of \(mismatch.tokenHistory); this run asks for \(mismatch.requestedHistory): run with the options the token was made with, or give another --token-file",
+                pointer: "Run 'stratus changes --help' for usage.")
         } catch let error as StratusError where error.code == .changeTokenExpired {
             StratusCommand.log("\(error.message)\nthe token in \(tokenPath ?? "?") has expired: remove it (and rotate the output) to export the zone again from the beginning")
             return .dataError
@@ -105,15 +127,31 @@ struct ChangesCommand: Command {
         let database = try store.openDatabase(.read)
         let tokens = try ChangeTokenFileStore(path: tokenPath)
         let sink = try ChangeOutput(outputPath: outputPath, tokens: tokens)
+        var jsonOptions = RecordJSONWriter.Options()
         let feed = RecordZoneChangeFeed(database: database, zoneID: store.zoneID, desiredKeys: fields, batchSize: batchSize)
         Interruption.install { feed.cancel() }
         let progress = Progress(style: progressStyle, verb: "wrote")
         let counted = Mutex(0)
         let summary = try await feed.run(tokens: tokens, limit: limit) { batch in
             var text = ""
+            if let assetsDirectory, jsonOptions.assetFolder == nil, batch.changes.contains(where: { if case .changed = $0 { true } else { false } }) {
+                // Made with the first changed record, so that a run with nothing new leaves no folder behind.
+                do {
+                    jsonOptions.assetFolder = try AssetExportFolder(directory: URL(fileURLWithPath: assetsDirectory, isDirectory: true))
+                } catch let error as StratusError {
+                    throw CommandFailure(.cannotCreateOutput, error.message)
+                }
+            }
             for change in batch.changes {
                 switch change {
-                case .changed(let record): text += RecordJSONWriter.json(for: record)
+                case .changed(let record):
+                    do {
+                        // Asset content goes into the folder (synced) before the line naming it.
+                        text += try RecordJSONWriter.checkedJSON(for: record, options: jsonOptions)
+                    } catch let error as StratusError where error.code == .invalidArguments {
+                        // Nothing of this batch is written and the token stays where it was.
+                        throw CommandFailure(.dataError, error.message)
+                    }
                 case .deleted(let id, let recordType): text += RecordJSONWriter.json(forDeletionOf: id, recordType: recordType)
                 }
                 text += "\n"
@@ -124,8 +162,9 @@ struct ChangesCommand: Command {
             progress.update(done: counted.withLock { $0 += batch.changes.count; return $0 })
         }
         let written = summary.changed + summary.deleted
+        let nothingWritten = written == 0 && outputPath != nil ? " (nothing new: \(outputPath!) not written)" : ""
         progress.finish(
-            "wrote \(Progress.grouped(written)) change(s) (\(Progress.grouped(summary.changed)) record(s), \(Progress.grouped(summary.deleted)) deletion(s)) from zone \(store.zoneID.zoneName)\(summary.moreComing ? "; more remain" : ""); token saved in \(tokenPath)",
+            "wrote \(Progress.grouped(written)) change(s) (\(Progress.grouped(summary.changed)) record(s), \(Progress.grouped(summary.deleted)) deletion(s)) from zone \(store.zoneID.zoneName)\(nothingWritten)\(summary.moreComing ? "; more remain" : ""); token saved in \(tokenPath)",
             json: ["written": written, "changed": summary.changed, "deleted": summary.deleted, "moreComing": summary.moreComing ? 1 : 0])
         return summary.end == .cancelled ? ExitCode.stopped(by: Interruption.signal) : .success
     }

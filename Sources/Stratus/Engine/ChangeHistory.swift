@@ -194,7 +194,15 @@ public enum ChangeHistoryRules {
             StratusError(.changeTokenExpired, "the change token no longer fits \(what): \(reason); fetch again without a token")
         }
         if position.sequence > 0 && position.incarnation != incarnation {
-            throw expired("it comes from an earlier life of it (deleted and created again) or from another store")
+            // An incarnation starts with the store's identity (a zone's adds "." and its row):
+            // another store's token was never a place here, and is no expired one.
+            let storeOf = { (incarnation: String) in incarnation.split(separator: ".", maxSplits: 1).first.map(String.init) ?? "" }
+            if storeOf(position.incarnation) != storeOf(incarnation) {
+                var error = StratusError(.changeTokenExpired, "the change token is a place in \(what) of another store; fetch again without a token")
+                error.underlyingError = ServerChangeToken.Mismatch(tokenHistory: "\(what) of another store", requestedHistory: "\(what) of this store")
+                throw error
+            }
+            throw expired("it comes from an earlier life of it (the zone was deleted and created again)")
         }
         if position.sequence > current {
             throw expired("it is ahead of the store's history (was the store restored from an older copy?)")

@@ -139,7 +139,11 @@ public final class ServerChangeToken: NSObject, Codable, Sendable {
         let expected = zoneID.map(context.canonical)
         let mine = "\(containerIdentifier)/\(databaseScope)" + (owner.isEmpty ? "" : " (\(owner))")
         func expired(_ reason: String) -> StratusError {
-            StratusError(.changeTokenExpired, "\(reason); fetch again without a token", zoneID: zoneID)
+            var error = StratusError(.changeTokenExpired, "\(reason); fetch again without a token", zoneID: zoneID)
+            error.underlyingError = Mismatch(
+                tokenHistory: history,
+                requestedHistory: Self.describeHistory(zone: expected, scope: context.scope, owner: context.storageOwner, environment: context.environment, container: context.containerIdentifier))
+            return error
         }
         guard notificationFeed != true else {
             throw expired("a notification token cannot fetch changes of a zone or database")
@@ -161,6 +165,46 @@ public final class ServerChangeToken: NSObject, Codable, Sendable {
         case (let mine?, nil): throw expired("the change token belongs to zone '\(mine.zoneName)', not to the database's zone history")
         }
         return position
+    }
+}
+
+extension ServerChangeToken {
+    /// Why a token is no place in the history it was used with: it was made for another
+    /// container, environment, database, user, zone or store. The `changeTokenExpired` error
+    /// CloudKit code expects carries it as its ``StratusError/underlyingError``, so that a tool
+    /// can tell a token used with the wrong options (use the right one; it is still good) from
+    /// one that expired (start again without it).
+    ///
+    /// ```swift
+    /// } catch let error as StratusError where error.underlyingError is ServerChangeToken.Mismatch {
+    ///     print("this token is for another zone: \(error.underlyingError!)")
+    /// }
+    /// ```
+    public struct Mismatch: Error, Sendable, CustomStringConvertible {
+        /// The history the token is a place in: `zone Photos in the private database of user
+        /// _9a1c… of container app`.
+        public let tokenHistory: String
+        /// The history it was used with, in the same words.
+        public let requestedHistory: String
+
+        public var description: String { "the token is a place in \(tokenHistory), not in \(requestedHistory)" }
+    }
+
+    /// The history this token is a place in, in the words of ``Mismatch``.
+    var history: String {
+        if notificationFeed == true {
+            return "the notifications of user \(owner) of container \(containerIdentifier)" + ((environment ?? .development) == .development ? "" : " (\(environment ?? .development))")
+        }
+        return Self.describeHistory(zone: zoneID, scope: databaseScope, owner: owner, environment: environment ?? .development, container: containerIdentifier)
+    }
+
+    static func describeHistory(zone: RecordZone.ID?, scope: Database.Scope, owner: String, environment: Container.Environment, container: String) -> String {
+        var text = zone.map { "zone \($0.zoneName)" + ($0.ownerName == RecordZone.ID.currentUserDefaultOwner ? "" : " of \($0.ownerName)") } ?? "the zone history"
+        text += " in the \(scope) database"
+        if !owner.isEmpty { text += " of user \(owner)" }
+        text += " of container \(container)"
+        if environment != .development { text += " (\(environment))" }
+        return text
     }
 }
 

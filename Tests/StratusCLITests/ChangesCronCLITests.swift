@@ -1,0 +1,179 @@
+import Foundation
+import Stratus
+import StratusTestSupport
+import Testing
+
+/// `stratus changes` as a cron job uses it: a mirror that carries assets and loses nothing when
+/// an import fails, tokens used with the wrong options, and runs with nothing new.
+@Suite("stratus changes for cron jobs", .timeLimit(.minutes(10)))
+struct ChangesCronCLITests {
+    /// The README's mirror job, word for word but for `$STRATUS`.
+    static let mirrorJob = #"""
+        set -e
+        "$STRATUS" changes --store "$SOURCE" --token-file mirror.token --assets-dir pending-assets --output pending.ndjson
+        if [ -e pending.ndjson ]; then
+            "$STRATUS" import pending.ndjson --store "$MIRROR" --assets-dir pending-assets --mode forceReplace
+            rm -r pending.ndjson pending-assets
+        fi
+        """#
+
+    /// A Blob record whose asset is the file `name` in the test's `src` folder.
+    static func blob(_ recordName: String, file name: String, title: String) -> String {
+        #"{"recordName":"\#(recordName)","recordType":"Blob","fields":{"data":{"value":{"downloadURL":"\#(name)"},"type":"ASSETID"},"title":{"value":"\#(title)","type":"STRING"}}}"#
+    }
+
+    /// A store's Blob records exported with their assets into `folder`, by record name.
+    static func blobs(_ cli: CLI, _ location: String, into folder: String) async throws -> [String] {
+        let result = try await cli.run(["export", "--type", "Blob", "--sort", "recordName", "--assets-dir", folder, "--quiet", "--store", location])
+        #expect(result.exitCode == 0, "\(result)")
+        return result.stdoutLines
+    }
+
+    @Test("the README's mirror job carries records with assets to a second store, and a failed import loses nothing", arguments: TestEngine.all)
+    func mirrorWithAssets(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let source = try await cli.newStore("source"), mirror = try await cli.newStore("mirror")
+            _ = try store.writeFile("src/one.bin", patternBytes(count: 70_000, seed: 1))
+            _ = try store.writeFile("src/two.bin", patternBytes(count: 3_000, seed: 2))
+            _ = try store.writeFile("src/three.bin", patternBytes(count: 9_000, seed: 3))
+            let first = [Self.blob("b1", file: "one.bin", title: "one"), Self.blob("b2", file: "two.bin", title: "two")]
+            let seeded = try await cli.run(["import", try cli.file("first.ndjson", first.joined(separator: "\n") + "\n"), "--assets-dir", store.path("src"), "--store", source])
+            #expect(seeded.exitCode == 0, "\(seeded)")
+
+            // The mirror cannot be written (its path is a folder): the import fails, the job
+            // stops, and the changes stay in pending.ndjson with their assets.
+            try FileManager.default.createDirectory(atPath: store.path("not-a-store"), withIntermediateDirectories: true)
+            let failed = try await cli.shell(Self.mirrorJob, environment: ["SOURCE": source, "MIRROR": store.path("not-a-store")])
+            #expect(failed.exitCode != 0, "\(failed)")
+            #expect(cli.exists(store.path("pending.ndjson")) && cli.exists(store.path("pending-assets")), "\(failed)")
+
+            // More changes meanwhile: an update, a deletion and a new record with an asset.
+            let second = [Self.blob("b1", file: "one.bin", title: "one, renamed"), Self.blob("b3", file: "three.bin", title: "three")]
+            let changed = try await cli.run(["import", try cli.file("second.ndjson", second.joined(separator: "\n") + "\n"), "--assets-dir", store.path("src"), "--store", source])
+            #expect(changed.exitCode == 0, "\(changed)")
+            #expect(try await cli.run(["delete", "b2", "--yes", "--store", source]).exitCode == 0)
+
+            let mirrored = try await cli.shell(Self.mirrorJob, environment: ["SOURCE": source, "MIRROR": mirror])
+            #expect(mirrored.exitCode == 0, "\(mirrored)")
+            #expect(!cli.exists(store.path("pending.ndjson")) && !cli.exists(store.path("pending-assets")), "removed after the import succeeded")
+
+            let original = try await Self.blobs(cli, source, into: store.path("from-source"))
+            let copy = try await Self.blobs(cli, mirror, into: store.path("from-mirror"))
+            #expect(original.count == 2 && original == copy, "the mirror differs:\n\(original)\n\(copy)")
+            for (name, seed, size) in [("b1", 1, 70_000), ("b3", 3, 9_000)] {
+                let output = store.path("\(name).got")
+                let got = try await cli.run(["assets", "get", name, "data", "--output", output, "--store", mirror])
+                #expect(got.exitCode == 0, "\(got)")
+                #expect(FileManager.default.contents(atPath: output) == patternBytes(count: size, seed: UInt8(seed)), "\(name)'s asset in the mirror")
+            }
+
+            // Nothing new: the job succeeds and leaves no file or folder behind.
+            let idle = try await cli.shell(Self.mirrorJob, environment: ["SOURCE": source, "MIRROR": mirror])
+            #expect(idle.exitCode == 0, "\(idle)")
+            #expect(!cli.exists(store.path("pending.ndjson")) && !cli.exists(store.path("pending-assets")), "\(idle)")
+            #expect(try await Self.blobs(cli, mirror, into: store.path("from-mirror")) == original)
+        }
+    }
+
+    @Test("changes --assets-dir | import --assets-dir carries assets through a pipe; without it import refuses the store's own paths", arguments: TestEngine.all)
+    func pipeWithAssets(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let copy = try await cli.newStore("copy")
+            _ = try store.writeFile("src/one.bin", patternBytes(count: 20_000, seed: 5))
+            let seeded = try await cli.run(["import", try cli.file("in.ndjson", Self.blob("b1", file: "one.bin", title: "one") + "\n"), "--assets-dir", store.path("src")])
+            #expect(seeded.exitCode == 0, "\(seeded)")
+
+            // Without --assets-dir an asset names the store's own file, which import refuses.
+            let refused = try await cli.shell(#""$STRATUS" changes --token-file plain.token --quiet | "$STRATUS" import --store "$COPY" --mode forceReplace"#, environment: ["COPY": copy])
+            #expect(refused.exitCode == 1 && refused.stderr.contains("--assets-dir"), "\(refused)")
+
+            // import checks its --assets-dir as it starts, while changes is still running: make it first.
+            let piped = try await cli.shell(#"mkdir -p assets && "$STRATUS" changes --token-file feed.token --assets-dir assets | "$STRATUS" import --store "$COPY" --assets-dir assets --mode forceReplace"#, environment: ["COPY": copy])
+            #expect(piped.exitCode == 0, "\(piped)")
+            let output = store.path("got.bin")
+            let got = try await cli.run(["assets", "get", "b1", "data", "--output", output, "--store", copy])
+            #expect(got.exitCode == 0, "\(got)")
+            #expect(FileManager.default.contents(atPath: output) == patternBytes(count: 20_000, seed: 5))
+        }
+    }
+
+    @Test("a token used with another zone, database, container, environment or store is a usage error (64) naming the token file; the token is kept", arguments: TestEngine.all)
+    func tokenOfAnotherHistory(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            #expect(try await cli.run(["import"], stdin: Input.notes(2)).exitCode == 0)
+            #expect(try await cli.run(["zones", "create", "Trips"]).exitCode == 0)
+            let token = store.path("photos.token")
+            let made = try await cli.run(["changes", "--token-file", token, "--quiet"])
+            #expect(made.exitCode == 0, "\(made)")
+            let kept = try #require(FileManager.default.contents(atPath: token))
+            let other = try await cli.newStore("other")
+            #expect(try await cli.run(["import", "--store", other], stdin: Input.notes(1)).exitCode == 0)
+
+            for (options, asked) in [
+                (["--zone", "Trips"], "zone Trips"),
+                (["--database", "private"], "private database"),
+                (["--container", "other"], "container other"),
+                (["--environment", "production"], "(production)"),
+                (["--store", other], "of this store"),
+            ] {
+                let result = try await cli.run(["changes", "--token-file", token] + options)
+                #expect(result.exitCode == 64, "\(options): \(result)")
+                #expect(result.stderr.contains("\(token) holds the position of") && result.stderr.contains(asked), "\(options): \(result)")
+                #expect(!result.stderr.contains("expired") && !result.stderr.contains("remove it"), "\(options): \(result)")
+                #expect(result.stdout.isEmpty)
+                #expect(FileManager.default.contents(atPath: token) == kept, "\(options): the token file is left as it was")
+            }
+            // The right options still continue where the token is.
+            let again = try await cli.run(["changes", "--token-file", token])
+            #expect(again.exitCode == 0 && again.stdout.isEmpty, "\(again)")
+        }
+    }
+
+    @Test("an expired token is 65 with the advice to start again; a zone that does not exist is 66", arguments: TestEngine.all)
+    func expiredTokenAndMissingZone(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            #expect(try await cli.run(["import"], stdin: Input.notes(2)).exitCode == 0)
+            let token = store.path("notes.token")
+            #expect(try await cli.run(["changes", "--token-file", token, "--quiet"]).exitCode == 0)
+            #expect(try await cli.run(["delete", "n1", "--yes"]).exitCode == 0)
+            let compacted = try await cli.run(["changes", "compact", "--keep-days", "0"])
+            #expect(compacted.exitCode == 0, "\(compacted)")
+            let expired = try await cli.run(["changes", "--token-file", token])
+            #expect(expired.exitCode == 65, "\(expired)")
+            #expect(expired.stderr.contains("has expired") && expired.stderr.contains(token), "\(expired)")
+
+            let missing = try await cli.run(["changes", "--token-file", store.path("nope.token"), "--zone", "Nope"])
+            #expect(missing.exitCode == 66 && missing.stderr.contains("Nope"), "\(missing)")
+            #expect(!cli.exists(store.path("nope.token")), "no token is written for a zone that does not exist")
+        }
+    }
+
+    @Test("changes --output with nothing new creates no file; with changes it writes them", arguments: TestEngine.all)
+    func noFileWithoutChanges(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            try await cli.createStore()
+            let token = store.path("cron.token")
+            let empty = try await cli.run(["changes", "--token-file", token, "--output", store.path("run-1.ndjson")])
+            #expect(empty.exitCode == 0 && !cli.exists(store.path("run-1.ndjson")), "\(empty)")
+            #expect(empty.stderr.contains("nothing new"), "\(empty)")
+
+            #expect(try await cli.run(["import"], stdin: Input.notes(3)).exitCode == 0)
+            let full = try await cli.run(["changes", "--token-file", token, "--output", store.path("run-2.ndjson")])
+            #expect(full.exitCode == 0, "\(full)")
+            #expect(try JSONLine.names(cli.read(store.path("run-2.ndjson")) ?? "") == ["n1", "n2", "n3"])
+
+            let idle = try await cli.run(["changes", "--token-file", token, "--output", store.path("run-3.ndjson")])
+            #expect(idle.exitCode == 0 && !cli.exists(store.path("run-3.ndjson")), "\(idle)")
+            #expect(try await cli.run(["delete", "n2", "--yes"]).exitCode == 0)
+            let next = try await cli.run(["changes", "--token-file", token, "--output", store.path("run-4.ndjson")])
+            #expect(next.exitCode == 0, "\(next)")
+            #expect(try JSONLine.names(cli.read(store.path("run-4.ndjson")) ?? "") == ["n2"])
+            #expect(try JSONLine.names(cli.read(store.path("run-2.ndjson")) ?? "") == ["n1", "n2", "n3"], "the earlier output is left as it was")
+        }
+    }
+}
