@@ -113,9 +113,14 @@ struct ChangesCommand: Command {
         } catch let error as StratusError where error.code == .changeTokenExpired && error.underlyingError is ServerChangeToken.Mismatch {
             // The token is good, for another job: deleting it, as for an expired one, would
             // throw that job's position away.
-            let mismatch = error.underlyingError as! ServerChangeToken.Mismatch
+            guard let mismatch = error.underlyingError as? ServerChangeToken.Mismatch else { return .dataError }
+            // A store rebuilt in place (a copy moved over it, a restore) is "another store" with
+            // no options that reach the old one: then, and only then, the token is done with.
+            let replaced = mismatch.isFromAnotherStore
+                ? "; if this store replaced the one the token was made on (a copy moved into its place, a restore), remove the token file (and rotate the output) to export the zone again from the beginning"
+                : ""
             StratusCommand.usageFailure(
-                "changes: \(tokenPath ?? "the token file") holds the position of \(mismatch.tokenHistory); this run asks for \(mismatch.requestedHistory): run with the options the token was made with, or give another --token-file",
+                "changes: \(tokenPath ?? "the token file") holds the position of \(mismatch.tokenHistory); this run asks for \(mismatch.requestedHistory): run with the options the token was made with, or give another --token-file\(replaced)",
                 pointer: "Run 'stratus changes --help' for usage.")
         } catch let error as StratusError where error.code == .changeTokenExpired {
             StratusCommand.log("\(error.message)\nthe token in \(tokenPath ?? "?") has expired: remove it (and rotate the output) to export the zone again from the beginning")
@@ -134,8 +139,10 @@ struct ChangesCommand: Command {
         let counted = Mutex(0)
         let summary = try await feed.run(tokens: tokens, limit: limit) { batch in
             var text = ""
-            if let assetsDirectory, jsonOptions.assetFolder == nil, batch.changes.contains(where: { if case .changed = $0 { true } else { false } }) {
-                // Made with the first changed record, so that a run with nothing new leaves no folder behind.
+            if let assetsDirectory, jsonOptions.assetFolder == nil, !batch.changes.isEmpty {
+                // Made with the first change, whatever it is: a run with nothing new leaves no
+                // folder behind, and one that writes an output (deletions only, too) leaves the
+                // folder that `import --assets-dir` of that output needs.
                 do {
                     jsonOptions.assetFolder = try AssetExportFolder(directory: URL(fileURLWithPath: assetsDirectory, isDirectory: true))
                 } catch let error as StratusError {

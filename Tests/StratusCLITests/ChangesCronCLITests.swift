@@ -73,6 +73,13 @@ struct ChangesCronCLITests {
             #expect(idle.exitCode == 0, "\(idle)")
             #expect(!cli.exists(store.path("pending.ndjson")) && !cli.exists(store.path("pending-assets")), "\(idle)")
             #expect(try await Self.blobs(cli, mirror, into: store.path("from-mirror")) == original)
+
+            // Deletions alone: the output holds no asset, and the folder the import is given is there all the same.
+            #expect(try await cli.run(["delete", "b3", "--yes", "--store", source]).exitCode == 0)
+            let deletions = try await cli.shell(Self.mirrorJob, environment: ["SOURCE": source, "MIRROR": mirror])
+            #expect(deletions.exitCode == 0, "a run of deletions only mirrors them: \(deletions)")
+            #expect(try await Self.blobs(cli, mirror, into: store.path("from-mirror")) == Self.blobs(cli, source, into: store.path("from-source")))
+            #expect(try await Self.blobs(cli, mirror, into: store.path("from-mirror")).count == 1)
         }
     }
 
@@ -123,6 +130,8 @@ struct ChangesCronCLITests {
                 #expect(result.exitCode == 64, "\(options): \(result)")
                 #expect(result.stderr.contains("\(token) holds the position of") && result.stderr.contains(asked), "\(options): \(result)")
                 #expect(!result.stderr.contains("expired") && !result.stderr.contains("remove it"), "\(options): \(result)")
+                // Only a token of another store may be one of a store rebuilt in place, done with.
+                #expect(result.stderr.contains("if this store replaced the one the token was made on") == (options.first == "--store"), "\(options): \(result)")
                 #expect(result.stdout.isEmpty)
                 #expect(FileManager.default.contents(atPath: token) == kept, "\(options): the token file is left as it was")
             }

@@ -199,7 +199,8 @@ public enum ChangeHistoryRules {
             let storeOf = { (incarnation: String) in incarnation.split(separator: ".", maxSplits: 1).first.map(String.init) ?? "" }
             if storeOf(position.incarnation) != storeOf(incarnation) {
                 var error = StratusError(.changeTokenExpired, "the change token is a place in \(what) of another store; fetch again without a token")
-                error.underlyingError = ServerChangeToken.Mismatch(tokenHistory: "\(what) of another store", requestedHistory: "\(what) of this store")
+                error.underlyingError = ServerChangeToken.Mismatch(tokenHistory: "\(what) of another store", requestedHistory: "\(what) of this store",
+                                                                   isFromAnotherStore: true)
                 throw error
             }
             throw expired("it comes from an earlier life of it (the zone was deleted and created again)")

@@ -186,6 +186,9 @@ extension ServerChangeToken {
         public let tokenHistory: String
         /// The history it was used with, in the same words.
         public let requestedHistory: String
+        /// Whether the token was made on another store, rather than for other options: no
+        /// options reach that history from this store (it may be a store rebuilt in place).
+        public var isFromAnotherStore = false
 
         public var description: String { "the token is a place in \(tokenHistory), not in \(requestedHistory)" }
     }
