@@ -116,6 +116,10 @@ extension EngineConformance {
         #expect(try await fetchCode("alice-00000", as: nobody) == .notAuthenticated)
         let both = try await bob.records(for: [Record.ID(recordName: "alice-00001"), Record.ID(recordName: "bob-00001")])
         #expect(errorCode(both[Record.ID(recordName: "alice-00001")]) == .permissionFailure)
+        if case .failure(let refused)? = both[Record.ID(recordName: "alice-00001")] {
+            let message = (refused as? StratusError)?.message ?? ""
+            #expect(message.contains("READ operation not permitted") && !message.contains("creator is"), "a refused read tells no one who created the record: \(message)")
+        }
         #expect(errorCode(both[Record.ID(recordName: "bob-00001")]) == nil)
 
         // Change feeds: per record; deletions of a type one may read some of.

@@ -61,8 +61,12 @@ struct RecordAccess: Sendable {
     /// Who the caller is and who created the record, when `_creator` would allow it: the usual
     /// surprise is acting as another user than the one who created the record (another login,
     /// or another engine's default user after a copy).
+    ///
+    /// Never for a read, nor for a caller who may not read the record: who created a record is
+    /// part of what a reader is shown, so a refusal must not tell it to one who may not read it.
     private func creatorText(_ permission: RecordPermissions, creator: Record.ID?) -> String {
-        guard let userRecordName, let creator, holders[.creator]?.contains(permission) == true else { return "" }
+        guard let userRecordName, let creator, permission != .read, everyRecord.contains(.read),
+              holders[.creator]?.contains(permission) == true else { return "" }
         return ", and the caller (user record \(userRecordName)) did not create the record (its creator is \(creator.recordName))"
     }
 
