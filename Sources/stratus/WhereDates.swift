@@ -45,9 +45,10 @@ enum WhereDates {
         return try typed(predicate, by: typeSchema)
     }
 
-    /// A filter on a field the development schema does not declare matches nothing, since a
-    /// development save declares every field it stores: a mistyped name (`ratng`) gets a note
-    /// on stderr rather than passing for an empty answer unseen. (Production refuses such a
+    /// A filter on a field the development schema does not declare matches nothing (a
+    /// development save declares every field it stores; only records kept from a field a schema
+    /// import dropped may hold it): a mistyped name (`ratng`) gets a note on stderr rather than
+    /// passing for an empty answer unseen. (Production refuses such a
     /// query, as CloudKit does.) Sort keys are left alone: sorting by a field no record has
     /// still answers every record, with a cursor that a script reads from stderr.
     private static func noteUndeclaredFields(_ names: [String], of schema: RecordTypeSchema) {
@@ -55,7 +56,7 @@ enum WhereDates {
         for name in names where schema.field(name) == nil && noted.insert(name).inserted {
             guard case .field = QueryKey(name) else { continue }
             let declared = schema.fields.map(\.name).filter { !$0.hasPrefix("___") }.sorted()
-            StratusCommand.log("note: \(schema.recordType) has no field '\(name)' in the development schema, so no record has it (the type's fields: \(declared.isEmpty ? "none" : declared.joined(separator: ", ")))")
+            StratusCommand.log("note: \(schema.recordType) has no field '\(name)' in the development schema, which declares every field a save stores; a misspelt name? (the type's fields: \(declared.isEmpty ? "none" : declared.joined(separator: ", ")))")
         }
     }
 

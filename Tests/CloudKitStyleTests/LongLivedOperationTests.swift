@@ -257,6 +257,22 @@ struct LongLivedOperationTests {
         }
     }
 
+    @Test("a long-lived operation cancelled before it starts is no longer listed or fetched, as CloudKit answers for a cancelled one")
+    func cancelledOperationIsNotListed() async throws {
+        try await withContainer { container async throws in
+            let gate = BlockOperation {}
+            let save = longLivedSave("note-cancelled", after: gate)
+            container.privateCloudDatabase.add(save)
+            #expect(try await container.allLongLivedOperationIDs() == [save.operationID])
+            save.cancel()
+            #expect(try await container.allLongLivedOperationIDs() == [])
+            #expect(try await container.longLivedOperation(for: save.operationID) == nil)
+            gate.start()
+            await finished(save)
+            #expect(try await container.allLongLivedOperationIDs() == [])
+        }
+    }
+
     @Test("an ID no operation has gives nil and no error, as CloudKit gives for one that finished")
     func unknownID() async throws {
         try await withContainer { container async throws in

@@ -48,7 +48,7 @@ struct QueryCLITests {
             #expect(mistyped.exitCode == 0 && mistyped.stdout == "0\n" && mistyped.stderr.contains("note: no record has the type Tsak, and the development schema declares Task"), "a mistyped type is an empty answer, said so: \(mistyped)")
             let misspelt = try await cli.run(["query", "--type", "Task", "--where", "tilte == 'early'", "--sort", "due"])
             #expect(misspelt.exitCode == 0 && misspelt.stdout.isEmpty, "\(misspelt)")
-            #expect(misspelt.stderr.contains("note: Task has no field 'tilte' in the development schema, so no record has it (the type's fields: due, title)"),
+            #expect(misspelt.stderr.contains("note: Task has no field 'tilte' in the development schema, which declares every field a save stores; a misspelt name? (the type's fields: due, title)"),
                     "a misspelt field is an empty answer, said so: \(misspelt)")
             let rightly = try await cli.run(["count", "--type", "Task", "--where", "title == 'early' AND recordName != 'x'"])
             #expect(rightly.exitCode == 0 && !rightly.stderr.contains("note:"), "declared fields and system keys get no note: \(rightly)")

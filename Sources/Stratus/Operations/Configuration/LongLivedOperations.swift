@@ -52,14 +52,16 @@ final class LongLivedOperations: Sendable {
         let entries = state.withLock { Array($0.outstanding.values) }.sorted { $0.order < $1.order }
         var matching: [DatabaseOperation] = []
         var containerStore: String?
-        for entry in entries {
+        for entry in entries where !entry.operation.isCancelled {
             let context = entry.database.context
             guard context.containerIdentifier == container.identifier, context.environment == container.environment,
                   context.userName == container.userName
             else { continue }
             if entry.database.engine !== container.engine {
                 if containerStore == nil { containerStore = try container.engine.storeIdentifier }
-                guard try entry.database.engine.storeIdentifier == containerStore else { continue }
+                // Another store that cannot be read now (gone, busy) holds none of this
+                // container's operations: it must not fail the answer for this one.
+                guard let entryStore = try? entry.database.engine.storeIdentifier, entryStore == containerStore else { continue }
             }
             matching.append(entry.operation)
         }
