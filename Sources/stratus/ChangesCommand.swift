@@ -55,7 +55,8 @@ struct ChangesCommand: Command {
     static let exitNotes: String? = """
         64 when the token in FILE was made for another zone, database, user, container,
         environment or store (run with the options it was made with, or give another FILE; the
-        token is left as it was). 65 when the token has expired (the zone was deleted and created
+        token is left as it was; a token of a store this one replaced is done with: remove FILE).
+        65 when the token has expired (the zone was deleted and created
         again, or its history was compacted): remove FILE to export the zone again from the
         beginning. 66 when the zone does not exist. 75 when another run holds the token file.
         """
