@@ -378,7 +378,7 @@ public final class PostgresEngine: StorageEngine, Sendable {
     }
 
     /// One life of a zone: zone IDs come from a sequence and are never reused.
-    func zoneIncarnation(_ zoneRow: Int64) -> String { identity + "." + String(zoneRow) }
+    func zoneIncarnation(_ zoneRow: Int64) -> String { ChangeHistoryRules.zoneIncarnation(store: identity, zoneRow: zoneRow) }
 
     // MARK: - Records
 

@@ -73,7 +73,7 @@ extension SQLiteEngine {
 
     /// One life of a zone: zone rows are never reused, and the store identity tells stores apart.
     func zoneIncarnation(_ zoneRow: Int64, on connection: SQLiteConnection) throws -> String {
-        try storeIdentity(on: connection) + "." + String(zoneRow)
+        ChangeHistoryRules.zoneIncarnation(store: try storeIdentity(on: connection), zoneRow: zoneRow)
     }
 
     /// The random identity the store got when it was created.

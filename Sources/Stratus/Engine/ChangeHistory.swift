@@ -183,6 +183,23 @@ public struct ChangeHistoryCompaction: Hashable, Sendable {
 /// ```
 @_spi(StratusEngine)
 public enum ChangeHistoryRules {
+    /// The incarnation of one life of a zone's history: the store's identity, then the zone's
+    /// row (a zone deleted and created again gets a new row). Every engine spells it this way,
+    /// so that a position tells another store's history from an earlier life of this one.
+    ///
+    /// ```swift
+    /// let incarnation = ChangeHistoryRules.zoneIncarnation(store: storeIdentity, zoneRow: zone.row)
+    /// ```
+    public static func zoneIncarnation(store: String, zoneRow: Int64) -> String {
+        store + "." + String(zoneRow)
+    }
+
+    /// The store identity an incarnation begins with (a database history's incarnation is the
+    /// store's identity itself).
+    static func store(ofIncarnation incarnation: String) -> Substring {
+        incarnation.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+    }
+
     /// The sequence value to read after, once `position` is known to be a place in this
     /// history: the same life of it (position 0 fits every life), not ahead of it, and not
     /// before its retained part.
@@ -194,10 +211,8 @@ public enum ChangeHistoryRules {
             StratusError(.changeTokenExpired, "the change token no longer fits \(what): \(reason); fetch again without a token")
         }
         if position.sequence > 0 && position.incarnation != incarnation {
-            // An incarnation starts with the store's identity (a zone's adds "." and its row):
-            // another store's token was never a place here, and is no expired one.
-            let storeOf = { (incarnation: String) in incarnation.split(separator: ".", maxSplits: 1).first.map(String.init) ?? "" }
-            if storeOf(position.incarnation) != storeOf(incarnation) {
+            // Another store's token was never a place here, and is no expired one.
+            if store(ofIncarnation: position.incarnation) != store(ofIncarnation: incarnation) {
                 var error = StratusError(.changeTokenExpired, "the change token is a place in \(what) of another store; fetch again without a token")
                 error.underlyingError = ServerChangeToken.Mismatch(tokenHistory: "\(what) of another store", requestedHistory: "\(what) of this store",
                                                                    isFromAnotherStore: true)
