@@ -79,7 +79,10 @@ public final class PostgresEngine: StorageEngine, Sendable {
         self.tombstoneRetention = tombstoneRetention
         let probe = try pool.withConnection { try StoreProbe(on: $0) }
         guard probe.exists || create else {
-            throw StratusError(.badContainer, "the database \(probe.database) at \(pool.redactedURL) holds no Stratus store \(probe.whereTables) (the database exists; only import, copy --to, zones create, schema import, users add and subscriptions create make a store)")
+            let missing = StoreMissing(description: "the database \(probe.database) at \(pool.redactedURL) holds no Stratus store \(probe.whereTables) (the database exists)")
+            var error = StratusError(.badContainer, "\(missing.description); opening the engine with create: true makes the store")
+            error.underlyingError = missing
+            throw error
         }
         createdStore = !probe.exists
         identity = try Self.migrate(pool, probe: probe)
@@ -378,6 +381,20 @@ public final class PostgresEngine: StorageEngine, Sendable {
     }
 
     /// One life of a zone: zone IDs come from a sequence and are never reused.
+    /// The `underlyingError` of the `badContainer` error of an engine opened without `create`
+    /// on a database that holds no Stratus store, so that a tool can say what makes one.
+    ///
+    /// ```swift
+    /// } catch let error as StratusError where error.underlyingError is PostgresEngine.StoreMissing {
+    ///     print("run an import first")
+    /// }
+    /// ```
+    public struct StoreMissing: Error, Sendable, CustomStringConvertible {
+        /// Which database holds no store, and where: `the database app at postgresql://… holds
+        /// no Stratus store in schema public (the database exists)`.
+        public let description: String
+    }
+
     func zoneIncarnation(_ zoneRow: Int64) -> String { ChangeHistoryRules.zoneIncarnation(store: identity, zoneRow: zoneRow) }
 
     // MARK: - Records

@@ -103,12 +103,9 @@ struct ImportCommand: Command {
     var followSymlinks = false
     var maximumAssetSize = Asset.maximumContentSize
 
-    /// A missing store's message for a dry run, which cannot make one: the usual advice (the
-    /// commands that make a store, import among them) would read as a contradiction.
-    private static func dryRunNeedsStore(_ message: String) -> String {
-        let what = message.components(separatedBy: "; only import")[0].components(separatedBy: " (the database exists; only import")[0]
-        return what + "; a dry run only reads a store, so it checks against one that exists: run the import without --dry-run to create it"
-    }
+    /// What makes a store, told to a dry run that needs one: the usual advice (the commands that
+    /// make a store, import among them) would read as a contradiction.
+    private static let dryRunNeedsStore = "a dry run only reads a store, so it checks against one that exists: run the import without --dry-run to create it"
 
     private static let defaultZoneIsNotAtomic =
         "--atomic: the default zone has no atomic capability (as CloudKit's), so the store would write its records one by one; import without --atomic, or into a custom zone (--zone, zones create)"
@@ -185,14 +182,7 @@ struct ImportCommand: Command {
         let checkpoint = try checkpointPath.map { try CheckpointFile(path: $0, input: input.identity, inputSize: input.size) }
         // A dry run writes nothing, so it needs a store that exists (for its schemas); one the
         // user may not write fails as the real run would (77, RecordImporter checks), not "valid".
-        let container: Container
-        do {
-            container = try store.openContainer(dryRun ? .read : .createIfMissing)
-        } catch let failure as CommandFailure where dryRun && failure.code == .inputMissing {
-            throw CommandFailure(.inputMissing, Self.dryRunNeedsStore(failure.message))
-        } catch let error as StratusError where dryRun && error.code == .badContainer {
-            throw CommandFailure(.inputMissing, Self.dryRunNeedsStore(error.message))
-        }
+        let container = try store.openContainer(dryRun ? .read : .createIfMissing, missingStoreAdvice: Self.dryRunNeedsStore)
         let database = container.database(with: store.scope)
         if atomic {
             // Refuse before reading: outside atomic zones the store applies requests item by item.

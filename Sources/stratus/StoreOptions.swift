@@ -107,8 +107,8 @@ struct StoreOptions {
     /// forgotten `--store` is exit 66, not an empty answer.
     ///
     /// - Throws: ``CommandFailure`` `inputMissing` when the store must exist and does not.
-    func openContainer(_ access: Access) throws -> Container {
-        let engine = try Self.openEngine(resolvedStorePath, readURL: readStoreURL, access: access, origin: storeOrigin)
+    func openContainer(_ access: Access, missingStoreAdvice: String = StoreOptions.commandsThatMakeAStore) throws -> Container {
+        let engine = try Self.openEngine(resolvedStorePath, readURL: readStoreURL, access: access, origin: storeOrigin, missingStoreAdvice: missingStoreAdvice)
         if !anonymous, let postgres = engine as? PostgresEngine {
             // --user (or STRATUS_USER) naming another user than the role row-level security binds
             // found none of that user's records and had writes refused, saying neither why.
@@ -129,14 +129,25 @@ struct StoreOptions {
     ///
     /// - Throws: ``CommandFailure`` `inputMissing` naming `origin` when the store must exist and
     ///   does not; ``UsageError`` for a standby of a store that is not PostgreSQL.
-    static func openEngine(_ location: String, readURL: String? = nil, access: Access, origin: String) throws -> any StorageEngine {
+    /// What makes a store, for the message of a command that needs one that does not exist.
+    static let commandsThatMakeAStore = "only import, copy, zones create, schema import, users add and subscriptions create make a new store"
+
+    static func openEngine(_ location: String, readURL: String? = nil, access: Access, origin: String,
+                           missingStoreAdvice: String = commandsThatMakeAStore) throws -> any StorageEngine {
         if let readURL, !PostgresEngine.isStoreURL(readURL) {
             // Not echoed: a mistyped URL may hold a password.
             throw UsageError(message: "--read-store (or $STRATUS_READ_STORE) takes the postgresql:// URL of a hot standby of a PostgreSQL store; the value given is none")
         }
         if PostgresEngine.isStoreURL(location) {
             opened.withLock { $0.append(PostgresConnectionString.redacted(location)) }
-            let engine = try PostgresEngine.shared(url: location, readURL: readURL, create: access == .createIfMissing)
+            let engine: PostgresEngine
+            do {
+                engine = try PostgresEngine.shared(url: location, readURL: readURL, create: access == .createIfMissing)
+            } catch let error as StratusError where error.underlyingError is PostgresEngine.StoreMissing {
+                // The engine's advice is a Swift program's; the tool's user is told which commands make one.
+                let database = (error.underlyingError as? PostgresEngine.StoreMissing)?.description ?? error.message
+                throw CommandFailure(.inputMissing, "\(database); \(missingStoreAdvice)")
+            }
             if engine.createdStore { StratusCommand.log("created a new store in \(engine.redactedURL)") }
             return engine
         }
@@ -154,7 +165,7 @@ struct StoreOptions {
         let existed = FileManager.default.fileExists(atPath: location)
         if access != .createIfMissing && (!existed || Self.isEmptyFile(location)) {
             // An empty file (`touch`) is not a store either: a read must not make it one.
-            throw CommandFailure(.inputMissing, "there is no store at \(location) (\(origin))\(existed ? ", only an empty file" : ""); only import, copy, zones create, schema import, users add and subscriptions create make a new store")
+            throw CommandFailure(.inputMissing, "there is no store at \(location) (\(origin))\(existed ? ", only an empty file" : ""); \(missingStoreAdvice)")
         }
         opened.withLock { $0.append(location) }
         if access == .read, let missing = missingWriteAccess(location) {
