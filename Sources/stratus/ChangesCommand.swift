@@ -111,21 +111,21 @@ struct ChangesCommand: Command {
         } catch let error as CommandFailure {
             StratusCommand.log(error.message)
             return error.code
-        } catch let error as StratusError where error.code == .changeTokenExpired && error.underlyingError is ServerChangeToken.Mismatch {
+        } catch let error as StratusError where error.code == .changeTokenExpired {
+            guard let mismatch = error.underlyingError as? ServerChangeToken.Mismatch else {
+                StratusCommand.log("\(error.message)\nthe token in \(tokenPath ?? "?") has expired: remove it (and rotate the output) to export the zone again from the beginning")
+                return .dataError
+            }
             // The token is good, for another job: deleting it, as for an expired one, would
-            // throw that job's position away.
-            guard let mismatch = error.underlyingError as? ServerChangeToken.Mismatch else { return .dataError }
-            // A store rebuilt in place (a copy moved over it, a restore) is "another store" with
-            // no options that reach the old one: then, and only then, the token is done with.
+            // throw that job's position away. A store rebuilt in place (a copy moved over it, a
+            // restore) is "another store" with no options that reach the old one: then, and only
+            // then, the token is done with.
             let replaced = mismatch.isFromAnotherStore
                 ? "; if this store replaced the one the token was made on (a copy moved into its place, a restore), remove the token file (and rotate the output) to export the zone again from the beginning"
                 : ""
             StratusCommand.usageFailure(
                 "changes: \(tokenPath ?? "the token file") holds the position of \(mismatch.tokenHistory); this run asks for \(mismatch.requestedHistory): run with the options the token was made with, or give another --token-file\(replaced)",
                 pointer: "Run 'stratus changes --help' for usage.")
-        } catch let error as StratusError where error.code == .changeTokenExpired {
-            StratusCommand.log("\(error.message)\nthe token in \(tokenPath ?? "?") has expired: remove it (and rotate the output) to export the zone again from the beginning")
-            return .dataError
         }
     }
 
