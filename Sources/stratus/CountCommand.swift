@@ -24,7 +24,7 @@ struct CountCommand: Command {
     func run() async throws -> ExitCode {
         let container = try store.openContainer(.read)
         let database = container.database(with: store.scope)
-        let query = try await WhereDates.typed(self.query, in: container)
+        let query = try await WhereClause.typed(self.query, in: container)
         // Read through the one-snapshot stream, as export reads, not counted by the store: on a
         // damaged SQLite file the store's count can stop early at a damaged page without an
         // error, where reading the records finds the damage (exit 70, not a short count).

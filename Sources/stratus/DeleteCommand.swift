@@ -88,7 +88,7 @@ struct DeleteCommand: Command {
         let database = container.database(with: store.scope)
         // --where dates are read by the schema's types, as a CSV cell's are.
         var predicate = self.predicate
-        if let type { predicate = try await WhereDates.typed(predicate ?? .all, recordType: type, in: container) }
+        if let type { predicate = try await WhereClause.typed(predicate ?? .all, recordType: type, in: container) }
         let progress = Progress(style: progressStyle, verb: dryRun ? "counted" : "deleted")
         if dryRun {
             // One the user may not write fails as the real run would (77), not with a count.

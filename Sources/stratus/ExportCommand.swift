@@ -86,7 +86,7 @@ struct ExportCommand: Command {
     func run() async throws -> ExitCode {
         let container = try store.openContainer(.read)
         let database = container.database(with: store.scope)
-        let query = try await WhereDates.typed(self.query, in: container)
+        let query = try await WhereClause.typed(self.query, in: container)
         let exporter = RecordExporter(database: database, query: query, zoneID: store.zoneID, desiredKeys: selection.fields, limit: limit)
         var csvFields = selection.fields
         var csvTypes = self.csvTypes

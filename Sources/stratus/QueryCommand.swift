@@ -65,7 +65,7 @@ struct QueryCommand: Command {
         let database = container.database(with: store.scope)
         // --where dates are read by the schema's types, as a CSV cell's are.
         var query: Query?
-        if let given = try selection.makeQuery() { query = try await WhereDates.typed(given, in: container) }
+        if let given = try selection.makeQuery() { query = try await WhereClause.typed(given, in: container) }
         if explain {
             guard let query else { throw UsageError(message: "--explain needs the query: --type (and --where, --sort)") }
             return try await printPlan(query, database)

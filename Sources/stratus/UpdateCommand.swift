@@ -107,7 +107,7 @@ struct UpdateCommand: Command {
         options.isDryRun = dryRun
         options.maximumFailures = maxErrors
         // --where dates are read by the schema's types, as a CSV cell's are.
-        let predicate = try await WhereDates.typed(self.predicate, recordType: recordType, in: container)
+        let predicate = try await WhereClause.typed(self.predicate, recordType: recordType, in: container)
         let updater = RecordUpdater(
             database: database, query: Query(recordType: recordType, predicate: predicate), zoneID: store.zoneID,
             setting: fields.values, removing: fields.removed, options: options)

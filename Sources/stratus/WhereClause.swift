@@ -2,17 +2,20 @@ import Foundation
 import Stratus
 import StratusTransfer
 
-/// Dates in `--where`: a literal compared with a date — `creationDate`, `modificationDate`, or
-/// a field the schema declares TIMESTAMP (or TIMESTAMP_LIST) — is read as a TIMESTAMP cell of a
-/// CSV file is: milliseconds since 1970, as CloudKit's JSON and `stratus export` write dates,
-/// or an ISO 8601 date-time (`'2025-01-01T00:00:00Z'`, `'2025-01-01'`). Without this, a
-/// number compared with a date matched nothing, silently.
+/// A command's `--where`, read against the environment's schema before it runs:
+/// - **dates**: a literal compared with a date — `creationDate`, `modificationDate`, or a field
+///   the schema declares TIMESTAMP (or TIMESTAMP_LIST) — is read as a TIMESTAMP cell of a CSV
+///   file is: milliseconds since 1970, as CloudKit's JSON and `stratus export` write dates, or an
+///   ISO 8601 date-time (`'2025-01-01T00:00:00Z'`, `'2025-01-01'`). Without this, a number
+///   compared with a date matched nothing, silently;
+/// - **names**: a record type or field the development schema lacks gets a note on stderr, and
+///   a record type production lacks is a usage error (64), as a missing index is.
 ///
 /// ```swift
-/// let typed = try WhereDates.typed(try QueryPredicate(format: "due < 1735689600000"), by: schema)
+/// let typed = try WhereClause.typed(try QueryPredicate(format: "due < 1735689600000"), by: schema)
 /// // due < CAST(757382400, "NSDate")
 /// ```
-enum WhereDates {
+enum WhereClause {
     /// `predicate` with the literals its date keys are compared with made dates.
     ///
     /// - Throws: ``UsageError`` quoting a literal that is neither.
