@@ -107,12 +107,11 @@ extension SyncedObject {
 
 /// Owners live in their dogs' zone: CloudKit refuses a reference to another zone (see
 /// `crossZoneReference` below), so a ported model that points across zones must move one side.
-final class Owner: SyncedObject {
-    static let typeName = "Owner"
-    static var zoneID: RecordZone.ID { Dog.zoneID }
-    static let propertyNames = ["id", "name"]
+/// What every model object of the port keeps: its properties by name, as a Realm object's are
+/// read by key, with `id` as the primary key.
+class PropertyBag {
     var values: [String: Any] = [:]
-    init() {}
+    required init() {}
     var primaryKey: String { values["id"] as? String ?? "" }
     subscript(property: String) -> Any? {
         get { values[property] }
@@ -120,7 +119,13 @@ final class Owner: SyncedObject {
     }
 }
 
-final class Dog: SyncedObject {
+final class Owner: PropertyBag, SyncedObject {
+    static let typeName = "Owner"
+    static var zoneID: RecordZone.ID { Dog.zoneID }
+    static let propertyNames = ["id", "name"]
+}
+
+final class Dog: PropertyBag, SyncedObject {
     static let typeName = "Dog"
     static let propertyNames = ["id", "name", "age", "isVaccinated", "weight", "height", "birthday", "chip",
                                 "tags", "scores", "walks", "ratios", "marks", "photos", "owner", "avatar", "home"]
@@ -130,13 +135,6 @@ final class Dog: SyncedObject {
         "walks": [Bool].self, "ratios": [Float].self, "marks": [Double].self, "photos": [Data].self,
         "owner": Owner.self, "avatar": URL.self, "home": Location.self,
     ]
-    var values: [String: Any] = [:]
-    init() {}
-    var primaryKey: String { values["id"] as? String ?? "" }
-    subscript(property: String) -> Any? {
-        get { values[property] }
-        set { values[property] = newValue }
-    }
 }
 
 // MARK: - The engine
@@ -643,30 +641,16 @@ struct RealmSyncEngineTests {
 }
 
 /// A type in a zone of its own ("WalkersZone"), as IceCream gives every type.
-final class Walker: SyncedObject {
+final class Walker: PropertyBag, SyncedObject {
     static let typeName = "Walker"
     static let propertyNames = ["id"]
-    var values: [String: Any] = [:]
-    init() {}
-    var primaryKey: String { values["id"] as? String ?? "" }
-    subscript(property: String) -> Any? {
-        get { values[property] }
-        set { values[property] = newValue }
-    }
 }
 
 /// An owner kept in the public database: the default zone, as IceCream's `.public` scope.
-final class PublicOwnerObject: SyncedObject {
+final class PublicOwnerObject: PropertyBag, SyncedObject {
     static let typeName = "Owner"
     static let propertyNames = ["id", "name"]
     static var databaseScope: Database.Scope { .public }
-    var values: [String: Any] = [:]
-    init() {}
-    var primaryKey: String { values["id"] as? String ?? "" }
-    subscript(property: String) -> Any? {
-        get { values[property] }
-        set { values[property] = newValue }
-    }
 }
 
 /// Runs callback-style code and throws what its completion reported.
