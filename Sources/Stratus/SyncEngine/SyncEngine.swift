@@ -1,0 +1,636 @@
+import Foundation
+import Synchronization
+
+/// How a ``SyncEngine`` talks to your app, as `CKSyncEngineDelegate`: it hands over events one
+/// at a time and asks for the record changes to send.
+///
+/// Do not `await` ``SyncEngine/fetchChanges(_:)`` or ``SyncEngine/sendChanges(_:)`` inside
+/// ``handleEvent(_:syncEngine:)``: they wait for their own events, which wait for the handler to
+/// return. Start them in a detached task instead.
+///
+/// ```swift
+/// final actor Contacts: SyncEngineDelegate {
+///     func handleEvent(_ event: SyncEngine.Event, syncEngine: SyncEngine) async { … }
+///     func nextRecordZoneChangeBatch(_ context: SyncEngine.SendChangesContext, syncEngine: SyncEngine) async -> SyncEngine.RecordZoneChangeBatch? {
+///         let pending = syncEngine.state.pendingRecordZoneChanges.filter { context.options.scope.contains($0) }
+///         return await SyncEngine.RecordZoneChangeBatch(pendingChanges: pending) { id in await self.record(for: id) }
+///     }
+/// }
+/// ```
+public protocol SyncEngineDelegate: AnyObject, Sendable {
+    /// Called for each event, in order; the next event waits for this one to return.
+    func handleEvent(_ event: SyncEngine.Event, syncEngine: SyncEngine) async
+    /// The next batch of record changes to send, or `nil` when there is nothing more to send.
+    func nextRecordZoneChangeBatch(_ context: SyncEngine.SendChangesContext, syncEngine: SyncEngine) async -> SyncEngine.RecordZoneChangeBatch?
+    /// The options to fetch the next zone with; by default the context's.
+    func nextFetchChangesOptions(_ context: SyncEngine.FetchChangesContext, syncEngine: SyncEngine) async -> SyncEngine.FetchChangesOptions
+}
+
+extension SyncEngineDelegate {
+    public func nextFetchChangesOptions(_ context: SyncEngine.FetchChangesContext, syncEngine: SyncEngine) async -> SyncEngine.FetchChangesOptions {
+        context.options
+    }
+}
+
+/// Keeps a local copy of a database in step with the store, as `CKSyncEngine`: it fetches the
+/// changes of the database's zones since its saved tokens, sends the app's pending changes
+/// (zones first, then the record batches the delegate builds), and reports everything to the
+/// delegate as ``Event``s, the state to keep among them.
+///
+/// ```swift
+/// var configuration = SyncEngine.Configuration(database: container.privateCloudDatabase,
+///                                              stateSerialization: savedState, delegate: self)
+/// configuration.automaticallySync = false
+/// let syncEngine = SyncEngine(configuration)
+/// syncEngine.state.add(pendingDatabaseChanges: [.saveZone(RecordZone(zoneName: "Contacts"))])
+/// syncEngine.state.add(pendingRecordZoneChanges: [.saveRecord(contactID)])
+/// try await syncEngine.sendChanges()
+/// try await syncEngine.fetchChanges()
+/// ```
+///
+/// What differs from CloudKit: a Linux server gets no push notifications, so an engine that
+/// syncs by itself sends soon after changes are added and fetches when it starts, but learns of
+/// other devices' changes only when ``fetchChanges(_:)`` is called (on a timer, or when a
+/// ``DatabaseSubscription``'s notification comes through ``Container/notificationUpdates(after:)``).
+/// Transient errors (`networkFailure`, `serviceUnavailable`, `zoneBusy`, `requestRateLimited`,
+/// …) keep their changes pending; an engine that syncs by itself tries again after the
+/// error's `retryAfterSeconds` (5 s when it gives none).
+public final class SyncEngine: Sendable, CustomStringConvertible {
+    /// How an engine is set up, as `CKSyncEngine.Configuration`.
+    ///
+    /// ```swift
+    /// var configuration = SyncEngine.Configuration(database: database, stateSerialization: nil, delegate: delegate)
+    /// configuration.automaticallySync = false   // tests drive fetches and sends themselves
+    /// ```
+    public struct Configuration: Sendable, CustomStringConvertible {
+        /// The database to sync: a private or shared database.
+        public var database: Database
+        /// The state last received in an ``Event/stateUpdate(_:)``, or `nil` the first time.
+        public var stateSerialization: State.Serialization?
+        /// Receives the engine's events; the engine holds it weakly, so that an app object that
+        /// holds the engine makes no cycle.
+        public var delegate: any SyncEngineDelegate
+        /// Whether the engine sends added changes and fetches at start by itself (default true).
+        public var automaticallySync = true
+        /// Kept for CloudKit code that names its database subscription; Stratus makes none.
+        public var subscriptionID: Subscription.ID?
+
+        public init(database: Database, stateSerialization: State.Serialization?, delegate: any SyncEngineDelegate) {
+            self.database = database
+            self.stateSerialization = stateSerialization
+            self.delegate = delegate
+        }
+
+        public var description: String {
+            "SyncEngine.Configuration(\(database.databaseScope) database, automaticallySync: \(automaticallySync))"
+        }
+    }
+
+    /// The database the engine syncs.
+    public let database: Database
+    /// What the engine keeps between runs; add the changes to send here.
+    public let state: State
+    private let delegateReference: WeakDelegate
+    private let automaticallySync: Bool
+    private let gate = SyncGate()
+    private let schedule = Mutex(Schedule())
+    /// The problem with the state serialization given, reported by the first sync.
+    private let unreadableState: StratusError?
+
+    /// Errors the engine keeps changes pending for, and tries again after, as CloudKit's does.
+    static let transientCodes: Set<StratusError.Code> = [
+        .notAuthenticated, .accountTemporarilyUnavailable, .networkFailure, .networkUnavailable,
+        .requestRateLimited, .serviceUnavailable, .zoneBusy, .operationCancelled, .batchRequestFailed,
+    ]
+
+    private struct Schedule {
+        var sendTask: Task<Void, Never>?
+        var fetchTask: Task<Void, Never>?
+        var stateUpdateTask: Task<Void, Never>?
+        /// Raised by ``cancelOperations()``: a running fetch or send stops at its next step.
+        var generation = 0
+    }
+
+    /// Starts an engine; one that syncs by itself fetches at once and sends what is pending.
+    public init(_ configuration: Configuration) {
+        database = configuration.database
+        delegateReference = WeakDelegate(configuration.delegate)
+        automaticallySync = configuration.automaticallySync
+        var stored = Stored()
+        var unreadable: StratusError?
+        if let serialization = configuration.stateSerialization {
+            do {
+                stored = try serialization.decoded()
+            } catch {
+                unreadable = StratusError(.invalidArguments, "the sync engine's state serialization cannot be read (\(error)); start with nil to fetch everything again")
+            }
+        }
+        unreadableState = unreadable
+        state = State(stored)
+        let stateChanged: @Sendable () -> Void = { [weak self] in self?.stateChangedByApp() }
+        state.changed.withLock { $0 = stateChanged }
+        if automaticallySync {
+            scheduleFetch(after: 0)
+            if !stored.pendingRecordZoneChanges.isEmpty || !stored.pendingDatabaseChanges.isEmpty || stored.hasPendingUntrackedChanges {
+                scheduleSend(after: 0)
+            }
+        }
+    }
+
+    deinit {
+        schedule.withLock { schedule in
+            schedule.sendTask?.cancel()
+            schedule.fetchTask?.cancel()
+        }
+    }
+
+    public var description: String { "SyncEngine(\(database.databaseScope) database, \(state))" }
+
+    // MARK: - Fetching
+
+    /// Fetches the database's changes since the state's tokens now, and returns once the
+    /// delegate has handled every event of the fetch.
+    ///
+    /// ```swift
+    /// try await syncEngine.fetchChanges()
+    /// ```
+    ///
+    /// - Throws: `notAuthenticated` with no signed-in user; `invalidArguments` for the public
+    ///   database or an unreadable state; `operationCancelled` after ``cancelOperations()``;
+    ///   the first error of a zone's fetch other than its deletion (the other zones are fetched).
+    public func fetchChanges(_ options: FetchChangesOptions = FetchChangesOptions()) async throws {
+        try await fetch(options, reason: .manual)
+    }
+
+    private func fetch(_ options: FetchChangesOptions, reason: SyncReason) async throws {
+        await gate.enter()
+        defer { gate.leave() }
+        let generation = currentGeneration
+        try await beginSync()
+        let context = FetchChangesContext(reason: reason, options: options)
+        await emit(.willFetchChanges(Event.WillFetchChanges(context: context)))
+        var firstError: StratusError?
+        do {
+            try await fetchDatabaseChanges(generation: generation)
+            var options = options
+            var fetched = Set<RecordZone.ID>()
+            while true {
+                try checkNotCancelled(since: generation)
+                if let delegate = delegateReference.delegate {
+                    options = await delegate.nextFetchChangesOptions(FetchChangesContext(reason: reason, options: options), syncEngine: self)
+                }
+                let waiting = state.zoneIDsWithUnfetchedServerChanges.filter { options.scope.contains($0) && !fetched.contains($0) }
+                guard let zoneID = options.prioritizedZoneIDs.first(where: waiting.contains) ?? waiting.first else { break }
+                fetched.insert(zoneID)
+                if let error = try await fetchZone(zoneID, generation: generation), firstError == nil { firstError = error }
+            }
+        } catch {
+            await emitStateUpdateIfNeeded()
+            await emit(.didFetchChanges(Event.DidFetchChanges(context: context)))
+            throw error
+        }
+        await emitStateUpdateIfNeeded()
+        await emit(.didFetchChanges(Event.DidFetchChanges(context: context)))
+        if let firstError { throw firstError }
+    }
+
+    private func fetchDatabaseChanges(generation: Int) async throws {
+        var expiredOnce = false
+        while true {
+            try checkNotCancelled(since: generation)
+            let token = state.stored.withLock { $0.databaseToken }
+            let changes: (modifications: [Database.DatabaseChange.Modification], deletions: [Database.DatabaseChange.Deletion], changeToken: ServerChangeToken, moreComing: Bool)
+            do {
+                changes = try await database.databaseChanges(since: token)
+            } catch let error as StratusError where error.code == .changeTokenExpired && !expiredOnce {
+                // The history behind the token was compacted: start over, as CloudKit's engine does.
+                expiredOnce = true
+                state.stored.withLock { $0.databaseToken = nil; $0.needsUpdateEvent = true }
+                continue
+            }
+            state.stored.withLock { stored in
+                for deletion in changes.deletions {
+                    stored.zoneIDsWithUnfetchedServerChanges.removeAll { $0 == deletion.zoneID }
+                    stored.setToken(nil, for: deletion.zoneID)
+                }
+                for modification in changes.modifications where !stored.zoneIDsWithUnfetchedServerChanges.contains(modification.zoneID) {
+                    stored.zoneIDsWithUnfetchedServerChanges.append(modification.zoneID)
+                }
+                stored.databaseToken = changes.changeToken
+                stored.needsUpdateEvent = true
+            }
+            if !changes.modifications.isEmpty || !changes.deletions.isEmpty {
+                await emit(.fetchedDatabaseChanges(Event.FetchedDatabaseChanges(modifications: changes.modifications, deletions: changes.deletions)))
+            }
+            await emitStateUpdateIfNeeded()
+            if !changes.moreComing { return }
+        }
+    }
+
+    /// Fetches one zone's changes; answers the error it ended with (a deleted zone ends
+    /// quietly: the database's changes report its deletion).
+    private func fetchZone(_ zoneID: RecordZone.ID, generation: Int) async throws -> StratusError? {
+        await emit(.willFetchRecordZoneChanges(Event.WillFetchRecordZoneChanges(zoneID: zoneID)))
+        var failure: StratusError?
+        var expiredOnce = false
+        while true {
+            do {
+                try checkNotCancelled(since: generation)
+                let token = state.stored.withLock { $0.token(for: zoneID) }
+                let batch = try await database.recordZoneChanges(inZoneWith: zoneID, since: token)
+                let modifications = batch.modificationResultsByID.values.compactMap { try? $0.get() }
+                if !modifications.isEmpty || !batch.deletions.isEmpty {
+                    await emit(.fetchedRecordZoneChanges(Event.FetchedRecordZoneChanges(modifications: modifications, deletions: batch.deletions)))
+                }
+                state.stored.withLock { stored in
+                    stored.setToken(batch.changeToken, for: zoneID)
+                    if !batch.moreComing { stored.zoneIDsWithUnfetchedServerChanges.removeAll { $0 == zoneID } }
+                    stored.needsUpdateEvent = true
+                }
+                await emitStateUpdateIfNeeded()
+                if !batch.moreComing { break }
+            } catch let error as StratusError where error.code == .changeTokenExpired && !expiredOnce {
+                expiredOnce = true
+                state.stored.withLock { $0.setToken(nil, for: zoneID); $0.needsUpdateEvent = true }
+            } catch let error as StratusError where error.code == .zoneNotFound || error.code == .userDeletedZone {
+                state.stored.withLock { stored in
+                    stored.setToken(nil, for: zoneID)
+                    stored.zoneIDsWithUnfetchedServerChanges.removeAll { $0 == zoneID }
+                    stored.needsUpdateEvent = true
+                }
+                failure = error
+                break
+            } catch let error as StratusError {
+                await emit(.didFetchRecordZoneChanges(Event.DidFetchRecordZoneChanges(zoneID: zoneID, error: error)))
+                if error.code == .operationCancelled { throw error }
+                return error
+            }
+        }
+        await emit(.didFetchRecordZoneChanges(Event.DidFetchRecordZoneChanges(zoneID: zoneID, error: failure)))
+        return nil
+    }
+
+    // MARK: - Sending
+
+    /// Sends the pending changes now: zone changes first, then the delegate's record batches
+    /// until it answers `nil`, and returns once the delegate has handled every event.
+    ///
+    /// A change that fails leaves the pending list (the delegate decides, in
+    /// ``Event/sentRecordZoneChanges(_:)``, whether to add it again), except after a transient
+    /// error; a change added again while the send runs is sent by the next one.
+    ///
+    /// ```swift
+    /// try await syncEngine.sendChanges()
+    /// ```
+    ///
+    /// - Throws: `partialFailure` naming each record and zone that failed; `notAuthenticated`
+    ///   with no signed-in user; `operationCancelled` after ``cancelOperations()``.
+    public func sendChanges(_ options: SendChangesOptions = SendChangesOptions()) async throws {
+        try await send(options, reason: .manual)
+    }
+
+    private func send(_ options: SendChangesOptions, reason: SyncReason) async throws {
+        await gate.enter()
+        defer { gate.leave() }
+        let generation = currentGeneration
+        try await beginSync()
+        let hasWork = state.stored.withLock { stored in
+            stored.hasPendingUntrackedChanges
+                || stored.pendingDatabaseChanges.contains { options.scope.containsZone($0.zoneID) }
+                || stored.pendingRecordZoneChanges.contains { options.scope.contains($0) }
+        }
+        guard hasWork else {
+            await emitStateUpdateIfNeeded()
+            return
+        }
+        let context = SendChangesContext(reason: reason, options: options)
+        await emit(.willSendChanges(Event.WillSendChanges(context: context)))
+        var failures = SendFailures()
+        do {
+            var attempted = Set<Record.ID>()
+            var attemptedZones = Set<RecordZone.ID>()
+            while true {
+                try await sendDatabaseChanges(options.scope, attempted: &attemptedZones, failures: &failures, generation: generation)
+                try checkNotCancelled(since: generation)
+                guard let delegate = delegateReference.delegate,
+                      var batch = await delegate.nextRecordZoneChangeBatch(context, syncEngine: self) else {
+                    if case .all = options.scope { state.stored.withLock { $0.hasPendingUntrackedChanges = false } }
+                    break
+                }
+                // A change the app adds again while this send runs (after a conflict, say) waits for
+                // the next send, as CloudKit's engine does: each record is tried once per send.
+                batch.recordsToSave.removeAll { attempted.contains($0.recordID) }
+                batch.recordIDsToDelete.removeAll { attempted.contains($0) }
+                guard !batch.recordsToSave.isEmpty || !batch.recordIDsToDelete.isEmpty else { break }
+                attempted.formUnion(batch.recordsToSave.map(\.recordID))
+                attempted.formUnion(batch.recordIDsToDelete)
+                try await sendRecordBatch(batch, failures: &failures, generation: generation)
+            }
+        } catch {
+            await emitStateUpdateIfNeeded()
+            await emit(.didSendChanges(Event.DidSendChanges(context: context)))
+            throw error
+        }
+        await emitStateUpdateIfNeeded()
+        await emit(.didSendChanges(Event.DidSendChanges(context: context)))
+        if let error = failures.error { throw error }
+    }
+
+    private struct SendFailures {
+        var byRecordID: [Record.ID: StratusError] = [:]
+        var byZoneID: [RecordZone.ID: StratusError] = [:]
+        var retryAfter: Double?
+
+        mutating func note(_ error: StratusError) {
+            guard SyncEngine.transientCodes.contains(error.code) else { return }
+            retryAfter = max(retryAfter ?? 0, error.retryAfterSeconds ?? 5)
+        }
+
+        var error: StratusError? {
+            guard !byRecordID.isEmpty || !byZoneID.isEmpty else { return nil }
+            var error = StratusError(.partialFailure, "\(byRecordID.count) record change(s) and \(byZoneID.count) zone change(s) failed to send", partialErrors: byRecordID)
+            error.partialErrorsByZoneID = byZoneID
+            error.retryAfterSeconds = retryAfter
+            return error
+        }
+    }
+
+    private func sendDatabaseChanges(_ scope: SendChangesOptions.Scope, attempted: inout Set<RecordZone.ID>, failures: inout SendFailures, generation: Int) async throws {
+        while true {
+            try checkNotCancelled(since: generation)
+            let changes = state.pendingDatabaseChanges.filter { scope.containsZone($0.zoneID) && !attempted.contains($0.zoneID) }
+                .prefix(RecordZoneChangeBatch.maximumChangeCount)
+            guard !changes.isEmpty else { return }
+            attempted.formUnion(changes.map(\.zoneID))
+            var zonesToSave: [RecordZone] = []
+            var zonesToDelete: [RecordZone.ID] = []
+            for change in changes {
+                switch change {
+                case .saveZone(let zone): zonesToSave.append(zone)
+                case .deleteZone(let id): zonesToDelete.append(id)
+                }
+            }
+            let results: (saveResults: [RecordZone.ID: Result<RecordZone, any Error>], deleteResults: [RecordZone.ID: Result<Void, any Error>])
+            do {
+                results = try await database.modifyRecordZones(saving: zonesToSave, deleting: zonesToDelete)
+            } catch {
+                let failure = Self.stratusError(error)
+                results = (Dictionary(uniqueKeysWithValues: zonesToSave.map { ($0.zoneID, .failure(failure)) }),
+                           Dictionary(uniqueKeysWithValues: zonesToDelete.map { ($0, .failure(failure)) }))
+            }
+            var saved: [RecordZone] = [], failedSaves: [Event.SentDatabaseChanges.FailedZoneSave] = []
+            var deleted: [RecordZone.ID] = [], failedDeletes: [RecordZone.ID: StratusError] = [:]
+            var settled: [PendingDatabaseChange] = []
+            for zone in zonesToSave {
+                switch results.saveResults[zone.zoneID] ?? .failure(StratusError(.internalError, "no result for zone '\(zone.zoneID.zoneName)'", zoneID: zone.zoneID)) {
+                case .success(let stored):
+                    saved.append(stored)
+                    settled.append(.saveZone(zone))
+                case .failure(let error):
+                    let failure = Self.stratusError(error)
+                    failedSaves.append(.init(zone: zone, error: failure))
+                    failures.byZoneID[zone.zoneID] = failure
+                    failures.note(failure)
+                    if !Self.transientCodes.contains(failure.code) { settled.append(.saveZone(zone)) }
+                }
+            }
+            for id in zonesToDelete {
+                switch results.deleteResults[id] ?? .failure(StratusError(.internalError, "no result for zone '\(id.zoneName)'", zoneID: id)) {
+                case .success:
+                    deleted.append(id)
+                    settled.append(.deleteZone(id))
+                case .failure(let error):
+                    let failure = Self.stratusError(error)
+                    failedDeletes[id] = failure
+                    failures.byZoneID[id] = failure
+                    failures.note(failure)
+                    if !Self.transientCodes.contains(failure.code) { settled.append(.deleteZone(id)) }
+                }
+            }
+            state.stored.withLock { stored in
+                _ = stored.remove(settled)
+                for id in deleted { stored.setToken(nil, for: id); stored.zoneIDsWithUnfetchedServerChanges.removeAll { $0 == id } }
+                stored.needsUpdateEvent = true
+            }
+            await emit(.sentDatabaseChanges(Event.SentDatabaseChanges(savedZones: saved, failedZoneSaves: failedSaves, deletedZoneIDs: deleted, failedZoneDeletes: failedDeletes)))
+            await emitStateUpdateIfNeeded()
+        }
+    }
+
+    private func sendRecordBatch(_ batch: RecordZoneChangeBatch, failures: inout SendFailures, generation: Int) async throws {
+        try checkNotCancelled(since: generation)
+        let results: (saveResults: [Record.ID: Result<Record, any Error>], deleteResults: [Record.ID: Result<Void, any Error>])
+        do {
+            results = try await database.modifyRecords(saving: batch.recordsToSave, deleting: batch.recordIDsToDelete,
+                                                       savePolicy: .ifServerRecordUnchanged, atomically: batch.atomicByZone)
+        } catch {
+            let failure = Self.stratusError(error)
+            results = (Dictionary(batch.recordsToSave.map { ($0.recordID, Result<Record, any Error>.failure(failure)) }, uniquingKeysWith: { a, _ in a }),
+                       Dictionary(batch.recordIDsToDelete.map { ($0, Result<Void, any Error>.failure(failure)) }, uniquingKeysWith: { a, _ in a }))
+        }
+        var saved: [Record] = [], failedSaves: [Event.SentRecordZoneChanges.FailedRecordSave] = []
+        var deleted: [Record.ID] = [], failedDeletes: [Record.ID: StratusError] = [:]
+        var settled: [PendingRecordZoneChange] = []
+        for record in batch.recordsToSave {
+            let id = record.recordID
+            switch results.saveResults[id] ?? .failure(StratusError(.internalError, "no result for record '\(id.recordName)'", recordID: id)) {
+            case .success(let stored):
+                saved.append(stored)
+                settled.append(.saveRecord(id))
+            case .failure(let error):
+                let failure = Self.stratusError(error)
+                failedSaves.append(.init(record: record, error: failure))
+                failures.byRecordID[id] = failure
+                failures.note(failure)
+                if !Self.transientCodes.contains(failure.code) { settled.append(.saveRecord(id)) }
+            }
+        }
+        for id in batch.recordIDsToDelete {
+            switch results.deleteResults[id] ?? .failure(StratusError(.internalError, "no result for record '\(id.recordName)'", recordID: id)) {
+            case .success:
+                deleted.append(id)
+                settled.append(.deleteRecord(id))
+            case .failure(let error):
+                let failure = Self.stratusError(error)
+                failedDeletes[id] = failure
+                failures.byRecordID[id] = failure
+                failures.note(failure)
+                if !Self.transientCodes.contains(failure.code) { settled.append(.deleteRecord(id)) }
+            }
+        }
+        state.stored.withLock { stored in
+            _ = stored.remove(settled)
+            stored.needsUpdateEvent = true
+        }
+        await emit(.sentRecordZoneChanges(Event.SentRecordZoneChanges(savedRecords: saved, failedRecordSaves: failedSaves, deletedRecordIDs: deleted, failedRecordDeletes: failedDeletes)))
+        await emitStateUpdateIfNeeded()
+        if automaticallySync, let retryAfter = failures.retryAfter { scheduleSend(after: retryAfter) }
+    }
+
+    // MARK: - Cancelling
+
+    /// Stops the scheduled syncs and makes a running fetch or send stop at its next step
+    /// (`operationCancelled`); a request already sent completes. Pending changes stay.
+    ///
+    /// ```swift
+    /// await syncEngine.cancelOperations()
+    /// ```
+    public func cancelOperations() async {
+        schedule.withLock { schedule in
+            schedule.generation += 1
+            schedule.sendTask?.cancel()
+            schedule.fetchTask?.cancel()
+            schedule.sendTask = nil
+            schedule.fetchTask = nil
+        }
+    }
+
+    private var currentGeneration: Int { schedule.withLock { $0.generation } }
+
+    private func checkNotCancelled(since generation: Int) throws {
+        if currentGeneration != generation || Task.isCancelled {
+            throw StratusError(.operationCancelled, "the sync engine's operations were cancelled")
+        }
+    }
+
+    // MARK: - Shared steps
+
+    /// Checks the state and the account before a sync: reports a change of user (and clears
+    /// the previous user's state), refuses the public database and a database without a user.
+    private func beginSync() async throws {
+        if let unreadableState { throw unreadableState }
+        guard database.databaseScope != .public else {
+            throw StratusError(.invalidArguments, "a sync engine syncs a private or shared database; the public database has no zones of its own to track")
+        }
+        let current: String?
+        do {
+            current = try database.resolvedContext().userRecordName
+        } catch let error as StratusError where error.code == .notAuthenticated {
+            current = nil
+        }
+        let previous = state.stored.withLock { $0.userRecordName }
+        if previous != current {
+            let change: Event.AccountChange.ChangeType? = switch (previous, current) {
+            case (nil, let now?): .signIn(currentUser: Record.ID(recordName: now))
+            case (let before?, nil): .signOut(previousUser: Record.ID(recordName: before))
+            case (let before?, let now?): .switchAccounts(previousUser: Record.ID(recordName: before), currentUser: Record.ID(recordName: now))
+            case (nil, nil): nil
+            }
+            state.stored.withLock { stored in
+                if previous == nil {
+                    // The first sync with a user keeps the changes the app added before it.
+                    stored.userRecordName = current
+                    stored.needsUpdateEvent = true
+                } else {
+                    stored.reset(for: current)
+                }
+            }
+            if let change { await emit(.accountChange(Event.AccountChange(changeType: change))) }
+            await emitStateUpdateIfNeeded()
+        }
+        if current == nil {
+            throw StratusError(.notAuthenticated, "the \(database.databaseScope) database has no signed-in user, so there is nothing to sync")
+        }
+    }
+
+    private func emit(_ event: Event) async {
+        guard let delegate = delegateReference.delegate else { return }
+        await delegate.handleEvent(event, syncEngine: self)
+    }
+
+    private func emitStateUpdateIfNeeded() async {
+        let serialization: State.Serialization? = state.stored.withLock { stored in
+            guard stored.needsUpdateEvent else { return nil }
+            stored.needsUpdateEvent = false
+            return State.Serialization(stored)
+        }
+        if let serialization { await emit(.stateUpdate(Event.StateUpdate(stateSerialization: serialization))) }
+    }
+
+    private static func stratusError(_ error: any Error) -> StratusError {
+        if let error = error as? StratusError { return error }
+        if error is CancellationError { return StratusError(.operationCancelled, "the sync was cancelled") }
+        var wrapped = StratusError(.internalError, "\(error)")
+        wrapped.underlyingError = error
+        return wrapped
+    }
+
+    // MARK: - Scheduling
+
+    /// After the app changed the state: the state update CloudKit's engine gives for it, and
+    /// (syncing by itself) a send soon.
+    private func stateChangedByApp() {
+        if automaticallySync { scheduleSend(after: 0.05) }
+        schedule.withLock { schedule in
+            guard schedule.stateUpdateTask == nil else { return }
+            schedule.stateUpdateTask = Task.detached { [weak self] in
+                guard let self else { return }
+                await self.gate.enter()
+                self.schedule.withLock { $0.stateUpdateTask = nil }
+                await self.emitStateUpdateIfNeeded()
+                self.gate.leave()
+            }
+        }
+    }
+
+    private func scheduleSend(after delay: Double) {
+        schedule.withLock { schedule in
+            guard schedule.sendTask == nil else { return }
+            schedule.sendTask = Task.detached { [weak self] in
+                if delay > 0 { try? await Task.sleep(nanoseconds: UInt64(delay * 1_000_000_000)) }
+                guard let self, !Task.isCancelled else { return }
+                self.schedule.withLock { $0.sendTask = nil }
+                try? await self.send(SendChangesOptions(), reason: .scheduled)
+            }
+        }
+    }
+
+    private func scheduleFetch(after delay: Double) {
+        schedule.withLock { schedule in
+            guard schedule.fetchTask == nil else { return }
+            schedule.fetchTask = Task.detached { [weak self] in
+                if delay > 0 { try? await Task.sleep(nanoseconds: UInt64(delay * 1_000_000_000)) }
+                guard let self, !Task.isCancelled else { return }
+                self.schedule.withLock { $0.fetchTask = nil }
+                try? await self.fetch(FetchChangesOptions(), reason: .scheduled)
+            }
+        }
+    }
+}
+
+/// The engine's delegate, held weakly (CloudKit's configuration holds its delegate weakly too).
+private final class WeakDelegate: @unchecked Sendable {
+    // Written once, in init; the runtime clears it atomically when the delegate goes away.
+    weak var delegate: (any SyncEngineDelegate)?
+    init(_ delegate: any SyncEngineDelegate) { self.delegate = delegate }
+}
+
+/// Lets one fetch or send run at a time, in the order they asked.
+private final class SyncGate: Sendable {
+    private let state = Mutex<(busy: Bool, waiting: [CheckedContinuation<Void, Never>])>((false, []))
+
+    func enter() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let enterNow = state.withLock { state -> Bool in
+                if !state.busy {
+                    state.busy = true
+                    return true
+                }
+                state.waiting.append(continuation)
+                return false
+            }
+            if enterNow { continuation.resume() }
+        }
+    }
+
+    func leave() {
+        let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            if state.waiting.isEmpty {
+                state.busy = false
+                return nil
+            }
+            return state.waiting.removeFirst()
+        }
+        next?.resume()
+    }
+}

@@ -1,0 +1,582 @@
+import Foundation
+import Stratus
+import StratusSQLite
+import StratusTestSupport
+import Testing
+
+// Apple's CKSyncEngine sample (github.com/apple/sample-cloudkit-sync-engine): its SyncedDatabase
+// actor, its Contact model (`SampleContact` here: another port in this module has a `Contact`)
+// and its SyncTests, ported with the README's substitutions only
+// (`CKSyncEngine` → `SyncEngine`, `CKRecord` → `Record`, `CKContainer(identifier:)` →
+// `try Container(identifier:storePath:userName:)`, XCTest's asserts → `#expect`). Each test
+// device is a container on one store file with the same user, as devices of one iCloud
+// account are; the app's data is a JSON file of its own, as in the sample.
+// The sample's `Contact` is `SampleContact` here: another port in this module has a `Contact`.
+
+struct ContactsAppData: Codable {
+    var contacts: [SampleContact.ID: SampleContact] = [:]
+    var stateSerialization: SyncEngine.State.Serialization?
+}
+
+struct SampleContact: Codable, Identifiable, Hashable, Sendable {
+    var id: String = UUID().uuidString
+    var name: String = "New SampleContact"
+    var userModificationDate: Date = Date.distantPast
+    /// The encoded system fields of the record last known to be in the store.
+    var lastKnownRecordData: Data?
+
+    static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.id == rhs.id && lhs.name == rhs.name && lhs.userModificationDate == rhs.userModificationDate
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(id)
+        hasher.combine(name)
+        hasher.combine(userModificationDate)
+    }
+
+    static let zoneName = "Contacts"
+    static let recordType: Record.RecordType = "SampleContact"
+    var zoneID: RecordZone.ID { RecordZone.ID(zoneName: Self.zoneName) }
+    var recordID: Record.ID { Record.ID(recordName: id, zoneID: zoneID) }
+
+    /// Takes the record's values when the user changed them later than this copy's.
+    mutating func mergeFromServerRecord(_ record: Record) {
+        let userModificationDate = record.encryptedValues["userModificationDate"] as? Date ?? Date.distantPast
+        if userModificationDate > self.userModificationDate {
+            self.userModificationDate = userModificationDate
+            if let name = record.encryptedValues["name"] as? String { self.name = name }
+        }
+    }
+
+    func populateRecord(_ record: Record) {
+        record.encryptedValues["name"] = name
+        record.encryptedValues["userModificationDate"] = userModificationDate
+    }
+
+    mutating func setLastKnownRecordIfNewer(_ otherRecord: Record) {
+        if let localDate = lastKnownRecord?.modificationDate {
+            if let otherDate = otherRecord.modificationDate, localDate < otherDate { lastKnownRecord = otherRecord }
+        } else {
+            lastKnownRecord = otherRecord
+        }
+    }
+
+    var lastKnownRecord: Record? {
+        get {
+            guard let data = lastKnownRecordData, let unarchiver = try? NSKeyedUnarchiver(forReadingFrom: data) else { return nil }
+            unarchiver.requiresSecureCoding = true
+            return Record(coder: unarchiver)
+        }
+        set {
+            if let newValue {
+                let archiver = NSKeyedArchiver(requiringSecureCoding: true)
+                newValue.encodeSystemFields(with: archiver)
+                lastKnownRecordData = archiver.encodedData
+            } else {
+                lastKnownRecordData = nil
+            }
+        }
+    }
+}
+
+final actor SyncedDatabase: SyncEngineDelegate {
+    let container: Container
+    let automaticallySync: Bool
+    let dataURL: URL
+    var appData: ContactsAppData
+    /// Every event's description, in the order the engine handed them over.
+    var eventLog: [String] = []
+
+    var syncEngine: SyncEngine {
+        if _syncEngine == nil { initializeSyncEngine() }
+        return _syncEngine!
+    }
+    var _syncEngine: SyncEngine?
+
+    init(container: Container, automaticallySync: Bool = true, dataURL: URL) {
+        self.container = container
+        self.dataURL = dataURL
+        if let blob = try? Data(contentsOf: dataURL), let data = try? JSONDecoder().decode(ContactsAppData.self, from: blob) {
+            appData = data
+        } else {
+            appData = ContactsAppData()
+        }
+        self.automaticallySync = automaticallySync
+        // The sample starts its engine from a task here; it asks for `syncEngine` so that an
+        // engine the tests already started is not replaced.
+        Task { _ = await self.syncEngine }
+    }
+
+    func initializeSyncEngine() {
+        var configuration = SyncEngine.Configuration(database: container.privateCloudDatabase,
+                                                     stateSerialization: appData.stateSerialization, delegate: self)
+        configuration.automaticallySync = automaticallySync
+        _syncEngine = SyncEngine(configuration)
+    }
+
+    func handleEvent(_ event: SyncEngine.Event, syncEngine: SyncEngine) async {
+        eventLog.append(event.description)
+        switch event {
+        case .stateUpdate(let event):
+            appData.stateSerialization = event.stateSerialization
+            try? persistLocalData()
+        case .accountChange(let event):
+            handleAccountChange(event)
+        case .fetchedDatabaseChanges(let event):
+            for deletion in event.deletions where deletion.zoneID.zoneName == SampleContact.zoneName {
+                appData.contacts = [:]
+                try? persistLocalData()
+            }
+        case .fetchedRecordZoneChanges(let event):
+            for modification in event.modifications {
+                let record = modification.record
+                var contact = appData.contacts[record.recordID.recordName] ?? SampleContact(id: record.recordID.recordName)
+                contact.mergeFromServerRecord(record)
+                contact.setLastKnownRecordIfNewer(record)
+                appData.contacts[record.recordID.recordName] = contact
+            }
+            for deletion in event.deletions { appData.contacts[deletion.recordID.recordName] = nil }
+            try? persistLocalData()
+        case .sentRecordZoneChanges(let event):
+            handleSentRecordZoneChanges(event)
+        case .sentDatabaseChanges, .willFetchChanges, .willFetchRecordZoneChanges, .didFetchRecordZoneChanges,
+             .didFetchChanges, .willSendChanges, .didSendChanges:
+            break
+        }
+    }
+
+    func nextRecordZoneChangeBatch(_ context: SyncEngine.SendChangesContext, syncEngine: SyncEngine) async -> SyncEngine.RecordZoneChangeBatch? {
+        let changes = syncEngine.state.pendingRecordZoneChanges.filter { context.options.scope.contains($0) }
+        let contacts = appData.contacts
+        return await SyncEngine.RecordZoneChangeBatch(pendingChanges: changes) { recordID in
+            if let contact = contacts[recordID.recordName] {
+                let record = contact.lastKnownRecord ?? Record(recordType: SampleContact.recordType, recordID: recordID)
+                contact.populateRecord(record)
+                return record
+            }
+            syncEngine.state.remove(pendingRecordZoneChanges: [.saveRecord(recordID)])
+            return nil
+        }
+    }
+
+    func handleSentRecordZoneChanges(_ event: SyncEngine.Event.SentRecordZoneChanges) {
+        var newPendingRecordZoneChanges: [SyncEngine.PendingRecordZoneChange] = []
+        var newPendingDatabaseChanges: [SyncEngine.PendingDatabaseChange] = []
+        for savedRecord in event.savedRecords {
+            if var contact = appData.contacts[savedRecord.recordID.recordName] {
+                contact.setLastKnownRecordIfNewer(savedRecord)
+                appData.contacts[savedRecord.recordID.recordName] = contact
+            }
+        }
+        for failedRecordSave in event.failedRecordSaves {
+            let failedRecord = failedRecordSave.record
+            let contactID = failedRecord.recordID.recordName
+            var shouldClearServerRecord = false
+            switch failedRecordSave.error.code {
+            case .serverRecordChanged:
+                guard let serverRecord = failedRecordSave.error.serverRecord, var contact = appData.contacts[contactID] else { continue }
+                contact.mergeFromServerRecord(serverRecord)
+                contact.setLastKnownRecordIfNewer(serverRecord)
+                appData.contacts[contactID] = contact
+                newPendingRecordZoneChanges.append(.saveRecord(failedRecord.recordID))
+            case .zoneNotFound:
+                newPendingDatabaseChanges.append(.saveZone(RecordZone(zoneID: failedRecord.recordID.zoneID)))
+                newPendingRecordZoneChanges.append(.saveRecord(failedRecord.recordID))
+                shouldClearServerRecord = true
+            case .unknownItem:
+                newPendingRecordZoneChanges.append(.saveRecord(failedRecord.recordID))
+                shouldClearServerRecord = true
+            case .networkFailure, .networkUnavailable, .zoneBusy, .serviceUnavailable, .notAuthenticated, .operationCancelled:
+                break
+            default:
+                break
+            }
+            if shouldClearServerRecord, var contact = appData.contacts[contactID] {
+                contact.lastKnownRecord = nil
+                appData.contacts[contactID] = contact
+            }
+        }
+        syncEngine.state.add(pendingDatabaseChanges: newPendingDatabaseChanges)
+        syncEngine.state.add(pendingRecordZoneChanges: newPendingRecordZoneChanges)
+        try? persistLocalData()
+    }
+
+    func handleAccountChange(_ event: SyncEngine.Event.AccountChange) {
+        switch event.changeType {
+        case .signIn:
+            let recordZoneChanges: [SyncEngine.PendingRecordZoneChange] = appData.contacts.values.map { .saveRecord($0.recordID) }
+            let zoneIDsToSave = Set(recordZoneChanges.map(\.recordID.zoneID))
+            syncEngine.state.add(pendingDatabaseChanges: zoneIDsToSave.map { .saveZone(RecordZone(zoneID: $0)) })
+            syncEngine.state.add(pendingRecordZoneChanges: recordZoneChanges)
+        case .switchAccounts, .signOut:
+            appData = ContactsAppData()
+            try? persistLocalData()
+        }
+    }
+
+    func saveContacts(_ contacts: [SampleContact]) throws {
+        for var contact in contacts {
+            if let existingRecord = appData.contacts[contact.id]?.lastKnownRecord {
+                contact.setLastKnownRecordIfNewer(existingRecord)
+            }
+            appData.contacts[contact.id] = contact
+        }
+        try persistLocalData()
+        syncEngine.state.add(pendingRecordZoneChanges: contacts.map { .saveRecord($0.recordID) })
+    }
+
+    func deleteContacts(_ ids: [SampleContact.ID]) throws {
+        let contacts = ids.compactMap { appData.contacts[$0] }
+        for id in ids { appData.contacts[id] = nil }
+        try persistLocalData()
+        syncEngine.state.add(pendingRecordZoneChanges: contacts.map { .deleteRecord($0.recordID) })
+    }
+
+    func persistLocalData() throws {
+        try JSONEncoder().encode(appData).write(to: dataURL)
+    }
+
+    func deleteServerData() async throws {
+        syncEngine.state.add(pendingDatabaseChanges: [.deleteZone(RecordZone.ID(zoneName: SampleContact.zoneName))])
+        try await syncEngine.sendChanges()
+    }
+
+    func clearEventLog() { eventLog = [] }
+}
+
+/// The sample's tests: devices are containers on one store, each with an app data file.
+final class ContactsDevices: @unchecked Sendable {
+    let store: TemporaryStore
+    private var count = 0
+
+    init(store: TemporaryStore) { self.store = store }
+
+    func container(user: String = "alice") throws -> Container {
+        try Container(identifier: "iCloud.com.apple.samples.cloudkit.SyncEngine", storePath: store.path(), userName: user)
+    }
+
+    func newTestDatabase(automaticallySync: Bool = false, user: String = "alice", dataFile: String? = nil) throws -> SyncedDatabase {
+        count += 1
+        let file = dataFile ?? "contacts-\(count).json"
+        return SyncedDatabase(container: try container(user: user), automaticallySync: automaticallySync,
+                              dataURL: URL(fileURLWithPath: store.path(file)))
+    }
+}
+
+func withContactsDevices(_ body: (ContactsDevices) async throws -> Void) async throws {
+    try await TemporaryStore.with(prefix: "sync-engine") { store in
+        try await body(ContactsDevices(store: store))
+    }
+}
+
+@Suite struct SyncEngineSampleTests {
+    @Test(arguments: [1, 10, 444]) func syncContacts(count: Int) async throws {
+        try await withContactsDevices { devices in
+            let databaseA = try devices.newTestDatabase()
+            let databaseB = try devices.newTestDatabase()
+            let contacts = (0..<count).map { SampleContact(name: "\($0)", userModificationDate: Date()) }
+            try await databaseA.saveContacts(contacts)
+            try await databaseA.syncEngine.sendChanges()
+            #expect(await databaseB.appData.contacts.isEmpty)
+            try await databaseB.syncEngine.fetchChanges()
+            #expect(Set(contacts) == Set(await databaseB.appData.contacts.values))
+            #expect(await databaseA.syncEngine.state.pendingRecordZoneChanges.isEmpty)
+            #expect(await databaseA.syncEngine.state.pendingDatabaseChanges.isEmpty)
+        }
+    }
+
+    @Test func renameSyncsBothWays() async throws {
+        try await withContactsDevices { devices in
+            let databaseA = try devices.newTestDatabase()
+            let databaseB = try devices.newTestDatabase()
+            var contactA = SampleContact(name: "Name 1", userModificationDate: Date())
+            try await databaseA.saveContacts([contactA])
+            try await databaseA.syncEngine.sendChanges()
+
+            try await databaseB.syncEngine.fetchChanges()
+            var contactB = try #require(await databaseB.appData.contacts[contactA.id])
+            #expect(contactB.name == "Name 1")
+            contactB.name = "Name 2"
+            contactB.userModificationDate = Date()
+            try await databaseB.saveContacts([contactB])
+            try await databaseB.syncEngine.sendChanges()
+
+            try await databaseA.syncEngine.fetchChanges()
+            contactA = try #require(await databaseA.appData.contacts[contactA.id])
+            #expect(contactA.name == "Name 2")
+            #expect(await databaseA.appData.contacts.count == 1)
+
+            contactA.name = "Name 3"
+            contactA.userModificationDate = Date()
+            try await databaseA.saveContacts([contactA])
+            try await databaseA.syncEngine.sendChanges()
+            try await databaseB.syncEngine.fetchChanges()
+            #expect(await databaseB.appData.contacts[contactA.id]?.name == "Name 3")
+        }
+    }
+
+    @Test func zoneNotFoundIsRecoveredBySavingTheZoneAgain() async throws {
+        try await withContactsDevices { devices in
+            let database = try devices.newTestDatabase()
+            var contact = SampleContact(name: "I am a contact!", userModificationDate: Date())
+            try await database.saveContacts([contact])
+            try await database.syncEngine.sendChanges()
+            let originalCreationDate = try #require(await database.appData.contacts[contact.id]?.lastKnownRecord?.creationDate)
+
+            _ = try await database.syncEngine.database.deleteRecordZone(withID: RecordZone.ID(zoneName: SampleContact.zoneName))
+            contact.name = "I am a renamed contact!"
+            contact.userModificationDate = Date()
+            try await database.saveContacts([contact])
+
+            await #expect(throws: StratusError.self) { try await database.syncEngine.sendChanges() }
+            #expect(await database.appData.contacts[contact.id]?.lastKnownRecord == nil)
+            // The zone the app added again went out in the same send; the record waits for the next.
+            #expect(await database.syncEngine.state.pendingDatabaseChanges.isEmpty)
+            #expect(await database.syncEngine.state.pendingRecordZoneChanges == [.saveRecord(contact.recordID)])
+
+            try await database.syncEngine.sendChanges()
+            let databaseB = try devices.newTestDatabase()
+            try await databaseB.syncEngine.fetchChanges()
+            let contactB = try #require(await databaseB.appData.contacts[contact.id])
+            let creationDateAfterSave = try #require(contactB.lastKnownRecord?.creationDate)
+            #expect(creationDateAfterSave != originalCreationDate)
+            #expect(contact == contactB)
+        }
+    }
+
+    @Test func unknownItemIsRecoveredBySavingTheRecordAgain() async throws {
+        try await withContactsDevices { devices in
+            let database = try devices.newTestDatabase()
+            var contact = SampleContact(name: "I am a contact!", userModificationDate: Date())
+            try await database.saveContacts([contact])
+            try await database.syncEngine.sendChanges()
+            let originalCreationDate = try #require(await database.appData.contacts[contact.id]?.lastKnownRecord?.creationDate)
+
+            _ = try await database.syncEngine.database.deleteRecord(withID: contact.recordID)
+            contact.name = "I am a renamed contact!"
+            contact.userModificationDate = Date()
+            try await database.saveContacts([contact])
+
+            do {
+                try await database.syncEngine.sendChanges()
+                Issue.record("Did not expect to succeed in sending changes")
+            } catch let error as StratusError {
+                #expect(error.code == .partialFailure)
+                #expect(error.partialErrorsByRecordID[contact.recordID]?.code == .unknownItem)
+            }
+            #expect(await database.appData.contacts[contact.id]?.lastKnownRecord == nil)
+
+            try await database.syncEngine.sendChanges()
+            let databaseB = try devices.newTestDatabase()
+            try await databaseB.syncEngine.fetchChanges()
+            let contactB = try #require(await databaseB.appData.contacts[contact.id])
+            #expect(try #require(contactB.lastKnownRecord?.creationDate) != originalCreationDate)
+            #expect(contact == contactB)
+        }
+    }
+
+    @Test(arguments: [true, false]) func conflictGoesToTheLaterUserChange(winnerSavesFirst: Bool) async throws {
+        try await withContactsDevices { devices in
+            let databaseA = try devices.newTestDatabase()
+            let databaseB = try devices.newTestDatabase()
+            var contactA = SampleContact(name: "A1", userModificationDate: Date())
+            let contactID = contactA.id
+            try await databaseA.saveContacts([contactA])
+            try await databaseA.syncEngine.sendChanges()
+            try await databaseB.syncEngine.fetchChanges()
+            var contactB = try #require(await databaseB.appData.contacts[contactID])
+            #expect(contactB.name == "A1")
+
+            let losingModificationDate = Date()
+            let winningModificationDate = losingModificationDate + 1
+            contactA.name = "A2"
+            contactA.userModificationDate = winningModificationDate
+            try await databaseA.saveContacts([contactA])
+            contactB.name = "B1"
+            contactB.userModificationDate = losingModificationDate
+            try await databaseB.saveContacts([contactB])
+
+            let (first, second) = winnerSavesFirst ? (databaseA, databaseB) : (databaseB, databaseA)
+            try await first.syncEngine.sendChanges()
+            do {
+                try await second.syncEngine.sendChanges()
+                Issue.record("Did not expect to succeed in sending changes")
+            } catch let error as StratusError {
+                #expect(error.partialErrorsByRecordID[contactA.recordID]?.code == .serverRecordChanged)
+            }
+            #expect(await first.syncEngine.state.pendingRecordZoneChanges.isEmpty)
+            #expect(await second.syncEngine.state.pendingRecordZoneChanges.count == 1)
+            #expect(await databaseA.appData.contacts[contactID] == contactA)
+            #expect(await databaseB.appData.contacts[contactID] == (winnerSavesFirst ? contactA : contactB))
+
+            try await second.syncEngine.sendChanges()
+            try await first.syncEngine.fetchChanges()
+            #expect(await databaseA.appData.contacts[contactID] == contactA)
+            #expect(await databaseB.appData.contacts[contactID] == contactA)
+        }
+    }
+
+    // The sample's "More tests!" list: a deletion, and a deletion while another device edits.
+    @Test func deletionReachesTheOtherDevice() async throws {
+        try await withContactsDevices { devices in
+            let databaseA = try devices.newTestDatabase()
+            let databaseB = try devices.newTestDatabase()
+            let kept = SampleContact(name: "kept", userModificationDate: Date())
+            let gone = SampleContact(name: "gone", userModificationDate: Date())
+            try await databaseA.saveContacts([kept, gone])
+            try await databaseA.syncEngine.sendChanges()
+            try await databaseB.syncEngine.fetchChanges()
+            #expect(await databaseB.appData.contacts.count == 2)
+
+            try await databaseA.deleteContacts([gone.id])
+            try await databaseA.syncEngine.sendChanges()
+            try await databaseB.syncEngine.fetchChanges()
+            #expect(await Set(databaseB.appData.contacts.keys) == [kept.id])
+        }
+    }
+
+    @Test func deletingTheZoneEmptiesTheOtherDevice() async throws {
+        try await withContactsDevices { devices in
+            let databaseA = try devices.newTestDatabase()
+            let databaseB = try devices.newTestDatabase()
+            try await databaseA.saveContacts([SampleContact(name: "one", userModificationDate: Date())])
+            try await databaseA.syncEngine.sendChanges()
+            try await databaseB.syncEngine.fetchChanges()
+            #expect(await databaseB.appData.contacts.count == 1)
+
+            try await databaseA.deleteServerData()
+            #expect(await databaseA.syncEngine.state.pendingDatabaseChanges.isEmpty)
+            try await databaseB.syncEngine.fetchChanges()
+            #expect(await databaseB.appData.contacts.isEmpty)
+        }
+    }
+
+    @Test func eventsComeInCloudKitsOrder() async throws {
+        try await withContactsDevices { devices in
+            let databaseA = try devices.newTestDatabase()
+            let databaseB = try devices.newTestDatabase()
+            try await databaseA.saveContacts([SampleContact(name: "one", userModificationDate: Date())])
+            try await databaseA.syncEngine.sendChanges()
+            let user = try await devices.container().userRecordID().recordName
+            let sent = await databaseA.eventLog.filter { event in !event.hasPrefix("stateUpdate") }
+            #expect(sent.first == "accountChange(signIn(\(user)))")
+            let sendEvents = sent.filter { event in !event.hasPrefix("accountChange") }
+            #expect(sendEvents == ["willSendChanges", "sentDatabaseChanges(1 saved, 0 failed, 0 deleted, 0 failed deletes)",
+                                   "sentRecordZoneChanges(1 saved, 0 failed, 0 deleted, 0 failed deletes)", "didSendChanges"])
+
+            try await databaseB.syncEngine.fetchChanges()
+            let fetched = await databaseB.eventLog.filter { !$0.hasPrefix("stateUpdate") && !$0.hasPrefix("accountChange") }
+            #expect(fetched == ["willFetchChanges", "fetchedDatabaseChanges(1 modification(s), 0 deletion(s))",
+                                "willFetchRecordZoneChanges(Contacts)", "fetchedRecordZoneChanges(1 modification(s), 0 deletion(s))",
+                                "didFetchRecordZoneChanges(Contacts)", "didFetchChanges"])
+            #expect(await databaseB.syncEngine.state.zoneIDsWithUnfetchedServerChanges.isEmpty)
+        }
+    }
+
+    @Test func aRestartedDeviceFetchesOnlyWhatIsNew() async throws {
+        try await withContactsDevices { devices in
+            let databaseA = try devices.newTestDatabase()
+            let first = (0..<5).map { SampleContact(name: "first \($0)", userModificationDate: Date()) }
+            try await databaseA.saveContacts(first)
+            try await databaseA.syncEngine.sendChanges()
+            let databaseB = try devices.newTestDatabase(dataFile: "device-b.json")
+            try await databaseB.syncEngine.fetchChanges()
+            #expect(await databaseB.appData.contacts.count == 5)
+
+            let later = SampleContact(name: "later", userModificationDate: Date())
+            try await databaseA.saveContacts([later])
+            try await databaseA.syncEngine.sendChanges()
+
+            // The same device, started again from what it kept on disk.
+            let restartedB = try devices.newTestDatabase(dataFile: "device-b.json")
+            try await restartedB.syncEngine.fetchChanges()
+            #expect(await restartedB.appData.contacts.count == 6)
+            let fetched = await restartedB.eventLog.filter { $0.hasPrefix("fetchedRecordZoneChanges") }
+            #expect(fetched == ["fetchedRecordZoneChanges(1 modification(s), 0 deletion(s))"])
+            #expect(await !restartedB.eventLog.contains { $0.hasPrefix("accountChange") })
+        }
+    }
+
+    @Test func pendingChangesSurviveARestart() async throws {
+        try await withContactsDevices { devices in
+            let database = try devices.newTestDatabase(dataFile: "device.json")
+            try await database.saveContacts([SampleContact(name: "first", userModificationDate: Date())])
+            try await database.syncEngine.sendChanges()
+            // A send that fails keeps what the app added again in the state the app saved.
+            _ = try await database.syncEngine.database.deleteRecordZone(withID: RecordZone.ID(zoneName: SampleContact.zoneName))
+            let contact = SampleContact(name: "second", userModificationDate: Date())
+            try await database.saveContacts([contact])
+            await #expect(throws: StratusError.self) { try await database.syncEngine.sendChanges() }
+
+            let restarted = try devices.newTestDatabase(dataFile: "device.json")
+            #expect(await restarted.syncEngine.state.pendingRecordZoneChanges.contains(.saveRecord(contact.recordID)))
+            try await restarted.syncEngine.sendChanges()
+            #expect(await restarted.syncEngine.state.pendingRecordZoneChanges.isEmpty)
+            let other = try devices.newTestDatabase()
+            try await other.syncEngine.fetchChanges()
+            #expect(await other.appData.contacts[contact.id]?.name == "second")
+        }
+    }
+
+    @Test func anotherUserOnTheSavedStateIsAnAccountSwitch() async throws {
+        try await withContactsDevices { devices in
+            let alice = try devices.newTestDatabase(dataFile: "shared-file.json")
+            try await alice.saveContacts([SampleContact(name: "alice's", userModificationDate: Date())])
+            try await alice.syncEngine.sendChanges()
+            try await alice.saveContacts([SampleContact(name: "not sent", userModificationDate: Date())])
+
+            let bob = try devices.newTestDatabase(user: "bob", dataFile: "shared-file.json")
+            try await bob.syncEngine.fetchChanges()
+            let aliceID = try await devices.container(user: "alice").userRecordID().recordName
+            let bobID = try await devices.container(user: "bob").userRecordID().recordName
+            #expect(await bob.eventLog.first { !$0.hasPrefix("stateUpdate") } == "accountChange(switchAccounts(\(aliceID) → \(bobID)))")
+            #expect(await bob.syncEngine.state.pendingRecordZoneChanges.isEmpty)
+            #expect(await bob.appData.contacts.isEmpty)
+        }
+    }
+
+    @Test func anEngineThatSyncsByItselfSendsWhatIsAdded() async throws {
+        try await withContactsDevices { devices in
+            let databaseA = try devices.newTestDatabase(automaticallySync: true)
+            let contact = SampleContact(name: "sent by itself", userModificationDate: Date())
+            try await databaseA.saveContacts([contact])
+            let databaseB = try devices.newTestDatabase()
+            // No push on Linux: device B fetches until the scheduled send has reached the store.
+            for _ in 0..<600 where await databaseB.appData.contacts[contact.id] == nil {
+                try await Task.sleep(nanoseconds: 50_000_000)
+                try await databaseB.syncEngine.fetchChanges()
+            }
+            #expect(await databaseB.appData.contacts[contact.id] == contact)
+        }
+    }
+
+    @Test func theStateAddsEachChangeOnceAndTheLatestKindWins() async throws {
+        try await withContactsDevices { devices in
+        let zone = RecordZone.ID(zoneName: "Z")
+        let a = Record.ID(recordName: "A", zoneID: zone), b = Record.ID(recordName: "B", zoneID: zone)
+        let delegate = NoEvents()
+        var configuration = SyncEngine.Configuration(database: try devices.container().privateCloudDatabase, stateSerialization: nil, delegate: delegate)
+        configuration.automaticallySync = false
+        let engine = SyncEngine(configuration)
+        engine.state.add(pendingRecordZoneChanges: [.saveRecord(a), .saveRecord(b), .saveRecord(a)])
+        #expect(engine.state.pendingRecordZoneChanges == [.saveRecord(a), .saveRecord(b)])
+        engine.state.add(pendingRecordZoneChanges: [.deleteRecord(a)])
+        #expect(engine.state.pendingRecordZoneChanges == [.saveRecord(b), .deleteRecord(a)])
+        engine.state.add(pendingDatabaseChanges: [.saveZone(RecordZone(zoneID: zone)), .deleteZone(zone)])
+        #expect(engine.state.pendingDatabaseChanges == [.deleteZone(zone)])
+        engine.state.remove(pendingRecordZoneChanges: [.saveRecord(b)])
+        #expect(engine.state.pendingRecordZoneChanges == [.deleteRecord(a)])
+        }
+    }
+
+    @Test func aDamagedStateSerializationIsRefusedWhenRead() throws {
+        let garbage = Data(#""bm90IGEgc3RhdGU=""#.utf8)   // a data value that is no state
+        #expect(throws: DecodingError.self) { try JSONDecoder().decode(SyncEngine.State.Serialization.self, from: garbage) }
+    }
+}
+
+final class NoEvents: SyncEngineDelegate {
+    func handleEvent(_ event: SyncEngine.Event, syncEngine: SyncEngine) async {}
+    func nextRecordZoneChangeBatch(_ context: SyncEngine.SendChangesContext, syncEngine: SyncEngine) async -> SyncEngine.RecordZoneChangeBatch? { nil }
+}
