@@ -580,3 +580,137 @@ final class NoEvents: SyncEngineDelegate {
     func handleEvent(_ event: SyncEngine.Event, syncEngine: SyncEngine) async {}
     func nextRecordZoneChangeBatch(_ context: SyncEngine.SendChangesContext, syncEngine: SyncEngine) async -> SyncEngine.RecordZoneChangeBatch? { nil }
 }
+
+/// A delegate that sends what is pending from a dictionary of records and logs its events;
+/// `onEvent` lets a test act inside the handler.
+final actor RecordingDelegate: SyncEngineDelegate {
+    var records: [Record.ID: Record] = [:]
+    var events: [String] = []
+    var onEvent: (@Sendable (SyncEngine.Event, SyncEngine) async -> Void)?
+
+    func set(_ record: Record) { records[record.recordID] = record }
+    func setOnEvent(_ handler: @escaping @Sendable (SyncEngine.Event, SyncEngine) async -> Void) { onEvent = handler }
+
+    func handleEvent(_ event: SyncEngine.Event, syncEngine: SyncEngine) async {
+        events.append(event.description)
+        await onEvent?(event, syncEngine)
+    }
+
+    func nextRecordZoneChangeBatch(_ context: SyncEngine.SendChangesContext, syncEngine: SyncEngine) async -> SyncEngine.RecordZoneChangeBatch? {
+        let pending = syncEngine.state.pendingRecordZoneChanges.filter { context.options.scope.contains($0) }
+        let records = records
+        return await SyncEngine.RecordZoneChangeBatch(pendingChanges: pending) { records[$0] }
+    }
+}
+
+@Suite struct SyncEngineBehaviourTests {
+    private func engine(_ database: Database, _ delegate: RecordingDelegate) -> SyncEngine {
+        var configuration = SyncEngine.Configuration(database: database, stateSerialization: nil, delegate: delegate)
+        configuration.automaticallySync = false
+        return SyncEngine(configuration)
+    }
+
+    @Test func aScopedSendSendsOnlyItsZones() async throws {
+        try await withContactsDevices { devices in
+            let database = try devices.container().privateCloudDatabase
+            let delegate = RecordingDelegate()
+            let engine = engine(database, delegate)
+            let work = RecordZone(zoneName: "Work"), home = RecordZone(zoneName: "Home")
+            let memo = Record(recordType: "Note", recordID: Record.ID(recordName: "memo", zoneID: work.zoneID))
+            let list = Record(recordType: "Note", recordID: Record.ID(recordName: "list", zoneID: home.zoneID))
+            await delegate.set(memo)
+            await delegate.set(list)
+            engine.state.add(pendingDatabaseChanges: [.saveZone(work), .saveZone(home)])
+            engine.state.add(pendingRecordZoneChanges: [.saveRecord(memo.recordID), .saveRecord(list.recordID)])
+
+            try await engine.sendChanges(.init(scope: .zoneIDs([work.zoneID])))
+            #expect(engine.state.pendingRecordZoneChanges == [.saveRecord(list.recordID)])
+            #expect(engine.state.pendingDatabaseChanges == [.saveZone(home)])
+            #expect(try await database.record(for: memo.recordID).recordType == "Note")
+            await #expect(throws: StratusError.self) { _ = try await database.record(for: list.recordID) }
+
+            try await engine.sendChanges()
+            #expect(engine.state.pendingRecordZoneChanges.isEmpty)
+            #expect(try await database.record(for: list.recordID).recordType == "Note")
+        }
+    }
+
+    @Test func cancellingStopsASendAndKeepsWhatIsPending() async throws {
+        try await withContactsDevices { devices in
+            let database = try devices.container().privateCloudDatabase
+            let delegate = RecordingDelegate()
+            let engine = engine(database, delegate)
+            let zone = RecordZone(zoneName: "Work")
+            let memo = Record(recordType: "Note", recordID: Record.ID(recordName: "memo", zoneID: zone.zoneID))
+            await delegate.set(memo)
+            await delegate.setOnEvent { event, engine in
+                if case .willSendChanges = event { await engine.cancelOperations() }
+            }
+            engine.state.add(pendingDatabaseChanges: [.saveZone(zone)])
+            engine.state.add(pendingRecordZoneChanges: [.saveRecord(memo.recordID)])
+            do {
+                try await engine.sendChanges()
+                Issue.record("a cancelled send reported success")
+            } catch let error as StratusError {
+                #expect(error.code == .operationCancelled)
+            }
+            #expect(engine.state.pendingRecordZoneChanges == [.saveRecord(memo.recordID)])
+            #expect(engine.state.pendingDatabaseChanges == [.saveZone(zone)])
+            #expect(await delegate.events.contains("didSendChanges"))
+
+            await delegate.setOnEvent { _, _ in }
+            try await engine.sendChanges()
+            #expect(engine.state.pendingRecordZoneChanges.isEmpty)
+        }
+    }
+
+    @Test func thePublicDatabaseIsRefused() async throws {
+        try await withContactsDevices { devices in
+            let engine = engine(try devices.container().publicCloudDatabase, RecordingDelegate())
+            do {
+                try await engine.fetchChanges()
+                Issue.record("a sync of the public database reported success")
+            } catch let error as StratusError {
+                #expect(error.code == .invalidArguments)
+            }
+        }
+    }
+
+    @Test func untrackedChangesAreAskedForUntilTheDelegateHasNone() async throws {
+        try await withContactsDevices { devices in
+            let database = try devices.container().privateCloudDatabase
+            _ = try await database.save(RecordZone(zoneName: "Work"))
+            let delegate = UntrackedDelegate(records: (0..<3).map {
+                Record(recordType: "Note", recordID: Record.ID(recordName: "n\($0)", zoneID: RecordZone.ID(zoneName: "Work")))
+            })
+            var configuration = SyncEngine.Configuration(database: database, stateSerialization: nil, delegate: delegate)
+            configuration.automaticallySync = false
+            let engine = SyncEngine(configuration)
+            engine.state.hasPendingUntrackedChanges = true
+            try await engine.sendChanges()
+            #expect(!engine.state.hasPendingUntrackedChanges)
+            #expect(await delegate.remaining.isEmpty)
+            for name in ["n0", "n1", "n2"] {
+                #expect(try await database.record(for: Record.ID(recordName: name, zoneID: RecordZone.ID(zoneName: "Work"))).recordType == "Note")
+            }
+        }
+    }
+}
+
+/// Tracks its own changes: one record per batch, as an app with its own outbox would.
+final actor UntrackedDelegate: SyncEngineDelegate {
+    var remaining: [Record]
+    init(records: [Record]) { remaining = records }
+
+    func handleEvent(_ event: SyncEngine.Event, syncEngine: SyncEngine) async {
+        if case .sentRecordZoneChanges(let sent) = event {
+            let saved = Set(sent.savedRecords.map(\.recordID))
+            remaining.removeAll { saved.contains($0.recordID) }
+        }
+    }
+
+    func nextRecordZoneChangeBatch(_ context: SyncEngine.SendChangesContext, syncEngine: SyncEngine) async -> SyncEngine.RecordZoneChangeBatch? {
+        guard let next = remaining.first else { return nil }
+        return SyncEngine.RecordZoneChangeBatch(recordsToSave: [next])
+    }
+}

@@ -57,6 +57,7 @@ extension SyncEngine {
 
         /// The state to keep, as `CKSyncEngine.Event.StateUpdate`.
         public struct StateUpdate: Sendable {
+            /// The whole state as it is now; pass the last one to ``Configuration/stateSerialization``.
             public let stateSerialization: State.Serialization
         }
 
@@ -80,18 +81,23 @@ extension SyncEngine {
                 }
             }
 
+            /// Who signed in or out.
             public let changeType: ChangeType
         }
 
         /// Zone changes fetched, as `CKSyncEngine.Event.FetchedDatabaseChanges`.
         public struct FetchedDatabaseChanges: Sendable {
+            /// Zones created or written to; the engine fetches their records next.
             public let modifications: [Database.DatabaseChange.Modification]
+            /// Zones deleted: drop your copy of their records.
             public let deletions: [Database.DatabaseChange.Deletion]
         }
 
         /// One batch of a zone's record changes, as `CKSyncEngine.Event.FetchedRecordZoneChanges`.
         public struct FetchedRecordZoneChanges: Sendable {
+            /// Records saved since the zone's token, each in its current state (your own saves included).
             public let modifications: [Database.RecordZoneChange.Modification]
+            /// Records deleted since the zone's token.
             public let deletions: [Database.RecordZoneChange.Deletion]
         }
 
@@ -103,9 +109,13 @@ extension SyncEngine {
                 public var description: String { "\(zone.zoneID.zoneName): \(error.code)" }
             }
 
+            /// Zones created (or found already there).
             public let savedZones: [RecordZone]
+            /// Zone saves that failed, with why.
             public let failedZoneSaves: [FailedZoneSave]
+            /// Zones deleted.
             public let deletedZoneIDs: [RecordZone.ID]
+            /// Zone deletions that failed, with why.
             public let failedZoneDeletes: [RecordZone.ID: StratusError]
         }
 
@@ -118,34 +128,45 @@ extension SyncEngine {
                 public var description: String { "\(record.recordID.recordName): \(error.code)" }
             }
 
+            /// The records as stored, with their new change tags.
             public let savedRecords: [Record]
+            /// Saves that failed, with the record sent and why (`serverRecord` on a conflict).
             public let failedRecordSaves: [FailedRecordSave]
+            /// Records deleted.
             public let deletedRecordIDs: [Record.ID]
+            /// Deletions that failed, with why.
             public let failedRecordDeletes: [Record.ID: StratusError]
         }
 
         public struct WillFetchChanges: Sendable {
+            /// Why and what the engine fetches.
             public let context: FetchChangesContext
         }
 
         public struct WillFetchRecordZoneChanges: Sendable {
+            /// The zone about to be fetched.
             public let zoneID: RecordZone.ID
         }
 
         public struct DidFetchRecordZoneChanges: Sendable {
+            /// The zone fetched.
             public let zoneID: RecordZone.ID
+            /// Why the fetch ended early (`zoneNotFound` for a zone deleted meanwhile), or `nil`.
             public let error: StratusError?
         }
 
         public struct DidFetchChanges: Sendable {
+            /// The context of the matching ``WillFetchChanges``.
             public let context: FetchChangesContext
         }
 
         public struct WillSendChanges: Sendable {
+            /// Why and what the engine sends.
             public let context: SendChangesContext
         }
 
         public struct DidSendChanges: Sendable {
+            /// The context of the matching ``WillSendChanges``.
             public let context: SendChangesContext
         }
     }

@@ -39,12 +39,14 @@ extension SyncEngine {
             }
         }
 
+        /// Which zones to fetch.
         public var scope: Scope
         /// The group the engine's operations report under.
         public var operationGroup: OperationGroup
         /// Zones to fetch before the others (those without changes are skipped).
         public var prioritizedZoneIDs: [RecordZone.ID] = []
 
+        /// Options for ``SyncEngine/fetchChanges(_:)``: `.init(scope: .zoneIDs([zoneID]))`.
         public init(scope: Scope = .all, operationGroup: OperationGroup? = nil) {
             self.scope = scope
             self.operationGroup = operationGroup ?? OperationGroup()
@@ -53,7 +55,9 @@ extension SyncEngine {
 
     /// One attempt to fetch, as `CKSyncEngine.FetchChangesContext`.
     public struct FetchChangesContext: Sendable {
+        /// Scheduled by the engine, or asked for.
         public let reason: SyncReason
+        /// The options of this fetch.
         public let options: FetchChangesOptions
     }
 
@@ -106,10 +110,12 @@ extension SyncEngine {
             }
         }
 
+        /// Which changes to send.
         public var scope: Scope
         /// The group the engine's operations report under.
         public var operationGroup: OperationGroup
 
+        /// Options for ``SyncEngine/sendChanges(_:)``: `.init(scope: .zoneIDs([zoneID]))`.
         public init(scope: Scope = .all, operationGroup: OperationGroup? = nil) {
             self.scope = scope
             self.operationGroup = operationGroup ?? OperationGroup()
@@ -118,7 +124,9 @@ extension SyncEngine {
 
     /// One attempt to send, as `CKSyncEngine.SendChangesContext`.
     public struct SendChangesContext: Sendable {
+        /// Scheduled by the engine, or asked for.
         public let reason: SyncReason
+        /// The options of this send; build batches only of changes its scope takes in.
         public let options: SendChangesOptions
     }
 
@@ -136,7 +144,9 @@ extension SyncEngine {
         /// About how many bytes of records the pending-changes initializer puts in one batch.
         public static let maximumByteCount = 2_000_000
 
+        /// The records to save, with the system fields of their last known version for an update.
         public var recordsToSave: [Record]
+        /// The records to delete.
         public var recordIDsToDelete: [Record.ID]
         /// Whether the changes of one zone succeed or fail together (`batchRequestFailed` for the rest).
         public var atomicByZone: Bool

@@ -168,10 +168,12 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
         let generation = currentGeneration
         try await beginSync()
         let context = FetchChangesContext(reason: reason, options: options)
+        // The engine's requests run in the options' operation group.
+        let requests = Database(database, configuration: nil, group: options.operationGroup)
         await emit(.willFetchChanges(Event.WillFetchChanges(context: context)))
         var firstError: StratusError?
         do {
-            try await fetchDatabaseChanges(generation: generation)
+            try await fetchDatabaseChanges(requests, generation: generation)
             var options = options
             var fetched = Set<RecordZone.ID>()
             while true {
@@ -182,7 +184,7 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
                 let waiting = state.zoneIDsWithUnfetchedServerChanges.filter { options.scope.contains($0) && !fetched.contains($0) }
                 guard let zoneID = options.prioritizedZoneIDs.first(where: waiting.contains) ?? waiting.first else { break }
                 fetched.insert(zoneID)
-                if let error = try await fetchZone(zoneID, generation: generation), firstError == nil { firstError = error }
+                if let error = try await fetchZone(zoneID, requests, generation: generation), firstError == nil { firstError = error }
             }
         } catch {
             await emitStateUpdateIfNeeded()
@@ -194,14 +196,14 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
         if let firstError { throw firstError }
     }
 
-    private func fetchDatabaseChanges(generation: Int) async throws {
+    private func fetchDatabaseChanges(_ requests: Database, generation: Int) async throws {
         var expiredOnce = false
         while true {
             try checkNotCancelled(since: generation)
             let token = state.stored.withLock { $0.databaseToken }
             let changes: (modifications: [Database.DatabaseChange.Modification], deletions: [Database.DatabaseChange.Deletion], changeToken: ServerChangeToken, moreComing: Bool)
             do {
-                changes = try await database.databaseChanges(since: token)
+                changes = try await requests.databaseChanges(since: token)
             } catch let error as StratusError where error.code == .changeTokenExpired && !expiredOnce {
                 // The history behind the token was compacted: start over, as CloudKit's engine does.
                 expiredOnce = true
@@ -229,7 +231,7 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
 
     /// Fetches one zone's changes; answers the error it ended with (a deleted zone ends
     /// quietly: the database's changes report its deletion).
-    private func fetchZone(_ zoneID: RecordZone.ID, generation: Int) async throws -> StratusError? {
+    private func fetchZone(_ zoneID: RecordZone.ID, _ requests: Database, generation: Int) async throws -> StratusError? {
         await emit(.willFetchRecordZoneChanges(Event.WillFetchRecordZoneChanges(zoneID: zoneID)))
         var failure: StratusError?
         var expiredOnce = false
@@ -237,7 +239,7 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
             do {
                 try checkNotCancelled(since: generation)
                 let token = state.stored.withLock { $0.token(for: zoneID) }
-                let batch = try await database.recordZoneChanges(inZoneWith: zoneID, since: token)
+                let batch = try await requests.recordZoneChanges(inZoneWith: zoneID, since: token)
                 let modifications = batch.modificationResultsByID.values.compactMap { try? $0.get() }
                 if !modifications.isEmpty || !batch.deletions.isEmpty {
                     await emit(.fetchedRecordZoneChanges(Event.FetchedRecordZoneChanges(modifications: modifications, deletions: batch.deletions)))
@@ -304,13 +306,14 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
             return
         }
         let context = SendChangesContext(reason: reason, options: options)
+        let requests = Database(database, configuration: nil, group: options.operationGroup)
         await emit(.willSendChanges(Event.WillSendChanges(context: context)))
         var failures = SendFailures()
         do {
             var attempted = Set<Record.ID>()
             var attemptedZones = Set<RecordZone.ID>()
             while true {
-                try await sendDatabaseChanges(options.scope, attempted: &attemptedZones, failures: &failures, generation: generation)
+                try await sendDatabaseChanges(options.scope, requests, attempted: &attemptedZones, failures: &failures, generation: generation)
                 try checkNotCancelled(since: generation)
                 guard let delegate = delegateReference.delegate,
                       var batch = await delegate.nextRecordZoneChangeBatch(context, syncEngine: self) else {
@@ -324,7 +327,7 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
                 guard !batch.recordsToSave.isEmpty || !batch.recordIDsToDelete.isEmpty else { break }
                 attempted.formUnion(batch.recordsToSave.map(\.recordID))
                 attempted.formUnion(batch.recordIDsToDelete)
-                try await sendRecordBatch(batch, failures: &failures, generation: generation)
+                try await sendRecordBatch(batch, requests, failures: &failures, generation: generation)
             }
         } catch {
             await emitStateUpdateIfNeeded()
@@ -355,7 +358,7 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
         }
     }
 
-    private func sendDatabaseChanges(_ scope: SendChangesOptions.Scope, attempted: inout Set<RecordZone.ID>, failures: inout SendFailures, generation: Int) async throws {
+    private func sendDatabaseChanges(_ scope: SendChangesOptions.Scope, _ requests: Database, attempted: inout Set<RecordZone.ID>, failures: inout SendFailures, generation: Int) async throws {
         while true {
             try checkNotCancelled(since: generation)
             let changes = state.pendingDatabaseChanges.filter { scope.containsZone($0.zoneID) && !attempted.contains($0.zoneID) }
@@ -372,7 +375,7 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
             }
             let results: (saveResults: [RecordZone.ID: Result<RecordZone, any Error>], deleteResults: [RecordZone.ID: Result<Void, any Error>])
             do {
-                results = try await database.modifyRecordZones(saving: zonesToSave, deleting: zonesToDelete)
+                results = try await requests.modifyRecordZones(saving: zonesToSave, deleting: zonesToDelete)
             } catch {
                 let failure = Self.stratusError(error)
                 results = (Dictionary(uniqueKeysWithValues: zonesToSave.map { ($0.zoneID, .failure(failure)) }),
@@ -417,11 +420,11 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
         }
     }
 
-    private func sendRecordBatch(_ batch: RecordZoneChangeBatch, failures: inout SendFailures, generation: Int) async throws {
+    private func sendRecordBatch(_ batch: RecordZoneChangeBatch, _ requests: Database, failures: inout SendFailures, generation: Int) async throws {
         try checkNotCancelled(since: generation)
         let results: (saveResults: [Record.ID: Result<Record, any Error>], deleteResults: [Record.ID: Result<Void, any Error>])
         do {
-            results = try await database.modifyRecords(saving: batch.recordsToSave, deleting: batch.recordIDsToDelete,
+            results = try await requests.modifyRecords(saving: batch.recordsToSave, deleting: batch.recordIDsToDelete,
                                                        savePolicy: .ifServerRecordUnchanged, atomically: batch.atomicByZone)
         } catch {
             let failure = Self.stratusError(error)
