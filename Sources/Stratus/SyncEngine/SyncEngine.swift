@@ -336,6 +336,7 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
         }
         await emitStateUpdateIfNeeded()
         await emit(.didSendChanges(Event.DidSendChanges(context: context)))
+        if automaticallySync, let retryAfter = failures.retryAfter { scheduleSend(after: retryAfter) }
         if let error = failures.error { throw error }
     }
 
@@ -467,7 +468,6 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
         }
         await emit(.sentRecordZoneChanges(Event.SentRecordZoneChanges(savedRecords: saved, failedRecordSaves: failedSaves, deletedRecordIDs: deleted, failedRecordDeletes: failedDeletes)))
         await emitStateUpdateIfNeeded()
-        if automaticallySync, let retryAfter = failures.retryAfter { scheduleSend(after: retryAfter) }
     }
 
     // MARK: - Cancelling
