@@ -19,7 +19,7 @@ public enum ZoneConformance {
 
     /// Every case, in a stable order.
     public static var cases: [TestCase] {
-        zoneCases + changeCases + expiryCases + capabilityCases + databaseChangeCases
+        zoneCases + changeCases + expiryCases + capabilityCases + databaseChangeCases + syncEngineCases
     }
 
     static let photos = RecordZone.ID(zoneName: "Photos")

@@ -1,0 +1,100 @@
+import Foundation
+import Stratus
+import Testing
+
+extension ZoneConformance {
+    static let syncEngineCases: [TestCase] = [
+        TestCase("sync engine: two devices converge through sends and fetches, each change fetched once", syncEngineDevicesConverge),
+    ]
+
+    /// A device's copy of the Notes zone, kept by a ``SyncEngineDelegate`` as an app keeps it.
+    final actor NotesReplica: SyncEngineDelegate {
+        var titles: [String: String] = [:]
+        var systemFields: [String: Record] = [:]
+        var fetchedModifications = 0
+        var fetchedDeletions = 0
+        var stateSerialization: SyncEngine.State.Serialization?
+
+        func edit(_ name: String, title: String?) {
+            titles[name] = title
+        }
+
+        func handleEvent(_ event: SyncEngine.Event, syncEngine: SyncEngine) async {
+            switch event {
+            case .stateUpdate(let update):
+                stateSerialization = update.stateSerialization
+            case .fetchedRecordZoneChanges(let changes):
+                for modification in changes.modifications {
+                    titles[modification.record.recordID.recordName] = modification.record["title"] as? String
+                    systemFields[modification.record.recordID.recordName] = modification.record
+                }
+                for deletion in changes.deletions {
+                    titles[deletion.recordID.recordName] = nil
+                    systemFields[deletion.recordID.recordName] = nil
+                }
+                fetchedModifications += changes.modifications.count
+                fetchedDeletions += changes.deletions.count
+            case .sentRecordZoneChanges(let sent):
+                for record in sent.savedRecords { systemFields[record.recordID.recordName] = record }
+                for id in sent.deletedRecordIDs { systemFields[id.recordName] = nil }
+            default:
+                break
+            }
+        }
+
+        func nextRecordZoneChangeBatch(_ context: SyncEngine.SendChangesContext, syncEngine: SyncEngine) async -> SyncEngine.RecordZoneChangeBatch? {
+            let pending = syncEngine.state.pendingRecordZoneChanges.filter { context.options.scope.contains($0) }
+            let titles = titles, systemFields = systemFields
+            return await SyncEngine.RecordZoneChangeBatch(pendingChanges: pending) { id in
+                guard let title = titles[id.recordName] else { return nil }
+                let record = systemFields[id.recordName]?.copy() as? Record ?? Record(recordType: "Note", recordID: id)
+                record["title"] = title
+                return record
+            }
+        }
+    }
+
+    static func syncEngineDevicesConverge(_ env: Environment) async throws {
+        func engine(_ replica: NotesReplica, state: SyncEngine.State.Serialization? = nil) -> SyncEngine {
+            var configuration = SyncEngine.Configuration(database: env.container().privateCloudDatabase, stateSerialization: state, delegate: replica)
+            configuration.automaticallySync = false
+            return SyncEngine(configuration)
+        }
+        let phone = NotesReplica(), laptop = NotesReplica()
+        let phoneEngine = engine(phone), laptopEngine = engine(laptop)
+        let ids = (1...3).map { Record.ID(recordName: "n\($0)", zoneID: notes) }
+        for (index, id) in ids.enumerated() { await phone.edit(id.recordName, title: "note \(index + 1)") }
+        phoneEngine.state.add(pendingDatabaseChanges: [.saveZone(RecordZone(zoneID: notes))])
+        phoneEngine.state.add(pendingRecordZoneChanges: ids.map { .saveRecord($0) })
+        try await phoneEngine.sendChanges()
+        #expect(phoneEngine.state.pendingRecordZoneChanges.isEmpty)
+
+        try await laptopEngine.fetchChanges()
+        #expect(await laptop.titles == ["n1": "note 1", "n2": "note 2", "n3": "note 3"])
+
+        await laptop.edit("n1", title: "note 1, edited")
+        await laptop.edit("n2", title: nil)
+        laptopEngine.state.add(pendingRecordZoneChanges: [.saveRecord(ids[0]), .deleteRecord(ids[1])])
+        try await laptopEngine.sendChanges()
+
+        try await phoneEngine.fetchChanges()
+        let expected = ["n1": "note 1, edited", "n3": "note 3"]
+        #expect(await phone.titles == expected)
+        #expect(await laptop.titles == expected)
+
+        // The laptop's own changes come back to it once, as CloudKit's do.
+        try await laptopEngine.fetchChanges()
+        #expect(await laptop.titles == expected)
+        // Started again from its saved state, the laptop fetches only what is new: nothing.
+        let before = await laptop.fetchedModifications + laptop.fetchedDeletions
+        let restarted = engine(laptop, state: await laptop.stateSerialization)
+        try await restarted.fetchChanges()
+        #expect(await laptop.fetchedModifications + laptop.fetchedDeletions == before)
+        #expect(await laptop.titles == expected)
+
+        // The store holds what both devices hold.
+        let stored = try await env.container().privateCloudDatabase.records(matching: Query(recordType: "Note", predicate: QueryPredicate(value: true)), inZoneWith: notes)
+        let storedTitles = Dictionary(uniqueKeysWithValues: try stored.matchResults.map { ($0.0.recordName, try $0.1.get()["title"] as? String ?? "") })
+        #expect(storedTitles == expected)
+    }
+}
