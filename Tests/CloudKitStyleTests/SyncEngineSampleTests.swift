@@ -83,6 +83,8 @@ struct SampleContact: Codable, Identifiable, Hashable, Sendable {
 final actor SyncedDatabase: SyncEngineDelegate {
     let container: Container
     let automaticallySync: Bool
+    /// Not in Apple's sample: how often an engine that syncs by itself looks for other devices' changes.
+    let changePollInterval: Double?
     let dataURL: URL
     var appData: ContactsAppData
     /// Every event's description, in the order the engine handed them over.
@@ -94,8 +96,9 @@ final actor SyncedDatabase: SyncEngineDelegate {
     }
     var _syncEngine: SyncEngine?
 
-    init(container: Container, automaticallySync: Bool = true, dataURL: URL) {
+    init(container: Container, automaticallySync: Bool = true, changePollInterval: Double? = nil, dataURL: URL) {
         self.container = container
+        self.changePollInterval = changePollInterval
         self.dataURL = dataURL
         if let blob = try? Data(contentsOf: dataURL), let data = try? JSONDecoder().decode(ContactsAppData.self, from: blob) {
             appData = data
@@ -112,6 +115,7 @@ final actor SyncedDatabase: SyncEngineDelegate {
         var configuration = SyncEngine.Configuration(database: container.privateCloudDatabase,
                                                      stateSerialization: appData.stateSerialization, delegate: self)
         configuration.automaticallySync = automaticallySync
+        if let changePollInterval { configuration.changePollInterval = changePollInterval }
         _syncEngine = SyncEngine(configuration)
     }
 
@@ -256,10 +260,10 @@ final class ContactsDevices: @unchecked Sendable {
         try Container(identifier: "iCloud.com.apple.samples.cloudkit.SyncEngine", storePath: store.path(), userName: user)
     }
 
-    func newTestDatabase(automaticallySync: Bool = false, user: String = "alice", dataFile: String? = nil) throws -> SyncedDatabase {
+    func newTestDatabase(automaticallySync: Bool = false, changePollInterval: Double? = nil, user: String = "alice", dataFile: String? = nil) throws -> SyncedDatabase {
         count += 1
         let file = dataFile ?? "contacts-\(count).json"
-        return SyncedDatabase(container: try container(user: user), automaticallySync: automaticallySync,
+        return SyncedDatabase(container: try container(user: user), automaticallySync: automaticallySync, changePollInterval: changePollInterval,
                               dataURL: URL(fileURLWithPath: store.path(file)))
     }
 }
@@ -546,6 +550,27 @@ func withContactsDevices(_ body: (ContactsDevices) async throws -> Void) async t
             for _ in 0..<600 where await databaseB.appData.contacts[contact.id] == nil {
                 try await Task.sleep(nanoseconds: 50_000_000)
                 try await databaseB.syncEngine.fetchChanges()
+            }
+            #expect(await databaseB.appData.contacts[contact.id] == contact)
+        }
+    }
+
+    @Test func anEngineThatSyncsByItselfFetchesWhatAnotherDeviceSends() async throws {
+        try await withContactsDevices { devices in
+            let databaseA = try devices.newTestDatabase()
+            let databaseB = try devices.newTestDatabase(automaticallySync: true, changePollInterval: 0.05)
+            _ = await databaseB.syncEngine
+            // The fetch it makes when it starts ends before device A sends anything.
+            for _ in 0..<1_200 where await !databaseB.eventLog.contains("didFetchChanges") {
+                try await Task.sleep(nanoseconds: 50_000_000)
+            }
+            #expect(await databaseB.eventLog.contains("didFetchChanges"))
+            let contact = SampleContact(name: "fetched by itself", userModificationDate: Date())
+            try await databaseA.saveContacts([contact])
+            try await databaseA.syncEngine.sendChanges()
+            // Device B never calls fetchChanges(): its engine finds the change by itself.
+            for _ in 0..<1_200 where await databaseB.appData.contacts[contact.id] == nil {
+                try await Task.sleep(nanoseconds: 50_000_000)
             }
             #expect(await databaseB.appData.contacts[contact.id] == contact)
         }

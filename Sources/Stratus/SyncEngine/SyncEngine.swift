@@ -49,9 +49,9 @@ extension SyncEngineDelegate {
 /// ```
 ///
 /// What differs from CloudKit: a Linux server gets no push notifications, so an engine that
-/// syncs by itself sends soon after changes are added and fetches when it starts, but learns of
-/// other devices' changes only when ``fetchChanges(_:)`` is called (on a timer, or when a
-/// ``DatabaseSubscription``'s notification comes through ``Container/notificationUpdates(after:)``).
+/// syncs by itself sends soon after changes are added, fetches when it starts, and then asks
+/// the store every ``Configuration/changePollInterval`` seconds (10 by default) whether other
+/// devices changed anything, fetching when they did; ``fetchChanges(_:)`` fetches at once.
 /// Transient errors (`networkFailure`, `serviceUnavailable`, `zoneBusy`, `requestRateLimited`,
 /// …) keep their changes pending; an engine that syncs by itself tries again after the
 /// error's `retryAfterSeconds` (5 s when it gives none).
@@ -74,6 +74,14 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
         public var automaticallySync = true
         /// Kept for CloudKit code that names its database subscription; Stratus makes none.
         public var subscriptionID: Subscription.ID?
+        /// How often an engine that syncs by itself asks the store whether other devices
+        /// changed anything, in seconds (Stratus's stand-in for CloudKit's push; not in
+        /// CloudKit's API). It fetches only when something changed; `nil` never asks.
+        ///
+        /// ```swift
+        /// configuration.changePollInterval = 2
+        /// ```
+        public var changePollInterval: Double? = 10
 
         public init(database: Database, stateSerialization: State.Serialization?, delegate: any SyncEngineDelegate) {
             self.database = database
@@ -92,6 +100,7 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
     public let state: State
     private let delegateReference: WeakDelegate
     private let automaticallySync: Bool
+    private let changePollInterval: Double?
     private let gate = SyncGate()
     private let schedule = Mutex(Schedule())
     /// The problem with the state serialization given, reported by the first sync.
@@ -107,6 +116,7 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
         var sendTask: Task<Void, Never>?
         var fetchTask: Task<Void, Never>?
         var stateUpdateTask: Task<Void, Never>?
+        var pollTask: Task<Void, Never>?
         /// Raised by ``cancelOperations()``: a running fetch or send stops at its next step.
         var generation = 0
     }
@@ -116,6 +126,7 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
         database = configuration.database
         delegateReference = WeakDelegate(configuration.delegate)
         automaticallySync = configuration.automaticallySync
+        changePollInterval = configuration.changePollInterval.map { max($0, 0.01) }
         var stored = Stored()
         var unreadable: StratusError?
         if let serialization = configuration.stateSerialization {
@@ -134,6 +145,7 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
             if !stored.pendingRecordZoneChanges.isEmpty || !stored.pendingDatabaseChanges.isEmpty || stored.hasPendingUntrackedChanges {
                 scheduleSend(after: 0)
             }
+            startPolling()
         }
     }
 
@@ -141,6 +153,7 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
         schedule.withLock { schedule in
             schedule.sendTask?.cancel()
             schedule.fetchTask?.cancel()
+            schedule.pollTask?.cancel()
         }
     }
 
@@ -586,6 +599,29 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
                 try? await self.send(SendChangesOptions(), reason: .scheduled)
             }
         }
+    }
+
+    /// Asks the store every ``Configuration/changePollInterval`` seconds whether the database
+    /// changed since the state's token, and fetches when it did (or when zones wait).
+    private func startPolling() {
+        guard let interval = changePollInterval else { return }
+        let task = Task.detached { [weak self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(nanoseconds: UInt64(interval * 1_000_000_000))
+                guard let self, !Task.isCancelled else { return }
+                if await self.hasUnfetchedChanges() { try? await self.fetch(FetchChangesOptions(), reason: .scheduled) }
+            }
+        }
+        schedule.withLock { $0.pollTask = task }
+    }
+
+    /// Whether a fetch would find something: a quiet look at the database's changes, which
+    /// delivers nothing and keeps the state as it is.
+    private func hasUnfetchedChanges() async -> Bool {
+        let (token, waiting) = state.stored.withLock { ($0.databaseToken, !$0.zoneIDsWithUnfetchedServerChanges.isEmpty) }
+        if waiting || token == nil { return true }
+        guard let changes = try? await database.databaseChanges(since: token, resultsLimit: 1) else { return false }
+        return !changes.modifications.isEmpty || !changes.deletions.isEmpty
     }
 
     private func scheduleFetch(after delay: Double) {
