@@ -44,15 +44,24 @@ public enum PostgresConnectionString {
         return conninfo.prefix(length).lowercased() + conninfo.dropFirst(length)
     }
 
-    /// Refuses a URL whose user part holds more than one `@`. libpq ends the user part at the
-    /// first `@` and Stratus's redaction at the last, so the rest of a password with an `@` in
-    /// it would be read as the host and shown in messages. Nothing of the URL is echoed.
+    /// Refuses a URL whose user name or password libpq would read as another part, which
+    /// messages would then show: more than one `@` before the host (libpq ends the user part at
+    /// the first `@` and takes the rest of the password for the host), or an `@` after the first
+    /// `/` with none before it (a `/` of the password not percent-encoded: libpq ends the host at
+    /// it and reads the password's head as the port, which its message quotes). Nothing of the
+    /// URL is echoed.
     static func checkUserInfo(_ conninfo: String) throws {
         guard let length = schemeLength(conninfo) else { return }
         let rest = conninfo.dropFirst(length)
-        let authority = rest.prefix { $0 != "/" && $0 != "?" }
-        guard authority.filter({ $0 == "@" }).count > 1 else { return }
-        throw StratusError(.invalidArguments, "a PostgreSQL URL has more than one '@' before its host (not shown: it may hold a password); write an '@' of the user name or password as %40")
+        // As libpq reads it: the user part ends at the first '@' that comes before any '/'.
+        if let stop = rest.firstIndex(where: { $0 == "@" || $0 == "/" }), rest[stop] == "@" {
+            let host = rest[rest.index(after: stop)...].prefix { $0 != "/" && $0 != "?" }
+            guard host.contains("@") else { return }
+            throw StratusError(.invalidArguments, "a PostgreSQL URL has more than one '@' before its host (not shown: it may hold a password); write an '@' of the user name or password as %40")
+        }
+        let path = rest.drop { $0 != "/" }.prefix { $0 != "?" }
+        guard path.contains("@") else { return }
+        throw StratusError(.invalidArguments, "a PostgreSQL URL has an '@' after its first '/' (not shown: it may hold a password); write a '/' of the user name or password as %2F, and an '@' of a database name as %40")
     }
 
     /// `conninfo` with every password replaced by `***`, for messages and logs.
@@ -122,16 +131,19 @@ public enum PostgresConnectionString {
         return StratusError(.invalidArguments, "the PostgreSQL connection string \(shown.isEmpty ? "''" : shown) cannot be read\(detail)")
     }
 
-    /// The parts of a URL that may hold a password: the user part (before the host's last `@`)
-    /// and the values of `password` parameters, as written.
+    /// The parts of a URL that may hold a password: the user part (see ``userInfoEnd(_:)``) and
+    /// the values of `password` parameters, as written.
     private static func urlSecrets(_ url: String) -> [String] {
         guard let length = schemeLength(url) else { return [] }
         let rest = url.dropFirst(length)
-        let authority = rest.prefix { $0 != "/" && $0 != "?" }
         var secrets: [String] = []
-        if let at = authority.lastIndex(of: "@") { secrets.append(String(authority[..<at])) }
-        if let question = rest.firstIndex(of: "?") {
-            for parameter in rest[rest.index(after: question)...].split(separator: "&") {
+        var tail = rest
+        if let at = userInfoEnd(rest) {
+            secrets.append(String(rest[..<at]))
+            tail = rest[rest.index(after: at)...]
+        }
+        if let question = tail.firstIndex(of: "?") {
+            for parameter in tail[tail.index(after: question)...].split(separator: "&") {
                 let pair = parameter.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
                 let key = String(pair[0])
                 if (key.removingPercentEncoding ?? key).lowercased() == "password", pair.count == 2 { secrets.append(String(pair[1])) }
@@ -146,43 +158,76 @@ public enum PostgresConnectionString {
 
     /// A libpq message on one line: libpq ends a reason without a full stop and puts its hint
     /// on the next line (`Connection refused` / `Is the server running…`), so a line that ends
-    /// in a letter or digit gets one.
+    /// in a letter or digit gets one, and a line that ends in a quote a semicolon
+    /// (`… for user "carol"; password retrieved from file …`).
     static func messageLine(_ text: String) -> String {
         let lines = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         return lines.dropFirst().reduce(lines.first ?? "") { joined, line in
-            joined + (joined.last.map { $0.isLetter || $0.isNumber } == true ? ". " : " ") + line
+            let last = joined.last
+            let separator = last.map { $0.isLetter || $0.isNumber } == true ? ". " : last == "\"" ? "; " : " "
+            return joined + separator + line
         }
     }
 
     // MARK: - Redaction
 
+    /// Where the user part of a URL ends (after `scheme://`): at the last `@` before the first
+    /// `/`, so that whatever libpq takes for the user name and password (it ends them at the
+    /// first `@`, and reads on past a `?`) is inside; or, when no `@` comes before the first
+    /// `/` but one comes after it (before any `?`) and a `:` before it, at that `@`: a password
+    /// with an unencoded `/`, which libpq would misread and ``checkUserInfo(_:)`` refuses.
+    static func userInfoEnd(_ rest: Substring) -> Substring.Index? {
+        let slash = rest.firstIndex(of: "/") ?? rest.endIndex
+        if let at = rest[..<slash].lastIndex(of: "@") { return at }
+        guard slash < rest.endIndex, rest[..<slash].contains(":") else { return nil }
+        let path = rest[slash...].prefix { $0 != "?" }
+        return path.lastIndex(of: "@")
+    }
+
     private static func redactedURL(_ url: String) -> String {
         guard let schemeEnd = url.range(of: "://")?.upperBound else { return url }
-        let rest = url[schemeEnd...]
-        let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex
         var result = String(url[..<schemeEnd])
-        let authority = rest[..<authorityEnd]
-        // The password ends at the last '@' of the authority, wherever the user put others.
-        if let at = authority.lastIndex(of: "@") {
-            let userInfo = authority[..<at]
+        var rest = url[schemeEnd...]
+        if let at = userInfoEnd(rest) {
+            let userInfo = rest[..<at]
             if let colon = userInfo.firstIndex(of: ":") {
                 result += userInfo[..<colon] + ":***"
+            } else if let question = userInfo.firstIndex(of: "?") {
+                // libpq reads `host?password=x@y` as the user `host?password=x`.
+                result += userInfo[..<question] + "?***"
             } else {
                 result += userInfo
             }
-            result += authority[at...]
-        } else {
-            result += authority
+            result += "@"
+            rest = rest[rest.index(after: at)...]
         }
-        let tail = rest[authorityEnd...]
-        guard let questionMark = tail.firstIndex(of: "?") else { return result + tail }
-        result += tail[..<questionMark] + "?"
-        let parameters = tail[tail.index(after: questionMark)...].split(separator: "&", omittingEmptySubsequences: false)
+        guard let questionMark = rest.firstIndex(of: "?") else { return result + rest }
+        result += rest[..<questionMark] + "?"
+        let parameters = rest[rest.index(after: questionMark)...].split(separator: "&", omittingEmptySubsequences: false)
         result += parameters.map { parameter -> String in
             let key = parameter.split(separator: "=", maxSplits: 1).first.map(String.init) ?? ""
             return (key.removingPercentEncoding ?? key).lowercased() == "password" ? "\(key)=***" : String(parameter)
         }.joined(separator: "&")
         return result
+    }
+
+    /// `text` with the password of every URL in it hidden, whatever its scheme (`***`, as
+    /// ``redacted(_:)`` hides it): for messages that quote what a user typed, which may be a
+    /// URL with its scheme mistyped, or one given where no URL was expected. A URL runs from its
+    /// scheme to the next space or quote. The form of a URL that help shows,
+    /// `postgresql://[user[:password]@]host…` (a `[` after the scheme), is left as it is.
+    ///
+    /// ```swift
+    /// PostgresConnectionString.redactingURLs(in: "unexpected argument 'postgresq://u:pw@db1/app'")
+    /// // "unexpected argument 'postgresq://u:***@db1/app'"
+    /// ```
+    public static func redactingURLs(in text: String) -> String {
+        guard text.contains("://") else { return text }
+        let pattern = #/[A-Za-z][A-Za-z0-9+.\-]*:\/\/[^\s'"`]*/#
+        return text.replacing(pattern) { match in
+            let url = String(match.output)
+            return url.contains("://[") ? url : redactedURL(url)
+        }
     }
 
     /// Reads `key = value` pairs as libpq does (values unquoted up to a space, or in single

@@ -79,7 +79,7 @@ public final class PostgresEngine: StorageEngine, Sendable {
         self.tombstoneRetention = tombstoneRetention
         let probe = try pool.withConnection { try StoreProbe(on: $0) }
         guard probe.exists || create else {
-            let missing = StoreMissing(description: "the database \(probe.database) at \(pool.redactedURL) holds no Stratus store \(probe.whereTables) (the database exists)")
+            let missing = StoreMissing(description: "the database \(probe.database) at \(pool.redactedURL) holds no Stratus store \(probe.whereTables) (the database exists\(probe.elsewhere))")
             var error = StratusError(.badContainer, "\(missing.description); opening the engine with create: true makes the store")
             error.underlyingError = missing
             throw error
@@ -151,7 +151,7 @@ public final class PostgresEngine: StorageEngine, Sendable {
                 return identity
             }
         } catch let error as StratusError where error.sqlState == "42501" && !probe.exists {
-            var refused = StratusError(.permissionFailure, "role \(probe.role) may not create the store's tables \(probe.whereTables) of database \(probe.database): create the database owned by the role that is to own them (createdb -O \(probe.role) \(probe.database)), or have its owner run GRANT CREATE ON SCHEMA \(probe.schema ?? "public") TO \(probe.role) (PostgreSQL 15 no longer lets every role create in public)")
+            var refused = StratusError(.permissionFailure, "role \(probe.role) may not create the store's tables \(probe.whereTables) of database \(probe.database): create the database owned by the role that is to own them (createdb -O \(probe.role) \(probe.database)), or have its owner run GRANT CREATE ON SCHEMA \(probe.schema ?? "public") TO \(probe.role) (PostgreSQL 15 no longer lets every role create in public)\(probe.elsewhere)")
             refused.sqlState = error.sqlState
             throw refused
         }
@@ -513,6 +513,19 @@ struct StoreProbe {
     var ownsTables: Bool
     /// Where the tables are or would be, for messages: `in schema public`.
     var whereTables: String { schema.map { "in schema \($0)" } ?? "(the search_path names no schema that exists)" }
+    /// Other schemas of the database that hold Stratus's tables, when the current one does not:
+    /// a store in a schema named after its owner (PostgreSQL's `"$user"` in the search_path)
+    /// is found by that role alone.
+    var otherSchemas: [String] = []
+    /// For messages about a missing store: which other schema holds one and how to name it,
+    /// or nothing.
+    var elsewhere: String {
+        guard let other = otherSchemas.first else { return "" }
+        let simple = other.wholeMatch(of: #/[a-z_][a-z0-9_]*/#) != nil
+        let name = (simple ? other : "\"" + other.replacingOccurrences(of: "\"", with: "\"\"") + "\"")
+            .addingPercentEncoding(withAllowedCharacters: CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")) ?? other
+        return "; schema \(other) holds one, which this role's search_path does not name: add ?options=-c%20search_path%3D\(name) to the URL (or &options=… after other parameters)"
+    }
 
     /// - Throws: `badContainer` when the `search_path` names no schema that exists;
     ///   `permissionFailure`, saying which group or grant is missing, when the role may not
@@ -546,6 +559,14 @@ struct StoreProbe {
                 throw StratusError(.permissionFailure, "role \(role) may not use schema \(unusable) of database \(database), where the store is: \(try Self.accessAdvice(role: role, schema: unusable, on: connection))")
             }
             throw StratusError(.badContainer, "no schema of the search_path (\(path)) exists in database \(database); create it first (CREATE SCHEMA name AUTHORIZATION owner), or name another with ?options=-c%20search_path%3Dname")
+        }
+        if !exists {
+            otherSchemas = try connection.query("""
+                SELECT n.nspname::text FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+                WHERE c.relname = 'meta' AND c.relkind = 'r' AND n.nspname IS DISTINCT FROM current_schema()
+                  AND EXISTS (SELECT 1 FROM pg_catalog.pg_class r WHERE r.relnamespace = n.oid AND r.relname = 'records' AND r.relkind IN ('r', 'p'))
+                ORDER BY 1 LIMIT 3
+                """).compactMap { try $0.text(0) }
         }
         if try exists && !(row.bool(6) ?? false) {
             throw StratusError(.permissionFailure, "role \(role) may not read the Stratus store in database \(database) \(whereTables): \(try Self.accessAdvice(role: role, schema: schema, on: connection))")

@@ -155,6 +155,11 @@ struct StoreOptions {
             // Not echoed: it may hold a password. libpq reads only postgresql:// and postgres://.
             throw UsageError(message: "\(origin) begins with a PostgreSQL scheme but is no URL libpq reads (not shown: it may hold a password); write postgresql://[user[:password]@]host[:port]/dbname, with two slashes")
         }
+        if Self.looksLikeURL(location) {
+            // Not a path anyone means: as one, a mistyped `postgresq://u:pw@db1/app` made an SQLite
+            // store in folders named after the URL, password and all, and reported success.
+            throw UsageError(message: "\(origin) looks like a URL but is no PostgreSQL URL (not shown: it may hold a password); write postgresql://[user[:password]@]host[:port]/dbname (or postgres://…), or ./ before a file path that begins so")
+        }
         if readURL != nil {
             throw UsageError(message: "--read-store names a standby of a PostgreSQL store; \(origin) is not one")
         }
@@ -175,6 +180,13 @@ struct StoreOptions {
         let engine = try SQLiteEngine.shared(path: location)
         if !existed { StratusCommand.log("created a new store at \(location)") }
         return engine
+    }
+
+    /// Whether `text`, not a PostgreSQL URL, begins like a URL: a scheme, a colon and a slash
+    /// (`postgresq://…`, `pg://…`, `file:///…`), or `postgres//` / `postgresql//` (the colon
+    /// left out). A relative path that begins so is written `./…`.
+    static func looksLikeURL(_ text: String) -> Bool {
+        text.prefixMatch(of: #/[A-Za-z][A-Za-z0-9+.\-]*:\//#) != nil || text.prefixMatch(of: #/(?i)postgres(ql)?\/\//#) != nil
     }
 
     /// Whether `text` reads as a libpq `key=value` connection string: its first word is one of

@@ -89,6 +89,17 @@ struct UsersCommand: Command {
         do { try UserDirectoryEntry.checkLogin(login) } catch { throw UsageError(message: "login '\(login)': \(error.localizedDescription)") }
     }
 
+    /// Runs a change of the user directory; on PostgreSQL a role the database does not let
+    /// write it (a member of the row-level security group) is told who may, rather than
+    /// shown the server's `permission denied for table user_directory`.
+    static func changingDirectory(_ change: () async throws -> Void) async throws {
+        do {
+            try await change()
+        } catch let error as StratusError where error.code == .permissionFailure && error.sqlState == "42501" {
+            throw CommandFailure(.permissionDenied, "only the role that owns the store's tables changes the user directory (run stratus users add or remove as that role): \(error.message)")
+        }
+    }
+
     func run() async throws -> ExitCode {
         switch action {
         case .list(let json):
@@ -112,14 +123,14 @@ struct UsersCommand: Command {
             let existing = try await container.users().first { $0.login == login }
             let name = recordName ?? existing?.userRecordName ?? UserDirectoryEntry.derivedRecordName(containerIdentifier: container.identifier, login: login)
             let entry = UserDirectoryEntry(login: login, userRecordName: name, roles: Set(roles.map { SecurityRole($0) }))
-            try await container.saveUsers([entry])
+            try await Self.changingDirectory { try await container.saveUsers([entry]) }
             StratusCommand.log("\(existing == nil ? "added" : "replaced") \(login): \(name)\(roles.isEmpty ? "" : " with " + roles.sorted().joined(separator: ", "))")
             return .success
 
         case .remove(let logins):
             let container = try store.openContainer(.existing)
             let known = Set(try await container.users().map(\.login))
-            try await container.removeUsers(logins: logins)
+            try await Self.changingDirectory { try await container.removeUsers(logins: logins) }
             let missing = logins.filter { !known.contains($0) }
             StratusCommand.log("removed \(logins.count - missing.count) of \(logins.count)" + (missing.isEmpty ? "" : "; not in the directory: \(missing.joined(separator: ", "))"))
             return .success

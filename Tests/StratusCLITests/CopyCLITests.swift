@@ -158,8 +158,11 @@ struct CopyCLITests {
                 finished = stopped.exitCode == 0
             }
             if !finished {
+                let resuming = source.exists(checkpoint)
                 let last = try await source.run(arguments)
                 #expect(last.exitCode == 0, "\(last)")
+                // It says that it goes on, as its summary counts this run's records only.
+                #expect(!resuming || last.stderr.contains("going on from the checkpoint \(checkpoint)"), "\(last)")
             }
             #expect(!source.exists(checkpoint), "the checkpoint goes when the copy is complete")
             let (want, got) = (try await Self.contents(source), try await Self.contents(destination))

@@ -126,6 +126,45 @@ struct HostileSurroundingsCLITests {
         }
     }
 
+    @Test("a password is never echoed: not of a URL given without --store or as the command, nor of a key=value argument")
+    func passwordsInArgumentsAreHidden() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            let url = "postgresql://owner:s3cretPW@127.0.0.1:1/app"
+            for (arguments, code) in [(["count", "--type", "Note", url], Int32(64)), ([url], 64), (["import", url], 66), (["get", url], 1),
+                                      (["count", "--type", "Note", "host=db1 password=s3cretPW"], 64),
+                                      (["count", "--type", "Note", url + "\u{1B}[2J"], 64), (["export", "--type", "Note", "--output", url + "/x"], 73)] {
+                if arguments.first == "get" || arguments.first == "export" {
+                    #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(1)).exitCode == 0)
+                }
+                let result = try await cli.run(arguments)
+                #expect(result.exitCode == code, "\(result)")
+                #expect(!result.stderr.contains("s3cretPW") && result.stderr.contains("***"), "\(result)")
+            }
+        }
+    }
+
+    @Test("a store that looks like a URL of another scheme (a typo of postgresql://) is a usage error that echoes nothing and creates nothing")
+    func mistypedSchemesAreRefused() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(1)).exitCode == 0)
+            for url in ["postgresq://owner:s3cretPW@127.0.0.1:1/app", "postgresql//owner:s3cretPW@127.0.0.1:1/app", "pg://owner:s3cretPW@db1/app",
+                        "Postgres//owner:s3cretPW@db1/app"] {
+                for (command, environment) in [(["import", "--store", url], [String: String]()), (["import"], ["STRATUS_STORE": url]),
+                                                (["count", "--type", "Note", "--store", url], [:])] {
+                    let result = try await cli.run(command, stdin: Input.notes(1), environment: environment)
+                    #expect(result.exitCode == 64 && result.stderr.contains("no PostgreSQL URL"), "\(result)")
+                    #expect(!result.stderr.contains("s3cretPW") && !result.stderr.contains("owner"), "\(result)")
+                }
+                let copy = try await cli.run(["copy", "--from", cli.storePath, "--to", url])
+                #expect(copy.exitCode == 64 && copy.stderr.contains("--to looks like a URL") && !copy.stderr.contains("s3cretPW"), "\(copy)")
+            }
+            let left = try FileManager.default.contentsOfDirectory(atPath: store.directory.path)
+            #expect(!left.contains { $0.lowercased().hasPrefix("postgres") || $0.hasPrefix("pg:") || $0.contains("s3cretPW") }, "\(left)")
+        }
+    }
+
     @Test("the default store follows $HOME; help --help is help; a missing zone is exit 66")
     func smallerPromises() async throws {
         try await TemporaryStore.with { store in

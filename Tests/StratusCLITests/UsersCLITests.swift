@@ -76,6 +76,13 @@ struct UsersCLITests {
             #expect(byEnvironment.exitCode == 77 && byEnvironment.stderr.contains("unset STRATUS_USER"), "\(byEnvironment)")
             let himself = try await cli.run(["count", "--type", "Note", "--database", "private", "--user", bob, "--store", try url(bob)], environment: noUser)
             #expect(himself.exitCode == 0 && himself.stdout == "0\n", "naming the role's own user is fine: \(himself)")
+            // A member may not change the directory, and is told who may.
+            for change in [["users", "add", "zed"], ["users", "remove", bob]] {
+                let refused = try await cli.run(change + ["--store", try url(alice)], environment: noUser)
+                #expect(refused.exitCode == 77 && refused.stderr.contains("only the role that owns the store's tables changes the user directory"), "\(refused)")
+            }
+            let listed = try await cli.run(["users", "list"])
+            #expect(listed.stdout.contains(bob) && !listed.stdout.contains("zed"), "\(listed)")
         }
     }
 

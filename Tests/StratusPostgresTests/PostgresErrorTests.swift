@@ -129,6 +129,23 @@ struct PostgresErrorTests {
         // A database without Stratus's tables is another thing: it exists, and says where the tables would be.
         let empty = try #require(throws: StratusError.self) { try PostgresEngine(url: database.url, create: false) }
         #expect(empty.code == .badContainer && empty.message.contains("holds no Stratus store in schema public") && empty.message.contains("the database exists"), "\(empty)")
+        #expect(!empty.message.contains("holds one"), "\(empty)")
+    }
+
+    @Test("a database whose store is in another schema than the connection's says which, and how to name it")
+    func aStoreInAnotherSchemaIsNamed() throws {
+        let database = try PostgresTestServer.makeDatabase()
+        let admin = try PostgresConnection(url: database.url)
+        try admin.executeScript("CREATE SCHEMA app_store")
+        // As a store in a schema named after its owner role is found by that role alone.
+        let elsewhere = try PostgresConnectionString.replacing(["options": "-c search_path=app_store"], in: database.url)
+        _ = try PostgresEngine(url: elsewhere)
+        let missing = try #require(throws: StratusError.self) { try PostgresEngine(url: database.url, create: false) }
+        #expect(missing.code == .badContainer && missing.message.contains("holds no Stratus store in schema public"), "\(missing)")
+        #expect(missing.message.contains("schema app_store holds one") && missing.message.contains("?options=-c%20search_path%3Dapp_store"), "\(missing)")
+        // The hint's URL finds it.
+        let hinted = database.url + (database.url.contains("?") ? "&" : "?") + "options=-c%20search_path%3Dapp_store"
+        #expect(try PostgresEngine(url: hinted, create: false).createdStore == false)
     }
 
     @Test("mistakes in the settings are usage errors with libpq's reason, never a password; a role that may not create tables or read them is told what it lacks")
@@ -255,6 +272,12 @@ struct PostgresConnectionStringTests {
         ("postgresql://app:secret@db1:5432/stratus", "postgresql://app:***@db1:5432/stratus"),
         ("postgres://app:p%40ss@db1/stratus?sslmode=require", "postgres://app:***@db1/stratus?sslmode=require"),
         ("postgresql://app:se@cret@db1/x", "postgresql://app:***@db1/x"),
+        // libpq reads a user part on past a '?' (to the first '@' before any '/').
+        ("postgresql://app:se?cret@db1/x", "postgresql://app:***@db1/x"),
+        ("postgresql://db1?password=secret@h", "postgresql://db1?***@h"),
+        // An unencoded '/' in the password (refused when used): hidden all the same.
+        ("postgresql://app:se/cret@db1/x", "postgresql://app:***@db1/x"),
+        ("postgresql://app@db1/x?application_name=a@b", "postgresql://app@db1/x?application_name=a@b"),
         ("postgresql://app@db1/x?password=secret&sslmode=require", "postgresql://app@db1/x?password=***&sslmode=require"),
         ("postgresql://db1,db2:5433/x?user=app&PASSWORD=secret", "postgresql://db1,db2:5433/x?user=app&PASSWORD=***"),
         ("postgresql:///x?host=/tmp/s", "postgresql:///x?host=/tmp/s"),
@@ -299,6 +322,39 @@ struct PostgresConnectionStringTests {
             }
         }
         #expect(try PostgresConnectionString.settings(in: "postgresql://owner:SE%40CRET@db1/app")["password"] == "SE@CRET")
+    }
+
+    @Test("a '/' of the password left unencoded is refused without showing any part of the URL: libpq would read the password's head as the port and quote it")
+    func unescapedSlashesAreRefused() throws {
+        for url in ["postgresql://owner:SEC%40RET/PW@127.0.0.1:54329/app", "postgres://owner:SECRET/PW@db1/app?sslmode=disable"] {
+            for attempt in [{ _ = try PostgresConnectionString.settings(in: url) }, { _ = try PostgresConnection(url: url) },
+                            { _ = try PostgresConnectionPool(url: url) }] {
+                let error = try #require(throws: StratusError.self) { try attempt() }
+                #expect(error.code == .invalidArguments && error.message.contains("%2F"), "\(error)")
+                for secret in ["SEC", "RET", "PW", "owner"] { #expect(!error.message.contains(secret), "\(error)") }
+            }
+            #expect(!PostgresConnectionString.redacted(url).contains("SEC") && !PostgresConnectionString.redacted(url).contains("PW"))
+        }
+        // A '?' before the '@' is libpq's user part; an '@' after it would be read as the host.
+        let twice = try #require(throws: StratusError.self) { try PostgresConnectionString.settings(in: "postgresql://owner:SE?CRET@PW@db1/app") }
+        #expect(twice.message.contains("%40") && !twice.message.contains("CRET") && !twice.message.contains("PW"), "\(twice)")
+        #expect(try PostgresConnectionString.settings(in: "postgresql://owner:SE%2FCRET@db1/app")["password"] == "SE/CRET")
+        #expect(try PostgresConnectionString.settings(in: "postgresql://owner:SE?CRET@db1/app")["password"] == "SE?CRET")
+        #expect(try PostgresConnectionString.settings(in: "postgresql://db1/my%40db")["dbname"] == "my@db")
+    }
+
+    @Test("URLs of any scheme in a message have their passwords hidden; help's URL form is left as it is")
+    func urlsInTextAreRedacted() {
+        let cases = [
+            ("unexpected argument 'postgresql://u:s3cret@db1/app'", "unexpected argument 'postgresql://u:***@db1/app'"),
+            ("no store at postgresq://u:s3cret@db1:5432/app (--store)", "no store at postgresq://u:***@db1:5432/app (--store)"),
+            ("two: pg://a:s3cret@h/x and postgres://b@h/y?password=s3cret&x=1.", "two: pg://a:***@h/x and postgres://b@h/y?password=***&x=1."),
+            ("write postgresql://[user[:password]@]host[:port]/dbname", "write postgresql://[user[:password]@]host[:port]/dbname"),
+            ("no URL here: a:b@c", "no URL here: a:b@c"),
+        ]
+        for (text, expected) in cases {
+            #expect(PostgresConnectionString.redactingURLs(in: text) == expected)
+        }
     }
 
     @Test("the scheme is read in any case, as RFC 3986 has it; other spellings are not URLs")
