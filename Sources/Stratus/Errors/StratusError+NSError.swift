@@ -84,8 +84,8 @@ extension StratusError: CustomNSError {
     ///
     /// ```swift
     /// if let userInfo = error._userInfo as? NSDictionary,
-    ///    let retry = userInfo[ErrorRetryAfterKey] as? NSNumber {
-    ///     retry(after: Double(truncating: retry))
+    ///    let seconds = userInfo[ErrorRetryAfterKey] as? NSNumber {
+    ///     scheduleRetry(after: Double(truncating: seconds))
     /// }
     /// ```
     public var _userInfo: AnyObject? { NSDictionary(dictionary: errorUserInfo) }

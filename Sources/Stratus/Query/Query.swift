@@ -31,10 +31,11 @@ public final class Query: Sendable, CustomStringConvertible {
     /// query has an order yet:
     ///
     /// ```swift
+    /// let query = Query(recordType: "Note")
+    /// query.sortDescriptors?.append(RecordSortDescriptor(key: "title"))   // no effect: still nil
     /// if query.sortDescriptors == nil {
     ///     query.sortDescriptors = [RecordSortDescriptor(key: "creationDate", ascending: false)]
     /// }
-    /// query.sortDescriptors?.append(RecordSortDescriptor(key: "title"))   // no effect while nil
     /// ```
     public var sortDescriptors: [RecordSortDescriptor]? {
         get { sorts.withLock { $0 } }
