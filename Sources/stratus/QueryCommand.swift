@@ -137,6 +137,6 @@ struct QueryCommand: Command {
         let missing = query.missingIndexes(in: try await container.schema().recordType(query.recordType))
         guard !missing.isEmpty else { return }
         let declarations = missing.map(\.description).joined(separator: ", ")
-        StratusCommand.log("note: no index serves this query, so it reads every \(query.recordType) record of the zone\(query.sortDescriptors.isEmpty ? "" : " and sorts them") for each page; production refuses it. Declare \(declarations) (`stratus schema export`, edit, `stratus schema import`)")
+        StratusCommand.log("note: no index serves this query, so it reads every \(query.recordType) record of the zone\((query.sortDescriptors ?? []).isEmpty ? "" : " and sorts them") for each page; production refuses it. Declare \(declarations) (`stratus schema export`, edit, `stratus schema import`)")
     }
 }

@@ -64,7 +64,7 @@ struct PostgresQueryPlanTests {
         ]
         for query in indexed {
             let text = try plan(query)
-            #expect(text.contains("Index Scan") && text.contains("ix_"), "an index serves \(query.predicate) sorted by \(query.sortDescriptors.map(\.key)):\n\(text)")
+            #expect(text.contains("Index Scan") && text.contains("ix_"), "an index serves \(query.predicate) sorted by \((query.sortDescriptors ?? []).map(\.key)):\n\(text)")
             #expect(!text.contains("Sort  ") && !text.contains("Sort Key"), "no sort step:\n\(text)")
             try await expectEvaluator(query, stored, database)
             // The page after a cursor seeks in the same index.
@@ -97,6 +97,6 @@ struct PostgresQueryPlanTests {
                                  sourceLocation: SourceLocation = #_sourceLocation) async throws {
         let expected = try QueryEvaluator.evaluate(query, over: stored, searchableFields: searchable).map(\.recordID.recordName)
         let found = try await TestDatabase.queryAll(query, in: database, pageSize: 37).map(\.recordID.recordName)
-        #expect(found == expected, "\(query.predicate) sorted by \(query.sortDescriptors.map(\.key))", sourceLocation: sourceLocation)
+        #expect(found == expected, "\(query.predicate) sorted by \((query.sortDescriptors ?? []).map(\.key))", sourceLocation: sourceLocation)
     }
 }

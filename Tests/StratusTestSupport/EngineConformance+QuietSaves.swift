@@ -193,7 +193,7 @@ extension EngineConformance {
         let sorted = Query(recordType: "Shared", predicate: .all)
         sorted.sortDescriptors = [RecordSortDescriptor(key: "lastModifiedUserRecordID")]
         let order = try await TestDatabase.queryAll(sorted, in: alice, pageSize: 3)
-        #expect(TestDatabase.names(order) == TestDatabase.names(QueryEvaluator.sorted(all, by: sorted.sortDescriptors)), "sorted by the last modifier, in pages")
+        #expect(TestDatabase.names(order) == TestDatabase.names(QueryEvaluator.sorted(all, by: sorted.sortDescriptors ?? [])), "sorted by the last modifier, in pages")
     }
 
     static func quietSaveKeepsWhatItDidNotFetch(_ env: Environment) async throws {

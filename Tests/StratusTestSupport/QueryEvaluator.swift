@@ -34,7 +34,7 @@ public enum QueryEvaluator {
         let matching = try records.filter { record in
             try record.recordType == query.recordType && matches(record, query.predicate, searchableFields: searchableFields)
         }
-        return sorted(matching, by: query.sortDescriptors)
+        return sorted(matching, by: query.sortDescriptors ?? [])
     }
 
     /// Whether a record matches a predicate.

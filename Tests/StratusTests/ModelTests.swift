@@ -142,10 +142,15 @@ struct ModelTests {
     func queries() throws {
         let query = try Query(recordType: "Todo", format: "checked == %@ AND title BEGINSWITH %@", 0, "Buy")
         #expect(query.recordType == "Todo")
-        #expect(query.sortDescriptors.isEmpty)
+        // As CKQuery's: nil until set, so appending to it does nothing.
+        #expect(query.sortDescriptors == nil)
+        query.sortDescriptors?.append(RecordSortDescriptor(key: "title"))
+        #expect(query.sortDescriptors == nil)
         query.sortDescriptors = [RecordSortDescriptor(key: "createdAt", ascending: false), RecordSortDescriptor(key: "creationDate")]
-        #expect(query.sortDescriptors.map(\.key) == ["createdAt", "creationDate"])
-        #expect(query.sortDescriptors[1].queryKey == .creationDate)
+        #expect(query.sortDescriptors?.map(\.key) == ["createdAt", "creationDate"])
+        #expect(query.sortDescriptors?[1].queryKey == .creationDate)
+        query.sortDescriptors = nil
+        #expect(query.sortDescriptors == nil)
         #expect(Query(recordType: "Todo").predicate == .all)
         for bad in ["title ENDSWITH 'x'", "a == 1 OR b == 2", "title ==", "checked == %@"] {
             do {

@@ -36,7 +36,7 @@ public struct CompiledQuery: Hashable, Sendable, Codable {
         self.recordType = query.recordType
         self.zoneID = zoneID
         self.predicate = try CompiledQuery.normalize(query.predicate)
-        self.sortKeys = try query.sortDescriptors.map { descriptor in
+        self.sortKeys = try (query.sortDescriptors ?? []).map { descriptor in
             let key = descriptor.queryKey
             if case .field(let name) = key { try Naming.checkIdentifier(name, kind: "sort key") }
             if descriptor.distanceFrom != nil, case .field = key {} else if descriptor.distanceFrom != nil {

@@ -75,6 +75,21 @@ extension StratusError: CustomNSError {
     /// The `userInfo` dictionary, as `CKError.userInfo` offers it.
     public var userInfo: [String: Any] { errorUserInfo }
 
+    /// The `userInfo` as an `NSDictionary`, answering the standard library's `Error._userInfo`
+    /// as a `CKError` does on Apple's platforms.
+    ///
+    /// Older CloudKit code reads an error's retry delay through it, for any `Error`. On Linux the
+    /// standard library answers `nil` for every Swift error and swift-corelibs-foundation does not
+    /// fill it in for `CustomNSError`s, so without this such code never sees the delay.
+    ///
+    /// ```swift
+    /// if let userInfo = error._userInfo as? NSDictionary,
+    ///    let seconds = userInfo[ErrorRetryAfterKey] as? NSNumber {
+    ///     scheduleRetry(after: Double(truncating: seconds))
+    /// }
+    /// ```
+    public var _userInfo: AnyObject? { NSDictionary(dictionary: errorUserInfo) }
+
     /// For a `partialFailure`: each failed item's error, keyed by its ``Record/ID`` (record
     /// operations) or ``RecordZone/ID`` (zone operations), as `CKError.partialErrorsByItemID`;
     /// `nil` when no item failed on its own.

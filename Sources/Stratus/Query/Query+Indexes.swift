@@ -75,7 +75,7 @@ extension Query {
         }
         visit(predicate)
         if conditions == 0 && predicate != .none { require(.recordName, .queryable) }
-        for descriptor in sortDescriptors { require(descriptor.queryKey, .sortable) }
+        for descriptor in sortDescriptors ?? [] { require(descriptor.queryKey, .sortable) }
         return needed
     }
 

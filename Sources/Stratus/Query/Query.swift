@@ -10,12 +10,12 @@ import Foundation
 public final class Query: Sendable, CustomStringConvertible {
     public let recordType: String
     public let predicate: QueryPredicate
-    private let sorts: Mutex<[RecordSortDescriptor]>
+    private let sorts: Mutex<[RecordSortDescriptor]?>
 
     public init(recordType: String, predicate: QueryPredicate = .all) {
         self.recordType = recordType
         self.predicate = predicate
-        self.sorts = Mutex([])
+        self.sorts = Mutex(nil)
     }
 
     /// Convenience for `Query(recordType:predicate: try QueryPredicate(format:…))`.
@@ -23,14 +23,28 @@ public final class Query: Sendable, CustomStringConvertible {
         self.init(recordType: recordType, predicate: try QueryPredicate(format: format, argumentArray: arguments))
     }
 
-    /// The sort order; ties are always broken by record name, so results and cursors are deterministic.
-    public var sortDescriptors: [RecordSortDescriptor] {
+    /// The sort order, `nil` (no order) until set, as `CKQuery.sortDescriptors`; ties are always
+    /// broken by record name, so results and cursors are deterministic. An empty list also means
+    /// no order.
+    ///
+    /// Being optional as CloudKit's, it keeps the meaning of CloudKit code that asks whether a
+    /// query has an order yet:
+    ///
+    /// ```swift
+    /// let query = Query(recordType: "Note")
+    /// query.sortDescriptors?.append(RecordSortDescriptor(key: "title"))   // no effect: still nil
+    /// if query.sortDescriptors == nil {
+    ///     query.sortDescriptors = [RecordSortDescriptor(key: "creationDate", ascending: false)]
+    /// }
+    /// ```
+    public var sortDescriptors: [RecordSortDescriptor]? {
         get { sorts.withLock { $0 } }
         set { sorts.withLock { $0 = newValue } }
     }
 
     public var description: String {
-        let order = sortDescriptors.isEmpty ? "" : " sorted by " + sortDescriptors.map(\.description).joined(separator: ", ")
+        let sorts = sortDescriptors ?? []
+        let order = sorts.isEmpty ? "" : " sorted by " + sorts.map(\.description).joined(separator: ", ")
         return "\(recordType) where \(predicate)\(order)"
     }
 }

@@ -28,6 +28,17 @@ struct ErrorBridgeTests {
         #expect(StratusError.Code.alreadyShared.description == "alreadyShared")
     }
 
+    @Test("Error._userInfo, _code and _domain answer as a CKError's do, through any Error")
+    func underscoredErrorRequirements() {
+        let error: any Error = StratusError(.zoneBusy, userInfo: [ErrorRetryAfterKey: 3, "attempt": 2])
+        let userInfo = error._userInfo as? NSDictionary
+        #expect((userInfo?[ErrorRetryAfterKey] as? NSNumber)?.doubleValue == 3)
+        #expect(userInfo?["attempt"] as? Int == 2)
+        #expect(userInfo?[NSLocalizedDescriptionKey] as? String == (error as NSError).localizedDescription)
+        #expect(error._code == StratusError.Code.zoneBusy.rawValue)
+        #expect(error._domain == ErrorDomain)
+    }
+
     @Test("a missing record's error: CKErrorDomain, code 11, the message as localizedDescription")
     func unknownItem() async throws {
         try await SQLiteFixture.with { fixture in
