@@ -592,6 +592,14 @@ func withContactsDevices(_ body: (ContactsDevices) async throws -> Void) async t
         #expect(engine.state.pendingDatabaseChanges == [.deleteZone(zone)])
         engine.state.remove(pendingRecordZoneChanges: [.saveRecord(b)])
         #expect(engine.state.pendingRecordZoneChanges == [.deleteRecord(a)])
+        // The first releases' spellings, which Apple's sample and Harmony write.
+        engine.state.add(pendingRecordZoneChanges: [.save(b)])
+        engine.state.remove(pendingRecordZoneChanges: [.delete(a)])
+        engine.state.add(pendingDatabaseChanges: [.save(RecordZone(zoneID: zone))])
+        #expect(engine.state.pendingRecordZoneChanges == [.saveRecord(b)])
+        #expect(engine.state.pendingDatabaseChanges == [.saveZone(RecordZone(zoneID: zone))])
+        engine.state.remove(pendingDatabaseChanges: [.delete(zone)])
+        #expect(engine.state.pendingDatabaseChanges == [.saveZone(RecordZone(zoneID: zone))])
         }
     }
 

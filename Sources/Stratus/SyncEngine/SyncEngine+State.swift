@@ -315,3 +315,36 @@ extension SyncEngine {
         }
     }
 }
+
+extension SyncEngine.PendingRecordZoneChange {
+    /// ``saveRecord(_:)`` as the first releases of CloudKit's engine spelt it, which Apple's
+    /// sample and early adopters still write.
+    ///
+    /// ```swift
+    /// syncEngine.state.add(pendingRecordZoneChanges: [.save(contact.recordID)])
+    /// ```
+    public static func save(_ recordID: Record.ID) -> Self { .saveRecord(recordID) }
+
+    /// ``deleteRecord(_:)`` as the first releases of CloudKit's engine spelt it.
+    ///
+    /// ```swift
+    /// syncEngine.state.add(pendingRecordZoneChanges: [.delete(contact.recordID)])
+    /// ```
+    public static func delete(_ recordID: Record.ID) -> Self { .deleteRecord(recordID) }
+}
+
+extension SyncEngine.PendingDatabaseChange {
+    /// ``saveZone(_:)`` as the first releases of CloudKit's engine spelt it.
+    ///
+    /// ```swift
+    /// syncEngine.state.add(pendingDatabaseChanges: [.save(RecordZone(zoneName: "Contacts"))])
+    /// ```
+    public static func save(_ zone: RecordZone) -> Self { .saveZone(zone) }
+
+    /// ``deleteZone(_:)`` as the first releases of CloudKit's engine spelt it.
+    ///
+    /// ```swift
+    /// syncEngine.state.add(pendingDatabaseChanges: [.delete(RecordZone.ID(zoneName: "Contacts"))])
+    /// ```
+    public static func delete(_ zoneID: RecordZone.ID) -> Self { .deleteZone(zoneID) }
+}
