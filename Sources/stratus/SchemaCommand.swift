@@ -215,10 +215,14 @@ struct SchemaCommand: Command {
 
     /// The bytes of the schema file at `path`, read with the system's own calls so that a
     /// folder, a device or a missing file is named as what it is (Foundation's messages for
-    /// them are a permission error and a bare error number).
+    /// them are a permission error and a bare error number). At most
+    /// ``SchemaReader/maximumFileSize`` bytes are read: a device such as `/dev/zero`, or a FIFO
+    /// that never ends, would otherwise be read until memory runs out.
     ///
-    /// - Throws: ``CommandFailure`` `inputMissing` saying what is wrong with the file.
+    /// - Throws: ``CommandFailure`` `inputMissing` saying what is wrong with the file,
+    ///   `dataError` when it is larger than the limit.
     static func readFile(_ path: String) throws -> Data {
+        let limit = SchemaReader().maximumFileSize
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { throw CommandFailure.system(.inputMissing, "cannot read the schema file \(path)") }
         defer { close(descriptor) }
@@ -236,6 +240,9 @@ struct SchemaCommand: Command {
             }
             if count == 0 { return data }
             data.append(contentsOf: buffer[..<count])
+            if data.count > limit {
+                throw CommandFailure(.dataError, "\(path): the schema file is larger than \(limit) bytes; schema files are far smaller (is it the right file?)")
+            }
         }
     }
 

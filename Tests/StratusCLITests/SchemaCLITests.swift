@@ -103,6 +103,32 @@ struct SchemaCLITests {
         }
     }
 
+    @Test("a schema file larger than the reader's limit is refused (65) by validate, import and diff, and the import creates and changes nothing", arguments: TestEngine.all)
+    func oversizedSchemaFile(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            // Valid but for its size: white space after the last statement. The reader stops at
+            // the limit, so /dev/zero or an endless FIFO is refused the same way instead of
+            // being read until memory runs out.
+            let limit = 16 << 20   // SchemaReader's maximumFileSize
+            var bytes = Data("DEFINE SCHEMA RECORD TYPE Big (title STRING);".utf8)
+            bytes.append(Data(repeating: UInt8(ascii: " "), count: limit))
+            let big = try store.writeFile("big.ckdb", bytes).path
+            for action in ["validate", "import"] {
+                let result = try await cli.run(["schema", action, big])
+                #expect(result.exitCode == 65 && result.stderr.contains("larger than \(limit) bytes"), "\(result)")
+            }
+            #expect(!cli.storeExists(), "a refused import creates no store")
+            try await Self.forumStore(cli)
+            let before = try await cli.run(["schema", "export"])
+            let diff = try await cli.run(["schema", "diff", big])
+            #expect(diff.exitCode == 65, "\(diff)")
+            let refused = try await cli.run(["schema", "import", big])
+            #expect(refused.exitCode == 65, "\(refused)")
+            #expect(try await cli.run(["schema", "export"]).stdout == before.stdout, "the refused import changed nothing")
+        }
+    }
+
     @Test("schema import replaces the development schema (exporting it gives the file back); bad files are exit 65 with line:column, missing ones 66", arguments: TestEngine.all)
     func importFile(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
