@@ -177,6 +177,13 @@ extension RecordReader {
             if keysBefore.contains(keyText) {
                 throw c.syntax(key.start, "the key '\(c.quoted(key))' appears twice in \(where_)")
             }
+            // CloudKit answers a zone with its records or with an error, never both: an entry
+            // that holds both is ambiguous (its records may be what the error says is missing),
+            // and refused whichever comes first.
+            if kind == .zone && ((c.stringEquals(key, "records") && keysBefore.contains("serverErrorCode"))
+                                 || (c.stringEquals(key, "serverErrorCode") && keysBefore.contains("records"))) {
+                throw c.syntax(key.start, "a zone entry holds both 'records' and 'serverErrorCode' (a CloudKit error result); CloudKit answers a zone with one or the other")
+            }
             if c.stringEquals(key, "records") || (kind == .envelope && (c.stringEquals(key, "zones") || c.stringEquals(key, "operations"))) {
                 let b = try c.peek()
                 guard b == UInt8(ascii: "[") else {

@@ -7,7 +7,7 @@ extension OptionGroup {
 }
 
 /// The output options' values.
-struct OutputOptions {
+struct OutputOptions: Equatable {
     var path: String?
     var force: Bool
 

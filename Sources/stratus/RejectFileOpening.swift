@@ -28,8 +28,11 @@ enum RejectFileOpening {
             default: break
             }
         }
-        guard let handle = FileHandle(forWritingAtPath: path) else { throw CommandFailure(.cannotCreateOutput, "cannot write the reject file \(path)") }
-        handle.seekToEndOfFile()
-        return handle
+        // Appended to with O_APPEND rather than a seek to the end: a pipe (`--reject-file
+        // >(jq …)`, a FIFO, /dev/stdout on a pipe) cannot seek, and Foundation's
+        // seekToEndOfFile() traps on that.
+        let descriptor = Foundation.open(path, O_WRONLY | O_APPEND | O_CLOEXEC)
+        guard descriptor >= 0 else { throw CommandFailure.system(.cannotCreateOutput, "cannot write the reject file \(path)") }
+        return FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
     }
 }

@@ -8,7 +8,7 @@ struct SchemaCommand: Command {
     static let name = "schema"
     static let summary = "export, import, validate, diff, deploy and reset schemas (.ckdb)"
     static let usage = [
-        "stratus schema export [--output FILE] [store options]",
+        "stratus schema export [--output FILE [--force]] [store options]",
         "stratus schema import FILE [store options]",
         "stratus schema validate FILE [store options]",
         "stratus schema diff FILE [store options]",
@@ -35,13 +35,14 @@ struct SchemaCommand: Command {
                     every user) and sets its schema back to production's. Needs --yes.
         """
     static let options: [Option] = [
-        Option("--output", "FILE", "export: write the schema to FILE (replaced atomically)", default: "stdout"),
+        Option("--output", "FILE", "export: write the schema to FILE as `stratus export --output` writes: a file under a temporary name, synced and moved into place when complete (a symbolic link is followed and stays a link); a FIFO, a device or /dev/stdout directly", default: "stdout"),
+        Option(flag: "--force", "export: replace an existing FILE, or create the missing target of a symbolic link"),
         Option(flag: "--yes", "reset: confirm deleting the development environment's data"),
     ]
     static let exitNotes: String? = "schema diff exits 1 when the schemas differ; import, validate and deploy exit 65 for a file or a change CloudKit would refuse."
 
     enum Action: Equatable {
-        case export(output: String?)
+        case export(output: OutputOptions)
         case importFile(String)
         case validate(String)
         case diff(String)
@@ -66,7 +67,7 @@ struct SchemaCommand: Command {
         }
         let action: Action
         switch verb {
-        case "export": try nothingMore(); action = .export(output: arguments.value("--output"))
+        case "export": try nothingMore(); action = .export(output: try OutputOptions(arguments))
         case "import": action = .importFile(try file())
         case "validate": action = .validate(try file())
         case "diff": action = .diff(try file())
@@ -74,8 +75,8 @@ struct SchemaCommand: Command {
         case "reset": try nothingMore(); action = .reset
         default: throw UsageError(message: "unknown schema action '\(verb)'; say export, import, validate, diff, deploy or reset")
         }
-        if arguments.has("--output"), case .export = action {} else if arguments.has("--output") {
-            throw UsageError(message: "--output belongs to schema export")
+        if arguments.has("--output") || arguments.flag("--force"), case .export = action {} else if arguments.has("--output") || arguments.flag("--force") {
+            throw UsageError(message: "\(arguments.has("--output") ? "--output" : "--force") belongs to schema export")
         }
         if arguments.flag("--yes") && action != .reset { throw UsageError(message: "--yes belongs to schema reset") }
         let store = try StoreOptions(arguments)
@@ -98,13 +99,22 @@ struct SchemaCommand: Command {
         switch action {
         case .export(let output):
             let schema = try await store.openContainer(.existing).schema()
-            if let output {
+            if let path = output.path {
+                // As export's --output: a FIFO or a device is written, never replaced by a file
+                // (an atomic write renamed a file over /dev/null when run as root), and an
+                // existing file is replaced only with --force.
+                let file = try OutputFile(path: path, force: output.force)
                 do {
-                    try SchemaWriter().write(schema, to: URL(fileURLWithPath: output))
+                    try file.handle.write(contentsOf: SchemaWriter().data(for: schema))
+                    try file.commit()
+                } catch let failure as CommandFailure {
+                    file.abandon()
+                    throw failure
                 } catch {
-                    throw CommandFailure(.cannotCreateOutput, "cannot write \(output): \(error.localizedDescription)")
+                    file.abandon()
+                    throw CommandFailure(.cannotCreateOutput, "cannot write \(path): \(error.localizedDescription)")
                 }
-                StratusCommand.log("wrote the \(store.environment) schema (\(Self.describe(schema))) to \(output)")
+                StratusCommand.log("wrote the \(store.environment) schema (\(Self.describe(schema))) to \(path)")
             } else {
                 try StandardOutput.write(SchemaWriter().data(for: schema))
             }
@@ -205,10 +215,14 @@ struct SchemaCommand: Command {
 
     /// The bytes of the schema file at `path`, read with the system's own calls so that a
     /// folder, a device or a missing file is named as what it is (Foundation's messages for
-    /// them are a permission error and a bare error number).
+    /// them are a permission error and a bare error number). At most
+    /// ``SchemaReader/maximumFileSize`` bytes are read: a device such as `/dev/zero`, or a FIFO
+    /// that never ends, would otherwise be read until memory runs out.
     ///
-    /// - Throws: ``CommandFailure`` `inputMissing` saying what is wrong with the file.
+    /// - Throws: ``CommandFailure`` `inputMissing` saying what is wrong with the file,
+    ///   `dataError` when it is larger than the limit.
     static func readFile(_ path: String) throws -> Data {
+        let limit = SchemaReader().maximumFileSize
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { throw CommandFailure.system(.inputMissing, "cannot read the schema file \(path)") }
         defer { close(descriptor) }
@@ -226,6 +240,9 @@ struct SchemaCommand: Command {
             }
             if count == 0 { return data }
             data.append(contentsOf: buffer[..<count])
+            if data.count > limit {
+                throw CommandFailure(.dataError, "\(path): the schema file is larger than \(limit) bytes; schema files are far smaller (is it the right file?)")
+            }
         }
     }
 

@@ -193,6 +193,41 @@ struct AssetsCLITests {
         }
     }
 
+    @Test("--follow-symlinks never opens what a link leads to outside --assets-dir (a file, a FIFO): it is refused unopened; a link inside is followed", arguments: TestEngine.all)
+    func followedLinksOutsideAreNotOpened(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let secret = try store.writeFile("outside/secret", Data("secret".utf8))
+            let fifo = store.path("outside/fifo")
+            #expect(mkfifo(fifo, 0o600) == 0)
+            _ = try store.writeFile("src/ok.bin", Data("ok".utf8))
+            try FileManager.default.createSymbolicLink(atPath: store.path("src/direct"), withDestinationPath: secret.path)
+            try FileManager.default.createSymbolicLink(atPath: store.path("src/folder"), withDestinationPath: store.path("outside"))
+            try FileManager.default.createSymbolicLink(atPath: store.path("src/pipe"), withDestinationPath: fifo)
+            try FileManager.default.createSymbolicLink(atPath: store.path("src/inside"), withDestinationPath: "ok.bin")
+            // The kernel reports every open of a watched file (opening a FIFO wakes its writer,
+            // opening a device can act), so "never opened" is observed, not inferred.
+            let watch = inotify_init1(Int32(IN_NONBLOCK))
+            #expect(watch >= 0)
+            defer { close(watch) }
+            for path in [secret.path, fifo] { #expect(inotify_add_watch(watch, path, UInt32(IN_OPEN)) >= 0) }
+
+            let paths = ["direct", "folder/secret", "pipe", "inside"]
+            let lines = paths.enumerated().map { i, path in #"{"recordName":"r\#(i)","recordType":"F","fields":{"f":{"value":{"downloadURL":"\#(path)"},"type":"ASSETID"}}}"# }
+            let rejects = store.path("rejects.ndjson")
+            let result = try await cli.run(["import", try cli.file("links.ndjson", lines.joined(separator: "\n") + "\n"), "--assets-dir", store.path("src"),
+                                            "--follow-symlinks", "--reject-file", rejects])
+            #expect(result.exitCode == 1, "\(result)")
+            Summary.expectImport(result, imported: 1, failed: 3)
+            let rejected = try RejectLine.read(rejects)
+            #expect(Set(rejected.compactMap(\.recordName)) == ["r0", "r1", "r2"])
+            #expect(rejected.allSatisfy { $0.error.contains("leads outside the assets folder") }, "\(rejected.map(\.error))")
+            var events = [UInt8](repeating: 0, count: 4096)
+            let count = read(watch, &events, events.count)
+            #expect(count < 0 && errno == EAGAIN, "a file outside the assets folder was opened (\(count) bytes of inotify events)")
+        }
+    }
+
     @Test("imports killed while copying assets leave no record without its content, and after gc no content without a record", arguments: TestEngine.all)
     func killedAssetImports(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

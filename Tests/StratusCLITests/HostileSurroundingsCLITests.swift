@@ -241,6 +241,30 @@ struct HostileSurroundingsCLITests {
         }
     }
 
+    @Test("a reject file that is a pipe (a FIFO, `--reject-file >(jq …)`) is written to, not a crash; a regular one is appended to", arguments: TestEngine.all)
+    func rejectFileOnAPipe(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let input = try cli.file("bad.ndjson", #"{"recordName":"bad","recordType":"","fields":{}}"# + "\n")
+            let fifo = store.path("rejects.fifo")
+            #expect(mkfifo(fifo, 0o600) == 0)
+            // Held open for reading and writing here, so the run's open does not wait for a reader.
+            let reader = open(fifo, O_RDWR | O_NONBLOCK)
+            #expect(reader >= 0)
+            defer { close(reader) }
+            let piped = try await cli.run(["import", input, "--reject-file", fifo, "--quiet"])
+            #expect(piped.exitCode == 1 && !piped.signalled, "a pipe cannot seek; the run must not trap on it: \(piped)")
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let count = read(reader, &buffer, buffer.count)
+            let lines = String(decoding: buffer[..<max(count, 0)], as: UTF8.self)
+            #expect(lines.contains(#""recordName":"bad""#) && lines.contains("record type is empty"), "\(lines)")
+
+            let file = store.path("rejects.ndjson")
+            for _ in 0..<2 { #expect(try await cli.run(["import", input, "--reject-file", file, "--quiet"]).exitCode == 1) }
+            #expect(try RejectLine.read(file).map(\.recordName) == ["bad", "bad"], "a second run appends")
+        }
+    }
+
     @Test("a checkpoint's leftover temporary file goes with the next run; a relative XDG_DATA_HOME is ignored; a path with '=' is a path")
     func leftoversAndNames() async throws {
         try await TemporaryStore.with { store in

@@ -61,6 +61,74 @@ struct SchemaCLITests {
         }
     }
 
+    @Test("schema export --output writes as export --output does: a FIFO directly, a link's target; an existing file only with --force", arguments: TestEngine.all)
+    func exportOutputKinds(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            try await Self.forumStore(cli)
+            let printed = try await cli.run(["schema", "export"])
+            #expect(printed.exitCode == 0, "\(printed)")
+
+            // A FIFO is written, not replaced by a file (as root, a file renamed over a device
+            // node such as /dev/null destroys it the same way). Held open for reading and
+            // writing here, so neither side waits for the other.
+            let fifo = store.path("schema.fifo")
+            #expect(mkfifo(fifo, 0o600) == 0)
+            let reader = open(fifo, O_RDWR | O_NONBLOCK)
+            #expect(reader >= 0)
+            defer { close(reader) }
+            let toFIFO = try await cli.run(["schema", "export", "--output", fifo])
+            #expect(toFIFO.exitCode == 0, "\(toFIFO)")
+            var info = stat()
+            #expect(lstat(fifo, &info) == 0 && info.st_mode & S_IFMT == S_IFIFO, "the FIFO is still a FIFO")
+            var buffer = [UInt8](repeating: 0, count: 1 << 16)
+            let count = read(reader, &buffer, buffer.count)
+            #expect(count > 0 && String(decoding: buffer[..<max(count, 0)], as: UTF8.self) == printed.stdout)
+
+            // An existing file is kept without --force; a link is followed and stays a link.
+            let existing = try cli.file("kept.ckdb", "keep me\n")
+            let refused = try await cli.run(["schema", "export", "--output", existing])
+            #expect(refused.exitCode == 73 && refused.stderr.contains("--force"), "\(refused)")
+            #expect(cli.read(existing) == "keep me\n")
+            #expect(try await cli.run(["schema", "export", "--output", existing, "--force"]).exitCode == 0)
+            #expect(cli.read(existing) == printed.stdout)
+            let target = try cli.file("target.ckdb", "old\n")
+            let link = store.path("link.ckdb")
+            try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: target)
+            #expect(try await cli.run(["schema", "export", "--output", link, "--force"]).exitCode == 0)
+            #expect(lstat(link, &info) == 0 && info.st_mode & S_IFMT == S_IFLNK, "the link stays a link")
+            #expect(cli.read(target) == printed.stdout)
+            #expect(try await cli.run(["schema", "export", "--output", store.directory.path]).exitCode == 73)
+            #expect(try await cli.run(["schema", "import", try cli.file("again.ckdb", Self.forum), "--force"]).exitCode == 64)
+        }
+    }
+
+    @Test("a schema file larger than the reader's limit is refused (65) by validate, import and diff, and the import creates and changes nothing", arguments: TestEngine.all)
+    func oversizedSchemaFile(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            // Valid but for its size: white space after the last statement. The reader stops at
+            // the limit, so /dev/zero or an endless FIFO is refused the same way instead of
+            // being read until memory runs out.
+            let limit = 16 << 20   // SchemaReader's maximumFileSize
+            var bytes = Data("DEFINE SCHEMA RECORD TYPE Big (title STRING);".utf8)
+            bytes.append(Data(repeating: UInt8(ascii: " "), count: limit))
+            let big = try store.writeFile("big.ckdb", bytes).path
+            for action in ["validate", "import"] {
+                let result = try await cli.run(["schema", action, big])
+                #expect(result.exitCode == 65 && result.stderr.contains("larger than \(limit) bytes"), "\(result)")
+            }
+            #expect(!cli.storeExists(), "a refused import creates no store")
+            try await Self.forumStore(cli)
+            let before = try await cli.run(["schema", "export"])
+            let diff = try await cli.run(["schema", "diff", big])
+            #expect(diff.exitCode == 65, "\(diff)")
+            let refused = try await cli.run(["schema", "import", big])
+            #expect(refused.exitCode == 65, "\(refused)")
+            #expect(try await cli.run(["schema", "export"]).stdout == before.stdout, "the refused import changed nothing")
+        }
+    }
+
     @Test("schema import replaces the development schema (exporting it gives the file back); bad files are exit 65 with line:column, missing ones 66", arguments: TestEngine.all)
     func importFile(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

@@ -10,6 +10,7 @@ extension EngineConformance {
         TestCase("user records: profile fields saved on one's fetched user record are read by others, who may not write it; a stale or unfetched save conflicts as on CloudKit", profileFieldsOnUserRecord),
         TestCase("user records: made on a first fetch, it is one change in the public default zone's feed and fires a subscription on its creation, once", userRecordCreationIsOneChange),
         TestCase("user records: a caller who is not signed in has none (notAuthenticated); the private database holds none; production has its own", userRecordsByDatabaseAndCaller),
+        TestCase("user records: a Users type that grants nothing, or grants CREATE, lets no save make another user's record; its user still makes and writes their own", usersTypeGrantsCreateNothing),
     ]
 
     /// The user record of `login` as the conformance container names it.
@@ -122,6 +123,35 @@ extension EngineConformance {
         var everyUser: Set<Record.ID> = []
         for try await user in bob.allRecords(matching: Query(recordType: RecordTypeUserRecord)) { everyUser.insert(user.recordID) }
         #expect(everyUser.isSuperset(of: [aliceID, carolID]))
+    }
+
+    static func usersTypeGrantsCreateNothing(_ env: Environment) async throws {
+        let alice = env.container(user: "alice"), bob = env.container(user: "bob")
+        let doraID = userRecordID(env, "dora")
+        // As a hand-written schema file declares it (`RECORD TYPE Users (nickname STRING)`): no
+        // grants, which for another type would mean CloudKit's defaults, _icloud CREATE among
+        // them. Then a hostile one granting CREATE outright.
+        var withoutGrants = RecordTypeSchema(recordType: RecordTypeUserRecord)
+        withoutGrants.addField("nickname", type: .string)
+        withoutGrants.addField("roles", type: .int64List)
+        var grantingCreate = withoutGrants
+        grantingCreate.grant([.read, .create, .write], to: .authenticated)
+        for schema in [withoutGrants, grantingCreate] {
+            try await alice.saveSchema(schema)
+            let forDora = Record(recordType: Record.SystemType.userRecord, recordID: doraID)
+            forDora["nickname"] = "planted by alice"
+            #expect(await userSaveCode(forDora, in: alice.publicCloudDatabase) == .permissionFailure, "grants \(schema.grants)")
+            let (saved, _) = try await alice.publicCloudDatabase.modifyRecords(saving: [forDora], deleting: [], savePolicy: .changedKeys)
+            #expect(errorCode(saved[doraID]) == .permissionFailure)
+            #expect(try await userFetchCode(doraID, as: bob.publicCloudDatabase) == .unknownItem, "nobody made dora's record")
+        }
+        // Its user makes their own on first use and writes it; others read it.
+        let bobID = try await bob.userRecordID()
+        let mine = try await bob.publicCloudDatabase.record(for: bobID)
+        #expect(mine.systemFields.creatorUserRecordID == bobID)
+        mine["nickname"] = "Bob"
+        _ = try await bob.publicCloudDatabase.save(mine)
+        #expect(try await alice.publicCloudDatabase.record(for: bobID)["nickname"] as? String == "Bob")
     }
 
     static func userRecordCreationIsOneChange(_ env: Environment) async throws {

@@ -68,6 +68,9 @@ struct EnvelopeMemberTests {
         (#"{"records":[],"continuationMarker":"a","continuationMarker":"b"}"#, #""continuationMarker":"b""#, "the key 'continuationMarker' appears twice in the envelope"),
         (#"{"zones":[{\#(zoneJSON),"zoneID":{"zoneName":"Y"},"records":[\#(record("a"))]}]}"#, #""zoneID":{"zoneName":"Y""#, "the key 'zoneID' appears twice in a zone entry"),
         (#"{"zones":[{"records":[],"rec\u006frds":[\#(record("a"))]}]}"#, #""rec\u006frds""#, "the key 'records' appears twice in a zone entry"),
+        // An error result that holds records too, in either order: which is true is ambiguous.
+        (#"{"zones":[{\#(zoneJSON),"serverErrorCode":"ZONE_NOT_FOUND","records":[\#(record("a"))]}]}"#, #""records":[{"#, "holds both 'records' and 'serverErrorCode'"),
+        (#"{"zones":[{\#(zoneJSON),"records":[\#(record("a"))],"serverErrorCode":"ZONE_NOT_FOUND"}]}"#, #""serverErrorCode""#, "holds both 'records' and 'serverErrorCode'"),
     ] as [(String, String, String)])
     func duplicateEnvelopeKey(input: String, at needle: String, message: String) throws {
         do {

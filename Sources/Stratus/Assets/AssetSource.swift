@@ -75,18 +75,28 @@ struct AssetSource {
             throw fail(.assetFileNotFound, "cannot open the assets folder \(root.path): \(error.reason)")
         }
         if followsSymlinks {
-            // Links are followed, but where they lead must still be inside the folder.
-            let file: FileDescriptor
+            // Links are followed, but where they lead must still be inside the folder. The path
+            // is resolved with O_PATH, which opens nothing: a file, FIFO or device outside the
+            // folder is never opened (opening a FIFO wakes its writer; opening some devices acts).
+            // Only a regular file found inside is opened, through the descriptor resolved.
+            let located: FileDescriptor
             do {
-                file = try FileDescriptor.open(components.joined(separator: "/"), in: directory, O_RDONLY | O_NONBLOCK | O_NOCTTY)
+                located = try FileDescriptor.open(components.joined(separator: "/"), in: directory, Self.pathOnly)
             } catch {
                 throw openFailure(error, display, in: root.path, fail)
             }
-            guard let rootPath = realPath(of: directory.raw), let filePath = realPath(of: file.raw),
+            guard let rootPath = realPath(of: directory.raw), let filePath = realPath(of: located.raw),
                   filePath.hasPrefix(rootPath.hasSuffix("/") ? rootPath : rootPath + "/") else {
                 throw fail(.invalidArguments, "\(display) leads outside the assets folder (\(root.path)) through a symbolic link")
             }
-            return (file, display)
+            let kind: mode_t
+            do { kind = try located.status().st_mode & S_IFMT } catch { throw fail(.assetFileNotFound, "cannot read \(display): \(error.reason)") }
+            guard kind == S_IFREG else { throw fail(.invalidArguments, "\(display) is \(describe(kind)), not a regular file; an asset's source must be a regular file") }
+            do {
+                return (try FileDescriptor.open("/proc/self/fd/\(located.raw)", O_RDONLY | O_NONBLOCK | O_NOCTTY), display)
+            } catch {
+                throw openFailure(error, display, in: root.path, fail)
+            }
         }
         var current = directory
         for (index, component) in components.enumerated() {
@@ -103,6 +113,10 @@ struct AssetSource {
         }
         return (current, display)
     }
+
+    /// Linux's `O_PATH` (which Glibc's Swift module does not export): a descriptor that names
+    /// a file without opening it, for `fstat`, `/proc/self/fd` and opening it again.
+    private static let pathOnly: Int32 = 0o10000000
 
     /// - Parameter folder: the assets folder a relative path was looked for in, named when the
     ///   file is missing (the path alone does not say where it was looked for).

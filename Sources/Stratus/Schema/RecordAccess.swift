@@ -20,8 +20,16 @@ struct RecordAccess: Sendable {
     /// The access of `context`'s caller to records of the type `schema` describes (or of a type
     /// without a schema). A type that grants nothing has CloudKit's public defaults
     /// (``RecordTypeSchema/publicDatabaseGrants``).
+    ///
+    /// The `Users` type is CloudKit's: a `Users` schema that grants nothing (a hand-written
+    /// `RECORD TYPE Users (nickname STRING)`) has the `Users` type's own grants, and no grant
+    /// lets a caller create a `Users` record (``ContainerSchema/defaultUsersRecordType``):
+    /// CloudKit makes one per user, so a save that creates one would make another user's record,
+    /// of which the saver, as `_creator`, could then write what its user reads as their own.
     init(_ schema: RecordTypeSchema?, context: DatabaseContext) {
-        let grants = schema.map { $0.grants.isEmpty ? RecordTypeSchema.publicDatabaseGrants : $0.grants } ?? RecordTypeSchema.publicDatabaseGrants
+        let isUsers = schema?.recordType == ContainerSchema.usersRecordType
+        let defaults = isUsers ? ContainerSchema.defaultUsersRecordType.grants : RecordTypeSchema.publicDatabaseGrants
+        let grants = schema.map { $0.grants.isEmpty ? defaults : $0.grants } ?? defaults
         var every = grants[.world] ?? []
         if context.isAdministrator {
             every = [.read, .create, .write]
@@ -29,8 +37,13 @@ struct RecordAccess: Sendable {
             every.formUnion(grants[.authenticated] ?? [])
             for role in context.roles { every.formUnion(grants[role] ?? []) }
         }
+        var own = context.userRecordName == nil ? every : every.union(grants[.creator] ?? [])
+        if isUsers && !context.isAdministrator {
+            every.remove(.create)
+            own.remove(.create)
+        }
         everyRecord = every
-        ownRecords = context.userRecordName == nil ? every : every.union(grants[.creator] ?? [])
+        ownRecords = own
         holders = grants
         userRecordName = context.userRecordName
         isAdministrator = context.isAdministrator
