@@ -36,6 +36,13 @@ enum KeptFile {
     /// - Throws: ``CommandFailure`` `temporaryFailure` (exit 75) when another run holds it,
     ///   `cannotCreateOutput` when the lock file cannot be made.
     static func lock(_ resolved: String, named name: String, what: String) throws {
+        // The file is replaced by renaming a new one over it: a device, a pipe or a folder
+        // named here would be replaced (as root, `/dev/null` itself) or the rename would fail
+        // after the work was done. Refused before anything is made, the lock file included.
+        var info = stat()
+        if stat(resolved, &info) == 0, info.st_mode & S_IFMT != S_IFREG {
+            throw CommandFailure(.usage, "the \(what) \(name) is not a regular file (a device, a pipe or a folder): name a file the job may create and replace")
+        }
         let lockPath = resolved + ".lock"
         let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { throw CommandFailure.system(.cannotCreateOutput, "cannot create the lock file \(lockPath)") }

@@ -265,6 +265,31 @@ struct HostileSurroundingsCLITests {
         }
     }
 
+    @Test("a token file or checkpoint that is a pipe or a folder is refused (64) before anything is made, and stays what it was", arguments: TestEngine.all)
+    func keptFilesMustBeRegularFiles(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(3)).exitCode == 0)
+            let fifo = store.path("kept.fifo")
+            #expect(mkfifo(fifo, 0o600) == 0)
+            let folder = store.path("kept-folder")
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            let input = try cli.file("more.ndjson", Input.notes(2, prefix: "m"))
+            // A pipe or a device would be replaced by renaming a file over it (as root, /dev/null).
+            for kept in [fifo, folder] {
+                for arguments in [["changes", "--token-file", kept], ["import", input, "--checkpoint", kept],
+                                  ["update", "--type", "Note", "--all", "--set", "title=x", "--checkpoint", kept]] {
+                    let result = try await cli.run(arguments)
+                    #expect(result.exitCode == 64 && result.stderr.contains("is not a regular file"), "\(arguments): \(result)")
+                    #expect(!FileManager.default.fileExists(atPath: kept + ".lock"), "no lock file is made beside \(kept)")
+                }
+            }
+            var info = stat()
+            #expect(stat(fifo, &info) == 0 && info.st_mode & S_IFMT == S_IFIFO, "the pipe is still a pipe")
+            #expect(try await cli.count("Note") == 3, "nothing was imported or updated")
+        }
+    }
+
     @Test("a checkpoint's leftover temporary file goes with the next run; a relative XDG_DATA_HOME is ignored; a path with '=' is a path")
     func leftoversAndNames() async throws {
         try await TemporaryStore.with { store in
