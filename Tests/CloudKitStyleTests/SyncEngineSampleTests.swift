@@ -697,6 +697,54 @@ final actor RecordingDelegate: SyncEngineDelegate {
         }
     }
 
+    @Test func anEditAddedWhileItsOlderVersionIsSentStaysPending() async throws {
+        try await withContactsDevices { devices in
+            let database = try devices.container().privateCloudDatabase
+            let delegate = EditingWhileSending()
+            var configuration = SyncEngine.Configuration(database: database, stateSerialization: nil, delegate: delegate)
+            configuration.automaticallySync = false
+            let engine = SyncEngine(configuration)
+            let zone = RecordZone(zoneName: "Work")
+            let id = Record.ID(recordName: "memo", zoneID: zone.zoneID)
+            engine.state.add(pendingDatabaseChanges: [.saveZone(zone)])
+            engine.state.add(pendingRecordZoneChanges: [.saveRecord(id)])
+            try await engine.sendChanges()
+            // The user typed again while version 1 was on its way: version 2 is still to send.
+            #expect(engine.state.pendingRecordZoneChanges == [.saveRecord(id)])
+            #expect(try await database.record(for: id)["text"] as? String == "version 1")
+            try await engine.sendChanges()
+            #expect(engine.state.pendingRecordZoneChanges.isEmpty)
+            // The newest edit is what the store holds (each batch is built afresh).
+            let latest = await delegate.version
+            #expect(latest > 1)
+            #expect(try await database.record(for: id)["text"] as? String == "version \(latest)")
+        }
+    }
+
+    @Test func pollingFindsChangesAfterTheDatabaseTokenExpired() async throws {
+        try await withContactsDevices { devices in
+            let other = try devices.container().privateCloudDatabase
+            let delegate = RecordingDelegate()
+            var configuration = SyncEngine.Configuration(database: try devices.container().privateCloudDatabase, stateSerialization: nil, delegate: delegate)
+            configuration.changePollInterval = 0.05
+            let engine = SyncEngine(configuration)
+            for _ in 0..<1_200 where await !delegate.events.contains("didFetchChanges") {
+                try await Task.sleep(nanoseconds: 50_000_000)
+            }
+            // Another device's deletion, compacted away: the engine's database token expires.
+            _ = try await other.save(RecordZone(zoneName: "Scratch"))
+            _ = try await other.deleteRecordZone(withID: RecordZone.ID(zoneName: "Scratch"))
+            try await other.compactChangeHistory(retention: 0)
+            _ = try await other.save(RecordZone(zoneName: "Later"))
+            _ = try await other.save(Record(recordType: "Note", recordID: Record.ID(recordName: "late", zoneID: RecordZone.ID(zoneName: "Later"))))
+            for _ in 0..<1_200 where await !delegate.events.contains("fetchedRecordZoneChanges(1 modification(s), 0 deletion(s))") {
+                try await Task.sleep(nanoseconds: 50_000_000)
+            }
+            #expect(await delegate.events.contains("fetchedRecordZoneChanges(1 modification(s), 0 deletion(s))"))
+            withExtendedLifetime(engine) {}
+        }
+    }
+
     @Test func thePublicDatabaseIsRefused() async throws {
         try await withContactsDevices { devices in
             let engine = engine(try devices.container().publicCloudDatabase, RecordingDelegate())
@@ -745,5 +793,27 @@ final actor UntrackedDelegate: SyncEngineDelegate {
     func nextRecordZoneChangeBatch(_ context: SyncEngine.SendChangesContext, syncEngine: SyncEngine) async -> SyncEngine.RecordZoneChangeBatch? {
         guard let next = remaining.first else { return nil }
         return SyncEngine.RecordZoneChangeBatch(recordsToSave: [next])
+    }
+}
+
+/// Adds its record's change again while the batch that carries the older version is built,
+/// as an app whose user edits during a send does.
+final actor EditingWhileSending: SyncEngineDelegate {
+    var version = 0
+    /// The record as last saved, whose system fields the next save carries.
+    var lastSaved: Record?
+
+    func handleEvent(_ event: SyncEngine.Event, syncEngine: SyncEngine) async {
+        if case .sentRecordZoneChanges(let sent) = event, let saved = sent.savedRecords.first { lastSaved = saved }
+    }
+
+    func nextRecordZoneChangeBatch(_ context: SyncEngine.SendChangesContext, syncEngine: SyncEngine) async -> SyncEngine.RecordZoneChangeBatch? {
+        let pending = syncEngine.state.pendingRecordZoneChanges.filter { context.options.scope.contains($0) }
+        guard let change = pending.first else { return nil }
+        version += 1
+        let record = lastSaved?.copy() as? Record ?? Record(recordType: "Note", recordID: change.recordID)
+        record["text"] = "version \(version)"
+        if version == 1 { syncEngine.state.add(pendingRecordZoneChanges: [.saveRecord(change.recordID)]) }
+        return SyncEngine.RecordZoneChangeBatch(recordsToSave: [record])
     }
 }

@@ -261,6 +261,8 @@ extension SyncEngine {
         var hasPendingUntrackedChanges = false
         /// Whether the app changed the state since the last ``Event/stateUpdate(_:)``; not kept.
         var needsUpdateEvent = false
+        /// How many times the app added a change of each record, in this process; not kept.
+        var recordChangeVersions: [Record.ID: Int] = [:]
 
         private enum CodingKeys: String, CodingKey {
             case version, userRecordName, databaseToken, zoneTokens, zoneIDsWithUnfetchedServerChanges
@@ -279,9 +281,23 @@ extension SyncEngine {
         }
 
         mutating func add(_ changes: [PendingRecordZoneChange]) {
-            for change in changes where !pendingRecordZoneChanges.contains(change) {
-                pendingRecordZoneChanges.removeAll { $0.recordID == change.recordID }
+            var pendingByID = Dictionary(pendingRecordZoneChanges.map { ($0.recordID, $0) }, uniquingKeysWith: { first, _ in first })
+            var replaced = Set<Record.ID>()
+            for change in changes {
+                // A change added again while a send of it runs is a newer edit: counted, so that
+                // the send's success does not settle it (see ``remove(_:ifUnchangedSince:)``).
+                recordChangeVersions[change.recordID, default: 0] += 1
+                if pendingByID[change.recordID] == change { continue }
+                if pendingByID[change.recordID] != nil { replaced.insert(change.recordID) }
+                pendingByID[change.recordID] = change
                 pendingRecordZoneChanges.append(change)
+            }
+            if !replaced.isEmpty {
+                // Keeps the newest of each replaced record's changes: the one just appended.
+                var kept = Set<Record.ID>()
+                pendingRecordZoneChanges = Array(pendingRecordZoneChanges.reversed().filter { change in
+                    !replaced.contains(change.recordID) || kept.insert(change.recordID).inserted
+                }.reversed())
             }
         }
 
@@ -292,9 +308,18 @@ extension SyncEngine {
             return pendingRecordZoneChanges.count != before
         }
 
+        /// Removes the changes a send settled, except those the app added again since
+        /// `versions` was read: a newer edit of a record whose older version was being sent.
+        mutating func remove(_ changes: [PendingRecordZoneChange], ifUnchangedSince versions: [Record.ID: Int]) {
+            let gone = Set(changes.filter { recordChangeVersions[$0.recordID, default: 0] == versions[$0.recordID, default: 0] })
+            pendingRecordZoneChanges.removeAll { gone.contains($0) }
+        }
+
         mutating func add(_ changes: [PendingDatabaseChange]) {
-            for change in changes where !pendingDatabaseChanges.contains(change) {
-                pendingDatabaseChanges.removeAll { $0.zoneID == change.zoneID }
+            var pendingByID = Dictionary(pendingDatabaseChanges.map { ($0.zoneID, $0) }, uniquingKeysWith: { first, _ in first })
+            for change in changes where pendingByID[change.zoneID] != change {
+                if pendingByID[change.zoneID] != nil { pendingDatabaseChanges.removeAll { $0.zoneID == change.zoneID } }
+                pendingByID[change.zoneID] = change
                 pendingDatabaseChanges.append(change)
             }
         }

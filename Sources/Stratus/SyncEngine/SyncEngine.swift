@@ -176,9 +176,11 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
     }
 
     private func fetch(_ options: FetchChangesOptions, reason: SyncReason) async throws {
+        // Read before waiting: a cancellation while this waits for another sync cancels it too.
+        let generation = currentGeneration
         await gate.enter()
         defer { gate.leave() }
-        let generation = currentGeneration
+        try checkNotCancelled(since: generation)
         try await beginSync()
         let context = FetchChangesContext(reason: reason, options: options)
         // The engine's requests run in the options' operation group.
@@ -292,7 +294,10 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
     ///
     /// A change that fails leaves the pending list (the delegate decides, in
     /// ``Event/sentRecordZoneChanges(_:)``, whether to add it again), except after a transient
-    /// error; a change added again while the send runs is sent by the next one.
+    /// error; a change added again while the send runs is sent by the next one (also when its
+    /// older version was saved: the new edit stays pending). Each record is tried once per
+    /// send, so when every change of the delegate's next batch was tried already (failed with a
+    /// transient error, say) the send ends there, and the changes after them wait for the next.
     ///
     /// ```swift
     /// try await syncEngine.sendChanges()
@@ -305,9 +310,10 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
     }
 
     private func send(_ options: SendChangesOptions, reason: SyncReason) async throws {
+        let generation = currentGeneration
         await gate.enter()
         defer { gate.leave() }
-        let generation = currentGeneration
+        try checkNotCancelled(since: generation)
         try await beginSync()
         let hasWork = state.stored.withLock { stored in
             stored.hasPendingUntrackedChanges
@@ -328,6 +334,9 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
             while true {
                 try await sendDatabaseChanges(options.scope, requests, attempted: &attemptedZones, failures: &failures, generation: generation)
                 try checkNotCancelled(since: generation)
+                // What the app has added so far: a change it adds again from here on is a newer
+                // edit, which this batch's success does not settle.
+                let versions = state.stored.withLock { $0.recordChangeVersions }
                 guard let delegate = delegateReference.delegate,
                       var batch = await delegate.nextRecordZoneChangeBatch(context, syncEngine: self) else {
                     if case .all = options.scope { state.stored.withLock { $0.hasPendingUntrackedChanges = false } }
@@ -340,7 +349,7 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
                 guard !batch.recordsToSave.isEmpty || !batch.recordIDsToDelete.isEmpty else { break }
                 attempted.formUnion(batch.recordsToSave.map(\.recordID))
                 attempted.formUnion(batch.recordIDsToDelete)
-                try await sendRecordBatch(batch, requests, failures: &failures, generation: generation)
+                try await sendRecordBatch(batch, requests, versions: versions, failures: &failures, generation: generation)
             }
         } catch {
             await emitStateUpdateIfNeeded()
@@ -434,7 +443,7 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
         }
     }
 
-    private func sendRecordBatch(_ batch: RecordZoneChangeBatch, _ requests: Database, failures: inout SendFailures, generation: Int) async throws {
+    private func sendRecordBatch(_ batch: RecordZoneChangeBatch, _ requests: Database, versions: [Record.ID: Int], failures: inout SendFailures, generation: Int) async throws {
         try checkNotCancelled(since: generation)
         let results: (saveResults: [Record.ID: Result<Record, any Error>], deleteResults: [Record.ID: Result<Void, any Error>])
         do {
@@ -476,7 +485,7 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
             }
         }
         state.stored.withLock { stored in
-            _ = stored.remove(settled)
+            stored.remove(settled, ifUnchangedSince: versions)
             stored.needsUpdateEvent = true
         }
         await emit(.sentRecordZoneChanges(Event.SentRecordZoneChanges(savedRecords: saved, failedRecordSaves: failedSaves, deletedRecordIDs: deleted, failedRecordDeletes: failedDeletes)))
@@ -620,8 +629,15 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
     private func hasUnfetchedChanges() async -> Bool {
         let (token, waiting) = state.stored.withLock { ($0.databaseToken, !$0.zoneIDsWithUnfetchedServerChanges.isEmpty) }
         if waiting || token == nil { return true }
-        guard let changes = try? await database.databaseChanges(since: token, resultsLimit: 1) else { return false }
-        return !changes.modifications.isEmpty || !changes.deletions.isEmpty
+        do {
+            let changes = try await database.databaseChanges(since: token, resultsLimit: 1)
+            return !changes.modifications.isEmpty || !changes.deletions.isEmpty
+        } catch let error as StratusError where Self.transientCodes.contains(error.code) {
+            return false
+        } catch {
+            // An expired token, say: the fetch knows how to start over, and reports the rest.
+            return true
+        }
     }
 
     private func scheduleFetch(after delay: Double) {
@@ -631,7 +647,11 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
                 if delay > 0 { try? await Task.sleep(nanoseconds: UInt64(delay * 1_000_000_000)) }
                 guard let self, !Task.isCancelled else { return }
                 self.schedule.withLock { $0.fetchTask = nil }
-                try? await self.fetch(FetchChangesOptions(), reason: .scheduled)
+                do {
+                    try await self.fetch(FetchChangesOptions(), reason: .scheduled)
+                } catch let error as StratusError where Self.transientCodes.contains(error.code) && error.code != .operationCancelled {
+                    self.scheduleFetch(after: error.retryAfterSeconds ?? 5)
+                } catch {}
             }
         }
     }
