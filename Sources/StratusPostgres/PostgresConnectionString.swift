@@ -176,10 +176,10 @@ public enum PostgresConnectionString {
     /// first `@`, and reads on past a `?`) is inside; or, when no `@` comes before the first
     /// `/` but one comes after it (before any `?`) and a `:` before it, at that `@`: a password
     /// with an unencoded `/`, which libpq would misread and ``checkUserInfo(_:)`` refuses.
-    static func userInfoEnd(_ rest: Substring) -> Substring.Index? {
+    static func userInfoEnd(_ rest: Substring, slashInPassword: Bool = true) -> Substring.Index? {
         let slash = rest.firstIndex(of: "/") ?? rest.endIndex
         if let at = rest[..<slash].lastIndex(of: "@") { return at }
-        guard slash < rest.endIndex, rest[..<slash].contains(":") else { return nil }
+        guard slashInPassword, slash < rest.endIndex, rest[..<slash].contains(":") else { return nil }
         let path = rest[slash...].prefix { $0 != "?" }
         return path.lastIndex(of: "@")
     }
@@ -188,7 +188,10 @@ public enum PostgresConnectionString {
         guard let schemeEnd = url.range(of: "://")?.upperBound else { return url }
         var result = String(url[..<schemeEnd])
         var rest = url[schemeEnd...]
-        if let at = userInfoEnd(rest) {
+        // The unencoded-'/' reading is libpq's: a URL of another scheme (`https://host:8443/@x`)
+        // keeps its port and path, unless the scheme is a typo of PostgreSQL's.
+        let postgresLike = result.lowercased().hasPrefix("postg")
+        if let at = userInfoEnd(rest, slashInPassword: postgresLike) {
             let userInfo = rest[..<at]
             if let colon = userInfo.firstIndex(of: ":") {
                 result += userInfo[..<colon] + ":***"
@@ -221,6 +224,17 @@ public enum PostgresConnectionString {
     /// PostgresConnectionString.redactingURLs(in: "unexpected argument 'postgresq://u:pw@db1/app'")
     /// // "unexpected argument 'postgresq://u:***@db1/app'"
     /// ```
+    /// `word`, one URL of any scheme from start to end (a command-line word, a variable's
+    /// value), with its password hidden even where it holds a quote or a space, which end a URL
+    /// that ``redactingURLs(in:)`` finds inside a message.
+    ///
+    /// ```swift
+    /// PostgresConnectionString.redactingWholeURL("postgresql://u:pa'ss@db1/app")   // "postgresql://u:***@db1/app"
+    /// ```
+    public static func redactingWholeURL(_ word: String) -> String {
+        word.prefixMatch(of: #/[A-Za-z][A-Za-z0-9+.\-]*:\/\//#) == nil ? word : redactedURL(word)
+    }
+
     public static func redactingURLs(in text: String) -> String {
         guard text.contains("://") else { return text }
         let pattern = #/[A-Za-z][A-Za-z0-9+.\-]*:\/\/[^\s'"`]*/#

@@ -119,10 +119,16 @@ enum SecretWords {
         if let scheme = word.prefixMatch(of: #/[A-Za-z][A-Za-z0-9+.\-]*:\/(?!\/)/#) {
             let length = word.distance(from: word.startIndex, to: scheme.range.upperBound)
             let doubled = String(word.prefix(length)) + "/" + String(word.dropFirst(length))
-            let shown = PostgresConnectionString.redactingURLs(in: doubled)
+            let shown = PostgresConnectionString.redactingWholeURL(doubled)
             return shown == doubled ? word : String(shown.prefix(length)) + String(shown.dropFirst(length + 1))
         }
-        var shown = PostgresConnectionString.redactingURLs(in: word)
+        if let equals = word.firstIndex(of: "="), word.hasPrefix("-"), word[equals...].contains("://") {
+            // `--store=URL`: the option's name, then the URL.
+            return String(word[...equals]) + shownForm(of: String(word[word.index(after: equals)...]))
+        }
+        // The whole word is one URL: a quote or a space in its password does not end it here.
+        var shown = PostgresConnectionString.redactingWholeURL(word)
+        if shown == word { shown = PostgresConnectionString.redactingURLs(in: word) }
         if shown == word, word.contains("="), word.lowercased().contains("password") {
             shown = PostgresConnectionString.redacted(word)
         }
