@@ -261,8 +261,10 @@ extension SyncEngine {
         var hasPendingUntrackedChanges = false
         /// Whether the app changed the state since the last ``Event/stateUpdate(_:)``; not kept.
         var needsUpdateEvent = false
-        /// How many times the app added a change of each record, in this process; not kept.
+        /// When the app last added a change of each pending record (a number that only grows),
+        /// in this process; not kept.
         var recordChangeVersions: [Record.ID: Int] = [:]
+        var nextChangeVersion = 0
 
         private enum CodingKeys: String, CodingKey {
             case version, userRecordName, databaseToken, zoneTokens, zoneIDsWithUnfetchedServerChanges
@@ -286,7 +288,8 @@ extension SyncEngine {
             for change in changes {
                 // A change added again while a send of it runs is a newer edit: counted, so that
                 // the send's success does not settle it (see ``remove(_:ifUnchangedSince:)``).
-                recordChangeVersions[change.recordID, default: 0] += 1
+                nextChangeVersion += 1
+                recordChangeVersions[change.recordID] = nextChangeVersion
                 if pendingByID[change.recordID] == change { continue }
                 if pendingByID[change.recordID] != nil { replaced.insert(change.recordID) }
                 pendingByID[change.recordID] = change
@@ -305,14 +308,24 @@ extension SyncEngine {
             let gone = Set(changes)
             let before = pendingRecordZoneChanges.count
             pendingRecordZoneChanges.removeAll { gone.contains($0) }
+            forgetVersions(of: gone)
             return pendingRecordZoneChanges.count != before
         }
 
         /// Removes the changes a send settled, except those the app added again since
         /// `versions` was read: a newer edit of a record whose older version was being sent.
         mutating func remove(_ changes: [PendingRecordZoneChange], ifUnchangedSince versions: [Record.ID: Int]) {
-            let gone = Set(changes.filter { recordChangeVersions[$0.recordID, default: 0] == versions[$0.recordID, default: 0] })
+            let gone = Set(changes.filter { recordChangeVersions[$0.recordID] == versions[$0.recordID] })
             pendingRecordZoneChanges.removeAll { gone.contains($0) }
+            forgetVersions(of: gone)
+        }
+
+        /// Drops the versions of records with no pending change left, so that a long-running
+        /// engine keeps one per pending change, not one per record it ever sent.
+        private mutating func forgetVersions(of removed: Set<PendingRecordZoneChange>) {
+            guard !removed.isEmpty else { return }
+            let stillPending = Set(pendingRecordZoneChanges.map(\.recordID))
+            for change in removed where !stillPending.contains(change.recordID) { recordChangeVersions[change.recordID] = nil }
         }
 
         mutating func add(_ changes: [PendingDatabaseChange]) {
