@@ -367,7 +367,10 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
         var byZoneID: [RecordZone.ID: StratusError] = [:]
         var retryAfter: Double?
 
-        mutating func note(_ error: StratusError) {
+        /// Keeps a failed item's error, and when it is transient, how long to wait before trying again.
+        mutating func note(_ error: StratusError, record: Record.ID? = nil, zone: RecordZone.ID? = nil) {
+            if let record { byRecordID[record] = error }
+            if let zone { byZoneID[zone] = error }
             guard SyncEngine.transientCodes.contains(error.code) else { return }
             retryAfter = max(retryAfter ?? 0, error.retryAfterSeconds ?? 5)
         }
@@ -379,6 +382,20 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
             error.retryAfterSeconds = retryAfter
             return error
         }
+    }
+
+    /// One item's outcome in a request: its own result, else the whole request's failure, else
+    /// an internal error for a result the request did not give.
+    private static func outcome<Value>(_ result: Result<Value, any Error>?, _ requestFailure: StratusError?, missing: @autoclosure () -> StratusError) -> Result<Value, StratusError> {
+        if let result { return result.mapError(stratusError) }
+        return .failure(requestFailure ?? missing())
+    }
+
+    /// Whether an outcome takes its change off the pending list: a success does, and so does a
+    /// failure the app must resolve; a transient failure keeps it for the next send.
+    private static func settles<Value>(_ outcome: Result<Value, StratusError>) -> Bool {
+        guard case .failure(let error) = outcome else { return true }
+        return !transientCodes.contains(error.code)
     }
 
     private func sendDatabaseChanges(_ scope: SendChangesOptions.Scope, _ requests: Database, attempted: inout Set<RecordZone.ID>, failures: inout SendFailures, generation: Int) async throws {
@@ -396,42 +413,35 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
                 case .deleteZone(let id): zonesToDelete.append(id)
                 }
             }
-            let results: (saveResults: [RecordZone.ID: Result<RecordZone, any Error>], deleteResults: [RecordZone.ID: Result<Void, any Error>])
+            var results: (saveResults: [RecordZone.ID: Result<RecordZone, any Error>], deleteResults: [RecordZone.ID: Result<Void, any Error>]) = ([:], [:])
+            var requestFailure: StratusError?
             do {
                 results = try await requests.modifyRecordZones(saving: zonesToSave, deleting: zonesToDelete)
             } catch {
-                let failure = Self.stratusError(error)
-                results = (Dictionary(uniqueKeysWithValues: zonesToSave.map { ($0.zoneID, .failure(failure)) }),
-                           Dictionary(uniqueKeysWithValues: zonesToDelete.map { ($0, .failure(failure)) }))
+                requestFailure = Self.stratusError(error)
             }
             var saved: [RecordZone] = [], failedSaves: [Event.SentDatabaseChanges.FailedZoneSave] = []
             var deleted: [RecordZone.ID] = [], failedDeletes: [RecordZone.ID: StratusError] = [:]
             var settled: [PendingDatabaseChange] = []
             for zone in zonesToSave {
-                switch results.saveResults[zone.zoneID] ?? .failure(StratusError(.internalError, "no result for zone '\(zone.zoneID.zoneName)'", zoneID: zone.zoneID)) {
-                case .success(let stored):
-                    saved.append(stored)
-                    settled.append(.saveZone(zone))
+                let outcome = Self.outcome(results.saveResults[zone.zoneID], requestFailure, missing: Self.noResult(zone: zone.zoneID))
+                switch outcome {
+                case .success(let stored): saved.append(stored)
                 case .failure(let error):
-                    let failure = Self.stratusError(error)
-                    failedSaves.append(.init(zone: zone, error: failure))
-                    failures.byZoneID[zone.zoneID] = failure
-                    failures.note(failure)
-                    if !Self.transientCodes.contains(failure.code) { settled.append(.saveZone(zone)) }
+                    failedSaves.append(.init(zone: zone, error: error))
+                    failures.note(error, zone: zone.zoneID)
                 }
+                if Self.settles(outcome) { settled.append(.saveZone(zone)) }
             }
             for id in zonesToDelete {
-                switch results.deleteResults[id] ?? .failure(StratusError(.internalError, "no result for zone '\(id.zoneName)'", zoneID: id)) {
-                case .success:
-                    deleted.append(id)
-                    settled.append(.deleteZone(id))
+                let outcome = Self.outcome(results.deleteResults[id], requestFailure, missing: Self.noResult(zone: id))
+                switch outcome {
+                case .success: deleted.append(id)
                 case .failure(let error):
-                    let failure = Self.stratusError(error)
-                    failedDeletes[id] = failure
-                    failures.byZoneID[id] = failure
-                    failures.note(failure)
-                    if !Self.transientCodes.contains(failure.code) { settled.append(.deleteZone(id)) }
+                    failedDeletes[id] = error
+                    failures.note(error, zone: id)
                 }
+                if Self.settles(outcome) { settled.append(.deleteZone(id)) }
             }
             state.stored.withLock { stored in
                 _ = stored.remove(settled)
@@ -445,44 +455,37 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
 
     private func sendRecordBatch(_ batch: RecordZoneChangeBatch, _ requests: Database, versions: [Record.ID: Int], failures: inout SendFailures, generation: Int) async throws {
         try checkNotCancelled(since: generation)
-        let results: (saveResults: [Record.ID: Result<Record, any Error>], deleteResults: [Record.ID: Result<Void, any Error>])
+        var results: (saveResults: [Record.ID: Result<Record, any Error>], deleteResults: [Record.ID: Result<Void, any Error>]) = ([:], [:])
+        var requestFailure: StratusError?
         do {
             results = try await requests.modifyRecords(saving: batch.recordsToSave, deleting: batch.recordIDsToDelete,
                                                        savePolicy: .ifServerRecordUnchanged, atomically: batch.atomicByZone)
         } catch {
-            let failure = Self.stratusError(error)
-            results = (Dictionary(batch.recordsToSave.map { ($0.recordID, Result<Record, any Error>.failure(failure)) }, uniquingKeysWith: { a, _ in a }),
-                       Dictionary(batch.recordIDsToDelete.map { ($0, Result<Void, any Error>.failure(failure)) }, uniquingKeysWith: { a, _ in a }))
+            requestFailure = Self.stratusError(error)
         }
         var saved: [Record] = [], failedSaves: [Event.SentRecordZoneChanges.FailedRecordSave] = []
         var deleted: [Record.ID] = [], failedDeletes: [Record.ID: StratusError] = [:]
         var settled: [PendingRecordZoneChange] = []
         for record in batch.recordsToSave {
             let id = record.recordID
-            switch results.saveResults[id] ?? .failure(StratusError(.internalError, "no result for record '\(id.recordName)'", recordID: id)) {
-            case .success(let stored):
-                saved.append(stored)
-                settled.append(.saveRecord(id))
+            let outcome = Self.outcome(results.saveResults[id], requestFailure, missing: Self.noResult(record: id))
+            switch outcome {
+            case .success(let stored): saved.append(stored)
             case .failure(let error):
-                let failure = Self.stratusError(error)
-                failedSaves.append(.init(record: record, error: failure))
-                failures.byRecordID[id] = failure
-                failures.note(failure)
-                if !Self.transientCodes.contains(failure.code) { settled.append(.saveRecord(id)) }
+                failedSaves.append(.init(record: record, error: error))
+                failures.note(error, record: id)
             }
+            if Self.settles(outcome) { settled.append(.saveRecord(id)) }
         }
         for id in batch.recordIDsToDelete {
-            switch results.deleteResults[id] ?? .failure(StratusError(.internalError, "no result for record '\(id.recordName)'", recordID: id)) {
-            case .success:
-                deleted.append(id)
-                settled.append(.deleteRecord(id))
+            let outcome = Self.outcome(results.deleteResults[id], requestFailure, missing: Self.noResult(record: id))
+            switch outcome {
+            case .success: deleted.append(id)
             case .failure(let error):
-                let failure = Self.stratusError(error)
-                failedDeletes[id] = failure
-                failures.byRecordID[id] = failure
-                failures.note(failure)
-                if !Self.transientCodes.contains(failure.code) { settled.append(.deleteRecord(id)) }
+                failedDeletes[id] = error
+                failures.note(error, record: id)
             }
+            if Self.settles(outcome) { settled.append(.deleteRecord(id)) }
         }
         state.stored.withLock { stored in
             stored.remove(settled, ifUnchangedSince: versions)
@@ -490,6 +493,14 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
         }
         await emit(.sentRecordZoneChanges(Event.SentRecordZoneChanges(savedRecords: saved, failedRecordSaves: failedSaves, deletedRecordIDs: deleted, failedRecordDeletes: failedDeletes)))
         await emitStateUpdateIfNeeded()
+    }
+
+    private static func noResult(zone: RecordZone.ID) -> StratusError {
+        StratusError(.internalError, "the store gave no result for zone '\(zone.zoneName)'", zoneID: zone)
+    }
+
+    private static func noResult(record: Record.ID) -> StratusError {
+        StratusError(.internalError, "the store gave no result for record '\(record.recordName)'", recordID: record)
     }
 
     // MARK: - Cancelling
