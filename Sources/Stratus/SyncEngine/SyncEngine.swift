@@ -117,6 +117,14 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
         var fetchTask: Task<Void, Never>?
         var stateUpdateTask: Task<Void, Never>?
         var pollTask: Task<Void, Never>?
+
+        /// The syncs scheduled by ``SyncEngine/schedule(_:after:_:)``.
+        enum Slot: Sendable { case send, fetch }
+
+        subscript(slot: Slot) -> Task<Void, Never>? {
+            get { slot == .send ? sendTask : fetchTask }
+            set { if slot == .send { sendTask = newValue } else { fetchTask = newValue } }
+        }
         /// Raised by ``cancelOperations()``: a running fetch or send stops at its next step.
         var generation = 0
     }
@@ -176,12 +184,22 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
     }
 
     private func fetch(_ options: FetchChangesOptions, reason: SyncReason) async throws {
-        // Read before waiting: a cancellation while this waits for another sync cancels it too.
+        try await syncTurn { generation in try await fetchInTurn(options, reason: reason, generation: generation) }
+    }
+
+    /// Runs one fetch or send: one at a time, in the order they asked, after the account check.
+    /// The generation is read before waiting, so that ``cancelOperations()`` made while this
+    /// waits for another sync cancels it too.
+    private func syncTurn(_ body: (_ generation: Int) async throws -> Void) async throws {
         let generation = currentGeneration
         await gate.enter()
         defer { gate.leave() }
         try checkNotCancelled(since: generation)
         try await beginSync()
+        try await body(generation)
+    }
+
+    private func fetchInTurn(_ options: FetchChangesOptions, reason: SyncReason, generation: Int) async throws {
         let context = FetchChangesContext(reason: reason, options: options)
         // The engine's requests run in the options' operation group.
         let requests = Database(database, configuration: nil, group: options.operationGroup)
@@ -310,11 +328,10 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
     }
 
     private func send(_ options: SendChangesOptions, reason: SyncReason) async throws {
-        let generation = currentGeneration
-        await gate.enter()
-        defer { gate.leave() }
-        try checkNotCancelled(since: generation)
-        try await beginSync()
+        try await syncTurn { generation in try await sendInTurn(options, reason: reason, generation: generation) }
+    }
+
+    private func sendInTurn(_ options: SendChangesOptions, reason: SyncReason, generation: Int) async throws {
         let hasWork = state.stored.withLock { stored in
             stored.hasPendingUntrackedChanges
                 || stored.pendingDatabaseChanges.contains { options.scope.containsZone($0.zoneID) }
@@ -610,13 +627,32 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
     }
 
     private func scheduleSend(after delay: Double) {
+        schedule(.send, after: delay) { engine in
+            try? await engine.send(SendChangesOptions(), reason: .scheduled)
+        }
+    }
+
+    private func scheduleFetch(after delay: Double) {
+        schedule(.fetch, after: delay) { engine in
+            do {
+                try await engine.fetch(FetchChangesOptions(), reason: .scheduled)
+            } catch let error as StratusError where Self.transientCodes.contains(error.code) && error.code != .operationCancelled {
+                engine.scheduleFetch(after: error.retryAfterSeconds ?? 5)
+            } catch {}
+        }
+    }
+
+    /// Runs `work` after `delay` seconds in a task of its own, unless one is already waiting in
+    /// `slot`; the slot is free again once the work starts, so that what the work finds to do
+    /// later is scheduled anew. The task holds the engine only while it works.
+    private func schedule(_ slot: Schedule.Slot, after delay: Double, _ work: @escaping @Sendable (SyncEngine) async -> Void) {
         schedule.withLock { schedule in
-            guard schedule.sendTask == nil else { return }
-            schedule.sendTask = Task.detached { [weak self] in
+            guard schedule[slot] == nil else { return }
+            schedule[slot] = Task.detached { [weak self] in
                 if delay > 0 { try? await Task.sleep(nanoseconds: UInt64(delay * 1_000_000_000)) }
                 guard let self, !Task.isCancelled else { return }
-                self.schedule.withLock { $0.sendTask = nil }
-                try? await self.send(SendChangesOptions(), reason: .scheduled)
+                self.schedule.withLock { $0[slot] = nil }
+                await work(self)
             }
         }
     }
@@ -651,21 +687,6 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
         }
     }
 
-    private func scheduleFetch(after delay: Double) {
-        schedule.withLock { schedule in
-            guard schedule.fetchTask == nil else { return }
-            schedule.fetchTask = Task.detached { [weak self] in
-                if delay > 0 { try? await Task.sleep(nanoseconds: UInt64(delay * 1_000_000_000)) }
-                guard let self, !Task.isCancelled else { return }
-                self.schedule.withLock { $0.fetchTask = nil }
-                do {
-                    try await self.fetch(FetchChangesOptions(), reason: .scheduled)
-                } catch let error as StratusError where Self.transientCodes.contains(error.code) && error.code != .operationCancelled {
-                    self.scheduleFetch(after: error.retryAfterSeconds ?? 5)
-                } catch {}
-            }
-        }
-    }
 }
 
 /// The engine's delegate, held weakly (CloudKit's configuration holds its delegate weakly too).
