@@ -15,7 +15,7 @@ import Foundation
 /// (``StratusError/pipelinePosition``).
 ///
 /// ```swift
-/// let query = QueryOperation(query: Query(recordType: "Todo", format: "checked == %@", 0))
+/// let query = QueryOperation(query: try Query(recordType: "Todo", format: "checked == %@", 0))
 /// query.fetchAllResults = true                       // every page, not one
 /// let markDone = ModifyRecordsOperation(savingRecordsFrom: query) { records in
 ///     records.forEach { $0["checked"] = 1 }          // called once per batch

@@ -10,7 +10,7 @@ import Foundation
 /// type goes to a ``ConsumeOperation`` or a further transform.
 ///
 /// ```swift
-/// let orders = QueryOperation(query: Query(recordType: "Order", format: "status == %@", "paid"))
+/// let orders = QueryOperation(query: try Query(recordType: "Order", format: "status == %@", "paid"))
 /// orders.fetchAllResults = true
 /// let invoices = TransformOperation(transforming: orders) { records in
 ///     records.map { Invoice(order: $0.recordID.recordName, total: $0["total"] as? Double ?? 0) }

@@ -6,7 +6,7 @@ import Foundation
 /// `stratus count` runs.
 ///
 /// ```swift
-/// let count = CountRecordsOperation(query: Query(recordType: "Todo", format: "checked == %@", 1))
+/// let count = CountRecordsOperation(query: try Query(recordType: "Todo", format: "checked == %@", 1))
 /// count.countRecordsResultBlock = { result in print(try! result.get()) }
 /// database.add(count)
 /// ```

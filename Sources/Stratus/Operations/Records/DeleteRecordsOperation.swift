@@ -8,7 +8,7 @@ import Foundation
 /// job can be re-run.
 ///
 /// ```swift
-/// let purge = DeleteRecordsOperation(query: Query(recordType: "Todo", format: "checked == %@", 1))
+/// let purge = DeleteRecordsOperation(query: try Query(recordType: "Todo", format: "checked == %@", 1))
 /// purge.perRecordDeleteBlock = { id, _ in print("deleted", id.recordName) }
 /// purge.deleteRecordsResultBlock = { print($0) }
 /// database.add(purge)
@@ -54,7 +54,7 @@ public final class DeleteRecordsOperation: DatabaseOperation, @unchecked Sendabl
     /// ``recordIDs``, when set, are deleted first.
     ///
     /// ```swift
-    /// let expired = QueryOperation(query: Query(recordType: "Session", format: "expires < %@", Date()))
+    /// let expired = QueryOperation(query: try Query(recordType: "Session", format: "expires < %@", Date()))
     /// expired.fetchAllResults = true
     /// expired.desiredKeys = []                        // the IDs are enough
     /// let purge = DeleteRecordsOperation(deletingRecordsFrom: expired)
