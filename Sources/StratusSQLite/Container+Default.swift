@@ -15,7 +15,10 @@ extension Container {
     ///
     /// - Precondition: the default store opens. Like `CKContainer.default()`, this call cannot
     ///   fail; it stops the program with the store's error when the file cannot be opened or
-    ///   created. Use `try Container(identifier:storePath:userName:)` to handle that error.
+    ///   created, or when `$STRATUS_STORE` is a PostgreSQL URL, which this SQLite store cannot
+    ///   open (the message names the variable, not the URL, which may hold a password). Use
+    ///   `try Container(identifier:storePath:userName:)` to handle that error, or
+    ///   `Container(identifier:postgresURL:)` for a PostgreSQL store.
     public static func `default`() -> Container {
         let environment = ProcessInfo.processInfo.environment
         let identifier = environment["STRATUS_CONTAINER"].flatMap { $0.isEmpty ? nil : $0 } ?? "default"
@@ -26,8 +29,11 @@ extension Container {
                 containers[identifier] = container
                 return container
             } catch {
+                // A PostgreSQL URL in $STRATUS_STORE may carry a password, and a trap's message
+                // lands in logs and crash reports: name where it came from, not what it says.
                 let path = SQLiteEngine.defaultStorePath(containerIdentifier: identifier)
-                preconditionFailure("Container.default() could not open the store at \(path): \(error); use try Container(identifier:storePath:) to handle this")
+                let store = (try? SQLiteEngine.refuseURL(path)) == nil ? "named by $STRATUS_STORE" : "at \(path)"
+                preconditionFailure("Container.default() could not open the store \(store): \(error); use try Container(identifier:storePath:) to handle this")
             }
         }
     }
