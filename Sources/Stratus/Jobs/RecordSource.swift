@@ -83,8 +83,11 @@ public struct RecordRejection: Sendable, Hashable, CustomStringConvertible {
         self.message = message
     }
 
+    /// `line 7, column 12: record 'a': …`, or `line 7: record 'a': …` for a record refused whole
+    /// (column 0 names no place in the line, and `stratus import` prints none either).
     public var description: String {
         let name = recordName.map { "record '\($0)': " } ?? ""
-        return "line \(line), column \(column): \(name)\(message)"
+        let place = column > 0 ? "line \(line), column \(column)" : "line \(line)"
+        return "\(place): \(name)\(message)"
     }
 }
