@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "StratusSQLite", targets: ["StratusSQLite"]),
         .library(name: "StratusPostgres", targets: ["StratusPostgres"]),
         .library(name: "StratusTransfer", targets: ["StratusTransfer"]),
+        .library(name: "StratusStores", targets: ["StratusStores"]),
         .executable(name: "stratus", targets: ["stratus"]),
     ],
     dependencies: [],
@@ -31,7 +32,8 @@ let package = Package(
         .target(name: "StratusSQLite", dependencies: ["Stratus", "StratusSQL", "CSQLite"]),
         .target(name: "StratusPostgres", dependencies: ["Stratus", "StratusSQL", "CLibPQ"]),
         .target(name: "StratusTransfer", dependencies: ["Stratus"]),
-        .executableTarget(name: "stratus", dependencies: ["Stratus", "StratusSQLite", "StratusPostgres", "StratusTransfer"]),
+        .target(name: "StratusStores", dependencies: ["Stratus", "StratusSQLite", "StratusPostgres"]),
+        .executableTarget(name: "stratus", dependencies: ["Stratus", "StratusSQLite", "StratusPostgres", "StratusStores", "StratusTransfer"]),
         // Benchmarks, run through scripts/bench-*.
         .executableTarget(name: "stratus-bench", dependencies: ["Stratus", "StratusSQLite", "StratusPostgres", "StratusTransfer", "SeededRandom"], path: "Sources/StratusBench"),
 
@@ -50,6 +52,7 @@ let package = Package(
         .testTarget(name: "StratusSQLiteTests", dependencies: ["Stratus", "StratusSQLite", "StratusTestSupport", "SeededRandom"]),
         .testTarget(name: "StratusTransferTests", dependencies: ["Stratus", "StratusTransfer", "SeededRandom"]),
         .testTarget(name: "StratusCLITests", dependencies: ["Stratus", "StratusSQLite", "StratusPostgres", "StratusTestSupport"]),
+        .testTarget(name: "StratusStoresTests", dependencies: ["Stratus", "StratusSQLite", "StratusPostgres", "StratusStores", "StratusTestSupport"]),
         .testTarget(name: "StratusPostgresTests", dependencies: ["Stratus", "StratusPostgres", "StratusTestSupport", "SeededRandom"]),
         // CloudKit programs ported mechanically (see notes/README-porting.md), compiled in Swift 5
         // language mode as most CloudKit app code is: test programs in CloudKit's style, and a

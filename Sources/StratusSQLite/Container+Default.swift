@@ -18,7 +18,8 @@ extension Container {
     ///   created, or when `$STRATUS_STORE` is a PostgreSQL URL, which this SQLite store cannot
     ///   open (the message names the variable, not the URL, which may hold a password). Use
     ///   `try Container(identifier:storePath:userName:)` to handle that error, or
-    ///   `Container(identifier:postgresURL:)` for a PostgreSQL store.
+    ///   `Container(identifier:postgresURL:)` for a PostgreSQL store (or
+    ///   `Container(identifier:store:)` of `StratusStores`, which follows either).
     public static func `default`() -> Container {
         let environment = ProcessInfo.processInfo.environment
         let identifier = environment["STRATUS_CONTAINER"].flatMap { $0.isEmpty ? nil : $0 } ?? "default"

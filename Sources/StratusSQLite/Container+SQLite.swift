@@ -13,7 +13,8 @@ extension Container {
     /// ```
     ///
     /// - Throws: ``StratusError`` when the store cannot be opened or created, or when the path
-    ///   (or `$STRATUS_STORE`) is a PostgreSQL URL, which ``Container/init(identifier:postgresURL:readURL:userName:environment:)`` opens.
+    ///   (or `$STRATUS_STORE`) is a PostgreSQL URL, which `Container(identifier:postgresURL:)`
+    ///   opens (and `Container(identifier:store:)` of `StratusStores`, which opens either engine).
     public convenience init(identifier: String, storePath: String? = nil, userName: String? = nil, environment: Environment = .development) throws {
         let path = storePath ?? SQLiteEngine.defaultStorePath(containerIdentifier: identifier)
         self.init(identifier: identifier, engine: try SQLiteEngine.shared(path: path), userName: userName, environment: environment)

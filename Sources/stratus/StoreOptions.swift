@@ -2,6 +2,7 @@ import Foundation
 import Stratus
 import StratusPostgres
 import StratusSQLite
+import StratusStores
 import Synchronization
 
 extension OptionGroup {
@@ -124,49 +125,55 @@ struct StoreOptions {
         return container(identifier: containerIdentifier, engine: engine)
     }
 
-    /// Opens the store at `location` (an SQLite path or a PostgreSQL URL). A read (`.existing`)
-    /// never creates a store; a store that is created is announced on stderr.
-    ///
-    /// - Throws: ``CommandFailure`` `inputMissing` naming `origin` when the store must exist and
-    ///   does not; ``UsageError`` for a standby of a store that is not PostgreSQL.
     /// What makes a store, for the message of a command that needs one that does not exist.
     static let commandsThatMakeAStore = "only import, copy, zones create, schema import, users add and subscriptions create make a new store"
 
+    /// Opens the store at `location` (an SQLite path or a PostgreSQL URL, as ``StoreLocation``
+    /// reads it). A read (`.existing`) never creates a store; a store that is created is
+    /// announced on stderr.
+    ///
+    /// - Throws: ``CommandFailure`` `inputMissing` naming `origin` when the store must exist and
+    ///   does not; ``UsageError`` for text that names no store, or a standby of a store that is
+    ///   not PostgreSQL.
     static func openEngine(_ location: String, readURL: String? = nil, access: Access, origin: String,
                            missingStoreAdvice: String = commandsThatMakeAStore) throws -> any StorageEngine {
         if let readURL, !PostgresEngine.isStoreURL(readURL) {
             // Not echoed: a mistyped URL may hold a password.
             throw UsageError(message: "--read-store (or $STRATUS_READ_STORE) takes the postgresql:// URL of a hot standby of a PostgreSQL store; the value given is none")
         }
-        if PostgresEngine.isStoreURL(location) {
-            opened.withLock { $0.append(PostgresConnectionString.redacted(location)) }
-            let engine: PostgresEngine
-            do {
-                engine = try PostgresEngine.shared(url: location, readURL: readURL, create: access == .createIfMissing)
-            } catch let error as StratusError where error.underlyingError is PostgresEngine.StoreMissing {
-                // The engine's advice is a Swift program's; the tool's user is told which commands make one.
-                let database = (error.underlyingError as? PostgresEngine.StoreMissing)?.description ?? error.message
-                throw CommandFailure(.inputMissing, "\(database); \(missingStoreAdvice)")
+        let store: StoreLocation
+        do {
+            store = try StoreLocation(location)
+        } catch {
+            // The library's words, with where the text came from; never the text: it may hold a password.
+            throw UsageError(message: error.description.replacingOccurrences(of: "the store location", with: origin))
+        }
+        switch store {
+        case .postgres(let url):
+            return try openPostgres(url, readURL: readURL, access: access, missingStoreAdvice: missingStoreAdvice)
+        case .sqlite(let path):
+            if readURL != nil {
+                throw UsageError(message: "--read-store names a standby of a PostgreSQL store; \(origin) is not one")
             }
-            if engine.createdStore { StratusCommand.log("created a new store in \(engine.redactedURL)") }
-            return engine
+            return try openSQLite(path, access: access, origin: origin, missingStoreAdvice: missingStoreAdvice)
         }
-        if PostgresConnectionString.hasPostgresScheme(location) {
-            // Not echoed: it may hold a password. libpq reads only postgresql:// and postgres://.
-            throw UsageError(message: "\(origin) begins with a PostgreSQL scheme but is no URL libpq reads (not shown: it may hold a password); write postgresql://[user[:password]@]host[:port]/dbname, with two slashes")
+    }
+
+    private static func openPostgres(_ location: String, readURL: String?, access: Access, missingStoreAdvice: String) throws -> any StorageEngine {
+        opened.withLock { $0.append(PostgresConnectionString.redacted(location)) }
+        let engine: PostgresEngine
+        do {
+            engine = try PostgresEngine.shared(url: location, readURL: readURL, create: access == .createIfMissing)
+        } catch let error as StratusError where error.underlyingError is PostgresEngine.StoreMissing {
+            // The engine's advice is a Swift program's; the tool's user is told which commands make one.
+            let database = (error.underlyingError as? PostgresEngine.StoreMissing)?.description ?? error.message
+            throw CommandFailure(.inputMissing, "\(database); \(missingStoreAdvice)")
         }
-        if Self.looksLikeURL(location) {
-            // Not a path anyone means: as one, a mistyped `postgresq://u:pw@db1/app` made an SQLite
-            // store in folders named after the URL, password and all, and reported success.
-            throw UsageError(message: "\(origin) looks like a URL but is no PostgreSQL URL (not shown: it may hold a password); write postgresql://[user[:password]@]host[:port]/dbname (or postgres://…), or ./ before a file path that begins so")
-        }
-        if readURL != nil {
-            throw UsageError(message: "--read-store names a standby of a PostgreSQL store; \(origin) is not one")
-        }
-        if Self.isConnectionString(location) {
-            // Not echoed: a key=value string may hold a password.
-            throw UsageError(message: "\(origin) looks like a libpq key=value connection string, which names no SQLite file; give a URL instead: postgresql://[user@]host[:port]/dbname, or postgresql:///dbname?host=/socket/folder (PG* variables and ~/.pgpass apply)")
-        }
+        if engine.createdStore { StratusCommand.log("created a new store in \(engine.redactedURL)") }
+        return engine
+    }
+
+    private static func openSQLite(_ location: String, access: Access, origin: String, missingStoreAdvice: String) throws -> any StorageEngine {
         let existed = FileManager.default.fileExists(atPath: location)
         if access != .createIfMissing && (!existed || Self.isEmptyFile(location)) {
             // An empty file (`touch`) is not a store either: a read must not make it one.
@@ -181,26 +188,6 @@ struct StoreOptions {
         if !existed { StratusCommand.log("created a new store at \(location)") }
         return engine
     }
-
-    /// Whether `text`, not a PostgreSQL URL, begins like a URL: a scheme, a colon and a slash
-    /// (`postgresq://…`, `pg://…`, `file:///…`), or `postgres//` / `postgresql//` (the colon
-    /// left out). A relative path that begins so is written `./…`.
-    static func looksLikeURL(_ text: String) -> Bool {
-        text.prefixMatch(of: #/[A-Za-z][A-Za-z0-9+.\-]*:\//#) != nil || text.prefixMatch(of: #/(?i)postgres(ql)?\/\//#) != nil
-    }
-
-    /// Whether `text` reads as a libpq `key=value` connection string: its first word is one of
-    /// libpq's keywords followed by `=` (`host=db1 dbname=app`), where a path would not be.
-    static func isConnectionString(_ text: String) -> Bool {
-        guard let match = text.prefixMatch(of: #/\s*([A-Za-z_]+)\s*=/#) else { return false }
-        return libpqKeywords.contains(String(match.1).lowercased())
-    }
-
-    private static let libpqKeywords: Set<String> = [
-        "host", "hostaddr", "port", "dbname", "user", "password", "passfile", "service", "options", "sslmode", "sslrootcert",
-        "sslcert", "sslkey", "sslcrl", "connect_timeout", "application_name", "fallback_application_name", "keepalives",
-        "target_session_attrs", "channel_binding", "gssencmode", "client_encoding", "require_auth", "load_balance_hosts",
-    ]
 
     /// Whether `path` is a regular file of no bytes.
     private static func isEmptyFile(_ path: String) -> Bool {
