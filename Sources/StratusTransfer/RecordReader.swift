@@ -129,6 +129,7 @@ public final class RecordReader {
         self.options = options
         self.context = DecodeContext(options: options)
         self.input = input
+        input.stopRequested = options.stopRequested
         self.detectedFormat = options.format ?? .ndjson
         try skipByteOrderMark()
         if options.format == nil { detectedFormat = try detectFormat() }

@@ -194,14 +194,6 @@ struct ImportCommand: Command {
             }
         }
         for schema in try await container.schemas() { readOptions.schemas[schema.recordType] = schema }
-        let reader: RecordReader
-        do {
-            reader = try RecordReader(fileHandle: input.handle, options: readOptions)
-        } catch let error as StratusError {
-            throw CommandFailure(.dataError, "the input cannot be read: \(error.message)")
-        }
-        let progress = Progress(style: progressStyle, verb: dryRun ? "checked" : "imported")
-
         var options = RecordImporter.Options()
         options.writeMode = mode
         options.batchSize = batchSize
@@ -215,6 +207,17 @@ struct ImportCommand: Command {
         options.maximumAssetSize = maximumAssetSize
         options.writesSystemRecords = keepSystemRecords
         let importer = RecordImporter(database: database, options: options)
+        // A signal stops the import also while the reader waits on a silent pipe or reads a
+        // line that never ends (/dev/zero): a cron job's timeout must end it.
+        readOptions.stopRequested = { importer.isCancelled }
+        let reader: RecordReader
+        do {
+            reader = try RecordReader(fileHandle: input.handle, options: readOptions)
+        } catch let error as StratusError {
+            throw CommandFailure(.dataError, "the input cannot be read: \(error.message)")
+        }
+        let progress = Progress(style: progressStyle, verb: dryRun ? "checked" : "imported")
+
         if !dryRun { Interruption.install { importer.cancel() } }
 
         let summary: RecordImporter.Summary
