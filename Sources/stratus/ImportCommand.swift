@@ -251,6 +251,10 @@ struct ImportCommand: Command {
             // A records/query answer that was one page of more: the rest is not in this file.
             StratusCommand.log("note: the input is one page of a CloudKit answer (it has a continuationMarker): the query matched more records than it holds; fetch the next pages with the marker and import them too")
         }
+        if summary.end == .finished, reader.moreComing {
+            // A changes/zone answer that is one page: the zone's later changes are not in this file.
+            StratusCommand.log("note: the input is one page of a CloudKit changes answer (it says \"moreComing\": true): its zone has more changes than it holds; fetch them with the answer's syncToken and import them too")
+        }
         if summary.end == .cancelled {
             // Before the summary, which stays the last line.
             StratusCommand.log(checkpointPath.map { "stopped: run the same command again (with --checkpoint \($0)) to go on after the last committed batch" }
