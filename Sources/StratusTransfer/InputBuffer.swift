@@ -36,6 +36,8 @@ final class InputBuffer {
     private var countedColumn = 0
     /// Whether dropped bytes are counted; NDJSON knows its lines without it.
     var countsLines = true
+    /// See ``RecordReadOptions/stopRequested``.
+    var stopRequested: (@Sendable () -> Bool)?
 
     init(fileHandle: FileHandle, chunkSize: Int) {
         descriptor = fileHandle.fileDescriptor
@@ -88,6 +90,7 @@ final class InputBuffer {
         }
         guard let descriptor else { return false }
         while added < wanted {
+            try waitUntilReadable(descriptor)
             let n = read(descriptor, storage + end, capacity - end)
             if n > 0 {
                 end += n
@@ -100,6 +103,19 @@ final class InputBuffer {
             }
         }
         return added > 0
+    }
+
+    /// Returns when `descriptor` can be read, or throws `operationCancelled` once a stop is
+    /// requested: a stop is seen between reads of an endless input and during a silent pipe's wait.
+    private func waitUntilReadable(_ descriptor: Int32) throws(StratusError) {
+        guard let stopRequested else { return }
+        while true {
+            if stopRequested() { throw StratusError(.operationCancelled, "reading the input was stopped") }
+            var ready = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+            let n = poll(&ready, 1, 250)
+            // Readable, at its end, or in error: the read says which.
+            if n > 0 || (n < 0 && errno != EINTR) { return }
+        }
     }
 
     /// How much to ask for when an item did not fit: any progress for small items, doubling for

@@ -155,6 +155,20 @@ extension JSONCursor {
         }
     }
 
+    /// The number a string holds when it holds a JSON number and nothing else (`"42"`,
+    /// `"-1.5"`, `"1700000000000"`), as a number token over the string's text; nil for any
+    /// other string. CloudKit JS and CloudKit Web Services write every number of a record's
+    /// fields as such a string when asked to (`numbersAsStrings`, which JavaScript needs for
+    /// INT64 values beyond 2^53), and their answers are saved that way.
+    func numberInString(_ t: Token) -> Token? {
+        guard t.kind == .string, t.flags & Token.hasEscape == 0, t.end - t.start > 2 else { return nil }
+        let first = base[t.start + 1]
+        guard first == UInt8(ascii: "-") || JSONCursor.isDigit(first) else { return nil }
+        var c = JSONCursor(base: base, limit: t.end - 1, isComplete: true, pos: t.start + 1)
+        guard let number = try? c.scanNumber(), number.end == t.end - 1, c.problem == nil else { return nil }
+        return number
+    }
+
     /// Whether the number is an INT64 that a double cannot hold exactly (beyond 2^53 and not a
     /// double's value).
     private func isInexactAsDouble(_ token: Token) -> Bool {
@@ -204,6 +218,12 @@ extension JSONCursor {
         switch type {
         case .int64: return token.kind != .number
         case .int64List: return anyElement(token) { $0.kind != .number }
+        // Numbers written as strings (numbersAsStrings) go back as strings; an ISO 8601 date
+        // goes back as milliseconds.
+        case .double: return token.kind != .number
+        case .doubleList: return anyElement(token) { $0.kind != .number }
+        case .timestamp: return numberInString(token) != nil
+        case .timestampList: return anyElement(token) { numberInString($0) != nil }
         case .reference: return !hasAction(token)
         case .referenceList: return anyElement(token) { !hasAction($0) }
         default: return false
@@ -425,11 +445,18 @@ extension JSONCursor {
         // CloudKit stores booleans as INT64 1 and 0.
         case .trueLiteral: return 1
         case .falseLiteral: return 0
+        case .string:
+            guard let number = numberInString(t) else { throw fail(t, key, type, i, "must be an integer, not a string that is not a number") }
+            return try int64Value(number, key, type, i)
         default: throw fail(t, key, type, i, "must be an integer, not \(t.kindName)")
         }
     }
 
     private func doubleValue(_ t: Token, _ key: String, _ type: FieldType, _ i: Int) throws(FieldError) -> Double {
+        if t.kind == .string {
+            guard let number = numberInString(t) else { throw fail(t, key, type, i, "must be a number, not a string that is not a number") }
+            return try doubleValue(number, key, type, i)
+        }
         guard t.kind == .number else { throw fail(t, key, type, i, "must be a number, not \(t.kindName)") }
         guard let value = double(t) else { throw fail(t, key, type, i, "\(shown(t, i)) is too large for a double") }
         // A whole number a double cannot hold is not silently made another one: the nearest
@@ -464,6 +491,7 @@ extension JSONCursor {
         guard t.kind == .number || t.kind == .string else {
             throw fail(t, key, type, i, "must be a number of milliseconds since 1970 or an ISO 8601 date-time, not \(t.kindName)")
         }
+        if let number = numberInString(t) { return try dateValue(number, key, type, i) }
         guard let value = timestamp(t) else {
             if t.kind == .string { throw fail(t, key, type, i, "\(shown(t, i)) is not an ISO 8601 date-time with a zone (2024-03-01T12:00:00Z), nor a number of milliseconds since 1970") }
             throw fail(t, key, type, i, "\(shown(t, i)) is out of range")

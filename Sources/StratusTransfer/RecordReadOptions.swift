@@ -60,6 +60,17 @@ public struct RecordReadOptions: Sendable {
     public var maximumRecordSize = 16 << 20
     /// How many bytes each read asks for.
     public var readChunkSize = 256 << 10
+    /// Asked before each read of the input (and, while a pipe or terminal gives nothing, four
+    /// times a second): when it answers true, the read in progress ends with ``Stratus/StratusError``
+    /// `operationCancelled`, which a ``Stratus/RecordImporter`` whose ``Stratus/RecordImporter/isCancelled``
+    /// it asks takes as its stop. Without it, an input that never ends a record (`/dev/zero`, a
+    /// silent pipe) would hold the reader, and the import, past any request to stop.
+    ///
+    /// ```swift
+    /// let importer = RecordImporter(database: database)
+    /// options.stopRequested = { importer.isCancelled }
+    /// ```
+    public var stopRequested: (@Sendable () -> Bool)?
 
     /// Options for NDJSON or detected input, in the default zone, without schemas.
     public init() {}

@@ -54,6 +54,8 @@ private enum Member {
     case open(Frame.Kind)
     case continuationMarker(String?)
     case syncToken(String?)
+    /// `"moreComing": true`: the answer is one page of more.
+    case moreComing
     case zone(RecordZone.ID, offset: Int)
     /// A `changes/zone` entry that is an error result: its zone's changes are not in the answer.
     case zoneError(code: String, offset: Int)
@@ -204,6 +206,11 @@ extension RecordReader {
                 }
                 return c.stringEquals(key, "syncToken") ? .syncToken(text) : .continuationMarker(text)
             }
+            if c.stringEquals(key, "moreComing") {
+                let value = try c.scanValue()
+                if let problem = c.problem { throw c.syntax(problem.offset, problem.message) }
+                return value.kind == .trueLiteral ? .moreComing : .skipped
+            }
             if c.stringEquals(key, "zoneID") {
                 let start = c.pos
                 var name = Token.none, owner = Token.none
@@ -237,6 +244,8 @@ extension RecordReader {
             continuationMarker = text
         case .syncToken(let text):
             syncToken = text
+        case .moreComing:
+            moreComing = true
         case .zone(let zone, let offset):
             if let used = frames[index].zoneUsedBeforeZoneID, used != zone {
                 throw fatal(at: offset, "the zoneID of \(where_) (zone '\(zone.zoneName)') comes after records that name no zone, more than \(options.maximumRecordSize) bytes into it, and they were read into zone '\(used.zoneName)'; write the zoneID before the records")

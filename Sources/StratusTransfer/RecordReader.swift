@@ -89,6 +89,15 @@ public final class RecordReader {
     public internal(set) var continuationMarker: String?
     /// An envelope's `syncToken`, once the reader has passed it.
     public internal(set) var syncToken: String?
+    /// Whether the answer or one of its zone entries said `"moreComing": true`, once the
+    /// reader has passed it: a `changes/zone` answer that is one page of its zone's changes
+    /// (CloudKit sends the rest to a request with the answer's `syncToken`).
+    ///
+    /// ```swift
+    /// while try reader.next() != nil {}
+    /// if reader.moreComing { print("fetch the next page of changes and import it too") }
+    /// ```
+    public internal(set) var moreComing = false
 
     // NDJSON
     var lineNumber = 0
@@ -129,6 +138,7 @@ public final class RecordReader {
         self.options = options
         self.context = DecodeContext(options: options)
         self.input = input
+        input.stopRequested = options.stopRequested
         self.detectedFormat = options.format ?? .ndjson
         try skipByteOrderMark()
         if options.format == nil { detectedFormat = try detectFormat() }

@@ -40,9 +40,8 @@ struct ChangeTokenFile: Equatable {
     /// - Throws: ``CommandFailure`` when the file cannot be read or is not a token file.
     static func read(_ path: String) throws -> ChangeTokenFile {
         guard FileManager.default.fileExists(atPath: path) else { return ChangeTokenFile() }
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw CommandFailure(.inputMissing, "cannot read the token file \(path)")
-        }
+        // A token and the output's commit: a few hundred bytes.
+        let data = try KeptFile.contents(of: path, atMost: 1 << 20, what: "token file")
         // The first line is the token, empty before the first batch was committed.
         let lines = String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
         var state = ChangeTokenFile()

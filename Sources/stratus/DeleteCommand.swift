@@ -47,17 +47,58 @@ struct DeleteCommand: Command {
     var checkpointPath: String?
     var rejectPath: String?
 
+    /// The longest line of a names file: a record name has at most 255 characters, and blanks
+    /// around it are allowed.
+    static let maximumNamesFileLine = 4096
+
+    /// The record names of `--names-file` (one a line, `-` for stdin), read a chunk at a time:
+    /// memory holds the names, never a line longer than any name could be, so an endless line
+    /// (`/dev/zero`, a binary file named by mistake) is refused where it stands instead of being
+    /// read until memory runs out.
+    static func readNames(_ path: String) throws -> [String] {
+        let handle: FileHandle
+        if path == "-" {
+            handle = .standardInput
+        } else {
+            guard let opened = FileHandle(forReadingAtPath: path) else { throw CommandFailure(.inputMissing, "cannot read \(path)") }
+            handle = opened
+        }
+        var names: [String] = []
+        var line: [UInt8] = []
+        var lineNumber = 1
+        func endLine() {
+            let text = String(decoding: line, as: UTF8.self)
+            names += text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            line.removeAll(keepingCapacity: true)
+            lineNumber += 1
+        }
+        while true {
+            let chunk: Data
+            do {
+                chunk = try handle.read(upToCount: 1 << 16) ?? Data()
+            } catch {
+                throw CommandFailure(.inputMissing, "cannot read \(path): \(error.localizedDescription)")
+            }
+            if chunk.isEmpty { break }
+            for byte in chunk {
+                if byte == 0x0A {
+                    endLine()
+                } else {
+                    line.append(byte)
+                    if line.count > maximumNamesFileLine {
+                        throw CommandFailure(.dataError, "--names-file \(path): line \(lineNumber) is longer than \(maximumNamesFileLine) bytes; it holds one record name a line, and record names have at most 255 characters")
+                    }
+                }
+            }
+        }
+        endLine()
+        return names
+    }
+
     static func parse(_ arguments: ParsedArguments) throws -> DeleteCommand {
         var names = arguments.positionals
         if let namesFile = arguments.value("--names-file") {
-            let text: String
-            if namesFile == "-" {
-                text = String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
-            } else {
-                guard let data = FileManager.default.contents(atPath: namesFile) else { throw CommandFailure(.inputMissing, "cannot read \(namesFile)") }
-                text = String(decoding: data, as: UTF8.self)
-            }
-            names += text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            names += try readNames(namesFile)
         }
         let type = arguments.value("--type")
         let predicateText = arguments.value("--where")

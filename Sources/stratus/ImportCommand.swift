@@ -194,14 +194,6 @@ struct ImportCommand: Command {
             }
         }
         for schema in try await container.schemas() { readOptions.schemas[schema.recordType] = schema }
-        let reader: RecordReader
-        do {
-            reader = try RecordReader(fileHandle: input.handle, options: readOptions)
-        } catch let error as StratusError {
-            throw CommandFailure(.dataError, "the input cannot be read: \(error.message)")
-        }
-        let progress = Progress(style: progressStyle, verb: dryRun ? "checked" : "imported")
-
         var options = RecordImporter.Options()
         options.writeMode = mode
         options.batchSize = batchSize
@@ -215,6 +207,17 @@ struct ImportCommand: Command {
         options.maximumAssetSize = maximumAssetSize
         options.writesSystemRecords = keepSystemRecords
         let importer = RecordImporter(database: database, options: options)
+        // A signal stops the import also while the reader waits on a silent pipe or reads a
+        // line that never ends (/dev/zero): a cron job's timeout must end it.
+        readOptions.stopRequested = { importer.isCancelled }
+        let reader: RecordReader
+        do {
+            reader = try RecordReader(fileHandle: input.handle, options: readOptions)
+        } catch let error as StratusError {
+            throw CommandFailure(.dataError, "the input cannot be read: \(error.message)")
+        }
+        let progress = Progress(style: progressStyle, verb: dryRun ? "checked" : "imported")
+
         if !dryRun { Interruption.install { importer.cancel() } }
 
         let summary: RecordImporter.Summary
@@ -247,6 +250,10 @@ struct ImportCommand: Command {
         if summary.end == .finished, reader.continuationMarker != nil {
             // A records/query answer that was one page of more: the rest is not in this file.
             StratusCommand.log("note: the input is one page of a CloudKit answer (it has a continuationMarker): the query matched more records than it holds; fetch the next pages with the marker and import them too")
+        }
+        if summary.end == .finished, reader.moreComing {
+            // A changes/zone answer that is one page: the zone's later changes are not in this file.
+            StratusCommand.log("note: the input is one page of a CloudKit changes answer (it says \"moreComing\": true): its zone has more changes than it holds; fetch them with the answer's syncToken and import them too")
         }
         if summary.end == .cancelled {
             // Before the summary, which stays the last line.

@@ -66,6 +66,27 @@ enum KeptFile {
         }
     }
 
+    /// The contents of the kept file at `path`, read only when it holds at most `limit` bytes,
+    /// so that another file named by mistake (an export given as `--token-file`, a sparse file)
+    /// is refused at once instead of read whole into memory.
+    ///
+    /// - Throws: ``CommandFailure`` `inputMissing` when it cannot be read, `dataError` when it
+    ///   is larger than `limit`, naming it as `what`.
+    static func contents(of path: String, atMost limit: Int, what: String) throws -> Data {
+        guard let handle = FileHandle(forReadingAtPath: path) else { throw CommandFailure(.inputMissing, "cannot read the \(what) \(path)") }
+        defer { try? handle.close() }
+        let data: Data
+        do {
+            data = try handle.read(upToCount: limit + 1) ?? Data()
+        } catch {
+            throw CommandFailure(.inputMissing, "cannot read the \(what) \(path): \(error.localizedDescription)")
+        }
+        guard data.count <= limit else {
+            throw CommandFailure(.dataError, "the \(what) \(path) is larger than any \(what) (\(limit / (1 << 20)) MiB); is it the right file?")
+        }
+        return data
+    }
+
     /// Replaces the file at `resolved` with `data` durably: a temporary file beside it, fsync,
     /// rename over it, fsync of the folder. A crash leaves the old contents or the new.
     ///

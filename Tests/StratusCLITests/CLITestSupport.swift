@@ -164,6 +164,9 @@ struct CLI: Sendable {
 
         var isRunning: Bool { process.isRunning }
 
+        /// The process id, for reading what the kernel says of the process (`/proc/PID/io`).
+        var pid: Int32 { process.pid }
+
         func signal(_ number: Int32) { process.signal(number) }
 
         /// Suspends until the process ended (without blocking a thread).

@@ -161,6 +161,25 @@ struct ChangesCronCLITests {
         }
     }
 
+    @Test("a token file larger than any token (an export named by mistake) is refused unread (65) and kept as it is")
+    func oversizedTokenFile() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            #expect(try await cli.run(["import"], stdin: Input.notes(2)).exitCode == 0)
+            // A sparse 8 MiB file: read whole into memory before; a swapped --token-file and
+            // --output could name a file of many gigabytes.
+            let token = store.path("export.ndjson")
+            #expect(FileManager.default.createFile(atPath: token, contents: nil))
+            #expect(truncate(token, 8 << 20) == 0)
+            let result = try await cli.run(["changes", "--token-file", token])
+            #expect(result.exitCode == 65, "\(result)")
+            #expect(result.stderr.contains("is larger than any token file"), "\(result)")
+            #expect(result.stdout.isEmpty, "\(result)")
+            let size = (try FileManager.default.attributesOfItem(atPath: token)[.size] as? NSNumber)?.intValue
+            #expect(size == 8 << 20, "the file is left as it was")
+        }
+    }
+
     @Test("changes --output with nothing new creates no file; with changes it writes them", arguments: TestEngine.all)
     func noFileWithoutChanges(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

@@ -64,6 +64,25 @@ struct ImportCLITests {
         }
     }
 
+    @Test("a changes/zone answer that says \"moreComing\": true is one page of its zone's changes, and the import says so")
+    func changesPageWithMoreComing() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            func answer(_ name: String, moreComing: Bool) throws -> String {
+                try cli.file("\(name).json", #"{"zones":[{"zoneID":{"zoneName":"Notes"},"moreComing":\#(moreComing),"syncToken":"T1","records":["#
+                    + Input.notes(2, prefix: name).split(separator: "\n").joined(separator: ",") + "]}]}")
+            }
+            let page = try await cli.run(["import", try answer("page", moreComing: true), "--create-zones"])
+            #expect(page.exitCode == 0, "\(page)")
+            Summary.expectImport(page, imported: 2)
+            #expect(page.stderr.contains("note: the input is one page of a CloudKit changes answer"), "the zone's later changes are not in the file: \(page)")
+            let last = try await cli.run(["import", try answer("last", moreComing: false), "--create-zones"])
+            #expect(last.exitCode == 0, "\(last)")
+            Summary.expectImport(last, imported: 2)
+            #expect(!last.stderr.contains("one page"), "\(last)")
+        }
+    }
+
     @Test("CSV with name:TYPE headers, with --type and --types, detected by the .csv suffix", arguments: TestEngine.all)
     func csv(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

@@ -97,6 +97,28 @@ struct RecordCommandsCLITests {
         }
     }
 
+    @Test("delete --names-file reads a line no longer than a name could be: /dev/zero or a binary file is refused at its line (65), nothing deleted; CRLF lines are names")
+    func namesFileWithoutEnd() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(3)).exitCode == 0)
+            // Read until memory ran out before: the whole file was read before its first name.
+            let endless = try await cli.run(["delete", "--names-file", "/dev/zero", "--yes"])
+            #expect(endless.exitCode == 65, "\(endless)")
+            #expect(endless.stderr.contains("--names-file /dev/zero: line 1 is longer than"), "\(endless)")
+            let binary = try cli.file("binary.txt", "n1\n" + String(repeating: "x", count: 5_000) + "\nn2\n")
+            let long = try await cli.run(["delete", "--names-file", binary, "--yes"])
+            #expect(long.exitCode == 65, "\(long)")
+            #expect(long.stderr.contains("line 2 is longer than"), "\(long)")
+            #expect(try await cli.count("Note") == 3, "a refused names file deletes nothing")
+
+            let crlf = try cli.file("crlf.txt", "n1\r\n  n2 \r\n\r\n")
+            let deleted = try await cli.run(["delete", "--names-file", crlf, "--yes"])
+            #expect(deleted.exitCode == 0, "\(deleted)")
+            #expect(try await cli.count("Note") == 1)
+        }
+    }
+
     @Test("delete says deleted and not found apart: names that do not exist, or another user's private record, are not found and not counted as deleted", arguments: TestEngine.all)
     func deleteReportsNotFound(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

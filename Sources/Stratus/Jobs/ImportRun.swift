@@ -333,6 +333,12 @@ final class ImportRun {
     private func nextItem(consumed: Int) async throws -> RecordSourceItem? {
         do {
             return try source.nextItem()
+        } catch let error as StratusError where error.code == .operationCancelled && importer.isCancelled {
+            // A source that saw the stop while reading (RecordReadOptions.stopRequested): the
+            // import stops as cancelled, settling what it read before, as between batches.
+            if mode == .batches { try await settleAll() }
+            stop = .cancelled
+            return nil
         } catch {
             if mode == .batches {
                 try await submitBatch(endItems: consumed)
