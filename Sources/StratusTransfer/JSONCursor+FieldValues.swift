@@ -675,7 +675,7 @@ extension JSONCursor {
             source = Asset(path: path, in: directory, followsSymlinks: context.followsAssetSymlinks)
         } else {
             guard case .anywhere = context.assetPaths else {
-                throw fail(location, key, type, i, "names the file '\(quoted(location))'; name the folder asset files are read from with --assets-dir (paths in the input are relative to it)")
+                throw fail(location, key, type, i, "names the file '\(quoted(location))'; name the folder asset files are read from with --assets-dir (in Swift, RecordReadOptions.assetDirectory): paths in the input are relative to it")
             }
             guard let url = Self.assetFileURL(text, directory: nil) else {
                 throw fail(location, key, type, i, "has the downloadURL '\(quoted(location))', which is not a local file")

@@ -34,16 +34,23 @@ public struct RecordReadOptions: Sendable {
     public var assetDirectory: URL?
     /// Whether symbolic links inside ``assetDirectory`` are followed (to files inside it only).
     public var followsAssetSymlinks = false
-    /// What an asset path means without ``assetDirectory``.
-    public var assetPaths = AssetPaths.anywhere
+    /// What an asset path means without ``assetDirectory``: refused by default, because input
+    /// is untrusted and a path of this machine in it (`/etc/shadow`, `../../secrets`) would be
+    /// read into the store. A program that reads input it wrote itself may choose `.anywhere`.
+    ///
+    /// ```swift
+    /// options.assetDirectory = URL(fileURLWithPath: "/srv/import/assets")   // paths inside it only
+    /// // or, for input this program wrote: options.assetPaths = .anywhere
+    /// ```
+    public var assetPaths = AssetPaths.refused
 
     /// What an asset's path means when no asset folder is given.
     public enum AssetPaths: Sendable {
-        /// A path of this machine: absolute, or relative to the current directory (a program
-        /// that names its own files).
+        /// A path of this machine: absolute, or relative to the current directory (for a
+        /// program that reads input it wrote itself, naming its own files).
         case anywhere
-        /// Refused, each record with a reason naming the fix (a command-line import, which
-        /// reads files only inside a folder the user names).
+        /// Refused, each record with a reason naming the fix (the default, and what
+        /// `stratus import` does: files are read only inside a folder the user names).
         case refused
     }
     /// Whether CloudKit's own records are kept: record names starting with `_` (CloudKit

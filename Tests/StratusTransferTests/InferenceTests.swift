@@ -6,7 +6,10 @@ import Testing
 @Suite("Values without a type: schema first, then inference")
 struct InferenceTests {
     static func field(_ json: String, key: String = "f", configure: (inout RecordReadOptions) -> Void = { _ in }) throws -> FieldValue? {
-        let items = try readAll(#"{"recordName":"r","recordType":"T","fields":{"\#(key)":{"value":\#(json)}}}"#, configure: configure)
+        let items = try readAll(#"{"recordName":"r","recordType":"T","fields":{"\#(key)":{"value":\#(json)}}}"#) { options in
+            options.assetPaths = .anywhere    // paths these cases name, of this machine
+            configure(&options)
+        }
         if let rejection = items.first?.rejection { Issue.record("\(json): \(rejection)") }
         return items.first?.record?.fieldValue(forKey: key)
     }
@@ -132,7 +135,7 @@ struct InferenceTests {
     @Test("typed values: INT64 takes booleans and whole numbers written with a fraction; ASSET means ASSETID; NUMBER_INT64 and NUMBER_DOUBLE are numbers; cktool's stringType, int64Type and the like name their types")
     func typedValues() throws {
         func typed(_ json: String, _ type: String) throws -> FieldValue? {
-            let items = try readAll(#"{"recordName":"r","recordType":"T","fields":{"f":{"type":"\#(type)","value":\#(json)}}}"#)
+            let items = try readAll(#"{"recordName":"r","recordType":"T","fields":{"f":{"type":"\#(type)","value":\#(json)}}}"#) { $0.assetPaths = .anywhere }
             if let rejection = items.first?.rejection { Issue.record("\(json) \(type): \(rejection)") }
             return items.first?.record?.fieldValue(forKey: "f")
         }
@@ -187,6 +190,19 @@ struct InferenceTests {
         }
         let refused = try readAll(#"{"recordName":"r","recordType":"T","fields":{"f":{"value":{"downloadURL":"a.jpg"},"type":"ASSETID"}}}"#) { $0.assetPaths = .refused }
         #expect(refused.first?.rejection?.message.contains("--assets-dir") == true)
+    }
+
+    @Test("by default, input is untrusted: an asset path of this machine is refused, not read into the store")
+    func assetPathsRefusedByDefault() throws {
+        #expect(RecordReadOptions().assetPaths == .refused)
+        for location in ["/etc/passwd", "file:///etc/passwd", "../../secrets/key.pem", "photos/a.jpg"] {
+            let items = try readAll(#"{"recordName":"r","recordType":"T","fields":{"f":{"value":{"downloadURL":"\#(location)"},"type":"ASSETID"}}}"#)
+            #expect(items.first?.record == nil, "\(location)")
+            #expect(items.first?.rejection?.message.contains("RecordReadOptions.assetDirectory") == true, "\(location): \(String(describing: items.first))")
+        }
+        // A CloudKit asset's https downloadURL names no file here, and is kept as it is.
+        let remote = try readAll(#"{"recordName":"r","recordType":"T","fields":{"f":{"value":{"downloadURL":"https://cvws.icloud-content.com/B/x","size":3},"type":"ASSETID"}}}"#)
+        #expect(remote.first?.record != nil, "\(String(describing: remote.first))")
     }
 
     @Test("a CloudKit asset keeps its downloadURL and every member of its dictionary")

@@ -96,6 +96,7 @@ struct RoundTripTests {
             let data = try written(records, format: format, marker: "next-page")
             var options = RecordReadOptions()
             options.format = format
+            options.assetPaths = .anywhere    // the samples' asset files, which this test wrote
             let items = try readAll(data, options)
             #expect(items.count == records.count)
             for (item, record) in zip(items, records) {
@@ -117,7 +118,7 @@ struct RoundTripTests {
         types["title"] = .string
         types["n"] = .int64
         let data = try written(records, format: .csv, csvFields: fields) { $0.csvTypes = types }
-        let items = try readAll(data, { var o = RecordReadOptions(); o.format = .csv; return o }())
+        let items = try readAll(data, { var o = RecordReadOptions(); o.format = .csv; o.assetPaths = .anywhere; return o }())
         #expect(items.count == records.count)
         for (item, record) in zip(items, records) {
             if let rejection = item.rejection { Issue.record("csv: \(rejection)") }
@@ -165,7 +166,7 @@ struct RoundTripTests {
         let record = Samples.records()[0]
         let line = RecordJSONWriter.json(for: record)
         #expect(!line.contains("\n"))
-        let items = try readAll(line)
+        let items = try readAll(line) { $0.assetPaths = .anywhere }
         #expect(items.count == 1)
         expectSame(items.first?.record, record, "json(for:)")
         #expect(line + "\n" == String(decoding: try written([record], format: .ndjson), as: UTF8.self))
