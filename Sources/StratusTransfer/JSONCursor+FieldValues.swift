@@ -662,28 +662,43 @@ extension JSONCursor {
             return metadata
         }
         let source: Asset
-        if let directory = context.assetDirectory {
-            guard let path = Self.localPath(text) else {
-                throw fail(location, key, type, i, "has the downloadURL '\(quoted(location))', which is neither a path nor an https URL")
-            }
-            if path.hasPrefix("/") {
-                throw fail(location, key, type, i, "names the file '\(path)' by an absolute path; asset paths are relative to the assets folder \(directory.path) and stay inside it")
-            }
-            if path.split(separator: "/").contains("..") {
-                throw fail(location, key, type, i, "names the file '\(path)' with a '..' component; asset paths stay inside the assets folder \(directory.path)")
-            }
-            source = Asset(path: path, in: directory, followsSymlinks: context.followsAssetSymlinks)
-        } else {
-            guard case .anywhere = context.assetPaths else {
-                throw fail(location, key, type, i, "names the file '\(quoted(location))'; name the folder asset files are read from with --assets-dir (in Swift, RecordReadOptions.assetDirectory): paths in the input are relative to it")
-            }
-            guard let url = Self.assetFileURL(text, directory: nil) else {
-                throw fail(location, key, type, i, "has the downloadURL '\(quoted(location))', which is not a local file")
-            }
-            source = Asset(fileURL: url)
+        switch Self.localAsset(text, quoted: quoted(location), context: context) {
+        case .success(let asset): source = asset
+        case .failure(let refusal): throw fail(location, key, type, i, refusal.message)
         }
         // A local file's own size counts; other CloudKit metadata stays with it.
         return source.withMetadata(of: metadata, size: nil)
+    }
+
+    /// Why an asset's local path is not read.
+    struct AssetPathRefusal: Error {
+        let message: String
+    }
+
+    /// The asset file a local path (or `file:` URL) in the input names, as the read options
+    /// allow: inside the asset folder only (relative, no `..`, links as the options say), or,
+    /// without a folder, anywhere only when the caller chose so. Both readers, JSON and CSV,
+    /// ask here, so that no input format reaches files the other would refuse.
+    static func localAsset(_ text: String, quoted: String, context: DecodeContext) -> Result<Asset, AssetPathRefusal> {
+        if let directory = context.assetDirectory {
+            guard let path = localPath(text) else {
+                return .failure(AssetPathRefusal(message: "has the downloadURL '\(quoted)', which is neither a path nor an https URL"))
+            }
+            if path.hasPrefix("/") {
+                return .failure(AssetPathRefusal(message: "names the file '\(path)' by an absolute path; asset paths are relative to the assets folder \(directory.path) and stay inside it"))
+            }
+            if path.split(separator: "/").contains("..") {
+                return .failure(AssetPathRefusal(message: "names the file '\(path)' with a '..' component; asset paths stay inside the assets folder \(directory.path)"))
+            }
+            return .success(Asset(path: path, in: directory, followsSymlinks: context.followsAssetSymlinks))
+        }
+        guard case .anywhere = context.assetPaths else {
+            return .failure(AssetPathRefusal(message: "names the file '\(quoted)'; name the folder asset files are read from with --assets-dir (in Swift, RecordReadOptions.assetDirectory): paths in the input are relative to it"))
+        }
+        guard let url = assetFileURL(text, directory: nil) else {
+            return .failure(AssetPathRefusal(message: "has the downloadURL '\(quoted)', which is not a local file"))
+        }
+        return .success(Asset(fileURL: url))
     }
 
     /// Whether an asset's `downloadURL` names a remote copy (CloudKit's `https` URLs).

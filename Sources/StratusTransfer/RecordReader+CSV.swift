@@ -430,10 +430,13 @@ extension RecordReader {
                 return .success(.reference(Record.Reference(recordID: Record.ID(recordName: text, zoneID: zone), action: .none)))
             case .asset where !startsJSON:
                 guard let text = plain() else { return .failure(invalid("is not valid UTF-8")) }
-                guard let url = JSONCursor.assetFileURL(text, directory: context.assetDirectory) else {
+                guard !JSONCursor.isRemoteURL(text) else {
                     return .failure(invalid("is not a local file; download the asset and give its path"))
                 }
-                return .success(.asset(Asset(fileURL: url)))
+                switch JSONCursor.localAsset(text, quoted: text, context: context) {
+                case .success(let asset): return .success(.asset(asset))
+                case .failure(let refusal): return .failure(invalid(refusal.message))
+                }
             case .int64, .double, .timestamp:
                 let trimmed = UnsafeBufferPointer(rebasing: bytes[first..<last])
                 if type == .timestamp, let date = ISO8601Timestamp.date(trimmed) { return .success(.date(date)) }

@@ -193,6 +193,27 @@ struct AssetsCLITests {
         }
     }
 
+    @Test("a CSV asset column obeys the same rules: without --assets-dir no path is read; with it, only paths inside it", arguments: TestEngine.all)
+    func csvAssetPaths(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let secret = try store.writeFile("private/secret", Data("secret".utf8))
+            _ = try store.writeFile("src/ok.bin", Data("ok".utf8))
+            let rows = ["recordName,recordType,f:ASSETID", "r0,F,\(secret.path)", "r1,F,../private/secret", "r2,F,file://\(secret.path)", "r3,F,ok.bin"]
+            let input = try cli.file("assets.csv", rows.joined(separator: "\n") + "\n")
+            let outside = try await cli.run(["import", input, "--format", "csv"])
+            #expect(outside.exitCode == 1 && outside.stderr.contains("--assets-dir"), "without --assets-dir a CSV path was read: \(outside)")
+            Summary.expectImport(outside, imported: 0, failed: 4)
+            let rejects = store.path("rejects.ndjson")
+            let inside = try await cli.run(["import", input, "--format", "csv", "--assets-dir", store.path("src"), "--reject-file", rejects])
+            #expect(inside.exitCode == 1, "\(inside)")
+            Summary.expectImport(inside, imported: 1, failed: 3)
+            let reasons = try RejectLine.read(rejects).map(\.error)
+            #expect(reasons.filter { reason in reason.contains("absolute") }.count == 2 && reasons.contains { reason in reason.contains("'..'") }, "\(reasons)")
+            #expect(try await cli.run(["assets", "info"]).stdout.hasPrefix("1 content(s), 2 bytes"))
+        }
+    }
+
     @Test("--follow-symlinks never opens what a link leads to outside --assets-dir (a file, a FIFO): it is refused unopened; a link inside is followed", arguments: TestEngine.all)
     func followedLinksOutsideAreNotOpened(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
