@@ -10,9 +10,10 @@ struct ImportCommand: Command {
         "stratus import [FILE|-] [--format FORMAT] [--mode MODE] [--batch-size N] [--atomic] [--dry-run] [--max-errors N] [--reject-file FILE] [--checkpoint FILE] [--new-system-fields] [--create-zones] [--owner-as-current-user] [--keep-system-records] [--assets-dir DIR [--follow-symlinks]] [--max-asset-size BYTES] [--type TYPE] [--types NAME:TYPE,...] [progress options] [store options]",
     ]
     static let discussion = """
-        Reads records (CloudKit record JSON as NDJSON, a JSON array or a records/query response
-        envelope; or CSV) from FILE or stdin and saves them. The format is detected unless given
-        (files ending in .csv are read as CSV).
+        Reads records (CloudKit record JSON as NDJSON, a JSON array, or a CloudKit Web Services
+        answer as saved: records/query, records/lookup, records/modify, changes/zone; or CSV)
+        from FILE or stdin and saves them. The format is detected unless given (files ending in
+        .csv are read as CSV).
 
         CSV: a header of recordName, recordType (or --type) and field columns `name` or
         `name:TYPE`. A column without a type is typed by --types, else by the container's
