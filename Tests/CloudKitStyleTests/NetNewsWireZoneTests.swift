@@ -30,8 +30,9 @@ struct OSLog {
 /// `os_log(.error, log: log, "%@ zone …", …)`: kept at the call sites, printed nowhere.
 func os_log(_ type: OSLogType, log: OSLog, _ message: StaticString, _ arguments: Any...) {}
 
-// MARK: - NetNewsWireCloudKitError.swift (RSCore)
+// MARK: - CloudKitError.swift (RSCore)
 
+// `final class CloudKitError`: renamed, as the TableSynchronizer port in this module has one.
 final class NetNewsWireCloudKitError: LocalizedError, @unchecked Sendable {
 
 	let error: Error
