@@ -30,7 +30,7 @@ extension Container {
     /// ```swift
     /// container.accountStatus { status, error in if status == .available { startSync() } }
     /// ```
-    public func accountStatus(completionHandler: @escaping @Sendable (AccountStatus, (any Error)?) -> Void) {
+    @preconcurrency public func accountStatus(completionHandler: @escaping @Sendable (AccountStatus, (any Error)?) -> Void) {
         let status: AccountStatus = userName == nil ? .noAccount : .available
         DispatchQueue.global().async { completionHandler(status, nil) }
     }
@@ -42,7 +42,7 @@ extension Container {
     /// ```swift
     /// container.fetchUserRecordID { id, error in print(id?.recordName ?? "-") }
     /// ```
-    public func fetchUserRecordID(completionHandler: @escaping @Sendable (Record.ID?, (any Error)?) -> Void) {
+    @preconcurrency public func fetchUserRecordID(completionHandler: @escaping @Sendable (Record.ID?, (any Error)?) -> Void) {
         Task.detached {
             do {
                 completionHandler(try await self.userRecordID(), nil)

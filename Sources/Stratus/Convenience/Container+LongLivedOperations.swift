@@ -29,7 +29,7 @@ extension Container {
     /// container, environment and user on the same store.
     /// The error is a store error, when telling two `Container` objects' stores apart needs
     /// to read them.
-    public func fetchAllLongLivedOperationIDs(completionHandler: @escaping @Sendable ([DatabaseOperation.ID]?, (any Error)?) -> Void) {
+    @preconcurrency public func fetchAllLongLivedOperationIDs(completionHandler: @escaping @Sendable ([DatabaseOperation.ID]?, (any Error)?) -> Void) {
         DispatchQueue.global().async {
             do {
                 completionHandler(try LongLivedOperations.shared.operations(of: self).map(\.operationID), nil)
@@ -77,7 +77,7 @@ extension Container {
     /// (`isExecuting` and `isFinished` both false, as one waiting for a dependency): setting a
     /// block while the operation runs races with the operation reading it, and one that
     /// finished has called its blocks already.
-    public func fetchLongLivedOperation(withID operationID: DatabaseOperation.ID, completionHandler: @escaping @Sendable (DatabaseOperation?, (any Error)?) -> Void) {
+    @preconcurrency public func fetchLongLivedOperation(withID operationID: DatabaseOperation.ID, completionHandler: @escaping @Sendable (DatabaseOperation?, (any Error)?) -> Void) {
         DispatchQueue.global().async {
             do {
                 completionHandler(try LongLivedOperations.shared.operation(withID: operationID, of: self), nil)

@@ -14,7 +14,16 @@ import Foundation
 /// todo["title"] = "Try Stratus"
 /// try await container.publicCloudDatabase.save(todo)
 /// ```
-public final class Container: Sendable {
+///
+/// As `CKContainer`, a container is an `NSObject` and compares as an object: it equals itself
+/// and no other, so code that keys work by container (CloudKitGDPR's `[CKContainer: [String]]`
+/// of record types to export, a `Set<CKContainer>`) ports unchanged. Two `Container` objects
+/// opened on one store are two containers, as two `CKContainer`s.
+///
+/// ```swift
+/// let recordTypes: [Container: [String]] = [notes: ["Note"], settings: ["Preference"]]
+/// ```
+public final class Container: NSObject, Sendable {
     /// The container's identifier, as `CKContainer.containerIdentifier` (optional there too;
     /// never `nil` here: ``identifier`` gives it unwrapped).
     ///
@@ -87,6 +96,7 @@ public final class Container: Sendable {
         publicCloudDatabase = database(.public)
         privateCloudDatabase = database(.private)
         sharedCloudDatabase = database(.shared)
+        super.init()
     }
 
     /// The database with the given scope.

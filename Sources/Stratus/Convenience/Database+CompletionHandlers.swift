@@ -7,7 +7,7 @@ extension Database {
     /// ```swift
     /// database.save(todo) { saved, error in print(saved?.recordChangeTag ?? "\(error!)") }
     /// ```
-    public func save(_ record: Record, completionHandler: @escaping @Sendable (Record?, (any Error)?) -> Void) {
+    @preconcurrency public func save(_ record: Record, completionHandler: @escaping @Sendable (Record?, (any Error)?) -> Void) {
         let op = ModifyRecordsOperation(recordsToSave: [record])
         let saved = Collector<Result<Record, any Error>>()
         op.perRecordSaveBlock = { _, result in saved.append(result) }
@@ -22,7 +22,7 @@ extension Database {
     /// ```swift
     /// database.fetch(withRecordID: id) { record, error in … }
     /// ```
-    public func fetch(withRecordID recordID: Record.ID, completionHandler: @escaping @Sendable (Record?, (any Error)?) -> Void) {
+    @preconcurrency public func fetch(withRecordID recordID: Record.ID, completionHandler: @escaping @Sendable (Record?, (any Error)?) -> Void) {
         let op = FetchRecordsOperation(recordIDs: [recordID])
         let fetched = Collector<Result<Record, any Error>>()
         op.perRecordResultBlock = { _, result in fetched.append(result) }
@@ -37,7 +37,7 @@ extension Database {
     /// ```swift
     /// database.delete(withRecordID: id) { deletedID, error in … }
     /// ```
-    public func delete(withRecordID recordID: Record.ID, completionHandler: @escaping @Sendable (Record.ID?, (any Error)?) -> Void) {
+    @preconcurrency public func delete(withRecordID recordID: Record.ID, completionHandler: @escaping @Sendable (Record.ID?, (any Error)?) -> Void) {
         let op = ModifyRecordsOperation(recordIDsToDelete: [recordID])
         let deleted = Collector<Result<Void, any Error>>()
         op.perRecordDeleteBlock = { _, result in deleted.append(result) }
@@ -54,7 +54,7 @@ extension Database {
     /// ```swift
     /// database.perform(Query(recordType: "Todo"), inZoneWith: nil) { records, error in … }
     /// ```
-    public func perform(_ query: Query, inZoneWith zoneID: RecordZone.ID?, completionHandler: @escaping @Sendable ([Record]?, (any Error)?) -> Void) {
+    @preconcurrency public func perform(_ query: Query, inZoneWith zoneID: RecordZone.ID?, completionHandler: @escaping @Sendable ([Record]?, (any Error)?) -> Void) {
         let op = QueryOperation(query: query)
         op.zoneID = zoneID
         let matched = Collector<Record>()

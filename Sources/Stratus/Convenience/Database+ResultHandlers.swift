@@ -8,7 +8,7 @@ extension Database {
     /// ```swift
     /// database.fetch(withRecordIDs: ids) { result in if case .success(let byID) = result { … } }
     /// ```
-    public func fetch(
+    @preconcurrency public func fetch(
         withRecordIDs recordIDs: [Record.ID], desiredKeys: [Record.FieldKey]? = nil,
         completionHandler: @escaping @Sendable (Result<[Record.ID: Result<Record, any Error>], any Error>) -> Void
     ) {
@@ -20,7 +20,7 @@ extension Database {
     /// ```swift
     /// database.fetch(withQuery: query) { result in if case .success(let page) = result { show(page.matchResults) } }
     /// ```
-    public func fetch(
+    @preconcurrency public func fetch(
         withQuery query: Query, inZoneWith zoneID: RecordZone.ID? = nil, desiredKeys: [Record.FieldKey]? = nil,
         resultsLimit: Int = QueryOperation.maximumResults,
         completionHandler: @escaping @Sendable (Result<(matchResults: [(Record.ID, Result<Record, any Error>)], queryCursor: QueryOperation.Cursor?), any Error>) -> Void
@@ -33,7 +33,7 @@ extension Database {
     /// ```swift
     /// database.fetch(withCursor: cursor) { result in … }
     /// ```
-    public func fetch(
+    @preconcurrency public func fetch(
         withCursor cursor: QueryOperation.Cursor, desiredKeys: [Record.FieldKey]? = nil,
         resultsLimit: Int = QueryOperation.maximumResults,
         completionHandler: @escaping @Sendable (Result<(matchResults: [(Record.ID, Result<Record, any Error>)], queryCursor: QueryOperation.Cursor?), any Error>) -> Void
@@ -46,7 +46,7 @@ extension Database {
     /// ```swift
     /// database.modifyRecords(saving: [todo], deleting: []) { result in … }
     /// ```
-    public func modifyRecords(
+    @preconcurrency public func modifyRecords(
         saving recordsToSave: [Record], deleting recordIDsToDelete: [Record.ID],
         savePolicy: ModifyRecordsOperation.SavePolicy = .ifServerRecordUnchanged, atomically: Bool = true,
         completionHandler: @escaping @Sendable (Result<(saveResults: [Record.ID: Result<Record, any Error>], deleteResults: [Record.ID: Result<Void, any Error>]), any Error>) -> Void
@@ -61,7 +61,7 @@ extension Database {
     /// ```swift
     /// database.fetch(withRecordZoneIDs: [photosID]) { result in if case .success(let byID) = result { … } }
     /// ```
-    public func fetch(
+    @preconcurrency public func fetch(
         withRecordZoneIDs zoneIDs: [RecordZone.ID],
         completionHandler: @escaping @Sendable (Result<[RecordZone.ID: Result<RecordZone, any Error>], any Error>) -> Void
     ) {
@@ -73,7 +73,7 @@ extension Database {
     /// ```swift
     /// database.modifyRecordZones(saving: [RecordZone(zoneName: "Photos")], deleting: []) { result in … }
     /// ```
-    public func modifyRecordZones(
+    @preconcurrency public func modifyRecordZones(
         saving recordZonesToSave: [RecordZone], deleting recordZoneIDsToDelete: [RecordZone.ID],
         completionHandler: @escaping @Sendable (Result<(saveResults: [RecordZone.ID: Result<RecordZone, any Error>], deleteResults: [RecordZone.ID: Result<Void, any Error>]), any Error>) -> Void
     ) {
@@ -86,7 +86,7 @@ extension Database {
     /// ```swift
     /// database.fetch(withSubscriptionIDs: ["orders"]) { result in if case .success(let byID) = result { … } }
     /// ```
-    public func fetch(
+    @preconcurrency public func fetch(
         withSubscriptionIDs subscriptionIDs: [Subscription.ID],
         completionHandler: @escaping @Sendable (Result<[Subscription.ID: Result<Subscription, any Error>], any Error>) -> Void
     ) {
@@ -98,7 +98,7 @@ extension Database {
     /// ```swift
     /// database.modifySubscriptions(saving: [subscription], deleting: ["old"]) { result in … }
     /// ```
-    public func modifySubscriptions(
+    @preconcurrency public func modifySubscriptions(
         saving subscriptionsToSave: [Subscription], deleting subscriptionIDsToDelete: [Subscription.ID],
         completionHandler: @escaping @Sendable (Result<(saveResults: [Subscription.ID: Result<Subscription, any Error>], deleteResults: [Subscription.ID: Result<Void, any Error>]), any Error>) -> Void
     ) {
@@ -111,7 +111,7 @@ extension Database {
     /// ```swift
     /// database.fetchRecordZoneChanges(inZoneWith: photosID, since: token) { result in … }
     /// ```
-    public func fetchRecordZoneChanges(
+    @preconcurrency public func fetchRecordZoneChanges(
         inZoneWith zoneID: RecordZone.ID, since changeToken: ServerChangeToken?, desiredKeys: [Record.FieldKey]? = nil, resultsLimit: Int? = nil,
         completionHandler: @escaping @Sendable (Result<(modificationResultsByID: [Record.ID: Result<RecordZoneChange.Modification, any Error>], deletions: [RecordZoneChange.Deletion], changeToken: ServerChangeToken, moreComing: Bool), any Error>) -> Void
     ) {
@@ -126,7 +126,7 @@ extension Database {
     /// ```swift
     /// database.fetchDatabaseChanges(since: token) { result in … }
     /// ```
-    public func fetchDatabaseChanges(
+    @preconcurrency public func fetchDatabaseChanges(
         since changeToken: ServerChangeToken?, resultsLimit: Int? = nil,
         completionHandler: @escaping @Sendable (Result<(modifications: [DatabaseChange.Modification], deletions: [DatabaseChange.Deletion], changeToken: ServerChangeToken, moreComing: Bool), any Error>) -> Void
     ) {

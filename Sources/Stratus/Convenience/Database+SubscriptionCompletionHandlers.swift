@@ -7,7 +7,7 @@ extension Database {
     /// ```swift
     /// database.save(subscription) { saved, error in … }
     /// ```
-    public func save(_ subscription: Subscription, completionHandler: @escaping @Sendable (Subscription?, (any Error)?) -> Void) {
+    @preconcurrency public func save(_ subscription: Subscription, completionHandler: @escaping @Sendable (Subscription?, (any Error)?) -> Void) {
         let op = ModifySubscriptionsOperation(subscriptionsToSave: [subscription])
         let saved = Collector<Result<Subscription, any Error>>()
         op.perSubscriptionSaveBlock = { _, result in saved.append(result) }
@@ -20,7 +20,7 @@ extension Database {
     /// ```swift
     /// database.fetch(withSubscriptionID: "orders") { subscription, error in … }
     /// ```
-    public func fetch(withSubscriptionID subscriptionID: Subscription.ID, completionHandler: @escaping @Sendable (Subscription?, (any Error)?) -> Void) {
+    @preconcurrency public func fetch(withSubscriptionID subscriptionID: Subscription.ID, completionHandler: @escaping @Sendable (Subscription?, (any Error)?) -> Void) {
         let op = FetchSubscriptionsOperation(subscriptionIDs: [subscriptionID])
         let fetched = Collector<Result<Subscription, any Error>>()
         op.perSubscriptionResultBlock = { _, result in fetched.append(result) }
@@ -33,7 +33,7 @@ extension Database {
     /// ```swift
     /// database.fetchAllSubscriptions { subscriptions, error in print(subscriptions?.count ?? 0) }
     /// ```
-    public func fetchAllSubscriptions(completionHandler: @escaping @Sendable ([Subscription]?, (any Error)?) -> Void) {
+    @preconcurrency public func fetchAllSubscriptions(completionHandler: @escaping @Sendable ([Subscription]?, (any Error)?) -> Void) {
         let op = FetchSubscriptionsOperation.fetchAllSubscriptionsOperation()
         let found = Collector<Subscription>()
         op.perSubscriptionResultBlock = { _, result in if case .success(let subscription) = result { found.append(subscription) } }
@@ -51,7 +51,7 @@ extension Database {
     /// ```swift
     /// database.delete(withSubscriptionID: "orders") { deletedID, error in … }
     /// ```
-    public func delete(withSubscriptionID subscriptionID: Subscription.ID, completionHandler: @escaping @Sendable (Subscription.ID?, (any Error)?) -> Void) {
+    @preconcurrency public func delete(withSubscriptionID subscriptionID: Subscription.ID, completionHandler: @escaping @Sendable (Subscription.ID?, (any Error)?) -> Void) {
         let op = ModifySubscriptionsOperation(subscriptionIDsToDelete: [subscriptionID])
         let deleted = Collector<Result<Void, any Error>>()
         op.perSubscriptionDeleteBlock = { _, result in deleted.append(result) }

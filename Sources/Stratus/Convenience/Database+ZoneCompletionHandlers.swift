@@ -8,7 +8,7 @@ extension Database {
     /// ```swift
     /// database.save(RecordZone(zoneName: "Photos")) { zone, error in … }
     /// ```
-    public func save(_ zone: RecordZone, completionHandler: @escaping @Sendable (RecordZone?, (any Error)?) -> Void) {
+    @preconcurrency public func save(_ zone: RecordZone, completionHandler: @escaping @Sendable (RecordZone?, (any Error)?) -> Void) {
         let op = ModifyRecordZonesOperation(recordZonesToSave: [zone])
         let saved = Collector<Result<RecordZone, any Error>>()
         op.perRecordZoneSaveBlock = { _, result in saved.append(result) }
@@ -21,7 +21,7 @@ extension Database {
     /// ```swift
     /// database.fetch(withRecordZoneID: zoneID) { zone, error in … }
     /// ```
-    public func fetch(withRecordZoneID zoneID: RecordZone.ID, completionHandler: @escaping @Sendable (RecordZone?, (any Error)?) -> Void) {
+    @preconcurrency public func fetch(withRecordZoneID zoneID: RecordZone.ID, completionHandler: @escaping @Sendable (RecordZone?, (any Error)?) -> Void) {
         let op = FetchRecordZonesOperation(recordZoneIDs: [zoneID])
         let fetched = Collector<Result<RecordZone, any Error>>()
         op.perRecordZoneResultBlock = { _, result in fetched.append(result) }
@@ -34,7 +34,7 @@ extension Database {
     /// ```swift
     /// database.fetchAllRecordZones { zones, error in print(zones?.map(\.zoneID.zoneName) ?? []) }
     /// ```
-    public func fetchAllRecordZones(completionHandler: @escaping @Sendable ([RecordZone]?, (any Error)?) -> Void) {
+    @preconcurrency public func fetchAllRecordZones(completionHandler: @escaping @Sendable ([RecordZone]?, (any Error)?) -> Void) {
         let op = FetchRecordZonesOperation.fetchAllRecordZonesOperation()
         let zones = Collector<RecordZone>()
         op.perRecordZoneResultBlock = { _, result in if case .success(let zone) = result { zones.append(zone) } }
@@ -52,7 +52,7 @@ extension Database {
     /// ```swift
     /// database.delete(withRecordZoneID: zoneID) { deletedID, error in … }
     /// ```
-    public func delete(withRecordZoneID zoneID: RecordZone.ID, completionHandler: @escaping @Sendable (RecordZone.ID?, (any Error)?) -> Void) {
+    @preconcurrency public func delete(withRecordZoneID zoneID: RecordZone.ID, completionHandler: @escaping @Sendable (RecordZone.ID?, (any Error)?) -> Void) {
         let op = ModifyRecordZonesOperation(recordZoneIDsToDelete: [zoneID])
         let deleted = Collector<Result<Void, any Error>>()
         op.perRecordZoneDeleteBlock = { _, result in deleted.append(result) }

@@ -47,7 +47,7 @@ open class DatabaseOperation: Operation, @unchecked Sendable {
     /// Accepted for CloudKit code, never called: CloudKit calls it once its servers keep the
     /// operation for a later launch of the app, and Stratus keeps no operation beyond the
     /// process that runs it (see ``OperationConfiguration/isLongLived``).
-    public var longLivedOperationWasPersistedBlock: (@Sendable () -> Void)?
+    @preconcurrency public var longLivedOperationWasPersistedBlock: (@Sendable () -> Void)?
 
     private enum State { case pending, executing, finished }
     private let lock = NSLock()

@@ -15,7 +15,7 @@ import Foundation
 public final class CompactChangeHistoryOperation: DatabaseOperation, @unchecked Sendable {
     /// Tombstones younger than this many seconds are kept.
     public var retention: TimeInterval
-    public var compactChangeHistoryResultBlock: (@Sendable (Result<ChangeHistoryCompaction, any Error>) -> Void)?
+    @preconcurrency public var compactChangeHistoryResultBlock: (@Sendable (Result<ChangeHistoryCompaction, any Error>) -> Void)?
 
     private var compaction = ChangeHistoryCompaction()
 

@@ -36,20 +36,20 @@ open class FetchDatabaseChangesOperation: DatabaseOperation, @unchecked Sendable
     /// one batch and report `moreComing`.
     public var fetchAllChanges = true
 
-    public var recordZoneWithIDChangedBlock: (@Sendable (RecordZone.ID) -> Void)?
-    public var recordZoneWithIDWasDeletedBlock: (@Sendable (RecordZone.ID) -> Void)?
+    @preconcurrency public var recordZoneWithIDChangedBlock: (@Sendable (RecordZone.ID) -> Void)?
+    @preconcurrency public var recordZoneWithIDWasDeletedBlock: (@Sendable (RecordZone.ID) -> Void)?
     /// The token after a batch that more batches follow.
-    public var changeTokenUpdatedBlock: (@Sendable (ServerChangeToken) -> Void)?
-    public var fetchDatabaseChangesResultBlock: (@Sendable (Result<(serverChangeToken: ServerChangeToken, moreComing: Bool), any Error>) -> Void)?
+    @preconcurrency public var changeTokenUpdatedBlock: (@Sendable (ServerChangeToken) -> Void)?
+    @preconcurrency public var fetchDatabaseChangesResultBlock: (@Sendable (Result<(serverChangeToken: ServerChangeToken, moreComing: Bool), any Error>) -> Void)?
     /// CloudKit's older final block: the token (`nil` on failure), whether more changes remain,
     /// and the error; after ``fetchDatabaseChangesResultBlock``.
-    public var fetchDatabaseChangesCompletionBlock: (@Sendable (ServerChangeToken?, Bool, (any Error)?) -> Void)?
+    @preconcurrency public var fetchDatabaseChangesCompletionBlock: (@Sendable (ServerChangeToken?, Bool, (any Error)?) -> Void)?
     /// Accepted for CloudKit code, never called: CloudKit purges a zone when the user deletes
     /// the app's data in iCloud settings, which has no counterpart in a Stratus store.
-    public var recordZoneWithIDWasPurgedBlock: (@Sendable (RecordZone.ID) -> Void)?
+    @preconcurrency public var recordZoneWithIDWasPurgedBlock: (@Sendable (RecordZone.ID) -> Void)?
     /// Accepted for CloudKit code, never called: Stratus stores have no account encryption
     /// keys for a user to reset.
-    public var recordZoneWithIDWasDeletedDueToUserEncryptedDataResetBlock: (@Sendable (RecordZone.ID) -> Void)?
+    @preconcurrency public var recordZoneWithIDWasDeletedDueToUserEncryptedDataResetBlock: (@Sendable (RecordZone.ID) -> Void)?
 
     private var finalToken: ServerChangeToken?
     private var finalMoreComing = false

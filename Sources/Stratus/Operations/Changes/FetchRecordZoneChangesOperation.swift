@@ -45,24 +45,24 @@ open class FetchRecordZoneChangesOperation: DatabaseOperation, RecordProducingOp
     /// stop after one batch per zone and report `moreComing`.
     public var fetchAllChanges = true
 
-    public var recordWasChangedBlock: (@Sendable (Record.ID, Result<Record, any Error>) -> Void)?
+    @preconcurrency public var recordWasChangedBlock: (@Sendable (Record.ID, Result<Record, any Error>) -> Void)?
     /// A record was deleted; the second argument is its record type.
-    public var recordWithIDWasDeletedBlock: (@Sendable (Record.ID, String) -> Void)?
+    @preconcurrency public var recordWithIDWasDeletedBlock: (@Sendable (Record.ID, String) -> Void)?
     /// A zone's token after a batch that more batches follow, and the zone's latest client
     /// change token (see ``ModifyRecordsOperation/clientChangeTokenData``).
-    public var recordZoneChangeTokensUpdatedBlock: (@Sendable (RecordZone.ID, ServerChangeToken?, Data?) -> Void)?
+    @preconcurrency public var recordZoneChangeTokensUpdatedBlock: (@Sendable (RecordZone.ID, ServerChangeToken?, Data?) -> Void)?
     /// The end of one zone: its token, its latest client change token and whether more changes
     /// remain, or its error.
-    public var recordZoneFetchResultBlock: (@Sendable (RecordZone.ID, Result<(serverChangeToken: ServerChangeToken, clientChangeTokenData: Data?, moreComing: Bool), any Error>) -> Void)?
-    public var fetchRecordZoneChangesResultBlock: (@Sendable (Result<Void, any Error>) -> Void)?
+    @preconcurrency public var recordZoneFetchResultBlock: (@Sendable (RecordZone.ID, Result<(serverChangeToken: ServerChangeToken, clientChangeTokenData: Data?, moreComing: Bool), any Error>) -> Void)?
+    @preconcurrency public var fetchRecordZoneChangesResultBlock: (@Sendable (Result<Void, any Error>) -> Void)?
     /// CloudKit's older changed-record block: each changed record, after ``recordWasChangedBlock``.
-    public var recordChangedBlock: (@Sendable (Record) -> Void)?
+    @preconcurrency public var recordChangedBlock: (@Sendable (Record) -> Void)?
     /// CloudKit's older end-of-zone block: the zone, its token (`nil` on failure), its client
     /// change token, whether more changes remain, and the zone's error; after
     /// ``recordZoneFetchResultBlock``.
-    public var recordZoneFetchCompletionBlock: (@Sendable (RecordZone.ID, ServerChangeToken?, Data?, Bool, (any Error)?) -> Void)?
+    @preconcurrency public var recordZoneFetchCompletionBlock: (@Sendable (RecordZone.ID, ServerChangeToken?, Data?, Bool, (any Error)?) -> Void)?
     /// CloudKit's older final block: the error, or `nil`; after ``fetchRecordZoneChangesResultBlock``.
-    public var fetchRecordZoneChangesCompletionBlock: (@Sendable ((any Error)?) -> Void)?
+    @preconcurrency public var fetchRecordZoneChangesCompletionBlock: (@Sendable ((any Error)?) -> Void)?
     public let recordOutput = RecordOutput()
 
     /// A Stratus extension: where a pipeline with this fetch as its source keeps its position,

@@ -14,10 +14,10 @@ import Foundation
 /// ```
 open class MarkNotificationsReadOperation: DatabaseOperation, @unchecked Sendable {
     public var notificationIDs: [StratusNotification.ID]
-    public var perNotificationIDResultBlock: (@Sendable (StratusNotification.ID, Result<Void, any Error>) -> Void)?
-    public var markNotificationsReadResultBlock: (@Sendable (Result<Void, any Error>) -> Void)?
+    @preconcurrency public var perNotificationIDResultBlock: (@Sendable (StratusNotification.ID, Result<Void, any Error>) -> Void)?
+    @preconcurrency public var markNotificationsReadResultBlock: (@Sendable (Result<Void, any Error>) -> Void)?
     /// CloudKit's final block: the IDs marked read and the error; after ``markNotificationsReadResultBlock``.
-    public var markNotificationsReadCompletionBlock: (@Sendable ([StratusNotification.ID]?, (any Error)?) -> Void)?
+    @preconcurrency public var markNotificationsReadCompletionBlock: (@Sendable ([StratusNotification.ID]?, (any Error)?) -> Void)?
 
     private var marked: [StratusNotification.ID] = []
 

@@ -26,12 +26,12 @@ public final class ReadRecordsOperation: DatabaseOperation, RecordProducingOpera
     /// operation then needs a database, whose store keeps the position.
     public var checkpoint: PipelineCheckpoint?
     /// Each input item that is not a valid record, in input order.
-    public var rejectedItemBlock: (@Sendable (RecordRejection) -> Void)?
+    @preconcurrency public var rejectedItemBlock: (@Sendable (RecordRejection) -> Void)?
     /// Each deletion the input holds, with its record type when known.
-    public var deletionReadBlock: (@Sendable (Record.ID, String?) -> Void)?
+    @preconcurrency public var deletionReadBlock: (@Sendable (Record.ID, String?) -> Void)?
     /// Called with the final result: success, `operationCancelled`, or what the source threw
     /// (with ``StratusError/completedItemCount``, the items read).
-    public var readRecordsResultBlock: (@Sendable (Result<Void, any Error>) -> Void)?
+    @preconcurrency public var readRecordsResultBlock: (@Sendable (Result<Void, any Error>) -> Void)?
 
     private let source: any RecordSource
 

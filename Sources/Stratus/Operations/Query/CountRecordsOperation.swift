@@ -15,7 +15,7 @@ public final class CountRecordsOperation: DatabaseOperation, @unchecked Sendable
     /// The zone to count in; the default zone when `nil`.
     public var zoneID: RecordZone.ID?
     /// The number of matching records, or the error.
-    public var countRecordsResultBlock: (@Sendable (Result<Int, any Error>) -> Void)?
+    @preconcurrency public var countRecordsResultBlock: (@Sendable (Result<Int, any Error>) -> Void)?
 
     private var count = 0
 

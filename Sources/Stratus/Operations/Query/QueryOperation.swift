@@ -29,13 +29,13 @@ open class QueryOperation: DatabaseOperation, RecordProducingOperation, @uncheck
     public var desiredKeys: [String]?
     /// The most records to return; ``maximumResults`` means ``defaultResultsLimit``.
     public var resultsLimit = QueryOperation.maximumResults
-    public var recordMatchedBlock: (@Sendable (Record.ID, Result<Record, any Error>) -> Void)?
-    public var queryResultBlock: (@Sendable (Result<Cursor?, any Error>) -> Void)?
+    @preconcurrency public var recordMatchedBlock: (@Sendable (Record.ID, Result<Record, any Error>) -> Void)?
+    @preconcurrency public var queryResultBlock: (@Sendable (Result<Cursor?, any Error>) -> Void)?
     /// CloudKit's older per-record block: each matching record, after ``recordMatchedBlock``.
-    public var recordFetchedBlock: (@Sendable (Record) -> Void)?
+    @preconcurrency public var recordFetchedBlock: (@Sendable (Record) -> Void)?
     /// CloudKit's older final block: the next page's cursor (`nil` when no more records match,
     /// or on failure) and the error, after ``queryResultBlock``.
-    public var queryCompletionBlock: (@Sendable (Cursor?, (any Error)?) -> Void)?
+    @preconcurrency public var queryCompletionBlock: (@Sendable (Cursor?, (any Error)?) -> Void)?
     public let recordOutput = RecordOutput()
 
     /// A Stratus extension: read every match, not one page — page by page, from one snapshot

@@ -20,8 +20,8 @@ public final class DeleteRecordsOperation: DatabaseOperation, @unchecked Sendabl
     public var zoneID: RecordZone.ID?
     /// Records deleted per transaction.
     public var batchSize = ModifyRecordsOperation.maximumItemsPerBatch
-    public var perRecordDeleteBlock: (@Sendable (Record.ID, Result<Void, any Error>) -> Void)?
-    public var deleteRecordsResultBlock: (@Sendable (Result<Void, any Error>) -> Void)?
+    @preconcurrency public var perRecordDeleteBlock: (@Sendable (Record.ID, Result<Void, any Error>) -> Void)?
+    @preconcurrency public var deleteRecordsResultBlock: (@Sendable (Result<Void, any Error>) -> Void)?
     /// A Stratus extension: for each record deleted successfully, whether a stored record was
     /// deleted or none was there (CloudKit reports both as success); called just before
     /// ``perRecordDeleteBlock``.
@@ -29,7 +29,7 @@ public final class DeleteRecordsOperation: DatabaseOperation, @unchecked Sendabl
     /// ```swift
     /// purge.perRecordDeletionBlock = { id, kind in if kind == .notFound { print("no", id.recordName) } }
     /// ```
-    public var perRecordDeletionBlock: (@Sendable (Record.ID, RecordDeletionKind) -> Void)?
+    @preconcurrency public var perRecordDeletionBlock: (@Sendable (Record.ID, RecordDeletionKind) -> Void)?
 
     /// The producer's batches and which of their records to delete, in a pipeline.
     private var input: PipelineChannel<Record>?

@@ -19,17 +19,17 @@ open class FetchRecordsOperation: DatabaseOperation, RecordProducingOperation, @
     public var recordIDs: [Record.ID]?
     /// The keys to fetch; all keys when `nil`.
     public var desiredKeys: [String]?
-    public var perRecordResultBlock: (@Sendable (Record.ID, Result<Record, any Error>) -> Void)?
-    public var fetchRecordsResultBlock: (@Sendable (Result<Void, any Error>) -> Void)?
+    @preconcurrency public var perRecordResultBlock: (@Sendable (Record.ID, Result<Record, any Error>) -> Void)?
+    @preconcurrency public var fetchRecordsResultBlock: (@Sendable (Result<Void, any Error>) -> Void)?
     /// CloudKit's older progress block: each record's download progress (Stratus reports 1.0
     /// once a record is read), before its result blocks.
-    public var perRecordProgressBlock: (@Sendable (Record.ID, Double) -> Void)?
+    @preconcurrency public var perRecordProgressBlock: (@Sendable (Record.ID, Double) -> Void)?
     /// CloudKit's older per-record block: the record or the error, and the ID, after
     /// ``perRecordResultBlock``.
-    public var perRecordCompletionBlock: (@Sendable (Record?, Record.ID?, (any Error)?) -> Void)?
+    @preconcurrency public var perRecordCompletionBlock: (@Sendable (Record?, Record.ID?, (any Error)?) -> Void)?
     /// CloudKit's older final block: the records read, by ID, and the error (`partialFailure`
     /// when some failed), after ``fetchRecordsResultBlock``.
-    public var fetchRecordsCompletionBlock: (@Sendable ([Record.ID: Record]?, (any Error)?) -> Void)?
+    @preconcurrency public var fetchRecordsCompletionBlock: (@Sendable ([Record.ID: Record]?, (any Error)?) -> Void)?
     public let recordOutput = RecordOutput()
 
     /// A Stratus extension: where a pipeline with this fetch as its source keeps its position

@@ -81,21 +81,21 @@ open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, 
     /// across zones (an import's atomic run, and the batch that finds where its reject limit
     /// falls).
     var isAtomicAcrossZones = false
-    public var perRecordSaveBlock: (@Sendable (Record.ID, Result<Record, any Error>) -> Void)?
-    public var perRecordDeleteBlock: (@Sendable (Record.ID, Result<Void, any Error>) -> Void)?
-    public var modifyRecordsResultBlock: (@Sendable (Result<Void, any Error>) -> Void)?
+    @preconcurrency public var perRecordSaveBlock: (@Sendable (Record.ID, Result<Record, any Error>) -> Void)?
+    @preconcurrency public var perRecordDeleteBlock: (@Sendable (Record.ID, Result<Void, any Error>) -> Void)?
+    @preconcurrency public var modifyRecordsResultBlock: (@Sendable (Result<Void, any Error>) -> Void)?
     /// A Stratus extension: for each saved record, whether it was created, updated or left
     /// unchanged; called just before ``perRecordSaveBlock``.
-    public var perRecordWriteKindBlock: (@Sendable (Record.ID, RecordWriteKind) -> Void)?
+    @preconcurrency public var perRecordWriteKindBlock: (@Sendable (Record.ID, RecordWriteKind) -> Void)?
     /// CloudKit's older progress block: each saved record's upload progress (Stratus reports
     /// 1.0 once the record is written), before its result blocks.
-    public var perRecordProgressBlock: (@Sendable (Record, Double) -> Void)?
+    @preconcurrency public var perRecordProgressBlock: (@Sendable (Record, Double) -> Void)?
     /// CloudKit's older per-record block, for saves: the record as stored and `nil`, or the
     /// record the client gave and the error; after ``perRecordSaveBlock``.
-    public var perRecordCompletionBlock: (@Sendable (Record, (any Error)?) -> Void)?
+    @preconcurrency public var perRecordCompletionBlock: (@Sendable (Record, (any Error)?) -> Void)?
     /// CloudKit's older final block: the records saved, the IDs deleted and the error
     /// (`partialFailure` when some item failed), after ``modifyRecordsResultBlock``.
-    public var modifyRecordsCompletionBlock: (@Sendable ([Record]?, [Record.ID]?, (any Error)?) -> Void)?
+    @preconcurrency public var modifyRecordsCompletionBlock: (@Sendable ([Record]?, [Record.ID]?, (any Error)?) -> Void)?
     /// A token the client chooses to mark the local changes this request carries, as
     /// `CKModifyRecordsOperation.clientChangeTokenData`: after the request writes to a zone,
     /// ``FetchRecordZoneChangesOperation`` hands the latest such token back for that zone, so

@@ -21,7 +21,7 @@ import Foundation
 public final class ModifySchemasOperation: DatabaseOperation, @unchecked Sendable {
     public var schemasToSave: [RecordTypeSchema]
     /// Called last with the environment's record types (by name) after the save, or the error.
-    public var modifySchemasResultBlock: (@Sendable (Result<[RecordTypeSchema], any Error>) -> Void)?
+    @preconcurrency public var modifySchemasResultBlock: (@Sendable (Result<[RecordTypeSchema], any Error>) -> Void)?
 
     private var savedSchemas: [RecordTypeSchema] = []
 

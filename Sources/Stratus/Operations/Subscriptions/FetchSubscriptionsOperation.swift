@@ -15,11 +15,11 @@ import Foundation
 open class FetchSubscriptionsOperation: DatabaseOperation, @unchecked Sendable {
     /// The IDs to fetch; `nil` fetches every subscription.
     public var subscriptionIDs: [Subscription.ID]?
-    public var perSubscriptionResultBlock: (@Sendable (Subscription.ID, Result<Subscription, any Error>) -> Void)?
-    public var fetchSubscriptionsResultBlock: (@Sendable (Result<Void, any Error>) -> Void)?
+    @preconcurrency public var perSubscriptionResultBlock: (@Sendable (Subscription.ID, Result<Subscription, any Error>) -> Void)?
+    @preconcurrency public var fetchSubscriptionsResultBlock: (@Sendable (Result<Void, any Error>) -> Void)?
     /// CloudKit's older final block: the subscriptions found by ID, and the error
     /// (`partialFailure` when some ID is missing); after ``fetchSubscriptionsResultBlock``.
-    public var fetchSubscriptionCompletionBlock: (@Sendable ([Subscription.ID: Subscription]?, (any Error)?) -> Void)?
+    @preconcurrency public var fetchSubscriptionCompletionBlock: (@Sendable ([Subscription.ID: Subscription]?, (any Error)?) -> Void)?
 
     private var found: [Subscription.ID: Subscription] = [:]
 

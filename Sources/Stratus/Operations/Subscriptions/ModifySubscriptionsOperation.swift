@@ -19,12 +19,12 @@ import Foundation
 open class ModifySubscriptionsOperation: DatabaseOperation, @unchecked Sendable {
     public var subscriptionsToSave: [Subscription]?
     public var subscriptionIDsToDelete: [Subscription.ID]?
-    public var perSubscriptionSaveBlock: (@Sendable (Subscription.ID, Result<Subscription, any Error>) -> Void)?
-    public var perSubscriptionDeleteBlock: (@Sendable (Subscription.ID, Result<Void, any Error>) -> Void)?
-    public var modifySubscriptionsResultBlock: (@Sendable (Result<Void, any Error>) -> Void)?
+    @preconcurrency public var perSubscriptionSaveBlock: (@Sendable (Subscription.ID, Result<Subscription, any Error>) -> Void)?
+    @preconcurrency public var perSubscriptionDeleteBlock: (@Sendable (Subscription.ID, Result<Void, any Error>) -> Void)?
+    @preconcurrency public var modifySubscriptionsResultBlock: (@Sendable (Result<Void, any Error>) -> Void)?
     /// CloudKit's older final block: the subscriptions saved, the IDs deleted and the error
     /// (`partialFailure` when some failed); after ``modifySubscriptionsResultBlock``.
-    public var modifySubscriptionsCompletionBlock: (@Sendable ([Subscription]?, [Subscription.ID]?, (any Error)?) -> Void)?
+    @preconcurrency public var modifySubscriptionsCompletionBlock: (@Sendable ([Subscription]?, [Subscription.ID]?, (any Error)?) -> Void)?
 
     private var saved: [Subscription] = []
     private var deleted: [Subscription.ID] = []

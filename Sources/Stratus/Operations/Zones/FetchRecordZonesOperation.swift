@@ -17,11 +17,11 @@ import Foundation
 open class FetchRecordZonesOperation: DatabaseOperation, @unchecked Sendable {
     /// The zones to fetch; every zone of the database when `nil`.
     public var recordZoneIDs: [RecordZone.ID]?
-    public var perRecordZoneResultBlock: (@Sendable (RecordZone.ID, Result<RecordZone, any Error>) -> Void)?
-    public var fetchRecordZonesResultBlock: (@Sendable (Result<Void, any Error>) -> Void)?
+    @preconcurrency public var perRecordZoneResultBlock: (@Sendable (RecordZone.ID, Result<RecordZone, any Error>) -> Void)?
+    @preconcurrency public var fetchRecordZonesResultBlock: (@Sendable (Result<Void, any Error>) -> Void)?
     /// CloudKit's older final block: the zones read, by ID, and the error (`partialFailure`
     /// when some zone failed); after ``fetchRecordZonesResultBlock``.
-    public var fetchRecordZonesCompletionBlock: (@Sendable ([RecordZone.ID: RecordZone]?, (any Error)?) -> Void)?
+    @preconcurrency public var fetchRecordZonesCompletionBlock: (@Sendable ([RecordZone.ID: RecordZone]?, (any Error)?) -> Void)?
 
     /// The zones read, kept for ``fetchRecordZonesCompletionBlock``.
     private var fetched: [RecordZone.ID: RecordZone] = [:]

@@ -18,12 +18,12 @@ import Foundation
 open class ModifyRecordZonesOperation: DatabaseOperation, @unchecked Sendable {
     public var recordZonesToSave: [RecordZone]?
     public var recordZoneIDsToDelete: [RecordZone.ID]?
-    public var perRecordZoneSaveBlock: (@Sendable (RecordZone.ID, Result<RecordZone, any Error>) -> Void)?
-    public var perRecordZoneDeleteBlock: (@Sendable (RecordZone.ID, Result<Void, any Error>) -> Void)?
-    public var modifyRecordZonesResultBlock: (@Sendable (Result<Void, any Error>) -> Void)?
+    @preconcurrency public var perRecordZoneSaveBlock: (@Sendable (RecordZone.ID, Result<RecordZone, any Error>) -> Void)?
+    @preconcurrency public var perRecordZoneDeleteBlock: (@Sendable (RecordZone.ID, Result<Void, any Error>) -> Void)?
+    @preconcurrency public var modifyRecordZonesResultBlock: (@Sendable (Result<Void, any Error>) -> Void)?
     /// CloudKit's older final block: the zones saved, the zone IDs deleted and the error
     /// (`partialFailure` when some zone failed); after ``modifyRecordZonesResultBlock``.
-    public var modifyRecordZonesCompletionBlock: (@Sendable ([RecordZone]?, [RecordZone.ID]?, (any Error)?) -> Void)?
+    @preconcurrency public var modifyRecordZonesCompletionBlock: (@Sendable ([RecordZone]?, [RecordZone.ID]?, (any Error)?) -> Void)?
 
     /// What ``modifyRecordZonesCompletionBlock`` reports.
     private var savedZones: [RecordZone] = []
