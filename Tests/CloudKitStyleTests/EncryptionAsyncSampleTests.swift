@@ -194,8 +194,10 @@ enum EncryptionAsyncSample {
 // MARK: - EncryptionTests.swift
 
 /// Runs `body` with the sample's view model on a fresh store and a defaults domain of its own,
-/// initialized before (`setUp`) and its test contacts deleted after (`tearDown`).
-@MainActor func withEncryptionAsyncViewModel(_ body: @MainActor (EncryptionAsyncSample.ViewModel, inout [EncryptionAsyncSample.Contact]) async throws -> Void) async throws {
+/// initialized before (`setUp`) and its test contacts deleted after (`tearDown`); `afterTearDown`
+/// runs while the store is still there.
+@MainActor func withEncryptionAsyncViewModel(_ body: @MainActor (EncryptionAsyncSample.ViewModel, inout [EncryptionAsyncSample.Contact]) async throws -> Void,
+                                             afterTearDown: @MainActor (EncryptionAsyncSample.ViewModel) async throws -> Void = { _ in }) async throws {
     try await TemporaryStore.with(prefix: "cloudkit-encryption-async") { store in
         let suite = "stratus-encryption-async-sample-\(UUID().uuidString)"
         let defaults = try #require(UserDefaults(suiteName: suite))
@@ -216,6 +218,7 @@ enum EncryptionAsyncSample {
         if !contactsToDelete.isEmpty {
             try await viewModel.deleteContacts(contactsToDelete)
         }
+        try await afterTearDown(viewModel)
     }
 }
 
@@ -256,9 +259,7 @@ enum EncryptionAsyncSample {
     // func testCreatingAndFetchingContact() async throws {
     @Test("testCreatingAndFetchingContact: a contact with an encrypted phone number is fetched back, and tear-down deletes it")
     func creatingAndFetchingContact() async throws {
-        var viewModelAfterTest: EncryptionAsyncSample.ViewModel?
         try await withEncryptionAsyncViewModel { viewModel, contactsToDelete in
-            viewModelAfterTest = viewModel
             do {
                 let contact = try await viewModel.addContact(name: "TestContact-\(UUID().uuidString)", phoneNumber: "555-123-4567")
 
@@ -281,11 +282,11 @@ enum EncryptionAsyncSample {
             } catch {
                 Issue.record("Failed to create new contact: \(error)")
             }
+        } afterTearDown: { viewModel in
+            let left = try await viewModel.fetchContacts()
+            #expect(left.isEmpty, "tear-down deleted the test's contact")
+            #expect(viewModel.loggedMessages.isEmpty)
         }
-        let viewModel = try #require(viewModelAfterTest)
-        let left = try await viewModel.fetchContacts()
-        #expect(left.isEmpty, "tear-down deleted the test's contact")
-        #expect(viewModel.loggedMessages.isEmpty)
     }
 }
 

@@ -375,8 +375,10 @@ final class EncryptionTestCase {
 }
 
 /// Runs `body` with the sample's test case on a fresh store and a defaults domain of its own,
-/// set up before and torn down after, as XCTest does around each test.
-func withEncryptionTestCase(_ body: (EncryptionTestCase) async throws -> Void) async throws {
+/// set up before and torn down after, as XCTest does around each test; `afterTearDown` runs
+/// while the store is still there.
+func withEncryptionTestCase(_ body: (EncryptionTestCase) async throws -> Void,
+                            afterTearDown: (EncryptionTestCase) async throws -> Void = { _ in }) async throws {
     try await TemporaryStore.with(prefix: "cloudkit-encryption") { store in
         let suite = "stratus-encryption-sample-\(UUID().uuidString)"
         let defaults = try #require(UserDefaults(suiteName: suite))
@@ -385,6 +387,7 @@ func withEncryptionTestCase(_ body: (EncryptionTestCase) async throws -> Void) a
         await testCase.setUp()
         try await body(testCase)
         await testCase.tearDown()
+        try await afterTearDown(testCase)
     }
 }
 
@@ -435,9 +438,7 @@ struct EncryptionSampleTests {
     @Test("testCreatingAndFetchingContact: a contact saved with an encrypted phone number is fetched back with it")
     func creatingAndFetchingContact() async throws {
         var savedRecordID: Record.ID?
-        var viewModel: EncryptionSample.ViewModel?
         try await withEncryptionTestCase { testCase in
-            viewModel = testCase.viewModel
             let name = "TestContact-\(UUID().uuidString)"
             // let finishExpectation = expectation(description: "Expect add and fetch operations to complete")
             let found: EncryptionSample.Contact? = await awaitCallback { finishExpectation in
@@ -482,11 +483,16 @@ struct EncryptionSampleTests {
             #expect(stored.encryptedValues.allKeys() == ["phoneNumber"])
             #expect(stored.encryptedKeys == ["phoneNumber"])
             #expect(testCase.viewModel.reportedMessages.isEmpty)
+        } afterTearDown: { testCase in
+            // tearDown deleted the contact: the zone is there, the record is not.
+            let recordID = try #require(savedRecordID)
+            let database = try encryptionSampleContainer(of: testCase.viewModel).privateCloudDatabase
+            await #expect {
+                _ = try await database.record(for: recordID)
+            } throws: { error in
+                (error as? StratusError)?.code == .unknownItem
+            }
         }
-        // tearDown deleted the contact.
-        let recordID = try #require(savedRecordID)
-        let database = try encryptionSampleContainer(of: try #require(viewModel)).privateCloudDatabase
-        await #expect(throws: StratusError.self) { _ = try await database.record(for: recordID) }
     }
 }
 

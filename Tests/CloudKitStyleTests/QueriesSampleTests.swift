@@ -395,8 +395,10 @@ final class QueriesTestCase {
 }
 
 /// Runs `body` with the sample's test case on a fresh store and a defaults domain of its own,
-/// set up before and torn down after, as XCTest does around each test.
-func withQueriesTestCase(_ body: (QueriesTestCase) async throws -> Void) async throws {
+/// set up before and torn down after, as XCTest does around each test; `afterTearDown` runs
+/// while the store is still there.
+func withQueriesTestCase(_ body: (QueriesTestCase) async throws -> Void,
+                         afterTearDown: (QueriesTestCase) async throws -> Void = { _ in }) async throws {
     try await TemporaryStore.with(prefix: "cloudkit-queries") { store in
         let suite = "stratus-queries-sample-\(UUID().uuidString)"
         let defaults = try #require(UserDefaults(suiteName: suite))
@@ -405,6 +407,7 @@ func withQueriesTestCase(_ body: (QueriesTestCase) async throws -> Void) async t
         try await testCase.setUpWithError()
         try await body(testCase)
         try await testCase.tearDownWithError()
+        try await afterTearDown(testCase)
     }
 }
 
@@ -453,9 +456,7 @@ struct QueriesSampleTests {
     // func testSavingRecords() throws {
     @Test("testSavingRecords: saveContacts saves one Contact per name, and tear-down deletes them")
     func savingRecords() async throws {
-        var viewModel: QueriesSample.ViewModel?
         try await withQueriesTestCase { testCase in
-            viewModel = testCase.viewModel
             await awaitCallback { saveExpectation in
                 try! testCase.createTemporaryRecords(names: ["Madi", "Simon", "Bob"]) {
                     saveExpectation(())
@@ -466,10 +467,12 @@ struct QueriesSampleTests {
             let namesInStore = try await contactNamesInStore(of: testCase.viewModel)
             #expect(namesInStore == ["Bob", "Madi", "Simon"])
             #expect(testCase.viewModel.reportedMessages.isEmpty)
+        } afterTearDown: { testCase in
+            // tearDownWithError deleted what the test saved.
+            let namesLeft = try await contactNamesInStore(of: testCase.viewModel)
+            #expect(namesLeft.isEmpty)
+            #expect(testCase.idsToDelete.isEmpty)
         }
-        // tearDownWithError deleted what the test saved.
-        let namesLeft = try await contactNamesInStore(of: try #require(viewModel))
-        #expect(namesLeft.isEmpty)
     }
 
     // func testQueryingRecords() throws {
