@@ -12,16 +12,18 @@ struct ReadOnlyStoreCLITests {
     /// Cancels the test, saying why, unless it can run commands as another user.
     static func requireOtherUser() throws {
         guard getuid() == 0 else { try Test.cancel("needs root, to run stratus as nobody through runuser") }
-        guard FileManager.default.isExecutableFile(atPath: "/usr/sbin/runuser") || FileManager.default.isExecutableFile(atPath: "/sbin/runuser") else {
-            try Test.cancel("needs runuser, to run stratus as nobody")
-        }
+        guard runuser != nil else { try Test.cancel("needs runuser, to run stratus as nobody") }
     }
+
+    /// `runuser` by its path: a PATH without the sbin folders (`env -i`, a user's login
+    /// shell) finds none.
+    static let runuser = ["/usr/sbin/runuser", "/sbin/runuser"].first { FileManager.default.isExecutableFile(atPath: $0) }
 
     /// Runs `stratus ARGUMENTS` as nobody on the store at `path`.
     static func asNobody(_ cli: CLI, _ arguments: [String], store path: String, stdin: String? = nil) async throws -> CLI.Result {
         let words = (arguments + ["--store", path]).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
         let input = stdin.map { try? cli.file("nobody-\(UUID().uuidString.prefix(6)).in", $0) } ?? nil
-        return try await cli.shell(#"exec runuser -u nobody -- env STRATUS_USER=tester "$STRATUS" "# + words + (input.map { " < '\($0)'" } ?? " < /dev/null"))
+        return try await cli.shell("exec \(runuser ?? "runuser") -u nobody -- env STRATUS_USER=tester \"$STRATUS\" " + words + (input.map { " < '\($0)'" } ?? " < /dev/null"))
     }
 
     @Test("no write access: without a writer, reads fail with 77 naming the missing access; while a writer has it open, reads work read-only; writes fail with 77 and change nothing")
