@@ -72,8 +72,7 @@ enum EncryptionSample {
         let storePath: String
         let userName: String
         let userDefaults: UserDefaults
-        private let logLock = NSLock()
-        private var loggedMessages: [String] = []
+        private let log = SampleLog()
 
         init(storePath: String, userName: String, userDefaults: UserDefaults) {
             self.storePath = storePath
@@ -275,17 +274,9 @@ enum EncryptionSample {
 
         /// Keeps what the sample logs; handleError runs on the main queue here, the lock keeps
         /// a test's reads safe from any thread.
-        private func os_log(_ message: String) {
-            logLock.lock()
-            defer { logLock.unlock() }
-            loggedMessages.append(message)
-        }
+        private func os_log(_ message: String) { log.append(message) }
 
-        var reportedMessages: [String] {
-            logLock.lock()
-            defer { logLock.unlock() }
-            return loggedMessages
-        }
+        var reportedMessages: [String] { log.messages }
     }
 }
 

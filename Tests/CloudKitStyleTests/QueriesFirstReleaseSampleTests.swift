@@ -64,8 +64,7 @@ enum QueriesFirstReleaseSample {
         let storePath: String
         let userName: String
         let userDefaults: UserDefaults
-        private let logLock = NSLock()
-        private var loggedMessages: [String] = []
+        private let log = SampleLog()
 
         init(storePath: String, userName: String, userDefaults: UserDefaults) {
             self.storePath = storePath
@@ -276,17 +275,9 @@ enum QueriesFirstReleaseSample {
 
         // MARK: - The port's os_log
 
-        private func os_log(_ message: String) {
-            logLock.lock()
-            defer { logLock.unlock() }
-            loggedMessages.append(message)
-        }
+        private func os_log(_ message: String) { log.append(message) }
 
-        var reportedMessages: [String] {
-            logLock.lock()
-            defer { logLock.unlock() }
-            return loggedMessages
-        }
+        var reportedMessages: [String] { log.messages }
     }
 }
 

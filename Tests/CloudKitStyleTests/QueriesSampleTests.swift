@@ -83,8 +83,7 @@ enum QueriesSample {
         let storePath: String
         let userName: String
         let userDefaults: UserDefaults
-        private let logLock = NSLock()
-        private var loggedMessages: [String] = []
+        private let log = SampleLog()
 
         init(storePath: String, userName: String, userDefaults: UserDefaults) {
             self.storePath = storePath
@@ -307,17 +306,9 @@ enum QueriesSample {
         // MARK: - The port's os_log
 
         /// Keeps what the sample logs; reportError runs on the operations' threads.
-        private func os_log(_ message: String) {
-            logLock.lock()
-            defer { logLock.unlock() }
-            loggedMessages.append(message)
-        }
+        private func os_log(_ message: String) { log.append(message) }
 
-        var reportedMessages: [String] {
-            logLock.lock()
-            defer { logLock.unlock() }
-            return loggedMessages
-        }
+        var reportedMessages: [String] { log.messages }
     }
 }
 

@@ -17,3 +17,15 @@ func awaitCallback<T: Sendable>(_ start: (@escaping @Sendable (T) -> Void) -> Vo
         start { continuation.resume(returning: $0) }
     }
 }
+
+/// What a ported sample logs through its `os_log`, kept for the sample's tests. Samples log
+/// from operation threads and the main queue alike, so writes and reads take a lock.
+final class SampleLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var kept: [String] = []
+
+    func append(_ message: String) { lock.withLock { kept.append(message) } }
+
+    /// Every message so far, oldest first.
+    var messages: [String] { lock.withLock { kept } }
+}
