@@ -44,16 +44,24 @@ public enum StoreLocation: Sendable, Hashable, CustomStringConvertible {
         /// What is wrong.
         public let kind: Kind
 
-        public var description: String {
+        public var description: String { description(naming: "the store location") }
+
+        /// The problem, naming where the text came from (`--store`, `$STRATUS_STORE`) in place
+        /// of "the store location"; never the text itself.
+        ///
+        /// ```swift
+        /// print(problem.description(naming: "$STRATUS_STORE"))
+        /// ```
+        public func description(naming origin: String) -> String {
             switch kind {
             case .empty:
-                "an empty store location names no file"
+                "\(origin) is empty, which names no file"
             case .malformedPostgresURL:
-                "the store location begins with a PostgreSQL scheme but is no URL libpq reads (not shown: it may hold a password); write postgresql://[user[:password]@]host[:port]/dbname, with two slashes"
+                "\(origin) begins with a PostgreSQL scheme but is no URL libpq reads (not shown: it may hold a password); write postgresql://[user[:password]@]host[:port]/dbname, with two slashes"
             case .otherURL:
-                "the store location looks like a URL but is no PostgreSQL URL (not shown: it may hold a password); write postgresql://[user[:password]@]host[:port]/dbname (or postgres://…), or ./ before a file path that begins so"
+                "\(origin) looks like a URL but is no PostgreSQL URL (not shown: it may hold a password); write postgresql://[user[:password]@]host[:port]/dbname (or postgres://…), or ./ before a file path that begins so"
             case .connectionString:
-                "the store location looks like a libpq key=value connection string, which names no SQLite file; give a URL instead: postgresql://[user@]host[:port]/dbname, or postgresql:///dbname?host=/socket/folder (PG* variables and ~/.pgpass apply)"
+                "\(origin) looks like a libpq key=value connection string, which names no SQLite file; give a URL instead: postgresql://[user@]host[:port]/dbname, or postgresql:///dbname?host=/socket/folder (PG* variables and ~/.pgpass apply)"
             }
         }
     }

@@ -695,7 +695,7 @@ extension JSONCursor {
         guard case .anywhere = context.assetPaths else {
             return .failure(AssetPathRefusal(message: "names the file '\(quoted)'; name the folder asset files are read from with --assets-dir (in Swift, RecordReadOptions.assetDirectory): paths in the input are relative to it"))
         }
-        guard let url = assetFileURL(text, directory: nil) else {
+        guard let url = assetFileURL(text) else {
             return .failure(AssetPathRefusal(message: "has the downloadURL '\(quoted)', which is not a local file"))
         }
         return .success(Asset(fileURL: url))
@@ -717,12 +717,13 @@ extension JSONCursor {
         return text.contains("://") ? nil : text
     }
 
-    /// A file URL for a `file:` URL or a path (relative ones against `directory`); nil for
-    /// anything else, such as CloudKit's `https` download URLs, which Stratus does not fetch.
-    static func assetFileURL(_ text: String, directory: URL?) -> URL? {
+    /// A file URL for a `file:` URL or a path (relative ones against the current directory);
+    /// nil for anything else, such as CloudKit's `https` download URLs, which Stratus does not
+    /// fetch. Paths inside an asset folder are ``Stratus/Asset/init(path:in:followsSymlinks:)``'s.
+    static func assetFileURL(_ text: String) -> URL? {
         guard let path = localPath(text) else { return nil }
         if path.hasPrefix("/") { return URL(fileURLWithPath: path) }
-        let base = directory?.path ?? FileManager.default.currentDirectoryPath
+        let base = FileManager.default.currentDirectoryPath
         return URL(fileURLWithPath: base.hasSuffix("/") ? base + path : base + "/" + path)
     }
 

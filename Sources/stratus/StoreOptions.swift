@@ -145,8 +145,8 @@ struct StoreOptions {
         do {
             store = try StoreLocation(location)
         } catch {
-            // The library's words, with where the text came from; never the text: it may hold a password.
-            throw UsageError(message: error.description.replacingOccurrences(of: "the store location", with: origin))
+            // Where the text came from, never the text: it may hold a password.
+            throw UsageError(message: error.description(naming: origin))
         }
         switch store {
         case .postgres(let url):
