@@ -76,7 +76,10 @@ struct QueryCommand: Command {
         let page: (matchResults: [(Record.ID, Result<Record, any Error>)], queryCursor: QueryOperation.Cursor?)
         if let cursor {
             let decoded = try QueryOperation.Cursor(serialized: cursor)
-            if let query, !decoded.continues(query, zoneID: store.zoneID) {
+            // A cursor printed by a program for a query without a zone searches every zone; it
+            // goes on so unless --zone names one.
+            let zone: RecordZone.ID? = decoded.searchesAllZones && !store.zoneGiven ? nil : store.zoneID
+            if let query, !decoded.continues(query, zoneID: zone) {
                 throw UsageError(message: "the cursor belongs to a different query; run the same --type/--where/--sort that printed it")
             }
             page = try await database.records(continuingMatchFrom: decoded, desiredKeys: selection.fields, resultsLimit: limit)

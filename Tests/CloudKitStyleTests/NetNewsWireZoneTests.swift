@@ -368,10 +368,6 @@ protocol CloudKitZone: AnyObject {
 
 		let op = QueryOperation(query: ckQuery)
 		op.qualityOfService = Self.qualityOfService
-		// Stratus: added. NetNewsWire leaves `zoneID` nil, which on CloudKit searches every zone
-		// of the private database; a Stratus query reads one zone, the default one without
-		// `zoneID` (see "Queries" in the README), so its records in "Account" need the zone named.
-		op.zoneID = zoneID
 
 		if let desiredKeys = desiredKeys {
 			op.desiredKeys = desiredKeys
@@ -721,10 +717,6 @@ protocol CloudKitZone: AnyObject {
 
 		let op = QueryOperation(query: ckQuery)
 		op.qualityOfService = Self.qualityOfService
-		// Stratus: added. NetNewsWire leaves `zoneID` nil, which on CloudKit searches every zone
-		// of the private database; a Stratus query reads one zone, the default one without
-		// `zoneID` (see "Queries" in the README), so its records in "Account" need the zone named.
-		op.zoneID = zoneID
 
 		op.recordMatchedBlock = { recordID, recordResult in
 			switch recordResult {

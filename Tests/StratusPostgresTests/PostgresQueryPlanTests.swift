@@ -68,7 +68,7 @@ struct PostgresQueryPlanTests {
             #expect(!text.contains("Sort  ") && !text.contains("Sort Key"), "no sort step:\n\(text)")
             try await expectEvaluator(query, stored, database)
             // The page after a cursor seeks in the same index.
-            let (_, cursor) = try await database.records(matching: query, resultsLimit: 7)
+            let (_, cursor) = try await database.records(matching: query, inZoneWith: .default, resultsLimit: 7)
             if let cursor {
                 let after = try plan(query, after: cursor.position)
                 #expect(after.contains("Index Cond") && after.contains("ix_") && !after.contains("Sort Key"), "a seek:\n\(after)")

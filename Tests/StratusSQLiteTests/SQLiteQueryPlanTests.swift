@@ -91,7 +91,7 @@ struct SQLiteQueryPlanTests {
 
     /// The cursor position after the first page of 40.
     static func secondPagePosition(_ query: Query, _ fixture: Fixture) async throws -> QueryPosition {
-        let page = try await fixture.database.records(matching: query, resultsLimit: 40)
+        let page = try await fixture.database.records(matching: query, inZoneWith: .default, resultsLimit: 40)
         return try #require(page.queryCursor).position
     }
 

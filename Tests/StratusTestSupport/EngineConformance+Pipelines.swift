@@ -8,6 +8,7 @@ extension EngineConformance {
     static let pipelineCases: [TestCase] = [
         TestCase("a job's text position commits with its transaction: rolled back with it, replaced, read back, removed", jobPositionText),
         TestCase("a checkpointed query pipeline stopped mid-way goes on after the last batch it committed: every record changed exactly once", checkpointedQueryPipeline),
+        TestCase("a checkpointed query pipeline over every zone stopped mid-way goes on after its last batch; DeleteRecordsOperation(query:) without a zone deletes in every zone", checkpointedZoneWidePipeline),
         TestCase("a checkpointed change-feed pipeline resumes after its token; a record written twice would fail on its change tag", checkpointedChangePipeline),
     ]
 
@@ -100,6 +101,36 @@ extension EngineConformance {
         other.checkpoint = PipelineCheckpoint(job: "other")
         let result = await runQueryPage(other, on: database)
         #expect((result.error as? StratusError)?.code == .invalidArguments, "\(String(describing: result.error))")
+    }
+
+    static func checkpointedZoneWidePipeline(_ env: Environment) async throws {
+        let database = env.container().privateCloudDatabase
+        let zones = [RecordZone.ID.default, RecordZone.ID(zoneName: "East"), RecordZone.ID(zoneName: "West")]
+        _ = try await database.modifyRecordZones(saving: zones.dropFirst().map { RecordZone(zoneID: $0) }, deleting: [])
+        for zone in zones {
+            try await TestDatabase.save(makeRecords("Counter", count: 90, zoneID: zone) { ["count": .int64(0), "n": .int64(Int64($0))] }, in: database)
+        }
+        let checkpoint = PipelineCheckpoint(job: "bump-everywhere")
+        let stopped = try #require(try await bumpPipeline(database, checkpoint: checkpoint, stopAfter: 110))
+        #expect(stopped.code == .operationCancelled)
+        let text = try #require(try env.engine.jobProgressText(checkpoint.job))
+        guard case .query(let cursor) = try PipelinePosition(serialized: text) else { Issue.record("not a query position: \(text)"); return }
+        #expect(cursor.searchesAllZones)
+
+        #expect(try await bumpPipeline(database, checkpoint: checkpoint, stopAfter: nil) == nil)
+        let all = try await TestDatabase.queryAll(Query(recordType: "Counter"), in: database)
+        let counts = Dictionary(grouping: all) { $0.fieldValue(forKey: "count") }.mapValues(\.count)
+        #expect(all.count == 270 && counts == [.int64(1): 270], "each record of each zone once: \(counts)")
+
+        let purge = DeleteRecordsOperation(query: try Query(recordType: "Counter", format: "n < %@", 30))
+        purge.batchSize = 7
+        let deleted = Box(0)
+        purge.perRecordDeleteBlock = { _, result in if case .success = result { deleted.update { $0 += 1 } } }
+        await run(purge, on: database)
+        #expect(deleted.value == 90)
+        for zone in zones {
+            #expect(try await database.countRecords(matching: Query(recordType: "Counter"), inZoneWith: zone) == 60, "\(zone.zoneName)")
+        }
     }
 
     static func checkpointedChangePipeline(_ env: Environment) async throws {

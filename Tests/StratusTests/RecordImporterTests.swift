@@ -280,7 +280,7 @@ struct RecordImporterTests {
                 guard let failure = error as? RecordImporter.Failure, let cause = failure.error as? StratusError else { return false }
                 return cause.code == .invalidArguments && cause.message.contains("atomic")
             }
-            #expect(try await storedNames(database).isEmpty, "the default zone has no atomic capability, as CloudKit's")
+            #expect(try await storedNames(database, zoneID: .default).isEmpty, "the default zone has no atomic capability, as CloudKit's")
 
             let loose = RecordZone.ID(zoneName: "Loose")
             try await database.save(RecordZone(zoneID: loose, capabilities: [.fetchChanges]))

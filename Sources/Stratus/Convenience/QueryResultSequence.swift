@@ -189,16 +189,16 @@ public struct QueryResultSequence: AsyncSequence, Sendable {
 
         private func openStream() throws -> any QueryStream {
             let database = sequence.database
-            let zone = sequence.zoneID ?? .default
             let context = try database.resolvedContext()
             state.withLock { $0.viewer = context.userRecordName }
-            try ModifyRecordsOperation.checkZone(Record.ID(recordName: "query", zoneID: zone), context)
-            let compiled = try QueryAdmission.admit(CompiledQuery(sequence.query, zoneID: zone, desiredKeys: sequence.desiredKeys), engine: database.engine, context: context)
+            try QueryOperation.checkSearchedZone(sequence.zoneID, context)
+            let compiled = try QueryAdmission.admit(CompiledQuery(sequence.query, zoneID: sequence.zoneID ?? .default, desiredKeys: sequence.desiredKeys), engine: database.engine, context: context)
+            let start: QueryOperation.Progress = sequence.zoneID == nil ? .allZones(ZoneWidePosition()) : .zone(nil)
             let policy = database.retryPolicy
             var attempt = 1
             while true {
                 do {
-                    return try database.engine.openQueryStream(compiled, in: context, after: nil)
+                    return try QueryReader.open(compiled, from: start, engine: database.engine, context: context).stream
                 } catch let error as StratusError where error.isTransient && attempt < policy.maximumAttempts {
                     Thread.sleep(forTimeInterval: policy.delay(beforeAttempt: attempt + 1, retryAfter: error.retryAfterSeconds))
                     attempt += 1

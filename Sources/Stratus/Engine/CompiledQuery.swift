@@ -12,7 +12,7 @@ import Foundation
 @_spi(StratusEngine)
 public struct CompiledQuery: Hashable, Sendable, Codable {
     public let recordType: String
-    public let zoneID: RecordZone.ID
+    public internal(set) var zoneID: RecordZone.ID
     public let predicate: QueryPredicate
     public let sortKeys: [SortKey]
     /// Keys to return (all when `nil`). Not part of the query's identity.

@@ -75,7 +75,7 @@ public final class RecordDeleter: Sendable {
     public let database: Database
     /// Which records.
     public let query: Query
-    /// The zone the query reads; nil: the default zone.
+    /// The zone the query reads; nil: every zone of the database, as ``QueryOperation/zoneID``.
     public let zoneID: RecordZone.ID?
     /// How the delete runs.
     public let options: Options

@@ -42,7 +42,8 @@ public final class RecordExporter: Sendable {
     public let database: Database
     /// What to export, in its sort order.
     public let query: Query
-    /// The zone to read; nil: the default zone.
+    /// The zone to read; nil: every zone of the database, as ``QueryOperation/zoneID`` (each
+    /// record's zone is in its output).
     public let zoneID: RecordZone.ID?
     /// The fields to export; nil: every field.
     public let desiredKeys: [String]?

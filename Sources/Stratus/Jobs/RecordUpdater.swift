@@ -95,7 +95,7 @@ public final class RecordUpdater: Sendable {
     public let database: Database
     /// Which records, in which order (record-name order when it has no sort descriptors).
     public let query: Query
-    /// The zone the query reads; nil: the default zone.
+    /// The zone the query reads; nil: every zone of the database, as ``QueryOperation/zoneID``.
     public let zoneID: RecordZone.ID?
     /// The values to set.
     public let values: [String: FieldValue]

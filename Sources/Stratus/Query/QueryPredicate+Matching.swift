@@ -161,7 +161,7 @@ extension Condition {
 
     /// Great-circle distance in kilometres, as the SQL stores compute it (haversine, Earth's
     /// diameter 12,742.0176 km).
-    private static func distanceKilometres(from origin: Location, to location: Location) -> Double {
+    static func distanceKilometres(from origin: Location, to location: Location) -> Double {
         func radians(_ degrees: Double) -> Double { degrees * (Double.pi / 180.0) }
         let a = pow(sin(radians(location.latitude - origin.latitude) / 2), 2)
             + cos(radians(origin.latitude)) * cos(radians(location.latitude)) * pow(sin(radians(location.longitude - origin.longitude) / 2), 2)

@@ -12,7 +12,7 @@ import Foundation
 /// ```
 public final class CountRecordsOperation: DatabaseOperation, @unchecked Sendable {
     public var query: Query
-    /// The zone to count in; the default zone when `nil`.
+    /// The zone to count in; every zone of the database when `nil`, as a query searches.
     public var zoneID: RecordZone.ID?
     /// The number of matching records, or the error.
     @preconcurrency public var countRecordsResultBlock: (@Sendable (Result<Int, any Error>) -> Void)?
@@ -26,10 +26,20 @@ public final class CountRecordsOperation: DatabaseOperation, @unchecked Sendable
     }
 
     override func execute(engine: any StorageEngine, context: DatabaseContext) throws -> StratusError? {
-        let zone = zoneID ?? .default
-        try ModifyRecordsOperation.checkZone(Record.ID(recordName: "query", zoneID: zone), context)
-        let compiled = try QueryAdmission.admit(CompiledQuery(query, zoneID: zone, desiredKeys: []), engine: engine, context: context)
-        count = try withRetry { try engine.countRecords(compiled, in: context) }
+        try QueryOperation.checkSearchedZone(zoneID, context)
+        let compiled = try QueryAdmission.admit(CompiledQuery(query, zoneID: zoneID ?? .default, desiredKeys: []), engine: engine, context: context)
+        count = try withRetry {
+            guard zoneID == nil else { return try engine.countRecords(compiled, in: context) }
+            var total = 0
+            for zone in try ZoneWideQuery.zones(engine: engine, context: context) {
+                do {
+                    total += try engine.countRecords(compiled.inZone(zone, desiredKeys: []), in: context)
+                } catch let error as StratusError where error.code == .zoneNotFound {
+                    // Deleted since the zones were listed: it holds nothing.
+                }
+            }
+            return total
+        }
         return nil
     }
 

@@ -31,14 +31,17 @@ public final class QueryCursor: NSObject, Codable, Sendable {
     let environment: Container.Environment?
     /// The store the cursor's pages came from: a cursor is refused by any other store.
     let storeIdentifier: String
-    /// The last record returned: its sort values as typed values (``QueryRules``).
+    /// The last record returned: its sort values as typed values (``QueryRules``). For a query
+    /// over all zones, only the record name is kept here; ``zoneWide`` holds each zone's place.
     @_spi(StratusEngine) public let position: QueryPosition
+    /// Each zone's place, for a query over every zone (one made without a zone).
+    let zoneWide: ZoneWidePosition?
 
     static let prefix = "stc2_"
     /// Cursors of Stratus versions whose positions held the SQL values a store compared.
     static let olderPrefixes = ["stc1_"]
 
-    init(query: CompiledQuery, context: DatabaseContext, storeIdentifier: String, position: QueryPosition) {
+    init(query: CompiledQuery, context: DatabaseContext, storeIdentifier: String, position: QueryPosition, zoneWide: ZoneWidePosition? = nil) {
         var query = query
         query.desiredKeys = nil
         self.query = query
@@ -47,6 +50,7 @@ public final class QueryCursor: NSObject, Codable, Sendable {
         self.environment = context.environment == .development ? nil : context.environment
         self.storeIdentifier = storeIdentifier
         self.position = position
+        self.zoneWide = zoneWide
         super.init()
     }
 
@@ -57,11 +61,22 @@ public final class QueryCursor: NSObject, Codable, Sendable {
         self.environment = cursor.environment
         self.storeIdentifier = cursor.storeIdentifier
         self.position = cursor.position
+        self.zoneWide = cursor.zoneWide
         super.init()
     }
 
-    /// The zone the cursor's query searches.
+    /// The zone the cursor's query searches: the default zone for a query over every zone
+    /// (see ``searchesAllZones``).
     public var zoneID: RecordZone.ID { query.zoneID }
+
+    /// Whether the cursor continues a query over every zone of its database: one made without
+    /// a zone, as CloudKit searches all zones when a query names none.
+    ///
+    /// ```swift
+    /// let op = QueryOperation(query: query)   // no zoneID: every zone
+    /// op.queryResultBlock = { if case .success(let cursor?) = $0 { assert(cursor.searchesAllZones) } }
+    /// ```
+    public var searchesAllZones: Bool { zoneWide != nil }
 
     /// The cursor as URL- and shell-safe text.
     public var serialized: String { OpaqueText.encode(self, prefix: Self.prefix) }
@@ -81,21 +96,28 @@ public final class QueryCursor: NSObject, Codable, Sendable {
         }
         do {
             try cursor.query.validate()
+            try cursor.zoneWide?.validate()
         } catch let error as StratusError {
             throw StratusError(.invalidArguments, "the query cursor is not valid (\(error.message)); start the query again")
         }
         self.init(copying: cursor)
     }
 
-    /// Whether this cursor continues `query` in `zoneID` (and not some other query).
-    public func continues(_ query: Query, zoneID: RecordZone.ID = .default) -> Bool {
-        guard let compiled = try? CompiledQuery(query, zoneID: zoneID, desiredKeys: nil) else { return false }
+    /// Whether this cursor continues `query` in `zoneID` (and not some other query); a `nil`
+    /// zone means every zone, as for ``QueryOperation/zoneID``.
+    ///
+    /// ```swift
+    /// if !cursor.continues(query, zoneID: nil) { cursor = nil }   // the saved cursor is another query's
+    /// ```
+    public func continues(_ query: Query, zoneID: RecordZone.ID? = nil) -> Bool {
+        guard searchesAllZones == (zoneID == nil), let compiled = try? CompiledQuery(query, zoneID: zoneID ?? .default, desiredKeys: nil) else { return false }
         return compiled.fingerprint == self.query.fingerprint
     }
 
     func check(for context: DatabaseContext, storeIdentifier: String) throws {
         // A cursor can also be decoded from other Codable forms; check it before use.
         try query.validate()
+        try zoneWide?.validate()
         guard context.containerIdentifier == containerIdentifier, context.scope == databaseScope else {
             throw StratusError(.invalidArguments, "the cursor belongs to \(containerIdentifier)/\(databaseScope), not to \(context.containerIdentifier)/\(context.scope)")
         }
@@ -111,6 +133,7 @@ public final class QueryCursor: NSObject, Codable, Sendable {
         guard let other = object as? QueryCursor else { return false }
         return query == other.query && containerIdentifier == other.containerIdentifier && databaseScope == other.databaseScope
             && environment == other.environment && storeIdentifier == other.storeIdentifier && position == other.position
+            && zoneWide == other.zoneWide
     }
 
     public override var hash: Int {
@@ -121,6 +144,7 @@ public final class QueryCursor: NSObject, Codable, Sendable {
         hasher.combine(environment)
         hasher.combine(storeIdentifier)
         hasher.combine(position)
+        hasher.combine(zoneWide)
         return hasher.finalize()
     }
 

@@ -23,7 +23,8 @@ open class QueryOperation: DatabaseOperation, RecordProducingOperation, @uncheck
 
     public var query: Query?
     public var cursor: Cursor?
-    /// The zone to search; the default zone when `nil` (or the cursor's zone).
+    /// The zone to search; every zone of the database when `nil`, as in CloudKit (a cursor
+    /// searches the zones of its query). A query in the shared database needs a zone.
     public var zoneID: RecordZone.ID?
     /// The keys to return; all keys when `nil`.
     public var desiredKeys: [String]?
@@ -93,91 +94,143 @@ open class QueryOperation: DatabaseOperation, RecordProducingOperation, @uncheck
     override func execute(engine: any StorageEngine, context: DatabaseContext) throws -> StratusError? {
         precondition(resultsLimit >= 0, "QueryOperation.resultsLimit must not be negative")
         var compiled: CompiledQuery
-        var position: QueryPosition?
+        var progress: Progress
         let store = try engine.storeIdentifier
         if let cursor {
             try cursor.check(for: context, storeIdentifier: store)
             compiled = cursor.query
             compiled.desiredKeys = desiredKeys
-            position = cursor.position
+            progress = cursor.zoneWide.map { .allZones($0) } ?? .zone(cursor.position)
         } else if let query {
             // CloudKit refuses to list its users: a user record is fetched by its ID. Stratus's
             // own jobs (allRecords, an export) and an administrator may still read them all.
             if query.recordType == Record.SystemType.userRecord && !context.isAdministrator {
                 return StratusError(.invalidArguments, "records of type \(query.recordType) cannot be queried, as in CloudKit: fetch a user's record by its ID")
             }
-            let zone = zoneID ?? .default
-            try ModifyRecordsOperation.checkZone(Record.ID(recordName: "query", zoneID: zone), context)
-            compiled = try CompiledQuery(query, zoneID: zone, desiredKeys: desiredKeys)
+            try Self.checkSearchedZone(zoneID, context)
+            compiled = try CompiledQuery(query, zoneID: zoneID ?? .default, desiredKeys: desiredKeys)
+            progress = zoneID == nil ? .allZones(ZoneWidePosition()) : .zone(nil)
         } else {
             return StratusError(.invalidArguments, "QueryOperation needs a query or a cursor")
         }
         compiled = try QueryAdmission.admit(compiled, engine: engine, context: context, continuing: cursor != nil)
 
         if let start = try beginSource(checkpoint: checkpoint, engine: engine) {
-            guard case .query(let saved) = start, saved.query.fingerprint == compiled.fingerprint, saved.query.zoneID == compiled.zoneID else {
+            guard case .query(let saved) = start, saved.query.fingerprint == compiled.fingerprint, saved.query.zoneID == compiled.zoneID,
+                  let resumed = progress.resumed(from: saved) else {
                 return StratusError(.invalidArguments, "the checkpoint of job '\(checkpoint?.job ?? "")' holds \(start), not a place in this query; use another job name, or remove the checkpoint to start over")
             }
             try saved.check(for: context, storeIdentifier: store)
-            position = saved.position
+            progress = resumed
         }
-        func makeCursor(_ position: QueryPosition?) -> Cursor? {
-            position.map { Cursor(query: compiled, context: context, storeIdentifier: store, position: $0) }
+        func makeCursor(_ progress: Progress) -> Cursor? {
+            switch progress {
+            case .zone(let position):
+                return position.map { Cursor(query: compiled, context: context, storeIdentifier: store, position: $0) }
+            case .allZones(let zones):
+                let last = QueryPosition(sortValues: [], recordName: zones.lastRecordName ?? "")
+                return Cursor(query: compiled, context: context, storeIdentifier: store, position: last, zoneWide: zones)
+            }
         }
-        func cancelled(_ returned: Int, at position: QueryPosition?) -> StratusError {
+        func cancelled(_ returned: Int, at progress: Progress) -> StratusError {
             var error = stoppedError("QueryOperation", completed: returned)
-            error.resumeCursor = error.resumeCursor ?? makeCursor(position)
+            error.resumeCursor = error.resumeCursor ?? makeCursor(progress)
             return error
         }
-        if fetchAllResults { return try readAll(compiled, after: position, cursor: makeCursor, cancelled: cancelled, engine: engine, context: context) }
+        if fetchAllResults { return try readAll(compiled, from: progress, cursor: makeCursor, cancelled: cancelled, engine: engine, context: context) }
 
         let limit = resultsLimit == Self.maximumResults ? Self.defaultResultsLimit : resultsLimit
         var returned = 0
         var sequence = 0
+        var more = true
         while returned < limit {
-            if shouldStop { return cancelled(returned, at: position) }
-            let page = try withRetry {
-                try engine.queryRecords(compiled, in: context, after: position, limit: min(Self.chunkSize, limit - returned))
+            if shouldStop { return cancelled(returned, at: progress) }
+            let chunk = min(Self.chunkSize, limit - returned)
+            let records: [Record]
+            switch progress {
+            case .zone(let position):
+                let page = try withRetry { try engine.queryRecords(compiled, in: context, after: position, limit: chunk) }
+                records = page.records
+                progress = .zone(page.nextPosition)
+                more = page.nextPosition != nil
+            case .allZones(let position):
+                let page = try withRetry { try ZoneWideQuery(query: compiled, engine: engine, context: context).next(after: position, limit: chunk) }
+                records = page.records
+                progress = .allZones(page.position)
+                more = page.more
             }
-            deliver(page.records, to: context.userRecordName)
-            returned += page.records.count
-            position = page.nextPosition
-            guard try emit(page.records, sequence: sequence, position: makeCursor(position).map { .query($0) }, to: recordOutput) else {
-                return cancelled(returned, at: position)
+            deliver(records, to: context.userRecordName)
+            returned += records.count
+            guard try emit(records, sequence: sequence, position: (more ? makeCursor(progress) : nil).map { .query($0) }, to: recordOutput) else {
+                return cancelled(returned, at: progress)
             }
             sequence += 1
-            if page.nextPosition == nil { break }
+            if !more { break }
         }
         // Cancelled during the last page: the page was delivered, and the cursor resumes after it.
-        if shouldStop { return cancelled(returned, at: position) }
-        resultCursor = makeCursor(position)
+        if shouldStop { return cancelled(returned, at: progress) }
+        resultCursor = more ? makeCursor(progress) : nil
         return nil
     }
 
-    /// Reads every match from one snapshot, a page (a batch) at a time.
+    /// Where a query continues: in its one zone, or in each zone of a query over every zone.
+    enum Progress {
+        case zone(QueryPosition?)
+        case allZones(ZoneWidePosition)
+
+        /// This progress continued from a checkpoint's cursor of the same query; `nil` when the
+        /// cursor searched every zone and this query searches one. A checkpoint of the default
+        /// zone, which versions before queries over every zone saved for a query without a zone,
+        /// goes on there and reads the other zones from their start.
+        func resumed(from saved: Cursor) -> Progress? {
+            switch (self, saved.zoneWide) {
+            case (.zone, nil): return .zone(saved.position)
+            case (.allZones, let zones?): return .allZones(zones)
+            case (.allZones, nil) where saved.zoneID.isDefault:
+                var zones = ZoneWidePosition()
+                zones.set(.default, after: saved.position)
+                zones.lastRecordName = saved.position.recordName
+                return .allZones(zones)
+            default: return nil
+            }
+        }
+    }
+
+    /// Refuses a zone no query may search: the shared database has no default zone, and no
+    /// query over all its zones (as in CloudKit, a query there names one shared zone).
+    static func checkSearchedZone(_ zoneID: RecordZone.ID?, _ context: DatabaseContext) throws {
+        guard let zoneID else {
+            if context.scope == .shared {
+                throw StratusError(.invalidArguments, "a query in the shared database needs a zone: as in CloudKit, it searches one shared zone at a time")
+            }
+            return
+        }
+        try ModifyRecordsOperation.checkZone(Record.ID(recordName: "query", zoneID: zoneID), context)
+    }
+
+    /// Reads every match, a page (a batch) at a time: from one snapshot of the store for a
+    /// query of one zone, or of a database with one zone.
     private func readAll(
-        _ compiled: CompiledQuery, after start: QueryPosition?, cursor: (QueryPosition?) -> Cursor?, cancelled: (Int, QueryPosition?) -> StratusError,
+        _ compiled: CompiledQuery, from start: Progress, cursor: (Progress) -> Cursor?, cancelled: (Int, Progress) -> StratusError,
         engine: any StorageEngine, context: DatabaseContext
     ) throws -> StratusError? {
         let pageSize = resultsLimit == Self.maximumResults ? Self.defaultPageSize : resultsLimit
-        let stream = try withRetry { try engine.openQueryStream(compiled, in: context, after: start) }
-        defer { stream.close() }
-        var position = start
+        let reader = try withRetry { try QueryReader.open(compiled, from: start, engine: engine, context: context) }
+        defer { reader.close() }
         var returned = 0
         var sequence = 0
         while true {
-            if shouldStop { return cancelled(returned, position) }
-            let page = try stream.next(limit: pageSize)
-            if page.records.isEmpty { break }
-            deliver(page.records, to: context.userRecordName)
-            returned += page.records.count
-            position = page.nextPosition ?? position
-            guard try emit(page.records, sequence: sequence, position: cursor(position).map { .query($0) }, to: recordOutput) else {
-                return cancelled(returned, position)
+            if shouldStop { return cancelled(returned, reader.progress) }
+            let records = try reader.next(limit: pageSize)
+            if records.isEmpty { break }
+            deliver(records, to: context.userRecordName)
+            returned += records.count
+            guard try emit(records, sequence: sequence, position: cursor(reader.progress).map { .query($0) }, to: recordOutput) else {
+                return cancelled(returned, reader.progress)
             }
             sequence += 1
         }
-        if shouldStop { return cancelled(returned, position) }
+        if shouldStop { return cancelled(returned, reader.progress) }
         return nil
     }
 
