@@ -60,6 +60,8 @@ struct ZoneWideQuery {
         let known = Dictionary(position.zones.map { ($0.zoneID, $0.after) }, uniquingKeysWith: { first, _ in first })
         let readKeys = readingKeys
         var pages: [ZonePage] = []
+        // The merge compares records of different zones; one zone's are in order already.
+        let merges = zones.filter { zoneID in known[zoneID].map { $0 != nil } ?? true }.count > 1
         for zoneID in zones {
             let start = known[zoneID]
             // A zone named without a position has no more matches.
@@ -71,7 +73,7 @@ struct ZoneWideQuery {
             } catch let error as StratusError where error.code == .zoneNotFound {
                 continue
             }
-            pages.append(ZonePage(zoneID: zoneID, query: zoneQuery, start: start ?? nil, page: page, keys: page.records.map { sortKeys(of: $0, in: zoneQuery) }))
+            pages.append(ZonePage(zoneID: zoneID, query: zoneQuery, start: start ?? nil, page: page, keys: merges ? page.records.map { sortKeys(of: $0, in: zoneQuery) } : []))
         }
 
         // A k-way merge: each zone's records are in the query's order already.
