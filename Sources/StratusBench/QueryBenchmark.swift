@@ -20,6 +20,8 @@ struct QueryBenchmark {
         case scans
         /// Every record sorted by an unindexed field, against the unsorted read.
         case export
+        /// A query without a zone over ten zones, against querying each zone by itself.
+        case zones
     }
 
     let recordCount: Int
@@ -55,6 +57,64 @@ struct QueryBenchmark {
         if parts.contains(.paging) { try await paging(engine, database) }
         if !isPostgres, parts.contains(.scans) { try await scans(database) }
         if !isPostgres, parts.contains(.export) { try await sortedRead(database) }
+        if parts.contains(.zones) { try await zoneWide(container) }
+    }
+
+    /// 6. A query without a zone over ten zones of a private database (a tenth of the records
+    /// each, at most 20,000), against the same query run zone by zone: every page through
+    /// cursors, the first page, and one read of every match.
+    private func zoneWide(_ container: Container) async throws {
+        let database = container.privateCloudDatabase
+        let zones = (0..<10).map { RecordZone.ID(zoneName: "zone-\($0)") }
+        let perZone = max(1, min(recordCount / 10, 20_000))
+        let sorted = Query(recordType: "Item")
+        sorted.sortDescriptors = [RecordSortDescriptor(key: "rank")]
+        let existing = try await database.countRecords(matching: Query(recordType: "Item"))
+        if existing != perZone * zones.count {
+            precondition(existing == 0, "the private database holds \(existing) records, not \(perZone * zones.count); remove the store")
+            _ = try await database.modifyRecordZones(saving: zones.map { RecordZone(zoneID: $0) }, deleting: [])
+            var generator = SeededGenerator(seed: 7)
+            for zone in zones {
+                for start in stride(from: 0, to: perZone, by: 10_000) {
+                    let records = (start..<min(perZone, start + 10_000)).map { i -> Record in
+                        let record = Record(recordType: "Item", recordID: Record.ID(recordName: String(format: "item-%08d", i), zoneID: zone))
+                        record["rank"] = Int64(generator.next() % 1_000_000_000)
+                        return record
+                    }
+                    _ = try await database.modifyRecords(saving: records, deleting: [], savePolicy: .allKeys, atomically: false)
+                }
+            }
+        }
+        func pageThrough(_ zoneID: RecordZone.ID?) async throws -> Int {
+            var (matches, cursor) = try await database.records(matching: sorted, inZoneWith: zoneID, resultsLimit: pageSize)
+            var count = matches.count
+            while let next = cursor {
+                (matches, cursor) = try await database.records(continuingMatchFrom: next, resultsLimit: pageSize)
+                count += matches.count
+            }
+            return count
+        }
+        var merged = 0, separate = 0
+        let mergedPaging = try await time { merged = try await pageThrough(nil) }
+        let separatePaging = try await time { for zone in zones { separate += try await pageThrough(zone) } }
+        precondition(merged == perZone * zones.count && separate == merged, "paged \(merged) without a zone and \(separate) zone by zone")
+        report("\(merged) records of 10 zones paged \(pageSize) at a time, no zone (merged by rank)", mergedPaging)
+        report("the same, each zone paged by itself", separatePaging)
+        print(String(format: "ratio no zone / zone by zone, every page: %.2fx", mergedPaging / separatePaging))
+
+        let firstMerged = try await median(runs: 21) { _ = try await database.records(matching: sorted, resultsLimit: pageSize) }
+        let firstOfZone = try await median(runs: 21) { _ = try await database.records(matching: sorted, inZoneWith: zones[0], resultsLimit: pageSize) }
+        report("first page of \(pageSize), no zone", firstMerged)
+        report("first page of \(pageSize), one zone", firstOfZone)
+        print(String(format: "ratio first page no zone / one zone: %.2fx (ten zones)", firstMerged / firstOfZone))
+
+        var streamed = 0
+        let mergedRead = try await time { for try await _ in database.allRecords(matching: sorted, pageSize: 1_000) { streamed += 1 } }
+        let separateRead = try await time { for zone in zones { for try await _ in database.allRecords(matching: sorted, inZoneWith: zone, pageSize: 1_000) { streamed += 1 } } }
+        precondition(streamed == 2 * merged, "read \(streamed) of \(2 * merged)")
+        report("allRecords, no zone", mergedRead)
+        report("allRecords zone by zone (each one snapshot)", separateRead)
+        print(String(format: "ratio allRecords no zone / zone by zone: %.2fx", mergedRead / separateRead))
     }
 
     private func indexes(_ engine: any StorageEngine, _ database: Database) async throws {
@@ -65,9 +125,13 @@ struct QueryBenchmark {
         print("plan (unindexed): " + (try plan(engine, CompiledQuery(unindexed, zoneID: .default, desiredKeys: nil), database)))
         let fast = try await median(runs: 21) { _ = try await database.records(matching: indexed, resultsLimit: pageSize) }
         let slow = try await median(runs: 5) { _ = try await database.records(matching: unindexed, resultsLimit: pageSize) }
+        // What a query without a zone adds: listing the zones, and searching each.
+        let named = try await median(runs: 21) { _ = try await database.records(matching: indexed, inZoneWith: .default, resultsLimit: pageSize) }
         report("equality + sort, first page of \(pageSize), indexed", fast)
         report("same on unindexed copies", slow)
         print(String(format: "ratio unindexed / indexed: %.1fx (goal >= 100x)", slow / fast))
+        report("indexed, zone named (no zone listing)", named)
+        print(String(format: "ratio no zone / zone named: %.2fx (the database has one zone)", fast / named))
     }
 
     private func paging(_ engine: any StorageEngine, _ database: Database) async throws {
@@ -106,7 +170,8 @@ struct QueryBenchmark {
         let last = try await median(runs: 21) {
             if let lastPageCursor { _ = try await database.records(continuingMatchFrom: lastPageCursor, resultsLimit: pageSize) }
         }
-        if let position = lastPageCursor?.position {
+        // A cursor of the zone itself: a query without a zone keeps each zone's position apart.
+        if let position = try await database.records(matching: all, inZoneWith: .default, resultsLimit: pageSize).queryCursor?.position {
             print("plan (page after a cursor): " + (try plan(engine, compiled, database, after: position)))
         }
         report("first page of \(pageSize) sorted by rank", first)

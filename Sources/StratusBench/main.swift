@@ -1,6 +1,6 @@
 // Benchmarks for Stratus (run through scripts/bench-*; they print figures and ratios).
 //
-//   stratus-bench query [--records N] [--store PATH|URL] [--only indexes,paging,scans,export]
+//   stratus-bench query [--records N] [--store PATH|URL] [--only indexes,paging,scans,export,zones]
 //   stratus-bench latency --store PATH|URL [--readers N] [--seconds S]
 //
 // Figures are medians of repeated runs on the same store, compared within the same run.

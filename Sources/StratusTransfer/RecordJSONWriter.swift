@@ -30,6 +30,13 @@ public enum RecordJSONWriter {
         /// Where asset content is written beside the JSON (`stratus export --assets-dir`): an
         /// asset with content names its file there.
         public var assetFolder: AssetExportFolder?
+        /// Whether every record names its zone, also one that came without a `zoneID` (which is
+        /// otherwise written back without one): an export of several zones.
+        ///
+        /// ```swift
+        /// options.writesEveryZoneID = true   // records of all zones in one file
+        /// ```
+        public var writesEveryZoneID = false
 
         /// Records as they are, assets by their store files.
         public init() {}
@@ -118,7 +125,7 @@ public enum RecordJSONWriter {
         }
         appendAuthorship("created", system.creationDate, system.creatorUserRecordID, others: extras.createdMembers, absent: absent, to: &out)
         appendAuthorship("modified", system.modificationDate, system.lastModifiedUserRecordID, others: extras.modifiedMembers, absent: absent, to: &out)
-        if absent.isEmpty || !absent.contains("zoneID") {
+        if absent.isEmpty || !absent.contains("zoneID") || options.writesEveryZoneID {
             out.append(",\"zoneID\":{\"zoneName\":")
             out.appendString(zoneID.zoneName)
             if absent.isEmpty || !absent.contains("zoneID.ownerRecordName") {

@@ -10,7 +10,7 @@ struct CountCommand: Command {
         Prints the number of matching records on stdout; with --json as
         {"recordType":TYPE,"database":…,"zone":…,"count":N}. A damaged store is exit 70.
         """
-    static let options: [Option] = [.recordType, .predicate, Option(flag: "--json", "print one JSON object")]
+    static let options: [Option] = [.recordType, .predicate, .allZones, Option(flag: "--json", "print one JSON object")]
 
     var store: StoreOptions
     var query: Query
@@ -29,9 +29,10 @@ struct CountCommand: Command {
         // damaged SQLite file the store's count can stop early at a damaged page without an
         // error, where reading the records finds the damage (exit 70, not a short count).
         var count = 0
-        for try await _ in database.allRecords(matching: query, inZoneWith: store.zoneID, desiredKeys: [], pageSize: 1_000) { count += 1 }
+        for try await _ in database.allRecords(matching: query, inZoneWith: store.searchedZoneID, desiredKeys: [], pageSize: 1_000) { count += 1 }
         if json {
-            let object: [String: Any] = ["recordType": query.recordType, "database": "\(store.scope)", "zone": store.zoneID.zoneName, "count": count]
+            var object: [String: Any] = ["recordType": query.recordType, "database": "\(store.scope)", "count": count]
+            if store.allZones { object["allZones"] = true } else { object["zone"] = store.zoneID.zoneName }
             let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
             try StandardOutput.line(String(decoding: data, as: UTF8.self))
         } else {

@@ -28,7 +28,7 @@ struct ExportCommand: Command {
         --assets-dir DIR` reads every asset back byte for byte.
         """
     static let options: [Option] = [
-        .recordType, .predicate, .sort, .fields,
+        .recordType, .predicate, .sort, .fields, .allZones,
         Option("--limit", "N", "export at most N records (0 exports nothing)", default: "no limit"),
         Option("--format", "FORMAT", "ndjson, json (an array), envelope ({\"records\":[…]}) or csv", default: "ndjson"),
         Option("--types", "NAME:TYPE,...", "CSV: column types (STRING, INT64, DOUBLE, TIMESTAMP, …, ENCRYPTED_BYTES, …)", default: "from the records"),
@@ -77,6 +77,7 @@ struct ExportCommand: Command {
             command.timestampStyle = style
         }
         command.assetsDirectory = arguments.value("--assets-dir")
+        if format == .csv && command.store.allZones { throw UsageError(message: StoreOptions.allZonesCSV) }
         if format != .csv, !command.csvTypes.isEmpty || arguments.has("--timestamps") {
             throw UsageError(message: "column types and --timestamps are for --format csv (record JSON carries its types and writes milliseconds)")
         }
@@ -87,7 +88,7 @@ struct ExportCommand: Command {
         let container = try store.openContainer(.read)
         let database = container.database(with: store.scope)
         let query = try await WhereClause.typed(self.query, in: container)
-        let exporter = RecordExporter(database: database, query: query, zoneID: store.zoneID, desiredKeys: selection.fields, limit: limit)
+        let exporter = RecordExporter(database: database, query: query, zoneID: store.searchedZoneID, desiredKeys: selection.fields, limit: limit)
         var csvFields = selection.fields
         var csvTypes = self.csvTypes
         var csvEncryptedFields = self.csvEncryptedFields
@@ -107,6 +108,7 @@ struct ExportCommand: Command {
         writer.csvEncryptedFields = csvEncryptedFields
         writer.csvTimestampStyle = timestampStyle
         writer.jsonOptions.currentUserRecordName = store.scope == .public ? nil : try await database.currentUserRecordName()
+        writer.jsonOptions.writesEveryZoneID = store.allZones
         if let assetsDirectory {
             do {
                 writer.jsonOptions.assetFolder = try AssetExportFolder(directory: URL(fileURLWithPath: assetsDirectory, isDirectory: true))

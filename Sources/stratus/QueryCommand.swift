@@ -27,7 +27,7 @@ struct QueryCommand: Command {
     static let options: [Option] = [
         .recordType, .predicate, .sort,
         Option("--limit", "N", "records per page", default: "100"),
-        .fields,
+        .fields, .allZones,
         Option("--cursor", "TOKEN", "continue after the page that printed TOKEN (then --type is not needed)", default: "none: the first page"),
         Option("--format", "FORMAT", "ndjson, json (an array), envelope ({\"records\":[…],\"continuationMarker\":…}) or csv", default: "ndjson"),
         Option(flag: "--explain", "print the index the query would read and the store's plan, instead of records"),
@@ -51,6 +51,7 @@ struct QueryCommand: Command {
         if command.format != .csv && !command.selection.fieldTypes.isEmpty {
             throw UsageError(message: "column types in --fields (count:INT64) are for --format csv")
         }
+        if command.format == .csv && command.store.allZones { throw UsageError(message: StoreOptions.allZonesCSV) }
         return command
     }
 
@@ -74,18 +75,21 @@ struct QueryCommand: Command {
             try await adviseIndexes(for: query, in: container)
         }
         let page: (matchResults: [(Record.ID, Result<Record, any Error>)], queryCursor: QueryOperation.Cursor?)
+        var searchesAllZones = store.allZones
         if let cursor {
             let decoded = try QueryOperation.Cursor(serialized: cursor)
+            searchesAllZones = decoded.searchesAllZones
+            if searchesAllZones && format == .csv { throw UsageError(message: "the cursor continues a query over every zone (--all-zones), which writes record JSON: CSV rows carry no zone") }
             // A cursor printed by a program for a query without a zone searches every zone; it
             // goes on so unless --zone names one.
-            let zone: RecordZone.ID? = decoded.searchesAllZones && !store.zoneGiven ? nil : store.zoneID
+            let zone: RecordZone.ID? = decoded.searchesAllZones && !store.zoneGiven ? nil : store.searchedZoneID
             if let query, !decoded.continues(query, zoneID: zone) {
                 throw UsageError(message: "the cursor belongs to a different query; run the same --type/--where/--sort that printed it")
             }
             page = try await database.records(continuingMatchFrom: decoded, desiredKeys: selection.fields, resultsLimit: limit)
         } else {
             guard let query else { throw UsageError(message: "--type is required") }
-            page = try await database.records(matching: query, inZoneWith: store.zoneID, desiredKeys: selection.fields, resultsLimit: limit)
+            page = try await database.records(matching: query, inZoneWith: store.searchedZoneID, desiredKeys: selection.fields, resultsLimit: limit)
         }
         let records = try page.matchResults.map { try $0.1.get() }
         // CSV columns: --fields, else every field of the page's records, typed by its first value.
@@ -97,6 +101,7 @@ struct QueryCommand: Command {
         let writer = RecordWriter(format: format, output: .standardOutput, csvFields: selection.fields ?? (format == .csv ? types.keys.sorted() : nil))
         writer.csvTypes = types
         writer.csvEncryptedFields = selection.encryptedFields
+        writer.jsonOptions.writesEveryZoneID = searchesAllZones
         if format == .csv {
             // Columns typed by the page's first value of each field are encrypted when it is.
             for key in types.keys where selection.fieldTypes[key] == nil {

@@ -40,6 +40,13 @@ struct StoreOptions {
     var zoneID = RecordZone.ID.default
     /// Whether `--zone` was given (not the default).
     var zoneGiven = false
+    /// `--all-zones`, for the commands that take it: every zone instead of ``zoneID``.
+    var allZones = false
+    /// Why `--all-zones` takes no CSV.
+    static let allZonesCSV = "--all-zones writes record JSON: CSV rows carry no zone, so records of different zones with one name could not be told apart"
+
+    /// The zone a query reads: `nil` for every zone.
+    var searchedZoneID: RecordZone.ID? { allZones ? nil : zoneID }
     var userName: String?
     var anonymous = false
     var environment = Container.Environment.development
@@ -64,6 +71,8 @@ struct StoreOptions {
             zoneID = RecordZone.ID(zoneName: zone)
             zoneGiven = true
         }
+        allZones = arguments.flag("--all-zones")
+        if allZones && zoneGiven { throw UsageError(message: "--all-zones and --zone exclude each other") }
         userName = arguments.value("--user")
         anonymous = arguments.flag("--anonymous")
         if anonymous && userName != nil { throw UsageError(message: "--anonymous and --user exclude each other") }

@@ -114,6 +114,56 @@ struct QueryCLITests {
         }
     }
 
+    @Test("--all-zones: query pages, export and count read every zone in one order (count, then name, then zone); with --zone or CSV it is a usage error", arguments: TestEngine.all)
+    func allZones(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let file = try cli.file("notes.ndjson", Input.notes(6))
+            let created = try await cli.run(["zones", "create", "Work", "Home", "--database", "private"])
+            #expect(created.exitCode == 0, "\(created)")
+            for zone in ["_defaultZone", "Work", "Home"] {
+                let imported = try await cli.run(["import", file, "--database", "private", "--zone", zone])
+                #expect(imported.exitCode == 0, "\(imported)")
+            }
+            // Each name in three zones, tied on count: the zone breaks the tie.
+            let expected = (1...6).flatMap { i in ["Home", "Work", "_defaultZone"].map { "\($0)/n\(i)" } }
+            func zoneNames(_ stdout: String) throws -> [String] {
+                try JSONLine.objects(stdout).map { object in
+                    let zone = (object["zoneID"] as? [String: Any])?["zoneName"] as? String ?? "?"
+                    return "\(zone)/\(object["recordName"] as? String ?? "?")"
+                }
+            }
+
+            var paged: [String] = []
+            var arguments = ["query", "--type", "Note", "--sort", "count", "--limit", "4", "--database", "private", "--all-zones"]
+            for _ in 0..<10 {
+                let page = try await cli.run(arguments)
+                #expect(page.exitCode == 0, "\(page)")
+                paged += try zoneNames(page.stdout)
+                guard let token = page.stderrLines.first?.wholeMatch(of: #/cursor: (\S+)/#)?.1 else { break }
+                // The cursor goes on over every zone without --all-zones given again.
+                arguments = ["query", "--type", "Note", "--sort", "count", "--limit", "4", "--database", "private", "--cursor", String(token)]
+            }
+            #expect(paged == expected)
+
+            let exported = try await cli.run(["export", "--type", "Note", "--sort", "count", "--database", "private", "--all-zones"])
+            #expect(exported.exitCode == 0, "\(exported)")
+            #expect(try zoneNames(exported.stdout) == expected)
+            let counted = try await cli.run(["count", "--type", "Note", "--where", "count > 4", "--database", "private", "--all-zones", "--json"])
+            #expect(counted.exitCode == 0, "\(counted)")
+            let object = try #require(try JSONLine.objects(counted.stdout).first)
+            #expect(object["count"] as? Int == 6 && object["allZones"] as? Bool == true && object["zone"] == nil, "\(object)")
+            let oneZone = try await cli.run(["count", "--type", "Note", "--database", "private", "--zone", "Work"])
+            #expect(oneZone.stdout == "6\n")
+
+            for refused in [["query", "--type", "Note", "--all-zones", "--zone", "Work"], ["export", "--type", "Note", "--all-zones", "--format", "csv"],
+                            ["query", "--type", "Note", "--all-zones", "--format", "csv"]] {
+                let result = try await cli.run(refused + ["--database", "private"])
+                #expect(result.exitCode == 64 && result.stderr.contains("--all-zones"), "\(refused): \(result)")
+            }
+        }
+    }
+
     @Test("one page: NDJSON on stdout, `cursor: TOKEN` on stderr, --where, --fields; no cursor at the end", arguments: TestEngine.all)
     func onePage(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

@@ -22,7 +22,10 @@ extension EngineConformance {
         var records: [Record] = []
         for (index, zoneID) in ([RecordZone.ID.default] + zones).enumerated() {
             records += makeRecords("Item", count: 40 + index * 7, prefix: "i", zoneID: zoneID) { i in
-                var fields: [String: FieldValue] = ["place": .location(Location(latitude: Double(i % 9), longitude: Double(index)))]
+                // `zoneRank` puts each zone's records after the previous zone's: a merge that takes
+                // whole chunks of one zone before another's first.
+                var fields: [String: FieldValue] = ["place": .location(Location(latitude: Double(i % 9), longitude: Double(index))),
+                                                    "zoneRank": .int64(Int64(index * 1_000 + i))]
                 if i % 6 != 0 { fields["rank"] = .int64(Int64(i % 10)) }
                 return fields
             }
@@ -71,11 +74,13 @@ extension EngineConformance {
             [],
             [RecordSortDescriptor(key: "rank", ascending: true)],
             [RecordSortDescriptor(key: "rank", ascending: false)],
+            [RecordSortDescriptor(key: "zoneRank", ascending: true)],
+            [RecordSortDescriptor(key: "zoneRank", ascending: false)],
         ]
         for sort in sorts {
             let query = Query(recordType: "Item", predicate: QueryPredicate(value: true))
             query.sortDescriptors = sort
-            for pageSize in [1, 7, 400] {
+            for pageSize in [1, 7, 50, 400] {
                 var collected: [Record] = []
                 var operation = QueryOperation(query: query)
                 operation.resultsLimit = pageSize

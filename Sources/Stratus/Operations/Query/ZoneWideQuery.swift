@@ -52,66 +52,59 @@ struct ZoneWideQuery {
     /// The next records (at most `limit`) after `position` in the merged order, the position
     /// after them, and whether more may follow.
     ///
+    /// Each zone is read a chunk at a time (the page's share of the zones, at least
+    /// ``smallestChunk``), and read again when the merge has taken all of its chunk, so a page
+    /// reads about `limit` records plus a chunk per zone rather than `limit` per zone.
+    ///
     /// - Throws: what the store throws for any zone, except a zone deleted while it was read
     ///   (which has no more matches).
     func next(after position: ZoneWidePosition, limit: Int) throws -> (records: [Record], position: ZoneWidePosition, more: Bool) {
         precondition(limit > 0, "ZoneWideQuery.next needs a positive limit")
-        let zones = try Self.zones(engine: engine, context: context)
         let known = Dictionary(position.zones.map { ($0.zoneID, $0.after) }, uniquingKeysWith: { first, _ in first })
         let readKeys = readingKeys
-        var pages: [ZonePage] = []
-        // The merge compares records of different zones; one zone's are in order already.
-        let merges = zones.filter { zoneID in known[zoneID].map { $0 != nil } ?? true }.count > 1
-        for zoneID in zones {
+        let readers = try Self.zones(engine: engine, context: context).compactMap { zoneID -> ZoneReader? in
             let start = known[zoneID]
             // A zone named without a position has no more matches.
-            if let start, start == nil { continue }
-            let zoneQuery = query.inZone(zoneID, desiredKeys: readKeys)
-            let page: QueryPage
-            do {
-                page = try engine.queryRecords(zoneQuery, in: context, after: start ?? nil, limit: limit)
-            } catch let error as StratusError where error.code == .zoneNotFound {
-                continue
-            }
-            pages.append(ZonePage(zoneID: zoneID, query: zoneQuery, start: start ?? nil, page: page, keys: merges ? page.records.map { sortKeys(of: $0, in: zoneQuery) } : []))
+            if let start, start == nil { return nil }
+            return ZoneReader(zoneID: zoneID, query: query.inZone(zoneID, desiredKeys: readKeys), start: start ?? nil)
         }
+        // The merge compares records of different zones; one zone's are in order already.
+        let merges = readers.count > 1
+        let chunk = merges ? min(limit, max(Self.smallestChunk, limit / readers.count + 1)) : limit
 
-        // A k-way merge: each zone's records are in the query's order already.
-        var taken = [Int](repeating: 0, count: pages.count)
         var records: [Record] = []
         records.reserveCapacity(limit)
         while records.count < limit {
             var best: Int?
-            for index in pages.indices where taken[index] < pages[index].page.records.count {
+            for index in readers.indices {
+                // Always a whole chunk, though fewer records may be needed: an engine prepares a
+                // statement per limit, and preparing costs more than reading a few more rows.
+                if readers[index].needsReading { try read(readers[index], limit: chunk, keyed: merges) }
+                guard readers[index].hasRecord else { continue }
                 guard let current = best else { best = index; continue }
-                if precedes(pages[index], taken[index], pages[current], taken[current]) { best = index }
+                if precedes(readers[index], readers[current]) { best = index }
             }
             guard let best else { break }
-            let record = pages[best].page.records[taken[best]]
+            let record = readers[best].take()
             records.append(readKeys == query.desiredKeys ? record : record.restricted(to: query.desiredKeys))
-            taken[best] += 1
         }
 
         var next = position
         next.lastRecordName = records.last?.recordID.recordName ?? position.lastRecordName
         var more = false
-        for (index, zone) in pages.enumerated() {
-            let consumed = taken[index], read = zone.page.records.count
-            let after: QueryPosition?
-            if consumed == read {
-                // Read whole: the engine's own position, or none when the zone has no more.
-                after = zone.page.nextPosition
-            } else if consumed == 0 {
-                more = true
+        for reader in readers where reader.hasRead {
+            guard let after = try positionAfterTaken(reader) else {
+                more = more || reader.hasMore
                 continue
-            } else {
-                after = try positionAfter(zone, consumed: consumed)
             }
             if after != nil { more = true }
-            next.set(zone.zoneID, after: after)
+            next.set(reader.zoneID, after: after)
         }
         return (records, next, more)
     }
+
+    /// The fewest records a zone is asked for at once when several zones are merged.
+    static let smallestChunk = 16
 
     /// The keys each zone is asked for: the desired keys and the fields the merge sorts by.
     private var readingKeys: [String]? {
@@ -122,13 +115,55 @@ struct ZoneWideQuery {
         return keys
     }
 
-    private struct ZonePage {
+    /// One zone's part of a page: the chunk read last, how much of it the merge took, and where
+    /// the chunk starts and ends. A class: the merge compares readers for every record it takes,
+    /// and copies of a struct cost a retain and a release of each field.
+    private final class ZoneReader {
         let zoneID: RecordZone.ID
         let query: CompiledQuery
-        let start: QueryPosition?
+        /// Where the chunk starts: the zone's position before it.
+        var chunkStart: QueryPosition?
+        var chunk: [Record] = []
+        /// Each record's position, its distances measured here (only a merge reads them).
+        var keys: [QueryPosition] = []
+        var taken = 0
+        /// The engine's position after the chunk; `nil` when no more follow.
+        var chunkEnd: QueryPosition?
+        var hasRead = false
+        var tookAny = false
+        /// Deleted since the zones were listed.
+        var isGone = false
+
+        init(zoneID: RecordZone.ID, query: CompiledQuery, start: QueryPosition?) {
+            self.zoneID = zoneID
+            self.query = query
+            chunkStart = start
+        }
+
+        var hasRecord: Bool { taken < chunk.count }
+        var hasMore: Bool { !isGone && (hasRecord || !hasRead || chunkEnd != nil) }
+        var needsReading: Bool { !isGone && !hasRecord && (!hasRead || chunkEnd != nil) }
+
+        func take() -> Record {
+            defer { taken += 1; tookAny = true }
+            return chunk[taken]
+        }
+    }
+
+    private func read(_ reader: ZoneReader, limit: Int, keyed: Bool) throws {
+        if reader.hasRead { reader.chunkStart = reader.chunkEnd }
         let page: QueryPage
-        /// Each record's position, its distances measured here (only the merge reads them).
-        let keys: [QueryPosition]
+        do {
+            page = try engine.queryRecords(reader.query, in: context, after: reader.chunkStart, limit: limit)
+        } catch let error as StratusError where error.code == .zoneNotFound {
+            reader.isGone = true
+            return
+        }
+        reader.chunk = page.records
+        reader.keys = keyed ? page.records.map { sortKeys(of: $0, in: reader.query) } : []
+        reader.taken = 0
+        reader.chunkEnd = page.nextPosition
+        reader.hasRead = true
     }
 
     private func sortKeys(of record: Record, in zoneQuery: CompiledQuery) -> QueryPosition {
@@ -140,9 +175,9 @@ struct ZoneWideQuery {
         return QueryPosition(of: record, in: zoneQuery, distances: distances)
     }
 
-    /// Whether record `i` of zone page `a` comes before record `j` of `b` in the merged order.
-    private func precedes(_ a: ZonePage, _ i: Int, _ b: ZonePage, _ j: Int) -> Bool {
-        let left = a.keys[i], right = b.keys[j]
+    /// Whether the next record of `a` comes before the next of `b` in the merged order.
+    private func precedes(_ a: ZoneReader, _ b: ZoneReader) -> Bool {
+        let left = a.keys[a.taken], right = b.keys[b.taken]
         for (index, sortKey) in query.sortKeys.enumerated() {
             let order = QueryRules.sortOrder(left.sortValues[index], right.sortValues[index])
             if order == .orderedSame { continue }
@@ -153,16 +188,24 @@ struct ZoneWideQuery {
         return Self.zoneOrder(a.zoneID, b.zoneID)
     }
 
-    /// The engine's position after the first `consumed` records of a zone's page. A distance is
-    /// the engine's to compare, so the zone is asked again for just those records; other sort
-    /// values are the record's own.
-    private func positionAfter(_ zone: ZonePage, consumed: Int) throws -> QueryPosition {
-        if zone.query.sortKeys.contains(where: { $0.distanceFrom != nil }),
-           let engines = try engine.queryRecords(zone.query, in: context, after: zone.start, limit: consumed).nextPosition {
-            return engines
+    /// The zone's position after the records the merge took: `.some(nil)` when it has no more
+    /// matches, `nil` when it stays where it was (nothing taken, more to read).
+    private func positionAfterTaken(_ reader: ZoneReader) throws -> QueryPosition?? {
+        if reader.isGone { return .some(nil) }
+        if reader.taken == reader.chunk.count {
+            // The chunk read whole: the engine's own position, or none when the zone has no more.
+            return reader.tookAny || reader.chunkEnd == nil ? .some(reader.chunkEnd) : nil
         }
-        let last = zone.page.records[consumed - 1]
-        return QueryPosition(sortValues: zone.keys[consumed - 1].sortValues, recordName: last.recordID.recordName)
+        if reader.taken == 0 { return reader.tookAny ? .some(reader.chunkStart) : nil }
+        // A distance is the engine's to compare, so the zone is asked again for just the records
+        // taken; other sort values are the record's own.
+        if reader.query.sortKeys.contains(where: { $0.distanceFrom != nil }),
+           let engines = try engine.queryRecords(reader.query, in: context, after: reader.chunkStart, limit: reader.taken).nextPosition {
+            return .some(engines)
+        }
+        let last = reader.chunk[reader.taken - 1]
+        let values = reader.keys.isEmpty ? QueryPosition(of: last, in: reader.query, distances: []).sortValues : reader.keys[reader.taken - 1].sortValues
+        return .some(QueryPosition(sortValues: values, recordName: last.recordID.recordName))
     }
 }
 
