@@ -132,6 +132,31 @@ struct UpdateCLITests {
         }
     }
 
+    @Test("a --set naming a system field (parent, recordType, creationDate, recordChangeTag…) or no field name is refused (64), not counted unchanged", arguments: TestEngine.all)
+    func systemFieldsRefused(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            _ = try await cli.run(["import", try cli.file("notes.ndjson", Input.notes(3))])
+            let before = try await cli.exported("Note")
+            // A CSV header reads these as the record's own columns: each --set used to run,
+            // change nothing and report the record unchanged with exit 0.
+            for assignment in ["parent=n2", "parent=", "recordType=Other", "creationDate=2020-01-01T00:00:00Z", "modificationDate=0",
+                               "recordChangeTag=abc", "creatorUserRecordID=_x", "recordName=x", "share=x", "a b=1"] {
+                let result = try await cli.run(["update", "--type", "Note", "--all", "--set", assignment])
+                #expect(result.exitCode == 64, "\(result)")
+                #expect(result.stderr.contains("--set \(assignment)"), "the message quotes the --set: \(result)")
+                #expect(!result.stderr.contains("CSV"), "the message speaks of --set, not of a CSV header: \(result)")
+                #expect(!result.stderr.contains("unchanged"), "\(result)")
+            }
+            let after = try await cli.exported("Note")
+            #expect(after.keys.sorted() == before.keys.sorted())
+            for (name, record) in after {
+                #expect(record["recordChangeTag"] as? String == before[name]?["recordChangeTag"] as? String, "nothing was written: \(record)")
+                #expect(record["parent"] == nil && record["recordType"] as? String == "Note")
+            }
+        }
+    }
+
     @Test("delete --type --checkpoint deletes in batches and removes its file; the summary says deleted apart from not found", arguments: TestEngine.all)
     func deleteWithCheckpoint(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
