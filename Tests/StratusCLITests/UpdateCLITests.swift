@@ -132,6 +132,35 @@ struct UpdateCLITests {
         }
     }
 
+    @Test("a checkpoint file larger than any checkpoint (a sparse file, another file named by mistake) is refused (65) before it is read, by update, import and copy, and left as it was", arguments: TestEngine.all)
+    func hugeCheckpoints(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let notes = try cli.file("notes.ndjson", Input.notes(5))
+            _ = try await cli.run(["import", notes, "--quiet"])
+            // Over every checkpoint's limit (copy's, the largest, is 1 GiB); sparse, so it takes
+            // no room on disk. It used to be read whole into memory, then found not to be JSON.
+            let huge = store.path("huge.checkpoint")
+            #expect(FileManager.default.createFile(atPath: huge, contents: Data("{".utf8)))
+            #expect(truncate(huge, (1 << 30) + 1) == 0)
+            let destination = try await cli.newStore("copy.sqlite")
+            let runs: [[String]] = [
+                ["update", "--type", "Note", "--all", "--set", "status=late", "--checkpoint", huge],
+                ["import", notes, "--checkpoint", huge],
+                ["copy", "--from", cli.storePath, "--to", destination, "--checkpoint", huge],
+            ]
+            for arguments in runs {
+                let result = try await cli.run(arguments)
+                #expect(result.exitCode == 65, "\(result)")
+                #expect(result.stderr.contains("huge.checkpoint is larger than any checkpoint"), "\(result)")
+                var info = stat()
+                #expect(stat(huge, &info) == 0 && info.st_size == (1 << 30) + 1, "the file is left as it was")
+            }
+            #expect(try await cli.count("Note", where: "status == 'late'") == 0, "the refused update wrote nothing")
+            #expect(!cli.storeExists(destination), "the refused copy created nothing")
+        }
+    }
+
     @Test("a --set naming a system field (parent, recordType, creationDate, recordChangeTag…) or no field name is refused (64), not counted unchanged", arguments: TestEngine.all)
     func systemFieldsRefused(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
