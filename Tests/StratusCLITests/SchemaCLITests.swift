@@ -129,7 +129,7 @@ struct SchemaCLITests {
         }
     }
 
-    @Test("a schema file past Stratus's limits (record types, fields of a type, index options) is refused (65) at the declaration that passes one, and the stored schema stays", arguments: TestEngine.all)
+    @Test("a schema file past Stratus's limits (record types, fields of a type, fields in all, index options) is refused (65) at the declaration that passes one, and the stored schema stays", arguments: TestEngine.all)
     func schemaLimits(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
             let cli = try await CLI(store, engine: engine)
@@ -143,9 +143,14 @@ struct SchemaCLITests {
             let indexes = "DEFINE SCHEMA\n" + (0..<3).map { type in
                 "RECORD TYPE I\(type) (\n" + (0..<700).map { "    f\($0) INT64 QUERYABLE" }.joined(separator: ",\n") + "\n);\n"
             }.joined()
+            let grid = "DEFINE SCHEMA\n" + (0..<26).map { type in
+                "RECORD TYPE G\(type) (\n" + (0..<800).map { "    f\($0) INT64" }.joined(separator: ",\n") + "\n);\n"
+            }.joined()
             let cases: [(name: String, text: String, place: String, says: String)] = [
                 ("types.ckdb", types, "1002:13", "1000 record types"),
-                ("fields.ckdb", fields, "1003:5", "1000 fields"),
+                ("fields.ckdb", fields, "1003:5", "1000 fields a record type may declare"),
+                // The 20,001st field: the first of the 26th type, 800 fields each (802 lines a type).
+                ("grid.ckdb", grid, "\(1 + 25 * 802 + 2):5", "20000 fields a schema file may declare"),
                 // The 2,001st option: the 601st field of the third type (lines: 1 DEFINE, 702 per type, then the type's line).
                 ("indexes.ckdb", indexes, "\(1 + 2 * 702 + 1 + 601):16", "2000 QUERYABLE, SORTABLE and SEARCHABLE options"),
             ]

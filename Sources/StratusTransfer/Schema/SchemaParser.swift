@@ -32,6 +32,8 @@ struct SchemaParser {
     private let limits: SchemaReader.Limits
     /// The QUERYABLE, SORTABLE and SEARCHABLE options read so far, in every record type.
     private var indexCount = 0
+    /// The fields read so far, in every record type.
+    private var fieldCount = 0
 
     init(bytes: [UInt8], limits: SchemaReader.Limits) throws(StratusError) {
         self.limits = limits
@@ -184,6 +186,10 @@ struct SchemaParser {
         if positions.count >= limits.fieldsPerRecordType {
             throw source.error("field \(SchemaLanguage.quoted(written)) is one more than the \(limits.fieldsPerRecordType) fields a record type may declare (Stratus's limit)", at: nameStart)
         }
+        if fieldCount >= limits.fields {
+            throw source.error("field \(SchemaLanguage.quoted(written)) is one more than the \(limits.fields) fields a schema file may declare in all its record types (Stratus's limit)", at: nameStart)
+        }
+        fieldCount += 1
         positions[name] = nameStart
         try advance()
 

@@ -45,8 +45,8 @@ import Stratus
 /// a field or record type or role declared twice, a name that breaks CloudKit's naming rules
 /// (a letter, then letters, digits and `_`), a field name Stratus keeps for a system field
 /// (`recordName`, `parent`, …), and a grant to a role the file does not create. And, as
-/// Stratus's own limits (``limits``), more than 1,000 record types, 1,000 fields in one type
-/// or 2,000 `QUERYABLE`/`SORTABLE`/`SEARCHABLE` options in the file.
+/// Stratus's own limits (``limits``), more than 1,000 record types, 1,000 fields in one type,
+/// 20,000 fields in all or 2,000 `QUERYABLE`/`SORTABLE`/`SEARCHABLE` options in the file.
 ///
 /// - Throws: ``Stratus/StratusError`` `invalidArguments` whose message starts with
 ///   `line:column:` and says what was expected or what rule was broken, followed by the line
@@ -76,6 +76,9 @@ public struct SchemaReader: Sendable {
         public var recordTypes = 1_000
         /// Fields one record type may declare, system fields named in it included.
         public var fieldsPerRecordType = 1_000
+        /// Fields a file may declare, counted over every record type (every read of the store
+        /// loads the whole schema: a file of 1,000,000 fields made each `count` take seconds).
+        public var fields = 20_000
         /// `QUERYABLE`, `SORTABLE` and `SEARCHABLE` options, counted over every field of every
         /// record type.
         public var indexes = 2_000
