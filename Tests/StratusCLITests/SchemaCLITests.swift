@@ -129,7 +129,7 @@ struct SchemaCLITests {
         }
     }
 
-    @Test("a schema file past Stratus's limits (record types, fields of a type, fields in all, index options) is refused (65) at the declaration that passes one, and the stored schema stays", arguments: TestEngine.all)
+    @Test("a schema file past Stratus's limits (record types, fields of a type, fields in all, index options, roles) is refused (65) at the declaration that passes one, and the stored schema stays", arguments: TestEngine.all)
     func schemaLimits(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
             let cli = try await CLI(store, engine: engine)
@@ -151,6 +151,7 @@ struct SchemaCLITests {
                 ("fields.ckdb", fields, "1003:5", "1000 fields a record type may declare"),
                 // The 20,001st field: the first of the 26th type, 800 fields each (802 lines a type).
                 ("grid.ckdb", grid, "\(1 + 25 * 802 + 2):5", "20000 fields a schema file may declare"),
+                ("roles.ckdb", "DEFINE SCHEMA\n" + (0...1_000).map { "CREATE ROLE r\($0);\n" }.joined(), "1002:13", "1000 roles"),
                 // The 2,001st option: the 601st field of the third type (lines: 1 DEFINE, 702 per type, then the type's line).
                 ("indexes.ckdb", indexes, "\(1 + 2 * 702 + 1 + 601):16", "2000 QUERYABLE, SORTABLE and SEARCHABLE options"),
             ]

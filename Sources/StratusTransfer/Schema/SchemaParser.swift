@@ -89,6 +89,9 @@ struct SchemaParser {
         if let first = rolePositions[role] {
             throw source.error("role \(SchemaLanguage.quoted(role.name)) is created twice (first at \(place(first)))", at: start)
         }
+        if rolePositions.count >= limits.roles {
+            throw source.error("role \(SchemaLanguage.quoted(role.name)) is one more than the \(limits.roles) roles a schema file may create (Stratus's limit)", at: start)
+        }
         rolePositions[role] = start
         schema.roles.insert(role)
     }

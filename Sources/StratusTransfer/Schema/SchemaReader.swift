@@ -46,7 +46,8 @@ import Stratus
 /// (a letter, then letters, digits and `_`), a field name Stratus keeps for a system field
 /// (`recordName`, `parent`, …), and a grant to a role the file does not create. And, as
 /// Stratus's own limits (``limits``), more than 1,000 record types, 1,000 fields in one type,
-/// 20,000 fields in all or 2,000 `QUERYABLE`/`SORTABLE`/`SEARCHABLE` options in the file.
+/// 20,000 fields in all, 2,000 `QUERYABLE`/`SORTABLE`/`SEARCHABLE` options or 1,000 roles in
+/// the file.
 ///
 /// - Throws: ``Stratus/StratusError`` `invalidArguments` whose message starts with
 ///   `line:column:` and says what was expected or what rule was broken, followed by the line
@@ -82,6 +83,9 @@ public struct SchemaReader: Sendable {
         /// `QUERYABLE`, `SORTABLE` and `SEARCHABLE` options, counted over every field of every
         /// record type.
         public var indexes = 2_000
+        /// Roles a file may create (each read of a type loads its grants: 100,000 roles granted
+        /// one type made every `count` of it take seconds).
+        public var roles = 1_000
 
         /// The default limits.
         public init() {}
