@@ -112,13 +112,16 @@ final class SQLiteConnection {
     }
 
     /// Throws when the file holds an SQLite database that is not a Stratus store: another
-    /// program's application ID in its header; tables, but neither Stratus's `records` nor its
-    /// `store_info`; or no tables but a schema version another program set.
+    /// program's application ID in its header; tables, but neither Stratus's `store_info` nor a
+    /// `records` table with Stratus's `zone_id` and `record_name` columns (`records` is a common
+    /// name: another program's table of that name made the upgrade fail half-way with an SQL
+    /// error); or no tables but a schema version another program set.
     private func refuseForeignDatabase() throws {
         let header = try uncachedStatement("""
             SELECT (SELECT application_id FROM pragma_application_id), (SELECT user_version FROM pragma_user_version),
                 (SELECT count(*) FROM sqlite_master),
-                (SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('records', 'store_info'))
+                (SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'store_info')
+                    + (SELECT count(*) = 2 FROM pragma_table_info('records') WHERE name IN ('zone_id', 'record_name'))
             """)
         defer { header.reset() }
         guard try header.step() else { return }

@@ -42,10 +42,17 @@ final class CheckpointFile: ImportCheckpointStore {
         try KeptFile.lock(resolvedPath, named: path, what: "checkpoint")
     }
 
-    /// - Throws: ``UsageError`` when the file is not a checkpoint or belongs to another input.
+    /// The largest file taken for a checkpoint: one lists the items still waiting for a parent,
+    /// a few bytes each, so a larger file (a sparse file, another file named by mistake) is
+    /// refused before it is read into memory.
+    static let maximumSize = 64 << 20
+
+    /// - Throws: ``UsageError`` when the file is not a checkpoint or belongs to another input;
+    ///   ``CommandFailure`` `dataError` when it is larger than ``maximumSize``.
     func load() throws -> ImportCheckpoint? {
         guard FileManager.default.fileExists(atPath: resolvedPath) else { return nil }
-        guard let data = FileManager.default.contents(atPath: resolvedPath), let contents = try? JSONDecoder().decode(Contents.self, from: data) else {
+        let data = try KeptFile.contents(of: resolvedPath, atMost: Self.maximumSize, what: "checkpoint")
+        guard let contents = try? JSONDecoder().decode(Contents.self, from: data) else {
             throw UsageError(message: "the checkpoint file \(path) is not a Stratus checkpoint; remove it to start over")
         }
         guard contents.input == input && contents.inputSize == inputSize else {

@@ -19,10 +19,17 @@ final class CopyCheckpointFile: StoreCopier.CheckpointStore {
         try KeptFile.lock(resolvedPath, named: path, what: "checkpoint")
     }
 
-    /// - Throws: ``UsageError`` when the file is not a copy checkpoint.
+    /// The largest file taken for a checkpoint: it names every zone copied, about 200 bytes
+    /// each, so this keeps copies of some five million zones resumable while a larger file (a
+    /// sparse file, another file named by mistake) is refused before it is read into memory.
+    static let maximumSize = 1 << 30
+
+    /// - Throws: ``UsageError`` when the file is not a copy checkpoint; ``CommandFailure``
+    ///   `dataError` when it is larger than ``maximumSize``.
     func load() throws -> StoreCopier.Checkpoint? {
         guard FileManager.default.fileExists(atPath: resolvedPath) else { return nil }
-        guard let data = FileManager.default.contents(atPath: resolvedPath), let checkpoint = try? JSONDecoder().decode(StoreCopier.Checkpoint.self, from: data) else {
+        let data = try KeptFile.contents(of: resolvedPath, atMost: Self.maximumSize, what: "checkpoint")
+        guard let checkpoint = try? JSONDecoder().decode(StoreCopier.Checkpoint.self, from: data) else {
             throw UsageError(message: "the checkpoint file \(path) is not a checkpoint of stratus copy; remove it to start over")
         }
         return checkpoint

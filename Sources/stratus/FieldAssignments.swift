@@ -30,8 +30,8 @@ struct FieldAssignments {
 
     /// Splits each `--set` into its name, type and value, without reading the values.
     ///
-    /// - Throws: ``UsageError`` naming the `--set` that is malformed, names an unknown type, or
-    ///   repeats a field.
+    /// - Throws: ``UsageError`` naming the `--set` that is malformed, names an unknown type or
+    ///   a name no field may have (a system field such as `parent`), or repeats a field.
     static func split(_ texts: [String]) throws -> [Assignment] {
         guard !texts.isEmpty else { throw UsageError(message: "give at least one --set NAME=VALUE") }
         var names = Set<String>()
@@ -48,6 +48,13 @@ struct FieldAssignments {
                 type = try ParsedArguments.fieldType(String(head[head.index(after: colon)...]), in: "--set", item: text)
             }
             guard !name.isEmpty else { throw UsageError(message: "--set '\(text)' names no field") }
+            // A CSV header takes `parent`, `recordType`, `creationDate`… as the record's own
+            // columns, so such a --set would read as "remove nothing" and pass as unchanged.
+            do throws(StratusError) {
+                try Naming.checkFieldKey(name)
+            } catch {
+                throw UsageError(message: "--set \(text): \(error.message); update sets a record's fields, never its system fields (recordName, recordType, parent, creationDate, recordChangeTag, …)")
+            }
             guard names.insert(name).inserted else { throw UsageError(message: "--set gives the field '\(name)' twice") }
             return Assignment(text: text, name: name, type: type, value: value)
         }

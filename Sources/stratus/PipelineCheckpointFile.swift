@@ -33,10 +33,17 @@ final class PipelineCheckpointFile: PipelineCheckpointStore, @unchecked Sendable
         try KeptFile.lock(resolvedPath, named: path, what: "checkpoint")
     }
 
-    /// - Throws: ``UsageError`` when the file is not a checkpoint or belongs to another command.
+    /// The largest file taken for a checkpoint: it holds the command line and one position, so
+    /// a larger file (a sparse file, another file named by mistake) is refused before it is
+    /// read into memory.
+    static let maximumSize = 16 << 20
+
+    /// - Throws: ``UsageError`` when the file is not a checkpoint or belongs to another command;
+    ///   ``CommandFailure`` `dataError` when it is larger than ``maximumSize``.
     func load() throws -> PipelineCheckpointStoreEntry? {
         guard FileManager.default.fileExists(atPath: resolvedPath) else { return nil }
-        guard let data = FileManager.default.contents(atPath: resolvedPath), let contents = try? JSONDecoder().decode(Contents.self, from: data) else {
+        let data = try KeptFile.contents(of: resolvedPath, atMost: Self.maximumSize, what: "checkpoint")
+        guard let contents = try? JSONDecoder().decode(Contents.self, from: data) else {
             throw UsageError(message: "the checkpoint file \(path) is not a Stratus pipeline checkpoint; remove it to start over")
         }
         guard contents.command == command else {

@@ -62,6 +62,28 @@ struct HostileSurroundingsCLITests {
         }
     }
 
+    @Test("another program's database with a table named records is refused as one (70) by reading, writing and copying commands, and left unchanged")
+    func foreignRecordsTable() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            let foreign = store.path("crm.sqlite")
+            let made = try await cli.shell("sqlite3 '\(foreign)' 'CREATE TABLE records(id INTEGER, body TEXT); INSERT INTO records VALUES (7, \"x\");'")
+            #expect(made.exitCode == 0, "\(made)")
+            let before = try Data(contentsOf: URL(fileURLWithPath: foreign))
+            let destination = store.path("copy.sqlite")
+            // These used to try to add Stratus's tables and fail with an SQL error (exit 70,
+            // "no such column: zone_id") that did not say the file is not a store.
+            for arguments in [["count", "--type", "T", "--store", foreign], ["import", "--store", foreign], ["copy", "--from", foreign, "--to", destination]] {
+                let result = try await cli.run(arguments, stdin: Input.notes(1))
+                #expect(result.exitCode == 70 && result.stderr.contains("another program"), "\(result)")
+                #expect(!result.stderr.contains("zone_id"), "\(result)")
+            }
+            #expect(try Data(contentsOf: URL(fileURLWithPath: foreign)) == before, "another program's database is not changed")
+            #expect(!cli.exists(foreign + "-wal") && !cli.exists(foreign + "-shm"), "nor switched to WAL")
+            #expect(!cli.exists(destination), "the refused copy made no destination")
+        }
+    }
+
     @Test("an answer that cannot be written to stdout is exit 73, never a crash or 0")
     func fullStandardOutput() async throws {
         try await TemporaryStore.with { store in

@@ -129,6 +129,48 @@ struct SchemaCLITests {
         }
     }
 
+    @Test("a schema file past Stratus's limits (record types, fields of a type, fields in all, index options, roles) is refused (65) at the declaration that passes one, and the stored schema stays", arguments: TestEngine.all)
+    func schemaLimits(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            try await Self.forumStore(cli)
+            let before = try await cli.run(["schema", "export"])
+            #expect(before.exitCode == 0, "\(before)")
+            // Each file passes one limit by one declaration. Files of 100,000 types or indexed
+            // fields (2.5 MB, far under the size limit) held the write lock for hours.
+            let types = "DEFINE SCHEMA\n" + (0...1_000).map { "RECORD TYPE T\($0) (f STRING);\n" }.joined()
+            let fields = "DEFINE SCHEMA\nRECORD TYPE Wide (\n" + (0...1_000).map { "    f\($0) STRING" }.joined(separator: ",\n") + "\n);\n"
+            let indexes = "DEFINE SCHEMA\n" + (0..<3).map { type in
+                "RECORD TYPE I\(type) (\n" + (0..<700).map { "    f\($0) INT64 QUERYABLE" }.joined(separator: ",\n") + "\n);\n"
+            }.joined()
+            let grid = "DEFINE SCHEMA\n" + (0..<26).map { type in
+                "RECORD TYPE G\(type) (\n" + (0..<800).map { "    f\($0) INT64" }.joined(separator: ",\n") + "\n);\n"
+            }.joined()
+            let cases: [(name: String, text: String, place: String, says: String)] = [
+                ("types.ckdb", types, "1002:13", "1000 record types"),
+                ("fields.ckdb", fields, "1003:5", "1000 fields a record type may declare"),
+                // The 20,001st field: the first of the 26th type, 800 fields each (802 lines a type).
+                ("grid.ckdb", grid, "\(1 + 25 * 802 + 2):5", "20000 fields a schema file may declare"),
+                ("roles.ckdb", "DEFINE SCHEMA\n" + (0...1_000).map { "CREATE ROLE r\($0);\n" }.joined(), "1002:13", "1000 roles"),
+                // The 2,001st option: the 601st field of the third type (lines: 1 DEFINE, 702 per type, then the type's line).
+                ("indexes.ckdb", indexes, "\(1 + 2 * 702 + 1 + 601):16", "2000 QUERYABLE, SORTABLE and SEARCHABLE options"),
+            ]
+            for (name, text, place, says) in cases {
+                let path = try cli.file(name, text)
+                for action in ["validate", "import"] {
+                    let result = try await cli.run(["schema", action, path])
+                    #expect(result.exitCode == 65, "\(name): \(result)")
+                    #expect(result.stderr.contains("\(name):\(place): ") && result.stderr.contains(says), "\(name) names where and which limit: \(result)")
+                }
+            }
+            #expect(try await cli.run(["schema", "export"]).stdout == before.stdout, "the refused imports changed nothing")
+            // At the limits, a file is read.
+            let most = "DEFINE SCHEMA\n" + (0..<999).map { "RECORD TYPE T\($0) (f STRING);\n" }.joined()
+            let atLimit = try await cli.run(["schema", "validate", try cli.file("most.ckdb", most)])
+            #expect(atLimit.exitCode == 0, "999 types and Users: \(atLimit)")
+        }
+    }
+
     @Test("schema import replaces the development schema (exporting it gives the file back); bad files are exit 65 with line:column, missing ones 66", arguments: TestEngine.all)
     func importFile(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

@@ -132,6 +132,60 @@ struct UpdateCLITests {
         }
     }
 
+    @Test("a checkpoint file larger than any checkpoint (a sparse file, another file named by mistake) is refused (65) before it is read, by update, import and copy, and left as it was", arguments: TestEngine.all)
+    func hugeCheckpoints(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let notes = try cli.file("notes.ndjson", Input.notes(5))
+            _ = try await cli.run(["import", notes, "--quiet"])
+            // Over every checkpoint's limit (copy's, the largest, is 1 GiB); sparse, so it takes
+            // no room on disk. It used to be read whole into memory, then found not to be JSON.
+            let huge = store.path("huge.checkpoint")
+            #expect(FileManager.default.createFile(atPath: huge, contents: Data("{".utf8)))
+            #expect(truncate(huge, (1 << 30) + 1) == 0)
+            let destination = try await cli.newStore("copy.sqlite")
+            let runs: [[String]] = [
+                ["update", "--type", "Note", "--all", "--set", "status=late", "--checkpoint", huge],
+                ["import", notes, "--checkpoint", huge],
+                ["copy", "--from", cli.storePath, "--to", destination, "--checkpoint", huge],
+            ]
+            for arguments in runs {
+                let result = try await cli.run(arguments)
+                #expect(result.exitCode == 65, "\(result)")
+                #expect(result.stderr.contains("huge.checkpoint is larger than any checkpoint"), "\(result)")
+                var info = stat()
+                #expect(stat(huge, &info) == 0 && info.st_size == (1 << 30) + 1, "the file is left as it was")
+            }
+            #expect(try await cli.count("Note", where: "status == 'late'") == 0, "the refused update wrote nothing")
+            #expect(!cli.storeExists(destination), "the refused copy created nothing")
+        }
+    }
+
+    @Test("a --set naming a system field (parent, recordType, creationDate, recordChangeTag…) or no field name is refused (64), not counted unchanged", arguments: TestEngine.all)
+    func systemFieldsRefused(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            _ = try await cli.run(["import", try cli.file("notes.ndjson", Input.notes(3))])
+            let before = try await cli.exported("Note")
+            // A CSV header reads these as the record's own columns: each --set used to run,
+            // change nothing and report the record unchanged with exit 0.
+            for assignment in ["parent=n2", "parent=", "recordType=Other", "creationDate=2020-01-01T00:00:00Z", "modificationDate=0",
+                               "recordChangeTag=abc", "creatorUserRecordID=_x", "recordName=x", "share=x", "a b=1"] {
+                let result = try await cli.run(["update", "--type", "Note", "--all", "--set", assignment])
+                #expect(result.exitCode == 64, "\(result)")
+                #expect(result.stderr.contains("--set \(assignment)"), "the message quotes the --set: \(result)")
+                #expect(!result.stderr.contains("CSV"), "the message speaks of --set, not of a CSV header: \(result)")
+                #expect(!result.stderr.contains("unchanged"), "\(result)")
+            }
+            let after = try await cli.exported("Note")
+            #expect(after.keys.sorted() == before.keys.sorted())
+            for (name, record) in after {
+                #expect(record["recordChangeTag"] as? String == before[name]?["recordChangeTag"] as? String, "nothing was written: \(record)")
+                #expect(record["parent"] == nil && record["recordType"] as? String == "Note")
+            }
+        }
+    }
+
     @Test("delete --type --checkpoint deletes in batches and removes its file; the summary says deleted apart from not found", arguments: TestEngine.all)
     func deleteWithCheckpoint(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

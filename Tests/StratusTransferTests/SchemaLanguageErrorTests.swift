@@ -164,7 +164,14 @@ struct SchemaLanguageErrorTests {
         #expect(error.line == 50_002 && error.column == 21)
 
         let fields = (0..<5_000).map { "f\($0) STRING QUERYABLE" }.joined(separator: ",\n")
-        let wide = try SchemaReader().read("DEFINE SCHEMA RECORD TYPE Wide (\n\(fields)\n);")
+        let wideText = "DEFINE SCHEMA RECORD TYPE Wide (\n\(fields)\n);"
+        error = try #require(schemaError { try SchemaReader().read(wideText) })
+        #expect(error.line == 1_002 && error.column == 1 && error.message.contains("1000 fields a record type may declare"), "\(error)")
+        // Past the default limits, a reader told to take more still reads it at once.
+        var generous = SchemaReader()
+        generous.limits.fieldsPerRecordType = 5_000
+        generous.limits.indexes = 5_000
+        let wide = try generous.read(wideText)
         #expect(wide.recordType("Wide")?.fields.count == 5_000)
         let unterminated = "DEFINE SCHEMA\n/*" + String(repeating: "*", count: 200_000)
         error = try #require(schemaError { try SchemaReader().read(unterminated) })

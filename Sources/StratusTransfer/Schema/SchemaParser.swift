@@ -28,8 +28,15 @@ struct SchemaParser {
     /// Roles named by grants, checked against the created roles once the whole file is read
     /// (a role may be created after a type that grants to it).
     private var grantedRoles: [(role: SecurityRole, offset: Int)] = []
+    /// How many record types, fields per type and field options a file may declare.
+    private let limits: SchemaReader.Limits
+    /// The QUERYABLE, SORTABLE and SEARCHABLE options read so far, in every record type.
+    private var indexCount = 0
+    /// The fields read so far, in every record type.
+    private var fieldCount = 0
 
-    init(bytes: [UInt8]) throws(StratusError) {
+    init(bytes: [UInt8], limits: SchemaReader.Limits) throws(StratusError) {
+        self.limits = limits
         source = SchemaSource(bytes: bytes)
         lexer = SchemaLexer(source: source)
         token = try lexer.next()
@@ -82,6 +89,9 @@ struct SchemaParser {
         if let first = rolePositions[role] {
             throw source.error("role \(SchemaLanguage.quoted(role.name)) is created twice (first at \(place(first)))", at: start)
         }
+        if rolePositions.count >= limits.roles {
+            throw source.error("role \(SchemaLanguage.quoted(role.name)) is one more than the \(limits.roles) roles a schema file may create (Stratus's limit)", at: start)
+        }
         rolePositions[role] = start
         schema.roles.insert(role)
     }
@@ -100,6 +110,9 @@ struct SchemaParser {
         }
         if let first = typePositions[name] {
             throw source.error("record type \(SchemaLanguage.quoted(name)) is declared twice (first at \(place(first)))", at: start)
+        }
+        if typePositions.count >= limits.recordTypes {
+            throw source.error("record type \(SchemaLanguage.quoted(name)) is one more than the \(limits.recordTypes) record types a schema file may declare (Stratus's limit)", at: start)
         }
         typePositions[name] = start
         var type = RecordTypeSchema(recordType: name)
@@ -173,6 +186,13 @@ struct SchemaParser {
         if let first = positions[name] {
             throw source.error("field \(SchemaLanguage.quoted(written)) is declared twice in record type \(SchemaLanguage.quoted(type.recordType)) (first at \(place(first)))", at: nameStart)
         }
+        if positions.count >= limits.fieldsPerRecordType {
+            throw source.error("field \(SchemaLanguage.quoted(written)) is one more than the \(limits.fieldsPerRecordType) fields a record type may declare (Stratus's limit)", at: nameStart)
+        }
+        if fieldCount >= limits.fields {
+            throw source.error("field \(SchemaLanguage.quoted(written)) is one more than the \(limits.fields) fields a schema file may declare in all its record types (Stratus's limit)", at: nameStart)
+        }
+        fieldCount += 1
         positions[name] = nameStart
         try advance()
 
@@ -184,6 +204,13 @@ struct SchemaParser {
         var indexes: RecordTypeSchema.Indexes = []
         while token.kind == .word, let option = SchemaLanguage.options.first(where: { token.isKeyword($0.name) }) {
             try check(option: option.name, option.indexes, on: declared, field: written, at: token.start)
+            if !indexes.contains(option.indexes) {
+                // Each option is an index the store builds and keeps up on every write.
+                if indexCount >= limits.indexes {
+                    throw source.error("this \(option.name) is one more than the \(limits.indexes) QUERYABLE, SORTABLE and SEARCHABLE options a schema file may declare (Stratus's limit)", at: token.start)
+                }
+                indexCount += 1
+            }
             indexes.insert(option.indexes)
             try advance()
         }

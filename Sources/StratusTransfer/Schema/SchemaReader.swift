@@ -44,7 +44,10 @@ import Stratus
 /// encrypted field, `SEARCHABLE` on anything but STRING and LIST<STRING>, `SORTABLE` on a list,
 /// a field or record type or role declared twice, a name that breaks CloudKit's naming rules
 /// (a letter, then letters, digits and `_`), a field name Stratus keeps for a system field
-/// (`recordName`, `parent`, …), and a grant to a role the file does not create.
+/// (`recordName`, `parent`, …), and a grant to a role the file does not create. And, as
+/// Stratus's own limits (``limits``), more than 1,000 record types, 1,000 fields in one type,
+/// 20,000 fields in all, 2,000 `QUERYABLE`/`SORTABLE`/`SEARCHABLE` options or 1,000 roles in
+/// the file.
 ///
 /// - Throws: ``Stratus/StratusError`` `invalidArguments` whose message starts with
 ///   `line:column:` and says what was expected or what rule was broken, followed by the line
@@ -55,6 +58,38 @@ public struct SchemaReader: Sendable {
     public var includesUsersRecordType = true
     /// The largest file ``read(contentsOf:)`` reads, in bytes.
     public var maximumFileSize = 16 << 20
+    /// How much a file may declare: a file past any of these is refused at the declaration
+    /// that passes it, with its line and column.
+    public var limits = Limits()
+
+    /// How much a schema file may declare. CloudKit documents no such limits; these are
+    /// Stratus's, far above what real schemas declare (Apple's samples and published `.ckdb`
+    /// files have tens of types and fields). Every index is built in the store and kept up by
+    /// every write of its type, and a schema change compares the whole schema, so a file of
+    /// 100,000 types or indexed fields would hold the store's write lock for hours.
+    ///
+    /// ```swift
+    /// var reader = SchemaReader()
+    /// reader.limits.recordTypes = 5_000
+    /// ```
+    public struct Limits: Sendable, Hashable {
+        /// Record types a file may declare (`Users` included when the file declares it).
+        public var recordTypes = 1_000
+        /// Fields one record type may declare, system fields named in it included.
+        public var fieldsPerRecordType = 1_000
+        /// Fields a file may declare, counted over every record type (every read of the store
+        /// loads the whole schema: a file of 1,000,000 fields made each `count` take seconds).
+        public var fields = 20_000
+        /// `QUERYABLE`, `SORTABLE` and `SEARCHABLE` options, counted over every field of every
+        /// record type.
+        public var indexes = 2_000
+        /// Roles a file may create (each read of a type loads its grants: 100,000 roles granted
+        /// one type made every `count` of it take seconds).
+        public var roles = 1_000
+
+        /// The default limits.
+        public init() {}
+    }
 
     public init() {}
 
@@ -102,7 +137,7 @@ public struct SchemaReader: Sendable {
     }
 
     private func read(bytes: [UInt8]) throws -> ContainerSchema {
-        var parser = try SchemaParser(bytes: bytes)
+        var parser = try SchemaParser(bytes: bytes, limits: limits)
         var schema = try parser.parse()
         if includesUsersRecordType { schema.includeUsersRecordType() }
         return schema
