@@ -4,7 +4,7 @@ import StratusSQLite
 import StratusTestSupport
 import Testing
 
-@Suite("Archiving records, change tokens and cursors with NSKeyedArchiver", .timeLimit(.minutes(10)))
+@Suite("Archiving records, zones, change tokens and cursors with NSKeyedArchiver", .timeLimit(.minutes(10)))
 struct ArchivingTests {
     /// The system fields of `record`, as sync code archives them.
     static func systemFields(of record: Record) -> Data {
@@ -125,6 +125,40 @@ struct ArchivingTests {
             #expect(back.serialized == cursor.serialized)
             let rest = try await fixture.database.records(continuingMatchFrom: back, resultsLimit: 10)
             #expect(rest.matchResults.map(\.0.recordName) == ["item-00002", "item-00003", "item-00004"])
+        }
+    }
+
+    @Test("record zones archive with NSKeyedArchiver, alone and in an array, and a restored zone is saved and used")
+    func recordZones() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.container().privateCloudDatabase
+            let fetched = try await database.save(RecordZone(zoneName: "Notes"))
+            let other = RecordZone(zoneID: RecordZone.ID(zoneName: "Shared", ownerName: "_a1b2c3"), capabilities: [.fetchChanges])
+
+            let one = try NSKeyedArchiver.archivedData(withRootObject: fetched, requiringSecureCoding: true)
+            let back = try #require(try NSKeyedUnarchiver.unarchivedObject(ofClass: RecordZone.self, from: one))
+            #expect(back.zoneID == fetched.zoneID)
+            #expect(back.capabilities == fetched.capabilities)
+            #expect(back.copy() as? RecordZone === back)
+
+            // A list of zones, as an app caches what fetchAllRecordZones answered.
+            let list = try NSKeyedArchiver.archivedData(withRootObject: [fetched, other, RecordZone.default], requiringSecureCoding: true)
+            let zones = try #require(try NSKeyedUnarchiver.unarchivedObject(ofClasses: [NSArray.self, RecordZone.self], from: list) as? [RecordZone])
+            #expect(zones.map(\.zoneID) == [fetched.zoneID, other.zoneID, .default])
+            #expect(zones.map(\.capabilities) == [fetched.capabilities, [.fetchChanges], RecordZone.default.capabilities])
+            #expect((NSKeyedUnarchiver.unarchiveObject(with: list) as? [RecordZone])?.count == 3)
+
+            try await database.deleteRecordZone(withID: fetched.zoneID)
+            let saved = try await database.save(back)
+            #expect(saved.zoneID == fetched.zoneID)
+            try await database.save(makeRecord("Note", "n1", zoneID: back.zoneID))
+            #expect(try await database.record(for: Record.ID(recordName: "n1", zoneID: back.zoneID)).recordType == "Note")
+
+            let archiver = NSKeyedArchiver(requiringSecureCoding: true)
+            archiver.encode("x" as NSString, forKey: "other")
+            archiver.finishEncoding()
+            let unarchiver = try NSKeyedUnarchiver(forReadingFrom: archiver.encodedData)
+            #expect(RecordZone(coder: unarchiver) == nil)
         }
     }
 
