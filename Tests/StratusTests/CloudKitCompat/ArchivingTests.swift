@@ -4,7 +4,7 @@ import StratusSQLite
 import StratusTestSupport
 import Testing
 
-@Suite("Archiving records, zones, change tokens and cursors with NSKeyedArchiver", .timeLimit(.minutes(10)))
+@Suite("Archiving records, zones, subscriptions, change tokens and cursors with NSKeyedArchiver", .timeLimit(.minutes(10)))
 struct ArchivingTests {
     /// The system fields of `record`, as sync code archives them.
     static func systemFields(of record: Record) -> Data {
@@ -159,6 +159,63 @@ struct ArchivingTests {
             archiver.finishEncoding()
             let unarchiver = try NSKeyedUnarchiver(forReadingFrom: archiver.encodedData)
             #expect(RecordZone(coder: unarchiver) == nil)
+        }
+    }
+
+    @Test("subscriptions archive with NSKeyedArchiver as their own kind, notification info and all, and a restored one is saved")
+    func subscriptions() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.container().privateCloudDatabase
+            let zone = RecordZone.ID(zoneName: "Notes")
+            try await database.save(RecordZone(zoneID: zone))
+
+            let query = QuerySubscription(recordType: "Note", predicate: try QueryPredicate(format: "pages > %@ AND title BEGINSWITH %@", 3, "A"),
+                                          subscriptionID: "long-notes", options: [.firesOnRecordCreation, .firesOnRecordUpdate])
+            query.zoneID = zone
+            let info = NotificationInfo()
+            info.desiredKeys = ["title"]
+            info.alertBody = "A long note"
+            info.shouldBadge = true
+            query.notificationInfo = info
+            let zoneSubscription = RecordZoneSubscription(zoneID: zone, subscriptionID: "notes-zone")
+            zoneSubscription.recordType = "Note"
+            zoneSubscription.notificationInfo = NotificationInfo()
+            let everything = DatabaseSubscription(subscriptionID: "everything")
+            everything.notificationInfo = NotificationInfo()
+
+            let data = try NSKeyedArchiver.archivedData(withRootObject: query, requiringSecureCoding: true)
+            let back = try #require(try NSKeyedUnarchiver.unarchivedObject(ofClass: Subscription.self, from: data) as? QuerySubscription)
+            #expect(back == query)
+            #expect(back.predicate == query.predicate)
+            #expect(back.zoneID == zone)
+            #expect(back.querySubscriptionOptions == [.firesOnRecordCreation, .firesOnRecordUpdate])
+            #expect(back.notificationInfo?.desiredKeys == ["title"])
+            #expect(back.notificationInfo?.alertBody == "A long note")
+            #expect(back.notificationInfo?.shouldBadge == true)
+
+            let list = try NSKeyedArchiver.archivedData(withRootObject: [query, zoneSubscription, everything], requiringSecureCoding: true)
+            let all = try #require(try NSKeyedUnarchiver.unarchivedObject(ofClasses: [NSArray.self, Subscription.self], from: list) as? [Subscription])
+            #expect(all == [query, zoneSubscription, everything])
+            #expect(all.map(\.subscriptionType) == [.query, .recordZone, .database])
+            #expect((all[1] as? RecordZoneSubscription)?.recordType == "Note")
+            #expect(try NSKeyedUnarchiver.unarchivedObject(ofClass: DatabaseSubscription.self, from: NSKeyedArchiver.archivedData(withRootObject: everything, requiringSecureCoding: true)) == everything)
+
+            // Saved from the archive, fetched, and archived again: the same subscription.
+            _ = try await database.modifySubscriptions(saving: all, deleting: [])
+            let fetched = try await database.subscription(for: "long-notes")
+            let again = try NSKeyedArchiver.archivedData(withRootObject: fetched, requiringSecureCoding: true)
+            #expect(try NSKeyedUnarchiver.unarchivedObject(ofClass: Subscription.self, from: again) == query)
+
+            // An archive of another kind, or of no subscription, reads as nil.
+            let archiver = NSKeyedArchiver(requiringSecureCoding: true)
+            archiver.encode("x" as NSString, forKey: "other")
+            archiver.finishEncoding()
+            #expect(QuerySubscription(coder: try NSKeyedUnarchiver(forReadingFrom: archiver.encodedData)) == nil)
+            let zoneArchive = NSKeyedArchiver(requiringSecureCoding: true)
+            zoneSubscription.encode(with: zoneArchive)
+            zoneArchive.finishEncoding()
+            #expect(QuerySubscription(coder: try NSKeyedUnarchiver(forReadingFrom: zoneArchive.encodedData)) == nil)
+            #expect(RecordZoneSubscription(coder: try NSKeyedUnarchiver(forReadingFrom: zoneArchive.encodedData)) == zoneSubscription)
         }
     }
 
