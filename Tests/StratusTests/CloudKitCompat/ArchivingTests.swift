@@ -192,6 +192,11 @@ struct ArchivingTests {
             #expect(back.notificationInfo?.desiredKeys == ["title"])
             #expect(back.notificationInfo?.alertBody == "A long note")
             #expect(back.notificationInfo?.shouldBadge == true)
+            // The notification info archives alone too, as CKSubscription.NotificationInfo does.
+            let infoData = try NSKeyedArchiver.archivedData(withRootObject: info, requiringSecureCoding: true)
+            let infoBack = try #require(try NSKeyedUnarchiver.unarchivedObject(ofClass: NotificationInfo.self, from: infoData))
+            #expect(infoBack.desiredKeys == ["title"] && infoBack.alertBody == "A long note" && infoBack.shouldBadge)
+            #expect(!infoBack.shouldSendContentAvailable && infoBack.soundName == nil)
 
             let list = try NSKeyedArchiver.archivedData(withRootObject: [query, zoneSubscription, everything], requiringSecureCoding: true)
             let all = try #require(try NSKeyedUnarchiver.unarchivedObject(ofClasses: [NSArray.self, Subscription.self], from: list) as? [Subscription])
