@@ -4,17 +4,21 @@ import Foundation
 ///
 /// Every database has the default zone, ``ID/default``.
 ///
+/// An `NSObject`, as `CKRecordZone` is, so that it archives with `NSKeyedArchiver` (see
+/// `RecordZone+SecureCoding.swift`); like `CKRecordZone`, it compares as an object.
+///
 /// ```swift
 /// let zone = RecordZone(zoneName: "Photos")
 /// let record = Record(recordType: "Photo", zoneID: zone.zoneID)
 /// ```
-public final class RecordZone: Sendable {
+public final class RecordZone: NSObject, Sendable {
     public let zoneID: ID
     public let capabilities: Capabilities
 
     public init(zoneID: ID, capabilities: Capabilities = [.fetchChanges, .atomic]) {
         self.zoneID = zoneID
         self.capabilities = capabilities
+        super.init()
     }
 
     public convenience init(zoneName: String) {

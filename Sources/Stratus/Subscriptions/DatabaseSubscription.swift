@@ -31,6 +31,19 @@ public final class DatabaseSubscription: Subscription, @unchecked Sendable {
         self.init(subscriptionID: UUID().uuidString)
     }
 
+    /// Reads a database subscription archived with `NSKeyedArchiver` (`NSCoding`); `nil` when
+    /// the archive holds none.
+    ///
+    /// ```swift
+    /// let back = try NSKeyedUnarchiver.unarchivedObject(ofClass: DatabaseSubscription.self, from: data)
+    /// ```
+    public required convenience init?(coder: NSCoder) {
+        guard let (id, definition) = Subscription.archivedDefinition(in: coder, of: .database) else { return nil }
+        self.init(subscriptionID: id)
+        recordType = definition.recordType
+        notificationInfo = definition.info.map(NotificationInfo.init(fields:))
+    }
+
     /// When set, only changes of records of this type fire the subscription.
     public var recordType: String? {
         get { type.withLock { $0 } }

@@ -67,6 +67,21 @@ public final class QuerySubscription: Subscription, @unchecked Sendable {
         self.init(recordType: recordType, predicate: predicate, subscriptionID: UUID().uuidString, options: options)
     }
 
+    /// Reads a query subscription archived with `NSKeyedArchiver` (`NSCoding`); `nil` when the
+    /// archive holds none.
+    ///
+    /// ```swift
+    /// let data = try NSKeyedArchiver.archivedData(withRootObject: subscription, requiringSecureCoding: true)
+    /// let back = try NSKeyedUnarchiver.unarchivedObject(ofClass: Subscription.self, from: data) as? QuerySubscription
+    /// ```
+    public required convenience init?(coder: NSCoder) {
+        guard let (id, definition) = Subscription.archivedDefinition(in: coder, of: .query) else { return nil }
+        self.init(recordType: definition.recordType ?? "", predicate: definition.predicate ?? .all, subscriptionID: id,
+                  options: Options(rawValue: definition.options ?? 0))
+        zoneID = definition.zoneID
+        notificationInfo = definition.info.map(NotificationInfo.init(fields:))
+    }
+
     /// The one zone the subscription watches; `nil` (the default) for every zone.
     public var zoneID: RecordZone.ID? {
         get { zone.withLock { $0 } }

@@ -34,6 +34,19 @@ public final class RecordZoneSubscription: Subscription, @unchecked Sendable {
         self.init(zoneID: zoneID, subscriptionID: UUID().uuidString)
     }
 
+    /// Reads a zone subscription archived with `NSKeyedArchiver` (`NSCoding`); `nil` when the
+    /// archive holds none.
+    ///
+    /// ```swift
+    /// let back = try NSKeyedUnarchiver.unarchivedObject(ofClass: RecordZoneSubscription.self, from: data)
+    /// ```
+    public required convenience init?(coder: NSCoder) {
+        guard let (id, definition) = Subscription.archivedDefinition(in: coder, of: .recordZone) else { return nil }
+        self.init(zoneID: definition.zoneID ?? .default, subscriptionID: id)
+        recordType = definition.recordType
+        notificationInfo = definition.info.map(NotificationInfo.init(fields:))
+    }
+
     /// When set, only changes of records of this type fire the subscription.
     public var recordType: String? {
         get { type.withLock { $0 } }

@@ -47,6 +47,17 @@ public class Subscription: NSObject, @unchecked Sendable {
         super.init()
     }
 
+    /// `NSCoding`'s initializer, which each subclass implements to read its own archive (see
+    /// `Subscription+SecureCoding.swift`); the base class has no archive of its own, so it
+    /// answers `nil`.
+    ///
+    /// ```swift
+    /// let subscription = try NSKeyedUnarchiver.unarchivedObject(ofClass: Subscription.self, from: data)
+    /// ```
+    public required init?(coder: NSCoder) {
+        return nil
+    }
+
     /// Which kind of subscription this is.
     public var subscriptionType: SubscriptionType {
         preconditionFailure("\(type(of: self)) must override subscriptionType")

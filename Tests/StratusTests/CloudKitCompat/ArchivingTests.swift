@@ -4,7 +4,7 @@ import StratusSQLite
 import StratusTestSupport
 import Testing
 
-@Suite("Archiving records, change tokens and cursors with NSKeyedArchiver", .timeLimit(.minutes(10)))
+@Suite("Archiving records, zones, subscriptions, change tokens and cursors with NSKeyedArchiver", .timeLimit(.minutes(10)))
 struct ArchivingTests {
     /// The system fields of `record`, as sync code archives them.
     static func systemFields(of record: Record) -> Data {
@@ -125,6 +125,102 @@ struct ArchivingTests {
             #expect(back.serialized == cursor.serialized)
             let rest = try await fixture.database.records(continuingMatchFrom: back, resultsLimit: 10)
             #expect(rest.matchResults.map(\.0.recordName) == ["item-00002", "item-00003", "item-00004"])
+        }
+    }
+
+    @Test("record zones archive with NSKeyedArchiver, alone and in an array, and a restored zone is saved and used")
+    func recordZones() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.container().privateCloudDatabase
+            let fetched = try await database.save(RecordZone(zoneName: "Notes"))
+            let other = RecordZone(zoneID: RecordZone.ID(zoneName: "Shared", ownerName: "_a1b2c3"), capabilities: [.fetchChanges])
+
+            let one = try NSKeyedArchiver.archivedData(withRootObject: fetched, requiringSecureCoding: true)
+            let back = try #require(try NSKeyedUnarchiver.unarchivedObject(ofClass: RecordZone.self, from: one))
+            #expect(back.zoneID == fetched.zoneID)
+            #expect(back.capabilities == fetched.capabilities)
+            #expect(back.copy() as? RecordZone === back)
+
+            // A list of zones, as an app caches what fetchAllRecordZones answered.
+            let list = try NSKeyedArchiver.archivedData(withRootObject: [fetched, other, RecordZone.default], requiringSecureCoding: true)
+            let zones = try #require(try NSKeyedUnarchiver.unarchivedObject(ofClasses: [NSArray.self, RecordZone.self], from: list) as? [RecordZone])
+            #expect(zones.map(\.zoneID) == [fetched.zoneID, other.zoneID, .default])
+            #expect(zones.map(\.capabilities) == [fetched.capabilities, [.fetchChanges], RecordZone.default.capabilities])
+            #expect((NSKeyedUnarchiver.unarchiveObject(with: list) as? [RecordZone])?.count == 3)
+
+            try await database.deleteRecordZone(withID: fetched.zoneID)
+            let saved = try await database.save(back)
+            #expect(saved.zoneID == fetched.zoneID)
+            try await database.save(makeRecord("Note", "n1", zoneID: back.zoneID))
+            #expect(try await database.record(for: Record.ID(recordName: "n1", zoneID: back.zoneID)).recordType == "Note")
+
+            let archiver = NSKeyedArchiver(requiringSecureCoding: true)
+            archiver.encode("x" as NSString, forKey: "other")
+            archiver.finishEncoding()
+            let unarchiver = try NSKeyedUnarchiver(forReadingFrom: archiver.encodedData)
+            #expect(RecordZone(coder: unarchiver) == nil)
+        }
+    }
+
+    @Test("subscriptions archive with NSKeyedArchiver as their own kind, notification info and all, and a restored one is saved")
+    func subscriptions() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.container().privateCloudDatabase
+            let zone = RecordZone.ID(zoneName: "Notes")
+            try await database.save(RecordZone(zoneID: zone))
+
+            let query = QuerySubscription(recordType: "Note", predicate: try QueryPredicate(format: "pages > %@ AND title BEGINSWITH %@", 3, "A"),
+                                          subscriptionID: "long-notes", options: [.firesOnRecordCreation, .firesOnRecordUpdate])
+            query.zoneID = zone
+            let info = NotificationInfo()
+            info.desiredKeys = ["title"]
+            info.alertBody = "A long note"
+            info.shouldBadge = true
+            query.notificationInfo = info
+            let zoneSubscription = RecordZoneSubscription(zoneID: zone, subscriptionID: "notes-zone")
+            zoneSubscription.recordType = "Note"
+            zoneSubscription.notificationInfo = NotificationInfo()
+            let everything = DatabaseSubscription(subscriptionID: "everything")
+            everything.notificationInfo = NotificationInfo()
+
+            let data = try NSKeyedArchiver.archivedData(withRootObject: query, requiringSecureCoding: true)
+            let back = try #require(try NSKeyedUnarchiver.unarchivedObject(ofClass: Subscription.self, from: data) as? QuerySubscription)
+            #expect(back == query)
+            #expect(back.predicate == query.predicate)
+            #expect(back.zoneID == zone)
+            #expect(back.querySubscriptionOptions == [.firesOnRecordCreation, .firesOnRecordUpdate])
+            #expect(back.notificationInfo?.desiredKeys == ["title"])
+            #expect(back.notificationInfo?.alertBody == "A long note")
+            #expect(back.notificationInfo?.shouldBadge == true)
+            // The notification info archives alone too, as CKSubscription.NotificationInfo does.
+            let infoData = try NSKeyedArchiver.archivedData(withRootObject: info, requiringSecureCoding: true)
+            let infoBack = try #require(try NSKeyedUnarchiver.unarchivedObject(ofClass: NotificationInfo.self, from: infoData))
+            #expect(infoBack.desiredKeys == ["title"] && infoBack.alertBody == "A long note" && infoBack.shouldBadge)
+            #expect(!infoBack.shouldSendContentAvailable && infoBack.soundName == nil)
+
+            let list = try NSKeyedArchiver.archivedData(withRootObject: [query, zoneSubscription, everything], requiringSecureCoding: true)
+            let all = try #require(try NSKeyedUnarchiver.unarchivedObject(ofClasses: [NSArray.self, Subscription.self], from: list) as? [Subscription])
+            #expect(all == [query, zoneSubscription, everything])
+            #expect(all.map(\.subscriptionType) == [.query, .recordZone, .database])
+            #expect((all[1] as? RecordZoneSubscription)?.recordType == "Note")
+            #expect(try NSKeyedUnarchiver.unarchivedObject(ofClass: DatabaseSubscription.self, from: NSKeyedArchiver.archivedData(withRootObject: everything, requiringSecureCoding: true)) == everything)
+
+            // Saved from the archive, fetched, and archived again: the same subscription.
+            _ = try await database.modifySubscriptions(saving: all, deleting: [])
+            let fetched = try await database.subscription(for: "long-notes")
+            let again = try NSKeyedArchiver.archivedData(withRootObject: fetched, requiringSecureCoding: true)
+            #expect(try NSKeyedUnarchiver.unarchivedObject(ofClass: Subscription.self, from: again) == query)
+
+            // An archive of another kind, or of no subscription, reads as nil.
+            let archiver = NSKeyedArchiver(requiringSecureCoding: true)
+            archiver.encode("x" as NSString, forKey: "other")
+            archiver.finishEncoding()
+            #expect(QuerySubscription(coder: try NSKeyedUnarchiver(forReadingFrom: archiver.encodedData)) == nil)
+            let zoneArchive = NSKeyedArchiver(requiringSecureCoding: true)
+            zoneSubscription.encode(with: zoneArchive)
+            zoneArchive.finishEncoding()
+            #expect(QuerySubscription(coder: try NSKeyedUnarchiver(forReadingFrom: zoneArchive.encodedData)) == nil)
+            #expect(RecordZoneSubscription(coder: try NSKeyedUnarchiver(forReadingFrom: zoneArchive.encodedData)) == zoneSubscription)
         }
     }
 
