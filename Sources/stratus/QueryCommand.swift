@@ -52,6 +52,7 @@ struct QueryCommand: Command {
             throw UsageError(message: "column types in --fields (count:INT64) are for --format csv")
         }
         if command.format == .csv && command.store.allZones { throw UsageError(message: StoreOptions.allZonesCSV) }
+        if command.explain && command.store.allZones { throw UsageError(message: "--explain shows one zone's plan (every zone's query is planned alike): give --zone, or leave out --all-zones") }
         return command
     }
 
@@ -79,10 +80,12 @@ struct QueryCommand: Command {
         if let cursor {
             let decoded = try QueryOperation.Cursor(serialized: cursor)
             searchesAllZones = decoded.searchesAllZones
+            if searchesAllZones && store.zoneGiven { throw UsageError(message: "the cursor continues a query over every zone (--all-zones), not one in --zone \(store.zoneID.zoneName)") }
+            if !searchesAllZones && store.allZones { throw UsageError(message: "the cursor continues a query of one zone; leave out --all-zones") }
             if searchesAllZones && format == .csv { throw UsageError(message: "the cursor continues a query over every zone (--all-zones), which writes record JSON: CSV rows carry no zone") }
-            // A cursor printed by a program for a query without a zone searches every zone; it
-            // goes on so unless --zone names one.
-            let zone: RecordZone.ID? = decoded.searchesAllZones && !store.zoneGiven ? nil : store.searchedZoneID
+            // A cursor of a query over every zone (a program's without a zone, or --all-zones)
+            // goes on over every zone, --all-zones given again or not.
+            let zone: RecordZone.ID? = searchesAllZones ? nil : store.zoneID
             if let query, !decoded.continues(query, zoneID: zone) {
                 throw UsageError(message: "the cursor belongs to a different query; run the same --type/--where/--sort that printed it")
             }

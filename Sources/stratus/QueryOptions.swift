@@ -4,7 +4,7 @@ extension Option {
     static let recordType = Option("--type", "TYPE", "the record type", default: "none; required")
     static let predicate = Option("--where", "PREDICATE", #"a CloudKit predicate, e.g. "checked == 0 AND title BEGINSWITH 'B'"; at most 500 conditions"#, default: "every record (TRUEPREDICATE)")
     static let sort = Option("--sort", "KEY[:desc]", "sort by KEY, ascending unless :desc; ties are broken by record name; at most 100 keys", default: "record name", repeatable: true)
-    static let allZones = Option(flag: "--all-zones", "search every zone of the database instead of one, as CloudKit does for a query without a zone: records of all zones in one order (the query's, then record name, then zone); not with --zone or CSV")
+    static let allZones = Option(flag: "--all-zones", "search every zone of the database instead of one, as CloudKit does for a query without a zone: query pages merge the zones in one order (the query's, then record name, then zone), export reads zone after zone; each record names its zone; not with --zone or CSV")
     static let fields = Option("--fields", "K1,K2", "only these fields; with CSV output a field may name its column type, as in count:INT64", default: "every field")
 }
 

@@ -8,7 +8,7 @@ extension EngineConformance {
     static let pipelineCases: [TestCase] = [
         TestCase("a job's text position commits with its transaction: rolled back with it, replaced, read back, removed", jobPositionText),
         TestCase("a checkpointed query pipeline stopped mid-way goes on after the last batch it committed: every record changed exactly once", checkpointedQueryPipeline),
-        TestCase("a checkpointed query pipeline over every zone stopped mid-way goes on after its last batch; DeleteRecordsOperation(query:) without a zone deletes in every zone", checkpointedZoneWidePipeline),
+        TestCase("a checkpointed query pipeline over every zone stopped mid-way goes on after its last batch, reads each zone from one snapshot, refuses an old default-zone checkpoint; DeleteRecordsOperation(query:) without a zone deletes in the default zone", checkpointedZoneWidePipeline),
         TestCase("a checkpointed change-feed pipeline resumes after its token; a record written twice would fail on its change tag", checkpointedChangePipeline),
     ]
 
@@ -38,8 +38,12 @@ extension EngineConformance {
 
     /// Runs a query → bump → save pipeline with `checkpoint`; cancels it from the save once it
     /// saved `stopAfter` records. Answers the save's final error.
-    private static func bumpPipeline(_ database: Database, checkpoint: PipelineCheckpoint, stopAfter: Int?) async throws -> StratusError? {
-        let query = QueryOperation(query: Query(recordType: "Counter"))
+    private static func bumpPipeline(
+        _ database: Database, checkpoint: PipelineCheckpoint?, stopAfter: Int?, sortedBy sort: [RecordSortDescriptor] = []
+    ) async throws -> StratusError? {
+        let counters = Query(recordType: "Counter")
+        counters.sortDescriptors = sort
+        let query = QueryOperation(query: counters)
         query.fetchAllResults = true
         query.resultsLimit = 25
         query.checkpoint = checkpoint
@@ -122,14 +126,32 @@ extension EngineConformance {
         let counts = Dictionary(grouping: all) { $0.fieldValue(forKey: "count") }.mapValues(\.count)
         #expect(all.count == 270 && counts == [.int64(1): 270], "each record of each zone once: \(counts)")
 
+        // Sorted by the modification date each save moves on: every zone is read from one
+        // snapshot of its own, so no record comes back after its save.
+        #expect(try await bumpPipeline(database, checkpoint: nil, stopAfter: nil, sortedBy: [RecordSortDescriptor(key: "modificationDate", ascending: true)]) == nil)
+        let twice = try await TestDatabase.queryAll(Query(recordType: "Counter"), in: database)
+        let bumped = Dictionary(grouping: twice) { $0.fieldValue(forKey: "count") }.mapValues(\.count)
+        #expect(bumped == [.int64(2): 270], "each record of each zone once more: \(bumped)")
+
+        // A checkpoint of the default zone for the same query comes from a version whose queries
+        // without a zone read only it: refused, not widened to every zone.
+        let old = QueryOperation(query: Query(recordType: "Counter"))
+        old.zoneID = .default
+        old.resultsLimit = 5
+        let oldCursor = try #require(await runQueryPage(old, on: database).cursor)
+        try env.engine.writeRecords(in: database.context) { try $0.saveJobProgress("old-job", position: 1, text: PipelinePosition.query(oldCursor).serialized) }
+        let refused = try #require(try await bumpPipeline(database, checkpoint: PipelineCheckpoint(job: "old-job"), stopAfter: nil))
+        #expect(refused.message.contains("default zone only"), "\(refused)")
+
+        // A Stratus job that deletes names its zone: no zone is the default zone.
         let purge = DeleteRecordsOperation(query: try Query(recordType: "Counter", format: "n < %@", 30))
         purge.batchSize = 7
         let deleted = Box(0)
         purge.perRecordDeleteBlock = { _, result in if case .success = result { deleted.update { $0 += 1 } } }
         await run(purge, on: database)
-        #expect(deleted.value == 90)
+        #expect(deleted.value == 30)
         for zone in zones {
-            #expect(try await database.countRecords(matching: Query(recordType: "Counter"), inZoneWith: zone) == 60, "\(zone.zoneName)")
+            #expect(try await database.countRecords(matching: Query(recordType: "Counter"), inZoneWith: zone) == (zone.isDefault ? 60 : 90), "\(zone.zoneName)")
         }
     }
 

@@ -3,6 +3,9 @@ import Synchronization
 
 /// Every record matching a query, as an `AsyncSequence` read from one snapshot of the store.
 ///
+/// Without a zone, the zones are read one after another (in zone name order), each from a
+/// snapshot of its own taken when its turn comes (see `QueryReader`).
+///
 /// The whole sequence reads one snapshot, however long it takes to consume: records written
 /// meanwhile are neither repeated nor missed, and a sort no index serves is done once, not
 /// once per page. Memory holds four pages at most: the one being consumed and three more, read

@@ -75,7 +75,8 @@ public final class RecordDeleter: Sendable {
     public let database: Database
     /// Which records.
     public let query: Query
-    /// The zone the query reads; nil: every zone of the database, as ``QueryOperation/zoneID``.
+    /// The zone the query reads; nil: the default zone. (A ``QueryOperation`` without a zone reads
+    /// every zone; a job that changes records names the zone it changes.)
     public let zoneID: RecordZone.ID?
     /// How the delete runs.
     public let options: Options
@@ -120,7 +121,7 @@ public final class RecordDeleter: Sendable {
         }
         let tally = PipelineJobTally(Summary())
         let read = QueryOperation(query: query)
-        read.zoneID = zoneID
+        read.zoneID = zoneID ?? .default
         read.fetchAllResults = true
         read.resultsLimit = options.batchSize
         read.desiredKeys = []

@@ -42,8 +42,10 @@ public final class RecordExporter: Sendable {
     public let database: Database
     /// What to export, in its sort order.
     public let query: Query
-    /// The zone to read; nil: every zone of the database, as ``QueryOperation/zoneID`` (each
-    /// record's zone is in its output).
+    /// The zone to read; nil: every zone of the database, as ``QueryOperation/zoneID``, zone
+    /// after zone (see ``Database/allRecords(matching:inZoneWith:desiredKeys:pageSize:)``). A
+    /// record JSON writer then names each record's zone with
+    /// `RecordJSONWriter.Options.writesEveryZoneID`.
     public let zoneID: RecordZone.ID?
     /// The fields to export; nil: every field.
     public let desiredKeys: [String]?

@@ -95,7 +95,8 @@ public final class RecordUpdater: Sendable {
     public let database: Database
     /// Which records, in which order (record-name order when it has no sort descriptors).
     public let query: Query
-    /// The zone the query reads; nil: every zone of the database, as ``QueryOperation/zoneID``.
+    /// The zone the query reads; nil: the default zone. (A ``QueryOperation`` without a zone reads
+    /// every zone; a job that changes records names the zone it changes.)
     public let zoneID: RecordZone.ID?
     /// The values to set.
     public let values: [String: FieldValue]
@@ -161,7 +162,7 @@ public final class RecordUpdater: Sendable {
         }
         let tally = PipelineJobTally(Summary())
         let read = QueryOperation(query: query)
-        read.zoneID = zoneID
+        read.zoneID = zoneID ?? .default
         read.fetchAllResults = true
         read.resultsLimit = options.batchSize
         // The fields set are the only ones compared and written.

@@ -118,6 +118,9 @@ public final class QueryCursor: NSObject, Codable, Sendable {
         // A cursor can also be decoded from other Codable forms; check it before use.
         try query.validate()
         try zoneWide?.validate()
+        if zoneWide != nil && context.scope == .shared {
+            throw StratusError(.invalidArguments, "a query in the shared database needs a zone: this cursor searches every zone")
+        }
         guard context.containerIdentifier == containerIdentifier, context.scope == databaseScope else {
             throw StratusError(.invalidArguments, "the cursor belongs to \(containerIdentifier)/\(databaseScope), not to \(context.containerIdentifier)/\(context.scope)")
         }

@@ -43,6 +43,9 @@ open class QueryOperation: DatabaseOperation, RecordProducingOperation, @uncheck
     /// of the store, handing each page to the operation's consumers as a batch (see
     /// ``ProducingOperation``). ``resultsLimit`` is then the page size (400 for
     /// ``maximumResults``), and the final block gets no cursor. Off by default, as in CloudKit.
+    /// Without a zone, the zones are read one after another, each from a snapshot of its own
+    /// (in zone name order, each in the query's order), so that a pipeline that saves what it
+    /// reads never reads a record twice.
     ///
     /// ```swift
     /// let everything = QueryOperation(query: Query(recordType: "Event"))
@@ -116,12 +119,11 @@ open class QueryOperation: DatabaseOperation, RecordProducingOperation, @uncheck
         compiled = try QueryAdmission.admit(compiled, engine: engine, context: context, continuing: cursor != nil)
 
         if let start = try beginSource(checkpoint: checkpoint, engine: engine) {
-            guard case .query(let saved) = start, saved.query.fingerprint == compiled.fingerprint, saved.query.zoneID == compiled.zoneID,
-                  let resumed = progress.resumed(from: saved) else {
+            guard case .query(let saved) = start, saved.query.fingerprint == compiled.fingerprint, saved.query.zoneID == compiled.zoneID else {
                 return StratusError(.invalidArguments, "the checkpoint of job '\(checkpoint?.job ?? "")' holds \(start), not a place in this query; use another job name, or remove the checkpoint to start over")
             }
             try saved.check(for: context, storeIdentifier: store)
-            progress = resumed
+            progress = try progress.resumed(from: saved, job: checkpoint?.job ?? "")
         }
         func makeCursor(_ progress: Progress) -> Cursor? {
             switch progress {
@@ -178,20 +180,20 @@ open class QueryOperation: DatabaseOperation, RecordProducingOperation, @uncheck
         case zone(QueryPosition?)
         case allZones(ZoneWidePosition)
 
-        /// This progress continued from a checkpoint's cursor of the same query; `nil` when the
-        /// cursor searched every zone and this query searches one. A checkpoint of the default
-        /// zone, which versions before queries over every zone saved for a query without a zone,
-        /// goes on there and reads the other zones from their start.
-        func resumed(from saved: Cursor) -> Progress? {
+        /// This progress continued from a checkpoint's cursor of the same query.
+        ///
+        /// - Throws: `invalidArguments` when the cursor searched one zone and this query every
+        ///   zone, or the other way round. A checkpoint of the default zone for a query without a
+        ///   zone comes from a version whose such queries read the default zone only: going on
+        ///   over every zone would change records the job never named.
+        func resumed(from saved: Cursor, job: String) throws -> Progress {
             switch (self, saved.zoneWide) {
             case (.zone, nil): return .zone(saved.position)
             case (.allZones, let zones?): return .allZones(zones)
-            case (.allZones, nil) where saved.zoneID.isDefault:
-                var zones = ZoneWidePosition()
-                zones.set(.default, after: saved.position)
-                zones.lastRecordName = saved.position.recordName
-                return .allZones(zones)
-            default: return nil
+            case (.allZones, nil):
+                throw StratusError(.invalidArguments, "the checkpoint of job '\(job)' was saved by a version of Stratus whose queries without a zone read the default zone only; set the query's zoneID to .default to finish that job, or remove the checkpoint to start over in every zone")
+            case (.zone, _?):
+                throw StratusError(.invalidArguments, "the checkpoint of job '\(job)' holds a place in every zone, and this query searches one zone; use another job name, or remove the checkpoint to start over")
             }
         }
     }

@@ -4,100 +4,109 @@ import Foundation
 /// ``QueryOperation/fetchAllResults``, ``Database/allRecords(matching:inZoneWith:desiredKeys:pageSize:)``),
 /// and where it has got to.
 ///
-/// A query of one zone, or over every zone of a database that has one zone, reads one snapshot
-/// through the engine's stream. A query over several zones merges the zones' pages
-/// (``ZoneWideQuery``); each page then reads the store anew.
+/// A query of one zone reads one snapshot through the engine's stream. A query over every zone
+/// reads the zones one after another (in zone order), each through its own stream and so from
+/// its own snapshot, taken when the zone's turn comes: records a job writes into a zone it has
+/// read are not read again, and one stream is open at a time. Records then come zone by zone,
+/// each zone in the query's order (a page of ``QueryOperation`` merges the zones instead).
 final class QueryReader: @unchecked Sendable {
-    // @unchecked: `lastPosition` is touched under `lock`; a reader is used by one caller at a time.
-    let stream: any QueryStream
+    // @unchecked: the mutable state is touched under `lock`; a reader is used by one caller at a time.
     private let lock = NSLock()
-    private let mergedZones: ZoneWideQueryStream?
-    /// The zone streamed, and for a query over every zone, where its zones stood at the start.
-    private let streamedZone: (zoneID: RecordZone.ID, allZonesAtStart: ZoneWidePosition?)
-    private var lastPosition: QueryPosition?
+    private let query: CompiledQuery
+    private let engine: any StorageEngine
+    private let context: DatabaseContext
+    /// For a query over every zone: the zones still to read, in order, and where each stands.
+    private var zonesLeft: [RecordZone.ID]
+    private var zones: ZoneWidePosition?
+    private var current: (stream: any QueryStream, zoneID: RecordZone.ID, last: QueryPosition?)?
+    private var closed = false
 
-    private init(stream: any QueryStream, mergedZones: ZoneWideQueryStream?, streamedZone: (RecordZone.ID, ZoneWidePosition?), lastPosition: QueryPosition?) {
-        self.stream = stream
-        self.mergedZones = mergedZones
-        self.streamedZone = streamedZone
-        self.lastPosition = lastPosition
+    private init(query: CompiledQuery, engine: any StorageEngine, context: DatabaseContext, zonesLeft: [RecordZone.ID], zones: ZoneWidePosition?) {
+        self.query = query
+        self.engine = engine
+        self.context = context
+        self.zonesLeft = zonesLeft
+        self.zones = zones
     }
 
-    /// Opens a reader of `query` from `start`.
+    /// Opens a reader of `query` from `start`; the first stream is opened here, so that what
+    /// opening throws is thrown by this.
     static func open(_ query: CompiledQuery, from start: QueryOperation.Progress, engine: any StorageEngine, context: DatabaseContext) throws -> QueryReader {
+        let reader: QueryReader
         switch start {
         case .zone(let position):
-            return QueryReader(stream: try engine.openQueryStream(query, in: context, after: position), mergedZones: nil,
-                               streamedZone: (query.zoneID, nil), lastPosition: position)
+            reader = QueryReader(query: query, engine: engine, context: context, zonesLeft: [], zones: nil)
+            reader.current = (try engine.openQueryStream(query, in: context, after: position), query.zoneID, position)
         case .allZones(let position):
-            let zones = try ZoneWideQuery.zones(engine: engine, context: context)
-            if zones.count == 1, let only = zones.first, position.zones.allSatisfy({ $0.zoneID == only }) {
-                let zone = position.zones.first
-                // A zone named without a position has no more matches.
-                let stream: any QueryStream = if let zone, zone.after == nil { FinishedQueryStream() } else {
-                    try engine.openQueryStream(query.inZone(only, desiredKeys: query.desiredKeys), in: context, after: zone?.after)
-                }
-                return QueryReader(stream: stream, mergedZones: nil, streamedZone: (only, position), lastPosition: zone?.after)
+            // A zone named without a position has no more matches.
+            let finished = Set(position.zones.filter { $0.after == nil }.map(\.zoneID))
+            let zones = try ZoneWideQuery.zones(engine: engine, context: context).filter { !finished.contains($0) }
+            reader = QueryReader(query: query, engine: engine, context: context, zonesLeft: zones, zones: position)
+            try reader.lock.withLock { try reader.openNextZone() }
+        }
+        return reader
+    }
+
+    /// Opens the stream of the next zone to read; none when every zone was read. Under `lock`.
+    private func openNextZone() throws {
+        while current == nil, !zonesLeft.isEmpty, var zones {
+            let zoneID = zonesLeft.removeFirst()
+            let start = zones.zones.first { $0.zoneID == zoneID }?.after
+            do {
+                current = (try engine.openQueryStream(query.inZone(zoneID, desiredKeys: query.desiredKeys), in: context, after: start), zoneID, start)
+            } catch let error as StratusError where error.code == .zoneNotFound {
+                // Deleted since the zones were listed: it holds nothing.
+                zones.set(zoneID, after: nil)
+                self.zones = zones
             }
-            let merged = ZoneWideQueryStream(ZoneWideQuery(query: query, engine: engine, context: context), after: position)
-            return QueryReader(stream: merged, mergedZones: merged, streamedZone: (.default, nil), lastPosition: nil)
         }
     }
 
     /// The next records in order (at most `limit`); none after the last.
     func next(limit: Int) throws -> [Record] {
-        let page = try stream.next(limit: limit)
-        if let position = page.nextPosition { lock.withLock { lastPosition = position } }
-        return page.records
+        try lock.withLock {
+            while !closed, let reading = current {
+                let page = try reading.stream.next(limit: limit)
+                if !page.records.isEmpty {
+                    current?.last = page.nextPosition ?? reading.last
+                    if zones != nil { zones?.lastRecordName = page.records.last?.recordID.recordName }
+                    return page.records
+                }
+                // The zone was read to its end: the next one, from a snapshot of its own.
+                reading.stream.close()
+                current = nil
+                guard zones != nil else { return [] }
+                zones?.set(reading.zoneID, after: nil)
+                try openNextZone()
+            }
+            return []
+        }
     }
 
     /// Where the records read so far end.
     var progress: QueryOperation.Progress {
-        if let mergedZones { return .allZones(mergedZones.position) }
-        let position = lock.withLock { lastPosition }
-        guard var zones = streamedZone.allZonesAtStart else { return .zone(position) }
-        if let position {
-            zones.set(streamedZone.zoneID, after: position)
-            zones.lastRecordName = position.recordName
-        }
-        return .allZones(zones)
-    }
-
-    func close() { stream.close() }
-}
-
-/// The pages of a query over several zones as a ``QueryStream`` (see ``ZoneWideQuery``).
-final class ZoneWideQueryStream: QueryStream, @unchecked Sendable {
-    // @unchecked: `current` and `finished` are touched under `lock`.
-    private let lock = NSLock()
-    private let query: ZoneWideQuery
-    private var current: ZoneWidePosition
-    private var finished = false
-
-    init(_ query: ZoneWideQuery, after position: ZoneWidePosition) {
-        self.query = query
-        current = position
-    }
-
-    /// Each zone's place after the records read so far.
-    var position: ZoneWidePosition { lock.withLock { current } }
-
-    func next(limit: Int) throws -> QueryPage {
-        precondition(limit > 0, "QueryStream.next needs a positive limit")
-        return try lock.withLock {
-            guard !finished else { return QueryPage(records: [], nextPosition: nil) }
-            let page = try query.next(after: current, limit: limit)
-            current = page.position
-            finished = !page.more
-            return QueryPage(records: page.records, nextPosition: nil)
+        lock.withLock {
+            guard var zones else { return .zone(current?.last) }
+            if let current, let last = current.last { zones.set(current.zoneID, after: last) }
+            return .allZones(zones)
         }
     }
 
-    func close() { lock.withLock { finished = true } }
-}
+    func close() {
+        lock.withLock {
+            closed = true
+            current?.stream.close()
+            current = nil
+        }
+    }
 
-/// The stream of a query that has no more matches.
-private final class FinishedQueryStream: QueryStream {
-    func next(limit: Int) throws -> QueryPage { QueryPage(records: [], nextPosition: nil) }
-    func close() {}
+    /// The records of the reader as a ``QueryStream``, for ``QueryResultSequence``.
+    var stream: any QueryStream { ReaderStream(reader: self) }
+
+    private final class ReaderStream: QueryStream {
+        let reader: QueryReader
+        init(reader: QueryReader) { self.reader = reader }
+        func next(limit: Int) throws -> QueryPage { QueryPage(records: try reader.next(limit: limit), nextPosition: nil) }
+        func close() { reader.close() }
+    }
 }

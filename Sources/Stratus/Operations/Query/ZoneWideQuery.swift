@@ -26,9 +26,9 @@ struct ZoneWidePosition: Hashable, Sendable, Codable {
 /// merged into one order (the query's sort keys, then the record name, then the zone).
 ///
 /// Above the engine line: an engine answers one zone at a time, as it does for every query.
-/// A page reads up to `limit` records from each zone not yet finished, so a page costs what a
-/// page of each zone costs; zones are listed again for every page, and a zone created after
-/// the first page is read from its start.
+/// A page reads a chunk of each zone not yet finished (see ``next(after:limit:)``); zones are
+/// listed again for every page, a zone created after the first page is read from its start,
+/// and a zone that had no more matches is not read again.
 struct ZoneWideQuery {
     /// The query; its zone is a placeholder, replaced by each zone's.
     let query: CompiledQuery
@@ -197,13 +197,17 @@ struct ZoneWideQuery {
             return reader.tookAny || reader.chunkEnd == nil ? .some(reader.chunkEnd) : nil
         }
         if reader.taken == 0 { return reader.tookAny ? .some(reader.chunkStart) : nil }
-        // A distance is the engine's to compare, so the zone is asked again for just the records
-        // taken; other sort values are the record's own.
-        if reader.query.sortKeys.contains(where: { $0.distanceFrom != nil }),
-           let engines = try engine.queryRecords(reader.query, in: context, after: reader.chunkStart, limit: reader.taken).nextPosition {
-            return .some(engines)
-        }
         let last = reader.chunk[reader.taken - 1]
+        // A distance is the engine's to compare, so the zone is asked again for just the records
+        // taken; other sort values are the record's own. The answer counts only if it ends at
+        // the same record (a write since could have moved the records in between): else the
+        // distance measured here stands.
+        if reader.query.sortKeys.contains(where: { $0.distanceFrom != nil }) {
+            let again = try engine.queryRecords(reader.query, in: context, after: reader.chunkStart, limit: reader.taken)
+            if again.records.count == reader.taken, again.records.last?.recordID == last.recordID, let engines = again.nextPosition {
+                return .some(engines)
+            }
+        }
         let values = reader.keys.isEmpty ? QueryPosition(of: last, in: reader.query, distances: []).sortValues : reader.keys[reader.taken - 1].sortValues
         return .some(QueryPosition(sortValues: values, recordName: last.recordID.recordName))
     }

@@ -16,7 +16,10 @@ import Foundation
 public final class DeleteRecordsOperation: DatabaseOperation, @unchecked Sendable {
     public var recordIDs: [Record.ID]?
     public var query: Query?
-    /// The zone a query deletes from; every zone of the database when `nil`, as a query searches.
+    /// The zone a query deletes from; the default zone when `nil`. Unlike a ``QueryOperation``,
+    /// whose `nil` zone is every zone as in CloudKit: a Stratus job that deletes names the zones
+    /// it deletes in (to delete in every zone, hand a query's records on with
+    /// ``init(deletingRecordsFrom:where:)``).
     public var zoneID: RecordZone.ID?
     /// Records deleted per transaction.
     public var batchSize = ModifyRecordsOperation.maximumItemsPerBatch
@@ -114,27 +117,16 @@ public final class DeleteRecordsOperation: DatabaseOperation, @unchecked Sendabl
         }
 
         if let query {
-            try QueryOperation.checkSearchedZone(zoneID, context)
-            let compiled = try QueryAdmission.admit(CompiledQuery(query, zoneID: zoneID ?? .default, desiredKeys: []), engine: engine, context: context)
-            if zoneID == nil {
-                let zones = ZoneWideQuery(query: compiled, engine: engine, context: context)
-                var position = ZoneWidePosition()
-                var more = true
-                while more {
-                    if shouldStop { return cancelled() }
-                    let page = try withRetry { try zones.next(after: position, limit: batchSize) }
-                    if !page.records.isEmpty { try deleteBatch(page.records.map(\.recordID)) }
-                    (position, more) = (page.position, page.more)
-                }
-            } else {
-                var position: QueryPosition?
-                repeat {
-                    if shouldStop { return cancelled() }
-                    let page = try withRetry { try engine.queryRecords(compiled, in: context, after: position, limit: batchSize) }
-                    if !page.records.isEmpty { try deleteBatch(page.records.map(\.recordID)) }
-                    position = page.nextPosition
-                } while position != nil
-            }
+            let zone = zoneID ?? .default
+            try ModifyRecordsOperation.checkZone(Record.ID(recordName: "query", zoneID: zone), context)
+            let compiled = try QueryAdmission.admit(CompiledQuery(query, zoneID: zone, desiredKeys: []), engine: engine, context: context)
+            var position: QueryPosition?
+            repeat {
+                if shouldStop { return cancelled() }
+                let page = try withRetry { try engine.queryRecords(compiled, in: context, after: position, limit: batchSize) }
+                if !page.records.isEmpty { try deleteBatch(page.records.map(\.recordID)) }
+                position = page.nextPosition
+            } while position != nil
         } else {
             let ids = valid(recordIDs ?? [])
             for start in stride(from: 0, to: ids.count, by: batchSize) {
