@@ -70,9 +70,13 @@ open class GDPR {
         var failure: Swift.Error? = nil
         let dispatchGroup = DispatchGroup()
         var result: RecordsByRecordTypeByContainer = [:]
+        // Stratus: added. The completions below run on the operations' threads, several at once
+        // (on CloudKit too), and the original changes `result` and `failure` from each without
+        // a lock, so that records of one zone could be lost; each change takes this lock.
+        let lock = NSLock()
 
         for (container, recordTypes) in self.metadata {
-            guard failure == nil else {
+            guard lock.withLock({ failure == nil }) else {
                 return
             }
 
@@ -86,11 +90,11 @@ open class GDPR {
                 }
 
                 if let error = error {
-                    failure = error
+                    lock.withLock { failure = error }
                     return
                 }
                 guard let zones = zones else {
-                    failure = Error.noZones(container)
+                    lock.withLock { failure = Error.noZones(container) }
                     return
                 }
 
@@ -107,7 +111,7 @@ open class GDPR {
                             }
 
                             if let error = error {
-                                failure = error
+                                lock.withLock { failure = error }
                                 return
                             }
 
@@ -115,7 +119,7 @@ open class GDPR {
                             // The original assigns, so with several zones the last zone's
                             // records stand; `append` here keeps what each zone holds.
                             // result[container, default: [:]][recordType] = records
-                            result[container, default: [:]][recordType, default: []].append(contentsOf: records)
+                            lock.withLock { result[container, default: [:]][recordType, default: []].append(contentsOf: records) }
                         })
                     }
                 }
@@ -137,9 +141,11 @@ open class GDPR {
         let dispatchGroup = DispatchGroup()
         let containers = self.metadata.keys
         var result: RecordsZoneIDsByContainer = [:]
+        // Stratus: added, as in exportData: completions of several containers run at once.
+        let lock = NSLock()
 
         for container in containers {
-            guard failure == nil else {
+            guard lock.withLock({ failure == nil }) else {
                 return
             }
 
@@ -153,11 +159,11 @@ open class GDPR {
                 }
 
                 if let error = error {
-                    failure = error
+                    lock.withLock { failure = error }
                     return
                 }
                 guard let zones = zones else {
-                    failure = Error.noZones(container)
+                    lock.withLock { failure = Error.noZones(container) }
                     return
                 }
 
@@ -171,12 +177,12 @@ open class GDPR {
                     }
 
                     if let error = error {
-                        failure = error
+                        lock.withLock { failure = error }
                         return
                     }
 
                     let deletedZones = deletedZones ?? []
-                    result[container] = deletedZones
+                    lock.withLock { result[container] = deletedZones }
                 }
 
                 database.add(deletionOperation)
