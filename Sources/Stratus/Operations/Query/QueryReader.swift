@@ -83,6 +83,24 @@ final class QueryReader: @unchecked Sendable {
         }
     }
 
+    /// The next rows in order, not yet made into records (see ``QueryStream/nextUndecoded(limit:)``),
+    /// so that a reader decodes on another thread; none after the last. ``progress`` does not
+    /// follow these pages.
+    func nextUndecoded(limit: Int) throws -> UndecodedQueryPage {
+        try lock.withLock {
+            while !closed, let reading = current {
+                let page = try reading.stream.nextUndecoded(limit: limit)
+                if page.count > 0 { return page }
+                reading.stream.close()
+                current = nil
+                guard zones != nil else { break }
+                zones?.set(reading.zoneID, after: nil)
+                try openNextZone()
+            }
+            return UndecodedQueryPage(decoded: QueryPage(records: [], nextPosition: nil))
+        }
+    }
+
     /// Where the records read so far end.
     var progress: QueryOperation.Progress {
         lock.withLock {
@@ -107,6 +125,7 @@ final class QueryReader: @unchecked Sendable {
         let reader: QueryReader
         init(reader: QueryReader) { self.reader = reader }
         func next(limit: Int) throws -> QueryPage { QueryPage(records: try reader.next(limit: limit), nextPosition: nil) }
+        func nextUndecoded(limit: Int) throws -> UndecodedQueryPage { try reader.nextUndecoded(limit: limit) }
         func close() { reader.close() }
     }
 }
