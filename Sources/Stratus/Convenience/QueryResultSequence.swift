@@ -3,12 +3,10 @@ import Synchronization
 
 /// Every record matching a query, as an `AsyncSequence` read from one snapshot of the store.
 ///
-/// Without a zone, the zones are read one after another (in zone name order), each from a
-/// snapshot of its own taken when its turn comes (see `QueryReader`).
-///
 /// The whole sequence reads one snapshot, however long it takes to consume: records written
 /// meanwhile are neither repeated nor missed, and a sort no index serves is done once, not
-/// once per page. Memory holds four pages at most: the one being consumed and three more, read
+/// once per page. Without a zone, the zones are read one after another (in zone name order),
+/// each from a snapshot of its own taken when its turn comes. Memory holds four pages at most: the one being consumed and three more, read
 /// and made into records while the consumer works. Iteration throws the first error the
 /// store reports, and `operationCancelled` when the iterating task is cancelled. On SQLite, a
 /// long read delays the write-ahead log's checkpoints until it ends (the log grows meanwhile).
@@ -194,14 +192,14 @@ public struct QueryResultSequence: AsyncSequence, Sendable {
             let database = sequence.database
             let context = try database.resolvedContext()
             state.withLock { $0.viewer = context.userRecordName }
-            try QueryOperation.checkSearchedZone(sequence.zoneID, context)
-            let compiled = try QueryAdmission.admit(CompiledQuery(sequence.query, zoneID: sequence.zoneID ?? .default, desiredKeys: sequence.desiredKeys), engine: database.engine, context: context)
-            let start: QueryOperation.Progress = sequence.zoneID == nil ? .allZones(ZoneWidePosition()) : .zone(nil)
+            let compiled = try QueryAdmission.admit(
+                QueryOperation.compile(sequence.query, searching: sequence.zoneID, desiredKeys: sequence.desiredKeys, context: context), engine: database.engine, context: context)
+            let start = QueryOperation.Progress.start(searching: sequence.zoneID)
             let policy = database.retryPolicy
             var attempt = 1
             while true {
                 do {
-                    return try QueryReader.open(compiled, from: start, engine: database.engine, context: context).stream
+                    return try QueryReader.open(compiled, from: start, engine: database.engine, context: context)
                 } catch let error as StratusError where error.isTransient && attempt < policy.maximumAttempts {
                     Thread.sleep(forTimeInterval: policy.delay(beforeAttempt: attempt + 1, retryAfter: error.retryAfterSeconds))
                     attempt += 1

@@ -26,8 +26,7 @@ public final class CountRecordsOperation: DatabaseOperation, @unchecked Sendable
     }
 
     override func execute(engine: any StorageEngine, context: DatabaseContext) throws -> StratusError? {
-        try QueryOperation.checkSearchedZone(zoneID, context)
-        let compiled = try QueryAdmission.admit(CompiledQuery(query, zoneID: zoneID ?? .default, desiredKeys: []), engine: engine, context: context)
+        let compiled = try QueryAdmission.admit(QueryOperation.compile(query, searching: zoneID, desiredKeys: [], context: context), engine: engine, context: context)
         count = try withRetry {
             guard zoneID == nil else { return try engine.countRecords(compiled, in: context) }
             var total = 0

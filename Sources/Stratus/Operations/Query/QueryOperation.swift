@@ -110,9 +110,8 @@ open class QueryOperation: DatabaseOperation, RecordProducingOperation, @uncheck
             if query.recordType == Record.SystemType.userRecord && !context.isAdministrator {
                 return StratusError(.invalidArguments, "records of type \(query.recordType) cannot be queried, as in CloudKit: fetch a user's record by its ID")
             }
-            try Self.checkSearchedZone(zoneID, context)
-            compiled = try CompiledQuery(query, zoneID: zoneID ?? .default, desiredKeys: desiredKeys)
-            progress = zoneID == nil ? .allZones(ZoneWidePosition()) : .zone(nil)
+            compiled = try Self.compile(query, searching: zoneID, desiredKeys: desiredKeys, context: context)
+            progress = .start(searching: zoneID)
         } else {
             return StratusError(.invalidArguments, "QueryOperation needs a query or a cursor")
         }
@@ -180,6 +179,11 @@ open class QueryOperation: DatabaseOperation, RecordProducingOperation, @uncheck
         case zone(QueryPosition?)
         case allZones(ZoneWidePosition)
 
+        /// The start of a query of `zoneID`, or of every zone when `nil`.
+        static func start(searching zoneID: RecordZone.ID?) -> Progress {
+            zoneID == nil ? .allZones(ZoneWidePosition()) : .zone(nil)
+        }
+
         /// This progress continued from a checkpoint's cursor of the same query.
         ///
         /// - Throws: `invalidArguments` when the cursor searched one zone and this query every
@@ -198,16 +202,18 @@ open class QueryOperation: DatabaseOperation, RecordProducingOperation, @uncheck
         }
     }
 
-    /// Refuses a zone no query may search: the shared database has no default zone, and no
-    /// query over all its zones (as in CloudKit, a query there names one shared zone).
-    static func checkSearchedZone(_ zoneID: RecordZone.ID?, _ context: DatabaseContext) throws {
-        guard let zoneID else {
-            if context.scope == .shared {
-                throw StratusError(.invalidArguments, "a query in the shared database needs a zone: as in CloudKit, it searches one shared zone at a time")
-            }
-            return
+    /// `query` compiled for `zoneID`, or for every zone when `nil` (its zone then a placeholder).
+    ///
+    /// - Throws: `invalidArguments` for a zone no query may search (the shared database has no
+    ///   default zone, and no query over all its zones: as in CloudKit, a query there names one
+    ///   shared zone), and as ``CompiledQuery/init(_:zoneID:desiredKeys:)``.
+    static func compile(_ query: Query, searching zoneID: RecordZone.ID?, desiredKeys: [String]?, context: DatabaseContext) throws -> CompiledQuery {
+        if let zoneID {
+            try ModifyRecordsOperation.checkZone(Record.ID(recordName: "query", zoneID: zoneID), context)
+        } else if context.scope == .shared {
+            throw StratusError(.invalidArguments, "a query in the shared database needs a zone: as in CloudKit, it searches one shared zone at a time")
         }
-        try ModifyRecordsOperation.checkZone(Record.ID(recordName: "query", zoneID: zoneID), context)
+        return try CompiledQuery(query, zoneID: zoneID ?? .default, desiredKeys: desiredKeys)
     }
 
     /// Reads every match, a page (a batch) at a time: from one snapshot of the store for a
@@ -223,7 +229,7 @@ open class QueryOperation: DatabaseOperation, RecordProducingOperation, @uncheck
         var sequence = 0
         while true {
             if shouldStop { return cancelled(returned, reader.progress) }
-            let records = try reader.next(limit: pageSize)
+            let records = try reader.next(limit: pageSize).records
             if records.isEmpty { break }
             deliver(records, to: context.userRecordName)
             returned += records.count

@@ -9,7 +9,7 @@ import Foundation
 /// its own snapshot, taken when the zone's turn comes: records a job writes into a zone it has
 /// read are not read again, and one stream is open at a time. Records then come zone by zone,
 /// each zone in the query's order (a page of ``QueryOperation`` merges the zones instead).
-final class QueryReader: @unchecked Sendable {
+final class QueryReader: QueryStream, @unchecked Sendable {
     // @unchecked: the mutable state is touched under `lock`; a reader is used by one caller at a time.
     private let lock = NSLock()
     private let query: CompiledQuery
@@ -62,24 +62,32 @@ final class QueryReader: @unchecked Sendable {
         }
     }
 
-    /// The next records in order (at most `limit`); none after the last.
-    func next(limit: Int) throws -> [Record] {
+    /// After the current zone's last page: the next zone's stream, from a snapshot of its own;
+    /// false when no zone is left. A query of one zone keeps its stream, and with it its
+    /// position, until closed. Under `lock`.
+    private func advanceZone() throws -> Bool {
+        guard zones != nil, let reading = current else { return false }
+        reading.stream.close()
+        current = nil
+        zones?.set(reading.zoneID, after: nil)
+        try openNextZone()
+        return current != nil
+    }
+
+    /// The next records in order (at most `limit`); none after the last. The page's position
+    /// is in ``progress``, not in the page.
+    func next(limit: Int) throws -> QueryPage {
         try lock.withLock {
             while !closed, let reading = current {
                 let page = try reading.stream.next(limit: limit)
                 if !page.records.isEmpty {
                     current?.last = page.nextPosition ?? reading.last
                     if zones != nil { zones?.lastRecordName = page.records.last?.recordID.recordName }
-                    return page.records
+                    return QueryPage(records: page.records, nextPosition: nil)
                 }
-                // The zone was read to its end: the next one, from a snapshot of its own.
-                reading.stream.close()
-                current = nil
-                guard zones != nil else { return [] }
-                zones?.set(reading.zoneID, after: nil)
-                try openNextZone()
+                guard try advanceZone() else { break }
             }
-            return []
+            return QueryPage(records: [], nextPosition: nil)
         }
     }
 
@@ -91,11 +99,7 @@ final class QueryReader: @unchecked Sendable {
             while !closed, let reading = current {
                 let page = try reading.stream.nextUndecoded(limit: limit)
                 if page.count > 0 { return page }
-                reading.stream.close()
-                current = nil
-                guard zones != nil else { break }
-                zones?.set(reading.zoneID, after: nil)
-                try openNextZone()
+                guard try advanceZone() else { break }
             }
             return UndecodedQueryPage(decoded: QueryPage(records: [], nextPosition: nil))
         }
@@ -116,16 +120,5 @@ final class QueryReader: @unchecked Sendable {
             current?.stream.close()
             current = nil
         }
-    }
-
-    /// The records of the reader as a ``QueryStream``, for ``QueryResultSequence``.
-    var stream: any QueryStream { ReaderStream(reader: self) }
-
-    private final class ReaderStream: QueryStream {
-        let reader: QueryReader
-        init(reader: QueryReader) { self.reader = reader }
-        func next(limit: Int) throws -> QueryPage { QueryPage(records: try reader.next(limit: limit), nextPosition: nil) }
-        func nextUndecoded(limit: Int) throws -> UndecodedQueryPage { try reader.nextUndecoded(limit: limit) }
-        func close() { reader.close() }
     }
 }
