@@ -228,7 +228,7 @@ struct ExportCLITests {
             _ = try await cli.run(["import", try cli.file("notes.ndjson", Input.notes(3))])
             // The reader gives up after a while, so that an export that never opens the FIFO fails
             // the test instead of leaving the reader waiting.
-            let fifo = try await cli.shell(#"mkfifo out.fifo && { timeout 60 cat out.fifo > got.ndjson & "$STRATUS" export --type Note --output out.fifo --quiet; status=$?; wait; exit $status; }"#)
+            let fifo = try await cli.shell(#"mkfifo out.fifo && { timeout 600 cat out.fifo > got.ndjson & "$STRATUS" export --type Note --output out.fifo --quiet; status=$?; wait; exit $status; }"#)
             #expect(fifo.exitCode == 0, "\(fifo)")
             #expect(try JSONLine.names(cli.read(store.path("got.ndjson")) ?? "").sorted() == ["n1", "n2", "n3"], "the FIFO's reader got the export")
             var info = stat()

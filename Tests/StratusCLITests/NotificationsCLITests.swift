@@ -370,9 +370,9 @@ struct NotificationsCLITests {
         return try lines.filter { !$0.isEmpty }.map(NotificationLine.init)
     }
 
-    /// Waits (up to 30 s) until `url` holds `count` lines, or the process ends.
+    /// Waits (up to 2 minutes) until `url` holds `count` lines, or the process ends.
     static func waitForLines(_ url: URL, count: Int, while process: ChildProcess) async throws -> [NotificationLine] {
-        let deadline = ContinuousClock.now + .seconds(30)
+        let deadline = ContinuousClock.now + .seconds(120)
         while ContinuousClock.now < deadline {
             let found = try lines(url.path)
             if found.count >= count || !process.isRunning { return found }
@@ -381,9 +381,9 @@ struct NotificationsCLITests {
         return try lines(url.path)
     }
 
-    /// Waits (up to 30 s) until another process holds the lock file's lock.
+    /// Waits (up to 2 minutes) until another process holds the lock file's lock.
     static func waitUntilLocked(_ path: String, while process: ChildProcess) async throws -> Bool {
-        let deadline = ContinuousClock.now + .seconds(30)
+        let deadline = ContinuousClock.now + .seconds(120)
         while ContinuousClock.now < deadline && process.isRunning {
             let descriptor = open(path, O_RDWR | O_CLOEXEC)
             if descriptor >= 0 {

@@ -51,14 +51,17 @@ enum StoreProcess {
         let id = UUID().uuidString.prefix(8)
         let marker = directory.appendingPathComponent("locked-\(id)").path
         let release = directory.appendingPathComponent("release-\(id)").path
+        // Held until released, or until this test process is gone: never for a fixed time, which
+        // a loaded machine can outlast before the test has looked. The shell stops (.bail) rather
+        // than mark the lock taken when BEGIN IMMEDIATE failed.
         let script = """
-            (printf 'BEGIN IMMEDIATE;\\n.shell touch \(marker)\\n'; i=0; while [ ! -e '\(release)' ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done; \
+            (printf '.timeout 10000\\n.bail on\\nBEGIN IMMEDIATE;\\n.shell touch \(marker)\\n'; while [ ! -e '\(release)' ] && kill -0 \(getpid()) 2>/dev/null; do sleep 0.05; done; \
              printf 'COMMIT;\\n') | '\(shell)' '\(storePath)'
             """
         let holder = LockHolder(process: try ChildProcess("/bin/sh", ["-c", script], in: directory), releaseFile: release)
         let start = ContinuousClock.now
         while !FileManager.default.fileExists(atPath: marker) {
-            if ContinuousClock.now - start > .seconds(10) || !holder.process.isRunning {
+            if ContinuousClock.now - start > .seconds(60) || !holder.process.isRunning {
                 let status = await holder.release()
                 throw StratusError(.internalError, "the sqlite3 shell did not take the write lock: \(status.stderr)")
             }
