@@ -1,6 +1,7 @@
 extension Database {
     /// How the store would run a query: the indexes it reads (none: it reads every record of
-    /// the type) and the engine's own plan. Nothing is read but the plan.
+    /// the type) and the engine's own plan. Nothing is read but the plan. Without a zone, the
+    /// plan is the default zone's: a query without a zone reads each zone by that same plan.
     ///
     /// ```swift
     /// let plan = try await database.queryPlan(for: query)
@@ -15,7 +16,8 @@ extension Database {
 
     /// How many records of each record type a zone of this database holds, counted by the
     /// store (a Stratus extension, for `stratus types`). In the public database, only the types
-    /// whose every record the caller may read are listed.
+    /// whose every record the caller may read are listed. Without a zone, the default zone is
+    /// counted (a query without a zone searches every zone; `countRecords(matching:)` counts so).
     ///
     /// ```swift
     /// for (type, count) in try await database.recordCountsByType() { print(type, count) }
