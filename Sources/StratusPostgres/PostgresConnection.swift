@@ -148,7 +148,9 @@ public final class PostgresConnection {
     /// connection, so its (English, client-side or server-sent) message is read.
     private static func connectError(_ connection: OpaquePointer, url: String) -> StratusError {
         let server = serverDescription(connection)
-        let shownURL = url.isEmpty ? "" : " (\(PostgresConnectionString.redacted(url)))"
+        // Quoted, so that what follows the URL is not read as part of a `password=` value by
+        // the pass that hides the passwords of every URL in a message.
+        let shownURL = url.isEmpty ? "" : " ('\(PostgresConnectionString.redacted(url))')"
         var reason = PostgresConnectionString.messageLine(String(cString: PQerrorMessage(connection)))
         // libpq does not quote passwords in its messages; this guards against a server that would.
         if let password = PQpass(connection).map({ String(cString: $0) }), password.count >= 4 {

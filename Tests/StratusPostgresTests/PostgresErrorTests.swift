@@ -126,6 +126,12 @@ struct PostgresErrorTests {
         let error = try #require(throws: StratusError.self) { try PostgresConnection(url: url) }
         #expect(error.code == .badContainer)
         #expect(error.message.contains("has no database \(database.name)_missing") && error.message.contains("createdb -O"), "\(error)")
+        // A password as the URL's last parameter is hidden, and the pass that hides the passwords
+        // of every URL in what the stratus tool prints leaves the words after the URL alone.
+        let withPassword = url + (url.contains("?") ? "&" : "?") + "password=Sekr3tPass"
+        let hidden = try #require(throws: StratusError.self) { try PostgresConnection(url: withPassword) }
+        let printed = PostgresConnectionString.redactingURLs(in: hidden.message)
+        #expect(!printed.contains("Sekr3tPass") && printed.contains("password=***'): a role that may create databases"), "\(printed)")
         // A database without Stratus's tables is another thing: it exists, and says where the tables would be.
         let empty = try #require(throws: StratusError.self) { try PostgresEngine(url: database.url, create: false) }
         #expect(empty.code == .badContainer && empty.message.contains("holds no Stratus store in schema public") && empty.message.contains("the database exists"), "\(empty)")
