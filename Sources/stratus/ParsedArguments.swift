@@ -15,8 +15,9 @@ struct ParsedArguments {
     /// Reads `words` (`--name VALUE`, `--name=VALUE`, `--flag`; `--` ends the options; `-` alone
     /// is a positional argument, standing for stdin).
     ///
-    /// - Throws: ``UsageError`` for an unknown option, a missing value, a value given to a flag,
-    ///   or an option given twice that takes one value.
+    /// - Throws: ``UsageError`` for an unknown option, a missing value (an option of the command
+    ///   where its value should be is one), a value given to a flag, or an option given twice
+    ///   that takes one value.
     init(_ words: [String], options: [Option]) throws {
         let table = Dictionary(options.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         var positionals: [String] = []
@@ -50,6 +51,11 @@ struct ParsedArguments {
             } else {
                 guard index < words.count else { throw UsageError(message: "\(name) needs a value (\(option.value!))") }
                 value = words[index]
+                // `--output --force` is an option whose value was left out, not a file named
+                // --force: the next option would be swallowed and the command run without it.
+                if value.hasPrefix("--"), table[Self.split(value).name] != nil {
+                    throw UsageError(message: "\(name) needs a value (\(option.value!)) before \(Self.split(value).name); a value that starts with -- is written \(name)=\(value)")
+                }
                 index += 1
             }
             if !option.repeatable, let earlier = values[name]?.first, earlier != value {

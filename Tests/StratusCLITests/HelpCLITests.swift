@@ -145,6 +145,9 @@ struct HelpCLITests {
                 (["import", "--bogus"], "stratus: import: unknown option --bogus"),
                 (["count", "--type", "Note", "extra"], "stratus: count: unexpected argument 'extra'"),
                 (["export", "--type", "Note", "--limit"], "stratus: export: --limit needs a value"),
+                // An option where a value belongs is a value left out, not a file named --force.
+                (["export", "--type", "Note", "--output", "--force"], "stratus: export: --output needs a value (FILE) before --force"),
+                (["count", "--type", "--json"], "stratus: count: --type needs a value"),
                 (["query", "--type", "Note", "--quiet=yes"], "stratus: query: unknown option --quiet"),
                 (["zones", "create", "A", "--atomic"], "stratus: zones: unknown option --atomic"),
                 (["count", "--type", "A", "--type", "B"], "stratus: count: --type is given twice"),
