@@ -1,5 +1,6 @@
 import Foundation
 import Stratus
+import StratusPostgres
 import Synchronization
 
 /// `stratus copy --from STORE --to STORE`: a whole store into another, between engines,
@@ -93,6 +94,7 @@ struct CopyCommand: Command {
         let schemasDiffering = try await copier.differingSchemas()
         for schema in schemasDiffering { StratusCommand.log("the schema of \(schema) differs") }
         let schemaPart = schemasDiffering.isEmpty ? "" : "; \(StoreReport.counted(schemasDiffering.count, "schema")) differ\(schemasDiffering.count == 1 ? "s" : "")"
+        Self.noteUserChange(from: source, to: destination)
         progress.finish(
             "copied \(StoreReport.counted(summary.recordsCopied, "record")) in \(StoreReport.counted(summary.zonesCopied, "zone"))\(skipped); \(comparisons.count - differing.count) of \(StoreReport.counted(comparisons.count, "zone")) match\(schemaPart)",
             json: ["copied": summary.recordsCopied, "zones": summary.zonesCopied, "zonesSkipped": summary.zonesSkipped, "zonesCompared": comparisons.count,
@@ -101,6 +103,21 @@ struct CopyCommand: Command {
         // Only now: a copy stopped while it compared goes on with the comparison.
         try checkpoint?.remove()
         return .success
+    }
+}
+
+extension CopyCommand {
+    /// Says so when commands name no user and act as another one on the copy than on the
+    /// source (an SQLite store acts as the login name, a PostgreSQL store as the role it logs
+    /// in as): the copied records' creators and private databases keep their users, so the
+    /// caller's own records would refuse changes and their private records seem gone.
+    static func noteUserChange(from source: any StorageEngine, to destination: any StorageEngine) {
+        let (before, after) = (Container.defaultUserName(for: source), Container.defaultUserName(for: destination))
+        guard before != after else { return }
+        func origin(_ engine: any StorageEngine) -> String {
+            engine is PostgresEngine ? "the PostgreSQL role it logs in as" : "the login name"
+        }
+        StratusCommand.log("note: commands on --to act as the user '\(after)' (\(origin(destination))) where on --from they acted as '\(before)' (\(origin(source))); give them --user \(before) (or set STRATUS_USER=\(before)) to act on the copy as the same user: the creator of the same records, with the same private database")
     }
 }
 

@@ -54,6 +54,13 @@ struct CopyCLITests {
         return contents
     }
 
+    /// The user `stratus` acts as on the CLI's store when no user is named: the role of a
+    /// PostgreSQL URL (libpq's default: the login name), the login name for SQLite.
+    static func actingUser(_ cli: CLI) throws -> String {
+        guard PostgresEngine.isStoreURL(cli.storePath) else { return NSUserName() }
+        return try PostgresConnectionString.settings(in: cli.storePath)["user"] ?? NSUserName()
+    }
+
     /// The parts of `info --json` a copy must keep: containers, schema types, databases,
     /// zones with their capabilities and counts.
     static func shape(_ cli: CLI) async throws -> String {
@@ -92,10 +99,21 @@ struct CopyCLITests {
         try await TemporaryStore.with { store in
             let (source, destination) = try await Self.clis(store, direction)
             try await Self.fillRichly(source, store)
-            let copy = try await source.run(["copy", "--from", source.storePath, "--to", destination.storePath])
+            // Without STRATUS_USER, as a new user runs it: an SQLite store acts as the login
+            // name, a PostgreSQL store as the role it logs in as.
+            let copy = try await source.run(["copy", "--from", source.storePath, "--to", destination.storePath], environment: ["STRATUS_USER": ""])
             #expect(copy.exitCode == 0, "\(copy)")
             #expect(copy.stdout.isEmpty)
             #expect(copy.stderrLines.last?.contains("7 of 7 zones match") == true && copy.stderrLines.last?.hasPrefix("copied 62 records in 7 zones") == true, "\(copy)")
+            // When those users differ, the copy says which user the copy is worked on as, and how to keep the old one.
+            let (before, after) = (try Self.actingUser(source), try Self.actingUser(destination))
+            let note = copy.stderrLines.first { $0.contains("note: commands on --to act as") }
+            if before == after {
+                #expect(note == nil, "\(copy)")
+            } else {
+                #expect(note?.contains("act as the user '\(after)'") == true && note?.contains("acted as '\(before)'") == true
+                        && note?.contains("--user \(before) (or set STRATUS_USER=\(before))") == true, "\(copy)")
+            }
 
             #expect(try await Self.shape(destination) == (try await Self.shape(source)), "containers, databases, zones, capabilities and counts")
             let (want, got) = (try await Self.contents(source), try await Self.contents(destination))
