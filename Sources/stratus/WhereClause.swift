@@ -9,7 +9,9 @@ import StratusTransfer
 ///   ISO 8601 date-time (`'2025-01-01T00:00:00Z'`, `'2025-01-01'`). Without this, a number
 ///   compared with a date matched nothing, silently;
 /// - **names**: a record type or field the development schema lacks gets a note on stderr, and
-///   a record type production lacks is a usage error (64), as a missing index is.
+///   a record type production lacks is a usage error (64), as a missing index is;
+/// - **kinds**: a string compared with a field the schema declares INT64 or DOUBLE, or a number
+///   with a STRING field, is a usage error (64): it would match no record, silently.
 ///
 /// ```swift
 /// let typed = try WhereClause.typed(try QueryPredicate(format: "due < 1735689600000"), by: schema)
@@ -20,7 +22,45 @@ enum WhereClause {
     ///
     /// - Throws: ``UsageError`` quoting a literal that is neither.
     static func typed(_ predicate: QueryPredicate, by schema: RecordTypeSchema?) throws -> QueryPredicate {
-        try predicate.mappingValues(of: { isDate($0, schema) }) { key, value in try date(value, key) }
+        try checkLiteralKinds(predicate, by: schema)
+        return try predicate.mappingValues(of: { isDate($0, schema) }) { key, value in try date(value, key) }
+    }
+
+    /// What the literals compared with a declared field must be for the condition to match
+    /// anything: a field holds values of its declared type only.
+    private enum LiteralKind {
+        case string, number
+    }
+
+    private static func literalKind(_ key: QueryKey, _ schema: RecordTypeSchema?) -> LiteralKind? {
+        guard case .field(let name) = key, let type = schema?.field(name)?.type else { return nil }
+        switch type {
+        case .string, .stringList: return .string
+        case .int64, .int64List, .double, .doubleList: return .number
+        default: return nil
+        }
+    }
+
+    /// Refuses a string compared with a number field, or a number with a string field: such a
+    /// condition matches no record, so `update` and `delete` in a cron job would change nothing
+    /// and say nothing was wrong.
+    ///
+    /// - Throws: ``UsageError`` naming the field, its type and the literal.
+    private static func checkLiteralKinds(_ predicate: QueryPredicate, by schema: RecordTypeSchema?) throws {
+        guard let schema else { return }
+        _ = try predicate.mappingValues(of: { literalKind($0, schema) != nil }) { key, value in
+            guard case .field(let name) = key, let type = schema.field(name)?.type else { return value }
+            switch (literalKind(key, schema), value) {
+            case (.number?, .string(let text)):
+                throw UsageError(message: "--where: \(name) is \(type.rawValue) in the schema, and '\(text)' is a string, which no \(type.rawValue) field holds: the condition would match no record (write a number without quotes)")
+            case (.string?, .int64(let number)):
+                throw UsageError(message: "--where: \(name) is \(type.rawValue) in the schema, and \(number) is a number, which no \(type.rawValue) field holds: the condition would match no record (quote it: '\(number)')")
+            case (.string?, .double(let number)):
+                throw UsageError(message: "--where: \(name) is \(type.rawValue) in the schema, and \(number) is a number, which no \(type.rawValue) field holds: the condition would match no record (quote it)")
+            default:
+                return value
+            }
+        }
     }
 
     /// The `--where` of a command, typed by the container's schema of `recordType`. A record

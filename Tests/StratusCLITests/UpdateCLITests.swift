@@ -45,6 +45,28 @@ struct UpdateCLITests {
         }
     }
 
+    @Test("a string compared with a number field, or a number with a string field, is refused (64) by every command: it would match nothing and change nothing, silently", arguments: TestEngine.all)
+    func literalOfTheWrongKind(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            _ = try await cli.run(["import", try cli.file("notes.ndjson", Input.notes(4))])
+            for (command, predicate, says) in [
+                (["update", "--type", "Note", "--set", "status=x"], "count == '1'", "--where: count is INT64 in the schema, and '1' is a string"),
+                (["delete", "--type", "Note", "--yes"], "count IN {1, '2'}", "--where: count is INT64 in the schema, and '2' is a string"),
+                (["count", "--type", "Note"], "title == 5", "--where: title is STRING in the schema, and 5 is a number"),
+                (["query", "--type", "Note"], "title BEGINSWITH 't' AND title != true", "--where: title is STRING in the schema, and 1 is a number"),
+            ] {
+                let refused = try await cli.run(command + ["--where", predicate])
+                #expect(refused.exitCode == 64 && refused.stderr.contains(says), "\(predicate): \(refused)")
+            }
+            #expect(try await cli.count("Note") == 4, "nothing was deleted")
+            #expect(try await cli.exported("Note").values.allSatisfy { JSONLine.field($0, "status") == nil }, "nothing was updated")
+            // Literals of the field's kind run as before; numbers of either kind compare as numbers.
+            let counted = try await cli.run(["count", "--type", "Note", "--where", "count >= 2.5 AND title != 'x'"])
+            #expect(counted.exitCode == 0 && counted.stdout == "2\n", "\(counted)")
+        }
+    }
+
     @Test("--dry-run counts what would be updated and writes nothing; --all means every record of the type", arguments: TestEngine.all)
     func dryRun(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
@@ -89,8 +111,27 @@ struct UpdateCLITests {
             _ = try cli.file("update.checkpoint", "not json\n")
             let garbage = try await cli.run(["update", "--type", "Note", "--all", "--set", "status=early", "--checkpoint", checkpoint])
             #expect(garbage.exitCode == 64, "\(garbage)")
-            #expect(garbage.stderr.contains("is not a Stratus pipeline checkpoint"), "\(garbage)")
+            #expect(garbage.stderr.contains("holds no Stratus checkpoint, not a checkpoint of `stratus update`; name another file for --checkpoint (this one is left as it is)"), "\(garbage)")
             #expect(try await cli.count("Note", where: "status == 'early'") == 0, "refused runs write nothing")
+
+            // Another command's checkpoint is named as what it is; none is to be removed.
+            let importCheckpoint = #"{"input":"/data/notes.ndjson","inputSize":120,"committedItems":40}"#
+            _ = try cli.file("update.checkpoint", importCheckpoint)
+            let ofImport = try await cli.run(["update", "--type", "Note", "--all", "--set", "status=early", "--checkpoint", checkpoint])
+            #expect(ofImport.exitCode == 64 && ofImport.stderr.contains("holds the checkpoint of a `stratus import`, not a checkpoint of `stratus update`"), "\(ofImport)")
+            #expect(!ofImport.stderr.contains("remove it"), "\(ofImport)")
+            #expect(cli.read(checkpoint) == importCheckpoint)
+            let input = try cli.file("more.ndjson", Input.notes(2, prefix: "m"))
+            _ = try cli.file("update.checkpoint", saved)
+            let ofUpdate = try await cli.run(["import", input, "--checkpoint", checkpoint])
+            #expect(ofUpdate.exitCode == 64 && ofUpdate.stderr.contains("holds the checkpoint of a `stratus update`, not an import checkpoint"), "\(ofUpdate)")
+            #expect(cli.read(checkpoint) == saved)
+            // The input named as its own checkpoint is refused before anything is made beside it.
+            let itself = try await cli.run(["import", input, "--checkpoint", input])
+            #expect(itself.exitCode == 64 && itself.stderr.contains("--checkpoint \(input) is the input itself; name another file"), "\(itself)")
+            #expect(!cli.exists(input + ".lock"), "\(itself)")
+            #expect(cli.read(input) == Input.notes(2, prefix: "m"))
+            #expect(try await cli.count("Note") == 20, "refused imports write nothing")
         }
     }
 
