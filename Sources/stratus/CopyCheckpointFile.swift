@@ -30,7 +30,7 @@ final class CopyCheckpointFile: StoreCopier.CheckpointStore {
         guard FileManager.default.fileExists(atPath: resolvedPath) else { return nil }
         let data = try KeptFile.contents(of: resolvedPath, atMost: Self.maximumSize, what: "checkpoint")
         guard let checkpoint = try? JSONDecoder().decode(StoreCopier.Checkpoint.self, from: data) else {
-            throw UsageError(message: "the checkpoint file \(path) is not a checkpoint of stratus copy; remove it to start over")
+            throw KeptFile.notACheckpoint(path, holding: data, expected: "a checkpoint of `stratus copy`")
         }
         return checkpoint
     }

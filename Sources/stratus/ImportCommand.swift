@@ -175,6 +175,10 @@ struct ImportCommand: Command {
         }
         // A change feed's deletions apply, so that `stratus changes | stratus import` keeps a copy.
         readOptions.readsDeletions = true
+        if let checkpointPath, Self.sameFile(checkpointPath, as: input.handle.fileDescriptor) {
+            // Refused before its lock file is made: a checkpoint saved over the input loses it.
+            throw UsageError(message: "--checkpoint \(checkpointPath) is the input itself; name another file")
+        }
         if let rejectPath, Self.sameFile(rejectPath, as: input.handle.fileDescriptor) {
             // Appending rejects to the input would make them input again, until the disk is full.
             throw UsageError(message: "--reject-file \(rejectPath) is the input itself; name another file")

@@ -87,6 +87,25 @@ enum KeptFile {
         return data
     }
 
+    /// The refusal of a `--checkpoint` file that holds no checkpoint of the command (`expected`,
+    /// such as "an import checkpoint"): it names what the file holds when it is another Stratus
+    /// command's checkpoint, and never advises removing it, since it may be the input, an
+    /// export or another job's checkpoint, named by mistake. The file is left as it is.
+    static func notACheckpoint(_ name: String, holding data: Data, expected: String) -> UsageError {
+        let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
+        let holds: String
+        if let object, object["input"] is String, object["committedItems"] != nil {
+            holds = "the checkpoint of a `stratus import`"
+        } else if let object, let command = object["command"] as? String, object["job"] is String {
+            holds = "the checkpoint of a `stratus \(command.split(separator: " ").first.map(String.init) ?? command)`"
+        } else if let object, object["sourceIdentifier"] is String, object["destinationIdentifier"] is String {
+            holds = "the checkpoint of a `stratus copy`"
+        } else {
+            holds = "no Stratus checkpoint"
+        }
+        return UsageError(message: "the checkpoint file \(name) holds \(holds), not \(expected); name another file for --checkpoint (this one is left as it is)")
+    }
+
     /// Replaces the file at `resolved` with `data` durably: a temporary file beside it, fsync,
     /// rename over it, fsync of the folder. A crash leaves the old contents or the new.
     ///
