@@ -87,6 +87,24 @@ struct ChangeTokenFile: Equatable {
 ///
 /// The file is locked and written as the file its name resolves to, so that a symbolic link to
 /// it names the same job (two runs through two names exclude each other) and stays a link.
+extension ChangeTokenFileStore {
+    /// How `command` ends when its feed refused the token in `path`: a token of another history
+    /// (another kind, user, zone or container) is a usage error (64) that keeps the file, as it
+    /// is still good for the job that made it; an expired one is a data error (65), whose file
+    /// is done with (`startAgain` says what removing it does).
+    static func refused(_ error: StratusError, path: String?, command: String, startAgain: String) -> ExitCode {
+        let file = path ?? "the token file"
+        if let mismatch = error.underlyingError as? ServerChangeToken.Mismatch {
+            StratusCommand.usageFailure(
+                "\(command): \(file) holds the position of \(mismatch.tokenHistory); this run asks for \(mismatch.requestedHistory): run with the options the token was made with, or give another --token-file",
+                pointer: "Run 'stratus \(command) --help' for usage.")
+        }
+        StratusCommand.log(error.message)
+        StratusCommand.log("the token in \(file) has expired: \(startAgain)")
+        return .dataError
+    }
+}
+
 final class ChangeTokenFileStore: ChangeTokenStore {
     /// The name the user gave.
     let path: String

@@ -113,8 +113,7 @@ struct ChangesCommand: Command {
             return error.code
         } catch let error as StratusError where error.code == .changeTokenExpired {
             guard let mismatch = error.underlyingError as? ServerChangeToken.Mismatch else {
-                StratusCommand.log("\(error.message)\nthe token in \(tokenPath ?? "?") has expired: remove it (and rotate the output) to export the zone again from the beginning")
-                return .dataError
+                return ChangeTokenFileStore.refused(error, path: tokenPath, command: "changes", startAgain: "remove it (and rotate the output) to export the zone again from the beginning")
             }
             // The token is good, for another job: deleting it, as for an expired one, would
             // throw that job's position away. A store rebuilt in place (a copy moved over it, a

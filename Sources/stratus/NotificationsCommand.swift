@@ -39,8 +39,10 @@ struct NotificationsCommand: Command {
         Option("--keep-days", "N", "compact: keep notifications of the last N days", default: "none; required by compact"),
     ]
     static let exitNotes: String? = """
-        65 when the token has expired (its notifications were compacted, or it belongs to another
-        store): remove FILE to start again from what the feed keeps. 75 when another run holds
+        64 when the token is a place in another history (a change token of `stratus changes`,
+        another user's or container's notifications): it is kept; give the options it was made
+        with, or another FILE. 65 when the token has expired (its notifications were compacted,
+        or it belongs to another store): remove FILE to start again from what the feed keeps. 75 when another run holds
         the token file, or the --exec command did not exit 0 (the batch comes again next time).
         """
 
@@ -93,8 +95,7 @@ struct NotificationsCommand: Command {
             StratusCommand.log(error.message)
             return error.code
         } catch let error as StratusError where error.code == .changeTokenExpired {
-            StratusCommand.log("\(error.message)\nthe token in \(tokenPath ?? "?") has expired: remove it (and rotate the output) to start again from what the feed keeps")
-            return .dataError
+            return ChangeTokenFileStore.refused(error, path: tokenPath, command: "notifications", startAgain: "remove it (and rotate the output) to start again from what the feed keeps")
         }
     }
 }

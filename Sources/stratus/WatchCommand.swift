@@ -67,8 +67,7 @@ struct WatchCommand: Command {
             StratusCommand.log(error.message)
             return error.code
         } catch let error as StratusError where error.code == .changeTokenExpired {
-            StratusCommand.log("\(error.message)\nthe token in \(tokenPath ?? "?") has expired: remove it to start again from what the feed keeps")
-            return .dataError
+            return ChangeTokenFileStore.refused(error, path: tokenPath, command: "watch", startAgain: "remove it to start again from what the feed keeps")
         }
     }
 }

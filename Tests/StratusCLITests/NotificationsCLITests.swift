@@ -280,6 +280,18 @@ struct NotificationsCLITests {
         #expect(compacted.exitCode == 0 && compacted.stderr.contains("removed 2 notification(s)"), "\(compacted.stderr)")
         let expired = try await fixture.run(stratus, ["notifications", "--token-file", fixture.folder.path("early.token")] + fixture.options())
         #expect(expired.exitCode == 65 && expired.stderr.contains("expired"), "\(expired.stderr)")
+        #expect(expired.stderr.split(separator: "\n").allSatisfy { $0.hasPrefix("stratus: ") }, "\(expired.stderr)")
+        // A token of `stratus changes` is good for its own job: not called expired, kept (64).
+        let changesToken = fixture.folder.path("changes.token")
+        let changes = try await fixture.run(stratus, ["changes", "--token-file", changesToken, "--output", fixture.folder.path("changes.ndjson")] + fixture.options())
+        #expect(changes.exitCode == 0, "\(changes.stderr)")
+        let kept = try Data(contentsOf: URL(fileURLWithPath: changesToken))
+        for command in ["notifications", "watch"] {
+            let mixed = try await fixture.run(stratus, [command, "--token-file", changesToken] + fixture.options())
+            #expect(mixed.exitCode == 64 && mixed.stderr.contains("holds the position of zone _defaultZone in the public database")
+                    && mixed.stderr.contains("this run asks for the notifications of") && !mixed.stderr.contains("remove it"), "\(command): \(mixed.stderr)")
+            #expect(try Data(contentsOf: URL(fileURLWithPath: changesToken)) == kept)
+        }
         // Usage.
         #expect(try await fixture.run(stratus, ["notifications"] + fixture.options()).exitCode == 64)
         #expect(try await fixture.run(stratus, ["notifications", "--token-file", tokenFile, "--output", "x", "--exec", "cat"] + fixture.options()).exitCode == 64)

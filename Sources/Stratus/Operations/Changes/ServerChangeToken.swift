@@ -225,11 +225,17 @@ extension ServerChangeToken {
     /// - Throws: `changeTokenExpired` for a zone or database token, or another user's or
     ///   container's feed.
     func notificationPosition(in feed: NotificationFeedID) throws(StratusError) -> ChangePosition {
+        // As for change reads: a token of another history is still good for it, and says so.
+        func mismatched(_ reason: String) -> StratusError {
+            var error = StratusError(.changeTokenExpired, "\(reason); fetch again without a token")
+            error.underlyingError = Mismatch(tokenHistory: history, requestedHistory: "\(feed)")
+            return error
+        }
         guard notificationFeed == true else {
-            throw StratusError(.changeTokenExpired, "a zone or database change token cannot fetch notifications; fetch again without a token")
+            throw mismatched("a zone or database change token cannot fetch notifications")
         }
         guard (environment ?? .development).storageContainer(for: containerIdentifier) == feed.containerIdentifier, owner == feed.subscriber else {
-            throw StratusError(.changeTokenExpired, "the notification token belongs to the notifications of \(owner) in \(containerIdentifier), not to \(feed); fetch again without a token")
+            throw mismatched("the notification token belongs to the notifications of \(owner) in \(containerIdentifier), not to \(feed)")
         }
         return position
     }
