@@ -35,6 +35,8 @@ struct StoreOptions {
 
     var storePath: String?
     var readStoreURL: String?
+    /// Where `readStoreURL` came from, for messages.
+    var readStoreOrigin = "--read-store"
     var containerIdentifier = "default"
     var scope = Database.Scope.public
     var zoneID = RecordZone.ID.default
@@ -58,6 +60,7 @@ struct StoreOptions {
         }
         storePath = arguments.value("--store")
         readStoreURL = arguments.value("--read-store") ?? ProcessInfo.processInfo.environment["STRATUS_READ_STORE"].flatMap { $0.isEmpty ? nil : $0 }
+        readStoreOrigin = arguments.has("--read-store") ? "--read-store" : "$STRATUS_READ_STORE"
         if let container = arguments.value("--container") { containerIdentifier = container }
         if let database = arguments.value("--database") {
             switch database {
@@ -78,7 +81,8 @@ struct StoreOptions {
         if anonymous && userName != nil { throw UsageError(message: "--anonymous and --user exclude each other") }
         if let name = arguments.value("--environment") ?? ProcessInfo.processInfo.environment["STRATUS_ENVIRONMENT"].flatMap({ $0.isEmpty ? nil : $0 }) {
             guard let chosen = Container.Environment(rawValue: name) else {
-                throw UsageError(message: "--environment must be development or production, not '\(name)'")
+                let origin = arguments.has("--environment") ? "--environment" : "$STRATUS_ENVIRONMENT"
+                throw UsageError(message: "\(origin) must be development or production, not '\(name)'")
             }
             environment = chosen
         }
@@ -118,7 +122,8 @@ struct StoreOptions {
     ///
     /// - Throws: ``CommandFailure`` `inputMissing` when the store must exist and does not.
     func openContainer(_ access: Access, missingStoreAdvice: String = StoreOptions.commandsThatMakeAStore) throws -> Container {
-        let engine = try Self.openEngine(resolvedStorePath, readURL: readStoreURL, access: access, origin: storeOrigin, missingStoreAdvice: missingStoreAdvice)
+        let engine = try Self.openEngine(resolvedStorePath, readURL: readStoreURL, readURLOrigin: readStoreOrigin, access: access, origin: storeOrigin,
+                                         missingStoreAdvice: missingStoreAdvice)
         if !anonymous, let postgres = engine as? PostgresEngine {
             // --user (or STRATUS_USER) naming another user than the role row-level security binds
             // found none of that user's records and had writes refused, saying neither why.
@@ -144,7 +149,7 @@ struct StoreOptions {
     /// - Throws: ``CommandFailure`` `inputMissing` naming `origin` when the store must exist and
     ///   does not; ``UsageError`` for text that names no store, or a standby of a store that is
     ///   not PostgreSQL.
-    static func openEngine(_ location: String, readURL: String? = nil, access: Access, origin: String,
+    static func openEngine(_ location: String, readURL: String? = nil, readURLOrigin: String? = nil, access: Access, origin: String,
                            missingStoreAdvice: String = commandsThatMakeAStore) throws -> any StorageEngine {
         if let readURL, !PostgresEngine.isStoreURL(readURL) {
             // Not echoed: a mistyped URL may hold a password.
@@ -162,7 +167,10 @@ struct StoreOptions {
             return try openPostgres(url, readURL: readURL, access: access, missingStoreAdvice: missingStoreAdvice)
         case .sqlite(let path):
             if readURL != nil {
-                throw UsageError(message: "--read-store names a standby of a PostgreSQL store; \(origin) is not one")
+                // A cron environment that exports STRATUS_READ_STORE for its PostgreSQL jobs
+                // should learn where the standby came from when one job names an SQLite file.
+                let given = readURLOrigin.map { "\($0) names" } ?? "--read-store (or $STRATUS_READ_STORE) names"
+                throw UsageError(message: "\(given) a standby of a PostgreSQL store; \(origin) is not one")
             }
             return try openSQLite(path, access: access, origin: origin, missingStoreAdvice: missingStoreAdvice)
         }

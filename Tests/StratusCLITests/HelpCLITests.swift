@@ -163,6 +163,20 @@ struct HelpCLITests {
         }
     }
 
+    @Test("a setting that came from the environment is named as the variable, not as an option the user never typed")
+    func settingsFromTheEnvironmentAreNamedSo() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            _ = try await cli.run(["import", "--quiet"], stdin: Input.notes(1))
+            let standby = try await cli.run(["count", "--type", "Note"], environment: ["STRATUS_READ_STORE": "postgresql://db2/app"])
+            #expect(standby.exitCode == 64 && standby.stderrLines.first?.hasPrefix("stratus: count: $STRATUS_READ_STORE names a standby of a PostgreSQL store") == true, "\(standby)")
+            let typed = try await cli.run(["count", "--type", "Note", "--read-store", "postgresql://db2/app"])
+            #expect(typed.exitCode == 64 && typed.stderrLines.first?.hasPrefix("stratus: count: --read-store names a standby") == true, "\(typed)")
+            let environment = try await cli.run(["count", "--type", "Note"], environment: ["STRATUS_ENVIRONMENT": "prod"])
+            #expect(environment.exitCode == 64 && environment.stderrLines.first == "stratus: count: $STRATUS_ENVIRONMENT must be development or production, not 'prod'", "\(environment)")
+        }
+    }
+
     @Test("no command or an unknown one: exit 64, one line and a pointer on stderr, nothing on stdout")
     func noOrUnknownCommand() async throws {
         try await TemporaryStore.with { store in
