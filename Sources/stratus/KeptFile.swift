@@ -39,8 +39,9 @@ enum KeptFile {
         // The file is replaced by renaming a new one over it: a device, a pipe or a folder
         // named here would be replaced (as root, `/dev/null` itself) or the rename would fail
         // after the work was done. Refused before anything is made, the lock file included.
+        // The name as given too: `<(…)` names a pipe through /dev/fd, which resolves to no path.
         var info = stat()
-        if stat(resolved, &info) == 0, info.st_mode & S_IFMT != S_IFREG {
+        if stat(resolved, &info) == 0 || stat(name, &info) == 0, info.st_mode & S_IFMT != S_IFREG {
             throw CommandFailure(.usage, "the \(what) \(name) is not a regular file (a device, a pipe or a folder): name a file the job may create and replace")
         }
         let lockPath = resolved + ".lock"

@@ -326,6 +326,9 @@ struct HostileSurroundingsCLITests {
             }
             var info = stat()
             #expect(stat(fifo, &info) == 0 && info.st_mode & S_IFMT == S_IFIFO, "the pipe is still a pipe")
+            // A pipe named through /dev/stdin or /dev/fd (a shell's `<(…)`) resolves to no path.
+            let substituted = try await cli.shell(#"echo x | "$STRATUS" changes --token-file /dev/stdin"#)
+            #expect(substituted.exitCode == 64 && substituted.stderr.contains("is not a regular file"), "\(substituted)")
             #expect(try await cli.count("Note") == 3, "nothing was imported or updated")
         }
     }
