@@ -381,6 +381,10 @@ public enum SubscriptionConformance {
         ], deleting: [])
         _ = try await database.save(makeRecord("Order", "big3", ["total": .int64(700)]))
         #expect(try await described(container) == ["query first-big recordCreated big1"])
+        // Its date is whole milliseconds, as CloudKit's timestamps and the record's own dates are.
+        let notification = try #require(try await notifications(of: container).notifications.first)
+        let milliseconds = notification.creationDate.timeIntervalSinceReferenceDate * 1000
+        #expect(abs(milliseconds - milliseconds.rounded()) < 0.001, "\(notification.creationDate.timeIntervalSince1970)")
         #expect(try await database.allSubscriptions().isEmpty)
     }
 

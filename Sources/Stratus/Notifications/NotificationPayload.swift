@@ -118,7 +118,7 @@ struct NotificationPayload: Decodable {
         guard let type = StratusNotification.NotificationType(rawValue: payload.type) else { throw damaged("unknown type \(payload.type)") }
         var parts = StratusNotification.Parts(
             type: type, id: StratusNotification.ID(store: store, feed: feed, sequence: stored.sequence), containerIdentifier: Container.Environment.split(storageContainer: feed.containerIdentifier).containerIdentifier,
-            subscriber: feed.subscriber, subscriptionID: payload.subscription, creationDate: stored.createdAt, alert: payload.alert ?? .init(),
+            subscriber: feed.subscriber, subscriptionID: payload.subscription, creationDate: stored.createdAt.wholeMilliseconds, alert: payload.alert ?? .init(),
             feedSequence: stored.sequence)
         let scope = payload.scope.flatMap(Database.Scope.init(rawValue:)) ?? .private
         let zoneID = payload.zoneName.map { RecordZone.ID(zoneName: $0, ownerName: payload.zoneOwner ?? RecordZone.ID.currentUserDefaultOwner) }

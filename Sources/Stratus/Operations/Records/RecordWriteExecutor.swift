@@ -96,9 +96,7 @@ enum RecordWriteExecutor {
     /// Runs `request` in `transaction`: its writes, its job progress and its notifications.
     /// Throws ``AtomicRollback`` to roll back an atomic request with a failed item.
     private static func run(_ request: ModifyRequest, in transaction: any RecordWriteTransaction, engine: any StorageEngine, context: DatabaseContext) throws -> ModifyOutcome {
-        // CloudKit's timestamps are whole milliseconds: a date Stratus gives is too, so
-        // that it exports as CloudKit would write it.
-        let now = Date(timeIntervalSinceReferenceDate: (Date().timeIntervalSinceReferenceDate * 1000).rounded(.down) / 1000)
+        let now = Date().wholeMilliseconds
         var writer = Writer(transaction: transaction, request: request, context: context, now: now)
         // Subscriptions that writes of this database may fire, as this transaction sees them.
         writer.notifier = try SubscriptionIndexCache.index(for: transaction, engine: engine, context: context)
