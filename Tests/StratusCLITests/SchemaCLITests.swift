@@ -377,6 +377,17 @@ struct SchemaCLITests {
             let types = try await cli.run(["types"])
             #expect(types.exitCode == 0, "\(types)")
             #expect(types.stdoutLines == ["Notice\t0", "Post\t3", "Users\t0"], "\(types)")
+            // Another zone's records count with --all-zones only; the private database has no user records.
+            #expect(try await cli.run(["zones", "create", "Drafts"]).exitCode == 0)
+            #expect(try await cli.run(["import", "--zone", "Drafts", "--quiet"], stdin: lines[0] + "\n" + lines[1].replacingOccurrences(of: "p1", with: "d1") + "\n").exitCode == 0)
+            #expect(try await cli.run(["types"]).stdoutLines == ["Notice\t0", "Post\t3", "Users\t0"])
+            #expect(try await cli.run(["types", "--zone", "Drafts"]).stdoutLines == ["Notice\t0", "Post\t2", "Users\t0"])
+            let everyZone = try await cli.run(["types", "--all-zones"])
+            #expect(everyZone.exitCode == 0 && everyZone.stdoutLines == ["Notice\t0", "Post\t5", "Users\t0"], "\(everyZone)")
+            #expect(try await cli.run(["types", "--all-zones", "--zone", "Drafts"]).exitCode == 64)
+            #expect(try await cli.run(["import", "--database", "private", "--quiet"], stdin: lines[2] + "\n").exitCode == 0)
+            let privately = try await cli.run(["types", "--database", "private", "--all-zones"])
+            #expect(privately.exitCode == 0 && privately.stdoutLines == ["Notice\t0", "Post\t1"], "\(privately)")
 
             let explained = try await cli.run(["query", "--type", "Post", "--sort", "rank", "--explain"])
             #expect(explained.exitCode == 0, "\(explained)")
