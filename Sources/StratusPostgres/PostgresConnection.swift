@@ -166,6 +166,9 @@ public final class PostgresConnection {
         if settingProblems.contains(where: lower.contains) || lower.wholeMatch(of: #/invalid [a-z_ ]+ value: .*/#) != nil {
             return StratusError(.invalidArguments, "the PostgreSQL connection settings cannot be used\(shownURL): \(reason)")
         }
+        if lower.contains("ssl was required") || lower.contains("does not support ssl") {
+            return StratusError(.invalidArguments, "the PostgreSQL server at \(server) does not offer SSL, which the connection settings require (sslmode, or PGSSLMODE)\(shownURL): turn SSL on in the server, or ask for less (sslmode=prefer): \(reason)")
+        }
         if lower.contains("permission denied") {
             return StratusError(.permissionFailure, "the PostgreSQL server at \(server) refused the connection\(shownURL): \(reason)")
         }

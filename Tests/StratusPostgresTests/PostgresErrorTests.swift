@@ -66,6 +66,13 @@ struct PostgresErrorTests {
         #expect(missing.message.contains("the password file /nonexistent, which does not exist"), "\(missing)")
         let right = try PostgresConnection(url: url(password: "right-password"))
         #expect(try right.query("SELECT current_user")[0].text(0) == role)
+        // A server without SSL (as the throwaway cluster is) cannot meet sslmode=require: a
+        // setting to change, which a cron job retrying later (75) would never see mended.
+        do {
+            _ = try PostgresConnection(url: url(password: "right-password") + "?sslmode=require")
+        } catch let error as StratusError {
+            #expect(error.code == .invalidArguments && error.message.contains("does not offer SSL") && !error.message.contains("right-password"), "\(error)")
+        }
     }
 
     @Test("a connection to a server (or role) with no free connection slot waits for one to be freed")
