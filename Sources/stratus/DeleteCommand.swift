@@ -184,7 +184,10 @@ struct DeleteCommand: Command {
         options.batchSize = batchSize
         let deleter = RecordDeleter(database: database, query: Query(recordType: type, predicate: predicate ?? .all), zoneID: store.zoneID, options: options)
         let identity = "delete \(type) where \(predicate.map { "\($0)" } ?? "TRUEPREDICATE") in \(store.containerIdentifier)/\(store.scope)/\(store.zoneID.zoneName)"
+        let resuming = checkpointPath.map { FileManager.default.fileExists(atPath: $0) } == true
         let checkpoint = try checkpointPath.map { try PipelineCheckpoint(store: PipelineCheckpointFile(path: $0, command: identity)) }
+        // Once the file is known to be this delete's: a refused one says only why.
+        if resuming, let checkpointPath { Interruption.logResuming(from: checkpointPath) }
         Interruption.install { deleter.cancel() }
         func finish(_ summary: RecordDeleter.Summary) {
             progress.finish(
@@ -202,6 +205,8 @@ struct DeleteCommand: Command {
             throw failure.error
         }
         try failures.close()
+        // Before the summary, which stays the last line.
+        if summary.end == .cancelled { Interruption.logStopped("delete", done: "deleted", checkpointPath: checkpointPath) }
         finish(summary)
         switch summary.end {
         case .finished: return summary.failed == 0 ? .success : .someFailed

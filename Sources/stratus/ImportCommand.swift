@@ -262,8 +262,7 @@ struct ImportCommand: Command {
         }
         if summary.end == .cancelled {
             // Before the summary, which stays the last line.
-            StratusCommand.log(checkpointPath.map { "stopped: run the same command again (with --checkpoint \($0)) to go on after the last committed batch" }
-                ?? "stopped: what was imported stays imported; with --checkpoint FILE, a stopped import can go on where it stopped")
+            Interruption.logStopped("import", done: "imported", checkpointPath: checkpointPath)
         }
         progress.finish(line(summary), json: json(summary))
         switch summary.end {

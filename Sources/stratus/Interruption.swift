@@ -29,4 +29,20 @@ enum Interruption {
             sources.append(source)
         }
     }
+
+    /// What a batch job stopped by a signal says before its summary: how to go on.
+    ///
+    /// - Parameters:
+    ///   - job: the job's noun (`import`, `update`, `delete`).
+    ///   - done: what stays done (`imported`, `updated`, `deleted`).
+    static func logStopped(_ job: String, done: String, checkpointPath: String?) {
+        StratusCommand.log(checkpointPath.map { "stopped: run the same command again (with --checkpoint \($0)) to go on after the last committed batch" }
+            ?? "stopped: what was \(done) stays \(done); with --checkpoint FILE, a stopped \(job) can go on where it stopped")
+    }
+
+    /// What a batch job says when its `--checkpoint` file was left by an earlier run that
+    /// stopped: it goes on from there, and its summary counts only its own work.
+    static func logResuming(from checkpointPath: String) {
+        StratusCommand.log("going on from the checkpoint \(checkpointPath): what an earlier run did is not done again, and the summary counts this run's records")
+    }
 }

@@ -99,9 +99,12 @@ struct UpdateCommand: Command {
             }
         }
         let failures = try FailureLog(path: rejectPath)
+        let resuming = checkpointPath.map { FileManager.default.fileExists(atPath: $0) } == true
         let checkpoint = try checkpointPath.map { path in
             try PipelineCheckpoint(store: PipelineCheckpointFile(path: path, command: commandIdentity))
         }
+        // Once the file is known to be this update's: a refused one says only why.
+        if resuming, let checkpointPath { Interruption.logResuming(from: checkpointPath) }
         var options = RecordUpdater.Options()
         options.batchSize = batchSize
         options.isDryRun = dryRun
@@ -127,6 +130,8 @@ struct UpdateCommand: Command {
             throw UsageError(message: "--set: \(error.message)")
         }
         try failures.close()
+        // Before the summary, which stays the last line.
+        if summary.end == .cancelled { Interruption.logStopped("update", done: "updated", checkpointPath: checkpointPath) }
         progress.finish(line(summary), json: json(summary))
         switch summary.end {
         case .finished:

@@ -200,6 +200,9 @@ struct PipelineCrashTests {
                 #expect(summary["failed"] as? Int == 0, "\(summary)")
                 #expect(summary["updated"] as? Int == matching - doneBefore, "\(summary), \(doneBefore) done before it")
                 #expect(summary["matched"] as? Int == matching - doneBefore, "\(summary): it read only what no earlier run committed")
+                if doneBefore > 0 {
+                    #expect(last.stderr.contains("going on from the checkpoint \(checkpoint)"), "a resumed run says so: \(last.stderr)")
+                }
             }
             #expect(try Self.updatedCount(path: path) == matching)
             #expect(!FileManager.default.fileExists(atPath: checkpoint), "the checkpoint is removed when the update ends")
