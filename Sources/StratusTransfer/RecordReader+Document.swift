@@ -315,8 +315,13 @@ extension RecordReader {
             switch operation {
             case "create", "update", "forceUpdate", "replace", "forceReplace":
                 return (sub.materialize(scan, zone: zone, zoneIsKnown: zoneIsKnown, fromAnswer: fromAnswer, context: context), recordOffset)
-            case "delete", "forceDelete":
-                return (.rejected(offset: type.start, recordName: name, message: "the operation '\(operation)' deletes the record; importing saves records and never deletes them"), recordOffset)
+            case "forceDelete":
+                // As a change feed's deletion: applied by name when deletions are read (stratus import).
+                return (sub.materializeDeletion(scan, zone: zone, operation: operation, at: type.start, context: context), recordOffset)
+            case "delete":
+                // CloudKit deletes only while the record's change tag still matches; a deletion
+                // applied by name would delete a version the request never saw.
+                return (.rejected(offset: type.start, recordName: name, message: "the operation 'delete' deletes the record only while its change tag matches, which importing does not compare; write it as forceDelete to delete the record whatever its version"), recordOffset)
             default:
                 return (.rejected(offset: type.start, recordName: name, message: "unknown operationType '\(c.quoted(type))'"), recordOffset)
             }

@@ -102,11 +102,26 @@ extension JSONCursor {
         do throws(FieldError) {
             if scan.deletion.isPresent {
                 guard context.readsDeletions else {
-                    throw FieldError(offset: scan.deletion.start, message: "the record is a deletion (\"deleted\": true); importing saves records and never deletes them")
+                    throw FieldError(offset: scan.deletion.start, message: "the record is a deletion (\"deleted\": true); this reader saves records and never deletes them (readsDeletions reads deletions)")
                 }
                 return try deletion(scan, name: name, zone: contextZone, context: context)
             }
             return .record(try buildRecord(scan, name: name, zone: contextZone, context: context))
+        } catch {
+            return .rejected(offset: error.offset, recordName: name, message: error.message)
+        }
+    }
+
+    /// The record of a `records/modify` operation that deletes it (`forceDelete`, `delete`), as a
+    /// deletion when the reader reads them (``RecordReadOptions/readsDeletions``).
+    func materializeDeletion(_ scan: RecordScan, zone contextZone: RecordZone.ID, operation: String, at operationOffset: Int, context: DecodeContext) -> DecodedRecord {
+        let name: String? = scan.recordName.isPresent ? string(scan.recordName) : nil
+        if let problem { return .rejected(offset: problem.offset, recordName: name, message: problem.message) }
+        guard context.readsDeletions else {
+            return .rejected(offset: operationOffset, recordName: name, message: "the operation '\(operation)' deletes the record; this reader saves records and never deletes them (readsDeletions reads deletions)")
+        }
+        do throws(FieldError) {
+            return try deletion(scan, name: name, zone: contextZone, context: context)
         } catch {
             return .rejected(offset: error.offset, recordName: name, message: error.message)
         }

@@ -146,6 +146,15 @@ struct CloudKitFixtureCLITests {
             Summary.expectImport(result, imported: 3_000)
             #expect(try await cli.count("CPLAsset", extra: ["--zone", "PrimarySync", "--database", "private"]) == 3_000)
             #expect(try await cli.count("CPLAsset", extra: ["--database", "private"]) == 0, "nothing went into the default zone")
+
+            // A request that deletes (as album_remove_photo_request.json does) deletes, as a change feed's deletions do.
+            let removal = #"{"atomic":true,"operations":[{"operationType":"forceDelete","record":{"recordName":"P1"}},{"operationType":"delete","record":{"recordName":"P2","recordChangeTag":"x"}}],"zoneID":{"zoneName":"PrimarySync","zoneType":"REGULAR_CUSTOM_ZONE"}}"#
+            // A `delete`, which CloudKit applies only while its change tag matches, is rejected, not applied blindly.
+            let removed = try await cli.run(["import", try cli.file("remove.json", removal), "--database", "private"])
+            #expect(removed.exitCode == 1 && removed.stderrLines.last?.contains("deleted 1") == true, "\(removed)")
+            #expect(removed.stderr.contains("the operation 'delete' deletes the record only while its change tag matches"), "\(removed)")
+            #expect(try await cli.count("CPLAsset", extra: ["--zone", "PrimarySync", "--database", "private"]) == 2_999)
+            #expect(try await cli.count("CPLAsset", extra: ["--zone", "PrimarySync", "--database", "private", "--where", "recordName == 'P2'"]) == 1)
         }
     }
 

@@ -159,7 +159,7 @@ struct FixtureTests {
         #expect(items[1].rejection?.recordName == "ALBUM_RECORD_ID_999")
     }
 
-    @Test("modify requests: operations import with the request's zoneID, even after them; deletes are rejected")
+    @Test("modify requests: operations import with the request's zoneID, even after them; deletes are rejected, or deletions when deletions are read")
     func modifyRequests() throws {
         let add = try #require(try Fixtures.read("album_add_photo_request.json").first?.record)
         #expect(add.recordID.zoneID == RecordZone.ID(zoneName: "PrimarySync", ownerName: "OWNER_RECORD_NAME_001"))
@@ -180,6 +180,13 @@ struct FixtureTests {
         let remove = try #require(try Fixtures.read("album_remove_photo_request.json").first?.rejection)
         #expect(remove.message.contains("forceDelete"))
         #expect(remove.recordName == "ASSET_RECORD_ID_031-IN-ALBUM_RECORD_ID_001")
+        // Read with deletions (as stratus import reads), the forceDelete is a deletion in the request's zone.
+        let removal = try Fixtures.read("album_remove_photo_request.json") { $0.readsDeletions = true }
+        guard case .deletion(let removed, _, _)? = removal.first else {
+            Issue.record("the forceDelete is a deletion: \(removal)")
+            return
+        }
+        #expect(removed == Record.ID(recordName: "ASSET_RECORD_ID_031-IN-ALBUM_RECORD_ID_001", zoneID: RecordZone.ID(zoneName: "PrimarySync", ownerName: "OWNER_RECORD_NAME_001")))
         #expect(try Fixtures.read("album_remove_photo_response.json").first?.rejection?.message.contains("deletion") == true)
     }
 
