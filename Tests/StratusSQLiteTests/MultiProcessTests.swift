@@ -351,7 +351,12 @@ struct MultiProcessTests {
                     Thread {
                         gate.waitSpinning()
                         do {
-                            let engine = try SQLiteEngine(path: path)
+                            // A busy timeout of minutes: eight threads making and writing one
+                            // store on a starved machine may wait longer than the default 5 s for
+                            // each other, which is not what is tested. SQLITE_BUSY that SQLite
+                            // answers at once, without its busy handler (a new file switched to
+                            // WAL), still fails the test unless the engine retries it.
+                            let engine = try SQLiteEngine(path: path, busyTimeout: .seconds(120))
                             try writeNewRecord(UUID().uuidString, through: engine, in: Self.context)
                         } catch {
                             errors.update { $0.append("\(error)") }
