@@ -57,20 +57,14 @@ final class LongLivedOperationResumer {
     }
 }
 
-/// Watches operations finish (`isFinished`), the way a test waits without sleeping.
-private let finishWatcher: OperationQueue = {
-    let queue = OperationQueue()
-    queue.maxConcurrentOperationCount = 4
-    return queue
-}()
-
 /// Returns once `operation` has finished: its final blocks have run.
+///
+/// It watches `isFinished` (``waitUntilFinished(_:)``) rather than adding a dependency to the
+/// operation: these operations are already queued or running, and swift-corelibs-foundation
+/// can miss a dependency added while the operation is finishing, so the test would hang or
+/// not depending on when the machine got round to the `addDependency`.
 private func finished(_ operation: Operation) async {
-    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-        let after = BlockOperation { continuation.resume() }
-        after.addDependency(operation)
-        finishWatcher.addOperation(after)
-    }
+    await waitUntilFinished([operation])
 }
 
 private func allIDs(_ container: Container) async -> ([String]?, Error?) {

@@ -275,6 +275,11 @@ func withContactsDevices(_ body: (ContactsDevices) async throws -> Void) async t
 }
 
 @Suite struct SyncEngineSampleTests {
+    /// How long a wait for the engine's own scheduled work may take: a safety bound of minutes
+    /// for a starved machine (whose cooperative pool may not run the engine's tasks for
+    /// seconds), not part of what is tested.
+    static let patience: Duration = .seconds(300)
+
     @Test(arguments: [1, 10, 444]) func syncContacts(count: Int) async throws {
         try await withContactsDevices { devices in
             let databaseA = try devices.newTestDatabase()
@@ -547,7 +552,8 @@ func withContactsDevices(_ body: (ContactsDevices) async throws -> Void) async t
             try await databaseA.saveContacts([contact])
             let databaseB = try devices.newTestDatabase()
             // No push on Linux: device B fetches until the scheduled send has reached the store.
-            for _ in 0..<600 where await databaseB.appData.contacts[contact.id] == nil {
+            let deadline = ContinuousClock.now + Self.patience
+            while ContinuousClock.now < deadline, await databaseB.appData.contacts[contact.id] == nil {
                 try await Task.sleep(nanoseconds: 50_000_000)
                 try await databaseB.syncEngine.fetchChanges()
             }
@@ -561,7 +567,8 @@ func withContactsDevices(_ body: (ContactsDevices) async throws -> Void) async t
             let databaseB = try devices.newTestDatabase(automaticallySync: true, changePollInterval: 0.05)
             _ = await databaseB.syncEngine
             // The fetch it makes when it starts ends before device A sends anything.
-            for _ in 0..<1_200 where await !databaseB.eventLog.contains("didFetchChanges") {
+            let startDeadline = ContinuousClock.now + Self.patience
+            while ContinuousClock.now < startDeadline, await !databaseB.eventLog.contains("didFetchChanges") {
                 try await Task.sleep(nanoseconds: 50_000_000)
             }
             #expect(await databaseB.eventLog.contains("didFetchChanges"))
@@ -569,7 +576,8 @@ func withContactsDevices(_ body: (ContactsDevices) async throws -> Void) async t
             try await databaseA.saveContacts([contact])
             try await databaseA.syncEngine.sendChanges()
             // Device B never calls fetchChanges(): its engine finds the change by itself.
-            for _ in 0..<1_200 where await databaseB.appData.contacts[contact.id] == nil {
+            let deadline = ContinuousClock.now + Self.patience
+            while ContinuousClock.now < deadline, await databaseB.appData.contacts[contact.id] == nil {
                 try await Task.sleep(nanoseconds: 50_000_000)
             }
             #expect(await databaseB.appData.contacts[contact.id] == contact)
@@ -637,6 +645,11 @@ final actor RecordingDelegate: SyncEngineDelegate {
 }
 
 @Suite struct SyncEngineBehaviourTests {
+    /// How long a wait for the engine's own scheduled work may take: a safety bound of minutes
+    /// for a starved machine (whose cooperative pool may not run the engine's tasks for
+    /// seconds), not part of what is tested.
+    static let patience: Duration = .seconds(300)
+
     private func engine(_ database: Database, _ delegate: RecordingDelegate) -> SyncEngine {
         var configuration = SyncEngine.Configuration(database: database, stateSerialization: nil, delegate: delegate)
         configuration.automaticallySync = false
@@ -728,7 +741,8 @@ final actor RecordingDelegate: SyncEngineDelegate {
             var configuration = SyncEngine.Configuration(database: try devices.container().privateCloudDatabase, stateSerialization: nil, delegate: delegate)
             configuration.changePollInterval = 0.05
             let engine = SyncEngine(configuration)
-            for _ in 0..<1_200 where await !delegate.events.contains("didFetchChanges") {
+            let startDeadline = ContinuousClock.now + Self.patience
+            while ContinuousClock.now < startDeadline, await !delegate.events.contains("didFetchChanges") {
                 try await Task.sleep(nanoseconds: 50_000_000)
             }
             // Another device's deletion, compacted away: the engine's database token expires.
@@ -737,7 +751,8 @@ final actor RecordingDelegate: SyncEngineDelegate {
             try await other.compactChangeHistory(retention: 0)
             _ = try await other.save(RecordZone(zoneName: "Later"))
             _ = try await other.save(Record(recordType: "Note", recordID: Record.ID(recordName: "late", zoneID: RecordZone.ID(zoneName: "Later"))))
-            for _ in 0..<1_200 where await !delegate.events.contains("fetchedRecordZoneChanges(1 modification(s), 0 deletion(s))") {
+            let deadline = ContinuousClock.now + Self.patience
+            while ContinuousClock.now < deadline, await !delegate.events.contains("fetchedRecordZoneChanges(1 modification(s), 0 deletion(s))") {
                 try await Task.sleep(nanoseconds: 50_000_000)
             }
             #expect(await delegate.events.contains("fetchedRecordZoneChanges(1 modification(s), 0 deletion(s))"))

@@ -223,25 +223,42 @@ struct NotificationsCLITests {
         #expect(created.exitCode == 0, "\(created.stderr)")
         try await database.save(makeRecord("Note", "old", ["n": .int64(0)]))
 
-        // Without a token file: from the feed's end, so the old note is not printed.
+        // Without a token file: from the feed's end, so the old note is not printed. The watch
+        // says nothing when it has read where the feed ends, and a note saved before that is
+        // rightly never printed (a loaded machine can start it late). So probe notes are saved
+        // until it prints one: it follows from then on, and prints every later probe.
         let fresh = fixture.folder.url("fresh.ndjson")
         let fromNow = try fixture.start(stratus, ["watch"] + fixture.options(), stdout: fresh)
+        var probes: [String] = []
+        let probing = ContinuousClock.now + .seconds(300)
+        while try Self.lines(fresh.path).isEmpty && fromNow.isRunning && ContinuousClock.now < probing {
+            probes.append("probe-\(probes.count)")
+            try await database.save(makeRecord("Note", probes.last!, ["n": .int64(-1)]))
+            // A while for this probe to show before the next is saved; how long does not matter.
+            let shown = ContinuousClock.now + .milliseconds(500)
+            while try Self.lines(fresh.path).isEmpty && fromNow.isRunning && ContinuousClock.now < shown { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        let firstSeen = try #require(try Self.lines(fresh.path).first, "the watch without a token printed none of \(probes.count) probe(s)").recordName ?? "?"
+        let seenProbes = Array(probes.drop { $0 != firstSeen })
+        #expect(!seenProbes.isEmpty, "the watch without a token printed \(firstSeen) first, not a probe saved after it started")
+
         let tokenFile = fixture.folder.path("watch.token")
         let out1 = fixture.folder.url("watch-1.ndjson")
         let watch = try fixture.start(stratus, ["watch", "--token-file", tokenFile] + fixture.options(), stdout: out1)
-        #expect(try await Self.waitForLines(out1, count: 1, while: watch).count == 1, "the feed's backlog comes first")
+        let backlog = 1 + probes.count
+        #expect(try await Self.waitForLines(out1, count: backlog, while: watch).count == backlog, "the feed's backlog comes first")
         for i in 1...3 {
             try await database.save(makeRecord("Note", "live-\(i)", ["n": .int64(Int64(i))]))
-            #expect(try await Self.waitForLines(out1, count: 1 + i, while: watch).count == 1 + i, "printed as it commits")
+            #expect(try await Self.waitForLines(out1, count: backlog + i, while: watch).count == backlog + i, "printed as it commits")
         }
         watch.signal(SIGTERM)
         let stopped = await watch.wait()
         #expect(stopped.exitCode == 143 && !stopped.killed, "\(stopped.stderr)")
         #expect(stopped.stderr.contains("token saved in \(tokenFile)"))
         let printed = try Self.lines(out1.path).map { $0.recordName ?? "?" }
-        #expect(printed == ["old", "live-1", "live-2", "live-3"])
+        #expect(printed == ["old"] + probes + ["live-1", "live-2", "live-3"])
 
-        #expect(try await Self.waitForLines(fresh, count: 3, while: fromNow).map { $0.recordName ?? "?" } == ["live-1", "live-2", "live-3"])
+        #expect(try await Self.waitForLines(fresh, count: seenProbes.count + 3, while: fromNow).map { $0.recordName ?? "?" } == seenProbes + ["live-1", "live-2", "live-3"])
         fromNow.signal(SIGINT)
         #expect(await fromNow.wait().exitCode == 130)
 

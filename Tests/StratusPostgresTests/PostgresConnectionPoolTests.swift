@@ -72,12 +72,17 @@ struct PostgresConnectionPoolTests {
         #expect(pool.openConnectionCount == 1)
     }
 
+    /// Waits until the terminated backend has left: the pool would otherwise hand out a
+    /// connection that is still being torn down. The bound is minutes and fails loudly, rather
+    /// than going on after 60 s as if the backend were gone.
     private func waitUntilGone(_ pid: Int32, _ observer: PostgresConnection) throws {
-        for _ in 0..<6000 {
+        let deadline = ContinuousClock.now + .seconds(300)
+        while ContinuousClock.now < deadline {
             let count = try observer.query("SELECT count(*) FROM pg_stat_activity WHERE pid = $1::int4", [.int64(Int64(pid))])[0].int64(0)
             if count == 0 { return }
             usleep(10_000)
         }
+        throw PostgresTestServerError(message: "backend \(pid) was still there 5 minutes after pg_terminate_backend")
     }
 
     @Test func aConnectionComesBackWithoutItsTransactionOrListening() throws {

@@ -432,16 +432,23 @@ struct PostgresConnectionTests {
         let pid = connection.backendProcessID
         let url = database.url
         let watcher = Thread {
-            // Cancel once the statement is seen running, not after a guessed delay.
-            guard let observer = try? PostgresConnection(url: url) else { return }
-            for _ in 0..<6000 {
-                let running = try? observer.query(
+            // Cancel once the statement is seen running, not after a guessed delay: a cancel sent
+            // before it runs is lost, and the statement would sleep its 120 s and succeed. The
+            // looking goes on for minutes (an observer that could not connect tries again), not
+            // for 60 s after which it used to cancel anyway.
+            let deadline = ContinuousClock.now + .seconds(300)
+            var observer: PostgresConnection?
+            while ContinuousClock.now < deadline {
+                if observer == nil { observer = try? PostgresConnection(url: url) }
+                let running = try? observer?.query(
                     "SELECT count(*) FROM pg_stat_activity WHERE pid = $1 AND state = 'active' AND query LIKE '%pg_sleep%'",
                     [.int64(Int64(pid))])[0].int64(0)
-                if running == 1 { break }
+                if running == 1 {
+                    canceller.cancel()
+                    return
+                }
                 usleep(10_000)
             }
-            canceller.cancel()
         }
         watcher.start()
         let error = try #require(throws: StratusError.self) { try connection.execute("SELECT pg_sleep(120)") }

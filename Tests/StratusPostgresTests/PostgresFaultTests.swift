@@ -17,8 +17,11 @@ struct PostgresFaultTests {
     }
 
     static func stratus(_ arguments: [String], in store: TemporaryStore, environment: [String: String] = [:]) throws -> ChildProcess {
+        // A connect timeout of minutes, not 3 s: a loaded machine can take seconds to start a
+        // backend (the re-runs after a crash or a dropped connection must connect), while the
+        // servers these tests find gone refuse at once (a closed port, a removed socket).
         try ChildProcess(try ChildProcess.builtExecutable("stratus"), arguments, in: store.directory,
-                         environment: ["STRATUS_USER": "tester", "PGCONNECT_TIMEOUT": "3"].merging(environment) { $1 })
+                         environment: ["STRATUS_USER": "tester", "PGCONNECT_TIMEOUT": "120"].merging(environment) { $1 })
     }
 
     /// Records in the store, and the sum of their `n` (each record once, with its value).
@@ -60,20 +63,20 @@ struct PostgresFaultTests {
             let count = 30_000
             let input = try Self.input(count, in: store)
             let checkpoint = store.path("import.ckpt")
-            let arguments = ["import", input, "--checkpoint", checkpoint, "--batch-size", "500", "--store", cluster.url, "--quiet"]
-            let running = try Self.stratus(arguments, in: store)
-            // Crash once some batches are committed.
-            var waited = 0
-            while (try? Self.contents(cluster.url).count) ?? 0 < 2_000 && running.isRunning && waited < 6_000 {
+            // The URL is read again for the re-run: the restarted server's port may differ.
+            func arguments() -> [String] { ["import", input, "--checkpoint", checkpoint, "--batch-size", "500", "--store", cluster.url, "--quiet"] }
+            let running = try Self.stratus(arguments(), in: store)
+            // Crash once some batches are committed: tied to the import's progress (or its end),
+            // not to 30 s of polls, after which a loaded machine's import may not have begun.
+            while (try? Self.contents(cluster.url).count) ?? 0 < 2_000 && running.isRunning {
                 usleep(5_000)
-                waited += 1
             }
             try cluster.crash()
             let crashed = await running.wait()
             try cluster.restart()
             let before = try Self.contents(cluster.url)
             #expect(before.count % 500 == 0 || crashed.exitCode == 0, "only whole batches were committed: \(before.count)")
-            let rerun = try await Self.stratus(arguments, in: store).wait()
+            let rerun = try await Self.stratus(arguments(), in: store).wait()
             #expect(rerun.exitCode == 0, "\(rerun.stderr)")
             let after = try Self.contents(cluster.url)
             #expect(after.count == Int64(count) && after.sum == Int64(count * (count - 1) / 2), "exactly the input: \(after)")

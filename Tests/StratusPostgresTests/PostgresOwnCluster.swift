@@ -1,6 +1,7 @@
 import Foundation
 import StratusPostgres
 import StratusTestSupport
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -9,14 +10,20 @@ import Glibc
 /// stop, crash or replicate a server, which the shared test server must not be: stopped and
 /// removed when the value goes away (and by the script's watcher if the test process dies).
 final class PostgresOwnCluster: @unchecked Sendable {
-    // @unchecked: the settings are written once in init; the methods only run the script.
+    // @unchecked: the directory is written once in init, the URL only behind its lock; the
+    // methods only run the script.
     let directory: String
-    let url: String
+    private let currentURL: Mutex<String>
+
+    /// The cluster's URL. It names the port, which a restart may have to change.
+    var url: String { currentURL.withLock { $0 } }
 
     /// Starts a new cluster. Unlike the shared test server, it commits durably
     /// (`synchronous_commit`): a crash test must find every commit that was answered.
     init() throws {
-        (directory, url) = try Self.run(["start", "--watch-pid", String(getpid())])
+        let (directory, url) = try Self.run(["start", "--watch-pid", String(getpid())])
+        self.directory = directory
+        currentURL = Mutex(url)
         let connection = try PostgresConnection(url: url)
         try connection.executeScript("ALTER SYSTEM SET synchronous_commit = on")
         _ = try connection.query("SELECT pg_reload_conf()")
@@ -24,7 +31,7 @@ final class PostgresOwnCluster: @unchecked Sendable {
 
     private init(directory: String, url: String) {
         self.directory = directory
-        self.url = url
+        currentURL = Mutex(url)
     }
 
     deinit { _ = try? Self.run(["stop", directory]) }
@@ -38,8 +45,13 @@ final class PostgresOwnCluster: @unchecked Sendable {
     /// Stops the server at once, as a crash would (`pg_ctl stop -m immediate`).
     func crash() throws { _ = try Self.run(["crash", directory], settings: false) }
 
-    /// Starts the server again (it recovers from its log), on the same port.
-    func restart() throws { _ = try Self.run(["start", directory]) }
+    /// Starts the server again (it recovers from its log), on the same port while it is free:
+    /// another test's cluster, started in parallel, may have taken it since the crash, and
+    /// the script then picks another, which ``url`` follows.
+    func restart() throws {
+        let (_, url) = try Self.run(["start", directory])
+        currentURL.withLock { $0 = url }
+    }
 
     /// Runs the script with `arguments` and answers the folder and URL it prints.
     @discardableResult

@@ -33,7 +33,7 @@ enum StoreProcess {
     }
 
     /// The `sqlite3` shell holding a write transaction (`BEGIN IMMEDIATE`) on a store until
-    /// ``release()`` (or 60 s at most).
+    /// ``release()``, or until the test process is gone.
     struct LockHolder {
         let process: ChildProcess
         let releaseFile: String
@@ -61,7 +61,7 @@ enum StoreProcess {
         let holder = LockHolder(process: try ChildProcess("/bin/sh", ["-c", script], in: directory), releaseFile: release)
         let start = ContinuousClock.now
         while !FileManager.default.fileExists(atPath: marker) {
-            if ContinuousClock.now - start > .seconds(60) || !holder.process.isRunning {
+            if ContinuousClock.now - start > .seconds(300) || !holder.process.isRunning {
                 let status = await holder.release()
                 throw StratusError(.internalError, "the sqlite3 shell did not take the write lock: \(status.stderr)")
             }
@@ -276,21 +276,32 @@ struct MultiProcessTests {
                 #expect(error.retryAfterSeconds != nil)
             }
 
-            // The operation retries 3 times and says so.
-            let error = stratusError(await caughtError { try await database.save(makeRecord("Item", "op")) })
+            // The operation retries 3 times and says so. Its request timeout is minutes: the
+            // default 60 s, run out by a starved machine, would end it as networkFailure first.
+            let patientRequests = Operation.Configuration()
+            patientRequests.timeoutIntervalForRequest = 900
+            let error = stratusError(await caughtError {
+                try await database.configuredWith(configuration: patientRequests) { try await $0.save(makeRecord("Item", "op")) }
+            })
             #expect(error?.code == .zoneBusy)
             #expect(error?.message.contains("after 3 attempts") == true, "\(String(describing: error))")
 
             // Reads are not blocked by the writer: a blocked read would fail with zoneBusy.
             #expect(try await database.record(for: Record.ID(recordName: "before")).fieldValue(forKey: "n") == .int64(1))
 
-            // A patient policy outlasts the lock (released after 1 s) and writes once.
+            // A patient policy outlasts the lock (released after 1 s) and writes once. Its bounds
+            // are minutes (each attempt waits at most 0.1 s busy + 0.2 s): 100 attempts, or the
+            // default 60 s request timeout, could run out before a loaded machine gets round to
+            // the release below, and the save would fail although nothing is wrong.
             let patient = ModifyRecordsOperation(recordsToSave: [makeRecord("Item", "patient")])
-            patient.retryPolicy = RetryPolicy(maximumAttempts: 100, initialDelay: 0.05, maximumDelay: 0.2)
+            patient.retryPolicy = RetryPolicy(maximumAttempts: 3_000, initialDelay: 0.05, maximumDelay: 0.2)
+            patient.configuration.timeoutIntervalForRequest = 900
             let final = Box<Result<Void, any Error>?>(nil)
             patient.modifyRecordsResultBlock = { final.value = $0 }
             database.add(patient)
             try await Task.sleep(for: .seconds(1))
+            // Sound however long the sleep took: the lock is held until the release below, so the
+            // save cannot succeed, and it cannot run out of attempts in less than 15 minutes.
             #expect(final.value == nil, "the patient save finished while the lock was held")
             let status = await holder.release()
             await waitUntilFinished([patient])
@@ -340,7 +351,12 @@ struct MultiProcessTests {
                     Thread {
                         gate.waitSpinning()
                         do {
-                            let engine = try SQLiteEngine(path: path)
+                            // A busy timeout of minutes: eight threads making and writing one
+                            // store on a starved machine may wait longer than the default 5 s for
+                            // each other, which is not what is tested. SQLITE_BUSY that SQLite
+                            // answers at once, without its busy handler (a new file switched to
+                            // WAL), still fails the test unless the engine retries it.
+                            let engine = try SQLiteEngine(path: path, busyTimeout: .seconds(120))
                             try writeNewRecord(UUID().uuidString, through: engine, in: Self.context)
                         } catch {
                             errors.update { $0.append("\(error)") }

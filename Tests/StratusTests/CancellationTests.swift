@@ -397,10 +397,11 @@ struct CancellationTests {
             for _ in 0..<slots { await wait(for: started) }
 
             let task = Task { try await database.records(matching: Query(recordType: "Item")) }
-            // Wait until the call's operation is queued behind the blockers.
-            var spins = 0
-            while database.operationQueue.operationCount <= slots && spins < 10_000 {
-                spins += 1
+            // Wait until the call's operation is queued behind the blockers. The bound is minutes
+            // (not 10,000 short sleeps): a starved cooperative pool can take seconds to run the
+            // task, and a cancel before the operation is queued would test something else.
+            let deadline = ContinuousClock.now + .seconds(300)
+            while database.operationQueue.operationCount <= slots && ContinuousClock.now < deadline {
                 try await Task.sleep(nanoseconds: 1_000_000)
             }
             #expect(database.operationQueue.operationCount == slots + 1, "the query operation is queued")

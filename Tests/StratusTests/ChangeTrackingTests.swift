@@ -207,15 +207,18 @@ struct ChangeTrackingTests {
             let seed = UInt64.random(in: 0..<1_000_000)
             // Writers and reader start together on a thread of their own, so that other tests
             // occupying the cooperative pool cannot keep the reader from overlapping the writers.
+            // Each writer's shell stops itself before it becomes churn: the reader lets them go
+            // (see followChanges), so that the overlap does not depend on who is scheduled first.
+            let logs = ["a", "b", "c"].map { fixture.store.path("\($0).log") }
             let (writers, lines, readsWhileWriting) = try await ChildProcess.onOwnThread {
                 let writers = try ["a", "b", "c"].map { name in
-                    try ZoneTestProgram.start(churn, [
+                    try ZoneTestProgram.start("/bin/sh", ["-c", #"kill -STOP $$ && exec "$0" "$@""#, churn,
                         "--store", fixture.path, "--container", ZoneTestStore.identifier, "--zone", "Feed", "--user", "w\(name)",
                         "--writer", name, "--operations", "250", "--seed", "\(seed)\(name.unicodeScalars.first!.value)",
                         "--pause-ms", "4", "--log", fixture.store.path("\(name).log"),
                     ], in: fixture.store)
                 }
-                let (lines, reads) = try Self.followChanges(in: zone, of: database, whileRunning: writers)
+                let (lines, reads) = try Self.followChanges(in: zone, of: database, whileRunning: writers, logs: logs)
                 return (writers, lines, reads)
             }
             for writer in writers {
@@ -236,7 +239,12 @@ struct ChangeTrackingTests {
     /// nothing remains, each token going through its text form. Answers what was read as
     /// export lines for `churn verify`, and how many reads found changes while writers ran.
     /// Blocks its thread (it runs each operation on it): call it on its own thread.
-    static func followChanges(in zone: RecordZone.ID, of database: Database, whileRunning writers: [ChildProcess]) throws -> (String, Int) {
+    ///
+    /// The writers come stopped (SIGSTOP). The first reads are made certain to overlap them,
+    /// whatever the machine's load: the writers go on until their `logs` show more commits,
+    /// are stopped again (perhaps inside a transaction) and a batch is read while they are
+    /// alive. Then they run freely while the reading goes on at random moments.
+    static func followChanges(in zone: RecordZone.ID, of database: Database, whileRunning writers: [ChildProcess], logs: [String]) throws -> (String, Int) {
         var token: String?
         var lines = ""
         func readBatch() throws -> Bool {
@@ -261,7 +269,29 @@ struct ChangeTrackingTests {
             token = newToken.serialized
             return moreComing || !batch.value.isEmpty
         }
+        func logged() -> Int {
+            logs.reduce(0) { count, path in count + (FileManager.default.contents(atPath: path).map { $0.filter { $0 == 0x0A }.count } ?? 0) }
+        }
+        func stopped(_ writer: ChildProcess) -> Bool {
+            // The state letter after the command's closing parenthesis in /proc/PID/stat.
+            guard writer.isRunning, let stat = try? String(contentsOfFile: "/proc/\(writer.pid)/stat", encoding: .utf8),
+                  let close = stat.lastIndex(of: ")") else { return !writer.isRunning }
+            return stat[close...].dropFirst(2).first == "T"
+        }
+        // A SIGCONT that came before a shell stopped itself would be lost.
+        while !writers.allSatisfy(stopped) { usleep(1_000) }
         var readsWhileWriting = 0
+        for _ in 0..<5 {
+            let before = logged()
+            for writer in writers { writer.signal(SIGCONT) }
+            while logged() == before && writers.contains(where: \.isRunning) { usleep(1_000) }
+            for writer in writers { writer.signal(SIGSTOP) }
+            // Stopped before their last operation: what they committed since the last read is
+            // there to be read, while they are still writing.
+            let writing = writers.contains(where: \.isRunning)
+            if try readBatch() && writing { readsWhileWriting += 1 }
+        }
+        for writer in writers { writer.signal(SIGCONT) }
         while writers.contains(where: \.isRunning) {
             if try readBatch() { readsWhileWriting += 1 }
             usleep(UInt32.random(in: 0...3_000))

@@ -240,8 +240,9 @@ struct PipelineStreamingTests {
             try await TestDatabase.save(items(20), in: database)
             let query = Self.everyItem(pageSize: 10, inFlight: 4)
             let consume = ConsumeOperation(consuming: query) { (_: [Record]) in
-                // The producer hands on both batches without waiting and finishes first.
-                let deadline = ContinuousClock.now + .seconds(20)
+                // The producer hands on both batches without waiting and finishes first. The bound
+                // is minutes, so that only a producer that never finishes reaches it.
+                let deadline = ContinuousClock.now + .seconds(300)
                 while !query.isFinished && ContinuousClock.now < deadline { usleep(1_000) }
                 throw StratusError(.limitExceeded, "refused after the producer finished")
             }

@@ -78,12 +78,16 @@ struct OperationConfigurationTests {
             let op = ModifyRecordsOperation(recordsToSave: items(5))
             op.isAtomic = false
             op.itemsPerBatch = 1
-            op.configuration.timeoutIntervalForResource = 0.2
+            // The timer runs from the operation's start, so the first batch must commit before it
+            // fires: 3 s leaves a starved machine room for that (0.2 s did not), while the batch
+            // held below makes the timeout, not the machine's speed, end the operation.
+            op.configuration.timeoutIntervalForResource = 3
             let saved = Box(0)
             op.perRecordSaveBlock = { [op] _, _ in
                 saved.update { $0 += 1 }
-                // Hold the first batch until the timer has fired (bounded, in case it never does).
-                let deadline = Date().addingTimeInterval(30)
+                // Hold the first batch until the timer has fired (bounded by minutes, in case it
+                // never does).
+                let deadline = Date().addingTimeInterval(300)
                 while !op.isCancelled && Date() < deadline { Thread.sleep(forTimeInterval: 0.005) }
             }
             let final = Box<Result<Void, any Error>?>(nil)
