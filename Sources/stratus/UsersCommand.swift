@@ -125,6 +125,12 @@ struct UsersCommand: Command {
             let entry = UserDirectoryEntry(login: login, userRecordName: name, roles: Set(roles.map { SecurityRole($0) }))
             try await Self.changingDirectory { try await container.saveUsers([entry]) }
             StratusCommand.log("\(existing == nil ? "added" : "replaced") \(login): \(name)\(roles.isEmpty ? "" : " with " + roles.sorted().joined(separator: ", "))")
+            // Given all the same (a schema may come later), but a misspelt role grants nothing.
+            let declared = Set(try await container.schema().roles.map(\.name))
+            for role in Set(roles).subtracting(declared).sorted() {
+                let known = declared.isEmpty ? "declares no role yet" : "declares " + declared.sorted().joined(separator: ", ")
+                StratusCommand.log("note: the \(store.environment) schema \(known), not \(role): the role grants nothing until a schema declares it (CREATE ROLE \(role); in a schema file, then stratus schema import)")
+            }
             return .success
 
         case .remove(let logins):

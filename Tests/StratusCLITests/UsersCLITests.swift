@@ -14,6 +14,12 @@ struct UsersCLITests {
             let cli = try await CLI(store, engine: engine)
             let added = try await cli.run(["users", "add", "carol", "--role", "moderator"])
             #expect(added.exitCode == 0 && added.stderr.contains("added carol"), "\(added)")
+            #expect(added.stderr.contains("note: the development schema declares no role yet, not moderator: the role grants nothing until a schema declares it"), "a misspelt role is said to grant nothing: \(added)")
+            let schema = try cli.file("roles.ckdb", "DEFINE SCHEMA\n    CREATE ROLE moderator;\n")
+            let schemaImport = try await cli.run(["schema", "import", schema])
+            #expect(schemaImport.exitCode == 0, "\(schemaImport)")
+            let declared = try await cli.run(["users", "add", "carol", "--role", "moderator"])
+            #expect(declared.exitCode == 0 && !declared.stderr.contains("note:"), "\(declared)")
             let imported = "_0123456789abcdef0123456789abcdef"
             #expect(try await cli.run(["users", "add", "dave", "--record-name", imported]).exitCode == 0)
             let carol = UserDirectoryEntry.derivedRecordName(containerIdentifier: "default", login: "carol")
