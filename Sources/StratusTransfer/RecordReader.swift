@@ -249,7 +249,10 @@ public final class RecordReader {
     private func detectFormat() throws -> RecordFormat {
         guard let first = try peekSignificant() else { return .ndjson }
         if first == UInt8(ascii: "[") { return .json }
-        guard first == UInt8(ascii: "{") else { return .ndjson }
+        guard first == UInt8(ascii: "{") else {
+            try refuseBinary()
+            return .ndjson
+        }
         // A read may move the bytes, so the place to return to is kept as an input offset.
         let start = input.baseOffset + input.start
         let format = try withCursor { (c) throws(ScanFailure) -> RecordFormat in
@@ -262,6 +265,22 @@ public final class RecordReader {
         }
         input.start = start - input.baseOffset
         return format
+    }
+
+    /// Refuses input whose first bytes hold a NUL, which no JSON, NDJSON or CSV text holds: a
+    /// database file or an archive named by mistake is refused whole, not rejected line by line.
+    ///
+    /// - Throws: ``StratusError`` `invalidArguments` saying what the input seems to be.
+    private func refuseBinary() throws {
+        let scanned = min(input.end - input.start, 4_096)
+        guard scanned > 0, let nul = memchr(input.storage + input.start, 0, scanned) else { return }
+        let index = nul.assumingMemoryBound(to: UInt8.self) - input.storage
+        let offset = input.baseOffset + index
+        let sqliteHeader = Array("SQLite format 3\u{0}".utf8)
+        let isSQLite = input.baseOffset + input.start == 0 && input.end - input.start >= sqliteHeader.count
+            && sqliteHeader.indices.allSatisfy { input.storage[input.start + $0] == sqliteHeader[$0] }
+        let what = isSQLite ? "an SQLite database file (a Stratus store?)" : "binary data (a NUL byte at byte \(offset + 1))"
+        throw fatal(at: index, "the input is \(what), not JSON, NDJSON or CSV records")
     }
 
     /// Whether the object at the cursor (on its `{`) is an envelope rather than a record: its

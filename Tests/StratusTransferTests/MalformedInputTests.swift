@@ -184,6 +184,12 @@ struct MalformedInputTests {
         let giant = #"{"recordName":"a","recordType":"T","fields":{"s":{"value":""# + String(repeating: "é\\n", count: 1_000_000) + #""}}}"#
         let outcome = Self.check(Data(giant.utf8), RecordReadOptions(), "giant string")
         #expect(outcome == ["record a 1"])
+        // A database file or other binary named as input is refused whole, not rejected line by line.
+        let sqlite = Data("SQLite format 3\u{0}".utf8) + Data(repeating: 0x10, count: 200) + Data("\n{\"recordName\":\"x\"}\n".utf8)
+        let database = #expect(throws: StratusError.self) { _ = try RecordReader(data: sqlite, options: RecordReadOptions()) }
+        #expect(database?.code == .invalidArguments && database?.message.contains("an SQLite database file") == true, "\(String(describing: database))")
+        let binary = #expect(throws: StratusError.self) { _ = try RecordReader(data: Data("PK\u{3}\u{4}\u{0}\u{0}zip".utf8), options: RecordReadOptions()) }
+        #expect(binary?.message.contains("binary data (a NUL byte at byte 5)") == true, "\(String(describing: binary))")
         var rng = SeededGenerator(seed: 7)
         for n in 0..<300 {
             let noise = Data((0..<Int.random(in: 0...400, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) })
