@@ -2431,6 +2431,40 @@ extension CirrusSyncEngineTests {
     }
   }
 
+  @Test("a fetch of more changes than one batch holds: each intermediate token is kept and the models before it are emitted, then the rest")
+  func fetchInSeveralBatches() async throws {
+    try await Self.withDevices { storePath, suites, database in
+      let phone = try Self.device(storePath: storePath, suite: suites[0])
+      #expect(await Self.settle([phone]) { phone.defaults.bool(forKey: "CREATEDSUBDB-Bookmark)") })
+      // 450 bookmarks written as Cirrus writes them, in one request (Cirrus's own upload
+      // buffer would archive itself again for each of them).
+      let created = Date(timeIntervalSince1970: 1_700_000_000)
+      let records = (0..<450).map { index -> Record in
+        let id = UUID()
+        let record = Record(recordType: "Bookmark", recordID: Record.ID(recordName: id.uuidString, zoneID: Self.zoneID))
+        record["id"] = id.uuidString
+        record["created"] = created
+        record["title"] = "Bookmark \(index)"
+        record["url"] = "https://example.com/\(index)"
+        return record
+      }
+      let saved = try await database.modifyRecords(saving: records, deleting: [])
+      #expect(saved.saveResults.values.allSatisfy { (try? $0.get()) != nil })
+
+      let laptop = try Self.device(storePath: storePath, suite: suites[1])
+      #expect(await Self.settle([laptop]) { laptop.report.updated.count == 450 })
+      #expect(Set(laptop.report.updated.values.map(\.title)) == Set((0..<450).map { "Bookmark \($0)" }))
+      #expect(laptop.report.updates.filter { !$0.isEmpty }.count >= 2)
+      #expect(laptop.report.messages.contains("Commiting new change token and emitting changes"))
+
+      // The token kept at the end resumes after the last change: a forced sync emits nothing.
+      let updatesBefore = laptop.report.updates.count
+      laptop.engine.forceSync()
+      #expect(await Self.settle([laptop]) { laptop.report.messages.contains("Finished record zone changes fetch with no changes") })
+      #expect(laptop.report.updates.count == updatesBefore)
+    }
+  }
+
   @Test("a zone deleted elsewhere: uploads fail with zoneNotFound and stay buffered, the next launch finds the zone missing and makes it again, a forced sync uploads them, and the other device's token has expired")
   func zoneDeletedElsewhere() async throws {
     try await Self.withDevices { storePath, suites, database in
