@@ -46,10 +46,12 @@ import Testing
 //   buffer archives the records as a list, the delete buffer the IDs with `JSONEncoder`.
 // - `[CKRecordValue] as CKRecordValue` does not compile: `[any RecordValue]` is no `RecordValue`
 //   (an existential conforms to no protocol), where CloudKit bridges the list to an `NSArray`.
-// - No `Notification.Name.CKAccountChanged` and no
-//   `CKNotification(fromRemoteNotificationDictionary:)`: a Linux server has no account change and
-//   receives no push (README, "Not available"). The port hands the engine what the notification
-//   feed holds instead, as the Private Sync port does.
+// - No `Notification.Name.CKAccountChanged`: fixed, `.AccountChanged` (never posted, as a
+//   container's user does not change while it is open); Combine's `publisher(for:)` becomes
+//   `addObserver(forName:object:queue:using:)`.
+// - No `CKNotification(fromRemoteNotificationDictionary:)`: a Linux server receives no push
+//   (README, "Not available"). The port hands the engine what the notification feed holds
+//   instead, as the Private Sync port does.
 // - `UserDefaults.setValue(_:forKey:)` is key-value coding, not on Linux: `set(_:forKey:)`.
 // - A model with a file URL becomes a record with a `CKAsset`, and the encoder's size check
 //   archives its `[String: CKRecordValue]`, which traps on an `Asset` value (README,
@@ -1099,13 +1101,21 @@ extension SyncEngine {
   // MARK: - Internal
 
   func observeAccountStatus() {
-    // Combine's `publisher(for:)` is not on Linux, and Stratus posts no `.CKAccountChanged`: a
-    // container's user does not change while it is open (README, "Not available").
     // NotificationCenter.default.publisher(for: .CKAccountChanged, object: nil).sink {
     //   [weak self] _ in
     //   self?.updateAccountStatus()
     // }
     // .store(in: &cancellables)
+    // Combine's `publisher(for:)` is not on Linux: the same observer in the closure form, ended
+    // with the engine as the `AnyCancellable` ends it. (Stratus never posts it: a container's
+    // user does not change while it is open.)
+    let observer = NotificationCenter.default.addObserver(
+      forName: .AccountChanged, object: nil, queue: nil
+    ) { [weak self] _ in
+      self?.updateAccountStatus()
+    }
+    AnyCancellable { NotificationCenter.default.removeObserver(observer) }
+      .store(in: &cancellables)
 
     updateAccountStatus()
   }
