@@ -23,7 +23,6 @@ import Testing
 
 // MARK: - Linux stand-ins for os.log
 
-enum OSLogType { case error, info }
 struct OSLog {
     init(subsystem: String, category: String) {}
 }

@@ -29,3 +29,7 @@ final class SampleLog: @unchecked Sendable {
     /// Every message so far, oldest first.
     var messages: [String] { lock.withLock { kept } }
 }
+
+/// Apple's `OSLogType` (os.log is not on Linux), for the ported programs that log through their
+/// own `os_log` or log handler; every level Apple's has, so each port keeps its call sites.
+enum OSLogType { case `default`, info, debug, error, fault }

@@ -52,3 +52,17 @@ extension Container {
         }
     }
 }
+
+extension Notification.Name {
+    /// CloudKit's `.CKAccountChanged` (`CKAccountChangedNotification`), which CloudKit posts when
+    /// the device's iCloud account changes. A Stratus container acts as one user for as long as it
+    /// is open, so Stratus never posts it: code that observes it runs unchanged, and its observer
+    /// is not called.
+    ///
+    /// ```swift
+    /// let observer = NotificationCenter.default.addObserver(forName: .AccountChanged, object: nil, queue: nil) { _ in
+    ///     refreshAccountStatus()
+    /// }
+    /// ```
+    public static let AccountChanged = Notification.Name("CKAccountChangedNotification")
+}
