@@ -132,9 +132,10 @@ extension PostgresEngine {
         try loadSchema(recordType, storageContainer: storageContainer, on: connection)?.searchableFields ?? []
     }
 
-    /// Replaces a record's indexed words.
-    func replaceTokens(zoneRow: Int64, owner: String, recordName: String, fields: [String: FieldValue], searchable: [String], on connection: PostgresConnection) throws {
-        try connection.execute("DELETE FROM record_tokens WHERE zone_id = $1 AND record_name = $2", [.int64(zoneRow), .text(recordName)])
+    /// Replaces a record's indexed words; `clearing: false` when its old ones are gone already.
+    func replaceTokens(zoneRow: Int64, owner: String, recordName: String, fields: [String: FieldValue], searchable: [String], clearing: Bool = true,
+                       on connection: PostgresConnection) throws {
+        if clearing { try connection.execute("DELETE FROM record_tokens WHERE zone_id = $1 AND record_name = $2", [.int64(zoneRow), .text(recordName)]) }
         guard !searchable.isEmpty else { return }
         let words = Array(TextSearch.words(of: fields, only: searchable))
         guard !words.isEmpty else { return }
