@@ -170,6 +170,34 @@ struct QueryCLITests {
         }
     }
 
+    @Test("a cursor of one zone goes on in its zone: --zone naming another is a usage error, not a page of the cursor's zone; with --type and without --zone it goes on", arguments: TestEngine.all)
+    func cursorOfAnotherZone(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let file = try cli.file("notes.ndjson", Input.notes(6))
+            #expect(try await cli.run(["zones", "create", "Work", "Home", "--database", "private"]).exitCode == 0)
+            for zone in ["Work", "Home"] {
+                let imported = try await cli.run(["import", file, "--database", "private", "--zone", zone])
+                #expect(imported.exitCode == 0, "\(imported)")
+            }
+            let first = try await cli.run(["query", "--type", "Note", "--sort", "count", "--limit", "2", "--database", "private", "--zone", "Work"])
+            #expect(first.exitCode == 0, "\(first)")
+            let token = String(try #require(first.stderrLines.first?.wholeMatch(of: #/cursor: (\S+)/#)?.1, "\(first)"))
+            for extra in [[], ["--type", "Note", "--sort", "count"]] {
+                let refused = try await cli.run(["query", "--cursor", token, "--database", "private", "--zone", "Home"] + extra)
+                #expect(refused.exitCode == 64 && refused.stdout.isEmpty, "\(refused)")
+                #expect(refused.stderr.contains("Work") && refused.stderr.contains("--zone Home"), "\(refused)")
+                // Without --zone the cursor names its zone; the same query is not "a different query".
+                let next = try await cli.run(["query", "--cursor", token, "--database", "private", "--limit", "10"] + extra)
+                #expect(next.exitCode == 0, "\(next)")
+                #expect(try JSONLine.names(next.stdout) == ["n3", "n4", "n5", "n6"], "\(next)")
+            }
+            let sameZone = try await cli.run(["query", "--cursor", token, "--database", "private", "--zone", "Work", "--limit", "10"])
+            #expect(sameZone.exitCode == 0, "\(sameZone)")
+            #expect(try JSONLine.names(sameZone.stdout) == ["n3", "n4", "n5", "n6"], "\(sameZone)")
+        }
+    }
+
     @Test("one page: NDJSON on stdout, `cursor: TOKEN` on stderr, --where, --fields; no cursor at the end", arguments: TestEngine.all)
     func onePage(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
