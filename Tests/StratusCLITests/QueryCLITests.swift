@@ -198,6 +198,21 @@ struct QueryCLITests {
         }
     }
 
+    @Test("a --type that is no record type name (empty, a space, too long) is a usage error saying so, before the store is read: no note about the schema", arguments: TestEngine.all)
+    func badRecordTypeName(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            #expect(try await cli.run(["import", "-"], stdin: Input.notes(2)).exitCode == 0)
+            for type in ["", "a b", String(repeating: "A", count: 300)] {
+                for command in [["count"], ["query"], ["export", "--all-zones"]] {
+                    let result = try await cli.run(command + ["--type", type])
+                    #expect(result.exitCode == 64 && result.stdout.isEmpty, "\(result)")
+                    #expect(result.stderr.contains("--type: record type") && !result.stderr.contains("note:"), "\(result)")
+                }
+            }
+        }
+    }
+
     @Test("one page: NDJSON on stdout, `cursor: TOKEN` on stderr, --where, --fields; no cursor at the end", arguments: TestEngine.all)
     func onePage(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
