@@ -16,8 +16,8 @@ struct ParsedArguments {
     /// is a positional argument, standing for stdin).
     ///
     /// - Throws: ``UsageError`` for an unknown option, a missing value (an option of the command
-    ///   where its value should be is one), a value given to a flag, or an option given twice
-    ///   that takes one value.
+    ///   where its value should be is one), a value given to a flag, an empty file, folder or
+    ///   store name, or an option given twice that takes one value.
     init(_ words: [String], options: [Option]) throws {
         let table = Dictionary(options.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         var positionals: [String] = []
@@ -58,6 +58,11 @@ struct ParsedArguments {
                 }
                 index += 1
             }
+            if value.isEmpty, let placeholder = option.value, Self.namesAFile(placeholder) {
+                // An unset shell variable (`--assets-dir "$DIR"`) would otherwise name the
+                // current folder, or fail only after the work was done.
+                throw UsageError(message: "\(name) needs a non-empty value (\(placeholder))")
+            }
             if !option.repeatable, let earlier = values[name]?.first, earlier != value {
                 throw UsageError(message: "\(name) is given twice ('\(earlier)' and '\(value)')")
             }
@@ -66,6 +71,11 @@ struct ParsedArguments {
         self.positionals = positionals
         self.values = values
         self.flags = flags
+    }
+
+    /// Whether an option with this value placeholder names a file, a folder or a store.
+    private static func namesAFile(_ placeholder: String) -> Bool {
+        placeholder.split(separator: "|").contains { ["FILE", "DIR", "PATH", "URL"].contains($0) }
     }
 
     private static func split(_ word: String) -> (name: String, value: String?) {

@@ -83,9 +83,12 @@ struct QueryCommand: Command {
             if searchesAllZones && store.zoneGiven { throw UsageError(message: "the cursor continues a query over every zone (--all-zones), not one in --zone \(store.zoneID.zoneName)") }
             if !searchesAllZones && store.allZones { throw UsageError(message: "the cursor continues a query of one zone; leave out --all-zones") }
             if searchesAllZones && format == .csv { throw UsageError(message: "the cursor continues a query over every zone (--all-zones), which writes record JSON: CSV rows carry no zone") }
-            // A cursor of a query over every zone (a program's without a zone, or --all-zones)
-            // goes on over every zone, --all-zones given again or not.
-            let zone: RecordZone.ID? = searchesAllZones ? nil : store.zoneID
+            if !searchesAllZones && store.zoneGiven && decoded.zoneID.zoneName != store.zoneID.zoneName {
+                throw UsageError(message: "the cursor continues a query of the zone \(decoded.zoneID.zoneName), not of --zone \(store.zoneID.zoneName); give the zone that printed it, or leave out --zone")
+            }
+            // A cursor goes on where its query searched: over every zone (a program's query
+            // without a zone, or --all-zones), --all-zones given again or not, or in its zone.
+            let zone: RecordZone.ID? = searchesAllZones ? nil : decoded.zoneID
             if let query, !decoded.continues(query, zoneID: zone) {
                 throw UsageError(message: "the cursor belongs to a different query; run the same --type/--where/--sort that printed it")
             }

@@ -28,6 +28,14 @@ struct QuerySelection {
     /// predicate is a usage error before anything is opened.
     init(_ arguments: ParsedArguments) throws {
         recordType = arguments.value("--type")
+        if let recordType {
+            // Checked before the store is read, whose note on an unknown type would come first.
+            do {
+                try Naming.checkRecordType(recordType, allowSystemNames: true)
+            } catch {
+                throw UsageError(message: "--type: \(error.message)")
+            }
+        }
         predicateText = arguments.value("--where")
         if let predicateText { _ = try Self.predicate(predicateText) }
         sorts = try arguments.values("--sort").map(Self.sortDescriptor)

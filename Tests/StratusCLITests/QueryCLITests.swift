@@ -170,6 +170,49 @@ struct QueryCLITests {
         }
     }
 
+    @Test("a cursor of one zone goes on in its zone: --zone naming another is a usage error, not a page of the cursor's zone; with --type and without --zone it goes on", arguments: TestEngine.all)
+    func cursorOfAnotherZone(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let file = try cli.file("notes.ndjson", Input.notes(6))
+            #expect(try await cli.run(["zones", "create", "Work", "Home", "--database", "private"]).exitCode == 0)
+            for zone in ["Work", "Home"] {
+                let imported = try await cli.run(["import", file, "--database", "private", "--zone", zone])
+                #expect(imported.exitCode == 0, "\(imported)")
+            }
+            let first = try await cli.run(["query", "--type", "Note", "--sort", "count", "--limit", "2", "--database", "private", "--zone", "Work"])
+            #expect(first.exitCode == 0, "\(first)")
+            let token = String(try #require(first.stderrLines.first?.wholeMatch(of: #/cursor: (\S+)/#)?.1, "\(first)"))
+            for extra in [[], ["--type", "Note", "--sort", "count"]] {
+                let refused = try await cli.run(["query", "--cursor", token, "--database", "private", "--zone", "Home"] + extra)
+                #expect(refused.exitCode == 64 && refused.stdout.isEmpty, "\(refused)")
+                #expect(refused.stderr.contains("Work") && refused.stderr.contains("--zone Home"), "\(refused)")
+                // Without --zone the cursor names its zone; the same query is not "a different query".
+                let next = try await cli.run(["query", "--cursor", token, "--database", "private", "--limit", "10"] + extra)
+                #expect(next.exitCode == 0, "\(next)")
+                #expect(try JSONLine.names(next.stdout) == ["n3", "n4", "n5", "n6"], "\(next)")
+            }
+            let sameZone = try await cli.run(["query", "--cursor", token, "--database", "private", "--zone", "Work", "--limit", "10"])
+            #expect(sameZone.exitCode == 0, "\(sameZone)")
+            #expect(try JSONLine.names(sameZone.stdout) == ["n3", "n4", "n5", "n6"], "\(sameZone)")
+        }
+    }
+
+    @Test("a --type that is no record type name (empty, a space, too long) is a usage error saying so, before the store is read: no note about the schema", arguments: TestEngine.all)
+    func badRecordTypeName(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            #expect(try await cli.run(["import", "-"], stdin: Input.notes(2)).exitCode == 0)
+            for type in ["", "a b", String(repeating: "A", count: 300)] {
+                for command in [["count"], ["query"], ["export", "--all-zones"]] {
+                    let result = try await cli.run(command + ["--type", type])
+                    #expect(result.exitCode == 64 && result.stdout.isEmpty, "\(result)")
+                    #expect(result.stderr.contains("--type: record type") && !result.stderr.contains("note:"), "\(result)")
+                }
+            }
+        }
+    }
+
     @Test("one page: NDJSON on stdout, `cursor: TOKEN` on stderr, --where, --fields; no cursor at the end", arguments: TestEngine.all)
     func onePage(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

@@ -97,6 +97,45 @@ struct StoreCLITests {
         }
     }
 
+    @Test("an empty file or folder name (--output, --assets-dir, --checkpoint, --reject-file, --token-file, --names-file) is a usage error (64) before anything is read or written, never the current folder", arguments: TestEngine.all)
+    func emptyFileNames(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let imported = try await cli.run(["import", "-"], stdin: Input.notes(3))
+            #expect(imported.exitCode == 0, "\(imported)")
+            // The store's own files and those the test's runs leave (run-ID.out, .err, .in) aside,
+            // the folder stays as it was.
+            func files() throws -> [String] {
+                try FileManager.default.contentsOfDirectory(atPath: store.directory.path).filter { !$0.hasPrefix("run-") && !$0.hasPrefix("store.sqlite") }.sorted()
+            }
+            let before = try files()
+            let commands: [(arguments: [String], option: String)] = [
+                (["export", "--type", "Note", "--output", ""], "--output"),
+                (["export", "--type", "Note", "--assets-dir", ""], "--assets-dir"),
+                (["import", "-", "--assets-dir", ""], "--assets-dir"),
+                (["import", "-", "--reject-file", ""], "--reject-file"),
+                (["import", "-", "--checkpoint", ""], "--checkpoint"),
+                (["update", "--type", "Note", "--all", "--set", "mark=1", "--checkpoint", ""], "--checkpoint"),
+                (["delete", "--type", "Note", "--all", "--yes", "--checkpoint", ""], "--checkpoint"),
+                (["delete", "--names-file", "", "--yes"], "--names-file"),
+                (["changes", "--token-file", ""], "--token-file"),
+                (["changes", "--token-file=", "--output", "out.ndjson"], "--token-file"),
+            ]
+            for (arguments, option) in commands {
+                let result = try await cli.run(arguments, stdin: Input.notes(5, prefix: "new"))
+                #expect(!result.signalled && result.exitCode == 64, "\(result)")
+                #expect(result.stderr.contains("\(option) needs a non-empty value"), "\(result)")
+                #expect(result.stdout.isEmpty, "\(result)")
+            }
+            // Nothing was written: no new record, no field set, nothing deleted, no file made.
+            let exported = try await cli.run(["export", "--type", "Note"])
+            #expect(try JSONLine.names(exported.stdout) == ["n1", "n2", "n3"], "\(exported)")
+            #expect(try JSONLine.objects(exported.stdout).allSatisfy { ($0["fields"] as? [String: Any])?["mark"] == nil })
+            let after = try files()
+            #expect(after == before)
+        }
+    }
+
     @Test("--read-store: a standby that cannot be reached is exit 75 naming it, for every read that goes there; another store or an SQLite path is 64; the store itself as its standby reads")
     func readStore() async throws {
         try await TemporaryStore.with { store in

@@ -158,7 +158,9 @@ extension EngineConformance {
         notACursor = notACursor.replacingOccurrences(of: "+", with: "-")
         notACursor = notACursor.replacingOccurrences(of: "/", with: "_")
         notACursor = notACursor.replacingOccurrences(of: "=", with: "")
-        var damaged: [String] = ["", "garbage", "cursor: " + text, "stc1_!!!!", "stc1_" + notACursor]
+        // With the cursor's own prefix, so that the text is decoded (an older prefix is refused unread).
+        let prefix = String(text.prefix(5))
+        var damaged: [String] = ["", "garbage", "cursor: " + text, prefix + "!!!!", prefix + notACursor]
         damaged.append(String(text.prefix(5)))
         damaged.append(String(text.dropLast(12)))
         damaged.append(String(text.prefix(text.count / 2)))

@@ -10,6 +10,7 @@ extension EngineConformance {
         TestCase("a query without a zone: allRecords and fetchAllResults read every zone, zone after zone; countRecords counts every zone", zoneWideReadAll),
         TestCase("a query without a zone: desired keys without the sort key, a distance sort, a zone deleted between pages", zoneWideEdges),
         TestCase("a query without a zone in the shared database is invalidArguments; a query with a zone searches only it", zoneWideScopes),
+        TestCase("a cursor of one user's private database is refused by another user's, over every zone or in one zone", cursorOfAnotherUser),
     ]
 
     /// Alice's private database with the zones Alpha, Beta and Gamma beside the default zone,
@@ -211,5 +212,33 @@ extension EngineConformance {
         op.resultsLimit = 3
         let cursor = try #require(await runQueryPage(op, on: database).cursor)
         #expect(!cursor.searchesAllZones && cursor.zoneID == beta && cursor.continues(query, zoneID: beta) && !cursor.continues(query))
+    }
+
+    static func cursorOfAnotherUser(_ env: Environment) async throws {
+        let (alice, _) = try await zonedItems(env)
+        // Bob has zones of the same names, with the same record names: continuing Alice's
+        // positions there would skip Bob's first records and report success.
+        let bob = env.container(user: "bob").privateCloudDatabase
+        let zones = ["Alpha", "Beta"].map { RecordZone.ID(zoneName: $0) }
+        _ = try await bob.modifyRecordZones(saving: zones.map { RecordZone(zoneID: $0) }, deleting: [])
+        for zoneID in [RecordZone.ID.default] + zones {
+            _ = try await TestDatabase.save(makeRecords("Item", count: 20, prefix: "i", zoneID: zoneID) { ["rank": .int64(Int64($0))] }, in: bob)
+        }
+        let query = Query(recordType: "Item", predicate: QueryPredicate(value: true))
+        query.sortDescriptors = [RecordSortDescriptor(key: "rank", ascending: true)]
+        for zoneID in [nil, RecordZone.ID(zoneName: "Alpha")] as [RecordZone.ID?] {
+            let first = QueryOperation(query: query)
+            first.zoneID = zoneID
+            first.resultsLimit = 10
+            let cursor = try #require(await runQueryPage(first, on: alice).cursor)
+            let text = cursor.serialized
+            let refused = await runQueryPage(QueryOperation(cursor: try QueryOperation.Cursor(serialized: text)), on: bob)
+            #expect(stratusError(refused.error)?.code == .invalidArguments, "zone \(zoneID?.zoneName ?? "every zone"): \(String(describing: refused.error))")
+            #expect(stratusError(refused.error)?.message.contains("another user") == true)
+            #expect(refused.records.isEmpty)
+            // Alice goes on with her own cursor.
+            let continued = await runQueryPage(QueryOperation(cursor: try QueryOperation.Cursor(serialized: text)), on: alice)
+            #expect(continued.error == nil && !continued.records.isEmpty)
+        }
     }
 }

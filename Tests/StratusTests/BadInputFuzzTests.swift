@@ -745,14 +745,16 @@ struct BadInputFuzzTests {
 
     /// A serialized cursor with `replace` applied to its JSON text.
     static func tampered(_ cursor: QueryOperation.Cursor, _ replacements: [(String, String)]) throws -> String {
-        var base64 = String(cursor.serialized.dropFirst("stc1_".count)).replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        // The cursor's own prefix: another (an older version's) is refused before the JSON is read.
+        let prefix = String(cursor.serialized.prefix { $0 != "_" }) + "_"
+        var base64 = String(cursor.serialized.dropFirst(prefix.count)).replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         while base64.count % 4 != 0 { base64 += "=" }
         var json = String(decoding: try #require(Data(base64Encoded: base64)), as: UTF8.self)
         for (old, new) in replacements {
             #expect(json.contains(old), "the cursor JSON has \(old): \(json)")
             json = json.replacingOccurrences(of: old, with: new)
         }
-        return "stc1_" + Data(json.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        return prefix + Data(json.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
     }
 
     @Test("a tampered cursor (record type, sort key, predicate key that are not identifiers) is refused, in the library and by `stratus query`")
@@ -782,14 +784,16 @@ struct BadInputFuzzTests {
                         // Running it would reach the SQL builder (and trap there); only report it.
                         Issue.record("a cursor with a tampered \(what) was accepted: \(decoded)")
                     } else {
+                        // The query searches every zone (it names none): a zone its cursor names
+                        // that the database does not have is one deleted since, and not read.
                         let error = stratusError(await caughtError { try await database.records(continuingMatchFrom: decoded) })
-                        #expect(error?.code == .zoneNotFound || error?.code == .invalidArguments, "\(what): \(String(describing: error))")
+                        #expect(error == nil || error?.code == .zoneNotFound || error?.code == .invalidArguments, "\(what): \(String(describing: error))")
                     }
                 } catch let error as StratusError {
-                    #expect(error.code == .invalidArguments, "\(what): \(error)")
+                    #expect(error.code == .invalidArguments && !error.message.contains("older version"), "\(what): \(error)")
                 }
                 let status = try await ZoneTestProgram.run(stratus, ["query", "--store", path, "--container", "com.example.cursor", "--cursor", text], in: store)
-                #expect(!status.killed && (status.exitCode == 64 || (!isSQLText && status.exitCode == 1)),
+                #expect(!status.killed && (status.exitCode == 64 || (!isSQLText && [0, 1].contains(status.exitCode))),
                         "stratus query with a cursor whose \(what) was tampered: exit \(status.exitCode)\(status.killed ? " (killed by a signal)" : ""), stderr: \(status.stderr.prefix(300))")
             }
             // The store is intact.

@@ -31,6 +31,10 @@ public final class QueryCursor: NSObject, Codable, Sendable {
     let environment: Container.Environment?
     /// The store the cursor's pages came from: a cursor is refused by any other store.
     let storeIdentifier: String
+    /// The user record name of the user whose private or shared database the pages came from
+    /// (`nil` in the public database, and in cursors of versions that did not keep it): another
+    /// user's zones have the same names, and continuing there would skip their first records.
+    let owner: String?
     /// The last record returned: its sort values as typed values (``QueryRules``). For a query
     /// over all zones, only the record name is kept here; ``zoneWide`` holds each zone's place.
     @_spi(StratusEngine) public let position: QueryPosition
@@ -49,6 +53,7 @@ public final class QueryCursor: NSObject, Codable, Sendable {
         self.databaseScope = context.scope
         self.environment = context.environment == .development ? nil : context.environment
         self.storeIdentifier = storeIdentifier
+        self.owner = context.scope == .public ? nil : context.userRecordName
         self.position = position
         self.zoneWide = zoneWide
         super.init()
@@ -60,6 +65,7 @@ public final class QueryCursor: NSObject, Codable, Sendable {
         self.databaseScope = cursor.databaseScope
         self.environment = cursor.environment
         self.storeIdentifier = cursor.storeIdentifier
+        self.owner = cursor.owner
         self.position = cursor.position
         self.zoneWide = cursor.zoneWide
         super.init()
@@ -130,12 +136,15 @@ public final class QueryCursor: NSObject, Codable, Sendable {
         guard storeIdentifier == self.storeIdentifier else {
             throw StratusError(.invalidArguments, "the cursor comes from another store; a cursor continues a query only on the store that printed it")
         }
+        if let owner, owner != context.userRecordName {
+            throw StratusError(.invalidArguments, "the cursor belongs to another user's \(databaseScope) database; a cursor continues a query only for the user whose query printed it")
+        }
     }
 
     public override func isEqual(_ object: Any?) -> Bool {
         guard let other = object as? QueryCursor else { return false }
         return query == other.query && containerIdentifier == other.containerIdentifier && databaseScope == other.databaseScope
-            && environment == other.environment && storeIdentifier == other.storeIdentifier && position == other.position
+            && environment == other.environment && storeIdentifier == other.storeIdentifier && owner == other.owner && position == other.position
             && zoneWide == other.zoneWide
     }
 
@@ -146,6 +155,7 @@ public final class QueryCursor: NSObject, Codable, Sendable {
         hasher.combine(databaseScope)
         hasher.combine(environment)
         hasher.combine(storeIdentifier)
+        hasher.combine(owner)
         hasher.combine(position)
         hasher.combine(zoneWide)
         return hasher.finalize()
