@@ -43,9 +43,13 @@ struct QueryCommand: Command {
     static func parse(_ arguments: ParsedArguments) throws -> QueryCommand {
         let command = QueryCommand(
             store: try StoreOptions(arguments), selection: try QuerySelection(arguments),
-            limit: try arguments.positiveInteger("--limit") ?? 100, cursor: arguments.value("--cursor"), format: try Self.format(arguments),
+            limit: try arguments.positiveInteger("--limit") ?? 100, cursor: arguments.value("--cursor")?.trimmingCharacters(in: .whitespacesAndNewlines), format: try Self.format(arguments),
             explain: arguments.flag("--explain"))
         try arguments.expectNoPositionals()
+        if command.cursor?.isEmpty == true {
+            // What a paging loop passes after the last page, which prints no cursor.
+            throw UsageError(message: "--cursor is empty: the last page prints no cursor (its stderr has no 'cursor:' line), so a loop ends there")
+        }
         if command.selection.recordType == nil && command.cursor == nil { throw UsageError(message: "--type is required (or --cursor)") }
         if command.explain && command.selection.recordType == nil { throw UsageError(message: "--explain needs the query: --type (and --where, --sort)") }
         if command.format != .csv && !command.selection.fieldTypes.isEmpty {

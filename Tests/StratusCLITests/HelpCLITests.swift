@@ -148,6 +148,8 @@ struct HelpCLITests {
                 // An option where a value belongs is a value left out, not a file named --force.
                 (["export", "--type", "Note", "--output", "--force"], "stratus: export: --output needs a value (FILE) before --force"),
                 (["count", "--type", "--json"], "stratus: count: --type needs a value"),
+                // What a paging loop passes after the last page.
+                (["query", "--cursor", " "], "stratus: query: --cursor is empty: the last page prints no cursor"),
                 (["query", "--type", "Note", "--quiet=yes"], "stratus: query: unknown option --quiet"),
                 (["zones", "create", "A", "--atomic"], "stratus: zones: unknown option --atomic"),
                 (["count", "--type", "A", "--type", "B"], "stratus: count: --type is given twice"),
