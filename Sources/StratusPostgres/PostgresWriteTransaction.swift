@@ -46,6 +46,9 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
     private var searchable: [String: [String]] = [:]
     /// Record type schemas as this transaction read them (`nil`: the type has none).
     private var typeSchemas: [String: RecordTypeSchema?] = [:]
+    /// Stored records read ahead (``prefetchStoredRecords(_:)``), each until it is read or this
+    /// transaction writes it; `.some(nil)`: no such record.
+    private var prefetched: [Record.ID: Record?] = [:]
     /// Asset content that rows named before this transaction and no longer name.
     private(set) var releasedAssetContents: Set<String> = []
     /// Whether new rows go in with `COPY` (``copyNewRecords(_:zone:)``), and the zones they went to.
@@ -115,10 +118,34 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
     // MARK: - Reading inside the transaction
 
     func storedRecord(_ id: Record.ID) throws -> Record? {
+        if let read = prefetched.removeValue(forKey: id) { return read }
         guard let zone = try zoneIndex(id.zoneID) else { return nil }
         guard let row = try connection.query("SELECT \(PostgresSchema.recordColumns) FROM records r WHERE r.zone_id = $1 AND r.record_name = $2",
                                              [.int64(states[zone].row), .text(id.recordName)]).first else { return nil }
         return try engine.decodeRecord(row, zoneID: id.zoneID)
+    }
+
+    /// One read per zone for a batch of updates, instead of a round trip per record.
+    func prefetchStoredRecords(_ ids: [Record.ID]) throws {
+        for (zoneID, inZone) in Dictionary(grouping: ids, by: \.zoneID) {
+            guard let zone = try zoneIndex(zoneID) else { continue }
+            let names = Array(Set(inZone.map(\.recordName)))
+            var found: [Record.ID: Record] = [:]
+            for row in try connection.query("SELECT \(PostgresSchema.recordColumns) FROM records r WHERE r.zone_id = $1 AND r.record_name = ANY($2::text[])",
+                                            [.int64(states[zone].row), .textArray(names)]) {
+                let record = try engine.decodeRecord(row, zoneID: zoneID)
+                found[record.recordID] = record
+            }
+            for name in names {
+                let id = Record.ID(recordName: name, zoneID: zoneID)
+                prefetched[id] = .some(found[id])
+            }
+        }
+    }
+
+    /// What this transaction writes of a record is no longer what was read ahead of it.
+    private func forgetPrefetched(_ id: Record.ID) {
+        if !prefetched.isEmpty { prefetched[id] = nil }
     }
 
     func recordExists(_ id: Record.ID) throws -> Bool {
@@ -180,6 +207,7 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
 
     func insertNewRecords(_ rows: [RecordRow]) throws -> [Bool] {
         guard let first = rows.first else { return [] }
+        for row in rows { forgetPrefetched(row.recordID) }
         let zone = try existingZone(first.recordID.zoneID)
         let inserted = try copyNewRecords(rows, zone: zone) ?? insertNewRecordsChecked(rows, zone: zone)
         if inserted.contains(true), try hasTombstones(zone) {
@@ -322,6 +350,7 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
     }
 
     func writeRecord(_ row: RecordRow, replacing: Bool) throws {
+        forgetPrefetched(row.recordID)
         let zone = try existingZone(row.recordID.zoneID)
         let zoneRow = states[zone].row
         let system = row.systemFields
@@ -480,6 +509,7 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
     // MARK: - Deleting
 
     func deleteRecord(_ id: Record.ID) throws -> Bool {
+        forgetPrefetched(id)
         guard let zone = try zoneIndex(id.zoneID) else { return false }
         let zoneRow = states[zone].row
         guard let type = try connection.query("DELETE FROM records WHERE zone_id = $1 AND record_name = $2 RETURNING record_type",

@@ -25,6 +25,12 @@ public protocol RecordWriteTransaction: AnyObject {
     /// The record as stored, or `nil`.
     func storedRecord(_ id: Record.ID) throws -> Record?
 
+    /// Reads the stored records of `ids` ahead, in as few reads as the engine can, for the
+    /// ``storedRecord(_:)`` calls that follow: each of those answers from what was read, unless
+    /// the transaction wrote or deleted that record since. An engine whose reads cost no round
+    /// trip may read nothing ahead (the default).
+    func prefetchStoredRecords(_ ids: [Record.ID]) throws
+
     /// Whether a record with this ID is stored.
     func recordExists(_ id: Record.ID) throws -> Bool
 
@@ -107,6 +113,9 @@ extension RecordWriteTransaction {
     /// An engine without a one-step update answers that it wrote nothing: every save then
     /// takes the general way.
     public func updateStoredRecord(_ update: StoredRecordUpdate) throws -> Bool { false }
+
+    /// Reads nothing ahead: each ``storedRecord(_:)`` reads its record.
+    public func prefetchStoredRecords(_ ids: [Record.ID]) throws {}
 }
 
 /// Changed fields to write over a stored record without reading it first

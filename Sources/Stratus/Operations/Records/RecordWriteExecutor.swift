@@ -164,6 +164,10 @@ enum RecordWriteExecutor {
 
         mutating func run() throws -> ModifyOutcome {
             outcome.saveResults.reserveCapacity(request.saves.count)
+            // Saves that can only update (a tagged record, an update mode) each read their
+            // stored record: an engine with round trips reads them together first.
+            let updates = request.saves.filter { !request.writeMode.mayCreate(changeTag: $0.systemFields.recordChangeTag) }.map(\.recordID)
+            if updates.count > 1 { try transaction.prefetchStoredRecords(updates) }
             var next = 0
             while next < request.saves.count {
                 next += try saveRun(from: next)
