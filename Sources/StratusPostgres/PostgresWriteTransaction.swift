@@ -47,8 +47,13 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
     /// Record type schemas as this transaction read them (`nil`: the type has none).
     private var typeSchemas: [String: RecordTypeSchema?] = [:]
     /// Stored records read ahead (``prefetchStoredRecords(_:)``), each until it is read or this
-    /// transaction writes it; `.some(nil)`: no such record.
-    private var prefetched: [Record.ID: Record?] = [:]
+    /// transaction writes it; `.some(nil)`: no such record. Keyed by the zone's row, which the
+    /// two spellings of a zone's owner (`__defaultOwner__`, the user's record name) share.
+    private var prefetched: [PrefetchKey: Record?] = [:]
+    private struct PrefetchKey: Hashable {
+        let zoneRow: Int64
+        let recordName: String
+    }
     /// Asset content that rows named before this transaction and no longer name.
     private(set) var releasedAssetContents: Set<String> = []
     /// Whether new rows go in with `COPY` (``copyNewRecords(_:zone:)``), and the zones they went to.
@@ -118,34 +123,42 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
     // MARK: - Reading inside the transaction
 
     func storedRecord(_ id: Record.ID) throws -> Record? {
-        if let read = prefetched.removeValue(forKey: id) { return read }
         guard let zone = try zoneIndex(id.zoneID) else { return nil }
+        // A record read ahead under the other spelling of its zone is read again, to carry this one.
+        if !prefetched.isEmpty, let read = prefetched.removeValue(forKey: PrefetchKey(zoneRow: states[zone].row, recordName: id.recordName)),
+           read.map({ $0.recordID.zoneID == id.zoneID }) ?? true {
+            return read
+        }
         guard let row = try connection.query("SELECT \(PostgresSchema.recordColumns) FROM records r WHERE r.zone_id = $1 AND r.record_name = $2",
                                              [.int64(states[zone].row), .text(id.recordName)]).first else { return nil }
         return try engine.decodeRecord(row, zoneID: id.zoneID)
     }
 
-    /// One read per zone for a batch of updates, instead of a round trip per record.
+    /// One read per zone for a batch of updates, instead of a round trip per record. Zones are
+    /// locked in the order the request names them, as its saves would lock them.
     func prefetchStoredRecords(_ ids: [Record.ID]) throws {
-        for (zoneID, inZone) in Dictionary(grouping: ids, by: \.zoneID) {
-            guard let zone = try zoneIndex(zoneID) else { continue }
-            let names = Array(Set(inZone.map(\.recordName)))
-            var found: [Record.ID: Record] = [:]
+        var zoneOrder: [RecordZone.ID] = []
+        var names: [RecordZone.ID: Set<String>] = [:]
+        for id in ids {
+            if names[id.zoneID] == nil { zoneOrder.append(id.zoneID) }
+            names[id.zoneID, default: []].insert(id.recordName)
+        }
+        for zoneID in zoneOrder {
+            guard let zone = try zoneIndex(zoneID), let inZone = names[zoneID] else { continue }
+            let zoneRow = states[zone].row
+            var found: [String: Record] = [:]
             for row in try connection.query("SELECT \(PostgresSchema.recordColumns) FROM records r WHERE r.zone_id = $1 AND r.record_name = ANY($2::text[])",
-                                            [.int64(states[zone].row), .textArray(names)]) {
+                                            [.int64(zoneRow), .textArray(Array(inZone))]) {
                 let record = try engine.decodeRecord(row, zoneID: zoneID)
-                found[record.recordID] = record
+                found[record.recordID.recordName] = record
             }
-            for name in names {
-                let id = Record.ID(recordName: name, zoneID: zoneID)
-                prefetched[id] = .some(found[id])
-            }
+            for name in inZone { prefetched[PrefetchKey(zoneRow: zoneRow, recordName: name)] = .some(found[name]) }
         }
     }
 
     /// What this transaction writes of a record is no longer what was read ahead of it.
-    private func forgetPrefetched(_ id: Record.ID) {
-        if !prefetched.isEmpty { prefetched[id] = nil }
+    private func forgetPrefetched(zoneRow: Int64, recordName: String) {
+        if !prefetched.isEmpty { prefetched[PrefetchKey(zoneRow: zoneRow, recordName: recordName)] = nil }
     }
 
     func recordExists(_ id: Record.ID) throws -> Bool {
@@ -207,8 +220,8 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
 
     func insertNewRecords(_ rows: [RecordRow]) throws -> [Bool] {
         guard let first = rows.first else { return [] }
-        for row in rows { forgetPrefetched(row.recordID) }
         let zone = try existingZone(first.recordID.zoneID)
+        for row in rows { forgetPrefetched(zoneRow: states[zone].row, recordName: row.recordID.recordName) }
         let inserted = try copyNewRecords(rows, zone: zone) ?? insertNewRecordsChecked(rows, zone: zone)
         if inserted.contains(true), try hasTombstones(zone) {
             let insertedNames = rows.indices.filter { inserted[$0] }.map { rows[$0].recordID.recordName }
@@ -350,9 +363,9 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
     }
 
     func writeRecord(_ row: RecordRow, replacing: Bool) throws {
-        forgetPrefetched(row.recordID)
         let zone = try existingZone(row.recordID.zoneID)
         let zoneRow = states[zone].row
+        forgetPrefetched(zoneRow: zoneRow, recordName: row.recordID.recordName)
         let system = row.systemFields
         let (document, exactDocument) = Self.documents(of: row)
         let parent = row.parent.map { PostgresValue.text($0.recordID.recordName) } ?? .null
@@ -363,29 +376,31 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
             // An update, not an upsert: row-level security checks an upsert's proposed row as an
             // insert, creator included, also when it replaces a stored row. The caller read the
             // row under the zone's lock, so it is there; a row the update does not reach is one
-            // row-level security keeps from this role. The rows derived from the old version
-            // (references, words, a tombstone, asset references) go in the same statement: one
-            // round trip per replaced record instead of five.
-            let result = try connection.query("""
-                WITH updated AS (
-                    UPDATE records SET record_type = $3, modified_at = $4, modified_by = $5, change_tag = $6, change_seq = $7,
-                        fields = $8::jsonb, exact_fields = $9, parent_name = $10
-                    WHERE zone_id = $1 AND record_name = $2 RETURNING 1
-                ), old_refs AS (
+            // row-level security keeps from this role.
+            let changed = try connection.execute("""
+                UPDATE records SET record_type = $3, modified_at = $4, modified_by = $5, change_tag = $6, change_seq = $7,
+                    fields = $8::jsonb, exact_fields = $9, parent_name = $10
+                WHERE zone_id = $1 AND record_name = $2
+                """, [.int64(zoneRow), .text(row.recordID.recordName), .text(row.recordType),
+                      .double(system.modificationDate!.timeIntervalSinceReferenceDate), .text(system.lastModifiedUserRecordID!.recordName),
+                      .text(system.recordChangeTag!), .int64(nextSequence(zone)), .text(document), exactDocument.map(PostgresValue.text) ?? .null, parent])
+            if changed == 0 { throw rowSecurityRefusal("change", row.recordID) }
+            // The rows derived from the old version (references, words, a tombstone, asset
+            // references) go in one statement, not four. A statement of its own after the
+            // UPDATE: row-level security lets a role delete a public record's derived rows once
+            // the record is its own write, which a statement that also updated the row would not
+            // see (all of a statement's parts read the snapshot taken before it).
+            let gone = try connection.query("""
+                WITH old_refs AS (
                     DELETE FROM refs WHERE zone_id = $1 AND source_name = $2
                 ), old_words AS (
                     DELETE FROM record_tokens WHERE zone_id = $1 AND record_name = $2
                 ), old_tombstone AS (
                     DELETE FROM tombstones WHERE zone_id = $1 AND record_name = $2
-                ), old_assets AS (
-                    DELETE FROM asset_refs WHERE zone_id = $1 AND record_name = $2 RETURNING content_id
                 )
-                SELECT (SELECT count(*) FROM updated), a.content_id FROM (SELECT 1) AS one LEFT JOIN old_assets a ON true
-                """, [.int64(zoneRow), .text(row.recordID.recordName), .text(row.recordType),
-                      .double(system.modificationDate!.timeIntervalSinceReferenceDate), .text(system.lastModifiedUserRecordID!.recordName),
-                      .text(system.recordChangeTag!), .int64(nextSequence(zone)), .text(document), exactDocument.map(PostgresValue.text) ?? .null, parent])
-            if try result.first?.int64(0) ?? 0 == 0 { throw rowSecurityRefusal("change", row.recordID) }
-            for named in result { if let content = try named.text(1) { previousAssets.insert(content) } }
+                DELETE FROM asset_refs WHERE zone_id = $1 AND record_name = $2 RETURNING content_id
+                """, [.int64(zoneRow), .text(row.recordID.recordName)])
+            for named in gone { if let content = try named.text(0) { previousAssets.insert(content) } }
         } else {
             try connection.execute("""
                 INSERT INTO records(\(Self.columns)) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::jsonb, $12, $13)
@@ -509,9 +524,9 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
     // MARK: - Deleting
 
     func deleteRecord(_ id: Record.ID) throws -> Bool {
-        forgetPrefetched(id)
         guard let zone = try zoneIndex(id.zoneID) else { return false }
         let zoneRow = states[zone].row
+        forgetPrefetched(zoneRow: zoneRow, recordName: id.recordName)
         guard let type = try connection.query("DELETE FROM records WHERE zone_id = $1 AND record_name = $2 RETURNING record_type",
                                               [.int64(zoneRow), .text(id.recordName)]).first?.text(0) else {
             // A row this role reads but may not delete (row-level security) is a refusal, not a record gone.

@@ -34,12 +34,19 @@ struct InterruptedInputCLITests {
         return (sawReady, stopped)
     }
 
-    @Test("an endless line (/dev/zero): one SIGTERM ends the import with 143", arguments: TestEngine.all)
+    @Test("an endless line: one SIGTERM ends the import with 143 (/dev/zero itself is binary input, refused at once)", arguments: TestEngine.all)
     func endlessLine(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
             let cli = try await CLI(store, engine: engine)
             try await cli.createStore()
-            let running = try cli.start(["import", "/dev/zero"])
+            let zero = try await cli.run(["import", "/dev/zero"])
+            #expect(zero.exitCode == 65 && zero.stderr.contains("binary data"), "\(zero)")
+            // A line of text that never ends: a FIFO fed 'a' for ever.
+            let fifo = store.path("endless.fifo")
+            try #require(mkfifo(fifo, 0o600) == 0)
+            let feeder = try ChildProcess("/bin/sh", ["-c", "tr '\\000' a < /dev/zero > '\(fifo)'"], in: store.directory)
+            defer { feeder.kill() }
+            let running = try cli.start(["import", fifo])
             let pid = running.pid
             // 32 MiB read: past the store's opening and the reader's first look, in the line.
             let (ready, stopped) = try await Self.terminate(running) { (Self.bytesRead(by: pid) ?? 0) > 32 << 20 }

@@ -196,6 +196,42 @@ struct PostgresSecurityTests {
         #expect(try ownerRaw.query("SELECT count(*) FROM tombstones WHERE record_name IN ('alice-target', 'bob-comment')")[0].int64(0) == 2)
     }
 
+    @Test("a member who changes another's public record drops what its old version named: a .deleteSelf reference no longer cascades, old words no longer match, old asset content is collected")
+    func changingAnothersRecordReplacesItsDerivedRows() async throws {
+        let store = try SecureStore()
+        defer { store.dropRoles() }
+        let files = try TemporaryStore(prefix: "stratus-rls-replace")
+        defer { files.remove() }
+        let admin = Container(identifier: store.identifier, engine: store.owner, userName: "admin")
+        var board = RecordTypeSchema(recordType: "Board", grants: [.world: .read, .authenticated: [.create, .write]])
+        board.addField("text", type: .string, indexes: [.searchable])
+        board.addField("target", type: .reference)
+        board.addField("image", type: .asset)
+        _ = try await admin.saveSchema(board)
+        let alice = Container(identifier: store.identifier, engine: try store.engine(store.alice), userName: store.alice).publicCloudDatabase
+        let bob = Container(identifier: store.identifier, engine: try store.engine(store.bob), userName: store.bob).publicCloudDatabase
+
+        let target = try await alice.save(makeRecord("Board", "target", ["text": .string("pinned")]))
+        let first = Record(recordType: "Board", recordID: Record.ID(recordName: "board"))
+        first["text"] = "foo"
+        first["target"] = Record.Reference(recordID: target.recordID, action: .deleteSelf)
+        first["image"] = Asset(fileURL: try files.writeFile("old.bin", Data(repeating: 1, count: 2_000)))
+        _ = try await alice.save(first)
+
+        // Bob's version names no target, other words and another asset.
+        let changed = try await bob.record(for: first.recordID)
+        changed["text"] = "bar"
+        changed["target"] = nil
+        changed["image"] = Asset(fileURL: try files.writeFile("new.bin", Data(repeating: 2, count: 2_000)))
+        _ = try await bob.save(changed)
+
+        let query = Query(recordType: "Board", predicate: try QueryPredicate(format: "self CONTAINS 'foo'"))
+        #expect(try await alice.records(matching: query).matchResults.isEmpty, "the old version's words are gone")
+        _ = try await alice.deleteRecord(withID: target.recordID)
+        #expect(try await TestDatabase.exists("board", in: alice), "the reference bob removed no longer cascades")
+        #expect(try await alice.assetContentInventory().count == 1, "only the new content is named")
+    }
+
     @Test("members work as usual through Stratus: shared asset content, cascades, subscriptions firing on another's feed, change feeds, compaction, zones")
     func membersWorkAsUsual() async throws {
         let store = try SecureStore()
