@@ -53,10 +53,13 @@ enum WhereClause {
             switch (literalKind(key, schema), value) {
             case (.number?, .string(let text)):
                 throw UsageError(message: "--where: \(name) is \(type.rawValue) in the schema, and '\(text)' is a string, which no \(type.rawValue) field holds: the condition would match no record (write a number without quotes)")
-            case (.string?, .int64(let number)):
+            case (.string?, .int64), (.string?, .double):
+                let number = switch value {
+                case .int64(let integer): String(integer)
+                case .double(let real): String(real)
+                default: "\(value)"
+                }
                 throw UsageError(message: "--where: \(name) is \(type.rawValue) in the schema, and \(number) is a number, which no \(type.rawValue) field holds: the condition would match no record (quote it: '\(number)')")
-            case (.string?, .double(let number)):
-                throw UsageError(message: "--where: \(name) is \(type.rawValue) in the schema, and \(number) is a number, which no \(type.rawValue) field holds: the condition would match no record (quote it)")
             default:
                 return value
             }
