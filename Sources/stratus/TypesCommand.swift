@@ -5,7 +5,7 @@ import Stratus
 struct TypesCommand: Command {
     static let name = "types"
     static let summary = "the record types, with their record counts"
-    static let usage = ["stratus types [store options]"]
+    static let usage = ["stratus types [--all-zones] [store options]"]
     static let discussion = """
         Prints one line per record type, TYPE, a tab and how many records of it the zone holds
         (the default zone, --zone, or with --all-zones every zone of the database): every type of
