@@ -64,18 +64,35 @@ import Testing
 
 /// Combine's `PassthroughSubject`, as far as Cirrus and its tests use it: `send`, `sink`, and
 /// `eraseToAnyPublisher()`. Values go to the subscribers at once, on the thread that sends.
+///
+/// One difference from Combine: values sent before anyone has subscribed are kept for the first
+/// subscriber. The engine starts its first fetch from `init` on its own queue, and a test can
+/// only subscribe once `init` has returned; on a busy machine the fetch's models came out first
+/// and were dropped (as Combine would drop them), and the test waited for them in vain.
 fileprivate final class PassthroughSubject<Output, Failure: Error>: @unchecked Sendable {
   private let lock = NSLock()
   private var subscribers: [UUID: (Output) -> Void] = [:]
+  private var sentBeforeAnySubscriber: [Output] = []
+  private var everSubscribed = false
 
   func send(_ value: Output) {
-    let receivers = lock.withLock { Array(subscribers.values) }
+    let receivers: [(Output) -> Void] = lock.withLock {
+      if !everSubscribed { sentBeforeAnySubscriber.append(value) }
+      return Array(subscribers.values)
+    }
     receivers.forEach { $0(value) }
   }
 
   func sink(receiveValue: @escaping (Output) -> Void) -> AnyCancellable {
     let id = UUID()
-    lock.withLock { subscribers[id] = receiveValue }
+    // Held while the kept values are handed over, so a value sent meanwhile comes after them.
+    lock.lock()
+    let kept = everSubscribed ? [] : sentBeforeAnySubscriber
+    everSubscribed = true
+    sentBeforeAnySubscriber = []
+    kept.forEach(receiveValue)
+    subscribers[id] = receiveValue
+    lock.unlock()
     return AnyCancellable { [weak self] in self?.lock.withLock { _ = self?.subscribers.removeValue(forKey: id) } }
   }
 
