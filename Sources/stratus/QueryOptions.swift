@@ -42,6 +42,12 @@ struct QuerySelection {
         if sorts.count > Self.maximumSortKeys {
             throw UsageError(message: "--sort is given \(sorts.count) times; a query sorts by at most \(Self.maximumSortKeys) keys")
         }
+        var sortedKeys: Set<String> = []
+        for sort in sorts where !sortedKeys.insert(sort.key).inserted {
+            // The first would decide every order and the second nothing: say so rather than
+            // silently sort the way the first one asks.
+            throw UsageError(message: "--sort names '\(sort.key)' twice; give each key once, with :desc for a descending order")
+        }
         if let items = try arguments.list("--fields") {
             var names: [String] = []
             for item in items {

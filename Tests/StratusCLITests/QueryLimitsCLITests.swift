@@ -46,6 +46,19 @@ struct QueryLimitsCLITests {
         }
     }
 
+    @Test("a key sorted twice (count, then count:desc) is exit 64 naming the key, for query and export; nothing is printed")
+    func keySortedTwice() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: .sqlite)
+            #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(3)).exitCode == 0)
+            for command in ["query", "export"] {
+                let refused = try await cli.run([command, "--type", "Note", "--sort", "count", "--sort", "title", "--sort", "count:desc"])
+                #expect(refused.exitCode == 64, "\(command): \(refused)")
+                #expect(refused.stderr.contains("--sort names 'count' twice") && refused.stdout.isEmpty, "\(command): \(refused)")
+            }
+        }
+    }
+
     /// Pages through 30 notes with `query --cursor`, `sortKeys` keys and the most conditions.
     static func pageThrough(_ cli: CLI, sortKeys: Int) async throws -> [String] {
         var names: [String] = []

@@ -65,7 +65,9 @@ open class FetchDatabaseChangesOperation: DatabaseOperation, @unchecked Sendable
     }
 
     override func execute(engine: any StorageEngine, context: DatabaseContext) throws -> StratusError? {
-        precondition(resultsLimit >= 0, "FetchDatabaseChangesOperation.resultsLimit must not be negative")
+        if resultsLimit < 0 {
+            return StratusError(.invalidArguments, "FetchDatabaseChangesOperation.resultsLimit is \(resultsLimit); it must be 0 (as many as a batch holds) or more")
+        }
         let limit = resultsLimit == 0 ? Self.defaultResultsLimit : resultsLimit
         var position = try previousServerChangeToken?.position(for: nil, in: context)
         // A fetch from the beginning reports no deletion of a zone the client never had: none

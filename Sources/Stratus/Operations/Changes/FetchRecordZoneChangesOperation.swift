@@ -162,7 +162,9 @@ open class FetchRecordZoneChangesOperation: DatabaseOperation, RecordProducingOp
         try ZoneRules.checkZoneID(zoneID, context)
         if let keys = configuration.desiredKeys { for key in keys { try Naming.checkIdentifier(key, kind: "desired key") } }
         let limit = configuration.resultsLimit
-        precondition(limit >= 0, "ZoneConfiguration.resultsLimit must not be negative")
+        if limit < 0 {
+            throw StratusError(.invalidArguments, "the resultsLimit of zone '\(zoneID.zoneName)'s configuration is \(limit); it must be 0 (as many as a batch holds) or more")
+        }
         let clientToken = ClientChangeTokens.shared.token(for: zoneID, context: context, store: store)
         var position = try configuration.previousServerChangeToken?.position(for: zoneID, in: context)
         var reads = RecordReadCheck(engine: engine, context: context)

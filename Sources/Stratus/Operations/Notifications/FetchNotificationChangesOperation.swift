@@ -54,7 +54,9 @@ open class FetchNotificationChangesOperation: DatabaseOperation, @unchecked Send
     public var moreComing: Bool { more.load(ordering: .acquiring) }
 
     override func execute(engine: any StorageEngine, context: DatabaseContext) throws -> StratusError? {
-        precondition(resultsLimit >= 0, "FetchNotificationChangesOperation.resultsLimit must not be negative")
+        if resultsLimit < 0 {
+            return StratusError(.invalidArguments, "FetchNotificationChangesOperation.resultsLimit is \(resultsLimit); it must be 0 (as many as a batch holds) or more")
+        }
         let feed = context.notificationFeed
         let position = try previousServerChangeToken?.notificationPosition(in: feed)
         let limit = resultsLimit == 0 ? Self.defaultResultsLimit : resultsLimit

@@ -95,7 +95,9 @@ open class QueryOperation: DatabaseOperation, RecordProducingOperation, @uncheck
     }
 
     override func execute(engine: any StorageEngine, context: DatabaseContext) throws -> StratusError? {
-        precondition(resultsLimit >= 0, "QueryOperation.resultsLimit must not be negative")
+        if resultsLimit < 0 {
+            return StratusError(.invalidArguments, "QueryOperation.resultsLimit is \(resultsLimit); it must be 0 (as many as a page holds) or more")
+        }
         var compiled: CompiledQuery
         var progress: Progress
         let store = try engine.storeIdentifier
