@@ -1,3 +1,5 @@
+import Foundation
+
 /// A command's words, checked against its option table: every `--option` is one the command
 /// declares, every value is present, and the rest are positional arguments.
 ///
@@ -71,6 +73,44 @@ struct ParsedArguments {
         self.positionals = positionals
         self.values = values
         self.flags = flags
+        try Self.refuseSharedFiles(values, table: table)
+    }
+
+    /// Two file or folder options naming one path (`--token-file t --output t`) would write
+    /// over each other, the second after the first reported success: refused before anything
+    /// is opened. Stores are checked by the commands that open them; devices and FIFOs
+    /// (`--output /dev/stdout`) may be shared.
+    private static func refuseSharedFiles(_ values: [String: [String]], table: [String: Option]) throws {
+        var seen: [FileIdentity: String] = [:]
+        for (name, given) in values.sorted(by: { $0.key < $1.key }) {
+            guard let placeholder = table[name]?.value,
+                  placeholder.split(separator: "|").contains(where: { $0 == "FILE" || $0 == "DIR" }) else { continue }
+            for value in Set(given) where value != "-" {
+                guard let identity = FileIdentity(path: value) else { continue }
+                if let earlier = seen[identity], earlier != name {
+                    throw UsageError(message: "\(earlier) and \(name) both name '\(value)'; give each its own file")
+                }
+                seen[identity] = name
+            }
+        }
+    }
+
+    /// What a path names: an existing regular file or folder by device and inode, a path not
+    /// made yet by its absolute spelling; nil for a device, FIFO or socket.
+    private enum FileIdentity: Hashable {
+        case existing(dev_t, ino_t)
+        case planned(String)
+
+        init?(path: String) {
+            var status = stat()
+            if stat(path, &status) == 0 {
+                let kind = status.st_mode & S_IFMT
+                guard kind == S_IFREG || kind == S_IFDIR else { return nil }
+                self = .existing(status.st_dev, status.st_ino)
+            } else {
+                self = .planned(URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path)
+            }
+        }
     }
 
     /// Whether an option with this value placeholder names a file, a folder or a store.

@@ -1,0 +1,49 @@
+import Foundation
+import Stratus
+import StratusTestSupport
+import Testing
+
+/// Two file or folder options of one command naming the same path would write over each other
+/// (the change feed's output replaced by its token file, after "wrote 1 change"): refused as a
+/// usage error before anything is read or made.
+@Suite("One path for two options", .timeLimit(.minutes(10)))
+struct SharedPathsCLITests {
+    @Test("changes --token-file T --output T, export --output X --assets-dir X, import --checkpoint R --reject-file R and the same through a link are exit 64 naming both options; nothing is written")
+    func sharedPathsRefused() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: .sqlite)
+            let input = try cli.file("notes.ndjson", Input.notes(3))
+            #expect(try await cli.run(["import", input, "--quiet"]).exitCode == 0)
+            let folder = store.directory.path
+
+            let token = folder + "/changes.token"
+            let changes = try await cli.run(["changes", "--token-file", token, "--output", token])
+            #expect(changes.exitCode == 64 && changes.stderr.contains("--output and --token-file both name '\(token)'"), "\(changes)")
+            #expect(!cli.exists(token) && !cli.exists(token + ".lock"), "\(changes)")
+
+            let exported = folder + "/export.out"
+            let export = try await cli.run(["export", "--type", "Note", "--output", exported, "--assets-dir", exported])
+            #expect(export.exitCode == 64 && export.stderr.contains("--assets-dir and --output both name"), "\(export)")
+            #expect(!cli.exists(exported), "\(export)")
+
+            let rejects = folder + "/rejects"
+            let imported = try await cli.run(["import", input, "--checkpoint", rejects, "--reject-file", rejects])
+            #expect(imported.exitCode == 64 && imported.stderr.contains("--checkpoint and --reject-file both name"), "\(imported)")
+            #expect(!cli.exists(rejects), "\(imported)")
+
+            // An existing file reached through a symbolic link is the same file.
+            let kept = try cli.file("kept.token", "")
+            try FileManager.default.createSymbolicLink(atPath: folder + "/link.ndjson", withDestinationPath: kept)
+            let linked = try await cli.run(["changes", "--token-file", kept, "--output", folder + "/link.ndjson"])
+            #expect(linked.exitCode == 64 && linked.stderr.contains("both name"), "\(linked)")
+            #expect(cli.read(kept) == "", "\(linked)")
+
+            // Distinct files still work, and a device is no file of its own to protect.
+            let apart = try await cli.run(["changes", "--token-file", token, "--output", folder + "/changes.ndjson", "--quiet"])
+            #expect(apart.exitCode == 0 && cli.exists(token), "\(apart)")
+            #expect(try JSONLine.names(cli.read(folder + "/changes.ndjson") ?? "").sorted() == ["n1", "n2", "n3"])
+            let devices = try await cli.run(["import", input, "--reject-file", "/dev/null", "--checkpoint", folder + "/import.checkpoint", "--quiet"])
+            #expect(devices.exitCode == 0, "\(devices)")
+        }
+    }
+}
