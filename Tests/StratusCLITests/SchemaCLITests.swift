@@ -168,6 +168,24 @@ struct SchemaCLITests {
             let most = "DEFINE SCHEMA\n" + (0..<999).map { "RECORD TYPE T\($0) (f STRING);\n" }.joined()
             let atLimit = try await cli.run(["schema", "validate", try cli.file("most.ckdb", most)])
             #expect(atLimit.exitCode == 0, "999 types and Users: \(atLimit)")
+
+            // At the limits, what is imported exports to a file that reads back: the system
+            // fields and the Users type every export writes are not counted.
+            let widest = "DEFINE SCHEMA\n" + (0..<1_000).map { "RECORD TYPE T\($0) (f STRING);\n" }.joined()
+                + "RECORD TYPE Wide (\n    \"___createTime\" TIMESTAMP SORTABLE,\n" + (0..<1_000).map { "    f\($0) STRING" }.joined(separator: ",\n") + "\n);\n"
+            let imported = try await cli.run(["schema", "import", try cli.file("widest.ckdb", widest.replacingOccurrences(of: "RECORD TYPE T999 (f STRING);\n", with: ""))])
+            #expect(imported.exitCode == 0, "\(imported)")
+            let exported = try await cli.run(["schema", "export"])
+            #expect(exported.stdout.contains("RECORD TYPE Users") && exported.stdout.contains("\"___modTime\""), "\(exported)")
+            let back = try await cli.run(["schema", "import", try cli.file("exported.ckdb", exported.stdout)])
+            #expect(back.exitCode == 0 && back.stderr.contains("no change"), "the export reads back: \(back)")
+            // A record that would give the type a 1,001st field is refused; the schema stays.
+            let record = #"{"recordName":"w1","recordType":"Wide","fields":{"f0":{"value":"a","type":"STRING"},"extra":{"value":"b","type":"STRING"}}}"#
+            let grown = try await cli.run(["import"], stdin: record + "\n")
+            #expect(grown.exitCode == 1 && grown.stderr.contains("would give record type 'Wide' 1001 fields") && grown.stderr.contains("at most 1000"), "\(grown)")
+            #expect(try await cli.run(["schema", "export"]).stdout == exported.stdout)
+            let fits = try await cli.run(["import", "--quiet"], stdin: record.replacingOccurrences(of: "extra", with: "f999") + "\n")
+            #expect(fits.exitCode == 0, "\(fits)")
         }
     }
 

@@ -39,6 +39,18 @@ public struct ContainerSchema: Hashable, Sendable {
         field.name == usersRolesField.name && field.type == usersRolesField.type && !field.isEncrypted && !field.isNumber
     }
 
+    /// Whether CloudKit declares the field itself, so that every export shows it whether or
+    /// not a schema file named it: a system field (`recordName`, `creationDate`, …) of any
+    /// type, and the `roles` field of `Users`. Limits on what a schema declares leave these out.
+    ///
+    /// ```swift
+    /// ContainerSchema.isDeclaredByCloudKit("creationDate", in: "Note")   // true
+    /// ContainerSchema.isDeclaredByCloudKit("title", in: "Note")          // false
+    /// ```
+    public static func isDeclaredByCloudKit(_ field: String, in recordType: String) -> Bool {
+        SystemField(rawValue: field) != nil || (recordType == usersRecordType && field == usersRolesField.name)
+    }
+
     /// The `Users` type as CloudKit creates it: `roles LIST<INT64>`, written by its creator,
     /// read by everyone.
     public static let defaultUsersRecordType = RecordTypeSchema(
@@ -89,5 +101,40 @@ public struct ContainerSchema: Hashable, Sendable {
                 throw StratusError(.invalidArguments, "the 'roles' field of Users is CloudKit's: an INT64_LIST, not encrypted")
             }
         }
+    }
+}
+
+extension ContainerSchema {
+    /// How much a schema may declare, in a file or grown by saves in development. CloudKit
+    /// documents no such limits; these are Stratus's, far above what real schemas declare
+    /// (Apple's samples and published `.ckdb` files have tens of types and fields). Every index
+    /// is built in the store and kept up by every write of its type, and a schema change
+    /// compares the whole schema, so a file of 100,000 types or indexed fields would hold the
+    /// store's write lock for hours. What CloudKit declares itself (`Users`, the system fields)
+    /// is left out of the counts: every export writes it, and an export must read back.
+    ///
+    /// ```swift
+    /// var reader = SchemaReader()
+    /// reader.limits.recordTypes = 5_000
+    /// ```
+    public struct Limits: Sendable, Hashable {
+        /// Record types a file may declare, `Users` left out.
+        public var recordTypes = 1_000
+        /// Fields one record type may declare, or grow to hold in development, those CloudKit
+        /// declares itself (``ContainerSchema/isDeclaredByCloudKit(_:in:)``) left out.
+        public var fieldsPerRecordType = 1_000
+        /// Fields a file may declare, counted over every record type, those CloudKit declares
+        /// itself left out (every read of the store loads the whole schema: a file of 1,000,000
+        /// fields made each `count` take seconds).
+        public var fields = 20_000
+        /// `QUERYABLE`, `SORTABLE` and `SEARCHABLE` options, counted over every field of every
+        /// record type.
+        public var indexes = 2_000
+        /// Roles a file may create (each read of a type loads its grants: 100,000 roles granted
+        /// one type made every `count` of it take seconds).
+        public var roles = 1_000
+
+        /// The default limits.
+        public init() {}
     }
 }

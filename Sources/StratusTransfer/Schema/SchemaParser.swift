@@ -32,8 +32,12 @@ struct SchemaParser {
     private let limits: SchemaReader.Limits
     /// The QUERYABLE, SORTABLE and SEARCHABLE options read so far, in every record type.
     private var indexCount = 0
-    /// The fields read so far, in every record type.
+    /// The fields read so far, in every record type, those CloudKit declares itself left out.
     private var fieldCount = 0
+    /// The record types read so far, `Users` left out.
+    private var typeCount = 0
+    /// The fields of the record type being read, those CloudKit declares itself left out.
+    private var fieldsInType = 0
 
     init(bytes: [UInt8], limits: SchemaReader.Limits) throws(StratusError) {
         self.limits = limits
@@ -111,10 +115,16 @@ struct SchemaParser {
         if let first = typePositions[name] {
             throw source.error("record type \(SchemaLanguage.quoted(name)) is declared twice (first at \(place(first)))", at: start)
         }
-        if typePositions.count >= limits.recordTypes {
-            throw source.error("record type \(SchemaLanguage.quoted(name)) is one more than the \(limits.recordTypes) record types a schema file may declare (Stratus's limit)", at: start)
+        // `Users` and the system fields are left out of the counts: every export writes them,
+        // declared or not, and an export must read back.
+        if name != ContainerSchema.usersRecordType {
+            if typeCount >= limits.recordTypes {
+                throw source.error("record type \(SchemaLanguage.quoted(name)) is one more than the \(limits.recordTypes) record types a schema file may declare (Stratus's limit)", at: start)
+            }
+            typeCount += 1
         }
         typePositions[name] = start
+        fieldsInType = 0
         var type = RecordTypeSchema(recordType: name)
         var fieldPositions: [String: Int] = [:]
         try expectPunctuation("(", "'(' after the record type name")
@@ -186,13 +196,16 @@ struct SchemaParser {
         if let first = positions[name] {
             throw source.error("field \(SchemaLanguage.quoted(written)) is declared twice in record type \(SchemaLanguage.quoted(type.recordType)) (first at \(place(first)))", at: nameStart)
         }
-        if positions.count >= limits.fieldsPerRecordType {
-            throw source.error("field \(SchemaLanguage.quoted(written)) is one more than the \(limits.fieldsPerRecordType) fields a record type may declare (Stratus's limit)", at: nameStart)
+        if !ContainerSchema.isDeclaredByCloudKit(name, in: type.recordType) {
+            if fieldsInType >= limits.fieldsPerRecordType {
+                throw source.error("field \(SchemaLanguage.quoted(written)) is one more than the \(limits.fieldsPerRecordType) fields a record type may declare (Stratus's limit)", at: nameStart)
+            }
+            if fieldCount >= limits.fields {
+                throw source.error("field \(SchemaLanguage.quoted(written)) is one more than the \(limits.fields) fields a schema file may declare in all its record types (Stratus's limit)", at: nameStart)
+            }
+            fieldsInType += 1
+            fieldCount += 1
         }
-        if fieldCount >= limits.fields {
-            throw source.error("field \(SchemaLanguage.quoted(written)) is one more than the \(limits.fields) fields a schema file may declare in all its record types (Stratus's limit)", at: nameStart)
-        }
-        fieldCount += 1
         positions[name] = nameStart
         try advance()
 

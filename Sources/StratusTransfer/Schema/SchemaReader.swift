@@ -62,34 +62,8 @@ public struct SchemaReader: Sendable {
     /// that passes it, with its line and column.
     public var limits = Limits()
 
-    /// How much a schema file may declare. CloudKit documents no such limits; these are
-    /// Stratus's, far above what real schemas declare (Apple's samples and published `.ckdb`
-    /// files have tens of types and fields). Every index is built in the store and kept up by
-    /// every write of its type, and a schema change compares the whole schema, so a file of
-    /// 100,000 types or indexed fields would hold the store's write lock for hours.
-    ///
-    /// ```swift
-    /// var reader = SchemaReader()
-    /// reader.limits.recordTypes = 5_000
-    /// ```
-    public struct Limits: Sendable, Hashable {
-        /// Record types a file may declare (`Users` included when the file declares it).
-        public var recordTypes = 1_000
-        /// Fields one record type may declare, system fields named in it included.
-        public var fieldsPerRecordType = 1_000
-        /// Fields a file may declare, counted over every record type (every read of the store
-        /// loads the whole schema: a file of 1,000,000 fields made each `count` take seconds).
-        public var fields = 20_000
-        /// `QUERYABLE`, `SORTABLE` and `SEARCHABLE` options, counted over every field of every
-        /// record type.
-        public var indexes = 2_000
-        /// Roles a file may create (each read of a type loads its grants: 100,000 roles granted
-        /// one type made every `count` of it take seconds).
-        public var roles = 1_000
-
-        /// The default limits.
-        public init() {}
-    }
+    /// How much a schema file may declare: ``ContainerSchema/Limits``.
+    public typealias Limits = ContainerSchema.Limits
 
     public init() {}
 

@@ -284,6 +284,12 @@ struct RecordTypeRules {
             let field = missing.map(\.0).min()!
             return .failure(StratusError(.invalidArguments, "Cannot create or modify field '\(field)' in record '\(type.name)' in production schema (record '\(save.recordID.recordName)'); deploy the development schema first", recordID: save.recordID))
         }
+        let limit = ContainerSchema.Limits().fieldsPerRecordType
+        let held = type.declared.keys.count { !ContainerSchema.isDeclaredByCloudKit($0, in: type.name) }
+        if held + missing.count > limit {
+            // A schema file could not declare the type any more, so neither could its export.
+            return .failure(StratusError(.invalidArguments, "record '\(save.recordID.recordName)' would give record type '\(type.name)' \(held + missing.count) fields; a record type holds at most \(limit) (Stratus's limit, as in a schema file), and its development schema has \(held)", recordID: save.recordID))
+        }
         return .success(Growth(type: type, missing: missing, encrypted: encrypted))
     }
 
