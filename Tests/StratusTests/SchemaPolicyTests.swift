@@ -84,6 +84,15 @@ struct SchemaPolicyTests {
         ])
         #expect(changes.filter(\.isDestructive).map(\.description) == ["- RECORD TYPE Gone", "- Item.old BYTES", "~ Item.rank INT64 -> rank STRING"])
         #expect(after.changes(to: after).isEmpty)
+
+        // System fields are named and typed as a schema file declares them.
+        let indexed = ContainerSchema(recordTypes: [
+            Self.item([.init("recordName", type: .string, indexes: [.queryable]), .init("creationDate", type: .timestamp, indexes: [.sortable])]),
+        ])
+        #expect(ContainerSchema(recordTypes: [Self.item([])]).changes(to: indexed).map(\.description) == [
+            "+ Item.\"___createTime\" TIMESTAMP SORTABLE",
+            "+ Item.\"___recordID\" REFERENCE QUERYABLE",
+        ])
     }
 
     @Test("deploying keeps every production type and field with its type; indexes, grants and roles may change")

@@ -15,7 +15,7 @@ extension ContainerSchema {
     static func declaredType(_ field: RecordTypeSchema.Field) -> String {
         String(SchemaChange.text(RecordTypeSchema.Field(field.name, type: field.type, isEncrypted: field.isEncrypted, isNumber: field.isNumber,
                                                               namesPreferredType: field.namesPreferredType))
-            .dropFirst(field.name.count + 1))
+            .drop { $0 != " " }.dropFirst())
     }
 }
 
