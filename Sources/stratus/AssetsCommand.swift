@@ -55,6 +55,7 @@ struct AssetsCommand: Command {
         switch (verb, words.count) {
         case ("gc", 0): action = .gc
         case ("info", 0): action = .info
+        case ("attach", 1) where words[0].isEmpty: throw UsageError(message: "assets attach needs a non-empty folder")
         case ("attach", 1): action = .attach(words[0])
         case ("get", 2): action = .get(words[0], words[1])
         case ("gc", _), ("info", _), ("attach", _), ("get", _):

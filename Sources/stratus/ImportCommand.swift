@@ -142,6 +142,8 @@ struct ImportCommand: Command {
         if let size = try arguments.positiveInteger("--max-asset-size") { command.maximumAssetSize = Int64(size) }
         guard arguments.positionals.count <= 1 else { throw UsageError(message: "import reads one input; got \(arguments.positionals.joined(separator: " "))") }
         command.inputPath = arguments.positionals.first
+        // An unset shell variable (`stratus import "$FILE"`), as for a FILE option.
+        if command.inputPath == "" { throw UsageError(message: "import needs a non-empty FILE (or - for stdin)") }
         if command.atomic && command.checkpointPath != nil { throw UsageError(message: "--atomic and --checkpoint do not go together: an atomic import has no partial progress to resume") }
         if command.atomic && command.store.zoneID.isDefault {
             // Known before the store is opened, so a refused run creates no store.

@@ -59,6 +59,8 @@ struct SchemaCommand: Command {
         let verb = words.removeFirst()
         func file() throws -> String {
             guard let path = words.first else { throw UsageError(message: "\(verb) needs a schema FILE") }
+            // An unset shell variable (`schema import "$FILE"`), as for a FILE option.
+            if path.isEmpty { throw UsageError(message: "\(verb) needs a non-empty schema FILE") }
             if let extra = words.dropFirst().first { throw UsageError(message: "unexpected argument '\(extra)'") }
             return path
         }

@@ -46,4 +46,16 @@ struct SharedPathsCLITests {
             #expect(devices.exitCode == 0, "\(devices)")
         }
     }
+
+    @Test("an empty FILE argument (an unset shell variable) is exit 64 for import, schema import, validate and diff, and assets attach; no store is made")
+    func emptyFileArguments() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: .sqlite)
+            for arguments in [["import", ""], ["schema", "import", ""], ["schema", "validate", ""], ["schema", "diff", ""], ["assets", "attach", ""]] {
+                let refused = try await cli.run(arguments)
+                #expect(refused.exitCode == 64 && refused.stderr.contains("non-empty"), "\(arguments): \(refused)")
+            }
+            #expect(!cli.storeExists(), "a refused command makes no store")
+        }
+    }
 }
