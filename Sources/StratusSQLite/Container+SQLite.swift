@@ -16,6 +16,7 @@ extension Container {
     ///   (or `$STRATUS_STORE`) is a PostgreSQL URL, which `Container(identifier:postgresURL:)`
     ///   opens (and `Container(identifier:store:)` of `StratusStores`, which opens either engine).
     public convenience init(identifier: String, storePath: String? = nil, userName: String? = nil, environment: Environment = .development) throws {
+        try Container.checkOpening(identifier: identifier, userName: userName)
         let path = storePath ?? SQLiteEngine.defaultStorePath(containerIdentifier: identifier)
         self.init(identifier: identifier, engine: try SQLiteEngine.shared(path: path), userName: userName, environment: environment)
     }
@@ -29,6 +30,7 @@ extension Container {
     ///
     /// - Throws: ``StratusError`` when the store cannot be opened or created.
     public static func anonymous(identifier: String, storePath: String? = nil, environment: Environment = .development) throws -> Container {
+        try Container.checkOpening(identifier: identifier, userName: nil)
         let path = storePath ?? SQLiteEngine.defaultStorePath(containerIdentifier: identifier)
         return Container.anonymous(identifier: identifier, engine: try SQLiteEngine.shared(path: path), environment: environment)
     }

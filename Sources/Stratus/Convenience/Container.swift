@@ -61,13 +61,28 @@ public final class Container: NSObject, Sendable {
     /// let container = Container(identifier: "com.example.todo", engine: engine, userName: "alice", environment: .production)
     /// ```
     ///
-    /// - Precondition: `identifier` and `userName` are not empty and hold no control character
-    ///   (a programmer error; ``checkIdentifier(_:)`` checks an identifier that comes from input).
+    /// As `CKContainer(identifier:)`, this does not fail: an `identifier` that
+    /// ``checkIdentifier(_:)`` refuses makes every operation of the container fail with
+    /// `badContainer`, and a `userName` that ``UserDirectoryEntry/checkLogin(_:)`` refuses
+    /// (empty, a control character, longer than 255 bytes) with `invalidArguments`.
     /// `retryPolicy` applies to every operation of the container's databases that sets none.
     public convenience init(identifier: String, engine: any StorageEngine, userName: String? = nil, environment: Environment = .development, retryPolicy: RetryPolicy = RetryPolicy()) {
         let login = userName ?? Container.defaultUserName(for: engine)
-        precondition((try? UserDirectoryEntry.checkLogin(login)) != nil, "a user name cannot be empty or hold a control character")
         self.init(identifier: identifier, engine: engine, environment: environment, user: ContainerUser(login: login, containerIdentifier: identifier), retryPolicy: retryPolicy)
+    }
+
+    /// Checks what a container is opened with, for the initialisers that can throw: they fail
+    /// before opening (or creating) a store, where the others fail every operation.
+    ///
+    /// ```swift
+    /// try Container.checkOpening(identifier: request.app, userName: request.user)
+    /// ```
+    ///
+    /// - Throws: ``StratusError`` `badContainer` for the identifier, `invalidArguments` for the
+    ///   user name, as ``checkIdentifier(_:)`` and ``UserDirectoryEntry/checkLogin(_:)``.
+    public static func checkOpening(identifier: String, userName: String?) throws(StratusError) {
+        try checkIdentifier(identifier)
+        if let userName { try UserDirectoryEntry.checkLogin(userName) }
     }
 
     /// A container whose caller is not signed in: it may read in the public database what the
@@ -83,7 +98,6 @@ public final class Container: NSObject, Sendable {
     }
 
     init(identifier: String, engine: any StorageEngine, environment: Environment, user: ContainerUser, retryPolicy: RetryPolicy) {
-        precondition((try? Container.checkIdentifier(identifier)) != nil, "a container identifier cannot be empty or hold a control character")
         self.identifier = identifier
         self.engine = engine
         self.environment = environment

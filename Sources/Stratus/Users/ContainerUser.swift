@@ -11,14 +11,26 @@ final class ContainerUser: Sendable {
     let containerIdentifier: String
     private let resolved = Mutex<UserDirectoryEntry?>(nil)
 
+    /// Why no operation can run: the container's identifier or the login is one CloudKit
+    /// would refuse. A container cannot fail to open (`CKContainer(identifier:)` does not), so
+    /// its operations fail instead.
+    let refusal: StratusError?
+
     init(login: String?, containerIdentifier: String) {
         self.login = login
         self.containerIdentifier = containerIdentifier
+        do {
+            try Container.checkOpening(identifier: containerIdentifier, userName: login)
+            refusal = nil
+        } catch {
+            refusal = error
+        }
     }
 
     /// The login's directory entry, or the derived one when the directory has none; `nil` for
     /// no user.
     func entry(engine: any StorageEngine) throws -> UserDirectoryEntry? {
+        if let refusal { throw refusal }
         guard let login else { return nil }
         if let known = resolved.withLock({ $0 }) { return known }
         let found = try engine.fetchUserDirectory(containerIdentifier: containerIdentifier, logins: [login]).first { $0.login == login }
