@@ -42,6 +42,9 @@ public struct CompiledQuery: Hashable, Sendable, Codable {
             if descriptor.distanceFrom != nil, case .field = key {} else if descriptor.distanceFrom != nil {
                 throw StratusError(.invalidArguments, "distance sort needs a LOCATION field, not '\(descriptor.key)'")
             }
+            if let origin = descriptor.distanceFrom, !origin.isFinite {
+                throw StratusError(.invalidArguments, "a distance sort's location must have finite coordinates")
+            }
             return SortKey(key: key, ascending: descriptor.ascending, distanceFrom: descriptor.distanceFrom)
         }
         self.desiredKeys = desiredKeys
@@ -101,6 +104,10 @@ public struct CompiledQuery: Hashable, Sendable, Codable {
             switch v {
             case .double(let d) where !d.isFinite:
                 throw StratusError(.invalidArguments, "a predicate cannot compare with a non-finite number")
+            case .date(let d) where !d.timeIntervalSinceReferenceDate.isFinite:
+                throw StratusError(.invalidArguments, "a predicate cannot compare with a date at a non-finite time")
+            case .location(let l) where !l.isFinite:
+                throw StratusError(.invalidArguments, "a predicate cannot compare with a location whose coordinates are not finite")
             default: break
             }
         }
@@ -128,10 +135,11 @@ public struct CompiledQuery: Hashable, Sendable, Codable {
             try listKey(k); try value(v)
             _ = try family(of: v, k, "look for in a list")
         case .tokens: break
-        case .distance(let k, _, _, let km):
+        case .distance(let k, let origin, _, let km):
             guard case .field(let name) = k else { throw StratusError(.invalidArguments, "distanceToLocation needs a LOCATION field, not \(k)") }
             try Naming.checkIdentifier(name, kind: "field name")
             guard km.isFinite else { throw StratusError(.invalidArguments, "a distance must be a finite number of kilometres") }
+            guard origin.isFinite else { throw StratusError(.invalidArguments, "distanceToLocation's location must have finite coordinates") }
         }
     }
 
@@ -174,8 +182,8 @@ public struct CompiledQuery: Hashable, Sendable, Codable {
     public var fingerprint: String {
         var identity = self
         identity.desiredKeys = nil
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        return StableHash.hex(of: (try? encoder.encode(identity)) ?? Data())
+        // The encoder cannot fail (non-finite numbers become text), so no two queries share
+        // an empty identity.
+        return StableHash.hex(of: (try? JSONEncoder.stratusValues().encode(identity)) ?? Data())
     }
 }

@@ -54,6 +54,10 @@ extension Record {
                 throw fail("field '\(key)' holds a non-finite number, which a store cannot keep")
             case .doubleList(let v) where v.contains(where: { !$0.isFinite }):
                 throw fail("field '\(key)' holds a non-finite number, which a store cannot keep")
+            case .date(let d) where !d.timeIntervalSinceReferenceDate.isFinite:
+                throw fail("field '\(key)' holds a date at a non-finite time (Date(timeIntervalSinceReferenceDate: .infinity) or .nan), which a store cannot keep")
+            case .dateList(let v) where v.contains(where: { !$0.timeIntervalSinceReferenceDate.isFinite }):
+                throw fail("field '\(key)' holds a date at a non-finite time (Date(timeIntervalSinceReferenceDate: .infinity) or .nan), which a store cannot keep")
             case .location(let l) where !l.isFinite:
                 throw fail("field '\(key)' holds a location with a non-finite coordinate")
             case .locationList(let v) where v.contains(where: { !$0.isFinite }):

@@ -121,6 +121,13 @@ extension FieldValue {
     /// A list of scalar values of one type, or a trap naming `what` for mixed or nested values.
     static func list(_ values: [FieldValue], of what: String) -> FieldValue {
         guard let first = values.first else { return .stringList([]) }
+        // An NSArray of NSNumbers is one list to CloudKit, whether each number came as an
+        // integer or a double (JSON's `[4, 4.5]`): a list of numbers that holds a double is
+        // a DOUBLE list.
+        if values.contains(where: { if case .double = $0 { true } else { false } }),
+           values.allSatisfy({ if case .int64 = $0 { true } else if case .double = $0 { true } else { false } }) {
+            return .doubleList(values.map { if case .int64(let v) = $0 { Double(v) } else if case .double(let v) = $0 { v } else { 0 } })
+        }
         func all<T>(_ extract: (FieldValue) -> T?) -> [T] {
             values.map { value in
                 guard let element = extract(value) else {

@@ -27,6 +27,11 @@ open class DatabaseOperation: Operation, @unchecked Sendable {
     // Operation is @unchecked Sendable in corelibs; the state below is guarded by `lock`, and
     // configuration properties are read once when the operation starts, as in CloudKit.
 
+    /// The most records or changes one read of the store returns, whatever `resultsLimit` asks:
+    /// as CloudKit's server, a fetch asking for more (`Int.max`) gets this many with
+    /// `moreComing`, and the engines' `limit + 1` look-ahead cannot overflow.
+    static let largestBatch = 100_000
+
     /// The database the operation runs against. ``Database/add(_:)`` sets it.
     public var database: Database?
 

@@ -33,16 +33,14 @@ struct SubscriptionDefinition: Hashable, Sendable, Codable {
     }
 
     func encoded() -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        // Plain value types only: encoding cannot fail.
-        return Array(try! encoder.encode(self))
+        // Plain value types, and non-finite numbers written as text: encoding cannot fail.
+        return Array(try! JSONEncoder.stratusValues().encode(self))
     }
 
     /// - Throws: `badDatabase` when the stored bytes are not a definition this Stratus reads.
     static func decode(_ bytes: [UInt8], id: String) throws -> SubscriptionDefinition {
         do {
-            let definition = try JSONDecoder().decode(SubscriptionDefinition.self, from: Data(bytes))
+            let definition = try JSONDecoder.stratusValues().decode(SubscriptionDefinition.self, from: Data(bytes))
             guard definition.format == 1 else {
                 throw StratusError(.badDatabase, "subscription '\(id)' was saved by a newer Stratus (definition format \(definition.format))")
             }

@@ -9,10 +9,8 @@ import Foundation
 /// ```
 enum OpaqueText {
     static func encode<Value: Encodable>(_ value: Value, prefix: String) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        // Cursors and tokens hold plain value types only, so encoding cannot fail.
-        let data = try! encoder.encode(value)
+        // Plain value types, and non-finite numbers written as text: encoding cannot fail.
+        let data = try! JSONEncoder.stratusValues().encode(value)
         return prefix + data.base64EncodedString()
             .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
             .replacingOccurrences(of: "=", with: "")
@@ -25,6 +23,6 @@ enum OpaqueText {
             .replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         while base64.count % 4 != 0 { base64 += "=" }
         guard let data = Data(base64Encoded: base64) else { return nil }
-        return try? JSONDecoder().decode(Value.self, from: data)
+        return try? JSONDecoder.stratusValues().decode(Value.self, from: data)
     }
 }

@@ -76,7 +76,8 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
         public var subscriptionID: Subscription.ID?
         /// How often an engine that syncs by itself asks the store whether other devices
         /// changed anything, in seconds (Stratus's stand-in for CloudKit's push; not in
-        /// CloudKit's API). It fetches only when something changed; `nil` never asks.
+        /// CloudKit's API). It fetches only when something changed; `nil` (or `.infinity`) never
+        /// asks. Taken as at least 0.01 and at most 86,400 (a day).
         ///
         /// ```swift
         /// configuration.changePollInterval = 2
@@ -134,7 +135,9 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
         database = configuration.database
         delegateReference = WeakDelegate(configuration.delegate)
         automaticallySync = configuration.automaticallySync
-        changePollInterval = configuration.changePollInterval.map { max($0, 0.01) }
+        // NaN and infinity never poll (`nil`); at most once a day is as good as never, and keeps
+        // the nanoseconds within UInt64.
+        changePollInterval = configuration.changePollInterval.flatMap { $0.isFinite ? min(max($0, 0.01), 86_400) : nil }
         var stored = Stored()
         var unreadable: StratusError?
         if let serialization = configuration.stateSerialization {

@@ -172,7 +172,7 @@ open class FetchRecordZoneChangesOperation: DatabaseOperation, RecordProducingOp
             if shouldStop { throw stoppedError("FetchRecordZoneChangesOperation", completed: delivered) }
             let request = ZoneChangesRequest(
                 zoneID: context.canonical(zoneID), after: position,
-                limit: limit == 0 ? Self.defaultResultsLimit : limit, desiredKeys: configuration.desiredKeys)
+                limit: limit == 0 ? Self.defaultResultsLimit : min(limit, Self.largestBatch), desiredKeys: configuration.desiredKeys)
             let batch = try withRetry { try engine.fetchZoneChanges(request, in: context) }
             var changed: [Record] = []
             for change in batch.changes {

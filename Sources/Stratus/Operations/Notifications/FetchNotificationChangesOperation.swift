@@ -59,7 +59,7 @@ open class FetchNotificationChangesOperation: DatabaseOperation, @unchecked Send
         }
         let feed = context.notificationFeed
         let position = try previousServerChangeToken?.notificationPosition(in: feed)
-        let limit = resultsLimit == 0 ? Self.defaultResultsLimit : resultsLimit
+        let limit = resultsLimit == 0 ? Self.defaultResultsLimit : min(resultsLimit, Self.largestBatch)
         let batch = try withRetry { try engine.fetchNotifications(in: feed, after: position, limit: limit) }
         let store = try engine.storeIdentifier
         for (count, stored) in batch.notifications.enumerated() {

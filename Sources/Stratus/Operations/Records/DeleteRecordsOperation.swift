@@ -123,7 +123,7 @@ public final class DeleteRecordsOperation: DatabaseOperation, @unchecked Sendabl
             var position: QueryPosition?
             repeat {
                 if shouldStop { return cancelled() }
-                let page = try withRetry { try engine.queryRecords(compiled, in: context, after: position, limit: batchSize) }
+                let page = try withRetry { try engine.queryRecords(compiled, in: context, after: position, limit: min(batchSize, Self.largestBatch)) }
                 if !page.records.isEmpty { try deleteBatch(page.records.map(\.recordID)) }
                 position = page.nextPosition
             } while position != nil
