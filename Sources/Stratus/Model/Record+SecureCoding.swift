@@ -99,7 +99,7 @@ extension Record: NSSecureCoding {
         }
         func json<T: Decodable>(_ key: String, as type: T.Type) -> T? {
             guard coder.containsValue(forKey: key), let data = coder.decodeObject(of: NSData.self, forKey: key) as Data? else { return nil }
-            return try? JSONDecoder().decode(T.self, from: data)
+            return try? JSONDecoder.stratusValues().decode(T.self, from: data)
         }
         func flag(_ key: String) -> Bool { coder.containsValue(forKey: key) && coder.decodeBool(forKey: key) }
         guard coder.containsValue(forKey: Key.version), let recordType = text(Key.recordType), let recordName = text(Key.recordName),
@@ -129,7 +129,8 @@ extension Record: NSSecureCoding {
     }
 
     private static func json<T: Encodable>(_ value: T) -> Data {
-        // Field values and key lists always encode: they are plain Codable values.
-        (try? JSONEncoder().encode(value)) ?? Data()
+        // Field values and key lists always encode: plain Codable values, a non-finite number
+        // (a field set to .nan, not saved yet) written as text.
+        (try? JSONEncoder.stratusValues().encode(value)) ?? Data()
     }
 }

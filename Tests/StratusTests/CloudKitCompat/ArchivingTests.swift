@@ -81,6 +81,20 @@ struct ArchivingTests {
         #expect(back.recordChangeTag == nil)
     }
 
+    @Test("a record holding values no save accepts (a NaN, an infinite date) is archived and read back whole; the save then refuses them")
+    func unsavableValuesRoundTrip() throws {
+        let record = Record(recordType: "Reading", recordID: Record.ID(recordName: "r1"))
+        record["value"] = Double.nan
+        record["values"] = [1.0, -.infinity]
+        record["at"] = Date(timeIntervalSinceReferenceDate: .infinity)
+        let data = try NSKeyedArchiver.archivedData(withRootObject: record, requiringSecureCoding: true)
+        let back = try #require(try NSKeyedUnarchiver.unarchivedObject(ofClass: Record.self, from: data))
+        #expect((back["value"] as? Double)?.isNaN == true)
+        #expect(back["values"] as? [Double] == [1.0, -.infinity])
+        #expect(back["at"] as? Date == Date(timeIntervalSinceReferenceDate: .infinity))
+        #expect(throws: StratusError.self) { try back.validateForSave() }
+    }
+
     @Test("an archive that holds no record reads as nil")
     func notARecord() throws {
         let archiver = NSKeyedArchiver(requiringSecureCoding: true)
