@@ -410,16 +410,23 @@ struct NotificationsCLITests {
         return try lines(url.path)
     }
 
-    /// Waits (up to 2 minutes) until another process holds the lock file's lock.
+    /// Waits (up to 2 minutes) until `process` holds the lock file's lock. Read from
+    /// /proc/locks, never probed by taking the lock: a probe holding it for a moment would make
+    /// the process's own `LOCK_NB` attempt, should it fall in that moment, fail with exit 75.
     static func waitUntilLocked(_ path: String, while process: ChildProcess) async throws -> Bool {
         let deadline = ContinuousClock.now + .seconds(120)
         while ContinuousClock.now < deadline && process.isRunning {
-            let descriptor = open(path, O_RDWR | O_CLOEXEC)
-            if descriptor >= 0 {
-                let free = flock(descriptor, LOCK_EX | LOCK_NB) == 0
-                if free { flock(descriptor, LOCK_UN) }
-                close(descriptor)
-                if !free { return true }
+            var info = stat()
+            if stat(path, &info) == 0 {
+                // `1: FLOCK  ADVISORY  WRITE 12345 fd:01:1234567 0 EOF`: pid, then major:minor:inode.
+                // Read to its end: a /proc file has no size to read up to.
+                let locks = try? FileHandle(forReadingFrom: URL(fileURLWithPath: "/proc/locks")).readToEnd()
+                let held = String(decoding: locks ?? Data(), as: UTF8.self).split(separator: "\n").contains { line in
+                    let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+                    guard fields.count >= 6, fields[1] == "FLOCK", fields[3] == "WRITE", fields[4] == "\(process.pid)" else { return false }
+                    return fields[5].split(separator: ":").last.flatMap { UInt64($0) } == UInt64(info.st_ino)
+                }
+                if held { return true }
             }
             try await Task.sleep(for: .milliseconds(20))
         }
