@@ -258,6 +258,14 @@ extension PrivateDatabaseSampleTests {
     func saveOverwritesAndRelaunchReads() async throws {
         try await TemporaryStore.with(prefix: "cloudkit-privatedb") { store in
             let first = PrivateDatabaseSample.ViewModel(storePath: store.path(), userName: "alice")
+            // The refresh the initializer starts could read "Ann" and set it after the refresh
+            // that follows saving "Bob". It logs when it ends ("Record not found", as nothing is
+            // saved yet), and nothing else logs before the first save: wait for that.
+            let initialFetch = ContinuousClock.now + .seconds(300)
+            while first.loggedMessages.isEmpty && ContinuousClock.now < initialFetch {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            try #require(!first.loggedMessages.isEmpty, "the initializer's refresh did not end")
             try await first.saveRecord(name: "Ann")
             // A new record object with the same ID and no change tag: `.allKeys` overwrites the stored one.
             try await first.saveRecord(name: "Bob")

@@ -533,7 +533,25 @@ func withContactsDevices(_ body: (ContactsDevices) async throws -> Void) async t
             let alice = try devices.newTestDatabase(dataFile: "shared-file.json")
             try await alice.saveContacts([SampleContact(name: "alice's", userModificationDate: Date())])
             try await alice.syncEngine.sendChanges()
-            try await alice.saveContacts([SampleContact(name: "not sent", userModificationDate: Date())])
+            let notSent = SampleContact(name: "not sent", userModificationDate: Date())
+            try await alice.saveContacts([notSent])
+            // Alice's engine hands over the state with "not sent" pending in a stateUpdate after
+            // saveContacts returns, and the sample writes the file in place, not atomically: bob
+            // reading it mid-write would start from no state (no account switch to see). Wait
+            // until the file holds that state whole; alice changes nothing after it, so no
+            // later stateUpdate writes the file again.
+            func savedStateHoldsNotSent() -> Bool {
+                guard let blob = try? Data(contentsOf: alice.dataURL),
+                      let saved = try? JSONDecoder().decode(ContactsAppData.self, from: blob),
+                      let serialization = saved.stateSerialization,
+                      // The serialization is opaque; it encodes as one data value, the state's JSON.
+                      let encoded = try? JSONEncoder().encode([serialization]),
+                      let state = try? JSONDecoder().decode([Data].self, from: encoded).first else { return false }
+                return String(decoding: state, as: UTF8.self).contains(notSent.id)
+            }
+            let persisted = ContinuousClock.now + .seconds(300)
+            while !savedStateHoldsNotSent() && ContinuousClock.now < persisted { try await Task.sleep(for: .milliseconds(20)) }
+            try #require(savedStateHoldsNotSent(), "alice's state with the unsent change was never saved")
 
             let bob = try devices.newTestDatabase(user: "bob", dataFile: "shared-file.json")
             try await bob.syncEngine.fetchChanges()

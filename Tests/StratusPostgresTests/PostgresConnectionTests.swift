@@ -402,13 +402,21 @@ struct PostgresConnectionTests {
         let listener = try PostgresConnection(url: database.url)
         try listener.listen(to: "zone changes")
         #expect(try listener.nextNotification(timeout: 0.05) == nil)
-        let url = database.url
+        // The sender's connection is opened here, with `try`, and its error kept: a sender that
+        // failed with `try?` dropped the notification silently, and the waiter only timed out.
+        // (Used by the thread alone from here on.)
+        nonisolated(unsafe) let connection = try PostgresConnection(url: database.url)
+        let sendError = Box<String?>(nil)
+        let sent = DispatchSemaphore(value: 0)
         let sender = Thread {
-            guard let connection = try? PostgresConnection(url: url) else { return }
-            try? connection.notify("zone changes", payload: "zone-1 ü")
+            do { try connection.notify("zone changes", payload: "zone-1 ü") } catch { sendError.value = "\(error)" }
+            sent.signal()
         }
         sender.start()
-        let notification = try #require(try listener.nextNotification(timeout: 60))
+        let received = try listener.nextNotification(timeout: 300)
+        sent.wait()
+        #expect(sendError.value == nil, "the NOTIFY failed: \(sendError.value ?? "")")
+        let notification = try #require(received)
         #expect(notification.channel == "zone changes")
         #expect(notification.payload == "zone-1 ü")
         #expect(notification.senderProcessID != listener.backendProcessID)
@@ -418,8 +426,8 @@ struct PostgresConnectionTests {
             try listener.notify("zone changes", payload: "a")
             try listener.notify("zone changes", payload: "b")
         }
-        #expect(try listener.nextNotification(timeout: 60)?.payload == "a")
-        #expect(try listener.nextNotification(timeout: 60)?.payload == "b")
+        #expect(try listener.nextNotification(timeout: 300)?.payload == "a")
+        #expect(try listener.nextNotification(timeout: 300)?.payload == "b")
         try listener.unlisten(from: "zone changes")
         try listener.notify("zone changes", payload: "c")
         #expect(try listener.nextNotification(timeout: 0.05) == nil)

@@ -615,18 +615,28 @@ struct SafeWriteTests {
             let context = database.context
             let stop = Box(false)
             let seen = Box<Set<Int>>([])
+            let pages = Box(0)
             let reader = Thread {
                 while !stop.value {
                     if let page = try? engine.queryRecords(compiled, in: context, after: nil, limit: 5_000) {
                         seen.update { _ = $0.insert(page.records.count) }
                     }
+                    pages.update { $0 += 1 }
                 }
             }
             reader.start()
-            try await Task.sleep(for: .milliseconds(50))
+            // The reader is reading before the delete starts and until after it ends: the delete
+            // waits for its first page, and it stops only once it has read a page begun after
+            // the delete returned (the second one finished since).
+            func waitForPages(_ count: Int) async throws {
+                let deadline = ContinuousClock.now + .seconds(300)
+                while pages.value < count && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+            }
+            try await waitForPages(1)
             let results = try await database.modifyRecords(saving: [], deleting: [Record.ID(recordName: "n-0")])
-            try await Task.sleep(for: .milliseconds(100))
+            try await waitForPages(pages.value + 2)
             stop.value = true
+            #expect(seen.value.contains(total) && seen.value.contains(1), "the reader read before and after the delete: \(seen.value.sorted())")
             #expect(errorCode(results.deleteResults[Record.ID(recordName: "n-0")]) == nil)
 
             let left = try await TestDatabase.queryAll(Query(recordType: "Node"), in: database)
