@@ -56,6 +56,7 @@ struct DecodeContext {
     /// Whether `"deleted": true` items are deletions rather than rejected.
     let readsDeletions: Bool
     let keepsSystemRecords: Bool
+    let savesAs: RecordWriteMode?
 
     init(options: RecordReadOptions) {
         defaultZone = options.zoneID
@@ -75,6 +76,7 @@ struct DecodeContext {
         assetPaths = options.assetPaths
         readsDeletions = options.readsDeletions
         keepsSystemRecords = options.keepsSystemRecords
+        savesAs = options.savesAs
     }
 }
 

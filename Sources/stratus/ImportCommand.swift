@@ -177,6 +177,7 @@ struct ImportCommand: Command {
         }
         // A change feed's deletions apply, so that `stratus changes | stratus import` keeps a copy.
         readOptions.readsDeletions = true
+        readOptions.savesAs = mode
         if let checkpointPath, Self.sameFile(checkpointPath, as: input.handle.fileDescriptor) {
             // Refused before its lock file is made: a checkpoint saved over the input loses it.
             throw UsageError(message: "--checkpoint \(checkpointPath) is the input itself; name another file")

@@ -141,7 +141,12 @@ struct CloudKitFixtureCLITests {
             let padding = String(repeating: "x", count: 200)
             let operations = (0..<3_000).map { #"{"operationType":"create","record":{"recordName":"P\#($0)","recordType":"CPLAsset","fields":{"note":{"value":"\#(padding)"}}}}"# }
             let body = #"{"atomic":false,"operations":[\#(operations.joined(separator: ","))],"zoneID":{"zoneName":"PrimarySync","zoneType":"REGULAR_CUSTOM_ZONE"}}"#
-            let result = try await cli.run(["import", try cli.file("modify.json", body), "--create-zones", "--database", "private"])
+            // Its operations are creates: the import applies them as creates, or not at all.
+            let asUpdates = try await cli.run(["import", try cli.file("modify.json", body), "--create-zones", "--database", "private"])
+            #expect(asUpdates.exitCode == 1 && asUpdates.stderr.contains("the operation 'create' would be saved as forceUpdate (the import's mode)")
+                    && asUpdates.stderr.contains("--mode create"), "\(asUpdates.stderr.suffix(600))")
+            Summary.expectImport(asUpdates, imported: 0, failed: 3_000)
+            let result = try await cli.run(["import", try cli.file("modify.json", body), "--create-zones", "--database", "private", "--mode", "create"])
             #expect(result.exitCode == 0, "\(result)")
             Summary.expectImport(result, imported: 3_000)
             #expect(try await cli.count("CPLAsset", extra: ["--zone", "PrimarySync", "--database", "private"]) == 3_000)
@@ -155,6 +160,21 @@ struct CloudKitFixtureCLITests {
             #expect(removed.stderr.contains("the operation 'delete' deletes the record only while its change tag matches"), "\(removed)")
             #expect(try await cli.count("CPLAsset", extra: ["--zone", "PrimarySync", "--database", "private"]) == 2_999)
             #expect(try await cli.count("CPLAsset", extra: ["--zone", "PrimarySync", "--database", "private", "--where", "recordName == 'P2'"]) == 1)
+
+            // A forceReplace removes the fields the request lacks, as in CloudKit; applied as the
+            // default forceUpdate it would keep them, so it is refused under that mode.
+            let replacing = #"{"operations":[{"operationType":"forceReplace","record":{"recordName":"P3","recordType":"CPLAsset","fields":{"rank":{"value":3}}}}],"zoneID":{"zoneName":"PrimarySync"}}"#
+            let path = try cli.file("replace.json", replacing)
+            let refused = try await cli.run(["import", path, "--database", "private"])
+            #expect(refused.exitCode == 1 && refused.stderr.contains("--mode forceReplace"), "\(refused)")
+            let applied = try await cli.run(["import", path, "--database", "private", "--mode", "forceReplace"])
+            #expect(applied.exitCode == 0, "\(applied)")
+            let replaced = try await cli.run(["get", "P3", "--zone", "PrimarySync", "--database", "private"])
+            #expect(replaced.stdout.contains(#""rank""#) && !replaced.stdout.contains(#""note""#), "\(replaced)")
+            // A create of a stored record fails, as CloudKit's does.
+            let recreate = #"{"operations":[{"operationType":"create","record":{"recordName":"P4","recordType":"CPLAsset","fields":{}}}],"zoneID":{"zoneName":"PrimarySync"}}"#
+            let existing = try await cli.run(["import", try cli.file("recreate.json", recreate), "--database", "private", "--mode", "create"])
+            #expect(existing.exitCode == 1 && existing.stderrLines.last?.contains("failed 1") == true, "\(existing)")
         }
     }
 
