@@ -462,7 +462,9 @@ extension JSONCursor {
         // A whole number a double cannot hold is not silently made another one: the nearest
         // double is written back as other digits (9007199254740993 would be 9007199254740992).
         if changesAsDouble(t, value) {
-            throw fail(t, key, type, i, "\(shown(t, i)) is a whole number a DOUBLE cannot hold exactly (it would be stored as \(Self.wholeDigits(value))); give it as INT64 (a NUMBER field takes both)")
+            throw fail(t, key, type, i, abs(value) < 9.3e18
+                ? "\(shown(t, i)) is a whole number a DOUBLE cannot hold exactly (it would be stored as \(Self.wholeDigits(value))); give it as INT64 (a NUMBER field takes both)"
+                : "\(shown(t, i)) is a whole number a DOUBLE cannot hold exactly (it would be stored as \(Self.wholeDigits(value))), and too large for INT64; give it as a STRING to keep every digit")
         }
         return value
     }
@@ -629,8 +631,9 @@ extension JSONCursor {
                     }
                     return 1 << UInt32(["downloadURL", "fileChecksum", "referenceChecksum", "wrappingKey", "receipt"].firstIndex(of: name)!)
                 case "size":
-                    guard v.kind == .number, case .value(let bytes) = integer(v), bytes >= 0 else {
-                        throw fail(v, key, type, i, "has a size that is not a whole number of bytes")
+                    guard v.kind == .number else { throw fail(v, key, type, i, "has 'size' as \(v.kindName), not a number") }
+                    guard case .value(let bytes) = integer(v), bytes >= 0 else {
+                        throw fail(v, key, type, i, "has a size that is not a whole number of bytes (0 or more)")
                     }
                     size = bytes
                     return 1 << 5

@@ -350,7 +350,10 @@ extension JSONCursor {
     private func date(_ token: Token, _ what: String) throws(FieldError) -> Date {
         guard let date = timestamp(token) else {
             if token.kind == .string {
-                throw FieldError(offset: token.start, message: "\(what) '\(quoted(token))' is not an ISO 8601 date-time with a zone (2024-03-01T12:00:00Z), nor a number of milliseconds since 1970")
+                let digits = !quoted(token).isEmpty && quoted(token).allSatisfy { $0.isASCII && ($0.isNumber || $0 == "-" || $0 == ".") }
+                throw FieldError(offset: token.start, message: digits
+                    ? "\(what) '\(quoted(token))' is a number written as a string; give the milliseconds since 1970 as a JSON number (\(quoted(token))), or an ISO 8601 date-time with a zone"
+                    : "\(what) '\(quoted(token))' is not an ISO 8601 date-time with a zone (2024-03-01T12:00:00Z), nor a number of milliseconds since 1970")
             }
             throw FieldError(offset: token.start, message: "\(what) \(numberText(token)) is out of range")
         }
