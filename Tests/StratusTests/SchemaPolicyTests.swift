@@ -85,6 +85,12 @@ struct SchemaPolicyTests {
         #expect(changes.filter(\.isDestructive).map(\.description) == ["- RECORD TYPE Gone", "- Item.old BYTES", "~ Item.rank INT64 -> rank STRING"])
         #expect(after.changes(to: after).isEmpty)
 
+        // Grants spelled as CloudKit's defaults are the defaults: no change.
+        let spelled = ContainerSchema(recordTypes: [Self.item([], grants: RecordTypeSchema.publicDatabaseGrants)])
+        #expect(ContainerSchema(recordTypes: [Self.item([])]).changes(to: spelled).isEmpty)
+        #expect(spelled.changes(to: ContainerSchema(recordTypes: [Self.item([])])).isEmpty)
+        #expect(ContainerSchema(recordTypes: [Self.item([])]).changes(to: ContainerSchema(recordTypes: [Self.item([], grants: [.world: .read])])).count == 1)
+
         // System fields are named and typed as a schema file declares them.
         let indexed = ContainerSchema(recordTypes: [
             Self.item([.init("recordName", type: .string, indexes: [.queryable]), .init("creationDate", type: .timestamp, indexes: [.sortable])]),

@@ -28,8 +28,7 @@ struct RecordAccess: Sendable {
     /// of which the saver, as `_creator`, could then write what its user reads as their own.
     init(_ schema: RecordTypeSchema?, context: DatabaseContext) {
         let isUsers = schema?.recordType == ContainerSchema.usersRecordType
-        let defaults = isUsers ? ContainerSchema.defaultUsersRecordType.grants : RecordTypeSchema.publicDatabaseGrants
-        let grants = schema.map { $0.grants.isEmpty ? defaults : $0.grants } ?? defaults
+        let grants = schema?.effectiveGrants ?? RecordTypeSchema.publicDatabaseGrants
         var every = grants[.world] ?? []
         if context.isAdministrator {
             every = [.read, .create, .write]

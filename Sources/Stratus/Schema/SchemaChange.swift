@@ -87,7 +87,9 @@ extension ContainerSchema {
                 if Set(old.compoundIndexes) != Set(new.compoundIndexes) {
                     changes.append(.compoundIndexesChanged(recordType: name, from: old.compoundIndexes, to: new.compoundIndexes))
                 }
-                if old.grants != new.grants {
+                // No grants means CloudKit's defaults: spelling them out (as every cktool export
+                // does) changes nothing.
+                if old.effectiveGrants != new.effectiveGrants {
                     changes.append(.grantsChanged(recordType: name, from: old.grants, to: new.grants))
                 }
             case (nil, nil): break
@@ -110,5 +112,14 @@ extension ContainerSchema {
             }
         }
         return changes
+    }
+}
+
+extension RecordTypeSchema {
+    /// The grants that apply: the declared ones, or CloudKit's defaults when none are declared
+    /// (those of `Users` for `Users`), as ``RecordAccess`` applies them.
+    var effectiveGrants: [SecurityRole: RecordPermissions] {
+        guard grants.isEmpty else { return grants }
+        return recordType == ContainerSchema.usersRecordType ? ContainerSchema.defaultUsersRecordType.grants : RecordTypeSchema.publicDatabaseGrants
     }
 }
