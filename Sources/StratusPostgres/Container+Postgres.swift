@@ -14,7 +14,7 @@ extension Container {
     ///   ``StratusError`` `permissionFailure` as ``PostgresEngine/checkActing(as:)`` when
     ///   `userName` is not the role row-level security binds the connection to.
     public convenience init(identifier: String, postgresURL: String, readURL: String? = nil, userName: String? = nil, environment: Environment = .development) throws {
-        try Container.checkOpening(identifier: identifier, userName: userName)
+        try Container.checkOpening(identifier: identifier, userName: userName ?? Container.environmentUserName)
         let engine = try PostgresEngine.shared(url: postgresURL, readURL: readURL)
         if let userName { try engine.checkActing(as: userName) }
         self.init(identifier: identifier, engine: engine, userName: userName, environment: environment)

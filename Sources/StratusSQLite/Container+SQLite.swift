@@ -16,7 +16,7 @@ extension Container {
     ///   (or `$STRATUS_STORE`) is a PostgreSQL URL, which `Container(identifier:postgresURL:)`
     ///   opens (and `Container(identifier:store:)` of `StratusStores`, which opens either engine).
     public convenience init(identifier: String, storePath: String? = nil, userName: String? = nil, environment: Environment = .development) throws {
-        try Container.checkOpening(identifier: identifier, userName: userName)
+        try Container.checkOpening(identifier: identifier, userName: userName ?? Container.environmentUserName)
         let path = storePath ?? SQLiteEngine.defaultStorePath(containerIdentifier: identifier)
         self.init(identifier: identifier, engine: try SQLiteEngine.shared(path: path), userName: userName, environment: environment)
     }

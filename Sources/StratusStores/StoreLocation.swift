@@ -177,7 +177,7 @@ extension Container {
     ///   ``StoreLocation/openEngine(readURL:create:)`` and
     ///   ``PostgresEngine/checkActing(as:)``.
     public convenience init(identifier: String, store: String?, readStore: String? = nil, userName: String? = nil, environment: Environment = .development) throws {
-        try Container.checkOpening(identifier: identifier, userName: userName)
+        try Container.checkOpening(identifier: identifier, userName: userName ?? Container.environmentUserName)
         let location = try store.map { text throws(StoreLocation.Problem) in try StoreLocation(text) } ?? StoreLocation.default(containerIdentifier: identifier)
         let engine = try location.openEngine(readURL: readStore)
         if let userName, let postgres = engine as? PostgresEngine { try postgres.checkActing(as: userName) }

@@ -462,7 +462,7 @@ extension JSONCursor {
         // A whole number a double cannot hold is not silently made another one: the nearest
         // double is written back as other digits (9007199254740993 would be 9007199254740992).
         if changesAsDouble(t, value) {
-            throw fail(t, key, type, i, abs(value) < 9.3e18
+            throw fail(t, key, type, i, abs(value) < 9.223372036854775808e18
                 ? "\(shown(t, i)) is a whole number a DOUBLE cannot hold exactly (it would be stored as \(Self.wholeDigits(value))); give it as INT64 (a NUMBER field takes both)"
                 : "\(shown(t, i)) is a whole number a DOUBLE cannot hold exactly (it would be stored as \(Self.wholeDigits(value))), and too large for INT64; give it as a STRING to keep every digit")
         }

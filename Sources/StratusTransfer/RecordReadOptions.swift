@@ -62,16 +62,6 @@ public struct RecordReadOptions: Sendable {
     /// changes/zone answers carry) are read as ``RecordReadResult/deletion(_:recordType:line:)``;
     /// when false (the default) they are rejected, so that a reader for saving never deletes.
     public var readsDeletions = false
-    /// The write mode the records read will be saved with. A `records/modify` operation that
-    /// asks for another (`"operationType": "forceReplace"` read for a `.forceUpdate` import) is
-    /// rejected, naming the mode that applies it, rather than applied as another: a replace
-    /// saved as an update keeps fields the request removed, a create saved over a stored record
-    /// overwrites it. `nil` (the default) reads every operation whatever its type.
-    ///
-    /// ```swift
-    /// options.savesAs = importer.options.writeMode
-    /// ```
-    public var savesAs: RecordWriteMode?
     /// The largest record (or NDJSON line, or CSV row) accepted, in bytes; larger ones are
     /// rejected so that memory stays bounded whatever the input.
     public var maximumRecordSize = 16 << 20

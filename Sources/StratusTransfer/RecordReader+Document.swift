@@ -314,7 +314,7 @@ extension RecordReader {
             let operation = c.string(type)
             switch operation {
             case "create", "update", "forceUpdate", "replace", "forceReplace":
-                if let mode = context.savesAs, mode.rawValue != operation {
+                if let mode = savingMode, mode.rawValue != operation {
                     return (.rejected(offset: type.start, recordName: name, message: "the operation '\(operation)' would be saved as \(mode.rawValue) (the import's mode), which CloudKit does differently; import the request's \(operation) operations with --mode \(operation) (RecordImporter.Options.writeMode)"), recordOffset)
                 }
                 return (sub.materialize(scan, zone: zone, zoneIsKnown: zoneIsKnown, fromAnswer: fromAnswer, context: context), recordOffset)

@@ -30,4 +30,15 @@ extension RecordReader: RecordSource {
     }
 
     public var bytesRead: Int { bytesConsumed }
+
+    /// A `records/modify` operation that asks for another mode than `mode`
+    /// (`"operationType": "forceReplace"` read for a `.forceUpdate` import) is rejected, naming
+    /// the mode that applies it: a replace saved as an update keeps fields the request removed,
+    /// a create saved over a stored record overwrites it. A reader not told reads every
+    /// operation whatever its type.
+    ///
+    /// ```swift
+    /// reader.willSave(as: .create)   // what RecordImporter.run(from:) does with its writeMode
+    /// ```
+    public func willSave(as mode: RecordWriteMode) { savingMode = mode }
 }

@@ -76,6 +76,8 @@ public final class RecordReader {
     let input: InputBuffer
     var scan = RecordScan()
     var failure: StratusError?
+    /// How the records read will be saved, once ``willSave(as:)`` says.
+    var savingMode: RecordWriteMode?
 
     /// Every record the reader yields has its record name, record type and field keys
     /// checked as a save checks them (on the input's bytes), so a consumer that prepares the

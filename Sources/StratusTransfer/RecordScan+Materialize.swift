@@ -56,7 +56,6 @@ struct DecodeContext {
     /// Whether `"deleted": true` items are deletions rather than rejected.
     let readsDeletions: Bool
     let keepsSystemRecords: Bool
-    let savesAs: RecordWriteMode?
 
     init(options: RecordReadOptions) {
         defaultZone = options.zoneID
@@ -76,7 +75,6 @@ struct DecodeContext {
         assetPaths = options.assetPaths
         readsDeletions = options.readsDeletions
         keepsSystemRecords = options.keepsSystemRecords
-        savesAs = options.savesAs
     }
 }
 
@@ -350,7 +348,7 @@ extension JSONCursor {
     private func date(_ token: Token, _ what: String) throws(FieldError) -> Date {
         guard let date = timestamp(token) else {
             if token.kind == .string {
-                let digits = !quoted(token).isEmpty && quoted(token).allSatisfy { $0.isASCII && ($0.isNumber || $0 == "-" || $0 == ".") }
+                let digits = Double(quoted(token))?.isFinite == true
                 throw FieldError(offset: token.start, message: digits
                     ? "\(what) '\(quoted(token))' is a number written as a string; give the milliseconds since 1970 as a JSON number (\(quoted(token))), or an ISO 8601 date-time with a zone"
                     : "\(what) '\(quoted(token))' is not an ISO 8601 date-time with a zone (2024-03-01T12:00:00Z), nor a number of milliseconds since 1970")

@@ -108,7 +108,8 @@ struct ParsedArguments {
                 guard kind == S_IFREG || kind == S_IFDIR else { return nil }
                 self = .existing(status.st_dev, status.st_ino)
             } else {
-                self = .planned(URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path)
+                // Its folder may be a link (`link/t` and `real/t`): resolved as a store path is.
+                self = .planned(StoreFileGuard.canonical(path))
             }
         }
     }

@@ -46,7 +46,7 @@ enum StoreFileGuard {
 
     /// The absolute path with every symbolic link resolved that exists: the whole path when it
     /// exists, else its deepest existing folder and the rest as written.
-    private static func canonical(_ path: String) -> String {
+    static func canonical(_ path: String) -> String {
         var existing = URL(fileURLWithPath: path).standardizedFileURL
         var rest: [String] = []
         while true {

@@ -92,6 +92,13 @@ struct StoreOptions {
         } catch {
             throw UsageError(message: error.message)
         }
+        if userName == nil, !anonymous, let fromEnvironment = Container.environmentUserName {
+            do {
+                try UserDirectoryEntry.checkLogin(fromEnvironment)
+            } catch {
+                throw UsageError(message: "$STRATUS_USER: \(error.message)")
+            }
+        }
     }
 
     /// Whether `--environment` (or `$STRATUS_ENVIRONMENT`) was given, for commands that act on

@@ -38,6 +38,17 @@ struct SharedPathsCLITests {
             #expect(linked.exitCode == 64 && linked.stderr.contains("both name"), "\(linked)")
             #expect(cli.read(kept) == "", "\(linked)")
 
+            // A file not made yet, named through a folder that is a link, is the same file.
+            try FileManager.default.createDirectory(atPath: folder + "/real", withIntermediateDirectories: true)
+            try FileManager.default.createSymbolicLink(atPath: folder + "/alias", withDestinationPath: folder + "/real")
+            let throughFolder = try await cli.run(["changes", "--token-file", folder + "/alias/t", "--output", folder + "/real/t"])
+            #expect(throughFolder.exitCode == 64 && throughFolder.stderr.contains("both name"), "\(throughFolder)")
+            #expect(!cli.exists(folder + "/real/t"), "\(throughFolder)")
+
+            // A $STRATUS_USER that is no login is named as the problem (exit 64).
+            let badUser = try await cli.run(["count", "--type", "Note"], environment: ["STRATUS_USER": "a\tb"])
+            #expect(badUser.exitCode == 64 && badUser.stderr.contains("$STRATUS_USER: login name"), "\(badUser)")
+
             // Distinct files still work, and a device is no file of its own to protect.
             let apart = try await cli.run(["changes", "--token-file", token, "--output", folder + "/changes.ndjson", "--quiet"])
             #expect(apart.exitCode == 0 && cli.exists(token), "\(apart)")

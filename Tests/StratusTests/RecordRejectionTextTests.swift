@@ -30,4 +30,30 @@ struct RecordRejectionTextTests {
             #expect(readerRefusal.description.hasPrefix("line 2, column \(readerRefusal.column): "), "\(readerRefusal)")
         }
     }
+
+    @Test("a records/modify request read by RecordImporter: operations of the importer's writeMode are applied, others rejected naming the mode; the importer tells the reader")
+    func modifyOperationsFollowTheImportersMode() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            let stored = Record(recordType: "Item", recordID: Record.ID(recordName: "a"))
+            stored["kept"] = "old"
+            stored["n"] = 1
+            try await database.save(stored)
+            let request = #"{"operations":[{"operationType":"forceReplace","record":{"recordName":"a","recordType":"Item","fields":{"n":{"value":2}}}},{"operationType":"forceUpdate","record":{"recordName":"b","recordType":"Item","fields":{"n":{"value":3}}}}]}"#
+            func importRequest(as mode: RecordWriteMode) async throws -> (RecordImporter.Summary, [RecordRejection]) {
+                var options = RecordImporter.Options()
+                options.writeMode = mode
+                let rejects = Rejects()
+                let summary = try await RecordImporter(database: database, options: options).run(from: try RecordReader(data: Data(request.utf8), options: RecordReadOptions()), rejects: rejects)
+                return (summary, rejects.all)
+            }
+            let (asUpdate, refusedReplace) = try await importRequest(as: .forceUpdate)
+            #expect(asUpdate.failed == 1 && refusedReplace.map(\.recordName) == ["a"] && refusedReplace.first?.message.contains("--mode forceReplace") == true, "\(refusedReplace)")
+            #expect(try await database.record(for: stored.recordID)["kept"] as? String == "old", "the replace was not applied as an update")
+            let (asReplace, refusedUpdate) = try await importRequest(as: .forceReplace)
+            #expect(asReplace.failed == 1 && refusedUpdate.map(\.recordName) == ["b"], "\(refusedUpdate)")
+            let replaced = try await database.record(for: stored.recordID)
+            #expect(replaced["kept"] == nil && replaced["n"] as? Int64 == 2, "forceReplace removed what the request lacks")
+        }
+    }
 }

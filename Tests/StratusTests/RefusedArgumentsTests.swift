@@ -84,6 +84,19 @@ struct RefusedArgumentsTests {
             let nobody = Container(identifier: "com.example", engine: fixture.engine, userName: "")
             let fetched = stratusError(await caughtError { try await nobody.privateCloudDatabase.allRecordZones() })
             #expect(fetched?.code == .invalidArguments, "\(String(describing: fetched))")
+            // Nor do the calls that read the store directly.
+            let direct: [(String, () async throws -> Void)] = [
+                ("collectUnreferencedAssets", { _ = try await unnamed.privateCloudDatabase.collectUnreferencedAssets() }),
+                ("assetContentInventory", { _ = try await unnamed.privateCloudDatabase.assetContentInventory() }),
+                ("NotificationFeed.currentToken", { _ = try await NotificationFeed(database: unnamed.privateCloudDatabase).currentToken() }),
+                ("AssetAttacher.run", { _ = try await AssetAttacher(database: unnamed.privateCloudDatabase, folder: fixture.store.directory).run() }),
+                ("accountStatus", { _ = try await unnamed.accountStatus() }),
+                ("userRecordID", { _ = try await unnamed.userRecordID() }),
+            ]
+            for (call, body) in direct {
+                let error = stratusError(await caughtError { try await body() })
+                #expect(error?.code == .badContainer, "\(call): \(String(describing: error))")
+            }
             let anonymous = Container.anonymous(identifier: "bad\nname", engine: fixture.engine)
             let listed = stratusError(await caughtError { try await anonymous.publicCloudDatabase.records(matching: Query(recordType: "Note")) })
             #expect(listed?.code == .badContainer, "\(String(describing: listed))")

@@ -22,7 +22,14 @@ extension Container {
     /// ```swift
     /// guard try await container.accountStatus() == .available else { return }
     /// ```
-    public func accountStatus() async throws -> AccountStatus { userName == nil ? .noAccount : .available }
+    ///
+    /// - Throws: `badContainer` or `invalidArguments` for a container opened with an identifier
+    ///   or user name CloudKit refuses (see ``Container/checkOpening(identifier:userName:)``).
+    public func accountStatus() async throws -> AccountStatus {
+        // As CloudKit answers for a container it cannot reach.
+        if let refusal = user.refusal { throw refusal }
+        return userName == nil ? .noAccount : .available
+    }
 
     /// Calls `completionHandler` on a background queue with the account status
     /// (``accountStatus()``).

@@ -145,7 +145,7 @@ public final class Container: NSObject, Sendable {
     /// print(Container.defaultUserName)   // "alice"
     /// ```
     public static var defaultUserName: String {
-        if let user = ProcessInfo.processInfo.environment["STRATUS_USER"], !user.isEmpty { return user }
+        if let user = environmentUserName { return user }
         let name = NSUserName()
         return name.isEmpty ? "defaultUser" : name
     }
@@ -158,9 +158,16 @@ public final class Container: NSObject, Sendable {
     /// let user = Container.defaultUserName(for: engine)   // "alice"
     /// ```
     public static func defaultUserName(for engine: any StorageEngine) -> String {
-        if let user = ProcessInfo.processInfo.environment["STRATUS_USER"], !user.isEmpty { return user }
+        if let user = environmentUserName { return user }
         if let role = engine.authenticatedUserName, (try? UserDirectoryEntry.checkLogin(role)) != nil { return role }
         return defaultUserName
+    }
+
+    /// `$STRATUS_USER` when set and not empty: the user a container opened without one acts as
+    /// (before the engine's own default), so the initialisers that throw check it first.
+    package static var environmentUserName: String? {
+        guard let user = ProcessInfo.processInfo.environment["STRATUS_USER"], !user.isEmpty else { return nil }
+        return user
     }
 
     /// Checks a container identifier from input: not empty, at most 255 bytes, and without a

@@ -157,6 +157,8 @@ public final class Database: Sendable {
     }
 
     func engineCall<T: Sendable>(_ body: @escaping @Sendable (any StorageEngine, DatabaseContext) throws -> T) async throws -> T {
+        // A container opened with an identifier or user CloudKit refuses reaches no engine.
+        if let refusal = user?.refusal { throw refusal }
         let (engine, context) = (self.engine, self.context)
         return try await withCheckedThrowingContinuation { continuation in
             Thread { continuation.resume(with: Result { try body(engine, context) }) }.start()

@@ -255,6 +255,7 @@ public final class RecordImporter: Sendable {
         from source: some RecordSource, rejects: (any RecordRejectSink)? = nil, checkpoint: (any ImportCheckpointStore)? = nil,
         progress: (@Sendable (Progress) -> Void)? = nil
     ) async throws -> Summary {
+        source.willSave(as: options.writeMode)
         let run = ImportRun(importer: self, source: source, rejects: rejects, checkpointStore: checkpoint, progress: progress)
         return try await run.run()
     }

@@ -30,11 +30,20 @@ public protocol RecordSource: AnyObject {
     /// keys checked as a save checks them (a reader that checks them on its input's bytes), so
     /// that the importer checks only their values.
     var checksRecordNames: Bool { get }
+
+    /// Told once, before the first item, how the importer saves records
+    /// (``RecordImporter/Options/writeMode``): a source of requests that name their own mode
+    /// (CloudKit's `records/modify` operations) rejects the items that ask for another, rather
+    /// than have them saved as the wrong one.
+    func willSave(as mode: RecordWriteMode)
 }
 
 extension RecordSource {
     /// Not checked: the importer checks every name.
     public var checksRecordNames: Bool { false }
+
+    /// Records name no mode of their own: nothing to do.
+    public func willSave(as mode: RecordWriteMode) {}
 
     /// Unknown: 0.
     public var bytesRead: Int { 0 }
