@@ -144,7 +144,14 @@ extension JSONCursor {
     }
 
     private func buildRecord(_ scan: RecordScan, name: String?, zone contextZone: RecordZone.ID, context: DecodeContext) throws(FieldError) -> Record {
-        guard let name else { throw FieldError(offset: scan.start, message: "the record has no recordName") }
+        guard let name else {
+            // CloudKit JS answers also hold the records keyed by name; a saved answer of that
+            // shape is one object here, not a record without a name.
+            if scan.otherMembers.contains(where: { stringEquals($0.key, "recordsByRecordName") }) {
+                throw FieldError(offset: scan.start, message: "the object's 'recordsByRecordName' (CloudKit JS) holds records keyed by name; import a file of its 'records' array, or of those records one per line")
+            }
+            throw FieldError(offset: scan.start, message: "the record has no recordName")
+        }
         if !Self.isPlainRecordName(scan.recordName, base) {
             try checkRecordName(name, at: scan.recordName.start, context: context)
         }

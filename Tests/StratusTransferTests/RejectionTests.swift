@@ -103,6 +103,8 @@ struct RejectionTests {
         BadLine(line: #"{"recordName":"r1","recordType":"T","created":{"timestamp":true}}"#, at: "true", "'timestamp' must be a number"),
         BadLine(line: #"{"recordName":"r1","recordType":"T","created":{"timestamp":"1700000000000"}}"#, at: #""1700"#,
                 "'created' timestamp '1700000000000' is a number written as a string; give the milliseconds since 1970 as a JSON number"),
+        BadLine(line: #"{"recordsByRecordName":{"J1":{"recordName":"J1","recordType":"T","fields":{}}}}"#, at: #"{"recordsBy"#,
+                "the object's 'recordsByRecordName' (CloudKit JS) holds records keyed by name"),
         BadLine(line: #"{"recordName":"r1","recordType":"T","created":{"timestamp":"2024-03-01"}}"#, at: #""2024"#,
                 "'created' timestamp '2024-03-01' is not an ISO 8601 date-time with a zone"),
         BadLine(#""n":{"value":9250000000000000001,"type":"DOUBLE"}"#, at: "9250", "and too large for INT64"),
