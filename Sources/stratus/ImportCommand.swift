@@ -63,7 +63,8 @@ struct ImportCommand: Command {
         Option("--mode", "MODE", """
             create (fail on existing records), update (only the given fields; checks recordChangeTag), \
             replace (unspecified fields removed; checks recordChangeTag), forceUpdate (ignore tags, create when \
-            missing; re-running the same file changes nothing), forceReplace; a records/modify request's             operations of another operationType are rejected, naming the mode that applies them
+            missing; re-running the same file changes nothing), forceReplace; a records/modify request's \
+            operations of another operationType are rejected, naming the mode that applies them
             """, default: "forceUpdate"),
         Option("--batch-size", "N", "records per checkpointed batch; a batch is written in one transaction, split only where it passes 2 MB", default: "2000 on SQLite, 10000 on PostgreSQL"),
         Option(flag: "--atomic", "all or nothing, in one transaction (at most 100,000 records)"),
