@@ -162,6 +162,27 @@ struct RefusedArgumentsTests {
         }
     }
 
+    @Test("a reference or an asset in encryptedValues is refused with invalidArguments, as CloudKit encrypts every type but those")
+    func encryptedReferenceOrAsset() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.container().privateCloudDatabase
+            let file = fixture.store.directory.appendingPathComponent("photo.bin")
+            try Data([1, 2, 3]).write(to: file)
+            let linked = Record(recordType: "Trip", recordID: Record.ID(recordName: "t1"))
+            linked.encryptedValues["owner"] = Record.Reference(recordID: Record.ID(recordName: "someone"), action: .none)
+            let reference = stratusError(await caughtError { try await database.save(linked) })
+            #expect(reference?.code == .invalidArguments && reference?.message.contains("field 'owner'") == true, "\(String(describing: reference))")
+            let pictured = Record(recordType: "Trip", recordID: Record.ID(recordName: "t2"))
+            pictured.encryptedValues["photo"] = Asset(fileURL: file)
+            let asset = stratusError(await caughtError { try await database.save(pictured) })
+            #expect(asset?.code == .invalidArguments && asset?.message.contains("field 'photo'") == true, "\(String(describing: asset))")
+            let diary = Record(recordType: "Trip", recordID: Record.ID(recordName: "t3"))
+            diary.encryptedValues["note"] = "Met a marmot"
+            diary["owner"] = Record.Reference(recordID: Record.ID(recordName: "someone"), action: .none)
+            _ = try await database.save(diary)
+        }
+    }
+
     @Test("numbers set through setValue as one untyped list, integers and doubles mixed (JSON's [4, 4.5]), are a DOUBLE list, as CloudKit stores an NSArray of NSNumbers")
     func mixedNumberList() async throws {
         try await SQLiteFixture.with { fixture in
