@@ -183,6 +183,35 @@ struct RefusedArgumentsTests {
         }
     }
 
+    /// Records from memory, for a ReadRecordsOperation.
+    final class ListedRecords: RecordSource {
+        var records: [Record]
+        init(_ records: [Record]) { self.records = records }
+        func nextItem() throws -> RecordSourceItem? { records.isEmpty ? nil : .record(records.removeFirst(), line: 1) }
+    }
+
+    @Test("a batchSize of 0 on DeleteRecordsOperation or ReadRecordsOperation fails the operation with invalidArguments; nothing is deleted")
+    func zeroBatchSizes() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.container().publicCloudDatabase
+            let kept = try await database.save(Record(recordType: "Item", recordID: Record.ID(recordName: "kept")))
+            let delete = DeleteRecordsOperation(recordIDs: [kept.recordID])
+            delete.batchSize = 0
+            let deleteError = await Self.finalError(of: delete, on: database) { failure in
+                delete.deleteRecordsResultBlock = { if case .failure(let error) = $0 { failure.value = error } }
+            }
+            #expect(deleteError?.code == .invalidArguments && deleteError?.message.contains("batchSize is 0") == true, "\(String(describing: deleteError))")
+            #expect(try await database.record(for: kept.recordID).recordID == kept.recordID)
+
+            let read = ReadRecordsOperation(source: ListedRecords([Record(recordType: "Item")]))
+            read.batchSize = 0
+            let readError = await Self.finalError(of: read, on: database) { failure in
+                read.readRecordsResultBlock = { if case .failure(let error) = $0 { failure.value = error } }
+            }
+            #expect(readError?.code == .invalidArguments && readError?.message.contains("batchSize is 0") == true, "\(String(describing: readError))")
+        }
+    }
+
     @Test("numbers set through setValue as one untyped list, integers and doubles mixed (JSON's [4, 4.5]), are a DOUBLE list, as CloudKit stores an NSArray of NSNumbers")
     func mixedNumberList() async throws {
         try await SQLiteFixture.with { fixture in

@@ -50,7 +50,9 @@ public final class ReadRecordsOperation: DatabaseOperation, RecordProducingOpera
     override func executeStage() throws -> StratusError? { try read(skipping: nil) }
 
     private func read(skipping start: PipelinePosition?) throws -> StratusError? {
-        precondition(batchSize > 0, "ReadRecordsOperation.batchSize must be positive")
+        if batchSize <= 0 {
+            return StratusError(.invalidArguments, "ReadRecordsOperation.batchSize is \(batchSize); it must be 1 or more")
+        }
         var skip = 0
         if let start {
             guard case .items(let count) = start else {

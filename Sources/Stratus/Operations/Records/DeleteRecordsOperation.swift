@@ -71,7 +71,9 @@ public final class DeleteRecordsOperation: DatabaseOperation, @unchecked Sendabl
     }
 
     override func execute(engine: any StorageEngine, context: DatabaseContext) throws -> StratusError? {
-        precondition(batchSize > 0, "DeleteRecordsOperation.batchSize must be positive")
+        if batchSize <= 0 {
+            return StratusError(.invalidArguments, "DeleteRecordsOperation.batchSize is \(batchSize); it must be 1 or more")
+        }
         var errors: [Record.ID: StratusError] = [:]
         var deleted = 0
         var attempted = 0
