@@ -14,13 +14,13 @@ extension Record {
     ///   (more than ``maximumFieldDataSize`` bytes), naming the record and field.
     public func validateForSave() throws(StratusError) {
         let state = snapshot
-        _ = try Self.validate(recordID: recordID, recordType: recordType, fields: state.fields, parent: state.parent, namesChecked: false)
+        _ = try Self.validate(recordID: recordID, recordType: recordType, fields: state.fields, encrypted: state.encrypted, parent: state.parent, namesChecked: false)
     }
 
     /// Checks a record's names, values and size; answers the field data size it counted.
     /// `namesChecked` skips the record name, type and field key checks that a producer (a
     /// reader that checks them on its input's bytes) has done already.
-    static func validate(recordID: ID, recordType: String, fields: [String: FieldValue], parent: Reference?, namesChecked: Bool) throws(StratusError) -> ValidatedFields {
+    static func validate(recordID: ID, recordType: String, fields: [String: FieldValue], encrypted: Set<String>, parent: Reference?, namesChecked: Bool) throws(StratusError) -> ValidatedFields {
         func fail(_ message: String, code: StratusError.Code = .invalidArguments) -> StratusError {
             StratusError(code, "record '\(recordID.recordName)': \(message)", recordID: recordID)
         }
@@ -76,6 +76,11 @@ extension Record {
                 throw fail("field '\(key)' holds an asset without a file, stored content or CloudKit downloadURL")
             case .asset, .assetList: holdsAsset = true
             default: break
+            }
+            // CloudKit encrypts every type but references (the server keeps the zone's graph by
+            // them) and assets (their files travel apart).
+            if !encrypted.isEmpty, encrypted.contains(key), [.reference, .referenceList, .asset, .assetList].contains(value.type) {
+                throw fail("field '\(key)' holds a \(value.type.rawValue) in encryptedValues, which CloudKit does not encrypt (every type but CKAsset and CKRecord.Reference); save it as a plain field")
             }
         }
         if size > Record.maximumFieldDataSize {

@@ -124,16 +124,7 @@ package struct PreparedSave: Sendable {
     /// - Throws: ``StratusError`` `invalidArguments` or `limitExceeded`, naming the record.
     package init(_ record: Record, namesChecked: Bool = false, writeMode: RecordWriteMode? = nil, everyKeyChanged: Bool = false) throws(StratusError) {
         let state = record.snapshot
-        let validated = try Record.validate(recordID: record.recordID, recordType: record.recordType, fields: state.fields, parent: state.parent, namesChecked: namesChecked)
-        for key in state.encrypted.sorted() {
-            switch state.fields[key] {
-            case .reference?, .referenceList?, .asset?, .assetList?:
-                // CloudKit encrypts every type but these: the server must read a reference to
-                // keep its zone's graph, and an asset's file travels apart.
-                throw StratusError(.invalidArguments, "record '\(record.recordID.recordName)': field '\(key)' holds a \(state.fields[key]!.type.rawValue) in encryptedValues, which CloudKit does not encrypt (every type but CKAsset and CKRecord.Reference); save it as a plain field", recordID: record.recordID)
-            default: break
-            }
-        }
+        let validated = try Record.validate(recordID: record.recordID, recordType: record.recordType, fields: state.fields, encrypted: state.encrypted, parent: state.parent, namesChecked: namesChecked)
         // References are saved, compared and stored in their record's zone, as they read back.
         let fields = validated.spellsZoneOtherwise ? Record.referencesInZone(state.fields, of: record.recordID.zoneID) : state.fields
         let parent = validated.spellsZoneOtherwise ? state.parent?.inZone(record.recordID.zoneID) : state.parent
