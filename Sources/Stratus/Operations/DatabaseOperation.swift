@@ -32,6 +32,17 @@ open class DatabaseOperation: Operation, @unchecked Sendable {
     /// `moreComing`, and the engines' `limit + 1` look-ahead cannot overflow.
     static let largestBatch = 100_000
 
+    /// What one read of a change fetch asks the store for: `defaultLimit` for a `resultsLimit`
+    /// of 0, at most ``largestBatch``.
+    ///
+    /// - Throws: `invalidArguments` naming `setting` for a negative limit.
+    static func changeBatchSize(_ resultsLimit: Int, default defaultLimit: Int, setting: String) throws(StratusError) -> Int {
+        guard resultsLimit >= 0 else {
+            throw StratusError(.invalidArguments, "\(setting) is \(resultsLimit); it must be 0 (as many as a batch holds) or more")
+        }
+        return resultsLimit == 0 ? defaultLimit : min(resultsLimit, largestBatch)
+    }
+
     /// The database the operation runs against. ``Database/add(_:)`` sets it.
     public var database: Database?
 

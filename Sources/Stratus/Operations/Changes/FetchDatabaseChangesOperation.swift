@@ -65,10 +65,7 @@ open class FetchDatabaseChangesOperation: DatabaseOperation, @unchecked Sendable
     }
 
     override func execute(engine: any StorageEngine, context: DatabaseContext) throws -> StratusError? {
-        if resultsLimit < 0 {
-            return StratusError(.invalidArguments, "FetchDatabaseChangesOperation.resultsLimit is \(resultsLimit); it must be 0 (as many as a batch holds) or more")
-        }
-        let limit = resultsLimit == 0 ? Self.defaultResultsLimit : min(resultsLimit, Self.largestBatch)
+        let limit = try Self.changeBatchSize(resultsLimit, default: Self.defaultResultsLimit, setting: "FetchDatabaseChangesOperation.resultsLimit")
         var position = try previousServerChangeToken?.position(for: nil, in: context)
         // A fetch from the beginning reports no deletion of a zone the client never had: none
         // at or before the database's sequence when it began, also in later batches, of this

@@ -161,10 +161,8 @@ open class FetchRecordZoneChangesOperation: DatabaseOperation, RecordProducingOp
     ) throws {
         try ZoneRules.checkZoneID(zoneID, context)
         if let keys = configuration.desiredKeys { for key in keys { try Naming.checkIdentifier(key, kind: "desired key") } }
-        let limit = configuration.resultsLimit
-        if limit < 0 {
-            throw StratusError(.invalidArguments, "the resultsLimit of zone '\(zoneID.zoneName)'s configuration is \(limit); it must be 0 (as many as a batch holds) or more")
-        }
+        let batchSize = try Self.changeBatchSize(configuration.resultsLimit, default: Self.defaultResultsLimit,
+                                                 setting: "the resultsLimit of zone '\(zoneID.zoneName)'s configuration")
         let clientToken = ClientChangeTokens.shared.token(for: zoneID, context: context, store: store)
         var position = try configuration.previousServerChangeToken?.position(for: zoneID, in: context)
         var reads = RecordReadCheck(engine: engine, context: context)
@@ -172,7 +170,7 @@ open class FetchRecordZoneChangesOperation: DatabaseOperation, RecordProducingOp
             if shouldStop { throw stoppedError("FetchRecordZoneChangesOperation", completed: delivered) }
             let request = ZoneChangesRequest(
                 zoneID: context.canonical(zoneID), after: position,
-                limit: limit == 0 ? Self.defaultResultsLimit : min(limit, Self.largestBatch), desiredKeys: configuration.desiredKeys)
+                limit: batchSize, desiredKeys: configuration.desiredKeys)
             let batch = try withRetry { try engine.fetchZoneChanges(request, in: context) }
             var changed: [Record] = []
             for change in batch.changes {

@@ -54,12 +54,9 @@ open class FetchNotificationChangesOperation: DatabaseOperation, @unchecked Send
     public var moreComing: Bool { more.load(ordering: .acquiring) }
 
     override func execute(engine: any StorageEngine, context: DatabaseContext) throws -> StratusError? {
-        if resultsLimit < 0 {
-            return StratusError(.invalidArguments, "FetchNotificationChangesOperation.resultsLimit is \(resultsLimit); it must be 0 (as many as a batch holds) or more")
-        }
+        let limit = try Self.changeBatchSize(resultsLimit, default: Self.defaultResultsLimit, setting: "FetchNotificationChangesOperation.resultsLimit")
         let feed = context.notificationFeed
         let position = try previousServerChangeToken?.notificationPosition(in: feed)
-        let limit = resultsLimit == 0 ? Self.defaultResultsLimit : min(resultsLimit, Self.largestBatch)
         let batch = try withRetry { try engine.fetchNotifications(in: feed, after: position, limit: limit) }
         let store = try engine.storeIdentifier
         for (count, stored) in batch.notifications.enumerated() {
