@@ -44,9 +44,13 @@ public enum SchemaChange: Hashable, Sendable, CustomStringConvertible {
     /// A field as the schema language declares it: `title STRING QUERYABLE SORTABLE`.
     /// A system field is named and typed as a schema file declares it: `"___recordID" REFERENCE`.
     static func text(_ field: RecordTypeSchema.Field) -> String {
-        let type = field.namesPreferredType ? (field.numberDeclaration ?? "") + field.type.rawValue : (field.type.isList ? "LIST<NUMBER>" : "NUMBER")
-        var words = [field.name, (field.isEncrypted ? "ENCRYPTED " : "") + type]
-        if let system = SystemField(rawValue: field.name) { words = ["\"\(system.cloudKitName)\"", system.cloudKitType.rawValue] }
+        var words: [String]
+        if let system = SystemField(rawValue: field.name) {
+            words = ["\"\(system.cloudKitName)\"", system.cloudKitType.rawValue]
+        } else {
+            let type = field.namesPreferredType ? (field.numberDeclaration ?? "") + field.type.rawValue : (field.type.isList ? "LIST<NUMBER>" : "NUMBER")
+            words = [field.name, (field.isEncrypted ? "ENCRYPTED " : "") + type]
+        }
         if field.indexes.contains(.queryable) { words.append("QUERYABLE") }
         if field.indexes.contains(.searchable) { words.append("SEARCHABLE") }
         if field.indexes.contains(.sortable) { words.append("SORTABLE") }
