@@ -187,6 +187,10 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
         return schema
     }
 
+    func containerSchema() throws -> ContainerSchema {
+        try engine.loadContainerSchema(context.storageContainer, on: connection)
+    }
+
     /// Writes a type development grew, optimistically: under the schema lock, the stored type
     /// must still be the one this transaction read, or another writer grew it meanwhile and
     /// this transaction is retried (`zoneBusy`), to check its records against that.

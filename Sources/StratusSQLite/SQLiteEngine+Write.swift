@@ -445,6 +445,10 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
         return schema
     }
 
+    func containerSchema() throws -> ContainerSchema {
+        try engine.loadContainerSchema(context.storageContainer, on: connection)
+    }
+
     func saveRecordTypeSchema(_ schema: RecordTypeSchema) throws {
         let old = try recordTypeSchema(schema.recordType)
         guard old != schema else { return }

@@ -186,6 +186,10 @@ struct SchemaCLITests {
             #expect(try await cli.run(["schema", "export"]).stdout == exported.stdout)
             let fits = try await cli.run(["import", "--quiet"], stdin: record.replacingOccurrences(of: "extra", with: "f999") + "\n")
             #expect(fits.exitCode == 0, "\(fits)")
+            // Nor one that would create the 1,001st record type (999 T's and Wide are 1,000).
+            let another = #"{"recordName":"a1","recordType":"Another","fields":{"a":{"value":"b","type":"STRING"}}}"#
+            let past = try await cli.run(["import"], stdin: another + "\n")
+            #expect(past.exitCode == 1 && past.stderr.contains("would create record type 'Another', the development schema's record type number 1001"), "\(past)")
         }
     }
 

@@ -26,6 +26,7 @@ extension EngineConformance {
         TestCase("environments: an atomic request that fails on a type creates no field", atomicFailureGrowsNothing),
         TestCase("environments: a save that is not written creates no field (unknownItem, a conflict, create of a stored record, a missing parent), in bulk or not", refusedSaveGrowsNothing),
         TestCase("environments: concurrent writers agree on a new field's type", concurrentGrowthAgrees),
+        TestCase("environments: a schema save, a replacement or a record that would take the schema past Stratus's limits is refused and changes nothing; raised limits take it, and a schema held past them may stay", schemaLimitsHold),
         TestCase("environments: production rejects unknown record types and fields with CloudKit's invalidArguments", productionRejectsUnknown),
         TestCase("environments: production refuses filters and sorts without their index; development runs them", productionRefusesUnindexed),
         TestCase("environments: deploy is additive; removing or retyping a field fails it and production stays", deployIsAdditive),
@@ -229,6 +230,55 @@ extension EngineConformance {
         let stored = try await TestDatabase.queryAll(Query(recordType: "Race"), in: database)
         #expect(stored.count == 40)
         #expect(stored.allSatisfy { $0.fieldValue(forKey: "value")?.type == declared })
+    }
+
+    static func schemaLimitsHold(_ env: Environment) async throws {
+        let container = env.container()
+        let database = container.privateCloudDatabase
+        func types(_ count: Int, fields: Int = 1) -> [RecordTypeSchema] {
+            (0..<count).map { type in RecordTypeSchema(recordType: "T\(type)", fields: (0..<fields).map { .init("f\($0)", type: .string) }) }
+        }
+        // A replacement with 1,001 types is refused under the default limits, taken under raised ones.
+        let tooMany = ContainerSchema(recordTypes: types(1_001))
+        let refused = stratusError(await caughtError { try await container.replaceSchema(tooMany) })
+        #expect(refused?.code == .invalidArguments && refused?.message.contains("1001 record types") == true, "\(String(describing: refused))")
+        #expect(try await container.schema().recordTypes.count == 1, "only Users: nothing was replaced")
+        var raised = ContainerSchema.Limits()
+        raised.recordTypes = 2_000
+        try await container.replaceSchema(tooMany, limits: raised)
+        #expect(try await container.schema().recordTypes.count == 1_002)
+
+        // Held past the limit, the count may stay (a type changed, fields added) but not grow.
+        var wider = RecordTypeSchema(recordType: "T0")
+        wider.addField("f0", type: .string)
+        wider.addField("g", type: .int64, indexes: [.queryable])
+        try await container.saveSchema(wider)
+        let newType = RecordTypeSchema(recordType: "Extra", fields: [.init("n", type: .int64)])
+        let grown = stratusError(await caughtError { try await container.saveSchema(newType) })
+        #expect(grown?.code == .invalidArguments && grown?.message.contains("1002 record types") == true && grown?.message.contains("held 1001") == true, "\(String(describing: grown))")
+        #expect(try await container.schema().recordType("Extra") == nil)
+        let operation = ModifySchemasOperation(schemasToSave: [newType])
+        operation.limits = raised
+        let outcome = Mutex<Result<[RecordTypeSchema], any Error>?>(nil)
+        operation.modifySchemasResultBlock = { result in outcome.withLock { $0 = result } }
+        await run(operation, on: database)
+        let saved = try #require(outcome.withLock { $0 }).get()
+        #expect(saved.contains { $0.recordType == "Extra" })
+
+        // Development does not create a type past the limit: the record fails alone.
+        try await container.replaceSchema(ContainerSchema(recordTypes: types(1_000)))
+        let codes = try await saveEach([makeRecord("Fresh", "r1", ["n": .int64(1)]), makeRecord("T1", "r2", ["f0": .string("a"), "more": .string("b")])], in: database)
+        #expect(codes == [.invalidArguments, nil], "a new type is refused, a new field of a known type is not: \(codes)")
+        let schema = try await container.schema()
+        #expect(schema.recordType("Fresh") == nil && schema.recordType("T1")?.field("more") != nil)
+
+        // Nor a field past the 20,000 fields of all types (20 types of 1,000), even in a new type.
+        try await container.replaceSchema(ContainerSchema(recordTypes: types(20, fields: 1_000)))
+        let fieldCodes = try await saveEach([makeRecord("New", "w1", ["past": .string("b")]), makeRecord("T3", "w2", ["f1": .string("a")])], in: database)
+        #expect(fieldCodes == [.invalidArguments, nil], "\(fieldCodes)")
+        #expect(try await container.schema().recordType("New") == nil)
+        let fieldError = stratusError(await caughtError { try await database.save(makeRecord("New", "w3", ["past": .string("b")])) })
+        #expect(fieldError?.message.contains("20001 fields") == true, "\(String(describing: fieldError?.message))")
     }
 
     /// Saves records one request each, answering each one's error code (`nil`: saved).

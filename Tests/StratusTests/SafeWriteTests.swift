@@ -144,6 +144,7 @@ final class RecordingTransaction: RecordWriteTransaction {
     }
     func recordTypeSchema(_ recordType: String) throws -> RecordTypeSchema? { try base.recordTypeSchema(recordType) }
     func saveRecordTypeSchema(_ schema: RecordTypeSchema) throws { try base.saveRecordTypeSchema(schema) }
+    func containerSchema() throws -> ContainerSchema { try base.containerSchema() }
     func deleteRecord(_ id: Record.ID) throws -> Bool {
         if lookedUp == id, call.saves.last == id.recordName {
             call.saves.removeLast()

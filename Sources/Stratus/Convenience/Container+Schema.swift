@@ -50,18 +50,19 @@ extension Container {
     /// (``ContainerSchema/checkKeeps(_:for:)``), and may not give a field a type that records of
     /// development hold it with otherwise, a field dropped before included
     /// (``StorageEngine/checkFieldTypes(from:to:storageContainer:for:)``): CloudKit never
-    /// changes a field's type. Refused, nothing changes.
+    /// changes a field's type. It may not hold more than `limits` allow (as a schema file is
+    /// counted), unless the development schema held as much already. Refused, nothing changes.
     ///
     /// ```swift
     /// let schema = try SchemaReader.read(text)   // StratusTransfer
     /// try await container.replaceSchema(schema)
     /// ```
     ///
-    /// - Throws: ``StratusError`` `invalidArguments` for an invalid schema, one that drops or
-    ///   retypes what production has or gives a field a type its records do not hold, or a
-    ///   production container; store errors.
+    /// - Throws: ``StratusError`` `invalidArguments` for an invalid schema, one past `limits`,
+    ///   one that drops or retypes what production has or gives a field a type its records do
+    ///   not hold, or a production container; store errors.
     @discardableResult
-    public func replaceSchema(_ schema: ContainerSchema) async throws -> ContainerSchema {
+    public func replaceSchema(_ schema: ContainerSchema, limits: ContainerSchema.Limits = ContainerSchema.Limits()) async throws -> ContainerSchema {
         guard environment == .development else {
             throw StratusError(.invalidArguments, "the production schema changes only by deploying the development schema; replace the development schema, then deploy")
         }
@@ -75,8 +76,12 @@ extension Container {
             let production = try engine.fetchSchema(storageContainer: productionKey)
             try stored.checkKeeps(production, for: "replace the development schema")
             let development = try engine.fetchSchema(storageContainer: developmentKey)
+            try stored.checkLimits(limits, comparedWith: development)
             try engine.checkFieldTypes(from: development, to: stored, storageContainer: developmentKey, for: "replace the development schema")
-            try engine.modifySchema(storageContainer: developmentKey) { $0 = stored }
+            try engine.modifySchema(storageContainer: developmentKey) { schema in
+                try stored.checkLimits(limits, comparedWith: schema)
+                schema = stored
+            }
             return stored
         }
     }
@@ -95,8 +100,9 @@ extension Container {
         return try await publicCloudDatabase.perform { engine, _ in try engine.recordCountsByType(storageContainer: key) }
     }
 
-    /// Checks, changing nothing, that ``replaceSchema(_:)`` would take `schema`: it keeps what
-    /// production has, and gives no field a type that development's records hold it with otherwise.
+    /// Checks, changing nothing, that ``replaceSchema(_:limits:)`` would take `schema`: it keeps
+    /// what production has, gives no field a type that development's records hold it with
+    /// otherwise, and stays within `limits`.
     ///
     /// ```swift
     /// try await container.checkSchemaReplacement(schema, for: "import schema.ckdb")
@@ -104,7 +110,7 @@ extension Container {
     ///
     /// - Throws: ``StratusError`` `invalidArguments` naming what the replacement would drop or
     ///   retype (the message starts `cannot ACTION:`); store errors.
-    public func checkSchemaReplacement(_ schema: ContainerSchema, for action: String) async throws {
+    public func checkSchemaReplacement(_ schema: ContainerSchema, for action: String, limits: ContainerSchema.Limits = ContainerSchema.Limits()) async throws {
         var replacement = schema
         replacement.includeUsersRecordType()
         let checked = replacement
@@ -113,6 +119,7 @@ extension Container {
         try await publicCloudDatabase.perform { engine, _ in
             try checked.checkKeeps(try engine.fetchSchema(storageContainer: productionKey), for: action)
             let development = try engine.fetchSchema(storageContainer: developmentKey)
+            try checked.checkLimits(limits, comparedWith: development)
             try engine.checkFieldTypes(from: development, to: checked, storageContainer: developmentKey, for: action)
         }
     }

@@ -78,6 +78,11 @@ public protocol RecordWriteTransaction: AnyObject {
     /// as ``StorageEngine/modifySchema(storageContainer:_:)`` builds them.
     func saveRecordTypeSchema(_ schema: RecordTypeSchema) throws
 
+    /// The roles and record types of the transaction's environment, as stored when the
+    /// transaction read them. The core reads them only when development creates a type or
+    /// fields, to keep the schema within its limits.
+    func containerSchema() throws -> ContainerSchema
+
     /// Records how far a job got, in this transaction: after a crash the store says exactly
     /// which of the job's batches committed. Replaces the job's earlier position. `position`
     /// is an import's settled items (or a pipeline's batches); `text`, when given, a

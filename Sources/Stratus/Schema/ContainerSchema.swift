@@ -137,4 +137,55 @@ extension ContainerSchema {
         /// The default limits.
         public init() {}
     }
+
+    /// What the limits count in a schema, as a schema file is counted: `Users` is no record
+    /// type, and fields CloudKit declares itself are no fields (their indexes count).
+    struct LimitCounts {
+        var recordTypes = 0
+        var fields = 0
+        var indexes = 0
+        var roles = 0
+    }
+
+    var limitCounts: LimitCounts {
+        var counts = LimitCounts(roles: roles.count)
+        for type in recordTypes {
+            if type.recordType != Self.usersRecordType { counts.recordTypes += 1 }
+            counts.fields += type.declaredFieldCount
+            counts.indexes += type.fields.reduce(0) { $0 + $1.indexes.rawValue.nonzeroBitCount }
+        }
+        return counts
+    }
+
+    /// Refuses a change from `previous` to this schema that takes a count past its limit.
+    /// A count a store already holds past the limit (a schema file read with
+    /// raised limits) may stay as it is, and may not grow: every later change
+    /// is judged by the limits its own caller set.
+    ///
+    /// - Throws: ``StratusError`` `invalidArguments` naming the count, the limit and what the
+    ///   schema held before.
+    func checkLimits(_ limits: Limits, comparedWith previous: ContainerSchema) throws(StratusError) {
+        let now = limitCounts
+        let before = previous.limitCounts
+        func refuse(_ what: String, _ count: Int, _ limit: Int, _ held: Int) throws(StratusError) {
+            guard count > limit, count > held else { return }
+            throw StratusError(.invalidArguments, "the change would give the schema \(count) \(what); a schema holds at most \(limit) (Stratus's limit, as in a schema file), and it held \(held)")
+        }
+        try refuse("record types (Users left out)", now.recordTypes, limits.recordTypes, before.recordTypes)
+        try refuse("fields in all its record types", now.fields, limits.fields, before.fields)
+        try refuse("QUERYABLE, SORTABLE and SEARCHABLE indexes", now.indexes, limits.indexes, before.indexes)
+        try refuse("roles", now.roles, limits.roles, before.roles)
+        for type in recordTypes {
+            let fields = type.declaredFieldCount
+            guard fields > limits.fieldsPerRecordType else { continue }
+            let held = previous.recordType(type.recordType)?.declaredFieldCount ?? 0
+            try refuse("fields in record type '\(type.recordType)'", fields, limits.fieldsPerRecordType, held)
+        }
+    }
+}
+
+extension RecordTypeSchema {
+    /// The fields the type declares that CloudKit does not declare itself, as the schema
+    /// limits count them.
+    var declaredFieldCount: Int { fields.count { !ContainerSchema.isDeclaredByCloudKit($0.name, in: recordType) } }
 }

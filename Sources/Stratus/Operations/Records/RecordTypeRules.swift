@@ -46,6 +46,9 @@ struct RecordTypeRules {
     private var recentWords = [(UInt64, UInt64)](repeating: (0, 0), count: RecordTypeRules.recentSlotCount)
     private var recentKinds = [FieldKind?](repeating: nil, count: RecordTypeRules.recentSlotCount)
     private var recentKeys = [String](repeating: "", count: RecordTypeRules.recentSlotCount)
+    /// The fields each record type of the stored development schema declares (as the schema
+    /// limits count them), read when the transaction first grows a type.
+    private var storedFieldCounts: [String: Int]?
 
     /// Whether the saves restore CloudKit's own records as the system made them (see
     /// ``systemCreator(of:)``).
@@ -205,7 +208,37 @@ struct RecordTypeRules {
     /// growth with ``grow(_:)`` once the record is written, so that a save that fails changes
     /// no schema.
     mutating func checkFields(_ save: PreparedSave, in transaction: any RecordWriteTransaction) throws -> Result<Growth?, StratusError> {
-        checkFields(save, type: try typeState(save.record.recordType, in: transaction))
+        let checked = checkFields(save, type: try typeState(save.record.recordType, in: transaction))
+        guard case .success(let growth?) = checked else { return checked }
+        if let problem = try schemaLimitProblem(of: growth, save: save, in: transaction) { return .failure(problem) }
+        return checked
+    }
+
+    /// The error of a growth that would take the development schema past Stratus's limits on
+    /// record types or on fields in all, as a schema file is counted (its export must read
+    /// back), or `nil`. The stored schema is read once per transaction, when it first grows.
+    private mutating func schemaLimitProblem(of growth: Growth, save: PreparedSave, in transaction: any RecordWriteTransaction) throws -> StratusError? {
+        if storedFieldCounts == nil {
+            var counts: [String: Int] = [:]
+            for type in try transaction.containerSchema().recordTypes { counts[type.recordType] = type.declaredFieldCount }
+            storedFieldCounts = counts
+        }
+        var fieldCounts = storedFieldCounts ?? [:]
+        for type in types where type.grown { fieldCounts[type.name] = type.schema?.declaredFieldCount ?? 0 }
+        let limits = ContainerSchema.Limits()
+        let name = growth.type.name
+        if !growth.type.exists, name != ContainerSchema.usersRecordType, fieldCounts[name] == nil {
+            let typeCount = fieldCounts.keys.count { $0 != ContainerSchema.usersRecordType } + 1
+            if typeCount > limits.recordTypes {
+                return StratusError(.invalidArguments, "record '\(save.recordID.recordName)' would create record type '\(name)', the development schema's record type number \(typeCount); a schema holds at most \(limits.recordTypes) (Stratus's limit, as in a schema file; Users left out)", recordID: save.recordID)
+            }
+        }
+        let held = fieldCounts.values.reduce(0, +)
+        let total = held + growth.missing.count { !ContainerSchema.isDeclaredByCloudKit($0.0, in: name) }
+        if total > limits.fields {
+            return StratusError(.invalidArguments, "record '\(save.recordID.recordName)' would give the development schema \(total) fields in all its record types; a schema holds at most \(limits.fields) (Stratus's limit, as in a schema file), and it has \(held)", recordID: save.recordID)
+        }
+        return nil
     }
 
     /// The fields (and the type, when it does not exist) that a written record creates in

@@ -117,6 +117,7 @@ package final class WriteSimulation: @unchecked Sendable {
     fileprivate func entry(_ key: Record.ID) -> Entry? { entries[key] }
     fileprivate func sources(of key: Record.ID) -> Set<String> { sourcesByTarget[key] ?? [] }
     fileprivate func schema(_ name: String) -> RecordTypeSchema? { schemas[name] }
+    fileprivate var grownSchemas: [RecordTypeSchema] { Array(schemas.values) }
     fileprivate func createdZone(_ key: RecordZone.ID) -> RecordZone.Capabilities? { createdZones[key] }
 
     /// Sets (or, with `nil`, forgets) what the simulation did to a record; answers what it said before.
@@ -291,6 +292,16 @@ private final class SimulatedTransaction: RecordWriteTransaction {
         if let grown = simulation.schema(recordType) { return grown }
         if storeSchema == nil { storeSchema = try engine.fetchSchema(storageContainer: context.storageContainer) }
         return storeSchema?.recordType(recordType)
+    }
+
+    func containerSchema() throws -> ContainerSchema {
+        if storeSchema == nil { storeSchema = try engine.fetchSchema(storageContainer: context.storageContainer) }
+        var schema = storeSchema ?? ContainerSchema()
+        for grown in simulation.grownSchemas {
+            schema.recordTypes.removeAll { $0.recordType == grown.recordType }
+            schema.recordTypes.append(grown)
+        }
+        return schema
     }
 
     func saveRecordTypeSchema(_ schema: RecordTypeSchema) throws {

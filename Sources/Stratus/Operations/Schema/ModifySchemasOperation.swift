@@ -9,7 +9,9 @@ import Foundation
 /// and saves nothing. Saving a schema builds its indexes over the records already stored, which
 /// takes time on a large store. The production schema changes only by
 /// ``Container/deploySchema()``; saving there fails with `invalidArguments`. Custom roles a
-/// saved type grants to are created when the schema lacks them.
+/// saved type grants to are created when the schema lacks them. A save that would take the
+/// schema past ``limits`` (record types, fields, indexes, roles, as a schema file is counted)
+/// fails with `invalidArguments` and saves nothing.
 ///
 /// ```swift
 /// var schema = RecordTypeSchema(recordType: "Todo")
@@ -20,6 +22,13 @@ import Foundation
 /// ```
 public final class ModifySchemasOperation: DatabaseOperation, @unchecked Sendable {
     public var schemasToSave: [RecordTypeSchema]
+    /// How much the saved schema may hold; Stratus's defaults unless raised. A count the
+    /// schema already holds past a limit may stay, not grow.
+    ///
+    /// ```swift
+    /// op.limits.fieldsPerRecordType = 2_000
+    /// ```
+    public var limits = ContainerSchema.Limits()
     /// Called last with the environment's record types (by name) after the save, or the error.
     @preconcurrency public var modifySchemasResultBlock: (@Sendable (Result<[RecordTypeSchema], any Error>) -> Void)?
 
@@ -38,6 +47,7 @@ public final class ModifySchemasOperation: DatabaseOperation, @unchecked Sendabl
                 return StratusError(.invalidArguments, "the production schema changes only by deploying the development schema; save the record types in development, then deploy")
             }
             let saving = schemasToSave
+            let limits = limits
             // A field keeps the type its records hold it with (CloudKit never changes one).
             let current = try withRetry { try engine.fetchSchema(storageContainer: context.storageContainer) }
             var replacement = current
@@ -52,12 +62,14 @@ public final class ModifySchemasOperation: DatabaseOperation, @unchecked Sendabl
             }
             savedSchemas = try withRetry {
                 try engine.modifySchema(storageContainer: context.storageContainer) { schema in
+                    let before = schema
                     for type in saving {
                         schema.recordTypes.removeAll { $0.recordType == type.recordType }
                         schema.recordTypes.append(type)
                         schema.roles.formUnion(type.grants.keys.filter { !$0.isSystem })
                     }
                     try schema.validate()
+                    try schema.checkLimits(limits, comparedWith: before)
                     return schema.recordTypes.sorted { $0.recordType < $1.recordType }
                 }
             }
