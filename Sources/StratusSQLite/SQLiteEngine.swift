@@ -68,6 +68,7 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
     public init(path: String, busyTimeout: Duration = .seconds(5), tombstoneRetention: Duration? = SQLiteEngine.defaultTombstoneRetention, readOnly: Bool = false) throws {
         try Self.refuseURL(path)
         try Self.refuseSpecialFile(path)
+        try Self.refuseCompanionFile(path)
         self.path = path
         self.busyTimeout = busyTimeout
         self.tombstoneRetention = tombstoneRetention
@@ -97,6 +98,29 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
         let lowered = path.prefix(12).lowercased()
         guard lowered.hasPrefix("postgres:") || lowered.hasPrefix("postgresql:") else { return }
         throw StratusError(.badContainer, "a PostgreSQL URL (\(path.prefix(while: { $0 != ":" })):…) names no SQLite store: open it with StratusPostgres (Container(identifier:postgresURL:) or PostgresEngine(url:))")
+    }
+
+    /// Refuses a path that names another store's log, shared-memory or rollback file
+    /// (`app.sqlite-wal`, a completed name away from `app.sqlite`): a store made there would
+    /// live inside the other store's log, and the next write to either would destroy committed
+    /// transactions of the other.
+    static func refuseCompanionFile(_ path: String) throws {
+        var names = [path]
+        if let resolved = realpath(path, nil) {
+            names.append(String(cString: resolved))
+            free(resolved)
+        } else if let target = try? FileManager.default.destinationOfSymbolicLink(atPath: path) {
+            // A link to a log that is not there at the moment (SQLite deletes it when the last
+            // connection closes) still names it.
+            names.append(target.hasPrefix("/") ? target : URL(fileURLWithPath: path).deletingLastPathComponent().appendingPathComponent(target).path)
+        }
+        for name in names {
+            for suffix in ["-wal", "-shm", "-journal"] where name.hasSuffix(suffix) {
+                let store = String(name.dropLast(suffix.count))
+                guard FileManager.default.fileExists(atPath: store) else { continue }
+                throw StratusError(.badContainer, "cannot open the store at \(path): it is the \(suffix.dropFirst()) file of the store at \(store), which SQLite writes that store's transactions to; name that store itself, or a file of another name")
+            }
+        }
     }
 
     /// Refuses a path that names something other than a regular file (a device such as

@@ -1,10 +1,11 @@
 import Foundation
 import StratusPostgres
 
-/// Refuses a file option (`--reject-file`, `--output`, `--checkpoint`, `--token-file`…) that
-/// names one of the store's own files: the SQLite file, its `-wal`, `-shm` and `-journal`
-/// files, or its assets folder. Appending rejects or changes to them would destroy records the
-/// command had just reported as written.
+/// Refuses a file or folder option (`--reject-file`, `--output`, `--checkpoint`,
+/// `--token-file`, `--assets-dir`…) that names one of the store's own files: the SQLite file,
+/// its `-wal`, `-shm` and `-journal` files, or its assets folder or a file in it. Appending
+/// rejects or changes to them, or exporting asset files over the store's content, would
+/// destroy records the command had just reported as written.
 ///
 /// ```swift
 /// try StoreFileGuard.check(parsed, options: ImportCommand.allOptions)
@@ -19,7 +20,7 @@ enum StoreFileGuard {
         for name in ["--from", "--to"] { stores += arguments.values(name) }
         stores.removeAll { PostgresEngine.isStoreURL($0) }
         guard !stores.isEmpty else { return }
-        for option in options where option.value?.hasPrefix("FILE") == true {
+        for option in options where option.value?.hasPrefix("FILE") == true || option.value == "DIR" {
             for path in arguments.values(option.name) where path != "-" {
                 for store in stores where names(path, fileOf: store) {
                     throw UsageError(message: "\(option.name) \(path) names a file of the store \(store); name another file")
@@ -35,7 +36,8 @@ enum StoreFileGuard {
         let companions = [store, store + "-wal", store + "-shm", store + "-journal"]
         let file = canonical(path)
         if companions.contains(where: { canonical($0) == file }) { return true }
-        if file.hasPrefix(canonical(store + ".assets") + "/") { return true }
+        let assets = canonical(store + ".assets")
+        if file == assets || file.hasPrefix(assets + "/") { return true }
         var named = stat()
         guard stat(path, &named) == 0 else { return false }
         return companions.contains { companion in

@@ -20,6 +20,9 @@ struct HostileSurroundingsCLITests {
                 ("checkpoint in the assets folder", ["import", mixed, "--checkpoint", cli.storePath + ".assets/cp"]),
                 ("changes into the store", ["changes", "--token-file", store.path("t.token"), "--output", cli.storePath]),
                 ("export over the store", ["export", "--type", "Note", "--output", cli.storePath, "--force"]),
+                // Exported asset files named over the store's content would replace it.
+                ("export's assets into the store's content", ["export", "--type", "Note", "--assets-dir", cli.storePath + ".assets/sha256"]),
+                ("changes' assets into the assets folder", ["changes", "--token-file", store.path("t.token"), "--assets-dir", cli.storePath + ".assets"]),
             ]
             for (label, arguments) in attempts {
                 let result = try await cli.run(arguments)
@@ -27,6 +30,27 @@ struct HostileSurroundingsCLITests {
                 #expect(result.stderr.contains("names a file of the store"), "\(label): \(result)")
             }
             #expect(try await cli.count("Note") == 5, "every record is still there")
+            #expect(try await cli.run(["check"]).exitCode == 0)
+        }
+    }
+
+    @Test("a store named by another store's -wal, -shm or -journal file is refused (66) by writing, reading and copying commands, and the other store keeps every record")
+    func storeInsideAnotherStoresLog() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(3)).exitCode == 0)
+            try FileManager.default.createSymbolicLink(atPath: store.path("typo.sqlite"), withDestinationPath: cli.storePath + "-wal")
+            for companion in [cli.storePath + "-wal", cli.storePath + "-shm", cli.storePath + "-journal", store.path("typo.sqlite")] {
+                for arguments in [["import", "--store", companion], ["count", "--type", "Note", "--store", companion], ["copy", "--from", cli.storePath, "--to", companion]] {
+                    let result = try await cli.run(arguments, stdin: Input.notes(1, prefix: "x"))
+                    // A read of a log that is not there says there is no store; the rest name the store.
+                    let named = result.stderr.contains("file of the store at \(cli.storePath)") || (arguments[0] == "count" && result.stderr.contains("there is no store"))
+                    #expect(result.exitCode == 66 && named, "\(arguments): \(result)")
+                }
+            }
+            // The next write to the store keeps it whole.
+            #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(1, prefix: "y")).exitCode == 0)
+            #expect(try await cli.count("Note") == 4)
             #expect(try await cli.run(["check"]).exitCode == 0)
         }
     }
