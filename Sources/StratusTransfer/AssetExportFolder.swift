@@ -25,7 +25,8 @@ public final class AssetExportFolder: @unchecked Sendable {
     // @unchecked: `written` is touched under `lock` only.
     public let directory: URL
     private let lock = NSLock()
-    private var written: Set<String> = []
+    /// The names written by this folder object, with the stored content each holds.
+    private var written: [String: String] = [:]
 
     /// Bytes copied at a time.
     static let chunkSize = 1 << 20
@@ -57,12 +58,24 @@ public final class AssetExportFolder: @unchecked Sendable {
     public func export(_ asset: Asset) throws -> String? {
         guard let identifier = asset.storedIdentifier, let source = asset.contentURL else { return nil }
         let name = asset.downloadURL != nil ? asset.fileChecksum.flatMap(AssetAttacher.checksumFileName) ?? identifier : identifier
-        if lock.withLock({ written.contains(name) }) { return name }
+        // Two contents wanting one name (a fileChecksum that is another content's name, or two
+        // checksums that differ only where base64 and base64url do) cannot both be written: the
+        // second would replace the first's bytes for every record naming the file.
+        func claimed() throws -> Bool {
+            guard let holder = written[name] else { return false }
+            guard holder == identifier else {
+                throw StratusError(.invalidArguments, "two different asset contents would have the one file name \(name) in \(directory.path): a CloudKit asset's fileChecksum names another content's file (an input that was not CloudKit's); the export stops rather than write one over the other")
+            }
+            return true
+        }
+        if try lock.withLock(claimed) { return name }
         let destination = directory.appendingPathComponent(name)
         if !holdsContent(destination, of: source) {
             try copy(source, to: destination)
         }
-        lock.withLock { _ = written.insert(name) }
+        try lock.withLock {
+            if try !claimed() { written[name] = identifier }
+        }
         return name
     }
 

@@ -660,6 +660,11 @@ extension JSONCursor {
             metadata.downloadURL = text
             if let directory = context.assetDirectory, let checksum = metadata.fileChecksum, let name = AssetAttacher.checksumFileName(checksum),
                FileManager.default.fileExists(atPath: directory.appendingPathComponent(name).path) {
+                // CloudKit's size is the content's: a file of another size is another content.
+                var info = stat()
+                if let size, stat(directory.appendingPathComponent(name).path, &info) == 0, info.st_mode & S_IFMT == S_IFREG, Int64(info.st_size) != size {
+                    throw fail(location, key, type, i, "names by its fileChecksum the file '\(name)' in the assets folder \(directory.path), which has \(info.st_size) bytes where the asset's size says \(size): another content")
+                }
                 return Asset(path: name, in: directory, followsSymlinks: context.followsAssetSymlinks).withMetadata(of: metadata, size: size)
             }
             return metadata

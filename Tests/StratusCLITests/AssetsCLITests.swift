@@ -314,6 +314,38 @@ struct AssetsCLITests {
         }
     }
 
+    @Test("a fileChecksum naming another content's file: export --assets-dir stops (65) instead of writing one content over the other, and an import takes no file whose size is not the asset's", arguments: TestEngine.all)
+    func checksumNamingAnotherContent(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let hi = Data("hi\n".utf8)
+            let evil = Data("EVIL-CONTENT".utf8)
+            _ = try store.writeFile("in/ok.txt", hi)
+            // The name Stratus gives "hi\n" in an export folder: its SHA-256.
+            let name = "98ea6e4f216f2fb4b69fff9b3a44842c38686ca685f3f55dc48c5d3fb1107be4"
+            _ = try store.writeFile("downloads/\(name)", evil)
+            let records = #"{"recordName":"Z","recordType":"P","fields":{"f":{"type":"ASSETID","value":{"downloadURL":"ok.txt"}}}}"# + "\n"
+                + #"{"recordName":"A0","recordType":"P","fields":{"f":{"type":"ASSETID","value":{"downloadURL":"https://cvws.icloud-content.com/B/x","fileChecksum":"\#(name)","size":12}}}}"# + "\n"
+            #expect(try await cli.run(["import", try cli.file("in.ndjson", records), "--assets-dir", store.path("in")]).exitCode == 0)
+            #expect(try await cli.run(["assets", "attach", store.path("downloads")]).stderr.contains("attached 1"))
+
+            let export = try await cli.run(["export", "--type", "P", "--assets-dir", store.path("out")])
+            #expect(export.exitCode == 65 && export.stderr.contains("one file name \(name)"), "\(export)")
+            for record in ["Z", "A0"] {
+                let got = try await cli.run(["assets", "get", record, "f", "--output", store.path("\(record).bin")])
+                #expect(got.exitCode == 0, "\(got)")
+            }
+            #expect(FileManager.default.contents(atPath: store.path("Z.bin")) == hi && FileManager.default.contents(atPath: store.path("A0.bin")) == evil, "the store keeps both")
+
+            // The import side: a file named by the checksum but of another size is refused.
+            _ = try store.writeFile("other/\(name)", hi)
+            let wrongSize = try await cli.run(["import", try cli.file("a0.ndjson", String(records.split(separator: "\n")[1]) + "\n"), "--assets-dir", store.path("other"), "--mode", "forceReplace"])
+            #expect(wrongSize.exitCode == 1 && wrongSize.stderr.contains("has 3 bytes where the asset's size says 12"), "\(wrongSize)")
+            let still = try await cli.run(["assets", "get", "A0", "f", "--output", store.path("A0again.bin")])
+            #expect(still.exitCode == 0 && FileManager.default.contents(atPath: store.path("A0again.bin")) == evil, "\(still)")
+        }
+    }
+
     @Test("assets attach counts as attached only the assets of records saved with their content: a record whose save fails (a symbolic link) is a failure, its assets stay without content, exit 1",
           arguments: TestEngine.all)
     func attachCountsOnlyWhatItAttached(engine: TestEngine) async throws {
