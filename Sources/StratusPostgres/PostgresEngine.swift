@@ -232,6 +232,20 @@ public final class PostgresEngine: StorageEngine, Sendable {
             let quoted = try PostgresConnection.quoteIdentifier(schema)
             throw StratusError(.permissionFailure, "members of \(group) may create objects in schema \(schema), beside the store's tables (PostgreSQL before 15 let every role create in public); first run REVOKE CREATE ON SCHEMA \(quoted) FROM PUBLIC, \(try PostgresConnection.quoteIdentifier(group)), or keep the store in a schema of its own")
         }
+        // A member may hold the right itself, or through another role (superusers and the
+        // tables' owners can do anything anyway).
+        let members = try connection.query("""
+            SELECT m.rolname::text FROM pg_catalog.pg_roles m, pg_catalog.pg_roles g, pg_catalog.pg_class c
+            WHERE g.rolname = $1 AND c.oid = pg_catalog.to_regclass('meta') AND m.oid <> g.oid AND NOT m.rolsuper
+              AND pg_catalog.pg_has_role(m.oid, g.oid, 'MEMBER') AND NOT pg_catalog.pg_has_role(m.oid, c.relowner, 'USAGE')
+              AND pg_catalog.has_schema_privilege(m.oid, $2, 'CREATE')
+            ORDER BY 1
+            """, [.text(group), .text(schema)]).map { try $0.text(0) ?? "" }
+        if !members.isEmpty {
+            let quoted = try PostgresConnection.quoteIdentifier(schema)
+            let roles = try members.map(PostgresConnection.quoteIdentifier).joined(separator: ", ")
+            throw StratusError(.permissionFailure, "member\(members.count == 1 ? "" : "s") \(members.joined(separator: ", ")) of \(group) may create objects in schema \(schema), beside the store's tables; first run REVOKE CREATE ON SCHEMA \(quoted) FROM \(roles) (and from any role that gives them the right), or keep the store in a schema of its own")
+        }
     }
 
     /// The groups that Stratus's policies on the records table name (row-level security was set

@@ -17,8 +17,11 @@ import Foundation
 /// - subscriptions: its own; zones, tombstones and histories of the public database: no
 ///   deletions (tombstones aside, which compaction removes), no zone but the default one, no
 ///   zone tombstones, and in shared bookkeeping rows only counters that grow (a trigger);
-/// - development schemas: new types and fields, never grants (a trigger); `job_progress`: its
-///   own jobs' rows.
+/// - development schemas: new types and fields without indexes, in the form Stratus reads;
+///   never grants, nor a stored field removed, retyped or indexed (a trigger); `job_progress`:
+///   its own jobs' rows;
+/// - a record's field document: a JSON object (a policy), so that no member's row makes every
+///   read of its type fail.
 ///
 /// Policies hold their expressions, not calls of functions: PostgreSQL resolves every name in
 /// them once, when the policy is created, so nothing a member creates later (a temporary table
@@ -131,7 +134,8 @@ enum PostgresRowSecurity {
     /// schema last, so that no temporary table stands in for anything) and every table named
     /// with its schema. The tables' owner (and a superuser) passes; a member changes no keys.
     private static func triggerFunctions(_ s: String) throws -> String {
-        """
+        let fieldTypes = FieldType.allCases.map { "'\($0.rawValue)'" }.joined(separator: ", ")
+        return """
         -- Shared bookkeeping rows (the public database's zone and history, feeds, asset content): a member only moves their counters forward.
         CREATE OR REPLACE FUNCTION \(s).stratus_counters_only() RETURNS trigger LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $stratus$
         DECLARE
@@ -160,6 +164,8 @@ enum PostgresRowSecurity {
         CREATE OR REPLACE FUNCTION \(s).stratus_keep_grants() RETURNS trigger LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $stratus$
         DECLARE
             stored text;
+            new_schema jsonb;
+            old_schema jsonb;
         BEGIN
             IF pg_has_role(CURRENT_USER, (SELECT c.relowner FROM pg_class c WHERE c.oid = TG_RELID), 'USAGE') THEN
                 RETURN NEW;
@@ -179,6 +185,30 @@ enum PostgresRowSecurity {
             END IF;
             IF coalesce(NEW.schema::jsonb -> 'grants', '{}'::jsonb) IS DISTINCT FROM coalesce(stored::jsonb -> 'grants', '{}'::jsonb) THEN
                 RAISE EXCEPTION 'role % may not change the grants of record type %', CURRENT_USER, NEW.record_type USING ERRCODE = '42501';
+            END IF;
+            -- A type every reader decodes: Stratus's form, each field once, with a type Stratus knows.
+            new_schema := NEW.schema::jsonb;
+            IF jsonb_typeof(new_schema) IS DISTINCT FROM 'object' OR new_schema ->> 'recordType' IS DISTINCT FROM NEW.record_type
+               OR jsonb_typeof(new_schema -> 'fields') IS DISTINCT FROM 'array'
+               OR EXISTS (SELECT 1 FROM jsonb_object_keys(new_schema) k WHERE k NOT IN ('recordType', 'fields', 'compoundIndexes', 'grants'))
+               OR EXISTS (SELECT 1 FROM jsonb_array_elements(new_schema -> 'fields') n(f)
+                          WHERE jsonb_typeof(n.f) IS DISTINCT FROM 'object' OR jsonb_typeof(n.f -> 'name') IS DISTINCT FROM 'string'
+                             OR (n.f ->> 'type') IN (\(fieldTypes)) IS NOT TRUE OR jsonb_typeof(n.f -> 'indexes') IS DISTINCT FROM 'number'
+                             OR EXISTS (SELECT 1 FROM jsonb_each(n.f) e WHERE e.key NOT IN ('name', 'type', 'indexes', 'isEncrypted', 'isNumber', 'numberWithoutPreferredType')
+                                        OR (e.key NOT IN ('name', 'type', 'indexes') AND jsonb_typeof(e.value) <> 'boolean')))
+               OR (SELECT count(*) <> count(DISTINCT n.f ->> 'name') FROM jsonb_array_elements(new_schema -> 'fields') n(f)) THEN
+                RAISE EXCEPTION 'role % may not store record type % in a form Stratus does not read', CURRENT_USER, NEW.record_type USING ERRCODE = '42501';
+            END IF;
+            -- Development grows: every stored field stays as it is, new fields come without indexes,
+            -- compound indexes stay (CloudKit never changes a field's type).
+            old_schema := coalesce(stored::jsonb, '{}'::jsonb);
+            IF EXISTS (SELECT 1 FROM jsonb_array_elements(coalesce(old_schema -> 'fields', '[]'::jsonb)) o(f)
+                       WHERE NOT EXISTS (SELECT 1 FROM jsonb_array_elements(new_schema -> 'fields') n(f) WHERE n.f = o.f))
+               OR EXISTS (SELECT 1 FROM jsonb_array_elements(new_schema -> 'fields') n(f)
+                          WHERE (n.f ->> 'indexes')::numeric <> 0
+                            AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(coalesce(old_schema -> 'fields', '[]'::jsonb)) o(f) WHERE o.f = n.f))
+               OR coalesce(new_schema -> 'compoundIndexes', '[]'::jsonb) IS DISTINCT FROM coalesce(old_schema -> 'compoundIndexes', '[]'::jsonb) THEN
+                RAISE EXCEPTION 'role % may only add fields without indexes to record type %: removing, retyping or indexing a field is the administrator''s', CURRENT_USER, NEW.record_type USING ERRCODE = '42501';
             END IF;
             RETURN NEW;
         END
@@ -290,9 +320,10 @@ enum PostgresRowSecurity {
             case "records":
                 let write = granted(.write, row: table, creator: true)
                 let update = "(\(ownedOr(table, public: write))) AND \(inItsZone(table))"
+                let document = "jsonb_typeof(records.fields) = 'object'"
                 return Rule(read: read,
-                            insert: "(\(ownedOr(table, public: "\(mine("records.created_by")) AND (\(granted(.create, row: table, creator: false)) OR \(ownUserRecord(table)))"))) AND \(inItsZone(table))",
-                            update: ownedOr(table, public: write), updateCheck: update,
+                            insert: "(\(ownedOr(table, public: "\(mine("records.created_by")) AND (\(granted(.create, row: table, creator: false)) OR \(ownUserRecord(table)))"))) AND \(inItsZone(table)) AND \(document)",
+                            update: ownedOr(table, public: write), updateCheck: "\(update) AND \(document)",
                             delete: ownedOr(table, public: "(\(write) OR \(cascaded(table)))"))
             case "refs", "record_tokens", "asset_refs":
                 let column = table == "refs" ? "source_name" : "record_name"

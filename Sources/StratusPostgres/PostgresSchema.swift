@@ -36,10 +36,14 @@ import Foundation
 /// directory through the caller's `search_path` (a member's temporary table could stand in for
 /// it) and let members change any public row: the upgrade applies ``PostgresRowSecurity`` again
 /// for each group that policies of an earlier version name.
+///
+/// Version 7 changes no table: its row-level security keeps members from storing a field
+/// document that is not a JSON object and from removing, retyping or indexing a development
+/// schema's fields or storing a type in a form readers cannot decode; the upgrade applies it.
 enum PostgresSchema {
-    static let version = 6
+    static let version = 7
     /// The version whose row-level security is ``PostgresRowSecurity``'s.
-    static let rowSecurityVersion = 6
+    static let rowSecurityVersion = 7
     /// The version the asset step brought.
     static let assetStoreVersion = 3
 
