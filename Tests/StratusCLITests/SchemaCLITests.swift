@@ -362,6 +362,15 @@ struct SchemaCLITests {
             #expect(refused.exitCode == 65, "\(refused)")
             #expect(refused.stderr.contains("field 'rank' of Post is in production but not in development"), "\(refused)")
             #expect(try await cli.run(["schema", "export", "--environment", "production"]).stdout == development, "production stays")
+
+            // A system field's indexes, once deployed, may go as any field's may: every type keeps the field.
+            try await container.saveSchema(try #require(try await container.container(in: .production).schema().recordType("Post")))
+            let indexed = try cli.file("indexed.ckdb", try await cli.run(["schema", "export"]).stdout + "\nRECORD TYPE Audit (\n    \"___createTime\" TIMESTAMP QUERYABLE SORTABLE,\n    note STRING\n);\n")
+            #expect(try await cli.run(["schema", "import", indexed]).exitCode == 0)
+            #expect(try await cli.run(["schema", "deploy"]).exitCode == 0)
+            let plain = try cli.file("plain.ckdb", try await cli.run(["schema", "export"]).stdout.replacingOccurrences(of: "\"___createTime\" TIMESTAMP QUERYABLE SORTABLE", with: "\"___createTime\" TIMESTAMP"))
+            let dropped = try await cli.run(["schema", "import", plain])
+            #expect(dropped.exitCode == 0 && !dropped.stderr.contains("creationDate"), "\(dropped)")
         }
     }
 

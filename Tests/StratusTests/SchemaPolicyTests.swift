@@ -110,6 +110,11 @@ struct SchemaPolicyTests {
             RecordTypeSchema(recordType: "Other"),
         ])
         try grown.checkKeeps(production, for: "deploy")
+        // A system field's indexes are indexes: a development schema without them keeps what production has.
+        var indexedSystem = production
+        indexedSystem.recordTypes[0].fields.append(.init("creationDate", type: .timestamp, indexes: [.queryable, .sortable]))
+        try production.checkKeeps(indexedSystem, for: "import the schema")
+        #expect(indexedSystem.changes(to: production).contains { $0.isDestructive } == false)
         // Removing or retyping does not, and every problem is named.
         let shrunk = ContainerSchema(recordTypes: [Self.item([.init("title", type: .string, isEncrypted: true)])])
         do {

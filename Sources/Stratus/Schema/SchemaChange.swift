@@ -18,10 +18,13 @@ public enum SchemaChange: Hashable, Sendable, CustomStringConvertible {
     case grantsChanged(recordType: String, from: [SecurityRole: RecordPermissions], to: [SecurityRole: RecordPermissions])
 
     /// Whether the change removes a record type or a field, or changes a field's type: what
-    /// CloudKit's deploy refuses, since production's records may hold them.
+    /// CloudKit's deploy refuses, since production's records may hold them. A system field
+    /// (`"___createTime"`, …) is never removed: every type has it, and a schema that leaves it
+    /// out only drops its indexes, as any field's indexes may change.
     public var isDestructive: Bool {
         switch self {
-        case .recordTypeRemoved, .fieldRemoved, .fieldRetyped: true
+        case .recordTypeRemoved, .fieldRetyped: true
+        case .fieldRemoved(_, let field): field.systemField == nil
         default: false
         }
     }
