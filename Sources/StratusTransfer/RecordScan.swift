@@ -198,8 +198,15 @@ extension JSONCursor {
             }
         } else if stringEquals(key, "serverErrorCode") || stringEquals(key, "reason") {
             let value = try scanValue()
-            let code = value.kind == .string ? " \(quoted(value))" : ""
-            note(key.start, "the item is a CloudKit error result ('\(quoted(key))'\(code)), not a record")
+            let text = value.kind == .string ? " \(quoted(value))" : ""
+            let errorResult = "the item is a CloudKit error result ("
+            // CloudKit writes `reason` before `serverErrorCode`: the code, which says what
+            // happened, is named whichever comes first.
+            if stringEquals(key, "serverErrorCode"), let first = problem, first.message.hasPrefix(errorResult + "'reason'") {
+                problem = Problem(offset: first.offset, message: errorResult + "'serverErrorCode'\(text), " + first.message.dropFirst(errorResult.count))
+            } else {
+                note(key.start, errorResult + "'\(quoted(key))'\(text)), not a record")
+            }
         } else {
             // pluginFields, expirationTime, share, a share's participants, keys CloudKit adds
             // later: kept as they came, written back as they came.
