@@ -317,7 +317,9 @@ extension RecordReader {
                 if let mode = savingMode, mode.rawValue != operation {
                     return (.rejected(offset: type.start, recordName: name, message: "the operation '\(operation)' would be saved as \(mode.rawValue) (the import's mode), which CloudKit does differently; import the request's \(operation) operations with --mode \(operation) (RecordImporter.Options.writeMode)"), recordOffset)
                 }
-                return (sub.materialize(scan, zone: zone, zoneIsKnown: zoneIsKnown, fromAnswer: fromAnswer, context: context), recordOffset)
+                // CloudKit Web Services names a created record without a recordName with a random UUID.
+                let generated = operation == "create" && !scan.recordName.isPresent ? UUID().uuidString : nil
+                return (sub.materialize(scan, zone: zone, zoneIsKnown: zoneIsKnown, fromAnswer: fromAnswer, nameIfAbsent: generated, context: context), recordOffset)
             case "forceDelete":
                 // As a change feed's deletion: applied by name when deletions are read (stratus import).
                 return (sub.materializeDeletion(scan, zone: zone, operation: operation, at: type.start, context: context), recordOffset)

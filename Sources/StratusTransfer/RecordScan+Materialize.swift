@@ -92,10 +92,13 @@ enum DecodedRecord {
 
 extension JSONCursor {
     /// Builds the record from a finished scan, or says why it cannot be one.
-    func materialize(_ scan: RecordScan, zone contextZone: RecordZone.ID, zoneIsKnown: Bool = false, fromAnswer: Bool = false, context: DecodeContext) -> DecodedRecord {
+    /// `nameIfAbsent` names a record that has no `recordName` (a `create` operation, which
+    /// CloudKit names with a random UUID).
+    func materialize(_ scan: RecordScan, zone contextZone: RecordZone.ID, zoneIsKnown: Bool = false, fromAnswer: Bool = false, nameIfAbsent: String? = nil,
+                     context: DecodeContext) -> DecodedRecord {
         context.cache.recordZoneIsKnown = zoneIsKnown || scan.hasZone
         context.cache.mirrorsAbsence = fromAnswer
-        let name: String? = scan.recordName.isPresent ? string(scan.recordName) : nil
+        let name: String? = scan.recordName.isPresent ? string(scan.recordName) : nameIfAbsent
         if let problem {
             return .rejected(offset: problem.offset, recordName: name, message: problem.message)
         }

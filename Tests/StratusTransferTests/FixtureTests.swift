@@ -174,8 +174,14 @@ struct FixtureTests {
         #expect(rename.fieldValue(forKey: "albumNameEnc") == .string("QUxCVU1fTkFNRV9FTkNfMDI4"))
         #expect(rename.fieldValue(forKey: "userModificationDate") == .int64(1_775_666_024_305))
 
-        let create = try #require(try Fixtures.read("album_create_request.json").first?.rejection)
-        #expect(create.message.contains("no recordName"))
+        // A create without a recordName is named as CloudKit names it: a random UUID, another each read.
+        let create = try #require(try Fixtures.read("album_create_request.json").first?.record)
+        #expect(create.recordType == "CPLAlbum" && UUID(uuidString: create.recordID.recordName) != nil, "\(create.recordID)")
+        #expect(create.recordID.zoneID.zoneName == "PrimarySync" && create.fieldValue(forKey: "position") == .int64(1_051_646))
+        #expect(try Fixtures.read("album_create_request.json").first?.record?.recordID != create.recordID)
+        // Other operations still need their record's name.
+        let unnamed = #"{"operations":[{"operationType":"forceUpdate","record":{"recordType":"T","fields":{}}}]}"#
+        #expect(try readAll(Data(unnamed.utf8), RecordReadOptions()).first?.rejection?.message.contains("no recordName") == true)
 
         let remove = try #require(try Fixtures.read("album_remove_photo_request.json").first?.rejection)
         #expect(remove.message.contains("forceDelete"))
