@@ -13,6 +13,10 @@ final class ChangeOutput {
     private let tokens: ChangeTokenFileStore
     /// For an output file once opened: its identity, path, committed length and the link that holds it.
     private var commit: ChangeTokenFile.OutputCommit?
+    /// The output file this run holds locked (its identity and the descriptor of the lock),
+    /// until the process ends: two jobs writing one file would cut back and interleave each
+    /// other's changes.
+    private var locked: (identity: String, descriptor: Int32)?
 
     /// Prepares the output. For a file, first cuts the last committed output file back to its
     /// committed length (through the link that holds it, wherever the file went), which drops
@@ -33,11 +37,25 @@ final class ChangeOutput {
         name = outputPath
         let committed = tokens.state.output
         Self.removeStrayLinks(of: tokens.resolvedPath, keeping: committed?.link)
-        if let committed { try Self.cutBack(committed) }
+        if let committed { try cutBack(committed) }
     }
 
     deinit {
         if descriptor >= 0 && descriptor != STDOUT_FILENO { close(descriptor) }
+        if let locked, locked.descriptor != descriptor { close(locked.descriptor) }
+    }
+
+    /// Locks the output file open at `file` (identity `identity`) for this run, unless it holds
+    /// it already.
+    ///
+    /// - Throws: ``CommandFailure`` `temporaryFailure` (exit 75) when another run holds it.
+    private func lock(_ file: Int32, identity: String, path: String) throws {
+        if let locked, locked.identity == identity { return }
+        if flock(file, LOCK_EX | LOCK_NB) != 0 {
+            throw CommandFailure(.temporaryFailure, "another run is writing the output file \(path) (a job of another token file, or this one started twice); give each job its own output file, or try again later")
+        }
+        if let locked, locked.descriptor != descriptor { close(locked.descriptor) }
+        locked = (identity, file)
     }
 
     /// Opens the output file; for a new file, holds it with a link and records it in the token
@@ -49,6 +67,7 @@ final class ChangeOutput {
         descriptor = Glibc.open(outputPath, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { throw CommandFailure.system(.cannotCreateOutput, "cannot open the output file \(outputPath)") }
         let (identity, size) = try FileDescriptorOutput.identity(of: descriptor)
+        try lock(descriptor, identity: identity, path: outputPath)
         if let committed, committed.fileIdentity == identity, committed.link.map({ Self.identity(of: $0) == identity }) ?? true {
             // The committed file itself: its link kept its inode from being reused.
             var same = committed
@@ -93,13 +112,17 @@ final class ChangeOutput {
 
     /// Truncates the committed output file to its committed length. Through its link, the
     /// file is found wherever it went; without one (older token files), only at its path.
-    private static func cutBack(_ committed: ChangeTokenFile.OutputCommit) throws {
+    private func cutBack(_ committed: ChangeTokenFile.OutputCommit) throws {
         let descriptor = open(committed.link ?? committed.path, O_WRONLY | O_CLOEXEC)
         // Gone (rotated or deleted, and no link): nothing of it is uncommitted.
         guard descriptor >= 0 else { return }
-        defer { close(descriptor) }
+        var kept = false
+        defer { if !kept { close(descriptor) } }
         let (identity, size) = try FileDescriptorOutput.identity(of: descriptor)
         guard identity == committed.fileIdentity else { return }
+        // Cut back only what no other run is writing; held until the run ends.
+        try lock(descriptor, identity: identity, path: committed.path)
+        kept = true
         guard size >= committed.length else {
             throw CommandFailure(.dataError, "the output file \(committed.path) is shorter (\(size) bytes) than its committed \(committed.length) bytes; something else changed it. Restore it, or remove the token file to start over")
         }

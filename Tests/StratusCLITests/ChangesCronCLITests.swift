@@ -204,4 +204,27 @@ struct ChangesCronCLITests {
             #expect(try JSONLine.names(cli.read(store.path("run-2.ndjson")) ?? "") == ["n1", "n2", "n3"], "the earlier output is left as it was")
         }
     }
+
+    @Test("two jobs naming one --output file: the second is refused (75) while the first writes it, before it cuts anything back, and both tokens stay as they were")
+    func oneOutputFileOneJob() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            #expect(try await cli.run(["import"], stdin: Input.notes(3)).exitCode == 0)
+            let output = store.path("today.ndjson")
+            #expect(try await cli.run(["changes", "--token-file", store.path("a.token"), "--output", output]).exitCode == 0)
+            let written = try #require(cli.read(output))
+            let tokens = [cli.read(store.path("a.token")), cli.read(store.path("b.token"))]
+            #expect(try await cli.run(["import"], stdin: Input.notes(2, prefix: "m")).exitCode == 0)
+            // The other job runs while this one holds the file (flock(1) stands in for it).
+            for token in ["a.token", "b.token"] {
+                let held = try await cli.shell(#"flock "\#(output)" "$STRATUS" changes --token-file "\#(store.path(token))" --output "\#(output)""#)
+                #expect(held.exitCode == 75 && held.stderr.contains("another run is writing the output file"), "\(token): \(held)")
+            }
+            #expect(cli.read(output) == written, "nothing cut back or appended")
+            #expect([cli.read(store.path("a.token")), cli.read(store.path("b.token"))] == tokens)
+            let after = try await cli.run(["changes", "--token-file", store.path("a.token"), "--output", output])
+            #expect(after.exitCode == 0, "\(after)")
+            #expect(try JSONLine.names(cli.read(output) ?? "") == ["n1", "n2", "n3", "m1", "m2"])
+        }
+    }
 }
