@@ -249,6 +249,8 @@ struct ImportCommand: Command {
                 throw CommandFailure(.dataError, "the input cannot be read\(failure.summary.read > 0 ? " further" : ""): \(error.message)")
             case (.store, let error as StratusError) where error.code == .limitExceeded:
                 throw CommandFailure(.dataError, error.message)
+            case (.checkpoint, let error as StratusError) where error.code == .invalidArguments:
+                throw CommandFailure(.usage, "the checkpoint \(checkpointPath ?? ""): \(error.message)")
             default:
                 throw failure.error
             }

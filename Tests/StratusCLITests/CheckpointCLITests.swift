@@ -68,6 +68,12 @@ struct CheckpointCLITests {
             let wrongInput = try await cli.run(["import", other, "--checkpoint", checkpoint])
             #expect(wrongInput.exitCode == 64, "\(wrongInput)")
             #expect(Self.committedItems(checkpoint) == afterKill, "the checkpoint is left alone")
+            // Nor to another store (a cron job without the STRATUS_STORE of the first run): it would skip what that store never got.
+            let otherStore = store.path("other.sqlite")
+            let wrongStore = try await cli.run(arguments + ["--store", otherStore])
+            #expect(wrongStore.exitCode == 64 && wrongStore.stderr.contains("holds no record"), "\(wrongStore)")
+            #expect(Self.committedItems(checkpoint) == afterKill, "the checkpoint is left alone")
+            #expect(try await cli.run(["count", "--type", "Row", "--store", otherStore]).stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "0")
 
             // 2. Resumed, then stopped with SIGTERM once it committed more.
             let second = try cli.start(arguments)

@@ -128,6 +128,10 @@ final class ImportRun {
                         pending = stored
                         try checkpointStore.save(ImportCheckpoint(itemsSettled: skip, job: job, pendingItems: pending))
                     }
+                } else if skip > 0, try await database.engineCall({ engine, _ in try engine.jobProgress(job) }) == nil {
+                    // Every batch that writes records the job's progress in the store: a store
+                    // without any is not the one the checkpoint's batches went to.
+                    throw StratusError(.invalidArguments, "it says the first \(skip) input items were settled by import job \(job), of which this store holds no record: the checkpoint was made by an import into another store (or this store was put in place of that one). Name the store the checkpoint was made with, or remove the checkpoint to import the whole input into this store")
                 }
                 resumedPending = Set(pending)
                 submittedEnd = skip
