@@ -46,6 +46,13 @@ struct TextArena {
 /// at a time. The handle is closed only in `deinit`, also when opening failed half-way.
 final class SQLiteConnection {
     private(set) var handle: OpaquePointer?
+
+    /// Whether the main database file is no longer the one at its path (SQLite compares the
+    /// open file with the path's: one `stat`).
+    var fileHasMoved: Bool {
+        var moved: Int32 = 0
+        return sqlite3_file_control(handle, "main", SQLITE_FCNTL_HAS_MOVED, &moved) == SQLITE_OK && moved != 0
+    }
     let path: String
     private var statements: [String: SQLiteStatement] = [:]
 

@@ -267,6 +267,12 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
             do {
                 let result = try body(writer)
                 writer.resetActiveStatements()
+                // A transaction committed into a file no longer at the path (a copy moved over
+                // it, a restore, a deletion) is in no store anyone opens again: not committed,
+                // and said so.
+                if writer.fileHasMoved {
+                    throw StratusError(.badDatabase, "the store file at \(path) was replaced, moved or deleted while this process wrote to it; the last transaction was not committed, and what earlier ones wrote is in the file that was there before. Stop the jobs that write a store before replacing it")
+                }
                 try writer.statement("COMMIT").step()
                 return result
             } catch {

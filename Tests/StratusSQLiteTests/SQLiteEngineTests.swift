@@ -146,6 +146,31 @@ struct SQLiteEngineTests {
         }
     }
 
+    @Test("a store file replaced or deleted under an open container: its writes fail with badDatabase instead of committing into a file no one opens again")
+    func replacedStoreFileFailsWrites() async throws {
+        try await TemporaryStore.with { store in
+            let path = store.path("app.sqlite")
+            let container = try Container(identifier: Self.identifier, storePath: path, userName: "carol")
+            try await container.privateCloudDatabase.save(makeRecord("Item", "before"))
+            // A restore: another store moved over the path while the first is open.
+            let restored = store.path("restored.sqlite")
+            let other = try Container(identifier: Self.identifier, storePath: restored, userName: "carol")
+            try await other.privateCloudDatabase.save(makeRecord("Item", "restored"))
+            #expect(rename(restored, path) == 0)
+            let refused = stratusError(await caughtError { try await container.privateCloudDatabase.save(makeRecord("Item", "after")) })
+            #expect(refused?.code == .badDatabase && refused?.message.contains("was replaced, moved or deleted") == true, "\(String(describing: refused))")
+            let again = stratusError(await caughtError { try await container.privateCloudDatabase.save(makeRecord("Item", "later")) })
+            #expect(again?.code == .badDatabase, "every later write too: \(String(describing: again))")
+
+            // A deletion: the same.
+            let doomed = store.path("doomed.sqlite")
+            let gone = try Container(identifier: Self.identifier, storePath: doomed, userName: "carol")
+            try await gone.privateCloudDatabase.save(makeRecord("Item", "one"))
+            for suffix in ["", "-wal", "-shm"] { unlink(doomed + suffix) }
+            #expect(stratusError(await caughtError { try await gone.privateCloudDatabase.save(makeRecord("Item", "two")) })?.code == .badDatabase)
+        }
+    }
+
     @Test("an unusable store path is a StratusError, not a crash")
     func unusablePathIsAnError() async throws {
         try await TemporaryStore.with { store in
