@@ -20,8 +20,9 @@ import Foundation
 /// ```
 struct OutputFile {
     let handle: FileHandle
-    /// The temporary file and the name it is renamed to when complete, for regular files.
-    private let replacement: (temporary: String, final: String)?
+    /// The temporary file and the name it is renamed to when complete, for regular files, and
+    /// whether that may replace a file there then.
+    private let replacement: (temporary: String, final: String, replaces: Bool)?
 
     /// - Throws: ``CommandFailure`` `cannotCreateOutput` (exit 73) for an existing file without
     ///   `--force`, a dangling link without `--force`, a directory, or one that cannot be made.
@@ -67,6 +68,7 @@ struct OutputFile {
         default:
             break  // does not exist yet
         }
+        Self.removeLeftPartials(of: target)
         let temporary = target + ".partial-\(getpid())"
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else {
@@ -79,7 +81,21 @@ struct OutputFile {
             throw CommandFailure(.cannotCreateOutput, "cannot create \(path): \(why)")
         }
         handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
-        replacement = (temporary, target)
+        replacement = (temporary, target, force)
+    }
+
+    /// Removes the temporary files that runs killed before their rename left beside `target`
+    /// (`FILE.partial-PID` of a process that is gone): a job killed every day by `timeout -s
+    /// KILL` would otherwise fill the disk with them.
+    private static func removeLeftPartials(of target: String) {
+        let url = URL(fileURLWithPath: target)
+        let prefix = url.lastPathComponent + ".partial-"
+        let folder = url.deletingLastPathComponent().path
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return }
+        for name in names where name.hasPrefix(prefix) {
+            guard let pid = pid_t(name.dropFirst(prefix.count)), pid != getpid(), kill(pid, 0) != 0, errno == ESRCH else { continue }
+            unlink(folder + "/" + name)
+        }
     }
 
     /// The descriptor a name of an open descriptor stands for (`/dev/stdout`, `/dev/fd/3`).
@@ -99,11 +115,29 @@ struct OutputFile {
     ///
     /// - Throws: ``CommandFailure`` `cannotCreateOutput` when it cannot be synced or moved.
     func commit() throws {
-        guard let (temporary, final) = replacement else { return }
+        guard let (temporary, final, replaces) = replacement else { return }
         do {
             try handle.synchronize()
         } catch {
             throw CommandFailure(.cannotCreateOutput, "cannot sync \(temporary): \(error.localizedDescription)")
+        }
+        guard replaces else {
+            // Without --force, a file another run put there meanwhile is not replaced: a link
+            // fails where a name exists, which a rename would not.
+            if link(temporary, final) == 0 {
+                unlink(temporary)
+                return
+            }
+            // A file system without hard links gets the rename after a look.
+            var info = stat()
+            if errno == EEXIST || lstat(final, &info) == 0 {
+                unlink(temporary)
+                throw CommandFailure(.cannotCreateOutput, "\(final) was created by something else while this export ran; pass --force to overwrite it (this export is not kept)")
+            }
+            guard rename(temporary, final) == 0 else {
+                throw CommandFailure.system(.cannotCreateOutput, "cannot move \(temporary) to \(final)")
+            }
+            return
         }
         guard rename(temporary, final) == 0 else {
             throw CommandFailure.system(.cannotCreateOutput, "cannot move \(temporary) to \(final)")
@@ -112,7 +146,7 @@ struct OutputFile {
 
     /// Drops an incomplete output: the temporary file goes; what went to a FIFO or device stays.
     func abandon() {
-        guard let (temporary, _) = replacement else { return }
+        guard let (temporary, _, _) = replacement else { return }
         unlink(temporary)
     }
 }

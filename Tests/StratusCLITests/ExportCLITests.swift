@@ -206,6 +206,9 @@ struct ExportCLITests {
             #expect(refused.stderr.contains(output) && refused.stderr.contains("--force"), "\(refused)")
             #expect(cli.read(output) == "keep me\n", "an existing file is not touched without --force")
 
+            // A run killed before its rename (timeout -s KILL) left its temporary file; the next run removes it.
+            let killedRun = output + ".partial-4194303"
+            try "half an export".write(toFile: killedRun, atomically: false, encoding: .utf8)
             let forced = try await cli.run(["export", "--type", "Note", "--output", output, "--force", "--where", "count == 1"])
             #expect(forced.exitCode == 0, "\(forced)")
             #expect(try JSONLine.names(cli.read(output) ?? "") == ["n1"])
