@@ -39,7 +39,8 @@ public final class AssetExportFolder: @unchecked Sendable {
         self.directory = directory
         do {
             var info = stat()
-            if lstat(directory.path, &info) == 0 {
+            // A link to a folder is that folder, as for the import that reads it back.
+            if stat(directory.path, &info) == 0 || lstat(directory.path, &info) == 0 {
                 guard info.st_mode & S_IFMT == S_IFDIR else {
                     throw StratusError(.invalidArguments, "\(directory.path) exists and is not a folder; name a folder for the assets")
                 }

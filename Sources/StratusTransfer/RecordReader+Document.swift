@@ -317,8 +317,12 @@ extension RecordReader {
                 if let mode = savingMode, mode.rawValue != operation {
                     return (.rejected(offset: type.start, recordName: name, message: "the operation '\(operation)' would be saved as \(mode.rawValue) (the import's mode), which CloudKit does differently; import the request's \(operation) operations with --mode \(operation) (RecordImporter.Options.writeMode)"), recordOffset)
                 }
-                // CloudKit Web Services names a created record without a recordName with a random UUID.
-                let generated = operation == "create" && !scan.recordName.isPresent ? UUID().uuidString : nil
+                // CloudKit Web Services names a created record without a recordName with a random
+                // UUID. Here it is one drawn from the operation's bytes and place in the input, so
+                // that reading the input again (a run repeated, a chunk boundary elsewhere) names
+                // the same records and never creates them twice.
+                let generated = operation == "create" && !scan.recordName.isPresent
+                    ? Self.generatedRecordName(UnsafeRawBufferPointer(start: c.base + start, count: c.pos - start), at: input.baseOffset + start) : nil
                 return (sub.materialize(scan, zone: zone, zoneIsKnown: zoneIsKnown, fromAnswer: fromAnswer, nameIfAbsent: generated, context: context), recordOffset)
             case "forceDelete":
                 // As a change feed's deletion: applied by name when deletions are read (stratus import).
@@ -333,6 +337,19 @@ extension RecordReader {
         }
         if !zoneIsKnown, !scan.hasZone, !decoded.isRejected { noteZoneUsed(zone) }
         return result(decoded, recordStart: recordStart)
+    }
+
+    /// A UUID (version 4's form) made from the SHA-256 of an operation's bytes and its offset
+    /// in the input.
+    static func generatedRecordName(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> String {
+        var hasher = SHA256Hasher()
+        hasher.update(bytes)
+        withUnsafeBytes(of: Int64(offset).littleEndian) { hasher.update($0) }
+        var digest = Array(hasher.finalize().bytes.prefix(16))
+        digest[6] = digest[6] & 0x0F | 0x40
+        digest[8] = digest[8] & 0x3F | 0x80
+        let uuid = digest.withUnsafeBytes { $0.loadUnaligned(as: uuid_t.self) }
+        return UUID(uuid: uuid).uuidString
     }
 
     /// Turns offsets (valid until the next read) into lines and columns.
