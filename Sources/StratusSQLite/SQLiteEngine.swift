@@ -117,10 +117,19 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
         for name in names {
             for suffix in ["-wal", "-shm", "-journal"] where name.hasSuffix(suffix) {
                 let store = String(name.dropLast(suffix.count))
-                guard FileManager.default.fileExists(atPath: store) else { continue }
+                guard isSQLiteFile(store) else { continue }
                 throw StratusError(.badContainer, "cannot open the store at \(path): it is the \(suffix.dropFirst()) file of the store at \(store), which SQLite writes that store's transactions to; name that store itself, or a file of another name")
             }
         }
+    }
+
+    /// Whether `path` is a regular file that begins as every SQLite database does.
+    private static func isSQLiteFile(_ path: String) -> Bool {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return false }
+        defer { try? handle.close() }
+        var info = stat()
+        guard fstat(handle.fileDescriptor, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return false }
+        return (try? handle.read(upToCount: 16)) == Data("SQLite format 3\u{0}".utf8)
     }
 
     /// Refuses a path that names something other than a regular file (a device such as

@@ -62,6 +62,16 @@ public struct RecordReadOptions: Sendable {
     /// changes/zone answers carry) are read as ``RecordReadResult/deletion(_:recordType:line:)``;
     /// when false (the default) they are rejected, so that a reader for saving never deletes.
     public var readsDeletions = false
+    /// What names the records of `records/modify` `create` operations that have no
+    /// `recordName`: each gets a UUID drawn from this seed, the operation's bytes and its place
+    /// in the input. `nil` (the default) draws a random seed for each reader, so that, as in
+    /// CloudKit, every read creates new records; a fixed seed names the same records each time
+    /// the same input is read.
+    ///
+    /// ```swift
+    /// options.generatedNameSeed = "nightly-2026-11-30"
+    /// ```
+    public var generatedNameSeed: String?
     /// The largest record (or NDJSON line, or CSV row) accepted, in bytes; larger ones are
     /// rejected so that memory stays bounded whatever the input.
     public var maximumRecordSize = 16 << 20

@@ -318,11 +318,10 @@ extension RecordReader {
                     return (.rejected(offset: type.start, recordName: name, message: "the operation '\(operation)' would be saved as \(mode.rawValue) (the import's mode), which CloudKit does differently; import the request's \(operation) operations with --mode \(operation) (RecordImporter.Options.writeMode)"), recordOffset)
                 }
                 // CloudKit Web Services names a created record without a recordName with a random
-                // UUID. Here it is one drawn from the operation's bytes and place in the input, so
-                // that reading the input again (a run repeated, a chunk boundary elsewhere) names
-                // the same records and never creates them twice.
+                // UUID: here one drawn from the reader's seed (random unless set), the operation's
+                // bytes and its place, so that a chunk boundary elsewhere names the same record.
                 let generated = operation == "create" && !scan.recordName.isPresent
-                    ? Self.generatedRecordName(UnsafeRawBufferPointer(start: c.base + start, count: c.pos - start), at: input.baseOffset + start) : nil
+                    ? Self.generatedRecordName(seed: generatedNameSeed, UnsafeRawBufferPointer(start: c.base + start, count: c.pos - start), at: input.baseOffset + start) : nil
                 return (sub.materialize(scan, zone: zone, zoneIsKnown: zoneIsKnown, fromAnswer: fromAnswer, nameIfAbsent: generated, context: context), recordOffset)
             case "forceDelete":
                 // As a change feed's deletion: applied by name when deletions are read (stratus import).
@@ -339,10 +338,12 @@ extension RecordReader {
         return result(decoded, recordStart: recordStart)
     }
 
-    /// A UUID (version 4's form) made from the SHA-256 of an operation's bytes and its offset
-    /// in the input.
-    static func generatedRecordName(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> String {
+    /// A UUID (version 4's form) made from the SHA-256 of a seed, an operation's bytes and its
+    /// offset in the input.
+    static func generatedRecordName(seed: [UInt8], _ bytes: UnsafeRawBufferPointer, at offset: Int) -> String {
         var hasher = SHA256Hasher()
+        withUnsafeBytes(of: Int64(seed.count).littleEndian) { hasher.update($0) }
+        seed.withUnsafeBytes { hasher.update($0) }
         hasher.update(bytes)
         withUnsafeBytes(of: Int64(offset).littleEndian) { hasher.update($0) }
         var digest = Array(hasher.finalize().bytes.prefix(16))

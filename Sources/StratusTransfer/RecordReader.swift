@@ -72,6 +72,8 @@ import Stratus
 /// Not thread-safe: use one reader from one task at a time.
 public final class RecordReader {
     let options: RecordReadOptions
+    /// ``RecordReadOptions/generatedNameSeed``, or a random one.
+    let generatedNameSeed: [UInt8]
     let context: DecodeContext
     let input: InputBuffer
     var scan = RecordScan()
@@ -138,6 +140,7 @@ public final class RecordReader {
 
     init(input: InputBuffer, options: RecordReadOptions) throws {
         self.options = options
+        generatedNameSeed = Array((options.generatedNameSeed ?? UUID().uuidString).utf8)
         self.context = DecodeContext(options: options)
         self.input = input
         input.stopRequested = options.stopRequested

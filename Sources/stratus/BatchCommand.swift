@@ -34,7 +34,8 @@ struct BatchCommand {
         defer { posix_spawnattr_destroy(&attributes) }
         var defaults = sigset_t()
         sigemptyset(&defaults)
-        for number in [SIGPIPE, SIGINT, SIGTERM] { sigaddset(&defaults, number) }
+        // SIGHUP too when the tool handles it; one it was started ignoring (nohup) stays ignored.
+        for number in [SIGPIPE, SIGINT, SIGTERM] + (Interruption.handlesHangup ? [SIGHUP] : []) { sigaddset(&defaults, number) }
         posix_spawnattr_setsigdefault(&attributes, &defaults)
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF))
         var environment = ProcessInfo.processInfo.environment

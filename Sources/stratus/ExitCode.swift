@@ -14,19 +14,27 @@ enum ExitCode: Int32 {
     /// The store is busy or unavailable, or another run holds a lock; try again later.
     case temporaryFailure = 75
     case permissionDenied = 77
-    /// Stopped by SIGINT (128 + 2) or SIGTERM (128 + 15) after saving the checkpoint.
+    /// Stopped by SIGHUP (128 + 1), SIGINT (128 + 2) or SIGTERM (128 + 15) after saving the
+    /// checkpoint.
+    case hungUp = 129
     case interrupted = 130
     case terminated = 143
 
     /// The exit status for a command stopped by `signal`.
-    static func stopped(by signal: Int32) -> ExitCode { signal == SIGTERM ? .terminated : .interrupted }
+    static func stopped(by signal: Int32) -> ExitCode {
+        switch signal {
+        case SIGTERM: .terminated
+        case SIGHUP: .hungUp
+        default: .interrupted
+        }
+    }
 
     /// The exit codes, as every command's help lists them.
     static let help = """
         Exit codes: 0 success; 1 finished, but some records were rejected or missing; 64 usage
         error; 65 bad input data; 66 store or input missing; 70 internal error; 73 cannot create
         output; 75 temporary failure (store busy, or another run holds the lock: retry later);
-        77 permission denied; 130/143 stopped by SIGINT/SIGTERM.
+        77 permission denied; 129/130/143 stopped by SIGHUP/SIGINT/SIGTERM.
         """
 
     init(for error: StratusError) {

@@ -2,11 +2,16 @@ import Dispatch
 import Foundation
 import Synchronization
 
-/// SIGINT and SIGTERM ask a long command to stop after its current batch, so that it can save
-/// its checkpoint; a second signal stops at once.
+/// SIGINT, SIGTERM and SIGHUP (the session that started a job closed) ask a long command to
+/// stop after its current batch, so that it can save its checkpoint; a second signal stops at
+/// once. A SIGHUP the command was started ignoring (`nohup`) stays ignored.
 enum Interruption {
     private static let received = Atomic<Int32>(0)
     private nonisolated(unsafe) static var sources: [DispatchSourceSignal] = []
+
+    /// Whether SIGHUP is handled (not when the command was started ignoring it).
+    static var handlesHangup: Bool { hangupHandled.load(ordering: .relaxed) }
+    private static let hangupHandled = Atomic<Bool>(false)
 
     /// The signal received, or 0.
     static var signal: Int32 { received.load(ordering: .relaxed) }
@@ -14,7 +19,12 @@ enum Interruption {
     /// Call once, from the main thread, before the work starts; `stop` runs on the first signal
     /// (from another thread) and asks the work to stop after its current batch.
     static func install(_ stop: @escaping @Sendable () -> Void) {
-        for number in [SIGINT, SIGTERM] {
+        var hangup = sigaction()
+        // Handlers are C function pointers, compared by address.
+        let hangupIgnored = sigaction(SIGHUP, nil, &hangup) == 0
+            && unsafeBitCast(hangup.__sigaction_handler.sa_handler, to: Int.self) == unsafeBitCast(SIG_IGN, to: Int.self)
+        hangupHandled.store(!hangupIgnored, ordering: .relaxed)
+        for number in hangupIgnored ? [SIGINT, SIGTERM] : [SIGINT, SIGTERM, SIGHUP] {
             Foundation.signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler {

@@ -42,6 +42,49 @@ struct CheckpointCLITests {
         }
     }
 
+    @Test("a checkpointed import whose first batches were all rejected goes on from its checkpoint, with --max-errors too")
+    func rejectedFirstBatchesResume() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            try await cli.createStore()
+            let input = try cli.file("in.ndjson", #"{"recordName":"_bad1","recordType":"T","fields":{}}"# + "\n" + #"{"recordName":"_bad2","recordType":"T","fields":{}}"# + "\n"
+                + #"{"recordName":"z1","recordType":"T","zoneID":{"zoneName":"Z"},"fields":{}}"# + "\n"
+                + #"{"recordName":"ok","recordType":"T","fields":{}}"# + "\n")
+            let checkpoint = store.path("rejects.checkpoint")
+            let arguments = ["import", input, "--checkpoint", checkpoint, "--batch-size", "2", "--max-errors", "10"]
+            let first = try await cli.run(arguments)
+            #expect(first.exitCode != 0 && cli.exists(checkpoint), "the missing zone stops it: \(first)")
+            #expect(try await cli.run(["zones", "create", "Z"]).exitCode == 0)
+            let resumed = try await cli.run(arguments)
+            #expect(resumed.exitCode == 0 && resumed.stderr.contains("going on from the checkpoint"), "\(resumed)")
+            #expect(try await cli.count("T") == 1)
+            #expect(try await cli.run(["count", "--type", "T", "--zone", "Z"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "1")
+        }
+    }
+
+    @Test("SIGHUP stops an import as SIGTERM does (129, after its batch, the checkpoint saved); one started ignoring it (nohup) goes on to the end")
+    func hangup() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            let path = try await ChildProcess.onOwnThread { try cli.file("rows.ndjson", Self.input()) }
+            let checkpoint = store.path("hup.checkpoint")
+            let first = try cli.start(["import", path, "--batch-size", "1000", "--checkpoint", checkpoint])
+            let sent = try await Self.signal(first, SIGHUP) { (Self.committedItems(checkpoint) ?? 0) > 0 }
+            let stopped = await first.wait()
+            try #require(sent, "the import ended before a checkpoint was seen: \(stopped)")
+            #expect(!stopped.signalled && stopped.exitCode == 129, "\(stopped)")
+            let saved = try #require(Self.committedItems(checkpoint), "a hung-up import leaves its checkpoint: \(stopped)")
+            #expect(try await cli.count("Row") == saved, "exactly the checkpointed items are stored")
+
+            let ignoring = try cli.startShell(#"trap '' HUP; exec "$STRATUS" import "\#(path)" --batch-size 1000 --checkpoint "\#(checkpoint)""#)
+            let sentAgain = try await Self.signal(ignoring, SIGHUP) { (Self.committedItems(checkpoint) ?? 0) > saved }
+            let finished = await ignoring.wait()
+            try #require(sentAgain, "the resumed import ended before its checkpoint moved: \(finished)")
+            #expect(!finished.signalled && finished.exitCode == 0, "nohup's SIGHUP stays ignored: \(finished)")
+            #expect(try await cli.count("Row") == Self.recordCount)
+        }
+    }
+
     @Test("SIGKILL mid-import, resume; SIGTERM mid-import exits 143 with a checkpoint; resume ends with exactly the input", arguments: TestEngine.all)
     func killTermResume(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

@@ -48,6 +48,13 @@ struct HostileSurroundingsCLITests {
                     #expect(result.exitCode == 66 && named, "\(arguments): \(result)")
                 }
             }
+            // A name that only ends like a companion, beside a folder or a file that is no store, is a store.
+            try FileManager.default.createDirectory(atPath: store.path("blog"), withIntermediateDirectories: true)
+            try "notes".write(toFile: store.path("notes"), atomically: true, encoding: .utf8)
+            for legitimate in [store.path("blog-journal"), store.path("notes-wal")] {
+                let made = try await cli.run(["import", "--store", legitimate, "--quiet"], stdin: Input.notes(1))
+                #expect(made.exitCode == 0, "\(legitimate): \(made)")
+            }
             // The next write to the store keeps it whole.
             #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(1, prefix: "y")).exitCode == 0)
             #expect(try await cli.count("Note") == 4)

@@ -181,6 +181,12 @@ struct PostgresSecurityTests {
         refused("UPDATE record_types SET schema = jsonb_set(schema::jsonb, '{fields,0,indexes}', '1')::text WHERE \(developmentNote)")
         refused("UPDATE record_types SET schema = jsonb_set(schema::jsonb, '{junk}', '1')::text WHERE \(developmentNote)")
         refused("UPDATE record_types SET schema = '{\"recordType\":\"Note\",\"fields\":[{\"name\":7}]}' WHERE \(developmentNote)")
+        // A repeated key: the database reads its last value, Stratus's reader would read the first.
+        let stored = try #require(try ownerRaw.query("SELECT schema FROM record_types WHERE \(developmentNote)").first?.text(0))
+        let doubled = "{\"fields\":[{\"name\":\"text\",\"type\":\"INT64\",\"indexes\":0}],\"grants\":{\"_world\":7}," + stored.dropFirst()
+        _ = try? raw.execute("UPDATE record_types SET schema = $1 WHERE \(developmentNote)", [.text(doubled)])
+        let afterDoubled = try await Container(identifier: store.identifier, engine: store.owner, userName: "admin").schema().recordType("Note")
+        #expect(afterDoubled?.field("text")?.type == .string && afterDoubled?.grants[.world] == nil, "\(String(describing: afterDoubled))")
         // What development does itself stays possible: a record of an object, a new field without indexes.
         #expect(try raw.execute(insertBoard, [.text(bobName), .text("bob-board"), .text("{}")]) == 1)
         #expect(try raw.execute("UPDATE record_types SET schema = jsonb_insert(schema::jsonb, '{fields,0}', '{\"name\":\"extra\",\"type\":\"STRING\",\"indexes\":0}')::text WHERE \(developmentNote)") == 1)

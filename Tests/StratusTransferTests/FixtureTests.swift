@@ -174,11 +174,14 @@ struct FixtureTests {
         #expect(rename.fieldValue(forKey: "albumNameEnc") == .string("QUxCVU1fTkFNRV9FTkNfMDI4"))
         #expect(rename.fieldValue(forKey: "userModificationDate") == .int64(1_775_666_024_305))
 
-        // A create without a recordName gets a UUID, as in CloudKit; the same one each read of the same input.
+        // A create without a recordName gets a UUID, as in CloudKit: another each read, unless the reader is seeded.
         let create = try #require(try Fixtures.read("album_create_request.json").first?.record)
         #expect(create.recordType == "CPLAlbum" && UUID(uuidString: create.recordID.recordName) != nil, "\(create.recordID)")
         #expect(create.recordID.zoneID.zoneName == "PrimarySync" && create.fieldValue(forKey: "position") == .int64(1_051_646))
-        #expect(try Fixtures.read("album_create_request.json").first?.record?.recordID == create.recordID)
+        #expect(try Fixtures.read("album_create_request.json").first?.record?.recordID != create.recordID)
+        let seeded = try Fixtures.read("album_create_request.json") { $0.generatedNameSeed = "s" }.first?.record?.recordID
+        let again = try Fixtures.read("album_create_request.json") { $0.generatedNameSeed = "s" }.first?.record?.recordID
+        #expect(seeded != nil && seeded == again)
         let twoCreates = #"{"operations":[{"operationType":"create","record":{"recordType":"T","fields":{}}},{"operationType":"create","record":{"recordType":"T","fields":{}}}]}"#
         let named = try readAll(Data(twoCreates.utf8), RecordReadOptions()).compactMap { $0.record?.recordID.recordName }
         #expect(named.count == 2 && Set(named).count == 2, "two equal operations are two records: \(named)")

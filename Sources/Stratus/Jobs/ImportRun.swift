@@ -581,7 +581,9 @@ final class ImportRun {
         }
         if next.count <= allowance || next.writeCount == 0 {
             let pending = pendingItems(before: endItems)
-            inFlight.append(Flight(pending: next.writeCount == 0 ? nil : submit(next, atomic: false, endItems: endItems, pendingItems: pending), batch: next, endItems: endItems,
+            // A checkpointed batch that writes nothing still records the job's progress, so that
+            // the store always knows the job its checkpoint names.
+            inFlight.append(Flight(pending: next.writeCount == 0 && job == nil ? nil : submit(next, atomic: false, endItems: endItems, pendingItems: pending), batch: next, endItems: endItems,
                                    probe: false, pendingItems: pending))
             return
         }
@@ -610,7 +612,7 @@ final class ImportRun {
             // where the batch before ended, the rest of them pending.
             pieceEnd = max(pieceEnd, settledEnd)
             let pending = Array(Set(pendingItems(before: pieceEnd) + next.itemIndexes.filter { $0 < pieceEnd })).sorted()
-            inFlight.append(Flight(pending: piece.writeCount == 0 ? nil : submit(piece, atomic: false, endItems: pieceEnd, pendingItems: pending), batch: piece, endItems: pieceEnd,
+            inFlight.append(Flight(pending: piece.writeCount == 0 && job == nil ? nil : submit(piece, atomic: false, endItems: pieceEnd, pendingItems: pending), batch: piece, endItems: pieceEnd,
                                    probe: false, pendingItems: pending))
             try await settleAll()
         }
