@@ -92,7 +92,7 @@ final class Progress: @unchecked Sendable {
             }
             line += " (\(Self.grouped(Int(rate)))/s)"
             if isTerminal {
-                write("\r\u{1B}[K" + line)
+                write(line, afterTerminalControl: Self.eraseLine)
                 wroteLiveLine = true
             } else {
                 write(line + "\n")
@@ -104,7 +104,7 @@ final class Progress: @unchecked Sendable {
     func finish(_ summary: String, json: [String: Int]) {
         lock.lock()
         defer { lock.unlock() }
-        if wroteLiveLine { write("\r\u{1B}[K") }
+        if wroteLiveLine { write("", afterTerminalControl: Self.eraseLine) }
         switch style {
         case .quiet: return
         case .json:
@@ -115,8 +115,11 @@ final class Progress: @unchecked Sendable {
         }
     }
 
-    private func write(_ text: String) {
-        StandardError.write(text)
+    /// Back to the start of the terminal's line, and the line erased.
+    private static let eraseLine = "\r\u{1B}[K"
+
+    private func write(_ text: String, afterTerminalControl control: String = "") {
+        StandardError.write(text, afterTerminalControl: control)
     }
 
     /// 1234567 -> "1,234,567".

@@ -45,8 +45,9 @@ enum StandardOutput {
 
 /// Writes messages to stderr, best effort: a message that cannot be written is dropped (a full
 /// disk under the log must not stop a job or hide its exit code). Control characters other
-/// than newline, tab and carriage return are shown escaped (`\u{1B}`): messages quote names and
-/// values from untrusted input, and raw escape sequences would drive the reader's terminal.
+/// than newline and tab are shown escaped (`\u{1B}`, `\u{D}`): messages quote names and values
+/// from untrusted input, and raw escape sequences would drive the reader's terminal. The
+/// progress line's own return and erase go apart from the text (`terminalControl`).
 /// Passwords are never shown: every URL's password is hidden, and so is the password of a
 /// command-line word or `$STRATUS_STORE` / `$STRATUS_READ_STORE` that holds one, wherever a
 /// message quotes it (`unexpected argument 'postgresql://u:pw@db1/app'` for a forgotten
@@ -56,7 +57,7 @@ enum StandardOutput {
 /// StandardError.write("stratus: imported 3\n")
 /// ```
 enum StandardError {
-    static func write(_ text: String) {
+    static func write(_ text: String, afterTerminalControl terminalControl: String = "") {
         let text = SecretWords.hidden(in: text)
         var shown = text
         if text.unicodeScalars.contains(where: isHidden) {
@@ -69,6 +70,7 @@ enum StandardError {
                 }
             }
         }
+        shown = terminalControl + shown
         shown.withUTF8 { bytes in
             guard var next = UnsafeRawPointer(bytes.baseAddress) else { return }
             var remaining = bytes.count
@@ -82,10 +84,10 @@ enum StandardError {
         }
     }
 
-    /// C0 and C1 control characters and DEL, but for newline, tab and carriage return.
+    /// C0 and C1 control characters and DEL, but for newline and tab.
     private static func isHidden(_ scalar: Unicode.Scalar) -> Bool {
         switch scalar.value {
-        case 0x0A, 0x09, 0x0D: false
+        case 0x0A, 0x09: false
         case 0x00...0x1F, 0x7F...0x9F: true
         default: false
         }

@@ -141,6 +141,23 @@ struct HostileSurroundingsCLITests {
         }
     }
 
+    @Test("on a terminal the progress line is redrawn with raw control sequences, while a carriage return or escape from the input stays escaped",
+          .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script")))
+    func terminalProgressLine() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            try await cli.createStore()
+            let first = try cli.file("first.ndjson", Input.notes(1_000))
+            let hostile = #"{"recordName":"cr\rx\u001b[2J","recordType":"T","fields":{}}"# + "\n"
+            let second = try cli.file("second.ndjson", hostile + Input.notes(1_000, prefix: "m"))
+            // script(1) gives the import a terminal; the pause between the two files lets a live line be drawn.
+            let result = try await cli.shell(#"script -qec '{ cat "\#(first)"; sleep 1; cat "\#(second)"; } | "$STRATUS" import' /dev/null"#)
+            #expect(result.exitCode == 1, "\(result)")
+            #expect(result.stdout.contains("\r\u{1B}[Kimported"), "the live line is erased and redrawn: \(result)")
+            #expect(result.stdout.contains(#"cr\u{D}x\u{1B}[2J"#) && !result.stdout.contains("\u{1B}[2J"), "the input's controls are escaped: \(result)")
+        }
+    }
+
     @Test("a libpq key=value string as --store is refused without echoing it or creating files")
     func connectionStringIsRefused() async throws {
         try await TemporaryStore.with { store in
