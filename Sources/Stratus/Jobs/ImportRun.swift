@@ -114,24 +114,27 @@ final class ImportRun {
                 if loaded?.job == nil {
                     // The job's name is durable before any of its batches commits.
                     try checkpointStore.save(ImportCheckpoint(itemsSettled: skip, job: job, pendingItems: pending))
-                } else if let committed = try await database.engineCall({ engine, _ in try engine.jobProgress(job) }), committed >= skip {
-                    // A batch committed after the last checkpoint was saved: it is not read again,
-                    // and the checkpoint catches up so that it never lags by more than one batch.
-                    // The store's record, written with the batch, says what waited then. At the
-                    // same position it is the newer one too (every batch that writes records its
-                    // progress; one that does not ends past the batches before it), as when a
-                    // batch of released records committed with what still waited.
-                    let text = try await database.engineCall { engine, _ in try engine.jobProgressText(job) }
-                    let stored = ImportCheckpoint.pendingItems(fromText: text)
-                    if Int(committed) > skip || stored != pending.sorted() {
-                        skip = Int(committed)
-                        pending = stored
-                        try checkpointStore.save(ImportCheckpoint(itemsSettled: skip, job: job, pendingItems: pending))
+                } else {
+                    // Every batch of a checkpointed import records the job's progress in its own
+                    // transaction, also one that writes nothing.
+                    let committed = try await database.engineCall { engine, _ in try engine.jobProgress(job) }
+                    if let committed, committed >= skip {
+                        // A batch committed after the last checkpoint was saved: it is not read
+                        // again, and the checkpoint catches up so that it never lags by more than
+                        // one batch. The store's record, written with the batch, says what waited
+                        // then; at the same position it is the newer one too, as when a batch of
+                        // released records committed with what still waited.
+                        let text = try await database.engineCall { engine, _ in try engine.jobProgressText(job) }
+                        let stored = ImportCheckpoint.pendingItems(fromText: text)
+                        if Int(committed) > skip || stored != pending.sorted() {
+                            skip = Int(committed)
+                            pending = stored
+                            try checkpointStore.save(ImportCheckpoint(itemsSettled: skip, job: job, pendingItems: pending))
+                        }
+                    } else if committed == nil, skip > 0 {
+                        // A store without the job's progress is not the one its batches went to.
+                        throw StratusError(.invalidArguments, "it says the first \(skip) input items were settled by import job \(job), of which this store holds no record: the checkpoint was made by an import into another store (or this store was put in place of that one). Name the store the checkpoint was made with, or remove the checkpoint to import the whole input into this store")
                     }
-                } else if skip > 0, try await database.engineCall({ engine, _ in try engine.jobProgress(job) }) == nil {
-                    // Every batch that writes records the job's progress in the store: a store
-                    // without any is not the one the checkpoint's batches went to.
-                    throw StratusError(.invalidArguments, "it says the first \(skip) input items were settled by import job \(job), of which this store holds no record: the checkpoint was made by an import into another store (or this store was put in place of that one). Name the store the checkpoint was made with, or remove the checkpoint to import the whole input into this store")
                 }
                 resumedPending = Set(pending)
                 submittedEnd = skip
