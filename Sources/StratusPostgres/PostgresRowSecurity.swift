@@ -183,13 +183,13 @@ enum PostgresRowSecurity {
                     stored := '{"grants": \(SQL.usersGrants)}';
                 END IF;
             END IF;
-            IF coalesce(NEW.schema::jsonb -> 'grants', '{}'::jsonb) IS DISTINCT FROM coalesce(stored::jsonb -> 'grants', '{}'::jsonb) THEN
-                RAISE EXCEPTION 'role % may not change the grants of record type %', CURRENT_USER, NEW.record_type USING ERRCODE = '42501';
-            END IF;
-            -- A type every reader decodes: Stratus's form, each field once, with a type Stratus knows.
             -- Stored as checked: jsonb keeps a repeated key's last value, Stratus's reader its first.
             new_schema := NEW.schema::jsonb;
             NEW.schema := new_schema::text;
+            IF coalesce(new_schema -> 'grants', '{}'::jsonb) IS DISTINCT FROM coalesce(stored::jsonb -> 'grants', '{}'::jsonb) THEN
+                RAISE EXCEPTION 'role % may not change the grants of record type %', CURRENT_USER, NEW.record_type USING ERRCODE = '42501';
+            END IF;
+            -- A type every reader decodes: Stratus's form, each field once, with a type Stratus knows.
             IF jsonb_typeof(new_schema) IS DISTINCT FROM 'object' OR new_schema ->> 'recordType' IS DISTINCT FROM NEW.record_type
                OR jsonb_typeof(new_schema -> 'fields') IS DISTINCT FROM 'array'
                OR EXISTS (SELECT 1 FROM jsonb_object_keys(new_schema) k WHERE k NOT IN ('recordType', 'fields', 'compoundIndexes', 'grants'))
