@@ -100,6 +100,14 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
         throw StratusError(.badContainer, "a PostgreSQL URL (\(path.prefix(while: { $0 != ":" })):…) names no SQLite store: open it with StratusPostgres (Container(identifier:postgresURL:) or PostgresEngine(url:))")
     }
 
+    /// The endings of the files SQLite keeps beside a store (`app.sqlite-wal`, …): its log, the
+    /// log's shared-memory index and a rollback journal. They are the store's as much as its file.
+    ///
+    /// ```swift
+    /// let files = [path] + SQLiteEngine.companionSuffixes.map { path + $0 }
+    /// ```
+    public static let companionSuffixes = ["-wal", "-shm", "-journal"]
+
     /// Refuses a path that names another store's log, shared-memory or rollback file
     /// (`app.sqlite-wal`, a completed name away from `app.sqlite`): a store made there would
     /// live inside the other store's log, and the next write to either would destroy committed
@@ -115,7 +123,7 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
             names.append(target.hasPrefix("/") ? target : URL(fileURLWithPath: path).deletingLastPathComponent().appendingPathComponent(target).path)
         }
         for name in names {
-            for suffix in ["-wal", "-shm", "-journal"] where name.hasSuffix(suffix) {
+            for suffix in companionSuffixes where name.hasSuffix(suffix) {
                 let store = String(name.dropLast(suffix.count))
                 guard isSQLiteFile(store) else { continue }
                 throw StratusError(.badContainer, "cannot open the store at \(path): it is the \(suffix.dropFirst()) file of the store at \(store), which SQLite writes that store's transactions to; name that store itself, or a file of another name")

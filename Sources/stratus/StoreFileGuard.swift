@@ -1,5 +1,6 @@
 import Foundation
 import StratusPostgres
+import StratusSQLite
 
 /// Refuses a file or folder option (`--reject-file`, `--output`, `--checkpoint`,
 /// `--token-file`, `--assets-dir`…) that names one of the store's own files: the SQLite file,
@@ -33,7 +34,7 @@ enum StoreFileGuard {
     /// assets folder: by device and inode where both exist (hard and symbolic links), else by
     /// their absolute paths with symbolic links resolved.
     static func names(_ path: String, fileOf store: String) -> Bool {
-        let companions = [store, store + "-wal", store + "-shm", store + "-journal"]
+        let companions = [store] + SQLiteEngine.companionSuffixes.map { store + $0 }
         let file = canonical(path)
         if companions.contains(where: { canonical($0) == file }) { return true }
         let assets = canonical(store + ".assets")
