@@ -9,7 +9,7 @@ import Stratus
 /// uses it (an overlapping run exits 75).
 ///
 /// ```
-/// {"command":"update Todo where checked == 0 set checked:INT64=1 …","job":"pipeline-…","position":"stc2_…"}
+/// {"command":"update Todo where checked == 0 set checked:INT64=1 …","job":"pipeline-…","position":"stc2_…","recordedInStore":true}
 /// ```
 final class PipelineCheckpointFile: PipelineCheckpointStore, @unchecked Sendable {
     // @unchecked: the pipeline calls the store one call at a time; every field is immutable.
@@ -17,6 +17,8 @@ final class PipelineCheckpointFile: PipelineCheckpointStore, @unchecked Sendable
         var command: String
         var job: String
         var position: String?
+        /// Absent in files of versions before it was kept (read as false).
+        var recordedInStore: Bool?
     }
 
     let path: String
@@ -55,11 +57,12 @@ final class PipelineCheckpointFile: PipelineCheckpointStore, @unchecked Sendable
         } catch {
             throw UsageError(message: "the checkpoint file \(path) holds no position Stratus can read; remove it to start over")
         }
-        return PipelineCheckpointStoreEntry(job: contents.job, position: position)
+        return PipelineCheckpointStoreEntry(job: contents.job, position: position, isRecordedInStore: contents.recordedInStore ?? false)
     }
 
     func save(_ entry: PipelineCheckpointStoreEntry) throws {
-        let data = try JSONEncoder().encode(Contents(command: command, job: entry.job, position: entry.position?.serialized))
+        let data = try JSONEncoder().encode(Contents(command: command, job: entry.job, position: entry.position?.serialized,
+                                                          recordedInStore: entry.isRecordedInStore ? true : nil))
         try KeptFile.replace(resolvedPath, with: data)
     }
 

@@ -173,6 +173,39 @@ struct UpdateCLITests {
         }
     }
 
+    @Test("--checkpoint of an update stopped part way is refused (64) by another store, which stays unchanged; the store it was made with goes on from it", arguments: TestEngine.all)
+    func checkpointOfAnotherStore(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let other = try await cli.newStore("other.sqlite")
+            let mine = (1...8).filter { $0 != 5 }.map { #"{"recordName":"p\#($0)","recordType":"Post","fields":{"title":{"value":"draft","type":"STRING"}}}"# }
+            let theirs = #"{"recordName":"p5","recordType":"Post","fields":{"title":{"value":"draft","type":"STRING"}}}"#
+            for location in [cli.storePath, other] {
+                #expect(try await cli.run(["import", try cli.file("mine.ndjson", mine.joined(separator: "\n") + "\n"), "--store", location]).exitCode == 0)
+                #expect(try await cli.run(["import", try cli.file("theirs.ndjson", theirs + "\n"), "--store", location, "--user", "bob"]).exitCode == 0)
+            }
+            let checkpoint = store.path("update.checkpoint")
+            let update = ["update", "--type", "Post", "--all", "--set", "title=final", "--batch-size", "2", "--max-errors", "0", "--checkpoint", checkpoint]
+            // Bob's p5 fails in the third batch: the run stops after it, its checkpoint kept.
+            let stopped = try await cli.run(update)
+            #expect(stopped.exitCode == 65, "\(stopped)")
+            let saved = try #require(cli.read(checkpoint), "\(stopped)")
+            #expect(try await cli.count("Post", where: "title == 'final'") == 5)
+
+            let elsewhere = try await cli.run(update + ["--store", other])
+            #expect(elsewhere.exitCode == 64, "\(elsewhere)")
+            #expect(elsewhere.stderr.contains("this store holds no record of that job"), "\(elsewhere)")
+            #expect(cli.read(checkpoint) == saved, "a refused checkpoint is left as it was")
+            #expect(try await cli.count("Post", where: "title == 'draft'", extra: ["--store", other]) == 8, "nothing written in the other store")
+
+            // Without --max-errors, the store it was made with finishes after the kept position.
+            let resumed = try await cli.run(update.filter { $0 != "--max-errors" && $0 != "0" })
+            #expect(resumed.exitCode == 0, "\(resumed)")
+            #expect(resumed.stderr.contains("updated 2, unchanged 0, failed 0"), "only the records after the position: \(resumed)")
+            #expect(try await cli.count("Post", where: "title == 'final'") == 7)
+        }
+    }
+
     @Test("a checkpoint file larger than any checkpoint (a sparse file, another file named by mistake) is refused (65) before it is read, by update, import and copy, and left as it was", arguments: TestEngine.all)
     func hugeCheckpoints(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

@@ -414,6 +414,50 @@ struct PipelineStreamingTests {
         }
     }
 
+    @Test("a checkpoint of a save that wrote to one store is refused by a store without the job's record (another store, or one put back from a copy), which stays unchanged; the first store resumes")
+    func checkpointOfAnotherStore() async throws {
+        try await SQLiteFixture.with { written in
+            try await SQLiteFixture.with { other in
+                try await TestDatabase.save(items(100), in: written.database)
+                try await TestDatabase.save(items(100), in: other.database)
+                let store = MemoryPipelineCheckpoint()
+                func bump(_ database: Database, stopAfter: Int?) async throws -> StratusError? {
+                    let query = Self.everyItem(pageSize: 10)
+                    query.checkpoint = try PipelineCheckpoint(store: store)
+                    let saved = Box(0)
+                    let save = ModifyRecordsOperation(savingRecordsFrom: query) { records in
+                        for record in records { record["count"] = (Self.int(record, "count") ?? 0) + 1 }
+                        return records
+                    }
+                    save.perRecordSaveBlock = { _, result in
+                        guard case .success = result else { return }
+                        if let stopAfter, saved.update({ $0 += 1; return $0 }) == stopAfter { save.cancel() }
+                    }
+                    let final = Box<Result<Void, any Error>?>(nil)
+                    save.modifyRecordsResultBlock = { final.value = $0 }
+                    _ = await Self.run([query, save], on: database)
+                    return finalError(final.value)
+                }
+                let stopped = try #require(try await bump(written.database, stopAfter: 30))
+                #expect(stopped.code == .operationCancelled)
+                let entry = try #require(store.entry)
+                #expect(entry.isRecordedInStore && entry.position != nil, "\(entry)")
+
+                let refused = try #require(try await bump(other.database, stopAfter: nil))
+                #expect(refused.code == .invalidArguments)
+                #expect(refused.message.contains("this store holds no record of that job"), "\(refused.message)")
+                #expect(store.entry == entry, "a refused checkpoint is left as it was")
+                let untouched = try await TestDatabase.queryAll(Query(recordType: "Item"), in: other.database)
+                #expect(untouched.count == 100 && untouched.allSatisfy { Self.int($0, "count") == nil })
+
+                #expect(try await bump(written.database, stopAfter: nil) == nil)
+                let all = try await TestDatabase.queryAll(Query(recordType: "Item"), in: written.database)
+                #expect(all.count == 100 && all.allSatisfy { Self.int($0, "count") == 1 }, "each record once")
+                #expect(store.entry == nil, "removed when the pipeline completed")
+            }
+        }
+    }
+
     @Test("a file reader feeds a save: batches of input items, rejected items reported, records saved")
     func readerFeedsSave() async throws {
         try await SQLiteFixture.with { fixture in

@@ -59,6 +59,9 @@ extension DatabaseOperation {
                     throw StratusError(.invalidArguments, "the position the store keeps for the pipeline job '\(checkpoint.job)' cannot be read (\(error.message)); remove the job's checkpoint to start over")
                 }
             } else if let entry = try checkpoint.store?.load(), entry.job == checkpoint.job {
+                if entry.isRecordedInStore, let position = entry.position {
+                    throw StratusError(.invalidArguments, "the checkpoint of pipeline job '\(checkpoint.job)' says its batches up to \(position) were written in the store, and this store holds no record of that job: the checkpoint was made with another store, or this store was put back from a copy made before the job. Name the store the checkpoint was made with, or remove the checkpoint to start over")
+                }
                 start = entry.position
             }
         }
@@ -109,7 +112,8 @@ extension DatabaseOperation {
     /// The job and position a writing stage records in the transaction that writes `batch`:
     /// the pipeline's checkpoint job, when the source has positions.
     func jobProgress<Element>(for batch: PipelineBatch<Element>) -> JobProgressEntry? {
-        guard let checkpoint = pipeline?.checkpoint, let position = batch.position else { return nil }
+        guard let pipeline, let checkpoint = pipeline.checkpoint, let position = batch.position else { return nil }
+        pipeline.recordsPositionInStore()
         return JobProgressEntry(job: checkpoint.job, position: Int64(batch.sequence + 1), text: position.serialized)
     }
 }

@@ -35,6 +35,8 @@ final class Pipeline: Sendable {
         var engine: (any StorageEngine)?
         /// The position the file store holds, so that it never goes back.
         var savedSequence = -1
+        /// A stage recorded the job's position in the store's transactions.
+        var isRecordedInStore = false
     }
     private let state = Mutex(State())
     /// Serializes saves of the checkpoint store, which happen outside `state`'s lock.
@@ -106,6 +108,12 @@ final class Pipeline: Sendable {
     /// The checkpoint the source was given, for the stages that record its position.
     var checkpoint: PipelineCheckpoint? { state.withLock { $0.checkpoint } }
 
+    /// A stage records the job's position in a transaction of the store: from then on the
+    /// checkpoint store says so, and a store without the job's position is refused.
+    func recordsPositionInStore() {
+        state.withLock { $0.isRecordedInStore = true }
+    }
+
     /// The source's position once batch `sequence` is done.
     func register(sequence: Int, position: PipelinePosition?) {
         guard let position else { return }
@@ -142,7 +150,8 @@ final class Pipeline: Sendable {
         try saveLock.withLock {
             let (entry, sequence) = state.withLock { state -> (PipelineCheckpointStoreEntry?, Int) in
                 guard let checkpoint = state.checkpoint, state.completedSequence > state.savedSequence else { return (nil, 0) }
-                return (PipelineCheckpointStoreEntry(job: checkpoint.job, position: state.completedPosition), state.completedSequence)
+                return (PipelineCheckpointStoreEntry(job: checkpoint.job, position: state.completedPosition, isRecordedInStore: state.isRecordedInStore),
+                        state.completedSequence)
             }
             guard let entry, let store = checkpoint?.store else { return }
             try store.save(entry)
@@ -238,8 +247,11 @@ final class Pipeline: Sendable {
         output?.finish()
         if allFinished, let checkpoint {
             do {
-                try engine?.removeJobProgress(checkpoint.job)
+                // The checkpoint store first: one left behind by a kill in between would say
+                // the store records a position it no longer holds, and a run again with it
+                // would be refused.
                 try checkpoint.store?.remove()
+                try engine?.removeJobProgress(checkpoint.job)
             } catch {
                 return StratusError(.internalError, "the pipeline completed, but its checkpoint '\(checkpoint.job)' could not be removed: \(error)")
             }

@@ -78,10 +78,16 @@ public struct PipelineCheckpointStoreEntry: Sendable, Hashable {
     public var job: String
     /// The position after the last batch every stage completed; nil before the first.
     public var position: PipelinePosition?
+    /// Whether a stage recorded the job's position in the store too (a save or delete stage
+    /// writing there). A store that then holds no position for the job is not the one the job
+    /// wrote to, or was put back from a copy made before the job: the pipeline refuses to
+    /// resume there, since the records before ``position`` were never written in it.
+    public var isRecordedInStore: Bool
 
-    public init(job: String, position: PipelinePosition?) {
+    public init(job: String, position: PipelinePosition?, isRecordedInStore: Bool = false) {
         self.job = job
         self.position = position
+        self.isRecordedInStore = isRecordedInStore
     }
 }
 
