@@ -56,7 +56,8 @@ struct ImportCommand: Command {
         written (whatever --batch-size), then is imported; when the parent never comes, it is
         rejected (referenceViolation) at the end of the input.
 
-        SIGINT or SIGTERM stops after the current batch and saves the checkpoint (exit 130/143).
+        SIGINT, SIGTERM or SIGHUP stops after the current batch and saves the checkpoint (exit
+        130/143/129).
         """
     static let options: [Option] = [
         Option("--format", "FORMAT", "ndjson, json, envelope or csv", default: "detected; files ending in .csv are CSV"),

@@ -36,7 +36,7 @@ struct UpdateCommand: Command {
         the last committed batch: every matching record is updated exactly once. The file is
         removed when the update ends.
 
-        SIGINT or SIGTERM stops after the current batch (exit 130/143).
+        SIGINT, SIGTERM or SIGHUP stops after the current batch (exit 130/143/129).
         """
     static let options: [Option] = [
         Option.recordType,

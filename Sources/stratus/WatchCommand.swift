@@ -10,8 +10,8 @@ struct WatchCommand: Command {
     ]
     static let discussion = """
         Prints the user's notifications (in every database of the container) as NDJSON as their
-        writes commit, in the shape `stratus notifications` writes, until SIGINT or SIGTERM: then
-        it finishes the batch at hand, saves its token and exits 130 or 143. On PostgreSQL a
+        writes commit, in the shape `stratus notifications` writes, until SIGINT, SIGTERM or SIGHUP:
+        then it finishes the batch at hand, saves its token and exits 130, 143 or 129. On PostgreSQL a
         commit wakes it at once (LISTEN/NOTIFY); on SQLite it notices the store's data version
         move within a few tens of milliseconds.
 
@@ -25,7 +25,7 @@ struct WatchCommand: Command {
         Option("--token-file", "FILE", "where the token is kept (locked while running)", default: "none: start at the feed's end"),
     ] + NotificationDelivery.options
     static let exitNotes: String? = """
-        130/143 after SIGINT/SIGTERM, the token saved: the normal end. 65 when the token has
+        130/143/129 after SIGINT/SIGTERM/SIGHUP, the token saved: the normal end. 65 when the token has
         expired; 75 when another run holds the token file or the --exec command failed.
         """
 
