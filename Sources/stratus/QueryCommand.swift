@@ -93,6 +93,12 @@ struct QueryCommand: Command {
             // A cursor goes on where its query searched: over every zone (a program's query
             // without a zone, or --all-zones), --all-zones given again or not, or in its zone.
             let zone: RecordZone.ID? = searchesAllZones ? nil : decoded.zoneID
+            if query == nil, selection.predicateText != nil || !selection.sorts.isEmpty {
+                // --where or --sort without --type: compared as the query of the cursor's type.
+                var ofCursorType = selection
+                ofCursorType.recordType = decoded.recordType
+                if let given = try ofCursorType.makeQuery() { query = try await WhereClause.typed(given, in: container) }
+            }
             if let query, !decoded.continues(query, zoneID: zone) {
                 throw UsageError(message: "the cursor belongs to a different query; run the same --type/--where/--sort that printed it")
             }

@@ -22,8 +22,81 @@ enum WhereClause {
     ///
     /// - Throws: ``UsageError`` quoting a literal that is neither.
     static func typed(_ predicate: QueryPredicate, by schema: RecordTypeSchema?) throws -> QueryPredicate {
+        try checkConditionShapes(predicate, by: schema)
         try checkLiteralKinds(predicate, by: schema)
-        return try predicate.mappingValues(of: { isDate($0, schema) }) { key, value in try date(value, key) }
+        return try predicate
+            .mappingValues(of: { isDate($0, schema) }) { key, value in try date(value, key) }
+            .mappingValues(of: { isReference($0, schema) }) { key, value in try reference(value, key) }
+    }
+
+    /// Refuses a condition whose form cannot match a field of the type the schema declares:
+    /// a list field compared as one value (`tags == 'red'`, which CloudKit writes
+    /// `tags CONTAINS 'red'` or `ANY tags == 'red'`), a scalar field searched as a list, a
+    /// prefix of a field that holds no strings, a distance from a field that holds no location,
+    /// and a location compared with a value. Each would match no record, silently.
+    ///
+    /// - Throws: ``UsageError`` naming the field, its type and the form to write.
+    private static func checkConditionShapes(_ predicate: QueryPredicate, by schema: RecordTypeSchema?) throws {
+        guard let schema else { return }
+        func declared(_ key: QueryKey) -> (name: String, type: FieldType)? {
+            guard case .field(let name) = key, let type = schema.field(name)?.type else { return nil }
+            return (name, type)
+        }
+        func check(_ predicate: QueryPredicate) throws {
+            switch predicate {
+            case .all, .none: return
+            case .and(let parts): for part in parts { try check(part) }
+            case .not(let part): try check(part)
+            case .condition(let condition): try check(condition)
+            }
+        }
+        func check(_ condition: Condition) throws {
+            switch condition {
+            case .compare(let key, _, _), .between(let key, _, _), .in(let key, _):
+                guard let (name, type) = declared(key) else { return }
+                if type.isList {
+                    throw UsageError(message: "--where: \(name) is \(type.rawValue) in the schema, a list, which a condition matches by its elements: write '\(name) CONTAINS value', 'ANY \(name) == value' or 'ANY \(name) IN {…}' (compared as one value, the condition would match no record)")
+                }
+                if type == .location {
+                    throw UsageError(message: "--where: \(name) is LOCATION in the schema, which a condition compares only by distance: write 'distanceToLocation:fromLocation:(\(name), LOCATION(lat, lon)) < KILOMETRES'")
+                }
+            case .beginsWith(let key, _):
+                guard let (name, type) = declared(key), type != .string else { return }
+                let hint = type == .stringList ? ": write 'ANY \(name) BEGINSWITH …' for a list of strings" : " (the condition would match no record)"
+                throw UsageError(message: "--where: \(name) is \(type.rawValue) in the schema, and BEGINSWITH matches a STRING field's prefix\(hint)")
+            case .listContains(let key, _), .listContainsAny(let key, _), .listAnyBeginsWith(let key, _):
+                guard let (name, type) = declared(key), !type.isList else { return }
+                throw UsageError(message: "--where: \(name) is \(type.rawValue) in the schema, not a list: CONTAINS and ANY match the elements of a list field; compare it with ==, IN or BEGINSWITH (the condition would match no record)")
+            case .distance(let key, _, _, _):
+                guard let (name, type) = declared(key), type != .location else { return }
+                throw UsageError(message: "--where: \(name) is \(type.rawValue) in the schema, and distanceToLocation:fromLocation: measures from a LOCATION field (the condition would match no record)")
+            case .tokens:
+                return
+            }
+        }
+        try check(predicate)
+    }
+
+    private static func isReference(_ key: QueryKey, _ schema: RecordTypeSchema?) -> Bool {
+        guard case .field(let name) = key, let type = schema?.field(name)?.type else { return false }
+        return type == .reference || type == .referenceList
+    }
+
+    /// A literal compared with a REFERENCE field: a string is the record name it refers to,
+    /// as `--set owner:REFERENCE=user-7` and `recordID == 'r01'` read one.
+    private static func reference(_ value: FieldValue, _ key: QueryKey) throws -> FieldValue {
+        switch value {
+        case .reference: return value
+        case .string(let name):
+            do {
+                try Naming.checkRecordName(name, allowSystemNames: true)
+            } catch {
+                throw UsageError(message: "--where: \(key) is a REFERENCE, and '\(name)' is no record name: \(error.message)")
+            }
+            return .reference(Record.Reference(recordID: Record.ID(recordName: name), action: .none))
+        default:
+            throw UsageError(message: "--where: \(key) is a REFERENCE in the schema: compare it with a record name ('\(key) == \"name\"') or REFERENCE(\"name\"), not a \(value.type.rawValue) (the condition would match no record)")
+        }
     }
 
     /// What the literals compared with a declared field must be for the condition to match

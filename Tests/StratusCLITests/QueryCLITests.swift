@@ -292,6 +292,40 @@ struct QueryCLITests {
         }
     }
 
+    @Test("--where reads a string compared with a REFERENCE field as a record name; a condition whose form no field of its declared type can match is exit 64 in query, count, update and delete", arguments: TestEngine.all)
+    func conditionsByDeclaredType(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let records = [
+                #"{"recordName":"a","recordType":"T","fields":{"r":{"value":{"recordName":"r01","action":"NONE"},"type":"REFERENCE"},"#
+                    + #""tags":{"value":["red","blue"],"type":"STRING_LIST"},"nums":{"value":[1,2],"type":"INT64_LIST"},"#
+                    + #""loc":{"value":{"latitude":1,"longitude":2},"type":"LOCATION"},"n":{"value":12,"type":"INT64"},"s":{"value":"red","type":"STRING"}}}"#,
+                #"{"recordName":"b","recordType":"T","fields":{"r":{"value":{"recordName":"r02","action":"NONE"},"type":"REFERENCE"},"n":{"value":3,"type":"INT64"}}}"#,
+            ]
+            #expect(try await cli.run(["import", try cli.file("t.ndjson", records.joined(separator: "\n") + "\n")]).exitCode == 0)
+
+            #expect(try await cli.count("T", where: "r == 'r01'") == 1, "a record name, as recordID == 'a' reads one")
+            #expect(try await cli.count("T", where: "r IN {'r01', 'r02'}") == 2)
+            #expect(try await cli.count("T", where: "r == REFERENCE('r02')") == 1)
+            #expect(try await cli.count("T", where: "tags CONTAINS 'red' AND ANY tags BEGINSWITH 'bl'") == 1)
+            for (condition, said) in [
+                ("tags == 'red'", "tags is STRING_LIST in the schema, a list"), ("nums == 2", "nums is INT64_LIST in the schema, a list"),
+                ("loc == 'x'", "loc is LOCATION in the schema"), ("n BEGINSWITH '1'", "n is INT64 in the schema, and BEGINSWITH"),
+                ("tags BEGINSWITH 'r'", "ANY tags BEGINSWITH"), ("n CONTAINS 1", "n is INT64 in the schema, not a list"),
+                ("distanceToLocation:fromLocation:(s, LOCATION(1, 2)) < 5", "s is STRING in the schema, and distanceToLocation"),
+                ("r == 5", "r is a REFERENCE in the schema"),
+            ] {
+                for command in [["count"], ["query"], ["update", "--set", "n=1"], ["delete", "--yes"]] {
+                    let result = try await cli.run(command + ["--type", "T", "--where", condition])
+                    #expect(result.exitCode == 64 && result.stderr.contains(said), "\(result)")
+                }
+            }
+            let deleted = try await cli.run(["delete", "--type", "T", "--where", "r == 'r02'", "--yes"])
+            #expect(deleted.exitCode == 0, "\(deleted)")
+            #expect(try await cli.count("T") == 1)
+        }
+    }
+
     @Test("a cursor used with a different --where, --type or --sort, or a garbled one, is exit 64", arguments: TestEngine.all)
     func cursorForAnotherQuery(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
@@ -305,6 +339,9 @@ struct QueryCLITests {
                 ["query", "--type", "Task", "--where", "count > 1", "--limit", "2", "--cursor", token],
                 ["query", "--type", "Note", "--limit", "2", "--cursor", token],
                 ["query", "--type", "Note", "--where", "count > 1", "--sort", "count:desc", "--limit", "2", "--cursor", token],
+                // Without --type, --where and --sort are compared as the query of the cursor's type.
+                ["query", "--where", "count > 5", "--limit", "2", "--cursor", token],
+                ["query", "--where", "count > 1", "--sort", "count:desc", "--limit", "2", "--cursor", token],
                 ["query", "--cursor", "not-a-cursor"],
                 ["query", "--cursor", String(token.dropLast(3))],
             ] {
@@ -315,6 +352,8 @@ struct QueryCLITests {
             }
             let same = try await cli.run(["query", "--type", "Note", "--where", "count > 1", "--limit", "2", "--cursor", token])
             #expect(same.exitCode == 0, "\(same)")
+            let sameWithoutType = try await cli.run(["query", "--where", "count > 1", "--limit", "2", "--cursor", token])
+            #expect(sameWithoutType.exitCode == 0 && sameWithoutType.stdout == same.stdout, "\(sameWithoutType)")
 
             for arguments in [["query"], ["query", "--type", "Note", "--limit", "0"], ["query", "--type", "Note", "--where", "count >"], ["query", "--type", "Note", "--wat"]] {
                 let usage = try await cli.run(arguments)

@@ -71,6 +71,13 @@ public final class QueryCursor: NSObject, Codable, Sendable {
         super.init()
     }
 
+    /// The record type the cursor's query searches.
+    ///
+    /// ```swift
+    /// print(cursor.recordType)   // "Task"
+    /// ```
+    public var recordType: String { query.recordType }
+
     /// The zone the cursor's query searches: the default zone for a query over every zone
     /// (see ``searchesAllZones``).
     public var zoneID: RecordZone.ID { query.zoneID }
