@@ -559,10 +559,18 @@ extension EngineConformance {
             ("recordID with a number", try QueryPredicate(format: "recordID == 5")),
             ("a bad field name", .condition(.compare(.field("bad name"), .equal, .int64(1)))),
             ("a field name starting with _", .condition(.compare(.field("_age"), .equal, .int64(1)))),
+            ("more conditions than a format may hold, built in code",
+             .and((0...QueryPredicate.maximumConditions).map { .condition(.compare(.field("age"), .notEqual, .int64(Int64($0)))) })),
         ]
         for (label, predicate) in rejectedPredicates {
             await expectRejectedByOperation(label, predicate, database)
         }
+        // As many as a format may hold run.
+        let most = QueryPredicate.and((1...QueryPredicate.maximumConditions).map { .condition(.compare(.field("age"), .notEqual, .int64(Int64(1_000 + $0)))) })
+        let oneCondition = await pageAll(Query(recordType: "Person", predicate: .condition(.compare(.field("age"), .notEqual, .int64(1_001)))), database, pageSize: 100)
+        let mostConditions = await pageAll(Query(recordType: "Person", predicate: most), database, pageSize: 100)
+        #expect(mostConditions.error == nil && mostConditions.names == oneCondition.names && !oneCondition.names.isEmpty,
+                "\(String(describing: mostConditions.error)): \(mostConditions.names) against \(oneCondition.names)")
 
         // Bad record types and sort keys.
         let badQueries: [(String, Query)] = [

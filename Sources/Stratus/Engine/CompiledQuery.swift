@@ -36,6 +36,7 @@ public struct CompiledQuery: Hashable, Sendable, Codable {
         self.recordType = query.recordType
         self.zoneID = zoneID
         self.predicate = try CompiledQuery.normalize(query.predicate)
+        try CompiledQuery.checkConditionCount(predicate)
         self.sortKeys = try (query.sortDescriptors ?? []).map { descriptor in
             let key = descriptor.queryKey
             if case .field(let name) = key { try Naming.checkIdentifier(name, kind: "sort key") }
@@ -65,6 +66,15 @@ public struct CompiledQuery: Hashable, Sendable, Codable {
         guard try CompiledQuery.normalize(predicate) == predicate else {
             throw StratusError(.invalidArguments, "the query's predicate is not in normal form")
         }
+        try CompiledQuery.checkConditionCount(predicate)
+    }
+
+    /// Refuses a normalized predicate of more conditions than a predicate's text may hold, so
+    /// that one built in code or decoded from an edited cursor meets the parser's limit (an
+    /// engine's SQL has its own, lower limits on expression depth).
+    private static func checkConditionCount(_ predicate: QueryPredicate) throws {
+        guard case .and(let parts) = predicate, parts.count > QueryPredicate.maximumConditions else { return }
+        throw StratusError(.invalidArguments, "the predicate joins \(parts.count) conditions, more than the \(QueryPredicate.maximumConditions) a query may have; use 'field IN {…}' for many values of one field, or split the query")
     }
 
     private static func normalize(_ predicate: QueryPredicate) throws -> QueryPredicate {

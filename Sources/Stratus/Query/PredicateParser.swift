@@ -39,7 +39,8 @@ extension QueryPredicate {
     /// A Stratus limit: the most conditions (comparisons) one predicate may join with AND,
     /// 500. Engines translate a predicate into one SQL expression, and SQLite refuses
     /// expressions more than 1,000 levels deep (each joined condition is a level); a predicate
-    /// format with more conditions is refused when it is parsed, on every engine alike.
+    /// format with more conditions is refused when it is parsed, and a predicate built in code
+    /// (or read from a cursor) when its query runs, on every engine alike.
     ///
     /// ```swift
     /// let many = (0..<600).map { "n != \($0)" }.joined(separator: " AND ")
