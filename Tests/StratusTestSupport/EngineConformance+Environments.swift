@@ -360,6 +360,8 @@ extension EngineConformance {
         try await development.deploySchema()
         let listing = stratusError(await caughtError { try await production.records(matching: Query(recordType: "Bare")) })
         #expect(listing?.message.contains("Field 'recordName' is not marked queryable") == true, "\(String(describing: listing))")
+        // The advice is a declaration a schema file can hold: recordName is CloudKit's ___recordID.
+        #expect(listing?.message.contains("declare \"___recordID\" REFERENCE QUERYABLE on Bare in the production schema") == true, "\(String(describing: listing))")
     }
 
     static func deployIsAdditive(_ env: Environment) async throws {

@@ -63,6 +63,8 @@ struct SchemaLanguageErrorTests {
         field("an unknown system field", "\"___parent\" REFERENCE", column: 5, "\"___parent\" is not a system field a schema can declare"),
         field("a name with a leading underscore", "_private STRING", column: 5, "\"_private\" is not a system field"),
         field("a name Stratus keeps for a system field", "recordName STRING", column: 5, "field name 'recordName' is reserved for a system field"),
+        field("a system field by its query name", "creationDate TIMESTAMP SORTABLE", column: 5,
+              "field name 'creationDate' is reserved for a system field (the schema language names it \"___createTime\": write \"___createTime\" TIMESTAMP to declare its indexes)"),
         field("a name with a space", "\"my title\" STRING", column: 5, "field name 'my title' has a character other than a letter, digit or '_' at position 3"),
         field("a name starting with a digit", "1st STRING", column: 5, "unexpected character '1'; names start with a letter"),
         field("a reserved word as a field name", "queryable STRING", column: 5, "QUERYABLE is a reserved word; write \"queryable\" to use it as a field name"),

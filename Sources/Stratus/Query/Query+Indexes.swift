@@ -29,8 +29,14 @@ public struct IndexRequirement: Hashable, Sendable, CustomStringConvertible {
         return index.contains(.sortable) ? "SORTABLE" : "QUERYABLE"
     }
 
+    /// The declaration to make, as the schema language writes it: `rank SORTABLE on Item`, and
+    /// for a system field its CloudKit name and type (`"___recordID" REFERENCE QUERYABLE on
+    /// Item`, since a schema file cannot declare `recordName`).
     public var description: String {
         guard let field else { return "a \(attribute) string field on \(recordType) (for self CONTAINS)" }
+        if let system = SystemField(rawValue: field) {
+            return "\"\(system.cloudKitName)\" \(system.cloudKitType.rawValue) \(attribute) on \(recordType)"
+        }
         return "\(field) \(attribute) on \(recordType)"
     }
 }

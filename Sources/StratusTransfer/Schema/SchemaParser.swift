@@ -189,7 +189,10 @@ struct SchemaParser {
             do {
                 try Naming.checkFieldKey(written)
             } catch {
-                throw source.error(error.message, at: nameStart)
+                // `recordName QUERYABLE`, as a query's advice once put it: the file's name for it.
+                let system = SystemField(rawValue: written == "recordID" ? SystemField.recordName.rawValue : written)
+                let hint = system.map { " (the schema language names it \"\($0.cloudKitName)\": write \"\($0.cloudKitName)\" \($0.cloudKitType.rawValue) to declare its indexes)" } ?? ""
+                throw source.error(error.message + hint, at: nameStart)
             }
             name = written
         }
