@@ -62,6 +62,78 @@ struct CheckpointCLITests {
         }
     }
 
+    @Test("a checkpoint of a version before jobs names its job in the store before its first batch: a run stopped before any batch commits resumes")
+    func checkpointWithoutJob() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            try await cli.createStore()
+            let lines = ["a", "b", "c", "d"].map { name in
+                #"{"recordName":"\#(name)","recordType":"T",\#(name == "a" || name == "c" ? #""zoneID":{"zoneName":"Z"},"# : "")"fields":{}}"#
+            }
+            let input = try cli.file("in.ndjson", lines.joined(separator: "\n") + "\n")
+            let checkpoint = store.path("old.checkpoint")
+            let arguments = ["import", input, "--checkpoint", checkpoint, "--batch-size", "1"]
+            // A first run stops at once (zone Z is missing) and leaves a checkpoint of this input.
+            #expect(try await cli.run(arguments).exitCode != 0)
+            let text = try #require(cli.read(checkpoint))
+            var contents = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+            // As an earlier version wrote it: two items settled, no job.
+            contents["job"] = nil
+            contents["committedItems"] = 2
+            try JSONSerialization.data(withJSONObject: contents).write(to: URL(fileURLWithPath: checkpoint))
+
+            let stopped = try await cli.run(arguments)
+            #expect(stopped.exitCode != 0 && stopped.stderr.contains("'Z'"), "item c names the missing zone: \(stopped)")
+            #expect(try await cli.run(["zones", "create", "Z"]).exitCode == 0)
+            let resumed = try await cli.run(arguments)
+            #expect(resumed.exitCode == 0, "\(resumed)")
+            #expect(try await cli.count("T") == 1 && cli.exists(checkpoint) == false, "d, after the two items the checkpoint settled")
+            #expect(try await cli.run(["count", "--type", "T", "--zone", "Z"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "1")
+        }
+    }
+
+    @Test("a store put back from a copy made during a checkpointed import is behind the checkpoint: the resume goes on from the store's record and ends with exactly the input")
+    func resumeOnStorePutBack() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            try await cli.createStore()
+            // Records 150 and 350 name zones that do not exist yet: each stops a run there.
+            let lines = (0..<500).map { i -> String in
+                let zone = i == 150 ? #""zoneID":{"zoneName":"A"},"# : i == 350 ? #""zoneID":{"zoneName":"B"},"# : ""
+                return #"{"recordName":"r\#(String(format: "%03d", i))","recordType":"T",\#(zone)"fields":{"n":{"value":\#(i),"type":"INT64"}}}"#
+            }
+            let input = try cli.file("in.ndjson", lines.joined(separator: "\n") + "\n")
+            let checkpoint = store.path("import.checkpoint")
+            let arguments = ["import", input, "--checkpoint", checkpoint, "--batch-size", "50"]
+            let first = try await cli.run(arguments)
+            #expect(first.exitCode != 0 && cli.exists(checkpoint), "zone A stops it: \(first)")
+            // The copy of the store (with its log) a backup made then.
+            let backup = store.path("backup.sqlite")
+            for suffix in ["", "-wal"] where cli.exists(cli.storePath + suffix) {
+                try FileManager.default.copyItem(atPath: cli.storePath + suffix, toPath: backup + suffix)
+            }
+            #expect(try await cli.run(["zones", "create", "A"]).exitCode == 0)
+            let second = try await cli.run(arguments)
+            #expect(second.exitCode != 0 && cli.exists(checkpoint), "zone B stops it: \(second)")
+            #expect(try await cli.count("T") > 300)
+
+            // The store is put back from the backup, behind the checkpoint.
+            for file in [cli.storePath, cli.storePath + "-wal", cli.storePath + "-shm"] where cli.exists(file) {
+                try FileManager.default.removeItem(atPath: file)
+            }
+            for suffix in ["", "-wal"] where cli.exists(backup + suffix) {
+                try FileManager.default.copyItem(atPath: backup + suffix, toPath: cli.storePath + suffix)
+            }
+            #expect(try await cli.run(["zones", "create", "A", "B"]).exitCode == 0)
+            let resumed = try await cli.run(arguments)
+            #expect(resumed.exitCode == 0, "\(resumed)")
+            #expect(try await cli.count("T") == 498, "every record of the default zone once: \(resumed)")
+            for zone in ["A", "B"] {
+                #expect(try await cli.run(["count", "--type", "T", "--zone", zone]).stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "1")
+            }
+        }
+    }
+
     @Test("SIGHUP stops an import as SIGTERM does (129, after its batch, the checkpoint saved); one started ignoring it (nohup) goes on to the end")
     func hangup() async throws {
         try await TemporaryStore.with { store in

@@ -112,26 +112,36 @@ final class ImportRun {
                 let job = loaded?.job ?? UUID().uuidString.lowercased()
                 self.job = job
                 if loaded?.job == nil {
+                    if skip > 0 {
+                        // A checkpoint of a version before jobs: the store records the job's
+                        // progress before the checkpoint names the job, or a run stopped before
+                        // its first batch would find the store without it, and be refused.
+                        _ = try await outcome(of: submit(ImportBatch(), atomic: false, endItems: skip, pendingItems: pending))
+                    }
                     // The job's name is durable before any of its batches commits.
                     try checkpointStore.save(ImportCheckpoint(itemsSettled: skip, job: job, pendingItems: pending))
                 } else {
                     // Every batch of a checkpointed import records the job's progress in its own
                     // transaction, also one that writes nothing.
                     let committed = try await database.engineCall { engine, _ in try engine.jobProgress(job) }
-                    if let committed, committed >= skip {
-                        // A batch committed after the last checkpoint was saved: it is not read
+                    if let committed {
+                        // The store's record, written with each batch, says what committed in
+                        // this store, and the import goes on from it. Ahead of the checkpoint, a
+                        // batch committed after the checkpoint was last saved: it is not read
                         // again, and the checkpoint catches up so that it never lags by more than
-                        // one batch. The store's record, written with the batch, says what waited
-                        // then; at the same position it is the newer one too, as when a batch of
-                        // released records committed with what still waited.
+                        // one batch. Behind it, the store was put back from a copy made during
+                        // the job: what the checkpoint counts past the store's record was never
+                        // written here, and is read again. At the same position the store's
+                        // record of what waited is the newer one, as when a batch of released
+                        // records committed with what still waited.
                         let text = try await database.engineCall { engine, _ in try engine.jobProgressText(job) }
                         let stored = ImportCheckpoint.pendingItems(fromText: text)
-                        if Int(committed) > skip || stored != pending.sorted() {
+                        if Int(committed) != skip || stored != pending.sorted() {
                             skip = Int(committed)
                             pending = stored
                             try checkpointStore.save(ImportCheckpoint(itemsSettled: skip, job: job, pendingItems: pending))
                         }
-                    } else if committed == nil, skip > 0 {
+                    } else if skip > 0 {
                         // A store without the job's progress is not the one its batches went to.
                         throw StratusError(.invalidArguments, "it says the first \(skip) input items were settled by import job \(job), of which this store holds no record: the checkpoint was made by an import into another store (or this store was put in place of that one). Name the store the checkpoint was made with, or remove the checkpoint to import the whole input into this store")
                     }
