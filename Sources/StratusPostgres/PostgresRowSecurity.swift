@@ -135,6 +135,12 @@ enum PostgresRowSecurity {
     /// with its schema. The tables' owner (and a superuser) passes; a member changes no keys.
     private static func triggerFunctions(_ s: String) throws -> String {
         let fieldTypes = FieldType.allCases.map { "'\($0.rawValue)'" }.joined(separator: ", ")
+        let limits = ContainerSchema.Limits()
+        // The fields a schema file counts: those CloudKit declares itself are left out.
+        let systemNames = SystemField.allCases.map { "'\($0.rawValue)'" }.joined(separator: ", ")
+        func counted(_ field: String, of type: String) -> String {
+            "NOT ((\(field) ->> 'name') IN (\(systemNames)) OR (\(type) = '\(RecordTypeUserRecord)' AND \(field) ->> 'name' = '\(ContainerSchema.usersRolesField.name)'))"
+        }
         return """
         -- Shared bookkeeping rows (the public database's zone and history, feeds, asset content): a member only moves their counters forward.
         CREATE OR REPLACE FUNCTION \(s).stratus_counters_only() RETURNS trigger LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $stratus$
@@ -166,6 +172,7 @@ enum PostgresRowSecurity {
             stored text;
             new_schema jsonb;
             old_schema jsonb;
+            new_fields bigint;
         BEGIN
             IF pg_has_role(CURRENT_USER, (SELECT c.relowner FROM pg_class c WHERE c.oid = TG_RELID), 'USAGE') THEN
                 RETURN NEW;
@@ -211,6 +218,19 @@ enum PostgresRowSecurity {
                             AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(coalesce(old_schema -> 'fields', '[]'::jsonb)) o(f) WHERE o.f = n.f))
                OR coalesce(new_schema -> 'compoundIndexes', '[]'::jsonb) IS DISTINCT FROM coalesce(old_schema -> 'compoundIndexes', '[]'::jsonb) THEN
                 RAISE EXCEPTION 'role % may only add fields without indexes to record type %: removing, retyping or indexing a field is the administrator''s', CURRENT_USER, NEW.record_type USING ERRCODE = '42501';
+            END IF;
+            -- Stratus's limits on a schema, which development growth keeps so that every schema
+            -- exports to a file that reads back: record types, fields per type, fields in all.
+            IF stored IS NULL AND NEW.record_type <> '\(RecordTypeUserRecord)'
+               AND (SELECT count(*) FROM \(s).record_types t WHERE t.container = NEW.container AND t.record_type <> '\(RecordTypeUserRecord)') >= \(limits.recordTypes) THEN
+                RAISE EXCEPTION 'role % may not add record type %: a schema holds at most \(limits.recordTypes) record types', CURRENT_USER, NEW.record_type USING ERRCODE = '42501';
+            END IF;
+            SELECT count(*) INTO new_fields FROM jsonb_array_elements(new_schema -> 'fields') n(f) WHERE \(counted("n.f", of: "NEW.record_type"));
+            IF new_fields > (SELECT count(*) FROM jsonb_array_elements(coalesce(old_schema -> 'fields', '[]'::jsonb)) o(f) WHERE \(counted("o.f", of: "NEW.record_type")))
+               AND (new_fields > \(limits.fieldsPerRecordType)
+                    OR new_fields + (SELECT count(*) FROM \(s).record_types t, jsonb_array_elements(t.schema::jsonb -> 'fields') o(f)
+                                     WHERE t.container = NEW.container AND t.record_type <> NEW.record_type AND \(counted("o.f", of: "t.record_type"))) > \(limits.fields)) THEN
+                RAISE EXCEPTION 'role % may not add fields to record type %: a record type holds at most \(limits.fieldsPerRecordType) fields, and a schema \(limits.fields) in all', CURRENT_USER, NEW.record_type USING ERRCODE = '42501';
             END IF;
             RETURN NEW;
         END
@@ -322,7 +342,9 @@ enum PostgresRowSecurity {
             case "records":
                 let write = granted(.write, row: table, creator: true)
                 let update = "(\(ownedOr(table, public: write))) AND \(inItsZone(table))"
-                let document = "jsonb_typeof(records.fields) = 'object'"
+                // Readers take the exact text when there is one (`exact_fields`, for what jsonb
+                // cannot hold), so it must be an object too; `json` reads what `jsonb` refuses.
+                let document = "jsonb_typeof(records.fields) = 'object' AND (records.exact_fields IS NULL OR json_typeof(records.exact_fields::json) = 'object')"
                 return Rule(read: read,
                             insert: "(\(ownedOr(table, public: "\(mine("records.created_by")) AND (\(granted(.create, row: table, creator: false)) OR \(ownUserRecord(table)))"))) AND \(inItsZone(table)) AND \(document)",
                             update: ownedOr(table, public: write), updateCheck: "\(update) AND \(document)",

@@ -40,10 +40,14 @@ import Foundation
 /// Version 7 changes no table: its row-level security keeps members from storing a field
 /// document that is not a JSON object and from removing, retyping or indexing a development
 /// schema's fields or storing a type in a form readers cannot decode; the upgrade applies it.
+///
+/// Version 8 changes no table: its row-level security also requires a record's exact field
+/// text (`exact_fields`), which readers prefer, to be a JSON object, and keeps a member's
+/// development growth within Stratus's schema limits; the upgrade applies it.
 enum PostgresSchema {
-    static let version = 7
+    static let version = 8
     /// The version whose row-level security is ``PostgresRowSecurity``'s.
-    static let rowSecurityVersion = 7
+    static let rowSecurityVersion = 8
     /// The version the asset step brought.
     static let assetStoreVersion = 3
 

@@ -175,12 +175,21 @@ struct PostgresSecurityTests {
             """
         refused(insertBoard, [.text(bobName), .text("poison"), .text("null")])
         refused("UPDATE records SET fields = '[1]' WHERE record_name = 'alice-board'")
+        // Readers take the exact text when a record has one.
+        refused("UPDATE records SET exact_fields = '[1]' WHERE record_name = 'alice-board'")
+        refused("UPDATE records SET exact_fields = 'null' WHERE record_name = 'alice-board'")
         let developmentNote = "record_type = 'Note' AND strpos(container, chr(31)) = 0"
         refused("UPDATE record_types SET schema = jsonb_set(schema::jsonb, '{fields}', '[]')::text WHERE \(developmentNote)")
         refused("UPDATE record_types SET schema = jsonb_set(schema::jsonb, '{fields,0,type}', '\"INT64\"')::text WHERE \(developmentNote)")
         refused("UPDATE record_types SET schema = jsonb_set(schema::jsonb, '{fields,0,indexes}', '1')::text WHERE \(developmentNote)")
         refused("UPDATE record_types SET schema = jsonb_set(schema::jsonb, '{junk}', '1')::text WHERE \(developmentNote)")
         refused("UPDATE record_types SET schema = '{\"recordType\":\"Note\",\"fields\":[{\"name\":7}]}' WHERE \(developmentNote)")
+        // Past Stratus's limit of fields per type, whose schema would export to a file that does not read back.
+        refused("""
+            UPDATE record_types SET schema = jsonb_set(schema::jsonb, '{fields}', (schema::jsonb -> 'fields')
+                || (SELECT jsonb_agg(jsonb_build_object('name', 'f' || i, 'type', 'STRING', 'indexes', 0)) FROM generate_series(1, \(ContainerSchema.Limits().fieldsPerRecordType)) i))::text
+            WHERE \(developmentNote)
+            """)
         // A repeated key: the database reads its last value, Stratus's reader would read the first.
         let stored = try #require(try ownerRaw.query("SELECT schema FROM record_types WHERE \(developmentNote)").first?.text(0))
         let doubled = "{\"fields\":[{\"name\":\"text\",\"type\":\"INT64\",\"indexes\":0}],\"grants\":{\"_world\":7}," + stored.dropFirst()
@@ -366,7 +375,7 @@ struct PostgresSecurityTests {
         #expect(member?.code == .permissionFailure && member?.message.contains("version 5") == true && member?.message.contains("opens the store once") == true,
                 "\(String(describing: member))")
         _ = try PostgresEngine(url: store.database.url)
-        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "7")
+        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "8")
         #expect(try admin.query("SELECT count(*) FROM pg_policies WHERE policyname = 'stratus_owner'")[0].int64(0) == 0)
         #expect(try admin.query("SELECT count(*) FROM pg_proc WHERE proname = 'stratus_owns'")[0].int64(0) == 0)
         #expect(try admin.query("SELECT count(*) FROM pg_policies WHERE tablename = 'records' AND policyname = 'stratus_delete' AND $1 = ANY(roles)", [.text(store.group)])[0].int64(0) == 1)
