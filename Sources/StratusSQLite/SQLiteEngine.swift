@@ -133,6 +133,9 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
 
     /// Whether `path` is a regular file that begins as every SQLite database does.
     private static func isSQLiteFile(_ path: String) -> Bool {
+        // Checked before it is opened: opening a FIFO for reading waits for a writer.
+        var named = stat()
+        guard stat(path, &named) == 0, named.st_mode & S_IFMT == S_IFREG else { return false }
         guard let handle = FileHandle(forReadingAtPath: path) else { return false }
         defer { try? handle.close() }
         var info = stat()

@@ -51,7 +51,14 @@ final class ChangeOutput {
     /// - Throws: ``CommandFailure`` `temporaryFailure` (exit 75) when another run holds it.
     private func lock(_ file: Int32, identity: String, path: String) throws {
         if let locked, locked.identity == identity { return }
+        // Only a regular file is cut back and appended to; a device (`/dev/null`) or a pipe is
+        // shared by design.
+        var status = stat()
+        guard fstat(file, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { return }
         if flock(file, LOCK_EX | LOCK_NB) != 0 {
+            guard errno == EWOULDBLOCK else {
+                throw CommandFailure.system(.cannotCreateOutput, "cannot lock the output file \(path), which keeps two runs from writing it at once")
+            }
             throw CommandFailure(.temporaryFailure, "another run is writing the output file \(path) (a job of another token file, or this one started twice); give each job its own output file, or try again later")
         }
         if let locked, locked.descriptor != descriptor { close(locked.descriptor) }

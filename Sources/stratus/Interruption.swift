@@ -3,8 +3,9 @@ import Foundation
 import Synchronization
 
 /// SIGINT, SIGTERM and SIGHUP (the session that started a job closed) ask a long command to
-/// stop after its current batch, so that it can save its checkpoint; a second signal stops at
-/// once. A SIGHUP the command was started ignoring (`nohup`) stays ignored.
+/// stop after its current batch, so that it can save its checkpoint; a second SIGINT or
+/// SIGTERM stops at once (a second SIGHUP, which a closing terminal sends, does not). A SIGHUP
+/// the command was started ignoring (`nohup`) stays ignored.
 enum Interruption {
     private static let received = Atomic<Int32>(0)
     private nonisolated(unsafe) static var sources: [DispatchSourceSignal] = []
@@ -28,6 +29,10 @@ enum Interruption {
             Foundation.signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler {
+                // A closing terminal sends SIGHUP twice (the shell forwards one, the kernel
+                // sends another to the foreground group): only SIGINT or SIGTERM after the
+                // first signal mean "stop at once".
+                if number == SIGHUP && received.load(ordering: .relaxed) != 0 { return }
                 if received.exchange(number, ordering: .relaxed) != 0 {
                     // A second signal: the user really wants out.
                     exit(128 + number)

@@ -225,6 +225,9 @@ struct ChangesCronCLITests {
             let after = try await cli.run(["changes", "--token-file", store.path("a.token"), "--output", output])
             #expect(after.exitCode == 0, "\(after)")
             #expect(try JSONLine.names(cli.read(output) ?? "") == ["n1", "n2", "n3", "m1", "m2"])
+            // A device is shared by design: only a regular output file is locked.
+            let device = try await cli.shell(#"flock /dev/null "$STRATUS" changes --token-file "\#(store.path("b.token"))" --output /dev/null"#)
+            #expect(device.exitCode == 0, "\(device)")
         }
     }
 }

@@ -51,7 +51,9 @@ struct HostileSurroundingsCLITests {
             // A name that only ends like a companion, beside a folder or a file that is no store, is a store.
             try FileManager.default.createDirectory(atPath: store.path("blog"), withIntermediateDirectories: true)
             try "notes".write(toFile: store.path("notes"), atomically: true, encoding: .utf8)
-            for legitimate in [store.path("blog-journal"), store.path("notes-wal")] {
+            // A FIFO is not read to find out (opening one waits for a writer).
+            #expect(mkfifo(store.path("fifo"), 0o600) == 0)
+            for legitimate in [store.path("blog-journal"), store.path("notes-wal"), store.path("fifo-wal")] {
                 let made = try await cli.run(["import", "--store", legitimate, "--quiet"], stdin: Input.notes(1))
                 #expect(made.exitCode == 0, "\(legitimate): \(made)")
             }
