@@ -572,6 +572,17 @@ struct PredicateParserRejectionTests {
         }
     }
 
+    @Test("argumentArray takes what NSPredicate(format:argumentArray:) takes: an optional [Any], nil for none")
+    func argumentArrayAsFoundationTakesIt() throws {
+        #expect(try QueryPredicate(format: "TRUEPREDICATE", argumentArray: nil) == .all)
+        var collected: [Any] = []
+        collected.append("Buy")
+        collected.append(2)
+        let optional: [Any]? = collected
+        #expect(try QueryPredicate(format: "title BEGINSWITH %@ AND priority >= %d", argumentArray: optional)
+                == (try QueryPredicate(format: "title BEGINSWITH 'Buy' AND priority >= 2")))
+    }
+
     @Test("Huge inputs parse in linear time, and long lines are cut in messages")
     func hugeInputs() throws {
         let conditions = (0..<QueryPredicate.maximumConditions).map { "f\($0 % 50) == \($0)" }.joined(separator: " AND ")

@@ -22,9 +22,9 @@ struct PredicateParser {
     static let maximumConditions = QueryPredicate.maximumConditions
 
     let format: String
-    let arguments: [any Sendable]
+    let arguments: [Any]
 
-    init(format: String, arguments: [any Sendable]) {
+    init(format: String, arguments: [Any]) {
         self.format = format
         self.arguments = arguments
     }
@@ -174,7 +174,7 @@ fileprivate extension ComparisonOperator {
 extension PredicateParser {
     struct Machine {
         let bytes: [UInt8]
-        let arguments: [any Sendable]
+        let arguments: [Any]
         /// Where the lexer continues.
         var position = 0
         var token = Token(kind: .end, start: 0, end: 0)
@@ -184,7 +184,7 @@ extension PredicateParser {
         /// Conditions read so far.
         var conditions = 0
 
-        init(bytes: [UInt8], arguments: [any Sendable]) {
+        init(bytes: [UInt8], arguments: [Any]) {
             self.bytes = bytes
             self.arguments = arguments
         }

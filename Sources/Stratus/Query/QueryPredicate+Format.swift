@@ -13,12 +13,14 @@ extension QueryPredicate {
         try self.init(format: format, argumentArray: arguments)
     }
 
-    /// Parses a format string with its arguments given as an array.
+    /// Parses a format string with its arguments given as an array, as
+    /// `NSPredicate(format:argumentArray:)` takes them (`nil` for none). The arguments are read
+    /// while parsing and not kept.
     ///
     /// ```swift
     /// let p = try QueryPredicate(format: "color IN %@", argumentArray: [["red", "green"]])
     /// ```
-    public init(format: String, argumentArray: [any Sendable]) throws {
-        self = try PredicateParser(format: format, arguments: argumentArray).parse()
+    public init(format: String, argumentArray: [Any]?) throws {
+        self = try PredicateParser(format: format, arguments: argumentArray ?? []).parse()
     }
 }
