@@ -4,7 +4,8 @@ import Foundation
 /// leaving half a file under the name:
 ///
 /// - a new name, or a regular file (with `--force`): a temporary file beside it, synced and
-///   renamed over it when complete, so a reader never sees half a file;
+///   renamed over it when complete, so a reader never sees half a file (a file replaced keeps
+///   its permissions; another hard link to it keeps the old content);
 /// - a symbolic link: followed, as `>` follows it: its target is replaced the same way and the
 ///   link stays a link; a link to a file that does not exist needs `--force` (a typo'd link
 ///   must not create a file somewhere else);
@@ -71,6 +72,14 @@ struct OutputFile {
         Self.removeLeftPartials(of: target)
         let temporary = target + ".partial-\(getpid())"
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        if descriptor >= 0 {
+            // Held while this run writes it: another run removes only a partial file nobody
+            // holds (a pid says nothing across PID namespaces, containers or NFS hosts).
+            _ = flock(descriptor, LOCK_EX | LOCK_NB)
+            // The file replaced keeps its permissions, as it would under `>`: a private file
+            // stays private.
+            if info.st_mode & S_IFMT == S_IFREG { _ = fchmod(descriptor, info.st_mode & 0o7777) }
+        }
         guard descriptor >= 0 else {
             // The user named `path`, not the temporary file written beside it: say which folder fails.
             let reason = String(cString: strerror(errno))
@@ -94,6 +103,12 @@ struct OutputFile {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return }
         for name in names where name.hasPrefix(prefix) {
             guard let pid = pid_t(name.dropFirst(prefix.count)), pid != getpid(), kill(pid, 0) != 0, errno == ESRCH else { continue }
+            // A run still writing it holds its lock (a process of another PID namespace, or of
+            // another host on a shared folder, has a pid this one does not see).
+            let descriptor = open(folder + "/" + name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+            guard descriptor >= 0 else { continue }
+            defer { close(descriptor) }
+            guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else { continue }
             unlink(folder + "/" + name)
         }
     }

@@ -209,12 +209,21 @@ struct ExportCLITests {
             // A run killed before its rename (timeout -s KILL) left its temporary file; the next run removes it.
             let killedRun = output + ".partial-4194303"
             try "half an export".write(toFile: killedRun, atomically: false, encoding: .utf8)
+            // One whose writer holds it, of a pid this process does not see (another PID namespace, another host), stays.
+            let elsewhere = output + ".partial-4194302"
+            try "an export running elsewhere".write(toFile: elsewhere, atomically: false, encoding: .utf8)
+            let held = open(elsewhere, O_RDONLY)
+            #expect(held >= 0 && flock(held, LOCK_EX) == 0)
+            defer { close(held) }
+            // The file replaced keeps its permissions.
+            #expect(chmod(output, 0o600) == 0)
             let forced = try await cli.run(["export", "--type", "Note", "--output", output, "--force", "--where", "count == 1"])
             #expect(forced.exitCode == 0, "\(forced)")
             #expect(try JSONLine.names(cli.read(output) ?? "") == ["n1"])
+            #expect((try FileManager.default.attributesOfItem(atPath: output)[.posixPermissions] as? NSNumber)?.intValue == 0o600)
 
             let leftovers = try FileManager.default.contentsOfDirectory(atPath: store.directory.path).filter { $0.contains(".partial") }
-            #expect(leftovers.isEmpty, "no temporary files are left: \(leftovers)")
+            #expect(leftovers == ["out.ndjson.partial-4194302"], "no temporary file of a gone run is left: \(leftovers)")
 
             let noDirectory = try await cli.run(["export", "--type", "Note", "--output", store.path("missing/dir/out.ndjson")])
             #expect(noDirectory.exitCode == 73, "\(noDirectory)")
