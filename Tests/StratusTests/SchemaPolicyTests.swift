@@ -95,10 +95,16 @@ struct SchemaPolicyTests {
         let indexed = ContainerSchema(recordTypes: [
             Self.item([.init("recordName", type: .string, indexes: [.queryable]), .init("creationDate", type: .timestamp, indexes: [.sortable])]),
         ])
+        // Every record has them: declaring one, or leaving it out, only changes its indexes.
         #expect(ContainerSchema(recordTypes: [Self.item([])]).changes(to: indexed).map(\.description) == [
-            "+ Item.\"___createTime\" TIMESTAMP SORTABLE",
-            "+ Item.\"___recordID\" REFERENCE QUERYABLE",
+            "~ Item.\"___createTime\" TIMESTAMP -> \"___createTime\" TIMESTAMP SORTABLE",
+            "~ Item.\"___recordID\" REFERENCE -> \"___recordID\" REFERENCE QUERYABLE",
         ])
+        #expect(indexed.changes(to: ContainerSchema(recordTypes: [Self.item([])])).map(\.description) == [
+            "~ Item.\"___createTime\" TIMESTAMP SORTABLE -> \"___createTime\" TIMESTAMP",
+            "~ Item.\"___recordID\" REFERENCE QUERYABLE -> \"___recordID\" REFERENCE",
+        ])
+        #expect(!indexed.changes(to: ContainerSchema(recordTypes: [Self.item([])])).contains { $0.isDestructive })
     }
 
     @Test("deploying keeps every production type and field with its type; indexes, grants and roles may change")

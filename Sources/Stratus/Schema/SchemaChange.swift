@@ -110,6 +110,16 @@ extension ContainerSchema {
         let names = Set(old.fields.map(\.name)).union(new.fields.map(\.name)).sorted()
         for name in names {
             switch (old.field(name), new.field(name)) {
+            // A system field every record has: declaring it or leaving it out only adds or drops
+            // its indexes.
+            case (nil, let added?) where added.systemField != nil:
+                var bare = added
+                bare.indexes = []
+                if bare != added { changes.append(.fieldIndexesChanged(recordType: type, from: bare, to: added)) }
+            case (let removed?, nil) where removed.systemField != nil:
+                var bare = removed
+                bare.indexes = []
+                if bare != removed { changes.append(.fieldIndexesChanged(recordType: type, from: removed, to: bare)) }
             case (nil, let added?): changes.append(.fieldAdded(recordType: type, added))
             case (let removed?, nil): changes.append(.fieldRemoved(recordType: type, removed))
             case (let before?, let after?) where before != after:
