@@ -39,6 +39,7 @@ extension Container {
         try await publicCloudDatabase.perform { engine, context in
             var schema = try engine.fetchSchema(storageContainer: context.storageContainer)
             schema.includeUsersRecordType()
+            schema.includeShareFields()
             return schema
         }
     }
@@ -68,6 +69,7 @@ extension Container {
         }
         var replacement = schema
         replacement.includeUsersRecordType()
+        replacement.includeShareFields()
         try replacement.validate()
         let stored = replacement
         let developmentKey = Environment.development.storageContainer(for: identifier)
@@ -113,6 +115,7 @@ extension Container {
     public func checkSchemaReplacement(_ schema: ContainerSchema, for action: String, limits: ContainerSchema.Limits = ContainerSchema.Limits()) async throws {
         var replacement = schema
         replacement.includeUsersRecordType()
+        replacement.includeShareFields()
         let checked = replacement
         let developmentKey = Environment.development.storageContainer(for: identifier)
         let productionKey = Environment.production.storageContainer(for: identifier)
@@ -142,6 +145,7 @@ extension Container {
         return try await publicCloudDatabase.perform { engine, _ in
             var development = try engine.fetchSchema(storageContainer: developmentKey)
             development.includeUsersRecordType()
+            development.includeShareFields()
             let deployed = development
             try engine.modifySchema(storageContainer: productionKey) { production in
                 try deployed.checkKeeps(production, for: "deploy the development schema to production")

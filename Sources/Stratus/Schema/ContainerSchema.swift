@@ -49,7 +49,16 @@ public struct ContainerSchema: Hashable, Sendable {
     /// ```
     public static func isDeclaredByCloudKit(_ field: String, in recordType: String) -> Bool {
         SystemField(rawValue: field) != nil || (recordType == usersRecordType && field == usersRolesField.name)
+            || (recordType == Record.SystemType.share && shareFields.contains { $0.name == field })
     }
+
+    /// The fields CloudKit's share type (`"cloudkit.share"`) always has, as its exports show
+    /// them: `"cloudkit.thumbnailImageData" BYTES`, `"cloudkit.title" STRING`, `"cloudkit.type" STRING`.
+    public static let shareFields = [
+        RecordTypeSchema.Field("cloudkit.thumbnailImageData", type: .bytes),
+        RecordTypeSchema.Field("cloudkit.title", type: .string),
+        RecordTypeSchema.Field("cloudkit.type", type: .string),
+    ]
 
     /// The `Users` type as CloudKit creates it: `roles LIST<INT64>`, written by its creator,
     /// read by everyone.
@@ -70,6 +79,24 @@ public struct ContainerSchema: Hashable, Sendable {
         }
         if recordTypes[index].field(Self.usersRolesField.name) == nil {
             recordTypes[index].fields.append(Self.usersRolesField)
+        }
+        // Without grants, Users has CloudKit's, spelled out as its exports spell them.
+        if recordTypes[index].grants.isEmpty {
+            recordTypes[index].grants = Self.defaultUsersRecordType.grants
+        }
+    }
+
+    /// Adds to a declared `"cloudkit.share"` type the fields CloudKit's share type always has
+    /// (``shareFields``), as CloudKit completes such a declaration: shares imported from
+    /// CloudKit carry them, in production too.
+    ///
+    /// ```swift
+    /// schema.includeShareFields()
+    /// ```
+    public mutating func includeShareFields() {
+        guard let index = recordTypes.firstIndex(where: { $0.recordType == Record.SystemType.share }) else { return }
+        for field in Self.shareFields where recordTypes[index].field(field.name) == nil {
+            recordTypes[index].fields.append(field)
         }
     }
 

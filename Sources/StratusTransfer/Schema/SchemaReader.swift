@@ -114,6 +114,7 @@ public struct SchemaReader: Sendable {
         var parser = try SchemaParser(bytes: bytes, limits: limits)
         var schema = try parser.parse()
         if includesUsersRecordType { schema.includeUsersRecordType() }
+        schema.includeShareFields()
         return schema
     }
 }

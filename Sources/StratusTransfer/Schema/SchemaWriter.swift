@@ -34,6 +34,7 @@ public struct SchemaWriter: Sendable {
     public func text(for schema: ContainerSchema) -> String {
         var schema = schema
         if includesUsersRecordType { schema.includeUsersRecordType() }
+        schema.includeShareFields()
         var out = "DEFINE SCHEMA\n\n"
         for role in schema.roles.sorted() {
             out += "    CREATE ROLE \(SchemaLanguage.quoted(role.name));\n\n"
