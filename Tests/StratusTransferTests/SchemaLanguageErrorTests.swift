@@ -175,6 +175,14 @@ struct SchemaLanguageErrorTests {
         generous.limits.indexes = 5_000
         let wide = try generous.read(wideText)
         #expect(wide.recordType("Wide")?.fields.count == 5_000)
+        // Grants are counted too: a role's permissions on a type, once however many GRANT lines say them.
+        var fewGrants = SchemaReader()
+        fewGrants.limits.grants = 3
+        let granted = "DEFINE SCHEMA\nCREATE ROLE a;\nCREATE ROLE b;\nRECORD TYPE T (x STRING, GRANT READ TO a, GRANT WRITE TO a, GRANT READ TO b);\nRECORD TYPE U (x STRING, GRANT READ TO a, GRANT READ TO b);"
+        error = try #require(schemaError { try fewGrants.read(granted) })
+        #expect(error.line == 5 && error.column == 57 && error.message.contains("one more than the 3 grants"), "\(error)")
+        fewGrants.limits.grants = 4
+        #expect(try fewGrants.read(granted).recordType("U")?.grants.count == 2)
         let unterminated = "DEFINE SCHEMA\n/*" + String(repeating: "*", count: 200_000)
         error = try #require(schemaError { try SchemaReader().read(unterminated) })
         #expect(error.line == 2 && error.column == 1 && error.message.contains("no closing '*/'"))

@@ -160,6 +160,10 @@ extension ContainerSchema {
         /// Roles a file may create (each read of a type loads its grants: 100,000 roles granted
         /// one type made every `count` of it take seconds).
         public var roles = 1_000
+        /// Grants (a role's permissions on one record type), counted over every record type:
+        /// with many roles, grants are what a schema file is mostly made of, and a file must
+        /// stay within what a schema file may be (16 MiB) to read back.
+        public var grants = 20_000
 
         /// The default limits.
         public init() {}
@@ -172,6 +176,7 @@ extension ContainerSchema {
         var fields = 0
         var indexes = 0
         var roles = 0
+        var grants = 0
     }
 
     var limitCounts: LimitCounts {
@@ -180,6 +185,7 @@ extension ContainerSchema {
             if type.recordType != Self.usersRecordType { counts.recordTypes += 1 }
             counts.fields += type.declaredFieldCount
             counts.indexes += type.fields.reduce(0) { $0 + $1.indexes.rawValue.nonzeroBitCount }
+            counts.grants += type.grants.count
         }
         return counts
     }
@@ -202,6 +208,7 @@ extension ContainerSchema {
         try refuse("fields in all its record types", now.fields, limits.fields, before.fields)
         try refuse("QUERYABLE, SORTABLE and SEARCHABLE indexes", now.indexes, limits.indexes, before.indexes)
         try refuse("roles", now.roles, limits.roles, before.roles)
+        try refuse("grants (a role's permissions on a record type)", now.grants, limits.grants, before.grants)
         for type in recordTypes {
             let fields = type.declaredFieldCount
             guard fields > limits.fieldsPerRecordType else { continue }

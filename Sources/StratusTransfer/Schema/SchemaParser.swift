@@ -34,6 +34,7 @@ struct SchemaParser {
     private var indexCount = 0
     /// The fields read so far, in every record type, those CloudKit declares itself left out.
     private var fieldCount = 0
+    private var grantCount = 0
     /// The record types read so far, `Users` left out.
     private var typeCount = 0
     /// The fields of the record type being read, those CloudKit declares itself left out.
@@ -359,6 +360,12 @@ struct SchemaParser {
             throw source.error("\(SchemaLanguage.quoted(role.name)) is not one of CloudKit's roles \"_world\", \"_icloud\" and \"_creator\"", at: start)
         }
         grantedRoles.append((role, start))
+        if type.grants[role] == nil {
+            if grantCount >= limits.grants {
+                throw source.error("this GRANT is one more than the \(limits.grants) grants (a role's permissions on a record type) a schema file may declare (Stratus's limit)", at: start)
+            }
+            grantCount += 1
+        }
         type.grant(permissions, to: role)
         return role
     }
