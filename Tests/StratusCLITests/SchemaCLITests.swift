@@ -110,7 +110,7 @@ struct SchemaCLITests {
             // Valid but for its size: white space after the last statement. The reader stops at
             // the limit, so /dev/zero or an endless FIFO is refused the same way instead of
             // being read until memory runs out.
-            let limit = 16 << 20   // SchemaReader's maximumFileSize
+            let limit = 32 << 20   // SchemaReader's maximumFileSize
             var bytes = Data("DEFINE SCHEMA RECORD TYPE Big (title STRING);".utf8)
             bytes.append(Data(repeating: UInt8(ascii: " "), count: limit))
             let big = try store.writeFile("big.ckdb", bytes).path

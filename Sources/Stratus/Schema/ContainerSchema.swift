@@ -161,8 +161,8 @@ extension ContainerSchema {
         /// one type made every `count` of it take seconds).
         public var roles = 1_000
         /// Grants (a role's permissions on one record type), counted over every record type:
-        /// with many roles, grants are what a schema file is mostly made of, and a file must
-        /// stay within what a schema file may be (16 MiB) to read back.
+        /// with many roles, grants are what a schema file is mostly made of, and the export of
+        /// a stored schema must stay within what a schema file may be (32 MiB) to read back.
         public var grants = 20_000
 
         /// The default limits.

@@ -56,8 +56,10 @@ import Stratus
 public struct SchemaReader: Sendable {
     /// Whether to add the `Users` record type CloudKit always has when the file lacks it.
     public var includesUsersRecordType = true
-    /// The largest file ``read(contentsOf:)`` reads, in bytes.
-    public var maximumFileSize = 16 << 20
+    /// The largest file ``read(contentsOf:)`` reads, in bytes: 32 MiB, more than the export of
+    /// any schema within the default ``limits`` (20,000 fields and 20,000 grants with names of
+    /// 255 characters write about 18 MB), so that every stored schema's export reads back.
+    public var maximumFileSize = 32 << 20
     /// How much a file may declare: a file past any of these is refused at the declaration
     /// that passes it, with its line and column.
     public var limits = Limits()
