@@ -33,6 +33,24 @@ extension PostgresEngine {
     }
 
     @_spi(StratusEngine)
+    public func modifySchema<T>(storageContainer: String, comparedWith other: String,
+                                _ body: (inout ContainerSchema, ContainerSchema) throws -> T) throws -> T {
+        let answer = try writeTransaction { connection -> T in
+            // Under the lock every schema change takes: the other environment cannot change
+            // until this transaction ends.
+            try connection.execute("SELECT pg_advisory_xact_lock($1)", [.int64(Self.schemaLock)])
+            let stored = try loadContainerSchema(storageContainer, on: connection)
+            let otherSchema = try loadContainerSchema(other, on: connection)
+            var schema = stored
+            let answer = try body(&schema, otherSchema)
+            try storeContainerSchema(schema, replacing: stored, storageContainer: storageContainer, on: connection)
+            return answer
+        }
+        try? pool.withConnection { try $0.executeScript("ANALYZE records") }
+        return answer
+    }
+
+    @_spi(StratusEngine)
     public func resetEnvironment(storageContainer: String, schema: ContainerSchema) throws {
         try writeTransaction { connection in
             try connection.execute("SELECT pg_advisory_xact_lock($1)", [.int64(Self.schemaLock)])

@@ -23,6 +23,18 @@ extension SQLiteEngine {
         }
     }
 
+    @_spi(StratusEngine) public func modifySchema<T>(storageContainer: String, comparedWith other: String,
+                                                     _ body: (inout ContainerSchema, ContainerSchema) throws -> T) throws -> T {
+        try writeTransaction { connection in
+            let stored = try loadContainerSchema(storageContainer, on: connection)
+            let otherSchema = try loadContainerSchema(other, on: connection)
+            var schema = stored
+            let answer = try body(&schema, otherSchema)
+            try storeContainerSchema(schema, replacing: stored, storageContainer: storageContainer, on: connection)
+            return answer
+        }
+    }
+
     @_spi(StratusEngine) public func resetEnvironment(storageContainer: String, schema: ContainerSchema) throws {
         try writeTransaction { connection in
             let zones = "SELECT zone_id FROM zones WHERE container = ?1"

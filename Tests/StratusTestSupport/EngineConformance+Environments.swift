@@ -30,6 +30,8 @@ extension EngineConformance {
         TestCase("environments: production rejects unknown record types and fields with CloudKit's invalidArguments", productionRejectsUnknown),
         TestCase("environments: production refuses filters and sorts without their index; development runs them", productionRefusesUnindexed),
         TestCase("environments: deploy is additive; removing or retyping a field fails it and production stays", deployIsAdditive),
+        TestCase("environments: a deploy and a replacement of development that drops a type run at once: production never holds a type development lacks",
+                 deployRacingReplacement),
         TestCase("environments: reset development deletes its data and puts its schema back to production's", resetDevelopment),
         TestCase("environments: schemas round-trip whole per environment: roles, grants, encryption, indexes", schemaRoundTrip),
         TestCase("environments: cursors and change tokens of one environment are refused by the other", tokensStayInTheirEnvironment),
@@ -362,6 +364,28 @@ extension EngineConformance {
         #expect(listing?.message.contains("Field 'recordName' is not marked queryable") == true, "\(String(describing: listing))")
         // The advice is a declaration a schema file can hold: recordName is CloudKit's ___recordID.
         #expect(listing?.message.contains("declare \"___recordID\" REFERENCE QUERYABLE on Bare in the production schema") == true, "\(String(describing: listing))")
+    }
+
+    static func deployRacingReplacement(_ env: Environment) async throws {
+        for round in 0..<12 {
+            let development = Container(identifier: "com.example.race\(round)", engine: env.engine, userName: "alice")
+            let production = development.container(in: .production)
+            var kept = RecordTypeSchema(recordType: "Kept")
+            kept.addField("title", type: .string)
+            try await development.replaceSchema(ContainerSchema(recordTypes: [kept]))
+            var other = RecordTypeSchema(recordType: "Other")
+            other.addField("title", type: .string)
+            // Whichever comes first, the other sees it: the replacement is refused once Kept is
+            // in production, or the deploy gives production the replacement.
+            async let deployed = (try? await development.deploySchema()) != nil
+            async let replaced = (try? await development.replaceSchema(ContainerSchema(recordTypes: [other]))) != nil
+            let (deploySucceeded, replaceSucceeded) = await (deployed, replaced)
+            #expect(deploySucceeded, "round \(round): a deploy never fails here (development always keeps what production has)")
+            _ = replaceSucceeded
+            let inDevelopment = Set(try await development.schema().recordTypes.map(\.recordType))
+            let inProduction = Set(try await production.schema().recordTypes.map(\.recordType))
+            #expect(inProduction.isSubset(of: inDevelopment), "round \(round): production \(inProduction.sorted()), development \(inDevelopment.sorted())")
+        }
     }
 
     static func deployIsAdditive(_ env: Environment) async throws {

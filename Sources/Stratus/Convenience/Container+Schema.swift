@@ -80,7 +80,10 @@ extension Container {
             let development = try engine.fetchSchema(storageContainer: developmentKey)
             try stored.checkLimits(limits, comparedWith: development)
             try engine.checkFieldTypes(from: development, to: stored, storageContainer: developmentKey, for: "replace the development schema")
-            try engine.modifySchema(storageContainer: developmentKey) { schema in
+            try engine.modifySchema(storageContainer: developmentKey, comparedWith: productionKey) { schema, production in
+                // Again in the transaction that stores it: a deploy since the check above
+                // may have given production what this replacement drops.
+                try stored.checkKeeps(production, for: "replace the development schema")
                 try stored.checkLimits(limits, comparedWith: schema)
                 schema = stored
             }
@@ -143,15 +146,16 @@ extension Container {
         let developmentKey = Environment.development.storageContainer(for: identifier)
         let productionKey = Environment.production.storageContainer(for: identifier)
         return try await publicCloudDatabase.perform { engine, _ in
-            var development = try engine.fetchSchema(storageContainer: developmentKey)
-            development.includeUsersRecordType()
-            development.includeShareFields()
-            let deployed = development
-            try engine.modifySchema(storageContainer: productionKey) { production in
+            // Development as the transaction that stores production reads it: a replacement of
+            // development cannot come between the read and the deploy.
+            try engine.modifySchema(storageContainer: productionKey, comparedWith: developmentKey) { production, development in
+                var deployed = development
+                deployed.includeUsersRecordType()
+                deployed.includeShareFields()
                 try deployed.checkKeeps(production, for: "deploy the development schema to production")
                 production = deployed
+                return deployed
             }
-            return deployed
         }
     }
 

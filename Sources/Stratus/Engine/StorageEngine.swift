@@ -86,6 +86,13 @@ public protocol StorageEngine: AnyObject, Sendable {
     /// (``RecordWriteTransaction/saveRecordTypeSchema(_:)``), are serialized: none loses another's change.
     @_spi(StratusEngine) func modifySchema<T>(storageContainer: String, _ body: (inout ContainerSchema) throws -> T) throws -> T
 
+    /// As ``modifySchema(storageContainer:_:)``, and hands `body` the schema of `other` (the
+    /// container's other environment) as the same transaction reads it, serialized with every
+    /// change of either: a replacement of development checked against production, or a deploy
+    /// checked against development, cannot race the other.
+    @_spi(StratusEngine) func modifySchema<T>(storageContainer: String, comparedWith other: String,
+                                              _ body: (inout ContainerSchema, ContainerSchema) throws -> T) throws -> T
+
     /// Deletes everything one environment of a container holds, in every database and for every
     /// user (zones, records, tombstones, words, references), and replaces its schema with
     /// `schema`, in one transaction: CloudKit's "reset development environment". Change tokens
