@@ -192,10 +192,28 @@ enum WhereClause {
     /// The query of a command's ``QuerySelection``, typed by the container's schema.
     static func typed(_ query: Query, in container: Container) async throws -> Query {
         let predicate = try await typed(query.predicate, recordType: query.recordType, in: container)
+        if let sorts = query.sortDescriptors, !sorts.isEmpty {
+            try checkSortKeys(sorts, of: try await container.schema().recordType(query.recordType))
+        }
         guard predicate != query.predicate else { return query }
         let typedQuery = Query(recordType: query.recordType, predicate: predicate)
         typedQuery.sortDescriptors = query.sortDescriptors
         return typedQuery
+    }
+
+    /// Refuses a `--sort` key whose declared type has no order (a list, a location, bytes, an
+    /// asset: every record would sort as if it had no value). An undeclared key is left alone,
+    /// as ``noteUndeclaredFields(_:of:)`` says why.
+    ///
+    /// - Throws: ``UsageError`` naming the key and its type.
+    private static func checkSortKeys(_ sorts: [RecordSortDescriptor], of schema: RecordTypeSchema?) throws {
+        guard let schema else { return }
+        for sort in sorts where sort.distanceFrom == nil {
+            guard case .field(let name) = QueryKey(sort.key), let type = schema.field(name)?.type else { continue }
+            if type.isList || [.location, .bytes, .asset].contains(type) {
+                throw UsageError(message: "--sort \(name): \(name) is \(type.rawValue) in the schema, which has no order (every record would sort as if it had no value); sort by a field that holds one string, number, date or reference")
+            }
+        }
     }
 
     private static func isDate(_ key: QueryKey, _ schema: RecordTypeSchema?) -> Bool {

@@ -320,6 +320,12 @@ struct QueryCLITests {
                     #expect(result.exitCode == 64 && result.stderr.contains(said), "\(result)")
                 }
             }
+            // A sort key whose type has no order.
+            for key in ["tags", "loc", "nums"] {
+                let sorted = try await cli.run(["query", "--type", "T", "--sort", key])
+                #expect(sorted.exitCode == 64 && sorted.stderr.contains("--sort \(key): \(key) is") && sorted.stderr.contains("has no order"), "\(sorted)")
+            }
+            #expect(try await cli.run(["query", "--type", "T", "--sort", "r:desc"]).exitCode == 0)
             let deleted = try await cli.run(["delete", "--type", "T", "--where", "r == 'r02'", "--yes"])
             #expect(deleted.exitCode == 0, "\(deleted)")
             #expect(try await cli.count("T") == 1)

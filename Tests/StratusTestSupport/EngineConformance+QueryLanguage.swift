@@ -555,6 +555,7 @@ extension EngineConformance {
             ("an infinite number", try QueryPredicate(format: "age < CAST(\"inf\", \"NSNumber\")")),
             ("not a number", try QueryPredicate(format: "age == %@", Double.nan)),
             ("an infinite distance", .condition(.distance(.field("location"), from: berlin, .less, kilometers: .infinity))),
+            ("a distance from no place on Earth", .condition(.distance(.field("location"), from: Location(latitude: 91, longitude: 0), .less, kilometers: 10))),
             ("creationDate with a string", try QueryPredicate(format: "creationDate > %@", "yesterday")),
             ("recordID with a number", try QueryPredicate(format: "recordID == 5")),
             ("a bad field name", .condition(.compare(.field("bad name"), .equal, .int64(1)))),

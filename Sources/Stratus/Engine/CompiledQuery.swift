@@ -46,6 +46,7 @@ public struct CompiledQuery: Hashable, Sendable, Codable {
             if let origin = descriptor.distanceFrom, !origin.isFinite {
                 throw StratusError(.invalidArguments, "a distance sort's location must have finite coordinates")
             }
+            if let origin = descriptor.distanceFrom { try CompiledQuery.checkPlace(origin, "a distance sort's location") }
             return SortKey(key: key, ascending: descriptor.ascending, distanceFrom: descriptor.distanceFrom)
         }
         self.desiredKeys = desiredKeys
@@ -150,6 +151,15 @@ public struct CompiledQuery: Hashable, Sendable, Codable {
             try Naming.checkIdentifier(name, kind: "field name")
             guard km.isFinite else { throw StratusError(.invalidArguments, "a distance must be a finite number of kilometres") }
             guard origin.isFinite else { throw StratusError(.invalidArguments, "distanceToLocation's location must have finite coordinates") }
+            try checkPlace(origin, "distanceToLocation's location")
+        }
+    }
+
+    /// Refuses a point no place on Earth has (latitude past ±90, longitude past ±180), from
+    /// which a distance matches nothing, silently.
+    private static func checkPlace(_ location: Location, _ what: String) throws {
+        guard LocationCoordinate2DIsValid(location.coordinate) else {
+            throw StratusError(.invalidArguments, "\(what) has latitude \(location.latitude) and longitude \(location.longitude); a place on Earth has a latitude from -90 to 90 and a longitude from -180 to 180")
         }
     }
 
