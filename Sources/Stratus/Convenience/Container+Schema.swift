@@ -61,7 +61,8 @@ extension Container {
     ///
     /// - Throws: ``StratusError`` `invalidArguments` for an invalid schema, one past `limits`,
     ///   one that drops or retypes what production has or gives a field a type its records do
-    ///   not hold, or a production container; store errors.
+    ///   not hold, or a production container; `zoneBusy` when saves kept growing the
+    ///   development schema while the replacement was checked; store errors.
     @discardableResult
     public func replaceSchema(_ schema: ContainerSchema, limits: ContainerSchema.Limits = ContainerSchema.Limits()) async throws -> ContainerSchema {
         guard environment == .development else {
@@ -77,19 +78,32 @@ extension Container {
         return try await publicCloudDatabase.perform { engine, _ in
             let production = try engine.fetchSchema(storageContainer: productionKey)
             try stored.checkKeeps(production, for: "replace the development schema")
-            let development = try engine.fetchSchema(storageContainer: developmentKey)
-            try stored.checkLimits(limits, comparedWith: development)
-            try engine.checkFieldTypes(from: development, to: stored, storageContainer: developmentKey, for: "replace the development schema")
-            try engine.modifySchema(storageContainer: developmentKey, comparedWith: productionKey) { schema, production in
-                // Again in the transaction that stores it: a deploy since the check above
-                // may have given production what this replacement drops.
-                try stored.checkKeeps(production, for: "replace the development schema")
-                try stored.checkLimits(limits, comparedWith: schema)
-                schema = stored
+            // The stored values are checked outside the transaction that stores the schema (a
+            // scan must not hold every writer back): when records saved meanwhile grew the
+            // schema, their values were not checked, and the check runs again.
+            for _ in 0..<Self.schemaReplacementAttempts {
+                let development = try engine.fetchSchema(storageContainer: developmentKey)
+                try stored.checkLimits(limits, comparedWith: development)
+                try engine.checkFieldTypes(from: development, to: stored, storageContainer: developmentKey, for: "replace the development schema")
+                let replaced = try engine.modifySchema(storageContainer: developmentKey, comparedWith: productionKey) { schema, production -> Bool in
+                    guard schema == development else { return false }
+                    // Again in the transaction that stores it: a deploy since the check above
+                    // may have given production what this replacement drops.
+                    try stored.checkKeeps(production, for: "replace the development schema")
+                    try stored.checkLimits(limits, comparedWith: schema)
+                    schema = stored
+                    return true
+                }
+                if replaced { return stored }
             }
-            return stored
+            throw StratusError(.zoneBusy, "development's schema kept changing while the replacement was checked (saves adding fields to it); nothing was changed, try again",
+                               retryAfterSeconds: 1)
         }
     }
+
+    /// How many times a replacement of development is checked before it gives up on a schema
+    /// that saves keep growing.
+    private static let schemaReplacementAttempts = 5
 
     /// How many records each record type has in this environment: every database, user and
     /// zone counted, from the store's inventory (no record is read). A tool that replaces the
