@@ -70,15 +70,18 @@ struct OutputFile {
             break  // does not exist yet
         }
         Self.removeLeftPartials(of: target)
-        let temporary = target + ".partial-\(getpid())"
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        // The pid names the run for whoever looks; the random part keeps two runs with one pid
+        // (in two containers sharing the folder) apart.
+        let temporary = target + ".partial-\(getpid())-" + String(UInt32.random(in: 0x1000_0000...UInt32.max), radix: 16)
+        let replacing = info.st_mode & S_IFMT == S_IFREG
+        // A file replaced keeps its permissions, as under `>`; its replacement is private
+        // until then, so that nobody opens a private file's content meanwhile.
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, replacing ? 0o600 : 0o644)
         if descriptor >= 0 {
             // Held while this run writes it: another run removes only a partial file nobody
             // holds (a pid says nothing across PID namespaces, containers or NFS hosts).
             _ = flock(descriptor, LOCK_EX | LOCK_NB)
-            // The file replaced keeps its permissions, as it would under `>`: a private file
-            // stays private.
-            if info.st_mode & S_IFMT == S_IFREG { _ = fchmod(descriptor, info.st_mode & 0o7777) }
+            if replacing { _ = fchmod(descriptor, info.st_mode & 0o7777) }
         }
         guard descriptor >= 0 else {
             // The user named `path`, not the temporary file written beside it: say which folder fails.
@@ -94,7 +97,7 @@ struct OutputFile {
     }
 
     /// Removes the temporary files that runs killed before their rename left beside `target`
-    /// (`FILE.partial-PID` of a process that is gone): a job killed every day by `timeout -s
+    /// (`FILE.partial-PID-RANDOM` of a process that is gone): a job killed every day by `timeout -s
     /// KILL` would otherwise fill the disk with them.
     private static func removeLeftPartials(of target: String) {
         let url = URL(fileURLWithPath: target)
@@ -102,7 +105,9 @@ struct OutputFile {
         let folder = url.deletingLastPathComponent().path
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return }
         for name in names where name.hasPrefix(prefix) {
-            guard let pid = pid_t(name.dropFirst(prefix.count)), pid != getpid(), kill(pid, 0) != 0, errno == ESRCH else { continue }
+            // `FILE.partial-PID-RANDOM`, or `FILE.partial-PID` of earlier versions.
+            let pidText = name.dropFirst(prefix.count).prefix { $0 != "-" }
+            guard let pid = pid_t(pidText), pid != getpid(), kill(pid, 0) != 0, errno == ESRCH else { continue }
             // A run still writing it holds its lock (a process of another PID namespace, or of
             // another host on a shared folder, has a pid this one does not see).
             let descriptor = open(folder + "/" + name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
