@@ -74,9 +74,13 @@ public struct CompiledQuery: Hashable, Sendable, Codable {
     /// that one built in code or decoded from an edited cursor meets the parser's limit (an
     /// engine's SQL has its own, lower limits on expression depth).
     private static func checkConditionCount(_ predicate: QueryPredicate) throws {
-        guard case .and(let parts) = predicate, parts.count > QueryPredicate.maximumConditions else { return }
+        guard case .and(let parts) = predicate, parts.count > QueryPredicate.maximumConditions + conditionsStratusAdds else { return }
         throw StratusError(.invalidArguments, "the predicate joins \(parts.count) conditions, more than the \(QueryPredicate.maximumConditions) a query may have; use 'field IN {…}' for many values of one field, or split the query")
     }
+
+    /// The conditions Stratus itself may join to a query's own: the restriction to the caller's
+    /// records where only `_creator` may read (``QueryAdmission``).
+    private static let conditionsStratusAdds = 1
 
     private static func normalize(_ predicate: QueryPredicate) throws -> QueryPredicate {
         switch predicate {
