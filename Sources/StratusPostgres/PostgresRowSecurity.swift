@@ -138,8 +138,10 @@ enum PostgresRowSecurity {
         let limits = ContainerSchema.Limits()
         // The fields a schema file counts: those CloudKit declares itself are left out.
         let systemNames = SystemField.allCases.map { "'\($0.rawValue)'" }.joined(separator: ", ")
+        let shareNames = ContainerSchema.shareFields.map { "'\($0.name)'" }.joined(separator: ", ")
         func counted(_ field: String, of type: String) -> String {
-            "NOT ((\(field) ->> 'name') IN (\(systemNames)) OR (\(type) = '\(RecordTypeUserRecord)' AND \(field) ->> 'name' = '\(ContainerSchema.usersRolesField.name)'))"
+            "NOT ((\(field) ->> 'name') IN (\(systemNames)) OR (\(type) = '\(RecordTypeUserRecord)' AND \(field) ->> 'name' = '\(ContainerSchema.usersRolesField.name)')"
+                + " OR (\(type) = '\(Record.SystemType.share)' AND \(field) ->> 'name' IN (\(shareNames))))"
         }
         return """
         -- Shared bookkeeping rows (the public database's zone and history, feeds, asset content): a member only moves their counters forward.

@@ -54,6 +54,10 @@ public struct ContainerSchema: Hashable, Sendable {
 
     /// The fields CloudKit's share type (`"cloudkit.share"`) always has, as its exports show
     /// them: `"cloudkit.thumbnailImageData" BYTES`, `"cloudkit.title" STRING`, `"cloudkit.type" STRING`.
+    ///
+    /// ```swift
+    /// ContainerSchema.shareFields.map(\.name)   // ["cloudkit.thumbnailImageData", "cloudkit.title", "cloudkit.type"]
+    /// ```
     public static let shareFields = [
         RecordTypeSchema.Field("cloudkit.thumbnailImageData", type: .bytes),
         RecordTypeSchema.Field("cloudkit.title", type: .string),
@@ -66,8 +70,9 @@ public struct ContainerSchema: Hashable, Sendable {
         recordType: usersRecordType, fields: [usersRolesField], grants: [.creator: .write, .world: .read])
 
     /// Adds what CloudKit's containers always have and its exports always show: the `Users`
-    /// record type (``defaultUsersRecordType``) when the schema lacks it, and its `roles` field
-    /// when a declared `Users` lacks that.
+    /// record type (``defaultUsersRecordType``) when the schema lacks it, its `roles` field
+    /// when a declared `Users` lacks that, and CloudKit's grants of `Users` when a declared one
+    /// has none.
     ///
     /// ```swift
     /// schema.includeUsersRecordType()
@@ -160,9 +165,15 @@ extension ContainerSchema {
         /// Roles a file may create (each read of a type loads its grants: 100,000 roles granted
         /// one type made every `count` of it take seconds).
         public var roles = 1_000
-        /// Grants (a role's permissions on one record type), counted over every record type:
-        /// with many roles, grants are what a schema file is mostly made of, and the export of
-        /// a stored schema must stay within what a schema file may be (32 MiB) to read back.
+        /// Grants (a role's permissions on one record type), counted over every record type but
+        /// `Users`: with many roles, grants are what a schema file is mostly made of, and the
+        /// export of a stored schema must stay within what a schema file may be (32 MiB) to
+        /// read back.
+        ///
+        /// ```swift
+        /// var reader = SchemaReader()
+        /// reader.limits.grants = 50_000
+        /// ```
         public var grants = 20_000
 
         /// The default limits.
@@ -185,7 +196,8 @@ extension ContainerSchema {
             if type.recordType != Self.usersRecordType { counts.recordTypes += 1 }
             counts.fields += type.declaredFieldCount
             counts.indexes += type.fields.reduce(0) { $0 + $1.indexes.rawValue.nonzeroBitCount }
-            counts.grants += type.grants.count
+            // Users' grants are CloudKit's, which every schema has (filled in when a file leaves them out).
+            if type.recordType != Self.usersRecordType { counts.grants += type.grants.count }
         }
         return counts
     }
