@@ -37,7 +37,7 @@ enum Interruption {
                     // A second signal: the user really wants out.
                     exit(128 + number)
                 }
-                StandardError.write("\nstratus: stopping after the current batch (signal \(number)); send it again to stop at once\n")
+                StandardError.write("\nstratus: stopping after the current batch (signal \(number)); SIGINT or SIGTERM stops at once\n")
                 stop()
             }
             source.resume()

@@ -81,7 +81,12 @@ public struct PipelineCheckpointStoreEntry: Sendable, Hashable {
     /// Whether a stage recorded the job's position in the store too (a save or delete stage
     /// writing there). A store that then holds no position for the job is not the one the job
     /// wrote to, or was put back from a copy made before the job: the pipeline refuses to
-    /// resume there, since the records before ``position`` were never written in it.
+    /// resume there, since the records before ``position`` were never written in it. A
+    /// ``PipelineCheckpointStore`` keeps it with the rest of the entry.
+    ///
+    /// ```swift
+    /// if entry.isRecordedInStore { print("the store's own record of \(entry.job) decides where it goes on") }
+    /// ```
     public var isRecordedInStore: Bool
 
     public init(job: String, position: PipelinePosition?, isRecordedInStore: Bool = false) {
