@@ -18,34 +18,29 @@ extension PostgresEngine {
 
     @_spi(StratusEngine)
     public func modifySchema<T>(storageContainer: String, _ body: (inout ContainerSchema) throws -> T) throws -> T {
-        let answer = try writeTransaction { connection -> T in
-            // Schema changes of all containers serialize: they build shared indexes.
-            try connection.execute("SELECT pg_advisory_xact_lock($1)", [.int64(Self.schemaLock)])
-            let stored = try loadContainerSchema(storageContainer, on: connection)
-            var schema = stored
-            let answer = try body(&schema)
-            try storeContainerSchema(schema, replacing: stored, storageContainer: storageContainer, on: connection)
-            return answer
-        }
-        // New indexes are worth nothing to the planner until it knows the table's statistics.
-        try? pool.withConnection { try $0.executeScript("ANALYZE records") }
-        return answer
+        try changeSchema(storageContainer, reading: nil) { schema, _ in try body(&schema) }
     }
 
     @_spi(StratusEngine)
     public func modifySchema<T>(storageContainer: String, comparedWith other: String,
                                 _ body: (inout ContainerSchema, ContainerSchema) throws -> T) throws -> T {
+        try changeSchema(storageContainer, reading: other, body)
+    }
+
+    /// One transaction under the lock every schema change takes (so `other`, read when named,
+    /// cannot change until it ends): reads the schema, lets `body` change it, and stores it.
+    private func changeSchema<T>(_ storageContainer: String, reading other: String?, _ body: (inout ContainerSchema, ContainerSchema) throws -> T) throws -> T {
         let answer = try writeTransaction { connection -> T in
-            // Under the lock every schema change takes: the other environment cannot change
-            // until this transaction ends.
+            // Schema changes of all containers serialize: they build shared indexes.
             try connection.execute("SELECT pg_advisory_xact_lock($1)", [.int64(Self.schemaLock)])
             let stored = try loadContainerSchema(storageContainer, on: connection)
-            let otherSchema = try loadContainerSchema(other, on: connection)
+            let otherSchema = try other.map { try loadContainerSchema($0, on: connection) } ?? ContainerSchema()
             var schema = stored
             let answer = try body(&schema, otherSchema)
             try storeContainerSchema(schema, replacing: stored, storageContainer: storageContainer, on: connection)
             return answer
         }
+        // New indexes are worth nothing to the planner until it knows the table's statistics.
         try? pool.withConnection { try $0.executeScript("ANALYZE records") }
         return answer
     }

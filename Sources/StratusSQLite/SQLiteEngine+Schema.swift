@@ -14,20 +14,20 @@ extension SQLiteEngine {
     }
 
     @_spi(StratusEngine) public func modifySchema<T>(storageContainer: String, _ body: (inout ContainerSchema) throws -> T) throws -> T {
-        try writeTransaction { connection in
-            let stored = try loadContainerSchema(storageContainer, on: connection)
-            var schema = stored
-            let answer = try body(&schema)
-            try storeContainerSchema(schema, replacing: stored, storageContainer: storageContainer, on: connection)
-            return answer
-        }
+        try changeSchema(storageContainer, reading: nil) { schema, _ in try body(&schema) }
     }
 
     @_spi(StratusEngine) public func modifySchema<T>(storageContainer: String, comparedWith other: String,
                                                      _ body: (inout ContainerSchema, ContainerSchema) throws -> T) throws -> T {
+        try changeSchema(storageContainer, reading: other, body)
+    }
+
+    /// One write transaction (every writer waits for it): reads the schema, and `other`'s when
+    /// named (an empty schema otherwise), lets `body` change it, and stores it.
+    private func changeSchema<T>(_ storageContainer: String, reading other: String?, _ body: (inout ContainerSchema, ContainerSchema) throws -> T) throws -> T {
         try writeTransaction { connection in
             let stored = try loadContainerSchema(storageContainer, on: connection)
-            let otherSchema = try loadContainerSchema(other, on: connection)
+            let otherSchema = try other.map { try loadContainerSchema($0, on: connection) } ?? ContainerSchema()
             var schema = stored
             let answer = try body(&schema, otherSchema)
             try storeContainerSchema(schema, replacing: stored, storageContainer: storageContainer, on: connection)
