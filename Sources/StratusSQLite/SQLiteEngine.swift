@@ -133,13 +133,12 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
 
     /// Whether `path` is a regular file that begins as every SQLite database does.
     private static func isSQLiteFile(_ path: String) -> Bool {
-        // Checked before it is opened: opening a FIFO for reading waits for a writer.
-        var named = stat()
-        guard stat(path, &named) == 0, named.st_mode & S_IFMT == S_IFREG else { return false }
-        guard let handle = FileHandle(forReadingAtPath: path) else { return false }
-        defer { try? handle.close() }
+        // Without blocking: opening a FIFO for reading would wait for a writer.
+        let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        guard descriptor >= 0 else { return false }
+        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
         var info = stat()
-        guard fstat(handle.fileDescriptor, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return false }
+        guard fstat(descriptor, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return false }
         return (try? handle.read(upToCount: 16)) == Data("SQLite format 3\u{0}".utf8)
     }
 
