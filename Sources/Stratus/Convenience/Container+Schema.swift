@@ -38,8 +38,7 @@ extension Container {
     public func schema() async throws -> ContainerSchema {
         try await publicCloudDatabase.perform { engine, context in
             var schema = try engine.fetchSchema(storageContainer: context.storageContainer)
-            schema.includeUsersRecordType()
-            schema.includeShareFields()
+            schema.includeCloudKitDeclarations()
             return schema
         }
     }
@@ -69,8 +68,7 @@ extension Container {
             throw StratusError(.invalidArguments, "the production schema changes only by deploying the development schema; replace the development schema, then deploy")
         }
         var replacement = schema
-        replacement.includeUsersRecordType()
-        replacement.includeShareFields()
+        replacement.includeCloudKitDeclarations()
         try replacement.validate()
         let stored = replacement
         let developmentKey = Environment.development.storageContainer(for: identifier)
@@ -131,8 +129,7 @@ extension Container {
     ///   retype (the message starts `cannot ACTION:`); store errors.
     public func checkSchemaReplacement(_ schema: ContainerSchema, for action: String, limits: ContainerSchema.Limits = ContainerSchema.Limits()) async throws {
         var replacement = schema
-        replacement.includeUsersRecordType()
-        replacement.includeShareFields()
+        replacement.includeCloudKitDeclarations()
         let checked = replacement
         let developmentKey = Environment.development.storageContainer(for: identifier)
         let productionKey = Environment.production.storageContainer(for: identifier)
@@ -164,8 +161,7 @@ extension Container {
             // development cannot come between the read and the deploy.
             try engine.modifySchema(storageContainer: productionKey, comparedWith: developmentKey) { production, development in
                 var deployed = development
-                deployed.includeUsersRecordType()
-                deployed.includeShareFields()
+                deployed.includeCloudKitDeclarations()
                 try deployed.checkKeeps(production, for: "deploy the development schema to production")
                 production = deployed
                 return deployed

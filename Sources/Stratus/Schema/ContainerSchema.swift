@@ -100,9 +100,21 @@ public struct ContainerSchema: Hashable, Sendable {
     /// ```
     public mutating func includeShareFields() {
         guard let index = recordTypes.firstIndex(where: { $0.recordType == Record.SystemType.share }) else { return }
-        for field in Self.shareFields where recordTypes[index].field(field.name) == nil {
-            recordTypes[index].fields.append(field)
-        }
+        recordTypes[index] = Self.withShareFields(recordTypes[index])
+    }
+
+    /// `share`, a `"cloudkit.share"` type, with the ``shareFields`` it lacks added.
+    static func withShareFields(_ share: RecordTypeSchema) -> RecordTypeSchema {
+        var share = share
+        for field in shareFields where share.field(field.name) == nil { share.fields.append(field) }
+        return share
+    }
+
+    /// What ``includeUsersRecordType()`` and ``includeShareFields()`` add: the schema as
+    /// CloudKit's exports show it.
+    mutating func includeCloudKitDeclarations() {
+        includeUsersRecordType()
+        includeShareFields()
     }
 
     /// Checks every record type, that no type is declared twice, that the roles the schema

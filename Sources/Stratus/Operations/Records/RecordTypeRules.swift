@@ -394,10 +394,7 @@ struct RecordTypeRules {
         // Every container has CloudKit's `Users` type, stored or not; a stored share type has
         // CloudKit's share fields, also one stored before they were filled in.
         var schema = try transaction.recordTypeSchema(name) ?? (name == ContainerSchema.usersRecordType ? ContainerSchema.defaultUsersRecordType : nil)
-        if name == Record.SystemType.share, var share = schema {
-            for field in ContainerSchema.shareFields where share.field(field.name) == nil { share.fields.append(field) }
-            schema = share
-        }
+        if name == Record.SystemType.share { schema = schema.map(ContainerSchema.withShareFields) }
         let type = TypeState(name: name, schema: schema, access: context.scope == .public ? RecordAccess(schema, context: context) : nil)
         types.append(type)
         lastType = type
