@@ -108,18 +108,16 @@ extension ContainerSchema {
     private static func fieldChanges(_ type: String, from old: RecordTypeSchema, to new: RecordTypeSchema) -> [SchemaChange] {
         var changes: [SchemaChange] = []
         let names = Set(old.fields.map(\.name)).union(new.fields.map(\.name)).sorted()
+        // Every record has its system fields: one a side leaves out is there without indexes, so
+        // declaring it or leaving it out only adds or drops its indexes.
+        func field(_ name: String, of schema: RecordTypeSchema, else other: RecordTypeSchema) -> RecordTypeSchema.Field? {
+            if let field = schema.field(name) { return field }
+            guard var bare = other.field(name), bare.systemField != nil else { return nil }
+            bare.indexes = []
+            return bare
+        }
         for name in names {
-            switch (old.field(name), new.field(name)) {
-            // A system field every record has: declaring it or leaving it out only adds or drops
-            // its indexes.
-            case (nil, let added?) where added.systemField != nil:
-                var bare = added
-                bare.indexes = []
-                if bare != added { changes.append(.fieldIndexesChanged(recordType: type, from: bare, to: added)) }
-            case (let removed?, nil) where removed.systemField != nil:
-                var bare = removed
-                bare.indexes = []
-                if bare != removed { changes.append(.fieldIndexesChanged(recordType: type, from: removed, to: bare)) }
+            switch (field(name, of: old, else: new), field(name, of: new, else: old)) {
             case (nil, let added?): changes.append(.fieldAdded(recordType: type, added))
             case (let removed?, nil): changes.append(.fieldRemoved(recordType: type, removed))
             case (let before?, let after?) where before != after:
