@@ -143,9 +143,11 @@ enum WhereClause {
     /// type the environment's schema does not declare and no record has gets a note on stderr
     /// (the answer is still empty, exit 0): a mistyped `--type` should not pass for an empty
     /// answer unseen. (Production refuses such a query, as CloudKit does.)
-    static func typed(_ predicate: QueryPredicate, recordType: String, in container: Container) async throws -> QueryPredicate {
+    static func typed(_ predicate: QueryPredicate, recordType: String, sortedBy sorts: [RecordSortDescriptor] = [],
+                      in container: Container) async throws -> QueryPredicate {
         let schema = try await container.schema()
         let typeSchema = schema.recordType(recordType)
+        try checkSortKeys(sorts, of: typeSchema)
         if typeSchema == nil, container.environment == .development, (try await container.recordCountsByType()[recordType] ?? 0) == 0 {
             let declared = schema.recordTypes.map(\.recordType).filter { $0 != "Users" }.sorted()
             let known = declared.isEmpty ? "declares no type yet" : "declares " + declared.joined(separator: ", ")
@@ -191,10 +193,7 @@ enum WhereClause {
 
     /// The query of a command's ``QuerySelection``, typed by the container's schema.
     static func typed(_ query: Query, in container: Container) async throws -> Query {
-        let predicate = try await typed(query.predicate, recordType: query.recordType, in: container)
-        if let sorts = query.sortDescriptors, !sorts.isEmpty {
-            try checkSortKeys(sorts, of: try await container.schema().recordType(query.recordType))
-        }
+        let predicate = try await typed(query.predicate, recordType: query.recordType, sortedBy: query.sortDescriptors ?? [], in: container)
         guard predicate != query.predicate else { return query }
         let typedQuery = Query(recordType: query.recordType, predicate: predicate)
         typedQuery.sortDescriptors = query.sortDescriptors
