@@ -181,6 +181,19 @@ struct LongLivedOperationTests {
         }
     }
 
+    @Test("code that a long-lived operation's final block wakes no longer finds it listed")
+    func finalBlockWakesCodeThatFindsItGone() async throws {
+        try await withContainer { container async throws in
+            let save = longLivedSave("note-final")
+            await withCheckedContinuation { (ended: CheckedContinuation<Void, Never>) in
+                save.modifyRecordsResultBlock = { _ in ended.resume() }
+                container.privateCloudDatabase.add(save)
+            }
+            #expect(try await container.allLongLivedOperationIDs() == [])
+            #expect(try await container.longLivedOperation(for: save.operationID) == nil)
+        }
+    }
+
     @Test("a long-lived operation on an app's own queue is listed from when it starts")
     func ownQueueOperationIsListedWhenItStarts() async throws {
         try await withContainer { container async throws in

@@ -100,8 +100,7 @@ open class DatabaseOperation: Operation, @unchecked Sendable {
         }
         transition(to: .executing, key: "isExecuting")
         main()
-        // Its final blocks have run: no longer outstanding, before anyone waiting for
-        // `isFinished` looks.
+        // Also when a subclass's `main()` never reached the final block.
         LongLivedOperations.shared.remove(self)
         finish()
     }
@@ -166,6 +165,9 @@ open class DatabaseOperation: Operation, @unchecked Sendable {
         // A source with a checkpoint joins a pipeline of its own when it starts.
         let (pipeline, output) = pipelineMembership.withLock { ($0.pipeline, $0.output) }
         if let pipeline { outcome = pipeline.finish(self, outcome: outcome, output: output) }
+        // Delisted before the final block runs: code the block wakes must not find the
+        // operation still outstanding.
+        LongLivedOperations.shared.remove(self)
         complete(with: outcome)
     }
 

@@ -81,11 +81,11 @@ public final class OperationConfiguration: NSObject, NSCopying, Sendable {
 
     /// Whether the operation is listed by `Container.fetchAllLongLivedOperationIDs(completionHandler:)`
     /// while it is outstanding in this process (from when it is added to a database, or starts
-    /// on a queue of the app's own, until its final blocks have run). `false` unless set.
+    /// on a queue of the app's own, until its final block is called). `false` unless set.
     ///
     /// ```swift
     /// save.configuration.isLongLived = true
-    /// database.add(save)   // listed until its final block has run
+    /// database.add(save)   // listed until its final block is called
     /// ```
     ///
     /// Unlike CloudKit's, a Stratus operation does not outlive its process: it runs in the
