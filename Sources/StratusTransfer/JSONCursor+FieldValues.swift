@@ -84,12 +84,14 @@ extension FieldType {
 extension JSONCursor {
     // MARK: - Field values
 
-    /// Converts one scanned field: typed by its `"type"`, else by the schema, else inferred.
+    /// Converts one scanned field: typed by its `"type"`, else by the schema, else as an
+    /// earlier record of the input declared it (`declaredByInput`), else inferred.
     /// Answers nil for a `null` value (the field is removed), and whether the value is an
     /// encrypted value (`ENCRYPTED_…` type or `"isEncrypted": true`). `numbers` are the fields
     /// the schema declares `NUMBER PREFERRED AS …` (see ``numberType(_:preferred:)``).
     func fieldValue(
-        _ field: PendingField, key: String, schema: [String: FieldType]?, numbers: Set<String>? = nil, zone: RecordZone.ID, context: DecodeContext
+        _ field: PendingField, key: String, schema: [String: FieldType]?, declaredByInput: [String: FieldType]? = nil, numbers: Set<String>? = nil,
+        zone: RecordZone.ID, context: DecodeContext
     ) throws(FieldError) -> (FieldValue?, encrypted: Bool) {
         let token = field.value
         guard token.isPresent else { throw FieldError(offset: field.name.start, message: "field '\(key)' has no 'value'") }
@@ -114,6 +116,8 @@ extension JSONCursor {
             }
         } else if let declared = schema?[key] {
             type = numbers?.contains(key) == true ? numberType(token, preferred: declared) : declared
+        } else if let declared = declaredByInput?[key] {
+            type = declared
         } else {
             guard let inferred = try inferredType(token, key: key) else { return (nil, encrypted) }
             type = inferred

@@ -33,6 +33,16 @@ final class DecodeCache {
     /// record's zone); one that names the record's zone keeps its `zoneID` as it came (with the
     /// field's JSON).
     var recordZoneIsKnown = false
+    /// The types of fields the schema lacks, by record type, as the input's first record that
+    /// held each (typed, or inferred) declares it: saving that record declares the field
+    /// (development grows its schema), so the input's later values without a `"type"` are read
+    /// as that type, as a second run would read them from the grown schema. A file exported
+    /// with one typed record and the rest untyped (`stratus export` keeps a value that came
+    /// untyped so) then imports into an empty store as it does into its own.
+    var declaredByInput: [String: [String: FieldType]] = [:]
+    /// The record type of the record that set ``shapeFields``, whose fields are declared: a
+    /// record of that type read on that shape has the same names, so nothing more to declare.
+    var shapeRecordType: String?
     /// Whether the record comes from one of CloudKit's answers (an envelope): the system
     /// fields and zoneID it lacks are then left out when it is written back, as CloudKit left
     /// them out. A record of NDJSON or a JSON array that lacks them gets what the store gives
@@ -200,6 +210,7 @@ extension JSONCursor {
 
         let schema = context.schemaTypes.isEmpty ? nil : context.schemaTypes[recordType]
         let numbers = context.numberFields.isEmpty ? nil : context.numberFields[recordType]
+        let declaredByInput = cache.declaredByInput.isEmpty ? nil : cache.declaredByInput[recordType]
         // Out of the class for the loop, so each access is not checked for exclusivity.
         var names = cache.fieldNames
         cache.fieldNames = []
@@ -235,7 +246,7 @@ extension JSONCursor {
                     throw FieldError(offset: field.name.start, message: error.message + hint)
                 }
             }
-            let (value, encrypted) = try fieldValue(field, key: key, schema: schema, numbers: numbers, zone: zoneID, context: context)
+            let (value, encrypted) = try fieldValue(field, key: key, schema: schema, declaredByInput: declaredByInput, numbers: numbers, zone: zoneID, context: context)
             if let value {
                 if value.isAsset {
                     if let template = assetFieldTemplate(field, encrypted: encrypted) { extras.fields[key] = template }
@@ -262,11 +273,15 @@ extension JSONCursor {
             }
             if duplicate { throw FieldError(offset: field.name.start, message: "field '\(key)' appears twice") }
         }
+        if !onShape || cache.shapeRecordType != recordType {
+            Self.declare(values, recordType: recordType, schema: schema, in: cache)
+        }
         if !onShape {
             // A record without duplicate or removed fields is the shape of the next.
             if removed.isEmpty && values.count == scan.fields.count && !values.isEmpty && !names.prefix(scan.fields.count).contains(where: { $0 == nil }) {
                 cache.shapePositions = (0..<scan.fields.count).map { values.index(forKey: names[$0]!.text)! }
                 cache.shapeFields = values
+                cache.shapeRecordType = recordType
             } else {
                 cache.shapeFields = nil
                 cache.shapePositions = []
@@ -283,6 +298,18 @@ extension JSONCursor {
     }
 
 
+
+    /// Notes the types of `values` whose fields neither the schema nor an earlier record
+    /// declared (``DecodeCache/declaredByInput``). An empty list declares nothing, as its
+    /// elements' type is unknown.
+    private static func declare(_ values: [String: FieldValue], recordType: String, schema: [String: FieldType]?, in cache: DecodeCache) {
+        var declared = cache.declaredByInput[recordType] ?? [:]
+        let count = declared.count
+        for (key, value) in values where schema?[key] == nil && declared[key] == nil && !value.isEmptyList {
+            declared[key] = value.type
+        }
+        if declared.count != count { cache.declaredByInput[recordType] = declared }
+    }
 
     /// The first `count` fields of a record read on a shape (``DecodeCache/shapeFields``), as
     /// a dictionary of their own.

@@ -42,6 +42,47 @@ struct CodecRoundTripCLITests {
         }
     }
 
+    @Test("values without a type take the type an earlier record gave their field, so the export of such input imports whole into an empty store",
+          arguments: TestEngine.all)
+    func laterUntypedValuesFollowTheFirstTypedOne(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let lines = [
+                #"{"recordName":"a","recordType":"Mixed","fields":{"d":{"value":1.5,"type":"DOUBLE"},"t":{"value":1000,"type":"TIMESTAMP"},"b":{"value":"AA==","type":"BYTES"}}}"#,
+                #"{"recordName":"b","recordType":"Mixed","fields":{"d":{"value":2}}}"#,
+                #"{"recordName":"c","recordType":"Mixed","fields":{"t":{"value":2000}}}"#,
+                #"{"recordName":"e","recordType":"Mixed","fields":{"b":{"value":"AQ=="}}}"#,
+            ]
+            let imported = try await cli.run(["import", try cli.file("in.ndjson", lines.joined(separator: "\n") + "\n")])
+            Summary.expectImport(imported, imported: 4)
+            #expect(imported.exitCode == 0, "\(imported)")
+            let exported = try await cli.run(["export", "--type", "Mixed", "--quiet"])
+            #expect(exported.exitCode == 0, "\(exported)")
+
+            let other = try await cli.newStore("other.sqlite")
+            let again = try await cli.run(["import", try cli.file("exported.ndjson", exported.stdout), "--store", other])
+            Summary.expectImport(again, imported: 4)
+            #expect(again.exitCode == 0, "\(again)")
+            let schema = try await cli.run(["schema", "export", "--store", other])
+            let declarations = schema.stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+            for declaration in ["d DOUBLE", "t TIMESTAMP", "b BYTES"] {
+                #expect(declarations.contains(declaration), "\(declaration): \(schema)")
+            }
+            let reexported = try await cli.run(["export", "--type", "Mixed", "--quiet", "--store", other])
+            #expect(try Self.fieldsByRecord(reexported.stdout) == Self.fieldsByRecord(exported.stdout))
+        }
+    }
+
+    /// Each exported record's `fields` object, by record name.
+    static func fieldsByRecord(_ ndjson: String) throws -> [String: NSDictionary] {
+        var fields: [String: NSDictionary] = [:]
+        for line in ndjson.split(separator: "\n") {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            fields[try #require(object["recordName"] as? String)] = try #require(object["fields"] as? NSDictionary)
+        }
+        return fields
+    }
+
     @Test("an empty list of unknown type neither fixes a field's type nor conflicts with a list type, in either order",
           arguments: TestEngine.all)
     func untypedEmptyListsCarryNoType(engine: TestEngine) async throws {

@@ -66,6 +66,37 @@ struct InferenceTests {
         #expect(try Self.field(#""target""#, configure: { $0.schemas = ["T": schema] }) == .reference(Record.Reference(recordID: Record.ID(recordName: "target"), action: .none)))
     }
 
+    @Test("a value without a type takes the type the input's first record holding its field gave it, where the schema does not declare it")
+    func earlierRecordsDeclare() throws {
+        let lines = [
+            #"{"recordName":"a","recordType":"T","fields":{"d":{"value":1.5,"type":"DOUBLE"},"t":{"value":1000,"type":"TIMESTAMP"},"b":{"value":"AA==","type":"BYTES"},"tags":{"value":[]}}}"#,
+            #"{"recordName":"b","recordType":"T","fields":{"d":{"value":2},"tags":{"value":[1]}}}"#,
+            #"{"recordName":"c","recordType":"T","fields":{"t":{"value":2000},"tags":{"value":[2]}}}"#,
+            #"{"recordName":"e","recordType":"T","fields":{"b":{"value":"AQ=="}}}"#,
+            #"{"recordName":"f","recordType":"T","fields":{"t":{"value":"2024-01-01T00:00:00Z"}}}"#,
+            #"{"recordName":"g","recordType":"U","fields":{"d":{"value":2}}}"#,
+        ]
+        let items = try readAll(lines.joined(separator: "\n") + "\n")
+        let records = items.compactMap(\.record)
+        #expect(records.count == lines.count, "\(items.compactMap(\.rejection))")
+        func value(_ name: String, _ key: String) -> FieldValue? { records.first { $0.recordID.recordName == name }?.fieldValue(forKey: key) }
+        #expect(value("b", "d") == .double(2))
+        #expect(value("c", "t") == .date(Date(timeIntervalSince1970: 2)))
+        #expect(value("e", "b") == .bytes(Data([1])))
+        #expect(value("f", "t") == .date(ISO8601DateFormatter().date(from: "2024-01-01T00:00:00Z")!))
+        // An empty list declares nothing; the first list with elements does.
+        #expect(value("b", "tags") == .int64List([1]))
+        #expect(value("c", "tags") == .int64List([2]))
+        // Another record type's field of the same name is its own.
+        #expect(value("g", "d") == .int64(2))
+
+        // The schema wins over what the input declares.
+        var schema = RecordTypeSchema(recordType: "T")
+        schema.addField("d", type: .int64, indexes: [])
+        let typed = try readAll(lines[0] + "\n" + lines[1] + "\n") { $0.schemas = ["T": schema] }
+        #expect(typed.last?.record?.fieldValue(forKey: "d") == .int64(2))
+    }
+
     @Test("a NUMBER PREFERRED AS field types an untyped number by the preference when it fits, else as DOUBLE; JSON and CSV alike")
     func numberFields() throws {
         var schema = RecordTypeSchema(recordType: "T")

@@ -136,7 +136,8 @@ struct RejectionTests {
         var expectations: [(line: Int, bad: BadLine)] = []
         var lineNumber = 0
         for bad in Self.badLines {
-            text += #"{"recordName":"good-\#(lineNumber)","recordType":"T","fields":{"n":{"value":1}}}"# + "\n"
+            // A field of its own: a good line's `n` would type the untyped `n` of the bad lines.
+            text += #"{"recordName":"good-\#(lineNumber)","recordType":"T","fields":{"good":{"value":1}}}"# + "\n"
             lineNumber += 1
             text += "\n   \n"  // blank lines are skipped but counted
             lineNumber += 2

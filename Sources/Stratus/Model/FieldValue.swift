@@ -55,7 +55,7 @@ public enum FieldValue: Hashable, Sendable, Codable {
     }
 
     /// Whether the value is a list without elements (of any element type).
-    var isEmptyList: Bool {
+    package var isEmptyList: Bool {
         switch self {
         case .stringList(let v): v.isEmpty
         case .int64List(let v): v.isEmpty
