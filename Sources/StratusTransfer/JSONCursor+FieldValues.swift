@@ -88,10 +88,12 @@ extension JSONCursor {
     /// earlier record of the input declared it (`declaredByInput`), else inferred.
     /// Answers nil for a `null` value (the field is removed), and whether the value is an
     /// encrypted value (`ENCRYPTED_…` type or `"isEncrypted": true`). `numbers` are the fields
-    /// the schema declares `NUMBER PREFERRED AS …` (see ``numberType(_:preferred:)``).
+    /// the schema declares `NUMBER PREFERRED AS …` (see ``numberType(_:preferred:)``);
+    /// `encrypted` the fields the schema, or the input's earlier records, declare encrypted,
+    /// whose values without a `"type"` are encrypted values.
     func fieldValue(
         _ field: PendingField, key: String, schema: [String: FieldType]?, declaredByInput: [String: FieldType]? = nil, numbers: Set<String>? = nil,
-        zone: RecordZone.ID, context: DecodeContext
+        encrypted declaredEncrypted: (bySchema: Set<String>?, byInput: Set<String>?) = (nil, nil), zone: RecordZone.ID, context: DecodeContext
     ) throws(FieldError) -> (FieldValue?, encrypted: Bool) {
         let token = field.value
         guard token.isPresent else { throw FieldError(offset: field.name.start, message: "field '\(key)' has no 'value'") }
@@ -116,8 +118,10 @@ extension JSONCursor {
             }
         } else if let declared = schema?[key] {
             type = numbers?.contains(key) == true ? numberType(token, preferred: declared) : declared
+            if declaredEncrypted.bySchema?.contains(key) == true { encrypted = true }
         } else if let declared = declaredByInput?[key] {
             type = declared
+            if declaredEncrypted.byInput?.contains(key) == true { encrypted = true }
         } else {
             guard let inferred = try inferredType(token, key: key) else { return (nil, encrypted) }
             type = inferred

@@ -40,6 +40,8 @@ final class DecodeCache {
     /// with one typed record and the rest untyped (`stratus export` keeps a value that came
     /// untyped so) then imports into an empty store as it does into its own.
     var declaredByInput: [String: [String: FieldType]] = [:]
+    /// Of those fields, the ones whose first value was encrypted, by record type.
+    var encryptedByInput: [String: Set<String>] = [:]
     /// The record type of the record that set ``shapeFields``, whose fields are declared: a
     /// record of that type read on that shape has the same names, so nothing more to declare.
     var shapeRecordType: String?
@@ -60,6 +62,9 @@ struct DecodeContext {
     /// The fields declared `NUMBER PREFERRED AS …`, by record type: an untyped number in one
     /// takes the preferred type when it fits, else DOUBLE.
     let numberFields: [String: Set<String>]
+    /// The fields the schemas declare encrypted, by record type: a value without a `"type"`
+    /// there is an encrypted value, as a CloudKit request leaves out the type of one.
+    let encryptedFields: [String: Set<String>]
     let assetDirectory: URL?
     let followsAssetSymlinks: Bool
     let assetPaths: RecordReadOptions.AssetPaths
@@ -80,6 +85,12 @@ struct DecodeContext {
             if !declared.isEmpty { numbers[recordType] = declared }
         }
         numberFields = numbers
+        var encrypted: [String: Set<String>] = [:]
+        for (recordType, schema) in options.schemas {
+            let declared = Set(schema.fields.filter(\.isEncrypted).map(\.name))
+            if !declared.isEmpty { encrypted[recordType] = declared }
+        }
+        encryptedFields = encrypted
         assetDirectory = options.assetDirectory
         followsAssetSymlinks = options.followsAssetSymlinks
         assetPaths = options.assetPaths
@@ -211,6 +222,8 @@ extension JSONCursor {
         let schema = context.schemaTypes.isEmpty ? nil : context.schemaTypes[recordType]
         let numbers = context.numberFields.isEmpty ? nil : context.numberFields[recordType]
         let declaredByInput = cache.declaredByInput.isEmpty ? nil : cache.declaredByInput[recordType]
+        let encryptedBySchema = context.encryptedFields.isEmpty ? nil : context.encryptedFields[recordType]
+        let encryptedByInput = cache.encryptedByInput.isEmpty ? nil : cache.encryptedByInput[recordType]
         // Out of the class for the loop, so each access is not checked for exclusivity.
         var names = cache.fieldNames
         cache.fieldNames = []
@@ -246,7 +259,9 @@ extension JSONCursor {
                     throw FieldError(offset: field.name.start, message: error.message + hint)
                 }
             }
-            let (value, encrypted) = try fieldValue(field, key: key, schema: schema, declaredByInput: declaredByInput, numbers: numbers, zone: zoneID, context: context)
+            let (value, encrypted) = try fieldValue(
+                field, key: key, schema: schema, declaredByInput: declaredByInput, numbers: numbers,
+                encrypted: (bySchema: encryptedBySchema, byInput: encryptedByInput), zone: zoneID, context: context)
             if let value {
                 if value.isAsset {
                     if let template = assetFieldTemplate(field, encrypted: encrypted) { extras.fields[key] = template }
@@ -274,7 +289,7 @@ extension JSONCursor {
             if duplicate { throw FieldError(offset: field.name.start, message: "field '\(key)' appears twice") }
         }
         if !onShape || cache.shapeRecordType != recordType {
-            Self.declare(values, recordType: recordType, schema: schema, in: cache)
+            Self.declare(values, encryptedKeys: encryptedKeys, recordType: recordType, schema: schema, in: cache)
         }
         if !onShape {
             // A record without duplicate or removed fields is the shape of the next.
@@ -302,11 +317,12 @@ extension JSONCursor {
     /// Notes the types of `values` whose fields neither the schema nor an earlier record
     /// declared (``DecodeCache/declaredByInput``). An empty list declares nothing, as its
     /// elements' type is unknown.
-    private static func declare(_ values: [String: FieldValue], recordType: String, schema: [String: FieldType]?, in cache: DecodeCache) {
+    private static func declare(_ values: [String: FieldValue], encryptedKeys: Set<String>, recordType: String, schema: [String: FieldType]?, in cache: DecodeCache) {
         var declared = cache.declaredByInput[recordType] ?? [:]
         let count = declared.count
         for (key, value) in values where schema?[key] == nil && declared[key] == nil && !value.isEmptyList {
             declared[key] = value.type
+            if encryptedKeys.contains(key) { cache.encryptedByInput[recordType, default: []].insert(key) }
         }
         if declared.count != count { cache.declaredByInput[recordType] = declared }
     }

@@ -133,6 +133,25 @@ struct CloudKitFixtureCLITests {
         }
     }
 
+    @Test("the album rename request (an untyped value in an ENCRYPTED_BYTES field) updates the album its create answer imported", arguments: TestEngine.all)
+    func untypedValueInAnEncryptedField(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let place = ["--database", "private", "--owner-as-current-user"]
+            let created = try await cli.run(["import", Self.directory.appendingPathComponent("album_create_response.json").path, "--zone", "PrimarySync", "--create-zones"] + place)
+            #expect(created.exitCode == 0, "\(created)")
+            let renamed = try await cli.run(["import", Self.directory.appendingPathComponent("album_rename_request.json").path, "--mode", "update"] + place)
+            #expect(renamed.exitCode == 0, "\(renamed)")
+            Summary.expectImport(renamed, updated: 1)
+            let album = try await cli.run(["get", "ALBUM_RECORD_ID_001", "--zone", "PrimarySync", "--database", "private"])
+            let record = try JSONLine.object(album.stdout)
+            // Kept as the request wrote it: without a type.
+            #expect(JSONLine.field(record, "albumNameEnc")?["value"] as? String == "QUxCVU1fTkFNRV9FTkNfMDI4", "\(album)")
+            let schema = try await cli.run(["schema", "export", "--database", "private"])
+            #expect(schema.stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ").contains("albumNameEnc ENCRYPTED BYTES"), "\(schema)")
+        }
+    }
+
     @Test("a records/modify request larger than one read, its zoneID after the operations, imports into that zone", arguments: TestEngine.all)
     func modifyRequestWithZoneLast(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

@@ -97,6 +97,24 @@ struct InferenceTests {
         #expect(typed.last?.record?.fieldValue(forKey: "d") == .int64(2))
     }
 
+    @Test("a value without a type in a field the schema, or an earlier record of the input, declares encrypted is an encrypted value")
+    func untypedValuesOfEncryptedFields() throws {
+        var schema = RecordTypeSchema(recordType: "T")
+        schema.addField("secret", type: .bytes, isEncrypted: true)
+        let bySchema = try readAll(#"{"recordName":"r","recordType":"T","fields":{"secret":{"value":"AAEC"}}}"#) { $0.schemas = ["T": schema] }
+        let record = try #require(bySchema.first?.record)
+        #expect(record.encryptedKeys == ["secret"])
+        #expect(record.fieldValue(forKey: "secret") == .bytes(Data([0, 1, 2])))
+
+        let byInput = try readAll("""
+            {"recordName":"a","recordType":"T","fields":{"note":{"value":"AAEC","type":"ENCRYPTED_BYTES"}}}
+            {"recordName":"b","recordType":"T","fields":{"note":{"value":"AQ=="}}}
+            """)
+        let later = try #require(byInput.last?.record)
+        #expect(later.encryptedKeys == ["note"])
+        #expect(later.fieldValue(forKey: "note") == .bytes(Data([1])))
+    }
+
     @Test("a NUMBER PREFERRED AS field types an untyped number by the preference when it fits, else as DOUBLE; JSON and CSV alike")
     func numberFields() throws {
         var schema = RecordTypeSchema(recordType: "T")
