@@ -47,8 +47,8 @@ struct DeleteCommand: Command {
     var checkpointPath: String?
     var rejectPath: String?
 
-    /// The longest line of a names file: a record name has at most 255 characters, and blanks
-    /// around it are allowed.
+    /// The longest line of a names file: a record name has at most 255 characters; the rest
+    /// is room for a refusal that names the line rather than a name cut short.
     static let maximumNamesFileLine = 4096
 
     /// The record names of `--names-file` (one a line, `-` for stdin), read a chunk at a time:
@@ -67,8 +67,10 @@ struct DeleteCommand: Command {
         var line: [UInt8] = []
         var lineNumber = 1
         func endLine() {
-            let text = String(decoding: line, as: UTF8.self)
-            names += text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            // A line is the name as it is, blanks included (`"X "` and `"X"` are two records):
+            // only a CRLF file's carriage return goes, and a line of blanks holds no name.
+            if line.last == 0x0D { line.removeLast() }
+            if line.contains(where: { $0 != 0x20 && $0 != 0x09 }) { names.append(String(decoding: line, as: UTF8.self)) }
             line.removeAll(keepingCapacity: true)
             lineNumber += 1
         }

@@ -81,7 +81,7 @@ struct RecordCommandsCLITests {
             let gone = try await cli.run(["get", "n1"])
             #expect(gone.exitCode == 1)
 
-            let namesFile = try cli.file("names.txt", "n3\n\n  n4  \nn5\n")
+            let namesFile = try cli.file("names.txt", "n3\n\n  \nn4\nn5\n")
             let fromFile = try await cli.run(["delete", "--names-file", namesFile, "--yes", "--quiet"])
             #expect(fromFile.exitCode == 0, "\(fromFile)")
             #expect(fromFile.stderr.isEmpty, "--quiet: \(fromFile)")
@@ -112,10 +112,25 @@ struct RecordCommandsCLITests {
             #expect(long.stderr.contains("line 2 is longer than"), "\(long)")
             #expect(try await cli.count("Note") == 3, "a refused names file deletes nothing")
 
-            let crlf = try cli.file("crlf.txt", "n1\r\n  n2 \r\n\r\n")
+            let crlf = try cli.file("crlf.txt", "n1\r\nn2\r\n\r\n")
             let deleted = try await cli.run(["delete", "--names-file", crlf, "--yes"])
             #expect(deleted.exitCode == 0, "\(deleted)")
             #expect(try await cli.count("Note") == 1)
+        }
+    }
+
+    @Test("delete --names-file takes each line as the name it is: blanks around a name are part of it, so 'X ' never deletes 'X'")
+    func namesFileKeepsBlanks() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            let records = ["X", "X ", " Y", "Y"].map { #"{"recordName":"\#($0)","recordType":"Note","fields":{}}"# }
+            #expect(try await cli.run(["import", "--quiet"], stdin: records.joined(separator: "\n") + "\n").exitCode == 0)
+            let names = try cli.file("names.txt", "X \n Y\r\n")
+            let deleted = try await cli.run(["delete", "--names-file", names, "--yes"])
+            #expect(deleted.exitCode == 0, "\(deleted)")
+            #expect(deleted.stderrLines.last?.hasPrefix("deleted 2, not found 0") == true, "\(deleted)")
+            let left = try await cli.run(["export", "--type", "Note", "--quiet"])
+            #expect(Set(try JSONLine.objects(left.stdout).compactMap { $0["recordName"] as? String }) == ["X", "Y"], "\(left)")
         }
     }
 
