@@ -134,6 +134,26 @@ struct CopyCLITests {
         }
     }
 
+    @Test("production records whose types have no queryable record name (a schema deployed as development grew it) are copied: the index rules are for the apps' queries", arguments: Direction.all)
+    func copiesProductionWithoutIndexes(direction: Direction) async throws {
+        try await TemporaryStore.with { store in
+            let (source, destination) = try await Self.clis(store, direction)
+            #expect(try await source.run(["import", "--quiet"], stdin: Input.notes(5)).exitCode == 0)
+            let deployed = try await source.run(["schema", "deploy"])
+            #expect(deployed.exitCode == 0, "\(deployed)")
+            #expect(try await source.run(["import", "--quiet", "--environment", "production"], stdin: Input.notes(4, prefix: "p")).exitCode == 0)
+            // What an app's query there meets: CloudKit's refusal.
+            let refused = try await source.run(["export", "--type", "Note", "--environment", "production", "--quiet"])
+            #expect(refused.exitCode != 0 && refused.stderr.contains("not marked queryable"), "\(refused)")
+
+            let copy = try await source.run(["copy", "--from", source.storePath, "--to", destination.storePath])
+            #expect(copy.exitCode == 0, "\(copy)")
+            #expect(copy.stderrLines.last?.hasPrefix("copied 9 records") == true, "\(copy)")
+            let schema = try await destination.run(["schema", "export", "--environment", "production"])
+            #expect(schema.stdout.contains("RECORD TYPE Note"), "\(schema)")
+        }
+    }
+
     @Test("a copy killed at random moments and run again with its checkpoint ends with exactly the source; SIGTERM stops it with exit 143", arguments: Direction.all)
     func killedAndResumed(direction: Direction) async throws {
         try await TemporaryStore.with { store in
