@@ -25,6 +25,15 @@ extension PostgresEngine {
                                       capabilities: RecordZone.Capabilities(rawValue: Int(try row.int64(5) ?? 0)))
                 databases[key]!.zones.append(StoreInventory.ZoneEntry(zone: zone, recordCounts: counts[try row.int64(6) ?? 0] ?? [:]))
             }
+            for row in try connection.query("SELECT DISTINCT container, db, owner FROM subscriptions ORDER BY container, db, owner") {
+                let container = try row.text(0) ?? "", owner = try row.text(2) ?? ""
+                let scope = Database.Scope(rawValue: Int(try row.int64(1) ?? 1)) ?? .public
+                let key = "\(container)\u{0}\(scope.rawValue)\u{0}\(owner)"
+                if databases[key] == nil {
+                    databases[key] = StoreInventory.DatabaseEntry(storageContainer: container, scope: scope, owner: owner, zones: [])
+                    order.append(key)
+                }
+            }
             let containers = try connection.query("SELECT container FROM record_types UNION SELECT container FROM schema_roles ORDER BY 1").map { try $0.text(0) ?? "" }
             let size = try connection.query("""
                 SELECT sum(pg_total_relation_size(c.oid))::int8 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace

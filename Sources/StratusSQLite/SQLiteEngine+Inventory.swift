@@ -26,6 +26,16 @@ extension SQLiteEngine {
                                       capabilities: RecordZone.Capabilities(rawValue: Int(zones.int64(5))))
                 databases[key]!.zones.append(StoreInventory.ZoneEntry(zone: zone, recordCounts: counts[zones.int64(6)] ?? [:]))
             }
+            let subscribed = try connection.statement("SELECT DISTINCT container, db, owner FROM subscriptions ORDER BY container, db, owner")
+            while try subscribed.step() {
+                let container = subscribed.text(0) ?? "", owner = subscribed.text(2) ?? ""
+                let scope = Database.Scope(rawValue: Int(subscribed.int64(1))) ?? .public
+                let key = "\(container)\u{0}\(scope.rawValue)\u{0}\(owner)"
+                if databases[key] == nil {
+                    databases[key] = StoreInventory.DatabaseEntry(storageContainer: container, scope: scope, owner: owner, zones: [])
+                    order.append(key)
+                }
+            }
             var containers: [String] = []
             let schemas = try connection.statement("SELECT container FROM record_types UNION SELECT container FROM schema_roles ORDER BY 1")
             while try schemas.step() { containers.append(schemas.text(0) ?? "") }

@@ -94,12 +94,16 @@ struct CopyCommand: Command {
         let schemasDiffering = try await copier.differingSchemas()
         for schema in schemasDiffering { StratusCommand.log("the schema of \(schema) differs") }
         let schemaPart = schemasDiffering.isEmpty ? "" : "; \(StoreReport.counted(schemasDiffering.count, "schema")) differ\(schemasDiffering.count == 1 ? "s" : "")"
+        let subscriptionsDiffering = try await copier.differingSubscriptions()
+        for database in subscriptionsDiffering { StratusCommand.log("the subscriptions of the \(database) differ") }
+        let subscriptionPart = summary.subscriptionsCopied == 0 ? "" : ", and \(StoreReport.counted(summary.subscriptionsCopied, "subscription"))"
         Self.noteUserChange(from: source, to: destination)
         progress.finish(
-            "copied \(StoreReport.counted(summary.recordsCopied, "record")) in \(StoreReport.counted(summary.zonesCopied, "zone"))\(skipped); \(comparisons.count - differing.count) of \(StoreReport.counted(comparisons.count, "zone")) match\(schemaPart)",
+            "copied \(StoreReport.counted(summary.recordsCopied, "record")) in \(StoreReport.counted(summary.zonesCopied, "zone"))\(skipped)\(subscriptionPart); \(comparisons.count - differing.count) of \(StoreReport.counted(comparisons.count, "zone")) match\(schemaPart)",
             json: ["copied": summary.recordsCopied, "zones": summary.zonesCopied, "zonesSkipped": summary.zonesSkipped, "zonesCompared": comparisons.count,
-                   "zonesDiffering": differing.count, "schemasDiffering": schemasDiffering.count, "failed": summary.failures.count])
-        guard differing.isEmpty && schemasDiffering.isEmpty && summary.failures.isEmpty else { return .someFailed }
+                   "zonesDiffering": differing.count, "schemasDiffering": schemasDiffering.count, "subscriptions": summary.subscriptionsCopied,
+                   "subscriptionsDiffering": subscriptionsDiffering.count, "failed": summary.failures.count])
+        guard differing.isEmpty && schemasDiffering.isEmpty && subscriptionsDiffering.isEmpty && summary.failures.isEmpty else { return .someFailed }
         // Only now: a copy stopped while it compared goes on with the comparison.
         try checkpoint?.remove()
         return .success

@@ -154,6 +154,33 @@ struct CopyCLITests {
         }
     }
 
+    @Test("every subscriber's subscriptions are copied, in the public and private databases; the copy compares them", arguments: Direction.all)
+    func copiesSubscriptions(direction: Direction) async throws {
+        try await TemporaryStore.with { store in
+            let (source, destination) = try await Self.clis(store, direction)
+            #expect(try await source.run(["import", "--quiet"], stdin: Input.notes(3)).exitCode == 0)
+            #expect(try await source.run(["zones", "create", "Work", "--database", "private", "--user", "alice"]).exitCode == 0)
+            let creations = [
+                ["subscriptions", "create", "open-notes", "--type", "Note", "--where", "count > 1", "--user", "alice"],
+                ["subscriptions", "create", "open-notes", "--type", "Note", "--on", "create", "--user", "bob"],
+                ["subscriptions", "create", "work", "--zone-wide", "--zone", "Work", "--database", "private", "--user", "alice"],
+                ["subscriptions", "create", "everything", "--database-wide", "--database", "private", "--user", "carol"],
+            ]
+            for creation in creations {
+                let created = try await source.run(creation)
+                #expect(created.exitCode == 0, "\(created)")
+            }
+            let copy = try await source.run(["copy", "--from", source.storePath, "--to", destination.storePath])
+            #expect(copy.exitCode == 0, "\(copy)")
+            #expect(copy.stderrLines.last?.contains("and 4 subscriptions") == true, "\(copy)")
+            for (user, database) in [("alice", "public"), ("bob", "public"), ("alice", "private"), ("carol", "private")] {
+                let want = try await source.run(["subscriptions", "list", "--user", user, "--database", database])
+                let got = try await destination.run(["subscriptions", "list", "--user", user, "--database", database])
+                #expect(!want.stdout.isEmpty && got.stdout == want.stdout, "\(user) \(database): \(got) against \(want)")
+            }
+        }
+    }
+
     @Test("a copy killed at random moments and run again with its checkpoint ends with exactly the source; SIGTERM stops it with exit 143", arguments: Direction.all)
     func killedAndResumed(direction: Direction) async throws {
         try await TemporaryStore.with { store in

@@ -166,7 +166,8 @@ public protocol StorageEngine: AnyObject, Sendable {
     @_spi(StratusEngine) func removeJobProgress(_ job: String) throws
 
     /// Every database the store holds with its zones and their record counts by type, in one
-    /// snapshot. Databases that never held a zone or a record are not listed.
+    /// snapshot, and (without zones) the databases that hold only subscriptions. Databases that
+    /// never held a zone, a record or a subscription are not listed.
     @_spi(StratusEngine) func inventory() throws -> StoreInventory
 
     /// Checks the store's own consistency (its files, pages, indexes) and answers what is wrong,

@@ -74,6 +74,32 @@ extension StoreCopier {
         }
     }
 
+    /// The databases whose subscriptions differ between the source and the destination: each
+    /// subscriber's IDs and definitions, in any order. Empty when they match.
+    ///
+    /// ```swift
+    /// for database in try await copier.differingSubscriptions() { print("the subscriptions of \(database) differ") }
+    /// ```
+    ///
+    /// - Returns: a description of each database whose subscriptions differ.
+    /// - Throws: store errors.
+    public func differingSubscriptions() async throws -> [String] {
+        let source = self.source, destination = self.destination
+        return try await Self.offThePool {
+            var differing: [String] = []
+            for database in try source.inventory().databases {
+                let context = Self.subscriptionContext(of: database)
+                let want = Set(try source.fetchSubscriptions(in: context, subscriber: nil).subscriptions)
+                guard !want.isEmpty else { continue }
+                if Set(try destination.fetchSubscriptions(in: context, subscriber: nil).subscriptions) != want {
+                    let container = database.environment == .production ? "\(database.containerIdentifier) (production)" : database.containerIdentifier
+                    differing.append("\(container) \(database.scope) database of \(database.owner)")
+                }
+            }
+            return differing
+        }
+    }
+
     /// The count and checksum of a zone's records of `types`; a missing zone is empty.
     static func digest(_ key: ZoneKey, types: Set<String>, on engine: any StorageEngine) async throws -> ZoneDigest {
         let database = database(of: key, on: engine)

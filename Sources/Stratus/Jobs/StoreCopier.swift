@@ -97,6 +97,8 @@ public final class StoreCopier: Sendable {
         public var zonesCopied = 0
         /// Records written (or found already equal) in this run.
         public var recordsCopied = 0
+        /// Subscriptions written (every subscriber's, in every database), in this run.
+        public var subscriptionsCopied = 0
         /// Zones an earlier run had copied, not read again.
         public var zonesSkipped = 0
         /// What could not be copied: a zone or a record, and why. The zones named here are not
@@ -262,6 +264,7 @@ public final class StoreCopier: Sendable {
                 }
             }
         }
+        summary.subscriptionsCopied = try await copySubscriptions(sourceInventory)
         // Records saved in development grow its schema with the types and fields they hold,
         // also those the source's schema no longer declares: once every record is written, the
         // schemas are written again, so that the destination's are the source's.
@@ -318,6 +321,29 @@ public final class StoreCopier: Sendable {
 
     /// Copies one zone, type by type, from where the checkpoint says; answers whether every
     /// record of it was copied.
+    /// Copies every database's subscriptions, each subscriber's, as they are (a subscription
+    /// saved again replaces the one with its subscriber and ID, so a run that goes on writes
+    /// them again). Notifications already delivered stay behind: a feed is its store's.
+    private func copySubscriptions(_ inventory: StoreInventory) async throws -> Int {
+        let source = self.source, destination = self.destination
+        return try await Self.offThePool {
+            var copied = 0
+            for database in inventory.databases {
+                let context = Self.subscriptionContext(of: database)
+                let subscriptions = try source.fetchSubscriptions(in: context, subscriber: nil).subscriptions
+                guard !subscriptions.isEmpty else { continue }
+                _ = try destination.modifySubscriptions(saving: subscriptions, deleting: [], in: context)
+                copied += subscriptions.count
+            }
+            return copied
+        }
+    }
+
+    /// The context a database's subscriptions are kept in, as an administrator sees them.
+    static func subscriptionContext(of database: StoreInventory.DatabaseEntry) -> DatabaseContext {
+        .administrator(containerIdentifier: database.containerIdentifier, environment: database.environment, scope: database.scope, owner: database.owner)
+    }
+
     private func copyZone(
         _ entry: StoreInventory.ZoneEntry, key: ZoneKey, checkpoint: inout Checkpoint, checkpointStore: (any CheckpointStore)?, summary: inout Summary,
         progress: (@Sendable (Int) -> Void)?
