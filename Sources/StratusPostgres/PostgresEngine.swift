@@ -134,6 +134,12 @@ public final class PostgresEngine: StorageEngine, Sendable {
         do {
             return try pool.withTransaction { connection in
                 try connection.execute("SELECT pg_advisory_xact_lock($1)", [.int64(PostgresSchema.migrationLock)])
+                if probe.exists, let owner = probe.owner, owner != probe.role {
+                    // A member of the owning role, or a superuser, upgrades as the owner: what the
+                    // upgrade creates must be the owner's, or the owner's own commands (and its
+                    // row-security setup) are refused on it.
+                    try connection.execute("SET LOCAL ROLE \(try PostgresConnection.quoteIdentifier(owner))")
+                }
                 try connection.executeScript(PostgresSchema.create)
                 try connection.executeScript(PostgresSchema.subscriptions)
                 let found = try connection.query("SELECT value FROM meta WHERE key = 'version'").first.flatMap { try $0.text(0) }.flatMap { Int($0) }

@@ -384,6 +384,35 @@ struct PostgresSecurityTests {
     }
 }
 
+extension PostgresSecurityTests {
+    @Test("a superuser who opens an older store upgrades it as the role that owns its tables: what the upgrade creates is that role's, whose commands keep working")
+    func upgradeBySuperuserKeepsTheOwner() async throws {
+        let database = try PostgresTestServer.makeDatabase()
+        let suffix = String(UInt32.random(in: 0...UInt32.max), radix: 36)
+        let (owner, group) = ("stratus_owner_\(suffix)", "stratus_group_\(suffix)")
+        let admin = try PostgresConnection(url: database.url)
+        let schema = try #require(try admin.query("SELECT current_schema()::text")[0].text(0))
+        try admin.executeScript("""
+            CREATE ROLE \(owner) LOGIN; CREATE ROLE \(group) NOLOGIN;
+            GRANT USAGE, CREATE ON SCHEMA \(try PostgresConnection.quoteIdentifier(schema)) TO \(owner);
+            """)
+        defer { try? admin.executeScript("DROP OWNED BY \(owner), \(group); DROP ROLE IF EXISTS \(owner), \(group)") }
+        let ownerURL = try PostgresConnectionString.replacing(["user": owner], in: database.url)
+        _ = try PostgresEngine(url: ownerURL)
+        let current = try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0)
+        // The store as version 7 left it: no notification tables yet.
+        try admin.executeScript("DROP TABLE notifications, notification_feeds; UPDATE meta SET value = '7' WHERE key = 'version';")
+
+        _ = try PostgresEngine(url: database.url)
+        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == current)
+        let owners = try admin.query("""
+            SELECT DISTINCT tableowner::text FROM pg_tables WHERE schemaname = current_schema() AND tablename IN ('notifications', 'notification_feeds', 'records')
+            """).map { try $0.text(0) }
+        #expect(owners == [owner])
+        try PostgresEngine(url: ownerURL).enableRowLevelSecurity(group: group)
+    }
+}
+
 /// A store with row-level security on for a group of two members, alice and bob, each with an
 /// entry in the directory of ``identifier``; ``dropRoles()`` removes the roles again.
 private struct SecureStore {
