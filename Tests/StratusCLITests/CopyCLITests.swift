@@ -181,6 +181,28 @@ struct CopyCLITests {
         }
     }
 
+    @Test("a child whose parent was deleted and parents made a cycle by later saves are copied as they are, as CloudKit keeps them", arguments: Direction.all)
+    func copiesParentsAsTheyAre(direction: Direction) async throws {
+        try await TemporaryStore.with { store in
+            let (source, destination) = try await Self.clis(store, direction)
+            func folder(_ name: String, parent: String?) -> String {
+                #"{"recordName":"\#(name)","recordType":"Folder","fields":{}"# + (parent.map { #","parent":{"recordName":"\#($0)"}"# } ?? "") + "}"
+            }
+            let first = [folder("p", parent: nil), folder("k", parent: "p"), folder("a", parent: nil), folder("b", parent: "a")].joined(separator: "\n") + "\n"
+            #expect(try await source.run(["import", "--quiet"], stdin: first).exitCode == 0)
+            #expect(try await source.run(["import", "--quiet"], stdin: folder("a", parent: "b") + "\n").exitCode == 0)
+            #expect(try await source.run(["delete", "p", "--yes", "--quiet"]).exitCode == 0)
+
+            let copy = try await source.run(["copy", "--from", source.storePath, "--to", destination.storePath])
+            #expect(copy.exitCode == 0, "\(copy)")
+            let copied = try await destination.exported("Folder")
+            #expect(copied.keys.sorted() == ["a", "b", "k"])
+            for (name, parent) in [("k", "p"), ("a", "b"), ("b", "a")] {
+                #expect((copied[name]?["parent"] as? [String: Any])?["recordName"] as? String == parent, "\(name)")
+            }
+        }
+    }
+
     @Test("a copy killed at random moments and run again with its checkpoint ends with exactly the source; SIGTERM stops it with exit 143", arguments: Direction.all)
     func killedAndResumed(direction: Direction) async throws {
         try await TemporaryStore.with { store in

@@ -77,7 +77,7 @@ struct ImportSemanticsCLITests {
 
     // MARK: - Parents later in the input
 
-    @Test("children before their parents import whatever --batch-size (and with a checkpoint); a parent that never comes rejects its child at the end", arguments: TestEngine.all)
+    @Test("children before their parents import whatever --batch-size (and with a checkpoint); as a new write (--new-system-fields), a parent that never comes rejects its child at the end; restored, the child keeps its missing parent", arguments: TestEngine.all)
     func childrenBeforeParents(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
             let cli = try await CLI(store, engine: engine)
@@ -91,7 +91,7 @@ struct ImportSemanticsCLITests {
             }
             for (index, options) in [["--batch-size", "1"], ["--batch-size", "2"], [], ["--batch-size", "1", "--checkpoint", store.path("import.ckpt")]].enumerated() {
                 let rejects = store.path("rejects-\(index).ndjson")
-                let result = try await cli.run(["import", try cli.file("folders-\(index).ndjson", input("r\(index)-")), "--reject-file", rejects] + options)
+                let result = try await cli.run(["import", try cli.file("folders-\(index).ndjson", input("r\(index)-")), "--reject-file", rejects, "--new-system-fields"] + options)
                 #expect(result.exitCode == 1, "\(options): \(result)")
                 Summary.expectImport(result, imported: 5, failed: 1)
                 let rejected = try RejectLine.read(rejects)
@@ -101,11 +101,18 @@ struct ImportSemanticsCLITests {
             #expect(!cli.exists(store.path("import.ckpt")))
             #expect(try await cli.count("Folder") == 20)
             // A dry run says the same, and writes nothing.
-            let dry = try await cli.run(["import", try cli.file("folders-dry.ndjson", input("dry-")), "--dry-run", "--batch-size", "1"])
+            let dry = try await cli.run(["import", try cli.file("folders-dry.ndjson", input("dry-")), "--dry-run", "--batch-size", "1", "--new-system-fields"])
             #expect(dry.exitCode == 1 && dry.stderrLines.last?.contains("dry run: 5 valid, 1 rejected") == true, "\(dry)")
             #expect(try await cli.count("Folder") == 20)
             let exported = try await cli.exported("Folder")
             #expect((exported["r0-grandchild"]?["parent"] as? [String: Any])?["recordName"] as? String == "r0-child")
+
+            // Restoring records as they were (system fields kept, the default), a child whose
+            // parent is gone comes over as CloudKit holds it: with its parent reference.
+            let restored = try await cli.run(["import", try cli.file("folders-restored.ndjson", input("s-")), "--batch-size", "2"])
+            #expect(restored.exitCode == 0, "\(restored)")
+            Summary.expectImport(restored, imported: 6)
+            #expect((try await cli.exported("Folder")["s-lost"]?["parent"] as? [String: Any])?["recordName"] as? String == "s-never")
         }
     }
 
@@ -150,7 +157,9 @@ struct ImportSemanticsCLITests {
             for (maximum, size) in [(4, "1"), (4, "3"), (4, "100"), (5, "3"), (2, "3")] {
                 let target = try await cli.newStore("limit-\(maximum)-\(size).sqlite")
                 let rejects = store.path("rejects-\(maximum)-\(size).ndjson")
-                let result = try await cli.run(["import", path, "--max-errors", "\(maximum)", "--batch-size", size, "--reject-file", rejects], environment: ["STRATUS_STORE": target])
+                // As new writes: restored records keep a parent that never came.
+                let result = try await cli.run(["import", path, "--max-errors", "\(maximum)", "--batch-size", size, "--reject-file", rejects, "--new-system-fields"],
+                                               environment: ["STRATUS_STORE": target])
                 let lines = try RejectLine.read(rejects).map(\.line)
                 if maximum >= 5 {
                     #expect(result.exitCode == 1, "\(maximum)/\(size): \(result)")
@@ -165,7 +174,7 @@ struct ImportSemanticsCLITests {
         }
     }
 
-    @Test("within one batch input order wins over deletions: a record saved after a deletion whose cascade reaches it stays, a child saved after its parent's deletion is refused, as with --batch-size 1", arguments: TestEngine.all)
+    @Test("within one batch input order wins over deletions: a record saved after a deletion whose cascade reaches it stays, a child saved (as a new write) after its parent's deletion is refused, as with --batch-size 1", arguments: TestEngine.all)
     func deletionsThenSavesInOneBatch(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
             let cli = try await CLI(store, engine: engine)
@@ -187,7 +196,8 @@ struct ImportSemanticsCLITests {
                 let input = [deletion(p + "list"), item(p + "item", "kept", list: p + "list"), deletion(p + "folder"), item(p + "child", "child", list: nil, parent: p + "folder")]
                     .joined(separator: "\n") + "\n"
                 let rejects = store.path("rejects-\(index).ndjson")
-                let result = try await cli.run(["import", try cli.file("input-\(index).ndjson", input), "--reject-file", rejects] + options)
+                // As new writes: a restored child keeps its parent reference even after the parent's deletion.
+                let result = try await cli.run(["import", try cli.file("input-\(index).ndjson", input), "--reject-file", rejects, "--new-system-fields"] + options)
                 #expect(result.exitCode == 1, "\(options): \(result)")
                 let rejected = try RejectLine.read(rejects)
                 #expect(rejected.map(\.line) == [4] && rejected.first?.error.contains("referenceViolation") == true,

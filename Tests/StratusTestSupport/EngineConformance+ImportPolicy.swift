@@ -8,7 +8,7 @@ extension EngineConformance {
     static let importPolicyCases: [TestCase] = [
         TestCase("references: a reference, reference list or parent into another zone is invalidArguments for every way of saving; nothing is stored", crossZoneReferencesRefused),
         TestCase("import: a dry run rejects what the real run does, batch after batch (a type grown by an earlier line, a record created twice, a cascade of a deletion), and changes nothing", dryRunMatchesRealRun),
-        TestCase("import: children before their parents import whatever the batch size (chains, repeated lines in input order); an orphan is rejected at the end", childrenBeforeParents),
+        TestCase("import: children before their parents import whatever the batch size (chains, repeated lines in input order); as new writes an orphan is rejected at the end; restored, it keeps its missing parent", childrenBeforeParents),
         TestCase("import: killed between a batch's commit and its checkpoint while children wait for parents, a create-mode resume writes each record once", childrenBeforeParentsResume),
     ]
 
@@ -145,6 +145,7 @@ extension EngineConformance {
             let prefix = "b\(index)-"
             var options = RecordImporter.Options()
             options.batchSize = size
+            options.preservesSystemFields = false   // new writes: a parent must exist
             let rejections = Rejections()
             let summary = try await RecordImporter(database: database, options: options).run(from: RecordList(items: familyInput(prefix: prefix)), rejects: rejections)
             #expect(rejections.all.map(\.recordName) == [prefix + "orphan"], "batches of \(size): \(rejections.all.map(\.message))")
@@ -154,6 +155,15 @@ extension EngineConformance {
             #expect(c2["n"] as? Int64 == 33, "the later line of c2 applies last (batches of \(size))")
             #expect(c2.parent?.recordID.recordName == prefix + "p")
         }
+        // Restored as they were (the default), the orphan keeps its parent that never came, as
+        // CloudKit keeps a child whose parent was deleted.
+        var restoring = RecordImporter.Options()
+        restoring.batchSize = 2
+        let rejections = Rejections()
+        let summary = try await RecordImporter(database: database, options: restoring).run(from: RecordList(items: familyInput(prefix: "r-")), rejects: rejections)
+        #expect(rejections.all.isEmpty && summary.created == 8 && summary.updated == 1, "\(summary): \(rejections.all.map(\.message))")
+        let orphan = try await database.record(for: Record.ID(recordName: "r-orphan"))
+        #expect(orphan.parent?.recordID.recordName == "r-nobody")
     }
 
     static func childrenBeforeParentsResume(_ env: Environment) async throws {
@@ -164,6 +174,7 @@ extension EngineConformance {
             var options = RecordImporter.Options()
             options.batchSize = 1
             options.writeMode = .create
+            options.preservesSystemFields = false   // new writes: a parent must exist
             let checkpoint = CrashingCheckpoint()
             checkpoint.failingSave = failing
             let firstRejects = Rejections()

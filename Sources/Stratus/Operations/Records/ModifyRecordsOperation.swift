@@ -65,7 +65,9 @@ open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, 
     public var writeMode: RecordWriteMode?
     /// A Stratus extension for restoring exports: keep the creation and modification dates,
     /// users and change tags the records carry (in modes that do not check tags); a record
-    /// identical to the stored one is then not written at all. Off by default, as in CloudKit.
+    /// identical to the stored one is then not written at all, and a record's parent need not
+    /// exist (CloudKit's data holds children whose parent was deleted). Off by default, as in
+    /// CloudKit.
     public var preservesSystemFields = false
     /// All or nothing, in zones with the `.atomic` capability (custom zones, unless created
     /// without it); in the default zone, as in CloudKit, and in other zones each item succeeds or

@@ -327,10 +327,14 @@ enum RecordWriteExecutor {
         }
 
         /// A parent that does not exist (and was not saved earlier in this request) is a
-        /// `referenceViolation`; a record that would get more than 750 `.deleteSelf`
+        /// `referenceViolation`, except where records are restored as they were (system fields
+        /// kept, tags not checked: an import, a copy, a mirror), as CloudKit's own data holds
+        /// children whose parent was deleted since (a parent has no cascade) and parents that
+        /// a later save made a cycle of; a record that would get more than 750 `.deleteSelf`
         /// references is `limitExceeded`. Checked before anything of the record is written.
         private func referenceProblem(_ id: Record.ID, parent: Record.Reference?, deleteSelfTargets: Set<String>) throws -> StratusError? {
-            if let parent, try !transaction.recordExists(Record.ID(recordName: parent.recordID.recordName, zoneID: id.zoneID)) {
+            let restores = request.preservesSystemFields && !request.writeMode.checksChangeTag
+            if let parent, !restores, try !transaction.recordExists(Record.ID(recordName: parent.recordID.recordName, zoneID: id.zoneID)) {
                 return StratusError(.referenceViolation, "record '\(id.recordName)': its parent '\(parent.recordID.recordName)' does not exist in \(id.zoneID.zoneName) (nor was it saved by this request); save the parent first or in the same request", recordID: id)
             }
             for target in deleteSelfTargets {
