@@ -75,6 +75,30 @@ struct ImportSemanticsCLITests {
         }
     }
 
+    @Test("two owners' zones of one name imported as the current user's: the second owner's record of a name the first's has is rejected, not written over it; in one run or two", arguments: TestEngine.all)
+    func twoOwnersOneZoneName(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            func zone(_ owner: String, _ text: String, extra: String = "") -> String {
+                #"{"zoneID":{"zoneName":"Notes","ownerRecordName":"\#(owner)"},"syncToken":"x","moreComing":false,"records":[{"recordName":"n1","recordType":"Note","fields":{"t":{"value":"\#(text)","type":"STRING"}}}\#(extra)]}"#
+            }
+            let (a, b) = ("_" + String(repeating: "a", count: 32), "_" + String(repeating: "b", count: 32))
+            let other = #",{"recordName":"n2","recordType":"Note","fields":{"t":{"value":"only B's","type":"STRING"}}}"#
+            let options = ["--database", "private", "--create-zones", "--owner-as-current-user"]
+            let both = try cli.file("shared.json", #"{"zones":["# + zone(a, "from A") + "," + zone(b, "from B", extra: other) + "]}")
+            let result = try await cli.run(["import", both] + options)
+            #expect(result.exitCode == 1, "\(result)")
+            #expect(result.stderr.contains("of owner '\(b)'") && result.stderr.contains("of owner '\(a)'"), "\(result)")
+            Summary.expectImport(result, imported: 2, failed: 1)
+            let notes = try await cli.run(["export", "--type", "Note", "--zone", "Notes", "--database", "private", "--quiet"])
+            let byName = Dictionary(uniqueKeysWithValues: try JSONLine.objects(notes.stdout).map { ($0["recordName"] as? String ?? "", $0) })
+            #expect(JSONLine.value(byName["n1"] ?? [:], "t") == "from A", "A's record stays: \(notes)")
+
+            let again = try await cli.run(["import", try cli.file("b.json", #"{"zones":["# + zone(b, "from B") + "]}")] + options)
+            #expect(again.exitCode == 1 && again.stderr.contains("one would replace the other"), "\(again)")
+        }
+    }
+
     // MARK: - Parents later in the input
 
     @Test("children before their parents import whatever --batch-size (and with a checkpoint); as a new write (--new-system-fields), a parent that never comes rejects its child at the end; restored, the child keeps its missing parent", arguments: TestEngine.all)

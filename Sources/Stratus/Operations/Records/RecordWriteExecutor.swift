@@ -249,6 +249,7 @@ enum RecordWriteExecutor {
             guard try capabilities(id.zoneID) != nil else { return .failure(zoneNotFound(id)) }
             if try updateWithoutReading(save) { return .success((save.record, .updated)) }
             let existing = try transaction.storedRecord(id)
+            if let conflict = Self.ownerConflict(save, existing: existing) { return .failure(conflict) }
             if let denied = try typeRules.accessDenial(save, creator: existing?.systemFields.creatorUserRecordID, isNew: existing == nil, in: transaction) {
                 // A save that would change nothing writes nothing: re-running an import of
                 // records others created is not refused (and a refusal reveals no conflict).
@@ -324,6 +325,19 @@ enum RecordWriteExecutor {
                 maximumStoredDocumentLength: room / FieldDocument.maximumFieldDataPerCharacter, modificationDate: now,
                 lastModifiedUserRecordName: user, changeTag: RecordWriteRules.newChangeTag(), changes: save.encodedChanges)
             return try transaction.updateStoredRecord(update)
+        }
+
+        /// Two owners' zones of one name, both imported as the current user's zone (the input's
+        /// owner kept for export, ``Record/JSONExtras/ownerRecordName``), are one zone here: a
+        /// record of the second owner's would silently replace the first owner's record of that
+        /// name. CloudKit tells such zones apart by their owner, so the second is refused.
+        static func ownerConflict(_ save: PreparedSave, existing: Record?) -> StratusError? {
+            guard let incoming = save.jsonExtras.ownerRecordName, let stored = existing?.jsonExtras.ownerRecordName, incoming != stored else { return nil }
+            let id = save.recordID
+            return StratusError(
+                .invalidArguments,
+                "record '\(id.recordName)' comes from zone '\(id.zoneID.zoneName)' of owner '\(incoming)', but the store's record of that name came from the zone of that name of owner '\(stored)': both were imported as the current user's zone '\(id.zoneID.zoneName)', where one would replace the other; import each owner's zones as a user of its own (--user) or into a store of its own",
+                recordID: id)
         }
 
         /// A parent that does not exist (and was not saved earlier in this request) is a
