@@ -99,6 +99,26 @@ struct ImportSemanticsCLITests {
         }
     }
 
+    @Test("a CloudKit answer that changes a stored record leaves it with the store's new change tag and modification, which reads hand out; the same answer again changes nothing", arguments: TestEngine.all)
+    func answerChangingARecordShowsItsVersion(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let first = #"{"recordName":"n1","recordType":"T","recordChangeTag":"t1","fields":{"a":{"value":"x","type":"STRING"}},"created":{"timestamp":1000,"userRecordName":"_u"},"modified":{"timestamp":2000,"userRecordName":"_u"}}"#
+            #expect(try await cli.run(["import", "--quiet", "--database", "private"], stdin: first + "\n").exitCode == 0)
+            let answer = try cli.file("answer.json", #"{"records":[{"recordName":"n1","recordType":"T","fields":{"a":{"value":"z","type":"STRING"}}}]}"#)
+            let changed = try await cli.run(["import", answer, "--database", "private"])
+            Summary.expectImport(changed, updated: 1)
+            let record = try #require(try await cli.exported("T", extra: ["--database", "private"])["n1"])
+            let tag = try #require(record["recordChangeTag"] as? String, "\(record)")
+            #expect(tag != "t1")
+            #expect((record["modified"] as? [String: Any])?["timestamp"] != nil, "\(record)")
+            #expect((record["created"] as? [String: Any])?["timestamp"] as? Int == 1000, "\(record)")
+            let again = try await cli.run(["import", answer, "--database", "private"])
+            Summary.expectImport(again, unchanged: 1)
+            #expect(try await cli.exported("T", extra: ["--database", "private"])["n1"]?["recordChangeTag"] as? String == tag)
+        }
+    }
+
     // MARK: - Parents later in the input
 
     @Test("children before their parents import whatever --batch-size (and with a checkpoint); as a new write (--new-system-fields), a parent that never comes rejects its child at the end; restored, the child keeps its missing parent", arguments: TestEngine.all)

@@ -169,12 +169,28 @@ enum RecordWriteRules {
         // no-op (no new change tag, no change to sync). When the input carries system fields
         // that are kept, they must match too.
         if !mode.checksChangeTag, let existing, existing.fieldValues == fields, existing.parent == parent,
-           existing.encryptedKeys == encrypted, existing.jsonExtras == extras,
+           existing.encryptedKeys == encrypted, withoutAbsentVersion(existing.jsonExtras) == withoutAbsentVersion(extras),
            !keep || ((given.recordChangeTag ?? existing.recordChangeTag) == existing.recordChangeTag
                      && (given.modificationDate ?? existing.modificationDate) == existing.modificationDate) {
-            return .success(Resolution(kind: .unchanged, systemFields: existing.systemFields, fields: fields, encryptedKeys: encrypted, parent: parent, jsonExtras: extras))
+            return .success(Resolution(kind: .unchanged, systemFields: existing.systemFields, fields: fields, encryptedKeys: encrypted, parent: parent,
+                                       jsonExtras: existing.jsonExtras))
         }
-        return .success(Resolution(kind: existing == nil ? .created : .updated, systemFields: system, fields: fields, encryptedKeys: encrypted, parent: parent, jsonExtras: extras))
+        // A stored record this save changes has the tag and modification the store gives it,
+        // which its reads hand out (a change feed, an export to update from), also where the
+        // input (a CloudKit answer) left them out.
+        return .success(Resolution(kind: existing == nil ? .created : .updated, systemFields: system, fields: fields, encryptedKeys: encrypted, parent: parent,
+                                   jsonExtras: existing == nil ? extras : withoutAbsentVersion(extras)))
+    }
+
+    /// The version a store gives a record it writes: its change tag and modification.
+    private static let versionKeys: Set<String> = ["recordChangeTag", "modified", "modified.timestamp", "modified.userRecordName"]
+
+    /// `extras` without the marks that the record's CloudKit JSON left its version out.
+    private static func withoutAbsentVersion(_ extras: Record.JSONExtras) -> Record.JSONExtras {
+        guard !extras.absentKeys.isDisjoint(with: versionKeys) else { return extras }
+        var trimmed = extras
+        trimmed.absentKeys.subtract(versionKeys)
+        return trimmed
     }
 
     /// What a save keeps of the records' CloudKit JSON extras (``Record/JSONExtras``): kept
