@@ -119,6 +119,26 @@ struct ImportSemanticsCLITests {
         }
     }
 
+    @Test("a forced import that changes a record under the change tag it already has gets a new tag, so a writer holding the old version cannot overwrite it unseen", arguments: TestEngine.all)
+    func sameTagOtherContentIsANewVersion(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            func version(_ value: String, extra: String = "") -> String {
+                #"{"recordName":"r","recordType":"T","recordChangeTag":"t1","fields":{"a":{"value":"\#(value)","type":"STRING"}\#(extra)}}"# + "\n"
+            }
+            let place = ["--database", "private"]
+            #expect(try await cli.run(["import", "--quiet"] + place, stdin: version("x")).exitCode == 0)
+            #expect(try await cli.exported("T", extra: place)["r"]?["recordChangeTag"] as? String == "t1", "a restored tag is kept")
+            let forced = try await cli.run(["import"] + place, stdin: version("y"))
+            Summary.expectImport(forced, updated: 1)
+            let tag = try await cli.exported("T", extra: place)["r"]?["recordChangeTag"] as? String
+            #expect(tag != nil && tag != "t1", "\(String(describing: tag))")
+            let stale = try await cli.run(["import", "--mode", "update"] + place, stdin: version("z", extra: #","b":{"value":"client1","type":"STRING"}"#))
+            #expect(stale.exitCode == 1 && stale.stderr.contains("serverRecordChanged"), "\(stale)")
+            #expect(JSONLine.value(try await cli.exported("T", extra: place)["r"] ?? [:], "a") == "y")
+        }
+    }
+
     // MARK: - Parents later in the input
 
     @Test("children before their parents import whatever --batch-size (and with a checkpoint); as a new write (--new-system-fields), a parent that never comes rejects its child at the end; restored, the child keeps its missing parent", arguments: TestEngine.all)

@@ -175,6 +175,14 @@ enum RecordWriteRules {
             return .success(Resolution(kind: .unchanged, systemFields: existing.systemFields, fields: fields, encryptedKeys: encrypted, parent: parent,
                                        jsonExtras: existing.jsonExtras))
         }
+        // A change tag names one version: kept from the input, it must not name the stored
+        // record's other contents too, or a writer holding the stored version would pass the tag
+        // check and overwrite this one unseen. Such a save is a new version the store makes.
+        if keep, let existing, let tag = given.recordChangeTag, tag == existing.recordChangeTag {
+            system.recordChangeTag = newChangeTag()
+            system.modificationDate = now
+            system.lastModifiedUserRecordID = context.userRecordID
+        }
         // A stored record this save changes has the tag and modification the store gives it,
         // which its reads hand out (a change feed, an export to update from), also where the
         // input (a CloudKit answer) left them out.
