@@ -75,6 +75,27 @@ struct SyncCLITests {
         }
     }
 
+    @Test("a record deleted and made again with another type reaches the copy as the new record, which replaces the old one there", arguments: TestEngine.all)
+    func recordMadeAgainWithAnotherType(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let original = try await cli.newStore("original"), copy = try await cli.newStore("copy")
+            let stores = ["ORIGINAL": original, "COPY": copy]
+            let sync = #""$STRATUS" changes --store "$ORIGINAL" --token-file feed.token | "$STRATUS" import --store "$COPY" --mode forceReplace --quiet"#
+            let first = #"{"recordName":"r","recordType":"T","fields":{"a":{"value":1,"type":"INT64"}}}"# + "\n" + #"{"recordName":"s","recordType":"T","fields":{}}"# + "\n"
+            #expect(try await cli.run(["import", "--quiet", "--store", original], stdin: first).exitCode == 0)
+            #expect(try await cli.shell(sync, environment: stores).exitCode == 0)
+            #expect(try await cli.run(["delete", "r", "--yes", "--quiet", "--store", original]).exitCode == 0)
+            #expect(try await cli.run(["import", "--quiet", "--store", original], stdin: #"{"recordName":"r","recordType":"U","fields":{"b":{"value":"two","type":"STRING"}}}"# + "\n").exitCode == 0)
+            let result = try await cli.shell(sync, environment: stores)
+            #expect(result.exitCode == 0, "\(result)")
+            #expect(try await cli.exported("T", extra: ["--store", copy]).keys.sorted() == ["s"])
+            let made = try await cli.exported("U", extra: ["--store", copy])
+            #expect(JSONLine.value(made["r"] ?? [:], "b") == "two")
+            #expect(made["r"]?["recordChangeTag"] as? String == (try await cli.exported("U", extra: ["--store", original])["r"]?["recordChangeTag"] as? String))
+        }
+    }
+
     @Test("import applies deletion lines and counts them; --dry-run counts them as valid", arguments: TestEngine.all)
     func deletionLines(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

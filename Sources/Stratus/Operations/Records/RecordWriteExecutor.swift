@@ -248,8 +248,17 @@ enum RecordWriteExecutor {
             let id = save.recordID
             guard try capabilities(id.zoneID) != nil else { return .failure(zoneNotFound(id)) }
             if try updateWithoutReading(save) { return .success((save.record, .updated)) }
-            let existing = try transaction.storedRecord(id)
+            var existing = try transaction.storedRecord(id)
             if let conflict = Self.ownerConflict(save, existing: existing) { return .failure(conflict) }
+            if let stored = existing, stored.recordType != save.record.recordType, request.writeMode == .forceReplace, request.preservesSystemFields {
+                // Restoring a record that was deleted and made again with another type where it
+                // comes from (a change feed gives only the new record): the stored one goes,
+                // without cascades (the source's own deletions say what its cascade took).
+                if typeRules.checksDeletes, let denied = try typeRules.checkDelete(id, stored: stored, in: transaction) { return .failure(denied) }
+                let seen = notifier.map { $0.needsStoredRecordBeforeDeleting(in: id.zoneID) ? stored : nil } ?? nil
+                if try transaction.deleteRecord(id) { notifier?.deleted(id, stored: seen) }
+                existing = nil
+            }
             if let denied = try typeRules.accessDenial(save, creator: existing?.systemFields.creatorUserRecordID, isNew: existing == nil, in: transaction) {
                 // A save that would change nothing writes nothing: re-running an import of
                 // records others created is not refused (and a refusal reveals no conflict).
