@@ -205,11 +205,21 @@ extension JSONCursor {
         }
 
         var system = Record.SystemFields()
-        if scan.changeTag.isPresent { system.recordChangeTag = string(scan.changeTag) }
+        // A control character (NUL above all, where a store's text would end) is no part of a
+        // tag or a user's name CloudKit writes: refused rather than cut short, which would make
+        // another tag or another user.
+        func systemText(_ token: Token, _ what: String) throws(FieldError) -> String {
+            let text = string(token)
+            if text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+                throw FieldError(offset: token.start, message: "\(what) holds a control character")
+            }
+            return text
+        }
+        if scan.changeTag.isPresent { system.recordChangeTag = try systemText(scan.changeTag, "'recordChangeTag'") }
         if scan.createdTime.isPresent { system.creationDate = try date(scan.createdTime, "'created' timestamp") }
         if scan.modifiedTime.isPresent { system.modificationDate = try date(scan.modifiedTime, "'modified' timestamp") }
-        if scan.createdUser.isPresent { system.creatorUserRecordID = Record.ID(recordName: string(scan.createdUser)) }
-        if scan.modifiedUser.isPresent { system.lastModifiedUserRecordID = Record.ID(recordName: string(scan.modifiedUser)) }
+        if scan.createdUser.isPresent { system.creatorUserRecordID = Record.ID(recordName: try systemText(scan.createdUser, "'created' userRecordName")) }
+        if scan.modifiedUser.isPresent { system.lastModifiedUserRecordID = Record.ID(recordName: try systemText(scan.modifiedUser, "'modified' userRecordName")) }
 
         var parent: Record.Reference?
         if scan.parent.isPresent {

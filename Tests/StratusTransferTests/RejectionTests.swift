@@ -109,6 +109,8 @@ struct RejectionTests {
                 "'created' timestamp '2024-03-01' is not an ISO 8601 date-time with a zone"),
         BadLine(#""n":{"value":9250000000000000001,"type":"DOUBLE"}"#, at: "9250", "and too large for INT64"),
         BadLine(line: #"{"recordName":"r1","recordType":"T","deleted":true}"#, at: "true", "is a deletion"),
+        BadLine(line: #"{"recordName":"r1","recordType":"T","recordChangeTag":"x\u0000y"}"#, at: #""x"#, "'recordChangeTag' holds a control character"),
+        BadLine(line: #"{"recordName":"r1","recordType":"T","created":{"timestamp":1,"userRecordName":"_u\u0000zz"}}"#, at: #""_u"#, "'created' userRecordName holds a control character"),
         BadLine(line: #"{"recordName":"r1","reason":"gone","serverErrorCode":"NOT_FOUND"}"#, at: #""reason""#, "CloudKit error result ('serverErrorCode' NOT_FOUND, 'reason' gone)"),
         BadLine(line: #"{"recordName":"r1","serverErrorCode":"NOT_FOUND","reason":"gone"}"#, at: #""serverErrorCode""#, "CloudKit error result ('serverErrorCode' NOT_FOUND)"),
         BadLine(line: #"{"recordName":"r1","recordType":"T","parent":"p"}"#, at: #""p""#, "'parent' must be an object with a recordName"),
