@@ -9,37 +9,25 @@ extension PostgresEngine {
             for row in try connection.query("SELECT zone_id, record_type, count(*) FROM records GROUP BY zone_id, record_type") {
                 counts[try row.int64(0) ?? 0, default: [:]][try row.text(1) ?? ""] = Int(try row.int64(2) ?? 0)
             }
-            var databases: [String: StoreInventory.DatabaseEntry] = [:]
-            var order: [String] = []
+            var databases = StoreInventory.DatabaseList()
             for row in try connection.query("""
                 SELECT container, db, owner, zone_name, zone_owner, capabilities, zone_id FROM zones ORDER BY container, db, owner, zone_name, zone_owner
                 """) {
-                let container = try row.text(0) ?? "", owner = try row.text(2) ?? ""
-                let scope = Database.Scope(rawValue: Int(try row.int64(1) ?? 1)) ?? .public
-                let key = "\(container)\u{0}\(scope.rawValue)\u{0}\(owner)"
-                if databases[key] == nil {
-                    databases[key] = StoreInventory.DatabaseEntry(storageContainer: container, scope: scope, owner: owner, zones: [])
-                    order.append(key)
-                }
                 let zone = RecordZone(zoneID: Self.zoneID(name: try row.text(3) ?? "", owner: try row.text(4) ?? ""),
                                       capabilities: RecordZone.Capabilities(rawValue: Int(try row.int64(5) ?? 0)))
-                databases[key]!.zones.append(StoreInventory.ZoneEntry(zone: zone, recordCounts: counts[try row.int64(6) ?? 0] ?? [:]))
+                databases.add(storageContainer: try row.text(0) ?? "", scope: Database.Scope(rawValue: Int(try row.int64(1) ?? 1)) ?? .public, owner: try row.text(2) ?? "",
+                              zone: StoreInventory.ZoneEntry(zone: zone, recordCounts: counts[try row.int64(6) ?? 0] ?? [:]))
             }
+            // Databases that hold only subscriptions.
             for row in try connection.query("SELECT DISTINCT container, db, owner FROM subscriptions ORDER BY container, db, owner") {
-                let container = try row.text(0) ?? "", owner = try row.text(2) ?? ""
-                let scope = Database.Scope(rawValue: Int(try row.int64(1) ?? 1)) ?? .public
-                let key = "\(container)\u{0}\(scope.rawValue)\u{0}\(owner)"
-                if databases[key] == nil {
-                    databases[key] = StoreInventory.DatabaseEntry(storageContainer: container, scope: scope, owner: owner, zones: [])
-                    order.append(key)
-                }
+                databases.add(storageContainer: try row.text(0) ?? "", scope: Database.Scope(rawValue: Int(try row.int64(1) ?? 1)) ?? .public, owner: try row.text(2) ?? "")
             }
             let containers = try connection.query("SELECT container FROM record_types UNION SELECT container FROM schema_roles ORDER BY 1").map { try $0.text(0) ?? "" }
             let size = try connection.query("""
                 SELECT sum(pg_total_relation_size(c.oid))::int8 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
                 WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'S')
                 """).first?.int64(0)
-            return StoreInventory(databases: order.map { databases[$0]! }, schemaStorageContainers: containers, sizeInBytes: size, schemaVersion: PostgresSchema.version)
+            return StoreInventory(databases: databases.entries, schemaStorageContainers: containers, sizeInBytes: size, schemaVersion: PostgresSchema.version)
         }
     }
 

@@ -386,6 +386,35 @@ public struct StoreInventory: Sendable {
         }
     }
 
+    /// An engine's list of databases in the making, each in the order it is first named.
+    ///
+    /// ```swift
+    /// var databases = StoreInventory.DatabaseList()
+    /// databases.add(storageContainer: "default", scope: .public, owner: "", zone: entry)
+    /// databases.add(storageContainer: "default", scope: .private, owner: "_5e…")   // subscriptions only
+    /// ```
+    @_spi(StratusEngine)
+    public struct DatabaseList: Sendable {
+        public private(set) var entries: [DatabaseEntry] = []
+        private var positions: [String: Int] = [:]
+
+        public init() {}
+
+        /// Names a database (listed when first named) and, when given, one of its zones.
+        public mutating func add(storageContainer: String, scope: Database.Scope, owner: String, zone: ZoneEntry? = nil) {
+            let key = "\(storageContainer)\u{0}\(scope.rawValue)\u{0}\(owner)"
+            let position: Int
+            if let known = positions[key] {
+                position = known
+            } else {
+                position = entries.count
+                positions[key] = position
+                entries.append(DatabaseEntry(storageContainer: storageContainer, scope: scope, owner: owner, zones: []))
+            }
+            if let zone { entries[position].zones.append(zone) }
+        }
+    }
+
     /// One zone with its capabilities and how many records of each type it holds.
     public struct ZoneEntry: Sendable {
         public var zone: RecordZone
