@@ -299,7 +299,7 @@ struct AssetsCLITests {
         try await TemporaryStore.with { store in
             let cli = try await CLI(store, engine: engine)
             let content = patternBytes(count: 4_096, seed: 9)
-            let record = #"{"recordName":"m1","recordType":"CPLMaster","fields":{"res":{"value":{"fileChecksum":"AV4xs/+kT2","size":4096,"wrappingKey":"wk==","referenceChecksum":"rc","downloadURL":"https://cvws.icloud-content.com/B/AV4x/${f}?o=1"},"type":"ASSETID"}}}"#
+            let record = #"{"recordName":"m1","recordType":"CPLMaster","recordChangeTag":"k7","fields":{"res":{"value":{"fileChecksum":"AV4xs/+kT2","size":4096,"wrappingKey":"wk==","referenceChecksum":"rc","downloadURL":"https://cvws.icloud-content.com/B/AV4x/${f}?o=1"},"type":"ASSETID"}},"modified":{"timestamp":1700000000000,"userRecordName":"_u"}}"#
             let input = try cli.file("remote.ndjson", record + "\n")
             #expect(try await cli.run(["import", input]).exitCode == 0)
             let before = try await cli.run(["export", "--type", "CPLMaster", "--quiet"])
@@ -315,6 +315,10 @@ struct AssetsCLITests {
             let got = try await cli.run(["assets", "get", "m1", "res", "--output", store.path("got.bin")])
             #expect(got.exitCode == 0, "\(got)")
             #expect(FileManager.default.contents(atPath: store.path("got.bin")) == content)
+            // The record CloudKit described, now with its content: the same version.
+            let after = try #require(try await cli.exported("CPLMaster")["m1"])
+            #expect(after["recordChangeTag"] as? String == "k7", "\(after)")
+            #expect((after["modified"] as? [String: Any])?["timestamp"] as? Int == 1_700_000_000_000, "\(after)")
         }
     }
 

@@ -133,9 +133,29 @@ struct ImportSemanticsCLITests {
             Summary.expectImport(forced, updated: 1)
             let tag = try await cli.exported("T", extra: place)["r"]?["recordChangeTag"] as? String
             #expect(tag != nil && tag != "t1", "\(String(describing: tag))")
+            // The same file again (a re-run after a partial failure) changes nothing: the tag
+            // the store gave up does not come back.
+            let rerun = try await cli.run(["import"] + place, stdin: version("y"))
+            Summary.expectImport(rerun, unchanged: 1)
+            #expect(try await cli.exported("T", extra: place)["r"]?["recordChangeTag"] as? String == tag)
             let stale = try await cli.run(["import", "--mode", "update"] + place, stdin: version("z", extra: #","b":{"value":"client1","type":"STRING"}"#))
             #expect(stale.exitCode == 1 && stale.stderr.contains("serverRecordChanged"), "\(stale)")
             #expect(JSONLine.value(try await cli.exported("T", extra: place)["r"] ?? [:], "a") == "y")
+        }
+    }
+
+    @Test("forceReplace of a record of another type that the store refuses (production lacks the type) leaves the stored record as it was", arguments: TestEngine.all)
+    func refusedTypeReplacementDeletesNothing(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            #expect(try await cli.run(["import", "--quiet"], stdin: #"{"recordName":"r","recordType":"T","fields":{"a":{"value":1,"type":"INT64"}}}"# + "\n").exitCode == 0)
+            #expect(try await cli.run(["schema", "deploy"]).exitCode == 0)
+            let production = ["--environment", "production"]
+            #expect(try await cli.run(["import", "--quiet"] + production, stdin: #"{"recordName":"r","recordType":"T","fields":{"a":{"value":1,"type":"INT64"}}}"# + "\n").exitCode == 0)
+            let replaced = try await cli.run(["import", "--mode", "forceReplace"] + production, stdin: #"{"recordName":"r","recordType":"U","fields":{"b":{"value":"x","type":"STRING"}}}"# + "\n")
+            #expect(replaced.exitCode == 1, "\(replaced)")
+            let stored = try await cli.run(["get", "r"] + production)
+            #expect(try JSONLine.object(stored.stdout)["recordType"] as? String == "T", "the stored record stays: \(stored)")
         }
     }
 

@@ -133,6 +133,7 @@ public final class AssetAttacher: Sendable {
         // The record CloudKit described does not change: same tag, same modification.
         op.writeMode = .forceUpdate
         op.preservesSystemFields = true
+        op.keepsGivenVersion = true
         op.isAtomic = false
         let failures = Mutex<[Record.ID: String]>([:])
         op.perRecordSaveBlock = { id, result in

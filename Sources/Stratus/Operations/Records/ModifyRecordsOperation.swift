@@ -69,6 +69,9 @@ open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, 
     /// exist (CloudKit's data holds children whose parent was deleted). Off by default, as in
     /// CloudKit.
     public var preservesSystemFields = false
+    /// With ``preservesSystemFields``: the records are the stored versions, changed only by what
+    /// the store lacked (``AssetAttacher`` attaching content), so their tags stay.
+    var keepsGivenVersion = false
     /// All or nothing, in zones with the `.atomic` capability (custom zones, unless created
     /// without it); in the default zone, as in CloudKit, and in other zones each item succeeds or
     /// fails alone, and a request that writes in the default zone is applied item by item.
@@ -559,6 +562,7 @@ open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, 
                                     returnsSavedRecords: (perRecordBlocksGetStoredRecords && (perRecordSaveBlock != nil || perRecordCompletionBlock != nil))
                                         || modifyRecordsCompletionBlock != nil || recordOutput.hasConsumers)
         request.writesSystemRecords = writesSystemRecords
+        request.keepsGivenVersion = keepsGivenVersion
         request.simulation = simulation
         return request
     }

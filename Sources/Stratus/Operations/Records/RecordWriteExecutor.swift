@@ -8,6 +8,10 @@ struct ModifyRequest: Sendable {
     var writeMode: RecordWriteMode
     /// Keep the system fields the records carry; see ``RecordWriteRules``.
     var preservesSystemFields: Bool
+    /// With ``preservesSystemFields``: the saves are the stored versions themselves, changed
+    /// only where the store's copy lacked something (asset content attached), so they keep their
+    /// change tag and what their JSON left out even where their values change.
+    var keepsGivenVersion = false
     /// When true, nothing is written if any item fails (in zones with the atomic capability).
     var isAtomic: Bool
     /// When false, nobody looks at the stored records: a successful save's result may carry
@@ -250,13 +254,14 @@ enum RecordWriteExecutor {
             if try updateWithoutReading(save) { return .success((save.record, .updated)) }
             var existing = try transaction.storedRecord(id)
             if let conflict = Self.ownerConflict(save, existing: existing) { return .failure(conflict) }
+            // Restoring a record that was deleted and made again with another type where it
+            // comes from (a change feed gives only the new record): the stored one goes, without
+            // cascades (the source's own deletions say what its cascade took), once the new one
+            // passed every check as a new record: a refused save deletes nothing.
+            var replacedOfOtherType: Record?
             if let stored = existing, stored.recordType != save.record.recordType, request.writeMode == .forceReplace, request.preservesSystemFields {
-                // Restoring a record that was deleted and made again with another type where it
-                // comes from (a change feed gives only the new record): the stored one goes,
-                // without cascades (the source's own deletions say what its cascade took).
                 if typeRules.checksDeletes, let denied = try typeRules.checkDelete(id, stored: stored, in: transaction) { return .failure(denied) }
-                let seen = notifier.map { $0.needsStoredRecordBeforeDeleting(in: id.zoneID) ? stored : nil } ?? nil
-                if try transaction.deleteRecord(id) { notifier?.deleted(id, stored: seen) }
+                replacedOfOtherType = stored
                 existing = nil
             }
             if let denied = try typeRules.accessDenial(save, creator: existing?.systemFields.creatorUserRecordID, isNew: existing == nil, in: transaction) {
@@ -278,6 +283,7 @@ enum RecordWriteExecutor {
             }
             let resolution: RecordWriteRules.Resolution
             switch RecordWriteRules.resolve(save, existing: existing, mode: request.writeMode, preservingSystemFields: request.preservesSystemFields,
+                                            keepingGivenVersion: request.keepsGivenVersion,
                                             newRecordCreator: typeRules.systemCreator(of: save), context: context, now: now) {
             case .success(let resolved): resolution = resolved
             case .failure(let error): return .failure(error)
@@ -301,6 +307,10 @@ enum RecordWriteExecutor {
                                 encryptedKeys: resolution.encryptedKeys, parent: resolution.parent,
                                 document: document ?? FieldDocument.encodedBytes(fields, encryptedKeys: resolution.encryptedKeys, jsonExtras: resolution.jsonExtras),
                                 deleteSelfTargets: deleteSelfTargets, jsonExtras: resolution.jsonExtras)
+            if let replaced = replacedOfOtherType {
+                let seen = notifier.map { $0.needsStoredRecordBeforeDeleting(in: id.zoneID) ? replaced : nil } ?? nil
+                if try transaction.deleteRecord(id) { notifier?.deleted(id, stored: seen) }
+            }
             try transaction.writeRecord(row, replacing: existing != nil)
             if let growth { typeRules.grow(growth) }
             notifier?.saved(id, recordType: row.recordType, system: row.systemFields, fields: fields, created: existing == nil)

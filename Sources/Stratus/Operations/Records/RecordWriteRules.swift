@@ -110,7 +110,7 @@ enum RecordWriteRules {
     /// `newRecordCreator` is the creator of a new record whose creator the save does not keep
     /// (the caller when `nil`): the user a system record is made for.
     static func resolve(
-        _ save: PreparedSave, existing: Record?, mode: RecordWriteMode, preservingSystemFields: Bool = false,
+        _ save: PreparedSave, existing: Record?, mode: RecordWriteMode, preservingSystemFields: Bool = false, keepingGivenVersion: Bool = false,
         newRecordCreator: Record.ID? = nil, context: DatabaseContext, now: Date
     ) -> Result<Resolution, StratusError> {
         let incoming = save.record
@@ -170,15 +170,14 @@ enum RecordWriteRules {
         // that are kept, they must match too.
         if !mode.checksChangeTag, let existing, existing.fieldValues == fields, existing.parent == parent,
            existing.encryptedKeys == encrypted, withoutAbsentVersion(existing.jsonExtras) == withoutAbsentVersion(extras),
-           !keep || ((given.recordChangeTag ?? existing.recordChangeTag) == existing.recordChangeTag
-                     && (given.modificationDate ?? existing.modificationDate) == existing.modificationDate) {
+           !keep || isSameOrOlderVersion(given, than: existing.systemFields) {
             return .success(Resolution(kind: .unchanged, systemFields: existing.systemFields, fields: fields, encryptedKeys: encrypted, parent: parent,
                                        jsonExtras: existing.jsonExtras))
         }
         // A change tag names one version: kept from the input, it must not name the stored
         // record's other contents too, or a writer holding the stored version would pass the tag
         // check and overwrite this one unseen. Such a save is a new version the store makes.
-        if keep, let existing, let tag = given.recordChangeTag, tag == existing.recordChangeTag {
+        if keep, !keepingGivenVersion, let existing, let tag = given.recordChangeTag, tag == existing.recordChangeTag {
             system.recordChangeTag = newChangeTag()
             system.modificationDate = now
             system.lastModifiedUserRecordID = context.userRecordID
@@ -187,7 +186,19 @@ enum RecordWriteRules {
         // which its reads hand out (a change feed, an export to update from), also where the
         // input (a CloudKit answer) left them out.
         return .success(Resolution(kind: existing == nil ? .created : .updated, systemFields: system, fields: fields, encryptedKeys: encrypted, parent: parent,
-                                   jsonExtras: existing == nil ? extras : withoutAbsentVersion(extras)))
+                                   jsonExtras: existing == nil || keepingGivenVersion ? extras : withoutAbsentVersion(extras)))
+    }
+
+    /// Whether restoring `given` over a stored record of the same contents would bring back
+    /// nothing newer: its version is the stored one, or one the stored version replaced (given
+    /// without a modification, or with an earlier one). Writing such a version back would name
+    /// the contents with a tag the store gave up (``resolve``'s new tag for a reused one) or
+    /// move the record back in time.
+    private static func isSameOrOlderVersion(_ given: Record.SystemFields, than stored: Record.SystemFields) -> Bool {
+        let sameTag = (given.recordChangeTag ?? stored.recordChangeTag) == stored.recordChangeTag
+        guard let modified = given.modificationDate else { return true }
+        guard let storedModified = stored.modificationDate else { return sameTag }
+        return modified == storedModified ? sameTag : modified < storedModified
     }
 
     /// The version a store gives a record it writes: its change tag and modification.
