@@ -139,6 +139,11 @@ public final class PostgresEngine: StorageEngine, Sendable {
                     // upgrade creates must be the owner's, or the owner's own commands (and its
                     // row-security setup) are refused on it.
                     try connection.execute("SET LOCAL ROLE \(try PostgresConnection.quoteIdentifier(owner))")
+                    // "$user" in the search_path now means the owner: the upgrade stays in the
+                    // schema that holds the store.
+                    if let schema = probe.schema {
+                        try connection.execute("SET LOCAL search_path TO \(try PostgresConnection.quoteIdentifier(schema))")
+                    }
                 }
                 try connection.executeScript(PostgresSchema.create)
                 try connection.executeScript(PostgresSchema.subscriptions)
