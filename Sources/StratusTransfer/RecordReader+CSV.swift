@@ -268,11 +268,11 @@ extension RecordReader {
                 case .recordName, .recordType:
                     break
                 case .changeTag:
-                    if !empty { system.recordChangeTag = try cellText(cell, &scratch, "recordChangeTag") }
+                    if !empty { system.recordChangeTag = try systemText(cell, &scratch, "recordChangeTag") }
                 case .creator:
-                    if !empty { system.creatorUserRecordID = Record.ID(recordName: try cellText(cell, &scratch, "creatorUserRecordID")) }
+                    if !empty { system.creatorUserRecordID = Record.ID(recordName: try systemText(cell, &scratch, "creatorUserRecordID")) }
                 case .modifier:
-                    if !empty { system.lastModifiedUserRecordID = Record.ID(recordName: try cellText(cell, &scratch, "lastModifiedUserRecordID")) }
+                    if !empty { system.lastModifiedUserRecordID = Record.ID(recordName: try systemText(cell, &scratch, "lastModifiedUserRecordID")) }
                 case .creationDate:
                     if !empty, case .date(let d)? = try cellValue(cell, &scratch, as: .timestamp, key: "creationDate", zone: options.zoneID) { system.creationDate = d }
                 case .modificationDate:
@@ -316,6 +316,16 @@ extension RecordReader {
             systemFields: system, parent: parent, encryptedKeys: encryptedKeys, jsonExtras: extras)
         for key in removed { record.setFieldValue(nil, forKey: key) }
         return .record(record, line: line)
+    }
+
+    /// A system column's text (a change tag, a user's name), which holds no control character
+    /// (as the JSON reader requires): refused rather than cut short at NUL by a store.
+    private func systemText(_ cell: CSVCell, _ scratch: inout [UInt8], _ column: String) throws(FieldError) -> String {
+        let text = try cellText(cell, &scratch, column)
+        if text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+            throw FieldError(offset: cell.start, message: "the \(column) column holds a control character")
+        }
+        return text
     }
 
     private func cellText(_ cell: CSVCell, _ scratch: inout [UInt8], _ column: String) throws(FieldError) -> String {

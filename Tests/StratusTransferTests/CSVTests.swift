@@ -38,6 +38,19 @@ struct CSVTests {
         #expect(items.map(\.line) == [2, 3, 6, 7])
     }
 
+    @Test("a system column holding a control character (a quoted line break in a change tag or a user's name) rejects its row")
+    func controlCharactersInSystemColumns() throws {
+        let text = "recordName,recordType,recordChangeTag,creatorUserRecordID\n"
+            + "a,Item,\"t\n1\",_u\n"
+            + "b,Item,t2,\"_u\nzz\"\n"
+            + "c,Item,t3,_u\n"
+        let items = try Self.read(text)
+        #expect(items.compactMap(\.record).map(\.recordID.recordName) == ["c"])
+        let messages = items.compactMap(\.rejection).map(\.message)
+        #expect(messages.count == 2 && messages[0].contains("recordChangeTag column holds a control character")
+                && messages[1].contains("creatorUserRecordID column holds a control character"), "\(messages)")
+    }
+
     @Test("plain headers take csvTypes, then the schema, then the type inferred from the cell; recordType may be given instead of a column")
     func columnTypes() throws {
         var schema = RecordTypeSchema(recordType: "Note")
