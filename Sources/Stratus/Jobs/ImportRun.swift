@@ -59,7 +59,9 @@ final class ImportRun {
     private var waits = ImportParentWaits()
     private var ready: [ImportParentWaits.Item] = []
     /// Whether records whose parent is missing wait (until the input ends: then every record
-    /// is written and the store's rules decide).
+    /// is written and the store's rules decide). Records restored as they were need no parent
+    /// in the store (``RecordWriteExecutor``), so they never wait: a file of children whose
+    /// parents were deleted is not held in memory to its end.
     private var holdsForParents = true
     /// Items of the checkpoint this run resumes that were not settled: read again. Until one
     /// is read, a checkpoint past it names it pending (see ``pendingItems(before:)``).
@@ -85,6 +87,7 @@ final class ImportRun {
         self.checkpointStore = checkpointStore
         self.progress = progress
         mode = options.isAtomic ? .atomic : .batches
+        holdsForParents = !options.writeMode.restores(preservingSystemFields: options.preservesSystemFields)
         simulation = options.isDryRun ? WriteSimulation() : nil
         // With a checkpoint, one batch at a time: a kill then leaves at most the batch being
         // written committed beyond the checkpoint. With a reject limit, each batch is settled

@@ -366,7 +366,7 @@ enum RecordWriteExecutor {
         /// a later save made a cycle of; a record that would get more than 750 `.deleteSelf`
         /// references is `limitExceeded`. Checked before anything of the record is written.
         private func referenceProblem(_ id: Record.ID, parent: Record.Reference?, deleteSelfTargets: Set<String>) throws -> StratusError? {
-            let restores = request.preservesSystemFields && !request.writeMode.checksChangeTag
+            let restores = request.writeMode.restores(preservingSystemFields: request.preservesSystemFields)
             if let parent, !restores, try !transaction.recordExists(Record.ID(recordName: parent.recordID.recordName, zoneID: id.zoneID)) {
                 return StratusError(.referenceViolation, "record '\(id.recordName)': its parent '\(parent.recordID.recordName)' does not exist in \(id.zoneID.zoneName) (nor was it saved by this request); save the parent first or in the same request", recordID: id)
             }

@@ -39,6 +39,11 @@ public enum RecordWriteMode: String, Hashable, Sendable, Codable, CaseIterable {
     /// Whether the mode compares change tags (and so always stores a new tag).
     public var checksChangeTag: Bool { self == .ifServerRecordUnchanged || self == .update || self == .replace }
 
+    /// Whether a write in this mode that preserves system fields (an import, a copy) restores
+    /// records as they were: keeps the tags and dates they carry, and needs no parent in the
+    /// store. Modes that check tags write new versions.
+    func restores(preservingSystemFields: Bool) -> Bool { preservingSystemFields && !checksChangeTag }
+
     /// Whether a save of a record with `changeTag` can only merge its changed keys into the
     /// stored record the tag names (the modes that write changed keys, with a tag).
     func mergesChangedKeysOnly(changeTag: String?) -> Bool {
@@ -152,7 +157,7 @@ enum RecordWriteRules {
         }
         let replacing = mode == .replace || mode == .forceReplace
         let parent = existing == nil || replacing || save.parentChanged ? save.parent : existing?.parent
-        let keep = preservingSystemFields && !mode.checksChangeTag
+        let keep = mode.restores(preservingSystemFields: preservingSystemFields)
         var system = Record.SystemFields(
             creationDate: existing?.creationDate ?? (keep ? given.creationDate : nil) ?? now,
             modificationDate: now,
