@@ -42,8 +42,9 @@ final class DecodeCache {
     var declaredByInput: [String: [String: FieldType]] = [:]
     /// Of those fields, the ones whose first value was encrypted, by record type.
     var encryptedByInput: [String: Set<String>] = [:]
-    /// The record type of the record that set ``shapeFields``, whose fields are declared: a
-    /// record of that type read on that shape has the same names, so nothing more to declare.
+    /// The record type of the records read on ``shapeFields`` once every field of the shape is
+    /// declared (nil until then: an empty list declares nothing): a record of that type read on
+    /// that shape has the same names, so nothing more to declare.
     var shapeRecordType: String?
     /// Whether the record comes from one of CloudKit's answers (an envelope): the system
     /// fields and zoneID it lacks are then left out when it is written back, as CloudKit left
@@ -298,15 +299,17 @@ extension JSONCursor {
             }
             if duplicate { throw FieldError(offset: field.name.start, message: "field '\(key)' appears twice") }
         }
-        if !onShape || cache.shapeRecordType != recordType {
-            Self.declare(values, encryptedKeys: encryptedKeys, recordType: recordType, schema: schema, in: cache)
+        var declaredAll = onShape && cache.shapeRecordType == recordType
+        if !declaredAll {
+            declaredAll = Self.declare(values, encryptedKeys: encryptedKeys, recordType: recordType, schema: schema, in: cache)
+            if onShape { cache.shapeRecordType = declaredAll ? recordType : nil }
         }
         if !onShape {
             // A record without duplicate or removed fields is the shape of the next.
             if removed.isEmpty && values.count == scan.fields.count && !values.isEmpty && !names.prefix(scan.fields.count).contains(where: { $0 == nil }) {
                 cache.shapePositions = (0..<scan.fields.count).map { values.index(forKey: names[$0]!.text)! }
                 cache.shapeFields = values
-                cache.shapeRecordType = recordType
+                cache.shapeRecordType = declaredAll ? recordType : nil
             } else {
                 cache.shapeFields = nil
                 cache.shapePositions = []
@@ -327,14 +330,21 @@ extension JSONCursor {
     /// Notes the types of `values` whose fields neither the schema nor an earlier record
     /// declared (``DecodeCache/declaredByInput``). An empty list declares nothing, as its
     /// elements' type is unknown.
-    private static func declare(_ values: [String: FieldValue], encryptedKeys: Set<String>, recordType: String, schema: [String: FieldType]?, in cache: DecodeCache) {
+    /// Answers whether every field of `values` is declared now.
+    private static func declare(_ values: [String: FieldValue], encryptedKeys: Set<String>, recordType: String, schema: [String: FieldType]?, in cache: DecodeCache) -> Bool {
         var declared = cache.declaredByInput[recordType] ?? [:]
         let count = declared.count
-        for (key, value) in values where schema?[key] == nil && declared[key] == nil && !value.isEmptyList {
+        var all = true
+        for (key, value) in values where schema?[key] == nil && declared[key] == nil {
+            if value.isEmptyList {
+                all = false
+                continue
+            }
             declared[key] = value.type
             if encryptedKeys.contains(key) { cache.encryptedByInput[recordType, default: []].insert(key) }
         }
         if declared.count != count { cache.declaredByInput[recordType] = declared }
+        return all
     }
 
     /// The first `count` fields of a record read on a shape (``DecodeCache/shapeFields``), as

@@ -90,6 +90,15 @@ struct InferenceTests {
         // Another record type's field of the same name is its own.
         #expect(value("g", "d") == .int64(2))
 
+        // Records of one shape: an empty list in the first declares nothing, the typed list of
+        // the second does.
+        let shaped = try readAll([
+            #"{"recordName":"s1","recordType":"S","fields":{"n":{"value":1},"tags":{"value":[]}}}"#,
+            #"{"recordName":"s2","recordType":"S","fields":{"n":{"value":2},"tags":{"value":[1000],"type":"TIMESTAMP_LIST"}}}"#,
+            #"{"recordName":"s3","recordType":"S","fields":{"n":{"value":3},"tags":{"value":[2000]}}}"#,
+        ].joined(separator: "\n") + "\n")
+        #expect(shaped.last?.record?.fieldValue(forKey: "tags") == .dateList([Date(timeIntervalSince1970: 2)]), "\(shaped.compactMap(\.rejection))")
+
         // The schema wins over what the input declares.
         var schema = RecordTypeSchema(recordType: "T")
         schema.addField("d", type: .int64, indexes: [])
