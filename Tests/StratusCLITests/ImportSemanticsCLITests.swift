@@ -159,6 +159,25 @@ struct ImportSemanticsCLITests {
         }
     }
 
+    @Test("restoring an export over the same contents that the store gave another version (--new-system-fields, then as it came) restores the export's tag and modification", arguments: TestEngine.all)
+    func restoringBringsBackTheGivenVersion(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let place = ["--database", "private"]
+            let line = #"{"recordName":"e","recordType":"T","recordChangeTag":"ck1","fields":{"a":{"value":"x","type":"STRING"}},"modified":{"timestamp":2000,"userRecordName":"_u"}}"# + "\n"
+            let input = try cli.file("e.ndjson", line)
+            #expect(try await cli.run(["import", input, "--new-system-fields"] + place).exitCode == 0)
+            #expect(try await cli.exported("T", extra: place)["e"]?["recordChangeTag"] as? String != "ck1")
+            let restored = try await cli.run(["import", input] + place)
+            Summary.expectImport(restored, updated: 1)
+            let record = try #require(try await cli.exported("T", extra: place)["e"])
+            #expect(record["recordChangeTag"] as? String == "ck1", "\(record)")
+            #expect((record["modified"] as? [String: Any])?["timestamp"] as? Int == 2000, "\(record)")
+            let again = try await cli.run(["import", input] + place)
+            Summary.expectImport(again, unchanged: 1)
+        }
+    }
+
     // MARK: - Parents later in the input
 
     @Test("children before their parents import whatever --batch-size (and with a checkpoint); as a new write (--new-system-fields), a parent that never comes rejects its child at the end; restored, the child keeps its missing parent", arguments: TestEngine.all)

@@ -155,6 +155,10 @@ enum RecordWriteRules {
             fields = save.fields
             encrypted = save.encryptedKeys
         }
+        if keepingGivenVersion, let existing, given.recordChangeTag != existing.recordChangeTag {
+            // The save was to be the stored version itself: it changed since it was read.
+            return .failure(conflict(incoming, server: existing, "record '\(name)' was changed by someone else since it was read (the store has change tag \(existing.recordChangeTag ?? "none")); read it again"))
+        }
         let replacing = mode == .replace || mode == .forceReplace
         let parent = existing == nil || replacing || save.parentChanged ? save.parent : existing?.parent
         let keep = mode.restores(preservingSystemFields: preservingSystemFields)
@@ -175,7 +179,7 @@ enum RecordWriteRules {
         // that are kept, they must match too.
         if !mode.checksChangeTag, let existing, existing.fieldValues == fields, existing.parent == parent,
            existing.encryptedKeys == encrypted, withoutAbsentVersion(existing.jsonExtras) == withoutAbsentVersion(extras),
-           !keep || isSameOrOlderVersion(given, than: existing.systemFields) {
+           !keep || isStoredVersion(given, of: existing, fields: fields, encryptedKeys: encrypted) {
             return .success(Resolution(kind: .unchanged, systemFields: existing.systemFields, fields: fields, encryptedKeys: encrypted, parent: parent,
                                        jsonExtras: existing.jsonExtras))
         }
@@ -183,7 +187,7 @@ enum RecordWriteRules {
         // record's other contents too, or a writer holding the stored version would pass the tag
         // check and overwrite this one unseen. Such a save is a new version the store makes.
         if keep, !keepingGivenVersion, let existing, let tag = given.recordChangeTag, tag == existing.recordChangeTag {
-            system.recordChangeTag = newChangeTag()
+            system.recordChangeTag = reissuedTag(tag, fields: fields, encryptedKeys: encrypted)
             system.modificationDate = now
             system.lastModifiedUserRecordID = context.userRecordID
         }
@@ -194,16 +198,31 @@ enum RecordWriteRules {
                                    jsonExtras: existing == nil || keepingGivenVersion ? extras : withoutAbsentVersion(extras)))
     }
 
-    /// Whether restoring `given` over a stored record of the same contents would bring back
-    /// nothing newer: its version is the stored one, or one the stored version replaced (given
-    /// without a modification, or with an earlier one). Writing such a version back would name
-    /// the contents with a tag the store gave up (``resolve``'s new tag for a reused one) or
-    /// move the record back in time.
-    private static func isSameOrOlderVersion(_ given: Record.SystemFields, than stored: Record.SystemFields) -> Bool {
-        let sameTag = (given.recordChangeTag ?? stored.recordChangeTag) == stored.recordChangeTag
-        guard let modified = given.modificationDate else { return true }
-        guard let storedModified = stored.modificationDate else { return sameTag }
-        return modified == storedModified ? sameTag : modified < storedModified
+    /// Whether the version a restoring save gives (its tag and modification, each where given)
+    /// is the stored record's, of the same contents: as given, or as the store reissued it
+    /// (``reissuedTag(_:fields:encryptedKeys:)``), so that the same input restored again
+    /// changes nothing, while any other version is restored.
+    private static func isStoredVersion(_ given: Record.SystemFields, of existing: Record, fields: [String: FieldValue], encryptedKeys: Set<String>) -> Bool {
+        let stored = existing.systemFields
+        if (given.recordChangeTag ?? stored.recordChangeTag) == stored.recordChangeTag
+            && (given.modificationDate ?? stored.modificationDate) == stored.modificationDate {
+            return true
+        }
+        guard let tag = given.recordChangeTag, tag != stored.recordChangeTag else { return false }
+        return reissuedTag(tag, fields: fields, encryptedKeys: encryptedKeys) == stored.recordChangeTag
+    }
+
+    /// The tag a restoring save gets when its given tag is the stored record's with other
+    /// contents (a tag names one version): derived from that tag and the new contents, so that
+    /// restoring the same input again finds the version it made (``isStoredVersion``), and a
+    /// writer holding the old tag is refused. 64-bit FNV-1a in base 36, like other tags' length.
+    static func reissuedTag(_ given: String, fields: [String: FieldValue], encryptedKeys: Set<String>) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        func mix(_ byte: UInt8) { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
+        for byte in given.utf8 { mix(byte) }
+        mix(0)
+        for byte in FieldDocument.encodedBytes(fields, encryptedKeys: encryptedKeys) { mix(byte) }
+        return String(hash, radix: 36)
     }
 
     /// The version a store gives a record it writes: its change tag and modification.
