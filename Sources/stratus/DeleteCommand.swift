@@ -97,6 +97,20 @@ struct DeleteCommand: Command {
         return names
     }
 
+    /// Whether a name starts or ends with a blank: a names file's line is the name as it is,
+    /// so a stray blank makes another name.
+    static func hasBlanksAround(_ name: String) -> Bool {
+        name.first.map { $0 == " " || $0 == "\t" } == true || name.last.map { $0 == " " || $0 == "\t" } == true
+    }
+
+    /// Says on stderr which names not found have blanks around them, so that a names file with
+    /// stray blanks does not pass as "not found" unseen.
+    static func noteBlanks(_ names: [String]) {
+        guard !names.isEmpty else { return }
+        let shown = names.prefix(3).map { "'\($0)'" }.joined(separator: ", ") + (names.count > 3 ? ", …" : "")
+        StratusCommand.log("note: \(StoreReport.counted(names.count, "name")) not found \(names.count == 1 ? "has" : "have") blanks around \(names.count == 1 ? "it" : "them"), which are part of a record name: \(shown)")
+    }
+
     static func parse(_ arguments: ParsedArguments) throws -> DeleteCommand {
         var names = arguments.positionals
         if let namesFile = arguments.value("--names-file") {
@@ -145,6 +159,7 @@ struct DeleteCommand: Command {
                 let found = try await database.records(for: Array(ids), desiredKeys: [])
                 count = found.values.filter { (try? $0.get()) != nil }.count
                 missing = ids.count - count
+                Self.noteBlanks(found.compactMap { id, result in (try? result.get()) == nil && Self.hasBlanksAround(id.recordName) ? id.recordName : nil }.sorted())
             }
             let notFound = missing > 0 ? "; \(Progress.grouped(missing)) not found" : ""
             progress.finish("dry run: would delete \(StoreReport.counted(count, "record")) (and what references them with .deleteSelf)\(notFound)", json: ["wouldDelete": count, "notFound": missing])
@@ -154,7 +169,7 @@ struct DeleteCommand: Command {
         if let type { return try await deleteMatches(of: type, where: predicate, in: database, progress: progress, failures: failures) }
         let op = DeleteRecordsOperation(recordIDs: names.map { Record.ID(recordName: $0, zoneID: store.zoneID) })
         let counter = DeleteCounter()
-        op.perRecordDeletionBlock = { _, kind in counter.add(kind) }
+        op.perRecordDeletionBlock = { id, kind in counter.add(kind, name: id.recordName) }
         op.perRecordDeleteBlock = { id, result in
             if case .failure(let error) = result {
                 counter.addFailure()
@@ -168,6 +183,7 @@ struct DeleteCommand: Command {
             database.add(op)
         }
         try failures.close()
+        Self.noteBlanks(counter.notFoundWithBlanks)
         progress.finish(
             "deleted \(Progress.grouped(counter.deleted)), not found \(Progress.grouped(counter.notFound)), failed \(Progress.grouped(counter.failed))",
             json: ["deleted": counter.deleted, "notFound": counter.notFound, "failed": counter.failed])
@@ -220,9 +236,13 @@ struct DeleteCommand: Command {
 /// Counts what the operation's blocks report: records deleted, names with no record, failures.
 final class DeleteCounter: Sendable {
     private let counts = Mutex((deleted: 0, notFound: 0, failed: 0))
-    func add(_ kind: RecordDeletionKind) {
+    private let blankNames = Mutex<[String]>([])
+    func add(_ kind: RecordDeletionKind, name: String) {
         counts.withLock { if kind == .deleted { $0.deleted += 1 } else { $0.notFound += 1 } }
+        if kind != .deleted, DeleteCommand.hasBlanksAround(name) { blankNames.withLock { $0.append(name) } }
     }
+    /// Names not found that have blanks around them, as the input gave them.
+    var notFoundWithBlanks: [String] { blankNames.withLock { $0 } }
     func addFailure() { counts.withLock { $0.failed += 1 } }
     var deleted: Int { counts.withLock { $0.deleted } }
     var notFound: Int { counts.withLock { $0.notFound } }

@@ -131,6 +131,12 @@ struct RecordCommandsCLITests {
             #expect(deleted.stderrLines.last?.hasPrefix("deleted 2, not found 0") == true, "\(deleted)")
             let left = try await cli.run(["export", "--type", "Note", "--quiet"])
             #expect(Set(try JSONLine.objects(left.stdout).compactMap { $0["recordName"] as? String }) == ["X", "Y"], "\(left)")
+            // A name not found with blanks around it is pointed out, in a dry run too.
+            let stray = try cli.file("stray.txt", "Y \n")
+            for options in [["--yes"], ["--dry-run"]] {
+                let missed = try await cli.run(["delete", "--names-file", stray] + options)
+                #expect(missed.exitCode == 0 && missed.stderr.contains("1 name not found has blanks around it") && missed.stderr.contains("'Y '"), "\(options): \(missed)")
+            }
         }
     }
 
