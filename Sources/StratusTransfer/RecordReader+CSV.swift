@@ -322,7 +322,7 @@ extension RecordReader {
     /// (as the JSON reader requires): refused rather than cut short at NUL by a store.
     private func systemText(_ cell: CSVCell, _ scratch: inout [UInt8], _ column: String) throws(FieldError) -> String {
         let text = try cellText(cell, &scratch, column)
-        if text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+        if Naming.containsControlCharacter(text) {
             throw FieldError(offset: cell.start, message: "the \(column) column holds a control character")
         }
         return text

@@ -211,7 +211,7 @@ extension JSONCursor {
         // another tag or another user.
         func systemText(_ token: Token, _ what: String) throws(FieldError) -> String {
             let text = string(token)
-            if text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+            if Naming.containsControlCharacter(text) {
                 throw FieldError(offset: token.start, message: "\(what) holds a control character")
             }
             return text

@@ -25,6 +25,12 @@ public enum Naming {
         }
     }
 
+    /// Whether `text` holds a control character (U+0000–U+001F, U+007F), which no name or
+    /// change tag CloudKit writes holds, and at whose NUL a store's text would end.
+    package static func containsControlCharacter(_ text: String) -> Bool {
+        text.utf8.contains { $0 < 0x20 || $0 == 0x7F }
+    }
+
     /// Throws `invalidArguments` for empty `bytes`, more than `limit` of them, or a non-ASCII
     /// or control character; `what` and `tooLong` name the value in the messages. Walks the
     /// UTF-8 view without copying it (this runs for every saved record).
