@@ -254,6 +254,7 @@ public final class PostgresTestDatabase: Sendable {
 
     deinit {
         let name = name
+        removeAssetCaches(ofStoresIn: adminURL, database: name, schema: nil)
         _ = try? PostgresTestServer.adminPool(adminURL).withConnection { connection in
             try connection.executeScript("DROP DATABASE IF EXISTS \(try PostgresConnection.quoteIdentifier(name)) WITH (FORCE)")
         }
@@ -278,9 +279,30 @@ public final class PostgresTestSchema: Sendable {
 
     deinit {
         let name = name
+        removeAssetCaches(ofStoresIn: databaseURL, database: nil, schema: name)
         _ = try? PostgresTestServer.adminPool(databaseURL).withConnection { connection in
             try connection.executeScript("DROP SCHEMA IF EXISTS \(try PostgresConnection.quoteIdentifier(name)) CASCADE")
         }
+    }
+}
+
+/// Removes the asset cache folders that engines opened on the stores about to be dropped made
+/// by default (`$TMPDIR/stratus-assets-<uid>-<store>`): a cache outlives its store by design,
+/// and a test run makes hundreds of stores.
+private func removeAssetCaches(ofStoresIn url: String, database: String?, schema: String?) {
+    func identities(_ connection: PostgresConnection) throws -> [String] {
+        var schemas = try connection.query("SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relname = 'meta' AND c.relkind = 'r'").map { try $0.text(0) ?? "" }
+        if let schema { schemas = schemas.filter { $0 == schema } }
+        return try schemas.flatMap { name in
+            try connection.query("SELECT value FROM \(try PostgresConnection.quoteIdentifier(name)).meta WHERE key = 'identity'").compactMap { try $0.text(0) }
+        }
+    }
+    // A database's own connection is closed before it is dropped; a schema's database is kept.
+    let found: [String]? = try? database.map { try identities(PostgresConnection(url: PostgresConnectionString.replacing(["dbname": $0], in: url))) }
+        ?? PostgresTestServer.adminPool(url).withConnection(identities)
+    for identity in found ?? [] {
+        let cache = FileManager.default.temporaryDirectory.appendingPathComponent("stratus-assets-\(geteuid())-\(identity)", isDirectory: true)
+        try? FileManager.default.removeItem(at: cache)
     }
 }
 
