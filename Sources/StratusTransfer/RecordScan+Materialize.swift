@@ -160,7 +160,9 @@ extension JSONCursor {
         var recordType: String?
         if scan.recordType.isPresent {
             let type = string(scan.recordType)
-            do { try Naming.checkRecordType(type, allowSystemNames: context.keepsSystemRecords) } catch { throw FieldError(offset: scan.recordType.start, message: error.message) }
+            do {
+                if context.keepsSystemRecords { try Naming.checkKeptRecordType(type) } else { try Naming.checkRecordType(type) }
+            } catch { throw FieldError(offset: scan.recordType.start, message: error.message) }
             recordType = type
         }
         if !scan.fields.isEmpty { throw FieldError(offset: scan.deletion.start, message: "a deletion (\"deleted\": true) carries no fields") }
@@ -184,7 +186,9 @@ extension JSONCursor {
         let cache = context.cache
         let recordType = cachedString(scan.recordType, &cache.recordType)
         if !Self.isPlainIdentifier(scan.recordType, base) {
-            do { try Naming.checkRecordType(recordType, allowSystemNames: context.keepsSystemRecords) } catch {
+            do {
+                if context.keepsSystemRecords { try Naming.checkKeptRecordType(recordType) } else { try Naming.checkRecordType(recordType) }
+            } catch {
                 throw FieldError(offset: scan.recordType.start, message: error.message)
             }
         }
@@ -265,8 +269,10 @@ extension JSONCursor {
                 }
             }
             if !Self.isPlainIdentifier(field.name, base) || Self.mayBeReserved(field.name, base) {
-                do { try Naming.checkFieldKey(key, allowSystemNames: context.keepsSystemRecords) } catch {
-                    let hint = Naming.isSystemIdentifier(key) ? "; keep CloudKit's own records with --keep-system-records" : ""
+                do {
+                    if context.keepsSystemRecords { try Naming.checkKeptFieldKey(key, recordType: recordType) } else { try Naming.checkFieldKey(key) }
+                } catch {
+                    let hint = !context.keepsSystemRecords && Naming.isSystemIdentifier(key) ? "; keep CloudKit's own records with --keep-system-records" : ""
                     throw FieldError(offset: field.name.start, message: error.message + hint)
                 }
             }

@@ -181,6 +181,33 @@ struct CopyCLITests {
         }
     }
 
+    @Test("CloudKit's own records an import kept (a cloudkit.share with its dotted fields, a user's Users record) are copied as they are", arguments: Direction.all)
+    func copiesSystemRecords(direction: Direction) async throws {
+        try await TemporaryStore.with { store in
+            let (source, destination) = try await Self.clis(store, direction)
+            let user = "_" + String(repeating: "ab", count: 16)
+            let lines = [
+                #"{"recordName":"share-1","recordType":"cloudkit.share","fields":{"cloudkit.title":{"value":"My list","type":"STRING"},"cloudkit.type":{"value":"com.example.list","type":"STRING"}}}"#,
+                #"{"recordName":"\#(user)","recordType":"Users","fields":{"nickname":{"value":"Al","type":"STRING"}}}"#,
+            ]
+            let imported = try await source.run(["import", "--keep-system-records"], stdin: lines.joined(separator: "\n") + "\n")
+            #expect(imported.exitCode == 0, "\(imported)")
+
+            let copy = try await source.run(["copy", "--from", source.storePath, "--to", destination.storePath])
+            #expect(copy.exitCode == 0, "\(copy)")
+            #expect(copy.stderrLines.last?.hasPrefix("copied 2 records") == true, "\(copy)")
+            for type in ["cloudkit.share", "Users"] {
+                let want = try await source.exported(type), got = try await destination.exported(type)
+                #expect(!want.isEmpty && got.keys.sorted() == want.keys.sorted(), "\(type): \(got.keys) against \(want.keys)")
+                for (name, record) in want {
+                    let same = NSDictionary(dictionary: got[name]?["fields"] as? [String: Any] ?? [:]).isEqual(to: record["fields"] as? [String: Any] ?? [:])
+                    #expect(same, "\(type) \(name)")
+                    #expect(got[name]?["recordChangeTag"] as? String == record["recordChangeTag"] as? String, "\(type) \(name)")
+                }
+            }
+        }
+    }
+
     @Test("a child whose parent was deleted and parents made a cycle by later saves are copied as they are, as CloudKit keeps them", arguments: Direction.all)
     func copiesParentsAsTheyAre(direction: Direction) async throws {
         try await TemporaryStore.with { store in

@@ -417,6 +417,9 @@ public final class StoreCopier: Sendable {
         let op = ModifyRecordsOperation(recordsToSave: records.map(Self.carryingAssetContent))
         op.writeMode = .forceReplace
         op.preservesSystemFields = true
+        // What the source holds was admitted there: CloudKit's own records (shares, the
+        // public database's Users records) are copied as they are.
+        op.writesSystemRecords = true
         op.isAtomic = false
         op.itemsPerBatch = batchSize
         let failures = Collector<[Record.ID: StratusError]>()

@@ -136,6 +136,32 @@ public enum Naming {
         }
     }
 
+    /// Checks the record type of a record kept as CloudKit made it (an import with
+    /// `--keep-system-records`, a copy): an identifier, or one of CloudKit's own dotted types,
+    /// which are under `cloudkit.` (`cloudkit.share`). Another dotted type would grow a schema
+    /// that no schema file can declare.
+    ///
+    /// - Throws: ``StratusError`` `invalidArguments` naming what is wrong.
+    public static func checkKeptRecordType(_ name: String) throws(StratusError) {
+        try checkRecordType(name, allowSystemNames: true)
+        if name.utf8.contains(UInt8(ascii: ".")) && !RecordTypeSchema.isCloudKitRecordType(name) {
+            throw StratusError(.invalidArguments, "record type '\(name)' has a '.', which only CloudKit's own types have (they start with 'cloudkit.', as cloudkit.share)")
+        }
+    }
+
+    /// Checks a field key of a record kept as CloudKit made it: dotted keys (`cloudkit.title`)
+    /// belong to CloudKit's own types only.
+    ///
+    /// - Throws: ``StratusError`` `invalidArguments` naming what is wrong.
+    public static func checkKeptFieldKey(_ key: String, recordType: String) throws(StratusError) {
+        let ofCloudKitType = RecordTypeSchema.isCloudKitRecordType(recordType)
+        do {
+            try checkFieldKey(key, allowSystemNames: ofCloudKitType)
+        } catch where !ofCloudKitType && isSystemIdentifier(key) {
+            throw StratusError(.invalidArguments, "field name '\(key)' has a '.', which only the fields of CloudKit's own types have (cloudkit.share's cloudkit.title), not those of \(recordType)")
+        }
+    }
+
     private static func isLetter(_ b: UInt8) -> Bool { (b >= 65 && b <= 90) || (b >= 97 && b <= 122) }
     private static func isDigit(_ b: UInt8) -> Bool { b >= 48 && b <= 57 }
 }

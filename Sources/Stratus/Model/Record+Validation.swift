@@ -17,6 +17,20 @@ extension Record {
         _ = try Self.validate(recordID: recordID, recordType: recordType, fields: state.fields, encrypted: state.encrypted, parent: state.parent, namesChecked: false)
     }
 
+    /// Checks a record's name, type and field keys, admitting those of CloudKit's own records
+    /// (`cloudkit.share` and its `cloudkit.title`, `_`-names), as a reader that keeps system
+    /// records does; ``validate(recordID:recordType:fields:encrypted:parent:namesChecked:)``
+    /// then checks the rest with `namesChecked`.
+    static func checkNamesAllowingSystemNames(_ record: Record) throws(StratusError) {
+        do {
+            try Naming.checkRecordName(record.recordID.recordName, allowSystemNames: true)
+            try Naming.checkKeptRecordType(record.recordType)
+            for key in record.snapshot.fields.keys { try Naming.checkKeptFieldKey(key, recordType: record.recordType) }
+        } catch {
+            throw StratusError(.invalidArguments, "record '\(record.recordID.recordName)': \(error.message)", recordID: record.recordID)
+        }
+    }
+
     /// Checks a record's names, values and size; answers the field data size it counted.
     /// `namesChecked` skips the record name, type and field key checks that a producer (a
     /// reader that checks them on its input's bytes) has done already.

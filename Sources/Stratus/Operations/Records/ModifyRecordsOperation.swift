@@ -274,13 +274,16 @@ open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, 
     /// `.allKeys` (keys only the store holds stay as they are).
     private var savesEveryKey: Bool { writeMode == nil && savePolicy == .allKeys }
 
-    private static func prepare(_ records: [Record], mode: RecordWriteMode, everyKey: Bool, context: DatabaseContext) -> Preparation {
+    /// `systemNames`: the records may be CloudKit's own (``writesSystemRecords``), whose names
+    /// are checked here as an import with `--keep-system-records` checks them.
+    private static func prepare(_ records: [Record], mode: RecordWriteMode, everyKey: Bool, systemNames: Bool = false, context: DatabaseContext) -> Preparation {
         var preparation = Preparation()
         preparation.valid.reserveCapacity(records.count)
         for record in records {
             do {
                 try checkZone(record.recordID, context)
-                preparation.valid.append(try PreparedSave(record, writeMode: mode, everyKeyChanged: everyKey))
+                if systemNames { try Record.checkNamesAllowingSystemNames(record) }
+                preparation.valid.append(try PreparedSave(record, namesChecked: systemNames, writeMode: mode, everyKeyChanged: everyKey))
             } catch {
                 preparation.failed[record.recordID] = error
             }
@@ -412,7 +415,7 @@ open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, 
             do { try Self.checkZone(save.recordID, context) } catch { failed[save.recordID] = error }
         }
         if !failed.isEmpty { valid.removeAll { failed[$0.recordID] != nil } }
-        let prepared = preparation ?? Self.prepare(toSave, mode: writeMode ?? RecordWriteMode(savePolicy), everyKey: savesEveryKey, context: context)
+        let prepared = preparation ?? Self.prepare(toSave, mode: writeMode ?? RecordWriteMode(savePolicy), everyKey: savesEveryKey, systemNames: writesSystemRecords, context: context)
         valid.append(contentsOf: prepared.valid)
         failed.merge(prepared.failed) { _, later in later }
         var validDeletes: [Record.ID] = []
