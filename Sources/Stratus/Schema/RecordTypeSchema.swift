@@ -187,6 +187,11 @@ public struct RecordTypeSchema: Hashable, Sendable {
                 guard field.indexes.isEmpty else {
                     throw StratusError(.invalidArguments, "field '\(field.name)' of \(recordType) is one of CloudKit's own, and takes no index")
                 }
+                // Shares CloudKit makes hold these as it types them.
+                if recordType == Record.SystemType.share, let fixed = ContainerSchema.shareFields.first(where: { $0.name == field.name }),
+                   field.type != fixed.type || field.isEncrypted || field.isNumber {
+                    throw StratusError(.invalidArguments, "field '\(field.name)' of \(recordType) is one of CloudKit's own, always \(fixed.type.rawValue)")
+                }
             } else if let systemType = Self.indexableSystemFields[field.name] {
                 guard field.type == systemType, !field.indexes.contains(.searchable), !field.isEncrypted, !field.isNumber else {
                     throw StratusError(.invalidArguments, "the system field '\(field.name)' of \(recordType) can only be declared as a queryable or sortable \(systemType.rawValue)")
