@@ -116,6 +116,12 @@ struct SchemaPolicyTests {
             RecordTypeSchema(recordType: "Other"),
         ])
         try grown.checkKeeps(production, for: "deploy")
+        // A NUMBER's preferred type may be named once, and then stays named (CloudKit: "future
+        // definitions must not change that type").
+        let bare = ContainerSchema(recordTypes: [Self.item([.init("n", type: .int64, isNumber: true, namesPreferredType: false)])])
+        let preferred = ContainerSchema(recordTypes: [Self.item([.init("n", type: .int64, isNumber: true, namesPreferredType: true)])])
+        try preferred.checkKeeps(bare, for: "deploy")
+        #expect(throws: StratusError.self) { try bare.checkKeeps(preferred, for: "deploy") }
         // A system field's indexes are indexes: a development schema without them keeps what production has.
         var indexedSystem = production
         indexedSystem.recordTypes[0].fields.append(.init("creationDate", type: .timestamp, indexes: [.queryable, .sortable]))

@@ -121,7 +121,10 @@ extension ContainerSchema {
             case (nil, let added?): changes.append(.fieldAdded(recordType: type, added))
             case (let removed?, nil): changes.append(.fieldRemoved(recordType: type, removed))
             case (let before?, let after?) where before != after:
-                let retyped = before.type != after.type || before.isEncrypted != after.isEncrypted || before.isNumber != after.isNumber
+                // A NUMBER's preferred type, once named, stays (CloudKit: "future definitions
+                // must not change that type"); leaving it out of a later declaration changes it.
+                let preferenceDropped = before.isNumber && before.namesPreferredType && !after.namesPreferredType
+                let retyped = before.type != after.type || before.isEncrypted != after.isEncrypted || before.isNumber != after.isNumber || preferenceDropped
                 changes.append(retyped ? .fieldRetyped(recordType: type, from: before, to: after) : .fieldIndexesChanged(recordType: type, from: before, to: after))
             default: break
             }
@@ -133,7 +136,7 @@ extension ContainerSchema {
 extension RecordTypeSchema {
     /// The grants that apply: the declared ones, or CloudKit's defaults when none are declared
     /// (those of `Users` for `Users`), as ``RecordAccess`` applies them.
-    var effectiveGrants: [SecurityRole: RecordPermissions] {
+    package var effectiveGrants: [SecurityRole: RecordPermissions] {
         guard grants.isEmpty else { return grants }
         return recordType == ContainerSchema.usersRecordType ? ContainerSchema.defaultUsersRecordType.grants : RecordTypeSchema.publicDatabaseGrants
     }
