@@ -28,7 +28,7 @@ extension EngineConformance {
         TestCase("environments: concurrent writers agree on a new field's type", concurrentGrowthAgrees),
         TestCase("environments: a schema save, a replacement or a record that would take the schema past Stratus's limits is refused and changes nothing; raised limits take it, and a schema held past them may stay", schemaLimitsHold),
         TestCase("environments: production rejects unknown record types and fields with CloudKit's invalidArguments", productionRejectsUnknown),
-        TestCase("environments: production refuses filters and sorts without their index; development runs them", productionRefusesUnindexed),
+        TestCase("environments: production refuses filters and sorts without their index, and query subscriptions that could never fire; development runs them", productionRefusesUnindexed),
         TestCase("environments: deploy is additive; removing or retyping a field fails it and production stays", deployIsAdditive),
         TestCase("environments: a deploy and a replacement of development that drops a type run at once: production never holds a type development lacks",
                  deployRacingReplacement),
@@ -364,6 +364,22 @@ extension EngineConformance {
         #expect(listing?.message.contains("Field 'recordName' is not marked queryable") == true, "\(String(describing: listing))")
         // The advice is a declaration a schema file can hold: recordName is CloudKit's ___recordID.
         #expect(listing?.message.contains("declare \"___recordID\" REFERENCE QUERYABLE on Bare in the production schema") == true, "\(String(describing: listing))")
+
+        // A query subscription's predicate is held to the same rules: one that could never
+        // fire is refused, not saved. A subscription lists no records: Bare needs no index.
+        func subscription(_ type: String, _ format: String, _ id: String) throws -> QuerySubscription {
+            let subscription = QuerySubscription(recordType: type, predicate: try QueryPredicate(format: format), subscriptionID: id)
+            subscription.notificationInfo = QuerySubscription.NotificationInfo()
+            return subscription
+        }
+        let unknownType = stratusError(await caughtError { try await production.save(try subscription("Missing", "TRUEPREDICATE", "s1")) })
+        #expect(unknownType?.code == .unknownItem && unknownType?.message.contains("Did not find record type: Missing") == true, "\(String(describing: unknownType))")
+        let unindexed = stratusError(await caughtError { try await production.save(try subscription("Item", "note == 'n'", "s2")) })
+        #expect(unindexed?.code == .invalidArguments && unindexed?.message.contains("Field 'note' is not marked queryable") == true, "\(String(describing: unindexed))")
+        _ = try await production.save(try subscription("Item", "category == 'c'", "s3"))
+        _ = try await production.save(try subscription("Bare", "TRUEPREDICATE", "s4"))
+        _ = try await development.publicCloudDatabase.save(try subscription("Missing", "note == 'n'", "s5"))
+        #expect(try await production.allSubscriptions().map(\.subscriptionID).sorted() == ["s3", "s4"])
     }
 
     static func deployRacingReplacement(_ env: Environment) async throws {

@@ -44,6 +44,20 @@ enum SubscriptionRules {
     ///   - schemas: the container's record type schemas (for `self CONTAINS` in a predicate,
     ///     and to refuse a predicate on an encrypted field).
     /// - Throws: `invalidArguments`, `zoneNotFound`, saying what is wrong.
+    /// In production a query subscription's type must be in the schema and its conditions'
+    /// fields queryable, as for a query (``QueryAdmission``): otherwise it could never fire.
+    /// A subscription lists no records, so it needs no queryable record name.
+    private static func checkProductionSchema(_ subscription: QuerySubscription, schema: RecordTypeSchema?, subscriptionID id: Subscription.ID) throws(StratusError) {
+        guard let schema else {
+            throw StratusError(.unknownItem, "subscription '\(id)': Did not find record type: \(subscription.recordType) (the production schema has no such type; deploy the development schema)")
+        }
+        let missing = Query(recordType: subscription.recordType, predicate: subscription.predicate).missingIndexes(in: schema)
+            .filter { !($0.field == "recordName" && subscription.predicate == .all) }
+        if let first = missing.first {
+            throw StratusError(.invalidArguments, "subscription '\(id)': " + QueryAdmission.refusal(first))
+        }
+    }
+
     static func prepare(_ subscription: Subscription, context: DatabaseContext, zones: [RecordZone], schemas: [RecordTypeSchema]) throws(StratusError) -> StoredSubscription {
         let id = subscription.subscriptionID
         try checkID(id)
@@ -70,6 +84,9 @@ enum SubscriptionRules {
             // A subscription's predicate is a query's: never on an encrypted field, as in CloudKit.
             if let refusal = QueryAdmission.encryptedFieldRefusal(compiled, schema: schemas.first { $0.recordType == query.recordType }) {
                 throw invalid(refusal.message)
+            }
+            if context.environment == .production && !context.isAdministrator {
+                try checkProductionSchema(query, schema: schemas.first { $0.recordType == query.recordType }, subscriptionID: id)
             }
             if let zoneID = query.zoneID { _ = try existingZone(zoneID, in: zones, context: context, subscriptionID: id) }
             if compiled.predicate.searchesText {
