@@ -160,7 +160,10 @@ struct QueryCommand: Command {
     private func adviseIndexes(for query: Query, in container: Container) async throws {
         let missing = query.missingIndexes(in: try await container.schema().recordType(query.recordType))
         guard !missing.isEmpty else { return }
-        let declarations = missing.map(\.description).joined(separator: ", ")
-        StratusCommand.log("note: no index serves this query, so it reads every \(query.recordType) record of the zone\((query.sortDescriptors ?? []).isEmpty ? "" : " and sorts them") for each page; production refuses it. Declare \(declarations) (`stratus schema export`, edit, `stratus schema import`)")
+        let declarable = missing.filter { $0.field.flatMap(SystemField.init(rawValue:)).map { $0.declaredType != nil } ?? true }
+        let advice = declarable.isEmpty
+            ? "no index can serve it (\(missing.map(\.description).joined(separator: ", ")))"
+            : "Declare \(declarable.map(\.description).joined(separator: ", ")) (`stratus schema export`, edit, `stratus schema import`)"
+        StratusCommand.log("note: no index serves this query, so it reads every \(query.recordType) record of the zone\((query.sortDescriptors ?? []).isEmpty ? "" : " and sorts them") for each page; production refuses it. \(advice)")
     }
 }

@@ -82,14 +82,16 @@ struct SchemaCommand: Command {
         }
         if arguments.flag("--yes") && action != .reset { throw UsageError(message: "--yes belongs to schema reset") }
         let store = try StoreOptions(arguments)
-        let namesEnvironment = StoreOptions.namesEnvironment(arguments)
+        // STRATUS_ENVIRONMENT is a default for the commands that work in one environment;
+        // deploy works in both, so only the option is a mistake there.
+        let fromVariable = arguments.has("--environment") ? "" : " (STRATUS_ENVIRONMENT is set to production; give --environment development)"
         switch action {
         case .importFile where store.environment == .production:
-            throw UsageError(message: "import replaces the development schema; production's changes only by `stratus schema deploy`")
-        case .deploy where namesEnvironment:
+            throw UsageError(message: "import replaces the development schema; production's changes only by `stratus schema deploy`\(fromVariable)")
+        case .deploy where arguments.has("--environment"):
             throw UsageError(message: "deploy always copies development to production; it takes no --environment")
         case .reset where store.environment == .production:
-            throw UsageError(message: "reset is for the development environment only; production is never reset")
+            throw UsageError(message: "reset is for the development environment only; production is never reset\(fromVariable)")
         case .reset where !arguments.flag("--yes"):
             throw UsageError(message: "reset deletes every record and zone of the development environment and sets its schema back to production's; run it again with --yes")
         default: break

@@ -101,12 +101,6 @@ struct StoreOptions {
         }
     }
 
-    /// Whether `--environment` (or `$STRATUS_ENVIRONMENT`) was given, for commands that act on
-    /// one environment only.
-    static func namesEnvironment(_ arguments: ParsedArguments) -> Bool {
-        arguments.has("--environment") || ProcessInfo.processInfo.environment["STRATUS_ENVIRONMENT"].map { !$0.isEmpty } == true
-    }
-
     /// The container as the options say: its environment, and its user or none.
     private func container(identifier: String, engine: any StorageEngine) -> Container {
         anonymous ? Container.anonymous(identifier: identifier, engine: engine, environment: environment)

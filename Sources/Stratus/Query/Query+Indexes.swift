@@ -35,6 +35,8 @@ public struct IndexRequirement: Hashable, Sendable, CustomStringConvertible {
     public var description: String {
         guard let field else { return "a \(attribute) string field on \(recordType) (for self CONTAINS)" }
         if let system = SystemField(rawValue: field) {
+            // The change tag has no index a schema can declare: no declaration to advise.
+            guard system.declaredType != nil else { return "\(field) on \(recordType), which no index can serve (\"\(system.cloudKitName)\" takes none)" }
             return "\"\(system.cloudKitName)\" \(system.cloudKitType.rawValue) \(attribute) on \(recordType)"
         }
         return "\(field) \(attribute) on \(recordType)"

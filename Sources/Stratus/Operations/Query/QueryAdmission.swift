@@ -83,6 +83,9 @@ enum QueryAdmission {
         guard let field = requirement.field else {
             return "Type '\(requirement.recordType)' has no field marked searchable, which self CONTAINS needs; declare one SEARCHABLE in the production schema"
         }
+        if let system = SystemField(rawValue: field), system.declaredType == nil {
+            return "Field '\(field)' is not marked \(requirement.attribute.lowercased()); no schema can mark it (\"\(system.cloudKitName)\" takes no index), so no query in production may use it"
+        }
         return "Field '\(field)' is not marked \(requirement.attribute.lowercased()); declare \(requirement) in the production schema"
     }
 
