@@ -183,7 +183,10 @@ struct SchemaLanguageSyntaxTests {
                     "___modTime"    TIMESTAMP SORTABLE,
                     "___modifiedBy" REFERENCE SORTABLE,
                     "___recordID"   REFERENCE QUERYABLE,
-                    name            STRING
+                    name            STRING,
+                    GRANT WRITE TO "_creator",
+                    GRANT CREATE TO "_icloud",
+                    GRANT READ TO "_world"
                 );
 
             """))
@@ -331,7 +334,7 @@ struct SchemaLanguageSyntaxTests {
             .init("recordName", type: .string, indexes: [.queryable]), .init("cloudkit.thumbnailImageData", type: .bytes),
             .init("cloudkit.title", type: .string), .init("cloudkit.type", type: .string),
         ])
-        #expect(share.grants == RecordTypeSchema.publicDatabaseGrants)
+        #expect(share.effectiveGrants == RecordTypeSchema.publicDatabaseGrants)
         try schema.validate()
         let written = SchemaWriter().text(for: schema)
         #expect(written.contains(text.split(separator: "\n", omittingEmptySubsequences: false).dropFirst(2).joined(separator: "\n")), "the export's layout:\n\(written)")

@@ -94,7 +94,7 @@ struct SchemaLanguageTests {
         #expect(person.field("CD_usageCount")?.type == .int64)
         // System fields named without options are implicit and not kept.
         #expect(person.fields.count == 6 && person.fields.allSatisfy { $0.systemField == nil })
-        #expect(person.grants == RecordTypeSchema.publicDatabaseGrants)
+        #expect(person.effectiveGrants == RecordTypeSchema.publicDatabaseGrants)
 
         let flag = try #require(schema.recordType("QuestionFlag"))
         #expect(flag.field("creatorUserRecordID") == .init("creatorUserRecordID", type: .reference, indexes: [.queryable]))

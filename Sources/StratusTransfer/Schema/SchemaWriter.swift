@@ -13,7 +13,8 @@ import Stratus
 /// blank line; roles, record types, fields and grants each sorted by the bytes of their names;
 /// every type lists the six system fields (`"___createTime" TIMESTAMP`, …) with the indexes
 /// the schema gives them; field names padded to one column; options in the order QUERYABLE,
-/// SEARCHABLE, SORTABLE; one `GRANT` per role with its permissions as READ, CREATE, WRITE;
+/// SEARCHABLE, SORTABLE; one `GRANT` per role with its permissions as READ, CREATE, WRITE
+/// (CloudKit's defaults for a type that declares none);
 /// names quoted only where they must be. The `Users` type CloudKit always has is written
 /// when the schema lacks it, unless ``includesUsersRecordType`` is false.
 ///
@@ -80,7 +81,8 @@ public struct SchemaWriter: Sendable {
             let options = SchemaLanguage.options.filter { column.indexes.contains($0.indexes) }.map { " " + $0.name }.joined()
             return name + String(repeating: " ", count: width - name.count + 1) + column.type + options
         }
-        for (role, permissions) in type.grants.sorted(by: { $0.key < $1.key }) where !permissions.isEmpty {
+        // Spelled out when the type declares none, as CloudKit's exports always spell them.
+        for (role, permissions) in type.effectiveGrants.sorted(by: { $0.key < $1.key }) where !permissions.isEmpty {
             items.append("GRANT \(permissions) TO \(SchemaLanguage.quoted(role.name))")
         }
         return "    RECORD TYPE \(SchemaLanguage.quoted(type.recordType)) (\n"
