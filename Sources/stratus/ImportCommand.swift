@@ -319,6 +319,12 @@ struct ImportCommand: Command {
         guard let path = inputPath, path != "-" else { return Input(handle: .standardInput, identity: "-", size: nil) }
         guard FileManager.default.fileExists(atPath: path) else { throw CommandFailure(.inputMissing, "the input file \(path) does not exist") }
         guard let handle = FileHandle(forReadingAtPath: path) else { throw CommandFailure(.inputMissing, "cannot read the input file \(path)") }
+        var status = stat()
+        if checkpointPath != nil, fstat(handle.fileDescriptor, &status) == 0, status.st_mode & S_IFMT != S_IFREG {
+            // A checkpoint counts the items of an input read again from its start: a pipe
+            // (`<(zcat …)`, a FIFO) gives other data the next time, under the same name.
+            throw UsageError(message: "--checkpoint needs an input that is a regular file; \(path) is \(status.st_mode & S_IFMT == S_IFIFO ? "a pipe" : "not a regular file"), which cannot be read again from its start")
+        }
         let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value
         return Input(handle: handle, identity: URL(fileURLWithPath: path).standardizedFileURL.path, size: size)
     }

@@ -42,6 +42,25 @@ struct CheckpointCLITests {
         }
     }
 
+    @Test("--checkpoint refuses an input that cannot be read again from its start (a pipe, a device): exit 64, no checkpoint, nothing written")
+    func checkpointNeedsRegularInput() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            try await cli.createStore()
+            let pipe = store.path("nightly.fifo")
+            #expect(mkfifo(pipe, 0o600) == 0)
+            // The writer end keeps the reader's open from waiting; the data never gets read.
+            let writer = open(pipe, O_RDWR)
+            defer { close(writer) }
+            let checkpoint = store.path("pipe.checkpoint")
+            for input in [pipe, "/dev/null"] {
+                let refused = try await cli.run(["import", input, "--checkpoint", checkpoint])
+                #expect(refused.exitCode == 64 && refused.stderr.contains("needs an input that is a regular file"), "\(refused)")
+                #expect(!cli.exists(checkpoint))
+            }
+        }
+    }
+
     @Test("a checkpointed import whose first batches were all rejected goes on from its checkpoint, with --max-errors too")
     func rejectedFirstBatchesResume() async throws {
         try await TemporaryStore.with { store in
