@@ -25,7 +25,12 @@ final class ChangeOutput {
     ///
     /// - Throws: ``CommandFailure`` `dataError` when the committed file is shorter than its
     ///   committed length (something else cut it), `cannotCreateOutput` when it cannot be cut back.
-    init(outputPath: String?, tokens: ChangeTokenFileStore) throws {
+    init(outputPath given: String?, tokens: ChangeTokenFileStore) throws {
+        // `-` is stdout, as for export; a path with a line break cannot be kept in the token file.
+        let outputPath = given == "-" ? nil : given
+        if let outputPath, outputPath.contains(where: \.isNewline) {
+            throw UsageError(message: "the output file's path has a line break, which the token file cannot hold; name it without one")
+        }
         self.outputPath = outputPath
         self.tokens = tokens
         guard let outputPath else {
@@ -87,9 +92,15 @@ final class ChangeOutput {
             }
             commit = same
         } else {
-            // A new (or rotated) output file: what it holds already is not ours. Hold it and
-            // commit its identity before writing, so that a kill during the first batch is cut
-            // away next time.
+            // A new (or rotated) output file: what it holds already is not ours. A file that
+            // another job's token holds (by its link) is that job's: appended to here, its next
+            // run would cut back what this one commits.
+            var status = stat()
+            if fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG, status.st_nlink > 1, size > 0 {
+                throw CommandFailure(.temporaryFailure, "the output file \(outputPath) is another job's: it has \(status.st_nlink - 1) other link(s), as a job's token file keeps to its output; give each job its own output file (or, if no job writes it any more, move it away)")
+            }
+            // Hold it and commit its identity before writing, so that a kill during the first
+            // batch is cut away next time.
             let link = Self.hold(outputPath, tokenPath: tokens.resolvedPath)
             commit = ChangeTokenFile.OutputCommit(fileIdentity: identity, length: size, path: outputPath, link: link)
             tokens.state.output = commit

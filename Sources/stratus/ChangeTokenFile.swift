@@ -117,6 +117,8 @@ final class ChangeTokenFileStore: ChangeTokenStore {
     /// - Throws: ``CommandFailure`` `temporaryFailure` when another run holds it; others when
     ///   the file cannot be read or is not a token file.
     init(path: String) throws {
+        // The token file holds paths one per line (its own link among them).
+        if path.contains(where: \.isNewline) { throw UsageError(message: "the token file's path has a line break, which a token file cannot hold; name it without one") }
         self.path = path
         resolvedPath = KeptFile.resolve(path)
         try KeptFile.lock(resolvedPath, named: path, what: "token file")

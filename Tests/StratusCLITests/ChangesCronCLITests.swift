@@ -230,4 +230,43 @@ struct ChangesCronCLITests {
             #expect(device.exitCode == 0, "\(device)")
         }
     }
+
+    @Test("two jobs naming one --output file one after the other: the second is refused (75) and writes nothing, so the first never cuts back what another job committed")
+    func oneOutputFileOneJobInTurn() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            #expect(try await cli.run(["import"], stdin: Input.notes(3)).exitCode == 0)
+            let output = store.path("changes-today.ndjson")
+            #expect(try await cli.run(["changes", "--token-file", store.path("a.token"), "--output", output]).exitCode == 0)
+            let written = try #require(cli.read(output))
+            let other = try await cli.run(["changes", "--token-file", store.path("b.token"), "--output", output])
+            #expect(other.exitCode == 75 && other.stderr.contains("is another job's"), "\(other)")
+            #expect(cli.read(output) == written)
+            #expect(try await cli.run(["import"], stdin: Input.notes(1, prefix: "m")).exitCode == 0)
+            #expect(try await cli.run(["changes", "--token-file", store.path("a.token"), "--output", output]).exitCode == 0)
+            #expect(try JSONLine.names(cli.read(output) ?? "") == ["n1", "n2", "n3", "m1"])
+            // Its own file, moved away by the consumer, frees the name for the other job.
+            try FileManager.default.moveItem(atPath: output, toPath: store.path("consumed.ndjson"))
+            let fresh = try await cli.run(["changes", "--token-file", store.path("b.token"), "--output", output])
+            #expect(fresh.exitCode == 0, "\(fresh)")
+            #expect(try JSONLine.names(cli.read(output) ?? "") == ["n1", "n2", "n3", "m1"])
+        }
+    }
+
+    @Test("changes --output - writes to stdout; a token file or output path with a line break is refused (64) before anything is written")
+    func outputDashAndLineBreaks() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            #expect(try await cli.run(["import"], stdin: Input.notes(2)).exitCode == 0)
+            let dash = try await cli.run(["changes", "--token-file", store.path("a.token"), "--output", "-"])
+            let names = try JSONLine.names(dash.stdout)
+            #expect(dash.exitCode == 0 && names == ["n1", "n2"], "\(dash)")
+            #expect(!cli.exists(store.path("-")) && !FileManager.default.fileExists(atPath: "-"))
+            for (token, output) in [(store.path("b\n.token"), store.path("out.ndjson")), (store.path("c.token"), store.path("out\nput.ndjson"))] {
+                let refused = try await cli.run(["changes", "--token-file", token, "--output", output])
+                #expect(refused.exitCode == 64 && refused.stderr.contains("line break"), "\(refused)")
+                #expect(!cli.exists(token) && !cli.exists(output))
+            }
+        }
+    }
 }
