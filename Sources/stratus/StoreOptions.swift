@@ -58,6 +58,12 @@ struct StoreOptions {
         for option in ["--store", "--read-store", "--container", "--user", "--zone"] where arguments.value(option) == "" {
             throw UsageError(message: "\(option) needs a non-empty value")
         }
+        // Set but empty is a wrapper's unset variable (`STRATUS_STORE="$STORE"`): taken as unset,
+        // a job would read or create the default store instead of the one meant.
+        for (variable, option) in [("STRATUS_STORE", "--store"), ("STRATUS_READ_STORE", "--read-store"), ("STRATUS_USER", "--user"), ("STRATUS_ENVIRONMENT", "--environment")]
+        where !arguments.has(option) && ProcessInfo.processInfo.environment[variable] == "" {
+            throw UsageError(message: "$\(variable) is set but empty; unset it, or give it a value (or give \(option))")
+        }
         storePath = arguments.value("--store")
         readStoreURL = arguments.value("--read-store") ?? ProcessInfo.processInfo.environment["STRATUS_READ_STORE"].flatMap { $0.isEmpty ? nil : $0 }
         readStoreOrigin = arguments.has("--read-store") ? "--read-store" : "$STRATUS_READ_STORE"

@@ -64,6 +64,21 @@ struct StoreCLITests {
         }
     }
 
+    @Test("a STRATUS_ variable set but empty (a wrapper's unset variable) is a usage error (64) that creates no store; the option given instead wins")
+    func emptyVariablesAreMistakes() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            let dataHome = store.path("xdg")
+            for variable in ["STRATUS_STORE", "STRATUS_USER", "STRATUS_ENVIRONMENT", "STRATUS_READ_STORE"] {
+                let refused = try await cli.shell(#"\#(variable)= XDG_DATA_HOME="\#(dataHome)" "$STRATUS" import"#, environment: [:])
+                #expect(refused.exitCode == 64 && refused.stderr.contains("$\(variable) is set but empty"), "\(variable): \(refused)")
+            }
+            #expect(!cli.exists(dataHome), "no default store made")
+            let given = try await cli.shell(#"STRATUS_STORE= "$STRATUS" import --store "\#(store.path("given.sqlite"))" < /dev/null"#)
+            #expect(given.exitCode == 0 && cli.exists(store.path("given.sqlite")), "\(given)")
+        }
+    }
+
     @Test("writing commands create a missing store and say so on stderr, the first time only", arguments: TestEngine.all)
     func writesCreateTheStore(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

@@ -41,7 +41,7 @@ public final class ChildProcess: Sendable {
 
     /// Starts `path` with `arguments`, writing its output to `stdout` and `stderr` (created
     /// empty), reading `stdin` (or nothing), in `directory`, with `environment` added to this
-    /// process's environment.
+    /// process's environment (a variable given an empty value is left out).
     ///
     /// - Throws: when a file cannot be opened or the program cannot be started.
     public init(_ path: String, _ arguments: [String], stdout: URL, stderr: URL, stdin: URL? = nil,
@@ -82,7 +82,8 @@ public final class ChildProcess: Sendable {
         posix_spawnattr_setsigmask(&attributes, &none)
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
 
-        let variables = ProcessInfo.processInfo.environment.merging(environment ?? [:]) { $1 }
+        // An empty value given removes the variable: the child runs as where it is unset.
+        let variables = ProcessInfo.processInfo.environment.merging(environment ?? [:]) { $1 }.filter { environment?[$0.key] != "" }
         let argv = ([path] + arguments).map { strdup($0) } + [nil]
         let envp = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { for pointer in argv + envp { free(pointer) } }
