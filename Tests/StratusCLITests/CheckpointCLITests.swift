@@ -61,6 +61,41 @@ struct CheckpointCLITests {
         }
     }
 
+    @Test("a checkpointed import killed with SIGKILL has written the reject lines of every batch its checkpoint passed; the resumed run adds the rest, none twice")
+    func rejectsSurviveKill() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            // Every 100th line has no recordName.
+            let path = try await ChildProcess.onOwnThread {
+                var text = ""
+                for i in 0..<Self.recordCount {
+                    text += i % 100 == 7 ? #"{"recordType":"Row","fields":{}}"# : #"{"recordName":"r\#(i)","recordType":"Row","fields":{"n":{"value":\#(i),"type":"INT64"}}}"#
+                    text += "\n"
+                }
+                return try cli.file("mixed.ndjson", text)
+            }
+            let checkpoint = store.path("mixed.checkpoint"), rejects = store.path("rejects.ndjson")
+            let arguments = ["import", path, "--batch-size", "1000", "--checkpoint", checkpoint, "--reject-file", rejects]
+            func rejectedLines() throws -> [Int] {
+                try (cli.read(rejects) ?? "").split(separator: "\n").map { try #require(JSONLine.object(String($0))["line"] as? Int) }
+            }
+            let first = try cli.start(arguments)
+            let sawCheckpoint = try await Self.signal(first, SIGKILL) { (Self.committedItems(checkpoint) ?? 0) > 0 }
+            let killed = await first.wait()
+            try #require(sawCheckpoint && killed.signalled, "the import ended before it could be killed: \(killed)")
+            let passed = try #require(Self.committedItems(checkpoint))
+            let expected = (0..<Self.recordCount).filter { $0 % 100 == 7 }.map { $0 + 1 }
+            #expect(Set(try rejectedLines()).isSuperset(of: expected.filter { $0 <= passed }), "the rejects before the checkpoint (\(passed) items) are on disk")
+
+            let resumed = try await cli.run(arguments)
+            #expect(resumed.exitCode == 1, "\(resumed)")
+            let all = try rejectedLines()
+            #expect(all.count == Set(all).count, "no reject line twice")
+            #expect(Set(all).isSuperset(of: expected.filter { $0 <= passed || $0 > passed + 1_000 }))
+            #expect(try await cli.count("Row") == Self.recordCount - expected.count)
+        }
+    }
+
     @Test("a checkpointed import whose first batches were all rejected goes on from its checkpoint, with --max-errors too")
     func rejectedFirstBatchesResume() async throws {
         try await TemporaryStore.with { store in

@@ -556,6 +556,14 @@ final class ImportRun {
         }
     }
 
+    private func flushRejects() throws {
+        do {
+            try rejects?.flush()
+        } catch {
+            throw failure(.rejects, error)
+        }
+    }
+
     private func report(_ rejection: RecordRejection) throws {
         do {
             try rejects?.reject(rejection)
@@ -696,6 +704,7 @@ final class ImportRun {
             } else if let outcome {
                 count(outcome)
             }
+            try flushRejects()
             try saveCheckpoint(end, pendingItems: pending)
             report()
             return
@@ -707,6 +716,7 @@ final class ImportRun {
         } else if let outcome {
             count(outcome)
         }
+        try flushRejects()
         // Records that waited for what this batch wrote go into the next batch.
         release(written: batch, failed: failedIDs)
         if stop == nil { try saveCheckpoint(flight.endItems, pendingItems: flight.pendingItems) }
