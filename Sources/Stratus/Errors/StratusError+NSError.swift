@@ -11,23 +11,25 @@ import Foundation
 /// ```
 public let ErrorDomain = "CKErrorDomain"
 
-/// `CKPartialErrorsByItemIDKey`: in a `partialFailure`'s `userInfo`, a dictionary from each
+/// `CKPartialErrorsByItemIDKey` (the string CloudKit's is: `"CKPartialErrors"`, as code that
+/// reads `userInfo` by the literal expects): in a `partialFailure`'s `userInfo`, a dictionary from each
 /// failed item's ID (a ``Record/ID`` or a ``RecordZone/ID``) to its error.
-public let PartialErrorsByItemIDKey = "CKPartialErrorsByItemIDKey"
+public let PartialErrorsByItemIDKey = "CKPartialErrors"
 
 /// `CKRecordChangedErrorAncestorRecordKey`: in a `serverRecordChanged` error, the record the
 /// client's change was based on.
-public let RecordChangedErrorAncestorRecordKey = "CKRecordChangedErrorAncestorRecordKey"
+public let RecordChangedErrorAncestorRecordKey = "AncestorRecord"
 
 /// `CKRecordChangedErrorServerRecordKey`: in a `serverRecordChanged` error, the record as stored.
-public let RecordChangedErrorServerRecordKey = "CKRecordChangedErrorServerRecordKey"
+public let RecordChangedErrorServerRecordKey = "ServerRecord"
 
 /// `CKRecordChangedErrorClientRecordKey`: in a `serverRecordChanged` error, the record the
 /// client tried to save.
-public let RecordChangedErrorClientRecordKey = "CKRecordChangedErrorClientRecordKey"
+public let RecordChangedErrorClientRecordKey = "ClientRecord"
 
-/// `CKErrorRetryAfterKey`: seconds to wait before trying again, an `NSNumber` (a `Double`).
-public let ErrorRetryAfterKey = "CKErrorRetryAfterKey"
+/// `CKErrorRetryAfterKey` (CloudKit's string, `"CKRetryAfter"`): seconds to wait before trying
+/// again, an `NSNumber` (a `Double`).
+public let ErrorRetryAfterKey = "CKRetryAfter"
 
 /// `CKErrorUserDidResetEncryptedDataKey`. Stratus never sets it: its stores have no
 /// account-level encryption keys to reset.

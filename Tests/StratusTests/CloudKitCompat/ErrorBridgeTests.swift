@@ -73,7 +73,7 @@ struct ErrorBridgeTests {
             let nsError = error as NSError
             #expect(nsError.domain == "CKErrorDomain")
             #expect(nsError.code == StratusError.Code.partialFailure.rawValue)
-            let partial = try #require(nsError.userInfo["CKPartialErrorsByItemIDKey"] as? [AnyHashable: any Error])
+            let partial = try #require(nsError.userInfo["CKPartialErrors"] as? [AnyHashable: any Error])
             #expect(partial.count == 1)
             let itemError = try #require(partial[AnyHashable(bad.recordID)])
             #expect((itemError as NSError).code == StratusError.Code.invalidArguments.rawValue)
@@ -117,7 +117,7 @@ struct ErrorBridgeTests {
             let error = try #require(await caughtError { try await database.save(mine) })
             let nsError = error as NSError
             #expect(nsError.code == 14)
-            let server = try #require(nsError.userInfo["CKRecordChangedErrorServerRecordKey"] as? Record)
+            let server = try #require(nsError.userInfo["ServerRecord"] as? Record)
             let client = try #require(nsError.userInfo[RecordChangedErrorClientRecordKey] as? Record)
             let ancestor = try #require(nsError.userInfo[RecordChangedErrorAncestorRecordKey] as? Record)
             #expect(server["title"] as? String == "theirs")
@@ -132,7 +132,7 @@ struct ErrorBridgeTests {
         let error: any Error = StratusError(.zoneBusy, "the store is busy", retryAfterSeconds: 2.5)
         let nsError = error as NSError
         #expect(nsError.code == 23)
-        #expect(nsError.userInfo["CKErrorRetryAfterKey"] as? Double == 2.5)
+        #expect(nsError.userInfo["CKRetryAfter"] as? Double == 2.5)
         #expect((nsError.userInfo[ErrorRetryAfterKey] as? NSNumber)?.doubleValue == 2.5)
         #expect((error as? StratusError)?.retryAfterSeconds == 2.5)
         #expect(StratusError(.internalError, "x").userInfo[ErrorRetryAfterKey] == nil)
@@ -153,7 +153,7 @@ struct ErrorBridgeTests {
         #expect(built.partialErrorsByZoneID[zoneID]?.code == .zoneNotFound)
         #expect(StratusError(.networkFailure).message == "networkFailure")
 
-        let nsError = NSError(domain: "CKErrorDomain", code: 7, userInfo: [NSLocalizedDescriptionKey: "slow down", "CKErrorRetryAfterKey": NSNumber(value: 1.5)])
+        let nsError = NSError(domain: "CKErrorDomain", code: 7, userInfo: [NSLocalizedDescriptionKey: "slow down", "CKRetryAfter": NSNumber(value: 1.5)])
         let bridged = StratusError(bridging: nsError)
         #expect(bridged.code == .requestRateLimited)
         #expect(bridged.retryAfterSeconds == 1.5)
