@@ -190,6 +190,15 @@ open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, 
         var errors: [Record.ID: StratusError] = [:]
         var done = 0
         let toSave = recordsToSave ?? [], toDelete = recordIDsToDelete ?? []
+        // CloudKit refuses the whole request, saving nothing ("You can't save the same record
+        // twice"): which of the two versions should win is the caller's to say. Stratus's write
+        // modes are an import's, where a later line of the same name follows an earlier one.
+        if toSave.count > 1 && writeMode == nil {
+            var seen = Set<Record.ID>(minimumCapacity: toSave.count)
+            for record in toSave where !seen.insert(record.recordID).inserted {
+                return StratusError(.invalidArguments, "You can't save the same record twice: \(record.recordID)", recordID: record.recordID)
+            }
+        }
         var total = preparedSaves.count + toSave.count + toDelete.count
         if total > 0 || input == nil {
             let handOn: ([Record]) throws -> Bool = { [self] saved in
