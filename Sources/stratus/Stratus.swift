@@ -90,17 +90,38 @@ struct StratusCommand {
 
     /// A usage error: one line saying what is wrong, one saying where help is; exit 64.
     static func usageFailure(_ message: String, pointer: String) -> Never {
-        StandardError.write("stratus: \(message)\n\(pointer)\n")
+        StandardError.write("stratus: \(oneLine(message))\n\(pointer)\n")
         exit(ExitCode.usage.rawValue)
     }
 
     static func fail(_ message: String, _ code: ExitCode) -> Never {
-        StandardError.write("stratus: \(message)\n")
+        StandardError.write("stratus: \(oneLine(message))\n")
         exit(code.rawValue)
     }
 
     /// A message on stderr, `stratus: MESSAGE`.
     static func log(_ message: String) {
-        StandardError.write("stratus: \(message)\n")
+        StandardError.write("stratus: \(oneLine(message))\n")
+    }
+
+    /// `message` with its line breaks shown escaped (`\u{A}`), so that a name or value quoted
+    /// from input cannot start a line of its own in a job's log that passes for one of the
+    /// tool's (`stratus: imported 99, …`). An indented line (a schema file's excerpt and its
+    /// caret, four spaces in) is the message's own and stays.
+    static func oneLine(_ message: String) -> String {
+        let scalars = message.unicodeScalars
+        guard scalars.contains("\n") else { return message }
+        var shown = String.UnicodeScalarView()
+        var index = scalars.startIndex
+        while index != scalars.endIndex {
+            let scalar = scalars[index]
+            index = scalars.index(after: index)
+            if scalar == "\n" && !scalars[index...].starts(with: "    ".unicodeScalars) {
+                shown.append(contentsOf: "\\u{A}".unicodeScalars)
+            } else {
+                shown.append(scalar)
+            }
+        }
+        return String(shown)
     }
 }

@@ -140,6 +140,13 @@ struct HostileSurroundingsCLITests {
             #expect(result.exitCode == 1, "\(result)")
             #expect(!result.stderr.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x07 }, "no raw escape or bell: \(result)")
             #expect(result.stderr.contains(#"\u{1B}"#), "\(result)")
+
+            // A line break in a quoted name cannot start a line that passes for the tool's own.
+            let forging = #"{"recordName":"x\nstratus: imported 99, updated 0, unchanged 0, failed 0\r\nstratus: done","recordType":"T\tab","fields":{"bad":{"value":1,"type":"STRING"}}}"# + "\n"
+            let forged = try await cli.run(["import"], stdin: forging)
+            #expect(forged.exitCode == 1, "\(forged)")
+            #expect(forged.stderrLines.allSatisfy { !$0.hasPrefix("stratus: imported 99") && !$0.hasPrefix("stratus: done") }, "\(forged)")
+            #expect(forged.stderr.contains(#"\u{A}stratus: imported 99"#), "\(forged)")
         }
     }
 
