@@ -164,6 +164,43 @@ struct PostgresDialect: SQLDialect {
     func tiebreak(hasIndexedIn: Bool) -> String { "\(table)record_name" }
 
     func limitClause(_ limit: Int) -> String { limit < 0 ? "" : " LIMIT \(limit)" }
+
+    // MARK: - Bounded index entries
+
+    /// The characters (Unicode scalars) of a string key that an `ix_` index holds. A btree
+    /// entry may not exceed 2,704 bytes, and a string field may hold megabytes: 256 scalars
+    /// take at most 1,024 bytes, so an entry of the zone, two such keys and a record name
+    /// (at most 255 bytes) fits. Queries compare the prefix, then the whole value.
+    static let indexPrefixLength = 256
+    /// The bytes of a word that `record_tokens` holds: with the zone and a record name, an
+    /// entry of its primary key stays within the btree's 2,704 bytes.
+    static let wordKeyLength = 1_000
+
+    /// `left()` counts characters, which in a UTF-8 database are Unicode scalars.
+    func indexPrefix(_ expression: String) -> String? { "left(\(expression), \(Self.indexPrefixLength))" }
+
+    func indexPrefix(of parameter: SQLValue) -> SQLValue {
+        guard case .text(let text) = parameter else { return parameter }
+        // The escaped text: the prefix of what the column holds (``escaped(_:)``).
+        let scalars = text.unicodeScalars
+        guard scalars.count > Self.indexPrefixLength else { return parameter }
+        return .text(String(String.UnicodeScalarView(scalars.prefix(Self.indexPrefixLength))))
+    }
+
+    func wordKey(_ word: String) -> String { Self.wordKey(word) }
+
+    /// `word` cut to at most ``wordKeyLength`` bytes on a Unicode scalar boundary.
+    static func wordKey(_ word: String) -> String {
+        guard word.utf8.count > wordKeyLength else { return word }
+        var kept = String.UnicodeScalarView()
+        var bytes = 0
+        for scalar in word.unicodeScalars {
+            bytes += UTF8.width(scalar)
+            if bytes > wordKeyLength { break }
+            kept.append(scalar)
+        }
+        return String(kept)
+    }
 }
 
 /// SQL written with `?` placeholders, numbered as PostgreSQL wants them (`$1`, `$2`, …).

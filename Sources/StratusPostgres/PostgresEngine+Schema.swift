@@ -97,7 +97,7 @@ extension PostgresEngine {
                 try connection.execute("INSERT INTO schema_roles(container, role) VALUES ($1, $2)", [.text(storageContainer), .text(role.name)])
             }
         }
-        try synchronizeIndexes(on: connection)
+        try Self.synchronizeIndexes(on: connection)
     }
 
     /// Writes one record type's schema over `old`, rebuilding its words when its searchable
@@ -120,7 +120,7 @@ extension PostgresEngine {
 
     /// Makes the store's `ix_` indexes exactly those that the schemas of every container
     /// declare: partial expression indexes of each type, in the expressions queries use.
-    func synchronizeIndexes(on connection: PostgresConnection) throws {
+    static func synchronizeIndexes(on connection: PostgresConnection) throws {
         var wanted: [String: String] = [:]
         for row in try connection.query("SELECT schema FROM record_types") {
             let schema = try StoredRecordTypeSchema.schema(from: try row.text(0) ?? "")
@@ -150,7 +150,8 @@ extension PostgresEngine {
                        on connection: PostgresConnection) throws {
         if clearing { try connection.execute("DELETE FROM record_tokens WHERE zone_id = $1 AND record_name = $2", [.int64(zoneRow), .text(recordName)]) }
         guard !searchable.isEmpty else { return }
-        let words = Array(TextSearch.words(of: fields, only: searchable))
+        // Long words are kept by their start (queries recheck the whole word).
+        let words = Array(Set(TextSearch.words(of: fields, only: searchable).map(PostgresDialect.wordKey)))
         guard !words.isEmpty else { return }
         try connection.execute("""
             INSERT INTO record_tokens(zone_id, token, record_name, owner) SELECT $1, t, $2, $3 FROM unnest($4::text[]) AS t ON CONFLICT DO NOTHING

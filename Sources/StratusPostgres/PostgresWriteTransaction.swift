@@ -204,7 +204,7 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
         }
         try engine.storeRecordType(schema, replacing: read, storageContainer: context.storageContainer, on: connection)
         if Set(PostgresDialect(table: "").indexKeys(for: schema)) != Set(read.map { PostgresDialect(table: "").indexKeys(for: $0) } ?? []) {
-            try engine.synchronizeIndexes(on: connection)
+            try PostgresEngine.synchronizeIndexes(on: connection)
         }
         typeSchemas[schema.recordType] = .some(schema)
         searchable[schema.recordType] = nil

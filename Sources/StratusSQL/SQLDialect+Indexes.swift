@@ -5,7 +5,8 @@ extension SQLDialect {
     /// The key expressions of each index a record type schema declares, after the zone column
     /// and ending with the record name (the order of equal keys): what an engine creates as
     /// partial indexes of the type, in the very expressions ``SQLQueryTranslation`` compares and
-    /// sorts by, so that its queries can use them. Field and type names were checked
+    /// sorts by (string keys cut to ``SQLDialect/indexPrefix(_:)`` where the dialect has one),
+    /// so that its queries can use them. Field and type names were checked
     /// (``Stratus/RecordTypeSchema/validate()``). Build them with a dialect whose expressions
     /// name no table alias.
     ///
@@ -26,9 +27,12 @@ extension SQLDialect {
             let key = QueryKey(name)
             guard case .field = key else { return systemColumn(key) }
             let type = schema.field(name)?.type
-            if forEquality && type == .string { return equalityValue(name) }
-            return value(name, family: type.flatMap(QueryRules.OrderedFamily.init(declared:)) ?? .string)
+            if forEquality && type == .string { return prefixed(equalityValue(name)) }
+            let family = type.flatMap(QueryRules.OrderedFamily.init(declared:)) ?? .string
+            // References stay whole: they hold checked record names (at most 255 bytes).
+            return family == .string ? prefixed(value(name, family: family)) : value(name, family: family)
         }
+        func prefixed(_ expression: String) -> String { indexPrefix(expression) ?? expression }
         for field in schema.fields where QueryRules.OrderedFamily(declared: field.type) != nil {
             if field.indexes.contains(.queryable) && field.type == .string {
                 add([column(field.name, forEquality: true)])

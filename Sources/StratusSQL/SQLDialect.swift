@@ -74,11 +74,27 @@ package protocol SQLDialect: Sendable {
     func tiebreak(hasIndexedIn: Bool) -> String
     /// The end of a row statement: `LIMIT n`, nothing for -1.
     func limitClause(_ limit: Int) -> String
+
+    /// The leading part of a string key expression that the engine's indexes hold, for an
+    /// engine whose index entries cannot hold a whole string (PostgreSQL's btree refuses an
+    /// entry over 2,704 bytes); `nil` when indexes hold whole strings. The part must keep the
+    /// order: when prefix(a) < prefix(b), a < b. ``SQLDialect/indexKeys(for:)`` indexes it, and
+    /// ``SQLQueryTranslation`` adds the condition and order on it that the exact ones imply,
+    /// so that the index still serves them.
+    func indexPrefix(_ expression: String) -> String?
+    /// The leading part ``indexPrefix(_:)`` keeps, of a text parameter compared with the key.
+    func indexPrefix(of parameter: SQLValue) -> SQLValue
+    /// A searched word as the word index (`record_tokens`) holds it; when it is not the word,
+    /// the rows found are checked for the whole word afterwards.
+    func wordKey(_ word: String) -> String
 }
 
 extension SQLDialect {
     package func primaryKeyOrderTerm(_ expression: String, ascending: Bool) -> String { orderTerm(expression, ascending: ascending) }
     package func scanEqualityValue(_ name: String) -> String? { nil }
+    package func indexPrefix(_ expression: String) -> String? { nil }
+    package func indexPrefix(of parameter: SQLValue) -> SQLValue { parameter }
+    package func wordKey(_ word: String) -> String { word }
 }
 
 extension QueryRules.OrderedFamily {

@@ -190,6 +190,15 @@ package struct SQLQueryTranslation<Dialect: SQLDialect> {
         return schema.compoundIndexes.contains { $0.equalityFields.contains(name) || $0.sortField == name }
     }
 
+    /// The leading part of `expression` (a string field's value or equality form) that the
+    /// field's index holds, when the dialect indexes prefixes of strings
+    /// (``SQLDialect/indexPrefix(_:)``) and the field has an index. A condition or order on it
+    /// that the exact one implies lets the index serve the query; the exact one decides.
+    private func indexPrefix(_ key: QueryKey, _ expression: String) -> String? {
+        guard case .field(let name) = key, schema?.field(name)?.type == .string, isIndexed(key) else { return nil }
+        return dialect.indexPrefix(expression)
+    }
+
     /// The conditions that must all hold: the parts of a top-level AND, or the predicate itself.
     private var conjuncts: [QueryPredicate] {
         if case .and(let parts) = query.predicate { return parts }
@@ -220,14 +229,26 @@ package struct SQLQueryTranslation<Dialect: SQLDialect> {
             return [dialect.distanceKilometres(name, from: origin)]
         }
         guard case .field(let name) = key.key else { return [SQLFragment(sql: dialect.systemColumn(key.key))] }
-        if let family = declaredFamily(name) { return [SQLFragment(sql: dialect.value(name, family: family))] }
+        if let family = declaredFamily(name) {
+            let value = dialect.value(name, family: family)
+            // The index holds the prefix in order: it is read in that order, and only rows
+            // with equal prefixes are sorted by their whole value.
+            if family == .string, let prefix = indexPrefix(key.key, value) { return [SQLFragment(sql: prefix), SQLFragment(sql: value)] }
+            return [SQLFragment(sql: value)]
+        }
         return dialect.undeclaredSortColumns(name).map { SQLFragment(sql: $0) }
     }
 
     /// A position's value of one sort key as the parameters its expressions compare with.
     private func sortValues(_ value: FieldValue?, for key: CompiledQuery.SortKey, columns: Int) -> [SQLValue] {
-        if key.distanceFrom == nil, case .field(let name) = key.key, declaredFamily(name) == nil {
-            return dialect.undeclaredSortValues(value)
+        if key.distanceFrom == nil, case .field(let name) = key.key {
+            let family = declaredFamily(name)
+            if family == nil { return dialect.undeclaredSortValues(value) }
+            if family == .string && columns == 2 {
+                // Ordered by its index prefix, then its value (``sortExpressions(_:)``).
+                let parameter = dialect.sortParameter(value)
+                return [dialect.indexPrefix(of: parameter), parameter]
+            }
         }
         return [dialect.sortParameter(value)]
     }
@@ -320,12 +341,27 @@ package struct SQLQueryTranslation<Dialect: SQLDialect> {
                 if !isIndexed(key), let scanned = dialect.scanEqualityValue(name) {
                     return (SQLFragment(sql: "\(scanned) \(op.sqlOperator) ?", parameters: parameters), always)
                 }
-                return (SQLFragment(sql: "\(dialect.equalityValue(name)) \(op.sqlOperator) ?", parameters: parameters), guardFragment)
+                let equality = dialect.equalityValue(name)
+                let test = SQLFragment(sql: "\(equality) \(op.sqlOperator) ?", parameters: parameters)
+                if op == .equal, let prefix = indexPrefix(key, equality) {
+                    return (SQLFragment(sql: "(\(prefix) = ? AND \(test.sql))", parameters: parameters.map(dialect.indexPrefix(of:)) + parameters), guardFragment)
+                }
+                return (test, guardFragment)
             }
-            return (SQLFragment(sql: "\(column) \(op.sqlOperator) ?", parameters: [parameter(for: key, value)]), guardFragment)
+            let test = SQLFragment(sql: "\(column) \(op.sqlOperator) ?", parameters: [parameter(for: key, value)])
+            if case .string = value, op != .notEqual, let prefix = indexPrefix(key, column) {
+                // Non-strict: values beyond the bound can share its prefix.
+                let bound = op == .greater || op == .greaterOrEqual ? ">=" : "<="
+                return (SQLFragment(sql: "(\(prefix) \(bound) ? AND \(test.sql))", parameters: test.parameters.map(dialect.indexPrefix(of:)) + test.parameters), guardFragment)
+            }
+            return (test, guardFragment)
         case .between(let key, let low, let high):
             let (column, guardFragment) = try scalar(key, low)
-            return (SQLFragment(sql: "\(column) BETWEEN ? AND ?", parameters: [parameter(for: key, low), parameter(for: key, high)]), guardFragment)
+            let test = SQLFragment(sql: "\(column) BETWEEN ? AND ?", parameters: [parameter(for: key, low), parameter(for: key, high)])
+            if case .string = low, let prefix = indexPrefix(key, column) {
+                return (SQLFragment(sql: "(\(prefix) BETWEEN ? AND ? AND \(test.sql))", parameters: test.parameters.map(dialect.indexPrefix(of:)) + test.parameters), guardFragment)
+            }
+            return (test, guardFragment)
         case .in(let key, let values):
             guard let first = values.first else { return (SQLFragment(sql: dialect.falseLiteral), always) }
             let (column, guardFragment) = try scalar(key, first)
@@ -335,7 +371,11 @@ package struct SQLQueryTranslation<Dialect: SQLDialect> {
                 if !isIndexed(key), let scanned = dialect.scanEqualityValue(name) {
                     return (SQLFragment(sql: scanned + list, parameters: keys), always)
                 }
-                return (SQLFragment(sql: dialect.equalityValue(name) + list, parameters: keys), guardFragment)
+                let equality = dialect.equalityValue(name)
+                if let prefix = indexPrefix(key, equality) {
+                    return (SQLFragment(sql: "(\(prefix)\(list) AND \(equality)\(list))", parameters: keys.map(dialect.indexPrefix(of:)) + keys), guardFragment)
+                }
+                return (SQLFragment(sql: equality + list, parameters: keys), guardFragment)
             }
             let bounds = values.map { parameter(for: key, $0) }
             return (SQLFragment(sql: "\(column) IN (" + bounds.map { _ in "?" }.joined(separator: ", ") + ")", parameters: bounds), guardFragment)
@@ -373,14 +413,17 @@ package struct SQLQueryTranslation<Dialect: SQLDialect> {
                 return (test, always)
             }
             // Every word is looked up in the word index: one IN-list for any word, one lookup
-            // per word (intersected) for all words.
-            if all && words.count > 1 {
-                let lookups = words.map { _ in "r.record_name IN (SELECT t.record_name FROM record_tokens t WHERE t.zone_id = ? AND t.token = ?)" }
-                return (SQLFragment(sql: "(" + lookups.joined(separator: " AND ") + ")", parameters: words.flatMap { [Self.zonePlaceholder, SQLValue.text($0)] }), always)
+            // per word (intersected) for all words. A word the index holds only the start of
+            // finds the records with a word that starts so; the engine keeps those with the word.
+            let keys = words.map(dialect.wordKey)
+            if keys != words { residual.append((words, all)) }
+            if all && keys.count > 1 {
+                let lookups = keys.map { _ in "r.record_name IN (SELECT t.record_name FROM record_tokens t WHERE t.zone_id = ? AND t.token = ?)" }
+                return (SQLFragment(sql: "(" + lookups.joined(separator: " AND ") + ")", parameters: keys.flatMap { [Self.zonePlaceholder, SQLValue.text($0)] }), always)
             }
-            let list = words.map { _ in "?" }.joined(separator: ", ")
+            let list = keys.map { _ in "?" }.joined(separator: ", ")
             let sql = "r.record_name IN (SELECT t.record_name FROM record_tokens t WHERE t.zone_id = ? AND t.token IN (\(list)))"
-            return (SQLFragment(sql: sql, parameters: [Self.zonePlaceholder] + words.map(SQLValue.text)), always)
+            return (SQLFragment(sql: sql, parameters: [Self.zonePlaceholder] + keys.map(SQLValue.text)), always)
         }
     }
 

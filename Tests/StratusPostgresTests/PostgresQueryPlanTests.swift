@@ -7,7 +7,9 @@ import Testing
 /// Indexes a record type's schema declares become PostgreSQL indexes, and every query shape
 /// that an index can serve is served by one (read on `EXPLAIN`): no Sort for an indexed sort,
 /// a seek (an index condition on the sort key) for the page after a cursor; word searches use
-/// the word index; the results equal the brute-force evaluator's.
+/// the word index; the results equal the brute-force evaluator's. String keys are indexed by
+/// their first characters (``PostgresDialect/indexPrefixLength``), so a sort on one reads the
+/// index in prefix order and sorts only rows with equal prefixes (an Incremental Sort).
 @Suite("PostgreSQL query plans and schema indexes", .requiresPostgres, .timeLimit(.minutes(10)))
 struct PostgresQueryPlanTests {
     static func schema() -> RecordTypeSchema {
@@ -18,6 +20,7 @@ struct PostgresQueryPlanTests {
         schema.addField("due", type: .timestamp, indexes: [.sortable])
         schema.addField("title", type: .string, indexes: [.searchable])
         schema.addField("modificationDate", type: .timestamp, indexes: [.sortable])
+        schema.addField("label", type: .string, indexes: [.queryable, .sortable])
         schema.compoundIndexes = [.init(equalityFields: ["category"], sortField: "rank")]
         return schema
     }
@@ -32,9 +35,14 @@ struct PostgresQueryPlanTests {
                 "due": .date(Date(timeIntervalSinceReferenceDate: Double(i * 3_600))),
             ]
             if i % 13 != 0 { fields["rank"] = .int64(Int64((i * 37) % 1_000)) }
+            // Every fourth label shares its first 300 characters; some are longer than an index entry.
+            let label = (i % 4 == 0 ? sharedLabelStart : "") + "label\((i * 7_919) % 2_000)"
+            fields["label"] = .string(i % 50 == 0 ? label + String(repeating: "\(i)-", count: 1_000) : label)
             return fields
         }
     }
+
+    static let sharedLabelStart = String(repeating: "start of a long label ", count: 14)
 
     static func query(_ format: String, _ arguments: any Sendable..., sort: [RecordSortDescriptor] = []) throws -> Query {
         let query = Query(recordType: "Item", predicate: try QueryPredicate(format: format, argumentArray: arguments))
@@ -74,6 +82,31 @@ struct PostgresQueryPlanTests {
                 #expect(after.contains("Index Cond") && after.contains("ix_") && !after.contains("Sort Key"), "a seek:\n\(after)")
             }
         }
+        // A string key: the index gives the prefix order, an Incremental Sort the rest.
+        let label = Self.sharedLabelStart + "label\((4 * 7_919) % 2_000)"
+        let labelled: [Query] = [
+            try Self.query("TRUEPREDICATE", sort: [RecordSortDescriptor(key: "label")]),
+            try Self.query("TRUEPREDICATE", sort: [RecordSortDescriptor(key: "label", ascending: false)]),
+            try Self.query("label > %@", label, sort: [RecordSortDescriptor(key: "label")]),
+        ]
+        for query in labelled {
+            let text = try plan(query)
+            #expect(text.contains("Index Scan") && text.contains("ix_"), "an index serves \(query.predicate) sorted by label:\n\(text)")
+            let sorts = text.split(separator: "\n").filter { $0.contains("Sort  (") }
+            #expect(sorts.allSatisfy { $0.contains("Incremental Sort") }, "no full sort:\n\(text)")
+            #expect(sorts.isEmpty || text.contains("Presorted Key: (\"left\"("), "sorted within equal prefixes only:\n\(text)")
+            try await expectEvaluator(query, stored, database)
+            let (_, cursor) = try await database.records(matching: query, inZoneWith: .default, resultsLimit: 7)
+            if let cursor {
+                let after = try plan(query, after: cursor.position)
+                #expect(after.contains("ix_") && after.split(separator: "\n").contains { $0.contains("Index Cond") && $0.contains("\"left\"(") }, "a seek:\n\(after)")
+            }
+        }
+        let equal = try Self.query("label == %@", label)
+        let equalPlan = try plan(equal)
+        #expect(equalPlan.split(separator: "\n").contains { $0.contains("Index Cond") && $0.contains("\"left\"(") }, "the prefix index serves equality:\n\(equalPlan)")
+        try await expectEvaluator(equal, stored, database)
+
         let filtered: [Query] = [
             try Self.query("weight == %d", 7),
             try Self.query("category IN %@", ["Books", "c1"]),

@@ -1,4 +1,5 @@
 import Foundation
+import SeededRandom
 import Stratus
 import Testing
 
@@ -9,6 +10,7 @@ extension EngineConformance {
         TestCase("reference equality with a Reference and with a Record.ID", referenceEquality),
         TestCase("a type mismatch never matches", typeMismatchNeverMatches),
         TestCase("desiredKeys limits the returned fields", desiredKeysLimitFields),
+        TestCase("indexed strings and searchable words of 3,000 and 10,000 characters are saved, found, sorted and paged exactly", longIndexedStrings),
     ]
 
     static let queryOwners = ["owner-1", "owner-2", "owner-3"]
@@ -291,5 +293,91 @@ extension EngineConformance {
             let record = try #require(try fetched[id]?.get())
             #expect(record.allKeys() == (full[id]?.fieldValue(forKey: "price") == nil ? [] : ["price"]))
         }
+    }
+}
+
+extension EngineConformance {
+    /// Strings far longer than an index entry may hold (PostgreSQL's btree: 2,704 bytes), in
+    /// queryable, sortable and searchable fields: random and incompressible, with letters of
+    /// one to four UTF-8 bytes, several sharing their first 300 characters (one the start of
+    /// another), among short and missing values. An engine that indexes only a prefix must
+    /// still save them and answer exactly.
+    static func longIndexedStrings(_ env: Environment) async throws {
+        let container = env.container()
+        var schema = RecordTypeSchema(recordType: "Long")
+        schema.addField("s", type: .string, indexes: [.queryable])
+        schema.addField("t", type: .string, indexes: [.sortable])
+        schema.addField("u", type: .string, indexes: [.searchable])
+        try await container.saveSchema(schema)
+        let database = container.publicCloudDatabase
+
+        var random = SeededGenerator(seed: 2_704)
+        let letters = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .-äßéЖ€中😀")
+        let wordLetters = Array("abcdefghijklmnopqrstuvwxyz0123456789")
+        func text(_ count: Int, from alphabet: [Character] = letters) -> String {
+            String((0..<count).map { _ in alphabet.randomElement(using: &random)! })
+        }
+        let count = 24
+        let shared = text(300)
+        let sharedWord = text(1_200, from: wordLetters)
+        let lengths = (0..<count).map { $0 % 2 == 0 ? 3_000 : 10_000 }
+        let s = lengths.enumerated().map { i, length in i % 3 == 0 ? shared + text(length - 300) : text(length) }
+        var t: [String?] = lengths.enumerated().map { i, length in i % 3 == 0 ? shared + text(length - 300) : text(length) }
+        t[4] = t[3]! + text(5)
+        t[7] = nil
+        t[8] = "short"
+        let words = lengths.enumerated().map { i, length in
+            i % 4 == 0 ? sharedWord + text(length - 1_200, from: wordLetters) : text(length, from: wordLetters)
+        }
+        let records = makeRecords("Long", count: count, prefix: "l") { i in
+            var fields: [String: FieldValue] = ["s": .string(s[i]), "u": .string("note \(words[i])")]
+            if let value = t[i] { fields["t"] = .string(value) }
+            return fields
+        }
+        try await TestDatabase.save(records, in: database)
+        let all = try await TestDatabase.queryAll(Query(recordType: "Long"), in: database)
+        #expect(all.count == count)
+
+        for i in [0, 3, 4, 9] {
+            let found = try await expectBruteForce(try query("Long", "s == %@", [s[i]]), database, all)
+            #expect(found == [recordName("l", i)], "equality on a long string finds exactly its record")
+        }
+        try await expectBruteForce(try query("Long", "s IN %@", [[s[0], s[3], shared]]), database, all)
+        try await expectBruteForce(try query("Long", "t == %@", [t[3]!]), database, all)
+        try await expectBruteForce(try query("Long", "s BEGINSWITH %@", [shared]), database, all)
+        for op in [">", ">=", "<", "<="] {
+            for i in [3, 4, 9] {
+                try await expectBruteForce(try query("Long", "t \(op) %@", [t[i]!], sort: [RecordSortDescriptor(key: "t")]), database, all)
+            }
+        }
+        let bounds = [t[0]!, t[6]!].sorted()
+        try await expectBruteForce(try query("Long", "t BETWEEN %@", [bounds], sort: [RecordSortDescriptor(key: "t", ascending: false)]), database, all)
+
+        let sorts: [[RecordSortDescriptor]] = [
+            [RecordSortDescriptor(key: "t")],
+            [RecordSortDescriptor(key: "t", ascending: false)],
+            [RecordSortDescriptor(key: "s")],
+            [RecordSortDescriptor(key: "s", ascending: false), RecordSortDescriptor(key: "t")],
+        ]
+        for sort in sorts {
+            let sorted = try query("Long", "TRUEPREDICATE", [], sort: sort)
+            try await expectBruteForce(sorted, database, all, nonEmpty: false)
+            // Pages of two end between records whose values share their first 300 characters.
+            let expected = TestDatabase.names(try QueryEvaluator.evaluate(sorted, over: all))
+            let (names, _) = try await pageThrough(sorted, database, pageSize: 2, serializeCursors: true)
+            expectSameOrder(names, expected, "paging \(sort.map(\.key))")
+        }
+
+        // A long word is found, and not confused with one that shares its first 1,200 letters.
+        for i in [0, 1, 4] {
+            let search = try query("Long", "self CONTAINS %@", [words[i]])
+            let expected = TestDatabase.names(try QueryEvaluator.evaluate(search, over: all, searchableFields: ["u"]))
+            #expect(expected == [recordName("l", i)])
+            let found = TestDatabase.names(try await TestDatabase.queryAll(search, in: database))
+            #expect(found == expected, "self CONTAINS a word of \(words[i].count) letters")
+        }
+        let both = try query("Long", "self CONTAINS %@ AND self CONTAINS %@", [words[4], "note"])
+        #expect(TestDatabase.names(try await TestDatabase.queryAll(both, in: database)) == [recordName("l", 4)])
+        #expect(try await database.countRecords(matching: try query("Long", "self CONTAINS %@", [words[8]])) == 1)
     }
 }
