@@ -140,6 +140,21 @@ extension PostgresEngine {
         }
     }
 
+    /// The upgrade to ``PostgresSchema/boundedIndexVersion``: replaces the `ix_` indexes of whole
+    /// strings by those of their prefixes (their names, hashes of their definitions, differ),
+    /// and cuts the stored words longer than the word index now holds.
+    static func boundIndexEntries(on connection: PostgresConnection) throws {
+        try synchronizeIndexes(on: connection)
+        let limit = PostgresValue.int64(Int64(PostgresDialect.wordKeyLength))
+        let long = try connection.query("SELECT zone_id, token, record_name, owner FROM record_tokens WHERE octet_length(token) > $1", [limit])
+        guard !long.isEmpty else { return }
+        try connection.execute("DELETE FROM record_tokens WHERE octet_length(token) > $1", [limit])
+        for row in long {
+            try connection.execute("INSERT INTO record_tokens(zone_id, token, record_name, owner) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+                                   [.int64(try row.int64(0) ?? 0), .text(PostgresDialect.wordKey(try row.text(1) ?? "")), .text(try row.text(2) ?? ""), .text(try row.text(3) ?? "")])
+        }
+    }
+
     /// The fields whose words are indexed for a record type, empty when none are searchable.
     func searchableFields(_ recordType: String, storageContainer: String, on connection: PostgresConnection) throws -> [String] {
         try loadSchema(recordType, storageContainer: storageContainer, on: connection)?.searchableFields ?? []

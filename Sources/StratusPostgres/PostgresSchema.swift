@@ -44,12 +44,20 @@ import Foundation
 /// Version 8 changes no table: its row-level security also requires a record's exact field
 /// text (`exact_fields`), which readers prefer, to be a JSON object, and keeps a member's
 /// development growth within Stratus's schema limits; the upgrade applies it.
+///
+/// Version 9 changes no table: its `ix_` indexes hold the first
+/// ``PostgresDialect/indexPrefixLength`` characters of string keys, and `record_tokens` the
+/// first ``PostgresDialect/wordKeyLength`` bytes of words, so that long strings and words fit
+/// a btree entry; the upgrade rebuilds the indexes and cuts the longer words stored before
+/// (``PostgresEngine/boundIndexEntries(on:)``).
 enum PostgresSchema {
-    static let version = 8
+    static let version = 9
     /// The version whose row-level security is ``PostgresRowSecurity``'s.
     static let rowSecurityVersion = 8
     /// The version the asset step brought.
     static let assetStoreVersion = 3
+    /// The version whose index entries are bounded (prefixes of long strings and words).
+    static let boundedIndexVersion = 9
 
     /// The key of the advisory lock taken while the tables are created or upgraded.
     static let migrationLock: Int64 = 0x5354_5241_5455_5331   // "STRATUS1"

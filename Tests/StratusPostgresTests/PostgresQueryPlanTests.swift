@@ -126,6 +126,46 @@ struct PostgresQueryPlanTests {
         try await expectEvaluator(near, stored, database)
     }
 
+    @Test("a version 8 store, whose indexes held whole strings and words, gets prefix indexes and cut words when opened; long values then save")
+    func upgradeBoundsIndexEntries() async throws {
+        let database = try PostgresTestServer.makeDatabase()
+        var schema = RecordTypeSchema(recordType: "T")
+        schema.addField("s", type: .string, indexes: [.queryable])
+        schema.addField("t", type: .string, indexes: [.sortable])
+        schema.addField("u", type: .string, indexes: [.searchable])
+        let word = String(repeating: "abcdefghij", count: 150)
+        do {
+            let container = Container(identifier: "com.example.upgrade", engine: try PostgresEngine(url: database.url), userName: "alice")
+            try await container.saveSchema(schema)
+            try await TestDatabase.save([makeRecord("T", "n1", ["s": .string("short"), "t": .string("short"), "u": .string(word)])], in: container.publicCloudDatabase)
+        }
+        let admin = try PostgresConnection(url: database.url)
+        func indexes() throws -> [String: String] {
+            Dictionary(uniqueKeysWithValues: try admin.query("""
+                SELECT indexname::text, indexdef FROM pg_indexes WHERE schemaname = current_schema() AND tablename = 'records' AND indexname LIKE 'ix\\_%'
+                """).map { (try $0.text(0) ?? "", try $0.text(1) ?? "") })
+        }
+        let current = try indexes()
+        #expect(current.count == 2 && current.values.allSatisfy { $0.contains("\"left\"(") }, "\(current)")
+        // As version 8 left the store: an index on the whole value, and the whole word.
+        for name in current.keys { try admin.executeScript("DROP INDEX \(try PostgresConnection.quoteIdentifier(name))") }
+        try admin.executeScript("""
+            CREATE INDEX ix_whole ON records (zone_id, ((fields->'t'->>1) COLLATE "C") NULLS FIRST, record_name NULLS FIRST) WHERE record_type = 'T';
+            UPDATE meta SET value = '8' WHERE key = 'version';
+            """)
+        try admin.execute("UPDATE record_tokens SET token = $1 WHERE record_name = 'n1'", [.text(word)])
+
+        let container = Container(identifier: "com.example.upgrade", engine: try PostgresEngine(url: database.url), userName: "alice")
+        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "9")
+        #expect(try indexes() == current, "the prefix indexes replace the whole-value ones")
+        #expect(try admin.query("SELECT max(octet_length(token)) FROM record_tokens")[0].int64(0) == 1_000)
+        let search = Query(recordType: "T", predicate: try QueryPredicate(format: "self CONTAINS %@", argumentArray: [word]))
+        let found = try await TestDatabase.queryAll(search, in: container.publicCloudDatabase)
+        #expect(found.map(\.recordID.recordName) == ["n1"])
+        let long = String(repeating: "0123456789", count: 300)
+        try await TestDatabase.save([makeRecord("T", "n2", ["s": .string(long), "t": .string(long), "u": .string(long)])], in: container.publicCloudDatabase)
+    }
+
     private func expectEvaluator(_ query: Query, _ stored: [Record], _ database: Database, searchable: [String]? = nil,
                                  sourceLocation: SourceLocation = #_sourceLocation) async throws {
         let expected = try QueryEvaluator.evaluate(query, over: stored, searchableFields: searchable).map(\.recordID.recordName)
