@@ -18,11 +18,6 @@ extension JSONCursor {
     /// A string is read as an ISO 8601 date-time with a zone (`2024-03-01T12:00:00.000Z`), the
     /// form CloudKit's management API (`cktool`, CKTool JS) gives dates in; nil when it is not one.
     func timestamp(_ token: Token) -> Date? {
-        guard let date = anyTimestamp(token), date.timeIntervalSince1970.magnitude <= TimestampText.maximumMilliseconds / 1000 else { return nil }
-        return date
-    }
-
-    private func anyTimestamp(_ token: Token) -> Date? {
         if token.kind == .string {
             // A date alone (`2024-03-01`) names a day, not an instant: only a date-time is read.
             return withStringBytes(token) { $0.count > 10 ? ISO8601Timestamp.date($0) : nil }

@@ -9,11 +9,6 @@ import Stratus
 /// arithmetic. Reading undoes those two exact steps and rounds once. Multiplying and dividing
 /// by 1000 in floating point instead would move many dates by a few ULPs.
 enum TimestampText {
-    /// The farthest a date read from input may be from 1970, in milliseconds either way:
-    /// JavaScript's (100,000,000 days), which CloudKit's web services and CloudKit JS share. Far
-    /// beyond it a date could not be written back as the same whole milliseconds.
-    static let maximumMilliseconds: Double = 8.64e15
-
     /// 2001-01-01T00:00:00Z in milliseconds since 1970.
     static let referenceDateMilliseconds: Int64 = 978_307_200_000
     static let referenceDecimal = ExactDecimal(referenceDateMilliseconds)

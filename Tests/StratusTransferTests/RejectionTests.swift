@@ -52,11 +52,6 @@ struct RejectionTests {
         BadLine(#""n":{"value":"2024-01-01","type":"TIMESTAMP"}"#, at: #""2024"#, "is not an ISO 8601 date-time with a zone (2024-03-01T12:00:00Z), nor a number of milliseconds since 1970"),
         BadLine(#""n":{"value":"2024-01-01T09:30:00","type":"TIMESTAMP"}"#, at: #""2024"#, "is not an ISO 8601 date-time with a zone"),
         BadLine(#""n":{"value":true,"type":"TIMESTAMP"}"#, at: "true", "must be a number of milliseconds since 1970 or an ISO 8601 date-time, not"),
-        // Beyond JavaScript's dates, which CloudKit's are: such a number would not be written back as itself.
-        BadLine(#""n":{"value":1e25,"type":"TIMESTAMP"}"#, at: "1e25", "is out of range: a date is at most 8.64e15 milliseconds"),
-        BadLine(#""n":{"value":9223372036854775807,"type":"TIMESTAMP"}"#, at: "9223", "is out of range"),
-        BadLine(#""n":{"value":-8640000000000001,"type":"TIMESTAMP"}"#, at: "-8640", "is out of range"),
-        BadLine(line: #"{"recordName":"r1","recordType":"T","created":{"timestamp":1e300},"fields":{}}"#, at: "1e300", "is out of range"),
         BadLine(#""n":{"value":"not base64!","type":"BYTES"}"#, at: #""not"#, "field 'n': BYTES value is not valid base64"),
         BadLine(#""n":{"value":"QQ=","type":"BYTES"}"#, at: #""QQ="#, "is not valid base64"),
         BadLine(#""n":{"value":{"recordName":"x","action":"CASCADE"},"type":"REFERENCE"}"#, at: #""CASCADE"#, "action 'CASCADE'"),
