@@ -199,9 +199,13 @@ public final class RecordReader {
             var cursor = JSONCursor(base: input.storage, limit: input.end, isComplete: input.isEOF, pos: input.start, depth: depth)
             do {
                 let result = try body(&cursor)
+                // An item that came whole with the last fill can be longer than the limit too.
+                if cursor.pos - input.start > options.maximumRecordSize {
+                    throw fatal(at: input.start, "an item is larger than the \(options.maximumRecordSize)-byte record limit")
+                }
                 input.start = cursor.pos
                 return result
-            } catch {
+            } catch let error as ScanFailure {
                 switch error {
                 case .syntax(let offset, let message):
                     throw fatal(at: offset, message)
@@ -335,6 +339,8 @@ public final class RecordReader {
                 }
                 try input.fill()
             }
+            // A line that came whole with the last fill can be longer than the limit too.
+            if lineEnd - input.start > options.maximumRecordSize { oversized = true }
             lineNumber += 1
             let lineStart = input.start
             input.start = min(lineEnd + 1, input.end)

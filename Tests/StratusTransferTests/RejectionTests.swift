@@ -271,6 +271,14 @@ struct RejectionTests {
         var arrayOptions = options
         arrayOptions.format = .json
         #expect(throws: StratusError.self) { try readFromFile(Data(("[" + long + "]").utf8), chunkSize: 100, arrayOptions) }
+
+        // Read whole at once (a read larger than the limit), the line is still too long.
+        var wholeOptions = options
+        wholeOptions.readChunkSize = 100_000
+        let whole = try readFromFile(Data(text.utf8), chunkSize: 100_000, wholeOptions)
+        #expect(whole.count == 2 && whole[0].rejection?.message.contains("longer than the 1000-byte record limit") == true, "\(whole)")
+        wholeOptions.format = .json
+        #expect(throws: StratusError.self) { try readFromFile(Data(("[" + long + "]").utf8), chunkSize: 100_000, wholeOptions) }
     }
 }
 
