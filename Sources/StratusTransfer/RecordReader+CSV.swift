@@ -189,19 +189,23 @@ extension RecordReader {
         while true {
             guard try peekAny() != nil else { return nil }
             // Indices are only valid after the last read, so the row's start comes from the cursor.
-            let (rowStart, outcome) = try withCursor { (c) throws(ScanFailure) -> (Int, Problem?) in
+            let (rowStart, outcome, unclosed) = try withCursor { (c) throws(ScanFailure) -> (Int, Problem?, Bool) in
                 let start = c.pos
                 do throws(ScanFailure) {
                     try Self.scanRow(&c, into: &layout.cells)
-                    return (start, c.problem)
+                    return (start, c.problem, false)
                 } catch {
                     guard case .syntax(let offset, let message) = error else { throw error }
-                    // Only an unclosed quote at the end of the input gets here: reject the
-                    // rest of the input as one row.
+                    // Only an unclosed quote at the end of the input gets here.
                     c.pos = c.limit
                     layout.cells.removeAll()
-                    return (start, Problem(offset: offset, message: message))
+                    return (start, Problem(offset: offset, message: message), true)
                 }
+            }
+            if unclosed, let problem = outcome {
+                // The quote took every later line into its cell: one stray quote must not pass
+                // for one bad row while the rows after it are lost.
+                throw fatal(at: problem.offset, problem.message + "; every line after it went into that cell, so none of them was read")
             }
             if outcome == nil && Self.isBlankRow(layout.cells) { continue }
             input.count(upTo: input.baseOffset + rowStart)

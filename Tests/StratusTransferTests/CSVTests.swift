@@ -117,12 +117,17 @@ struct CSVTests {
         #expect(items[2].line == 4)
     }
 
-    @Test("an unclosed quote rejects the rest of the input as one row")
+    @Test("an unclosed quote, which takes every later line into its cell, stops the read at its line and column (the rows before it were read)")
     func unclosedQuote() throws {
-        let items = try Self.read("recordName,recordType\na,T\n\"b,T\nc,T\n")
-        #expect(items.count == 2)
-        #expect(items[1].rejection?.message.contains("not closed") == true)
-        #expect(items[1].rejection?.line == 3)
+        let reader = try RecordReader(data: Data("recordName,recordType\na,T\n\"b,T\nc,T\n".utf8), options: { var o = RecordReadOptions(); o.format = .csv; return o }())
+        #expect(try reader.next()?.record?.recordID.recordName == "a")
+        do {
+            _ = try reader.next()
+            Issue.record("an unclosed quote did not stop the read")
+        } catch let error as StratusError {
+            #expect(error.message.contains("not closed") && error.message.contains("none of them was read"), "\(error)")
+            #expect(error.line == 3 && error.column == 1, "\(error)")
+        }
     }
 
     @Test("header problems throw", arguments: [
