@@ -14,8 +14,8 @@ struct ChangesCommand: Command {
     static let discussion = """
         Writes the zone's changes since the token in FILE as NDJSON, oldest first, in the shape of
         CloudKit's changes/zone answers: a changed record as its record JSON (once, in its current
-        state, however often it changed), a deletion as
-        {"recordName":…,"recordType":…,"deleted":true,"zoneID":{…}}. When FILE does not exist
+        state, however often it changed; in a zone other than the default one, with its zoneID), a
+        deletion as {"recordName":…,"recordType":…,"deleted":true,"zoneID":{…}}. When FILE does not exist
         yet (or is empty) the zone's whole history is written. After each batch the output is
         flushed and synced, and only then is the new token written to FILE (temporary file,
         fsync, rename).
@@ -43,8 +43,9 @@ struct ChangesCommand: Command {
             append to FILE and commit it together with the token: every change lands in the outputs \
             exactly once, wherever a run is killed. A run first cuts the last output file back to its \
             committed length, so each run may name a new FILE (export-$(date +%s).ndjson); move files \
-            away only after a run that exited 0. A run with no changes creates no file
-            """, default: "stdout, at least once"),
+            away only after a run that exited 0. A run with no changes creates no file. A file \
+            another job's token holds is refused (75): one output file belongs to one job
+            """, default: "stdout (also -), at least once"),
         Option("--assets-dir", "DIR", "write asset content into DIR (created, private to the user); the JSON names the files in it", default: "none: assets name the store's files"),
         Option("--fields", "K1,K2", "only these fields of changed records", default: "every field"),
         Option("--batch", "N", "changes per batch and commit", default: "1000"),
@@ -133,6 +134,9 @@ struct ChangesCommand: Command {
         let tokens = try ChangeTokenFileStore(path: tokenPath)
         let sink = try ChangeOutput(outputPath: outputPath, tokens: tokens)
         var jsonOptions = RecordJSONWriter.Options()
+        // Every change names its zone, as every deletion does: a record imported without a
+        // zoneID is still of this zone, and a mirror must put it there.
+        jsonOptions.writesEveryZoneID = !store.zoneID.isDefault
         let feed = RecordZoneChangeFeed(database: database, zoneID: store.zoneID, desiredKeys: fields, batchSize: batchSize)
         Interruption.install { feed.cancel() }
         let progress = Progress(style: progressStyle, verb: "wrote")

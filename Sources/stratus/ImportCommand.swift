@@ -1,5 +1,5 @@
 import Foundation
-import Stratus
+@_spi(StratusEngine) import Stratus
 import StratusTransfer
 
 /// `stratus import`: records from a file or stdin into the store, re-runnable and resumable.
@@ -7,7 +7,7 @@ struct ImportCommand: Command {
     static let name = "import"
     static let summary = "records from NDJSON, JSON, a CloudKit response envelope or CSV"
     static let usage = [
-        "stratus import [FILE|-] [--format FORMAT] [--mode MODE] [--batch-size N] [--atomic] [--dry-run] [--max-errors N] [--reject-file FILE] [--checkpoint FILE] [--new-system-fields] [--create-zones] [--owner-as-current-user] [--keep-system-records] [--assets-dir DIR [--follow-symlinks]] [--max-asset-size BYTES] [--type TYPE] [--types NAME:TYPE,...] [progress options] [store options]",
+        "stratus import [FILE|-] [--format FORMAT] [--mode MODE] [--batch-size N] [--atomic] [--dry-run] [--max-errors N] [--reject-file FILE] [--checkpoint FILE] [--new-system-fields] [--create-zones] [--owner-as-current-user] [--keep-system-records] [--as-administrator] [--assets-dir DIR [--follow-symlinks]] [--max-asset-size BYTES] [--type TYPE] [--types NAME:TYPE,...] [progress options] [store options]",
     ]
     static let discussion = """
         Reads records (CloudKit record JSON as NDJSON, a JSON array, or a CloudKit Web Services
@@ -77,6 +77,7 @@ struct ImportCommand: Command {
         Option(flag: "--create-zones", "create the zones the input names that do not exist (stderr says which)"),
         Option(flag: "--owner-as-current-user", "import zones the input says another user owns (ownerRecordName) as the current user's; records keep the owner's name for export"),
         Option(flag: "--keep-system-records", "import CloudKit's own records (names starting with '_', types like cloudkit.share) instead of rejecting them; the public database's Users records are written as CloudKit made them (one per user, created for the user each names), which no save may otherwise create"),
+        Option(flag: "--as-administrator", "apply the input to the public database as the store's administrator, as `stratus copy` writes: the security roles do not limit it (a mirror of a zone that many users write); on PostgreSQL row-level security still binds the login role"),
         Option("--assets-dir", "DIR", "the folder asset files are read from; asset paths in the input are relative to it", default: "none: local asset paths are refused"),
         Option(flag: "--follow-symlinks", "with --assets-dir: follow symbolic links that stay inside DIR"),
         Option("--max-asset-size", "BYTES", "the most bytes one asset may hold", default: "4294967296 (4 GiB)"),
@@ -102,6 +103,7 @@ struct ImportCommand: Command {
     var createZones = false
     var ownersAsCurrentUser = false
     var keepSystemRecords = false
+    var asAdministrator = false
     var assetsDirectory: String?
     var followSymlinks = false
     var maximumAssetSize = Asset.maximumContentSize
@@ -138,6 +140,10 @@ struct ImportCommand: Command {
         command.createZones = arguments.flag("--create-zones")
         command.ownersAsCurrentUser = arguments.flag("--owner-as-current-user")
         command.keepSystemRecords = arguments.flag("--keep-system-records")
+        command.asAdministrator = arguments.flag("--as-administrator")
+        if command.asAdministrator && command.store.scope != .public {
+            throw UsageError(message: "--as-administrator is for the public database, where security roles apply; a private database holds its owner's records only")
+        }
         command.assetsDirectory = arguments.value("--assets-dir")
         command.followSymlinks = arguments.flag("--follow-symlinks")
         if command.followSymlinks && command.assetsDirectory == nil { throw UsageError(message: "--follow-symlinks needs --assets-dir") }
@@ -192,7 +198,11 @@ struct ImportCommand: Command {
         // A dry run writes nothing, so it needs a store that exists (for its schemas); one the
         // user may not write fails as the real run would (77, RecordImporter checks), not "valid".
         let container = try store.openContainer(dryRun ? .read : .createIfMissing, missingStoreAdvice: Self.dryRunNeedsStore)
-        let database = container.database(with: store.scope)
+        // The store's administrator is no user: the roles are the apps' rules, which a copy of
+        // what the store holds (a mirror) is not subject to.
+        let database = asAdministrator
+            ? Database(engine: container.engine, context: .administrator(containerIdentifier: container.identifier, environment: container.environment, scope: .public, owner: ""))
+            : container.database(with: store.scope)
         if atomic {
             // Refuse before reading: outside atomic zones the store applies requests item by item.
             let zone = try? await database.recordZone(for: store.zoneID)

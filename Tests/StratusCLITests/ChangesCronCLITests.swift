@@ -12,7 +12,8 @@ struct ChangesCronCLITests {
         set -e
         "$STRATUS" changes --store "$SOURCE" --token-file mirror.token --assets-dir pending-assets --output pending.ndjson
         if [ -e pending.ndjson ]; then
-            "$STRATUS" import pending.ndjson --store "$MIRROR" --assets-dir pending-assets --mode forceReplace
+            "$STRATUS" import pending.ndjson --store "$MIRROR" --assets-dir pending-assets --mode forceReplace \
+                --keep-system-records --as-administrator
             rm -r pending.ndjson pending-assets
         fi
         """#
@@ -80,6 +81,34 @@ struct ChangesCronCLITests {
             #expect(deletions.exitCode == 0, "a run of deletions only mirrors them: \(deletions)")
             #expect(try await Self.blobs(cli, mirror, into: store.path("from-mirror")) == Self.blobs(cli, source, into: store.path("from-source")))
             #expect(try await Self.blobs(cli, mirror, into: store.path("from-mirror")).count == 1)
+        }
+    }
+
+    @Test("the README's mirror job keeps up with a public zone that several users write (updates and deletions of each other's records) and with the Users records CloudKit makes", arguments: TestEngine.all)
+    func mirrorOfManyWriters(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let source = try await cli.newStore("source"), mirror = try await cli.newStore("mirror")
+            func note(_ name: String, _ title: String) -> String { #"{"recordName":"\#(name)","recordType":"Note","fields":{"title":{"value":"\#(title)","type":"STRING"}}}"# + "\n" }
+            for user in ["alice", "bob"] {
+                #expect(try await cli.run(["import", "--store", source, "--user", user], stdin: note("by-\(user)", "first")).exitCode == 0)
+            }
+            // A user's own Users record, made the first time it is fetched, as CloudKit makes it.
+            let me = UserDirectoryEntry.derivedRecordName(containerIdentifier: "default", login: "alice")
+            #expect(try await cli.run(["get", me, "--store", source, "--user", "alice"]).exitCode == 0)
+            let first = try await cli.shell(Self.mirrorJob, environment: ["SOURCE": source, "MIRROR": mirror])
+            #expect(first.exitCode == 0, "\(first)")
+
+            #expect(try await cli.run(["import", "--store", source, "--user", "alice", "--mode", "forceUpdate"], stdin: note("by-alice", "second")).exitCode == 0)
+            #expect(try await cli.run(["delete", "by-bob", "--yes", "--store", source, "--user", "bob"]).exitCode == 0)
+            let second = try await cli.shell(Self.mirrorJob, environment: ["SOURCE": source, "MIRROR": mirror])
+            #expect(second.exitCode == 0, "\(second)")
+            for type in ["Note", "Users"] {
+                let want = try await cli.run(["export", "--type", type, "--store", source, "--quiet"])
+                let got = try await cli.run(["export", "--type", type, "--store", mirror, "--quiet"])
+                #expect(!want.stdout.isEmpty && got.stdout == want.stdout, "\(type): \(got) against \(want)")
+            }
+            #expect(try await cli.run(["get", "by-bob", "--store", mirror]).exitCode != 0, "the deletion is mirrored")
         }
     }
 
@@ -250,6 +279,28 @@ struct ChangesCronCLITests {
             let fresh = try await cli.run(["changes", "--token-file", store.path("b.token"), "--output", output])
             #expect(fresh.exitCode == 0, "\(fresh)")
             #expect(try JSONLine.names(cli.read(output) ?? "") == ["n1", "n2", "n3", "m1"])
+        }
+    }
+
+    @Test("changes of a custom zone name the zone on every line, also for records imported without a zoneID, so a mirror puts them back in it")
+    func changesNameTheirZone() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            #expect(try await cli.run(["zones", "create", "Photos"]).exitCode == 0)
+            let answer = #"{"records":[{"recordName":"p1","recordType":"P","fields":{"a":{"value":1,"type":"INT64"}}},{"recordName":"p2","recordType":"P","fields":{"a":{"value":2,"type":"INT64"}}}]}"#
+            #expect(try await cli.run(["import", "--zone", "Photos"], stdin: answer).exitCode == 0)
+            #expect(try await cli.run(["delete", "p2", "--zone", "Photos", "--yes"]).exitCode == 0)
+            let changes = try await cli.run(["changes", "--zone", "Photos", "--token-file", store.path("photos.token")])
+            #expect(changes.exitCode == 0 && changes.stdoutLines.count == 2, "\(changes)")
+            for line in changes.stdoutLines {
+                let zone = try JSONLine.object(line)["zoneID"] as? [String: Any]
+                #expect(zone?["zoneName"] as? String == "Photos", "\(line)")
+            }
+            let mirror = store.path("mirror.sqlite")
+            let mirrored = try await cli.run(["import", "--store", mirror, "--mode", "forceReplace", "--create-zones"], stdin: changes.stdout)
+            #expect(mirrored.exitCode == 0, "\(mirrored)")
+            #expect(try await cli.count("P", extra: ["--store", mirror, "--zone", "Photos"]) == 1)
+            #expect(try await cli.count("P", extra: ["--store", mirror]) == 0, "nothing in the default zone")
         }
     }
 
