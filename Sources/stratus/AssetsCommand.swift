@@ -118,7 +118,14 @@ struct AssetsCommand: Command {
             let out = try OutputFile(path: output.path, force: output.force)
             do {
                 guard let input = FileHandle(forReadingAtPath: url.path) else { throw CommandFailure(.inputMissing, "cannot read \(url.path)") }
-                while let chunk = try input.read(upToCount: 1 << 20), !chunk.isEmpty { try out.handle.write(contentsOf: chunk) }
+                while let chunk = try input.read(upToCount: 1 << 20), !chunk.isEmpty {
+                    do {
+                        try out.handle.write(contentsOf: chunk)
+                    } catch {
+                        // A closed pipe or a full disk: the output's failure (73), as export's.
+                        throw CommandFailure(.cannotCreateOutput, "cannot write the asset's content to \(output.path ?? "stdout"): \(Self.reason(error))")
+                    }
+                }
                 try out.commit()
             } catch {
                 out.abandon()
@@ -126,5 +133,18 @@ struct AssetsCommand: Command {
             }
             return .success
         }
+    }
+}
+
+extension AssetsCommand {
+    /// The system's words for a failed write (`Broken pipe`, `No space left on device`), not
+    /// Foundation's error dump.
+    static func reason(_ error: any Error) -> String {
+        let nsError = error as NSError
+        if let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain {
+            return String(cString: strerror(Int32(underlying.code)))
+        }
+        if nsError.domain == NSPOSIXErrorDomain { return String(cString: strerror(Int32(nsError.code))) }
+        return nsError.localizedDescription
     }
 }

@@ -33,7 +33,7 @@ enum ExitCode: Int32 {
     static let help = """
         Exit codes: 0 success; 1 finished, but some records were rejected or missing; 64 usage
         error; 65 bad input data; 66 store or input missing; 70 internal error; 73 cannot create
-        output; 75 temporary failure (store busy, or another run holds the lock: retry later);
+        output (or the store's disk is full); 75 temporary failure (store busy, or another run holds the lock: retry later);
         77 permission denied; 129/130/143 stopped by SIGHUP/SIGINT/SIGTERM.
         """
 
@@ -44,6 +44,9 @@ enum ExitCode: Int32 {
         case .permissionFailure, .notAuthenticated: self = .permissionDenied
         case .badContainer, .zoneNotFound: self = .inputMissing
         case .unknownItem: self = .someFailed
+        // A full disk under the store: nothing is damaged, writing is what failed (70 is for a
+        // damaged store, and monitoring must tell the two apart).
+        case .quotaExceeded: self = .cannotCreateOutput
         default: self = .internalError
         }
     }
