@@ -260,8 +260,10 @@ public final class RecordWriter {
                 }
                 // A reference or location whose JSON held more than its typed value (VALIDATE or
                 // no action, a zoneID, some location members only) goes as that JSON.
+                // Only an object or array: a reference given as a bare JSON string would come back
+                // as a record name in quotes.
                 if let kept = extras.fields.isEmpty ? nil : extras.fields[key], Self.keepsObjectText(value),
-                   let text = JSONCursor.keptValueText(kept) {
+                   let text = JSONCursor.keptValueText(kept), text.hasPrefix("{") || text.hasPrefix("[") {
                     out.appendCSVCell(text)
                 } else {
                     try appendCSVValue(value, key: key, zone: record.recordID.zoneID)

@@ -202,5 +202,17 @@ struct CSVTests {
             $0.csvEncryptedFields = ["data"]
         }
         #expect(String(decoding: named, as: UTF8.self) == "recordName,recordType,label:STRING,data:ENCRYPTED_BYTES\np,S,x,\ns,S,,AQ==\n")
+
+        // A reference given as a bare name (JSON text that is a string, not an object) is written
+        // as its record name, and comes back as a reference to the same record.
+        let bare = try #require(try readAll(#"{"recordName":"b","recordType":"T","fields":{"r":{"value":"someName","type":"REFERENCE"}}}"#).first?.record)
+        let bareCSV = try written([bare], format: .csv) { $0.csvSystemColumns = false }
+        #expect(String(decoding: bareCSV, as: UTF8.self) == "recordName,recordType,r:REFERENCE\nb,T,someName\n")
+        let bareBack = try #require(try readAll(bareCSV, { var o = RecordReadOptions(); o.format = .csv; return o }()).first?.record)
+        if case .reference(let reference)? = bareBack.fieldValue(forKey: "r") {
+            #expect(reference.recordID.recordName == "someName")
+        } else {
+            Issue.record("no reference came back: \(String(describing: bareBack.fieldValue(forKey: "r")))")
+        }
     }
 }
