@@ -74,6 +74,9 @@ final class SQLiteConnection {
         let rc = sqlite3_open_v2(path, &handle, flags, nil)
         guard rc == SQLITE_OK else {
             let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            if rc & 0xFF == SQLITE_CANTOPEN, let problem = Self.accessProblem(path, readOnly: readOnly) {
+                throw StratusError(.permissionFailure, "cannot open the store at \(path): \(problem)")
+            }
             throw StratusError(rc == SQLITE_CANTOPEN ? .badContainer : .internalError, "cannot open the store at \(path): \(message)")
         }
         sqlite3_extended_result_codes(handle, 1)
@@ -145,6 +148,29 @@ final class SQLiteConnection {
 
     /// What keeps a read-only connection from reading a WAL store, when it is the missing
     /// index file: which file it needs and which access is missing.
+    /// Why this user may not open the store at `path`, when access is the reason (SQLite says
+    /// only "unable to open database file"): a folder on the way, the file, its write-ahead log
+    /// or index made by another user, or a read-only file system.
+    static func accessProblem(_ path: String, readOnly: Bool) -> String? {
+        var status = stat()
+        if stat(path, &status) != 0 {
+            return errno == EACCES ? "a folder on its path may not be searched by you (permission denied)" : nil
+        }
+        let wanted = readOnly ? R_OK : R_OK | W_OK
+        if access(path, wanted) != 0 && errno == EACCES {
+            return "the file is not \(readOnly ? "readable" : "readable and writable") by you (owner uid \(status.st_uid), mode \(String(status.st_mode & 0o777, radix: 8)))"
+        }
+        for companion in [path + "-wal", path + "-shm"] where access(companion, F_OK) == 0 && access(companion, readOnly ? R_OK : R_OK | W_OK) != 0 && errno == EACCES {
+            return "\(companion), which SQLite keeps beside the store, is not \(readOnly ? "readable" : "writable") by you (another user made it)"
+        }
+        var fileSystem = statvfs()
+        let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        if statvfs(folder, &fileSystem) == 0 && fileSystem.f_flag & UInt(ST_RDONLY) != 0 {
+            return "its folder \(folder) is on a read-only file system, where SQLite cannot make the write-ahead log index a store needs; copy the store to a writable folder to read it"
+        }
+        return nil
+    }
+
     private static func walIndexProblem(_ path: String) -> String? {
         let index = path + "-shm"
         let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path

@@ -162,7 +162,9 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
         do {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
-            throw StratusError(.badContainer, "cannot create the folder \(directory.path) for the store: \(error.localizedDescription)")
+            // A folder on the way that this user may not enter or write is a permission problem.
+            let denied = ((error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError)?.code == Int(EACCES) || (error as NSError).code == NSFileWriteNoPermissionError
+            throw StratusError(denied ? .permissionFailure : .badContainer, "cannot create the folder \(directory.path) for the store: \(error.localizedDescription)")
         }
         let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         if descriptor >= 0 {

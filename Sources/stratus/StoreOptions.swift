@@ -198,6 +198,11 @@ struct StoreOptions {
     }
 
     private static func openSQLite(_ location: String, access: Access, origin: String, missingStoreAdvice: String) throws -> any StorageEngine {
+        var status = stat()
+        if stat(location, &status) != 0 && errno == EACCES {
+            // Not "no store": a folder on the way keeps this user out.
+            throw CommandFailure(.permissionDenied, "the store at \(location) (\(origin)) cannot be reached: a folder on its path may not be searched by you (permission denied)")
+        }
         let existed = FileManager.default.fileExists(atPath: location)
         if access != .createIfMissing && (!existed || Self.isEmptyFile(location)) {
             // An empty file (`touch`) is not a store either: a read must not make it one.

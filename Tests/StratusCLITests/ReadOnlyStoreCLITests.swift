@@ -70,6 +70,28 @@ struct ReadOnlyStoreCLITests {
         }
     }
 
+    @Test("a store the user may not read (mode 0600, another owner) or whose folder it may not enter: 77 naming the missing access, for reads and writes, not 66 'no store'")
+    func unreadableStore() async throws {
+        try Self.requireOtherUser()
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            chmod(store.directory.path, 0o755)
+            #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(3)).exitCode == 0)
+            chmod(cli.storePath, 0o600)
+            for arguments in [["count", "--type", "Note"], ["import"]] {
+                let refused = try await Self.asNobody(cli, arguments, store: cli.storePath, stdin: Input.notes(1, prefix: "x"))
+                #expect(refused.exitCode == 77 && refused.stderr.contains("not readable"), "\(arguments[0]): \(refused)")
+            }
+            chmod(store.directory.path, 0o700)
+            for arguments in [["count", "--type", "Note"], ["import"]] {
+                let refused = try await Self.asNobody(cli, arguments, store: cli.storePath, stdin: Input.notes(1, prefix: "x"))
+                #expect(refused.exitCode == 77 && refused.stderr.contains("may not be searched"), "\(arguments[0]): \(refused)")
+            }
+            chmod(store.directory.path, 0o755)
+            #expect(try await cli.count("Note") == 3, "nothing was written")
+        }
+    }
+
     @Test("import --dry-run on a store the user may not write fails with 77 as the real run does, instead of calling the input valid")
     func dryRunOnReadOnlyStore() async throws {
         try Self.requireOtherUser()
