@@ -77,7 +77,7 @@ struct ImportCommand: Command {
         Option(flag: "--create-zones", "create the zones the input names that do not exist (stderr says which)"),
         Option(flag: "--owner-as-current-user", "import zones the input says another user owns (ownerRecordName) as the current user's; records keep the owner's name for export"),
         Option(flag: "--keep-system-records", "import CloudKit's own records (names starting with '_', types like cloudkit.share) instead of rejecting them; the public database's Users records are written as CloudKit made them (one per user, created for the user each names), which no save may otherwise create"),
-        Option(flag: "--as-administrator", "apply the input to the public database as the store's administrator, as `stratus copy` writes: the security roles do not limit it (a mirror of a zone that many users write); on PostgreSQL row-level security still binds the login role"),
+        Option(flag: "--as-administrator", "apply the input to the public database as the store's administrator, as `stratus copy` writes: the security roles do not limit it (a mirror of a zone that many users write); it restores records as they were (--mode create, forceUpdate or forceReplace, system fields kept); on PostgreSQL row-level security still binds the login role"),
         Option("--assets-dir", "DIR", "the folder asset files are read from; asset paths in the input are relative to it", default: "none: local asset paths are refused"),
         Option(flag: "--follow-symlinks", "with --assets-dir: follow symbolic links that stay inside DIR"),
         Option("--max-asset-size", "BYTES", "the most bytes one asset may hold", default: "4294967296 (4 GiB)"),
@@ -143,6 +143,10 @@ struct ImportCommand: Command {
         command.asAdministrator = arguments.flag("--as-administrator")
         if command.asAdministrator && command.store.scope != .public {
             throw UsageError(message: "--as-administrator is for the public database, where security roles apply; a private database holds its owner's records only")
+        }
+        if command.asAdministrator && (!command.keepSystemFields || command.mode == .update || command.mode == .replace) {
+            // The administrator is no user: a new version made by it would have no one as its author.
+            throw UsageError(message: "--as-administrator restores records as they were (their creators and change tags): with --mode create, forceUpdate or forceReplace, and not with --new-system-fields")
         }
         command.assetsDirectory = arguments.value("--assets-dir")
         command.followSymlinks = arguments.flag("--follow-symlinks")
