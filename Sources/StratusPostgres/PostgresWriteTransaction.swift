@@ -337,13 +337,10 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
         if !mayNeedExactDocument(row.document) {
             copy.jsonb(utf8: row.document)
             copy.null()
-        } else if row.fields.values.contains(where: \.needsEscaping) {
+        } else {
             let (document, exactDocument) = documents(of: copy row)
             copy.jsonb(utf8: document.utf8)
             if let exactDocument { copy.text(exactDocument) } else { copy.null() }
-        } else {
-            copy.jsonb(utf8: row.document)
-            if jsonbLoses(row.fields) { copy.text(utf8: row.document) } else { copy.null() }
         }
         copy.null()
     }
@@ -467,18 +464,56 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
     /// query parameters take too); the exact document is kept beside.
     static func documents(of row: RecordRow) -> (queryable: String, exact: String?) {
         let document = String(decoding: row.document, as: UTF8.self)
-        guard row.fields.values.contains(where: \.needsEscaping) else {
-            return (document, jsonbLoses(row.fields) ? document : nil)
-        }
-        var escaped = row.fields
-        for (key, value) in row.fields {
-            switch value {
-            case .string(let s): escaped[key] = .string(PostgresDialect.escaped(s))
-            case .stringList(let v): escaped[key] = .stringList(v.map(PostgresDialect.escaped))
-            default: continue
+        var queryable = document, exact: String?
+        if row.fields.values.contains(where: \.needsEscaping) {
+            var escaped = row.fields
+            for (key, value) in row.fields {
+                switch value {
+                case .string(let s): escaped[key] = .string(PostgresDialect.escaped(s))
+                case .stringList(let v): escaped[key] = .stringList(v.map(PostgresDialect.escaped))
+                default: continue
+                }
             }
+            queryable = FieldDocument.encode(escaped, encryptedKeys: row.encryptedKeys, jsonExtras: row.jsonExtras)
+            exact = document
+        } else if jsonbLoses(row.fields) {
+            exact = document
         }
-        return (FieldDocument.encode(escaped, encryptedKeys: row.encryptedKeys, jsonExtras: row.jsonExtras), document)
+        // What the record's JSON held beside its values (unknown keys, CloudKit's metadata) is
+        // kept as given and read from the exact text; its U+0000, which jsonb refuses, is
+        // written otherwise in the queryable copy, which no query reads there.
+        if mayNeedExactDocument(row.document), let withoutNUL = withoutEscapedNUL(queryable) {
+            queryable = withoutNUL
+            exact = document
+        }
+        return (queryable, exact)
+    }
+
+    /// `json` with every `\u0000` escape written `\u0001\u0001` (backslashes that escape a
+    /// backslash are skipped as pairs), or nil when it has none.
+    static func withoutEscapedNUL(_ json: String) -> String? {
+        let bytes = Array(json.utf8)
+        let backslash = UInt8(ascii: "\\"), zero = UInt8(ascii: "0")
+        guard bytes.contains(backslash) else { return nil }
+        var out: [UInt8] = []
+        var found = false
+        var i = 0
+        while i < bytes.count {
+            if bytes[i] == backslash && i + 1 < bytes.count {
+                if bytes[i + 1] == UInt8(ascii: "u") && i + 5 < bytes.count && bytes[i + 2] == zero && bytes[i + 3] == zero && bytes[i + 4] == zero && bytes[i + 5] == zero {
+                    if !found { out.reserveCapacity(bytes.count + 8); out.append(contentsOf: bytes[..<i]); found = true }
+                    out.append(contentsOf: Array("\\u0001\\u0001".utf8))
+                    i += 6
+                    continue
+                }
+                if found { out.append(bytes[i]); out.append(bytes[i + 1]) }
+                i += 2
+                continue
+            }
+            if found { out.append(bytes[i]) }
+            i += 1
+        }
+        return found ? String(decoding: out, as: UTF8.self) : nil
     }
 
     /// Whether a document may hold a value that ``documents(of:)`` treats apart, judged from its

@@ -42,6 +42,23 @@ struct CodecRoundTripCLITests {
         }
     }
 
+    @Test("a NUL (\\u0000) in what a record's JSON holds beside its values (an unknown key, created, an asset's metadata) is kept and given back on either engine; the batch's other records are written",
+          arguments: TestEngine.all)
+    func nulBesideValues(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let nul = #"{"recordName":"n","recordType":"T","created":{"timestamp":1700000000000,"userRecordName":"_0123456789abcdef0123456789abcdef","deviceID":"d\u0000x"},"oddKey\u0000":"v\u0000\\u0000","fields":{"a":{"value":{"size":1,"downloadURL":"https://cvws.icloud-content.com/B/a","fileChecksum":"AQ==","wrappingKey":"k\u0000"},"type":"ASSETID"}}}"#
+            let plain = #"{"recordName":"p","recordType":"T","fields":{"s":{"value":"plain","type":"STRING"}}}"#
+            let imported = try await cli.run(["import", "--quiet"], stdin: nul + "\n" + plain + "\n")
+            #expect(imported.exitCode == 0, "\(imported)")
+            let exported = try await cli.run(["export", "--type", "T", "--quiet"])
+            #expect(exported.exitCode == 0 && exported.stdoutLines.count == 2, "\(exported)")
+            for part in [#""deviceID":"d\u0000x""#, #""oddKey\u0000":"v\u0000\\u0000""#, #""wrappingKey":"k\u0000""#] {
+                #expect(exported.stdout.contains(part), "\(part) came back otherwise: \(exported.stdout)")
+            }
+        }
+    }
+
     @Test("values without a type take the type an earlier record gave their field, so the export of such input imports whole into an empty store",
           arguments: TestEngine.all)
     func laterUntypedValuesFollowTheFirstTypedOne(engine: TestEngine) async throws {

@@ -184,7 +184,10 @@ struct InferenceTests {
         let csvDouble = try readAll("recordName,recordType,d:DOUBLE\na,U,9007199254740993\n", format: .csv)
         let csvRejection = try #require(csvDouble.first?.rejection, "\(csvDouble)")
         #expect(csvRejection.message.contains("9007199254740993 is a whole number a DOUBLE cannot hold exactly"), "\(csvRejection.message)")
-        for (text, value) in [("1152921504606847000", 1_152_921_504_606_846_976.0), ("9007199254740992", 9_007_199_254_740_992.0), ("1e300", 1e300), ("-0", -0.0)] {
+        // A double's exact digits too: 2^64 and 2^60 written out are those doubles.
+        for (text, value) in [("1152921504606847000", 1_152_921_504_606_846_976.0), ("1152921504606846976", 1_152_921_504_606_846_976.0),
+                              ("18446744073709551616", 18_446_744_073_709_551_616.0), ("-9223372036854775808", -9_223_372_036_854_775_808.0),
+                              ("9007199254740992", 9_007_199_254_740_992.0), ("1e300", 1e300), ("-0", -0.0)] {
             let kept = try readAll(#"{"recordName":"r","recordType":"U","fields":{"d":{"value":\#(text),"type":"DOUBLE"}}}"#)
             #expect(kept.first?.record?.fieldValue(forKey: "d") == .double(value), "\(text): \(kept)")
         }
