@@ -37,13 +37,6 @@ enum SubscriptionRules {
         }
     }
 
-    /// Checks a subscription for saving in `context`'s database and makes what the store keeps.
-    ///
-    /// - Parameters:
-    ///   - zones: the database's zones (needed for zone subscriptions and zoned query subscriptions).
-    ///   - schemas: the container's record type schemas (for `self CONTAINS` in a predicate,
-    ///     and to refuse a predicate on an encrypted field).
-    /// - Throws: `invalidArguments`, `zoneNotFound`, saying what is wrong.
     /// In production a query subscription's type must be in the schema and its conditions'
     /// fields queryable, as for a query (``QueryAdmission``): otherwise it could never fire.
     /// A subscription lists no records, so it needs no queryable record name.
@@ -58,6 +51,14 @@ enum SubscriptionRules {
         }
     }
 
+    /// Checks a subscription for saving in `context`'s database and makes what the store keeps.
+    ///
+    /// - Parameters:
+    ///   - zones: the database's zones (needed for zone subscriptions and zoned query subscriptions).
+    ///   - schemas: the container's record type schemas (for `self CONTAINS` in a predicate,
+    ///     and to refuse a predicate on an encrypted field).
+    /// - Throws: `invalidArguments`, `zoneNotFound`, saying what is wrong; in production
+    ///   `unknownItem` for a query subscription on a type the schema lacks.
     static func prepare(_ subscription: Subscription, context: DatabaseContext, zones: [RecordZone], schemas: [RecordTypeSchema]) throws(StratusError) -> StoredSubscription {
         let id = subscription.subscriptionID
         try checkID(id)
