@@ -119,12 +119,8 @@ struct AssetsCommand: Command {
             do {
                 guard let input = FileHandle(forReadingAtPath: url.path) else { throw CommandFailure(.inputMissing, "cannot read \(url.path)") }
                 while let chunk = try input.read(upToCount: 1 << 20), !chunk.isEmpty {
-                    do {
-                        try out.handle.write(contentsOf: chunk)
-                    } catch {
-                        // A closed pipe or a full disk: the output's failure (73), as export's.
-                        throw CommandFailure(.cannotCreateOutput, "cannot write the asset's content to \(output.path ?? "stdout"): \(Self.reason(error))")
-                    }
+                    // A closed pipe or a full disk is the output's failure (73, with the system's reason), as export's.
+                    try FileDescriptorOutput.writeAll(chunk, to: out.handle.fileDescriptor, name: output.path ?? "stdout")
                 }
                 try out.commit()
             } catch {
@@ -133,18 +129,5 @@ struct AssetsCommand: Command {
             }
             return .success
         }
-    }
-}
-
-extension AssetsCommand {
-    /// The system's words for a failed write (`Broken pipe`, `No space left on device`), not
-    /// Foundation's error dump.
-    static func reason(_ error: any Error) -> String {
-        let nsError = error as NSError
-        if let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain {
-            return String(cString: strerror(Int32(underlying.code)))
-        }
-        if nsError.domain == NSPOSIXErrorDomain { return String(cString: strerror(Int32(nsError.code))) }
-        return nsError.localizedDescription
     }
 }

@@ -164,6 +164,9 @@ struct AssetsCLITests {
                 #expect(got.exitCode == 0, "\(got)")
                 #expect(FileManager.default.contents(atPath: output) == patternBytes(count: 50_000 + i * 1_000, seed: UInt8(i)), "p\(i)")
             }
+            // Content that cannot be written (a full disk) is the output's failure, 73, with the system's reason.
+            let full = try await other.shell(#""$STRATUS" assets get p1 image > /dev/full"#)
+            #expect(full.exitCode == 73 && full.stderr.contains("No space left on device"), "\(full)")
             let listed = try await other.run(["assets", "get", "p3", "extras", "--index", "1", "--output", store.path("listed.jpg")])
             #expect(listed.exitCode == 0, "\(listed)")
             #expect(FileManager.default.contents(atPath: store.path("listed.jpg")) == patternBytes(count: 53_000, seed: 3))
