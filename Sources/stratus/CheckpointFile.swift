@@ -59,7 +59,7 @@ final class CheckpointFile: ImportCheckpointStore {
             throw UsageError(message: "the checkpoint \(path) belongs to \(contents.input) (\(contents.inputSize ?? 0) bytes), not to this input; remove it to start over")
         }
         if contents.committedItems > 0 {
-            StratusCommand.log("going on from the checkpoint \(path): the first \(Progress.grouped(contents.committedItems)) input items were settled by an earlier run")
+            StratusCommand.note("going on from the checkpoint \(path): the first \(Progress.grouped(contents.committedItems)) input items were settled by an earlier run")
         }
         return ImportCheckpoint(itemsSettled: contents.committedItems, job: contents.job, pendingItems: contents.pendingItems ?? [])
     }

@@ -63,7 +63,7 @@ struct CopyCommand: Command {
         let checkpoint = try checkpointPath.map { try CopyCheckpointFile(path: $0) }
         if let checkpoint, try checkpoint.load() != nil {
             // As import says it: the summary then counts only the records this run copies.
-            StratusCommand.log("going on from the checkpoint \(checkpoint.path): what an earlier run copied is not copied again, and the summary counts this run's records")
+            StratusCommand.note("going on from the checkpoint \(checkpoint.path): what an earlier run copied is not copied again, and the summary counts this run's records")
         }
         let source = try StoreOptions.openEngine(from, access: .read, origin: "--from")
         // Before the destination is created: a role that reads only some rows copies nothing.

@@ -300,7 +300,7 @@ struct ImportCommand: Command {
     /// Says which zones the import created (or a dry run would create).
     private func reportZones(_ summary: RecordImporter.Summary) {
         for zone in summary.createdZones {
-            StratusCommand.log("\(dryRun ? "would create" : "created") zone \(zone.zoneName) in the \(store.scope) database")
+            StratusCommand.note("\(dryRun ? "would create" : "created") zone \(zone.zoneName) in the \(store.scope) database")
         }
     }
 

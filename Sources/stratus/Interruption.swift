@@ -58,6 +58,6 @@ enum Interruption {
     /// What a batch job says when its `--checkpoint` file was left by an earlier run that
     /// stopped: it goes on from there, and its summary counts only its own work.
     static func logResuming(from checkpointPath: String) {
-        StratusCommand.log("going on from the checkpoint \(checkpointPath): what an earlier run did is not done again, and the summary counts this run's records")
+        StratusCommand.note("going on from the checkpoint \(checkpointPath): what an earlier run did is not done again, and the summary counts this run's records")
     }
 }

@@ -193,7 +193,7 @@ struct StoreOptions {
             let database = (error.underlyingError as? PostgresEngine.StoreMissing)?.description ?? error.message
             throw CommandFailure(.inputMissing, "\(database); \(missingStoreAdvice)")
         }
-        if engine.createdStore { StratusCommand.log("created a new store in \(engine.redactedURL)") }
+        if engine.createdStore { StratusCommand.note("created a new store in \(engine.redactedURL)") }
         return engine
     }
 
@@ -214,7 +214,7 @@ struct StoreOptions {
             return try SQLiteEngine(path: location, readOnly: true)
         }
         let engine = try SQLiteEngine.shared(path: location)
-        if !existed { StratusCommand.log("created a new store at \(location)") }
+        if !existed { StratusCommand.note("created a new store at \(location)") }
         return engine
     }
 

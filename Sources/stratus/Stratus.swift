@@ -1,6 +1,7 @@
 import Foundation
 import Stratus
 import StratusTransfer
+import Synchronization
 
 /// The `stratus` command: a table of subcommands over the library; data on stdout, messages on
 /// stderr.
@@ -60,6 +61,7 @@ struct StratusCommand {
         let name = command.name
         do {
             let parsed = try ParsedArguments(words, options: command.allOptions)
+            if parsed.flag("--quiet") { isQuiet.store(true, ordering: .relaxed) }
             try StoreFileGuard.check(parsed, options: command.allOptions)
             return try await command.parse(parsed).run()
         } catch let error as UsageError {
@@ -102,6 +104,17 @@ struct StratusCommand {
     /// A message on stderr, `stratus: MESSAGE`.
     static func log(_ message: String) {
         StandardError.write("stratus: \(oneLine(message))\n")
+    }
+
+    /// Whether the command was given `--quiet`, which the README promises prints nothing on
+    /// success: a cron job's mail then holds only what needs a look.
+    static let isQuiet = Atomic<Bool>(false)
+
+    /// A message that reports nothing wrong (a store or zone created, a checkpoint taken up
+    /// again): on stderr as ``log(_:)``, and left out under `--quiet`.
+    static func note(_ message: String) {
+        guard !isQuiet.load(ordering: .relaxed) else { return }
+        log(message)
     }
 
     /// `message` with its line breaks shown escaped (`\u{A}`), so that a name or value quoted

@@ -99,6 +99,22 @@ struct StoreCLITests {
         }
     }
 
+    @Test("--quiet prints nothing on success: not the new store nor the new zone", arguments: TestEngine.all)
+    func quietJobsPrintNothing(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let path = engine == .sqlite ? store.path("quiet.sqlite") : try await cli.newStore("quiet")
+            let input = try cli.file("notes.ndjson", Input.notes(3))
+            let checkpoint = store.path("import.checkpoint")
+            let first = try await cli.run(["import", input, "--store", path, "--zone", "Quiet", "--create-zones", "--checkpoint", checkpoint, "--quiet"])
+            #expect(first.exitCode == 0 && first.stderr.isEmpty, "\(first)")
+            #expect(try await cli.count("Note", extra: ["--store", path, "--zone", "Quiet"]) == 3)
+            // Without --quiet the same events are still told.
+            let told = try await cli.run(["import", try cli.file("more.ndjson", Input.notes(1, prefix: "m")), "--store", path, "--zone", "Told", "--create-zones"])
+            #expect(told.exitCode == 0 && told.stderr.contains("created zone Told"), "\(told)")
+        }
+    }
+
     @Test("an empty --user, --container, --store or --zone is a usage error (exit 64), not a crash", arguments: TestEngine.all, ["--user", "--container", "--store", "--zone"])
     func emptyNames(engine: TestEngine, option: String) async throws {
         try await TemporaryStore.with { store in
