@@ -33,6 +33,7 @@ struct SchemaCommand: Command {
                     (exit 65), and production stays as it was. Records are not copied.
           reset     deletes every record and zone of the development environment (every database,
                     every user) and sets its schema back to production's. Needs --yes.
+        A FILE of - is standard input (`… | stratus schema import -`).
         """
     static let options: [Option] = [
         Option("--output", "FILE", "export: write the schema to FILE as `stratus export --output` writes: a file under a temporary name, synced and moved into place when complete (a symbolic link is followed and stays a link); a FIFO, a device or /dev/stdout directly", default: "stdout"),
@@ -131,7 +132,7 @@ struct SchemaCommand: Command {
             let schema = file.keepingCompoundIndexes(of: before)
             let imported = try await Self.refusingData { try await container.replaceSchema(schema) }
             let changes = before.changes(to: imported)
-            StratusCommand.log("imported \(path) as the development schema (\(Self.describe(imported))): \(changes.isEmpty ? "no change" : "\(changes.count) change(s)")")
+            StratusCommand.log("imported \(Self.shown(path)) as the development schema (\(Self.describe(imported))): \(changes.isEmpty ? "no change" : "\(changes.count) change(s)")")
             let kept = Self.compoundIndexCount(schema) - Self.compoundIndexCount(file)
             if kept > 0 {
                 StratusCommand.log("kept \(kept) compound index(es) of the stored schema, which the schema language cannot express")
@@ -154,9 +155,9 @@ struct SchemaCommand: Command {
         case .validate(let path):
             let schema = try Self.read(path)
             if let container = try Self.existingContainer(store) {
-                try await Self.refusingData { try await container.container(in: .development).checkSchemaReplacement(schema, for: "import \(path)") }
+                try await Self.refusingData { try await container.container(in: .development).checkSchemaReplacement(schema, for: "import \(Self.shown(path))") }
             }
-            StratusCommand.log("\(path) is valid (\(Self.describe(schema)))")
+            StratusCommand.log("\(Self.shown(path)) is valid (\(Self.describe(schema)))")
             return .success
 
         case .diff(let path):
@@ -165,7 +166,7 @@ struct SchemaCommand: Command {
             let changes = stored.changes(to: schema.keepingCompoundIndexes(of: stored))
             let output = changes.map { $0.description + "\n" }.joined()
             try StandardOutput.write(output)
-            StratusCommand.log(changes.isEmpty ? "the \(store.environment) schema and \(path) are the same" : "\(changes.count) difference(s) from the \(store.environment) schema to \(path)")
+            StratusCommand.log(changes.isEmpty ? "the \(store.environment) schema and \(Self.shown(path)) are the same" : "\(changes.count) difference(s) from the \(store.environment) schema to \(Self.shown(path))")
             return changes.isEmpty ? .success : .someFailed
 
         case .deploy:
@@ -213,9 +214,12 @@ struct SchemaCommand: Command {
             return schema
         } catch let error as StratusError {
             // The reader's messages start with the line and column.
-            throw CommandFailure(.dataError, "\(path):" + (error.line == nil ? " " : "") + error.message)
+            throw CommandFailure(.dataError, "\(shown(path)):" + (error.line == nil ? " " : "") + error.message)
         }
     }
+
+    /// How messages name a schema FILE argument: `-` is standard input.
+    static func shown(_ path: String) -> String { path == "-" ? "stdin" : path }
 
     /// The bytes of the schema file at `path`, read with the system's own calls so that a
     /// folder, a device or a missing file is named as what it is (Foundation's messages for
@@ -227,12 +231,13 @@ struct SchemaCommand: Command {
     ///   `dataError` when it is larger than the limit.
     static func readFile(_ path: String) throws -> Data {
         let limit = SchemaReader().maximumFileSize
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw CommandFailure.system(.inputMissing, "cannot read the schema file \(path)") }
+        // `-` is standard input, as for `stratus import`; a duplicate is closed like a file.
+        let descriptor = path == "-" ? dup(STDIN_FILENO) : open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw CommandFailure.system(.inputMissing, "cannot read the schema file \(shown(path))") }
         defer { close(descriptor) }
         var info = stat()
         if fstat(descriptor, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR {
-            throw CommandFailure(.inputMissing, "cannot read the schema file \(path): it is a folder")
+            throw CommandFailure(.inputMissing, "cannot read the schema file \(shown(path)): it is a folder")
         }
         var data = Data()
         var buffer = [UInt8](repeating: 0, count: 65_536)

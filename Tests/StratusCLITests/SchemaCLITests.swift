@@ -37,6 +37,22 @@ struct SchemaCLITests {
         #expect(imported.exitCode == 0, "\(imported)")
     }
 
+    @Test("a schema FILE of - is standard input for import, validate and diff; its errors name stdin")
+    func standardInput() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            let valid = try await cli.run(["schema", "validate", "-"], stdin: Self.forum)
+            #expect(valid.exitCode == 0 && valid.stderr.contains("stdin is valid"), "\(valid)")
+            let imported = try await cli.run(["schema", "import", "-"], stdin: Self.forum)
+            #expect(imported.exitCode == 0 && imported.stderr.contains("imported stdin"), "\(imported)")
+            #expect(try await cli.run(["schema", "export"]).stdout.contains("RECORD TYPE Post ("))
+            let same = try await cli.run(["schema", "diff", "-"], stdin: Self.forum)
+            #expect(same.exitCode == 0, "\(same)")
+            let broken = try await cli.run(["schema", "import", "-"], stdin: "DEFINE SCHEMA\n    RECORD TYPE (\n")
+            #expect(broken.exitCode == 65 && broken.stderr.contains("stratus: stdin:2:"), "\(broken)")
+        }
+    }
+
     @Test("schema export prints the environment's schema, or writes it to --output; a missing store is exit 66", arguments: TestEngine.all)
     func export(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
