@@ -85,6 +85,17 @@ struct SchemaPolicyTests {
         #expect(changes.filter(\.isDestructive).map(\.description) == ["- RECORD TYPE Gone", "- Item.old BYTES", "~ Item.rank INT64 -> rank STRING"])
         #expect(after.changes(to: after).isEmpty)
 
+        // Types are written as the schema language writes them, not as record JSON names them.
+        let typed = ContainerSchema(recordTypes: [Self.item([
+            .init("tags", type: .stringList), .init("photo", type: .asset), .init("photos", type: .assetList),
+            .init("secrets", type: .stringList, isEncrypted: true), .init("scores", type: .int64List, isNumber: true),
+            .init("counts", type: .int64List, isNumber: true, namesPreferredType: false),
+        ])])
+        #expect(ContainerSchema(recordTypes: [Self.item([])]).changes(to: typed).map(\.description) == [
+            "+ Item.counts LIST<NUMBER>", "+ Item.photo ASSET", "+ Item.photos LIST<ASSET>",
+            "+ Item.scores LIST<NUMBER PREFERRED AS INT64>", "+ Item.secrets LIST<ENCRYPTED STRING>", "+ Item.tags LIST<STRING>",
+        ])
+
         // Grants spelled as CloudKit's defaults are the defaults: no change.
         let spelled = ContainerSchema(recordTypes: [Self.item([], grants: RecordTypeSchema.publicDatabaseGrants)])
         #expect(ContainerSchema(recordTypes: [Self.item([])]).changes(to: spelled).isEmpty)

@@ -98,6 +98,17 @@ public struct RecordTypeSchema: Hashable, Sendable {
             return namesPreferredType ? "NUMBER PREFERRED AS " : "NUMBER"
         }
 
+        /// The field's type as the schema language writes it (`LIST<ENCRYPTED STRING>`,
+        /// `NUMBER PREFERRED AS INT64`, `ASSET`), which names types otherwise than record JSON
+        /// (`STRING_LIST`, `ASSETID`): what schema files, diffs and schema errors show.
+        package var schemaLanguageType: String {
+            let element = type.isList ? String(type.rawValue.dropLast("_LIST".count)) : type.rawValue
+            let keyword = element == FieldType.asset.rawValue ? "ASSET" : element
+            var text = numberDeclaration.map { namesPreferredType ? $0 + keyword : $0 } ?? keyword
+            if isEncrypted { text = "ENCRYPTED " + text }
+            return type.isList ? "LIST<\(text)>" : text
+        }
+
         /// The system field this declaration indexes, when its name is one.
         public var systemField: SystemField? { SystemField(rawValue: name) }
     }

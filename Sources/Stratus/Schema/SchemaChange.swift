@@ -51,8 +51,7 @@ public enum SchemaChange: Hashable, Sendable, CustomStringConvertible {
         if let system = SystemField(rawValue: field.name) {
             words = ["\"\(system.cloudKitName)\"", system.cloudKitType.rawValue]
         } else {
-            let type = field.namesPreferredType ? (field.numberDeclaration ?? "") + field.type.rawValue : (field.type.isList ? "LIST<NUMBER>" : "NUMBER")
-            words = [field.name, (field.isEncrypted ? "ENCRYPTED " : "") + type]
+            words = [field.name, field.schemaLanguageType]
         }
         if field.indexes.contains(.queryable) { words.append("QUERYABLE") }
         if field.indexes.contains(.searchable) { words.append("SEARCHABLE") }

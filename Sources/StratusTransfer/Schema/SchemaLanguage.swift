@@ -41,21 +41,6 @@ enum SchemaLanguage {
         }
     }
 
-    /// The element type of a list type, or `nil` for a scalar type.
-    static func elementType(of type: FieldType) -> FieldType? {
-        guard type.isList else { return nil }
-        return scalarTypes.values.first { listType(of: $0) == type }
-    }
-
-    /// The type of a field as the schema language writes it: `LIST<ENCRYPTED STRING>`,
-    /// `NUMBER PREFERRED AS INT64`, …
-    static func typeText(_ field: RecordTypeSchema.Field) -> String {
-        let element = elementType(of: field.type) ?? field.type
-        var text = field.numberDeclaration.map { field.namesPreferredType ? $0 + keyword(element) : $0 } ?? keyword(element)
-        if field.isEncrypted { text = "ENCRYPTED " + text }
-        return field.type.isList ? "LIST<\(text)>" : text
-    }
-
     /// A name as the schema language writes it: bare when it is an identifier that is not a
     /// reserved word, else in double quotes (system fields, `_world`, `"test role"`).
     static func quoted(_ name: String) -> String {

@@ -72,7 +72,7 @@ public struct SchemaWriter: Sendable {
             (system.cloudKitName, SchemaLanguage.keyword(system.cloudKitType), type.field(system.rawValue)?.indexes ?? [])
         }
         for field in type.fields where field.systemField == nil {
-            columns.append((field.name, SchemaLanguage.typeText(field), field.indexes))
+            columns.append((field.name, field.schemaLanguageType, field.indexes))
         }
         columns.sort { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
         let width = columns.map { SchemaLanguage.quoted($0.name).count }.max() ?? 0
