@@ -294,13 +294,18 @@ public final class RecordWriter {
         case .reference(let r) where r.action == .none && r.recordID.zoneID == zone && !Self.looksLikeJSON(r.recordID.recordName):
             out.appendCSVCell(r.recordID.recordName)
             return
-        case .asset(let a) where a.contentURL != nil && !Self.looksLikeJSON(a.contentURL!.path):
+        case .asset(let a) where jsonOptions.assetFolder == nil && a.contentURL != nil && !Self.looksLikeJSON(a.contentURL!.path):
             out.appendCSVCell(a.contentURL!.path)
             return
         default:
-            // Lists and objects: their JSON text, as one quoted cell.
+            // Lists and objects: their JSON text, as one quoted cell. With an asset folder, an
+            // asset's content goes there and its JSON names the file, as in record JSON.
             cell.removeAll()
-            RecordJSONWriter.appendValue(value, field: key, zone: zone, to: &cell)
+            if let folder = jsonOptions.assetFolder {
+                RecordJSONWriter.appendValue(value, field: key, zone: zone, assetFolder: folder, to: &cell)
+            } else {
+                RecordJSONWriter.appendValue(value, field: key, zone: zone, to: &cell)
+            }
             if let problem = cell.problem {
                 cell.problem = nil
                 out.problem = out.problem ?? problem

@@ -171,6 +171,21 @@ struct AssetsCLITests {
             #expect(listed.exitCode == 0, "\(listed)")
             #expect(FileManager.default.contents(atPath: store.path("listed.jpg")) == patternBytes(count: 53_000, seed: 3))
             #expect(try await other.run(["assets", "info"]).stdout == info.stdout)
+
+            // CSV too: the content goes into the folder and the cells name it there.
+            let csv = try await cli.run(["export", "--type", "Photo", "--format", "csv", "--assets-dir", store.path("csv-out"), "--quiet"])
+            #expect(csv.exitCode == 0 && !csv.stdout.contains(store.path("")), "no store paths in the cells: \(csv)")
+            var third = try await CLI(store, engine: engine, storeName: "third.sqlite")
+            third.environment["STRATUS_USER"] = "a-third"
+            let fromCSV = try await third.run(["import", try cli.file("export.csv", csv.stdout), "--assets-dir", store.path("csv-out")])
+            #expect(fromCSV.exitCode == 0, "\(fromCSV)")
+            for i in [0, 5] {
+                let output = store.path("csv-got-\(i).jpg")
+                #expect(try await third.run(["assets", "get", "p\(i)", "image", "--output", output]).exitCode == 0)
+                #expect(FileManager.default.contents(atPath: output) == patternBytes(count: 50_000 + i * 1_000, seed: UInt8(i)), "p\(i)")
+            }
+            let csvListed = try await third.run(["assets", "get", "p3", "extras", "--index", "1", "--output", store.path("csv-listed.jpg")])
+            #expect(csvListed.exitCode == 0 && FileManager.default.contents(atPath: store.path("csv-listed.jpg")) == patternBytes(count: 53_000, seed: 3), "\(csvListed)")
         }
     }
 
