@@ -172,6 +172,9 @@ extension RecordReader {
         }
         let at = rowStart
         guard columns.contains(.recordName) else { throw fatal(at: at, "CSV header: there is no recordName column") }
+        if let unknown = options.csvTypes.keys.sorted().first(where: { !names.contains($0) }) {
+            throw fatal(at: at, "CSV header: a column type is given for '\(unknown)', which is not a column of the header; a misspelt name?")
+        }
         if !columns.contains(.recordType) {
             guard let type = options.csvRecordType else {
                 throw fatal(at: at, "CSV header: there is no recordType column, and no record type was given for the rows")
@@ -248,7 +251,12 @@ extension RecordReader {
                 guard !empty, let value = text(cell) else { return rejected(at: cell.start, nil, "the row has no recordName") }
                 name = value
             case .recordType:
+                // The given type fills an empty cell; a row of another type is not made one.
+                if empty, options.csvRecordType != nil { break }
                 guard !empty, let value = text(cell) else { return rejected(at: cell.start, name, "the row has no recordType") }
+                if let given = options.csvRecordType, value != given {
+                    return rejected(at: cell.start, name, "the row's recordType is \(value), but the rows were given the type \(given) (--type)")
+                }
                 recordType = value
             default: break
             }
@@ -259,6 +267,9 @@ extension RecordReader {
         do { try Naming.checkIdentifier(recordType, kind: "record type") } catch { return rejected(at: rowStart, name, error.message) }
         let schema = context.schemaTypes[recordType]
         let numbers = context.numberFields[recordType]
+        var declaredByInput = context.cache.declaredByInput[recordType] ?? [:]
+        let declaredBefore = declaredByInput.count
+        defer { if declaredByInput.count != declaredBefore { context.cache.declaredByInput[recordType] = declaredByInput } }
         var values: [String: FieldValue] = [:]
         var removed: [String] = []
         var encryptedKeys: Set<String> = []
@@ -287,17 +298,26 @@ extension RecordReader {
                         parent = r
                     }
                 case .field(let key, let declared, let encrypted):
-                    // Typed by the header, else the schema, else inferred from the cell as the JSON
+                    // Typed by the header, else the schema, else as the first value the input
+                    // gave the field (saving it declares the field, so a second run would read
+                    // the column so from the schema), else inferred from the cell as the JSON
                     // reader infers an untyped value.
-                    let type = declared ?? schema?[key] ?? inferredType(cell, &scratch)
+                    let byInput = declared == nil && schema?[key] == nil ? declaredByInput[key] : nil
+                    let type = declared ?? schema?[key] ?? byInput ?? inferredType(cell, &scratch)
                     let number = declared == nil && numbers?.contains(key) == true
                     // An empty cell has no value: the field is removed. Only a quoted empty
                     // cell ("") of a STRING or BYTES column is the empty string or bytes.
                     var value: FieldValue?
                     if !empty {
-                        let (read, kept) = try cellValueAndText(cell, &scratch, as: type, number: number, encrypted: encrypted, key: key, zone: options.zoneID)
+                        let read: FieldValue?, kept: String?
+                        do throws(FieldError) {
+                            (read, kept) = try cellValueAndText(cell, &scratch, as: type, number: number, encrypted: encrypted, key: key, zone: options.zoneID)
+                        } catch where byInput != nil {
+                            throw FieldError(offset: error.offset, message: error.message + "; the column has no type, and the input's first value in it made it \(type.rawValue): give its type (--types \(key):TYPE, or a header \(key):TYPE)")
+                        }
                         value = read
                         if let kept { extras.fields[key] = kept }
+                        if declared == nil && schema?[key] == nil && byInput == nil, let read, !read.isEmptyList { declaredByInput[key] = read.type }
                     } else if cell.quoted && type == .string {
                         value = .string("")
                     } else if cell.quoted && type == .bytes {

@@ -81,7 +81,7 @@ struct ImportCommand: Command {
         Option("--assets-dir", "DIR", "the folder asset files are read from; asset paths in the input are relative to it", default: "none: local asset paths are refused"),
         Option(flag: "--follow-symlinks", "with --assets-dir: follow symbolic links that stay inside DIR"),
         Option("--max-asset-size", "BYTES", "the most bytes one asset may hold", default: "4294967296 (4 GiB)"),
-        Option("--type", "TYPE", "CSV: the record type when there is no recordType column", default: "none"),
+        Option("--type", "TYPE", "CSV: the rows' record type; with a recordType column, its empty cells' (a row of another type is rejected)", default: "none"),
         Option("--types", "NAME:TYPE,...", "CSV: column types (STRING, INT64, DOUBLE, TIMESTAMP, …) for columns the header does not type", default: "the schema's, else inferred"),
     ]
     static let optionGroups: [OptionGroup] = [.progress, .store]
@@ -284,6 +284,12 @@ struct ImportCommand: Command {
             // Before the summary, which stays the last line.
             Interruption.logStopped("import", done: "imported", checkpointPath: checkpointPath)
         }
+        if summary.end == .rejectLimitReached {
+            // As for any error that stops an import: why first, then the summary, last, saying so.
+            StratusCommand.log("stopped at the rejected record that made \(summary.failed) (--max-errors \(maxErrors ?? 0)); nothing after it was written")
+            progress.finish("stopped by an error: " + line(summary), json: json(summary))
+            return .dataError
+        }
         progress.finish(line(summary), json: json(summary))
         switch summary.end {
         case .finished:
@@ -291,7 +297,7 @@ struct ImportCommand: Command {
         case .cancelled:
             return ExitCode.stopped(by: Interruption.signal)
         case .rejectLimitReached:
-            throw CommandFailure(.dataError, "stopped at the rejected record that made \(summary.failed) (--max-errors \(maxErrors ?? 0)); nothing after it was written")
+            return .dataError
         case .atomicImportRejected:
             throw CommandFailure(.dataError, "\(summary.failed) input record(s) were rejected, so the atomic import wrote nothing")
         }

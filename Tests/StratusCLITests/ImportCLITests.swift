@@ -502,7 +502,8 @@ struct ImportCLITests {
             let path = try cli.file("input.ndjson", input)
             let stopped = try await cli.run(["import", path, "--max-errors", "2"])
             #expect(stopped.exitCode == 65, "\(stopped)")
-            #expect(stopped.stderr.contains("stratus: "), "\(stopped)")
+            #expect(stopped.stderr.contains("stratus: stopped at the rejected record that made 3 (--max-errors 2)"), "\(stopped)")
+            #expect(stopped.stderrLines.last?.hasPrefix("stopped by an error: imported 1") == true, "the summary is the last line and says the run stopped: \(stopped)")
             #expect(stopped.stdout.isEmpty)
 
             #expect(Set(try await cli.exported("Note").keys) == ["a"], "the record before the third reject is imported, the one after it is not")

@@ -7,7 +7,7 @@ import Testing
 /// CSV cells without a declared type, ISO 8601 timestamps, and messages that quote the cell.
 @Suite("CSV typing and timestamps")
 struct CSVTypingTests {
-    static func read(_ text: String, type: String = "T") throws -> [RecordReadResult] {
+    static func read(_ text: String, type: String? = "T") throws -> [RecordReadResult] {
         var options = RecordReadOptions()
         options.format = .csv
         options.csvRecordType = type
@@ -19,12 +19,47 @@ struct CSVTypingTests {
 
     @Test("untyped cells are inferred as the JSON reader infers: integers that fit 64 bits, other numbers, else text; quoted cells are text")
     func inference() throws {
-        let items = try Self.read("recordName,v\na,3\nb,-0\nc,1.5\nd,1e3\ne,007\nf,+1\ng,.5\nh,NaN\ni,12345678901234567890\nj,\"42\"\nk,high\nl, 8 \n")
-        let values = items.map { $0.record?.fieldValue(forKey: "v") }
-        #expect(values == [
+        let cells = ["3", "-0", "1.5", "1e3", "007", "+1", ".5", "NaN", "12345678901234567890", "\"42\"", "high", " 8 "]
+        let header = "recordName," + cells.indices.map { "v\($0)" }.joined(separator: ",")
+        let items = try Self.read(header + "\na," + cells.joined(separator: ",") + "\n")
+        let record = try #require(items.first?.record)
+        #expect(cells.indices.map { record.fieldValue(forKey: "v\($0)") } == [
             .int64(3), .int64(0), .double(1.5), .double(1_000), .string("007"), .string("+1"), .string(".5"), .string("NaN"),
             .string("12345678901234567890"), .string("42"), .string("high"), .int64(8),
         ])
+    }
+
+    @Test("an untyped column takes the type of the first value the input gives it, per record type, as record JSON does; a later cell that does not fit says how to type the column")
+    func firstValueTypesTheColumn() throws {
+        let zip = try Self.read("recordName,zip\na,02134\nb,10001\nc,\n")
+        #expect(zip.map { $0.record?.fieldValue(forKey: "zip") } == [.string("02134"), .string("10001"), nil], "a ZIP code with a leading zero makes the column text")
+        let mixed = try Self.read("recordName,recordType,n\na,A,5\nb,B,x\nc,A,7\nd,B,8\n", type: nil)
+        #expect(mixed.map { $0.record?.fieldValue(forKey: "n") } == [.int64(5), .string("x"), .int64(7), .string("8")], "each record type has its own first value")
+        let prices = try Self.read("recordName,price\na,10\nb,9.99\n")
+        #expect(prices.first?.record?.fieldValue(forKey: "price") == .int64(10))
+        let refused = try #require(prices.last?.rejection)
+        #expect(refused.line == 3 && refused.message.contains("the input's first value in it made it INT64: give its type (--types price:TYPE"), "\(refused)")
+        let typed = try Self.read("recordName,price:DOUBLE\na,10\nb,9.99\n")
+        #expect(typed.map { $0.record?.fieldValue(forKey: "price") } == [.double(10), .double(9.99)])
+    }
+
+    @Test("a given record type fills empty recordType cells and rejects rows of another; a type given for a column the header lacks stops the read at the header")
+    func headerConflicts() throws {
+        let rows = try Self.read("recordName,recordType,t\nq1,,a\nq2,Other,b\nq3,T,c\n")
+        #expect(rows.map { $0.record?.recordType } == ["T", nil, "T"])
+        let other = try #require(rows[1].rejection)
+        #expect(other.line == 3 && other.recordName == "q2" && other.message.contains("the row's recordType is Other, but the rows were given the type T (--type)"), "\(other)")
+        var options = RecordReadOptions()
+        options.format = .csv
+        options.csvRecordType = "Contact"
+        options.csvTypes = ["prcie": .double]
+        do {
+            let reader = try RecordReader(data: Data("recordName,price\na,1\n".utf8), options: options)
+            _ = try reader.next()
+            Issue.record("a type for a column the header lacks was accepted")
+        } catch let error as StratusError {
+            #expect(error.message.contains("a column type is given for 'prcie', which is not a column of the header"), "\(error.message)")
+        }
     }
 
     @Test("TIMESTAMP cells take milliseconds or ISO 8601 with a zone, or a date")
