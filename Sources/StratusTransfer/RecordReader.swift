@@ -260,7 +260,9 @@ public final class RecordReader {
         if first == UInt8(ascii: "[") { return .json }
         guard first == UInt8(ascii: "{") else {
             try refuseBinary()
-            return .ndjson
+            // CSV on standard input (`… | stratus import -`) has no name to tell it by; its
+            // header's recordName column, which no JSON line starts like, tells it.
+            return startsWithCSVHeader() ? .csv : .ndjson
         }
         // A read may move the bytes, so the place to return to is kept as an input offset.
         let start = input.baseOffset + input.start
@@ -274,6 +276,19 @@ public final class RecordReader {
         }
         input.start = start - input.baseOffset
         return format
+    }
+
+    /// Whether the buffered input starts with a line of comma-separated cells one of which is
+    /// `recordName` (bare or quoted): a CSV header, as the CSV reader requires one.
+    private func startsWithCSVHeader() -> Bool {
+        let bytes = UnsafeBufferPointer(start: input.storage + input.start, count: input.end - input.start)
+        let line = bytes.prefix { $0 != 0x0A }
+        return line.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false).contains { cell in
+            var cell = cell.drop { $0 == 0x20 || $0 == 0x09 }
+            while let last = cell.last, last == 0x20 || last == 0x09 || last == 0x0D { cell = cell.dropLast() }
+            if cell.count >= 2, cell.first == UInt8(ascii: "\""), cell.last == UInt8(ascii: "\"") { cell = cell.dropFirst().dropLast() }
+            return cell.elementsEqual("recordName".utf8)
+        }
     }
 
     /// Refuses input whose first bytes hold a NUL, which no JSON, NDJSON or CSV text holds: a

@@ -13,11 +13,12 @@ struct ImportCommand: Command {
         Reads records (CloudKit record JSON as NDJSON, a JSON array, or a CloudKit Web Services
         answer as saved: records/query, records/lookup, records/modify, changes/zone; or CSV)
         from FILE or stdin and saves them. The format is detected unless given (files ending in
-        .csv are read as CSV).
+        .csv, and input whose first line is a CSV header with a recordName column, are CSV).
 
         CSV: a header of recordName, recordType (or --type) and field columns `name` or
         `name:TYPE`. A column without a type is typed by --types, else by the container's
-        schema, else cell by cell as the JSON reader infers an untyped value: an unquoted
+        schema, else by the first value the input gives it, inferred as the JSON reader infers
+        an untyped value: an unquoted
         number without fraction or exponent that fits 64 bits is INT64, another unquoted number
         DOUBLE (JSON's grammar: 007, +1 and .5 are text), anything else, and every quoted cell,
         STRING. TIMESTAMP cells hold milliseconds since 1970 or an ISO 8601 date-time with its
@@ -60,7 +61,7 @@ struct ImportCommand: Command {
         130/143/129).
         """
     static let options: [Option] = [
-        Option("--format", "FORMAT", "ndjson, json, envelope or csv", default: "detected; files ending in .csv are CSV"),
+        Option("--format", "FORMAT", "ndjson, json, envelope or csv", default: "detected; files ending in .csv, and a first line that is a CSV header, are CSV"),
         Option("--mode", "MODE", """
             create (fail on existing records), update (only the given fields; checks recordChangeTag), \
             replace (unspecified fields removed; checks recordChangeTag), forceUpdate (ignore tags, create when \

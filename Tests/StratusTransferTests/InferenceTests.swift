@@ -337,6 +337,8 @@ struct InferenceTests {
         (#"{"atomic":true,"operations":[]}"#, .envelope),
         (#"{"zoneID":{"zoneName":"Z"},"operations":[]}"#, .envelope),
         (#"{"zoneID":{"zoneName":"Z"},"recordName":"a","recordType":"T"}"#, .ndjson),
+        ("recordName,recordType,title\na,T,x\n", .csv),
+        ("\u{FEFF}\n\nid,\"recordName\",recordType\r\n1,a,T\r\n", .csv),
     ] as [(String, RecordFormat)])
     func detection(text: String, format: RecordFormat) throws {
         let reader = try RecordReader(data: Data(text.utf8), options: RecordReadOptions())
