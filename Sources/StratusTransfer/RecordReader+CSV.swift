@@ -248,12 +248,14 @@ extension RecordReader {
             let empty = cell.start == cell.end
             switch column {
             case .recordName:
-                guard !empty, let value = text(cell) else { return rejected(at: cell.start, nil, "the row has no recordName") }
+                guard !empty else { return rejected(at: cell.start, nil, "the row has no recordName") }
+                guard let value = text(cell) else { return rejected(at: cell.start, nil, "the recordName cell is not valid UTF-8") }
                 name = value
             case .recordType:
                 // The given type fills an empty cell; a row of another type is not made one.
                 if empty, options.csvRecordType != nil { break }
-                guard !empty, let value = text(cell) else { return rejected(at: cell.start, name, "the row has no recordType") }
+                guard !empty else { return rejected(at: cell.start, name, "the row has no recordType") }
+                guard let value = text(cell) else { return rejected(at: cell.start, name, "the recordType cell is not valid UTF-8") }
                 if let given = options.csvRecordType, value != given {
                     return rejected(at: cell.start, name, "the row's recordType is \(value), but the rows were given the type \(given) (--type)")
                 }
@@ -477,7 +479,10 @@ extension RecordReader {
                 let expected = switch type {
                 case .int64: "is not a whole number in the 64-bit range"
                 case .double: "is not a number"
-                default: "is neither milliseconds since 1970 nor an ISO 8601 date-time such as 2024-01-01T09:30:00Z"
+                // A local time would mean whatever the importing machine's zone is.
+                default: ISO8601Timestamp.date(Array(trimmed) + Array("Z".utf8)) != nil
+                    ? "is a date-time without a zone; add one (2024-01-01T09:30:00Z for UTC, or an offset such as +02:00)"
+                    : "is neither milliseconds since 1970 nor an ISO 8601 date-time such as 2024-01-01T09:30:00Z"
                 }
                 switch Self.numberKind(trimmed) {
                 case .integer?: break

@@ -94,6 +94,15 @@ struct CSVTests {
         #expect(b.fieldValue(forKey: "place") == .location(place))
     }
 
+    @Test("a recordName or recordType cell that is not UTF-8 (a Latin-1 export) is named as such, not as missing")
+    func latin1Identity() throws {
+        var options = RecordReadOptions()
+        options.format = .csv
+        let data = Data("recordName,recordType,t\nr".utf8) + Data([0xE9]) + Data("1,T,x\nr2,T".utf8) + Data([0xE9]) + Data(",x\n".utf8)
+        let items = try readAll(data, options)
+        #expect(items.map { $0.rejection?.message } == ["the recordName cell is not valid UTF-8", "the recordType cell is not valid UTF-8"])
+    }
+
     @Test("bad rows are rejected with line and column; reading goes on", arguments: [
         ("a,T,x", "the row has 3 cells, but the header has 4 columns", 1),
         (",T,1,x", "the row has no recordName", 1),

@@ -88,7 +88,8 @@ struct CSVTypingTests {
         ("n:INT64", "99999999999999999999", "'99999999999999999999' is not a whole number in the 64-bit range"),
         ("n:DOUBLE", "1,5", "DOUBLE cell '1,5' is not a number"),
         ("n:TIMESTAMP", "2024-01-01T00", "TIMESTAMP cell '2024-01-01T00' is neither milliseconds since 1970 nor an ISO 8601 date-time"),
-        ("n:TIMESTAMP", "2024-01-01T09:30:00", "'2024-01-01T09:30:00' is neither"),
+        ("n:TIMESTAMP", "2024-01-01T09:30:00", "'2024-01-01T09:30:00' is a date-time without a zone; add one (2024-01-01T09:30:00Z for UTC"),
+        ("n:TIMESTAMP", "2024-01-01T09:30:00.25", "is a date-time without a zone"),
         ("n:TIMESTAMP", "2024-02-30", "'2024-02-30' is neither"),
         ("n:STRING_LIST", "high", "STRING_LIST cell 'high' is not a JSON array"),
     ] as [(String, String, String)])
