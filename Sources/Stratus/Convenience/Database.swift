@@ -34,11 +34,19 @@ public final class Database: Sendable {
     @_spi(StratusEngine) public let context: DatabaseContext
     /// The queue ``add(_:)`` and the convenience API use.
     public let operationQueue: OperationQueue
+    /// Where ``add(_:)`` puts the stages of a pipeline: they run at once, each waiting for the
+    /// others' batches, so a queue of ``maximumConcurrentOperations`` would hang a pipeline of
+    /// more stages, and a pipeline of as many would hold back every other operation.
+    let pipelineQueue: OperationQueue
     /// The retry policy for operations that set none.
     public let retryPolicy: RetryPolicy
 
     /// Operations of one database that run at once on its queue.
     public static let maximumConcurrentOperations = 4
+
+    /// Pipeline stages of one database that run at once (``add(_:)`` gives them a queue of
+    /// their own): more than any pipeline a program composes.
+    public static let maximumPipelineStages = 64
 
     /// Who the database's operations act as; `nil`: ``context`` as it is.
     let user: ContainerUser?
@@ -63,6 +71,10 @@ public final class Database: Sendable {
         queue.name = "stratus.\(context.containerIdentifier).\(context.scope)"
         queue.maxConcurrentOperationCount = Database.maximumConcurrentOperations
         self.operationQueue = queue
+        let pipelineQueue = OperationQueue()
+        pipelineQueue.name = queue.name.map { $0 + ".pipelines" }
+        pipelineQueue.maxConcurrentOperationCount = Database.maximumPipelineStages
+        self.pipelineQueue = pipelineQueue
         self.operationConfiguration = nil
         self.operationGroup = nil
     }
@@ -74,6 +86,7 @@ public final class Database: Sendable {
         self.user = database.user
         self.retryPolicy = database.retryPolicy
         self.operationQueue = database.operationQueue
+        self.pipelineQueue = database.pipelineQueue
         self.operationConfiguration = (configuration?.copy() as? OperationConfiguration) ?? database.operationConfiguration
         self.operationGroup = group ?? database.operationGroup
     }
@@ -127,7 +140,8 @@ public final class Database: Sendable {
         }
         // Listed before it is enqueued, so it can never finish before it is listed.
         if operation.isLongLived { LongLivedOperations.shared.register(operation, on: self) }
-        operationQueue.addOperation(operation)
+        // A stage that waits for another's batches must not wait for a slot that one holds.
+        (operation.pipeline == nil ? operationQueue : pipelineQueue).addOperation(operation)
     }
 
     /// Runs a blocking engine call on a thread of its own, not on the cooperative pool, for the

@@ -26,9 +26,10 @@ import Foundation
 /// ```
 ///
 /// Every stage of a pipeline runs until the pipeline ends, so each needs a free slot on its
-/// queue: give a pipeline's stages queues with room for them (a database's own queue runs
-/// ``Database/maximumConcurrentOperations`` at once). Attach every consumer before the
-/// producer starts. A consumer that depends on its producer (`addDependency`) starts after it
+/// queue: ``Database/add(_:)`` runs stages on a queue of their own (up to
+/// ``Database/maximumPipelineStages`` at once, beside the database's other operations); a queue
+/// of your own needs room for all of a pipeline's stages on it. Attach every consumer before
+/// the producer starts. A consumer that depends on its producer (`addDependency`) starts after it
 /// finished and gets every batch then; the producer keeps them all in memory for it.
 public protocol ProducingOperation<Element>: DatabaseOperation {
     /// What the operation produces.
