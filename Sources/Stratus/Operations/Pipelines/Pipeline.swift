@@ -61,6 +61,9 @@ final class Pipeline: Sendable {
         }
     }
 
+    /// Every stage's identity.
+    var stageIdentifiers: Set<ObjectIdentifier> { state.withLock { Set($0.stages.map(\.id)) } }
+
     /// Records that `consumer` takes `producer`'s batches through `output`.
     func connect(_ consumer: DatabaseOperation, to producer: DatabaseOperation, through output: any PipelineOutputEnd) {
         add(producer)

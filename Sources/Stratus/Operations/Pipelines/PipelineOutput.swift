@@ -74,30 +74,36 @@ public final class PipelineOutput<Element: Sendable>: Sendable {
         }
     }
 
-    /// Called when the producer starts: a consumer that depends on the producer (directly or
-    /// through other operations) cannot take anything before the producer finished, so the
-    /// producer hands it everything without waiting, and keeps the elements for ``records()``.
+    /// Called when the producer starts: a consumer that depends on the producer, or on any
+    /// other stage of its pipeline (another consumer of it, say), directly or through other
+    /// operations, cannot take anything before the producer finished (no stage finishes before
+    /// the producer does), so the producer hands it everything without waiting, and keeps the
+    /// elements for ``records()``.
     func prepare(producer: Operation) {
         let channels = state.withLock { state in
             for channel in state.channels { channel.setBound(state.maximumBatchesInFlight) }
             return state.channels
         }
+        let stages = (producer as? DatabaseOperation)?.pipeline?.stageIdentifiers ?? []
         var waitsForProducer = false
         for channel in channels {
-            guard let consumer = channel.consumingOperation, Self.operation(consumer, dependsOn: producer) else { continue }
+            guard let consumer = channel.consumingOperation,
+                  Self.operation(consumer, dependsOnAnyOf: stages.union([ObjectIdentifier(producer)])) else { continue }
             channel.removeBound()
             waitsForProducer = true
         }
         if waitsForProducer { state.withLock { $0.keepsElements = true } }
     }
 
-    /// Whether `operation` waits for `other` through its dependencies.
-    static func operation(_ operation: Operation, dependsOn other: Operation) -> Bool {
+    /// Whether `operation` waits, through its dependencies, for one of the operations `others`
+    /// identifies.
+    static func operation(_ operation: Operation, dependsOnAnyOf others: Set<ObjectIdentifier>) -> Bool {
         var seen = Set<ObjectIdentifier>()
         var stack = operation.dependencies
         while let next = stack.popLast() {
-            if next === other { return true }
-            if seen.insert(ObjectIdentifier(next)).inserted { stack += next.dependencies }
+            let id = ObjectIdentifier(next)
+            if others.contains(id) { return true }
+            if seen.insert(id).inserted { stack += next.dependencies }
         }
         return false
     }
