@@ -162,10 +162,28 @@ extension StratusError {
         return error
     }
 
-    /// Wraps any error thrown below the operations as a ``StratusError``.
+    /// Wraps any error thrown below the operations as a ``StratusError``, keeping it as the
+    /// ``underlyingError``.
     static func wrap(_ error: any Error) -> StratusError {
         if let error = error as? StratusError { return error }
-        return StratusError(.internalError, String(describing: error))
+        var wrapped = StratusError(.internalError, String(describing: error))
+        wrapped.underlyingError = error
+        return wrapped
+    }
+
+    /// What a pipeline stage reports when a closure of the app's (a transform, a consumer's
+    /// body) threw: `internalError` saying so, the app's own error as ``underlyingError`` (to
+    /// `catch` or compare it there), and the items the stage completed before.
+    static func thrownByClosure(_ error: any Error, of stage: String, completed: Int) -> StratusError {
+        var wrapped: StratusError
+        if let error = error as? StratusError {
+            wrapped = error
+        } else {
+            wrapped = StratusError(.internalError, "the closure given to \(stage) threw \(type(of: error)): \(error)")
+            wrapped.underlyingError = error
+        }
+        if wrapped.completedItemCount == nil { wrapped.completedItemCount = completed }
+        return wrapped
     }
 }
 

@@ -40,7 +40,7 @@ public final class ConsumeOperation<Input: Sendable>: DatabaseOperation, @unchec
         var done = 0
         while let batch = input.receive() {
             if shouldStop { break }
-            try body(batch.elements)
+            do { try body(batch.elements) } catch { throw StratusError.thrownByClosure(error, of: "ConsumeOperation", completed: done) }
             done += batch.elements.count
             guard try finishBatch(batch, from: input, handingOn: [Input](), to: nil) else { break }
         }

@@ -46,7 +46,8 @@ public final class TransformOperation<Input: Sendable, Output: Sendable>: Databa
         var done = 0
         while let batch = input.receive() {
             if shouldStop { break }
-            let transformed = try transform(batch.elements)
+            let transformed: [Output]
+            do { transformed = try transform(batch.elements) } catch { throw StratusError.thrownByClosure(error, of: "TransformOperation", completed: done) }
             done += batch.elements.count
             guard try finishBatch(batch, from: input, handingOn: transformed, to: pipelineOutput) else { break }
         }

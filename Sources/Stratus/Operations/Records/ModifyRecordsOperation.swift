@@ -228,7 +228,12 @@ open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, 
             let current = upcoming
             upcoming = nil
             if shouldStop { break }
-            let records = try current?.records() ?? transform.map { try $0(batch.elements) } ?? batch.elements
+            let records: [Record]
+            do {
+                records = try current?.records() ?? transform.map { try $0(batch.elements) } ?? batch.elements
+            } catch {
+                throw StratusError.thrownByClosure(error, of: "ModifyRecordsOperation", completed: done)
+            }
             // While this batch is written, the next one, when the producer has it ready, is
             // checked and prepared on another thread.
             if let next = input.receiveIfQueued() { upcoming = UpcomingBatch(next, transform: transform, mode: mode, everyKey: savesEveryKey, context: context) }
