@@ -35,6 +35,7 @@ extension PostgresEngine {
             try ChangeHistoryRules.requireHistory(of: request.zoneID, capabilities: zone.capabilities)
             let incarnation = zoneIncarnation(zone.row)
             let after = try ChangeHistoryRules.sequence(after: request.position, incarnation: incarnation, current: zone.sequence, start: zone.start, of: "zone '\(request.zoneID.zoneName)'")
+            let end = ChangeHistoryRules.end(of: request, current: zone.sequence, after: after)
             // Two index-ordered reads, each bounded, then a merge: a large backlog costs no
             // more per batch than a small one. Writers of the zone number their changes under
             // the zone's row lock, so this snapshot holds a prefix of the zone's history.
@@ -42,7 +43,7 @@ extension PostgresEngine {
             let records = try connection.query("""
                 SELECT \(PostgresSchema.recordColumns), r.change_seq FROM records r WHERE r.zone_id = $1 AND r.change_seq > $2 AND r.change_seq <= $3
                 ORDER BY r.change_seq LIMIT $4
-                """, [.int64(zone.row), .int64(after), .int64(zone.sequence), .int64(Int64(request.limit) + 1)])
+                """, [.int64(zone.row), .int64(after), .int64(end), .int64(Int64(request.limit) + 1)])
             var recent = PostgresRecentTexts(keepsDocumentShape: true)
             for row in records {
                 let record = try decodeRecord(row, zoneID: request.zoneID, recent: &recent).restricted(to: request.desiredKeys)
@@ -51,13 +52,14 @@ extension PostgresEngine {
             let tombstones = try connection.query("""
                 SELECT record_name, record_type, change_seq FROM tombstones WHERE zone_id = $1 AND change_seq > $2 AND change_seq <= $3
                 ORDER BY change_seq LIMIT $4
-                """, [.int64(zone.row), .int64(after), .int64(zone.sequence), .int64(Int64(request.limit) + 1)])
+                """, [.int64(zone.row), .int64(after), .int64(end), .int64(Int64(request.limit) + 1)])
             for row in tombstones {
                 let id = Record.ID(recordName: try row.text(0) ?? "", zoneID: request.zoneID)
                 changes.append((try row.int64(2) ?? 0, .deleted(id, recordType: try row.text(1) ?? "")))
             }
-            let batch = ChangeHistoryRules.batch(of: changes, limit: request.limit, current: zone.sequence, incarnation: incarnation)
-            return ZoneChangeBatch(changes: batch.changes, position: batch.position, moreComing: batch.moreComing)
+            let batch = ChangeHistoryRules.batch(of: changes, limit: request.limit, current: end, incarnation: incarnation)
+            return ZoneChangeBatch(changes: batch.changes, position: batch.position, moreComing: batch.moreComing,
+                                   zoneEnd: ChangePosition(incarnation: incarnation, sequence: zone.sequence))
         }
     }
 

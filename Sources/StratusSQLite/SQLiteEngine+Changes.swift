@@ -13,26 +13,28 @@ extension SQLiteEngine {
             try ChangeHistoryRules.requireHistory(of: request.zoneID, capabilities: zone.capabilities)
             let incarnation = try zoneIncarnation(zone.row, on: connection)
             let after = try ChangeHistoryRules.sequence(after: request.position, incarnation: incarnation, current: zone.sequence, start: zone.start, of: "zone '\(request.zoneID.zoneName)'")
+            let end = ChangeHistoryRules.end(of: request, current: zone.sequence, after: after)
 
             // Two index-ordered reads, each bounded, then a merge: a large backlog costs no
             // more per batch than a small one.
             var changes: [(sequence: Int64, change: ZoneChangeBatch.Change)] = []
             // A zone's rows are the range of change keys with its row in the high bits.
             let records = try connection.statement("SELECT \(SQLiteSchema.recordColumns), r.change_key FROM records r WHERE r.change_key > ? AND r.change_key <= ? ORDER BY r.change_key LIMIT ?")
-            try records.bind([.integer(SQLiteSchema.changeKey(zoneRow: zone.row, sequence: after)), .integer(SQLiteSchema.changeKey(zoneRow: zone.row, sequence: SQLiteSchema.maximumSequence)),
+            try records.bind([.integer(SQLiteSchema.changeKey(zoneRow: zone.row, sequence: after)), .integer(SQLiteSchema.changeKey(zoneRow: zone.row, sequence: end)),
                               .integer(Int64(request.limit) + 1)])
             while try records.step() {
                 let record = try decodeRecord(records, zoneID: request.zoneID).restricted(to: request.desiredKeys)
                 changes.append((records.int64(SQLiteSchema.recordColumnCount) & SQLiteSchema.maximumSequence, .changed(record)))
             }
-            let tombstones = try connection.statement("SELECT record_name, record_type, change_seq FROM tombstones WHERE zone_id = ? AND change_seq > ? ORDER BY change_seq LIMIT ?")
-            try tombstones.bind([.integer(zone.row), .integer(after), .integer(Int64(request.limit) + 1)])
+            let tombstones = try connection.statement("SELECT record_name, record_type, change_seq FROM tombstones WHERE zone_id = ? AND change_seq > ? AND change_seq <= ? ORDER BY change_seq LIMIT ?")
+            try tombstones.bind([.integer(zone.row), .integer(after), .integer(end), .integer(Int64(request.limit) + 1)])
             while try tombstones.step() {
                 let id = Record.ID(recordName: tombstones.text(0) ?? "", zoneID: request.zoneID)
                 changes.append((tombstones.int64(2), .deleted(id, recordType: tombstones.text(1) ?? "")))
             }
-            let batch = ChangeHistoryRules.batch(of: changes, limit: request.limit, current: zone.sequence, incarnation: incarnation)
-            return ZoneChangeBatch(changes: batch.changes, position: batch.position, moreComing: batch.moreComing)
+            let batch = ChangeHistoryRules.batch(of: changes, limit: request.limit, current: end, incarnation: incarnation)
+            return ZoneChangeBatch(changes: batch.changes, position: batch.position, moreComing: batch.moreComing,
+                                   zoneEnd: ChangePosition(incarnation: incarnation, sequence: zone.sequence))
         }
     }
 

@@ -10,6 +10,7 @@ extension EngineConformance {
         TestCase("a checkpointed query pipeline stopped mid-way goes on after the last batch it committed: every record changed exactly once", checkpointedQueryPipeline),
         TestCase("a checkpointed query pipeline over every zone stopped mid-way goes on after its last batch, reads each zone from one snapshot, refuses an old default-zone checkpoint; DeleteRecordsOperation(query:) without a zone deletes in the default zone", checkpointedZoneWidePipeline),
         TestCase("a checkpointed change-feed pipeline resumes after its token; a record written twice would fail on its change tag", checkpointedChangePipeline),
+        TestCase("a change-feed pipeline that saves into the zone it reads ends where the zone was when it began: every record saved once; the next feed reads those saves", changeFeedSavingIntoItsZone),
     ]
 
     static func jobPositionText(_ env: Environment) async throws {
@@ -153,6 +154,41 @@ extension EngineConformance {
         for zone in zones {
             #expect(try await database.countRecords(matching: Query(recordType: "Counter"), inZoneWith: zone) == (zone.isDefault ? 60 : 90), "\(zone.zoneName)")
         }
+    }
+
+    static func changeFeedSavingIntoItsZone(_ env: Environment) async throws {
+        let database = env.container().privateCloudDatabase
+        let zone = RecordZone.ID(zoneName: "Revisions")
+        _ = try await database.modifyRecordZones(saving: [RecordZone(zoneID: zone)], deleting: [])
+        try await TestDatabase.save(makeRecords("Doc", count: 300, zoneID: zone) { _ in ["revision": .int64(0)] }, in: database)
+        let feed = FetchRecordZoneChangesOperation(
+            recordZoneIDs: [zone], configurationsByRecordZoneID: [zone: .init(previousServerChangeToken: nil, resultsLimit: 25, desiredKeys: nil)])
+        let bump = ModifyRecordsOperation(savingRecordsFrom: feed) { records in
+            for record in records { record["revision"] = ((record["revision"] as? Int64) ?? 0) + 1 }
+            return records
+        }
+        bump.isAtomic = false
+        let token = Box<ServerChangeToken?>(nil)
+        feed.recordZoneFetchResultBlock = { _, result in if case .success(let answer) = result { token.value = answer.serverChangeToken } }
+        let final = Box<Result<Void, any Error>?>(nil)
+        bump.modifyRecordsResultBlock = { final.value = $0 }
+        let queue = OperationQueue()
+        for stage in [feed, bump] as [DatabaseOperation] {
+            stage.database = database
+            queue.addOperation(stage)
+        }
+        await waitUntilFinished([feed, bump])
+        if case .failure(let error)? = final.value { Issue.record("\(error)") }
+        let revisions = try await TestDatabase.queryAll(Query(recordType: "Doc"), in: database, zoneID: zone).map { $0["revision"] as? Int64 }
+        #expect(revisions.count == 300 && revisions.allSatisfy { $0 == 1 }, "each record saved once: \(Set(revisions.map { $0.map(String.init) ?? "nil" }))")
+        // The saves are changes after the token the feed ended at: the next read gets them.
+        var next = token.value, more = true, changed = Set<Record.ID>()
+        while more {
+            let later = try await database.recordZoneChanges(inZoneWith: zone, since: next)
+            changed.formUnion(later.modificationResultsByID.keys)
+            (next, more) = (later.changeToken, later.moreComing)
+        }
+        #expect(changed.count == 300)
     }
 
     static func checkpointedChangePipeline(_ env: Environment) async throws {

@@ -44,12 +44,17 @@ public struct ZoneChangesRequest: Hashable, Sendable {
     public var limit: Int
     /// The keys changed records carry; all keys when `nil`.
     public var desiredKeys: [String]?
+    /// The last change to answer, when not the zone's latest: a read that must end (a
+    /// pipeline that saves into the zone it reads) passes the first batch's
+    /// ``ZoneChangeBatch/zoneEnd``. Engines read up to ``ChangeHistoryRules/end(of:current:after:)``.
+    public var through: ChangePosition?
 
-    public init(zoneID: RecordZone.ID, after position: ChangePosition?, limit: Int, desiredKeys: [String]? = nil) {
+    public init(zoneID: RecordZone.ID, after position: ChangePosition?, limit: Int, desiredKeys: [String]? = nil, through: ChangePosition? = nil) {
         self.zoneID = zoneID
         self.position = position
         self.limit = limit
         self.desiredKeys = desiredKeys
+        self.through = through
     }
 }
 
@@ -88,15 +93,19 @@ public struct ZoneChangeBatch: Sendable {
 
     public var changes: [Change]
     /// Where the next batch starts: after the last change answered, or the zone's current
-    /// position when nothing remains.
+    /// position (or the request's ``ZoneChangesRequest/through``) when nothing remains.
     public var position: ChangePosition
-    /// Whether changes after ``position`` remain.
+    /// Whether changes after ``position`` remain (up to the request's `through`).
     public var moreComing: Bool
+    /// The zone's latest position when the batch was read, whatever the request's bound; nil
+    /// from an engine that does not say.
+    public var zoneEnd: ChangePosition?
 
-    public init(changes: [Change], position: ChangePosition, moreComing: Bool) {
+    public init(changes: [Change], position: ChangePosition, moreComing: Bool, zoneEnd: ChangePosition? = nil) {
         self.changes = changes
         self.position = position
         self.moreComing = moreComing
+        self.zoneEnd = zoneEnd
     }
 }
 
@@ -227,6 +236,18 @@ public enum ChangeHistoryRules {
             throw expired("deletions after it were removed by tombstone compaction")
         }
         return position.sequence
+    }
+
+    /// The last sequence value a zone read answers: the zone's `current` one, or the request's
+    /// ``ZoneChangesRequest/through`` when that comes first (never before `after`, so that a
+    /// position never goes back).
+    ///
+    /// ```swift
+    /// let end = ChangeHistoryRules.end(of: request, current: zone.sequence, after: after)
+    /// ```
+    public static func end(of request: ZoneChangesRequest, current: Int64, after: Int64) -> Int64 {
+        guard let through = request.through else { return current }
+        return min(current, max(through.sequence, after))
     }
 
     /// A batch from the changes an engine read after a position: each source (changed records,

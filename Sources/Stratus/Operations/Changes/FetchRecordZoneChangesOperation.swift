@@ -166,12 +166,17 @@ open class FetchRecordZoneChangesOperation: DatabaseOperation, RecordProducingOp
         let clientToken = ClientChangeTokens.shared.token(for: zoneID, context: context, store: store)
         var position = try configuration.previousServerChangeToken?.position(for: zoneID, in: context)
         var reads = RecordReadCheck(engine: engine, context: context)
+        // As a pipeline's source, the read ends where the zone was when it began, as a query
+        // reads one snapshot: a pipeline that saves into the zone would otherwise read its own
+        // writes for ever.
+        var through: ChangePosition?
         while true {
             if shouldStop { throw stoppedError("FetchRecordZoneChangesOperation", completed: delivered) }
             let request = ZoneChangesRequest(
                 zoneID: context.canonical(zoneID), after: position,
-                limit: batchSize, desiredKeys: configuration.desiredKeys)
+                limit: batchSize, desiredKeys: configuration.desiredKeys, through: through)
             let batch = try withRetry { try engine.fetchZoneChanges(request, in: context) }
+            if through == nil, recordOutput.hasConsumers { through = batch.zoneEnd }
             var changed: [Record] = []
             for change in batch.changes {
                 switch change {
