@@ -197,6 +197,39 @@ struct PipelineStreamingTests {
         }
     }
 
+    struct BadBatch: Error, Equatable { let number: Int }
+
+    @Test("an error the app's closure throws fails its stage with that error as underlyingError, and the stage says how much it completed")
+    func appErrorsKeptAsUnderlying() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            try await TestDatabase.save(items(100), in: database)
+            let query = Self.everyItem(pageSize: 10)
+            let batches = Box(0)
+            let save = ModifyRecordsOperation(savingRecordsFrom: query) { records in
+                let number = batches.update { $0 += 1; return $0 }
+                if number == 3 { throw BadBatch(number: number) }
+                return records
+            }
+            let consumed = Box(0)
+            let consume = ConsumeOperation(consuming: save) { (records: [Record]) in
+                consumed.update { $0 += records.count }
+                if consumed.value >= 10 { throw BadBatch(number: -1) }
+            }
+            let saveFinal = Box<Result<Void, any Error>?>(nil), consumeFinal = Box<Result<Void, any Error>?>(nil)
+            save.modifyRecordsResultBlock = { saveFinal.value = $0 }
+            consume.consumeResultBlock = { consumeFinal.value = $0 }
+            _ = await Self.run([query, save, consume], on: database)
+            // Whichever closure threw first fails the pipeline; its own stage keeps the app's error.
+            let saveError = try #require(finalError(saveFinal.value)), consumeError = try #require(finalError(consumeFinal.value))
+            let failing = [saveError, consumeError].first { $0.underlyingError is BadBatch }
+            let own = try #require(failing, "\(saveError) \(consumeError)")
+            #expect(own.code == .internalError && own.message.contains("the closure given to") && own.message.contains("threw BadBatch"), "\(own.message)")
+            #expect(own.completedItemCount != nil)
+            if own.underlyingError as? BadBatch == BadBatch(number: 3) { #expect(own.completedItemCount == 20, "two batches were saved before the third threw") }
+        }
+    }
+
     @Test("a save stage takes batches while it writes the one before: each written once and in order; a batch its transform refuses fails it after every batch before")
     func saveStageTakesBatchesAhead() async throws {
         try await SQLiteFixture.with { fixture in
@@ -352,6 +385,58 @@ struct PipelineStreamingTests {
             _ = await Self.run([second, count, first, stamp], on: database)
             #expect(finalError(final.value) == nil)
             #expect(counted.value == 150)
+        }
+    }
+
+    @Test("stages added with database.add run beside its other operations: six stages complete, and a save made while the last one waits for it completes")
+    func stagesAddedToTheDatabase() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            try await TestDatabase.save(items(100), in: database)
+            let query = Self.everyItem(pageSize: 10)
+            let first = TransformOperation(transforming: query) { (records: [Record]) in records }
+            let second = TransformOperation(transforming: first) { (records: [Record]) in records.map(\.recordID.recordName) }
+            let third = TransformOperation(transforming: second) { (names: [String]) in names }
+            let fourth = TransformOperation(transforming: third) { (names: [String]) in names }
+            let otherSaved = DispatchSemaphore(value: 0)
+            let seen = Box<[String]>([])
+            let last = ConsumeOperation(consuming: fourth) { (names: [String]) in
+                // Holds the whole pipeline until an ordinary operation of the database has run.
+                if seen.value.isEmpty { otherSaved.wait() }
+                seen.update { $0 += names }
+            }
+            let final = Box<Result<Void, any Error>?>(nil)
+            last.consumeResultBlock = { final.value = $0 }
+            let stages: [DatabaseOperation] = [query, first, second, third, fourth, last]
+            for stage in stages { database.add(stage) }
+            _ = try await database.save(Record(recordType: "Other", recordID: Record.ID(recordName: "beside")))
+            otherSaved.signal()
+            await waitUntilFinished(stages)
+            #expect(finalError(final.value) == nil)
+            #expect(seen.value == (0..<100).map { recordName("item", $0) })
+        }
+    }
+
+    @Test("a consumer that depends on another consumer of its producer gets every batch after that one finished, rather than holding the pipeline up forever")
+    func consumerDependingOnAnotherConsumer() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            try await TestDatabase.save(items(300), in: database)
+            let query = Self.everyItem(pageSize: 10, inFlight: 1)
+            let save = ModifyRecordsOperation(savingRecordsFrom: query) { records in
+                for record in records { record["audited"] = 1 }
+                return records
+            }
+            let audited = Box<[String]>([])
+            let audit = ConsumeOperation(consuming: query) { (records: [Record]) in audited.update { $0 += records.map(\.recordID.recordName) } }
+            audit.addDependency(save)
+            let finals = Box<[StratusError?]>([])
+            save.modifyRecordsResultBlock = { result in finals.update { $0.append(finalError(result)) } }
+            audit.consumeResultBlock = { result in finals.update { $0.append(finalError(result)) } }
+            _ = await Self.run([query, save, audit], on: database)
+            #expect(finals.value.count == 2 && finals.value.allSatisfy { $0 == nil }, "\(finals.value)")
+            #expect(audited.value == (0..<300).map { recordName("item", $0) })
+            #expect(try await TestDatabase.queryAll(try Query(recordType: "Item", format: "audited == 1"), in: database).count == 300)
         }
     }
 
