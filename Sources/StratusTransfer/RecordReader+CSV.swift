@@ -64,7 +64,11 @@ extension RecordReader {
                     break
                 }
                 if i < limit && base[i] != UInt8(ascii: ",") && base[i] != 0x0A && base[i] != 0x0D {
-                    c.note(i, "unexpected \(JSONCursor.describe(base[i])) after a closing quote; a quote inside a quoted cell is written twice")
+                    // A cell that spans lines here most likely began at a stray quote: say so, as the
+                    // lines it took are not rows of their own.
+                    let spansLines = memchr(base + open, 0x0A, i - open) != nil
+                    c.note(i, "unexpected \(JSONCursor.describe(base[i])) after a closing quote; a quote inside a quoted cell is written twice"
+                        + (spansLines ? " (the quoted cell it closes began on an earlier line: a stray quote there took the lines between into this one row)" : ""))
                     while i < limit && base[i] != UInt8(ascii: ",") && base[i] != 0x0A && base[i] != 0x0D { i += 1 }
                 }
             } else {
