@@ -108,9 +108,24 @@ struct ParsedArguments {
                 guard kind == S_IFREG || kind == S_IFDIR else { return nil }
                 self = .existing(status.st_dev, status.st_ino)
             } else {
-                // Its folder may be a link (`link/t` and `real/t`): resolved as a store path is.
-                self = .planned(StoreFileGuard.canonical(path))
+                // Its folder may be a link (`link/t` and `real/t`): resolved as a store path is;
+                // so may the path itself, to a file not made yet, which a write makes there.
+                self = .planned(StoreFileGuard.canonical(Self.danglingLinkTarget(path) ?? path))
             }
+        }
+
+        /// Where `path`, a symbolic link to nothing yet, points (followed link by link, as
+        /// opening it to write does): nil when `path` is no link, or the chain does not end.
+        private static func danglingLinkTarget(_ path: String) -> String? {
+            var current = path
+            for _ in 0..<40 {
+                var info = stat()
+                guard lstat(current, &info) == 0, info.st_mode & S_IFMT == S_IFLNK else { return current == path ? nil : current }
+                guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: current) else { return nil }
+                let folder = (current as NSString).deletingLastPathComponent
+                current = target.hasPrefix("/") || folder.isEmpty ? target : folder + "/" + target
+            }
+            return nil
         }
     }
 

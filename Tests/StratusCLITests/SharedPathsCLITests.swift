@@ -38,6 +38,12 @@ struct SharedPathsCLITests {
             #expect(linked.exitCode == 64 && linked.stderr.contains("both name"), "\(linked)")
             #expect(cli.read(kept) == "", "\(linked)")
 
+            // A link to a file not made yet names the file a write through it makes.
+            try FileManager.default.createSymbolicLink(atPath: folder + "/dangling", withDestinationPath: "made-later.token")
+            let throughDangling = try await cli.run(["changes", "--token-file", folder + "/made-later.token", "--output", folder + "/dangling"])
+            #expect(throughDangling.exitCode == 64 && throughDangling.stderr.contains("both name"), "\(throughDangling)")
+            #expect(!cli.exists(folder + "/made-later.token"), "\(throughDangling)")
+
             // A file not made yet, named through a folder that is a link, is the same file.
             try FileManager.default.createDirectory(atPath: folder + "/real", withIntermediateDirectories: true)
             try FileManager.default.createSymbolicLink(atPath: folder + "/alias", withDestinationPath: folder + "/real")
