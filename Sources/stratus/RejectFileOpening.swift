@@ -1,7 +1,7 @@
 import Foundation
 
 /// Opens a `--reject-file` for appending: created when missing; an existing regular file must
-/// hold reject lines already (JSON objects, one per line) or nothing, so that a mistyped name
+/// hold reject lines already (JSON objects, one per line, each starting `{"line":`) or nothing, so that a mistyped name
 /// never appends to another program's file or database.
 ///
 /// ```swift
@@ -22,7 +22,8 @@ enum RejectFileOpening {
                 guard let reader = FileHandle(forReadingAtPath: path) else { throw CommandFailure(.cannotCreateOutput, "cannot read the reject file \(path)") }
                 let start = (try? reader.read(upToCount: 64)) ?? Data()
                 try? reader.close()
-                guard start.first(where: { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }) == UInt8(ascii: "{") else {
+                // Reject lines start `{"line":`; a record file (NDJSON, an envelope) starts `{` too.
+                guard start.drop(while: { [0x20, 0x09, 0x0A, 0x0D].contains($0) }).starts(with: Data(#"{"line":"#.utf8)) else {
                     throw CommandFailure(.cannotCreateOutput, "the reject file \(path) exists and holds something other than reject lines (JSON objects, one a line); name another file")
                 }
             default: break

@@ -324,6 +324,11 @@ struct HostileSurroundingsCLITests {
             let refused = try await cli.run(["import", bad, "--reject-file", foreign])
             #expect(refused.exitCode == 73 && refused.stderr.contains("other than reject lines"), "\(refused)")
             #expect(try String(contentsOfFile: foreign, encoding: .utf8) == "my own notes, not rejects\n")
+            // A record file starts with a brace too, and is no reject file.
+            let records = try cli.file("records.ndjson", Input.notes(1, prefix: "mine"))
+            let notRejects = try await cli.run(["import", bad, "--reject-file", records])
+            #expect(notRejects.exitCode == 73 && notRejects.stderr.contains("other than reject lines"), "\(notRejects)")
+            #expect(try String(contentsOfFile: records, encoding: .utf8) == Input.notes(1, prefix: "mine"))
             let rejects = store.path("rejects.ndjson")
             for _ in 0..<2 { #expect(try await cli.run(["import", bad, "--reject-file", rejects]).exitCode == 1) }
             #expect(try String(contentsOfFile: rejects, encoding: .utf8).split(separator: "\n").count == 2, "a reject file is appended to")
