@@ -50,6 +50,22 @@ final class CheckpointFile: ImportCheckpointStore {
     /// - Throws: ``UsageError`` when the file is not a checkpoint or belongs to another input;
     ///   ``CommandFailure`` `dataError` when it is larger than ``maximumSize``.
     func load() throws -> ImportCheckpoint? {
+        guard let contents = try contents() else { return nil }
+        if contents.committedItems > 0 {
+            StratusCommand.note("going on from the checkpoint \(path): the first \(Progress.grouped(contents.committedItems)) input items were settled by an earlier run")
+        }
+        return ImportCheckpoint(itemsSettled: contents.committedItems, job: contents.job, pendingItems: contents.pendingItems ?? [])
+    }
+
+    /// Whether an earlier run settled items under this checkpoint: it then goes on in the store
+    /// that run wrote to, which must exist.
+    ///
+    /// - Throws: as ``load()``.
+    func resumesEarlierRun() throws -> Bool {
+        try (contents()?.committedItems ?? 0) > 0
+    }
+
+    private func contents() throws -> Contents? {
         guard FileManager.default.fileExists(atPath: resolvedPath) else { return nil }
         let data = try KeptFile.contents(of: resolvedPath, atMost: Self.maximumSize, what: "checkpoint")
         guard let contents = try? JSONDecoder().decode(Contents.self, from: data) else {
@@ -58,10 +74,7 @@ final class CheckpointFile: ImportCheckpointStore {
         guard contents.input == input && contents.inputSize == inputSize else {
             throw UsageError(message: "the checkpoint \(path) belongs to \(contents.input) (\(contents.inputSize ?? 0) bytes), not to this input; remove it to start over")
         }
-        if contents.committedItems > 0 {
-            StratusCommand.note("going on from the checkpoint \(path): the first \(Progress.grouped(contents.committedItems)) input items were settled by an earlier run")
-        }
-        return ImportCheckpoint(itemsSettled: contents.committedItems, job: contents.job, pendingItems: contents.pendingItems ?? [])
+        return contents
     }
 
     /// - Throws: ``CommandFailure`` `cannotCreateOutput` when it cannot be written.

@@ -48,9 +48,11 @@ struct ImportCommand: Command {
         under its fileChecksum (base64url) gets that content. Content is stored once by its
         SHA-256, private to the store's user.
         Deletions ({"recordName":…,"deleted":true,"zoneID":…}, as `stratus changes` writes them)
-        delete their record, so that `stratus changes | stratus import --mode forceReplace`
-        keeps a second store in step (forceReplace, because a change carries the whole record:
-        a field it lacks was removed). CloudKit's own records (names starting with '_', record
+        delete their record, so that the changes `stratus changes` writes, imported with
+        --mode forceReplace --keep-system-records --as-administrator, keep a second store in
+        step (forceReplace, because a change carries the whole record: a field it lacks was
+        removed; write them into a file first and import it, as the README's mirror job does:
+        in a pipe, changes the import refuses are gone from the feed). CloudKit's own records (names starting with '_', record
         types like cloudkit.share) are rejected with that reason unless --keep-system-records.
 
         Parents: a record whose parent comes later in the input waits until the parent is
@@ -202,7 +204,12 @@ struct ImportCommand: Command {
         let checkpoint = try checkpointPath.map { try CheckpointFile(path: $0, input: input.identity, inputSize: input.size) }
         // A dry run writes nothing, so it needs a store that exists (for its schemas); one the
         // user may not write fails as the real run would (77, RecordImporter checks), not "valid".
-        let container = try store.openContainer(dryRun ? .read : .createIfMissing, missingStoreAdvice: Self.dryRunNeedsStore)
+        // A run that goes on from a checkpoint goes on in the store the earlier run wrote to: a
+        // missing one is the wrong store, not one to create.
+        let resuming = try checkpoint?.resumesEarlierRun() ?? false
+        let container = try store.openContainer(
+            dryRun ? .read : resuming ? .existing : .createIfMissing,
+            missingStoreAdvice: resuming ? "the checkpoint \(checkpointPath ?? "") says an earlier run imported into it; name that store, or remove the checkpoint to start over" : Self.dryRunNeedsStore)
         // The store's administrator is no user: the roles are the apps' rules, which a copy of
         // what the store holds (a mirror) is not subject to.
         let database = asAdministrator

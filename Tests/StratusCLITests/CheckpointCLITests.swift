@@ -109,6 +109,11 @@ struct CheckpointCLITests {
             let first = try await cli.run(arguments)
             #expect(first.exitCode != 0 && cli.exists(checkpoint), "the missing zone stops it: \(first)")
             #expect(try await cli.run(["zones", "create", "Z"]).exitCode == 0)
+            // Going on in a store that is not there is the wrong store: refused, none created.
+            let elsewhere = store.path("elsewhere.sqlite")
+            let missing = try await cli.run(arguments + ["--store", elsewhere])
+            #expect(missing.exitCode == 66 && missing.stderr.contains("says an earlier run imported into it"), "\(missing)")
+            #expect(!missing.stderr.contains("created a new store") && !cli.exists(elsewhere), "\(missing)")
             let resumed = try await cli.run(arguments)
             #expect(resumed.exitCode == 0 && resumed.stderr.contains("going on from the checkpoint"), "\(resumed)")
             #expect(try await cli.count("T") == 1)
@@ -239,6 +244,9 @@ struct CheckpointCLITests {
             #expect(Self.committedItems(checkpoint) == afterKill, "the checkpoint is left alone")
             // Nor to another store (a cron job without the STRATUS_STORE of the first run): it would skip what that store never got.
             let otherStore = store.path("other.sqlite")
+            let missingStore = try await cli.run(arguments + ["--store", otherStore])
+            #expect(missingStore.exitCode == 66 && missingStore.stderr.contains("says an earlier run imported into it") && !cli.exists(otherStore), "\(missingStore)")
+            #expect(try await cli.run(["import", "--store", otherStore, "--quiet"], stdin: "").exitCode == 0)
             let wrongStore = try await cli.run(arguments + ["--store", otherStore])
             #expect(wrongStore.exitCode == 64 && wrongStore.stderr.contains("holds no record"), "\(wrongStore)")
             #expect(Self.committedItems(checkpoint) == afterKill, "the checkpoint is left alone")
