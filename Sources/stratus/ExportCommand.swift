@@ -7,7 +7,7 @@ struct ExportCommand: Command {
     static let name = "export"
     static let summary = "every matching record, as NDJSON, JSON, an envelope or CSV"
     static let usage = [
-        "stratus export --type TYPE [--where PREDICATE] [--sort KEY[:desc]]... [--fields K1,K2] [--limit N] [--format FORMAT] [--types NAME:TYPE,...] [--timestamps STYLE] [--assets-dir DIR] [--output FILE [--force]] [progress options] [store options]",
+        "stratus export --type TYPE [--where PREDICATE] [--sort KEY[:desc]]... [--fields K1,K2] [--all-zones] [--limit N] [--format FORMAT] [--types NAME:TYPE,...] [--timestamps STYLE] [--assets-dir DIR] [--output FILE [--force]] [progress options] [store options]",
     ]
     static let discussion = """
         Writes every matching record (NDJSON by default) to stdout, or to FILE. Memory holds four

@@ -7,7 +7,7 @@ struct QueryCommand: Command {
     static let name = "query"
     static let summary = "one page of a query, with a cursor for the next (for scripts)"
     static let usage = [
-        "stratus query --type TYPE [--where PREDICATE] [--sort KEY[:desc]]... [--limit N] [--fields K1,K2] [--format FORMAT] [store options]",
+        "stratus query --type TYPE [--where PREDICATE] [--sort KEY[:desc]]... [--limit N] [--fields K1,K2] [--all-zones] [--format FORMAT] [--explain] [store options]",
         "stratus query --cursor TOKEN [--type TYPE --where PREDICATE --sort KEY[:desc]...] [--limit N] [--fields K1,K2] [--format FORMAT] [store options]",
     ]
     static let discussion = """

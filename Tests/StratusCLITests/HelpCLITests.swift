@@ -20,6 +20,13 @@ struct HelpCLITests {
         return Set(usage.matches(of: #/--[a-z][a-z-]*/#).map { String($0.output) })
     }
 
+    /// The options a help text describes as the command's own ("Options:", not a group's).
+    static func ownOptions(_ help: String) -> Set<String> {
+        guard let start = help.range(of: "\nOptions:\n") else { return [] }
+        let section = help[start.upperBound...].components(separatedBy: "\n\n")[0]
+        return Set(section.split(separator: "\n").compactMap { line in line.wholeMatch(of: #/  (--[a-z][a-z-]*).*/#).map { String($0.output.1) } })
+    }
+
     /// The options a help text describes: lines that start with two spaces and the option.
     static func describedOptions(_ help: String) -> [String: String] {
         var described: [String: String] = [:]
@@ -84,6 +91,8 @@ struct HelpCLITests {
                 let described = Self.describedOptions(help)
                 let undescribed = Self.usageOptions(help).subtracting(described.keys)
                 #expect(undescribed.isEmpty, "\(command): the usage names \(undescribed.sorted()) but the help does not describe them")
+                let unlisted = Self.ownOptions(help).subtracting(Self.usageOptions(help))
+                #expect(unlisted.isEmpty, "\(command): the help describes \(unlisted.sorted()) but no usage line names them")
                 for option in ["--store", "--container", "--database", "--zone", "--user"] {
                     #expect(described[option] != nil, "\(command) --help lists the store option \(option)")
                 }
