@@ -714,6 +714,9 @@ struct ImportCLITests {
             // A missing zone stops the import once, naming the command that creates it.
             #expect(noZone.exitCode == 65, "\(noZone)")
             #expect(noZone.stderr.contains("Nowhere") && noZone.stderr.contains("zones create Nowhere"), "\(noZone)")
+            // In a private database the command names the user whose zone it is, as given.
+            let privateZone = try await cli.run(["import", "--zone", "Mine", "--database", "private", "--user", "o'brien"], stdin: Input.notes(1))
+            #expect(privateZone.exitCode == 65 && privateZone.stderr.contains(#"zones create Mine --database private --user 'o'\''brien'"#), "\(privateZone)")
         }
     }
 }

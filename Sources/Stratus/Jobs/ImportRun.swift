@@ -302,6 +302,12 @@ final class ImportRun {
         return (zoneID, keptOwner)
     }
 
+    /// `word` as a shell reads it back: bare when it holds only plain characters, else quoted.
+    static func shellWord(_ word: String) -> String {
+        let plain = !word.isEmpty && word.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || $0.properties.numericType != nil || "._@-+=:,/".unicodeScalars.contains($0)) }
+        return plain ? word : "'" + word.replacingOccurrences(of: "'", with: "'\\''") + "'"
+    }
+
     private func ensureZone(_ zoneID: RecordZone.ID, line: Int, recordName: String, consumed: Int) async throws {
         do {
             _ = try await database.recordZone(for: zoneID)
@@ -310,9 +316,11 @@ final class ImportRun {
         } catch let error as StratusError where error.code == .zoneNotFound {
             guard options.createsZones else {
                 let scope = database.databaseScope
+                // A private zone is one user's: the command that makes it names that user.
+                let user = scope == .public ? "" : database.user?.login.map { " --user " + Self.shellWord($0) } ?? ""
                 throw try await stopForZones(consumed: consumed, StratusError(
                     .zoneNotFound,
-                    "line \(line): record '\(recordName)' is in zone '\(zoneID.zoneName)', which does not exist in the \(scope) database; create it with `stratus zones create \(zoneID.zoneName) --database \(scope)` or import with --create-zones",
+                    "line \(line): record '\(recordName)' is in zone '\(zoneID.zoneName)', which does not exist in the \(scope) database; create it with `stratus zones create \(Self.shellWord(zoneID.zoneName)) --database \(scope)\(user)` or import with --create-zones",
                     zoneID: zoneID))
             }
         } catch {
