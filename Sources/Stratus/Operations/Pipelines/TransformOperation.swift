@@ -16,7 +16,7 @@ import Foundation
 ///     records.map { Invoice(order: $0.recordID.recordName, total: $0["total"] as? Double ?? 0) }
 /// }
 /// let mail = ConsumeOperation(consuming: invoices) { batch in try mailer.send(batch) }
-/// for stage in [orders, invoices, mail] as [Operation] { queue.addOperation(stage) }
+/// for stage in [orders, invoices, mail] as [DatabaseOperation] { database.add(stage) }   // the query needs a database
 /// ```
 public final class TransformOperation<Input: Sendable, Output: Sendable>: DatabaseOperation, ProducingOperation, @unchecked Sendable {
     public let pipelineOutput = PipelineOutput<Output>()
