@@ -12,10 +12,11 @@ struct ExportCommand: Command {
     static let discussion = """
         Writes every matching record (NDJSON by default) to stdout, or to FILE. Memory holds four
         pages at most, however many records are exported. CSV columns are --fields, else every
-        field of the matching records with the type of its first value (found by reading them
-        once more; encrypted values as ENCRYPTED_TYPE); --types or --fields count:INT64 give
-        column types the records cannot (with --fields, a field the first record lacks has
-        none), secret:ENCRYPTED_BYTES a column of encrypted values. A record whose value does not
+        field of the matching records, with the type the schema declares, else the type of its
+        first value (found by reading them once more; encrypted values as ENCRYPTED_TYPE);
+        --types or --fields count:INT64 give column types neither can (with --fields, a field
+        the schema does not type and the first record lacks has none), secret:ENCRYPTED_BYTES a
+        column of encrypted values. A record whose value does not
         fit its column stops the export (exit 65). CSV carries values, not how record JSON
         spelled them (a missing type, UNKNOWN_LIST, unpadded base64…): use a JSON format for that.
 
@@ -92,6 +93,14 @@ struct ExportCommand: Command {
         var csvFields = selection.fields
         var csvTypes = self.csvTypes
         var csvEncryptedFields = self.csvEncryptedFields
+        if format == .csv {
+            // The schema types the columns it declares, whatever the first record holds or lacks.
+            let declared = try await WhereClause.csvColumnTypes(of: query.recordType, in: container)
+            for (name, type) in declared.types where csvTypes[name] == nil && (csvFields?.contains(name) ?? true) {
+                csvTypes[name] = type
+                if declared.encrypted.contains(name) { csvEncryptedFields.insert(name) }
+            }
+        }
         if format == .csv && csvFields == nil {
             // CSV needs its columns before the first row: every field of every matching record
             // (a schema need not declare every field), found by reading them once more.

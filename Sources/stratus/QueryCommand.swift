@@ -22,13 +22,15 @@ struct QueryCommand: Command {
         sorts on a field without its index still runs, by reading every record of the type;
         when stderr is a terminal (or $STRATUS_ADVICE is `always`), stderr then says so once and
         names the index to declare (production refuses such a query). Scripts that read stderr
-        see only the cursor line.
+        find the cursor on its own line, `cursor: TOKEN`; other lines are notes (`stratus: note:
+        …`, such as a --where or --sort field the schema does not declare). A cursor longer than
+        a command line takes (a large IN list) goes back on stdin: --cursor -.
         """
     static let options: [Option] = [
         .recordType, .predicate, .sort,
         Option("--limit", "N", "records per page", default: "100"),
         .fields, .allZones,
-        Option("--cursor", "TOKEN", "continue after the page that printed TOKEN (then --type is not needed)", default: "none: the first page"),
+        Option("--cursor", "TOKEN", "continue after the page that printed TOKEN (then --type is not needed); - reads TOKEN (or its `cursor: TOKEN` line) from stdin, for a cursor longer than a command line takes", default: "none: the first page"),
         Option("--format", "FORMAT", "ndjson, json (an array), envelope ({\"records\":[…],\"continuationMarker\":…}) or csv", default: "ndjson"),
         Option(flag: "--explain", "print the index the query would read and the store's plan, instead of records"),
     ]
@@ -41,9 +43,11 @@ struct QueryCommand: Command {
     var explain = false
 
     static func parse(_ arguments: ParsedArguments) throws -> QueryCommand {
+        var cursor = arguments.value("--cursor")
+        if cursor == "-" { cursor = try Self.cursorFromStandardInput() }
         let command = QueryCommand(
             store: try StoreOptions(arguments), selection: try QuerySelection(arguments),
-            limit: try arguments.positiveInteger("--limit") ?? 100, cursor: arguments.value("--cursor")?.trimmingCharacters(in: .whitespacesAndNewlines), format: try Self.format(arguments),
+            limit: try arguments.positiveInteger("--limit") ?? 100, cursor: cursor?.trimmingCharacters(in: .whitespacesAndNewlines), format: try Self.format(arguments),
             explain: arguments.flag("--explain"))
         try arguments.expectNoPositionals()
         if command.cursor?.isEmpty == true {
@@ -58,6 +62,26 @@ struct QueryCommand: Command {
         if command.format == .csv && command.store.allZones { throw UsageError(message: StoreOptions.allZonesCSV) }
         if command.explain && command.store.allZones { throw UsageError(message: "--explain shows one zone's plan (every zone's query is planned alike): give --zone, or leave out --all-zones") }
         return command
+    }
+
+    /// The largest cursor `--cursor -` reads: a cursor carries its query, which a predicate's
+    /// limits (500 conditions, 64 KiB of text) keep far below this.
+    static let maximumCursorSize = 4 << 20
+
+    /// `--cursor -`: the token on stdin, alone or as the `cursor: TOKEN` line a page printed.
+    static func cursorFromStandardInput() throws -> String {
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { Foundation.read(STDIN_FILENO, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { break }
+            data.append(contentsOf: buffer[0..<count])
+            if data.count > maximumCursorSize { throw UsageError(message: "--cursor -: stdin holds more than \(maximumCursorSize >> 20) MiB, which is no cursor") }
+        }
+        var text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        if text.hasPrefix("cursor: ") { text.removeFirst("cursor: ".count) }
+        return text
     }
 
     static func format(_ arguments: ParsedArguments) throws -> RecordFormat {
@@ -100,7 +124,10 @@ struct QueryCommand: Command {
                 if let given = try ofCursorType.makeQuery() { query = try await WhereClause.typed(given, in: container) }
             }
             if let query, !decoded.continues(query, zoneID: zone) {
-                throw UsageError(message: "the cursor belongs to a different query; run the same --type/--where/--sort that printed it")
+                // `now` is read once, when the first page runs: the same text is another moment later.
+                let mentionsNow = selection.predicateText?.range(of: #"\bnow\b"#, options: [.regularExpression, .caseInsensitive]) != nil
+                throw UsageError(message: "the cursor belongs to a different query; run the same --type/--where/--sort that printed it"
+                    + (mentionsNow ? ", or pass the cursor alone: --where's now was a moment of the first page, which the cursor keeps" : ""))
             }
             page = try await database.records(continuingMatchFrom: decoded, desiredKeys: selection.fields, resultsLimit: limit)
         } else {
@@ -108,19 +135,33 @@ struct QueryCommand: Command {
             page = try await database.records(matching: query, inZoneWith: store.searchedZoneID, desiredKeys: selection.fields, resultsLimit: limit)
         }
         let records = try page.matchResults.map { try $0.1.get() }
-        // CSV columns: --fields, else every field of the page's records, typed by its first value.
+        // CSV columns: --fields, else every field of the page's records; typed as given, else by
+        // the schema (so that every page has the same header), else by the page's first value.
         var types = selection.fieldTypes
+        var encrypted = selection.encryptedFields
+        var schemaTyped: Set<String> = []
         if format == .csv {
+            var recordType = query?.recordType
+            if recordType == nil, let cursor { recordType = try QueryOperation.Cursor(serialized: cursor).recordType }
+            var declared: (types: [String: FieldType], encrypted: Set<String>) = ([:], [])
+            if let recordType { declared = try await WhereClause.csvColumnTypes(of: recordType, in: container) }
+            let wanted = Set(selection.fields ?? records.flatMap(\.fieldValues.keys))
+            for key in wanted where types[key] == nil {
+                guard let type = declared.types[key] else { continue }
+                types[key] = type
+                schemaTyped.insert(key)
+                if declared.encrypted.contains(key) { encrypted.insert(key) }
+            }
             for record in records { for (key, value) in record.fieldValues where types[key] == nil { types[key] = value.type } }
             // Types given for fields no record of the page has still make columns.
         }
         let writer = RecordWriter(format: format, output: .standardOutput, csvFields: selection.fields ?? (format == .csv ? types.keys.sorted() : nil))
         writer.csvTypes = types
-        writer.csvEncryptedFields = selection.encryptedFields
+        writer.csvEncryptedFields = encrypted
         writer.jsonOptions.writesEveryZoneID = searchesAllZones
         if format == .csv {
             // Columns typed by the page's first value of each field are encrypted when it is.
-            for key in types.keys where selection.fieldTypes[key] == nil {
+            for key in types.keys where selection.fieldTypes[key] == nil && !schemaTyped.contains(key) {
                 if let first = records.first(where: { $0.fieldValue(forKey: key) != nil }), first.encryptedKeys.contains(key) {
                     writer.csvEncryptedFields.insert(key)
                 }
@@ -131,7 +172,8 @@ struct QueryCommand: Command {
         let marker = page.queryCursor?.serialized
         try writer.finish(continuationMarker: marker)
         if let marker, format != .envelope {
-            StandardError.write("cursor: \(marker)\n")
+            // The script's only way to the next page: not written is a failed page, not the last.
+            try StandardError.writeRequired("cursor: \(marker)\n", what: "the cursor")
         }
         return .success
     }

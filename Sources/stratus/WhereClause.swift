@@ -160,7 +160,7 @@ enum WhereClause {
             throw UsageError(message: "the production schema has no record type \(recordType) (CloudKit: Did not find record type); deploy the development schema (`stratus schema deploy`) or use --environment development")
         }
         if let typeSchema, container.environment == .development {
-            noteUndeclaredFields(fieldNames(of: predicate), of: typeSchema)
+            noteUndeclaredFields(fieldNames(of: predicate) + sorts.map(\.key), of: typeSchema)
         }
         guard predicate != .all && predicate != .none else { return predicate }
         return try typed(predicate, by: typeSchema)
@@ -168,10 +168,10 @@ enum WhereClause {
 
     /// A filter on a field the development schema does not declare matches nothing (a
     /// development save declares every field it stores; only records kept from a field a schema
-    /// import dropped may hold it): a mistyped name (`ratng`) gets a note on stderr rather than
-    /// passing for an empty answer unseen. (Production refuses such a
-    /// query, as CloudKit does.) Sort keys are left alone: sorting by a field no record has
-    /// still answers every record, with a cursor that a script reads from stderr.
+    /// import dropped may hold it), and a sort by one orders by record name alone: a mistyped
+    /// name (`ratng`) gets a note on stderr rather than passing for an empty answer or the
+    /// order asked for unseen. (Production refuses such a query, as CloudKit does.) A script
+    /// that reads stderr finds the cursor on its own `cursor: ` line.
     private static func noteUndeclaredFields(_ names: [String], of schema: RecordTypeSchema) {
         var noted: Set<String> = []
         for name in names where schema.field(name) == nil && noted.insert(name).inserted {
@@ -189,6 +189,20 @@ enum WhereClause {
             return false
         }) { _, value in value }
         return names
+    }
+
+    /// The CSV column types the environment's schema gives `recordType`'s fields, and which of
+    /// them are encrypted: a column then has its declared type whatever the first record holds
+    /// (or lacks). A NUMBER field holds INT64 and DOUBLE alike, and a system field has a column
+    /// of its own, so neither is typed here.
+    static func csvColumnTypes(of recordType: String, in container: Container) async throws -> (types: [String: FieldType], encrypted: Set<String>) {
+        guard let schema = try await container.schema().recordType(recordType) else { return ([:], []) }
+        var types: [String: FieldType] = [:], encrypted: Set<String> = []
+        for field in schema.fields where !field.isNumber && field.systemField == nil {
+            types[field.name] = field.type
+            if field.isEncrypted { encrypted.insert(field.name) }
+        }
+        return (types, encrypted)
     }
 
     /// The query of a command's ``QuerySelection``, typed by the container's schema.

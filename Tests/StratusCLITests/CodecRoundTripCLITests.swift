@@ -276,8 +276,11 @@ struct CodecRoundTripCLITests {
             #expect(columns.stdoutLines.first?.hasSuffix("data:ENCRYPTED_BYTES,label:STRING") == true, "\(columns)")
             let given = try await cli.run(["export", "--type", "Secret", "--format", "csv", "--fields", "label,data:ENCRYPTED_BYTES", "--quiet", "--database", "private"])
             #expect(given.exitCode == 0, "\(given)")
-            // A column the first record cannot type holds plain values: the encrypted one is bad data.
-            let refused = try await cli.run(["export", "--type", "Secret", "--format", "csv", "--fields", "label,data", "--quiet", "--database", "private"])
+            // The schema types a column the first record cannot: encrypted, as declared.
+            let declared = try await cli.run(["export", "--type", "Secret", "--format", "csv", "--fields", "label,data", "--quiet", "--database", "private"])
+            #expect(declared.exitCode == 0 && declared.stdoutLines.first?.hasSuffix("label:STRING,data:ENCRYPTED_BYTES") == true, "\(declared)")
+            // A column given plain holds plain values: the encrypted one is bad data.
+            let refused = try await cli.run(["export", "--type", "Secret", "--format", "csv", "--fields", "label,data:BYTES", "--quiet", "--database", "private"])
             #expect(refused.exitCode == 65, "\(refused)")
             #expect(refused.stderr.contains("record 's1'") && refused.stderr.contains("data:ENCRYPTED_BYTES"), "\(refused)")
         }

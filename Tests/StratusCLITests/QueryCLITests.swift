@@ -332,6 +332,49 @@ struct QueryCLITests {
         }
     }
 
+    @Test("--cursor - reads the cursor (or its cursor: line) from stdin; a cursor that cannot be written to stderr is exit 73; a --where with now says to pass the cursor alone; a misspelt --sort field gets a note", arguments: TestEngine.all)
+    func cursorScripting(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            _ = try await cli.run(["import", try cli.file("notes.ndjson", Input.notes(12))])
+            let first = try await cli.run(["query", "--type", "Note", "--sort", "count", "--limit", "5"])
+            let line = try #require(first.stderrLines.first { $0.hasPrefix("cursor: ") }, "\(first)")
+            let fromLine = try await cli.run(["query", "--cursor", "-", "--limit", "5"], stdin: line + "\n")
+            #expect(fromLine.exitCode == 0, "\(fromLine)")
+            #expect(try JSONLine.names(fromLine.stdout) == ["n6", "n7", "n8", "n9", "n10"], "\(fromLine)")
+            let fromToken = try await cli.run(["query", "--cursor", "-", "--limit", "5"], stdin: String(line.dropFirst("cursor: ".count)))
+            #expect(fromToken.stdout == fromLine.stdout, "\(fromToken)")
+            #expect(try await cli.run(["query", "--cursor", "-"], stdin: "").exitCode == 64)
+
+            let lost = try await cli.shell(#""$STRATUS" query --type Note --sort count --limit 5 2>/dev/full"#)
+            #expect(lost.exitCode == 73, "a page whose cursor is lost is no last page: \(lost)")
+
+            let dated = try await cli.run(["query", "--type", "Note", "--where", "modificationDate < now", "--limit", "5"])
+            let datedToken = String(try #require(dated.stderrLines.first?.wholeMatch(of: #/cursor: (\S+)/#)?.1, "\(dated)"))
+            let again = try await cli.run(["query", "--type", "Note", "--where", "modificationDate < now", "--limit", "5", "--cursor", datedToken])
+            #expect(again.exitCode == 0 || (again.exitCode == 64 && again.stderr.contains("or pass the cursor alone")), "\(again)")
+            #expect(try await cli.run(["query", "--cursor", datedToken, "--limit", "5"]).exitCode == 0)
+
+            let misspelt = try await cli.run(["query", "--type", "Note", "--sort", "cuont", "--limit", "5"])
+            #expect(misspelt.exitCode == 0 && misspelt.stderr.contains("has no field 'cuont'"), "\(misspelt)")
+            #expect(misspelt.stderrLines.contains { $0.hasPrefix("cursor: ") }, "the cursor keeps its own line: \(misspelt)")
+        }
+    }
+
+    @Test("CSV columns of a query page and an export are typed by the schema, whatever the first record holds or lacks", arguments: TestEngine.all)
+    func csvColumnsFromTheSchema(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let lines = [#"{"recordName":"a","recordType":"P","fields":{"rank":{"value":1,"type":"INT64"}}}"#,
+                         #"{"recordName":"b","recordType":"P","fields":{"rank":{"value":2,"type":"INT64"},"score":{"value":2.5,"type":"DOUBLE"}}}"#]
+            #expect(try await cli.run(["import", try cli.file("p.ndjson", lines.joined(separator: "\n") + "\n")]).exitCode == 0)
+            let page = try await cli.run(["query", "--type", "P", "--sort", "rank", "--limit", "1", "--fields", "score", "--format", "csv"])
+            #expect(page.exitCode == 0 && page.stdoutLines.first?.hasSuffix(",score:DOUBLE") == true, "\(page)")
+            let export = try await cli.run(["export", "--type", "P", "--sort", "rank", "--fields", "score,rank", "--format", "csv"])
+            #expect(export.exitCode == 0 && export.stdoutLines.first?.hasSuffix(",score:DOUBLE,rank:INT64") == true, "\(export)")
+        }
+    }
+
     @Test("a cursor used with a different --where, --type or --sort, or a garbled one, is exit 64", arguments: TestEngine.all)
     func cursorForAnotherQuery(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
