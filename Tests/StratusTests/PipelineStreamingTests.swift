@@ -417,6 +417,34 @@ struct PipelineStreamingTests {
         }
     }
 
+    @Test("a checkpointed query without fetchAllResults reads one page per run and goes on with the next; the run that reads the last page removes the position")
+    func onePagePerRun() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            try await TestDatabase.save(items(25), in: database)
+            func run() async -> StratusError? {
+                let query = QueryOperation(query: Query(recordType: "Item"))
+                query.resultsLimit = 10
+                query.checkpoint = PipelineCheckpoint(job: "a-page-a-night")
+                let bump = ModifyRecordsOperation(savingRecordsFrom: query) { records in
+                    for record in records { record["runs"] = (Self.int(record, "runs") ?? 0) + 1 }
+                    return records
+                }
+                let final = Box<Result<Void, any Error>?>(nil)
+                bump.modifyRecordsResultBlock = { final.value = $0 }
+                _ = await Self.run([query, bump], on: database)
+                return finalError(final.value)
+            }
+            func runs() async throws -> [Int64] {
+                try await TestDatabase.queryAll(Query(recordType: "Item"), in: database).sorted { $0.recordID.recordName < $1.recordID.recordName }.map { Self.int($0, "runs") ?? 0 }
+            }
+            for _ in 0..<3 { #expect(await run() == nil) }
+            #expect(try await runs() == Array(repeating: 1, count: 25), "three runs of one page each: every record once")
+            #expect(await run() == nil)
+            #expect(try await runs() == Array(repeating: 2, count: 10) + Array(repeating: 1, count: 15), "the last page's run removed the position: a new run starts over")
+        }
+    }
+
     @Test("a consumer that depends on another consumer of its producer gets every batch after that one finished, rather than holding the pipeline up forever")
     func consumerDependingOnAnotherConsumer() async throws {
         try await SQLiteFixture.with { fixture in

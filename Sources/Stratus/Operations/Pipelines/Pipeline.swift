@@ -37,6 +37,8 @@ final class Pipeline: Sendable {
         var savedSequence = -1
         /// A stage recorded the job's position in the store's transactions.
         var isRecordedInStore = false
+        /// The source stopped with more to read (a query's one page): the job is not done.
+        var sourceHasMore = false
     }
     private let state = Mutex(State())
     /// Serializes saves of the checkpoint store, which happen outside `state`'s lock.
@@ -59,6 +61,12 @@ final class Pipeline: Sendable {
             guard !state.stages.contains(where: { $0.id == id }) else { return }
             state.stages.append(Stage(operation: operation, id: id, name: String(describing: type(of: operation))))
         }
+    }
+
+    /// The source stopped before its end (a query without `fetchAllResults` reads one page): a
+    /// run that completes keeps its checkpoint's position, so that the next run goes on after it.
+    func sourceStoppedWithMoreToRead() {
+        state.withLock { $0.sourceHasMore = true }
     }
 
     /// Every stage's identity.
@@ -235,7 +243,8 @@ final class Pipeline: Sendable {
         }
         let (allFinished, stop, checkpoint, engine) = state.withLock { state in
             if let index = state.stages.firstIndex(where: { $0.id == ObjectIdentifier(operation) }) { state.stages[index].finished = true }
-            return (state.stages.allSatisfy(\.finished), state.stop, state.checkpoint, state.engine)
+            // A source that stopped with more to read leaves its position for the next run.
+            return (state.stages.allSatisfy(\.finished), state.stop, state.sourceHasMore ? nil : state.checkpoint, state.engine)
         }
         settle(operation, waiting: stop != nil)
         if let error = outcome, error.code != .partialFailure {

@@ -57,7 +57,9 @@ open class QueryOperation: DatabaseOperation, RecordProducingOperation, @uncheck
     /// A Stratus extension: where a pipeline with this query as its source keeps its position,
     /// so that a stopped pipeline run again goes on after the last batch it completed (see
     /// ``PipelineCheckpoint``). The query then starts after the checkpoint's cursor, which must
-    /// be this query's.
+    /// be this query's. Without ``fetchAllResults`` a run reads one page (``resultsLimit``), and
+    /// the position stays after it: each run goes on with the next page, and the run that reads
+    /// the last one removes it.
     ///
     /// ```swift
     /// query.checkpoint = PipelineCheckpoint(job: "archive-2024")
@@ -173,6 +175,7 @@ open class QueryOperation: DatabaseOperation, RecordProducingOperation, @uncheck
         // Cancelled during the last page: the page was delivered, and the cursor resumes after it.
         if shouldStop { return cancelled(returned, at: progress) }
         resultCursor = more ? makeCursor(progress) : nil
+        if more, checkpoint != nil { pipeline?.sourceStoppedWithMoreToRead() }
         return nil
     }
 
