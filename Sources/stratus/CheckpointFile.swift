@@ -52,7 +52,9 @@ final class CheckpointFile: ImportCheckpointStore {
     func load() throws -> ImportCheckpoint? {
         guard let contents = try contents() else { return nil }
         if contents.committedItems > 0 {
-            StratusCommand.note("going on from the checkpoint \(path): the first \(Progress.grouped(contents.committedItems)) input items were settled by an earlier run")
+            // The store's own record of the job decides where the run goes on: a store put back
+            // from a copy holds fewer, and the run goes on from there.
+            StratusCommand.note("going on from the checkpoint \(path): it says an earlier run settled the first \(Progress.grouped(contents.committedItems)) input items (the run goes on after what the store itself records of them)")
         }
         return ImportCheckpoint(itemsSettled: contents.committedItems, job: contents.job, pendingItems: contents.pendingItems ?? [])
     }
