@@ -199,7 +199,7 @@ struct PipelineStreamingTests {
 
     struct BadBatch: Error, Equatable { let number: Int }
 
-    @Test("an error the app's closure throws fails its stage with that error as underlyingError, and the stage says how much it completed")
+    @Test("an error the app's closure throws fails its stage with that error as underlyingError, in every stage's result, and the stage says how much it completed")
     func appErrorsKeptAsUnderlying() async throws {
         try await SQLiteFixture.with { fixture in
             let database = fixture.database
@@ -212,21 +212,50 @@ struct PipelineStreamingTests {
                 return records
             }
             let consumed = Box(0)
-            let consume = ConsumeOperation(consuming: save) { (records: [Record]) in
-                consumed.update { $0 += records.count }
-                if consumed.value >= 10 { throw BadBatch(number: -1) }
-            }
+            let consume = ConsumeOperation(consuming: save) { (records: [Record]) in consumed.update { $0 += records.count } }
+            let queryFinal = Box<Result<QueryOperation.Cursor?, any Error>?>(nil)
             let saveFinal = Box<Result<Void, any Error>?>(nil), consumeFinal = Box<Result<Void, any Error>?>(nil)
+            query.queryResultBlock = { queryFinal.value = $0 }
             save.modifyRecordsResultBlock = { saveFinal.value = $0 }
             consume.consumeResultBlock = { consumeFinal.value = $0 }
             _ = await Self.run([query, save, consume], on: database)
-            // Whichever closure threw first fails the pipeline; its own stage keeps the app's error.
-            let saveError = try #require(finalError(saveFinal.value)), consumeError = try #require(finalError(consumeFinal.value))
-            let failing = [saveError, consumeError].first { $0.underlyingError is BadBatch }
-            let own = try #require(failing, "\(saveError) \(consumeError)")
-            #expect(own.code == .internalError && own.message.contains("the closure given to") && own.message.contains("threw BadBatch"), "\(own.message)")
-            #expect(own.completedItemCount != nil)
-            if own.underlyingError as? BadBatch == BadBatch(number: 3) { #expect(own.completedItemCount == 20, "two batches were saved before the third threw") }
+            let own = try #require(finalError(saveFinal.value))
+            #expect(own.code == .internalError && own.message.contains("the closure given to ModifyRecordsOperation threw BadBatch"), "\(own.message)")
+            #expect(own.underlyingError as? BadBatch == BadBatch(number: 3))
+            #expect(own.completedItemCount == 20, "two batches were saved before the third threw")
+            for other in [finalError(queryFinal.value), finalError(consumeFinal.value)] {
+                let error = try #require(other)
+                #expect(error.underlyingError as? BadBatch == BadBatch(number: 3), "every stage's result carries the app's error: \(error)")
+            }
+        }
+    }
+
+    @Test("a partialFailure thrown by a closure (its own save that failed in part) stops the pipeline instead of passing for a stage's partial success")
+    func partialFailureThrownByAClosure() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            try await TestDatabase.save(items(100), in: database)
+            let query = Self.everyItem(pageSize: 10)
+            let batches = Box(0)
+            let audit = TransformOperation(transforming: query) { (records: [Record]) -> [Record] in
+                if batches.update({ $0 += 1; return $0 }) == 2 { throw StratusError(.partialFailure, "1 of 10 audit records failed") }
+                return records
+            }
+            let save = ModifyRecordsOperation(savingRecordsFrom: audit) { records in
+                for record in records { record["audited"] = 1 }
+                return records
+            }
+            let queryFinal = Box<Result<QueryOperation.Cursor?, any Error>?>(nil)
+            let auditFinal = Box<Result<Void, any Error>?>(nil), saveFinal = Box<Result<Void, any Error>?>(nil)
+            query.queryResultBlock = { queryFinal.value = $0 }
+            audit.transformResultBlock = { auditFinal.value = $0 }
+            save.modifyRecordsResultBlock = { saveFinal.value = $0 }
+            _ = await Self.run([query, audit, save], on: database)
+            let own = try #require(finalError(auditFinal.value))
+            #expect(own.code == .internalError && (own.underlyingError as? StratusError)?.code == .partialFailure, "\(own)")
+            #expect(finalError(saveFinal.value) != nil && finalError(queryFinal.value) != nil, "no stage passes for a success")
+            // Batch one may or may not have been begun when the second batch stopped the pipeline.
+            #expect([0, 10].contains(try await TestDatabase.queryAll(try Query(recordType: "Item", format: "audited == 1"), in: database).count))
         }
     }
 

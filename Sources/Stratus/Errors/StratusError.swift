@@ -173,10 +173,12 @@ extension StratusError {
 
     /// What a pipeline stage reports when a closure of the app's (a transform, a consumer's
     /// body) threw: `internalError` saying so, the app's own error as ``underlyingError`` (to
-    /// `catch` or compare it there), and the items the stage completed before.
+    /// `catch` or compare it there), and the items the stage completed before. A
+    /// ``StratusError`` goes on as it is, but a `partialFailure`, which a stage's own writes
+    /// report without stopping the pipeline, is wrapped so that it stops it.
     static func thrownByClosure(_ error: any Error, of stage: String, completed: Int) -> StratusError {
         var wrapped: StratusError
-        if let error = error as? StratusError {
+        if let error = error as? StratusError, error.code != .partialFailure {
             wrapped = error
         } else {
             wrapped = StratusError(.internalError, "the closure given to \(stage) threw \(type(of: error)): \(error)")

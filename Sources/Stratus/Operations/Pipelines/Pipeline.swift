@@ -211,7 +211,9 @@ final class Pipeline: Sendable {
         switch stop {
         case .failed(let failure, let stage, _)?:
             error = StratusError(failure.code, "\(what) stopped because the pipeline's \(stage) failed: \(failure.message)")
-            error.underlyingError = failure
+            // The app's own error, when a closure of the app's threw it, is what every stage's
+            // caller looks for; else the failing stage's error.
+            error.underlyingError = failure.underlyingError.flatMap { $0 is StratusError ? nil : $0 } ?? failure
             error.completedItemCount = completed
         case .cancelled?, nil:
             error = StratusError.cancelled(what, completed: completed)
