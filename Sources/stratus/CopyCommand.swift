@@ -61,14 +61,19 @@ struct CopyCommand: Command {
         let stop = CopyStop()
         Interruption.install { stop.request() }
         let checkpoint = try checkpointPath.map { try CopyCheckpointFile(path: $0) }
-        if let checkpoint, try checkpoint.load() != nil {
+        let resuming = try checkpoint?.load() != nil
+        if let checkpoint, resuming {
             // As import says it: the summary then counts only the records this run copies.
             StratusCommand.note("going on from the checkpoint \(checkpoint.path): what an earlier run copied is not copied again, and the summary counts this run's records")
         }
         let source = try StoreOptions.openEngine(from, access: .read, origin: "--from")
         // Before the destination is created: a role that reads only some rows copies nothing.
         try await StoreCopier.checkReachesEveryRow(source, as: "source")
-        let destination = try StoreOptions.openEngine(to, access: .createIfMissing, origin: "--to")
+        // Going on from a checkpoint is going on in the destination the earlier run wrote to: a
+        // missing one is the wrong store, not one to create.
+        let destination = try StoreOptions.openEngine(
+            to, access: resuming ? .existing : .createIfMissing, origin: "--to",
+            missingStoreAdvice: "the checkpoint \(checkpointPath ?? "") says an earlier run copied into it; name that store, or remove the checkpoint to start over")
         let copier = StoreCopier(from: source, to: destination, batchSize: batchSize)
         stop.attach(copier)
         let progress = Progress(style: progressStyle, verb: "copied")

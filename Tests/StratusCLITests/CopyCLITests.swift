@@ -307,6 +307,11 @@ struct CopyCLITests {
             let foreign = try await cli.run(["copy", "--from", source, "--to", destination, "--checkpoint", checkpoint])
             #expect(foreign.exitCode == 64 && foreign.stderr.contains("checkpoint belongs to a copy between other stores"), "\(foreign)")
 
+            // Going on from a checkpoint needs the destination the earlier run wrote to.
+            let gone = store.path("gone.sqlite")
+            let wrongDestination = try await cli.run(["copy", "--from", source, "--to", gone, "--checkpoint", checkpoint])
+            #expect(wrongDestination.exitCode == 66 && wrongDestination.stderr.contains("says an earlier run copied into it") && !cli.exists(gone), "\(wrongDestination)")
+
             let lock = open(checkpoint + ".lock", O_RDWR | O_CREAT, 0o644)
             #expect(lock >= 0 && flock(lock, LOCK_EX) == 0)
             let held = try await cli.run(["copy", "--from", source, "--to", try await cli.newStore("third"), "--checkpoint", checkpoint])
