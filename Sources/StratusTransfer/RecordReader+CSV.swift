@@ -68,7 +68,7 @@ extension RecordReader {
                     // lines it took are not rows of their own.
                     let spansLines = memchr(base + open, 0x0A, i - open) != nil
                     c.note(i, "unexpected \(JSONCursor.describe(base[i])) after a closing quote; a quote inside a quoted cell is written twice"
-                        + (spansLines ? " (the quoted cell it closes began on an earlier line: a stray quote there took the lines between into this one row)" : ""))
+                        + (spansLines ? " (the quoted cell it closes began on an earlier line: if the quote there was a stray one, it took the lines between into this one row)" : ""))
                     while i < limit && base[i] != UInt8(ascii: ",") && base[i] != 0x0A && base[i] != 0x0D { i += 1 }
                 }
             } else {
@@ -176,7 +176,7 @@ extension RecordReader {
         }
         let at = rowStart
         guard columns.contains(.recordName) else { throw fatal(at: at, "CSV header: there is no recordName column") }
-        if let unknown = options.csvTypes.keys.sorted().first(where: { !names.contains($0) }) {
+        if let unknown = options.csvTypes.keys.sorted().first(where: { !names.contains($0) && CSVLayout.Column.special[$0] == nil }) {
             throw fatal(at: at, "CSV header: a column type is given for '\(unknown)', which is not a column of the header; a misspelt name?")
         }
         if !columns.contains(.recordType) {
@@ -273,9 +273,9 @@ extension RecordReader {
         do { try Naming.checkIdentifier(recordType, kind: "record type") } catch { return rejected(at: rowStart, name, error.message) }
         let schema = context.schemaTypes[recordType]
         let numbers = context.numberFields[recordType]
+        // Declared only by a row that is read whole, as a JSON record declares its fields.
         var declaredByInput = context.cache.declaredByInput[recordType] ?? [:]
         let declaredBefore = declaredByInput.count
-        defer { if declaredByInput.count != declaredBefore { context.cache.declaredByInput[recordType] = declaredByInput } }
         var values: [String: FieldValue] = [:]
         var removed: [String] = []
         var encryptedKeys: Set<String> = []
@@ -340,6 +340,7 @@ extension RecordReader {
                 return rejected(at: cell.start - (cell.quoted ? 1 : 0), name, error.message)
             }
         }
+        if declaredByInput.count != declaredBefore { context.cache.declaredByInput[recordType] = declaredByInput }
         // Built whole, every field counts as changed; empty cells are removals.
         let record = Record(
             recordType: recordType, recordID: Record.ID(recordName: name, zoneID: options.zoneID), values: values,

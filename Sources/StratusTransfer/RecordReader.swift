@@ -262,6 +262,9 @@ public final class RecordReader {
             try refuseBinary()
             // CSV on standard input (`… | stratus import -`) has no name to tell it by; its
             // header's recordName column, which no JSON line starts like, tells it.
+            // The whole first line is looked at, however a pipe cuts it into reads.
+            while input.available < 65_536,
+                  memchr(input.storage + input.start, 0x0A, input.available) == nil, try input.fill() {}
             return startsWithCSVHeader() ? .csv : .ndjson
         }
         // A read may move the bytes, so the place to return to is kept as an input offset.

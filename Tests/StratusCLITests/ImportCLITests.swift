@@ -714,6 +714,10 @@ struct ImportCLITests {
             // A missing zone stops the import once, naming the command that creates it.
             #expect(noZone.exitCode == 65, "\(noZone)")
             #expect(noZone.stderr.contains("Nowhere") && noZone.stderr.contains("zones create Nowhere"), "\(noZone)")
+            // CSV on stdin is told by its whole first line, however the pipe cuts it.
+            let slow = try await cli.shell(#"{ printf 'recordType,rec'; sleep 0.3; printf 'ordName,n\nPiped,b,1\nPiped,c,2\n'; } | "$STRATUS" import - --quiet"#)
+            #expect(slow.exitCode == 0, "\(slow)")
+            #expect(try await cli.count("Piped") == 2)
             // In a private database the command names the user whose zone it is, as given.
             let privateZone = try await cli.run(["import", "--zone", "Mine", "--database", "private", "--user", "o'brien"], stdin: Input.notes(1))
             #expect(privateZone.exitCode == 65 && privateZone.stderr.contains(#"zones create Mine --database private --user 'o'\''brien'"#), "\(privateZone)")

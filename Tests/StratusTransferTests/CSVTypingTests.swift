@@ -39,6 +39,9 @@ struct CSVTypingTests {
         #expect(prices.first?.record?.fieldValue(forKey: "price") == .int64(10))
         let refused = try #require(prices.last?.rejection)
         #expect(refused.line == 3 && refused.message.contains("the input's first value in it made it INT64: give its type (--types price:TYPE"), "\(refused)")
+        // A row that is rejected declares nothing.
+        let afterReject = try Self.read("recordName,recordType,n,d:TIMESTAMP\nx,U,1,bad\ny,U,1.5,0\n", type: nil)
+        #expect(afterReject.first?.rejection != nil && afterReject.last?.record?.fieldValue(forKey: "n") == .double(1.5), "\(afterReject)")
         let typed = try Self.read("recordName,price:DOUBLE\na,10\nb,9.99\n")
         #expect(typed.map { $0.record?.fieldValue(forKey: "price") } == [.double(10), .double(9.99)])
     }
@@ -52,7 +55,7 @@ struct CSVTypingTests {
         var options = RecordReadOptions()
         options.format = .csv
         options.csvRecordType = "Contact"
-        options.csvTypes = ["prcie": .double]
+        options.csvTypes = ["prcie": .double, "recordType": .string]
         do {
             let reader = try RecordReader(data: Data("recordName,price\na,1\n".utf8), options: options)
             _ = try reader.next()
