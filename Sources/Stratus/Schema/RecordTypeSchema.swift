@@ -102,8 +102,8 @@ public struct RecordTypeSchema: Hashable, Sendable {
         /// `NUMBER PREFERRED AS INT64`, `ASSET`), which names types otherwise than record JSON
         /// (`STRING_LIST`, `ASSETID`): what schema files, diffs and schema errors show.
         package var schemaLanguageType: String {
-            let element = type.isList ? String(type.rawValue.dropLast("_LIST".count)) : type.rawValue
-            let keyword = element == FieldType.asset.rawValue ? "ASSET" : element
+            let element = type.isList ? FieldType(rawValue: String(type.rawValue.dropLast("_LIST".count))) ?? type : type
+            let keyword = element.schemaLanguageKeyword
             var text = numberDeclaration.map { namesPreferredType ? $0 + keyword : $0 } ?? keyword
             if isEncrypted { text = "ENCRYPTED " + text }
             return type.isList ? "LIST<\(text)>" : text
@@ -254,4 +254,10 @@ public struct RecordTypeSchema: Hashable, Sendable {
             try role.validate()
         }
     }
+}
+
+extension FieldType {
+    /// The keyword the schema language names a scalar type by: its record JSON name, but
+    /// `ASSET` for `ASSETID` (a list type's is its element's, inside `LIST<…>`).
+    package var schemaLanguageKeyword: String { self == .asset ? "ASSET" : rawValue }
 }

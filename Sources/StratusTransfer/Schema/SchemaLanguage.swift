@@ -22,9 +22,7 @@ enum SchemaLanguage {
     static let encryptableTypes: Set<FieldType> = [.bytes, .string, .double, .int64, .location, .timestamp]
 
     /// The keyword of a scalar type.
-    static func keyword(_ type: FieldType) -> String {
-        scalarTypes.first { $0.value == type }?.key ?? type.rawValue
-    }
+    static func keyword(_ type: FieldType) -> String { type.schemaLanguageKeyword }
 
     /// The list type whose elements are `type`.
     static func listType(of type: FieldType) -> FieldType {
