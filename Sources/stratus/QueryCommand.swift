@@ -22,9 +22,9 @@ struct QueryCommand: Command {
         sorts on a field without its index still runs, by reading every record of the type;
         when stderr is a terminal (or $STRATUS_ADVICE is `always`), stderr then says so once and
         names the index to declare (production refuses such a query). Scripts that read stderr
-        find the cursor on its own line, `cursor: TOKEN`; other lines are notes (`stratus: note:
-        …`, such as a --where or --sort field the schema does not declare). A cursor longer than
-        a command line takes (a large IN list) goes back on stdin: --cursor -.
+        see only the cursor line, `cursor: TOKEN` (and, when nothing matched, a note that a --where
+        field or --type is not declared). A cursor longer than a command line takes (a large IN
+        list) goes back on stdin: --cursor - (a page's whole stderr may be given).
         """
     static let options: [Option] = [
         .recordType, .predicate, .sort,
@@ -79,9 +79,12 @@ struct QueryCommand: Command {
             data.append(contentsOf: buffer[0..<count])
             if data.count > maximumCursorSize { throw UsageError(message: "--cursor -: stdin holds more than \(maximumCursorSize >> 20) MiB, which is no cursor") }
         }
-        var text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        if text.hasPrefix("cursor: ") { text.removeFirst("cursor: ".count) }
-        return text
+        let text = String(decoding: data, as: UTF8.self)
+        // A page's whole stderr may come: its `cursor: ` line is the cursor.
+        if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("cursor: ") }) {
+            return String(line.dropFirst("cursor: ".count)).trimmingCharacters(in: .whitespaces)
+        }
+        return text.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     static func format(_ arguments: ParsedArguments) throws -> RecordFormat {
@@ -105,8 +108,10 @@ struct QueryCommand: Command {
         }
         let page: (matchResults: [(Record.ID, Result<Record, any Error>)], queryCursor: QueryOperation.Cursor?)
         var searchesAllZones = store.allZones
+        var continued: QueryOperation.Cursor?
         if let cursor {
             let decoded = try QueryOperation.Cursor(serialized: cursor)
+            continued = decoded
             searchesAllZones = decoded.searchesAllZones
             if searchesAllZones && store.zoneGiven { throw UsageError(message: "the cursor continues a query over every zone (--all-zones), not one in --zone \(store.zoneID.zoneName)") }
             if !searchesAllZones && store.allZones { throw UsageError(message: "the cursor continues a query of one zone; leave out --all-zones") }
@@ -141,8 +146,7 @@ struct QueryCommand: Command {
         var encrypted = selection.encryptedFields
         var schemaTyped: Set<String> = []
         if format == .csv {
-            var recordType = query?.recordType
-            if recordType == nil, let cursor { recordType = try QueryOperation.Cursor(serialized: cursor).recordType }
+            let recordType = query?.recordType ?? continued?.recordType
             var declared: (types: [String: FieldType], encrypted: Set<String>) = ([:], [])
             if let recordType { declared = try await WhereClause.csvColumnTypes(of: recordType, in: container) }
             let wanted = Set(selection.fields ?? records.flatMap(\.fieldValues.keys))

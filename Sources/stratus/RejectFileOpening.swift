@@ -24,7 +24,7 @@ enum RejectFileOpening {
                 try? reader.close()
                 // Reject lines start `{"line":`; a record file (NDJSON, an envelope) starts `{` too.
                 guard start.drop(while: { [0x20, 0x09, 0x0A, 0x0D].contains($0) }).starts(with: Data(#"{"line":"#.utf8)) else {
-                    throw CommandFailure(.cannotCreateOutput, "the reject file \(path) exists and holds something other than reject lines (JSON objects, one a line); name another file")
+                    throw CommandFailure(.cannotCreateOutput, "the reject file \(path) exists and holds something other than reject lines (JSON objects, one a line, each starting {\"line\":); name another file")
                 }
             default: break
             }

@@ -58,7 +58,7 @@ enum StandardOutput {
 /// ```
 enum StandardError {
     /// Writes what a script needs from stderr (a query's cursor line), as stdout is written:
-    /// all of it, or a failure.
+    /// all of it, or a failure. Only for text the tool makes: nothing is hidden or escaped.
     ///
     /// - Throws: ``CommandFailure`` `cannotCreateOutput` naming `what` when stderr takes less.
     static func writeRequired(_ text: String, what: String) throws {

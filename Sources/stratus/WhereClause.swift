@@ -160,7 +160,10 @@ enum WhereClause {
             throw UsageError(message: "the production schema has no record type \(recordType) (CloudKit: Did not find record type); deploy the development schema (`stratus schema deploy`) or use --environment development")
         }
         if let typeSchema, container.environment == .development {
-            noteUndeclaredFields(fieldNames(of: predicate) + sorts.map(\.key), of: typeSchema)
+            // A sort by a field no record has still answers every record, in name order; scripts
+            // take the first line of stderr for the cursor, so that note is advice, as the
+            // index advice is: on a terminal, or with STRATUS_ADVICE=always.
+            noteUndeclaredFields(fieldNames(of: predicate) + (QueryCommand.givesAdvice ? sorts.map(\.key) : []), of: typeSchema)
         }
         guard predicate != .all && predicate != .none else { return predicate }
         return try typed(predicate, by: typeSchema)
@@ -170,8 +173,7 @@ enum WhereClause {
     /// development save declares every field it stores; only records kept from a field a schema
     /// import dropped may hold it), and a sort by one orders by record name alone: a mistyped
     /// name (`ratng`) gets a note on stderr rather than passing for an empty answer or the
-    /// order asked for unseen. (Production refuses such a query, as CloudKit does.) A script
-    /// that reads stderr finds the cursor on its own `cursor: ` line.
+    /// order asked for unseen. (Production refuses such a query, as CloudKit does.)
     private static func noteUndeclaredFields(_ names: [String], of schema: RecordTypeSchema) {
         var noted: Set<String> = []
         for name in names where schema.field(name) == nil && noted.insert(name).inserted {

@@ -44,8 +44,10 @@ public final class Database: Sendable {
     /// Operations of one database that run at once on its queue.
     public static let maximumConcurrentOperations = 4
 
-    /// Pipeline stages of one database that run at once (``add(_:)`` gives them a queue of
-    /// their own): more than any pipeline a program composes.
+    /// Pipeline stages of one database that run at once, all of its pipelines together
+    /// (``add(_:)`` gives them a queue of their own): more than the pipelines a program runs at
+    /// once compose. A stage is put there when it is added, so create a pipeline's consumers
+    /// before adding its producer.
     public static let maximumPipelineStages = 64
 
     /// Who the database's operations act as; `nil`: ``context`` as it is.
