@@ -7,6 +7,6 @@
 /// print("Stratus \(StratusVersion.current)")
 /// ```
 public enum StratusVersion {
-    /// Semantic version text, such as `0.9.0`.
-    public static let current = "0.9.0"
+    /// Semantic version text, such as `0.10.0`.
+    public static let current = "0.10.0"
 }
