@@ -82,7 +82,7 @@ struct QueryCommand: Command {
         let text = String(decoding: data, as: UTF8.self)
         // A page's whole stderr may come: its `cursor: ` line is the cursor.
         if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("cursor: ") }) {
-            return String(line.dropFirst("cursor: ".count)).trimmingCharacters(in: .whitespaces)
+            return String(line.dropFirst("cursor: ".count)).trimmingCharacters(in: .whitespacesAndNewlines)
         }
         return text.trimmingCharacters(in: .whitespacesAndNewlines)
     }

@@ -230,6 +230,25 @@ struct PipelineStreamingTests {
         }
     }
 
+    @Test("a checkpoint store that cannot save stops the pipeline with an error that says so, its own as underlyingError; stages are named without generic arguments")
+    func checkpointStoreFailure() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            try await TestDatabase.save(items(100), in: database)
+            let query = Self.everyItem(pageSize: 10)
+            query.checkpoint = try PipelineCheckpoint(store: FailingPipelineCheckpoint(succeeding: 2))
+            let consume = ConsumeOperation(consuming: query) { (_: [Record]) in }
+            let queryFinal = Box<Result<QueryOperation.Cursor?, any Error>?>(nil), consumeFinal = Box<Result<Void, any Error>?>(nil)
+            query.queryResultBlock = { queryFinal.value = $0 }
+            consume.consumeResultBlock = { consumeFinal.value = $0 }
+            _ = await Self.run([query, consume], on: database)
+            let own = try #require(finalError(consumeFinal.value))
+            #expect(own.message.contains("the pipeline's checkpoint store could not save the position of job") && own.underlyingError is FailingPipelineCheckpoint.DiskFull, "\(own)")
+            let other = try #require(finalError(queryFinal.value))
+            #expect(other.message.contains("stopped because the pipeline's ConsumeOperation failed"), "\(other.message)")
+        }
+    }
+
     @Test("a partialFailure thrown by a closure (its own save that failed in part) stops the pipeline instead of passing for a stage's partial success")
     func partialFailureThrownByAClosure() async throws {
         try await SQLiteFixture.with { fixture in
@@ -623,6 +642,24 @@ struct PipelineStreamingTests {
             #expect(stored.count == 245)
         }
     }
+}
+
+/// A pipeline checkpoint store whose saves fail after the first `succeeding` (a full disk).
+final class FailingPipelineCheckpoint: PipelineCheckpointStore, @unchecked Sendable {
+    struct DiskFull: Error {}
+    // @unchecked: `lock` guards `saves`.
+    private let lock = NSLock()
+    private var saves = 0
+    private let succeeding: Int
+    init(succeeding: Int) { self.succeeding = succeeding }
+    func load() throws -> PipelineCheckpointStoreEntry? { nil }
+    func save(_ entry: PipelineCheckpointStoreEntry) throws {
+        try lock.withLock {
+            saves += 1
+            if saves > succeeding + 1 { throw DiskFull() }
+        }
+    }
+    func remove() throws {}
 }
 
 /// A pipeline checkpoint kept in memory, counting its saves.

@@ -165,7 +165,13 @@ final class Pipeline: Sendable {
                         state.completedSequence)
             }
             guard let entry, let store = checkpoint?.store else { return }
-            try store.save(entry)
+            do {
+                try store.save(entry)
+            } catch {
+                var failure = StratusError(.internalError, "the pipeline's checkpoint store could not save the position of job '\(entry.job)': \(error)")
+                failure.underlyingError = error
+                throw failure
+            }
             state.withLock { $0.savedSequence = max($0.savedSequence, sequence) }
         }
     }
@@ -191,7 +197,8 @@ final class Pipeline: Sendable {
         halt(.failed(error, stage: Self.name(of: operation), id: ObjectIdentifier(operation)))
     }
 
-    static func name(of operation: DatabaseOperation) -> String { String(describing: type(of: operation)) }
+    /// A stage's name in messages: its class, without generic arguments (`ConsumeOperation`).
+    static func name(of operation: DatabaseOperation) -> String { String(String(describing: type(of: operation)).prefix { $0 != "<" }) }
 
     private func halt(_ reason: Stop) {
         let (operations, outputs) = state.withLock { state -> ([DatabaseOperation], [any PipelineOutputEnd]) in
