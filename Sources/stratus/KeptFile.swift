@@ -67,6 +67,27 @@ enum KeptFile {
         }
     }
 
+    /// What `descriptor` (a file, a pipe, a device) holds, read with the system's own calls
+    /// until its end or until more than `limit` bytes came: `limit + 1` bytes say it holds
+    /// more, so that a device such as `/dev/zero` or a FIFO that never ends is not read until
+    /// memory runs out.
+    ///
+    /// - Throws: ``CommandFailure`` `inputMissing` naming `what` when a read fails.
+    static func bytes(of descriptor: Int32, atMost limit: Int, what: String) throws -> Data {
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while data.count <= limit {
+            let count = buffer.withUnsafeMutableBytes { Foundation.read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw CommandFailure.system(.inputMissing, "cannot read \(what)")
+            }
+            if count == 0 { break }
+            data.append(contentsOf: buffer[..<count])
+        }
+        return data
+    }
+
     /// The contents of the kept file at `path`, read only when it holds at most `limit` bytes,
     /// so that another file named by mistake (an export given as `--token-file`, a sparse file)
     /// is refused at once instead of read whole into memory.

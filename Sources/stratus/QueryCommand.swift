@@ -70,15 +70,8 @@ struct QueryCommand: Command {
 
     /// `--cursor -`: the token on stdin, alone or as the `cursor: TOKEN` line a page printed.
     static func cursorFromStandardInput() throws -> String {
-        var data = Data()
-        var buffer = [UInt8](repeating: 0, count: 65_536)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { Foundation.read(STDIN_FILENO, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { break }
-            data.append(contentsOf: buffer[0..<count])
-            if data.count > maximumCursorSize { throw UsageError(message: "--cursor -: stdin holds more than \(maximumCursorSize >> 20) MiB, which is no cursor") }
-        }
+        let data = try KeptFile.bytes(of: STDIN_FILENO, atMost: maximumCursorSize, what: "the cursor from stdin (--cursor -)")
+        if data.count > maximumCursorSize { throw UsageError(message: "--cursor -: stdin holds more than \(maximumCursorSize >> 20) MiB, which is no cursor") }
         let text = String(decoding: data, as: UTF8.self)
         // A page's whole stderr may come: its `cursor: ` line is the cursor.
         if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("cursor: ") }) {
@@ -177,7 +170,7 @@ struct QueryCommand: Command {
         try writer.finish(continuationMarker: marker)
         if let marker, format != .envelope {
             // The script's only way to the next page: not written is a failed page, not the last.
-            try StandardError.writeRequired("cursor: \(marker)\n", what: "the cursor")
+            try FileDescriptorOutput.writeAll(Data("cursor: \(marker)\n".utf8), to: STDERR_FILENO, name: "standard error (the cursor)")
         }
         return .success
     }

@@ -239,20 +239,11 @@ struct SchemaCommand: Command {
         if fstat(descriptor, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR {
             throw CommandFailure(.inputMissing, "cannot read the schema file \(shown(path)): it is a folder")
         }
-        var data = Data()
-        var buffer = [UInt8](repeating: 0, count: 65_536)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { Foundation.read(descriptor, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw CommandFailure.system(.inputMissing, "cannot read the schema file \(path)")
-            }
-            if count == 0 { return data }
-            data.append(contentsOf: buffer[..<count])
-            if data.count > limit {
-                throw CommandFailure(.dataError, "\(path): the schema file is larger than \(limit) bytes; schema files are far smaller (is it the right file?)")
-            }
+        let data = try KeptFile.bytes(of: descriptor, atMost: limit, what: "the schema file \(shown(path))")
+        if data.count > limit {
+            throw CommandFailure(.dataError, "\(shown(path)): the schema file is larger than \(limit) bytes; schema files are far smaller (is it the right file?)")
         }
+        return data
     }
 
     /// Runs `body`, turning CloudKit's refusals (`invalidArguments`) into exit 65.

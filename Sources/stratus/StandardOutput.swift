@@ -57,25 +57,6 @@ enum StandardOutput {
 /// StandardError.write("stratus: imported 3\n")
 /// ```
 enum StandardError {
-    /// Writes what a script needs from stderr (a query's cursor line), as stdout is written:
-    /// all of it, or a failure. Only for text the tool makes: nothing is hidden or escaped.
-    ///
-    /// - Throws: ``CommandFailure`` `cannotCreateOutput` naming `what` when stderr takes less.
-    static func writeRequired(_ text: String, what: String) throws {
-        var text = text
-        try text.withUTF8 { bytes in
-            guard var next = UnsafeRawPointer(bytes.baseAddress) else { return }
-            var remaining = bytes.count
-            while remaining > 0 {
-                let written = Foundation.write(STDERR_FILENO, next, remaining)
-                if written < 0 && errno == EINTR { continue }
-                guard written > 0 else { throw CommandFailure.system(.cannotCreateOutput, "cannot write \(what) to standard error") }
-                next += written
-                remaining -= written
-            }
-        }
-    }
-
     static func write(_ text: String, afterTerminalControl terminalControl: String = "") {
         let text = SecretWords.hidden(in: text)
         var shown = text
