@@ -146,8 +146,6 @@ final class SQLiteConnection {
     /// Helper threads a large sort may use: the other cores, up to 4.
     static let sorterThreads = max(1, min(4, ProcessInfo.processInfo.activeProcessorCount - 1))
 
-    /// What keeps a read-only connection from reading a WAL store, when it is the missing
-    /// index file: which file it needs and which access is missing.
     /// Why this user may not open the store at `path`, when access is the reason (SQLite says
     /// only "unable to open database file"): a folder on the way, the file, its write-ahead log
     /// or index made by another user, or a read-only file system.
@@ -171,6 +169,8 @@ final class SQLiteConnection {
         return nil
     }
 
+    /// What keeps a read-only connection from reading a WAL store, when it is the missing
+    /// index file: which file it needs and which access is missing.
     private static func walIndexProblem(_ path: String) -> String? {
         let index = path + "-shm"
         let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
