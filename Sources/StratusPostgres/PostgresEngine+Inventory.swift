@@ -45,12 +45,41 @@ extension PostgresEngine {
             let orphans = try connection.query("SELECT count(*) FROM records r WHERE NOT EXISTS (SELECT 1 FROM zones z WHERE z.zone_id = r.zone_id)").first?.int64(0) ?? 0
             if orphans > 0 { problems.append("\(orphans) record(s) belong to no zone") }
             problems += try damagedDocuments(on: connection)
+            problems += try missingAssetContents(on: connection)
             return problems
         }
     }
 
-    /// The most damaged documents ``checkIntegrity()`` names one by one; the rest are counted.
-    static let namedDamagedDocuments = 100
+    /// A line for each asset content that records name but `asset_contents` lacks, or whose
+    /// chunks do not add up to its size (content and chunks are written in one transaction, so
+    /// either is damage, such as a raw `DELETE`).
+    private func missingAssetContents(on connection: PostgresConnection) throws -> [String] {
+        let missing = try connection.query("""
+            SELECT DISTINCT ON (a.owner, a.content_id) a.content_id, count(*) OVER (PARTITION BY a.owner, a.content_id),
+                   a.record_name, z.zone_name, z.container, z.db, z.owner
+            FROM asset_refs a LEFT JOIN zones z ON z.zone_id = a.zone_id
+            WHERE NOT EXISTS (SELECT 1 FROM asset_contents c WHERE c.owner = a.owner AND c.content_id = a.content_id)
+            ORDER BY a.owner, a.content_id, a.zone_id, a.record_name
+            """)
+        var problems: [String] = []
+        for row in missing.prefix(IntegrityProblem.namedPerKind) {
+            let place = IntegrityProblem.place(zoneName: try row.text(3), storageContainer: try row.text(4), scope: try row.int64(5), owner: try row.text(6))
+            problems.append(IntegrityProblem.missingAssetContent(try row.text(0) ?? "?", recordName: try row.text(2) ?? "?", place: place,
+                                                                 otherRecords: Int(try row.int64(1) ?? 1) - 1, where: "the store's asset_contents"))
+        }
+        if missing.count > IntegrityProblem.namedPerKind { problems.append("\(missing.count - IntegrityProblem.namedPerKind) more missing asset content(s)") }
+        let short = try connection.query("""
+            SELECT c.content_id, c.size, coalesce(sum(octet_length(k.data)), 0)
+            FROM asset_contents c LEFT JOIN asset_chunks k ON k.owner = c.owner AND k.content_id = c.content_id
+            GROUP BY c.owner, c.content_id, c.size HAVING c.size <> coalesce(sum(octet_length(k.data)), 0)
+            ORDER BY c.content_id
+            """)
+        for row in short.prefix(IntegrityProblem.namedPerKind) {
+            problems.append("asset content \(try row.text(0) ?? "?") holds \(try row.int64(2) ?? 0) of its \(try row.int64(1) ?? 0) bytes in asset_chunks")
+        }
+        if short.count > IntegrityProblem.namedPerKind { problems.append("\(short.count - IntegrityProblem.namedPerKind) more incomplete asset content(s)") }
+        return problems
+    }
 
     /// A line for each record whose document does not decode: its name, its zone and why.
     private func damagedDocuments(on connection: PostgresConnection) throws -> [String] {
@@ -72,19 +101,16 @@ extension PostgresEngine {
                     }
                 } catch {
                     damaged += 1
-                    guard damaged <= Self.namedDamagedDocuments else { continue }
-                    // A production container's key is its identifier, U+001F and "production".
-                    let container = try row.text(2).map { $0.split(separator: "\u{1F}", maxSplits: 1).joined(separator: " ") } ?? "no container"
-                    let scope = try row.int64(3).flatMap { Database.Scope(rawValue: Int($0)) }.map { "\($0)" } ?? "?"
-                    let owner = try row.text(4).map { $0.isEmpty ? "" : " (\($0))" } ?? ""
+                    guard damaged <= IntegrityProblem.namedPerKind else { continue }
+                    let place = IntegrityProblem.place(zoneName: try row.text(5), storageContainer: try row.text(2), scope: try row.int64(3), owner: try row.text(4))
                     let reason = (error as? StratusError)?.message ?? "\(error)"
-                    problems.append("record '\(name)' in zone \(try row.text(5) ?? "?") of \(container) \(scope)\(owner): its field document does not decode: \(reason)")
+                    problems.append("record '\(name)' in \(place): its field document does not decode: \(reason)")
                 }
             }
             guard rows.count == 1000, let last = rows.last else { break }
             after = (try last.int64(0) ?? 0, try last.text(1) ?? "")
         }
-        if damaged > Self.namedDamagedDocuments { problems.append("\(damaged - Self.namedDamagedDocuments) more record(s) whose field document does not decode") }
+        if damaged > IntegrityProblem.namedPerKind { problems.append("\(damaged - IntegrityProblem.namedPerKind) more record(s) whose field document does not decode") }
         return problems
     }
 }

@@ -32,7 +32,9 @@ extension SQLiteEngine {
         }
     }
 
-    /// SQLite's own `integrity_check` of every page and index of the file.
+    /// SQLite's own `integrity_check` of every page and index of the file, and that the asset
+    /// folder holds a file for every content a record names (a store copied without its
+    /// `.assets` folder reads, but cannot hand out its assets).
     @_spi(StratusEngine)
     public func checkIntegrity() throws -> [String] {
         try readTransaction { connection in
@@ -42,7 +44,34 @@ extension SQLiteEngine {
                 let line = check.text(0) ?? ""
                 if line != "ok" { problems.append(line) }
             }
-            return problems
+            guard problems.isEmpty else { return problems }
+            return try missingAssetContents(on: connection)
         }
+    }
+
+    private func missingAssetContents(on connection: SQLiteConnection) throws -> [String] {
+        // One row per content, with the first record (by zone and name) that names it.
+        let referenced = try connection.uncachedStatement("""
+            SELECT a.content_id, a.refs, a.record_name, z.zone_name, z.container, z.db, z.owner
+            FROM (SELECT content_id, count(*) AS refs, min(zone_id) AS zone_id,
+                         (SELECT record_name FROM asset_refs f WHERE f.content_id = r.content_id ORDER BY zone_id, record_name LIMIT 1) AS record_name
+                  FROM asset_refs r GROUP BY content_id) a
+            LEFT JOIN zones z ON z.zone_id = a.zone_id ORDER BY a.content_id
+            """)
+        var problems: [String] = []
+        var missing = 0
+        let folder = assetsDirectory.appendingPathComponent("sha256", isDirectory: true).path
+        while try referenced.step() {
+            let identifier = referenced.text(0) ?? ""
+            var info = stat()
+            if let url = assetContentURL(identifier), stat(url.path, &info) == 0, info.st_mode & S_IFMT == S_IFREG { continue }
+            missing += 1
+            guard missing <= IntegrityProblem.namedPerKind else { continue }
+            let place = IntegrityProblem.place(zoneName: referenced.text(3), storageContainer: referenced.text(4), scope: referenced.int64(5), owner: referenced.text(6))
+            problems.append(IntegrityProblem.missingAssetContent(identifier, recordName: referenced.text(2) ?? "?", place: place,
+                                                                 otherRecords: Int(referenced.int64(1)) - 1, where: folder))
+        }
+        if missing > IntegrityProblem.namedPerKind { problems.append("\(missing - IntegrityProblem.namedPerKind) more missing asset content(s)") }
+        return problems
     }
 }

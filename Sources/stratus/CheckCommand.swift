@@ -11,7 +11,9 @@ struct CheckCommand: Command {
         integrity_check; it reads the whole file, not the records' field documents), on
         PostgreSQL the version of Stratus's tables, that every record belongs to a zone and that
         every record's field document decodes (it reads every record; a role bound by row-level
-        security checks the records it may read). Prints "ok" on stdout and exits 0 when nothing is
+        security checks the records it may read); on both, that the store holds the content of
+        every asset a record names (the SQLite store's .assets folder, PostgreSQL's
+        asset_contents and their chunks; sizes, not checksums). Prints "ok" on stdout and exits 0 when nothing is
         wrong; otherwise prints each problem on a line of stdout, names the store on stderr and
         exits 70. A store too damaged to be checked at all is exit 70 too. Restore a damaged store
         from a backup or an export; `stratus copy` reads what can still be read.

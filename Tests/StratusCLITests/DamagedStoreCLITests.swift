@@ -1,4 +1,5 @@
 import Foundation
+import Stratus
 import StratusPostgres
 import StratusSQLite
 import StratusTestSupport
@@ -124,6 +125,42 @@ struct DamagedStoreCLITests {
             #expect(result.exitCode == 0, "\(result)")
             #expect(result.stdout == "ok\n" && result.stderr.isEmpty, "\(result)")
             #expect(try await cli.run(["check", "--zone", "x"]).exitCode == 64, "check takes only --store")
+        }
+    }
+
+    @Test("asset content the store lost (an SQLite store copied without its .assets folder, rows deleted by raw SQL): check exits 70 naming the content and a record that names it", arguments: TestEngine.all)
+    func missingAssetContent(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            _ = try store.writeFile("src/a.bin", Data("first content".utf8))
+            _ = try store.writeFile("src/b.bin", Data("second content".utf8))
+            let lines = [#"{"recordName":"p1","recordType":"Photo","fields":{"image":{"value":{"downloadURL":"a.bin"},"type":"ASSETID"}}}"#,
+                         #"{"recordName":"p2","recordType":"Photo","fields":{"image":{"value":{"downloadURL":"a.bin"},"type":"ASSETID"}}}"#,
+                         #"{"recordName":"p3","recordType":"Photo","fields":{"image":{"value":{"downloadURL":"b.bin"},"type":"ASSETID"}}}"#]
+            let imported = try await cli.run(["import", try cli.file("photos.ndjson", lines.joined(separator: "\n") + "\n"), "--assets-dir", store.path("src"), "--quiet"])
+            #expect(imported.exitCode == 0, "\(imported)")
+            #expect(try await cli.run(["check"]).stdout == "ok\n")
+
+            let lost = SHA256Hasher.digest(Array("first content".utf8)).hexadecimal
+            switch engine {
+            case .sqlite:
+                try FileManager.default.removeItem(atPath: cli.storePath + ".assets/sha256/" + lost)
+            case .postgres:
+                _ = try PostgresConnection(url: cli.storePath).execute("DELETE FROM asset_contents WHERE content_id = $1", [.text(lost)])
+            }
+            let result = try await cli.run(["check"])
+            #expect(result.exitCode == 70, "\(result)")
+            #expect(result.stdoutLines == ["asset content \(lost), named by record 'p1' in zone _defaultZone of default public and 1 other record(s), is missing from "
+                                           + (engine == .sqlite ? cli.storePath + ".assets/sha256" : "the store's asset_contents")], "\(result)")
+            #expect(result.stderr.contains("damaged"), "\(result)")
+
+            if engine == .postgres {
+                let cut = SHA256Hasher.digest(Array("second content".utf8)).hexadecimal
+                _ = try PostgresConnection(url: cli.storePath).execute("DELETE FROM asset_chunks WHERE content_id = $1", [.text(cut)])
+                let again = try await cli.run(["check"])
+                #expect(again.exitCode == 70 && again.stdoutLines.count == 2, "\(again)")
+                #expect(again.stdoutLines.last == "asset content \(cut) holds 0 of its 14 bytes in asset_chunks", "\(again)")
+            }
         }
     }
 

@@ -208,7 +208,8 @@ public final class Container: NSObject, Sendable {
     }
 
     /// A Stratus extension: checks the store's own consistency and answers what is wrong,
-    /// empty when nothing is (on SQLite, `PRAGMA integrity_check` of every page).
+    /// empty when nothing is (on SQLite, `PRAGMA integrity_check` of every page; on every
+    /// engine, that the store holds the content of every asset a record names).
     ///
     /// ```swift
     /// let problems = try await container.checkStoreIntegrity()

@@ -170,8 +170,9 @@ public protocol StorageEngine: AnyObject, Sendable {
     /// never held a zone, a record or a subscription are not listed.
     @_spi(StratusEngine) func inventory() throws -> StoreInventory
 
-    /// Checks the store's own consistency (its files, pages, indexes) and answers what is wrong,
-    /// empty when nothing is.
+    /// Checks the store's own consistency (its files, pages, indexes, and that it holds the
+    /// content of every asset a record names) and answers what is wrong, empty when nothing is,
+    /// in ``IntegrityProblem``'s forms.
     @_spi(StratusEngine) func checkIntegrity() throws -> [String]
 
     /// Removes record and zone tombstones of a database that were deleted before `cutoff`.

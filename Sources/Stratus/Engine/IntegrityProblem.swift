@@ -1,0 +1,30 @@
+import Foundation
+
+/// How an engine's ``StorageEngine/checkIntegrity()`` names what it found, the same on every
+/// engine, so an operator reads one form of line whatever the store.
+///
+/// ```swift
+/// let place = IntegrityProblem.place(zoneName: "Work", storageContainer: "iCloud.com.example", scope: 2, owner: "_alice")
+/// problems.append("record 'n1' in \(place): its field document does not decode")
+/// ```
+@_spi(StratusEngine)
+public enum IntegrityProblem {
+    /// The lines an engine names one by one for each kind of problem; the rest are counted.
+    public static let namedPerKind = 100
+
+    /// "zone Work of iCloud.com.example private (_alice)": where a record of a zone lives, from
+    /// the zone's stored container key (a production container's key is its identifier, U+001F
+    /// and "production"), its database scope and owner.
+    public static func place(zoneName: String?, storageContainer: String?, scope: Int64?, owner: String?) -> String {
+        let container = storageContainer.map { $0.split(separator: "\u{1F}", maxSplits: 1).joined(separator: " ") } ?? "no container"
+        let scopeName = scope.flatMap { Database.Scope(rawValue: Int($0)) }.map { "\($0)" } ?? "?"
+        let ownerNote = owner.map { $0.isEmpty ? "" : " (\($0))" } ?? ""
+        return "zone \(zoneName ?? "?") of \(container) \(scopeName)\(ownerNote)"
+    }
+
+    /// The line for asset content that records name but the store does not hold.
+    public static func missingAssetContent(_ identifier: String, recordName: String, place: String, otherRecords: Int, where location: String) -> String {
+        let others = otherRecords > 0 ? " and \(otherRecords) other record(s)" : ""
+        return "asset content \(identifier), named by record '\(recordName)' in \(place)\(others), is missing from \(location)"
+    }
+}
