@@ -77,15 +77,18 @@ struct PostgresDialect: SQLDialect {
     /// U+0001), so comparisons, orders and prefixes of escaped text are those of the text.
     static func escaped(_ text: String) -> String {
         guard needsEscaping(text) else { return text }
-        var scalars = String.UnicodeScalarView()
-        for scalar in text.unicodeScalars {
-            switch scalar.value {
-            case 0: scalars.append(contentsOf: ["\u{1}", "\u{1}"])
-            case 1: scalars.append(contentsOf: ["\u{1}", "\u{2}"])
-            default: scalars.append(scalar)
+        // Bytes, not a String.UnicodeScalarView: appending to the view copies the whole string
+        // each time on Linux, quadratic in the number of U+0000 and U+0001.
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(text.utf8.count + 16)
+        for byte in text.utf8 {
+            switch byte {
+            case 0: bytes.append(1); bytes.append(1)
+            case 1: bytes.append(1); bytes.append(2)
+            default: bytes.append(byte)
             }
         }
-        return String(scalars)
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// Whether ``escaped(_:)`` changes `text`.

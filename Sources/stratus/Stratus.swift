@@ -26,6 +26,9 @@ struct StratusCommand {
         // every command reports as exit 73 after keeping what it committed, rather than a
         // death by signal that a cron wrapper sees as 141.
         signal(SIGPIPE, SIG_IGN)
+        // Likewise a file size limit (`ulimit -f`): the write fails with EFBIG, said as such
+        // (exit 73), instead of a death by signal with a core dump halfway through a batch.
+        signal(SIGXFSZ, SIG_IGN)
         let words = Array(CommandLine.arguments.dropFirst())
         guard let first = words.first else {
             usageFailure("name a command", pointer: "Run 'stratus --help' for the commands.")
@@ -130,7 +133,8 @@ struct StratusCommand {
             let scalar = scalars[index]
             index = scalars.index(after: index)
             if scalar == "\n" && !scalars[index...].starts(with: "    ".unicodeScalars) {
-                shown.append(contentsOf: "\\u{A}".unicodeScalars)
+                // One scalar at a time: append(contentsOf:) copies the whole view on Linux.
+                for escape in "\\u{A}".unicodeScalars { shown.append(escape) }
             } else {
                 shown.append(scalar)
             }

@@ -113,6 +113,8 @@ extension EngineConformance {
         for (index, text) in trickyStrings.enumerated() { fields["s\(index)"] = .string(text) }
         fields["all"] = .stringList(trickyStrings)
         fields["long"] = .string(String(repeating: "long text ü ", count: 20_000))
+        // Many U+0000 and U+0001, which PostgreSQL's documents write otherwise, in one value.
+        fields["controls"] = .string(String(repeating: "\u{0}\u{1}a", count: 100_000))
         try await roundTrip(env, "strings", fields)
     }
 
