@@ -121,6 +121,12 @@ final class ChangeOutput {
             throw CommandFailure.system(.cannotCreateOutput, "cannot sync \(name)")
         }
         guard var commit else { return nil }
+        // Removed, moved or replaced while this run wrote it: the changes are only in a file
+        // no name leads to (and the link the next run drops), so the token must not move on.
+        if let outputPath, Self.identity(of: outputPath) != commit.fileIdentity {
+            let kept = commit.link.map { "; what the file held (\(commit.length) committed bytes, the changes the token moved past) is still in \($0) until the next run: copy it out first" } ?? ""
+            throw CommandFailure(.cannotCreateOutput, "the output file \(outputPath) was removed, moved or replaced while this run wrote it: the token was not moved past this batch, which the next run writes again\(kept)")
+        }
         commit.length += Int64(data.count)
         self.commit = commit
         return commit
