@@ -259,15 +259,45 @@ final class SQLiteConnection {
     /// Maps an SQLite result code of this connection to a ``StratusError`` naming the store.
     /// The SQL is named, never its bound values.
     func error(_ rc: Int32, _ message: String? = nil, sql: String? = nil) -> StratusError {
-        Self.error(rc, message ?? lastErrorMessage, sql: sql, path: path)
+        Self.error(rc, message ?? lastErrorMessage, sql: sql, path: path, systemErrno: handle.map { sqlite3_system_errno($0) } ?? 0)
     }
 
     /// Maps an SQLite result code to a ``StratusError``. The SQL is named, never its bound
     /// values. A damaged file (`SQLITE_CORRUPT`, `SQLITE_NOTADB`) is `badDatabase` naming the
     /// store, so that a tool fails loudly instead of answering with what it could read.
-    static func error(_ rc: Int32, _ message: String, sql: String? = nil, path: String) -> StratusError {
+    /// Whether the store's file or its write-ahead log is within a page of this process's
+    /// file size limit (`ulimit -f`, RLIMIT_FSIZE).
+    static func reachedFileSizeLimit(_ path: String) -> Bool {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit) == 0, limit.rlim_cur != rlim_t.max else { return false }
+        let margin: UInt64 = 128 * 1_024
+        return [path, path + "-wal", path + "-journal"].contains { file in
+            var info = stat()
+            return stat(file, &info) == 0 && UInt64(info.st_size) + margin >= UInt64(limit.rlim_cur)
+        }
+    }
+
+    /// `systemErrno` is the system's error behind an I/O error (`sqlite3_system_errno`): a
+    /// file size limit or a full disk is said as such, not as a damaged store.
+    static func error(_ rc: Int32, _ message: String, sql: String? = nil, path: String, systemErrno: Int32 = 0) -> StratusError {
         let primary = rc & 0xFF
         let context = sql.map { " (in: \($0.prefix(120)))" } ?? ""
+        // SQLite does not always keep the system's error of a failed commit's write; a file
+        // that reached this process's size limit is recognised by its size.
+        let systemErrno = primary == SQLITE_IOERR && systemErrno == 0 && reachedFileSizeLimit(path) ? EFBIG : systemErrno
+        if primary == SQLITE_IOERR && systemErrno != 0 {
+            let reason = String(cString: strerror(systemErrno))
+            switch systemErrno {
+            case EFBIG:
+                return StratusError(.quotaExceeded, "the store at \(path) cannot grow: \(reason) (a file size limit, such as ulimit -f, or the file system's largest file)")
+            case ENOSPC, EDQUOT:
+                return StratusError(.quotaExceeded, "the disk holding the store at \(path) is full: \(reason)")
+            case EROFS:
+                return StratusError(.permissionFailure, "the store at \(path) cannot be written: \(reason)")
+            default:
+                return StratusError(.internalError, "SQLite error \(rc) in the store at \(path): \(message): \(reason)\(context)")
+            }
+        }
         switch primary {
         case SQLITE_BUSY, SQLITE_LOCKED:
             return StratusError(.zoneBusy, "the store is busy with another writer: \(message)", retryAfterSeconds: 0.1)

@@ -415,4 +415,23 @@ struct HostileSurroundingsCLITests {
             #expect(created.exitCode == 0 && cli.exists(odd), "\(created)")
         }
     }
+
+    @Test("a file size limit (ulimit -f) under an import: exit 73 saying the file is too large, not a death by signal or 70; the committed batches stay and the checkpoint goes on")
+    func fileSizeLimit() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            let padding = String(repeating: "x", count: 400)
+            let lines = (1...6_000).map { #"{"recordName":"r\#($0)","recordType":"Row","fields":{"pad":{"value":"\#(padding)","type":"STRING"}}}"# }
+            let input = try cli.file("rows.ndjson", lines.joined(separator: "\n") + "\n")
+            // 2,000 blocks (1 MB in dash's 512-byte blocks, 2 MB in bash's) against about 3 MB of records.
+            let limited = try await cli.shell(#"ulimit -f 2000 && exec "$STRATUS" import "$INPUT" --checkpoint rows.ckpt --batch-size 500 --progress none"#,
+                                              environment: ["INPUT": input])
+            #expect(limited.exitCode == 73, "\(limited)")
+            #expect(limited.stderr.contains("File too large"), "\(limited)")
+            let resumed = try await cli.run(["import", input, "--checkpoint", store.path("rows.ckpt"), "--quiet"])
+            #expect(resumed.exitCode == 0, "\(resumed)")
+            #expect(try await cli.count("Row") == 6_000)
+            #expect(try await cli.run(["check"]).exitCode == 0)
+        }
+    }
 }
