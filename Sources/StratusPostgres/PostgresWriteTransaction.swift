@@ -380,11 +380,12 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
             // row-level security keeps from this role.
             let changed = try connection.execute("""
                 UPDATE records SET record_type = $3, modified_at = $4, modified_by = $5, change_tag = $6, change_seq = $7,
-                    fields = $8::jsonb, exact_fields = $9, parent_name = $10
+                    fields = $8::jsonb, exact_fields = $9, parent_name = $10, created_at = $11, created_by = $12
                 WHERE zone_id = $1 AND record_name = $2
                 """, [.int64(zoneRow), .text(row.recordID.recordName), .text(row.recordType),
                       .double(system.modificationDate!.timeIntervalSinceReferenceDate), .text(system.lastModifiedUserRecordID!.recordName),
-                      .text(system.recordChangeTag!), .int64(nextSequence(zone)), .text(document), exactDocument.map(PostgresValue.text) ?? .null, parent])
+                      .text(system.recordChangeTag!), .int64(nextSequence(zone)), .text(document), exactDocument.map(PostgresValue.text) ?? .null, parent,
+                      .double(system.creationDate!.timeIntervalSinceReferenceDate), .text(system.creatorUserRecordID!.recordName)])
             if changed == 0 { throw rowSecurityRefusal("change", row.recordID) }
             // The rows derived from the old version (references, words, a tombstone, asset
             // references) go in one statement, not four. A statement of its own after the
@@ -407,6 +408,7 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
                 INSERT INTO records(\(Self.columns)) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::jsonb, $12, $13)
                 ON CONFLICT (zone_id, record_name) DO UPDATE SET
                     record_type = excluded.record_type, modified_at = excluded.modified_at, modified_by = excluded.modified_by,
+                    created_at = excluded.created_at, created_by = excluded.created_by,
                     change_tag = excluded.change_tag, change_seq = excluded.change_seq, fields = excluded.fields,
                     exact_fields = excluded.exact_fields, parent_name = excluded.parent_name
                 """, [.int64(zoneRow), .text(row.recordID.recordName), .text(context.storageOwner), .text(row.recordType),

@@ -252,8 +252,9 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
             upsert = try connection.statement(Self.insertRecord + """
                 ON CONFLICT(zone_id, record_name) DO UPDATE SET
                     record_type = excluded.record_type, modified_at = excluded.modified_at,
+                    created_at = excluded.created_at, created_by = excluded.created_by,
                     modified_by = CASE coalesce(nullif(excluded.modified_by, ''), excluded.created_by)
-                        WHEN records.created_by THEN '' ELSE coalesce(nullif(excluded.modified_by, ''), excluded.created_by) END,
+                        WHEN excluded.created_by THEN '' ELSE coalesce(nullif(excluded.modified_by, ''), excluded.created_by) END,
                     change_tag = excluded.change_tag, change_key = excluded.change_key, fields = excluded.fields,
                     parent_name = excluded.parent_name
                 """)

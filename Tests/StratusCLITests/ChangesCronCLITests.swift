@@ -109,6 +109,16 @@ struct ChangesCronCLITests {
                 #expect(!want.stdout.isEmpty && got.stdout == want.stdout, "\(type): \(got) against \(want)")
             }
             #expect(try await cli.run(["get", "by-bob", "--store", mirror]).exitCode != 0, "the deletion is mirrored")
+
+            // Deleted and made again by another user between two runs: the feed carries the new
+            // record alone, and the mirror takes its creation (date and creator) too.
+            #expect(try await cli.run(["delete", "by-alice", "--yes", "--store", source, "--user", "alice"]).exitCode == 0)
+            #expect(try await cli.run(["import", "--store", source, "--user", "bob"], stdin: note("by-alice", "remade")).exitCode == 0)
+            let third = try await cli.shell(Self.mirrorJob, environment: ["SOURCE": source, "MIRROR": mirror])
+            #expect(third.exitCode == 0, "\(third)")
+            let want = try await cli.run(["export", "--type", "Note", "--store", source, "--quiet"])
+            let got = try await cli.run(["export", "--type", "Note", "--store", mirror, "--quiet"])
+            #expect(want.stdout.contains("remade") && got.stdout == want.stdout, "\(got) against \(want)")
         }
     }
 

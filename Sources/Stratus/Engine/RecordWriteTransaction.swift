@@ -41,7 +41,9 @@ public protocol RecordWriteTransaction: AnyObject {
     func insertNewRecords(_ rows: [RecordRow]) throws -> [Bool]
 
     /// Writes a record's row, replacing the stored one when `replacing` is true, and brings the
-    /// engine's derived data (references, words, tombstones, change position) up to date.
+    /// engine's derived data (references, words, tombstones, change position) up to date. Every
+    /// system field of the row is written, its creation too: the core decides it (a restored
+    /// record deleted and made again at its source has a new one).
     func writeRecord(_ row: RecordRow, replacing: Bool) throws
 
     /// Writes changed fields over a stored record in one step, without the caller reading the

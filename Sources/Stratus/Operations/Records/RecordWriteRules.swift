@@ -162,10 +162,15 @@ enum RecordWriteRules {
         let replacing = mode == .replace || mode == .forceReplace
         let parent = existing == nil || replacing || save.parentChanged ? save.parent : existing?.parent
         let keep = mode.restores(preservingSystemFields: preservingSystemFields)
+        // A restoring save gives the record's creation as its source has it, also over a stored
+        // record: deleted and made again there (a mirror's feed carries only the new record),
+        // it was created anew. In the public database the creator decides who may write, so
+        // only an administrator moves it from a stored record to another user.
+        let givesCreator = keep && (existing == nil || context.isAdministrator || context.scope != .public)
         var system = Record.SystemFields(
-            creationDate: existing?.creationDate ?? (keep ? given.creationDate : nil) ?? now,
+            creationDate: (keep ? given.creationDate : nil) ?? existing?.creationDate ?? now,
             modificationDate: now,
-            creatorUserRecordID: existing?.systemFields.creatorUserRecordID ?? (keep ? given.creatorUserRecordID : nil) ?? newRecordCreator ?? context.userRecordID,
+            creatorUserRecordID: (givesCreator ? given.creatorUserRecordID : nil) ?? existing?.systemFields.creatorUserRecordID ?? newRecordCreator ?? context.userRecordID,
             lastModifiedUserRecordID: context.userRecordID,
             recordChangeTag: (keep ? given.recordChangeTag : nil) ?? newChangeTag()
         )
