@@ -100,8 +100,9 @@ struct ZoneRecoveryTests {
         try await withContainer { container in
             let zoneID = RecordZone.ID(zoneName: "Nowhere")
             let record = Record(recordType: "Entry", recordID: Record.ID(recordName: "x", zoneID: zoneID))
-            // The async modifyRecords answers each item's result; the request itself succeeds.
-            let (results, _) = try await container.privateCloudDatabase.modifyRecords(saving: [record], deleting: [], savePolicy: .changedKeys, atomically: true)
+            // The async modifyRecords answers each item's result when not atomic; the request
+            // itself succeeds.
+            let (results, _) = try await container.privateCloudDatabase.modifyRecords(saving: [record], deleting: [], savePolicy: .changedKeys, atomically: false)
             guard case .failure(let error)? = results[record.recordID] else {
                 Issue.record("the save into a missing zone did not fail")
                 return
@@ -109,6 +110,16 @@ struct ZoneRecoveryTests {
             #expect((error as? StratusError)?.code == .zoneNotFound)
             #expect((error as NSError).domain == "CKErrorDomain" && (error as NSError).code == 26)
             #expect(RecoveringWriter.needsZone(error))
+
+            // Atomically (CloudKit's default), the request fails as a whole, as CloudKit documents
+            // ("when atomically is true and one or more of the specified changes fail").
+            do {
+                _ = try await container.privateCloudDatabase.modifyRecords(saving: [record], deleting: [], savePolicy: .changedKeys, atomically: true)
+                Issue.record("an atomic request that wrote nothing throws")
+            } catch {
+                #expect((error as? StratusError)?.code == .partialFailure)
+                #expect(RecoveringWriter.needsZone(error))
+            }
 
             // The operation form reports it inside a partial failure, as the writer also expects.
             let final: Error? = await withCheckedContinuation { continuation in

@@ -154,7 +154,7 @@ extension EngineConformance {
         try await TestDatabase.save([makeRecord("Ledger", "l1", ["amount": .int64(1)])], in: database)
         // In a zone with the atomic capability (the default zone has none, as CloudKit's).
         let zone = try await database.save(RecordZone(zoneName: "Ledgers")).zoneID
-        let (saves, _) = try await database.modifyRecords(saving: [makeRecord("Ledger", "l2", zoneID: zone, ["memo": .string("new field")]),
+        let (saves, _) = try await database.modifyRecordsEachItem(saving: [makeRecord("Ledger", "l2", zoneID: zone, ["memo": .string("new field")]),
                                                                    makeRecord("Ledger", "l3", zoneID: zone, ["amount": .string("bad")])],
                                                           deleting: [], atomically: true)
         #expect(errorCode(saves[Record.ID(recordName: "l2", zoneID: zone)]) == .batchRequestFailed)

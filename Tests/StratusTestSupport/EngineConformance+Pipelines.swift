@@ -11,7 +11,50 @@ extension EngineConformance {
         TestCase("a checkpointed query pipeline over every zone stopped mid-way goes on after its last batch, reads each zone from one snapshot, refuses an old default-zone checkpoint; DeleteRecordsOperation(query:) without a zone deletes in the default zone", checkpointedZoneWidePipeline),
         TestCase("a checkpointed change-feed pipeline resumes after its token; a record written twice would fail on its change tag", checkpointedChangePipeline),
         TestCase("a change-feed pipeline that saves into the zone it reads ends where the zone was when it began: every record saved once; the next feed reads those saves", changeFeedSavingIntoItsZone),
+        TestCase("a pipeline's deletions, like its saves, check change tags: a record changed after it was read is not deleted but fails serverRecordChanged", pipelineDeletesCheckTags),
     ]
+
+    /// Records held in memory, as read earlier (with the change tags they had then).
+    final class HeldRecords: RecordSource, @unchecked Sendable {
+        private var pending: [Record]
+        init(_ records: [Record]) { pending = records.reversed() }
+        func nextItem() throws -> RecordSourceItem? { pending.popLast().map { .record($0, line: 0) } }
+        var bytesRead: Int { 0 }
+        func willSave(as mode: RecordWriteMode) {}
+    }
+
+    static func pipelineDeletesCheckTags(_ env: Environment) async throws {
+        let database = env.container().privateCloudDatabase
+        let zone = RecordZone.ID(zoneName: "Purge")
+        _ = try await database.modifyRecordZones(saving: [RecordZone(zoneID: zone)], deleting: [])
+        try await TestDatabase.save(makeRecords("Doc", count: 4, zoneID: zone) { _ in ["doomed": .int64(1)] }, in: database)
+        let read = try await TestDatabase.queryAll(Query(recordType: "Doc"), in: database, zoneID: zone)
+        #expect(read.count == 4)
+        // Rescued by someone else after the purge read it.
+        let rescued = try #require(read.first)
+        let fresh = try await database.record(for: rescued.recordID)
+        fresh["doomed"] = 0
+        try await database.save(fresh)
+
+        let source = ReadRecordsOperation(source: HeldRecords(read))
+        let purge = DeleteRecordsOperation(deletingRecordsFrom: source)
+        let results = Box<[Record.ID: Result<Void, any Error>]>([:])
+        purge.perRecordDeleteBlock = { id, result in results.value[id] = result }
+        let queue = OperationQueue()
+        for stage in [source, purge] as [DatabaseOperation] {
+            stage.database = database
+            queue.addOperation(stage)
+        }
+        await waitUntilFinished([source, purge])
+        #expect(results.value.count == 4)
+        guard case .failure(let error as StratusError)? = results.value[rescued.recordID] else {
+            Issue.record("the rescued record's deletion failed: \(String(describing: results.value[rescued.recordID]))")
+            return
+        }
+        #expect(error.code == .serverRecordChanged && error.serverRecord?["doomed"] as? Int64 == 0)
+        let left = try await TestDatabase.queryAll(Query(recordType: "Doc"), in: database, zoneID: zone)
+        #expect(left.map(\.recordID) == [rescued.recordID], "the others are deleted, the rescued record stays")
+    }
 
     static func jobPositionText(_ env: Environment) async throws {
         let engine = env.engine

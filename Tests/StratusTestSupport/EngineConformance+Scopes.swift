@@ -72,7 +72,7 @@ extension EngineConformance {
         let zone = RecordZone.ID(zoneName: "NoSuchZone")
         for database in [container.privateCloudDatabase, container.publicCloudDatabase] {
             let record = makeRecord("Doc", "in-missing-zone", zoneID: zone, ["n": .int64(1)])
-            let results = try await database.modifyRecords(saving: [record], deleting: [])
+            let results = try await database.modifyRecordsEachItem(saving: [record], deleting: [])
             #expect(errorCode(results.saveResults[record.recordID]) == .zoneNotFound, "save in \(database.databaseScope)")
             let queryError = await caughtError { try await database.records(matching: Query(recordType: "Doc"), inZoneWith: zone) }
             #expect(stratusError(queryError)?.code == .zoneNotFound, "query in \(database.databaseScope)")

@@ -214,3 +214,28 @@ public func runQueryPage(_ operation: QueryOperation, on database: Database) asy
     case nil: return QueryPageResult(records: records.value, cursor: nil, error: StratusError(.internalError, "queryResultBlock was not called"))
     }
 }
+
+extension Database {
+    /// `modifyRecords(saving:deleting:savePolicy:atomically:)` answered item by item also when
+    /// the request failed atomically (which throws `partialFailure`, as CloudKit documents): each
+    /// item's result from the error's `partialErrorsByItemID`, for tests that read every item.
+    ///
+    /// ```swift
+    /// let (saves, _) = try await database.modifyRecordsEachItem(saving: [a, b])
+    /// ```
+    public func modifyRecordsEachItem(
+        saving recordsToSave: [Record] = [], deleting recordIDsToDelete: [Record.ID] = [],
+        savePolicy: ModifyRecordsOperation.SavePolicy = .ifServerRecordUnchanged, atomically: Bool = true
+    ) async throws -> (saveResults: [Record.ID: Result<Record, any Error>], deleteResults: [Record.ID: Result<Void, any Error>]) {
+        do {
+            return try await modifyRecords(saving: recordsToSave, deleting: recordIDsToDelete, savePolicy: savePolicy, atomically: atomically)
+        } catch let error as StratusError where error.code == .partialFailure {
+            let errors = error.partialErrorsByItemID ?? [:]
+            var saves: [Record.ID: Result<Record, any Error>] = [:]
+            for record in recordsToSave { saves[record.recordID] = .failure(errors[record.recordID] ?? error) }
+            var deletes: [Record.ID: Result<Void, any Error>] = [:]
+            for id in recordIDsToDelete { deletes[id] = .failure(errors[id] ?? error) }
+            return (saves, deletes)
+        }
+    }
+}

@@ -438,17 +438,17 @@ public enum SubscriptionConformance {
         // An atomic request (in a zone with the atomic capability) with a conflict writes
         // nothing, and records no notification.
         let atomicStale = makeRecord("Item", "existing", zoneID: zone)
-        let atomic = try await database.modifyRecords(saving: [makeRecord("Item", "new1", zoneID: zone), atomicStale], deleting: [],
+        let atomic = try await database.modifyRecordsEachItem(saving: [makeRecord("Item", "new1", zoneID: zone), atomicStale], deleting: [],
                                                       savePolicy: .ifServerRecordUnchanged, atomically: true)
         #expect(errorCode(atomic.saveResults[atomicStale.recordID]) == .serverRecordChanged)
         #expect(try await described(container, since: token).isEmpty)
         let stale = makeRecord("Item", "existing")
         // Not atomic: what committed notifies, what failed does not.
-        _ = try await database.modifyRecords(saving: [makeRecord("Item", "new2"), stale], deleting: [], savePolicy: .ifServerRecordUnchanged, atomically: false)
+        _ = try await database.modifyRecordsEachItem(saving: [makeRecord("Item", "new2"), stale], deleting: [], savePolicy: .ifServerRecordUnchanged, atomically: false)
         #expect(try await described(container, since: token) == ["query items recordCreated new2"])
         token = try await notifications(of: container).token
         // A deletion that cascades through .deleteSelf references notifies for every record deleted.
-        _ = try await database.modifyRecords(saving: [
+        _ = try await database.modifyRecordsEachItem(saving: [
             makeRecord("Item", "parent"), makeRecord("Item", "child", ["up": .reference(reference("parent", .deleteSelf))]),
         ], deleting: [])
         try await database.deleteRecord(withID: Record.ID(recordName: "parent"))

@@ -76,7 +76,7 @@ public enum ZoneConformance {
         #expect(stratusError(fetchError)?.code == .zoneNotFound)
 
         let write = makeRecord("Photo", "late", zoneID: photos)
-        let results = try await database.modifyRecords(saving: [write], deleting: [])
+        let results = try await database.modifyRecordsEachItem(saving: [write], deleting: [])
         #expect(errorCode(results.saveResults[write.recordID]) == .zoneNotFound)
         let queryError = await caughtError { try await database.records(matching: Query(recordType: "Photo"), inZoneWith: photos) }
         #expect(stratusError(queryError)?.code == .zoneNotFound)
@@ -121,7 +121,7 @@ public enum ZoneConformance {
         try await alice.privateCloudDatabase.save(makeRecord("Photo", "mine", zoneID: photos))
         #expect(try await bob.privateCloudDatabase.allRecordZones().map(\.zoneID) == [.default])
         let write = makeRecord("Photo", "bobs", zoneID: photos)
-        let results = try await bob.privateCloudDatabase.modifyRecords(saving: [write], deleting: [])
+        let results = try await bob.privateCloudDatabase.modifyRecordsEachItem(saving: [write], deleting: [])
         #expect(errorCode(results.saveResults[write.recordID]) == .zoneNotFound, "bob has no zone Photos")
 
         // Public zones (a Stratus extension) are everyone's.
@@ -271,7 +271,7 @@ public enum ZoneConformance {
         let afterSetup = await fetchChanges(photos, since: base.token, in: database)
         #expect(afterSetup.events == ["+stale"])
         // "stale" exists, so saving a new record with its name conflicts; the request is atomic.
-        let results = try await database.modifyRecords(saving: [good, bad], deleting: [])
+        let results = try await database.modifyRecordsEachItem(saving: [good, bad], deleting: [])
         #expect(errorCode(results.saveResults[bad.recordID]) == .serverRecordChanged)
         #expect(errorCode(results.saveResults[good.recordID]) == .batchRequestFailed)
         #expect(await fetchChanges(photos, since: afterSetup.token, in: database).events.isEmpty)
@@ -413,9 +413,25 @@ public enum ZoneConformance {
         try await database.save(RecordZone(zoneID: photos))
         try await database.save(makeRecord("Note", "exists", zoneID: photos))
         let atomicFresh = makeRecord("Note", "fresh", zoneID: photos)
-        let atomicResults = try await database.modifyRecords(saving: [atomicFresh, makeRecord("Note", "exists", zoneID: photos)], deleting: [], atomically: true)
-        #expect(errorCode(atomicResults.saveResults[atomicFresh.recordID]) == .batchRequestFailed)
+        // It throws, as CloudKit's modifyRecords does "when atomically is true and one or more of
+        // the specified changes fail", with each item's error.
+        let stale = makeRecord("Note", "exists", zoneID: photos)
+        do {
+            _ = try await database.modifyRecords(saving: [atomicFresh, stale], deleting: [], atomically: true)
+            Issue.record("an atomic request that wrote nothing throws")
+        } catch let error as StratusError {
+            #expect(error.code == .partialFailure, "\(error)")
+            #expect((error.partialErrorsByItemID?[atomicFresh.recordID] as? StratusError)?.code == .batchRequestFailed)
+            #expect((error.partialErrorsByItemID?[stale.recordID] as? StratusError)?.code == .serverRecordChanged)
+        }
         #expect(try await TestDatabase.exists("fresh", zoneID: photos, in: database) == false)
+
+        // The completion handler's form answers the same failure.
+        let answered = await withCheckedContinuation { continuation in
+            database.modifyRecords(saving: [atomicFresh, stale], deleting: []) { continuation.resume(returning: $0) }
+        }
+        guard case .failure(let failure as StratusError) = answered else { Issue.record("the completion handler gets .failure"); return }
+        #expect(failure.code == .partialFailure)
     }
 
     // MARK: - Database changes

@@ -672,14 +672,14 @@ struct BadInputFuzzTests {
             }
             await check("save: zone name") { name in
                 let id = Record.ID(recordName: "r3", zoneID: RecordZone.ID(zoneName: name))
-                let results = try await database.modifyRecords(saving: [Record(recordType: "Item", recordID: id)], deleting: [])
+                let results = try await database.modifyRecordsEachItem(saving: [Record(recordType: "Item", recordID: id)], deleting: [])
                 try Self.itemError(results.saveResults[id])
             }
             // Reading and deleting by ID bind the zone name as a value: a zone that cannot exist
             // is not found (zoneNotFound, unknownItem) rather than refused; either is safe.
             await check("delete: zone name", alsoAccepting: [.zoneNotFound, .unknownItem]) { name in
                 let id = Record.ID(recordName: "canary", zoneID: RecordZone.ID(zoneName: name))
-                let results = try await database.modifyRecords(saving: [], deleting: [id])
+                let results = try await database.modifyRecordsEachItem(saving: [], deleting: [id])
                 try Self.itemError(results.deleteResults[id])
             }
             await check("fetch: zone name", alsoAccepting: [.zoneNotFound, .unknownItem]) { name in

@@ -57,7 +57,10 @@ struct ConvenienceAPITests {
             let zoneFresh = makeRecord("Item", "z-fresh", zoneID: zone)
             let zoneConflict = makeRecord("Item", "z-item", zoneID: zone, ["n": .int64(100)])
             let zoneDelete = Record.ID(recordName: "z-gone", zoneID: zone)
-            let atomic = try await database.modifyRecords(saving: [zoneFresh, zoneConflict], deleting: [zoneDelete])
+            // It throws partialFailure, as CloudKit's does; the items are in partialErrorsByItemID.
+            let thrown = await caughtError { try await database.modifyRecords(saving: [zoneFresh, zoneConflict], deleting: [zoneDelete]) }
+            #expect(stratusError(thrown)?.code == .partialFailure)
+            let atomic = try await database.modifyRecordsEachItem(saving: [zoneFresh, zoneConflict], deleting: [zoneDelete])
             #expect(errorCode(atomic.saveResults[zoneConflict.recordID]) == .serverRecordChanged)
             #expect(errorCode(atomic.saveResults[zoneFresh.recordID]) == .batchRequestFailed)
             #expect(errorCode(atomic.deleteResults[zoneDelete]) == .batchRequestFailed)

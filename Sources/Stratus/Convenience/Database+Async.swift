@@ -11,7 +11,7 @@ extension Database {
     /// - Throws: the record's own error (`serverRecordChanged`, `invalidArguments`, …).
     @discardableResult
     public func save(_ record: Record) async throws -> Record {
-        let results = try await modifyRecords(saving: [record], deleting: [])
+        let results = try await modifyRecords(saving: [record], deleting: [], savePolicy: .ifServerRecordUnchanged, atomically: true, throwsAtomicFailure: false)
         guard let result = results.saveResults[record.recordID] else {
             throw StratusError(.internalError, "no result for record '\(record.recordID.recordName)'", recordID: record.recordID)
         }
@@ -57,7 +57,7 @@ extension Database {
     /// ```
     @discardableResult
     public func deleteRecord(withID recordID: Record.ID) async throws -> Record.ID {
-        let results = try await modifyRecords(saving: [], deleting: [recordID])
+        let results = try await modifyRecords(saving: [], deleting: [recordID], savePolicy: .ifServerRecordUnchanged, atomically: true, throwsAtomicFailure: false)
         try results.deleteResults[recordID]?.get()
         return recordID
     }
@@ -69,10 +69,24 @@ extension Database {
     /// let (saved, deleted) = try await database.modifyRecords(saving: [a, b], deleting: [c.recordID], savePolicy: .changedKeys)
     /// ```
     ///
-    /// - Throws: only errors of the request as a whole; item errors are in the results.
+    /// - Throws: errors of the request as a whole, and, as CloudKit documents, the
+    ///   `partialFailure` (with `partialErrorsByItemID`) of an `atomically` request that an
+    ///   item's failure made write nothing (in zones with the atomic capability; the other items
+    ///   fail with `batchRequestFailed`). Otherwise item errors are in the results: the default
+    ///   zone has no atomic capability.
     public func modifyRecords(
         saving recordsToSave: [Record] = [], deleting recordIDsToDelete: [Record.ID] = [],
         savePolicy: ModifyRecordsOperation.SavePolicy = .ifServerRecordUnchanged, atomically: Bool = true
+    ) async throws -> (saveResults: [Record.ID: Result<Record, any Error>], deleteResults: [Record.ID: Result<Void, any Error>]) {
+        try await modifyRecords(saving: recordsToSave, deleting: recordIDsToDelete, savePolicy: savePolicy, atomically: atomically, throwsAtomicFailure: true)
+    }
+
+    /// ``modifyRecords(saving:deleting:savePolicy:atomically:)``, answering each item also
+    /// when an atomic request wrote nothing (`throwsAtomicFailure` false): what a single save and
+    /// the sync engine need, whose callers read each item's own error.
+    func modifyRecords(
+        saving recordsToSave: [Record], deleting recordIDsToDelete: [Record.ID],
+        savePolicy: ModifyRecordsOperation.SavePolicy, atomically: Bool, throwsAtomicFailure: Bool
     ) async throws -> (saveResults: [Record.ID: Result<Record, any Error>], deleteResults: [Record.ID: Result<Void, any Error>]) {
         let saves = Collector<(Record.ID, Result<Record, any Error>)>()
         let deletes = Collector<(Record.ID, Result<Void, any Error>)>()
@@ -82,7 +96,11 @@ extension Database {
             op.isAtomic = atomically
             op.perRecordSaveBlock = { saves.append(($0, $1)) }
             op.perRecordDeleteBlock = { deletes.append(($0, $1)) }
-            op.modifyRecordsResultBlock = { finish(Database.ignoringPartialFailure($0)) }
+            op.modifyRecordsResultBlock = { [unowned op] result in
+                // An atomic request that an item's failure made write nothing fails as a whole;
+                // otherwise (the default zone has no atomic capability) each item answers.
+                finish(throwsAtomicFailure && op.failedAtomically ? result : Database.ignoringPartialFailure(result))
+            }
             return op
         }
         return (Dictionary(saves.items, uniquingKeysWith: { a, _ in a }), Dictionary(deletes.items, uniquingKeysWith: { a, _ in a }))

@@ -479,7 +479,7 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
         var requestFailure: StratusError?
         do {
             results = try await requests.modifyRecords(saving: batch.recordsToSave, deleting: batch.recordIDsToDelete,
-                                                       savePolicy: .ifServerRecordUnchanged, atomically: batch.atomicByZone)
+                                                       savePolicy: .ifServerRecordUnchanged, atomically: batch.atomicByZone, throwsAtomicFailure: false)
         } catch {
             requestFailure = Self.stratusError(error)
         }

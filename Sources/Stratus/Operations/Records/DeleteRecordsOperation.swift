@@ -78,9 +78,10 @@ public final class DeleteRecordsOperation: DatabaseOperation, @unchecked Sendabl
         var deleted = 0
         var attempted = 0
 
-        func deleteBatch(_ ids: [Record.ID], progress: JobProgressEntry? = nil) throws {
+        func deleteBatch(_ ids: [Record.ID], progress: JobProgressEntry? = nil, readTags: [Record.ID: String] = [:]) throws {
             var request = ModifyRequest(saves: [], recordIDsToDelete: ids, writeMode: .ifServerRecordUnchanged, isAtomic: false)
             request.jobProgress = progress
+            request.deletedRecordTags = readTags
             let outcome = try withRetry { try RecordWriteExecutor.apply(request, engine: engine, context: context) }
             RecordWriteExecutor.collectReleasedAssets(outcome, engine: engine, context: context)
             for (index, id) in ids.enumerated() {
@@ -126,7 +127,7 @@ public final class DeleteRecordsOperation: DatabaseOperation, @unchecked Sendabl
             repeat {
                 if shouldStop { return cancelled() }
                 let page = try withRetry { try engine.queryRecords(compiled, in: context, after: position, limit: min(batchSize, Self.largestBatch)) }
-                if !page.records.isEmpty { try deleteBatch(page.records.map(\.recordID)) }
+                if !page.records.isEmpty { try deleteBatch(page.records.map(\.recordID), readTags: Self.changeTags(of: page.records)) }
                 position = page.nextPosition
             } while position != nil
         } else {
@@ -142,13 +143,15 @@ public final class DeleteRecordsOperation: DatabaseOperation, @unchecked Sendabl
         if let input {
             while let batch = input.receive() {
                 if shouldStop { break }
-                let ids = valid(batch.elements.filter { filter?($0) ?? true }.map(\.recordID))
+                let chosen = batch.elements.filter { filter?($0) ?? true }
+                let ids = valid(chosen.map(\.recordID))
+                let tags = Self.changeTags(of: chosen)
                 if let progress = jobProgress(for: batch) {
-                    try deleteBatch(ids, progress: progress)
+                    try deleteBatch(ids, progress: progress, readTags: tags)
                 } else {
                     // A batch is deleted whole once begun, so that the position after it stays exact.
                     for start in stride(from: 0, to: ids.count, by: batchSize) {
-                        try deleteBatch(Array(ids[start..<min(ids.count, start + batchSize)]))
+                        try deleteBatch(Array(ids[start..<min(ids.count, start + batchSize)]), readTags: tags)
                     }
                 }
                 guard try finishBatch(batch, from: input, handingOn: [Record](), to: nil) else { break }
@@ -156,6 +159,14 @@ public final class DeleteRecordsOperation: DatabaseOperation, @unchecked Sendabl
             if shouldStop { return cancelled() }
         }
         return Self.partialFailure(errors, of: attempted)
+    }
+
+    /// The change tag of each record read, which its deletion must still find: a record
+    /// changed after the read may no longer match what selected it.
+    private static func changeTags(of records: [Record]) -> [Record.ID: String] {
+        var tags: [Record.ID: String] = [:]
+        for record in records { if let tag = record.recordChangeTag { tags[record.recordID] = tag } }
+        return tags
     }
 
     override func complete(with error: StratusError?) {

@@ -143,11 +143,30 @@ open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, 
     /// Records a producer prepared on its own thread (see ``PreparedSave``), saved before
     /// ``recordsToSave``.
     private var preparedSaves: [PreparedSave] = []
+    /// Whether an item's failure made the atomic request (in zones with the atomic capability)
+    /// write nothing: what CloudKit's `modifyRecords(…atomically: true)` throws for.
+    package private(set) var failedAtomically = false
 
-    public init(recordsToSave: [Record]? = nil, recordIDsToDelete: [Record.ID]? = nil) {
+    /// An operation with nothing to save or delete yet, CloudKit's designated initializer:
+    /// a subclass overrides it (`override init() { super.init(); … }`) as it does in CloudKit.
+    ///
+    /// ```swift
+    /// let op = ModifyRecordsOperation()
+    /// op.recordsToSave = [todo]
+    /// ```
+    public override init() {
+        super.init()
+    }
+
+    /// An operation that saves `recordsToSave` and deletes `recordIDsToDelete`.
+    ///
+    /// ```swift
+    /// let op = ModifyRecordsOperation(recordsToSave: [todo], recordIDsToDelete: [done.recordID])
+    /// ```
+    public convenience init(recordsToSave: [Record]? = nil, recordIDsToDelete: [Record.ID]? = nil) {
+        self.init()
         self.recordsToSave = recordsToSave
         self.recordIDsToDelete = recordIDsToDelete
-        super.init()
     }
 
     /// Saves records that were checked and prepared already, so that they are not checked
@@ -467,6 +486,7 @@ open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, 
                 for id in toDelete { reportDelete(id, failed[id] ?? RecordWriteExecutor.batchFailed(id)) }
                 for id in allSaves.map(\.recordID) + toDelete where errors[id] == nil { errors[id] = failed[id] ?? RecordWriteExecutor.batchFailed(id) }
                 done += total
+                failedAtomically = true
                 // An atomic request that fails writes nothing, and so records no progress either:
                 // what it held is not done (as when the store rolls it back).
                 return nil
@@ -478,6 +498,7 @@ open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, 
             var atomicRequest = request(ordered, validDeletes, atomic: true)
             atomicRequest.jobProgress = progress
             let outcome = try withRetry { try RecordWriteExecutor.apply(atomicRequest, engine: engine, context: context) }
+            if outcome.rolledBack { failedAtomically = true }
             RecordWriteExecutor.collectReleasedAssets(outcome, engine: engine, context: context)
             let saved = deliver(outcome, saves: ordered, deletes: validDeletes, errors: &errors)
             done += total

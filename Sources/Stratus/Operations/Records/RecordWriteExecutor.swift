@@ -26,6 +26,10 @@ struct ModifyRequest: Sendable {
     var writesSystemRecords = false
     /// Where a dry run writes instead of the store (``WriteSimulation``); `nil` for a real write.
     var simulation: WriteSimulation?
+    /// The change tag each record to delete had when it was read (a query's page, a pipeline's
+    /// batch): a record changed since is not deleted but fails `serverRecordChanged`, since it
+    /// may no longer be what was selected. Records without an entry are deleted whatever they hold.
+    var deletedRecordTags: [Record.ID: String] = [:]
 
     init(saves: [PreparedSave], recordIDsToDelete: [Record.ID] = [], writeMode: RecordWriteMode, preservesSystemFields: Bool = false,
          isAtomic: Bool, returnsSavedRecords: Bool = true) {
@@ -40,6 +44,8 @@ struct ModifyRequest: Sendable {
 
 /// What a ``ModifyRequest`` did: a result for every item, in request order.
 struct ModifyOutcome: Sendable {
+    /// Whether an item's failure rolled the atomic request back, so that nothing was written.
+    var rolledBack = false
     /// For each save, in order: the record as stored and what kind of write it was, or its error.
     var saveResults: [Result<(Record, RecordWriteKind), StratusError>] = []
     /// For each record ID to delete, in order: whether a stored record was deleted, or the error.
@@ -93,6 +99,7 @@ enum RecordWriteExecutor {
         } catch let rollback as AtomicRollback {
             var outcome = rollback.outcome
             outcome.relabelForAtomicFailure(saves: request.saves.map(\.recordID), deletes: request.recordIDsToDelete)
+            outcome.rolledBack = true
             return outcome
         }
     }
@@ -397,6 +404,11 @@ enum RecordWriteExecutor {
         /// record whose `.deleteSelf` reference points at a deleted one.
         private mutating func delete(_ id: Record.ID) throws -> Result<Bool, StratusError> {
             guard try capabilities(id.zoneID) != nil else { return .failure(zoneNotFound(id)) }
+            if let tag = request.deletedRecordTags[id], let stored = try transaction.storedRecord(id), stored.recordChangeTag != tag {
+                var changed = StratusError(.serverRecordChanged, "record '\(id.recordName)' was changed by someone else after it was read (change tag \(tag); the store has \(stored.recordChangeTag ?? "none")), so it was not deleted: it may no longer be what was selected", recordID: id)
+                changed.serverRecord = stored
+                return .failure(changed)
+            }
             // Cascades follow the references their sources chose to hold, as in CloudKit;
             // the roles decide only what the caller deletes itself.
             if typeRules.checksDeletes, let denied = try typeRules.checkDelete(id, stored: transaction.storedRecord(id), in: transaction) {
