@@ -13,6 +13,8 @@ final class ChangeOutput {
     private let tokens: ChangeTokenFileStore
     /// For an output file once opened: its identity, path, committed length and the link that holds it.
     private var commit: ChangeTokenFile.OutputCommit?
+    /// Whether `--output` names a device or a pipe, written as a stream like stdout.
+    private var isStream = false
     /// The output file this run holds locked (its identity and the descriptor of the lock),
     /// until the process ends: two jobs writing one file would cut back and interleave each
     /// other's changes.
@@ -40,9 +42,26 @@ final class ChangeOutput {
         }
         descriptor = -1
         name = outputPath
-        let committed = tokens.state.output
+        var committed = tokens.state.output
+        if let held = committed, !Self.isOwnLink(held, tokenPath: tokens.resolvedPath) {
+            // A token file copied from another job's (a second consumer started at its place),
+            // or edited: the output and the link it names are not this job's to cut or remove.
+            tokens.state.output = nil
+            committed = nil
+        }
         Self.removeStrayLinks(of: tokens.resolvedPath, keeping: committed?.link)
         if let committed { try cutBack(committed) }
+    }
+
+    /// Whether the link a token file names is the one this token file made: beside it and
+    /// named after it, or (the token on another file system) hidden beside the output and
+    /// holding the output file the token names.
+    private static func isOwnLink(_ committed: ChangeTokenFile.OutputCommit, tokenPath: String) -> Bool {
+        guard let link = committed.link else { return true }
+        if link.hasPrefix(tokenPath + ".output-") && !link.dropFirst(tokenPath.count + 8).contains("/") { return true }
+        let output = URL(fileURLWithPath: committed.path)
+        let besideOutput = output.deletingLastPathComponent().appendingPathComponent(".\(output.lastPathComponent).stratus-").path
+        return link.hasPrefix(besideOutput) && identity(of: link) == committed.fileIdentity
     }
 
     deinit {
@@ -78,6 +97,13 @@ final class ChangeOutput {
         let committed = tokens.state.output
         descriptor = Glibc.open(outputPath, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { throw CommandFailure.system(.cannotCreateOutput, "cannot open the output file \(outputPath)") }
+        var kind = stat()
+        if fstat(descriptor, &kind) == 0, kind.st_mode & S_IFMT != S_IFREG {
+            // A device (`/dev/null`) or a pipe is written as stdout is: nothing of it can be
+            // held, cut back or appended to later, so the token keeps no output for it.
+            isStream = true
+            return
+        }
         let (identity, size) = try FileDescriptorOutput.identity(of: descriptor)
         try lock(descriptor, identity: identity, path: outputPath)
         if let committed, committed.fileIdentity == identity, committed.link.map({ Self.identity(of: $0) == identity }) ?? true {
@@ -105,7 +131,9 @@ final class ChangeOutput {
             commit = ChangeTokenFile.OutputCommit(fileIdentity: identity, length: size, path: outputPath, link: link)
             tokens.state.output = commit
             try tokens.write()
-            if let old = committed?.link, old != link { unlink(old) }
+            // Only the link that holds the committed file: a token file names it, and an edited
+            // one must not make a run remove any file it names.
+            if let old = committed?.link, old != link, Self.identity(of: old) == committed?.fileIdentity { unlink(old) }
         }
         guard lseek(descriptor, off_t(commit!.length), SEEK_SET) >= 0 else { throw CommandFailure.system(.cannotCreateOutput, "cannot seek in \(outputPath)") }
     }
@@ -115,12 +143,20 @@ final class ChangeOutput {
     func append(_ data: Data) throws -> ChangeTokenFile.OutputCommit? {
         guard !data.isEmpty else { return commit }
         if descriptor < 0, let outputPath { try openFile(outputPath) }
+        if let commit, !isStream {
+            // Cut shorter in place while this run wrote it (`: > file`, a copy-and-truncate
+            // rotation): the next write would leave a hole of NUL bytes where changes were.
+            var now = stat()
+            if fstat(descriptor, &now) == 0, Int64(now.st_size) < commit.length {
+                throw CommandFailure(.cannotCreateOutput, "the output file \(outputPath ?? name) was cut to \(now.st_size) bytes while this run wrote it (it had \(commit.length) committed bytes): the token was not moved past this batch; rotate output files by renaming them, not by truncating them")
+            }
+        }
         try FileDescriptorOutput.writeAll(data, to: descriptor, name: name)
         // stdout may be a pipe or terminal, which cannot be synced; a redirected file can.
         if fsync(descriptor) != 0 && errno != EINVAL && errno != EROFS {
             throw CommandFailure.system(.cannotCreateOutput, "cannot sync \(name)")
         }
-        guard var commit else { return nil }
+        guard var commit, !isStream else { return nil }
         // Removed, moved or replaced while this run wrote it: the changes are only in a file
         // no name leads to (and the link the next run drops), so the token must not move on.
         if let outputPath, Self.identity(of: outputPath) != commit.fileIdentity {
@@ -144,6 +180,9 @@ final class ChangeOutput {
         defer { if !kept { close(descriptor) } }
         let (identity, size) = try FileDescriptorOutput.identity(of: descriptor)
         guard identity == committed.fileIdentity else { return }
+        // A device an older version recorded as an output (`/dev/null`): nothing to cut back.
+        var kind = stat()
+        guard fstat(descriptor, &kind) == 0, kind.st_mode & S_IFMT == S_IFREG else { return }
         // Cut back only what no other run is writing; held until the run ends.
         try lock(descriptor, identity: identity, path: committed.path)
         kept = true

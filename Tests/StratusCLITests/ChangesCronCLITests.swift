@@ -219,6 +219,60 @@ struct ChangesCronCLITests {
         }
     }
 
+    @Test("a token file copied to start a second consumer at the first one's place never cuts or unlinks the first job's output; an edited token file removes no file it names")
+    func copiedAndEditedTokenFiles() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            try FileManager.default.createDirectory(atPath: store.path("A"), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: store.path("B"), withIntermediateDirectories: true)
+            #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(3)).exitCode == 0)
+            func run(_ job: String) async throws -> CLI.Result {
+                try await cli.run(["changes", "--token-file", store.path("\(job)/tok"), "--output", store.path("\(job)/out.ndjson"), "--quiet"])
+            }
+            #expect(try await run("A").exitCode == 0)
+            try FileManager.default.copyItem(atPath: store.path("A/tok"), toPath: store.path("B/tok"))
+            #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(1, prefix: "second")).exitCode == 0)
+            #expect(try await run("A").exitCode == 0)
+            #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(1, prefix: "third")).exitCode == 0)
+            let second = try await run("B")
+            #expect(second.exitCode == 0, "\(second)")
+            #expect(try JSONLine.names(cli.read(store.path("B/out.ndjson")) ?? "") == ["second1", "third1"], "B goes on from A's place")
+            #expect(try JSONLine.names(cli.read(store.path("A/out.ndjson")) ?? "") == ["n1", "n2", "n3", "second1"], "A's committed output is whole")
+            #expect(try await run("A").exitCode == 0)
+            #expect(try JSONLine.names(cli.read(store.path("A/out.ndjson")) ?? "") == ["n1", "n2", "n3", "second1", "third1"])
+
+            // A token file whose output link was edited to name another file.
+            let victim = try cli.file("victim.txt", "keep me\n")
+            let tokenText = try #require(cli.read(store.path("A/tok")))
+            let edited = tokenText.split(separator: "\n", omittingEmptySubsequences: false).map { line in
+                line.hasPrefix("output-link=") ? "output-link=" + victim : String(line)
+            }.joined(separator: "\n")
+            #expect(edited != tokenText, "the token file names its link")
+            try edited.write(toFile: store.path("A/tok"), atomically: true, encoding: .utf8)
+            #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(1, prefix: "fourth")).exitCode == 0)
+            let after = try await cli.run(["changes", "--token-file", store.path("A/tok"), "--output", store.path("A/next.ndjson"), "--quiet"])
+            #expect(after.exitCode == 0, "\(after)")
+            #expect(cli.read(victim) == "keep me\n", "the file the edited token names is not removed")
+        }
+    }
+
+    @Test("changes --output /dev/null (a device) is written as a stream: no link is made beside it, and later runs into a file go on")
+    func outputToADevice() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(2)).exitCode == 0)
+            let before = Set((try? FileManager.default.contentsOfDirectory(atPath: "/dev")) ?? [])
+            let first = try await cli.run(["changes", "--token-file", store.path("tok"), "--output", "/dev/null", "--quiet"])
+            #expect(first.exitCode == 0, "\(first)")
+            let after = Set((try? FileManager.default.contentsOfDirectory(atPath: "/dev")) ?? [])
+            #expect(after.subtracting(before).filter { $0.hasPrefix(".null") }.isEmpty, "no link to the device")
+            #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(1, prefix: "later")).exitCode == 0)
+            let second = try await cli.run(["changes", "--token-file", store.path("tok"), "--output", store.path("out.ndjson"), "--quiet"])
+            #expect(second.exitCode == 0, "\(second)")
+            #expect(try JSONLine.names(cli.read(store.path("out.ndjson")) ?? "") == ["later1"])
+        }
+    }
+
     @Test("changes --output with nothing new creates no file; with changes it writes them", arguments: TestEngine.all)
     func noFileWithoutChanges(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
