@@ -186,6 +186,19 @@ struct PredicateParserAcceptanceTests {
         #expect(try parse("allTokens TOKENMATCHES[cdl] %@", "bob smith") == .condition(.tokens(["bob", "smith"], allTokens: true)))
         #expect(try parse("ALL tokenize(%@, 'Cdl') IN allTokens", "after session") == .condition(.tokens(["after", "session"], allTokens: true)))
         #expect(try parse("ALL tokenize('Bob') IN allTokens") == .condition(.tokens(["bob"], allTokens: false)))
+        // CloudKit's own translation of CONTAINS_ANY_TOKENS.
+        #expect(try parse("ANY tokenize(%@, 'cdl') IN allTokens", "after session") == .condition(.tokens(["after", "session"], allTokens: false)))
+    }
+
+    @Test("The list spellings CloudKit's translation of its query filters writes: ANY {…} IN list (LIST_CONTAINS_ANY) and ALL {…} IN list (LIST_CONTAINS_ALL)")
+    func cloudKitListFilters() throws {
+        let tags = QueryKey.field("tags")
+        #expect(try parse("ANY %@ IN %K", ["red", "blue"], "tags") == .condition(.listContainsAny(tags, [.string("red"), .string("blue")])))
+        #expect(try parse("ANY %@ IN tags", ["red", "blue"]) == parse("ANY tags IN %@", ["red", "blue"]))
+        #expect(try parse("NOT (ANY %@ IN %K)", ["red"], "tags") == .not(.condition(.listContainsAny(tags, [.string("red")]))))
+        #expect(try parse("ALL %@ IN %K", ["red", "blue"], "tags") == .and([.condition(.listContains(tags, .string("red"))), .condition(.listContains(tags, .string("blue")))]))
+        #expect(try parse("ALL {'red'} IN tags AND age > 3") == .and([.condition(.listContains(tags, .string("red"))), .condition(.compare(.field("age"), .greater, .int64(3)))]))
+        #expect(throws: StratusError.self) { try parse("ALL %@ IN tags", [String]()) }
     }
 
     @Test("Literals: numbers, strings, booleans, dates and Stratus's value literals")
@@ -310,6 +323,9 @@ struct PredicateParserArgumentTests {
         #expect(try value(false) == .int64(0))
         #expect(try value(2.5) == .double(2.5))
         #expect(try value(Float(0.5)) == .double(0.5))
+        // Apple's CloudKit samples keep a search radius as a CGFloat.
+        #expect(try value(CGFloat(100_000)) == .double(100_000))
+        #expect(try value(CGFloat(2.5), "%f") == .double(2.5))
         #expect(try value(someDate) == .date(someDate))
         #expect(try value(Data([1, 2])) == .bytes(Data([1, 2])))
         #expect(try value(ownerID) == .reference(Record.Reference(recordID: ownerID, action: .none)))
@@ -403,7 +419,7 @@ struct PredicateParserRejectionTests {
         PredicateRejectCase("a == 1 || b == 2", column: 8, mentions: "OR is not supported"),
         PredicateRejectCase("(a == 1 OR b == 2)", column: 9, mentions: "OR is not supported"),
         PredicateRejectCase("a == 1 | b == 2", column: 8, mentions: "OR"),
-        PredicateRejectCase("ALL tags == 'x'", column: 1, mentions: "ALL is not supported"),
+        PredicateRejectCase("ALL tags == 'x'", column: 1, mentions: "ALL is supported only as"),
         PredicateRejectCase("NONE tags == 'x'", column: 1, mentions: "NONE is not supported"),
         PredicateRejectCase("name ENDSWITH 'x'", column: 6, mentions: "ENDSWITH is not supported"),
         PredicateRejectCase("name LIKE 'J*'", column: 6, mentions: "LIKE is not supported"),

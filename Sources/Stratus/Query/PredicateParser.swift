@@ -254,6 +254,8 @@ extension PredicateParser {
                 default: throw failure("expected AND or ')' but found \(describe(token))", at: token.start)
                 }
                 return inner
+            case .keyword(.all):
+                return try parseAll()
             case .keyword(.truepredicate):
                 try advance()
                 return .all
@@ -278,7 +280,9 @@ extension PredicateParser {
             }
             switch token.kind {
             case .keyword(.any), .keyword(.some): return try parseAny()
-            case .keyword(.all): return try parseAllTokenize()
+            case .keyword(.all):
+                try advance()
+                return try parseTokenize(allTokens: true)
             case .keyword(.noneOf):
                 throw failure("NONE is not supported by CloudKit; only ANY is", at: token.start)
             case .keyword(.selfValue): return try parseSelfContains()
@@ -295,10 +299,16 @@ extension PredicateParser {
             return try build(lhs, op, opToken, rhs)
         }
 
-        /// `ANY list == value`, `ANY list IN {…}`, `ANY list BEGINSWITH 'p'`, `ANY {…} == field`.
+        /// `ANY list == value`, `ANY list IN {…}`, `ANY list BEGINSWITH 'p'`, `ANY {…} == field`,
+        /// and the spellings CloudKit's own translation of its query filters writes:
+        /// `ANY {…} IN list` (any of the values is in the list, LIST_CONTAINS_ANY) and
+        /// `ANY tokenize(%@, 'cdl') IN allTokens` (any of the words, CONTAINS_ANY_TOKENS).
         mutating func parseAny() throws -> Condition {
             let anyToken = token
             try advance()
+            if case .function(let name) = token.kind, name.lowercased() == "tokenize" {
+                return try parseTokenize(allTokens: false)
+            }
             let lhs = try parseOperand()
             let (op, opToken) = try parseOperator()
             let rhs = try parseOperand()
@@ -307,8 +317,10 @@ extension PredicateParser {
                 return .listContains(key, value)
             case (.list(let values), .compare(.equal), .key(let key)):
                 return .in(key, values)
-            case (.key(let key), .in, .list(let values)):
+            case (.key(let key), .in, .list(let values)), (.list(let values), .in, .key(let key)):
                 return .listContainsAny(key, values)
+            case (.value(let value), .in, .key(let key)):
+                return .listContains(key, value)
             case (.key(let key), .beginsWith, .value(.string(let prefix))):
                 return .listAnyBeginsWith(key, prefix)
             case (.key, .beginsWith, _):
@@ -330,12 +342,48 @@ extension PredicateParser {
         }
 
         /// `ALL tokenize(%@, 'Cdl') IN allTokens`, the spelling of an all-words search that CloudKit
-        /// code written for iOS uses; any other ALL is rejected.
-        mutating func parseAllTokenize() throws -> Condition {
+        /// code written for iOS uses, and `ALL {…} IN list`, every one of the values is in the
+        /// list (CloudKit's LIST_CONTAINS_ALL, as its translation of query filters spells it):
+        /// one `list CONTAINS value` per value. Any other ALL is rejected.
+        mutating func parseAll() throws -> QueryPredicate {
             let allToken = token
             try advance()
-            guard case .function(let name) = token.kind, name.lowercased() == "tokenize" else {
-                throw failure("ALL is not supported by CloudKit; only ANY is", at: allToken.start)
+            if case .function(let name) = token.kind, name.lowercased() == "tokenize" {
+                conditions += 1
+                return .condition(try parseTokenize(allTokens: true))
+            }
+            guard token.kind == .leftBrace || { if case .placeholder = token.kind { true } else { false } }() else {
+                throw failure("ALL is supported only as 'ALL {…} IN list' (every value is in the list) or 'ALL tokenize(%@, \"cdl\") IN allTokens'", at: allToken.start)
+            }
+            let lhs = try parseOperand()
+            guard token.kind == .keyword(.in) else {
+                throw failure("ALL is supported only as 'ALL {…} IN list' (every value is in the list)", at: allToken.start)
+            }
+            try advance()
+            let rhs = try parseOperand()
+            let values: [FieldValue]
+            switch lhs.operand {
+            case .list(let list): values = list
+            case .value(let value): values = [value]
+            default: throw failure("'ALL … IN list' needs a set {…} or an array argument on its left", at: lhs.start)
+            }
+            guard case .key(let key) = rhs.operand else {
+                throw failure("'ALL {…} IN' needs a list field on its right", at: rhs.start)
+            }
+            guard !values.isEmpty else {
+                throw failure("'ALL {…} IN list' needs at least one value", at: lhs.start)
+            }
+            conditions += values.count
+            if conditions > PredicateParser.maximumConditions {
+                throw failure("the predicate joins more than \(PredicateParser.maximumConditions) conditions, the most a query may have", at: allToken.start)
+            }
+            return PredicateParser.conjunction(values.map { .condition(.listContains(key, $0)) })
+        }
+
+        /// `tokenize(%@, 'Cdl') IN allTokens` after ALL (every word) or ANY (any of the words).
+        mutating func parseTokenize(allTokens: Bool) throws -> Condition {
+            guard case .function(let name) = token.kind else {
+                throw failure("expected tokenize(…)", at: token.start)
             }
             try enter(at: token)
             defer { depth -= 1 }
@@ -357,7 +405,7 @@ extension PredicateParser {
                 throw failure("expected 'IN allTokens' after tokenize(…)", at: token.start)
             }
             try advance()
-            return PredicateParser.tokenCondition(TextSearch.tokens(in: text), allTokens: true)
+            return PredicateParser.tokenCondition(TextSearch.tokens(in: text), allTokens: allTokens)
         }
 
         /// `self CONTAINS 'words'`: tokenized search over the string fields.
@@ -834,6 +882,7 @@ extension PredicateParser {
                 switch value {
                 case let double as Double: return .value(.double(double))
                 case let float as Float: return .value(.double(Double(float)))
+                case let float as CGFloat: return .value(.double(Double(float)))
                 default:
                     if let integer = try integerValue(value, number: number, at: at) { return .value(.double(Double(integer))) }
                     throw failure("argument \(number) for \(spec) must be a number, not a \(typeName)", at: at)
@@ -881,6 +930,8 @@ extension PredicateParser {
             case let text as Substring: return .string(String(text))
             case let double as Double: return .double(double)
             case let float as Float: return .double(Double(float))
+            // A map radius or a slider's value, as Apple's CloudKit samples pass them.
+            case let float as CGFloat: return .double(Double(float))
             case let date as Date: return .date(date)
             case let data as Data: return .bytes(data)
             case let id as Record.ID: return .reference(Record.Reference(recordID: id, action: .none))
