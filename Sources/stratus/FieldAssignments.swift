@@ -9,7 +9,8 @@ import StratusTransfer
 /// is typed (an integer is INT64, another number DOUBLE, anything else STRING);
 /// `NAME:TYPE=VALUE` gives the type (`count:INT64=5`, `due:TIMESTAMP=2025-01-01T09:00:00Z`,
 /// `tags:STRING_LIST=["a","b"]`, `owner:REFERENCE=user-7`, `place:LOCATION=48.85,2.35`); an
-/// empty VALUE (`NAME=`) removes the field, as an empty CSV cell does.
+/// empty VALUE (`NAME=`) removes the field, as an empty CSV cell does, and a quoted one
+/// (`NAME=""`) is the empty string, as a quoted empty CSV cell is.
 ///
 /// ```swift
 /// let assignments = try FieldAssignments(["checked:INT64=1", "note="], recordType: "Todo", schemas: [:], zoneID: .default)
@@ -90,10 +91,29 @@ struct FieldAssignments {
         message.replacingOccurrences(of: " cell ", with: " value ")
     }
 
-    /// A CSV cell holding `text` exactly: quoted (so, untyped, a string) only when it must be.
+    /// The CSV cell a `--set` value is: as written when it is a quoted cell already (`""` is
+    /// the empty string, `"a,b"` is a,b, as in a CSV file), else a cell holding the text
+    /// exactly, quoted only when it must be.
     private static func cell(_ text: String) -> String {
+        if isQuotedCell(text) { return text }
         guard text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return text }
         return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
+    /// Whether `text` is one quoted CSV cell: quotes around it, and quotes inside it doubled.
+    private static func isQuotedCell(_ text: String) -> Bool {
+        let scalars = Array(text.unicodeScalars)
+        guard scalars.count >= 2, scalars.first == "\"", scalars.last == "\"" else { return false }
+        var index = 1
+        while index < scalars.count - 1 {
+            if scalars[index] == "\"" {
+                guard index + 1 < scalars.count - 1, scalars[index + 1] == "\"" else { return false }
+                index += 2
+            } else {
+                index += 1
+            }
+        }
+        return true
     }
 
     /// A canonical form, for the checkpoint file to tell commands apart.

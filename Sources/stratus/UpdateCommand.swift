@@ -23,7 +23,8 @@ struct UpdateCommand: Command {
         schema, else as an untyped CSV cell (an integer is INT64, another number DOUBLE,
         anything else STRING); --set NAME:TYPE=VALUE gives the type (count:INT64=5,
         due:TIMESTAMP=2025-01-01T09:00:00Z, tags:STRING_LIST=["a","b"], owner:REFERENCE=user-7,
-        place:LOCATION=48.85,2.35). An empty VALUE (NAME=) removes the field.
+        place:LOCATION=48.85,2.35). An empty VALUE (NAME=) removes the field; a quoted one
+        is read as a quoted CSV cell: NAME='""' sets the empty string, NAME='"a,b"' sets a,b.
 
         --dry-run checks each batch as the real run would, with the same write policy applied
         to the store's records without writing them: a value of another type than its field's,

@@ -45,6 +45,27 @@ struct UpdateCLITests {
         }
     }
 
+    @Test("--set values are read as CSV cells are: a quoted empty value is the empty string (or empty BYTES), a quoted value loses its quotes, an unquoted one keeps every character", arguments: TestEngine.all)
+    func quotedValues(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            _ = try await cli.run(["import", try cli.file("notes.ndjson", Input.notes(1))])
+            let updated = try await cli.run([
+                "update", "--type", "Note", "--all", "--set", #"empty:STRING="""#, "--set", #"blank:BYTES="""#, "--set", #"pair="a,b""#,
+                "--set", #"digits="5""#, "--set", #"said=say "hi""#, "--set", #"inner="x ""y"" z""#, "--set", "bare=a,b",
+            ])
+            #expect(updated.exitCode == 0, "\(updated)")
+            let note = try #require(try await cli.exported("Note")["n1"])
+            #expect(JSONLine.value(note, "empty") == "" && JSONLine.field(note, "empty")?["type"] as? String == "STRING", "\(note)")
+            #expect(JSONLine.value(note, "blank") == "" && JSONLine.field(note, "blank")?["type"] as? String == "BYTES", "\(note)")
+            #expect(JSONLine.value(note, "pair") == "a,b", "\(note)")
+            #expect(JSONLine.field(note, "digits")?["value"] as? String == "5", "a quoted cell is a string: \(note)")
+            #expect(JSONLine.value(note, "said") == #"say "hi""#, "\(note)")
+            #expect(JSONLine.value(note, "inner") == #"x "y" z"#, "\(note)")
+            #expect(JSONLine.value(note, "bare") == "a,b", "\(note)")
+        }
+    }
+
     @Test("a string compared with a number field, or a number with a string field, is refused (64) by every command: it would match nothing and change nothing, silently", arguments: TestEngine.all)
     func literalOfTheWrongKind(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
