@@ -12,7 +12,8 @@ import Glibc
 /// Each content is written once, streamed (never whole in memory), under a temporary name and
 /// renamed when complete: a Stratus asset as `<SHA-256>` (its JSON's `downloadURL` names that
 /// file), a CloudKit asset under its `fileChecksum` in base64url (its JSON stays CloudKit's,
-/// and an import with the folder finds the content by that name). A file already in the folder
+/// and an import with the folder finds the content by that name), or, without a checksum, as
+/// `<SHA-256>` named by the asset's ``contentFileMember``. A file already in the folder
 /// under that name is kept only when it is a regular file (not a symbolic link) with the very
 /// bytes of the content; anything else there is replaced, atomically. The folder and its files
 /// are private to their user (0700, 0600), like the store they come from.
@@ -30,6 +31,11 @@ public final class AssetExportFolder: @unchecked Sendable {
 
     /// Bytes copied at a time.
     static let chunkSize = 1 << 20
+
+    /// The member an exported CloudKit asset without a `fileChecksum` gets beside CloudKit's:
+    /// the name of its content's file in the folder (its SHA-256), which an import with the
+    /// folder reads its content from.
+    public static let contentFileMember = "stratusContentFile"
 
     /// A folder at `directory`, created (0700) when missing.
     ///

@@ -641,6 +641,12 @@ extension JSONCursor {
                         throw fail(v, key, type, i, "has a \(name) that is \(v.kindName), not a string")
                     }
                     return 1 << UInt32(["downloadURL", "fileChecksum", "referenceChecksum", "wrappingKey", "receipt"].firstIndex(of: name)!)
+                case AssetExportFolder.contentFileMember:
+                    // Stratus's own: where its export put the content of a CloudKit asset that has
+                    // no fileChecksum to name it by. It means something only with the folder.
+                    guard v.kind == .string else { throw fail(v, key, type, i, "has a \(name) that is \(v.kindName), not a string") }
+                    texts[name] = string(v)
+                    return 1 << 6
                 case "size":
                     guard v.kind == .number else { throw fail(v, key, type, i, "has 'size' as \(v.kindName), not a number") }
                     guard case .value(let bytes) = integer(v), bytes >= 0 else {
@@ -675,6 +681,14 @@ extension JSONCursor {
                 var info = stat()
                 if let size, stat(directory.appendingPathComponent(name).path, &info) == 0, info.st_mode & S_IFMT == S_IFREG, Int64(info.st_size) != size {
                     throw fail(location, key, type, i, "names by its fileChecksum the file '\(name)' in the assets folder \(directory.path), which has \(info.st_size) bytes where the asset's size says \(size): another content")
+                }
+                return Asset(path: name, in: directory, followsSymlinks: context.followsAssetSymlinks).withMetadata(of: metadata, size: size)
+            }
+            if let directory = context.assetDirectory, let name = texts[AssetExportFolder.contentFileMember], SHA256Hasher.Digest.isHexadecimal(name),
+               FileManager.default.fileExists(atPath: directory.appendingPathComponent(name).path) {
+                var info = stat()
+                if let size, stat(directory.appendingPathComponent(name).path, &info) == 0, info.st_mode & S_IFMT == S_IFREG, Int64(info.st_size) != size {
+                    throw fail(location, key, type, i, "names by its \(AssetExportFolder.contentFileMember) the file '\(name)' in the assets folder \(directory.path), which has \(info.st_size) bytes where the asset's size says \(size): another content")
                 }
                 return Asset(path: name, in: directory, followsSymlinks: context.followsAssetSymlinks).withMetadata(of: metadata, size: size)
             }

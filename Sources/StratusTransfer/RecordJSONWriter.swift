@@ -331,6 +331,11 @@ public enum RecordJSONWriter {
         if let remote = asset.downloadURL {
             member("downloadURL")
             out.appendString(remote)
+            // Content written into the folder under a name its checksum does not give.
+            if let localName, asset.fileChecksum.flatMap(AssetAttacher.checksumFileName) != localName {
+                member("stratusContentFile")
+                out.appendString(localName)
+            }
         } else if asset.otherMembers["downloadURL"] == nil {
             if let localName {
                 member("downloadURL")

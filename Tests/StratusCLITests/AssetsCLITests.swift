@@ -340,6 +340,37 @@ struct AssetsCLITests {
         }
     }
 
+    @Test("CloudKit assets without a fileChecksum, their content attached: export --assets-dir then import --assets-dir carries the content (one field and a list)", arguments: TestEngine.all)
+    func attachedAssetsWithoutChecksumTravel(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let one = patternBytes(count: 3_000, seed: 4), two = patternBytes(count: 5, seed: 5)
+            let record = #"{"recordName":"m2","recordType":"CPLMaster","fields":{"res":{"value":{"size":3000,"downloadURL":"https://cvws.icloud-content.com/B/x/${f}"},"type":"ASSETID"},"#
+                + #""more":{"value":[{"size":5,"downloadURL":"https://cvws.icloud-content.com/B/y/${f}"},{"size":3000,"fileChecksum":"AQ","downloadURL":"https://cvws.icloud-content.com/B/z/${f}"}],"type":"ASSETID_LIST"}}}"#
+            #expect(try await cli.run(["import", try cli.file("remote.ndjson", record + "\n")]).exitCode == 0)
+            _ = try store.writeFile("downloads/m2/res", one)
+            _ = try store.writeFile("downloads/m2/more.0", two)
+            _ = try store.writeFile("downloads/AQ", one)
+            let attached = try await cli.run(["assets", "attach", store.path("downloads")])
+            #expect(attached.exitCode == 0 && attached.stderr.contains("attached 3"), "\(attached)")
+
+            let exported = try await cli.run(["export", "--type", "CPLMaster", "--assets-dir", store.path("out"), "--output", store.path("out.ndjson"), "--quiet"])
+            #expect(exported.exitCode == 0, "\(exported)")
+            let mirror = try await cli.newStore("mirror")
+            let imported = try await cli.run(["import", store.path("out.ndjson"), "--assets-dir", store.path("out"), "--store", mirror, "--quiet"])
+            #expect(imported.exitCode == 0, "\(imported)")
+            for (field, index, content) in [("res", nil, one), ("more", 0, two), ("more", 1, one)] as [(String, Int?, Data)] {
+                let output = store.path("got-\(field)-\(index ?? -1)")
+                let got = try await cli.run(["assets", "get", "m2", field, "--output", output, "--store", mirror] + (index.map { ["--index", "\($0)"] } ?? []))
+                #expect(got.exitCode == 0, "\(field) \(String(describing: index)): \(got)")
+                #expect(FileManager.default.contents(atPath: output) == content, "\(field) \(String(describing: index))")
+            }
+            // Exported again from the copy, the JSON is the same.
+            let again = try await cli.run(["export", "--type", "CPLMaster", "--assets-dir", store.path("out2"), "--store", mirror, "--quiet"])
+            #expect(again.stdout == (cli.read(store.path("out.ndjson")) ?? ""), "\(again)")
+        }
+    }
+
     @Test("a fileChecksum naming another content's file: export --assets-dir stops (65) instead of writing one content over the other, and an import takes no file whose size is not the asset's", arguments: TestEngine.all)
     func checksumNamingAnotherContent(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
