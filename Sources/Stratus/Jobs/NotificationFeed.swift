@@ -127,7 +127,7 @@ public final class NotificationFeed: Sendable {
     /// New notifications wake it at once (PostgreSQL's `LISTEN`, SQLite's data version).
     ///
     /// ```swift
-    /// Interruption.install { feed.cancel() }
+    /// signalSource.setEventHandler { feed.cancel() }
     /// try await feed.follow(tokens: tokenFile) { batch in print(batch.notifications.count) }
     /// ```
     ///
