@@ -406,7 +406,6 @@ public final class PostgresEngine: StorageEngine, Sendable {
         return sequence
     }
 
-    /// One life of a zone: zone IDs come from a sequence and are never reused.
     /// The `underlyingError` of the `badContainer` error of an engine opened without `create`
     /// on a database that holds no Stratus store, so that a tool can say what makes one.
     ///
@@ -421,6 +420,7 @@ public final class PostgresEngine: StorageEngine, Sendable {
         public let description: String
     }
 
+    /// One life of a zone: zone IDs come from a sequence and are never reused.
     func zoneIncarnation(_ zoneRow: Int64) -> String { ChangeHistoryRules.zoneIncarnation(store: identity, zoneRow: zoneRow) }
 
     // MARK: - Records
