@@ -46,8 +46,9 @@ open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, 
 
     /// A Stratus extension: the most items a non-atomic request writes in one transaction,
     /// ``maximumItemsPerBatch`` (CloudKit's per-request limit) unless set. Bulk loads write
-    /// faster in larger transactions (`stratus import` uses 2,000); a transaction still ends
-    /// at ``maximumBytesPerBatch``, and other writers wait for it as long as it runs.
+    /// faster in larger transactions (`stratus import` uses 2,000 on SQLite and 10,000 on
+    /// PostgreSQL); a transaction still ends at ``maximumBytesPerBatch``, and other writers
+    /// wait for it as long as it runs.
     ///
     /// ```swift
     /// let load = ModifyRecordsOperation(recordsToSave: rows)
