@@ -183,7 +183,7 @@ public final class PostgresEngine: StorageEngine, Sendable {
 
     /// The SQL that makes each Stratus user a PostgreSQL role member of `group`, reaching the
     /// public database and its own private rows only, and writing only its own rows, even with
-    /// raw SQL (row-level security; ``PostgresRowSecurity`` says exactly what a member may do);
+    /// raw SQL (row-level security; the policies in the SQL it returns say exactly what a member may do);
     /// run it as the role that owns the store's tables, in one transaction (it begins and
     /// commits one). Each user's login must then have an entry in the container's user
     /// directory (`Container.saveUsers`) naming the record name its rows are owned by, and be

@@ -4,10 +4,13 @@ import Foundation
 ///
 /// Each subscription gets its own result; the final result is `partialFailure` when some
 /// failed. Saving a subscription ID the user has replaces that subscription. The rules are
-/// CloudKit's (``SubscriptionRules``): query and zone subscriptions are not allowed in the
-/// shared database, database subscriptions only in the private and shared databases, a zone
-/// subscription's zone must exist with the `fetchChanges` capability, a duplicate of another
-/// subscription is `serverRejectedRequest`, and deleting an unknown ID is `unknownItem`.
+/// CloudKit's: every subscription needs a ``Subscription/notificationInfo``; an ID is 1 to 255
+/// bytes of UTF-8 without control characters; query and zone subscriptions are not allowed in
+/// the shared database, database subscriptions only in the private and shared databases; a
+/// query subscription fires on at least one of creation, update and deletion; a zone
+/// subscription's zone must exist with the `fetchChanges` capability; a duplicate of another
+/// subscription is `serverRejectedRequest`; a user keeps at most 1,000 subscriptions in a
+/// database (`limitExceeded`); and deleting an unknown ID is `unknownItem`.
 /// Subscriptions fire for writes that commit after the save.
 ///
 /// ```swift
