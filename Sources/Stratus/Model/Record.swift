@@ -515,6 +515,12 @@ extension Record {
         public let recordName: String
         public let zoneID: RecordZone.ID
 
+        /// The ID of the record named `recordName` (by default a new UUID string, as
+        /// `CKRecord.ID()` makes) in the zone `zoneID` (by default the default zone).
+        ///
+        /// ```swift
+        /// let id = Record.ID(recordName: "todo-1", zoneID: RecordZone.ID(zoneName: "Lists"))
+        /// ```
         public init(recordName: String = UUID().uuidString, zoneID: RecordZone.ID = .default) {
             self.recordName = recordName
             self.zoneID = zoneID

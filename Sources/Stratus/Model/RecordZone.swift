@@ -21,6 +21,12 @@ public final class RecordZone: NSObject, Sendable {
         super.init()
     }
 
+    /// A custom zone of the current user named `zoneName`, with the `fetchChanges` and
+    /// `atomic` capabilities (a custom zone's in CloudKit). Saving it creates the zone.
+    ///
+    /// ```swift
+    /// let zone = try await database.save(RecordZone(zoneName: "Lists"))
+    /// ```
     public convenience init(zoneName: String) {
         self.init(zoneID: ID(zoneName: zoneName))
     }
