@@ -64,8 +64,8 @@ public final class Container: NSObject, Sendable {
     public let privateCloudDatabase: Database
     /// The database of the zones other users share with the current user, as
     /// `CKContainer.sharedCloudDatabase`. Sharing is not implemented, so it is empty: it has no
-    /// zones, and its default zone refuses reads and writes with `invalidArguments`, as
-    /// CloudKit's does.
+    /// zones, and saves and queries in its default zone fail with `invalidArguments` (a fetch
+    /// by record ID with `zoneNotFound`).
     ///
     /// ```swift
     /// let zones = try await container.sharedCloudDatabase.allRecordZones()   // []
