@@ -546,11 +546,22 @@ extension Record {
         public let recordID: ID
         public let action: ReferenceAction
 
+        /// A reference to the record with `recordID`, which must be in the referencing record's
+        /// zone; `action` says whether deleting it deletes the referencing record too.
+        ///
+        /// ```swift
+        /// item["list"] = Record.Reference(recordID: Record.ID(recordName: "groceries"), action: .none)
+        /// ```
         public init(recordID: ID, action: ReferenceAction) {
             self.recordID = recordID
             self.action = action
         }
 
+        /// A reference to `record`, as `CKRecord.Reference(record:action:)`.
+        ///
+        /// ```swift
+        /// item["list"] = Record.Reference(record: list, action: .deleteSelf)
+        /// ```
         public init(record: Record, action: ReferenceAction) {
             self.init(recordID: record.recordID, action: action)
         }
