@@ -214,16 +214,6 @@ public enum PostgresConnectionString {
         return result
     }
 
-    /// `text` with the password of every URL in it hidden, whatever its scheme (`***`, as
-    /// ``redacted(_:)`` hides it): for messages that quote what a user typed, which may be a
-    /// URL with its scheme mistyped, or one given where no URL was expected. A URL runs from its
-    /// scheme to the next space or quote. The form of a URL that help shows,
-    /// `postgresql://[user[:password]@]host…` (a `[` after the scheme), is left as it is.
-    ///
-    /// ```swift
-    /// PostgresConnectionString.redactingURLs(in: "unexpected argument 'postgresq://u:pw@db1/app'")
-    /// // "unexpected argument 'postgresq://u:***@db1/app'"
-    /// ```
     /// `word`, one URL of any scheme from start to end (a command-line word, a variable's
     /// value), with its password hidden even where it holds a quote or a space, which end a URL
     /// that ``redactingURLs(in:)`` finds inside a message.
@@ -235,6 +225,16 @@ public enum PostgresConnectionString {
         word.prefixMatch(of: #/[A-Za-z][A-Za-z0-9+.\-]*:\/\//#) == nil ? word : redactedURL(word)
     }
 
+    /// `text` with the password of every URL in it hidden, whatever its scheme (`***`, as
+    /// ``redacted(_:)`` hides it): for messages that quote what a user typed, which may be a
+    /// URL with its scheme mistyped, or one given where no URL was expected. A URL runs from its
+    /// scheme to the next space or quote. The form of a URL that help shows,
+    /// `postgresql://[user[:password]@]host…` (a `[` after the scheme), is left as it is.
+    ///
+    /// ```swift
+    /// PostgresConnectionString.redactingURLs(in: "unexpected argument 'postgresq://u:pw@db1/app'")
+    /// // "unexpected argument 'postgresq://u:***@db1/app'"
+    /// ```
     public static func redactingURLs(in text: String) -> String {
         guard text.contains("://") else { return text }
         let pattern = #/[A-Za-z][A-Za-z0-9+.\-]*:\/\/[^\s'"`]*/#

@@ -183,7 +183,7 @@ public final class PostgresEngine: StorageEngine, Sendable {
 
     /// The SQL that makes each Stratus user a PostgreSQL role member of `group`, reaching the
     /// public database and its own private rows only, and writing only its own rows, even with
-    /// raw SQL (row-level security; ``PostgresRowSecurity`` says exactly what a member may do);
+    /// raw SQL (row-level security; the policies in the SQL it returns say exactly what a member may do);
     /// run it as the role that owns the store's tables, in one transaction (it begins and
     /// commits one). Each user's login must then have an entry in the container's user
     /// directory (`Container.saveUsers`) naming the record name its rows are owned by, and be
@@ -406,7 +406,6 @@ public final class PostgresEngine: StorageEngine, Sendable {
         return sequence
     }
 
-    /// One life of a zone: zone IDs come from a sequence and are never reused.
     /// The `underlyingError` of the `badContainer` error of an engine opened without `create`
     /// on a database that holds no Stratus store, so that a tool can say what makes one.
     ///
@@ -421,6 +420,7 @@ public final class PostgresEngine: StorageEngine, Sendable {
         public let description: String
     }
 
+    /// One life of a zone: zone IDs come from a sequence and are never reused.
     func zoneIncarnation(_ zoneRow: Int64) -> String { ChangeHistoryRules.zoneIncarnation(store: identity, zoneRow: zoneRow) }
 
     // MARK: - Records

@@ -39,12 +39,13 @@ public struct RecordInputError: Error, Sendable, CustomStringConvertible {
     }
 }
 
-/// What ``RecordReader/next()`` produced: a record, or an input item it rejected.
+/// What ``RecordReader/next()`` produced: a record, a deletion, or an input item it rejected.
 ///
 /// ```swift
 /// while let item = try reader.next() {
 ///     switch item {
 ///     case .record(let record, let line): print(line, record.recordID.recordName)
+///     case .deletion(let id, _, let line): print(line, "deleted", id.recordName)
 ///     case .rejected(let error): print(error)
 ///     }
 /// }

@@ -9,6 +9,7 @@ import Stratus
 /// while let item = try reader.next() {
 ///     switch item {
 ///     case .record(let record, _): batch.append(record)
+///     case .deletion: break                           // only with `readsDeletions`
 ///     case .rejected(let error): print(error)        // line 7, column 12: record 'a': …
 ///     }
 /// }

@@ -33,7 +33,7 @@ extension Container {
     ///
     /// ```swift
     /// let schema = try await container.schema()
-    /// print(SchemaWriter.text(for: schema))   // StratusTransfer: the .ckdb file
+    /// print(SchemaWriter().text(for: schema))   // StratusTransfer: the .ckdb file
     /// ```
     public func schema() async throws -> ContainerSchema {
         try await publicCloudDatabase.perform { engine, context in
@@ -54,7 +54,7 @@ extension Container {
     /// counted), unless the development schema held as much already. Refused, nothing changes.
     ///
     /// ```swift
-    /// let schema = try SchemaReader.read(text)   // StratusTransfer
+    /// let schema = try SchemaReader().read(text)   // StratusTransfer
     /// try await container.replaceSchema(schema)
     /// ```
     ///

@@ -19,7 +19,8 @@ extension Container {
     /// file.
     ///
     /// ```swift
-    /// try await container.saveUsers([UserDirectoryEntry(login: "carol", userRecordName: "_5a…", roles: ["moderator"])])
+    /// let carol = "_5a0f3c9e8b7d6a4f2e1c0b9a8d7e6f5a"   // her user record name in CloudKit
+    /// try await container.saveUsers([UserDirectoryEntry(login: "carol", userRecordName: carol, roles: ["moderator"])])
     /// ```
     ///
     /// - Throws: ``StratusError`` `invalidArguments` for a bad entry; `constraintViolation` when

@@ -47,8 +47,29 @@ public final class Container: NSObject, Sendable {
     /// Private records belong to this user.
     public var userName: String? { user.login }
 
+    /// The database every user of the container shares, as `CKContainer.publicCloudDatabase`:
+    /// public records, which each user reads and writes as the record types' security roles
+    /// allow.
+    ///
+    /// ```swift
+    /// try await container.publicCloudDatabase.save(todo)
+    /// ```
     public let publicCloudDatabase: Database
+    /// The current user's own database, as `CKContainer.privateCloudDatabase`: records and zones
+    /// that only this user sees.
+    ///
+    /// ```swift
+    /// let zone = try await container.privateCloudDatabase.save(RecordZone(zoneName: "Lists"))
+    /// ```
     public let privateCloudDatabase: Database
+    /// The database of the zones other users share with the current user, as
+    /// `CKContainer.sharedCloudDatabase`. Sharing is not implemented, so it is empty: it has no
+    /// zones, and saves and queries in its default zone fail with `invalidArguments` (a fetch
+    /// by record ID with `zoneNotFound`).
+    ///
+    /// ```swift
+    /// let zones = try await container.sharedCloudDatabase.allRecordZones()   // []
+    /// ```
     public let sharedCloudDatabase: Database
 
     let user: ContainerUser

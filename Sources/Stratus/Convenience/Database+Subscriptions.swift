@@ -9,8 +9,9 @@ extension Database {
     /// try await database.save(subscription)
     /// ```
     ///
-    /// - Throws: the subscription's own error (see ``SubscriptionRules``): `invalidArguments`,
-    ///   `zoneNotFound`, `serverRejectedRequest` for a duplicate, `limitExceeded`.
+    /// - Throws: the subscription's own error (the rules are ``ModifySubscriptionsOperation``'s):
+    ///   `invalidArguments`, `zoneNotFound`, `serverRejectedRequest` for a duplicate,
+    ///   `limitExceeded`.
     @discardableResult
     public func save(_ subscription: Subscription) async throws -> Subscription {
         let results = try await modifySubscriptions(saving: [subscription], deleting: [])

@@ -172,8 +172,10 @@ public struct StoredRecordUpdate: Sendable {
 /// their stored form.
 ///
 /// ```swift
+/// var document: [UInt8] = []
+/// FieldDocument.encode(fields, encryptedKeys: [], into: &document)
 /// let row = RecordRow(recordID: id, recordType: "Todo", systemFields: system, fields: fields,
-///                     encryptedKeys: [], parent: nil, document: FieldDocument.encodedBytes(fields, encryptedKeys: []))
+///                     encryptedKeys: [], parent: nil, document: document)
 /// try transaction.writeRecord(row, replacing: false)
 /// ```
 @_spi(StratusEngine)

@@ -93,7 +93,7 @@ public final class NotificationFeed: Sendable {
     /// saving each batch's token once `apply` returned; ends when none remain.
     ///
     /// ```swift
-    /// try await feed.run(tokens: tokenFile, limit: 10_000) { batch in try output.append(batch) }
+    /// let summary = try await feed.run(tokens: tokenFile, limit: 10_000) { batch in try output.append(batch) }
     /// ```
     ///
     /// - Parameter limit: stop after the batch that reaches this many notifications (the next
@@ -127,8 +127,8 @@ public final class NotificationFeed: Sendable {
     /// New notifications wake it at once (PostgreSQL's `LISTEN`, SQLite's data version).
     ///
     /// ```swift
-    /// Interruption.install { feed.cancel() }
-    /// try await feed.follow(tokens: tokenFile) { batch in print(batch.notifications.count) }
+    /// signalSource.setEventHandler { feed.cancel() }
+    /// let summary = try await feed.follow(tokens: tokenFile) { batch in print(batch.notifications.count) }
     /// ```
     ///
     /// - Throws: as ``run(tokens:limit:apply:)``; a store that can no longer be watched.

@@ -103,7 +103,7 @@ public final class RecordDeleter: Sendable {
     /// Deletes every matching record.
     ///
     /// ```swift
-    /// let summary = try await deleter.run(checkpoint: PipelineCheckpoint(job: "purge")) { now in print(now.deleted) }
+    /// let summary = try await deleter.run(checkpoint: PipelineCheckpoint(job: "purge"), progress: { now in print(now.deleted) })
     /// ```
     ///
     /// - Parameters:

@@ -108,7 +108,8 @@ public final class RecordImporter: Sendable {
         /// ```
         public var writesSystemRecords = false
 
-        /// The defaults: `forceUpdate`, batches of 2,000, three in flight, no limit.
+        /// The defaults: `forceUpdate`, batches of the size that suits the store (2,000 on SQLite,
+        /// 10,000 on PostgreSQL), three in flight, no reject limit.
         public init() {}
     }
 

@@ -31,7 +31,7 @@ public final class RecordUpdater: Sendable {
         public var batchSize = 1_000
         /// Every check of the real run short of writing: each batch goes through the same write
         /// policy (types, production's refusals, change tags, security roles, sizes) applied to a
-        /// ``WriteSimulation`` of the store, so ``Summary/updated`` counts what would be written
+        /// picture of the store in memory, so ``Summary/updated`` counts what would be written
         /// and ``Summary/failed`` what the real run would refuse, for the same reasons. Nothing
         /// is written, and no checkpoint is kept.
         public var isDryRun = false

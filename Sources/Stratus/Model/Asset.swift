@@ -16,6 +16,7 @@ import Foundation
 ///
 /// ```swift
 /// record["image"] = Asset(fileURL: URL(fileURLWithPath: "/tmp/photo.jpg"))
+/// try await database.save(record)                       // stores the file's content
 /// let fetched = try await database.record(for: record.recordID)
 /// let photo = (fetched["image"] as! Asset).fileURL!      // the app's own copy
 /// try FileManager.default.moveItem(at: photo, to: cacheURL)

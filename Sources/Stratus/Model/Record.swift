@@ -515,6 +515,12 @@ extension Record {
         public let recordName: String
         public let zoneID: RecordZone.ID
 
+        /// The ID of the record named `recordName` (by default a new UUID string, as
+        /// `CKRecord.ID()` makes) in the zone `zoneID` (by default the default zone).
+        ///
+        /// ```swift
+        /// let id = Record.ID(recordName: "todo-1", zoneID: RecordZone.ID(zoneName: "Lists"))
+        /// ```
         public init(recordName: String = UUID().uuidString, zoneID: RecordZone.ID = .default) {
             self.recordName = recordName
             self.zoneID = zoneID
@@ -540,11 +546,22 @@ extension Record {
         public let recordID: ID
         public let action: ReferenceAction
 
+        /// A reference to the record with `recordID`, which must be in the referencing record's
+        /// zone; `action` says whether deleting it deletes the referencing record too.
+        ///
+        /// ```swift
+        /// item["list"] = Record.Reference(recordID: Record.ID(recordName: "groceries"), action: .none)
+        /// ```
         public init(recordID: ID, action: ReferenceAction) {
             self.recordID = recordID
             self.action = action
         }
 
+        /// A reference to `record`, as `CKRecord.Reference(record:action:)`.
+        ///
+        /// ```swift
+        /// item["list"] = Record.Reference(record: list, action: .deleteSelf)
+        /// ```
         public init(record: Record, action: ReferenceAction) {
             self.init(recordID: record.recordID, action: action)
         }

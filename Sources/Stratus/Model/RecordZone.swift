@@ -15,12 +15,25 @@ public final class RecordZone: NSObject, Sendable {
     public let zoneID: ID
     public let capabilities: Capabilities
 
+    /// A zone with the ID `zoneID` and `capabilities`, by default `fetchChanges` and `atomic`,
+    /// as CloudKit gives a custom zone.
+    ///
+    /// ```swift
+    /// let log = RecordZone(zoneID: RecordZone.ID(zoneName: "Log"), capabilities: [.fetchChanges])   // no atomic requests
+    /// ```
     public init(zoneID: ID, capabilities: Capabilities = [.fetchChanges, .atomic]) {
         self.zoneID = zoneID
         self.capabilities = capabilities
         super.init()
     }
 
+    /// A zone named `zoneName` whose owner is the current user, with the `fetchChanges` and
+    /// `atomic` capabilities CloudKit gives a custom zone. Saving it to a database creates it
+    /// there.
+    ///
+    /// ```swift
+    /// let zone = try await database.save(RecordZone(zoneName: "Lists"))
+    /// ```
     public convenience init(zoneName: String) {
         self.init(zoneID: ID(zoneName: zoneName))
     }

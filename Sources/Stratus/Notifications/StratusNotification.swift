@@ -90,7 +90,7 @@ public class StratusNotification: NSObject, @unchecked Sendable {
     public let notificationType: NotificationType
     public let notificationID: ID?
     public let containerIdentifier: String?
-    /// The user whose subscription fired (``Container/userRecordID``).
+    /// The user whose subscription fired (``Container/userRecordID()``).
     public let subscriptionOwnerUserRecordID: Record.ID?
     public let subscriptionID: Subscription.ID?
     /// Always `false`: a feed keeps every notification whole.

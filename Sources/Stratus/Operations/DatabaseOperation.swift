@@ -255,6 +255,17 @@ public struct RetryPolicy: Hashable, Sendable {
     /// The longest delay between attempts, in seconds.
     public var maximumDelay: Double
 
+    /// A policy of `maximumAttempts` attempts in all (by default 5: the first and four
+    /// retries), waiting `initialDelay` seconds before the second (by default 0.05), twice as
+    /// long before each further one, and never more than `maximumDelay` seconds (by default 5);
+    /// each wait is jittered to between half and all of that, and lasts at least what the
+    /// store's `retryAfterSeconds` asks for.
+    ///
+    /// ```swift
+    /// let noRetry = RetryPolicy(maximumAttempts: 1)
+    /// ```
+    ///
+    /// - Precondition: `maximumAttempts` is at least 1 (a programmer error).
     public init(maximumAttempts: Int = 5, initialDelay: Double = 0.05, maximumDelay: Double = 5) {
         precondition(maximumAttempts >= 1, "RetryPolicy.maximumAttempts must be at least 1")
         self.maximumAttempts = maximumAttempts

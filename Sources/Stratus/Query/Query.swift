@@ -12,6 +12,12 @@ public final class Query: Sendable, CustomStringConvertible {
     public let predicate: QueryPredicate
     private let sorts: Mutex<[RecordSortDescriptor]?>
 
+    /// A query for the records of `recordType` that match `predicate` (by default every
+    /// record, `TRUEPREDICATE`), in no order until ``sortDescriptors`` is set.
+    ///
+    /// ```swift
+    /// let query = Query(recordType: "Todo")   // every Todo
+    /// ```
     public init(recordType: String, predicate: QueryPredicate = .all) {
         self.recordType = recordType
         self.predicate = predicate

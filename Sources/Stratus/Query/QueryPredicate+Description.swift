@@ -7,7 +7,8 @@ extension QueryPredicate: CustomStringConvertible {
     /// ```swift
     /// let p = try QueryPredicate(format: "age BETWEEN {20, 30} AND name BEGINSWITH %@", "Jim")
     /// print(p)                                  // age BETWEEN {20, 30} AND name BEGINSWITH "Jim"
-    /// assert(try QueryPredicate(format: p.description) == p)
+    /// let back = try QueryPredicate(format: p.description)
+    /// assert(back == p)
     /// ```
     ///
     /// Strings print double-quoted with `\\ \" \n \t \r \uXXXX` escapes, integers as integers,
@@ -55,7 +56,8 @@ extension QueryPredicate {
     /// ```swift
     /// let p = try QueryPredicate(format: "title BEGINSWITH %@ AND rank >= %d", "Buy", 2)
     /// print(p.predicateFormat)                          // title BEGINSWITH "Buy" AND rank >= 2
-    /// assert(try QueryPredicate(format: p.predicateFormat) == p)
+    /// let back = try QueryPredicate(format: p.predicateFormat)
+    /// assert(back == p)
     /// ```
     public var predicateFormat: String { description }
 }

@@ -108,6 +108,12 @@ public struct RecordSortDescriptor: Hashable, Sendable, Codable, CustomStringCon
     /// When set, sorts by distance of the `LOCATION` field `key` from this point.
     public let distanceFrom: Location?
 
+    /// Sorts by the field or system field `key`, ascending unless `ascending` is `false`, as
+    /// `NSSortDescriptor(key:ascending:)` does in a `CKQuery`.
+    ///
+    /// ```swift
+    /// query.sortDescriptors = [RecordSortDescriptor(key: "modificationDate", ascending: false)]   // newest first
+    /// ```
     public init(key: String, ascending: Bool = true) {
         self.key = key
         self.ascending = ascending

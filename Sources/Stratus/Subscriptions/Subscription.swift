@@ -64,7 +64,7 @@ public class Subscription: NSObject, @unchecked Sendable {
     }
 
     /// What the subscription's notifications carry. CloudKit requires it before a save, and so
-    /// does Stratus: an empty ``NotificationInfo()`` is enough.
+    /// does Stratus: an empty ``NotificationInfo/init()`` is enough.
     public var notificationInfo: NotificationInfo? {
         get { info.withLock { $0 } }
         set { info.withLock { $0 = newValue?.copy() as? NotificationInfo } }

@@ -29,7 +29,7 @@ public struct UserDirectoryEntry: Hashable, Sendable, Codable {
     /// as CloudKit's user record names look.
     ///
     /// ```swift
-    /// UserDirectoryEntry.derivedRecordName(containerIdentifier: "com.example.todo", login: "alice")   // "_6c1f…" (33 characters)
+    /// UserDirectoryEntry.derivedRecordName(containerIdentifier: "com.example.todo", login: "alice")   // "_36e7614dafc1691e500e6e80e862dc9b"
     /// ```
     public static func derivedRecordName(containerIdentifier: String, login: String) -> String {
         let digest = SHA256Hasher.digest(Array(containerIdentifier.utf8) + [0] + Array(login.utf8))

@@ -15,10 +15,21 @@ import Foundation
 public final class CompactChangeHistoryOperation: DatabaseOperation, @unchecked Sendable {
     /// Tombstones younger than this many seconds are kept.
     public var retention: TimeInterval
+    /// Called once at the end: how many record and zone tombstones were removed, or the error
+    /// (`invalidArguments` for a negative or infinite ``retention``).
+    ///
+    /// ```swift
+    /// op.compactChangeHistoryResultBlock = { result in if let done = try? result.get() { print(done.recordTombstonesRemoved) } }
+    /// ```
     @preconcurrency public var compactChangeHistoryResultBlock: (@Sendable (Result<ChangeHistoryCompaction, any Error>) -> Void)?
 
     private var compaction = ChangeHistoryCompaction()
 
+    /// An operation that removes the tombstones older than `retention` seconds.
+    ///
+    /// ```swift
+    /// let op = CompactChangeHistoryOperation(retention: 7 * 86_400)   // keep a week of deletions
+    /// ```
     public init(retention: TimeInterval) {
         self.retention = retention
         super.init()

@@ -36,10 +36,29 @@ open class FetchDatabaseChangesOperation: DatabaseOperation, @unchecked Sendable
     /// one batch and report `moreComing`.
     public var fetchAllChanges = true
 
+    /// Each zone created, or whose records were written or deleted, since the token, as
+    /// `CKFetchDatabaseChangesOperation.recordZoneWithIDChangedBlock`.
+    ///
+    /// ```swift
+    /// op.recordZoneWithIDChangedBlock = { zoneID in print("changed:", zoneID.zoneName) }
+    /// ```
     @preconcurrency public var recordZoneWithIDChangedBlock: (@Sendable (RecordZone.ID) -> Void)?
+    /// Each zone deleted since the token, as
+    /// `CKFetchDatabaseChangesOperation.recordZoneWithIDWasDeletedBlock`.
+    ///
+    /// ```swift
+    /// op.recordZoneWithIDWasDeletedBlock = { zoneID in print("deleted:", zoneID.zoneName) }
+    /// ```
     @preconcurrency public var recordZoneWithIDWasDeletedBlock: (@Sendable (RecordZone.ID) -> Void)?
     /// The token after a batch that more batches follow.
     @preconcurrency public var changeTokenUpdatedBlock: (@Sendable (ServerChangeToken) -> Void)?
+    /// Called once at the end, as `CKFetchDatabaseChangesOperation.fetchDatabaseChangesResultBlock`:
+    /// the token to fetch from next time and whether more changes remain (which only a fetch
+    /// without ``fetchAllChanges`` leaves), or the error.
+    ///
+    /// ```swift
+    /// op.fetchDatabaseChangesResultBlock = { result in if case .success(let (token, _)) = result { print(token) } }
+    /// ```
     @preconcurrency public var fetchDatabaseChangesResultBlock: (@Sendable (Result<(serverChangeToken: ServerChangeToken, moreComing: Bool), any Error>) -> Void)?
     /// CloudKit's older final block: the token (`nil` on failure), whether more changes remain,
     /// and the error; after ``fetchDatabaseChangesResultBlock``.
@@ -54,11 +73,23 @@ open class FetchDatabaseChangesOperation: DatabaseOperation, @unchecked Sendable
     private var finalToken: ServerChangeToken?
     private var finalMoreComing = false
 
+    /// An operation that fetches the zone changes after `previousServerChangeToken` (from the
+    /// beginning when `nil`), as `CKFetchDatabaseChangesOperation(previousServerChangeToken:)`.
+    ///
+    /// ```swift
+    /// let op = FetchDatabaseChangesOperation(previousServerChangeToken: databaseToken)
+    /// ```
     public init(previousServerChangeToken: ServerChangeToken? = nil) {
         self.previousServerChangeToken = previousServerChangeToken
         super.init()
     }
 
+    /// An operation that fetches from the beginning, as `CKFetchDatabaseChangesOperation()`:
+    /// set ``previousServerChangeToken`` to continue from a token.
+    ///
+    /// ```swift
+    /// let op = FetchDatabaseChangesOperation()
+    /// ```
     public override init() {
         previousServerChangeToken = nil
         super.init()

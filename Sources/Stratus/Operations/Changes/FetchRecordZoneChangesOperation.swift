@@ -38,6 +38,12 @@ open class FetchRecordZoneChangesOperation: DatabaseOperation, RecordProducingOp
 
     /// The zones to fetch, in order; the configured zones (by name) when `nil`.
     public var recordZoneIDs: [RecordZone.ID]?
+    /// Where and how to start in each zone; a zone without one is fetched from its beginning,
+    /// in batches of ``defaultResultsLimit``, with all keys.
+    ///
+    /// ```swift
+    /// op.configurationsByRecordZoneID = [photos: .init(previousServerChangeToken: savedToken)]
+    /// ```
     public var configurationsByRecordZoneID: [RecordZone.ID: ZoneConfiguration]?
     /// CloudKit's older per-zone options; used for zones ``configurationsByRecordZoneID`` does not name.
     public var optionsByRecordZoneID: [RecordZone.ID: ZoneOptions]?
@@ -45,6 +51,12 @@ open class FetchRecordZoneChangesOperation: DatabaseOperation, RecordProducingOp
     /// stop after one batch per zone and report `moreComing`.
     public var fetchAllChanges = true
 
+    /// Each record changed since the zone's token, once, in its current state, or its error,
+    /// as `CKFetchRecordZoneChangesOperation.recordWasChangedBlock`.
+    ///
+    /// ```swift
+    /// op.recordWasChangedBlock = { id, result in if let record = try? result.get() { print(id.recordName, record.recordType) } }
+    /// ```
     @preconcurrency public var recordWasChangedBlock: (@Sendable (Record.ID, Result<Record, any Error>) -> Void)?
     /// A record was deleted; the second argument is its record type.
     @preconcurrency public var recordWithIDWasDeletedBlock: (@Sendable (Record.ID, String) -> Void)?
@@ -54,6 +66,14 @@ open class FetchRecordZoneChangesOperation: DatabaseOperation, RecordProducingOp
     /// The end of one zone: its token, its latest client change token and whether more changes
     /// remain, or its error.
     @preconcurrency public var recordZoneFetchResultBlock: (@Sendable (RecordZone.ID, Result<(serverChangeToken: ServerChangeToken, clientChangeTokenData: Data?, moreComing: Bool), any Error>) -> Void)?
+    /// Called once at the end, after every zone's ``recordZoneFetchResultBlock``, as
+    /// `CKFetchRecordZoneChangesOperation.fetchRecordZoneChangesResultBlock`: success,
+    /// `partialFailure` when some zone failed (its ``StratusError/partialErrorsByZoneID`` names
+    /// each), or the error that stopped the fetch.
+    ///
+    /// ```swift
+    /// op.fetchRecordZoneChangesResultBlock = { result in if case .failure(let error) = result { print(error) } }
+    /// ```
     @preconcurrency public var fetchRecordZoneChangesResultBlock: (@Sendable (Result<Void, any Error>) -> Void)?
     /// CloudKit's older changed-record block: each changed record, after ``recordWasChangedBlock``.
     @preconcurrency public var recordChangedBlock: (@Sendable (Record) -> Void)?
@@ -83,12 +103,26 @@ open class FetchRecordZoneChangesOperation: DatabaseOperation, RecordProducingOp
     /// The store's identity, for the client change tokens kept for it.
     private var store = ""
 
+    /// An operation that fetches the changes of `recordZoneIDs` (the configured zones when
+    /// `nil`), each from where its configuration says, as
+    /// `CKFetchRecordZoneChangesOperation(recordZoneIDs:configurationsByRecordZoneID:)`.
+    ///
+    /// ```swift
+    /// let op = FetchRecordZoneChangesOperation(recordZoneIDs: [photos], configurationsByRecordZoneID: [photos: config])
+    /// ```
     public init(recordZoneIDs: [RecordZone.ID]? = nil, configurationsByRecordZoneID: [RecordZone.ID: ZoneConfiguration]? = nil) {
         self.recordZoneIDs = recordZoneIDs
         self.configurationsByRecordZoneID = configurationsByRecordZoneID
         super.init()
     }
 
+    /// An operation with no zones yet, as `CKFetchRecordZoneChangesOperation()`: set
+    /// ``recordZoneIDs`` or ``configurationsByRecordZoneID`` before it runs.
+    ///
+    /// ```swift
+    /// let op = FetchRecordZoneChangesOperation()
+    /// op.recordZoneIDs = [photos]
+    /// ```
     public override init() {
         recordZoneIDs = nil
         configurationsByRecordZoneID = nil

@@ -40,11 +40,24 @@ open class FetchNotificationChangesOperation: DatabaseOperation, @unchecked Send
     private let more = Atomic<Bool>(false)
     private var finalToken: ServerChangeToken?
 
+    /// An operation that reads the notifications after `previousServerChangeToken` (from the
+    /// feed's beginning when `nil`), as
+    /// `CKFetchNotificationChangesOperation(previousServerChangeToken:)`.
+    ///
+    /// ```swift
+    /// let op = FetchNotificationChangesOperation(previousServerChangeToken: token)
+    /// ```
     public init(previousServerChangeToken: ServerChangeToken?) {
         self.previousServerChangeToken = previousServerChangeToken
         super.init()
     }
 
+    /// An operation that reads the feed from its beginning, as
+    /// `CKFetchNotificationChangesOperation()`.
+    ///
+    /// ```swift
+    /// let op = FetchNotificationChangesOperation()
+    /// ```
     public override init() {
         previousServerChangeToken = nil
         super.init()

@@ -13,14 +13,33 @@ import Foundation
 /// container.add(op)
 /// ```
 open class MarkNotificationsReadOperation: DatabaseOperation, @unchecked Sendable {
+    /// The IDs of the notifications to mark read; each gets a ``perNotificationIDResultBlock``
+    /// call.
     public var notificationIDs: [StratusNotification.ID]
+    /// Each ID, with success or its own error (`unknownItem` for an ID not in the feed).
+    ///
+    /// ```swift
+    /// op.perNotificationIDResultBlock = { id, result in print(id, result) }
+    /// ```
     @preconcurrency public var perNotificationIDResultBlock: (@Sendable (StratusNotification.ID, Result<Void, any Error>) -> Void)?
+    /// Called once at the end: success, `partialFailure` when some ID failed, or the error that
+    /// failed the whole request.
+    ///
+    /// ```swift
+    /// op.markNotificationsReadResultBlock = { result in if case .failure(let error) = result { print(error) } }
+    /// ```
     @preconcurrency public var markNotificationsReadResultBlock: (@Sendable (Result<Void, any Error>) -> Void)?
     /// CloudKit's final block: the IDs marked read and the error; after ``markNotificationsReadResultBlock``.
     @preconcurrency public var markNotificationsReadCompletionBlock: (@Sendable ([StratusNotification.ID]?, (any Error)?) -> Void)?
 
     private var marked: [StratusNotification.ID] = []
 
+    /// An operation that marks the notifications with `notificationIDs` read, as
+    /// `CKMarkNotificationsReadOperation(notificationIDsToMarkRead:)`.
+    ///
+    /// ```swift
+    /// let op = MarkNotificationsReadOperation(notificationIDsToMarkRead: handled.compactMap(\.notificationID))
+    /// ```
     public init(notificationIDsToMarkRead notificationIDs: [StratusNotification.ID]) {
         self.notificationIDs = notificationIDs
         super.init()

@@ -22,7 +22,8 @@ import Foundation
 ///     return records
 /// }
 /// database.add(query)
-/// otherQueue.addOperation(markDone)                  // markDone.database must be set
+/// markDone.database = database                       // an operation on a queue of your own needs one
+/// otherQueue.addOperation(markDone)
 /// ```
 ///
 /// Every stage of a pipeline runs until the pipeline ends, so each needs a free slot on its

@@ -9,7 +9,7 @@ import Foundation
 /// change export holds them); they are not handed on.
 ///
 /// ```swift
-/// let read = ReadRecordsOperation(source: try RecordReader(fileHandle: input))
+/// let read = ReadRecordsOperation(source: try RecordReader(fileHandle: input, options: RecordReadOptions()))
 /// read.rejectedItemBlock = { rejection in print(rejection) }
 /// let save = ModifyRecordsOperation(savingRecordsFrom: read)
 /// save.savePolicy = .allKeys

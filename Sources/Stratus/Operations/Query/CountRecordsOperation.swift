@@ -11,6 +11,7 @@ import Foundation
 /// database.add(count)
 /// ```
 public final class CountRecordsOperation: DatabaseOperation, @unchecked Sendable {
+    /// The query whose matches are counted (its sort order does not matter).
     public var query: Query
     /// The zone to count in; every zone of the database when `nil`, as a query searches.
     public var zoneID: RecordZone.ID?
@@ -19,6 +20,11 @@ public final class CountRecordsOperation: DatabaseOperation, @unchecked Sendable
 
     private var count = 0
 
+    /// An operation that counts the records `query` matches in `zoneID` (every zone when `nil`).
+    ///
+    /// ```swift
+    /// let count = CountRecordsOperation(query: Query(recordType: "Todo"), zoneID: RecordZone.ID(zoneName: "Lists"))
+    /// ```
     public init(query: Query, zoneID: RecordZone.ID? = nil) {
         self.query = query
         self.zoneID = zoneID

@@ -21,7 +21,10 @@ open class QueryOperation: DatabaseOperation, RecordProducingOperation, @uncheck
     /// Records per page when ``resultsLimit`` is ``maximumResults``.
     public static let defaultResultsLimit = 100
 
+    /// The query to run; when ``cursor`` is set, the cursor's query runs instead.
     public var query: Query?
+    /// Where to continue: the cursor of a page's ``queryResultBlock``, whose query (and zones)
+    /// it runs from after that page's last record; used instead of ``query`` when set.
     public var cursor: Cursor?
     /// The zone to search; every zone of the database when `nil`, as in CloudKit (a cursor
     /// searches the zones of its query). A query in the shared database needs a zone.
@@ -30,7 +33,19 @@ open class QueryOperation: DatabaseOperation, RecordProducingOperation, @uncheck
     public var desiredKeys: [String]?
     /// The most records to return; ``maximumResults`` means ``defaultResultsLimit``.
     public var resultsLimit = QueryOperation.maximumResults
+    /// Each matching record, in the query's order, as `CKQueryOperation.recordMatchedBlock`.
+    ///
+    /// ```swift
+    /// op.recordMatchedBlock = { id, result in if let todo = try? result.get() { print(id.recordName, todo["title"] ?? "") } }
+    /// ```
     @preconcurrency public var recordMatchedBlock: (@Sendable (Record.ID, Result<Record, any Error>) -> Void)?
+    /// Called once at the end, as `CKQueryOperation.queryResultBlock`: the cursor of the next
+    /// page (`nil` when no more records match, and always with ``fetchAllResults``), or the
+    /// error.
+    ///
+    /// ```swift
+    /// op.queryResultBlock = { result in if case .success(let cursor?) = result { database.add(QueryOperation(cursor: cursor)) } }
+    /// ```
     @preconcurrency public var queryResultBlock: (@Sendable (Result<Cursor?, any Error>) -> Void)?
     /// CloudKit's older per-record block: each matching record, after ``recordMatchedBlock``.
     @preconcurrency public var recordFetchedBlock: (@Sendable (Record) -> Void)?
@@ -75,11 +90,22 @@ open class QueryOperation: DatabaseOperation, RecordProducingOperation, @uncheck
     /// Engine reads per call, so that cancellation is prompt even for large pages.
     static let chunkSize = 1_000
 
+    /// An operation that runs `query`, as `CKQueryOperation(query:)`: the first page of matches,
+    /// in every zone of the database unless ``zoneID`` is set.
+    ///
+    /// ```swift
+    /// let op = QueryOperation(query: Query(recordType: "Todo"))
+    /// ```
     public init(query: Query) {
         self.query = query
         super.init()
     }
 
+    /// An operation that reads the next page after `cursor`, as `CKQueryOperation(cursor:)`.
+    ///
+    /// ```swift
+    /// let next = QueryOperation(cursor: cursor)
+    /// ```
     public init(cursor: Cursor) {
         self.cursor = cursor
         super.init()

@@ -14,7 +14,10 @@ import Foundation
 /// database.add(purge)
 /// ```
 public final class DeleteRecordsOperation: DatabaseOperation, @unchecked Sendable {
+    /// The IDs of the records to delete, when ``query`` is `nil`.
     public var recordIDs: [Record.ID]?
+    /// When set, the operation deletes every record that matches it in ``zoneID``, instead of
+    /// ``recordIDs``.
     public var query: Query?
     /// The zone a query deletes from; the default zone when `nil`. Unlike a ``QueryOperation``,
     /// whose `nil` zone is every zone as in CloudKit: a Stratus job that deletes names the zones
@@ -23,7 +26,19 @@ public final class DeleteRecordsOperation: DatabaseOperation, @unchecked Sendabl
     public var zoneID: RecordZone.ID?
     /// Records deleted per transaction.
     public var batchSize = ModifyRecordsOperation.maximumItemsPerBatch
+    /// Each record deleted, or that failed to be, with success or its own error.
+    ///
+    /// ```swift
+    /// purge.perRecordDeleteBlock = { id, result in print(id.recordName, result) }
+    /// ```
     @preconcurrency public var perRecordDeleteBlock: (@Sendable (Record.ID, Result<Void, any Error>) -> Void)?
+    /// Called once at the end: success, `partialFailure` when some record failed,
+    /// `operationCancelled` with ``StratusError/completedItemCount``, or the error that stopped
+    /// the deletion.
+    ///
+    /// ```swift
+    /// purge.deleteRecordsResultBlock = { result in if case .failure(let error) = result { print(error) } }
+    /// ```
     @preconcurrency public var deleteRecordsResultBlock: (@Sendable (Result<Void, any Error>) -> Void)?
     /// A Stratus extension: for each record deleted successfully, whether a stored record was
     /// deleted or none was there (CloudKit reports both as success); called just before
@@ -38,11 +53,22 @@ public final class DeleteRecordsOperation: DatabaseOperation, @unchecked Sendabl
     private var input: PipelineChannel<Record>?
     private var filter: (@Sendable (Record) -> Bool)?
 
+    /// An operation that deletes the records with `recordIDs`.
+    ///
+    /// ```swift
+    /// let purge = DeleteRecordsOperation(recordIDs: [Record.ID(recordName: "todo-1")])
+    /// ```
     public init(recordIDs: [Record.ID]) {
         self.recordIDs = recordIDs
         super.init()
     }
 
+    /// An operation that deletes every record `query` matches in the zone `zoneID` (the default
+    /// zone when `nil`).
+    ///
+    /// ```swift
+    /// let purge = DeleteRecordsOperation(query: Query(recordType: "Todo"), zoneID: RecordZone.ID(zoneName: "Lists"))
+    /// ```
     public init(query: Query, zoneID: RecordZone.ID? = nil) {
         self.query = query
         self.zoneID = zoneID

@@ -16,10 +16,23 @@ open class FetchRecordsOperation: DatabaseOperation, RecordProducingOperation, @
     /// IDs are fetched in batches of this many per engine call.
     public static let batchSize = 400
 
+    /// The IDs of the records to fetch; each gets a ``perRecordResultBlock`` call.
     public var recordIDs: [Record.ID]?
     /// The keys to fetch; all keys when `nil`.
     public var desiredKeys: [String]?
+    /// Each ID, with its record or its own error (`unknownItem` for a record that does not
+    /// exist), as `CKFetchRecordsOperation.perRecordResultBlock`.
+    ///
+    /// ```swift
+    /// op.perRecordResultBlock = { id, result in if let todo = try? result.get() { print(id.recordName, todo["title"] ?? "") } }
+    /// ```
     @preconcurrency public var perRecordResultBlock: (@Sendable (Record.ID, Result<Record, any Error>) -> Void)?
+    /// Called once at the end, as `CKFetchRecordsOperation.fetchRecordsResultBlock`: success,
+    /// `partialFailure` when some ID failed, or the error that failed the whole request.
+    ///
+    /// ```swift
+    /// op.fetchRecordsResultBlock = { result in if case .failure(let error) = result { print(error) } }
+    /// ```
     @preconcurrency public var fetchRecordsResultBlock: (@Sendable (Result<Void, any Error>) -> Void)?
     /// CloudKit's older progress block: each record's download progress (Stratus reports 1.0
     /// once a record is read), before its result blocks.
@@ -48,11 +61,24 @@ open class FetchRecordsOperation: DatabaseOperation, RecordProducingOperation, @
     /// instead of ``recordIDs``.
     private var fetchesCurrentUserRecord = false
 
+    /// An operation that fetches the records with `recordIDs`, as
+    /// `CKFetchRecordsOperation(recordIDs:)`.
+    ///
+    /// ```swift
+    /// let op = FetchRecordsOperation(recordIDs: [Record.ID(recordName: "todo-1")])
+    /// ```
     public init(recordIDs: [Record.ID]) {
         self.recordIDs = recordIDs
         super.init()
     }
 
+    /// An operation with no IDs yet, as `CKFetchRecordsOperation()`: set ``recordIDs`` before
+    /// it runs.
+    ///
+    /// ```swift
+    /// let op = FetchRecordsOperation()
+    /// op.recordIDs = ids
+    /// ```
     public override init() {
         recordIDs = []
         super.init()

@@ -46,8 +46,9 @@ open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, 
 
     /// A Stratus extension: the most items a non-atomic request writes in one transaction,
     /// ``maximumItemsPerBatch`` (CloudKit's per-request limit) unless set. Bulk loads write
-    /// faster in larger transactions (`stratus import` uses 2,000); a transaction still ends
-    /// at ``maximumBytesPerBatch``, and other writers wait for it as long as it runs.
+    /// faster in larger transactions (`stratus import` uses 2,000 on SQLite and 10,000 on
+    /// PostgreSQL); a transaction still ends at ``maximumBytesPerBatch``, and other writers
+    /// wait for it as long as it runs.
     ///
     /// ```swift
     /// let load = ModifyRecordsOperation(recordsToSave: rows)
@@ -57,8 +58,16 @@ open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, 
         didSet { precondition(itemsPerBatch > 0, "itemsPerBatch must be positive") }
     }
 
+    /// The records to save; each gets a ``perRecordSaveBlock`` call.
     public var recordsToSave: [Record]?
+    /// The IDs of the records to delete; each gets a ``perRecordDeleteBlock`` call.
     public var recordIDsToDelete: [Record.ID]?
+    /// How saves treat the stored copy of each record: ``SavePolicy/ifServerRecordUnchanged``
+    /// by default, as in CloudKit.
+    ///
+    /// ```swift
+    /// op.savePolicy = .changedKeys   // last writer wins, key by key
+    /// ```
     public var savePolicy: SavePolicy = .ifServerRecordUnchanged
     /// A Stratus extension: CloudKit Web Services' operation type (create, update, replace,
     /// forceUpdate, forceReplace). When set, it is used instead of ``savePolicy``.
@@ -86,8 +95,27 @@ open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, 
     /// across zones (an import's atomic run, and the batch that finds where its reject limit
     /// falls).
     var isAtomicAcrossZones = false
+    /// Each record to save, with the record as stored (its new change tag and dates) or its
+    /// own error, as `CKModifyRecordsOperation.perRecordSaveBlock`.
+    ///
+    /// ```swift
+    /// op.perRecordSaveBlock = { id, result in if case .failure(let error) = result { print(id.recordName, error) } }
+    /// ```
     @preconcurrency public var perRecordSaveBlock: (@Sendable (Record.ID, Result<Record, any Error>) -> Void)?
+    /// Each record to delete, with success or its own error, as
+    /// `CKModifyRecordsOperation.perRecordDeleteBlock`.
+    ///
+    /// ```swift
+    /// op.perRecordDeleteBlock = { id, result in print(id.recordName, result) }
+    /// ```
     @preconcurrency public var perRecordDeleteBlock: (@Sendable (Record.ID, Result<Void, any Error>) -> Void)?
+    /// Called once at the end, as `CKModifyRecordsOperation.modifyRecordsResultBlock`: success,
+    /// `partialFailure` when some item failed (its ``StratusError/partialErrorsByRecordID`` names
+    /// each), or the error that failed the whole request.
+    ///
+    /// ```swift
+    /// op.modifyRecordsResultBlock = { result in if case .failure(let error) = result { print(error) } }
+    /// ```
     @preconcurrency public var modifyRecordsResultBlock: (@Sendable (Result<Void, any Error>) -> Void)?
     /// A Stratus extension: for each saved record, whether it was created, updated or left
     /// unchanged; called just before ``perRecordSaveBlock``.
@@ -158,7 +186,8 @@ open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, 
         super.init()
     }
 
-    /// An operation that saves `recordsToSave` and deletes `recordIDsToDelete`.
+    /// An operation that saves `recordsToSave` and deletes `recordIDsToDelete`, as
+    /// `CKModifyRecordsOperation(recordsToSave:recordIDsToDelete:)`.
     ///
     /// ```swift
     /// let op = ModifyRecordsOperation(recordsToSave: [todo], recordIDsToDelete: [done.recordID])

@@ -15,7 +15,20 @@ import Foundation
 open class FetchSubscriptionsOperation: DatabaseOperation, @unchecked Sendable {
     /// The IDs to fetch; `nil` fetches every subscription.
     public var subscriptionIDs: [Subscription.ID]?
+    /// Each subscription, with the subscription or its own error (`unknownItem` for an ID the
+    /// user has no subscription with), as `CKFetchSubscriptionsOperation.perSubscriptionResultBlock`.
+    ///
+    /// ```swift
+    /// op.perSubscriptionResultBlock = { id, result in if let subscription = try? result.get() { print(id, subscription.subscriptionType) } }
+    /// ```
     @preconcurrency public var perSubscriptionResultBlock: (@Sendable (Subscription.ID, Result<Subscription, any Error>) -> Void)?
+    /// Called once at the end, as `CKFetchSubscriptionsOperation.fetchSubscriptionsResultBlock`:
+    /// success, `partialFailure` when some ID is missing, or the error that failed the whole
+    /// request.
+    ///
+    /// ```swift
+    /// op.fetchSubscriptionsResultBlock = { result in if case .failure(let error) = result { print(error) } }
+    /// ```
     @preconcurrency public var fetchSubscriptionsResultBlock: (@Sendable (Result<Void, any Error>) -> Void)?
     /// CloudKit's older final block: the subscriptions found by ID, and the error
     /// (`partialFailure` when some ID is missing); after ``fetchSubscriptionsResultBlock``.
@@ -23,11 +36,23 @@ open class FetchSubscriptionsOperation: DatabaseOperation, @unchecked Sendable {
 
     private var found: [Subscription.ID: Subscription] = [:]
 
+    /// An operation that fetches the current user's subscriptions with `subscriptionIDs`, as
+    /// `CKFetchSubscriptionsOperation(subscriptionIDs:)`.
+    ///
+    /// ```swift
+    /// let op = FetchSubscriptionsOperation(subscriptionIDs: ["orders"])
+    /// ```
     public init(subscriptionIDs: [Subscription.ID]) {
         self.subscriptionIDs = subscriptionIDs
         super.init()
     }
 
+    /// An operation that fetches every subscription of the user in the database
+    /// (``subscriptionIDs`` is `nil`), as ``fetchAllSubscriptionsOperation()``.
+    ///
+    /// ```swift
+    /// let op = FetchSubscriptionsOperation()
+    /// ```
     public override init() {
         self.subscriptionIDs = nil
         super.init()

@@ -4,10 +4,13 @@ import Foundation
 ///
 /// Each subscription gets its own result; the final result is `partialFailure` when some
 /// failed. Saving a subscription ID the user has replaces that subscription. The rules are
-/// CloudKit's (``SubscriptionRules``): query and zone subscriptions are not allowed in the
-/// shared database, database subscriptions only in the private and shared databases, a zone
-/// subscription's zone must exist with the `fetchChanges` capability, a duplicate of another
-/// subscription is `serverRejectedRequest`, and deleting an unknown ID is `unknownItem`.
+/// CloudKit's: every subscription needs a ``Subscription/notificationInfo``; an ID is 1 to 255
+/// bytes of UTF-8 without control characters; query and zone subscriptions are not allowed in
+/// the shared database, database subscriptions only in the private and shared databases; a
+/// query subscription fires on at least one of creation, update and deletion; a zone
+/// subscription's zone must exist with the `fetchChanges` capability; a duplicate of another
+/// subscription is `serverRejectedRequest`; a user keeps at most 1,000 subscriptions in a
+/// database (`limitExceeded`); and deleting an unknown ID is `unknownItem`.
 /// Subscriptions fire for writes that commit after the save.
 ///
 /// ```swift
@@ -17,10 +20,33 @@ import Foundation
 /// database.add(op)
 /// ```
 open class ModifySubscriptionsOperation: DatabaseOperation, @unchecked Sendable {
+    /// The subscriptions to save; each gets a ``perSubscriptionSaveBlock`` call.
     public var subscriptionsToSave: [Subscription]?
+    /// The IDs of the subscriptions to delete; each gets a ``perSubscriptionDeleteBlock`` call.
     public var subscriptionIDsToDelete: [Subscription.ID]?
+    /// Each subscription to save, with the subscription as stored or its own error, as
+    /// `CKModifySubscriptionsOperation.perSubscriptionSaveBlock`.
+    ///
+    /// ```swift
+    /// op.perSubscriptionSaveBlock = { id, result in if case .failure(let error) = result { print(id, error) } }
+    /// ```
     @preconcurrency public var perSubscriptionSaveBlock: (@Sendable (Subscription.ID, Result<Subscription, any Error>) -> Void)?
+    /// Each subscription ID to delete, with success or its own error (`unknownItem` for an ID
+    /// the user has no subscription with), as
+    /// `CKModifySubscriptionsOperation.perSubscriptionDeleteBlock`.
+    ///
+    /// ```swift
+    /// op.perSubscriptionDeleteBlock = { id, result in print(id, result) }
+    /// ```
     @preconcurrency public var perSubscriptionDeleteBlock: (@Sendable (Subscription.ID, Result<Void, any Error>) -> Void)?
+    /// Called once at the end, as `CKModifySubscriptionsOperation.modifySubscriptionsResultBlock`:
+    /// success, `partialFailure` when some subscription failed (its
+    /// ``StratusError/partialErrorsBySubscriptionID`` names each), or the error that failed
+    /// the whole request.
+    ///
+    /// ```swift
+    /// op.modifySubscriptionsResultBlock = { result in if case .failure(let error) = result { print(error) } }
+    /// ```
     @preconcurrency public var modifySubscriptionsResultBlock: (@Sendable (Result<Void, any Error>) -> Void)?
     /// CloudKit's older final block: the subscriptions saved, the IDs deleted and the error
     /// (`partialFailure` when some failed); after ``modifySubscriptionsResultBlock``.
@@ -29,12 +55,25 @@ open class ModifySubscriptionsOperation: DatabaseOperation, @unchecked Sendable 
     private var saved: [Subscription] = []
     private var deleted: [Subscription.ID] = []
 
+    /// An operation that saves `subscriptionsToSave` and deletes `subscriptionIDsToDelete`, as
+    /// `CKModifySubscriptionsOperation(subscriptionsToSave:subscriptionIDsToDelete:)`.
+    ///
+    /// ```swift
+    /// let op = ModifySubscriptionsOperation(subscriptionsToSave: nil, subscriptionIDsToDelete: ["orders"])
+    /// ```
     public init(subscriptionsToSave: [Subscription]? = nil, subscriptionIDsToDelete: [Subscription.ID]? = nil) {
         self.subscriptionsToSave = subscriptionsToSave
         self.subscriptionIDsToDelete = subscriptionIDsToDelete
         super.init()
     }
 
+    /// An operation with nothing to do yet, as `CKModifySubscriptionsOperation()`: set
+    /// ``subscriptionsToSave`` or ``subscriptionIDsToDelete`` before it runs.
+    ///
+    /// ```swift
+    /// let op = ModifySubscriptionsOperation()
+    /// op.subscriptionsToSave = [subscription]
+    /// ```
     public override init() {
         subscriptionsToSave = nil
         subscriptionIDsToDelete = nil

@@ -17,7 +17,20 @@ import Foundation
 open class FetchRecordZonesOperation: DatabaseOperation, @unchecked Sendable {
     /// The zones to fetch; every zone of the database when `nil`.
     public var recordZoneIDs: [RecordZone.ID]?
+    /// Each zone, with the zone (and its capabilities) or its own error (`zoneNotFound` for a
+    /// zone that does not exist), as `CKFetchRecordZonesOperation.perRecordZoneResultBlock`.
+    ///
+    /// ```swift
+    /// op.perRecordZoneResultBlock = { id, result in if let zone = try? result.get() { print(id.zoneName, zone.capabilities) } }
+    /// ```
     @preconcurrency public var perRecordZoneResultBlock: (@Sendable (RecordZone.ID, Result<RecordZone, any Error>) -> Void)?
+    /// Called once at the end, as `CKFetchRecordZonesOperation.fetchRecordZonesResultBlock`:
+    /// success, `partialFailure` when some zone failed, or the error that failed the whole
+    /// request.
+    ///
+    /// ```swift
+    /// op.fetchRecordZonesResultBlock = { result in if case .failure(let error) = result { print(error) } }
+    /// ```
     @preconcurrency public var fetchRecordZonesResultBlock: (@Sendable (Result<Void, any Error>) -> Void)?
     /// CloudKit's older final block: the zones read, by ID, and the error (`partialFailure`
     /// when some zone failed); after ``fetchRecordZonesResultBlock``.
@@ -26,11 +39,23 @@ open class FetchRecordZonesOperation: DatabaseOperation, @unchecked Sendable {
     /// The zones read, kept for ``fetchRecordZonesCompletionBlock``.
     private var fetched: [RecordZone.ID: RecordZone] = [:]
 
+    /// An operation that fetches the zones with `recordZoneIDs`, as
+    /// `CKFetchRecordZonesOperation(recordZoneIDs:)`.
+    ///
+    /// ```swift
+    /// let op = FetchRecordZonesOperation(recordZoneIDs: [RecordZone.ID(zoneName: "Lists")])
+    /// ```
     public init(recordZoneIDs: [RecordZone.ID]) {
         self.recordZoneIDs = recordZoneIDs
         super.init()
     }
 
+    /// An operation that fetches every zone of the database (``recordZoneIDs`` is `nil`), as
+    /// ``fetchAllRecordZonesOperation()``.
+    ///
+    /// ```swift
+    /// let op = FetchRecordZonesOperation()
+    /// ```
     public override init() {
         super.init()
     }

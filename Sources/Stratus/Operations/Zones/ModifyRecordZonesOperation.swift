@@ -16,10 +16,33 @@ import Foundation
 /// database.add(op)
 /// ```
 open class ModifyRecordZonesOperation: DatabaseOperation, @unchecked Sendable {
+    /// The zones to create; each gets a ``perRecordZoneSaveBlock`` call.
     public var recordZonesToSave: [RecordZone]?
+    /// The IDs of the zones to delete, with their records; each gets a
+    /// ``perRecordZoneDeleteBlock`` call.
     public var recordZoneIDsToDelete: [RecordZone.ID]?
+    /// Each zone to save, with the zone as stored or its own error, as
+    /// `CKModifyRecordZonesOperation.perRecordZoneSaveBlock`.
+    ///
+    /// ```swift
+    /// op.perRecordZoneSaveBlock = { id, result in if case .failure(let error) = result { print(id.zoneName, error) } }
+    /// ```
     @preconcurrency public var perRecordZoneSaveBlock: (@Sendable (RecordZone.ID, Result<RecordZone, any Error>) -> Void)?
+    /// Each zone to delete, with success or its own error (`invalidArguments` for the default
+    /// zone), as `CKModifyRecordZonesOperation.perRecordZoneDeleteBlock`.
+    ///
+    /// ```swift
+    /// op.perRecordZoneDeleteBlock = { id, result in print(id.zoneName, result) }
+    /// ```
     @preconcurrency public var perRecordZoneDeleteBlock: (@Sendable (RecordZone.ID, Result<Void, any Error>) -> Void)?
+    /// Called once at the end, as `CKModifyRecordZonesOperation.modifyRecordZonesResultBlock`:
+    /// success, `partialFailure` when some zone failed (its
+    /// ``StratusError/partialErrorsByZoneID`` names each), or the error that failed the whole
+    /// request.
+    ///
+    /// ```swift
+    /// op.modifyRecordZonesResultBlock = { result in if case .failure(let error) = result { print(error) } }
+    /// ```
     @preconcurrency public var modifyRecordZonesResultBlock: (@Sendable (Result<Void, any Error>) -> Void)?
     /// CloudKit's older final block: the zones saved, the zone IDs deleted and the error
     /// (`partialFailure` when some zone failed); after ``modifyRecordZonesResultBlock``.
@@ -29,12 +52,25 @@ open class ModifyRecordZonesOperation: DatabaseOperation, @unchecked Sendable {
     private var savedZones: [RecordZone] = []
     private var deletedZoneIDs: [RecordZone.ID] = []
 
+    /// An operation that creates `recordZonesToSave` and deletes `recordZoneIDsToDelete`, as
+    /// `CKModifyRecordZonesOperation(recordZonesToSave:recordZoneIDsToDelete:)`.
+    ///
+    /// ```swift
+    /// let op = ModifyRecordZonesOperation(recordZonesToSave: [RecordZone(zoneName: "Lists")], recordZoneIDsToDelete: nil)
+    /// ```
     public init(recordZonesToSave: [RecordZone]? = nil, recordZoneIDsToDelete: [RecordZone.ID]? = nil) {
         self.recordZonesToSave = recordZonesToSave
         self.recordZoneIDsToDelete = recordZoneIDsToDelete
         super.init()
     }
 
+    /// An operation with nothing to do yet, as `CKModifyRecordZonesOperation()`: set
+    /// ``recordZonesToSave`` or ``recordZoneIDsToDelete`` before it runs.
+    ///
+    /// ```swift
+    /// let op = ModifyRecordZonesOperation()
+    /// op.recordZoneIDsToDelete = [RecordZone.ID(zoneName: "Lists")]
+    /// ```
     public override init() {
         recordZonesToSave = nil
         recordZoneIDsToDelete = nil
