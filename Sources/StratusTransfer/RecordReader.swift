@@ -260,13 +260,15 @@ public final class RecordReader {
         guard let first = try peekSignificant() else { return .ndjson }
         if first == UInt8(ascii: "[") { return .json }
         guard first == UInt8(ascii: "{") else {
-            try refuseBinary()
             // CSV on standard input (`… | stratus import -`) has no name to tell it by; its
             // header's recordName column, which no JSON line starts like, tells it.
-            // The whole first line is looked at, however a pipe cuts it into reads.
+            // The whole first line is looked at, however a pipe cuts it into reads. A header
+            // tells CSV before any NUL does: a cell may hold U+0000 (Stratus's own exports do).
             while input.available < 65_536,
                   memchr(input.storage + input.start, 0x0A, input.available) == nil, try input.fill() {}
-            return startsWithCSVHeader() ? .csv : .ndjson
+            if startsWithCSVHeader() { return .csv }
+            try refuseBinary()
+            return .ndjson
         }
         // A read may move the bytes, so the place to return to is kept as an input offset.
         let start = input.baseOffset + input.start

@@ -193,6 +193,10 @@ struct MalformedInputTests {
         #expect(database?.code == .invalidArguments && database?.message.contains("an SQLite database file") == true, "\(String(describing: database))")
         let binary = #expect(throws: StratusError.self) { _ = try RecordReader(data: Data("PK\u{3}\u{4}\u{0}\u{0}zip".utf8), options: RecordReadOptions()) }
         #expect(binary?.message.contains("binary data (a NUL byte at byte 5)") == true, "\(String(describing: binary))")
+        // CSV whose cell holds U+0000 (as Stratus's own CSV export writes it) is CSV, told by its header.
+        let csvWithNUL = try RecordReader(data: Data("recordName,recordType,title\nn1,N,a\u{0}b\n".utf8), options: RecordReadOptions())
+        guard case .record(let withNUL, _)? = try csvWithNUL.next() else { Issue.record("the CSV record is read"); return }
+        #expect(withNUL["title"] as? String == "a\u{0}b")
         var rng = SeededGenerator(seed: 7)
         for n in 0..<300 {
             let noise = Data((0..<Int.random(in: 0...400, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) })
