@@ -28,6 +28,22 @@ public final class AssetExportFolder: @unchecked Sendable {
     private let lock = NSLock()
     /// The names written by this folder object, with the stored content each holds.
     private var written: [String: String] = [:]
+    /// A write into the folder that failed (a full disk, the folder removed) since it was last
+    /// taken: the output's failure, not the record's.
+    private var outputFailure: RecordWriter.OutputError?
+
+    /// Keeps a failure to write into the folder, for ``takeOutputFailure()``.
+    func recordOutputFailure(_ failure: RecordWriter.OutputError) {
+        lock.withLock { if outputFailure == nil { outputFailure = failure } }
+    }
+
+    /// The failure to write into the folder since the last call, if any.
+    func takeOutputFailure() -> RecordWriter.OutputError? {
+        lock.withLock {
+            defer { outputFailure = nil }
+            return outputFailure
+        }
+    }
 
     /// Bytes copied at a time.
     static let chunkSize = 1 << 20

@@ -78,6 +78,8 @@ public enum RecordJSONWriter {
     public static func checkedJSON(for record: Record, options: Options) throws -> String {
         var out = ByteOutput()
         append(record, options: options, to: &out)
+        // The asset folder could not be written: the output failed, not the record.
+        if let failure = options.assetFolder?.takeOutputFailure() { throw failure }
         if let problem = out.problem {
             throw StratusError(.invalidArguments, "record '\(record.recordID.recordName)': \(problem)", recordID: record.recordID)
         }
@@ -374,6 +376,7 @@ public enum RecordJSONWriter {
             do {
                 appendAsset(asset, field: field, localName: try folder.export(asset), to: &out)
             } catch {
+                if let failure = error as? RecordWriter.OutputError { folder.recordOutputFailure(failure) }
                 if out.problem == nil { out.problem = "field '\(field)': \(error)" }
                 appendAsset(asset, field: field, to: &out)
             }

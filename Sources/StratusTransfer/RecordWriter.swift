@@ -159,6 +159,7 @@ public final class RecordWriter {
 
     private func appendJSON(_ record: Record) throws {
         RecordJSONWriter.append(record, options: jsonOptions, to: &out)
+        if let failure = jsonOptions.assetFolder?.takeOutputFailure() { throw failure }
         if let problem = out.problem {
             throw StratusError(.invalidArguments, "record '\(record.recordID.recordName)': \(problem)", recordID: record.recordID)
         }
@@ -269,6 +270,7 @@ public final class RecordWriter {
                     try appendCSVValue(value, key: key, zone: record.recordID.zoneID)
                 }
             }
+            if let failure = jsonOptions.assetFolder?.takeOutputFailure() { throw failure }
             if let problem = out.problem { throw fail(problem) }
         }
         out.append(0x0A)

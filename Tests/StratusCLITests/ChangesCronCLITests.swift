@@ -12,6 +12,9 @@ struct ChangesCronCLITests {
         set -e
         "$STRATUS" changes --store "$SOURCE" --token-file mirror.token --assets-dir pending-assets --output pending.ndjson
         if [ -e pending.ndjson ]; then
+            # The source's schema first: a value stored without a type is written without one, and
+            # the mirror must read it as the source does (a DOUBLE field's 3 is not an INT64).
+            "$STRATUS" schema export --store "$SOURCE" | "$STRATUS" schema import - --store "$MIRROR"
             "$STRATUS" import pending.ndjson --store "$MIRROR" --assets-dir pending-assets --mode forceReplace \
                 --keep-system-records --as-administrator
             rm -r pending.ndjson pending-assets
@@ -90,6 +93,11 @@ struct ChangesCronCLITests {
             let cli = try await CLI(store, engine: engine)
             let source = try await cli.newStore("source"), mirror = try await cli.newStore("mirror")
             func note(_ name: String, _ title: String) -> String { #"{"recordName":"\#(name)","recordType":"Note","fields":{"title":{"value":"\#(title)","type":"STRING"}}}"# + "\n" }
+            // A value stored without a type, which the schema reads as a DOUBLE: the mirror must too.
+            let schema = try cli.file("notes.ckdb", "DEFINE SCHEMA RECORD TYPE Note (title STRING, score DOUBLE);")
+            #expect(try await cli.run(["schema", "import", schema, "--store", source]).exitCode == 0)
+            let untyped = #"{"recordName":"scored","recordType":"Note","fields":{"title":{"value":"s","type":"STRING"},"score":{"value":3}}}"# + "\n"
+            #expect(try await cli.run(["import", "--store", source, "--user", "alice"], stdin: untyped).exitCode == 0)
             for user in ["alice", "bob"] {
                 #expect(try await cli.run(["import", "--store", source, "--user", user], stdin: note("by-\(user)", "first")).exitCode == 0)
             }
@@ -253,6 +261,22 @@ struct ChangesCronCLITests {
             let after = try await cli.run(["changes", "--token-file", store.path("A/tok"), "--output", store.path("A/next.ndjson"), "--quiet"])
             #expect(after.exitCode == 0, "\(after)")
             #expect(cli.read(victim) == "keep me\n", "the file the edited token names is not removed")
+        }
+    }
+
+    @Test("an asset that cannot be written into --assets-dir (a file size limit) is the output's failure, 73, and the token stays; the next run writes it")
+    func assetFolderWriteFailure() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            _ = try store.writeFile("src/big.bin", patternBytes(count: 3_000_000, seed: 3))
+            let line = Self.blob("b1", file: "big.bin", title: "big")
+            #expect(try await cli.run(["import", try cli.file("big.ndjson", line + "\n"), "--assets-dir", store.path("src"), "--quiet"]).exitCode == 0)
+            let limited = try await cli.shell(#"ulimit -f 2000 && exec "$STRATUS" changes --token-file tok --assets-dir pending-assets --output pending.ndjson --quiet"#)
+            #expect(limited.exitCode == 73, "\(limited)")
+            #expect(limited.stderr.contains("pending-assets"), "\(limited)")
+            let again = try await cli.run(["changes", "--token-file", store.path("tok"), "--assets-dir", store.path("pending-assets"), "--output", store.path("pending.ndjson"), "--quiet"])
+            #expect(again.exitCode == 0, "\(again)")
+            #expect(try JSONLine.names(cli.read(store.path("pending.ndjson")) ?? "") == ["b1"], "the change the failed run did not commit")
         }
     }
 
