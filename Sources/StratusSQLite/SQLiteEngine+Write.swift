@@ -160,6 +160,14 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
         return try storedChangeKey(of: id.recordName, zoneRow: zones[zone].row) != nil
     }
 
+    func storedChangeTag(_ id: Record.ID) throws -> String? {
+        guard let zone = try zoneIndex(id.zoneID) else { return nil }
+        let select = try connection.statement("SELECT change_tag FROM records WHERE zone_id = ? AND record_name = ?")
+        try select.bind([.integer(zones[zone].row), .text(id.recordName)])
+        defer { select.reset() }
+        return try select.step() ? select.text(0) : nil
+    }
+
     /// The change key of the stored record named `name`, if there is one.
     private func storedChangeKey(of name: String, zoneRow: Int64) throws -> Int64? {
         let select = try connection.statement("SELECT change_key FROM records WHERE zone_id = ? AND record_name = ?")

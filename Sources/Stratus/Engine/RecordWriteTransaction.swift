@@ -34,6 +34,10 @@ public protocol RecordWriteTransaction: AnyObject {
     /// Whether a record with this ID is stored.
     func recordExists(_ id: Record.ID) throws -> Bool
 
+    /// The stored record's change tag, or `nil` when there is none: what a deletion of a
+    /// record read earlier checks (the default reads the whole record).
+    func storedChangeTag(_ id: Record.ID) throws -> String?
+
     /// Inserts rows for records the caller believes new, all in one zone that exists, without
     /// reading first. Answers, for each row in order, whether it was inserted; a row whose name
     /// is already stored (or repeats an earlier row's) is not, and nothing of it is written.
@@ -123,6 +127,9 @@ extension RecordWriteTransaction {
 
     /// Reads nothing ahead: each ``storedRecord(_:)`` reads its record.
     public func prefetchStoredRecords(_ ids: [Record.ID]) throws {}
+
+    /// The whole stored record's tag (or a prefetched one's).
+    public func storedChangeTag(_ id: Record.ID) throws -> String? { try storedRecord(id)?.recordChangeTag }
 }
 
 /// Changed fields to write over a stored record without reading it first

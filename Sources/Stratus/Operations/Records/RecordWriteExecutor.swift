@@ -183,6 +183,8 @@ enum RecordWriteExecutor {
             while next < request.saves.count {
                 next += try saveRun(from: next)
             }
+            let checked = request.recordIDsToDelete.filter { request.deletedRecordTags[$0] != nil }
+            if checked.count > 1 { try transaction.prefetchStoredRecords(checked) }
             for id in request.recordIDsToDelete {
                 outcome.deleteResults.append(try delete(id))
             }
@@ -404,9 +406,9 @@ enum RecordWriteExecutor {
         /// record whose `.deleteSelf` reference points at a deleted one.
         private mutating func delete(_ id: Record.ID) throws -> Result<Bool, StratusError> {
             guard try capabilities(id.zoneID) != nil else { return .failure(zoneNotFound(id)) }
-            if let tag = request.deletedRecordTags[id], let stored = try transaction.storedRecord(id), stored.recordChangeTag != tag {
-                var changed = StratusError(.serverRecordChanged, "record '\(id.recordName)' was changed by someone else after it was read (change tag \(tag); the store has \(stored.recordChangeTag ?? "none")), so it was not deleted: it may no longer be what was selected", recordID: id)
-                changed.serverRecord = stored
+            if let tag = request.deletedRecordTags[id], let stored = try transaction.storedChangeTag(id), stored != tag {
+                var changed = StratusError(.serverRecordChanged, "record '\(id.recordName)' was changed by someone else after it was read (change tag \(tag); the store has \(stored)), so it was not deleted: it may no longer be what was selected", recordID: id)
+                changed.serverRecord = try transaction.storedRecord(id)
                 return .failure(changed)
             }
             // Cascades follow the references their sources chose to hold, as in CloudKit;
