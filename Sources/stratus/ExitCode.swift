@@ -58,9 +58,12 @@ struct UsageError: Error {
 }
 
 /// A failure with its own exit code and message, printed by `main` as `stratus: MESSAGE`.
-struct CommandFailure: Error {
+struct CommandFailure: Error, CustomStringConvertible {
     let code: ExitCode
     let message: String
+
+    /// The message alone, wherever the failure is shown as text (wrapped in another error).
+    var description: String { message }
 
     init(_ code: ExitCode, _ message: String) {
         self.code = code

@@ -73,6 +73,11 @@ struct StratusCommand {
             fail(failure.message, failure.code)
         } catch let error as RecordWriter.OutputError {
             fail(error.message, .cannotCreateOutput)
+        } catch let error as StratusError where error.underlyingError is CommandFailure {
+            // The command's own failure, met inside a job's stage (a checkpoint file that cannot
+            // be written): its message and exit code, not the stage's wrapping.
+            let failure = error.underlyingError as! CommandFailure
+            fail(failure.message, failure.code)
         } catch let error as StratusError where error.code == .internalError || error.code == .badDatabase {
             fail(StoreOptions.namingStores(error.description), ExitCode(for: error))
         } catch let error as StratusError {
