@@ -432,6 +432,15 @@ public enum ZoneConformance {
         }
         guard case .failure(let failure as StratusError) = answered else { Issue.record("the completion handler gets .failure"); return }
         #expect(failure.code == .partialFailure)
+
+        // Atomicity is per zone: a request that also wrote in another zone (here the default
+        // zone, which has no atomic capability) answers each item, so the caller learns the
+        // change tags of what was saved.
+        let elsewhere = makeRecord("Note", "elsewhere")
+        let mixed = try await database.modifyRecords(saving: [atomicFresh, stale, elsewhere], deleting: [], atomically: true)
+        #expect((try? mixed.saveResults[elsewhere.recordID]?.get())?.recordChangeTag != nil, "the default zone's record is saved and answered")
+        #expect(errorCode(mixed.saveResults[atomicFresh.recordID]) == .batchRequestFailed)
+        #expect(errorCode(mixed.saveResults[stale.recordID]) == .serverRecordChanged)
     }
 
     // MARK: - Database changes

@@ -72,8 +72,8 @@ extension Database {
     /// - Throws: errors of the request as a whole, and, as CloudKit documents, the
     ///   `partialFailure` (with `partialErrorsByItemID`) of an `atomically` request that an
     ///   item's failure made write nothing (in zones with the atomic capability; the other items
-    ///   fail with `batchRequestFailed`). Otherwise item errors are in the results: the default
-    ///   zone has no atomic capability.
+    ///   fail with `batchRequestFailed`). A request that wrote anything (in another zone, or in
+    ///   the default zone, which has no atomic capability) answers each item in the results.
     public func modifyRecords(
         saving recordsToSave: [Record] = [], deleting recordIDsToDelete: [Record.ID] = [],
         savePolicy: ModifyRecordsOperation.SavePolicy = .ifServerRecordUnchanged, atomically: Bool = true
@@ -98,8 +98,10 @@ extension Database {
             op.perRecordDeleteBlock = { deletes.append(($0, $1)) }
             op.modifyRecordsResultBlock = { [unowned op] result in
                 // An atomic request that an item's failure made write nothing fails as a whole;
-                // otherwise (the default zone has no atomic capability) each item answers.
-                finish(throwsAtomicFailure && op.failedAtomically ? result : Database.ignoringPartialFailure(result))
+                // one that wrote anything (another zone's items: atomicity is per zone, and the
+                // default zone has none) answers each item, so the caller learns what was saved.
+                let wroteSome = saves.items.contains { (try? $0.1.get()) != nil } || deletes.items.contains { (try? $0.1.get()) != nil }
+                finish(throwsAtomicFailure && op.failedAtomically && !wroteSome ? result : Database.ignoringPartialFailure(result))
             }
             return op
         }
