@@ -23,6 +23,9 @@ struct DeleteCommand: Command {
         batch at a time, each batch in one transaction; with --checkpoint, that transaction also
         records where the query is, so a run stopped anywhere and started again with the same
         FILE goes on after the last committed batch (the file is removed when the delete ends).
+        A record changed by someone else after it was read is not deleted (it may no longer
+        match): it fails with serverRecordChanged (counted failed, exit 1); run again to decide
+        on it anew.
         """
     static let options: [Option] = [
         Option("--names-file", "FILE|-", "record names, one per line, from FILE or stdin", default: "none"),

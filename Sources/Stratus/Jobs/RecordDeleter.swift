@@ -12,7 +12,8 @@ import Foundation
 ///
 /// Each batch is deleted in one transaction; records that reference a deleted record with
 /// `.deleteSelf` go with it. A record deleted by someone else (or by a cascade) after the query
-/// read it counts as ``Summary/notFound``. With a ``PipelineCheckpoint`` each batch's
+/// read it counts as ``Summary/notFound``; one changed by someone else since is not deleted (it
+/// may no longer match) and fails with `serverRecordChanged`, counted in ``Summary/failed``. With a ``PipelineCheckpoint`` each batch's
 /// transaction records the query's cursor, and a run started again with it goes on after the
 /// last committed batch.
 public final class RecordDeleter: Sendable {

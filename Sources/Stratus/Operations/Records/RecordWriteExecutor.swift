@@ -406,15 +406,15 @@ enum RecordWriteExecutor {
         /// record whose `.deleteSelf` reference points at a deleted one.
         private mutating func delete(_ id: Record.ID) throws -> Result<Bool, StratusError> {
             guard try capabilities(id.zoneID) != nil else { return .failure(zoneNotFound(id)) }
-            if let tag = request.deletedRecordTags[id], let stored = try transaction.storedChangeTag(id), stored != tag {
-                var changed = StratusError(.serverRecordChanged, "record '\(id.recordName)' was changed by someone else after it was read (change tag \(tag); the store has \(stored)), so it was not deleted: it may no longer be what was selected", recordID: id)
-                changed.serverRecord = try transaction.storedRecord(id)
-                return .failure(changed)
-            }
             // Cascades follow the references their sources chose to hold, as in CloudKit;
             // the roles decide only what the caller deletes itself.
             if typeRules.checksDeletes, let denied = try typeRules.checkDelete(id, stored: transaction.storedRecord(id), in: transaction) {
                 return .failure(denied)
+            }
+            // After the roles, so that a refusal reveals no version; the stored record is not
+            // handed back, as the caller may not be allowed to read it.
+            if let tag = request.deletedRecordTags[id], let stored = try transaction.storedChangeTag(id), stored != tag {
+                return .failure(StratusError(.serverRecordChanged, "record '\(id.recordName)' was changed by someone else after it was read (change tag \(tag); the store has \(stored)), so it was not deleted: it may no longer be what was selected", recordID: id))
             }
             var pending = [id.recordName]
             var seen: Set<String> = []
