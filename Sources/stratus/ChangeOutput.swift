@@ -1,4 +1,5 @@
 import Foundation
+import Stratus
 
 /// Where `stratus changes` writes: stdout, or an output file it commits with the token.
 ///
@@ -59,9 +60,16 @@ final class ChangeOutput {
     private static func isOwnLink(_ committed: ChangeTokenFile.OutputCommit, tokenPath: String) -> Bool {
         guard let link = committed.link else { return true }
         if link.hasPrefix(tokenPath + ".output-") && !link.dropFirst(tokenPath.count + 8).contains("/") { return true }
+        // Beside the output, the link's name carries its token file's mark: a copy of the
+        // token file elsewhere names the same link, but is not the job that made it.
         let output = URL(fileURLWithPath: committed.path)
-        let besideOutput = output.deletingLastPathComponent().appendingPathComponent(".\(output.lastPathComponent).stratus-").path
+        let besideOutput = output.deletingLastPathComponent().appendingPathComponent(".\(output.lastPathComponent).stratus-\(tokenMark(tokenPath))-").path
         return link.hasPrefix(besideOutput) && identity(of: link) == committed.fileIdentity
+    }
+
+    /// A short mark of the token file's path, in the names of links beside outputs.
+    private static func tokenMark(_ tokenPath: String) -> String {
+        String(SHA256Hasher.digest(Array(tokenPath.utf8)).hexadecimal.prefix(12))
     }
 
     deinit {
@@ -202,7 +210,7 @@ final class ChangeOutput {
         if link(path, besideToken) == 0 { return besideToken }
         if errno == EXDEV {
             let url = URL(fileURLWithPath: path)
-            let besideOutput = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).stratus-\(id)").path
+            let besideOutput = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).stratus-\(tokenMark(tokenPath))-\(id)").path
             if link(path, besideOutput) == 0 { return besideOutput }
         }
         StratusCommand.log("cannot keep a link to \(path) (\(String(cString: strerror(errno)))); if it is deleted and its name reused, the next run may not tell the new file from it")
