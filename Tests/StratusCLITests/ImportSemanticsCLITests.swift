@@ -13,6 +13,26 @@ struct ImportSemanticsCLITests {
 
     // MARK: - Re-running the same file
 
+    @Test("--as-administrator restores records that name only their creator or only their modifier (one stands for the other); one naming neither is rejected, never a crash", arguments: TestEngine.all)
+    func administratorRestoresWithOneUser(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let lines = [
+                #"{"recordName":"c","recordType":"Item","fields":{},"created":{"timestamp":1000,"userRecordName":"_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"}}"#,
+                #"{"recordName":"m","recordType":"Item","fields":{},"modified":{"timestamp":2000,"userRecordName":"_bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"}}"#,
+                #"{"recordName":"t","recordType":"Item","fields":{},"created":{"timestamp":1000}}"#,
+            ]
+            let result = try await cli.run(["import", try cli.file("one-user.ndjson", lines.joined(separator: "\n") + "\n"), "--as-administrator"])
+            #expect(result.exitCode == 1, "\(result)")
+            #expect(result.stderr.contains("imported 2") && result.stderr.contains("record 't' names no user"), "\(result)")
+            let items = try await cli.exported("Item")
+            #expect((items["c"]?["created"] as? [String: Any])?["userRecordName"] as? String == "_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "\(items)")
+            #expect((items["m"]?["created"] as? [String: Any])?["userRecordName"] as? String == "_bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", "\(items)")
+            #expect(items["t"] == nil)
+            #expect(try await cli.run(["check"]).exitCode == 0)
+        }
+    }
+
     @Test("re-importing another owner's zone with references is unchanged: exit 0, no new change tag, no change to export", arguments: TestEngine.all)
     func rerunWithReferencesInAnotherOwnersZone(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

@@ -178,6 +178,13 @@ enum RecordWriteRules {
             if let date = given.modificationDate { system.modificationDate = date }
             if let user = given.lastModifiedUserRecordID { system.lastModifiedUserRecordID = user }
         }
+        // The store's administrator is no user: what it restores was created and modified by the
+        // users its input names, one standing for the other when the input gives only one.
+        if system.lastModifiedUserRecordID == nil { system.lastModifiedUserRecordID = system.creatorUserRecordID }
+        if system.creatorUserRecordID == nil { system.creatorUserRecordID = system.lastModifiedUserRecordID }
+        guard system.creatorUserRecordID != nil else {
+            return .failure(StratusError(.invalidArguments, "record '\(name)' names no user who created or modified it (created.userRecordName, modified.userRecordName), which a save as the store's administrator, who is no user, needs", recordID: incoming.recordID))
+        }
         let extras = mergedExtras(save, existing: existing, replacing: replacing, keepsSystemFields: keep)
         // A forced write that changes nothing is not written, so re-running an import is a
         // no-op (no new change tag, no change to sync). When the input carries system fields
