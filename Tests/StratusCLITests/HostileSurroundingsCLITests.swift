@@ -432,6 +432,15 @@ struct HostileSurroundingsCLITests {
             #expect(resumed.exitCode == 0, "\(resumed)")
             #expect(try await cli.count("Row") == 6_000)
             #expect(try await cli.run(["check"]).exitCode == 0)
+
+            // An asset's content copied into the store's asset folder meets the same limit: the
+            // store's failure (73), not a rejected record (1).
+            _ = try store.writeFile("src/big.bin", patternBytes(count: 3_000_000, seed: 5))
+            let photo = try cli.file("photo.ndjson", #"{"recordName":"p1","recordType":"Photo","fields":{"image":{"value":{"downloadURL":"big.bin"},"type":"ASSETID"}}}"# + "\n")
+            let asset = try await cli.shell(#"ulimit -f 2000 && exec "$STRATUS" import "$INPUT" --assets-dir src --progress none"#, environment: ["INPUT": photo])
+            #expect(asset.exitCode == 73, "\(asset)")
+            #expect(asset.stderr.contains("File too large"), "\(asset)")
+            #expect(try await cli.count("Photo") == 0)
         }
     }
 }

@@ -88,15 +88,24 @@ struct AssetStaging {
         }
         var uploads: [(upload: any AssetUpload, identifier: String)] = []
         var perSave: [Int: SaveUploads] = [:]
+        var storeFull: StratusError?
         for (index, result) in results.all {
             switch result {
             case .success(let staged):
                 perSave[index] = staged
                 uploads += staged.uploads.map { ($0.upload, $0.identifier) }
                 held.formUnion(staged.identifiers)
+            case .failure(let error) where error.code == .quotaExceeded:
+                // The store's disk is full (or at a size limit): no save of the request can be
+                // written, which is the store's failure, not the record's.
+                storeFull = storeFull ?? error
             case .failure(let error):
                 outcome.failures[index] = error
             }
+        }
+        if let storeFull {
+            for (upload, _) in uploads { upload.abandon() }
+            throw storeFull
         }
         do {
             let present = try store.hold(held, holder: hold)

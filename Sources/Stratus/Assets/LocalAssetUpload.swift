@@ -71,8 +71,9 @@ package final class LocalAssetUpload: AssetUpload {
 }
 
 extension POSIXFailure {
-    /// The failure as a store error: `quotaExceeded` for a full disk, `internalError` otherwise.
+    /// The failure as a store error: `quotaExceeded` for a full disk or a file size limit
+    /// (`ulimit -f`), `internalError` otherwise.
     package func storeError(_ what: String) -> StratusError {
-        StratusError(errno == ENOSPC || errno == EDQUOT ? .quotaExceeded : .internalError, "cannot \(what): \(reason)")
+        StratusError(errno == ENOSPC || errno == EDQUOT || errno == EFBIG ? .quotaExceeded : .internalError, "cannot \(what): \(reason)")
     }
 }
