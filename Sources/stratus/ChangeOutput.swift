@@ -62,7 +62,7 @@ final class ChangeOutput {
         if link.hasPrefix(tokenPath + ".output-") && !link.dropFirst(tokenPath.count + 8).contains("/") { return true }
         // Beside the output, the link's name carries its token file's mark: a copy of the
         // token file elsewhere names the same link, but is not the job that made it.
-        let output = URL(fileURLWithPath: committed.path)
+        let output = URL(fileURLWithPath: KeptFile.resolve(committed.path))
         let besideOutput = output.deletingLastPathComponent().appendingPathComponent(".\(output.lastPathComponent).stratus-\(tokenMark(tokenPath))-").path
         return link.hasPrefix(besideOutput) && identity(of: link) == committed.fileIdentity
     }
@@ -204,7 +204,10 @@ final class ChangeOutput {
 
     /// A new hard link to `path` under a random name: beside the token file, or, on another
     /// file system, hidden beside the output. Nil (with a notice) where links cannot be made.
-    private static func hold(_ path: String, tokenPath: String) -> String? {
+    private static func hold(_ given: String, tokenPath: String) -> String? {
+        // The file itself, not a symbolic link naming it: a link to a link holds nothing, and
+        // the file would not show it is another job's (its link count).
+        let path = KeptFile.resolve(given)
         let id = String(UInt64.random(in: .min ... .max), radix: 16)
         let besideToken = tokenPath + ".output-" + id
         if link(path, besideToken) == 0 { return besideToken }

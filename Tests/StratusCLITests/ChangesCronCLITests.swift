@@ -287,6 +287,20 @@ struct ChangesCronCLITests {
         }
     }
 
+    @Test("changes --output naming a symbolic link holds the file it names: another job naming the file itself is refused (75), so neither cuts back the other's changes")
+    func outputThroughASymbolicLink() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(2)).exitCode == 0)
+            try FileManager.default.createSymbolicLink(atPath: store.path("link.ndjson"), withDestinationPath: "real.ndjson")
+            let first = try await cli.run(["changes", "--token-file", store.path("one.token"), "--output", store.path("link.ndjson"), "--quiet"])
+            #expect(first.exitCode == 0, "\(first)")
+            let second = try await cli.run(["changes", "--token-file", store.path("two.token"), "--output", store.path("real.ndjson"), "--quiet"])
+            #expect(second.exitCode == 75, "the file is the first job's: \(second)")
+            #expect(try JSONLine.names(cli.read(store.path("real.ndjson")) ?? "") == ["n1", "n2"])
+        }
+    }
+
     @Test("changes --output /dev/null (a device) is written as a stream: no link is made beside it, and later runs into a file go on")
     func outputToADevice() async throws {
         try await TemporaryStore.with { store in
