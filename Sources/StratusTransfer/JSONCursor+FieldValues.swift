@@ -672,23 +672,19 @@ extension JSONCursor {
         }
         let text = string(location)
         if Self.isRemoteURL(text) {
-            // CloudKit's copy: kept as a reference with its metadata. Content downloaded into the
-            // asset folder, named by its checksum, is read from there.
+            // CloudKit's copy: kept as a reference with its metadata. Its content in the asset
+            // folder is read from there: named by its checksum (downloaded from CloudKit), else by
+            // the member Stratus's export writes for an asset that has no checksum.
             metadata.downloadURL = text
-            if let directory = context.assetDirectory, let checksum = metadata.fileChecksum, let name = AssetAttacher.checksumFileName(checksum),
-               FileManager.default.fileExists(atPath: directory.appendingPathComponent(name).path) {
+            let names = [(metadata.fileChecksum.flatMap(AssetAttacher.checksumFileName), "fileChecksum"),
+                         (texts[AssetExportFolder.contentFileMember].flatMap { SHA256Hasher.Digest.isHexadecimal($0) ? $0 : nil }, AssetExportFolder.contentFileMember)]
+            if let directory = context.assetDirectory,
+               let (name, member) = names.lazy.compactMap({ name, member in name.map { ($0, member) } })
+                   .first(where: { FileManager.default.fileExists(atPath: directory.appendingPathComponent($0.0).path) }) {
                 // CloudKit's size is the content's: a file of another size is another content.
                 var info = stat()
                 if let size, stat(directory.appendingPathComponent(name).path, &info) == 0, info.st_mode & S_IFMT == S_IFREG, Int64(info.st_size) != size {
-                    throw fail(location, key, type, i, "names by its fileChecksum the file '\(name)' in the assets folder \(directory.path), which has \(info.st_size) bytes where the asset's size says \(size): another content")
-                }
-                return Asset(path: name, in: directory, followsSymlinks: context.followsAssetSymlinks).withMetadata(of: metadata, size: size)
-            }
-            if let directory = context.assetDirectory, let name = texts[AssetExportFolder.contentFileMember], SHA256Hasher.Digest.isHexadecimal(name),
-               FileManager.default.fileExists(atPath: directory.appendingPathComponent(name).path) {
-                var info = stat()
-                if let size, stat(directory.appendingPathComponent(name).path, &info) == 0, info.st_mode & S_IFMT == S_IFREG, Int64(info.st_size) != size {
-                    throw fail(location, key, type, i, "names by its \(AssetExportFolder.contentFileMember) the file '\(name)' in the assets folder \(directory.path), which has \(info.st_size) bytes where the asset's size says \(size): another content")
+                    throw fail(location, key, type, i, "names by its \(member) the file '\(name)' in the assets folder \(directory.path), which has \(info.st_size) bytes where the asset's size says \(size): another content")
                 }
                 return Asset(path: name, in: directory, followsSymlinks: context.followsAssetSymlinks).withMetadata(of: metadata, size: size)
             }
