@@ -280,22 +280,21 @@ final class SQLiteConnection {
     /// `systemErrno` is the system's error behind an I/O error (`sqlite3_system_errno`): a
     /// file size limit or a full disk is said as such, not as a damaged store.
     static func error(_ rc: Int32, _ message: String, sql: String? = nil, path: String, systemErrno: Int32 = 0) -> StratusError {
-        let primary = rc & 0xFF
+        var primary = rc & 0xFF
+        var message = message
         let context = sql.map { " (in: \($0.prefix(120)))" } ?? ""
         // SQLite does not always keep the system's error of a failed commit's write; a file
         // that reached this process's size limit is recognised by its size.
         let systemErrno = primary == SQLITE_IOERR && systemErrno == 0 && reachedFileSizeLimit(path) ? EFBIG : systemErrno
         if primary == SQLITE_IOERR && systemErrno != 0 {
             let reason = String(cString: strerror(systemErrno))
+            message += ": \(reason)"
             switch systemErrno {
             case EFBIG:
                 return StratusError(.quotaExceeded, "the store at \(path) cannot grow: \(reason) (a file size limit, such as ulimit -f, or the file system's largest file)")
-            case ENOSPC, EDQUOT:
-                return StratusError(.quotaExceeded, "the disk holding the store at \(path) is full: \(reason)")
-            case EROFS:
-                return StratusError(.permissionFailure, "the store at \(path) cannot be written: \(reason)")
-            default:
-                return StratusError(.internalError, "SQLite error \(rc) in the store at \(path): \(message): \(reason)\(context)")
+            case ENOSPC, EDQUOT: primary = SQLITE_FULL
+            case EROFS: primary = SQLITE_READONLY
+            default: break
             }
         }
         switch primary {
