@@ -9,7 +9,7 @@ import Stratus
 /// Locked while an import uses it (a second import with the same checkpoint exits 75).
 ///
 /// ```
-/// {"input":"/data/records.ndjson","inputSize":104857600,"committedItems":42000,"pendingItems":[17,18]}
+/// {"input":"/data/records.ndjson","inputSize":104857600,"committedItems":42000,"pendingItems":[17,18],"rejectedItems":3}
 /// ```
 final class CheckpointFile: ImportCheckpointStore {
     private struct Contents: Codable {
@@ -22,6 +22,9 @@ final class CheckpointFile: ImportCheckpointStore {
         /// Items before `committedItems` not settled yet (see ``ImportCheckpoint/pendingItems``);
         /// absent when there are none.
         var pendingItems: [Int]?
+        /// Settled items that were rejected (see ``ImportCheckpoint/itemsRejected``); absent
+        /// when there are none, and in files of earlier versions.
+        var rejectedItems: Int?
     }
 
     /// The name the user gave.
@@ -56,7 +59,8 @@ final class CheckpointFile: ImportCheckpointStore {
             // from a copy holds fewer, and the run goes on from there.
             StratusCommand.note("going on from the checkpoint \(path): it says an earlier run settled the first \(Progress.grouped(contents.committedItems)) input items (the run goes on after what the store itself records of them)")
         }
-        return ImportCheckpoint(itemsSettled: contents.committedItems, job: contents.job, pendingItems: contents.pendingItems ?? [])
+        return ImportCheckpoint(itemsSettled: contents.committedItems, job: contents.job, pendingItems: contents.pendingItems ?? [],
+                                itemsRejected: contents.rejectedItems ?? 0)
     }
 
     /// Whether an earlier run settled items under this checkpoint: it then goes on in the store
@@ -82,7 +86,8 @@ final class CheckpointFile: ImportCheckpointStore {
     /// - Throws: ``CommandFailure`` `cannotCreateOutput` when it cannot be written.
     func save(_ checkpoint: ImportCheckpoint) throws {
         let data = try JSONEncoder().encode(Contents(input: input, inputSize: inputSize, committedItems: checkpoint.itemsSettled, job: checkpoint.job,
-                                                     pendingItems: checkpoint.pendingItems.isEmpty ? nil : checkpoint.pendingItems))
+                                                     pendingItems: checkpoint.pendingItems.isEmpty ? nil : checkpoint.pendingItems,
+                                                     rejectedItems: checkpoint.itemsRejected == 0 ? nil : checkpoint.itemsRejected))
         try KeptFile.replace(resolvedPath, with: data)
     }
 

@@ -294,14 +294,21 @@ struct ImportCommand: Command {
         }
         if summary.end == .rejectLimitReached {
             // As for any error that stops an import: why first, then the summary, last, saying so.
-            StratusCommand.log("stopped at the rejected record that made \(summary.failed) (--max-errors \(maxErrors ?? 0)); nothing after it was written")
+            if summary.read == 0 && summary.failedInEarlierRuns > (maxErrors ?? 0) {
+                StratusCommand.log("the earlier runs of the checkpoint \(checkpointPath ?? "") rejected \(Progress.grouped(summary.failedInEarlierRuns)) input items, more than --max-errors \(maxErrors ?? 0) allows: nothing more was imported; to go on past them, run again with a larger --max-errors (the limit counts the whole job's rejects), or remove the checkpoint to start over")
+            } else {
+                let earlier = summary.failedInEarlierRuns > 0 ? ", counting \(Progress.grouped(summary.failedInEarlierRuns)) rejected by the earlier runs of this checkpoint" : ""
+                StratusCommand.log("stopped at the rejected record that made \(Progress.grouped(summary.failed + summary.failedInEarlierRuns))\(earlier) (--max-errors \(maxErrors ?? 0)); nothing after it was written")
+            }
             progress.finish("stopped by an error: " + line(summary), json: json(summary))
             return .dataError
         }
         progress.finish(line(summary), json: json(summary))
         switch summary.end {
         case .finished:
-            return summary.failed == 0 ? .success : .someFailed
+            // A resumed job that rejected items before it was stopped did not import its whole
+            // input either.
+            return summary.failed + summary.failedInEarlierRuns == 0 ? .success : .someFailed
         case .cancelled:
             return ExitCode.stopped(by: Interruption.signal)
         case .rejectLimitReached:
@@ -322,12 +329,15 @@ struct ImportCommand: Command {
     private func line(_ summary: RecordImporter.Summary) -> String {
         if dryRun { return "dry run: \(Progress.grouped(summary.valid)) valid, \(Progress.grouped(summary.failed)) rejected, nothing written" }
         let deleted = summary.deleted > 0 ? ", deleted \(Progress.grouped(summary.deleted))" : ""
-        return "imported \(Progress.grouped(summary.created)), updated \(Progress.grouped(summary.updated)), unchanged \(Progress.grouped(summary.unchanged))\(deleted), failed \(Progress.grouped(summary.failed))"
+        let earlier = summary.failedInEarlierRuns > 0 ? " (and \(Progress.grouped(summary.failedInEarlierRuns)) in earlier runs)" : ""
+        return "imported \(Progress.grouped(summary.created)), updated \(Progress.grouped(summary.updated)), unchanged \(Progress.grouped(summary.unchanged))\(deleted), failed \(Progress.grouped(summary.failed))\(earlier)"
     }
 
     private func json(_ summary: RecordImporter.Summary) -> [String: Int] {
         if dryRun { return ["valid": summary.valid, "failed": summary.failed] }
-        return ["imported": summary.created, "updated": summary.updated, "unchanged": summary.unchanged, "deleted": summary.deleted, "failed": summary.failed]
+        var fields = ["imported": summary.created, "updated": summary.updated, "unchanged": summary.unchanged, "deleted": summary.deleted, "failed": summary.failed]
+        if summary.failedInEarlierRuns > 0 { fields["failedInEarlierRuns"] = summary.failedInEarlierRuns }
+        return fields
     }
 
     /// Whether `path` names the open file `descriptor` (same device and inode).

@@ -45,4 +45,31 @@ struct ImportJobProgressTests {
             #expect(checkpoint.saved == nil, "the finished import removed its checkpoint")
         }
     }
+
+    @Test("killed after a batch with rejects committed but before the checkpoint moved: the resumed import counts that batch's rejects from the store's record")
+    func rejectsOfCommittedBatch() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            let items = {
+                (0..<300).map { index -> RecordSourceItem in
+                    index == 30 || index == 130 || index == 140
+                        ? .rejected(RecordRejection(line: index + 1, column: 1, recordName: nil, message: "unreadable"))
+                        : .record(makeRecord("Item", String(format: "item-%04d", index), [:]), line: index + 1)
+                }
+            }
+            var options = RecordImporter.Options()
+            options.batchSize = 100
+            let importer = RecordImporter(database: database, options: options)
+            let checkpoint = CrashingCheckpoint()
+            checkpoint.failingSave = 3
+            await #expect(throws: (any Error).self) {
+                _ = try await importer.run(from: ItemSource(items()), checkpoint: checkpoint)
+            }
+            #expect(checkpoint.saved?.itemsSettled == 100 && checkpoint.saved?.itemsRejected == 1, "the file says one batch and one reject, the store two batches and three")
+            checkpoint.failingSave = nil
+            let summary = try await importer.run(from: ItemSource(items()), checkpoint: checkpoint)
+            #expect(summary.skipped == 200 && summary.failed == 0 && summary.failedInEarlierRuns == 3, "\(summary)")
+            #expect(try await storedNames(database).count == 297)
+        }
+    }
 }

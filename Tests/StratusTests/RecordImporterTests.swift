@@ -239,6 +239,41 @@ struct RecordImporterTests {
         }
     }
 
+    @Test("a resumed import counts the rejects of the runs before it, and the reject limit is the job's")
+    func rejectsAcrossResumes() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            // r10, r20, …, r100 exist: create mode rejects them.
+            let input = try await Self.tenExisting(database)
+            let checkpoint = MemoryCheckpoint()
+            let options = Self.options { $0.batchSize = 20; $0.writeMode = .create; $0.maximumRejects = 7 }
+            let first = RecordImporter(database: database, options: options)
+            let source = ItemSource(records: input)
+            source.onRead = { if $0 == 50 { first.cancel() } }
+            let stopped = try await first.run(from: source, checkpoint: checkpoint)
+            #expect(stopped.end == .cancelled && stopped.failed == 6 && stopped.failedInEarlierRuns == 0, "r10…r60: \(stopped)")
+            #expect(checkpoint.saved?.itemsSettled == 60 && checkpoint.saved?.itemsRejected == 6)
+
+            let rejects = RejectLog()
+            let resumed = try await RecordImporter(database: database, options: options).run(from: ItemSource(records: input), rejects: rejects, checkpoint: checkpoint)
+            #expect(resumed.end == .rejectLimitReached, "r70 makes 7, r80 makes 8: \(resumed)")
+            #expect(resumed.failed == 2 && resumed.failedInEarlierRuns == 6 && rejects.lines == [70, 80], "\(resumed) \(rejects.lines)")
+            #expect(checkpoint.saved?.itemsSettled == 80 && checkpoint.saved?.itemsRejected == 8)
+            let afterLimit = try await storedNames(database)
+            #expect(afterLimit.contains("r79") && !afterLimit.contains("r81"))
+
+            let again = try await RecordImporter(database: database, options: options).run(from: ItemSource(records: input), checkpoint: checkpoint)
+            #expect(again.end == .rejectLimitReached && again.read == 0 && again.failedInEarlierRuns == 8, "stopped before reading: \(again)")
+            #expect(try await storedNames(database) == afterLimit, "nothing more written")
+
+            let larger = Self.options { $0.batchSize = 20; $0.writeMode = .create; $0.maximumRejects = 10 }
+            let rest = try await RecordImporter(database: database, options: larger).run(from: ItemSource(records: input), checkpoint: checkpoint)
+            #expect(rest.end == .finished && rest.failed == 2 && rest.failedInEarlierRuns == 8 && rest.created == 18, "r81…r100 but r90, r100: \(rest)")
+            #expect(try await storedNames(database).count == 100)
+            #expect(checkpoint.saved == nil)
+        }
+    }
+
     @Test("deletions apply in input order among saves")
     func deletions() async throws {
         try await SQLiteFixture.with { fixture in

@@ -3,7 +3,7 @@
 /// them are not settled yet (records waiting for a parent later in the input).
 ///
 /// ```swift
-/// let checkpoint = ImportCheckpoint(itemsSettled: 4_000, pendingItems: [17, 18])
+/// let checkpoint = ImportCheckpoint(itemsSettled: 4_000, pendingItems: [17, 18], itemsRejected: 3)
 /// ```
 public struct ImportCheckpoint: Sendable, Hashable, Codable {
     /// Items from the start of the input that a resumed import skips, apart from
@@ -16,22 +16,31 @@ public struct ImportCheckpoint: Sendable, Hashable, Codable {
     /// Items before ``itemsSettled`` that are not settled: records that wait for their parent
     /// (and items of the same records behind them). A resumed import reads them again.
     public var pendingItems: [Int]
+    /// Settled items that were rejected (and reported) by the runs before: a resumed import
+    /// counts them in its ``RecordImporter/Summary/failedInEarlierRuns`` and against
+    /// ``RecordImporter/Options/maximumRejects``, so that a job's rejects are not forgotten
+    /// because it was stopped and resumed.
+    public var itemsRejected: Int
 
-    /// A checkpoint after `itemsSettled` input items, of which `pendingItems` are not settled.
-    public init(itemsSettled: Int, job: String? = nil, pendingItems: [Int] = []) {
+    /// A checkpoint after `itemsSettled` input items, of which `pendingItems` are not settled
+    /// and `itemsRejected` were rejected.
+    public init(itemsSettled: Int, job: String? = nil, pendingItems: [Int] = [], itemsRejected: Int = 0) {
         self.itemsSettled = itemsSettled
         self.job = job
         self.pendingItems = pendingItems
+        self.itemsRejected = itemsRejected
     }
 
-    private enum CodingKeys: String, CodingKey { case itemsSettled, job, pendingItems }
+    private enum CodingKeys: String, CodingKey { case itemsSettled, job, pendingItems, itemsRejected }
 
-    /// Decodes a checkpoint; one saved before ``pendingItems`` existed has none.
+    /// Decodes a checkpoint; one saved before ``pendingItems`` or ``itemsRejected`` existed has
+    /// none.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         itemsSettled = try container.decode(Int.self, forKey: .itemsSettled)
         job = try container.decodeIfPresent(String.self, forKey: .job)
         pendingItems = try container.decodeIfPresent([Int].self, forKey: .pendingItems) ?? []
+        itemsRejected = try container.decodeIfPresent(Int.self, forKey: .itemsRejected) ?? 0
     }
 }
 

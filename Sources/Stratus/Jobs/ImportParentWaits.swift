@@ -93,9 +93,12 @@ struct ImportParentWaits {
 }
 
 extension ImportCheckpoint {
-    /// `items` as text for the store's record of a job's progress: ascending runs, `3-9,15`.
-    static func pendingText(_ items: [Int]) -> String? {
-        guard !items.isEmpty else { return nil }
+    /// The store's record of a job's progress beside its position: the items still waiting, as
+    /// ascending runs (`pending:3-9,15`), after the items rejected so far when there are any
+    /// (`rejected:4;pending:3-9,15`); nil when there is neither.
+    static func progressText(pendingItems items: [Int], itemsRejected: Int) -> String? {
+        let rejected = itemsRejected > 0 ? "rejected:\(itemsRejected)" : nil
+        guard !items.isEmpty else { return rejected }
         var parts: [String] = []
         var sorted = items.sorted()[...]
         while let start = sorted.popFirst() {
@@ -106,18 +109,27 @@ extension ImportCheckpoint {
             }
             parts.append(start == end ? "\(start)" : "\(start)-\(end)")
         }
-        return "pending:" + parts.joined(separator: ",")
+        return (rejected.map { $0 + ";" } ?? "") + "pending:" + parts.joined(separator: ",")
     }
 
-    /// The items ``pendingText(_:)`` wrote; none for text it did not write.
-    static func pendingItems(fromText text: String?) -> [Int] {
-        guard let text, text.hasPrefix("pending:") else { return [] }
+    /// What ``progressText(pendingItems:itemsRejected:)`` wrote: the items still waiting (none
+    /// for text it did not write), and the items rejected (nil when the text does not say,
+    /// as a record of an earlier version does not).
+    static func progress(fromText text: String?) -> (pendingItems: [Int], itemsRejected: Int?) {
+        guard var rest = text?[...] else { return ([], nil) }
+        var rejected: Int?
+        if rest.hasPrefix("rejected:") {
+            let end = rest.firstIndex(of: ";") ?? rest.endIndex
+            rejected = Int(rest[rest.index(rest.startIndex, offsetBy: "rejected:".count)..<end])
+            rest = end == rest.endIndex ? "" : rest[rest.index(after: end)...]
+        }
+        guard rest.hasPrefix("pending:") else { return ([], rejected) }
         var items: [Int] = []
-        for part in text.dropFirst("pending:".count).split(separator: ",") {
+        for part in rest.dropFirst("pending:".count).split(separator: ",") {
             let bounds = part.split(separator: "-", maxSplits: 1).compactMap { Int($0) }
             guard let first = bounds.first, bounds.count == (part.contains("-") ? 2 : 1), let last = bounds.last, first <= last else { continue }
             items.append(contentsOf: first...last)
         }
-        return items
+        return (items, rejected)
     }
 }

@@ -112,6 +112,7 @@ final class ImportRun {
                 let loaded = try checkpointStore.load()
                 skip = loaded?.itemsSettled ?? 0
                 var pending = loaded?.pendingItems ?? []
+                summary.failedInEarlierRuns = loaded?.itemsRejected ?? 0
                 let job = loaded?.job ?? UUID().uuidString.lowercased()
                 self.job = job
                 if loaded?.job == nil {
@@ -122,7 +123,7 @@ final class ImportRun {
                         _ = try await outcome(of: submit(ImportBatch(), atomic: false, endItems: skip, pendingItems: pending))
                     }
                     // The job's name is durable before any of its batches commits.
-                    try checkpointStore.save(ImportCheckpoint(itemsSettled: skip, job: job, pendingItems: pending))
+                    try checkpointStore.save(ImportCheckpoint(itemsSettled: skip, job: job, pendingItems: pending, itemsRejected: summary.failedInEarlierRuns))
                 } else {
                     // Every batch of a checkpointed import records the job's progress in its own
                     // transaction, also one that writes nothing.
@@ -136,13 +137,21 @@ final class ImportRun {
                         // the job: what the checkpoint counts past the store's record was never
                         // written here, and is read again. At the same position the store's
                         // record of what waited is the newer one, as when a batch of released
-                        // records committed with what still waited.
+                        // records committed with what still waited. The store's count of
+                        // rejects is the one of its position too, but a batch records it before
+                        // the store's own rejects of the batch are known: at the same position
+                        // the checkpoint's, saved after them, is the larger.
                         let text = try await database.engineCall { engine, _ in try engine.jobProgressText(job) }
-                        let stored = ImportCheckpoint.pendingItems(fromText: text)
-                        if Int(committed) != skip || stored != pending.sorted() {
+                        let stored = ImportCheckpoint.progress(fromText: text)
+                        var rejected = summary.failedInEarlierRuns
+                        if let storedRejects = stored.itemsRejected {
+                            rejected = Int(committed) == skip ? max(rejected, storedRejects) : storedRejects
+                        }
+                        if Int(committed) != skip || stored.pendingItems != pending.sorted() || rejected != summary.failedInEarlierRuns {
                             skip = Int(committed)
-                            pending = stored
-                            try checkpointStore.save(ImportCheckpoint(itemsSettled: skip, job: job, pendingItems: pending))
+                            pending = stored.pendingItems
+                            summary.failedInEarlierRuns = rejected
+                            try checkpointStore.save(ImportCheckpoint(itemsSettled: skip, job: job, pendingItems: pending, itemsRejected: rejected))
                         }
                     } else if skip > 0 {
                         // A store without the job's progress is not the one its batches went to.
@@ -152,6 +161,8 @@ final class ImportRun {
                 resumedPending = Set(pending)
                 submittedEnd = skip
                 settledEnd = skip
+                // A run stopped by the reject limit is not resumed past it by running it again.
+                if let maximum = options.maximumRejects, summary.failedInEarlierRuns > maximum { stop = .rejectLimitReached }
             } catch {
                 throw failure(.checkpoint, error)
             }
@@ -553,11 +564,11 @@ final class ImportRun {
         case .atomic:
             try report(rejection)
             summary.failed += 1
-            if let maximum = options.maximumRejects, summary.failed > maximum { stop = .rejectLimitReached }
+            if let maximum = options.maximumRejects, rejectsSoFar > maximum { stop = .rejectLimitReached }
         case .batches:
             batch.append(rejection, item: item)
             // The limit now falls in this batch or before it: settle up to it.
-            if let maximum = options.maximumRejects, summary.failed + batch.rejections.count > maximum {
+            if let maximum = options.maximumRejects, rejectsSoFar + batch.rejections.count > maximum {
                 try await submitBatch(endItems: item + 1)
                 try await settleAll()
             }
@@ -606,7 +617,7 @@ final class ImportRun {
         }
         // Every item of a batch could be rejected: when that would pass the limit, find where
         // the limit falls before anything after it is written. Nothing is in flight now.
-        let allowance = maximum - summary.failed
+        let allowance = maximum - rejectsSoFar
         if next.rejections.count > allowance {
             // The input's own rejects already pass the limit: nothing after that one is written.
             next = next.prefix(before: next.rejectionItems[allowance] + 1)
@@ -628,7 +639,7 @@ final class ImportRun {
         // settled before the next, so that a piece reaches the limit only with its last item.
         while !next.isEmpty && stop == nil {
             let items = next.itemIndexes
-            let size = max(1, options.maximumRejects.map { $0 - summary.failed + 1 } ?? items.count)
+            let size = max(1, options.maximumRejects.map { $0 - rejectsSoFar + 1 } ?? items.count)
             let piece: ImportBatch
             var pieceEnd: Int
             if items.count > size {
@@ -654,7 +665,9 @@ final class ImportRun {
     /// progress in the batch's own transaction.
     private func submit(_ batch: ImportBatch, atomic: Bool, endItems: Int? = nil, pendingItems: [Int] = []) -> PendingBatchSave {
         let op = ModifyRecordsOperation(preparedSaves: batch.records)
-        if let job, let endItems { op.jobProgress = (job, Int64(endItems), ImportCheckpoint.pendingText(pendingItems)) }
+        if let job, let endItems {
+            op.jobProgress = (job, Int64(endItems), ImportCheckpoint.progressText(pendingItems: pendingItems, itemsRejected: rejectsSoFar + batch.rejections.count))
+        }
         op.recordIDsToDelete = batch.deletions
         op.writeMode = options.writeMode
         op.isAtomic = atomic
@@ -696,7 +709,7 @@ final class ImportRun {
         for (index, rejection) in batch.rejections.enumerated() { events.append((batch.rejectionItems[index], rejection, nil)) }
         events.sort { $0.item < $1.item }
         let failedIDs = Set(events.compactMap(\.id))
-        let allowance = options.maximumRejects.map { $0 - summary.failed } ?? Int.max
+        let allowance = options.maximumRejects.map { $0 - rejectsSoFar } ?? Int.max
 
         if events.count > allowance {
             let cut = events[allowance]
@@ -744,7 +757,7 @@ final class ImportRun {
             try report(RecordRejection(line: failure.place.line, column: 0, recordName: failure.id.recordName, message: failure.error.description))
         }
         summary.failed += failures.count
-        if let maximum = options.maximumRejects, summary.failed > maximum { stop = .rejectLimitReached }
+        if let maximum = options.maximumRejects, rejectsSoFar > maximum { stop = .rejectLimitReached }
     }
 
     private func outcome(of pending: PendingBatchSave) async throws -> BatchSaveOutcome {
@@ -763,10 +776,14 @@ final class ImportRun {
         if simulation != nil { summary.valid += outcome.succeeded }
     }
 
+    /// The job's rejects: this run's and those of the runs it resumes, which the reject limit
+    /// counts together.
+    private var rejectsSoFar: Int { summary.failed + summary.failedInEarlierRuns }
+
     private func saveCheckpoint(_ itemsSettled: Int, pendingItems: [Int]) throws {
         settledEnd = max(settledEnd, itemsSettled)
         do {
-            try checkpointStore?.save(ImportCheckpoint(itemsSettled: itemsSettled, job: job, pendingItems: pendingItems))
+            try checkpointStore?.save(ImportCheckpoint(itemsSettled: itemsSettled, job: job, pendingItems: pendingItems, itemsRejected: rejectsSoFar))
         } catch {
             throw failure(.checkpoint, error)
         }

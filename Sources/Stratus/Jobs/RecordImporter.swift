@@ -40,7 +40,9 @@ import Synchronization
 /// know which item that is before anything after it is written, a batch that could reach the
 /// limit is first tried all or nothing (in zones with the atomic capability) and then written
 /// up to the limit; in other zones such a batch is written in pieces of the remaining
-/// allowance. Without rejects this costs nothing.
+/// allowance. Without rejects this costs nothing. A resumed import counts the rejects of the
+/// runs before it (``ImportCheckpoint/itemsRejected``, ``Summary/failedInEarlierRuns``): the
+/// limit is the job's, so a run resumed after the limit stopped it stops again at once.
 ///
 /// **Atomic.** With ``Options/isAtomic`` every record is written in one transaction, or none
 /// is: any rejected item means nothing is written (``End/atomicImportRejected``). A record
@@ -70,7 +72,8 @@ public final class RecordImporter: Sendable {
         /// checkpoint store is refused (`invalidArguments`). ``Summary`` counts what the real run would do, and
         /// ``Summary/valid`` how many items it would write.
         public var isDryRun = false
-        /// Stop at the rejected item that makes this many plus one; nil: no limit.
+        /// Stop at the rejected item that makes this many plus one, counting those of the runs a
+        /// checkpoint resumes; nil: no limit.
         public var maximumRejects: Int?
         /// Keep the change tags, dates and users the records carry (in the modes that do not
         /// check tags), so that an export imports back exactly.
@@ -146,6 +149,14 @@ public final class RecordImporter: Sendable {
         public var deleted = 0
         /// Rejected items, each reported once (in a dry run: those the real run would reject).
         public var failed = 0
+        /// Items that the earlier runs of a resumed import rejected and reported (its
+        /// checkpoint counts them; 0 without one): ``failed`` counts this run's only. The reject
+        /// limit counts both.
+        ///
+        /// ```swift
+        /// let jobHadRejects = summary.failed + summary.failedInEarlierRuns > 0
+        /// ```
+        public var failedInEarlierRuns = 0
         /// A dry run's records and deletions that the real run would save or delete (created,
         /// updated, unchanged and deleted together); 0 for a real run.
         public var valid = 0
