@@ -30,6 +30,9 @@ final class ScriptedEngine: StorageEngine, Sendable {
         var alwaysFailQueries: StratusError?
         /// The engine's preferred import batch size, instead of the base engine's, when set.
         var importBatchSize: Int?
+        /// Write calls that reach the base engine before `writeFailures` and
+        /// `alwaysFailWrites` apply: the store becomes busy in the middle of a request.
+        var passingWrites = 0
     }
 
     let base: any StorageEngine
@@ -51,6 +54,10 @@ final class ScriptedEngine: StorageEngine, Sendable {
     func writeRecords<T>(in database: DatabaseContext, _ body: (any RecordWriteTransaction) throws -> T) throws -> T {
         let failure = state.withLock { s -> StratusError? in
             s.writeAttempts += 1
+            if s.script.passingWrites > 0 {
+                s.script.passingWrites -= 1
+                return nil
+            }
             if !s.script.writeFailures.isEmpty { return s.script.writeFailures.removeFirst() }
             return s.script.alwaysFailWrites
         }
@@ -529,6 +536,60 @@ struct SafeWriteTests {
         #expect(run.succeeded.isEmpty, "no item is reported saved")
         #expect(engine.writeAttempts == 0, "the request never reached the store")
         #expect(try await Self.count("Tiny", in: database, zoneID: zone) == 0)
+
+        // With records of the default zone (written one by one) in front, and of another
+        // atomic zone: refused before any zone is written, so that splitting the request in
+        // half and sending both, as CloudKit prescribes, sends nothing twice.
+        let other = try await database.save(RecordZone(zoneName: "Other")).zoneID
+        let front = (0..<10).map { Record(recordType: "Tiny", recordID: Record.ID(recordName: "d\($0)")) } + [Record(recordType: "Tiny", recordID: Record.ID(recordName: "o", zoneID: other))]
+        let mixed = await Self.modify(database, saving: front + records, atomic: true)
+        #expect(mixed.finalError?.code == .limitExceeded, "\(String(describing: mixed.finalError))")
+        #expect(mixed.succeeded.isEmpty && engine.writeAttempts == 0, "nothing written, nothing reported saved")
+        #expect(try await Self.count("Tiny", in: database) == 0)
+    }
+
+    @Test("a store that becomes busy after part of a request committed: partialFailure names the unwritten items (retryable), the written ones succeed, and sending the failed items again saves each record once")
+    func busyAfterPartOfRequest() async throws {
+        let (database, engine, store) = try Self.scripted(retryPolicy: RetryPolicy(maximumAttempts: 1))
+        defer { store.remove() }
+        let busy = StratusError(.zoneBusy, "the store is busy (scripted)", retryAfterSeconds: 0.01)
+        // A non-atomic request of 1,000 is written 400 at a time: the second transaction fails.
+        let records = (0..<1_000).map { makeRecord("Item", String(format: "item-%04d", $0), ["n": .int64(Int64($0))]) }
+        engine.script { $0.passingWrites = 1; $0.writeFailures = [busy] }
+        let run = await Self.modify(database, saving: records, atomic: false)
+        let final = try #require(run.finalError)
+        #expect(final.code == .partialFailure, "not a whole-request error: 400 items were written: \(final)")
+        #expect(final.partialErrorsByRecordID.count == 600 && final.partialErrorsByRecordID.values.allSatisfy { $0.code == .zoneBusy && $0.retryAfterSeconds != nil })
+        #expect(final.partialErrorsByRecordID[records[999].recordID]?.recordID == records[999].recordID)
+        #expect(run.succeeded.count == 400 && run.saves.count == 1_000, "every item answered once")
+        #expect(try await Self.count("Item", in: database) == 400)
+        // CloudKit's handler: send the failed items again.
+        let failedRecords = records.filter { final.partialErrorsByRecordID[$0.recordID] != nil }
+        let retry = await Self.modify(database, saving: failedRecords, atomic: false)
+        #expect(retry.finalError == nil, "\(String(describing: retry.finalError))")
+        #expect(try await Self.count("Item", in: database) == 1_000)
+
+        // The async form answers each item, so the caller knows what was saved.
+        let more = (0..<500).map { makeRecord("More", "more-\($0)") }
+        engine.script { $0.passingWrites = 1; $0.writeFailures = [busy] }
+        let results = try await database.modifyRecords(saving: more, atomically: false).saveResults
+        #expect(results.count == 500 && results.values.filter { (try? $0.get()) != nil }.count == 400)
+
+        // An atomic request across two zones: each zone is atomic; the second zone's
+        // transaction fails after the first zone's committed.
+        let zoneA = try await database.save(RecordZone(zoneName: "A")).zoneID
+        let zoneB = try await database.save(RecordZone(zoneName: "B")).zoneID
+        let pair = [makeRecord("Pair", "a", zoneID: zoneA), makeRecord("Pair", "b1", zoneID: zoneB), makeRecord("Pair", "b2", zoneID: zoneB)]
+        engine.script { $0.passingWrites = 1; $0.writeFailures = [busy] }
+        let zones = await Self.modify(database, saving: pair, atomic: true)
+        #expect(zones.finalError?.code == .partialFailure, "\(String(describing: zones.finalError))")
+        #expect(Set(zones.finalError.map { Array($0.partialErrorsByRecordID.keys) } ?? []) == [pair[1].recordID, pair[2].recordID])
+        #expect(zones.succeeded == [pair[0].recordID])
+
+        // The first transaction failing is still the request's failure, as before.
+        engine.script { $0.passingWrites = 0; $0.writeFailures = [busy] }
+        let whole = await Self.modify(database, saving: [makeRecord("Item", "late")], atomic: false)
+        #expect(whole.finalError?.code == .zoneBusy)
     }
 
     // MARK: - Record size

@@ -174,6 +174,10 @@ open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, 
     /// Whether an item's failure made the atomic request (in zones with the atomic capability)
     /// write nothing: what CloudKit's `modifyRecords(…atomically: true)` throws for.
     package private(set) var failedAtomically = false
+    /// Whether a transaction of this request committed (see ``answersItemByItem``).
+    private var committedTransaction = false
+    /// The failure after which the request's remaining items were failed one by one.
+    private var abandonment: StratusError?
 
     /// An operation with nothing to save or delete yet, CloudKit's designated initializer:
     /// a subclass overrides it (`override init() { super.init(); … }`) as it does in CloudKit.
@@ -259,12 +263,33 @@ open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, 
             // that zone's items only, and the default zone's items succeed or fail one by one.
             let whole = ZoneGroup(prepared: preparedSaves, saves: toSave, deletes: toDelete)
             let groups = isAtomic && !isAtomicAcrossZones ? Self.zoneGroups(of: whole) : [whole]
+            // The limit refuses the request before any of its zones is written, so that the
+            // handler CloudKit prescribes (split the request in half, send both) sends nothing
+            // twice.
+            if isAtomic, let over = groups.first(where: { $0.count > Self.maximumAtomicItems && $0.mayBeAtomic }) {
+                return Self.atomicLimitError(over.count)
+            }
             for (index, group) in groups.enumerated() {
                 // The job's progress goes with the request's last transaction.
-                let stop = try write(
-                    prepared: group.prepared, saving: group.saves, deleting: group.deletes, progress: index == groups.count - 1 ? progress : nil,
-                    singleTransaction: false, interruptible: true, engine: engine, context: context, errors: &errors, done: &done, handOn: handOn)
+                let stop: StratusError?
+                do {
+                    stop = try write(
+                        prepared: group.prepared, saving: group.saves, deleting: group.deletes, progress: index == groups.count - 1 ? progress : nil,
+                        singleTransaction: false, interruptible: true, engine: engine, context: context, errors: &errors, done: &done, handOn: handOn)
+                } catch let error as StratusError where answersItemByItem && !recordOutput.hasConsumers {
+                    // Nothing of this zone's items was written (write answers a failure after
+                    // one of its own transactions itself).
+                    failUnwritten(group.prepared.map(\.record) + group.saves, group.deletes, with: error, errors: &errors, done: &done)
+                    abandonment = error
+                    stop = nil
+                }
                 if let stop { return stop }
+                if let abandonment {
+                    for later in groups[(index + 1)...] {
+                        failUnwritten(later.prepared.map(\.record) + later.saves, later.deletes, with: abandonment, errors: &errors, done: &done)
+                    }
+                    break
+                }
                 if shouldStop { return stopped(done: done, errors: errors) }
             }
         }
@@ -429,6 +454,43 @@ open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, 
         var prepared: [PreparedSave] = []
         var saves: [Record] = []
         var deletes: [Record.ID] = []
+
+        var count: Int { prepared.count + saves.count + deletes.count }
+        /// Whether an atomic request writes these items all or nothing (not in the default zone).
+        var mayBeAtomic: Bool {
+            ZoneRules.mayBeAtomic(prepared.lazy.map(\.recordID.zoneID)) && ZoneRules.mayBeAtomic(saves.lazy.map(\.recordID.zoneID))
+                && ZoneRules.mayBeAtomic(deletes.lazy.map(\.zoneID))
+        }
+    }
+
+    private static func atomicLimitError(_ count: Int) -> StratusError {
+        StratusError(.limitExceeded, "an atomic request holds \(count) items; the limit is \(Self.maximumAtomicItems) (split it, or set isAtomic = false)")
+    }
+
+    /// Whether a failure of the store now is answered item by item: once a transaction of a
+    /// plain request committed, the request did not fail as a whole, and CloudKit answers such
+    /// a request with `partialFailure`, so that a handler that sends the failed items again
+    /// does not send the written ones twice. A job's request (its progress goes with its last
+    /// transaction) and a pipeline's batches stop with the failure instead.
+    private var answersItemByItem: Bool { committedTransaction && jobProgress == nil && input == nil }
+
+    /// Gives each item not answered yet `error` (its record's ID with it), as a request that
+    /// wrote part of its items answers the rest.
+    private func failUnwritten(_ records: [Record], _ deletes: [Record.ID], with error: StratusError, errors: inout [Record.ID: StratusError], done: inout Int) {
+        for record in records where errors[record.recordID] == nil {
+            var itemError = error
+            itemError.recordID = record.recordID
+            errors[record.recordID] = itemError
+            report(record, itemError)
+            done += 1
+        }
+        for id in deletes where errors[id] == nil {
+            var itemError = error
+            itemError.recordID = id
+            errors[id] = itemError
+            reportDelete(id, itemError)
+            done += 1
+        }
     }
 
     /// A request's items by zone, zones in the order they first appear; the request itself
@@ -520,13 +582,12 @@ open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, 
                 // what it held is not done (as when the store rolls it back).
                 return nil
             }
-            guard total <= Self.maximumAtomicItems else {
-                return StratusError(.limitExceeded, "an atomic request holds \(total) items; the limit is \(Self.maximumAtomicItems) (split it, or set isAtomic = false)")
-            }
+            guard total <= Self.maximumAtomicItems else { return Self.atomicLimitError(total) }
             if interruptible && shouldStop { return nil }
             var atomicRequest = request(ordered, validDeletes, atomic: true)
             atomicRequest.jobProgress = progress
             let outcome = try withRetry { try RecordWriteExecutor.apply(atomicRequest, engine: engine, context: context) }
+            committedTransaction = true
             if outcome.rolledBack { failedAtomically = true }
             RecordWriteExecutor.collectReleasedAssets(outcome, engine: engine, context: context)
             let saved = deliver(outcome, saves: ordered, deletes: validDeletes, errors: &errors)
@@ -549,26 +610,34 @@ open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, 
             if interruptible && shouldStop { return nil }
             var saves = batch.saves
             var staging: AssetStaging?
-            if AssetStaging.isNeeded(saves) {
-                // A save whose asset cannot be stored fails alone; the rest of the batch is written.
-                var assets = try assetStaging(engine: engine, context: context)
-                let staged = try assets.stage(saves, progress: progressReporter(saves))
-                staging = assets
-                for (index, error) in staged.failures {
-                    errors[saves[index].recordID] = error
-                    report(saves[index].record, error)
-                }
-                saves = staged.saves.enumerated().filter { staged.failures[$0.offset] == nil }.map { $0.element }
-            }
-            var batchRequest = request(saves, batch.deletes, atomic: false)
-            if number == batches.count - 1 { batchRequest.jobProgress = progress }
             let outcome: ModifyOutcome
             do {
+                if AssetStaging.isNeeded(saves) {
+                    // A save whose asset cannot be stored fails alone; the rest of the batch is written.
+                    var assets = try assetStaging(engine: engine, context: context)
+                    let staged = try assets.stage(saves, progress: progressReporter(saves))
+                    staging = assets
+                    for (index, error) in staged.failures {
+                        errors[saves[index].recordID] = error
+                        report(saves[index].record, error)
+                    }
+                    saves = staged.saves.enumerated().filter { staged.failures[$0.offset] == nil }.map { $0.element }
+                }
+                var batchRequest = request(saves, batch.deletes, atomic: false)
+                if number == batches.count - 1 { batchRequest.jobProgress = progress }
                 outcome = try withRetry { try RecordWriteExecutor.apply(batchRequest, engine: engine, context: context) }
+            } catch let error as StratusError where answersItemByItem && !recordOutput.hasConsumers {
+                staging?.release(engine: engine, context: context, candidates: [])
+                for unwritten in batches[number...] {
+                    failUnwritten(unwritten.saves.map(\.record), unwritten.deletes, with: error, errors: &errors, done: &done)
+                }
+                abandonment = error
+                return nil
             } catch {
                 staging?.release(engine: engine, context: context, candidates: [])
                 throw error
             }
+            committedTransaction = true
             staging?.release(engine: engine, context: context, candidates: outcome.releasedAssetContents)
             if staging == nil { RecordWriteExecutor.collectReleasedAssets(outcome, engine: engine, context: context) }
             let saved = deliver(outcome, saves: saves, deletes: batch.deletes, errors: &errors)
