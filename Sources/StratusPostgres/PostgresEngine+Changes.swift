@@ -30,7 +30,7 @@ extension PostgresEngine {
     private func zoneChanges(_ request: ZoneChangesRequest, in database: DatabaseContext, mayLag: Bool) throws -> ZoneChangeBatch {
         try readTransaction(mayLag: mayLag) { connection -> ZoneChangeBatch in
             guard let zone = try zoneHistory(request.zoneID, database, on: connection) else {
-                return try ChangeHistoryRules.historyOfMissingZone(request, in: database)
+                return try ChangeHistoryRules.historyOfMissingZone(request, in: database, store: identity)
             }
             try ChangeHistoryRules.requireHistory(of: request.zoneID, capabilities: zone.capabilities)
             let incarnation = zoneIncarnation(zone.row)

@@ -8,7 +8,7 @@ extension SQLiteEngine {
         precondition(request.limit > 0, "fetchZoneChanges needs a positive limit")
         return try readTransaction { connection in
             guard let zone = try zoneHistory(request.zoneID, database, on: connection) else {
-                return try ChangeHistoryRules.historyOfMissingZone(request, in: database)
+                return try ChangeHistoryRules.historyOfMissingZone(request, in: database, store: try storeIdentity(on: connection))
             }
             try ChangeHistoryRules.requireHistory(of: request.zoneID, capabilities: zone.capabilities)
             let incarnation = try zoneIncarnation(zone.row, on: connection)

@@ -47,8 +47,10 @@ extension SQLiteEngine {
                 "DELETE FROM zones WHERE container = ?1",
                 "DELETE FROM zone_tombstones WHERE container = ?1",
                 // Database change numbers go on from where they were, and every position taken
-                // before is expired: a token never reads a later life of the environment.
-                "UPDATE database_history SET history_start = change_seq WHERE container = ?1",
+                // before is expired: a token never reads a later life of the environment. The
+                // reset is a change of its own, so that a position taken at the last change
+                // before it (a reader that was up to date) is before the history's start too.
+                "UPDATE database_history SET change_seq = change_seq + 1, history_start = change_seq + 1 WHERE container = ?1",
             ] {
                 let delete = try connection.uncachedStatement(statement)
                 try delete.bind([.text(storageContainer)])

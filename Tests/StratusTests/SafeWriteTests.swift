@@ -329,6 +329,10 @@ struct SafeWriteTests {
             #expect(error.code == .serverRecordChanged)
             #expect(error.serverRecord?.recordChangeTag == existing.recordChangeTag)
             #expect(error.clientRecord?.recordChangeTag == nil)
+            // As CloudKit: all three records, the ancestor of a new record without fields.
+            let ancestor = try #require(error.ancestorRecord, "handlers that require all three records of a conflict get them")
+            #expect(ancestor.recordID == newcomer.recordID && ancestor.recordType == "Doc" && ancestor.allKeys().isEmpty && ancestor.recordChangeTag == nil)
+            #expect((error as NSError).userInfo[RecordChangedErrorAncestorRecordKey] is Record)
             #expect(error.message.contains(".allKeys") || error.message.contains(".changedKeys"), "the message says how to overwrite: \(error.message)")
             #expect(try await TestDatabase.exists("free", in: database))
             #expect(try await database.record(for: newcomer.recordID).fieldValues == ["a": .int64(1), "b": .int64(2)])

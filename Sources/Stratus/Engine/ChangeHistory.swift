@@ -282,14 +282,17 @@ public enum ChangeHistoryRules {
     }
 
     /// A zone that does not exist: the default zone (outside the shared database) has an empty
-    /// history until its first write; any other zone is not found.
+    /// history until its first write (again after a reset of the environment removed it); any
+    /// other zone is not found. `store` is the store's identity, which tells a position of an
+    /// earlier life of the default zone (expired) from another store's.
     ///
     /// - Throws: `zoneNotFound`, or `changeTokenExpired` for a position the empty default zone cannot have.
-    public static func historyOfMissingZone(_ request: ZoneChangesRequest, in database: DatabaseContext) throws(StratusError) -> ZoneChangeBatch {
+    public static func historyOfMissingZone(_ request: ZoneChangesRequest, in database: DatabaseContext, store: String) throws(StratusError) -> ZoneChangeBatch {
         guard request.zoneID.isDefault, database.scope != .shared else {
             throw ZoneRules.zoneNotFound(request.zoneID, database)
         }
-        _ = try sequence(after: request.position, incarnation: "", current: 0, start: 0, of: "the default zone")
+        // No row yet: no life of the zone has this incarnation (rows are numbered from 1).
+        _ = try sequence(after: request.position, incarnation: zoneIncarnation(store: store, zoneRow: 0), current: 0, start: 0, of: "the default zone")
         return ZoneChangeBatch(changes: [], position: request.position ?? .origin, moreComing: false)
     }
 }

@@ -240,11 +240,15 @@ public final class Record: NSObject, NSCopying, Sendable {
         set { state.withLock { $0.parent = newValue; $0.parentChanged = true; $0.extras.members["parent"] = nil } }
     }
 
-    /// The record as the store had it when this copy was fetched (before local changes), or
-    /// `nil` for a record that never came from a store.
-    func ancestor() -> Record? {
+    /// The record as the store had it when this copy was fetched (before local changes); for a
+    /// record that never came from a store, a record of its type and ID without fields, as
+    /// CloudKit answers a new record's conflict ("this record may not have any key / value
+    /// pairs"), so that a handler that requires all three records of a conflict gets them.
+    func ancestor() -> Record {
         let snapshot = state.withLock { $0 }
-        guard snapshot.system.recordChangeTag != nil else { return nil }
+        guard snapshot.system.recordChangeTag != nil else {
+            return Record(recordType: recordType, recordID: recordID).presented(to: snapshot.viewer)
+        }
         return Record(recordType: recordType, recordID: recordID, systemFields: snapshot.system,
                       fields: snapshot.baseFields ?? snapshot.fields, parent: snapshot.parent, encryptedKeys: snapshot.encrypted, jsonExtras: snapshot.extras)
             .presented(to: snapshot.viewer)
