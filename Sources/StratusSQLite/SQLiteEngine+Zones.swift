@@ -22,15 +22,22 @@ extension SQLiteEngine {
         }
     }
 
-    @_spi(StratusEngine) public func modifyZones(saving zones: [RecordZone], deleting zoneIDs: [RecordZone.ID], in database: DatabaseContext) throws -> ZoneModifyOutcome {
+    @_spi(StratusEngine) public func modifyZones(
+        saving zones: [RecordZone], deleting zoneIDs: [RecordZone.ID], in database: DatabaseContext,
+        notify: (_ deletedZoneIDs: [RecordZone.ID], _ transaction: any RecordWriteTransaction) throws -> Void
+    ) throws -> ZoneModifyOutcome {
         let outcome = try writeTransaction { connection -> ZoneModifyOutcome in
             var outcome = ZoneModifyOutcome()
             for zone in zones {
                 outcome.saveResults[zone.zoneID] = .success(try saveZone(zone, database, on: connection))
             }
+            var deleted: [RecordZone.ID] = []
             for zoneID in zoneIDs {
-                outcome.deleteResults[zoneID] = try deleteZone(zoneID, database, on: connection)
+                let result = try deleteZone(zoneID, database, on: connection)
+                if case .success = result { deleted.append(zoneID) }
+                outcome.deleteResults[zoneID] = result
             }
+            try notify(deleted, SQLiteWriteTransaction(engine: self, connection: connection, context: database, now: Date()))
             return outcome
         }
         compactIfDue()

@@ -459,6 +459,9 @@ extension EngineConformance {
         try await TestDatabase.save([makeRecord("Item", "bobs")], in: env.container(user: "bob").privateCloudDatabase)
         #expect(try await development.schema().recordType("Scratch") != nil)
         let token = try await development.publicCloudDatabase.recordZoneChanges(inZoneWith: .default, since: nil).changeToken
+        // A reader of the private database's changes that is up to date when the reset comes.
+        var caughtUp = try await development.privateCloudDatabase.databaseChanges(since: nil)
+        while caughtUp.moreComing { caughtUp = try await development.privateCloudDatabase.databaseChanges(since: caughtUp.changeToken) }
 
         try await production.resetDevelopmentEnvironment()
         #expect(try await TestDatabase.queryAll(Query(recordType: "Item"), in: development.publicCloudDatabase).isEmpty)
@@ -469,6 +472,14 @@ extension EngineConformance {
         #expect(TestDatabase.names(try await TestDatabase.queryAll(Query(recordType: "Item"), in: production.publicCloudDatabase)) == ["p1"])
         let expired = stratusError(await caughtError { try await development.publicCloudDatabase.recordZoneChanges(inZoneWith: .default, since: token) })
         #expect(expired?.code == .changeTokenExpired)
+        #expect(expired?.message.contains("another store") == false && (expired?.underlyingError as? ServerChangeToken.Mismatch)?.isFromAnotherStore != true,
+                "the default zone's token is of an earlier life of this store's zone, not another store's: \(String(describing: expired))")
+        // The up-to-date reader learns that its zones are gone: its token expired, as every
+        // token taken before the reset did; a token taken after it reads on.
+        let databaseExpired = stratusError(await caughtError { try await development.privateCloudDatabase.databaseChanges(since: caughtUp.changeToken) })
+        #expect(databaseExpired?.code == .changeTokenExpired, "\(String(describing: databaseExpired))")
+        let fresh = try await development.privateCloudDatabase.databaseChanges(since: nil)
+        #expect(try await development.privateCloudDatabase.databaseChanges(since: fresh.changeToken).modifications.isEmpty)
         // Development works again, growing from production's schema.
         try await development.publicCloudDatabase.save(makeRecord("Item", "again", ["title": .string("new"), "extra": .string("now a string")]))
         #expect(try await development.schema().recordType("Item")?.field("extra")?.type == .string)

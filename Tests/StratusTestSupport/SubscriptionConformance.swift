@@ -249,7 +249,7 @@ public enum SubscriptionConformance {
     static let firingCases: [TestCase] = [
         TestCase("notifications: a query subscription fires as CloudKit's rule says when a record starts or stops matching", startAndStopMatching),
         TestCase("notifications: desiredKeys carry the allowed values; alerts copy their texts and arguments", desiredKeysAndAlerts),
-        TestCase("notifications: a zone or database subscription fires once per transaction, filtered by record type", zoneAndDatabaseSubscriptions),
+        TestCase("notifications: a zone or database subscription fires once per transaction, filtered by record type; a zone's deletion fires them", zoneAndDatabaseSubscriptions),
         TestCase("notifications: firesOnce fires once and deletes the subscription in the same transaction", firesOnce),
         TestCase("notifications: public subscriptions of several users each get their own; private ones only their user's writes", usersAndDatabases),
         TestCase("notifications: creatorUserRecordID == __defaultOwner__ in a subscription means its subscriber, as a record's creator reads to its own user", ownRecordsByDefaultOwner),
@@ -368,6 +368,14 @@ public enum SubscriptionConformance {
         token = try await notifications(of: container).token
         _ = try await env.container(user: "bob").privateCloudDatabase.save(makeRecord("Note", "n2"))
         #expect(try await described(container, since: token).isEmpty)
+        // Deleting the zone deletes its records, of every type: its zone subscriptions and the
+        // database's fire, in the deletion's transaction, so that a client that follows the
+        // database's notifications learns of it.
+        token = try await notifications(of: container).token
+        try await database.deleteRecordZone(withID: photos)
+        #expect(try await described(container, since: token) == [
+            "zone albums Photos", "zone photos Photos", "database everything private", "database notes private",
+        ])
     }
 
     static func firesOnce(_ env: Environment) async throws {

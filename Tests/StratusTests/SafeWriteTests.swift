@@ -107,8 +107,11 @@ final class ScriptedEngine: StorageEngine, Sendable {
     func removeJobProgress(_ job: String) throws { try base.removeJobProgress(job) }
     func checkIntegrity() throws -> [String] { try base.checkIntegrity() }
     func fetchZones(in database: DatabaseContext) throws -> [RecordZone] { try base.fetchZones(in: database) }
-    func modifyZones(saving zones: [RecordZone], deleting zoneIDs: [RecordZone.ID], in database: DatabaseContext) throws -> ZoneModifyOutcome {
-        try base.modifyZones(saving: zones, deleting: zoneIDs, in: database)
+    func modifyZones(
+        saving zones: [RecordZone], deleting zoneIDs: [RecordZone.ID], in database: DatabaseContext,
+        notify: (_ deletedZoneIDs: [RecordZone.ID], _ transaction: any RecordWriteTransaction) throws -> Void
+    ) throws -> ZoneModifyOutcome {
+        try base.modifyZones(saving: zones, deleting: zoneIDs, in: database, notify: notify)
     }
     func fetchZoneChanges(_ request: ZoneChangesRequest, in database: DatabaseContext) throws -> ZoneChangeBatch { try base.fetchZoneChanges(request, in: database) }
     func fetchDatabaseChanges(after position: ChangePosition?, limit: Int, in database: DatabaseContext) throws -> DatabaseChangeBatch {

@@ -10,7 +10,9 @@ import Foundation
 ///   deletion those with `firesOnRecordDeletion` that the record matched as it was stored.
 /// - A zone subscription fires once per transaction that changed records of its zone (of its
 ///   record type, when it has one); a database subscription once per transaction that changed
-///   records of the database.
+///   records of the database. Deleting a zone changes every record type of it: it fires the
+///   zone's subscriptions and the database's (query subscriptions fire for records deleted
+///   one by one, not for a zone's).
 /// - A `firesOnce` subscription fires at most once and is deleted in the same transaction; of
 ///   two transactions that fire it at once, only the one that deletes it notifies.
 ///
@@ -32,8 +34,8 @@ struct SubscriptionNotifier {
 
     private var pending: [Pending] = []
     /// Zones with changed records, in the order first changed, with the types changed there
-    /// (a deletion whose type nobody needs adds none).
-    private var changedZones: [(zoneID: RecordZone.ID, types: Set<String>)] = []
+    /// (a deletion whose type nobody needs adds none), or every type (a deleted zone).
+    private var changedZones: [(zoneID: RecordZone.ID, types: Set<String>, everyType: Bool)] = []
     private var zonePositions: [RecordZone.ID: Int] = [:]
     /// `firesOnce` query subscriptions (indexes into ``SubscriptionIndex/queries``) already fired here.
     private var firedOnce: Set<Int> = []
@@ -80,12 +82,19 @@ struct SubscriptionNotifier {
         }
     }
 
+    /// A zone deleted, with every record in it.
+    mutating func deletedZone(_ zoneID: RecordZone.ID) {
+        let zoneID = context.canonical(zoneID)
+        noteChange(in: zoneID, recordType: nil)
+        changedZones[zonePositions[zoneID]!].everyType = true
+    }
+
     private mutating func noteChange(in zoneID: RecordZone.ID, recordType: String?) {
         if let position = zonePositions[zoneID] {
             if let recordType { changedZones[position].types.insert(recordType) }
         } else {
             zonePositions[zoneID] = changedZones.count
-            changedZones.append((zoneID, recordType.map { [$0] } ?? []))
+            changedZones.append((zoneID, recordType.map { [$0] } ?? [], false))
         }
     }
 
@@ -114,11 +123,11 @@ struct SubscriptionNotifier {
             switch entry.type {
             case .recordZone:
                 guard let watched = entry.zoneID, let position = zonePositions[watched],
-                      entry.recordType.map({ changedZones[position].types.contains($0) }) ?? true else { continue }
+                      changedZones[position].everyType || entry.recordType.map({ changedZones[position].types.contains($0) }) ?? true else { continue }
                 pending.append(Pending(key: entry.key, firesOnce: false, payload: NotificationPayload.recordZone(
                     subscriptionID: entry.key.subscriptionID, scope: context.scope, zoneID: watched, alert: Self.alert(entry.info, fields: [:]))))
             case .database:
-                guard entry.recordType.map({ type in changedZones.contains { $0.types.contains(type) } }) ?? true else { continue }
+                guard entry.recordType.map({ type in changedZones.contains { $0.everyType || $0.types.contains(type) } }) ?? true else { continue }
                 pending.append(Pending(key: entry.key, firesOnce: false, payload: NotificationPayload.database(
                     subscriptionID: entry.key.subscriptionID, scope: context.scope, alert: Self.alert(entry.info, fields: [:]))))
             case .query:

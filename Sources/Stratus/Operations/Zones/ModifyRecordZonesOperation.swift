@@ -111,7 +111,14 @@ open class ModifyRecordZonesOperation: DatabaseOperation, @unchecked Sendable {
             // The store keys a user's own zones by the default owner; callers get their own IDs back.
             let canonicalSaves = validSaves.map { RecordZone(zoneID: context.canonical($0.zoneID), capabilities: ZoneRules.supportedCapabilities(of: $0)) }
             let outcome = try withRetry {
-                try engine.modifyZones(saving: canonicalSaves, deleting: validDeletes.map(context.canonical), in: context)
+                try engine.modifyZones(saving: canonicalSaves, deleting: validDeletes.map(context.canonical), in: context) { deleted, transaction in
+                    // A zone's deletion deletes its records: it fires the zone's and the
+                    // database's subscriptions, in the deletion's transaction.
+                    guard !deleted.isEmpty, let index = try SubscriptionIndexCache.index(for: transaction, engine: engine, context: context) else { return }
+                    var notifier = SubscriptionNotifier(index: index, context: context)
+                    for zoneID in deleted { notifier.deletedZone(zoneID) }
+                    try notifier.finish(in: transaction)
+                }
             }
             for zone in validSaves {
                 let result = outcome.saveResults[context.canonical(zone.zoneID)]
