@@ -173,10 +173,14 @@ struct ChangesCommand: Command {
             progress.update(done: counted.withLock { $0 += batch.changes.count; return $0 })
         }
         let written = summary.changed + summary.deleted
+        if summary.unreadable > 0 {
+            // Before the summary, which stays the last line.
+            StratusCommand.note("left out \(Progress.grouped(summary.unreadable)) changed record(s) this user may not read (their record type's READ permission), as queries leave them out")
+        }
         let nothingWritten = written == 0 && outputPath != nil ? " (nothing new: \(outputPath!) not written)" : ""
         progress.finish(
             "wrote \(Progress.grouped(written)) change(s) (\(Progress.grouped(summary.changed)) record(s), \(Progress.grouped(summary.deleted)) deletion(s)) from zone \(store.zoneID.zoneName)\(nothingWritten)\(summary.moreComing ? "; more remain" : ""); token saved in \(tokenPath)",
-            json: ["written": written, "changed": summary.changed, "deleted": summary.deleted, "moreComing": summary.moreComing ? 1 : 0])
+            json: ["written": written, "changed": summary.changed, "deleted": summary.deleted, "unreadable": summary.unreadable, "moreComing": summary.moreComing ? 1 : 0])
         return summary.end == .cancelled ? ExitCode.stopped(by: Interruption.signal) : .success
     }
 }

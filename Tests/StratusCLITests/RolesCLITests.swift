@@ -13,6 +13,41 @@ struct RolesCLITests {
         #"{"recordName":"\#(name)","recordType":"\#(type)","fields":{"text":{"value":"\#(text)","type":"STRING"}}}"# + "\n"
     }
 
+    @Test("changes leaves out the records a user may not read, counting them, and goes on: one creator-only record never holds another user's feed up", arguments: TestEngine.all)
+    func changesLeaveOutUnreadable(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let schema = """
+                DEFINE SCHEMA
+                    RECORD TYPE Note (
+                        "___recordID" REFERENCE QUERYABLE,
+                        text STRING,
+                        GRANT CREATE TO "_icloud",
+                        GRANT READ, WRITE TO "_creator"
+                    );
+                    RECORD TYPE Post (
+                        "___recordID" REFERENCE QUERYABLE,
+                        text STRING
+                    );
+                """
+            #expect(try await cli.run(["schema", "import", try cli.file("diary.ckdb", schema)]).exitCode == 0)
+            let input = Self.record("p1", "Post", "hello") + Self.record("n1", "Note", "secret") + Self.record("p2", "Post", "world")
+            #expect(try await cli.run(["import", try cli.file("in.ndjson", input), "--user", "alice", "--quiet"]).exitCode == 0)
+
+            let token = store.path("bob.token")
+            let bob = try await cli.run(["changes", "--token-file", token, "--user", "bob"])
+            #expect(bob.exitCode == 0, "\(bob)")
+            #expect(bob.stdoutLines.map { (try? JSONLine.object($0)["recordName"] as? String) ?? "?" } == ["p1", "p2"], "\(bob.stdout)")
+            #expect(!bob.stdout.contains("secret"))
+            #expect(bob.stderr.contains("left out 1 changed record(s) this user may not read"), "\(bob.stderr)")
+            let again = try await cli.run(["changes", "--token-file", token, "--user", "bob"])
+            #expect(again.exitCode == 0 && again.stdout.isEmpty, "the token moved past it: \(again)")
+
+            let alice = try await cli.run(["changes", "--token-file", store.path("alice.token"), "--user", "alice"])
+            #expect(alice.exitCode == 0 && alice.stdoutLines.count == 3 && !alice.stderr.contains("left out"), "\(alice)")
+        }
+    }
+
     @Test("the role matrix item by item: create, read, change and delete as creator, other user, moderator and no user", arguments: TestEngine.all)
     func roleMatrix(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

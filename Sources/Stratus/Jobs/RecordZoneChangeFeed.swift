@@ -52,6 +52,10 @@ public final class RecordZoneChangeFeed: Sendable {
         public let token: ServerChangeToken
         /// Whether more changes remain after this batch.
         public let moreComing: Bool
+        /// Records changed in the batch's part of the history that the reader may not read
+        /// (the READ permission of their type): left out of ``changes``, as they are of its
+        /// queries, so that they never hold the feed up.
+        public let unreadable: [Record.ID]
     }
 
     /// Why a run ended.
@@ -75,6 +79,8 @@ public final class RecordZoneChangeFeed: Sendable {
         public var changed = 0
         /// Deletions delivered.
         public var deleted = 0
+        /// Changed records left out because the reader may not read them (``Batch/unreadable``).
+        public var unreadable = 0
         /// Batches applied (and tokens saved).
         public var batches = 0
         /// Whether the last batch said more changes remain.
@@ -147,7 +153,8 @@ public final class RecordZoneChangeFeed: Sendable {
             token = batch.token
             summary.batches += 1
             summary.moreComing = batch.moreComing
-            delivered += batch.changes.count
+            delivered += batch.changes.count + batch.unreadable.count
+            summary.unreadable += batch.unreadable.count
             for change in batch.changes {
                 if case .changed = change { summary.changed += 1 } else { summary.deleted += 1 }
             }
@@ -188,14 +195,22 @@ public final class RecordZoneChangeFeed: Sendable {
             op.fetchRecordZoneChangesResultBlock = { finish(Database.ignoringPartialFailure($0)) }
             return op
         }
-        if let (id, error) = failures.items.first {
+        var unreadable: [Record.ID] = []
+        for (id, error) in failures.items {
+            if (error as? StratusError)?.code == .permissionFailure {
+                unreadable.append(id)
+                continue
+            }
             // A change that cannot be delivered must not be skipped by saving the token after it.
-            throw StratusError(.internalError, "the changed record '\(id.recordName)' could not be read: \(error)", recordID: id, zoneID: zoneID)
+            var failure = error as? StratusError ?? StratusError(.internalError, "\(error)")
+            failure.message = "the changed record '\(id.recordName)' could not be read: \(failure.message)"
+            failure.recordID = id
+            throw failure
         }
         guard let result = end.items.first else {
             throw StratusError(.internalError, "the change fetch ended without a result for zone '\(zoneID.zoneName)'", zoneID: zoneID)
         }
         let (newToken, moreComing) = try result.get()
-        return Batch(changes: changes.items, token: newToken, moreComing: moreComing)
+        return Batch(changes: changes.items, token: newToken, moreComing: moreComing, unreadable: unreadable)
     }
 }
