@@ -253,6 +253,7 @@ public enum SubscriptionConformance {
         TestCase("notifications: firesOnce fires once and deletes the subscription in the same transaction", firesOnce),
         TestCase("notifications: public subscriptions of several users each get their own; private ones only their user's writes", usersAndDatabases),
         TestCase("notifications: creatorUserRecordID == __defaultOwner__ in a subscription means its subscriber, as a record's creator reads to its own user", ownRecordsByDefaultOwner),
+        TestCase("notifications: a public query subscription fires only for records its subscriber may read (a creator-only type: their own)", onlyReadableRecords),
         TestCase("notifications: rolled-back writes record nothing; a partial failure only what committed; cascades notify", atomicityAndCascades),
         TestCase("notifications: indexed, IN, recordID and scanned predicates agree with the query oracle on bulk imports", agreesWithOracle),
     ]
@@ -433,6 +434,25 @@ public enum SubscriptionConformance {
         // Feeds are per container too.
         let other = Container(identifier: "com.example.other", engine: env.engine, userName: "bob")
         #expect(try await described(other).isEmpty)
+    }
+
+    static func onlyReadableRecords(_ env: Environment) async throws {
+        let alice = env.container(user: "alice"), bob = env.container(user: "bob")
+        // Only a note's creator reads it; anyone signed in creates notes.
+        var note = RecordTypeSchema(recordType: "Note", grants: [.creator: [.read, .write], .authenticated: .create])
+        note.addField("body", type: .string, indexes: [.queryable])
+        _ = try await alice.saveSchema(note)
+        try await bob.publicCloudDatabase.save(try query("secrets", "Note", "body BEGINSWITH 'secret'", keys: ["body"]))
+        try await bob.publicCloudDatabase.save(try query("posts", "Post", "TRUEPREDICATE"))
+        _ = try await alice.publicCloudDatabase.modifyRecords(saving: [
+            makeRecord("Note", "alices", ["body": .string("secret: alice's diary")]), makeRecord("Post", "hello"),
+        ], deleting: [])
+        _ = try await alice.publicCloudDatabase.deleteRecord(withID: Record.ID(recordName: "alices"))
+        _ = try await bob.publicCloudDatabase.save(makeRecord("Note", "bobs", ["body": .string("secret: bob's own")]))
+        // Bob's subscription tells him of his own note, and of nothing of alice's he may not read.
+        let notes = try await notifications(of: bob).notifications
+        #expect(notes.map(describe) == ["query posts recordCreated hello", "query secrets recordCreated bobs"])
+        #expect(!notes.contains { ($0 as? QueryNotification)?.recordFields?["body"] as? String == "secret: alice's diary" })
     }
 
     static func atomicityAndCascades(_ env: Environment) async throws {

@@ -27,25 +27,30 @@ struct RecordAccess: Sendable {
     /// CloudKit makes one per user, so a save that creates one would make another user's record,
     /// of which the saver, as `_creator`, could then write what its user reads as their own.
     init(_ schema: RecordTypeSchema?, context: DatabaseContext) {
+        self.init(schema, userRecordName: context.userRecordName, roles: context.roles, isAdministrator: context.isAdministrator)
+    }
+
+    /// The access of the user `userRecordName` (nil: not signed in) holding `roles`.
+    init(_ schema: RecordTypeSchema?, userRecordName: String?, roles: Set<SecurityRole>, isAdministrator: Bool = false) {
         let isUsers = schema?.recordType == ContainerSchema.usersRecordType
         let grants = schema?.effectiveGrants ?? RecordTypeSchema.publicDatabaseGrants
         var every = grants[.world] ?? []
-        if context.isAdministrator {
+        if isAdministrator {
             every = [.read, .create, .write]
-        } else if context.userRecordName != nil {
+        } else if userRecordName != nil {
             every.formUnion(grants[.authenticated] ?? [])
-            for role in context.roles { every.formUnion(grants[role] ?? []) }
+            for role in roles { every.formUnion(grants[role] ?? []) }
         }
-        var own = context.userRecordName == nil ? every : every.union(grants[.creator] ?? [])
-        if isUsers && !context.isAdministrator {
+        var own = userRecordName == nil ? every : every.union(grants[.creator] ?? [])
+        if isUsers && !isAdministrator {
             every.remove(.create)
             own.remove(.create)
         }
         everyRecord = every
         ownRecords = own
         holders = grants
-        userRecordName = context.userRecordName
-        isAdministrator = context.isAdministrator
+        self.userRecordName = userRecordName
+        self.isAdministrator = isAdministrator
     }
 
     /// Whether the caller may do `permission` with a record created by `creator` (`nil`: a new

@@ -13,6 +13,11 @@ import Foundation
 ///   records of the database. Deleting a zone changes every record type of it: it fires the
 ///   zone's subscriptions and the database's (query subscriptions fire for records deleted
 ///   one by one, not for a zone's).
+/// - In the public database a query subscription fires only for a record its subscriber may
+///   read, by the `_world`, `_icloud` and `_creator` grants of the record's type (a custom
+///   role's READ is not consulted: the writer's transaction does not know the subscriber's
+///   roles), so that a subscription never hands out fields, or tells of records, that its
+///   subscriber's queries would not.
 /// - A `firesOnce` subscription fires at most once and is deleted in the same transaction; of
 ///   two transactions that fire it at once, only the one that deletes it notifies.
 ///
@@ -24,6 +29,9 @@ import Foundation
 struct SubscriptionNotifier {
     let index: SubscriptionIndex
     let context: DatabaseContext
+    /// The write's transaction, which answers record type schemas (their READ grants).
+    private let transaction: any RecordWriteTransaction
+    private var schemas: [String: RecordTypeSchema?] = [:]
 
     /// A notification decided on, not yet stored.
     private struct Pending {
@@ -40,9 +48,30 @@ struct SubscriptionNotifier {
     /// `firesOnce` query subscriptions (indexes into ``SubscriptionIndex/queries``) already fired here.
     private var firedOnce: Set<Int> = []
 
-    init(index: SubscriptionIndex, context: DatabaseContext) {
+    init(index: SubscriptionIndex, context: DatabaseContext, transaction: any RecordWriteTransaction) {
         self.index = index
         self.context = context
+        self.transaction = transaction
+    }
+
+    /// Whether the subscriber of `entry` may read a record of `recordType` created by `creator`
+    /// (always outside the public database, whose databases are their users' own).
+    private mutating func subscriberMayRead(_ entry: SubscriptionIndex.QueryEntry, recordType: String, creator: Record.ID?) -> Bool {
+        guard context.scope == .public else { return true }
+        let schema: RecordTypeSchema?
+        if let known = schemas[recordType] {
+            schema = known
+        } else {
+            do {
+                schema = try transaction.recordTypeSchema(recordType)
+            } catch {
+                // A schema that cannot be read fires nothing rather than too much.
+                return false
+            }
+            schemas[recordType] = .some(schema)
+        }
+        let subscriber = entry.key.subscriber.isEmpty ? nil : entry.key.subscriber
+        return RecordAccess(schema, userRecordName: subscriber, roles: []).allows(.read, creator: creator)
     }
 
     /// Whether deleting a record of `zoneID` needs the record as stored first.
@@ -59,7 +88,8 @@ struct SubscriptionNotifier {
         for candidate in index.queryCandidates(recordType: recordType, zoneID: zoneID, subject: subject) {
             let entry = index.queries[candidate]
             guard entry.options.contains(option), !firedOnce.contains(candidate),
-                  entry.predicate.matches(subject, searchableFields: entry.searchableFields) else { continue }
+                  entry.predicate.matches(subject, searchableFields: entry.searchableFields),
+                  subscriberMayRead(entry, recordType: recordType, creator: system.creatorUserRecordID) else { continue }
             fire(candidate, reason: created ? .recordCreated : .recordUpdated, id: id, recordType: recordType, fields: fields)
         }
     }
@@ -77,7 +107,8 @@ struct SubscriptionNotifier {
         for candidate in index.queryCandidates(recordType: stored.recordType, zoneID: zoneID, subject: subject) {
             let entry = index.queries[candidate]
             guard entry.options.contains(.firesOnRecordDeletion), !firedOnce.contains(candidate),
-                  entry.predicate.matches(subject, searchableFields: entry.searchableFields) else { continue }
+                  entry.predicate.matches(subject, searchableFields: entry.searchableFields),
+                  subscriberMayRead(entry, recordType: stored.recordType, creator: stored.systemFields.creatorUserRecordID) else { continue }
             fire(candidate, reason: .recordDeleted, id: id, recordType: stored.recordType, fields: [:])
         }
     }

@@ -111,7 +111,7 @@ enum RecordWriteExecutor {
         var writer = Writer(transaction: transaction, request: request, context: context, now: now)
         // Subscriptions that writes of this database may fire, as this transaction sees them.
         writer.notifier = try SubscriptionIndexCache.index(for: transaction, engine: engine, context: context)
-            .map { SubscriptionNotifier(index: $0, context: context) }
+            .map { SubscriptionNotifier(index: $0, context: context, transaction: transaction) }
         var outcome = try writer.run()
         outcome.releasedAssetContents = transaction.releasedAssetContents
         if let progress = request.jobProgress { try transaction.saveJobProgress(progress.job, position: progress.position, text: progress.text) }

@@ -115,7 +115,7 @@ open class ModifyRecordZonesOperation: DatabaseOperation, @unchecked Sendable {
                     // A zone's deletion deletes its records: it fires the zone's and the
                     // database's subscriptions, in the deletion's transaction.
                     guard !deleted.isEmpty, let index = try SubscriptionIndexCache.index(for: transaction, engine: engine, context: context) else { return }
-                    var notifier = SubscriptionNotifier(index: index, context: context)
+                    var notifier = SubscriptionNotifier(index: index, context: context, transaction: transaction)
                     for zoneID in deleted { notifier.deletedZone(zoneID) }
                     try notifier.finish(in: transaction)
                 }
