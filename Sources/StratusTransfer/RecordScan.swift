@@ -167,6 +167,9 @@ extension JSONCursor {
             }
         } else if stringEquals(key, "deleted") {
             let value = try scanValue()
+            // Given twice, JSON readers keep one or the other: a deletion or not, ambiguous.
+            if scan.seen & (1 << 8) != 0 { note(key.start, "the key 'deleted' appears twice") }
+            scan.seen |= 1 << 8
             switch value.kind {
             case .falseLiteral: keepMember(key, value, &scan)
             case .trueLiteral: scan.deletion = value
@@ -291,6 +294,7 @@ extension JSONCursor {
                     note(value.start, "field '\(quoted(field.name))': 'type' must be a string, not \(value.kindName)")
                 }
             } else if stringEquals(key, "isEncrypted") {
+                if field.isEncrypted || field.saysNotEncrypted { note(key.start, "field '\(quoted(field.name))' has the key 'isEncrypted' twice") }
                 switch value.kind {
                 case .trueLiteral: field.isEncrypted = true
                 case .falseLiteral: field.saysNotEncrypted = true

@@ -77,6 +77,7 @@ struct RejectionTests {
         BadLine(#""n":{"value":"x","isEncrypted":"yes"}"#, at: #""yes""#, "'isEncrypted' must be true or false"),
         BadLine(#""n":{"type":"STRING"}"#, at: #""n""#, "field 'n' has no 'value'"),
         BadLine(#""n":{"value":1,"value":2}"#, at: #""value":2"#, "has the key 'value' twice"),
+        BadLine(#""n":{"value":"eA","type":"BYTES","isEncrypted":true,"isEncrypted":false}"#, at: #""isEncrypted":false"#, "has the key 'isEncrypted' twice"),
         BadLine(#""n":"plain""#, at: #""plain""#, "must be an object like"),
         BadLine(#""n":{"value":1},"n":{"value":2}"#, at: #""n":{"value":2"#, "field 'n' appears twice"),
         BadLine(#""recordName":{"value":"x"}"#, at: #""recordName":{"#, "reserved for a system field"),
@@ -94,6 +95,9 @@ struct RejectionTests {
         BadLine(line: #"{"recordName":"r1","fields":{}}"#, at: "{", "record has no recordType"),
         BadLine(line: #"{"recordName":"r1","recordType":"9T"}"#, at: #""9T""#, "record type '9T' must start with a letter"),
         BadLine(line: #"{"recordName":"r1","recordName":"r2","recordType":"T"}"#, at: #""recordName":"r2"#, "the key 'recordName' appears twice"),
+        // A tombstone whose 'deleted' is given twice is no deletion JSON readers agree on.
+        BadLine(line: #"{"recordName":"k1","deleted":false,"deleted":true}"#, at: #""deleted":true"#, "the key 'deleted' appears twice"),
+        BadLine(line: #"{"recordName":"k1","deleted":true,"deleted":true}"#, at: #""deleted":true}"#, "the key 'deleted' appears twice"),
         BadLine(line: #"{"recordName":5,"recordType":"T"}"#, at: "5,", "'recordName' must be a string, not a number"),
         BadLine(line: #"{"recordName":"r1","recordType":"T","fields":[]}"#, at: "[]", "'fields' must be an object"),
         BadLine(line: #"{"recordName":"r1","recordType":"T","zoneID":{"zoneName":"_bad"}}"#, at: #""_bad""#, "zone name '_bad' starts with '_'"),
