@@ -116,6 +116,14 @@ struct ImportSemanticsCLITests {
 
             let again = try await cli.run(["import", try cli.file("b.json", #"{"zones":["# + zone(b, "from B") + "]}")] + options)
             #expect(again.exitCode == 1 && again.stderr.contains("one would replace the other"), "\(again)")
+
+            // B's deletion of a name A's record has is not applied to A's record either; B's
+            // deletion of its own record is.
+            let tombstones = #"{"zones":[{"zoneID":{"zoneName":"Notes","ownerRecordName":"\#(b)"},"moreComing":false,"records":[{"recordName":"n1","deleted":true},{"recordName":"n2","deleted":true}]}]}"#
+            let deletion = try await cli.run(["import", try cli.file("b-deleted.json", tombstones)] + options)
+            #expect(deletion.exitCode == 1 && deletion.stderr.contains("that owner's record is not deleted"), "\(deletion)")
+            let after = try await cli.exported("Note", extra: ["--zone", "Notes", "--database", "private"])
+            #expect(JSONLine.value(after["n1"] ?? [:], "t") == "from A" && after["n2"] == nil, "A's n1 stays, B's n2 goes: \(after.keys)")
         }
     }
 

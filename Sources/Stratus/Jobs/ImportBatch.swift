@@ -11,6 +11,9 @@ struct ImportBatch {
     var deletions: [Record.ID] = []
     var deletionLines: [Int] = []
     var deletionItems: [Int] = []
+    /// The owner each deletion's input zone had, for deletions from another owner's zone
+    /// imported as the current user's (``ModifyRequest/deletedRecordOwners``).
+    var deletionOwners: [Record.ID: String] = [:]
     /// Items the source or validation rejected, reported when the batch is settled so that
     /// every reject is reported in input order.
     var rejections: [RecordRejection] = []
@@ -43,7 +46,8 @@ struct ImportBatch {
         recordItems.append(item)
     }
 
-    mutating func append(deletion id: Record.ID, line: Int, item: Int) {
+    mutating func append(deletion id: Record.ID, owner: String? = nil, line: Int, item: Int) {
+        if let owner { deletionOwners[id] = owner }
         deletions.append(id)
         deletionLines.append(line)
         deletionItems.append(item)
@@ -82,7 +86,7 @@ struct ImportBatch {
             kept.append(record, line: recordLines[index], item: recordItems[index])
         }
         for (index, id) in deletions.enumerated() where !ids.contains(id) {
-            kept.append(deletion: id, line: deletionLines[index], item: deletionItems[index])
+            kept.append(deletion: id, owner: deletionOwners[id], line: deletionLines[index], item: deletionItems[index])
         }
         return kept
     }
@@ -93,7 +97,7 @@ struct ImportBatch {
             kept.append(record, line: recordLines[index], item: recordItems[index])
         }
         for (index, id) in deletions.enumerated() where keep(deletionItems[index]) {
-            kept.append(deletion: id, line: deletionLines[index], item: deletionItems[index])
+            kept.append(deletion: id, owner: deletionOwners[id], line: deletionLines[index], item: deletionItems[index])
         }
         for (index, rejection) in rejections.enumerated() where keep(rejectionItems[index]) {
             kept.append(rejection, item: rejectionItems[index])

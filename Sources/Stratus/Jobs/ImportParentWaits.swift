@@ -20,7 +20,9 @@ struct ImportParentWaits {
     struct Item {
         enum Entry {
             case save(PreparedSave)
-            case deletion(Record.ID)
+            /// A deletion, and the owner its input zone had when it was imported as the current
+            /// user's (``ModifyRequest/deletedRecordOwners``).
+            case deletion(Record.ID, owner: String?)
         }
 
         let entry: Entry
@@ -31,7 +33,7 @@ struct ImportParentWaits {
         var recordID: Record.ID {
             switch entry {
             case .save(let save): save.recordID
-            case .deletion(let id): id
+            case .deletion(let id, _): id
             }
         }
     }

@@ -205,8 +205,8 @@ final class ImportRun {
                     }
                 }
             case .deletion(let given, _, let line):
-                let id = try await place(given, line: line, consumed: index)
-                try await accept(deletion: id, line: line, item: index, before: index)
+                let (id, owner) = try await place(given, line: line, consumed: index)
+                try await accept(deletion: id, owner: owner, line: line, item: index, before: index)
             }
             if stop != nil { break }
             switch mode {
@@ -266,9 +266,11 @@ final class ImportRun {
         return record.copy(into: zoneID, ownerRecordName: keptOwner)
     }
 
-    private func place(_ id: Record.ID, line: Int, consumed: Int) async throws -> Record.ID {
-        let (zoneID, _) = try await zone(for: id.zoneID, line: line, recordName: id.recordName, consumed: consumed)
-        return Record.ID(recordName: id.recordName, zoneID: zoneID)
+    /// A deletion's record ID in the zone it goes to, and the owner its input zone had when
+    /// that is another owner's zone imported as the current user's.
+    private func place(_ id: Record.ID, line: Int, consumed: Int) async throws -> (Record.ID, String?) {
+        let (zoneID, keptOwner) = try await zone(for: id.zoneID, line: line, recordName: id.recordName, consumed: consumed)
+        return (Record.ID(recordName: id.recordName, zoneID: zoneID), keptOwner)
     }
 
     /// The zone a record the input puts in `given` goes to, and the owner's name to keep for
@@ -422,7 +424,7 @@ final class ImportRun {
         }
     }
 
-    private func accept(deletion id: Record.ID, line: Int, item: Int, before endItems: Int) async throws {
+    private func accept(deletion id: Record.ID, owner: String?, line: Int, item: Int, before endItems: Int) async throws {
         switch mode {
         case .atomic:
             if let first = atomicNames[id.recordName] {
@@ -433,17 +435,17 @@ final class ImportRun {
             }
             try await requireAtomicZone(id.zoneID)
             atomicNames[id.recordName] = line
-            batch.append(deletion: id, line: line, item: item)
+            batch.append(deletion: id, owner: owner, line: line, item: item)
             try checkAtomicSize()
         case .batches:
             if batch.names.contains(id.recordName) { try await submitBatch(endItems: endItems) }
             if stop != nil { return }
             if waits.isWaiting(id) {
-                waits.wait(behind: ImportParentWaits.Item(entry: .deletion(id), line: line, item: item))
+                waits.wait(behind: ImportParentWaits.Item(entry: .deletion(id, owner: owner), line: line, item: item))
                 return
             }
             batch.names.insert(id.recordName)
-            batch.append(deletion: id, line: line, item: item)
+            batch.append(deletion: id, owner: owner, line: line, item: item)
         }
     }
 
@@ -456,7 +458,7 @@ final class ImportRun {
             // The item stays in `ready` while it is batched, so that a batch ended now counts it pending.
             switch next.entry {
             case .save(let save): try await accept(save, line: next.line, item: next.item, before: consumed)
-            case .deletion(let id): try await accept(deletion: id, line: next.line, item: next.item, before: consumed)
+            case .deletion(let id, let owner): try await accept(deletion: id, owner: owner, line: next.line, item: next.item, before: consumed)
             }
             ready.removeFirst()
             if stop == nil && batch.count >= batchSize { try await submitBatch(endItems: consumed) }
@@ -669,6 +671,7 @@ final class ImportRun {
             op.jobProgress = (job, Int64(endItems), ImportCheckpoint.progressText(pendingItems: pendingItems, itemsRejected: rejectsSoFar + batch.rejections.count))
         }
         op.recordIDsToDelete = batch.deletions
+        op.deletedRecordOwners = batch.deletionOwners
         op.writeMode = options.writeMode
         op.isAtomic = atomic
         // An atomic batch here is all or nothing across zones: a probe that failed must have

@@ -164,6 +164,9 @@ open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, 
     /// Whether the request restores CloudKit's own records as the system made them: the
     /// `Users` records of the public database (see ``RecordImporter/Options/writesSystemRecords``).
     package var writesSystemRecords = false
+    /// See ``ModifyRequest/deletedRecordOwners`` (an import of other owners' zones as the
+    /// current user's).
+    var deletedRecordOwners: [Record.ID: String] = [:]
     /// Where the request writes instead of the store, for a dry run: every item gets the result
     /// a write would give it, and nothing is stored (see ``WriteSimulation``).
     package var simulation: WriteSimulation?
@@ -699,6 +702,7 @@ open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, 
                                         || modifyRecordsCompletionBlock != nil || recordOutput.hasConsumers)
         request.writesSystemRecords = writesSystemRecords
         request.keepsGivenVersion = keepsGivenVersion
+        if !deletedRecordOwners.isEmpty { request.deletedRecordOwners = deletedRecordOwners.filter { deletes.contains($0.key) } }
         request.simulation = simulation
         return request
     }

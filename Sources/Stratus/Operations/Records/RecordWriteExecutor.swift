@@ -30,6 +30,11 @@ struct ModifyRequest: Sendable {
     /// batch): a record changed since is not deleted but fails `serverRecordChanged`, since it
     /// may no longer be what was selected. Records without an entry are deleted whatever they hold.
     var deletedRecordTags: [Record.ID: String] = [:]
+    /// For a deletion from another owner's zone that an import took as the current user's
+    /// zone: that owner. A stored record that came from the zone of that name of a different
+    /// owner (``Record/JSONExtras/ownerRecordName``) is not deleted, as a save of it is not
+    /// written over (``Writer/ownerConflict(_:existing:)``).
+    var deletedRecordOwners: [Record.ID: String] = [:]
 
     init(saves: [PreparedSave], recordIDsToDelete: [Record.ID] = [], writeMode: RecordWriteMode, preservesSystemFields: Bool = false,
          isAtomic: Bool, returnsSavedRecords: Bool = true) {
@@ -415,6 +420,12 @@ enum RecordWriteExecutor {
             // handed back, as the caller may not be allowed to read it.
             if let tag = request.deletedRecordTags[id], let stored = try transaction.storedChangeTag(id), stored != tag {
                 return .failure(StratusError(.serverRecordChanged, "record '\(id.recordName)' was changed by someone else after it was read (change tag \(tag); the store has \(stored)), so it was not deleted: it may no longer be what was selected", recordID: id))
+            }
+            if let owner = request.deletedRecordOwners[id], let stored = try transaction.storedRecord(id)?.jsonExtras.ownerRecordName, stored != owner {
+                return .failure(StratusError(
+                    .invalidArguments,
+                    "the deletion of record '\(id.recordName)' comes from zone '\(id.zoneID.zoneName)' of owner '\(owner)', but the store's record of that name came from the zone of that name of owner '\(stored)': both were imported as the current user's zone '\(id.zoneID.zoneName)', and that owner's record is not deleted; import each owner's zones as a user of its own (--user) or into a store of its own",
+                    recordID: id))
             }
             var pending = [id.recordName]
             var seen: Set<String> = []
