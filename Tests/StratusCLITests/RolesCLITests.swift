@@ -13,6 +13,30 @@ struct RolesCLITests {
         #"{"recordName":"\#(name)","recordType":"\#(type)","fields":{"text":{"value":"\#(text)","type":"STRING"}}}"# + "\n"
     }
 
+    @Test("--keep-system-records restores a Users record that does not exist, and does not let another user write one that does", arguments: TestEngine.all)
+    func keepSystemRecordsKeepsRoles(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            try await cli.createStore()
+            let victim = try await cli.container(user: "victim").userRecordID().recordName
+            // The victim's own Users record is made on its first fetch.
+            #expect(try await cli.run(["get", victim, "--user", "victim"]).exitCode == 0)
+            let line = #"{"recordName":"\#(victim)","recordType":"Users","fields":{"nickname":{"value":"pwned","type":"STRING"}}}"# + "\n"
+            let overwrite = try await cli.run(["import", try cli.file("u.ndjson", line), "--keep-system-records", "--user", "mallory"])
+            #expect(overwrite.exitCode == 1 && overwrite.stderr.contains("WRITE operation not permitted"), "\(overwrite)")
+            let mine = try await cli.run(["get", victim, "--user", "victim"])
+            #expect(!mine.stdout.contains("pwned"), "\(mine)")
+            // Its user may, and so may an import that restores a store as an administrator.
+            #expect(try await cli.run(["import", try cli.file("own.ndjson", line), "--keep-system-records", "--user", "victim", "--quiet"]).exitCode == 0)
+
+            // A Users record the store does not hold yet is restored, as an export's are.
+            let absent = "_" + String(repeating: "c", count: 32)
+            let restore = try await cli.run(["import", try cli.file("r.ndjson", #"{"recordName":"\#(absent)","recordType":"Users","fields":{}}"# + "\n"),
+                                             "--keep-system-records", "--user", "mallory", "--quiet"])
+            #expect(restore.exitCode == 0, "\(restore)")
+        }
+    }
+
     @Test("changes leaves out the records a user may not read, counting them, and goes on: one creator-only record never holds another user's feed up", arguments: TestEngine.all)
     func changesLeaveOutUnreadable(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

@@ -192,9 +192,11 @@ struct RecordTypeRules {
     }
 
     /// The security roles' error for saving `save`, or `nil`: CREATE for a new record, WRITE
-    /// for a stored one, in the public database.
+    /// for a stored one, in the public database. Restoring CloudKit's own `Users` record
+    /// (``systemCreator(of:)``) creates one that no save may create; a stored one is written
+    /// as the roles say (its user, who is its creator, or an administrator).
     mutating func accessDenial(_ save: PreparedSave, creator: Record.ID?, isNew: Bool, in transaction: any RecordWriteTransaction) throws -> StratusError? {
-        guard context.scope == .public, systemCreator(of: save) == nil else { return nil }
+        guard context.scope == .public, !(isNew && systemCreator(of: save) != nil) else { return nil }
         let type = try typeState(save.record.recordType, in: transaction)
         guard var denied = type.access?.denial(isNew ? .create : .write, recordID: save.recordID, recordType: type.name, creator: creator) else { return nil }
         if isNew && type.name == ContainerSchema.usersRecordType {
