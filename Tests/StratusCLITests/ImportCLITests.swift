@@ -362,6 +362,30 @@ struct ImportCLITests {
         }
     }
 
+    @Test("--atomic: a save after a deletion in its zone is rejected (the store writes saves first, and the deletion's cascade could take it): nothing is written; deletions last are applied", arguments: TestEngine.all)
+    func atomicSaveAfterDeletion(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            #expect(try await cli.run(["zones", "create", "Z"]).exitCode == 0)
+            let seed = #"{"recordName":"p","recordType":"T","fields":{}}"# + "\n"
+                + #"{"recordName":"c","recordType":"T","fields":{"up":{"value":{"recordName":"p","action":"DELETE_SELF"},"type":"REFERENCE"}}}"# + "\n"
+            #expect(try await cli.run(["import", "--zone", "Z", "--quiet"], stdin: seed).exitCode == 0)
+            let deleteThenSave = #"{"recordName":"p","deleted":true}"# + "\n" + #"{"recordName":"c","recordType":"T","fields":{"title":{"value":"kept?","type":"STRING"}}}"# + "\n"
+            let refused = try await cli.run(["import", try cli.file("in.ndjson", deleteThenSave), "--zone", "Z", "--atomic"])
+            #expect(refused.exitCode == 65 && refused.stderr.contains("is saved after a deletion in its zone (line 1)"), "\(refused)")
+            #expect(try await cli.count("T", extra: ["--zone", "Z"]) == 2, "nothing written")
+            // Without --atomic the lines apply in input order: p goes, c is saved again.
+            let ordered = try await cli.run(["import", try cli.file("in2.ndjson", deleteThenSave), "--zone", "Z"])
+            let afterOrdered = try await cli.exported("T", extra: ["--zone", "Z"]).keys.sorted()
+            #expect(ordered.exitCode == 0 && afterOrdered == ["c"], "\(ordered)")
+            // Deletions after the saves keep their order in an atomic import.
+            let saveThenDelete = #"{"recordName":"q","recordType":"T","fields":{}}"# + "\n" + #"{"recordName":"c","deleted":true}"# + "\n"
+            let atomic = try await cli.run(["import", try cli.file("in3.ndjson", saveThenDelete), "--zone", "Z", "--atomic"])
+            let afterAtomic = try await cli.exported("T", extra: ["--zone", "Z"]).keys.sorted()
+            #expect(atomic.exitCode == 0 && afterAtomic == ["q"], "\(atomic)")
+        }
+    }
+
     @Test("--atomic: one malformed input line means nothing is written; --atomic or --dry-run with --checkpoint is refused (64)", arguments: TestEngine.all)
     func atomicBadInput(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

@@ -48,6 +48,8 @@ final class ImportRun {
     private var zoneIsAtomic: [RecordZone.ID: Bool] = [:]
     /// An atomic import's record names and their lines: each record may appear once.
     private var atomicNames: [String: Int] = [:]
+    /// An atomic import's zones with a deletion, and the line of the first.
+    private var atomicDeletionZones: [RecordZone.ID: Int] = [:]
     /// Zones known to exist (or, in a dry run, that would be created).
     private var knownZones: Set<RecordZone.ID> = []
     /// The zone the last record named and where it went: records mostly come zone by zone.
@@ -401,6 +403,14 @@ final class ImportRun {
                     message: "record '\(name)' is already in this atomic import (line \(first)); an atomic import writes each record once"), item: item)
                 return
             }
+            // A store request saves before it deletes: a save after a deletion in its zone would
+            // be written before it, and the deletion's cascade could take the record saved.
+            if let deletion = atomicDeletionZones[record.recordID.zoneID] {
+                try await reject(RecordRejection(
+                    line: line, column: 0, recordName: name,
+                    message: "record '\(name)' is saved after a deletion in its zone (line \(deletion)); an atomic import writes its saves before its deletions, so it cannot keep that order: put the deletions last, or import without --atomic"), item: item)
+                return
+            }
             try await requireAtomicZone(record.recordID.zoneID)
             atomicNames[name] = line
             batch.append(record, line: line, item: item)
@@ -435,6 +445,7 @@ final class ImportRun {
             }
             try await requireAtomicZone(id.zoneID)
             atomicNames[id.recordName] = line
+            if atomicDeletionZones[id.zoneID] == nil { atomicDeletionZones[id.zoneID] = line }
             batch.append(deletion: id, owner: owner, line: line, item: item)
             try checkAtomicSize()
         case .batches:
