@@ -24,6 +24,8 @@ public struct RecordReadOptions: Sendable {
     public var csvRecordType: String?
     /// CSV: column types by field name, for columns whose header is a plain `name`.
     public var csvTypes: [String: FieldType] = [:]
+    /// CSV: the columns of ``csvTypes`` that hold encrypted values (`--types name:ENCRYPTED_STRING`).
+    public var csvEncryptedFields: Set<String> = []
     /// The folder asset files are read from. When set, an asset's `downloadURL` that is a path
     /// is read inside it only: relative to it, never absolute, no `..`, no symbolic link unless
     /// ``followsAssetSymlinks`` (see ``Stratus/Asset/init(path:in:followsSymlinks:)``); and a

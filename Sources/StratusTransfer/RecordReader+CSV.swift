@@ -166,10 +166,12 @@ extension RecordReader {
             }
             do { try Naming.checkFieldKey(name) } catch { throw fail(error.message) }
             if let given = options.csvTypes[name] {
-                if let type, type != given {
-                    throw fail("the column '\(header)' is \(type.rawValue), but the types given for it say \(given.rawValue)")
+                let givenEncrypted = options.csvEncryptedFields.contains(name)
+                if let type, type != given || encrypted != givenEncrypted {
+                    throw fail("the column '\(header)' is \(type.name(encrypted: encrypted)), but the types given for it say \(given.name(encrypted: givenEncrypted))")
                 }
                 type = given
+                encrypted = givenEncrypted
             }
             guard names.insert(name).inserted else { throw fail("the field '\(name)' has two columns") }
             columns.append(.field(name, type, encrypted: encrypted))
@@ -273,6 +275,7 @@ extension RecordReader {
         do { try Naming.checkIdentifier(recordType, kind: "record type") } catch { return rejected(at: rowStart, name, error.message) }
         let schema = context.schemaTypes[recordType]
         let numbers = context.numberFields[recordType]
+        let encryptedBySchema = context.encryptedFields[recordType]
         // Declared only by a row that is read whole, as a JSON record declares its fields.
         var declaredByInput = context.cache.declaredByInput[recordType] ?? [:]
         let declaredBefore = declaredByInput.count
@@ -303,7 +306,10 @@ extension RecordReader {
                         guard r.action == .none else { throw FieldError(offset: cell.start, message: "the parent reference's action must be NONE") }
                         parent = r
                     }
-                case .field(let key, let declared, let encrypted):
+                case .field(let key, let declared, let encryptedByHeader):
+                    // A column the header does not type holds encrypted values where the schema
+                    // declares the field encrypted, as an untyped JSON value does.
+                    let encrypted = encryptedByHeader || (declared == nil && encryptedBySchema?.contains(key) == true)
                     // Typed by the header, else the schema, else as the first value the input
                     // gave the field (saving it declares the field, so a second run would read
                     // the column so from the schema), else inferred from the cell as the JSON

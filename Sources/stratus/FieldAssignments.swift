@@ -23,11 +23,15 @@ struct FieldAssignments {
         let text: String
         let name: String
         let type: FieldType?
+        /// Whether the type was given as `ENCRYPTED_…`.
+        let encrypted: Bool
         let value: String
     }
 
     private(set) var values: [String: FieldValue] = [:]
     private(set) var removed: Set<String> = []
+    /// The fields set as encrypted values: typed `ENCRYPTED_…`, or declared encrypted by the schema.
+    private(set) var encrypted: Set<String> = []
 
     /// Splits each `--set` into its name, type and value, without reading the values.
     ///
@@ -44,9 +48,10 @@ struct FieldAssignments {
             let value = String(text[text.index(after: equals)...])
             var name = String(head)
             var type: FieldType?
+            var encrypted = false
             if let colon = head.firstIndex(of: ":") {
                 name = String(head[..<colon])
-                type = try ParsedArguments.fieldType(String(head[head.index(after: colon)...]), in: "--set", item: text)
+                (type, encrypted) = try ParsedArguments.columnType(String(head[head.index(after: colon)...]), in: "--set", item: text)
             }
             guard !name.isEmpty else { throw UsageError(message: "--set '\(text)' names no field") }
             // A CSV header takes `parent`, `recordType`, `creationDate`… as the record's own
@@ -57,7 +62,7 @@ struct FieldAssignments {
                 throw UsageError(message: "--set \(text): \(error.message); update sets a record's fields, never its system fields (recordName, recordType, parent, creationDate, recordChangeTag, …)")
             }
             guard names.insert(name).inserted else { throw UsageError(message: "--set gives the field '\(name)' twice") }
-            return Assignment(text: text, name: name, type: type, value: value)
+            return Assignment(text: text, name: name, type: type, encrypted: encrypted, value: value)
         }
     }
 
@@ -72,12 +77,17 @@ struct FieldAssignments {
         options.schemas = schemas
         options.csvRecordType = recordType
         for assignment in assignments {
-            var header = "recordName," + Self.cell(assignment.name + (assignment.type.map { ":" + $0.rawValue } ?? ""))
+            var header = "recordName," + Self.cell(assignment.name + (assignment.type.map { ":" + (assignment.encrypted ? "ENCRYPTED_" : "") + $0.rawValue } ?? ""))
             header += "\nupdate," + Self.cell(assignment.value) + "\n"
             let reader = try RecordReader(data: Data(header.utf8), options: options)
             switch try reader.next() {
             case .record(let record, _)?:
-                if let value = record.fieldValue(forKey: assignment.name) { values[assignment.name] = value } else { removed.insert(assignment.name) }
+                if let value = record.fieldValue(forKey: assignment.name) {
+                    values[assignment.name] = value
+                    if record.contents.encryptedKeys.contains(assignment.name) { encrypted.insert(assignment.name) }
+                } else {
+                    removed.insert(assignment.name)
+                }
             case .rejected(let error)?:
                 throw UsageError(message: "--set \(assignment.text): \(Self.reason(error.message))")
             default:

@@ -85,7 +85,7 @@ struct ImportCommand: Command {
         Option(flag: "--follow-symlinks", "with --assets-dir: follow symbolic links that stay inside DIR"),
         Option("--max-asset-size", "BYTES", "the most bytes one asset may hold", default: "4294967296 (4 GiB)"),
         Option("--type", "TYPE", "CSV: the rows' record type; with a recordType column, its empty cells' (a row of another type is rejected)", default: "none"),
-        Option("--types", "NAME:TYPE,...", "CSV: column types (STRING, INT64, DOUBLE, TIMESTAMP, …) for columns the header does not type", default: "the schema's, else inferred"),
+        Option("--types", "NAME:TYPE,...", "CSV: column types (STRING, INT64, DOUBLE, TIMESTAMP, …; ENCRYPTED_STRING, … for encrypted values) for columns the header does not type", default: "the schema's, else inferred"),
     ]
     static let optionGroups: [OptionGroup] = [.progress, .store]
 
@@ -102,6 +102,7 @@ struct ImportCommand: Command {
     var keepSystemFields = true
     var csvType: String?
     var csvTypes: [String: FieldType] = [:]
+    var csvEncryptedFields: Set<String> = []
     var progressStyle = Progress.Style.automatic
     var createZones = false
     var ownersAsCurrentUser = false
@@ -138,7 +139,7 @@ struct ImportCommand: Command {
         command.rejectPath = arguments.value("--reject-file")
         command.checkpointPath = arguments.value("--checkpoint")
         command.csvType = arguments.value("--type")
-        command.csvTypes = try arguments.fieldTypes("--types")
+        (command.csvTypes, command.csvEncryptedFields) = try arguments.columnTypes("--types")
         command.progressStyle = try Progress.style(arguments)
         command.createZones = arguments.flag("--create-zones")
         command.ownersAsCurrentUser = arguments.flag("--owner-as-current-user")
@@ -178,6 +179,7 @@ struct ImportCommand: Command {
         readOptions.zoneID = store.zoneID
         readOptions.csvRecordType = csvType
         readOptions.csvTypes = csvTypes
+        readOptions.csvEncryptedFields = csvEncryptedFields
         readOptions.keepsSystemRecords = keepSystemRecords
         if let assetsDirectory {
             var isFolder: ObjCBool = false

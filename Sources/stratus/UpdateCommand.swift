@@ -114,7 +114,7 @@ struct UpdateCommand: Command {
         let predicate = try await WhereClause.typed(self.predicate, recordType: recordType, in: container)
         let updater = RecordUpdater(
             database: database, query: Query(recordType: recordType, predicate: predicate), zoneID: store.zoneID,
-            setting: fields.values, removing: fields.removed, options: options)
+            setting: fields.values, removing: fields.removed, encrypting: fields.encrypted, options: options)
         let progress = Progress(style: progressStyle, verb: dryRun ? "checked" : "updated")
         Interruption.install { updater.cancel() }
 

@@ -66,6 +66,28 @@ struct UpdateCLITests {
         }
     }
 
+    @Test("a field the schema declares encrypted takes encrypted values from an untyped CSV column, --types NAME:ENCRYPTED_STRING and update --set, as from untyped JSON", arguments: TestEngine.all)
+    func encryptedBySchema(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let schema = "DEFINE SCHEMA\n    RECORD TYPE Secret (\n        code ENCRYPTED STRING,\n        note STRING\n    );\n"
+            #expect(try await cli.run(["schema", "import", try cli.file("s.ckdb", schema)]).exitCode == 0)
+            #expect(try await cli.run(["zones", "create", "Z", "--database", "private"]).exitCode == 0)
+            let place = ["--database", "private", "--zone", "Z"]
+            let untyped = try await cli.run(["import", try cli.file("r.csv", "recordName,recordType,code,note\nr1,Secret,abc,n\n")] + place)
+            #expect(untyped.exitCode == 0, "\(untyped)")
+            let typed = try await cli.run(["import", try cli.file("t.csv", "recordName,recordType,code,note\nr2,Secret,def,n\n"), "--types", "code:ENCRYPTED_STRING"] + place)
+            #expect(typed.exitCode == 0, "\(typed)")
+            let updated = try await cli.run(["update", "--type", "Secret", "--all", "--set", "code=xyz"] + place)
+            #expect(updated.exitCode == 0 && updated.stderr.contains("updated 2"), "\(updated)")
+            let typedSet = try await cli.run(["update", "--type", "Secret", "--where", "recordName == 'r1'", "--set", "code:ENCRYPTED_STRING=uvw"] + place)
+            #expect(typedSet.exitCode == 0, "\(typedSet)")
+            let secrets = try await cli.exported("Secret", extra: place)
+            #expect(JSONLine.field(secrets["r1"] ?? [:], "code")?["isEncrypted"] as? Bool == true && JSONLine.value(secrets["r1"] ?? [:], "code") == "uvw", "\(secrets)")
+            #expect(JSONLine.field(secrets["r2"] ?? [:], "code")?["isEncrypted"] as? Bool == true && JSONLine.value(secrets["r2"] ?? [:], "code") == "xyz", "\(secrets)")
+        }
+    }
+
     @Test("a string compared with a number field, or a number with a string field, is refused (64) by every command: it would match nothing and change nothing, silently", arguments: TestEngine.all)
     func literalOfTheWrongKind(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

@@ -102,21 +102,25 @@ public final class RecordUpdater: Sendable {
     public let values: [String: FieldValue]
     /// The fields to remove.
     public let removedKeys: Set<String>
+    /// The keys of ``values`` set as encrypted values (``Record/encryptedValues``).
+    public let encryptedKeys: Set<String>
     /// How the update runs.
     public let options: Options
     private let job = PipelineJobRun(name: "stratus.update")
 
-    /// An update of `query`'s records in `zoneID`, setting `values` and removing `removedKeys`.
+    /// An update of `query`'s records in `zoneID`, setting `values` (those of `encryptedKeys`
+    /// as encrypted values) and removing `removedKeys`.
     ///
     /// ```swift
     /// let updater = RecordUpdater(database: database, query: query, setting: ["status": .string("done")], removing: ["claimedBy"])
+    /// let sealing = RecordUpdater(database: database, query: query, setting: ["code": .string("7Q")], encrypting: ["code"])
     /// ```
     ///
     /// - Precondition: `options.batchSize` and `options.batchesInFlight` are positive, and a
     ///   key is not both set and removed (programmer errors).
     public init(
         database: Database, query: Query, zoneID: RecordZone.ID? = nil, setting values: [String: FieldValue], removing removedKeys: Set<String> = [],
-        options: Options = Options()
+        encrypting encryptedKeys: Set<String> = [], options: Options = Options()
     ) {
         precondition(options.batchSize > 0 && options.batchesInFlight > 0, "batch size and batches in flight must be positive")
         precondition(removedKeys.isDisjoint(with: values.keys), "a field is either set or removed")
@@ -125,6 +129,7 @@ public final class RecordUpdater: Sendable {
         self.zoneID = zoneID
         self.values = values
         self.removedKeys = removedKeys
+        self.encryptedKeys = encryptedKeys.intersection(values.keys)
         self.options = options
     }
 
@@ -156,7 +161,7 @@ public final class RecordUpdater: Sendable {
         progress: (@Sendable (Summary) -> Void)? = nil
     ) async throws -> Summary {
         try checkValues()
-        let values = self.values, removedKeys = self.removedKeys, options = self.options
+        let values = self.values, removedKeys = self.removedKeys, encryptedKeys = self.encryptedKeys, options = self.options
         if options.isDryRun {
             do { try await database.checkWriteAccess() } catch { throw Failure(error: error, summary: Summary()) }
         }
@@ -172,10 +177,16 @@ public final class RecordUpdater: Sendable {
         read.recordOutput.maximumBatchesInFlight = options.batchesInFlight
         let change: @Sendable ([Record]) -> [Record] = { records in
             let changed = records.filter { record in
-                values.contains { record.fieldValue(forKey: $0.key) != $0.value } || removedKeys.contains { record.fieldValue(forKey: $0) != nil }
+                if values.contains(where: { record.fieldValue(forKey: $0.key) != $0.value }) || removedKeys.contains(where: { record.fieldValue(forKey: $0) != nil }) {
+                    return true
+                }
+                // A value held plain where it is to be encrypted (or the other way) changes too.
+                guard !encryptedKeys.isEmpty || !record.contents.encryptedKeys.isEmpty else { return false }
+                let encryptedNow = record.contents.encryptedKeys
+                return values.keys.contains { encryptedKeys.contains($0) != encryptedNow.contains($0) }
             }
             for record in changed {
-                for (key, value) in values { record.setFieldValue(value, forKey: key) }
+                for (key, value) in values { record.setFieldValue(value, forKey: key, encrypted: encryptedKeys.contains(key)) }
                 for key in removedKeys { record.setFieldValue(nil, forKey: key) }
             }
             tally.update { $0.matched += records.count; $0.unchanged += records.count - changed.count }
