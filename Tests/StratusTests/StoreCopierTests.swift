@@ -1,5 +1,5 @@
 import Foundation
-import Stratus
+@_spi(StratusEngine) import Stratus
 import StratusSQLite
 import StratusTestSupport
 import Synchronization
@@ -62,6 +62,37 @@ struct StoreCopierTests {
             let comparisons = try await again.compare()
             #expect(comparisons.count == 2 && comparisons.allSatisfy(\.matches), "\(comparisons)")
             #expect(comparisons.map(\.source.records).sorted() == [30, 1_200])
+        }
+    }
+
+    @Test("a destination that lost its last commits (asynchronous commit, a failover) holds less than the checkpoint says: the copy goes on from what the destination holds and ends with the source")
+    func destinationLostCommits() async throws {
+        try await TemporaryStore.with { store in
+            let source = try SQLiteEngine(path: store.path("source.sqlite"))
+            let destination = try SQLiteEngine(path: store.path("destination.sqlite"))
+            try await Self.fill(source)
+            let job = "stratus.copy." + (try source.storeIdentifier)
+            let copier = StoreCopier(from: source, to: destination, batchSize: 100)
+            let checkpoint = MemoryCopyCheckpoint()
+            let recordAt200 = Mutex<String?>(nil)
+            _ = try await copier.run(checkpointStore: checkpoint) { copied in
+                // Side's 30, then the default zone's first 200: what the destination recorded then.
+                if copied == 230 { recordAt200.withLock { $0 = try? destination.jobProgressText(job) } }
+                if copied >= 300 { copier.cancel() }
+            }
+            #expect(checkpoint.saved?.position?.recordName == "item-00299")
+            let earlier = try #require(recordAt200.withLock { $0 })
+            // The destination loses its last batch and the record written after it.
+            let copy = Container(identifier: "com.example.copy", engine: destination, userName: "alice").publicCloudDatabase
+            _ = try await copy.modifyRecords(saving: [], deleting: (200..<300).map { Record.ID(recordName: String(format: "item-%05d", $0)) })
+            let context = DatabaseContext.administrator(containerIdentifier: "com.example.copy", environment: .development, scope: .public, owner: "")
+            try destination.writeRecords(in: context) { try $0.saveJobProgress(job, position: 1, text: earlier) }
+
+            let resumed = try await StoreCopier(from: source, to: destination, batchSize: 100).run(checkpointStore: checkpoint)
+            #expect(resumed.end == .finished && resumed.failures.isEmpty)
+            #expect(resumed.recordsCopied == 1_000, "from item-00200 on: \(resumed)")
+            let comparisons = try await copier.compare()
+            #expect(comparisons.count == 2 && comparisons.allSatisfy(\.matches), "\(comparisons)")
         }
     }
 

@@ -225,6 +225,21 @@ public final class StoreCopier: Sendable {
                 throw StratusError(.invalidArguments, "the checkpoint belongs to a copy between other stores; remove it to start over")
             }
             checkpoint = saved
+            // The destination's record of the copy, written after each checkpoint, is what
+            // committed there: a server that lost its last commits (asynchronous commit, a
+            // failover to a standby that lagged) holds less than the file says, and the copy
+            // goes on from what it holds, not past records it no longer has.
+            if let held = try await Self.offThePool({ [job = copyJob(sourceIdentifier)] in try destination.jobProgressText(job) }),
+               let record = try? JSONDecoder().decode(DestinationProgress.self, from: Data(held.utf8)),
+               record.zonesCopied <= checkpoint.zonesCopied.count {
+                var behind = checkpoint
+                behind.zonesCopied = Array(checkpoint.zonesCopied.prefix(record.zonesCopied))
+                behind.position = record.position
+                if behind != checkpoint {
+                    checkpoint = behind
+                    try checkpointStore?.save(checkpoint)
+                }
+            }
         } else {
             let held = destinationInventory.databases.reduce(0) { $0 + $1.zones.reduce(0) { $0 + $1.recordCounts.values.reduce(0, +) } }
             if held > 0 {
@@ -259,7 +274,7 @@ public final class StoreCopier: Sendable {
                 if complete {
                     checkpoint.zonesCopied.append(key)
                     checkpoint.position = nil
-                    try checkpointStore?.save(checkpoint)
+                    try await saveCheckpoint(checkpoint, to: checkpointStore)
                     summary.zonesCopied += 1
                 }
             }
@@ -379,7 +394,7 @@ public final class StoreCopier: Sendable {
                 summary.recordsCopied += batch.count - failures.count - deferred
                 if failures.isEmpty {
                     checkpoint.position = Checkpoint.Position(zone: key, recordType: type, recordName: batch[batch.count - 1].recordID.recordName)
-                    if complete && waiting.isEmpty { try checkpointStore?.save(checkpoint) }
+                    if complete && waiting.isEmpty { try await saveCheckpoint(checkpoint, to: checkpointStore) }
                 } else {
                     summary.failures += failures.map { "record \($0.key.recordName) in zone \(key): \($0.value)" }.sorted()
                     complete = false
@@ -409,6 +424,33 @@ public final class StoreCopier: Sendable {
             progress?(summary.recordsCopied)
         }
         return complete
+    }
+
+    /// What the destination records of a copy after each checkpoint (as the job progress
+    /// ``copyJob(_:)`` names): how many zones are copied whole and where the copy is in the next.
+    struct DestinationProgress: Codable {
+        var zonesCopied: Int
+        var position: Checkpoint.Position?
+    }
+
+    /// The destination's name for the job of copying the store `sourceIdentifier` names.
+    private func copyJob(_ sourceIdentifier: String) -> String { "stratus.copy." + sourceIdentifier }
+
+    /// Saves the checkpoint, then records it in the destination in a transaction of its own:
+    /// the destination's record never runs ahead of the file, and a destination that lost
+    /// commits lost that record with them (see ``run(checkpointStore:progress:)``).
+    private func saveCheckpoint(_ checkpoint: Checkpoint, to store: (any CheckpointStore)?) async throws {
+        guard let store else { return }
+        try store.save(checkpoint)
+        let record = DestinationProgress(zonesCopied: checkpoint.zonesCopied.count, position: checkpoint.position)
+        let text = String(decoding: try JSONEncoder().encode(record), as: UTF8.self)
+        let job = copyJob(checkpoint.sourceIdentifier), destination = self.destination
+        // The record is the store's; the transaction is in the database of the zone it names.
+        guard let zone = checkpoint.position?.zone ?? checkpoint.zonesCopied.last else { return }
+        let context = DatabaseContext.administrator(containerIdentifier: zone.containerIdentifier, environment: zone.environment, scope: zone.scope, owner: zone.owner)
+        try await Self.offThePool {
+            try destination.writeRecords(in: context) { try $0.saveJobProgress(job, position: Int64(record.zonesCopied), text: text) }
+        }
     }
 
     /// Writes records as they are (system fields and change tags kept); answers the records
