@@ -160,7 +160,7 @@ struct StoreOptions {
                            missingStoreAdvice: String = commandsThatMakeAStore) throws -> any StorageEngine {
         if let readURL, !PostgresEngine.isStoreURL(readURL) {
             // Not echoed: a mistyped URL may hold a password.
-            throw UsageError(message: "--read-store (or $STRATUS_READ_STORE) takes the postgresql:// URL of a hot standby of a PostgreSQL store; the value given is none")
+            throw UsageError(message: "--read-store (or $STRATUS_READ_STORE) takes the postgresql:// URL of a hot standby of a PostgreSQL store; the value given is not one (it is not repeated here: it may hold a password)")
         }
         let store: StoreLocation
         do {

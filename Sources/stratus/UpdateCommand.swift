@@ -125,7 +125,8 @@ struct UpdateCommand: Command {
             }
         } catch let failure as RecordUpdater.Failure {
             try? failures.close()
-            progress.finish(line(failure.summary), json: json(failure.summary))
+            // Not the summary of a finished update, as the import says of its own.
+            progress.finish("stopped by an error: " + line(failure.summary), json: json(failure.summary))
             throw failure.error
         } catch let error as StratusError where error.code == .invalidArguments {
             throw UsageError(message: "--set: \(error.message)")

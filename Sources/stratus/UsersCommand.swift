@@ -97,6 +97,9 @@ struct UsersCommand: Command {
             try await change()
         } catch let error as StratusError where error.code == .permissionFailure && error.sqlState == "42501" {
             throw CommandFailure(.permissionDenied, "only the role that owns the store's tables changes the user directory (run stratus users add or remove as that role): \(error.message)")
+        } catch let error as StratusError where error.code == .constraintViolation {
+            // Another login has the record name: the command's data conflicts with the directory's.
+            throw CommandFailure(.dataError, error.message)
         }
     }
 

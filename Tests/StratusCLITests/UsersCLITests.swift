@@ -22,6 +22,9 @@ struct UsersCLITests {
             #expect(declared.exitCode == 0 && !declared.stderr.contains("note:"), "\(declared)")
             let imported = "_0123456789abcdef0123456789abcdef"
             #expect(try await cli.run(["users", "add", "dave", "--record-name", imported]).exitCode == 0)
+            // A record name another login has is the command's data in conflict: 65, not an internal error.
+            let taken = try await cli.run(["users", "add", "dave2", "--record-name", imported])
+            #expect(taken.exitCode == 65 && taken.stderr.contains("another login"), "\(taken)")
             let carol = UserDirectoryEntry.derivedRecordName(containerIdentifier: "default", login: "carol")
             let list = try await cli.run(["users", "list"])
             #expect(list.exitCode == 0 && list.stdoutLines == ["carol\t\(carol)\tmoderator", "dave\t\(imported)\t"], "\(list)")
