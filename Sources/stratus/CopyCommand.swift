@@ -1,5 +1,5 @@
 import Foundation
-import Stratus
+@_spi(StratusEngine) import Stratus
 import StratusPostgres
 import Synchronization
 
@@ -102,7 +102,7 @@ struct CopyCommand: Command {
         let subscriptionsDiffering = try await copier.differingSubscriptions()
         for database in subscriptionsDiffering { StratusCommand.log("the subscriptions of the \(database) differ") }
         let subscriptionPart = summary.subscriptionsCopied == 0 ? "" : ", and \(StoreReport.counted(summary.subscriptionsCopied, "subscription"))"
-        Self.noteUserChange(from: source, to: destination)
+        await Self.noteUserChange(from: source, to: destination)
         progress.finish(
             "copied \(StoreReport.counted(summary.recordsCopied, "record")) in \(StoreReport.counted(summary.zonesCopied, "zone"))\(skipped)\(subscriptionPart); \(comparisons.count - differing.count) of \(StoreReport.counted(comparisons.count, "zone")) match\(schemaPart)",
             json: ["copied": summary.recordsCopied, "zones": summary.zonesCopied, "zonesSkipped": summary.zonesSkipped, "zonesCompared": comparisons.count,
@@ -116,13 +116,44 @@ struct CopyCommand: Command {
 }
 
 extension CopyCommand {
+    /// Whether `user` owns a private database of `engine`'s, or created a public record there.
+    static func hasRecords(_ user: String, in engine: any StorageEngine) async -> Bool {
+        guard let inventory = try? engine.inventory() else { return false }
+        let identifiers: Set<String> = Set(inventory.databases.map { (entry: StoreInventory.DatabaseEntry) in entry.containerIdentifier })
+        for identifier in identifiers.sorted() {
+            let container = Container(identifier: identifier, engine: engine, userName: user)
+            guard let me = try? await container.userRecordID() else { continue }
+            let ownsPrivate = inventory.databases.contains { entry in
+                entry.containerIdentifier == identifier && entry.scope == .private && entry.owner == me.recordName
+            }
+            if ownsPrivate { return true }
+            for entry in inventory.databases where entry.containerIdentifier == identifier && entry.scope == .public {
+                let database = entry.environment == .production ? Container(identifier: identifier, engine: engine, userName: user, environment: .production).publicCloudDatabase
+                    : container.publicCloudDatabase
+                let types = Set(entry.zones.flatMap { $0.recordCounts.keys })
+                for type in types.sorted() {
+                    guard let predicate = try? QueryPredicate(format: "creatorUserRecordID == %@", me) else { continue }
+                    if let page = try? await database.records(matching: Query(recordType: type, predicate: predicate), inZoneWith: nil, desiredKeys: [], resultsLimit: 1),
+                       !page.matchResults.isEmpty {
+                        return true
+                    }
+                }
+            }
+        }
+        return false
+    }
+
     /// Says so when commands name no user and act as another one on the copy than on the
     /// source (an SQLite store acts as the login name, a PostgreSQL store as the role it logs
     /// in as): the copied records' creators and private databases keep their users, so the
     /// caller's own records would refuse changes and their private records seem gone.
-    static func noteUserChange(from source: any StorageEngine, to destination: any StorageEngine) {
+    static func noteUserChange(from source: any StorageEngine, to destination: any StorageEngine) async {
         let (before, after) = (Container.defaultUserName(for: source), Container.defaultUserName(for: destination))
         guard before != after else { return }
+        // Only when the source's user has records there (a private database, public records it
+        // created): a user who has none (the role a PostgreSQL store was made as, when others
+        // wrote everything) is no one to act as on the copy.
+        guard await hasRecords(before, in: source) else { return }
         func origin(_ engine: any StorageEngine) -> String {
             engine is PostgresEngine ? "the PostgreSQL role it logs in as" : "the login name"
         }
