@@ -593,6 +593,22 @@ struct SafeWriteTests {
         #expect(Set(zones.finalError.map { Array($0.partialErrorsByRecordID.keys) } ?? []) == [pair[1].recordID, pair[2].recordID])
         #expect(zones.succeeded == [pair[0].recordID])
 
+        // A job's request stops with the failure instead, whatever committed before it: an
+        // import's batch split by the 2 MB limit rejects no record for the store being busy.
+        let big = String(repeating: "x", count: 900_000)
+        let large = (0..<3).map { makeRecord("Large", "large-\($0)", ["text": .string(big)]) }
+        let source = ItemSource(records: large)
+        var importOptions = RecordImporter.Options()
+        importOptions.batchSize = 3
+        engine.script { $0.passingWrites = 1; $0.writeFailures = [busy] }
+        do {
+            let summary = try await RecordImporter(database: database, options: importOptions).run(from: source)
+            Issue.record("the import went on as if the store had answered: \(summary)")
+        } catch let failure as RecordImporter.Failure {
+            #expect(failure.stage == .store && failure.summary.failed == 0, "\(failure)")
+            #expect((failure.error as? StratusError)?.code == .zoneBusy, "\(failure.error)")
+        }
+
         // The first transaction failing is still the request's failure, as before.
         engine.script { $0.passingWrites = 0; $0.writeFailures = [busy] }
         let whole = await Self.modify(database, saving: [makeRecord("Item", "late")], atomic: false)

@@ -130,6 +130,7 @@ public final class AssetAttacher: Sendable {
     /// and the records that failed as failures.
     private func save(_ records: [(record: Record, assets: Int)], _ summary: inout Summary) async throws {
         let op = ModifyRecordsOperation(recordsToSave: records.map(\.record))
+        op.stopsOnStoreFailure = true
         // The record CloudKit described does not change: same tag, same modification.
         op.writeMode = .forceUpdate
         op.preservesSystemFields = true

@@ -678,6 +678,7 @@ final class ImportRun {
     /// progress in the batch's own transaction.
     private func submit(_ batch: ImportBatch, atomic: Bool, endItems: Int? = nil, pendingItems: [Int] = []) -> PendingBatchSave {
         let op = ModifyRecordsOperation(preparedSaves: batch.records)
+        op.stopsOnStoreFailure = true
         if let job, let endItems {
             op.jobProgress = (job, Int64(endItems), ImportCheckpoint.progressText(pendingItems: pendingItems, itemsRejected: rejectsSoFar + batch.rejections.count))
         }

@@ -457,6 +457,7 @@ public final class StoreCopier: Sendable {
     /// that failed.
     private func save(_ records: [Record], into database: Database) async throws -> [Record.ID: StratusError] {
         let op = ModifyRecordsOperation(recordsToSave: records.map(Self.carryingAssetContent))
+        op.stopsOnStoreFailure = true
         op.writeMode = .forceReplace
         op.preservesSystemFields = true
         // What the source holds was admitted there: CloudKit's own records (shares, the

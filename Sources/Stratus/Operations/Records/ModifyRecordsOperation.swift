@@ -177,6 +177,10 @@ open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, 
     /// Whether an item's failure made the atomic request (in zones with the atomic capability)
     /// write nothing: what CloudKit's `modifyRecords(…atomically: true)` throws for.
     package private(set) var failedAtomically = false
+    /// Whether a failure of the store ends the request as a whole even after one of its
+    /// transactions committed: a job's (an import's, a copy's), which stops and says what it
+    /// wrote rather than counting records it never tried as rejected.
+    package var stopsOnStoreFailure = false
     /// Whether a transaction of this request committed (see ``answersItemByItem``).
     private var committedTransaction = false
     /// The failure after which the request's remaining items were failed one by one.
@@ -473,9 +477,10 @@ open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, 
     /// Whether a failure of the store now is answered item by item: once a transaction of a
     /// plain request committed, the request did not fail as a whole, and CloudKit answers such
     /// a request with `partialFailure`, so that a handler that sends the failed items again
-    /// does not send the written ones twice. A job's request (its progress goes with its last
-    /// transaction) and a pipeline's batches stop with the failure instead.
-    private var answersItemByItem: Bool { committedTransaction && jobProgress == nil && input == nil }
+    /// does not send the written ones twice. A job's request (``stopsOnStoreFailure``, one whose
+    /// progress goes with its last transaction) and a pipeline's batches stop with the failure
+    /// instead.
+    private var answersItemByItem: Bool { committedTransaction && !stopsOnStoreFailure && jobProgress == nil && input == nil }
 
     /// Gives each item not answered yet `error` (its record's ID with it), as a request that
     /// wrote part of its items answers the rest.
