@@ -223,8 +223,14 @@ extension JSONCursor {
         if scan.changeTag.isPresent { system.recordChangeTag = try systemText(scan.changeTag, "'recordChangeTag'") }
         if scan.createdTime.isPresent { system.creationDate = try date(scan.createdTime, "'created' timestamp") }
         if scan.modifiedTime.isPresent { system.modificationDate = try date(scan.modifiedTime, "'modified' timestamp") }
-        if scan.createdUser.isPresent { system.creatorUserRecordID = Record.ID(recordName: try systemText(scan.createdUser, "'created' userRecordName")) }
-        if scan.modifiedUser.isPresent { system.lastModifiedUserRecordID = Record.ID(recordName: try systemText(scan.modifiedUser, "'modified' userRecordName")) }
+        // A user record name names a user: an empty one would make a record nobody created.
+        func userText(_ token: Token, _ what: String) throws(FieldError) -> String {
+            let text = try systemText(token, what)
+            if text.isEmpty { throw FieldError(offset: token.start, message: "\(what) is empty; a user record name names a user (leave the member out when the user is not known)") }
+            return text
+        }
+        if scan.createdUser.isPresent { system.creatorUserRecordID = Record.ID(recordName: try userText(scan.createdUser, "'created' userRecordName")) }
+        if scan.modifiedUser.isPresent { system.lastModifiedUserRecordID = Record.ID(recordName: try userText(scan.modifiedUser, "'modified' userRecordName")) }
 
         var parent: Record.Reference?
         if scan.parent.isPresent {
