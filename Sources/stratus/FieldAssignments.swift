@@ -84,7 +84,7 @@ struct FieldAssignments {
             case .record(let record, _)?:
                 if let value = record.fieldValue(forKey: assignment.name) {
                     values[assignment.name] = value
-                    if record.contents.encryptedKeys.contains(assignment.name) { encrypted.insert(assignment.name) }
+                    if record.encryptedKeys.contains(assignment.name) { encrypted.insert(assignment.name) }
                 } else {
                     removed.insert(assignment.name)
                 }

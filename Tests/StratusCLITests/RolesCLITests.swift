@@ -13,7 +13,7 @@ struct RolesCLITests {
         #"{"recordName":"\#(name)","recordType":"\#(type)","fields":{"text":{"value":"\#(text)","type":"STRING"}}}"# + "\n"
     }
 
-    @Test("--keep-system-records restores a Users record that does not exist, and does not let another user write one that does", arguments: TestEngine.all)
+    @Test("--keep-system-records restores another user's Users record only as an administrator, and never lets one user write another's", arguments: TestEngine.all)
     func keepSystemRecordsKeepsRoles(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
             let cli = try await CLI(store, engine: engine)
@@ -29,10 +29,13 @@ struct RolesCLITests {
             // Its user may, and so may an import that restores a store as an administrator.
             #expect(try await cli.run(["import", try cli.file("own.ndjson", line), "--keep-system-records", "--user", "victim", "--quiet"]).exitCode == 0)
 
-            // A Users record the store does not hold yet is restored, as an export's are.
+            // A Users record the store does not hold yet: a user may not fill in another user's
+            // before that user comes; an administrator restores it, as an export's are.
             let absent = "_" + String(repeating: "c", count: 32)
-            let restore = try await cli.run(["import", try cli.file("r.ndjson", #"{"recordName":"\#(absent)","recordType":"Users","fields":{}}"# + "\n"),
-                                             "--keep-system-records", "--user", "mallory", "--quiet"])
+            let restoreFile = try cli.file("r.ndjson", #"{"recordName":"\#(absent)","recordType":"Users","fields":{"nickname":{"value":"pwned","type":"STRING"}}}"# + "\n")
+            let preseed = try await cli.run(["import", restoreFile, "--keep-system-records", "--user", "mallory"])
+            #expect(preseed.exitCode == 1 && preseed.stderr.contains("--as-administrator"), "\(preseed)")
+            let restore = try await cli.run(["import", restoreFile, "--keep-system-records", "--as-administrator", "--quiet"])
             #expect(restore.exitCode == 0, "\(restore)")
         }
     }
@@ -67,6 +70,9 @@ struct RolesCLITests {
             let again = try await cli.run(["changes", "--token-file", token, "--user", "bob"])
             #expect(again.exitCode == 0 && again.stdout.isEmpty, "the token moved past it: \(again)")
 
+            // No user signed in: the same, not held up by the records only signed-in users may read.
+            let anonymous = try await cli.run(["changes", "--token-file", store.path("anonymous.token"), "--anonymous"])
+            #expect(anonymous.exitCode == 0 && anonymous.stdoutLines.count == 2 && anonymous.stderr.contains("left out 1"), "\(anonymous)")
             let alice = try await cli.run(["changes", "--token-file", store.path("alice.token"), "--user", "alice"])
             #expect(alice.exitCode == 0 && alice.stdoutLines.count == 3 && !alice.stderr.contains("left out"), "\(alice)")
         }

@@ -149,7 +149,7 @@ public struct DatabaseChangeBatch: Sendable {
 /// What an engine did with a zone save-and-delete request: a result for every item asked for.
 ///
 /// ```swift
-/// let outcome = try engine.modifyZones(saving: [RecordZone(zoneName: "Photos")], deleting: [], in: context)
+/// let outcome = try engine.modifyZones(saving: [RecordZone(zoneName: "Photos")], deleting: [], in: context) { _, _ in }
 /// let photos = try outcome.saveResults[RecordZone.ID(zoneName: "Photos")]?.get()
 /// ```
 @_spi(StratusEngine)

@@ -680,7 +680,12 @@ final class ImportRun {
         let op = ModifyRecordsOperation(preparedSaves: batch.records)
         op.stopsOnStoreFailure = true
         if let job, let endItems {
-            op.jobProgress = (job, Int64(endItems), ImportCheckpoint.progressText(pendingItems: pendingItems, itemsRejected: rejectsSoFar + batch.rejections.count))
+            // The store's rejects of the batch are known in its transaction only: the record
+            // that commits with it counts them too, so that a run killed before the batch is
+            // settled resumes knowing them.
+            let rejected = rejectsSoFar + batch.rejections.count
+            op.jobProgress = (job, Int64(endItems), ImportCheckpoint.progressText(pendingItems: pendingItems, itemsRejected: rejected))
+            op.jobProgressTextAfterFailures = { failures in ImportCheckpoint.progressText(pendingItems: pendingItems, itemsRejected: rejected + failures) }
         }
         op.recordIDsToDelete = batch.deletions
         op.deletedRecordOwners = batch.deletionOwners

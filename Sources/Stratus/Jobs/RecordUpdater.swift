@@ -102,7 +102,8 @@ public final class RecordUpdater: Sendable {
     public let values: [String: FieldValue]
     /// The fields to remove.
     public let removedKeys: Set<String>
-    /// The keys of ``values`` set as encrypted values (``Record/encryptedValues``).
+    /// The keys of ``values`` set as encrypted values (``Record/encryptedValues``); the others
+    /// keep the encryption each record's field has.
     public let encryptedKeys: Set<String>
     /// How the update runs.
     public let options: Options
@@ -180,13 +181,14 @@ public final class RecordUpdater: Sendable {
                 if values.contains(where: { record.fieldValue(forKey: $0.key) != $0.value }) || removedKeys.contains(where: { record.fieldValue(forKey: $0) != nil }) {
                     return true
                 }
-                // A value held plain where it is to be encrypted (or the other way) changes too.
-                guard !encryptedKeys.isEmpty || !record.contents.encryptedKeys.isEmpty else { return false }
-                let encryptedNow = record.contents.encryptedKeys
-                return values.keys.contains { encryptedKeys.contains($0) != encryptedNow.contains($0) }
+                // A value held plain where it is to be encrypted changes too.
+                guard !encryptedKeys.isEmpty else { return false }
+                let encryptedNow = record.encryptedKeys
+                return encryptedKeys.contains { !encryptedNow.contains($0) }
             }
             for record in changed {
-                for (key, value) in values { record.setFieldValue(value, forKey: key, encrypted: encryptedKeys.contains(key)) }
+                let encryptedNow = record.encryptedKeys
+                for (key, value) in values { record.setFieldValue(value, forKey: key, encrypted: encryptedKeys.contains(key) || encryptedNow.contains(key)) }
                 for key in removedKeys { record.setFieldValue(nil, forKey: key) }
             }
             tally.update { $0.matched += records.count; $0.unchanged += records.count - changed.count }

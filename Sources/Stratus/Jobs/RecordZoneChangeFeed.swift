@@ -197,7 +197,9 @@ public final class RecordZoneChangeFeed: Sendable {
         }
         var unreadable: [Record.ID] = []
         for (id, error) in failures.items {
-            if (error as? StratusError)?.code == .permissionFailure {
+            // Not readable by this reader: its roles (permissionFailure), or no user signed in
+            // where only signed-in users may read (notAuthenticated).
+            if let code = (error as? StratusError)?.code, code == .permissionFailure || code == .notAuthenticated {
                 unreadable.append(id)
                 continue
             }

@@ -124,4 +124,8 @@ struct JobProgressEntry: Sendable {
     var job: String
     var position: Int64
     var text: String?
+    /// The text to record instead of ``text``, given how many of the transaction's items
+    /// failed: an import's count of rejects includes the store's rejects of the batch the
+    /// record commits with.
+    var textAfterFailures: (@Sendable (Int) -> String?)? = nil
 }

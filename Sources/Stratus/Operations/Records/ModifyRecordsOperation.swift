@@ -161,6 +161,9 @@ open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, 
     /// settled items, and as text the items before them not settled), so that a resumed job
     /// knows exactly what committed.
     package var jobProgress: (job: String, position: Int64, text: String?)?
+    /// The job progress's text given how many items of the transaction failed, instead of
+    /// ``jobProgress``'s (see ``JobProgressEntry/textAfterFailures``).
+    package var jobProgressTextAfterFailures: (@Sendable (Int) -> String?)?
     /// Whether the request restores CloudKit's own records as the system made them: the
     /// `Users` records of the public database (see ``RecordImporter/Options/writesSystemRecords``).
     package var writesSystemRecords = false
@@ -265,7 +268,7 @@ open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, 
                 defer { handedOn += 1 }
                 return try emit(saved, sequence: handedOn, position: nil, to: recordOutput)
             }
-            let progress = jobProgress.map { JobProgressEntry(job: $0.job, position: $0.position, text: $0.text) }
+            let progress = jobProgress.map { JobProgressEntry(job: $0.job, position: $0.position, text: $0.text, textAfterFailures: jobProgressTextAfterFailures) }
             // As in CloudKit, an atomic request is atomic per zone: a failure in one zone fails
             // that zone's items only, and the default zone's items succeed or fail one by one.
             let whole = ZoneGroup(prepared: preparedSaves, saves: toSave, deletes: toDelete)
@@ -707,7 +710,8 @@ open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, 
                                         || modifyRecordsCompletionBlock != nil || recordOutput.hasConsumers)
         request.writesSystemRecords = writesSystemRecords
         request.keepsGivenVersion = keepsGivenVersion
-        if !deletedRecordOwners.isEmpty { request.deletedRecordOwners = deletedRecordOwners.filter { deletes.contains($0.key) } }
+        // The executor looks deletions up by ID: owners of other batches' deletions do no harm.
+        request.deletedRecordOwners = deletedRecordOwners
         request.simulation = simulation
         return request
     }

@@ -193,14 +193,17 @@ struct RecordTypeRules {
 
     /// The security roles' error for saving `save`, or `nil`: CREATE for a new record, WRITE
     /// for a stored one, in the public database. Restoring CloudKit's own `Users` record
-    /// (``systemCreator(of:)``) creates one that no save may create; a stored one is written
-    /// as the roles say (its user, who is its creator, or an administrator).
+    /// (``systemCreator(of:)``) creates one that no save may create: the caller's own, or as an
+    /// administrator anyone's (another user's restored by anyone would let a user fill in a
+    /// user record before its user first came); a stored one is written as the roles say (its
+    /// user, who is its creator, or an administrator).
     mutating func accessDenial(_ save: PreparedSave, creator: Record.ID?, isNew: Bool, in transaction: any RecordWriteTransaction) throws -> StratusError? {
-        guard context.scope == .public, !(isNew && systemCreator(of: save) != nil) else { return nil }
+        guard context.scope == .public else { return nil }
+        if isNew, systemCreator(of: save) != nil, context.isAdministrator || save.recordID.recordName == context.userRecordName { return nil }
         let type = try typeState(save.record.recordType, in: transaction)
         guard var denied = type.access?.denial(isNew ? .create : .write, recordID: save.recordID, recordType: type.name, creator: creator) else { return nil }
         if isNew && type.name == ContainerSchema.usersRecordType {
-            denied.message += "; CloudKit makes one Users record per user, named by the user's record name (_ and 32 hex digits), and no save creates one: a user's own is made when that user first fetches or saves it, and an import restores those of an export with --keep-system-records (RecordImporter.Options.writesSystemRecords)"
+            denied.message += "; CloudKit makes one Users record per user, named by the user's record name (_ and 32 hex digits), and no save creates one: a user's own is made when that user first fetches or saves it, and an import restores those of an export with --keep-system-records (RecordImporter.Options.writesSystemRecords), other users' as an administrator (--as-administrator)"
         }
         return denied
     }

@@ -60,6 +60,11 @@ struct ModifyOutcome: Sendable {
     /// Asset content the written rows no longer name: candidates for collection.
     var releasedAssetContents: Set<String> = []
 
+    /// How many saves and deletions failed.
+    var failureCount: Int {
+        saveResults.reduce(0) { if case .failure = $1 { $0 + 1 } else { $0 } } + deleteResults.reduce(0) { if case .failure = $1 { $0 + 1 } else { $0 } }
+    }
+
     var hasFailure: Bool {
         saveResults.contains { if case .failure = $0 { true } else { false } }
             || deleteResults.contains { if case .failure = $0 { true } else { false } }
@@ -119,7 +124,10 @@ enum RecordWriteExecutor {
             .map { SubscriptionNotifier(index: $0, context: context, transaction: transaction) }
         var outcome = try writer.run()
         outcome.releasedAssetContents = transaction.releasedAssetContents
-        if let progress = request.jobProgress { try transaction.saveJobProgress(progress.job, position: progress.position, text: progress.text) }
+        if let progress = request.jobProgress {
+            let text = progress.textAfterFailures.map { $0(outcome.failureCount) } ?? progress.text
+            try transaction.saveJobProgress(progress.job, position: progress.position, text: text)
+        }
         if request.isAtomic, outcome.hasFailure, writer.touchedZonesAreAtomic {
             throw AtomicRollback(outcome: outcome)
         }
