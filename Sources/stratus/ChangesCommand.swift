@@ -180,7 +180,8 @@ struct ChangesCommand: Command {
         let nothingWritten = written == 0 && outputPath != nil ? " (nothing new: \(outputPath!) not written)" : ""
         progress.finish(
             "wrote \(Progress.grouped(written)) change(s) (\(Progress.grouped(summary.changed)) record(s), \(Progress.grouped(summary.deleted)) deletion(s)) from zone \(store.zoneID.zoneName)\(nothingWritten)\(summary.moreComing ? "; more remain" : ""); token saved in \(tokenPath)",
-            json: ["written": written, "changed": summary.changed, "deleted": summary.deleted, "unreadable": summary.unreadable, "moreComing": summary.moreComing ? 1 : 0])
+            json: ["written": written, "changed": summary.changed, "deleted": summary.deleted, "moreComing": summary.moreComing ? 1 : 0]
+                .merging(summary.unreadable > 0 ? ["unreadable": summary.unreadable] : [:]) { $1 })
         return summary.end == .cancelled ? ExitCode.stopped(by: Interruption.signal) : .success
     }
 }

@@ -210,9 +210,9 @@ struct DeleteCommand: Command {
         // Once the file is known to be this delete's: a refused one says only why.
         if resuming, let checkpointPath { Interruption.logResuming(from: checkpointPath) }
         Interruption.install { deleter.cancel() }
-        func finish(_ summary: RecordDeleter.Summary) {
+        func finish(_ summary: RecordDeleter.Summary, stopped: Bool = false) {
             progress.finish(
-                "deleted \(Progress.grouped(summary.deleted)), not found \(Progress.grouped(summary.notFound)), failed \(Progress.grouped(summary.failed))",
+                (stopped ? "stopped by an error: " : "") + "deleted \(Progress.grouped(summary.deleted)), not found \(Progress.grouped(summary.notFound)), failed \(Progress.grouped(summary.failed))",
                 json: ["deleted": summary.deleted, "notFound": summary.notFound, "failed": summary.failed])
         }
         let summary: RecordDeleter.Summary
@@ -222,7 +222,7 @@ struct DeleteCommand: Command {
             }
         } catch let failure as RecordDeleter.Failure {
             try? failures.close()
-            finish(failure.summary)
+            finish(failure.summary, stopped: true)
             throw failure.error
         }
         try failures.close()
