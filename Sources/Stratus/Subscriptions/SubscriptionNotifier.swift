@@ -29,9 +29,9 @@ import Foundation
 struct SubscriptionNotifier {
     let index: SubscriptionIndex
     let context: DatabaseContext
-    /// The write's transaction, which answers record type schemas (their READ grants).
+    /// The write's transaction, which answers record type schemas (their READ grants), each
+    /// read once per transaction.
     private let transaction: any RecordWriteTransaction
-    private var schemas: [String: RecordTypeSchema?] = [:]
 
     /// A notification decided on, not yet stored.
     private struct Pending {
@@ -56,19 +56,14 @@ struct SubscriptionNotifier {
 
     /// Whether the subscriber of `entry` may read a record of `recordType` created by `creator`
     /// (always outside the public database, whose databases are their users' own).
-    private mutating func subscriberMayRead(_ entry: SubscriptionIndex.QueryEntry, recordType: String, creator: Record.ID?) -> Bool {
+    private func subscriberMayRead(_ entry: SubscriptionIndex.QueryEntry, recordType: String, creator: Record.ID?) -> Bool {
         guard context.scope == .public else { return true }
         let schema: RecordTypeSchema?
-        if let known = schemas[recordType] {
-            schema = known
-        } else {
-            do {
-                schema = try transaction.recordTypeSchema(recordType)
-            } catch {
-                // A schema that cannot be read fires nothing rather than too much.
-                return false
-            }
-            schemas[recordType] = .some(schema)
+        do {
+            schema = try transaction.recordTypeSchema(recordType)
+        } catch {
+            // A schema that cannot be read fires nothing rather than too much.
+            return false
         }
         let subscriber = entry.key.subscriber.isEmpty ? nil : entry.key.subscriber
         return RecordAccess(schema, userRecordName: subscriber, roles: []).allows(.read, creator: creator)
