@@ -21,7 +21,7 @@ extension PostgresEngine {
     @_spi(StratusEngine)
     public func modifyZones(
         saving zones: [RecordZone], deleting zoneIDs: [RecordZone.ID], in database: DatabaseContext,
-        notify: (_ deletedZoneIDs: [RecordZone.ID], _ transaction: any RecordWriteTransaction) throws -> Void
+        notify: (_ outcome: ZoneModifyOutcome, _ transaction: any RecordWriteTransaction) throws -> Void
     ) throws -> ZoneModifyOutcome {
         let outcome = try writeTransaction { connection -> ZoneModifyOutcome in
             var outcome = ZoneModifyOutcome()
@@ -54,8 +54,7 @@ extension PostgresEngine {
                 outcome.deleteResults[zoneID] = .success(())
             }
             _ = changedDatabase
-            let deleted = zoneIDs.filter { if case .success? = outcome.deleteResults[$0] { true } else { false } }
-            try notify(deleted, PostgresWriteTransaction(engine: self, connection: connection, context: database, now: Date(), copiesNewRecords: false))
+            try notify(outcome, PostgresWriteTransaction(engine: self, connection: connection, context: database, now: Date(), copiesNewRecords: false))
             return outcome
         }
         compactIfDue()

@@ -24,20 +24,17 @@ extension SQLiteEngine {
 
     @_spi(StratusEngine) public func modifyZones(
         saving zones: [RecordZone], deleting zoneIDs: [RecordZone.ID], in database: DatabaseContext,
-        notify: (_ deletedZoneIDs: [RecordZone.ID], _ transaction: any RecordWriteTransaction) throws -> Void
+        notify: (_ outcome: ZoneModifyOutcome, _ transaction: any RecordWriteTransaction) throws -> Void
     ) throws -> ZoneModifyOutcome {
         let outcome = try writeTransaction { connection -> ZoneModifyOutcome in
             var outcome = ZoneModifyOutcome()
             for zone in zones {
                 outcome.saveResults[zone.zoneID] = .success(try saveZone(zone, database, on: connection))
             }
-            var deleted: [RecordZone.ID] = []
             for zoneID in zoneIDs {
-                let result = try deleteZone(zoneID, database, on: connection)
-                if case .success = result { deleted.append(zoneID) }
-                outcome.deleteResults[zoneID] = result
+                outcome.deleteResults[zoneID] = try deleteZone(zoneID, database, on: connection)
             }
-            try notify(deleted, SQLiteWriteTransaction(engine: self, connection: connection, context: database, now: Date()))
+            try notify(outcome, SQLiteWriteTransaction(engine: self, connection: connection, context: database, now: Date()))
             return outcome
         }
         compactIfDue()

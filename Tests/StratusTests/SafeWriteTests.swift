@@ -109,7 +109,7 @@ final class ScriptedEngine: StorageEngine, Sendable {
     func fetchZones(in database: DatabaseContext) throws -> [RecordZone] { try base.fetchZones(in: database) }
     func modifyZones(
         saving zones: [RecordZone], deleting zoneIDs: [RecordZone.ID], in database: DatabaseContext,
-        notify: (_ deletedZoneIDs: [RecordZone.ID], _ transaction: any RecordWriteTransaction) throws -> Void
+        notify: (_ outcome: ZoneModifyOutcome, _ transaction: any RecordWriteTransaction) throws -> Void
     ) throws -> ZoneModifyOutcome {
         try base.modifyZones(saving: zones, deleting: zoneIDs, in: database, notify: notify)
     }

@@ -134,12 +134,12 @@ public protocol StorageEngine: AnyObject, Sendable {
     /// and its change history in the same transaction; later writes to it fail with
     /// `zoneNotFound`, and the deletion is a change of the database. Zone IDs were checked by
     /// the caller; item failures (a missing zone, the default zone) come back per item.
-    /// `notify` runs last in the transaction with the zones it deleted and the transaction as a
+    /// `notify` runs last in the transaction with its outcome and the transaction as a
     /// ``RecordWriteTransaction`` (for its subscription and notification calls): the
-    /// notifications it appends commit with the deletions, or not at all.
+    /// notifications it appends commit with the zones' changes, or not at all.
     @_spi(StratusEngine) func modifyZones(
         saving zones: [RecordZone], deleting zoneIDs: [RecordZone.ID], in database: DatabaseContext,
-        notify: (_ deletedZoneIDs: [RecordZone.ID], _ transaction: any RecordWriteTransaction) throws -> Void
+        notify: (_ outcome: ZoneModifyOutcome, _ transaction: any RecordWriteTransaction) throws -> Void
     ) throws -> ZoneModifyOutcome
 
     // MARK: Change history

@@ -111,9 +111,10 @@ open class ModifyRecordZonesOperation: DatabaseOperation, @unchecked Sendable {
             // The store keys a user's own zones by the default owner; callers get their own IDs back.
             let canonicalSaves = validSaves.map { RecordZone(zoneID: context.canonical($0.zoneID), capabilities: ZoneRules.supportedCapabilities(of: $0)) }
             let outcome = try withRetry {
-                try engine.modifyZones(saving: canonicalSaves, deleting: validDeletes.map(context.canonical), in: context) { deleted, transaction in
+                try engine.modifyZones(saving: canonicalSaves, deleting: validDeletes.map(context.canonical), in: context) { outcome, transaction in
                     // A zone's deletion deletes its records: it fires the zone's and the
                     // database's subscriptions, in the deletion's transaction.
+                    let deleted = outcome.deleteResults.compactMap { if case .success = $0.value { $0.key } else { nil } }
                     guard !deleted.isEmpty, let index = try SubscriptionIndexCache.index(for: transaction, engine: engine, context: context) else { return }
                     var notifier = SubscriptionNotifier(index: index, context: context, transaction: transaction)
                     for zoneID in deleted { notifier.deletedZone(zoneID) }
