@@ -139,16 +139,12 @@ final class ImportRun {
                         // the job: what the checkpoint counts past the store's record was never
                         // written here, and is read again. At the same position the store's
                         // record of what waited is the newer one, as when a batch of released
-                        // records committed with what still waited. The store's count of
-                        // rejects is the one of its position too, but a batch records it before
-                        // the store's own rejects of the batch are known: at the same position
-                        // the checkpoint's, saved after them, is the larger.
+                        // records committed with what still waited. So is its count of rejects
+                        // (a batch records it with the store's own rejects of the batch), when it
+                        // has one: a record of an earlier version has none.
                         let text = try await database.engineCall { engine, _ in try engine.jobProgressText(job) }
                         let stored = ImportCheckpoint.progress(fromText: text)
-                        var rejected = summary.failedInEarlierRuns
-                        if let storedRejects = stored.itemsRejected {
-                            rejected = Int(committed) == skip ? max(rejected, storedRejects) : storedRejects
-                        }
+                        let rejected = stored.itemsRejected ?? summary.failedInEarlierRuns
                         if Int(committed) != skip || stored.pendingItems != pending.sorted() || rejected != summary.failedInEarlierRuns {
                             skip = Int(committed)
                             pending = stored.pendingItems
