@@ -32,12 +32,18 @@ struct StoreCopierTests {
         }, deleting: [])
     }
 
+    /// A source store filled by ``fill(_:)`` and an empty destination, in `store`'s folder.
+    static func filledSourceAndEmptyDestination(_ store: TemporaryStore) async throws -> (SQLiteEngine, SQLiteEngine) {
+        let source = try SQLiteEngine(path: store.path("source.sqlite"))
+        let destination = try SQLiteEngine(path: store.path("destination.sqlite"))
+        try await fill(source)
+        return (source, destination)
+    }
+
     @Test("cancelled after a batch, the copy keeps its checkpoint; run again it goes on and ends with the source; once complete, a run again copies nothing")
     func cancelAndResume() async throws {
         try await TemporaryStore.with { store in
-            let source = try SQLiteEngine(path: store.path("source.sqlite"))
-            let destination = try SQLiteEngine(path: store.path("destination.sqlite"))
-            try await Self.fill(source)
+            let (source, destination) = try await Self.filledSourceAndEmptyDestination(store)
             let copier = StoreCopier(from: source, to: destination, batchSize: 100)
             let checkpoint = MemoryCopyCheckpoint()
             let progressed = Atomic<Int>(0)
@@ -68,9 +74,7 @@ struct StoreCopierTests {
     @Test("a destination that lost its last commits (asynchronous commit, a failover) holds less than the checkpoint says: the copy goes on from what the destination holds and ends with the source")
     func destinationLostCommits() async throws {
         try await TemporaryStore.with { store in
-            let source = try SQLiteEngine(path: store.path("source.sqlite"))
-            let destination = try SQLiteEngine(path: store.path("destination.sqlite"))
-            try await Self.fill(source)
+            let (source, destination) = try await Self.filledSourceAndEmptyDestination(store)
             let job = "stratus.copy." + (try source.storeIdentifier)
             let copier = StoreCopier(from: source, to: destination, batchSize: 100)
             let checkpoint = MemoryCopyCheckpoint()
@@ -99,9 +103,7 @@ struct StoreCopierTests {
     @Test("compare() finds a zone whose records differ in a field, a change tag or a count, and a zone only the destination has")
     func compareFindsDifferences() async throws {
         try await TemporaryStore.with { store in
-            let source = try SQLiteEngine(path: store.path("source.sqlite"))
-            let destination = try SQLiteEngine(path: store.path("destination.sqlite"))
-            try await Self.fill(source)
+            let (source, destination) = try await Self.filledSourceAndEmptyDestination(store)
             let copier = StoreCopier(from: source, to: destination)
             #expect(try await copier.run().failures.isEmpty)
             #expect(try await copier.compare().allSatisfy(\.matches))
@@ -126,9 +128,7 @@ struct StoreCopierTests {
     @Test("the destination's schemas are the source's after a copy, also where records hold types and fields the development schema dropped; differingSchemas() names a schema that differs")
     func schemasAfterRecords() async throws {
         try await TemporaryStore.with { store in
-            let source = try SQLiteEngine(path: store.path("source.sqlite"))
-            let destination = try SQLiteEngine(path: store.path("destination.sqlite"))
-            try await Self.fill(source)
+            let (source, destination) = try await Self.filledSourceAndEmptyDestination(store)
             let container = Container(identifier: "com.example.copy", engine: source, userName: "alice")
             let gone = Record(recordType: "Gone", recordID: Record.ID(recordName: "gone-1"))
             gone["note"] = "kept by the record, dropped by the schema"
@@ -157,9 +157,7 @@ struct StoreCopierTests {
     @Test("a destination that holds records is refused without a checkpoint; a checkpoint of other stores is refused")
     func refusals() async throws {
         try await TemporaryStore.with { store in
-            let source = try SQLiteEngine(path: store.path("source.sqlite"))
-            let destination = try SQLiteEngine(path: store.path("destination.sqlite"))
-            try await Self.fill(source)
+            let (source, destination) = try await Self.filledSourceAndEmptyDestination(store)
             try await Self.fill(destination)
             await #expect(throws: StratusError.self) { try await StoreCopier(from: source, to: destination).run() }
             let foreign = MemoryCopyCheckpoint()

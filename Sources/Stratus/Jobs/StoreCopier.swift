@@ -442,11 +442,11 @@ public final class StoreCopier: Sendable {
     private func saveCheckpoint(_ checkpoint: Checkpoint, to store: (any CheckpointStore)?) async throws {
         guard let store else { return }
         try store.save(checkpoint)
+        // The record is the store's; the transaction is in the database of the zone it names.
+        guard let zone = checkpoint.position?.zone ?? checkpoint.zonesCopied.last else { return }
         let record = DestinationProgress(zonesCopied: checkpoint.zonesCopied.count, position: checkpoint.position)
         let text = String(decoding: try JSONEncoder().encode(record), as: UTF8.self)
         let job = copyJob(checkpoint.sourceIdentifier), destination = self.destination
-        // The record is the store's; the transaction is in the database of the zone it names.
-        guard let zone = checkpoint.position?.zone ?? checkpoint.zonesCopied.last else { return }
         let context = DatabaseContext.administrator(containerIdentifier: zone.containerIdentifier, environment: zone.environment, scope: zone.scope, owner: zone.owner)
         try await Self.offThePool {
             try destination.writeRecords(in: context) { try $0.saveJobProgress(job, position: Int64(record.zonesCopied), text: text) }
