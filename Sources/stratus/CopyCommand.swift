@@ -119,25 +119,20 @@ extension CopyCommand {
     /// Whether `user` owns a private database of `engine`'s, or created a public record there.
     static func hasRecords(_ user: String, in engine: any StorageEngine) async -> Bool {
         guard let inventory = try? engine.inventory() else { return false }
-        let identifiers: Set<String> = Set(inventory.databases.map { (entry: StoreInventory.DatabaseEntry) in entry.containerIdentifier })
-        for identifier in identifiers.sorted() {
-            let container = Container(identifier: identifier, engine: engine, userName: user)
+        for entry in inventory.databases {
+            let container = Container(identifier: entry.containerIdentifier, engine: engine, userName: user, environment: entry.environment)
             guard let me = try? await container.userRecordID() else { continue }
-            let ownsPrivate = inventory.databases.contains { entry in
-                entry.containerIdentifier == identifier && entry.scope == .private && entry.owner == me.recordName
-            }
-            if ownsPrivate { return true }
-            for entry in inventory.databases where entry.containerIdentifier == identifier && entry.scope == .public {
-                let database = entry.environment == .production ? Container(identifier: identifier, engine: engine, userName: user, environment: .production).publicCloudDatabase
-                    : container.publicCloudDatabase
-                let types = Set(entry.zones.flatMap { $0.recordCounts.keys })
-                for type in types.sorted() {
-                    guard let predicate = try? QueryPredicate(format: "creatorUserRecordID == %@", me) else { continue }
-                    if let page = try? await database.records(matching: Query(recordType: type, predicate: predicate), inZoneWith: nil, desiredKeys: [], resultsLimit: 1),
-                       !page.matchResults.isEmpty {
-                        return true
-                    }
+            switch entry.scope {
+            case .private:
+                if entry.owner == me.recordName { return true }
+            case .public:
+                guard let mine = try? QueryPredicate(format: "creatorUserRecordID == %@", me) else { continue }
+                for type in Set(entry.zones.flatMap(\.recordCounts.keys)).sorted() {
+                    let page = try? await container.publicCloudDatabase.records(matching: Query(recordType: type, predicate: mine), inZoneWith: nil, desiredKeys: [], resultsLimit: 1)
+                    if page?.matchResults.isEmpty == false { return true }
                 }
+            case .shared:
+                continue
             }
         }
         return false
