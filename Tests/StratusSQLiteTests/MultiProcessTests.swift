@@ -24,11 +24,18 @@ enum StoreProcess {
         await (try ChildProcess(path, arguments, in: directory)).wait()
     }
 
+    /// Runs `sql` on a store through the `sqlite3` shell, which waits up to 10 s for a lock as
+    /// Stratus does: a store's last connection, closing after a test let it go, briefly locks
+    /// the file while it copies the log back, and the shell gives up at once by default.
+    static func runSQL(_ shell: String, _ storePath: String, _ sql: String, in directory: URL) async throws -> ChildProcess.Status {
+        try await run(shell, ["-cmd", ".timeout 10000", storePath, sql], in: directory)
+    }
+
     /// `PRAGMA integrity_check` through the `sqlite3` shell (a process that never saw the
     /// store before, so it also recovers the WAL of a killed writer).
     static func integrityCheck(_ storePath: String, in directory: URL) async throws -> String {
         let shell = try #require(sqlite3, "the sqlite3 shell is needed (apt-get install sqlite3)")
-        let status = try await run(shell, [storePath, "PRAGMA integrity_check;"], in: directory)
+        let status = try await runSQL(shell, storePath, "PRAGMA integrity_check;", in: directory)
         return (status.stdout + status.stderr).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 

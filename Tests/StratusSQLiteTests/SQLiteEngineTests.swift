@@ -56,7 +56,7 @@ struct SQLiteEngineTests {
                 let database = Container(identifier: Self.identifier, engine: try SQLiteEngine(path: path), userName: "alice").publicCloudDatabase
                 try await TestDatabase.save(names.map { makeRecord("Row", $0, ["n": .int64(Int64($0.dropFirst())!)]) }, in: database)
             }
-            let damage = try await StoreProcess.run(shell, [path, #"UPDATE records SET fields = '{"n":["I",' WHERE record_name = 'r0537';"#], in: store.directory)
+            let damage = try await StoreProcess.runSQL(shell, path, #"UPDATE records SET fields = '{"n":["I",' WHERE record_name = 'r0537';"#, in: store.directory)
             #expect(damage.exitCode == 0, "\(damage.stderr)")
             let database = Container(identifier: Self.identifier, engine: try SQLiteEngine(path: path), userName: "alice").publicCloudDatabase
             // In the order they were saved (the store's change order): no sort reads the documents first.

@@ -236,13 +236,13 @@ struct SQLiteQueryPlanTests {
                 UPDATE records SET fields = json_replace(fields, '$.name', json_array('S', 'Hauptstraße', 'hauptstraße')) WHERE record_name = 's1';
                 PRAGMA user_version = 3;
                 """
-            let down = try await StoreProcess.run(shell, [path, downgrade], in: store.directory)
+            let down = try await StoreProcess.runSQL(shell, path, downgrade, in: store.directory)
             #expect(down.exitCode == 0, "\(down.stderr)")
             let database = Container(identifier: Self.identifier, engine: try SQLiteEngine(path: path), userName: "alice").publicCloudDatabase
             let found = try await TestDatabase.queryAll(Query(recordType: "Street", predicate: try QueryPredicate(format: "name == %@", "HAUPTSTRASSE")), in: database)
             #expect(found.map(\.recordID.recordName) == ["s1"])
             #expect(try await database.record(for: Record.ID(recordName: "s1")).fieldValue(forKey: "name") == .string("Hauptstraße"))
-            let version = try await StoreProcess.run(shell, [path, "PRAGMA user_version;"], in: store.directory)
+            let version = try await StoreProcess.runSQL(shell, path, "PRAGMA user_version;", in: store.directory)
             #expect(version.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "9", "the current version")
         }
     }
@@ -264,7 +264,7 @@ struct SQLiteQueryPlanTests {
                 PRAGMA user_version = 8;
                 SELECT count(*) FROM records WHERE modified_by = created_by;
                 """
-            let down = try await StoreProcess.run(shell, [path, downgrade], in: store.directory)
+            let down = try await StoreProcess.runSQL(shell, path, downgrade, in: store.directory)
             #expect(down.exitCode == 0 && down.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "2", "\(down.stdout)\(down.stderr)")
 
             let engine = try SQLiteEngine(path: path)
@@ -278,7 +278,7 @@ struct SQLiteQueryPlanTests {
             let byAlice = try Query(recordType: "Note", format: "lastModifiedUserRecordID == %@", aliceID)
             #expect(TestDatabase.names(try await TestDatabase.queryAll(byAlice, in: alice.publicCloudDatabase)) == ["n1", "n3"], "a row of version 8 and a new row")
             #expect(try await alice.publicCloudDatabase.record(for: Record.ID(recordName: "n1")).systemFields.lastModifiedUserRecordID == aliceID)
-            let stored = try await StoreProcess.run(shell, [path, "PRAGMA user_version; SELECT record_name || ':' || (modified_by = created_by) || ':' || (modified_by = '') FROM records ORDER BY record_name;"], in: store.directory)
+            let stored = try await StoreProcess.runSQL(shell, path, "PRAGMA user_version; SELECT record_name || ':' || (modified_by = created_by) || ':' || (modified_by = '') FROM records ORDER BY record_name;", in: store.directory)
             #expect(stored.stdout.split(separator: "\n") == ["9", "n1:1:0", "n2:0:0", "n3:0:1"], "n1 as version 8 wrote it, n2 names bob, n3 is stored empty: \(stored.stdout)")
         }
     }
@@ -308,12 +308,12 @@ struct SQLiteQueryPlanTests {
                 PRAGMA user_version = 2;
                 SELECT count(*) FROM records WHERE json_extract(fields, '$.category[2]') IS NOT NULL;
                 """
-            let down = try await StoreProcess.run(shell, [fixture.path, downgrade], in: directory)
+            let down = try await StoreProcess.runSQL(shell, fixture.path, downgrade, in: directory)
             #expect(down.exitCode == 0 && Int(down.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0 > 0, "\(down.stdout)\(down.stderr)")
 
             let engine = try SQLiteEngine(path: fixture.path)
             let database = Container(identifier: Self.identifier, engine: engine, userName: "alice").publicCloudDatabase
-            let after = try await StoreProcess.run(shell, [fixture.path, "PRAGMA user_version; SELECT name FROM sqlite_master WHERE name IN ('records_by_type', 'records_by_change', 'ix_v2', 'records_v2') OR sql LIKE '%change_seq INTEGER%records%';"], in: directory)
+            let after = try await StoreProcess.runSQL(shell, fixture.path, "PRAGMA user_version; SELECT name FROM sqlite_master WHERE name IN ('records_by_type', 'records_by_change', 'ix_v2', 'records_v2') OR sql LIKE '%change_seq INTEGER%records%';", in: directory)
             #expect(after.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "9", "the current version, no old index or table left: \(after.stdout)")
             let query = try Self.query("category == %@", "BOOKS")
             let plan = try engine.queryPlan(for: CompiledQuery(query, zoneID: .default, desiredKeys: nil), in: database.context)
