@@ -227,6 +227,11 @@ extension JSONCursor {
         func userText(_ token: Token, _ what: String) throws(FieldError) -> String {
             let text = try systemText(token, what)
             if text.isEmpty { throw FieldError(offset: token.start, message: "\(what) is empty; a user record name names a user (leave the member out when the user is not known)") }
+            do {
+                try Naming.checkRecordName(text, allowSystemNames: true)
+            } catch {
+                throw FieldError(offset: token.start, message: "\(what) is no user record name (\(error.message))")
+            }
             return text
         }
         if scan.createdUser.isPresent { system.creatorUserRecordID = Record.ID(recordName: try userText(scan.createdUser, "'created' userRecordName")) }

@@ -33,6 +33,28 @@ struct ImportSemanticsCLITests {
         }
     }
 
+    @Test("__defaultOwner__ as a record's creator or modifier (CloudKit's name for the current user) is restored as the importing user; as the administrator, who is no user, it is rejected", arguments: TestEngine.all)
+    func currentUserDefaultNameAsCreator(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let alice = UserDirectoryEntry.derivedRecordName(containerIdentifier: "default", login: "alice")
+            let line = #"{"recordName":"mine","recordType":"Item","fields":{},"created":{"timestamp":1000,"userRecordName":"__defaultOwner__"},"modified":{"timestamp":2000,"userRecordName":"__defaultOwner__"}}"# + "\n"
+            let asAdministrator = try await cli.run(["import", "--as-administrator"], stdin: line)
+            #expect(asAdministrator.exitCode == 1 && asAdministrator.stderr.contains("the current user") && asAdministrator.stderr.contains("administrator"), "\(asAdministrator)")
+            let asAlice = try await cli.run(["import", "--user", "alice"], stdin: line)
+            #expect(asAlice.exitCode == 0, "\(asAlice)")
+            let items = try await cli.exported("Item")
+            #expect((items["mine"]?["created"] as? [String: Any])?["userRecordName"] as? String == alice, "\(items)")
+            #expect((items["mine"]?["modified"] as? [String: Any])?["userRecordName"] as? String == alice, "\(items)")
+            // Hers under _creator's grants: she may change it, bob (another user) may not.
+            let change = #"{"recordName":"mine","recordType":"Item","fields":{"n":{"value":1,"type":"INT64"}}}"# + "\n"
+            let byBob = try await cli.run(["import", "--user", "bob", "--mode", "forceUpdate"], stdin: change)
+            #expect(byBob.exitCode == 1 && byBob.stderr.contains("permissionFailure"), "\(byBob)")
+            let byAlice = try await cli.run(["import", "--user", "alice", "--mode", "forceUpdate"], stdin: change)
+            #expect(byAlice.exitCode == 0, "\(byAlice)")
+        }
+    }
+
     @Test("re-importing another owner's zone with references is unchanged: exit 0, no new change tag, no change to export", arguments: TestEngine.all)
     func rerunWithReferencesInAnotherOwnersZone(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

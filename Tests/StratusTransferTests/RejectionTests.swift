@@ -91,6 +91,7 @@ struct RejectionTests {
         BadLine(line: #"{"recordName":"_system","recordType":"T","fields":{}}"#, at: #""_system""#, "starts with '_', which CloudKit reserves"),
         BadLine(line: #"{"recordName":"","recordType":"T"}"#, at: #""""#, "record name is empty"),
         BadLine(line: #"{"recordName":"e1","recordType":"T","created":{"timestamp":1,"userRecordName":""}}"#, at: #""""#, "'created' userRecordName is empty", plus: 0),
+        BadLine(line: #"{"recordName":"e2","recordType":"T","modified":{"timestamp":1,"userRecordName":"\u200b"}}"#, at: #""\u200b""#, "'modified' userRecordName is no user record name (record name has a non-ASCII"),
         BadLine(line: #"{"recordName":"caf\u00e9","recordType":"T"}"#, at: #""caf"#, "non-ASCII"),
         BadLine(line: #"{"recordType":"T","fields":{}}"#, at: "{", "the record has no recordName"),
         BadLine(line: #"{"recordName":"r1","fields":{}}"#, at: "{", "record has no recordType"),

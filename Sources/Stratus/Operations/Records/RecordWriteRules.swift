@@ -167,16 +167,26 @@ enum RecordWriteRules {
         // it was created anew. In the public database the creator decides who may write, so
         // only an administrator moves it from a stored record to another user.
         let givesCreator = keep && (existing == nil || context.isAdministrator || context.scope != .public)
+        var givenCreator: Record.ID?
+        var givenModifier: Record.ID?
+        if keep {
+            do {
+                givenCreator = try restoredUser(given.creatorUserRecordID, "creator", of: incoming, context: context)
+                givenModifier = try restoredUser(given.lastModifiedUserRecordID, "last modifier", of: incoming, context: context)
+            } catch {
+                return .failure(error)
+            }
+        }
         var system = Record.SystemFields(
             creationDate: (keep ? given.creationDate : nil) ?? existing?.creationDate ?? now,
             modificationDate: now,
-            creatorUserRecordID: (givesCreator ? given.creatorUserRecordID : nil) ?? existing?.systemFields.creatorUserRecordID ?? newRecordCreator ?? context.userRecordID,
+            creatorUserRecordID: (givesCreator ? givenCreator : nil) ?? existing?.systemFields.creatorUserRecordID ?? newRecordCreator ?? context.userRecordID,
             lastModifiedUserRecordID: context.userRecordID,
             recordChangeTag: (keep ? given.recordChangeTag : nil) ?? newChangeTag()
         )
         if keep {
             if let date = given.modificationDate { system.modificationDate = date }
-            if let user = given.lastModifiedUserRecordID { system.lastModifiedUserRecordID = user }
+            if let user = givenModifier { system.lastModifiedUserRecordID = user }
         }
         // The store's administrator is no user: what it restores was created and modified by the
         // users its input names, one standing for the other when the input gives only one.
@@ -208,6 +218,28 @@ enum RecordWriteRules {
         // input (a CloudKit answer) left them out.
         return .success(Resolution(kind: existing == nil ? .created : .updated, systemFields: system, fields: fields, encryptedKeys: encrypted, parent: parent,
                                    jsonExtras: existing == nil || keepingGivenVersion ? extras : withoutAbsentVersion(extras)))
+    }
+
+    /// A user a restoring save gives as its record's creator or last modifier, as the store
+    /// keeps it: a user record name (ASCII, 1–255 bytes), and `__defaultOwner__`, CloudKit's
+    /// name for the current user (what a record saved by its creator's own app says), as the
+    /// caller's record name. Stored as written, `__defaultOwner__` would be read back by every
+    /// user as their own record, and by `_creator` grants as nobody's.
+    private static func restoredUser(_ user: Record.ID?, _ role: String, of record: Record, context: DatabaseContext) throws(StratusError) -> Record.ID? {
+        guard let user else { return nil }
+        let name = user.recordName
+        if name == RecordZone.ID.currentUserDefaultOwner {
+            guard let caller = context.userRecordID else {
+                throw StratusError(.invalidArguments, "record '\(record.recordID.recordName)' names its \(role) \(name), the current user, but the save is made by the store's administrator, who is no user: name the user by record name", recordID: record.recordID)
+            }
+            return caller
+        }
+        do {
+            try Naming.checkRecordName(name, allowSystemNames: true)
+        } catch {
+            throw StratusError(.invalidArguments, "record '\(record.recordID.recordName)' names a \(role) that is no user record name (\(error.message))", recordID: record.recordID)
+        }
+        return user
     }
 
     /// Whether the version a restoring save gives (its tag and modification, each where given)
