@@ -220,6 +220,17 @@ struct PostgresErrorTests {
         #expect(try connection.query("SELECT 1")[0].int64(0) == 1)
     }
 
+    @Test("a hot standby's recovery conflict (SQLSTATE 40001, as the standby words it) is zoneBusy, retryable, and says what happened and what gives reads room")
+    func aRecoveryConflictSaysSo() throws {
+        let database = try PostgresTestServer.makeSchema()
+        let connection = try PostgresConnection(url: database.url)
+        let error = try #require(throws: StratusError.self) {
+            try connection.executeScript("DO $$ BEGIN RAISE EXCEPTION 'canceling statement due to conflict with recovery' USING ERRCODE = '40001'; END $$")
+        }
+        #expect(error.code == .zoneBusy && error.isTransient && error.retryAfterSeconds != nil)
+        #expect(error.message.contains("standby") && error.message.contains("hot_standby_feedback") && !error.message.contains("conflicted with another"), "\(error)")
+    }
+
     @Test func aSerializationFailureIsTransient() throws {
         let database = try PostgresTestServer.makeSchema()
         let first = try PostgresConnection(url: database.url)
