@@ -5,6 +5,7 @@ import Testing
 extension ZoneConformance {
     static let syncEngineCases: [TestCase] = [
         TestCase("sync engine: two devices converge through sends and fetches, each change fetched once", syncEngineDevicesConverge),
+        TestCase("sync engine: after a reset of the development environment its token expires, and the zones the reset removed are reported deleted", syncEngineSeesAResetsZonesGo),
     ]
 
     /// A device's copy of the Notes zone, kept by a ``SyncEngineDelegate`` as an app keeps it.
@@ -13,6 +14,7 @@ extension ZoneConformance {
         var systemFields: [String: Record] = [:]
         var fetchedModifications = 0
         var fetchedDeletions = 0
+        var deletedZones: [RecordZone.ID] = []
         var stateSerialization: SyncEngine.State.Serialization?
 
         func edit(_ name: String, title: String?) {
@@ -23,6 +25,12 @@ extension ZoneConformance {
             switch event {
             case .stateUpdate(let update):
                 stateSerialization = update.stateSerialization
+            case .fetchedDatabaseChanges(let changes):
+                // The app drops what it kept of a deleted zone (a copy keeps one zone, Notes).
+                for deletion in changes.deletions {
+                    deletedZones.append(deletion.zoneID)
+                    if deletion.zoneID.zoneName == notes.zoneName { titles = [:]; systemFields = [:] }
+                }
             case .fetchedRecordZoneChanges(let changes):
                 for modification in changes.modifications {
                     titles[modification.record.recordID.recordName] = modification.record["title"] as? String
@@ -96,5 +104,31 @@ extension ZoneConformance {
         let stored = try await env.container().privateCloudDatabase.records(matching: Query(recordType: "Note", predicate: QueryPredicate(value: true)), inZoneWith: notes)
         let storedTitles = Dictionary(uniqueKeysWithValues: try stored.matchResults.map { ($0.0.recordName, try $0.1.get()["title"] as? String ?? "") })
         #expect(storedTitles == expected)
+    }
+
+    static func syncEngineSeesAResetsZonesGo(_ env: Environment) async throws {
+        let container = env.container()
+        let replica = NotesReplica()
+        var configuration = SyncEngine.Configuration(database: container.privateCloudDatabase, stateSerialization: nil, delegate: replica)
+        configuration.automaticallySync = false
+        let engine = SyncEngine(configuration)
+        let scratch = RecordZone.ID(zoneName: "Scratch")
+        try await container.privateCloudDatabase.save(RecordZone(zoneID: notes))
+        try await container.privateCloudDatabase.save(RecordZone(zoneID: scratch))
+        let note = Record(recordType: "Note", recordID: Record.ID(recordName: "n1", zoneID: notes))
+        note["title"] = "kept until the reset"
+        _ = try await container.privateCloudDatabase.save(note)
+        try await engine.fetchChanges()
+        #expect(await replica.titles == ["n1": "kept until the reset"])
+        #expect(await replica.deletedZones.isEmpty)
+
+        try await container.resetDevelopmentEnvironment()
+        try await engine.fetchChanges()
+        #expect(await replica.deletedZones.map(\.zoneName).sorted() == [notes.zoneName, "Scratch"])
+        let kept = await replica.titles
+        #expect(kept.isEmpty, "nothing of before the reset is kept: \(kept)")
+        // Reported once: the next fetch has nothing to say.
+        try await engine.fetchChanges()
+        #expect(await replica.deletedZones.count == 2)
     }
 }

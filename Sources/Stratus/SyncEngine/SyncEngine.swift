@@ -234,6 +234,10 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
 
     private func fetchDatabaseChanges(_ requests: Database, generation: Int) async throws {
         var expiredOnce = false
+        // After the token expired: the zones the engine knew before, and those the fetch from
+        // the beginning still reports.
+        var knownBeforeExpiry: [RecordZone.ID] = []
+        var reportedSinceExpiry: Set<RecordZone.ID> = []
         while true {
             try checkNotCancelled(since: generation)
             let token = state.stored.withLock { $0.databaseToken }
@@ -241,11 +245,19 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
             do {
                 changes = try await requests.databaseChanges(since: token)
             } catch let error as StratusError where error.code == .changeTokenExpired && !expiredOnce {
-                // The history behind the token was compacted: start over, as CloudKit's engine does.
+                // The history behind the token was compacted, or the development environment
+                // was reset: start over, as CloudKit's engine does.
                 expiredOnce = true
-                state.stored.withLock { $0.databaseToken = nil; $0.needsUpdateEvent = true }
+                knownBeforeExpiry = state.stored.withLock { stored in
+                    stored.databaseToken = nil
+                    stored.needsUpdateEvent = true
+                    var zones = stored.zoneTokens.map(\.zoneID)
+                    for zoneID in stored.zoneIDsWithUnfetchedServerChanges where !zones.contains(zoneID) { zones.append(zoneID) }
+                    return zones
+                }
                 continue
             }
+            if expiredOnce { reportedSinceExpiry.formUnion(changes.modifications.map(\.zoneID)) }
             state.stored.withLock { stored in
                 for deletion in changes.deletions {
                     stored.zoneIDsWithUnfetchedServerChanges.removeAll { $0 == deletion.zoneID }
@@ -260,9 +272,28 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
             if !changes.modifications.isEmpty || !changes.deletions.isEmpty {
                 await emit(.fetchedDatabaseChanges(Event.FetchedDatabaseChanges(modifications: changes.modifications, deletions: changes.deletions)))
             }
+            if !changes.moreComing, expiredOnce {
+                await reportZonesGoneWhileExpired(knownBeforeExpiry.filter { !$0.isDefault && !reportedSinceExpiry.contains($0) })
+            }
             await emitStateUpdateIfNeeded()
             if !changes.moreComing { return }
         }
+    }
+
+    /// Reports as deleted the zones the engine knew that a fetch from the beginning, made
+    /// because its token expired, no longer lists: a fetch from no token reports no deletion,
+    /// so without this the delegate would keep the records of zones deleted while the history
+    /// was compacted, or of every zone a reset of the development environment removed.
+    private func reportZonesGoneWhileExpired(_ gone: [RecordZone.ID]) async {
+        guard !gone.isEmpty else { return }
+        state.stored.withLock { stored in
+            for zoneID in gone {
+                stored.zoneIDsWithUnfetchedServerChanges.removeAll { $0 == zoneID }
+                stored.setToken(nil, for: zoneID)
+            }
+            stored.needsUpdateEvent = true
+        }
+        await emit(.fetchedDatabaseChanges(Event.FetchedDatabaseChanges(modifications: [], deletions: gone.map { Database.DatabaseChange.Deletion(zoneID: $0) })))
     }
 
     /// Fetches one zone's changes; answers the error it ended with (a deleted zone ends
