@@ -339,12 +339,16 @@ extension EngineConformance {
             #expect(try await TestDatabase.queryAll(query("category == 'c'", sort: ["rank"]), in: database).count == 5)
             #expect(try await TestDatabase.queryAll(query("TRUEPREDICATE"), in: database).count == 5, "recordName is queryable")
             #expect(try await TestDatabase.queryAll(query("self CONTAINS 't1'"), in: database).count == 1)
+            // SORTABLE is CloudKit's range index: it serves a range condition, not an equality.
+            #expect(try await TestDatabase.queryAll(query("rank > 1"), in: database).count == 3)
+            #expect(try await TestDatabase.queryAll(query("rank BETWEEN {1, 2}"), in: database).count == 2)
         }
         // Unindexed ones: development scans, production refuses as CloudKit does.
         let refusals: [(Query, String)] = [
             (try query("note == 'n'"), "Field 'note' is not marked queryable"),
             (try query("category == 'c'", sort: ["title"]), "Field 'title' is not marked sortable"),
-            (try query("rank > 1"), "Field 'rank' is not marked queryable"),
+            (try query("rank != 1"), "Field 'rank' is not marked queryable"),
+            (try query("note >= 'n'"), "Field 'note' is not marked queryable"),
             (try query("category == 'c'", sort: ["creationDate"]), "Field 'creationDate' is not marked sortable"),
         ]
         for (unindexed, message) in refusals {

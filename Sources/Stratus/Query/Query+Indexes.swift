@@ -45,7 +45,8 @@ public struct IndexRequirement: Hashable, Sendable, CustomStringConvertible {
 
 extension Query {
     /// The indexes this query needs, as CloudKit requires them, that `schema` (the record
-    /// type's, if any) does not declare: `QUERYABLE` for every field a condition names,
+    /// type's, if any) does not declare: `QUERYABLE` for every field a condition names (or
+    /// `SORTABLE`, CloudKit's range index, for `<`, `<=`, `>`, `>=` and `BETWEEN`),
     /// `SORTABLE` for every sort key, a `SEARCHABLE` field for `self CONTAINS`, and a queryable
     /// `recordName` to list a type without conditions (`TRUEPREDICATE`). A field in a compound
     /// index counts as queryable (an equality field) or sortable (its sort field).
@@ -70,7 +71,12 @@ extension Query {
             case .condition(let condition):
                 conditions += 1
                 switch condition {
-                case .compare(let key, _, _), .between(let key, _, _), .in(let key, _), .beginsWith(let key, _),
+                case .compare(let key, .less, _), .compare(let key, .lessOrEqual, _), .compare(let key, .greater, _),
+                     .compare(let key, .greaterOrEqual, _), .between(let key, _, _):
+                    // CloudKit's SORTABLE is the index "optimizing for range searches", so it
+                    // serves a range condition as QUERYABLE does.
+                    if !Self.declares(schema, Self.schemaName(of: key), .sortable) { require(key, .queryable) }
+                case .compare(let key, _, _), .in(let key, _), .beginsWith(let key, _),
                      .listContains(let key, _), .listContainsAny(let key, _), .listAnyBeginsWith(let key, _), .distance(let key, _, _, _):
                     require(key, .queryable)
                 case .tokens:
