@@ -330,6 +330,12 @@ package struct SQLQueryTranslation<Dialect: SQLDialect> {
         }
     }
 
+    /// Whether the record holds `key` at all: a field any value of any type; the system keys always.
+    private func holds(_ key: QueryKey) -> SQLFragment {
+        guard case .field(let name) = key else { return SQLFragment(sql: dialect.trueLiteral) }
+        return SQLFragment(sql: "\(dialect.tag(name)) IS NOT NULL")
+    }
+
     /// A condition as (the test on the value, the record has a value of a fitting type).
     private func condition(_ condition: Condition, residual: inout [(words: [String], all: Bool)]) throws -> (SQLFragment, SQLFragment) {
         let always = SQLFragment(sql: dialect.trueLiteral)
@@ -363,7 +369,8 @@ package struct SQLQueryTranslation<Dialect: SQLDialect> {
             }
             return (test, guardFragment)
         case .in(let key, let values):
-            guard let first = values.first else { return (SQLFragment(sql: dialect.falseLiteral), always) }
+            // An empty list names no type: its NOT matches the records that hold the field.
+            guard let first = values.first else { return (SQLFragment(sql: dialect.falseLiteral), holds(key)) }
             let (column, guardFragment) = try scalar(key, first)
             if case .field(let name) = key, case .string = first {
                 let keys: [SQLValue] = values.map { if case .string(let text) = $0 { dialect.textParameter(QueryRules.equalityKey(text)) } else { .null } }
@@ -387,7 +394,7 @@ package struct SQLQueryTranslation<Dialect: SQLDialect> {
             return (dialect.anyElement(of: name, family: family) { element in SQLFragment(sql: "\(element) = ?", parameters: [dialect.parameter(value)]) },
                     SQLFragment(sql: "\(dialect.tag(name)) IN (\(family.listTags))"))
         case .listContainsAny(let key, let values):
-            guard let first = values.first else { return (SQLFragment(sql: dialect.falseLiteral), always) }
+            guard let first = values.first else { return (SQLFragment(sql: dialect.falseLiteral), holds(key)) }
             let (name, family) = try listField(key, first)
             return (dialect.anyElement(of: name, family: family) { element in
                         SQLFragment(sql: "\(element) IN (" + values.map { _ in "?" }.joined(separator: ", ") + ")", parameters: values.map(dialect.parameter))

@@ -336,6 +336,12 @@ extension EngineConformance {
             DocumentedExample("ANY {'red', 'green'} = favoriteColor", ["ann", "bob", "jim", "jimmy"]),
             DocumentedExample("favoriteColor IN {'red', 'green'}", ["ann", "bob", "jim", "jimmy"]),
             DocumentedExample("favoriteColor IN %@", [["red", "green"]], ["ann", "bob", "jim", "jimmy"]),
+            // An empty list matches nothing, and its NOT the records that hold the field (tom
+            // alone has a motto), as any other NOT: a keep-list left empty deletes no record
+            // that lacks the field.
+            DocumentedExample("motto IN {}", []),
+            DocumentedExample("NOT motto IN {}", ["tom"]),
+            DocumentedExample("NOT motto IN %@", [[String]()], ["tom"]),
             // Tokenized search over the string fields: any word, all words, stop words, diacritics.
             DocumentedExample("self CONTAINS 'bob smith'", ["ann", "bob", "eve", "jim", "jimmy"]),
             DocumentedExample("self CONTAINS 'bob' AND self CONTAINS 'smith'", ["eve", "jim"]),
@@ -854,7 +860,7 @@ struct QueryLanguageGenerator {
             var family = naturalFamily(field)
             if chance(0.1) { family = pick([.string, .number, .timestamp]) }
             let values = (0..<pick([0, 1, 2, 2, 3, 4])).map { _ in value(family) }
-            return (.condition(.in(.field(field), values)), !values.isEmpty)
+            return (.condition(.in(.field(field), values)), true)
         case 46..<54:
             let field = pick(["name", "title", "note", "code", "count"])
             let source = chance(0.85) ? string() : pick(["0", "1", "A", "a"])

@@ -106,6 +106,13 @@ public enum QueryEvaluator {
 
     /// A compared value as system keys see it: a reference or string compared with a record
     /// name or user is its name.
+    /// Whether the record holds `key` at all (a field any value; the system keys always): what
+    /// an empty IN list's NOT matches, as Stratus's rules say.
+    static func holds(_ key: QueryKey, _ record: Record) -> Bool {
+        guard case .field(let name) = key else { return true }
+        return record.fieldValue(forKey: name) != nil
+    }
+
     static func asSystemOperand(_ value: FieldValue, for key: QueryKey) -> FieldValue {
         switch (key, value) {
         case (.recordName, .reference(let r)), (.creatorUserRecordID, .reference(let r)), (.lastModifiedUserRecordID, .reference(let r)):
@@ -137,7 +144,7 @@ public enum QueryEvaluator {
             guard fits, let operand else { return (false, false) }
             return (true, compare(operand, .greaterOrEqual, asSystemOperand(low, for: key)) && compare(operand, .lessOrEqual, asSystemOperand(high, for: key)))
         case .in(let key, let values):
-            guard let first = values.first else { return (true, false) }
+            guard let first = values.first else { return (Self.holds(key, record), false) }
             if case .field(let name) = key, case .string = first {
                 guard case .string(let stored)? = record.fieldValue(forKey: name) else { return (false, false) }
                 let folded = FieldValue.string(QueryRules.equalityKey(stored))
@@ -156,7 +163,7 @@ public enum QueryEvaluator {
                   let (family, elements) = listElements(stored), family == wantedFamily else { return (false, false) }
             return (true, elements.contains { compare($0, .equal, value) })
         case .listContainsAny(let key, let values):
-            guard let first = values.first else { return (true, false) }
+            guard let first = values.first else { return (Self.holds(key, record), false) }
             let wantedFamily = try family(of: first)
             guard case .field(let name) = key, let stored = record.fieldValue(forKey: name),
                   let (family, elements) = listElements(stored), family == wantedFamily else { return (false, false) }

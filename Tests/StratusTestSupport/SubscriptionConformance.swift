@@ -256,6 +256,7 @@ public enum SubscriptionConformance {
         TestCase("notifications: a public query subscription fires only for records its subscriber may read (a creator-only type: their own)", onlyReadableRecords),
         TestCase("notifications: rolled-back writes record nothing; a partial failure only what committed; cascades notify", atomicityAndCascades),
         TestCase("notifications: indexed, IN, recordID and scanned predicates agree with the query oracle on bulk imports", agreesWithOracle),
+        TestCase("notifications: string conditions compare code points as queries do: NFC café and NFD cafe\u{301} are different values", distinctNormalForms),
     ]
 
     static func startAndStopMatching(_ env: Environment) async throws {
@@ -289,6 +290,18 @@ public enum SubscriptionConformance {
         let (_, token) = try await notifications(of: container)
         _ = try await database.modifyRecords(saving: [c], deleting: [], savePolicy: .changedKeys)
         #expect(try await described(container, since: token).isEmpty)
+    }
+
+    static func distinctNormalForms(_ env: Environment) async throws {
+        let container = env.container()
+        let database = container.publicCloudDatabase
+        try await database.save(try query("equal", "Cafe", "title == 'caf\u{E9}'"))
+        try await database.save(try query("listed", "Cafe", "title IN {'caf\u{E9}', 'x'}"))
+        _ = try await database.save(makeRecord("Cafe", "nfd", ["title": .string("cafe\u{301}")]))
+        _ = try await database.save(makeRecord("Cafe", "nfc", ["title": .string("CAF\u{C9}")]))
+        #expect(try await described(container) == ["query equal recordCreated nfc", "query listed recordCreated nfc"])
+        let matched = try await TestDatabase.queryAll(try Query(recordType: "Cafe", format: "title == %@", "caf\u{E9}"), in: database)
+        #expect(TestDatabase.names(matched) == ["nfc"], "the query and the subscription agree")
     }
 
     static func desiredKeysAndAlerts(_ env: Environment) async throws {

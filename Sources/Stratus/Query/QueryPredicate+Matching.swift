@@ -44,7 +44,9 @@ extension Condition {
         case .compare(let key, let op, let value):
             if case .field(let name) = key, case .string(let text) = value, op == .equal || op == .notEqual {
                 guard case .string(let stored)? = subject.fields[name] else { return (false, false) }
-                let same = QueryRules.equalityKey(stored) == QueryRules.equalityKey(text)
+                // By code points, as the engines compare: Swift's == takes canonically
+                // equivalent strings (NFC "café", NFD "cafe\u{301}") for one.
+                let same = QueryRules.equalityKey(stored).unicodeScalars.elementsEqual(QueryRules.equalityKey(text).unicodeScalars)
                 return (true, op == .equal ? same : !same)
             }
             guard let family = QueryRules.orderedFamily(of: value) else { return (false, false) }
@@ -58,11 +60,12 @@ extension Condition {
             return (true, Self.compare(operand, .greaterOrEqual, Self.asSystemOperand(low, for: key))
                         && Self.compare(operand, .lessOrEqual, Self.asSystemOperand(high, for: key)))
         case .in(let key, let values):
-            guard let first = values.first else { return (true, false) }
+            // An empty list names no type: its NOT matches the records that hold the field.
+            guard let first = values.first else { return (Self.holds(key, subject), false) }
             if case .field(let name) = key, case .string = first {
                 guard case .string(let stored)? = subject.fields[name] else { return (false, false) }
                 let folded = QueryRules.equalityKey(stored)
-                return (true, values.contains { if case .string(let text) = $0 { QueryRules.equalityKey(text) == folded } else { false } })
+                return (true, values.contains { if case .string(let text) = $0 { QueryRules.equalityKey(text).unicodeScalars.elementsEqual(folded.unicodeScalars) } else { false } })
             }
             guard let family = QueryRules.orderedFamily(of: first) else { return (false, false) }
             let (fits, operand) = Self.operand(key, subject, family: family)
@@ -77,7 +80,7 @@ extension Condition {
                   let (family, elements) = Self.listElements(stored), family == wanted else { return (false, false) }
             return (true, elements.contains { Self.compare($0, .equal, value) })
         case .listContainsAny(let key, let values):
-            guard let first = values.first else { return (true, false) }
+            guard let first = values.first else { return (Self.holds(key, subject), false) }
             guard case .field(let name) = key, let wanted = QueryRules.orderedFamily(of: first), let stored = subject.fields[name],
                   let (family, elements) = Self.listElements(stored), family == wanted else { return (false, false) }
             return (true, elements.contains { element in values.contains { Self.compare(element, .equal, $0) } })
@@ -92,6 +95,12 @@ extension Condition {
             let have = Self.words(of: subject, searchableFields: searchableFields)
             return (true, all ? words.allSatisfy(have.contains) : words.contains(where: have.contains))
         }
+    }
+
+    /// Whether the record holds `key` at all: a field any value; the system keys always.
+    private static func holds(_ key: QueryKey, _ subject: PredicateSubject) -> Bool {
+        guard case .field(let name) = key else { return true }
+        return subject.fields[name] != nil
     }
 
     /// The record's value for a key, and whether it fits a family (system keys fit their own).
