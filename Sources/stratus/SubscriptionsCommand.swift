@@ -120,8 +120,20 @@ struct SubscriptionsCommand: Command {
             let database = try store.openDatabase(.existing)
             for subscription in try await database.allSubscriptions() { try StandardOutput.line(RecordJSONWriter.json(for: subscription)) }
             return .success
-        case .create(let subscription):
-            let database = try store.openDatabase(.createIfMissing)
+        case .create(var subscription):
+            let container = try store.openContainer(.createIfMissing)
+            let database = container.database(with: store.scope)
+            if let query = subscription as? QuerySubscription, query.predicate != .all {
+                // --where values read by the schema's types (dates, references by record name),
+                // as query, count, export, update and delete read them: a condition typed
+                // otherwise would never hold, and the subscription would never fire.
+                let typed = try await WhereClause.typed(query.predicate, recordType: query.recordType, in: container)
+                let made = QuerySubscription(recordType: query.recordType, predicate: typed, subscriptionID: query.subscriptionID,
+                                             options: query.querySubscriptionOptions)
+                made.zoneID = query.zoneID
+                made.notificationInfo = query.notificationInfo
+                subscription = made
+            }
             let (saved, _) = try await database.modifySubscriptions(saving: [subscription], deleting: [])
             switch saved[subscription.subscriptionID] {
             case .success(let stored)?:

@@ -140,6 +140,30 @@ struct NotificationsCLITests {
         #expect(deleted.stderr.contains("nothing") && deleted.stderr.contains("unknownItem"))
     }
 
+    @Test("subscriptions create --where reads values by the schema's types as query does: a date and a reference by record name fire; a string for an INT64 is exit 64", arguments: NotificationTestEngine.allCases)
+    func subscriptionWhereIsTypedAsQueries(_ engine: NotificationTestEngine) async throws {
+        let stratus = try ChildProcess.builtExecutable("stratus")
+        let fixture = try NotificationFixture(engine)
+        let options = fixture.options()
+        let schema = fixture.folder.url("item.ckdb")
+        try Data("DEFINE SCHEMA RECORD TYPE Item (due TIMESTAMP QUERYABLE, owner REFERENCE QUERYABLE, n INT64 QUERYABLE);".utf8).write(to: schema)
+        #expect(try await fixture.run(stratus, ["schema", "import", schema.path] + options).exitCode == 0)
+        for (id, condition) in [("early", "due < '2025-01-01'"), ("mine", "owner == 'user-1'")] {
+            let created = try await fixture.run(stratus, ["subscriptions", "create", id, "--type", "Item", "--where", condition, "--on", "create"] + options)
+            #expect(created.exitCode == 0, "\(created.stderr)")
+        }
+        let mistyped = try await fixture.run(stratus, ["subscriptions", "create", "typo", "--type", "Item", "--where", "n == '1'"] + options)
+        #expect(mistyped.exitCode == 64 && mistyped.stderr.contains("INT64"), "\(mistyped.stderr)")
+        let record = #"{"recordName":"a1","recordType":"Item","fields":{"due":{"value":0,"type":"TIMESTAMP"},"owner":{"value":{"recordName":"user-1","action":"NONE"},"type":"REFERENCE"},"n":{"value":1,"type":"INT64"}}}"#
+        let input = fixture.folder.url("a1.ndjson")
+        try Data((record + "\n").utf8).write(to: input)
+        #expect(try await fixture.run(stratus, ["import", input.path] + options).exitCode == 0)
+        let fired = try await fixture.run(stratus, ["notifications", "--token-file", fixture.folder.path("token")] + options)
+        #expect(fired.exitCode == 0, "\(fired.stderr)")
+        let keys = try fired.stdoutLines.map { try NotificationLine($0[...]).key }.sorted()
+        #expect(keys == ["early a1 recordCreated -", "mine a1 recordCreated -"], "\(fired.stdout)")
+    }
+
     /// The cron guarantee end to end: three writer processes change zone Feed while
     /// `stratus notifications --output` runs again and again, each run writing a new file and
     /// many runs killed with SIGKILL; the files, read in order, must hold every notification the
