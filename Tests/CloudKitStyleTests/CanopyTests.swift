@@ -1514,7 +1514,7 @@ struct CloudKitServerChangeTokenArchive: Codable {
 
 // MARK: - Tests
 
-@Suite("Canopy's database and container API, ported from CloudKit", .timeLimit(.minutes(10)))
+@Suite("Canopy's database and container API, ported from CloudKit", .timeLimit(.minutes(30)))
 struct CanopyTests {
   /// A Canopy on the container, its tokens in a `UserDefaults` suite of the test's own.
   private func canopy(

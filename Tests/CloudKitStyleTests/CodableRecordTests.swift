@@ -258,7 +258,7 @@ struct Person: CustomCloudKitCodable, Equatable {
     }
 }
 
-@Suite("Codable models as records (CloudKitCodable), ported", .timeLimit(.minutes(10)))
+@Suite("Codable models as records (CloudKitCodable), ported", .timeLimit(.minutes(30)))
 struct CodableRecordTests {
     @Test("a Codable model encodes to a record, round-trips through the store, and decodes generically with as? T")
     func roundTrip() async throws {

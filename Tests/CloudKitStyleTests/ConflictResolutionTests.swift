@@ -74,7 +74,7 @@ final class ConflictingSaver: @unchecked Sendable {
     }
 }
 
-@Suite("Conflict resolution as CloudKit programs write it", .timeLimit(.minutes(10)))
+@Suite("Conflict resolution as CloudKit programs write it", .timeLimit(.minutes(30)))
 struct ConflictResolutionTests {
     @Test("serverRecordChanged carries the server, client and ancestor records; a merge on the server record saves")
     func threeWayMerge() async throws {

@@ -6,7 +6,7 @@ import Testing
 
 // `Container.default()` reads the process environment, so the ported sample that uses it runs
 // as its own process, with STRATUS_STORE naming a fresh store.
-@Suite("Container.default(): the ported command-line sample", .timeLimit(.minutes(10)))
+@Suite("Container.default(): the ported command-line sample", .timeLimit(.minutes(30)))
 struct ContainerDefaultTests {
     @Test("the sample saves, lists and fetches changes with an archived token on Container.default()")
     func portedSample() async throws {

@@ -400,7 +400,7 @@ final class LockedZoneIDs: @unchecked Sendable {
 
 // MARK: - Tests
 
-@Suite("A Core Data bridge (CloudCore), ported from CloudKit", .timeLimit(.minutes(10)))
+@Suite("A Core Data bridge (CloudCore), ported from CloudKit", .timeLimit(.minutes(30)))
 struct CoreDataBridgeTests {
     @Test("system fields archived with NSKeyedArchiver(forWritingWith:) restore through CKRecord(archivedData:); references from them")
     func archivedSystemFields() async throws {

@@ -302,7 +302,7 @@ extension Database {
 
 // MARK: - Tests
 
-@Suite("CloudKitGDPR: exporting and erasing all of a user's private data, ported", .timeLimit(.minutes(10)))
+@Suite("CloudKitGDPR: exporting and erasing all of a user's private data, ported", .timeLimit(.minutes(30)))
 struct DataExportTests {
 
     /// Two apps' containers of one user, with records in the default zone and in custom zones.

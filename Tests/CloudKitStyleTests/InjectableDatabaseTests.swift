@@ -246,7 +246,7 @@ actor ReplayingMockDatabase: DatabaseType {
     }
 }
 
-@Suite("A CloudKit wrapper behind injectable protocols (Canopy), ported", .timeLimit(.minutes(10)))
+@Suite("A CloudKit wrapper behind injectable protocols (Canopy), ported", .timeLimit(.minutes(30)))
 struct InjectableDatabaseTests {
     private func notes(_ count: Int, zoneID: RecordZone.ID = .default) -> [Record] {
         (0..<count).map { index in

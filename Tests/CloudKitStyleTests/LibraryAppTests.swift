@@ -61,7 +61,7 @@ final class Library {
     }
 }
 
-@Suite("A library app on CloudKit's async API, ported mechanically", .timeLimit(.minutes(10)))
+@Suite("A library app on CloudKit's async API, ported mechanically", .timeLimit(.minutes(30)))
 struct LibraryAppTests {
     @Test("records fetched with desiredKeys and saved back keep the keys they did not fetch; nil removes a field")
     func partialRecordsSaveOnlyTheirChanges() async throws {

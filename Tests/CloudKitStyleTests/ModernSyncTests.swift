@@ -158,7 +158,7 @@ private func note(_ name: String, _ text: String, in zoneID: RecordZone.ID) -> R
     return record
 }
 
-@Suite("A sync engine on the iOS 15 change operations, ported from CloudKit", .timeLimit(.minutes(10)))
+@Suite("A sync engine on the iOS 15 change operations, ported from CloudKit", .timeLimit(.minutes(30)))
 struct ModernSyncTests {
     @Test("database and zone changes: the blocks run in CloudKit's order, and tokens continue where the last run stopped")
     func changesInOrder() async throws {

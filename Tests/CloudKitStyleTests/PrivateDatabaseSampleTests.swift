@@ -261,7 +261,7 @@ extension PrivateDatabaseSampleTests {
             // The refresh the initializer starts could read "Ann" and set it after the refresh
             // that follows saving "Bob". It logs when it ends ("Record not found", as nothing is
             // saved yet), and nothing else logs before the first save: wait for that.
-            let initialFetch = ContinuousClock.now + .seconds(300)
+            let initialFetch = ContinuousClock.now + .seconds(1_800)
             while first.loggedMessages.isEmpty && ContinuousClock.now < initialFetch {
                 try await Task.sleep(for: .milliseconds(10))
             }

@@ -454,7 +454,7 @@ final class FirstError: @unchecked Sendable {
 
 // MARK: - Tests
 
-@Suite("A Realm-style sync engine (IceCream), ported from CloudKit", .timeLimit(.minutes(10)))
+@Suite("A Realm-style sync engine (IceCream), ported from CloudKit", .timeLimit(.minutes(30)))
 struct RealmSyncEngineTests {
     private func sampleDog(owner: Owner, avatar: URL) -> Dog {
         let dog = Dog()

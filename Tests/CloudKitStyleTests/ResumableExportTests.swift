@@ -71,7 +71,7 @@ final class LinesCollector: @unchecked Sendable {
     var all: [String] { lock.withLock { lines } }
 }
 
-@Suite("A cron export that keeps its query cursor in a file between runs", .timeLimit(.minutes(10)))
+@Suite("A cron export that keeps its query cursor in a file between runs", .timeLimit(.minutes(30)))
 struct ResumableExportTests {
     @Test("each run reads one page from the archived cursor; every record is exported once, in order, with the desired keys only")
     func pagesAcrossRuns() async throws {

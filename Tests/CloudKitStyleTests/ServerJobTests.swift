@@ -81,7 +81,7 @@ struct NightlyCleanup {
     }
 }
 
-@Suite("A CloudKit server job, ported mechanically", .timeLimit(.minutes(10)))
+@Suite("A CloudKit server job, ported mechanically", .timeLimit(.minutes(30)))
 struct ServerJobTests {
     @Test("the job pages with cursors inside configuredWith, deletes in batches, and classifies errors by code")
     func nightlyCleanup() async throws {

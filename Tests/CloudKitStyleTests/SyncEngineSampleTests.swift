@@ -275,10 +275,10 @@ func withContactsDevices(_ body: (ContactsDevices) async throws -> Void) async t
 }
 
 @Suite struct SyncEngineSampleTests {
-    /// How long a wait for the engine's own scheduled work may take: a safety bound of minutes
+    /// How long a wait for the engine's own scheduled work may take: a safety bound of half an hour
     /// for a starved machine (whose cooperative pool may not run the engine's tasks for
     /// seconds), not part of what is tested.
-    static let patience: Duration = .seconds(300)
+    static let patience: Duration = .seconds(1_800)
 
     @Test(arguments: [1, 10, 444]) func syncContacts(count: Int) async throws {
         try await withContactsDevices { devices in
@@ -549,7 +549,7 @@ func withContactsDevices(_ body: (ContactsDevices) async throws -> Void) async t
                       let state = try? JSONDecoder().decode([Data].self, from: encoded).first else { return false }
                 return String(decoding: state, as: UTF8.self).contains(notSent.id)
             }
-            let persisted = ContinuousClock.now + .seconds(300)
+            let persisted = ContinuousClock.now + Self.patience
             while !savedStateHoldsNotSent() && ContinuousClock.now < persisted { try await Task.sleep(for: .milliseconds(20)) }
             try #require(savedStateHoldsNotSent(), "alice's state with the unsent change was never saved")
 
@@ -663,10 +663,10 @@ final actor RecordingDelegate: SyncEngineDelegate {
 }
 
 @Suite struct SyncEngineBehaviourTests {
-    /// How long a wait for the engine's own scheduled work may take: a safety bound of minutes
+    /// How long a wait for the engine's own scheduled work may take: a safety bound of half an hour
     /// for a starved machine (whose cooperative pool may not run the engine's tasks for
     /// seconds), not part of what is tested.
-    static let patience: Duration = .seconds(300)
+    static let patience: Duration = .seconds(1_800)
 
     private func engine(_ database: Database, _ delegate: RecordingDelegate) -> SyncEngine {
         var configuration = SyncEngine.Configuration(database: database, stateSerialization: nil, delegate: delegate)

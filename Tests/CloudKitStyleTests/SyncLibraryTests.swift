@@ -193,7 +193,7 @@ final class NoteSyncEngine {
 /// The domain a CloudKit sync library compares against (`CKErrorDomain` after the port).
 let CKErrorDomainName = ErrorDomain
 
-@Suite("A CloudKit sync library, ported mechanically", .timeLimit(.minutes(10)))
+@Suite("A CloudKit sync library, ported mechanically", .timeLimit(.minutes(30)))
 struct SyncLibraryTests {
     func wait(_ start: (@escaping (Error?) -> Void) -> Void) async -> Error? {
         await awaitCallback { done in start { done($0) } }

@@ -8,7 +8,7 @@ import Glibc
 
 /// `export --assets-dir DIR` trusts no file it finds in DIR: a file under a content's name is
 /// used only when it is a regular file with that content.
-@Suite("Asset export folders", .timeLimit(.minutes(10)))
+@Suite("Asset export folders", .timeLimit(.minutes(30)))
 struct AssetExportFolderCLITests {
     @Test("a wrong file or a symbolic link under a content's name is replaced; a re-import from the folder stores the right bytes", arguments: TestEngine.all)
     func wrongFilesAreReplaced(engine: TestEngine) async throws {

@@ -8,7 +8,7 @@ import Glibc
 
 /// CloudKit's own data through `stratus import` and `export` as it came, and asset files
 /// through `--assets-dir` and `stratus assets`.
-@Suite("CloudKit data and assets through stratus", .timeLimit(.minutes(10)))
+@Suite("CloudKit data and assets through stratus", .timeLimit(.minutes(30)))
 struct AssetsCLITests {
     /// A parsed JSON value as sorted-key JSON text: equal texts are equal JSON values (numbers
     /// as written, so a timestamp that gained a fraction differs).

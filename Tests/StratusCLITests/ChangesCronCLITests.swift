@@ -5,7 +5,7 @@ import Testing
 
 /// `stratus changes` as a cron job uses it: a mirror that carries assets and loses nothing when
 /// an import fails, tokens used with the wrong options, and runs with nothing new.
-@Suite("stratus changes for cron jobs", .timeLimit(.minutes(10)))
+@Suite("stratus changes for cron jobs", .timeLimit(.minutes(30)))
 struct ChangesCronCLITests {
     /// The README's mirror job, word for word but for `$STRATUS`.
     static let mirrorJob = #"""

@@ -4,7 +4,7 @@ import Testing
 
 /// `stratus import --checkpoint`: a run killed with SIGKILL, resumed, stopped with SIGTERM,
 /// resumed again, ends with exactly the input in the store.
-@Suite("stratus import --checkpoint", .serialized, .timeLimit(.minutes(10)))
+@Suite("stratus import --checkpoint", .serialized, .timeLimit(.minutes(30)))
 struct CheckpointCLITests {
     static let recordCount = 200_000
 

@@ -5,7 +5,7 @@ import Testing
 /// Real CloudKit Web Services `records/query` answers (sanitized captures in
 /// `Tests/Fixtures/cloudkit-web-services/`) imported with `stratus import` as they are, and
 /// exported back.
-@Suite("CloudKit Web Services responses through stratus", .timeLimit(.minutes(10)))
+@Suite("CloudKit Web Services responses through stratus", .timeLimit(.minutes(30)))
 struct CloudKitFixtureCLITests {
     static let directory = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fixtures/cloudkit-web-services")

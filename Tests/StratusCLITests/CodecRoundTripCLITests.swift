@@ -5,7 +5,7 @@ import Testing
 
 /// What CloudKit's data looks like after `stratus import` and `stratus export` on each engine:
 /// the same, field for field.
-@Suite("Codecs through a store: import, export, the same data", .timeLimit(.minutes(10)))
+@Suite("Codecs through a store: import, export, the same data", .timeLimit(.minutes(30)))
 struct CodecRoundTripCLITests {
     /// Fields whose JSON a writer would spell otherwise than they came.
     static let spelledFields: [(key: String, text: String)] = [

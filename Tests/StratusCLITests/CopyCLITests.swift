@@ -6,7 +6,7 @@ import Testing
 
 /// `stratus copy` end to end: whole stores between engines, either way, resumed after kills,
 /// compared at the end (issue 12, "Moving between engines").
-@Suite("stratus copy", .serialized, .timeLimit(.minutes(10)))
+@Suite("stratus copy", .serialized, .timeLimit(.minutes(30)))
 struct CopyCLITests {
     /// A direction of a copy: the engines of the source and the destination.
     struct Direction: Sendable, CustomTestStringConvertible {

@@ -7,7 +7,7 @@ import Testing
 
 /// A damaged store fails loudly (issue 17 item 8): reads exit 70 naming the store instead of
 /// answering with what they could read, and `stratus check` finds the damage.
-@Suite("stratus check and damaged stores", .serialized, .timeLimit(.minutes(10)))
+@Suite("stratus check and damaged stores", .serialized, .timeLimit(.minutes(30)))
 struct DamagedStoreCLITests {
     static let recordCount = 20_000
 

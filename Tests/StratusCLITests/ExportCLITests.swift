@@ -4,7 +4,7 @@ import Testing
 
 /// `stratus export` end to end, and the round trip import → export for every field type and
 /// system field, through every format.
-@Suite("stratus export", .timeLimit(.minutes(10)))
+@Suite("stratus export", .timeLimit(.minutes(30)))
 struct ExportCLITests {
     /// Records in exactly the JSON `stratus export` writes (fields sorted by key, system fields,
     /// zone), so that an export of what was imported must equal the input line for line.

@@ -4,7 +4,7 @@ import Testing
 
 /// A sorted export while another process updates the records it exports (issue 17 item 1):
 /// the export reads one snapshot, so each record comes out exactly once, in order.
-@Suite("stratus export while another process writes", .serialized, .timeLimit(.minutes(10)))
+@Suite("stratus export while another process writes", .serialized, .timeLimit(.minutes(30)))
 struct ExportUnderWritesCLITests {
     static let recordCount = 100_000
 

@@ -4,7 +4,7 @@ import Testing
 
 /// `stratus --help`, `stratus help COMMAND`, `stratus COMMAND --help`, `--version`, and
 /// mistakes on the command line.
-@Suite("stratus help and usage", .timeLimit(.minutes(10)))
+@Suite("stratus help and usage", .timeLimit(.minutes(30)))
 struct HelpCLITests {
     static let exitCodes = ["0", "1", "64", "65", "66", "73", "75", "77"]
     static let commands = ["query", "get", "count", "zones", "changes", "import", "export", "update", "delete", "schema", "types"]

@@ -4,7 +4,7 @@ import Testing
 
 /// What a command does with the files, streams and names around it when they are not what it
 /// expects: nothing stored is lost, nothing foreign is written, and no failure reads as success.
-@Suite("stratus among hostile files and streams", .timeLimit(.minutes(10)))
+@Suite("stratus among hostile files and streams", .timeLimit(.minutes(30)))
 struct HostileSurroundingsCLITests {
     @Test("a reject file, output or checkpoint naming the store's own files is refused (64) and the store keeps every record")
     func storeFilesAreNoOutputs() async throws {

@@ -4,7 +4,7 @@ import Testing
 
 /// `stratus import` end to end: formats, modes, batches, atomic, dry run, error limits, reject
 /// files and exit codes, checked on stdout, stderr and the exit status.
-@Suite("stratus import", .timeLimit(.minutes(10)))
+@Suite("stratus import", .timeLimit(.minutes(30)))
 struct ImportCLITests {
     // MARK: - Formats
 

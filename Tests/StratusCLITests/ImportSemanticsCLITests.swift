@@ -6,7 +6,7 @@ import Testing
 /// What an import means, beyond reading its input: re-runs that change nothing, dry runs that
 /// say what the real run would, references that stay in their zone, parents that come later
 /// in the input, and CloudKit's own records.
-@Suite("stratus import semantics", .timeLimit(.minutes(10)))
+@Suite("stratus import semantics", .timeLimit(.minutes(30)))
 struct ImportSemanticsCLITests {
     /// A CloudKit user record name that is not the tester's.
     static let cloudKitUser = "_0123456789abcdef0123456789abcdef"

@@ -4,7 +4,7 @@ import StratusTestSupport
 import Testing
 
 /// `stratus info` and `stratus count --json`: what a store holds, for people and for scripts.
-@Suite("stratus info and count --json", .timeLimit(.minutes(10)))
+@Suite("stratus info and count --json", .timeLimit(.minutes(30)))
 struct InfoCLITests {
     static let alice = UserDirectoryEntry.derivedRecordName(containerIdentifier: "default", login: "alice")
     static let bob = UserDirectoryEntry.derivedRecordName(containerIdentifier: "default", login: "bob")

@@ -5,7 +5,7 @@ import Testing
 /// A cron job's `timeout` sends one SIGTERM: `stratus import` must stop on it (exit 143, what
 /// it committed kept, nothing after it written) also while its input never ends a record or
 /// never says anything.
-@Suite("stratus import stops on one SIGTERM, whatever its input does", .timeLimit(.minutes(10)))
+@Suite("stratus import stops on one SIGTERM, whatever its input does", .timeLimit(.minutes(30)))
 struct InterruptedInputCLITests {
     /// How many bytes the process has read through read(2) and its kin, from `/proc/PID/io`.
     static func bytesRead(by pid: Int32) -> Int? {

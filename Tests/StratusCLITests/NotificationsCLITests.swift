@@ -89,7 +89,7 @@ struct NotificationLine: Hashable {
     var key: String { "\(subscription) \(recordName ?? "?") \(reason ?? "?") \(version.map(String.init) ?? "-")" }
 }
 
-@Suite("stratus subscriptions, notifications and watch", .timeLimit(.minutes(10)))
+@Suite("stratus subscriptions, notifications and watch", .timeLimit(.minutes(30)))
 struct NotificationsCLITests {
     static let writers = ["a", "b", "c"]
 

@@ -3,7 +3,7 @@ import StratusTestSupport
 import Testing
 
 /// `stratus query` end to end: one page per process, paged by a shell loop with `--cursor`.
-@Suite("stratus query", .serialized, .timeLimit(.minutes(10)))
+@Suite("stratus query", .serialized, .timeLimit(.minutes(30)))
 struct QueryCLITests {
     static let count = 10_001
 

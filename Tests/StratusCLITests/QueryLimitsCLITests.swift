@@ -6,7 +6,7 @@ import Testing
 /// Very large predicates and sort orders (issue 17 item 17): up to the documented limits they
 /// work on every engine, cursors included; beyond them they are refused with exit 64 before
 /// anything is opened, never a failure inside the store (exit 70).
-@Suite("stratus query limits: conditions and sort keys", .timeLimit(.minutes(10)))
+@Suite("stratus query limits: conditions and sort keys", .timeLimit(.minutes(30)))
 struct QueryLimitsCLITests {
     static func conditions(_ count: Int) -> String {
         (0..<count).map { "count != \(100_000 + $0)" }.joined(separator: " AND ")

@@ -7,7 +7,7 @@ import Testing
 /// A user who may read an SQLite store but not write it or its folder (issue 17 item 16):
 /// reads work read-only and say so, or fail saying what access is missing; writes fail saying
 /// so. Run as `nobody` (through `runuser`) on a store the test's user owns.
-@Suite("stratus on a store the user may only read", .timeLimit(.minutes(10)))
+@Suite("stratus on a store the user may only read", .timeLimit(.minutes(30)))
 struct ReadOnlyStoreCLITests {
     /// Cancels the test, saying why, unless it can run commands as another user.
     static func requireOtherUser() throws {

@@ -3,7 +3,7 @@ import StratusTestSupport
 import Testing
 
 /// `stratus count`, `get` and `delete` end to end.
-@Suite("stratus count, get and delete", .timeLimit(.minutes(10)))
+@Suite("stratus count, get and delete", .timeLimit(.minutes(30)))
 struct RecordCommandsCLITests {
     @Test("count prints the number of matching records and nothing else", arguments: TestEngine.all)
     func count(engine: TestEngine) async throws {

@@ -5,7 +5,7 @@ import Testing
 
 /// What a refused write leaves behind (nothing: no field in the schema), what an update's dry
 /// run refuses (what the real run refuses), and updates in custom zones.
-@Suite("Refused writes and update dry runs", .timeLimit(.minutes(10)))
+@Suite("Refused writes and update dry runs", .timeLimit(.minutes(30)))
 struct RefusedWritesCLITests {
     @Test("an import whose record is refused (update of a missing record, create of a stored one, a stale change tag) creates no field; a later record may create it with another type",
           arguments: TestEngine.all)

@@ -7,7 +7,7 @@ import Testing
 /// CloudKit's security roles through the tool: a creator, another signed-in user, a custom
 /// role the user directory gives, and `--anonymous`, for a type with the public defaults and a
 /// type written by moderators.
-@Suite("stratus and security roles", .timeLimit(.minutes(10)))
+@Suite("stratus and security roles", .timeLimit(.minutes(30)))
 struct RolesCLITests {
     static func record(_ name: String, _ type: String, _ text: String) -> String {
         #"{"recordName":"\#(name)","recordType":"\#(type)","fields":{"text":{"value":"\#(text)","type":"STRING"}}}"# + "\n"

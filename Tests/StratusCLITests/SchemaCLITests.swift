@@ -6,7 +6,7 @@ import Testing
 
 /// `stratus schema export|import|validate|diff|deploy|reset`, `stratus types`, `query --explain`
 /// and the development advice, end to end with their exit codes.
-@Suite("stratus schema", .timeLimit(.minutes(10)))
+@Suite("stratus schema", .timeLimit(.minutes(30)))
 struct SchemaCLITests {
     static let forum = """
         DEFINE SCHEMA

@@ -5,7 +5,7 @@ import Testing
 
 /// CloudKit never changes a field's type: a schema that would retype a field whose record type
 /// has records is refused, and nothing changes.
-@Suite("Schemas do not retype fields that hold data", .timeLimit(.minutes(10)))
+@Suite("Schemas do not retype fields that hold data", .timeLimit(.minutes(30)))
 struct SchemaRetypeCLITests {
     @Test("schema import and validate refuse to retype a field of a type with records; saveSchema too; an empty type may be retyped",
           arguments: TestEngine.all)

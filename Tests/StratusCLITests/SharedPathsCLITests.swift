@@ -6,7 +6,7 @@ import Testing
 /// Two file or folder options of one command naming the same path would write over each other
 /// (the change feed's output replaced by its token file, after "wrote 1 change"): refused as a
 /// usage error before anything is read or made.
-@Suite("One path for two options", .timeLimit(.minutes(10)))
+@Suite("One path for two options", .timeLimit(.minutes(30)))
 struct SharedPathsCLITests {
     @Test("changes --token-file T --output T, export --output X --assets-dir X, import --checkpoint R --reject-file R and the same through a link are exit 64 naming both options; nothing is written")
     func sharedPathsRefused() async throws {

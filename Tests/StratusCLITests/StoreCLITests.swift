@@ -4,7 +4,7 @@ import Testing
 
 /// Which store a command uses: a store that does not exist is never created by a read, and
 /// names that cannot be right are usage errors.
-@Suite("stratus store selection", .timeLimit(.minutes(10)))
+@Suite("stratus store selection", .timeLimit(.minutes(30)))
 struct StoreCLITests {
     static let readCommands: [[String]] = [
         ["count", "--type", "Note"],

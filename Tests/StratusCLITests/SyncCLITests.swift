@@ -18,7 +18,7 @@ struct SplitMix: RandomNumberGenerator {
 
 /// `stratus changes | stratus import`: a change feed applied to a second store keeps it equal
 /// to the first, deletions included, also when a run is killed midway.
-@Suite("stratus changes | stratus import", .timeLimit(.minutes(10)))
+@Suite("stratus changes | stratus import", .timeLimit(.minutes(30)))
 struct SyncCLITests {
     /// Saves, updates and deletes records at random in the public default zone.
     static func writeRandomly(_ database: Database, steps: Int, using random: inout SplitMix) async throws {

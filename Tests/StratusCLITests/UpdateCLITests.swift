@@ -4,7 +4,7 @@ import Testing
 
 /// `stratus update` (and `stratus delete --type` on the same machinery): values set and
 /// removed, a second run writing nothing, dry runs, checkpoints, and mistakes.
-@Suite("stratus update", .timeLimit(.minutes(10)))
+@Suite("stratus update", .timeLimit(.minutes(30)))
 struct UpdateCLITests {
     @Test("update sets typed values and removes fields on the matching records only; the same update again writes nothing", arguments: TestEngine.all)
     func setsAndRemoves(engine: TestEngine) async throws {

@@ -6,7 +6,7 @@ import Testing
 
 /// `stratus users`: the user directory from the command line, and PostgreSQL's row-level
 /// security set up by the tool, with each Stratus user a database role.
-@Suite("stratus users", .timeLimit(.minutes(10)))
+@Suite("stratus users", .timeLimit(.minutes(30)))
 struct UsersCLITests {
     @Test("users add, list and remove the directory; a login's private records carry the record name it maps to", arguments: TestEngine.all)
     func directory(engine: TestEngine) async throws {

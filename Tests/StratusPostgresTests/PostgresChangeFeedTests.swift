@@ -7,7 +7,7 @@ import Testing
 /// In PostgreSQL a change number taken early can commit late; Stratus numbers a zone's
 /// changes under the zone's row lock, so that they commit in order. Proven with writer
 /// processes on connections of their own and incremental readers running at the same time.
-@Suite("PostgreSQL change feeds across machines", .requiresPostgres, .timeLimit(.minutes(10)))
+@Suite("PostgreSQL change feeds across machines", .requiresPostgres, .timeLimit(.minutes(30)))
 struct PostgresChangeFeedTests {
     @Test("writer processes and incremental readers at once: each reader sees every change exactly once, in order")
     func exactlyOnce() async throws {

@@ -15,7 +15,7 @@ let postgresFactory: EngineConformance.EngineFactory = { directory in
 
 private let keptSchemas = Mutex<[PostgresTestSchema]>([])
 
-@Suite("PostgreSQL engine conformance", .requiresPostgres, .timeLimit(.minutes(10)))
+@Suite("PostgreSQL engine conformance", .requiresPostgres, .timeLimit(.minutes(30)))
 struct PostgresConformanceTests {
     @Test("conformance", arguments: EngineConformance.cases)
     func conformance(_ testCase: EngineConformance.TestCase) async throws {

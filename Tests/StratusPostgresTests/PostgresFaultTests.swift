@@ -6,7 +6,7 @@ import Testing
 
 /// What `stratus` does when the server fails it: exit codes that say what to do, no password
 /// in any message, and no half-written batch after a crash or a dropped connection.
-@Suite("PostgreSQL faults", .requiresPostgres, .timeLimit(.minutes(10)))
+@Suite("PostgreSQL faults", .requiresPostgres, .timeLimit(.minutes(30)))
 struct PostgresFaultTests {
     static func input(_ count: Int, in store: TemporaryStore) throws -> String {
         var text = ""

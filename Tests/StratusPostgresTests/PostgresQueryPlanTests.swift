@@ -10,7 +10,7 @@ import Testing
 /// the word index; the results equal the brute-force evaluator's. String keys are indexed by
 /// their first characters (``PostgresDialect/indexPrefixLength``), so a sort on one reads the
 /// index in prefix order and sorts only rows with equal prefixes (an Incremental Sort).
-@Suite("PostgreSQL query plans and schema indexes", .requiresPostgres, .timeLimit(.minutes(10)))
+@Suite("PostgreSQL query plans and schema indexes", .requiresPostgres, .timeLimit(.minutes(30)))
 struct PostgresQueryPlanTests {
     static func schema() -> RecordTypeSchema {
         var schema = RecordTypeSchema(recordType: "Item")

@@ -7,7 +7,7 @@ import Testing
 /// Each Stratus user is a PostgreSQL role: row-level security keeps another user's private
 /// records out of reach, through Stratus and with raw SQL as that role alike; the engine needs
 /// no superuser.
-@Suite("PostgreSQL row-level security", .requiresPostgres, .timeLimit(.minutes(10)))
+@Suite("PostgreSQL row-level security", .requiresPostgres, .timeLimit(.minutes(30)))
 struct PostgresSecurityTests {
     @Test("a role reaches public rows and its own private rows only, also with raw SQL; acting as another user is refused")
     func privateRowsAreUnreachable() async throws {

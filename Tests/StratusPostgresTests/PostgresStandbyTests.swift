@@ -6,7 +6,7 @@ import Testing
 
 /// Reads that may lag go to a hot standby; a lagging standby never makes a change feed skip,
 /// repeat or expire (a token ahead of it is read on the primary).
-@Suite("PostgreSQL reads from a hot standby", .requiresPostgres, .timeLimit(.minutes(10)))
+@Suite("PostgreSQL reads from a hot standby", .requiresPostgres, .timeLimit(.minutes(30)))
 struct PostgresStandbyTests {
     @Test("queries, exports and change reads on a streaming standby; paused replay: no change skipped, repeated or expired")
     func standbyReads() async throws {

@@ -4,7 +4,7 @@ import Testing
 
 // `Container.default()` reads the process environment and stops the program when its store does
 // not open, so it is tried in a program of its own: the ported sample, which uses it.
-@Suite("Container.default() with a store it cannot open", .timeLimit(.minutes(5)))
+@Suite("Container.default() with a store it cannot open", .timeLimit(.minutes(30)))
 struct ContainerDefaultStoreTests {
     @Test("a PostgreSQL URL in STRATUS_STORE stops the program saying why, without its password")
     func postgresURLIsNotEchoed() async throws {

@@ -9,7 +9,7 @@ import Testing
 // cascades) killed with SIGKILL at random moments, then the store checked from scratch. The
 // long version is scripts/crash-loop (STRATUS_CRASH_ROUNDS, STRATUS_CRASH_RECORDS).
 
-@Suite("Crashes: writers killed at random moments", .timeLimit(.minutes(StoreProcess.setting("STRATUS_CRASH_ROUNDS", default: 10) / 10 + 10)))
+@Suite("Crashes: writers killed at random moments", .timeLimit(.minutes(StoreProcess.setting("STRATUS_CRASH_ROUNDS", default: 10) / 10 + 30)))
 struct CrashTests {
     static let container = "com.example.stress"
     static let batchSize = 100

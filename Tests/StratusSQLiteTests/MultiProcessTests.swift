@@ -146,7 +146,7 @@ final class LatencyProbe: @unchecked Sendable {
     }
 }
 
-@Suite("Many processes on one store", .timeLimit(.minutes(StoreProcess.setting("STRATUS_SOAK_SECONDS", default: 4) / 60 + 10)))
+@Suite("Many processes on one store", .timeLimit(.minutes(StoreProcess.setting("STRATUS_SOAK_SECONDS", default: 4) / 60 + 30)))
 struct MultiProcessTests {
     static let container = "com.example.stress"
     static var context: DatabaseContext { DatabaseContext(containerIdentifier: container, scope: .public, userName: "tester") }

@@ -11,7 +11,7 @@ import Testing
 // to the position its job committed; the run that finally completes leaves every record
 // changed exactly once (checked against the model the generator and the command define).
 
-@Suite("Crashes: checkpointed pipelines killed at random moments", .timeLimit(.minutes(StoreProcess.setting("STRATUS_CRASH_ROUNDS", default: 8) / 4 + 10)))
+@Suite("Crashes: checkpointed pipelines killed at random moments", .timeLimit(.minutes(StoreProcess.setting("STRATUS_CRASH_ROUNDS", default: 8) / 4 + 30)))
 struct PipelineCrashTests {
     /// Kills `run` at a moment tied to its progress, not to the clock (so that runs are
     /// killed part-way on a fast machine and on a busy one alike): once `done()` (records

@@ -9,7 +9,7 @@ let sqliteFactory: EngineConformance.EngineFactory = { directory in
     try SQLiteEngine(path: directory.appendingPathComponent("store.sqlite").path)
 }
 
-@Suite("SQLite engine conformance", .timeLimit(.minutes(10)))
+@Suite("SQLite engine conformance", .timeLimit(.minutes(30)))
 struct SQLiteConformanceTests {
     @Test("conformance", arguments: EngineConformance.cases)
     func conformance(_ testCase: EngineConformance.TestCase) async throws {

@@ -4,7 +4,7 @@ import Foundation
 import StratusTestSupport
 import Testing
 
-@Suite("SQLite engine: files, processes and failures", .timeLimit(.minutes(10)))
+@Suite("SQLite engine: files, processes and failures", .timeLimit(.minutes(30)))
 struct SQLiteEngineTests {
     static let identifier = "com.example.sqlite-tests"
 

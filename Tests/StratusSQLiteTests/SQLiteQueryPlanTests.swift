@@ -7,7 +7,7 @@ import Testing
 /// Indexes declared in a record type's schema become real SQLite indexes, and queries that
 /// filter or sort on indexed fields use them (checked on `EXPLAIN QUERY PLAN`, not only on the
 /// results); without a schema the same queries scan and return the same records.
-@Suite("SQLite query plans and schema indexes", .timeLimit(.minutes(10)))
+@Suite("SQLite query plans and schema indexes", .timeLimit(.minutes(30)))
 struct SQLiteQueryPlanTests {
     static let identifier = "com.example.query-plans"
     static let recordCount = 300

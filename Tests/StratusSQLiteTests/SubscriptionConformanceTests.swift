@@ -4,7 +4,7 @@ import StratusSQLite
 import StratusTestSupport
 import Testing
 
-@Suite("SQLite subscriptions and notifications", .timeLimit(.minutes(10)))
+@Suite("SQLite subscriptions and notifications", .timeLimit(.minutes(30)))
 struct SubscriptionConformanceTests {
     @Test("subscription conformance", arguments: SubscriptionConformance.cases)
     func conformance(_ testCase: EngineConformance.TestCase) async throws {

@@ -4,7 +4,7 @@ import StratusSQLite
 import StratusTestSupport
 import Testing
 
-@Suite("SQLite zones and change tracking", .timeLimit(.minutes(10)))
+@Suite("SQLite zones and change tracking", .timeLimit(.minutes(30)))
 struct ZoneConformanceTests {
     private static let factory: EngineConformance.EngineFactory = { directory in
         try SQLiteEngine(path: directory.appendingPathComponent("store.sqlite").path)

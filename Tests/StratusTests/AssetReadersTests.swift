@@ -7,7 +7,7 @@ import Testing
 
 /// Stratus's own readers of asset content (exports, store copies and their comparison) read the
 /// store's files directly: they hand out no copies, as an app's `fileURL` does.
-@Suite("Asset readers", .timeLimit(.minutes(10)))
+@Suite("Asset readers", .timeLimit(.minutes(30)))
 struct AssetReadersTests {
     @Test("an export with an assets folder, an export without one, a store copy and its comparison make no handed-out copy")
     func exportsAndCopiesReadDirectly() async throws {

@@ -432,7 +432,7 @@ enum FuzzSettings {
     static let verbose = ProcessInfo.processInfo.environment["STRATUS_FUZZ_VERBOSE"] != nil
 }
 
-@Suite("Bad input: generated malformed predicates, record JSON, CSV and hostile names", .timeLimit(.minutes(FuzzSettings.cases / 5_000 + 10)))
+@Suite("Bad input: generated malformed predicates, record JSON, CSV and hostile names", .timeLimit(.minutes(FuzzSettings.cases / 5_000 + 30)))
 struct BadInputFuzzTests {
     static let cases = FuzzSettings.cases
     static let seed = FuzzSettings.seed

@@ -4,7 +4,7 @@ import StratusSQLite
 import StratusTestSupport
 import Testing
 
-@Suite("Cancellation", .timeLimit(.minutes(10)))
+@Suite("Cancellation", .timeLimit(.minutes(30)))
 struct CancellationTests {
     @Test("cancelled before start: the final block gets operationCancelled and no item block runs")
     func cancelBeforeStart() async throws {

@@ -5,7 +5,7 @@ import StratusTestSupport
 import Synchronization
 import Testing
 
-@Suite("Change tracking operations", .timeLimit(.minutes(10)))
+@Suite("Change tracking operations", .timeLimit(.minutes(30)))
 struct ChangeTrackingTests {
     static let photos = RecordZone.ID(zoneName: "Photos")
     static let notes = RecordZone.ID(zoneName: "Notes")
@@ -197,7 +197,7 @@ struct ChangeTrackingTests {
     /// zone's tokens in small random batches (each token going through its text form, as a
     /// process restart would); `churn verify` then checks what was read against the writers'
     /// own logs: each committed state once, per record in commit order, nothing lost.
-    @Test("exactly once, in order, while writer processes write concurrently", .timeLimit(.minutes(10)))
+    @Test("exactly once, in order, while writer processes write concurrently", .timeLimit(.minutes(30)))
     func exactlyOnceUnderConcurrentWriters() async throws {
         let churn = try ChildProcess.builtExecutable("churn")
         try await ZoneTestStore.with { fixture async throws in

@@ -45,7 +45,7 @@ struct CLIStoreFixture: Sendable {
     }
 }
 
-@Suite("stratus zones and stratus changes", .timeLimit(.minutes(10)))
+@Suite("stratus zones and stratus changes", .timeLimit(.minutes(30)))
 struct ChangesCLITests {
     static func options(_ fixture: CLIStoreFixture, database: String = "private") -> [String] {
         ["--store", fixture.path, "--container", CLIStoreFixture.identifier, "--database", database, "--user", "alice"]

@@ -5,7 +5,7 @@ import StratusTestSupport
 import Testing
 
 /// The callback forms CloudKit tutorials use, each awaited through a continuation.
-@Suite("Convenience API (completion handlers)", .timeLimit(.minutes(10)))
+@Suite("Convenience API (completion handlers)", .timeLimit(.minutes(30)))
 struct CompletionHandlerTests {
     struct Outcome<Value: Sendable>: Sendable {
         var value: Value?

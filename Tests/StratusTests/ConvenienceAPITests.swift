@@ -4,7 +4,7 @@ import StratusSQLite
 import StratusTestSupport
 import Testing
 
-@Suite("Convenience API (async)", .timeLimit(.minutes(10)))
+@Suite("Convenience API (async)", .timeLimit(.minutes(30)))
 struct ConvenienceAPITests {
     @Test("save, record(for:), records(for:desiredKeys:), deleteRecord(withID:)")
     func saveFetchDelete() async throws {

@@ -18,7 +18,7 @@ private final class CrashingCheckpoint: ImportCheckpointStore {
     func remove() throws { saved = nil }
 }
 
-@Suite("Imports record their progress in the store", .timeLimit(.minutes(10)))
+@Suite("Imports record their progress in the store", .timeLimit(.minutes(30)))
 struct ImportJobProgressTests {
     @Test("killed after a batch committed but before the checkpoint moved: a create-mode resume rejects nothing and ends with the input")
     func resumeAfterCommittedBatch() async throws {

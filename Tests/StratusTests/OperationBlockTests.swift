@@ -6,7 +6,7 @@ import Testing
 
 /// Every operation calls every block with the right values, each item once, never two blocks
 /// at once, and the final block last.
-@Suite("Operation blocks", .timeLimit(.minutes(10)))
+@Suite("Operation blocks", .timeLimit(.minutes(30)))
 struct OperationBlockTests {
     /// A block event: which block, which record, what result.
     enum Event: Sendable, Hashable {

@@ -4,7 +4,7 @@ import StratusSQLite
 import StratusTestSupport
 import Testing
 
-@Suite("Operation dependencies and pipelines", .timeLimit(.minutes(10)))
+@Suite("Operation dependencies and pipelines", .timeLimit(.minutes(30)))
 struct OperationDependencyTests {
     static func queue(_ name: String) -> OperationQueue {
         let queue = OperationQueue()

@@ -7,7 +7,7 @@ import Testing
 /// Pipelines that stream: batches handed on as they are produced, a bounded number in flight,
 /// cancellation and failure across every stage, fan-out, typed hand-offs, stages on their own
 /// queues, and dependencies between pipelines.
-@Suite("Streaming pipelines", .timeLimit(.minutes(10)))
+@Suite("Streaming pipelines", .timeLimit(.minutes(30)))
 struct PipelineStreamingTests {
     static func queue(_ name: String, slots: Int = 2) -> OperationQueue {
         let queue = OperationQueue()

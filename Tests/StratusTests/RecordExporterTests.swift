@@ -14,7 +14,7 @@ final class CollectingSink: RecordSink {
     }
 }
 
-@Suite("RecordExporter", .timeLimit(.minutes(10)))
+@Suite("RecordExporter", .timeLimit(.minutes(30)))
 struct RecordExporterTests {
     static func seed(_ database: Database, count: Int) async throws {
         let records = items(count)

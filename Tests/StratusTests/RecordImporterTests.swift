@@ -53,7 +53,7 @@ func storedNames(_ database: Database, type: String = "Item", zoneID: RecordZone
     return names.sorted()
 }
 
-@Suite("RecordImporter", .timeLimit(.minutes(10)))
+@Suite("RecordImporter", .timeLimit(.minutes(30)))
 struct RecordImporterTests {
     static func options(_ configure: (inout RecordImporter.Options) -> Void) -> RecordImporter.Options {
         var options = RecordImporter.Options()

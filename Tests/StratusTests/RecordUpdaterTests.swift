@@ -5,7 +5,7 @@ import StratusTestSupport
 import Testing
 
 /// ``RecordUpdater`` and encrypted fields, through the public API.
-@Suite("RecordUpdater", .timeLimit(.minutes(10)))
+@Suite("RecordUpdater", .timeLimit(.minutes(30)))
 struct RecordUpdaterTests {
     /// Alice's private database with d1 and d2 (`secret` encrypted, `note` plain) and d3 (neither) in zone Diary.
     static func diaries(_ fixture: SQLiteFixture) async throws -> (Database, RecordZone.ID) {

@@ -17,7 +17,7 @@ final class MemoryTokens: ChangeTokenStore {
 
 struct ApplyFailed: Error {}
 
-@Suite("RecordZoneChangeFeed", .timeLimit(.minutes(10)))
+@Suite("RecordZoneChangeFeed", .timeLimit(.minutes(30)))
 struct RecordZoneChangeFeedTests {
     /// Applies a feed's changes to a dictionary of record states, as a replica would.
     static func apply(_ batch: RecordZoneChangeFeed.Batch, to replica: inout [String: FieldValue?], log: inout [String]) {

@@ -6,7 +6,7 @@ import Testing
 
 /// Values an app can pass that CloudKit answers with an error: the operation fails with
 /// `invalidArguments` naming the value, and the process goes on (a trap here ends a server).
-@Suite("Arguments CloudKit refuses fail the operation, not the process", .timeLimit(.minutes(10)))
+@Suite("Arguments CloudKit refuses fail the operation, not the process", .timeLimit(.minutes(30)))
 struct RefusedArgumentsTests {
     static func finalError(of operation: DatabaseOperation, on database: Database, _ observe: (Box<(any Error)?>) -> Void) async -> StratusError? {
         let failure = Box<(any Error)?>(nil)

@@ -186,7 +186,7 @@ struct ModifyRun: Sendable {
     var succeeded: [Record.ID] { saveOrder.filter { if case .success? = saves[$0] { true } else { false } } }
 }
 
-@Suite("Safe writes: conflicts, batches, references, retries", .timeLimit(.minutes(10)))
+@Suite("Safe writes: conflicts, batches, references, retries", .timeLimit(.minutes(30)))
 struct SafeWriteTests {
     static func failure<T>(_ result: Result<T, any Error>?) -> StratusError? {
         if case .failure(let error)? = result { return error as? StratusError }

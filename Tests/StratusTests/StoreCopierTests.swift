@@ -19,7 +19,7 @@ final class MemoryCopyCheckpoint: StoreCopier.CheckpointStore, @unchecked Sendab
 }
 
 /// ``StoreCopier`` through its public API: cancel and resume, what compare() finds.
-@Suite("StoreCopier", .timeLimit(.minutes(10)))
+@Suite("StoreCopier", .timeLimit(.minutes(30)))
 struct StoreCopierTests {
     static func fill(_ engine: SQLiteEngine) async throws {
         let database = Container(identifier: "com.example.copy", engine: engine, userName: "alice").publicCloudDatabase

@@ -24,7 +24,7 @@ struct ZoneTestStore: Sendable {
     }
 }
 
-@Suite("Zone operations", .timeLimit(.minutes(10)))
+@Suite("Zone operations", .timeLimit(.minutes(30)))
 struct ZoneOperationTests {
     @Test("ModifyRecordZonesOperation reports each zone saved and deleted, then its final block, one block at a time")
     func modifyZonesBlocks() async throws {

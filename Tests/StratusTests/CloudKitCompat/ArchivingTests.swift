@@ -4,7 +4,7 @@ import StratusSQLite
 import StratusTestSupport
 import Testing
 
-@Suite("Archiving records, zones, subscriptions, change tokens and cursors with NSKeyedArchiver", .timeLimit(.minutes(10)))
+@Suite("Archiving records, zones, subscriptions, change tokens and cursors with NSKeyedArchiver", .timeLimit(.minutes(30)))
 struct ArchivingTests {
     /// The system fields of `record`, as sync code archives them.
     static func systemFields(of record: Record) -> Data {

@@ -6,7 +6,7 @@ import Testing
 
 /// Both the result blocks and CloudKit's older blocks set: each event reaches the result block
 /// first, then the older one, per-item blocks before final blocks, one block at a time.
-@Suite("CloudKit's older block names, next to the result blocks", .timeLimit(.minutes(10)))
+@Suite("CloudKit's older block names, next to the result blocks", .timeLimit(.minutes(30)))
 struct OlderBlockOrderTests {
     static func name(_ id: Record.ID?) -> String { id?.recordName ?? "-" }
     static func code(_ error: (any Error)?) -> String { (error as? StratusError).map { "\($0.code)" } ?? "nil" }

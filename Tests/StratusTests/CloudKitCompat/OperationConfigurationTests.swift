@@ -4,7 +4,7 @@ import StratusSQLite
 import StratusTestSupport
 import Testing
 
-@Suite("Operation configuration and groups, as CKOperation's", .timeLimit(.minutes(10)))
+@Suite("Operation configuration and groups, as CKOperation's", .timeLimit(.minutes(30)))
 struct OperationConfigurationTests {
     @Test("a configuration has CloudKit's defaults; an operation's is never nil, and assigning copies it")
     func defaultsAndCopies() {
