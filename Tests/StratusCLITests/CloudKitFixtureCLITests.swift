@@ -258,6 +258,14 @@ struct CloudKitFixtureCLITests {
                 let exported = try #require(records[name], "\(name) was exported")
                 #expect(Self.canonical(exported["fields"]) == Self.canonical(original["fields"]), "\(name): \(exported)")
             }
+            // Into a development store without the schema: the first value grows a NUMBER field,
+            // which takes the second (a field typed INT64 by the first would refuse 2.5).
+            let bareStore = try await cli.newStore("bare.sqlite")
+            let bare = try await cli.run(["import", try cli.file("lookup-bare.json", body), "--store", bareStore])
+            #expect(bare.exitCode == 0, "\(bare)")
+            Summary.expectImport(bare, imported: 2)
+            let grown = try await cli.run(["schema", "export", "--store", bareStore])
+            #expect(grown.stdout.contains("color") && grown.stdout.contains("NUMBER") && !grown.stdout.contains("PREFERRED"), "\(grown.stdout)")
         }
     }
 

@@ -146,6 +146,35 @@ extension Record {
             }
         }
 
+        /// Whether the field `key` came typed `NUMBER_INT64` or `NUMBER_DOUBLE` (or their lists):
+        /// the value of a field CloudKit's schema declares `NUMBER` (kept in ``fields``).
+        ///
+        /// ```swift
+        /// record.jsonExtras.fields["price"] = #"{"value":3,"type":"NUMBER_INT64"}"#
+        /// print(record.jsonExtras.holdsNumberTypedValue("price"))   // true
+        /// ```
+        public func holdsNumberTypedValue(_ key: String) -> Bool {
+            guard let text = storage?.contents.fields[key], text.contains("NUMBER_") else { return false }
+            var copy = text
+            return copy.withUTF8 { bytes in
+                guard let base = bytes.baseAddress else { return false }
+                var cursor = JSONCursor(base: base, limit: bytes.count, isComplete: true, pos: 0)
+                do throws(JSONCursor.Failure) {
+                    guard try cursor.peek() == UInt8(ascii: "{"), try cursor.openObject() else { return false }
+                    repeat {
+                        let member = try cursor.scanKey()
+                        let token = try cursor.scanValue()
+                        if cursor.stringEquals(member, "type") {
+                            return token.kind == .string && ["NUMBER_INT64", "NUMBER_DOUBLE", "NUMBER_INT64_LIST", "NUMBER_DOUBLE_LIST"].contains { cursor.stringEquals(token, $0) }
+                        }
+                    } while try cursor.nextMember(close: UInt8(ascii: "}"), in: "a field")
+                } catch {
+                    return false
+                }
+                return false
+            }
+        }
+
         /// Whether nothing is kept.
         public var isEmpty: Bool { storage == nil }
 

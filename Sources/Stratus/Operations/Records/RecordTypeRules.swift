@@ -252,13 +252,14 @@ struct RecordTypeRules {
         fileprivate let type: TypeState
         fileprivate let missing: [(String, FieldValue)]
         fileprivate let encrypted: Set<String>
+        fileprivate let numbers: Set<String>
     }
 
     /// Grows the type as `growth` says, after its record was written: later saves of this
     /// transaction see the fields, and ``storeGrowth(in:)`` stores them. A field another save
     /// of the transaction created in the meantime keeps its declaration.
     mutating func grow(_ growth: Growth) {
-        Self.grow(growth.type, with: growth.missing.filter { growth.type.declared[$0.0] == nil }, encrypted: growth.encrypted)
+        Self.grow(growth.type, with: growth.missing.filter { growth.type.declared[$0.0] == nil }, encrypted: growth.encrypted, numbers: growth.numbers)
     }
 
     /// The item error of deleting `id` (stored as `stored`, if at all), or `nil`: WRITE in the
@@ -328,7 +329,11 @@ struct RecordTypeRules {
             // A schema file could not declare the type any more, so neither could its export.
             return .failure(StratusError(.invalidArguments, "record '\(save.recordID.recordName)' would give record type '\(type.name)' \(held + missing.count) fields; a record type holds at most \(limit) (Stratus's limit, as in a schema file), and its development schema has \(held)", recordID: save.recordID))
         }
-        return .success(Growth(type: type, missing: missing, encrypted: encrypted))
+        // A value typed NUMBER_INT64 or NUMBER_DOUBLE (CloudKit's, and Stratus's export, of a
+        // NUMBER field) grows a NUMBER field, which takes both: one typed by its first value
+        // would refuse the other kind in the rest of the same export.
+        let numbers = save.jsonExtras.fields.isEmpty ? [] : Set(missing.map(\.0).filter { save.jsonExtras.holdsNumberTypedValue($0) })
+        return .success(Growth(type: type, missing: missing, encrypted: encrypted, numbers: numbers))
     }
 
     /// The declaration of the field named `key` of ``recentType``, looked for among the
@@ -369,11 +374,13 @@ struct RecordTypeRules {
         type.isList ? [.int64List, .doubleList] : [.int64, .double]
     }
 
-    /// Development: adds the record's undeclared fields (and the type itself when new), without indexes.
-    private static func grow(_ type: TypeState, with missing: [(String, FieldValue)], encrypted: Set<String>) {
+    /// Development: adds the record's undeclared fields (and the type itself when new), without
+    /// indexes; those in `numbers` as NUMBER fields.
+    private static func grow(_ type: TypeState, with missing: [(String, FieldValue)], encrypted: Set<String>, numbers: Set<String>) {
         var schema = type.schema ?? RecordTypeSchema(recordType: type.name)
         for (key, value) in missing.sorted(by: { $0.0 < $1.0 }) {
-            let field = RecordTypeSchema.Field(key, type: value.type, isEncrypted: encrypted.contains(key))
+            let field = RecordTypeSchema.Field(key, type: value.type, isEncrypted: encrypted.contains(key), isNumber: numbers.contains(key),
+                                               namesPreferredType: !numbers.contains(key))
             schema.fields.append(field)
             type.declared[key] = FieldKind(field)
             if field.isEncrypted { type.hasEncryptedFields = true }
