@@ -95,6 +95,14 @@ extension SQLDialect {
     package func indexPrefix(_ expression: String) -> String? { nil }
     package func indexPrefix(of parameter: SQLValue) -> SQLValue { parameter }
     package func wordKey(_ word: String) -> String { word }
+
+    /// Whether a longer word that starts with `word` could be held in the word index as `word`
+    /// itself: `word` and one more character (up to 4 bytes) would be cut. Rows found by such
+    /// a key are checked for the whole word too, as for a word that was cut.
+    package func wordKeyMayStandForLongerWords(_ word: String) -> Bool {
+        let longer = word + "\u{10FFFF}"
+        return wordKey(longer) != longer
+    }
 }
 
 extension QueryRules.OrderedFamily {

@@ -423,7 +423,7 @@ package struct SQLQueryTranslation<Dialect: SQLDialect> {
             // per word (intersected) for all words. A word the index holds only the start of
             // finds the records with a word that starts so; the engine keeps those with the word.
             let keys = words.map(dialect.wordKey)
-            if keys != words { residual.append((words, all)) }
+            if keys != words || words.contains(where: dialect.wordKeyMayStandForLongerWords) { residual.append((words, all)) }
             if all && keys.count > 1 {
                 let lookups = keys.map { _ in "r.record_name IN (SELECT t.record_name FROM record_tokens t WHERE t.zone_id = ? AND t.token = ?)" }
                 return (SQLFragment(sql: "(" + lookups.joined(separator: " AND ") + ")", parameters: keys.flatMap { [Self.zonePlaceholder, SQLValue.text($0)] }), always)

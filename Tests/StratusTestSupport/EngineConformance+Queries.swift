@@ -379,5 +379,8 @@ extension EngineConformance {
         let both = try query("Long", "self CONTAINS %@ AND self CONTAINS %@", [words[4], "note"])
         #expect(TestDatabase.names(try await TestDatabase.queryAll(both, in: database)) == [recordName("l", 4)])
         #expect(try await database.countRecords(matching: try query("Long", "self CONTAINS %@", [words[8]])) == 1)
+        // A word exactly as long as a word index keeps (1,000 bytes on PostgreSQL) is no prefix
+        // search: the longer words cut to it are not it.
+        #expect(try await database.countRecords(matching: try query("Long", "self CONTAINS %@", [String(sharedWord.prefix(1_000))])) == 0)
     }
 }
