@@ -95,7 +95,7 @@ enum WhereClause {
             }
             return .reference(Record.Reference(recordID: Record.ID(recordName: name), action: .none))
         default:
-            throw UsageError(message: "--where: \(key) is a REFERENCE in the schema: compare it with a record name ('\(key) == \"name\"') or REFERENCE(\"name\"), not a \(value.type.rawValue) (the condition would match no record)")
+            throw UsageError(message: "--where: \(key) is a REFERENCE in the schema: compare it with a record name ('\(key) == \"name\"') or REFERENCE(\"name\"), not \(value.type.rawValue.first.map { "AEIOU".contains($0) } == true ? "an" : "a") \(value.type.rawValue) (the condition would match no record)")
         }
     }
 

@@ -313,7 +313,7 @@ struct QueryCLITests {
                 ("loc == 'x'", "loc is LOCATION in the schema"), ("n BEGINSWITH '1'", "n is INT64 in the schema, and BEGINSWITH"),
                 ("tags BEGINSWITH 'r'", "ANY tags BEGINSWITH"), ("n CONTAINS 1", "n is INT64 in the schema, not a list"),
                 ("distanceToLocation:fromLocation:(s, LOCATION(1, 2)) < 5", "s is STRING in the schema, and distanceToLocation"),
-                ("r == 5", "r is a REFERENCE in the schema"),
+                ("r == 5", "r is a REFERENCE in the schema: compare it with a record name ('r == \"name\"') or REFERENCE(\"name\"), not an INT64"),
             ] {
                 for command in [["count"], ["query"], ["update", "--set", "n=1"], ["delete", "--yes"]] {
                     let result = try await cli.run(command + ["--type", "T", "--where", condition])

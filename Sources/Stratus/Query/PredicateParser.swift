@@ -622,9 +622,9 @@ extension PredicateParser {
                 if byteAt(token.end) == UInt8(ascii: "@") {
                     throw failure("aggregate operators such as @count and @sum are not supported by CloudKit", at: token.end)
                 }
-                if case .key = operand {
+                if case .key(let name) = operand {
                     throw failure(
-                        "key paths into other records (owner.name) are not supported; CloudKit queries only the record's own fields",
+                        "key paths into other records or values ('\(name).…') are not supported; CloudKit queries only the record's own fields",
                         at: token.start)
                 }
                 throw failure("unexpected '.'", at: token.start)
