@@ -359,6 +359,9 @@ extension EngineConformance {
             let count = stratusError(await caughtError { try await production.countRecords(matching: unindexed) })
             #expect(count?.code == .invalidArguments, "counting \(unindexed)")
         }
+        // A field production does not have at all is named as CloudKit names it.
+        let misspelt = stratusError(await caughtError { try await production.records(matching: try query("rnak == 1")) })
+        #expect(misspelt?.code == .invalidArguments && misspelt?.message.contains("Did not find field: 'rnak' in type: 'Item'") == true, "\(String(describing: misspelt))")
         // Without a queryable recordName, listing a type is refused too.
         var bare = RecordTypeSchema(recordType: "Bare")
         bare.addField("n", type: .int64)

@@ -47,7 +47,7 @@ enum SubscriptionRules {
         let missing = Query(recordType: subscription.recordType, predicate: subscription.predicate).missingIndexes(in: schema)
             .filter { !($0.field == "recordName" && subscription.predicate == .all) }
         if let first = missing.first {
-            throw StratusError(.invalidArguments, "subscription '\(id)': " + QueryAdmission.refusal(first))
+            throw StratusError(.invalidArguments, "subscription '\(id)': " + QueryAdmission.refusal(first, schema: schema))
         }
     }
 

@@ -41,7 +41,7 @@ enum QueryAdmission {
             }
             let missing = userQuery(query, predicate: asked).missingIndexes(in: typeSchema)
             if let first = missing.first {
-                throw StratusError(.invalidArguments, refusal(first) + (missing.count > 1 ? " (and \(missing.count - 1) more: " + missing.dropFirst().map(\.description).joined(separator: ", ") + ")" : ""))
+                throw StratusError(.invalidArguments, refusal(first, schema: typeSchema) + (missing.count > 1 ? " (and \(missing.count - 1) more: " + missing.dropFirst().map(\.description).joined(separator: ", ") + ")" : ""))
             }
         }
         guard context.scope == .public else { return query }
@@ -78,10 +78,14 @@ enum QueryAdmission {
         return try CompiledQuery(userQuery(query, predicate: named), zoneID: query.zoneID, desiredKeys: query.desiredKeys)
     }
 
-    /// CloudKit's words for a missing index: "Field 'rank' is not marked sortable".
-    static func refusal(_ requirement: IndexRequirement) -> String {
+    /// CloudKit's words for a missing index: "Field 'rank' is not marked sortable", or for a
+    /// field the type does not have: "Did not find field: 'rnak' in type: 'Item'".
+    static func refusal(_ requirement: IndexRequirement, schema: RecordTypeSchema? = nil) -> String {
         guard let field = requirement.field else {
             return "Type '\(requirement.recordType)' has no field marked searchable, which self CONTAINS needs; declare one SEARCHABLE in the production schema"
+        }
+        if let schema, SystemField(rawValue: field) == nil, schema.field(field) == nil {
+            return "Did not find field: '\(field)' in type: '\(requirement.recordType)' (the production schema has no such field: check its spelling, or deploy the development schema)"
         }
         if let system = SystemField(rawValue: field), system.declaredType == nil {
             return "Field '\(field)' is not marked \(requirement.attribute.lowercased()); no schema can mark it (\"\(system.cloudKitName)\" takes no index), so no query in production may use it"
