@@ -6,6 +6,7 @@ extension ZoneConformance {
     static let syncEngineCases: [TestCase] = [
         TestCase("sync engine: two devices converge through sends and fetches, each change fetched once", syncEngineDevicesConverge),
         TestCase("sync engine: after a reset of the development environment its token expires, and the zones the reset removed are reported deleted", syncEngineSeesAResetsZonesGo),
+        TestCase("sync engine: a listing from the beginning cancelled after its first page starts again, and still reports the zones gone", syncEngineRelistsAfterAnInterruption),
     ]
 
     /// A device's copy of the Notes zone, kept by a ``SyncEngineDelegate`` as an app keeps it.
@@ -130,5 +131,46 @@ extension ZoneConformance {
         // Reported once: the next fetch has nothing to say.
         try await engine.fetchChanges()
         #expect(await replica.deletedZones.count == 2)
+    }
+
+    /// A delegate that cancels its engine's work at the first database changes it is given.
+    final actor CancellingReplica: SyncEngineDelegate {
+        var cancels = true
+        var deletedZones: [RecordZone.ID] = []
+
+        func stopCancelling() { cancels = false }
+        func startCancelling() { cancels = true }
+
+        func handleEvent(_ event: SyncEngine.Event, syncEngine: SyncEngine) async {
+            guard case .fetchedDatabaseChanges(let changes) = event else { return }
+            deletedZones += changes.deletions.map(\.zoneID)
+            if cancels && !changes.modifications.isEmpty { await syncEngine.cancelOperations() }
+        }
+
+        func nextRecordZoneChangeBatch(_ context: SyncEngine.SendChangesContext, syncEngine: SyncEngine) async -> SyncEngine.RecordZoneChangeBatch? { nil }
+    }
+
+    static func syncEngineRelistsAfterAnInterruption(_ env: Environment) async throws {
+        let container = env.container()
+        let database = container.privateCloudDatabase
+        try await database.save(RecordZone(zoneName: "Gone"))
+        let replica = CancellingReplica()
+        await replica.stopCancelling()
+        var configuration = SyncEngine.Configuration(database: database, stateSerialization: nil, delegate: replica)
+        configuration.automaticallySync = false
+        let engine = SyncEngine(configuration)
+        try await engine.fetchChanges()
+
+        // After the reset the user has more zones than one page of database changes lists.
+        try await container.resetDevelopmentEnvironment()
+        let count = FetchDatabaseChangesOperation.defaultResultsLimit + 20
+        _ = try await database.modifyRecordZones(saving: (0..<count).map { RecordZone(zoneName: "Z\($0)") }, deleting: [])
+        await replica.startCancelling()
+        let cancelled = stratusError(await caughtError { try await engine.fetchChanges() })
+        #expect(cancelled?.code == .operationCancelled, "the delegate cancelled the listing after its first page")
+        #expect(await replica.deletedZones.isEmpty)
+        await replica.stopCancelling()
+        try await engine.fetchChanges()
+        #expect(await replica.deletedZones.map(\.zoneName) == ["Gone"])
     }
 }

@@ -234,30 +234,30 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
 
     private func fetchDatabaseChanges(_ requests: Database, generation: Int) async throws {
         var expiredOnce = false
-        // After the token expired: the zones the engine knew before, and those the fetch from
-        // the beginning still reports.
-        var knownBeforeExpiry: [RecordZone.ID] = []
-        var reportedSinceExpiry: Set<RecordZone.ID> = []
+        var token = state.stored.withLock { $0.databaseToken }
+        // A fetch from no token (a new engine, or one whose token expired because the history
+        // was compacted or the development environment was reset) lists every zone there is,
+        // and reports no deletion: the zones the engine knows that the whole listing leaves out
+        // are gone. Its token is kept only once the listing is whole, so that one interrupted
+        // (cancelled, failed, the app killed) starts again from the beginning next time.
+        var listing = token == nil
+        var listed: Set<RecordZone.ID> = []
         while true {
             try checkNotCancelled(since: generation)
-            let token = state.stored.withLock { $0.databaseToken }
             let changes: (modifications: [Database.DatabaseChange.Modification], deletions: [Database.DatabaseChange.Deletion], changeToken: ServerChangeToken, moreComing: Bool)
             do {
                 changes = try await requests.databaseChanges(since: token)
             } catch let error as StratusError where error.code == .changeTokenExpired && !expiredOnce {
-                // The history behind the token was compacted, or the development environment
-                // was reset: start over, as CloudKit's engine does.
+                // Start over, as CloudKit's engine does.
                 expiredOnce = true
-                knownBeforeExpiry = state.stored.withLock { stored in
-                    stored.databaseToken = nil
-                    stored.needsUpdateEvent = true
-                    var zones = stored.zoneTokens.map(\.zoneID)
-                    for zoneID in stored.zoneIDsWithUnfetchedServerChanges where !zones.contains(zoneID) { zones.append(zoneID) }
-                    return zones
-                }
+                token = nil
+                listing = true
+                listed = []
+                state.stored.withLock { $0.databaseToken = nil; $0.needsUpdateEvent = true }
                 continue
             }
-            if expiredOnce { reportedSinceExpiry.formUnion(changes.modifications.map(\.zoneID)) }
+            let whole = !changes.moreComing
+            if listing { listed.formUnion(changes.modifications.map(\.zoneID)) }
             state.stored.withLock { stored in
                 for deletion in changes.deletions {
                     stored.zoneIDsWithUnfetchedServerChanges.removeAll { $0 == deletion.zoneID }
@@ -266,33 +266,36 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
                 for modification in changes.modifications where !stored.zoneIDsWithUnfetchedServerChanges.contains(modification.zoneID) {
                     stored.zoneIDsWithUnfetchedServerChanges.append(modification.zoneID)
                 }
-                stored.databaseToken = changes.changeToken
+                if !listing || whole { stored.databaseToken = changes.changeToken }
                 stored.needsUpdateEvent = true
             }
+            token = changes.changeToken
             if !changes.modifications.isEmpty || !changes.deletions.isEmpty {
                 await emit(.fetchedDatabaseChanges(Event.FetchedDatabaseChanges(modifications: changes.modifications, deletions: changes.deletions)))
             }
-            if !changes.moreComing, expiredOnce {
-                await reportZonesGoneWhileExpired(knownBeforeExpiry.filter { !$0.isDefault && !reportedSinceExpiry.contains($0) })
-            }
+            if whole && listing { await reportZonesLeftOut(of: listed) }
             await emitStateUpdateIfNeeded()
-            if !changes.moreComing { return }
+            if whole { return }
         }
     }
 
-    /// Reports as deleted the zones the engine knew that a fetch from the beginning, made
-    /// because its token expired, no longer lists: a fetch from no token reports no deletion,
-    /// so without this the delegate would keep the records of zones deleted while the history
-    /// was compacted, or of every zone a reset of the development environment removed.
-    private func reportZonesGoneWhileExpired(_ gone: [RecordZone.ID]) async {
-        guard !gone.isEmpty else { return }
-        state.stored.withLock { stored in
+    /// Reports as deleted the zones the engine knows (by their tokens, or as waiting to be
+    /// fetched) that a whole listing from no token left out: without this the delegate would
+    /// keep the records of zones deleted while the history was compacted, or of every zone a
+    /// reset of the development environment removed.
+    private func reportZonesLeftOut(of listed: Set<RecordZone.ID>) async {
+        let gone = state.stored.withLock { stored -> [RecordZone.ID] in
+            var known = stored.zoneTokens.map(\.zoneID)
+            for zoneID in stored.zoneIDsWithUnfetchedServerChanges where !known.contains(zoneID) { known.append(zoneID) }
+            let gone = known.filter { !$0.isDefault && !listed.contains($0) }
             for zoneID in gone {
                 stored.zoneIDsWithUnfetchedServerChanges.removeAll { $0 == zoneID }
                 stored.setToken(nil, for: zoneID)
             }
-            stored.needsUpdateEvent = true
+            if !gone.isEmpty { stored.needsUpdateEvent = true }
+            return gone
         }
+        guard !gone.isEmpty else { return }
         await emit(.fetchedDatabaseChanges(Event.FetchedDatabaseChanges(modifications: [], deletions: gone.map { Database.DatabaseChange.Deletion(zoneID: $0) })))
     }
 
