@@ -224,16 +224,15 @@ enum RecordWriteRules {
     /// keeps it: a user record name (ASCII, 1–255 bytes), and `__defaultOwner__`, CloudKit's
     /// name for the current user (what a record saved by its creator's own app says), as the
     /// caller's record name. Stored as written, `__defaultOwner__` would be read back by every
-    /// user as their own record, and by `_creator` grants as nobody's.
+    /// user as their own record, and by `_creator` grants as nobody's. The store's
+    /// administrator, who is no user, restores what it is given as written: stores of earlier
+    /// versions hold such users (and names that are no record names), and a whole-store copy
+    /// must carry them as they are.
     private static func restoredUser(_ user: Record.ID?, _ role: String, of record: Record, context: DatabaseContext) throws(StratusError) -> Record.ID? {
         guard let user else { return nil }
         let name = user.recordName
-        if name == RecordZone.ID.currentUserDefaultOwner {
-            guard let caller = context.userRecordID else {
-                throw StratusError(.invalidArguments, "record '\(record.recordID.recordName)' names its \(role) \(name), the current user, but the save is made by the store's administrator, who is no user: name the user by record name", recordID: record.recordID)
-            }
-            return caller
-        }
+        if name == RecordZone.ID.currentUserDefaultOwner { return context.userRecordID ?? user }
+        guard context.userRecordID != nil else { return user }
         do {
             try Naming.checkRecordName(name, allowSystemNames: true)
         } catch {
