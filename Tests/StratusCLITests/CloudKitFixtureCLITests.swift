@@ -266,6 +266,19 @@ struct CloudKitFixtureCLITests {
             Summary.expectImport(bare, imported: 2)
             let grown = try await cli.run(["schema", "export", "--store", bareStore])
             #expect(grown.stdout.contains("color") && grown.stdout.contains("NUMBER") && !grown.stdout.contains("PREFERRED"), "\(grown.stdout)")
+            // The DOUBLE first, into another store: the same NUMBER field, whose export reads back unchanged.
+            let reversed = """
+                {"records":[
+                  {"recordName":"s2","recordType":"Shortcut","fields":{"color":{"value":2.5,"type":"NUMBER_DOUBLE"}}},
+                  {"recordName":"s1","recordType":"Shortcut","fields":{"color":{"value":4274264319,"type":"NUMBER_INT64"}}}
+                ]}
+                """
+            let doubleFirst = try await cli.newStore("double-first.sqlite")
+            #expect(try await cli.run(["import", try cli.file("reversed.json", reversed), "--store", doubleFirst]).exitCode == 0)
+            let exported = try await cli.run(["schema", "export", "--store", doubleFirst])
+            #expect(exported.stdout.contains("NUMBER") && !exported.stdout.contains("PREFERRED"), "\(exported.stdout)")
+            let diff = try await cli.run(["schema", "diff", try cli.file("grown.ckdb", exported.stdout), "--store", doubleFirst])
+            #expect(diff.exitCode == 0, "the export reads back as the stored schema: \(diff)")
         }
     }
 

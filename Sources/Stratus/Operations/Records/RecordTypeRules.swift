@@ -379,8 +379,12 @@ struct RecordTypeRules {
     private static func grow(_ type: TypeState, with missing: [(String, FieldValue)], encrypted: Set<String>, numbers: Set<String>) {
         var schema = type.schema ?? RecordTypeSchema(recordType: type.name)
         for (key, value) in missing.sorted(by: { $0.0 < $1.0 }) {
-            let field = RecordTypeSchema.Field(key, type: value.type, isEncrypted: encrypted.contains(key), isNumber: numbers.contains(key),
-                                               namesPreferredType: !numbers.contains(key))
+            // A NUMBER without a preferred type has the type a schema file's bare NUMBER reads
+            // as (INT64, or its list), whatever the first value was, so its export reads back.
+            let isNumber = numbers.contains(key)
+            let fieldType = isNumber ? (value.type.isList ? FieldType.int64List : .int64) : value.type
+            let field = RecordTypeSchema.Field(key, type: fieldType, isEncrypted: encrypted.contains(key), isNumber: isNumber,
+                                               namesPreferredType: !isNumber)
             schema.fields.append(field)
             type.declared[key] = FieldKind(field)
             if field.isEncrypted { type.hasEncryptedFields = true }
