@@ -24,7 +24,7 @@ extension StratusError {
             return error
         }
         switch sqlState {
-        case "40001" where message.contains("conflict with recovery"):
+        case "40001" where message.contains("conflict with recovery"), "40P01" where message.contains("conflict with recovery"):
             // A hot standby replaying the primary's changes cancelled a read that needed rows
             // they remove: no write conflicted, so "another transaction" would mislead.
             return make(.zoneBusy, "the standby cancelled the read to replay the primary's changes (a recovery conflict); try again, or give reads room on the standby (hot_standby_feedback = on, or a longer max_standby_streaming_delay)", retryAfter: 0.1)

@@ -45,7 +45,8 @@ struct SchemaParser {
         source = SchemaSource(bytes: bytes)
         // UTF-16 without a byte order mark: ASCII characters with a NUL byte beside each.
         if bytes.count >= 4, (bytes[0] == 0) != (bytes[1] == 0), (bytes[2] == 0) != (bytes[3] == 0) {
-            throw source.error("this file looks like UTF-16 (NUL bytes between its first characters); schema files are UTF-8: convert it, for example with iconv -f UTF-16LE -t UTF-8", at: 0)
+            let encoding = bytes[0] == 0 ? "UTF-16BE" : "UTF-16LE"
+            throw source.error("this file looks like UTF-16 (NUL bytes between its first characters); schema files are UTF-8: convert it, for example with iconv -f \(encoding) -t UTF-8", at: 0)
         }
         lexer = SchemaLexer(source: source)
         token = try lexer.next()
@@ -186,7 +187,7 @@ struct SchemaParser {
             name = system.rawValue
         } else if written.hasPrefix("_"), SecurityRole(written).isSystem {
             // `GRANT READ TO "_world", "_icloud"`: a second role read as the next item.
-            throw source.error("\(SchemaLanguage.quoted(written)) is a role, not a field: a GRANT names one role; write GRANT … TO \(SchemaLanguage.quoted(written)) for another", at: nameStart)
+            throw source.error("\(SchemaLanguage.quoted(written)) is one of CloudKit's roles, not a field name (a GRANT names one role: write GRANT … TO \(SchemaLanguage.quoted(written)) for a second one)", at: nameStart)
         } else if written.hasPrefix("_") {
             let systemNames = SystemField.allCases.map { "\"\($0.cloudKitName)\"" }
             throw source.error("\(SchemaLanguage.quoted(written)) is not a system field a schema can declare; names starting with '_' are CloudKit's, and its system fields are \(systemNames.dropLast().joined(separator: ", ")) and \(systemNames.last!)", at: nameStart)
@@ -349,7 +350,8 @@ struct SchemaParser {
         var permissions: RecordPermissions = []
         while true {
             guard token.kind == .word, let named = RecordPermissions.named.first(where: { token.isKeyword($0.name) }) else {
-                if permissions.isEmpty, token.kind == .word {
+                if permissions.isEmpty, token.kind == .word,
+                   ["STRING", "INT64", "DOUBLE", "TIMESTAMP", "BYTES", "REFERENCE", "ASSET", "LOCATION", "LIST", "ENCRYPTED", "NUMBER"].contains(token.upperText) {
                     // `grant STRING`: a field named grant, which the file must quote.
                     throw source.error("expected READ, CREATE or WRITE after GRANT, found \(describe(token)); GRANT is a reserved word: write \"grant\" to use it as a field name", at: token.start)
                 }
