@@ -104,8 +104,6 @@ public enum QueryEvaluator {
         }
     }
 
-    /// A compared value as system keys see it: a reference or string compared with a record
-    /// name or user is its name.
     /// Whether the record holds `key` at all (a field any value; the system keys always): what
     /// an empty IN list's NOT matches, as Stratus's rules say.
     static func holds(_ key: QueryKey, _ record: Record) -> Bool {
@@ -113,6 +111,8 @@ public enum QueryEvaluator {
         return record.fieldValue(forKey: name) != nil
     }
 
+    /// A compared value as system keys see it: a reference or string compared with a record
+    /// name or user is its name.
     static func asSystemOperand(_ value: FieldValue, for key: QueryKey) -> FieldValue {
         switch (key, value) {
         case (.recordName, .reference(let r)), (.creatorUserRecordID, .reference(let r)), (.lastModifiedUserRecordID, .reference(let r)):

@@ -119,7 +119,9 @@ public struct RecordTypeSchema: Hashable, Sendable {
         public init(rawValue: Int) { self.rawValue = rawValue }
         /// Equality and range conditions on the field use an index.
         public static let queryable = Indexes(rawValue: 1 << 0)
-        /// Sorting by the field uses an index.
+        /// Sorting by the field uses an index, and so do range conditions (`<`, `<=`, `>`, `>=`,
+        /// `BETWEEN`): production admits those with either index, as CloudKit's SORTABLE is its
+        /// index "optimizing for range searches".
         public static let sortable = Indexes(rawValue: 1 << 1)
         /// `self CONTAINS` searches the field's words through an index.
         public static let searchable = Indexes(rawValue: 1 << 2)
