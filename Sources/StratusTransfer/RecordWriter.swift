@@ -244,7 +244,9 @@ public final class RecordWriter {
             case .parent: if let parent = record.parent { try appendCSVValue(.reference(parent), key: "parent", zone: record.recordID.zoneID) }
             case .field(let key, let type, let columnEncrypted):
                 guard let value = values[key] else { continue }
-                if let type, value.type != type {
+                // A DOUBLE column takes whole numbers too (a NUMBER field holds both kinds), as
+                // its reader takes "3": written as they are, exactly.
+                if let type, value.type != type, !(value.type == .int64 && type == .double), !(value.type == .int64List && type == .doubleList) {
                     throw fail("field '\(key)' is \(value.type.rawValue), but its CSV column is \(type.rawValue)")
                 }
                 if encrypted.contains(key) != columnEncrypted {

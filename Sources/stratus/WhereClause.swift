@@ -195,13 +195,13 @@ enum WhereClause {
 
     /// The CSV column types the environment's schema gives `recordType`'s fields, and which of
     /// them are encrypted: a column then has its declared type whatever the first record holds
-    /// (or lacks). A NUMBER field holds INT64 and DOUBLE alike, and a system field has a column
-    /// of its own, so neither is typed here.
+    /// (or lacks). A NUMBER field holds INT64 and DOUBLE alike: its column is DOUBLE, which
+    /// takes whole numbers as written. A system field has a column of its own.
     static func csvColumnTypes(of recordType: String, in container: Container) async throws -> (types: [String: FieldType], encrypted: Set<String>) {
         guard let schema = try await container.schema().recordType(recordType) else { return ([:], []) }
         var types: [String: FieldType] = [:], encrypted: Set<String> = []
-        for field in schema.fields where !field.isNumber && field.systemField == nil {
-            types[field.name] = field.type
+        for field in schema.fields where field.systemField == nil {
+            types[field.name] = field.isNumber ? (field.type.isList ? .doubleList : .double) : field.type
             if field.isEncrypted { encrypted.insert(field.name) }
         }
         return (types, encrypted)
