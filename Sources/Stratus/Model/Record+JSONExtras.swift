@@ -126,6 +126,29 @@ extension Record {
         /// ```
         public func holdsUntypedEmptyList(_ key: String) -> Bool {
             guard let text = storage?.contents.fields[key], text.utf8.contains(UInt8(ascii: "[")) else { return false }
+            return Self.judgeField(text) { cursor, type, value in
+                guard value.kind == .array, cursor.isEmptyContainer(value) else { return false }
+                return !type.isPresent || (type.kind == .string && cursor.stringEquals(type, "UNKNOWN_LIST"))
+            }
+        }
+
+        /// Whether the field `key` came typed `NUMBER_INT64` or `NUMBER_DOUBLE` (or their lists):
+        /// the value of a field CloudKit's schema declares `NUMBER` (kept in ``fields``).
+        ///
+        /// ```swift
+        /// record.jsonExtras.fields["price"] = #"{"value":3,"type":"NUMBER_INT64"}"#
+        /// print(record.jsonExtras.holdsNumberTypedValue("price"))   // true
+        /// ```
+        public func holdsNumberTypedValue(_ key: String) -> Bool {
+            guard let text = storage?.contents.fields[key], text.contains("NUMBER_") else { return false }
+            return Self.judgeField(text) { cursor, type, _ in
+                type.kind == .string && ["NUMBER_INT64", "NUMBER_DOUBLE", "NUMBER_INT64_LIST", "NUMBER_DOUBLE_LIST"].contains { cursor.stringEquals(type, $0) }
+            }
+        }
+
+        /// Reads a kept field's `{"value": …, "type": …}` object and hands `judge` its `type`
+        /// and `value` members (each `.none` when absent); `false` when the text is no object.
+        private static func judgeField(_ text: String, _ judge: (JSONCursor, _ type: JSONCursor.Token, _ value: JSONCursor.Token) -> Bool) -> Bool {
             var copy = text
             return copy.withUTF8 { bytes in
                 guard let base = bytes.baseAddress else { return false }
@@ -141,37 +164,7 @@ extension Record {
                 } catch {
                     return false
                 }
-                guard value.kind == .array, cursor.isEmptyContainer(value) else { return false }
-                return !type.isPresent || (type.kind == .string && cursor.stringEquals(type, "UNKNOWN_LIST"))
-            }
-        }
-
-        /// Whether the field `key` came typed `NUMBER_INT64` or `NUMBER_DOUBLE` (or their lists):
-        /// the value of a field CloudKit's schema declares `NUMBER` (kept in ``fields``).
-        ///
-        /// ```swift
-        /// record.jsonExtras.fields["price"] = #"{"value":3,"type":"NUMBER_INT64"}"#
-        /// print(record.jsonExtras.holdsNumberTypedValue("price"))   // true
-        /// ```
-        public func holdsNumberTypedValue(_ key: String) -> Bool {
-            guard let text = storage?.contents.fields[key], text.contains("NUMBER_") else { return false }
-            var copy = text
-            return copy.withUTF8 { bytes in
-                guard let base = bytes.baseAddress else { return false }
-                var cursor = JSONCursor(base: base, limit: bytes.count, isComplete: true, pos: 0)
-                do throws(JSONCursor.Failure) {
-                    guard try cursor.peek() == UInt8(ascii: "{"), try cursor.openObject() else { return false }
-                    repeat {
-                        let member = try cursor.scanKey()
-                        let token = try cursor.scanValue()
-                        if cursor.stringEquals(member, "type") {
-                            return token.kind == .string && ["NUMBER_INT64", "NUMBER_DOUBLE", "NUMBER_INT64_LIST", "NUMBER_DOUBLE_LIST"].contains { cursor.stringEquals(token, $0) }
-                        }
-                    } while try cursor.nextMember(close: UInt8(ascii: "}"), in: "a field")
-                } catch {
-                    return false
-                }
-                return false
+                return judge(cursor, type, value)
             }
         }
 
