@@ -351,7 +351,7 @@ struct SchemaParser {
         while true {
             guard token.kind == .word, let named = RecordPermissions.named.first(where: { token.isKeyword($0.name) }) else {
                 if permissions.isEmpty, token.kind == .word,
-                   ["STRING", "INT64", "DOUBLE", "TIMESTAMP", "BYTES", "REFERENCE", "ASSET", "LOCATION", "LIST", "ENCRYPTED", "NUMBER"].contains(token.upperText) {
+                   SchemaLanguage.scalarTypes[token.upperText] != nil || ["LIST", "ENCRYPTED", "NUMBER"].contains(token.upperText) {
                     // `grant STRING`: a field named grant, which the file must quote.
                     throw source.error("expected READ, CREATE or WRITE after GRANT, found \(describe(token)); GRANT is a reserved word: write \"grant\" to use it as a field name", at: token.start)
                 }
