@@ -27,15 +27,23 @@ extension PostgresEngine {
             var outcome = ZoneModifyOutcome()
             var changedDatabase = false
             for zone in zones {
-                if try insertZone(zone.zoneID, capabilities: zone.capabilities, database, on: connection) {
-                    let row = try zoneHistory(zone.zoneID, database, on: connection)!.row
-                    try noteDatabaseChange(zoneRow: row, database, on: connection)
-                    changedDatabase = true
-                    outcome.saveResults[zone.zoneID] = .success(zone)
-                } else {
-                    let existing = try zoneHistory(zone.zoneID, database, on: connection)!
-                    outcome.saveResults[zone.zoneID] = .success(RecordZone(zoneID: zone.zoneID, capabilities: existing.capabilities))
+                // A zone found existing by the insert may be deleted by another writer before it
+                // is read (read committed): then it is inserted again.
+                var saved: RecordZone?
+                for _ in 0..<3 where saved == nil {
+                    if try insertZone(zone.zoneID, capabilities: zone.capabilities, database, on: connection),
+                       let inserted = try zoneHistory(zone.zoneID, database, on: connection) {
+                        try noteDatabaseChange(zoneRow: inserted.row, database, on: connection)
+                        changedDatabase = true
+                        saved = zone
+                    } else if let existing = try zoneHistory(zone.zoneID, database, on: connection) {
+                        saved = RecordZone(zoneID: zone.zoneID, capabilities: existing.capabilities)
+                    }
                 }
+                guard let saved else {
+                    throw StratusError(.zoneBusy, "zone '\(zone.zoneID.zoneName)' was deleted by another writer each time it was saved; try again", zoneID: zone.zoneID)
+                }
+                outcome.saveResults[zone.zoneID] = .success(saved)
             }
             for zoneID in zoneIDs {
                 guard let zone = try zoneHistory(zoneID, database, on: connection, lock: true) else {

@@ -87,6 +87,12 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
     private func zoneIndex(_ zoneID: RecordZone.ID) throws -> Int? {
         if let known = zones[zoneID] { return known }
         guard let zone = try engine.lockedZone(zoneID, context, on: connection) else { return nil }
+        // Another spelling of a zone already written (its owner's record name for
+        // `__defaultOwner__`): one zone, one count of changes.
+        if let same = states.firstIndex(where: { $0.row == zone.row }) {
+            zones[zoneID] = same
+            return same
+        }
         states.append(ZoneState(id: zoneID, row: zone.row, sequence: zone.sequence, capabilities: zone.capabilities))
         zones[zoneID] = states.count - 1
         return states.count - 1

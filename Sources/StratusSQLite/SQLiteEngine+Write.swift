@@ -84,6 +84,13 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
             return known
         }
         guard let row = try engine.zoneRowID(zoneID, context, on: connection, createDefault: true) else { return nil }
+        // Another spelling of a zone already written (its owner's record name for
+        // `__defaultOwner__`): one zone, one count of changes.
+        if let same = zones.firstIndex(where: { $0.row == row }) {
+            zoneIndexes[zoneID] = same
+            lastZone = (zoneID, same)
+            return same
+        }
         let select = try connection.statement("SELECT z.change_seq, s.capabilities FROM zones z JOIN zone_state s ON s.zone_id = z.zone_id WHERE z.zone_id = ?")
         try select.bind([.integer(row)])
         guard try select.step() else { throw StratusError(.badDatabase, "zone '\(zoneID.zoneName)' has no change state; the store was not created by this version of Stratus") }
@@ -232,7 +239,8 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
         swap(&arena, &texts)
         defer { swap(&arena, &texts) }
         arena.removeAll()
-        let zoneID = zones[zone].id
+        // As the rows spell it (the zone's state may be kept under its other spelling).
+        let zoneID = run[run.startIndex].recordID.zoneID
         for (offset, row) in run.enumerated() {
             precondition(row.recordID.zoneID == zoneID && row.parent == nil, "insertNewRecords takes rows of one zone without parents")
             try bindRow(row, sequence: base + Int64(offset) + 1, zoneRow: zoneRow, at: Int32(offset * Self.parametersPerNewRow), to: statement, texts: &arena)

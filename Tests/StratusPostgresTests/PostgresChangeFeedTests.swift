@@ -52,4 +52,33 @@ struct PostgresChangeFeedTests {
         }
         _ = schema
     }
+
+    @Test("a zone saved while another connection deletes it is saved or created again, never a crash")
+    func zoneSavedWhileDeleted() async throws {
+        let schema = try PostgresTestServer.makeSchema()
+        let saver = try Container(identifier: "com.example.flip", postgresURL: schema.url, userName: "alice").privateCloudDatabase
+        let deleter = try Container(identifier: "com.example.flip", postgresURL: schema.url, userName: "alice").privateCloudDatabase
+        let flip = RecordZone.ID(zoneName: "Flip")
+        _ = try await saver.save(RecordZone(zoneID: flip))
+        async let saves: [StratusError.Code?] = (0..<150).asyncMap { _ in
+            stratusError(await caughtError { try await saver.save(RecordZone(zoneID: flip)) })?.code
+        }
+        async let deletes: [StratusError.Code?] = (0..<150).asyncMap { _ in
+            stratusError(await caughtError { try await deleter.deleteRecordZone(withID: flip) })?.code
+        }
+        let (saved, deleted) = try await (saves, deletes)
+        #expect(saved.allSatisfy { $0 == nil || $0 == .zoneBusy }, "\(saved)")
+        #expect(deleted.allSatisfy { $0 == nil || $0 == .zoneNotFound }, "\(deleted)")
+        _ = try await saver.save(RecordZone(zoneID: flip))
+        #expect(try await saver.allRecordZones().map(\.zoneID).contains(flip))
+    }
+}
+
+extension Range<Int> {
+    /// `map` with an async transform, one element after another.
+    fileprivate func asyncMap<T>(_ transform: (Int) async throws -> T) async rethrows -> [T] {
+        var results: [T] = []
+        for element in self { results.append(try await transform(element)) }
+        return results
+    }
 }
