@@ -724,6 +724,8 @@ open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, 
         let progressBlock = perRecordProgressBlock, completionBlock = perRecordCompletionBlock
         let keepsResults = modifyRecordsCompletionBlock != nil, tracksZones = clientChangeTokenData != nil
         var writtenZones = Set<RecordZone.ID>()
+        // Presenting writes to the record, which another thread made: only for a record handed out.
+        let handsOutSaved = collecting || keepsResults || saveBlock != nil || completionBlock != nil
         for (index, save) in saves.enumerated() {
             let record = save.record
             guard index < outcome.saveResults.count else {
@@ -735,7 +737,7 @@ open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, 
             }
             switch outcome.saveResults[index] {
             case .success(let (saved, kind)):
-                saved.presented(to: viewer)
+                if handsOutSaved { saved.presented(to: viewer) }
                 if collecting { forConsumers.append(saved) }
                 if keepsResults { savedRecords.append(saved) }
                 if tracksZones { writtenZones.insert(record.recordID.zoneID) }
