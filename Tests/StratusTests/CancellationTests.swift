@@ -265,6 +265,54 @@ struct CancellationTests {
         }
     }
 
+    @Test("zone and subscription operations cancelled in their last item's block end with operationCancelled; what they wrote stays reported")
+    func cancelDuringZoneAndSubscriptionBlocks() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            let zoneIDs = (0..<3).map { RecordZone.ID(zoneName: "Z\($0)") }
+
+            let savedZones = Box(0)
+            let zoneFinal = Box<Result<Void, any Error>?>(nil)
+            let saveZones = ModifyRecordZonesOperation(recordZonesToSave: zoneIDs.map { RecordZone(zoneID: $0) }, recordZoneIDsToDelete: nil)
+            saveZones.perRecordZoneSaveBlock = { [weak saveZones] _, _ in
+                if savedZones.update({ $0 += 1; return $0 }) == 3 { saveZones?.cancel() }
+            }
+            saveZones.modifyRecordZonesResultBlock = { zoneFinal.value = $0 }
+            await run(saveZones, on: database)
+            #expect(finalError(zoneFinal.value)?.code == .operationCancelled)
+            #expect(finalError(zoneFinal.value)?.completedItemCount == 3)
+            let zonesNow = Set(try await database.allRecordZones().map(\.zoneID))
+            #expect(zonesNow.isSuperset(of: zoneIDs), "the zones written stay written")
+
+            let fetchFinal = Box<Result<Void, any Error>?>(nil)
+            let fetchZones = FetchRecordZonesOperation(recordZoneIDs: zoneIDs)
+            fetchZones.perRecordZoneResultBlock = { [weak fetchZones] id, _ in if id == zoneIDs.last { fetchZones?.cancel() } }
+            fetchZones.fetchRecordZonesResultBlock = { fetchFinal.value = $0 }
+            await run(fetchZones, on: database)
+            #expect(finalError(fetchFinal.value)?.code == .operationCancelled)
+
+            let subscription = QuerySubscription(recordType: "Item", predicate: QueryPredicate(value: true), subscriptionID: "items", options: [.firesOnRecordCreation])
+            let info = NotificationInfo()
+            info.shouldSendContentAvailable = true
+            subscription.notificationInfo = info
+            let subscriptionFinal = Box<Result<Void, any Error>?>(nil)
+            let saveSubscription = ModifySubscriptionsOperation(subscriptionsToSave: [subscription], subscriptionIDsToDelete: nil)
+            saveSubscription.perSubscriptionSaveBlock = { [weak saveSubscription] _, _ in saveSubscription?.cancel() }
+            saveSubscription.modifySubscriptionsResultBlock = { subscriptionFinal.value = $0 }
+            await run(saveSubscription, on: database)
+            #expect(finalError(subscriptionFinal.value)?.code == .operationCancelled)
+            let subscriptionsNow = try await database.allSubscriptions().map(\.subscriptionID)
+            #expect(subscriptionsNow == ["items"], "the subscription written stays written")
+
+            let fetchSubscriptionsFinal = Box<Result<Void, any Error>?>(nil)
+            let fetchSubscriptions = FetchSubscriptionsOperation(subscriptionIDs: ["items"])
+            fetchSubscriptions.perSubscriptionResultBlock = { [weak fetchSubscriptions] _, _ in fetchSubscriptions?.cancel() }
+            fetchSubscriptions.fetchSubscriptionsResultBlock = { fetchSubscriptionsFinal.value = $0 }
+            await run(fetchSubscriptions, on: database)
+            #expect(finalError(fetchSubscriptionsFinal.value)?.code == .operationCancelled)
+        }
+    }
+
     @Test("change reads and a file reader cancelled during their last batch end with operationCancelled")
     func cancelDuringLastChangeBatch() async throws {
         try await SQLiteFixture.with { fixture in

@@ -117,6 +117,36 @@ struct OperationConfigurationTests {
         #expect(savedSome, "no attempt saved a batch before its timeout")
     }
 
+    @Test("the resource timeout stops operations that fill every worker thread of the machine")
+    func resourceTimeoutUnderFullPool() async throws {
+        try await SQLiteFixture.with { fixture in
+            try await TestDatabase.save(items(1), in: fixture.database)
+            // One operation more than the machine has cores, each holding its thread until
+            // cancelled (bounded by minutes, in case the timeout never comes).
+            let count = ProcessInfo.processInfo.activeProcessorCount + 1
+            let queue = OperationQueue()
+            queue.maxConcurrentOperationCount = count
+            let finals = Box([Result<QueryOperation.Cursor?, any Error>]())
+            let operations = (0..<count).map { _ in
+                let op = QueryOperation(query: Query(recordType: "Item"))
+                op.database = fixture.database
+                op.configuration.timeoutIntervalForResource = 1
+                op.recordMatchedBlock = { [op] _, _ in
+                    let deadline = Date().addingTimeInterval(300)
+                    while !op.isCancelled && Date() < deadline { Thread.sleep(forTimeInterval: 0.005) }
+                }
+                op.queryResultBlock = { result in finals.update { $0.append(result) } }
+                return op
+            }
+            for op in operations { queue.addOperation(op) }
+            await waitUntilFinished(operations)
+            #expect(finals.value.count == count)
+            for result in finals.value {
+                #expect(errorCode(result) == .networkFailure, "each operation timed out: \(result)")
+            }
+        }
+    }
+
     @Test("the request timeout ends retries of a busy store with networkFailure over NSURLErrorTimedOut")
     func requestTimeout() async throws {
         try await TemporaryStore.with(prefix: "stratus-timeout") { store in

@@ -127,9 +127,13 @@ extension DatabaseOperation {
             self.settings.withLock { $0.timedOut = true }
             self.cancel()
         }
-        DispatchQueue.global().asyncAfter(deadline: .now() + seconds, execute: fire)
+        Self.timerQueue.asyncAfter(deadline: .now() + seconds, execute: fire)
         return fire
     }
+
+    /// A queue of its own: operations fill Dispatch's global pool (as wide as the machine has
+    /// cores), and a timer queued behind them would fire only once one of them finished.
+    private static let timerQueue = DispatchQueue(label: "Stratus.resource-timeouts")
 
     /// The operation's final error: a cancellation caused by the resource timeout becomes
     /// CloudKit's timeout error, keeping what the cancellation reported.

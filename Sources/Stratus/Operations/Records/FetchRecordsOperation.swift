@@ -183,6 +183,7 @@ open class FetchRecordsOperation: DatabaseOperation, RecordProducingOperation, @
                 } else if let record = found[id], let denied = try reads.denial(of: record) {
                     errors[id] = denied
                     perRecordResultBlock?(id, .failure(denied))
+                    perRecordCompletionBlock?(nil, id, denied)
                 } else if let record = found[id] {
                     let returned = record.presented(to: context.userRecordName).restricted(to: desiredKeys)
                     produced.append(returned)

@@ -66,6 +66,7 @@ open class FetchSubscriptionsOperation: DatabaseOperation, @unchecked Sendable {
     public static func fetchAllSubscriptionsOperation() -> FetchSubscriptionsOperation { FetchSubscriptionsOperation() }
 
     override func execute(engine: any StorageEngine, context: DatabaseContext) throws -> StratusError? {
+        try SubscriptionRules.checkSubscriber(context, doing: "fetching subscriptions")
         let stored = try withRetry { try engine.fetchSubscriptions(in: context, subscriber: context.subscriber) }.subscriptions
         var byID: [Subscription.ID: StoredSubscription] = [:]
         for subscription in stored { byID[subscription.subscriptionID] = subscription }
@@ -82,6 +83,12 @@ open class FetchSubscriptionsOperation: DatabaseOperation, @unchecked Sendable {
             let made = try SubscriptionDefinition.decode(subscription.definition, id: id).subscription(id: id)
             found[id] = made
             perSubscriptionResultBlock?(id, .success(made))
+        }
+        // Cancelled during the last item's block: never success.
+        if isCancelled {
+            var cancelled = StratusError.cancelled("FetchSubscriptionsOperation", completed: found.count)
+            cancelled.partialErrorsBySubscriptionID = errors
+            return cancelled
         }
         guard !errors.isEmpty else { return nil }
         var error = StratusError(.partialFailure, "\(errors.count) of \(wanted.count) subscription(s) failed")

@@ -81,13 +81,22 @@ open class FetchRecordZonesOperation: DatabaseOperation, @unchecked Sendable {
         if recordZoneIDs != nil && wanted.isEmpty { return ZoneRules.partialFailure(errors, of: errors.count) }
 
         let zones = try withRetry { try engine.fetchZones(in: context) }
+        var fetchedCount = 0
+        // Cancelled during a per-zone block: never success.
+        func cancelledAfterBlocks() -> StratusError? {
+            guard isCancelled else { return nil }
+            var cancelled = StratusError.cancelled("FetchRecordZonesOperation", completed: fetchedCount)
+            cancelled.partialErrorsByZoneID = errors
+            return cancelled
+        }
         guard let recordZoneIDs else {
             for stored in zones {
                 let zone = ZoneRules.answered(stored)
                 if fetchRecordZonesCompletionBlock != nil { fetched[zone.zoneID] = zone }
                 perRecordZoneResultBlock?(zone.zoneID, .success(zone))
+                fetchedCount += 1
             }
-            return nil
+            return cancelledAfterBlocks()
         }
         let byID = Dictionary(zones.map { ($0.zoneID, $0) }, uniquingKeysWith: { first, _ in first })
         for id in wanted {
@@ -95,13 +104,14 @@ open class FetchRecordZonesOperation: DatabaseOperation, @unchecked Sendable {
                 let answered = ZoneRules.answered(zone, as: id)
                 if fetchRecordZonesCompletionBlock != nil { fetched[id] = answered }
                 perRecordZoneResultBlock?(id, .success(answered))
+                fetchedCount += 1
             } else {
                 let error = ZoneRules.zoneNotFound(id, context)
                 errors[id] = error
                 perRecordZoneResultBlock?(id, .failure(error))
             }
         }
-        return ZoneRules.partialFailure(errors, of: recordZoneIDs.count)
+        return cancelledAfterBlocks() ?? ZoneRules.partialFailure(errors, of: recordZoneIDs.count)
     }
 
     override func complete(with error: StratusError?) {
