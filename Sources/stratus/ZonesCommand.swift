@@ -1,5 +1,5 @@
 import Foundation
-import Stratus
+@_spi(StratusEngine) import Stratus
 import StratusTransfer
 
 /// `stratus zones list|create|delete`: a database's zones.
@@ -9,7 +9,7 @@ struct ZonesCommand: Command {
     static let usage = [
         "stratus zones list [store options]",
         "stratus zones create NAME... [--no-atomic] [store options]",
-        "stratus zones delete NAME... --yes [store options]",
+        "stratus zones delete NAME... --yes [--as-administrator] [store options]",
     ]
     static let discussion = """
         list prints each zone of the database as one line of JSON, as CloudKit's zones/list
@@ -17,11 +17,13 @@ struct ZonesCommand: Command {
         create makes zones (an existing zone is left as it is) and prints them the same way.
         delete deletes zones with every record in them (so it needs --yes, as `stratus delete`
         does) and prints {"zoneID":{…},"deleted":true} for each. Zones live in the private and public databases; a zone that fails is reported
-        on stderr and makes the exit code 1.
+        on stderr and makes the exit code 1. A public zone holds every user's records: only the
+        store's administrator deletes one (--as-administrator).
         """
     static let options: [Option] = [
         Option(flag: "--no-atomic", "create: zones whose modify requests apply item by item, as CloudKit's zones without the atomic capability (zones are atomic by default)"),
         Option(flag: "--yes", "delete: really delete the zones and every record in them"),
+        Option(flag: "--as-administrator", "delete: delete zones of the public database as the store's administrator, every user's records in them included (on PostgreSQL, row-level security still binds the login role)"),
     ]
 
     enum Action {
@@ -34,6 +36,7 @@ struct ZonesCommand: Command {
     var store: StoreOptions
     var action: Action
     var atomic: Bool
+    var asAdministrator = false
 
     static func parse(_ arguments: ParsedArguments) throws -> ZonesCommand {
         var words = arguments.positionals
@@ -58,11 +61,23 @@ struct ZonesCommand: Command {
         } else if arguments.flag("--yes") {
             throw UsageError(message: "--yes belongs to zones delete")
         }
-        return ZonesCommand(store: try StoreOptions(arguments), action: action, atomic: !arguments.flag("--no-atomic"))
+        let asAdministrator = arguments.flag("--as-administrator")
+        if case .delete = action {} else if asAdministrator { throw UsageError(message: "--as-administrator belongs to zones delete") }
+        let store = try StoreOptions(arguments)
+        if asAdministrator && store.scope != .public {
+            throw UsageError(message: "--as-administrator is for the public database, whose zones hold every user's records; a private database's zones are its owner's to delete")
+        }
+        return ZonesCommand(store: store, action: action, atomic: !arguments.flag("--no-atomic"), asAdministrator: asAdministrator)
     }
 
     func run() async throws -> ExitCode {
-        let database = try store.openDatabase(action.isCreate ? .createIfMissing : action.isList ? .read : .existing)
+        let database: Database
+        if asAdministrator {
+            let container = try store.openContainer(.existing)
+            database = Database(engine: container.engine, context: .administrator(containerIdentifier: container.identifier, environment: container.environment, scope: .public, owner: ""))
+        } else {
+            database = try store.openDatabase(action.isCreate ? .createIfMissing : action.isList ? .read : .existing)
+        }
         switch action {
         case .list:
             for zone in try await database.allRecordZones() { try StandardOutput.line(RecordJSONWriter.json(for: zone)) }

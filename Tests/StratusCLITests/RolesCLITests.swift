@@ -37,6 +37,34 @@ struct RolesCLITests {
             #expect(preseed.exitCode == 1 && preseed.stderr.contains("--as-administrator"), "\(preseed)")
             let restore = try await cli.run(["import", restoreFile, "--keep-system-records", "--as-administrator", "--quiet"])
             #expect(restore.exitCode == 0, "\(restore)")
+
+            // Nor may a user take another's user record name for a record of another type: it
+            // would be answered as that user's own record once they come.
+            let dave = try await cli.container(user: "dave").userRecordID().recordName
+            let squat = try await cli.run(["import", try cli.file("s.ndjson", Self.record(dave, "Post", "squat")), "--keep-system-records", "--user", "mallory"])
+            #expect(squat.exitCode == 1 && squat.stderr.contains("names only that user's Users record"), "\(squat)")
+            let own = try await cli.run(["get", dave, "--user", "dave"])
+            #expect(own.exitCode == 0 && own.stdout.contains(#""recordType":"Users""#), "\(own)")
+        }
+    }
+
+    @Test("a public zone, which holds every user's records, is deleted only with --as-administrator; its records stay until then", arguments: TestEngine.all)
+    func publicZoneDeletionNeedsAdministrator(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            #expect(try await cli.run(["zones", "create", "Forum", "--user", "alice"]).exitCode == 0)
+            let post = try cli.file("p.ndjson", Self.record("p", "Post", "alice's post"))
+            #expect(try await cli.run(["import", post, "--zone", "Forum", "--user", "alice", "--quiet"]).exitCode == 0)
+            for user in ["bob", "alice"] {
+                let refused = try await cli.run(["zones", "delete", "Forum", "--yes", "--user", user])
+                #expect(refused.exitCode == 1 && refused.stderr.contains("only the store's administrator") && refused.stderr.contains("--as-administrator"), "\(refused)")
+            }
+            #expect(try await cli.run(["get", "p", "--zone", "Forum", "--user", "bob"]).exitCode == 0)
+            let privateOnly = try await cli.run(["zones", "delete", "Forum", "--yes", "--as-administrator", "--database", "private"])
+            #expect(privateOnly.exitCode == 64, "\(privateOnly)")
+            let deleted = try await cli.run(["zones", "delete", "Forum", "--yes", "--as-administrator"])
+            #expect(deleted.exitCode == 0 && deleted.stdout.contains(#""deleted":true"#), "\(deleted)")
+            #expect(try await cli.run(["get", "p", "--zone", "Forum", "--user", "alice"]).exitCode != 0)
         }
     }
 

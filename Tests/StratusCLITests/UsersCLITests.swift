@@ -25,6 +25,11 @@ struct UsersCLITests {
             // A record name another login has is the command's data in conflict: 65, not an internal error.
             let taken = try await cli.run(["users", "add", "dave2", "--record-name", imported])
             #expect(taken.exitCode == 65 && taken.stderr.contains("another login"), "\(taken)")
+            // CloudKit's names for the current user and its roles name no one user.
+            for reserved in ["__defaultOwner__", "_world", "_icloud", "_creator"] {
+                let refused = try await cli.run(["users", "add", "eve", "--record-name", reserved])
+                #expect(refused.exitCode == 64 && refused.stderr.contains("not a user's"), "\(reserved): \(refused)")
+            }
             let carol = UserDirectoryEntry.derivedRecordName(containerIdentifier: "default", login: "carol")
             let list = try await cli.run(["users", "list"])
             #expect(list.exitCode == 0 && list.stdoutLines == ["carol\t\(carol)\tmoderator", "dave\t\(imported)\t"], "\(list)")

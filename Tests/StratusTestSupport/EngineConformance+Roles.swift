@@ -110,6 +110,14 @@ extension EngineConformance {
         let anonymousQuery = stratusError(await caughtError { try await nobody.records(matching: Query(recordType: "Memo")) })
         #expect(anonymousQuery?.code == .notAuthenticated)
 
+        // A write one may not make is refused alike whatever it sends: no way to test guesses
+        // of values one may not read (a save that would change nothing is no exception).
+        for guess in ["a0", "wrong"] {
+            let probe = makeRecord("Memo", "alice-00000", ["text": .string(guess)])
+            let results = try await bob.modifyRecords(saving: [probe], deleting: [], savePolicy: .allKeys, atomically: false)
+            #expect(errorCode(results.saveResults[probe.recordID]) == .permissionFailure, "guessing \(guess)")
+        }
+
         // Fetches: per record.
         #expect(try await fetchCode("alice-00000", as: alice) == nil)
         #expect(try await fetchCode("alice-00000", as: bob) == .permissionFailure)
@@ -121,6 +129,14 @@ extension EngineConformance {
             #expect(message.contains("READ operation not permitted") && !message.contains("creator is"), "a refused read tells no one who created the record: \(message)")
         }
         #expect(errorCode(both[Record.ID(recordName: "bob-00001")]) == nil)
+        // The older per-record block hears of the refusal too, as of every other failed ID.
+        let older = FetchRecordsOperation(recordIDs: [Record.ID(recordName: "alice-00001"), Record.ID(recordName: "bob-00001")])
+        let completions = Box([String: String]())
+        older.perRecordCompletionBlock = { _, id, error in
+            completions.update { $0[id?.recordName ?? "?"] = (error as? StratusError).map { "\($0.code)" } ?? "saved" }
+        }
+        await run(older, on: bob)
+        #expect(completions.value == ["alice-00001": "\(StratusError.Code.permissionFailure)", "bob-00001": "saved"])
 
         // Change feeds: per record; deletions of a type one may read some of.
         let seenByBob = try await bob.recordZoneChanges(inZoneWith: .default, since: start)
@@ -132,7 +148,13 @@ extension EngineConformance {
     }
 
     static func customRoleMatrix(_ env: Environment) async throws {
-        try await env.container().replaceSchema(forumSchema())
+        var schema = forumSchema()
+        var report = RecordTypeSchema(recordType: "Report", grants: [.creator: [.read, .write], .authenticated: .create, "moderator": .write])
+        report.addField("body", type: .string)
+        report.addField("flag", type: .int64)
+        report.addField("recordName", type: .string, indexes: [.queryable])
+        schema.recordTypes.append(report)
+        try await env.container().replaceSchema(schema)
         try await env.container().assignRoles(["moderator"], toLogin: "carol")
         let alice = env.container(user: "alice").publicCloudDatabase
         let carol = env.container(user: "carol").publicCloudDatabase
@@ -155,6 +177,26 @@ extension EngineConformance {
         // The role gives nothing on other types: carol is an ordinary user for Post.
         #expect(await saveCode(makeRecord("Post", "alices-post", ["title": .string("t")]), in: alice) == nil)
         #expect(try await updateCode("alices-post", reading: alice, as: carol) == .permissionFailure)
+        // A role that may write a type's records but not read them (moderators flag reports)
+        // is answered with what it sent: never the stored record's other values or creator.
+        #expect(await saveCode(makeRecord("Report", "r1", ["body": .string("alice's complaint")]), in: alice) == nil)
+        #expect(try await fetchCode("r1", as: dave) == .permissionFailure)
+        let flag = makeRecord("Report", "r1", ["flag": .int64(1)])
+        let flagged = try await dave.modifyRecords(saving: [flag], deleting: [], savePolicy: .changedKeys, atomically: false)
+        let answered = try #require(try flagged.saveResults[flag.recordID]?.get())
+        #expect(answered["body"] == nil && answered["flag"] as? Int64 == 1, "\(answered)")
+        #expect(answered.creatorUserRecordID == nil)
+        let again = try await dave.modifyRecords(saving: [makeRecord("Report", "r1", ["flag": .int64(1)])], deleting: [], savePolicy: .changedKeys, atomically: false)
+        #expect((try again.saveResults[flag.recordID]?.get())?["body"] == nil, "a save that changes nothing answers no stored values either")
+        let stale = makeRecord("Report", "r1", ["flag": .int64(2)])
+        let conflict = try await dave.modifyRecords(saving: [stale], deleting: [], savePolicy: .ifServerRecordUnchanged, atomically: false)
+        if case .failure(let error as StratusError)? = conflict.saveResults[stale.recordID] {
+            #expect(error.code == .serverRecordChanged)
+            #expect(error.serverRecord == nil, "no stored record for one who may not read it")
+        } else {
+            Issue.record("a save of an existing record without its change tag is a conflict: \(String(describing: conflict.saveResults[stale.recordID]))")
+        }
+        #expect(try await alice.record(for: Record.ID(recordName: "r1"))["body"] as? String == "alice's complaint")
         // A user whose roles are taken away (a new container reads the directory again) loses them.
         try await env.container().assignRoles([], toLogin: "carol")
         let carolAgain = env.container(user: "carol").publicCloudDatabase

@@ -146,6 +146,16 @@ public enum SubscriptionConformance {
         #expect(publicRefusal?.code == .invalidArguments)
         #expect(publicRefusal?.message.contains("private and shared") == true)
         #expect(try await container.sharedCloudDatabase.save(database).subscriptionID == "d")
+        // Subscriptions are a signed-in user's: a caller who is not signed in keeps none.
+        let visitor = env.anonymousContainer().publicCloudDatabase
+        #expect(await saving(try query("anon", "Order", "TRUEPREDICATE"), in: visitor)?.code == .notAuthenticated)
+        #expect(stratusError(await caughtError { try await visitor.allSubscriptions() })?.code == .notAuthenticated)
+        #expect(stratusError(await caughtError { try await visitor.deleteSubscription(withID: "anon") })?.code == .notAuthenticated)
+        let visitorNotifications = FetchNotificationChangesOperation(previousServerChangeToken: nil)
+        let visitorFeed = Box<(any Error)?>(nil)
+        visitorNotifications.fetchNotificationChangesResultBlock = { result in if case .failure(let error) = result { visitorFeed.value = error } }
+        await run(visitorNotifications, on: visitor)
+        #expect(stratusError(visitorFeed.value)?.code == .notAuthenticated)
         // A notificationInfo is required, as CloudKit requires it.
         let bare = QuerySubscription(recordType: "Order", predicate: QueryPredicate(value: true), subscriptionID: "bare")
         #expect(await saving(bare, in: privateDB)?.message.contains("notificationInfo") == true)

@@ -1,5 +1,5 @@
 import Foundation
-import Stratus
+@_spi(StratusEngine) import Stratus
 import Testing
 
 /// The zone and change-tracking behaviour every ``StorageEngine`` must show, as named cases
@@ -129,6 +129,16 @@ public enum ZoneConformance {
         #expect(Set(try await bob.publicCloudDatabase.allRecordZones().map(\.zoneID)) == [.default, notes])
         try await bob.publicCloudDatabase.save(makeRecord("Note", "from-bob", zoneID: notes))
         #expect(try await TestDatabase.exists("from-bob", zoneID: notes, in: alice.publicCloudDatabase))
+        // Deleting a public zone deletes every user's records in it: the store's administrator's call.
+        for user in [alice, bob] {
+            let refused = stratusError(await caughtError { try await user.publicCloudDatabase.deleteRecordZone(withID: notes) })
+            #expect(refused?.code == .permissionFailure, "\(String(describing: refused))")
+        }
+        #expect(try await TestDatabase.exists("from-bob", zoneID: notes, in: alice.publicCloudDatabase))
+        let administrator = Database(engine: env.engine, context: .administrator(containerIdentifier: Environment.containerIdentifier, environment: .development, scope: .public, owner: ""))
+        _ = try await administrator.deleteRecordZone(withID: notes)
+        #expect(try await alice.publicCloudDatabase.allRecordZones().map(\.zoneID) == [.default])
+        try await alice.publicCloudDatabase.save(RecordZone(zoneID: notes))
         // Private and public zones of the same name are different zones.
         #expect(try await alice.privateCloudDatabase.allRecordZones().map(\.zoneID).contains(notes) == false)
 
@@ -155,6 +165,7 @@ public enum ZoneConformance {
     static let changeCases: [TestCase] = [
         TestCase("changes: saves, updates and deletes arrive once each, coalesced, oldest first, deletions with their type", changesArriveCoalescedInOrder),
         TestCase("changes: batches of resultsLimit give the same stream as one fetch, and end with moreComing false", batchesMatchOneFetch),
+        TestCase("changes: one request naming a zone by both spellings of its owner numbers each change once", bothOwnerSpellingsNumberChangesOnce),
         TestCase("changes: a serialized token resumes exactly where the last fetch stopped", serializedTokensResume),
         TestCase("changes: desiredKeys restrict changed records", changesHonourDesiredKeys),
         TestCase("changes: a failed atomic request leaves no change; .deleteSelf cascades are deletions", failedWritesLeaveNoChange),
@@ -227,6 +238,32 @@ public enum ZoneConformance {
         #expect(all.events == whole.events)
         #expect(all.tokenUpdates == 7)
         #expect(all.moreComing == false)
+    }
+
+    static func bothOwnerSpellingsNumberChangesOnce(_ env: Environment) async throws {
+        let database = env.container().privateCloudDatabase
+        try await database.save(RecordZone(zoneID: photos))
+        let spelled = RecordZone.ID(zoneName: photos.zoneName, ownerName: env.recordName(of: "alice"))
+        let mixed = [makeRecord("Photo", "a1", zoneID: photos, [:]), makeRecord("Photo", "b1", zoneID: spelled, [:]),
+                     makeRecord("Photo", "a2", zoneID: photos, [:])]
+        let saved = try await database.modifyRecords(saving: mixed, deleting: [], atomically: false)
+        #expect(saved.saveResults.values.allSatisfy { (try? $0.get()) != nil })
+
+        var token: ServerChangeToken?
+        var paged: [String] = []
+        var more = true
+        var pages = 0
+        while more && pages < 10 {
+            let page = await fetchChanges(photos, since: token, in: database, resultsLimit: 1, fetchAllChanges: false)
+            #expect(page.error == nil)
+            paged += page.events
+            token = page.token
+            more = page.moreComing
+            pages += 1
+        }
+        #expect(paged == ["+a1", "+b1", "+a2"], "a reader paging one change at a time sees each change")
+        try await database.save(makeRecord("Photo", "later", zoneID: spelled, [:]))
+        #expect(await fetchChanges(photos, since: token, in: database).events == ["+later"])
     }
 
     static func serializedTokensResume(_ env: Environment) async throws {
@@ -528,7 +565,9 @@ public enum ZoneConformance {
         let database = env.container().publicCloudDatabase
         let names = (0..<9).map { "Zone\($0)" }
         _ = try await database.modifyRecordZones(saving: names.map { RecordZone(zoneName: $0) }, deleting: [])
-        _ = try await database.modifyRecordZones(saving: [], deleting: [RecordZone.ID(zoneName: "Zone4")])
+        // A public zone is deleted by the store's administrator.
+        let administrator = Database(engine: env.engine, context: .administrator(containerIdentifier: Environment.containerIdentifier, environment: .development, scope: .public, owner: ""))
+        _ = try await administrator.deleteRecordZone(withID: RecordZone.ID(zoneName: "Zone4"))
 
         let changed = Box<[String]>([])
         let deleted = Box<[String]>([])

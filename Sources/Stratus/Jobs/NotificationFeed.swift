@@ -135,7 +135,10 @@ public final class NotificationFeed: Sendable {
     public func follow(tokens: some ChangeTokenStore, apply: (Batch) async throws -> Void) async throws -> Summary {
         var summary = Summary()
         // Watching starts before the first read, so that no commit after it goes unnoticed.
-        let waiter = try await database.engineCall { engine, context in try engine.openNotificationWaiter(for: context.notificationFeed) }
+        let waiter = try await database.engineCall { engine, context in
+            try SubscriptionRules.checkSubscriber(context, doing: "following notifications")
+            return try engine.openNotificationWaiter(for: context.notificationFeed)
+        }
         defer { waiter.close() }
         var token = try tokens.loadToken()
         while !isCancelled {
@@ -193,6 +196,7 @@ public final class NotificationFeed: Sendable {
     /// - Throws: a store error.
     public func currentToken() async throws -> ServerChangeToken {
         try await database.engineCall { engine, context in
+            try SubscriptionRules.checkSubscriber(context, doing: "reading notifications")
             let feed = context.notificationFeed
             return ServerChangeToken(feed: feed, position: try engine.notificationFeedEnd(feed))
         }

@@ -70,8 +70,10 @@ struct RecordAccess: Sendable {
             return StratusError(.notAuthenticated, "\(permission) operation not permitted\(Self.subject(recordID, recordType)): writing to the public database needs a signed-in user", recordID: recordID)
         }
         if allows(permission, creator: creator) { return nil }
+        // A refused read names no type: what a record is, is part of what only a reader is shown.
+        let subject = permission == .read && recordID != nil ? " on record '\(recordID!.recordName)'" : Self.subject(recordID, recordType)
         return StratusError(userRecordName == nil ? .notAuthenticated : .permissionFailure,
-                            "\(permission) operation not permitted\(Self.subject(recordID, recordType)); \(holderText(permission))\(creatorText(permission, creator: creator))",
+                            "\(permission) operation not permitted\(subject); \(holderText(permission))\(creatorText(permission, creator: creator))",
                             recordID: recordID)
     }
 

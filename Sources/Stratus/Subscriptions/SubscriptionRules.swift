@@ -24,6 +24,15 @@ enum SubscriptionRules {
     /// The longest subscription ID, in UTF-8 bytes.
     static let maximumIDLength = 255
 
+    /// Subscriptions and their notifications are a signed-in user's own, as in CloudKit: a
+    /// caller who is not signed in keeps none (else every such caller would share one list).
+    ///
+    /// - Throws: `notAuthenticated`.
+    static func checkSubscriber(_ context: DatabaseContext, doing what: String) throws(StratusError) {
+        guard context.userRecordName == nil, !context.isAdministrator else { return }
+        throw StratusError(.notAuthenticated, "\(what) needs a signed-in user: subscriptions and their notifications belong to the user who saved them")
+    }
+
     /// Checks a subscription ID.
     ///
     /// - Throws: `invalidArguments` saying what is wrong.

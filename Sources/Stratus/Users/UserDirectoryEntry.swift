@@ -59,6 +59,11 @@ public struct UserDirectoryEntry: Hashable, Sendable, Codable {
         guard userRecordName.hasPrefix("_") else {
             throw StratusError(.invalidArguments, "user record name '\(userRecordName)' of login '\(login)' does not start with '_', as CloudKit's user record names do")
         }
+        // CloudKit's names for the current user and for its security roles name no one user:
+        // records of a user so named would read as every reader's own, or as a role's.
+        if userRecordName == RecordZone.ID.currentUserDefaultOwner || SecurityRole(userRecordName).isSystem {
+            throw StratusError(.invalidArguments, "user record name '\(userRecordName)' of login '\(login)' is CloudKit's name for \(userRecordName == RecordZone.ID.currentUserDefaultOwner ? "the current user" : "a security role"), not a user's; CloudKit's user record names are _ and 32 hex digits")
+        }
         for role in roles.sorted() {
             if role.isSystem {
                 throw StratusError(.invalidArguments, "login '\(login)' is given the role \(role.name), which CloudKit gives by itself; list only custom roles")

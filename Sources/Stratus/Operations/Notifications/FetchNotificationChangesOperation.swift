@@ -67,6 +67,7 @@ open class FetchNotificationChangesOperation: DatabaseOperation, @unchecked Send
     public var moreComing: Bool { more.load(ordering: .acquiring) }
 
     override func execute(engine: any StorageEngine, context: DatabaseContext) throws -> StratusError? {
+        try SubscriptionRules.checkSubscriber(context, doing: "fetching notifications")
         let limit = try Self.changeBatchSize(resultsLimit, default: Self.defaultResultsLimit, setting: "FetchNotificationChangesOperation.resultsLimit")
         let feed = context.notificationFeed
         let position = try previousServerChangeToken?.notificationPosition(in: feed)

@@ -58,6 +58,7 @@ open class MarkNotificationsReadOperation: DatabaseOperation, @unchecked Sendabl
     }
 
     override func execute(engine: any StorageEngine, context: DatabaseContext) throws -> StratusError? {
+        try SubscriptionRules.checkSubscriber(context, doing: "marking notifications read")
         let feed = context.notificationFeed
         let store = try engine.storeIdentifier
         var errors: [StratusNotification.ID: StratusError] = [:]

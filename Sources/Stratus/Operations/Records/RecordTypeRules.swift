@@ -131,6 +131,8 @@ struct RecordTypeRules {
         // A caller who is not signed in is refused the general way (notAuthenticated); an
         // administrator with no user (a store copy's public database) creates in bulk.
         if let access = type.access, !access.allows(.create, creator: nil) || (context.userRecordName == nil && !context.isAdministrator) { return false }
+        // A system name (a user's record name among them) takes the general path's checks.
+        if type.access != nil, save.recordID.recordName.utf8.first == UInt8(ascii: "_") { return false }
         if recentType !== type {
             recentType = type
             for slot in recentKinds.indices { recentKinds[slot] = nil }
@@ -200,12 +202,32 @@ struct RecordTypeRules {
     mutating func accessDenial(_ save: PreparedSave, creator: Record.ID?, isNew: Bool, in transaction: any RecordWriteTransaction) throws -> StratusError? {
         guard context.scope == .public else { return nil }
         if isNew, systemCreator(of: save) != nil, context.isAdministrator || save.recordID.recordName == context.userRecordName { return nil }
+        // A user record name in the default zone names that user's Users record: a record of
+        // another type there would be answered as that user's own record once they come.
+        if isNew, !context.isAdministrator, save.record.recordType != ContainerSchema.usersRecordType, save.recordID.zoneID.isDefault,
+           Self.hasUserRecordNameForm(save.recordID.recordName) {
+            return StratusError(.permissionFailure, "record '\(save.recordID.recordName)' of type \(save.record.recordType): in the public database's default zone a name of the form _ and 32 hex digits is a user's record name, which names only that user's Users record", recordID: save.recordID)
+        }
         let type = try typeState(save.record.recordType, in: transaction)
         guard var denied = type.access?.denial(isNew ? .create : .write, recordID: save.recordID, recordType: type.name, creator: creator) else { return nil }
         if isNew && type.name == ContainerSchema.usersRecordType {
             denied.message += "; CloudKit makes one Users record per user, named by the user's record name (_ and 32 hex digits), and no save creates one: a user's own is made when that user first fetches or saves it, and an import restores those of an export with --keep-system-records (RecordImporter.Options.writesSystemRecords), other users' as an administrator (--as-administrator)"
         }
         return denied
+    }
+
+    /// Whether `name` is of the form of CloudKit's user record names: `_` and 32 hex digits.
+    static func hasUserRecordNameForm(_ name: String) -> Bool {
+        let bytes = name.utf8
+        guard bytes.count == 33, bytes.first == UInt8(ascii: "_") else { return false }
+        return bytes.dropFirst().allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) }
+    }
+
+    /// Whether the caller may read `stored`: a write answers one who may not with nothing of
+    /// it, whatever values it sends, so that a write is no way to read or to test guesses.
+    mutating func mayRead(_ stored: Record, in transaction: any RecordWriteTransaction) throws -> Bool {
+        guard context.scope == .public, let access = try typeState(stored.recordType, in: transaction).access else { return true }
+        return context.isAdministrator || access.allows(.read, creator: stored.systemFields.creatorUserRecordID)
     }
 
     /// The type error of saving `save`'s fields, or what the type must grow (in development) to

@@ -288,8 +288,10 @@ enum RecordWriteExecutor {
             }
             if let denied = try typeRules.accessDenial(save, creator: existing?.systemFields.creatorUserRecordID, isNew: existing == nil, in: transaction) {
                 // A save that would change nothing writes nothing: re-running an import of
-                // records others created is not refused (and a refusal reveals no conflict).
-                if let existing, case .success(let same) = RecordWriteRules.resolve(save, existing: existing, mode: request.writeMode, preservingSystemFields: request.preservesSystemFields, context: context, now: now),
+                // records others created is not refused (and a refusal reveals no conflict),
+                // when the caller may read them.
+                if let existing, try typeRules.mayRead(existing, in: transaction),
+                   case .success(let same) = RecordWriteRules.resolve(save, existing: existing, mode: request.writeMode, preservingSystemFields: request.preservesSystemFields, context: context, now: now),
                    same.kind == .unchanged {
                     return .success((existing, .unchanged))
                 }
@@ -303,14 +305,30 @@ enum RecordWriteExecutor {
             case .success(let needed): growth = needed
             case .failure(let problem): return .failure(problem)
             }
+            // A caller who may write a stored record but not read it (a moderator's WRITE
+            // grant) is answered with what it sent, never the stored record's other values.
+            let readsStored = try existing.map { try typeRules.mayRead($0, in: transaction) } ?? true
             let resolution: RecordWriteRules.Resolution
             switch RecordWriteRules.resolve(save, existing: existing, mode: request.writeMode, preservingSystemFields: request.preservesSystemFields,
                                             keepingGivenVersion: request.keepsGivenVersion,
                                             newRecordCreator: typeRules.systemCreator(of: save), context: context, now: now) {
             case .success(let resolved): resolution = resolved
-            case .failure(let error): return .failure(error)
+            case .failure(var error):
+                if !readsStored {
+                    error.serverRecord = nil
+                    // Nor the stored record's type.
+                    if error.code == .invalidArguments, let existing, existing.recordType != save.record.recordType {
+                        error = StratusError(.permissionFailure, "record '\(id.recordName)' exists, and the caller may not read it, so it cannot be saved as a record of type \(save.record.recordType)", recordID: id)
+                    }
+                }
+                return .failure(error)
             }
-            if resolution.kind == .unchanged, let existing { return .success((existing, .unchanged)) }
+            if resolution.kind == .unchanged, let existing {
+                guard !readsStored else { return .success((existing, .unchanged)) }
+                var version = existing.systemFields
+                version.lastModifiedUserRecordID = nil
+                return .success((Self.withheld(save, system: version), .unchanged))
+            }
             // A new record has the size its preparation checked; a merge with stored fields can grow.
             if resolution.kind != .created, case let size = Record.fieldDataSize(of: resolution.fields), size > Record.maximumFieldDataSize {
                 return .failure(StratusError(.limitExceeded, "record '\(id.recordName)': with the stored fields it keeps, it would hold \(size) bytes of field data; the limit is \(Record.maximumFieldDataSize) bytes (assets excluded)", recordID: id))
@@ -337,6 +355,7 @@ enum RecordWriteExecutor {
             if let growth { typeRules.grow(growth) }
             notifier?.saved(id, recordType: row.recordType, system: row.systemFields, fields: fields, created: existing == nil)
             guard request.returnsSavedRecords else { return .success((save.record, resolution.kind)) }
+            if !readsStored { return .success((Self.withheld(save, system: row.systemFields), resolution.kind)) }
             let stored = Record(recordType: row.recordType, recordID: id, systemFields: row.systemFields, fields: fields, parent: row.parent,
                                 encryptedKeys: row.encryptedKeys, jsonExtras: row.jsonExtras)
             return .success((stored, resolution.kind))
@@ -366,6 +385,16 @@ enum RecordWriteExecutor {
                 maximumStoredDocumentLength: room / FieldDocument.maximumFieldDataPerCharacter, modificationDate: now,
                 lastModifiedUserRecordName: user, changeTag: RecordWriteRules.newChangeTag(), changes: save.encodedChanges)
             return try transaction.updateStoredRecord(update)
+        }
+
+        /// The record answered to a caller who may write a stored record but not read it: the
+        /// values it sent and the version written, without the creator (who created a record is
+        /// part of what only a reader is shown).
+        static func withheld(_ save: PreparedSave, system: Record.SystemFields) -> Record {
+            var system = system
+            system.creatorUserRecordID = nil
+            return Record(recordType: save.record.recordType, recordID: save.recordID, systemFields: system, fields: save.fields, parent: save.parent,
+                          encryptedKeys: save.encryptedKeys, jsonExtras: save.jsonExtras)
         }
 
         /// Two owners' zones of one name, both imported as the current user's zone (the input's

@@ -81,6 +81,7 @@ open class ModifySubscriptionsOperation: DatabaseOperation, @unchecked Sendable 
     }
 
     override func execute(engine: any StorageEngine, context: DatabaseContext) throws -> StratusError? {
+        try SubscriptionRules.checkSubscriber(context, doing: "saving or deleting subscriptions")
         let toSave = subscriptionsToSave ?? []
         let toDelete = subscriptionIDsToDelete ?? []
         var errors: [Subscription.ID: StratusError] = [:]
@@ -164,6 +165,12 @@ open class ModifySubscriptionsOperation: DatabaseOperation, @unchecked Sendable 
                     fail(delete: id, StratusError(.unknownItem, "subscription '\(id)' does not exist in the \(context.scope) database"))
                 }
             }
+        }
+        // Cancelled during a per-subscription block: what was written stays reported, never success.
+        if isCancelled {
+            var cancelled = StratusError.cancelled("ModifySubscriptionsOperation", completed: saved.count + deleted.count)
+            cancelled.partialErrorsBySubscriptionID = errors
+            return cancelled
         }
         guard !errors.isEmpty else { return nil }
         var error = StratusError(.partialFailure, "\(errors.count) of \(toSave.count + toDelete.count) subscription(s) failed")

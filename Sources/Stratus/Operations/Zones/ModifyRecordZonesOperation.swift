@@ -99,6 +99,11 @@ open class ModifyRecordZonesOperation: DatabaseOperation, @unchecked Sendable {
                 if id.isDefault {
                     throw StratusError(.invalidArguments, "the default zone cannot be deleted; delete its records instead", zoneID: id)
                 }
+                // Deleting a zone deletes its records without asking each one's security roles,
+                // and a public zone holds every user's.
+                if context.scope == .public && !context.isAdministrator {
+                    throw StratusError(.permissionFailure, "zone '\(id.zoneName)' of the public database holds every user's records, which deleting it would delete whatever their security roles say; only the store's administrator deletes a public zone (stratus zones delete --as-administrator)", zoneID: id)
+                }
                 validDeletes.append(id)
             } catch {
                 errors[id] = error
@@ -143,6 +148,12 @@ open class ModifyRecordZonesOperation: DatabaseOperation, @unchecked Sendable {
                 }
                 perRecordZoneDeleteBlock?(id, result.mapError { $0 })
             }
+        }
+        // Cancelled during a per-zone block: what was written stays reported, never success.
+        if isCancelled {
+            var cancelled = StratusError.cancelled("ModifyRecordZonesOperation", completed: savedZones.count + deletedZoneIDs.count)
+            cancelled.partialErrorsByZoneID = errors
+            return cancelled
         }
         return ZoneRules.partialFailure(errors, of: toSave.count + toDelete.count)
     }
