@@ -114,9 +114,11 @@ extension PostgresEngine {
             [cutoffValue] + (scope ?? []))
         for row in zones {
             let zoneRow = try row.int64(0) ?? 0
-            result.recordTombstonesRemoved += Int(try row.int64(2) ?? 0)
-            try connection.execute("UPDATE zones SET history_start = greatest(history_start, $1) WHERE zone_id = $2", [.int64(try row.int64(1) ?? 0), .int64(zoneRow)])
-            try connection.execute("DELETE FROM tombstones WHERE zone_id = $1 AND deleted_at < $2", [.int64(zoneRow), cutoffValue])
+            let newest = try row.int64(1) ?? 0
+            try connection.execute("UPDATE zones SET history_start = greatest(history_start, $1) WHERE zone_id = $2", [.int64(newest), .int64(zoneRow)])
+            // Only what the history's new start accounts for: a writer that committed since the
+            // count (read committed) may have added tombstones dated before the cutoff.
+            result.recordTombstonesRemoved += try connection.execute("DELETE FROM tombstones WHERE zone_id = $1 AND deleted_at < $2 AND change_seq <= $3", [.int64(zoneRow), cutoffValue, .int64(newest)])
         }
         let databases = try connection.query(scope == nil
             ? "SELECT container, db, owner, max(db_change_seq), count(*) FROM zone_tombstones WHERE deleted_at < $1 GROUP BY container, db, owner"
@@ -124,10 +126,11 @@ extension PostgresEngine {
             [cutoffValue] + (scope ?? []))
         for row in databases {
             let key: [PostgresValue] = [.text(try row.text(0) ?? ""), .int64(try row.int64(1) ?? 0), .text(try row.text(2) ?? "")]
-            result.zoneTombstonesRemoved += Int(try row.int64(4) ?? 0)
+            let newest = try row.int64(3) ?? 0
             try connection.execute("UPDATE database_history SET history_start = greatest(history_start, $1) WHERE container = $2 AND db = $3 AND owner = $4",
-                                   [.int64(try row.int64(3) ?? 0)] + key)
-            try connection.execute("DELETE FROM zone_tombstones WHERE container = $1 AND db = $2 AND owner = $3 AND deleted_at < $4", key + [cutoffValue])
+                                   [.int64(newest)] + key)
+            result.zoneTombstonesRemoved += try connection.execute("DELETE FROM zone_tombstones WHERE container = $1 AND db = $2 AND owner = $3 AND deleted_at < $4 AND db_change_seq <= $5",
+                                   key + [cutoffValue, .int64(newest)])
         }
         return result
     }

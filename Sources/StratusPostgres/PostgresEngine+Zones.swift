@@ -25,7 +25,11 @@ extension PostgresEngine {
     ) throws -> ZoneModifyOutcome {
         let outcome = try writeTransaction { connection -> ZoneModifyOutcome in
             var outcome = ZoneModifyOutcome()
-            var changedDatabase = false
+            // The database's change numbers are taken last, after the subscriptions' notices,
+            // in the order record writers lock them (zone, then feeds, then the database's
+            // history): the other order deadlocked against them.
+            var createdZoneRows: [Int64] = []
+            var deletedZones: [RecordZone.ID] = []
             for zone in zones {
                 // A zone found existing by the insert may be deleted by another writer before it
                 // is read (read committed): then it is inserted again.
@@ -33,8 +37,7 @@ extension PostgresEngine {
                 for _ in 0..<3 where saved == nil {
                     if try insertZone(zone.zoneID, capabilities: zone.capabilities, database, on: connection),
                        let inserted = try zoneHistory(zone.zoneID, database, on: connection) {
-                        try noteDatabaseChange(zoneRow: inserted.row, database, on: connection)
-                        changedDatabase = true
+                        createdZoneRows.append(inserted.row)
                         saved = zone
                     } else if let existing = try zoneHistory(zone.zoneID, database, on: connection) {
                         saved = RecordZone(zoneID: zone.zoneID, capabilities: existing.capabilities)
@@ -53,16 +56,18 @@ extension PostgresEngine {
                 for table in ["refs", "record_tokens", "asset_refs", "records", "tombstones", "zones"] {
                     try connection.execute("DELETE FROM \(table) WHERE zone_id = $1", [.int64(zone.row)])
                 }
+                deletedZones.append(zoneID)
+                outcome.deleteResults[zoneID] = .success(())
+            }
+            try notify(outcome, PostgresWriteTransaction(engine: self, connection: connection, context: database, now: Date(), copiesNewRecords: false))
+            for row in createdZoneRows { try noteDatabaseChange(zoneRow: row, database, on: connection) }
+            for zoneID in deletedZones {
                 let sequence = try noteDatabaseChange(zoneRow: nil, database, on: connection)
-                changedDatabase = true
                 try connection.execute("""
                     INSERT INTO zone_tombstones(container, db, owner, zone_name, zone_owner, db_change_seq, deleted_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
                     ON CONFLICT (container, db, owner, zone_name, zone_owner) DO UPDATE SET db_change_seq = excluded.db_change_seq, deleted_at = excluded.deleted_at
                     """, Self.databaseKey(database) + [.text(zoneID.zoneName), .text(Self.zoneOwner(zoneID, database)), .int64(sequence), .double(Date().timeIntervalSinceReferenceDate)])
-                outcome.deleteResults[zoneID] = .success(())
             }
-            _ = changedDatabase
-            try notify(outcome, PostgresWriteTransaction(engine: self, connection: connection, context: database, now: Date(), copiesNewRecords: false))
             return outcome
         }
         compactIfDue()

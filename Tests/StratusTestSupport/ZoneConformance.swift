@@ -263,7 +263,25 @@ public enum ZoneConformance {
         }
         #expect(paged == ["+a1", "+b1", "+a2"], "a reader paging one change at a time sees each change")
         try await database.save(makeRecord("Photo", "later", zoneID: spelled, [:]))
-        #expect(await fetchChanges(photos, since: token, in: database).events == ["+later"])
+        let later = await fetchChanges(photos, since: token, in: database)
+        #expect(later.events == ["+later"])
+        // Deletions too, and a zone deleted by both spellings is deleted once, each mention answered with it.
+        _ = try await database.modifyRecords(saving: [], deleting: [Record.ID(recordName: "a1", zoneID: photos), Record.ID(recordName: "b1", zoneID: spelled)], atomically: false)
+        token = later.token
+        var deletions: [String] = []
+        more = true
+        pages = 0
+        while more && pages < 10 {
+            let page = await fetchChanges(photos, since: token, in: database, resultsLimit: 1, fetchAllChanges: false)
+            deletions += page.events
+            token = page.token
+            more = page.moreComing
+            pages += 1
+        }
+        #expect(deletions == ["-a1:Photo", "-b1:Photo"])
+        let (_, deleted) = try await database.modifyRecordZones(saving: [], deleting: [photos, spelled])
+        #expect(deleted.count == 2 && deleted.values.allSatisfy { (try? $0.get()) != nil }, "\(deleted)")
+        #expect(try await database.allRecordZones().map(\.zoneID) == [.default])
     }
 
     static func serializedTokensResume(_ env: Environment) async throws {

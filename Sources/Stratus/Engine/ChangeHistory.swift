@@ -232,8 +232,11 @@ public enum ChangeHistoryRules {
         if position.sequence > current {
             throw expired("it is ahead of the store's history (was the store restored from an older copy?)")
         }
+        if position.sequence < 0 {
+            throw expired("it names no place in it (a negative position: was the token edited?)")
+        }
         if position.sequence < start {
-            throw expired("deletions after it were removed by tombstone compaction")
+            throw expired("what came after it was compacted away (deletions and notifications are kept for the store's retention only)")
         }
         return position.sequence
     }

@@ -117,8 +117,7 @@ enum RecordWriteExecutor {
     /// Runs `request` in `transaction`: its writes, its job progress and its notifications.
     /// Throws ``AtomicRollback`` to roll back an atomic request with a failed item.
     private static func run(_ request: ModifyRequest, in transaction: any RecordWriteTransaction, engine: any StorageEngine, context: DatabaseContext) throws -> ModifyOutcome {
-        let now = Date().wholeMilliseconds
-        var writer = Writer(transaction: transaction, request: request, context: context, now: now)
+        var writer = Writer(transaction: transaction, request: request, context: context)
         // Subscriptions that writes of this database may fire, as this transaction sees them.
         writer.notifier = try SubscriptionIndexCache.index(for: transaction, engine: engine, context: context)
             .map { SubscriptionNotifier(index: $0, context: context, transaction: transaction) }
@@ -160,7 +159,18 @@ enum RecordWriteExecutor {
         let transaction: any RecordWriteTransaction
         let request: ModifyRequest
         let context: DatabaseContext
-        let now: Date
+        private var takenNow: Date?
+        /// The time of this transaction's writes, taken when first needed: after the first
+        /// zone is locked, so that where writers wait for a zone's lock (PostgreSQL) a later
+        /// commit never carries an earlier modification date than the one before it.
+        var now: Date {
+            mutating get {
+                if let takenNow { return takenNow }
+                let taken = Date().wholeMilliseconds
+                takenNow = taken
+                return taken
+            }
+        }
         private(set) var outcome = ModifyOutcome()
         /// Decides what the writes fire; `nil` when no subscription could fire.
         var notifier: SubscriptionNotifier?
@@ -174,11 +184,10 @@ enum RecordWriteExecutor {
         /// Types enforced, grown in development, and security roles in the public database.
         private var typeRules: RecordTypeRules
 
-        init(transaction: any RecordWriteTransaction, request: ModifyRequest, context: DatabaseContext, now: Date) {
+        init(transaction: any RecordWriteTransaction, request: ModifyRequest, context: DatabaseContext) {
             self.transaction = transaction
             self.request = request
             self.context = context
-            self.now = now
             self.typeRules = RecordTypeRules(context: context, writesSystemRecords: request.writesSystemRecords)
         }
 

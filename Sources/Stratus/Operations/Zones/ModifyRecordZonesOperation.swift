@@ -115,8 +115,12 @@ open class ModifyRecordZonesOperation: DatabaseOperation, @unchecked Sendable {
         if !validSaves.isEmpty || !validDeletes.isEmpty {
             // The store keys a user's own zones by the default owner; callers get their own IDs back.
             let canonicalSaves = validSaves.map { RecordZone(zoneID: context.canonical($0.zoneID), capabilities: ZoneRules.supportedCapabilities(of: $0)) }
+            // A zone named twice (or by both spellings of its owner) is deleted once, and each
+            // mention answered with that one result.
+            var named = Set<RecordZone.ID>()
+            let canonicalDeletes = validDeletes.map(context.canonical).filter { named.insert($0).inserted }
             let outcome = try withRetry {
-                try engine.modifyZones(saving: canonicalSaves, deleting: validDeletes.map(context.canonical), in: context) { outcome, transaction in
+                try engine.modifyZones(saving: canonicalSaves, deleting: canonicalDeletes, in: context) { outcome, transaction in
                     // A zone's deletion deletes its records: it fires the zone's and the
                     // database's subscriptions, in the deletion's transaction.
                     let deleted = outcome.deleteResults.compactMap { if case .success = $0.value { $0.key } else { nil } }
