@@ -38,7 +38,7 @@ extension PostgresEngine {
             }
         }
         let store = PostgresAssetStore(engine: self, owner: owner)
-        for identifier in wanted { _ = try store.contentFile(identifier) }
+        for identifier in try store.visibleContent(wanted) { _ = try store.fileOfVisibleContent(identifier) }
     }
 }
 
@@ -140,7 +140,24 @@ final class PostgresAssetStore: AssetContentStore, Sendable {
 
     func contentURL(_ identifier: String) -> URL? { engine.cachedAssetURL(identifier) }
 
+    func visibleContent(_ identifiers: Set<String>) throws -> Set<String> {
+        guard !identifiers.isEmpty else { return [] }
+        return try engine.pool.withConnection { connection in
+            Set(try connection.query("SELECT content_id FROM asset_contents WHERE owner = $1 AND content_id = ANY($2::text[])",
+                                     [.text(owner), .textArray(Array(identifiers))]).map { try $0.text(0) ?? "" })
+        }
+    }
+
     func contentFile(_ identifier: String) throws -> URL? {
+        // The cache is the machine's, filled by every role: it answers only content the
+        // database holds for this owner, as row-level security lets this role see it.
+        guard try !visibleContent([identifier]).isEmpty else { return nil }
+        return try fileOfVisibleContent(identifier)
+    }
+
+    /// ``contentFile(_:)`` of content known to be this owner's: from the cache, else read
+    /// from the database into it.
+    func fileOfVisibleContent(_ identifier: String) throws -> URL? {
         guard let cached = engine.cachedAssetURL(identifier) else { return nil }
         if access(cached.path, F_OK) == 0 { return cached }
         return try engine.pool.withConnection { connection -> URL? in

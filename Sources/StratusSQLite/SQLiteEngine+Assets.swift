@@ -12,7 +12,7 @@ extension SQLiteEngine {
     /// content is kept in `asset_refs`, holds in `asset_holds`.
     @_spi(StratusEngine)
     public func assetContents(for database: DatabaseContext) -> any AssetContentStore {
-        SQLiteAssetStore(engine: self)
+        SQLiteAssetStore(engine: self, database: database.isAdministrator ? nil : database)
     }
 
     /// Where the content with this identifier is (or would be) kept; `nil` for text that is
@@ -29,11 +29,14 @@ extension SQLiteEngine {
 final class SQLiteAssetStore: AssetContentStore, @unchecked Sendable {
     // @unchecked: the engine is thread-safe; the rest is immutable.
     let engine: SQLiteEngine
+    /// The database whose records' content it answers (`nil`: the whole store's, an administrator's).
+    let database: DatabaseContext?
     let contentDirectory: URL
     let uploadDirectory: URL
 
-    init(engine: SQLiteEngine) {
+    init(engine: SQLiteEngine, database: DatabaseContext? = nil) {
         self.engine = engine
+        self.database = database
         contentDirectory = engine.assetsDirectory.appendingPathComponent("sha256", isDirectory: true)
         uploadDirectory = engine.assetsDirectory.appendingPathComponent("uploads", isDirectory: true)
     }
@@ -100,8 +103,25 @@ final class SQLiteAssetStore: AssetContentStore, @unchecked Sendable {
     }
 
     func contentFile(_ identifier: String) throws -> URL? {
+        if database != nil, try visibleContent([identifier]).isEmpty { return nil }
         guard let url = engine.assetContentURL(identifier), access(url.path, F_OK) == 0 else { return nil }
         return url
+    }
+
+    func visibleContent(_ identifiers: Set<String>) throws -> Set<String> {
+        guard let database, !identifiers.isEmpty else { return identifiers }
+        return try engine.readTransaction { connection in
+            let named = try connection.statement("""
+                SELECT 1 FROM asset_refs a JOIN zones z ON z.zone_id = a.zone_id
+                WHERE a.content_id = ? AND z.container = ? AND (z.db = ? OR (z.db = ? AND z.owner = ?)) LIMIT 1
+                """)
+            return try identifiers.filter { identifier in
+                named.reset()
+                try named.bind([.text(identifier), .text(database.storageContainer), .integer(Int64(Database.Scope.public.rawValue)),
+                                .integer(Int64(database.scope.rawValue)), .text(database.storageOwner)])
+                return try named.step()
+            }
+        }
     }
 
     /// Candidates are checked a thousand at a time, each batch in one write transaction, so that

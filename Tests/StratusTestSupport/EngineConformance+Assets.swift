@@ -17,6 +17,7 @@ extension EngineConformance {
             TestCase("assets: confined sources refuse absolute paths, '..', links, directories, FIFOs and devices, and change nothing", confinedSourcesAreRefused),
             TestCase("assets: a save that fails keeps no content, and a collection beside writers removes no named content", failedSavesAndCollectionKeepNothingStray),
             TestCase("assets: what a record's CloudKit JSON held beyond the model is stored and read back", jsonExtrasAreStored),
+            TestCase("assets: stored content is named by digest only where a record of the database or the public one names it", contentIsNamedOnlyWhereVisible),
         ]
     }
 
@@ -29,6 +30,34 @@ extension EngineConformance {
         let asset = try #require(asset, "\(context): no asset", sourceLocation: sourceLocation)
         let url = try await database.assetContentURL(for: asset)
         #expect(FileManager.default.contents(atPath: url.path) == bytes, "\(context): content", sourceLocation: sourceLocation)
+    }
+
+    static func contentIsNamedOnlyWhereVisible(_ env: Environment) async throws {
+        let secret = patternBytes(count: 3_000, seed: 21)
+        let bobs = env.container(user: "bob").privateCloudDatabase
+        let report = Record(recordType: "Doc", recordID: Record.ID(recordName: "report"))
+        report["file"] = Asset(fileURL: try env.store.writeFile("sources/report.bin", secret))
+        _ = try await bobs.save(report)
+        let stored = try #require(try await bobs.record(for: report.recordID)["file"] as? Asset)
+        let digest = try #require(stored.storedIdentifier)
+        try await expectReadable(stored, secret, in: bobs, "bob's own")
+
+        // Alice knows the digest (of a copy she has): it links nothing and opens nothing.
+        let alice = env.container(user: "alice")
+        for database in [alice.publicCloudDatabase, alice.privateCloudDatabase] {
+            let steal = Record(recordType: "Doc", recordID: Record.ID(recordName: "steal"))
+            steal["file"] = Asset(storedIdentifier: digest, size: Int64(secret.count), fileURL: nil)
+            let saved = try await database.modifyRecords(saving: [steal], deleting: [], atomically: false)
+            #expect(errorCode(saved.saveResults[steal.recordID]) == .assetNotAvailable, "\(database.databaseScope)")
+            let opened = stratusError(await caughtError { try await database.assetContentURL(for: Asset(storedIdentifier: digest, size: 1, fileURL: nil)) })
+            #expect(opened?.code == .assetNotAvailable, "\(database.databaseScope)")
+        }
+
+        // A fetched record saved again keeps naming its content.
+        let again = try await bobs.record(for: report.recordID)
+        again["note"] = "kept"
+        _ = try await bobs.save(again)
+        try await expectReadable(try await bobs.record(for: report.recordID)["file"] as? Asset, secret, in: bobs, "bob's, saved again")
     }
 
     static func contentIsKeptOnceAndCollected(_ env: Environment) async throws {

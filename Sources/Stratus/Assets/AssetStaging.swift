@@ -26,6 +26,8 @@ struct AssetStaging {
     }
 
     let store: any AssetContentStore
+    /// Whether the request may name any stored content (the store's administrator: a copy).
+    var namesAnyContent = false
     /// The hold's name: this process's holder and a number of its own, so that releasing it
     /// leaves the holds of the process's other requests alone.
     let hold: String
@@ -40,6 +42,7 @@ struct AssetStaging {
     /// - Throws: ``StratusError`` when the holder's lock cannot be made.
     init(engine: any StorageEngine, context: DatabaseContext, maximumSize: Int64 = Asset.maximumContentSize) throws {
         store = engine.assetContents(for: context)
+        namesAnyContent = context.isAdministrator
         let holder = try AssetHolder.shared(in: store.localDirectory)
         hold = "\(holder.name):\(Self.holdCounter.wrappingAdd(1, ordering: .relaxed).newValue)"
         self.maximumSize = maximumSize
@@ -108,9 +111,15 @@ struct AssetStaging {
             throw storeFull
         }
         do {
-            let present = try store.hold(held, holder: hold)
-            // Content a save names without uploading it (a fetched record saved again) must
-            // still be there now that it is held.
+            var present = try store.hold(held, holder: hold)
+            // Content a save names without uploading it (a fetched record saved again) must be
+            // named by a record of this database or the public one (else any digest would link
+            // another user's content), and still be there now that it is held.
+            let uploaded = Set(uploads.map(\.identifier))
+            let namedOnly = perSave.values.reduce(into: Set<String>()) { $0.formUnion($1.named) }.subtracting(uploaded)
+            if !namesAnyContent && !namedOnly.isEmpty {
+                present.subtract(namedOnly.subtracting(try store.visibleContent(namedOnly.intersection(present))))
+            }
             for (index, staged) in perSave {
                 if let gone = staged.named.subtracting(present).first {
                     let id = saves[index].recordID

@@ -32,7 +32,9 @@ extension Database {
             throw StratusError(.assetNotAvailable, "the asset's content is not in the store: it is \(origin)")
         }
         return try await engineCall { engine, context in
-            guard let url = try engine.assetContents(for: context).contentFile(identifier) else {
+            let store = engine.assetContents(for: context)
+            let visible = try context.isAdministrator || !store.visibleContent([identifier]).isEmpty
+            guard visible, let url = try store.contentFile(identifier) else {
                 throw StratusError(.assetNotAvailable, "the asset's content \(identifier.prefix(12))… is no longer in the store")
             }
             return url

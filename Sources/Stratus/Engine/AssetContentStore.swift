@@ -60,10 +60,19 @@ public protocol AssetContentStore: Sendable {
     /// system, and never the file itself.
     func contentURL(_ identifier: String) -> URL?
 
-    /// A readable file with the stored content, or `nil` when the store does not hold it.
+    /// A readable file with the stored content, or `nil` when the store does not hold it for
+    /// this store's database (content another user's records name is not there for it).
     ///
     /// - Throws: store or file errors.
     func contentFile(_ identifier: String) throws -> URL?
+
+    /// Which of `identifiers` a record of this store's database, or of its container's public
+    /// database, names: the stored content a save there may name without giving its bytes (a
+    /// fetched record saved again). A store that keeps each owner's content apart answers
+    /// every identifier it holds for the owner.
+    ///
+    /// - Throws: store errors.
+    func visibleContent(_ identifiers: Set<String>) throws -> Set<String>
 
     /// Releases `releasing`'s holds (when given) and removes the content among `candidates`
     /// (every stored content when `nil`, and then also uploads and holds of dead holders) that

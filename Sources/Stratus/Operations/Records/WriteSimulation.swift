@@ -329,6 +329,7 @@ private struct DiscardedAssetContents: AssetContentStore {
     func commit(_ uploads: [(upload: any AssetUpload, identifier: String)]) throws {}
     func contentURL(_ identifier: String) -> URL? { nil }
     func contentFile(_ identifier: String) throws -> URL? { nil }
+    func visibleContent(_ identifiers: Set<String>) throws -> Set<String> { identifiers }
     func collect(releasing holder: String?, candidates: Set<String>?, isHolderAlive: (String) -> Bool) throws -> AssetCollection { AssetCollection() }
     func inventory() throws -> (identifiers: Set<String>, bytes: Int64) { ([], 0) }
 
