@@ -476,6 +476,25 @@ public enum SubscriptionConformance {
         let notes = try await notifications(of: bob).notifications
         #expect(notes.map(describe) == ["query posts recordCreated hello", "query secrets recordCreated bobs"])
         #expect(!notes.contains { ($0 as? QueryNotification)?.recordFields?["body"] as? String == "secret: alice's diary" })
+
+        // Zone subscriptions in a public zone (a Stratus extension) likewise: a change of a
+        // record the subscriber may not read tells nothing, also by its timing.
+        let board = try await alice.publicCloudDatabase.save(RecordZone(zoneName: "Board")).zoneID
+        for (id, type) in [("board-notes", "Note"), ("board-all", nil)] as [(String, String?)] {
+            let watch = RecordZoneSubscription(zoneID: board, subscriptionID: id)
+            watch.recordType = type
+            watch.notificationInfo = info()
+            try await bob.publicCloudDatabase.save(watch)
+        }
+        let before = try await notifications(of: bob).token
+        _ = try await alice.publicCloudDatabase.save(makeRecord("Note", "alice-board", zoneID: board, ["body": .string("hers")]))
+        _ = try await alice.publicCloudDatabase.deleteRecord(withID: Record.ID(recordName: "alice-board", zoneID: board))
+        #expect(try await described(bob, since: before).isEmpty, "alice's notes are not bob's to hear of")
+        _ = try await alice.publicCloudDatabase.save(makeRecord("Post", "alice-post", zoneID: board))
+        #expect(try await described(bob, since: before) == ["query posts recordCreated alice-post", "zone board-all Board"], "a post is everyone's to read")
+        let afterPost = try await notifications(of: bob).token
+        _ = try await bob.publicCloudDatabase.save(makeRecord("Note", "bob-board", zoneID: board, ["body": .string("his")]))
+        #expect(try await described(bob, since: afterPost) == ["zone board-all Board", "zone board-notes Board"])
     }
 
     static func atomicityAndCascades(_ env: Environment) async throws {

@@ -103,7 +103,9 @@ final class SubscriptionIndex: Sendable {
             case .recordZone, .database:
                 changes.append(ChangeEntry(key: key, type: definition.type, zoneID: definition.type == .recordZone ? zoneID : nil,
                                            recordType: definition.recordType, info: definition.info))
-                if definition.recordType != nil { watchers.insert(definition.type == .recordZone ? zoneID : nil) }
+                // In the public database a zone subscription fires only for records its
+                // subscriber may read, which a deletion tells only with the record.
+                if definition.recordType != nil || context.scope == .public { watchers.insert(definition.type == .recordZone ? zoneID : nil) }
             }
         }
         self.queries = queries

@@ -41,6 +41,14 @@ struct SubscriptionNotifier {
     }
 
     private var pending: [Pending] = []
+    /// A changed record's type and creator: who may read it, in the public database.
+    private struct Changed: Hashable {
+        let recordType: String
+        let creator: String?
+    }
+    /// In the public database, the records changed in each zone (by position), for the READ
+    /// check of zone subscriptions; empty elsewhere.
+    private var changedRecords: [Set<Changed>] = []
     /// Zones with changed records, in the order first changed, with the types changed there
     /// (a deletion whose type nobody needs adds none), or every type (a deleted zone).
     private var changedZones: [(zoneID: RecordZone.ID, types: Set<String>, everyType: Bool)] = []
@@ -57,6 +65,10 @@ struct SubscriptionNotifier {
     /// Whether the subscriber of `entry` may read a record of `recordType` created by `creator`
     /// (always outside the public database, whose databases are their users' own).
     private func subscriberMayRead(_ entry: SubscriptionIndex.QueryEntry, recordType: String, creator: Record.ID?) -> Bool {
+        subscriberMayRead(entry.key, recordType: recordType, creator: creator?.recordName)
+    }
+
+    private func subscriberMayRead(_ key: SubscriptionKey, recordType: String, creator: String?) -> Bool {
         guard context.scope == .public else { return true }
         let schema: RecordTypeSchema?
         do {
@@ -65,8 +77,8 @@ struct SubscriptionNotifier {
             // A schema that cannot be read fires nothing rather than too much.
             return false
         }
-        let subscriber = entry.key.subscriber.isEmpty ? nil : entry.key.subscriber
-        return RecordAccess(schema, userRecordName: subscriber, roles: []).allows(.read, creator: creator)
+        let subscriber = key.subscriber.isEmpty ? nil : key.subscriber
+        return RecordAccess(schema, userRecordName: subscriber, roles: []).allows(.read, creator: creator.map { Record.ID(recordName: $0) })
     }
 
     /// Whether deleting a record of `zoneID` needs the record as stored first.
@@ -77,7 +89,7 @@ struct SubscriptionNotifier {
     /// A record created or updated, as it was stored.
     mutating func saved(_ id: Record.ID, recordType: String, system: Record.SystemFields, fields: [String: FieldValue], created: Bool) {
         let zoneID = context.canonical(id.zoneID)
-        noteChange(in: zoneID, recordType: recordType)
+        noteChange(in: zoneID, recordType: recordType, creator: system.creatorUserRecordID)
         let subject = PredicateSubject(recordName: id.recordName, system: system, fields: fields)
         let option: QuerySubscription.Options = created ? .firesOnRecordCreation : .firesOnRecordUpdate
         for candidate in index.queryCandidates(recordType: recordType, zoneID: zoneID, subject: subject) {
@@ -96,7 +108,7 @@ struct SubscriptionNotifier {
             noteChange(in: zoneID, recordType: nil)
             return
         }
-        noteChange(in: zoneID, recordType: stored.recordType)
+        noteChange(in: zoneID, recordType: stored.recordType, creator: stored.systemFields.creatorUserRecordID)
         let fields = stored.fieldValues
         let subject = PredicateSubject(recordName: id.recordName, system: stored.systemFields, fields: fields)
         for candidate in index.queryCandidates(recordType: stored.recordType, zoneID: zoneID, subject: subject) {
@@ -115,13 +127,18 @@ struct SubscriptionNotifier {
         changedZones[zonePositions[zoneID]!].everyType = true
     }
 
-    private mutating func noteChange(in zoneID: RecordZone.ID, recordType: String?) {
-        if let position = zonePositions[zoneID] {
+    private mutating func noteChange(in zoneID: RecordZone.ID, recordType: String?, creator: Record.ID? = nil) {
+        let position: Int
+        if let known = zonePositions[zoneID] {
+            position = known
             if let recordType { changedZones[position].types.insert(recordType) }
         } else {
-            zonePositions[zoneID] = changedZones.count
+            position = changedZones.count
+            zonePositions[zoneID] = position
             changedZones.append((zoneID, recordType.map { [$0] } ?? [], false))
+            if context.scope == .public { changedRecords.append([]) }
         }
+        if context.scope == .public, let recordType { changedRecords[position].insert(Changed(recordType: recordType, creator: creator?.recordName)) }
     }
 
     private mutating func fire(_ candidate: Int, reason: QueryNotification.Reason, id: Record.ID, recordType: String, fields: [String: FieldValue]) {
@@ -150,6 +167,11 @@ struct SubscriptionNotifier {
             case .recordZone:
                 guard let watched = entry.zoneID, let position = zonePositions[watched],
                       changedZones[position].everyType || entry.recordType.map({ changedZones[position].types.contains($0) }) ?? true else { continue }
+                // In the public database, only for a change of a record the subscriber may read.
+                if context.scope == .public, !changedZones[position].everyType,
+                   !changedRecords[position].contains(where: { changed in
+                       entry.recordType.map { $0 == changed.recordType } ?? true && subscriberMayRead(entry.key, recordType: changed.recordType, creator: changed.creator)
+                   }) { continue }
                 pending.append(Pending(key: entry.key, firesOnce: false, payload: NotificationPayload.recordZone(
                     subscriptionID: entry.key.subscriptionID, scope: context.scope, zoneID: watched, alert: Self.alert(entry.info, fields: [:]))))
             case .database:
