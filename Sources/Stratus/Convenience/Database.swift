@@ -139,6 +139,9 @@ public final class Database: Sendable {
         operation.database = self
         if operationConfiguration != nil || operationGroup != nil {
             operation.adopt(configuration: operationConfiguration, group: operationGroup)
+        } else {
+            // Set through `configuration.qualityOfService` (a class the setter never saw).
+            operation.applyQualityOfService()
         }
         // Listed before it is enqueued, so it can never finish before it is listed.
         if operation.isLongLived { LongLivedOperations.shared.register(operation, on: self) }

@@ -93,6 +93,7 @@ open class DatabaseOperation: Operation, @unchecked Sendable {
             return true
         }
         precondition(wasPending, "\(type(of: self)) was started twice; an operation runs once")
+        applyQualityOfService()
         // An operation the app put on a queue of its own is listed from here; one added to a
         // database was listed when it was added.
         if isLongLived, let runsOn = database ?? effectiveConfiguration.container?.privateCloudDatabase {
@@ -151,6 +152,9 @@ open class DatabaseOperation: Operation, @unchecked Sendable {
                 outcome = StratusError.wrap(error)
             }
         } else if let database = database ?? effectiveConfiguration.container?.privateCloudDatabase {
+            // Run through its configuration's container: that database is its own from here
+            // (its retry policy, the client change tokens it keeps), as an added one's is.
+            if self.database == nil { self.database = database }
             let timer = startResourceTimer()
             do {
                 outcome = try execute(engine: database.engine, context: database.resolvedContext())

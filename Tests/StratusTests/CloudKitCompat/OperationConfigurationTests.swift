@@ -239,6 +239,36 @@ struct OperationConfigurationTests {
             await waitUntilFinished([viaContainer])
             #expect(foundAgain.value)
             #expect(viaContainer.database?.databaseScope == .private)
+
+            // Run through its configuration's container, a modify's client change token is kept as
+            // an added one's is.
+            let zone = try await container.privateCloudDatabase.save(RecordZone(zoneName: "Sync")).zoneID
+            let save = ModifyRecordsOperation(recordsToSave: [makeRecord("Note", "n1", zoneID: zone)])
+            save.configuration.container = container
+            save.clientChangeTokenData = Data("via-configuration".utf8)
+            queue.addOperation(save)
+            await waitUntilFinished([save])
+            let fetch = FetchRecordZoneChangesOperation(recordZoneIDs: [zone])
+            let token = Box<Data?>(nil)
+            fetch.recordZoneFetchResultBlock = { _, result in if case .success(let fetched) = result { token.value = fetched.clientChangeTokenData } }
+            await run(fetch, on: container.privateCloudDatabase)
+            #expect(token.value == Data("via-configuration".utf8))
+        }
+    }
+
+    @Test("a quality of service set on the configuration in place, or on the group's default after joining it, becomes the operation's")
+    func qualityOfServiceSetInPlace() async throws {
+        try await SQLiteFixture.with { fixture in
+            let op = QueryOperation(query: Query(recordType: "Item"))
+            op.configuration.qualityOfService = .userInitiated
+            let group = OperationGroup()
+            let grouped = QueryOperation(query: Query(recordType: "Item"))
+            grouped.group = group
+            group.defaultConfiguration.qualityOfService = .utility
+            for operation in [op, grouped] { fixture.database.add(operation) }
+            await waitUntilFinished([op, grouped])
+            #expect(op.qualityOfService == .userInitiated)
+            #expect(grouped.qualityOfService == .utility)
         }
     }
 }

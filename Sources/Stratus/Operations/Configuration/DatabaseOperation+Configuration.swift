@@ -109,8 +109,10 @@ extension DatabaseOperation {
         applyQualityOfService()
     }
 
-    /// Gives the `Operation` the configured quality of service, when one was set explicitly.
-    private func applyQualityOfService() {
+    /// Gives the `Operation` the configured quality of service, when one was set explicitly
+    /// (also by changing the configuration or the group's default configuration in place,
+    /// which is applied when the operation is added to a database and when it starts).
+    func applyQualityOfService() {
         let configured = effectiveConfiguration
         if configured.explicitValues.qualityOfService != nil { qualityOfService = configured.qualityOfService }
     }
