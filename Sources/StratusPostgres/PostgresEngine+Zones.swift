@@ -30,6 +30,7 @@ extension PostgresEngine {
             // history): the other order deadlocked against them.
             var createdZoneRows: [Int64] = []
             var deletedZones: [RecordZone.ID] = []
+            var deletedRows: Set<Int64> = []
             for zone in zones {
                 // A zone found existing by the insert may be deleted by another writer before it
                 // is read (read committed): then it is inserted again.
@@ -57,10 +58,12 @@ extension PostgresEngine {
                     try connection.execute("DELETE FROM \(table) WHERE zone_id = $1", [.int64(zone.row)])
                 }
                 deletedZones.append(zoneID)
+                deletedRows.insert(zone.row)
                 outcome.deleteResults[zoneID] = .success(())
             }
             try notify(outcome, PostgresWriteTransaction(engine: self, connection: connection, context: database, now: Date(), copiesNewRecords: false))
-            for row in createdZoneRows { try noteDatabaseChange(zoneRow: row, database, on: connection) }
+            // A zone the request created and deleted again is noted by its deletion only.
+            for row in createdZoneRows where !deletedRows.contains(row) { try noteDatabaseChange(zoneRow: row, database, on: connection) }
             for zoneID in deletedZones {
                 let sequence = try noteDatabaseChange(zoneRow: nil, database, on: connection)
                 try connection.execute("""

@@ -112,6 +112,11 @@ public enum ZoneConformance {
         #expect(stratusError(missingError)?.code == .zoneNotFound)
         // Saving the default zone is allowed and changes nothing.
         #expect(try await database.save(RecordZone.default).capabilities == [.fetchChanges])
+        // A zone saved and deleted in one request: both done, the zone gone.
+        let fleeting = RecordZone.ID(zoneName: "Fleeting")
+        let (made, gone) = try await database.modifyRecordZones(saving: [RecordZone(zoneID: fleeting)], deleting: [fleeting])
+        #expect((try? made[fleeting]?.get()) != nil && (try? gone[fleeting]?.get()) != nil)
+        #expect(try await database.allRecordZones().map(\.zoneID).contains(fleeting) == false)
     }
 
     static func zonesFollowDatabaseScopes(_ env: Environment) async throws {

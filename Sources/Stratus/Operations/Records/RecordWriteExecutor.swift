@@ -160,9 +160,9 @@ enum RecordWriteExecutor {
         let request: ModifyRequest
         let context: DatabaseContext
         private var takenNow: Date?
-        /// The time of this transaction's writes, taken when first needed: after the first
-        /// zone is locked, so that where writers wait for a zone's lock (PostgreSQL) a later
-        /// commit never carries an earlier modification date than the one before it.
+        /// The time of this request's writes, taken when first needed after each zone is first
+        /// locked, so that where writers wait for a zone's lock (PostgreSQL) a later commit
+        /// never carries an earlier modification date than the one before it in that zone.
         var now: Date {
             mutating get {
                 if let takenNow { return takenNow }
@@ -219,7 +219,14 @@ enum RecordWriteExecutor {
             if let lastZone { zones[lastZone.id] = lastZone.capabilities }
             // The write policy decides here, once per zone, what a zone can do (the default
             // zone is never atomic, whatever its stored row says).
-            let found = try zones[zoneID] ?? transaction.zoneCapabilities(zoneID).map { ZoneRules.capabilities(of: zoneID, stored: $0) }
+            let found: RecordZone.Capabilities?
+            if let known = zones[zoneID] {
+                found = known
+            } else {
+                found = try transaction.zoneCapabilities(zoneID).map { ZoneRules.capabilities(of: zoneID, stored: $0) }
+                // The zone is locked now: its writes are dated from here.
+                takenNow = nil
+            }
             lastZone = (zoneID, found)
             return found
         }
