@@ -58,6 +58,12 @@ extension EngineConformance {
         again["note"] = "kept"
         _ = try await bobs.save(again)
         try await expectReadable(try await bobs.record(for: report.recordID)["file"] as? Asset, secret, in: bobs, "bob's, saved again")
+        // Put into a record of another database, a fetched asset is stored there from its file.
+        let published = Record(recordType: "Doc", recordID: Record.ID(recordName: "published"))
+        published["file"] = try await bobs.record(for: report.recordID)["file"] as? Asset
+        let bobPublic = env.container(user: "bob").publicCloudDatabase
+        _ = try await bobPublic.save(published)
+        try await expectReadable(try await bobPublic.record(for: published.recordID)["file"] as? Asset, secret, in: bobPublic, "bob's, published")
     }
 
     static func contentIsKeptOnceAndCollected(_ env: Environment) async throws {

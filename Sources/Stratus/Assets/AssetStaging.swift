@@ -70,12 +70,28 @@ struct AssetStaging {
         var outcome = Outcome(saves: saves, failures: [:])
         let indexes = saves.indices.filter { saves[$0].holdsAsset }
         guard !indexes.isEmpty else { return outcome }
+        // Stored content a save may not name here (a fetched asset of one's private record
+        // saved into a public one) is stored again from the asset's file, as CloudKit uploads
+        // a fetched asset put in another record.
+        var hidden: Set<String> = []
+        if !namesAnyContent {
+            let named = indexes.reduce(into: Set<String>()) { names, index in
+                for value in saves[index].fields.values {
+                    switch value {
+                    case .asset(let asset): if let id = asset.storedIdentifier { names.insert(id) }
+                    case .assetList(let assets): for asset in assets { if let id = asset.storedIdentifier { names.insert(id) } }
+                    default: continue
+                    }
+                }
+            }
+            if !named.isEmpty { hidden = named.subtracting(try store.visibleContent(named)) }
+        }
 
         // Each save's sources are read and uploaded on their own; saves in parallel, because
         // hashing is what an asset import spends its time on.
         let results = StagingResults()
         let reporter = Mutex(())
-        let store = self.store, hold = self.hold, maximumSize = self.maximumSize
+        let store = self.store, hold = self.hold, maximumSize = self.maximumSize, hiddenContent = hidden
         let workers = min(indexes.count, max(1, ProcessInfo.processInfo.activeProcessorCount))
         DispatchQueue.concurrentPerform(iterations: workers) { worker in
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.chunkSize, alignment: 64)
@@ -84,7 +100,7 @@ struct AssetStaging {
                 let index = indexes[position]
                 let report: ((Double) -> Void)? = progress.map { progress in { fraction in reporter.withLock { _ in progress(index, fraction) } } }
                 let result = Result { () throws(StratusError) in
-                    try Self.upload(saves[index], store: store, hold: hold, maximumSize: maximumSize, buffer: buffer, progress: report)
+                    try Self.upload(saves[index], store: store, hold: hold, maximumSize: maximumSize, hidden: hiddenContent, buffer: buffer, progress: report)
                 }
                 results.set(index, result)
             }
@@ -123,7 +139,7 @@ struct AssetStaging {
             for (index, staged) in perSave {
                 if let gone = staged.named.subtracting(present).first {
                     let id = saves[index].recordID
-                    outcome.failures[index] = StratusError(.assetNotAvailable, "record '\(id.recordName)': the stored content \(gone.prefix(12))… of an asset is no longer in the store; save the asset from its file again", recordID: id)
+                    outcome.failures[index] = StratusError(.assetNotAvailable, "record '\(id.recordName)': the stored content \(gone.prefix(12))… of an asset is not in the store for this database (no longer, or never named by a record here); save the asset from its file (Asset(fileURL:))", recordID: id)
                     perSave[index] = nil
                 }
             }
@@ -189,7 +205,7 @@ struct AssetStaging {
         var isList: [String: Bool] = [:]
     }
 
-    private static func upload(_ save: PreparedSave, store: any AssetContentStore, hold: String, maximumSize: Int64,
+    private static func upload(_ save: PreparedSave, store: any AssetContentStore, hold: String, maximumSize: Int64, hidden: Set<String>,
                                buffer: UnsafeMutableRawBufferPointer, progress: ((Double) -> Void)?) throws(StratusError) -> SaveUploads {
         var staged = SaveUploads()
         var work: [(key: String, position: Int, asset: Asset, source: AssetSource)] = []
@@ -205,6 +221,13 @@ struct AssetStaging {
                 }
                 var slots: [SaveUploads.AssetSlot] = []
                 for (position, asset) in assets.enumerated() {
+                    if let identifier = asset.storedIdentifier, hidden.contains(identifier), let file = asset.fileURL {
+                        // Its bytes, from the file the app was handed.
+                        let again = Asset(fileURL: file)
+                        slots.append(.kept(again))
+                        work.append((key, position, again, try AssetSource.open(again, maximumSize: maximumSize, field: key, recordID: save.recordID)))
+                        continue
+                    }
                     if let identifier = asset.storedIdentifier { staged.named.insert(identifier) }
                     slots.append(.kept(asset))
                     if asset.needsContent {

@@ -64,14 +64,20 @@ struct RecordAccess: Sendable {
     /// CloudKit's error for an operation the roles do not allow, or `nil` when they do:
     /// `notAuthenticated` for a caller who is not signed in (who may only read what `_world`
     /// may), `permissionFailure` otherwise.
-    func denial(_ permission: RecordPermissions, recordID: Record.ID?, recordType: String, creator: Record.ID?) -> StratusError? {
+    /// `recordType` `nil`: the message names no type (the record's, to one who may not read it).
+    func denial(_ permission: RecordPermissions, recordID: Record.ID?, recordType: String?, creator: Record.ID?) -> StratusError? {
         if isAdministrator { return nil }
+        // A refused read names no type: what a record is, is part of what only a reader is shown.
+        let subject: String
+        if let recordID, permission == .read || recordType == nil {
+            subject = " on record '\(recordID.recordName)'"
+        } else {
+            subject = Self.subject(recordID, recordType ?? "")
+        }
         if userRecordName == nil && permission != .read {
-            return StratusError(.notAuthenticated, "\(permission) operation not permitted\(Self.subject(recordID, recordType)): writing to the public database needs a signed-in user", recordID: recordID)
+            return StratusError(.notAuthenticated, "\(permission) operation not permitted\(subject): writing to the public database needs a signed-in user", recordID: recordID)
         }
         if allows(permission, creator: creator) { return nil }
-        // A refused read names no type: what a record is, is part of what only a reader is shown.
-        let subject = permission == .read && recordID != nil ? " on record '\(recordID!.recordName)'" : Self.subject(recordID, recordType)
         return StratusError(userRecordName == nil ? .notAuthenticated : .permissionFailure,
                             "\(permission) operation not permitted\(subject); \(holderText(permission))\(creatorText(permission, creator: creator))",
                             recordID: recordID)

@@ -293,7 +293,10 @@ struct RecordTypeRules {
             return StratusError(.notAuthenticated, "WRITE operation not permitted on record '\(id.recordName)': deleting from the public database needs a signed-in user", recordID: id)
         }
         let type = try typeState(stored.recordType, in: transaction)
-        return type.access?.denial(.write, recordID: id, recordType: stored.recordType, creator: stored.systemFields.creatorUserRecordID)
+        guard let access = type.access else { return nil }
+        // Named by its type only to one who may read it.
+        let namesType = context.isAdministrator || access.allows(.read, creator: stored.systemFields.creatorUserRecordID)
+        return access.denial(.write, recordID: id, recordType: namesType ? stored.recordType : nil, creator: stored.systemFields.creatorUserRecordID)
     }
 
     /// Whether deletes need the stored record (its type and creator) for ``checkDelete(_:stored:in:)``.

@@ -306,10 +306,15 @@ enum RecordWriteExecutor {
                 // A save that would change nothing writes nothing: re-running an import of
                 // records others created is not refused (and a refusal reveals no conflict),
                 // when the caller may read them.
-                if let existing, try typeRules.mayRead(existing, in: transaction),
-                   case .success(let same) = RecordWriteRules.resolve(save, existing: existing, mode: request.writeMode, preservingSystemFields: request.preservesSystemFields, context: context, now: now),
-                   same.kind == .unchanged {
-                    return .success((existing, .unchanged))
+                if let existing, try typeRules.mayRead(existing, in: transaction) {
+                    if case .success(let same) = RecordWriteRules.resolve(save, existing: existing, mode: request.writeMode, preservingSystemFields: request.preservesSystemFields, context: context, now: now),
+                       same.kind == .unchanged {
+                        return .success((existing, .unchanged))
+                    }
+                } else if existing != nil, request.preservesSystemFields {
+                    var denied = denied
+                    denied.message += "; a restore of records others created that the importing user may not read runs as the store's administrator (--as-administrator)"
+                    return .failure(denied)
                 }
                 return .failure(denied)
             }
