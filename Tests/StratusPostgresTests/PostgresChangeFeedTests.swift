@@ -66,11 +66,75 @@ struct PostgresChangeFeedTests {
         async let deletes: [StratusError.Code?] = (0..<150).asyncMap { _ in
             stratusError(await caughtError { try await deleter.deleteRecordZone(withID: flip) })?.code
         }
-        let (saved, deleted) = try await (saves, deletes)
+        let (saved, deleted) = await (saves, deletes)
         #expect(saved.allSatisfy { $0 == nil || $0 == .zoneBusy }, "\(saved)")
         #expect(deleted.allSatisfy { $0 == nil || $0 == .zoneNotFound }, "\(deleted)")
         _ = try await saver.save(RecordZone(zoneID: flip))
         #expect(try await saver.allRecordZones().map(\.zoneID).contains(flip))
+    }
+}
+
+extension PostgresChangeFeedTests {
+    @Test("a compaction that waits for a writer's zone removes only the tombstones it counted: a reader gets the writer's deletions or an expired token")
+    func compactionBesideAWriter() async throws {
+        let schema = try PostgresTestServer.makeSchema()
+        let writerEngine = try PostgresEngine(url: schema.url)
+        let container = Container(identifier: "com.example.compact", engine: writerEngine, userName: "alice")
+        let database = container.privateCloudDatabase
+        let zone = try await database.save(RecordZone(zoneName: "K")).zoneID
+        try await TestDatabase.save((0..<21).map { makeRecord("Item", "r\($0)", zoneID: zone) }, in: database)
+        _ = try await database.deleteRecord(withID: Record.ID(recordName: "r20", zoneID: zone))
+        let reader = try await database.recordZoneChanges(inZoneWith: zone, since: nil)
+        let context = try database.resolvedContext()
+        let observer = try PostgresConnection(url: schema.url)
+
+        // A writer deletes 20 records and holds its transaction (and the zone's lock) open
+        // while a compaction of everything deleted until after it starts.
+        let holding = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+        // Threads of their own: both block, and the test's tasks must go on meanwhile.
+        let writerDone = Box<Result<Void, any Error>?>(nil), compactionDone = Box<Result<ChangeHistoryCompaction, any Error>?>(nil)
+        let finished = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            writerDone.value = Result {
+                try writerEngine.writeRecords(in: context) { transaction in
+                    for index in 0..<20 { _ = try transaction.deleteRecord(Record.ID(recordName: "r\(index)", zoneID: zone)) }
+                    holding.signal()
+                    release.wait()
+                }
+            }
+            finished.signal()
+        }
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().async { holding.wait(); done.resume() }
+        }
+        let compactor = try PostgresEngine(url: schema.url)
+        Thread.detachNewThread {
+            compactionDone.value = Result { try compactor.compactChangeHistory(in: context, deletedBefore: Date().addingTimeInterval(3600)) }
+            finished.signal()
+        }
+        // Released once the compaction waits for the writer's lock (bounded by minutes).
+        let deadline = ContinuousClock.now + .seconds(300)
+        while ContinuousClock.now < deadline {
+            let waiting = try observer.query("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")[0].int64(0) ?? 0
+            if waiting > 0 { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        release.signal()
+        for _ in 0..<2 {
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                DispatchQueue.global().async { finished.wait(); done.resume() }
+            }
+        }
+        try #require(writerDone.value).get()
+        let removed = try #require(compactionDone.value).get()
+        #expect(removed.recordTombstonesRemoved == 1, "only the tombstone the compaction counted")
+
+        do {
+            let after = try await database.recordZoneChanges(inZoneWith: zone, since: reader.changeToken)
+            #expect(Set(after.deletions.map(\.recordID.recordName)) == Set((0..<20).map { "r\($0)" }))
+        } catch let error as StratusError {
+            #expect(error.code == .changeTokenExpired, "\(error)")
+        }
     }
 }
 
