@@ -187,7 +187,10 @@ extension EngineConformance {
         #expect(answered["body"] == nil && answered["flag"] as? Int64 == 1, "\(answered)")
         #expect(answered.creatorUserRecordID == nil)
         let again = try await dave.modifyRecords(saving: [makeRecord("Report", "r1", ["flag": .int64(1)])], deleting: [], savePolicy: .changedKeys, atomically: false)
-        #expect((try again.saveResults[flag.recordID]?.get())?["body"] == nil, "a save that changes nothing answers no stored values either")
+        let againAnswer = try again.saveResults[flag.recordID]?.get()
+        #expect(againAnswer?["body"] == nil, "a save that changes nothing answers no stored values either")
+        #expect(againAnswer?.recordChangeTag != nil && againAnswer?.recordChangeTag != answered.recordChangeTag,
+                "to one who may not read, a save that changes nothing is a new version: no confirmation of a guess")
         let stale = makeRecord("Report", "r1", ["flag": .int64(2)])
         let conflict = try await dave.modifyRecords(saving: [stale], deleting: [], savePolicy: .ifServerRecordUnchanged, atomically: false)
         if case .failure(let error as StratusError)? = conflict.saveResults[stale.recordID] {

@@ -204,9 +204,10 @@ struct RecordTypeRules {
         if isNew, systemCreator(of: save) != nil, context.isAdministrator || save.recordID.recordName == context.userRecordName { return nil }
         // A user record name in the default zone names that user's Users record: a record of
         // another type there would be answered as that user's own record once they come.
+        // (Any system name: the user directory may give a user any name starting with '_'.)
         if isNew, !context.isAdministrator, save.record.recordType != ContainerSchema.usersRecordType, save.recordID.zoneID.isDefault,
-           Self.hasUserRecordNameForm(save.recordID.recordName) {
-            return StratusError(.permissionFailure, "record '\(save.recordID.recordName)' of type \(save.record.recordType): in the public database's default zone a name of the form _ and 32 hex digits is a user's record name, which names only that user's Users record", recordID: save.recordID)
+           save.recordID.recordName.utf8.first == UInt8(ascii: "_") {
+            return StratusError(.permissionFailure, "record '\(save.recordID.recordName)' of type \(save.record.recordType): in the public database's default zone a name starting with '_' is a system name, a user's record name among them, which names only that user's Users record", recordID: save.recordID)
         }
         let type = try typeState(save.record.recordType, in: transaction)
         guard var denied = type.access?.denial(isNew ? .create : .write, recordID: save.recordID, recordType: type.name, creator: creator) else { return nil }
@@ -214,13 +215,6 @@ struct RecordTypeRules {
             denied.message += "; CloudKit makes one Users record per user, named by the user's record name (_ and 32 hex digits), and no save creates one: a user's own is made when that user first fetches or saves it, and an import restores those of an export with --keep-system-records (RecordImporter.Options.writesSystemRecords), other users' as an administrator (--as-administrator)"
         }
         return denied
-    }
-
-    /// Whether `name` is of the form of CloudKit's user record names: `_` and 32 hex digits.
-    static func hasUserRecordNameForm(_ name: String) -> Bool {
-        let bytes = name.utf8
-        guard bytes.count == 33, bytes.first == UInt8(ascii: "_") else { return false }
-        return bytes.dropFirst().allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) }
     }
 
     /// Whether the caller may read `stored`: a write answers one who may not with nothing of

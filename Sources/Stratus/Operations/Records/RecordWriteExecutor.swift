@@ -329,7 +329,7 @@ enum RecordWriteExecutor {
             // A caller who may write a stored record but not read it (a moderator's WRITE
             // grant) is answered with what it sent, never the stored record's other values.
             let readsStored = try existing.map { try typeRules.mayRead($0, in: transaction) } ?? true
-            let resolution: RecordWriteRules.Resolution
+            var resolution: RecordWriteRules.Resolution
             switch RecordWriteRules.resolve(save, existing: existing, mode: request.writeMode, preservingSystemFields: request.preservesSystemFields,
                                             keepingGivenVersion: request.keepsGivenVersion,
                                             newRecordCreator: typeRules.systemCreator(of: save), context: context, now: now) {
@@ -346,9 +346,12 @@ enum RecordWriteExecutor {
             }
             if resolution.kind == .unchanged, let existing {
                 guard !readsStored else { return .success((existing, .unchanged)) }
-                var version = existing.systemFields
-                version.lastModifiedUserRecordID = nil
-                return .success((Self.withheld(save, system: version), .unchanged))
+                // To one who may write but not read, "unchanged" would confirm a guess of the
+                // stored values: the save is written as a new version, as any other.
+                resolution.kind = .updated
+                resolution.systemFields.recordChangeTag = RecordWriteRules.newChangeTag()
+                resolution.systemFields.modificationDate = now
+                resolution.systemFields.lastModifiedUserRecordID = context.userRecordID ?? resolution.systemFields.lastModifiedUserRecordID
             }
             // A new record has the size its preparation checked; a merge with stored fields can grow.
             if resolution.kind != .created, case let size = Record.fieldDataSize(of: resolution.fields), size > Record.maximumFieldDataSize {
