@@ -28,15 +28,7 @@ extension PostgresEngine {
     /// cache folder, a chunk at a time, so that their file URLs can be read.
     func materializeAssets(of records: [Record], owner: String) throws {
         var wanted: Set<String> = []
-        for record in records {
-            for value in record.fieldValues.values {
-                switch value {
-                case .asset(let asset): if let id = asset.storedIdentifier { wanted.insert(id) }
-                case .assetList(let assets): for asset in assets { if let id = asset.storedIdentifier { wanted.insert(id) } }
-                default: continue
-                }
-            }
-        }
+        for record in records { wanted.formUnion(FieldValue.assetContentIdentifiers(in: record.fieldValues.values)) }
         let store = PostgresAssetStore(engine: self, owner: owner)
         for identifier in try store.visibleContent(wanted) { _ = try store.fileOfVisibleContent(identifier) }
     }

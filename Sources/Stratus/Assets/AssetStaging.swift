@@ -75,15 +75,7 @@ struct AssetStaging {
         // a fetched asset put in another record.
         var hidden: Set<String> = []
         if !namesAnyContent {
-            let named = indexes.reduce(into: Set<String>()) { names, index in
-                for value in saves[index].fields.values {
-                    switch value {
-                    case .asset(let asset): if let id = asset.storedIdentifier { names.insert(id) }
-                    case .assetList(let assets): for asset in assets { if let id = asset.storedIdentifier { names.insert(id) } }
-                    default: continue
-                    }
-                }
-            }
+            let named = indexes.reduce(into: Set<String>()) { $0.formUnion(FieldValue.assetContentIdentifiers(in: saves[$1].fields.values)) }
             if !named.isEmpty { hidden = named.subtracting(try store.visibleContent(named)) }
         }
 
@@ -127,15 +119,11 @@ struct AssetStaging {
             throw storeFull
         }
         do {
-            var present = try store.hold(held, holder: hold)
             // Content a save names without uploading it (a fetched record saved again) must be
-            // named by a record of this database or the public one (else any digest would link
-            // another user's content), and still be there now that it is held.
-            let uploaded = Set(uploads.map(\.identifier))
-            let namedOnly = perSave.values.reduce(into: Set<String>()) { $0.formUnion($1.named) }.subtracting(uploaded)
-            if !namesAnyContent && !namedOnly.isEmpty {
-                present.subtract(namedOnly.subtracting(try store.visibleContent(namedOnly.intersection(present))))
-            }
+            // named by a record of this database or the public one (`hidden` otherwise: else any
+            // digest would link another user's content; content this request uploads is its
+            // own), and still be there now that it is held.
+            let present = try store.hold(held, holder: hold).subtracting(hidden.subtracting(uploads.map(\.identifier)))
             for (index, staged) in perSave {
                 if let gone = staged.named.subtracting(present).first {
                     let id = saves[index].recordID

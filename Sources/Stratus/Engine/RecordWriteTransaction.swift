@@ -217,9 +217,14 @@ public final class RecordRow: Sendable {
 
     /// The SHA-256 identifiers of the stored content this row's assets hold: what the engine
     /// keeps referenced while the row exists.
-    public var assetContentIdentifiers: Set<String> {
+    public var assetContentIdentifiers: Set<String> { FieldValue.assetContentIdentifiers(in: fields.values) }
+}
+
+extension FieldValue {
+    /// The SHA-256 identifiers of the stored content the assets among `values` name.
+    package static func assetContentIdentifiers(in values: some Sequence<FieldValue>) -> Set<String> {
         var identifiers: Set<String> = []
-        for value in fields.values {
+        for value in values {
             switch value {
             case .asset(let asset): if let id = asset.storedIdentifier { identifiers.insert(id) }
             case .assetList(let assets): for asset in assets { if let id = asset.storedIdentifier { identifiers.insert(id) } }

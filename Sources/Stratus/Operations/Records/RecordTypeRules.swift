@@ -286,11 +286,10 @@ struct RecordTypeRules {
             guard context.userRecordName == nil else { return nil }
             return StratusError(.notAuthenticated, "WRITE operation not permitted on record '\(id.recordName)': deleting from the public database needs a signed-in user", recordID: id)
         }
-        let type = try typeState(stored.recordType, in: transaction)
-        guard let access = type.access else { return nil }
+        guard let access = try typeState(stored.recordType, in: transaction).access else { return nil }
         // Named by its type only to one who may read it.
-        let namesType = context.isAdministrator || access.allows(.read, creator: stored.systemFields.creatorUserRecordID)
-        return access.denial(.write, recordID: id, recordType: namesType ? stored.recordType : nil, creator: stored.systemFields.creatorUserRecordID)
+        let namedType = try mayRead(stored, in: transaction) ? stored.recordType : nil
+        return access.denial(.write, recordID: id, recordType: namedType, creator: stored.systemFields.creatorUserRecordID)
     }
 
     /// Whether deletes need the stored record (its type and creator) for ``checkDelete(_:stored:in:)``.
