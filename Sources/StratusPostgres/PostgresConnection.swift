@@ -162,7 +162,10 @@ public final class PostgresConnection {
         }
         // libpq's own checks of the settings (a port that is no number, an unknown sslmode):
         // a mistake in the URL or the environment, not a server that is away.
-        let settingProblems = ["invalid integer value", "invalid port number", "invalid connection option", "could not match", "could not parse network address"]
+        let settingProblems = ["invalid integer value", "invalid port number", "invalid connection option", "could not match", "could not parse network address",
+                               // A service file or a service in it that libpq cannot use; options the server cannot take.
+                               "definition of service", "service file", "nested service specifications", "invalid value for parameter",
+                               "unrecognized configuration parameter"]
         if settingProblems.contains(where: lower.contains) || lower.wholeMatch(of: #/invalid [a-z_ ]+ value: .*/#) != nil {
             return StratusError(.invalidArguments, "the PostgreSQL connection settings cannot be used\(shownURL): \(reason)")
         }

@@ -134,6 +134,13 @@ public final class PostgresEngine: StorageEngine, Sendable {
         do {
             return try pool.withTransaction { connection in
                 try connection.execute("SELECT pg_advisory_xact_lock($1)", [.int64(PostgresSchema.migrationLock)])
+                // Another process may have made the tables while this one waited for the lock,
+                // and be writing into them now: running the script would deadlock with it.
+                if try connection.query("SELECT to_regclass('meta') IS NOT NULL").first?.bool(0) == true {
+                    var values: [String: String] = [:]
+                    for row in try connection.query("SELECT key, value FROM meta WHERE key IN ('version', 'identity')") { values[try row.text(0) ?? ""] = try row.text(1) }
+                    if values["version"].flatMap({ Int($0) }) == PostgresSchema.version, let identity = values["identity"] { return identity }
+                }
                 if probe.exists, let owner = probe.owner, owner != probe.role {
                     // A member of the owning role, or a superuser, upgrades as the owner: what the
                     // upgrade creates must be the owner's, or the owner's own commands (and its
@@ -304,13 +311,49 @@ public final class PostgresEngine: StorageEngine, Sendable {
     ///
     /// - Throws: `body`'s errors; a row that row-level security refused says why (see
     ///   ``explainRowSecurityRefusal(_:)``).
-    func writeTransaction<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+    ///
+    /// Its commit is durable before others see it: with the server's `synchronous_commit` off,
+    /// a change read at once (a change feed's reader) could be lost in a crash, and its change
+    /// number given again to a later change the reader, past it, would never see. A stronger
+    /// setting (waiting for a standby) is kept. With `sharingSchemaLock`, the transaction holds
+    /// the schema lock shared (``schemaLock``), as record writes do.
+    ///
+    /// A connection lost while the server committed leaves the outcome unknown: the server is
+    /// asked (`txid_status`), so that a committed write is answered as written, never tried
+    /// again (a retried batch of new records would find them "already there", written by itself).
+    func writeTransaction<T>(sharingSchemaLock: Bool = false, _ body: (PostgresConnection) throws -> T) throws -> T {
+        var transactionID: Int64?
+        var produced: T?
         do {
-            return try pool.withTransaction(isolation: .readCommitted, body)
+            return try pool.withTransaction(isolation: .readCommitted) { connection in
+                let prelude = try connection.query(sharingSchemaLock ? Self.durableCommitSharingSchemaLock : Self.durableCommit,
+                                                   sharingSchemaLock ? [.int64(Self.schemaLock)] : [])
+                transactionID = try prelude.first?.int64(0)
+                let value = try body(connection)
+                produced = value
+                return value
+            }
+        } catch let error as StratusError where error.sqlState == "08007" {
+            guard let transactionID, let produced else { throw error }
+            let status = try? pool.withConnection { try $0.query("SELECT txid_status($1)::text", [.int64(transactionID)]).first?.text(0) }
+            guard status == "committed" else { throw error }
+            return produced
         } catch let error as StratusError where error.sqlState == "42501" && error.message.contains("row-level security") {
             throw explainRowSecurityRefusal(error)
         }
     }
+
+    /// The first statement of a write transaction: its ID (asked for if its commit's answer is
+    /// lost), and its commit made durable before others see it.
+    private static let durableCommit = """
+        SELECT txid_current(),
+               set_config('synchronous_commit', CASE current_setting('synchronous_commit') WHEN 'off' THEN 'local' ELSE current_setting('synchronous_commit') END, true)
+        """
+    private static let durableCommitSharingSchemaLock = """
+        SELECT txid_current(),
+               set_config('synchronous_commit', CASE current_setting('synchronous_commit') WHEN 'off' THEN 'local' ELSE current_setting('synchronous_commit') END, true),
+               pg_advisory_xact_lock_shared($1)
+        """
 
     /// A refusal of row-level security, with what the role lacks: an entry in the user
     /// directory (without one it owns no rows at all), or the right to write that row.

@@ -39,7 +39,7 @@ extension StratusError {
         case "57P01", "57P02", "57P03", "53300", "53000", "53200", "53400", "25P03":
             return make(.serviceUnavailable, "the PostgreSQL server is unavailable or out of resources; try again later", retryAfter: 1)
         case "25006":
-            return make(.serviceUnavailable, "the PostgreSQL server accepts no writes (a standby?); try again on the primary", retryAfter: 1)
+            return make(.serviceUnavailable, "the PostgreSQL server refused a write in a read-only transaction: a standby takes no writes (try again on the primary), nor does a primary from a role or database whose default_transaction_read_only is on", retryAfter: 1)
         case "53100":
             return make(.quotaExceeded, "the PostgreSQL server's disk is full")
         case "42501":
@@ -70,6 +70,9 @@ extension StratusError {
             ? "; whether the transaction was committed is unknown"
             : inTransaction ? "; its transaction was rolled back, nothing of it was applied" : ""
         let because = reason.isEmpty ? "" : ": \(reason)"
-        return StratusError(.serviceUnavailable, "lost the connection to the PostgreSQL server at \(server)\(consequence); try again\(because)", retryAfterSeconds: 1)
+        var error = StratusError(.serviceUnavailable, "lost the connection to the PostgreSQL server at \(server)\(consequence); try again\(because)", retryAfterSeconds: 1)
+        // transaction_resolution_unknown: the writer asks the server what became of it.
+        if committing { error.sqlState = "08007" }
+        return error
     }
 }

@@ -161,6 +161,30 @@ struct PostgresErrorTests {
         #expect(try PostgresEngine(url: hinted, create: false).createdStore == false)
     }
 
+    @Test("a service that is not defined, and options the server cannot take, are usage errors, not a server away")
+    func serviceAndOptionMistakes() throws {
+        let database = try PostgresTestServer.makeDatabase()
+        let service = try #require(throws: StratusError.self) { try PostgresConnection(url: "postgresql://?service=stratus_no_such_service_\(UInt32.random(in: 0...UInt32.max))") }
+        #expect(service.code == .invalidArguments && service.message.contains("definition of service"), "\(service)")
+        let option = try PostgresConnectionString.replacing(["options": "-c statement_timeout=soon"], in: database.url)
+        let refused = try #require(throws: StratusError.self) { try PostgresConnection(url: option) }
+        #expect(refused.code == .invalidArguments && refused.message.contains("statement_timeout"), "\(refused)")
+    }
+
+    @Test("a primary whose sessions start read-only (default_transaction_read_only) fails the write check naming the setting")
+    func readOnlyByDefault() async throws {
+        let database = try PostgresTestServer.makeDatabase()
+        let container = try Container(identifier: "com.example.readonly", postgresURL: database.url, userName: "alice")
+        try await container.publicCloudDatabase.checkWriteAccess()
+        let admin = try PostgresConnection(url: database.url)
+        try admin.executeScript("ALTER DATABASE \(try PostgresConnection.quoteIdentifier(database.name)) SET default_transaction_read_only = on")
+        defer { try? admin.executeScript("ALTER DATABASE \(try PostgresConnection.quoteIdentifier(database.name)) RESET default_transaction_read_only") }
+        // An engine of its own: the shared one's sessions began before the setting.
+        let later = Container(identifier: "com.example.readonly", engine: try PostgresEngine(url: database.url), userName: "alice")
+        let refusal = stratusError(await caughtError { try await later.publicCloudDatabase.checkWriteAccess() })
+        #expect(refusal?.code == .serviceUnavailable && refusal?.message.contains("default_transaction_read_only") == true, "\(String(describing: refusal))")
+    }
+
     @Test("mistakes in the settings are usage errors with libpq's reason, never a password; a role that may not create tables or read them is told what it lacks")
     func settingMistakes() throws {
         let database = try PostgresTestServer.makeDatabase()

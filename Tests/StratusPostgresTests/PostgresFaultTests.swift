@@ -84,6 +84,40 @@ struct PostgresFaultTests {
         }
     }
 
+    @Test("watch goes on when the server ends its listening session: what commits afterwards is printed, each notification once")
+    func watchOutlivesItsSession() async throws {
+        let cluster = try PostgresOwnCluster()
+        try await TemporaryStore.with { store in
+            let options = ["--store", cluster.url, "--container", "com.example.watch"]
+            let created = try await Self.stratus(["subscriptions", "create", "notes", "--type", "Note"] + options, in: store).wait()
+            #expect(created.exitCode == 0, "\(created.stderr)")
+            let database = try Container(identifier: "com.example.watch", postgresURL: cluster.url, userName: "tester").publicCloudDatabase
+            let output = store.path("watch.ndjson")
+            let watch = try Self.stratus(["watch", "--token-file", store.path("watch.token"), "--output", output] + options, in: store)
+            func printed() -> [String] {
+                ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+            }
+            func waitForLines(_ count: Int) async throws {
+                let deadline = ContinuousClock.now + .seconds(600)
+                while printed().count < count && watch.isRunning && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+            }
+            try await database.save(makeRecord("Note", "before", ["n": .int64(1)]))
+            try await waitForLines(1)
+            #expect(printed().count == 1, "the first note is printed")
+            let admin = try PostgresConnection(url: cluster.url)
+            let ended = try admin.query("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE query LIKE 'LISTEN%' AND pid <> pg_backend_pid()")[0].int64(0)
+            #expect(ended == 1, "the watch's listening session was ended")
+            try await database.save(makeRecord("Note", "after", ["n": .int64(2)]))
+            try await waitForLines(2)
+            #expect(watch.isRunning, "the watch goes on")
+            watch.signal(SIGTERM)
+            let stopped = await watch.wait()
+            #expect(stopped.exitCode == 143, "\(stopped.stderr)")
+            let lines = printed()
+            #expect(lines.count == 2 && lines[0].contains("\"before\"") && lines[1].contains("\"after\""), "\(lines)")
+        }
+    }
+
     @Test("a connection dropped in the middle of a batch leaves no half batch; the import ends with exactly the input")
     func droppedConnection() async throws {
         let database = try PostgresTestServer.makeDatabase()
