@@ -185,6 +185,9 @@ final class PostgresAssetStore: AssetContentStore, Sendable {
                     .map { try $0.text(0) ?? "" })
             }
             if candidates == nil {
+                // References of zones that are gone (a development reset before it cleared them)
+                // would keep their content for good.
+                try connection.execute("DELETE FROM asset_refs r WHERE r.owner = $1 AND NOT EXISTS (SELECT 1 FROM zones z WHERE z.zone_id = r.zone_id)", [.text(owner)])
                 pending.formUnion(try connection.query("SELECT content_id FROM asset_contents WHERE owner = $1", [.text(owner)]).map { try $0.text(0) ?? "" })
             }
             let list = Array(pending)

@@ -46,13 +46,17 @@ extension PostgresEngine {
     }
 
     @_spi(StratusEngine)
-    public func resetEnvironment(storageContainer: String, schema: ContainerSchema) throws {
+    public func resetEnvironment(storageContainer: String, toSchemaOf schemaSource: String) throws {
         try writeTransaction { connection in
+            // Record writes hold this lock shared until they commit: none is in flight while the
+            // rows go, and none that waits finds its zone still there afterwards.
             try connection.execute("SELECT pg_advisory_xact_lock($1)", [.int64(Self.schemaLock)])
+            let schema = try loadContainerSchema(schemaSource, on: connection)
             let zones = "SELECT zone_id FROM zones WHERE container = $1"
             for statement in [
                 "DELETE FROM refs WHERE zone_id IN (\(zones))",
                 "DELETE FROM record_tokens WHERE zone_id IN (\(zones))",
+                "DELETE FROM asset_refs WHERE zone_id IN (\(zones))",
                 "DELETE FROM tombstones WHERE zone_id IN (\(zones))",
                 "DELETE FROM records WHERE zone_id IN (\(zones))",
                 "DELETE FROM zones WHERE container = $1",
@@ -68,9 +72,13 @@ extension PostgresEngine {
         }
     }
 
-    /// The key of the advisory lock schema changes take (every container's, and the record
-    /// types development grows).
+    /// The key of the advisory lock schema changes and environment resets take; record writes
+    /// hold it shared (see ``writeRecords(in:_:)``).
     static let schemaLock = PostgresSchema.migrationLock + 1
+
+    /// The key of the advisory lock record writes take to grow a development record type
+    /// (they hold ``schemaLock`` shared, so schema changes wait for them).
+    static let schemaGrowthLock = PostgresSchema.migrationLock + 2
 
     func loadContainerSchema(_ storageContainer: String, on connection: PostgresConnection) throws -> ContainerSchema {
         let types = try connection.query("SELECT schema FROM record_types WHERE container = $1 ORDER BY record_type", [.text(storageContainer)]).map {

@@ -9,7 +9,11 @@ extension PostgresEngine {
         while true {
             var failedCopy: (zones: Set<Int64>, error: StratusError?)?
             do {
-                let result = try writeTransaction { connection -> T in
+                // Schema changes (which rebuild a type's words and indexes from the rows
+                // committed, and check the values records hold) and environment resets wait for
+                // the record writes in flight, and those after them wait for the change: a write
+                // never goes by the schema it read before the change.
+                let result = try writeTransaction(sharingSchemaLock: true) { connection -> T in
                     let transaction = PostgresWriteTransaction(engine: self, connection: connection, context: database, now: Date(), copiesNewRecords: copies)
                     do {
                         let result = try body(transaction)
@@ -203,7 +207,9 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
     func saveRecordTypeSchema(_ schema: RecordTypeSchema) throws {
         let read = try recordTypeSchema(schema.recordType)
         guard read != schema else { return }
-        try connection.execute("SELECT pg_advisory_xact_lock($1)", [.int64(PostgresEngine.schemaLock)])
+        // Not the schema lock, which this transaction holds shared: two writers growing types
+        // would each wait for the other's share.
+        try connection.execute("SELECT pg_advisory_xact_lock($1)", [.int64(PostgresEngine.schemaGrowthLock)])
         let stored = try engine.loadSchema(schema.recordType, storageContainer: context.storageContainer, on: connection)
         guard stored == read else {
             throw StratusError(.zoneBusy, "record type \(schema.recordType) changed while this write ran (another writer added fields); retrying against it", retryAfterSeconds: 0.01)

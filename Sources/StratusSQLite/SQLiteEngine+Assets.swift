@@ -141,6 +141,11 @@ final class SQLiteAssetStore: AssetContentStore, @unchecked Sendable {
             }
         }
         if candidates == nil {
+            // References of zones that are gone (a development reset before it cleared them)
+            // would keep their content for good.
+            try engine.writeTransaction { connection in
+                _ = try connection.uncachedStatement("DELETE FROM asset_refs WHERE zone_id NOT IN (SELECT zone_id FROM zones)").step()
+            }
             collection.add(try releaseDeadHolders(isHolderAlive))
             collection.removedUploads += LocalAssetUpload.removeAbandoned(in: uploadDirectory, isHolderAlive: isHolderAlive)
             pending.formUnion(storedIdentifiers())

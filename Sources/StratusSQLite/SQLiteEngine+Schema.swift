@@ -35,12 +35,14 @@ extension SQLiteEngine {
         }
     }
 
-    @_spi(StratusEngine) public func resetEnvironment(storageContainer: String, schema: ContainerSchema) throws {
+    @_spi(StratusEngine) public func resetEnvironment(storageContainer: String, toSchemaOf schemaSource: String) throws {
         try writeTransaction { connection in
+            let schema = try loadContainerSchema(schemaSource, on: connection)
             let zones = "SELECT zone_id FROM zones WHERE container = ?1"
             for statement in [
                 "DELETE FROM refs WHERE zone_id IN (\(zones))",
                 "DELETE FROM record_tokens WHERE zone_id IN (\(zones))",
+                "DELETE FROM asset_refs WHERE zone_id IN (\(zones))",
                 "DELETE FROM tombstones WHERE zone_id IN (\(zones))",
                 "DELETE FROM records WHERE zone_id IN (\(zones))",
                 "DELETE FROM zone_state WHERE zone_id IN (\(zones))",

@@ -1,5 +1,5 @@
 import Foundation
-import Stratus
+@_spi(StratusEngine) import Stratus
 import StratusSQLite
 import StratusTestSupport
 import Testing
@@ -382,11 +382,18 @@ struct SchemaCLITests {
             #expect(nothing.exitCode == 0 && nothing.stderr.contains("already had"), "\(nothing)")
             #expect(try await cli.run(["schema", "deploy", "--environment", "production"]).exitCode == 64)
 
-            // Development loses a field (through the Swift API, which the tool's import forbids).
+            // Development cannot lose a field production has, through the tool or Swift.
             let container = try cli.container()
             var post = try #require(try await container.schema().recordType("Post"))
             post.fields.removeAll { $0.name == "rank" }
-            try await container.saveSchema(post)
+            let unsaved = stratusError(await caughtError { try await container.saveSchema(post) })
+            #expect(unsaved?.code == .invalidArguments && unsaved?.message.contains("field 'rank' of Post is in production but not in development") == true,
+                    "\(String(describing: unsaved))")
+            // A development schema that lost it all the same (stored by an earlier version) is not deployed.
+            try container.engine.modifySchema(storageContainer: container.identifier) { schema in
+                schema.recordTypes.removeAll { $0.recordType == "Post" }
+                schema.recordTypes.append(post)
+            }
             let refused = try await cli.run(["schema", "deploy"])
             #expect(refused.exitCode == 65, "\(refused)")
             #expect(refused.stderr.contains("field 'rank' of Post is in production but not in development"), "\(refused)")

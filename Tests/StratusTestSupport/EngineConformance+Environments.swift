@@ -33,6 +33,11 @@ extension EngineConformance {
         TestCase("environments: a deploy and a replacement of development that drops a type run at once: production never holds a type development lacks",
                  deployRacingReplacement),
         TestCase("environments: reset development deletes its data and puts its schema back to production's", resetDevelopment),
+        TestCase("environments: reset development leaves no asset content of its records behind", resetReleasesAssets),
+        TestCase("environments: a reset beside deploys puts development back to production's schema as it is when the reset commits", resetRacingDeploy),
+        TestCase("environments: naming a bare NUMBER's preferred type, either one, changes no type", numberPreferenceNamed),
+        TestCase("environments: a deploy that makes a field searchable beside writers indexes every record; a reset beside writers leaves no record without its zone",
+                 schemaChangesBesideWriters),
         TestCase("environments: schemas round-trip whole per environment: roles, grants, encryption, indexes", schemaRoundTrip),
         TestCase("environments: cursors and change tokens of one environment are refused by the other", tokensStayInTheirEnvironment),
     ]
@@ -432,20 +437,23 @@ extension EngineConformance {
         #expect(try await production.schema().recordType("Tag") == tag)
         #expect(try await production.schema().roles.contains("editor"))
 
-        // Removing a field, retyping one or dropping a type fails, and production stays.
+        // Removing a field, retyping one or dropping a type is refused in development already
+        // (development never holds what cannot be deployed), and production stays.
         let before = try await production.schema()
+        let developmentBefore = try await development.schema()
         var removed = grown
         removed.fields.removeAll { $0.name == "color" }
-        try await development.saveSchema(removed)
-        let removal = stratusError(await caughtError { try await development.deploySchema() })
+        let removal = stratusError(await caughtError { try await development.saveSchema(removed) })
         #expect(removal?.code == .invalidArguments)
         #expect(removal?.message.contains("field 'color' of Item") == true, "\(String(describing: removal))")
         var retyped = grown
         retyped.fields.removeAll { $0.name == "rank" }
         retyped.addField("rank", type: .string)
-        try await development.saveSchema(retyped)
-        let retype = stratusError(await caughtError { try await development.deploySchema() })
+        let retype = stratusError(await caughtError { try await development.saveSchema(retyped) })
+        #expect(retype?.code == .invalidArguments)
         #expect(retype?.message.contains("field 'rank' of Item") == true, "\(String(describing: retype))")
+        #expect(try await development.schema() == developmentBefore, "a refused save changes nothing")
+        try await development.deploySchema()
         var developmentSchema = try await development.schema()
         developmentSchema.recordTypes.removeAll { $0.recordType == "Tag" }
         let dropped = stratusError(await caughtError { try await development.replaceSchema(developmentSchema) })
@@ -490,6 +498,87 @@ extension EngineConformance {
         // Development works again, growing from production's schema.
         try await development.publicCloudDatabase.save(makeRecord("Item", "again", ["title": .string("new"), "extra": .string("now a string")]))
         #expect(try await development.schema().recordType("Item")?.field("extra")?.type == .string)
+    }
+
+    static func resetReleasesAssets(_ env: Environment) async throws {
+        let development = env.container()
+        let photo = patternBytes(count: 50_000, seed: 11)
+        let record = Record(recordType: "Photo", recordID: Record.ID(recordName: "p1"))
+        record["image"] = Asset(fileURL: try env.store.writeFile("sources/reset.jpg", photo))
+        _ = try await development.publicCloudDatabase.save(record)
+        #expect(try await development.publicCloudDatabase.assetContentInventory().count == 1)
+
+        try await development.resetDevelopmentEnvironment()
+        _ = try await development.publicCloudDatabase.collectUnreferencedAssets()
+        let inventory = try await development.publicCloudDatabase.assetContentInventory()
+        #expect(inventory.count == 0 && inventory.bytes == 0, "no record names the content any more: \(inventory)")
+    }
+
+    static func resetRacingDeploy(_ env: Environment) async throws {
+        for round in 0..<8 {
+            let development = Container(identifier: "com.example.resetrace\(round)", engine: env.engine, userName: "alice")
+            let production = development.container(in: .production)
+            var base = RecordTypeSchema(recordType: "Base")
+            base.addField("title", type: .string)
+            try await development.saveSchema(base)
+            try await development.deploySchema()
+            var added = RecordTypeSchema(recordType: "Added\(round)")
+            added.addField("title", type: .string)
+            try await development.saveSchema(added)
+            async let deployed: Void = { _ = try await development.deploySchema() }()
+            async let reset: Void = development.resetDevelopmentEnvironment()
+            _ = try await (deployed, reset)
+            // Whichever commits last, development holds what production has.
+            let inDevelopment = Set(try await development.schema().recordTypes.map(\.recordType))
+            let inProduction = Set(try await production.schema().recordTypes.map(\.recordType))
+            #expect(inProduction.isSubset(of: inDevelopment), "round \(round): production \(inProduction.sorted()), development \(inDevelopment.sorted())")
+        }
+    }
+
+    static func schemaChangesBesideWriters(_ env: Environment) async throws {
+        let development = Container(identifier: "com.example.besidewriters", engine: env.engine, userName: "alice")
+        let production = development.container(in: .production)
+        var words = RecordTypeSchema(recordType: "Words")
+        words.addField("w", type: .string)
+        try await development.saveSchema(words)
+        try await development.deploySchema()
+        words.addField("w", type: .string, indexes: [.searchable])
+        try await development.saveSchema(words)
+
+        func writeBatches(_ prefix: String, in database: Database) async -> Int {
+            var written = 0
+            for batch in 0..<30 {
+                let records = makeRecords("Words", count: 40, prefix: "\(prefix)\(batch)-") { ["w": .string("alpha \($0)")] }
+                if (try? await TestDatabase.save(records, in: database)) != nil { written += records.count }
+            }
+            return written
+        }
+        async let written = writeBatches("p", in: production.publicCloudDatabase)
+        async let deployed: Void = { _ = try await development.deploySchema() }()
+        let (count, _) = try await (written, deployed)
+        #expect(count == 1_200, "every production write succeeds, before or after the deploy")
+        let found = try await TestDatabase.queryAll(try Query(recordType: "Words", format: "self CONTAINS 'alpha'"), in: production.publicCloudDatabase)
+        #expect(found.count == count, "every record written beside the deploy has its words")
+
+        async let developmentWritten = writeBatches("d", in: development.publicCloudDatabase)
+        async let reset: Void = development.resetDevelopmentEnvironment()
+        _ = try await (developmentWritten, reset)
+        #expect(try await development.checkStoreIntegrity().isEmpty)
+    }
+
+    static func numberPreferenceNamed(_ env: Environment) async throws {
+        let development = env.container()
+        var bare = RecordTypeSchema(recordType: "Reading")
+        bare.fields = [RecordTypeSchema.Field("level", type: .int64, isNumber: true, namesPreferredType: false),
+                       RecordTypeSchema.Field("rate", type: .int64, isNumber: true, namesPreferredType: false)]
+        try await development.saveSchema(bare)
+        try await development.deploySchema()
+        var named = RecordTypeSchema(recordType: "Reading")
+        named.fields = [RecordTypeSchema.Field("level", type: .int64, isNumber: true, namesPreferredType: true),
+                        RecordTypeSchema.Field("rate", type: .double, isNumber: true, namesPreferredType: true)]
+        try await development.saveSchema(named)
+        try await development.deploySchema()
+        #expect(try await development.container(in: .production).schema().recordType("Reading")?.field("rate")?.type == .double)
     }
 
     static func schemaRoundTrip(_ env: Environment) async throws {

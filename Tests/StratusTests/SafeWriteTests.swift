@@ -92,7 +92,7 @@ final class ScriptedEngine: StorageEngine, Sendable {
     func modifySchema<T>(storageContainer: String, comparedWith other: String, _ body: (inout ContainerSchema, ContainerSchema) throws -> T) throws -> T {
         try base.modifySchema(storageContainer: storageContainer, comparedWith: other, body)
     }
-    func resetEnvironment(storageContainer: String, schema: ContainerSchema) throws { try base.resetEnvironment(storageContainer: storageContainer, schema: schema) }
+    func resetEnvironment(storageContainer: String, toSchemaOf schemaSource: String) throws { try base.resetEnvironment(storageContainer: storageContainer, toSchemaOf: schemaSource) }
     func fetchUserDirectory(containerIdentifier: String, logins: [String]?) throws -> [UserDirectoryEntry] {
         try base.fetchUserDirectory(containerIdentifier: containerIdentifier, logins: logins)
     }

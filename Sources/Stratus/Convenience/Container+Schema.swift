@@ -183,8 +183,9 @@ extension Container {
         let developmentKey = Environment.development.storageContainer(for: identifier)
         let productionKey = Environment.production.storageContainer(for: identifier)
         try await publicCloudDatabase.perform { engine, _ in
-            let production = try engine.fetchSchema(storageContainer: productionKey)
-            try engine.resetEnvironment(storageContainer: developmentKey, schema: production)
+            // Production is read by the reset's own transaction: a deploy committing meanwhile
+            // would otherwise leave development without what it gave production.
+            try engine.resetEnvironment(storageContainer: developmentKey, toSchemaOf: productionKey)
         }
     }
 

@@ -94,10 +94,12 @@ public protocol StorageEngine: AnyObject, Sendable {
                                               _ body: (inout ContainerSchema, ContainerSchema) throws -> T) throws -> T
 
     /// Deletes everything one environment of a container holds, in every database and for every
-    /// user (zones, records, tombstones, words, references), and replaces its schema with
-    /// `schema`, in one transaction: CloudKit's "reset development environment". Change tokens
-    /// of the environment taken before expire; nothing of another environment or container changes.
-    @_spi(StratusEngine) func resetEnvironment(storageContainer: String, schema: ContainerSchema) throws
+    /// user (zones, records, tombstones, words, references, asset references), and replaces its
+    /// schema with the schema of `schemaSource` (the container's production) as the same
+    /// transaction reads it, serialized with schema changes: CloudKit's "reset development
+    /// environment". Change tokens of the environment taken before expire; nothing of another
+    /// environment or container changes.
+    @_spi(StratusEngine) func resetEnvironment(storageContainer: String, toSchemaOf schemaSource: String) throws
 
     // MARK: Users
 

@@ -84,7 +84,10 @@ public struct RecordTypeSchema: Hashable, Sendable {
 
         public init(_ name: String, type: FieldType, indexes: Indexes = [], isEncrypted: Bool = false, isNumber: Bool = false, namesPreferredType: Bool = true) {
             self.name = name
-            self.type = type
+            // A bare NUMBER names no preferred type: it has one form, whatever placeholder is
+            // given (the schema language's reader gives INT64), or a type and its own export
+            // would differ.
+            self.type = isNumber && !namesPreferredType && (type == .double || type == .doubleList) ? (type.isList ? .int64List : .int64) : type
             self.indexes = indexes
             self.isEncrypted = isEncrypted
             self.isNumber = isNumber
@@ -229,6 +232,9 @@ public struct RecordTypeSchema: Hashable, Sendable {
                     throw StratusError(.invalidArguments, "field '\(field.name)' of \(recordType) is encrypted; CloudKit has no index on encrypted fields")
                 }
             }
+            if field.isNumber && field.isEncrypted {
+                throw StratusError(.invalidArguments, "field '\(field.name)' of \(recordType) is an encrypted NUMBER, which the schema language cannot declare (NUMBER cannot be ENCRYPTED); declare it ENCRYPTED INT64 or ENCRYPTED DOUBLE")
+            }
             if field.isNumber && ![.int64, .double, .int64List, .doubleList].contains(field.type) {
                 throw StratusError(.invalidArguments, "field '\(field.name)' of \(recordType) is a NUMBER, which CloudKit prefers as INT64 or DOUBLE, not \(field.type.rawValue)")
             }
@@ -254,6 +260,11 @@ public struct RecordTypeSchema: Hashable, Sendable {
         }
         for role in grants.keys {
             try role.validate()
+        }
+        // The schema language writes a grant only as what it permits: grants that permit nothing
+        // would be written as no grant at all, which reads back as CloudKit's defaults.
+        if !grants.isEmpty && grants.values.allSatisfy(\.isEmpty) {
+            throw StratusError(.invalidArguments, "the grants of \(recordType) permit nothing to any role (\(grants.keys.map(\.name).sorted().joined(separator: ", "))), which the schema language cannot write (no GRANT line means CloudKit's defaults); grant READ, CREATE or WRITE to some role")
         }
     }
 }

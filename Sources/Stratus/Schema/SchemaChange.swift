@@ -123,7 +123,11 @@ extension ContainerSchema {
                 // A NUMBER's preferred type, once named, stays (CloudKit: "future definitions
                 // must not change that type"); leaving it out of a later declaration changes it.
                 let preferenceDropped = before.isNumber && before.namesPreferredType && !after.namesPreferredType
-                let retyped = before.type != after.type || before.isEncrypted != after.isEncrypted || before.isNumber != after.isNumber || preferenceDropped
+                // A bare NUMBER names no preferred type (the type it is kept with is a
+                // placeholder): naming one for the first time, either one, changes nothing.
+                let preferenceNamed = before.isNumber && !before.namesPreferredType && after.isNumber
+                let typeChanged = preferenceNamed ? before.type.isList != after.type.isList : before.type != after.type
+                let retyped = typeChanged || before.isEncrypted != after.isEncrypted || before.isNumber != after.isNumber || preferenceDropped
                 changes.append(retyped ? .fieldRetyped(recordType: type, from: before, to: after) : .fieldIndexesChanged(recordType: type, from: before, to: after))
             default: break
             }

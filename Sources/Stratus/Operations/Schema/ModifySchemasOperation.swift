@@ -48,36 +48,57 @@ public final class ModifySchemasOperation: DatabaseOperation, @unchecked Sendabl
             }
             let saving = schemasToSave
             let limits = limits
-            // A field keeps the type its records hold it with (CloudKit never changes one).
-            let current = try withRetry { try engine.fetchSchema(storageContainer: context.storageContainer) }
-            var replacement = current
-            for type in saving {
-                replacement.recordTypes.removeAll { $0.recordType == type.recordType }
-                replacement.recordTypes.append(type)
-            }
-            do {
-                try withRetry { try engine.checkFieldTypes(from: current, to: replacement, storageContainer: context.storageContainer, for: "save the record types") }
-            } catch let error as StratusError where error.code == .invalidArguments {
-                return error
-            }
-            savedSchemas = try withRetry {
-                try engine.modifySchema(storageContainer: context.storageContainer) { schema in
-                    let before = schema
-                    for type in saving {
-                        schema.recordTypes.removeAll { $0.recordType == type.recordType }
-                        schema.recordTypes.append(type)
-                        schema.roles.formUnion(type.grants.keys.filter { !$0.isSystem })
+            let identifier = Container.Environment.split(storageContainer: context.storageContainer).containerIdentifier
+            let productionKey = Container.Environment.production.storageContainer(for: identifier)
+            // The stored values are checked outside the transaction that stores the types (a
+            // scan must not hold every writer back); when saves grew the schema meanwhile, the
+            // check runs again against what they made.
+            for _ in 0..<Self.attempts {
+                // A field keeps the type its records hold it with (CloudKit never changes one).
+                let current = try withRetry { try engine.fetchSchema(storageContainer: context.storageContainer) }
+                var replacement = current
+                for type in saving {
+                    replacement.recordTypes.removeAll { $0.recordType == type.recordType }
+                    replacement.recordTypes.append(type)
+                }
+                do {
+                    try withRetry { try engine.checkFieldTypes(from: current, to: replacement, storageContainer: context.storageContainer, for: "save the record types") }
+                    let saved: [RecordTypeSchema]? = try withRetry {
+                        try engine.modifySchema(storageContainer: context.storageContainer, comparedWith: productionKey) { schema, production in
+                            guard schema == current else { return nil }
+                            let before = schema
+                            for type in saving {
+                                schema.recordTypes.removeAll { $0.recordType == type.recordType }
+                                schema.recordTypes.append(type)
+                                schema.roles.formUnion(type.grants.keys.filter { !$0.isSystem })
+                            }
+                            try schema.validate()
+                            try schema.checkLimits(limits, comparedWith: before)
+                            // Development never holds what cannot be deployed: production keeps
+                            // every type and field it has, with its type.
+                            var deployable = schema
+                            deployable.includeCloudKitDeclarations()
+                            try deployable.checkKeeps(production, for: "save the record types")
+                            return schema.recordTypes.sorted { $0.recordType < $1.recordType }
+                        }
                     }
-                    try schema.validate()
-                    try schema.checkLimits(limits, comparedWith: before)
-                    return schema.recordTypes.sorted { $0.recordType < $1.recordType }
+                    if let saved {
+                        savedSchemas = saved
+                        return nil
+                    }
+                } catch let error as StratusError where error.code == .invalidArguments {
+                    return error
                 }
             }
-            return nil
+            return StratusError(.zoneBusy, "development's schema kept changing while the record types were checked (saves adding fields to it); nothing was saved, try again",
+                                retryAfterSeconds: 1)
         }
         savedSchemas = try withRetry { try engine.fetchSchema(storageContainer: context.storageContainer).recordTypes.sorted { $0.recordType < $1.recordType } }
         return nil
     }
+
+    /// How many times a save is checked before it gives up on a schema that saves keep growing.
+    private static let attempts = 5
 
     override func complete(with error: StratusError?) {
         modifySchemasResultBlock?(error.map { .failure($0) } ?? .success(savedSchemas))
