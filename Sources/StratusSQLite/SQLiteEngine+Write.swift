@@ -324,9 +324,11 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
     /// with its changed fields merged in, when it is as the update expects. The merge answers
     /// NULL for a document that is too long (in bytes, which are at least its characters) or
     /// holds more than fields, and `OR IGNORE` then skips the row (`fields` is NOT NULL): the
-    /// checks cost no second read of the document.
+    /// checks cost no second read of the document. The version is dated a millisecond after the
+    /// stored one when that is as late as the update's time
+    /// (as the general way dates it).
     private static let updateStoredFields = """
-        UPDATE OR IGNORE records SET change_key = ?1, modified_at = ?2, modified_by = CASE ?3 WHEN created_by THEN '' ELSE ?3 END,
+        UPDATE OR IGNORE records SET change_key = ?1, modified_at = max(?2, (round(modified_at * 1000) + 1) / 1000.0), modified_by = CASE ?3 WHEN created_by THEN '' ELSE ?3 END,
             change_tag = ?4, fields = stratus_merge_fields(fields, ?5, ?10)
         WHERE zone_id = ?6 AND record_name = ?7 AND change_tag = ?8 AND record_type = ?9 AND parent_name IS NULL
             AND (?11 IS NULL OR created_by = ?11)

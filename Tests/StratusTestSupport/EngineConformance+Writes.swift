@@ -7,10 +7,49 @@ import Testing
 extension EngineConformance {
     static let systemFieldCases: [TestCase] = [
         TestCase("system fields: creation kept, modification and change tag renewed, users recorded", systemFieldsFollowSaves),
+        TestCase("system fields: each version of a record is dated later than the one before, also saved within one millisecond", versionsAreDatedInOrder),
+        TestCase("the field data limit counts each list element, empty ones too: a record within it is stored, one past it is limitExceeded", listElementsCountAgainstTheLimit),
         TestCase("changedKeys() and allKeys()", changedAndAllKeys),
         TestCase("a request that does not want the saved records still stores their system fields and reports each kind", savesWithoutSavedRecords),
         TestCase("new records around an existing one and a repeated name: kinds in order, the last write wins, each change once; again, nothing changes", newRecordsInBulk),
     ]
+
+    static func listElementsCountAgainstTheLimit(_ env: Environment) async throws {
+        let database = env.container().publicCloudDatabase
+        // 4 bytes an element: "l" and 249,999 empty strings are 999,997 bytes; one more is past the limit.
+        let within = makeRecord("Lists", "within", ["l": .stringList(Array(repeating: "", count: 249_999))])
+        #expect(within.fieldDataSize == 999_997)
+        _ = try await database.save(within)
+        #expect(try await database.record(for: within.recordID).fieldValue(forKey: "l") == .stringList(Array(repeating: "", count: 249_999)))
+        for value: FieldValue in [.stringList(Array(repeating: "", count: 250_000)), .bytesList(Array(repeating: Data(), count: 250_000)),
+                                  .referenceList(Array(repeating: Record.Reference(recordID: Record.ID(recordName: "a"), action: .none), count: 200_000))] {
+            let past = makeRecord("Lists", "past", ["l": value])
+            let refused = stratusError(await caughtError { try await database.save(past) })
+            #expect(refused?.code == .limitExceeded, "\(past.fieldDataSize) bytes: \(String(describing: refused))")
+        }
+        #expect(try await TestDatabase.exists("past", in: database) == false)
+    }
+
+    static func versionsAreDatedInOrder(_ env: Environment) async throws {
+        let database = env.container().publicCloudDatabase
+        var record = try await database.save(makeRecord("Doc", "dated", ["v": .int64(0)]))
+        var dates = [try #require(record.modificationDate)]
+        for i in 1...20 {
+            record["v"] = Int64(i)
+            record = try await database.save(record)
+            dates.append(try #require(record.modificationDate))
+        }
+        // The way a save that wants no record back takes, which writes without reading the stored record.
+        for i in 21...30 {
+            let fetched = try await database.record(for: record.recordID)
+            fetched["v"] = Int64(i)
+            #expect(try await TestDatabase.saveKinds([fetched], in: database, writeMode: .update, wantsSavedRecords: false) == [.updated])
+            dates.append(try #require(try await database.record(for: record.recordID).modificationDate))
+        }
+        #expect(try await database.record(for: record.recordID).fieldValue(forKey: "v") == .int64(30))
+        let outOfOrder = zip(dates, dates.dropFirst()).filter { $0 >= $1 }
+        #expect(outOfOrder.isEmpty, "versions dated no later than the one before: \(outOfOrder)")
+    }
 
     static func newRecordsInBulk(_ env: Environment) async throws {
         let database = env.container().publicCloudDatabase

@@ -177,9 +177,10 @@ enum RecordWriteRules {
                 return .failure(error)
             }
         }
+        let modified = modificationDate(now: now, after: existing)
         var system = Record.SystemFields(
             creationDate: (keep ? given.creationDate : nil) ?? existing?.creationDate ?? now,
-            modificationDate: now,
+            modificationDate: modified,
             creatorUserRecordID: (givesCreator ? givenCreator : nil) ?? existing?.systemFields.creatorUserRecordID ?? newRecordCreator ?? context.userRecordID,
             lastModifiedUserRecordID: context.userRecordID,
             recordChangeTag: (keep ? given.recordChangeTag : nil) ?? newChangeTag()
@@ -210,7 +211,7 @@ enum RecordWriteRules {
         // check and overwrite this one unseen. Such a save is a new version the store makes.
         if keep, !keepingGivenVersion, let existing, let tag = given.recordChangeTag, tag == existing.recordChangeTag {
             system.recordChangeTag = reissuedTag(tag, fields: fields, encryptedKeys: encrypted)
-            system.modificationDate = now
+            system.modificationDate = modified
             system.lastModifiedUserRecordID = context.userRecordID
         }
         // A stored record this save changes has the tag and modification the store gives it,
@@ -218,6 +219,16 @@ enum RecordWriteRules {
         // input (a CloudKit answer) left them out.
         return .success(Resolution(kind: existing == nil ? .created : .updated, systemFields: system, fields: fields, encryptedKeys: encrypted, parent: parent,
                                    jsonExtras: existing == nil || keepingGivenVersion ? extras : withoutAbsentVersion(extras)))
+    }
+
+    /// The modification date of a record's new version: `now`, or, when the stored version's
+    /// is as late (two saves within one millisecond, a clock stepped back), a millisecond after
+    /// it. Sync code orders versions of a record by this date (Apple's CKSyncEngine sample keeps
+    /// the system fields of the later one), so each version of a record is later than the one
+    /// before it.
+    static func modificationDate(now: Date, after existing: Record?) -> Date {
+        guard let stored = existing?.modificationDate, stored >= now else { return now }
+        return Date(timeIntervalSinceReferenceDate: ((stored.timeIntervalSinceReferenceDate * 1000).rounded() + 1) / 1000)
     }
 
     /// A user a restoring save gives as its record's creator or last modifier, as the store
