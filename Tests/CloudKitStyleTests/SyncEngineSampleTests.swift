@@ -629,9 +629,24 @@ func withContactsDevices(_ body: (ContactsDevices) async throws -> Void) async t
         }
     }
 
-    @Test func aDamagedStateSerializationIsRefusedWhenRead() throws {
-        let garbage = Data(#""bm90IGEgc3RhdGU=""#.utf8)   // a data value that is no state
-        #expect(throws: DecodingError.self) { try JSONDecoder().decode(SyncEngine.State.Serialization.self, from: garbage) }
+    @Test func aDamagedStateSerializationDecodesWithTheAppsDataAndIsRefusedByTheEngine() async throws {
+        // Apple's sample keeps the state inside its one Codable app data: a state this version
+        // cannot use must not make the app's contacts unreadable.
+        struct AppData: Codable {
+            var contacts: [String]
+            var stateSerialization: SyncEngine.State.Serialization?
+        }
+        let garbage = Data(#"{"contacts":["kept"],"stateSerialization":"bm90IGEgc3RhdGU="}"#.utf8)   // a data value that is no state
+        let appData = try JSONDecoder().decode(AppData.self, from: garbage)
+        #expect(appData.contacts == ["kept"])
+        try await withContactsDevices { devices in
+            var configuration = SyncEngine.Configuration(database: try devices.container().privateCloudDatabase,
+                                                         stateSerialization: appData.stateSerialization, delegate: NoEvents())
+            configuration.automaticallySync = false
+            let engine = SyncEngine(configuration)
+            let refusal = stratusError(await caughtError { try await engine.fetchChanges() })
+            #expect(refusal?.code == .invalidArguments && refusal?.message.contains("start with nil") == true, "\(String(describing: refusal))")
+        }
     }
 }
 

@@ -197,7 +197,11 @@ extension SyncEngine {
         }
 
         /// The state as the app keeps it between runs, as `CKSyncEngine.State.Serialization`:
-        /// opaque, `Codable` (it encodes as one data value), checked when decoded.
+        /// opaque, `Codable` (it encodes as one data value). Its content is checked by the
+        /// engine given it, not when it is decoded: apps keep it inside their own `Codable`
+        /// data (Apple's sample does), which a state this version cannot use (damaged, or
+        /// written by a newer Stratus) must not make unreadable; the engine's first sync then
+        /// fails with `invalidArguments`, and the app starts again with `nil`.
         ///
         /// ```swift
         /// case .stateUpdate(let update):
@@ -214,22 +218,20 @@ extension SyncEngine {
             }
 
             func decoded() throws -> Stored {
-                try JSONDecoder().decode(Stored.self, from: data)
+                let stored: Stored
+                do {
+                    stored = try JSONDecoder().decode(Stored.self, from: data)
+                } catch {
+                    throw StratusError(.invalidArguments, "not a sync engine state: \(error)")
+                }
+                guard stored.version <= Stored.currentVersion else {
+                    throw StratusError(.invalidArguments, "a sync engine state of version \(stored.version), written by a newer Stratus (this one reads up to \(Stored.currentVersion))")
+                }
+                return stored
             }
 
             public init(from decoder: any Decoder) throws {
-                let container = try decoder.singleValueContainer()
-                data = try container.decode(Data.self)
-                do {
-                    let stored = try decoded()
-                    guard stored.version <= Stored.currentVersion else {
-                        throw DecodingError.dataCorruptedError(in: container, debugDescription: "a sync engine state of version \(stored.version), written by a newer Stratus (this one reads up to \(Stored.currentVersion))")
-                    }
-                } catch let error as DecodingError {
-                    throw error
-                } catch {
-                    throw DecodingError.dataCorruptedError(in: container, debugDescription: "not a sync engine state: \(error)")
-                }
+                data = try decoder.singleValueContainer().decode(Data.self)
             }
 
             public func encode(to encoder: any Encoder) throws {

@@ -144,7 +144,8 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
             do {
                 stored = try serialization.decoded()
             } catch {
-                unreadable = StratusError(.invalidArguments, "the sync engine's state serialization cannot be read (\(error)); start with nil to fetch everything again")
+                let reason = (error as? StratusError)?.message ?? "\(error)"
+                unreadable = StratusError(.invalidArguments, "the sync engine's state serialization cannot be read (\(reason)); start with nil to fetch everything again")
             }
         }
         unreadableState = unreadable
