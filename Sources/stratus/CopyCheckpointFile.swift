@@ -29,10 +29,7 @@ final class CopyCheckpointFile: StoreCopier.CheckpointStore {
     func load() throws -> StoreCopier.Checkpoint? {
         guard FileManager.default.fileExists(atPath: resolvedPath) else { return nil }
         let data = try KeptFile.contents(of: resolvedPath, atMost: Self.maximumSize, what: "checkpoint")
-        guard let checkpoint = try? JSONDecoder().decode(StoreCopier.Checkpoint.self, from: data) else {
-            throw KeptFile.notACheckpoint(path, holding: data, expected: "a checkpoint of `stratus copy`")
-        }
-        return checkpoint
+        return try KeptFile.decodeCheckpoint(StoreCopier.Checkpoint.self, from: data, named: path, expected: "a checkpoint of `stratus copy`")
     }
 
     /// - Throws: ``CommandFailure`` `cannotCreateOutput` when it cannot be written.

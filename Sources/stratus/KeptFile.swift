@@ -113,8 +113,23 @@ enum KeptFile {
     /// such as "an import checkpoint"): it names what the file holds when it is another Stratus
     /// command's checkpoint, and never advises removing it, since it may be the input, an
     /// export or another job's checkpoint, named by mistake. The file is left as it is.
+    /// Decodes a checkpoint file's contents. Every checkpoint is one JSON object: anything
+    /// else (an array, an input file, binary data) is refused before it is parsed, as Foundation
+    /// builds the whole JSON tree first, at some thirty times the file's size.
+    ///
+    /// - Throws: ``UsageError`` (``notACheckpoint(_:holding:expected:)``).
+    static func decodeCheckpoint<T: Decodable>(_ type: T.Type, from data: Data, named name: String, expected: String) throws -> T {
+        let first = data.first { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }
+        guard first == UInt8(ascii: "{"), let decoded = try? JSONDecoder().decode(type, from: data) else {
+            throw notACheckpoint(name, holding: data, expected: expected)
+        }
+        return decoded
+    }
+
     static func notACheckpoint(_ name: String, holding data: Data, expected: String) -> UsageError {
-        let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
+        // Another command's checkpoint is small and an object; nothing else is parsed to say what it is.
+        let first = data.first { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }
+        let object = first == UInt8(ascii: "{") && data.count <= 1 << 20 ? (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] : nil
         let holds: String
         if let object, object["input"] is String, object["committedItems"] != nil {
             holds = "the checkpoint of a `stratus import`"

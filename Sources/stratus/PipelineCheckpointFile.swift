@@ -45,9 +45,8 @@ final class PipelineCheckpointFile: PipelineCheckpointStore, @unchecked Sendable
     func load() throws -> PipelineCheckpointStoreEntry? {
         guard FileManager.default.fileExists(atPath: resolvedPath) else { return nil }
         let data = try KeptFile.contents(of: resolvedPath, atMost: Self.maximumSize, what: "checkpoint")
-        guard let contents = try? JSONDecoder().decode(Contents.self, from: data) else {
-            throw KeptFile.notACheckpoint(path, holding: data, expected: "a checkpoint of `stratus \(command.split(separator: " ").first.map(String.init) ?? command)`")
-        }
+        let contents = try KeptFile.decodeCheckpoint(Contents.self, from: data, named: path,
+                                                     expected: "a checkpoint of `stratus \(command.split(separator: " ").first.map(String.init) ?? command)`")
         guard contents.command == command else {
             throw UsageError(message: "the checkpoint \(path) belongs to another command (\(contents.command)); name another file for --checkpoint, or remove it if that job is over")
         }
