@@ -32,7 +32,7 @@ extension PostgresEngine {
     private func changeSchema<T>(_ storageContainer: String, reading other: String?, _ body: (inout ContainerSchema, ContainerSchema) throws -> T) throws -> T {
         let answer = try writeTransaction { connection -> T in
             // Schema changes of all containers serialize: they build shared indexes.
-            try connection.execute("SELECT pg_advisory_xact_lock($1)", [.int64(Self.schemaLock)])
+            try Self.lockSchemaExclusively(on: connection)
             let stored = try loadContainerSchema(storageContainer, on: connection)
             let otherSchema = try other.map { try loadContainerSchema($0, on: connection) } ?? ContainerSchema()
             var schema = stored
@@ -50,7 +50,7 @@ extension PostgresEngine {
         try writeTransaction { connection in
             // Record writes hold this lock shared until they commit: none is in flight while the
             // rows go, and none that waits finds its zone still there afterwards.
-            try connection.execute("SELECT pg_advisory_xact_lock($1)", [.int64(Self.schemaLock)])
+            try Self.lockSchemaExclusively(on: connection)
             let schema = try loadContainerSchema(schemaSource, on: connection)
             let zones = "SELECT zone_id FROM zones WHERE container = $1"
             for statement in [
@@ -72,13 +72,30 @@ extension PostgresEngine {
         }
     }
 
-    /// The key of the advisory lock schema changes and environment resets take; record writes
-    /// hold it shared (see ``writeRecords(in:_:)``).
-    static let schemaLock = PostgresSchema.migrationLock + 1
+    /// The advisory lock schema changes and environment resets take, and record writes hold
+    /// shared (see ``writeRecords(in:_:)``): its class (the first key) with the store's
+    /// schema (the second), so that stores in other schemas of the database go on.
+    static let schemaLock = "\(schemaLockClass), hashtext(current_schema())"
+    private static let schemaLockClass: Int32 = 0x5354_5253   // "STRS"
 
-    /// The key of the advisory lock record writes take to grow a development record type
-    /// (they hold ``schemaLock`` shared, so schema changes wait for them).
-    static let schemaGrowthLock = PostgresSchema.migrationLock + 2
+    /// The advisory lock record writes take to grow a development record type (they hold
+    /// ``schemaLock`` shared, so schema changes wait for them), per store as that one.
+    static let schemaGrowthLock = "\(schemaGrowthLockClass), hashtext(current_schema())"
+    private static let schemaGrowthLockClass: Int32 = 0x5354_5247   // "STRG"
+
+    /// Takes ``schemaLock`` for a schema change or a reset, without queueing in front of the
+    /// record writes while the writes in flight finish: a waiting exclusive lock would hold
+    /// back every write that comes after it, for as long as the longest write in flight runs.
+    /// Only after `patience` seconds of writes does it wait in the queue, so that a store
+    /// never free of writes still gets its schema changed.
+    static func lockSchemaExclusively(on connection: PostgresConnection, patience: Double = 5) throws {
+        let deadline = Date().addingTimeInterval(patience)
+        while Date() < deadline {
+            if try connection.query("SELECT pg_try_advisory_xact_lock(\(schemaLock))").first?.bool(0) == true { return }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        try connection.execute("SELECT pg_advisory_xact_lock(\(schemaLock))")
+    }
 
     func loadContainerSchema(_ storageContainer: String, on connection: PostgresConnection) throws -> ContainerSchema {
         let types = try connection.query("SELECT schema FROM record_types WHERE container = $1 ORDER BY record_type", [.text(storageContainer)]).map {

@@ -47,7 +47,7 @@ public final class PostgresEngine: StorageEngine, Sendable {
     /// binds the login role): new rows are then inserted with statements only.
     let copyRefused = Mutex(false)
     /// Zones whose next transactions insert new rows checked (see ``mayCopy(intoZone:)``).
-    let copyConflicts = Mutex<[Int64: Int]>([:])
+    let copyConflicts = Mutex<[Int64: CopyConflicts]>([:])
 
     /// Tombstones are kept this long by default: 30 days.
     public static let defaultTombstoneRetention: Duration = .seconds(30 * 86_400)
@@ -326,8 +326,7 @@ public final class PostgresEngine: StorageEngine, Sendable {
         var produced: T?
         do {
             return try pool.withTransaction(isolation: .readCommitted) { connection in
-                let prelude = try connection.query(sharingSchemaLock ? Self.durableCommitSharingSchemaLock : Self.durableCommit,
-                                                   sharingSchemaLock ? [.int64(Self.schemaLock)] : [])
+                let prelude = try connection.query(sharingSchemaLock ? Self.durableCommitSharingSchemaLock : Self.durableCommit)
                 transactionID = try prelude.first?.int64(0)
                 let value = try body(connection)
                 produced = value
@@ -352,7 +351,7 @@ public final class PostgresEngine: StorageEngine, Sendable {
     private static let durableCommitSharingSchemaLock = """
         SELECT txid_current(),
                set_config('synchronous_commit', CASE current_setting('synchronous_commit') WHEN 'off' THEN 'local' ELSE current_setting('synchronous_commit') END, true),
-               pg_advisory_xact_lock_shared($1)
+               pg_advisory_xact_lock_shared(\(schemaLock))
         """
 
     /// A refusal of row-level security, with what the role lacks: an entry in the user
@@ -536,17 +535,26 @@ extension PostgresRow {
 // MARK: - Copying new rows
 
 extension PostgresEngine {
-    /// How many inserts of new rows into a zone are checked after a COPY into it found a
-    /// stored name (a re-run import): each such COPY costs its transaction twice.
+    /// How many inserts of new rows into a zone are checked after a COPY into it first found a
+    /// stored name (a re-run import): each such COPY costs its transaction twice, and leaves
+    /// an ERROR line in the server's log. Each later conflict in the zone doubles the count, so
+    /// a job that keeps meeting stored names tries COPY ever more rarely.
     static let checkedInsertsAfterConflict = 16
+
+    /// A zone's checked inserts to go before COPY is tried again, and how many the next
+    /// conflict gives.
+    struct CopyConflicts {
+        var remaining: Int
+        var nextSpan: Int
+    }
 
     /// Whether new rows of this zone go in with `COPY` (``PostgresWriteTransaction``): not
     /// when the server refused it, nor for a while after a COPY into the zone met stored names.
     func mayCopy(intoZone zoneRow: Int64) -> Bool {
         guard !copyRefused.withLock({ $0 }) else { return false }
         return copyConflicts.withLock { conflicts in
-            guard let remaining = conflicts[zoneRow] else { return true }
-            conflicts[zoneRow] = remaining > 1 ? remaining - 1 : nil
+            guard let entry = conflicts[zoneRow], entry.remaining > 0 else { return true }
+            conflicts[zoneRow]?.remaining -= 1
             return false
         }
     }
@@ -559,7 +567,10 @@ extension PostgresEngine {
             return
         }
         copyConflicts.withLock { conflicts in
-            for zone in zones { conflicts[zone] = Self.checkedInsertsAfterConflict }
+            for zone in zones {
+                let span = conflicts[zone]?.nextSpan ?? Self.checkedInsertsAfterConflict
+                conflicts[zone] = CopyConflicts(remaining: span, nextSpan: min(span * 2, 1 << 20))
+            }
         }
     }
 }

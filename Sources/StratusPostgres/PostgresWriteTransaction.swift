@@ -209,7 +209,7 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
         guard read != schema else { return }
         // Not the schema lock, which this transaction holds shared: two writers growing types
         // would each wait for the other's share.
-        try connection.execute("SELECT pg_advisory_xact_lock($1)", [.int64(PostgresEngine.schemaGrowthLock)])
+        try connection.execute("SELECT pg_advisory_xact_lock(\(PostgresEngine.schemaGrowthLock))")
         let stored = try engine.loadSchema(schema.recordType, storageContainer: context.storageContainer, on: connection)
         guard stored == read else {
             throw StratusError(.zoneBusy, "record type \(schema.recordType) changed while this write ran (another writer added fields); retrying against it", retryAfterSeconds: 0.01)
