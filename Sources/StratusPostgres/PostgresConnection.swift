@@ -35,6 +35,8 @@ public final class PostgresConnection {
     private let notices = ServerNotices()
     /// Whether LISTEN was used, so that the pool knows to UNLISTEN before reuse.
     var isListening = false
+    /// The canceller its pool keeps while the connection is lent (made once).
+    lazy var poolCanceller: PostgresCanceller? = try? makeCanceller()
     /// How many ``savepoint(_:)`` calls are running, for their names.
     var savepointDepth = 0
     /// The statement ``send(_:)`` sent and ``receive()`` has not read.

@@ -1,5 +1,6 @@
 import Foundation
 import Stratus
+import Synchronization
 
 /// A bounded set of connections to one PostgreSQL server, shared by threads.
 ///
@@ -32,6 +33,8 @@ public final class PostgresConnectionPool: @unchecked Sendable {
     private let condition = NSCondition()
     private var idle: [PostgresConnection] = []
     private var openCount = 0
+    /// The cancellers of the connections lent out, for ``cancelStatementsInFlight()``.
+    private var lent: [ObjectIdentifier: PostgresCanceller] = [:]
 
     /// A pool for the server `url` names, read as ``PostgresConnection/init(url:settings:)``
     /// reads it. No connection is opened yet.
@@ -55,6 +58,47 @@ public final class PostgresConnectionPool: @unchecked Sendable {
         let host = written["host"] ?? written["hostaddr"] ?? ProcessInfo.processInfo.environment["PGHOST"] ?? "localhost"
         let port = written["port"] ?? ProcessInfo.processInfo.environment["PGPORT"] ?? "5432"
         server = "\(host):\(port)"
+        Self.livePools.withLock { pools in
+            pools.removeAll { $0.pool == nil }
+            pools.append(WeakPool(pool: self))
+        }
+    }
+
+    private final class WeakPool: @unchecked Sendable {
+        // @unchecked: set once; a weak reference is read atomically.
+        weak var pool: PostgresConnectionPool?
+        init(pool: PostgresConnectionPool) { self.pool = pool }
+    }
+
+    private static let livePools = Mutex<[WeakPool]>([])
+
+    /// Asks the server to stop the statement each lent connection of every pool of this process
+    /// runs, waiting at most `timeout` seconds. A process that exits at once (a second
+    /// interrupt) calls it first: a backend waiting for a lock does not notice that its client
+    /// went away, and would hold its connection slot and its place in the lock's queue.
+    ///
+    /// ```swift
+    /// PostgresConnectionPool.cancelStatementsInFlight(timeout: 2)
+    /// exit(130)
+    /// ```
+    public static func cancelStatementsInFlight(timeout: Double) {
+        let cancellers = livePools.withLock { pools in pools.compactMap(\.pool) }.flatMap { $0.lentCancellers() }
+        guard !cancellers.isEmpty else { return }
+        let done = DispatchGroup()
+        for canceller in cancellers {
+            done.enter()
+            Thread.detachNewThread {
+                canceller.cancel()
+                done.leave()
+            }
+        }
+        _ = done.wait(timeout: .now() + timeout)
+    }
+
+    private func lentCancellers() -> [PostgresCanceller] {
+        condition.lock()
+        defer { condition.unlock() }
+        return Array(lent.values)
     }
 
     /// How many connections are open (idle or in use).
@@ -115,6 +159,15 @@ public final class PostgresConnectionPool: @unchecked Sendable {
     // MARK: - Lending
 
     func acquire() throws -> PostgresConnection {
+        let connection = try acquireConnection()
+        let canceller = connection.poolCanceller
+        condition.lock()
+        lent[ObjectIdentifier(connection)] = canceller
+        condition.unlock()
+        return connection
+    }
+
+    private func acquireConnection() throws -> PostgresConnection {
         let deadline = Date().addingTimeInterval(acquireTimeout)
         condition.lock()
         while true {
@@ -159,6 +212,7 @@ public final class PostgresConnectionPool: @unchecked Sendable {
             connection.isListening = false
         }
         condition.lock()
+        lent[ObjectIdentifier(connection)] = nil
         if reusable {
             idle.append(connection)
         } else {

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import StratusPostgres
 import Synchronization
 
 /// SIGINT, SIGTERM and SIGHUP (the session that started a job closed) ask a long command to
@@ -13,6 +14,15 @@ enum Interruption {
     /// Whether SIGHUP is handled (not when the command was started ignoring it).
     static var handlesHangup: Bool { hangupHandled.load(ordering: .relaxed) }
     private static let hangupHandled = Atomic<Bool>(false)
+
+    private static let forcing = Atomic<Bool>(false)
+
+    /// Waits for the process's end when a second signal is ending it: the command's own exit
+    /// (a failure from the statements the handler cancelled) must not take its place.
+    static func yieldToForcedExit() {
+        guard forcing.load(ordering: .sequentiallyConsistent) else { return }
+        while true { sleep(60) }
+    }
 
     /// The signal received, or 0.
     static var signal: Int32 { received.load(ordering: .relaxed) }
@@ -34,7 +44,12 @@ enum Interruption {
                 // first signal mean "stop at once".
                 if number == SIGHUP && received.load(ordering: .relaxed) != 0 { return }
                 if received.exchange(number, ordering: .relaxed) != 0 {
-                    // A second signal: the user really wants out.
+                    // A second signal: the user really wants out. A PostgreSQL backend waiting
+                    // for a lock would outlive this process, holding its connection slot: its
+                    // statement is cancelled first, and the command, failing for it, leaves the
+                    // exit to this handler (``yieldToForcedExit()``).
+                    forcing.store(true, ordering: .sequentiallyConsistent)
+                    PostgresConnectionPool.cancelStatementsInFlight(timeout: 2)
                     exit(128 + number)
                 }
                 StandardError.write("\nstratus: stopping after the current batch (signal \(number)); SIGINT or SIGTERM stops at once\n")

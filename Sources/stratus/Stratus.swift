@@ -56,6 +56,7 @@ struct StratusCommand {
             printAndExit(Help.text(for: command))
         }
         let code = await run(command, rest)
+        Interruption.yieldToForcedExit()
         exit(code.rawValue)
     }
 
@@ -105,6 +106,7 @@ struct StratusCommand {
     }
 
     static func fail(_ message: String, _ code: ExitCode) -> Never {
+        Interruption.yieldToForcedExit()
         StandardError.write("stratus: \(oneLine(message))\n")
         exit(code.rawValue)
     }

@@ -118,6 +118,39 @@ struct PostgresFaultTests {
         }
     }
 
+    @Test("a second interrupt stops at once and leaves no statement of it waiting on the server")
+    func secondInterruptCancelsItsStatements() async throws {
+        let database = try PostgresTestServer.makeDatabase()
+        try await TemporaryStore.with { store in
+            let input = try Self.input(100, in: store)
+            let first = try await Self.stratus(["import", input, "--store", database.url, "--quiet"], in: store).wait()
+            #expect(first.exitCode == 0, "\(first.stderr)")
+            // An administrator's transaction holds the zone rows: the next import's batch waits for them.
+            let admin = try PostgresConnection(url: database.url)
+            try admin.begin()
+            _ = try admin.query("SELECT zone_id FROM zones FOR UPDATE")
+            defer { try? admin.rollback() }
+            let watcher = try PostgresConnection(url: database.url)
+            func waiting() throws -> Int64 {
+                try watcher.query("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")[0].int64(0) ?? 0
+            }
+            let running = try Self.stratus(["import", input, "--store", database.url, "--quiet"], in: store)
+            let started = ContinuousClock.now + .seconds(600)
+            while try waiting() == 0 && running.isRunning && ContinuousClock.now < started { try await Task.sleep(for: .milliseconds(20)) }
+            #expect(try waiting() == 1, "the import waits for the zone's lock")
+            // The first interrupt asks for a stop after the batch, which waits; any later one stops at once.
+            while running.isRunning {
+                running.signal(SIGINT)
+                try await Task.sleep(for: .milliseconds(300))
+            }
+            let stopped = await running.wait()
+            #expect(stopped.exitCode == 130, "\(stopped.stderr)")
+            let cancelled = ContinuousClock.now + .seconds(600)
+            while try waiting() > 0 && ContinuousClock.now < cancelled { try await Task.sleep(for: .milliseconds(20)) }
+            #expect(try waiting() == 0, "the server stopped the statement of the process that exited")
+        }
+    }
+
     @Test("a connection dropped in the middle of a batch leaves no half batch; the import ends with exactly the input")
     func droppedConnection() async throws {
         let database = try PostgresTestServer.makeDatabase()
