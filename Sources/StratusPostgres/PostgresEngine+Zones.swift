@@ -19,6 +19,25 @@ extension PostgresEngine {
     }
 
     @_spi(StratusEngine)
+    public func fetchZones(_ zoneIDs: [RecordZone.ID], in database: DatabaseContext) throws -> [RecordZone] {
+        if database.scope == .shared { return [] }
+        let wanted = Array(Set(zoneIDs.map(database.canonical)))
+        guard !wanted.isEmpty else { return [] }
+        return try readTransaction(mayLag: false) { connection in
+            var zones = try connection.query("""
+                SELECT z.zone_name, z.zone_owner, z.capabilities FROM zones z
+                JOIN unnest($4::text[], $5::text[]) AS w(zone_name, zone_owner) ON w.zone_name = z.zone_name AND w.zone_owner = z.zone_owner
+                WHERE z.container = $1 AND z.db = $2 AND z.owner = $3
+                """, Self.databaseKey(database) + [.textArray(wanted.map(\.zoneName)), .textArray(wanted.map { Self.zoneOwner($0, database) })]).map { row in
+                RecordZone(zoneID: Self.zoneID(name: try row.text(0) ?? "", owner: try row.text(1) ?? ""),
+                           capabilities: RecordZone.Capabilities(rawValue: Int(try row.int64(2) ?? 0)))
+            }
+            if wanted.contains(where: \.isDefault) && !zones.contains(where: { $0.zoneID.isDefault }) { zones.append(.default) }
+            return zones
+        }
+    }
+
+    @_spi(StratusEngine)
     public func modifyZones(
         saving zones: [RecordZone], deleting zoneIDs: [RecordZone.ID], in database: DatabaseContext,
         notify: (_ outcome: ZoneModifyOutcome, _ transaction: any RecordWriteTransaction) throws -> Void

@@ -22,6 +22,28 @@ extension SQLiteEngine {
         }
     }
 
+    @_spi(StratusEngine) public func fetchZones(_ zoneIDs: [RecordZone.ID], in database: DatabaseContext) throws -> [RecordZone] {
+        if database.scope == .shared { return [] }
+        return try readTransaction { connection in
+            let select = try connection.statement("""
+                SELECT s.capabilities FROM zones z JOIN zone_state s ON s.zone_id = z.zone_id
+                WHERE z.container = ? AND z.db = ? AND z.owner = ? AND z.zone_name = ? AND z.zone_owner = ?
+                """)
+            var zones: [RecordZone] = []
+            for id in Set(zoneIDs.map(database.canonical)) {
+                select.reset()
+                try select.bind(Self.databaseKey(database) + [.text(id.zoneName), .text(Self.zoneOwner(id, database))])
+                if try select.step() {
+                    zones.append(RecordZone(zoneID: id, capabilities: RecordZone.Capabilities(rawValue: Int(select.int64(0)))))
+                } else if id.isDefault {
+                    zones.append(.default)
+                }
+            }
+            select.reset()
+            return zones
+        }
+    }
+
     @_spi(StratusEngine) public func modifyZones(
         saving zones: [RecordZone], deleting zoneIDs: [RecordZone.ID], in database: DatabaseContext,
         notify: (_ outcome: ZoneModifyOutcome, _ transaction: any RecordWriteTransaction) throws -> Void

@@ -23,7 +23,7 @@ final class RejectFile: RecordRejectSink {
         guard handle != nil else {
             printed += 1
             if printed <= Self.printedLimit {
-                let name = rejection.recordName.map { " (\($0))" } ?? ""
+                let name = rejection.recordName.map { " (\(Naming.shown(recordName: $0)))" } ?? ""
                 let column = rejection.column > 0 ? ":\(rejection.column)" : ""
                 StratusCommand.log("rejected line \(rejection.line)\(column)\(name): \(rejection.message)")
             } else if printed == Self.printedLimit + 1 {

@@ -402,7 +402,27 @@ extension EngineConformance {
         TestCase("bad record names are invalidArguments and nothing is stored", badRecordNames),
         TestCase("bad and reserved field keys are invalidArguments and nothing is stored", badFieldKeys),
         TestCase("bad record types are invalidArguments and nothing is stored", badRecordTypes),
+        TestCase("a record name of megabytes is refused with a message that shows its start, not all of it", hugeRecordNameIsShownShort),
+        TestCase("an IN list past the most values a predicate may hold is invalidArguments on every engine; one at the limit runs", longInListsAreRefusedAlike),
     ]
+
+    static func hugeRecordNameIsShownShort(_ env: Environment) async throws {
+        let database = env.container().publicCloudDatabase
+        let record = Record(recordType: "Doc", recordID: Record.ID(recordName: String(repeating: "n", count: 1_000_000)))
+        let refused = stratusError(await caughtError { try await database.save(record) })
+        #expect(refused?.code == .invalidArguments)
+        #expect((refused?.message.utf8.count ?? .max) < 1_000, "\(refused?.message.prefix(200) ?? "no error")")
+    }
+
+    static func longInListsAreRefusedAlike(_ env: Environment) async throws {
+        let database = env.container().publicCloudDatabase
+        try await TestDatabase.save([makeRecord("Doc", "in-1", ["n": .int64(7)])], in: database)
+        let atLimit = Query(recordType: "Doc", predicate: try QueryPredicate(format: "n IN %@", (0..<Int64(QueryPredicate.maximumValues)).map { $0 }))
+        #expect(try await TestDatabase.queryAll(atLimit, in: database).map(\.recordID.recordName) == ["in-1"])
+        let past = Query(recordType: "Doc", predicate: try QueryPredicate(format: "n IN %@", (0...Int64(QueryPredicate.maximumValues)).map { $0 }))
+        let refused = stratusError(await caughtError { try await TestDatabase.queryAll(past, in: database) })
+        #expect(refused?.code == .invalidArguments && refused?.message.contains("30000") == true, "\(String(describing: refused))")
+    }
 
     /// Saves each record alone and expects `invalidArguments` and nothing stored.
     static func expectRejected(_ records: [Record], _ database: Database, _ what: String) async throws {

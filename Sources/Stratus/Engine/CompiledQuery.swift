@@ -37,6 +37,7 @@ public struct CompiledQuery: Hashable, Sendable, Codable {
         self.zoneID = zoneID
         self.predicate = try CompiledQuery.normalize(query.predicate)
         try CompiledQuery.checkConditionCount(predicate)
+        try CompiledQuery.checkValueCount(predicate)
         self.sortKeys = try (query.sortDescriptors ?? []).map { descriptor in
             let key = descriptor.queryKey
             if case .field(let name) = key { try Naming.checkIdentifier(name, kind: "sort key") }
@@ -68,6 +69,26 @@ public struct CompiledQuery: Hashable, Sendable, Codable {
             throw StratusError(.invalidArguments, "the query's predicate is not in normal form")
         }
         try CompiledQuery.checkConditionCount(predicate)
+        try CompiledQuery.checkValueCount(predicate)
+    }
+
+    /// Refuses a predicate whose `IN` lists (and words) hold more values than
+    /// ``QueryPredicate/maximumValues``, on every engine alike: each is bound as one SQL
+    /// parameter, and engines have their own, different caps (PostgreSQL 65,535 a statement).
+    private static func checkValueCount(_ predicate: QueryPredicate) throws {
+        func count(_ predicate: QueryPredicate) -> Int {
+            switch predicate {
+            case .all, .none: 0
+            case .and(let parts): parts.reduce(0) { $0 + count($1) }
+            case .not(let inner): count(inner)
+            case .condition(.in(_, let values)), .condition(.listContainsAny(_, let values)): values.count
+            case .condition(.tokens(let words, _)): words.count
+            case .condition: 1
+            }
+        }
+        let values = count(predicate)
+        guard values > QueryPredicate.maximumValues else { return }
+        throw StratusError(.invalidArguments, "the predicate compares with \(values) values, more than the \(QueryPredicate.maximumValues) a query may have (an IN list counts each of its values); split the values over several queries, or fetch the records by ID")
     }
 
     /// Refuses a normalized predicate of more conditions than a predicate's text may hold, so

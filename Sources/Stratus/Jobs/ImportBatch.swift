@@ -23,6 +23,18 @@ struct ImportBatch {
     /// Whether a record of the batch has a parent (kept as records are appended, so that a
     /// batch without any asks no question about parents).
     private(set) var hasParents = false
+    /// The field data of its records (``Record/fieldDataSize``), which bounds what a batch holds.
+    private(set) var fieldBytes = 0
+
+    /// The field data after which a batch ends whatever its count: with the batches in flight,
+    /// the import then holds a bounded amount of memory also for records of up to 1 MB (at the
+    /// default 2,000 records a batch, such records needed tens of gigabytes).
+    static let maximumFieldBytes = 32 << 20
+
+    /// Whether the batch is to be written now: it holds `size` entries, or the most field data a batch holds.
+    func isFull(atCount size: Int) -> Bool {
+        count >= size || fieldBytes >= Self.maximumFieldBytes
+    }
 
     init() {}
 
@@ -41,6 +53,7 @@ struct ImportBatch {
 
     mutating func append(_ record: PreparedSave, line: Int, item: Int) {
         if !hasParents && record.parent != nil { hasParents = true }
+        fieldBytes += record.fieldDataSize
         records.append(record)
         recordLines.append(line)
         recordItems.append(item)

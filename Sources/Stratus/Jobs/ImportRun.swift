@@ -209,7 +209,7 @@ final class ImportRun {
             if stop != nil { break }
             switch mode {
             case .batches:
-                if batch.count >= batchSize {
+                if batch.isFull(atCount: batchSize) {
                     try await submitBatch(endItems: consumed)
                     if stop == nil && importer.isCancelled {
                         try await settleAll()
@@ -468,7 +468,7 @@ final class ImportRun {
             case .deletion(let id, let owner): try await accept(deletion: id, owner: owner, line: next.line, item: next.item, before: consumed)
             }
             ready.removeFirst()
-            if stop == nil && batch.count >= batchSize { try await submitBatch(endItems: consumed) }
+            if stop == nil && batch.isFull(atCount: batchSize) { try await submitBatch(endItems: consumed) }
         }
     }
 

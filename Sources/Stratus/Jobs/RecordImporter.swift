@@ -16,7 +16,9 @@ import Synchronization
 /// ```
 ///
 /// **Batches.** Records are written ``Options/batchSize`` at a time, each batch in one
-/// transaction (split only where it passes ``ModifyRecordsOperation/maximumBytesPerBatch``).
+/// transaction (split only where it passes ``ModifyRecordsOperation/maximumBytesPerBatch``);
+/// a batch also ends once its records hold 32 MiB of field data, so that memory stays bounded
+/// for large records whatever the batch size.
 /// A batch names each record once, and holds no save after a deletion (a store request saves
 /// before it deletes): a record named again, or a save after a deletion, starts a new batch, so
 /// that every line applies in input order: a deletion's `.deleteSelf` cascade never takes a

@@ -21,8 +21,14 @@ public enum Naming {
         let bytes = name.utf8
         try checkPrintableASCII(bytes, what: "record name", limit: maximumRecordNameLength, tooLong: "record name")
         if !allowSystemNames && bytes.first == UInt8(ascii: "_") {
-            throw StratusError(.invalidArguments, "record name '\(name)' starts with '_', which CloudKit reserves for the system")
+            throw StratusError(.invalidArguments, "record name '\(shown(recordName: name))' starts with '_', which CloudKit reserves for the system")
         }
+    }
+
+    /// A record name as messages show it: whole when it could be a record name, else its first
+    /// 40 characters (an input may hold a name of megabytes, which each message would repeat).
+    package static func shown(recordName name: String) -> String {
+        name.utf8.count <= maximumRecordNameLength ? name : "\(name.prefix(40))…"
     }
 
     /// Whether `text` holds a control character (U+0000–U+001F, U+007F), which no name or

@@ -27,7 +27,7 @@ extension Record {
             try Naming.checkKeptRecordType(record.recordType)
             for key in record.snapshot.fields.keys { try Naming.checkKeptFieldKey(key, recordType: record.recordType) }
         } catch {
-            throw StratusError(.invalidArguments, "record '\(record.recordID.recordName)': \(error.message)", recordID: record.recordID)
+            throw StratusError(.invalidArguments, "record '\(Naming.shown(recordName: record.recordID.recordName))': \(error.message)", recordID: record.recordID)
         }
     }
 
@@ -36,7 +36,7 @@ extension Record {
     /// reader that checks them on its input's bytes) has done already.
     static func validate(recordID: ID, recordType: String, fields: [String: FieldValue], encrypted: Set<String>, parent: Reference?, namesChecked: Bool) throws(StratusError) -> ValidatedFields {
         func fail(_ message: String, code: StratusError.Code = .invalidArguments) -> StratusError {
-            StratusError(code, "record '\(recordID.recordName)': \(message)", recordID: recordID)
+            StratusError(code, "record '\(Naming.shown(recordName: recordID.recordName))': \(message)", recordID: recordID)
         }
         do {
             if !namesChecked {

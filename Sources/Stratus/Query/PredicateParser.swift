@@ -47,6 +47,17 @@ extension QueryPredicate {
     /// _ = try? QueryPredicate(format: many)   // invalidArguments: more than 500 conditions
     /// ```
     public static let maximumConditions = 500
+
+    /// The most values a query's predicate may compare with, its `IN` lists' values counted
+    /// each: 30,000. Engines bind each as one SQL parameter and cap those differently
+    /// (PostgreSQL at 65,535 a statement); a larger predicate is refused when its query runs,
+    /// with `invalidArguments`, on every engine alike.
+    ///
+    /// ```swift
+    /// let ids = (0..<40_000).map { Int64($0) }
+    /// let query = Query(recordType: "Item", predicate: try QueryPredicate(format: "n IN %@", ids))   // refused when it runs
+    /// ```
+    public static let maximumValues = 30_000
 }
 
 // MARK: - Collection arguments

@@ -214,7 +214,7 @@ extension ServerChangeToken {
 extension DatabaseContext {
     /// The zone ID as the store keys it: the current user's own zones with the default owner
     /// name, so that `__defaultOwner__` and the user's record name mean the same zone.
-    func canonical(_ zoneID: RecordZone.ID) -> RecordZone.ID {
+    @_spi(StratusEngine) public func canonical(_ zoneID: RecordZone.ID) -> RecordZone.ID {
         zoneID.ownerName == userRecordName ? RecordZone.ID(zoneName: zoneID.zoneName) : zoneID
     }
 }

@@ -80,7 +80,7 @@ open class FetchRecordZonesOperation: DatabaseOperation, @unchecked Sendable {
         if isCancelled { return StratusError.cancelled("FetchRecordZonesOperation", completed: 0) }
         if recordZoneIDs != nil && wanted.isEmpty { return ZoneRules.partialFailure(errors, of: errors.count) }
 
-        let zones = try withRetry { try engine.fetchZones(in: context) }
+        let zones = try withRetry { try recordZoneIDs == nil ? engine.fetchZones(in: context) : engine.fetchZones(wanted, in: context) }
         var fetchedCount = 0
         // Cancelled during a per-zone block: never success.
         func cancelledAfterBlocks() -> StratusError? {
