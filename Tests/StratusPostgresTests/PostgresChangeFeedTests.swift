@@ -86,7 +86,6 @@ extension PostgresChangeFeedTests {
         _ = try await database.deleteRecord(withID: Record.ID(recordName: "r20", zoneID: zone))
         let reader = try await database.recordZoneChanges(inZoneWith: zone, since: nil)
         let context = try database.resolvedContext()
-        let observer = try PostgresConnection(url: schema.url)
 
         // A writer deletes 20 records and holds its transaction (and the zone's lock) open
         // while a compaction of everything deleted until after it starts.
@@ -112,14 +111,20 @@ extension PostgresChangeFeedTests {
             compactionDone.value = Result { try compactor.compactChangeHistory(in: context, deletedBefore: Date().addingTimeInterval(3600)) }
             finished.signal()
         }
-        // Released once the compaction waits for the writer's lock (bounded by minutes).
-        let deadline = ContinuousClock.now + .seconds(300)
-        while ContinuousClock.now < deadline {
-            let waiting = try observer.query("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'UPDATE zones SET history_start%'")[0].int64(0) ?? 0
-            if waiting > 0 { break }
-            try await Task.sleep(for: .milliseconds(20))
+        // Released once the compaction waits for the writer's lock (bounded by minutes), from a
+        // thread of its own: the open writer's backend holds up other tests' database drops,
+        // which may hold the cooperative pool's threads meanwhile.
+        let observerURL = schema.url
+        Thread.detachNewThread {
+            let observer = try? PostgresConnection(url: observerURL)
+            let deadline = ContinuousClock.now + .seconds(300)
+            while ContinuousClock.now < deadline {
+                if let observer, let waiting = try? observer.query("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'UPDATE zones SET history_start%'")[0].int64(0),
+                   waiting > 0 { break }
+                usleep(20_000)
+            }
+            release.signal()
         }
-        release.signal()
         for _ in 0..<2 {
             await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
                 DispatchQueue.global().async { finished.wait(); done.resume() }

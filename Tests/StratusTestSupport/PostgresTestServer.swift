@@ -253,10 +253,15 @@ public final class PostgresTestDatabase: Sendable {
     }
 
     deinit {
-        let name = name
-        removeAssetCaches(ofStoresIn: adminURL, database: name, schema: nil)
-        _ = try? PostgresTestServer.adminPool(adminURL).withConnection { connection in
-            try connection.executeScript("DROP DATABASE IF EXISTS \(try PostgresConnection.quoteIdentifier(name)) WITH (FORCE)")
+        let name = name, adminURL = adminURL
+        // On a thread of its own: DROP DATABASE waits until every backend of the server took
+        // note (a barrier), also one another test holds idle in a transaction while it waits
+        // for its own tasks, which a drop blocking a thread of the cooperative pool would stall.
+        Thread.detachNewThread {
+            removeAssetCaches(ofStoresIn: adminURL, database: name, schema: nil)
+            _ = try? PostgresTestServer.adminPool(adminURL).withConnection { connection in
+                try connection.executeScript("DROP DATABASE IF EXISTS \(try PostgresConnection.quoteIdentifier(name)) WITH (FORCE)")
+            }
         }
     }
 }
@@ -278,10 +283,14 @@ public final class PostgresTestSchema: Sendable {
     }
 
     deinit {
-        let name = name
-        removeAssetCaches(ofStoresIn: databaseURL, database: nil, schema: name)
-        _ = try? PostgresTestServer.adminPool(databaseURL).withConnection { connection in
-            try connection.executeScript("DROP SCHEMA IF EXISTS \(try PostgresConnection.quoteIdentifier(name)) CASCADE")
+        let name = name, databaseURL = databaseURL
+        // On a thread of its own, as a database is dropped: the drop waits for locks another
+        // test may hold while it waits for its own tasks.
+        Thread.detachNewThread {
+            removeAssetCaches(ofStoresIn: databaseURL, database: nil, schema: name)
+            _ = try? PostgresTestServer.adminPool(databaseURL).withConnection { connection in
+                try connection.executeScript("DROP SCHEMA IF EXISTS \(try PostgresConnection.quoteIdentifier(name)) CASCADE")
+            }
         }
     }
 }
