@@ -457,7 +457,8 @@ public final class PostgresConnection {
             let reason = result.flatMap { Self.field($0, stratus_pq_diag_message_primary()) }
                 ?? PostgresConnectionString.messageLine(String(cString: PQerrorMessage(handle)))
             var error = StratusError.postgresConnectionLost(server: server, inTransaction: wasInTransaction, committing: committing, reason: reason)
-            error.sqlState = sqlState
+            // A commit's lost answer keeps its own SQLSTATE (08007), which the writer asks about.
+            if !committing { error.sqlState = sqlState }
             return error
         }
         guard let result, let sqlState else {

@@ -31,8 +31,10 @@ extension PostgresEngine {
     /// cannot change until it ends): reads the schema, lets `body` change it, and stores it.
     private func changeSchema<T>(_ storageContainer: String, reading other: String?, _ body: (inout ContainerSchema, ContainerSchema) throws -> T) throws -> T {
         let answer = try writeTransaction { connection -> T in
-            // Schema changes of all containers serialize: they build shared indexes.
-            try Self.lockSchemaExclusively(on: connection)
+            // Schema changes of all containers serialize: they build shared indexes. The
+            // container's record writes wait for the change, which rebuilds its words.
+            try connection.execute("SELECT pg_advisory_xact_lock(\(Self.schemaLock))")
+            try Self.lockContainerWrites(storageContainer, on: connection)
             let stored = try loadContainerSchema(storageContainer, on: connection)
             let otherSchema = try other.map { try loadContainerSchema($0, on: connection) } ?? ContainerSchema()
             var schema = stored
@@ -48,9 +50,10 @@ extension PostgresEngine {
     @_spi(StratusEngine)
     public func resetEnvironment(storageContainer: String, toSchemaOf schemaSource: String) throws {
         try writeTransaction { connection in
-            // Record writes hold this lock shared until they commit: none is in flight while the
-            // rows go, and none that waits finds its zone still there afterwards.
-            try Self.lockSchemaExclusively(on: connection)
+            // The environment's record writes hold its write lock shared until they commit: none
+            // is in flight while the rows go, and none that waits finds its zone still there.
+            try connection.execute("SELECT pg_advisory_xact_lock(\(Self.schemaLock))")
+            try Self.lockContainerWrites(storageContainer, on: connection)
             let schema = try loadContainerSchema(schemaSource, on: connection)
             let zones = "SELECT zone_id FROM zones WHERE container = $1"
             for statement in [
@@ -72,29 +75,38 @@ extension PostgresEngine {
         }
     }
 
-    /// The advisory lock schema changes and environment resets take, and record writes hold
-    /// shared (see ``writeRecords(in:_:)``): its class (the first key) with the store's
-    /// schema (the second), so that stores in other schemas of the database go on.
+    /// The advisory lock schema changes and environment resets take, among themselves: its
+    /// class (the first key) with the store's schema (the second), so that stores in other
+    /// schemas of the database go on.
     static let schemaLock = "\(schemaLockClass), hashtext(current_schema())"
     private static let schemaLockClass: Int32 = 0x5354_5253   // "STRS"
 
-    /// The advisory lock record writes take to grow a development record type (they hold
-    /// ``schemaLock`` shared, so schema changes wait for them), per store as that one.
+    /// The advisory lock of one storage container's record writes (bound as parameter
+    /// `$parameter`), which they hold shared until they commit (``writeRecords(in:_:)``): a
+    /// schema change or a reset of that container takes it exclusively, so that words and
+    /// indexes are rebuilt from every committed row and no write goes by the schema it read
+    /// before the change. Other containers' writes go on.
+    static func containerWriteLock(parameter: Int) -> String {
+        "\(containerWriteLockClass), hashtext(current_schema() || '/' || $\(parameter)::text)"
+    }
+    private static let containerWriteLockClass: Int32 = 0x5354_5257   // "STRW"
+
+    /// The advisory lock record writes take to grow a development record type, per store.
     static let schemaGrowthLock = "\(schemaGrowthLockClass), hashtext(current_schema())"
     private static let schemaGrowthLockClass: Int32 = 0x5354_5247   // "STRG"
 
-    /// Takes ``schemaLock`` for a schema change or a reset, without queueing in front of the
-    /// record writes while the writes in flight finish: a waiting exclusive lock would hold
-    /// back every write that comes after it, for as long as the longest write in flight runs.
-    /// Only after `patience` seconds of writes does it wait in the queue, so that a store
-    /// never free of writes still gets its schema changed.
-    static func lockSchemaExclusively(on connection: PostgresConnection, patience: Double = 5) throws {
+    /// Takes a container's write lock exclusively, without queueing in front of its record
+    /// writes while those in flight finish: a waiting exclusive lock would hold back every
+    /// write that comes after it, for as long as the longest write in flight runs. Only after
+    /// `patience` seconds of writes does it wait in the queue, so that a container never free
+    /// of writes still gets its schema changed.
+    static func lockContainerWrites(_ storageContainer: String, on connection: PostgresConnection, patience: Double = 5) throws {
         let deadline = Date().addingTimeInterval(patience)
         while Date() < deadline {
-            if try connection.query("SELECT pg_try_advisory_xact_lock(\(schemaLock))").first?.bool(0) == true { return }
+            if try connection.query("SELECT pg_try_advisory_xact_lock(\(containerWriteLock(parameter: 1)))", [.text(storageContainer)]).first?.bool(0) == true { return }
             Thread.sleep(forTimeInterval: 0.02)
         }
-        try connection.execute("SELECT pg_advisory_xact_lock(\(schemaLock))")
+        try connection.execute("SELECT pg_advisory_xact_lock(\(containerWriteLock(parameter: 1)))", [.text(storageContainer)])
     }
 
     func loadContainerSchema(_ storageContainer: String, on connection: PostgresConnection) throws -> ContainerSchema {

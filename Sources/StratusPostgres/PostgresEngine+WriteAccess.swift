@@ -29,8 +29,8 @@ extension PostgresEngine {
     }
 
     /// The refusal of a primary whose sessions start read-only: an administrator's setting
-    /// (`default_transaction_read_only`) that no retry changes.
+    /// (`default_transaction_read_only`) that no retry changes (`permissionFailure`, not retried).
     static func readOnlyByDefault(_ server: String) -> StratusError {
-        StratusError(.serviceUnavailable, "the PostgreSQL server at \(server) takes no writes from this role: its transactions are read-only by default (default_transaction_read_only is on for the role, the database or the server; an administrator turns it off, e.g. ALTER DATABASE … SET default_transaction_read_only = off)")
+        StratusError(.permissionFailure, "the PostgreSQL server at \(server) takes no writes from this role: its transactions are read-only by default (default_transaction_read_only is on for the role, the database or the server; an administrator turns it off, e.g. ALTER DATABASE … SET default_transaction_read_only = off)")
     }
 }

@@ -315,18 +315,20 @@ public final class PostgresEngine: StorageEngine, Sendable {
     /// Its commit is durable before others see it: with the server's `synchronous_commit` off,
     /// a change read at once (a change feed's reader) could be lost in a crash, and its change
     /// number given again to a later change the reader, past it, would never see. A stronger
-    /// setting (waiting for a standby) is kept. With `sharingSchemaLock`, the transaction holds
-    /// the schema lock shared (``schemaLock``), as record writes do.
+    /// setting (waiting for a standby) is kept. With `writingRecordsOf` (a storage container),
+    /// the transaction holds that container's write lock shared (``containerWriteLock``), as
+    /// record writes do.
     ///
     /// A connection lost while the server committed leaves the outcome unknown: the server is
     /// asked (`txid_status`), so that a committed write is answered as written, never tried
     /// again (a retried batch of new records would find them "already there", written by itself).
-    func writeTransaction<T>(sharingSchemaLock: Bool = false, _ body: (PostgresConnection) throws -> T) throws -> T {
+    func writeTransaction<T>(writingRecordsOf storageContainer: String? = nil, _ body: (PostgresConnection) throws -> T) throws -> T {
         var transactionID: Int64?
         var produced: T?
         do {
             return try pool.withTransaction(isolation: .readCommitted) { connection in
-                let prelude = try connection.query(sharingSchemaLock ? Self.durableCommitSharingSchemaLock : Self.durableCommit)
+                let prelude = try storageContainer.map { try connection.query(Self.durableCommitSharingContainerLock, [.text($0)]) }
+                    ?? connection.query(Self.durableCommit)
                 transactionID = try prelude.first?.int64(0)
                 let value = try body(connection)
                 produced = value
@@ -339,6 +341,12 @@ public final class PostgresEngine: StorageEngine, Sendable {
             return produced
         } catch let error as StratusError where error.sqlState == "42501" && error.message.contains("row-level security") {
             throw explainRowSecurityRefusal(error)
+        } catch let error as StratusError where error.sqlState == "25006" {
+            // A standby comes back as a primary after a failover, so its refusal is retried; a
+            // primary read-only by its settings never changes by retrying.
+            let inRecovery = try? pool.withConnection { try $0.query("SELECT pg_catalog.pg_is_in_recovery()").first?.bool(0) }
+            if inRecovery == false { throw Self.readOnlyByDefault(redactedURL) }
+            throw error
         }
     }
 
@@ -348,10 +356,10 @@ public final class PostgresEngine: StorageEngine, Sendable {
         SELECT txid_current(),
                set_config('synchronous_commit', CASE current_setting('synchronous_commit') WHEN 'off' THEN 'local' ELSE current_setting('synchronous_commit') END, true)
         """
-    private static let durableCommitSharingSchemaLock = """
+    private static let durableCommitSharingContainerLock = """
         SELECT txid_current(),
                set_config('synchronous_commit', CASE current_setting('synchronous_commit') WHEN 'off' THEN 'local' ELSE current_setting('synchronous_commit') END, true),
-               pg_advisory_xact_lock_shared(\(schemaLock))
+               pg_advisory_xact_lock_shared(\(containerWriteLock(parameter: 1)))
         """
 
     /// A refusal of row-level security, with what the role lacks: an entry in the user

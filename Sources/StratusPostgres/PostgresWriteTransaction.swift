@@ -13,7 +13,7 @@ extension PostgresEngine {
                 // committed, and check the values records hold) and environment resets wait for
                 // the record writes in flight, and those after them wait for the change: a write
                 // never goes by the schema it read before the change.
-                let result = try writeTransaction(sharingSchemaLock: true) { connection -> T in
+                let result = try writeTransaction(writingRecordsOf: database.storageContainer) { connection -> T in
                     let transaction = PostgresWriteTransaction(engine: self, connection: connection, context: database, now: Date(), copiesNewRecords: copies)
                     do {
                         let result = try body(transaction)

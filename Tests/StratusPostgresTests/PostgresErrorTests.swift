@@ -182,7 +182,10 @@ struct PostgresErrorTests {
         // An engine of its own: the shared one's sessions began before the setting.
         let later = Container(identifier: "com.example.readonly", engine: try PostgresEngine(url: database.url), userName: "alice")
         let refusal = stratusError(await caughtError { try await later.publicCloudDatabase.checkWriteAccess() })
-        #expect(refusal?.code == .serviceUnavailable && refusal?.message.contains("default_transaction_read_only") == true, "\(String(describing: refusal))")
+        #expect(refusal?.code == .permissionFailure && refusal?.message.contains("default_transaction_read_only") == true, "\(String(describing: refusal))")
+        // The real write fails the same way at once, not after the retries a standby gets.
+        let write = stratusError(await caughtError { try await later.publicCloudDatabase.save(makeRecord("Note", "n1")) })
+        #expect(write?.code == .permissionFailure && write?.message.contains("default_transaction_read_only") == true, "\(String(describing: write))")
     }
 
     @Test("mistakes in the settings are usage errors with libpq's reason, never a password; a role that may not create tables or read them is told what it lacks")

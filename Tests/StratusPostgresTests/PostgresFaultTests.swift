@@ -118,6 +118,33 @@ struct PostgresFaultTests {
         }
     }
 
+    @Test("a commit whose answer is lost is asked about, not tried again: an import in create mode reports every record it wrote as imported")
+    func lostCommitAnswer() async throws {
+        let address = try #require(PostgresTestServer.passwordCheckingAddress, "the test server names no address that checks passwords")
+        let database = try PostgresTestServer.makeDatabase()
+        let role = "commit_user_\(UInt32.random(in: 0...UInt32.max))"
+        let admin = try PostgresConnection(url: database.url)
+        try admin.executeScript("CREATE ROLE \(role) LOGIN SUPERUSER PASSWORD 'commit-pw'")
+        defer { try? admin.executeScript("DROP OWNED BY \(role); DROP ROLE IF EXISTS \(role)") }
+        try await TemporaryStore.with { store in
+            let direct = "postgresql://\(role):commit-pw@\(address.host):\(address.port)/\(database.name)?sslmode=disable&gssencmode=disable"
+            let first = try await Self.stratus(["import", try Self.input(2, in: store), "--store", direct, "--quiet"], in: store).wait()
+            #expect(first.exitCode == 0, "\(first.stderr)")
+            // Every batch of one record copies it in: the third such commit's answer is lost.
+            let proxy = try CommitAnswerDroppingProxy(upstreamHost: address.host, upstreamPort: address.port, dropping: 3)
+            var lines = ""
+            for i in 0..<8 {
+                lines += "{\"recordName\":\"late-\(i)\",\"recordType\":\"Item\",\"fields\":{\"n\":{\"value\":\(i),\"type\":\"INT64\"}}}\n"
+            }
+            let input = try store.writeFile("late.ndjson", Data(lines.utf8)).path
+            let proxied = "postgresql://\(role):commit-pw@127.0.0.1:\(proxy.port)/\(database.name)?sslmode=disable&gssencmode=disable"
+            let run = try await Self.stratus(["import", input, "--store", proxied, "--mode", "create", "--batch-size", "1"], in: store).wait()
+            #expect(proxy.dropped, "the proxy dropped a commit's answer")
+            #expect(run.exitCode == 0 && run.stderr.contains("imported 8") && run.stderr.contains("failed 0"), "\(run.stderr)")
+            #expect(try Self.contents(direct).count == 10)
+        }
+    }
+
     @Test("a second interrupt stops at once and leaves no statement of it waiting on the server")
     func secondInterruptCancelsItsStatements() async throws {
         let database = try PostgresTestServer.makeDatabase()
