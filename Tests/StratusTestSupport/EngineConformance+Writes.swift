@@ -8,7 +8,7 @@ extension EngineConformance {
     static let systemFieldCases: [TestCase] = [
         TestCase("system fields: creation kept, modification and change tag renewed, users recorded", systemFieldsFollowSaves),
         TestCase("system fields: each version of a record is dated later than the one before, also saved within one millisecond", versionsAreDatedInOrder),
-        TestCase("the field data limit counts each list element, empty ones too: a record within it is stored, one past it is limitExceeded", listElementsCountAgainstTheLimit),
+        TestCase("the field data limit counts each list element, empty ones too: a record at it is stored, one past it is limitExceeded", listElementsCountAgainstTheLimit),
         TestCase("changedKeys() and allKeys()", changedAndAllKeys),
         TestCase("a request that does not want the saved records still stores their system fields and reports each kind", savesWithoutSavedRecords),
         TestCase("new records around an existing one and a repeated name: kinds in order, the last write wins, each change once; again, nothing changes", newRecordsInBulk),
@@ -16,12 +16,13 @@ extension EngineConformance {
 
     static func listElementsCountAgainstTheLimit(_ env: Environment) async throws {
         let database = env.container().publicCloudDatabase
-        // 4 bytes an element: "l" and 249,999 empty strings are 999,997 bytes; one more is past the limit.
-        let within = makeRecord("Lists", "within", ["l": .stringList(Array(repeating: "", count: 249_999))])
-        #expect(within.fieldDataSize == 999_997)
+        // An empty element counts 1 byte: "l" and 999,999 empty strings are the limit; one more is past it.
+        let within = makeRecord("Lists", "within", ["l": .stringList(Array(repeating: "", count: 999_999))])
+        #expect(within.fieldDataSize == 1_000_000)
         _ = try await database.save(within)
-        #expect(try await database.record(for: within.recordID).fieldValue(forKey: "l") == .stringList(Array(repeating: "", count: 249_999)))
-        for value: FieldValue in [.stringList(Array(repeating: "", count: 250_000)), .bytesList(Array(repeating: Data(), count: 250_000)),
+        #expect(try await database.record(for: within.recordID).fieldValue(forKey: "l") == .stringList(Array(repeating: "", count: 999_999)))
+        // A reference in a list counts its name and 4 bytes.
+        for value: FieldValue in [.stringList(Array(repeating: "", count: 1_000_000)), .bytesList(Array(repeating: Data(), count: 1_000_000)),
                                   .referenceList(Array(repeating: Record.Reference(recordID: Record.ID(recordName: "a"), action: .none), count: 200_000))] {
             let past = makeRecord("Lists", "past", ["l": value])
             let refused = stratusError(await caughtError { try await database.save(past) })

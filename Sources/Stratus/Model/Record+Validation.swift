@@ -137,9 +137,9 @@ extension Record {
     }
 
     /// Bytes of field data, as counted against ``maximumFieldDataSize``: keys, string and byte
-    /// contents, 8 bytes a number, 64 a location, 40 an asset (its contents are not counted), a
-    /// reference's record name; and 4 bytes more for each element of a list of strings, bytes or
-    /// references, whose elements can be empty or short but are each kept and written out.
+    /// contents (at least 1 byte an element of a list, which an empty one is kept and written
+    /// out as), 8 bytes a number, 64 a location, 40 an asset (its contents are not counted), a
+    /// reference's record name, and 4 bytes more for each element of a list of references.
     public var fieldDataSize: Int {
         Self.fieldDataSize(of: fieldValues)
     }
@@ -151,18 +151,19 @@ extension Record {
         return size
     }
 
-    /// What an element of a list of strings, bytes or references counts besides its contents:
-    /// without it a record of millions of empty elements counted as nothing, and wrote out
-    /// (export, change feeds) lines longer than an import reads.
-    private static let listElementCost = 4
+    /// What an element of a list of references counts besides its record name: without it, and
+    /// without the 1 byte an empty string or bytes element counts, a record of millions of short
+    /// elements counted as almost nothing, and wrote out (export, change feeds) lines longer
+    /// than an import reads.
+    private static let referenceListElementCost = 4
 
     private static func fieldDataSize(_ key: String, _ value: FieldValue) -> Int {
         var size = key.utf8.count
         switch value {
             case .string(let s): size += s.utf8.count
-            case .stringList(let v): size += v.reduce(0) { $0 + $1.utf8.count + listElementCost }
+            case .stringList(let v): size += v.reduce(0) { $0 + max($1.utf8.count, 1) }
             case .bytes(let b): size += b.count
-            case .bytesList(let v): size += v.reduce(0) { $0 + $1.count + listElementCost }
+            case .bytesList(let v): size += v.reduce(0) { $0 + max($1.count, 1) }
             case .int64, .double, .date: size += 8
             case .int64List(let v): size += 8 * v.count
             case .doubleList(let v): size += 8 * v.count
@@ -170,7 +171,7 @@ extension Record {
             case .location: size += 64
             case .locationList(let v): size += 64 * v.count
             case .reference(let r): size += r.recordID.recordName.utf8.count
-            case .referenceList(let v): size += v.reduce(0) { $0 + $1.recordID.recordName.utf8.count + listElementCost }
+            case .referenceList(let v): size += v.reduce(0) { $0 + $1.recordID.recordName.utf8.count + referenceListElementCost }
             case .asset: size += 40
             case .assetList(let v): size += 40 * v.count
         }
