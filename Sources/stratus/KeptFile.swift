@@ -118,9 +118,13 @@ enum KeptFile {
     /// builds the whole JSON tree first, at some thirty times the file's size.
     ///
     /// - Throws: ``UsageError`` (``notACheckpoint(_:holding:expected:)``).
-    static func decodeCheckpoint<T: Decodable>(_ type: T.Type, from data: Data, named name: String, expected: String) throws -> T {
+    static func decodeCheckpoint<T: Decodable>(_ type: T.Type, from data: Data, named name: String, expected: String, key: String) throws -> T {
         let first = data.first { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }
-        guard first == UInt8(ascii: "{"), let decoded = try? JSONDecoder().decode(type, from: data) else {
+        // The key every such checkpoint writes near its start (the one with a list comes later):
+        // another JSON object, however large, is refused without being parsed.
+        let start = data.prefix(64 << 10)
+        guard first == UInt8(ascii: "{"), start.firstRange(of: Data("\"\(key)\":".utf8)) != nil,
+              let decoded = try? JSONDecoder().decode(type, from: data) else {
             throw notACheckpoint(name, holding: data, expected: expected)
         }
         return decoded

@@ -46,7 +46,7 @@ final class PipelineCheckpointFile: PipelineCheckpointStore, @unchecked Sendable
         guard FileManager.default.fileExists(atPath: resolvedPath) else { return nil }
         let data = try KeptFile.contents(of: resolvedPath, atMost: Self.maximumSize, what: "checkpoint")
         let contents = try KeptFile.decodeCheckpoint(Contents.self, from: data, named: path,
-                                                     expected: "a checkpoint of `stratus \(command.split(separator: " ").first.map(String.init) ?? command)`")
+                                                     expected: "a checkpoint of `stratus \(command.split(separator: " ").first.map(String.init) ?? command)`", key: "command")
         guard contents.command == command else {
             throw UsageError(message: "the checkpoint \(path) belongs to another command (\(contents.command)); name another file for --checkpoint, or remove it if that job is over")
         }

@@ -727,6 +727,9 @@ final class ImportRun {
         let failedIDs = Set(events.compactMap(\.id))
         let allowance = options.maximumRejects.map { $0 - rejectsSoFar } ?? Int.max
 
+        // What the store committed is counted before the rejections are reported: a reject
+        // sink that fails (a full disk) must not make the summary deny the batch's writes.
+        if !rolledBack, let outcome { count(outcome) }
         if events.count > allowance {
             let cut = events[allowance]
             for event in events[...allowance] { try report(event.rejection) }
@@ -738,8 +741,6 @@ final class ImportRun {
             let pending = Set(pendingItems(before: end) + flight.pendingItems.filter { $0 < end } + batch.itemIndexes.filter { $0 > cut.item && $0 < end }).sorted()
             if rolledBack {
                 try await write(batch.prefix(before: cut.item).writes(excluding: failedIDs), endItems: end, pendingItems: pending)
-            } else if let outcome {
-                count(outcome)
             }
             try flushRejects()
             try saveCheckpoint(end, pendingItems: pending)
@@ -750,8 +751,6 @@ final class ImportRun {
         summary.failed += events.count
         if rolledBack {
             try await write(batch.writes(excluding: failedIDs), endItems: flight.endItems, pendingItems: flight.pendingItems)
-        } else if let outcome {
-            count(outcome)
         }
         try flushRejects()
         // Records that waited for what this batch wrote go into the next batch.
