@@ -415,6 +415,18 @@ struct SchemaModelTests {
         invalid([.init("e", type: .reference, isEncrypted: true)], "encrypted reference")
         invalid([.init("e", type: .assetList, isEncrypted: true)], "encrypted asset list")
         invalid([.init("n", type: .string, isNumber: true)], "NUMBER preferred as STRING")
+        // What the schema language cannot write is refused, so that every schema exports to a file that reads back.
+        invalid([.init("n", type: .int64, isEncrypted: true, isNumber: true)], "an encrypted NUMBER")
+        invalid([.init("n", type: .doubleList, isEncrypted: true, isNumber: true, namesPreferredType: false)], "an encrypted bare NUMBER list")
+        #expect(throws: StratusError.self, "grants that permit nothing") {
+            try RecordTypeSchema(recordType: "T", grants: [SecurityRole("editor"): [], .world: []]).validate()
+        }
+        try RecordTypeSchema(recordType: "T", grants: [SecurityRole("editor"): [], .world: .read]).validate()
+        // A bare NUMBER has one form, whatever placeholder type it is given.
+        #expect(RecordTypeSchema.Field("n", type: .double, isNumber: true, namesPreferredType: false)
+                == RecordTypeSchema.Field("n", type: .int64, isNumber: true, namesPreferredType: false))
+        #expect(RecordTypeSchema.Field("l", type: .doubleList, isNumber: true, namesPreferredType: false).type == .int64List)
+        #expect(RecordTypeSchema.Field("d", type: .double, isNumber: true).type == .double, "a named preference stays")
         invalid([.init("creatorUserRecordID", type: .string, indexes: .queryable)], "creator as a STRING")
         invalid([.init("lastModifiedUserRecordID", type: .reference, indexes: .searchable)], "modifier searchable")
         invalid([.init("recordChangeTag", type: .string)], "the change tag")
