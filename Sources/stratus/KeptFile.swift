@@ -119,7 +119,7 @@ enum KeptFile {
     ///
     /// - Throws: ``UsageError`` (``notACheckpoint(_:holding:expected:)``).
     static func decodeCheckpoint<T: Decodable>(_ type: T.Type, from data: Data, named name: String, expected: String, key: String) throws -> T {
-        let first = data.first { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }
+        let first = firstSignificantByte(of: data)
         // The key every such checkpoint writes near its start (the one with a list comes later):
         // another JSON object, however large, is refused without being parsed.
         let start = data.prefix(64 << 10)
@@ -130,9 +130,14 @@ enum KeptFile {
         return decoded
     }
 
+    /// The first byte of `data` that is not JSON white space.
+    private static func firstSignificantByte(of data: Data) -> UInt8? {
+        data.first { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }
+    }
+
     static func notACheckpoint(_ name: String, holding data: Data, expected: String) -> UsageError {
         // Another command's checkpoint is small and an object; nothing else is parsed to say what it is.
-        let first = data.first { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }
+        let first = firstSignificantByte(of: data)
         let object = first == UInt8(ascii: "{") && data.count <= 1 << 20 ? (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] : nil
         let holds: String
         if let object, object["input"] is String, object["committedItems"] != nil {

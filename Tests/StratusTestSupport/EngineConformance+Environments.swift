@@ -394,15 +394,29 @@ extension EngineConformance {
         #expect(try await production.allSubscriptions().map(\.subscriptionID).sorted() == ["s3", "s4"])
     }
 
+    /// A record type with one STRING field, `title`.
+    private static func titledType(_ name: String) -> RecordTypeSchema {
+        var type = RecordTypeSchema(recordType: name)
+        type.addField("title", type: .string)
+        return type
+    }
+
+    /// Expects every record type production has to be in development too.
+    private static func expectProductionWithinDevelopment(_ development: Container, _ production: Container, _ context: String,
+                                                          sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let inDevelopment = Set(try await development.schema().recordTypes.map(\.recordType))
+        let inProduction = Set(try await production.schema().recordTypes.map(\.recordType))
+        #expect(inProduction.isSubset(of: inDevelopment), "\(context): production \(inProduction.sorted()), development \(inDevelopment.sorted())",
+                sourceLocation: sourceLocation)
+    }
+
     static func deployRacingReplacement(_ env: Environment) async throws {
         for round in 0..<12 {
             let development = Container(identifier: "com.example.race\(round)", engine: env.engine, userName: "alice")
             let production = development.container(in: .production)
-            var kept = RecordTypeSchema(recordType: "Kept")
-            kept.addField("title", type: .string)
+            let kept = titledType("Kept")
             try await development.replaceSchema(ContainerSchema(recordTypes: [kept]))
-            var other = RecordTypeSchema(recordType: "Other")
-            other.addField("title", type: .string)
+            let other = titledType("Other")
             // Whichever comes first, the other sees it: the replacement is refused once Kept is
             // in production, or the deploy gives production the replacement.
             async let deployed = (try? await development.deploySchema()) != nil
@@ -410,9 +424,7 @@ extension EngineConformance {
             let (deploySucceeded, replaceSucceeded) = await (deployed, replaced)
             #expect(deploySucceeded, "round \(round): a deploy never fails here (development always keeps what production has)")
             _ = replaceSucceeded
-            let inDevelopment = Set(try await development.schema().recordTypes.map(\.recordType))
-            let inProduction = Set(try await production.schema().recordTypes.map(\.recordType))
-            #expect(inProduction.isSubset(of: inDevelopment), "round \(round): production \(inProduction.sorted()), development \(inDevelopment.sorted())")
+            try await expectProductionWithinDevelopment(development, production, "round \(round)")
         }
     }
 
@@ -518,20 +530,16 @@ extension EngineConformance {
         for round in 0..<8 {
             let development = Container(identifier: "com.example.resetrace\(round)", engine: env.engine, userName: "alice")
             let production = development.container(in: .production)
-            var base = RecordTypeSchema(recordType: "Base")
-            base.addField("title", type: .string)
+            let base = titledType("Base")
             try await development.saveSchema(base)
             try await development.deploySchema()
-            var added = RecordTypeSchema(recordType: "Added\(round)")
-            added.addField("title", type: .string)
+            let added = titledType("Added\(round)")
             try await development.saveSchema(added)
             async let deployed: Void = { _ = try await development.deploySchema() }()
             async let reset: Void = development.resetDevelopmentEnvironment()
             _ = try await (deployed, reset)
             // Whichever commits last, development holds what production has.
-            let inDevelopment = Set(try await development.schema().recordTypes.map(\.recordType))
-            let inProduction = Set(try await production.schema().recordTypes.map(\.recordType))
-            #expect(inProduction.isSubset(of: inDevelopment), "round \(round): production \(inProduction.sorted()), development \(inDevelopment.sorted())")
+            try await expectProductionWithinDevelopment(development, production, "round \(round)")
         }
     }
 
