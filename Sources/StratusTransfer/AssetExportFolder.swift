@@ -14,9 +14,9 @@ import Glibc
 /// file), a CloudKit asset under its `fileChecksum` in base64url (its JSON stays CloudKit's,
 /// and an import with the folder finds the content by that name), or, without a checksum, as
 /// `<SHA-256>` named by the asset's ``contentFileMember``. A file already in the folder
-/// under that name is kept only when it is a regular file (not a symbolic link) with the very
-/// bytes of the content; anything else there is replaced, atomically. The folder and its files
-/// are private to their user (0700, 0600), like the store they come from.
+/// under that name is used when it is a regular file (not a symbolic link) with the very
+/// bytes of the content; anything else there stops the export and is left as it is. The
+/// folder and its files are private to their user (0700, 0600), like the store they come from.
 ///
 /// ```swift
 /// let folder = try AssetExportFolder(directory: URL(fileURLWithPath: "export-assets"))
@@ -69,6 +69,7 @@ public final class AssetExportFolder: @unchecked Sendable {
             } else {
                 try FileDescriptor.makePrivateDirectory(directory)
             }
+            Self.removeLeftTemporaries(in: directory)
         } catch let failure as POSIXFailure {
             throw StratusError(.internalError, "cannot create the assets folder \(directory.path): \(failure.reason)")
         }
@@ -94,6 +95,12 @@ public final class AssetExportFolder: @unchecked Sendable {
         if try lock.withLock(claimed) { return name }
         let destination = directory.appendingPathComponent(name)
         if !holdsContent(destination, of: source) {
+            // A name is the content's (its SHA-256, or CloudKit's checksum of it): a file there
+            // with other bytes is not an earlier export's, and is not this export's to replace.
+            var info = stat()
+            if lstat(destination.path, &info) == 0 {
+                throw RecordWriter.OutputError(message: "cannot write the asset \(name) into \(directory.path): a file of that name is already there with other bytes than the asset's content, and an export replaces no file it did not write; move it away, or name another folder")
+            }
             try copy(source, to: destination)
         }
         try lock.withLock {
@@ -140,7 +147,7 @@ public final class AssetExportFolder: @unchecked Sendable {
 
     private func copy(_ source: URL, to destination: URL) throws {
         // A name of this writer's own (process and call), so that nothing else writes into it;
-        // the rename replaces whatever had the content's name, a symbolic link included.
+        // the rename puts the whole content under its name at once.
         let temporary = directory.appendingPathComponent(".\(destination.lastPathComponent).\(getpid()).\(Self.nextTemporaryNumber()).partial")
         let input: FileDescriptor
         do throws(POSIXFailure) {
@@ -150,6 +157,8 @@ public final class AssetExportFolder: @unchecked Sendable {
         }
         do throws(POSIXFailure) {
             let output = try FileDescriptor.open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600)
+            // Held while written: another export removes only a temporary file nobody holds.
+            _ = flock(output.raw, LOCK_EX | LOCK_NB)
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.chunkSize, alignment: 16)
             defer { buffer.deallocate() }
             while true {
@@ -169,6 +178,26 @@ public final class AssetExportFolder: @unchecked Sendable {
 
 extension AssetExportFolder {
     private static let temporaryCounter = Mutex<UInt64>(0)
+
+    /// Removes the temporary files (`.NAME.PID.N.partial`) that exports killed while writing an
+    /// asset left: a job killed every day (`timeout -s KILL`) would otherwise fill the disk
+    /// with hidden files. One whose process lives, or that a writer holds (a process of another
+    /// PID namespace, or of another host on a shared folder), stays.
+    fileprivate static func removeLeftTemporaries(in directory: URL) {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path) else { return }
+        for name in names where name.hasPrefix(".") && name.hasSuffix(".partial") {
+            let parts = name.dropLast(".partial".count).split(separator: ".", omittingEmptySubsequences: false)
+            guard parts.count >= 4, UInt64(parts[parts.count - 1]) != nil, let pid = pid_t(parts[parts.count - 2]),
+                  pid != getpid(), kill(pid, 0) != 0, errno == ESRCH else { continue }
+            let path = directory.appendingPathComponent(name).path
+            let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+            guard descriptor >= 0 else { continue }
+            defer { close(descriptor) }
+            var info = stat()
+            guard fstat(descriptor, &info) == 0, info.st_mode & S_IFMT == S_IFREG, flock(descriptor, LOCK_EX | LOCK_NB) == 0 else { continue }
+            unlink(path)
+        }
+    }
 
     /// A number no other temporary file of this process has.
     fileprivate static func nextTemporaryNumber() -> UInt64 {

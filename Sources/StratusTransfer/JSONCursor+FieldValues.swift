@@ -678,12 +678,17 @@ extension JSONCursor {
             metadata.downloadURL = text
             let names = [(metadata.fileChecksum.flatMap(AssetAttacher.checksumFileName), "fileChecksum"),
                          (texts[AssetExportFolder.contentFileMember].flatMap { SHA256Hasher.Digest.isHexadecimal($0) ? $0 : nil }, AssetExportFolder.contentFileMember)]
+            // Looked at without following links: a link is the confined open's to follow or
+            // refuse, so that nothing here reads (or tells the size of) a file outside the folder.
+            func present(_ name: String, in directory: URL) -> Bool {
+                var info = stat()
+                return lstat(directory.appendingPathComponent(name).path, &info) == 0
+            }
             if let directory = context.assetDirectory,
-               let (name, member) = names.lazy.compactMap({ name, member in name.map { ($0, member) } })
-                   .first(where: { FileManager.default.fileExists(atPath: directory.appendingPathComponent($0.0).path) }) {
+               let (name, member) = names.lazy.compactMap({ name, member in name.map { ($0, member) } }).first(where: { present($0.0, in: directory) }) {
                 // CloudKit's size is the content's: a file of another size is another content.
                 var info = stat()
-                if let size, stat(directory.appendingPathComponent(name).path, &info) == 0, info.st_mode & S_IFMT == S_IFREG, Int64(info.st_size) != size {
+                if let size, lstat(directory.appendingPathComponent(name).path, &info) == 0, info.st_mode & S_IFMT == S_IFREG, Int64(info.st_size) != size {
                     throw fail(location, key, type, i, "names by its \(member) the file '\(name)' in the assets folder \(directory.path), which has \(info.st_size) bytes where the asset's size says \(size): another content")
                 }
                 return Asset(path: name, in: directory, followsSymlinks: context.followsAssetSymlinks).withMetadata(of: metadata, size: size)

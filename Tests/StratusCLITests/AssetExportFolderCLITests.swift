@@ -10,8 +10,8 @@ import Glibc
 /// used only when it is a regular file with that content.
 @Suite("Asset export folders", .timeLimit(.minutes(30)))
 struct AssetExportFolderCLITests {
-    @Test("a wrong file or a symbolic link under a content's name is replaced; a re-import from the folder stores the right bytes", arguments: TestEngine.all)
-    func wrongFilesAreReplaced(engine: TestEngine) async throws {
+    @Test("a wrong file or a symbolic link under a content's name stops the export and is left as it is; a re-import from the folder stores the right bytes", arguments: TestEngine.all)
+    func wrongFilesAreLeftAlone(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
             let cli = try await CLI(store, engine: engine)
             // Larger than the chunk the comparison reads, so that the difference lies beyond it.
@@ -29,24 +29,32 @@ struct AssetExportFolderCLITests {
             let file = out + "/" + (name ?? "")
             #expect(FileManager.default.contents(atPath: file) == content)
 
-            // The same size, one byte different near the end.
+            // The same size, one byte different near the end: not this export's file to replace.
             var wrong = content
             wrong[wrong.count - 10] ^= 0xFF
             try wrong.write(to: URL(fileURLWithPath: file))
             let second = try await cli.run(["export", "--type", "Blob", "--assets-dir", out, "--quiet"])
-            #expect(second.exitCode == 0, "\(second)")
-            #expect(FileManager.default.contents(atPath: file) == content, "the wrong file is rewritten")
+            #expect(second.exitCode == 73, "\(second)")
+            #expect(second.stderr.contains(name ?? "?") && second.stderr.contains("other bytes"), "\(second.stderr)")
+            #expect(FileManager.default.contents(atPath: file) == wrong, "the file is left as it was")
 
-            // A symbolic link to a file outside: replaced by a file; the target is not touched.
+            // A symbolic link to a file outside: the link and its target are left alone.
             let outside = try store.writeFile("outside.bin", wrong)
             try FileManager.default.removeItem(atPath: file)
             #expect(symlink(outside.path, file) == 0)
             let third = try await cli.run(["export", "--type", "Blob", "--assets-dir", out, "--quiet"])
-            #expect(third.exitCode == 0, "\(third)")
+            #expect(third.exitCode == 73, "\(third)")
             var info = stat()
-            #expect(lstat(file, &info) == 0 && info.st_mode & S_IFMT == S_IFREG, "the link is replaced by a regular file")
-            #expect(FileManager.default.contents(atPath: file) == content)
+            #expect(lstat(file, &info) == 0 && info.st_mode & S_IFMT == S_IFLNK, "the link is left as it was")
             #expect(FileManager.default.contents(atPath: outside.path) == wrong, "the link's target is left alone")
+
+            // Moved away, the content is written again; the temporary file a killed export
+            // left (a process that is gone) is removed.
+            try FileManager.default.removeItem(atPath: file)
+            _ = try store.writeFile("out/.\(name ?? "").4194303.1.partial", Data("half".utf8))
+            let again = try await cli.run(["export", "--type", "Blob", "--assets-dir", out, "--quiet"])
+            #expect(again.exitCode == 0, "\(again)")
+            #expect(FileManager.default.contents(atPath: file) == content)
 
             // A right file is kept as it is (the same file, not rewritten).
             var before = stat()
@@ -66,6 +74,41 @@ struct AssetExportFolderCLITests {
             let got = try await cli.run(["assets", "get", "b1", "data", "--output", store.path("got.bin"), "--store", other])
             #expect(got.exitCode == 0, "\(got)")
             #expect(FileManager.default.contents(atPath: store.path("got.bin")) == content)
+        }
+    }
+    @Test("a CloudKit asset whose fileChecksum is a file's name (not base64) is exported under its SHA-256: a store and a user's file in the folder survive, and the content travels", arguments: TestEngine.all)
+    func checksumsThatAreFileNamesNameNoFile(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let content = patternBytes(count: 17, seed: 3)
+            let record = #"{"recordName":"a1","recordType":"Photo","fields":{"image":{"type":"ASSETID","value":{"downloadURL":"https://cvws.icloud-content.com/B/x","fileChecksum":"victim.txt","size":17}}}}"#
+            // The content where an attach looks for it by record and field, and where a
+            // checksum that named files would find it.
+            _ = try store.writeFile("in/a1/image", content)
+            _ = try store.writeFile("in/victim.txt", content)
+            #expect(try await cli.run(["import", try cli.file("ck.ndjson", record + "\n")]).exitCode == 0)
+            let attached = try await cli.run(["assets", "attach", store.path("in")])
+            #expect(attached.exitCode == 0 && attached.stderr.contains("attached 1"), "\(attached)")
+
+            let out = store.path("out")
+            let victim = try store.writeFile("out/victim.txt", Data("my precious notes".utf8))
+            let exported = try await cli.run(["export", "--type", "Photo", "--assets-dir", out, "--output", store.path("out.ndjson"), "--quiet"])
+            #expect(exported.exitCode == 0, "\(exported)")
+            #expect(FileManager.default.contents(atPath: victim.path) == Data("my precious notes".utf8), "the user's file is untouched")
+            let written = try #require(cli.read(store.path("out.ndjson")))
+            let line = try #require(written.split(separator: "\n").first)
+            let value = try #require(JSONLine.field(try JSONLine.object(String(line)), "image")?["value"] as? [String: Any])
+            #expect(value["fileChecksum"] as? String == "victim.txt", "the JSON stays CloudKit's: \(value)")
+            let contentFile = try #require(value["stratusContentFile"] as? String, "named by its SHA-256: \(value)")
+            #expect(contentFile.count == 64 && FileManager.default.contents(atPath: out + "/" + contentFile) == Data(content))
+
+            // Another store reads the content back from the folder.
+            let mirror = try await cli.newStore("mirror.sqlite")
+            let imported = try await cli.run(["import", store.path("out.ndjson"), "--assets-dir", out, "--store", mirror])
+            #expect(imported.exitCode == 0, "\(imported)")
+            let got = try await cli.run(["assets", "get", "a1", "image", "--output", store.path("got.bin"), "--store", mirror])
+            #expect(got.exitCode == 0, "\(got)")
+            #expect(FileManager.default.contents(atPath: store.path("got.bin")) == Data(content))
         }
     }
 }

@@ -153,11 +153,32 @@ public final class AssetAttacher: Sendable {
     }
 
     /// The file name of a CloudKit asset's content in an asset folder: its `fileChecksum` in
-    /// base64url; nil when that cannot name a file.
+    /// base64url; nil when the checksum is not base64 as CloudKit writes it (letters, digits,
+    /// `+`, `/` or their base64url `-`, `_`, then at most two `=`), so that a name an input
+    /// gives can never be another file's (`app.sqlite`, `feed.ndjson`, `.ssh`): such an asset's
+    /// content is named by its SHA-256.
+    ///
+    /// ```swift
+    /// AssetAttacher.checksumFileName("AbC+/x==")   // "AbC-_x=="
+    /// AssetAttacher.checksumFileName("app.sqlite") // nil
+    /// ```
     public static func checksumFileName(_ checksum: String) -> String? {
-        let name = String(checksum.map { $0 == "+" ? "-" : $0 == "/" ? "_" : $0 })
-        guard !name.isEmpty, name != ".", name != "..", !name.contains("\u{0}"), name.utf8.count <= 255 else { return nil }
-        return name
+        let bytes = Array(checksum.utf8)
+        let padding = bytes.reversed().prefix(while: { $0 == UInt8(ascii: "=") }).count
+        guard padding <= 2, bytes.count > padding, bytes.count <= 255 else { return nil }
+        var name = ""
+        name.reserveCapacity(bytes.count)
+        for byte in bytes.dropLast(padding) {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "-"), UInt8(ascii: "_"):
+                name.unicodeScalars.append(UnicodeScalar(byte))
+            case UInt8(ascii: "+"): name += "-"
+            case UInt8(ascii: "/"): name += "_"
+            default: return nil
+            }
+        }
+        return name + String(repeating: "=", count: padding)
     }
 
     /// A record name as a folder name: bytes other than letters, digits, `.`, `_` and `-` (and
