@@ -53,6 +53,34 @@ final class SQLiteConnection {
         var moved: Int32 = 0
         return sqlite3_file_control(handle, "main", SQLITE_FCNTL_HAS_MOVED, &moved) == SQLITE_OK && moved != 0
     }
+
+    /// The write-ahead log this connection committed into, by device and inode, once it did.
+    private var logIdentity: (device: dev_t, inode: ino_t)?
+
+    /// Whether the write-ahead log at the store's log name is no longer the one this
+    /// connection committed into (deleted, or another put in its place by a restore): SQLite
+    /// never removes the log while a connection is open, and commits go on into the one it has
+    /// open, which nobody opens again.
+    var logHasMoved: Bool {
+        guard let logIdentity, let log = logPath else { return false }
+        var info = stat()
+        guard stat(log, &info) == 0 else { return true }
+        return info.st_dev != logIdentity.device || info.st_ino != logIdentity.inode
+    }
+
+    /// Notes the log a commit went into, the first time.
+    func noteLogIdentity() {
+        guard logIdentity == nil, let log = logPath else { return }
+        var info = stat()
+        if stat(log, &info) == 0 { logIdentity = (info.st_dev, info.st_ino) }
+    }
+
+    /// The log's name as SQLite makes it: from the file it opened (a symbolic link resolved).
+    private var logPath: String? {
+        guard let name = sqlite3_db_filename(handle, "main"), name.pointee != 0 else { return nil }
+        return String(cString: name) + "-wal"
+    }
+
     let path: String
     private var statements: [String: SQLiteStatement] = [:]
 

@@ -69,6 +69,7 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
         try Self.refuseURL(path)
         try Self.refuseSpecialFile(path)
         try Self.refuseCompanionFile(path)
+        try Self.refuseSecondName(path)
         self.path = path
         self.busyTimeout = busyTimeout
         self.tombstoneRetention = tombstoneRetention
@@ -152,6 +153,17 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
         case S_IFDIR: throw StratusError(.badContainer, "cannot open the store at \(path): it is a folder, not a file")
         default: throw StratusError(.badContainer, "cannot open the store at \(path): it is a device, FIFO or socket, not a regular file")
         }
+    }
+
+    /// Refuses a store file that has more than one name (a hard link, from `ln`, `cp -al` or an
+    /// `rsync --link-dest` snapshot): SQLite keeps a store's log and shared-memory index beside
+    /// the name it was opened by, so two names of one store keep two logs, each name reads its
+    /// own, and the first checkpoint through one name discards what the other committed.
+    /// A symbolic link is one name (SQLite follows it to the file's own).
+    static func refuseSecondName(_ path: String) throws {
+        var info = stat()
+        guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_nlink > 1 else { return }
+        throw StratusError(.badContainer, "cannot open the store at \(path): the file has \(info.st_nlink - 1) other name(s) (hard links), and SQLite keeps a store's log beside each name it is opened by, so writes through one name would discard what the other committed. Give the store one name: remove the other links, or make a copy with `stratus copy` or `sqlite3 STORE \".backup COPY\"`")
     }
 
     /// Creates the store's folder (mode 0700) and file (mode 0600) when missing, so that only
@@ -291,10 +303,11 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
                 // A transaction committed into a file no longer at the path (a copy moved over
                 // it, a restore, a deletion) is in no store anyone opens again: not committed,
                 // and said so.
-                if writer.fileHasMoved {
-                    throw StratusError(.badDatabase, "the store file at \(path) was replaced, moved or deleted while this process wrote to it; the last transaction was not committed, and what earlier ones wrote is in the file that was there before. Stop the jobs that write a store before replacing it")
+                if writer.fileHasMoved || writer.logHasMoved {
+                    throw StratusError(.badDatabase, "the store file at \(path) or its write-ahead log (\(path)-wal) was replaced, moved or deleted while this process wrote to it; the last transaction was not committed, and what earlier ones wrote may be in files no store opens again. Stop the jobs that write a store before replacing it")
                 }
                 try writer.statement("COMMIT").step()
+                writer.noteLogIdentity()
                 return result
             } catch {
                 writer.resetActiveStatements()

@@ -168,6 +168,29 @@ struct SQLiteEngineTests {
             try await gone.privateCloudDatabase.save(makeRecord("Item", "one"))
             for suffix in ["", "-wal", "-shm"] { unlink(doomed + suffix) }
             #expect(stratusError(await caughtError { try await gone.privateCloudDatabase.save(makeRecord("Item", "two")) })?.code == .badDatabase)
+
+            // A restore that copies a backup over the file (the same inode) and removes the
+            // log and its index: the commits would go on into the removed log.
+            let copied = store.path("copied.sqlite"), backup = store.path("backup.sqlite")
+            let live = try Container(identifier: Self.identifier, storePath: copied, userName: "carol")
+            try await live.privateCloudDatabase.save(makeRecord("Item", "kept"))
+            try FileManager.default.copyItem(atPath: copied, toPath: backup)
+            try await live.privateCloudDatabase.save(makeRecord("Item", "after-backup"))
+            let bytes = try Data(contentsOf: URL(fileURLWithPath: backup))
+            let handle = try #require(FileHandle(forWritingAtPath: copied))
+            try handle.truncate(atOffset: 0)
+            try handle.write(contentsOf: bytes)
+            try handle.close()
+            for suffix in ["-wal", "-shm"] { unlink(copied + suffix) }
+            let underRestore = stratusError(await caughtError { try await live.privateCloudDatabase.save(makeRecord("Item", "lost")) })
+            #expect(underRestore?.code == .badDatabase && underRestore?.message.contains("write-ahead log") == true, "\(String(describing: underRestore))")
+
+            // Only the log removed under the writer: the same.
+            let logless = store.path("logless.sqlite")
+            let writer = try Container(identifier: Self.identifier, storePath: logless, userName: "carol")
+            try await writer.privateCloudDatabase.save(makeRecord("Item", "one"))
+            unlink(logless + "-wal")
+            #expect(stratusError(await caughtError { try await writer.privateCloudDatabase.save(makeRecord("Item", "two")) })?.code == .badDatabase)
         }
     }
 

@@ -5,6 +5,9 @@ import StratusSQLite
 import StratusStores
 import StratusTestSupport
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
 @Suite("A store named by text: an SQLite path or a PostgreSQL URL, as the stratus tool reads --store")
 struct StoreLocationTests {
@@ -61,6 +64,39 @@ struct StoreLocationTests {
         let again = try Container(identifier: "com.example.stores", storePath: path, userName: "alice")
         let read = try await again.privateCloudDatabase.record(for: note.recordID)
         #expect(read["title"] as String? == "kept")
+    }
+
+    @Test("a store file with a second name (a hard link) is refused under either name, naming the links; alone again, it opens with everything it holds")
+    func refusesHardLinkedStore() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("stores-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let path = folder.appendingPathComponent("s.sqlite").path, second = folder.appendingPathComponent("h.sqlite").path
+        let container = try Container(identifier: "com.example.stores", store: path, userName: "alice")
+        let note = Record(recordType: "Note")
+        note["title"] = "kept"
+        _ = try await container.privateCloudDatabase.save(note)
+
+        #expect(link(path, second) == 0)
+        // Through the tool's way of naming a store, and as a new engine under either name (the
+        // container above keeps its own engine, whose log is the first name's).
+        let openings: [(String, () throws -> Void)] = [
+            (second, { _ = try Container(identifier: "com.example.stores", store: second, userName: "alice") }),
+            (second, { _ = try SQLiteEngine(path: second) }),
+            (path, { _ = try SQLiteEngine(path: path) }),
+        ]
+        for (name, open) in openings {
+            do {
+                try open()
+                Issue.record("\(name) opened while the store has two names")
+            } catch let error as StratusError {
+                #expect(error.code == .badContainer && error.message.contains("hard links"), "\(error)")
+            }
+        }
+        #expect(!FileManager.default.fileExists(atPath: second + "-wal"), "nothing was written through the second name")
+        #expect(unlink(second) == 0)
+        let again = try Container(identifier: "com.example.stores", store: path, userName: "alice")
+        #expect(try await again.privateCloudDatabase.record(for: note.recordID)["title"] as String? == "kept")
     }
 
     @Test("a read store is a PostgreSQL standby: one beside an SQLite store, or one that is no URL, is invalidArguments")
