@@ -103,7 +103,8 @@ final class ChangeOutput {
     /// - Throws: ``CommandFailure`` `cannotCreateOutput` when it cannot be opened or recorded.
     private func openFile(_ outputPath: String) throws {
         let committed = tokens.state.output
-        descriptor = Glibc.open(outputPath, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+        // Created as private as the store whose records it holds.
+        descriptor = Glibc.open(outputPath, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw CommandFailure.system(.cannotCreateOutput, "cannot open the output file \(outputPath)") }
         var kind = stat()
         if fstat(descriptor, &kind) == 0, kind.st_mode & S_IFMT != S_IFREG {
@@ -133,10 +134,20 @@ final class ChangeOutput {
             if fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG, status.st_nlink > 1, size > 0 {
                 throw CommandFailure(.temporaryFailure, "the output file \(outputPath) is another job's: it has \(status.st_nlink - 1) other link(s), as a job's token file keeps to its output; give each job its own output file (or, if no job writes it any more, move it away)")
             }
+            // What it holds that ends within a line is ended first: the first change must be a
+            // line of its own, or a consumer reading lines loses it.
+            var length = size
+            if status.st_mode & S_IFMT == S_IFREG, size > 0, Self.endsWithinLine(outputPath, size: size, of: status) {
+                var newline = UInt8(ascii: "\n")
+                guard pwrite(descriptor, &newline, 1, off_t(size)) == 1, fsync(descriptor) == 0 else {
+                    throw CommandFailure.system(.cannotCreateOutput, "cannot write the output file \(outputPath)")
+                }
+                length += 1
+            }
             // Hold it and commit its identity before writing, so that a kill during the first
             // batch is cut away next time.
             let link = Self.hold(outputPath, tokenPath: tokens.resolvedPath)
-            commit = ChangeTokenFile.OutputCommit(fileIdentity: identity, length: size, path: outputPath, link: link)
+            commit = ChangeTokenFile.OutputCommit(fileIdentity: identity, length: length, path: outputPath, link: link)
             tokens.state.output = commit
             try tokens.write()
             // Only the link that holds the committed file: a token file names it, and an edited
@@ -174,6 +185,19 @@ final class ChangeOutput {
         commit.length += Int64(data.count)
         self.commit = commit
         return commit
+    }
+
+    /// Whether the file at `path`, the one `status` describes, holds `size` bytes of which the
+    /// last is not a newline (read through a descriptor of its own: the output's is write-only).
+    private static func endsWithinLine(_ path: String, size: Int64, of status: stat) -> Bool {
+        let reader = Glibc.open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        guard reader >= 0 else { return false }
+        defer { close(reader) }
+        var opened = stat()
+        var last: UInt8 = 0
+        guard fstat(reader, &opened) == 0, opened.st_ino == status.st_ino, opened.st_dev == status.st_dev,
+              pread(reader, &last, 1, off_t(size - 1)) == 1 else { return false }
+        return last != UInt8(ascii: "\n")
     }
 
     // MARK: - The committed file

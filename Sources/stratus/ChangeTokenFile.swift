@@ -49,7 +49,11 @@ struct ChangeTokenFile: Equatable {
             do {
                 state.token = try ServerChangeToken(serialized: first)
             } catch {
-                throw CommandFailure(.dataError, "the token file \(path) does not hold a change token (\(error)); remove it to start from the beginning")
+                // Removing the file starts the feed again from the beginning; advised only for
+                // what was a token: a file named by mistake (the input, an export, another
+                // job's file) is left to its owner.
+                let advice = first.hasPrefix("stk") ? "remove it to start from the beginning" : "name another file for --token-file (this one is left as it is)"
+                throw CommandFailure(.dataError, "the token file \(path) does not hold a change token (\(error)); \(advice)")
             }
         }
         var identity: String?, length: Int64?, outputPath: String?, link: String?

@@ -15,10 +15,12 @@ final class FailureLog: Sendable {
         var failure: CommandFailure?
     }
     private let state: Mutex<State>
+    private let path: String?
     private static let printedLimit = 10
 
     /// - Throws: ``CommandFailure`` `cannotCreateOutput` when the file cannot be created or written.
     init(path: String?) throws {
+        self.path = path
         guard let path else {
             state = Mutex(State())
             return
@@ -46,7 +48,7 @@ final class FailureLog: Sendable {
             do {
                 try handle.write(contentsOf: Data(line.utf8))
             } catch {
-                state.failure = state.failure ?? CommandFailure(.cannotCreateOutput, "cannot write the reject file: \(error.localizedDescription)")
+                state.failure = state.failure ?? CommandFailure(.cannotCreateOutput, "cannot write the reject file \(path ?? ""): \(error.localizedDescription)")
             }
         }
     }

@@ -45,7 +45,7 @@ enum KeptFile {
             throw CommandFailure(.usage, "the \(what) \(name) is not a regular file (a device, a pipe or a folder): name a file the job may create and replace")
         }
         let lockPath = resolved + ".lock"
-        let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw CommandFailure.system(.cannotCreateOutput, "cannot create the lock file \(lockPath)") }
         if flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
             close(descriptor)
@@ -158,7 +158,8 @@ enum KeptFile {
     /// - Throws: ``CommandFailure`` `cannotCreateOutput`.
     static func replace(_ resolved: String, with data: Data) throws {
         let temporary = resolved + ".tmp-\(getpid())"
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        // Tokens and checkpoints name a store's records and positions: private, like the store.
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw CommandFailure.system(.cannotCreateOutput, "cannot create \(temporary)") }
         do {
             try FileDescriptorOutput.writeAll(data, to: descriptor, name: temporary)

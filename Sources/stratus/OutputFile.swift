@@ -74,9 +74,11 @@ struct OutputFile {
         // (in two containers sharing the folder) apart.
         let temporary = target + ".partial-\(getpid())-" + String(UInt32.random(in: 0x1000_0000...UInt32.max), radix: 16)
         let replacing = info.st_mode & S_IFMT == S_IFREG
-        // A file replaced keeps its permissions, as under `>`; its replacement is private
-        // until then, so that nobody opens a private file's content meanwhile.
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, replacing ? 0o600 : 0o644)
+        // A new file holds a store's records, so it is as private as the store (0600), as the
+        // asset files beside it are; a file replaced keeps its permissions, as under `>` (its
+        // replacement is private until then, so that nobody opens a private file's content
+        // meanwhile).
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         if descriptor >= 0 {
             // Held while this run writes it: another run removes only a partial file nobody
             // holds (a pid says nothing across PID namespaces, containers or NFS hosts).

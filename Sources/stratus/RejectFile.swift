@@ -9,12 +9,14 @@ import Stratus
 /// ```
 final class RejectFile: RecordRejectSink {
     private let handle: FileHandle?
+    private let path: String?
     private var buffer = ""
     private var printed = 0
     private static let printedLimit = 10
 
     /// - Throws: ``CommandFailure`` `cannotCreateOutput` when the file cannot be created or written.
     init(path: String?) throws {
+        self.path = path
         guard let path else { handle = nil; return }
         handle = try RejectFileOpening.open(path)
     }
@@ -44,7 +46,7 @@ final class RejectFile: RecordRejectSink {
         do {
             try handle.write(contentsOf: Data(buffer.utf8))
         } catch {
-            throw CommandFailure(.cannotCreateOutput, "cannot write the reject file: \(error.localizedDescription)")
+            throw CommandFailure(.cannotCreateOutput, "cannot write the reject file \(path ?? ""): \(error.localizedDescription)")
         }
         buffer = ""
     }

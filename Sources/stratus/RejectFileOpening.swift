@@ -11,7 +11,8 @@ enum RejectFileOpening {
     /// - Throws: ``CommandFailure`` `cannotCreateOutput` when the file cannot be created or
     ///   written, or holds something other than reject lines.
     static func open(_ path: String) throws -> FileHandle {
-        if !FileManager.default.fileExists(atPath: path) && !FileManager.default.createFile(atPath: path, contents: nil) {
+        // Rejected records are the input's records: created private (0600), as exports are.
+        if !FileManager.default.fileExists(atPath: path) && !FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]) {
             throw CommandFailure(.cannotCreateOutput, "cannot create the reject file \(path)")
         }
         var info = stat()
@@ -22,9 +23,11 @@ enum RejectFileOpening {
                 guard let reader = FileHandle(forReadingAtPath: path) else { throw CommandFailure(.cannotCreateOutput, "cannot read the reject file \(path)") }
                 let start = (try? reader.read(upToCount: 64)) ?? Data()
                 try? reader.close()
-                // Reject lines start `{"line":`; a record file (NDJSON, an envelope) starts `{` too.
-                guard start.drop(while: { [0x20, 0x09, 0x0A, 0x0D].contains($0) }).starts(with: Data(#"{"line":"#.utf8)) else {
-                    throw CommandFailure(.cannotCreateOutput, "the reject file \(path) exists and holds something other than reject lines (JSON objects, one a line, each starting {\"line\":); name another file")
+                // Reject lines start `{"line":` (an import's) or `{"recordName":` (an update's or
+                // a delete's); a record file (NDJSON, an envelope) starts `{` too.
+                let significant = start.drop(while: { [0x20, 0x09, 0x0A, 0x0D].contains($0) })
+                guard significant.starts(with: Data(#"{"line":"#.utf8)) || significant.starts(with: Data(#"{"recordName":"#.utf8)) else {
+                    throw CommandFailure(.cannotCreateOutput, "the reject file \(path) exists and holds something other than reject lines (JSON objects, one a line, each starting {\"line\": or {\"recordName\":); name another file")
                 }
             default: break
             }
@@ -34,6 +37,27 @@ enum RejectFileOpening {
         // seekToEndOfFile() traps on that.
         let descriptor = Foundation.open(path, O_WRONLY | O_APPEND | O_CLOEXEC)
         guard descriptor >= 0 else { throw CommandFailure.system(.cannotCreateOutput, "cannot write the reject file \(path)") }
-        return FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        // A run stopped by a full disk may have left half a line: this run's lines start on a
+        // line of their own, so that every whole line stays one JSON object.
+        if endsWithinLine(path) {
+            do {
+                try handle.write(contentsOf: Data("\n".utf8))
+            } catch {
+                throw CommandFailure(.cannotCreateOutput, "cannot write the reject file \(path): \(error.localizedDescription)")
+            }
+        }
+        return handle
+    }
+
+    /// Whether `path` is a regular file whose last byte is not a newline.
+    private static func endsWithinLine(_ path: String) -> Bool {
+        let descriptor = Foundation.open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size > 0 else { return false }
+        var last: UInt8 = 0
+        return pread(descriptor, &last, 1, info.st_size - 1) == 1 && last != UInt8(ascii: "\n")
     }
 }

@@ -199,6 +199,8 @@ struct ExportCLITests {
             #expect(first.exitCode == 0, "\(first)")
             #expect(first.stdout.isEmpty)
             #expect(try JSONLine.names(cli.read(output) ?? "").sorted() == ["n1", "n2", "n3"])
+            // A new file holds the store's records: as private as the store, whatever the umask.
+            #expect((try FileManager.default.attributesOfItem(atPath: output)[.posixPermissions] as? NSNumber)?.intValue == 0o600)
 
             try "keep me\n".write(toFile: output, atomically: true, encoding: .utf8)
             let refused = try await cli.run(["export", "--type", "Note", "--output", output])
@@ -216,11 +218,11 @@ struct ExportCLITests {
             #expect(held >= 0 && flock(held, LOCK_EX) == 0)
             defer { close(held) }
             // The file replaced keeps its permissions.
-            #expect(chmod(output, 0o600) == 0)
+            #expect(chmod(output, 0o640) == 0)
             let forced = try await cli.run(["export", "--type", "Note", "--output", output, "--force", "--where", "count == 1"])
             #expect(forced.exitCode == 0, "\(forced)")
             #expect(try JSONLine.names(cli.read(output) ?? "") == ["n1"])
-            #expect((try FileManager.default.attributesOfItem(atPath: output)[.posixPermissions] as? NSNumber)?.intValue == 0o600)
+            #expect((try FileManager.default.attributesOfItem(atPath: output)[.posixPermissions] as? NSNumber)?.intValue == 0o640)
 
             let leftovers = try FileManager.default.contentsOfDirectory(atPath: store.directory.path).filter { $0.contains(".partial") }
             #expect(leftovers == ["out.ndjson.partial-4194302"], "no temporary file of a gone run is left: \(leftovers)")

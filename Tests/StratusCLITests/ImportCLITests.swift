@@ -177,6 +177,30 @@ struct ImportCLITests {
 
     // MARK: - Modes
 
+    @Test("--reject-file: a file a full disk left ending in half a line gets this run's lines on lines of their own; a file of an update's or a delete's rejects is appended to", arguments: TestEngine.all)
+    func rejectFileAfterATornLine(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let bad = try cli.file("bad.ndjson", #"{"recordName":"_x1","recordType":"Note","fields":{}}"# + "\n")
+            let torn = #"{"line":200,"column":1,"recordName":"_x0","error":"invalidArguments: recor"#
+            let rejects = store.path("rejects.ndjson")
+            try torn.write(toFile: rejects, atomically: true, encoding: .utf8)
+            let first = try await cli.run(["import", bad, "--reject-file", rejects])
+            #expect(first.exitCode == 1, "\(first)")
+            let lines = try #require(cli.read(rejects)).split(separator: "\n").map(String.init)
+            #expect(lines.count == 2 && lines[0] == torn, "\(lines)")
+            let appended = try JSONLine.object(try #require(lines.last))
+            #expect(appended["recordName"] as? String == "_x1" && appended["line"] as? Int == 1, "\(appended)")
+
+            let failures = store.path("failures.ndjson")
+            try (#"{"recordName":"todo-7","error":"serverRecordChanged: changed"}"# + "\n").write(toFile: failures, atomically: true, encoding: .utf8)
+            let second = try await cli.run(["import", bad, "--reject-file", failures])
+            #expect(second.exitCode == 1, "\(second)")
+            let failureLines = try #require(cli.read(failures))
+            #expect(failureLines.split(separator: "\n").count == 2)
+        }
+    }
+
     @Test("--mode create fails on existing records: exit 1, a reject line for each, nothing changed", arguments: TestEngine.all)
     func createMode(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

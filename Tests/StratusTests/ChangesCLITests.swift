@@ -280,6 +280,36 @@ struct ChangesCLITests {
         }
     }
 
+    @Test("a --token-file that holds no token (the input named by mistake) exits 65, advises naming another file and is left as it is; the token files made are private (0600)", arguments: TestEngine.all)
+    func tokenFileThatIsNoToken(engine: TestEngine) async throws {
+        let stratus = try ChildProcess.builtExecutable("stratus")
+        try await CLIStoreFixture.with(engine) { fixture async throws in
+            try await fixture.container().privateCloudDatabase.save(makeRecord("Note", "n1"))
+            let input = fixture.store.path("in.ndjson")
+            let text = #"{"recordName":"r0","recordType":"Note","fields":{}}"# + "\n"
+            try text.write(toFile: input, atomically: true, encoding: .utf8)
+            let refused = try await ZoneTestProgram.run(stratus, ["changes", "--token-file", input] + Self.options(fixture), in: fixture.store)
+            #expect(refused.exitCode == 65, "\(refused)")
+            #expect(refused.stderr.contains("left as it is") && !refused.stderr.contains("remove it"), "\(refused.stderr)")
+            #expect(try String(contentsOfFile: input, encoding: .utf8) == text)
+
+            // A new token's first run appends to the file there, which ends within a line: its
+            // first change is a line of its own.
+            let tokenFile = fixture.store.path("notes.token"), output = fixture.store.path("notes.ndjson")
+            try "kept line 1\nkept line 2".write(toFile: output, atomically: true, encoding: .utf8)
+            let ran = try await ZoneTestProgram.run(stratus, ["changes", "--token-file", tokenFile, "--output", output] + Self.options(fixture), in: fixture.store)
+            #expect(ran.exitCode == 0, "\(ran)")
+            let lines = try String(contentsOfFile: output, encoding: .utf8).split(separator: "\n").map(String.init)
+            #expect(lines.count == 3 && lines[1] == "kept line 2" && lines[2].contains(#""recordName":"n1""#), "\(lines)")
+            try FileManager.default.removeItem(atPath: output)
+            try FileManager.default.removeItem(atPath: tokenFile)
+            #expect(try await ZoneTestProgram.run(stratus, ["changes", "--token-file", tokenFile, "--output", output] + Self.options(fixture), in: fixture.store).exitCode == 0)
+            for file in [tokenFile, output] {
+                #expect((try FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? NSNumber)?.intValue == 0o600, "\(file)")
+            }
+        }
+    }
+
     @Test("a second run on the same token file exits 75 while the first holds it", arguments: TestEngine.all)
     func overlappingRunsAreRefused(engine: TestEngine) async throws {
         let stratus = try ChildProcess.builtExecutable("stratus")
