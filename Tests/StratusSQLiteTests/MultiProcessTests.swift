@@ -310,6 +310,25 @@ struct MultiProcessTests {
             // Sound however long the sleep took: the lock is held until the release below, so the
             // save cannot succeed, and it cannot run out of attempts in less than 15 minutes.
             #expect(final.value == nil, "the patient save finished while the lock was held")
+            // Cancelled while it waits for the store: operationCancelled, never the transient
+            // zoneBusy a retry loop would act on (it cannot have finished otherwise: the lock
+            // is held, and its attempts last minutes).
+            let cancelled = ModifyRecordsOperation(recordsToSave: [makeRecord("Item", "cancelled")])
+            cancelled.retryPolicy = patient.retryPolicy
+            cancelled.configuration.timeoutIntervalForRequest = 900
+            let cancelledFinal = Box<Result<Void, any Error>?>(nil)
+            cancelled.modifyRecordsResultBlock = { cancelledFinal.value = $0 }
+            database.add(cancelled)
+            try await Task.sleep(for: .milliseconds(300))
+            cancelled.cancel()
+            await waitUntilFinished([cancelled])
+            if case .failure(let error as StratusError)? = cancelledFinal.value {
+                let code = error.code == .partialFailure ? error.partialErrorsByRecordID.values.first?.code : error.code
+                #expect(code == .operationCancelled, "\(error)")
+            } else {
+                Issue.record("the cancelled save did not fail: \(String(describing: cancelledFinal.value))")
+            }
+
             let status = await holder.release()
             await waitUntilFinished([patient])
             if case .failure(let error)? = final.value { Issue.record("the patient save failed: \(error)") }
@@ -317,6 +336,7 @@ struct MultiProcessTests {
             #expect(try await TestDatabase.exists("patient", in: database))
             #expect(try await TestDatabase.exists("op", in: database) == false)
             #expect(try await TestDatabase.exists("engine", in: database) == false)
+            #expect(try await TestDatabase.exists("cancelled", in: database) == false)
         }
     }
 

@@ -261,8 +261,10 @@ struct ChangeTrackingTests {
             }
             op.recordWithIDWasDeletedBlock = { id, _ in batch.update { $0 += "{\"recordName\":\"\(id.recordName)\",\"deleted\":true}\n" } }
             op.recordZoneFetchResultBlock = { _, result in end.value = result }
-            // Run on this thread: a busy dispatch pool cannot delay the reader either.
+            // Started here rather than on a queue; its work runs on a thread of its own, which
+            // this (dedicated) thread waits for.
             op.start()
+            op.waitUntilFinished()
             guard let result = end.value else { throw StratusError(.internalError, "no zone result") }
             let (newToken, _, moreComing) = try result.get()
             lines += batch.value

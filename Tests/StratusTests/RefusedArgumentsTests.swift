@@ -97,6 +97,11 @@ struct RefusedArgumentsTests {
                 let error = stratusError(await caughtError { try await body() })
                 #expect(error?.code == .badContainer, "\(call): \(String(describing: error))")
             }
+            // The completion handler form answers as the async call does.
+            let (status, statusError) = await withCheckedContinuation { (continuation: CheckedContinuation<(AccountStatus, StratusError?), Never>) in
+                unnamed.accountStatus { status, error in continuation.resume(returning: (status, error as? StratusError)) }
+            }
+            #expect(status == .couldNotDetermine && statusError?.code == .badContainer, "\(status) \(String(describing: statusError))")
             let anonymous = Container.anonymous(identifier: "bad\nname", engine: fixture.engine)
             let listed = stratusError(await caughtError { try await anonymous.publicCloudDatabase.records(matching: Query(recordType: "Note")) })
             #expect(listed?.code == .badContainer, "\(String(describing: listed))")

@@ -38,8 +38,10 @@ extension Container {
     /// container.accountStatus { status, error in if status == .available { startSync() } }
     /// ```
     @preconcurrency public func accountStatus(completionHandler: @escaping @Sendable (AccountStatus, (any Error)?) -> Void) {
+        // The async call's answer, refusals included (CloudKit's `.couldNotDetermine` and an error).
         let status: AccountStatus = userName == nil ? .noAccount : .available
-        DispatchQueue.global().async { completionHandler(status, nil) }
+        let refusal = user.refusal
+        DispatchQueue.global().async { refusal.map { completionHandler(.couldNotDetermine, $0) } ?? completionHandler(status, nil) }
     }
 
     /// Calls `completionHandler` on a background queue with the current user's record ID

@@ -63,7 +63,7 @@ open class DatabaseOperation: Operation, @unchecked Sendable {
     /// Accepted for CloudKit code, never called: CloudKit calls it once its servers keep the
     /// operation for a later launch of the app, and Stratus keeps no operation beyond the
     /// process that runs it (see ``OperationConfiguration/isLongLived``).
-    @preconcurrency public var longLivedOperationWasPersistedBlock: (@Sendable () -> Void)?
+    public var longLivedOperationWasPersistedBlock: (() -> Void)?
 
     private enum State { case pending, executing, finished }
     private let lock = NSLock()
@@ -100,10 +100,28 @@ open class DatabaseOperation: Operation, @unchecked Sendable {
             LongLivedOperations.shared.register(self, on: runsOn)
         }
         transition(to: .executing, key: "isExecuting")
-        main()
-        // Also when a subclass's `main()` never reached the final block.
-        LongLivedOperations.shared.remove(self)
-        finish()
+        // The work runs on a queue of its own, as CloudKit's operations run on theirs: an
+        // `OperationQueue`'s threads on Linux are the dispatch threads Swift concurrency's
+        // tasks run on (as many as the machine has cores), and two operations reading or
+        // writing for seconds there would hold back every task of the process. A serial
+        // queue gets a thread of its own while the shared ones are busy.
+        DispatchQueue(label: "com.stratus.operation", qos: Self.dispatchQoS(qualityOfService)).async { [self] in
+            main()
+            // Also when a subclass's `main()` never reached the final block.
+            LongLivedOperations.shared.remove(self)
+            finish()
+        }
+    }
+
+    /// Dispatch's class of service for an operation's quality of service.
+    private static func dispatchQoS(_ quality: QualityOfService) -> DispatchQoS {
+        switch quality {
+        case .userInteractive: .userInteractive
+        case .userInitiated: .userInitiated
+        case .utility: .utility
+        case .background: .background
+        default: .default
+        }
     }
 
     /// Marks the operation as handed to a queue; `false` when it was already added to a
@@ -232,6 +250,11 @@ open class DatabaseOperation: Operation, @unchecked Sendable {
                 Thread.sleep(forTimeInterval: delay)
                 attempt += 1
             } catch var error as StratusError where error.isTransient {
+                // Cancelled while the store was busy: the work the caller gave up is not to be
+                // retried, as a transient error's retryAfterSeconds would ask.
+                if isCancelled {
+                    throw StratusError(.operationCancelled, "\(type(of: self)) was cancelled while the store was busy (\(error.message)); the write it waited to make was not made")
+                }
                 error.message += " (after \(attempt) attempt\(attempt == 1 ? "" : "s"))"
                 throw error
             }

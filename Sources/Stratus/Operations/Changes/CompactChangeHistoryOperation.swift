@@ -21,7 +21,7 @@ public final class CompactChangeHistoryOperation: DatabaseOperation, @unchecked 
     /// ```swift
     /// op.compactChangeHistoryResultBlock = { result in if let done = try? result.get() { print(done.recordTombstonesRemoved) } }
     /// ```
-    @preconcurrency public var compactChangeHistoryResultBlock: (@Sendable (Result<ChangeHistoryCompaction, any Error>) -> Void)?
+    public var compactChangeHistoryResultBlock: ((Result<ChangeHistoryCompaction, any Error>) -> Void)?
 
     private var compaction = ChangeHistoryCompaction()
 

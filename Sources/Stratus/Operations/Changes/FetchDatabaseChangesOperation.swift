@@ -42,16 +42,16 @@ open class FetchDatabaseChangesOperation: DatabaseOperation, @unchecked Sendable
     /// ```swift
     /// op.recordZoneWithIDChangedBlock = { zoneID in print("changed:", zoneID.zoneName) }
     /// ```
-    @preconcurrency public var recordZoneWithIDChangedBlock: (@Sendable (RecordZone.ID) -> Void)?
+    public var recordZoneWithIDChangedBlock: ((RecordZone.ID) -> Void)?
     /// Each zone deleted since the token, as
     /// `CKFetchDatabaseChangesOperation.recordZoneWithIDWasDeletedBlock`.
     ///
     /// ```swift
     /// op.recordZoneWithIDWasDeletedBlock = { zoneID in print("deleted:", zoneID.zoneName) }
     /// ```
-    @preconcurrency public var recordZoneWithIDWasDeletedBlock: (@Sendable (RecordZone.ID) -> Void)?
+    public var recordZoneWithIDWasDeletedBlock: ((RecordZone.ID) -> Void)?
     /// The token after a batch that more batches follow.
-    @preconcurrency public var changeTokenUpdatedBlock: (@Sendable (ServerChangeToken) -> Void)?
+    public var changeTokenUpdatedBlock: ((ServerChangeToken) -> Void)?
     /// Called once at the end, as `CKFetchDatabaseChangesOperation.fetchDatabaseChangesResultBlock`:
     /// the token to fetch from next time and whether more changes remain (which only a fetch
     /// without ``fetchAllChanges`` leaves), or the error.
@@ -59,16 +59,16 @@ open class FetchDatabaseChangesOperation: DatabaseOperation, @unchecked Sendable
     /// ```swift
     /// op.fetchDatabaseChangesResultBlock = { result in if case .success(let (token, _)) = result { print(token) } }
     /// ```
-    @preconcurrency public var fetchDatabaseChangesResultBlock: (@Sendable (Result<(serverChangeToken: ServerChangeToken, moreComing: Bool), any Error>) -> Void)?
+    public var fetchDatabaseChangesResultBlock: ((Result<(serverChangeToken: ServerChangeToken, moreComing: Bool), any Error>) -> Void)?
     /// CloudKit's older final block: the token (`nil` on failure), whether more changes remain,
     /// and the error; after ``fetchDatabaseChangesResultBlock``.
-    @preconcurrency public var fetchDatabaseChangesCompletionBlock: (@Sendable (ServerChangeToken?, Bool, (any Error)?) -> Void)?
+    public var fetchDatabaseChangesCompletionBlock: ((ServerChangeToken?, Bool, (any Error)?) -> Void)?
     /// Accepted for CloudKit code, never called: CloudKit purges a zone when the user deletes
     /// the app's data in iCloud settings, which has no counterpart in a Stratus store.
-    @preconcurrency public var recordZoneWithIDWasPurgedBlock: (@Sendable (RecordZone.ID) -> Void)?
+    public var recordZoneWithIDWasPurgedBlock: ((RecordZone.ID) -> Void)?
     /// Accepted for CloudKit code, never called: Stratus stores have no account encryption
     /// keys for a user to reset.
-    @preconcurrency public var recordZoneWithIDWasDeletedDueToUserEncryptedDataResetBlock: (@Sendable (RecordZone.ID) -> Void)?
+    public var recordZoneWithIDWasDeletedDueToUserEncryptedDataResetBlock: ((RecordZone.ID) -> Void)?
 
     private var finalToken: ServerChangeToken?
     private var finalMoreComing = false

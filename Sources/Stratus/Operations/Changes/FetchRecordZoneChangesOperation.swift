@@ -57,15 +57,15 @@ open class FetchRecordZoneChangesOperation: DatabaseOperation, RecordProducingOp
     /// ```swift
     /// op.recordWasChangedBlock = { id, result in if let record = try? result.get() { print(id.recordName, record.recordType) } }
     /// ```
-    @preconcurrency public var recordWasChangedBlock: (@Sendable (Record.ID, Result<Record, any Error>) -> Void)?
+    public var recordWasChangedBlock: ((Record.ID, Result<Record, any Error>) -> Void)?
     /// A record was deleted; the second argument is its record type.
-    @preconcurrency public var recordWithIDWasDeletedBlock: (@Sendable (Record.ID, String) -> Void)?
+    public var recordWithIDWasDeletedBlock: ((Record.ID, String) -> Void)?
     /// A zone's token after a batch that more batches follow, and the zone's latest client
     /// change token (see ``ModifyRecordsOperation/clientChangeTokenData``).
-    @preconcurrency public var recordZoneChangeTokensUpdatedBlock: (@Sendable (RecordZone.ID, ServerChangeToken?, Data?) -> Void)?
+    public var recordZoneChangeTokensUpdatedBlock: ((RecordZone.ID, ServerChangeToken?, Data?) -> Void)?
     /// The end of one zone: its token, its latest client change token and whether more changes
     /// remain, or its error.
-    @preconcurrency public var recordZoneFetchResultBlock: (@Sendable (RecordZone.ID, Result<(serverChangeToken: ServerChangeToken, clientChangeTokenData: Data?, moreComing: Bool), any Error>) -> Void)?
+    public var recordZoneFetchResultBlock: ((RecordZone.ID, Result<(serverChangeToken: ServerChangeToken, clientChangeTokenData: Data?, moreComing: Bool), any Error>) -> Void)?
     /// Called once at the end, after every zone's ``recordZoneFetchResultBlock``, as
     /// `CKFetchRecordZoneChangesOperation.fetchRecordZoneChangesResultBlock`: success,
     /// `partialFailure` when some zone failed (its ``StratusError/partialErrorsByZoneID`` names
@@ -74,15 +74,15 @@ open class FetchRecordZoneChangesOperation: DatabaseOperation, RecordProducingOp
     /// ```swift
     /// op.fetchRecordZoneChangesResultBlock = { result in if case .failure(let error) = result { print(error) } }
     /// ```
-    @preconcurrency public var fetchRecordZoneChangesResultBlock: (@Sendable (Result<Void, any Error>) -> Void)?
+    public var fetchRecordZoneChangesResultBlock: ((Result<Void, any Error>) -> Void)?
     /// CloudKit's older changed-record block: each changed record, after ``recordWasChangedBlock``.
-    @preconcurrency public var recordChangedBlock: (@Sendable (Record) -> Void)?
+    public var recordChangedBlock: ((Record) -> Void)?
     /// CloudKit's older end-of-zone block: the zone, its token (`nil` on failure), its client
     /// change token, whether more changes remain, and the zone's error; after
     /// ``recordZoneFetchResultBlock``.
-    @preconcurrency public var recordZoneFetchCompletionBlock: (@Sendable (RecordZone.ID, ServerChangeToken?, Data?, Bool, (any Error)?) -> Void)?
+    public var recordZoneFetchCompletionBlock: ((RecordZone.ID, ServerChangeToken?, Data?, Bool, (any Error)?) -> Void)?
     /// CloudKit's older final block: the error, or `nil`; after ``fetchRecordZoneChangesResultBlock``.
-    @preconcurrency public var fetchRecordZoneChangesCompletionBlock: (@Sendable ((any Error)?) -> Void)?
+    public var fetchRecordZoneChangesCompletionBlock: (((any Error)?) -> Void)?
     public let recordOutput = RecordOutput()
 
     /// A Stratus extension: where a pipeline with this fetch as its source keeps its position,

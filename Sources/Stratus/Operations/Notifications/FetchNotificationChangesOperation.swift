@@ -30,12 +30,12 @@ open class FetchNotificationChangesOperation: DatabaseOperation, @unchecked Send
     /// Notifications to read; 0 means ``defaultResultsLimit``.
     public var resultsLimit = 0
     /// Each notification, in order.
-    @preconcurrency public var notificationChangedBlock: (@Sendable (StratusNotification) -> Void)?
+    public var notificationChangedBlock: ((StratusNotification) -> Void)?
     /// The token after the last notification read and whether more remain, or the error.
-    @preconcurrency public var fetchNotificationChangesResultBlock: (@Sendable (Result<(serverChangeToken: ServerChangeToken, moreComing: Bool), any Error>) -> Void)?
+    public var fetchNotificationChangesResultBlock: ((Result<(serverChangeToken: ServerChangeToken, moreComing: Bool), any Error>) -> Void)?
     /// CloudKit's final block: the token (`nil` on failure) and the error; after
     /// ``fetchNotificationChangesResultBlock``.
-    @preconcurrency public var fetchNotificationChangesCompletionBlock: (@Sendable (ServerChangeToken?, (any Error)?) -> Void)?
+    public var fetchNotificationChangesCompletionBlock: ((ServerChangeToken?, (any Error)?) -> Void)?
 
     private let more = Atomic<Bool>(false)
     private var finalToken: ServerChangeToken?

@@ -21,16 +21,16 @@ open class MarkNotificationsReadOperation: DatabaseOperation, @unchecked Sendabl
     /// ```swift
     /// op.perNotificationIDResultBlock = { id, result in print(id, result) }
     /// ```
-    @preconcurrency public var perNotificationIDResultBlock: (@Sendable (StratusNotification.ID, Result<Void, any Error>) -> Void)?
+    public var perNotificationIDResultBlock: ((StratusNotification.ID, Result<Void, any Error>) -> Void)?
     /// Called once at the end: success, `partialFailure` when some ID failed, or the error that
     /// failed the whole request.
     ///
     /// ```swift
     /// op.markNotificationsReadResultBlock = { result in if case .failure(let error) = result { print(error) } }
     /// ```
-    @preconcurrency public var markNotificationsReadResultBlock: (@Sendable (Result<Void, any Error>) -> Void)?
+    public var markNotificationsReadResultBlock: ((Result<Void, any Error>) -> Void)?
     /// CloudKit's final block: the IDs marked read and the error; after ``markNotificationsReadResultBlock``.
-    @preconcurrency public var markNotificationsReadCompletionBlock: (@Sendable ([StratusNotification.ID]?, (any Error)?) -> Void)?
+    public var markNotificationsReadCompletionBlock: (([StratusNotification.ID]?, (any Error)?) -> Void)?
 
     private var marked: [StratusNotification.ID] = []
 

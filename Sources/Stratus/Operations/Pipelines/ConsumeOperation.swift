@@ -16,7 +16,7 @@ import Foundation
 public final class ConsumeOperation<Input: Sendable>: DatabaseOperation, @unchecked Sendable {
     /// Called with the stage's final result: success, `operationCancelled` (with what it did)
     /// or the error that stopped the pipeline.
-    @preconcurrency public var consumeResultBlock: (@Sendable (Result<Void, any Error>) -> Void)?
+    public var consumeResultBlock: ((Result<Void, any Error>) -> Void)?
 
     /// Set once, by the initializer.
     private var input: PipelineChannel<Input>?

@@ -26,12 +26,12 @@ public final class ReadRecordsOperation: DatabaseOperation, RecordProducingOpera
     /// operation then needs a database, whose store keeps the position.
     public var checkpoint: PipelineCheckpoint?
     /// Each input item that is not a valid record, in input order.
-    @preconcurrency public var rejectedItemBlock: (@Sendable (RecordRejection) -> Void)?
+    public var rejectedItemBlock: ((RecordRejection) -> Void)?
     /// Each deletion the input holds, with its record type when known.
-    @preconcurrency public var deletionReadBlock: (@Sendable (Record.ID, String?) -> Void)?
+    public var deletionReadBlock: ((Record.ID, String?) -> Void)?
     /// Called with the final result: success, `operationCancelled`, or what the source threw
     /// (with ``StratusError/completedItemCount``, the items read).
-    @preconcurrency public var readRecordsResultBlock: (@Sendable (Result<Void, any Error>) -> Void)?
+    public var readRecordsResultBlock: ((Result<Void, any Error>) -> Void)?
 
     private let source: any RecordSource
 

@@ -22,7 +22,7 @@ public final class TransformOperation<Input: Sendable, Output: Sendable>: Databa
     public let pipelineOutput = PipelineOutput<Output>()
     /// Called with the stage's final result: success, `operationCancelled` (with what it did)
     /// or the error that stopped the pipeline.
-    @preconcurrency public var transformResultBlock: (@Sendable (Result<Void, any Error>) -> Void)?
+    public var transformResultBlock: ((Result<Void, any Error>) -> Void)?
 
     /// Set once, by the initializer.
     private var input: PipelineChannel<Input>?

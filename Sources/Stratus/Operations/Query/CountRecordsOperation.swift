@@ -16,7 +16,7 @@ public final class CountRecordsOperation: DatabaseOperation, @unchecked Sendable
     /// The zone to count in; every zone of the database when `nil`, as a query searches.
     public var zoneID: RecordZone.ID?
     /// The number of matching records, or the error.
-    @preconcurrency public var countRecordsResultBlock: (@Sendable (Result<Int, any Error>) -> Void)?
+    public var countRecordsResultBlock: ((Result<Int, any Error>) -> Void)?
 
     private var count = 0
 

@@ -38,7 +38,7 @@ open class QueryOperation: DatabaseOperation, RecordProducingOperation, @uncheck
     /// ```swift
     /// op.recordMatchedBlock = { id, result in if let todo = try? result.get() { print(id.recordName, todo["title"] ?? "") } }
     /// ```
-    @preconcurrency public var recordMatchedBlock: (@Sendable (Record.ID, Result<Record, any Error>) -> Void)?
+    public var recordMatchedBlock: ((Record.ID, Result<Record, any Error>) -> Void)?
     /// Called once at the end, as `CKQueryOperation.queryResultBlock`: the cursor of the next
     /// page (`nil` when no more records match, and always with ``fetchAllResults``), or the
     /// error.
@@ -46,12 +46,12 @@ open class QueryOperation: DatabaseOperation, RecordProducingOperation, @uncheck
     /// ```swift
     /// op.queryResultBlock = { result in if case .success(let cursor?) = result { database.add(QueryOperation(cursor: cursor)) } }
     /// ```
-    @preconcurrency public var queryResultBlock: (@Sendable (Result<Cursor?, any Error>) -> Void)?
+    public var queryResultBlock: ((Result<Cursor?, any Error>) -> Void)?
     /// CloudKit's older per-record block: each matching record, after ``recordMatchedBlock``.
-    @preconcurrency public var recordFetchedBlock: (@Sendable (Record) -> Void)?
+    public var recordFetchedBlock: ((Record) -> Void)?
     /// CloudKit's older final block: the next page's cursor (`nil` when no more records match,
     /// or on failure) and the error, after ``queryResultBlock``.
-    @preconcurrency public var queryCompletionBlock: (@Sendable (Cursor?, (any Error)?) -> Void)?
+    public var queryCompletionBlock: ((Cursor?, (any Error)?) -> Void)?
     public let recordOutput = RecordOutput()
 
     /// A Stratus extension: read every match, not one page — page by page, from one snapshot

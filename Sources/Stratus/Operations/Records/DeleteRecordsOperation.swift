@@ -31,7 +31,7 @@ public final class DeleteRecordsOperation: DatabaseOperation, @unchecked Sendabl
     /// ```swift
     /// purge.perRecordDeleteBlock = { id, result in print(id.recordName, result) }
     /// ```
-    @preconcurrency public var perRecordDeleteBlock: (@Sendable (Record.ID, Result<Void, any Error>) -> Void)?
+    public var perRecordDeleteBlock: ((Record.ID, Result<Void, any Error>) -> Void)?
     /// Called once at the end: success, `partialFailure` when some record failed,
     /// `operationCancelled` with ``StratusError/completedItemCount``, or the error that stopped
     /// the deletion.
@@ -39,7 +39,7 @@ public final class DeleteRecordsOperation: DatabaseOperation, @unchecked Sendabl
     /// ```swift
     /// purge.deleteRecordsResultBlock = { result in if case .failure(let error) = result { print(error) } }
     /// ```
-    @preconcurrency public var deleteRecordsResultBlock: (@Sendable (Result<Void, any Error>) -> Void)?
+    public var deleteRecordsResultBlock: ((Result<Void, any Error>) -> Void)?
     /// A Stratus extension: for each record deleted successfully, whether a stored record was
     /// deleted or none was there (CloudKit reports both as success); called just before
     /// ``perRecordDeleteBlock``.
@@ -47,7 +47,7 @@ public final class DeleteRecordsOperation: DatabaseOperation, @unchecked Sendabl
     /// ```swift
     /// purge.perRecordDeletionBlock = { id, kind in if kind == .notFound { print("no", id.recordName) } }
     /// ```
-    @preconcurrency public var perRecordDeletionBlock: (@Sendable (Record.ID, RecordDeletionKind) -> Void)?
+    public var perRecordDeletionBlock: ((Record.ID, RecordDeletionKind) -> Void)?
 
     /// The producer's batches and which of their records to delete, in a pipeline.
     private var input: PipelineChannel<Record>?

@@ -26,23 +26,23 @@ open class FetchRecordsOperation: DatabaseOperation, RecordProducingOperation, @
     /// ```swift
     /// op.perRecordResultBlock = { id, result in if let todo = try? result.get() { print(id.recordName, todo["title"] ?? "") } }
     /// ```
-    @preconcurrency public var perRecordResultBlock: (@Sendable (Record.ID, Result<Record, any Error>) -> Void)?
+    public var perRecordResultBlock: ((Record.ID, Result<Record, any Error>) -> Void)?
     /// Called once at the end, as `CKFetchRecordsOperation.fetchRecordsResultBlock`: success,
     /// `partialFailure` when some ID failed, or the error that failed the whole request.
     ///
     /// ```swift
     /// op.fetchRecordsResultBlock = { result in if case .failure(let error) = result { print(error) } }
     /// ```
-    @preconcurrency public var fetchRecordsResultBlock: (@Sendable (Result<Void, any Error>) -> Void)?
+    public var fetchRecordsResultBlock: ((Result<Void, any Error>) -> Void)?
     /// CloudKit's older progress block: each record's download progress (Stratus reports 1.0
     /// once a record is read), before its result blocks.
-    @preconcurrency public var perRecordProgressBlock: (@Sendable (Record.ID, Double) -> Void)?
+    public var perRecordProgressBlock: ((Record.ID, Double) -> Void)?
     /// CloudKit's older per-record block: the record or the error, and the ID, after
     /// ``perRecordResultBlock``.
-    @preconcurrency public var perRecordCompletionBlock: (@Sendable (Record?, Record.ID?, (any Error)?) -> Void)?
+    public var perRecordCompletionBlock: ((Record?, Record.ID?, (any Error)?) -> Void)?
     /// CloudKit's older final block: the records read, by ID, and the error (`partialFailure`
     /// when some failed), after ``fetchRecordsResultBlock``.
-    @preconcurrency public var fetchRecordsCompletionBlock: (@Sendable ([Record.ID: Record]?, (any Error)?) -> Void)?
+    public var fetchRecordsCompletionBlock: (([Record.ID: Record]?, (any Error)?) -> Void)?
     public let recordOutput = RecordOutput()
 
     /// A Stratus extension: where a pipeline with this fetch as its source keeps its position

@@ -101,14 +101,14 @@ open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, 
     /// ```swift
     /// op.perRecordSaveBlock = { id, result in if case .failure(let error) = result { print(id.recordName, error) } }
     /// ```
-    @preconcurrency public var perRecordSaveBlock: (@Sendable (Record.ID, Result<Record, any Error>) -> Void)?
+    public var perRecordSaveBlock: ((Record.ID, Result<Record, any Error>) -> Void)?
     /// Each record to delete, with success or its own error, as
     /// `CKModifyRecordsOperation.perRecordDeleteBlock`.
     ///
     /// ```swift
     /// op.perRecordDeleteBlock = { id, result in print(id.recordName, result) }
     /// ```
-    @preconcurrency public var perRecordDeleteBlock: (@Sendable (Record.ID, Result<Void, any Error>) -> Void)?
+    public var perRecordDeleteBlock: ((Record.ID, Result<Void, any Error>) -> Void)?
     /// Called once at the end, as `CKModifyRecordsOperation.modifyRecordsResultBlock`: success,
     /// `partialFailure` when some item failed (its ``StratusError/partialErrorsByRecordID`` names
     /// each), or the error that failed the whole request.
@@ -116,19 +116,19 @@ open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, 
     /// ```swift
     /// op.modifyRecordsResultBlock = { result in if case .failure(let error) = result { print(error) } }
     /// ```
-    @preconcurrency public var modifyRecordsResultBlock: (@Sendable (Result<Void, any Error>) -> Void)?
+    public var modifyRecordsResultBlock: ((Result<Void, any Error>) -> Void)?
     /// A Stratus extension: for each saved record, whether it was created, updated or left
     /// unchanged; called just before ``perRecordSaveBlock``.
-    @preconcurrency public var perRecordWriteKindBlock: (@Sendable (Record.ID, RecordWriteKind) -> Void)?
+    public var perRecordWriteKindBlock: ((Record.ID, RecordWriteKind) -> Void)?
     /// CloudKit's older progress block: each saved record's upload progress (Stratus reports
     /// 1.0 once the record is written), before its result blocks.
-    @preconcurrency public var perRecordProgressBlock: (@Sendable (Record, Double) -> Void)?
+    public var perRecordProgressBlock: ((Record, Double) -> Void)?
     /// CloudKit's older per-record block, for saves: the record as stored and `nil`, or the
     /// record the client gave and the error; after ``perRecordSaveBlock``.
-    @preconcurrency public var perRecordCompletionBlock: (@Sendable (Record, (any Error)?) -> Void)?
+    public var perRecordCompletionBlock: ((Record, (any Error)?) -> Void)?
     /// CloudKit's older final block: the records saved, the IDs deleted and the error
     /// (`partialFailure` when some item failed), after ``modifyRecordsResultBlock``.
-    @preconcurrency public var modifyRecordsCompletionBlock: (@Sendable ([Record]?, [Record.ID]?, (any Error)?) -> Void)?
+    public var modifyRecordsCompletionBlock: (([Record]?, [Record.ID]?, (any Error)?) -> Void)?
     /// A token the client chooses to mark the local changes this request carries, as
     /// `CKModifyRecordsOperation.clientChangeTokenData`: after the request writes to a zone,
     /// ``FetchRecordZoneChangesOperation`` hands the latest such token back for that zone, so
@@ -772,8 +772,10 @@ open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, 
     /// Reports a large save's progress while its assets' content is stored (CloudKit's
     /// `perRecordProgressBlock`): the fraction of its bytes stored, below 1 until it is written.
     private func progressReporter(_ saves: [PreparedSave]) -> (@Sendable (Int, Double) -> Void)? {
-        guard let block = perRecordProgressBlock else { return nil }
-        return { index, fraction in block(saves[index].record, min(fraction, 0.99)) }
+        guard perRecordProgressBlock != nil else { return nil }
+        // Through the operation, which runs its blocks one at a time: the block itself is a
+        // plain closure, as CloudKit's are.
+        return { [self] index, fraction in perRecordProgressBlock?(saves[index].record, min(fraction, 0.99)) }
     }
 
     private func report(_ record: Record, _ error: StratusError) {

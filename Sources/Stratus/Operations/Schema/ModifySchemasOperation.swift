@@ -30,7 +30,7 @@ public final class ModifySchemasOperation: DatabaseOperation, @unchecked Sendabl
     /// ```
     public var limits = ContainerSchema.Limits()
     /// Called last with the environment's record types (by name) after the save, or the error.
-    @preconcurrency public var modifySchemasResultBlock: (@Sendable (Result<[RecordTypeSchema], any Error>) -> Void)?
+    public var modifySchemasResultBlock: ((Result<[RecordTypeSchema], any Error>) -> Void)?
 
     private var savedSchemas: [RecordTypeSchema] = []
 

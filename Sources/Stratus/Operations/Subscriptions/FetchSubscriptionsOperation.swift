@@ -21,7 +21,7 @@ open class FetchSubscriptionsOperation: DatabaseOperation, @unchecked Sendable {
     /// ```swift
     /// op.perSubscriptionResultBlock = { id, result in if let subscription = try? result.get() { print(id, subscription.subscriptionType) } }
     /// ```
-    @preconcurrency public var perSubscriptionResultBlock: (@Sendable (Subscription.ID, Result<Subscription, any Error>) -> Void)?
+    public var perSubscriptionResultBlock: ((Subscription.ID, Result<Subscription, any Error>) -> Void)?
     /// Called once at the end, as `CKFetchSubscriptionsOperation.fetchSubscriptionsResultBlock`:
     /// success, `partialFailure` when some ID is missing, or the error that failed the whole
     /// request.
@@ -29,10 +29,10 @@ open class FetchSubscriptionsOperation: DatabaseOperation, @unchecked Sendable {
     /// ```swift
     /// op.fetchSubscriptionsResultBlock = { result in if case .failure(let error) = result { print(error) } }
     /// ```
-    @preconcurrency public var fetchSubscriptionsResultBlock: (@Sendable (Result<Void, any Error>) -> Void)?
+    public var fetchSubscriptionsResultBlock: ((Result<Void, any Error>) -> Void)?
     /// CloudKit's older final block: the subscriptions found by ID, and the error
     /// (`partialFailure` when some ID is missing); after ``fetchSubscriptionsResultBlock``.
-    @preconcurrency public var fetchSubscriptionCompletionBlock: (@Sendable ([Subscription.ID: Subscription]?, (any Error)?) -> Void)?
+    public var fetchSubscriptionCompletionBlock: (([Subscription.ID: Subscription]?, (any Error)?) -> Void)?
 
     private var found: [Subscription.ID: Subscription] = [:]
 

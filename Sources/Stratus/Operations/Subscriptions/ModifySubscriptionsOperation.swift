@@ -30,7 +30,7 @@ open class ModifySubscriptionsOperation: DatabaseOperation, @unchecked Sendable 
     /// ```swift
     /// op.perSubscriptionSaveBlock = { id, result in if case .failure(let error) = result { print(id, error) } }
     /// ```
-    @preconcurrency public var perSubscriptionSaveBlock: (@Sendable (Subscription.ID, Result<Subscription, any Error>) -> Void)?
+    public var perSubscriptionSaveBlock: ((Subscription.ID, Result<Subscription, any Error>) -> Void)?
     /// Each subscription ID to delete, with success or its own error (`unknownItem` for an ID
     /// the user has no subscription with), as
     /// `CKModifySubscriptionsOperation.perSubscriptionDeleteBlock`.
@@ -38,7 +38,7 @@ open class ModifySubscriptionsOperation: DatabaseOperation, @unchecked Sendable 
     /// ```swift
     /// op.perSubscriptionDeleteBlock = { id, result in print(id, result) }
     /// ```
-    @preconcurrency public var perSubscriptionDeleteBlock: (@Sendable (Subscription.ID, Result<Void, any Error>) -> Void)?
+    public var perSubscriptionDeleteBlock: ((Subscription.ID, Result<Void, any Error>) -> Void)?
     /// Called once at the end, as `CKModifySubscriptionsOperation.modifySubscriptionsResultBlock`:
     /// success, `partialFailure` when some subscription failed (its
     /// ``StratusError/partialErrorsBySubscriptionID`` names each), or the error that failed
@@ -47,10 +47,10 @@ open class ModifySubscriptionsOperation: DatabaseOperation, @unchecked Sendable 
     /// ```swift
     /// op.modifySubscriptionsResultBlock = { result in if case .failure(let error) = result { print(error) } }
     /// ```
-    @preconcurrency public var modifySubscriptionsResultBlock: (@Sendable (Result<Void, any Error>) -> Void)?
+    public var modifySubscriptionsResultBlock: ((Result<Void, any Error>) -> Void)?
     /// CloudKit's older final block: the subscriptions saved, the IDs deleted and the error
     /// (`partialFailure` when some failed); after ``modifySubscriptionsResultBlock``.
-    @preconcurrency public var modifySubscriptionsCompletionBlock: (@Sendable ([Subscription]?, [Subscription.ID]?, (any Error)?) -> Void)?
+    public var modifySubscriptionsCompletionBlock: (([Subscription]?, [Subscription.ID]?, (any Error)?) -> Void)?
 
     private var saved: [Subscription] = []
     private var deleted: [Subscription.ID] = []

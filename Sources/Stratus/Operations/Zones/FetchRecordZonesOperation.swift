@@ -23,7 +23,7 @@ open class FetchRecordZonesOperation: DatabaseOperation, @unchecked Sendable {
     /// ```swift
     /// op.perRecordZoneResultBlock = { id, result in if let zone = try? result.get() { print(id.zoneName, zone.capabilities) } }
     /// ```
-    @preconcurrency public var perRecordZoneResultBlock: (@Sendable (RecordZone.ID, Result<RecordZone, any Error>) -> Void)?
+    public var perRecordZoneResultBlock: ((RecordZone.ID, Result<RecordZone, any Error>) -> Void)?
     /// Called once at the end, as `CKFetchRecordZonesOperation.fetchRecordZonesResultBlock`:
     /// success, `partialFailure` when some zone failed, or the error that failed the whole
     /// request.
@@ -31,10 +31,10 @@ open class FetchRecordZonesOperation: DatabaseOperation, @unchecked Sendable {
     /// ```swift
     /// op.fetchRecordZonesResultBlock = { result in if case .failure(let error) = result { print(error) } }
     /// ```
-    @preconcurrency public var fetchRecordZonesResultBlock: (@Sendable (Result<Void, any Error>) -> Void)?
+    public var fetchRecordZonesResultBlock: ((Result<Void, any Error>) -> Void)?
     /// CloudKit's older final block: the zones read, by ID, and the error (`partialFailure`
     /// when some zone failed); after ``fetchRecordZonesResultBlock``.
-    @preconcurrency public var fetchRecordZonesCompletionBlock: (@Sendable ([RecordZone.ID: RecordZone]?, (any Error)?) -> Void)?
+    public var fetchRecordZonesCompletionBlock: (([RecordZone.ID: RecordZone]?, (any Error)?) -> Void)?
 
     /// The zones read, kept for ``fetchRecordZonesCompletionBlock``.
     private var fetched: [RecordZone.ID: RecordZone] = [:]

@@ -27,14 +27,14 @@ open class ModifyRecordZonesOperation: DatabaseOperation, @unchecked Sendable {
     /// ```swift
     /// op.perRecordZoneSaveBlock = { id, result in if case .failure(let error) = result { print(id.zoneName, error) } }
     /// ```
-    @preconcurrency public var perRecordZoneSaveBlock: (@Sendable (RecordZone.ID, Result<RecordZone, any Error>) -> Void)?
+    public var perRecordZoneSaveBlock: ((RecordZone.ID, Result<RecordZone, any Error>) -> Void)?
     /// Each zone to delete, with success or its own error (`invalidArguments` for the default
     /// zone), as `CKModifyRecordZonesOperation.perRecordZoneDeleteBlock`.
     ///
     /// ```swift
     /// op.perRecordZoneDeleteBlock = { id, result in print(id.zoneName, result) }
     /// ```
-    @preconcurrency public var perRecordZoneDeleteBlock: (@Sendable (RecordZone.ID, Result<Void, any Error>) -> Void)?
+    public var perRecordZoneDeleteBlock: ((RecordZone.ID, Result<Void, any Error>) -> Void)?
     /// Called once at the end, as `CKModifyRecordZonesOperation.modifyRecordZonesResultBlock`:
     /// success, `partialFailure` when some zone failed (its
     /// ``StratusError/partialErrorsByZoneID`` names each), or the error that failed the whole
@@ -43,10 +43,10 @@ open class ModifyRecordZonesOperation: DatabaseOperation, @unchecked Sendable {
     /// ```swift
     /// op.modifyRecordZonesResultBlock = { result in if case .failure(let error) = result { print(error) } }
     /// ```
-    @preconcurrency public var modifyRecordZonesResultBlock: (@Sendable (Result<Void, any Error>) -> Void)?
+    public var modifyRecordZonesResultBlock: ((Result<Void, any Error>) -> Void)?
     /// CloudKit's older final block: the zones saved, the zone IDs deleted and the error
     /// (`partialFailure` when some zone failed); after ``modifyRecordZonesResultBlock``.
-    @preconcurrency public var modifyRecordZonesCompletionBlock: (@Sendable ([RecordZone]?, [RecordZone.ID]?, (any Error)?) -> Void)?
+    public var modifyRecordZonesCompletionBlock: (([RecordZone]?, [RecordZone.ID]?, (any Error)?) -> Void)?
 
     /// What ``modifyRecordZonesCompletionBlock`` reports.
     private var savedZones: [RecordZone] = []
