@@ -73,6 +73,21 @@ extension SQLiteEngine {
     }
 
     struct WeakEngine { weak var engine: SQLiteEngine? }
+
+    /// Copies what the write-ahead logs of this process's open stores hold into the store files,
+    /// as closing a store's last connection does: a program that exits without closing its
+    /// stores (the `stratus` tool) leaves each store's file whole by itself, so that an
+    /// operator who stopped every process and moves or copies the file alone loses nothing.
+    /// Never waits: pages a reader in another process still needs stay in the log.
+    ///
+    /// ```swift
+    /// SQLiteEngine.foldLogsOfOpenStores()
+    /// exit(0)
+    /// ```
+    public static func foldLogsOfOpenStores() {
+        let engines = registry.withLock { engines in engines.values.compactMap(\.engine) }
+        for engine in engines { engine.foldLog() }
+    }
 }
 
 import Synchronization

@@ -317,6 +317,17 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
         }
     }
 
+    /// A passive checkpoint on the writer: the log's pages no reader needs go into the file;
+    /// none when the file or the log at the store's path is no longer the writer's (a restore
+    /// put another in place, whose contents the old log's pages would overwrite).
+    func foldLog() {
+        guard !isReadOnly else { return }
+        writerLock.withLock {
+            guard !writer.fileHasMoved, !writer.logHasMoved else { return }
+            _ = sqlite3_wal_checkpoint_v2(writer.handle, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+        }
+    }
+
     /// Runs `body` in a read transaction (one consistent snapshot) on a pooled reader.
     func readTransaction<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
         let connection = try takeReader()

@@ -1,5 +1,6 @@
 import Foundation
 import Stratus
+import StratusSQLite
 import StratusTransfer
 import Synchronization
 
@@ -57,6 +58,9 @@ struct StratusCommand {
         }
         let code = await run(command, rest)
         Interruption.yieldToForcedExit()
+        // The tool exits without closing its stores: what their logs hold goes into the files,
+        // so that a store whose processes all stopped is whole in its file alone.
+        SQLiteEngine.foldLogsOfOpenStores()
         exit(code.rawValue)
     }
 
@@ -108,6 +112,7 @@ struct StratusCommand {
     static func fail(_ message: String, _ code: ExitCode) -> Never {
         Interruption.yieldToForcedExit()
         StandardError.write("stratus: \(oneLine(message))\n")
+        SQLiteEngine.foldLogsOfOpenStores()
         exit(code.rawValue)
     }
 

@@ -99,6 +99,21 @@ struct StoreCLITests {
         }
     }
 
+    @Test("once the commands that wrote an SQLite store have exited, its file alone holds everything: a store moved without its -wal loses nothing")
+    func storeFileIsWholeAfterExit() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            #expect(try await cli.run(["import"], stdin: Input.notes(300)).exitCode == 0)
+            #expect(try await cli.run(["delete", "n1", "--yes"]).exitCode == 0)
+            // The file alone, as `mv` of it would move it.
+            let moved = store.path("moved/store.sqlite")
+            try FileManager.default.createDirectory(atPath: store.path("moved"), withIntermediateDirectories: true)
+            try FileManager.default.copyItem(atPath: cli.storePath, toPath: moved)
+            #expect(try await cli.count("Note", extra: ["--store", moved]) == 299)
+            #expect(try await cli.run(["check", "--store", moved]).exitCode == 0)
+        }
+    }
+
     @Test("--quiet prints nothing on success: not the new store nor the new zone", arguments: TestEngine.all)
     func quietJobsPrintNothing(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
