@@ -3,6 +3,9 @@ import Foundation
 import StratusPostgres
 import StratusTestSupport
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `stratus copy` end to end: whole stores between engines, either way, resumed after kills,
 /// compared at the end (issue 12, "Moving between engines").
@@ -138,6 +141,26 @@ struct CopyCLITests {
                 let back = try await destination.run(["copy", "--from", destination.storePath, "--to", store.path("back.sqlite")], environment: ["STRATUS_USER": ""])
                 #expect(back.exitCode == 0 && !back.stderr.contains("note: commands on --to act as"), "the role owns no records: \(back)")
             }
+        }
+    }
+
+    @Test("an asset whose content file in the source was cut short is not copied as if whole: the record fails naming the damage, and the copy does not end in success")
+    func damagedSourceContentIsNotCopied() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            _ = try store.writeFile("in/photo.bin", patternBytes(count: 20_000, seed: 5))
+            let line = #"{"recordName":"pic","recordType":"Photo","fields":{"image":{"value":{"downloadURL":"photo.bin"},"type":"ASSETID"}}}"#
+            #expect(try await cli.run(["import", "--quiet", "--assets-dir", store.path("in")], stdin: line + "\n").exitCode == 0)
+            #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(3)).exitCode == 0)
+            let contents = cli.storePath + ".assets/sha256"
+            let file = try #require(try FileManager.default.contentsOfDirectory(atPath: contents).first)
+            #expect(chmod(contents + "/" + file, 0o600) == 0 && truncate(contents + "/" + file, 5_000) == 0)
+
+            let destination = try await cli.newStore("copy.sqlite")
+            let copy = try await cli.run(["copy", "--from", cli.storePath, "--to", destination])
+            #expect(copy.exitCode != 0, "\(copy)")
+            #expect(copy.stderr.contains("pic") && copy.stderr.contains("damaged"), "\(copy.stderr)")
+            #expect(try await cli.count("Note", extra: ["--store", destination]) == 3, "the sound records are copied")
         }
     }
 

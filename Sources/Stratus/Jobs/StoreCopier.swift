@@ -456,7 +456,17 @@ public final class StoreCopier: Sendable {
     /// Writes records as they are (system fields and change tags kept); answers the records
     /// that failed.
     private func save(_ records: [Record], into database: Database) async throws -> [Record.ID: StratusError] {
-        let op = ModifyRecordsOperation(recordsToSave: records.map(Self.carryingAssetContent))
+        // Content whose file is not the size its record says (a truncated or damaged assets
+        // folder) is not copied as if it were the asset: the backup would hold the damage
+        // under a new, self-consistent name.
+        var damaged: [Record.ID: StratusError] = [:]
+        let sound = records.filter { record in
+            guard let problem = Self.damagedContent(of: record) else { return true }
+            damaged[record.recordID] = problem
+            return false
+        }
+        guard !sound.isEmpty else { return damaged }
+        let op = ModifyRecordsOperation(recordsToSave: sound.map(Self.carryingAssetContent))
         op.stopsOnStoreFailure = true
         op.writeMode = .forceReplace
         op.preservesSystemFields = true
@@ -477,7 +487,28 @@ public final class StoreCopier: Sendable {
             }
             return op
         }
-        return failures.items.first ?? [:]
+        return (failures.items.first ?? [:]).merging(damaged) { written, _ in written }
+    }
+
+    /// The error of a record whose stored asset content is not the size the record gives it.
+    static func damagedContent(of record: Record) -> StratusError? {
+        for (key, value) in record.contents.fields {
+            let assets: [Asset]
+            switch value {
+            case .asset(let asset): assets = [asset]
+            case .assetList(let list): assets = list
+            default: continue
+            }
+            for asset in assets {
+                guard asset.storedIdentifier != nil, let size = asset.size, let url = asset.contentURL else { continue }
+                var info = stat()
+                guard stat(url.path, &info) == 0 else { continue }   // missing: the save says so
+                if Int64(info.st_size) != size {
+                    return StratusError(.assetFileModified, "field '\(key)' of record '\(record.recordID.recordName)': the source's content file \(url.lastPathComponent) has \(info.st_size) bytes where the asset has \(size): the source's assets are damaged (stratus check; restore its assets folder)", recordID: record.recordID)
+                }
+            }
+        }
+        return nil
     }
 
     /// `record` with each asset the source stores read again from the source's content file,
