@@ -1,5 +1,5 @@
 import Foundation
-import Stratus
+@_spi(StratusEngine) import Stratus
 import Synchronization
 
 /// A bounded set of connections to one PostgreSQL server, shared by threads.
@@ -35,6 +35,8 @@ public final class PostgresConnectionPool: @unchecked Sendable {
     private var openCount = 0
     /// The cancellers of the connections lent out, for ``cancelStatementsInFlight()``.
     private var lent: [ObjectIdentifier: PostgresCanceller] = [:]
+    /// The operations' cancellations lent connections are registered with.
+    private var registrations: [ObjectIdentifier: (cancellation: StatementCancellation, id: UInt64)] = [:]
 
     /// A pool for the server `url` names, read as ``PostgresConnection/init(url:settings:)``
     /// reads it. No connection is opened yet.
@@ -161,10 +163,27 @@ public final class PostgresConnectionPool: @unchecked Sendable {
     func acquire() throws -> PostgresConnection {
         let connection = try acquireConnection()
         let canceller = connection.poolCanceller
+        connection.cancelRequest.clear()
+        // Lent to an operation's work: cancelling the operation stops its statement, while the
+        // connection is still lent to it (never another caller's, once it went back).
+        let key = ObjectIdentifier(connection)
+        let cancellation = StatementCancellation.current
+        let registration = canceller == nil ? nil : cancellation?.register { [weak self] in self?.cancelStatement(of: key, ifRegisteredAs: cancellation) }
         condition.lock()
-        lent[ObjectIdentifier(connection)] = canceller
+        lent[key] = canceller
+        if let cancellation, let registration { registrations[key] = (cancellation, registration) }
         condition.unlock()
         return connection
+    }
+
+    /// Stops the statement of the lent connection `key` when `cancellation` is the one it is
+    /// still lent under.
+    private func cancelStatement(of key: ObjectIdentifier, ifRegisteredAs cancellation: StatementCancellation?) {
+        condition.lock()
+        let canceller = cancellation != nil && registrations[key]?.cancellation === cancellation ? lent[key] : nil
+        condition.unlock()
+        // Outside the lock: the request is a round trip to the server.
+        canceller?.cancel()
     }
 
     private func acquireConnection() throws -> PostgresConnection {
@@ -213,6 +232,7 @@ public final class PostgresConnectionPool: @unchecked Sendable {
         }
         condition.lock()
         lent[ObjectIdentifier(connection)] = nil
+        let registration = registrations.removeValue(forKey: ObjectIdentifier(connection))
         if reusable {
             idle.append(connection)
         } else {
@@ -220,6 +240,7 @@ public final class PostgresConnectionPool: @unchecked Sendable {
         }
         condition.signal()
         condition.unlock()
+        registration.map { $0.cancellation.unregister($0.id) }
     }
 
     private static func seconds(_ value: Double) -> String {

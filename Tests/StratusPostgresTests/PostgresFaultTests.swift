@@ -30,6 +30,46 @@ struct PostgresFaultTests {
         return (try row.int64(0) ?? -1, try row.int64(1) ?? -1)
     }
 
+    @Test("an operation cancelled, or past its resource timeout, while its statement waits for another transaction's lock stops then, with operationCancelled or the timeout, and writes nothing")
+    func cancelledWhileWaitingOnALock() async throws {
+        let database = try PostgresTestServer.makeDatabase()
+        let container = try Container(identifier: "com.example.locks", postgresURL: database.url, userName: "alice")
+        let records = container.publicCloudDatabase
+        _ = try await records.save(makeRecord("Item", "before"))
+        // Another session holds the records table until the test ends it.
+        let holder = try PostgresConnection(url: database.url)
+        try holder.executeScript("BEGIN; LOCK TABLE records IN ACCESS EXCLUSIVE MODE")
+
+        let query = QueryOperation(query: Query(recordType: "Item"))
+        let queried = Box<Result<QueryOperation.Cursor?, any Error>?>(nil)
+        query.queryResultBlock = { queried.value = $0 }
+        let save = ModifyRecordsOperation(recordsToSave: [makeRecord("Item", "timed-out")])
+        save.configuration.timeoutIntervalForResource = 1
+        let saved = Box<Result<Void, any Error>?>(nil)
+        save.modifyRecordsResultBlock = { saved.value = $0 }
+        records.add(query)
+        records.add(save)
+        try await Task.sleep(for: .milliseconds(300))
+        query.cancel()
+        // Both end while the lock is still held (or the suite's limit says they never did).
+        await waitUntilFinished([query, save])
+        try holder.executeScript("ROLLBACK")
+
+        if case .failure(let error as StratusError)? = queried.value {
+            #expect(error.code == .operationCancelled, "\(error)")
+        } else {
+            Issue.record("the cancelled query did not fail: \(String(describing: queried.value))")
+        }
+        if case .failure(let error as StratusError)? = saved.value {
+            let code = error.code == .partialFailure ? error.partialErrorsByRecordID.values.first?.code : error.code
+            #expect(code == .networkFailure, "the resource timeout: \(error)")
+        } else {
+            Issue.record("the timed-out save did not fail: \(String(describing: saved.value))")
+        }
+        #expect(try await TestDatabase.exists("timed-out", in: records) == false, "nothing of the timed-out save was written")
+        #expect(try await TestDatabase.exists("before", in: records))
+    }
+
     @Test("an unreachable server is exit 75 naming host and port, without the password")
     func unreachable() async throws {
         try await TemporaryStore.with { store in

@@ -80,6 +80,9 @@ open class DatabaseOperation: Operation, @unchecked Sendable {
     /// The pipeline the operation is a stage of (see `DatabaseOperation+Pipeline.swift`).
     let pipelineMembership = Mutex(PipelineMembership())
 
+    /// Stops the server statements the work runs when the operation is cancelled.
+    let statementCancellation = StatementCancellation()
+
     public override init() { super.init() }
 
     public final override var isAsynchronous: Bool { true }
@@ -175,7 +178,7 @@ open class DatabaseOperation: Operation, @unchecked Sendable {
             if self.database == nil { self.database = database }
             let timer = startResourceTimer()
             do {
-                outcome = try execute(engine: database.engine, context: database.resolvedContext())
+                outcome = try statementCancellation.run { try execute(engine: database.engine, context: database.resolvedContext()) }
             } catch {
                 outcome = StratusError.wrap(error)
             }
@@ -214,6 +217,9 @@ open class DatabaseOperation: Operation, @unchecked Sendable {
     /// pipeline: each stops at its next batch and reports what it did.
     public override func cancel() {
         super.cancel()
+        // A statement waiting on the server (for another transaction's lock) stops now, and
+        // its transaction writes nothing.
+        statementCancellation.cancel()
         pipelineMembership.withLock { $0.pipeline }?.stop(cancelledBy: self)
     }
 
