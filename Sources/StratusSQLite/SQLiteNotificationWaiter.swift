@@ -38,6 +38,11 @@ final class SQLiteNotificationWaiter: NotificationWaiter, @unchecked Sendable {
         while true {
             let changed = try lock.withLock { () throws -> Bool? in
                 guard let connection else { return nil }
+                // A store file replaced while followed (a restore) is written no more: the feed
+                // would wait for ever on the old one, and its token skip what the new one gets.
+                if connection.fileHasMoved {
+                    throw StratusError(.badDatabase, "the store file at \(connection.path) was replaced, moved or deleted while its notifications were followed; follow the store at that path again (a restored store's feed starts from no token)")
+                }
                 let version = try Self.dataVersion(on: connection)
                 defer { lastVersion = version }
                 return version != lastVersion

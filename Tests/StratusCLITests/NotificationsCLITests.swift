@@ -310,6 +310,25 @@ struct NotificationsCLITests {
         #expect(await holder.wait().exitCode == 143)
     }
 
+    @Test("watch on SQLite ends with 70 naming the store when its file is replaced under it (a restore), instead of following a file nobody writes")
+    func watchNoticesReplacedStore() async throws {
+        let stratus = try ChildProcess.builtExecutable("stratus")
+        let fixture = try NotificationFixture(.sqlite)
+        let database = try fixture.container().publicCloudDatabase
+        #expect(try await fixture.run(stratus, ["subscriptions", "create", "notes", "--type", "Note"] + fixture.options()).exitCode == 0)
+        try await database.save(makeRecord("Note", "one"))
+        let tokenFile = fixture.folder.path("watch.token")
+        let watch = try fixture.start(stratus, ["watch", "--token-file", tokenFile] + fixture.options(), stdout: fixture.folder.url("watch.ndjson"))
+        #expect(try await Self.waitForLines(fixture.folder.url("watch.ndjson"), count: 1, while: watch).count == 1)
+
+        // A restore: a copy of the store moved over its path.
+        let copy = fixture.folder.path("restored.sqlite")
+        try FileManager.default.copyItem(atPath: fixture.location, toPath: copy)
+        #expect(rename(copy, fixture.location) == 0)
+        let ended = await watch.wait()
+        #expect(ended.exitCode == 70 && ended.stderr.contains("replaced"), "\(ended.stderr)")
+    }
+
     @Test("notifications: an expired token exits 65, compact removes old notifications, usage errors exit 64", arguments: NotificationTestEngine.allCases)
     func expiryAndUsage(_ engine: NotificationTestEngine) async throws {
         let stratus = try ChildProcess.builtExecutable("stratus")
