@@ -21,12 +21,12 @@ enum RejectFileOpening {
             case S_IFDIR: throw CommandFailure(.cannotCreateOutput, "the reject file \(path) is a folder")
             case S_IFREG where info.st_size > 0:
                 guard let reader = FileHandle(forReadingAtPath: path) else { throw CommandFailure(.cannotCreateOutput, "cannot read the reject file \(path)") }
-                let start = (try? reader.read(upToCount: 64)) ?? Data()
+                let start = (try? reader.read(upToCount: 64 << 10)) ?? Data()
                 try? reader.close()
                 // Reject lines start `{"line":` (an import's) or `{"recordName":` (an update's or
                 // a delete's); a record file (NDJSON, an envelope) starts `{` too.
                 let significant = start.drop(while: { [0x20, 0x09, 0x0A, 0x0D].contains($0) })
-                guard significant.starts(with: Data(#"{"line":"#.utf8)) || significant.starts(with: Data(#"{"recordName":"#.utf8)) else {
+                guard significant.starts(with: Data(#"{"line":"#.utf8)) || isFailureLine(significant) else {
                     throw CommandFailure(.cannotCreateOutput, "the reject file \(path) exists and holds something other than reject lines (JSON objects, one a line, each starting {\"line\": or {\"recordName\":); name another file")
                 }
             default: break
@@ -48,6 +48,15 @@ enum RejectFileOpening {
             }
         }
         return handle
+    }
+
+    /// Whether `text` starts with a line of an update's or a delete's reject file: an object of
+    /// exactly `recordName` and `error` (a record starts `{"recordName":` too).
+    private static func isFailureLine(_ text: Data) -> Bool {
+        guard text.starts(with: Data(#"{"recordName":"#.utf8)) else { return false }
+        let line = text.prefix { $0 != 0x0A }
+        guard let object = (try? JSONSerialization.jsonObject(with: line)) as? [String: Any] else { return false }
+        return Set(object.keys) == ["recordName", "error"]
     }
 
     /// Whether `path` is a regular file whose last byte is not a newline.
