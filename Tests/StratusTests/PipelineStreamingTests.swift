@@ -374,14 +374,16 @@ struct PipelineStreamingTests {
         }
     }
 
-    @Test("stages on three queues: each stage's closures and blocks run on its own queue; a typed hand-off reaches a custom consumer")
+    @Test("stages on three queues: each stage's closures and blocks run on its own thread, one thread per stage; a typed hand-off reaches a custom consumer")
     func crossQueueTypedHandOff() async throws {
         try await SQLiteFixture.with { fixture in
             let database = fixture.database
             try await TestDatabase.save(items(90), in: database)
             let query = Self.everyItem(pageSize: 20)
             let places = Box<Set<String>>([])
-            @Sendable func note(_ stage: String) { places.update { _ = $0.insert("\(stage)@\(OperationQueue.current?.name ?? "none")") } }
+            // Where each ran: the stage's own thread (an operation works on a queue of its own,
+            // as CloudKit's do, not on the `OperationQueue`'s thread).
+            @Sendable func note(_ stage: String) { places.update { _ = $0.insert("\(stage)@\(pthread_self())") } }
             query.recordMatchedBlock = { _, _ in note("query") }
             query.queryResultBlock = { _ in note("query-final") }
             let sums = TransformOperation(transforming: query) { (records: [Record]) -> [Int64] in
@@ -408,7 +410,14 @@ struct PipelineStreamingTests {
             #expect(finalError(final.value) == nil)
             #expect(total.value == Int64((0..<90).reduce(0, +)))
             #expect(batches.value == 5, "one sum per batch of 20")
-            #expect(places.value == ["query@A", "query-final@A", "transform@B", "transform-final@B", "consume@C", "consume-final@C"])
+            var threads: [String: Set<Substring>] = [:]
+            for place in places.value {
+                let parts = place.split(separator: "@")
+                threads[String(parts[0].split(separator: "-")[0]), default: []].insert(parts[1])
+            }
+            #expect(threads.keys.sorted() == ["consume", "query", "transform"], "\(places.value)")
+            #expect(threads.values.allSatisfy { $0.count == 1 }, "each stage's closures and blocks on one thread: \(places.value)")
+            #expect(Set(threads.values.compactMap(\.first)).count == 3, "three stages, three threads: \(places.value)")
         }
     }
 
