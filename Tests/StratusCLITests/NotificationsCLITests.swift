@@ -329,6 +329,27 @@ struct NotificationsCLITests {
         #expect(ended.exitCode == 70 && ended.stderr.contains("replaced"), "\(ended.stderr)")
     }
 
+    @Test("notifications with a token of the store a stratus copy backup replaced: exit 65 saying it belongs to another store, and removing it starts again")
+    func tokenOfAReplacedStore() async throws {
+        let stratus = try ChildProcess.builtExecutable("stratus")
+        let fixture = try NotificationFixture(.sqlite)
+        let database = try fixture.container().publicCloudDatabase
+        #expect(try await fixture.run(stratus, ["subscriptions", "create", "notes", "--type", "Note"] + fixture.options()).exitCode == 0)
+        try await database.save(makeRecord("Note", "one"))
+        let tokenFile = fixture.folder.path("n.token")
+        #expect(try await fixture.run(stratus, ["notifications", "--token-file", tokenFile] + fixture.options()).exitCode == 0)
+
+        let backup = fixture.folder.path("backup.sqlite")
+        #expect(try await fixture.run(stratus, ["copy", "--from", fixture.location, "--to", backup]).exitCode == 0)
+        for suffix in ["-wal", "-shm"] { unlink(fixture.location + suffix) }
+        #expect(rename(backup, fixture.location) == 0)
+        for suffix in ["-wal", "-shm"] { _ = rename(backup + suffix, fixture.location + suffix) }
+        let refused = try await fixture.run(stratus, ["notifications", "--token-file", tokenFile] + fixture.options())
+        #expect(refused.exitCode == 65 && refused.stderr.contains("another store") && refused.stderr.contains("remove it"), "\(refused.stderr)")
+        try FileManager.default.removeItem(atPath: tokenFile)
+        #expect(try await fixture.run(stratus, ["notifications", "--token-file", tokenFile] + fixture.options()).exitCode == 0)
+    }
+
     @Test("notifications: an expired token exits 65, compact removes old notifications, usage errors exit 64", arguments: NotificationTestEngine.allCases)
     func expiryAndUsage(_ engine: NotificationTestEngine) async throws {
         let stratus = try ChildProcess.builtExecutable("stratus")
