@@ -123,8 +123,11 @@ final class SQLiteConnection {
             mode = try Self.retryingBusy(for: busyTimeoutMilliseconds) {
                 try queryText(create && !readOnly ? "PRAGMA journal_mode=WAL" : "PRAGMA journal_mode")
             }
-        } catch let error as StratusError where readOnly && error.code == .permissionFailure {
-            throw StratusError(.permissionFailure, Self.walIndexProblem(path) ?? error.message)
+        } catch let error as StratusError where readOnly && (error.code == .permissionFailure || error.code == .badContainer) {
+            // A missing index SQLite may not make (a read-only folder or file system) is a
+            // missing access, not a missing store.
+            guard let problem = Self.walIndexProblem(path) else { throw error }
+            throw StratusError(.permissionFailure, problem)
         }
         guard mode?.lowercased() == "wal" else {
             throw StratusError(.badDatabase, "the store at \(path) cannot use write-ahead logging (journal_mode answered '\(mode ?? "nothing")'); put it on a local file system")
@@ -205,6 +208,10 @@ final class SQLiteConnection {
         if FileManager.default.fileExists(atPath: index) {
             guard access(index, R_OK) != 0 else { return nil }
             return "cannot read the store at \(path): its write-ahead log index \(index) is not readable for you (read access to it is missing)"
+        }
+        var fileSystem = statvfs()
+        if statvfs(folder, &fileSystem) == 0 && fileSystem.f_flag & UInt(ST_RDONLY) != 0 {
+            return "cannot read the store at \(path) read-only: reading it needs its write-ahead log index \(index), which does not exist, and its folder \(folder) is on a read-only file system, where it cannot be made; copy the store (with its -wal file) to a writable folder to read it"
         }
         guard access(folder, W_OK) != 0 else { return nil }
         return "cannot read the store at \(path) read-only: reading it needs its write-ahead log index \(index), which does not exist, and you may not create it (write access to the folder \(folder) is missing); it exists while a writer has the store open"
