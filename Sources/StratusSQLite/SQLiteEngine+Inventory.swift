@@ -64,7 +64,14 @@ extension SQLiteEngine {
         while try referenced.step() {
             let identifier = referenced.text(0) ?? ""
             var info = stat()
-            if let url = assetContentURL(identifier), stat(url.path, &info) == 0, info.st_mode & S_IFMT == S_IFREG { continue }
+            if let url = assetContentURL(identifier) {
+                let found = stat(url.path, &info) == 0
+                if found, info.st_mode & S_IFMT == S_IFREG { continue }
+                // Content this user may not look at is not content the store lost.
+                if !found, errno == EACCES {
+                    throw StratusError(.permissionFailure, "cannot check the asset contents in \(folder): you may not enter it (permission denied); check the store as its owner")
+                }
+            }
             missing += 1
             guard missing <= IntegrityProblem.namedPerKind else { continue }
             let place = IntegrityProblem.place(zoneName: referenced.text(3), storageContainer: referenced.text(4), scope: referenced.int64(5), owner: referenced.text(6))

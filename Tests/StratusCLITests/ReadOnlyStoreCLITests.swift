@@ -26,6 +26,27 @@ struct ReadOnlyStoreCLITests {
         return try await cli.shell("exec \(runuser ?? "runuser") -u nobody -- env STRATUS_USER=tester \"$STRATUS\" " + words + (input.map { " < '\($0)'" } ?? " < /dev/null"))
     }
 
+    @Test("check by a user who may read the store but not enter its private assets folder: 77 saying so, not 70 calling the contents lost")
+    func checkWithoutAccessToAssets() async throws {
+        try Self.requireOtherUser()
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            chmod(store.directory.path, 0o755)
+            _ = try store.writeFile("in/photo.bin", patternBytes(count: 2_000, seed: 1))
+            let line = #"{"recordName":"pic","recordType":"Photo","fields":{"image":{"value":{"downloadURL":"photo.bin"},"type":"ASSETID"}}}"#
+            #expect(try await cli.run(["import", "--quiet", "--assets-dir", store.path("in")], stdin: line + "\n").exitCode == 0)
+            // A writer holds the store open, so that a reader finds its log index.
+            let writer = try SQLiteEngine(path: cli.storePath)
+            #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(2)).exitCode == 0)
+            for file in [cli.storePath, cli.storePath + "-wal", cli.storePath + "-shm"] { chmod(file, 0o644) }
+
+            let check = try await Self.asNobody(cli, ["check"], store: cli.storePath)
+            #expect(check.exitCode == 77 && check.stderr.contains("permission denied"), "\(check)")
+            #expect(try await cli.run(["check"]).exitCode == 0, "the owner's check finds the store sound")
+            withExtendedLifetime(writer) {}
+        }
+    }
+
     @Test("no write access: without a writer, reads fail with 77 naming the missing access; while a writer has it open, reads work read-only; writes fail with 77 and change nothing")
     func readOnlyStore() async throws {
         try Self.requireOtherUser()
