@@ -360,6 +360,10 @@ struct ImportCommand: Command {
         guard FileManager.default.fileExists(atPath: path) else { throw CommandFailure(.inputMissing, "the input file \(path) does not exist") }
         guard let handle = FileHandle(forReadingAtPath: path) else { throw CommandFailure(.inputMissing, "cannot read the input file \(path)") }
         var status = stat()
+        // Before the store is opened (or created): a folder is no input file.
+        if fstat(handle.fileDescriptor, &status) == 0, status.st_mode & S_IFMT == S_IFDIR {
+            throw CommandFailure(.inputMissing, "the input \(path) is a folder; name an input file (or - for stdin)")
+        }
         if checkpointPath != nil, fstat(handle.fileDescriptor, &status) == 0, status.st_mode & S_IFMT != S_IFREG {
             // A checkpoint counts the items of an input read again from its start: a pipe
             // (`<(zcat …)`, a FIFO) gives other data the next time, under the same name.

@@ -201,6 +201,16 @@ struct ImportCLITests {
         }
     }
 
+    @Test("a folder named as the input is exit 66 before any store is made")
+    func folderAsInput() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            let result = try await cli.run(["import", store.directory.path])
+            #expect(result.exitCode == 66 && result.stderr.contains("is a folder"), "\(result)")
+            #expect(!cli.exists(cli.storePath), "no store was made for an input that cannot be read")
+        }
+    }
+
     @Test("--mode create fails on existing records: exit 1, a reject line for each, nothing changed", arguments: TestEngine.all)
     func createMode(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
