@@ -68,7 +68,12 @@ final class SQLiteConnection {
         return info.st_dev != logIdentity.device || info.st_ino != logIdentity.inode
     }
 
-    /// Notes the log a commit went into, the first time.
+    /// Whether the log this connection uses is known (noted when the store was opened, or at
+    /// its first commit).
+    var knowsItsLog: Bool { logIdentity != nil }
+
+    /// Notes the log the connection uses (opened with the store, or made by its first commit),
+    /// the first time.
     func noteLogIdentity() {
         guard logIdentity == nil, let log = logPath else { return }
         var info = stat()

@@ -69,7 +69,7 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
         try Self.refuseURL(path)
         try Self.refuseSpecialFile(path)
         try Self.refuseCompanionFile(path)
-        try Self.refuseSecondName(path)
+        if !readOnly { try Self.refuseSecondName(path) }
         self.path = path
         self.busyTimeout = busyTimeout
         self.tombstoneRetention = tombstoneRetention
@@ -85,6 +85,9 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
             return
         }
         try migrate()
+        // The log the writer reads and writes from now on: one put in its place later (a
+        // restore) is not this store's, for commits and for the fold at exit alike.
+        writer.noteLogIdentity()
         checkpointer.install(on: writer)
     }
 
@@ -159,11 +162,18 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
     /// `rsync --link-dest` snapshot): SQLite keeps a store's log and shared-memory index beside
     /// the name it was opened by, so two names of one store keep two logs, each name reads its
     /// own, and the first checkpoint through one name discards what the other committed.
-    /// A symbolic link is one name (SQLite follows it to the file's own).
+    /// A symbolic link is one name (SQLite follows it to the file's own). Reading it read-only
+    /// (a hard-link snapshot of a backup) writes nothing, and is not refused.
     static func refuseSecondName(_ path: String) throws {
+        guard let others = otherNames(path) else { return }
+        throw StratusError(.badDatabase, "cannot open the store at \(path) for writing: the file has \(others) other name(s) (hard links, as a snapshot made with cp -al or rsync --link-dest has), and SQLite keeps a store's log beside each name it is opened by, so writes through one name would discard what another committed. Write to a store of one name: remove the other links, or copy the file (cp, while nothing writes it) and use the copy; reading it read-only works")
+    }
+
+    /// How many other names (hard links) the regular file at `path` has; nil for none.
+    public static func otherNames(_ path: String) -> Int? {
         var info = stat()
-        guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_nlink > 1 else { return }
-        throw StratusError(.badContainer, "cannot open the store at \(path): the file has \(info.st_nlink - 1) other name(s) (hard links), and SQLite keeps a store's log beside each name it is opened by, so writes through one name would discard what the other committed. Give the store one name: remove the other links, or make a copy with `stratus copy` or `sqlite3 STORE \".backup COPY\"`")
+        guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_nlink > 1 else { return nil }
+        return Int(info.st_nlink) - 1
     }
 
     /// Creates the store's folder (mode 0700) and file (mode 0600) when missing, so that only
@@ -323,7 +333,9 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
     func foldLog() {
         guard !isReadOnly else { return }
         writerLock.withLock {
-            guard !writer.fileHasMoved, !writer.logHasMoved else { return }
+            // Only the log this connection knows is its own, at the path, into the file it
+            // opened: a log it never saw may be a replaced store's, whose pages would undo a restore.
+            guard writer.knowsItsLog, !writer.fileHasMoved, !writer.logHasMoved else { return }
             _ = sqlite3_wal_checkpoint_v2(writer.handle, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
         }
     }

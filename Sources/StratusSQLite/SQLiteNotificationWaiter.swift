@@ -24,6 +24,7 @@ final class SQLiteNotificationWaiter: NotificationWaiter, @unchecked Sendable {
         connection.resetActiveStatements()
         self.connection = connection
         lastVersion = try Self.dataVersion(on: connection)
+        connection.noteLogIdentity()
     }
 
     private static func dataVersion(on connection: SQLiteConnection) throws -> Int64 {
@@ -40,7 +41,7 @@ final class SQLiteNotificationWaiter: NotificationWaiter, @unchecked Sendable {
                 guard let connection else { return nil }
                 // A store file replaced while followed (a restore) is written no more: the feed
                 // would wait for ever on the old one, and its token skip what the new one gets.
-                if connection.fileHasMoved {
+                if connection.fileHasMoved || connection.logHasMoved {
                     throw StratusError(.badDatabase, "the store file at \(connection.path) was replaced, moved or deleted while its notifications were followed; follow the store at that path again (a restored store's feed starts from no token)")
                 }
                 let version = try Self.dataVersion(on: connection)
