@@ -37,6 +37,10 @@ public final class PostgresConnectionPool: @unchecked Sendable {
     private var lent: [ObjectIdentifier: PostgresCanceller] = [:]
     /// The operations' cancellations lent connections are registered with.
     private var registrations: [ObjectIdentifier: (cancellation: StatementCancellation, id: UInt64)] = [:]
+    /// Lent connections an operation's cancellation sent a cancel request for: such a request
+    /// names the backend, not the statement, and may arrive after the statement ended, so the
+    /// connection is closed when it comes back rather than lent to another caller.
+    private var cancelledLendings: Set<ObjectIdentifier> = []
 
     /// A pool for the server `url` names, read as ``PostgresConnection/init(url:settings:)``
     /// reads it. No connection is opened yet.
@@ -181,6 +185,7 @@ public final class PostgresConnectionPool: @unchecked Sendable {
     private func cancelStatement(of key: ObjectIdentifier, ifRegisteredAs cancellation: StatementCancellation?) {
         condition.lock()
         let canceller = cancellation != nil && registrations[key]?.cancellation === cancellation ? lent[key] : nil
+        if canceller != nil { cancelledLendings.insert(key) }
         condition.unlock()
         // Outside the lock: the request is a round trip to the server.
         canceller?.cancel()
@@ -233,6 +238,7 @@ public final class PostgresConnectionPool: @unchecked Sendable {
         condition.lock()
         lent[ObjectIdentifier(connection)] = nil
         let registration = registrations.removeValue(forKey: ObjectIdentifier(connection))
+        if cancelledLendings.remove(ObjectIdentifier(connection)) != nil { reusable = false }
         if reusable {
             idle.append(connection)
         } else {
