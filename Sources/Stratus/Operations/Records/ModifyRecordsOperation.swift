@@ -637,6 +637,11 @@ open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, 
                 var batchRequest = request(saves, batch.deletes, atomic: false)
                 if number == batches.count - 1 { batchRequest.jobProgress = progress }
                 outcome = try withRetry { try RecordWriteExecutor.apply(batchRequest, engine: engine, context: context) }
+            } catch let error as StratusError where error.code == .operationCancelled && isCancelled {
+                // The operation's own cancellation stopped the batch's statement (nothing of it
+                // was written): the operation ends cancelled, as between batches.
+                staging?.release(engine: engine, context: context, candidates: [])
+                return stopped(done: done, errors: errors)
             } catch let error as StratusError where answersItemByItem && !recordOutput.hasConsumers {
                 staging?.release(engine: engine, context: context, candidates: [])
                 for unwritten in batches[number...] {
