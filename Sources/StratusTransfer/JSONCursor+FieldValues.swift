@@ -687,8 +687,11 @@ extension JSONCursor {
             if let directory = context.assetDirectory,
                let (name, member) = names.lazy.compactMap({ name, member in name.map { ($0, member) } }).first(where: { present($0.0, in: directory) }) {
                 // CloudKit's size is the content's: a file of another size is another content.
+                // A link is looked through only where links are followed and it stays inside.
                 var info = stat()
-                if let size, lstat(directory.appendingPathComponent(name).path, &info) == 0, info.st_mode & S_IFMT == S_IFREG, Int64(info.st_size) != size {
+                let candidate = directory.appendingPathComponent(name).path
+                let looked = context.followsAssetSymlinks && Self.staysInside(candidate, directory) ? stat(candidate, &info) : lstat(candidate, &info)
+                if let size, looked == 0, info.st_mode & S_IFMT == S_IFREG, Int64(info.st_size) != size {
                     throw fail(location, key, type, i, "names by its \(member) the file '\(name)' in the assets folder \(directory.path), which has \(info.st_size) bytes where the asset's size says \(size): another content")
                 }
                 return Asset(path: name, in: directory, followsSymlinks: context.followsAssetSymlinks).withMetadata(of: metadata, size: size)
@@ -733,6 +736,14 @@ extension JSONCursor {
             return .failure(AssetPathRefusal(message: "has the downloadURL '\(quoted)', which is not a local file"))
         }
         return .success(Asset(fileURL: url))
+    }
+
+    /// Whether `path`, its links resolved, is inside `folder` (its links resolved too).
+    static func staysInside(_ path: String, _ folder: URL) -> Bool {
+        guard let resolved = realpath(path, nil), let base = realpath(folder.path, nil) else { return false }
+        defer { free(resolved); free(base) }
+        let file = String(cString: resolved), root = String(cString: base)
+        return file.hasPrefix(root.hasSuffix("/") ? root : root + "/")
     }
 
     /// Whether an asset's `downloadURL` names a remote copy (CloudKit's `https` URLs).
