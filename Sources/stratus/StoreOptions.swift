@@ -213,6 +213,12 @@ struct StoreOptions {
             StratusCommand.log("reading the store at \(location) read-only: \(missing)")
             return try SQLiteEngine(path: location, readOnly: true)
         }
+        if access == .read, let others = SQLiteEngine.otherNames(location) {
+            // A hard-link snapshot is read as it is; written through, its other names' logs
+            // would be lost (the engine refuses that).
+            StratusCommand.log("reading the store at \(location) read-only: the file has \(others) other name(s) (hard links); what a writer through another name keeps in its log is not seen here")
+            return try SQLiteEngine(path: location, readOnly: true)
+        }
         let engine = try SQLiteEngine.shared(path: location)
         if !existed { StratusCommand.note("created a new store at \(location)") }
         return engine
