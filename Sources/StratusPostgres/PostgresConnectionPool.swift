@@ -187,8 +187,11 @@ public final class PostgresConnectionPool: @unchecked Sendable {
         let canceller = cancellation != nil && registrations[key]?.cancellation === cancellation ? lent[key] : nil
         if canceller != nil { cancelledLendings.insert(key) }
         condition.unlock()
-        // Outside the lock: the request is a round trip to the server.
-        canceller?.cancel()
+        // On a thread of its own: the request is a round trip to the server, which a dead
+        // network path can hold for good, and the caller (an operation's cancel(), the resource
+        // timer's one queue) must return at once.
+        guard let canceller else { return }
+        Thread { canceller.cancel() }.start()
     }
 
     private func acquireConnection() throws -> PostgresConnection {
