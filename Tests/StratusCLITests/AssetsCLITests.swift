@@ -312,6 +312,24 @@ struct AssetsCLITests {
         }
     }
 
+    @Test("a CloudKit asset's checksum file of another size than its size is another content, also reached through a link with --follow-symlinks; a link out of the folder tells nothing of its target", arguments: TestEngine.all)
+    func checksumFilesOfAnotherSize(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            _ = try store.writeFile("in/real.bin", patternBytes(count: 500, seed: 2))
+            #expect(symlink("real.bin", store.path("in/BBBB")) == 0)
+            let outside = try store.writeFile("secret.bin", patternBytes(count: 631, seed: 3))
+            #expect(symlink(outside.path, store.path("in/CCCC")) == 0)
+            func record(_ name: String, _ checksum: String) -> String {
+                #"{"recordName":"\#(name)","recordType":"Pic","fields":{"im":{"type":"ASSETID","value":{"downloadURL":"https://cvws.icloud-content.com/B/x","fileChecksum":"\#(checksum)","size":100}}}}"#
+            }
+            let linked = try await cli.run(["import", "--assets-dir", store.path("in"), "--follow-symlinks"], stdin: record("y", "BBBB") + "\n")
+            #expect(linked.exitCode == 1 && linked.stderr.contains("500 bytes") && linked.stderr.contains("another content"), "\(linked)")
+            let out = try await cli.run(["import", "--assets-dir", store.path("in")], stdin: record("z", "CCCC") + "\n")
+            #expect(!out.stderr.contains("631"), "the size of a file outside the folder is not told: \(out)")
+        }
+    }
+
     @Test("a CloudKit asset without content: the record reads, assets get is exit 66, attach gives it the downloaded file", arguments: TestEngine.all)
     func remoteAssetsAndAttach(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

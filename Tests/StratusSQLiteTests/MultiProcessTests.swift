@@ -52,6 +52,30 @@ enum StoreProcess {
         }
     }
 
+    /// Starts the `sqlite3` shell holding a read transaction (a snapshot) on a store, and
+    /// returns once it holds it: checkpoints cannot pass it, so what is written meanwhile stays
+    /// in the log.
+    static func holdReadSnapshot(_ storePath: String, in directory: URL) async throws -> LockHolder {
+        let shell = try #require(sqlite3, "the sqlite3 shell is needed (apt-get install sqlite3)")
+        let id = UUID().uuidString.prefix(8)
+        let marker = directory.appendingPathComponent("reading-\(id)").path
+        let release = directory.appendingPathComponent("release-\(id)").path
+        let script = """
+            (printf '.timeout 10000\\n.bail on\\nBEGIN;\\nSELECT count(*) FROM records;\\n.shell touch \(marker)\\n'; while [ ! -e '\(release)' ] && kill -0 \(getpid()) 2>/dev/null; do sleep 0.05; done; \\
+             printf 'COMMIT;\\n') | '\(shell)' '\(storePath)' > /dev/null
+            """
+        let holder = LockHolder(process: try ChildProcess("/bin/sh", ["-c", script], in: directory), releaseFile: release)
+        let start = ContinuousClock.now
+        while !FileManager.default.fileExists(atPath: marker) {
+            if ContinuousClock.now - start > .seconds(300) || !holder.process.isRunning {
+                let status = await holder.release()
+                throw StratusError(.internalError, "the sqlite3 shell did not take a snapshot: \(status.stderr)")
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        return holder
+    }
+
     /// Starts the `sqlite3` shell holding the store's write lock, and returns once it holds it.
     static func holdWriteLock(_ storePath: String, in directory: URL) async throws -> LockHolder {
         let shell = try #require(sqlite3, "the sqlite3 shell is needed (apt-get install sqlite3)")
@@ -337,6 +361,41 @@ struct MultiProcessTests {
             #expect(try await TestDatabase.exists("op", in: database) == false)
             #expect(try await TestDatabase.exists("engine", in: database) == false)
             #expect(try await TestDatabase.exists("cancelled", in: database) == false)
+        }
+    }
+
+    @Test("a store restored (a backup copied over its file, its log removed) while this process had it open: the log fold at exit leaves the restored store as it was")
+    func foldAfterRestoreKeepsTheRestore() async throws {
+        let stratus = try ChildProcess.builtExecutable("stratus")
+        try await TemporaryStore.with(prefix: "stratus-fold-restore") { store in
+            let path = store.path()
+            func records(_ prefix: String, _ value: Int) -> String {
+                (0..<200).map { #"{"recordName":"r\#($0)","recordType":"Item","fields":{"n":{"value":\#(value)}}}"# }.joined(separator: "\n") + "\n"
+            }
+            let first = try store.writeFile("first.ndjson", Data(records("r", 1).utf8)).path
+            let second = try store.writeFile("second.ndjson", Data(records("r", 2).utf8)).path
+            #expect(try await StoreProcess.run(stratus, ["import", first, "--store", path, "--quiet"], in: store.directory).exitCode == 0)
+            // The backup: the file alone is whole once the import exited.
+            let backup = try Data(contentsOf: URL(fileURLWithPath: path))
+            // This process has the store open from before the restore, as a running watch has.
+            let follower = try SQLiteEngine.shared(path: path)
+            // Writes that stay in the log: a reader's snapshot keeps checkpoints from passing.
+            let reader = try await StoreProcess.holdReadSnapshot(path, in: store.directory)
+            #expect(try await StoreProcess.run(stratus, ["import", second, "--store", path, "--mode", "forceReplace", "--quiet"], in: store.directory).exitCode == 0)
+            _ = await reader.release()
+
+            // The restore: the backup's bytes over the file (the same inode), the log removed.
+            let handle = try #require(FileHandle(forWritingAtPath: path))
+            try handle.truncate(atOffset: 0)
+            try handle.write(contentsOf: backup)
+            try handle.close()
+            for suffix in ["-wal", "-shm"] { unlink(path + suffix) }
+            SQLiteEngine.foldLogsOfOpenStores()
+            withExtendedLifetime(follower) {}
+
+            let shell = try #require(StoreProcess.sqlite3)
+            let values = try await StoreProcess.runSQL(shell, path, "SELECT count(*), sum(json_extract(fields, '$.n[1]')) FROM records WHERE record_type = 'Item';", in: store.directory)
+            #expect(values.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "200|200", "the restored store, not the replaced one's log: \(values.stdout) \(values.stderr)")
         }
     }
 
