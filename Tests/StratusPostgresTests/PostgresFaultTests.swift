@@ -47,12 +47,20 @@ struct PostgresFaultTests {
         save.configuration.timeoutIntervalForResource = 1
         let saved = Box<Result<Void, any Error>?>(nil)
         save.modifyRecordsResultBlock = { saved.value = $0 }
+        // A save item by item (not atomic), cancelled while it waits: the whole operation ends
+        // cancelled, not a partial failure spread over its items.
+        let loose = ModifyRecordsOperation(recordsToSave: [makeRecord("Item", "loose-1"), makeRecord("Item", "loose-2")])
+        loose.isAtomic = false
+        let looseResult = Box<Result<Void, any Error>?>(nil)
+        loose.modifyRecordsResultBlock = { looseResult.value = $0 }
         records.add(query)
         records.add(save)
+        records.add(loose)
         try await Task.sleep(for: .milliseconds(300))
         query.cancel()
-        // Both end while the lock is still held (or the suite's limit says they never did).
-        await waitUntilFinished([query, save])
+        loose.cancel()
+        // All end while the lock is still held (or the suite's limit says they never did).
+        await waitUntilFinished([query, save, loose])
         try holder.executeScript("ROLLBACK")
 
         if case .failure(let error as StratusError)? = queried.value {
@@ -66,6 +74,12 @@ struct PostgresFaultTests {
         } else {
             Issue.record("the timed-out save did not fail: \(String(describing: saved.value))")
         }
+        if case .failure(let error as StratusError)? = looseResult.value {
+            #expect(error.code == .operationCancelled, "\(error)")
+        } else {
+            Issue.record("the cancelled save did not fail: \(String(describing: looseResult.value))")
+        }
+        #expect(try await TestDatabase.exists("loose-1", in: records) == false)
         #expect(try await TestDatabase.exists("timed-out", in: records) == false, "nothing of the timed-out save was written")
         #expect(try await TestDatabase.exists("before", in: records))
     }
