@@ -137,7 +137,7 @@ final class ChangeOutput {
             // What it holds that ends within a line is ended first: the first change must be a
             // line of its own, or a consumer reading lines loses it.
             var length = size
-            if status.st_mode & S_IFMT == S_IFREG, size > 0, Self.endsWithinLine(outputPath, size: size, of: status) {
+            if size > 0, FileDescriptorOutput.endsWithinLine(outputPath, sameFileAs: status) {
                 var newline = UInt8(ascii: "\n")
                 guard pwrite(descriptor, &newline, 1, off_t(size)) == 1, fsync(descriptor) == 0 else {
                     throw CommandFailure.system(.cannotCreateOutput, "cannot write the output file \(outputPath)")
@@ -185,19 +185,6 @@ final class ChangeOutput {
         commit.length += Int64(data.count)
         self.commit = commit
         return commit
-    }
-
-    /// Whether the file at `path`, the one `status` describes, holds `size` bytes of which the
-    /// last is not a newline (read through a descriptor of its own: the output's is write-only).
-    private static func endsWithinLine(_ path: String, size: Int64, of status: stat) -> Bool {
-        let reader = Glibc.open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
-        guard reader >= 0 else { return false }
-        defer { close(reader) }
-        var opened = stat()
-        var last: UInt8 = 0
-        guard fstat(reader, &opened) == 0, opened.st_ino == status.st_ino, opened.st_dev == status.st_dev,
-              pread(reader, &last, 1, off_t(size - 1)) == 1 else { return false }
-        return last != UInt8(ascii: "\n")
     }
 
     // MARK: - The committed file

@@ -40,7 +40,7 @@ enum RejectFileOpening {
         let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
         // A run stopped by a full disk may have left half a line: this run's lines start on a
         // line of their own, so that every whole line stays one JSON object.
-        if endsWithinLine(path) {
+        if FileDescriptorOutput.endsWithinLine(path) {
             do {
                 try handle.write(contentsOf: Data("\n".utf8))
             } catch {
@@ -57,16 +57,5 @@ enum RejectFileOpening {
         let line = text.prefix { $0 != 0x0A }
         guard let object = (try? JSONSerialization.jsonObject(with: line)) as? [String: Any] else { return false }
         return Set(object.keys) == ["recordName", "error"]
-    }
-
-    /// Whether `path` is a regular file whose last byte is not a newline.
-    private static func endsWithinLine(_ path: String) -> Bool {
-        let descriptor = Foundation.open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
-        guard descriptor >= 0 else { return false }
-        defer { close(descriptor) }
-        var info = stat()
-        guard fstat(descriptor, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size > 0 else { return false }
-        var last: UInt8 = 0
-        return pread(descriptor, &last, 1, info.st_size - 1) == 1 && last != UInt8(ascii: "\n")
     }
 }
