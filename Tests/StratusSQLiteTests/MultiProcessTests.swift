@@ -56,12 +56,26 @@ enum StoreProcess {
     /// returns once it holds it: checkpoints cannot pass it, so what is written meanwhile stays
     /// in the log.
     static func holdReadSnapshot(_ storePath: String, in directory: URL) async throws -> LockHolder {
+        try await holdTransaction(storePath, opening: "BEGIN;\\nSELECT count(*) FROM records;", what: "a snapshot", in: directory)
+    }
+
+    /// Starts the `sqlite3` shell holding the store's write lock, and returns once it holds it.
+    static func holdWriteLock(_ storePath: String, in directory: URL) async throws -> LockHolder {
+        try await holdTransaction(storePath, opening: "BEGIN IMMEDIATE;", what: "the write lock", in: directory)
+    }
+
+    /// Starts the `sqlite3` shell running `opening` (statements for `printf`) and holding the
+    /// transaction it began until released, and returns once the shell holds it.
+    private static func holdTransaction(_ storePath: String, opening: String, what: String, in directory: URL) async throws -> LockHolder {
         let shell = try #require(sqlite3, "the sqlite3 shell is needed (apt-get install sqlite3)")
         let id = UUID().uuidString.prefix(8)
-        let marker = directory.appendingPathComponent("reading-\(id)").path
+        let marker = directory.appendingPathComponent("held-\(id)").path
         let release = directory.appendingPathComponent("release-\(id)").path
+        // Held until released, or until this test process is gone: never for a fixed time, which
+        // a loaded machine can outlast before the test has looked. The shell stops (.bail) rather
+        // than mark the transaction taken when its first statement failed.
         let script = """
-            (printf '.timeout 10000\\n.bail on\\nBEGIN;\\nSELECT count(*) FROM records;\\n.shell touch \(marker)\\n'; while [ ! -e '\(release)' ] && kill -0 \(getpid()) 2>/dev/null; do sleep 0.05; done; \\
+            (printf '.timeout 10000\\n.bail on\\n\(opening)\\n.shell touch \(marker)\\n'; while [ ! -e '\(release)' ] && kill -0 \(getpid()) 2>/dev/null; do sleep 0.05; done; \
              printf 'COMMIT;\\n') | '\(shell)' '\(storePath)' > /dev/null
             """
         let holder = LockHolder(process: try ChildProcess("/bin/sh", ["-c", script], in: directory), releaseFile: release)
@@ -69,32 +83,7 @@ enum StoreProcess {
         while !FileManager.default.fileExists(atPath: marker) {
             if ContinuousClock.now - start > .seconds(300) || !holder.process.isRunning {
                 let status = await holder.release()
-                throw StratusError(.internalError, "the sqlite3 shell did not take a snapshot: \(status.stderr)")
-            }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        return holder
-    }
-
-    /// Starts the `sqlite3` shell holding the store's write lock, and returns once it holds it.
-    static func holdWriteLock(_ storePath: String, in directory: URL) async throws -> LockHolder {
-        let shell = try #require(sqlite3, "the sqlite3 shell is needed (apt-get install sqlite3)")
-        let id = UUID().uuidString.prefix(8)
-        let marker = directory.appendingPathComponent("locked-\(id)").path
-        let release = directory.appendingPathComponent("release-\(id)").path
-        // Held until released, or until this test process is gone: never for a fixed time, which
-        // a loaded machine can outlast before the test has looked. The shell stops (.bail) rather
-        // than mark the lock taken when BEGIN IMMEDIATE failed.
-        let script = """
-            (printf '.timeout 10000\\n.bail on\\nBEGIN IMMEDIATE;\\n.shell touch \(marker)\\n'; while [ ! -e '\(release)' ] && kill -0 \(getpid()) 2>/dev/null; do sleep 0.05; done; \
-             printf 'COMMIT;\\n') | '\(shell)' '\(storePath)'
-            """
-        let holder = LockHolder(process: try ChildProcess("/bin/sh", ["-c", script], in: directory), releaseFile: release)
-        let start = ContinuousClock.now
-        while !FileManager.default.fileExists(atPath: marker) {
-            if ContinuousClock.now - start > .seconds(300) || !holder.process.isRunning {
-                let status = await holder.release()
-                throw StratusError(.internalError, "the sqlite3 shell did not take the write lock: \(status.stderr)")
+                throw StratusError(.internalError, "the sqlite3 shell did not take \(what): \(status.stderr)")
             }
             try await Task.sleep(for: .milliseconds(10))
         }
