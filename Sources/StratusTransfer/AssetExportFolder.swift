@@ -92,6 +92,11 @@ public final class AssetExportFolder: @unchecked Sendable {
             }
             return true
         }
+        // Content that is not the asset's size would be exported as the asset, and the export
+        // would read back as the damage under a self-consistent name.
+        if let fileSize = asset.damagedContentSize() {
+            throw StratusError(.assetFileModified, asset.damagedContentMessage(fileSize: fileSize))
+        }
         if try lock.withLock(claimed) { return name }
         let destination = directory.appendingPathComponent(name)
         if !holdsContent(destination, of: source) {

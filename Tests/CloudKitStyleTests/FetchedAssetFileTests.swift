@@ -67,6 +67,28 @@ struct FetchedAssetFileTests {
         }
     }
 
+    @Test("content the store holds cut short (a damaged assets folder) is not handed out as the asset: its file is nil, and assetContentURL says it is damaged")
+    func damagedContentIsNotHandedOut() async throws {
+        try await TemporaryStore.with(prefix: "cloudkit-assets") { store in
+            let container = try Container(identifier: "iCloud.com.example.behaviours", storePath: store.path(), userName: "alice")
+            let database = container.privateCloudDatabase
+            let (photo, _) = try await savePhotos(database, in: store)
+            let contents = store.path() + ".assets/sha256"
+            let file = try #require(try FileManager.default.contentsOfDirectory(atPath: contents).first)
+            #expect(chmod(contents + "/" + file, 0o600) == 0 && truncate(contents + "/" + file, 400) == 0)
+
+            let asset = try #require(try await database.record(for: photo)["image"] as? Asset)
+            #expect(asset.size == 1000)
+            #expect(asset.fileURL == nil, "400 of the asset's 1,000 bytes are not the asset")
+            await #expect(throws: StratusError.self) { _ = try await database.assetContentURL(for: asset) }
+            do {
+                _ = try await database.assetContentURL(for: asset)
+            } catch let error as StratusError {
+                #expect(error.code == .assetFileModified && error.message.contains("400 bytes where the asset has 1000") && error.message.contains("damaged"), "\(error)")
+            }
+        }
+    }
+
     @Test("an asset value hands out one file, readable and writable by the app; each fetch its own; a file the app removed is made again")
     func oneFilePerFetch() async throws {
         try await TemporaryStore.with(prefix: "cloudkit-assets") { store in

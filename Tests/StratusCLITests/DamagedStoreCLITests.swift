@@ -128,6 +128,29 @@ struct DamagedStoreCLITests {
         }
     }
 
+    @Test("asset content cut short in the store's folder: export --assets-dir fails the record naming the damage and writes no file for it; assets get exits 70 writing nothing")
+    func truncatedAssetContent() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            _ = try store.writeFile("src/photo.bin", patternBytes(count: 20_000, seed: 9))
+            let line = #"{"recordName":"pic","recordType":"Photo","fields":{"image":{"value":{"downloadURL":"photo.bin"},"type":"ASSETID"}}}"#
+            #expect(try await cli.run(["import", "--quiet", "--assets-dir", store.path("src")], stdin: line + "\n").exitCode == 0)
+            let contents = cli.storePath + ".assets/sha256"
+            let file = try #require(try FileManager.default.contentsOfDirectory(atPath: contents).first)
+            #expect(chmod(contents + "/" + file, 0o600) == 0 && truncate(contents + "/" + file, 5_000) == 0)
+
+            let export = try await cli.run(["export", "--type", "Photo", "--assets-dir", store.path("out")])
+            #expect(export.exitCode != 0, "\(export)")
+            #expect(export.stderr.contains("pic") && export.stderr.contains("5000 bytes where the asset has 20000") && export.stderr.contains("damaged"), "\(export.stderr)")
+            let written = (try? FileManager.default.contentsOfDirectory(atPath: store.path("out"))) ?? []
+            #expect(written.filter { !$0.hasPrefix(".") }.isEmpty, "no file holds the damage under the asset's name: \(written)")
+
+            let get = try await cli.run(["assets", "get", "pic", "image"])
+            #expect(get.exitCode == 70 && get.stdout.isEmpty, "\(get)")
+            #expect(get.stderr.contains("damaged"), "\(get.stderr)")
+        }
+    }
+
     @Test("asset content the store lost (an SQLite store copied without its .assets folder, rows deleted by raw SQL): check exits 70 naming the content and a record that names it", arguments: TestEngine.all)
     func missingAssetContent(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

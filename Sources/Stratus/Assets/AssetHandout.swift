@@ -25,11 +25,14 @@ final class AssetHandout: Sendable {
     let content: URL
     /// The content's SHA-256, which names the handed-out files.
     let identifier: String
+    /// The asset's size: content of another size is damaged, and is not handed out as the asset.
+    let size: Int64?
     private let current = Mutex<URL?>(nil)
 
-    init(content: URL, identifier: String) {
+    init(content: URL, identifier: String, size: Int64? = nil) {
         self.content = content
         self.identifier = identifier
+        self.size = size
     }
 
     /// The app's file with the content: made at the first call, and made again when it is gone
@@ -38,7 +41,7 @@ final class AssetHandout: Sendable {
     func fileURL() -> URL? {
         current.withLock { url in
             if let existing = url, AssetHandouts.isRegularFile(existing) { return existing }
-            url = AssetHandouts.handOut(content, identifier: identifier)
+            url = AssetHandouts.handOut(content, identifier: identifier, size: size)
             return url
         }
     }
@@ -72,11 +75,12 @@ enum AssetHandouts {
     /// When each of this process's folders was last swept, by path.
     private static let lastSweeps = Mutex<[String: Date]>([:])
 
-    /// A new file with `content`'s bytes that the app owns, or `nil` when none can be made.
-    static func handOut(_ content: URL, identifier: String) -> URL? {
+    /// A new file with `content`'s bytes that the app owns, or `nil` when none can be made
+    /// (also when `content` is not `size` bytes long: a damaged assets folder).
+    static func handOut(_ content: URL, identifier: String, size: Int64? = nil) -> URL? {
         for directory in localDirectories(for: content) {
             do {
-                return try handOut(content, identifier: identifier, in: directory)
+                return try handOut(content, identifier: identifier, size: size, in: directory)
             } catch {
                 continue
             }
@@ -100,7 +104,7 @@ enum AssetHandouts {
         FileManager.default.temporaryDirectory.appendingPathComponent("stratus-handouts-\(geteuid())", isDirectory: true)
     }
 
-    private static func handOut(_ content: URL, identifier: String, in directory: URL) throws -> URL {
+    private static func handOut(_ content: URL, identifier: String, size: Int64?, in directory: URL) throws -> URL {
         if directory == temporaryDirectory { try FileDescriptor.makeOwnDirectory(directory) }
         let holder = try AssetHolder.shared(in: directory)
         let folder = directory.appendingPathComponent(folderName, isDirectory: true).appendingPathComponent(holder.name, isDirectory: true)
@@ -109,15 +113,17 @@ enum AssetHandouts {
         let number = counter.wrappingAdd(1, ordering: .relaxed).newValue
         let name = SHA256Hasher.Digest.isHexadecimal(identifier) ? identifier : "asset"
         let destination = folder.appendingPathComponent("\(name).\(number)")
-        try copy(content, to: destination)
+        try copy(content, to: destination, size: size)
         return destination
     }
 
     /// Copies `source` into a new file `destination` (0600): a clone where the file system can
-    /// make one, else a copy inside the kernel (`sendfile`), else read and written.
-    static func copy(_ source: URL, to destination: URL) throws(POSIXFailure) {
+    /// make one, else a copy inside the kernel (`sendfile`), else read and written. Copies
+    /// nothing when `source` is not `expectedSize` bytes long (EIO).
+    static func copy(_ source: URL, to destination: URL, size expectedSize: Int64? = nil) throws(POSIXFailure) {
         let input = try FileDescriptor.open(source.path, O_RDONLY | O_NOFOLLOW)
         let size = Int64(try input.status().st_size)
+        if let expectedSize, expectedSize != size { throw POSIXFailure(errno: EIO, operation: "copy") }
         let output = try FileDescriptor.open(destination.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600)
         do throws(POSIXFailure) {
             #if os(Linux)

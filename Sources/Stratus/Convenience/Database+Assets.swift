@@ -25,7 +25,9 @@ extension Database {
     /// ```
     ///
     /// - Throws: ``StratusError`` `assetNotAvailable` for an asset whose content the store
-    ///   does not hold (a CloudKit asset not attached yet, see ``AssetAttacher``); store errors.
+    ///   does not hold (a CloudKit asset not attached yet, see ``AssetAttacher``);
+    ///   `assetFileModified` when the store's file is not the asset's size (a damaged assets
+    ///   folder); store errors.
     public func assetContentURL(for asset: Asset) async throws -> URL {
         guard let identifier = asset.storedIdentifier else {
             let origin = asset.downloadURL != nil ? "a CloudKit asset whose content was not attached (stratus assets attach)" : "an asset that was not saved"
@@ -36,6 +38,9 @@ extension Database {
             let visible = try context.isAdministrator || !store.visibleContent([identifier]).isEmpty
             guard visible, let url = try store.contentFile(identifier) else {
                 throw StratusError(.assetNotAvailable, "the asset's content \(identifier.prefix(12))… is no longer in the store")
+            }
+            if let fileSize = asset.damagedContentSize(in: url) {
+                throw StratusError(.assetFileModified, asset.damagedContentMessage(fileSize: fileSize, file: url))
             }
             return url
         }

@@ -500,11 +500,8 @@ public final class StoreCopier: Sendable {
             default: continue
             }
             for asset in assets {
-                guard asset.storedIdentifier != nil, let size = asset.size, let url = asset.contentURL else { continue }
-                var info = stat()
-                guard stat(url.path, &info) == 0 else { continue }   // missing: the save says so
-                if Int64(info.st_size) != size {
-                    return StratusError(.assetFileModified, "field '\(key)' of record '\(record.recordID.recordName)': the source's content file \(url.lastPathComponent) has \(info.st_size) bytes where the asset has \(size): the source's assets are damaged (stratus check; restore its assets folder)", recordID: record.recordID)
+                if let fileSize = asset.damagedContentSize() {
+                    return StratusError(.assetFileModified, "field '\(key)' of record '\(record.recordID.recordName)': the source's content file \(asset.contentURL?.lastPathComponent ?? "?") has \(fileSize) bytes where the asset has \(asset.size ?? 0): the source's assets are damaged (restore its assets folder from a backup)", recordID: record.recordID)
                 }
             }
         }

@@ -31,7 +31,7 @@ public struct Asset: Hashable, Sendable, Codable {
     ///   removed an hour after it was made, or once the process has ended (see "How assets are
     ///   stored" in the README); read the property again for a new one, and move or copy the
     ///   file to keep it. `nil` when no copy can be made (the content left the store, the disk
-    ///   is full);
+    ///   is full, the store's content file is not the asset's size: a damaged assets folder);
     /// - `nil` for a CloudKit asset whose content is not attached.
     ///
     /// ```swift
@@ -46,6 +46,24 @@ public struct Asset: Hashable, Sendable, Codable {
     /// own read-only file of a stored one. Never handed to the app: exports, copies and saves
     /// read it directly, without a handed-out copy.
     package var contentURL: URL? { location }
+
+    /// The size of the store's content file `file` when it is not the asset's ``size``: the
+    /// content was truncated or replaced on disk (a damaged or half-restored assets folder),
+    /// and reading it would hand out other bytes as this asset. `nil` when the sizes agree, or
+    /// when there is nothing to compare (no stored content, no size, no file: a missing file
+    /// is reported by whoever reads it).
+    package func damagedContentSize(in file: URL? = nil) -> Int64? {
+        guard storedIdentifier != nil, let size, let path = (file ?? location)?.path else { return nil }
+        var info = stat()
+        guard stat(path, &info) == 0, Int64(info.st_size) != size else { return nil }
+        return Int64(info.st_size)
+    }
+
+    /// What to say of content ``damagedContentSize(in:)`` found damaged: which file, and what to do.
+    package func damagedContentMessage(fileSize: Int64, file: URL? = nil) -> String {
+        let name = (file ?? location)?.lastPathComponent ?? storedIdentifier ?? "?"
+        return "the store's content file \(name) has \(fileSize) bytes where the asset has \(size ?? 0): the store's assets are damaged (restore its assets folder from a backup)"
+    }
 
     /// The source file, or the store's content file of a stored asset.
     private let location: URL?
@@ -141,7 +159,7 @@ public struct Asset: Hashable, Sendable, Codable {
         self.source = source
         self.otherMembers = [:]
         if let storedIdentifier, let fileURL {
-            handout = AssetHandout(content: fileURL, identifier: storedIdentifier)
+            handout = AssetHandout(content: fileURL, identifier: storedIdentifier, size: size)
         } else {
             handout = nil
         }
