@@ -45,8 +45,59 @@ extension SQLiteEngine {
                 if line != "ok" { problems.append(line) }
             }
             guard problems.isEmpty else { return problems }
-            return try missingAssetContents(on: connection)
+            let missing = try missingAssetContents(on: connection)
+            return missing + (try wrongSizeAssetContents(on: connection))
         }
+    }
+
+    /// Content files that are not the size the records naming them give their assets (a file
+    /// cut short or replaced in the folder), and documents of such records that do not decode:
+    /// each content named once, by the first record found naming it.
+    private func wrongSizeAssetContents(on connection: SQLiteConnection) throws -> [String] {
+        let named = try connection.uncachedStatement("""
+            SELECT r.record_name, r.fields, z.zone_name, z.container, z.db, z.owner
+            FROM records r LEFT JOIN zones z ON z.zone_id = r.zone_id
+            WHERE EXISTS (SELECT 1 FROM asset_refs a WHERE a.zone_id = r.zone_id AND a.record_name = r.record_name)
+            ORDER BY r.zone_id, r.record_name
+            """)
+        var problems: [String] = []
+        var reported: Set<String> = []
+        var (wrongSize, undecodable) = (0, 0)
+        let folder = assetsDirectory.appendingPathComponent("sha256", isDirectory: true).path
+        while try named.step() {
+            let recordName = named.text(0) ?? "?"
+            func place() -> String {
+                IntegrityProblem.place(zoneName: named.text(2), storageContainer: named.text(3), scope: named.int64(4), owner: named.text(5))
+            }
+            let fields: [String: FieldValue]
+            do {
+                fields = try FieldDocument.decode(named.text(1) ?? "", zoneID: .default, assetURL: assetContentURL)
+            } catch {
+                undecodable += 1
+                if undecodable <= IntegrityProblem.namedPerKind {
+                    problems.append(IntegrityProblem.undecodableDocument(recordName: recordName, place: place(), reason: "\(error)"))
+                }
+                continue
+            }
+            for value in fields.values {
+                let assets: [Asset] = switch value {
+                case .asset(let asset): [asset]
+                case .assetList(let list): list
+                default: []
+                }
+                for asset in assets {
+                    guard let identifier = asset.storedIdentifier, !reported.contains(identifier),
+                          let fileSize = asset.damagedContentSize(), let assetSize = asset.size else { continue }
+                    reported.insert(identifier)
+                    wrongSize += 1
+                    guard wrongSize <= IntegrityProblem.namedPerKind else { continue }
+                    problems.append(IntegrityProblem.wrongSizeAssetContent(identifier, recordName: recordName, place: place(), fileSize: fileSize, assetSize: assetSize, where: folder))
+                }
+            }
+        }
+        if wrongSize > IntegrityProblem.namedPerKind { problems.append("\(wrongSize - IntegrityProblem.namedPerKind) more asset content file(s) of the wrong size") }
+        if undecodable > IntegrityProblem.namedPerKind { problems.append("\(undecodable - IntegrityProblem.namedPerKind) more record(s) whose field document does not decode") }
+        return problems
     }
 
     private func missingAssetContents(on connection: SQLiteConnection) throws -> [String] {

@@ -128,7 +128,7 @@ struct DamagedStoreCLITests {
         }
     }
 
-    @Test("asset content cut short in the store's folder: export --assets-dir fails the record naming the damage and writes no file for it; assets get exits 70 writing nothing")
+    @Test("asset content cut short in the store's folder: export --assets-dir fails the record naming the damage and writes no file for it; assets get exits 70 writing nothing; check exits 70 naming the file")
     func truncatedAssetContent() async throws {
         try await TemporaryStore.with { store in
             let cli = try await CLI(store)
@@ -148,6 +148,10 @@ struct DamagedStoreCLITests {
             let get = try await cli.run(["assets", "get", "pic", "image"])
             #expect(get.exitCode == 70 && get.stdout.isEmpty, "\(get)")
             #expect(get.stderr.contains("damaged"), "\(get.stderr)")
+
+            let check = try await cli.run(["check"])
+            #expect(check.exitCode == 70, "\(check)")
+            #expect(check.stdoutLines == ["asset content \(file) in \(contents) has 5000 bytes where record 'pic' in zone _defaultZone of default public gives its asset 20000"], "\(check)")
         }
     }
 

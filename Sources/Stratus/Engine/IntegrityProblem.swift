@@ -22,6 +22,16 @@ public enum IntegrityProblem {
         return "zone \(zoneName ?? "?") of \(container) \(scopeName)\(ownerNote)"
     }
 
+    /// The line for asset content whose file is not the size a record that names it gives.
+    public static func wrongSizeAssetContent(_ identifier: String, recordName: String, place: String, fileSize: Int64, assetSize: Int64, where location: String) -> String {
+        "asset content \(identifier) in \(location) has \(fileSize) bytes where record '\(recordName)' in \(place) gives its asset \(assetSize)"
+    }
+
+    /// The line for a record whose stored field document cannot be read.
+    public static func undecodableDocument(recordName: String, place: String, reason: String) -> String {
+        "record '\(recordName)' in \(place): its field document does not decode: \(reason)"
+    }
+
     /// The line for asset content that records name but the store does not hold.
     public static func missingAssetContent(_ identifier: String, recordName: String, place: String, otherRecords: Int, where location: String) -> String {
         let others = otherRecords > 0 ? " and \(otherRecords) other record(s)" : ""
