@@ -47,17 +47,19 @@ public enum PostgresConnectionString {
     /// Refuses a URL whose user name or password libpq would read as another part, which
     /// messages would then show: more than one `@` before the host (libpq ends the user part at
     /// the first `@` and takes the rest of the password for the host), or an `@` after the first
-    /// `/` with none before it (a `/` of the password not percent-encoded: libpq ends the host at
-    /// it and reads the password's head as the port, which its message quotes). Nothing of the
-    /// URL is echoed.
+    /// `/` (a `/` of the password not percent-encoded: libpq ends the host at it and reads the
+    /// password's head as the port, or its tail as the host and database, which its messages
+    /// quote). Nothing of the URL is echoed.
     static func checkUserInfo(_ conninfo: String) throws {
         guard let length = schemeLength(conninfo) else { return }
-        let rest = conninfo.dropFirst(length)
+        var rest = conninfo.dropFirst(length)
         // As libpq reads it: the user part ends at the first '@' that comes before any '/'.
         if let stop = rest.firstIndex(where: { $0 == "@" || $0 == "/" }), rest[stop] == "@" {
             let host = rest[rest.index(after: stop)...].prefix { $0 != "/" && $0 != "?" }
-            guard host.contains("@") else { return }
-            throw StratusError(.invalidArguments, "a PostgreSQL URL has more than one '@' before its host (not shown: it may hold a password); write an '@' of the user name or password as %40")
+            if host.contains("@") {
+                throw StratusError(.invalidArguments, "a PostgreSQL URL has more than one '@' before its host (not shown: it may hold a password); write an '@' of the user name or password as %40")
+            }
+            rest = rest[host.endIndex...]
         }
         let path = rest.drop { $0 != "/" }.prefix { $0 != "?" }
         guard path.contains("@") else { return }
@@ -173,15 +175,15 @@ public enum PostgresConnectionString {
 
     /// Where the user part of a URL ends (after `scheme://`): at the last `@` before the first
     /// `/`, so that whatever libpq takes for the user name and password (it ends them at the
-    /// first `@`, and reads on past a `?`) is inside; or, when no `@` comes before the first
-    /// `/` but one comes after it (before any `?`) and a `:` before it, at that `@`: a password
-    /// with an unencoded `/`, which libpq would misread and ``checkUserInfo(_:)`` refuses.
+    /// first `@`, and reads on past a `?`) is inside; or, when an `@` comes after the first `/`
+    /// (before any `?`) and a `:` before it, at the last such `@`: a password with an unencoded
+    /// `/` (and maybe an `@` too), which libpq would misread and ``checkUserInfo(_:)`` refuses.
     static func userInfoEnd(_ rest: Substring, slashInPassword: Bool = true) -> Substring.Index? {
         let slash = rest.firstIndex(of: "/") ?? rest.endIndex
-        if let at = rest[..<slash].lastIndex(of: "@") { return at }
-        guard slashInPassword, slash < rest.endIndex, rest[..<slash].contains(":") else { return nil }
+        let beforeSlash = rest[..<slash].lastIndex(of: "@")
+        guard slashInPassword, slash < rest.endIndex, rest[..<slash].contains(":") else { return beforeSlash }
         let path = rest[slash...].prefix { $0 != "?" }
-        return path.lastIndex(of: "@")
+        return path.lastIndex(of: "@") ?? beforeSlash
     }
 
     private static func redactedURL(_ url: String) -> String {

@@ -97,6 +97,9 @@ final class PostgresAssetStore: AssetContentStore, Sendable {
     /// has that content already.
     private func store(_ upload: LocalAssetUpload, as identifier: String) throws {
         try engine.writeTransaction { connection in
+            // Writers of the same content take turns: the second finds the first's row, and adds
+            // no chunk to stored content (row-level security refuses that to members).
+            try connection.execute("SELECT pg_advisory_xact_lock(hashtextextended($1 || '/' || $2, 7417))", [.text(owner), .text(identifier)])
             if try !connection.query("SELECT 1 FROM asset_contents WHERE owner = $1 AND content_id = $2", [.text(owner), .text(identifier)]).isEmpty { return }
             let file: FileDescriptor
             do throws(POSIXFailure) {
@@ -153,14 +156,29 @@ final class PostgresAssetStore: AssetContentStore, Sendable {
         guard let cached = engine.cachedAssetURL(identifier) else { return nil }
         if access(cached.path, F_OK) == 0 { return cached }
         return try engine.pool.withConnection { connection -> URL? in
-            guard let count = try connection.query("SELECT count(*) FROM asset_chunks WHERE owner = $1 AND content_id = $2", [.text(owner), .text(identifier)]).first?.int64(0),
-                  count > 0 else { return nil }
+            guard let size = try connection.query("SELECT size FROM asset_contents WHERE owner = $1 AND content_id = $2", [.text(owner), .text(identifier)]).first?.int64(0) else { return nil }
             let upload = try LocalAssetUpload.create(in: uploadDirectory, holder: "cache.\(getpid())")
             defer { upload.abandon() }
-            for chunk in 0..<count {
+            // The content's name is its SHA-256: bytes that do not hash to it (chunks lost, added
+            // or changed by raw SQL) are not cached and handed out as the asset.
+            var hasher = SHA256Hasher()
+            var read: Int64 = 0
+            var chunk: Int64 = 0
+            while read < size || chunk == 0 {
                 guard let data = try connection.query("SELECT data FROM asset_chunks WHERE owner = $1 AND content_id = $2 AND chunk = $3",
-                                                      [.text(owner), .text(identifier), .int64(chunk)]).first?.bytes(0) else { return nil }
-                try data.withUnsafeBytes { try upload.write($0) }
+                                                      [.text(owner), .text(identifier), .int64(chunk)]).first?.bytes(0) else { break }
+                try data.withUnsafeBytes { bytes in
+                    hasher.update(bytes)
+                    try upload.write(bytes)
+                }
+                read += Int64(data.count)
+                chunk += 1
+                if data.isEmpty { break }
+            }
+            let extra = try connection.query("SELECT count(*) FROM asset_chunks WHERE owner = $1 AND content_id = $2 AND chunk >= $3",
+                                             [.text(owner), .text(identifier), .int64(chunk)]).first?.int64(0) ?? 0
+            guard read == size, extra == 0, hasher.finalize().hexadecimal == identifier else {
+                throw StratusError(.badDatabase, "the asset content \(identifier) in the store's asset_chunks is damaged: its chunks hold \(read) bytes\(extra > 0 ? " and \(extra) more chunk(s)" : "") that are not the \(size) bytes named by its SHA-256 (stratus check; restore the content from a backup)")
             }
             do throws(POSIXFailure) {
                 try FileDescriptor.makePrivateDirectory(cached.deletingLastPathComponent())

@@ -385,7 +385,9 @@ enum PostgresRowSecurity {
                 return Rule(read: read, insert: read, update: read, delete: ownedOr(table, public: unreferenced), counters: [])
             case "asset_chunks":
                 let orphaned = "NOT EXISTS (SELECT 1 FROM \(schema).asset_contents c WHERE c.owner = asset_chunks.owner AND c.content_id = asset_chunks.content_id)"
-                return Rule(read: read, insert: read, update: own, delete: ownedOr(table, public: orphaned))
+                // Chunks go in before their content's row, in the writer's transaction: a chunk
+                // added to content already stored would change the bytes every reader gets.
+                return Rule(read: read, insert: "(\(read)) AND \(orphaned)", update: own, delete: ownedOr(table, public: orphaned))
             default:
                 // asset_holds: a writer's claim on content; collection removes those of writers that are gone.
                 return Rule(read: read, insert: read, update: read, delete: read)

@@ -51,9 +51,10 @@ import Foundation
 /// a btree entry; the upgrade rebuilds the indexes and cuts the longer words stored before
 /// (``PostgresEngine/boundIndexEntries(on:)``).
 enum PostgresSchema {
-    static let version = 9
-    /// The version whose row-level security is ``PostgresRowSecurity``'s.
-    static let rowSecurityVersion = 8
+    static let version = 10
+    /// The version whose row-level security is ``PostgresRowSecurity``'s (10: no chunk is
+    /// added to stored asset content).
+    static let rowSecurityVersion = 10
     /// The version the asset step brought.
     static let assetStoreVersion = 3
     /// The version whose index entries are bounded (prefixes of long strings and words).

@@ -378,9 +378,11 @@ struct PostgresConnectionStringTests {
         #expect(try PostgresConnectionString.settings(in: "postgresql://owner:SE%40CRET@db1/app")["password"] == "SE@CRET")
     }
 
-    @Test("a '/' of the password left unencoded is refused without showing any part of the URL: libpq would read the password's head as the port and quote it")
+    @Test("a '/' of the password left unencoded is refused without showing any part of the URL: libpq would read the password's head as the port, or its tail as the host, and quote it")
     func unescapedSlashesAreRefused() throws {
-        for url in ["postgresql://owner:SEC%40RET/PW@127.0.0.1:54329/app", "postgres://owner:SECRET/PW@db1/app?sslmode=disable"] {
+        for url in ["postgresql://owner:SEC%40RET/PW@127.0.0.1:54329/app", "postgres://owner:SECRET/PW@db1/app?sslmode=disable",
+                    // A password holding both: libpq would read its tail as the host and database.
+                    "postgresql://owner:SEC@RET/PW@127.0.0.1:54329/app", "postgresql://owner:SEC@x:y/PW%w@127.0.0.1:54329/app"] {
             for attempt in [{ _ = try PostgresConnectionString.settings(in: url) }, { _ = try PostgresConnection(url: url) },
                             { _ = try PostgresConnectionPool(url: url) }] {
                 let error = try #require(throws: StratusError.self) { try attempt() }

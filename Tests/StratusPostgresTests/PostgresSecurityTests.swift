@@ -266,6 +266,42 @@ struct PostgresSecurityTests {
         #expect(try await alice.assetContentInventory().count == 1, "only the new content is named")
     }
 
+    @Test("a member cannot add chunks to stored asset content, another's or its own; content whose chunks were changed by raw SQL is not handed out as the asset")
+    func storedAssetContentCannotGrow() async throws {
+        let store = try SecureStore()
+        defer { store.dropRoles() }
+        let files = try TemporaryStore(prefix: "stratus-rls-chunks")
+        defer { files.remove() }
+        let bytes = Data(repeating: 9, count: 5_000)
+        let alice = Container(identifier: store.identifier, engine: try store.engine(store.alice), userName: store.alice)
+        let photo = Record(recordType: "Photo", recordID: Record.ID(recordName: "alice-photo"))
+        photo["image"] = Asset(fileURL: try files.writeFile("photo.bin", bytes))
+        _ = try await alice.publicCloudDatabase.save(photo)
+        let content = SHA256Hasher.digest(Array(bytes)).hexadecimal
+
+        for member in [store.bob, store.alice] {
+            let raw = try store.raw(member)
+            for chunk in [1, 99] {
+                #expect(throws: (any Error).self, "\(member) appends chunk \(chunk)") {
+                    try raw.execute("INSERT INTO asset_chunks(owner, content_id, chunk, data) VALUES ('', $1, $2, '\\x41414141')", [.text(content), .int64(Int64(chunk))])
+                }
+            }
+        }
+        // Damage only the tables' owner can do (or a restore gone wrong): a reader on a machine
+        // without the content cached gets an error, not 5,004 bytes under the asset's name.
+        _ = try PostgresConnection(url: store.database.url).execute("INSERT INTO asset_chunks(owner, content_id, chunk, data) VALUES ('', $1, 1, '\\x41414141')", [.text(content)])
+        let cache = try TemporaryStore(prefix: "stratus-rls-cache")
+        defer { cache.remove() }
+        let reader = Container(identifier: store.identifier, engine: try PostgresEngine(url: try store.url(store.bob), assetCacheDirectory: cache.url("cache")), userName: store.bob)
+        do {
+            let fetched = try await reader.publicCloudDatabase.record(for: photo.recordID)
+            let url = try await reader.publicCloudDatabase.assetContentURL(for: try #require(fetched["image"] as? Asset))
+            Issue.record("the damaged content was handed out: \(FileManager.default.contents(atPath: url.path)?.count ?? -1) bytes")
+        } catch let error as StratusError {
+            #expect(error.code == .badDatabase && error.message.contains(content) && error.message.contains("damaged"), "\(error)")
+        }
+    }
+
     @Test("members work as usual through Stratus: shared asset content, cascades, subscriptions firing on another's feed, change feeds, compaction, zones")
     func membersWorkAsUsual() async throws {
         let store = try SecureStore()
@@ -375,7 +411,7 @@ struct PostgresSecurityTests {
         #expect(member?.code == .permissionFailure && member?.message.contains("version 5") == true && member?.message.contains("opens the store once") == true,
                 "\(String(describing: member))")
         _ = try PostgresEngine(url: store.database.url)
-        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "9")
+        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "10")
         #expect(try admin.query("SELECT count(*) FROM pg_policies WHERE policyname = 'stratus_owner'")[0].int64(0) == 0)
         #expect(try admin.query("SELECT count(*) FROM pg_proc WHERE proname = 'stratus_owns'")[0].int64(0) == 0)
         #expect(try admin.query("SELECT count(*) FROM pg_policies WHERE tablename = 'records' AND policyname = 'stratus_delete' AND $1 = ANY(roles)", [.text(store.group)])[0].int64(0) == 1)

@@ -203,6 +203,41 @@ struct RecordImporterTests {
         }
     }
 
+    @Test("cancel() and task cancellation stop an import whose batches end early (deletions between records, a record named twice): after the batch being read")
+    func cancellationOfEarlyEndingBatches() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            // A deletion after every 20th record ends each batch of 100 early; so does a name repeated.
+            var input: [RecordSourceItem] = []
+            for (offset, record) in items(2_000).enumerated() {
+                input.append(.record(record, line: input.count + 1))
+                if offset % 20 == 0 { input.append(.deletion(Record.ID(recordName: "gone-\(offset)"), recordType: "Item", line: input.count + 1)) }
+                if offset % 37 == 0 { input.append(.record(record, line: input.count + 1)) }
+            }
+            let source = ItemSource(input)
+            let checkpoint = MemoryCheckpoint()
+            let importer = RecordImporter(database: database, options: Self.options { $0.batchSize = 100 })
+            source.onRead = { if $0 == 250 { importer.cancel() } }
+            let summary = try await importer.run(from: source, checkpoint: checkpoint)
+            #expect(summary.end == .cancelled, "\(summary)")
+            #expect(summary.read < 300, "stopped after the batch being read: \(summary)")
+            let stored = try await storedNames(database).count
+            #expect(stored == summary.created && stored > 0 && stored < 300, "\(summary)")
+            let settled = try #require(checkpoint.saved?.itemsSettled)
+            #expect(settled <= summary.read)
+
+            let resumed = try await RecordImporter(database: database, options: Self.options { $0.batchSize = 100 }).run(from: ItemSource(input), checkpoint: checkpoint)
+            #expect(resumed.end == .finished, "\(resumed)")
+            #expect(try await storedNames(database).count == 2_000, "every record once across the runs")
+
+            let byTask = RecordImporter(database: database, options: Self.options { $0.batchSize = 100 })
+            let again = ItemSource(input)
+            again.onRead = { count in if count == 120 { withUnsafeCurrentTask { $0?.cancel() } } }
+            let cancelled = try await Task { try await byTask.run(from: again) }.value
+            #expect(cancelled.end == .cancelled && cancelled.read < 200, "\(cancelled)")
+        }
+    }
+
     @Test("task cancellation stops an import the same way")
     func taskCancellation() async throws {
         try await SQLiteFixture.with { fixture in

@@ -75,6 +75,11 @@ final class ImportRun {
     /// records a parent released end no earlier.
     private var submittedEnd = 0
     private var settledEnd = 0
+    /// Batches handed to the store, and how many had been when cancellation was last looked
+    /// at: a cancelled import stops after the batch being read, however that batch ended
+    /// (full, or early: a record named again, a save after a deletion, records a parent released).
+    private var batchesSubmitted = 0
+    private var batchesSeenByCancellation = 0
 
     init(
         importer: RecordImporter, source: any RecordSource, rejects: (any RecordRejectSink)?,
@@ -167,6 +172,14 @@ final class ImportRun {
         }
         var consumed = 0
         while stop == nil {
+            if mode == .batches && batchesSubmitted != batchesSeenByCancellation {
+                batchesSeenByCancellation = batchesSubmitted
+                if importer.isCancelled {
+                    try await settleAll()
+                    stop = stop ?? .cancelled
+                    break
+                }
+            }
             // Records whose parent a settled batch wrote go first, where the input is now.
             if !ready.isEmpty {
                 try await batchReady(consumed: consumed)
@@ -209,13 +222,7 @@ final class ImportRun {
             if stop != nil { break }
             switch mode {
             case .batches:
-                if batch.isFull(atCount: batchSize) {
-                    try await submitBatch(endItems: consumed)
-                    if stop == nil && importer.isCancelled {
-                        try await settleAll()
-                        stop = stop ?? .cancelled
-                    }
-                }
+                if batch.isFull(atCount: batchSize) { try await submitBatch(endItems: consumed) }
             case .atomic:
                 if importer.isCancelled { stop = .cancelled }
             }
@@ -610,6 +617,7 @@ final class ImportRun {
         if !resumedPending.isEmpty, let last = resumedPending.max(), requestedEnd > last { resumedPending = [] }
         try await holdBackRecordsWithoutParents()
         guard !batch.isEmpty else { return }
+        batchesSubmitted += 1
         var next = batch
         batch = ImportBatch(capacity: batchSize)
         while inFlight.count >= maximumInFlight {
