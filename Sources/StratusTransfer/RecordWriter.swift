@@ -51,6 +51,17 @@ public final class RecordWriter {
     /// writer.csvEncryptedFields = ["secret"]      // header secret:ENCRYPTED_BYTES
     /// ```
     public var csvEncryptedFields: Set<String> = []
+    /// CSV: whether a record holding a field without a column fails (`invalidArguments`) also
+    /// when the columns were given (`csvFields`). Set it when the columns are meant to be every
+    /// field (``RecordExporter/fieldColumns()`` read before the rows): a field written after
+    /// they were found (by a writer during the export) then fails the export instead of being
+    /// left out of it. Set before the first record.
+    ///
+    /// ```swift
+    /// let writer = RecordWriter(format: .csv, output: handle, csvFields: try await exporter.fieldColumns().types.keys.sorted())
+    /// writer.csvFieldsAreEveryField = true
+    /// ```
+    public var csvFieldsAreEveryField = false
     /// CSV: how TIMESTAMP cells (and the creation and modification dates) are written.
     public var csvTimestampStyle = TimestampStyle.milliseconds
 
@@ -224,10 +235,12 @@ public final class RecordWriter {
         func fail(_ message: String) -> StratusError {
             StratusError(.invalidArguments, "record '\(name)': \(message)", recordID: record.recordID)
         }
-        if csvFields == nil {
+        if csvFields == nil || csvFieldsAreEveryField {
             let known = Set(columns!.compactMap { if case .field(let n, _, _) = $0 { n } else { nil } })
             if let extra = values.keys.sorted().first(where: { !known.contains($0) }) {
-                throw fail("field '\(extra)' has no CSV column (the columns come from the first record); give the fields to write")
+                throw fail(csvFields == nil
+                    ? "field '\(extra)' has no CSV column (the columns come from the first record); give the fields to write"
+                    : "field '\(extra)' has no CSV column: it was written after the export found the columns (a write during the export), and would be left out; export again")
             }
         }
         let system = record.systemFields

@@ -25,6 +25,9 @@ final class CheckpointFile: ImportCheckpointStore {
         /// Settled items that were rejected (see ``ImportCheckpoint/itemsRejected``); absent
         /// when there are none, and in files of earlier versions.
         var rejectedItems: Int?
+        /// Rejects the reject file failed to take (see ``ImportCheckpoint/unreportedRejections``);
+        /// absent when there are none.
+        var unreportedRejects: [RecordRejection]?
     }
 
     /// The name the user gave.
@@ -60,7 +63,7 @@ final class CheckpointFile: ImportCheckpointStore {
             StratusCommand.note("going on from the checkpoint \(path): it says an earlier run settled the first \(Progress.grouped(contents.committedItems)) input items (the run goes on after what the store itself records of them)")
         }
         return ImportCheckpoint(itemsSettled: contents.committedItems, job: contents.job, pendingItems: contents.pendingItems ?? [],
-                                itemsRejected: contents.rejectedItems ?? 0)
+                                itemsRejected: contents.rejectedItems ?? 0, unreportedRejections: contents.unreportedRejects ?? [])
     }
 
     /// Whether an earlier run settled items under this checkpoint: it then goes on in the store
@@ -85,7 +88,8 @@ final class CheckpointFile: ImportCheckpointStore {
     func save(_ checkpoint: ImportCheckpoint) throws {
         let data = try JSONEncoder().encode(Contents(input: input, inputSize: inputSize, committedItems: checkpoint.itemsSettled, job: checkpoint.job,
                                                      pendingItems: checkpoint.pendingItems.isEmpty ? nil : checkpoint.pendingItems,
-                                                     rejectedItems: checkpoint.itemsRejected == 0 ? nil : checkpoint.itemsRejected))
+                                                     rejectedItems: checkpoint.itemsRejected == 0 ? nil : checkpoint.itemsRejected,
+                                                     unreportedRejects: checkpoint.unreportedRejections.isEmpty ? nil : checkpoint.unreportedRejections))
         try KeptFile.replace(resolvedPath, with: data)
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import Stratus
 import StratusTestSupport
+import StratusTransfer
 import Synchronization
 import Testing
 
@@ -59,6 +60,57 @@ struct RecordExporterTests {
             let summary = try await exporter.run(into: sink) { count in reported.withLock { $0.append(count) } }
             #expect(summary.end == .cancelled && summary.exported == 200, "\(summary)")
             #expect(reported.withLock { $0 } == [100, 200])
+        }
+    }
+
+    @Test("a CSV export whose columns were found before the rows fails on a field written in between, rather than leaving it out")
+    func csvColumnsFoundBeforeAWrite() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            try await Self.seed(database, count: 300)
+            let exporter = RecordExporter(database: database, query: Query(recordType: "Item"), pageSize: 100)
+            let columns = try await exporter.fieldColumns().types.keys.sorted()
+            #expect(columns == ["even", "n"])
+            // Another writer adds a field before the rows are read.
+            let changed = try await database.record(for: Record.ID(recordName: recordName("item", 5)))
+            changed["added"] = "A"
+            _ = try await database.save(changed)
+
+            let path = FileManager.default.temporaryDirectory.appendingPathComponent("stratus-csv-\(UUID().uuidString).csv").path
+            defer { try? FileManager.default.removeItem(atPath: path) }
+            #expect(FileManager.default.createFile(atPath: path, contents: nil))
+            let handle = try #require(FileHandle(forWritingAtPath: path))
+            let writer = RecordWriter(format: .csv, output: handle, csvFields: columns)
+            writer.csvFieldsAreEveryField = true
+            do {
+                _ = try await exporter.run(into: writer)
+                Issue.record("the field written since the columns were found was left out")
+            } catch let error as StratusError {
+                #expect(error.message.contains(recordName("item", 5)) && error.message.contains("'added'") && error.message.contains("export again"), "\(error)")
+            }
+            // Columns chosen by the caller are a choice: other fields are left out, as asked.
+            let chosen = RecordWriter(format: .csv, output: FileHandle(forWritingAtPath: "/dev/null")!, csvFields: ["n"])
+            #expect(try await exporter.run(into: chosen).exported == 300)
+        }
+    }
+
+    @Test("task cancellation before the first page ends an export cancelled, not failed; a cancelled exporter runs again")
+    func earlyCancellationAndReuse() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            try await Self.seed(database, count: 1_000)
+            let exporter = RecordExporter(database: database, query: Query(recordType: "Item"), pageSize: 100)
+            let early = try await Task {
+                withUnsafeCurrentTask { $0?.cancel() }
+                return try await exporter.run(into: CollectingSink())
+            }.value
+            #expect(early.end == .cancelled, "\(early)")
+
+            exporter.cancel()
+            let stopped = try await exporter.run(into: CollectingSink())
+            #expect(stopped.end == .cancelled && stopped.exported == 100, "a cancel before run stops it after its first page: \(stopped)")
+            let again = try await exporter.run(into: CollectingSink())
+            #expect(again.end == .finished && again.exported == 1_000, "the cancel ended with the run it stopped: \(again)")
         }
     }
 

@@ -2,6 +2,7 @@ import Foundation
 @_spi(StratusEngine) import Stratus
 import StratusSQLite
 import StratusTestSupport
+import Synchronization
 import Testing
 
 /// A source of prepared items; `onRead` runs as each item is read (1-based count).
@@ -235,6 +236,69 @@ struct RecordImporterTests {
             again.onRead = { count in if count == 120 { withUnsafeCurrentTask { $0?.cancel() } } }
             let cancelled = try await Task { try await byTask.run(from: again) }.value
             #expect(cancelled.end == .cancelled && cancelled.read < 200, "\(cancelled)")
+        }
+    }
+
+    @Test("a reject sink that fails (a full disk) loses no reject: the checkpoint keeps the settled batch's rejections and the resumed run reports them first, each once")
+    func failingRejectSinkLosesNothing() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            var input = items(300).enumerated().map { RecordSourceItem.record($0.element, line: $0.offset + 1) }
+            for line in [5, 40, 120, 250] { input[line - 1] = .rejected(RecordRejection(line: line, column: 1, recordName: nil, message: "broken")) }
+            /// Takes rejections, and fails its first flush as a full disk would.
+            final class FullDisk: RecordRejectSink {
+                var taken: [RecordRejection] = []
+                var flushes = 0
+                func reject(_ rejection: RecordRejection) throws { taken.append(rejection) }
+                func flush() throws {
+                    flushes += 1
+                    if flushes == 1 { taken = []; throw StratusError(.internalError, "no space left on device") }
+                }
+            }
+            let checkpoint = MemoryCheckpoint()
+            let options = Self.options { $0.batchSize = 100 }
+            let full = FullDisk()
+            do {
+                _ = try await RecordImporter(database: database, options: options).run(from: ItemSource(input), rejects: full, checkpoint: checkpoint)
+                Issue.record("the sink's failure is the run's")
+            } catch let failure as RecordImporter.Failure {
+                #expect(failure.stage == .rejects, "\(failure)")
+            }
+            let kept = try #require(checkpoint.saved)
+            #expect(kept.itemsSettled == 100 && kept.itemsRejected == 2 && kept.unreportedRejections.map(\.line) == [5, 40], "\(kept)")
+
+            let log = RejectLog()
+            let resumed = try await RecordImporter(database: database, options: options).run(from: ItemSource(input), rejects: log, checkpoint: checkpoint)
+            #expect(resumed.end == .finished && resumed.failedInEarlierRuns == 2 && resumed.failed == 2, "\(resumed)")
+            #expect(log.lines == [5, 40, 120, 250], "every reject once, in input order")
+            #expect(try await storedNames(database).count == 296)
+        }
+    }
+
+    @Test("a cancelled importer runs again; task cancellation before the first record ends cancelled, not as a store failure; progress's done count never goes back")
+    func reuseEarlyCancellationAndProgress() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            let options = Self.options { $0.batchSize = 100; $0.batchesInFlight = 2 }
+            let importer = RecordImporter(database: database, options: options)
+            let first = ItemSource(records: items(1_000))
+            first.onRead = { if $0 == 250 { importer.cancel() } }
+            #expect(try await importer.run(from: first).end == .cancelled)
+            let done = Mutex<[Int]>([])
+            let second = try await importer.run(from: ItemSource(records: items(1_000, prefix: "second"))) { progress in
+                done.withLock { $0.append(progress.summary.read - progress.pending) }
+            }
+            #expect(second.end == .finished && second.created == 1_000, "the cancel ended with the run it stopped: \(second)")
+            let counts = done.withLock { $0 }
+            #expect(!counts.isEmpty && counts == counts.sorted(), "done never goes back: \(counts)")
+
+            // In a zone of its own, the first record looks its zone up: a cancel there is the caller's.
+            let zoned = makeRecords("Item", count: 50, prefix: "z", zoneID: RecordZone.ID(zoneName: "Elsewhere")) { i in ["n": .int64(Int64(i))] }
+            let early = try await Task {
+                withUnsafeCurrentTask { $0?.cancel() }
+                return try await RecordImporter(database: database, options: Self.options { $0.createsZones = true }).run(from: ItemSource(records: zoned))
+            }.value
+            #expect(early.end == .cancelled && early.created == 0, "\(early)")
         }
     }
 

@@ -21,26 +21,32 @@ public struct ImportCheckpoint: Sendable, Hashable, Codable {
     /// ``RecordImporter/Options/maximumRejects``, so that a job's rejects are not forgotten
     /// because it was stopped and resumed.
     public var itemsRejected: Int
+    /// Rejections of settled items that the reject sink failed to take (a full disk): the
+    /// resumed import reports them first, so that a sink's failure loses no reject. A sink that
+    /// failed part way may get some of them twice.
+    public var unreportedRejections: [RecordRejection]
 
     /// A checkpoint after `itemsSettled` input items, of which `pendingItems` are not settled
-    /// and `itemsRejected` were rejected.
-    public init(itemsSettled: Int, job: String? = nil, pendingItems: [Int] = [], itemsRejected: Int = 0) {
+    /// and `itemsRejected` were rejected (`unreportedRejections` of them not reported yet).
+    public init(itemsSettled: Int, job: String? = nil, pendingItems: [Int] = [], itemsRejected: Int = 0, unreportedRejections: [RecordRejection] = []) {
         self.itemsSettled = itemsSettled
         self.job = job
         self.pendingItems = pendingItems
         self.itemsRejected = itemsRejected
+        self.unreportedRejections = unreportedRejections
     }
 
-    private enum CodingKeys: String, CodingKey { case itemsSettled, job, pendingItems, itemsRejected }
+    private enum CodingKeys: String, CodingKey { case itemsSettled, job, pendingItems, itemsRejected, unreportedRejections }
 
-    /// Decodes a checkpoint; one saved before ``pendingItems`` or ``itemsRejected`` existed has
-    /// none.
+    /// Decodes a checkpoint; one saved before ``pendingItems``, ``itemsRejected`` or
+    /// ``unreportedRejections`` existed has none.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         itemsSettled = try container.decode(Int.self, forKey: .itemsSettled)
         job = try container.decodeIfPresent(String.self, forKey: .job)
         pendingItems = try container.decodeIfPresent([Int].self, forKey: .pendingItems) ?? []
         itemsRejected = try container.decodeIfPresent(Int.self, forKey: .itemsRejected) ?? 0
+        unreportedRejections = try container.decodeIfPresent([RecordRejection].self, forKey: .unreportedRejections) ?? []
     }
 }
 

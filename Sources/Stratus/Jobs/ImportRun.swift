@@ -79,6 +79,9 @@ final class ImportRun {
     /// at: a cancelled import stops after the batch being read, however that batch ended
     /// (full, or early: a record named again, a save after a deletion, records a parent released).
     private var batchesSubmitted = 0
+    /// Items of a batch taken from ``batch`` and not in flight yet (it waits for a place):
+    /// still pending in what progress reports.
+    private var handingOver = 0
     private var batchesSeenByCancellation = 0
 
     init(
@@ -119,6 +122,7 @@ final class ImportRun {
                 let loaded = try checkpointStore.load()
                 skip = loaded?.itemsSettled ?? 0
                 var pending = loaded?.pendingItems ?? []
+                var unreported = loaded?.unreportedRejections ?? []
                 summary.failedInEarlierRuns = loaded?.itemsRejected ?? 0
                 let job = loaded?.job ?? UUID().uuidString.lowercased()
                 self.job = job
@@ -151,15 +155,24 @@ final class ImportRun {
                         let stored = ImportCheckpoint.progress(fromText: text)
                         let rejected = stored.itemsRejected ?? summary.failedInEarlierRuns
                         if Int(committed) != skip || stored.pendingItems != pending.sorted() || rejected != summary.failedInEarlierRuns {
+                            // Rejections kept for a sink that failed belong to the batch that
+                            // ends at the checkpoint; a store elsewhere reads their items again.
+                            if Int(committed) != skip { unreported = [] }
                             skip = Int(committed)
                             pending = stored.pendingItems
                             summary.failedInEarlierRuns = rejected
-                            try checkpointStore.save(ImportCheckpoint(itemsSettled: skip, job: job, pendingItems: pending, itemsRejected: rejected))
+                            try checkpointStore.save(ImportCheckpoint(itemsSettled: skip, job: job, pendingItems: pending, itemsRejected: rejected, unreportedRejections: unreported))
                         }
                     } else if skip > 0 {
                         // A store without the job's progress is not the one its batches went to.
                         throw StratusError(.invalidArguments, "it says the first \(skip) input items were settled by import job \(job), of which this store holds no record: the checkpoint was made by an import into another store (or this store was put in place of that one). Name the store the checkpoint was made with, or remove the checkpoint to import the whole input into this store")
                     }
+                }
+                if !unreported.isEmpty && simulation == nil {
+                    // A reject sink that failed in an earlier run: what it did not take goes first.
+                    for rejection in unreported { try report(rejection) }
+                    try flushRejects()
+                    try checkpointStore.save(ImportCheckpoint(itemsSettled: skip, job: job, pendingItems: pending, itemsRejected: summary.failedInEarlierRuns))
                 }
                 resumedPending = Set(pending)
                 submittedEnd = skip
@@ -193,31 +206,39 @@ final class ImportRun {
                 continue
             }
             summary.read += 1
-            switch item {
-            case .rejected(let rejection):
-                try await reject(rejection, item: index)
-            case .record(let read, let line):
-                // The usual record (in the zone of the one before, new to its batch) takes no
-                // suspension point: a bulk import makes a million of them.
-                let record: Record
-                if let placed = placedLikeTheLast(read) {
-                    record = placed
-                } else {
-                    record = try await place(read, line: line, consumed: index)
-                }
-                switch prepare(record) {
-                case .failure(let problem):
-                    try await reject(RecordRejection(line: line, column: 0, recordName: record.recordID.recordName, message: problem.description), item: index)
-                case .success(let prepared):
-                    if mode == .batches && waits.isEmpty && batch.deletions.isEmpty && batch.names.insert(prepared.recordID.recordName).inserted {
-                        batch.append(prepared, line: line, item: index)
+            do {
+                switch item {
+                case .rejected(let rejection):
+                    try await reject(rejection, item: index)
+                case .record(let read, let line):
+                    // The usual record (in the zone of the one before, new to its batch) takes no
+                    // suspension point: a bulk import makes a million of them.
+                    let record: Record
+                    if let placed = placedLikeTheLast(read) {
+                        record = placed
                     } else {
-                        try await accept(prepared, line: line, item: index, before: index)
+                        record = try await place(read, line: line, consumed: index)
                     }
+                    switch prepare(record) {
+                    case .failure(let problem):
+                        try await reject(RecordRejection(line: line, column: 0, recordName: record.recordID.recordName, message: problem.description), item: index)
+                    case .success(let prepared):
+                        if mode == .batches && waits.isEmpty && batch.deletions.isEmpty && batch.names.insert(prepared.recordID.recordName).inserted {
+                            batch.append(prepared, line: line, item: index)
+                        } else {
+                            try await accept(prepared, line: line, item: index, before: index)
+                        }
+                    }
+                case .deletion(let given, _, let line):
+                    let (id, owner) = try await place(given, line: line, consumed: index)
+                    try await accept(deletion: id, owner: owner, line: line, item: index, before: index)
                 }
-            case .deletion(let given, _, let line):
-                let (id, owner) = try await place(given, line: line, consumed: index)
-                try await accept(deletion: id, owner: owner, line: line, item: index, before: index)
+            } catch let failed as Failure where failed.isCancellation && importer.isCancelled {
+                // A cancel that reached a store call (a zone's lookup) is the caller's cancel.
+                summary.read -= 1
+                try await settleAll()
+                stop = stop ?? .cancelled
+                break
             }
             if stop != nil { break }
             switch mode {
@@ -228,6 +249,11 @@ final class ImportRun {
             }
             if summary.read & 255 == 0 { report() }
         }
+        return try await finish(consumed: consumed)
+    }
+
+    /// The end of the reading: the last batches, the checkpoint, the summary.
+    private func finish(consumed: Int) async throws -> RecordImporter.Summary {
         if stop == nil {
             switch mode {
             case .batches:
@@ -620,6 +646,8 @@ final class ImportRun {
         batchesSubmitted += 1
         var next = batch
         batch = ImportBatch(capacity: batchSize)
+        handingOver = next.count
+        defer { handingOver = 0 }
         while inFlight.count >= maximumInFlight {
             try await settleOldest()
             if stop != nil { return }
@@ -738,9 +766,10 @@ final class ImportRun {
         // What the store committed is counted before the rejections are reported: a reject
         // sink that fails (a full disk) must not make the summary deny the batch's writes.
         if !rolledBack, let outcome { count(outcome) }
+        let rejectsBefore = rejectsSoFar
         if events.count > allowance {
             let cut = events[allowance]
-            for event in events[...allowance] { try report(event.rejection) }
+            var rejections = events[...allowance].map(\.rejection)
             summary.failed += allowance + 1
             stop = .rejectLimitReached
             // Nothing after the cut was written; records a parent released, which come before
@@ -748,39 +777,57 @@ final class ImportRun {
             let end = max(cut.item + 1, settledEnd)
             let pending = Set(pendingItems(before: end) + flight.pendingItems.filter { $0 < end } + batch.itemIndexes.filter { $0 > cut.item && $0 < end }).sorted()
             if rolledBack {
-                try await write(batch.prefix(before: cut.item).writes(excluding: failedIDs), endItems: end, pendingItems: pending)
+                rejections += try await write(batch.prefix(before: cut.item).writes(excluding: failedIDs), endItems: end, pendingItems: pending)
             }
-            try flushRejects()
+            try reportSettled(rejections, rejectedBefore: rejectsBefore, settling: end, pendingItems: pending)
             try saveCheckpoint(end, pendingItems: pending)
             report()
             return
         }
-        for event in events { try report(event.rejection) }
+        var rejections = events.map(\.rejection)
         summary.failed += events.count
         if rolledBack {
-            try await write(batch.writes(excluding: failedIDs), endItems: flight.endItems, pendingItems: flight.pendingItems)
+            rejections += try await write(batch.writes(excluding: failedIDs), endItems: flight.endItems, pendingItems: flight.pendingItems)
         }
-        try flushRejects()
+        try reportSettled(rejections, rejectedBefore: rejectsBefore, settling: flight.endItems, pendingItems: flight.pendingItems)
         // Records that waited for what this batch wrote go into the next batch.
         release(written: batch, failed: failedIDs)
         if stop == nil { try saveCheckpoint(flight.endItems, pendingItems: flight.pendingItems) }
         report()
     }
 
+    /// Reports the rejections of a batch the store has settled, in input order. When the sink
+    /// fails, the checkpoint moves past the batch (it is in the store, and the store's record
+    /// of the job says so) holding the rejections, which the resumed run reports first.
+    private func reportSettled(_ rejections: [RecordRejection], rejectedBefore: Int, settling end: Int, pendingItems: [Int]) throws {
+        do {
+            for rejection in rejections { try report(rejection) }
+            try flushRejects()
+        } catch let failed as Failure where failed.stage == .rejects && checkpointStore != nil && simulation == nil {
+            settledEnd = max(settledEnd, end)
+            do {
+                try checkpointStore?.save(ImportCheckpoint(itemsSettled: end, job: job, pendingItems: pendingItems,
+                                                           itemsRejected: rejectedBefore + rejections.count, unreportedRejections: rejections))
+            } catch {
+                // The checkpoint cannot hold them either: the sink's failure is the one to tell.
+            }
+            throw failed
+        }
+    }
+
     /// Writes what an all-or-nothing try showed would succeed, and reports what fails now
     /// (only a concurrent writer can make something fail that did not before); the job's
     /// progress (`endItems`, `pendingItems`) is recorded with it, even when nothing is left.
-    private func write(_ batch: ImportBatch, endItems: Int, pendingItems: [Int]) async throws {
-        guard batch.writeCount > 0 || job != nil else { return }
+    /// Answers the rejections to report, in input order.
+    private func write(_ batch: ImportBatch, endItems: Int, pendingItems: [Int]) async throws -> [RecordRejection] {
+        guard batch.writeCount > 0 || job != nil else { return [] }
         let outcome = try await outcome(of: submit(batch, atomic: false, endItems: endItems, pendingItems: pendingItems))
         count(outcome)
         let places = batch.places()
         let failures = outcome.failures.map { (place: places[$0.key] ?? (line: 0, item: 0), id: $0.key, error: $0.value) }.sorted { $0.place.item < $1.place.item }
-        for failure in failures {
-            try report(RecordRejection(line: failure.place.line, column: 0, recordName: failure.id.recordName, message: failure.error.description))
-        }
         summary.failed += failures.count
         if let maximum = options.maximumRejects, rejectsSoFar > maximum { stop = .rejectLimitReached }
+        return failures.map { RecordRejection(line: $0.place.line, column: 0, recordName: $0.id.recordName, message: $0.error.description) }
     }
 
     private func outcome(of pending: PendingBatchSave) async throws -> BatchSaveOutcome {
@@ -881,7 +928,7 @@ final class ImportRun {
 
     private func report() {
         guard let progress else { return }
-        let pending = batch.count + inFlight.reduce(0) { $0 + $1.batch.count } + waits.count + ready.count
+        let pending = batch.count + handingOver + inFlight.reduce(0) { $0 + $1.batch.count } + waits.count + ready.count
         progress(RecordImporter.Progress(summary: summary, pending: pending, bytesRead: source.bytesRead))
     }
 

@@ -77,6 +77,8 @@ public final class RecordExporter: Sendable {
     }
 
     /// Asks a running export to stop after the page being written; callable from any thread.
+    /// A cancel before ``run(into:progress:)`` stops that run after its first page; once a run
+    /// has returned, the exporter can run again.
     ///
     /// ```swift
     /// signalSource.setEventHandler { exporter.cancel() }
@@ -93,25 +95,38 @@ public final class RecordExporter: Sendable {
     /// ```
     ///
     /// - Parameter progress: called with the number exported after each page.
+    ///
+    /// The sink is written by the export's own task, not the caller's actor: under Swift 6,
+    /// make it in the function that calls `run` (or make it `Sendable`), rather than keeping it
+    /// in an actor's properties, which the compiler refuses to send.
     /// - Returns: how many records were written and why it ended.
     /// - Throws: what the query or the sink throws; records already written stay written.
     public func run(into sink: some RecordSink, progress: (@Sendable (Int) -> Void)? = nil) async throws -> Summary {
         var summary = Summary()
         let limit = self.limit ?? Int.max
         guard limit > 0 else { return summary }
+        // A cancel asked of this run ends with it: an exporter kept for a nightly job runs again.
+        defer { cancelled.store(false, ordering: .relaxed) }
         // The sequence reads and decodes the next pages while this one is written, so that
         // reading, decoding and writing overlap; memory holds four pages at most.
-        for try await record in records() {
-            try sink.write(record)
-            summary.exported += 1
-            if summary.exported >= limit { break }
-            if summary.exported % pageSize == 0 {
-                progress?(summary.exported)
-                if isCancelled {
-                    summary.end = .cancelled
-                    return summary
+        do {
+            for try await record in records() {
+                try sink.write(record)
+                summary.exported += 1
+                if summary.exported >= limit { break }
+                if summary.exported % pageSize == 0 {
+                    progress?(summary.exported)
+                    if isCancelled {
+                        summary.end = .cancelled
+                        return summary
+                    }
                 }
             }
+        } catch let error as StratusError where error.code == .operationCancelled && isCancelled {
+            // The caller's cancel, met by the read before a page ended.
+            progress?(summary.exported)
+            summary.end = .cancelled
+            return summary
         }
         progress?(summary.exported)
         return summary
@@ -131,6 +146,10 @@ public final class RecordExporter: Sendable {
 
     /// ``fieldTypes()``, and the fields whose first value is an encrypted value (a CSV column
     /// `name:ENCRYPTED_TYPE`).
+    ///
+    /// This is a read of its own, before ``run(into:)``'s: a writer can add a field in
+    /// between. Give a CSV writer these columns with `csvFieldsAreEveryField` set, so that such
+    /// a field fails the export rather than being left out.
     ///
     /// ```swift
     /// let (types, encrypted) = try await exporter.fieldColumns()   // encrypted: ["secret"]

@@ -174,7 +174,7 @@ public final class RecordImporter: Sendable {
     /// How far an import is, reported while it runs.
     ///
     /// ```swift
-    /// try await importer.run(from: reader) { progress in print(progress.summary.read - progress.pending) }
+    /// _ = try await importer.run(from: reader) { progress in print(progress.summary.read - progress.pending) }
     /// ```
     public struct Progress: Sendable {
         /// What is settled so far (`read` includes items still pending).
@@ -188,7 +188,7 @@ public final class RecordImporter: Sendable {
     /// An import that could not go on: the error, where it came from, and what was done.
     ///
     /// ```swift
-    /// do { try await importer.run(from: reader) } catch let failure as RecordImporter.Failure {
+    /// do { _ = try await importer.run(from: reader) } catch let failure as RecordImporter.Failure {
     ///     print(failure.stage, failure.error, failure.summary.created)
     /// }
     /// ```
@@ -212,10 +212,14 @@ public final class RecordImporter: Sendable {
         public let stage: Stage
         /// The error itself.
         public let error: any Error
-        /// What was settled before the error.
+        /// What was settled before the error. Its ``Summary/end`` says nothing here: the
+        /// import ended by this failure, in none of ``End``'s ways.
         public let summary: Summary
 
         public var description: String { "\(error)" }
+
+        /// Whether the error is a cancellation that reached a store call.
+        var isCancellation: Bool { (error as? StratusError)?.code == .operationCancelled }
     }
 
     /// The database written to.
@@ -239,7 +243,9 @@ public final class RecordImporter: Sendable {
         self.options = options
     }
 
-    /// Asks a running import to stop after the batch being read; callable from any thread.
+    /// Asks a running import to stop after the batch being read; callable from any thread. A
+    /// cancel before ``run(from:rejects:checkpoint:progress:)`` stops that run after its first
+    /// batch; once a run has returned, the importer can run again.
     ///
     /// ```swift
     /// signalSource.setEventHandler { importer.cancel() }
@@ -261,6 +267,12 @@ public final class RecordImporter: Sendable {
     ///   - rejects: where each rejected item goes; nil drops them (they are still counted).
     ///   - checkpoint: where the import's progress is kept; its checkpoint is skipped to first.
     ///   - progress: called on the importer's task every few hundred items and after each batch.
+    ///
+    /// The source, the sink and the checkpoint store are used by the import's own task, not the
+    /// caller's actor: under Swift 6, make them in the function that calls `run` (or have them
+    /// be `Sendable`, their state behind a `Mutex`), rather than keeping them in an actor's (or
+    /// the main actor's) properties, which the compiler refuses to send. A checkpoint kept
+    /// between runs lives in a file (or the store), read by a checkpoint store made for the run.
     /// - Returns: what was done and why it ended.
     /// - Throws: ``Failure`` when the input, the store, the reject sink or the checkpoint store
     ///   fails; `invalidArguments` (in a ``Failure``) for an atomic import or a dry run with a
@@ -270,6 +282,8 @@ public final class RecordImporter: Sendable {
         progress: (@Sendable (Progress) -> Void)? = nil
     ) async throws -> Summary {
         source.willSave(as: options.writeMode)
+        // A cancel asked of this run ends with it: an importer kept for a nightly job runs again.
+        defer { cancelled.store(false, ordering: .relaxed) }
         let run = ImportRun(importer: self, source: source, rejects: rejects, checkpointStore: checkpoint, progress: progress)
         return try await run.run()
     }

@@ -73,7 +73,7 @@ public enum RecordSourceItem: Sendable {
 /// let rejection = RecordRejection(line: 7, column: 12, recordName: "a", message: "field 'count': …")
 /// print(rejection)   // line 7, column 12: record 'a': field 'count': …
 /// ```
-public struct RecordRejection: Sendable, Hashable, CustomStringConvertible {
+public struct RecordRejection: Sendable, Hashable, Codable, CustomStringConvertible {
     /// 1-based line where the item (or its problem) is.
     public var line: Int
     /// 1-based column of the problem, counted in characters; 0 when the store rejected the
