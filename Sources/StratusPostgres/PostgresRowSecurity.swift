@@ -104,6 +104,12 @@ enum PostgresRowSecurity {
 
                 """
             out += policies(on: table, group: g, schema: s, read: rule.read, insert: rule.insert, update: rule.update, updateCheck: rule.updateCheck, delete: rule.delete)
+            if table == "records" {
+                out += """
+                    DROP TRIGGER IF EXISTS stratus_keep_record_identity ON \(s).records;
+                    CREATE TRIGGER stratus_keep_record_identity BEFORE UPDATE ON \(s).records FOR EACH ROW EXECUTE FUNCTION \(s).stratus_keep_record_identity();
+                    """
+            }
             if let counters = rule.counters {
                 out += """
                     DROP TRIGGER IF EXISTS stratus_counters_only ON \(s).\(table);
@@ -134,6 +140,7 @@ enum PostgresRowSecurity {
     /// schema last, so that no temporary table stands in for anything) and every table named
     /// with its schema. The tables' owner (and a superuser) passes; a member changes no keys.
     private static func triggerFunctions(_ s: String) throws -> String {
+        let sql = SQL(schema: s)
         let fieldTypes = FieldType.allCases.map { "'\($0.rawValue)'" }.joined(separator: ", ")
         let limits = ContainerSchema.Limits()
         // The fields a schema file counts: those CloudKit declares itself are left out.
@@ -237,6 +244,25 @@ enum PostgresRowSecurity {
             RETURN NEW;
         END
         $stratus$;
+        -- A public record keeps its name, zone and creator; a member retypes one only into a type whose CREATE grant it has.
+        CREATE OR REPLACE FUNCTION \(s).stratus_keep_record_identity() RETURNS trigger LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $stratus$
+        BEGIN
+            IF OLD.owner <> '' OR pg_has_role(CURRENT_USER, (SELECT c.relowner FROM pg_class c WHERE c.oid = TG_RELID), 'USAGE') THEN
+                RETURN NEW;
+            END IF;
+            IF NEW.zone_id IS DISTINCT FROM OLD.zone_id OR NEW.record_name IS DISTINCT FROM OLD.record_name OR NEW.owner IS DISTINCT FROM OLD.owner THEN
+                RAISE EXCEPTION 'role % may not rename or move record %', CURRENT_USER, OLD.record_name USING ERRCODE = '42501';
+            END IF;
+            IF NEW.created_by IS DISTINCT FROM OLD.created_by THEN
+                RAISE EXCEPTION 'role % may not change who created record %', CURRENT_USER, OLD.record_name USING ERRCODE = '42501';
+            END IF;
+            IF NEW.record_type IS DISTINCT FROM OLD.record_type
+               AND NOT (\(sql.granted(.create, row: "NEW", creator: false)) OR \(sql.ownUserRecord("NEW"))) THEN
+                RAISE EXCEPTION 'role % may not make record % a record of type %: the type does not grant it CREATE', CURRENT_USER, OLD.record_name, NEW.record_type USING ERRCODE = '42501';
+            END IF;
+            RETURN NEW;
+        END
+        $stratus$;
 
         """
     }
@@ -275,7 +301,8 @@ enum PostgresRowSecurity {
         /// The record `row` (a `records` row in the public database) is one the type's grants let
         /// the connected role do `permission` with: through `_world`, `_icloud` or a custom role
         /// the container's directory gives its login, or, with `creator`, through `_creator` on
-        /// a record it created. A type without grants has CloudKit's defaults.
+        /// a record it created. A type without grants has CloudKit's defaults (the `Users` type
+    /// CloudKit's grants for it, also before a schema stores it).
         func granted(_ permission: RecordPermissions, row: String, creator: Bool) -> String {
             let p = permission.rawValue
             let bits = { (role: String) in "coalesce((x.g ->> \(role))::int, 0)" }
@@ -283,7 +310,8 @@ enum PostgresRowSecurity {
                 EXISTS (SELECT 1 FROM \(schema).zones z
                     JOIN \(schema).user_directory d ON d.container = split_part(z.container, chr(31), 1) AND d.login = CURRENT_USER::text
                     LEFT JOIN \(schema).record_types t ON t.container = z.container AND t.record_type = \(row).record_type
-                    CROSS JOIN LATERAL (SELECT coalesce(nullif(t.schema::jsonb -> 'grants', '{}'::jsonb), '\(Self.defaultGrants)'::jsonb) AS g) x
+                    CROSS JOIN LATERAL (SELECT coalesce(nullif(t.schema::jsonb -> 'grants', '{}'::jsonb),
+                        CASE WHEN \(row).record_type = '\(RecordTypeUserRecord)' THEN '\(Self.usersGrants)'::jsonb ELSE '\(Self.defaultGrants)'::jsonb END) AS g) x
                     WHERE z.zone_id = \(row).zone_id
                     AND (((\(bits("'_world'")) | \(bits("'_icloud'"))) & \(p)) <> 0\(creator ? "\n        OR (\(row).created_by = d.user_record_name AND (\(bits("'_creator'")) & \(p)) <> 0)" : "")
                         OR EXISTS (SELECT 1 FROM jsonb_array_elements_text(d.roles::jsonb) AS r(role) WHERE (\(bits("r.role")) & \(p)) <> 0)))

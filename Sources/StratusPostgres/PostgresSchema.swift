@@ -53,7 +53,8 @@ import Foundation
 enum PostgresSchema {
     static let version = 10
     /// The version whose row-level security is ``PostgresRowSecurity``'s (10: no chunk is
-    /// added to stored asset content).
+    /// added to stored asset content; a public record keeps its name, zone and creator, and is
+    /// retyped only into a type whose CREATE grant the member has).
     static let rowSecurityVersion = 10
     /// The version the asset step brought.
     static let assetStoreVersion = 3

@@ -142,6 +142,13 @@ struct PostgresSecurityTests {
             INSERT INTO records(zone_id, record_name, owner, record_type, created_at, created_by, modified_at, modified_by, change_tag, change_seq, fields)
             SELECT zone_id, 'forged', '', 'Note', 0, $1, 0, $1, 't', 999, '{}' FROM zones WHERE owner = '' LIMIT 1
             """, [.text(aliceName)])
+        // His own public record retyped into a type that grants him no CREATE (another's Users
+        // record above all), renamed, or made another's; anyone's Board made hers or his.
+        refused("UPDATE records SET record_type = 'Users' WHERE record_name = 'bob-comment'")
+        refused("UPDATE records SET record_name = $1, record_type = 'Users' WHERE record_name = 'bob-comment'", [.text(aliceName)])
+        refused("UPDATE records SET record_name = 'renamed' WHERE record_name = 'bob-comment'")
+        refused("UPDATE records SET created_by = $1 WHERE record_name = 'bob-comment'", [.text(aliceName)])
+        refused("UPDATE records SET created_by = $1 WHERE record_name = 'alice-board'", [.text(bobName)])
         // Another's subscription; the public zone, its keys and counters; a zone tombstone in public.
         refused("DELETE FROM subscriptions WHERE subscriber = $1", [.text(aliceName)])
         refused("UPDATE subscriptions SET definition = '{}' WHERE subscriber = $1", [.text(aliceName)])
