@@ -370,8 +370,10 @@ public final class PostgresEngine: StorageEngine, Sendable {
         var explained = error
         if entries == 0 {
             explained.message = "\(role) has no entry in the user directory, so row-level security gives it no rows to write: the administrator adds it with `stratus users add \(loginRole.isEmpty ? "LOGIN" : loginRole)` (as the tables' owner). \(error.message)"
+        } else if error.message.contains("\"record_types\"") {
+            explained.message = "row-level security refused a schema change: \(role) may add record types and fields to a development schema; a production schema, grants and indexes are the tables' owner's to change (run `stratus schema deploy` or `schema import` as that role). \(error.message)"
         } else {
-            explained.message = "row-level security refused a row: \(role) writes only the rows of the user record names the directory gives it, and in the public database records it creates itself and those it created or whose type's grants let it write. \(error.message)"
+            explained.message = "row-level security refused a row: \(role) writes only the rows of the user record names the directory gives it (each container has its own directory: `stratus users add \(loginRole.isEmpty ? "LOGIN" : loginRole) --container C`, as the tables' owner, for a container it has no entry in), and in the public database records it creates itself and those it created or whose type's grants let it write. \(error.message)"
         }
         return explained
     }

@@ -66,7 +66,8 @@ struct CopyCommand: Command {
             // As import says it: the summary then counts only the records this run copies.
             StratusCommand.note("going on from the checkpoint \(checkpoint.path): what an earlier run copied is not copied again, and the summary counts this run's records")
         }
-        let source = try StoreOptions.openEngine(from, access: .read, origin: "--from")
+        let source = try StoreOptions.openEngine(from, access: .read, origin: "--from",
+                                                 missingStoreAdvice: "a copy reads an existing store; name the file or URL of the store to copy")
         // Before the destination is created: a role that reads only some rows copies nothing.
         try await StoreCopier.checkReachesEveryRow(source, as: "source")
         // Going on from a checkpoint is going on in the destination the earlier run wrote to: a
@@ -83,7 +84,7 @@ struct CopyCommand: Command {
         } catch let error as StratusError where error.code == .invalidArguments {
             throw UsageError(message: error.message + (checkpointPath == nil ? " (give --checkpoint to make a copy that can go on after a stop)" : ""))
         }
-        let skipped = summary.zonesSkipped > 0 ? " (\(summary.zonesSkipped) copied before)" : ""
+        let skipped = summary.zonesSkipped > 0 ? " (\(summary.zonesSkipped) zone\(summary.zonesSkipped == 1 ? "" : "s") copied by an earlier run)" : ""
         if summary.end == .cancelled {
             progress.finish("stopped after copying \(StoreReport.counted(summary.recordsCopied, "record"))\(checkpointPath.map { "; run again with --checkpoint \($0) to go on" } ?? "")",
                             json: ["copied": summary.recordsCopied])
