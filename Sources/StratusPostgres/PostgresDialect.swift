@@ -96,9 +96,12 @@ struct PostgresDialect: SQLDialect {
         text.utf8.contains { $0 <= 1 }
     }
 
-    /// The shortest text that reads back as `d`, in JSON's notation.
+    /// The text of `d` in JSON's notation as the `fields` column holds it: whole numbers as
+    /// their exact digits (from 2^53 on every double is one), others the shortest text that
+    /// reads back as `d`.
     static func number(_ d: Double) -> String {
-        d == d.rounded(.towardZero) && d.magnitude < 0x1p53 ? String(Int64(d)) + ".0" : d.description
+        guard d.isFinite, d == d.rounded(.towardZero) else { return d.description }
+        return ByteOutput.exactDigits(ofWhole: d) + ".0"
     }
 
     func anyElement(of name: String, family: QueryRules.OrderedFamily, _ test: (String) -> SQLFragment) -> SQLFragment {

@@ -170,7 +170,7 @@ public final class PostgresEngine: StorageEngine, Sendable {
                 return identity
             }
         } catch let error as StratusError where error.sqlState == "42501" && !probe.exists {
-            var refused = StratusError(.permissionFailure, "role \(probe.role) may not create the store's tables \(probe.whereTables) of database \(probe.database): create the database owned by the role that is to own them (createdb -O \(probe.role) \(probe.database)), or have its owner run GRANT CREATE ON SCHEMA \(probe.schema ?? "public") TO \(probe.role) (PostgreSQL 15 no longer lets every role create in public)\(probe.elsewhere)")
+            var refused = StratusError(.permissionFailure, "role \(probe.role) may not create the store's tables \(probe.whereTables) of database \(probe.database): give the database to the role that is to own them (createdb -O \(probe.role) \(probe.database) for a new one, ALTER DATABASE \(probe.database) OWNER TO \(probe.role) for one that exists), or have its owner run GRANT CREATE ON SCHEMA \(probe.schema ?? "public") TO \(probe.role) (PostgreSQL 15 no longer lets every role create in public)\(probe.elsewhere)")
             refused.sqlState = error.sqlState
             throw refused
         }

@@ -479,16 +479,25 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
     static func documents(of row: RecordRow) -> (queryable: String, exact: String?) {
         let document = String(decoding: row.document, as: UTF8.self)
         var queryable = document, exact: String?
-        if row.fields.values.contains(where: \.needsEscaping) {
+        let escapes = row.fields.values.contains(where: \.needsEscaping)
+        if escapes || holdsLargeWholeDoubles(row.fields) {
             var escaped = row.fields
-            for (key, value) in row.fields {
-                switch value {
-                case .string(let s): escaped[key] = .string(PostgresDialect.escaped(s))
-                case .stringList(let v): escaped[key] = .stringList(v.map(PostgresDialect.escaped))
-                default: continue
+            if escapes {
+                for (key, value) in row.fields {
+                    switch value {
+                    case .string(let s): escaped[key] = .string(PostgresDialect.escaped(s))
+                    case .stringList(let v): escaped[key] = .stringList(v.map(PostgresDialect.escaped))
+                    default: continue
+                    }
                 }
             }
-            queryable = FieldDocument.encode(escaped, encryptedKeys: row.encryptedKeys, jsonExtras: row.jsonExtras)
+            // jsonb keeps a number's decimal text exactly: a double of 2^53 or more written as
+            // its shortest text (1.152921504606847e+18) would compare as another number than
+            // the double's own (1152921504606846976) with integers and queries' values.
+            var out = ByteOutput(capacity: row.document.count + 64)
+            out.writesExactWholeDoubles = true
+            FieldDocument.encode(escaped, encryptedKeys: row.encryptedKeys, jsonExtras: row.jsonExtras, into: &out)
+            queryable = String(decoding: out.bytes, as: UTF8.self)
             exact = document
         } else if jsonbLoses(row.fields) {
             exact = document
@@ -550,6 +559,21 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
 
     /// Whether `jsonb` would change a value of these fields: it keeps numbers as exact
     /// decimals, and so turns -0.0 into 0. Such a document is also kept as text.
+    /// Whether a number or timestamp value is a double of magnitude 2^53 or more, which the
+    /// queryable copy writes as its exact digits.
+    static func holdsLargeWholeDoubles(_ fields: [String: FieldValue]) -> Bool {
+        func large(_ d: Double) -> Bool { d.magnitude >= 0x1p53 }
+        return fields.values.contains { value in
+            switch value {
+            case .double(let d): large(d)
+            case .doubleList(let v): v.contains(where: large)
+            case .date(let d): large(d.timeIntervalSinceReferenceDate)
+            case .dateList(let v): v.contains { large($0.timeIntervalSinceReferenceDate) }
+            default: false
+            }
+        }
+    }
+
     static func jsonbLoses(_ fields: [String: FieldValue]) -> Bool {
         func negativeZero(_ d: Double) -> Bool { d == 0 && d.sign == .minus }
         func location(_ l: Location) -> Bool {

@@ -7,9 +7,10 @@ import Testing
 extension EngineConformance {
     static let ruleCases: [TestCase] = [
         TestCase("distinct bytes are distinct values: NFC to NFD, 0.0 to -0.0 and Ohm to Omega are stored changes", distinctBytesAreStored),
-        TestCase("string equality folds case fully (ß, ﬁ, final sigma) and does not normalize", equalityFoldsCase),
+        TestCase("string equality folds case fully (ß, ﬁ, final sigma, old-style Cyrillic) and does not normalize", equalityFoldsCase),
         TestCase("order: missing first ascending and last descending, numbers < timestamps < strings < references, unordered values as missing", mixedFamilyOrder),
         TestCase("a cursor is refused by another store", cursorFromAnotherStore),
+        TestCase("doubles of 2^53 and more compare with integers by their exact value, in filters and in order", largeDoublesCompareExactly),
     ]
 
     /// Saves `value` into field `v` of record `name` with the forced policy that skips saves
@@ -54,6 +55,8 @@ extension EngineConformance {
             "fish-ligature": "\u{FB01}sh", "fish-caps": "FISH",
             "sigma-final": "ΟΔΟΣ", "sigma-small": "οδος", "sigma-final-small": "οδoς",
             "cafe-nfc": "CAF\u{C9}", "cafe-nfd": "cafe\u{301}", "empty": "",
+            // Old-style Cyrillic: CaseFolding.txt folds U+1C80 to в and U+1C88 to ꙋ.
+            "cyrillic-rounded-ve": "\u{1C80}\u{1C88}", "cyrillic-ve": "\u{412}\u{A64A}",
         ]
         try await TestDatabase.save(texts.map { makeRecord("Word", $0.key, ["text": .string($0.value)]) }, in: database)
         func names(_ format: String, _ arguments: any Sendable...) async throws -> Set<String> {
@@ -68,9 +71,36 @@ extension EngineConformance {
         #expect(try await names("text IN %@", ["FISH", "cafe\u{301}"]) == ["fish-ligature", "fish-caps", "cafe-nfd"])
         #expect(try await names("text != %@", "STRASSE").isDisjoint(with: ["strasse-sharp", "strasse-caps", "strasse-plain"]))
         #expect(try await names("text == %@", "") == ["empty"], "the empty string equals itself")
+        #expect(try await names("text == %@", "\u{432}\u{A64B}") == ["cyrillic-rounded-ve", "cyrillic-ve"])
         #expect(try await names("text IN %@", ["", "fish"]) == ["empty", "fish-ligature", "fish-caps"])
         // Ordering comparisons and BEGINSWITH are exact.
         #expect(try await names("text BEGINSWITH %@", "Stra") == ["strasse-sharp"])
+    }
+
+    static func largeDoublesCompareExactly(_ env: Environment) async throws {
+        let database = env.container().publicCloudDatabase
+        // 2^60, whose shortest text (1.152921504606847e+18) is another number than its value;
+        // -2^63, equal to INT64's least value; 1e300, far beyond any integer.
+        let records = [makeRecord("Large", "a-double", ["n": .double(0x1p60)]),
+                       makeRecord("Large", "b-int", ["n": .int64(1_152_921_504_606_846_977)]),
+                       makeRecord("Large", "c-double-min", ["n": .double(-0x1p63)]),
+                       makeRecord("Large", "d-int-min", ["n": .int64(.min)]),
+                       makeRecord("Large", "e-huge", ["n": .double(1e300)])]
+        try await TestDatabase.seed(records, in: database)
+        func names(_ format: String) async throws -> [String] {
+            let query = Query(recordType: "Large", predicate: try QueryPredicate(format: format))
+            query.sortDescriptors = [RecordSortDescriptor(key: "n", ascending: true)]
+            let found = try await TestDatabase.queryAll(query, in: database, pageSize: 2).map(\.recordID.recordName)
+            #expect(try QueryEvaluator.evaluate(query, over: records).map(\.recordID.recordName) == found, "the oracle agrees on \(format)")
+            return found
+        }
+        #expect(try await names("n == 1152921504606846976") == ["a-double"])
+        #expect(try await names("n < 1152921504606846977") == ["c-double-min", "d-int-min", "a-double"])
+        #expect(try await names("n > 1152921504606846976") == ["b-int", "e-huge"])
+        #expect(try await names("n == 1152921504606847000").isEmpty, "the shortest text's number is not the double's")
+        #expect(try await names("n == -9223372036854775808") == ["c-double-min", "d-int-min"], "equal values, by record name")
+        #expect(try await names("n >= 1e300") == ["e-huge"])
+        #expect(try await names("TRUEPREDICATE") == ["c-double-min", "d-int-min", "a-double", "b-int", "e-huge"])
     }
 
     static func mixedFamilyOrder(_ env: Environment) async throws {

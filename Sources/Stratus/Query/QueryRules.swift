@@ -33,7 +33,21 @@ public enum QueryRules {
     /// (`"ß"` and `"ẞ"` fold to `"ss"`, `"ﬁ"` to `"fi"`, final `"ς"` to `"σ"`).
     public static func equalityKey(_ text: String) -> String {
         if isASCII(text) { return asciiLowercased(text) }
-        return text.folding(options: [.caseInsensitive], locale: nil)
+        return withFoldingsFoundationLacks(text).folding(options: [.caseInsensitive], locale: nil)
+    }
+
+    /// Unicode's CaseFolding.txt folds the old-style Cyrillic letters U+1C80–U+1C88 to ordinary
+    /// lowercase ones; Foundation on Linux leaves them as they are.
+    private static let foldingsFoundationLacks: [UInt32: Unicode.Scalar] = [
+        0x1C80: "\u{0432}", 0x1C81: "\u{0434}", 0x1C82: "\u{043E}", 0x1C83: "\u{0441}", 0x1C84: "\u{0442}",
+        0x1C85: "\u{0442}", 0x1C86: "\u{044A}", 0x1C87: "\u{0463}", 0x1C88: "\u{A64B}",
+    ]
+
+    private static func withFoldingsFoundationLacks(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: { (0x1C80...0x1C88).contains($0.value) }) else { return text }
+        var scalars = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars { scalars.append(foldingsFoundationLacks[scalar.value] ?? scalar) }
+        return String(scalars)
     }
 
     /// `text` with the ASCII letters A–Z lowercased and nothing else: the folding every engine

@@ -23,6 +23,11 @@ import Foundation
     /// The first value that JSON cannot hold faithfully (a non-finite number, an asset without
     /// a file); it is written as `null` or `""` and reported here so strict callers can refuse.
     @usableFromInline package var problem: String?
+    /// Whether doubles of magnitude 2^53 and above (every one a whole number) are written as
+    /// their exact digits (`1152921504606846976.0`) rather than the shortest text that reads
+    /// back as them (`1.152921504606847e+18`): a reader that keeps decimal numbers exactly
+    /// (PostgreSQL's `jsonb`) then holds the double's own value.
+    @usableFromInline package var writesExactWholeDoubles = false
 
     @usableFromInline package init(capacity: Int = 256) {
         self.capacity = Swift.max(capacity, 16)
@@ -258,7 +263,45 @@ import Foundation
             append(".0")
             return
         }
+        if writesExactWholeDoubles && value.magnitude >= 0x1p53 {
+            appendRaw(Self.exactDigits(ofWhole: value))
+            append(".0")
+            return
+        }
         appendRaw(value.description)
+    }
+
+    /// The exact decimal digits of a finite whole double (sign included).
+    ///
+    /// ```swift
+    /// ByteOutput.exactDigits(ofWhole: 0x1p60)   // "1152921504606846976"
+    /// ```
+    package static func exactDigits(ofWhole value: Double) -> String {
+        precondition(value.isFinite && value == value.rounded(.towardZero), "a finite whole number")
+        let sign = value.sign == .minus && value != 0 ? "-" : ""
+        if value.magnitude < 0x1p63 { return sign + String(UInt64(value.magnitude)) }
+        // significand × 2^shift, in base 10^9 limbs (least significant first).
+        var limbs: [UInt64] = []
+        var significand = UInt64(1) << 52 | value.significandBitPattern
+        while significand > 0 { limbs.append(significand % 1_000_000_000); significand /= 1_000_000_000 }
+        var shift = Int(value.exponent) - 52
+        while shift > 0 {
+            let step = Swift.min(shift, 32)
+            var carry: UInt64 = 0
+            for i in limbs.indices {
+                let product = limbs[i] << UInt64(step) + carry
+                limbs[i] = product % 1_000_000_000
+                carry = product / 1_000_000_000
+            }
+            while carry > 0 { limbs.append(carry % 1_000_000_000); carry /= 1_000_000_000 }
+            shift -= step
+        }
+        var text = String(limbs.last!)
+        for limb in limbs.dropLast().reversed() {
+            let digits = String(limb)
+            text += String(repeating: "0", count: 9 - digits.count) + digits
+        }
+        return sign + text
     }
 
     /// Appends `data` in base64, in quotes unless `quoted` is false.
