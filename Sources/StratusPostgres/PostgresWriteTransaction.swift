@@ -480,7 +480,8 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
         let document = String(decoding: row.document, as: UTF8.self)
         var queryable = document, exact: String?
         let escapes = row.fields.values.contains(where: \.needsEscaping)
-        if escapes || holdsLargeWholeDoubles(row.fields) {
+        let numbers = numberForms(row.fields)
+        if escapes || numbers.largeWhole {
             var escaped = row.fields
             if escapes {
                 for (key, value) in row.fields {
@@ -499,7 +500,7 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
             FieldDocument.encode(escaped, encryptedKeys: row.encryptedKeys, jsonExtras: row.jsonExtras, into: &out)
             queryable = String(decoding: out.bytes, as: UTF8.self)
             exact = document
-        } else if jsonbLoses(row.fields) {
+        } else if numbers.negativeZero {
             exact = document
         }
         // What the record's JSON held beside its values (unknown keys, CloudKit's metadata) is
@@ -559,35 +560,29 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
 
     /// Whether `jsonb` would change a value of these fields: it keeps numbers as exact
     /// decimals, and so turns -0.0 into 0. Such a document is also kept as text.
-    /// Whether a number or timestamp value is a double of magnitude 2^53 or more, which the
-    /// queryable copy writes as its exact digits.
-    static func holdsLargeWholeDoubles(_ fields: [String: FieldValue]) -> Bool {
-        func large(_ d: Double) -> Bool { d.magnitude >= 0x1p53 }
-        return fields.values.contains { value in
+    /// Which numbers the `fields` column cannot hold as the document writes them: a double of
+    /// magnitude 2^53 or more (number or timestamp; the queryable copy writes its exact digits),
+    /// and -0.0 (jsonb reads it as 0, so the exact text is kept). One pass over the values.
+    static func numberForms(_ fields: [String: FieldValue]) -> (largeWhole: Bool, negativeZero: Bool) {
+        var largeWhole = false, negativeZero = false
+        func look(_ d: Double) {
+            if d.magnitude >= 0x1p53 { largeWhole = true } else if d == 0 && d.sign == .minus { negativeZero = true }
+        }
+        func look(_ l: Location) {
+            for d in [l.latitude, l.longitude, l.altitude, l.horizontalAccuracy, l.verticalAccuracy, l.course, l.speed] where d == 0 && d.sign == .minus { negativeZero = true }
+        }
+        for value in fields.values {
             switch value {
-            case .double(let d): large(d)
-            case .doubleList(let v): v.contains(where: large)
-            case .date(let d): large(d.timeIntervalSinceReferenceDate)
-            case .dateList(let v): v.contains { large($0.timeIntervalSinceReferenceDate) }
-            default: false
+            case .double(let d): look(d)
+            case .doubleList(let v): v.forEach(look)
+            case .date(let d): if d.timeIntervalSinceReferenceDate.magnitude >= 0x1p53 { largeWhole = true }
+            case .dateList(let v): if v.contains(where: { $0.timeIntervalSinceReferenceDate.magnitude >= 0x1p53 }) { largeWhole = true }
+            case .location(let l): look(l)
+            case .locationList(let v): v.forEach(look)
+            default: continue
             }
         }
-    }
-
-    static func jsonbLoses(_ fields: [String: FieldValue]) -> Bool {
-        func negativeZero(_ d: Double) -> Bool { d == 0 && d.sign == .minus }
-        func location(_ l: Location) -> Bool {
-            [l.latitude, l.longitude, l.altitude, l.horizontalAccuracy, l.verticalAccuracy, l.course, l.speed].contains(where: negativeZero)
-        }
-        return fields.values.contains { value in
-            switch value {
-            case .double(let d): negativeZero(d)
-            case .doubleList(let v): v.contains(where: negativeZero)
-            case .location(let l): location(l)
-            case .locationList(let v): v.contains(where: location)
-            default: false
-            }
-        }
+        return (largeWhole, negativeZero)
     }
 
     /// The error for a stored row that a write did not reach: row-level security keeps it from
