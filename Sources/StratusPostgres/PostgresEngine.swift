@@ -351,14 +351,19 @@ public final class PostgresEngine: StorageEngine, Sendable {
     }
 
     /// The first statement of a write transaction: its ID (asked for if its commit's answer is
-    /// lost), and its commit made durable before others see it.
+    /// lost), its commit made durable before others see it, and its statements planned for the
+    /// table as it is: a plan cached while `records` was nearly empty (a new store's first
+    /// import) reads a record by its zone's change index, a scan of the zone per lookup, and
+    /// stays cached while the table grows.
     private static let durableCommit = """
         SELECT txid_current(),
-               set_config('synchronous_commit', CASE current_setting('synchronous_commit') WHEN 'off' THEN 'local' ELSE current_setting('synchronous_commit') END, true)
+               set_config('synchronous_commit', CASE current_setting('synchronous_commit') WHEN 'off' THEN 'local' ELSE current_setting('synchronous_commit') END, true),
+               set_config('plan_cache_mode', 'force_custom_plan', true)
         """
     private static let durableCommitSharingContainerLock = """
         SELECT txid_current(),
                set_config('synchronous_commit', CASE current_setting('synchronous_commit') WHEN 'off' THEN 'local' ELSE current_setting('synchronous_commit') END, true),
+               set_config('plan_cache_mode', 'force_custom_plan', true),
                pg_advisory_xact_lock_shared(\(containerWriteLock(parameter: 1)))
         """
 
