@@ -212,7 +212,9 @@ struct DeleteCommand: Command {
         Interruption.install { deleter.cancel() }
         func finish(_ summary: RecordDeleter.Summary, stopped: Bool = false) {
             progress.finish(
-                (stopped ? "stopped by an error: " : "") + "deleted \(Progress.grouped(summary.deleted)), not found \(Progress.grouped(summary.notFound)), failed \(Progress.grouped(summary.failed))",
+                // A matched record not found when its batch came was deleted since: by a
+                // .deleteSelf cascade of an earlier batch of this run, or by another writer.
+                (stopped ? "stopped by an error: " : "") + "deleted \(Progress.grouped(summary.deleted)), already gone \(Progress.grouped(summary.notFound)) (a .deleteSelf cascade of this run, or another writer), failed \(Progress.grouped(summary.failed))",
                 json: ["deleted": summary.deleted, "notFound": summary.notFound, "failed": summary.failed])
         }
         let summary: RecordDeleter.Summary

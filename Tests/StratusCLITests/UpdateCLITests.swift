@@ -303,6 +303,22 @@ struct UpdateCLITests {
         }
     }
 
+    @Test("delete --where of records a .deleteSelf cascade of the same run takes: the summary says them already gone, not not found")
+    func deleteCascadeSummary() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            var lines = [#"{"recordName":"a","recordType":"T","fields":{}}"#]
+            for name in ["b", "c", "d"] {
+                lines.append(#"{"recordName":"\#(name)","recordType":"T","fields":{"up":{"value":{"recordName":"a","action":"DELETE_SELF"},"type":"REFERENCE"}}}"#)
+            }
+            #expect(try await cli.run(["import", "--quiet"], stdin: lines.joined(separator: "\n") + "\n").exitCode == 0)
+            let deleted = try await cli.run(["delete", "--type", "T", "--where", "TRUEPREDICATE", "--yes", "--batch-size", "1"])
+            #expect(deleted.exitCode == 0, "\(deleted)")
+            #expect(deleted.stderrLines.last?.hasPrefix("deleted 1, already gone 3 (a .deleteSelf cascade of this run, or another writer), failed 0") == true, "\(deleted)")
+            #expect(try await cli.count("T") == 0)
+        }
+    }
+
     @Test("delete --type --checkpoint deletes in batches and removes its file; the summary says deleted apart from not found", arguments: TestEngine.all)
     func deleteWithCheckpoint(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

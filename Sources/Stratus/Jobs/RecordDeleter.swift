@@ -47,7 +47,8 @@ public final class RecordDeleter: Sendable {
         public var matched = 0
         /// Records deleted.
         public var deleted = 0
-        /// Records that were gone when their batch was deleted.
+        /// Records that were gone when their batch was deleted: a `.deleteSelf` cascade of an
+        /// earlier batch took them, or another writer.
         public var notFound = 0
         /// Records the store refused to delete.
         public var failed = 0

@@ -16,8 +16,10 @@ final class QueryReader: QueryStream, @unchecked Sendable {
     private let engine: any StorageEngine
     private let context: DatabaseContext
     /// For a query over every zone: the zones still to read, in order, and where each stands.
-    private var zonesLeft: [RecordZone.ID]
+    private var zonesLeft: ArraySlice<RecordZone.ID>
     private var zones: ZoneWidePosition?
+    /// Where each zone a position names goes on from, looked up once per zone.
+    private let starts: [RecordZone.ID: QueryPosition]
     private var current: (stream: any QueryStream, zoneID: RecordZone.ID, last: QueryPosition?)?
     private var closed = false
 
@@ -25,8 +27,12 @@ final class QueryReader: QueryStream, @unchecked Sendable {
         self.query = query
         self.engine = engine
         self.context = context
-        self.zonesLeft = zonesLeft
-        self.zones = zones
+        self.zonesLeft = zonesLeft[...]
+        // In zone order, which ``ZoneWidePosition/set(_:after:)`` keeps (a cursor is input).
+        self.zones = zones.map { var sorted = $0; sorted.zones.sort { ZoneWideQuery.zoneOrder($0.zoneID, $1.zoneID) }; return sorted }
+        var starts: [RecordZone.ID: QueryPosition] = [:]
+        for zone in zones?.zones ?? [] { if let after = zone.after { starts[zone.zoneID] = after } }
+        self.starts = starts
     }
 
     /// Opens a reader of `query` from `start`; the first stream is opened here, so that what
@@ -51,7 +57,7 @@ final class QueryReader: QueryStream, @unchecked Sendable {
     private func openNextZone() throws {
         while current == nil, !zonesLeft.isEmpty, var zones {
             let zoneID = zonesLeft.removeFirst()
-            let start = zones.zones.first { $0.zoneID == zoneID }?.after
+            let start = starts[zoneID]
             do {
                 current = (try engine.openQueryStream(query.inZone(zoneID, desiredKeys: query.desiredKeys), in: context, after: start), zoneID, start)
             } catch let error as StratusError where error.code == .zoneNotFound {

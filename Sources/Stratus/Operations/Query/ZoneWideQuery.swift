@@ -90,6 +90,8 @@ struct ZoneWideQuery {
         }
 
         var next = position
+        // In zone order, which ``ZoneWidePosition/set(_:after:)`` keeps (a cursor is input).
+        next.zones.sort { Self.zoneOrder($0.zoneID, $1.zoneID) }
         next.lastRecordName = records.last?.recordID.recordName ?? position.lastRecordName
         var more = false
         for reader in readers where reader.hasRead {
@@ -214,13 +216,24 @@ struct ZoneWideQuery {
 }
 
 extension ZoneWidePosition {
+    /// Records where `zoneID` stands, keeping ``zones`` in zone order: found by halving, so
+    /// that a read of every zone (which finishes them in that order, each an append) costs a
+    /// logarithm per zone, not a pass over the zones before it.
     mutating func set(_ zoneID: RecordZone.ID, after: QueryPosition?) {
         let entry = Zone(zoneID: zoneID, after: after)
-        if let index = zones.firstIndex(where: { $0.zoneID == zoneID }) {
-            zones[index] = entry
+        if let last = zones.last, ZoneWideQuery.zoneOrder(last.zoneID, zoneID) {
+            zones.append(entry)
+            return
+        }
+        var low = 0, high = zones.count
+        while low < high {
+            let middle = (low + high) / 2
+            if ZoneWideQuery.zoneOrder(zones[middle].zoneID, zoneID) { low = middle + 1 } else { high = middle }
+        }
+        if low < zones.count && zones[low].zoneID == zoneID {
+            zones[low] = entry
         } else {
-            let index = zones.firstIndex { ZoneWideQuery.zoneOrder(zoneID, $0.zoneID) } ?? zones.endIndex
-            zones.insert(entry, at: index)
+            zones.insert(entry, at: low)
         }
     }
 }
