@@ -178,7 +178,9 @@ final class PostgresAssetStore: AssetContentStore, Sendable {
             let extra = try connection.query("SELECT count(*) FROM asset_chunks WHERE owner = $1 AND content_id = $2 AND chunk >= $3",
                                              [.text(owner), .text(identifier), .int64(chunk)]).first?.int64(0) ?? 0
             guard read == size, extra == 0, hasher.finalize().hexadecimal == identifier else {
-                throw StratusError(.badDatabase, "the asset content \(identifier) in the store's asset_chunks is damaged: its chunks hold \(read) bytes\(extra > 0 ? " and \(extra) more chunk(s)" : "") that are not the \(size) bytes named by its SHA-256 (stratus check; restore the content from a backup)")
+                let found = read == size && extra == 0 ? "its \(size) bytes do not hash to the SHA-256 that names it"
+                    : "its chunks hold \(read) bytes\(extra > 0 ? " and \(extra) more chunk(s)" : "") where it has \(size)"
+                throw StratusError(.badDatabase, "the asset content \(identifier) in the store's asset_chunks is damaged: \(found); restore the content from a backup (stratus check finds contents whose chunks are not their size, not changed bytes)")
             }
             do throws(POSIXFailure) {
                 try FileDescriptor.makePrivateDirectory(cached.deletingLastPathComponent())

@@ -541,25 +541,30 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
     }
 
     /// Whether a document may hold a value that ``documents(of:)`` treats apart, judged from its
-    /// bytes alone: text with U+0000 or U+0001 (written `\u0000`, `\u0001`, with a backslash)
-    /// or -0.0 (written `-0.0`). Most documents have neither a backslash nor `-0`, and their
-    /// fields then need no look; any other backslash or `-0` (in text, in -0.5) costs that look.
+    /// bytes alone: text with U+0000 or U+0001 (written `\u0000`, `\u0001`, with a backslash),
+    /// -0.0 (written `-0.0`) or a double of 2^53 or more (its shortest text has an exponent:
+    /// `1.152921504606847e+18`). Most documents have no backslash, `-0` or `e+`, and their
+    /// fields then need no look; any other (in text, in -0.5) costs that look.
     static func mayNeedExactDocument(_ document: [UInt8]) -> Bool {
         document.withUnsafeBufferPointer { bytes in
             guard let base = bytes.baseAddress, !bytes.isEmpty else { return false }
             if memchr(base, Int32(UInt8(ascii: "\\")), bytes.count) != nil { return true }
-            var start = 0
-            while start < bytes.count, let found = memchr(base + start, Int32(UInt8(ascii: "-")), bytes.count - start) {
-                let dash = base.distance(to: found.assumingMemoryBound(to: UInt8.self))
-                if dash + 1 < bytes.count && bytes[dash + 1] == UInt8(ascii: "0") { return true }
-                start = dash + 1
+            /// Whether `byte` (a rare one, looked for first) occurs with a byte `around` it
+            /// (`offset` away) that `test` accepts.
+            func occurs(_ byte: UInt8, _ offset: Int, _ test: (UInt8) -> Bool) -> Bool {
+                var start = 0
+                while start < bytes.count, let found = memchr(base + start, Int32(byte), bytes.count - start) {
+                    let at = base.distance(to: found.assumingMemoryBound(to: UInt8.self))
+                    if bytes.indices.contains(at + offset) && test(bytes[at + offset]) { return true }
+                    start = at + 1
+                }
+                return false
             }
-            return false
+            return occurs(UInt8(ascii: "-"), 1) { $0 == UInt8(ascii: "0") }
+                || occurs(UInt8(ascii: "+"), -1) { $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E") }
         }
     }
 
-    /// Whether `jsonb` would change a value of these fields: it keeps numbers as exact
-    /// decimals, and so turns -0.0 into 0. Such a document is also kept as text.
     /// Which numbers the `fields` column cannot hold as the document writes them: a double of
     /// magnitude 2^53 or more (number or timestamp; the queryable copy writes its exact digits),
     /// and -0.0 (jsonb reads it as 0, so the exact text is kept). One pass over the values.

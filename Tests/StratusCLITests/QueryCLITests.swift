@@ -57,6 +57,18 @@ struct QueryCLITests {
         }
     }
 
+    @Test("an import of 2,000 doubles of 2^60 (the bulk path) compares them with integers by their exact value", arguments: TestEngine.all)
+    func importedLargeDoublesCompareExactly(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let lines = (0..<2_000).map { #"{"recordName":"r\#($0)","recordType":"Big","fields":{"d":{"value":1152921504606846976,"type":"DOUBLE"}}}"# }
+            #expect(try await cli.run(["import", try cli.file("big.ndjson", lines.joined(separator: "\n") + "\n"), "--quiet"]).exitCode == 0)
+            #expect(try await cli.count("Big", where: "d == 1152921504606846976") == 2_000)
+            #expect(try await cli.count("Big", where: "d == 1152921504606847000") == 0, "the shortest text's number is not the double's")
+            #expect(try await cli.count("Big", where: "d < 1152921504606846977") == 2_000)
+        }
+    }
+
     @Test("a /bin/sh loop pages through 10,001 records with --limit 400 --cursor: each exactly once, in order", arguments: TestEngine.all)
     func shellLoopPaging(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
