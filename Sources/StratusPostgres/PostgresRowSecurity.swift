@@ -203,7 +203,7 @@ enum PostgresRowSecurity {
             new_schema := NEW.schema::jsonb;
             NEW.schema := new_schema::text;
             IF coalesce(new_schema -> 'grants', '{}'::jsonb) IS DISTINCT FROM coalesce(stored::jsonb -> 'grants', '{}'::jsonb) THEN
-                RAISE EXCEPTION 'role % may not change the grants of record type %', CURRENT_USER, NEW.record_type USING ERRCODE = '42501';
+                RAISE EXCEPTION 'role % may not change the grants of record type %: grants, indexes and production schemas are changed by the role that owns the tables (run schema deploy or schema import as that role)', CURRENT_USER, NEW.record_type USING ERRCODE = '42501';
             END IF;
             -- A type every reader decodes: Stratus's form, each field once, with a type Stratus knows.
             IF jsonb_typeof(new_schema) IS DISTINCT FROM 'object' OR new_schema ->> 'recordType' IS DISTINCT FROM NEW.record_type

@@ -285,7 +285,13 @@ struct RecordImporterTests {
             first.onRead = { if $0 == 250 { importer.cancel() } }
             #expect(try await importer.run(from: first).end == .cancelled)
             let done = Mutex<[Int]>([])
-            let second = try await importer.run(from: ItemSource(records: items(1_000, prefix: "second"))) { progress in
+            // A name again every 30 records ends batches early, as deletions between records do.
+            var repeating: [Record] = []
+            for (offset, record) in items(1_000, prefix: "second").enumerated() {
+                repeating.append(record)
+                if offset % 30 == 0 { repeating.append(record) }
+            }
+            let second = try await importer.run(from: ItemSource(records: repeating)) { progress in
                 done.withLock { $0.append(progress.summary.read - progress.pending) }
             }
             #expect(second.end == .finished && second.created == 1_000, "the cancel ended with the run it stopped: \(second)")

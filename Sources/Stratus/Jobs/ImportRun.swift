@@ -82,6 +82,8 @@ final class ImportRun {
     /// Items of a batch taken from ``batch`` and not in flight yet (it waits for a place):
     /// still pending in what progress reports.
     private var handingOver = 0
+    /// The input item being taken into a batch, while it is not in one.
+    private var itemInHand = 0
     private var batchesSeenByCancellation = 0
 
     init(
@@ -206,6 +208,9 @@ final class ImportRun {
                 continue
             }
             summary.read += 1
+            // Read and not yet batched: pending in what progress reports meanwhile (a batch
+            // that ends before it is settled while the item waits).
+            itemInHand = 1
             do {
                 switch item {
                 case .rejected(let rejection):
@@ -236,10 +241,12 @@ final class ImportRun {
             } catch let failed as Failure where failed.isCancellation && importer.isCancelled {
                 // A cancel that reached a store call (a zone's lookup) is the caller's cancel.
                 summary.read -= 1
+                itemInHand = 0
                 try await settleAll()
                 stop = stop ?? .cancelled
                 break
             }
+            itemInHand = 0
             if stop != nil { break }
             switch mode {
             case .batches:
@@ -928,7 +935,7 @@ final class ImportRun {
 
     private func report() {
         guard let progress else { return }
-        let pending = batch.count + handingOver + inFlight.reduce(0) { $0 + $1.batch.count } + waits.count + ready.count
+        let pending = batch.count + handingOver + itemInHand + inFlight.reduce(0) { $0 + $1.batch.count } + waits.count + ready.count
         progress(RecordImporter.Progress(summary: summary, pending: pending, bytesRead: source.bytesRead))
     }
 

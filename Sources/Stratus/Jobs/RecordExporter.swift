@@ -139,6 +139,8 @@ public final class RecordExporter: Sendable {
     /// let columns = try await exporter.fieldTypes()   // ["due": .timestamp, "title": .string]
     /// ```
     ///
+    /// A read of its own: see ``fieldColumns()`` for the CSV writer's `csvFieldsAreEveryField`.
+    ///
     /// - Throws: what the query throws.
     public func fieldTypes() async throws -> [String: FieldType] {
         try await fieldColumns().types
