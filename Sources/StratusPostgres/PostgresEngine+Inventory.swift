@@ -104,13 +104,13 @@ extension PostgresEngine {
                     guard damaged <= IntegrityProblem.namedPerKind else { continue }
                     let place = IntegrityProblem.place(zoneName: try row.text(5), storageContainer: try row.text(2), scope: try row.int64(3), owner: try row.text(4))
                     let reason = (error as? StratusError)?.message ?? "\(error)"
-                    problems.append("record '\(name)' in \(place): its field document does not decode: \(reason)")
+                    problems.append(IntegrityProblem.undecodableDocument(recordName: name, place: place, reason: reason))
                 }
             }
             guard rows.count == 1000, let last = rows.last else { break }
             after = (try last.int64(0) ?? 0, try last.text(1) ?? "")
         }
-        if damaged > IntegrityProblem.namedPerKind { problems.append("\(damaged - IntegrityProblem.namedPerKind) more record(s) whose field document does not decode") }
+        if let more = IntegrityProblem.moreUndecodableDocuments(damaged) { problems.append(more) }
         return problems
     }
 }

@@ -302,7 +302,7 @@ enum PostgresRowSecurity {
         /// the connected role do `permission` with: through `_world`, `_icloud` or a custom role
         /// the container's directory gives its login, or, with `creator`, through `_creator` on
         /// a record it created. A type without grants has CloudKit's defaults (the `Users` type
-    /// CloudKit's grants for it, also before a schema stores it).
+        /// CloudKit's grants for it, also before a schema stores it).
         func granted(_ permission: RecordPermissions, row: String, creator: Bool) -> String {
             let p = permission.rawValue
             let bits = { (role: String) in "coalesce((x.g ->> \(role))::int, 0)" }

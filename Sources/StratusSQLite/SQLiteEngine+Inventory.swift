@@ -75,28 +75,21 @@ extension SQLiteEngine {
             } catch {
                 undecodable += 1
                 if undecodable <= IntegrityProblem.namedPerKind {
-                    problems.append(IntegrityProblem.undecodableDocument(recordName: recordName, place: place(), reason: "\(error)"))
+                    problems.append(IntegrityProblem.undecodableDocument(recordName: recordName, place: place(), reason: (error as? StratusError)?.message ?? "\(error)"))
                 }
                 continue
             }
-            for value in fields.values {
-                let assets: [Asset] = switch value {
-                case .asset(let asset): [asset]
-                case .assetList(let list): list
-                default: []
-                }
-                for asset in assets {
-                    guard let identifier = asset.storedIdentifier, !reported.contains(identifier),
-                          let fileSize = asset.damagedContentSize(), let assetSize = asset.size else { continue }
-                    reported.insert(identifier)
-                    wrongSize += 1
-                    guard wrongSize <= IntegrityProblem.namedPerKind else { continue }
-                    problems.append(IntegrityProblem.wrongSizeAssetContent(identifier, recordName: recordName, place: place(), fileSize: fileSize, assetSize: assetSize, where: folder))
-                }
+            for asset in fields.values.flatMap(\.assets) {
+                guard let identifier = asset.storedIdentifier, !reported.contains(identifier),
+                      let fileSize = asset.damagedContentSize(), let assetSize = asset.size else { continue }
+                reported.insert(identifier)
+                wrongSize += 1
+                guard wrongSize <= IntegrityProblem.namedPerKind else { continue }
+                problems.append(IntegrityProblem.wrongSizeAssetContent(identifier, recordName: recordName, place: place(), fileSize: fileSize, assetSize: assetSize, where: folder))
             }
         }
         if wrongSize > IntegrityProblem.namedPerKind { problems.append("\(wrongSize - IntegrityProblem.namedPerKind) more asset content file(s) of the wrong size") }
-        if undecodable > IntegrityProblem.namedPerKind { problems.append("\(undecodable - IntegrityProblem.namedPerKind) more record(s) whose field document does not decode") }
+        if let more = IntegrityProblem.moreUndecodableDocuments(undecodable) { problems.append(more) }
         return problems
     }
 

@@ -32,6 +32,11 @@ public enum IntegrityProblem {
         "record '\(recordName)' in \(place): its field document does not decode: \(reason)"
     }
 
+    /// The line counting records past ``namedPerKind`` whose documents do not decode, or nil.
+    public static func moreUndecodableDocuments(_ count: Int) -> String? {
+        count > namedPerKind ? "\(count - namedPerKind) more record(s) whose field document does not decode" : nil
+    }
+
     /// The line for asset content that records name but the store does not hold.
     public static func missingAssetContent(_ identifier: String, recordName: String, place: String, otherRecords: Int, where location: String) -> String {
         let others = otherRecords > 0 ? " and \(otherRecords) other record(s)" : ""

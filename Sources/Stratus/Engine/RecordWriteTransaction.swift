@@ -221,16 +221,17 @@ public final class RecordRow: Sendable {
 }
 
 extension FieldValue {
+    /// The assets the value holds: one for an asset, each of an asset list, none otherwise.
+    package var assets: [Asset] {
+        switch self {
+        case .asset(let asset): [asset]
+        case .assetList(let assets): assets
+        default: []
+        }
+    }
+
     /// The SHA-256 identifiers of the stored content the assets among `values` name.
     package static func assetContentIdentifiers(in values: some Sequence<FieldValue>) -> Set<String> {
-        var identifiers: Set<String> = []
-        for value in values {
-            switch value {
-            case .asset(let asset): if let id = asset.storedIdentifier { identifiers.insert(id) }
-            case .assetList(let assets): for asset in assets { if let id = asset.storedIdentifier { identifiers.insert(id) } }
-            default: continue
-            }
-        }
-        return identifiers
+        Set(values.flatMap(\.assets).compactMap(\.storedIdentifier))
     }
 }

@@ -493,15 +493,9 @@ public final class StoreCopier: Sendable {
     /// The error of a record whose stored asset content is not the size the record gives it.
     static func damagedContent(of record: Record) -> StratusError? {
         for (key, value) in record.contents.fields {
-            let assets: [Asset]
-            switch value {
-            case .asset(let asset): assets = [asset]
-            case .assetList(let list): assets = list
-            default: continue
-            }
-            for asset in assets {
+            for asset in value.assets {
                 if let fileSize = asset.damagedContentSize() {
-                    return StratusError(.assetFileModified, "field '\(key)' of record '\(record.recordID.recordName)': the source's content file \(asset.contentURL?.lastPathComponent ?? "?") has \(fileSize) bytes where the asset has \(asset.size ?? 0): the source's assets are damaged (restore its assets folder from a backup)", recordID: record.recordID)
+                    return StratusError(.assetFileModified, "field '\(key)' of record '\(record.recordID.recordName)' in the source: \(asset.damagedContentMessage(fileSize: fileSize))", recordID: record.recordID)
                 }
             }
         }
