@@ -79,12 +79,12 @@ final class ImportRun {
     /// at: a cancelled import stops after the batch being read, however that batch ended
     /// (full, or early: a record named again, a save after a deletion, records a parent released).
     private var batchesSubmitted = 0
+    private var batchesSeenByCancellation = 0
     /// Items of a batch taken from ``batch`` and not in flight yet (it waits for a place):
     /// still pending in what progress reports.
     private var handingOver = 0
     /// The input item being taken into a batch, while it is not in one.
     private var itemInHand = 0
-    private var batchesSeenByCancellation = 0
 
     init(
         importer: RecordImporter, source: any RecordSource, rejects: (any RecordRejectSink)?,
@@ -773,7 +773,6 @@ final class ImportRun {
         // What the store committed is counted before the rejections are reported: a reject
         // sink that fails (a full disk) must not make the summary deny the batch's writes.
         if !rolledBack, let outcome { count(outcome) }
-        let rejectsBefore = rejectsSoFar
         if events.count > allowance {
             let cut = events[allowance]
             var rejections = events[...allowance].map(\.rejection)
@@ -786,7 +785,7 @@ final class ImportRun {
             if rolledBack {
                 rejections += try await write(batch.prefix(before: cut.item).writes(excluding: failedIDs), endItems: end, pendingItems: pending)
             }
-            try reportSettled(rejections, rejectedBefore: rejectsBefore, settling: end, pendingItems: pending)
+            try reportSettled(rejections, settling: end, pendingItems: pending)
             try saveCheckpoint(end, pendingItems: pending)
             report()
             return
@@ -796,28 +795,24 @@ final class ImportRun {
         if rolledBack {
             rejections += try await write(batch.writes(excluding: failedIDs), endItems: flight.endItems, pendingItems: flight.pendingItems)
         }
-        try reportSettled(rejections, rejectedBefore: rejectsBefore, settling: flight.endItems, pendingItems: flight.pendingItems)
+        try reportSettled(rejections, settling: flight.endItems, pendingItems: flight.pendingItems)
         // Records that waited for what this batch wrote go into the next batch.
         release(written: batch, failed: failedIDs)
         if stop == nil { try saveCheckpoint(flight.endItems, pendingItems: flight.pendingItems) }
         report()
     }
 
-    /// Reports the rejections of a batch the store has settled, in input order. When the sink
-    /// fails, the checkpoint moves past the batch (it is in the store, and the store's record
-    /// of the job says so) holding the rejections, which the resumed run reports first.
-    private func reportSettled(_ rejections: [RecordRejection], rejectedBefore: Int, settling end: Int, pendingItems: [Int]) throws {
+    /// Reports the rejections of a batch the store has settled (already counted), in input
+    /// order. When the sink fails, the checkpoint moves past the batch (it is in the store, and
+    /// the store's record of the job says so) holding the rejections, which the resumed run
+    /// reports first.
+    private func reportSettled(_ rejections: [RecordRejection], settling end: Int, pendingItems: [Int]) throws {
         do {
             for rejection in rejections { try report(rejection) }
             try flushRejects()
-        } catch let failed as Failure where failed.stage == .rejects && checkpointStore != nil && simulation == nil {
-            settledEnd = max(settledEnd, end)
-            do {
-                try checkpointStore?.save(ImportCheckpoint(itemsSettled: end, job: job, pendingItems: pendingItems,
-                                                           itemsRejected: rejectedBefore + rejections.count, unreportedRejections: rejections))
-            } catch {
-                // The checkpoint cannot hold them either: the sink's failure is the one to tell.
-            }
+        } catch let failed as Failure where failed.stage == .rejects && simulation == nil {
+            // A checkpoint that cannot hold them either: the sink's failure is the one to tell.
+            try? saveCheckpoint(end, pendingItems: pendingItems, unreportedRejections: rejections)
             throw failed
         }
     }
@@ -857,10 +852,11 @@ final class ImportRun {
     /// counts together.
     private var rejectsSoFar: Int { summary.failed + summary.failedInEarlierRuns }
 
-    private func saveCheckpoint(_ itemsSettled: Int, pendingItems: [Int]) throws {
+    private func saveCheckpoint(_ itemsSettled: Int, pendingItems: [Int], unreportedRejections: [RecordRejection] = []) throws {
         settledEnd = max(settledEnd, itemsSettled)
         do {
-            try checkpointStore?.save(ImportCheckpoint(itemsSettled: itemsSettled, job: job, pendingItems: pendingItems, itemsRejected: rejectsSoFar))
+            try checkpointStore?.save(ImportCheckpoint(itemsSettled: itemsSettled, job: job, pendingItems: pendingItems, itemsRejected: rejectsSoFar,
+                                                       unreportedRejections: unreportedRejections))
         } catch {
             throw failure(.checkpoint, error)
         }
