@@ -272,3 +272,18 @@ enum Input {
         (1...count).map { note("\(prefix)\($0)", title: "title \($0)", count: $0) + "\n" }.joined()
     }
 }
+
+extension CLI {
+    /// Imports record `pic` of type Photo with a 20,000-byte asset from `store`'s folder
+    /// `folder`, then cuts the store's content file to 5,000 bytes, as a damaged or
+    /// half-restored assets folder holds it. Answers the content folder and the file's name.
+    func importPhotoWithContentCutShort(in store: TemporaryStore, folder: String, seed: UInt8) async throws -> (contents: String, file: String) {
+        _ = try store.writeFile(folder + "/photo.bin", patternBytes(count: 20_000, seed: seed))
+        let line = #"{"recordName":"pic","recordType":"Photo","fields":{"image":{"value":{"downloadURL":"photo.bin"},"type":"ASSETID"}}}"#
+        #expect(try await run(["import", "--quiet", "--assets-dir", store.path(folder)], stdin: line + "\n").exitCode == 0)
+        let contents = storePath + ".assets/sha256"
+        let file = try #require(try FileManager.default.contentsOfDirectory(atPath: contents).first)
+        #expect(chmod(contents + "/" + file, 0o600) == 0 && truncate(contents + "/" + file, 5_000) == 0)
+        return (contents, file)
+    }
+}

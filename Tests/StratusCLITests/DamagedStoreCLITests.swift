@@ -132,12 +132,7 @@ struct DamagedStoreCLITests {
     func truncatedAssetContent() async throws {
         try await TemporaryStore.with { store in
             let cli = try await CLI(store)
-            _ = try store.writeFile("src/photo.bin", patternBytes(count: 20_000, seed: 9))
-            let line = #"{"recordName":"pic","recordType":"Photo","fields":{"image":{"value":{"downloadURL":"photo.bin"},"type":"ASSETID"}}}"#
-            #expect(try await cli.run(["import", "--quiet", "--assets-dir", store.path("src")], stdin: line + "\n").exitCode == 0)
-            let contents = cli.storePath + ".assets/sha256"
-            let file = try #require(try FileManager.default.contentsOfDirectory(atPath: contents).first)
-            #expect(chmod(contents + "/" + file, 0o600) == 0 && truncate(contents + "/" + file, 5_000) == 0)
+            let (contents, file) = try await cli.importPhotoWithContentCutShort(in: store, folder: "src", seed: 9)
 
             let export = try await cli.run(["export", "--type", "Photo", "--assets-dir", store.path("out")])
             #expect(export.exitCode != 0, "\(export)")
