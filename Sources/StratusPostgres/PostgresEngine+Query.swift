@@ -63,6 +63,8 @@ extension PostgresEngine {
 struct PostgresQueryRows {
     let engine: PostgresEngine
     let query: CompiledQuery
+    /// The record type's schema: a field's declared type decides how its values sort.
+    let schema: RecordTypeSchema?
     private var plans: [SQLQueryTranslation<PostgresDialect>.Plan]
     private(set) var searchable: [String]?
     /// The name of the server-side cursor reading the current plan, when one is used.
@@ -96,6 +98,7 @@ struct PostgresQueryRows {
         let translation = SQLQueryTranslation(query: query, schema: schema, dialect: PostgresDialect())
         self.engine = engine
         self.query = query
+        self.schema = schema
         searchable = schema?.searchableFields.isEmpty == false ? schema?.searchableFields : nil
         let plans = [try translation.select(zoneRow: zone.row, after: position, limit: -1),
                      try translation.nullTail(zoneRow: zone.row, after: position, limit: -1)].compactMap { $0 }
@@ -127,7 +130,7 @@ struct PostgresQueryRows {
     /// The position of a row: its values of the sort keys (a distance as its statement
     /// computed it) and its record name.
     private func position(_ row: (record: Record, distances: [Double?])) -> QueryPosition {
-        QueryPosition(of: row.record, in: query, distances: row.distances)
+        QueryPosition(of: row.record, in: query, distances: row.distances, schema: schema)
     }
 
     /// Whether another row follows.
@@ -291,7 +294,7 @@ final class PostgresQueryStream: QueryStream, @unchecked Sendable {
             try connection.begin(isolation: .repeatableRead, readOnly: true)
             rows = try PostgresQueryRows(engine: engine, query: query, database: database, after: position, on: connection, limit: nil)
             rows?.readsAhead = true
-            decoder = PostgresRowDecoder(engine: engine, query: query, searchable: rows?.searchable, owner: owner)
+            decoder = PostgresRowDecoder(engine: engine, query: query, schema: rows?.schema, searchable: rows?.searchable, owner: owner)
         } catch {
             try? connection.rollback()
             pool.release(connection)
@@ -353,13 +356,15 @@ final class PostgresRowDecoder: @unchecked Sendable {
     private let lock = NSLock()
     private let engine: PostgresEngine
     private let query: CompiledQuery
+    private let schema: RecordTypeSchema?
     private let searchable: [String]?
     private let owner: String
     private var recent = PostgresRecentTexts(keepsDocumentShape: true)
 
-    init(engine: PostgresEngine, query: CompiledQuery, searchable: [String]?, owner: String) {
+    init(engine: PostgresEngine, query: CompiledQuery, schema: RecordTypeSchema?, searchable: [String]?, owner: String) {
         self.engine = engine
         self.query = query
+        self.schema = schema
         self.searchable = searchable
         self.owner = owner
     }
@@ -376,7 +381,7 @@ final class PostgresRowDecoder: @unchecked Sendable {
                 records.append(row.record.restricted(to: query.desiredKeys))
                 last = row
             }
-            return QueryPage(records: records, nextPosition: last.map { QueryPosition(of: $0.record, in: query, distances: $0.distances) })
+            return QueryPage(records: records, nextPosition: last.map { QueryPosition(of: $0.record, in: query, distances: $0.distances, schema: schema) })
         }
         try engine.materializeAssets(of: page.records, owner: owner)
         return page

@@ -50,8 +50,14 @@ import Foundation
 /// first ``PostgresDialect/wordKeyLength`` bytes of words, so that long strings and words fit
 /// a btree entry; the upgrade rebuilds the indexes and cuts the longer words stored before
 /// (``PostgresEngine/boundIndexEntries(on:)``).
+///
+/// Version 11 changes no table: its `ix_` indexes hold a declared field's values of its type
+/// only (a value of another type, left from before the field was declared so, sorts as
+/// missing: ``StratusSQL/SQLDialect/declaredValue(_:family:)``); the upgrade rebuilds them.
 enum PostgresSchema {
-    static let version = 10
+    static let version = 11
+    /// The version whose `ix_` indexes hold declared values only.
+    static let declaredValueIndexVersion = 11
     /// The version whose row-level security is ``PostgresRowSecurity``'s (10: no chunk is
     /// added to stored asset content; a public record keeps its name, zone and creator, and is
     /// retyped only into a type whose CREATE grant the member has).

@@ -28,9 +28,12 @@ extension SQLDialect {
             guard case .field = key else { return systemColumn(key) }
             let type = schema.field(name)?.type
             if forEquality && type == .string { return prefixed(equalityValue(name)) }
-            let family = type.flatMap(QueryRules.OrderedFamily.init(declared:)) ?? .string
+            // A declared field's values of its type, the others as missing, as queries sort them.
+            let declared = type.flatMap(QueryRules.OrderedFamily.init(declared:))
+            let family = declared ?? .string
+            let expression = declared.map { declaredValue(name, family: $0) } ?? value(name, family: family)
             // References stay whole: they hold checked record names (at most 255 bytes).
-            return family == .string ? prefixed(value(name, family: family)) : value(name, family: family)
+            return family == .string ? prefixed(expression) : expression
         }
         func prefixed(_ expression: String) -> String { indexPrefix(expression) ?? expression }
         for field in schema.fields where QueryRules.OrderedFamily(declared: field.type) != nil {

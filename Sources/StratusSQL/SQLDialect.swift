@@ -96,6 +96,14 @@ extension SQLDialect {
     package func indexPrefix(of parameter: SQLValue) -> SQLValue { parameter }
     package func wordKey(_ word: String) -> String { word }
 
+    /// The value of a field the schema declares of a type of `family`, NULL where the record
+    /// holds a value of another type (left from before the declaration): such a value sorts as
+    /// missing, and indexes of declared fields hold this expression, so that one order serves
+    /// the sort, its keyset and the index (``Stratus/QueryRules/sortValue(of:for:declaredIn:)``).
+    package func declaredValue(_ name: String, family: QueryRules.OrderedFamily) -> String {
+        "(CASE WHEN \(tag(name)) IN (\(family.scalarTags)) THEN \(value(name, family: family)) END)"
+    }
+
     /// Whether a longer word that starts with `word` could be held in the word index as `word`
     /// itself: `word` and one more character (up to 4 bytes) would be cut. Rows found by such
     /// a key are checked for the whole word too, as for a word that was cut.
@@ -128,13 +136,8 @@ extension QueryRules.OrderedFamily {
 
     /// The family a declared field type orders in, if its values have an order.
     package init?(declared type: FieldType) {
-        switch type {
-        case .int64, .double: self = .number
-        case .timestamp: self = .timestamp
-        case .string: self = .string
-        case .reference: self = .reference
-        default: return nil
-        }
+        guard let family = QueryRules.declaredFamily(of: type) else { return nil }
+        self = family
     }
 }
 

@@ -230,7 +230,7 @@ package struct SQLQueryTranslation<Dialect: SQLDialect> {
         }
         guard case .field(let name) = key.key else { return [SQLFragment(sql: dialect.systemColumn(key.key))] }
         if let family = declaredFamily(name) {
-            let value = dialect.value(name, family: family)
+            let value = dialect.declaredValue(name, family: family)
             // The index holds the prefix in order: it is read in that order, and only rows
             // with equal prefixes are sorted by their whole value.
             if family == .string, let prefix = indexPrefix(key.key, value) { return [SQLFragment(sql: prefix), SQLFragment(sql: value)] }
@@ -241,16 +241,13 @@ package struct SQLQueryTranslation<Dialect: SQLDialect> {
 
     /// A position's value of one sort key as the parameters its expressions compare with.
     private func sortValues(_ value: FieldValue?, for key: CompiledQuery.SortKey, columns: Int) -> [SQLValue] {
-        if key.distanceFrom == nil, case .field(let name) = key.key {
-            let family = declaredFamily(name)
-            if family == nil { return dialect.undeclaredSortValues(value) }
-            if family == .string && columns == 2 {
-                // Ordered by its index prefix, then its value (``sortExpressions(_:)``).
-                let parameter = dialect.sortParameter(value)
-                return [dialect.indexPrefix(of: parameter), parameter]
-            }
-        }
-        return [dialect.sortParameter(value)]
+        guard key.distanceFrom == nil, case .field(let name) = key.key else { return [dialect.sortParameter(value)] }
+        guard let family = declaredFamily(name) else { return dialect.undeclaredSortValues(value) }
+        // A value of another type sorts as missing (a cursor made before this rule may hold one).
+        let declared = value.flatMap { QueryRules.orderedFamily(of: $0) == family ? $0 : nil }
+        let parameter = dialect.sortParameter(declared)
+        // A string ordered by its index prefix, then its value (``sortExpressions(_:)``).
+        return family == .string && columns == 2 ? [dialect.indexPrefix(of: parameter), parameter] : [parameter]
     }
 
     /// Rows strictly after a position in the query's order: the leading key is a plain range
@@ -438,7 +435,10 @@ package struct SQLQueryTranslation<Dialect: SQLDialect> {
     private func scalar(_ key: QueryKey, _ value: FieldValue) throws -> (String, SQLFragment) {
         guard case .field(let name) = key else { return (dialect.systemColumn(key), SQLFragment(sql: dialect.trueLiteral)) }
         guard let family = QueryRules.orderedFamily(of: value) else { throw Self.unchecked(key, value) }
-        return (dialect.value(name, family: family), SQLFragment(sql: "\(dialect.tag(name)) IN (\(family.scalarTags))"))
+        // An indexed declared field's index holds its declared values (``SQLDialect/declaredValue(_:family:)``):
+        // the condition compares that expression, so that the index serves it.
+        let column = declaredFamily(name) == family && isIndexed(key) ? dialect.declaredValue(name, family: family) : dialect.value(name, family: family)
+        return (column, SQLFragment(sql: "\(dialect.tag(name)) IN (\(family.scalarTags))"))
     }
 
     /// A compared value as a parameter: system keys compare references by record name.

@@ -471,6 +471,8 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
 struct SQLiteQueryRows {
     let engine: SQLiteEngine
     let query: CompiledQuery
+    /// The record type's schema: a field's declared type decides how its values sort.
+    let schema: RecordTypeSchema?
     private var plans: [SQLQueryTranslation<SQLiteDialect>.Plan]
     private var recentTexts = SQLiteRecentTexts(keepsDocumentShape: true)
     private var statement: SQLiteStatement?
@@ -488,6 +490,7 @@ struct SQLiteQueryRows {
         let builder = SQLQueryTranslation(query: query, schema: schema, dialect: SQLiteDialect())
         self.engine = engine
         self.query = query
+        self.schema = schema
         plans = [try builder.select(zoneRow: zoneRow, after: position, limit: limit),
                  try builder.nullTail(zoneRow: zoneRow, after: position, limit: limit)].compactMap { $0 }
     }
@@ -543,7 +546,7 @@ struct SQLiteQueryRows {
     /// The position of a row: its values of the sort keys (a distance as its statement
     /// computed it) and its record name.
     private func position(_ row: (record: Record, distances: [Double?])) -> QueryPosition {
-        QueryPosition(of: row.record, in: query, distances: row.distances)
+        QueryPosition(of: row.record, in: query, distances: row.distances, schema: schema)
     }
 
     /// Whether another row follows (it is stepped over, not read: call this last).

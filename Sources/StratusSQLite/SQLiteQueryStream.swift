@@ -45,11 +45,11 @@ final class SQLiteQueryStream: QueryStream, @unchecked Sendable {
 
     init(engine: SQLiteEngine, query: CompiledQuery, database: DatabaseContext, after position: QueryPosition?) throws {
         self.engine = engine
-        decoder = SQLiteRowDecoder(engine: engine, query: query)
         let connection = try engine.takeReader()
         do {
             try connection.execute("BEGIN")
             rows = try SQLiteQueryRows(engine: engine, query: query, database: database, after: position, limit: -1, on: connection)
+            decoder = SQLiteRowDecoder(engine: engine, query: query, schema: rows?.schema)
         } catch {
             connection.resetActiveStatements()
             try? connection.execute("ROLLBACK")
@@ -102,11 +102,13 @@ final class SQLiteRowDecoder: @unchecked Sendable {
     private let lock = NSLock()
     private let engine: SQLiteEngine
     private let query: CompiledQuery
+    private let schema: RecordTypeSchema?
     private var recent = SQLiteRecentTexts(keepsDocumentShape: true)
 
-    init(engine: SQLiteEngine, query: CompiledQuery) {
+    init(engine: SQLiteEngine, query: CompiledQuery, schema: RecordTypeSchema?) {
         self.engine = engine
         self.query = query
+        self.schema = schema
     }
 
     /// The rows' records, restricted to the query's desired keys, and the position of the
@@ -121,7 +123,7 @@ final class SQLiteRowDecoder: @unchecked Sendable {
                 records.append(record.restricted(to: query.desiredKeys))
                 last = record
             }
-            return QueryPage(records: records, nextPosition: last.map { QueryPosition(of: $0, in: query, distances: lastDistances) })
+            return QueryPage(records: records, nextPosition: last.map { QueryPosition(of: $0, in: query, distances: lastDistances, schema: schema) })
         }
     }
 }

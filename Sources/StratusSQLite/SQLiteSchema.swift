@@ -38,8 +38,11 @@
 ///   rows: 33 bytes less each). Rows written before keep the name, which reads the same, so
 ///   the step rewrites nothing; the version keeps older builds, which would read the empty
 ///   name as a user, from opening the store.
+/// - version 10 indexes a declared field's values of its type only (a value of another type,
+///   left from before the field was declared so, sorts as missing:
+///   ``StratusSQL/SQLDialect/declaredValue(_:family:)``); the step rebuilds the `ix_` indexes.
 enum SQLiteSchema {
-    static let version: Int64 = 9
+    static let version: Int64 = 10
 
     /// The application ID in the header of the stores this version makes ("STRA"), so that
     /// Stratus and `file(1)` tell them from other programs' databases.

@@ -243,7 +243,7 @@ struct SQLiteQueryPlanTests {
             #expect(found.map(\.recordID.recordName) == ["s1"])
             #expect(try await database.record(for: Record.ID(recordName: "s1")).fieldValue(forKey: "name") == .string("Hauptstraße"))
             let version = try await StoreProcess.runSQL(shell, path, "PRAGMA user_version;", in: store.directory)
-            #expect(version.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "9", "the current version")
+            #expect(version.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "10", "the current version")
         }
     }
 
@@ -279,7 +279,43 @@ struct SQLiteQueryPlanTests {
             #expect(TestDatabase.names(try await TestDatabase.queryAll(byAlice, in: alice.publicCloudDatabase)) == ["n1", "n3"], "a row of version 8 and a new row")
             #expect(try await alice.publicCloudDatabase.record(for: Record.ID(recordName: "n1")).systemFields.lastModifiedUserRecordID == aliceID)
             let stored = try await StoreProcess.runSQL(shell, path, "PRAGMA user_version; SELECT record_name || ':' || (modified_by = created_by) || ':' || (modified_by = '') FROM records ORDER BY record_name;", in: store.directory)
-            #expect(stored.stdout.split(separator: "\n") == ["9", "n1:1:0", "n2:0:0", "n3:0:1"], "n1 as version 8 wrote it, n2 names bob, n3 is stored empty: \(stored.stdout)")
+            #expect(stored.stdout.split(separator: "\n") == ["10", "n1:1:0", "n2:0:0", "n3:0:1"], "n1 as version 8 wrote it, n2 names bob, n3 is stored empty: \(stored.stdout)")
+        }
+    }
+
+    @Test("a version 9 store, whose index of a declared field held values of any type, gets indexes of declared values when opened: a value of another type sorts as missing and pages end")
+    func upgradeFromVersion9() async throws {
+        try await TemporaryStore.with { store in
+            let shell = try #require(StoreProcess.sqlite3, "the sqlite3 shell is needed (apt-get install sqlite3)")
+            let path = store.path()
+            var notes = RecordTypeSchema(recordType: "Note", grants: [.authenticated: [.create, .write], .world: .read])
+            notes.addField("k", type: .string, indexes: [.queryable, .sortable])
+            do {
+                let container = Container(identifier: Self.identifier, engine: try SQLiteEngine(path: path), userName: "alice")
+                try await container.saveSchema(notes)
+                try await TestDatabase.save([makeRecord("Note", "s1", ["k": .string("b")]), makeRecord("Note", "s2", ["k": .string("a")]),
+                                             makeRecord("Note", "s3", ["k": .string("c")])], in: container.publicCloudDatabase)
+            }
+            // Version 9's index of `k`, and an INT64 where the schema now says STRING (a record
+            // saved before the field was declared so).
+            let downgrade = """
+                SELECT 'DROP INDEX ' || name || ';' FROM sqlite_master WHERE type = 'index' AND name GLOB 'ix_*';
+                """
+            let drops = try await StoreProcess.runSQL(shell, path, downgrade, in: store.directory)
+            let old = drops.stdout + """
+                CREATE INDEX ix_version9 ON records(zone_id, json_extract(fields, '$.k[1]'), record_name) WHERE record_type = 'Note';
+                UPDATE records SET fields = json_set(fields, '$.k', json_array('I', 5)) WHERE record_name = 's3';
+                PRAGMA user_version = 9;
+                """
+            let down = try await StoreProcess.runSQL(shell, path, old, in: store.directory)
+            #expect(down.exitCode == 0, "\(down.stdout)\(down.stderr)")
+
+            let database = Container(identifier: Self.identifier, engine: try SQLiteEngine(path: path), userName: "alice").publicCloudDatabase
+            let sorted = Query(recordType: "Note", predicate: .all)
+            sorted.sortDescriptors = [RecordSortDescriptor(key: "k", ascending: true)]
+            #expect(TestDatabase.names(try await TestDatabase.queryAll(sorted, in: database, pageSize: 1)) == ["s3", "s2", "s1"], "the INT64 as missing, then the strings")
+            let after = try await StoreProcess.runSQL(shell, path, "PRAGMA user_version; SELECT count(*) FROM sqlite_master WHERE name = 'ix_version9'; SELECT count(*) FROM sqlite_master WHERE name GLOB 'ix_*' AND sql LIKE '%CASE WHEN%';", in: store.directory)
+            #expect(after.stdout.split(separator: "\n") == ["10", "0", "1"], "the current version, the old index replaced by one of declared values: \(after.stdout)")
         }
     }
 
@@ -314,7 +350,7 @@ struct SQLiteQueryPlanTests {
             let engine = try SQLiteEngine(path: fixture.path)
             let database = Container(identifier: Self.identifier, engine: engine, userName: "alice").publicCloudDatabase
             let after = try await StoreProcess.runSQL(shell, fixture.path, "PRAGMA user_version; SELECT name FROM sqlite_master WHERE name IN ('records_by_type', 'records_by_change', 'ix_v2', 'records_v2') OR sql LIKE '%change_seq INTEGER%records%';", in: directory)
-            #expect(after.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "9", "the current version, no old index or table left: \(after.stdout)")
+            #expect(after.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "10", "the current version, no old index or table left: \(after.stdout)")
             let query = try Self.query("category == %@", "BOOKS")
             let plan = try engine.queryPlan(for: CompiledQuery(query, zoneID: .default, desiredKeys: nil), in: database.context)
             #expect(plan.contains("SEARCH r USING INDEX ix_") && plan.contains("<expr>=?"), "the rebuilt index serves equality:\n\(plan)")

@@ -11,6 +11,7 @@ extension EngineConformance {
         TestCase("order: missing first ascending and last descending, numbers < timestamps < strings < references, unordered values as missing", mixedFamilyOrder),
         TestCase("a cursor is refused by another store", cursorFromAnotherStore),
         TestCase("doubles of 2^53 and more compare with integers by their exact value, in filters and in order", largeDoublesCompareExactly),
+        TestCase("a declared field's values of another type sort as missing: pages end, in one zone and across zones, indexed or not", declaredFieldHoldingOtherTypes),
     ]
 
     /// Saves `value` into field `v` of record `name` with the forced policy that skips saves
@@ -146,6 +147,64 @@ extension EngineConformance {
                 #expect(found == expected, "sorted \(ascendingOrder ? "ascending" : "descending") in pages of \(pageSize)")
                 #expect(try QueryEvaluator.evaluate(query, over: records).map(\.recordID.recordName) == expected, "the oracle agrees")
             }
+        }
+    }
+
+    static func declaredFieldHoldingOtherTypes(_ env: Environment) async throws {
+        let container = env.container(user: "alice")
+        let database = container.privateCloudDatabase
+        let second = RecordZone.ID(zoneName: "Second")
+        _ = try await database.modifyRecordZones(saving: [RecordZone(zoneID: second)], deleting: [])
+        // `k` is a STRING in both types' schemas, sortable (an index serves the sort) in one.
+        var indexed = RecordTypeSchema(recordType: "Retyped")
+        indexed.addField("k", type: .string, indexes: [.queryable, .sortable])
+        var plain = RecordTypeSchema(recordType: "RetypedPlain")
+        plain.addField("k", type: .string)
+        _ = try await container.saveSchema(indexed, plain)
+        let values: [String: FieldValue?] = [
+            "missing": nil, "bytes": .bytes(Data([1, 2])), "location": .location(Location(latitude: 1, longitude: 2)),
+            "list": .stringList(["a"]), "int": .int64(5), "double": .double(-2.5), "date": .date(Date(timeIntervalSinceReferenceDate: 0)),
+            "reference": .reference(reference("aaa")), "string-b": .string("b"), "string-a": .string("a"), "string-empty": .string(""),
+            "string-upper": .string("B"),
+        ]
+        for (type, schema) in [("Retyped", indexed), ("RetypedPlain", plain)] {
+            var records: [Record] = []
+            for (zoneIndex, zoneID) in [RecordZone.ID.default, second].enumerated() {
+                records += values.map { name, value in
+                    makeRecord(type, "z\(zoneIndex)-\(name)", zoneID: zoneID, value.map { ["k": $0] } ?? ["other": .int64(1)])
+                }
+            }
+            // Values of other types, as a record saved before the field was declared a STRING holds them.
+            for zoneID in [RecordZone.ID.default, second] {
+                _ = try await TestDatabase.seed(records.filter { $0.recordID.zoneID == zoneID }, in: database)
+            }
+            for ascendingOrder in [true, false] {
+                let query = Query(recordType: type, predicate: .all)
+                query.sortDescriptors = [RecordSortDescriptor(key: "k", ascending: ascendingOrder)]
+                let direction = "\(type) \(ascendingOrder ? "ascending" : "descending")"
+                for zoneID in [RecordZone.ID.default, second] {
+                    let expected = QueryEvaluator.sorted(records.filter { $0.recordID.zoneID == zoneID }, by: query.sortDescriptors!, declaredIn: schema).map(\.recordID.recordName)
+                    // Missing values and the other types first ascending (by name), then the strings.
+                    let strings = expected.filter { $0.contains("string") }
+                    #expect((ascendingOrder ? Array(expected.suffix(4)) : Array(expected.prefix(4))) == strings, "\(direction): the strings, in order, after the rest")
+                    for pageSize in [1, 2, 100] {
+                        let found = try await TestDatabase.queryAll(query, in: database, zoneID: zoneID, pageSize: pageSize).map(\.recordID.recordName)
+                        expectSameOrder(found, expected, "\(direction) in zone \(zoneID.zoneName), pages of \(pageSize)")
+                    }
+                    var streamed: [String] = []
+                    for try await record in database.allRecords(matching: query, inZoneWith: zoneID) { streamed.append(record.recordID.recordName) }
+                    expectSameOrder(streamed, expected, "\(direction) in zone \(zoneID.zoneName), one stream")
+                }
+                // Across zones: the merge orders each zone's records as the zone does.
+                let everywhere = QueryEvaluator.sorted(records, by: query.sortDescriptors!, declaredIn: schema).map(\.recordID.recordName)
+                for pageSize in [1, 3, 100] {
+                    let found = try await TestDatabase.queryAll(query, in: database, zoneID: nil, pageSize: pageSize).map(\.recordID.recordName)
+                    expectSameOrder(found, everywhere, "\(direction) across zones, pages of \(pageSize)")
+                }
+            }
+            // Conditions on the field match its strings only.
+            let atLeastA = try await TestDatabase.queryAll(Query(recordType: type, format: "k >= %@", "a"), in: database, zoneID: .default)
+            #expect(Set(atLeastA.map(\.recordID.recordName)) == ["z0-string-a", "z0-string-b"], "\(type): k >= 'a'")
         }
     }
 

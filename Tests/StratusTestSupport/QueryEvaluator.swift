@@ -220,20 +220,21 @@ public enum QueryEvaluator {
 
     // MARK: - Ordering
 
-    /// The value a record sorts by for a sort descriptor (`nil`: missing).
-    public static func sortValue(_ record: Record, _ descriptor: RecordSortDescriptor) -> FieldValue? {
+    /// The value a record sorts by for a sort descriptor (`nil`: missing), where `schema` may
+    /// declare the field's type (a value of another type sorts as missing).
+    public static func sortValue(_ record: Record, _ descriptor: RecordSortDescriptor, declaredIn schema: RecordTypeSchema? = nil) -> FieldValue? {
         if let origin = descriptor.distanceFrom, case .field(let name) = descriptor.queryKey {
             guard case .location(let location)? = record.fieldValue(forKey: name) else { return nil }
             return .double(distanceKilometres(from: origin, to: location))
         }
-        return QueryRules.sortValue(of: record, for: descriptor.queryKey)
+        return QueryRules.sortValue(of: record, for: descriptor.queryKey, declaredIn: schema)
     }
 
     /// Records in the order of `descriptors`, ties broken by record name in the direction of the
-    /// last descriptor (ascending when there is none).
-    public static func sorted(_ records: [Record], by descriptors: [RecordSortDescriptor]) -> [Record] {
+    /// last descriptor (ascending when there is none), with the field types `schema` declares.
+    public static func sorted(_ records: [Record], by descriptors: [RecordSortDescriptor], declaredIn schema: RecordTypeSchema? = nil) -> [Record] {
         let tiebreakAscending = descriptors.last?.ascending ?? true
-        let keyed = records.map { record in (record, descriptors.map { sortValue(record, $0) }) }
+        let keyed = records.map { record in (record, descriptors.map { sortValue(record, $0, declaredIn: schema) }) }
         return keyed.sorted { a, b in
             for (index, descriptor) in descriptors.enumerated() {
                 let order = QueryRules.sortOrder(a.1[index], b.1[index])

@@ -363,16 +363,18 @@ public struct QueryPosition: Hashable, Sendable, Codable {
     }
 
     /// The position of `record` in the order of `query`: its values of the sort keys
-    /// (``QueryRules/sortValue(of:for:)``) and, for a distance key, the distance its engine
-    /// computed (`distances`, one per sort key, read only where the key is a distance).
+    /// (``QueryRules/sortValue(of:for:declaredIn:)``, with the record type's `schema`, so that
+    /// a value of another type than its field's declared one stands as missing) and, for a
+    /// distance key, the distance its engine computed (`distances`, one per sort key, read
+    /// only where the key is a distance).
     ///
     /// ```swift
-    /// let position = QueryPosition(of: lastRecord, in: query, distances: [])
+    /// let position = QueryPosition(of: lastRecord, in: query, distances: [], schema: schema)
     /// ```
-    public init(of record: Record, in query: CompiledQuery, distances: [Double?]) {
+    public init(of record: Record, in query: CompiledQuery, distances: [Double?], schema: RecordTypeSchema?) {
         self.init(
             sortValues: query.sortKeys.indices.map { index in
-                guard query.sortKeys[index].distanceFrom != nil else { return QueryRules.sortValue(of: record, for: query.sortKeys[index].key) }
+                guard query.sortKeys[index].distanceFrom != nil else { return QueryRules.sortValue(of: record, for: query.sortKeys[index].key, declaredIn: schema) }
                 return distances[index].map { .double($0) }
             },
             recordName: record.recordID.recordName)

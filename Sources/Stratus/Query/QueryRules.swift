@@ -112,6 +112,33 @@ public enum QueryRules {
         }
     }
 
+    /// ``sortValue(of:for:)`` where `schema` may declare the field's type: a field declared of
+    /// a type with an order holds values of that type, and a value of another type that remains
+    /// from before the declaration (a record saved before the schema retyped the field) sorts as
+    /// missing, as no condition on the field matches it either. Engines index the declared
+    /// field's values so (``QueryRules``), and positions in their order must agree.
+    ///
+    /// ```swift
+    /// let value = QueryRules.sortValue(of: record, for: .field("price"), declaredIn: schema)
+    /// ```
+    public static func sortValue(of record: Record, for key: QueryKey, declaredIn schema: RecordTypeSchema?) -> FieldValue? {
+        guard let value = sortValue(of: record, for: key) else { return nil }
+        guard case .field(let name) = key, let declared = schema?.field(name).flatMap({ declaredFamily(of: $0.type) }) else { return value }
+        return orderedFamily(of: value) == declared ? value : nil
+    }
+
+    /// The family the values of a field declared of `type` sort in, or `nil` when the type has
+    /// no order (a sort on such a field orders whatever values it holds by their families).
+    public static func declaredFamily(of type: FieldType) -> OrderedFamily? {
+        switch type {
+        case .int64, .double: .number
+        case .timestamp: .timestamp
+        case .string: .string
+        case .reference: .reference
+        default: nil
+        }
+    }
+
     /// How two sort values compare in ascending order (missing first).
     public static func sortOrder(_ lhs: FieldValue?, _ rhs: FieldValue?) -> ComparisonResult {
         let left = lhs.flatMap { value in orderedFamily(of: value).map { (value, $0) } }

@@ -62,11 +62,15 @@ struct ZoneWideQuery {
         precondition(limit > 0, "ZoneWideQuery.next needs a positive limit")
         let known = Dictionary(position.zones.map { ($0.zoneID, $0.after) }, uniquingKeysWith: { first, _ in first })
         let readKeys = readingKeys
+        // A field's declared type decides how its values sort (a value of another type as
+        // missing), in the merge as in each zone's order.
+        let sortsByField = query.sortKeys.contains { if case .field = $0.key { true } else { false } }
+        let schema = sortsByField ? try engine.fetchRecordTypeSchema(query.recordType, storageContainer: context.storageContainer) : nil
         let readers = try Self.zones(engine: engine, context: context).compactMap { zoneID -> ZoneReader? in
             let start = known[zoneID]
             // A zone named without a position has no more matches.
             if let start, start == nil { return nil }
-            return ZoneReader(zoneID: zoneID, query: query.inZone(zoneID, desiredKeys: readKeys), start: start ?? nil)
+            return ZoneReader(zoneID: zoneID, query: query.inZone(zoneID, desiredKeys: readKeys), schema: schema, start: start ?? nil)
         }
         // The merge compares records of different zones; one zone's are in order already.
         let merges = readers.count > 1
@@ -123,6 +127,7 @@ struct ZoneWideQuery {
     private final class ZoneReader {
         let zoneID: RecordZone.ID
         let query: CompiledQuery
+        let schema: RecordTypeSchema?
         /// Where the chunk starts: the zone's position before it.
         var chunkStart: QueryPosition?
         var chunk: [Record] = []
@@ -136,9 +141,10 @@ struct ZoneWideQuery {
         /// Deleted since the zones were listed.
         var isGone = false
 
-        init(zoneID: RecordZone.ID, query: CompiledQuery, start: QueryPosition?) {
+        init(zoneID: RecordZone.ID, query: CompiledQuery, schema: RecordTypeSchema?, start: QueryPosition?) {
             self.zoneID = zoneID
             self.query = query
+            self.schema = schema
             chunkStart = start
         }
 
@@ -162,19 +168,19 @@ struct ZoneWideQuery {
             return
         }
         reader.chunk = page.records
-        reader.keys = keyed ? page.records.map { sortKeys(of: $0, in: reader.query) } : []
+        reader.keys = keyed ? page.records.map { sortKeys(of: $0, in: reader) } : []
         reader.taken = 0
         reader.chunkEnd = page.nextPosition
         reader.hasRead = true
     }
 
-    private func sortKeys(of record: Record, in zoneQuery: CompiledQuery) -> QueryPosition {
-        let distances = zoneQuery.sortKeys.map { sortKey -> Double? in
+    private func sortKeys(of record: Record, in reader: ZoneReader) -> QueryPosition {
+        let distances = reader.query.sortKeys.map { sortKey -> Double? in
             guard let origin = sortKey.distanceFrom, case .field(let name) = sortKey.key,
                   case .location(let location)? = record.fieldValue(forKey: name) else { return nil }
             return Condition.distanceKilometres(from: origin, to: location)
         }
-        return QueryPosition(of: record, in: zoneQuery, distances: distances)
+        return QueryPosition(of: record, in: reader.query, distances: distances, schema: reader.schema)
     }
 
     /// Whether the next record of `a` comes before the next of `b` in the merged order.
@@ -210,7 +216,7 @@ struct ZoneWideQuery {
                 return .some(engines)
             }
         }
-        let values = reader.keys.isEmpty ? QueryPosition(of: last, in: reader.query, distances: []).sortValues : reader.keys[reader.taken - 1].sortValues
+        let values = reader.keys.isEmpty ? QueryPosition(of: last, in: reader.query, distances: [], schema: reader.schema).sortValues : reader.keys[reader.taken - 1].sortValues
         return .some(QueryPosition(sortValues: values, recordName: last.recordID.recordName))
     }
 }
