@@ -179,7 +179,8 @@ public final class PostgresConnection {
         }
         let refusals = ["authentication failed", "no pg_hba.conf entry", "pg_hba.conf rejects", "password", "certificate"]
         if refusals.contains(where: lower.contains) || (lower.contains("role \"") && lower.contains("does not exist")) {
-            return StratusError(.notAuthenticated, "the PostgreSQL server at \(server) refused the login\(shownURL): \(reason)")
+            let origin = lower.contains("password authentication failed") ? passwordOrigin(connection, url: url).map { " (the password came from \($0))" } ?? "" : ""
+            return StratusError(.notAuthenticated, "the PostgreSQL server at \(server) refused the login\(shownURL): \(reason)\(origin)")
         }
         if lower.contains("database \"") && lower.contains("does not exist") {
             let name = PQdb(connection).map { String(cString: $0) } ?? "DBNAME"
@@ -187,6 +188,25 @@ public final class PostgresConnection {
             return StratusError(.badContainer, "the PostgreSQL server at \(server) has no database \(name)\(shownURL): a role that may create databases creates it, owned by the role that is to own Stratus's tables (createdb -O \(user) \(name)); Stratus creates its tables in it")
         }
         return StratusError(.serviceUnavailable, "cannot connect to the PostgreSQL server at \(server)\(shownURL): \(reason)", retryAfterSeconds: 1)
+    }
+
+    /// Where the password libpq sent came from, for the message that the server refused it: a
+    /// stale `PGPASSWORD` or password file line is otherwise hard to tell from a mistyped URL.
+    /// libpq takes the URL's password first, then `PGPASSWORD`, then the password file.
+    static func passwordOrigin(_ connection: OpaquePointer, url: String) -> String? {
+        guard PQconnectionUsedPassword(connection) == 1 else { return nil }
+        if let settings = try? PostgresConnectionString.settings(in: url), settings["password"]?.isEmpty == false { return "the connection URL" }
+        if ProcessInfo.processInfo.environment["PGPASSWORD"]?.isEmpty == false { return "the PGPASSWORD environment variable" }
+        var passfile: String?
+        if let options = PQconninfo(connection) {
+            var option = options
+            while let keyword = option.pointee.keyword {
+                if String(cString: keyword) == "passfile", let value = option.pointee.val { passfile = String(cString: value) }
+                option += 1
+            }
+            PQconninfoFree(options)
+        }
+        return passfile.map { "the password file \($0)" } ?? "the password file"
     }
 
     /// Where libpq looked for a password, for the message that none was found: the URL,

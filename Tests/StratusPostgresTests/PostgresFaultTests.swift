@@ -107,6 +107,13 @@ struct PostgresFaultTests {
             let status = try await Self.stratus(["count", "--type", "Item", "--store", url], in: store).wait()
             #expect(status.exitCode == 77, "\(status.stderr)")
             #expect(!status.stderr.contains("wrong-one"), "no password in the output: \(status.stderr)")
+            #expect(status.stderr.contains("the password came from the connection URL"), "\(status.stderr)")
+            // A stale PGPASSWORD is named as the password's source.
+            let fromEnvironment = try await Self.stratus(["count", "--type", "Item", "--store", "postgresql://\(role)@\(address.host):\(address.port)/postgres"],
+                                                         in: store, environment: ["PGPASSWORD": "wrong-one", "PGPASSFILE": store.path("none.pgpass")]).wait()
+            #expect(fromEnvironment.exitCode == 77, "\(fromEnvironment.stderr)")
+            #expect(fromEnvironment.stderr.contains("the password came from the PGPASSWORD environment variable"), "\(fromEnvironment.stderr)")
+            #expect(!fromEnvironment.stderr.contains("wrong-one"), "no password in the output: \(fromEnvironment.stderr)")
         }
     }
 
