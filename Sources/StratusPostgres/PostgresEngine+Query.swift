@@ -35,7 +35,7 @@ extension PostgresEngine {
         try readTransaction(mayLag: mayLag) { connection in
             guard let zone = try zoneHistory(query.zoneID, database, on: connection) else {
                 if query.zoneID.isDefault { return 0 }
-                throw StratusError(.zoneNotFound, "zone '\(query.zoneID.zoneName)' does not exist in the \(database.scope) database", zoneID: query.zoneID)
+                throw StratusError.zoneNotFound(query.zoneID, in: database)
             }
             let schema = try loadSchema(query.recordType, storageContainer: database.storageContainer, on: connection)
             let translation = SQLQueryTranslation(query: query, schema: schema, dialect: PostgresDialect())
@@ -92,7 +92,7 @@ struct PostgresQueryRows {
     init?(engine: PostgresEngine, query: CompiledQuery, database: DatabaseContext, after position: QueryPosition?, on connection: PostgresConnection, limit: Int?) throws {
         guard let zone = try engine.zoneHistory(query.zoneID, database, on: connection) else {
             if query.zoneID.isDefault { return nil }
-            throw StratusError(.zoneNotFound, "zone '\(query.zoneID.zoneName)' does not exist in the \(database.scope) database", zoneID: query.zoneID)
+            throw StratusError.zoneNotFound(query.zoneID, in: database)
         }
         let schema = try engine.loadSchema(query.recordType, storageContainer: database.storageContainer, on: connection)
         let translation = SQLQueryTranslation(query: query, schema: schema, dialect: PostgresDialect())

@@ -263,7 +263,7 @@ extension PostgresEngine {
         try readTransaction { connection in
             guard let zone = try zoneHistory(zoneID, database, on: connection) else {
                 if zoneID.isDefault { return [:] }
-                throw StratusError(.zoneNotFound, "zone '\(zoneID.zoneName)' does not exist in the \(database.scope) database", zoneID: zoneID)
+                throw StratusError.zoneNotFound(zoneID, in: database)
             }
             var counts: [String: Int] = [:]
             for row in try connection.query("SELECT record_type, count(*) FROM records WHERE zone_id = $1 GROUP BY record_type", [.int64(zone.row)]) {

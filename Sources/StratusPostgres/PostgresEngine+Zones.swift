@@ -73,7 +73,7 @@ extension PostgresEngine {
             }
             for zoneID in zoneIDs {
                 guard let zone = try zoneHistory(zoneID, database, on: connection, lock: true) else {
-                    outcome.deleteResults[zoneID] = .failure(StratusError(.zoneNotFound, "zone '\(zoneID.zoneName)' does not exist in the \(database.scope) database", zoneID: zoneID))
+                    outcome.deleteResults[zoneID] = .failure(StratusError.zoneNotFound(zoneID, in: database))
                     continue
                 }
                 for table in ["refs", "record_tokens", "asset_refs", "records", "tombstones", "zones"] {

@@ -281,7 +281,7 @@ extension SQLiteEngine {
         try readTransaction { connection in
             guard let zoneRow = try zoneRowID(zoneID, database, on: connection, createDefault: false) else {
                 if zoneID.isDefault { return [:] }
-                throw StratusError(.zoneNotFound, "zone '\(zoneID.zoneName)' does not exist in the \(database.scope) database", zoneID: zoneID)
+                throw StratusError.zoneNotFound(zoneID, in: database)
             }
             let select = try connection.statement("SELECT record_type, count(*) FROM records WHERE change_key > ? AND change_key <= ? GROUP BY record_type")
             try select.bind([.integer(SQLiteSchema.changeKey(zoneRow: zoneRow, sequence: 0)), .integer(SQLiteSchema.changeKey(zoneRow: zoneRow, sequence: SQLiteSchema.maximumSequence))])

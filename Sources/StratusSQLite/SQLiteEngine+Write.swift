@@ -104,7 +104,7 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
     /// The zone of a record the caller knows to exist (it asked ``zoneCapabilities(_:)`` first).
     private func existingZone(_ zoneID: RecordZone.ID) throws -> Int {
         guard let index = try zoneIndex(zoneID) else {
-            throw StratusError(.zoneNotFound, "zone '\(zoneID.zoneName)' does not exist in the \(context.scope) database", zoneID: zoneID)
+            throw StratusError.zoneNotFound(zoneID, in: context)
         }
         return index
     }

@@ -75,7 +75,7 @@ extension SQLiteEngine {
 
     private func deleteZone(_ zoneID: RecordZone.ID, _ database: DatabaseContext, on connection: SQLiteConnection) throws -> Result<Void, StratusError> {
         guard let zone = try zoneHistory(zoneID, database, on: connection) else {
-            return .failure(StratusError(.zoneNotFound, "zone '\(zoneID.zoneName)' does not exist in the \(database.scope) database", zoneID: zoneID))
+            return .failure(StratusError.zoneNotFound(zoneID, in: database))
         }
         // Every table keyed by zone_id must be cleared here; zone rows are never reused, so a
         // leftover row could never surface in another zone, but it would waste space.

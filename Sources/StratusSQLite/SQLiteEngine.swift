@@ -484,7 +484,7 @@ struct SQLiteQueryRows {
     init?(engine: SQLiteEngine, query: CompiledQuery, database: DatabaseContext, after position: QueryPosition?, limit: Int, on connection: SQLiteConnection) throws {
         guard let zoneRow = try engine.zoneRowID(query.zoneID, database, on: connection, createDefault: false) else {
             if query.zoneID.isDefault { return nil }
-            throw StratusError(.zoneNotFound, "zone '\(query.zoneID.zoneName)' does not exist in the \(database.scope) database", zoneID: query.zoneID)
+            throw StratusError.zoneNotFound(query.zoneID, in: database)
         }
         let schema = try engine.loadSchema(query.recordType, storageContainer: database.storageContainer, on: connection)
         let builder = SQLQueryTranslation(query: query, schema: schema, dialect: SQLiteDialect())

@@ -13,7 +13,7 @@ extension SQLiteEngine {
         try readTransaction { connection in
             guard let zoneRow = try zoneRowID(query.zoneID, database, on: connection, createDefault: false) else {
                 if query.zoneID.isDefault { return 0 }
-                throw StratusError(.zoneNotFound, "zone '\(query.zoneID.zoneName)' does not exist in the \(database.scope) database", zoneID: query.zoneID)
+                throw StratusError.zoneNotFound(query.zoneID, in: database)
             }
             let schema = try loadSchema(query.recordType, storageContainer: database.storageContainer, on: connection)
             let plan = try SQLQueryTranslation(query: query, schema: schema, dialect: SQLiteDialect()).count(zoneRow: zoneRow).fragment

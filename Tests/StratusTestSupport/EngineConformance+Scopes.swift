@@ -76,6 +76,9 @@ extension EngineConformance {
             #expect(errorCode(results.saveResults[record.recordID]) == .zoneNotFound, "save in \(database.databaseScope)")
             let queryError = await caughtError { try await database.records(matching: Query(recordType: "Doc"), inZoneWith: zone) }
             #expect(stratusError(queryError)?.code == .zoneNotFound, "query in \(database.databaseScope)")
+            // A private database is one user's: the message says whose it looked in.
+            let whose = database.databaseScope == .private ? " of user alice" : ""
+            #expect(stratusError(queryError)?.message == "zone 'NoSuchZone' does not exist in the \(database.databaseScope) database\(whose)", "\(String(describing: queryError))")
             let fetched = try await database.records(for: [record.recordID])
             #expect(errorCode(fetched[record.recordID]) != nil, "fetching from a missing zone fails")
             // The default zone is unaffected.

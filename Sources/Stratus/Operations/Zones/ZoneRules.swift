@@ -66,7 +66,7 @@ enum ZoneRules {
     /// "no such record", so that code written for CloudKit (create the zone on `zoneNotFound`,
     /// then retry) runs unchanged.
     static func zoneNotFound(_ zoneID: RecordZone.ID, _ context: DatabaseContext, recordID: Record.ID? = nil) -> StratusError {
-        StratusError(.zoneNotFound, "zone '\(zoneID.zoneName)' does not exist in the \(context.scope) database", recordID: recordID, zoneID: zoneID)
+        StratusError.zoneNotFound(zoneID, in: context, recordID: recordID)
     }
 
     /// Whether zones exist, asked of the store once per operation, and only for records it did
@@ -90,5 +90,20 @@ enum ZoneRules {
         var error = StratusError(.partialFailure, "\(errors.count) of \(total) zone(s) failed")
         error.partialErrorsByZoneID = errors
         return error
+    }
+}
+
+extension StratusError {
+    /// `zoneNotFound` for a zone the database of `context` does not have, as every engine and
+    /// operation words it: a private or shared database names its user, whose zones differ
+    /// from every other user's.
+    ///
+    /// ```swift
+    /// throw StratusError.zoneNotFound(zoneID, in: context)
+    /// ```
+    @_spi(StratusEngine)
+    public static func zoneNotFound(_ zoneID: RecordZone.ID, in context: DatabaseContext, recordID: Record.ID? = nil) -> StratusError {
+        let user = context.scope == .public ? "" : (context.userName ?? context.userRecordName).map { " of user \($0)" } ?? ""
+        return StratusError(.zoneNotFound, "zone '\(zoneID.zoneName)' does not exist in the \(context.scope) database\(user)", recordID: recordID, zoneID: zoneID)
     }
 }
