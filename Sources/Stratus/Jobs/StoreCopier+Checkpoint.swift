@@ -7,7 +7,7 @@ extension StoreCopier {
     /// millionth zone as after the first.
     ///
     /// ```swift
-    /// if let checkpoint = try store.load() { print("copied up to", checkpoint.zonesCopiedThrough ?? "no zone yet") }
+    /// if let checkpoint = try store.load() { print("copied up to", checkpoint.zonesCopiedThrough?.description ?? "no zone yet") }
     /// ```
     public struct Checkpoint: Sendable, Hashable, Codable {
         /// Where the copy is inside a zone: every record of the types before `recordType` (in

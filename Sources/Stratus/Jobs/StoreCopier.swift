@@ -10,8 +10,9 @@ import Synchronization
 /// record arrives with the creation and modification dates, users and change tag it has in
 /// the source. Zones are copied in ``ZoneKey`` order, each read type by type, each type from
 /// one snapshot, in record-name order. With a ``CheckpointStore`` the copy saves how far it got
-/// as it goes (see ``checkpointInterval``) and goes on from there when run again after a crash, a kill or ``cancel()``; without one, it only
-/// copies into a destination that holds no records. ``compare()`` then checks, zone by zone,
+/// as it goes (see ``checkpointInterval``) and goes on from there when run again after a
+/// crash, a kill or ``cancel()``; without one, it only copies into a destination that holds no
+/// records. ``compare()`` then checks, zone by zone,
 /// that both stores hold the same number of records and the same checksum over each record's
 /// name, type, change tag, parent and field values (assets by their content).
 ///
