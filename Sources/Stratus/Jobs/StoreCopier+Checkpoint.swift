@@ -3,8 +3,8 @@ extension StoreCopier {
     /// far it went through the source's zones (in ``ZoneKey`` order) and which of them it could
     /// not copy whole, and the last record copied in the zone it was in.
     ///
-    /// Its size does not grow with the zones copied, so that saving it costs the same after the
-    /// millionth zone as after the first.
+    /// Its size does not grow with the zones copied (only with those that failed), so that saving
+    /// it costs the same after the millionth zone as after the first.
     ///
     /// ```swift
     /// if let checkpoint = try store.load() { print("copied up to", checkpoint.zonesCopiedThrough?.description ?? "no zone yet") }
