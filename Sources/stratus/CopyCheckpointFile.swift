@@ -2,8 +2,9 @@ import Foundation
 import Stratus
 
 /// The `--checkpoint` file of `stratus copy`: how far a copy got (``StoreCopier/Checkpoint``
-/// as JSON), saved durably after every batch (temporary file, fsync, rename), locked while a
-/// copy uses it (a second copy with the same checkpoint exits 75).
+/// as JSON), saved durably as the copy goes (temporary file, fsync, rename; at most once a
+/// second, see ``StoreCopier/checkpointInterval``, and when it stops), locked while a copy uses
+/// it (a second copy with the same checkpoint exits 75).
 final class CopyCheckpointFile: StoreCopier.CheckpointStore {
     /// The name the user gave.
     let path: String
@@ -19,9 +20,10 @@ final class CopyCheckpointFile: StoreCopier.CheckpointStore {
         try KeptFile.lock(resolvedPath, named: path, what: "checkpoint")
     }
 
-    /// The largest file taken for a checkpoint: it names every zone copied, about 200 bytes
-    /// each, so this keeps copies of some five million zones resumable while a larger file (a
-    /// sparse file, another file named by mistake) is refused before it is read into memory.
+    /// The largest file taken for a checkpoint: one written by an earlier version names every
+    /// zone copied, about 200 bytes each, so this keeps such copies of some five million zones
+    /// resumable while a larger file (a sparse file, another file named by mistake) is refused
+    /// before it is read into memory. Today's checkpoints name only the zones that failed.
     static let maximumSize = 1 << 30
 
     /// - Throws: ``UsageError`` when the file is not a copy checkpoint; ``CommandFailure``

@@ -316,6 +316,82 @@ struct CopyCLITests {
         }
     }
 
+    @Test("a copy of many zones killed by SIGKILL mid-way goes on from its checkpoint, which names no zone copied, and ends with exactly the source", arguments: Direction.all)
+    func manyZonesKilledAndResumed(direction: Direction) async throws {
+        try await TemporaryStore.with { store in
+            let (source, destination) = try await Self.clis(store, direction)
+            let lines = (0..<1_500).flatMap { zone in
+                (0..<2).map { index in
+                    #"{"recordName":"r\#(zone)-\#(index)","recordType":"Row","fields":{"n":{"value":\#(index),"type":"INT64"}},"zoneID":{"zoneName":"zone-\#(String(format: "%04d", zone))"}}"#
+                }
+            }
+            let imported = try await source.run(["import", "--quiet", "--create-zones", try source.file("zones.ndjson", lines.joined(separator: "\n") + "\n")])
+            #expect(imported.exitCode == 0, "\(imported)")
+
+            let checkpoint = store.path("copy.checkpoint")
+            let arguments = ["copy", "--from", source.storePath, "--to", destination.storePath, "--checkpoint", checkpoint]
+            let running = try source.start(arguments + ["--quiet"])
+            // Killed once its checkpoint says some zones are copied.
+            var saved: [String: Any]?
+            while running.isRunning {
+                if let data = FileManager.default.contents(atPath: checkpoint), let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+                   object["zonesCopiedThrough"] != nil {
+                    saved = object
+                    break
+                }
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            running.signal(SIGKILL)
+            let killed = await running.wait()
+            #expect(killed.signalled, "killed mid-way: \(killed)")
+            let midway = try #require(saved)
+            #expect((midway["zonesCopied"] as? [Any])?.isEmpty == true && (midway["zonesNotCopied"] as? [Any])?.isEmpty == true, "\(midway)")
+
+            let resumed = try await source.run(arguments + ["--progress", "json"])
+            #expect(resumed.exitCode == 0, "\(resumed)")
+            #expect(resumed.stderr.contains("going on from the checkpoint \(checkpoint)"), "\(resumed)")
+            let summary = try JSONLine.object(try #require(resumed.stderrLines.last))
+            let (skipped, copied) = (summary["zonesSkipped"] as? Int ?? 0, summary["zones"] as? Int ?? 0)
+            #expect(skipped > 0 && skipped + copied == summary["zonesCompared"] as? Int && summary["zonesDiffering"] as? Int == 0, "\(summary)")
+            #expect(!source.exists(checkpoint), "the checkpoint goes when the copy is complete")
+            #expect(try await Self.shape(destination) == (try await Self.shape(source)))
+        }
+    }
+
+    @Test("a checkpoint file as the version of dd9973b writes it (every zone copied listed) is gone on from: the zones it lists are not copied again, its zone goes on from its position", arguments: Direction.all)
+    func goesOnFromListingCheckpointFile(direction: Direction) async throws {
+        try await TemporaryStore.with { store in
+            let (source, destination) = try await Self.clis(store, direction)
+            #expect(try await source.run(["import", "--quiet"], stdin: Input.notes(3, prefix: "d")).exitCode == 0)
+            for zone in ["A", "B", "C", "D", "E"] {
+                #expect(try await source.run(["zones", "create", zone]).exitCode == 0)
+                #expect(try await source.run(["import", "--quiet", "--zone", zone], stdin: Input.notes(4, prefix: zone.lowercased())).exitCode == 0)
+            }
+            let first = try await source.run(["copy", "--from", source.storePath, "--to", destination.storePath, "--quiet"])
+            #expect(first.exitCode == 0, "\(first)")
+            // What the earlier copy had not reached: records after its position in E, and zones F and G.
+            #expect(try await source.run(["import", "--quiet", "--zone", "E"], stdin: Input.notes(3, prefix: "f")).exitCode == 0)
+            for zone in ["F", "G"] {
+                #expect(try await source.run(["zones", "create", zone]).exitCode == 0)
+                #expect(try await source.run(["import", "--quiet", "--zone", zone], stdin: Input.notes(4, prefix: zone.lowercased())).exitCode == 0)
+            }
+            func key(_ zone: String) -> String {
+                #"{"containerIdentifier":"default","environment":"development","owner":"","scope":1,"zoneName":"\#(zone)","zoneOwnerName":"__defaultOwner__"}"#
+            }
+            let checkpoint = try source.file("copy.checkpoint", """
+                {"destinationIdentifier":"\(try destination.openEngine().storeIdentifier)",\
+                "position":{"recordName":"e4","recordType":"Note","zone":\(key("E"))},"schemasCopied":true,\
+                "sourceIdentifier":"\(try source.openEngine().storeIdentifier)",\
+                "zonesCopied":[\(["_defaultZone", "A", "B", "C", "D"].map(key).joined(separator: ","))]}
+                """)
+            let resumed = try await source.run(["copy", "--from", source.storePath, "--to", destination.storePath, "--checkpoint", checkpoint])
+            #expect(resumed.exitCode == 0, "\(resumed)")
+            #expect(resumed.stderrLines.last?.contains("copied 11 records in 3 zones (5 zones copied by an earlier run); 8 of 8 zones match") == true, "\(resumed)")
+            #expect(!source.exists(checkpoint))
+            #expect(try await Self.shape(destination) == (try await Self.shape(source)))
+        }
+    }
+
     @Test("refusals: a destination that holds records (64), a checkpoint of another copy (64), a checkpoint another copy holds (75), a missing source (66)")
     func refusals() async throws {
         try await TemporaryStore.with { store in

@@ -18,6 +18,37 @@ final class MemoryCopyCheckpoint: StoreCopier.CheckpointStore, @unchecked Sendab
     }
 }
 
+/// A checkpoint kept in memory that keeps every checkpoint saved, and fails the save after
+/// `failingAfter` of them, as a kill stops a copy between two saves.
+final class HistoryCopyCheckpoint: StoreCopier.CheckpointStore, @unchecked Sendable {
+    // @unchecked: used by one copy at a time, from its task.
+    var history: [StoreCopier.Checkpoint] = []
+    let failingAfter: Int
+
+    init(failingAfter: Int) { self.failingAfter = failingAfter }
+
+    func load() throws -> StoreCopier.Checkpoint? { nil }
+    func save(_ checkpoint: StoreCopier.Checkpoint) throws {
+        guard history.count < failingAfter else { throw StratusError(.internalError, "killed") }
+        history.append(checkpoint)
+    }
+}
+
+/// A copy checkpoint as the version of dd9973b encodes it: every zone copied, listed.
+private struct ListingCopyCheckpoint: Encodable {
+    var sourceIdentifier: String
+    var destinationIdentifier: String
+    var schemasCopied: Bool
+    var zonesCopied: [StoreCopier.ZoneKey]
+    var position: StoreCopier.Checkpoint.Position?
+}
+
+/// The destination's record of a copy as the version of dd9973b writes it.
+private struct ListingDestinationProgress: Encodable {
+    var zonesCopied: Int
+    var position: StoreCopier.Checkpoint.Position?
+}
+
 /// ``StoreCopier`` through its public API: cancel and resume, what compare() finds.
 @Suite("StoreCopier", .timeLimit(.minutes(30)))
 struct StoreCopierTests {
@@ -30,6 +61,27 @@ struct StoreCopierTests {
             for (key, value) in record.fieldValues { copy.setFieldValue(value, forKey: key) }
             return copy
         }, deleting: [])
+    }
+
+    /// ``fill(_:)``, then `zones` more zones (`Z00`, `Z01`…) of `records` records each.
+    static func fillWithZones(_ engine: SQLiteEngine, zones: Int, records: Int) async throws {
+        try await fill(engine)
+        let database = Container(identifier: "com.example.copy", engine: engine, userName: "alice").publicCloudDatabase
+        let zoneIDs = (0..<zones).map { RecordZone.ID(zoneName: String(format: "Z%02d", $0)) }
+        _ = try await database.modifyRecordZones(saving: zoneIDs.map { RecordZone(zoneID: $0) }, deleting: [])
+        let all = zoneIDs.flatMap { zone in
+            (0..<records).map { index in
+                let record = Record(recordType: index % 2 == 0 ? "Item" : "Part", recordID: Record.ID(recordName: String(format: "%@-%03d", zone.zoneName, index), zoneID: zone))
+                record["n"] = Int64(index)
+                return record
+            }
+        }
+        _ = try await database.modifyRecords(saving: all, deleting: [])
+    }
+
+    /// Every zone of `engine`'s inventory, in the order a copy goes through them.
+    static func zoneKeys(_ engine: SQLiteEngine) throws -> [StoreCopier.ZoneKey] {
+        try engine.inventory().databases.flatMap { database in database.zones.map { StoreCopier.ZoneKey(database: database, zone: $0.zone.zoneID) } }.sorted()
     }
 
     /// A source store filled by ``fill(_:)`` and an empty destination, in `store`'s folder.
@@ -62,7 +114,9 @@ struct StoreCopierTests {
             let second = try await again.run(checkpointStore: checkpoint)
             #expect(second.end == .finished && second.failures.isEmpty)
             #expect(second.recordsCopied == 1_230 - 330 && second.zonesSkipped == 1, "the second run starts after the checkpoint")
-            #expect(checkpoint.saved?.zonesCopied.count == 2 && checkpoint.saved?.position == nil, "a complete copy's checkpoint says every zone is copied")
+            let complete = try #require(checkpoint.saved)
+            #expect(complete.zonesCopiedThrough?.zoneName == "_defaultZone" && complete.zonesNotCopied.isEmpty && complete.position == nil,
+                    "a complete copy's checkpoint says every zone is copied: \(complete)")
             let third = try await StoreCopier(from: source, to: destination).run(checkpointStore: checkpoint)
             #expect(third.recordsCopied == 0 && third.zonesSkipped == 2, "run again, it copies nothing")
             let comparisons = try await again.compare()
@@ -76,7 +130,7 @@ struct StoreCopierTests {
         try await TemporaryStore.with { store in
             let (source, destination) = try await Self.filledSourceAndEmptyDestination(store)
             let job = "stratus.copy." + (try source.storeIdentifier)
-            let copier = StoreCopier(from: source, to: destination, batchSize: 100)
+            let copier = StoreCopier(from: source, to: destination, batchSize: 100, checkpointInterval: .zero)
             let checkpoint = MemoryCopyCheckpoint()
             let recordAt200 = Mutex<String?>(nil)
             _ = try await copier.run(checkpointStore: checkpoint) { copied in
@@ -166,4 +220,89 @@ struct StoreCopierTests {
             #expect(error?.message.contains("other stores") == true)
         }
     }
+
+    @Test("a copy of many zones killed between two checkpoints goes on from the last one saved (its destination holds more) and ends with exactly the source; its checkpoint names no zone it copied")
+    func killedBetweenCheckpointsAmongManyZones() async throws {
+        try await TemporaryStore.with { store in
+            let source = try SQLiteEngine(path: store.path("source.sqlite"))
+            let destination = try SQLiteEngine(path: store.path("destination.sqlite"))
+            try await Self.fillWithZones(source, zones: 40, records: 7)
+            let keys = try Self.zoneKeys(source)
+            // A save after every batch and zone, until the 60th fails as a kill would stop it.
+            let killed = HistoryCopyCheckpoint(failingAfter: 60)
+            await #expect(throws: StratusError.self) {
+                try await StoreCopier(from: source, to: destination, batchSize: 4, checkpointInterval: .zero).run(checkpointStore: killed)
+            }
+            // A checkpoint saved mid-way: the destination holds what the copy wrote after it.
+            let midway = killed.history[30]
+            let through = try #require(midway.zonesCopiedThrough)
+            #expect(midway.zonesCopied.isEmpty && midway.zonesNotCopied.isEmpty, "\(midway)")
+            let passed = keys.filter { $0 <= through }.count
+            #expect(passed > 5 && passed < keys.count - 10, "mid-way: \(passed) of \(keys.count) zones")
+
+            let checkpoint = MemoryCopyCheckpoint()
+            checkpoint.saved = midway
+            let resumed = try await StoreCopier(from: source, to: destination, batchSize: 4).run(checkpointStore: checkpoint)
+            #expect(resumed.end == .finished && resumed.failures.isEmpty, "\(resumed)")
+            #expect(resumed.zonesSkipped == passed && resumed.zonesCopied == keys.count - passed, "\(resumed)")
+            let comparisons = try await StoreCopier(from: source, to: destination).compare()
+            #expect(comparisons.count == keys.count && comparisons.allSatisfy(\.matches), "\(comparisons.filter { !$0.matches })")
+            let complete = try #require(checkpoint.saved)
+            #expect(complete.zonesCopiedThrough == keys.last && complete.zonesNotCopied.isEmpty && complete.zonesCopied.isEmpty && complete.position == nil)
+            #expect(keys.allSatisfy(complete.isCopied))
+        }
+    }
+
+    @Test("a checkpoint written by the version of dd9973b (every zone copied listed), with the destination's record of it, is gone on from: the zones it lists are skipped, its zone is copied from its position, and the copy ends with exactly the source")
+    func goesOnFromListingCheckpoint() async throws {
+        try await TemporaryStore.with { store in
+            let source = try SQLiteEngine(path: store.path("source.sqlite"))
+            let destination = try SQLiteEngine(path: store.path("destination.sqlite"))
+            try await Self.fillWithZones(source, zones: 12, records: 9)
+            let keys = try Self.zoneKeys(source)
+            // The destination holds what a copy stopped mid-way wrote: up to a position in a zone.
+            let killed = HistoryCopyCheckpoint(failingAfter: 25)
+            await #expect(throws: StratusError.self) {
+                try await StoreCopier(from: source, to: destination, batchSize: 4, checkpointInterval: .zero).run(checkpointStore: killed)
+            }
+            let stopped = try #require(killed.history.last { $0.position != nil && $0.zonesCopiedThrough != nil })
+            let position = try #require(stopped.position)
+            let listed = keys.filter { $0 <= stopped.zonesCopiedThrough! }
+            let sourceIdentifier = try source.storeIdentifier
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            let file = try encoder.encode(ListingCopyCheckpoint(sourceIdentifier: sourceIdentifier, destinationIdentifier: try destination.storeIdentifier,
+                                                                schemasCopied: true, zonesCopied: listed, position: position))
+            #expect(!String(decoding: file, as: UTF8.self).contains("zonesCopiedThrough"))
+            let record = String(decoding: try JSONEncoder().encode(ListingDestinationProgress(zonesCopied: listed.count, position: position)), as: UTF8.self)
+            let context = DatabaseContext.administrator(containerIdentifier: position.zone.containerIdentifier, environment: .development, scope: .public, owner: "")
+            try destination.writeRecords(in: context) { try $0.saveJobProgress("stratus.copy." + sourceIdentifier, position: Int64(listed.count), text: record) }
+
+            let checkpoint = MemoryCopyCheckpoint()
+            checkpoint.saved = try JSONDecoder().decode(StoreCopier.Checkpoint.self, from: file)
+            let resumed = try await StoreCopier(from: source, to: destination, batchSize: 4).run(checkpointStore: checkpoint)
+            #expect(resumed.end == .finished && resumed.failures.isEmpty, "\(resumed)")
+            #expect(resumed.zonesSkipped == listed.count && resumed.zonesCopied == keys.count - listed.count, "\(resumed)")
+            // Every record after the position: those of the listed zones and up to it are not copied again.
+            let inventory = try source.inventory()
+            let total = inventory.databases.reduce(0) { $0 + $1.zones.reduce(0) { $0 + $1.recordCounts.values.reduce(0, +) } }
+            let inListed = inventory.databases.reduce(0) { sum, database in
+                sum + database.zones.filter { listed.contains(StoreCopier.ZoneKey(database: database, zone: $0.zone.zoneID)) }.reduce(0) { $0 + $1.recordCounts.values.reduce(0, +) }
+            }
+            let reader = Container(identifier: "com.example.copy", engine: source, userName: "alice").publicCloudDatabase
+            var upToPosition = 0
+            for try await copied in reader.allRecords(matching: Query(recordType: position.recordType), inZoneWith: position.zone.zoneID) {
+                if !position.recordName.utf8.lexicographicallyPrecedes(copied.recordID.recordName.utf8) { upToPosition += 1 }
+            }
+            let before = try #require(inventory.databases.flatMap(\.zones).first { $0.zone.zoneID == position.zone.zoneID })
+            upToPosition += before.recordCounts.filter { $0.key.utf8.lexicographicallyPrecedes(position.recordType.utf8) }.values.reduce(0, +)
+            #expect(upToPosition > 0)
+            #expect(resumed.recordsCopied == total - inListed - upToPosition, "\(resumed.recordsCopied) of \(total)")
+            let comparisons = try await StoreCopier(from: source, to: destination).compare()
+            #expect(comparisons.count == keys.count && comparisons.allSatisfy(\.matches), "\(comparisons.filter { !$0.matches })")
+            let complete = try #require(checkpoint.saved)
+            #expect(complete.zonesCopied == listed && complete.zonesCopiedThrough == keys.last && keys.allSatisfy(complete.isCopied))
+        }
+    }
+
 }

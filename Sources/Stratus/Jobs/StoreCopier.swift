@@ -8,10 +8,11 @@ import Synchronization
 ///
 /// Records are written as forced replaces that keep the system fields they carry, so each
 /// record arrives with the creation and modification dates, users and change tag it has in
-/// the source. Each zone is read type by type, each type from one snapshot, in record-name
-/// order. With a ``CheckpointStore`` the copy saves how far it got after every batch and goes
-/// on from there when run again after a crash, a kill or ``cancel()``; without one, it only
-/// copies into a destination that holds no records. ``compare()`` then checks, zone by zone,
+/// the source. Zones are copied in ``ZoneKey`` order, each read type by type, each type from
+/// one snapshot, in record-name order. With a ``CheckpointStore`` the copy saves how far it got
+/// as it goes (see ``checkpointInterval``) and goes on from there when run again after a
+/// crash, a kill or ``cancel()``; without one, it only copies into a destination that holds no
+/// records. ``compare()`` then checks, zone by zone,
 /// that both stores hold the same number of records and the same checksum over each record's
 /// name, type, change tag, parent and field values (assets by their content).
 ///
@@ -23,7 +24,10 @@ import Synchronization
 /// ```
 public final class StoreCopier: Sendable {
     /// One zone of one database of one container, as the source's inventory names it.
-    public struct ZoneKey: Sendable, Hashable, Codable, CustomStringConvertible {
+    ///
+    /// Keys are ordered as a copy goes through zones: by container, environment, scope, owner,
+    /// zone name and zone owner, names by their UTF-8 bytes.
+    public struct ZoneKey: Sendable, Hashable, Codable, Comparable, CustomStringConvertible {
         /// The container the zone belongs to.
         public var containerIdentifier: String
         /// The container's environment whose data holds the zone.
@@ -66,6 +70,18 @@ public final class StoreCopier: Sendable {
 
         /// The zone's ID, as its database's owner names it.
         public var zoneID: RecordZone.ID { RecordZone.ID(zoneName: zoneName, ownerName: zoneOwnerName) }
+
+        /// Whether a copy reaches `a` before `b`.
+        public static func < (a: ZoneKey, b: ZoneKey) -> Bool {
+            for (left, right) in [(a.containerIdentifier, b.containerIdentifier), (a.environment.rawValue, b.environment.rawValue)] where left != right {
+                return StoreCopier.precedes(left, right)
+            }
+            if a.scope != b.scope { return a.scope.rawValue < b.scope.rawValue }
+            for (left, right) in [(a.owner, b.owner), (a.zoneName, b.zoneName), (a.zoneOwnerName, b.zoneOwnerName)] where left != right {
+                return StoreCopier.precedes(left, right)
+            }
+            return false
+        }
 
         /// `com.example.app public _defaultZone`, `com.example.app (production) private (_6c1f…) Work`.
         public var description: String {
@@ -153,6 +169,11 @@ public final class StoreCopier: Sendable {
     public let destination: any StorageEngine
     /// Records written per batch (one transaction each).
     public let batchSize: Int
+    /// The least time between two saves of the checkpoint while the copy goes on (it is also
+    /// saved when the copy stops and when every zone is copied): a save syncs a file, which costs
+    /// more than copying a small zone, and a run after a kill copies again only what was
+    /// written since the last one.
+    public let checkpointInterval: Duration
     private let cancelled = Atomic<Bool>(false)
 
     /// A copy of every container of `source` into `destination`.
@@ -161,12 +182,15 @@ public final class StoreCopier: Sendable {
     /// let copier = StoreCopier(from: source, to: destination, batchSize: 1_000)
     /// ```
     ///
-    /// - Precondition: `batchSize` is positive (a programmer error).
-    public init(from source: any StorageEngine, to destination: any StorageEngine, batchSize: Int = 500) {
+    /// - Precondition: `batchSize` is positive and `checkpointInterval` is not negative (a
+    ///   programmer error).
+    public init(from source: any StorageEngine, to destination: any StorageEngine, batchSize: Int = 500, checkpointInterval: Duration = .seconds(1)) {
         precondition(batchSize > 0, "the batch size must be positive")
+        precondition(checkpointInterval >= .zero, "the checkpoint interval must not be negative")
         self.source = source
         self.destination = destination
         self.batchSize = batchSize
+        self.checkpointInterval = checkpointInterval
     }
 
     /// Asks a running copy to stop after the batch being written; callable from any thread.
@@ -231,9 +255,11 @@ public final class StoreCopier: Sendable {
             // goes on from what it holds, not past records it no longer has.
             if let held = try await Self.offThePool({ [job = copyJob(sourceIdentifier)] in try destination.jobProgressText(job) }),
                let record = try? JSONDecoder().decode(DestinationProgress.self, from: Data(held.utf8)),
-               record.zonesCopied <= checkpoint.zonesCopied.count {
+               !record.isAhead(of: checkpoint) {
                 var behind = checkpoint
                 behind.zonesCopied = Array(checkpoint.zonesCopied.prefix(record.zonesCopied))
+                behind.zonesCopiedThrough = record.zonesCopiedThrough
+                behind.zonesNotCopied = record.zonesNotCopied ?? []
                 behind.position = record.position
                 if behind != checkpoint {
                     checkpoint = behind
@@ -257,27 +283,47 @@ public final class StoreCopier: Sendable {
             checkpoint.schemasCopied = true
             try checkpointStore?.save(checkpoint)
         }
-        let done = Set(checkpoint.zonesCopied)
-        for database in sourceInventory.databases {
-            for entry in database.zones {
-                let key = ZoneKey(database: database, zone: entry.zone.zoneID)
-                if done.contains(key) {
+        var savedAt = ContinuousClock.now
+        do {
+            // Looked up once: the checkpoint's lists are checked for every zone.
+            let copiedByEarlierVersion = Set(checkpoint.zonesCopied)
+            var notCopied = Set(checkpoint.zonesNotCopied)
+            let zones = sourceInventory.databases.flatMap { database in
+                database.zones.map { (key: ZoneKey(database: database, zone: $0.zone.zoneID), entry: $0) }
+            }.sorted { $0.key < $1.key }
+            for (key, entry) in zones {
+                let passed = checkpoint.zonesCopiedThrough.map { key <= $0 } ?? false
+                if copiedByEarlierVersion.contains(key) || (passed && !notCopied.contains(key)) {
                     summary.zonesSkipped += 1
                     continue
                 }
                 if isCancelled {
                     summary.end = .cancelled
+                    try await saveCheckpoint(checkpoint, to: checkpointStore)
                     return summary
                 }
-                let complete = try await copyZone(entry, key: key, checkpoint: &checkpoint, checkpointStore: checkpointStore, summary: &summary, progress: progress)
-                if summary.end == .cancelled { return summary }
-                if complete {
-                    checkpoint.zonesCopied.append(key)
-                    checkpoint.position = nil
+                let complete = try await copyZone(entry, key: key, checkpoint: &checkpoint, checkpointStore: checkpointStore, savedAt: &savedAt,
+                                                  summary: &summary, progress: progress)
+                if summary.end == .cancelled {
                     try await saveCheckpoint(checkpoint, to: checkpointStore)
-                    summary.zonesCopied += 1
+                    return summary
                 }
+                if complete {
+                    if notCopied.remove(key) != nil { checkpoint.zonesNotCopied.removeAll { $0 == key } }
+                    summary.zonesCopied += 1
+                } else if notCopied.insert(key).inserted {
+                    checkpoint.zonesNotCopied.append(key)
+                }
+                if !passed { checkpoint.zonesCopiedThrough = key }
+                checkpoint.position = nil
+                try await saveCheckpointIfDue(checkpoint, to: checkpointStore, savedAt: &savedAt)
             }
+            try await saveCheckpoint(checkpoint, to: checkpointStore)
+        } catch {
+            // What the checkpoint says is written (it moves only past committed batches): saved
+            // now, a run again copies less twice. The error is the one to report.
+            try? await saveCheckpoint(checkpoint, to: checkpointStore)
+            throw error
         }
         summary.subscriptionsCopied = try await copySubscriptions(sourceInventory)
         // Records saved in development grow its schema with the types and fields they hold,
@@ -334,8 +380,6 @@ public final class StoreCopier: Sendable {
         }
     }
 
-    /// Copies one zone, type by type, from where the checkpoint says; answers whether every
-    /// record of it was copied.
     /// Copies every database's subscriptions, each subscriber's, as they are (a subscription
     /// saved again replaces the one with its subscriber and ID, so a run that goes on writes
     /// them again). Notifications already delivered stay behind: a feed is its store's.
@@ -359,9 +403,12 @@ public final class StoreCopier: Sendable {
         .administrator(containerIdentifier: database.containerIdentifier, environment: database.environment, scope: database.scope, owner: database.owner)
     }
 
+    /// Copies one zone, type by type, from where the checkpoint says; answers whether every
+    /// record of it was copied. The checkpoint's position moves only past records written, and
+    /// only while nothing before them failed or waits.
     private func copyZone(
-        _ entry: StoreInventory.ZoneEntry, key: ZoneKey, checkpoint: inout Checkpoint, checkpointStore: (any CheckpointStore)?, summary: inout Summary,
-        progress: (@Sendable (Int) -> Void)?
+        _ entry: StoreInventory.ZoneEntry, key: ZoneKey, checkpoint: inout Checkpoint, checkpointStore: (any CheckpointStore)?,
+        savedAt: inout ContinuousClock.Instant, summary: inout Summary, progress: (@Sendable (Int) -> Void)?
     ) async throws -> Bool {
         let reader = Self.database(of: key, on: source)
         let writer = Self.database(of: key, on: destination)
@@ -393,8 +440,10 @@ public final class StoreCopier: Sendable {
                 }
                 summary.recordsCopied += batch.count - failures.count - deferred
                 if failures.isEmpty {
-                    checkpoint.position = Checkpoint.Position(zone: key, recordType: type, recordName: batch[batch.count - 1].recordID.recordName)
-                    if complete && waiting.isEmpty { try await saveCheckpoint(checkpoint, to: checkpointStore) }
+                    if complete && waiting.isEmpty {
+                        checkpoint.position = Checkpoint.Position(zone: key, recordType: type, recordName: batch[batch.count - 1].recordID.recordName)
+                        try await saveCheckpointIfDue(checkpoint, to: checkpointStore, savedAt: &savedAt)
+                    }
                 } else {
                     summary.failures += failures.map { "record \($0.key.recordName) in zone \(key): \($0.value)" }.sorted()
                     complete = false
@@ -427,10 +476,31 @@ public final class StoreCopier: Sendable {
     }
 
     /// What the destination records of a copy after each checkpoint (as the job progress
-    /// ``copyJob(_:)`` names): how many zones are copied whole and where the copy is in the next.
+    /// ``copyJob(_:)`` names): the checkpoint's progress, with an earlier version's list of
+    /// zones as its length (a run that goes on from such a list does not change it).
     struct DestinationProgress: Codable {
+        /// How many zones of ``Checkpoint/zonesCopied`` are copied; the only field an earlier
+        /// version wrote, with `position`.
         var zonesCopied: Int
+        var zonesCopiedThrough: ZoneKey?
+        var zonesNotCopied: [ZoneKey]?
         var position: Checkpoint.Position?
+
+        init(_ checkpoint: Checkpoint) {
+            zonesCopied = checkpoint.zonesCopied.count
+            zonesCopiedThrough = checkpoint.zonesCopiedThrough
+            zonesNotCopied = checkpoint.zonesNotCopied
+            position = checkpoint.position
+        }
+
+        /// Whether this record says more is copied than `checkpoint` does: one left by another
+        /// copy between the same stores, not a commit the destination lost.
+        func isAhead(of checkpoint: Checkpoint) -> Bool {
+            if zonesCopied > checkpoint.zonesCopied.count { return true }
+            guard let through = zonesCopiedThrough else { return false }
+            guard let saved = checkpoint.zonesCopiedThrough else { return true }
+            return saved < through
+        }
     }
 
     /// The destination's name for the job of copying the store `sourceIdentifier` names.
@@ -443,14 +513,22 @@ public final class StoreCopier: Sendable {
         guard let store else { return }
         try store.save(checkpoint)
         // The record is the store's; the transaction is in the database of the zone it names.
-        guard let zone = checkpoint.position?.zone ?? checkpoint.zonesCopied.last else { return }
-        let record = DestinationProgress(zonesCopied: checkpoint.zonesCopied.count, position: checkpoint.position)
+        guard let zone = checkpoint.position?.zone ?? checkpoint.zonesCopiedThrough ?? checkpoint.zonesCopied.last else { return }
+        let record = DestinationProgress(checkpoint)
         let text = String(decoding: try JSONEncoder().encode(record), as: UTF8.self)
         let job = copyJob(checkpoint.sourceIdentifier), destination = self.destination
         let context = DatabaseContext.administrator(containerIdentifier: zone.containerIdentifier, environment: zone.environment, scope: zone.scope, owner: zone.owner)
         try await Self.offThePool {
             try destination.writeRecords(in: context) { try $0.saveJobProgress(job, position: Int64(record.zonesCopied), text: text) }
         }
+    }
+
+    /// Saves the checkpoint when ``checkpointInterval`` has passed since `savedAt`, the end of
+    /// the last save.
+    private func saveCheckpointIfDue(_ checkpoint: Checkpoint, to store: (any CheckpointStore)?, savedAt: inout ContinuousClock.Instant) async throws {
+        guard store != nil, ContinuousClock.now - savedAt >= checkpointInterval else { return }
+        try await saveCheckpoint(checkpoint, to: store)
+        savedAt = .now
     }
 
     /// Writes records as they are (system fields and change tags kept); answers the records
