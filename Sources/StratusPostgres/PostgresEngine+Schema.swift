@@ -251,7 +251,8 @@ extension PostgresEngine {
         let steps = try queryPlan(for: query, in: database).split(separator: "\n").map { String($0) }
         var indexes: [String] = []
         for step in steps {
-            guard let range = step.range(of: " using ") else { continue }
+            // "Index Scan using ix_… on records r", and a bitmap's "Bitmap Index Scan on ix_…".
+            guard let range = step.range(of: " using ") ?? step.range(of: "Bitmap Index Scan on ") else { continue }
             let name = String(step[range.upperBound...].prefix { $0.isLetter || $0.isNumber || $0 == "_" })
             if !name.isEmpty && !indexes.contains(name) { indexes.append(name) }
         }

@@ -82,6 +82,17 @@ struct PostgresQueryPlanTests {
                 #expect(after.contains("Index Cond") && after.contains("ix_") && !after.contains("Sort Key"), "a seek:\n\(after)")
             }
         }
+        // What `queryPlan(for:)` (`stratus query --explain`) names is every index its steps read,
+        // through a bitmap too (filters without a sort, which PostgreSQL often reads so).
+        let described = indexed + [try Self.query("category == %@", "Books"), try Self.query("rank > %d AND rank < %d", 100, 200),
+                                   try Self.query("category IN %@", ["Books", "c1"])]
+        for query in described {
+            let explained = try await database.queryPlan(for: query, inZoneWith: .default)
+            let read = Set(explained.steps.joined(separator: "\n").matches(of: /ix_[0-9a-f]+/).map { String($0.output) })
+            for name in read {
+                #expect(explained.indexes.contains { $0.hasPrefix(name) }, "\(name) is read and named: \(explained.indexes)\n\(explained.steps.joined(separator: "\n"))")
+            }
+        }
         // A string key: the index gives the prefix order, an Incremental Sort the rest.
         let label = Self.sharedLabelStart + "label\((4 * 7_919) % 2_000)"
         let labelled: [Query] = [
