@@ -137,9 +137,11 @@ enum RecordWriteExecutor {
         return try engine.writeRecords(in: context) { transaction in
             var outcomes: [ModifyOutcome] = []
             outcomes.reserveCapacity(requests.count)
+            // Record writes change no subscription: one look at them serves every request.
+            let subscriptions = try SubscriptionIndexCache.index(for: transaction, engine: engine, context: context)
             for var request in requests {
                 request.jobProgress = nil
-                outcomes.append(try run(request, in: transaction, engine: engine, context: context))
+                outcomes.append(try run(request, in: transaction, engine: engine, context: context, subscriptions: .some(subscriptions)))
             }
             if let progress {
                 let failures = outcomes.reduce(0) { $0 + $1.failureCount }
@@ -151,10 +153,12 @@ enum RecordWriteExecutor {
 
     /// Runs `request` in `transaction`: its writes, its job progress and its notifications.
     /// Throws ``AtomicRollback`` to roll back an atomic request with a failed item.
-    private static func run(_ request: ModifyRequest, in transaction: any RecordWriteTransaction, engine: any StorageEngine, context: DatabaseContext) throws -> ModifyOutcome {
+    /// `subscriptions`: the subscriptions the transaction sees, when the caller looked already.
+    private static func run(_ request: ModifyRequest, in transaction: any RecordWriteTransaction, engine: any StorageEngine, context: DatabaseContext,
+                            subscriptions: SubscriptionIndex?? = nil) throws -> ModifyOutcome {
         var writer = Writer(transaction: transaction, request: request, context: context)
         // Subscriptions that writes of this database may fire, as this transaction sees them.
-        writer.notifier = try SubscriptionIndexCache.index(for: transaction, engine: engine, context: context)
+        writer.notifier = try (subscriptions ?? SubscriptionIndexCache.index(for: transaction, engine: engine, context: context))
             .map { SubscriptionNotifier(index: $0, context: context, transaction: transaction) }
         var outcome = try writer.run()
         outcome.releasedAssetContents = transaction.releasedAssetContents
