@@ -13,7 +13,8 @@ extension EngineConformance {
 
     /// Lines naming records again and again, with `prefix` before every name: updates in a
     /// row, a deletion of what a line before created and of what is not stored, a creation
-    /// after a deletion, a line the schema rejects between good lines of its name, records of
+    /// after a deletion, a line the schema rejects between good lines of its name (a field
+    /// another line of the name grew), a record a deletion's cascade takes saved again, records of
     /// the atomic zone `Atomic` created and deleted, stored records (`kept`, `gone`) changed,
     /// deleted and made again, and one name many times.
     static func repeatedNameInput(prefix p: String) -> [RecordSourceItem] {
@@ -26,8 +27,9 @@ extension EngineConformance {
         }
         var items: [RecordSourceItem] = [
             save("a", ["n": .int64(1), "label": .string("first")]),
-            save("a", ["n": .int64(2)]),
+            save("a", ["n": .int64(2), "grown": .string("g")]),
             save("b", ["n": .int64(1)]),
+            save("a", ["grown": .int64(1)]),
             delete("b"),
             delete("c"),
             save("c", ["n": .int64(3)]),
@@ -44,6 +46,10 @@ extension EngineConformance {
             save("y", ["label": .int64(9)], zoneID: atomic),
             save("y", ["n": .int64(2)], zoneID: atomic),
             save("a", ["n": .int64(7)]),
+            save("p", ["n": .int64(1)]),
+            save("child", ["up": .reference(Record.Reference(recordID: Record.ID(recordName: p + "p"), action: .deleteSelf))]),
+            delete("p"),
+            save("child", ["n": .int64(2)]),
             save("kept", ["n": .int64(9)]),
             delete("gone"),
             save("gone", ["n": .int64(10)]),
@@ -64,7 +70,7 @@ extension EngineConformance {
         var state: [String: String] = [:]
         let atomic = RecordZone.ID(zoneName: "Atomic")
         for (name, zoneID) in [("a", RecordZone.ID.default), ("b", .default), ("c", .default), ("s", .default), ("z", atomic), ("y", atomic),
-                               ("kept", .default), ("gone", .default), ("same", .default)] {
+                               ("kept", .default), ("gone", .default), ("same", .default), ("p", .default), ("child", .default)] {
             let record = try await TestDatabase.fetch(p + name, zoneID: zoneID, in: database)
             state[name] = record.map { record in
                 record.recordType + " " + record.allKeys().sorted().map { "\($0)=\(record[$0].map { "\($0)" } ?? "nil")" }.joined(separator: ",")
@@ -127,7 +133,8 @@ extension EngineConformance {
         // What the reference did, so that the comparisons above compare something.
         let state = try await repeatedNameState(prefix: "\(RecordWriteMode.forceUpdate)-", in: reference)
         #expect(state["b"] == "missing" && state["z"] == "missing" && state["gone"] == "Node n=10", "\(state)")
-        #expect(state["a"] == "Node label=first,n=7" && state["s"] == "Node n=6" && state["same"] == "Node n=1" && state["y"] == "Node n=2", "\(state)")
+        #expect(state["p"] == "missing" && state["child"] == "Node n=2", "\(state)")
+        #expect(state["a"] == "Node grown=g,label=first,n=7" && state["s"] == "Node n=6" && state["same"] == "Node n=1" && state["y"] == "Node n=2", "\(state)")
     }
 
     /// Input of `count` lines: every name twice in a row (`r0`, `r0`, `r1`, `r1`, …), or
