@@ -77,7 +77,7 @@ final class ImportRun {
     private var settledEnd = 0
     /// Batches handed to the store, and how many had been when cancellation was last looked
     /// at: a cancelled import stops after the batch being read, however that batch ended
-    /// (full, or early: a record named again, a save after a deletion, records a parent released).
+    /// (full, or early: a record named again where it cannot start a segment, records a parent released).
     private var batchesSubmitted = 0
     private var batchesSeenByCancellation = 0
     /// Items of a batch taken from ``batch`` and not in flight yet (it waits for a place):
