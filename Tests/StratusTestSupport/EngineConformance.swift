@@ -70,6 +70,6 @@ public enum EngineConformance {
     public static var cases: [TestCase] {
         roundTripCases + systemFieldCases + savePolicyCases + quietSaveCases + batchCases + validationCases
             + fetchAndDeleteCases + queryCases + pagingCases + scopeCases + queryLanguageCases + ruleCases + streamCases + inventoryCases
-            + environmentCases + roleCases + userRecordCases + assetCases + pipelineCases + importPolicyCases + encryptionCases + zoneWideQueryCases
+            + environmentCases + roleCases + userRecordCases + assetCases + pipelineCases + importPolicyCases + repeatedNameCases + encryptionCases + zoneWideQueryCases
     }
 }

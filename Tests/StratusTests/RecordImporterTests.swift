@@ -204,11 +204,13 @@ struct RecordImporterTests {
         }
     }
 
-    @Test("cancel() and task cancellation stop an import whose batches end early (deletions between records, a record named twice): after the batch being read")
+    @Test("cancel() and task cancellation stop an import whose batches end early (with a reject limit, deletions between records and a record named twice): after the batch being read")
     func cancellationOfEarlyEndingBatches() async throws {
         try await SQLiteFixture.with { fixture in
             let database = fixture.database
-            // A deletion after every 20th record ends each batch of 100 early; so does a name repeated.
+            // With a reject limit (whose all-or-nothing tries take a batch apart by ID), a
+            // deletion after every 20th record ends each batch of 100 early; so does a name
+            // repeated. Without one they start a segment of the batch instead.
             var input: [RecordSourceItem] = []
             for (offset, record) in items(2_000).enumerated() {
                 input.append(.record(record, line: input.count + 1))
@@ -217,7 +219,7 @@ struct RecordImporterTests {
             }
             let source = ItemSource(input)
             let checkpoint = MemoryCheckpoint()
-            let importer = RecordImporter(database: database, options: Self.options { $0.batchSize = 100 })
+            let importer = RecordImporter(database: database, options: Self.options { $0.batchSize = 100; $0.maximumRejects = 10_000 })
             source.onRead = { if $0 == 250 { importer.cancel() } }
             let summary = try await importer.run(from: source, checkpoint: checkpoint)
             #expect(summary.end == .cancelled, "\(summary)")
@@ -227,15 +229,40 @@ struct RecordImporterTests {
             let settled = try #require(checkpoint.saved?.itemsSettled)
             #expect(settled <= summary.read)
 
-            let resumed = try await RecordImporter(database: database, options: Self.options { $0.batchSize = 100 }).run(from: ItemSource(input), checkpoint: checkpoint)
+            let resumed = try await RecordImporter(database: database, options: Self.options { $0.batchSize = 100; $0.maximumRejects = 10_000 }).run(from: ItemSource(input), checkpoint: checkpoint)
             #expect(resumed.end == .finished, "\(resumed)")
             #expect(try await storedNames(database).count == 2_000, "every record once across the runs")
 
-            let byTask = RecordImporter(database: database, options: Self.options { $0.batchSize = 100 })
+            let byTask = RecordImporter(database: database, options: Self.options { $0.batchSize = 100; $0.maximumRejects = 10_000 })
             let again = ItemSource(input)
             again.onRead = { count in if count == 120 { withUnsafeCurrentTask { $0?.cancel() } } }
             let cancelled = try await Task { try await byTask.run(from: again) }.value
             #expect(cancelled.end == .cancelled && cancelled.read < 200, "\(cancelled)")
+        }
+    }
+
+    @Test("cancel() stops an import whose names repeat (deletions between records, names twice) after the batch being read, which holds its batch size of items like any other")
+    func cancellationOfBatchesWithRepeatedNames() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            var input: [RecordSourceItem] = []
+            for (offset, record) in items(1_000).enumerated() {
+                input.append(.record(record, line: input.count + 1))
+                input.append(.record(record, line: input.count + 1))
+                input.append(.deletion(Record.ID(recordName: "gone-\(offset)"), recordType: "Item", line: input.count + 1))
+                input.append(.deletion(Record.ID(recordName: "gone-\(offset)"), recordType: "Item", line: input.count + 1))
+            }
+            let source = ItemSource(input)
+            let checkpoint = MemoryCheckpoint()
+            let importer = RecordImporter(database: database, options: Self.options { $0.batchSize = 100 })
+            source.onRead = { if $0 == 250 { importer.cancel() } }
+            let summary = try await importer.run(from: source, checkpoint: checkpoint)
+            #expect(summary.end == .cancelled && summary.read == 300, "\(summary)")
+            #expect(summary.created == 75 && summary.updated + summary.unchanged == 75 && summary.deleted == 150, "\(summary)")
+            #expect(checkpoint.saved?.itemsSettled == 300)
+            let resumed = try await RecordImporter(database: database, options: Self.options { $0.batchSize = 100 }).run(from: ItemSource(input), checkpoint: checkpoint)
+            #expect(resumed.end == .finished && resumed.skipped == 300 && resumed.created == 925, "\(resumed)")
+            #expect(try await storedNames(database).count == 1_000)
         }
     }
 

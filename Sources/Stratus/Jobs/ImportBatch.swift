@@ -1,6 +1,12 @@
 /// The items of one import batch, in input order: records to save, deletions and rejected
 /// items, each with its input line and its index among the input's items (for checkpoints).
 ///
+/// A batch is written in segments, one after another in its transaction, each as a request of
+/// its own: a store request saves before it deletes and names a record once, so a record named
+/// again, or saved after a deletion, starts the next segment (see
+/// ``ModifyRecordsOperation/init(preparedSegments:)``). Input whose names repeat is then
+/// written in as few transactions as any other.
+///
 /// Parallel arrays rather than an array of tuples: destroying an array of tuples goes through
 /// the runtime's generic witnesses element by element, which a bulk load notices.
 struct ImportBatch {
@@ -18,8 +24,12 @@ struct ImportBatch {
     /// every reject is reported in input order.
     var rejections: [RecordRejection] = []
     var rejectionItems: [Int] = []
-    /// The record names in the batch: a name seen again starts the next batch.
+    /// The record names in the batch's last segment: a name seen again starts the next segment
+    /// (or, where an import does not write in segments, the next batch).
     var names: Set<String> = []
+    /// Where each segment but the last ends in ``records`` and in ``deletions``.
+    private(set) var segmentRecordEnds: [Int] = []
+    private(set) var segmentDeletionEnds: [Int] = []
     /// Whether a record of the batch has a parent (kept as records are appended, so that a
     /// batch without any asks no question about parents).
     private(set) var hasParents = false
@@ -48,6 +58,33 @@ struct ImportBatch {
     }
 
     var count: Int { records.count + deletions.count + rejections.count }
+    var segmentCount: Int { segmentRecordEnds.count + 1 }
+    /// Whether the last segment holds a deletion: a save after it starts the next segment.
+    var segmentHasDeletions: Bool { deletions.count > (segmentDeletionEnds.last ?? 0) }
+
+    /// Ends the last segment: what is appended from now on is written after it.
+    mutating func startSegment() {
+        segmentRecordEnds.append(records.count)
+        segmentDeletionEnds.append(deletions.count)
+        names.removeAll(keepingCapacity: true)
+    }
+
+    /// Where segment `number`'s records and deletions are in ``records`` and ``deletions``.
+    func segment(_ number: Int) -> (records: Range<Int>, deletions: Range<Int>) {
+        let recordStart = number == 0 ? 0 : segmentRecordEnds[number - 1]
+        let deletionStart = number == 0 ? 0 : segmentDeletionEnds[number - 1]
+        let recordEnd = number < segmentRecordEnds.count ? segmentRecordEnds[number] : records.count
+        let deletionEnd = number < segmentDeletionEnds.count ? segmentDeletionEnds[number] : deletions.count
+        return (recordStart..<recordEnd, deletionStart..<deletionEnd)
+    }
+
+    /// The segments as the store request's (``ModifyRecordsOperation/Segment``).
+    var requestSegments: [ModifyRecordsOperation.Segment] {
+        (0..<segmentCount).map { number in
+            let (records, deletions) = segment(number)
+            return ModifyRecordsOperation.Segment(saves: Array(self.records[records]), deletes: Array(self.deletions[deletions]))
+        }
+    }
     var writeCount: Int { records.count + deletions.count }
     var isEmpty: Bool { count == 0 }
 
@@ -71,11 +108,14 @@ struct ImportBatch {
         rejectionItems.append(item)
     }
 
-    /// Where each record and deletion is in the input, by ID (a batch names each record once).
-    func places() -> [Record.ID: (line: Int, item: Int)] {
+    /// Where each record and deletion of segment `number` is in the input, by ID (a segment
+    /// names each record once).
+    func places(inSegment number: Int = 0) -> [Record.ID: (line: Int, item: Int)] {
+        guard number < segmentCount else { return [:] }
+        let (recordRange, deletionRange) = segmentCount == 1 ? (records.indices, deletions.indices) : segment(number)
         var places: [Record.ID: (line: Int, item: Int)] = [:]
-        for (index, record) in records.enumerated() { places[record.recordID] = (recordLines[index], recordItems[index]) }
-        for (index, id) in deletions.enumerated() { places[id] = (deletionLines[index], deletionItems[index]) }
+        for index in recordRange { places[records[index].recordID] = (recordLines[index], recordItems[index]) }
+        for index in deletionRange { places[deletions[index]] = (deletionLines[index], deletionItems[index]) }
         return places
     }
 
@@ -94,26 +134,32 @@ struct ImportBatch {
 
     /// The batch without the records and deletions whose IDs are in `ids`, and without rejections.
     func writes(excluding ids: Set<Record.ID>) -> ImportBatch {
-        var kept = ImportBatch()
-        for (index, record) in records.enumerated() where !ids.contains(record.recordID) {
-            kept.append(record, line: recordLines[index], item: recordItems[index])
-        }
-        for (index, id) in deletions.enumerated() where !ids.contains(id) {
-            kept.append(deletion: id, owner: deletionOwners[id], line: deletionLines[index], item: deletionItems[index])
+        keepingWrites { id, _ in !ids.contains(id) }
+    }
+
+    private func filtered(_ keep: (Int) -> Bool) -> ImportBatch {
+        var kept = keepingWrites { _, item in keep(item) }
+        for (index, rejection) in rejections.enumerated() where keep(rejectionItems[index]) {
+            kept.append(rejection, item: rejectionItems[index])
         }
         return kept
     }
 
-    private func filtered(_ keep: (Int) -> Bool) -> ImportBatch {
+    /// The records and deletions `keep` keeps (given each one's ID and item), segment by segment.
+    private func keepingWrites(_ keep: (Record.ID, Int) -> Bool) -> ImportBatch {
         var kept = ImportBatch()
-        for (index, record) in records.enumerated() where keep(recordItems[index]) {
-            kept.append(record, line: recordLines[index], item: recordItems[index])
-        }
-        for (index, id) in deletions.enumerated() where keep(deletionItems[index]) {
-            kept.append(deletion: id, owner: deletionOwners[id], line: deletionLines[index], item: deletionItems[index])
-        }
-        for (index, rejection) in rejections.enumerated() where keep(rejectionItems[index]) {
-            kept.append(rejection, item: rejectionItems[index])
+        for number in 0..<segmentCount {
+            let (recordRange, deletionRange) = segment(number)
+            if kept.writeCount > (kept.segmentRecordEnds.last ?? 0) + (kept.segmentDeletionEnds.last ?? 0) { kept.startSegment() }
+            for index in recordRange where keep(records[index].recordID, recordItems[index]) {
+                kept.names.insert(records[index].recordID.recordName)
+                kept.append(records[index], line: recordLines[index], item: recordItems[index])
+            }
+            for index in deletionRange where keep(deletions[index], deletionItems[index]) {
+                let id = deletions[index]
+                kept.names.insert(id.recordName)
+                kept.append(deletion: id, owner: deletionOwners[id], line: deletionLines[index], item: deletionItems[index])
+            }
         }
         return kept
     }

@@ -22,13 +22,16 @@ final class ImportBatchSaver: Sendable {
         let outcome = pending.outcomeSoFar
         op.perRecordWriteKindBlock = { _, kind in outcome.count(kind) }
         op.perRecordDeleteBlock = { _, result in if case .success = result { outcome.countDeletion() } }
-        op.modifyRecordsResultBlock = { [self] result in
+        // Weakly: the operation keeps its blocks, and with them the batch's records.
+        op.modifyRecordsResultBlock = { [self, weak op] result in
             let stops: (any Error)?
             switch result {
             case .success: stops = nil
             case .failure(let error as StratusError) where error.code == .partialFailure:
-                // Items that failed are in the partial failure's per-item errors.
-                outcome.failures = error.partialErrorsByRecordID
+                // Items that failed are in the partial failure's per-item errors, or for a
+                // request of segments (which may name a record in each) in each segment's.
+                let bySegment = op?.failuresBySegment ?? []
+                outcome.failuresBySegment = bySegment.isEmpty ? [error.partialErrorsByRecordID] : bySegment
                 stops = nil
             case .failure(let error): stops = error
             }
@@ -101,10 +104,11 @@ final class PendingBatchSave: Sendable {
 }
 
 /// What a batch did: kinds counted by the operation's per-record blocks, failures taken from
-/// its final result. A batch names each record once, so failures by ID are failures by item.
+/// its final result. Each segment of a batch (``ImportBatch/segmentCount``) names a record
+/// once, so a segment's failures by ID are failures by item.
 final class BatchSaveOutcome: Sendable {
     private let counts = Mutex((created: 0, updated: 0, unchanged: 0, deleted: 0))
-    private let failed = Mutex<[Record.ID: StratusError]>([:])
+    private let failed = Mutex<[[Record.ID: StratusError]]>([])
 
     func count(_ kind: RecordWriteKind) {
         counts.withLock { counts in
@@ -124,8 +128,13 @@ final class BatchSaveOutcome: Sendable {
     var deleted: Int { counts.withLock { $0.deleted } }
     /// Items written (or found unchanged) by the batch.
     var succeeded: Int { counts.withLock { $0.created + $0.updated + $0.unchanged + $0.deleted } }
-    var failures: [Record.ID: StratusError] {
+    /// The failures of a batch of one segment (of the first, for a batch of several).
+    var failures: [Record.ID: StratusError] { failed.withLock { $0.first ?? [:] } }
+    /// Each segment's failures, in segment order (empty, or with a dictionary per segment).
+    var failuresBySegment: [[Record.ID: StratusError]] {
         get { failed.withLock { $0 } }
         set { failed.withLock { $0 = newValue } }
     }
+    /// Whether any item of the batch failed.
+    var hasFailures: Bool { failed.withLock { $0.contains { !$0.isEmpty } } }
 }

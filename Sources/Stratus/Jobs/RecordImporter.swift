@@ -19,10 +19,14 @@ import Synchronization
 /// transaction (split only where it passes ``ModifyRecordsOperation/maximumBytesPerBatch``);
 /// a batch also ends once its records hold 32 MiB of field data, so that memory stays bounded
 /// for large records whatever the batch size.
-/// A batch names each record once, and holds no save after a deletion (a store request saves
-/// before it deletes): a record named again, or a save after a deletion, starts a new batch, so
-/// that every line applies in input order: a deletion's `.deleteSelf` cascade never takes a
-/// record saved after it, and a child saved after its parent's deletion is refused.
+/// A store request names each record once and saves before it deletes: a record named again,
+/// or a save after a deletion, starts the batch's next segment, a request of its own written
+/// after the one before it in the batch's transaction, so that every line applies in input
+/// order: a deletion's `.deleteSelf` cascade never takes a record saved after it, and a child
+/// saved after its parent's deletion is refused. Input whose names repeat (a change feed
+/// replayed) so takes as many transactions as distinct names. With a reject limit
+/// (``Options/maximumRejects``), or while records wait for a parent, such an item starts a new
+/// batch instead.
 ///
 /// **Parents.** A record whose parent is neither stored nor in its batch (nor in a batch
 /// before it) waits, with the later items of the same record, until a batch writes its

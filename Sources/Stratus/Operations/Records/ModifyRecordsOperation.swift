@@ -177,6 +177,12 @@ open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, 
     /// Records a producer prepared on its own thread (see ``PreparedSave``), saved before
     /// ``recordsToSave``.
     private var preparedSaves: [PreparedSave] = []
+    /// Saves and deletions applied one after another (``init(preparedSegments:)``); empty for
+    /// a request of one segment.
+    private var segments: [Segment] = []
+    /// With segments: each segment's failed items, by ID (a segment names each record once),
+    /// as the request's `partialFailure` cannot tell apart two failures of one record.
+    package private(set) var failuresBySegment: [[Record.ID: StratusError]] = []
     /// Whether an item's failure made the atomic request (in zones with the atomic capability)
     /// write nothing: what CloudKit's `modifyRecords(…atomically: true)` throws for.
     package private(set) var failedAtomically = false
@@ -219,6 +225,35 @@ open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, 
         self.preparedSaves = preparedSaves
     }
 
+    /// Saves and deletes checked and prepared records in segments applied one after another,
+    /// each as if in a transaction of its own (saves before deletions within a segment, as in
+    /// any request), so that the request may name a record once in each segment: an import
+    /// whose input names a record again. The segments still share the request's transactions
+    /// (``itemsPerBatch`` items each). Per-item blocks are called segment by segment; each
+    /// segment's failures are in ``failuresBySegment``. Non-atomic only: the request's store
+    /// failures end it as a job's do (``stopsOnStoreFailure``).
+    package convenience init(preparedSegments: [Segment]) {
+        self.init()
+        if preparedSegments.count == 1 {
+            preparedSaves = preparedSegments[0].saves
+            recordIDsToDelete = preparedSegments[0].deletes
+        } else {
+            segments = preparedSegments
+        }
+        isAtomic = false
+    }
+
+    /// One segment of a request (``init(preparedSegments:)``): records it names at most once.
+    package struct Segment: Sendable {
+        package var saves: [PreparedSave]
+        package var deletes: [Record.ID]
+
+        package init(saves: [PreparedSave], deletes: [Record.ID]) {
+            self.saves = saves
+            self.deletes = deletes
+        }
+    }
+
     /// A pipeline stage: saves each batch `producer` produces, after `transform`, while the
     /// producer goes on; see ``ProducingOperation``.
     ///
@@ -249,6 +284,7 @@ open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, 
 
     override func execute(engine: any StorageEngine, context: DatabaseContext) throws -> StratusError? {
         viewer = context.userRecordName
+        if !segments.isEmpty { return try writeSegments(engine: engine, context: context) }
         var errors: [Record.ID: StratusError] = [:]
         var done = 0
         let toSave = recordsToSave ?? [], toDelete = recordIDsToDelete ?? []
@@ -661,6 +697,123 @@ open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, 
             guard try handOn(saved) else { return nil }
         }
         return nil
+    }
+
+    /// Checks, prepares and writes a request of ``segments``: each segment's items are checked
+    /// and split as a request's are, and consecutive pieces share a transaction up to
+    /// ``itemsPerBatch`` items and ``maximumBytesPerBatch`` bytes, applied in order in it
+    /// (``RecordWriteExecutor``, which applies a transaction's requests one after another). The job's
+    /// progress goes with the last transaction.
+    private func writeSegments(engine: any StorageEngine, context: DatabaseContext) throws -> StratusError? {
+        precondition(!isAtomic && input == nil && (recordsToSave ?? []).isEmpty && (recordIDsToDelete ?? []).isEmpty && preparedSaves.isEmpty,
+                     "a request of segments holds only its segments, and is not atomic")
+        var errors: [Record.ID: StratusError] = [:]
+        var done = 0
+        let total = segments.reduce(0) { $0 + $1.saves.count + $1.deletes.count }
+        failuresBySegment = Array(repeating: [:], count: segments.count)
+        try makeCurrentUserRecord(among: segments.flatMap(\.saves), engine: engine, context: context)
+        var pieces: [(segment: Int, batch: Batch)] = []
+        for (number, segment) in segments.enumerated() {
+            var failed: [Record.ID: StratusError] = [:]
+            var valid: [PreparedSave] = []
+            valid.reserveCapacity(segment.saves.count)
+            for save in segment.saves {
+                do {
+                    try Self.checkZone(save.recordID, context)
+                    valid.append(save)
+                } catch {
+                    failed[save.recordID] = error
+                    report(save.record, error)
+                }
+            }
+            var validDeletes: [Record.ID] = []
+            for id in segment.deletes {
+                do {
+                    try Naming.checkRecordName(id.recordName, allowSystemNames: true)
+                    try Naming.checkZoneName(id.zoneID.zoneName)
+                    try Self.checkZone(id, context)
+                    validDeletes.append(id)
+                } catch {
+                    failed[id] = error
+                    reportDelete(id, error)
+                }
+            }
+            failuresBySegment[number] = failed
+            errors.merge(failed) { _, later in later }
+            done += failed.count
+            for batch in Self.batches(saves: PreparedSave.parentsFirst(valid), deletes: validDeletes, itemsPerBatch: itemsPerBatch) {
+                pieces.append((number, batch))
+            }
+        }
+        let progress = jobProgress.map { JobProgressEntry(job: $0.job, position: $0.position, text: $0.text, textAfterFailures: jobProgressTextAfterFailures) }
+        // Consecutive pieces of a transaction's size go together.
+        var transactions: [[(segment: Int, batch: Batch)]] = []
+        var count = 0, bytes = 0
+        for piece in pieces {
+            let pieceCount = piece.batch.saves.count + piece.batch.deletes.count
+            let pieceBytes = piece.batch.saves.reduce(0) { $0 + $1.fieldDataSize + $1.recordID.recordName.utf8.count + 64 }
+            if transactions.isEmpty || count + pieceCount > itemsPerBatch || (count > 0 && bytes + pieceBytes > Self.maximumBytesPerBatch) {
+                transactions.append([])
+                count = 0
+                bytes = 0
+            }
+            transactions[transactions.count - 1].append(piece)
+            count += pieceCount
+            bytes += pieceBytes
+        }
+        if transactions.isEmpty { return try recordProgressAlone(progress, engine: engine, context: context) ?? Self.partialFailure(errors, of: total) }
+        for (number, transaction) in transactions.enumerated() {
+            if shouldStop { return stopped(done: done, errors: errors) }
+            var stagings: [AssetStaging] = []
+            func releaseStagings(_ candidates: Set<String>) {
+                for (index, staging) in stagings.enumerated() { staging.release(engine: engine, context: context, candidates: index == stagings.count - 1 ? candidates : []) }
+            }
+            var written = transaction
+            let outcomes: [ModifyOutcome]
+            do {
+                for (index, piece) in written.enumerated() where AssetStaging.isNeeded(piece.batch.saves) {
+                    // A save whose asset cannot be stored fails alone; the rest is written.
+                    let saves = piece.batch.saves
+                    var assets = try assetStaging(engine: engine, context: context)
+                    let staged = try assets.stage(saves, progress: progressReporter(saves))
+                    stagings.append(assets)
+                    for (offset, error) in staged.failures {
+                        failuresBySegment[piece.segment][saves[offset].recordID] = error
+                        errors[saves[offset].recordID] = error
+                        report(saves[offset].record, error)
+                        done += 1
+                    }
+                    written[index].batch.saves = staged.saves.enumerated().filter { staged.failures[$0.offset] == nil }.map { $0.element }
+                }
+                var requests = written.map { request($0.batch.saves, $0.batch.deletes, atomic: false) }
+                if number == transactions.count - 1 { requests[requests.count - 1].jobProgress = progress }
+                outcomes = try withRetry { try RecordWriteExecutor.apply(requests, engine: engine, context: context) }
+            } catch let error as StratusError where error.code == .operationCancelled && isCancelled {
+                releaseStagings([])
+                return stopped(done: done, errors: errors)
+            } catch {
+                releaseStagings([])
+                throw error
+            }
+            committedTransaction = true
+            let released = outcomes.reduce(into: Set<String>()) { $0.formUnion($1.releasedAssetContents) }
+            if stagings.isEmpty {
+                var all = ModifyOutcome()
+                all.releasedAssetContents = released
+                RecordWriteExecutor.collectReleasedAssets(all, engine: engine, context: context)
+            } else {
+                releaseStagings(released)
+            }
+            for (piece, outcome) in zip(written, outcomes) {
+                var failed: [Record.ID: StratusError] = [:]
+                _ = deliver(outcome, saves: piece.batch.saves, deletes: piece.batch.deletes, errors: &failed)
+                failuresBySegment[piece.segment].merge(failed) { _, later in later }
+                errors.merge(failed) { _, later in later }
+                done += piece.batch.saves.count + piece.batch.deletes.count
+            }
+        }
+        if shouldStop { return stopped(done: done, errors: errors) }
+        return Self.partialFailure(errors, of: total)
     }
 
     /// Makes the caller's own user record before a save of it, when it is not stored yet: in

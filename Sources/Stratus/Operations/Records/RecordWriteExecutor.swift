@@ -114,12 +114,51 @@ enum RecordWriteExecutor {
         }
     }
 
+    /// Runs non-atomic `requests` one after another in one engine transaction, as if each were
+    /// a transaction of its own committed in that order: a later request sees what an earlier
+    /// one wrote, so that requests may name the same record (an import whose input names a
+    /// record again: a repeated update, a creation then its deletion). The job progress of the
+    /// last request is recorded, counting the failures of them all. Answers an outcome for
+    /// each request, in order.
+    ///
+    /// ```swift
+    /// let outcomes = try RecordWriteExecutor.apply([create, thenDelete], engine: engine, context: context)
+    /// ```
+    ///
+    /// - Precondition: no request is atomic (a programmer error: a rollback would need to
+    ///   undo the requests before it, which their callers were told committed).
+    /// - Throws: store failures (busy, disk full), after which nothing was written.
+    static func apply(_ requests: [ModifyRequest], engine: any StorageEngine, context: DatabaseContext) throws -> [ModifyOutcome] {
+        guard requests.count > 1 else { return try requests.map { try apply($0, engine: engine, context: context) } }
+        precondition(!requests.contains(where: \.isAtomic), "requests applied in one transaction are not atomic")
+        // A dry run keeps nothing between its simulated transactions: one after another is the same.
+        if requests.contains(where: { $0.simulation != nil }) { return try requests.map { try apply($0, engine: engine, context: context) } }
+        let progress = requests[requests.count - 1].jobProgress
+        return try engine.writeRecords(in: context) { transaction in
+            var outcomes: [ModifyOutcome] = []
+            outcomes.reserveCapacity(requests.count)
+            // Record writes change no subscription: one look at them serves every request.
+            let subscriptions = try SubscriptionIndexCache.index(for: transaction, engine: engine, context: context)
+            for var request in requests {
+                request.jobProgress = nil
+                outcomes.append(try run(request, in: transaction, engine: engine, context: context, subscriptions: .some(subscriptions)))
+            }
+            if let progress {
+                let failures = outcomes.reduce(0) { $0 + $1.failureCount }
+                try transaction.saveJobProgress(progress.job, position: progress.position, text: progress.textAfterFailures.map { $0(failures) } ?? progress.text)
+            }
+            return outcomes
+        }
+    }
+
     /// Runs `request` in `transaction`: its writes, its job progress and its notifications.
     /// Throws ``AtomicRollback`` to roll back an atomic request with a failed item.
-    private static func run(_ request: ModifyRequest, in transaction: any RecordWriteTransaction, engine: any StorageEngine, context: DatabaseContext) throws -> ModifyOutcome {
+    /// `subscriptions`: the subscriptions the transaction sees, when the caller looked already.
+    private static func run(_ request: ModifyRequest, in transaction: any RecordWriteTransaction, engine: any StorageEngine, context: DatabaseContext,
+                            subscriptions: SubscriptionIndex?? = nil) throws -> ModifyOutcome {
         var writer = Writer(transaction: transaction, request: request, context: context)
         // Subscriptions that writes of this database may fire, as this transaction sees them.
-        writer.notifier = try SubscriptionIndexCache.index(for: transaction, engine: engine, context: context)
+        writer.notifier = try (subscriptions ?? SubscriptionIndexCache.index(for: transaction, engine: engine, context: context))
             .map { SubscriptionNotifier(index: $0, context: context, transaction: transaction) }
         var outcome = try writer.run()
         outcome.releasedAssetContents = transaction.releasedAssetContents
