@@ -84,7 +84,7 @@ struct CopyCommand: Command {
         } catch let error as StratusError where error.code == .invalidArguments {
             throw UsageError(message: error.message + (checkpointPath == nil ? " (give --checkpoint to make a copy that can go on after a stop)" : ""))
         }
-        let skipped = summary.zonesSkipped > 0 ? " (\(summary.zonesSkipped) zone\(summary.zonesSkipped == 1 ? "" : "s") copied by an earlier run)" : ""
+        let skipped = summary.zonesSkipped > 0 ? " (\(StoreReport.counted(summary.zonesSkipped, "zone")) copied by an earlier run)" : ""
         if summary.end == .cancelled {
             progress.finish("stopped after copying \(StoreReport.counted(summary.recordsCopied, "record"))\(checkpointPath.map { "; run again with --checkpoint \($0) to go on" } ?? "")",
                             json: ["copied": summary.recordsCopied])
@@ -105,7 +105,7 @@ struct CopyCommand: Command {
         let subscriptionPart = summary.subscriptionsCopied == 0 ? "" : ", and \(StoreReport.counted(summary.subscriptionsCopied, "subscription"))"
         await Self.noteUserChange(from: source, to: destination)
         progress.finish(
-            "copied \(StoreReport.counted(summary.recordsCopied, "record")) in \(StoreReport.counted(summary.zonesCopied, "zone"))\(skipped)\(subscriptionPart); \(comparisons.count - differing.count) of \(StoreReport.counted(comparisons.count, "zone")) match\(schemaPart)",
+            "copied \(StoreReport.counted(summary.recordsCopied, "record")) in \(StoreReport.counted(summary.zonesCopied, "zone"))\(skipped)\(subscriptionPart); \(Progress.grouped(comparisons.count - differing.count)) of \(StoreReport.counted(comparisons.count, "zone")) match\(schemaPart)",
             json: ["copied": summary.recordsCopied, "zones": summary.zonesCopied, "zonesSkipped": summary.zonesSkipped, "zonesCompared": comparisons.count,
                    "zonesDiffering": differing.count, "schemasDiffering": schemasDiffering.count, "subscriptions": summary.subscriptionsCopied,
                    "subscriptionsDiffering": subscriptionsDiffering.count, "failed": summary.failures.count])
