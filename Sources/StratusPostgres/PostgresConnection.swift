@@ -197,15 +197,7 @@ public final class PostgresConnection {
         guard PQconnectionUsedPassword(connection) == 1 else { return nil }
         if let settings = try? PostgresConnectionString.settings(in: url), settings["password"]?.isEmpty == false { return "the connection URL" }
         if ProcessInfo.processInfo.environment["PGPASSWORD"]?.isEmpty == false { return "the PGPASSWORD environment variable" }
-        var passfile: String?
-        if let options = PQconninfo(connection) {
-            var option = options
-            while let keyword = option.pointee.keyword {
-                if String(cString: keyword) == "passfile", let value = option.pointee.val { passfile = String(cString: value) }
-                option += 1
-            }
-            PQconninfoFree(options)
-        }
+        let passfile = passwordFile(connection)
         return passfile.map { "the password file \($0)" } ?? "the password file"
     }
 
@@ -213,15 +205,7 @@ public final class PostgresConnection {
     /// `PGPASSWORD` and the password file (`passfile`, `PGPASSFILE`, else `~/.pgpass`), with what
     /// is wrong with that file when libpq skips it (missing, or readable by others).
     static func passwordSources(_ connection: OpaquePointer) -> String {
-        var passfile: String?
-        if let options = PQconninfo(connection) {
-            var option = options
-            while let keyword = option.pointee.keyword {
-                if String(cString: keyword) == "passfile", let value = option.pointee.val { passfile = String(cString: value) }
-                option += 1
-            }
-            PQconninfoFree(options)
-        }
+        let passfile = passwordFile(connection)
         let fromEnvironment = ProcessInfo.processInfo.environment["PGPASSFILE"].map { !$0.isEmpty && $0 == passfile } ?? false
         guard let path = passfile, !path.isEmpty else { return "in the URL, PGPASSWORD or ~/.pgpass" }
         var file = fromEnvironment ? "the password file PGPASSFILE names, \(path)" : "the password file \(path)"
@@ -234,6 +218,19 @@ public final class PostgresConnection {
             file += ", which has no line for this host, port, database and user"
         }
         return "in the URL, PGPASSWORD or \(file)"
+    }
+
+    /// The password file libpq reads for the connection (`passfile`, `PGPASSFILE`, else
+    /// `~/.pgpass`), when it names one.
+    private static func passwordFile(_ connection: OpaquePointer) -> String? {
+        guard let options = PQconninfo(connection) else { return nil }
+        defer { PQconninfoFree(options) }
+        var option = options
+        while let keyword = option.pointee.keyword {
+            if String(cString: keyword) == "passfile", let value = option.pointee.val { return String(cString: value) }
+            option += 1
+        }
+        return nil
     }
 
     static func serverDescription(_ connection: OpaquePointer) -> String {

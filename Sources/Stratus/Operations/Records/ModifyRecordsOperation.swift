@@ -592,9 +592,7 @@ open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, 
         var validDeletes: [Record.ID] = []
         for id in toDelete {
             do {
-                try Naming.checkRecordName(id.recordName, allowSystemNames: true)
-                try Naming.checkZoneName(id.zoneID.zoneName)
-                try Self.checkZone(id, context)
+                try Self.checkDeletion(id, context)
                 validDeletes.append(id)
             } catch {
                 failed[id] = error
@@ -729,9 +727,7 @@ open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, 
             var validDeletes: [Record.ID] = []
             for id in segment.deletes {
                 do {
-                    try Naming.checkRecordName(id.recordName, allowSystemNames: true)
-                    try Naming.checkZoneName(id.zoneID.zoneName)
-                    try Self.checkZone(id, context)
+                    try Self.checkDeletion(id, context)
                     validDeletes.append(id)
                 } catch {
                     failed[id] = error
@@ -942,6 +938,13 @@ open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, 
         perRecordCompletionBlock?(record, error)
     }
     private func reportDelete(_ id: Record.ID, _ error: StratusError) { perRecordDeleteBlock?(id, .failure(error)) }
+
+    /// The checks of a record ID a request deletes: its names, and its zone in this database.
+    static func checkDeletion(_ id: Record.ID, _ context: DatabaseContext) throws(StratusError) {
+        try Naming.checkRecordName(id.recordName, allowSystemNames: true)
+        try Naming.checkZoneName(id.zoneID.zoneName)
+        try checkZone(id, context)
+    }
 
     /// The shared database holds only zones that others share; it has no default zone.
     static func checkZone(_ id: Record.ID, _ context: DatabaseContext) throws(StratusError) {
