@@ -34,19 +34,41 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
     private var lastSearchable: (recordType: String, fields: [String])?
     /// Whether a grown type changed the indexes the schemas declare.
     private var indexesChanged = false
-    /// The record upsert, and the multi-row inserts by number of rows, prepared once per transaction.
-    private var upsert: SQLiteStatement?
+    /// The multi-row inserts and upserts by number of rows, prepared once per transaction.
     /// The stored-record read, prepared once per transaction (an update reads every record).
     private var selectRecord: SQLiteStatement?
     /// The one-step update of changed fields, prepared once per transaction.
     private var updateInPlace: SQLiteStatement?
     private var insertStatements: [SQLiteStatement?] = []
+    /// Rows that ``writeRecord(_:replacing:)`` wrote and ``deleteRecord(_:)`` deleted, still to
+    /// be written to or removed from `records`: written together, up to ``maximumRunLength`` to
+    /// a statement, before anything reads or writes a pending name, and before the table is
+    /// read as a whole. A statement that moves or removes a row opens every index of the table,
+    /// which a schema with many indexes makes cost more than the row (BENCHMARKS.md,
+    /// 2026-12-02 07:20). A name is pending once at most, so the two kinds commute.
+    private var pendingWrites: [PendingWrite] = []
+    private var pendingWrittenNames: Set<PendingName> = []
+    private var pendingRowDeletions: [Int64] = []
+    private var pendingDeletedNames: Set<PendingName> = []
+    private var upsertStatements: [SQLiteStatement?] = []
+    private var deleteStatements: [SQLiteStatement?] = []
     private var texts = TextArena()
     /// Asset content that rows named before this transaction and no longer name.
     private(set) var releasedAssetContents: Set<String> = []
     /// Whether any record names asset content (nil until asked): when none does and a row
     /// names none, its write need not look at `asset_refs`.
     private var storeHasAssetRefs: Bool?
+
+    private struct PendingName: Hashable {
+        let zoneRow: Int64
+        let name: String
+    }
+
+    private struct PendingWrite {
+        let row: RecordRow
+        let zoneRow: Int64
+        let sequence: Int64
+    }
 
     private struct ZoneState {
         let id: RecordZone.ID
@@ -145,6 +167,7 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
     /// Writes back each touched zone's change sequence, and notes each changed zone as a
     /// change of its database. Called once, before the transaction commits.
     func storeChangeSequences() throws {
+        try applyPendingChanges()
         for zone in zones where zone.changed {
             let update = try connection.statement("UPDATE zones SET change_seq = ? WHERE zone_id = ?")
             try update.bind([.integer(zone.sequence), .integer(zone.row)])
@@ -158,6 +181,7 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
 
     func storedRecord(_ id: Record.ID) throws -> Record? {
         guard let zone = try zoneIndex(id.zoneID) else { return nil }
+        try applyPendingChanges(naming: id.recordName, zoneRow: zones[zone].row)
         if selectRecord == nil { selectRecord = try connection.statement(SQLiteEngine.selectRecordByName) }
         return try engine.loadRecord(id, zoneRow: zones[zone].row, with: selectRecord!)
     }
@@ -169,6 +193,7 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
 
     func storedChangeTag(_ id: Record.ID) throws -> String? {
         guard let zone = try zoneIndex(id.zoneID) else { return nil }
+        try applyPendingChanges(naming: id.recordName, zoneRow: zones[zone].row)
         let select = try connection.statement("SELECT change_tag FROM records WHERE zone_id = ? AND record_name = ?")
         try select.bind([.integer(zones[zone].row), .text(id.recordName)])
         defer { select.reset() }
@@ -177,6 +202,7 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
 
     /// The change key of the stored record named `name`, if there is one.
     private func storedChangeKey(of name: String, zoneRow: Int64) throws -> Int64? {
+        try applyPendingChanges(naming: name, zoneRow: zoneRow)
         let select = try connection.statement("SELECT change_key FROM records WHERE zone_id = ? AND record_name = ?")
         try select.bind([.integer(zoneRow), .text(name)])
         defer { select.reset() }
@@ -214,6 +240,7 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
 
     func insertNewRecords(_ rows: [RecordRow]) throws -> [Bool] {
         guard let firstRow = rows.first else { return [] }
+        try applyPendingChanges()
         let zone = try existingZone(firstRow.recordID.zoneID)
         var inserted: [Bool] = []
         inserted.reserveCapacity(rows.count)
@@ -264,29 +291,19 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
 
     func writeRecord(_ row: RecordRow, replacing: Bool) throws {
         let zone = try existingZone(row.recordID.zoneID)
-        if upsert == nil {
-            upsert = try connection.statement(Self.insertRecord + """
-                ON CONFLICT(zone_id, record_name) DO UPDATE SET
-                    record_type = excluded.record_type, modified_at = excluded.modified_at,
-                    created_at = excluded.created_at, created_by = excluded.created_by,
-                    modified_by = CASE coalesce(nullif(excluded.modified_by, ''), excluded.created_by)
-                        WHEN excluded.created_by THEN '' ELSE coalesce(nullif(excluded.modified_by, ''), excluded.created_by) END,
-                    change_tag = excluded.change_tag, change_key = excluded.change_key, fields = excluded.fields,
-                    parent_name = excluded.parent_name
-                """)
-        }
-        let statement = upsert!
-        statement.resetKeepingBindings()   // every column is bound below
-        texts.removeAll()
-        try bindRow(row, sequence: try nextSequence(zone), zoneRow: zones[zone].row, at: 0, to: statement, texts: &texts)
-        if let parent = row.parent { texts.add(parent.recordID.recordName, at: 11) } else { try statement.bind(.null, at: 11) }
-        try statement.step(bindingInPlace: texts)
+        let zoneRow = zones[zone].row
+        try applyPendingChanges(naming: row.recordID.recordName, zoneRow: zoneRow)
+        pendingWrites.append(PendingWrite(row: row, zoneRow: zoneRow, sequence: try nextSequence(zone)))
+        pendingWrittenNames.insert(PendingName(zoneRow: zoneRow, name: row.recordID.recordName))
+        // What the row's derived tables hold does not depend on its row in `records`.
         try finishWrite(of: row, zone: zone, isNew: !replacing)
         try replaceAssetReferences(of: row.recordID.recordName, identifiers: row.assetContentIdentifiers, zoneRow: zones[zone].row, isNew: !replacing)
+        if pendingWrites.count == Self.maximumRunLength { try applyPendingWrites() }
     }
 
     func updateStoredRecord(_ update: StoredRecordUpdate) throws -> Bool {
         let zone = try existingZone(update.recordID.zoneID)
+        try applyPendingChanges(naming: update.recordID.recordName, zoneRow: zones[zone].row)
         // The derived data of a row that may hold references, assets or searched words needs
         // its stored values: such a save takes the general way.
         if try zoneHasReferences(zone) || anyAssetReferences() || !searchableFields(of: update.recordType).isEmpty { return false }
@@ -377,9 +394,11 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
         return found
     }
 
-    /// Parameters of one row of the multi-row insert: every column of ``insertRecord`` but
+    /// Parameters of one row of the multi-row insert: every column of ``insertColumns`` but
     /// the parent, which a new record of a run does not have.
     private static let parametersPerNewRow = 10
+    /// Parameters of a row ``writeRecord(_:replacing:)`` writes: a new row's and the parent.
+    private static let parametersPerWrittenRow = 11
 
     /// `INSERT … VALUES (…), (…) … ON CONFLICT DO NOTHING` for `rows` new records, prepared once
     /// per transaction for each length.
@@ -395,7 +414,6 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
 
     /// Every column of a record's row, in the order ``bindRow(_:sequence:zoneRow:at:to:)`` binds them, parent last.
     private static let insertColumns = "INSERT INTO records(zone_id, record_name, record_type, created_at, created_by, modified_at, modified_by, change_tag, change_key, fields, parent_name)"
-    private static let insertRecord = insertColumns + " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)\n"
 
     /// Binds a row's columns but the parent to the parameters after `offset`: numbers now,
     /// texts into `texts` for ``SQLiteStatement/step(bindingInPlace:)``. Column by column: an
@@ -469,6 +487,7 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
     }
 
     func saveRecordTypeSchema(_ schema: RecordTypeSchema) throws {
+        try applyPendingChanges()   // a changed word index is rebuilt from the stored records
         let old = try recordTypeSchema(schema.recordType)
         guard old != schema else { return }
         if try engine.storeRecordType(schema, replacing: old, storageContainer: context.storageContainer, on: connection) { indexesChanged = true }
@@ -482,13 +501,15 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
         guard let zone = try zoneIndex(id.zoneID) else { return false }
         let zoneRow = zones[zone].row
         let name = id.recordName
-        let select = try connection.statement("SELECT record_type FROM records WHERE zone_id = ? AND record_name = ?")
+        try applyPendingChanges(naming: name, zoneRow: zoneRow)
+        let select = try connection.statement("SELECT record_type, change_key FROM records WHERE zone_id = ? AND record_name = ?")
         try select.bind([.integer(zoneRow), .text(name)])
         guard try select.step(), let type = select.text(0) else { return false }
+        let changeKey = select.int64(1)
         select.reset()
-        let delete = try connection.statement("DELETE FROM records WHERE zone_id = ? AND record_name = ?")
-        try delete.bind([.integer(zoneRow), .text(name)])
-        try delete.step()
+        pendingRowDeletions.append(changeKey)
+        pendingDeletedNames.insert(PendingName(zoneRow: zoneRow, name: name))
+        if pendingRowDeletions.count == Self.maximumRunLength { try applyPendingDeletions() }
         let refs = try connection.statement("DELETE FROM refs WHERE zone_id = ? AND source_name = ?")
         try refs.bind([.integer(zoneRow), .text(name)])
         try refs.step()
@@ -501,6 +522,73 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
         try tombstone.bind([.integer(zoneRow), .text(name), .text(type), .integer(try nextSequence(zone)), .real(now.timeIntervalSinceReferenceDate)])
         try tombstone.step()
         return true
+    }
+
+    /// Writes and removes the rows of `records` that writes and deletions left pending.
+    private func applyPendingChanges() throws {
+        try applyPendingWrites()
+        try applyPendingDeletions()
+    }
+
+    /// Applies the pending changes when one of them names `name`, so that its row is as written.
+    private func applyPendingChanges(naming name: String, zoneRow: Int64) throws {
+        guard !pendingWrites.isEmpty || !pendingRowDeletions.isEmpty else { return }
+        let key = PendingName(zoneRow: zoneRow, name: name)
+        if pendingWrittenNames.contains(key) || pendingDeletedNames.contains(key) { try applyPendingChanges() }
+    }
+
+    /// Writes the rows ``writeRecord(_:replacing:)`` left pending, in one statement: each row
+    /// is inserted, or replaces the stored row of its name (a later row of the same name
+    /// replaces an earlier one, as when they were written one after another).
+    private func applyPendingWrites() throws {
+        guard !pendingWrites.isEmpty else { return }
+        let count = pendingWrites.count
+        if upsertStatements.isEmpty { upsertStatements = Array(repeating: nil, count: Self.maximumRunLength + 1) }
+        if upsertStatements[count] == nil {
+            let row = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            upsertStatements[count] = try connection.statement(Self.insertColumns + " VALUES " + Array(repeating: row, count: count).joined(separator: ", ") + """
+
+                ON CONFLICT(zone_id, record_name) DO UPDATE SET
+                    record_type = excluded.record_type, modified_at = excluded.modified_at,
+                    created_at = excluded.created_at, created_by = excluded.created_by,
+                    modified_by = CASE coalesce(nullif(excluded.modified_by, ''), excluded.created_by)
+                        WHEN excluded.created_by THEN '' ELSE coalesce(nullif(excluded.modified_by, ''), excluded.created_by) END,
+                    change_tag = excluded.change_tag, change_key = excluded.change_key, fields = excluded.fields,
+                    parent_name = excluded.parent_name
+                """)
+        }
+        let statement = upsertStatements[count]!
+        statement.resetKeepingBindings()   // every parameter is bound below
+        texts.removeAll()
+        for (offset, write) in pendingWrites.enumerated() {
+            let base = Int32(offset * Self.parametersPerWrittenRow)
+            try bindRow(write.row, sequence: write.sequence, zoneRow: write.zoneRow, at: base, to: statement, texts: &texts)
+            if let parent = write.row.parent { texts.add(parent.recordID.recordName, at: base + 11) } else { try statement.bind(.null, at: base + 11) }
+        }
+        try statement.step(bindingInPlace: texts)
+        pendingWrites.removeAll(keepingCapacity: true)
+        pendingWrittenNames.removeAll(keepingCapacity: true)
+    }
+
+    /// Removes the rows ``deleteRecord(_:)`` deleted from `records`, in one statement.
+    private func applyPendingDeletions() throws {
+        guard !pendingRowDeletions.isEmpty else { return }
+        let count = pendingRowDeletions.count
+        if deleteStatements.isEmpty { deleteStatements = Array(repeating: nil, count: Self.maximumRunLength + 1) }
+        if deleteStatements[count] == nil {
+            deleteStatements[count] = try connection.statement("DELETE FROM records WHERE change_key IN (" + Array(repeating: "?", count: count).joined(separator: ", ") + ")")
+        }
+        let delete = deleteStatements[count]!
+        delete.resetKeepingBindings()   // every parameter is bound below
+        for (offset, changeKey) in pendingRowDeletions.enumerated() {
+            try delete.bind(changeKey, at: Int32(offset + 1))
+        }
+        try delete.step()
+        guard connection.changes == count else {
+            throw StratusError(.internalError, "\(count) deleted records were to be removed, but \(connection.changes) rows were")
+        }
+        pendingRowDeletions.removeAll(keepingCapacity: true)
+        pendingDeletedNames.removeAll(keepingCapacity: true)
     }
 }
 

@@ -12,6 +12,7 @@ extension EngineConformance {
         TestCase("changedKeys() and allKeys()", changedAndAllKeys),
         TestCase("a request that does not want the saved records still stores their system fields and reports each kind", savesWithoutSavedRecords),
         TestCase("new records around an existing one and a repeated name: kinds in order, the last write wins, each change once; again, nothing changes", newRecordsInBulk),
+        TestCase("a request of many replacements, deletions and new records among many declared indexes: every record, index and change as written one by one; an atomic one that fails leaves nothing", manyWritesAmongIndexes),
     ]
 
     static func listElementsCountAgainstTheLimit(_ env: Environment) async throws {
@@ -548,5 +549,81 @@ extension EngineConformance {
         try await database.save(f)
         try await database.deleteRecord(withID: Record.ID(recordName: "X"))
         #expect(try await TestDatabase.exists("F", in: database))
+    }
+}
+
+extension EngineConformance {
+    /// One request that replaces, deletes and creates more records than one statement of an
+    /// engine writes (engines may write a transaction's rows in groups), in a container whose
+    /// schemas declare indexes of other types too: what each record, each index and the change
+    /// feed hold is what writing the items one by one gives; an atomic request whose last item
+    /// fails writes none of them.
+    static func manyWritesAmongIndexes(_ env: Environment) async throws {
+        let container = env.container()
+        for number in 0..<12 {
+            var other = RecordTypeSchema(recordType: "Other\(number)")
+            other.addField("v", type: .int64, indexes: [.queryable, .sortable])
+            try await container.saveSchema(other)
+        }
+        var schema = RecordTypeSchema(recordType: "Many")
+        schema.addField("n", type: .int64, indexes: [.queryable, .sortable])
+        schema.addField("label", type: .string, indexes: [.queryable])
+        try await container.saveSchema(schema)
+        let database = container.publicCloudDatabase
+        let zone = try await atomicZone(in: database)
+        func name(_ number: Int) -> String { String(format: "m-%03d", number) }
+        func record(_ number: Int, n: Int64, label: String) -> Record {
+            makeRecord("Many", name(number), zoneID: zone, ["n": .int64(n), "label": .string(label)])
+        }
+        try await TestDatabase.save((0..<100).map { record($0, n: Int64($0), label: "old") }, in: database)
+        let start = try await database.recordZoneChanges(inZoneWith: zone, since: nil).changeToken
+
+        // 0..<50 replaced (n descending, so every index entry moves), 50..<95 deleted,
+        // 100..<140 created; 95..<100 stay.
+        var expected: [Int: (n: Int64, label: String)] = [:]
+        for number in 95..<100 { expected[number] = (Int64(number), "old") }
+        let replacements = (0..<50).map { number in
+            expected[number] = (Int64(1_000 - number), "new")
+            return record(number, n: Int64(1_000 - number), label: "new")
+        }
+        let creations = (100..<140).map { number in
+            expected[number] = (Int64(number), number % 2 == 0 ? "new" : "old")
+            return record(number, n: Int64(number), label: number % 2 == 0 ? "new" : "old")
+        }
+        let deletions = (50..<95).map { Record.ID(recordName: name($0), zoneID: zone) }
+        let report = await modify(database, saving: replacements + creations, deleting: deletions, atomic: false, policy: .allKeys)
+        #expect(report.saves.count == 90 && report.saves.values.allSatisfy { if case .success = $0 { true } else { false } })
+        #expect(report.deletes.count == 45 && report.deletes.values.allSatisfy { if case .success = $0 { true } else { false } })
+
+        func expectStored(_ expected: [Int: (n: Int64, label: String)], _ context: String) async throws {
+            let sorted = Query(recordType: "Many", predicate: try QueryPredicate(format: "n >= 0"))
+            sorted.sortDescriptors = [RecordSortDescriptor(key: "n")]
+            let byN = try await TestDatabase.queryAll(sorted, in: database, zoneID: zone, pageSize: 37)
+            let wanted = expected.sorted { $0.value.n < $1.value.n }.map { name($0.key) }
+            expectSameOrder(TestDatabase.names(byN), wanted, "\(context): sorted by the indexed n")
+            for label in ["new", "old"] {
+                let matching = try await TestDatabase.queryAll(Query(recordType: "Many", predicate: try QueryPredicate(format: "label == %@", argumentArray: [label])), in: database, zoneID: zone)
+                #expect(Set(TestDatabase.names(matching)) == Set(expected.filter { $0.value.label == label }.map { name($0.key) }), "\(context): label == \(label)")
+            }
+            for number in 0..<140 {
+                let stored = try await TestDatabase.fetch(name(number), zoneID: zone, in: database)
+                #expect(stored?.fieldValue(forKey: "n") == expected[number].map { .int64($0.n) }, "\(context): \(name(number))")
+            }
+        }
+        try await expectStored(expected, "after the request")
+        let changes = try await database.recordZoneChanges(inZoneWith: zone, since: start)
+        #expect(Set(changes.modificationResultsByID.keys.map(\.recordName)) == Set((0..<50).map(name) + (100..<140).map(name)))
+        #expect(Set(changes.deletions.map(\.recordID.recordName)) == Set((50..<95).map(name)))
+
+        // An atomic request of the same shape whose last save fails inside the transaction (its
+        // parent is missing) writes nothing.
+        let orphan = record(140, n: -1, label: "again")
+        orphan.parent = Record.Reference(recordID: Record.ID(recordName: "missing", zoneID: zone), action: .none)
+        let again = (0..<50).map { record($0, n: -1, label: "again") } + [orphan]
+        let failed = await modify(database, saving: again, deleting: (100..<140).map { Record.ID(recordName: name($0), zoneID: zone) }, atomic: true, policy: .allKeys)
+        #expect(errorCode(failed.saves[orphan.recordID]) != nil && errorCode(failed.saves[orphan.recordID]) != .batchRequestFailed)
+        #expect(errorCode(failed.saves[Record.ID(recordName: name(0), zoneID: zone)]) == .batchRequestFailed)
+        #expect(errorCode(failed.deletes[Record.ID(recordName: name(100), zoneID: zone)]) == .batchRequestFailed)
+        try await expectStored(expected, "after the failed atomic request")
     }
 }
