@@ -132,9 +132,7 @@ public final class DeleteRecordsOperation: DatabaseOperation, @unchecked Sendabl
             var valid: [Record.ID] = []
             for id in ids {
                 do {
-                    try Naming.checkRecordName(id.recordName, allowSystemNames: true)
-                    try Naming.checkZoneName(id.zoneID.zoneName)
-                    try ModifyRecordsOperation.checkZone(id, context)
+                    try ModifyRecordsOperation.checkDeletion(id, context)
                     valid.append(id)
                 } catch {
                     errors[id] = error
