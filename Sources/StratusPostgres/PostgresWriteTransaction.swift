@@ -17,6 +17,7 @@ extension PostgresEngine {
                     let transaction = PostgresWriteTransaction(engine: self, connection: connection, context: database, now: Date(), copiesNewRecords: copies)
                     do {
                         let result = try body(transaction)
+                        try transaction.writeDeferredUpdates()
                         try transaction.finishCopy()
                         try transaction.storeChangeSequences()
                         return result
@@ -58,6 +59,31 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
         let zoneRow: Int64
         let recordName: String
     }
+    /// Records this transaction wrote whose row holds nothing beside itself (no `.deleteSelf`
+    /// references, assets, words or JSON extras), as the store holds them: a record named
+    /// again in the transaction (an import whose input repeats names) is read from here, and
+    /// its next versions replace the rows in one statement for them all
+    /// (``writeDeferredUpdates()``), where each would cost round trips. Used only where this
+    /// role's reads and writes of rows are the rows themselves (``rowsAreRoleOwn()``).
+    private var written: [PrefetchKey: WrittenRow] = [:]
+    private struct WrittenRow {
+        var row: RecordRow
+        /// The row's change position.
+        var sequence: Int64
+        /// Whether the store's row is still an earlier version, this one to be written by
+        /// ``writeDeferredUpdates()``.
+        var deferred: Bool
+    }
+    /// Rows ``insertNewRecords(_:)`` inserted and ``written`` does not hold yet, as they came:
+    /// an import of distinct names, which never reads a record it wrote, keys none of them.
+    private var insertedRuns: [(zoneRow: Int64, firstSequence: Int64, rows: [RecordRow], inserted: [Bool])] = []
+    /// The keys of ``written`` whose update is deferred, in the order first deferred (a key
+    /// may stay here after a write of all its columns: ``WrittenRow/deferred`` says).
+    private var deferredKeys: [PrefetchKey] = []
+    /// Whether the connection's role owns the records table without forced row-level
+    /// security: its reads see every row and no policy or trigger refuses its writes, so a
+    /// row it wrote is what it wrote. Asked once, when first needed (``rowsAreRoleOwn()``).
+    private var roleOwnsRows: Bool?
     /// Asset content that rows named before this transaction and no longer name.
     private(set) var releasedAssetContents: Set<String> = []
     /// Whether new rows go in with `COPY` (``copyNewRecords(_:zone:)``), and the zones they went to.
@@ -134,6 +160,9 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
 
     func storedRecord(_ id: Record.ID) throws -> Record? {
         guard let zone = try zoneIndex(id.zoneID) else { return nil }
+        if try hasWritten(), let mine = written[PrefetchKey(zoneRow: states[zone].row, recordName: id.recordName)], try rowsAreRoleOwn() {
+            return try Self.record(mine.row, as: id, engine: engine)
+        }
         // A record read ahead under the other spelling of its zone is read again, to carry this one.
         if !prefetched.isEmpty, let read = prefetched.removeValue(forKey: PrefetchKey(zoneRow: states[zone].row, recordName: id.recordName)),
            read.map({ $0.recordID.zoneID == id.zoneID }) ?? true {
@@ -173,6 +202,7 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
 
     func recordExists(_ id: Record.ID) throws -> Bool {
         guard let zone = try zoneIndex(id.zoneID) else { return false }
+        if try hasWritten(), written[PrefetchKey(zoneRow: states[zone].row, recordName: id.recordName)] != nil, try rowsAreRoleOwn() { return true }
         return try !connection.query("SELECT 1 FROM records WHERE zone_id = $1 AND record_name = $2", [.int64(states[zone].row), .text(id.recordName)]).isEmpty
     }
 
@@ -207,6 +237,9 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
     func saveRecordTypeSchema(_ schema: RecordTypeSchema) throws {
         let read = try recordTypeSchema(schema.recordType)
         guard read != schema else { return }
+        // Indexes built below read the rows: they hold every version written.
+        _ = try hasWritten()
+        try writeDeferredUpdates()
         // Not the schema lock, which this transaction holds shared: two writers growing types
         // would each wait for the other's share.
         try connection.execute("SELECT pg_advisory_xact_lock(\(PostgresEngine.schemaGrowthLock))")
@@ -238,6 +271,7 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
         guard let first = rows.first else { return [] }
         let zone = try existingZone(first.recordID.zoneID)
         for row in rows { forgetPrefetched(zoneRow: states[zone].row, recordName: row.recordID.recordName) }
+        let base = states[zone].sequence
         let inserted = try copyNewRecords(rows, zone: zone) ?? insertNewRecordsChecked(rows, zone: zone)
         if inserted.contains(true), try hasTombstones(zone) {
             let insertedNames = rows.indices.filter { inserted[$0] }.map { rows[$0].recordID.recordName }
@@ -255,6 +289,7 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
             }
             try replaceWords(of: rows[index], zone: zone, isNew: true)
         }
+        if inserted.contains(true) { insertedRuns.append((states[zone].row, base + 1, rows, inserted)) }
         return inserted
     }
 
@@ -379,6 +414,18 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
         let zone = try existingZone(row.recordID.zoneID)
         let zoneRow = states[zone].row
         forgetPrefetched(zoneRow: zoneRow, recordName: row.recordID.recordName)
+        let key = PrefetchKey(zoneRow: zoneRow, recordName: row.recordID.recordName)
+        if try hasWritten(), replacing, let previous = written[key] {
+            // The row holds a version this transaction wrote, with nothing beside it: a next
+            // version with nothing beside it either only replaces the row's columns.
+            if try isPlain(row), try rowsAreRoleOwn() {
+                written[key] = WrittenRow(row: row, sequence: nextSequence(zone), deferred: true)
+                if !previous.deferred { deferredKeys.append(key) }
+                return
+            }
+            // The write below replaces every column: a deferred version is not written.
+            written[key] = nil
+        }
         let system = row.systemFields
         let (document, exactDocument) = Self.documents(of: row)
         let parent = row.parent.map { PostgresValue.text($0.recordID.recordName) } ?? .null
@@ -440,6 +487,107 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
         try addAssetReferences(of: row, zoneRow: zoneRow)
         if try !replacing && hasTombstones(zone) {
             try connection.execute("DELETE FROM tombstones WHERE zone_id = $1 AND record_name = $2", [.int64(zoneRow), .text(row.recordID.recordName)])
+        }
+        try remember(row, zoneRow: zoneRow, sequence: states[zone].sequence)
+    }
+
+    // MARK: - Records written in this transaction
+
+    /// Whether a row holds nothing but its columns: no `.deleteSelf` references, assets or
+    /// words (its type has no searchable fields) in other tables, and no JSON extras (whose
+    /// text `jsonb` may change, so that the row read back would not be the row written).
+    private func isPlain(_ row: RecordRow) throws -> Bool {
+        try row.deleteSelfTargets.isEmpty && row.jsonExtras.isEmpty && !row.fields.values.contains { !$0.assets.isEmpty }
+            && searchableFields(row.recordType).isEmpty
+    }
+
+    /// Whether ``written`` holds any record, once it holds the rows inserted so far (in the
+    /// order they were written, as every change of it comes after this).
+    private func hasWritten() throws -> Bool {
+        for run in insertedRuns {
+            for index in run.rows.indices where run.inserted[index] {
+                try remember(run.rows[index], zoneRow: run.zoneRow, sequence: run.firstSequence + Int64(index))
+            }
+        }
+        insertedRuns = []
+        return !written.isEmpty
+    }
+
+    /// Keeps a row this transaction wrote (at change position `sequence`) for the reads and
+    /// writes of its record that follow when it is plain, and forgets an earlier one otherwise.
+    private func remember(_ row: RecordRow, zoneRow: Int64, sequence: Int64) throws {
+        let key = PrefetchKey(zoneRow: zoneRow, recordName: row.recordID.recordName)
+        written[key] = try isPlain(row) ? WrittenRow(row: row, sequence: sequence, deferred: false) : nil
+    }
+
+    /// Whether this role's reads and writes of `records` rows are the rows themselves (see
+    /// ``roleOwnsRows``). Other roles read every record from the store and write it there.
+    private func rowsAreRoleOwn() throws -> Bool {
+        if let known = roleOwnsRows { return known }
+        let owns = try connection.query("""
+            SELECT pg_catalog.pg_has_role(CURRENT_USER, c.relowner, 'USAGE') AND NOT c.relforcerowsecurity
+            FROM pg_catalog.pg_class c WHERE c.oid = to_regclass('records')
+            """).first?.bool(0) ?? false
+        roleOwnsRows = owns
+        return owns
+    }
+
+    /// The record the store answers for `row` (``PostgresEngine/decodeRecord(_:zoneID:)``),
+    /// under `id`'s spelling of its zone.
+    private static func record(_ row: RecordRow, as id: Record.ID, engine: PostgresEngine) throws -> Record {
+        let system = row.systemFields
+        let stored = Record.SystemFields(
+            creationDate: system.creationDate, modificationDate: system.modificationDate,
+            creatorUserRecordID: system.creatorUserRecordID.map { Record.ID(recordName: $0.recordName) },
+            lastModifiedUserRecordID: system.lastModifiedUserRecordID.map { Record.ID(recordName: $0.recordName) },
+            recordChangeTag: system.recordChangeTag)
+        let decoded = try row.document.withUnsafeBufferPointer { bytes in
+            try FieldDocument.decodeStoredDocument(utf8: bytes, zoneID: id.zoneID) { engine.cachedAssetURL($0) }
+        }
+        let parent = row.parent.map { Record.Reference(recordID: Record.ID(recordName: $0.recordID.recordName, zoneID: id.zoneID), action: .none) }
+        return Record(recordType: row.recordType, recordID: Record.ID(recordName: row.recordID.recordName, zoneID: id.zoneID), systemFields: stored,
+                      fields: decoded.fields, parent: parent, encryptedKeys: decoded.encryptedKeys, jsonExtras: decoded.jsonExtras)
+    }
+
+    /// Writes the versions whose update was deferred (``writeRecord(_:replacing:)``) in one
+    /// statement: before a statement that reads or replaces what their rows hold, and before commit.
+    func writeDeferredUpdates() throws {
+        guard !deferredKeys.isEmpty else { return }
+        var zoneRows: [Int64?] = [], names: [String?] = [], types: [String?] = [], creators: [String?] = [], modifiers: [String?] = []
+        var created: [Double?] = [], modified: [Double?] = [], tags: [String?] = [], sequences: [Int64?] = []
+        var documents: [String?] = [], exact: [String?] = [], parents: [String?] = []
+        for key in deferredKeys {
+            guard var entry = written[key], entry.deferred else { continue }
+            entry.deferred = false
+            written[key] = entry
+            let row = entry.row, system = row.systemFields
+            zoneRows.append(key.zoneRow)
+            names.append(key.recordName)
+            types.append(row.recordType)
+            created.append(system.creationDate!.timeIntervalSinceReferenceDate)
+            creators.append(system.creatorUserRecordID!.recordName)
+            modified.append(system.modificationDate!.timeIntervalSinceReferenceDate)
+            modifiers.append(system.lastModifiedUserRecordID!.recordName)
+            tags.append(system.recordChangeTag!)
+            sequences.append(entry.sequence)
+            let (document, exactDocument) = Self.documents(of: row)
+            documents.append(document)
+            exact.append(exactDocument)
+            parents.append(row.parent?.recordID.recordName)
+        }
+        deferredKeys = []
+        guard !names.isEmpty else { return }
+        let changed = try connection.execute("""
+            UPDATE records AS r SET record_type = u.t, created_at = u.ca, created_by = u.cb, modified_at = u.ma, modified_by = u.mb,
+                change_tag = u.tag, change_seq = u.seq, fields = u.doc::jsonb, exact_fields = u.ex, parent_name = u.p
+            FROM unnest($1::int8[], $2::text[], $3::text[], $4::float8[], $5::text[], $6::float8[], $7::text[], $8::text[], $9::int8[], $10::text[], $11::text[], $12::text[])
+                AS u(z, n, t, ca, cb, ma, mb, tag, seq, doc, ex, p)
+            WHERE r.zone_id = u.z AND r.record_name = u.n
+            """, [.int64Array(zoneRows), .textArray(names), .textArray(types), .doubleArray(created), .textArray(creators), .doubleArray(modified),
+                  .textArray(modifiers), .textArray(tags), .int64Array(sequences), .textArray(documents), .textArray(exact), .textArray(parents)])
+        // Each row was written by this transaction, under its zone's lock, by a role no policy binds.
+        guard changed == names.count else {
+            throw StratusError(.internalError, "\(names.count - changed) of \(names.count) records this transaction wrote were not there to update")
         }
     }
 
@@ -604,6 +752,11 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
         guard let zone = try zoneIndex(id.zoneID) else { return false }
         let zoneRow = states[zone].row
         forgetPrefetched(zoneRow: zoneRow, recordName: id.recordName)
+        // The tombstone takes the type the row holds.
+        if try hasWritten() {
+            try writeDeferredUpdates()
+            written[PrefetchKey(zoneRow: zoneRow, recordName: id.recordName)] = nil
+        }
         guard let type = try connection.query("DELETE FROM records WHERE zone_id = $1 AND record_name = $2 RETURNING record_type",
                                               [.int64(zoneRow), .text(id.recordName)]).first?.text(0) else {
             // A row this role reads but may not delete (row-level security) is a refusal, not a record gone.

@@ -9,6 +9,7 @@ extension EngineConformance {
         TestCase("import: input naming records again (repeated updates, a creation then its deletion, one name many times, a rejected line between two good ones, an atomic zone) reports every line, counts and dry run as the same input imported a line per batch, and ends the same, in every write mode and batch size", repeatedNamesMatchLineByLine),
         TestCase("import: input naming records again is checkpointed once per batch size, as distinct names are, not once per repeat", repeatedNamesBatchCount),
         TestCase("import: killed between a batch's commit and its checkpoint, input of creations, their deletions and repeated updates resumes to exactly the input's end state", repeatedNamesResume),
+        TestCase("import: a record named in many segments of a batch (updated again and again, given a .deleteSelf reference, taken by its target's cascade, made again, retyped, refused for a stale change tag between good lines, deleted and made again) ends as imported a line per batch, in every write mode and batch size, and the zone's changes list each record once, as stored", repeatedNamesAcrossSegments),
     ]
 
     /// Lines naming records again and again, with `prefix` before every name: updates in a
@@ -135,6 +136,138 @@ extension EngineConformance {
         #expect(state["b"] == "missing" && state["z"] == "missing" && state["gone"] == "Node n=10", "\(state)")
         #expect(state["p"] == "missing" && state["child"] == "Node n=2", "\(state)")
         #expect(state["a"] == "Node grown=g,label=first,n=7" && state["s"] == "Node n=6" && state["same"] == "Node n=1" && state["y"] == "Node n=2", "\(state)")
+    }
+
+    /// Lines of zone `Feed` naming `m`, `q` and `w` again and again, with `prefix` before every
+    /// name: `m` updated, given a `.deleteSelf` reference to `t`, updated, taken by `t`'s
+    /// deletion, made again and retyped; `q` refused for a stale change tag between good lines,
+    /// then deleted, made again and deleted again; `w` saved unchanged between changes.
+    static func acrossSegmentsInput(prefix p: String) -> [RecordSourceItem] {
+        let feed = RecordZone.ID(zoneName: "Feed")
+        func save(_ name: String, _ fields: [String: FieldValue], type: String = "Node", tag: String? = nil) -> RecordSourceItem {
+            .record(Record(recordType: type, recordID: Record.ID(recordName: p + name, zoneID: feed), values: fields,
+                           systemFields: Record.SystemFields(recordChangeTag: tag)), line: 0)
+        }
+        func delete(_ name: String) -> RecordSourceItem {
+            .deletion(Record.ID(recordName: p + name, zoneID: feed), recordType: "Node", line: 0)
+        }
+        let toT = FieldValue.reference(Record.Reference(recordID: Record.ID(recordName: p + "t", zoneID: feed), action: .deleteSelf))
+        let items: [RecordSourceItem] = [
+            save("t", ["n": .int64(1)]),
+            save("m", ["n": .int64(1)]),
+            save("m", ["n": .int64(2)]),
+            save("m", ["n": .int64(3), "up": toT]),
+            save("m", ["n": .int64(4)]),
+            delete("t"),
+            save("m", ["n": .int64(5)]),
+            save("m", ["n": .int64(6)]),
+            save("m", ["n": .int64(7)], type: "Other"),
+            save("m", ["n": .int64(8)], type: "Other"),
+            save("q", ["n": .int64(1)]),
+            save("q", ["n": .int64(2)], tag: "stale"),
+            save("q", ["n": .int64(3)]),
+            delete("q"),
+            save("q", ["n": .int64(4)]),
+            save("q", ["n": .int64(5)]),
+            delete("q"),
+            save("w", ["n": .int64(1)]),
+            save("w", ["n": .int64(1)]),
+            save("w", ["n": .int64(2)]),
+        ]
+        return items.enumerated().map { index, item in
+            switch item {
+            case .record(let record, _): .record(record, line: index + 1)
+            case .deletion(let id, let type, _): .deletion(id, recordType: type, line: index + 1)
+            default: item
+            }
+        }
+    }
+
+    static func repeatedNamesAcrossSegments(_ env: Environment) async throws {
+        let feed = RecordZone.ID(zoneName: "Feed")
+        let reference = env.container().privateCloudDatabase
+        let others = try [2, 3, 5_000].map { size in (size, Container(identifier: Environment.containerIdentifier, engine: try env.makeAnotherEngine(), userName: "alice").privateCloudDatabase) }
+        let modes: [RecordWriteMode] = [.forceUpdate, .forceReplace, .create, .update, .ifServerRecordUnchanged]
+        /// Each name's stored type, values and change tag, and the change each has in the zone's
+        /// changes since `start`: the record as fetched (its tag too), or its deletion.
+        func state(_ p: String, in database: Database, since start: ServerChangeToken?) async throws -> (stored: [String: String], changes: [String: String]) {
+            var stored: [String: String] = [:]
+            for name in ["t", "m", "q", "w"] {
+                let record = try await TestDatabase.fetch(p + name, zoneID: feed, in: database)
+                stored[name] = record.map { record in
+                    record.recordType + " " + record.allKeys().sorted().map { "\($0)=\(record[$0].map { "\($0)" } ?? "nil")" }.joined(separator: ",")
+                        + " tag=\(record.recordChangeTag ?? "nil")"
+                } ?? "missing"
+            }
+            var changes: [String: String] = [:]
+            var token = start
+            while true {
+                let batch = try await database.recordZoneChanges(inZoneWith: feed, since: token)
+                for (id, result) in batch.modificationResultsByID where id.recordName.hasPrefix(p) {
+                    let record = try result.get().record
+                    let name = String(id.recordName.dropFirst(p.count))
+                    #expect(changes[name] == nil, "\(id.recordName) is in the changes twice")
+                    changes[name] = record.recordType + " " + record.allKeys().sorted().map { "\($0)=\(record[$0].map { "\($0)" } ?? "nil")" }.joined(separator: ",")
+                        + " tag=\(record.recordChangeTag ?? "nil")"
+                }
+                for deletion in batch.deletions where deletion.recordID.recordName.hasPrefix(p) {
+                    changes[String(deletion.recordID.recordName.dropFirst(p.count))] = "deleted"
+                }
+                token = batch.changeToken
+                if !batch.moreComing { break }
+            }
+            return (stored, changes)
+        }
+        // The changes are read from before the imports, so that they list deletions too.
+        var starts: [ObjectIdentifier: ServerChangeToken] = [:]
+        for database in [reference] + others.map(\.1) {
+            _ = try await database.save(RecordZone(zoneID: feed))
+            starts[ObjectIdentifier(database)] = try await database.recordZoneChanges(inZoneWith: feed, since: nil).changeToken
+        }
+        for mode in modes {
+            let prefix = "\(mode)-"
+            var options = RecordImporter.Options()
+            options.writeMode = mode
+            options.batchSize = 1
+            let expectedRejects = Rejections()
+            let expected = try await RecordImporter(database: reference, options: options).run(from: RecordList(items: acrossSegmentsInput(prefix: prefix)), rejects: expectedRejects)
+            let expectedState = try await state(prefix, in: reference, since: starts[ObjectIdentifier(reference)])
+            // Stored records are in the changes as stored; deleted ones as deleted.
+            for (name, stored) in expectedState.stored {
+                #expect(Self.changeMatches(expectedState.changes[name], stored: stored), "\(mode): \(name): \(expectedState.changes[name] ?? "nil") vs \(stored)")
+            }
+            for (size, database) in others {
+                options.batchSize = size
+                let rejects = Rejections()
+                let summary = try await RecordImporter(database: database, options: options).run(from: RecordList(items: acrossSegmentsInput(prefix: prefix)), rejects: rejects)
+                let what = "\(mode), batches of \(size)"
+                #expect(rejects.all.map(\.line) == expectedRejects.all.map(\.line), "\(what): \(rejects.all.map(\.message)) vs \(expectedRejects.all.map(\.message))")
+                for (got, wanted) in zip(rejects.all, expectedRejects.all) {
+                    #expect(got.message.prefix(24) == wanted.message.prefix(24), "\(what): \(got.message) vs \(wanted.message)")
+                }
+                #expect([summary.read, summary.created, summary.updated, summary.unchanged, summary.deleted, summary.failed] as [Int]
+                            == [expected.read, expected.created, expected.updated, expected.unchanged, expected.deleted, expected.failed] as [Int],
+                        "\(what): \(summary) vs \(expected)")
+                #expect(summary.end == .finished)
+                let got = try await state(prefix, in: database, since: starts[ObjectIdentifier(database)])
+                // Change tags are the store's own: compared with what the same store's changes say.
+                func untagged(_ map: [String: String]) -> [String: String] { map.mapValues { $0.components(separatedBy: " tag=")[0] } }
+                #expect(untagged(got.stored) == untagged(expectedState.stored), "\(what)")
+                for (name, stored) in got.stored {
+                    #expect(Self.changeMatches(got.changes[name], stored: stored), "\(what): \(name): \(got.changes[name] ?? "nil") vs \(stored)")
+                }
+            }
+        }
+        // What the reference did, so that the comparisons above compare something.
+        let forced = try await state("\(RecordWriteMode.forceReplace)-", in: reference, since: nil).stored.mapValues { $0.components(separatedBy: " tag=")[0] }
+        #expect(forced["t"] == "missing" && forced["q"] == "missing" && forced["m"] == "Other n=8" && forced["w"] == "Node n=2", "\(forced)")
+    }
+
+    /// Whether a record's change since before the import says what is stored: the record with
+    /// its values and change tag, or for a record not stored, its deletion or (made and deleted
+    /// since) nothing.
+    static func changeMatches(_ change: String?, stored: String) -> Bool {
+        stored == "missing" ? change == nil || change == "deleted" : change == stored
     }
 
     /// Input of `count` lines: every name twice in a row (`r0`, `r0`, `r1`, `r1`, …), or

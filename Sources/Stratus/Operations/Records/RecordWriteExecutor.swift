@@ -139,9 +139,18 @@ enum RecordWriteExecutor {
             outcomes.reserveCapacity(requests.count)
             // Record writes change no subscription: one look at them serves every request.
             let subscriptions = try SubscriptionIndexCache.index(for: transaction, engine: engine, context: context)
+            // Records an earlier request saved exist: a later one saves them the general way
+            // at once, rather than trying them as new rows that the engine then refuses.
+            var saved: Set<Record.ID> = []
             for var request in requests {
                 request.jobProgress = nil
-                outcomes.append(try run(request, in: transaction, engine: engine, context: context, subscriptions: .some(subscriptions)))
+                let outcome = try run(request, in: transaction, engine: engine, context: context, subscriptions: .some(subscriptions), saved: saved)
+                for (save, result) in zip(request.saves, outcome.saveResults) {
+                    if case .success = result { saved.insert(save.recordID) }
+                }
+                saved.subtract(request.recordIDsToDelete)
+                saved.subtract(outcome.cascadeDeletedIDs)
+                outcomes.append(outcome)
             }
             if let progress {
                 let failures = outcomes.reduce(0) { $0 + $1.failureCount }
@@ -154,9 +163,11 @@ enum RecordWriteExecutor {
     /// Runs `request` in `transaction`: its writes, its job progress and its notifications.
     /// Throws ``AtomicRollback`` to roll back an atomic request with a failed item.
     /// `subscriptions`: the subscriptions the transaction sees, when the caller looked already.
+    /// `saved`: records the transaction saved before (``Writer/saved``).
     private static func run(_ request: ModifyRequest, in transaction: any RecordWriteTransaction, engine: any StorageEngine, context: DatabaseContext,
-                            subscriptions: SubscriptionIndex?? = nil) throws -> ModifyOutcome {
+                            subscriptions: SubscriptionIndex?? = nil, saved: Set<Record.ID> = []) throws -> ModifyOutcome {
         var writer = Writer(transaction: transaction, request: request, context: context)
+        writer.saved = saved
         // Subscriptions that writes of this database may fire, as this transaction sees them.
         writer.notifier = try (subscriptions ?? SubscriptionIndexCache.index(for: transaction, engine: engine, context: context))
             .map { SubscriptionNotifier(index: $0, context: context, transaction: transaction) }
@@ -220,6 +231,9 @@ enum RecordWriteExecutor {
         /// After a new record turned out to exist, the rest of the request is saved the general
         /// way: a re-run import would otherwise try every record twice.
         private var newRunConflicted = false
+        /// Records saved earlier in the transaction (by an earlier request of it): they exist,
+        /// so they are not tried as new rows.
+        var saved: Set<Record.ID> = []
         /// Types enforced, grown in development, and security roles in the public database.
         private var typeRules: RecordTypeRules
 
@@ -284,7 +298,7 @@ enum RecordWriteExecutor {
         private mutating func saveRun(from start: Int) throws -> Int {
             let saves = request.saves
             let first = saves[start]
-            guard request.writeMode.mayCreate(changeTag: first.systemFields.recordChangeTag), !newRunConflicted,
+            guard request.writeMode.mayCreate(changeTag: first.systemFields.recordChangeTag), !newRunConflicted, !saved.contains(first.recordID),
                   try capabilities(first.recordID.zoneID) != nil else {
                 outcome.saveResults.append(try save(first))
                 return 1
@@ -292,7 +306,7 @@ enum RecordWriteExecutor {
             var rows: [RecordRow] = []
             var resolutions: [RecordWriteRules.Resolution] = []
             for save in saves[start...].prefix(RecordWriteExecutor.maximumNewRun) {
-                guard save.recordID.zoneID == first.recordID.zoneID, save.parent == nil,
+                guard save.recordID.zoneID == first.recordID.zoneID, save.parent == nil, !saved.contains(save.recordID),
                       case .success(let new) = RecordWriteRules.resolve(save, existing: nil, mode: request.writeMode, preservingSystemFields: request.preservesSystemFields, context: context, now: now),
                       new.kind == .created, try typeRules.admitsNewRow(save, in: transaction) else { break }
                 // A new record stores exactly its incoming values: the document prepared with it.
