@@ -220,7 +220,9 @@ struct StoreOptions {
             return try SQLiteEngine(path: location, readOnly: true)
         }
         let engine = try SQLiteEngine.shared(path: location)
-        if !existed { StratusCommand.note("created a new store at \(location)") }
+        // Another process that found no file either may have made the store first: the engine
+        // knows which of them made its tables.
+        if !existed && engine.createdStore { StratusCommand.note("created a new store at \(location)") }
         return engine
     }
 
