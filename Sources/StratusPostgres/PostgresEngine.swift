@@ -138,7 +138,14 @@ public final class PostgresEngine: StorageEngine, Sendable {
                 try connection.execute("SELECT pg_advisory_xact_lock($1)", [.int64(PostgresSchema.migrationLock)])
                 // Another process may have made the tables while this one waited for the lock,
                 // and be writing into them now: running the script would deadlock with it.
-                let made = try connection.query("SELECT to_regclass('meta') IS NOT NULL").first?.bool(0) == true
+                // Read from the catalog with this statement's snapshot: a lookup by name
+                // (to_regclass) may answer from this connection's cache of the catalog, from
+                // before the other process committed its tables (waiting for an advisory lock
+                // does not refresh it), and then run the script beside it and say it made them.
+                let made = try connection.query("""
+                    SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+                                   WHERE c.relname = 'meta' AND n.nspname = current_schema())
+                    """).first?.bool(0) == true
                 if made {
                     var values: [String: String] = [:]
                     for row in try connection.query("SELECT key, value FROM meta WHERE key IN ('version', 'identity')") { values[try row.text(0) ?? ""] = try row.text(1) }
