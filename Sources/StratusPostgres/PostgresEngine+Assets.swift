@@ -180,7 +180,7 @@ final class PostgresAssetStore: AssetContentStore, Sendable {
             guard read == size, extra == 0, hasher.finalize().hexadecimal == identifier else {
                 let found = read == size && extra == 0 ? "its \(size) bytes do not hash to the SHA-256 that names it"
                     : "its chunks hold \(read) bytes\(extra > 0 ? " and \(extra) more chunk(s)" : "") where it has \(size)"
-                throw StratusError(.badDatabase, "the asset content \(identifier) in the store's asset_chunks is damaged: \(found); restore the content from a backup (stratus check finds contents whose chunks are not their size, not changed bytes)")
+                throw StratusError(.badDatabase, "the asset content \(identifier) in the store's asset_chunks is damaged: \(found); restore the content from a backup (stratus check names every damaged content)")
             }
             do throws(POSIXFailure) {
                 try FileDescriptor.makePrivateDirectory(cached.deletingLastPathComponent())

@@ -32,10 +32,11 @@ extension PostgresEngine {
     }
 
     /// PostgreSQL keeps its own pages consistent; this checks that the store's tables are the
-    /// ones this version made, that every record belongs to a zone that exists, and that every
+    /// ones this version made, that every record belongs to a zone that exists, that every
     /// record's field document decodes (a raw `UPDATE` can write any JSON there, which reads then
-    /// refuse). It reads every record, in one snapshot, a thousand at a time; with row-level
-    /// security, the records the role may read.
+    /// refuse), and that the content of every asset a record names is there, of its size, and
+    /// hashes to the SHA-256 that names it. It reads every record and every such content, in
+    /// one snapshot, a thousand at a time; with row-level security, those the role may read.
     @_spi(StratusEngine)
     public func checkIntegrity() throws -> [String] {
         try readTransaction(mayLag: false) { connection in
@@ -46,6 +47,7 @@ extension PostgresEngine {
             if orphans > 0 { problems.append("\(orphans) record(s) belong to no zone") }
             problems += try damagedDocuments(on: connection)
             problems += try missingAssetContents(on: connection)
+            problems += try changedAssetContents(on: connection)
             return problems
         }
     }
@@ -78,6 +80,57 @@ extension PostgresEngine {
             problems.append("asset content \(try row.text(0) ?? "?") holds \(try row.int64(2) ?? 0) of its \(try row.int64(1) ?? 0) bytes in asset_chunks")
         }
         if short.count > IntegrityProblem.namedPerKind { problems.append("\(short.count - IntegrityProblem.namedPerKind) more incomplete asset content(s)") }
+        return problems
+    }
+
+    /// A line for each asset content that records name whose chunks add up to its size but do
+    /// not hash to the SHA-256 that names it (a raw `UPDATE` of `asset_chunks`), with the first
+    /// record, by zone and name, that names it. Contents are read a thousand at a time and
+    /// their chunks a few at a time, so that a check holds a few MiB whatever the assets' sizes.
+    private func changedAssetContents(on connection: PostgresConnection) throws -> [String] {
+        let chunksPerRead = 4
+        var problems: [String] = []
+        var changed = 0
+        var after = (owner: "", content: "")
+        while true {
+            let contents = try connection.query("""
+                SELECT c.owner, c.content_id, c.size, f.record_name, z.zone_name, z.container, z.db, z.owner
+                FROM asset_contents c
+                CROSS JOIN LATERAL (SELECT a.record_name, a.zone_id FROM asset_refs a WHERE a.owner = c.owner AND a.content_id = c.content_id
+                                    ORDER BY a.zone_id, a.record_name LIMIT 1) f
+                LEFT JOIN zones z ON z.zone_id = f.zone_id
+                WHERE (c.owner, c.content_id) > ($1, $2) ORDER BY c.owner, c.content_id LIMIT 1000
+                """, [.text(after.owner), .text(after.content)])
+            for content in contents {
+                let owner = try content.text(0) ?? "", identifier = try content.text(1) ?? ""
+                var hasher = SHA256Hasher()
+                var read: Int64 = 0
+                var next: Int64 = 0
+                while true {
+                    let chunks = try connection.query("SELECT chunk, data FROM asset_chunks WHERE owner = $1 AND content_id = $2 AND chunk >= $3 ORDER BY chunk LIMIT \(chunksPerRead)",
+                                                      [.text(owner), .text(identifier), .int64(next)])
+                    for chunk in chunks {
+                        if let (_, bytes) = chunk.raw(1) {
+                            hasher.update(bytes)
+                            read += Int64(bytes.count)
+                        }
+                        next = (try chunk.int64(0) ?? next) + 1
+                    }
+                    if chunks.count < chunksPerRead { break }
+                }
+                // Chunks that do not add up to the size are named by missingAssetContents.
+                guard read == (try content.int64(2) ?? -1) else { continue }
+                let found = hasher.finalize().hexadecimal
+                guard found != identifier else { continue }
+                changed += 1
+                guard changed <= IntegrityProblem.namedPerKind else { continue }
+                let place = IntegrityProblem.place(zoneName: try content.text(4), storageContainer: try content.text(5), scope: try content.int64(6), owner: try content.text(7))
+                problems.append(IntegrityProblem.changedAssetContent(identifier, found: found, recordName: try content.text(3) ?? "?", place: place, where: "the store's asset_chunks"))
+            }
+            guard contents.count == 1000, let last = contents.last else { break }
+            after = (try last.text(0) ?? "", try last.text(1) ?? "")
+        }
+        if let more = IntegrityProblem.moreChangedAssetContents(changed) { problems.append(more) }
         return problems
     }
 

@@ -39,6 +39,8 @@ public final class PostgresEngine: StorageEngine, Sendable {
     /// The role the engine's connections log in as.
     let loginRole: String
     /// Whether opening the engine created the store's tables (the database held no store).
+    /// Decided under the lock that creates them: of processes that open the same new store at
+    /// once, only the one that made its tables says so.
     public let createdStore: Bool
     let automaticCompaction = Mutex<ContinuousClock.Instant?>(nil)
     /// Whether the standby was found to hold this store (``checkStandby()``).
@@ -84,8 +86,7 @@ public final class PostgresEngine: StorageEngine, Sendable {
             error.underlyingError = missing
             throw error
         }
-        createdStore = !probe.exists
-        identity = try Self.migrate(pool, probe: probe)
+        (identity, createdStore) = try Self.migrate(pool, probe: probe)
         loginRole = probe.role
         if let assetCacheDirectory {
             self.assetCacheDirectory = assetCacheDirectory
@@ -107,7 +108,8 @@ public final class PostgresEngine: StorageEngine, Sendable {
         }
     }
 
-    /// Creates or upgrades the tables under an advisory lock, and answers the store's identity.
+    /// Creates or upgrades the tables under an advisory lock; answers the store's identity and
+    /// whether this call made its tables (another process may have made them while it waited).
     /// A store whose tables are this version is only read, so that a user without the privilege
     /// to create tables (a role under row-level security) opens it all the same, and because the
     /// creation script's
@@ -115,7 +117,7 @@ public final class PostgresEngine: StorageEngine, Sendable {
     /// exists, and a process opening the store while others write would deadlock with them
     /// (it holds the zones table's lock and waits for the records table's; a writer holds the
     /// records table's and waits to update its zone).
-    private static func migrate(_ pool: PostgresConnectionPool, probe: StoreProbe) throws -> String {
+    private static func migrate(_ pool: PostgresConnectionPool, probe: StoreProbe) throws -> (identity: String, created: Bool) {
         if probe.exists {
             let values = try pool.withConnection { connection -> [String: String] in
                 var values: [String: String] = [:]
@@ -126,7 +128,7 @@ public final class PostgresEngine: StorageEngine, Sendable {
             if let found, found > PostgresSchema.version {
                 throw StratusError(.badDatabase, "the store's tables have version \(found); this Stratus reads up to \(PostgresSchema.version). Use a newer Stratus.")
             }
-            if found == PostgresSchema.version, let identity = values["identity"] { return identity }
+            if found == PostgresSchema.version, let identity = values["identity"] { return (identity, false) }
             if !probe.ownsTables {
                 throw StratusError(.permissionFailure, "the store's tables in database \(probe.database) have version \(found.map(String.init) ?? "none"); this Stratus uses version \(PostgresSchema.version) and upgrades them when the role that owns them (\(probe.owner ?? "their owner")) opens the store once (for example `stratus info` as \(probe.owner ?? "that role")); role \(probe.role) may not")
             }
@@ -136,10 +138,18 @@ public final class PostgresEngine: StorageEngine, Sendable {
                 try connection.execute("SELECT pg_advisory_xact_lock($1)", [.int64(PostgresSchema.migrationLock)])
                 // Another process may have made the tables while this one waited for the lock,
                 // and be writing into them now: running the script would deadlock with it.
-                if try connection.query("SELECT to_regclass('meta') IS NOT NULL").first?.bool(0) == true {
+                // Read from the catalog with this statement's snapshot: a lookup by name
+                // (to_regclass) may answer from this connection's cache of the catalog, from
+                // before the other process committed its tables (waiting for an advisory lock
+                // does not refresh it), and then run the script beside it and say it made them.
+                let made = try connection.query("""
+                    SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+                                   WHERE c.relname = 'meta' AND n.nspname = current_schema())
+                    """).first?.bool(0) == true
+                if made {
                     var values: [String: String] = [:]
                     for row in try connection.query("SELECT key, value FROM meta WHERE key IN ('version', 'identity')") { values[try row.text(0) ?? ""] = try row.text(1) }
-                    if values["version"].flatMap({ Int($0) }) == PostgresSchema.version, let identity = values["identity"] { return identity }
+                    if values["version"].flatMap({ Int($0) }) == PostgresSchema.version, let identity = values["identity"] { return (identity, false) }
                 }
                 if probe.exists, let owner = probe.owner, owner != probe.role {
                     // A member of the owning role, or a superuser, upgrades as the owner: what the
@@ -168,7 +178,7 @@ public final class PostgresEngine: StorageEngine, Sendable {
                 guard let identity = try connection.query("SELECT value FROM meta WHERE key = 'identity'").first.flatMap({ try $0.text(0) }) else {
                     throw StratusError(.badDatabase, "the store has no identity row")
                 }
-                return identity
+                return (identity, !made && !probe.exists)
             }
         } catch let error as StratusError where error.sqlState == "42501" && !probe.exists {
             var refused = StratusError(.permissionFailure, "role \(probe.role) may not create the store's tables \(probe.whereTables) of database \(probe.database): give the database to the role that is to own them (createdb -O \(probe.role) \(probe.database) for a new one, ALTER DATABASE \(probe.database) OWNER TO \(probe.role) for one that exists), or have its owner run GRANT CREATE ON SCHEMA \(probe.schema ?? "public") TO \(probe.role) (PostgreSQL 15 no longer lets every role create in public)\(probe.elsewhere)")

@@ -34,7 +34,8 @@ extension SQLiteEngine {
 
     /// SQLite's own `integrity_check` of every page and index of the file, and that the asset
     /// folder holds a file for every content a record names (a store copied without its
-    /// `.assets` folder reads, but cannot hand out its assets).
+    /// `.assets` folder reads, but cannot hand out its assets), of the size the records give it,
+    /// whose bytes hash to the SHA-256 that names it (each file is read whole, a MiB at a time).
     @_spi(StratusEngine)
     public func checkIntegrity() throws -> [String] {
         try readTransaction { connection in
@@ -45,15 +46,20 @@ extension SQLiteEngine {
                 if line != "ok" { problems.append(line) }
             }
             guard problems.isEmpty else { return problems }
-            let missing = try missingAssetContents(on: connection)
-            return missing + (try wrongSizeAssetContents(on: connection))
+            let (missing, changed) = try missingAssetContents(on: connection)
+            let (wrongSize, wrongSized) = try wrongSizeAssetContents(on: connection)
+            // A file of the wrong size does not hash to its name either: it is named once.
+            let changedOnly = changed.filter { !wrongSized.contains($0.identifier) }
+            let changedLines = changedOnly.prefix(IntegrityProblem.namedPerKind).map(\.line) + [IntegrityProblem.moreChangedAssetContents(changedOnly.count)].compactMap { $0 }
+            return missing + wrongSize + changedLines
         }
     }
 
     /// Content files that are not the size the records naming them give their assets (a file
     /// cut short or replaced in the folder), and documents of such records that do not decode:
-    /// each content named once, by the first record found naming it.
-    private func wrongSizeAssetContents(on connection: SQLiteConnection) throws -> [String] {
+    /// each content named once, by the first record found naming it. Answers the lines and every
+    /// content found of the wrong size.
+    private func wrongSizeAssetContents(on connection: SQLiteConnection) throws -> (lines: [String], contents: Set<String>) {
         let named = try connection.uncachedStatement("""
             SELECT r.record_name, r.fields, z.zone_name, z.container, z.db, z.owner
             FROM records r LEFT JOIN zones z ON z.zone_id = r.zone_id
@@ -90,10 +96,12 @@ extension SQLiteEngine {
         }
         if wrongSize > IntegrityProblem.namedPerKind { problems.append("\(wrongSize - IntegrityProblem.namedPerKind) more asset content file(s) of the wrong size") }
         if let more = IntegrityProblem.moreUndecodableDocuments(undecodable) { problems.append(more) }
-        return problems
+        return (problems, reported)
     }
 
-    private func missingAssetContents(on connection: SQLiteConnection) throws -> [String] {
+    /// The lines for content files the records name that are missing, and every content file
+    /// whose bytes do not hash to the SHA-256 that names it, with its line.
+    private func missingAssetContents(on connection: SQLiteConnection) throws -> (lines: [String], changed: [(identifier: String, line: String)]) {
         // One row per content, with the first record (by zone and name) that names it.
         let referenced = try connection.uncachedStatement("""
             SELECT a.content_id, a.refs, a.record_name, z.zone_name, z.container, z.db, z.owner
@@ -103,6 +111,7 @@ extension SQLiteEngine {
             LEFT JOIN zones z ON z.zone_id = a.zone_id ORDER BY a.content_id
             """)
         var problems: [String] = []
+        var changed: [(identifier: String, line: String)] = []
         var missing = 0
         let folder = assetsDirectory.appendingPathComponent("sha256", isDirectory: true).path
         while try referenced.step() {
@@ -110,7 +119,14 @@ extension SQLiteEngine {
             var info = stat()
             if let url = assetContentURL(identifier) {
                 let found = stat(url.path, &info) == 0
-                if found, info.st_mode & S_IFMT == S_IFREG { continue }
+                if found, info.st_mode & S_IFMT == S_IFREG {
+                    let digest = try Self.contentDigest(ofFileAt: url.path)
+                    if digest != identifier {
+                        let place = IntegrityProblem.place(zoneName: referenced.text(3), storageContainer: referenced.text(4), scope: referenced.int64(5), owner: referenced.text(6))
+                        changed.append((identifier, IntegrityProblem.changedAssetContent(identifier, found: digest, recordName: referenced.text(2) ?? "?", place: place, where: folder)))
+                    }
+                    continue
+                }
                 // Content this user may not look at is not content the store lost.
                 if !found, errno == EACCES {
                     throw StratusError(.permissionFailure, "cannot check the asset contents in \(folder): you may not enter it (permission denied); check the store as its owner")
@@ -123,6 +139,31 @@ extension SQLiteEngine {
                                                                  otherRecords: Int(referenced.int64(1)) - 1, where: folder))
         }
         if missing > IntegrityProblem.namedPerKind { problems.append("\(missing - IntegrityProblem.namedPerKind) more missing asset content(s)") }
-        return problems
+        return (problems, changed)
+    }
+
+    /// The SHA-256 of the file at `path` in lowercase hexadecimal, read a MiB at a time.
+    ///
+    /// - Throws: `permissionFailure` when this user may not read it; `internalError` when it
+    ///   cannot be read.
+    private static func contentDigest(ofFileAt path: String) throws -> String {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
+        defer { buffer.deallocate() }
+        var hasher = SHA256Hasher()
+        do throws(POSIXFailure) {
+            let file = try FileDescriptor.open(path, O_RDONLY | O_NOFOLLOW)
+            defer { file.close() }
+            while true {
+                let count = try file.read(into: buffer)
+                if count == 0 { break }
+                hasher.update(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+            }
+        } catch {
+            if error.errno == EACCES {
+                throw StratusError(.permissionFailure, "cannot check the asset content \(path): you may not read it (permission denied); check the store as its owner")
+            }
+            throw StratusError(.internalError, "cannot check the asset content \(path): \(error)")
+        }
+        return hasher.finalize().hexadecimal
     }
 }

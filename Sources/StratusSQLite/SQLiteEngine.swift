@@ -48,6 +48,17 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
     /// Whether the store was opened for reading only.
     public let isReadOnly: Bool
 
+    /// Whether opening the engine made the store's tables (the file held none). Decided in the
+    /// write transaction that makes them: of processes that open the same new store at once,
+    /// only the one that made its tables says so.
+    ///
+    /// ```swift
+    /// let engine = try SQLiteEngine(path: "new.sqlite")
+    /// if engine.createdStore { print("created a new store at \(engine.path)") }
+    /// ```
+    public var createdStore: Bool { madeTables.withLock { $0 } }
+    private let madeTables = Mutex(false)
+
     /// Opens the store at `path`, creating it (and its folder) when missing.
     ///
     /// `tombstoneRetention` is how long deletions stay in the change history (see
@@ -211,6 +222,7 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
             if found > SQLiteSchema.version {
                 throw StratusError(.badDatabase, "the store at \(path) has schema version \(found); this Stratus reads up to \(SQLiteSchema.version). Use a newer Stratus.")
             }
+            let empty = try connection.queryText("SELECT count(*) FROM sqlite_master") == "0"
             // Every statement is CREATE … IF NOT EXISTS, so running them on each open is cheap
             // and brings stores made by earlier builds of the same version up to date.
             try connection.execute(SQLiteSchema.create)
@@ -230,6 +242,7 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
                 try connection.execute("PRAGMA user_version = \(SQLiteSchema.version)")
                 try connection.execute("PRAGMA application_id = \(SQLiteSchema.applicationID)")
             }
+            madeTables.withLock { $0 = empty }
         }
     }
 

@@ -14,8 +14,8 @@ struct CheckCommand: Command {
         security checks the records it may read); on both, that the store holds the content of
         every asset a record names (on SQLite a file in the store's .assets folder of the size
         the records give the asset, and every such record's field document decodes; on
-        PostgreSQL a row in asset_contents whose chunks add up to its size; no checksums are
-        read).
+        PostgreSQL a row in asset_contents whose chunks add up to its size), and that each such
+        content hashes to the SHA-256 that names it (every asset is read whole).
         Prints "ok" on stdout and exits 0 when nothing is
         wrong; otherwise prints each problem on a line of stdout, names the store on stderr and
         exits 70. A store too damaged to be checked at all is exit 70 too. Restore a damaged store

@@ -193,7 +193,7 @@ struct StoreOptions {
             let database = (error.underlyingError as? PostgresEngine.StoreMissing)?.description ?? error.message
             throw CommandFailure(.inputMissing, "\(database); \(missingStoreAdvice)")
         }
-        if engine.createdStore { StratusCommand.note("created a new store in \(engine.redactedURL)") }
+        if engine.createdStore && firstAnnouncement(of: engine.redactedURL) { StratusCommand.note("created a new store in \(engine.redactedURL)") }
         return engine
     }
 
@@ -220,9 +220,19 @@ struct StoreOptions {
             return try SQLiteEngine(path: location, readOnly: true)
         }
         let engine = try SQLiteEngine.shared(path: location)
-        if !existed { StratusCommand.note("created a new store at \(location)") }
+        // Not whether the file existed: another process may have made the file, or the tables,
+        // first. The engine knows whether this process made the tables.
+        if engine.createdStore && firstAnnouncement(of: engine.path) { StratusCommand.note("created a new store at \(location)") }
         return engine
     }
+
+    /// Whether the store `location` names was not yet said to be created: a command that opens
+    /// a store twice gets the engine it opened first, which still says it made the store.
+    private static func firstAnnouncement(of location: String) -> Bool {
+        announced.withLock { $0.insert(location).inserted }
+    }
+
+    private static let announced = Mutex<Set<String>>([])
 
     /// Whether `path` is a regular file of no bytes.
     private static func isEmptyFile(_ path: String) -> Bool {

@@ -392,6 +392,38 @@ struct CopyCLITests {
         }
     }
 
+    @Test("a copy gone on from its checkpoint copies the zones the source gained since, also those whose names sort before the last zone it passed", arguments: Direction.all)
+    func goesOnWithZonesMadeSince(direction: Direction) async throws {
+        try await TemporaryStore.with { store in
+            let (source, destination) = try await Self.clis(store, direction)
+            #expect(try await source.run(["import", "--quiet"], stdin: Input.notes(3, prefix: "d")).exitCode == 0)
+            for zone in ["B", "C", "D"] {
+                #expect(try await source.run(["zones", "create", zone]).exitCode == 0)
+                #expect(try await source.run(["import", "--quiet", "--zone", zone], stdin: Input.notes(4, prefix: zone.lowercased())).exitCode == 0)
+            }
+            let first = try await source.run(["copy", "--from", source.storePath, "--to", destination.storePath, "--quiet"])
+            #expect(first.exitCode == 0, "\(first)")
+            // Made since the copy passed zone D: A sorts before every zone it passed, E after D.
+            for zone in ["A", "E"] {
+                #expect(try await source.run(["zones", "create", zone]).exitCode == 0)
+                #expect(try await source.run(["import", "--quiet", "--zone", zone], stdin: Input.notes(4, prefix: zone.lowercased())).exitCode == 0)
+            }
+            func key(_ zone: String) -> String {
+                #"{"containerIdentifier":"default","environment":"development","owner":"","scope":1,"zoneName":"\#(zone)","zoneOwnerName":"__defaultOwner__"}"#
+            }
+            let checkpoint = try source.file("copy.checkpoint", """
+                {"destinationIdentifier":"\(try destination.openEngine().storeIdentifier)","schemasCopied":true,\
+                "sourceIdentifier":"\(try source.openEngine().storeIdentifier)","zonesCopiedThrough":\(key("D")),"zonesNotCopied":[]}
+                """)
+            let resumed = try await source.run(["copy", "--from", source.storePath, "--to", destination.storePath, "--checkpoint", checkpoint])
+            #expect(resumed.exitCode == 0, "\(resumed)")
+            #expect(resumed.stderrLines.last?.contains("copied 11 records in 3 zones (3 zones copied by an earlier run); 6 of 6 zones match") == true, "\(resumed)")
+            #expect(!source.exists(checkpoint))
+            #expect(try await Self.shape(destination) == (try await Self.shape(source)))
+        }
+    }
+
+
     @Test("refusals: a destination that holds records (64), a checkpoint of another copy (64), a checkpoint another copy holds (75), a missing source (66)")
     func refusals() async throws {
         try await TemporaryStore.with { store in

@@ -186,6 +186,48 @@ struct DamagedStoreCLITests {
         }
     }
 
+    @Test("asset content whose bytes changed but not its size (a byte of a content file or of an asset_chunks row rewritten): check reads every content, exits 70 naming it and a record that names it", arguments: TestEngine.all)
+    func changedAssetContent(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            // Three chunks on PostgreSQL (1 MiB a row); the change is in the last.
+            var bytes = patternBytes(count: 3_000_000, seed: 5)
+            _ = try store.writeFile("src/photo.bin", bytes)
+            _ = try store.writeFile("src/other.bin", Data("other content".utf8))
+            let lines = [#"{"recordName":"p1","recordType":"Photo","fields":{"image":{"value":{"downloadURL":"photo.bin"},"type":"ASSETID"}}}"#,
+                         #"{"recordName":"p2","recordType":"Photo","fields":{"image":{"value":{"downloadURL":"photo.bin"},"type":"ASSETID"}}}"#,
+                         #"{"recordName":"p3","recordType":"Photo","fields":{"image":{"value":{"downloadURL":"other.bin"},"type":"ASSETID"}}}"#]
+            let imported = try await cli.run(["import", try cli.file("photos.ndjson", lines.joined(separator: "\n") + "\n"), "--assets-dir", store.path("src"), "--quiet"])
+            #expect(imported.exitCode == 0, "\(imported)")
+            #expect(try await cli.run(["check"]).stdout == "ok\n")
+
+            let identifier = SHA256Hasher.digest(Array(bytes)).hexadecimal
+            let offset = 2 * (1 << 20) + 100
+            bytes[offset] &+= 1
+            let location: String
+            switch engine {
+            case .sqlite:
+                location = cli.storePath + ".assets/sha256"
+                let file = location + "/" + identifier
+                #expect(chmod(file, 0o600) == 0)
+                let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: file))
+                try handle.seek(toOffset: UInt64(offset))
+                try handle.write(contentsOf: Data([bytes[offset]]))
+                try handle.close()
+            case .postgres:
+                location = "the store's asset_chunks"
+                _ = try PostgresConnection(url: cli.storePath).execute(
+                    "UPDATE asset_chunks SET data = set_byte(data, 100, (get_byte(data, 100) + 1) % 256) WHERE content_id = $1 AND chunk = 2", [.text(identifier)])
+            }
+            let result = try await cli.run(["check"])
+            #expect(result.exitCode == 70, "\(result)")
+            let found = SHA256Hasher.digest(Array(bytes)).hexadecimal
+            #expect(result.stdoutLines == ["asset content \(identifier) in \(location) holds bytes whose SHA-256 is \(found), not the one that names it; record 'p1' in zone _defaultZone of default public names it"], "\(result)")
+            #expect(result.stderr.contains("damaged"), "\(result)")
+        }
+    }
+
+
     @Test("PostgreSQL: records whose zone row is gone are a damaged store: check exits 70 naming it and the problem")
     func postgresOrphans() async throws {
         try await TemporaryStore.with { store in

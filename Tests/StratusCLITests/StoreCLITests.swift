@@ -99,6 +99,30 @@ struct StoreCLITests {
         }
     }
 
+    @Test("processes that create the same new store at once all succeed, only the one that created it says so, and the store holds what each wrote", arguments: TestEngine.all)
+    func racingCreationsSayItOnce(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            // A few rounds: whether a round's processes overlap is up to the scheduler, and
+            // every round must end the same way.
+            for round in 0..<6 {
+                let path = engine == .sqlite ? store.path("race\(round)/store.sqlite") : try await cli.newStore("race\(round)")
+                let racers = try ["a", "b", "c"].map { prefix in
+                    try cli.start(["import", "--store", path], stdin: Data(Input.notes(5, prefix: prefix).utf8))
+                }
+                var results: [CLI.Result] = []
+                for racer in racers { results.append(await racer.wait()) }
+                #expect(results.allSatisfy { $0.exitCode == 0 }, "round \(round): \(results)")
+                let announcements = results.flatMap { $0.stderrLines.filter { $0.contains("created a new store") } }
+                #expect(announcements.count == 1, "round \(round): one process created the store: \(results)")
+                #expect(try await cli.count("Note", extra: ["--store", path]) == 15, "round \(round)")
+                let check = try await cli.run(["check", "--store", path])
+                #expect(check.exitCode == 0 && check.stdout == "ok\n", "round \(round): \(check)")
+            }
+        }
+    }
+
+
     @Test("once the commands that wrote an SQLite store have exited, its file alone holds everything: a store moved without its -wal loses nothing")
     func storeFileIsWholeAfterExit() async throws {
         try await TemporaryStore.with { store in

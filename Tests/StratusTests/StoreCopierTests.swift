@@ -34,6 +34,26 @@ final class HistoryCopyCheckpoint: StoreCopier.CheckpointStore, @unchecked Senda
     }
 }
 
+/// A checkpoint that starts from a saved one, keeps every checkpoint saved, and fails the save
+/// after `failingAfter` of them, as a kill stops a copy that went on from a checkpoint.
+final class ResumedCopyCheckpoint: StoreCopier.CheckpointStore, @unchecked Sendable {
+    // @unchecked: used by one copy at a time, from its task.
+    let start: StoreCopier.Checkpoint
+    var history: [StoreCopier.Checkpoint] = []
+    let failingAfter: Int
+
+    init(_ start: StoreCopier.Checkpoint, failingAfter: Int) {
+        self.start = start
+        self.failingAfter = failingAfter
+    }
+
+    func load() throws -> StoreCopier.Checkpoint? { history.last ?? start }
+    func save(_ checkpoint: StoreCopier.Checkpoint) throws {
+        guard history.count < failingAfter else { throw StratusError(.internalError, "killed") }
+        history.append(checkpoint)
+    }
+}
+
 /// A copy checkpoint as the version of dd9973b encodes it: every zone copied, listed.
 private struct ListingCopyCheckpoint: Encodable {
     var sourceIdentifier: String
@@ -305,4 +325,62 @@ struct StoreCopierTests {
         }
     }
 
+    @Test("zones made in the source after a copy stopped that sort before the last zone it passed are copied when it goes on, also when it is killed again and again while it copies them; a zone deleted from the source since stays in the destination, and compare() names it")
+    func goesOnWithZonesMadeBeforeItsMark() async throws {
+        try await TemporaryStore.with { store in
+            let source = try SQLiteEngine(path: store.path("source.sqlite"))
+            let destination = try SQLiteEngine(path: store.path("destination.sqlite"))
+            try await Self.fillWithZones(source, zones: 20, records: 7)
+            let killed = HistoryCopyCheckpoint(failingAfter: 40)
+            await #expect(throws: StratusError.self) {
+                try await StoreCopier(from: source, to: destination, batchSize: 4, checkpointInterval: .zero).run(checkpointStore: killed)
+            }
+            var saved = killed.history[20]
+            let through = try #require(saved.zonesCopiedThrough)
+            let passed = try Self.zoneKeys(source).filter { $0 <= through }
+            #expect(passed.count > 2, "mid-way: \(passed)")
+
+            // Made after the stop: zones of the same database whose names sort before every zone
+            // passed, and a container whose name sorts first, with records in its default zone.
+            let database = Container(identifier: "com.example.copy", engine: source, userName: "alice").publicCloudDatabase
+            let early = ["A0", "A1", "A2"].map { RecordZone.ID(zoneName: $0) }
+            _ = try await database.modifyRecordZones(saving: early.map { RecordZone(zoneID: $0) }, deleting: [])
+            _ = try await database.modifyRecords(saving: early.flatMap { zone in
+                (0..<7).map { index in
+                    let record = Record(recordType: "Item", recordID: Record.ID(recordName: "\(zone.zoneName)-\(index)", zoneID: zone))
+                    record["n"] = Int64(index)
+                    return record
+                }
+            }, deleting: [])
+            let first = Container(identifier: "com.example.aaa", engine: source, userName: "alice").publicCloudDatabase
+            _ = try await first.modifyRecords(saving: (0..<5).map { Record(recordType: "Item", recordID: Record.ID(recordName: "first-\($0)")) }, deleting: [])
+            // A zone the copy passed, deleted from the source since.
+            let gone = try #require(passed.first { $0.zoneName == "Z00" })
+            let administrator = Database(engine: source, context: .administrator(containerIdentifier: "com.example.copy", environment: .development, scope: .public, owner: ""))
+            let deleted = try await administrator.modifyRecordZones(saving: [], deleting: [gone.zoneID]).deleteResults[gone.zoneID]
+            #expect(throws: Never.self) { try deleted?.get() }
+            #expect(try Self.zoneKeys(source).contains(gone) == false)
+            let made = try Self.zoneKeys(source).filter { $0.zoneName.hasPrefix("A") || $0.containerIdentifier == "com.example.aaa" }
+            #expect(made.count == 4 && made.allSatisfy { $0 < through && saved.isCopied($0) }, "\(made)")
+
+            // Runs killed at their third save, each going on from the last one saved, then one to the end.
+            var stoppedInMadeZone = false
+            for _ in 0..<8 {
+                let run = ResumedCopyCheckpoint(saved, failingAfter: 3)
+                do {
+                    _ = try await StoreCopier(from: source, to: destination, batchSize: 4, checkpointInterval: .zero).run(checkpointStore: run)
+                    break
+                } catch let error as StratusError where error.message == "killed" {
+                    saved = run.history.last ?? saved
+                }
+                if let zone = saved.position?.zone, made.contains(zone) { stoppedInMadeZone = true }
+            }
+            #expect(stoppedInMadeZone, "a run was killed while it copied a zone made since")
+            let last = try await StoreCopier(from: source, to: destination, batchSize: 4).run(checkpointStore: ResumedCopyCheckpoint(saved, failingAfter: .max))
+            #expect(last.end == .finished && last.failures.isEmpty, "\(last)")
+            let differing = try await StoreCopier(from: source, to: destination).compare().filter { !$0.matches }
+            #expect(differing.map(\.zone) == [gone], "only the zone the source no longer holds differs: \(differing)")
+            #expect(differing.first?.source.records == 0 && differing.first?.destination.records == 7)
+        }
+    }
 }

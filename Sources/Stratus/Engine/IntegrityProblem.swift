@@ -27,6 +27,17 @@ public enum IntegrityProblem {
         "asset content \(identifier) in \(location) has \(fileSize) bytes where record '\(recordName)' in \(place) gives its asset \(assetSize)"
     }
 
+    /// The line for asset content whose bytes do not hash to the SHA-256 that names it (bytes
+    /// changed in place), with `found`, their SHA-256, and a record that names it.
+    public static func changedAssetContent(_ identifier: String, found: String, recordName: String, place: String, where location: String) -> String {
+        "asset content \(identifier) in \(location) holds bytes whose SHA-256 is \(found), not the one that names it; record '\(recordName)' in \(place) names it"
+    }
+
+    /// The line counting contents past ``namedPerKind`` whose bytes changed, or nil.
+    public static func moreChangedAssetContents(_ count: Int) -> String? {
+        count > namedPerKind ? "\(count - namedPerKind) more asset content(s) whose bytes changed" : nil
+    }
+
     /// The line for a record whose stored field document cannot be read.
     public static func undecodableDocument(recordName: String, place: String, reason: String) -> String {
         "record '\(recordName)' in \(place): its field document does not decode: \(reason)"

@@ -3,8 +3,9 @@ extension StoreCopier {
     /// far it went through the source's zones (in ``ZoneKey`` order) and which of them it could
     /// not copy whole, and the last record copied in the zone it was in.
     ///
-    /// Its size does not grow with the zones copied (only with those that failed), so that saving
-    /// it costs the same after the millionth zone as after the first.
+    /// Its size does not grow with the zones copied (only with those that failed, and those the
+    /// source gained behind the copy's place while it was stopped), so that saving it costs the
+    /// same after the millionth zone as after the first.
     ///
     /// ```swift
     /// if let checkpoint = try store.load() { print("copied up to", checkpoint.zonesCopiedThrough?.description ?? "no zone yet") }
@@ -34,8 +35,10 @@ extension StoreCopier {
         /// The last zone, in ``ZoneKey`` order (the order a copy goes through zones in), that the
         /// copy went past: every zone up to it is copied whole, except those in ``zonesNotCopied``.
         public var zonesCopiedThrough: ZoneKey?
-        /// Zones up to ``zonesCopiedThrough`` that could not be copied whole (a record failed):
-        /// a later run copies them again.
+        /// Zones up to ``zonesCopiedThrough`` that could not be copied whole (a record failed), or
+        /// that the source gained after a run had passed their place in the order (a run that
+        /// goes on lists those the destination lacks before it copies them): a later run copies
+        /// them again.
         public var zonesNotCopied: [ZoneKey] = []
         /// Zones copied whole as a checkpoint of an earlier version lists them (one entry per zone,
         /// in the order they were copied); a copy that goes on from such a checkpoint keeps the

@@ -11,8 +11,11 @@ import Synchronization
 /// the source. Zones are copied in ``ZoneKey`` order, each read type by type, each type from
 /// one snapshot, in record-name order. With a ``CheckpointStore`` the copy saves how far it got
 /// as it goes (see ``checkpointInterval``) and goes on from there when run again after a
-/// crash, a kill or ``cancel()``; without one, it only copies into a destination that holds no
-/// records. ``compare()`` then checks, zone by zone,
+/// crash, a kill or ``cancel()``: it copies the zones it had not reached and every zone the
+/// destination lacks (also one the source gained behind its place in the order), and does not
+/// read again the zones it had copied, nor delete from the destination a zone the source no
+/// longer holds (``compare()`` names both). Without one, it only copies into a destination that
+/// holds no records. ``compare()`` then checks, zone by zone,
 /// that both stores hold the same number of records and the same checksum over each record's
 /// name, type, change tag, parent and field values (assets by their content).
 ///
@@ -287,13 +290,32 @@ public final class StoreCopier: Sendable {
         do {
             // Looked up once: the checkpoint's lists are checked for every zone.
             let copiedByEarlierVersion = Set(checkpoint.zonesCopied)
-            var notCopied = Set(checkpoint.zonesNotCopied)
+            var notCopied = ZonePlaces(&checkpoint.zonesNotCopied)
             let zones = sourceInventory.databases.flatMap { database in
                 database.zones.map { (key: ZoneKey(database: database, zone: $0.zone.zoneID), entry: $0) }
             }.sorted { $0.key < $1.key }
+            func isPassed(_ key: ZoneKey) -> Bool { checkpoint.zonesCopiedThrough.map { key <= $0 } ?? false }
+            // A zone the source gained since an earlier run, whose key sorts before the last zone
+            // that run passed, is one the checkpoint counts as copied but the destination lacks
+            // (a default zone without records has nothing to copy).
+            // Such zones join the zones to copy again, saved before any is written: a kill while
+            // one is half copied leaves the destination holding it, and the checkpoint then still
+            // says to copy it.
+            if checkpoint.zonesCopiedThrough != nil || !copiedByEarlierVersion.isEmpty {
+                let held = Set(destinationInventory.databases.flatMap { database in database.zones.map { ZoneKey(database: database, zone: $0.zone.zoneID) } })
+                var gained = false
+                for (key, entry) in zones where !notCopied.contains(key) && (isPassed(key) || copiedByEarlierVersion.contains(key)) && !held.contains(key)
+                    && (!key.zoneID.isDefault || !entry.recordCounts.isEmpty) {
+                    gained = notCopied.append(key, to: &checkpoint.zonesNotCopied) || gained
+                }
+                if gained { try await saveCheckpoint(checkpoint, to: checkpointStore) }
+            }
+            // The zone an earlier run stopped in, past the zones it passed: copying zones again
+            // before it leaves its position as it is.
+            let stoppedIn = checkpoint.position
             for (key, entry) in zones {
-                let passed = checkpoint.zonesCopiedThrough.map { key <= $0 } ?? false
-                if copiedByEarlierVersion.contains(key) || (passed && !notCopied.contains(key)) {
+                let passed = isPassed(key)
+                if !notCopied.contains(key) && (passed || copiedByEarlierVersion.contains(key)) {
                     summary.zonesSkipped += 1
                     continue
                 }
@@ -309,13 +331,13 @@ public final class StoreCopier: Sendable {
                     return summary
                 }
                 if complete {
-                    if notCopied.remove(key) != nil { checkpoint.zonesNotCopied.removeAll { $0 == key } }
+                    notCopied.remove(key, from: &checkpoint.zonesNotCopied)
                     summary.zonesCopied += 1
-                } else if notCopied.insert(key).inserted {
-                    checkpoint.zonesNotCopied.append(key)
+                } else {
+                    notCopied.append(key, to: &checkpoint.zonesNotCopied)
                 }
                 if !passed { checkpoint.zonesCopiedThrough = key }
-                checkpoint.position = nil
+                checkpoint.position = stoppedIn.flatMap { key < $0.zone ? $0 : nil }
                 try await saveCheckpointIfDue(checkpoint, to: checkpointStore, savedAt: &savedAt)
             }
             try await saveCheckpoint(checkpoint, to: checkpointStore)
@@ -473,6 +495,43 @@ public final class StoreCopier: Sendable {
             progress?(summary.recordsCopied)
         }
         return complete
+    }
+
+    /// Where each zone of the checkpoint's ``Checkpoint/zonesNotCopied`` is in that list, so that
+    /// a zone copied leaves it in constant time (the last zone takes its place): a run that
+    /// copies thousands of zones again stays linear in zones.
+    struct ZonePlaces {
+        private var places: [ZoneKey: Int] = [:]
+
+        /// The places of `list`'s zones; a zone listed twice keeps its first place only.
+        init(_ list: inout [ZoneKey]) {
+            var unique: [ZoneKey] = []
+            for key in list where places[key] == nil {
+                places[key] = unique.count
+                unique.append(key)
+            }
+            if unique.count != list.count { list = unique }
+        }
+
+        func contains(_ key: ZoneKey) -> Bool { places[key] != nil }
+
+        /// Adds `key` at the end of `list` unless it is there; answers whether it was added.
+        @discardableResult
+        mutating func append(_ key: ZoneKey, to list: inout [ZoneKey]) -> Bool {
+            guard places[key] == nil else { return false }
+            places[key] = list.count
+            list.append(key)
+            return true
+        }
+
+        /// Takes `key` out of `list`, when it is there.
+        mutating func remove(_ key: ZoneKey, from list: inout [ZoneKey]) {
+            guard let place = places.removeValue(forKey: key) else { return }
+            let last = list.removeLast()
+            guard place < list.count else { return }
+            list[place] = last
+            places[last] = place
+        }
     }
 
     /// What the destination records of a copy after each checkpoint (as the job progress
