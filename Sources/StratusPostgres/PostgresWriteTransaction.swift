@@ -298,22 +298,10 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
         let first = rows[0]
         let zoneRow = states[zone].row
         let base = states[zone].sequence
-        var names: [String?] = [], types: [String?] = [], creators: [String?] = [], modifiers: [String?] = [], tags: [String?] = []
-        var created: [Double?] = [], modified: [Double?] = [], sequences: [Int64?] = [], documents: [String?] = [], exact: [String?] = []
+        var columns = RowColumns()
         for (offset, row) in rows.enumerated() {
             precondition(row.recordID.zoneID == first.recordID.zoneID && row.parent == nil, "insertNewRecords takes rows of one zone without parents")
-            let system = row.systemFields
-            names.append(row.recordID.recordName)
-            types.append(row.recordType)
-            created.append(system.creationDate!.timeIntervalSinceReferenceDate)
-            creators.append(system.creatorUserRecordID!.recordName)
-            modified.append(system.modificationDate!.timeIntervalSinceReferenceDate)
-            modifiers.append(system.lastModifiedUserRecordID!.recordName)
-            tags.append(system.recordChangeTag!)
-            sequences.append(base + Int64(offset) + 1)
-            let (document, exactDocument) = Self.documents(of: row)
-            documents.append(document)
-            exact.append(exactDocument)
+            columns.append(row, sequence: base + Int64(offset) + 1)
         }
         let result = try connection.query("""
             INSERT INTO records(\(Self.columns))
@@ -322,8 +310,7 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
                 AS u(n, t, ca, cb, ma, mb, tag, seq, doc, ex)
             ON CONFLICT (zone_id, record_name) DO NOTHING
             RETURNING change_seq
-            """, [.int64(zoneRow), .text(context.storageOwner), .textArray(names), .textArray(types), .doubleArray(created), .textArray(creators),
-                  .doubleArray(modified), .textArray(modifiers), .textArray(tags), .int64Array(sequences), .textArray(documents), .textArray(exact)])
+            """, [.int64(zoneRow), .text(context.storageOwner)] + columns.parameters)
         let insertedSequences = Set(try result.map { try $0.int64(0) ?? 0 })
         // Every row's change number is taken, also those of rows that were not inserted.
         if !insertedSequences.isEmpty { _ = nextSequence(zone, count: Int64(rows.count)) }
@@ -549,45 +536,61 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
                       fields: decoded.fields, parent: parent, encryptedKeys: decoded.encryptedKeys, jsonExtras: decoded.jsonExtras)
     }
 
-    /// Writes the versions whose update was deferred (``writeRecord(_:replacing:)``) in one
-    /// statement: before a statement that reads or replaces what their rows hold, and before commit.
-    func writeDeferredUpdates() throws {
-        guard !deferredKeys.isEmpty else { return }
-        var zoneRows: [Int64?] = [], names: [String?] = [], types: [String?] = [], creators: [String?] = [], modifiers: [String?] = []
-        var created: [Double?] = [], modified: [Double?] = [], tags: [String?] = [], sequences: [Int64?] = []
-        var documents: [String?] = [], exact: [String?] = [], parents: [String?] = []
-        for key in deferredKeys {
-            guard var entry = written[key], entry.deferred else { continue }
-            entry.deferred = false
-            written[key] = entry
-            let row = entry.row, system = row.systemFields
-            zoneRows.append(key.zoneRow)
-            names.append(key.recordName)
+    /// The columns of rows written by one array-bound statement, an array per column, in the
+    /// order the statements' `unnest` reads them: name, type, created at and by, modified at and
+    /// by, change tag, change position, document and its exact text.
+    private struct RowColumns {
+        private var names: [String?] = [], types: [String?] = [], created: [Double?] = [], creators: [String?] = []
+        private var modified: [Double?] = [], modifiers: [String?] = [], tags: [String?] = [], sequences: [Int64?] = []
+        private var documents: [String?] = [], exact: [String?] = []
+
+        mutating func append(_ row: RecordRow, sequence: Int64) {
+            let system = row.systemFields
+            names.append(row.recordID.recordName)
             types.append(row.recordType)
             created.append(system.creationDate!.timeIntervalSinceReferenceDate)
             creators.append(system.creatorUserRecordID!.recordName)
             modified.append(system.modificationDate!.timeIntervalSinceReferenceDate)
             modifiers.append(system.lastModifiedUserRecordID!.recordName)
             tags.append(system.recordChangeTag!)
-            sequences.append(entry.sequence)
-            let (document, exactDocument) = Self.documents(of: row)
+            sequences.append(sequence)
+            let (document, exactDocument) = PostgresWriteTransaction.documents(of: row)
             documents.append(document)
             exact.append(exactDocument)
-            parents.append(row.parent?.recordID.recordName)
+        }
+
+        var parameters: [PostgresValue] {
+            [.textArray(names), .textArray(types), .doubleArray(created), .textArray(creators), .doubleArray(modified),
+             .textArray(modifiers), .textArray(tags), .int64Array(sequences), .textArray(documents), .textArray(exact)]
+        }
+    }
+
+    /// Writes the versions whose update was deferred (``writeRecord(_:replacing:)``) in one
+    /// statement: before a statement that reads or replaces what their rows hold, and before commit.
+    func writeDeferredUpdates() throws {
+        guard !deferredKeys.isEmpty else { return }
+        var zoneRows: [Int64?] = [], columns = RowColumns(), parents: [String?] = []
+        for key in deferredKeys {
+            guard var entry = written[key], entry.deferred else { continue }
+            entry.deferred = false
+            written[key] = entry
+            zoneRows.append(key.zoneRow)
+            columns.append(entry.row, sequence: entry.sequence)
+            parents.append(entry.row.parent?.recordID.recordName)
         }
         deferredKeys = []
-        guard !names.isEmpty else { return }
+        let count = zoneRows.count
+        guard count > 0 else { return }
         let changed = try connection.execute("""
             UPDATE records AS r SET record_type = u.t, created_at = u.ca, created_by = u.cb, modified_at = u.ma, modified_by = u.mb,
                 change_tag = u.tag, change_seq = u.seq, fields = u.doc::jsonb, exact_fields = u.ex, parent_name = u.p
             FROM unnest($1::int8[], $2::text[], $3::text[], $4::float8[], $5::text[], $6::float8[], $7::text[], $8::text[], $9::int8[], $10::text[], $11::text[], $12::text[])
                 AS u(z, n, t, ca, cb, ma, mb, tag, seq, doc, ex, p)
             WHERE r.zone_id = u.z AND r.record_name = u.n
-            """, [.int64Array(zoneRows), .textArray(names), .textArray(types), .doubleArray(created), .textArray(creators), .doubleArray(modified),
-                  .textArray(modifiers), .textArray(tags), .int64Array(sequences), .textArray(documents), .textArray(exact), .textArray(parents)])
+            """, [.int64Array(zoneRows)] + columns.parameters + [.textArray(parents)])
         // Each row was written by this transaction, under its zone's lock, by a role no policy binds.
-        guard changed == names.count else {
-            throw StratusError(.internalError, "\(names.count - changed) of \(names.count) records this transaction wrote were not there to update")
+        guard changed == count else {
+            throw StratusError(.internalError, "\(count - changed) of \(count) records this transaction wrote were not there to update")
         }
     }
 
