@@ -37,8 +37,8 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
     /// The multi-row inserts and upserts by number of rows, prepared once per transaction.
     /// The stored-record read, prepared once per transaction (an update reads every record).
     private var selectRecord: SQLiteStatement?
-    /// The one-step update of changed fields, prepared once per transaction.
-    private var updateInPlace: SQLiteStatement?
+    /// The check of a stored record an update without reading expects, prepared once per transaction.
+    private var checkStoredUpdate: SQLiteStatement?
     private var insertStatements: [SQLiteStatement?] = []
     /// Rows that ``writeRecord(_:replacing:)`` wrote and ``deleteRecord(_:)`` deleted, still to
     /// be written to or removed from `records`: written together, up to ``maximumRunLength`` to
@@ -50,7 +50,12 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
     private var pendingWrittenNames: Set<PendingName> = []
     private var pendingRowDeletions: [Int64] = []
     private var pendingDeletedNames: Set<PendingName> = []
+    /// Rows ``updateStoredRecord(_:)`` checked and merged, still to be moved to their new
+    /// change keys, as pending writes are.
+    private var pendingUpdates: [PendingUpdate] = []
+    private var pendingUpdatedNames: Set<PendingName> = []
     private var upsertStatements: [SQLiteStatement?] = []
+    private var moveStatements: [SQLiteStatement?] = []
     private var deleteStatements: [SQLiteStatement?] = []
     private var texts = TextArena()
     /// Asset content that rows named before this transaction and no longer name.
@@ -68,6 +73,15 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
         let row: RecordRow
         let zoneRow: Int64
         let sequence: Int64
+    }
+
+    private struct PendingUpdate {
+        let oldChangeKey: Int64
+        let newChangeKey: Int64
+        let modifiedAt: Double
+        let modifiedBy: String
+        let changeTag: String
+        let fields: [UInt8]
     }
 
     private struct ZoneState {
@@ -303,52 +317,55 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
 
     func updateStoredRecord(_ update: StoredRecordUpdate) throws -> Bool {
         let zone = try existingZone(update.recordID.zoneID)
-        try applyPendingChanges(naming: update.recordID.recordName, zoneRow: zones[zone].row)
+        let zoneRow = zones[zone].row
+        let name = update.recordID.recordName
+        try applyPendingChanges(naming: name, zoneRow: zoneRow)
         // The derived data of a row that may hold references, assets or searched words needs
         // its stored values: such a save takes the general way.
         if try zoneHasReferences(zone) || anyAssetReferences() || !searchableFields(of: update.recordType).isEmpty { return false }
-        if updateInPlace == nil { updateInPlace = try connection.statement(Self.updateStoredFields) }
-        let statement = updateInPlace!
-        statement.resetKeepingBindings()   // every parameter is bound below
+        if checkStoredUpdate == nil { checkStoredUpdate = try connection.statement(Self.checkStoredUpdate) }
+        let check = checkStoredUpdate!
+        check.resetKeepingBindings()   // every parameter is bound below
         texts.removeAll()
-        let zoneBefore = zones[zone]
-        try statement.bind(SQLiteSchema.changeKey(zoneRow: zoneBefore.row, sequence: try nextSequence(zone)), at: 1)
-        try statement.bind(.real(update.modificationDate.timeIntervalSinceReferenceDate), at: 2)
-        texts.add(update.lastModifiedUserRecordName, at: 3)
-        texts.add(update.changeTag, at: 4)
-        texts.add(utf8: update.changes, at: 5)
-        try statement.bind(zoneBefore.row, at: 6)
-        texts.add(update.recordID.recordName, at: 7)
-        texts.add(update.expectedChangeTag, at: 8)
-        texts.add(update.recordType, at: 9)
-        try statement.bind(Int64(update.maximumStoredDocumentLength), at: 10)
-        if let creator = update.requiredCreatorRecordName { texts.add(creator, at: 11) } else { try statement.bind(.null, at: 11) }
-        try statement.step(bindingInPlace: texts)
-        guard connection.changes == 1 else {
-            // Nothing written: the change number is not taken.
-            zones[zone] = zoneBefore
+        texts.add(utf8: update.changes, at: 1)
+        try check.bind(Int64(update.maximumStoredDocumentLength), at: 2)
+        try check.bind(.real(update.modificationDate.timeIntervalSinceReferenceDate), at: 3)
+        texts.add(update.lastModifiedUserRecordName, at: 4)
+        try check.bind(zoneRow, at: 5)
+        texts.add(name, at: 6)
+        texts.add(update.expectedChangeTag, at: 7)
+        texts.add(update.recordType, at: 8)
+        if let creator = update.requiredCreatorRecordName { texts.add(creator, at: 9) } else { try check.bind(.null, at: 9) }
+        // Not the record the update expects, or a merge that does not fit: nothing is taken.
+        guard try check.step(bindingInPlace: texts), !check.isNull(1) else {
+            check.reset()
             return false
         }
+        let merged = check.withTextBytes(1) { Array($0!) }
+        let pending = PendingUpdate(oldChangeKey: check.int64(0), newChangeKey: SQLiteSchema.changeKey(zoneRow: zoneRow, sequence: try nextSequence(zone)),
+                                    modifiedAt: check.double(2), modifiedBy: check.text(3) ?? "", changeTag: update.changeTag, fields: merged)
+        check.reset()
+        pendingUpdates.append(pending)
+        pendingUpdatedNames.insert(PendingName(zoneRow: zoneRow, name: name))
+        if pendingUpdates.count == Self.maximumRunLength { try applyPendingUpdates() }
         if try zoneHasTombstones(zone) {
             let clearTombstone = try connection.statement("DELETE FROM tombstones WHERE zone_id = ? AND record_name = ?")
-            try clearTombstone.bind([.integer(zoneBefore.row), .text(update.recordID.recordName)])
+            try clearTombstone.bind([.integer(zoneRow), .text(name)])
             try clearTombstone.step()
         }
         return true
     }
 
-    /// The one-step update of ``updateStoredRecord(_:)``: the row moves to its new change key
-    /// with its changed fields merged in, when it is as the update expects. The merge answers
-    /// NULL for a document that is too long (in bytes, which are at least its characters) or
-    /// holds more than fields, and `OR IGNORE` then skips the row (`fields` is NOT NULL): the
-    /// checks cost no second read of the document. The version is dated a millisecond after the
-    /// stored one when that is as late as the update's time
-    /// (as the general way dates it).
-    private static let updateStoredFields = """
-        UPDATE OR IGNORE records SET change_key = ?1, modified_at = max(?2, (round(modified_at * 1000) + 1) / 1000.0), modified_by = CASE ?3 WHEN created_by THEN '' ELSE ?3 END,
-            change_tag = ?4, fields = stratus_merge_fields(fields, ?5, ?10)
-        WHERE zone_id = ?6 AND record_name = ?7 AND change_tag = ?8 AND record_type = ?9 AND parent_name IS NULL
-            AND (?11 IS NULL OR created_by = ?11)
+    /// What ``updateStoredRecord(_:)`` checks and reads before its row is moved: the stored
+    /// row's change key, its fields with the changed ones merged in, the version's date (a
+    /// millisecond after the stored one when that is as late as the update's, as the general
+    /// way dates it) and modifier ('' for the creator), when the row is as the update expects.
+    /// The merge answers NULL for a document that is too long (in bytes, which are at least
+    /// its characters) or holds more than fields: the checks cost no second read of the document.
+    private static let checkStoredUpdate = """
+        SELECT change_key, stratus_merge_fields(fields, ?1, ?2), max(?3, (round(modified_at * 1000) + 1) / 1000.0), CASE ?4 WHEN created_by THEN '' ELSE ?4 END
+        FROM records WHERE zone_id = ?5 AND record_name = ?6 AND change_tag = ?7 AND record_type = ?8 AND parent_name IS NULL
+            AND (?9 IS NULL OR created_by = ?9)
         """
 
     /// Keeps `asset_refs` true for a record's row: what it names now, and, for a replaced row,
@@ -527,14 +544,15 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
     /// Writes and removes the rows of `records` that writes and deletions left pending.
     private func applyPendingChanges() throws {
         try applyPendingWrites()
+        try applyPendingUpdates()
         try applyPendingDeletions()
     }
 
     /// Applies the pending changes when one of them names `name`, so that its row is as written.
     private func applyPendingChanges(naming name: String, zoneRow: Int64) throws {
-        guard !pendingWrites.isEmpty || !pendingRowDeletions.isEmpty else { return }
+        guard !pendingWrites.isEmpty || !pendingUpdates.isEmpty || !pendingRowDeletions.isEmpty else { return }
         let key = PendingName(zoneRow: zoneRow, name: name)
-        if pendingWrittenNames.contains(key) || pendingDeletedNames.contains(key) { try applyPendingChanges() }
+        if pendingWrittenNames.contains(key) || pendingUpdatedNames.contains(key) || pendingDeletedNames.contains(key) { try applyPendingChanges() }
     }
 
     /// Writes the rows ``writeRecord(_:replacing:)`` left pending, in one statement: each row
@@ -568,6 +586,42 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
         try statement.step(bindingInPlace: texts)
         pendingWrites.removeAll(keepingCapacity: true)
         pendingWrittenNames.removeAll(keepingCapacity: true)
+    }
+
+    /// Moves the rows ``updateStoredRecord(_:)`` checked to their new change keys with their
+    /// merged fields, in one statement. Each row is found by the change key it had when it was
+    /// checked: a pending name is applied before anything else reads or writes it.
+    private func applyPendingUpdates() throws {
+        guard !pendingUpdates.isEmpty else { return }
+        let count = pendingUpdates.count
+        if moveStatements.isEmpty { moveStatements = Array(repeating: nil, count: Self.maximumRunLength + 1) }
+        if moveStatements[count] == nil {
+            let row = "(?, ?, ?, ?, ?, ?)"
+            moveStatements[count] = try connection.statement("""
+                WITH moved(old_key, new_key, modified_at, modified_by, change_tag, fields) AS (VALUES \(Array(repeating: row, count: count).joined(separator: ", ")))
+                UPDATE records SET change_key = moved.new_key, modified_at = moved.modified_at, modified_by = moved.modified_by,
+                    change_tag = moved.change_tag, fields = moved.fields
+                FROM moved WHERE records.change_key = moved.old_key
+                """)
+        }
+        let statement = moveStatements[count]!
+        statement.resetKeepingBindings()   // every parameter is bound below
+        texts.removeAll()
+        for (offset, update) in pendingUpdates.enumerated() {
+            let base = Int32(offset * 6)
+            try statement.bind(update.oldChangeKey, at: base + 1)
+            try statement.bind(update.newChangeKey, at: base + 2)
+            try statement.bind(.real(update.modifiedAt), at: base + 3)
+            texts.add(update.modifiedBy, at: base + 4)
+            texts.add(update.changeTag, at: base + 5)
+            texts.add(utf8: update.fields, at: base + 6)
+        }
+        try statement.step(bindingInPlace: texts)
+        guard connection.changes == count else {
+            throw StratusError(.internalError, "\(count) updated records were to be moved, but \(connection.changes) rows were")
+        }
+        pendingUpdates.removeAll(keepingCapacity: true)
+        pendingUpdatedNames.removeAll(keepingCapacity: true)
     }
 
     /// Removes the rows ``deleteRecord(_:)`` deleted from `records`, in one statement.

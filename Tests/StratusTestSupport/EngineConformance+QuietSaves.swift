@@ -15,14 +15,15 @@ extension EngineConformance {
         TestCase("a quiet save keeps a record's parent, encrypted values and .deleteSelf references true", quietSaveKeepsWhatItDidNotFetch),
         TestCase("a quiet save checks the merged size, grows the type in development and keeps searched words true", quietSaveChecksTheMergedRecord),
         TestCase("the last modifier through every way of saving: reads, equality and sorts name the creator until another user saves, and the creator again after", lastModifierEveryWay),
+        TestCase("a request of many quiet saves among many declared indexes, some stale: every record, index and change as saved one by one; an atomic one with a stale record leaves nothing", quietSavesAmongIndexes),
     ]
 
     /// Saves `records` with an operation that has no per-record block: answers each failed
     /// record's error (from the final `partialFailure`).
-    private static func quietSave(_ records: [Record], in database: Database, writeMode: RecordWriteMode? = nil) async throws -> [Record.ID: StratusError] {
+    private static func quietSave(_ records: [Record], in database: Database, writeMode: RecordWriteMode? = nil, atomic: Bool = false) async throws -> [Record.ID: StratusError] {
         let operation = ModifyRecordsOperation(recordsToSave: records)
         if let writeMode { operation.writeMode = writeMode }
-        operation.isAtomic = false
+        operation.isAtomic = atomic
         let final = Box<Result<Void, any Error>?>(nil)
         operation.modifyRecordsResultBlock = { final.value = $0 }
         await run(operation, on: database)
@@ -263,5 +264,92 @@ extension EngineConformance {
         #expect(try await quietSave([words], in: database).isEmpty)
         #expect(try await TestDatabase.queryAll(try Query(recordType: "Note", format: "self CONTAINS 'plums'"), in: database).count == 1)
         #expect(try await TestDatabase.queryAll(try Query(recordType: "Note", format: "self CONTAINS 'apples'"), in: database).isEmpty)
+    }
+
+    static func quietSavesAmongIndexes(_ env: Environment) async throws {
+        let container = env.container()
+        for number in 0..<12 {
+            var other = RecordTypeSchema(recordType: "Other\(number)")
+            other.addField("v", type: .int64, indexes: [.queryable, .sortable])
+            try await container.saveSchema(other)
+        }
+        var schema = RecordTypeSchema(recordType: "Many")
+        schema.addField("n", type: .int64, indexes: [.queryable, .sortable])
+        schema.addField("label", type: .string, indexes: [.queryable])
+        schema.addField("kept", type: .string)
+        try await container.saveSchema(schema)
+        let database = container.publicCloudDatabase
+        let zone = try await EngineConformance.atomicZone(in: database)
+        func name(_ number: Int) -> String { String(format: "q-%03d", number) }
+        try await TestDatabase.save((0..<120).map {
+            makeRecord("Many", name($0), zoneID: zone, ["n": .int64(Int64($0)), "label": .string("old"), "kept": .string("k\($0)")])
+        }, in: database)
+        var expected: [Int: (n: Int64, label: String)] = [:]
+        for number in 0..<120 { expected[number] = (Int64(number), "old") }
+        // Read without `kept`, so that every save merges its changes into the stored record.
+        let ids = (0..<120).map { Record.ID(recordName: name($0), zoneID: zone) }
+        var copies: [Int: Record] = [:]
+        for (id, result) in try await database.records(for: ids, desiredKeys: ["n", "label"]) {
+            copies[Int(id.recordName.dropFirst(2))!] = try result.get()
+        }
+        // Every tenth record is changed by another save after it was read: its copy is stale.
+        for number in stride(from: 5, to: 100, by: 10) {
+            let other = try #require(try await TestDatabase.fetch(name(number), zoneID: zone, in: database))
+            other["n"] = Int64(5_000 + number)
+            _ = try await database.save(other)
+            expected[number] = (Int64(5_000 + number), "old")
+        }
+        let start = try await database.recordZoneChanges(inZoneWith: zone, since: nil).changeToken
+
+        // 0..<100 saved quietly in one request (n descending, so that every index entry moves),
+        // more than one statement's worth of rows on either side of each stale one.
+        let saved = (0..<100).map { number -> Record in
+            let copy = copies[number]!
+            copy["n"] = Int64(1_000 - number)
+            copy["label"] = "new"
+            if number % 10 != 5 { expected[number] = (Int64(1_000 - number), "new") }
+            return copy
+        }
+        let errors = try await quietSave(saved, in: database)
+        #expect(Set(errors.keys) == Set(stride(from: 5, to: 100, by: 10).map { Record.ID(recordName: name($0), zoneID: zone) }))
+        #expect(errors.values.allSatisfy { $0.code == .serverRecordChanged })
+
+        func expectStored(_ context: String) async throws {
+            let sorted = Query(recordType: "Many", predicate: try QueryPredicate(format: "n >= 0"))
+            sorted.sortDescriptors = [RecordSortDescriptor(key: "n")]
+            let byN = try await TestDatabase.queryAll(sorted, in: database, zoneID: zone, pageSize: 37)
+            expectSameOrder(TestDatabase.names(byN), expected.sorted { $0.value.n < $1.value.n }.map { name($0.key) }, "\(context): sorted by the indexed n")
+            for label in ["new", "old"] {
+                let matching = try await TestDatabase.queryAll(Query(recordType: "Many", predicate: try QueryPredicate(format: "label == %@", argumentArray: [label])), in: database, zoneID: zone)
+                #expect(Set(TestDatabase.names(matching)) == Set(expected.filter { $0.value.label == label }.map { name($0.key) }), "\(context): label == \(label)")
+            }
+            for number in 0..<120 {
+                let stored = try #require(try await TestDatabase.fetch(name(number), zoneID: zone, in: database))
+                #expect(stored.fieldValues == ["n": .int64(expected[number]!.n), "label": .string(expected[number]!.label), "kept": .string("k\(number)")],
+                        "\(context): \(name(number))")
+            }
+        }
+        try await expectStored("after the request")
+        let changes = try await database.recordZoneChanges(inZoneWith: zone, since: start)
+        #expect(Set(changes.modificationResultsByID.keys.map(\.recordName)) == Set((0..<100).filter { $0 % 10 != 5 }.map(name)))
+        #expect(changes.deletions.isEmpty)
+        for (id, result) in changes.modificationResultsByID {
+            let changed = try result.get().record
+            #expect(changed.recordChangeTag == (try await TestDatabase.fetch(id.recordName, zoneID: zone, in: database))?.recordChangeTag, "\(id.recordName)'s change")
+        }
+
+        // An atomic request of quiet saves whose last record is stale writes nothing.
+        var fresh: [Record] = []
+        for (_, result) in try await database.records(for: Array(ids[0..<70]), desiredKeys: ["n"]) {
+            let copy = try result.get()
+            copy["n"] = Int64(-1)
+            fresh.append(copy)
+        }
+        let staleCopy = copies[75]!
+        staleCopy["n"] = Int64(-1)
+        let refused = try await quietSave(fresh.sorted { $0.recordID.recordName < $1.recordID.recordName } + [staleCopy], in: database, atomic: true)
+        #expect(refused[staleCopy.recordID]?.code == .serverRecordChanged)
+        #expect(refused[ids[0]]?.code == .batchRequestFailed && refused[ids[69]]?.code == .batchRequestFailed)
+        try await expectStored("after the refused atomic request")
     }
 }
