@@ -115,16 +115,7 @@ extension EngineConformance {
                 let rejects = Rejections()
                 let summary = try await RecordImporter(database: database, options: options).run(from: RecordList(items: repeatedNameInput(prefix: prefix)), rejects: rejects)
                 let what = "\(mode), batches of \(size)"
-                #expect(rejects.all.map(\.line) == expectedRejects.all.map(\.line), "\(what): \(rejects.all.map(\.message)) vs \(expectedRejects.all.map(\.message))")
-                #expect(rejects.all.map(\.recordName) == expectedRejects.all.map(\.recordName), "\(what)")
-                for (got, wanted) in zip(rejects.all, expectedRejects.all) {
-                    // Messages name change tags, which differ from store to store: the first words say what failed.
-                    #expect(got.message.prefix(24) == wanted.message.prefix(24), "\(what): \(got.message) vs \(wanted.message)")
-                }
-                #expect([summary.read, summary.created, summary.updated, summary.unchanged, summary.deleted, summary.failed] as [Int]
-                            == [expected.read, expected.created, expected.updated, expected.unchanged, expected.deleted, expected.failed] as [Int],
-                        "\(what): \(summary) vs \(expected)")
-                #expect(summary.end == .finished)
+                expectSameImport(summary, rejects: rejects, as: expected, expectedRejects: expectedRejects, what)
                 #expect(try await repeatedNameState(prefix: prefix, in: database) == expectedState, "\(what)")
                 #expect(dryRejects.all.map(\.line) == expectedRejects.all.map(\.line), "dry run, \(what): \(dryRejects.all.map(\.message))")
                 #expect([dry.created, dry.updated, dry.unchanged, dry.deleted, dry.failed] as [Int] == [expected.created, expected.updated, expected.unchanged, expected.deleted, expected.failed] as [Int],
@@ -241,14 +232,7 @@ extension EngineConformance {
                 let rejects = Rejections()
                 let summary = try await RecordImporter(database: database, options: options).run(from: RecordList(items: acrossSegmentsInput(prefix: prefix)), rejects: rejects)
                 let what = "\(mode), batches of \(size)"
-                #expect(rejects.all.map(\.line) == expectedRejects.all.map(\.line), "\(what): \(rejects.all.map(\.message)) vs \(expectedRejects.all.map(\.message))")
-                for (got, wanted) in zip(rejects.all, expectedRejects.all) {
-                    #expect(got.message.prefix(24) == wanted.message.prefix(24), "\(what): \(got.message) vs \(wanted.message)")
-                }
-                #expect([summary.read, summary.created, summary.updated, summary.unchanged, summary.deleted, summary.failed] as [Int]
-                            == [expected.read, expected.created, expected.updated, expected.unchanged, expected.deleted, expected.failed] as [Int],
-                        "\(what): \(summary) vs \(expected)")
-                #expect(summary.end == .finished)
+                expectSameImport(summary, rejects: rejects, as: expected, expectedRejects: expectedRejects, what)
                 let got = try await state(prefix, in: database, since: starts[ObjectIdentifier(database)])
                 // Change tags are the store's own: compared with what the same store's changes say.
                 func untagged(_ map: [String: String]) -> [String: String] { map.mapValues { $0.components(separatedBy: " tag=")[0] } }
@@ -266,6 +250,23 @@ extension EngineConformance {
     /// Whether a record's change since before the import says what is stored: the record with
     /// its values and change tag, or for a record not stored, its deletion or (made and deleted
     /// since) nothing.
+    /// An import's summary and rejects are the reference import's: the same lines refused for
+    /// the same records and reasons, and the same counts.
+    static func expectSameImport(_ summary: RecordImporter.Summary, rejects: Rejections, as expected: RecordImporter.Summary, expectedRejects: Rejections,
+                                 _ what: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(rejects.all.map(\.line) == expectedRejects.all.map(\.line), "\(what): \(rejects.all.map(\.message)) vs \(expectedRejects.all.map(\.message))",
+                sourceLocation: sourceLocation)
+        #expect(rejects.all.map(\.recordName) == expectedRejects.all.map(\.recordName), "\(what)", sourceLocation: sourceLocation)
+        for (got, wanted) in zip(rejects.all, expectedRejects.all) {
+            // Messages name change tags, which differ from store to store: the first words say what failed.
+            #expect(got.message.prefix(24) == wanted.message.prefix(24), "\(what): \(got.message) vs \(wanted.message)", sourceLocation: sourceLocation)
+        }
+        #expect([summary.read, summary.created, summary.updated, summary.unchanged, summary.deleted, summary.failed] as [Int]
+                    == [expected.read, expected.created, expected.updated, expected.unchanged, expected.deleted, expected.failed] as [Int],
+                "\(what): \(summary) vs \(expected)", sourceLocation: sourceLocation)
+        #expect(summary.end == .finished, sourceLocation: sourceLocation)
+    }
+
     static func changeMatches(_ change: String?, stored: String) -> Bool {
         stored == "missing" ? change == nil || change == "deleted" : change == stored
     }
