@@ -82,7 +82,10 @@ struct CopyCommand: Command {
         do {
             summary = try await copier.run(checkpointStore: checkpoint) { progress.update(done: $0) }
         } catch let error as StratusError where error.code == .invalidArguments {
-            throw UsageError(message: error.message + (checkpointPath == nil ? " (give --checkpoint to make a copy that can go on after a stop)" : ""))
+            // The advice fits a destination left holding records by a copy stopped without a
+            // checkpoint, not the other refusals (the same store under two names).
+            let leftHoldingRecords = checkpointPath == nil && error.message.hasPrefix("the destination already holds")
+            throw UsageError(message: error.message + (leftHoldingRecords ? " (give --checkpoint to make a copy that can go on after a stop)" : ""))
         }
         let skipped = summary.zonesSkipped > 0 ? " (\(StoreReport.counted(summary.zonesSkipped, "zone")) copied by an earlier run)" : ""
         if summary.end == .cancelled {

@@ -32,7 +32,7 @@ enum Help {
         for command in commands {
             out += "  " + command.name.padding(toLength: nameWidth, withPad: " ", startingAt: 0) + command.summary + "\n"
         }
-        out += "\nStore options (every command):\n" + OptionGroup.store.options.map(describe).joined()
+        out += "\nStore options (the commands that read or write one store's records; copy names its\nstores with --from and --to, info and check take --store only):\n" + OptionGroup.store.options.map(describe).joined()
         out += "\nData goes to stdout; progress, summaries and errors go to stderr.\n"
         out += "\n" + ExitCode.help + "\n\nRun 'stratus help COMMAND' for a command's options.\n"
         return out

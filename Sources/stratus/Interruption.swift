@@ -52,7 +52,7 @@ enum Interruption {
                     PostgresConnectionPool.cancelStatementsInFlight(timeout: 2)
                     exit(128 + number)
                 }
-                StandardError.write("\nstratus: stopping after the current batch (signal \(number)); SIGINT or SIGTERM stops at once\n")
+                StandardError.write("\nstratus: stopping after the current batch (signal \(number)); a second SIGINT or SIGTERM stops at once\n")
                 stop()
             }
             source.resume()

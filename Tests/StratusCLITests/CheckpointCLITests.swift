@@ -292,6 +292,8 @@ struct CheckpointCLITests {
             let terminated = await second.wait()
             try #require(progressed, "the resumed import never moved the checkpoint: \(terminated)")
             #expect(!terminated.signalled && terminated.exitCode == 143, "SIGTERM finishes the batch, saves the checkpoint and exits 143: \(terminated)")
+            // The signal just sent did not stop it at once, so the notice says which one would.
+            #expect(terminated.stderr.contains("stopping after the current batch (signal 15); a second SIGINT or SIGTERM stops at once"), "\(terminated)")
             #expect(terminated.stdout.isEmpty)
             #expect(terminated.stderr.contains("going on from the checkpoint") && terminated.stderr.contains("stopped: run the same command again (with --checkpoint \(checkpoint))"), "a resumed run says so, a stopped one how to go on: \(terminated)")
             let afterTerm = try #require(Self.committedItems(checkpoint), "SIGTERM leaves a checkpoint: \(terminated)")

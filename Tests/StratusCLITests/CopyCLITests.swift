@@ -433,7 +433,11 @@ struct CopyCLITests {
                 #expect(try await cli.run(["import", "--quiet", "--store", path], stdin: Input.notes(5)).exitCode == 0)
             }
             let full = try await cli.run(["copy", "--from", source, "--to", other])
-            #expect(full.exitCode == 64 && full.stderr.contains("already holds 5 records"), "\(full)")
+            #expect(full.exitCode == 64 && full.stderr.contains("already holds 5 records") && full.stderr.contains("give --checkpoint"), "\(full)")
+            // The same store under another name: a checkpoint would not help, so none is advised.
+            let sourceAgain = (source as NSString).deletingLastPathComponent + "/./" + (source as NSString).lastPathComponent
+            let itself = try await cli.run(["copy", "--from", source, "--to", sourceAgain])
+            #expect(itself.exitCode == 64 && itself.stderr.contains("the same store") && !itself.stderr.contains("--checkpoint"), "\(itself)")
 
             // A checkpoint made by a copy from `other` is not applied to a copy from `source`.
             let checkpoint = store.path("copy.checkpoint")
