@@ -77,7 +77,8 @@ final class CheckpointFile: ImportCheckpointStore {
     private func contents() throws -> Contents? {
         guard FileManager.default.fileExists(atPath: resolvedPath) else { return nil }
         let data = try KeptFile.contents(of: resolvedPath, atMost: Self.maximumSize, what: "checkpoint")
-        let contents = try KeptFile.decodeCheckpoint(Contents.self, from: data, named: path, expected: "an import checkpoint", key: "input")
+        let contents = try KeptFile.decodeCheckpoint(Contents.self, from: data, named: path, expected: "an import checkpoint", key: "input",
+                                                     command: "import")
         guard contents.input == input && contents.inputSize == inputSize else {
             throw UsageError(message: "the checkpoint \(path) belongs to \(contents.input) (\(contents.inputSize ?? 0) bytes), not to this input; remove it to start over")
         }

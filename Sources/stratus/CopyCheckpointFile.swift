@@ -31,7 +31,8 @@ final class CopyCheckpointFile: StoreCopier.CheckpointStore {
     func load() throws -> StoreCopier.Checkpoint? {
         guard FileManager.default.fileExists(atPath: resolvedPath) else { return nil }
         let data = try KeptFile.contents(of: resolvedPath, atMost: Self.maximumSize, what: "checkpoint")
-        return try KeptFile.decodeCheckpoint(StoreCopier.Checkpoint.self, from: data, named: path, expected: "a checkpoint of `stratus copy`", key: "destinationIdentifier")
+        return try KeptFile.decodeCheckpoint(StoreCopier.Checkpoint.self, from: data, named: path, expected: "a checkpoint of `stratus copy`",
+                                            key: "destinationIdentifier", command: "copy")
     }
 
     /// - Throws: ``CommandFailure`` `cannotCreateOutput` when it cannot be written.

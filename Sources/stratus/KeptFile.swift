@@ -109,26 +109,55 @@ enum KeptFile {
         return data
     }
 
-    /// The refusal of a `--checkpoint` file that holds no checkpoint of the command (`expected`,
-    /// such as "an import checkpoint"): it names what the file holds when it is another Stratus
-    /// command's checkpoint, and never advises removing it, since it may be the input, an
-    /// export or another job's checkpoint, named by mistake. The file is left as it is.
     /// Decodes a checkpoint file's contents. Every checkpoint is one JSON object: anything
     /// else (an array, an input file, binary data) is refused before it is parsed, as Foundation
     /// builds the whole JSON tree first, at some thirty times the file's size.
     ///
-    /// - Throws: ``UsageError`` (``notACheckpoint(_:holding:expected:)``).
-    static func decodeCheckpoint<T: Decodable>(_ type: T.Type, from data: Data, named name: String, expected: String, key: String) throws -> T {
+    /// `command` is the first word of the command the checkpoint is for (`import`, `update`,
+    /// `copy`): a file that is that command's checkpoint but does not decode (edited by hand, or
+    /// damaged) is named as such, not as another command's checkpoint.
+    ///
+    /// - Throws: ``UsageError`` (``notACheckpoint(_:holding:expected:)``, or naming the member of
+    ///   a damaged checkpoint of `command` that does not read).
+    static func decodeCheckpoint<T: Decodable>(_ type: T.Type, from data: Data, named name: String, expected: String, key: String,
+                                               command: String) throws -> T {
         let first = firstSignificantByte(of: data)
         // The key every such checkpoint writes near its start (the one with a list comes later):
         // another JSON object, however large, is refused without being parsed.
         let start = data.prefix(64 << 10)
-        guard first == UInt8(ascii: "{"), start.firstRange(of: Data("\"\(key)\":".utf8)) != nil,
-              let decoded = try? JSONDecoder().decode(type, from: data) else {
+        guard first == UInt8(ascii: "{"), start.firstRange(of: Data("\"\(key)\":".utf8)) != nil else {
             throw notACheckpoint(name, holding: data, expected: expected)
         }
-        return decoded
+        do {
+            return try JSONDecoder().decode(type, from: data)
+        } catch {
+            guard checkpointCommand(holding: data) == command else {
+                throw notACheckpoint(name, holding: data, expected: expected)
+            }
+            throw UsageError(message: "the checkpoint file \(name) is a checkpoint of `stratus \(command)` that Stratus cannot read (\(unreadableMember(error))): it was edited or damaged; remove it to start over")
+        }
     }
+
+    /// What a checkpoint's decoding failed on, for a message: the member and what was wrong.
+    /// The file is known to be a JSON object here, so a failure without a member is a number
+    /// Foundation would not convert (a fraction or an out-of-range number for a count).
+    private static func unreadableMember(_ error: any Error) -> String {
+        func member(_ path: [any CodingKey]) -> String {
+            "member '" + path.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".") + "'"
+        }
+        switch error as? DecodingError {
+        case .keyNotFound(let key, let context)?: return "\(member(context.codingPath + [key])) is missing"
+        case .valueNotFound(_, let context)? where !context.codingPath.isEmpty: return "\(member(context.codingPath)) is null"
+        case .typeMismatch(_, let context)? where !context.codingPath.isEmpty: return "\(member(context.codingPath)) holds a value of another type"
+        case .dataCorrupted(let context)? where !context.codingPath.isEmpty: return "\(member(context.codingPath)) holds a value out of range"
+        default: return "a number in it does not fit its member (a fraction, or out of range)"
+        }
+    }
+
+    /// The refusal of a `--checkpoint` file that holds no checkpoint of the command (`expected`,
+    /// such as "an import checkpoint"): it names what the file holds when it is another Stratus
+    /// command's checkpoint, and never advises removing it, since it may be the input, an
+    /// export or another job's checkpoint, named by mistake. The file is left as it is.
 
     /// The first byte of `data` that is not JSON white space.
     private static func firstSignificantByte(of data: Data) -> UInt8? {
@@ -136,20 +165,25 @@ enum KeptFile {
     }
 
     static func notACheckpoint(_ name: String, holding data: Data, expected: String) -> UsageError {
+        let holds = checkpointCommand(holding: data).map { "the checkpoint of a `stratus \($0)`" } ?? "no Stratus checkpoint"
+        return UsageError(message: "the checkpoint file \(name) holds \(holds), not \(expected); name another file for --checkpoint (this one is left as it is)")
+    }
+
+    /// The first word of the command whose checkpoint `data` looks like (`import`, `update`,
+    /// `copy`…), from the members each command's checkpoint always writes; nil for anything else.
+    private static func checkpointCommand(holding data: Data) -> String? {
         // Another command's checkpoint is small and an object; nothing else is parsed to say what it is.
         let first = firstSignificantByte(of: data)
-        let object = first == UInt8(ascii: "{") && data.count <= 1 << 20 ? (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] : nil
-        let holds: String
-        if let object, object["input"] is String, object["committedItems"] != nil {
-            holds = "the checkpoint of a `stratus import`"
-        } else if let object, let command = object["command"] as? String, object["job"] is String {
-            holds = "the checkpoint of a `stratus \(command.split(separator: " ").first.map(String.init) ?? command)`"
-        } else if let object, object["sourceIdentifier"] is String, object["destinationIdentifier"] is String {
-            holds = "the checkpoint of a `stratus copy`"
-        } else {
-            holds = "no Stratus checkpoint"
+        guard first == UInt8(ascii: "{"), data.count <= 1 << 20,
+              let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else { return nil }
+        if object["input"] is String, object["committedItems"] != nil {
+            return "import"
+        } else if let command = object["command"] as? String, object["job"] is String {
+            return command.split(separator: " ").first.map(String.init) ?? command
+        } else if object["sourceIdentifier"] is String, object["destinationIdentifier"] is String {
+            return "copy"
         }
-        return UsageError(message: "the checkpoint file \(name) holds \(holds), not \(expected); name another file for --checkpoint (this one is left as it is)")
+        return nil
     }
 
     /// Replaces the file at `resolved` with `data` durably: a temporary file beside it, fsync,

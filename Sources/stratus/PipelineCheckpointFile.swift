@@ -45,8 +45,9 @@ final class PipelineCheckpointFile: PipelineCheckpointStore, @unchecked Sendable
     func load() throws -> PipelineCheckpointStoreEntry? {
         guard FileManager.default.fileExists(atPath: resolvedPath) else { return nil }
         let data = try KeptFile.contents(of: resolvedPath, atMost: Self.maximumSize, what: "checkpoint")
+        let commandName = command.split(separator: " ").first.map(String.init) ?? command
         let contents = try KeptFile.decodeCheckpoint(Contents.self, from: data, named: path,
-                                                     expected: "a checkpoint of `stratus \(command.split(separator: " ").first.map(String.init) ?? command)`", key: "command")
+                                                     expected: "a checkpoint of `stratus \(commandName)`", key: "command", command: commandName)
         guard contents.command == command else {
             throw UsageError(message: "the checkpoint \(path) belongs to another command (\(contents.command)); name another file for --checkpoint, or remove it if that job is over")
         }

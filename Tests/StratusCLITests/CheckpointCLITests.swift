@@ -155,6 +155,36 @@ struct CheckpointCLITests {
         }
     }
 
+    @Test("a command's own checkpoint that does not decode (a member edited to another type) is named as damaged, with the member, not as another command's; nothing is written and the file is left")
+    func damagedCheckpointOfTheSameCommand() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            try await cli.createStore()
+            let input = try cli.file("in.ndjson", #"{"recordName":"a","recordType":"T","fields":{}}"# + "\n")
+            let size = try FileManager.default.attributesOfItem(atPath: input)[.size] as? Int ?? 0
+            let checkpoint = store.path("damaged.checkpoint")
+
+            for (committed, fault) in [(#""40""#, "member 'committedItems' holds a value of another type"),
+                                       ("1.5", "a number in it does not fit its member (a fraction, or out of range)")] {
+                let importCheckpoint = #"{"input":"\#(input)","inputSize":\#(size),"committedItems":\#(committed)}"#
+                _ = try cli.file("damaged.checkpoint", importCheckpoint)
+                let imported = try await cli.run(["import", input, "--checkpoint", checkpoint])
+                #expect(imported.exitCode == 64, "\(imported)")
+                #expect(imported.stderr.contains("the checkpoint file \(checkpoint) is a checkpoint of `stratus import` that Stratus cannot read (\(fault)): it was edited or damaged; remove it to start over"), "\(imported)")
+                #expect(!imported.stderr.contains("not an import checkpoint"), "\(imported)")
+                #expect(cli.read(checkpoint) == importCheckpoint)
+                #expect(try await cli.count("T") == 0)
+            }
+
+            let updateCheckpoint = #"{"command":"update T where TRUEPREDICATE set n=1 in default/public/_defaultZone","job":"pipeline-x","position":5}"#
+            _ = try cli.file("damaged.checkpoint", updateCheckpoint)
+            let updated = try await cli.run(["update", "--type", "T", "--all", "--set", "n=1", "--checkpoint", checkpoint])
+            #expect(updated.exitCode == 64, "\(updated)")
+            #expect(updated.stderr.contains("is a checkpoint of `stratus update` that Stratus cannot read (member 'position' holds a value of another type)"), "\(updated)")
+            #expect(cli.read(checkpoint) == updateCheckpoint)
+        }
+    }
+
     @Test("a checkpoint of a version before jobs names its job in the store before its first batch: a run stopped before any batch commits resumes")
     func checkpointWithoutJob() async throws {
         try await TemporaryStore.with { store in
