@@ -185,6 +185,24 @@ struct CheckpointCLITests {
         }
     }
 
+    @Test("a checkpoint that counts more settled items than the input holds (another input of the same size, or edited) is refused at the input's end: exit 64, not a success that imported nothing, and the checkpoint is kept")
+    func checkpointPastTheInputsEnd() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            try await cli.createStore()
+            let input = try cli.file("in.ndjson", #"{"recordName":"a","recordType":"T","fields":{}}"# + "\n" + #"{"recordName":"b","recordType":"T","fields":{}}"# + "\n")
+            let size = try FileManager.default.attributesOfItem(atPath: input)[.size] as? Int ?? 0
+            let checkpoint = store.path("past-the-end.checkpoint")
+            _ = try cli.file("past-the-end.checkpoint", #"{"input":"\#(input)","inputSize":\#(size),"committedItems":1000}"#)
+            let run = try await cli.run(["import", input, "--checkpoint", checkpoint])
+            #expect(run.exitCode == 64, "\(run)")
+            #expect(run.stderr.contains("it says the first 1000 input items were settled, but the input holds 2: the checkpoint was made with another input, or edited. Remove the checkpoint to import the whole input"), "\(run)")
+            #expect(run.stderr.contains("stopped by an error: imported 0"), "the summary is not a success line: \(run)")
+            #expect(cli.exists(checkpoint), "kept: the run did not end the job")
+            #expect(try await cli.count("T") == 0)
+        }
+    }
+
     @Test("a checkpoint of a version before jobs names its job in the store before its first batch: a run stopped before any batch commits resumes")
     func checkpointWithoutJob() async throws {
         try await TemporaryStore.with { store in

@@ -257,6 +257,12 @@ final class ImportRun {
             }
             if summary.read & 255 == 0 { report() }
         }
+        if stop == nil && consumed < skip {
+            // The checkpoint (or the store's record of its job) counts items past the end of the
+            // input: it was made with another input of the same size, or edited. Ending here
+            // would report an import of what was never read, and remove the checkpoint.
+            throw failure(.checkpoint, StratusError(.invalidArguments, "it says the first \(skip) input items were settled, but the input holds \(consumed): the checkpoint was made with another input, or edited. Remove the checkpoint to import the whole input"))
+        }
         return try await finish(consumed: consumed)
     }
 
