@@ -33,6 +33,25 @@ struct ImportSemanticsCLITests {
         }
     }
 
+    @Test("--as-administrator over a stored record with its own change tag and a member kept as it came (a new version the store makes) keeps the given modifier, never a crash", arguments: TestEngine.all)
+    func administratorReissuesTagOfStoredVersion(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let stored = #"{"recordName":"r","recordType":"Item","fields":{},"created":{"timestamp":1000,"userRecordName":"\#(Self.cloudKitUser)"},"modified":{"timestamp":2000,"userRecordName":"\#(Self.cloudKitUser)"},"recordChangeTag":"tag1"}"#
+            let first = try await cli.run(["import", "--as-administrator"], stdin: stored + "\n")
+            #expect(first.exitCode == 0, "\(first)")
+            // The same version, but for a member Stratus keeps as it came: not the stored version.
+            let withMember = String(stored.dropLast()) + #","pluginFields":{"a":1}}"#
+            let second = try await cli.run(["import", "--as-administrator"], stdin: withMember + "\n")
+            #expect(second.exitCode == 0, "\(second)")
+            #expect(second.stderr.contains("updated 1"), "\(second)")
+            let items = try await cli.exported("Item")
+            #expect(items["r"]?["recordChangeTag"] as? String != "tag1", "a new version has a tag of its own: \(items)")
+            #expect((items["r"]?["modified"] as? [String: Any])?["userRecordName"] as? String == Self.cloudKitUser, "\(items)")
+            #expect(try await cli.run(["check"]).exitCode == 0)
+        }
+    }
+
     @Test("__defaultOwner__ as a record's creator or modifier (CloudKit's name for the current user) is restored as the importing user; the administrator, who is no user, restores it as written, and a copy carries it", arguments: TestEngine.all)
     func currentUserDefaultNameAsCreator(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

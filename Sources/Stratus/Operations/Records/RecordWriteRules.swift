@@ -212,7 +212,8 @@ enum RecordWriteRules {
         if keep, !keepingGivenVersion, let existing, let tag = given.recordChangeTag, tag == existing.recordChangeTag {
             system.recordChangeTag = reissuedTag(tag, fields: fields, encryptedKeys: encrypted)
             system.modificationDate = modified
-            system.lastModifiedUserRecordID = context.userRecordID
+            // The store's administrator is no user: its new version keeps the modifier it was given.
+            system.lastModifiedUserRecordID = context.userRecordID ?? system.lastModifiedUserRecordID
         }
         // A stored record this save changes has the tag and modification the store gives it,
         // which its reads hand out (a change feed, an export to update from), also where the
