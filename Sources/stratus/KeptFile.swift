@@ -154,16 +154,15 @@ enum KeptFile {
         }
     }
 
-    /// The refusal of a `--checkpoint` file that holds no checkpoint of the command (`expected`,
-    /// such as "an import checkpoint"): it names what the file holds when it is another Stratus
-    /// command's checkpoint, and never advises removing it, since it may be the input, an
-    /// export or another job's checkpoint, named by mistake. The file is left as it is.
-
     /// The first byte of `data` that is not JSON white space.
     private static func firstSignificantByte(of data: Data) -> UInt8? {
         data.first { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }
     }
 
+    /// The refusal of a `--checkpoint` file that holds no checkpoint of the command (`expected`,
+    /// such as "an import checkpoint"): it names what the file holds when it is another Stratus
+    /// command's checkpoint, and never advises removing it, since it may be the input, an
+    /// export or another job's checkpoint, named by mistake. The file is left as it is.
     static func notACheckpoint(_ name: String, holding data: Data, expected: String) -> UsageError {
         let holds = checkpointCommand(holding: data).map { "the checkpoint of a `stratus \($0)`" } ?? "no Stratus checkpoint"
         return UsageError(message: "the checkpoint file \(name) holds \(holds), not \(expected); name another file for --checkpoint (this one is left as it is)")

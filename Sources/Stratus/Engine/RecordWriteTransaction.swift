@@ -61,6 +61,11 @@ public protocol RecordWriteTransaction: AnyObject {
     /// when the engine would need the stored values to keep its derived data true (the zone's
     /// `.deleteSelf` references, named asset content, the type's word index): the caller then
     /// saves the record the general way, which reads it and finds out why.
+    ///
+    /// The answer is final when it is given; the row itself may be written later in the
+    /// transaction (with others, in one statement), provided that every read or write that
+    /// names the record, and every read of the table as a whole, sees it written, and that it
+    /// is written before commit.
     func updateStoredRecord(_ update: StoredRecordUpdate) throws -> Bool
 
     /// Deletes a stored record and leaves a tombstone. Answers `false` when there was none.
