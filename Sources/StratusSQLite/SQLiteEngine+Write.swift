@@ -39,7 +39,7 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
     private var selectRecord: SQLiteStatement?
     /// The check of a stored record an update without reading expects, prepared once per transaction.
     private var checkStoredUpdate: SQLiteStatement?
-    private var insertStatements: [SQLiteStatement?] = []
+    private var insertStatements = RunStatements()
     /// Rows that ``writeRecord(_:replacing:)`` wrote and ``deleteRecord(_:)`` deleted, still to
     /// be written to or removed from `records`: written together, up to ``maximumRunLength`` to
     /// a statement, before anything reads or writes a pending name, and before the table is
@@ -54,15 +54,35 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
     /// change keys, as pending writes are.
     private var pendingUpdates: [PendingUpdate] = []
     private var pendingUpdatedNames: Set<PendingName> = []
-    private var upsertStatements: [SQLiteStatement?] = []
-    private var moveStatements: [SQLiteStatement?] = []
-    private var deleteStatements: [SQLiteStatement?] = []
+    private var upsertStatements = RunStatements()
+    private var moveStatements = RunStatements()
+    private var deleteStatements = RunStatements()
     private var texts = TextArena()
     /// Asset content that rows named before this transaction and no longer name.
     private(set) var releasedAssetContents: Set<String> = []
     /// Whether any record names asset content (nil until asked): when none does and a row
     /// names none, its write need not look at `asset_refs`.
     private var storeHasAssetRefs: Bool?
+
+    /// Statements of one kind for runs of rows, prepared once per transaction for each run
+    /// length (1 to ``maximumRunLength``) the transaction meets.
+    private struct RunStatements {
+        private var prepared: [SQLiteStatement?] = []
+
+        /// The statement for `rows` rows, prepared from `sql(rows)` the first time.
+        mutating func statement(rows: Int, on connection: SQLiteConnection, sql: (Int) -> String) throws -> SQLiteStatement {
+            if prepared.isEmpty { prepared = Array(repeating: nil, count: SQLiteWriteTransaction.maximumRunLength + 1) }
+            if let known = prepared[rows] { return known }
+            let statement = try connection.statement(sql(rows))
+            prepared[rows] = statement
+            return statement
+        }
+    }
+
+    /// `placeholders` repeated `count` times, separated by commas: a run's `VALUES` or `IN` list.
+    private static func list(of placeholders: String, count: Int) -> String {
+        Array(repeating: placeholders, count: count).joined(separator: ", ")
+    }
 
     private struct PendingName: Hashable {
         let zoneRow: Int64
@@ -420,14 +440,11 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
     /// `INSERT … VALUES (…), (…) … ON CONFLICT DO NOTHING` for `rows` new records, prepared once
     /// per transaction for each length.
     private func insertStatement(rows: Int) throws -> SQLiteStatement {
-        if insertStatements.isEmpty { insertStatements = Array(repeating: nil, count: Self.maximumRunLength + 1) }
-        if let known = insertStatements[rows] { return known }
-        let row = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)"
-        let statement = try connection.statement(Self.insertColumns + " VALUES " + Array(repeating: row, count: rows).joined(separator: ", ")
-                                                  + " ON CONFLICT(zone_id, record_name) DO NOTHING")
-        insertStatements[rows] = statement
-        return statement
+        try insertStatements.statement(rows: rows, on: connection) { rows in
+            Self.insertColumns + " VALUES " + Self.list(of: "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)", count: rows) + " ON CONFLICT(zone_id, record_name) DO NOTHING"
+        }
     }
+
 
     /// Every column of a record's row, in the order ``bindRow(_:sequence:zoneRow:at:to:)`` binds them, parent last.
     private static let insertColumns = "INSERT INTO records(zone_id, record_name, record_type, created_at, created_by, modified_at, modified_by, change_tag, change_key, fields, parent_name)"
@@ -561,10 +578,8 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
     private func applyPendingWrites() throws {
         guard !pendingWrites.isEmpty else { return }
         let count = pendingWrites.count
-        if upsertStatements.isEmpty { upsertStatements = Array(repeating: nil, count: Self.maximumRunLength + 1) }
-        if upsertStatements[count] == nil {
-            let row = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-            upsertStatements[count] = try connection.statement(Self.insertColumns + " VALUES " + Array(repeating: row, count: count).joined(separator: ", ") + """
+        let statement = try upsertStatements.statement(rows: count, on: connection) { rows in
+            Self.insertColumns + " VALUES " + Self.list(of: "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", count: rows) + """
 
                 ON CONFLICT(zone_id, record_name) DO UPDATE SET
                     record_type = excluded.record_type, modified_at = excluded.modified_at,
@@ -573,9 +588,8 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
                         WHEN excluded.created_by THEN '' ELSE coalesce(nullif(excluded.modified_by, ''), excluded.created_by) END,
                     change_tag = excluded.change_tag, change_key = excluded.change_key, fields = excluded.fields,
                     parent_name = excluded.parent_name
-                """)
+                """
         }
-        let statement = upsertStatements[count]!
         statement.resetKeepingBindings()   // every parameter is bound below
         texts.removeAll()
         for (offset, write) in pendingWrites.enumerated() {
@@ -594,17 +608,14 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
     private func applyPendingUpdates() throws {
         guard !pendingUpdates.isEmpty else { return }
         let count = pendingUpdates.count
-        if moveStatements.isEmpty { moveStatements = Array(repeating: nil, count: Self.maximumRunLength + 1) }
-        if moveStatements[count] == nil {
-            let row = "(?, ?, ?, ?, ?, ?)"
-            moveStatements[count] = try connection.statement("""
-                WITH moved(old_key, new_key, modified_at, modified_by, change_tag, fields) AS (VALUES \(Array(repeating: row, count: count).joined(separator: ", ")))
-                UPDATE records SET change_key = moved.new_key, modified_at = moved.modified_at, modified_by = moved.modified_by,
-                    change_tag = moved.change_tag, fields = moved.fields
-                FROM moved WHERE records.change_key = moved.old_key
-                """)
+        let statement = try moveStatements.statement(rows: count, on: connection) { rows in
+            """
+            WITH moved(old_key, new_key, modified_at, modified_by, change_tag, fields) AS (VALUES \(Self.list(of: "(?, ?, ?, ?, ?, ?)", count: rows)))
+            UPDATE records SET change_key = moved.new_key, modified_at = moved.modified_at, modified_by = moved.modified_by,
+                change_tag = moved.change_tag, fields = moved.fields
+            FROM moved WHERE records.change_key = moved.old_key
+            """
         }
-        let statement = moveStatements[count]!
         statement.resetKeepingBindings()   // every parameter is bound below
         texts.removeAll()
         for (offset, update) in pendingUpdates.enumerated() {
@@ -628,11 +639,9 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
     private func applyPendingDeletions() throws {
         guard !pendingRowDeletions.isEmpty else { return }
         let count = pendingRowDeletions.count
-        if deleteStatements.isEmpty { deleteStatements = Array(repeating: nil, count: Self.maximumRunLength + 1) }
-        if deleteStatements[count] == nil {
-            deleteStatements[count] = try connection.statement("DELETE FROM records WHERE change_key IN (" + Array(repeating: "?", count: count).joined(separator: ", ") + ")")
+        let delete = try deleteStatements.statement(rows: count, on: connection) { rows in
+            "DELETE FROM records WHERE change_key IN (" + Self.list(of: "?", count: rows) + ")"
         }
-        let delete = deleteStatements[count]!
         delete.resetKeepingBindings()   // every parameter is bound below
         for (offset, changeKey) in pendingRowDeletions.enumerated() {
             try delete.bind(changeKey, at: Int32(offset + 1))
