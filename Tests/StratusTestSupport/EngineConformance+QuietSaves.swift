@@ -268,16 +268,7 @@ extension EngineConformance {
 
     static func quietSavesAmongIndexes(_ env: Environment) async throws {
         let container = env.container()
-        for number in 0..<12 {
-            var other = RecordTypeSchema(recordType: "Other\(number)")
-            other.addField("v", type: .int64, indexes: [.queryable, .sortable])
-            try await container.saveSchema(other)
-        }
-        var schema = RecordTypeSchema(recordType: "Many")
-        schema.addField("n", type: .int64, indexes: [.queryable, .sortable])
-        schema.addField("label", type: .string, indexes: [.queryable])
-        schema.addField("kept", type: .string)
-        try await container.saveSchema(schema)
+        try await EngineConformance.declareManyIndexedTypes(in: container, unindexed: ["kept": .string])
         let database = container.publicCloudDatabase
         let zone = try await EngineConformance.atomicZone(in: database)
         func name(_ number: Int) -> String { String(format: "q-%03d", number) }

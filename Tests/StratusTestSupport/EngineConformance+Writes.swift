@@ -558,8 +558,10 @@ extension EngineConformance {
     /// schemas declare indexes of other types too: what each record, each index and the change
     /// feed hold is what writing the items one by one gives; an atomic request whose last item
     /// fails writes none of them.
-    static func manyWritesAmongIndexes(_ env: Environment) async throws {
-        let container = env.container()
+    /// Declares twelve types with indexed fields and the type `Many`, its `n` queryable and
+    /// sortable and its `label` queryable (and any `unindexed` fields): every write of `Many`
+    /// then passes the indexes of thirteen types.
+    static func declareManyIndexedTypes(in container: Container, unindexed: [String: FieldType] = [:]) async throws {
         for number in 0..<12 {
             var other = RecordTypeSchema(recordType: "Other\(number)")
             other.addField("v", type: .int64, indexes: [.queryable, .sortable])
@@ -568,7 +570,13 @@ extension EngineConformance {
         var schema = RecordTypeSchema(recordType: "Many")
         schema.addField("n", type: .int64, indexes: [.queryable, .sortable])
         schema.addField("label", type: .string, indexes: [.queryable])
+        for (name, type) in unindexed { schema.addField(name, type: type) }
         try await container.saveSchema(schema)
+    }
+
+    static func manyWritesAmongIndexes(_ env: Environment) async throws {
+        let container = env.container()
+        try await declareManyIndexedTypes(in: container)
         let database = container.publicCloudDatabase
         let zone = try await atomicZone(in: database)
         func name(_ number: Int) -> String { String(format: "m-%03d", number) }
