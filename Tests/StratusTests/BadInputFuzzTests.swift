@@ -801,6 +801,37 @@ struct BadInputFuzzTests {
         }
     }
 
+    @Test("a cursor whose position holds a non-finite number, or values that do not fit its sort keys, is refused rather than ending the query early")
+    func cursorWithImpossiblePositionIsRefused() async throws {
+        try await TemporaryStore.with(prefix: "stratus-cursor-nan") { store in
+            let path = store.path()
+            let container = Container(identifier: "com.example.cursor", engine: try SQLiteEngine(path: path), userName: "tester")
+            let database = container.publicCloudDatabase
+            try await TestDatabase.save(makeRecords("Item", count: 5, prefix: "item") { i in ["score": .double(Double(i) + 0.5)] }, in: database)
+            let query = Query(recordType: "Item")
+            query.sortDescriptors = [RecordSortDescriptor(key: "score")]
+            let zoneCursor = try #require(try await database.records(matching: query, inZoneWith: .default, resultsLimit: 2).queryCursor)
+            let everyZoneCursor = try #require(try await database.records(matching: query, resultsLimit: 2).queryCursor)
+            let stratus = try ChildProcess.builtExecutable("stratus")
+            let variants: [(what: String, cursor: QueryOperation.Cursor, replacements: [(String, String)])] = [
+                ("NaN", zoneCursor, [("1.5", "\"NaN\"")]),
+                ("infinity", zoneCursor, [("1.5", "\"-Infinity\"")]),
+                ("NaN in a zone's place", everyZoneCursor, [("1.5", "\"NaN\"")]),
+                ("two values for one key", zoneCursor, [("[{\"double\"", "[null,{\"double\"")]),
+            ]
+            for (what, cursor, replacements) in variants {
+                let text = try Self.tampered(cursor, replacements)
+                let error = stratusError(await caughtError { _ = try QueryOperation.Cursor(serialized: text) })
+                #expect(error?.code == .invalidArguments && error?.message.contains("position") == true, "\(what): \(String(describing: error))")
+                let status = try await ZoneTestProgram.run(stratus, ["query", "--store", path, "--container", "com.example.cursor", "--cursor", text], in: store)
+                #expect(status.exitCode == 64 && status.stderr.contains("position"), "stratus query with a cursor of \(what): exit \(status.exitCode), stderr: \(status.stderr.prefix(300))")
+            }
+            // The untouched cursors still go on.
+            #expect(try await database.records(continuingMatchFrom: zoneCursor).matchResults.count == 3)
+            #expect(try await database.records(continuingMatchFrom: everyZoneCursor).matchResults.count == 3)
+        }
+    }
+
     @Test("`stratus` refuses hostile --type, --zone, --sort and CSV header names with a usage or data error")
     func cliRefusesHostileNames() async throws {
         try await TemporaryStore.with(prefix: "stratus-cli-names") { store in

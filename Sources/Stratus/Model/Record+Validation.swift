@@ -210,3 +210,19 @@ extension Location {
         [latitude, longitude, altitude, horizontalAccuracy, verticalAccuracy, course, speed, timestamp.timeIntervalSinceReferenceDate].allSatisfy(\.isFinite)
     }
 }
+
+extension FieldValue {
+    /// Whether the value holds a number no store keeps: an infinity or NaN, as a number, a
+    /// date's time or a location's coordinate.
+    var holdsNonFiniteNumber: Bool {
+        switch self {
+        case .double(let number): !number.isFinite
+        case .doubleList(let numbers): numbers.contains { !$0.isFinite }
+        case .date(let date): !date.timeIntervalSinceReferenceDate.isFinite
+        case .dateList(let dates): dates.contains { !$0.timeIntervalSinceReferenceDate.isFinite }
+        case .location(let location): !location.isFinite
+        case .locationList(let locations): locations.contains { !$0.isFinite }
+        default: false
+        }
+    }
+}

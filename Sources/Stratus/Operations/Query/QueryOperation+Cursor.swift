@@ -108,8 +108,7 @@ public final class QueryCursor: NSObject, Codable, Sendable {
             throw StratusError(.invalidArguments, "the query cursor is damaged (it does not decode); copy it whole, or start the query again")
         }
         do {
-            try cursor.query.validate()
-            try cursor.zoneWide?.validate()
+            try cursor.validateContents()
         } catch let error as StratusError {
             throw StratusError(.invalidArguments, "the query cursor is not valid (\(error.message)); start the query again")
         }
@@ -129,8 +128,7 @@ public final class QueryCursor: NSObject, Codable, Sendable {
 
     func check(for context: DatabaseContext, storeIdentifier: String) throws {
         // A cursor can also be decoded from other Codable forms; check it before use.
-        try query.validate()
-        try zoneWide?.validate()
+        try validateContents()
         if zoneWide != nil && context.scope == .shared {
             throw StratusError(.invalidArguments, "a query in the shared database needs a zone: this cursor searches every zone")
         }
@@ -145,6 +143,32 @@ public final class QueryCursor: NSObject, Codable, Sendable {
         }
         if let owner, owner != context.userRecordName {
             throw StratusError(.invalidArguments, "the cursor belongs to another user's \(databaseScope) database; a cursor continues a query only for the user whose query printed it")
+        }
+    }
+
+    /// Checks what an edited or damaged cursor could hold that no store printed: names an
+    /// engine must not see unchecked, and positions that do not fit the query. A position with
+    /// a non-finite number (stores keep none) would compare with no row, so the query would end
+    /// at once, as if every record had been read.
+    private func validateContents() throws {
+        try query.validate()
+        try zoneWide?.validate()
+        if let zoneWide {
+            // Each zone's place holds the values; the cursor's own position, only a record name.
+            try Self.checkPosition(QueryPosition(sortValues: [], recordName: position.recordName), valueCount: 0)
+            for case let after? in zoneWide.zones.map(\.after) { try Self.checkPosition(after, valueCount: query.sortKeys.count) }
+        } else {
+            try Self.checkPosition(position, valueCount: query.sortKeys.count)
+        }
+    }
+
+    private static func checkPosition(_ position: QueryPosition, valueCount: Int) throws {
+        guard position.sortValues.count == valueCount else {
+            throw StratusError(.invalidArguments, "the cursor's position holds \(position.sortValues.count) sort values for \(valueCount) sort keys")
+        }
+        for (index, value) in position.sortValues.enumerated() {
+            guard let value, value.holdsNonFiniteNumber else { continue }
+            throw StratusError(.invalidArguments, "the cursor's position holds a non-finite number for sort key \(index + 1), which no stored record has")
         }
     }
 
