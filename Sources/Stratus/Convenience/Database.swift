@@ -93,6 +93,11 @@ public final class Database: Sendable {
         self.operationGroup = group ?? database.operationGroup
     }
 
+    /// Which of the container's databases this is: public, private or shared.
+    ///
+    /// ```swift
+    /// if database.databaseScope == .public { print("every user sees these records") }
+    /// ```
     public var databaseScope: Scope { context.scope }
 
     /// The context operations run in: ``context`` with the user's record name and roles from

@@ -14,6 +14,11 @@ import Foundation
 /// }
 /// ```
 public struct StratusError: Error, Sendable, CustomStringConvertible {
+    /// What kind of failure this is, numbered as `CKError.Code`: what a program branches on.
+    ///
+    /// ```swift
+    /// if error.code == .serverRecordChanged { /* merge and save again */ }
+    /// ```
     public var code: Code
     /// What was wrong and where, for a person to read. Never contains field values.
     public var message: String
@@ -42,6 +47,7 @@ public struct StratusError: Error, Sendable, CustomStringConvertible {
     public var underlyingError: (any Error)?
     /// For errors in text input (a predicate, a file): 1-based line and column.
     public var line: Int?
+    /// For errors in text input: the 1-based column on ``line``.
     public var column: Int?
     /// For a cancelled or failed query: where to resume.
     public var resumeCursor: QueryOperation.Cursor?
@@ -58,6 +64,12 @@ public struct StratusError: Error, Sendable, CustomStringConvertible {
     /// so that ``userInfo`` gives them back.
     var keptUserInfo: KeptUserInfo?
 
+/// An error of `code` saying `message`, about `recordID` or `zoneID` when it concerns one item;
+/// `partialErrors` for a `partialFailure`, `retryAfterSeconds` for a retryable one.
+///
+/// ```swift
+/// throw StratusError(.invalidArguments, "field 'due' must be a date", recordID: record.recordID)
+/// ```
     public init(
         _ code: Code, _ message: String, recordID: Record.ID? = nil, zoneID: RecordZone.ID? = nil,
         partialErrors: [Record.ID: StratusError] = [:], retryAfterSeconds: Double? = nil

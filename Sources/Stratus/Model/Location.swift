@@ -6,19 +6,30 @@ import Foundation
 /// record["place"] = Location(latitude: 52.52, longitude: 13.405)
 /// ```
 public struct Location: Hashable, Sendable, Codable {
+    /// Degrees north of the equator (negative: south).
     public var latitude: Double
+    /// Degrees east of the prime meridian (negative: west).
     public var longitude: Double
     /// Metres above sea level.
     public var altitude: Double
     /// Radius of uncertainty in metres; negative means the coordinate is invalid, as in CoreLocation.
     public var horizontalAccuracy: Double
+    /// Uncertainty of the altitude in metres; negative when the altitude is invalid.
     public var verticalAccuracy: Double
     /// Degrees clockwise from true north; negative when unknown.
     public var course: Double
     /// Metres per second; negative when unknown.
     public var speed: Double
+    /// When the location was determined.
     public var timestamp: Date
 
+/// A location at `latitude` and `longitude`; the other properties default as `CLLocation`'s
+/// coordinate initialiser sets them.
+///
+/// ```swift
+/// let berlin = Location(latitude: 52.52, longitude: 13.405)
+/// let measured = Location(latitude: 52.52, longitude: 13.405, altitude: 34, horizontalAccuracy: 5, timestamp: Date())
+/// ```
     public init(
         latitude: Double, longitude: Double, altitude: Double = 0,
         horizontalAccuracy: Double = 0, verticalAccuracy: Double = -1,

@@ -21,7 +21,19 @@ public final class Record: NSObject, NSCopying, Sendable {
     /// A field's name, as `CKRecord.FieldKey`.
     public typealias FieldKey = String
 
+    /// The record's name and zone, fixed when the record is made.
+    ///
+    /// ```swift
+    /// let todo = Record(recordType: "Todo", recordID: Record.ID(recordName: "todo-1"))
+    /// print(todo.recordID.recordName)   // "todo-1"
+    /// ```
     public let recordID: ID
+    /// The record's type, fixed when the record is made: the schema's record type (created by
+    /// the first save in development).
+    ///
+    /// ```swift
+    /// if record.recordType == "Todo" { print(record["title"] ?? "") }
+    /// ```
     public let recordType: RecordType
     private let state: Mutex<State>
 
@@ -102,18 +114,22 @@ public final class Record: NSObject, NSCopying, Sendable {
 
     /// The fields a store maintains for every record.
     public struct SystemFields: Hashable, Sendable {
+        /// When the record was first saved; nil before then.
         public var creationDate: Date? {
             get { storage.creationDate }
             set { unique().creationDate = newValue }
         }
+        /// When the record was last saved; nil before the first save.
         public var modificationDate: Date? {
             get { storage.modificationDate }
             set { unique().modificationDate = newValue }
         }
+        /// The user record ID of the user who first saved the record, by record name.
         public var creatorUserRecordID: ID? {
             get { storage.creatorUserRecordID }
             set { unique().creatorUserRecordID = newValue }
         }
+        /// The user record ID of the user who saved the record last, by record name.
         public var lastModifiedUserRecordID: ID? {
             get { storage.lastModifiedUserRecordID }
             set { unique().lastModifiedUserRecordID = newValue }
@@ -124,6 +140,11 @@ public final class Record: NSObject, NSCopying, Sendable {
             set { unique().recordChangeTag = newValue }
         }
 
+/// System fields as a store or an import gives them; nil: not known yet.
+///
+/// ```swift
+/// let system = Record.SystemFields(creationDate: Date(), recordChangeTag: "3f2a")
+/// ```
         public init(
             creationDate: Date? = nil, modificationDate: Date? = nil,
             creatorUserRecordID: ID? = nil, lastModifiedUserRecordID: ID? = nil,
@@ -185,7 +206,18 @@ public final class Record: NSObject, NSCopying, Sendable {
     /// ``SystemFields/lastModifiedUserRecordID`` name users by their record names, the current
     /// user's included (what an export writes).
     public var systemFields: SystemFields { state.withLock { $0.system } }
+    /// When the record was first saved, as `CKRecord.creationDate`; nil until it is saved.
+    ///
+    /// ```swift
+    /// let saved = try await database.save(todo)
+    /// print(saved.creationDate!)
+    /// ```
     public var creationDate: Date? { systemFields.creationDate }
+    /// When the record was last saved, as `CKRecord.modificationDate`; nil until it is saved.
+    ///
+    /// ```swift
+    /// let age = Date().timeIntervalSince(record.modificationDate ?? Date())
+    /// ```
     public var modificationDate: Date? { systemFields.modificationDate }
     /// Who created the record, as CloudKit tells the caller: the current user is
     /// `CurrentUserDefaultName` (`__defaultOwner__`), as in CloudKit, and another user is named
@@ -204,6 +236,14 @@ public final class Record: NSObject, NSCopying, Sendable {
         let (user, viewer) = state.withLock { ($0.system.lastModifiedUserRecordID, $0.viewer) }
         return Record.presenting(user, to: viewer)
     }
+    /// The store's version of the record, as `CKRecord.recordChangeTag`: a new tag with every
+    /// save, nil until the first. A save with `.ifServerRecordUnchanged` is refused when the stored
+    /// tag is another (`serverRecordChanged`).
+    ///
+    /// ```swift
+    /// let before = record.recordChangeTag
+    /// let after = try await database.save(record).recordChangeTag   // != before
+    /// ```
     public var recordChangeTag: String? { systemFields.recordChangeTag }
 
     /// `user` as CloudKit names it to `viewer`: `__defaultOwner__` when it is the viewer.
@@ -366,6 +406,12 @@ public final class Record: NSObject, NSCopying, Sendable {
     public struct EncryptedValues: Sendable {
         let record: Record
 
+        /// The encrypted value of `key`, or nil when the field is not an encrypted value; setting
+        /// nil removes the field.
+        ///
+        /// ```swift
+        /// note.encryptedValues["pin"] = "1234"
+        /// ```
         public subscript(key: FieldKey) -> (any RecordValueProtocol)? {
             get { record.encryptedKeys.contains(key) ? record.fieldValue(forKey: key)?.objectValue : nil }
             nonmutating set { record.setFieldValue(newValue?.fieldValue, forKey: key, encrypted: true) }
@@ -516,7 +562,17 @@ extension Record {
     /// let generated = Record.ID()                          // a UUID record name
     /// ```
     public struct ID: Hashable, Sendable, Codable, CustomStringConvertible {
+        /// The record's name: unique within its zone.
+        ///
+        /// ```swift
+        /// print(Record.ID(recordName: "todo-1").recordName)   // "todo-1"
+        /// ```
         public let recordName: String
+        /// The zone the record lives in.
+        ///
+        /// ```swift
+        /// let inLists = record.recordID.zoneID.zoneName == "Lists"
+        /// ```
         public let zoneID: RecordZone.ID
 
         /// The ID of the record named `recordName` (by default a new UUID string, as
@@ -547,7 +603,17 @@ extension Record {
     /// item["list"] = Record.Reference(recordID: list.recordID, action: .deleteSelf)
     /// ```
     public struct Reference: Hashable, Sendable, Codable {
+        /// The ID of the referenced record.
+        ///
+        /// ```swift
+        /// let list = try await database.record(for: reference.recordID)
+        /// ```
         public let recordID: ID
+        /// Whether deleting the referenced record deletes the referencing one too.
+        ///
+        /// ```swift
+        /// if reference.action == .deleteSelf { print("goes with its list") }
+        /// ```
         public let action: ReferenceAction
 
         /// A reference to the record with `recordID`, which must be in the referencing record's

@@ -12,7 +12,17 @@ import Foundation
 /// let record = Record(recordType: "Photo", zoneID: zone.zoneID)
 /// ```
 public final class RecordZone: NSObject, Sendable {
+    /// The zone's name and owner.
+    ///
+    /// ```swift
+    /// let record = Record(recordType: "Photo", zoneID: zone.zoneID)
+    /// ```
     public let zoneID: ID
+    /// What the zone supports: change fetches and atomic requests.
+    ///
+    /// ```swift
+    /// let atomic = zone.capabilities.contains(.atomic)
+    /// ```
     public let capabilities: Capabilities
 
     /// A zone with the ID `zoneID` and `capabilities`, by default `fetchChanges` and `atomic`,
@@ -66,9 +76,18 @@ public final class RecordZone: NSObject, Sendable {
         /// The name of every database's default zone.
         public static let defaultZoneName = "_defaultZone"
 
+        /// The zone's name, unique among its owner's zones.
         public let zoneName: String
+        /// The user record name of the zone's owner; ``currentUserDefaultOwner`` for the current user's.
         public let ownerName: String
 
+        /// The ID of the zone `zoneName` (by default the default zone) owned by `ownerName` (by
+        /// default the current user).
+        ///
+        /// ```swift
+        /// let lists = RecordZone.ID(zoneName: "Lists")
+        /// let shared = RecordZone.ID(zoneName: "Lists", ownerName: "_2f8a…")   // another user's zone
+        /// ```
         public init(zoneName: String = ID.defaultZoneName, ownerName: String = ID.currentUserDefaultOwner) {
             self.zoneName = zoneName
             self.ownerName = ownerName
@@ -77,6 +96,11 @@ public final class RecordZone: NSObject, Sendable {
         /// The default zone, `_defaultZone`.
         public static let `default` = ID()
 
+        /// Whether this is the default zone (`_defaultZone`), whoever owns it.
+        ///
+        /// ```swift
+        /// if record.recordID.zoneID.isDefault { print("no atomic requests here") }
+        /// ```
         public var isDefault: Bool { zoneName == ID.defaultZoneName }
 
         public var description: String { ownerName == ID.currentUserDefaultOwner ? zoneName : "\(zoneName) (\(ownerName))" }
@@ -84,7 +108,13 @@ public final class RecordZone: NSObject, Sendable {
 
     /// What a zone supports.
     public struct Capabilities: OptionSet, Hashable, Sendable {
+        /// The capabilities as bits.
         public let rawValue: Int
+        /// Capabilities from bits, as an `OptionSet`.
+        ///
+        /// ```swift
+        /// let both: RecordZone.Capabilities = [.fetchChanges, .atomic]
+        /// ```
         public init(rawValue: Int) { self.rawValue = rawValue }
         /// Changes in the zone can be fetched incrementally.
         public static let fetchChanges = Capabilities(rawValue: 1 << 0)

@@ -8,7 +8,18 @@ import Foundation
 /// let (matches, cursor) = try await database.records(matching: query)
 /// ```
 public final class Query: Sendable, CustomStringConvertible {
+    /// The record type the query searches.
+    ///
+    /// ```swift
+    /// print(Query(recordType: "Todo").recordType)   // "Todo"
+    /// ```
     public let recordType: String
+    /// The condition records must meet; `TRUEPREDICATE` (``QueryPredicate/all``) for every record.
+    ///
+    /// ```swift
+    /// let open = Query(recordType: "Todo", predicate: try QueryPredicate(format: "checked == 0"))
+    /// print(open.predicate)   // checked == 0
+    /// ```
     public let predicate: QueryPredicate
     private let sorts: Mutex<[RecordSortDescriptor]?>
 

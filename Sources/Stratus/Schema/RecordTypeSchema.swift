@@ -41,14 +41,24 @@ import Foundation
 /// Two schemas are equal when they declare the same fields, compound indexes and grants, in
 /// whatever order: as in CloudKit, the order of declarations carries no meaning.
 public struct RecordTypeSchema: Hashable, Sendable {
+    /// The record type the schema declares.
     public let recordType: String
     /// The declared fields, and the system fields the type indexes (by their Stratus names).
     public var fields: [Field]
+    /// Indexes over several fields, for queries that filter on some and sort by another.
     public var compoundIndexes: [CompoundIndex]
     /// What each security role may do with records of this type in the public database.
     /// A role that is not listed may do nothing; CloudKit merges several grants to one role.
     public var grants: [SecurityRole: RecordPermissions]
 
+/// A record type's schema, as `RECORD TYPE` declares it in CloudKit's schema language.
+///
+/// ```swift
+/// let todo = RecordTypeSchema(recordType: "Todo", fields: [
+///     .init("title", type: .string, indexes: [.queryable, .searchable]),
+///     .init("createdAt", type: .timestamp, indexes: [.sortable]),
+/// ])
+/// ```
     public init(
         recordType: String, fields: [Field] = [], compoundIndexes: [CompoundIndex] = [],
         grants: [SecurityRole: RecordPermissions] = [:]
@@ -61,8 +71,11 @@ public struct RecordTypeSchema: Hashable, Sendable {
 
     /// A field, its type and its indexes.
     public struct Field: Hashable, Sendable {
+        /// The field's name.
         public let name: String
+        /// The type every value of the field has.
         public let type: FieldType
+        /// The field's indexes: which conditions, sorts and searches on it read an index.
         public var indexes: Indexes
         /// Whether CloudKit encrypts the field's values end to end (`ENCRYPTED` in the schema
         /// language). Encrypted fields have no index; REFERENCE and ASSET fields cannot be
@@ -82,6 +95,12 @@ public struct RecordTypeSchema: Hashable, Sendable {
         /// ```
         public let namesPreferredType: Bool
 
+        /// A field named `name` of `type`, with `indexes`; `isEncrypted` for `ENCRYPTED`, and
+        /// `isNumber` for a `NUMBER` field (`namesPreferredType` when it says `PREFERRED AS`).
+        ///
+        /// ```swift
+        /// let due = RecordTypeSchema.Field("due", type: .timestamp, indexes: [.queryable, .sortable])
+        /// ```
         public init(_ name: String, type: FieldType, indexes: Indexes = [], isEncrypted: Bool = false, isNumber: Bool = false, namesPreferredType: Bool = true) {
             self.name = name
             // A bare NUMBER names no preferred type: it has one form, whatever placeholder is
@@ -118,7 +137,13 @@ public struct RecordTypeSchema: Hashable, Sendable {
 
     /// The kinds of index a field can have, as in CloudKit's schema editor.
     public struct Indexes: OptionSet, Hashable, Sendable, Codable {
+        /// The indexes as bits.
         public let rawValue: Int
+        /// Indexes from bits, as an `OptionSet`.
+        ///
+        /// ```swift
+        /// let both: RecordTypeSchema.Indexes = [.queryable, .sortable]
+        /// ```
         public init(rawValue: Int) { self.rawValue = rawValue }
         /// Equality and range conditions on the field use an index.
         public static let queryable = Indexes(rawValue: 1 << 0)
@@ -132,9 +157,16 @@ public struct RecordTypeSchema: Hashable, Sendable {
 
     /// One index over several fields: equality on `equalityFields`, then order by `sortField`.
     public struct CompoundIndex: Hashable, Sendable, Codable {
+        /// The fields the index's queries compare for equality.
         public let equalityFields: [String]
+        /// The field the index orders by after its equality fields; nil: none.
         public let sortField: String?
 
+        /// An index for queries that compare `equalityFields` for equality and sort by `sortField`.
+        ///
+        /// ```swift
+        /// let byListThenDue = RecordTypeSchema.CompoundIndex(equalityFields: ["list"], sortField: "due")
+        /// ```
         public init(equalityFields: [String], sortField: String? = nil) {
             self.equalityFields = equalityFields
             self.sortField = sortField

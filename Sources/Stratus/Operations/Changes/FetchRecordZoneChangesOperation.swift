@@ -83,6 +83,12 @@ open class FetchRecordZoneChangesOperation: DatabaseOperation, RecordProducingOp
     public var recordZoneFetchCompletionBlock: ((RecordZone.ID, ServerChangeToken?, Data?, Bool, (any Error)?) -> Void)?
     /// CloudKit's older final block: the error, or `nil`; after ``fetchRecordZoneChangesResultBlock``.
     public var fetchRecordZoneChangesCompletionBlock: (((any Error)?) -> Void)?
+    /// Where the operation hands the changed records (not the deletions) to the stages of a pipeline
+    /// (``RecordProducingOperation``), batch by batch as they are made.
+    ///
+    /// ```swift
+    /// let copy = ModifyRecordsOperation(savingRecordsFrom: changes)
+    /// ```
     public let recordOutput = RecordOutput()
 
     /// A Stratus extension: where a pipeline with this fetch as its source keeps its position,

@@ -17,6 +17,12 @@ import Foundation
 /// ```
 public final class ReadRecordsOperation: DatabaseOperation, RecordProducingOperation, @unchecked Sendable {
     // @unchecked: the source is read only on the operation's thread, while it runs.
+    /// Where the operation hands the records read to the stages of a pipeline
+    /// (``RecordProducingOperation``), batch by batch as they are made.
+    ///
+    /// ```swift
+    /// let save = ModifyRecordsOperation(savingRecordsFrom: reader)
+    /// ```
     public let recordOutput = RecordOutput()
     /// Input items per batch.
     ///

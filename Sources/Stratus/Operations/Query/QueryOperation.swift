@@ -52,6 +52,12 @@ open class QueryOperation: DatabaseOperation, RecordProducingOperation, @uncheck
     /// CloudKit's older final block: the next page's cursor (`nil` when no more records match,
     /// or on failure) and the error, after ``queryResultBlock``.
     public var queryCompletionBlock: ((Cursor?, (any Error)?) -> Void)?
+    /// Where the operation hands the matching records, page after page to the stages of a pipeline
+    /// (``RecordProducingOperation``), batch by batch as they are made.
+    ///
+    /// ```swift
+    /// let save = ModifyRecordsOperation(savingRecordsFrom: query)   // reads query.recordOutput
+    /// ```
     public let recordOutput = RecordOutput()
 
     /// A Stratus extension: read every match, not one page — page by page, from one snapshot

@@ -43,6 +43,12 @@ open class FetchRecordsOperation: DatabaseOperation, RecordProducingOperation, @
     /// CloudKit's older final block: the records read, by ID, and the error (`partialFailure`
     /// when some failed), after ``fetchRecordsResultBlock``.
     public var fetchRecordsCompletionBlock: (([Record.ID: Record]?, (any Error)?) -> Void)?
+    /// Where the operation hands the fetched records to the stages of a pipeline
+    /// (``RecordProducingOperation``), batch by batch as they are made.
+    ///
+    /// ```swift
+    /// let delete = DeleteRecordsOperation(deletingRecordsFrom: fetch)   // reads fetch.recordOutput
+    /// ```
     public let recordOutput = RecordOutput()
 
     /// A Stratus extension: where a pipeline with this fetch as its source keeps its position

@@ -139,6 +139,12 @@ open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, 
     /// A Stratus extension: the most bytes one asset's content may have; a larger source fails
     /// its record with `limitExceeded` before a byte is stored. ``Asset/maximumContentSize`` unless set.
     public var maximumAssetSize = Asset.maximumContentSize
+    /// Where the operation hands the records as saved, with their new change tags to the stages of a pipeline
+    /// (``RecordProducingOperation``), batch by batch as they are made.
+    ///
+    /// ```swift
+    /// let names = TransformOperation(transforming: modify) { saved in saved.map(\.recordID.recordName) }
+    /// ```
     public let recordOutput = RecordOutput()
 
     /// What ``modifyRecordsCompletionBlock`` reports.
