@@ -507,7 +507,7 @@ extension JSONCursor {
         if let number = numberInString(t) { return try dateValue(number, key, type, i) }
         guard let value = timestamp(t) else {
             if t.kind == .string { throw fail(t, key, type, i, "\(shown(t, i)) is not an ISO 8601 date-time with a zone (2024-03-01T12:00:00Z), nor a number of milliseconds since 1970") }
-            throw fail(t, key, type, i, "\(shown(t, i)) is out of range")
+            throw fail(t, key, type, i, "\(shown(t, i)) \(timestampRefusal(t))")
         }
         return value
     }
@@ -606,7 +606,7 @@ extension JSONCursor {
                 guard v.kind == .number || v.kind == .string else { throw fail(v, key, type, i, "has a timestamp that is \(v.kindName), not a number or an ISO 8601 date-time") }
                 guard let date = timestamp(v) else {
                     if v.kind == .string { throw fail(v, key, type, i, "has a timestamp '\(quoted(v))' that is not an ISO 8601 date-time with a zone") }
-                    throw fail(v, key, type, i, "has a timestamp \(numberText(v)) out of range")
+                    throw fail(v, key, type, i, "has a timestamp \(numberText(v)) that \(timestampRefusal(v))")
                 }
                 location.timestamp = date
             } else {
