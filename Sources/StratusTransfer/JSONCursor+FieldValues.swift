@@ -177,6 +177,18 @@ extension JSONCursor {
         return number
     }
 
+    /// What is wrong with the number a string holds when ``numberInString(_:)`` has none for
+    /// it (`"1000…0"`, longer than a number may be); nil when the string holds no number.
+    func numberInStringProblem(_ t: Token) -> String? {
+        guard t.kind == .string, t.flags & Token.hasEscape == 0, t.end - t.start > 2 else { return nil }
+        let first = base[t.start + 1]
+        guard first == UInt8(ascii: "-") || JSONCursor.isDigit(first) else { return nil }
+        // A well-formed number has one problem a string's number may have: its length.
+        let reading = DecimalText.read(base, from: t.start + 1, limit: t.end - 1)
+        guard reading.isWellFormed, reading.end == t.end - 1, t.end - 1 - (t.start + 1) > JSONCursor.maximumNumberLength else { return nil }
+        return "a number is longer than \(JSONCursor.maximumNumberLength) characters"
+    }
+
     /// Whether the number is an INT64 that a double cannot hold exactly (beyond 2^53 and not a
     /// double's value).
     private func isInexactAsDouble(_ token: Token) -> Bool {
@@ -454,7 +466,9 @@ extension JSONCursor {
         case .trueLiteral: return 1
         case .falseLiteral: return 0
         case .string:
-            guard let number = numberInString(t) else { throw fail(t, key, type, i, "must be an integer, not a string that is not a number") }
+            guard let number = numberInString(t) else {
+                throw fail(t, key, type, i, numberInStringProblem(t).map { "is a string whose number cannot be read: \($0)" } ?? "must be an integer, not a string that is not a number")
+            }
             return try int64Value(number, key, type, i)
         default: throw fail(t, key, type, i, "must be an integer, not \(t.kindName)")
         }
@@ -462,7 +476,9 @@ extension JSONCursor {
 
     private func doubleValue(_ t: Token, _ key: String, _ type: FieldType, _ i: Int) throws(FieldError) -> Double {
         if t.kind == .string {
-            guard let number = numberInString(t) else { throw fail(t, key, type, i, "must be a number, not a string that is not a number") }
+            guard let number = numberInString(t) else {
+                throw fail(t, key, type, i, numberInStringProblem(t).map { "is a string whose number cannot be read: \($0)" } ?? "must be a number, not a string that is not a number")
+            }
             return try doubleValue(number, key, type, i)
         }
         guard t.kind == .number else { throw fail(t, key, type, i, "must be a number, not \(t.kindName)") }
@@ -505,9 +521,10 @@ extension JSONCursor {
             throw fail(t, key, type, i, "must be a number of milliseconds since 1970 or an ISO 8601 date-time, not \(t.kindName)")
         }
         if let number = numberInString(t) { return try dateValue(number, key, type, i) }
+        if let problem = numberInStringProblem(t) { throw fail(t, key, type, i, "is a string whose number cannot be read: \(problem)") }
         guard let value = timestamp(t) else {
             if t.kind == .string { throw fail(t, key, type, i, "\(shown(t, i)) is not an ISO 8601 date-time with a zone (2024-03-01T12:00:00Z), nor a number of milliseconds since 1970") }
-            throw fail(t, key, type, i, "\(shown(t, i)) is out of range")
+            throw fail(t, key, type, i, "\(shown(t, i)) \(timestampRefusal(t))")
         }
         return value
     }
@@ -606,7 +623,7 @@ extension JSONCursor {
                 guard v.kind == .number || v.kind == .string else { throw fail(v, key, type, i, "has a timestamp that is \(v.kindName), not a number or an ISO 8601 date-time") }
                 guard let date = timestamp(v) else {
                     if v.kind == .string { throw fail(v, key, type, i, "has a timestamp '\(quoted(v))' that is not an ISO 8601 date-time with a zone") }
-                    throw fail(v, key, type, i, "has a timestamp \(numberText(v)) out of range")
+                    throw fail(v, key, type, i, "has a timestamp \(numberText(v)) that \(timestampRefusal(v))")
                 }
                 location.timestamp = date
             } else {

@@ -26,11 +26,31 @@ extension JSONCursor {
             let (sinceReference, overflow) = ms.subtractingReportingOverflow(TimestampText.referenceDateMilliseconds)
             if !overflow && sinceReference.magnitude < 1 << 53 {
                 // Both operands exact, so the division is correctly rounded.
-                return Date(timeIntervalSinceReferenceDate: Double(sinceReference) / 1000)
+                let date = Date(timeIntervalSinceReferenceDate: Double(sinceReference) / 1000)
+                // Within some 35,000 years of 2001 every whole millisecond is a date of its own.
+                return sinceReference.magnitude < 1 << 50 || Self.writesBack(ms, date) ? date : nil
             }
         }
         let decimal = ExactDecimal(base + token.start, count: token.end - token.start)
-        return TimestampText.date(fromMilliseconds: decimal)
+        guard let date = TimestampText.date(fromMilliseconds: decimal) else { return nil }
+        // A whole number of milliseconds is never stored as another one, as a DOUBLE's whole
+        // number is not: far enough out, a date's seconds are coarser than a millisecond, and
+        // 9007199254740993 would be written back as 9007199254740992.
+        if case .value(let ms) = integer(token), !Self.writesBack(ms, date) { return nil }
+        return date
+    }
+
+    /// Whether `date` is written back as the whole number of milliseconds `ms`.
+    static func writesBack(_ ms: Int64, _ date: Date) -> Bool {
+        let text = TimestampText.text(for: date)
+        return (text.integer ?? text.decimal.flatMap { Int64($0) }) == ms
+    }
+
+    /// Why ``timestamp(_:)`` has no date for a number: out of range, or a whole number of
+    /// milliseconds a date cannot hold exactly.
+    func timestampRefusal(_ token: Token) -> String {
+        guard case .value = integer(token) else { return "is out of range" }
+        return "is out of range: a date holds whole milliseconds exactly only within about 278,000 years of 2001, and this one would be written back as another number"
     }
 }
 

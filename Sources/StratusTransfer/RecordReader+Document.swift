@@ -35,6 +35,9 @@ struct Frame {
     /// The zone records of this envelope or zone entry were read into before its `zoneID`
     /// came (beyond what the reader looks ahead): a later `zoneID` naming another zone is refused.
     var zoneUsedBeforeZoneID: RecordZone.ID?
+    /// A zone entry's `reason`, read before its `serverErrorCode` (CloudKit's order), for the
+    /// message that rejects the entry.
+    var reason: String?
 
     var close: UInt8 { kind == .envelope || kind == .zone ? UInt8(ascii: "}") : UInt8(ascii: "]") }
 
@@ -59,6 +62,8 @@ private enum Member {
     case zone(RecordZone.ID, offset: Int)
     /// A `changes/zone` entry that is an error result: its zone's changes are not in the answer.
     case zoneError(code: String, offset: Int)
+    /// A zone entry's `reason`, which says why its zone is an error result.
+    case reason(String)
     case skipped
 }
 
@@ -230,6 +235,11 @@ extension RecordReader {
                 guard value.kind == .string else { throw c.syntax(value.start, "'serverErrorCode' must be a string, not \(value.kindName)") }
                 return .zoneError(code: c.string(value), offset: key.start)
             }
+            if kind == .zone && c.stringEquals(key, "reason") {
+                let value = try c.scanValue()
+                if let problem = c.problem { throw c.syntax(problem.offset, problem.message) }
+                return value.kind == .string ? .reason(c.quoted(value)) : .skipped
+            }
             // Request and paging details (syncToken aside) shape CloudKit's answer, not the records.
             _ = try c.scanValue()
             if let problem = c.problem { throw c.syntax(problem.offset, "'\(c.quoted(key))' in \(where_) holds invalid JSON: \(problem.message)") }
@@ -255,7 +265,10 @@ extension RecordReader {
             // An answer for zones, even if every one failed: not "a file without records".
             sawRecordList = true
             let zone = frames[index].zoneID.map { "the changes of zone '\($0.zoneName)'" } ?? "a zone's changes"
-            return result(.rejected(offset: offset, recordName: nil, message: "\(zone) are a CloudKit error result ('serverErrorCode' \(code)), not records: this answer does not hold them"), recordStart: offset)
+            let reason = frames[index].reason.map { ", 'reason' \($0)" } ?? ""
+            return result(.rejected(offset: offset, recordName: nil, message: "\(zone) are a CloudKit error result ('serverErrorCode' \(code)\(reason)), not records: this answer does not hold them"), recordStart: offset)
+        case .reason(let text):
+            frames[index].reason = text
         case .skipped:
             break
         }

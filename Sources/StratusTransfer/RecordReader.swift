@@ -147,6 +147,7 @@ public final class RecordReader {
         input.stopRequested = options.stopRequested
         self.detectedFormat = options.format ?? .ndjson
         try skipByteOrderMark()
+        try refuseUTF16()
         if options.format == nil { detectedFormat = try detectFormat() }
         input.countsLines = detectedFormat != .ndjson
         if detectedFormat == .csv { try readCSVHeader() }
@@ -229,6 +230,32 @@ public final class RecordReader {
             && input.storage[input.start + 2] == 0xBF {
             input.start += 3
         }
+    }
+
+    /// Refuses UTF-16 and UTF-32 text (what Windows PowerShell's `>` and `Out-File` write), with
+    /// every format given or detected: read as UTF-8, its NUL bytes would be named as binary data,
+    /// a bad key or a CSV name that is not UTF-8, none of which says to convert the file.
+    ///
+    /// - Throws: ``StratusError`` `invalidArguments` naming the encoding and how to convert it.
+    private func refuseUTF16() throws {
+        while input.available < 4, try input.fill() {}
+        guard input.baseOffset + input.start == 0, input.available >= 2 else { return }
+        let b = UnsafeBufferPointer(start: input.storage + input.start, count: min(input.available, 4))
+        let encoding: String
+        let how: String
+        if b.count == 4 && b[0] == 0xFF && b[1] == 0xFE && b[2] == 0 && b[3] == 0 {
+            (encoding, how) = ("UTF-32", "it starts with a UTF-32 byte order mark")
+        } else if b.count == 4 && b[0] == 0 && b[1] == 0 && b[2] == 0xFE && b[3] == 0xFF {
+            (encoding, how) = ("UTF-32", "it starts with a UTF-32 byte order mark")
+        } else if (b[0] == 0xFF && b[1] == 0xFE) || (b[0] == 0xFE && b[1] == 0xFF) {
+            (encoding, how) = ("UTF-16", "it starts with a UTF-16 byte order mark")
+        } else if b.count == 4, (b[0] == 0) != (b[1] == 0), (b[2] == 0) != (b[3] == 0) {
+            // An ASCII character with a NUL byte beside it, twice: UTF-16 without a mark.
+            (encoding, how) = (b[0] == 0 ? "UTF-16BE" : "UTF-16LE", "NUL bytes stand between its first characters")
+        } else {
+            return
+        }
+        throw fatal(at: input.start, "the input looks like \(encoding) text (\(how)); record JSON, NDJSON and CSV are read as UTF-8: convert it, for example with iconv -f \(encoding) -t UTF-8")
     }
 
     /// The first byte that is not whitespace, reading as needed; nil at the end of the input.

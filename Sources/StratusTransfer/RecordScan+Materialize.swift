@@ -443,7 +443,7 @@ extension JSONCursor {
                     ? "\(what) '\(quoted(token))' is a number written as a string; give the milliseconds since 1970 as a JSON number (\(quoted(token))), or an ISO 8601 date-time with a zone"
                     : "\(what) '\(quoted(token))' is not an ISO 8601 date-time with a zone (2024-03-01T12:00:00Z), nor a number of milliseconds since 1970")
             }
-            throw FieldError(offset: token.start, message: "\(what) \(numberText(token)) is out of range")
+            throw FieldError(offset: token.start, message: "\(what) \(numberText(token)) \(timestampRefusal(token))")
         }
         return date
     }

@@ -205,8 +205,14 @@ extension JSONCursor {
             let errorResult = "the item is a CloudKit error result ("
             // CloudKit writes `reason` before `serverErrorCode`: the code, which says what
             // happened, is named whichever comes first.
+            let ending = "), not a record"
             if stringEquals(key, "serverErrorCode"), let first = problem, first.message.hasPrefix(errorResult + "'reason'") {
                 problem = Problem(offset: first.offset, message: errorResult + "'serverErrorCode'\(text), " + first.message.dropFirst(errorResult.count))
+            } else if stringEquals(key, "reason"), let first = problem, first.message.hasPrefix(errorResult + "'serverErrorCode'"),
+                      !first.message.contains(", 'reason'"), first.message.hasSuffix(ending) {
+                // Written after the code (a tool that sorted or rebuilt the answer), the reason is
+                // named after it, as when CloudKit writes it first.
+                problem = Problem(offset: first.offset, message: String(first.message.dropLast(ending.count)) + ", 'reason'\(text)" + ending)
             } else {
                 note(key.start, errorResult + "'\(quoted(key))'\(text)), not a record")
             }

@@ -106,5 +106,9 @@ struct EnvelopeMemberTests {
         let failed = try readAll(#"{"zones":[{"zoneID":{"zoneName":"Gone"},"serverErrorCode":"CHANGE_TOKEN_EXPIRED"}]}"#)
         #expect(failed.count == 1)
         #expect(failed.first?.rejection?.message.contains("CHANGE_TOKEN_EXPIRED") == true)
+
+        // The reason, written before the code as CloudKit writes it, says why.
+        let explained = try readAll(#"{"zones":[{"zoneID":{"zoneName":"Gone"},"reason":"Zone 'Gone' does not exist","serverErrorCode":"ZONE_NOT_FOUND"}]}"#)
+        #expect(explained.first?.rejection?.message.contains("('serverErrorCode' ZONE_NOT_FOUND, 'reason' Zone 'Gone' does not exist)") == true, "\(explained)")
     }
 }

@@ -193,6 +193,24 @@ struct MalformedInputTests {
         #expect(database?.code == .invalidArguments && database?.message.contains("an SQLite database file") == true, "\(String(describing: database))")
         let binary = #expect(throws: StratusError.self) { _ = try RecordReader(data: Data("PK\u{3}\u{4}\u{0}\u{0}zip".utf8), options: RecordReadOptions()) }
         #expect(binary?.message.contains("binary data (a NUL byte at byte 5)") == true, "\(String(describing: binary))")
+        // UTF-16 text (what PowerShell's `>` writes), with or without a mark and whatever format
+        // is asked for, is named as UTF-16 with the way to convert it, not as binary data.
+        let record = #"{"recordName":"a","recordType":"T","fields":{}}"# + "\n"
+        for (bytes, encoding) in [
+            ([0xFF, 0xFE] + record.utf16.flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] }, "UTF-16 "),
+            ([0xFE, 0xFF] + record.utf16.flatMap { [UInt8($0 >> 8), UInt8($0 & 0xFF)] }, "UTF-16 "),
+            (record.utf16.flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] }, "UTF-16LE"),
+            (record.utf16.flatMap { [UInt8($0 >> 8), UInt8($0 & 0xFF)] }, "UTF-16BE"),
+            ("recordName,recordType\na,T\n".utf16.flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] }, "UTF-16LE"),
+        ] as [([UInt8], String)] {
+            for format: RecordFormat? in [nil, .ndjson, .json, .csv] {
+                var options = RecordReadOptions()
+                options.format = format
+                let error = #expect(throws: StratusError.self) { _ = try RecordReader(data: Data(bytes), options: options) }
+                #expect(error?.code == .invalidArguments && error?.message.contains("looks like \(encoding)") == true
+                        && error?.message.contains("iconv -f UTF-16") == true && error?.line == 1 && error?.column == 1, "\(String(describing: error))")
+            }
+        }
         // CSV whose cell holds U+0000 (as Stratus's own CSV export writes it) is CSV, told by its header.
         let csvWithNUL = try RecordReader(data: Data("recordName,recordType,title\nn1,N,a\u{0}b\n".utf8), options: RecordReadOptions())
         guard case .record(let withNUL, _)? = try csvWithNUL.next() else { Issue.record("the CSV record is read"); return }

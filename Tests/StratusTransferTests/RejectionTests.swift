@@ -117,8 +117,12 @@ struct RejectionTests {
         BadLine(line: #"{"recordName":"r1","recordType":"T","deleted":true}"#, at: "true", "is a deletion"),
         BadLine(line: #"{"recordName":"r1","recordType":"T","recordChangeTag":"x\u0000y"}"#, at: #""x"#, "'recordChangeTag' holds a control character"),
         BadLine(line: #"{"recordName":"r1","recordType":"T","created":{"timestamp":1,"userRecordName":"_u\u0000zz"}}"#, at: #""_u"#, "'created' userRecordName holds a control character"),
+        // numbersAsStrings: a number too long to read is named as such, not as no number at all.
+        BadLine(#""n":{"value":"1\#(String(repeating: "0", count: 1_200))","type":"INT64"}"#, at: #""1000"#, "field 'n': INT64 value is a string whose number cannot be read: a number is longer than 1000 characters"),
+        BadLine(#""n":{"value":"1\#(String(repeating: "0", count: 1_200))","type":"DOUBLE"}"#, at: #""1000"#, "DOUBLE value is a string whose number cannot be read: a number is longer"),
+        BadLine(#""n":{"value":"1\#(String(repeating: "0", count: 1_200))","type":"TIMESTAMP"}"#, at: #""1000"#, "TIMESTAMP value is a string whose number cannot be read: a number is longer"),
         BadLine(line: #"{"recordName":"r1","reason":"gone","serverErrorCode":"NOT_FOUND"}"#, at: #""reason""#, "CloudKit error result ('serverErrorCode' NOT_FOUND, 'reason' gone)"),
-        BadLine(line: #"{"recordName":"r1","serverErrorCode":"NOT_FOUND","reason":"gone"}"#, at: #""serverErrorCode""#, "CloudKit error result ('serverErrorCode' NOT_FOUND)"),
+        BadLine(line: #"{"recordName":"r1","serverErrorCode":"NOT_FOUND","reason":"gone"}"#, at: #""serverErrorCode""#, "CloudKit error result ('serverErrorCode' NOT_FOUND, 'reason' gone)"),
         BadLine(line: #"{"recordName":"r1","recordType":"T","parent":"p"}"#, at: #""p""#, "'parent' must be an object with a recordName"),
         BadLine(line: #"{"recordName":"r1","recordType":"T","parent":{"recordName":"p","action":"DELETE_SELF"}}"#, at: #"{"recordName":"p""#, "the parent reference's action must be NONE"),
         BadLine(line: #"{"recordName":"r1","recordType":"T","zoneID":{"zoneName":"Y"},"parent":{"recordName":"p","zoneID":{"zoneName":"Z"}}}"#, at: #"{"recordName":"p""#, "the parent points into zone 'Z'"),

@@ -86,6 +86,38 @@ struct TimestampTextTests {
         #expect(Self.written(1e-300) == "978307200000." + String(repeating: "0", count: 296) + "1")
     }
 
+    @Test("a whole number of milliseconds is written back as itself, or refused where a date cannot hold it")
+    func wholeMillisecondsComeBackOrAreRefused() throws {
+        func outcome(_ text: String) throws -> (date: Date?, message: String?) {
+            let line = #"{"recordName":"r","recordType":"T","fields":{"when":{"value":\#(text),"type":"TIMESTAMP"}}}"#
+            let reader = try RecordReader(data: Data(line.utf8), options: RecordReadOptions())
+            switch try reader.next() {
+            case .record(let record, _)?: if case .date(let date)? = record.fieldValue(forKey: "when") { return (date, nil) }
+            case .rejected(let error)?: return (nil, error.message)
+            default: break
+            }
+            return (nil, nil)
+        }
+        // Where seconds since 2001 grow coarser than a millisecond, some neighbours share a date.
+        for text in ["9007199254740993", "123456789012345678", "9223372036854775807", "-9223372036854775808", "9007199254740993.0", #""9007199254740993""#] {
+            let (date, message) = try outcome(text)
+            #expect(date == nil && message?.contains("field 'when'") == true && message?.contains("would be written back as another number") == true, "\(text): \(String(describing: message))")
+        }
+        var generator = SeededGenerator(seed: 0xD47E)
+        let edges: [Int64] = [8_640_000_000_000_000, -8_640_000_000_000_000, 9_007_199_254_740_992, 3_000_000_978_307_200_000, 1 << 62, 0, -1]
+        let near = (0..<2_000).map { _ in Int64(8_700_000_000_000_000) + Int64(generator.next() % 400_000_000_000_000) }
+        for ms in edges + near + near.map({ -$0 }) {
+            let (date, message) = try outcome(String(ms))
+            if let date {
+                #expect(Self.written(date.timeIntervalSinceReferenceDate) == String(ms), "\(ms)")
+            } else {
+                #expect(message?.contains("would be written back as another number") == true, "\(ms): \(String(describing: message))")
+            }
+        }
+        // Every date within any CloudKit client's range (JavaScript's ±8.64e15 ms) is kept.
+        #expect(try outcome("8640000000000000").date != nil && outcome("-8640000000000000").date != nil)
+    }
+
     @Test("random dates: the same text as the reference, repeated dates too")
     func randomDates() throws {
         var generator = SeededGenerator(seed: 0x5EED)
