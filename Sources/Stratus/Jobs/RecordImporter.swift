@@ -95,9 +95,8 @@ public final class RecordImporter: Sendable {
         /// Import zones the input says another user owns (their `ownerRecordName`) as the
         /// current user's zones; each record keeps the owner's name, which an export writes
         /// back. Without it such a record stops the import with `permissionFailure`, once.
-        /// Zones whose owner is the current user (by name), and the public database's default
-        /// zone (no user's), are the current user's whatever the input calls their owner; a
-        /// private database's default zone is its owner's, as every other zone is.
+        /// Zones whose owner is the current user (by name), and every database's one default
+        /// zone, are the current user's whatever the input calls their owner.
         public var importsOwnersAsCurrentUser = false
         /// The zone every record must be in: a record that names another stops the import with
         /// `invalidArguments`, once. Records that name no zone go into the reader's zone.
