@@ -143,30 +143,6 @@ struct ImportSemanticsCLITests {
         }
     }
 
-    @Test("another user's private default zone is refused like that user's other zones (exit 77), imported as yours only with --owner-as-current-user and exported with its owner; the public default zone is everyone's", arguments: TestEngine.all)
-    func anotherOwnersPrivateDefaultZone(engine: TestEngine) async throws {
-        try await TemporaryStore.with { store in
-            let cli = try await CLI(store, engine: engine)
-            let zone = #""zoneID":{"zoneName":"_defaultZone","ownerRecordName":"\#(Self.cloudKitUser)","zoneType":"DEFAULT_ZONE"}"#
-            let input = try cli.file("private.ndjson", #"{"recordName":"n1","recordType":"Note","fields":{"t":{"value":"hers","type":"STRING"}},\#(zone)}"# + "\n")
-            let refused = try await cli.run(["import", input, "--database", "private"])
-            #expect(refused.exitCode == 77 && refused.stderr.contains("of owner '\(Self.cloudKitUser)'") && refused.stderr.contains("--owner-as-current-user"), "\(refused)")
-            let written = try await cli.count("Note", extra: ["--database", "private"])
-            #expect(written == 0, "nothing written")
-
-            let imported = try await cli.run(["import", input, "--database", "private", "--owner-as-current-user"])
-            #expect(imported.exitCode == 0, "\(imported)")
-            let notes = try await cli.exported("Note", extra: ["--database", "private"])
-            #expect(JSONLine.value(notes["n1"] ?? [:], "t") == "hers", "\(notes)")
-            #expect((notes["n1"]?["zoneID"] as? [String: Any])?["ownerRecordName"] as? String == Self.cloudKitUser, "exported with its owner: \(notes)")
-
-            // The public database's default zone is no user's: its records import as they are.
-            let publicResult = try await cli.run(["import", input])
-            let publicNotes = try await cli.count("Note")
-            #expect(publicResult.exitCode == 0 && publicNotes == 1, "\(publicResult)")
-        }
-    }
-
     @Test("two owners' zones of one name imported as the current user's: the second owner's record of a name the first's has is rejected, not written over it; in one run or two", arguments: TestEngine.all)
     func twoOwnersOneZoneName(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

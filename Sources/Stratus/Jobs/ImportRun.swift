@@ -320,7 +320,7 @@ final class ImportRun {
 
     /// The zone a record the input puts in `given` goes to, and the owner's name to keep for
     /// export: the current user's zone when the input names the current user (by
-    /// `__defaultOwner__` or name), the public database's default zone (everyone's), or another
+    /// `__defaultOwner__` or name), the database's default zone (there is one), or another
     /// owner with ``RecordImporter/Options/importsOwnersAsCurrentUser``. Makes sure the zone
     /// exists (creating it when asked), once per zone.
     ///
@@ -341,10 +341,7 @@ final class ImportRun {
         let owner = given.ownerName
         if owner != RecordZone.ID.currentUserDefaultOwner {
             let isCurrentUser = owner == database.context.userName || database.context.isCurrentUser(owner)
-            // A private default zone is its owner's as much as any zone: another user's is
-            // imported as the current user's only when asked, as their other zones are.
-            let isEveryones = given.isDefault && database.databaseScope == .public
-            guard isCurrentUser || isEveryones || options.importsOwnersAsCurrentUser else {
+            guard isCurrentUser || given.isDefault || options.importsOwnersAsCurrentUser else {
                 throw try await stopForZones(consumed: consumed, StratusError(
                     .permissionFailure,
                     "line \(line): record '\(recordName)' is in zone '\(given.zoneName)' of owner '\(owner)', who is not the current user ('\(database.context.userName ?? "no user")'); import it as the current user's zone with --owner-as-current-user (RecordImporter.Options.importsOwnersAsCurrentUser), or as that user (--user)",
