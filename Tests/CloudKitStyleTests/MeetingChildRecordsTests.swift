@@ -204,4 +204,34 @@ struct MeetingChildRecordsTests {
             #expect(try await names("parent != %@", other) == ["child"])
         }
     }
+
+    @Test("a query subscription on the parent fires for a new child of that meeting only")
+    func subscriptionOnParent() async throws {
+        try await withContainer { container in
+            let store = MeetingStore(container: container)
+            let (meeting, other) = try await setUp(store.privateDB)
+            let predicate = try QueryPredicate(format: "%K == %@", Record.SystemFieldKey.parent, Record.Reference(recordID: meeting, action: .none))
+            let subscription = QuerySubscription(recordType: MeetingStore.MessageKeys.type, predicate: predicate,
+                                                 subscriptionID: "standup-messages", options: [.firesOnRecordCreation])
+            subscription.zoneID = Self.zoneID
+            let info = Subscription.NotificationInfo()
+            info.shouldSendContentAvailable = true
+            subscription.notificationInfo = info
+            _ = try await store.privateDB.save(subscription)
+
+            let start = Date(timeIntervalSince1970: 1_800_000_000)
+            try await store.upsertMessage(forMeetingRecordID: other, appleUserID: "u1", text: "elsewhere", timestamp: start)
+            try await store.upsertMessage(forMeetingRecordID: meeting, appleUserID: "u1", text: "hello", timestamp: start)
+
+            let operation = FetchNotificationChangesOperation(previousServerChangeToken: nil)
+            nonisolated(unsafe) var received: [StratusNotification] = []
+            operation.notificationChangedBlock = { received.append($0) }
+            let _: Bool = await awaitCallback { done in
+                operation.fetchNotificationChangesResultBlock = { _ in done(true) }
+                container.add(operation)
+            }
+            let fired = received.compactMap { ($0 as? QueryNotification)?.recordID?.recordName }
+            #expect(fired == ["msg-standup-\(Int64(start.timeIntervalSince1970 * 1000))-u1"])
+        }
+    }
 }
