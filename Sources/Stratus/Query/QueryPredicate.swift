@@ -39,6 +39,10 @@ public enum QueryKey: Hashable, Sendable, Codable, CustomStringConvertible {
     /// `parent` (`CKRecord.SystemFieldKey.parent`): the record's parent, compared by record name
     /// with a reference, a `Record.ID`, a `Record` or a string; a record without a parent matches
     /// no condition on it.
+    ///
+    /// ```swift
+    /// let items = try QueryPredicate(format: "%K == %@", Record.SystemFieldKey.parent, list.recordID)
+    /// ```
     case parent
 
     /// The key for a name as written in a predicate or sort descriptor; system names map to system keys.
