@@ -51,6 +51,7 @@ struct PostgresDialect: SQLDialect {
         case .modificationDate: "\(table)modified_at"
         case .creatorUserRecordID: "\(table)created_by"
         case .lastModifiedUserRecordID: "\(table)modified_by"
+        case .parent: "\(table)parent_name"
         case .field(let name): text(name, 1)
         }
     }

@@ -183,6 +183,7 @@ package struct SQLQueryTranslation<Dialect: SQLDialect> {
         case .lastModifiedUserRecordID: name = "lastModifiedUserRecordID"
         case .creationDate: name = "creationDate"
         case .modificationDate: name = "modificationDate"
+        case .parent: return false
         case .field(let field): name = field
         }
         guard let schema else { return false }

@@ -44,6 +44,7 @@ struct SQLiteDialect: SQLDialect {
         case .creatorUserRecordID: "\(table)created_by"
         // An empty modifier is the creator (version 9; see SQLiteSchema.recordsTableColumns).
         case .lastModifiedUserRecordID: "coalesce(nullif(\(table)modified_by, ''), \(table)created_by)"
+        case .parent: "\(table)parent_name"
         case .field(let name): element(name, 1)
         }
     }

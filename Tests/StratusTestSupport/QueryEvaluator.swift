@@ -96,6 +96,7 @@ public enum QueryEvaluator {
             return (family == .string || family == .reference, record.systemFields.creatorUserRecordID.map { .string($0.recordName) })
         case .lastModifiedUserRecordID:
             return (family == .string || family == .reference, record.systemFields.lastModifiedUserRecordID.map { .string($0.recordName) })
+        case .parent: return (family == .string || family == .reference, record.parent.map { .string($0.recordID.recordName) })
         case .creationDate: return (family == .timestamp, record.creationDate.map(FieldValue.date))
         case .modificationDate: return (family == .timestamp, record.modificationDate.map(FieldValue.date))
         case .field(let name):
@@ -104,18 +105,22 @@ public enum QueryEvaluator {
         }
     }
 
-    /// Whether the record holds `key` at all (a field any value; the system keys always): what
-    /// an empty IN list's NOT matches, as Stratus's rules say.
+    /// Whether the record holds `key` at all (a field any value; a parent when it has one; the
+    /// other system keys always): what an empty IN list's NOT matches, as Stratus's rules say.
     static func holds(_ key: QueryKey, _ record: Record) -> Bool {
-        guard case .field(let name) = key else { return true }
-        return record.fieldValue(forKey: name) != nil
+        switch key {
+        case .field(let name): return record.fieldValue(forKey: name) != nil
+        case .parent: return record.parent != nil
+        default: return true
+        }
     }
 
     /// A compared value as system keys see it: a reference or string compared with a record
     /// name or user is its name.
     static func asSystemOperand(_ value: FieldValue, for key: QueryKey) -> FieldValue {
         switch (key, value) {
-        case (.recordName, .reference(let r)), (.creatorUserRecordID, .reference(let r)), (.lastModifiedUserRecordID, .reference(let r)):
+        case (.recordName, .reference(let r)), (.creatorUserRecordID, .reference(let r)), (.lastModifiedUserRecordID, .reference(let r)),
+             (.parent, .reference(let r)):
             .string(r.recordID.recordName)
         default: value
         }

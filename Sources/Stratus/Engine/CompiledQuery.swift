@@ -195,7 +195,7 @@ public struct CompiledQuery: Hashable, Sendable, Codable {
         let valueFamily = try family(of: value, key, operation)
         switch key {
         case .field: return valueFamily
-        case .recordName, .creatorUserRecordID, .lastModifiedUserRecordID:
+        case .recordName, .creatorUserRecordID, .lastModifiedUserRecordID, .parent:
             guard valueFamily == .string || valueFamily == .reference else {
                 throw StratusError(.invalidArguments, "\(key) can only be compared with a record ID, a reference or a string")
             }

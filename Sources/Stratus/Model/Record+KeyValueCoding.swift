@@ -116,7 +116,8 @@ extension Record {
 extension Record {
     /// The names of a record's system fields, as `CKRecord.SystemFieldKey`; ``value(forKey:)``
     /// answers them, and predicates and sort descriptors accept `recordID`, `creationDate`,
-    /// `modificationDate`, `creatorUserRecordID` and `lastModifiedUserRecordID`.
+    /// `modificationDate`, `creatorUserRecordID`, `lastModifiedUserRecordID` and `parent`
+    /// (`QueryPredicate(format: "%K == %@", Record.SystemFieldKey.parent, listID)`).
     ///
     /// ```swift
     /// query.sortDescriptors = [RecordSortDescriptor(key: Record.SystemFieldKey.creationDate, ascending: false)]

@@ -5,6 +5,15 @@
 /// ```
 public let CurrentUserDefaultName = RecordZone.ID.currentUserDefaultOwner
 
+/// `CKOwnerDefaultName`, CloudKit's older name for `CKCurrentUserDefaultName` (deprecated
+/// there since iOS 10, still in the SDK, and in Apple's CloudKitCatalog sample and code of
+/// its time): ``CurrentUserDefaultName``.
+///
+/// ```swift
+/// let zoneID = RecordZoneID(zoneName: "Items", ownerName: OwnerDefaultName)
+/// ```
+public let OwnerDefaultName = CurrentUserDefaultName
+
 /// `CKRecordZoneDefaultName`: the name of every database's default zone, `_defaultZone`.
 public let RecordZoneDefaultName = RecordZone.ID.defaultZoneName
 

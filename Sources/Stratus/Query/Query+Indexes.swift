@@ -57,6 +57,8 @@ extension Query {
     public func missingIndexes(in schema: RecordTypeSchema?) -> [IndexRequirement] {
         var needed: [IndexRequirement] = []
         func require(_ key: QueryKey, _ index: RecordTypeSchema.Indexes) {
+            // A schema has no index to declare on a record's parent, so none is asked for.
+            guard key != .parent else { return }
             let name = Self.schemaName(of: key)
             guard !Self.declares(schema, name, index) else { return }
             let requirement = IndexRequirement(recordType: recordType, field: name, index: index)
@@ -102,6 +104,7 @@ extension Query {
         case .modificationDate: "modificationDate"
         case .creatorUserRecordID: "creatorUserRecordID"
         case .lastModifiedUserRecordID: "lastModifiedUserRecordID"
+        case .parent: "parent"
         }
     }
 

@@ -6,6 +6,8 @@ struct PredicateSubject {
     let recordName: String
     let system: Record.SystemFields
     let fields: [String: FieldValue]
+    /// The record name of the record's parent, if it has one.
+    var parentName: String? = nil
 }
 
 extension QueryPredicate {
@@ -97,10 +99,14 @@ extension Condition {
         }
     }
 
-    /// Whether the record holds `key` at all: a field any value; the system keys always.
+    /// Whether the record holds `key` at all: a field any value; a parent when it has one; the
+    /// other system keys always.
     private static func holds(_ key: QueryKey, _ subject: PredicateSubject) -> Bool {
-        guard case .field(let name) = key else { return true }
-        return subject.fields[name] != nil
+        switch key {
+        case .field(let name): return subject.fields[name] != nil
+        case .parent: return subject.parentName != nil
+        default: return true
+        }
     }
 
     /// The record's value for a key, and whether it fits a family (system keys fit their own).
@@ -111,6 +117,7 @@ extension Condition {
             return (family == .string || family == .reference, subject.system.creatorUserRecordID.map { .string($0.recordName) })
         case .lastModifiedUserRecordID:
             return (family == .string || family == .reference, subject.system.lastModifiedUserRecordID.map { .string($0.recordName) })
+        case .parent: return (family == .string || family == .reference, subject.parentName.map(FieldValue.string))
         case .creationDate: return (family == .timestamp, subject.system.creationDate.map(FieldValue.date))
         case .modificationDate: return (family == .timestamp, subject.system.modificationDate.map(FieldValue.date))
         case .field(let name):
@@ -123,7 +130,8 @@ extension Condition {
     /// user is its record name.
     private static func asSystemOperand(_ value: FieldValue, for key: QueryKey) -> FieldValue {
         switch (key, value) {
-        case (.recordName, .reference(let r)), (.creatorUserRecordID, .reference(let r)), (.lastModifiedUserRecordID, .reference(let r)):
+        case (.recordName, .reference(let r)), (.creatorUserRecordID, .reference(let r)), (.lastModifiedUserRecordID, .reference(let r)),
+             (.parent, .reference(let r)):
             .string(r.recordID.recordName)
         default: value
         }

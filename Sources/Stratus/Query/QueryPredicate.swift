@@ -36,6 +36,14 @@ public enum QueryKey: Hashable, Sendable, Codable, CustomStringConvertible {
     case modificationDate
     case creatorUserRecordID
     case lastModifiedUserRecordID
+    /// `parent` (`CKRecord.SystemFieldKey.parent`): the record's parent, compared by record name
+    /// with a reference, a `Record.ID`, a `Record` or a string; a record without a parent matches
+    /// no condition on it.
+    ///
+    /// ```swift
+    /// let items = try QueryPredicate(format: "%K == %@", Record.SystemFieldKey.parent, list.recordID)
+    /// ```
+    case parent
 
     /// The key for a name as written in a predicate or sort descriptor; system names map to system keys.
     public init(_ name: String) {
@@ -45,6 +53,7 @@ public enum QueryKey: Hashable, Sendable, Codable, CustomStringConvertible {
         case "modificationDate", "___modTime": self = .modificationDate
         case "creatorUserRecordID", "___createdBy": self = .creatorUserRecordID
         case "lastModifiedUserRecordID", "___modifiedBy": self = .lastModifiedUserRecordID
+        case "parent", "___parent": self = .parent
         default: self = .field(name)
         }
     }
@@ -58,6 +67,7 @@ public enum QueryKey: Hashable, Sendable, Codable, CustomStringConvertible {
         case .modificationDate: "modificationDate"
         case .creatorUserRecordID: "creatorUserRecordID"
         case .lastModifiedUserRecordID: "lastModifiedUserRecordID"
+        case .parent: "parent"
         }
     }
 }

@@ -106,6 +106,7 @@ public enum QueryRules {
         case .modificationDate: return record.modificationDate.map(FieldValue.date)
         case .creatorUserRecordID: return record.systemFields.creatorUserRecordID.map { .string($0.recordName) }
         case .lastModifiedUserRecordID: return record.systemFields.lastModifiedUserRecordID.map { .string($0.recordName) }
+        case .parent: return record.parent.map { .string($0.recordID.recordName) }
         case .field(let name):
             guard let value = record.fieldValue(forKey: name), orderedFamily(of: value) != nil else { return nil }
             return value

@@ -87,10 +87,10 @@ struct SubscriptionNotifier {
     }
 
     /// A record created or updated, as it was stored.
-    mutating func saved(_ id: Record.ID, recordType: String, system: Record.SystemFields, fields: [String: FieldValue], created: Bool) {
+    mutating func saved(_ id: Record.ID, recordType: String, system: Record.SystemFields, fields: [String: FieldValue], parent: Record.Reference? = nil, created: Bool) {
         let zoneID = context.canonical(id.zoneID)
         noteChange(in: zoneID, recordType: recordType, creator: system.creatorUserRecordID)
-        let subject = PredicateSubject(recordName: id.recordName, system: system, fields: fields)
+        let subject = PredicateSubject(recordName: id.recordName, system: system, fields: fields, parentName: parent?.recordID.recordName)
         let option: QuerySubscription.Options = created ? .firesOnRecordCreation : .firesOnRecordUpdate
         for candidate in index.queryCandidates(recordType: recordType, zoneID: zoneID, subject: subject) {
             let entry = index.queries[candidate]
@@ -110,7 +110,7 @@ struct SubscriptionNotifier {
         }
         noteChange(in: zoneID, recordType: stored.recordType, creator: stored.systemFields.creatorUserRecordID)
         let fields = stored.fieldValues
-        let subject = PredicateSubject(recordName: id.recordName, system: stored.systemFields, fields: fields)
+        let subject = PredicateSubject(recordName: id.recordName, system: stored.systemFields, fields: fields, parentName: stored.parent?.recordID.recordName)
         for candidate in index.queryCandidates(recordType: stored.recordType, zoneID: zoneID, subject: subject) {
             let entry = index.queries[candidate]
             guard entry.options.contains(.firesOnRecordDeletion), !firedOnce.contains(candidate),

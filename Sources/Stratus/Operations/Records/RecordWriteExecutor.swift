@@ -327,7 +327,7 @@ enum RecordWriteExecutor {
                 let save = saves[start + offset]
                 if wasInserted {
                     let row = rows[offset]
-                    notifier?.saved(row.recordID, recordType: row.recordType, system: row.systemFields, fields: row.fields, created: true)
+                    notifier?.saved(row.recordID, recordType: row.recordType, system: row.systemFields, fields: row.fields, parent: row.parent, created: true)
                     outcome.saveResults.append(.success((request.returnsSavedRecords ? resolutions[offset].record(for: save) : save.record, .created)))
                 } else {
                     newRunConflicted = true
@@ -430,7 +430,7 @@ enum RecordWriteExecutor {
             }
             try transaction.writeRecord(row, replacing: existing != nil)
             if let growth { typeRules.grow(growth) }
-            notifier?.saved(id, recordType: row.recordType, system: row.systemFields, fields: fields, created: existing == nil)
+            notifier?.saved(id, recordType: row.recordType, system: row.systemFields, fields: fields, parent: row.parent, created: existing == nil)
             guard request.returnsSavedRecords else { return .success((save.record, resolution.kind)) }
             if !readsStored { return .success((Self.withheld(save, system: row.systemFields), resolution.kind)) }
             let stored = Record(recordType: row.recordType, recordID: id, systemFields: row.systemFields, fields: fields, parent: row.parent,
