@@ -8,6 +8,7 @@ extension EngineConformance {
         TestCase("queries match a brute-force filter and sort for every operator and type", queriesMatchBruteForce),
         TestCase("queries sort on fields and system fields like a brute-force sort", queriesSortLikeBruteForce),
         TestCase("reference equality with a Reference and with a Record.ID", referenceEquality),
+        TestCase("queries on a record's parent (CKRecord.SystemFieldKey.parent) match, sort and page like a brute-force filter", parentQueries),
         TestCase("a type mismatch never matches", typeMismatchNeverMatches),
         TestCase("desiredKeys limits the returned fields", desiredKeysLimitFields),
         TestCase("indexed strings and searchable words of 3,000 and 10,000 characters are saved, found, sorted and paged exactly", longIndexedStrings),
@@ -223,6 +224,40 @@ extension EngineConformance {
         }
         let nobody = try await TestDatabase.queryAll(try Query(recordType: "Item", format: "owner == %@", Record.ID(recordName: "nobody")), in: database)
         #expect(nobody.isEmpty)
+    }
+
+    static func parentQueries(_ env: Environment) async throws {
+        let database = env.container().publicCloudDatabase
+        let lists = makeRecords("List", count: 3, prefix: "list") { i in ["i": .int64(Int64(i))] }
+        try await TestDatabase.save(lists, in: database)
+        // Every fourth child has no parent; the rest hang on the three lists in turn.
+        let children = makeRecords("Entry", count: 40, prefix: "entry") { i in ["i": .int64(Int64(i)), "rank": .int64(Int64(i % 6))] }
+        for (i, child) in children.enumerated() where i % 4 != 0 {
+            child.setParent(lists[i % 3].recordID)
+        }
+        try await TestDatabase.save(children, in: database)
+        let all = try await TestDatabase.queryAll(Query(recordType: "Entry"), in: database)
+        #expect(all.count == children.count)
+        let first = lists[0].recordID, second = lists[1].recordID
+        let expectedUnderFirst = Set(children.enumerated().filter { $0.offset % 4 != 0 && $0.offset % 3 == 0 }.map(\.element.recordID.recordName))
+        let queries: [(String, [any Sendable], [RecordSortDescriptor])] = [
+            ("%K == %@", [Record.SystemFieldKey.parent, Record.Reference(recordID: first, action: .none)], []),
+            ("parent == %@", [first], []),
+            ("parent == %@", [lists[0]], []),
+            ("parent == %@", [first.recordName], []),
+            ("parent != %@", [Record.Reference(recordID: first, action: .none)], []),
+            ("parent IN %@", [[first, second]], [RecordSortDescriptor(key: "rank")]),
+            ("NOT (parent IN %@)", [[first]], []),
+            ("rank >= %@", [2], [RecordSortDescriptor(key: "parent"), RecordSortDescriptor(key: "rank", ascending: false)]),
+            ("rank < %@", [4], [RecordSortDescriptor(key: "parent", ascending: false)]),
+        ]
+        for (format, arguments, sort) in queries {
+            try await expectBruteForce(try query("Entry", format, arguments, sort: sort), database, all)
+        }
+        let underFirst = try await TestDatabase.queryAll(try query("Entry", "parent == %@", [first]), in: database, pageSize: 3)
+        #expect(Set(TestDatabase.names(underFirst)) == expectedUnderFirst && underFirst.count == expectedUnderFirst.count, "parent == list-0, paged by 3")
+        let ofNoList = try await TestDatabase.queryAll(try query("Entry", "parent == %@", [Record.ID(recordName: "nowhere")]), in: database)
+        #expect(ofNoList.isEmpty)
     }
 
     static func typeMismatchNeverMatches(_ env: Environment) async throws {
