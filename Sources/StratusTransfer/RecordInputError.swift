@@ -1,43 +1,15 @@
 import Stratus
 
-/// One input item that could not become a record; reading continues after it.
+/// One input item that could not become a record, where it is and why; reading continues
+/// after it. The reader's name for ``Stratus/RecordRejection``, the type an import reports
+/// rejections with, so that a rejection read here is the one an importer reports.
 ///
 /// ```swift
 /// if case .rejected(let error)? = try reader.next() {
 ///     FileHandle.standardError.write(Data("\(error)\n".utf8))   // line 3, column 41: …
 /// }
 /// ```
-public struct RecordInputError: Error, Sendable, CustomStringConvertible {
-    /// 1-based line of the problem.
-    public let line: Int
-    /// 1-based column of the problem, counted in characters.
-    public let column: Int
-    /// The record's name, when the input gave a readable one.
-    public let recordName: String?
-    /// What was wrong, naming the field or key, e.g. `field 'count': INT64 value 1.5 is not an integer`.
-    public let message: String
-
-    /// Creates an error for the item at `line` and `column`.
-    public init(line: Int, column: Int, recordName: String?, message: String) {
-        self.line = line
-        self.column = column
-        self.recordName = recordName
-        self.message = message
-    }
-
-    public var description: String {
-        let name = recordName.map { "record '\($0)': " } ?? ""
-        return "line \(line), column \(column): \(name)\(message)"
-    }
-
-    /// The same problem as an `invalidArguments` error carrying the position.
-    public var stratusError: StratusError {
-        var error = StratusError(.invalidArguments, description)
-        error.line = line
-        error.column = column
-        return error
-    }
-}
+public typealias RecordInputError = RecordRejection
 
 /// What ``RecordReader/next()`` produced: a record, a deletion, or an input item it rejected.
 ///

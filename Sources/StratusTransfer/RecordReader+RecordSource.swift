@@ -25,7 +25,7 @@ extension RecordReader: RecordSource {
         case .deletion(let id, let recordType, let line)?:
             return .deletion(id, recordType: recordType, line: line)
         case .rejected(let error)?:
-            return .rejected(RecordRejection(line: error.line, column: error.column, recordName: error.recordName, message: error.message))
+            return .rejected(error)
         }
     }
 

@@ -73,7 +73,7 @@ public enum RecordSourceItem: Sendable {
 /// let rejection = RecordRejection(line: 7, column: 12, recordName: "a", message: "field 'count': …")
 /// print(rejection)   // line 7, column 12: record 'a': field 'count': …
 /// ```
-public struct RecordRejection: Sendable, Hashable, Codable, CustomStringConvertible {
+public struct RecordRejection: Error, Sendable, Hashable, Codable, CustomStringConvertible {
     /// 1-based line where the item (or its problem) is.
     public var line: Int
     /// 1-based column of the problem, counted in characters; 0 when the store rejected the
@@ -98,5 +98,18 @@ public struct RecordRejection: Sendable, Hashable, Codable, CustomStringConverti
         let name = recordName.map { "record '\($0)': " } ?? ""
         let place = column > 0 ? "line \(line), column \(column)" : "line \(line)"
         return "\(place): \(name)\(message)"
+    }
+
+    /// The same problem as an `invalidArguments` error carrying the position, for a caller
+    /// that stops at the first bad item.
+    ///
+    /// ```swift
+    /// if case .rejected(let rejection)? = try reader.next() { throw rejection.stratusError }
+    /// ```
+    public var stratusError: StratusError {
+        var error = StratusError(.invalidArguments, description)
+        error.line = line
+        error.column = column
+        return error
     }
 }
