@@ -115,7 +115,7 @@ extension RecordJSONWriter {
         switch subscription {
         case let query as QuerySubscription:
             out.append(",\"subscriptionType\":\"query\",\"recordType\":")
-            out.appendString(query.recordType)
+            out.appendString(query.recordType ?? "")
             out.append(",\"predicate\":")
             out.appendString(query.predicate.description)
             out.append(",\"firesOn\":[")

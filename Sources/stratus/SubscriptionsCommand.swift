@@ -123,12 +123,12 @@ struct SubscriptionsCommand: Command {
         case .create(var subscription):
             let container = try store.openContainer(.createIfMissing)
             let database = container.database(with: store.scope)
-            if let query = subscription as? QuerySubscription, query.predicate != .all {
+            if let query = subscription as? QuerySubscription, let recordType = query.recordType, query.predicate != .all {
                 // --where values read by the schema's types (dates, references by record name),
                 // as query, count, export, update and delete read them: a condition typed
                 // otherwise would never hold, and the subscription would never fire.
-                let typed = try await WhereClause.typed(query.predicate, recordType: query.recordType, in: container)
-                let made = QuerySubscription(recordType: query.recordType, predicate: typed, subscriptionID: query.subscriptionID,
+                let typed = try await WhereClause.typed(query.predicate, recordType: recordType, in: container)
+                let made = QuerySubscription(recordType: recordType, predicate: typed, subscriptionID: query.subscriptionID,
                                              options: query.querySubscriptionOptions)
                 made.zoneID = query.zoneID
                 made.notificationInfo = query.notificationInfo

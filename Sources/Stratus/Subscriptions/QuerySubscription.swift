@@ -38,7 +38,18 @@ public final class QuerySubscription: Subscription, @unchecked Sendable {
         public static let firesOnce = Options(rawValue: 1 << 3)
     }
 
-    public let recordType: String
+    /// The type of record the subscription watches; optional as `CKQuerySubscription`'s is,
+    /// though a query subscription always has one, so ported code that unwraps it
+    /// (`subscription.recordType!`, `if let type = subscription.recordType`) compiles unchanged.
+    ///
+    /// ```swift
+    /// if let query = subscription as? QuerySubscription, let type = query.recordType {
+    ///     print("watching \(type)")
+    /// }
+    /// ```
+    public var recordType: String? { queriedRecordType }
+    /// The record type the subscription was made with, never `nil`.
+    let queriedRecordType: String
     public let predicate: QueryPredicate
     public let querySubscriptionOptions: Options
     private let zone: Mutex<RecordZone.ID?>
@@ -50,7 +61,7 @@ public final class QuerySubscription: Subscription, @unchecked Sendable {
     /// ```
     public init(recordType: String, predicate: QueryPredicate, subscriptionID: Subscription.ID,
                 options: Options = [.firesOnRecordCreation, .firesOnRecordUpdate, .firesOnRecordDeletion]) {
-        self.recordType = recordType
+        self.queriedRecordType = recordType
         self.predicate = predicate
         self.querySubscriptionOptions = options
         self.zone = Mutex(nil)
@@ -91,7 +102,7 @@ public final class QuerySubscription: Subscription, @unchecked Sendable {
     public override var subscriptionType: SubscriptionType { .query }
 
     override var definition: SubscriptionDefinition {
-        SubscriptionDefinition(type: .query, recordType: recordType, predicate: predicate, zoneID: zoneID,
+        SubscriptionDefinition(type: .query, recordType: queriedRecordType, predicate: predicate, zoneID: zoneID,
                                options: querySubscriptionOptions.rawValue, info: notificationInfo?.fields)
     }
 }

@@ -51,9 +51,9 @@ enum SubscriptionRules {
     /// A subscription lists no records, so it needs no queryable record name.
     private static func checkProductionSchema(_ subscription: QuerySubscription, schema: RecordTypeSchema?, subscriptionID id: Subscription.ID) throws(StratusError) {
         guard let schema else {
-            throw StratusError(.unknownItem, "subscription '\(id)': Did not find record type: \(subscription.recordType) (the production schema has no such type; deploy the development schema)")
+            throw StratusError(.unknownItem, "subscription '\(id)': Did not find record type: \(subscription.queriedRecordType) (the production schema has no such type; deploy the development schema)")
         }
-        let missing = Query(recordType: subscription.recordType, predicate: subscription.predicate).missingIndexes(in: schema)
+        let missing = Query(recordType: subscription.queriedRecordType, predicate: subscription.predicate).missingIndexes(in: schema)
             .filter { !($0.field == "recordName" && subscription.predicate == .all) }
         if let first = missing.first {
             throw StratusError(.invalidArguments, "subscription '\(id)': " + QueryAdmission.refusal(first, schema: schema))
@@ -85,7 +85,7 @@ enum SubscriptionRules {
             }
             let compiled: CompiledQuery
             do {
-                compiled = try CompiledQuery(Query(recordType: query.recordType, predicate: query.predicate), zoneID: query.zoneID ?? .default, desiredKeys: nil)
+                compiled = try CompiledQuery(Query(recordType: query.queriedRecordType, predicate: query.predicate), zoneID: query.zoneID ?? .default, desiredKeys: nil)
             } catch let error as StratusError {
                 throw invalid(error.message)
             } catch {
