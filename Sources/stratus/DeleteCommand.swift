@@ -63,8 +63,7 @@ struct DeleteCommand: Command {
         if path == "-" {
             handle = .standardInput
         } else {
-            guard let opened = FileHandle(forReadingAtPath: path) else { throw CommandFailure(.inputMissing, "cannot read \(path)") }
-            handle = opened
+            handle = try ReadableFile.open(path, what: "names file")
         }
         var names: [String] = []
         var line: [UInt8] = []

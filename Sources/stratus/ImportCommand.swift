@@ -358,7 +358,7 @@ struct ImportCommand: Command {
     private func openInput() throws -> Input {
         guard let path = inputPath, path != "-" else { return Input(handle: .standardInput, identity: "-", size: nil) }
         guard FileManager.default.fileExists(atPath: path) else { throw CommandFailure(.inputMissing, "the input file \(path) does not exist") }
-        guard let handle = FileHandle(forReadingAtPath: path) else { throw CommandFailure(.inputMissing, "cannot read the input file \(path)") }
+        let handle = try ReadableFile.open(path, what: "input file")
         var status = stat()
         // Before the store is opened (or created): a folder is no input file.
         if fstat(handle.fileDescriptor, &status) == 0, status.st_mode & S_IFMT == S_IFDIR {

@@ -5,8 +5,9 @@ import Synchronization
 
 /// SIGINT, SIGTERM and SIGHUP (the session that started a job closed) ask a long command to
 /// stop after its current batch, so that it can save its checkpoint; a second SIGINT or
-/// SIGTERM stops at once (a second SIGHUP, which a closing terminal sends, does not). A SIGHUP
-/// the command was started ignoring (`nohup`) stays ignored.
+/// SIGTERM stops at once (a second SIGHUP, which a closing terminal sends, does not; nor does
+/// the same signal again within ``duplicateWindowNanoseconds``, which is one request delivered
+/// twice). A SIGHUP the command was started ignoring (`nohup`) stays ignored.
 enum Interruption {
     private static let received = Atomic<Int32>(0)
     private nonisolated(unsafe) static var sources: [DispatchSourceSignal] = []
@@ -16,6 +17,15 @@ enum Interruption {
     private static let hangupHandled = Atomic<Bool>(false)
 
     private static let forcing = Atomic<Bool>(false)
+
+    /// When the first signal came (`DispatchTime` uptime nanoseconds).
+    private static let firstSignalTime = Atomic<UInt64>(0)
+
+    /// How soon after the first a signal of the same number is taken for the same request:
+    /// `timeout` sends its signal to the command and then to its whole process group, so a
+    /// cron job's `timeout 1h stratus import …` delivers SIGTERM twice at once, and a person
+    /// who wants out at once presses Ctrl-C again after reading the first signal's message.
+    static let duplicateWindowNanoseconds: UInt64 = 500_000_000
 
     /// Waits for the process's end when a second signal is ending it: the command's own exit
     /// (a failure from the statements the handler cancelled) must not take its place.
@@ -43,6 +53,12 @@ enum Interruption {
                 // sends another to the foreground group): only SIGINT or SIGTERM after the
                 // first signal mean "stop at once".
                 if number == SIGHUP && received.load(ordering: .relaxed) != 0 { return }
+                let now = DispatchTime.now().uptimeNanoseconds
+                if received.load(ordering: .relaxed) == number
+                    && now &- firstSignalTime.load(ordering: .relaxed) < duplicateWindowNanoseconds
+                {
+                    return
+                }
                 if received.exchange(number, ordering: .relaxed) != 0 {
                     // A second signal: the user really wants out. A PostgreSQL backend waiting
                     // for a lock would outlive this process, holding its connection slot: its
@@ -52,7 +68,11 @@ enum Interruption {
                     PostgresConnectionPool.cancelStatementsInFlight(timeout: 2)
                     exit(128 + number)
                 }
-                StandardError.write("\nstratus: stopping after the current batch (signal \(number)); a second SIGINT or SIGTERM stops at once\n")
+                firstSignalTime.store(now, ordering: .relaxed)
+                // On a terminal the signal's ^C (or the live progress line) ends the line first;
+                // a log gets no blank line.
+                let lineBreak = isatty(STDERR_FILENO) == 1 ? "\n" : ""
+                StandardError.write(lineBreak + "stratus: stopping after the current batch (signal \(number)); a second SIGINT or SIGTERM stops at once\n")
                 stop()
             }
             source.resume()

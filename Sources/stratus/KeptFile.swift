@@ -92,10 +92,11 @@ enum KeptFile {
     /// so that another file named by mistake (an export given as `--token-file`, a sparse file)
     /// is refused at once instead of read whole into memory.
     ///
-    /// - Throws: ``CommandFailure`` `inputMissing` when it cannot be read, `dataError` when it
+    /// - Throws: ``CommandFailure`` `inputMissing` (`permissionDenied` when the user may not
+    ///   read it) when it cannot be read, with the system's reason, `dataError` when it
     ///   is larger than `limit`, naming it as `what`.
     static func contents(of path: String, atMost limit: Int, what: String) throws -> Data {
-        guard let handle = FileHandle(forReadingAtPath: path) else { throw CommandFailure(.inputMissing, "cannot read the \(what) \(path)") }
+        let handle = try ReadableFile.open(path, what: what)
         defer { try? handle.close() }
         let data: Data
         do {

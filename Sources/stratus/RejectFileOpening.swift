@@ -12,8 +12,12 @@ enum RejectFileOpening {
     ///   written, or holds something other than reject lines.
     static func open(_ path: String) throws -> FileHandle {
         // Rejected records are the input's records: created private (0600), as exports are.
-        if !FileManager.default.fileExists(atPath: path) && !FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]) {
-            throw CommandFailure(.cannotCreateOutput, "cannot create the reject file \(path)")
+        // open(2) rather than FileManager, so that the message can say why (no folder, no right).
+        let created = Foundation.open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        if created >= 0 {
+            close(created)
+        } else if errno != EEXIST {
+            throw CommandFailure.system(.cannotCreateOutput, "cannot create the reject file \(path)")
         }
         var info = stat()
         if stat(path, &info) == 0 {

@@ -121,7 +121,8 @@ struct UpdateCommand: Command {
         let summary: RecordUpdater.Summary
         do {
             summary = try await updater.run(checkpoint: checkpoint, failed: { failures.record($0, $1) }) { now in
-                progress.update(done: now.matched)
+                // Records written, not read: a batch the store refused was not updated.
+                progress.update(done: dryRun ? now.matched : now.updated)
             }
         } catch let failure as RecordUpdater.Failure {
             try? failures.close()

@@ -275,6 +275,35 @@ struct CheckpointCLITests {
         }
     }
 
+    @Test("timeout's SIGTERM, which reaches the command twice (directly and through its process group), stops after the batch with the summary, not at once")
+    func timeoutSignalsTwice() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            // Each round's input ends in a wait for more, so the run is always mid-import when
+            // timeout sends its signal; the records before the wait are committed (batches of 1).
+            let result = try await cli.shell(#"""
+                mkfifo input
+                for round in 1 2 3 4 5 6; do
+                    (printf '{"recordName":"r%s-%s","recordType":"Row"}\n' "$round" a "$round" b; exec sleep 30) > input &
+                    writer=$!
+                    timeout --preserve-status -s TERM 2 "$STRATUS" import - --batch-size 1 < input 2> "round$round.err"
+                    echo "round $round: $?"
+                    kill "$writer"
+                done
+                """#)
+            #expect(result.exitCode == 0, "\(result)")
+            for round in 1...6 {
+                #expect(result.stdout.contains("round \(round): 143"), "\(result)")
+                let stderr = cli.read(store.path("round\(round).err")) ?? ""
+                #expect(stderr.contains("stopped: what was imported stays imported"), "round \(round): \(stderr)")
+                #expect(stderr.contains("imported 2, updated 0, unchanged 0, failed 0"), "round \(round): \(stderr)")
+                // A log gets no blank line: only a terminal's ^C needs ending.
+                #expect(!stderr.hasPrefix("\n") && !stderr.contains("\n\n"), "round \(round): \(stderr)")
+            }
+            #expect(try await cli.count("Row") == 12)
+        }
+    }
+
     @Test("SIGHUP stops an import as SIGTERM does (129, after its batch, the checkpoint saved); one started ignoring it (nohup) goes on to the end")
     func hangup() async throws {
         try await TemporaryStore.with { store in

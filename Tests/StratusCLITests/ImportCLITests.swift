@@ -175,6 +175,32 @@ struct ImportCLITests {
         }
     }
 
+    @Test("a reject file, an input or a names file that cannot be opened is refused saying why (the system's reason), and nothing is imported")
+    func unopenableFilesSayWhy() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            let input = try cli.file("tasks.ndjson", #"{"recordName":"t1","recordType":"Task"}"# + "\n")
+            let noFolder = try await cli.run(["import", input, "--reject-file", store.path("missing-folder/rejects.ndjson")])
+            #expect(noFolder.exitCode == 73, "\(noFolder)")
+            #expect(noFolder.stderr.contains("cannot create the reject file \(store.path("missing-folder/rejects.ndjson")): No such file or directory"), "\(noFolder)")
+            #expect(!cli.storeExists(), "nothing was imported: \(noFolder)")
+            let imported = try await cli.run(["import", input])
+            #expect(imported.exitCode == 0, "\(imported)")
+            let names = store.path("missing-folder/names.txt")
+            let noNames = try await cli.run(["delete", "--names-file", names, "--yes"])
+            #expect(noNames.exitCode == 66, "\(noNames)")
+            #expect(noNames.stderr.contains("cannot read the names file \(names): No such file or directory"), "\(noNames)")
+            #expect(try await cli.count("Task") == 1, "nothing was deleted: \(noNames)")
+            // Root reads every file, so the refused read is only seen by another user.
+            if getuid() != 0 {
+                #expect(chmod(input, 0) == 0)
+                let unreadable = try await cli.run(["import", input])
+                #expect(unreadable.exitCode == 77, "\(unreadable)")
+                #expect(unreadable.stderr.contains("cannot read the input file \(input): Permission denied"), "\(unreadable)")
+            }
+        }
+    }
+
     // MARK: - Modes
 
     @Test("--reject-file: a file a full disk left ending in half a line gets this run's lines on lines of their own; a file of an update's or a delete's rejects is appended to", arguments: TestEngine.all)

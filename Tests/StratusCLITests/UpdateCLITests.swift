@@ -110,6 +110,36 @@ struct UpdateCLITests {
         }
     }
 
+    @Test("an update the store stays too busy for (another writer holds it) exits 75, and no progress line claims a record updated")
+    func busyStoreProgressClaimsNothing() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            _ = try await cli.run(["import", try cli.file("notes.ndjson", Input.notes(6))])
+            // sqlite3 holds the write lock through the update's retries (about 25 s), so that a
+            // progress line (every 5 s) comes while nothing could be written.
+            let result = try await cli.shell(#"""
+                mkfifo hold
+                sqlite3 "$STRATUS_STORE" < hold > /dev/null &
+                holder=$!
+                exec 3> hold
+                echo 'BEGIN IMMEDIATE;' >&3
+                sleep 1
+                "$STRATUS" update --type Note --all --set status=busy --progress json
+                echo "exit $?"
+                echo 'ROLLBACK;' >&3
+                exec 3>&-
+                wait "$holder"
+                """#)
+            #expect(result.stdout.contains("exit 75"), "\(result)")
+            let events = try JSONLine.objects(result.stderr.split(separator: "\n").filter { $0.hasPrefix("{") }.joined(separator: "\n"))
+            #expect(events.contains { $0["event"] as? String == "progress" }, "a progress line came: \(result)")
+            for event in events {
+                #expect((event["updated"] as? Int ?? 0) == 0, "nothing was updated: \(result)")
+            }
+            #expect(try await cli.count("Note", where: "status == 'busy'") == 0)
+        }
+    }
+
     @Test("--dry-run counts what would be updated and writes nothing; --all means every record of the type", arguments: TestEngine.all)
     func dryRun(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
