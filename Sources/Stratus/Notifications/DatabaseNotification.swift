@@ -8,6 +8,7 @@ import Foundation
 /// if let database = notification as? DatabaseNotification { refresh(database.databaseScope) }
 /// ```
 public final class DatabaseNotification: StratusNotification, @unchecked Sendable {
+    /// The database whose zones changed; fetch its changes to catch up.
     public let databaseScope: Database.Scope
 
     init(parts: Parts, scope: Database.Scope) {

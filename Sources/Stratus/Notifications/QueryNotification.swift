@@ -27,8 +27,15 @@ public final class QueryNotification: StratusNotification, @unchecked Sendable {
         }
     }
 
+    /// Whether the record was created, updated or deleted.
+    ///
+    /// ```swift
+    /// if query.queryNotificationReason == .recordDeleted { removeLocalCopy(query.recordID!) }
+    /// ```
     public let queryNotificationReason: Reason
+    /// The record that was created, updated or deleted.
     public let recordID: Record.ID?
+    /// The database the record is in.
     public let databaseScope: Database.Scope
     /// A Stratus addition: the type of the record.
     public let recordType: String?

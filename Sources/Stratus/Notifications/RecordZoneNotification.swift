@@ -8,7 +8,13 @@ import Foundation
 /// if let zone = notification as? RecordZoneNotification { zonesToFetch.insert(zone.recordZoneID!) }
 /// ```
 public final class RecordZoneNotification: StratusNotification, @unchecked Sendable {
+    /// The zone whose records changed; fetch its changes to catch up.
+    ///
+    /// ```swift
+    /// let changes = try await database.recordZoneChanges(inZoneWith: notification.recordZoneID!, since: token)
+    /// ```
     public let recordZoneID: RecordZone.ID?
+    /// The database the zone is in.
     public let databaseScope: Database.Scope
 
     init(parts: Parts, recordZoneID: RecordZone.ID, scope: Database.Scope) {

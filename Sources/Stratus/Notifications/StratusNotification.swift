@@ -87,11 +87,23 @@ public class StratusNotification: NSObject, @unchecked Sendable {
         var isEmpty: Bool { self == Alert() }
     }
 
+    /// What fired: a query, zone or database subscription.
+    ///
+    /// ```swift
+    /// if notification.notificationType == .query, let query = notification as? QueryNotification { print(query.recordID!) }
+    /// ```
     public let notificationType: NotificationType
+    /// The notification's place in its user's feed; give it back to mark it read.
     public let notificationID: ID?
+    /// The container whose subscription fired.
     public let containerIdentifier: String?
     /// The user whose subscription fired (``Container/userRecordID()``).
     public let subscriptionOwnerUserRecordID: Record.ID?
+    /// The subscription that fired.
+    ///
+    /// ```swift
+    /// if notification.subscriptionID == "new-orders" { refreshOrders() }
+    /// ```
     public let subscriptionID: Subscription.ID?
     /// Always `false`: a feed keeps every notification whole.
     public let isPruned = false

@@ -25,7 +25,13 @@ import Synchronization
 public final class QuerySubscription: Subscription, @unchecked Sendable {
     /// When a query subscription fires, as `CKQuerySubscription.Options`.
     public struct Options: OptionSet, Hashable, Sendable, Codable {
+        /// The options as bits.
         public let rawValue: UInt
+        /// Options from bits, as an `OptionSet`.
+        ///
+        /// ```swift
+        /// let changes: QuerySubscription.Options = [.firesOnRecordUpdate, .firesOnRecordDeletion]
+        /// ```
         public init(rawValue: UInt) { self.rawValue = rawValue }
 
         /// A matching record was created.
@@ -50,7 +56,13 @@ public final class QuerySubscription: Subscription, @unchecked Sendable {
     public var recordType: String? { queriedRecordType }
     /// The record type the subscription was made with, never `nil`.
     let queriedRecordType: String
+    /// The condition a record must meet for the subscription to fire.
     public let predicate: QueryPredicate
+    /// Which changes fire it: creation, update, deletion, and whether only once.
+    ///
+    /// ```swift
+    /// let once = subscription.querySubscriptionOptions.contains(.firesOnce)
+    /// ```
     public let querySubscriptionOptions: Options
     private let zone: Mutex<RecordZone.ID?>
 

@@ -15,6 +15,7 @@ import Synchronization
 /// try await container.privateCloudDatabase.save(subscription)
 /// ```
 public final class RecordZoneSubscription: Subscription, @unchecked Sendable {
+    /// The zone whose changes fire the subscription.
     public let zoneID: RecordZone.ID
     private let type: Mutex<String?>
 

@@ -38,6 +38,12 @@ public class Subscription: NSObject, @unchecked Sendable {
         }
     }
 
+    /// The subscription's name, unique in its database for its user; saving another with the
+    /// same name replaces it.
+    ///
+    /// ```swift
+    /// try await database.deleteSubscription(withID: subscription.subscriptionID)
+    /// ```
     public let subscriptionID: ID
     private let info: Mutex<NotificationInfo?>
 

@@ -64,6 +64,11 @@ extension SyncEngine {
         /// The signed-in user changed, as `CKSyncEngine.Event.AccountChange`. On a switch or a
         /// sign-out the engine has cleared its state (pending changes included).
         public struct AccountChange: Sendable {
+            /// How the user changed.
+            ///
+            /// ```swift
+            /// if case .switchAccounts = change.changeType { clearLocalData() }
+            /// ```
             public enum ChangeType: Sendable, Equatable, CustomStringConvertible {
                 /// The first sync with a user, or one after a sign-out.
                 case signIn(currentUser: Record.ID)
@@ -103,8 +108,15 @@ extension SyncEngine {
 
         /// The outcome of a batch of zone changes, as `CKSyncEngine.Event.SentDatabaseChanges`.
         public struct SentDatabaseChanges: Sendable {
+            /// A zone the engine could not save, and why.
+            ///
+            /// ```swift
+            /// for failure in sent.failedZoneSaves { print(failure.zone.zoneID.zoneName, failure.error.code) }
+            /// ```
             public struct FailedZoneSave: Sendable, CustomStringConvertible {
+                /// The zone as it was sent.
                 public let zone: RecordZone
+                /// Why the store refused it.
                 public let error: StratusError
                 public var description: String { "\(zone.zoneID.zoneName): \(error.code)" }
             }
@@ -122,8 +134,17 @@ extension SyncEngine {
         /// The outcome of a batch of record changes, as `CKSyncEngine.Event.SentRecordZoneChanges`.
         /// Keep each saved record's system fields (``Record/encodeSystemFields(with:)``) for the next save.
         public struct SentRecordZoneChanges: Sendable {
+            /// A record the engine could not save, and why.
+            ///
+            /// ```swift
+            /// for failure in sent.failedRecordSaves where failure.error.code == .serverRecordChanged {
+            ///     merge(failure.record, failure.error.serverRecord)
+            /// }
+            /// ```
             public struct FailedRecordSave: Sendable, CustomStringConvertible {
+                /// The record as it was sent.
                 public let record: Record
+                /// Why the store refused it (`serverRecord` holds the stored record on a conflict).
                 public let error: StratusError
                 public var description: String { "\(record.recordID.recordName): \(error.code)" }
             }
@@ -138,16 +159,19 @@ extension SyncEngine {
             public let failedRecordDeletes: [Record.ID: StratusError]
         }
 
+        /// The engine is about to fetch changes, as `CKSyncEngine.Event.WillFetchChanges`.
         public struct WillFetchChanges: Sendable {
             /// Why and what the engine fetches.
             public let context: FetchChangesContext
         }
 
+        /// The engine is about to fetch one zone's record changes, as `CKSyncEngine.Event.WillFetchRecordZoneChanges`.
         public struct WillFetchRecordZoneChanges: Sendable {
             /// The zone about to be fetched.
             public let zoneID: RecordZone.ID
         }
 
+        /// The engine has fetched one zone's record changes, or stopped on an error, as `CKSyncEngine.Event.DidFetchRecordZoneChanges`.
         public struct DidFetchRecordZoneChanges: Sendable {
             /// The zone fetched.
             public let zoneID: RecordZone.ID
@@ -155,16 +179,19 @@ extension SyncEngine {
             public let error: StratusError?
         }
 
+        /// The engine has finished a fetch, as `CKSyncEngine.Event.DidFetchChanges`.
         public struct DidFetchChanges: Sendable {
             /// The context of the matching ``WillFetchChanges``.
             public let context: FetchChangesContext
         }
 
+        /// The engine is about to send pending changes, as `CKSyncEngine.Event.WillSendChanges`.
         public struct WillSendChanges: Sendable {
             /// Why and what the engine sends.
             public let context: SendChangesContext
         }
 
+        /// The engine has sent pending changes, as `CKSyncEngine.Event.DidSendChanges`.
         public struct DidSendChanges: Sendable {
             /// The context of the matching ``WillSendChanges``.
             public let context: SendChangesContext

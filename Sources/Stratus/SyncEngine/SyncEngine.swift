@@ -84,6 +84,13 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
         /// ```
         public var changePollInterval: Double? = 10
 
+        /// A configuration for syncing `database`, starting from the state saved last time (nil on
+        /// first launch), reporting to `delegate`, as `CKSyncEngine.Configuration`'s initialiser.
+        ///
+        /// ```swift
+        /// let configuration = SyncEngine.Configuration(database: container.privateCloudDatabase, stateSerialization: savedState, delegate: self)
+        /// let engine = SyncEngine(configuration)
+        /// ```
         public init(database: Database, stateSerialization: State.Serialization?, delegate: any SyncEngineDelegate) {
             self.database = database
             self.stateSerialization = stateSerialization

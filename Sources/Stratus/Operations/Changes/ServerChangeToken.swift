@@ -26,7 +26,9 @@ import Foundation
 /// database, from before the retained history, or from a zone that was deleted and created
 /// again fails with `changeTokenExpired`: start again without a token.
 public final class ServerChangeToken: NSObject, Codable, Sendable {
+    /// The container whose changes the token follows.
     public let containerIdentifier: String
+    /// The database whose changes the token follows.
     public let databaseScope: Database.Scope
     /// Whose database: empty for the public database, the user's record name otherwise (the
     /// login name in tokens of versions before user record names).

@@ -24,7 +24,9 @@ extension QueryOperation {
 public final class QueryCursor: NSObject, Codable, Sendable {
     /// The query the cursor continues (its desired keys are not kept).
     @_spi(StratusEngine) public let query: CompiledQuery
+    /// The container whose query the cursor continues.
     public let containerIdentifier: String
+    /// The database whose query the cursor continues.
     public let databaseScope: Database.Scope
     /// The environment the query read, when production (cursors of development, and of
     /// versions before environments, have none).
