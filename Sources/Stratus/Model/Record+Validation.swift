@@ -63,19 +63,17 @@ extension Record {
                 do { try Naming.checkFieldKey(key) } catch { throw fail(error.message) }
             }
             size += fieldDataSize(key, value)
+            if value.holdsNonFiniteNumber {
+                switch value.type {
+                case .timestamp, .timestampList:
+                    throw fail("field '\(key)' holds a date at a non-finite time (Date(timeIntervalSinceReferenceDate: .infinity) or .nan), which a store cannot keep")
+                case .location, .locationList:
+                    throw fail("field '\(key)' holds a location with a non-finite coordinate")
+                default:
+                    throw fail("field '\(key)' holds a non-finite number, which a store cannot keep")
+                }
+            }
             switch value {
-            case .double(let d) where !d.isFinite:
-                throw fail("field '\(key)' holds a non-finite number, which a store cannot keep")
-            case .doubleList(let v) where v.contains(where: { !$0.isFinite }):
-                throw fail("field '\(key)' holds a non-finite number, which a store cannot keep")
-            case .date(let d) where !d.timeIntervalSinceReferenceDate.isFinite:
-                throw fail("field '\(key)' holds a date at a non-finite time (Date(timeIntervalSinceReferenceDate: .infinity) or .nan), which a store cannot keep")
-            case .dateList(let v) where v.contains(where: { !$0.timeIntervalSinceReferenceDate.isFinite }):
-                throw fail("field '\(key)' holds a date at a non-finite time (Date(timeIntervalSinceReferenceDate: .infinity) or .nan), which a store cannot keep")
-            case .location(let l) where !l.isFinite:
-                throw fail("field '\(key)' holds a location with a non-finite coordinate")
-            case .locationList(let v) where v.contains(where: { !$0.isFinite }):
-                throw fail("field '\(key)' holds a location with a non-finite coordinate")
             case .reference(let r):
                 try checkReference(r, key: key, of: recordID)
                 if r.recordID.zoneID != recordID.zoneID { referencesElsewhere = true }

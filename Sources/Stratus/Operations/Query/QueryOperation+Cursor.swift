@@ -157,7 +157,7 @@ public final class QueryCursor: NSObject, Codable, Sendable {
         try zoneWide?.validate()
         if let zoneWide {
             // Each zone's place holds the values; the cursor's own position, only a record name.
-            try Self.checkPosition(QueryPosition(sortValues: [], recordName: position.recordName), valueCount: 0)
+            try Self.checkPosition(position, valueCount: 0)
             for case let after? in zoneWide.zones.map(\.after) { try Self.checkPosition(after, valueCount: query.sortKeys.count) }
         } else {
             try Self.checkPosition(position, valueCount: query.sortKeys.count)
