@@ -46,6 +46,11 @@ struct RecordScan {
     var parent = Token.none
     /// `"deleted": true`: the item is a deletion (a change feed's tombstone).
     var deletion = Token.none
+    /// `serverErrorCode` and `reason`: the item is a CloudKit error result, not a record. Named
+    /// once the whole item is read, at the first of them, whichever order they came in.
+    var errorCode = Token.none
+    var errorReason = Token.none
+    var errorResultStart: Int?
     var fields: [PendingField] = []
     var seen: UInt32 = 0
 
@@ -70,6 +75,9 @@ struct RecordScan {
         if !otherMembers.isEmpty { otherMembers.removeAll(keepingCapacity: true) }
         parent = .none
         deletion = .none
+        errorCode = .none
+        errorReason = .none
+        errorResultStart = nil
         fields.removeAll(keepingCapacity: true)
         seen = 0
     }
@@ -101,6 +109,20 @@ extension JSONCursor {
             try scanRecordMember(key, &scan)
         } while try nextMember(close: UInt8(ascii: "}"), in: "a record")
         depth -= 1
+        if let start = scan.errorResultStart { noteErrorResult(scan, at: start) }
+    }
+
+    /// Names an error result by its code, which says what happened, then its reason: CloudKit
+    /// writes `reason` first, a tool that sorted or rebuilt the answer may not.
+    private mutating func noteErrorResult(_ scan: RecordScan, at start: Int) {
+        // The first problem in the item is the one named, as when noted while scanning.
+        if let earlier = problem, earlier.offset < start { return }
+        func part(_ name: String, _ value: Token) -> String? {
+            guard value.kind != .none else { return nil }
+            return value.kind == .string ? "'\(name)' \(quoted(value))" : "'\(name)'"
+        }
+        let parts = [part("serverErrorCode", scan.errorCode), part("reason", scan.errorReason)].compactMap { $0 }
+        problem = Problem(offset: start, message: "the item is a CloudKit error result (\(parts.joined(separator: ", "))), not a record")
     }
 
     private mutating func scanRecordMember(_ key: Token, _ scan: inout RecordScan) throws(ScanFailure) {
@@ -201,20 +223,11 @@ extension JSONCursor {
             }
         } else if stringEquals(key, "serverErrorCode") || stringEquals(key, "reason") {
             let value = try scanValue()
-            let text = value.kind == .string ? " \(quoted(value))" : ""
-            let errorResult = "the item is a CloudKit error result ("
-            // CloudKit writes `reason` before `serverErrorCode`: the code, which says what
-            // happened, is named whichever comes first.
-            let ending = "), not a record"
-            if stringEquals(key, "serverErrorCode"), let first = problem, first.message.hasPrefix(errorResult + "'reason'") {
-                problem = Problem(offset: first.offset, message: errorResult + "'serverErrorCode'\(text), " + first.message.dropFirst(errorResult.count))
-            } else if stringEquals(key, "reason"), let first = problem, first.message.hasPrefix(errorResult + "'serverErrorCode'"),
-                      !first.message.contains(", 'reason'"), first.message.hasSuffix(ending) {
-                // Written after the code (a tool that sorted or rebuilt the answer), the reason is
-                // named after it, as when CloudKit writes it first.
-                problem = Problem(offset: first.offset, message: String(first.message.dropLast(ending.count)) + ", 'reason'\(text)" + ending)
-            } else {
-                note(key.start, errorResult + "'\(quoted(key))'\(text)), not a record")
+            if scan.errorResultStart == nil { scan.errorResultStart = key.start }
+            if stringEquals(key, "serverErrorCode") {
+                if scan.errorCode.kind == .none { scan.errorCode = value }
+            } else if scan.errorReason.kind == .none {
+                scan.errorReason = value
             }
         } else {
             // pluginFields, expirationTime, share, a share's participants, keys CloudKit adds
