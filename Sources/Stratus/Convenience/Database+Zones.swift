@@ -157,7 +157,26 @@ extension Database {
     public func recordZoneChanges(
         inZoneWith zoneID: RecordZone.ID, since changeToken: ServerChangeToken?, desiredKeys: [String]? = nil, resultsLimit: Int? = nil
     ) async throws -> (modificationResultsByID: [Record.ID: Result<RecordZoneChange.Modification, any Error>], deletions: [RecordZoneChange.Deletion], changeToken: ServerChangeToken, moreComing: Bool) {
-        let changes = Collector<ZoneChangeBatch.Change>()
+        let (changes, failures, token, moreComing) = try await zoneChangeBatch(inZoneWith: zoneID, since: changeToken, desiredKeys: desiredKeys, resultsLimit: resultsLimit)
+        var modifications: [Record.ID: Result<RecordZoneChange.Modification, any Error>] = [:]
+        var deletions: [RecordZoneChange.Deletion] = []
+        for change in changes {
+            switch change {
+            case .changed(let record): modifications[record.recordID] = .success(RecordZoneChange.Modification(record: record))
+            case .deleted(let id, let type): deletions.append(RecordZoneChange.Deletion(recordID: id, recordType: type))
+            }
+        }
+        for (id, error) in failures { modifications[id] = .failure(error) }
+        return (modifications, deletions, token, moreComing)
+    }
+
+    /// One fetch of a zone's changes after `changeToken`, in commit order, with the records that
+    /// could not be read apart: what ``recordZoneChanges(inZoneWith:since:desiredKeys:resultsLimit:)``
+    /// and ``RecordZoneChangeFeed`` answer from. Task cancellation cancels the fetch.
+    func zoneChangeBatch(
+        inZoneWith zoneID: RecordZone.ID, since changeToken: ServerChangeToken?, desiredKeys: [String]?, resultsLimit: Int?
+    ) async throws -> (changes: [RecordZoneChangeFeed.Change], failures: [(Record.ID, any Error)], changeToken: ServerChangeToken, moreComing: Bool) {
+        let changes = Collector<RecordZoneChangeFeed.Change>()
         let failures = Collector<(Record.ID, any Error)>()
         let end = Collector<Result<(serverChangeToken: ServerChangeToken, clientChangeTokenData: Data?, moreComing: Bool), any Error>>()
         try await run { finish in
@@ -176,19 +195,10 @@ extension Database {
             return op
         }
         guard let zoneResult = end.items.first else {
-            throw StratusError(.internalError, "no result for zone '\(zoneID.zoneName)'", zoneID: zoneID)
+            throw StratusError(.internalError, "the change fetch ended without a result for zone '\(zoneID.zoneName)'", zoneID: zoneID)
         }
         let (token, _, moreComing) = try zoneResult.get()
-        var modifications: [Record.ID: Result<RecordZoneChange.Modification, any Error>] = [:]
-        var deletions: [RecordZoneChange.Deletion] = []
-        for change in changes.items {
-            switch change {
-            case .changed(let record): modifications[record.recordID] = .success(RecordZoneChange.Modification(record: record))
-            case .deleted(let id, let type): deletions.append(RecordZoneChange.Deletion(recordID: id, recordType: type))
-            }
-        }
-        for (id, error) in failures.items { modifications[id] = .failure(error) }
-        return (modifications, deletions, token, moreComing)
+        return (changes.items, failures.items, token, moreComing)
     }
 
     /// What changed in a database: namespaces the answers of

@@ -75,21 +75,8 @@ public struct ZoneChangesRequest: Hashable, Sendable {
 /// ```
 @_spi(StratusEngine)
 public struct ZoneChangeBatch: Sendable {
-    /// One change of a zone.
-    public enum Change: Sendable {
-        /// The record as it is now (restricted to the desired keys).
-        case changed(Record)
-        /// The record was deleted; its type is kept in the tombstone.
-        case deleted(Record.ID, recordType: String)
-
-        /// The ID of the record the change is about.
-        public var recordID: Record.ID {
-            switch self {
-            case .changed(let record): record.recordID
-            case .deleted(let id, _): id
-            }
-        }
-    }
+    /// One change of a zone: the type ``RecordZoneChangeFeed`` hands to apps.
+    public typealias Change = RecordZoneChangeFeed.Change
 
     public var changes: [Change]
     /// Where the next batch starts: after the last change answered, or the zone's current

@@ -175,28 +175,9 @@ public final class RecordZoneChangeFeed: Sendable {
     ///
     /// - Throws: `changeTokenExpired`, `zoneNotFound`, `operationCancelled`.
     public func nextBatch(after token: ServerChangeToken?, limit: Int) async throws -> Batch {
-        let zoneID = self.zoneID
-        let changes = Collector<Change>()
-        let failures = Collector<(Record.ID, any Error)>()
-        let end = Collector<Result<(serverChangeToken: ServerChangeToken, moreComing: Bool), any Error>>()
-        try await database.run { finish in
-            let configuration = FetchRecordZoneChangesOperation.ZoneConfiguration(
-                previousServerChangeToken: token, resultsLimit: limit, desiredKeys: desiredKeys)
-            let op = FetchRecordZoneChangesOperation(recordZoneIDs: [zoneID], configurationsByRecordZoneID: [zoneID: configuration])
-            op.fetchAllChanges = false
-            op.recordWasChangedBlock = { id, result in
-                switch result {
-                case .success(let record): changes.append(.changed(record))
-                case .failure(let error): failures.append((id, error))
-                }
-            }
-            op.recordWithIDWasDeletedBlock = { changes.append(.deleted($0, recordType: $1)) }
-            op.recordZoneFetchResultBlock = { _, result in end.append(result.map { (serverChangeToken: $0.serverChangeToken, moreComing: $0.moreComing) }) }
-            op.fetchRecordZoneChangesResultBlock = { finish(Database.ignoringPartialFailure($0)) }
-            return op
-        }
+        let (changes, failures, newToken, moreComing) = try await database.zoneChangeBatch(inZoneWith: zoneID, since: token, desiredKeys: desiredKeys, resultsLimit: limit)
         var unreadable: [Record.ID] = []
-        for (id, error) in failures.items {
+        for (id, error) in failures {
             // Not readable by this reader: its roles (permissionFailure), or no user signed in
             // where only signed-in users may read (notAuthenticated).
             if let code = (error as? StratusError)?.code, code == .permissionFailure || code == .notAuthenticated {
@@ -209,10 +190,6 @@ public final class RecordZoneChangeFeed: Sendable {
             failure.recordID = id
             throw failure
         }
-        guard let result = end.items.first else {
-            throw StratusError(.internalError, "the change fetch ended without a result for zone '\(zoneID.zoneName)'", zoneID: zoneID)
-        }
-        let (newToken, moreComing) = try result.get()
-        return Batch(changes: changes.items, token: newToken, moreComing: moreComing, unreadable: unreadable)
+        return Batch(changes: changes, token: newToken, moreComing: moreComing, unreadable: unreadable)
     }
 }

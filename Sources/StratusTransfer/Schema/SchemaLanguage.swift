@@ -24,21 +24,6 @@ enum SchemaLanguage {
     /// The keyword of a scalar type.
     static func keyword(_ type: FieldType) -> String { type.schemaLanguageKeyword }
 
-    /// The list type whose elements are `type`.
-    static func listType(of type: FieldType) -> FieldType {
-        switch type {
-        case .string: .stringList
-        case .int64: .int64List
-        case .double: .doubleList
-        case .timestamp: .timestampList
-        case .bytes: .bytesList
-        case .reference: .referenceList
-        case .location: .locationList
-        case .asset: .assetList
-        default: type
-        }
-    }
-
     /// A name as the schema language writes it: bare when it is an identifier that is not a
     /// reserved word, else in double quotes (system fields, `_world`, `"test role"`).
     static func quoted(_ name: String) -> String {

@@ -290,7 +290,7 @@ struct SchemaParser {
         try expectPunctuation("<", "'<' after LIST")
         var element = try parsePrimitiveType(inList: true)
         try expectPunctuation(">", "'>' after the type of the list's elements")
-        element.type = SchemaLanguage.listType(of: element.type)
+        element.type = element.type.listType
         element.text = "LIST<\(element.text)>"
         return element
     }

@@ -36,15 +36,10 @@ public final class ConsumeOperation<Input: Sendable>: DatabaseOperation, @unchec
     override var needsDatabase: Bool { false }
 
     override func executeStage() throws -> StratusError? {
-        guard let input else { return nil }
-        var done = 0
-        while let batch = input.receive() {
-            if shouldStop { break }
-            do { try body(batch.elements) } catch { throw StratusError.thrownByClosure(error, of: "ConsumeOperation", completed: done) }
-            done += batch.elements.count
-            guard try finishBatch(batch, from: input, handingOn: [Input](), to: nil) else { break }
+        try runClosureStage("ConsumeOperation", input: input, output: nil as PipelineOutput<Input>?) { batch in
+            try body(batch)
+            return []
         }
-        return shouldStop ? stoppedError("ConsumeOperation", completed: done) : nil
     }
 
     override func complete(with error: StratusError?) {

@@ -101,6 +101,24 @@ extension DatabaseOperation {
         return !pipeline.isStopped
     }
 
+    /// A closure stage's run: each batch of `input` through `body`, whose elements go on to
+    /// `output` (or complete the batch, for a last stage), until the input ends or the stage
+    /// stops. What `body` throws fails the pipeline, saying how many elements `what` had done.
+    func runClosureStage<Input, Output>(
+        _ what: String, input: PipelineChannel<Input>?, output: PipelineOutput<Output>?, _ body: ([Input]) throws -> [Output]
+    ) throws -> StratusError? {
+        guard let input else { return nil }
+        var done = 0
+        while let batch = input.receive() {
+            if shouldStop { break }
+            let made: [Output]
+            do { made = try body(batch.elements) } catch { throw StratusError.thrownByClosure(error, of: what, completed: done) }
+            done += batch.elements.count
+            guard try finishBatch(batch, from: input, handingOn: made, to: output) else { break }
+        }
+        return shouldStop ? stoppedError(what, completed: done) : nil
+    }
+
     /// Whether the stage should stop: cancelled, or its pipeline stopped.
     var shouldStop: Bool { isCancelled || pipeline?.isStopped == true }
 

@@ -42,16 +42,7 @@ public final class TransformOperation<Input: Sendable, Output: Sendable>: Databa
     override var needsDatabase: Bool { false }
 
     override func executeStage() throws -> StratusError? {
-        guard let input else { return nil }
-        var done = 0
-        while let batch = input.receive() {
-            if shouldStop { break }
-            let transformed: [Output]
-            do { transformed = try transform(batch.elements) } catch { throw StratusError.thrownByClosure(error, of: "TransformOperation", completed: done) }
-            done += batch.elements.count
-            guard try finishBatch(batch, from: input, handingOn: transformed, to: pipelineOutput) else { break }
-        }
-        return shouldStop ? stoppedError("TransformOperation", completed: done) : nil
+        try runClosureStage("TransformOperation", input: input, output: pipelineOutput, transform)
     }
 
     override func complete(with error: StratusError?) {
