@@ -84,7 +84,7 @@ struct CopyCommand: Command {
         } catch let error as StratusError where error.code == .invalidArguments {
             // The advice fits a destination left holding records by a copy stopped without a
             // checkpoint, not the other refusals (the same store under two names).
-            let leftHoldingRecords = checkpointPath == nil && error.message.hasPrefix("the destination already holds")
+            let leftHoldingRecords = checkpointPath == nil && error.underlyingError is StoreCopier.DestinationHoldsRecords
             throw UsageError(message: error.message + (leftHoldingRecords ? " (give --checkpoint to make a copy that can go on after a stop)" : ""))
         }
         let skipped = summary.zonesSkipped > 0 ? " (\(StoreReport.counted(summary.zonesSkipped, "zone")) copied by an earlier run)" : ""

@@ -103,6 +103,20 @@ public final class StoreCopier: Sendable {
         case cancelled
     }
 
+    /// Why a copy without a checkpoint refused its destination: it holds records, which a copy
+    /// would mix with the source's. ``StratusError/underlyingError`` of the `invalidArguments`
+    /// error ``run(checkpointStore:progress:)`` throws then.
+    ///
+    /// ```swift
+    /// catch let error as StratusError where error.underlyingError is StoreCopier.DestinationHoldsRecords {
+    ///     print("copy into an empty store, or go on from the checkpoint of the copy that began it")
+    /// }
+    /// ```
+    public struct DestinationHoldsRecords: Error, Sendable {
+        /// How many records the destination holds.
+        public let recordCount: Int
+    }
+
     /// What a copy did.
     ///
     /// ```swift
@@ -272,7 +286,9 @@ public final class StoreCopier: Sendable {
         } else {
             let held = destinationInventory.databases.reduce(0) { $0 + $1.zones.reduce(0) { $0 + $1.recordCounts.values.reduce(0, +) } }
             if held > 0 {
-                throw StratusError(.invalidArguments, "the destination already holds \(held) record\(held == 1 ? "" : "s"); a copy fills a store without records, or goes on from the checkpoint of the copy that began it")
+                var refusal = StratusError(.invalidArguments, "the destination already holds \(held) record\(held == 1 ? "" : "s"); a copy fills a store without records, or goes on from the checkpoint of the copy that began it")
+                refusal.underlyingError = DestinationHoldsRecords(recordCount: held)
+                throw refusal
             }
             checkpoint = Checkpoint(sourceIdentifier: sourceIdentifier, destinationIdentifier: destinationIdentifier)
             // Saved before the first write: a copy killed at any moment after it leaves a
