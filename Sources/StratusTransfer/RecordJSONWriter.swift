@@ -23,6 +23,12 @@ import Stratus
 /// ```
 public enum RecordJSONWriter {
     /// How records are written beyond their values.
+    ///
+    /// ```swift
+    /// var options = RecordJSONWriter.Options()
+    /// options.writesEveryZoneID = true
+    /// print(RecordJSONWriter.json(for: record, options: options))
+    /// ```
     public struct Options {
         /// The `ownerRecordName` written for zones of the current user (`__defaultOwner__` when nil),
         /// so that an export names the user as CloudKit does: by the user's record name.

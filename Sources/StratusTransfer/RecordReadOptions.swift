@@ -47,6 +47,11 @@ public struct RecordReadOptions: Sendable {
     public var assetPaths = AssetPaths.refused
 
     /// What an asset's path means when no asset folder is given.
+    ///
+    /// ```swift
+    /// var options = RecordReadOptions()
+    /// options.assetPaths = .anywhere   // input this program wrote, naming its own files
+    /// ```
     public enum AssetPaths: Sendable {
         /// A path of this machine: absolute, or relative to the current directory (for a
         /// program that reads input it wrote itself, naming its own files).

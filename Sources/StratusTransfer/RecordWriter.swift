@@ -66,6 +66,10 @@ public final class RecordWriter {
     public var csvTimestampStyle = TimestampStyle.milliseconds
 
     /// How a CSV cell holds a date; ``RecordReader`` reads both.
+    ///
+    /// ```swift
+    /// writer.csvTimestampStyle = .iso8601
+    /// ```
     public enum TimestampStyle: String, Sendable, CaseIterable {
         /// Milliseconds since 1970, as CloudKit's JSON writes them: `1735689600000`.
         case milliseconds

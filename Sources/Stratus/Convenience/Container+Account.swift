@@ -6,11 +6,20 @@ import Foundation
 /// ``available``; a container with no user (``Container/anonymous(identifier:engine:environment:retryPolicy:)``)
 /// is ``noAccount``, as CloudKit reports a device without an iCloud account. The other cases
 /// exist so that code switching over them compiles.
+///
+/// ```swift
+/// guard try await container.accountStatus() == .available else { return }
+/// ```
 public enum AccountStatus: Int, Hashable, Sendable {
+    /// The status could not be found out; never given by Stratus.
     case couldNotDetermine = 0
+    /// The container acts as a user.
     case available = 1
+    /// The account may not be used (parental controls, device management); never given by Stratus.
     case restricted = 2
+    /// No user: a container made with `anonymous(identifier:…)`.
     case noAccount = 3
+    /// The account needs attention before it can be used; never given by Stratus.
     case temporarilyUnavailable = 4
 }
 

@@ -125,6 +125,10 @@ extension Database {
     /// ```
     public enum RecordZoneChange {
         /// A record changed since the token, in its current state.
+        ///
+        /// ```swift
+        /// for (_, result) in changes.modificationResultsByID { upsert(try result.get().record) }
+        /// ```
         public struct Modification: Sendable {
             public let record: Record
         }

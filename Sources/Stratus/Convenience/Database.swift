@@ -11,6 +11,10 @@ import Foundation
 /// ```
 public final class Database: Sendable {
     /// Which database of a container.
+    ///
+    /// ```swift
+    /// let notes = container.database(with: .private)
+    /// ```
     public enum Scope: Int, Hashable, Sendable, Codable, CustomStringConvertible {
         /// Everyone's records.
         case `public` = 1

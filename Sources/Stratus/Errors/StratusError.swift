@@ -119,6 +119,14 @@ public struct StratusError: Error, Sendable, CustomStringConvertible {
     /// An error code, named and numbered as in `CKError.Code`: every case CloudKit defines, so
     /// that a `switch` written for `CKError.Code` (with `@unknown default`) compiles.
     /// Pattern-match with `==`, `case`, or against an error (`catch StratusError.unknownItem`).
+    ///
+    /// ```swift
+    /// switch error.code {
+    /// case .serverRecordChanged: merge(error.serverRecord, error.clientRecord)
+    /// case .zoneBusy, .requestRateLimited: retry(after: error.retryAfterSeconds ?? 1)
+    /// default: throw error
+    /// }
+    /// ```
     public enum Code: Int, Hashable, Sendable, CaseIterable {
         case internalError = 1
         case partialFailure = 2

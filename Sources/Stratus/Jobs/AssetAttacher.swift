@@ -24,6 +24,11 @@ import Synchronization
 /// ```
 public final class AssetAttacher: Sendable {
     /// What an attach run did.
+    ///
+    /// ```swift
+    /// let summary = try await attacher.run()
+    /// if summary.notFound > 0 { print("\(summary.notFound) assets still have no file") }
+    /// ```
     public struct Summary: Sendable, Hashable {
         /// Assets that got their content: those of records saved with it (a record whose save
         /// failed counts in ``failures``, none of its assets here).

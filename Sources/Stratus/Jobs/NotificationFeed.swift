@@ -22,6 +22,11 @@ import Synchronization
 /// remembers the last one it applied can skip what it has seen.
 public final class NotificationFeed: Sendable {
     /// One batch of notifications and the token after it.
+    ///
+    /// ```swift
+    /// let batch = try await feed.nextBatch(after: token, limit: 100)
+    /// for notification in batch.notifications { handle(notification) }
+    /// ```
     public struct Batch: Sendable {
         /// In commit order.
         public let notifications: [StratusNotification]
@@ -32,6 +37,10 @@ public final class NotificationFeed: Sendable {
     }
 
     /// Why a run ended.
+    ///
+    /// ```swift
+    /// if summary.end == .limitReached { print("more notifications wait") }
+    /// ```
     public enum End: Sendable, Hashable {
         /// No notifications remain (``run(tokens:limit:apply:)``).
         case finished
@@ -42,6 +51,10 @@ public final class NotificationFeed: Sendable {
     }
 
     /// What a run delivered.
+    ///
+    /// ```swift
+    /// print("\(summary.notifications) notifications in \(summary.batches) batches")
+    /// ```
     public struct Summary: Sendable, Hashable {
         /// Notifications delivered.
         public var notifications = 0

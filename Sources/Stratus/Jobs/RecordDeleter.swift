@@ -18,6 +18,12 @@ import Foundation
 /// last committed batch.
 public final class RecordDeleter: Sendable {
     /// How a delete runs.
+    ///
+    /// ```swift
+    /// var options = RecordDeleter.Options()
+    /// options.isDryRun = true
+    /// let wouldGo = try await RecordDeleter(database: database, query: query, options: options).run().matched
+    /// ```
     public struct Options: Sendable {
         /// Records per batch; each batch is deleted in one transaction.
         public var batchSize = ModifyRecordsOperation.maximumItemsPerBatch
@@ -29,6 +35,10 @@ public final class RecordDeleter: Sendable {
     }
 
     /// Why a delete ended.
+    ///
+    /// ```swift
+    /// if summary.end == .cancelled { print("stopped; run again with the checkpoint") }
+    /// ```
     public enum End: Sendable, Hashable {
         /// Every matching record was read and settled.
         case finished

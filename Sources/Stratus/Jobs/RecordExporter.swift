@@ -15,6 +15,10 @@ import Synchronization
 /// ```
 public final class RecordExporter: Sendable {
     /// Why an export ended.
+    ///
+    /// ```swift
+    /// if summary.end == .cancelled { print("stopped after \(summary.exported) records") }
+    /// ```
     public enum End: Sendable, Hashable {
         /// Every matching record (up to the limit) was written.
         case finished

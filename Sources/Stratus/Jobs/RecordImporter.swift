@@ -61,6 +61,13 @@ import Synchronization
 /// throws ``Failure``, which carries what was done.
 public final class RecordImporter: Sendable {
     /// How an import writes.
+    ///
+    /// ```swift
+    /// var options = RecordImporter.Options()
+    /// options.writeMode = .create
+    /// options.maximumRejects = 100
+    /// let importer = RecordImporter(database: database, options: options)
+    /// ```
     public struct Options: Sendable {
         /// CloudKit's operation type for every record.
         public var writeMode: RecordWriteMode = .forceUpdate
@@ -123,6 +130,10 @@ public final class RecordImporter: Sendable {
     }
 
     /// Why an import ended.
+    ///
+    /// ```swift
+    /// if summary.end == .rejectLimitReached { print("stopped after \(summary.failed) rejects") }
+    /// ```
     public enum End: Sendable, Hashable {
         /// The whole input was read and settled.
         case finished
@@ -198,6 +209,10 @@ public final class RecordImporter: Sendable {
     /// ```
     public struct Failure: Error, CustomStringConvertible {
         /// Where the error came from.
+        ///
+        /// ```swift
+        /// if failure.stage == .input { print("the input could not be read: \(failure.error)") }
+        /// ```
         public enum Stage: Sendable, Hashable {
             /// The source could not be read further.
             case input

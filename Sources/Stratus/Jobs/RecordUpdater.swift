@@ -26,6 +26,12 @@ import Foundation
 /// after it (``End/failureLimitReached``).
 public final class RecordUpdater: Sendable {
     /// How an update runs.
+    ///
+    /// ```swift
+    /// var options = RecordUpdater.Options()
+    /// options.maximumFailures = 10
+    /// let updater = RecordUpdater(database: database, query: query, setting: ["checked": .int64(1)], options: options)
+    /// ```
     public struct Options: Sendable {
         /// Records per batch; each batch is written in one transaction.
         public var batchSize = 1_000
@@ -45,6 +51,10 @@ public final class RecordUpdater: Sendable {
     }
 
     /// Why an update ended.
+    ///
+    /// ```swift
+    /// if summary.end == .failureLimitReached { print("more than 10 records failed") }
+    /// ```
     public enum End: Sendable, Hashable {
         /// Every matching record was read and settled.
         case finished

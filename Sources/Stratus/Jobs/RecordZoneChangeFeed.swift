@@ -24,6 +24,15 @@ import Synchronization
 /// delivers the unsaved batch again and nothing else twice.
 public final class RecordZoneChangeFeed: Sendable {
     /// One change of the zone.
+    ///
+    /// ```swift
+    /// for change in batch.changes {
+    ///     switch change {
+    ///     case .changed(let record): upsert(record)
+    ///     case .deleted(let id, let recordType): remove(id, of: recordType)
+    ///     }
+    /// }
+    /// ```
     public enum Change: Sendable {
         /// The record as it is now (restricted to the desired keys).
         case changed(Record)
@@ -59,6 +68,10 @@ public final class RecordZoneChangeFeed: Sendable {
     }
 
     /// Why a run ended.
+    ///
+    /// ```swift
+    /// if summary.end == .limitReached { print("more changes wait for the next run") }
+    /// ```
     public enum End: Sendable, Hashable {
         /// No changes remain.
         case finished

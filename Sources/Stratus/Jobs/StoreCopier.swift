@@ -96,6 +96,10 @@ public final class StoreCopier: Sendable {
     }
 
     /// Why a copy ended.
+    ///
+    /// ```swift
+    /// if try await copier.run(checkpointStore: checkpoint).end == .cancelled { print("run again with the checkpoint") }
+    /// ```
     public enum End: Sendable, Hashable {
         /// Every zone was copied.
         case finished

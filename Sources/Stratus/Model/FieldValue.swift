@@ -94,6 +94,10 @@ public enum FieldValue: Hashable, Sendable, Codable {
 }
 
 /// The type of a field value, named as CloudKit Web Services names it (`STRING`, `INT64`, …).
+///
+/// ```swift
+/// if record.fieldValue(forKey: "due")?.type == .timestamp { print("due is a date") }
+/// ```
 public enum FieldType: String, Hashable, Sendable, Codable, CaseIterable {
     case string = "STRING"
     case int64 = "INT64"

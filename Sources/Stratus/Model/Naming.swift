@@ -1,4 +1,9 @@
 /// CloudKit's rules for names, checked before anything reaches a store.
+///
+/// ```swift
+/// if name.utf8.count > Naming.maximumRecordNameLength { throw StratusError(.invalidArguments, "name too long") }
+/// let allowed = !Naming.reservedFieldKeys.contains("title")
+/// ```
 public enum Naming {
     /// Longest record name CloudKit accepts, in bytes.
     public static let maximumRecordNameLength = 255

@@ -113,6 +113,11 @@ public final class Record: NSObject, NSCopying, Sendable {
     // MARK: - System fields
 
     /// The fields a store maintains for every record.
+    ///
+    /// ```swift
+    /// let system = record.systemFields
+    /// print(system.recordChangeTag ?? "never saved", system.creationDate as Any)
+    /// ```
     public struct SystemFields: Hashable, Sendable {
         /// When the record was first saved; nil before then.
         public var creationDate: Date? {
@@ -403,6 +408,11 @@ public final class Record: NSObject, NSCopying, Sendable {
     public var encryptedValues: EncryptedValues { EncryptedValues(record: self) }
 
     /// The encrypted fields of a record; see ``Record/encryptedValues``.
+    ///
+    /// ```swift
+    /// note.encryptedValues["pin"] = "4921"
+    /// let pin = note.encryptedValues["pin"] as? String
+    /// ```
     public struct EncryptedValues: Sendable {
         let record: Record
 
@@ -590,6 +600,10 @@ extension Record {
     }
 
     /// What happens to a record when the record it references is deleted.
+    ///
+    /// ```swift
+    /// item["list"] = Record.Reference(recordID: list.recordID, action: .deleteSelf)   // goes when the list goes
+    /// ```
     public enum ReferenceAction: Int, Hashable, Sendable, Codable {
         /// Nothing: the reference dangles.
         case none = 0

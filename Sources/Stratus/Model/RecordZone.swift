@@ -70,6 +70,11 @@ public final class RecordZone: NSObject, Sendable {
     public func callAsFunction() -> RecordZone { self }
 
     /// Identifies a zone by name and owner.
+    ///
+    /// ```swift
+    /// let listsZone = RecordZone.ID(zoneName: "Lists")
+    /// let list = Record(recordType: "List", recordID: Record.ID(recordName: "groceries", zoneID: listsZone))
+    /// ```
     public struct ID: Hashable, Sendable, Codable, CustomStringConvertible {
         /// The owner name that means "the current user", like `CKCurrentUserDefaultName`.
         public static let currentUserDefaultOwner = "__defaultOwner__"
@@ -107,6 +112,10 @@ public final class RecordZone: NSObject, Sendable {
     }
 
     /// What a zone supports.
+    ///
+    /// ```swift
+    /// if zone.capabilities.contains(.atomic) { operation.isAtomic = true }
+    /// ```
     public struct Capabilities: OptionSet, Hashable, Sendable {
         /// The capabilities as bits.
         public let rawValue: Int

@@ -13,6 +13,10 @@ import Foundation
 /// ```
 public final class QueryNotification: StratusNotification, @unchecked Sendable {
     /// What happened to the record, as `CKQueryNotification.Reason`.
+    ///
+    /// ```swift
+    /// if query.queryNotificationReason == .recordDeleted { remove(query.recordID!) }
+    /// ```
     public enum Reason: Int, Hashable, Sendable, CustomStringConvertible {
         case recordCreated = 1
         case recordUpdated = 2

@@ -21,6 +21,10 @@ public class StratusNotification: NSObject, @unchecked Sendable {
     // constant of a Sendable value.
 
     /// Which kind of notification, as `CKNotification.NotificationType`.
+    ///
+    /// ```swift
+    /// if notification.notificationType == .recordZone { fetchZoneChanges() }
+    /// ```
     public enum NotificationType: Int, Hashable, Sendable, CustomStringConvertible {
         /// From a ``QuerySubscription``: a ``QueryNotification``.
         case query = 1

@@ -27,6 +27,11 @@ public indirect enum QueryPredicate: Hashable, Sendable, Codable {
 }
 
 /// The left-hand side of a condition: a field or a system field of the record.
+///
+/// ```swift
+/// let recent = QueryPredicate.condition(.compare(.modificationDate, .greater, .date(lastRun)))
+/// let cheap = QueryPredicate.condition(.compare(.field("price"), .less, .double(10)))
+/// ```
 public enum QueryKey: Hashable, Sendable, Codable, CustomStringConvertible {
     /// A field of the record, by key.
     case field(String)
@@ -73,6 +78,10 @@ public enum QueryKey: Hashable, Sendable, Codable, CustomStringConvertible {
 }
 
 /// A comparison operator of a condition.
+///
+/// ```swift
+/// let adults = QueryPredicate.condition(.compare(.field("age"), .greaterOrEqual, .int64(18)))
+/// ```
 public enum ComparisonOperator: String, Hashable, Sendable, Codable {
     case equal = "=="
     case notEqual = "!="
@@ -84,6 +93,11 @@ public enum ComparisonOperator: String, Hashable, Sendable, Codable {
 
 /// One condition of a predicate. Values are typed ``FieldValue``s: an `Int` argument becomes
 /// `.int64`, a `Record.ID` or `Record` argument becomes a `.reference` with action `.none`.
+///
+/// ```swift
+/// let open = QueryPredicate.condition(.in(.field("status"), [.string("new"), .string("active")]))
+/// let query = Query(recordType: "Ticket", predicate: open)
+/// ```
 public enum Condition: Hashable, Sendable, Codable {
     /// `key op value`, for a scalar field (and `recordID == %@`).
     case compare(QueryKey, ComparisonOperator, FieldValue)

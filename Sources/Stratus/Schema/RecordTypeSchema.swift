@@ -70,6 +70,10 @@ public struct RecordTypeSchema: Hashable, Sendable {
     }
 
     /// A field, its type and its indexes.
+    ///
+    /// ```swift
+    /// if let due = schema.field("due"), due.indexes.contains(.sortable) { print("due is sortable") }
+    /// ```
     public struct Field: Hashable, Sendable {
         /// The field's name.
         public let name: String

@@ -24,6 +24,11 @@ import Synchronization
 /// ```
 public final class QuerySubscription: Subscription, @unchecked Sendable {
     /// When a query subscription fires, as `CKQuerySubscription.Options`.
+    ///
+    /// ```swift
+    /// let subscription = QuerySubscription(recordType: "Order", predicate: QueryPredicate(value: true),
+    ///                                      options: [.firesOnRecordCreation, .firesOnRecordUpdate])
+    /// ```
     public struct Options: OptionSet, Hashable, Sendable, Codable {
         /// The options as bits.
         public let rawValue: UInt

@@ -24,9 +24,16 @@ public class Subscription: NSObject, @unchecked Sendable {
     public typealias ID = String
 
     /// Which kind of subscription, as `CKSubscription.SubscriptionType`.
+    ///
+    /// ```swift
+    /// if subscription.subscriptionType == .query, let query = subscription as? QuerySubscription { print(query.predicate) }
+    /// ```
     public enum SubscriptionType: Int, Hashable, Sendable, Codable, CustomStringConvertible {
+        /// A ``QuerySubscription``: records that match a predicate.
         case query = 1
+        /// A ``RecordZoneSubscription``: any change in one zone.
         case recordZone = 2
+        /// A ``DatabaseSubscription``: any change in the database.
         case database = 3
 
         public var description: String {

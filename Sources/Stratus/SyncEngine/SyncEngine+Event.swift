@@ -56,6 +56,10 @@ extension SyncEngine {
         }
 
         /// The state to keep, as `CKSyncEngine.Event.StateUpdate`.
+        ///
+        /// ```swift
+        /// case .stateUpdate(let update): try stateStore.save(update.stateSerialization)
+        /// ```
         public struct StateUpdate: Sendable {
             /// The whole state as it is now; pass the last one to ``Configuration/stateSerialization``.
             public let stateSerialization: State.Serialization
@@ -63,6 +67,10 @@ extension SyncEngine {
 
         /// The signed-in user changed, as `CKSyncEngine.Event.AccountChange`. On a switch or a
         /// sign-out the engine has cleared its state (pending changes included).
+        ///
+        /// ```swift
+        /// case .accountChange(let change): if case .signOut = change.changeType { deleteLocalData() }
+        /// ```
         public struct AccountChange: Sendable {
             /// How the user changed.
             ///
@@ -91,6 +99,10 @@ extension SyncEngine {
         }
 
         /// Zone changes fetched, as `CKSyncEngine.Event.FetchedDatabaseChanges`.
+        ///
+        /// ```swift
+        /// case .fetchedDatabaseChanges(let changes): for deletion in changes.deletions { dropZone(deletion.zoneID) }
+        /// ```
         public struct FetchedDatabaseChanges: Sendable {
             /// Zones created or written to; the engine fetches their records next.
             public let modifications: [Database.DatabaseChange.Modification]
@@ -99,6 +111,12 @@ extension SyncEngine {
         }
 
         /// One batch of a zone's record changes, as `CKSyncEngine.Event.FetchedRecordZoneChanges`.
+        ///
+        /// ```swift
+        /// case .fetchedRecordZoneChanges(let changes):
+        ///     for modification in changes.modifications { upsert(modification.record) }
+        ///     for deletion in changes.deletions { remove(deletion.recordID) }
+        /// ```
         public struct FetchedRecordZoneChanges: Sendable {
             /// Records saved since the zone's token, each in its current state (your own saves included).
             public let modifications: [Database.RecordZoneChange.Modification]
@@ -107,6 +125,10 @@ extension SyncEngine {
         }
 
         /// The outcome of a batch of zone changes, as `CKSyncEngine.Event.SentDatabaseChanges`.
+        ///
+        /// ```swift
+        /// case .sentDatabaseChanges(let sent): for zone in sent.savedZones { markSaved(zone.zoneID) }
+        /// ```
         public struct SentDatabaseChanges: Sendable {
             /// A zone the engine could not save, and why.
             ///
@@ -133,6 +155,10 @@ extension SyncEngine {
 
         /// The outcome of a batch of record changes, as `CKSyncEngine.Event.SentRecordZoneChanges`.
         /// Keep each saved record's system fields (``Record/encodeSystemFields(with:)``) for the next save.
+        ///
+        /// ```swift
+        /// case .sentRecordZoneChanges(let sent): for record in sent.savedRecords { keepSystemFields(of: record) }
+        /// ```
         public struct SentRecordZoneChanges: Sendable {
             /// A record the engine could not save, and why.
             ///
@@ -160,18 +186,30 @@ extension SyncEngine {
         }
 
         /// The engine is about to fetch changes, as `CKSyncEngine.Event.WillFetchChanges`.
+        ///
+        /// ```swift
+        /// case .willFetchChanges(let will): print("fetching,", will.context.reason == .manual ? "asked for" : "scheduled")
+        /// ```
         public struct WillFetchChanges: Sendable {
             /// Why and what the engine fetches.
             public let context: FetchChangesContext
         }
 
         /// The engine is about to fetch one zone's record changes, as `CKSyncEngine.Event.WillFetchRecordZoneChanges`.
+        ///
+        /// ```swift
+        /// case .willFetchRecordZoneChanges(let will): print("fetching", will.zoneID.zoneName)
+        /// ```
         public struct WillFetchRecordZoneChanges: Sendable {
             /// The zone about to be fetched.
             public let zoneID: RecordZone.ID
         }
 
         /// The engine has fetched one zone's record changes, or stopped on an error, as `CKSyncEngine.Event.DidFetchRecordZoneChanges`.
+        ///
+        /// ```swift
+        /// case .didFetchRecordZoneChanges(let did): if let error = did.error { print(did.zoneID.zoneName, error.code) }
+        /// ```
         public struct DidFetchRecordZoneChanges: Sendable {
             /// The zone fetched.
             public let zoneID: RecordZone.ID
@@ -180,18 +218,30 @@ extension SyncEngine {
         }
 
         /// The engine has finished a fetch, as `CKSyncEngine.Event.DidFetchChanges`.
+        ///
+        /// ```swift
+        /// case .didFetchChanges: reloadList()
+        /// ```
         public struct DidFetchChanges: Sendable {
             /// The context of the matching ``WillFetchChanges``.
             public let context: FetchChangesContext
         }
 
         /// The engine is about to send pending changes, as `CKSyncEngine.Event.WillSendChanges`.
+        ///
+        /// ```swift
+        /// case .willSendChanges(let will): print("sending", will.context.options.scope)
+        /// ```
         public struct WillSendChanges: Sendable {
             /// Why and what the engine sends.
             public let context: SendChangesContext
         }
 
         /// The engine has sent pending changes, as `CKSyncEngine.Event.DidSendChanges`.
+        ///
+        /// ```swift
+        /// case .didSendChanges: showSynced()
+        /// ```
         public struct DidSendChanges: Sendable {
             /// The context of the matching ``WillSendChanges``.
             public let context: SendChangesContext

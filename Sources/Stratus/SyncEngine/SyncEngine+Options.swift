@@ -2,6 +2,10 @@ import Foundation
 
 extension SyncEngine {
     /// Why the engine syncs, as `CKSyncEngine.SyncReason`.
+    ///
+    /// ```swift
+    /// if context.reason == .scheduled { print("the engine's own sync") }
+    /// ```
     public enum SyncReason: Hashable, Sendable {
         /// The engine scheduled it (``Configuration/automaticallySync``).
         case scheduled
@@ -17,8 +21,11 @@ extension SyncEngine {
     public struct FetchChangesOptions: Sendable {
         /// Which zones' changes to fetch.
         public enum Scope: Sendable, Equatable, CustomStringConvertible {
+            /// Every zone of the database.
             case all
+            /// Every zone but these.
             case allExcluding([RecordZone.ID])
+            /// These zones only.
             case zoneIDs([RecordZone.ID])
 
             /// Whether the scope takes in `zoneID`.
@@ -54,6 +61,12 @@ extension SyncEngine {
     }
 
     /// One attempt to fetch, as `CKSyncEngine.FetchChangesContext`.
+    ///
+    /// ```swift
+    /// func nextFetchChangesOptions(_ context: SyncEngine.FetchChangesContext, syncEngine: SyncEngine) async -> SyncEngine.FetchChangesOptions {
+    ///     context.options
+    /// }
+    /// ```
     public struct FetchChangesContext: Sendable {
         /// Scheduled by the engine, or asked for.
         public let reason: SyncReason
@@ -70,9 +83,13 @@ extension SyncEngine {
     public struct SendChangesOptions: Sendable {
         /// Which changes to send.
         public enum Scope: Sendable, Equatable, CustomStringConvertible {
+            /// Every pending change.
             case all
+            /// The pending changes of every zone but these.
             case allExcluding([RecordZone.ID])
+            /// The pending changes of these zones.
             case zoneIDs([RecordZone.ID])
+            /// The pending changes of these records (no zone changes).
             case recordIDs([Record.ID])
 
             /// Whether the scope takes in the record `recordID`.
@@ -123,6 +140,10 @@ extension SyncEngine {
     }
 
     /// One attempt to send, as `CKSyncEngine.SendChangesContext`.
+    ///
+    /// ```swift
+    /// let pending = syncEngine.state.pendingRecordZoneChanges.filter { context.options.scope.contains($0) }
+    /// ```
     public struct SendChangesContext: Sendable {
         /// Scheduled by the engine, or asked for.
         public let reason: SyncReason

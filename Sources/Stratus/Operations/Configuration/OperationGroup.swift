@@ -17,14 +17,26 @@ import Synchronization
 /// ```
 public final class OperationGroup: NSObject, Sendable {
     /// The expected amount of data moved, as `CKOperationGroup.TransferSize`.
+    ///
+    /// ```swift
+    /// group.expectedSendSize = .megabytes
+    /// ```
     public enum TransferSize: Int, Hashable, Sendable {
+        /// Not said (Stratus moves data the same way whatever the size).
         case unknown = 0
+        /// Kilobytes.
         case kilobytes = 1
+        /// Megabytes.
         case megabytes = 2
+        /// Tens of megabytes.
         case tensOfMegabytes = 3
+        /// Hundreds of megabytes.
         case hundredsOfMegabytes = 4
+        /// Gigabytes.
         case gigabytes = 5
+        /// Tens of gigabytes.
         case tensOfGigabytes = 6
+        /// Hundreds of gigabytes.
         case hundredsOfGigabytes = 7
     }
 

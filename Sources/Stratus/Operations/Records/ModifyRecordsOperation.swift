@@ -22,6 +22,11 @@ import Synchronization
 /// ```
 open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, @unchecked Sendable {
     /// How a save treats the copy of the record already in the store.
+    ///
+    /// ```swift
+    /// let save = ModifyRecordsOperation(recordsToSave: [edited], recordIDsToDelete: nil)
+    /// save.savePolicy = .changedKeys   // last writer wins, key by key
+    /// ```
     public enum SavePolicy: Int, Hashable, Sendable, Codable {
         /// Save only if the record's change tag equals the stored one (or it is new);
         /// otherwise fail with `serverRecordChanged`. Writes the changed keys.
