@@ -96,7 +96,9 @@ extension Record {
 
     /// The field value a plain value is stored as, or `nil` for `nil` and `NSNull`.
     static func fieldValue(ofPlainValue value: Any?, forKey key: String) -> FieldValue? {
-        guard let value, !(value is NSNull) else { return nil }
+        // A dictionary of `Any` built from optionals (`["note": draft.note]`) holds the
+        // optional itself; key-value coding in CloudKit code treats an empty one as removal.
+        guard let value = value.flatMap(unwrappingOptional), !(value is NSNull) else { return nil }
         if let value = value as? any RecordValueProtocol { return value.fieldValue }
         if let text = value as? NSString { return .string(text as String) }
         if let bytes = value as? NSData { return .bytes(bytes as Data) }
@@ -110,6 +112,14 @@ extension Record {
             return FieldValue.list(elements, of: "list for field '\(key)'")
         }
         preconditionFailure("a \(type(of: value)) cannot be stored in field '\(key)'; store a String, number, Date, Data, Record.Reference, Location, Asset or an array of one of these")
+    }
+
+    /// The value an `Any` holds with any levels of `Optional` around it taken off; `nil` when
+    /// one of them is empty.
+    private static func unwrappingOptional(_ value: Any) -> Any? {
+        let mirror = Mirror(reflecting: value)
+        guard mirror.displayStyle == .optional else { return value }
+        return mirror.children.first.flatMap { unwrappingOptional($0.value) }
     }
 }
 

@@ -165,6 +165,24 @@ struct RecordCompatTests {
         #expect(record.changedKeys().contains("title"))
     }
 
+    @Test("optionals held in Any, as a dictionary built from optional properties holds them: a value is stored, an empty one removes the field")
+    func keyValueCodingOfOptionalsInAny() {
+        let record = Record(recordType: "Note", recordID: Record.ID(recordName: "n1"))
+        record["note"] = "old"
+        let note: String? = nil
+        let title: String? = "Milk"
+        let count: Int?? = 2
+        let tags: [String]? = ["a", "b"]
+        record.setValuesForKeys(["note": note as Any, "title": title as Any, "count": count as Any, "tags": tags as Any])
+        #expect(record["note"] == nil)
+        #expect(record.fieldValue(forKey: "title") == .string("Milk"))
+        #expect(record.fieldValue(forKey: "count") == .int64(2))
+        #expect(record.fieldValue(forKey: "tags") == .stringList(["a", "b"]))
+        let elements: [Any] = [Optional("x") as Any, "y"]
+        record.setValue(elements, forKey: "letters")
+        #expect(record.fieldValue(forKey: "letters") == .stringList(["x", "y"]))
+    }
+
     @Test("equality is identity, as NSObject's; copy() gives an equal-valued, distinct record")
     func identityAndCopy() {
         let record = Record(recordType: "Note", recordID: Record.ID(recordName: "same"))
