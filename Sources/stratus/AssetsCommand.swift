@@ -7,7 +7,7 @@ struct AssetsCommand: Command {
     static let summary = "collect unreferenced asset content, attach downloaded CloudKit assets, read content"
     static let usage = [
         "stratus assets gc [store options]",
-        "stratus assets attach DIR [--follow-symlinks] [store options]",
+        "stratus assets attach DIR [--follow-symlinks] [--as-administrator] [store options]",
         "stratus assets get RECORD_NAME FIELD [--index N] [--output FILE [--force]] [store options]",
         "stratus assets info [store options]",
     ]
@@ -25,6 +25,9 @@ struct AssetsCommand: Command {
         name bytes other than letters, digits, '.', '_', '-' as %XX). A file whose size differs
         from the asset's CloudKit size is not attached. Records keep their change tag and
         modification date. Files are read as import reads them: regular files inside DIR only.
+        In the public database a user may only save the records its security roles let it
+        write; --as-administrator attaches to every user's records (an export of a public
+        database restored with import --as-administrator).
 
         get writes one asset's content to stdout or FILE; an asset whose content the store does
         not hold (a CloudKit asset not attached) is exit 66 (assetNotAvailable).
@@ -33,6 +36,7 @@ struct AssetsCommand: Command {
         """
     static let options: [Option] = [
         Option(flag: "--follow-symlinks", "attach: follow symbolic links that stay inside DIR"),
+        Option(flag: "--as-administrator", "attach: to the public database's records as the store's administrator, whoever created them (on PostgreSQL, row-level security still binds the login role)"),
         Option("--index", "N", "get: the asset of a list field at N (from 0)", default: "0"),
     ]
     static let optionGroups: [OptionGroup] = [.output, .store]
@@ -44,6 +48,7 @@ struct AssetsCommand: Command {
     var store: StoreOptions
     var action: Action
     var followSymlinks = false
+    var asAdministrator = false
     var index = 0
     var output: OutputOptions
 
@@ -66,14 +71,21 @@ struct AssetsCommand: Command {
         var command = AssetsCommand(store: try StoreOptions(arguments), action: action, output: try OutputOptions(arguments))
         command.followSymlinks = arguments.flag("--follow-symlinks")
         command.index = try arguments.count("--index") ?? 0
+        command.asAdministrator = arguments.flag("--as-administrator")
         if command.followSymlinks, case .attach = action {} else if command.followSymlinks {
             throw UsageError(message: "--follow-symlinks belongs to assets attach")
+        }
+        if command.asAdministrator, case .attach = action {} else if command.asAdministrator {
+            throw UsageError(message: "--as-administrator belongs to assets attach")
+        }
+        if command.asAdministrator && command.store.scope != .public {
+            throw UsageError(message: "--as-administrator is for the public database, where security roles apply; a private database holds its owner's records only")
         }
         return command
     }
 
     func run() async throws -> ExitCode {
-        let database = try store.openDatabase(.existing)
+        let database = try asAdministrator ? store.openAdministratorDatabase(.existing) : store.openDatabase(.existing)
         switch action {
         case .gc:
             let collected = try await database.collectUnreferencedAssets()

@@ -212,11 +212,7 @@ struct ImportCommand: Command {
         let container = try store.openContainer(
             dryRun ? .read : resuming ? .existing : .createIfMissing,
             missingStoreAdvice: resuming ? "the checkpoint \(checkpointPath ?? "") says an earlier run imported into it; name that store, or remove the checkpoint to start over" : Self.dryRunNeedsStore)
-        // The store's administrator is no user: the roles are the apps' rules, which a copy of
-        // what the store holds (a mirror) is not subject to.
-        let database = asAdministrator
-            ? Database(engine: container.engine, context: .administrator(containerIdentifier: container.identifier, environment: container.environment, scope: .public, owner: ""))
-            : container.database(with: store.scope)
+        let database = asAdministrator ? StoreOptions.administratorDatabase(of: container) : container.database(with: store.scope)
         if atomic {
             // Refuse before reading: outside atomic zones the store applies requests item by item.
             let zone = try? await database.recordZone(for: store.zoneID)

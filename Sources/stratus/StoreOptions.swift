@@ -1,5 +1,5 @@
 import Foundation
-import Stratus
+@_spi(StratusEngine) import Stratus
 import StratusPostgres
 import StratusSQLite
 import StratusStores
@@ -273,5 +273,16 @@ struct StoreOptions {
 
     func openDatabase(_ access: Access) throws -> Database {
         try openContainer(access).database(with: scope)
+    }
+
+    /// The public database as the store's administrator sees it (`--as-administrator`): no
+    /// user, so the security roles, which are the apps' rules, do not limit what it writes.
+    static func administratorDatabase(of container: Container) -> Database {
+        Database(engine: container.engine, context: .administrator(containerIdentifier: container.identifier, environment: container.environment, scope: .public, owner: ""))
+    }
+
+    /// The store's public database, opened as its administrator.
+    func openAdministratorDatabase(_ access: Access) throws -> Database {
+        Self.administratorDatabase(of: try openContainer(access))
     }
 }

@@ -73,8 +73,7 @@ struct ZonesCommand: Command {
     func run() async throws -> ExitCode {
         let database: Database
         if asAdministrator {
-            let container = try store.openContainer(.existing)
-            database = Database(engine: container.engine, context: .administrator(containerIdentifier: container.identifier, environment: container.environment, scope: .public, owner: ""))
+            database = try store.openAdministratorDatabase(.existing)
         } else {
             database = try store.openDatabase(action.isCreate ? .createIfMissing : action.isList ? .read : .existing)
         }

@@ -421,6 +421,36 @@ struct AssetsCLITests {
         }
     }
 
+    @Test("assets attach --as-administrator attaches to public records other users created, which the user's own attach may not save; it is refused for a private database and for other actions", arguments: TestEngine.all)
+    func attachAsAdministrator(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let creator = "_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+            let record = #"{"recordName":"p1","recordType":"Poster","recordChangeTag":"t1","fields":{"image":{"value":{"fileChecksum":"QUJD","size":8,"downloadURL":"https://cvws.icloud-content.com/B/QUJD/${f}"},"type":"ASSETID"}},"created":{"timestamp":1000,"userRecordName":"\#(creator)"},"modified":{"timestamp":2000,"userRecordName":"\#(creator)"}}"#
+            let restored = try await cli.run(["import", try cli.file("public.ndjson", record + "\n"), "--keep-system-records", "--as-administrator"])
+            #expect(restored.exitCode == 0, "\(restored)")
+            let content = Data("8 bytes!".utf8)
+            _ = try store.writeFile("downloads/QUJD", content)
+
+            let asUser = try await cli.run(["assets", "attach", store.path("downloads")])
+            #expect(asUser.exitCode == 1 && asUser.stderr.contains("attached 0") && asUser.stderr.contains("failed 1"), "\(asUser)")
+            #expect(try await cli.run(["assets", "get", "p1", "image"]).exitCode == 66)
+
+            let asAdministrator = try await cli.run(["assets", "attach", store.path("downloads"), "--as-administrator"])
+            #expect(asAdministrator.exitCode == 0 && asAdministrator.stderr.contains("attached 1, not found 0, size differs 0, failed 0"), "\(asAdministrator)")
+            let got = try await cli.run(["assets", "get", "p1", "image", "--output", store.path("p1.bin")])
+            #expect(got.exitCode == 0 && FileManager.default.contents(atPath: store.path("p1.bin")) == content, "\(got)")
+            let after = try #require(try await cli.exported("Poster")["p1"])
+            #expect(after["recordChangeTag"] as? String == "t1", "\(after)")
+            #expect((after["created"] as? [String: Any])?["userRecordName"] as? String == creator, "\(after)")
+
+            let privateDatabase = try await cli.run(["assets", "attach", store.path("downloads"), "--as-administrator", "--database", "private"])
+            #expect(privateDatabase.exitCode == 64 && privateDatabase.stderr.contains("public database"), "\(privateDatabase)")
+            let otherAction = try await cli.run(["assets", "info", "--as-administrator"])
+            #expect(otherAction.exitCode == 64 && otherAction.stderr.contains("belongs to assets attach"), "\(otherAction)")
+        }
+    }
+
     @Test("assets attach counts as attached only the assets of records saved with their content: a record whose save fails (a symbolic link) is a failure, its assets stay without content, exit 1",
           arguments: TestEngine.all)
     func attachCountsOnlyWhatItAttached(engine: TestEngine) async throws {
