@@ -734,12 +734,28 @@ extension JSONCursor {
     /// without a folder, anywhere only when the caller chose so. Both readers, JSON and CSV,
     /// ask here, so that no input format reaches files the other would refuse.
     static func localAsset(_ text: String, quoted: String, context: DecodeContext) -> Result<Asset, AssetPathRefusal> {
+        if let path = localPath(text), path.hasPrefix("/") {
+            // An export without an asset folder names the store's own files by absolute paths:
+            // read where the path lies in a folder the user (or the store) vouches for, never
+            // where the input alone says.
+            if path.split(separator: "/").contains("..") {
+                return .failure(AssetPathRefusal(message: "names the file '\(path)' with a '..' component; asset paths stay inside the assets folder"))
+            }
+            if let directory = context.assetDirectory, let inside = relativePath(path, inside: directory) {
+                return .success(Asset(path: inside.path, in: inside.folder, followsSymlinks: context.followsAssetSymlinks))
+            }
+            if let directory = context.storeContentDirectory, let inside = relativePath(path, inside: directory) {
+                return .success(Asset(path: inside.path, in: inside.folder, followsSymlinks: false))
+            }
+            if context.assetDirectory != nil || context.assetPaths != .anywhere {
+                let folder = (path as NSString).deletingLastPathComponent
+                let given = context.assetDirectory.map { "outside the assets folder \($0.path)" } ?? "outside the store's own asset folder"
+                return .failure(AssetPathRefusal(message: "names the file '\(path)' by an absolute path \(given); asset files are read only inside the folder named with --assets-dir (in Swift, RecordReadOptions.assetDirectory): to read this one, import with --assets-dir \(folder)"))
+            }
+        }
         if let directory = context.assetDirectory {
             guard let path = localPath(text) else {
                 return .failure(AssetPathRefusal(message: "has the downloadURL '\(quoted)', which is neither a path nor an https URL"))
-            }
-            if path.hasPrefix("/") {
-                return .failure(AssetPathRefusal(message: "names the file '\(path)' by an absolute path; asset paths are relative to the assets folder \(directory.path) and stay inside it"))
             }
             if path.split(separator: "/").contains("..") {
                 return .failure(AssetPathRefusal(message: "names the file '\(path)' with a '..' component; asset paths stay inside the assets folder \(directory.path)"))
@@ -753,6 +769,24 @@ extension JSONCursor {
             return .failure(AssetPathRefusal(message: "has the downloadURL '\(quoted)', which is not a local file"))
         }
         return .success(Asset(fileURL: url))
+    }
+
+    /// The part of the absolute `path` below `folder` (as given, or with its links resolved)
+    /// and that folder; `nil` when the path does not lie in it. Only the folder's own path is
+    /// resolved: what lies below it is opened confined, so a link there is not followed out.
+    static func relativePath(_ path: String, inside folder: URL) -> (path: String, folder: URL)? {
+        var roots = [(folder.standardizedFileURL.path, folder)]
+        if let resolved = realpath(folder.path, nil) {
+            let root = String(cString: resolved)
+            free(resolved)
+            roots.append((root, URL(fileURLWithPath: root, isDirectory: true)))
+        }
+        for (root, url) in roots {
+            let prefix = root.hasSuffix("/") ? root : root + "/"
+            guard path.hasPrefix(prefix), path.count > prefix.count else { continue }
+            return (String(path.dropFirst(prefix.count)), url)
+        }
+        return nil
     }
 
     /// Whether `path`, its links resolved, is inside `folder` (its links resolved too).

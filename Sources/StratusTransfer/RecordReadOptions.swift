@@ -45,6 +45,15 @@ public struct RecordReadOptions: Sendable {
     /// // or, for input this program wrote: options.assetPaths = .anywhere
     /// ```
     public var assetPaths = AssetPaths.refused
+    /// The store's own content folder (where it keeps each content under its SHA-256), whose
+    /// files a plain export names by absolute `file:` URLs. Such a path is read there, confined
+    /// as ``assetDirectory``'s are (no `..`, no symbolic link), so that an export without an
+    /// asset folder imports back into its own store; a path anywhere else is still refused.
+    ///
+    /// ```swift
+    /// options.storeContentDirectory = URL(fileURLWithPath: "photos.sqlite.assets/sha256")
+    /// ```
+    public var storeContentDirectory: URL?
 
     /// What an asset's path means when no asset folder is given.
     ///

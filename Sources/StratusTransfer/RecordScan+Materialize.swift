@@ -69,6 +69,7 @@ struct DecodeContext {
     let assetDirectory: URL?
     let followsAssetSymlinks: Bool
     let assetPaths: RecordReadOptions.AssetPaths
+    let storeContentDirectory: URL?
     /// Whether `"deleted": true` items are deletions rather than rejected.
     let readsDeletions: Bool
     let keepsSystemRecords: Bool
@@ -95,6 +96,7 @@ struct DecodeContext {
         assetDirectory = options.assetDirectory
         followsAssetSymlinks = options.followsAssetSymlinks
         assetPaths = options.assetPaths
+        storeContentDirectory = options.storeContentDirectory
         readsDeletions = options.readsDeletions
         keepsSystemRecords = options.keepsSystemRecords
     }

@@ -20,8 +20,9 @@ struct ChangesCommand: Command {
         flushed and synced, and only then is the new token written to FILE (temporary file,
         fsync, rename).
 
-        An asset's downloadURL names the store's own file, which `stratus import` refuses (it
-        reads asset files only inside the folder given with --assets-dir). With --assets-dir DIR,
+        An asset's downloadURL names the store's own file, which `stratus import` reads only
+        into that same store, or from inside the folder given with --assets-dir (and the file
+        goes when no record names its content any more). With --assets-dir DIR,
         as `stratus export --assets-dir`, each asset's content is written into DIR before the
         line that names it, and the line names its file relative to DIR, so that
         `stratus import --assets-dir DIR --mode forceReplace` applies the changes to another

@@ -34,7 +34,7 @@ struct ExportCommand: Command {
         Option("--format", "FORMAT", "ndjson, json (an array), envelope ({\"records\":[…]}) or csv", default: "ndjson"),
         Option("--types", "NAME:TYPE,...", "CSV: column types (STRING, INT64, DOUBLE, TIMESTAMP, …, ENCRYPTED_BYTES, …)", default: "from the records"),
         Option("--timestamps", "STYLE", "CSV: TIMESTAMP cells as milliseconds since 1970 or iso8601 (2025-01-01T09:30:00Z)", default: "milliseconds"),
-        Option("--assets-dir", "DIR", "write asset content into DIR (created, private to the user); the JSON names the files", default: "none: assets name the store's files"),
+        Option("--assets-dir", "DIR", "write asset content into DIR (created, private to the user); the JSON names the files", default: "none: assets name the store's files, which import reads into the same store, or from inside the folder named with --assets-dir"),
     ]
     static let optionGroups: [OptionGroup] = [.output, .progress, .store]
 

@@ -43,8 +43,9 @@ struct ImportCommand: Command {
         Assets: a CloudKit asset (an https downloadURL) is kept as a reference with all its
         metadata and exported back as it came; its content is not downloaded (`stratus assets
         attach` adds it later). A local asset's downloadURL is a path relative to --assets-dir
-        DIR, the only folder files are read from: absolute paths, '..' and symbolic links are
-        refused, as are directories, FIFOs and devices. A CloudKit asset whose content is in DIR
+        DIR, the only folder files are read from: '..' and symbolic links are refused, as are
+        directories, FIFOs and devices; an absolute path (a plain export's file: URL) is read
+        only when it lies inside DIR or inside this store's own content folder. A CloudKit asset whose content is in DIR
         under its fileChecksum (base64url) gets that content. Content is stored once by its
         SHA-256, private to the store's user.
         Deletions ({"recordName":…,"deleted":true,"zoneID":…}, as `stratus changes` writes them)
@@ -223,6 +224,10 @@ struct ImportCommand: Command {
             }
         }
         for schema in try await container.schemas() { readOptions.schemas[schema.recordType] = schema }
+        // A plain export names its assets by the store's own content files: a backup restores
+        // into the store it came from without --assets-dir.
+        readOptions.storeContentDirectory = container.engine.assetContents(for: database.context)
+            .contentURL(String(repeating: "0", count: 64))?.deletingLastPathComponent()
         var options = RecordImporter.Options()
         options.writeMode = mode
         options.batchSize = batchSize

@@ -76,6 +76,56 @@ struct AssetExportFolderCLITests {
             #expect(FileManager.default.contents(atPath: store.path("got.bin")) == content)
         }
     }
+    @Test("a plain export (file: URLs of the store's own files) imports back into its store, and into another with --assets-dir naming the folder; a file elsewhere is refused naming it", arguments: TestEngine.all)
+    func plainExportRestores(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let content = patternBytes(count: 70_000, seed: 3)
+            _ = try store.writeFile("src/blob.bin", content)
+            let line = #"{"recordName":"b1","recordType":"Blob","fields":{"data":{"value":{"downloadURL":"blob.bin"},"type":"ASSETID"}}}"#
+            let imported = try await cli.run(["import", try cli.file("blob.ndjson", line + "\n"), "--assets-dir", store.path("src")])
+            #expect(imported.exitCode == 0, "\(imported)")
+
+            let exported = try await cli.run(["export", "--type", "Blob", "--quiet"])
+            #expect(exported.exitCode == 0, "\(exported)")
+            let record = try JSONLine.object(exported.stdout)
+            let url = try #require((JSONLine.field(record, "data")?["value"] as? [String: Any])?["downloadURL"] as? String)
+            let storeFile = try #require(URL(string: url))
+            #expect(storeFile.isFileURL, "\(url)")
+
+            // Into its own store, under another name: the content is read from the store's file.
+            let copy = exported.stdout.replacingOccurrences(of: #""recordName":"b1""#, with: #""recordName":"b2""#)
+            let again = try await cli.run(["import", try cli.file("copy.ndjson", copy)])
+            #expect(again.exitCode == 0, "\(again)")
+            let got = try await cli.run(["assets", "get", "b2", "data", "--output", store.path("b2.bin")])
+            #expect(got.exitCode == 0, "\(got)")
+            #expect(FileManager.default.contents(atPath: store.path("b2.bin")) == content)
+
+            // Into another store: the file is outside its folder, so the record is rejected with
+            // the option that reads it; naming the folder restores the bytes.
+            let other = try await cli.newStore("other.sqlite")
+            let backup = try cli.file("backup.ndjson", exported.stdout)
+            let refused = try await cli.run(["import", backup, "--store", other])
+            #expect(refused.exitCode == 1, "\(refused)")
+            let folder = storeFile.deletingLastPathComponent().path
+            #expect(refused.stderr.contains("b1") && refused.stderr.contains("--assets-dir \(folder)"), "\(refused.stderr)")
+            let restored = try await cli.run(["import", backup, "--store", other, "--assets-dir", folder])
+            #expect(restored.exitCode == 0, "\(restored)")
+            let fetched = try await cli.run(["assets", "get", "b1", "data", "--output", store.path("b1.bin"), "--store", other])
+            #expect(fetched.exitCode == 0, "\(fetched)")
+            #expect(FileManager.default.contents(atPath: store.path("b1.bin")) == content)
+
+            // A file: URL outside the folder the user named is not opened, whatever it names.
+            let elsewhere = line.replacingOccurrences(of: #""blob.bin""#, with: "\"file://\(store.path("src/blob.bin"))\"")
+            let outside = try await cli.run(["import", try cli.file("outside.ndjson", elsewhere + "\n"), "--store", other, "--assets-dir", folder])
+            #expect(outside.exitCode == 1, "\(outside)")
+            #expect(outside.stderr.contains(store.path("src/blob.bin")) && outside.stderr.contains("outside the assets folder"), "\(outside.stderr)")
+            let dotted = line.replacingOccurrences(of: #""blob.bin""#, with: "\"file://\(folder)/../../src/blob.bin\"")
+            let climbing = try await cli.run(["import", try cli.file("dotted.ndjson", dotted + "\n"), "--store", other, "--assets-dir", folder])
+            #expect(climbing.exitCode == 1 && climbing.stderr.contains("'..'"), "\(climbing)")
+        }
+    }
+
     @Test("a CloudKit asset whose fileChecksum is a file's name (not base64) is exported under its SHA-256: a store and a user's file in the folder survive, and the content travels", arguments: TestEngine.all)
     func checksumsThatAreFileNamesNameNoFile(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

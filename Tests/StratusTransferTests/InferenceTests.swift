@@ -253,6 +253,24 @@ struct InferenceTests {
         #expect(refused.first?.rejection?.message.contains("--assets-dir") == true)
     }
 
+    @Test("an absolute path (a plain export's file: URL) is read only inside the asset folder or the store's own content folder, confined there")
+    func absolutePathsInsideTrustedFolders() throws {
+        let folder = URL(fileURLWithPath: "/srv/export")
+        let content = URL(fileURLWithPath: "/var/lib/photos.sqlite.assets/sha256")
+        func read(_ location: String) throws -> RecordReadResult? {
+            try readAll(#"{"recordName":"r","recordType":"T","fields":{"f":{"value":{"downloadURL":"\#(location)"},"type":"ASSETID"}}}"#) {
+                $0.assetDirectory = folder
+                $0.storeContentDirectory = content
+            }.first
+        }
+        #expect(try read("file:///srv/export/2024/a.jpg")?.record?.fieldValue(forKey: "f") == .asset(Asset(path: "2024/a.jpg", in: folder)))
+        #expect(try read("/var/lib/photos.sqlite.assets/sha256/abc")?.record?.fieldValue(forKey: "f") == .asset(Asset(path: "abc", in: content)))
+        let outside = try read("file:///var/lib/other.sqlite.assets/sha256/abc")?.rejection?.message ?? ""
+        #expect(outside.contains("'/var/lib/other.sqlite.assets/sha256/abc' by an absolute path outside the assets folder /srv/export") && outside.contains("--assets-dir /var/lib/other.sqlite.assets/sha256"), "\(outside)")
+        let climbing = try read("/srv/export/../../etc/shadow")?.rejection?.message ?? ""
+        #expect(climbing.contains("'..' component"), "\(climbing)")
+    }
+
     @Test("by default, input is untrusted: an asset path of this machine is refused, not read into the store")
     func assetPathsRefusedByDefault() throws {
         #expect(RecordReadOptions().assetPaths == .refused)
