@@ -35,9 +35,20 @@ extension JSONCursor {
         guard let date = TimestampText.date(fromMilliseconds: decimal) else { return nil }
         // A whole number of milliseconds is never stored as another one, as a DOUBLE's whole
         // number is not: far enough out, a date's seconds are coarser than a millisecond, and
-        // 9007199254740993 would be written back as 9007199254740992.
-        if case .value(let ms) = integer(token), !Self.writesBack(ms, date) { return nil }
-        return date
+        // 9007199254740993 would be written back as 9007199254740992. Beyond 64 bits (1e30,
+        // forty digits) the date is far coarser still: only a number it writes back as is kept.
+        switch decimal.integer {
+        case .value(let ms): return Self.writesBack(ms, date) ? date : nil
+        case .outOfRange: return Self.writesBack(decimal, date) ? date : nil
+        case .notInteger: return date
+        }
+    }
+
+    /// Whether `date` is written back as exactly the number `milliseconds`.
+    static func writesBack(_ milliseconds: ExactDecimal, _ date: Date) -> Bool {
+        let text = TimestampText.text(for: date)
+        if let whole = text.integer { return ExactDecimal(whole) == milliseconds }
+        return text.decimal.map { ExactDecimal($0) } == milliseconds
     }
 
     /// Whether `date` is written back as the whole number of milliseconds `ms`.
@@ -49,8 +60,14 @@ extension JSONCursor {
     /// Why ``timestamp(_:)`` has no date for a number: out of range, or a whole number of
     /// milliseconds a date cannot hold exactly.
     func timestampRefusal(_ token: Token) -> String {
-        guard case .value = integer(token) else { return "is out of range" }
-        return "is out of range: a date holds whole milliseconds exactly only within about 278,000 years of 2001, and this one would be written back as another number"
+        switch integer(token) {
+        case .value:
+            return "is out of range: a date holds whole milliseconds exactly only within about 278,000 years of 2001, and this one would be written back as another number"
+        case .outOfRange:
+            return "is out of range: a whole number of milliseconds beyond 64 bits, which a date does not hold exactly (it would be written back as another number)"
+        case .notInteger:
+            return "is out of range"
+        }
     }
 }
 

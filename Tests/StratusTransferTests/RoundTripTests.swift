@@ -247,6 +247,13 @@ struct RoundTripTests {
         #expect(RecordJSONWriter.json(for: precise).contains("\"value\":978307200000.501,"))
     }
 
+    @Test("a TIMESTAMP beyond 64 bits that a date writes back digit for digit is kept; the reader refuses the others (RejectionTests)")
+    func timestampBeyondSixtyFourBits() throws {
+        let line = #"{"recordName":"t","recordType":"T","fields":{"when":{"value":100000000000000000000,"type":"TIMESTAMP"}}}"#
+        let record = try #require(try readAll(line).first?.record)
+        #expect(RecordJSONWriter.json(for: record).contains(#""when":{"value":100000000000000000000,"type":"TIMESTAMP"}"#))
+    }
+
     @Test("many records stream through a file with flat memory")
     func manyRecords() throws {
         let records = (0..<20_000).map { i in
