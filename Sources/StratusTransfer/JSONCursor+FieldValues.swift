@@ -483,6 +483,7 @@ extension JSONCursor {
         }
         guard t.kind == .number else { throw fail(t, key, type, i, "must be a number, not \(t.kindName)") }
         guard let value = double(t) else { throw fail(t, key, type, i, "\(shown(t, i)) is too large for a double") }
+        if value == 0, !spellsZero(t) { throw fail(t, key, type, i, "\(shown(t, i)) is too small for a double: it would be stored as 0") }
         // A whole number a double cannot hold is not silently made another one: the nearest
         // double is written back as other digits (9007199254740993 would be 9007199254740992).
         if changesAsDouble(t, value) {
@@ -491,6 +492,19 @@ extension JSONCursor {
                 : "\(shown(t, i)) is a whole number a DOUBLE cannot hold exactly (it would be stored as \(Self.wholeDigits(value))), and too large for INT64; give it as a STRING to keep every digit")
         }
         return value
+    }
+
+    /// Whether the number `t` is zero as written (`0`, `-0.0`, `0e5`), rather than a nonzero
+    /// value (`1e-400`) too small for any double. Asked only of numbers that read as 0.
+    private func spellsZero(_ t: Token) -> Bool {
+        var i = t.start
+        while i < t.end {
+            let b = base[i]
+            if b == UInt8(ascii: "e") || b == UInt8(ascii: "E") { return true }
+            if b >= UInt8(ascii: "1") && b <= UInt8(ascii: "9") { return false }
+            i += 1
+        }
+        return true
     }
 
     /// Whether the whole number `t` spells is not what its double `value` writes back: an
@@ -609,6 +623,7 @@ extension JSONCursor {
             func number() throws(FieldError) -> Double {
                 guard v.kind == .number else { throw fail(v, key, type, i, "has '\(quoted(k))' as \(v.kindName), not a number") }
                 guard let d = double(v) else { throw fail(v, key, type, i, "has '\(quoted(k))' \(numberText(v)), which is too large") }
+                if d == 0, !spellsZero(v) { throw fail(v, key, type, i, "has '\(quoted(k))' \(numberText(v)), which is too small for a double: it would be stored as 0") }
                 return d
             }
             if stringEquals(k, "latitude") { bit = 1; location.latitude = try number() }

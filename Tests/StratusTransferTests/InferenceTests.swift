@@ -206,7 +206,10 @@ struct InferenceTests {
         #expect(try typed("true", "INT64") == .int64(1))
         #expect(try typed("7", "DOUBLE") == .double(7))
         #expect(try typed("-0.0", "DOUBLE") == .double(-0.0))
-        #expect(try typed("1E-400", "DOUBLE") == .double(0))
+        // Too small for any double: refused as 1e400 is, not stored as another number (0).
+        let underflow = try readAll(#"{"recordName":"r","recordType":"T","fields":{"f":{"type":"DOUBLE","value":1E-400}}}"#)
+        #expect(underflow.first?.rejection?.message.contains("1E-400 is too small for a double") == true, "\(underflow)")
+        #expect(try typed("0e-400", "DOUBLE") == .double(0))
         #expect(try typed("0.1", "TIMESTAMP") == .date(Date(timeIntervalSince1970: 0.0001)))
         #expect(try typed(#""/data/x.bin""#, "ASSET") == .asset(Asset(fileURL: URL(fileURLWithPath: "/data/x.bin"))))
         #expect(try typed(#"[{"downloadURL":"/a"}]"#, "ASSET_LIST") == .assetList([Asset(fileURL: URL(fileURLWithPath: "/a"))]))
