@@ -93,8 +93,9 @@ open class FetchRecordZoneChangesOperation: DatabaseOperation, RecordProducingOp
 
     /// A Stratus extension: where a pipeline with this fetch as its source keeps its position,
     /// the change token after each batch (see ``PipelineCheckpoint``). A resumed fetch starts
-    /// after the checkpoint's token instead of the zone configuration's. Only for a fetch of one
-    /// zone.
+    /// after the checkpoint's token instead of the zone configuration's, and ends where the
+    /// job's first run ended (the zone's position when it began), so that the job's own saves
+    /// into the zone are not read again. Only for a fetch of one zone.
     ///
     /// ```swift
     /// changes.checkpoint = PipelineCheckpoint(job: "mirror-photos")
@@ -206,17 +207,18 @@ open class FetchRecordZoneChangesOperation: DatabaseOperation, RecordProducingOp
         let clientToken = ClientChangeTokens.shared.token(for: zoneID, context: context, store: store)
         var position = try configuration.previousServerChangeToken?.position(for: zoneID, in: context)
         var reads = RecordReadCheck(engine: engine, context: context)
-        // As a pipeline's source, the read ends where the zone was when it began, as a query
-        // reads one snapshot: a pipeline that saves into the zone would otherwise read its own
-        // writes for ever.
-        var through: ChangePosition?
+        // As a pipeline's source, the read ends where the zone was when the job began, as a
+        // query reads one snapshot: a pipeline that saves into the zone would otherwise read
+        // its own writes for ever, and a resumed run would read the first run's writes again.
+        // The pipeline's positions keep that end for the runs that resume from them.
+        var through = configuration.previousServerChangeToken?.readThrough
         while true {
             if shouldStop { throw stoppedError("FetchRecordZoneChangesOperation", completed: delivered) }
             let request = ZoneChangesRequest(
                 zoneID: context.canonical(zoneID), after: position,
                 limit: batchSize, desiredKeys: configuration.desiredKeys, through: through)
             let batch = try withRetry { try engine.fetchZoneChanges(request, in: context) }
-            if through == nil, recordOutput.hasConsumers { through = batch.zoneEnd }
+            if through == nil, pipeline != nil { through = batch.zoneEnd }
             var changed: [Record] = []
             for change in batch.changes {
                 switch change {
@@ -236,7 +238,8 @@ open class FetchRecordZoneChangesOperation: DatabaseOperation, RecordProducingOp
             }
             position = batch.position
             let token = ServerChangeToken(zoneID: zoneID, context: context, position: batch.position)
-            let handed = try emit(changed, sequence: handedOn, position: zoneCount == 1 ? .changes(token) : nil, to: recordOutput)
+            let pipelinePosition = ServerChangeToken(zoneID: zoneID, context: context, position: batch.position, readThrough: through)
+            let handed = try emit(changed, sequence: handedOn, position: zoneCount == 1 ? .changes(pipelinePosition) : nil, to: recordOutput)
             handedOn += 1
             guard handed else { throw stoppedError("FetchRecordZoneChangesOperation", completed: delivered) }
             if batch.moreComing && fetchAllChanges {

@@ -46,10 +46,15 @@ public final class ServerChangeToken: NSObject, Codable, Sendable {
     /// when it began. Deletions at or before it are of zones the client never had, and are
     /// not reported (see ``FetchDatabaseChangesOperation``). Absent once the token is past it.
     let freshThrough: Int64?
+    /// For a zone token a change-feed pipeline keeps as its position: the zone's position when
+    /// the job's first run began, where every resumed run ends too, so that the job's own saves
+    /// into the zone (after it) are not read back as changes. Absent from tokens handed to
+    /// blocks and from positions kept by versions before it, which read to the zone's end.
+    let readThrough: ChangePosition?
 
     static let prefix = "stk1_"
 
-    init(zoneID: RecordZone.ID?, context: DatabaseContext, position: ChangePosition, freshThrough: Int64? = nil) {
+    init(zoneID: RecordZone.ID?, context: DatabaseContext, position: ChangePosition, freshThrough: Int64? = nil, readThrough: ChangePosition? = nil) {
         self.containerIdentifier = context.containerIdentifier
         self.databaseScope = context.scope
         self.owner = context.storageOwner
@@ -58,6 +63,7 @@ public final class ServerChangeToken: NSObject, Codable, Sendable {
         self.position = position
         self.notificationFeed = nil
         self.freshThrough = freshThrough
+        self.readThrough = readThrough
         super.init()
     }
 
@@ -73,6 +79,7 @@ public final class ServerChangeToken: NSObject, Codable, Sendable {
         self.position = position
         self.notificationFeed = true
         self.freshThrough = nil
+        self.readThrough = nil
         super.init()
     }
 
@@ -85,6 +92,7 @@ public final class ServerChangeToken: NSObject, Codable, Sendable {
         self.position = token.position
         self.notificationFeed = token.notificationFeed
         self.freshThrough = token.freshThrough
+        self.readThrough = token.readThrough
         super.init()
     }
 
@@ -117,6 +125,7 @@ public final class ServerChangeToken: NSObject, Codable, Sendable {
         guard let other = object as? ServerChangeToken else { return false }
         return containerIdentifier == other.containerIdentifier && databaseScope == other.databaseScope && owner == other.owner
             && environment == other.environment && zoneID == other.zoneID && position == other.position && notificationFeed == other.notificationFeed && freshThrough == other.freshThrough
+            && readThrough == other.readThrough
     }
 
     public override var hash: Int {
