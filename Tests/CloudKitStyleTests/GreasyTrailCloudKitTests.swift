@@ -347,6 +347,12 @@ final class GreasyTrailCloudKitManager {
     @Test func bisectingSaveSplitsAboveFourHundredAndReportsOnceWithEverything() async throws {
         try await withContainer { container in
             let database = container.publicCloudDatabase
+            // 600 items: one split, two halves of 300. The halves' completion blocks may run at
+            // once (Stratus runs up to 4 operations a database; CloudKit calls each operation's
+            // blocks on its own queue), and the app's manager counts them without a lock; that
+            // race is the app's, kept as written. Stratus takes more than 400 items in one
+            // request (see `ModifyRecordsOperation.maximumItemsPerBatch`), so the app's
+            // `limitExceeded` retry is not reached here; its split above 400 is.
             let batch = songs(600)
             let (saved, deleted, error): ([Record]?, [Record.ID]?, Error?) = await awaitCallback { done in
                 let operation = BisectingModifyRecordsOperation(recordsToSave: batch, recordIDsToDelete: nil, database: database)
