@@ -28,7 +28,7 @@ extension JSONCursor {
                 // Both operands exact, so the division is correctly rounded.
                 let date = Date(timeIntervalSinceReferenceDate: Double(sinceReference) / 1000)
                 // Within some 35,000 years of 2001 every whole millisecond is a date of its own.
-                return sinceReference.magnitude < 1 << 50 || Self.writesBack(ms, date) ? date : nil
+                return sinceReference.magnitude < 1 << 50 || Self.writesBack(ExactDecimal(ms), date) ? date : nil
             }
         }
         let decimal = ExactDecimal(base + token.start, count: token.end - token.start)
@@ -37,11 +37,8 @@ extension JSONCursor {
         // number is not: far enough out, a date's seconds are coarser than a millisecond, and
         // 9007199254740993 would be written back as 9007199254740992. Beyond 64 bits (1e30,
         // forty digits) the date is far coarser still: only a number it writes back as is kept.
-        switch decimal.integer {
-        case .value(let ms): return Self.writesBack(ms, date) ? date : nil
-        case .outOfRange: return Self.writesBack(decimal, date) ? date : nil
-        case .notInteger: return date
-        }
+        if case .notInteger = decimal.integer { return date }
+        return Self.writesBack(decimal, date) ? date : nil
     }
 
     /// Whether `date` is written back as exactly the number `milliseconds`.
@@ -49,12 +46,6 @@ extension JSONCursor {
         let text = TimestampText.text(for: date)
         if let whole = text.integer { return ExactDecimal(whole) == milliseconds }
         return text.decimal.map { ExactDecimal($0) } == milliseconds
-    }
-
-    /// Whether `date` is written back as the whole number of milliseconds `ms`.
-    static func writesBack(_ ms: Int64, _ date: Date) -> Bool {
-        let text = TimestampText.text(for: date)
-        return (text.integer ?? text.decimal.flatMap { Int64($0) }) == ms
     }
 
     /// Why ``timestamp(_:)`` has no date for a number: out of range, or a whole number of
