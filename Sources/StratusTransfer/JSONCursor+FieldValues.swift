@@ -749,13 +749,15 @@ extension JSONCursor {
     /// without a folder, anywhere only when the caller chose so. Both readers, JSON and CSV,
     /// ask here, so that no input format reaches files the other would refuse.
     static func localAsset(_ text: String, quoted: String, context: DecodeContext) -> Result<Asset, AssetPathRefusal> {
-        if let path = localPath(text), path.hasPrefix("/") {
+        let path = localPath(text)
+        if let path, path.hasPrefix("/") || context.assetDirectory != nil, path.split(separator: "/").contains("..") {
+            let folder = context.assetDirectory.map { " \($0.path)" } ?? ""
+            return .failure(AssetPathRefusal(message: "names the file '\(path)' with a '..' component; asset paths stay inside the assets folder\(folder)"))
+        }
+        if let path, path.hasPrefix("/") {
             // An export without an asset folder names the store's own files by absolute paths:
             // read where the path lies in a folder the user (or the store) vouches for, never
             // where the input alone says.
-            if path.split(separator: "/").contains("..") {
-                return .failure(AssetPathRefusal(message: "names the file '\(path)' with a '..' component; asset paths stay inside the assets folder"))
-            }
             if let directory = context.assetDirectory, let inside = relativePath(path, inside: directory) {
                 return .success(Asset(path: inside.path, in: inside.folder, followsSymlinks: context.followsAssetSymlinks))
             }
@@ -769,11 +771,8 @@ extension JSONCursor {
             }
         }
         if let directory = context.assetDirectory {
-            guard let path = localPath(text) else {
+            guard let path else {
                 return .failure(AssetPathRefusal(message: "has the downloadURL '\(quoted)', which is neither a path nor an https URL"))
-            }
-            if path.split(separator: "/").contains("..") {
-                return .failure(AssetPathRefusal(message: "names the file '\(path)' with a '..' component; asset paths stay inside the assets folder \(directory.path)"))
             }
             return .success(Asset(path: path, in: directory, followsSymlinks: context.followsAssetSymlinks))
         }
