@@ -10,16 +10,25 @@ import Glibc
 /// used only when it is a regular file with that content.
 @Suite("Asset export folders", .timeLimit(.minutes(30)))
 struct AssetExportFolderCLITests {
+    static let blobLine = #"{"recordName":"b1","recordType":"Blob","fields":{"data":{"value":{"downloadURL":"blob.bin"},"type":"ASSETID"}}}"#
+
+    /// Imports the record `b1` of type Blob whose asset holds `content`, read from the folder
+    /// `src`; gives the input line.
+    @discardableResult
+    static func importBlob(_ content: Data, _ cli: CLI, _ store: TemporaryStore) async throws -> String {
+        _ = try store.writeFile("src/blob.bin", content)
+        let imported = try await cli.run(["import", try cli.file("blob.ndjson", blobLine + "\n"), "--assets-dir", store.path("src")])
+        #expect(imported.exitCode == 0, "\(imported)")
+        return blobLine
+    }
+
     @Test("a wrong file or a symbolic link under a content's name stops the export and is left as it is; a re-import from the folder stores the right bytes", arguments: TestEngine.all)
     func wrongFilesAreLeftAlone(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
             let cli = try await CLI(store, engine: engine)
             // Larger than the chunk the comparison reads, so that the difference lies beyond it.
             let content = patternBytes(count: 600_000, seed: 7)
-            _ = try store.writeFile("src/blob.bin", content)
-            let line = #"{"recordName":"b1","recordType":"Blob","fields":{"data":{"value":{"downloadURL":"blob.bin"},"type":"ASSETID"}}}"#
-            let imported = try await cli.run(["import", try cli.file("blob.ndjson", line + "\n"), "--assets-dir", store.path("src")])
-            #expect(imported.exitCode == 0, "\(imported)")
+            try await Self.importBlob(content, cli, store)
 
             let out = store.path("out")
             let first = try await cli.run(["export", "--type", "Blob", "--assets-dir", out, "--quiet"])
@@ -81,10 +90,7 @@ struct AssetExportFolderCLITests {
         try await TemporaryStore.with { store in
             let cli = try await CLI(store, engine: engine)
             let content = patternBytes(count: 70_000, seed: 3)
-            _ = try store.writeFile("src/blob.bin", content)
-            let line = #"{"recordName":"b1","recordType":"Blob","fields":{"data":{"value":{"downloadURL":"blob.bin"},"type":"ASSETID"}}}"#
-            let imported = try await cli.run(["import", try cli.file("blob.ndjson", line + "\n"), "--assets-dir", store.path("src")])
-            #expect(imported.exitCode == 0, "\(imported)")
+            let line = try await Self.importBlob(content, cli, store)
 
             let exported = try await cli.run(["export", "--type", "Blob", "--quiet"])
             #expect(exported.exitCode == 0, "\(exported)")
