@@ -227,7 +227,7 @@ struct ImportCommand: Command {
         // A plain export names its assets by the store's own content files: a backup restores
         // into the store it came from without --assets-dir.
         readOptions.storeContentDirectory = container.engine.assetContents(for: database.context)
-            .contentURL(String(repeating: "0", count: 64))?.deletingLastPathComponent()
+            .localDirectory.appendingPathComponent("sha256", isDirectory: true)
         var options = RecordImporter.Options()
         options.writeMode = mode
         options.batchSize = batchSize
