@@ -656,6 +656,7 @@ extension JSONCursor {
         var size: Int64?
         var texts: [String: String] = [:]
         var others: [String: String] = [:]
+        var urlSpelling: String?
         switch t.kind {
         case .string:
             location = t
@@ -663,16 +664,22 @@ extension JSONCursor {
             _ = try forEachDistinctMember(t, key, type, i) { (k, v) throws(FieldError) -> UInt32 in
                 let name = string(k)
                 switch name {
-                case "downloadURL", "fileChecksum", "referenceChecksum", "wrappingKey", "receipt":
+                case "downloadURL", "downloadUrl", "fileChecksum", "referenceChecksum", "wrappingKey", "receipt":
+                    // CKTool JS's asset (CKDBAsset) spells the URL downloadUrl.
+                    let member = name == "downloadUrl" ? "downloadURL" : name
+                    if member == "downloadURL", urlSpelling != nil {
+                        throw fail(k, key, type, i, "has both downloadURL and downloadUrl (CKTool JS's spelling of it); give one")
+                    }
                     switch v.kind {
                     case .string:
-                        if name == "downloadURL" { location = v } else { texts[name] = string(v) }
+                        if member == "downloadURL" { location = v } else { texts[name] = string(v) }
                     case .null:
                         others[name] = "null"
                     default:
                         throw fail(v, key, type, i, "has a \(name) that is \(v.kindName), not a string")
                     }
-                    return 1 << UInt32(["downloadURL", "fileChecksum", "referenceChecksum", "wrappingKey", "receipt"].firstIndex(of: name)!)
+                    if member == "downloadURL" { urlSpelling = name }
+                    return 1 << UInt32(["downloadURL", "fileChecksum", "referenceChecksum", "wrappingKey", "receipt"].firstIndex(of: member)!)
                 case AssetExportFolder.contentFileMember:
                     // Stratus's own: where its export put the content of a CloudKit asset that has
                     // no fileChecksum to name it by. It means something only with the folder.
@@ -868,7 +875,7 @@ extension JSONCursor {
                 if found != nil { return }
                 if stringEquals(k, "recordName") { found = .reference }
                 else if stringEquals(k, "latitude") { found = .location }
-                else if stringEquals(k, "downloadURL") { found = .asset }
+                else if stringEquals(k, "downloadURL") || stringEquals(k, "downloadUrl") { found = .asset }
             }
             guard let found else {
                 throw FieldError(offset: token.start, message: "field '\(key)': cannot tell the type of an object without recordName, latitude or downloadURL; give the field a type")

@@ -300,6 +300,23 @@ struct InferenceTests {
         #expect(asset.fileURL == nil && asset.storedIdentifier == nil)
     }
 
+    @Test("CKTool JS's asset spells its URL downloadUrl: read as downloadURL, typed or not, remote or a file in the asset folder; both spellings at once are refused")
+    func ckToolJSAssetURL() throws {
+        let remote = try Self.field(#"{"downloadUrl":"https://cvws.icloud-content.com/B/x","fileChecksum":"AbC+/x==","size":12}"#)
+        guard case .asset(let asset)? = remote else {
+            Issue.record("not an asset: \(String(describing: remote))")
+            return
+        }
+        #expect(asset.downloadURL == "https://cvws.icloud-content.com/B/x" && asset.fileChecksum == "AbC+/x==" && asset.size == 12)
+        #expect(asset.otherMembers.isEmpty)
+        let folder = URL(fileURLWithPath: "/srv/export")
+        let typed = try readAll(#"{"recordName":"r","recordType":"T","fields":{"f":{"value":{"downloadUrl":"photos/a.jpg"},"type":"ASSETID"}}}"#) { $0.assetDirectory = folder }
+        #expect(typed.first?.record?.fieldValue(forKey: "f") == .asset(Asset(path: "photos/a.jpg", in: folder)), "\(String(describing: typed.first))")
+        let both = try readAll(#"{"recordName":"r","recordType":"T","fields":{"f":{"value":{"downloadURL":"a.jpg","downloadUrl":"b.jpg"},"type":"ASSETID"}}}"#) { $0.assetDirectory = folder }
+        let message = both.first?.rejection?.message ?? ""
+        #expect(message.contains("both downloadURL and downloadUrl") && message.contains("'f'"), "\(message)")
+    }
+
     @Test("null removes a field: it is a changed key without a value")
     func nullRemoves() throws {
         let items = try readAll(#"{"recordName":"r","recordType":"T","fields":{"a":{"value":1},"gone":{"value":null,"type":"STRING"},"b":{"value":null}}}"#)
