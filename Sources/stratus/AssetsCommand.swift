@@ -78,9 +78,7 @@ struct AssetsCommand: Command {
         if command.asAdministrator, case .attach = action {} else if command.asAdministrator {
             throw UsageError(message: "--as-administrator belongs to assets attach")
         }
-        if command.asAdministrator && command.store.scope != .public {
-            throw UsageError(message: "--as-administrator is for the public database, where security roles apply; a private database holds its owner's records only")
-        }
+        if command.asAdministrator { try command.store.checkAdministratorScope() }
         return command
     }
 

@@ -7,9 +7,9 @@ struct DeleteCommand: Command {
     static let name = "delete"
     static let summary = "records by name or by query"
     static let usage = [
-        "stratus delete RECORD_NAME... (--yes | --dry-run) [progress options] [store options]",
-        "stratus delete --names-file FILE|- (--yes | --dry-run) [progress options] [store options]",
-        "stratus delete --type TYPE (--where PREDICATE | --all) (--yes | --dry-run) [--batch-size N] [--checkpoint FILE] [--reject-file FILE] [progress options] [store options]",
+        "stratus delete RECORD_NAME... (--yes | --dry-run) [--as-administrator] [progress options] [store options]",
+        "stratus delete --names-file FILE|- (--yes | --dry-run) [--as-administrator] [progress options] [store options]",
+        "stratus delete --type TYPE (--where PREDICATE | --all) (--yes | --dry-run) [--batch-size N] [--checkpoint FILE] [--reject-file FILE] [--as-administrator] [progress options] [store options]",
     ]
     static let discussion = """
         Deletes the named records, or the records of TYPE matching PREDICATE (every record of TYPE
@@ -26,6 +26,10 @@ struct DeleteCommand: Command {
         A record changed by someone else after it was read is not deleted (it may no longer
         match): it fails with serverRecordChanged (counted failed, exit 1); run again to decide
         on it anew.
+
+        In the public database a user deletes only what its security roles let it write; the
+        store's administrator deletes every user's records (--as-administrator), as `zones
+        delete --as-administrator` deletes their zones.
         """
     static let options: [Option] = [
         Option("--names-file", "FILE|-", "record names, one per line, from FILE or stdin", default: "none"),
@@ -37,6 +41,7 @@ struct DeleteCommand: Command {
         Option("--batch-size", "N", "with --type: records per batch, each deleted in one transaction", default: "400"),
         Option("--checkpoint", "FILE", "with --type: after a crash, kill or interruption, the next run with the same FILE continues after the last committed batch; removed when the delete ends", default: "none"),
         Option("--reject-file", "FILE", "append each record the store refused to delete as a JSON line: recordName, error", default: "none: the first 10 reasons go to stderr"),
+        Option(flag: "--as-administrator", "delete in the public database as the store's administrator, whoever created the records: the security roles do not limit it (on PostgreSQL, row-level security still binds the login role)"),
     ]
     static let optionGroups: [OptionGroup] = [.progress, .store]
 
@@ -49,6 +54,7 @@ struct DeleteCommand: Command {
     var batchSize = ModifyRecordsOperation.maximumItemsPerBatch
     var checkpointPath: String?
     var rejectPath: String?
+    var asAdministrator = false
 
     /// The longest line of a names file: a record name has at most 255 characters; the rest
     /// is room for a refusal that names the line rather than a name cut short.
@@ -139,12 +145,14 @@ struct DeleteCommand: Command {
         command.batchSize = try arguments.positiveInteger("--batch-size") ?? command.batchSize
         command.checkpointPath = arguments.value("--checkpoint")
         command.rejectPath = arguments.value("--reject-file")
+        command.asAdministrator = arguments.flag("--as-administrator")
+        if command.asAdministrator { try command.store.checkAdministratorScope() }
         return command
     }
 
     func run() async throws -> ExitCode {
         let container = try store.openContainer(.existing)
-        let database = container.database(with: store.scope)
+        let database = asAdministrator ? StoreOptions.administratorDatabase(of: container) : container.database(with: store.scope)
         // --where dates are read by the schema's types, as a CSV cell's are.
         var predicate = self.predicate
         if let type { predicate = try await WhereClause.typed(predicate ?? .all, recordType: type, in: container) }
@@ -204,6 +212,7 @@ struct DeleteCommand: Command {
         options.batchSize = batchSize
         let deleter = RecordDeleter(database: database, query: Query(recordType: type, predicate: predicate ?? .all), zoneID: store.zoneID, options: options)
         let identity = "delete \(type) where \(predicate.map { "\($0)" } ?? "TRUEPREDICATE") in \(store.containerIdentifier)/\(store.scope)/\(store.zoneID.zoneName)"
+            + (asAdministrator ? " as administrator" : "")
         let resuming = checkpointPath.map { FileManager.default.fileExists(atPath: $0) } == true
         let checkpoint = try checkpointPath.map { try PipelineCheckpoint(store: PipelineCheckpointFile(path: $0, command: identity)) }
         // Once the file is known to be this delete's: a refused one says only why.

@@ -146,9 +146,7 @@ struct ImportCommand: Command {
         command.ownersAsCurrentUser = arguments.flag("--owner-as-current-user")
         command.keepSystemRecords = arguments.flag("--keep-system-records")
         command.asAdministrator = arguments.flag("--as-administrator")
-        if command.asAdministrator && command.store.scope != .public {
-            throw UsageError(message: "--as-administrator is for the public database, where security roles apply; a private database holds its owner's records only")
-        }
+        if command.asAdministrator { try command.store.checkAdministratorScope() }
         if command.asAdministrator && (!command.keepSystemFields || command.mode == .update || command.mode == .replace) {
             // The administrator is no user: a new version made by it would have no one as its author.
             throw UsageError(message: "--as-administrator restores records as they were (their creators and change tags): with --mode create, forceUpdate or forceReplace, and not with --new-system-fields")

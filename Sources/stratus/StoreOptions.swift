@@ -281,6 +281,14 @@ struct StoreOptions {
         Database(engine: container.engine, context: .administrator(containerIdentifier: container.identifier, environment: container.environment, scope: .public, owner: ""))
     }
 
+    /// Refuses `--as-administrator` outside the public database: only there do security roles
+    /// limit a user, so only there does the administrator write more than its owner could.
+    func checkAdministratorScope() throws {
+        guard scope == .public else {
+            throw UsageError(message: "--as-administrator is for the public database, where security roles apply; a private database holds its owner's records only")
+        }
+    }
+
     /// The store's public database, opened as its administrator.
     func openAdministratorDatabase(_ access: Access) throws -> Database {
         Self.administratorDatabase(of: try openContainer(access))

@@ -97,6 +97,38 @@ struct RecordCommandsCLITests {
         }
     }
 
+    @Test("delete --as-administrator deletes every user's public records, by name and by query, which a user's security roles keep it from deleting; private database refused", arguments: TestEngine.all)
+    func deleteAsAdministrator(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let creator = "_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+            let records = (1...4).map { i in
+                #"{"recordName":"p\#(i)","recordType":"Poster","recordChangeTag":"t\#(i)","fields":{"n":{"value":\#(i),"type":"INT64"}},"created":{"timestamp":1000,"userRecordName":"\#(creator)"},"modified":{"timestamp":2000,"userRecordName":"\#(creator)"}}"#
+            }.joined(separator: "\n") + "\n"
+            let restored = try await cli.run(["import", try cli.file("public.ndjson", records), "--keep-system-records", "--as-administrator"])
+            #expect(restored.exitCode == 0, "\(restored)")
+
+            let asUser = try await cli.run(["delete", "p1", "--yes"])
+            #expect(asUser.exitCode == 1 && asUser.stderr.contains("deleted 0") && asUser.stderr.contains("failed 1"), "\(asUser)")
+            let queryAsUser = try await cli.run(["delete", "--type", "Poster", "--where", "n >= 3", "--yes"])
+            #expect(queryAsUser.exitCode == 1 && queryAsUser.stderr.contains("deleted 0"), "\(queryAsUser)")
+            #expect(try await cli.count("Poster") == 4)
+
+            let dry = try await cli.run(["delete", "p1", "p2", "--dry-run", "--as-administrator"])
+            #expect(dry.exitCode == 0 && dry.stderr.contains("would delete 2 records"), "\(dry)")
+            let byName = try await cli.run(["delete", "p1", "ghost", "--yes", "--as-administrator"])
+            #expect(byName.exitCode == 0 && byName.stderr.contains("deleted 1, not found 1, failed 0"), "\(byName)")
+            let byQuery = try await cli.run(["delete", "--type", "Poster", "--where", "n >= 3", "--yes", "--as-administrator"])
+            #expect(byQuery.exitCode == 0 && byQuery.stderr.contains("deleted 2,"), "\(byQuery)")
+            let left = try await cli.exported("Poster")
+            #expect(Set(left.keys) == ["p2"], "\(left.keys)")
+
+            let privateDatabase = try await cli.run(["delete", "p2", "--yes", "--as-administrator", "--database", "private"])
+            #expect(privateDatabase.exitCode == 64 && privateDatabase.stderr.contains("public database"), "\(privateDatabase)")
+            #expect(try await cli.count("Poster") == 1)
+        }
+    }
+
     @Test("delete --names-file reads a line no longer than a name could be: /dev/zero or a binary file is refused at its line (65), nothing deleted; CRLF lines are names")
     func namesFileWithoutEnd() async throws {
         try await TemporaryStore.with { store in
