@@ -5,12 +5,12 @@ import Stratus
 struct CountCommand: Command {
     static let name = "count"
     static let summary = "the number of records matching a query"
-    static let usage = ["stratus count --type TYPE [--where PREDICATE] [--all-zones] [--json] [store options]"]
+    static let usage = ["stratus count --type TYPE [--where PREDICATE] [--all-zones] [--json] [--quiet] [store options]"]
     static let discussion = """
         Prints the number of matching records on stdout; with --json as
         {"recordType":TYPE,"database":…,"zone":…,"count":N}. A damaged store is exit 70.
         """
-    static let options: [Option] = [.recordType, .predicate, .allZones, Option(flag: "--json", "print one JSON object")]
+    static let options: [Option] = [.recordType, .predicate, .allZones, Option(flag: "--json", "print one JSON object"), .quietNotes]
 
     var store: StoreOptions
     var query: Query

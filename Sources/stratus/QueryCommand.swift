@@ -7,8 +7,8 @@ struct QueryCommand: Command {
     static let name = "query"
     static let summary = "one page of a query, with a cursor for the next (for scripts)"
     static let usage = [
-        "stratus query --type TYPE [--where PREDICATE] [--sort KEY[:desc]]... [--limit N] [--fields K1,K2] [--all-zones] [--format FORMAT] [--explain] [store options]",
-        "stratus query --cursor TOKEN [--type TYPE --where PREDICATE --sort KEY[:desc]...] [--limit N] [--fields K1,K2] [--format FORMAT] [store options]",
+        "stratus query --type TYPE [--where PREDICATE] [--sort KEY[:desc]]... [--limit N] [--fields K1,K2] [--all-zones] [--format FORMAT] [--explain] [--quiet] [store options]",
+        "stratus query --cursor TOKEN [--type TYPE --where PREDICATE --sort KEY[:desc]...] [--limit N] [--fields K1,K2] [--format FORMAT] [--quiet] [store options]",
     ]
     static let discussion = """
         Prints one page of matching records as NDJSON (CloudKit record JSON) on stdout. When more
@@ -33,6 +33,7 @@ struct QueryCommand: Command {
         Option("--cursor", "TOKEN", "continue after the page that printed TOKEN (then --type is not needed); - reads TOKEN (or its `cursor: TOKEN` line) from stdin, for a cursor longer than a command line takes", default: "none: the first page"),
         Option("--format", "FORMAT", "ndjson, json (an array), envelope ({\"records\":[…],\"continuationMarker\":…}) or csv", default: "ndjson"),
         Option(flag: "--explain", "print the index the query would read and the store's plan, instead of records"),
+        .quietNotes,
     ]
 
     var store: StoreOptions
@@ -203,6 +204,6 @@ struct QueryCommand: Command {
         let advice = declarable.isEmpty
             ? "no index can serve it (\(missing.map(\.description).joined(separator: ", ")))"
             : "Declare \(declarable.map(\.description).joined(separator: ", ")) (`stratus schema export`, edit, `stratus schema import`)"
-        StratusCommand.log("note: no index serves this query, so it reads every \(query.recordType) record of the zone\((query.sortDescriptors ?? []).isEmpty ? "" : " and sorts them") for each page; production refuses it. \(advice)")
+        StratusCommand.note("note: no index serves this query, so it reads every \(query.recordType) record of the zone\((query.sortDescriptors ?? []).isEmpty ? "" : " and sorts them") for each page; production refuses it. \(advice)")
     }
 }

@@ -161,7 +161,7 @@ struct HelpCLITests {
                 (["count", "--type", "--json"], "stratus: count: --type needs a value"),
                 // What a paging loop passes after the last page.
                 (["query", "--cursor", " "], "stratus: query: --cursor is empty: the last page prints no cursor"),
-                (["query", "--type", "Note", "--quiet=yes"], "stratus: query: unknown option --quiet"),
+                (["query", "--type", "Note", "--quiet=yes"], "stratus: query: --quiet takes no value"),
                 (["zones", "create", "A", "--atomic"], "stratus: zones: unknown option --atomic"),
                 (["count", "--type", "A", "--type", "B"], "stratus: count: --type is given twice"),
             ]

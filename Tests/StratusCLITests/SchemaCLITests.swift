@@ -476,6 +476,11 @@ struct SchemaCLITests {
             #expect(quiet.exitCode == 0 && !quiet.stderr.contains("note:"), "an indexed query gets no advice: \(quiet)")
             let script = try await cli.run(["query", "--type", "Post", "--sort", "note"])
             #expect(script.exitCode == 0 && script.stderr.isEmpty, "a script's stderr holds nothing but cursors: \(script)")
+            // --quiet, which a cron job gives every command, silences the advice too.
+            let silenced = try await cli.run(["query", "--type", "Post", "--sort", "note", "--quiet"], environment: ["STRATUS_ADVICE": "always"])
+            #expect(silenced.exitCode == 0 && silenced.stdoutLines.count == 3 && !silenced.stderr.contains("note:"), "\(silenced)")
+            let counted = try await cli.run(["count", "--type", "Post", "--quiet"])
+            #expect(counted.exitCode == 0 && counted.stdoutLines == ["3"] && counted.stderr.isEmpty, "\(counted)")
             // Production refuses it as CloudKit does.
             #expect(try await cli.run(["schema", "deploy"]).exitCode == 0)
             #expect(try await cli.run(["import", try cli.file("prod.ndjson", lines[0] + "\n"), "--quiet", "--environment", "production"]).exitCode == 0)
