@@ -7,7 +7,7 @@ extension Option {
     static let allZones = Option(flag: "--all-zones", "search every zone of the database instead of one, as CloudKit does for a query without a zone: query pages merge the zones in one order (the query's, then record name, then zone), export reads zone after zone; each record names its zone; not with --zone or CSV")
     static let fields = Option("--fields", "K1,K2", "only these fields; with CSV output a field may name its column type, as in count:INT64", default: "every field")
     /// `--quiet` for a command with no progress to silence, so a cron job can give it to every command.
-    static let quietNotes = Option(flag: "--quiet", "no advice on stderr (that no index serves the query); errors and warnings still go there")
+    static let quietNotes = Option(flag: "--quiet", "no advice on stderr (query: that no index serves it); errors and warnings still go there")
 }
 
 /// Which records a command reads: `--type`, `--where`, `--sort`, `--fields`.
