@@ -130,11 +130,14 @@ extension Database {
         /// for (_, result) in changes.modificationResultsByID { upsert(try result.get().record) }
         /// ```
         public struct Modification: Sendable {
+            /// The record as it is now, with its change tag.
             public let record: Record
         }
         /// A record deleted since the token.
         public struct Deletion: Hashable, Sendable {
+            /// The deleted record's name and zone.
             public let recordID: Record.ID
+            /// The type the record had when it was deleted (`forget(id)` in one table by type).
             public let recordType: String
         }
     }
@@ -215,6 +218,7 @@ extension Database {
     public enum DatabaseChange {
         /// A zone created or written to since the token.
         public struct Modification: Hashable, Sendable {
+            /// The zone whose records changed: fetch its changes with its own token.
             public let zoneID: RecordZone.ID
         }
         /// A zone deleted since the token.
@@ -230,6 +234,7 @@ extension Database {
                 case encryptedDataReset
             }
 
+            /// The deleted zone: drop what you keep of it, and its change token.
             public let zoneID: RecordZone.ID
             /// Why the zone was deleted; always ``Reason/deleted`` in Stratus.
             ///

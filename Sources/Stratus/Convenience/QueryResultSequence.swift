@@ -16,6 +16,7 @@ import Synchronization
 /// for try await _ in database.allRecords(matching: Query(recordType: "Todo")) { count += 1 }
 /// ```
 public struct QueryResultSequence: AsyncSequence, Sendable {
+    /// Each record matching the query, with the keys the query asked for.
     public typealias Element = Record
 
     let database: Database
@@ -24,15 +25,19 @@ public struct QueryResultSequence: AsyncSequence, Sendable {
     let desiredKeys: [String]?
     let pageSize: Int
 
+    /// An iterator that reads the records from the store's snapshot (`for try await` makes it).
     public func makeAsyncIterator() -> Iterator {
         Iterator(reader: PageReader(sequence: self))
     }
 
+    /// Reads the pages of one ``QueryResultSequence``, a few ahead of the consumer.
     public struct Iterator: AsyncIteratorProtocol {
         let reader: PageReader
         var buffer: [Record] = []
         var bufferIndex = 0
 
+        /// The next record, or nil after the last; throws the store's error, or
+        /// `operationCancelled` when the iterating task is cancelled.
         public mutating func next() async throws -> Record? {
             while bufferIndex == buffer.count {
                 if Task.isCancelled {

@@ -43,8 +43,12 @@ public final class AssetAttacher: Sendable {
         public init() {}
     }
 
+    /// The database whose assets get their content.
     public let database: Database
+    /// The folder the content files are read from (named by checksum or by record and field,
+    /// as above); nothing outside it is read.
     public let folder: URL
+    /// Whether symbolic links inside ``folder`` are followed (never out of it).
     public let followsSymlinks: Bool
     /// The zones to look in; every zone of the database when nil.
     public let zoneIDs: [RecordZone.ID]?

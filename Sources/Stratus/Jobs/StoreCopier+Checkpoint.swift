@@ -14,8 +14,11 @@ extension StoreCopier {
         /// Where the copy is inside a zone: every record of the types before `recordType` (in
         /// name order) and of `recordType` up to `recordName` is copied.
         public struct Position: Sendable, Hashable, Codable {
+            /// The zone being copied.
             public var zone: ZoneKey
+            /// The record type being copied; the types before it (in name order) are copied.
             public var recordType: String
+            /// The last record of ``recordType`` copied.
             public var recordName: String
 
             /// The position after `recordName` of `recordType` in `zone`.

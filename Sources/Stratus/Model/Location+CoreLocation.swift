@@ -12,11 +12,15 @@ public typealias LocationDistance = Double
 /// print(berlin.coordinate.latitude)
 /// ```
 public struct LocationCoordinate2D: Hashable, Sendable, Codable {
+    /// Degrees north of the equator (negative: south).
     public var latitude: LocationDegrees
+    /// Degrees east of Greenwich (negative: west).
     public var longitude: LocationDegrees
 
+    /// The coordinate 0, 0.
     public init() { self.init(latitude: 0, longitude: 0) }
 
+    /// A coordinate in degrees.
     public init(latitude: LocationDegrees, longitude: LocationDegrees) {
         self.latitude = latitude
         self.longitude = longitude

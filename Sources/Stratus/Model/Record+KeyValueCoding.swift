@@ -133,12 +133,20 @@ extension Record {
     /// query.sortDescriptors = [RecordSortDescriptor(key: Record.SystemFieldKey.creationDate, ascending: false)]
     /// ```
     public enum SystemFieldKey {
+        /// The record's ID (``Record/recordID``): compared by record name in predicates.
         public static let recordID: FieldKey = "recordID"
+        /// When the record was first saved (``Record/creationDate``).
         public static let creationDate: FieldKey = "creationDate"
+        /// Who first saved the record (``Record/creatorUserRecordID``).
         public static let creatorUserRecordID: FieldKey = "creatorUserRecordID"
+        /// When the record was last saved (``Record/modificationDate``).
         public static let modificationDate: FieldKey = "modificationDate"
+        /// Who last saved the record (``Record/lastModifiedUserRecordID``).
         public static let lastModifiedUserRecordID: FieldKey = "lastModifiedUserRecordID"
+        /// The record's parent (``Record/parent``), compared by the parent's record name.
         public static let parent: FieldKey = "parent"
+        /// The share a record belongs to in CloudKit (`CKRecord.share`); Stratus keeps no shares,
+        /// so no record has a value for it and it is not a query key.
         public static let share: FieldKey = "share"
     }
 }

@@ -144,19 +144,35 @@ public class StratusNotification: NSObject, @unchecked Sendable {
         super.init()
     }
 
+    /// The subscription's ``NotificationInfo/alertBody``, as `CKNotification.alertBody`.
+    ///
+    /// ```swift
+    /// if let body = notification.alertBody { print(body) }
+    /// ```
     public var alertBody: String? { alert.alertBody }
+    /// The subscription's ``NotificationInfo/alertLocalizationKey``.
     public var alertLocalizationKey: String? { alert.alertLocalizationKey }
     /// The values of the fields the subscription's ``NotificationInfo/alertLocalizationArgs`` names.
     public var alertLocalizationArgs: [String]? { alert.alertLocalizationArgs }
+    /// The subscription's ``NotificationInfo/title``.
     public var title: String? { alert.title }
+    /// The subscription's ``NotificationInfo/titleLocalizationKey``.
     public var titleLocalizationKey: String? { alert.titleLocalizationKey }
+    /// The values of the fields the subscription's ``NotificationInfo/titleLocalizationArgs`` names.
     public var titleLocalizationArgs: [String]? { alert.titleLocalizationArgs }
+    /// The subscription's ``NotificationInfo/subtitle``.
     public var subtitle: String? { alert.subtitle }
+    /// The subscription's ``NotificationInfo/subtitleLocalizationKey``.
     public var subtitleLocalizationKey: String? { alert.subtitleLocalizationKey }
+    /// The values of the fields the subscription's ``NotificationInfo/subtitleLocalizationArgs`` names.
     public var subtitleLocalizationArgs: [String]? { alert.subtitleLocalizationArgs }
+    /// The subscription's ``NotificationInfo/alertActionLocalizationKey``.
     public var alertActionLocalizationKey: String? { alert.alertActionLocalizationKey }
+    /// The subscription's ``NotificationInfo/alertLaunchImage``.
     public var alertLaunchImage: String? { alert.alertLaunchImage }
+    /// The subscription's ``NotificationInfo/soundName``.
     public var soundName: String? { alert.soundName }
+    /// The subscription's ``NotificationInfo/category``.
     public var category: String? { alert.category }
     /// Always `nil`: Stratus keeps no badge counts.
     public var badge: NSNumber? { nil }

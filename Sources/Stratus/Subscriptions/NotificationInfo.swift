@@ -86,37 +86,58 @@ public final class NotificationInfo: NSObject, NSCopying, Sendable {
 
     /// An alert text, copied into each notification.
     public var alertBody: String? { get { get(\.alertBody) } set { set(\.alertBody, newValue) } }
+    /// The key of a localized alert text, copied into each notification (Stratus localizes nothing).
     public var alertLocalizationKey: String? { get { get(\.alertLocalizationKey) } set { set(\.alertLocalizationKey, newValue) } }
     /// Field names whose values (of the record that fired) a notification carries as its
     /// ``StratusNotification/alertLocalizationArgs``.
     public var alertLocalizationArgs: [String]? { get { get(\.alertLocalizationArgs) } set { set(\.alertLocalizationArgs, newValue) } }
+    /// The alert's title, copied into each notification.
     public var title: String? { get { get(\.title) } set { set(\.title, newValue) } }
+    /// The key of a localized title, copied into each notification.
     public var titleLocalizationKey: String? { get { get(\.titleLocalizationKey) } set { set(\.titleLocalizationKey, newValue) } }
+    /// Field names whose values a notification carries as its
+    /// ``StratusNotification/titleLocalizationArgs``.
     public var titleLocalizationArgs: [String]? { get { get(\.titleLocalizationArgs) } set { set(\.titleLocalizationArgs, newValue) } }
+    /// The alert's subtitle, copied into each notification.
     public var subtitle: String? { get { get(\.subtitle) } set { set(\.subtitle, newValue) } }
+    /// The key of a localized subtitle, copied into each notification.
     public var subtitleLocalizationKey: String? { get { get(\.subtitleLocalizationKey) } set { set(\.subtitleLocalizationKey, newValue) } }
+    /// Field names whose values a notification carries as its
+    /// ``StratusNotification/subtitleLocalizationArgs``.
     public var subtitleLocalizationArgs: [String]? { get { get(\.subtitleLocalizationArgs) } set { set(\.subtitleLocalizationArgs, newValue) } }
+    /// The key of a localized action button text, copied into each notification.
     public var alertActionLocalizationKey: String? { get { get(\.alertActionLocalizationKey) } set { set(\.alertActionLocalizationKey, newValue) } }
+    /// The name of a launch image, copied into each notification.
     public var alertLaunchImage: String? { get { get(\.alertLaunchImage) } set { set(\.alertLaunchImage, newValue) } }
+    /// The name of a sound, copied into each notification (Stratus plays nothing).
     public var soundName: String? { get { get(\.soundName) } set { set(\.soundName, newValue) } }
     /// The record fields a ``QueryNotification`` of a creation or update carries in
     /// ``QueryNotification/recordFields``: values of type `STRING`, `INT64`, `DOUBLE`,
     /// `TIMESTAMP`, `REFERENCE` and `LOCATION`, as CloudKit allows.
     public var desiredKeys: [String]? { get { get(\.desiredKeys) } set { set(\.desiredKeys, newValue) } }
+    /// Whether a device would badge the app; kept with the subscription, but Stratus keeps no
+    /// badge counts (``StratusNotification/badge`` is always nil).
     public var shouldBadge: Bool { get { get(\.shouldBadge) ?? false } set { set(\.shouldBadge, newValue ? true : nil) } }
+    /// Whether a notification is a silent one (`content-available`); kept with the subscription.
     public var shouldSendContentAvailable: Bool {
         get { get(\.shouldSendContentAvailable) ?? false }
         set { set(\.shouldSendContentAvailable, newValue ? true : nil) }
     }
+    /// Whether a notification may be changed by a service extension; kept with the subscription.
     public var shouldSendMutableContent: Bool {
         get { get(\.shouldSendMutableContent) ?? false }
         set { set(\.shouldSendMutableContent, newValue ? true : nil) }
     }
+    /// The notification's category, copied into each notification.
     public var category: String? { get { get(\.category) } set { set(\.category, newValue) } }
+    /// The field whose value CloudKit would use to collapse notifications; kept with the
+    /// subscription.
     public var collapseIDKey: String? { get { get(\.collapseIDKey) } set { set(\.collapseIDKey, newValue) } }
 
+    /// A copy with the same properties, as `NSCopying` asks.
     public func copy(with zone: NSZone? = nil) -> Any { NotificationInfo(fields: fields) }
 
+    /// Whether `object` is notification info with the same properties.
     public override func isEqual(_ object: Any?) -> Bool {
         guard let other = object as? NotificationInfo else { return false }
         return fields == other.fields
