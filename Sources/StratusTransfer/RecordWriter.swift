@@ -80,6 +80,13 @@ public final class RecordWriter {
     /// How records are written beyond their values: the current user's record name for owners,
     /// a folder for asset content. Set before the first record.
     public var jsonOptions = RecordJSONWriter.Options()
+    /// What the output is called in an ``OutputError``'s message (the file the user named);
+    /// "the output" when nil, as for standard output.
+    ///
+    /// ```swift
+    /// writer.outputName = "backup.ndjson"   // "cannot write backup.ndjson: No space left on device"
+    /// ```
+    public var outputName: String?
     /// How many records were written.
     public private(set) var recordCount = 0
 
@@ -193,7 +200,7 @@ public final class RecordWriter {
             if n >= 0 {
                 written += n
             } else if errno != EINTR {
-                throw OutputError(message: "cannot write the output: \(String(cString: strerror(errno)))")
+                throw OutputError(message: "cannot write \(outputName ?? "the output"): \(String(cString: strerror(errno)))")
             }
         }
         out.removeAll()

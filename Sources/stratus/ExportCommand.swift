@@ -113,6 +113,7 @@ struct ExportCommand: Command {
         }
         let output = try OutputFile(path: self.output.path, force: self.output.force)
         let writer = RecordWriter(format: format, output: output.handle, csvFields: csvFields)
+        writer.outputName = self.output.path == "-" ? nil : self.output.path
         // Columns found by reading every matching record: a field they lack was written since.
         writer.csvFieldsAreEveryField = format == .csv && selection.fields == nil
         writer.csvTypes = csvTypes

@@ -141,7 +141,7 @@ struct OutputFile {
         do {
             try handle.synchronize()
         } catch {
-            throw CommandFailure(.cannotCreateOutput, "cannot sync \(temporary): \(error.localizedDescription)")
+            throw CommandFailure(.cannotCreateOutput, "cannot write \(final): \(error.localizedDescription)")
         }
         guard replaces else {
             // Without --force, a file another run put there meanwhile is not replaced: a link

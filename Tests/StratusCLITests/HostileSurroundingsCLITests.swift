@@ -131,6 +131,21 @@ struct HostileSurroundingsCLITests {
         }
     }
 
+    @Test("an export whose output file cannot be written (a full disk) is exit 73 and names the file")
+    func fullOutputFile() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(3)).exitCode == 0)
+            for format in ["ndjson", "csv"] {
+                let result = try await cli.run(["export", "--type", "Note", "--format", format, "--output", "/dev/full"])
+                #expect(!result.signalled && result.exitCode == 73, "\(format): \(result)")
+                #expect(result.stderr.contains("cannot write /dev/full: No space left on device"), "\(format): \(result)")
+            }
+            let piped = try await cli.shell(#""$STRATUS" export --type Note > /dev/full"#)
+            #expect(piped.exitCode == 73 && piped.stderr.contains("cannot write the output: No space left on device"), "\(piped)")
+        }
+    }
+
     @Test("a reject file that cannot be written is exit 73, and the summary counts what the batch committed")
     func fullRejectFile() async throws {
         try await TemporaryStore.with { store in
