@@ -271,6 +271,26 @@ struct AssetsCLITests {
         }
     }
 
+    @Test("with --follow-symlinks, links that lead in a loop are named as a loop, not as links that are not followed")
+    func followedLinkLoopIsNamed() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            _ = try store.writeFile("src/ok.bin", Data("ok".utf8))
+            try FileManager.default.createSymbolicLink(atPath: store.path("src/loop1"), withDestinationPath: "loop2")
+            try FileManager.default.createSymbolicLink(atPath: store.path("src/loop2"), withDestinationPath: "loop1")
+            let lines = ["loop1", "ok.bin"].enumerated().map { i, path in #"{"recordName":"r\#(i)","recordType":"F","fields":{"f":{"value":{"downloadURL":"\#(path)"},"type":"ASSETID"}}}"# }
+            let input = try cli.file("loop.ndjson", lines.joined(separator: "\n") + "\n")
+            let followed = try await cli.run(["import", input, "--assets-dir", store.path("src"), "--follow-symlinks"])
+            #expect(followed.exitCode == 1, "\(followed)")
+            Summary.expectImport(followed, imported: 1, failed: 1)
+            #expect(followed.stderr.contains("loop1: its symbolic links lead in a loop"), "\(followed)")
+            #expect(!followed.stderr.contains("not followed"), "\(followed)")
+            // Without the option the link is refused as a link.
+            let refused = try await cli.run(["import", input, "--assets-dir", store.path("src")])
+            #expect(refused.stderr.contains("loop1 is a symbolic link") && refused.stderr.contains("links are not followed"), "\(refused)")
+        }
+    }
+
     @Test("imports killed while copying assets leave no record without its content, and after gc no content without a record", arguments: TestEngine.all)
     func killedAssetImports(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

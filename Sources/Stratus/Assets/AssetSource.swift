@@ -83,6 +83,9 @@ struct AssetSource {
             do {
                 located = try FileDescriptor.open(components.joined(separator: "/"), in: directory, Self.pathOnly)
             } catch {
+                if error.errno == ELOOP {
+                    throw fail(.invalidArguments, "\(display): its symbolic links lead in a loop (or through more than 40 links), so it names no file")
+                }
                 throw openFailure(error, display, in: root.path, fail)
             }
             guard let rootPath = realPath(of: directory.raw), let filePath = realPath(of: located.raw),
