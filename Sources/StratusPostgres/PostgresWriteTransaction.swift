@@ -97,6 +97,9 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
         let capabilities: RecordZone.Capabilities
         var changed = false
         var hasTombstones: Bool?
+        /// Whether rows of the zone have `.deleteSelf` references or name asset content (rows
+        /// of `refs` or `asset_refs`), asked once (``updateStoredRecord(_:)``).
+        var hasDerivedReferences: Bool?
     }
 
     init(engine: PostgresEngine, connection: PostgresConnection, context: DatabaseContext, now: Date, copiesNewRecords: Bool = false) {
@@ -463,6 +466,7 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
                       .text(system.recordChangeTag!), .int64(nextSequence(zone)), .text(document),
                       exactDocument.map(PostgresValue.text) ?? .null, parent])
         }
+        if !row.deleteSelfTargets.isEmpty || !row.assetContentIdentifiers.isEmpty { states[zone].hasDerivedReferences = true }
         if !row.deleteSelfTargets.isEmpty {
             try connection.execute("""
                 INSERT INTO refs(zone_id, target_name, source_name, owner) SELECT $1, t, $2, $3 FROM unnest($4::text[]) AS t ON CONFLICT DO NOTHING
@@ -476,6 +480,55 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
             try connection.execute("DELETE FROM tombstones WHERE zone_id = $1 AND record_name = $2", [.int64(zoneRow), .text(row.recordID.recordName)])
         }
         try remember(row, zoneRow: zoneRow, sequence: states[zone].sequence)
+    }
+
+    /// Writes the changed fields over the stored row in one statement that checks the row is
+    /// the one the update expects, without reading it first. Declines (false, nothing written)
+    /// where the row's derived data would need its stored values (a zone with `.deleteSelf`
+    /// references or asset references, a type with searchable fields), where documents need
+    /// their exact text beside the `jsonb` copy (U+0000, -0.0, large whole doubles: the changes
+    /// are judged by their bytes, the stored row by its `exact_fields`), where this role's
+    /// writes may be refused by a policy (``rowsAreRoleOwn()``), and for a record this
+    /// transaction already wrote: the general way reads and writes those.
+    func updateStoredRecord(_ update: StoredRecordUpdate) throws -> Bool {
+        let zone = try existingZone(update.recordID.zoneID)
+        let zoneRow = states[zone].row
+        let name = update.recordID.recordName
+        guard try rowsAreRoleOwn(), !Self.mayNeedExactDocument(update.changes), try searchableFields(update.recordType).isEmpty else { return false }
+        if try hasWritten(), written[PrefetchKey(zoneRow: zoneRow, recordName: name)] != nil { return false }
+        if states[zone].hasDerivedReferences == nil {
+            states[zone].hasDerivedReferences = try !connection.query("""
+                SELECT 1 FROM refs WHERE zone_id = $1 UNION ALL SELECT 1 FROM asset_refs WHERE zone_id = $1 LIMIT 1
+                """, [.int64(zoneRow)]).isEmpty
+        }
+        if states[zone].hasDerivedReferences == true { return false }
+        // The merged document is the stored one with the changed keys written over it and the
+        // removed ones (null in the changes) taken out; the stored one must be fields only
+        // (`~` members hold encrypted keys and JSON extras, whose merge is a save's policy) and
+        // short enough for the merged record to stay within the size limit (its text is at
+        // least as long as the document the limit counts).
+        let changed = try connection.execute("""
+            WITH c(doc) AS (SELECT $1::jsonb)
+            UPDATE records AS r SET
+                fields = (r.fields || c.doc) - ARRAY(SELECT e.key FROM jsonb_each(c.doc) AS e WHERE jsonb_typeof(e.value) = 'null'),
+                modified_at = GREATEST($3::float8, (round(r.modified_at * 1000) + 1) / 1000::float8),
+                modified_by = $4, change_tag = $5, change_seq = $6
+            FROM c
+            WHERE r.zone_id = $7 AND r.record_name = $8 AND r.change_tag = $9 AND r.record_type = $10 AND r.parent_name IS NULL
+                AND ($11::text IS NULL OR r.created_by = $11) AND r.exact_fields IS NULL
+                AND NOT (r.fields ?| ARRAY[$12::text, $13::text]) AND length(r.fields::text) <= $2
+            """, [.text(String(decoding: update.changes, as: UTF8.self)), .int64(Int64(update.maximumStoredDocumentLength)),
+                  .double(update.modificationDate.timeIntervalSinceReferenceDate), .text(update.lastModifiedUserRecordName), .text(update.changeTag),
+                  .int64(states[zone].sequence + 1), .int64(zoneRow), .text(name), .text(update.expectedChangeTag), .text(update.recordType),
+                  update.requiredCreatorRecordName.map(PostgresValue.text) ?? .null,
+                  .text(FieldDocument.encryptedKeysMember), .text(FieldDocument.jsonExtrasMember)])
+        guard changed == 1 else { return false }
+        _ = nextSequence(zone)
+        forgetPrefetched(zoneRow: zoneRow, recordName: name)
+        if try hasTombstones(zone) {
+            try connection.execute("DELETE FROM tombstones WHERE zone_id = $1 AND record_name = $2", [.int64(zoneRow), .text(name)])
+        }
+        return true
     }
 
     // MARK: - Records written in this transaction
