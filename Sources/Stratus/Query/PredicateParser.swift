@@ -1137,6 +1137,15 @@ extension PredicateParser {
             let literal = String(decoding: bytes[start..<index], as: UTF8.self)
             if isDouble {
                 guard let double = Double(literal) else { throw failure("malformed number '\(literal)'", at: start) }
+                // Stores hold finite doubles only, and a number read as 0 that is not 0 would
+                // match zeros: both are refused where they are written, as an import refuses them.
+                guard double.isFinite else {
+                    throw failure("the number \(literal.prefix(40)) is too large for a Double; no stored value compares with it", at: start)
+                }
+                let mantissa = literal.prefix { $0 != "e" && $0 != "E" }
+                guard double != 0 || !mantissa.contains(where: { $0 >= "1" && $0 <= "9" }) else {
+                    throw failure("the number \(literal.prefix(40)) is too small for a Double, which would read it as 0", at: start)
+                }
                 return Token(kind: .double(double), start: start, end: index)
             }
             let negative = bytes[start] == UInt8(ascii: "-")
