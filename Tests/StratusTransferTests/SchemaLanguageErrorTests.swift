@@ -69,6 +69,7 @@ struct SchemaLanguageErrorTests {
         field("a name starting with a digit", "1st STRING", column: 5, "unexpected character '1'; names start with a letter"),
         field("a reserved word as a field name", "queryable STRING", column: 5, "QUERYABLE is a reserved word; write \"queryable\" to use it as a field name"),
         field("GRANT as a field name", "grant STRING", column: 11, "expected READ, CREATE or WRITE after GRANT, found 'STRING'; GRANT is a reserved word: write \"grant\" to use it as a field name"),
+        field("GRANT in capitals as a field name", "GRANT STRING", column: 11, "GRANT is a reserved word: write \"GRANT\" to use it as a field name"),
         field("a misspelt permission", "x STRING, GRANT REED TO \"_world\"", column: 21, "expected READ, CREATE or WRITE after GRANT, found 'REED'\n"),
         field("two roles in one GRANT", "x STRING, GRANT READ TO \"_world\", \"_icloud\"", column: 39, "\"_icloud\" is one of CloudKit's roles, not a field name (a GRANT names one role"),
         field("curly quotes from a web page", "“___createTime” TIMESTAMP", column: 5, "unexpected character '“'; names are quoted with straight double quotes"),

@@ -346,6 +346,7 @@ struct SchemaParser {
 
     /// Reads a GRANT clause; returns the role it grants to.
     private mutating func parseGrant(into type: inout RecordTypeSchema) throws(StratusError) -> SecurityRole {
+        let written = token.text  // `Grant`, `GRANT`…: the name a quoted field would keep
         try advance()
         var permissions: RecordPermissions = []
         while true {
@@ -353,7 +354,7 @@ struct SchemaParser {
                 if permissions.isEmpty, token.kind == .word,
                    SchemaLanguage.scalarTypes[token.upperText] != nil || ["LIST", "ENCRYPTED", "NUMBER"].contains(token.upperText) {
                     // `grant STRING`: a field named grant, which the file must quote.
-                    throw source.error("expected READ, CREATE or WRITE after GRANT, found \(describe(token)); GRANT is a reserved word: write \"grant\" to use it as a field name", at: token.start)
+                    throw source.error("expected READ, CREATE or WRITE after GRANT, found \(describe(token)); GRANT is a reserved word: write \"\(written)\" to use it as a field name", at: token.start)
                 }
                 throw unexpected(permissions.isEmpty ? "READ, CREATE or WRITE after GRANT" : "READ, CREATE or WRITE after ','")
             }
