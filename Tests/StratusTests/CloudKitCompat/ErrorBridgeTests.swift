@@ -28,6 +28,33 @@ struct ErrorBridgeTests {
         #expect(StratusError.Code.alreadyShared.description == "alreadyShared")
     }
 
+    @Test("as? NSError and as! NSError cast a StratusError as they cast a CKError; a CKErrorDomain NSError casts back")
+    func dynamicCastsToAndFromNSError() {
+        let id = Record.ID(recordName: "movie-1")
+        let error: any Error = StratusError(.partialFailure, userInfo: [
+            PartialErrorsByItemIDKey: [id: StratusError(.unknownItem, userInfo: [ErrorRetryAfterKey: 2])],
+        ])
+        let nsError = error as Any as? NSError
+        #expect(nsError?.domain == ErrorDomain)
+        #expect(nsError?.code == StratusError.Code.partialFailure.rawValue)
+
+        let userInfo = (error as NSError).userInfo
+        let byItem = userInfo[PartialErrorsByItemIDKey] as? NSDictionary
+        let itemValue: Any? = byItem?[id as Any]
+        #expect((itemValue as? NSError)?.code == StratusError.Code.unknownItem.rawValue)
+        #expect((userInfo[PartialErrorsByItemIDKey] as? [Record.ID: NSError])?[id]?.code == StratusError.Code.unknownItem.rawValue)
+
+        let back = (itemValue as? NSError).map { $0 as Error } as? StratusError
+        #expect(back?.code == .unknownItem)
+        #expect(back?.retryAfterSeconds == 2)
+        let made: Any = NSError(domain: ErrorDomain, code: StratusError.Code.zoneBusy.rawValue, userInfo: [ErrorRetryAfterKey: 1.5])
+        #expect((made as? StratusError)?.code == .zoneBusy)
+        #expect((made as? StratusError)?.retryAfterSeconds == 1.5)
+        let foreign: Any = NSError(domain: NSCocoaErrorDomain, code: 4)
+        #expect((foreign as? StratusError) == nil)
+        #expect(StratusError(bridging: foreign as! NSError).code == .internalError)
+    }
+
     @Test("Error._userInfo, _code and _domain answer as a CKError's do, through any Error")
     func underscoredErrorRequirements() {
         let error: any Error = StratusError(.zoneBusy, userInfo: [ErrorRetryAfterKey: 3, "attempt": 2])
