@@ -28,7 +28,7 @@ extension PostgresEngine {
     /// cache folder, a chunk at a time, so that their file URLs can be read.
     func materializeAssets(of records: [Record], owner: String) throws {
         var wanted: Set<String> = []
-        for record in records { wanted.formUnion(FieldValue.assetContentIdentifiers(in: record.fieldValues.values)) }
+        for record in records { wanted.formUnion(FieldValue.assetContentIdentifiers(in: record.fieldValues)) }
         let store = PostgresAssetStore(engine: self, owner: owner)
         for identifier in try store.visibleContent(wanted) { _ = try store.fileOfVisibleContent(identifier) }
     }

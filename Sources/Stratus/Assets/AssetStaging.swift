@@ -75,7 +75,7 @@ struct AssetStaging {
         // a fetched asset put in another record.
         var hidden: Set<String> = []
         if !namesAnyContent {
-            let named = indexes.reduce(into: Set<String>()) { $0.formUnion(FieldValue.assetContentIdentifiers(in: saves[$1].fields.values)) }
+            let named = indexes.reduce(into: Set<String>()) { $0.formUnion(FieldValue.assetContentIdentifiers(in: saves[$1].fields)) }
             if !named.isEmpty { hidden = named.subtracting(try store.visibleContent(named)) }
         }
 

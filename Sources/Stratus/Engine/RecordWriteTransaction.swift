@@ -222,7 +222,7 @@ public final class RecordRow: Sendable {
 
     /// The SHA-256 identifiers of the stored content this row's assets hold: what the engine
     /// keeps referenced while the row exists.
-    public var assetContentIdentifiers: Set<String> { FieldValue.assetContentIdentifiers(in: fields.values) }
+    public var assetContentIdentifiers: Set<String> { FieldValue.assetContentIdentifiers(in: fields) }
 }
 
 extension FieldValue {
@@ -235,8 +235,21 @@ extension FieldValue {
         }
     }
 
-    /// The SHA-256 identifiers of the stored content the assets among `values` name.
-    package static func assetContentIdentifiers(in values: some Sequence<FieldValue>) -> Set<String> {
-        Set(values.flatMap(\.assets).compactMap(\.storedIdentifier))
+    /// The SHA-256 identifiers of the stored content the assets among `fields` name.
+    package static func assetContentIdentifiers(in fields: [String: FieldValue]) -> Set<String> {
+        // Runs for every row written and read: most rows hold no asset, so nothing is
+        // allocated until one is found (a generic `flatMap` here cost an export 3% of its CPU).
+        var identifiers: Set<String> = []
+        for value in fields.values {
+            switch value {
+            case .asset(let asset):
+                if let identifier = asset.storedIdentifier { identifiers.insert(identifier) }
+            case .assetList(let assets):
+                for asset in assets { if let identifier = asset.storedIdentifier { identifiers.insert(identifier) } }
+            default:
+                continue
+            }
+        }
+        return identifiers
     }
 }
