@@ -15,11 +15,11 @@ struct CheckCommand: Command {
         every asset a record names (on SQLite a file in the store's .assets folder of the size
         the records give the asset, and every such record's field document decodes; on
         PostgreSQL a row in asset_contents whose chunks add up to its size), and that each such
-        content hashes to the SHA-256 that names it (every asset is read whole).
-        Prints "ok" on stdout and exits 0 when nothing is
-        wrong; otherwise prints each problem on a line of stdout, names the store on stderr and
-        exits 70. A store too damaged to be checked at all is exit 70 too. Restore a damaged store
-        from a backup or an export; `stratus copy` reads what can still be read.
+        content hashes to the SHA-256 that names it (every asset is read whole). Prints "ok" on
+        stdout and exits 0 when nothing is wrong; otherwise prints each problem on a line of
+        stdout, names the store on stderr and exits 70. A store too damaged to be checked at all
+        is exit 70 too. Restore a damaged store from a backup or an export; `stratus copy` reads
+        what can still be read.
         """
     static let options: [Option] = []
     static let optionGroups: [OptionGroup] = [.storeLocation]

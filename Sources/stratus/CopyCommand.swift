@@ -16,9 +16,9 @@ struct CopyCommand: Command {
         destination is created when missing and must hold no records, unless --checkpoint names
         the checkpoint of the copy that began it. With --checkpoint, a copy stopped by SIGINT,
         SIGTERM, a kill or a crash goes on where it stopped when run again with the same
-        options; the file is removed once the stores compare equal. Each zone is read type by type, each type from one snapshot; stop writers to
-        the source for an exact copy.
-        At the end both stores are read again and compared zone by zone: the record count and a
+        options; the file is removed once the stores compare equal. Each zone is read type by
+        type, each type from one snapshot; stop writers to the source for an exact copy. At the
+        end both stores are read again and compared zone by zone: the record count and a
         checksum over each record's name, type, change tag, parent and field values (assets by
         content); and each container's schemas, in both environments. Exit 0 when every zone
         and schema matches; exit 1 naming the zones and schemas that differ or the
@@ -34,7 +34,10 @@ struct CopyCommand: Command {
         Option("--batch-size", "N", "records written per transaction", default: "500"),
     ]
     static let optionGroups: [OptionGroup] = [.progress]
-    static let exitNotes: String? = "copy: 1 when a zone differs after the copy or records could not be copied (named on stderr); 77 when a PostgreSQL role row-level security binds is on either side."
+    static let exitNotes: String? = """
+        copy: 1 when a zone differs after the copy or records could not be copied (named on
+        stderr); 77 when a PostgreSQL role row-level security binds is on either side.
+        """
 
     var from: String
     var to: String

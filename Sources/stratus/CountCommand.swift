@@ -7,7 +7,7 @@ struct CountCommand: Command {
     static let summary = "the number of records matching a query"
     static let usage = ["stratus count --type TYPE [--where PREDICATE] [--all-zones] [--json] [--quiet] [store options]"]
     static let discussion = """
-        Prints the number of matching records on stdout; with --json as
+        Prints the number of matching records on stdout; with --json as one line,
         {"recordType":TYPE,"database":…,"zone":…,"count":N}. A damaged store is exit 70.
         """
     static let options: [Option] = [.recordType, .predicate, .allZones, Option(flag: "--json", "print one JSON object"), .quietNotes]

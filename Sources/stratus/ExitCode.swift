@@ -33,8 +33,9 @@ enum ExitCode: Int32 {
     static let help = """
         Exit codes: 0 success; 1 finished, but some records were rejected or missing; 64 usage
         error; 65 bad input data; 66 store or input missing; 70 internal error; 73 cannot create
-        output (or the store's disk is full); 75 temporary failure (store busy, or another run holds the lock: retry later);
-        77 permission denied; 129/130/143 stopped by SIGHUP/SIGINT/SIGTERM.
+        output (or the store's disk is full); 75 temporary failure (store busy, or another run
+        holds the lock: retry later); 77 permission denied; 129/130/143 stopped by
+        SIGHUP/SIGINT/SIGTERM.
         """
 
     init(for error: StratusError) {

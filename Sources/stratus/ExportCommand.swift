@@ -16,9 +16,9 @@ struct ExportCommand: Command {
         first value (found by reading them once more; encrypted values as ENCRYPTED_TYPE);
         --types or --fields count:INT64 give column types neither can (with --fields, a field
         the schema does not type and the first record lacks has none), secret:ENCRYPTED_BYTES a
-        column of encrypted values. A record whose value does not
-        fit its column stops the export (exit 65). CSV carries values, not how record JSON
-        spelled them (a missing type, UNKNOWN_LIST, unpadded base64…): use a JSON format for that.
+        column of encrypted values. A record whose value does not fit its column stops the
+        export (exit 65). CSV carries values, not how record JSON spelled them (a missing type,
+        UNKNOWN_LIST, unpadded base64…): use a JSON format for that.
 
         Records imported from CloudKit are written back as they came (their pluginFields,
         zoneType, deviceIDs, CloudKit asset dictionaries…). Zones of the current user are

@@ -18,11 +18,11 @@ struct ImportCommand: Command {
         CSV: a header of recordName, recordType (or --type) and field columns `name` or
         `name:TYPE`. A column without a type is typed by --types, else by the container's
         schema, else by the first value the input gives it, inferred as the JSON reader infers
-        an untyped value: an unquoted
-        number without fraction or exponent that fits 64 bits is INT64, another unquoted number
-        DOUBLE (JSON's grammar: 007, +1 and .5 are text), anything else, and every quoted cell,
-        STRING. TIMESTAMP cells hold milliseconds since 1970 or an ISO 8601 date-time with its
-        zone (2024-01-01T09:30:00Z, 2024-01-01T09:30:00.5+02:00) or date (2024-01-01, midnight UTC).
+        an untyped value: an unquoted number without fraction or exponent that fits 64 bits is
+        INT64, another unquoted number DOUBLE (JSON's grammar: 007, +1 and .5 are text),
+        anything else, and every quoted cell, STRING. TIMESTAMP cells hold milliseconds since
+        1970 or an ISO 8601 date-time with its zone (2024-01-01T09:30:00Z,
+        2024-01-01T09:30:00.5+02:00) or date (2024-01-01, midnight UTC).
 
         CloudKit's answers (records/query, records/lookup, changes/zone, records/modify) import as
         they are and export back equal: members Stratus has no place for (pluginFields,
@@ -45,16 +45,17 @@ struct ImportCommand: Command {
         attach` adds it later). A local asset's downloadURL is a path relative to --assets-dir
         DIR, the only folder files are read from: '..' and symbolic links are refused, as are
         directories, FIFOs and devices; an absolute path (a plain export's file: URL) is read
-        only when it lies inside DIR or inside this store's own content folder. A CloudKit asset whose content is in DIR
-        under its fileChecksum (base64url) gets that content. Content is stored once by its
-        SHA-256, private to the store's user.
+        only when it lies inside DIR or inside this store's own content folder. A CloudKit asset
+        whose content is in DIR under its fileChecksum (base64url) gets that content. Content is
+        stored once by its SHA-256, private to the store's user.
         Deletions ({"recordName":…,"deleted":true,"zoneID":…}, as `stratus changes` writes them)
         delete their record, so that the changes `stratus changes` writes, imported with
         --mode forceReplace --keep-system-records --as-administrator, keep a second store in
         step (forceReplace, because a change carries the whole record: a field it lacks was
         removed; write them into a file first and import it, as the README's mirror job does:
-        in a pipe, changes the import refuses are gone from the feed). CloudKit's own records (names starting with '_', record
-        types like cloudkit.share) are rejected with that reason unless --keep-system-records.
+        in a pipe, changes the import refuses are gone from the feed). CloudKit's own records
+        (names starting with '_', record types like cloudkit.share) are rejected with that
+        reason unless --keep-system-records.
 
         Parents: a record whose parent comes later in the input waits until the parent is
         written (whatever --batch-size), then is imported; when the parent never comes, it is

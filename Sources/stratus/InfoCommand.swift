@@ -13,9 +13,10 @@ struct InfoCommand: Command {
         owner), their zones with their capabilities and record counts by type, the record types
         of each container's schema, the version of the store's tables and the store's size;
         the counts come from one snapshot. --json prints one JSON object instead:
-        {"store","engine","schemaVersion","sizeInBytes","records","containers":[{"containerIdentifier",
-        "schemaRecordTypes","records","databases":[{"database","owner","records","zones":[{"zoneID",
-        "atomic","fetchChanges","records","recordTypes":{TYPE:COUNT}}]}]}]}.
+        {"store","engine","schemaVersion","sizeInBytes","records","containers":[
+        {"containerIdentifier","schemaRecordTypes","records","databases":[
+        {"database","owner","records","zones":[
+        {"zoneID","atomic","fetchChanges","records","recordTypes":{TYPE:COUNT}}]}]}]}.
         """
     static let options: [Option] = [Option(flag: "--json", "print one JSON object")]
     static let optionGroups: [OptionGroup] = [.storeLocation]

@@ -40,7 +40,10 @@ struct SchemaCommand: Command {
         Option(flag: "--force", "export: replace an existing FILE, or create the missing target of a symbolic link"),
         Option(flag: "--yes", "reset: confirm deleting the development environment's data"),
     ]
-    static let exitNotes: String? = "schema diff exits 1 when the schemas differ; import, validate and deploy exit 65 for a file or a change CloudKit would refuse."
+    static let exitNotes: String? = """
+        schema diff exits 1 when the schemas differ; import, validate and deploy exit 65 for a
+        file or a change CloudKit would refuse.
+        """
 
     enum Action: Equatable {
         case export(output: OutputOptions)

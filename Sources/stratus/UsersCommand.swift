@@ -6,7 +6,7 @@ import StratusPostgres
 /// and, on PostgreSQL, the row-level security that makes each Stratus user a database role.
 struct UsersCommand: Command {
     static let name = "users"
-    static let summary = "the user directory: logins, their user record names and roles; PostgreSQL row-level security"
+    static let summary = "logins, their user record names and roles; PostgreSQL row-level security"
     static let usage = [
         "stratus users list [--json] [store options]",
         "stratus users add LOGIN [--record-name NAME] [--role ROLE]... [store options]",

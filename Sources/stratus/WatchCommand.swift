@@ -10,10 +10,10 @@ struct WatchCommand: Command {
     ]
     static let discussion = """
         Prints the user's notifications (in every database of the container) as NDJSON as their
-        writes commit, in the shape `stratus notifications` writes, until SIGINT, SIGTERM or SIGHUP:
-        then it finishes the batch at hand, saves its token and exits 130, 143 or 129. On PostgreSQL a
-        commit wakes it at once (LISTEN/NOTIFY); on SQLite it notices the store's data version
-        move within a few tens of milliseconds.
+        writes commit, in the shape `stratus notifications` writes, until SIGINT, SIGTERM or
+        SIGHUP: then it finishes the batch at hand, saves its token and exits 130, 143 or 129. On
+        PostgreSQL a commit wakes it at once (LISTEN/NOTIFY); on SQLite it notices the store's
+        data version move within a few tens of milliseconds.
 
         With --token-file it starts after the token in FILE (from the feed's beginning when FILE
         is empty or missing) and moves the token after each batch, with the guarantees of

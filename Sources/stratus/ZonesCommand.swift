@@ -16,9 +16,10 @@ struct ZonesCommand: Command {
         answers it: {"zoneID":{"zoneName":…,"ownerRecordName":…},"atomic":true,"fetchChanges":true}.
         create makes zones (an existing zone is left as it is) and prints them the same way.
         delete deletes zones with every record in them (so it needs --yes, as `stratus delete`
-        does) and prints {"zoneID":{…},"deleted":true} for each. Zones live in the private and public databases; a zone that fails is reported
-        on stderr and makes the exit code 1. A public zone holds every user's records: only the
-        store's administrator deletes one (--as-administrator).
+        does) and prints {"zoneID":{…},"deleted":true} for each. Zones live in the private and
+        public databases; a zone that fails is reported on stderr and makes the exit code 1. A
+        public zone holds every user's records: only the store's administrator deletes one
+        (--as-administrator).
         """
     static let options: [Option] = [
         Option(flag: "--no-atomic", "create: zones whose modify requests apply item by item, as CloudKit's zones without the atomic capability (zones are atomic by default)"),

@@ -111,6 +111,21 @@ struct HelpCLITests {
         }
     }
 
+    @Test("stratus --help and every command's help fit 100 columns: prose is wrapped, never one long line")
+    func helpFitsATerminal() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            let top = try await cli.run(["--help"]).stdout
+            let listed = top.split(separator: "\n").compactMap { line in line.wholeMatch(of: #/  ([a-z]+) +[a-z].*/#).map { String($0.output.1) } }
+            #expect(Set(Self.commands).isSubset(of: listed), "\(listed)")
+            for arguments in [["--help"]] + listed.map { [$0, "--help"] } {
+                let help = try await cli.run(arguments).stdout
+                let long = help.split(separator: "\n").filter { $0.count > 100 }
+                #expect(long.isEmpty, "\(arguments): \(long.map { "\($0.count): \($0.prefix(60))…" })")
+            }
+        }
+    }
+
     @Test("every option a command's help describes is one it accepts")
     func describedOptionsAreAccepted() async throws {
         try await TemporaryStore.with { store in
