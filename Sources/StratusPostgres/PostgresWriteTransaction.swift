@@ -531,6 +531,87 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
         return true
     }
 
+    /// ``updateStoredRecord(_:)`` for many records in one statement: the same checks, made
+    /// for each update before anything is sent, and the same conditions on each stored row,
+    /// in SQL. The rows written take the zone's next change positions in the order of the
+    /// updates.
+    func updateStoredRecords(_ updates: [StoredRecordUpdate]) throws -> [Bool] {
+        let zone = try existingZone(updates[0].recordID.zoneID)
+        let zoneRow = states[zone].row
+        // Updates of several zones, or of one record twice, go one after another, as the
+        // protocol's answers are those of one call per update.
+        var names: Set<String> = []
+        guard updates.count > 1, try updates.allSatisfy({ try zoneIndex($0.recordID.zoneID) == zone && names.insert($0.recordID.recordName).inserted }) else {
+            return try updates.map { try updateStoredRecord($0) }
+        }
+        var answers = [Bool](repeating: false, count: updates.count)
+        guard try rowsAreRoleOwn() else { return answers }
+        if states[zone].hasDerivedReferences == nil {
+            states[zone].hasDerivedReferences = try !connection.query("""
+                SELECT 1 FROM refs WHERE zone_id = $1 UNION ALL SELECT 1 FROM asset_refs WHERE zone_id = $1 LIMIT 1
+                """, [.int64(zoneRow)]).isEmpty
+        }
+        if states[zone].hasDerivedReferences == true { return answers }
+        let checksWritten = try hasWritten()
+        var sent: [Int] = [], sentNames: [String?] = [], documents: [String?] = [], expectedTags: [String?] = [], types: [String?] = []
+        var creators: [String?] = [], tags: [String?] = [], dates: [Double?] = [], rooms: [Int64?] = [], modifiers: [String?] = []
+        for (index, update) in updates.enumerated() {
+            let name = update.recordID.recordName
+            guard !Self.mayNeedExactDocument(update.changes), try searchableFields(update.recordType).isEmpty,
+                  !checksWritten || written[PrefetchKey(zoneRow: zoneRow, recordName: name)] == nil else { continue }
+            sent.append(index)
+            sentNames.append(name)
+            documents.append(String(decoding: update.changes, as: UTF8.self))
+            expectedTags.append(update.expectedChangeTag)
+            types.append(update.recordType)
+            creators.append(update.requiredCreatorRecordName)
+            tags.append(update.changeTag)
+            dates.append(update.modificationDate.timeIntervalSinceReferenceDate)
+            rooms.append(Int64(update.maximumStoredDocumentLength))
+            modifiers.append(update.lastModifiedUserRecordName)
+        }
+        guard !sent.isEmpty else { return answers }
+        // The conditions are updateStoredRecord's; the rows that meet them are numbered in the
+        // order of the updates, from the zone's next change position.
+        let rows = try connection.query("""
+            WITH u AS (
+                SELECT u.*, row_number() OVER (ORDER BY u.ord) AS n
+                FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::float8[], $9::int8[], $10::text[])
+                    WITH ORDINALITY AS u(name, doc, expected, type, creator, tag, modified, room, modifier, ord)
+                JOIN records AS r ON r.zone_id = $1 AND r.record_name = u.name
+                WHERE r.change_tag = u.expected AND r.record_type = u.type AND r.parent_name IS NULL
+                    AND (u.creator IS NULL OR r.created_by = u.creator) AND r.exact_fields IS NULL
+                    AND NOT (r.fields ?| ARRAY[$11::text, $12::text]) AND length(r.fields::text) <= u.room
+            )
+            UPDATE records AS r SET
+                fields = (r.fields || u.doc::jsonb) - ARRAY(SELECT e.key FROM jsonb_each(u.doc::jsonb) AS e WHERE jsonb_typeof(e.value) = 'null'),
+                modified_at = GREATEST(u.modified, (round(r.modified_at * 1000) + 1) / 1000::float8),
+                modified_by = u.modifier, change_tag = u.tag, change_seq = $13 + u.n
+            FROM u
+            WHERE r.zone_id = $1 AND r.record_name = u.name
+            RETURNING u.ord
+            """, [.int64(zoneRow), .textArray(sentNames), .textArray(documents), .textArray(expectedTags), .textArray(types), .textArray(creators),
+                  .textArray(tags), .doubleArray(dates), .int64Array(rooms), .textArray(modifiers),
+                  .text(FieldDocument.encryptedKeysMember), .text(FieldDocument.jsonExtrasMember), .int64(states[zone].sequence)])
+        guard !rows.isEmpty else { return answers }
+        var updatedNames: [String?] = []
+        for row in rows {
+            guard let ordinal = try row.int64(0), ordinal >= 1, ordinal <= Int64(sent.count) else {
+                throw StratusError(.internalError, "an update of many records answered a row it was not sent")
+            }
+            let index = sent[Int(ordinal) - 1]
+            answers[index] = true
+            let name = updates[index].recordID.recordName
+            updatedNames.append(name)
+            forgetPrefetched(zoneRow: zoneRow, recordName: name)
+        }
+        _ = nextSequence(zone, count: Int64(rows.count))
+        if try hasTombstones(zone) {
+            try connection.execute("DELETE FROM tombstones WHERE zone_id = $1 AND record_name = ANY($2::text[])", [.int64(zoneRow), .textArray(updatedNames)])
+        }
+        return answers
+    }
+
     // MARK: - Records written in this transaction
 
     /// Whether a row holds nothing but its columns: no `.deleteSelf` references, assets or

@@ -68,6 +68,11 @@ public protocol RecordWriteTransaction: AnyObject {
     /// is written before commit.
     func updateStoredRecord(_ update: StoredRecordUpdate) throws -> Bool
 
+    /// ``updateStoredRecord(_:)`` for each update, in order, answering for each whether it was
+    /// written: updates of distinct records of one zone. An engine with round trips makes them
+    /// one; the answers are what one call per update would give.
+    func updateStoredRecords(_ updates: [StoredRecordUpdate]) throws -> [Bool]
+
     /// Deletes a stored record and leaves a tombstone. Answers `false` when there was none.
     func deleteRecord(_ id: Record.ID) throws -> Bool
 
@@ -129,6 +134,11 @@ extension RecordWriteTransaction {
     /// An engine without a one-step update answers that it wrote nothing: every save then
     /// takes the general way.
     public func updateStoredRecord(_ update: StoredRecordUpdate) throws -> Bool { false }
+
+    /// One ``updateStoredRecord(_:)`` after another.
+    public func updateStoredRecords(_ updates: [StoredRecordUpdate]) throws -> [Bool] {
+        try updates.map { try updateStoredRecord($0) }
+    }
 
     /// Reads nothing ahead: each ``storedRecord(_:)`` reads its record.
     public func prefetchStoredRecords(_ ids: [Record.ID]) throws {}

@@ -85,6 +85,9 @@ enum RecordWriteExecutor {
     /// The most new records handed to the engine in one ``RecordWriteTransaction/insertNewRecords(_:)``.
     static let maximumNewRun = 256
 
+    /// The most saves handed to the engine in one ``RecordWriteTransaction/updateStoredRecords(_:)``.
+    static let maximumUpdateRun = 1_000
+
     /// Runs `request` in one engine transaction.
     ///
     /// Saves run in request order, which the caller makes parents-first
@@ -251,8 +254,10 @@ enum RecordWriteExecutor {
         mutating func run() throws -> ModifyOutcome {
             outcome.saveResults.reserveCapacity(request.saves.count)
             // Saves that can only update (a tagged record, an update mode) each read their
-            // stored record: an engine with round trips reads them together first.
-            let updates = request.saves.filter { !request.writeMode.mayCreate(changeTag: $0.systemFields.recordChangeTag) }.map(\.recordID)
+            // stored record: an engine with round trips reads them together first. Those that
+            // may be written without reading are read only if the engine declines them.
+            let updates = request.saves.filter { !request.writeMode.mayCreate(changeTag: $0.systemFields.recordChangeTag) && !mayUpdateWithoutReading($0) }
+                .map(\.recordID)
             if updates.count > 1 { try transaction.prefetchStoredRecords(updates) }
             var next = 0
             while next < request.saves.count {
@@ -298,6 +303,7 @@ enum RecordWriteExecutor {
         private mutating func saveRun(from start: Int) throws -> Int {
             let saves = request.saves
             let first = saves[start]
+            if mayUpdateWithoutReading(first) { return try updateRun(from: start) }
             guard request.writeMode.mayCreate(changeTag: first.systemFields.recordChangeTag), !newRunConflicted, !saved.contains(first.recordID),
                   try capabilities(first.recordID.zoneID) != nil else {
                 outcome.saveResults.append(try save(first))
@@ -337,12 +343,49 @@ enum RecordWriteExecutor {
             return rows.count
         }
 
+        /// Saves from `start` that may be written without reading (``mayUpdateWithoutReading(_:)``)
+        /// and appends a result for each; answers how many. A run of them in one zone goes to
+        /// the engine together (``RecordWriteTransaction/updateStoredRecords(_:)``), a bulk
+        /// update's common case; those the engine declines are then read together and saved
+        /// the general way.
+        private mutating func updateRun(from start: Int) throws -> Int {
+            let saves = request.saves
+            let zoneID = saves[start].recordID.zoneID
+            var updates: [StoredRecordUpdate] = []
+            var names: Set<String> = []
+            if try capabilities(zoneID) != nil {
+                for save in saves[start...].prefix(RecordWriteExecutor.maximumUpdateRun) {
+                    // A record named twice is saved twice, in order: the second save sees the first.
+                    guard save.recordID.zoneID == zoneID, mayUpdateWithoutReading(save), !names.contains(save.recordID.recordName), let update = try storedRecordUpdate(save) else { break }
+                    names.insert(save.recordID.recordName)
+                    updates.append(update)
+                }
+            }
+            guard !updates.isEmpty else {
+                outcome.saveResults.append(try save(saves[start], tryingWithoutReading: false))
+                return 1
+            }
+            let written = try transaction.updateStoredRecords(updates)
+            guard written.count == updates.count else {
+                throw StratusError(.internalError, "the engine answered for \(written.count) of \(updates.count) updates")
+            }
+            let declined = updates.indices.filter { !written[$0] }.map { saves[start + $0].recordID }
+            if declined.count > 1 { try transaction.prefetchStoredRecords(declined) }
+            for offset in updates.indices {
+                let save = saves[start + offset]
+                outcome.saveResults.append(written[offset] ? .success((save.record, .updated)) : try self.save(save, tryingWithoutReading: false))
+            }
+            return updates.count
+        }
+
         /// Saves one record the general way: read the stored record, apply the rules, check
-        /// sizes and references, store assets, write.
-        private mutating func save(_ save: PreparedSave) throws -> Result<(Record, RecordWriteKind), StratusError> {
+        /// sizes and references, store assets, write. Unless `tryingWithoutReading` is false
+        /// (the engine declined it already), a save that may be written without reading is
+        /// tried that way first.
+        private mutating func save(_ save: PreparedSave, tryingWithoutReading: Bool = true) throws -> Result<(Record, RecordWriteKind), StratusError> {
             let id = save.recordID
             guard try capabilities(id.zoneID) != nil else { return .failure(zoneNotFound(id)) }
-            if try updateWithoutReading(save) { return .success((save.record, .updated)) }
+            if tryingWithoutReading, try updateWithoutReading(save) { return .success((save.record, .updated)) }
             var existing = try transaction.storedRecord(id)
             if let conflict = Self.ownerConflict(save, existing: existing) { return .failure(conflict) }
             // Restoring a record that was deleted and made again with another type where it
@@ -448,20 +491,32 @@ enum RecordWriteExecutor {
         /// creator's where only the creator may write, holding a parent or more than fields):
         /// the general way then reads it and reports what CloudKit would.
         private mutating func updateWithoutReading(_ save: PreparedSave) throws -> Bool {
-            guard request.writeMode.mergesChangedKeysOnly(changeTag: save.systemFields.recordChangeTag),
-                  let tag = save.systemFields.recordChangeTag, let user = context.userRecordName,
-                  !request.returnsSavedRecords, notifier == nil,
-                  !save.parentChanged, save.encryptedKeys.isEmpty, save.jsonExtras.isEmpty, !save.changesNeedStoredRecord else { return false }
+            guard mayUpdateWithoutReading(save), let update = try storedRecordUpdate(save) else { return false }
+            return try transaction.updateStoredRecord(update)
+        }
+
+        /// Whether the save, by itself and the request, may be written without reading
+        /// (``updateWithoutReading(_:)``); the types' rules and the store decide the rest.
+        private func mayUpdateWithoutReading(_ save: PreparedSave) -> Bool {
+            request.writeMode.mergesChangedKeysOnly(changeTag: save.systemFields.recordChangeTag)
+                && save.systemFields.recordChangeTag != nil && context.userRecordName != nil
+                && !request.returnsSavedRecords && notifier == nil
+                && !save.parentChanged && save.encryptedKeys.isEmpty && save.jsonExtras.isEmpty && !save.changesNeedStoredRecord
+        }
+
+        /// The engine's one-step update for a save that ``mayUpdateWithoutReading(_:)``, when
+        /// the types' rules let it go without the stored record; `nil` otherwise.
+        private mutating func storedRecordUpdate(_ save: PreparedSave) throws -> StoredRecordUpdate? {
+            guard let tag = save.systemFields.recordChangeTag, let user = context.userRecordName else { return nil }
             // The merged record holds at most the stored field data and this save's.
             let room = Record.maximumFieldDataSize - save.fieldDataSize
             guard room > 0, let condition = try typeRules.writeCondition(save, in: transaction),
-                  try typeRules.fitsDeclaredFields(save, in: transaction) else { return false }
+                  try typeRules.fitsDeclaredFields(save, in: transaction) else { return nil }
             let creator: String? = if case .creator(let name) = condition { name } else { nil }
-            let update = StoredRecordUpdate(
+            return StoredRecordUpdate(
                 recordID: save.recordID, recordType: save.record.recordType, expectedChangeTag: tag, requiredCreatorRecordName: creator,
                 maximumStoredDocumentLength: room / FieldDocument.maximumFieldDataPerCharacter, modificationDate: now,
                 lastModifiedUserRecordName: user, changeTag: RecordWriteRules.newChangeTag(), changes: save.encodedChanges)
-            return try transaction.updateStoredRecord(update)
         }
 
         /// The record answered to a caller who may write a stored record but not read it: the
