@@ -77,7 +77,7 @@ extension PostgresEngine {
                 current = try row.int64(0) ?? 0
                 start = try row.int64(1) ?? 0
             }
-            let after = try ChangeHistoryRules.sequence(after: position, incarnation: identity, current: current, start: start, of: "the \(database.scope) database")
+            let after = try ChangeHistoryRules.sequence(after: position, incarnation: identity, current: current, start: start, of: "the \(database.scope.name) database")
             var changes: [(sequence: Int64, change: DatabaseChangeBatch.Change)] = []
             for row in try connection.query("""
                 SELECT zone_name, zone_owner, db_change_seq FROM zones WHERE container = $1 AND db = $2 AND owner = $3 AND db_change_seq > $4 AND db_change_seq <= $5

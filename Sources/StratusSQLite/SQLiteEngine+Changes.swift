@@ -50,7 +50,7 @@ extension SQLiteEngine {
                 start = history.int64(1)
                 history.reset()
             }
-            let after = try ChangeHistoryRules.sequence(after: position, incarnation: incarnation, current: current, start: start, of: "the \(database.scope) database")
+            let after = try ChangeHistoryRules.sequence(after: position, incarnation: incarnation, current: current, start: start, of: "the \(database.scope.name) database")
 
             var changes: [(sequence: Int64, change: DatabaseChangeBatch.Change)] = []
             let changed = try connection.statement("""

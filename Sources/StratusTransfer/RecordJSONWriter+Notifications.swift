@@ -150,7 +150,7 @@ extension RecordJSONWriter {
 
     private static func appendScope(_ scope: Database.Scope, to out: inout ByteOutput) {
         out.append(",\"databaseScope\":")
-        out.appendString(scope.description)
+        out.appendString(scope.name)
     }
 
     private static func appendText(_ name: String, _ text: String?, to out: inout ByteOutput) {

@@ -9,7 +9,7 @@ import Foundation
 /// ```
 extension Database: CustomStringConvertible, CustomDebugStringConvertible {
     public var description: String {
-        "<Database: \(context.containerIdentifier), \(context.scope), \(context.environment)>"
+        "<Database: \(context.containerIdentifier), \(context.scope.name), \(context.environment)>"
     }
 
     public var debugDescription: String { description }

@@ -12,10 +12,15 @@ import Foundation
 public final class Database: Sendable {
     /// Which database of a container.
     ///
+    /// It prints as its case's name (`"\(scope)"` is `private`) but, as `CKDatabase.Scope`, is
+    /// not `CustomStringConvertible`: apps make it so themselves
+    /// (`extension CKDatabase.Scope: CustomStringConvertible`), and their `description` must be
+    /// the one their logs print.
+    ///
     /// ```swift
     /// let notes = container.database(with: .private)
     /// ```
-    public enum Scope: Int, Hashable, Sendable, Codable, CustomStringConvertible {
+    public enum Scope: Int, Hashable, Sendable, Codable {
         /// Everyone's records.
         case `public` = 1
         /// The current user's own records; other users never see them.
@@ -23,7 +28,9 @@ public final class Database: Sendable {
         /// Zones other users share with the current user.
         case shared = 3
 
-        public var description: String {
+        /// The name Stratus writes for the scope in its files (`public`, `private`, `shared`),
+        /// which an app's own `description` of the scope does not change.
+        package var name: String {
             switch self {
             case .public: "public"
             case .private: "private"
@@ -74,7 +81,7 @@ public final class Database: Sendable {
         self.user = user
         self.retryPolicy = retryPolicy
         let queue = OperationQueue()
-        queue.name = "stratus.\(context.containerIdentifier).\(context.scope)"
+        queue.name = "stratus.\(context.containerIdentifier).\(context.scope.name)"
         queue.maxConcurrentOperationCount = Database.maximumConcurrentOperations
         self.operationQueue = queue
         let pipelineQueue = OperationQueue()
@@ -112,7 +119,7 @@ public final class Database: Sendable {
     @_spi(StratusEngine) public func resolvedContext() throws -> DatabaseContext {
         if let user { return try user.context(for: context, engine: engine) }
         if context.userRecordName == nil && context.scope != .public {
-            throw StratusError(.notAuthenticated, "the \(context.scope) database needs a signed-in user")
+            throw StratusError(.notAuthenticated, "the \(context.scope.name) database needs a signed-in user")
         }
         return context
     }

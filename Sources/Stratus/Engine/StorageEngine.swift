@@ -332,7 +332,7 @@ public struct DatabaseContext: Hashable, Sendable, CustomStringConvertible {
     }
 
     public var description: String {
-        "\(containerIdentifier)/\(scope)" + (environment == .production ? " (production)" : "") + (scope == .public ? "" : " (\(userRecordName ?? "no user"))")
+        "\(containerIdentifier)/\(scope.name)" + (environment == .production ? " (production)" : "") + (scope == .public ? "" : " (\(userRecordName ?? "no user"))")
     }
 }
 

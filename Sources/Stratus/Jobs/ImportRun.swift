@@ -378,7 +378,7 @@ final class ImportRun {
                 let user = scope == .public ? "" : database.user?.login.map { " --user " + Self.shellWord($0) } ?? ""
                 throw try await stopForZones(consumed: consumed, StratusError(
                     .zoneNotFound,
-                    "line \(line): record '\(recordName)' is in zone '\(zoneID.zoneName)', which does not exist in the \(scope) database; create it with `stratus zones create \(Self.shellWord(zoneID.zoneName)) --database \(scope)\(user)` or import with --create-zones",
+                    "line \(line): record '\(recordName)' is in zone '\(zoneID.zoneName)', which does not exist in the \(scope.name) database; create it with `stratus zones create \(Self.shellWord(zoneID.zoneName)) --database \(scope.name)\(user)` or import with --create-zones",
                     zoneID: zoneID))
             }
         } catch {

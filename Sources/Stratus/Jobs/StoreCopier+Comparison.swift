@@ -93,7 +93,7 @@ extension StoreCopier {
                 guard !want.isEmpty else { continue }
                 if Set(try destination.fetchSubscriptions(in: context, subscriber: nil).subscriptions) != want {
                     let container = database.environment == .production ? "\(database.containerIdentifier) (production)" : database.containerIdentifier
-                    differing.append("\(container) \(database.scope) database of \(database.owner)")
+                    differing.append("\(container) \(database.scope.name) database of \(database.owner)")
                 }
             }
             return differing

@@ -88,7 +88,7 @@ public final class StoreCopier: Sendable {
 
         /// `com.example.app public _defaultZone`, `com.example.app (production) private (_6c1f…) Work`.
         public var description: String {
-            let database = owner.isEmpty ? "\(scope)" : "\(scope) (\(owner))"
+            let database = owner.isEmpty ? scope.name : "\(scope.name) (\(owner))"
             let zone = zoneOwnerName == RecordZone.ID.currentUserDefaultOwner ? zoneName : "\(zoneName) of \(zoneOwnerName)"
             let container = environment == .production ? "\(containerIdentifier) (production)" : containerIdentifier
             return "\(container) \(database) \(zone)"

@@ -7,11 +7,16 @@ public typealias LocationDistance = Double
 
 /// A latitude and longitude, as `CLLocationCoordinate2D`.
 ///
+/// Like `CLLocationCoordinate2D`, it is not `Equatable`, `Hashable` or `Codable`: apps add
+/// those themselves (`extension CLLocationCoordinate2D: Codable`, often in a format of their
+/// own, such as `[latitude, longitude]`), and a conformance Stratus declared would make theirs
+/// redundant, so that their `encode(to:)` and `==` went unused.
+///
 /// ```swift
 /// let berlin = Location(latitude: 52.52, longitude: 13.405)
 /// print(berlin.coordinate.latitude)
 /// ```
-public struct LocationCoordinate2D: Hashable, Sendable, Codable {
+public struct LocationCoordinate2D: Sendable {
     /// Degrees north of the equator (negative: south).
     public var latitude: LocationDegrees
     /// Degrees east of Greenwich (negative: west).

@@ -130,7 +130,7 @@ enum SubscriptionRules {
         }
         let wanted = context.canonical(zoneID)
         guard let zone = zones.first(where: { context.canonical($0.zoneID) == wanted }) else {
-            throw StratusError(.zoneNotFound, "subscription '\(subscriptionID)': zone '\(zoneID.zoneName)' does not exist in the \(context.scope) database", zoneID: zoneID)
+            throw StratusError(.zoneNotFound, "subscription '\(subscriptionID)': zone '\(zoneID.zoneName)' does not exist in the \(context.scope.name) database", zoneID: zoneID)
         }
         return zone
     }

@@ -98,7 +98,7 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
         }
 
         public var description: String {
-            "SyncEngine.Configuration(\(database.databaseScope) database, automaticallySync: \(automaticallySync))"
+            "SyncEngine.Configuration(\(database.databaseScope.name) database, automaticallySync: \(automaticallySync))"
         }
     }
 
@@ -176,7 +176,7 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
         }
     }
 
-    public var description: String { "SyncEngine(\(database.databaseScope) database, \(state))" }
+    public var description: String { "SyncEngine(\(database.databaseScope.name) database, \(state))" }
 
     // MARK: - Fetching
 
@@ -627,7 +627,7 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
             await emitStateUpdateIfNeeded()
         }
         if current == nil {
-            throw StratusError(.notAuthenticated, "the \(database.databaseScope) database has no signed-in user, so there is nothing to sync")
+            throw StratusError(.notAuthenticated, "the \(database.databaseScope.name) database has no signed-in user, so there is nothing to sync")
         }
     }
 

@@ -46,7 +46,7 @@ final class ContainerUser: Sendable {
     func context(for base: DatabaseContext, engine: any StorageEngine) throws -> DatabaseContext {
         let entry = try entry(engine: engine)
         if entry == nil && base.scope != .public {
-            throw StratusError(.notAuthenticated, "the \(base.scope) database needs a signed-in user; this container has none (open it with a user name)")
+            throw StratusError(.notAuthenticated, "the \(base.scope.name) database needs a signed-in user; this container has none (open it with a user name)")
         }
         return DatabaseContext(containerIdentifier: base.containerIdentifier, environment: base.environment, scope: base.scope,
                                userName: login, userRecordName: entry?.userRecordName, roles: entry?.roles ?? [])

@@ -148,7 +148,7 @@ public final class ServerChangeToken: NSObject, Codable, Sendable {
     /// the database itself (`nil`) of `context`.
     func position(for zoneID: RecordZone.ID?, in context: DatabaseContext) throws(StratusError) -> ChangePosition {
         let expected = zoneID.map(context.canonical)
-        let mine = "\(containerIdentifier)/\(databaseScope)" + (owner.isEmpty ? "" : " (\(owner))")
+        let mine = "\(containerIdentifier)/\(databaseScope.name)" + (owner.isEmpty ? "" : " (\(owner))")
         func expired(_ reason: String) -> StratusError {
             var error = StratusError(.changeTokenExpired, "\(reason); fetch again without a token", zoneID: zoneID)
             error.underlyingError = Mismatch(
@@ -214,7 +214,7 @@ extension ServerChangeToken {
 
     static func describeHistory(zone: RecordZone.ID?, scope: Database.Scope, owner: String, environment: Container.Environment, container: String) -> String {
         var text = zone.map { "zone \($0.zoneName)" + ($0.ownerName == RecordZone.ID.currentUserDefaultOwner ? "" : " of \($0.ownerName)") } ?? "the zone history"
-        text += " in the \(scope) database"
+        text += " in the \(scope.name) database"
         if !owner.isEmpty { text += " of user \(owner)" }
         text += " of container \(container)"
         if environment != .development { text += " (\(environment))" }

@@ -135,7 +135,7 @@ public final class QueryCursor: NSObject, Codable, Sendable {
             throw StratusError(.invalidArguments, "a query in the shared database needs a zone: this cursor searches every zone")
         }
         guard context.containerIdentifier == containerIdentifier, context.scope == databaseScope else {
-            throw StratusError(.invalidArguments, "the cursor belongs to \(containerIdentifier)/\(databaseScope), not to \(context.containerIdentifier)/\(context.scope)")
+            throw StratusError(.invalidArguments, "the cursor belongs to \(containerIdentifier)/\(databaseScope.name), not to \(context.containerIdentifier)/\(context.scope.name)")
         }
         guard (environment ?? .development) == context.environment else {
             throw StratusError(.invalidArguments, "the cursor belongs to the \(environment ?? .development) environment, not to \(context.environment)")
@@ -144,7 +144,7 @@ public final class QueryCursor: NSObject, Codable, Sendable {
             throw StratusError(.invalidArguments, "the cursor comes from another store; a cursor continues a query only on the store that printed it")
         }
         if let owner, owner != context.userRecordName {
-            throw StratusError(.invalidArguments, "the cursor belongs to another user's \(databaseScope) database; a cursor continues a query only for the user whose query printed it")
+            throw StratusError(.invalidArguments, "the cursor belongs to another user's \(databaseScope.name) database; a cursor continues a query only for the user whose query printed it")
         }
     }
 

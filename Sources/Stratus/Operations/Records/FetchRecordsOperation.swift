@@ -204,7 +204,7 @@ open class FetchRecordsOperation: DatabaseOperation, RecordProducingOperation, @
                     perRecordCompletionBlock?(nil, id, error)
                 } else {
                     let error = StratusError(.unknownItem, "record '\(id.recordName)' was not found in \(id.zoneID.zoneName)"
-                                             + (fetchesCurrentUserRecord && context.scope != .public ? " of the \(context.scope) database; user records live in the public database" : ""),
+                                             + (fetchesCurrentUserRecord && context.scope != .public ? " of the \(context.scope.name) database; user records live in the public database" : ""),
                                              recordID: id)
                     errors[id] = error
                     perRecordResultBlock?(id, .failure(error))

@@ -75,7 +75,7 @@ open class FetchSubscriptionsOperation: DatabaseOperation, @unchecked Sendable {
         for id in wanted {
             if isCancelled { return StratusError.cancelled("FetchSubscriptionsOperation", completed: found.count) }
             guard let subscription = byID[id] else {
-                let error = StratusError(.unknownItem, "subscription '\(id)' does not exist in the \(context.scope) database")
+                let error = StratusError(.unknownItem, "subscription '\(id)' does not exist in the \(context.scope.name) database")
                 errors[id] = error
                 perSubscriptionResultBlock?(id, .failure(error))
                 continue

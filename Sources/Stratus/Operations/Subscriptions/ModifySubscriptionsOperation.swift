@@ -108,7 +108,7 @@ open class ModifySubscriptionsOperation: DatabaseOperation, @unchecked Sendable 
             do throws(StratusError) {
                 try SubscriptionRules.checkID(id)
                 guard existingIDs.contains(id) else {
-                    throw StratusError(.unknownItem, "subscription '\(id)' does not exist in the \(context.scope) database")
+                    throw StratusError(.unknownItem, "subscription '\(id)' does not exist in the \(context.scope.name) database")
                 }
                 guard !validDeletes.contains(id) else { throw StratusError(.invalidArguments, "subscription '\(id)' is deleted twice in one request") }
                 validDeletes.append(id)
@@ -162,7 +162,7 @@ open class ModifySubscriptionsOperation: DatabaseOperation, @unchecked Sendable 
                     perSubscriptionDeleteBlock?(id, .success(()))
                 } else {
                     // Deleted by another request in between (or a firesOnce subscription that fired).
-                    fail(delete: id, StratusError(.unknownItem, "subscription '\(id)' does not exist in the \(context.scope) database"))
+                    fail(delete: id, StratusError(.unknownItem, "subscription '\(id)' does not exist in the \(context.scope.name) database"))
                 }
             }
         }

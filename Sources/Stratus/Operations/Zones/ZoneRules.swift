@@ -104,6 +104,6 @@ extension StratusError {
     @_spi(StratusEngine)
     public static func zoneNotFound(_ zoneID: RecordZone.ID, in context: DatabaseContext, recordID: Record.ID? = nil) -> StratusError {
         let user = context.scope == .public ? "" : (context.userName ?? context.userRecordName).map { " of user \($0)" } ?? ""
-        return StratusError(.zoneNotFound, "zone '\(zoneID.zoneName)' does not exist in the \(context.scope) database\(user)", recordID: recordID, zoneID: zoneID)
+        return StratusError(.zoneNotFound, "zone '\(zoneID.zoneName)' does not exist in the \(context.scope.name) database\(user)", recordID: recordID, zoneID: zoneID)
     }
 }
