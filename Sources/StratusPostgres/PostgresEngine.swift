@@ -224,9 +224,10 @@ public final class PostgresEngine: StorageEngine, Sendable {
     /// try PostgresEngine(url: adminURL).enableRowLevelSecurity(group: "stratus_users")
     /// ```
     ///
-    /// - Throws: `invalidArguments` when `group` is no role of the server; `permissionFailure`
-    ///   when this role does not own the tables, or when the group may create objects in the
-    ///   store's schema (its members could then put objects beside the tables).
+    /// - Throws: `invalidArguments` when `group` is no role of the server, or when row-level
+    ///   security is set up for another group (its members would be left without rows);
+    ///   `permissionFailure` when this role does not own the tables, or when the group may
+    ///   create objects in the store's schema (its members could then put objects beside the tables).
     public func enableRowLevelSecurity(group: String) throws {
         try pool.withConnection { connection in
             let schema = try connection.query("SELECT current_schema()")[0].text(0) ?? "public"
@@ -236,7 +237,8 @@ public final class PostgresEngine: StorageEngine, Sendable {
     }
 
     /// Refuses, with what to do, a group that does not exist, a role that does not own the
-    /// tables, and a group whose members may create objects in the store's schema.
+    /// tables, a group other than the one row-level security is set up for, and a group whose
+    /// members may create objects in the store's schema.
     private static func checkRowSecurityPreconditions(group: String, schema: String, on connection: PostgresConnection) throws {
         let rows = try connection.query("""
             SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = $1),
@@ -254,6 +256,17 @@ public final class PostgresEngine: StorageEngine, Sendable {
         }
         guard try row.bool(2) == true else {
             throw StratusError(.permissionFailure, "row-level security is set up by the role that owns the store's tables (\(owner)); this connection is role \(current)")
+        }
+        // The policies name one group: set up for another, they would leave the members of the
+        // first reading no rows (a count of 0, exit 0) and refused every write, with no error.
+        let earlier = try rowSecurityGroups(on: connection, schema: schema).filter { $0 != group }
+        if let first = earlier.first {
+            // A name as SQL reads it: bare when it is a plain lower-case one, as messages write them.
+            func sqlName(_ name: String) throws -> String {
+                name.wholeMatch(of: #/[a-z_][a-z0-9_]*/#) != nil ? name : try PostgresConnection.quoteIdentifier(name)
+            }
+            let quoted = try sqlName(first)
+            throw StratusError(.invalidArguments, "row-level security in schema \(schema) is set up for the group \(earlier.joined(separator: ", ")); setting it up for \(group) would replace it, and the members of \(first) would then read no rows and write none. Give --group \(first) to apply the policies again; to make \(group) a Stratus user, make it a member (GRANT \(quoted) TO \(try sqlName(group)), as a superuser or a role with CREATEROLE); to call the group otherwise, rename it (ALTER ROLE \(quoted) RENAME TO …: the policies follow it)")
         }
         let creates = try connection.query("""
             SELECT pg_catalog.has_schema_privilege($1, $2, 'CREATE'), pg_catalog.has_schema_privilege('public', $2, 'CREATE')
