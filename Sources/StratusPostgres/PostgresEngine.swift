@@ -334,7 +334,7 @@ public final class PostgresEngine: StorageEngine, Sendable {
     /// Runs `body` in a write transaction (read committed; zones are locked row by row).
     ///
     /// - Throws: `body`'s errors; a row that row-level security refused says why (see
-    ///   ``explainRowSecurityRefusal(_:)``).
+    ///   ``explainRowSecurityRefusal(_:storageContainer:)``).
     ///
     /// Its commit is durable before others see it: with the server's `synchronous_commit` off,
     /// a change read at once (a change feed's reader) could be lost in a crash, and its change
@@ -364,7 +364,7 @@ public final class PostgresEngine: StorageEngine, Sendable {
             guard status == "committed" else { throw error }
             return produced
         } catch let error as StratusError where error.sqlState == "42501" && error.message.contains("row-level security") {
-            throw explainRowSecurityRefusal(error)
+            throw explainRowSecurityRefusal(error, storageContainer: storageContainer)
         } catch let error as StratusError where error.sqlState == "25006" {
             // A standby comes back as a primary after a failover, so its refusal is retried; a
             // primary read-only by its settings never changes by retrying.
@@ -392,17 +392,28 @@ public final class PostgresEngine: StorageEngine, Sendable {
         """
 
     /// A refusal of row-level security, with what the role lacks: an entry in the user
-    /// directory (without one it owns no rows at all), or the right to write that row.
-    func explainRowSecurityRefusal(_ error: StratusError) -> StratusError {
-        let entries = try? pool.withConnection { try $0.query("SELECT count(*) FROM user_directory WHERE login = CURRENT_USER::text")[0].int64(0) }
+    /// directory (without one it owns no rows at all), an entry in the directory of the
+    /// container it writes (`storageContainer`: each container has its own), or the right to
+    /// write that row.
+    func explainRowSecurityRefusal(_ error: StratusError, storageContainer: String? = nil) -> StratusError {
+        // The container's identifier: a production storage container adds U+001F and the environment.
+        let container = storageContainer.map { String($0.split(separator: "\u{1F}", maxSplits: 1, omittingEmptySubsequences: false).first ?? "") }
+        let counts = try? pool.withConnection { connection in
+            let row = try connection.query("SELECT count(*), count(*) FILTER (WHERE container = $1) FROM user_directory WHERE login = CURRENT_USER::text",
+                                           [container.map(PostgresValue.text) ?? .null])[0]
+            return (everywhere: try row.int64(0), here: try row.int64(1))
+        }
         let role = loginRole.isEmpty ? "this role" : "role \(loginRole)"
+        let login = loginRole.isEmpty ? "LOGIN" : loginRole
         var explained = error
-        if entries == 0 {
-            explained.message = "\(role) has no entry in the user directory, so row-level security gives it no rows to write: the administrator adds it with `stratus users add \(loginRole.isEmpty ? "LOGIN" : loginRole)` (as the tables' owner). \(error.message)"
+        if counts?.everywhere == 0 {
+            explained.message = "\(role) has no entry in the user directory, so row-level security gives it no rows to write: the administrator adds it with `stratus users add \(login)\(container.map { $0 == "default" ? "" : " --container \($0)" } ?? "")` (as the tables' owner). \(error.message)"
         } else if error.message.contains("\"record_types\"") {
             explained.message = "row-level security refused a schema change: \(role) may add record types and fields to a development schema; a production schema, grants and indexes are the tables' owner's to change (run `stratus schema deploy` or `schema import` as that role). \(error.message)"
+        } else if let container, counts?.here == 0 {
+            explained.message = "\(role) has no entry in the user directory of container \(container) (it has one in another container; each container has its own directory), so row-level security gives it no rows to write there: the administrator adds it with `stratus users add \(login) --container \(container)` (as the tables' owner). \(error.message)"
         } else {
-            explained.message = "row-level security refused a row: \(role) writes only the rows of the user record names the directory gives it (each container has its own directory: `stratus users add \(loginRole.isEmpty ? "LOGIN" : loginRole) --container C`, as the tables' owner, for a container it has no entry in), and in the public database records it creates itself and those it created or whose type's grants let it write. \(error.message)"
+            explained.message = "row-level security refused a row: \(role) writes only the rows of the user record names the directory gives it (each container has its own directory: `stratus users add \(login) --container \(container ?? "C")`, as the tables' owner, for a container it has no entry in), and in the public database records it creates itself and those it created or whose type's grants let it write. \(error.message)"
         }
         return explained
     }

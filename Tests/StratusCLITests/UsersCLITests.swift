@@ -139,6 +139,10 @@ struct UsersCLITests {
             #expect(written.exitCode == 0, "\(written)")
             let counted = try await cli.run(["count", "--type", "Note", "--store", try url(carol)], environment: noUser)
             #expect(counted.exitCode == 0 && counted.stdout == "2\n", "the group's members keep their rows: \(counted)")
+            // An entry in one container gives no rows in another: the container is named.
+            let otherContainer = try await cli.run(["import", "--container", "com.example.other", "--store", try url(carol)], stdin: Input.notes(1), environment: noUser)
+            #expect(otherContainer.exitCode == 77 && otherContainer.stderr.contains("no entry in the user directory of container com.example.other")
+                    && otherContainer.stderr.contains("stratus users add \(carol) --container com.example.other"), "\(otherContainer)")
 
             let settings = try PostgresConnectionString.settings(in: cli.storePath)
             let badPort = try await cli.run(["count", "--type", "Note", "--store", try PostgresConnectionString.replacing(["port": "notaport"], in: cli.storePath)])
