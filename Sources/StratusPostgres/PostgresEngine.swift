@@ -665,7 +665,14 @@ struct StoreProbe {
             SELECT to_regclass('meta') IS NOT NULL AND to_regclass('records') IS NOT NULL, current_schema()::text, current_database()::text, CURRENT_USER::text,
                    (SELECT pg_catalog.pg_get_userbyid(c.relowner)::text FROM pg_catalog.pg_class c WHERE c.oid = to_regclass('meta')),
                    coalesce((SELECT pg_catalog.pg_has_role(CURRENT_USER, c.relowner, 'USAGE') FROM pg_catalog.pg_class c WHERE c.oid = to_regclass('meta')), false),
-                   coalesce(pg_catalog.has_table_privilege(to_regclass('meta'), 'SELECT'), false)
+                   coalesce(pg_catalog.has_table_privilege(to_regclass('meta'), 'SELECT'), false),
+                   -- Row-level security on, and no Stratus policy for this role: it would read no rows.
+                   coalesce((SELECT c.relrowsecurity FROM pg_catalog.pg_class c WHERE c.oid = to_regclass('records')), false)
+                   AND NOT coalesce((SELECT pg_catalog.pg_has_role(CURRENT_USER, c.relowner, 'USAGE') FROM pg_catalog.pg_class c WHERE c.oid = to_regclass('meta')), false)
+                   AND NOT coalesce((SELECT r.rolsuper OR r.rolbypassrls FROM pg_catalog.pg_roles r WHERE r.rolname = CURRENT_USER), false)
+                   AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_policies p, unnest(p.roles) AS g
+                                   WHERE p.schemaname = current_schema() AND p.tablename = 'records' AND p.policyname LIKE 'stratus\\_%'
+                                     AND g <> 'public' AND pg_catalog.pg_has_role(CURRENT_USER, g, 'MEMBER'))
             """)[0]
         exists = try row.bool(0) ?? false
         schema = try row.text(1)
@@ -700,6 +707,11 @@ struct StoreProbe {
         }
         if try exists && !(row.bool(6) ?? false) {
             throw StratusError(.permissionFailure, "role \(role) may not read the Stratus store in database \(database) \(whereTables): \(try Self.accessAdvice(role: role, schema: schema, on: connection))")
+        }
+        // A role granted the tables but outside the group (a reporting role given SELECT on
+        // every table) would count 0 and export nothing, exit 0.
+        if try exists && row.bool(7) == true {
+            throw StratusError(.permissionFailure, "role \(role) may read the tables of the Stratus store in database \(database) \(whereTables), but row-level security gives it no rows: \(try Self.accessAdvice(role: role, schema: schema, on: connection))")
         }
     }
 

@@ -100,7 +100,7 @@ struct UsersCLITests {
         }
     }
 
-    @Test("an administrator's mistakes say what to do: a member without a directory entry, a role outside the group, a group that does not exist, row-security for a second group, a port that is no number")
+    @Test("an administrator's mistakes say what to do: a member without a directory entry, a role outside the group (granted the tables or not), a group that does not exist, row-security for a second group, a port that is no number")
     func administratorMistakes() async throws {
         try await TemporaryStore.with { store in
             let cli = try await CLI(store, engine: .postgres)
@@ -132,6 +132,17 @@ struct UsersCLITests {
             // Dave is not in the group: the group to join is named.
             let outside = try await cli.run(["count", "--type", "Note", "--store", try url(dave)], environment: noUser)
             #expect(outside.exitCode == 77 && outside.stderr.contains("GRANT \(group) TO \(dave)") && outside.stderr.contains("stratus users add \(dave)"), "\(outside)")
+            // Granted the tables outside the group (a reporting role), Dave would read no rows and
+            // count 0, exit 0: refused too, naming the group.
+            try admin.executeScript("""
+                DO $$ BEGIN
+                    EXECUTE format('GRANT USAGE ON SCHEMA %I TO \(dave)', current_schema());
+                    EXECUTE format('GRANT SELECT ON ALL TABLES IN SCHEMA %I TO \(dave)', current_schema());
+                END $$
+                """)
+            let granted = try await cli.run(["count", "--type", "Note", "--store", try url(dave)], environment: noUser)
+            #expect(granted.exitCode == 77 && granted.stdout.isEmpty && granted.stderr.contains("row-level security gives it no rows")
+                    && granted.stderr.contains("GRANT \(group) TO \(dave)"), "\(granted)")
             // The refused row-security for dave left the group's policies: carol, given an entry,
             // writes and reads her rows.
             #expect(try await cli.run(["users", "add", carol]).exitCode == 0)
