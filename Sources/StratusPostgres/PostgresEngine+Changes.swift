@@ -174,6 +174,10 @@ extension PostgresEngine {
         } catch let error as StratusError where error.code == .serviceUnavailable || error.code == .notAuthenticated || error.code == .permissionFailure || error.code == .badContainer {
             var failure = error
             failure.message = "reads that may lag go to the hot standby, which cannot be used: \(error.message)"
+            // A standby takes no createdb: it has the databases of its primary, so the URL names the wrong one.
+            if error.code == .badContainer, let advice = error.message.range(of: ": a role that may create databases") {
+                failure.message = "reads that may lag go to the hot standby, which cannot be used: \(error.message[..<advice.lowerBound]); a standby has the databases of its primary: name the one that holds the store (\(redactedURL))"
+            }
             if failure.code == .serviceUnavailable && failure.retryAfterSeconds == nil { failure.retryAfterSeconds = 1 }
             throw failure
         }

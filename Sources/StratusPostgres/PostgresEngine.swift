@@ -224,9 +224,10 @@ public final class PostgresEngine: StorageEngine, Sendable {
     /// try PostgresEngine(url: adminURL).enableRowLevelSecurity(group: "stratus_users")
     /// ```
     ///
-    /// - Throws: `invalidArguments` when `group` is no role of the server; `permissionFailure`
-    ///   when this role does not own the tables, or when the group may create objects in the
-    ///   store's schema (its members could then put objects beside the tables).
+    /// - Throws: `invalidArguments` when `group` is no role of the server, or when row-level
+    ///   security is set up for another group (its members would be left without rows);
+    ///   `permissionFailure` when this role does not own the tables, or when the group may
+    ///   create objects in the store's schema (its members could then put objects beside the tables).
     public func enableRowLevelSecurity(group: String) throws {
         try pool.withConnection { connection in
             let schema = try connection.query("SELECT current_schema()")[0].text(0) ?? "public"
@@ -236,7 +237,8 @@ public final class PostgresEngine: StorageEngine, Sendable {
     }
 
     /// Refuses, with what to do, a group that does not exist, a role that does not own the
-    /// tables, and a group whose members may create objects in the store's schema.
+    /// tables, a group other than the one row-level security is set up for, and a group whose
+    /// members may create objects in the store's schema.
     private static func checkRowSecurityPreconditions(group: String, schema: String, on connection: PostgresConnection) throws {
         let rows = try connection.query("""
             SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = $1),
@@ -254,6 +256,17 @@ public final class PostgresEngine: StorageEngine, Sendable {
         }
         guard try row.bool(2) == true else {
             throw StratusError(.permissionFailure, "row-level security is set up by the role that owns the store's tables (\(owner)); this connection is role \(current)")
+        }
+        // The policies name one group: set up for another, they would leave the members of the
+        // first reading no rows (a count of 0, exit 0) and refused every write, with no error.
+        let earlier = try rowSecurityGroups(on: connection, schema: schema).filter { $0 != group }
+        if let first = earlier.first {
+            // A name as SQL reads it: bare when it is a plain lower-case one, as messages write them.
+            func sqlName(_ name: String) throws -> String {
+                name.wholeMatch(of: #/[a-z_][a-z0-9_]*/#) != nil ? name : try PostgresConnection.quoteIdentifier(name)
+            }
+            let quoted = try sqlName(first)
+            throw StratusError(.invalidArguments, "row-level security in schema \(schema) is set up for the group \(earlier.joined(separator: ", ")); setting it up for \(group) would replace it, and the members of \(first) would then read no rows and write none. Give --group \(first) to apply the policies again; to make \(group) a Stratus user, make it a member (GRANT \(quoted) TO \(try sqlName(group)), as a superuser or a role with CREATEROLE); to call the group otherwise, rename it (ALTER ROLE \(quoted) RENAME TO …: the policies follow it)")
         }
         let creates = try connection.query("""
             SELECT pg_catalog.has_schema_privilege($1, $2, 'CREATE'), pg_catalog.has_schema_privilege('public', $2, 'CREATE')
@@ -321,7 +334,7 @@ public final class PostgresEngine: StorageEngine, Sendable {
     /// Runs `body` in a write transaction (read committed; zones are locked row by row).
     ///
     /// - Throws: `body`'s errors; a row that row-level security refused says why (see
-    ///   ``explainRowSecurityRefusal(_:)``).
+    ///   ``explainRowSecurityRefusal(_:storageContainer:)``).
     ///
     /// Its commit is durable before others see it: with the server's `synchronous_commit` off,
     /// a change read at once (a change feed's reader) could be lost in a crash, and its change
@@ -351,7 +364,7 @@ public final class PostgresEngine: StorageEngine, Sendable {
             guard status == "committed" else { throw error }
             return produced
         } catch let error as StratusError where error.sqlState == "42501" && error.message.contains("row-level security") {
-            throw explainRowSecurityRefusal(error)
+            throw explainRowSecurityRefusal(error, storageContainer: storageContainer)
         } catch let error as StratusError where error.sqlState == "25006" {
             // A standby comes back as a primary after a failover, so its refusal is retried; a
             // primary read-only by its settings never changes by retrying.
@@ -379,17 +392,28 @@ public final class PostgresEngine: StorageEngine, Sendable {
         """
 
     /// A refusal of row-level security, with what the role lacks: an entry in the user
-    /// directory (without one it owns no rows at all), or the right to write that row.
-    func explainRowSecurityRefusal(_ error: StratusError) -> StratusError {
-        let entries = try? pool.withConnection { try $0.query("SELECT count(*) FROM user_directory WHERE login = CURRENT_USER::text")[0].int64(0) }
+    /// directory (without one it owns no rows at all), an entry in the directory of the
+    /// container it writes (`storageContainer`: each container has its own), or the right to
+    /// write that row.
+    func explainRowSecurityRefusal(_ error: StratusError, storageContainer: String? = nil) -> StratusError {
+        // The container's identifier: a production storage container adds U+001F and the environment.
+        let container = storageContainer.map { String($0.split(separator: "\u{1F}", maxSplits: 1, omittingEmptySubsequences: false).first ?? "") }
+        let counts = try? pool.withConnection { connection in
+            let row = try connection.query("SELECT count(*), count(*) FILTER (WHERE container = $1) FROM user_directory WHERE login = CURRENT_USER::text",
+                                           [container.map(PostgresValue.text) ?? .null])[0]
+            return (everywhere: try row.int64(0), here: try row.int64(1))
+        }
         let role = loginRole.isEmpty ? "this role" : "role \(loginRole)"
+        let login = loginRole.isEmpty ? "LOGIN" : loginRole
         var explained = error
-        if entries == 0 {
-            explained.message = "\(role) has no entry in the user directory, so row-level security gives it no rows to write: the administrator adds it with `stratus users add \(loginRole.isEmpty ? "LOGIN" : loginRole)` (as the tables' owner). \(error.message)"
+        if counts?.everywhere == 0 {
+            explained.message = "\(role) has no entry in the user directory, so row-level security gives it no rows to write: the administrator adds it with `stratus users add \(login)\(container.map { $0 == "default" ? "" : " --container \($0)" } ?? "")` (as the tables' owner). \(error.message)"
         } else if error.message.contains("\"record_types\"") {
             explained.message = "row-level security refused a schema change: \(role) may add record types and fields to a development schema; a production schema, grants and indexes are the tables' owner's to change (run `stratus schema deploy` or `schema import` as that role). \(error.message)"
+        } else if let container, counts?.here == 0 {
+            explained.message = "\(role) has no entry in the user directory of container \(container) (it has one in another container; each container has its own directory), so row-level security gives it no rows to write there: the administrator adds it with `stratus users add \(login) --container \(container)` (as the tables' owner). \(error.message)"
         } else {
-            explained.message = "row-level security refused a row: \(role) writes only the rows of the user record names the directory gives it (each container has its own directory: `stratus users add \(loginRole.isEmpty ? "LOGIN" : loginRole) --container C`, as the tables' owner, for a container it has no entry in), and in the public database records it creates itself and those it created or whose type's grants let it write. \(error.message)"
+            explained.message = "row-level security refused a row: \(role) writes only the rows of the user record names the directory gives it (each container has its own directory: `stratus users add \(login) --container \(container ?? "C")`, as the tables' owner, for a container it has no entry in), and in the public database records it creates itself and those it created or whose type's grants let it write. \(error.message)"
         }
         return explained
     }
@@ -641,7 +665,14 @@ struct StoreProbe {
             SELECT to_regclass('meta') IS NOT NULL AND to_regclass('records') IS NOT NULL, current_schema()::text, current_database()::text, CURRENT_USER::text,
                    (SELECT pg_catalog.pg_get_userbyid(c.relowner)::text FROM pg_catalog.pg_class c WHERE c.oid = to_regclass('meta')),
                    coalesce((SELECT pg_catalog.pg_has_role(CURRENT_USER, c.relowner, 'USAGE') FROM pg_catalog.pg_class c WHERE c.oid = to_regclass('meta')), false),
-                   coalesce(pg_catalog.has_table_privilege(to_regclass('meta'), 'SELECT'), false)
+                   coalesce(pg_catalog.has_table_privilege(to_regclass('meta'), 'SELECT'), false),
+                   -- Row-level security on, and no Stratus policy for this role: it would read no rows.
+                   coalesce((SELECT c.relrowsecurity FROM pg_catalog.pg_class c WHERE c.oid = to_regclass('records')), false)
+                   AND NOT coalesce((SELECT pg_catalog.pg_has_role(CURRENT_USER, c.relowner, 'USAGE') FROM pg_catalog.pg_class c WHERE c.oid = to_regclass('meta')), false)
+                   AND NOT coalesce((SELECT r.rolsuper OR r.rolbypassrls FROM pg_catalog.pg_roles r WHERE r.rolname = CURRENT_USER), false)
+                   AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_policies p, unnest(p.roles) AS g
+                                   WHERE p.schemaname = current_schema() AND p.tablename = 'records' AND p.policyname LIKE 'stratus\\_%'
+                                     AND g <> 'public' AND pg_catalog.pg_has_role(CURRENT_USER, g, 'MEMBER'))
             """)[0]
         exists = try row.bool(0) ?? false
         schema = try row.text(1)
@@ -676,6 +707,11 @@ struct StoreProbe {
         }
         if try exists && !(row.bool(6) ?? false) {
             throw StratusError(.permissionFailure, "role \(role) may not read the Stratus store in database \(database) \(whereTables): \(try Self.accessAdvice(role: role, schema: schema, on: connection))")
+        }
+        // A role granted the tables but outside the group (a reporting role given SELECT on
+        // every table) would count 0 and export nothing, exit 0.
+        if try exists && row.bool(7) == true {
+            throw StratusError(.permissionFailure, "role \(role) may read the tables of the Stratus store in database \(database) \(whereTables), but row-level security gives it no rows: \(try Self.accessAdvice(role: role, schema: schema, on: connection))")
         }
     }
 

@@ -38,7 +38,9 @@ enum PostgresRowSecurity {
 
     /// The script, as `users row-security --print` shows it: one transaction.
     static func script(group: String, schema: String) throws -> String {
-        "BEGIN;\n" + (try statements(group: group, schema: schema)) + "COMMIT;\n"
+        // Quiet: run again, or for the first time, its DROP … IF EXISTS lines would each print a
+        // NOTICE in psql (the --print form).
+        "BEGIN;\nSET LOCAL client_min_messages = warning;\n" + (try statements(group: group, schema: schema)) + "COMMIT;\n"
     }
 
     /// The statements, for a transaction of their own; they set `search_path` for the rest of it

@@ -29,7 +29,7 @@ struct CheckCommand: Command {
 
     static func parse(_ arguments: ParsedArguments) throws -> CheckCommand {
         try arguments.expectNoPositionals()
-        return CheckCommand(store: try StoreOptions(arguments))
+        return CheckCommand(store: try StoreOptions(arguments, locationOnly: true))
     }
 
     func run() async throws -> ExitCode {

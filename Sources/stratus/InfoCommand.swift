@@ -26,7 +26,7 @@ struct InfoCommand: Command {
 
     static func parse(_ arguments: ParsedArguments) throws -> InfoCommand {
         try arguments.expectNoPositionals()
-        return InfoCommand(store: try StoreOptions(arguments), json: arguments.flag("--json"))
+        return InfoCommand(store: try StoreOptions(arguments, locationOnly: true), json: arguments.flag("--json"))
     }
 
     func run() async throws -> ExitCode {

@@ -16,7 +16,9 @@ enum StoreFileGuard {
     static func check(_ arguments: ParsedArguments, options: [Option]) throws {
         var stores: [String] = []
         if options.contains(where: { $0.name == "--store" }) {
-            stores.append((try StoreOptions(arguments)).resolvedStorePath)
+            // A command that takes --store alone (info, check) reads no other store option.
+            let locationOnly = !options.contains { $0.name == "--read-store" }
+            stores.append((try StoreOptions(arguments, locationOnly: locationOnly)).resolvedStorePath)
         }
         for name in ["--from", "--to"] { stores += arguments.values(name) }
         stores.removeAll { PostgresEngine.isStoreURL($0) }

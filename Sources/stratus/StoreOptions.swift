@@ -53,8 +53,20 @@ struct StoreOptions {
     var anonymous = false
     var environment = Container.Environment.development
 
+    /// - Parameter locationOnly: for the commands that take `--store` alone (``OptionGroup/storeLocation``):
+    ///   only `--store` and `$STRATUS_STORE` are read, so that the variables of options they do
+    ///   not take (`$STRATUS_READ_STORE` exported for a cron job's PostgreSQL commands) neither
+    ///   refuse them nor change what they read.
     /// - Throws: ``UsageError`` for an unknown database, environment or an empty name.
-    init(_ arguments: ParsedArguments) throws {
+    init(_ arguments: ParsedArguments, locationOnly: Bool = false) throws {
+        if locationOnly {
+            if arguments.value("--store") == "" { throw UsageError(message: "--store needs a non-empty value") }
+            if !arguments.has("--store") && ProcessInfo.processInfo.environment["STRATUS_STORE"] == "" {
+                throw UsageError(message: "$STRATUS_STORE is set but empty; unset it, or give it a value (or give --store)")
+            }
+            storePath = arguments.value("--store")
+            return
+        }
         for option in ["--store", "--read-store", "--container", "--user", "--zone"] where arguments.value(option) == "" {
             throw UsageError(message: "\(option) needs a non-empty value")
         }

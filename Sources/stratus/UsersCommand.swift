@@ -28,9 +28,11 @@ struct UsersCommand: Command {
                         database and its own private rows only, and write only its own rows
                         (public records it creates, created or whose grants let it write), even
                         with raw SQL. Run it as the role that owns the store's tables (again
-                        after an upgrade does no harm); --print prints the SQL instead. Each
-                        user then connects as a PostgreSQL role whose name is its login (the
-                        default --user on PostgreSQL) and needs an entry here (`users add LOGIN`).
+                        after an upgrade does no harm; for another group than the one it was
+                        set up for it is refused, as that group's members would lose their
+                        rows); --print prints the SQL instead. Each user then connects as a
+                        PostgreSQL role whose name is its login (the default --user on
+                        PostgreSQL) and needs an entry here (`users add LOGIN`).
         """
     static let options: [Option] = [
         Option(flag: "--json", "list: one JSON object per entry"),

@@ -94,6 +94,29 @@ struct InfoCLITests {
         }
     }
 
+    @Test("info and check take --store alone: the variables of options they lack ($STRATUS_READ_STORE exported for other jobs, an empty $STRATUS_USER) neither refuse them nor change what they read")
+    func storeLocationOnly() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: .sqlite)
+            try await cli.createStore()
+            // Exported for other jobs, or set empty by a wrapper: the shell sets them, as the
+            // harness passes no empty variable.
+            let elsewhere = #"STRATUS_READ_STORE=postgresql://reader@standby.invalid/app STRATUS_USER= STRATUS_ENVIRONMENT= "$STRATUS" "#
+            let info = try await cli.shell(elsewhere + "info --json")
+            #expect(info.exitCode == 0 && info.stderr.isEmpty, "\(info)")
+            let check = try await cli.shell(elsewhere + "check")
+            #expect(check.exitCode == 0 && check.stdout == "ok\n", "\(check)")
+            // Their own option and variable are still checked.
+            let emptyStore = try await cli.shell(#"STRATUS_STORE= "$STRATUS" info"#)
+            #expect(emptyStore.exitCode == 64 && emptyStore.stderr.contains("$STRATUS_STORE is set but empty"), "\(emptyStore)")
+            let readStore = try await cli.run(["check", "--read-store", "postgresql://reader@standby.invalid/app"])
+            #expect(readStore.exitCode == 64 && readStore.stderr.contains("unknown option --read-store"), "\(readStore)")
+            // The other commands still refuse a standby for an SQLite store.
+            let count = try await cli.run(["count", "--type", "Note"], environment: ["STRATUS_READ_STORE": "postgresql://reader@standby.invalid/app"])
+            #expect(count.exitCode == 64 && count.stderr.contains("$STRATUS_READ_STORE names a standby of a PostgreSQL store"), "\(count)")
+        }
+    }
+
     @Test("count --json prints one object with the count, the type, the database and the zone", arguments: TestEngine.all)
     func countJSON(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

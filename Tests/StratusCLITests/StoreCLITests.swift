@@ -1,4 +1,5 @@
 import Foundation
+import StratusPostgres
 import StratusTestSupport
 import Testing
 
@@ -231,6 +232,11 @@ struct StoreCLITests {
             #expect(wrong.exitCode == 64 && wrong.stderr.contains("another store"), "\(wrong)")
             let empty = try await cli.run(["count", "--type", "Note", "--read-store", try await cli.newStore("empty")])
             #expect(empty.exitCode == 64 && empty.stderr.contains("holds no Stratus store"), "\(empty)")
+
+            // A database the standby lacks is a wrong URL: a standby takes no createdb.
+            let missing = try await cli.run(["count", "--type", "Note", "--read-store", try PostgresConnectionString.replacing(["dbname": "stratus_no_such_database"], in: cli.storePath)])
+            #expect(missing.exitCode == 66 && missing.stderr.contains("hot standby") && missing.stderr.contains("has no database stratus_no_such_database")
+                    && missing.stderr.contains("name the one that holds the store") && !missing.stderr.contains("createdb"), "\(missing)")
 
             let itself = try await cli.run(["count", "--type", "Note", "--read-store", cli.storePath])
             #expect(itself.exitCode == 0 && itself.stdout == "3\n", "\(itself)")

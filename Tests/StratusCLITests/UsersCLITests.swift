@@ -100,7 +100,7 @@ struct UsersCLITests {
         }
     }
 
-    @Test("an administrator's mistakes say what to do: a member without a directory entry, a role outside the group, a group that does not exist, a port that is no number")
+    @Test("an administrator's mistakes say what to do: a member without a directory entry, a role outside the group (granted the tables or not), a group that does not exist, row-security for a second group, a port that is no number")
     func administratorMistakes() async throws {
         try await TemporaryStore.with { store in
             let cli = try await CLI(store, engine: .postgres)
@@ -114,6 +114,11 @@ struct UsersCLITests {
             let missing = try await cli.run(["users", "row-security", "--group", "no_such_group_\(suffix)"])
             #expect(missing.exitCode == 64 && missing.stderr.contains("there is no PostgreSQL role") && !missing.stderr.contains("SQLSTATE"), "\(missing)")
             #expect(try await cli.run(["users", "row-security", "--group", group]).exitCode == 0)
+            #expect(try await cli.run(["users", "row-security", "--group", group]).exitCode == 0, "running it again is harmless")
+            // Set up for another group (a login role given for the group), the policies would
+            // leave the first group's members reading nothing, exit 0: refused, and nothing changes.
+            let replacing = try await cli.run(["users", "row-security", "--group", dave])
+            #expect(replacing.exitCode == 64 && replacing.stderr.contains("is set up for the group \(group)") && replacing.stderr.contains("GRANT \(group) TO \(dave)"), "\(replacing)")
             func url(_ role: String) throws -> String { try PostgresConnectionString.replacing(["user": role], in: cli.storePath) }
             let noUser = ["STRATUS_USER": ""]
 
@@ -127,6 +132,28 @@ struct UsersCLITests {
             // Dave is not in the group: the group to join is named.
             let outside = try await cli.run(["count", "--type", "Note", "--store", try url(dave)], environment: noUser)
             #expect(outside.exitCode == 77 && outside.stderr.contains("GRANT \(group) TO \(dave)") && outside.stderr.contains("stratus users add \(dave)"), "\(outside)")
+            // Granted the tables outside the group (a reporting role), Dave would read no rows and
+            // count 0, exit 0: refused too, naming the group.
+            try admin.executeScript("""
+                DO $$ BEGIN
+                    EXECUTE format('GRANT USAGE ON SCHEMA %I TO \(dave)', current_schema());
+                    EXECUTE format('GRANT SELECT ON ALL TABLES IN SCHEMA %I TO \(dave)', current_schema());
+                END $$
+                """)
+            let granted = try await cli.run(["count", "--type", "Note", "--store", try url(dave)], environment: noUser)
+            #expect(granted.exitCode == 77 && granted.stdout.isEmpty && granted.stderr.contains("row-level security gives it no rows")
+                    && granted.stderr.contains("GRANT \(group) TO \(dave)"), "\(granted)")
+            // The refused row-security for dave left the group's policies: carol, given an entry,
+            // writes and reads her rows.
+            #expect(try await cli.run(["users", "add", carol]).exitCode == 0)
+            let written = try await cli.run(["import", "--quiet", "--store", try url(carol)], stdin: Input.notes(2), environment: noUser)
+            #expect(written.exitCode == 0, "\(written)")
+            let counted = try await cli.run(["count", "--type", "Note", "--store", try url(carol)], environment: noUser)
+            #expect(counted.exitCode == 0 && counted.stdout == "2\n", "the group's members keep their rows: \(counted)")
+            // An entry in one container gives no rows in another: the container is named.
+            let otherContainer = try await cli.run(["import", "--container", "com.example.other", "--store", try url(carol)], stdin: Input.notes(1), environment: noUser)
+            #expect(otherContainer.exitCode == 77 && otherContainer.stderr.contains("no entry in the user directory of container com.example.other")
+                    && otherContainer.stderr.contains("stratus users add \(carol) --container com.example.other"), "\(otherContainer)")
 
             let settings = try PostgresConnectionString.settings(in: cli.storePath)
             let badPort = try await cli.run(["count", "--type", "Note", "--store", try PostgresConnectionString.replacing(["port": "notaport"], in: cli.storePath)])
