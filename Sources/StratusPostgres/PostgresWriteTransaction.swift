@@ -144,6 +144,18 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
         return states[zone].sequence
     }
 
+    /// Whether rows of the zone have `.deleteSelf` references or name asset content: read once
+    /// per transaction (the zone's lock keeps other writers from adding any), then kept by
+    /// this transaction's writes.
+    private func hasDerivedReferences(_ zone: Int) throws -> Bool {
+        if let known = states[zone].hasDerivedReferences { return known }
+        let found = try !connection.query("""
+            SELECT 1 FROM refs WHERE zone_id = $1 UNION ALL SELECT 1 FROM asset_refs WHERE zone_id = $1 LIMIT 1
+            """, [.int64(states[zone].row)]).isEmpty
+        states[zone].hasDerivedReferences = found
+        return found
+    }
+
     private func hasTombstones(_ zone: Int) throws -> Bool {
         if let known = states[zone].hasTombstones { return known }
         let found = try !connection.query("SELECT 1 FROM tombstones WHERE zone_id = $1 LIMIT 1", [.int64(states[zone].row)]).isEmpty
@@ -210,7 +222,7 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
     }
 
     func deleteSelfSources(of id: Record.ID) throws -> [String] {
-        guard let zone = try zoneIndex(id.zoneID) else { return [] }
+        guard let zone = try zoneIndex(id.zoneID), try hasDerivedReferences(zone) else { return [] }
         return try connection.query("SELECT source_name FROM refs WHERE zone_id = $1 AND target_name = $2", [.int64(states[zone].row), .text(id.recordName)])
             .map { try $0.text(0) ?? "" }
     }
@@ -496,12 +508,7 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
         let name = update.recordID.recordName
         guard try rowsAreRoleOwn(), !Self.mayNeedExactDocument(update.changes), try searchableFields(update.recordType).isEmpty else { return false }
         if try hasWritten(), written[PrefetchKey(zoneRow: zoneRow, recordName: name)] != nil { return false }
-        if states[zone].hasDerivedReferences == nil {
-            states[zone].hasDerivedReferences = try !connection.query("""
-                SELECT 1 FROM refs WHERE zone_id = $1 UNION ALL SELECT 1 FROM asset_refs WHERE zone_id = $1 LIMIT 1
-                """, [.int64(zoneRow)]).isEmpty
-        }
-        if states[zone].hasDerivedReferences == true { return false }
+        if try hasDerivedReferences(zone) { return false }
         // The merged document is the stored one with the changed keys written over it and the
         // removed ones (null in the changes) taken out; the stored one must be fields only
         // (`~` members hold encrypted keys and JSON extras, whose merge is a save's policy) and
@@ -546,12 +553,7 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
         }
         var answers = [Bool](repeating: false, count: updates.count)
         guard try rowsAreRoleOwn() else { return answers }
-        if states[zone].hasDerivedReferences == nil {
-            states[zone].hasDerivedReferences = try !connection.query("""
-                SELECT 1 FROM refs WHERE zone_id = $1 UNION ALL SELECT 1 FROM asset_refs WHERE zone_id = $1 LIMIT 1
-                """, [.int64(zoneRow)]).isEmpty
-        }
-        if states[zone].hasDerivedReferences == true { return answers }
+        if try hasDerivedReferences(zone) { return answers }
         let checksWritten = try hasWritten()
         var sent: [Int] = [], sentNames: [String?] = [], documents: [String?] = [], expectedTags: [String?] = [], types: [String?] = []
         var creators: [String?] = [], tags: [String?] = [], dates: [Double?] = [], rooms: [Int64?] = [], modifiers: [String?] = []
@@ -894,21 +896,38 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
             try writeDeferredUpdates()
             written[PrefetchKey(zoneRow: zoneRow, recordName: id.recordName)] = nil
         }
-        guard let type = try connection.query("DELETE FROM records WHERE zone_id = $1 AND record_name = $2 RETURNING record_type",
-                                              [.int64(zoneRow), .text(id.recordName)]).first?.text(0) else {
+        // One round trip: the row, what was derived from it (references, words, asset
+        // references, whose contents may then be collected) and its tombstone, which takes the
+        // type the row held and the zone's next change position. Where row-level security
+        // binds the role, the tombstone comes in a statement of its own: its policy admits a
+        // tombstone of a row that is gone, which a statement's own deletion is not to itself.
+        let tombstoneInOneStatement = try rowsAreRoleOwn()
+        let tombstone = """
+            INSERT INTO tombstones(zone_id, record_name, owner, record_type, change_seq, deleted_at) SELECT $1, $2, $3, d.record_type, $4, $5 FROM d
+            ON CONFLICT (zone_id, record_name) DO UPDATE SET record_type = excluded.record_type, change_seq = excluded.change_seq, deleted_at = excluded.deleted_at
+            """
+        let rows = try connection.query("""
+            WITH d AS (DELETE FROM records WHERE zone_id = $1 AND record_name = $2 RETURNING record_type),
+                rf AS (DELETE FROM refs WHERE zone_id = $1 AND source_name = $2 AND EXISTS (SELECT 1 FROM d)),
+                tk AS (DELETE FROM record_tokens WHERE zone_id = $1 AND record_name = $2 AND EXISTS (SELECT 1 FROM d)),
+                ar AS (DELETE FROM asset_refs WHERE zone_id = $1 AND record_name = $2 AND EXISTS (SELECT 1 FROM d) RETURNING content_id)
+            """ + (tombstoneInOneStatement ? ", tb AS (\(tombstone))\n" : "\n") + """
+            SELECT d.record_type, ar.content_id FROM d LEFT JOIN ar ON true
+            """, [.int64(zoneRow), .text(id.recordName)] + (tombstoneInOneStatement
+                ? [.text(context.storageOwner), .int64(states[zone].sequence + 1), .double(now.timeIntervalSinceReferenceDate)] : []))
+        guard let type = try rows.first?.text(0) else {
             // A row this role reads but may not delete (row-level security) is a refusal, not a record gone.
             if try recordExists(id) { throw rowSecurityRefusal("delete", id) }
             return false
         }
-        try connection.execute("DELETE FROM refs WHERE zone_id = $1 AND source_name = $2", [.int64(zoneRow), .text(id.recordName)])
-        try connection.execute("DELETE FROM record_tokens WHERE zone_id = $1 AND record_name = $2", [.int64(zoneRow), .text(id.recordName)])
-        releasedAssetContents.formUnion(try connection.query("DELETE FROM asset_refs WHERE zone_id = $1 AND record_name = $2 RETURNING content_id",
-                                                             [.int64(zoneRow), .text(id.recordName)]).map { try $0.text(0) ?? "" })
+        for row in rows { if let content = try row.text(1) { releasedAssetContents.insert(content) } }
+        if !tombstoneInOneStatement {
+            try connection.execute("WITH d(record_type) AS (SELECT $6::text) " + tombstone,
+                                   [.int64(zoneRow), .text(id.recordName), .text(context.storageOwner), .int64(states[zone].sequence + 1),
+                                    .double(now.timeIntervalSinceReferenceDate), .text(type)])
+        }
+        _ = nextSequence(zone)
         states[zone].hasTombstones = true
-        try connection.execute("""
-            INSERT INTO tombstones(zone_id, record_name, owner, record_type, change_seq, deleted_at) VALUES ($1, $2, $3, $4, $5, $6)
-            ON CONFLICT (zone_id, record_name) DO UPDATE SET record_type = excluded.record_type, change_seq = excluded.change_seq, deleted_at = excluded.deleted_at
-            """, [.int64(zoneRow), .text(id.recordName), .text(context.storageOwner), .text(type), .int64(nextSequence(zone)), .double(now.timeIntervalSinceReferenceDate)])
         return true
     }
 }
