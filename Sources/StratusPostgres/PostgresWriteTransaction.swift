@@ -17,6 +17,7 @@ extension PostgresEngine {
                     let transaction = PostgresWriteTransaction(engine: self, connection: connection, context: database, now: Date(), copiesNewRecords: copies)
                     do {
                         let result = try body(transaction)
+                        try transaction.writeDeferredDeletes()
                         try transaction.writeDeferredUpdates()
                         try transaction.finishCopy()
                         try transaction.storeChangeSequences()
@@ -77,6 +78,12 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
     /// Rows ``insertNewRecords(_:)`` inserted and ``written`` does not hold yet, as they came:
     /// an import of distinct names, which never reads a record it wrote, keys none of them.
     private var insertedRuns: [(zoneRow: Int64, firstSequence: Int64, rows: [RecordRow], inserted: [Bool])] = []
+    /// Deletions of records read ahead that ``deleteRecord(_:)`` answered and
+    /// ``writeDeferredDeletes()`` writes together: each with the type its tombstone takes and
+    /// its change position.
+    private var deferredDeletes: [(zoneRow: Int64, recordName: String, recordType: String, sequence: Int64)] = []
+    /// The most deletions deferred before they are written.
+    static let maximumDeferredDeletes = 1_000
     /// The keys of ``written`` whose update is deferred, in the order first deferred (a key
     /// may stay here after a write of all its columns: ``WrittenRow/deferred`` says).
     private var deferredKeys: [PrefetchKey] = []
@@ -178,11 +185,13 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
         if try hasWritten(), let mine = written[PrefetchKey(zoneRow: states[zone].row, recordName: id.recordName)], try rowsAreRoleOwn() {
             return try Self.record(mine.row, as: id, engine: engine)
         }
-        // A record read ahead under the other spelling of its zone is read again, to carry this one.
-        if !prefetched.isEmpty, let read = prefetched.removeValue(forKey: PrefetchKey(zoneRow: states[zone].row, recordName: id.recordName)),
+        // A record read ahead under the other spelling of its zone is read again, to carry this
+        // one. What was read ahead stays until the record is written: a deletion checks it too.
+        if !prefetched.isEmpty, let read = prefetched[PrefetchKey(zoneRow: states[zone].row, recordName: id.recordName)],
            read.map({ $0.recordID.zoneID == id.zoneID }) ?? true {
             return read
         }
+        try writeDeferredDeletes()
         guard let row = try connection.query("SELECT \(PostgresSchema.recordColumns) FROM records r WHERE r.zone_id = $1 AND r.record_name = $2",
                                              [.int64(states[zone].row), .text(id.recordName)]).first else { return nil }
         return try engine.decodeRecord(row, zoneID: id.zoneID)
@@ -191,6 +200,7 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
     /// One read per zone for a batch of updates, instead of a round trip per record. Zones are
     /// locked in the order the request names them, as its saves would lock them.
     func prefetchStoredRecords(_ ids: [Record.ID]) throws {
+        try writeDeferredDeletes()
         var zoneOrder: [RecordZone.ID] = []
         var names: [RecordZone.ID: Set<String>] = [:]
         for id in ids {
@@ -218,17 +228,20 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
     func recordExists(_ id: Record.ID) throws -> Bool {
         guard let zone = try zoneIndex(id.zoneID) else { return false }
         if try hasWritten(), written[PrefetchKey(zoneRow: states[zone].row, recordName: id.recordName)] != nil, try rowsAreRoleOwn() { return true }
+        try writeDeferredDeletes()
         return try !connection.query("SELECT 1 FROM records WHERE zone_id = $1 AND record_name = $2", [.int64(states[zone].row), .text(id.recordName)]).isEmpty
     }
 
     func deleteSelfSources(of id: Record.ID) throws -> [String] {
         guard let zone = try zoneIndex(id.zoneID), try hasDerivedReferences(zone) else { return [] }
+        try writeDeferredDeletes()
         return try connection.query("SELECT source_name FROM refs WHERE zone_id = $1 AND target_name = $2", [.int64(states[zone].row), .text(id.recordName)])
             .map { try $0.text(0) ?? "" }
     }
 
     func deleteSelfReferenceCount(to target: Record.ID, excludingSource source: String) throws -> Int {
         guard let zone = try zoneIndex(target.zoneID) else { return 0 }
+        try writeDeferredDeletes()
         return Int(try connection.query("SELECT count(*) FROM refs WHERE zone_id = $1 AND target_name = $2 AND source_name <> $3",
                                         [.int64(states[zone].row), .text(target.recordName), .text(source)]).first?.int64(0) ?? 0)
     }
@@ -254,6 +267,7 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
         guard read != schema else { return }
         // Indexes built below read the rows: they hold every version written.
         _ = try hasWritten()
+        try writeDeferredDeletes()
         try writeDeferredUpdates()
         // Not the schema lock, which this transaction holds shared: two writers growing types
         // would each wait for the other's share.
@@ -284,6 +298,7 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
 
     func insertNewRecords(_ rows: [RecordRow]) throws -> [Bool] {
         guard let first = rows.first else { return [] }
+        try writeDeferredDeletes()
         let zone = try existingZone(first.recordID.zoneID)
         for row in rows { forgetPrefetched(zoneRow: states[zone].row, recordName: row.recordID.recordName) }
         let base = states[zone].sequence
@@ -413,6 +428,7 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
     }
 
     func writeRecord(_ row: RecordRow, replacing: Bool) throws {
+        try writeDeferredDeletes()
         let zone = try existingZone(row.recordID.zoneID)
         let zoneRow = states[zone].row
         forgetPrefetched(zoneRow: zoneRow, recordName: row.recordID.recordName)
@@ -503,6 +519,7 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
     /// writes may be refused by a policy (``rowsAreRoleOwn()``), and for a record this
     /// transaction already wrote: the general way reads and writes those.
     func updateStoredRecord(_ update: StoredRecordUpdate) throws -> Bool {
+        try writeDeferredDeletes()
         let zone = try existingZone(update.recordID.zoneID)
         let zoneRow = states[zone].row
         let name = update.recordID.recordName
@@ -543,6 +560,7 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
     /// in SQL. The rows written take the zone's next change positions in the order of the
     /// updates.
     func updateStoredRecords(_ updates: [StoredRecordUpdate]) throws -> [Bool] {
+        try writeDeferredDeletes()
         let zone = try existingZone(updates[0].recordID.zoneID)
         let zoneRow = states[zone].row
         // Updates of several zones, or of one record twice, go one after another, as the
@@ -699,6 +717,33 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
             [.textArray(names), .textArray(types), .doubleArray(created), .textArray(creators), .doubleArray(modified),
              .textArray(modifiers), .textArray(tags), .int64Array(sequences), .textArray(documents), .textArray(exact)]
         }
+    }
+
+    /// Writes the deletions ``deleteRecord(_:)`` deferred in one statement: the rows, what was
+    /// derived from them (references, words, asset references, whose contents may then be
+    /// collected) and their tombstones.
+    func writeDeferredDeletes() throws {
+        guard !deferredDeletes.isEmpty else { return }
+        let deletions = deferredDeletes
+        deferredDeletes = []
+        let rows = try connection.query("""
+            WITH u AS (SELECT * FROM unnest($1::int8[], $2::text[], $3::text[], $4::int8[]) AS u(z, n, t, seq)),
+                d AS (DELETE FROM records AS r USING u WHERE r.zone_id = u.z AND r.record_name = u.n RETURNING 1),
+                rf AS (DELETE FROM refs AS f USING u WHERE f.zone_id = u.z AND f.source_name = u.n),
+                tk AS (DELETE FROM record_tokens AS k USING u WHERE k.zone_id = u.z AND k.record_name = u.n),
+                ar AS (DELETE FROM asset_refs AS a USING u WHERE a.zone_id = u.z AND a.record_name = u.n RETURNING a.content_id),
+                tb AS (
+                    INSERT INTO tombstones(zone_id, record_name, owner, record_type, change_seq, deleted_at) SELECT u.z, u.n, $5, u.t, u.seq, $6 FROM u
+                    ON CONFLICT (zone_id, record_name) DO UPDATE SET record_type = excluded.record_type, change_seq = excluded.change_seq, deleted_at = excluded.deleted_at
+                )
+            SELECT (SELECT count(*) FROM d), ar.content_id FROM (SELECT 1) AS one LEFT JOIN ar ON true
+            """, [.int64Array(deletions.map(\.zoneRow)), .textArray(deletions.map(\.recordName)), .textArray(deletions.map(\.recordType)),
+                  .int64Array(deletions.map(\.sequence)), .text(context.storageOwner), .double(now.timeIntervalSinceReferenceDate)])
+        // Each row was read in this transaction, under its zone's lock, by a role no policy binds.
+        guard let deleted = try rows.first?.int64(0), deleted == Int64(deletions.count) else {
+            throw StratusError(.internalError, "records this transaction read to delete were not there to delete")
+        }
+        for row in rows { if let content = try row.text(1) { releasedAssetContents.insert(content) } }
     }
 
     /// Writes the versions whose update was deferred (``writeRecord(_:replacing:)``) in one
@@ -890,6 +935,19 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
     func deleteRecord(_ id: Record.ID) throws -> Bool {
         guard let zone = try zoneIndex(id.zoneID) else { return false }
         let zoneRow = states[zone].row
+        let key = PrefetchKey(zoneRow: zoneRow, recordName: id.recordName)
+        // A record read ahead in this transaction (a bulk deletion's check of its change tag)
+        // is there to delete: under the zone's lock, by a role no policy binds, nothing takes
+        // it away. It is deleted with others in one statement, before anything reads or
+        // writes the rows again.
+        if !prefetched.isEmpty, case .some(.some(let stored)) = prefetched[key], try rowsAreRoleOwn(), try !hasWritten() || written[key] == nil {
+            prefetched[key] = nil
+            deferredDeletes.append((zoneRow, id.recordName, stored.recordType, nextSequence(zone)))
+            states[zone].hasTombstones = true
+            if deferredDeletes.count >= Self.maximumDeferredDeletes { try writeDeferredDeletes() }
+            return true
+        }
+        try writeDeferredDeletes()
         forgetPrefetched(zoneRow: zoneRow, recordName: id.recordName)
         // The tombstone takes the type the row holds.
         if try hasWritten() {

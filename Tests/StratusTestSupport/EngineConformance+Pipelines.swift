@@ -12,6 +12,7 @@ extension EngineConformance {
         TestCase("a checkpointed change-feed pipeline resumes after its token; a record written twice would fail on its change tag", checkpointedChangePipeline),
         TestCase("a change-feed pipeline that saves into the zone it reads ends where the zone was when it began: every record saved once; the next feed reads those saves", changeFeedSavingIntoItsZone),
         TestCase("a pipeline's deletions, like its saves, check change tags: a record changed after it was read is not deleted but fails serverRecordChanged", pipelineDeletesCheckTags),
+        TestCase("a pipeline deleting many records read ahead: .deleteSelf children go with their parents, a record changed since stays, each deletion is one change after the read, and a name deleted can be saved again", pipelineDeletesMany),
     ]
 
     /// Records held in memory, as read earlier (with the change tags they had then).
@@ -54,6 +55,77 @@ extension EngineConformance {
         #expect(error.code == .serverRecordChanged && error.serverRecord == nil, "the stored record is not handed to a deleter: \(error)")
         let left = try await TestDatabase.queryAll(Query(recordType: "Doc"), in: database, zoneID: zone)
         #expect(left.map(\.recordID) == [rescued.recordID], "the others are deleted, the rescued record stays")
+    }
+
+    static func pipelineDeletesMany(_ env: Environment) async throws {
+        let database = env.container().privateCloudDatabase
+        // A zone whose records have .deleteSelf children, and one whose records have none.
+        let linked = RecordZone.ID(zoneName: "Linked"), plain = RecordZone.ID(zoneName: "Plain")
+        _ = try await database.modifyRecordZones(saving: [RecordZone(zoneID: linked), RecordZone(zoneID: plain)], deleting: [])
+        try await TestDatabase.save(makeRecords("Doc", count: 30, prefix: "d", zoneID: linked) { ["n": .int64(Int64($0))] }, in: database)
+        try await TestDatabase.save(makeRecords("Note", count: 10, prefix: "c", zoneID: linked) {
+            ["of": .reference(reference(recordName("d", $0 * 3), .deleteSelf, zoneID: linked))]
+        }, in: database)
+        try await TestDatabase.save(makeRecords("Doc", count: 1_500, prefix: "p", zoneID: plain) { ["n": .int64(Int64($0))] }, in: database)
+
+        func purge(_ zone: RecordZone.ID, changing changed: String? = nil) async throws -> (results: [Record.ID: Result<Void, any Error>], start: ServerChangeToken) {
+            let read = try await TestDatabase.queryAll(Query(recordType: "Doc"), in: database, zoneID: zone)
+            if let changed {
+                let fresh = try await database.record(for: Record.ID(recordName: changed, zoneID: zone))
+                fresh["n"] = Int64(-1)
+                try await database.save(fresh)
+            }
+            let start = try await database.recordZoneChanges(inZoneWith: zone, since: nil).changeToken
+            let source = ReadRecordsOperation(source: HeldRecords(read))
+            let purge = DeleteRecordsOperation(deletingRecordsFrom: source)
+            let results = Box<[Record.ID: Result<Void, any Error>]>([:])
+            purge.perRecordDeleteBlock = { id, result in results.value[id] = result }
+            let queue = OperationQueue()
+            for stage in [source, purge] as [DatabaseOperation] {
+                stage.database = database
+                queue.addOperation(stage)
+            }
+            await waitUntilFinished([source, purge])
+            return (results.value, start)
+        }
+        func deletions(in zone: RecordZone.ID, since start: ServerChangeToken) async throws -> (names: [String], end: ServerChangeToken?) {
+            var token: ServerChangeToken? = start, more = true, names: [String] = []
+            while more {
+                let batch = try await database.recordZoneChanges(inZoneWith: zone, since: token, resultsLimit: 200)
+                #expect(batch.modificationResultsByID.isEmpty, "\(zone.zoneName): no record changed")
+                names += batch.deletions.map(\.recordID.recordName)
+                token = batch.changeToken
+                more = batch.moreComing
+            }
+            return (names, token)
+        }
+
+        let rescued = recordName("d", 5)
+        let linkedPurge = try await purge(linked, changing: rescued)
+        #expect(linkedPurge.results.count == 30)
+        for (id, result) in linkedPurge.results {
+            switch result {
+            case .success: #expect(id.recordName != rescued)
+            case .failure(let error): #expect(id.recordName == rescued && (error as? StratusError)?.code == .serverRecordChanged, "\(id.recordName): \(error)")
+            }
+        }
+        #expect(TestDatabase.names(try await TestDatabase.queryAll(Query(recordType: "Doc"), in: database, zoneID: linked)) == [rescued])
+        #expect(try await TestDatabase.queryAll(Query(recordType: "Note"), in: database, zoneID: linked).isEmpty, "every child went with its parent")
+        let linkedDeletions = try await deletions(in: linked, since: linkedPurge.start).names
+        expectSameOrder(linkedDeletions.sorted(), ((0..<30).filter { $0 != 5 }.map { recordName("d", $0) } + (0..<10).map { recordName("c", $0) }).sorted(),
+                        "each deletion, children included, once")
+
+        let plainPurge = try await purge(plain)
+        #expect(plainPurge.results.count == 1_500 && plainPurge.results.values.allSatisfy { if case .success = $0 { true } else { false } })
+        #expect(try await database.countRecords(matching: Query(recordType: "Doc"), inZoneWith: plain) == 0)
+        let plainDeletions = try await deletions(in: plain, since: plainPurge.start)
+        expectSameOrder(plainDeletions.names, (0..<1_500).map { recordName("p", $0) }, "each deletion once, in the order deleted")
+
+        // A name deleted is free: saved again, it is a new record, and a change after the deletion.
+        let again = try await database.save(makeRecord("Doc", recordName("p", 7), zoneID: plain, ["n": .int64(7)]))
+        #expect(again["n"] as? Int64 == 7)
+        let after = try await database.recordZoneChanges(inZoneWith: plain, since: plainDeletions.end)
+        #expect(after.modificationResultsByID.keys.map(\.recordName) == [recordName("p", 7)] && after.deletions.isEmpty)
     }
 
     static func jobPositionText(_ env: Environment) async throws {

@@ -263,7 +263,11 @@ enum RecordWriteExecutor {
             while next < request.saves.count {
                 next += try saveRun(from: next)
             }
-            let checked = request.recordIDsToDelete.filter { request.deletedRecordTags[$0] != nil }
+            // Deletions each read their stored record where a check needs it (a change tag, an
+            // owner, the roles): an engine with round trips reads them together first.
+            let checked = request.recordIDsToDelete.filter {
+                typeRules.checksDeletes || request.deletedRecordTags[$0] != nil || request.deletedRecordOwners[$0] != nil
+            }
             if checked.count > 1 { try transaction.prefetchStoredRecords(checked) }
             for id in request.recordIDsToDelete {
                 outcome.deleteResults.append(try delete(id))
@@ -582,15 +586,19 @@ enum RecordWriteExecutor {
             guard try capabilities(id.zoneID) != nil else { return .failure(zoneNotFound(id)) }
             // Cascades follow the references their sources chose to hold, as in CloudKit;
             // the roles decide only what the caller deletes itself.
-            if typeRules.checksDeletes, let denied = try typeRules.checkDelete(id, stored: transaction.storedRecord(id), in: transaction) {
-                return .failure(denied)
+            // The stored record, read once for the checks that need it.
+            var read: Record?? = nil
+            if typeRules.checksDeletes {
+                let stored = try transaction.storedRecord(id)
+                read = .some(stored)
+                if let denied = try typeRules.checkDelete(id, stored: stored, in: transaction) { return .failure(denied) }
             }
             // After the roles, so that a refusal reveals no version; the stored record is not
             // handed back, as the caller may not be allowed to read it.
-            if let tag = request.deletedRecordTags[id], let stored = try transaction.storedChangeTag(id), stored != tag {
+            if let tag = request.deletedRecordTags[id], let stored = try read.map({ $0?.recordChangeTag }) ?? transaction.storedChangeTag(id), stored != tag {
                 return .failure(StratusError(.serverRecordChanged, "record '\(id.recordName)' was changed by someone else after it was read (change tag \(tag); the store has \(stored)), so it was not deleted: it may no longer be what was selected", recordID: id))
             }
-            if let owner = request.deletedRecordOwners[id], let stored = try transaction.storedRecord(id)?.jsonExtras.ownerRecordName, stored != owner {
+            if let owner = request.deletedRecordOwners[id], let stored = try (read ?? transaction.storedRecord(id))?.jsonExtras.ownerRecordName, stored != owner {
                 return .failure(StratusError(
                     .invalidArguments,
                     "the deletion of record '\(id.recordName)' comes from zone '\(id.zoneID.zoneName)' of owner '\(owner)', but the store's record of that name came from the zone of that name of owner '\(stored)': both were imported as the current user's zone '\(id.zoneID.zoneName)', and that owner's record is not deleted; import each owner's zones as a user of its own (--user) or into a store of its own",
