@@ -67,8 +67,10 @@ struct StratusCommand {
     /// Parses and runs one command, turning every failure into its message and exit code.
     static func run(_ command: any Command.Type, _ words: [String]) async -> ExitCode {
         let name = command.name
+        var anonymous = false
         do {
             let parsed = try ParsedArguments(words, options: command.allOptions)
+            anonymous = parsed.flag("--anonymous")
             if parsed.flag("--quiet") { isQuiet.store(true, ordering: .relaxed) }
             try StoreFileGuard.check(parsed, options: command.allOptions)
             return try await command.parse(parsed).run()
@@ -85,6 +87,10 @@ struct StratusCommand {
             fail(failure.message, failure.code)
         } catch let error as StratusError where error.code == .internalError || error.code == .badDatabase {
             fail(StoreOptions.namingStores(error.description), ExitCode(for: error))
+        } catch let error as StratusError where error.code == .notAuthenticated && anonymous {
+            // The library's advice is a program's ("open it with a user name"); the tool's
+            // user is told which option to change.
+            fail(StoreOptions.advisingAnonymous(error.description), ExitCode(for: error))
         } catch let error as StratusError {
             fail(error.description, ExitCode(for: error))
         } catch {
