@@ -42,14 +42,17 @@ struct StratusCommand {
         case "help":
             guard let name = words.dropFirst().first, name != "--help", name != "-h" else { printAndExit(Help.overview(commands)) }
             guard let command = command(named: name) else {
-                usageFailure("help: unknown command '\(name)'", pointer: "Run 'stratus --help' for the commands.")
+                usageFailure("help: unknown command '\(name)'" + Suggestion.didYouMean(name, among: commands.map { $0.name }),
+                             pointer: "Run 'stratus --help' for the commands.")
             }
             printAndExit(Help.text(for: command))
         default:
             break
         }
         guard let command = command(named: first) else {
-            usageFailure("unknown command '\(first)'", pointer: "Run 'stratus --help' for the commands.")
+            // `--versoin`, `imprt`: the nearest command, or top-level option, is suggested.
+            let known = commands.map { $0.name } + ["help", "--help", "--version"]
+            usageFailure("unknown command '\(first)'" + Suggestion.didYouMean(first, among: known), pointer: "Run 'stratus --help' for the commands.")
         }
         let rest = Array(words.dropFirst())
         // Help wins over anything else on the line, so that a half-written command shows it.
