@@ -118,7 +118,7 @@ struct HelpCLITests {
             let top = try await cli.run(["--help"]).stdout
             let listed = top.split(separator: "\n").compactMap { line in line.wholeMatch(of: #/  ([a-z]+) +[a-z].*/#).map { String($0.output.1) } }
             #expect(Set(Self.commands).isSubset(of: listed), "\(listed)")
-            for arguments in [["--help"]] + listed.map { [$0, "--help"] } {
+            for arguments in [["--help"]] + listed.map({ [$0, "--help"] }) {
                 let help = try await cli.run(arguments).stdout
                 let long = help.split(separator: "\n").filter { $0.count > 100 }
                 #expect(long.isEmpty, "\(arguments): \(long.map { "\($0.count): \($0.prefix(60))…" })")
