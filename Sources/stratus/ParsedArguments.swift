@@ -40,7 +40,7 @@ struct ParsedArguments {
             }
             let (name, inline) = Self.split(word)
             guard let option = table[name] else {
-                throw UsageError(message: "unknown option \(name)")
+                throw UsageError(message: "unknown option \(name)" + Suggestion.didYouMean(name, among: options.map(\.name)))
             }
             guard option.takesValue else {
                 if inline != nil { throw UsageError(message: "\(name) takes no value") }

@@ -122,20 +122,23 @@ struct SchemaCommand: Command {
                     file.abandon()
                     throw CommandFailure(.cannotCreateOutput, "cannot write \(path): \(error.localizedDescription)")
                 }
-                StratusCommand.log("wrote the \(store.environment) schema (\(Self.describe(schema))) to \(path)")
+                // The file holds Users whether or not the stored schema declares it (SchemaWriter adds it).
+                var written = schema
+                written.includeUsersRecordType()
+                StratusCommand.log("wrote the \(store.environment) schema (\(Self.describe(written, countingUsers: true))) to \(path)")
             } else {
                 try StandardOutput.write(SchemaWriter().data(for: schema))
             }
             return .success
 
         case .importFile(let path):
-            let file = try Self.read(path)
+            let (file, declaresUsers) = try Self.read(path)
             let container = try store.openContainer(.createIfMissing)
             let before = try await container.schema()
             let schema = file.keepingCompoundIndexes(of: before)
             let imported = try await Self.refusingData { try await container.replaceSchema(schema) }
             let changes = before.changes(to: imported)
-            StratusCommand.log("imported \(Self.shown(path)) as the development schema (\(Self.describe(imported))): \(changes.isEmpty ? "no change" : "\(changes.count) change(s)")")
+            StratusCommand.log("imported \(Self.shown(path)) as the development schema (\(Self.describe(file, countingUsers: declaresUsers))): \(changes.isEmpty ? "no change" : "\(changes.count) change(s)")")
             let kept = Self.compoundIndexCount(schema) - Self.compoundIndexCount(file)
             if kept > 0 {
                 StratusCommand.log("kept \(kept) compound index(es) of the stored schema, which the schema language cannot express")
@@ -156,15 +159,15 @@ struct SchemaCommand: Command {
             return .success
 
         case .validate(let path):
-            let schema = try Self.read(path)
+            let (schema, declaresUsers) = try Self.read(path)
             if let container = try Self.existingContainer(store) {
                 try await Self.refusingData { try await container.container(in: .development).checkSchemaReplacement(schema, for: "import \(Self.shown(path))") }
             }
-            StratusCommand.log("\(Self.shown(path)) is valid (\(Self.describe(schema)))")
+            StratusCommand.log("\(Self.shown(path)) is valid (\(Self.describe(schema, countingUsers: declaresUsers)))")
             return .success
 
         case .diff(let path):
-            let schema = try Self.read(path)
+            let schema = try Self.read(path).schema
             let stored = try await store.openContainer(.existing).schema()
             let changes = stored.changes(to: schema.keepingCompoundIndexes(of: stored))
             let output = changes.map { $0.description + "\n" }.joined()
@@ -178,7 +181,7 @@ struct SchemaCommand: Command {
             let deployed = try await Self.refusingData { try await container.deploySchema() }
             let changes = production.changes(to: deployed)
             for change in changes { StratusCommand.log("deployed: \(change)") }
-            StratusCommand.log(changes.isEmpty ? "production already had the development schema" : "deployed \(changes.count) change(s) to production (\(Self.describe(deployed)))")
+            StratusCommand.log(changes.isEmpty ? "production already had the development schema" : "deployed \(changes.count) change(s) to production (\(Self.describe(deployed, countingUsers: false, sayingSo: true)))")
             return .success
 
         case .reset:
@@ -194,8 +197,6 @@ struct SchemaCommand: Command {
         schema.recordTypes.reduce(0) { $0 + $1.compoundIndexes.count }
     }
 
-    /// A schema file, read and checked: exit 66 when it cannot be read, 65 with its line and
-    /// column when it breaks the language or CloudKit's rules.
     /// The store's container when there is a store, `nil` when there is none (an SQLite file
     /// that is not there, a PostgreSQL database without Stratus's tables): validate then checks
     /// the file alone.
@@ -209,12 +210,19 @@ struct SchemaCommand: Command {
         }
     }
 
-    static func read(_ path: String) throws -> ContainerSchema {
+    /// A schema file, read and checked: exit 66 when it cannot be read, 65 with its line and
+    /// column when it breaks the language or CloudKit's rules. `declaresUsers` tells whether the file declares the `Users` type, which the schema has
+    /// either way (CloudKit's containers always have it; hand-written files leave it out).
+    static func read(_ path: String) throws -> (schema: ContainerSchema, declaresUsers: Bool) {
         let data = try readFile(path)
         do {
-            let schema = try SchemaReader().read(data)
+            var reader = SchemaReader()
+            reader.includesUsersRecordType = false
+            var schema = try reader.read(data)
+            let declaresUsers = schema.recordType(ContainerSchema.usersRecordType) != nil
+            schema.includeUsersRecordType()
             try schema.validate()
-            return schema
+            return (schema, declaresUsers)
         } catch let error as StratusError {
             // The reader's messages start with the line and column.
             throw CommandFailure(.dataError, "\(shown(path)):" + (error.line == nil ? " " : "") + error.message)
@@ -259,7 +267,11 @@ struct SchemaCommand: Command {
         }
     }
 
-    static func describe(_ schema: ContainerSchema) -> String {
-        "\(schema.recordTypes.count) record type(s), \(schema.roles.count) role(s)"
+    /// How many record types and roles `schema` declares, for messages: `Users`, which every
+    /// schema has, is counted with `countingUsers` (a file that declares it, as exports do),
+    /// else left out, and said to be with `sayingSo` (`1 record type(s) besides Users`).
+    static func describe(_ schema: ContainerSchema, countingUsers: Bool, sayingSo: Bool = false) -> String {
+        let types = schema.recordTypes.count { countingUsers || $0.recordType != ContainerSchema.usersRecordType }
+        return "\(types) record type(s)\(!countingUsers && sayingSo ? " besides Users" : ""), \(schema.roles.count) role(s)"
     }
 }

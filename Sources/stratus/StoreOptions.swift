@@ -158,6 +158,23 @@ struct StoreOptions {
         return container(identifier: containerIdentifier, engine: engine)
     }
 
+    /// A refusal of a caller who is not signed in (`notAuthenticated` under `--anonymous`), with
+    /// the library's advice to a program (`open it with a user name`) said as the tool's
+    /// options: leave out `--anonymous`, or give `--user`.
+    ///
+    /// ```swift
+    /// StoreOptions.advisingAnonymous("notAuthenticated: the private database needs a signed-in user; this container has none (open it with a user name)")
+    /// // "… the private database needs a signed-in user; --anonymous acts as none (leave out --anonymous, or give --user NAME)"
+    /// ```
+    static func advisingAnonymous(_ message: String) -> String {
+        let advice = "leave out --anonymous, or give --user NAME"
+        for programAdvice in ["this container has none (open it with a user name)", "(open the container with a user name)"] where message.contains(programAdvice) {
+            let replacement = programAdvice.hasPrefix("this container") ? "--anonymous acts as none (\(advice))" : "(\(advice))"
+            return message.replacingOccurrences(of: programAdvice, with: replacement)
+        }
+        return message.contains("signed-in user") ? "\(message) (\(advice))" : message
+    }
+
     /// What makes a store, for the message of a command that needs one that does not exist.
     static let commandsThatMakeAStore = "only import, copy, zones create, schema import, users add and subscriptions create make a new store"
 

@@ -42,14 +42,17 @@ struct StratusCommand {
         case "help":
             guard let name = words.dropFirst().first, name != "--help", name != "-h" else { printAndExit(Help.overview(commands)) }
             guard let command = command(named: name) else {
-                usageFailure("help: unknown command '\(name)'", pointer: "Run 'stratus --help' for the commands.")
+                usageFailure("help: unknown command '\(name)'" + Suggestion.didYouMean(name, among: commands.map { $0.name }),
+                             pointer: "Run 'stratus --help' for the commands.")
             }
             printAndExit(Help.text(for: command))
         default:
             break
         }
         guard let command = command(named: first) else {
-            usageFailure("unknown command '\(first)'", pointer: "Run 'stratus --help' for the commands.")
+            // `--versoin`, `imprt`: the nearest command, or top-level option, is suggested.
+            let known = commands.map { $0.name } + ["help", "--help", "--version"]
+            usageFailure("unknown command '\(first)'" + Suggestion.didYouMean(first, among: known), pointer: "Run 'stratus --help' for the commands.")
         }
         let rest = Array(words.dropFirst())
         // Help wins over anything else on the line, so that a half-written command shows it.
@@ -67,8 +70,10 @@ struct StratusCommand {
     /// Parses and runs one command, turning every failure into its message and exit code.
     static func run(_ command: any Command.Type, _ words: [String]) async -> ExitCode {
         let name = command.name
+        var anonymous = false
         do {
             let parsed = try ParsedArguments(words, options: command.allOptions)
+            anonymous = parsed.flag("--anonymous")
             if parsed.flag("--quiet") { isQuiet.store(true, ordering: .relaxed) }
             try StoreFileGuard.check(parsed, options: command.allOptions)
             return try await command.parse(parsed).run()
@@ -85,6 +90,10 @@ struct StratusCommand {
             fail(failure.message, failure.code)
         } catch let error as StratusError where error.code == .internalError || error.code == .badDatabase {
             fail(StoreOptions.namingStores(error.description), ExitCode(for: error))
+        } catch let error as StratusError where error.code == .notAuthenticated && anonymous {
+            // The library's advice is a program's ("open it with a user name"); the tool's
+            // user is told which option to change.
+            fail(StoreOptions.advisingAnonymous(error.description), ExitCode(for: error))
         } catch let error as StratusError {
             fail(error.description, ExitCode(for: error))
         } catch {

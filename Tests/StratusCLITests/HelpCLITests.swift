@@ -191,6 +191,26 @@ struct HelpCLITests {
         }
     }
 
+    @Test("a mistyped option or command is answered with the nearest known one, on the one usage line; a word near none gets no guess")
+    func mistypedNamesGetASuggestion() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            let cases: [(arguments: [String], lines: [String])] = [
+                (["count", "--stor", "x"], ["stratus: count: unknown option --stor; did you mean --store?", "Run 'stratus count --help' for usage."]),
+                (["count", "--type", "Note", "--jsno"], ["stratus: count: unknown option --jsno; did you mean --json?", "Run 'stratus count --help' for usage."]),
+                (["export", "--outptu=x"], ["stratus: export: unknown option --outptu; did you mean --output?", "Run 'stratus export --help' for usage."]),
+                (["--versoin"], ["stratus: unknown command '--versoin'; did you mean --version?", "Run 'stratus --help' for the commands."]),
+                (["imprt"], ["stratus: unknown command 'imprt'; did you mean import?", "Run 'stratus --help' for the commands."]),
+                (["help", "qurey"], ["stratus: help: unknown command 'qurey'; did you mean query?", "Run 'stratus --help' for the commands."]),
+                (["count", "--not-an-option"], ["stratus: count: unknown option --not-an-option", "Run 'stratus count --help' for usage."]),
+            ]
+            for (arguments, lines) in cases {
+                let result = try await cli.run(arguments)
+                #expect(result.exitCode == 64 && result.stdout.isEmpty && result.stderrLines == lines, "\(result)")
+            }
+        }
+    }
+
     @Test("a setting that came from the environment is named as the variable, not as an option the user never typed")
     func settingsFromTheEnvironmentAreNamedSo() async throws {
         try await TemporaryStore.with { store in

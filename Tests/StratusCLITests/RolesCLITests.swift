@@ -106,6 +106,22 @@ struct RolesCLITests {
         }
     }
 
+    @Test("--anonymous with the private or shared database is refused (77) saying to leave out --anonymous or give --user, not the Swift API's advice", arguments: TestEngine.all)
+    func anonymousPrivateDatabaseSaysWhichOption(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            try await cli.createStore()
+            for (arguments, database) in [(["count", "--type", "Note"], "private"), (["query", "--type", "Note"], "shared"), (["zones", "list"], "private")] {
+                let refused = try await cli.run(arguments + ["--anonymous", "--database", database])
+                #expect(refused.exitCode == 77 && refused.stdout.isEmpty, "\(refused)")
+                #expect(refused.stderr.contains("the \(database) database needs a signed-in user") && refused.stderr.contains("leave out --anonymous, or give --user NAME"), "\(refused)")
+                #expect(!refused.stderr.contains("open it with a user name") && !refused.stderr.contains("this container"), "no Swift API wording: \(refused)")
+            }
+            let signedIn = try await cli.run(["count", "--type", "Note", "--database", "private"])
+            #expect(signedIn.exitCode == 0 && signedIn.stdout == "0\n", "\(signedIn)")
+        }
+    }
+
     @Test("the role matrix item by item: create, read, change and delete as creator, other user, moderator and no user", arguments: TestEngine.all)
     func roleMatrix(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

@@ -53,6 +53,29 @@ struct SchemaCLITests {
         }
     }
 
+    @Test("schema validate and import count the record types a file declares: Users only when the file declares it, as exports do")
+    func countsWhatTheFileDeclares() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fixtures/ckdb")
+            let cases: [(path: String, counts: String)] = [
+                (try cli.file("one.ckdb", "DEFINE SCHEMA\n    RECORD TYPE Note (title STRING);\n"), "(1 record type(s), 0 role(s))"),
+                (try cli.file("forum.ckdb", Self.forum), "(2 record type(s), 1 role(s))"),
+                // An export: nine types and the Users type CloudKit always writes.
+                (fixtures.appendingPathComponent("01-Dispatch.ckdb").path, "(10 record type(s), 1 role(s))"),
+            ]
+            for (path, counts) in cases {
+                let valid = try await cli.run(["schema", "validate", path])
+                #expect(valid.exitCode == 0 && valid.stderr == "stratus: \(path) is valid \(counts)\n", "\(valid)")
+            }
+            let imported = try await cli.run(["schema", "import", cases[0].path])
+            #expect(imported.exitCode == 0 && imported.stderr.contains("as the development schema (1 record type(s), 0 role(s))"), "\(imported)")
+            let exported = try await cli.run(["schema", "export", "--output", store.path("out.ckdb")])
+            #expect(exported.exitCode == 0 && exported.stderr.contains("(2 record type(s), 0 role(s))"), "the export writes Note and Users: \(exported)")
+            #expect(cli.read(store.path("out.ckdb"))?.contains("RECORD TYPE Users (") == true)
+        }
+    }
+
     @Test("schema export prints the environment's schema, or writes it to --output; a missing store is exit 66", arguments: TestEngine.all)
     func export(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

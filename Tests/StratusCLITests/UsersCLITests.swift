@@ -100,6 +100,35 @@ struct UsersCLITests {
         }
     }
 
+    @Test("schema reset by a member of the row-level security group is refused (77) saying a reset is the tables' owner's, and deletes nothing")
+    func resetByMemberIsTheOwnersJob() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: .postgres)
+            try await cli.createStore()
+            let suffix = String(UInt32.random(in: 0...UInt32.max), radix: 36)
+            let (group, erin) = ("reset_users_\(suffix)", "reset_erin_\(suffix)")
+            let admin = try PostgresConnection(url: cli.storePath)
+            try admin.executeScript("CREATE ROLE \(group) NOLOGIN; CREATE ROLE \(erin) LOGIN IN ROLE \(group);")
+            defer { try? admin.executeScript("DROP OWNED BY \(erin), \(group); DROP ROLE IF EXISTS \(erin), \(group)") }
+            #expect(try await cli.run(["users", "row-security", "--group", group]).exitCode == 0)
+            #expect(try await cli.run(["users", "add", erin]).exitCode == 0)
+            let noUser = ["STRATUS_USER": ""]
+            let url = try PostgresConnectionString.replacing(["user": erin], in: cli.storePath)
+            // The owner's records and erin's own, in a development schema that has a type production lacks.
+            #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(2)).exitCode == 0)
+            #expect(try await cli.run(["import", "--quiet", "--store", url], stdin: Input.notes(1, prefix: "e"), environment: noUser).exitCode == 0)
+
+            let refused = try await cli.run(["schema", "reset", "--yes", "--store", url], environment: noUser)
+            #expect(refused.exitCode == 77 && refused.stdout.isEmpty, "\(refused)")
+            #expect(refused.stderr.contains("which is the job of the role that owns the store's tables") && refused.stderr.contains("role \(erin) is bound by row-level security"), "\(refused)")
+            #expect(!refused.stderr.contains("permission denied for table"), "not only the server's words: \(refused)")
+            #expect(try await cli.count("Note") == 3, "nothing deleted")
+            let byOwner = try await cli.run(["schema", "reset", "--yes"])
+            #expect(byOwner.exitCode == 0, "\(byOwner)")
+            #expect(try await cli.count("Note") == 0)
+        }
+    }
+
     @Test("an administrator's mistakes say what to do: a member without a directory entry, a role outside the group (granted the tables or not), a group that does not exist, row-security for a second group, a port that is no number")
     func administratorMistakes() async throws {
         try await TemporaryStore.with { store in

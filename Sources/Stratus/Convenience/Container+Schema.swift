@@ -178,11 +178,19 @@ extension Container {
     /// try await container.resetDevelopmentEnvironment()
     /// ```
     ///
-    /// - Throws: store errors.
+    /// - Throws: `permissionFailure` when the engine's connection reaches only some of the
+    ///   store's rows (a PostgreSQL role bound by row-level security): a reset deletes every
+    ///   user's rows and changes the schema, the job of the role that owns the store's tables;
+    ///   store errors.
     public func resetDevelopmentEnvironment() async throws {
         let developmentKey = Environment.development.storageContainer(for: identifier)
         let productionKey = Environment.production.storageContainer(for: identifier)
         try await publicCloudDatabase.perform { engine, _ in
+            // Asked first: such a role would otherwise be refused halfway with only the server's
+            // "permission denied for table record_types", or delete only the rows it reaches.
+            if let limit = try (engine as? any RowAccessReporting)?.rowAccessLimit() {
+                throw StratusError(.permissionFailure, "resetting the development environment deletes every user's records and zones, which is the job of the role that owns the store's tables: \(limit)")
+            }
             // Production is read by the reset's own transaction: a deploy committing meanwhile
             // would otherwise leave development without what it gave production.
             try engine.resetEnvironment(storageContainer: developmentKey, toSchemaOf: productionKey)
