@@ -11,6 +11,7 @@ extension EngineConformance {
         TestCase("the field data limit counts each list element, empty ones too: a record at it is stored, one past it is limitExceeded", listElementsCountAgainstTheLimit),
         TestCase("changedKeys() and allKeys()", changedAndAllKeys),
         TestCase("a request that does not want the saved records still stores their system fields and reports each kind", savesWithoutSavedRecords),
+        TestCase("a .changedKeys or .allKeys save of the values already stored is a new version, as each CloudKit save is; the same with a writeMode is unchanged", savePoliciesAlwaysWriteAVersion),
         TestCase("new records around an existing one and a repeated name: kinds in order, the last write wins, each change once; again, nothing changes", newRecordsInBulk),
         TestCase("a request of many replacements, deletions and new records among many declared indexes: every record, index and change as written one by one; an atomic one that fails leaves nothing", manyWritesAmongIndexes),
     ]
@@ -95,6 +96,28 @@ extension EngineConformance {
         // The same request again changes nothing, and says so.
         let again = try await TestDatabase.saveKinds(records, in: database, writeMode: .forceUpdate, wantsSavedRecords: false)
         #expect(again == Array(repeating: .unchanged, count: 5))
+    }
+
+    static func savePoliciesAlwaysWriteAVersion(_ env: Environment) async throws {
+        let database = env.container().publicCloudDatabase
+        let stored = try await database.save(makeRecord("Doc", "same", ["v": .int64(1)]))
+        var tag = try #require(stored.recordChangeTag)
+        var token = try await database.recordZoneChanges(inZoneWith: .default, since: nil).changeToken
+        // Sync code re-sends a record object it built, not the one the store answered, holding
+        // the stored values (CloudSync's upload buffer, ported in CloudKitStyleTests).
+        for policy in [ModifyRecordsOperation.SavePolicy.changedKeys, .allKeys] {
+            let results = try await database.modifyRecords(saving: [makeRecord("Doc", "same", ["v": .int64(1)])], deleting: [], savePolicy: policy)
+            let saved = try #require(try results.saveResults[stored.recordID]?.get())
+            #expect(saved.recordChangeTag != tag, "\(policy): a new change tag")
+            #expect(try await database.record(for: stored.recordID).recordChangeTag == saved.recordChangeTag)
+            let changes = try await database.recordZoneChanges(inZoneWith: .default, since: token)
+            #expect(changes.modificationResultsByID.keys.map(\.recordName) == ["same"], "\(policy): a change other devices fetch")
+            tag = try #require(saved.recordChangeTag)
+            token = changes.changeToken
+        }
+        // An operation type (imports, `stratus update`) leaves such a record as it is.
+        #expect(try await TestDatabase.saveKinds([makeRecord("Doc", "same", ["v": .int64(1)])], in: database, writeMode: .forceUpdate) == [.unchanged])
+        #expect(try await database.record(for: stored.recordID).recordChangeTag == tag)
     }
 
     static func systemFieldsFollowSaves(_ env: Environment) async throws {

@@ -13,14 +13,14 @@ public final class Database: Sendable {
     /// Which database of a container.
     ///
     /// It prints as its case's name (`"\(scope)"` is `private`) but, as `CKDatabase.Scope`, is
-    /// not `CustomStringConvertible`: apps make it so themselves
-    /// (`extension CKDatabase.Scope: CustomStringConvertible`), and their `description` must be
-    /// the one their logs print.
+    /// neither `CustomStringConvertible` nor `Codable`: apps make it so themselves
+    /// (`extension CKDatabase.Scope: CustomStringConvertible`, `…: Codable`), and their
+    /// `description` must be the one their logs print.
     ///
     /// ```swift
     /// let notes = container.database(with: .private)
     /// ```
-    public enum Scope: Int, Hashable, Sendable, Codable {
+    public enum Scope: Int, Hashable, Sendable {
         /// Everyone's records.
         case `public` = 1
         /// The current user's own records; other users never see them.

@@ -59,6 +59,27 @@ public final class StoreCopier: Sendable {
             zoneOwnerName = zone.ownerName
         }
 
+        private enum CodingKeys: String, CodingKey {
+            case containerIdentifier, environment, scope, owner, zoneName, zoneOwnerName
+        }
+
+        /// Encodes the key, its scope as the scope's raw value.
+        ///
+        /// ```swift
+        /// let data = try JSONEncoder().encode(key)
+        /// ```
+        ///
+        /// - Throws: what the encoder throws.
+        public func encode(to encoder: any Encoder) throws {
+            var values = encoder.container(keyedBy: CodingKeys.self)
+            try values.encode(containerIdentifier, forKey: .containerIdentifier)
+            try values.encode(environment, forKey: .environment)
+            try values.encode(scope, forKey: .scope)
+            try values.encode(owner, forKey: .owner)
+            try values.encode(zoneName, forKey: .zoneName)
+            try values.encode(zoneOwnerName, forKey: .zoneOwnerName)
+        }
+
         /// Decodes a key; a key without an environment (written before environments) is
         /// development's.
         public init(from decoder: any Decoder) throws {

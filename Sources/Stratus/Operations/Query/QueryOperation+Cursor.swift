@@ -47,6 +47,49 @@ public final class QueryCursor: NSObject, Codable, Sendable {
     /// Cursors of Stratus versions whose positions held the SQL values a store compared.
     static let olderPrefixes = ["stc1_"]
 
+    private enum CodingKeys: String, CodingKey {
+        case query, containerIdentifier, databaseScope, environment, storeIdentifier, owner, position, zoneWide
+    }
+
+    /// Decodes a cursor that ``encode(to:)`` wrote.
+    ///
+    /// ```swift
+    /// let cursor = try JSONDecoder().decode(QueryCursor.self, from: data)
+    /// ```
+    ///
+    /// - Throws: `DecodingError` for data that is no cursor.
+    public init(from decoder: any Decoder) throws {
+        let values = try decoder.container(keyedBy: CodingKeys.self)
+        query = try values.decode(CompiledQuery.self, forKey: .query)
+        containerIdentifier = try values.decode(String.self, forKey: .containerIdentifier)
+        databaseScope = try values.decode(Database.Scope.self, forKey: .databaseScope)
+        environment = try values.decodeIfPresent(Container.Environment.self, forKey: .environment)
+        storeIdentifier = try values.decode(String.self, forKey: .storeIdentifier)
+        owner = try values.decodeIfPresent(String.self, forKey: .owner)
+        position = try values.decode(QueryPosition.self, forKey: .position)
+        zoneWide = try values.decodeIfPresent(ZoneWidePosition.self, forKey: .zoneWide)
+        super.init()
+    }
+
+    /// Encodes the cursor, its scope as the scope's raw value.
+    ///
+    /// ```swift
+    /// let data = try JSONEncoder().encode(cursor)
+    /// ```
+    ///
+    /// - Throws: what the encoder throws.
+    public func encode(to encoder: any Encoder) throws {
+        var values = encoder.container(keyedBy: CodingKeys.self)
+        try values.encode(query, forKey: .query)
+        try values.encode(containerIdentifier, forKey: .containerIdentifier)
+        try values.encode(databaseScope, forKey: .databaseScope)
+        try values.encodeIfPresent(environment, forKey: .environment)
+        try values.encode(storeIdentifier, forKey: .storeIdentifier)
+        try values.encodeIfPresent(owner, forKey: .owner)
+        try values.encode(position, forKey: .position)
+        try values.encodeIfPresent(zoneWide, forKey: .zoneWide)
+    }
+
     init(query: CompiledQuery, context: DatabaseContext, storeIdentifier: String, position: QueryPosition, zoneWide: ZoneWidePosition? = nil) {
         var query = query
         query.desiredKeys = nil

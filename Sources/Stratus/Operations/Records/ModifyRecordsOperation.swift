@@ -875,6 +875,10 @@ open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, 
                                         || modifyRecordsCompletionBlock != nil || recordOutput.hasConsumers)
         request.writesSystemRecords = writesSystemRecords
         request.keepsGivenVersion = keepsGivenVersion
+        // CloudKit's documented rule for its save policies: "Every time CloudKit saves a record,
+        // the server updates the record's change token". Operation types and restores keep
+        // re-running an import a no-op.
+        request.writesUnchangedRecords = writeMode == nil && !preservesSystemFields
         // The executor looks deletions up by ID: owners of other batches' deletions do no harm.
         request.deletedRecordOwners = deletedRecordOwners
         request.simulation = simulation

@@ -12,6 +12,12 @@ struct ModifyRequest: Sendable {
     /// only where the store's copy lacked something (asset content attached), so they keep their
     /// change tag and what their JSON left out even where their values change.
     var keepsGivenVersion = false
+    /// When true, a save that sends keys but would leave a record as the store holds it is still
+    /// a new version (new change tag and modification date, a change in the zone's feed), as
+    /// every save through CloudKit's save policies is; when false (a `writeMode`, a restore), such
+    /// a save in a mode that does not check change tags writes nothing and is
+    /// ``RecordWriteKind/unchanged``.
+    var writesUnchangedRecords = false
     /// When true, nothing is written if any item fails (in zones with the atomic capability).
     var isAtomic: Bool
     /// When false, nobody looks at the stored records: a successful save's result may carry
@@ -407,7 +413,8 @@ enum RecordWriteExecutor {
                 // records others created is not refused (and a refusal reveals no conflict),
                 // when the caller may read them.
                 if let existing, try typeRules.mayRead(existing, in: transaction) {
-                    if case .success(let same) = RecordWriteRules.resolve(save, existing: existing, mode: request.writeMode, preservingSystemFields: request.preservesSystemFields, context: context, now: now),
+                    if case .success(let same) = RecordWriteRules.resolve(save, existing: existing, mode: request.writeMode, preservingSystemFields: request.preservesSystemFields,
+                                                                                 writingUnchanged: request.writesUnchangedRecords, context: context, now: now),
                        same.kind == .unchanged {
                         return .success((existing, .unchanged))
                     }
@@ -431,7 +438,7 @@ enum RecordWriteExecutor {
             let readsStored = try existing.map { try typeRules.mayRead($0, in: transaction) } ?? true
             var resolution: RecordWriteRules.Resolution
             switch RecordWriteRules.resolve(save, existing: existing, mode: request.writeMode, preservingSystemFields: request.preservesSystemFields,
-                                            keepingGivenVersion: request.keepsGivenVersion,
+                                            keepingGivenVersion: request.keepsGivenVersion, writingUnchanged: request.writesUnchangedRecords,
                                             newRecordCreator: typeRules.systemCreator(of: save), context: context, now: now) {
             case .success(let resolved): resolution = resolved
             case .failure(var error):

@@ -110,13 +110,14 @@ enum RecordWriteRules {
     /// forceReplace) keep the creation and modification dates, users and change tag the
     /// incoming record carries, so that a restored export is identical to its source.
     /// In those modes a save that would change nothing is ``RecordWriteKind/unchanged`` and
-    /// is not written.
+    /// is not written, unless `writingUnchanged` (a save through CloudKit's save policies, each
+    /// of which CloudKit makes a new version) and the save sends keys.
     ///
     /// `newRecordCreator` is the creator of a new record whose creator the save does not keep
     /// (the caller when `nil`): the user a system record is made for.
     static func resolve(
         _ save: PreparedSave, existing: Record?, mode: RecordWriteMode, preservingSystemFields: Bool = false, keepingGivenVersion: Bool = false,
-        newRecordCreator: Record.ID? = nil, context: DatabaseContext, now: Date
+        writingUnchanged: Bool = false, newRecordCreator: Record.ID? = nil, context: DatabaseContext, now: Date
     ) -> Result<Resolution, StratusError> {
         let incoming = save.record
         let name = incoming.recordID.recordName
@@ -200,7 +201,9 @@ enum RecordWriteRules {
         // A forced write that changes nothing is not written, so re-running an import is a
         // no-op (no new change tag, no change to sync). When the input carries system fields
         // that are kept, they must match too.
-        if !mode.checksChangeTag, let existing, existing.fieldValues == fields, existing.parent == parent,
+        // A save through a save policy that sends keys is a new version even with the stored
+        // values; one that sends none (`.changedKeys`, nothing changed) has nothing to write.
+        if !mode.checksChangeTag, !writingUnchanged || save.changedKeys.isEmpty, let existing, existing.fieldValues == fields, existing.parent == parent,
            existing.encryptedKeys == encrypted, withoutAbsentVersion(existing.jsonExtras) == withoutAbsentVersion(extras),
            !keep || isStoredVersion(given, of: existing, fields: fields, encryptedKeys: encrypted) {
             return .success(Resolution(kind: .unchanged, systemFields: existing.systemFields, fields: fields, encryptedKeys: encrypted, parent: parent,
