@@ -84,6 +84,8 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
     private var deferredDeletes: [(zoneRow: Int64, recordName: String, recordType: String, sequence: Int64)] = []
     /// The most deletions deferred before they are written.
     static let maximumDeferredDeletes = 1_000
+    /// The most row versions deferred before they are written.
+    static let maximumDeferredUpdates = 1_000
     /// The keys of ``written`` whose update is deferred, in the order first deferred (a key
     /// may stay here after a write of all its columns: ``WrittenRow/deferred`` says).
     private var deferredKeys: [PrefetchKey] = []
@@ -107,6 +109,8 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
         /// Whether rows of the zone have `.deleteSelf` references or name asset content (rows
         /// of `refs` or `asset_refs`), asked once (``updateStoredRecord(_:)``).
         var hasDerivedReferences: Bool?
+        /// Whether rows of the zone have words in `record_tokens`, asked once.
+        var hasWords: Bool?
     }
 
     init(engine: PostgresEngine, connection: PostgresConnection, context: DatabaseContext, now: Date, copiesNewRecords: Bool = false) {
@@ -160,6 +164,13 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
             SELECT 1 FROM refs WHERE zone_id = $1 UNION ALL SELECT 1 FROM asset_refs WHERE zone_id = $1 LIMIT 1
             """, [.int64(states[zone].row)]).isEmpty
         states[zone].hasDerivedReferences = found
+        return found
+    }
+
+    private func hasWords(_ zone: Int) throws -> Bool {
+        if let known = states[zone].hasWords { return known }
+        let found = try !connection.query("SELECT 1 FROM record_tokens WHERE zone_id = $1 LIMIT 1", [.int64(states[zone].row)]).isEmpty
+        states[zone].hasWords = found
         return found
     }
 
@@ -443,6 +454,15 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
             }
             // The write below replaces every column: a deferred version is not written.
             written[key] = nil
+        }
+        // A stored row replaced by one with nothing beside it, in a zone where no row has
+        // anything beside it (no .deleteSelf references, asset references or words): only its
+        // columns change, written with others in one statement (a re-run import's common case).
+        if replacing, try isPlain(row), try rowsAreRoleOwn(), try !hasDerivedReferences(zone), try !hasWords(zone) {
+            written[key] = WrittenRow(row: row, sequence: nextSequence(zone), deferred: true)
+            deferredKeys.append(key)
+            if deferredKeys.count >= Self.maximumDeferredUpdates { try writeDeferredUpdates() }
+            return
         }
         let system = row.systemFields
         let (document, exactDocument) = Self.documents(of: row)
@@ -762,11 +782,17 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
         deferredKeys = []
         let count = zoneRows.count
         guard count > 0 else { return }
+        // A stored row replaced here may have left a tombstone of an earlier deletion behind.
         let changed = try connection.execute("""
+            WITH u AS (
+                SELECT * FROM unnest($1::int8[], $2::text[], $3::text[], $4::float8[], $5::text[], $6::float8[], $7::text[], $8::text[], $9::int8[], $10::text[], $11::text[], $12::text[])
+                    AS u(z, n, t, ca, cb, ma, mb, tag, seq, doc, ex, p)
+            ), old_tombstones AS (
+                DELETE FROM tombstones AS b USING u WHERE b.zone_id = u.z AND b.record_name = u.n
+            )
             UPDATE records AS r SET record_type = u.t, created_at = u.ca, created_by = u.cb, modified_at = u.ma, modified_by = u.mb,
                 change_tag = u.tag, change_seq = u.seq, fields = u.doc::jsonb, exact_fields = u.ex, parent_name = u.p
-            FROM unnest($1::int8[], $2::text[], $3::text[], $4::float8[], $5::text[], $6::float8[], $7::text[], $8::text[], $9::int8[], $10::text[], $11::text[], $12::text[])
-                AS u(z, n, t, ca, cb, ma, mb, tag, seq, doc, ex, p)
+            FROM u
             WHERE r.zone_id = u.z AND r.record_name = u.n
             """, [.int64Array(zoneRows)] + columns.parameters + [.textArray(parents)])
         // Each row was written by this transaction, under its zone's lock, by a role no policy binds.

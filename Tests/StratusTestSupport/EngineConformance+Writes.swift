@@ -329,7 +329,67 @@ extension EngineConformance {
         TestCase("atomic batch with an invalid record writes nothing", atomicBatchWithInvalidRecord),
         TestCase("atomic batch with a conflicting record writes and deletes nothing", atomicBatchWithConflict),
         TestCase("non-atomic batch writes the other records and reports partialFailure", nonAtomicBatch),
+        TestCase("stored records saved again as an import saves them (forceReplace): unchanged ones write nothing, changed ones are replaced, each one change in order; a name deleted earlier leaves no tombstone once saved again", replacingStoredRecordsInBulk),
     ]
+
+    static func replacingStoredRecordsInBulk(_ env: Environment) async throws {
+        let database = env.container().privateCloudDatabase
+        let zone = RecordZone.ID(zoneName: "Rerun")
+        _ = try await database.modifyRecordZones(saving: [RecordZone(zoneID: zone)], deleting: [])
+        func records(_ title: (Int) -> String) -> [Record] {
+            makeRecords("Row", count: 1_200, prefix: "row", zoneID: zone) { ["title": .string(title($0)), "n": .int64(Int64($0))] }
+        }
+        func save(_ records: [Record]) async throws -> [Record.ID: RecordWriteKind] {
+            let operation = ModifyRecordsOperation(recordsToSave: records)
+            operation.writeMode = .forceReplace
+            operation.isAtomic = false
+            let kinds = Box<[Record.ID: RecordWriteKind]>([:])
+            operation.perRecordWriteKindBlock = { id, kind in kinds.value[id] = kind }
+            let final = Box<Result<Void, any Error>?>(nil)
+            operation.modifyRecordsResultBlock = { final.value = $0 }
+            await run(operation, on: database)
+            if case .failure(let error)? = final.value { Issue.record("\(error)") }
+            return kinds.value
+        }
+        func changes(since start: ServerChangeToken?) async throws -> (names: [String], deleted: [String], end: ServerChangeToken?) {
+            var token = start, more = true, names: [String] = [], deleted: [String] = []
+            while more {
+                let batch = try await database.recordZoneChanges(inZoneWith: zone, since: token, resultsLimit: 300)
+                names += batch.modificationResultsByID.keys.map(\.recordName)
+                deleted += batch.deletions.map(\.recordID.recordName)
+                token = batch.changeToken
+                more = batch.moreComing
+            }
+            return (names, deleted, token)
+        }
+        // Row 7 is deleted first: its tombstone must go when it is saved again.
+        _ = try await save(records { "first \($0)" })
+        _ = try await database.modifyRecords(saving: [], deleting: [Record.ID(recordName: recordName("row", 7), zoneID: zone)])
+        let afterFirst = try await changes(since: nil)
+        #expect(afterFirst.deleted == [recordName("row", 7)])
+
+        let unchanged = try await save(records { "first \($0)" })
+        #expect(unchanged.count == 1_200)
+        #expect(unchanged.filter { $0.value != .unchanged }.map(\.key.recordName) == [recordName("row", 7)], "only the deleted row is written again")
+        let afterUnchanged = try await changes(since: afterFirst.end)
+        #expect(afterUnchanged.names == [recordName("row", 7)] && afterUnchanged.deleted.isEmpty)
+
+        // Every other row changed: each replaced, each one change.
+        let changed = try await save(records { $0 % 2 == 0 ? "second \($0)" : "first \($0)" })
+        #expect(changed.filter { $0.value != .unchanged }.count == 600)
+        let afterChanged = try await changes(since: afterUnchanged.end)
+        #expect(Set(afterChanged.names) == Set((0..<1_200).filter { $0 % 2 == 0 }.map { recordName("row", $0) }) && afterChanged.names.count == 600)
+        #expect(afterChanged.deleted.isEmpty)
+        let stored = try await TestDatabase.queryAll(Query(recordType: "Row"), in: database, zoneID: zone)
+        #expect(stored.count == 1_200)
+        for record in stored {
+            let number = Int(record.recordID.recordName.dropFirst(4))!
+            #expect(record["title"] as? String == (number % 2 == 0 ? "second \(number)" : "first \(number)"), "\(record.recordID.recordName)")
+        }
+        // The whole history, read again from the start, names each row once and no deletion.
+        let history = try await changes(since: nil)
+        #expect(history.names.count == 1_200 && Set(history.names).count == 1_200 && history.deleted.isEmpty)
+    }
 
     /// What a ``ModifyRecordsOperation`` reported.
     struct ModifyReport: Sendable {

@@ -346,7 +346,13 @@ enum RecordWriteExecutor {
                     notifier?.saved(row.recordID, recordType: row.recordType, system: row.systemFields, fields: row.fields, parent: row.parent, created: true)
                     outcome.saveResults.append(.success((request.returnsSavedRecords ? resolutions[offset].record(for: save) : save.record, .created)))
                 } else {
-                    newRunConflicted = true
+                    if !newRunConflicted {
+                        // A re-run import: the rest of the request names stored records, each
+                        // read the general way; an engine with round trips reads them together.
+                        newRunConflicted = true
+                        let rest = saves[(start + offset)...].map(\.recordID)
+                        if rest.count > 1 { try transaction.prefetchStoredRecords(rest) }
+                    }
                     outcome.saveResults.append(try self.save(save))
                 }
             }
