@@ -823,6 +823,8 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
     private func replaceWords(of row: RecordRow, zone: Int, isNew: Bool, clearing: Bool = true) throws {
         let fields = try searchableFields(row.recordType)
         guard !fields.isEmpty || (!isNew && clearing) else { return }
+        // A later replacement of this row must clear its words: the zone has words now.
+        if !fields.isEmpty { states[zone].hasWords = true }
         try engine.replaceTokens(zoneRow: states[zone].row, owner: context.storageOwner, recordName: row.recordID.recordName, fields: row.fields, searchable: fields,
                                  clearing: clearing, on: connection)
     }
