@@ -4,18 +4,27 @@ import Foundation
 // `extension CKDatabase.Scope: Codable` then ports without a warning. Stratus's own tokens,
 // cursors and copy keys write a scope as its raw value, which is what the conformance wrote.
 
-extension KeyedEncodingContainer {
-    mutating func encode(_ scope: Database.Scope, forKey key: Key) throws {
-        try encode(scope.rawValue, forKey: key)
-    }
-}
+extension Database.Scope {
+    /// The scope as Stratus's tokens, cursors and copy keys store it: its raw value, as the
+    /// conformance of earlier versions wrote it. A type stores this and lists it in its
+    /// `CodingKeys` under its own name, so that its `Codable` conformance is still synthesized.
+    struct Coded: Codable, Hashable, Sendable {
+        let scope: Database.Scope
 
-extension KeyedDecodingContainer {
-    func decode(_ type: Database.Scope.Type, forKey key: Key) throws -> Database.Scope {
-        let rawValue = try decode(Int.self, forKey: key)
-        guard let scope = Database.Scope(rawValue: rawValue) else {
-            throw DecodingError.dataCorruptedError(forKey: key, in: self, debugDescription: "no database scope has the raw value \(rawValue)")
+        init(_ scope: Database.Scope) { self.scope = scope }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.singleValueContainer()
+            let rawValue = try container.decode(Int.self)
+            guard let scope = Database.Scope(rawValue: rawValue) else {
+                throw DecodingError.dataCorruptedError(in: container, debugDescription: "no database scope has the raw value \(rawValue)")
+            }
+            self.scope = scope
         }
-        return scope
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            try container.encode(scope.rawValue)
+        }
     }
 }

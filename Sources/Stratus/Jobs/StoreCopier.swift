@@ -36,7 +36,11 @@ public final class StoreCopier: Sendable {
         /// The container's environment whose data holds the zone.
         public var environment: Container.Environment
         /// Which of the container's databases holds the zone.
-        public var scope: Database.Scope
+        public var scope: Database.Scope {
+            get { codedScope.scope }
+            set { codedScope = Database.Scope.Coded(newValue) }
+        }
+        private var codedScope: Database.Scope.Coded
         /// The user record name of the user whose private or shared database holds the zone;
         /// empty for the public one.
         public var owner: String
@@ -53,31 +57,14 @@ public final class StoreCopier: Sendable {
         public init(database: StoreInventory.DatabaseEntry, zone: RecordZone.ID) {
             containerIdentifier = database.containerIdentifier
             environment = database.environment
-            scope = database.scope
+            codedScope = Database.Scope.Coded(database.scope)
             owner = database.owner
             zoneName = zone.zoneName
             zoneOwnerName = zone.ownerName
         }
 
         private enum CodingKeys: String, CodingKey {
-            case containerIdentifier, environment, scope, owner, zoneName, zoneOwnerName
-        }
-
-        /// Encodes the key, its scope as the scope's raw value.
-        ///
-        /// ```swift
-        /// let data = try JSONEncoder().encode(key)
-        /// ```
-        ///
-        /// - Throws: what the encoder throws.
-        public func encode(to encoder: any Encoder) throws {
-            var values = encoder.container(keyedBy: CodingKeys.self)
-            try values.encode(containerIdentifier, forKey: .containerIdentifier)
-            try values.encode(environment, forKey: .environment)
-            try values.encode(scope, forKey: .scope)
-            try values.encode(owner, forKey: .owner)
-            try values.encode(zoneName, forKey: .zoneName)
-            try values.encode(zoneOwnerName, forKey: .zoneOwnerName)
+            case containerIdentifier, environment, codedScope = "scope", owner, zoneName, zoneOwnerName
         }
 
         /// Decodes a key; a key without an environment (written before environments) is
@@ -86,7 +73,7 @@ public final class StoreCopier: Sendable {
             let values = try decoder.container(keyedBy: CodingKeys.self)
             containerIdentifier = try values.decode(String.self, forKey: .containerIdentifier)
             environment = try values.decodeIfPresent(Container.Environment.self, forKey: .environment) ?? .development
-            scope = try values.decode(Database.Scope.self, forKey: .scope)
+            codedScope = try values.decode(Database.Scope.Coded.self, forKey: .codedScope)
             owner = try values.decode(String.self, forKey: .owner)
             zoneName = try values.decode(String.self, forKey: .zoneName)
             zoneOwnerName = try values.decode(String.self, forKey: .zoneOwnerName)

@@ -29,7 +29,8 @@ public final class ServerChangeToken: NSObject, Codable, Sendable {
     /// The container whose changes the token follows.
     public let containerIdentifier: String
     /// The database whose changes the token follows.
-    public let databaseScope: Database.Scope
+    public var databaseScope: Database.Scope { codedScope.scope }
+    private let codedScope: Database.Scope.Coded
     /// Whose database: empty for the public database, the user's record name otherwise (the
     /// login name in tokens of versions before user record names).
     let owner: String
@@ -55,53 +56,12 @@ public final class ServerChangeToken: NSObject, Codable, Sendable {
     static let prefix = "stk1_"
 
     private enum CodingKeys: String, CodingKey {
-        case containerIdentifier, databaseScope, owner, environment, zoneID, position, notificationFeed, freshThrough, readThrough
-    }
-
-    /// Decodes a token that ``encode(to:)`` wrote.
-    ///
-    /// ```swift
-    /// let token = try JSONDecoder().decode(ServerChangeToken.self, from: data)
-    /// ```
-    ///
-    /// - Throws: `DecodingError` for data that is no token.
-    public init(from decoder: any Decoder) throws {
-        let values = try decoder.container(keyedBy: CodingKeys.self)
-        containerIdentifier = try values.decode(String.self, forKey: .containerIdentifier)
-        databaseScope = try values.decode(Database.Scope.self, forKey: .databaseScope)
-        owner = try values.decode(String.self, forKey: .owner)
-        environment = try values.decodeIfPresent(Container.Environment.self, forKey: .environment)
-        zoneID = try values.decodeIfPresent(RecordZone.ID.self, forKey: .zoneID)
-        position = try values.decode(ChangePosition.self, forKey: .position)
-        notificationFeed = try values.decodeIfPresent(Bool.self, forKey: .notificationFeed)
-        freshThrough = try values.decodeIfPresent(Int64.self, forKey: .freshThrough)
-        readThrough = try values.decodeIfPresent(ChangePosition.self, forKey: .readThrough)
-        super.init()
-    }
-
-    /// Encodes the token, its scope as the scope's raw value.
-    ///
-    /// ```swift
-    /// let data = try JSONEncoder().encode(token)
-    /// ```
-    ///
-    /// - Throws: what the encoder throws.
-    public func encode(to encoder: any Encoder) throws {
-        var values = encoder.container(keyedBy: CodingKeys.self)
-        try values.encode(containerIdentifier, forKey: .containerIdentifier)
-        try values.encode(databaseScope, forKey: .databaseScope)
-        try values.encode(owner, forKey: .owner)
-        try values.encodeIfPresent(environment, forKey: .environment)
-        try values.encodeIfPresent(zoneID, forKey: .zoneID)
-        try values.encode(position, forKey: .position)
-        try values.encodeIfPresent(notificationFeed, forKey: .notificationFeed)
-        try values.encodeIfPresent(freshThrough, forKey: .freshThrough)
-        try values.encodeIfPresent(readThrough, forKey: .readThrough)
+        case containerIdentifier, codedScope = "databaseScope", owner, environment, zoneID, position, notificationFeed, freshThrough, readThrough
     }
 
     init(zoneID: RecordZone.ID?, context: DatabaseContext, position: ChangePosition, freshThrough: Int64? = nil, readThrough: ChangePosition? = nil) {
         self.containerIdentifier = context.containerIdentifier
-        self.databaseScope = context.scope
+        self.codedScope = Database.Scope.Coded(context.scope)
         self.owner = context.storageOwner
         self.environment = context.environment == .development ? nil : context.environment
         self.zoneID = zoneID.map(context.canonical)
@@ -118,7 +78,7 @@ public final class ServerChangeToken: NSObject, Codable, Sendable {
         let (identifier, environment) = Container.Environment.split(storageContainer: feed.containerIdentifier)
         self.containerIdentifier = identifier
         self.environment = environment == .development ? nil : environment
-        self.databaseScope = .private
+        self.codedScope = Database.Scope.Coded(.private)
         self.owner = feed.subscriber
         self.zoneID = nil
         self.position = position
@@ -130,7 +90,7 @@ public final class ServerChangeToken: NSObject, Codable, Sendable {
 
     private init(copying token: ServerChangeToken) {
         self.containerIdentifier = token.containerIdentifier
-        self.databaseScope = token.databaseScope
+        self.codedScope = token.codedScope
         self.owner = token.owner
         self.environment = token.environment
         self.zoneID = token.zoneID

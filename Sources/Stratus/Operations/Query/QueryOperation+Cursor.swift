@@ -27,7 +27,8 @@ public final class QueryCursor: NSObject, Codable, Sendable {
     /// The container whose query the cursor continues.
     public let containerIdentifier: String
     /// The database whose query the cursor continues.
-    public let databaseScope: Database.Scope
+    public var databaseScope: Database.Scope { codedScope.scope }
+    private let codedScope: Database.Scope.Coded
     /// The environment the query read, when production (cursors of development, and of
     /// versions before environments, have none).
     let environment: Container.Environment?
@@ -48,46 +49,7 @@ public final class QueryCursor: NSObject, Codable, Sendable {
     static let olderPrefixes = ["stc1_"]
 
     private enum CodingKeys: String, CodingKey {
-        case query, containerIdentifier, databaseScope, environment, storeIdentifier, owner, position, zoneWide
-    }
-
-    /// Decodes a cursor that ``encode(to:)`` wrote.
-    ///
-    /// ```swift
-    /// let cursor = try JSONDecoder().decode(QueryCursor.self, from: data)
-    /// ```
-    ///
-    /// - Throws: `DecodingError` for data that is no cursor.
-    public init(from decoder: any Decoder) throws {
-        let values = try decoder.container(keyedBy: CodingKeys.self)
-        query = try values.decode(CompiledQuery.self, forKey: .query)
-        containerIdentifier = try values.decode(String.self, forKey: .containerIdentifier)
-        databaseScope = try values.decode(Database.Scope.self, forKey: .databaseScope)
-        environment = try values.decodeIfPresent(Container.Environment.self, forKey: .environment)
-        storeIdentifier = try values.decode(String.self, forKey: .storeIdentifier)
-        owner = try values.decodeIfPresent(String.self, forKey: .owner)
-        position = try values.decode(QueryPosition.self, forKey: .position)
-        zoneWide = try values.decodeIfPresent(ZoneWidePosition.self, forKey: .zoneWide)
-        super.init()
-    }
-
-    /// Encodes the cursor, its scope as the scope's raw value.
-    ///
-    /// ```swift
-    /// let data = try JSONEncoder().encode(cursor)
-    /// ```
-    ///
-    /// - Throws: what the encoder throws.
-    public func encode(to encoder: any Encoder) throws {
-        var values = encoder.container(keyedBy: CodingKeys.self)
-        try values.encode(query, forKey: .query)
-        try values.encode(containerIdentifier, forKey: .containerIdentifier)
-        try values.encode(databaseScope, forKey: .databaseScope)
-        try values.encodeIfPresent(environment, forKey: .environment)
-        try values.encode(storeIdentifier, forKey: .storeIdentifier)
-        try values.encodeIfPresent(owner, forKey: .owner)
-        try values.encode(position, forKey: .position)
-        try values.encodeIfPresent(zoneWide, forKey: .zoneWide)
+        case query, containerIdentifier, codedScope = "databaseScope", environment, storeIdentifier, owner, position, zoneWide
     }
 
     init(query: CompiledQuery, context: DatabaseContext, storeIdentifier: String, position: QueryPosition, zoneWide: ZoneWidePosition? = nil) {
@@ -95,7 +57,7 @@ public final class QueryCursor: NSObject, Codable, Sendable {
         query.desiredKeys = nil
         self.query = query
         self.containerIdentifier = context.containerIdentifier
-        self.databaseScope = context.scope
+        self.codedScope = Database.Scope.Coded(context.scope)
         self.environment = context.environment == .development ? nil : context.environment
         self.storeIdentifier = storeIdentifier
         self.owner = context.scope == .public ? nil : context.userRecordName
@@ -107,7 +69,7 @@ public final class QueryCursor: NSObject, Codable, Sendable {
     private init(copying cursor: QueryCursor) {
         self.query = cursor.query
         self.containerIdentifier = cursor.containerIdentifier
-        self.databaseScope = cursor.databaseScope
+        self.codedScope = cursor.codedScope
         self.environment = cursor.environment
         self.storeIdentifier = cursor.storeIdentifier
         self.owner = cursor.owner
