@@ -24,6 +24,23 @@ extension EngineConformance {
         func willSave(as mode: RecordWriteMode) {}
     }
 
+    /// Deletes `records`, as read earlier, through a pipeline (`ReadRecordsOperation` →
+    /// `DeleteRecordsOperation`, whose deletions check the tags they were read with): each
+    /// record's result.
+    static func deleteThroughPipeline(_ records: [Record], in database: Database) async -> [Record.ID: Result<Void, any Error>] {
+        let source = ReadRecordsOperation(source: HeldRecords(records))
+        let purge = DeleteRecordsOperation(deletingRecordsFrom: source)
+        let results = Box<[Record.ID: Result<Void, any Error>]>([:])
+        purge.perRecordDeleteBlock = { id, result in results.value[id] = result }
+        let queue = OperationQueue()
+        for stage in [source, purge] as [DatabaseOperation] {
+            stage.database = database
+            queue.addOperation(stage)
+        }
+        await waitUntilFinished([source, purge])
+        return results.value
+    }
+
     static func pipelineDeletesCheckTags(_ env: Environment) async throws {
         let database = env.container().privateCloudDatabase
         let zone = RecordZone.ID(zoneName: "Purge")
@@ -37,19 +54,10 @@ extension EngineConformance {
         fresh["doomed"] = 0
         try await database.save(fresh)
 
-        let source = ReadRecordsOperation(source: HeldRecords(read))
-        let purge = DeleteRecordsOperation(deletingRecordsFrom: source)
-        let results = Box<[Record.ID: Result<Void, any Error>]>([:])
-        purge.perRecordDeleteBlock = { id, result in results.value[id] = result }
-        let queue = OperationQueue()
-        for stage in [source, purge] as [DatabaseOperation] {
-            stage.database = database
-            queue.addOperation(stage)
-        }
-        await waitUntilFinished([source, purge])
-        #expect(results.value.count == 4)
-        guard case .failure(let error as StratusError)? = results.value[rescued.recordID] else {
-            Issue.record("the rescued record's deletion failed: \(String(describing: results.value[rescued.recordID]))")
+        let results = await deleteThroughPipeline(read, in: database)
+        #expect(results.count == 4)
+        guard case .failure(let error as StratusError)? = results[rescued.recordID] else {
+            Issue.record("the rescued record's deletion failed: \(String(describing: results[rescued.recordID]))")
             return
         }
         #expect(error.code == .serverRecordChanged && error.serverRecord == nil, "the stored record is not handed to a deleter: \(error)")
@@ -76,17 +84,7 @@ extension EngineConformance {
                 try await database.save(fresh)
             }
             let start = try await database.recordZoneChanges(inZoneWith: zone, since: nil).changeToken
-            let source = ReadRecordsOperation(source: HeldRecords(read))
-            let purge = DeleteRecordsOperation(deletingRecordsFrom: source)
-            let results = Box<[Record.ID: Result<Void, any Error>]>([:])
-            purge.perRecordDeleteBlock = { id, result in results.value[id] = result }
-            let queue = OperationQueue()
-            for stage in [source, purge] as [DatabaseOperation] {
-                stage.database = database
-                queue.addOperation(stage)
-            }
-            await waitUntilFinished([source, purge])
-            return (results.value, start)
+            return (await deleteThroughPipeline(read, in: database), start)
         }
         func deletions(in zone: RecordZone.ID, since start: ServerChangeToken) async throws -> (names: [String], end: ServerChangeToken?) {
             var token: ServerChangeToken? = start, more = true, names: [String] = []
