@@ -539,55 +539,22 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
     /// writes may be refused by a policy (``rowsAreRoleOwn()``), and for a record this
     /// transaction already wrote: the general way reads and writes those.
     func updateStoredRecord(_ update: StoredRecordUpdate) throws -> Bool {
-        try writeDeferredDeletes()
-        let zone = try existingZone(update.recordID.zoneID)
-        let zoneRow = states[zone].row
-        let name = update.recordID.recordName
-        guard try rowsAreRoleOwn(), !Self.mayNeedExactDocument(update.changes), try searchableFields(update.recordType).isEmpty else { return false }
-        if try hasWritten(), written[PrefetchKey(zoneRow: zoneRow, recordName: name)] != nil { return false }
-        if try hasDerivedReferences(zone) { return false }
-        // The merged document is the stored one with the changed keys written over it and the
-        // removed ones (null in the changes) taken out; the stored one must be fields only
-        // (`~` members hold encrypted keys and JSON extras, whose merge is a save's policy) and
-        // short enough for the merged record to stay within the size limit (its text is at
-        // least as long as the document the limit counts).
-        let changed = try connection.execute("""
-            WITH c(doc) AS (SELECT $1::jsonb)
-            UPDATE records AS r SET
-                fields = (r.fields || c.doc) - ARRAY(SELECT e.key FROM jsonb_each(c.doc) AS e WHERE jsonb_typeof(e.value) = 'null'),
-                modified_at = GREATEST($3::float8, (round(r.modified_at * 1000) + 1) / 1000::float8),
-                modified_by = $4, change_tag = $5, change_seq = $6
-            FROM c
-            WHERE r.zone_id = $7 AND r.record_name = $8 AND r.change_tag = $9 AND r.record_type = $10 AND r.parent_name IS NULL
-                AND ($11::text IS NULL OR r.created_by = $11) AND r.exact_fields IS NULL
-                AND NOT (r.fields ?| ARRAY[$12::text, $13::text]) AND length(r.fields::text) <= $2
-            """, [.text(String(decoding: update.changes, as: UTF8.self)), .int64(Int64(update.maximumStoredDocumentLength)),
-                  .double(update.modificationDate.timeIntervalSinceReferenceDate), .text(update.lastModifiedUserRecordName), .text(update.changeTag),
-                  .int64(states[zone].sequence + 1), .int64(zoneRow), .text(name), .text(update.expectedChangeTag), .text(update.recordType),
-                  update.requiredCreatorRecordName.map(PostgresValue.text) ?? .null,
-                  .text(FieldDocument.encryptedKeysMember), .text(FieldDocument.jsonExtrasMember)])
-        guard changed == 1 else { return false }
-        _ = nextSequence(zone)
-        forgetPrefetched(zoneRow: zoneRow, recordName: name)
-        if try hasTombstones(zone) {
-            try connection.execute("DELETE FROM tombstones WHERE zone_id = $1 AND record_name = $2", [.int64(zoneRow), .text(name)])
-        }
-        return true
+        try updateStoredRecords([update])[0]
     }
 
-    /// ``updateStoredRecord(_:)`` for many records in one statement: the same checks, made
-    /// for each update before anything is sent, and the same conditions on each stored row,
-    /// in SQL. The rows written take the zone's next change positions in the order of the
-    /// updates.
+    /// ``updateStoredRecord(_:)`` for many records in one statement: the checks made for each
+    /// update before anything is sent, and the conditions on each stored row in SQL. The rows
+    /// written take the zone's next change positions in the order of the updates.
     func updateStoredRecords(_ updates: [StoredRecordUpdate]) throws -> [Bool] {
+        guard let first = updates.first else { return [] }
         try writeDeferredDeletes()
-        let zone = try existingZone(updates[0].recordID.zoneID)
+        let zone = try existingZone(first.recordID.zoneID)
         let zoneRow = states[zone].row
         // Updates of several zones, or of one record twice, go one after another, as the
         // protocol's answers are those of one call per update.
         var names: Set<String> = []
-        guard updates.count > 1, try updates.allSatisfy({ try zoneIndex($0.recordID.zoneID) == zone && names.insert($0.recordID.recordName).inserted }) else {
-            return try updates.map { try updateStoredRecord($0) }
+        guard try updates.allSatisfy({ try zoneIndex($0.recordID.zoneID) == zone && names.insert($0.recordID.recordName).inserted }) else {
+            return try updates.map { try updateStoredRecords([$0])[0] }
         }
         var answers = [Bool](repeating: false, count: updates.count)
         guard try rowsAreRoleOwn() else { return answers }
