@@ -740,11 +740,25 @@ private func addSpot(_ model: CloudKitViewModel, _ name: String, northKm km: Dou
     return id
 }
 
+/// `withContainer`, then removes the image files the app wrote into the temporary folder for its
+/// assets (iOS empties an app's temporary folder itself; a test run here must not leave them).
+private func withSpotContainer<T>(_ body: (Container) async throws -> T) async throws -> T {
+    let folder = URL(fileURLWithPath: NSTemporaryDirectory())
+    let before = Set((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? [])
+    defer {
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+        where name.hasPrefix("imageTemp") && name.hasSuffix(".png") && !before.contains(name) {
+            try? FileManager.default.removeItem(at: folder.appendingPathComponent(name))
+        }
+    }
+    return try await withContainer(body)
+}
+
 @Suite("My Spot's public-database view model, ported", .serialized)
 struct MySpotPublicDatabaseTests {
     @Test("a spot saved with three assets reads back its fields, its likes and its images by desired keys")
     func addAndFetchImages() async throws {
-        try await withContainer { container in
+        try await withSpotContainer { container in
             let model = CloudKitViewModel(container: container)
             model.userID = "_founder"
             let id = try await addSpot(model, "Rancho", northKm: 1, images: 3)
@@ -763,7 +777,7 @@ struct MySpotPublicDatabaseTests {
 
     @Test("the feed is the nearby spots of other users, by distance then newest, five a page and the rest from the cursor")
     func feedPages() async throws {
-        try await withContainer { container in
+        try await withSpotContainer { container in
             let model = CloudKitViewModel(container: container)
             model.userID = "_founder"
             // Seven spots from 1 to 7 km north, one 50 km north, and one of the user's own.
@@ -796,7 +810,7 @@ struct MySpotPublicDatabaseTests {
 
     @Test("the feed sorts by downloads, by name and by newest, with distance after")
     func feedOrders() async throws {
-        try await withContainer { container in
+        try await withSpotContainer { container in
             let model = CloudKitViewModel(container: container)
             model.userID = "_founder"
             _ = try await addSpot(model, "Bravo", northKm: 3, likes: 10)
@@ -819,7 +833,7 @@ struct MySpotPublicDatabaseTests {
 
     @Test("a search finds spots by the words of their text fields, within the radius")
     func search() async throws {
-        try await withContainer { container in
+        try await withSpotContainer { container in
             let model = CloudKitViewModel(container: container)
             model.userID = "_founder"
             _ = try await addSpot(model, "Waterfall trail", northKm: 1, description: "A hidden waterfall behind the old mill")
@@ -838,7 +852,7 @@ struct MySpotPublicDatabaseTests {
 
     @Test("likes and reports are bumped with `record[key]! += 1` on the feed's partial record, and the assets stay")
     func likeAndReport() async throws {
-        try await withContainer { container in
+        try await withSpotContainer { container in
             let model = CloudKitViewModel(container: container)
             model.userID = "_founder"
             let id = try await addSpot(model, "Pier", northKm: 1, images: 2)
@@ -873,7 +887,7 @@ struct MySpotPublicDatabaseTests {
 
     @Test("an update replaces the main image and removes the others")
     func update() async throws {
-        try await withContainer { container in
+        try await withSpotContainer { container in
             let model = CloudKitViewModel(container: container)
             model.userID = "_founder"
             let id = try await addSpot(model, "Bridge", northKm: 1, images: 3)
@@ -889,7 +903,7 @@ struct MySpotPublicDatabaseTests {
 
     @Test("accounts: one is found by user ID, its name kept as founder, its creation date as member-since; a ban list is asked")
     func accounts() async throws {
-        try await withContainer { container in
+        try await withSpotContainer { container in
             let model = CloudKitViewModel(container: container)
             model.getiCloudStatus()
             await drainMainQueue()   // the status block hops to the main queue, then asks for the user ID
@@ -926,7 +940,7 @@ struct MySpotPublicDatabaseTests {
 
     @Test("subscriptions: a new-spot query subscription replaces the last one, and the share subscriptions go to the shared and private databases")
     func subscriptions() async throws {
-        try await withContainer { container in
+        try await withSpotContainer { container in
             let model = CloudKitViewModel(container: container)
             try await model.subscribeToNewSpot(fixedLocation: cupertino)
             try await model.subscribeToNewSpot(fixedLocation: cupertino)
