@@ -146,6 +146,25 @@ public enum SubscriptionConformance {
         #expect(publicRefusal?.code == .invalidArguments)
         #expect(publicRefusal?.message.contains("private and shared") == true)
         #expect(try await container.sharedCloudDatabase.save(database).subscriptionID == "d")
+        // Narrowed to CloudKit's own share type, as apps watch their shares (My Spot's
+        // `subscription.recordType = "cloudkit.share"`); a dotted type of no one's is refused.
+        for scoped in [container.sharedCloudDatabase, privateDB] {
+            let shares = DatabaseSubscription(subscriptionID: "shares")
+            shares.recordType = RecordTypeShare
+            shares.notificationInfo = info()
+            #expect((try await scoped.save(shares) as? DatabaseSubscription)?.recordType == "cloudkit.share")
+            #expect((try await scoped.subscription(for: "shares") as? DatabaseSubscription)?.recordType == "cloudkit.share")
+            _ = try await scoped.deleteSubscription(withID: "shares")
+        }
+        let zoneShares = RecordZoneSubscription(zoneID: RecordZone.ID(zoneName: "Plain"), subscriptionID: "zone-shares")
+        zoneShares.recordType = RecordTypeShare
+        zoneShares.notificationInfo = info()
+        let plainRefusal = await saving(zoneShares, in: privateDB)
+        #expect(plainRefusal?.message.contains("fetchChanges") == true, "the record type passes; the zone's capabilities do not")
+        let dotted = DatabaseSubscription(subscriptionID: "dotted")
+        dotted.recordType = "com.example.Note"
+        dotted.notificationInfo = info()
+        #expect(await saving(dotted, in: privateDB)?.code == .invalidArguments)
         // Subscriptions are a signed-in user's: a caller who is not signed in keeps none.
         let visitor = env.anonymousContainer().publicCloudDatabase
         #expect(await saving(try query("anon", "Order", "TRUEPREDICATE"), in: visitor)?.code == .notAuthenticated)
