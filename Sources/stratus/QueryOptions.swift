@@ -119,7 +119,8 @@ extension ParsedArguments {
     /// `--types NAME:TYPE,...` as CSV column types by field name, where a type may be encrypted
     /// (`secret:ENCRYPTED_BYTES`, as a CSV header writes it), and the fields so given.
     ///
-    /// - Throws: ``UsageError`` naming the pair that is not `NAME:TYPE` with a known type.
+    /// - Throws: ``UsageError`` naming the pair that is not `NAME:TYPE` with a known type, or
+    ///   the field given twice.
     func columnTypes(_ name: String) throws -> (types: [String: FieldType], encrypted: Set<String>) {
         guard let text = value(name) else { return ([:], []) }
         var types: [String: FieldType] = [:]
@@ -130,8 +131,15 @@ extension ParsedArguments {
                 throw UsageError(message: "\(name) takes NAME:TYPE pairs such as count:INT64, not '\(pair)'")
             }
             let (type, isEncrypted) = try Self.columnType(String(parts[1]), in: name, item: String(pair))
-            types[String(parts[0])] = type
-            if isEncrypted { encrypted.insert(String(parts[0])) }
+            let field = String(parts[0])
+            // Two types for one field leave the column's type to the order of the pairs (and an
+            // encrypted one stayed encrypted whatever came after it): ambiguous, as a key given
+            // twice in the input is.
+            guard types[field] == nil else {
+                throw UsageError(message: "\(name) gives the field '\(field)' twice; give each field one type")
+            }
+            types[field] = type
+            if isEncrypted { encrypted.insert(field) }
         }
         return (types, encrypted)
     }
