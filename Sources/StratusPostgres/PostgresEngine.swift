@@ -124,10 +124,7 @@ public final class PostgresEngine: StorageEngine, Sendable {
                 for row in try connection.query("SELECT key, value FROM meta WHERE key IN ('version', 'identity')") { values[try row.text(0) ?? ""] = try row.text(1) }
                 return values
             }
-            let found = values["version"].flatMap { Int($0) }
-            if let found, found > PostgresSchema.version {
-                throw StratusError(.badDatabase, "the store's tables have version \(found); this Stratus reads up to \(PostgresSchema.version). Use a newer Stratus.")
-            }
+            let found = try readableVersion(values["version"])
             if found == PostgresSchema.version, let identity = values["identity"] { return (identity, false) }
             if !probe.ownsTables {
                 throw StratusError(.permissionFailure, "the store's tables in database \(probe.database) have version \(found.map(String.init) ?? "none"); this Stratus uses version \(PostgresSchema.version) and upgrades them when the role that owns them (\(probe.owner ?? "their owner")) opens the store once (for example `stratus info` as \(probe.owner ?? "that role")); role \(probe.role) may not")
@@ -164,10 +161,7 @@ public final class PostgresEngine: StorageEngine, Sendable {
                 }
                 try connection.executeScript(PostgresSchema.create)
                 try connection.executeScript(PostgresSchema.subscriptions)
-                let found = try connection.query("SELECT value FROM meta WHERE key = 'version'").first.flatMap { try $0.text(0) }.flatMap { Int($0) }
-                if let found, found > PostgresSchema.version {
-                    throw StratusError(.badDatabase, "the store's tables have version \(found); this Stratus reads up to \(PostgresSchema.version). Use a newer Stratus.")
-                }
+                let found = try readableVersion(connection.query("SELECT value FROM meta WHERE key = 'version'").first.flatMap { try $0.text(0) })
                 if let found, found < 2 { try connection.executeScript(PostgresSchema.upgradeUserNames) }
                 if let found, found < PostgresSchema.assetStoreVersion { try upgradeAssetStore(on: connection) }
                 if let found, found < PostgresSchema.rowSecurityVersion { try reapplyRowSecurity(on: connection) }
@@ -185,6 +179,21 @@ public final class PostgresEngine: StorageEngine, Sendable {
             refused.sqlState = error.sqlState
             throw refused
         }
+    }
+
+    /// The version the `meta` table gives (`nil` without one), or `badDatabase` for a version
+    /// this Stratus neither reads nor upgrades: a newer one, or one no Stratus writes (not a
+    /// whole number from 1). Taken as an old version, a damaged one would run the upgrade steps
+    /// of earlier versions over current tables, or be written over as if current.
+    private static func readableVersion(_ text: String?) throws -> Int? {
+        guard let text else { return nil }
+        guard let found = Int(text), found >= 1 else {
+            throw StratusError(.badDatabase, "the store's tables have a version no Stratus writes (\(Int(text).map(String.init) ?? "not a whole number")): its meta table is damaged, and Stratus neither reads nor upgrades it (restore it from a copy)")
+        }
+        if found > PostgresSchema.version {
+            throw StratusError(.badDatabase, "the store's tables have version \(found); this Stratus reads up to \(PostgresSchema.version). Use a newer Stratus.")
+        }
+        return found
     }
 
     @_spi(StratusEngine)

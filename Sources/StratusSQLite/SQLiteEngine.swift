@@ -91,6 +91,13 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
         checkpointer = SQLiteCheckpointer(path: path, busyTimeoutMilliseconds: Self.milliseconds(busyTimeout))
         if readOnly {
             guard try isCurrent() else {
+                // A version this Stratus cannot upgrade from is refused as such: write access
+                // would not help.
+                let found = try writerLock.withLock {
+                    defer { writer.resetActiveStatements() }
+                    return try writer.queryText("PRAGMA user_version").flatMap { Int64($0) } ?? 0
+                }
+                try refuseUnreadableVersion(found)
                 throw StratusError(.permissionFailure, "the store at \(path) needs an upgrade to this version of Stratus, which needs write access to it; open it once with write access")
             }
             return
@@ -219,9 +226,7 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
             let version = try connection.statement("PRAGMA user_version")
             _ = try version.step()
             let found = version.int64(0)
-            if found > SQLiteSchema.version {
-                throw StratusError(.badDatabase, "the store at \(path) has schema version \(found); this Stratus reads up to \(SQLiteSchema.version). Use a newer Stratus.")
-            }
+            try refuseUnreadableVersion(found)
             let empty = try connection.queryText("SELECT count(*) FROM sqlite_master") == "0"
             // Every statement is CREATE … IF NOT EXISTS, so running them on each open is cheap
             // and brings stores made by earlier builds of the same version up to date.
@@ -283,6 +288,19 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
         while try columns.step() { names.insert(columns.text(0) ?? "") }
         columns.reset()
         if !names.contains("position_text") { try connection.execute(SQLiteSchema.addJobPositionText) }
+    }
+
+    /// Throws `badDatabase` for a schema version this Stratus neither reads nor upgrades: a
+    /// newer one, or a negative one, which no Stratus writes. Taken as an old version, a
+    /// negative one would run the upgrade step of every earlier version over current data and
+    /// rewrite it (user names that are not record names became derived ones).
+    private func refuseUnreadableVersion(_ found: Int64) throws {
+        if found > SQLiteSchema.version {
+            throw StratusError(.badDatabase, "the store at \(path) has schema version \(found); this Stratus reads up to \(SQLiteSchema.version). Use a newer Stratus.")
+        }
+        if found < 0 {
+            throw StratusError(.badDatabase, "the store at \(path) has schema version \(found), which no Stratus writes: the file's header is damaged, and Stratus neither reads nor upgrades it (restore it from a copy)")
+        }
     }
 
     /// Whether the store has this version's every table, index, column and its store row.

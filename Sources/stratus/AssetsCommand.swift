@@ -114,7 +114,10 @@ struct AssetsCommand: Command {
             }
             let asset: Asset
             switch record.fieldValue(forKey: field) {
-            case .asset(let one)?: asset = one
+            case .asset(let one)? where index == 0: asset = one
+            // A field of one asset has no element past the first: answering that asset would
+            // hand out another content than the one asked for.
+            case .asset?: throw CommandFailure(.inputMissing, "field '\(field)' of '\(name)' holds one asset, not a list; --index \(index) is past it")
             case .assetList(let list)? where index < list.count: asset = list[index]
             case .assetList(let list)?: throw CommandFailure(.inputMissing, "field '\(field)' of '\(name)' holds \(list.count) asset(s); --index \(index) is past them")
             default: throw CommandFailure(.inputMissing, "record '\(name)' has no asset field '\(field)'")

@@ -53,11 +53,16 @@ struct QuerySelection {
         if let items = try arguments.list("--fields") {
             var names: [String] = []
             for item in items {
+                let name = item.firstIndex(of: ":").map { String(item[..<$0]) } ?? item
+                // A field named twice, perhaps with two column types, would leave its type to
+                // the order of the items: refused, as --sort refuses a key given twice.
+                guard !names.contains(name) else {
+                    throw UsageError(message: "--fields names '\(name)' twice; give each field once")
+                }
                 guard let colon = item.firstIndex(of: ":") else {
                     names.append(item)
                     continue
                 }
-                let name = String(item[..<colon])
                 let (type, encrypted) = try ParsedArguments.columnType(String(item[item.index(after: colon)...]), in: "--fields", item: item)
                 fieldTypes[name] = type
                 if encrypted { encryptedFields.insert(name) }
@@ -119,7 +124,8 @@ extension ParsedArguments {
     /// `--types NAME:TYPE,...` as CSV column types by field name, where a type may be encrypted
     /// (`secret:ENCRYPTED_BYTES`, as a CSV header writes it), and the fields so given.
     ///
-    /// - Throws: ``UsageError`` naming the pair that is not `NAME:TYPE` with a known type.
+    /// - Throws: ``UsageError`` naming the pair that is not `NAME:TYPE` with a known type, or
+    ///   the field given twice.
     func columnTypes(_ name: String) throws -> (types: [String: FieldType], encrypted: Set<String>) {
         guard let text = value(name) else { return ([:], []) }
         var types: [String: FieldType] = [:]
@@ -130,8 +136,15 @@ extension ParsedArguments {
                 throw UsageError(message: "\(name) takes NAME:TYPE pairs such as count:INT64, not '\(pair)'")
             }
             let (type, isEncrypted) = try Self.columnType(String(parts[1]), in: name, item: String(pair))
-            types[String(parts[0])] = type
-            if isEncrypted { encrypted.insert(String(parts[0])) }
+            let field = String(parts[0])
+            // Two types for one field leave the column's type to the order of the pairs (and an
+            // encrypted one stayed encrypted whatever came after it): ambiguous, as a key given
+            // twice in the input is.
+            guard types[field] == nil else {
+                throw UsageError(message: "\(name) gives the field '\(field)' twice; give each field one type")
+            }
+            types[field] = type
+            if isEncrypted { encrypted.insert(field) }
         }
         return (types, encrypted)
     }

@@ -189,6 +189,27 @@ struct AssetsCLITests {
         }
     }
 
+    @Test("assets get --index past a field's assets is exit 66 and writes nothing, for a field of one asset as for a list")
+    func indexPastTheAssets() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            _ = try store.writeFile("src/one.bin", Data("one".utf8))
+            _ = try store.writeFile("src/two.bin", Data("two".utf8))
+            let line = #"{"recordName":"r","recordType":"X","fields":{"one":{"value":{"downloadURL":"one.bin"},"type":"ASSETID"},"many":{"value":[{"downloadURL":"one.bin"},{"downloadURL":"two.bin"}],"type":"ASSETID_LIST"}}}"#
+            #expect(try await cli.run(["import", "--assets-dir", store.path("src"), "--quiet"], stdin: line + "\n").exitCode == 0)
+            for (field, index, content) in [("one", nil, "one"), ("one", 0, "one"), ("many", 1, "two")] as [(String, Int?, String)] {
+                let got = try await cli.run(["assets", "get", "r", field] + (index.map { ["--index", "\($0)"] } ?? []))
+                #expect(got.exitCode == 0 && got.stdout == content, "\(field) \(index.map(String.init) ?? "-"): \(got)")
+            }
+            for (field, index) in [("one", 1), ("one", 5), ("many", 2)] {
+                let output = store.path("\(field)-\(index).bin")
+                let got = try await cli.run(["assets", "get", "r", field, "--index", "\(index)", "--output", output])
+                #expect(got.exitCode == 66 && got.stderr.contains("--index \(index) is past"), "\(field) \(index): \(got)")
+                #expect(!cli.exists(output), "no file is written for \(field) \(index)")
+            }
+        }
+    }
+
     @Test("asset paths that leave --assets-dir, links, directories and FIFOs are refused per record; nothing outside is read or changed", arguments: TestEngine.all)
     func adversarialSources(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

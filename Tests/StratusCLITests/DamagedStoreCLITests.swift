@@ -228,6 +228,59 @@ struct DamagedStoreCLITests {
     }
 
 
+    @Test("a store whose schema version no Stratus writes (negative; on PostgreSQL also not a number) is refused as damaged (70) by reads and writes, and is not upgraded over its data", arguments: TestEngine.all)
+    func damagedSchemaVersion(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            // A creator named by a login, not a user record name: what version 5's upgrade renamed.
+            let record = #"{"recordName":"u1","recordType":"T","fields":{},"recordChangeTag":"x1","created":{"timestamp":1700000000000,"userRecordName":"alice"},"modified":{"timestamp":1700000000000,"userRecordName":"alice"}}"#
+            #expect(try await cli.run(["import", "--quiet"], stdin: record + "\n").exitCode == 0)
+            let damagedVersions = engine == .sqlite ? ["-1", "-2147483648"] : ["-1", "0", "eleven"]
+            var current = ""
+            for damaged in damagedVersions {
+                switch engine {
+                case .sqlite:
+                    let set = try await cli.shell("sqlite3 '\(cli.storePath)' 'PRAGMA user_version' 'PRAGMA user_version = \(damaged)'")
+                    #expect(set.exitCode == 0, "\(set)")
+                    current = set.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+                case .postgres:
+                    let raw = try PostgresConnection(url: cli.storePath)
+                    current = try #require(try raw.query("SELECT value FROM meta WHERE key = 'version'").first?.text(0))
+                    _ = try raw.execute("UPDATE meta SET value = $1 WHERE key = 'version'", [.text(damaged)])
+                }
+                for arguments in [["get", "u1"], ["count", "--type", "T"], ["import", "--quiet"]] {
+                    let result = try await cli.run(arguments, stdin: #"{"recordName":"u2","recordType":"T","fields":{}}"# + "\n")
+                    #expect(result.exitCode == 70 && result.stderr.contains("no Stratus writes") && result.stderr.contains("damaged"), "version \(damaged), \(arguments[0]): \(result)")
+                }
+                switch engine {
+                case .sqlite:
+                    let kept = try await cli.shell("sqlite3 '\(cli.storePath)' 'PRAGMA user_version' 'PRAGMA user_version = \(current)'")
+                    #expect(kept.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == damaged, "the version is left as it was: \(kept)")
+                case .postgres:
+                    let raw = try PostgresConnection(url: cli.storePath)
+                    #expect(try raw.query("SELECT value FROM meta WHERE key = 'version'").first?.text(0) == damaged, "the version is left as it was")
+                    _ = try raw.execute("UPDATE meta SET value = $1 WHERE key = 'version'", [.text(current)])
+                }
+            }
+            let read = try await cli.run(["get", "u1"])
+            #expect(read.exitCode == 0 && read.stdout.contains(#""userRecordName":"alice""#), "the creator was not rewritten: \(read)")
+            #expect(try await cli.run(["count", "--type", "T"]).stdout == "1\n", "nothing was imported into the damaged store")
+        }
+    }
+
+    @Test("a store of a newer version opened read-only (a file with a second name) says to use a newer Stratus (70), not to open it with write access (77)")
+    func newerStoreReadOnly() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(3)).exitCode == 0)
+            let set = try await cli.shell("sqlite3 '\(cli.storePath)' 'PRAGMA user_version = 999' && ln '\(cli.storePath)' '\(store.path("second-name.sqlite"))'")
+            #expect(set.exitCode == 0, "\(set)")
+            let result = try await cli.run(["count", "--type", "Note"])
+            #expect(result.exitCode == 70 && result.stderr.contains("has schema version 999") && result.stderr.contains("Use a newer Stratus"), "\(result)")
+            #expect(!result.stderr.contains("write access"), "\(result)")
+        }
+    }
+
     @Test("PostgreSQL: records whose zone row is gone are a damaged store: check exits 70 naming it and the problem")
     func postgresOrphans() async throws {
         try await TemporaryStore.with { store in

@@ -335,6 +335,14 @@ struct ExportCLITests {
 
             let notCSV = try await cli.run(["export", "--type", "Mixed", "--types", "count:INT64"])
             #expect(notCSV.exitCode == 64, "\(notCSV)")
+            // A field named twice in --fields (with two column types, the later one typed the column
+            // and every record holding the other failed) is refused before anything is read.
+            for fields in ["title,count:INT64,count:STRING", "count,title,count"] {
+                for command in [["export", "--format", "csv"], ["query", "--format", "csv"], ["export"]] {
+                    let twice = try await cli.run(command + ["--type", "Mixed", "--fields", fields])
+                    #expect(twice.exitCode == 64 && twice.stderr.contains("--fields names 'count' twice") && twice.stdout.isEmpty, "\(command) \(fields): \(twice)")
+                }
+            }
         }
     }
 

@@ -128,6 +128,14 @@ struct ImportCLITests {
             let badTypes = try await cli.run(["import", "--format", "csv", "--types", "size"], stdin: plain)
             #expect(badTypes.exitCode == 64, "\(badTypes)")
             #expect(badTypes.stderr.contains("--types"), "\(badTypes)")
+            // One field given two types (the later one won, and ENCRYPTED_ stuck whatever followed) is ambiguous.
+            for twice in ["size:STRING,size:INT64", "size:ENCRYPTED_STRING,when:TIMESTAMP,size:STRING"] {
+                let refused = try await cli.run(["import", "--format", "csv", "--type", "Crate", "--types", twice], stdin: plain)
+                #expect(refused.exitCode == 64 && refused.stderr.contains("--types gives the field 'size' twice"), "\(twice): \(refused)")
+                let export = try await cli.run(["export", "--type", "Box", "--format", "csv", "--types", twice])
+                #expect(export.exitCode == 64 && export.stderr.contains("--types gives the field 'size' twice"), "\(twice): \(export)")
+            }
+            #expect(try await cli.run(["count", "--type", "Crate"]).stdout == "0\n", "nothing was imported")
         }
     }
 
