@@ -779,6 +779,34 @@ struct EncameraDatabaseAdapterTests {
         }
     }
 
+    @Test("a missing record fails the fetch with partialFailure, unwrapped to notFound; a query of a zone that does not exist is zoneNotFound")
+    func missing() async throws {
+        try await withContainer { container in
+            let database = container.privateCloudDatabase
+            _ = try await database.save(RecordZone(zoneID: zoneID))
+            let adapter = CKDatabaseAdapter(database: database)
+            do {
+                _ = try await adapter.fetch(recordIDs: [Record.ID(recordName: "gone", zoneID: zoneID)], desiredKeys: nil) { _, _ in }
+                Issue.record("fetching a missing record succeeded")
+            } catch {
+                #expect((error as? StratusError)?.code == .partialFailure)
+                guard case .notFound = mapCKError(error) else {
+                    Issue.record("expected notFound, got \(mapCKError(error))")
+                    return
+                }
+            }
+            do {
+                _ = try await adapter.query(recordType: "EncMedia", predicate: QueryPredicate(value: true), zoneID: RecordZone.ID(zoneName: "NoSuchZone"), desiredKeys: nil)
+                Issue.record("a query of a missing zone succeeded")
+            } catch {
+                guard case .zoneNotFound = mapCKError(error) else {
+                    Issue.record("expected zoneNotFound, got \(mapCKError(error))")
+                    return
+                }
+            }
+        }
+    }
+
     @Test("a subscription is saved through ModifySubscriptionsOperation")
     func subscription() async throws {
         try await withContainer { container in
