@@ -153,6 +153,20 @@ private final class Reprice {
             #expect(after.values.allSatisfy { $0 == 1 })
             let product7: Record = try await database.record(for: Record.ID(recordName: productName(7)))
             #expect(product7["price"] as Double? == 14)
+
+            // README: "Once a pipeline completes, its position is removed: running it again is a
+            // new run". Waiting as README's example does, for the save's final block only, is
+            // enough: the next run of the job reads every product again.
+            for expectedRevision in [Int64(2), 3] {
+                let again = try Reprice(job: "reprice-test")
+                let result: Result<Void, Error> = await withCheckedContinuation { continuation in
+                    again.save.modifyRecordsResultBlock = { continuation.resume(returning: $0) }
+                    for stage in [again.query, again.transform, again.save] as [DatabaseOperation] { database.add(stage) }
+                }
+                #expect((try? result.get()) != nil, "\(result)")
+                #expect(again.transformed.value == 1_000)
+                #expect(try await revisions(database).values.allSatisfy { $0 == expectedRevision })
+            }
         }
     }
 
@@ -460,6 +474,112 @@ private final class Totals: @unchecked Sendable {
     func add(_ lines: [(String, Double)]) { lock.withLock { for (name, value) in lines { seen.insert(name); total += value } } }
     var names: Set<String> { lock.withLock { seen } }
     var sum: Double { lock.withLock { total } }
+
+    // 8. README: "records changed concurrently are reported as failures (serverRecordChanged, in
+    //    partialErrorsByItemID), never overwritten", and a save stage with isAtomic = false in a
+    //    zone with the atomic capability fails that record alone, not its batch; the pipeline
+    //    goes on to its end.
+    @Test func aRecordChangedMeanwhileFailsAloneAndThePipelineGoesOn() async throws {
+        try await withContainer { container in
+            let database = container.privateCloudDatabase
+            let zoneID = try await database.save(RecordZone(zoneName: "Catalog")).zoneID
+            let products = (0..<300).map { i -> Record in
+                let product = Record(recordType: "Product", recordID: Record.ID(recordName: productName(i), zoneID: zoneID))
+                product["revision"] = Int64(0)
+                return product
+            }
+            _ = try await database.modifyRecords(saving: products, deleting: [])
+            let edited = Record.ID(recordName: productName(150), zoneID: zoneID)
+
+            let query = QueryOperation(query: Query(recordType: "Product"))
+            query.zoneID = zoneID
+            query.fetchAllResults = true
+            query.resultsLimit = 100
+            let batches = Counter()
+            let bump = TransformOperation(transforming: query) { (records: [Record]) -> [Record] in
+                if batches.add() == 2 {
+                    // Someone else edits p-0150 after the query read it (a write of their own,
+                    // waited for on this stage's thread).
+                    let written = DispatchSemaphore(value: 0)
+                    Task {
+                        let other = Record(recordType: "Product", recordID: edited)
+                        other["note"] = "edited"
+                        _ = try? await database.modifyRecords(saving: [other], deleting: [], savePolicy: .changedKeys)
+                        written.signal()
+                    }
+                    _ = written.wait(timeout: .now() + 120)
+                }
+                for record in records { record["revision"] = (record["revision"] as Int64? ?? 0) + 1 }
+                return records
+            }
+            let save = ModifyRecordsOperation(savingRecordsFrom: bump)
+            save.isAtomic = false
+            let results = StageResults()
+            let queryDone = results.block("query")
+            query.queryResultBlock = { queryDone($0.map { _ in () }) }
+            bump.transformResultBlock = results.block("bump")
+            save.modifyRecordsResultBlock = results.block("save")
+            for stage in [save, bump, query] as [DatabaseOperation] { database.add(stage) }
+            let outcome = await results.wait()
+
+            #expect((try? outcome["query"]?.get()) != nil, "\(String(describing: outcome["query"]))")
+            #expect((try? outcome["bump"]?.get()) != nil, "\(String(describing: outcome["bump"]))")
+            let failure = stratusError(outcome["save"])
+            #expect(failure?.code == .partialFailure)
+            #expect(failure?.partialErrorsByRecordID.count == 1)
+            #expect(failure?.partialErrorsByRecordID[edited]?.code == .serverRecordChanged)
+            var revisions: [String: Int64] = [:]
+            var note: String?
+            for try await product in database.allRecords(matching: Query(recordType: "Product"), inZoneWith: zoneID) {
+                revisions[product.recordID.recordName] = product["revision"] ?? -1
+                if product.recordID == edited { note = product["note"] }
+            }
+            #expect(revisions.count == 300)
+            #expect(revisions.filter { $0.value == 1 }.count == 299)
+            #expect(revisions[productName(150)] == 0 && note == "edited")
+        }
+    }
+
+    // 9. ConsumeOperation's DocC: a writer that is not Sendable goes in a class of the app's own
+    //    that is, written a batch at a time, and finished in the stage's final block.
+    @Test func aConsumerWritesAFileThroughAWriterThatIsNotSendable() async throws {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("pipeuser-events-\(UUID().uuidString).ndjson")
+        defer { try? FileManager.default.removeItem(at: url) }
+        try await withContainer { container in
+            let database = container.publicCloudDatabase
+            let events = (0..<450).map { i -> Record in
+                let event = Record(recordType: "Event", recordID: Record.ID(recordName: "e-\(i)"))
+                event["n"] = Int64(i)
+                return event
+            }
+            _ = try await database.modifyRecords(saving: events, deleting: [])
+            _ = FileManager.default.createFile(atPath: url.path, contents: nil)
+
+            final class EventFile: @unchecked Sendable {      // used by one stage, one batch at a time
+                let writer: NDJSONSink
+                init(_ writer: NDJSONSink) { self.writer = writer }
+                func append(_ events: [Record]) throws { for event in events { try writer.write(event) } }
+            }
+            let file = EventFile(NDJSONSink(handle: try FileHandle(forWritingTo: url)))
+            let query = QueryOperation(query: Query(recordType: "Event"))
+            query.fetchAllResults = true
+            query.resultsLimit = 100
+            let export = ConsumeOperation(consuming: query) { batch in try file.append(batch) }
+            let exportQueue = OperationQueue()
+            let result: Result<Void, Error> = await withCheckedContinuation { continuation in
+                export.consumeResultBlock = { result in
+                    try? file.writer.handle.close()
+                    continuation.resume(returning: result)
+                }
+                database.add(query)
+                exportQueue.addOperation(export)
+            }
+            #expect((try? result.get()) != nil, "\(result)")
+            let lines = try String(contentsOf: url, encoding: .utf8).split(separator: "\n")
+            #expect(lines.count == 450)
+            #expect(Set(lines).count == 450)
+        }
+    }
 }
 
 /// The last values a progress callback gave, called from the job's task.
