@@ -1,6 +1,7 @@
-// An operation pipeline: query → transform → save, then fetch → delete, across two queues,
-// with no shared variables and no polling. Each consumer depends on its producer and reads
-// the producer's records when it starts.
+// An operation pipeline: query → save (the save's closure changes each batch), then fetch →
+// delete, across two queues, with no shared variables and no polling. Each consumer streams
+// its producer's batches as they come; the fetch waits for the first pipeline's save
+// (`addDependency`), so the second pipeline starts once the first finished.
 //
 //   swift run pipeline [--store PATH]
 import Foundation
@@ -49,8 +50,10 @@ fetchOld.addDependency(markDone)
 let deleteOld = DeleteRecordsOperation(deletingRecordsFrom: fetchOld)
 deleteOld.perRecordDeleteBlock = { id, _ in print("deleted: \(id.recordName)") }
 
+// Room for every pipeline stage put on it, as README's "Pipelines" asks: a stage holds its
+// place on its queue until its pipeline ends.
 let otherQueue = OperationQueue()
-otherQueue.maxConcurrentOperationCount = 1
+otherQueue.maxConcurrentOperationCount = 2
 
 // Wait for the last step's final block without blocking a thread: set it before any
 // operation starts, then start them all.

@@ -6,11 +6,22 @@ import Foundation
 /// The closure runs once per batch, on this operation's thread, while the producer goes on.
 /// The stage needs no database: add it to any queue.
 ///
+/// The closure is `@Sendable`: under Swift 6 it captures `Sendable` values only. A writer that
+/// is not (`StratusTransfer`'s `RecordWriter`, a file handle of your own) goes in a class of
+/// yours that is; the stage calls the closure one batch at a time, then its final block, so
+/// nothing else touches the writer meanwhile:
+///
 /// ```swift
+/// final class EventFile: @unchecked Sendable {       // used by one stage, one batch at a time
+///     let writer: RecordWriter
+///     init(_ writer: RecordWriter) { self.writer = writer }
+///     func append(_ events: [Record]) throws { for event in events { try writer.write(event) } }
+/// }
+/// let file = EventFile(RecordWriter(format: .ndjson, output: handle))
 /// let events = QueryOperation(query: Query(recordType: "Event"))
 /// events.fetchAllResults = true
-/// let export = ConsumeOperation(consuming: events) { batch in try writer.write(batch) }
-/// export.consumeResultBlock = { result in print("export:", result) }
+/// let export = ConsumeOperation(consuming: events) { batch in try file.append(batch) }
+/// export.consumeResultBlock = { result in print("export:", result, (try? file.writer.finish()) != nil) }
 /// database.add(events); exportQueue.addOperation(export)
 /// ```
 public final class ConsumeOperation<Input: Sendable>: DatabaseOperation, @unchecked Sendable {

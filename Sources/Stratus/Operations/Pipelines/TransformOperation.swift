@@ -7,7 +7,9 @@ import Foundation
 /// it may drop elements or make several of one. The stage needs no database: add it to any
 /// queue. It is a ``RecordProducingOperation`` when it makes records, so that a
 /// ``ModifyRecordsOperation`` or ``DeleteRecordsOperation`` can take its batches; any other
-/// type goes to a ``ConsumeOperation`` or a further transform.
+/// type goes to a ``ConsumeOperation`` or a further transform. A transform's closure is
+/// `@Sendable`, as a consumer's is: under Swift 6 what they capture (the `mailer` below) must be
+/// `Sendable` (see ``ConsumeOperation`` for a writer that is not).
 ///
 /// ```swift
 /// let orders = QueryOperation(query: try Query(recordType: "Order", format: "status == %@", "paid"))
