@@ -218,6 +218,9 @@ struct HomeSharingServiceTests {
                 ("serial", "SN-123", .other),
                 ("thumbnail", Data([1, 2, 3]), .data),
             ], encrypted: ["serial"])
+            // The app writes external data into a temporary file for its asset (iOS empties that
+            // folder itself; a test run here must not leave the file).
+            defer { (record["manual"] as? Asset)?.fileURL.map { try? FileManager.default.removeItem(at: $0) } }
             #expect(record.encryptedValues.allKeys() == ["serial"])
             await service.saveRecords([record], to: database)
             #expect(service.log.messages == ["saveRecords OK — 1 record(s)"])
