@@ -53,20 +53,18 @@ struct QuerySelection {
         if let items = try arguments.list("--fields") {
             var names: [String] = []
             for item in items {
-                let name = item.firstIndex(of: ":").map { String(item[..<$0]) } ?? item
+                let colon = item.firstIndex(of: ":")
+                let name = colon.map { String(item[..<$0]) } ?? item
                 // A field named twice, perhaps with two column types, would leave its type to
                 // the order of the items: refused, as --sort refuses a key given twice.
                 guard !names.contains(name) else {
                     throw UsageError(message: "--fields names '\(name)' twice; give each field once")
                 }
-                guard let colon = item.firstIndex(of: ":") else {
-                    names.append(item)
-                    continue
-                }
+                names.append(name)
+                guard let colon else { continue }
                 let (type, encrypted) = try ParsedArguments.columnType(String(item[item.index(after: colon)...]), in: "--fields", item: item)
                 fieldTypes[name] = type
                 if encrypted { encryptedFields.insert(name) }
-                names.append(name)
             }
             fields = names
         }

@@ -104,26 +104,19 @@ enum SubscriptionRules {
             }
         case let zone as RecordZoneSubscription:
             guard context.scope != .shared else { throw invalid("zone subscriptions are not supported in the shared database") }
-            if let type = zone.recordType { try checkRecordType(type) }
+            if let type = zone.recordType { try Naming.checkKeptRecordType(type) }   // an app's type, or CloudKit's own (cloudkit.share)
             let stored = try existingZone(zone.zoneID, in: zones, context: context, subscriptionID: id)
             guard stored.capabilities.contains(.fetchChanges) else {
                 throw StratusError(.invalidArguments, "subscription '\(id)': zone '\(zone.zoneID.zoneName)' was created without the fetchChanges capability, which zone subscriptions need", zoneID: zone.zoneID)
             }
         case let database as DatabaseSubscription:
             guard context.scope != .public else { throw invalid("database subscriptions are supported in the private and shared databases only, as in CloudKit") }
-            if let type = database.recordType { try checkRecordType(type) }
+            if let type = database.recordType { try Naming.checkKeptRecordType(type) }
         default:
             throw invalid("\(type(of: subscription)) is not a kind of subscription Stratus knows")
         }
         return StoredSubscription(subscriptionID: id, subscriber: context.subscriber, recordType: definition.recordType,
                                   zoneID: definition.zoneID.map(context.canonical), definition: definition.encoded())
-    }
-
-    /// Checks the record type a zone or database subscription narrows to: one of the app's, or
-    /// one of CloudKit's own (`cloudkit.share`, `RecordTypeShare`), which apps subscribe to so
-    /// as to hear of changes to their shares.
-    private static func checkRecordType(_ type: String) throws(StratusError) {
-        try Naming.checkKeptRecordType(type)
     }
 
     /// The zone a subscription names, as the database has it.
