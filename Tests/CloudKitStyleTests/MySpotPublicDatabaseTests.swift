@@ -721,6 +721,18 @@ private func drainMainQueue() async {
     }
 }
 
+/// Drains the main queue until `condition` holds, for blocks queued from other queues' callbacks
+/// (at most a minute, so a broken port fails instead of hanging).
+private func drainMainQueue(until condition: () -> Bool) async throws {
+    let deadline = Date().addingTimeInterval(60)
+    while true {
+        await drainMainQueue()
+        if condition() { return }
+        guard Date() < deadline else { throw StratusError(.internalError, "the view model's main-queue blocks did not arrive") }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+}
+
 private let cupertino = Location(latitude: 37.3230, longitude: -122.0322)
 
 /// Adds a spot as the app does, with `userID` as its founder, `km` kilometres north of Cupertino.
@@ -906,8 +918,9 @@ struct MySpotPublicDatabaseTests {
         try await withSpotContainer { container in
             let model = CloudKitViewModel(container: container)
             model.getiCloudStatus()
-            await drainMainQueue()   // the status block hops to the main queue, then asks for the user ID
-            await drainMainQueue()
+            // The status arrives on a queue of its own, hops to the main queue and then asks for
+            // the user ID, whose answer hops again: wait for the last hop, not for a fixed number.
+            try await drainMainQueue(until: { model.isSignedInToiCloud && !model.userID.isEmpty })
             #expect(model.isSignedInToiCloud)
             #expect(model.userID == (try await container.userRecordID()).recordName)
 
