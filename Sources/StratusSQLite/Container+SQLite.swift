@@ -88,6 +88,27 @@ extension SQLiteEngine {
         let engines = registry.withLock { engines in engines.values.compactMap(\.engine) }
         for engine in engines { engine.foldLog() }
     }
+
+    /// Waits, up to `timeout`, until no SQLite connection of this process is open any longer
+    /// (every engine released, and its connections closed); answers whether none is. A program
+    /// about to exit calls it once it let go of its stores: a reference a finished job's thread
+    /// drops just after the job answered (a background call's closure, a finished operation)
+    /// closes its store a moment later, on that thread, and closing a store's last connection
+    /// is what makes SQLite fold the log into the file and remove its `-wal` and `-shm` files.
+    ///
+    /// ```swift
+    /// _ = SQLiteEngine.waitForOpenStoresToClose(timeout: .milliseconds(200))
+    /// SQLiteEngine.foldLogsOfOpenStores()   // what is still open
+    /// exit(0)
+    /// ```
+    public static func waitForOpenStoresToClose(timeout: Duration) -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while SQLiteConnection.openHandles.load(ordering: .sequentiallyConsistent) > 0 {
+            guard ContinuousClock.now < deadline else { return false }
+            usleep(1_000)
+        }
+        return true
+    }
 }
 
 import Synchronization

@@ -1,5 +1,6 @@
 import CSQLite
 import Foundation
+import Synchronization
 @_spi(StratusEngine) import Stratus
 import StratusSQL
 
@@ -105,6 +106,7 @@ final class SQLiteConnection {
         Self.memoryStatisticsOff
         let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0)) | SQLITE_OPEN_NOMUTEX
         let rc = sqlite3_open_v2(path, &handle, flags, nil)
+        if handle != nil { Self.openHandles.add(1, ordering: .sequentiallyConsistent) }
         guard rc == SQLITE_OK else {
             let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
             if rc & 0xFF == SQLITE_CANTOPEN, let problem = Self.accessProblem(path, readOnly: readOnly) {
@@ -238,8 +240,15 @@ final class SQLiteConnection {
 
     deinit {
         statements.removeAll()
-        if let handle { sqlite3_close_v2(handle) }
+        if let handle {
+            sqlite3_close_v2(handle)
+            Self.openHandles.subtract(1, ordering: .sequentiallyConsistent)
+        }
     }
+
+    /// How many connections of this process are open (counted down once closed, when the
+    /// closing of a store's last one has removed its `-wal` and `-shm` files).
+    static let openHandles = Atomic<Int>(0)
 
     /// Runs SQL without results (several statements allowed).
     func execute(_ sql: String) throws {

@@ -61,8 +61,14 @@ struct StratusCommand {
         }
         let code = await run(command, rest)
         Interruption.yieldToForcedExit()
-        // The tool exits without closing its stores: what their logs hold goes into the files,
-        // so that a store whose processes all stopped is whole in its file alone.
+        // The command's stores close as the last reference to them goes (SQLite then removes
+        // their -wal and -shm files); a signal handler's hold on the job is one such reference.
+        Interruption.release()
+        // A job's threads drop their last references a moment after it answered (a background
+        // call's closure as its thread ends): each is waited for, briefly.
+        _ = SQLiteEngine.waitForOpenStoresToClose(timeout: .milliseconds(250))
+        // Stores still open at the exit: what their logs hold goes into the files, so that a
+        // store whose processes all stopped is whole in its file alone.
         SQLiteEngine.foldLogsOfOpenStores()
         exit(code.rawValue)
     }
@@ -121,6 +127,7 @@ struct StratusCommand {
     static func fail(_ message: String, _ code: ExitCode) -> Never {
         Interruption.yieldToForcedExit()
         StandardError.write("stratus: \(oneLine(message))\n")
+        Interruption.release()
         SQLiteEngine.foldLogsOfOpenStores()
         exit(code.rawValue)
     }

@@ -144,6 +144,20 @@ struct CopyCLITests {
         }
     }
 
+    @Test("a copy closes its SQLite stores as it ends: no -wal or -shm file is left beside the source or the destination")
+    func copyLeavesNoLogFiles() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(3)).exitCode == 0)
+            let destination = store.path("copy.sqlite")
+            let copied = try await cli.run(["copy", "--from", cli.storePath, "--to", destination])
+            #expect(copied.exitCode == 0, "\(copied)")
+            let logs = [cli.storePath, destination].flatMap { [$0 + "-wal", $0 + "-shm"] }
+            #expect(logs.filter(cli.exists).isEmpty, "left \(logs.filter(cli.exists))")
+            #expect(try await cli.count("Note", extra: ["--store", destination]) == 3)
+        }
+    }
+
     @Test("an asset whose content file in the source was cut short is not copied as if whole: the record fails naming the damage, and the copy does not end in success")
     func damagedSourceContentIsNotCopied() async throws {
         try await TemporaryStore.with { store in

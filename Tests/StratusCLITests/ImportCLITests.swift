@@ -33,6 +33,22 @@ struct ImportCLITests {
         }
     }
 
+    @Test("an import closes its SQLite store as it ends: no -wal or -shm file is left beside it, as after count; with --checkpoint too")
+    func importLeavesNoLogFiles() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            let logs = [cli.storePath + "-wal", cli.storePath + "-shm"]
+            let file = try cli.file("c.ndjson", Input.notes(2, prefix: "c"))
+            for (arguments, input) in [(["import", "--quiet"], Input.notes(3)), (["import", file, "--quiet", "--checkpoint", store.path("i.ckpt")], "")] {
+                let imported = try await cli.run(arguments, stdin: input)
+                #expect(imported.exitCode == 0, "\(imported)")
+                #expect(logs.filter(cli.exists).isEmpty, "\(arguments) left \(logs.filter(cli.exists))")
+            }
+            #expect(try await cli.count("Note") == 5)
+            #expect(logs.filter(cli.exists).isEmpty)
+        }
+    }
+
     @Test("a JSON array and a CloudKit response envelope, detected and with --format", arguments: TestEngine.all)
     func arrayAndEnvelope(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
