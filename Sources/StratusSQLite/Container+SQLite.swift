@@ -65,7 +65,7 @@ extension SQLiteEngine {
         try refuseURL(path)   // before standardizing, which would fold "postgresql://" into "postgresql:/"
         let key = URL(fileURLWithPath: path).standardizedFileURL.path
         return try registry.withLock { engines in
-            if let engine = engines[key]?.engine { return engine }
+            if let engine = engines[key]?.engine, !engine.isClosed { return engine }
             let engine = try SQLiteEngine(path: key)
             engines[key] = WeakEngine(engine: engine)
             return engine
@@ -88,28 +88,31 @@ extension SQLiteEngine {
         let engines = registry.withLock { engines in engines.values.compactMap(\.engine) }
         for engine in engines { engine.foldLog() }
     }
+}
 
-    /// Waits, up to `timeout`, until no SQLite connection of this process is open any longer
-    /// (every engine released, and its connections closed); answers whether none is. A program
-    /// about to exit calls it once it let go of its stores: a reference a finished job's thread
-    /// drops just after the job answered (a background call's closure, a finished operation)
-    /// closes its store a moment later, on that thread, and closing a store's last connection
-    /// is what makes SQLite fold the log into the file and remove its `-wal` and `-shm` files.
+extension SQLiteEngine {
+    /// Closes every SQLite store this process has open (see ``close()``): a program about to
+    /// end, its work over, closes them on its own thread, so that SQLite removes their `-wal`
+    /// and `-shm` files before it exits.
     ///
     /// ```swift
-    /// _ = SQLiteEngine.waitForOpenStoresToClose(timeout: .milliseconds(200))
-    /// SQLiteEngine.foldLogsOfOpenStores()   // what is still open
+    /// SQLiteEngine.closeOpenStores()
     /// exit(0)
     /// ```
-    public static func waitForOpenStoresToClose(timeout: Duration) -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while SQLiteConnection.openHandles.load(ordering: .sequentiallyConsistent) > 0 {
-            guard ContinuousClock.now < deadline else { return false }
-            usleep(1_000)
+    public static func closeOpenStores() {
+        let engines = everyEngine.withLock { engines in engines.values.compactMap(\.engine) }
+        for engine in engines { engine.close() }
+    }
+
+    /// Notes an engine, shared or not, for ``closeOpenStores()``.
+    static func register(_ engine: SQLiteEngine) {
+        everyEngine.withLock { engines in
+            engines = engines.filter { $0.value.engine != nil }
+            engines[ObjectIdentifier(engine)] = WeakEngine(engine: engine)
         }
-        return true
     }
 }
 
 import Synchronization
 private let registry = Mutex<[String: SQLiteEngine.WeakEngine]>([:])
+private let everyEngine = Mutex<[ObjectIdentifier: SQLiteEngine.WeakEngine]>([:])

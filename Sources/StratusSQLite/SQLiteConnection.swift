@@ -1,6 +1,5 @@
 import CSQLite
 import Foundation
-import Synchronization
 @_spi(StratusEngine) import Stratus
 import StratusSQL
 
@@ -44,7 +43,8 @@ struct TextArena {
 }
 
 /// One SQLite connection. Not Sendable: ``SQLiteEngine`` hands each connection to one thread
-/// at a time. The handle is closed only in `deinit`, also when opening failed half-way.
+/// at a time. The handle is closed in `deinit` (also when opening failed half-way), or before
+/// by ``close(foldingLog:)`` when its engine closes.
 final class SQLiteConnection {
     private(set) var handle: OpaquePointer?
 
@@ -106,7 +106,6 @@ final class SQLiteConnection {
         Self.memoryStatisticsOff
         let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0)) | SQLITE_OPEN_NOMUTEX
         let rc = sqlite3_open_v2(path, &handle, flags, nil)
-        if handle != nil { Self.openHandles.add(1, ordering: .sequentiallyConsistent) }
         guard rc == SQLITE_OK else {
             let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
             if rc & 0xFF == SQLITE_CANTOPEN, let problem = Self.accessProblem(path, readOnly: readOnly) {
@@ -238,17 +237,19 @@ final class SQLiteConnection {
         }
     }
 
-    deinit {
-        statements.removeAll()
-        if let handle {
-            sqlite3_close_v2(handle)
-            Self.openHandles.subtract(1, ordering: .sequentiallyConsistent)
-        }
-    }
+    deinit { close() }
 
-    /// How many connections of this process are open (counted down once closed, when the
-    /// closing of a store's last one has removed its `-wal` and `-shm` files).
-    static let openHandles = Atomic<Int>(0)
+    /// Closes the connection now rather than in `deinit`; it must not be used again. Closing a
+    /// store's last connection copies the log into the file and removes the `-wal` and `-shm`
+    /// files, unless `foldingLog` is false: a log that is no longer this store's (a restore put
+    /// another file or log in place) must not be copied into a file, nor a log removed by name.
+    func close(foldingLog: Bool = true) {
+        statements.removeAll()
+        guard let handle else { return }
+        if !foldingLog { _ = stratus_sqlite_no_checkpoint_on_close(handle) }
+        sqlite3_close_v2(handle)
+        self.handle = nil
+    }
 
     /// Runs SQL without results (several statements allowed).
     func execute(_ sql: String) throws {

@@ -37,26 +37,9 @@ enum Interruption {
     /// The signal received, or 0.
     static var signal: Int32 { received.load(ordering: .relaxed) }
 
-    /// What the first signal runs, until ``release()``. Kept here rather than in the signal
-    /// sources' handlers, which live as long as the process: a closure over the command's job
-    /// held there would keep the job's stores open until the exit, and SQLite, whose last
-    /// connection to a store was never closed, would leave its `-wal` and `-shm` files behind.
-    private static let pendingStop = Mutex<(@Sendable () -> Void)?>(nil)
-
-    /// Lets go of the work ``install(_:)`` was given, once the command ran: what it held (its
-    /// stores) is released, and a later first signal stops nothing (a second still exits).
-    static func release() {
-        let released = pendingStop.withLock { stop in
-            defer { stop = nil }
-            return stop
-        }
-        _ = released   // released here, outside the lock: its deinit may close stores.
-    }
-
     /// Call once, from the main thread, before the work starts; `stop` runs on the first signal
     /// (from another thread) and asks the work to stop after its current batch.
     static func install(_ stop: @escaping @Sendable () -> Void) {
-        pendingStop.withLock { $0 = stop }
         var hangup = sigaction()
         // Handlers are C function pointers, compared by address.
         let hangupIgnored = sigaction(SIGHUP, nil, &hangup) == 0
@@ -90,7 +73,7 @@ enum Interruption {
                 // a log gets no blank line.
                 let lineBreak = isatty(STDERR_FILENO) == 1 ? "\n" : ""
                 StandardError.write(lineBreak + "stratus: stopping after the current batch (signal \(number)); a second SIGINT or SIGTERM stops at once\n")
-                pendingStop.withLock { $0 }?()
+                stop()
             }
             source.resume()
             sources.append(source)

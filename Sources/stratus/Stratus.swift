@@ -61,15 +61,16 @@ struct StratusCommand {
         }
         let code = await run(command, rest)
         Interruption.yieldToForcedExit()
-        // The command's stores close as the last reference to them goes (SQLite then removes
-        // their -wal and -shm files); a signal handler's hold on the job is one such reference.
-        Interruption.release()
-        // A job's threads drop their last references a moment after it answered (a background
-        // call's closure as its thread ends): each is waited for, briefly.
-        _ = SQLiteEngine.waitForOpenStoresToClose(timeout: .milliseconds(250))
-        // Stores still open at the exit: what their logs hold goes into the files, so that a
-        // store whose processes all stopped is whole in its file alone.
-        SQLiteEngine.foldLogsOfOpenStores()
+        if ![ExitCode.interrupted, .terminated, .hungUp].contains(code) {
+            // The command ran to its end, so its work on its stores is over: they close here,
+            // on the thread that ran it, and SQLite removes their -wal and -shm files before the
+            // exit. Not when a signal stopped it: that exit leaves the logs for the next opening.
+            SQLiteEngine.closeOpenStores()
+        } else {
+            // What their logs hold goes into the files, so that a store whose processes all
+            // stopped is whole in its file alone.
+            SQLiteEngine.foldLogsOfOpenStores()
+        }
         exit(code.rawValue)
     }
 
@@ -127,7 +128,6 @@ struct StratusCommand {
     static func fail(_ message: String, _ code: ExitCode) -> Never {
         Interruption.yieldToForcedExit()
         StandardError.write("stratus: \(oneLine(message))\n")
-        Interruption.release()
         SQLiteEngine.foldLogsOfOpenStores()
         exit(code.rawValue)
     }
