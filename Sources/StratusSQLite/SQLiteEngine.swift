@@ -327,8 +327,8 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
     /// reference to the engine goes (which may be on any thread, at any time, a job's thread
     /// letting go of it a moment after the job answered). Call it once the work on the store
     /// has ended: a write waits for the one in progress, a background checkpoint is waited
-    /// for, and a reader in use is closed when handed back; later calls throw (closing again
-    /// does nothing). As the store's last connection closes, SQLite copies the log into the
+    /// for, and a reader in use (a query stream not closed yet) is closed when handed back,
+    /// keeping the log until then; later calls throw (closing again does nothing). As the store's last connection closes, SQLite copies the log into the
     /// file and removes the `-wal` and `-shm` files, unless the file or the log at the path
     /// was replaced under this process (a restore): then both are left as they are, as
     /// ``foldLogsOfOpenStores()`` leaves them.

@@ -77,7 +77,7 @@ struct SQLiteEngineTests {
         }
     }
 
-    @Test("close() closes the store's connections now, while a job's operation may still hold the engine: SQLite removes the -wal and -shm files, later calls fail, and the store opens again whole")
+    @Test("close() closes the store's connections now, while the database still holds the engine and after a query sequence read to its end: SQLite removes the -wal and -shm files, later calls fail, and the store opens again whole")
     func closeRemovesTheLog() async throws {
         try await TemporaryStore.with { store in
             let path = store.path()
@@ -85,6 +85,10 @@ struct SQLiteEngineTests {
             let database = Container(identifier: Self.identifier, engine: engine, userName: "alice").publicCloudDatabase
             try await TestDatabase.save((0..<3_000).map { makeRecord("Row", "r\($0)", ["n": .int64(Int64($0))]) }, in: database)
             #expect(FileManager.default.fileExists(atPath: path + "-wal"))
+            // Read to its end, a sequence has handed its connection back: none is left open.
+            var read = 0
+            for try await _ in database.allRecords(matching: Query(recordType: "Row"), pageSize: 500) { read += 1 }
+            #expect(read == 3_000)
             engine.close()
             #expect(SQLiteEngine.companionSuffixes.filter { FileManager.default.fileExists(atPath: path + $0) }.isEmpty)
             await #expect(throws: StratusError.self) { try await database.save(makeRecord("Row", "late", [:])) }
