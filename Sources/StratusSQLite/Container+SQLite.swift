@@ -90,29 +90,5 @@ extension SQLiteEngine {
     }
 }
 
-extension SQLiteEngine {
-    /// Closes every SQLite store this process has open (see ``close()``): a program about to
-    /// end, its work over, closes them on its own thread, so that SQLite removes their `-wal`
-    /// and `-shm` files before it exits.
-    ///
-    /// ```swift
-    /// SQLiteEngine.closeOpenStores()
-    /// exit(0)
-    /// ```
-    public static func closeOpenStores() {
-        let engines = everyEngine.withLock { engines in engines.values.compactMap(\.engine) }
-        for engine in engines { engine.close() }
-    }
-
-    /// Notes an engine, shared or not, for ``closeOpenStores()``.
-    static func register(_ engine: SQLiteEngine) {
-        everyEngine.withLock { engines in
-            engines = engines.filter { $0.value.engine != nil }
-            engines[ObjectIdentifier(engine)] = WeakEngine(engine: engine)
-        }
-    }
-}
-
 import Synchronization
 private let registry = Mutex<[String: SQLiteEngine.WeakEngine]>([:])
-private let everyEngine = Mutex<[ObjectIdentifier: SQLiteEngine.WeakEngine]>([:])

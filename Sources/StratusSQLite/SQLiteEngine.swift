@@ -94,7 +94,6 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
         if !readOnly { try Self.createPrivately(path) }
         writer = try SQLiteConnection(path: path, create: !readOnly, readOnly: readOnly, busyTimeoutMilliseconds: Self.milliseconds(busyTimeout))
         checkpointer = SQLiteCheckpointer(path: path, busyTimeoutMilliseconds: Self.milliseconds(busyTimeout))
-        Self.register(self)
         if readOnly {
             guard try isCurrent() else {
                 throw StratusError(.permissionFailure, "the store at \(path) needs an upgrade to this version of Stratus, which needs write access to it; open it once with write access")
