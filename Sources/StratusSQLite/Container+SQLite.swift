@@ -65,7 +65,7 @@ extension SQLiteEngine {
         try refuseURL(path)   // before standardizing, which would fold "postgresql://" into "postgresql:/"
         let key = URL(fileURLWithPath: path).standardizedFileURL.path
         return try registry.withLock { engines in
-            if let engine = engines[key]?.engine { return engine }
+            if let engine = engines[key]?.engine, !engine.isClosed { return engine }
             let engine = try SQLiteEngine(path: key)
             engines[key] = WeakEngine(engine: engine)
             return engine

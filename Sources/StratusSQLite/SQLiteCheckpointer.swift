@@ -20,7 +20,8 @@ import Foundation
 /// left pages in the log, the writer tries again only once the log doubled or a second passed.
 final class SQLiteCheckpointer: @unchecked Sendable {
     // @unchecked: `connection` is touched only by the one background run at a time that
-    // `isRunning` admits; `isRunning`, `isRequestedAgain` and the retry fields are guarded by `lock`.
+    // `isRunning` admits, or by ``close(foldingLog:)`` once none can run; `isRunning`,
+    // `isClosed`, `isRequestedAgain` and the retry fields are guarded by `lock`.
 
     /// Log pages after which a commit wakes the checkpointer (SQLite's automatic threshold).
     static let backgroundFrames: Int32 = 1_000
@@ -29,8 +30,10 @@ final class SQLiteCheckpointer: @unchecked Sendable {
 
     private let path: String
     private let busyTimeoutMilliseconds: Int32
-    private let lock = NSLock()
+    private let lock = NSCondition()
     private var isRunning = false
+    /// Set by ``close(foldingLog:)``: no checkpoint starts any more.
+    private var isClosed = false
     private var isRequestedAgain = false
     private var connection: SQLiteConnection?
     /// After a checkpoint in a commit left pages in the log: the log size, and the time, after
@@ -63,7 +66,20 @@ final class SQLiteCheckpointer: @unchecked Sendable {
     }
 
     func uninstall(from connection: SQLiteConnection) {
-        sqlite3_wal_hook(connection.handle, nil, nil)
+        guard let handle = connection.handle else { return }
+        sqlite3_wal_hook(handle, nil, nil)
+    }
+
+    /// Waits for the running checkpoint, if any, to end, then closes this checkpointer's
+    /// connection (see ``SQLiteConnection/close(foldingLog:)``); later requests start none.
+    func close(foldingLog: Bool) {
+        lock.withLock {
+            isClosed = true
+            while isRunning { lock.wait() }
+        }
+        // No run can start any more, so the connection is this thread's.
+        connection?.close(foldingLog: foldingLog)
+        connection = nil
     }
 
     /// Checkpoints in the writer's commit, once the log holds `frames` pages, unless the last
@@ -94,6 +110,7 @@ final class SQLiteCheckpointer: @unchecked Sendable {
     /// Starts a background checkpoint, or asks the running one to go once more.
     func requestCheckpoint() {
         let start = lock.withLock { () -> Bool in
+            if isClosed { return false }
             if isRunning {
                 isRequestedAgain = true
                 return false
@@ -114,6 +131,7 @@ final class SQLiteCheckpointer: @unchecked Sendable {
                     return true
                 }
                 isRunning = false
+                lock.broadcast()
                 return false
             }
             if !again { return }

@@ -43,7 +43,8 @@ struct TextArena {
 }
 
 /// One SQLite connection. Not Sendable: ``SQLiteEngine`` hands each connection to one thread
-/// at a time. The handle is closed only in `deinit`, also when opening failed half-way.
+/// at a time. The handle is closed in `deinit` (also when opening failed half-way), or before
+/// by ``close(foldingLog:)`` when its engine closes.
 final class SQLiteConnection {
     private(set) var handle: OpaquePointer?
 
@@ -236,9 +237,18 @@ final class SQLiteConnection {
         }
     }
 
-    deinit {
+    deinit { close() }
+
+    /// Closes the connection now rather than in `deinit`; it must not be used again. Closing a
+    /// store's last connection copies the log into the file and removes the `-wal` and `-shm`
+    /// files, unless `foldingLog` is false: a log that is no longer this store's (a restore put
+    /// another file or log in place) must not be copied into a file, nor a log removed by name.
+    func close(foldingLog: Bool = true) {
         statements.removeAll()
-        if let handle { sqlite3_close_v2(handle) }
+        guard let handle else { return }
+        if !foldingLog { _ = stratus_sqlite_no_checkpoint_on_close(handle) }
+        sqlite3_close_v2(handle)
+        self.handle = nil
     }
 
     /// Runs SQL without results (several statements allowed).

@@ -40,6 +40,11 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
     private let checkpointer: SQLiteCheckpointer
     private let readersLock = NSLock()
     private var idleReaders: [SQLiteConnection] = []
+    /// Set by ``close()`` under `writerLock`: the writer is closed.
+    private var writerClosed = false
+    /// Set by ``close()`` under `readersLock`: whether a reader handed back is closed folding
+    /// the log (nil while the store is open).
+    private var readersClosed: Bool?
     private static let maximumIdleReaders = 4
 
     /// Tombstones are kept this long by default: 30 days.
@@ -208,7 +213,8 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
         }
         let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         if descriptor >= 0 {
-            close(descriptor)
+            // Through FileHandle: inside the engine, `close` names ``close()``.
+            try? FileHandle(fileDescriptor: descriptor, closeOnDealloc: false).close()
         } else if errno != EEXIST {
             throw StratusError(.badContainer, "cannot create the store \(path): \(String(cString: strerror(errno)))")
         }
@@ -334,9 +340,49 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
 
     // MARK: - Connections and transactions
 
+    /// Closes the store's connections now, on the calling thread, instead of when the last
+    /// reference to the engine goes (which may be on any thread, at any time, a job's thread
+    /// letting go of it a moment after the job answered). Call it once the work on the store
+    /// has ended: a write waits for the one in progress, a background checkpoint is waited
+    /// for, and a reader in use (a query stream not closed yet) is closed when handed back,
+    /// keeping the log until then; later calls throw (closing again does nothing). As the store's last connection closes, SQLite copies the log into the
+    /// file and removes the `-wal` and `-shm` files, unless the file or the log at the path
+    /// was replaced under this process (a restore): then both are left as they are, as
+    /// ``foldLogsOfOpenStores()`` leaves them.
+    ///
+    /// ```swift
+    /// try await importer.run(from: reader)
+    /// engine.close()
+    /// ```
+    public func close() {
+        let folding = writerLock.withLock { () -> Bool? in
+            guard !writerClosed else { return nil }
+            writerClosed = true
+            checkpointer.uninstall(from: writer)
+            return !writer.fileHasMoved && !writer.logHasMoved && (isReadOnly || writer.knowsItsLog)
+        }
+        guard let foldingLog = folding else { return }
+        checkpointer.close(foldingLog: foldingLog)
+        let readers = readersLock.withLock { () -> [SQLiteConnection] in
+            readersClosed = foldingLog
+            defer { idleReaders = [] }
+            return idleReaders
+        }
+        for reader in readers { reader.close(foldingLog: foldingLog) }
+        writerLock.withLock { writer.close(foldingLog: foldingLog) }
+    }
+
+    /// Whether ``close()`` closed the store (``SQLiteEngine/shared(path:)`` then opens it anew).
+    public var isClosed: Bool { writerLock.withLock { writerClosed } }
+
+    private var closedError: StratusError {
+        StratusError(.internalError, "the store at \(path) was closed by this process; open it again to use it")
+    }
+
     /// Runs `body` in a `BEGIN IMMEDIATE` transaction on the writer; rolls back when it throws.
     func writeTransaction<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
         try writerLock.withLock {
+            guard !writerClosed else { throw closedError }
             try writer.statement("BEGIN IMMEDIATE").step()
             do {
                 let result = try body(writer)
@@ -364,6 +410,7 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
     func foldLog() {
         guard !isReadOnly else { return }
         writerLock.withLock {
+            guard !writerClosed else { return }
             // Only the log this connection knows is its own, at the path, into the file it
             // opened: a log it never saw may be a replaced store's, whose pages would undo a restore.
             guard writer.knowsItsLog, !writer.fileHasMoved, !writer.logHasMoved else { return }
@@ -384,14 +431,22 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
     }
 
     func takeReader() throws -> SQLiteConnection {
-        if let idle = readersLock.withLock({ idleReaders.popLast() }) { return idle }
+        let idle = try readersLock.withLock { () throws -> SQLiteConnection? in
+            guard readersClosed == nil else { throw closedError }
+            return idleReaders.popLast()
+        }
+        if let idle { return idle }
         return try SQLiteConnection(path: path, create: false, readOnly: isReadOnly, busyTimeoutMilliseconds: Self.milliseconds(busyTimeout))
     }
 
     func returnReader(_ connection: SQLiteConnection) {
-        readersLock.withLock {
+        let closing = readersLock.withLock { () -> Bool? in
+            if let foldingLog = readersClosed { return foldingLog }
             if idleReaders.count < Self.maximumIdleReaders { idleReaders.append(connection) }
+            return nil
         }
+        // Handed back after the store closed: closed as the others were.
+        if let foldingLog = closing { connection.close(foldingLog: foldingLog) }
     }
 
     // MARK: - Zones

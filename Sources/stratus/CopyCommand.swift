@@ -16,7 +16,9 @@ struct CopyCommand: Command {
         destination is created when missing and must hold no records, unless --checkpoint names
         the checkpoint of the copy that began it. With --checkpoint, a copy stopped by SIGINT,
         SIGTERM, a kill or a crash goes on where it stopped when run again with the same
-        options; the file is removed once the stores compare equal. Each zone is read type by
+        options; the file is removed once the stores compare equal (run again after that, the
+        copy finds nothing to copy while the stores still compare equal, as after a kill that
+        came once the file was removed). Each zone is read type by
         type, each type from one snapshot; stop writers to the source for an exact copy. At the
         end both stores are read again and compared zone by zone: the record count and a
         checksum over each record's name, type, change tag, parent and field values (assets by

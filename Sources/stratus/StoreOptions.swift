@@ -240,15 +240,15 @@ struct StoreOptions {
         opened.withLock { $0.append(location) }
         if access == .read, let missing = missingWriteAccess(location) {
             StratusCommand.log("reading the store at \(location) read-only: \(missing)")
-            return try SQLiteEngine(path: location, readOnly: true)
+            return keptUntilExit(try SQLiteEngine(path: location, readOnly: true))
         }
         if access == .read, let others = SQLiteEngine.otherNames(location) {
             // A hard-link snapshot is read as it is; written through, its other names' logs
             // would be lost (the engine refuses that).
             StratusCommand.log("reading the store at \(location) read-only: the file has \(others) other name(s) (hard links); what a writer through another name keeps in its log is not seen here")
-            return try SQLiteEngine(path: location, readOnly: true)
+            return keptUntilExit(try SQLiteEngine(path: location, readOnly: true))
         }
-        let engine = try SQLiteEngine.shared(path: location)
+        let engine = keptUntilExit(try SQLiteEngine.shared(path: location))
         // Not whether the file existed: another process may have made the file, or the tables,
         // first. The engine knows whether this process made the tables.
         if engine.createdStore && firstAnnouncement(of: engine.path) { StratusCommand.note("created a new store at \(location)") }
@@ -284,6 +284,25 @@ struct StoreOptions {
     /// The stores this process opened (passwords hidden), for messages about failures that
     /// do not say which store failed.
     static let opened = Mutex<[String]>([])
+
+    /// The SQLite engines this process opened, held until it exits: none closes on whichever
+    /// thread lets go of it last (a job's thread, a moment after the job answered, racing the
+    /// exit), only in ``closeSQLiteStores()``.
+    private static let sqliteEngines = Mutex<[SQLiteEngine]>([])
+
+    private static func keptUntilExit(_ engine: SQLiteEngine) -> SQLiteEngine {
+        sqliteEngines.withLock { engines in
+            if !engines.contains(where: { $0 === engine }) { engines.append(engine) }
+        }
+        return engine
+    }
+
+    /// Closes the SQLite stores this process opened (see ``SQLiteEngine/close()``), on the
+    /// calling thread; SQLite then removes their -wal and -shm files. Called once the command's
+    /// work is over.
+    static func closeSQLiteStores() {
+        for engine in sqliteEngines.withLock({ $0 }) { engine.close() }
+    }
 
     /// `message`, naming the stores the command opened when it names none of them: a damaged
     /// record read from a store says what is wrong with it, not where it is.

@@ -61,9 +61,16 @@ struct StratusCommand {
         }
         let code = await run(command, rest)
         Interruption.yieldToForcedExit()
-        // The tool exits without closing its stores: what their logs hold goes into the files,
-        // so that a store whose processes all stopped is whole in its file alone.
-        SQLiteEngine.foldLogsOfOpenStores()
+        if ![ExitCode.interrupted, .terminated, .hungUp].contains(code) {
+            // The command ran to its end, so its work on its stores is over: they close here,
+            // on the thread that ran it, and SQLite removes their -wal and -shm files before the
+            // exit. Not when a signal stopped it: that exit leaves the logs for the next opening.
+            StoreOptions.closeSQLiteStores()
+        } else {
+            // What their logs hold goes into the files, so that a store whose processes all
+            // stopped is whole in its file alone.
+            SQLiteEngine.foldLogsOfOpenStores()
+        }
         exit(code.rawValue)
     }
 

@@ -144,6 +144,39 @@ struct CopyCLITests {
         }
     }
 
+    @Test("a copy closes its SQLite stores as it ends: no -wal or -shm file is left beside the source or the destination")
+    func copyLeavesNoLogFiles() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(3)).exitCode == 0)
+            let destination = store.path("copy.sqlite")
+            let copied = try await cli.run(["copy", "--from", cli.storePath, "--to", destination])
+            #expect(copied.exitCode == 0, "\(copied)")
+            let logs = [cli.storePath, destination].flatMap { [$0 + "-wal", $0 + "-shm"] }
+            #expect(logs.filter(cli.exists).isEmpty, "left \(logs.filter(cli.exists))")
+            #expect(try await cli.count("Note", extra: ["--store", destination]) == 3)
+        }
+    }
+
+    @Test("a copy that finished with --checkpoint (its checkpoint removed, as a kill just after the removal leaves it) run again the same way finds nothing to copy and exits 0; once the source changed, it is refused (64) as before")
+    func finishedCopyRunAgain() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(300)).exitCode == 0)
+            let destination = store.path("copy.sqlite"), checkpoint = store.path("copy.checkpoint")
+            let arguments = ["copy", "--from", cli.storePath, "--to", destination, "--checkpoint", checkpoint, "--batch-size", "100"]
+            let first = try await cli.run(arguments)
+            #expect(first.exitCode == 0 && !cli.exists(checkpoint), "\(first)")
+            let again = try await cli.run(arguments)
+            #expect(again.exitCode == 0 && !cli.exists(checkpoint), "\(again)")
+            #expect(again.stderrLines.last?.hasPrefix("copied 0 records in 0 zones (1 zone copied by an earlier run)") == true, "\(again)")
+            #expect(try await cli.count("Note", extra: ["--store", destination]) == 300)
+            #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(1, prefix: "later")).exitCode == 0)
+            let changed = try await cli.run(arguments)
+            #expect(changed.exitCode == 64 && changed.stderr.contains("already holds 300 records"), "\(changed)")
+        }
+    }
+
     @Test("an asset whose content file in the source was cut short is not copied as if whole: the record fails naming the damage, and the copy does not end in success")
     func damagedSourceContentIsNotCopied() async throws {
         try await TemporaryStore.with { store in

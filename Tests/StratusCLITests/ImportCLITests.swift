@@ -33,6 +33,49 @@ struct ImportCLITests {
         }
     }
 
+    @Test("an import closes its SQLite store as it ends: no -wal or -shm file is left beside it, as after count; with --checkpoint too")
+    func importLeavesNoLogFiles() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            let logs = [cli.storePath + "-wal", cli.storePath + "-shm"]
+            let file = try cli.file("c.ndjson", Input.notes(2, prefix: "c"))
+            for (arguments, input) in [(["import", "--quiet"], Input.notes(3)), (["import", file, "--quiet", "--checkpoint", store.path("i.ckpt")], "")] {
+                let imported = try await cli.run(arguments, stdin: input)
+                #expect(imported.exitCode == 0, "\(imported)")
+                #expect(logs.filter(cli.exists).isEmpty, "\(arguments) left \(logs.filter(cli.exists))")
+            }
+            #expect(try await cli.count("Note") == 5)
+            #expect(logs.filter(cli.exists).isEmpty)
+        }
+    }
+
+    @Test("an import stopped by SIGTERM keeps its checkpoint; the run that goes on ends with exactly the input and, ending normally, leaves no -wal or -shm file")
+    func stoppedImportResumesAndLeavesNoLogFiles() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            let logs = [cli.storePath + "-wal", cli.storePath + "-shm"]
+            let input = try cli.file("notes.ndjson", Input.notes(2_000))
+            let checkpoint = store.path("notes.ckpt")
+            let arguments = ["import", input, "--quiet", "--batch-size", "1", "--checkpoint", checkpoint]
+            let running = try cli.start(arguments)
+            // Once the checkpoint exists the import handles SIGTERM (before, a signal ends it
+            // as a kill would); one that finished first has nothing left to go on with.
+            while running.isRunning && !cli.exists(checkpoint) { try await Task.sleep(for: .milliseconds(5)) }
+            running.signal(SIGTERM)
+            let stopped = await running.wait()
+            #expect(!stopped.signalled && (stopped.exitCode == 143 || stopped.exitCode == 0), "\(stopped)")
+            if stopped.exitCode == 143 { #expect(cli.exists(checkpoint), "a stopped import keeps its checkpoint") }
+            let resumed = try await cli.run(arguments)
+            #expect(resumed.exitCode == 0, "\(resumed)")
+            #expect(!cli.exists(checkpoint))
+            #expect(logs.filter(cli.exists).isEmpty, "left \(logs.filter(cli.exists))")
+            let exported = try await cli.run(["export", "--type", "Note", "--quiet"])
+            let names = try exported.stdoutLines.map { try JSONLine.object($0)["recordName"] as? String ?? "" }
+            #expect(Set(names) == Set((1...2_000).map { "n\($0)" }))
+            #expect(exported.stdoutLines.count == 2_000)
+        }
+    }
+
     @Test("a JSON array and a CloudKit response envelope, detected and with --format", arguments: TestEngine.all)
     func arrayAndEnvelope(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

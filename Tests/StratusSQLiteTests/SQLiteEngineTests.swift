@@ -77,6 +77,27 @@ struct SQLiteEngineTests {
         }
     }
 
+    @Test("close() closes the store's connections now, while the database still holds the engine and after a query sequence read to its end: SQLite removes the -wal and -shm files, later calls fail, and the store opens again whole")
+    func closeRemovesTheLog() async throws {
+        try await TemporaryStore.with { store in
+            let path = store.path()
+            let engine = try SQLiteEngine(path: path)
+            let database = Container(identifier: Self.identifier, engine: engine, userName: "alice").publicCloudDatabase
+            try await TestDatabase.save((0..<3_000).map { makeRecord("Row", "r\($0)", ["n": .int64(Int64($0))]) }, in: database)
+            #expect(FileManager.default.fileExists(atPath: path + "-wal"))
+            // Read to its end, a sequence has handed its connection back: none is left open.
+            var read = 0
+            for try await _ in database.allRecords(matching: Query(recordType: "Row"), pageSize: 500) { read += 1 }
+            #expect(read == 3_000)
+            engine.close()
+            #expect(SQLiteEngine.companionSuffixes.filter { FileManager.default.fileExists(atPath: path + $0) }.isEmpty)
+            await #expect(throws: StratusError.self) { try await database.save(makeRecord("Row", "late", [:])) }
+            await #expect(throws: StratusError.self) { try await database.record(for: Record.ID(recordName: "r1")) }
+            let reopened = Container(identifier: Self.identifier, engine: try SQLiteEngine(path: path), userName: "alice").publicCloudDatabase
+            #expect(try await reopened.countRecords(matching: Query(recordType: "Row")) == 3_000)
+        }
+    }
+
     @Test("two engines on one file (as two processes have) both write and read")
     func twoEnginesOnOneFile() async throws {
         try await TemporaryStore.with { store in

@@ -138,11 +138,15 @@ public struct QueryResultSequence: AsyncSequence, Sendable {
                     state.finished = true
                     return false
                 }
+                // At the end the snapshot and its connection are given back before the consumer
+                // can hear of the end: a program that then closes its store finds no read open
+                // (a copied page is decoded without the connection).
+                if !more { close() }
                 decodingQueue.async { [self] in
                     let viewer = state.withLock { $0.viewer }
                     deliver(rows.flatMap { rows in Result { try rows.map { try $0.decode().records.map { $0.presented(to: viewer) } } } })
                 }
-                if more { readAhead() } else { close() }
+                if more { readAhead() }
             }
         }
 

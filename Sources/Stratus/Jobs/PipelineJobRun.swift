@@ -37,7 +37,7 @@ final class PipelineJobRun: Sendable {
         last: (@escaping @Sendable (Result<Void, any Error>) -> Void) -> Void
     ) async -> Result<Void, any Error> {
         precondition(stages.count <= queue.maxConcurrentOperationCount, "a job pipeline has at most 4 stages")
-        return await withTaskCancellationHandler {
+        let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, any Error>, Never>) in
                 last { continuation.resume(returning: $0) }
                 let cancelled = state.withLock { state -> Bool in
@@ -51,6 +51,10 @@ final class PipelineJobRun: Sendable {
         } onCancel: {
             cancel()
         }
+        // The stages ended: let go of them. A stage's block that holds the job (to cancel it)
+        // would otherwise keep the stages, and through them the job's store, for ever.
+        state.withLock { $0.stages = [] }
+        return result
     }
 }
 

@@ -297,6 +297,13 @@ public final class StoreCopier: Sendable {
             }
         } else {
             let held = destinationInventory.databases.reduce(0) { $0 + $1.zones.reduce(0) { $0 + $1.recordCounts.values.reduce(0, +) } }
+            if held > 0, checkpointStore != nil, try await isCompleteCopy(of: sourceIdentifier) {
+                // A copy that finished, whose checkpoint was removed, run again (killed after
+                // the removal, before it could report): nothing is left to copy.
+                var summary = Summary()
+                summary.zonesSkipped = sourceInventory.databases.reduce(0) { $0 + $1.zones.count }
+                return summary
+            }
             if held > 0 {
                 var refusal = StratusError(.invalidArguments, "the destination already holds \(held) record\(held == 1 ? "" : "s"); a copy fills a store without records, or goes on from the checkpoint of the copy that began it")
                 refusal.underlyingError = DestinationHoldsRecords(recordCount: held)
@@ -380,7 +387,23 @@ public final class StoreCopier: Sendable {
         // also those the source's schema no longer declares: once every record is written, the
         // schemas are written again, so that the destination's are the source's.
         _ = try await copySchemas(sourceInventory)
+        // The destination records that the copy is complete: its checkpoint is removed by the
+        // caller once the stores compare equal, and a kill between that removal and the
+        // caller's report would otherwise leave a complete copy that a run again refuses.
+        try await saveCheckpoint(checkpoint, to: checkpointStore, complete: true)
         return summary
+    }
+
+    /// Whether the destination records that a copy from `sourceIdentifier` completed, and the
+    /// stores still compare equal: zones, schemas and subscriptions.
+    private func isCompleteCopy(of sourceIdentifier: String) async throws -> Bool {
+        let destination = self.destination, job = copyJob(sourceIdentifier)
+        guard let held = try await Self.offThePool({ try destination.jobProgressText(job) }),
+              let record = try? JSONDecoder().decode(DestinationProgress.self, from: Data(held.utf8)), record.complete == true
+        else { return false }
+        guard try await compare().allSatisfy(\.matches) else { return false }
+        guard try await differingSchemas().isEmpty else { return false }
+        return try await differingSubscriptions().isEmpty
     }
 
     /// Checks that `engine` shows this connection every row of its store, as a copy must read or
@@ -572,12 +595,16 @@ public final class StoreCopier: Sendable {
         var zonesCopiedThrough: ZoneKey?
         var zonesNotCopied: [ZoneKey]?
         var position: Checkpoint.Position?
+        /// Set once every zone, schema and subscription was copied (nil before, and in the
+        /// records of versions that did not write it).
+        var complete: Bool?
 
-        init(_ checkpoint: Checkpoint) {
+        init(_ checkpoint: Checkpoint, complete: Bool = false) {
             zonesCopied = checkpoint.zonesCopied.count
             zonesCopiedThrough = checkpoint.zonesCopiedThrough
             zonesNotCopied = checkpoint.zonesNotCopied
             position = checkpoint.position
+            self.complete = complete ? true : nil
         }
 
         /// Whether this record says more is copied than `checkpoint` does: one left by another
@@ -596,12 +623,12 @@ public final class StoreCopier: Sendable {
     /// Saves the checkpoint, then records it in the destination in a transaction of its own:
     /// the destination's record never runs ahead of the file, and a destination that lost
     /// commits lost that record with them (see ``run(checkpointStore:progress:)``).
-    private func saveCheckpoint(_ checkpoint: Checkpoint, to store: (any CheckpointStore)?) async throws {
+    private func saveCheckpoint(_ checkpoint: Checkpoint, to store: (any CheckpointStore)?, complete: Bool = false) async throws {
         guard let store else { return }
         try store.save(checkpoint)
         // The record is the store's; the transaction is in the database of the zone it names.
         guard let zone = checkpoint.position?.zone ?? checkpoint.zonesCopiedThrough ?? checkpoint.zonesCopied.last else { return }
-        let record = DestinationProgress(checkpoint)
+        let record = DestinationProgress(checkpoint, complete: complete)
         let text = String(decoding: try JSONEncoder().encode(record), as: UTF8.self)
         let job = copyJob(checkpoint.sourceIdentifier), destination = self.destination
         let context = DatabaseContext.administrator(containerIdentifier: zone.containerIdentifier, environment: zone.environment, scope: zone.scope, owner: zone.owner)
