@@ -19,8 +19,17 @@ final class Pipeline: Sendable {
 
     /// Why a pipeline stopped before its source was exhausted.
     enum Stop {
-        case cancelled
+        /// Cancelled through `stage`.
+        case cancelled(stage: String, id: ObjectIdentifier)
         case failed(StratusError, stage: String, id: ObjectIdentifier)
+
+        /// The stage that stopped the pipeline.
+        var stageID: ObjectIdentifier {
+            switch self {
+            case .cancelled(_, let id): id
+            case .failed(_, _, let id): id
+            }
+        }
     }
 
     private struct State {
@@ -189,7 +198,7 @@ final class Pipeline: Sendable {
 
     /// Cancels every stage: each stops at its next batch and reports what it did.
     func stop(cancelledBy operation: DatabaseOperation) {
-        halt(.cancelled)
+        halt(.cancelled(stage: Self.name(of: operation), id: ObjectIdentifier(operation)))
     }
 
     /// A stage failed as a whole: every other stage stops and reports the failure.
@@ -212,7 +221,8 @@ final class Pipeline: Sendable {
     }
 
     /// The error a stage reports when the pipeline stopped under it: the failing stage's code
-    /// and message, or `operationCancelled`, with what the stage did and the position reached.
+    /// and message, or `operationCancelled` naming the stage that was cancelled, with what the
+    /// stage did and the position reached.
     func stoppedError(_ what: String, completed: Int) -> StratusError {
         var error: StratusError
         switch stop {
@@ -222,6 +232,9 @@ final class Pipeline: Sendable {
             // caller looks for; else the failing stage's error.
             error.underlyingError = failure.underlyingError.flatMap { $0 is StratusError ? nil : $0 } ?? failure
             error.completedItemCount = completed
+        case .cancelled(let stage, _)? where stage != what:
+            error = StratusError.cancelled(what, completed: completed)
+            error.message += ": the pipeline's \(stage) was cancelled"
         case .cancelled?, nil:
             error = StratusError.cancelled(what, completed: completed)
         }
@@ -248,7 +261,11 @@ final class Pipeline: Sendable {
         var outcome = outcome
         if let error = outcome, error.code != .partialFailure {
             // Either does nothing when the pipeline stopped already (the error is then the stop's).
-            if error.code == .operationCancelled { halt(.cancelled) } else { fail(error, by: operation) }
+            if error.code == .operationCancelled {
+                halt(.cancelled(stage: Self.name(of: operation), id: ObjectIdentifier(operation)))
+            } else {
+                fail(error, by: operation)
+            }
         }
         let (allFinished, stop, checkpoint, engine) = state.withLock { state in
             if let index = state.stages.firstIndex(where: { $0.id == ObjectIdentifier(operation) }) { state.stages[index].finished = true }
@@ -257,8 +274,9 @@ final class Pipeline: Sendable {
         }
         settle(operation, waiting: stop != nil)
         if let error = outcome, error.code != .partialFailure {
-            if case .failed(_, _, let id)? = stop, id != ObjectIdentifier(operation), error.code == .operationCancelled {
-                // Cancelled by another stage's failure (before it started, or between batches).
+            if let stop, stop.stageID != ObjectIdentifier(operation), error.code == .operationCancelled {
+                // Stopped by another stage's failure or cancellation (before it started, or
+                // between batches): it says which.
                 outcome = stoppedError(Self.name(of: operation), completed: error.completedItemCount ?? 0)
             } else {
                 outcome = describingPosition(error)
