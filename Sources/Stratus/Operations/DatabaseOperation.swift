@@ -73,6 +73,10 @@ open class DatabaseOperation: Operation, @unchecked Sendable {
     /// Whether the operation was handed to a queue by ``Database/add(_:)`` or started (guarded
     /// by `lock`): a second `add` must not enqueue it again.
     private var wasSubmitted = false
+    /// The error the final block reported (guarded by `lock`), for ``Database/run(_:)``.
+    private var reportedError: StratusError?
+    /// Called once the operation has finished (guarded by `lock`).
+    private var finishObservers: [@Sendable () -> Void] = []
 
     /// Configuration, group and timeout state (see `DatabaseOperation+Configuration.swift`).
     let settings = Mutex(OperationSettings())
@@ -193,7 +197,23 @@ open class DatabaseOperation: Operation, @unchecked Sendable {
         // Delisted before the final block runs: code the block wakes must not find the
         // operation still outstanding.
         LongLivedOperations.shared.remove(self)
+        lock.withLock { reportedError = outcome }
         complete(with: outcome)
+    }
+
+    /// What the final block reported: `nil` for success (or for a subclass whose `main()` never
+    /// reached it), once the operation has finished.
+    var finalError: StratusError? { lock.withLock { reportedError } }
+
+    /// Calls `body` once the operation has finished, after its final block (at once when it
+    /// has finished already).
+    func whenFinished(_ body: @escaping @Sendable () -> Void) {
+        let finished = lock.withLock { () -> Bool in
+            guard state != .finished else { return true }
+            finishObservers.append(body)
+            return false
+        }
+        if finished { body() }
     }
 
     /// Does the work. Returns the final error (`nil` for success). Subclasses override.
@@ -226,9 +246,14 @@ open class DatabaseOperation: Operation, @unchecked Sendable {
     private func finish() {
         willChangeValue(forKey: "isExecuting")
         willChangeValue(forKey: "isFinished")
-        lock.withLock { state = .finished }
+        let observers = lock.withLock { () -> [@Sendable () -> Void] in
+            state = .finished
+            defer { finishObservers = [] }
+            return finishObservers
+        }
         didChangeValue(forKey: "isExecuting")
         didChangeValue(forKey: "isFinished")
+        for observer in observers { observer() }
     }
 
     private func transition(to newState: State, key: String) {

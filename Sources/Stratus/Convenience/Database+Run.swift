@@ -1,0 +1,76 @@
+import Foundation
+import Synchronization
+
+/// Running several operations (a pipeline's stages) as one piece of work.
+extension Database {
+    /// Adds `operations` (the stages of a pipeline, or any operations) and waits until every
+    /// one of them has finished and run its final block.
+    ///
+    /// Each operation's own blocks still run as they do with ``add(_:)``; this adds one answer
+    /// for the whole: nothing when every operation succeeded, else the error that explains the
+    /// outcome. Cancelling the calling task cancels every operation (a pipeline stops at its
+    /// next batch).
+    ///
+    /// ```swift
+    /// let query = QueryOperation(query: try Query(recordType: "Product", predicate: QueryPredicate(format: "discontinued == 0")))
+    /// query.fetchAllResults = true
+    /// let reprice = TransformOperation(transforming: query) { (products: [Record]) -> [Record] in
+    ///     for product in products { product["price"] = (product["price"] ?? 0.0) * 1.1 }
+    ///     return products
+    /// }
+    /// let save = ModifyRecordsOperation(savingRecordsFrom: reprice)
+    /// try await database.run([query, reprice, save])
+    /// ```
+    ///
+    /// - Throws: the error of the stage that stopped its pipeline (its failure, or
+    ///   `operationCancelled` from the stage that was cancelled), with ``StratusError/pipelinePosition``
+    ///   where a resumed run starts; else the first other error in the order given, an
+    ///   `operationCancelled` after that, and a `partialFailure` (records a save stage could not
+    ///   write, each with its own error) last.
+    public func run(_ operations: [DatabaseOperation]) async throws {
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                run(operations) { continuation.resume(with: $0) }
+            }
+        } onCancel: {
+            for operation in operations { operation.cancel() }
+        }
+    }
+
+    /// Adds `operations` and calls `completionHandler` once every one of them has finished and
+    /// run its final block, with the error that explains the outcome (see ``run(_:)``).
+    ///
+    /// ```swift
+    /// database.run([query, reprice, save]) { result in
+    ///     if case .failure(let error) = result { print("stopped: \(error)") }
+    /// }
+    /// ```
+    @preconcurrency public func run(_ operations: [DatabaseOperation], completionHandler: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        var seen = Set<ObjectIdentifier>()
+        let distinct = operations.filter { seen.insert(ObjectIdentifier($0)).inserted }
+        guard !distinct.isEmpty else { return completionHandler(.success(())) }
+        let outstanding = Mutex(distinct.count)
+        for operation in distinct {
+            operation.whenFinished {
+                let isLast = outstanding.withLock { count -> Bool in
+                    count -= 1
+                    return count == 0
+                }
+                guard isLast else { return }
+                if let error = Self.explainingError(of: distinct) { completionHandler(.failure(error)) } else { completionHandler(.success(())) }
+            }
+        }
+        for operation in distinct { add(operation) }
+    }
+
+    /// The one error that explains how `operations` ended, by the rules ``run(_:)`` documents.
+    private static func explainingError(of operations: [DatabaseOperation]) -> StratusError? {
+        let failed = operations.compactMap { operation in operation.finalError.map { (operation, $0) } }
+        if let (_, error) = failed.first(where: { operation, _ in operation.pipeline?.stop?.stageID == ObjectIdentifier(operation) }) {
+            return error
+        }
+        return failed.first { ![.operationCancelled, .partialFailure].contains($0.1.code) }?.1
+            ?? failed.first { $0.1.code == .operationCancelled }?.1
+            ?? failed.first?.1
+    }
+}

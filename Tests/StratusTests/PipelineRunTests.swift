@@ -1,0 +1,176 @@
+import Foundation
+import Stratus
+import StratusSQLite
+import StratusTestSupport
+import Testing
+
+/// `Database.run(_:)`: a pipeline's stages added and waited for as one piece of work, with one
+/// error that explains how it ended.
+@Suite("Running a whole pipeline", .timeLimit(.minutes(30)))
+struct PipelineRunTests {
+    static func int(_ record: Record, _ key: String) -> Int64? {
+        if case .int64(let value)? = record.fieldValue(forKey: key) { return value }
+        return nil
+    }
+
+    @Test("a fan-out run returns once every stage's final block has run, with every record saved and every batch consumed")
+    func fanOutCompletes() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            try await TestDatabase.save(items(120), in: database)
+            let query = PipelineStreamingTests.everyItem(pageSize: 25)
+            let mark = ModifyRecordsOperation(savingRecordsFrom: query) { records in
+                for record in records { record["marked"] = 1 }
+                return records
+            }
+            let seen = Box(0), finals = Box<[String]>([])
+            let count = ConsumeOperation(consuming: query) { (records: [Record]) in seen.update { $0 += records.count } }
+            query.queryResultBlock = { _ in finals.update { $0.append("query") } }
+            mark.modifyRecordsResultBlock = { _ in finals.update { $0.append("mark") } }
+            count.consumeResultBlock = { _ in finals.update { $0.append("count") } }
+
+            try await database.run([query, mark, count])
+
+            #expect(finals.value.sorted() == ["count", "mark", "query"])
+            #expect(seen.value == 120)
+            #expect(try await TestDatabase.queryAll(try Query(recordType: "Item", format: "marked == 1"), in: database).count == 120)
+            // Operations that finished already, and no operations, complete at once.
+            try await database.run([query, mark])
+            try await database.run([])
+        }
+    }
+
+    @Test("a failing stage: the run throws that stage's own error, with the position every stage reports")
+    func failingStage() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            try await TestDatabase.save(items(200), in: database)
+            let query = PipelineStreamingTests.everyItem(pageSize: 10)
+            let batches = Box(0)
+            let check = TransformOperation(transforming: query) { (records: [Record]) -> [Record] in
+                if batches.update({ $0 += 1; return $0 }) == 4 { throw StratusError(.limitExceeded, "the fourth batch is refused") }
+                return records
+            }
+            let save = ModifyRecordsOperation(savingRecordsFrom: check) { records in
+                for record in records { record["ok"] = 1 }
+                return records
+            }
+            let saveFinal = Box<Result<Void, any Error>?>(nil)
+            save.modifyRecordsResultBlock = { saveFinal.value = $0 }
+
+            let thrown = await #expect(throws: StratusError.self) { try await database.run([query, check, save]) }
+            let error = try #require(thrown)
+            #expect(error.code == .limitExceeded && error.message == "the fourth batch is refused", "\(error)")
+            let saveError = try #require(finalError(saveFinal.value), "the save stage's final block ran before the run returned")
+            #expect(error.pipelinePosition == saveError.pipelinePosition)
+            let written = try await TestDatabase.queryAll(try Query(recordType: "Item", format: "ok == 1"), in: database).count
+            #expect(written <= 30 && written % 10 == 0)
+        }
+    }
+
+    @Test("a cancelled stage: the run throws operationCancelled, and every other stage's error names the stage that was cancelled")
+    func cancelledStage() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            try await TestDatabase.save(items(300), in: database)
+            let query = PipelineStreamingTests.everyItem(pageSize: 10)
+            let stages = Box<[Operation]>([])
+            let transformed = Box(0)
+            let bump = TransformOperation(transforming: query) { (records: [Record]) -> [Record] in
+                if transformed.update({ $0 += 1; return $0 }) == 3 { stages.value[1].cancel() }
+                for record in records { record["count"] = (Self.int(record, "count") ?? 0) + 1 }
+                return records
+            }
+            let save = ModifyRecordsOperation(savingRecordsFrom: bump)
+            stages.value = [query, bump, save]
+            let queryFinal = Box<Result<QueryOperation.Cursor?, any Error>?>(nil), saveFinal = Box<Result<Void, any Error>?>(nil)
+            query.queryResultBlock = { queryFinal.value = $0 }
+            save.modifyRecordsResultBlock = { saveFinal.value = $0 }
+
+            let thrown = await #expect(throws: StratusError.self) { try await database.run([query, bump, save]) }
+            #expect(thrown?.code == .operationCancelled)
+            for other in [finalError(queryFinal.value), finalError(saveFinal.value)] {
+                let error = try #require(other)
+                #expect(error.code == .operationCancelled)
+                #expect(error.message.contains("the pipeline's TransformOperation was cancelled"), "\(error.message)")
+            }
+            let counted = try await TestDatabase.queryAll(try Query(recordType: "Item", format: "count == 1"), in: database).count
+            #expect(counted < 300 && counted % 10 == 0)
+        }
+    }
+
+    @Test("cancelling the task that awaits the run cancels every stage: the run throws operationCancelled and the source stops early")
+    func taskCancellation() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            try await TestDatabase.save(items(300), in: database)
+            let query = PipelineStreamingTests.everyItem(pageSize: 10)
+            let firstBatch = DispatchSemaphore(value: 0), goOn = DispatchSemaphore(value: 0)
+            let batches = Box(0)
+            let hold = TransformOperation(transforming: query) { (records: [Record]) -> [Record] in
+                if batches.update({ $0 += 1; return $0 }) == 1 {
+                    firstBatch.signal()
+                    goOn.wait()
+                }
+                return records
+            }
+            let produced = Box(0)
+            query.recordMatchedBlock = { _, _ in produced.update { $0 += 1 } }
+            let consume = ConsumeOperation(consuming: hold) { (_: [Record]) in }
+            let run = Task { try await database.run([query, hold, consume]) }
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                DispatchQueue.global().async { firstBatch.wait(); continuation.resume() }
+            }
+            run.cancel()
+            goOn.signal()
+            let result = await run.result
+            #expect(finalError(result)?.code == .operationCancelled, "\(result)")
+            #expect(hold.isCancelled && consume.isCancelled && query.isCancelled)
+            #expect(produced.value < 300, "the source stopped before reading everything")
+        }
+    }
+
+    @Test("a save stage that could not write some records: the run throws partialFailure naming each, after the stages completed the rest")
+    func partialFailure() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            try await TestDatabase.save(items(50), in: database)
+            let query = PipelineStreamingTests.everyItem(pageSize: 10)
+            // A new record under a stored record's name is refused alone, as CloudKit refuses it.
+            let clash = Record.ID(recordName: recordName("item", 7))
+            let touch = TransformOperation(transforming: query) { (records: [Record]) -> [Record] in
+                records.map { record in
+                    guard record.recordID == clash else { record["touched"] = 1; return record }
+                    return Record(recordType: "Item", recordID: clash)
+                }
+            }
+            let save = ModifyRecordsOperation(savingRecordsFrom: touch)
+            save.isAtomic = false
+
+            let thrown = await #expect(throws: StratusError.self) { try await database.run([query, touch, save]) }
+            let error = try #require(thrown)
+            #expect(error.code == .partialFailure, "\(error)")
+            #expect(Array(error.partialErrorsByRecordID.keys) == [clash])
+            #expect(try await TestDatabase.queryAll(try Query(recordType: "Item", format: "touched == 1"), in: database).count == 49)
+        }
+    }
+
+    @Test("the completion-handler form calls its handler once, after every stage's final block")
+    func completionHandler() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            try await TestDatabase.save(items(40), in: database)
+            let query = PipelineStreamingTests.everyItem(pageSize: 10)
+            let consumed = Box(0), finals = Box(0)
+            let consume = ConsumeOperation(consuming: query) { (records: [Record]) in consumed.update { $0 += records.count } }
+            query.queryResultBlock = { _ in finals.update { $0 += 1 } }
+            consume.consumeResultBlock = { _ in finals.update { $0 += 1 } }
+            let answer: (Result<Void, any Error>, Int) = await withCheckedContinuation { continuation in
+                database.run([query, consume]) { result in continuation.resume(returning: (result, finals.value)) }
+            }
+            #expect(finalError(answer.0) == nil)
+            #expect(answer.1 == 2, "both final blocks ran before the handler")
+            #expect(consumed.value == 40)
+        }
+    }
+}
