@@ -173,4 +173,35 @@ struct PipelineRunTests {
             #expect(consumed.value == 40)
         }
     }
+
+    @Test("a stopped job's position, discarded, makes the next run start from the beginning; a completed job has none to discard")
+    func discardedPosition() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            try await TestDatabase.save(items(100), in: database)
+            func bumpEvery(stoppingAfter stopBatch: Int?) async throws {
+                let query = PipelineStreamingTests.everyItem(pageSize: 10)
+                query.checkpoint = PipelineCheckpoint(job: "bump")
+                let batches = Box(0)
+                let bump = ModifyRecordsOperation(savingRecordsFrom: query) { records in
+                    for record in records { record["count"] = (Self.int(record, "count") ?? 0) + 1 }
+                    return records
+                }
+                let stop = ConsumeOperation(consuming: query) { (_: [Record]) in
+                    if batches.update({ $0 += 1; return $0 }) == stopBatch { throw StratusError(.limitExceeded, "stop here") }
+                }
+                try await database.run([query, bump, stop])
+            }
+            await #expect(throws: StratusError.self) { try await bumpEvery(stoppingAfter: 3) }
+            let first = try await TestDatabase.queryAll(try Query(recordType: "Item", format: "count == 1"), in: database).count
+            #expect(first > 0 && first < 100)
+
+            #expect(try await database.discardPipelinePosition(job: "bump"))
+            try await bumpEvery(stoppingAfter: nil)
+            let counts = try await TestDatabase.queryAll(Query(recordType: "Item"), in: database).map { Self.int($0, "count") ?? 0 }
+            #expect(counts.filter { $0 == 2 }.count == first, "the first run's records bumped again: the second run started over")
+            #expect(counts.filter { $0 == 1 }.count == 100 - first)
+            #expect(try await database.discardPipelinePosition(job: "bump") == false, "a completed run removed its position")
+        }
+    }
 }

@@ -74,3 +74,30 @@ extension Database {
             ?? failed.first?.1
     }
 }
+
+/// A stopped job's position, for starting the job over.
+extension Database {
+    /// Discards the position a stopped pipeline job keeps in the store (see
+    /// ``PipelineCheckpoint``), so that its next run starts from the beginning instead of going
+    /// on. Answers whether the store held a position for `job`.
+    ///
+    /// Call it while no run of the job is in progress: a running job records its position
+    /// again with its next batch. A ``PipelineCheckpointStore`` of your own (a file) keeps a
+    /// copy of the position: remove it too (``PipelineCheckpointStore/remove()``).
+    ///
+    /// ```swift
+    /// if try await database.discardPipelinePosition(job: "reprice-2025-06") {
+    ///     print("the next run reprices every product again")
+    /// }
+    /// ```
+    ///
+    /// - Throws: store errors; on PostgreSQL a role only discards the positions it saved.
+    @discardableResult
+    public func discardPipelinePosition(job: String) async throws -> Bool {
+        try await engineCall { engine, _ in
+            guard try engine.jobProgressText(job) != nil || engine.jobProgress(job) != nil else { return false }
+            try engine.removeJobProgress(job)
+            return true
+        }
+    }
+}
