@@ -70,6 +70,7 @@ public enum PostgresTestServer {
     ///
     /// - Throws: when no server is available, or the database cannot be created.
     public static func makeDatabase() throws -> PostgresTestDatabase {
+        _ = sweepsAssetCachesAtExit
         let admin = try adminURL()
         let number = databaseCounter.add(1, ordering: .relaxed).newValue
         let name = "stratus_test_\(getpid())_\(number)_\(UInt16.random(in: 0...UInt16.max))"
@@ -86,6 +87,7 @@ public enum PostgresTestServer {
     ///
     /// - Throws: when no server is available, or the schema cannot be created.
     public static func makeSchema() throws -> PostgresTestSchema {
+        _ = sweepsAssetCachesAtExit
         let databaseURL = try sharedDatabaseURL.get()
         let number = databaseCounter.add(1, ordering: .relaxed).newValue
         let name = "stratus_test_\(number)"
@@ -116,6 +118,22 @@ public enum PostgresTestServer {
     }
 
     private static let sharedDatabaseToDrop = Mutex<(String, String)?>(nil)
+
+    /// Removes, when the process exits, the asset caches of the stores in this process's
+    /// databases that are still there: a database or schema is dropped on a thread of its own
+    /// when its test lets it go, and the process may exit before the last ones ran.
+    private static let sweepsAssetCachesAtExit: Void = {
+        atexit { PostgresTestServer.removeRemainingAssetCaches() }
+    }()
+
+    private static func removeRemainingAssetCaches() {
+        guard let admin = try? adminURL() else { return }
+        let prefix = "stratus_test_\(getpid())_"
+        let names = try? adminPool(admin).withConnection { connection in
+            try connection.query("SELECT datname FROM pg_database WHERE starts_with(datname, '\(prefix)')").map { try $0.text(0) ?? "" }
+        }
+        for name in names ?? [] { removeAssetCaches(ofStoresIn: admin, database: name, schema: nil) }
+    }
 
     // MARK: - Finding or starting the server
 
