@@ -10,6 +10,8 @@ struct Frame {
         case zones
         /// `operations` of a `records/modify` request.
         case operations
+        /// `recordResults` of a CKTool JS answer (records lookup, record changes).
+        case recordResults
         /// The envelope object.
         case envelope
         /// One entry of `zones`.
@@ -46,6 +48,7 @@ struct Frame {
         case .records: "the array of records"
         case .zones: "'zones'"
         case .operations: "'operations'"
+        case .recordResults: "'recordResults'"
         case .envelope: "the envelope"
         case .zone: "a zone entry"
         }
@@ -118,6 +121,8 @@ extension RecordReader {
                     return try recordUnit()
                 case .operations:
                     return try operationUnit()
+                case .recordResults:
+                    return try recordResultUnit()
                 case .zones:
                     guard let b = try peekSignificant() else { throw fatal(at: input.end, "the input ends inside 'zones'") }
                     guard b == UInt8(ascii: "{") else {
@@ -191,13 +196,15 @@ extension RecordReader {
                                  || (c.stringEquals(key, "serverErrorCode") && keysBefore.contains("records"))) {
                 throw c.syntax(key.start, "a zone entry holds both 'records' and 'serverErrorCode' (a CloudKit error result); CloudKit answers a zone with one or the other")
             }
-            if c.stringEquals(key, "records") || (kind == .envelope && (c.stringEquals(key, "zones") || c.stringEquals(key, "operations"))) {
+            if c.stringEquals(key, "records")
+                || (kind == .envelope && (c.stringEquals(key, "zones") || c.stringEquals(key, "operations") || c.stringEquals(key, "recordResults"))) {
                 let b = try c.peek()
                 guard b == UInt8(ascii: "[") else {
                     throw c.syntax(c.pos, "'\(c.quoted(key))' in \(where_) must be an array, found \(JSONCursor.describe(b))")
                 }
                 c.pos += 1
                 if c.stringEquals(key, "records") { return .open(.records) }
+                if c.stringEquals(key, "recordResults") { return .open(.recordResults) }
                 return .open(c.stringEquals(key, "zones") ? .zones : .operations)
             }
             if c.stringEquals(key, "continuationMarker") || c.stringEquals(key, "syncToken") {
@@ -248,7 +255,7 @@ extension RecordReader {
         frames[index].keys.append(keyText)
         switch member {
         case .open(let child):
-            if child == .records || child == .operations { sawRecordList = true }
+            if child == .records || child == .operations || child == .recordResults { sawRecordList = true }
             frames.append(Frame(kind: child))
         case .continuationMarker(let text):
             continuationMarker = text
@@ -346,6 +353,52 @@ extension RecordReader {
             default:
                 return (.rejected(offset: type.start, recordName: name, message: "unknown operationType '\(c.quoted(type))'"), recordOffset)
             }
+        }
+        if !zoneIsKnown, !scan.hasZone, !decoded.isRejected { noteZoneUsed(zone) }
+        return result(decoded, recordStart: recordStart)
+    }
+
+    /// Reads one element of a CKTool JS answer's `recordResults` (`CKDBLookupRecordsResponse`,
+    /// `CKDBRecordChangesResponse`), told apart by the members CKTool JS documents for each: a
+    /// found record's result (`{"type", "recordName", "record"}`) gives its record; an error
+    /// result (`{"type", "recordName", "errorCode", "message"}`) is rejected naming its code, as
+    /// CloudKit Web Services' `serverErrorCode` items are; a deleted record's result (`{"type",
+    /// "recordName"}`) is a deletion, as a changes answer's tombstone is.
+    private func recordResultUnit() throws -> RecordReadResult {
+        let zone = currentZone
+        let zoneIsKnown = frames.contains { $0.zoneID != nil }
+        let depth = frames.count
+        let readsDeletions = context.readsDeletions
+        let (decoded, recordStart) = try withCursor(depth: depth) { (c) throws(ScanFailure) -> (DecodedRecord, Int) in
+            let b = try c.peek()
+            let start = c.pos
+            guard b == UInt8(ascii: "{") else {
+                let value = try c.scanValue()
+                return (.rejected(offset: start, recordName: nil, message: "expected a record result object, found \(value.kindName)"), start)
+            }
+            let (strings, recordOffset) = try c.scanRecordWrapper("the record result", keys: ["recordName", "errorCode", "message"])
+            let name: String? = strings[0].isPresent ? c.string(strings[0]) : nil
+            if let problem = c.problem { return (.rejected(offset: problem.offset, recordName: name, message: problem.message), start) }
+            if strings[1].isPresent {
+                let message = strings[2].isPresent ? ", 'message' \(c.quoted(strings[2]))" : ""
+                return (.rejected(offset: strings[1].start, recordName: name, message: "the item is a CloudKit error result ('errorCode' \(c.quoted(strings[1]))\(message)), not a record"), start)
+            }
+            if recordOffset >= 0 {
+                var sub = JSONCursor(base: c.base, limit: c.pos, isComplete: true, pos: recordOffset, depth: depth + 1)
+                try sub.scanRecord(&scan)
+                return (sub.materialize(scan, zone: zone, zoneIsKnown: zoneIsKnown, fromAnswer: true, context: context), recordOffset)
+            }
+            guard readsDeletions else {
+                return (.rejected(offset: start, recordName: name, message: "the item is a deleted record's result, which deletes the record; this reader saves records and never deletes them (readsDeletions reads deletions)"), start)
+            }
+            var sub = JSONCursor(base: c.base, limit: c.pos, isComplete: true, pos: start, depth: depth)
+            try sub.scanRecord(&scan)
+            // Only the deleted result's own shape (and a zone, as CKTool JS names one) deletes:
+            // a misspelt 'record' must not.
+            if let other = scan.otherMembers.first(where: { !sub.stringEquals($0.key, "type") && !sub.stringEquals($0.key, "zone") }) {
+                return (.rejected(offset: other.key.start, recordName: name, message: "the record result has no 'record' and no 'errorCode', and holds '\(sub.quoted(other.key))', which a deleted record's result ({\"type\", \"recordName\"}) does not; it is not read as a deletion"), start)
+            }
+            return (sub.materializeDeletion(scan, zone: zone, operation: "deleted record result", at: start, context: context), start)
         }
         if !zoneIsKnown, !scan.hasZone, !decoded.isRejected { noteZoneUsed(zone) }
         return result(decoded, recordStart: recordStart)
