@@ -207,7 +207,8 @@ extension RecordReader {
                 if c.stringEquals(key, "recordResults") { return .open(.recordResults) }
                 return .open(c.stringEquals(key, "zones") ? .zones : .operations)
             }
-            if c.stringEquals(key, "continuationMarker") || c.stringEquals(key, "syncToken") {
+            // CKTool JS's answers name the marker continuationToken.
+            if c.stringEquals(key, "continuationMarker") || c.stringEquals(key, "continuationToken") || c.stringEquals(key, "syncToken") {
                 let value = try c.scanValue()
                 if let problem = c.problem { throw c.syntax(problem.offset, problem.message) }
                 let text: String?

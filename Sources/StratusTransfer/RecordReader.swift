@@ -91,7 +91,7 @@ public final class RecordReader {
 
     /// The format being read: the one in the options, or the one detected.
     public private(set) var detectedFormat: RecordFormat
-    /// An envelope's `continuationMarker`, once the reader has passed it (CloudKit writes it
+    /// An envelope's `continuationMarker` (CKTool JS's `continuationToken`), once the reader has passed it (CloudKit writes it
     /// after the records, so read it when ``next()`` has returned nil).
     public internal(set) var continuationMarker: String?
     /// An envelope's `syncToken`, once the reader has passed it.
@@ -360,7 +360,7 @@ public final class RecordReader {
         c.stringEquals(key, "records") || c.stringEquals(key, "zones") || c.stringEquals(key, "operations")
             || c.stringEquals(key, "atomic") || c.stringEquals(key, "continuationMarker")
             || c.stringEquals(key, "syncToken") || c.stringEquals(key, "moreComing")
-            || c.stringEquals(key, "recordResults") || c.stringEquals(key, "changeToken")
+            || c.stringEquals(key, "recordResults") || c.stringEquals(key, "changeToken") || c.stringEquals(key, "continuationToken")
     }
 
     // MARK: - NDJSON

@@ -34,4 +34,16 @@ struct CKToolJSAnswerCLITests {
             #expect(JSONLine.value(try #require(exported["n1"]), "title") == "hi")
         }
     }
+
+    @Test("a query answer with CKTool JS's continuationToken first imports its records and says it is one page", arguments: TestEngine.all)
+    func continuationToken(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let page = #"{"continuationToken":"abc","records":[{"recordName":"c1","recordType":"C","fields":{}}]}"#
+            let result = try await cli.run(["import", try cli.file("page.json", page)])
+            #expect(result.exitCode == 0, "\(result)")
+            #expect(result.stderr.contains("note: the input is one page of a CloudKit answer"), "\(result)")
+            Summary.expectImport(result, imported: 1)
+        }
+    }
 }

@@ -61,4 +61,15 @@ struct CKToolJSResultsTests {
         #expect(items[1].rejection?.message.contains("'record' must be an object") == true, "\(items[1])")
         #expect(items[2].rejection?.message.contains("expected a record result object") == true, "\(items[2])")
     }
+
+    @Test("a query answer's continuationToken (CKTool JS's continuationMarker), first or last, makes the object an envelope and is the reader's marker",
+          arguments: [#"{"continuationToken":"abc","records":[{"recordName":"c1","recordType":"C","fields":{}}]}"#,
+                      #"{"records":[{"recordName":"c1","recordType":"C","fields":{}}],"continuationToken":"abc"}"#])
+    func continuationToken(input: String) throws {
+        let reader = try RecordReader(data: Data(input.utf8), options: RecordReadOptions())
+        var items: [RecordReadResult] = []
+        while let item = try reader.next() { items.append(item) }
+        #expect(items.count == 1 && items.first?.record?.recordID.recordName == "c1", "\(items)")
+        #expect(reader.continuationMarker == "abc")
+    }
 }
