@@ -72,4 +72,23 @@ struct CKToolJSResultsTests {
         #expect(items.count == 1 && items.first?.record?.recordID.recordName == "c1", "\(items)")
         #expect(reader.continuationMarker == "abc")
     }
+
+    @Test("a CKTool JS reference's zone (CKDBNullableReference.zone) places it as a zoneID does: another zone than its record's is refused, never pointed into the record's zone")
+    func referenceZone() throws {
+        let other = #"{"recordName":"a","recordType":"T","zone":{"zoneName":"Z"},"fields":{"r":{"type":"referenceType","value":{"recordName":"b","zone":{"zoneName":"Other"}}}}}"#
+        #expect(try Self.read(other).first?.rejection?.message.contains("points into zone 'Other'") == true)
+        let parent = #"{"recordName":"a","recordType":"T","zone":{"zoneName":"Z"},"fields":{},"parent":{"recordName":"b","zone":{"zoneName":"Other"}}}"#
+        #expect(try Self.read(parent).first?.rejection?.message.contains("points into zone 'Other'") == true)
+        // A record that names no zone goes where the importer puts it: its reference keeps the
+        // zone it names, so that the save refuses it there.
+        let unplaced = #"{"recordName":"a","recordType":"T","fields":{"r":{"type":"referenceType","value":{"recordName":"b","zone":{"zoneName":"Other"}}}}}"#
+        let record = try #require(try Self.read(unplaced).first?.record)
+        #expect(record.fieldValue(forKey: "r") == .reference(Record.Reference(recordID: Record.ID(recordName: "b", zoneID: RecordZone.ID(zoneName: "Other")), action: .none)))
+        // Its own zone, and a zoneID given beside it, which wins.
+        let same = #"{"recordName":"a","recordType":"T","zone":{"zoneName":"Z"},"fields":{"r":{"type":"referenceType","value":{"recordName":"b","zone":{"zoneName":"Other"},"zoneID":{"zoneName":"Z"}}},"#
+            + #""s":{"type":"referenceType","value":{"recordName":"c","zone":{"zoneName":"Z","canonicalName":"Z","zoneType":"REGULAR_CUSTOM_ZONE"}}}}}"#
+        let placed = try #require(try Self.read(same).first?.record)
+        #expect(placed.fieldValue(forKey: "r") == .reference(Record.Reference(recordID: Record.ID(recordName: "b", zoneID: placed.recordID.zoneID), action: .none)))
+        #expect(placed.fieldValue(forKey: "s") == .reference(Record.Reference(recordID: Record.ID(recordName: "c", zoneID: placed.recordID.zoneID), action: .none)))
+    }
 }
