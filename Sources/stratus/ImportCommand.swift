@@ -288,7 +288,7 @@ struct ImportCommand: Command {
         }
         if summary.end == .finished, reader.moreComing {
             // A changes/zone answer that is one page: the zone's later changes are not in this file.
-            StratusCommand.log("note: the input is one page of a CloudKit changes answer (it says \"moreComing\": true): its zone has more changes than it holds; fetch them with the answer's syncToken and import them too")
+            StratusCommand.log("note: the input is one page of a CloudKit changes answer (it says \"moreComing\": true): its zone has more changes than it holds; fetch them with the answer's syncToken (CKTool JS's changeToken) and import them too")
         }
         if summary.end == .cancelled {
             // Before the summary, which stays the last line.

@@ -35,7 +35,7 @@ struct CKToolJSAnswerCLITests {
         }
     }
 
-    @Test("a query answer with CKTool JS's continuationToken first imports its records and says it is one page", arguments: TestEngine.all)
+    @Test("a query answer with CKTool JS's continuationToken first, or a changes answer with moreComing, imports its records and says it is one page, naming CKTool JS's token", arguments: TestEngine.all)
     func continuationToken(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
             let cli = try await CLI(store, engine: engine)
@@ -44,6 +44,9 @@ struct CKToolJSAnswerCLITests {
             #expect(result.exitCode == 0, "\(result)")
             #expect(result.stderr.contains("note: the input is one page of a CloudKit answer"), "\(result)")
             Summary.expectImport(result, imported: 1)
+            let changes = #"{"recordResults":[{"type":"existing","recordName":"c2","record":{"recordName":"c2","recordType":"C","fields":{}}}],"moreComing":true,"changeToken":"AQ"}"#
+            let more = try await cli.run(["import", try cli.file("changes.json", changes)])
+            #expect(more.exitCode == 0 && more.stderr.contains("one page of a CloudKit changes answer") && more.stderr.contains("changeToken"), "\(more)")
         }
     }
 }
