@@ -310,19 +310,32 @@ extension RecordReader {
         }
     }
 
-    /// Reads one operation of a `records/modify` request.
-    private func operationUnit() throws -> RecordReadResult {
+    /// Reads one element of a list whose objects each wrap a record (`operations`,
+    /// `recordResults`): anything but an object is rejected as not `what`; `read` gets the
+    /// cursor on the object's `{`, its offset, the zone its record goes into without one of its
+    /// own and whether that zone is known, and answers what it decoded and where the record starts.
+    private func wrappedRecordUnit(
+        _ what: String, _ read: (inout JSONCursor, _ start: Int, _ zone: RecordZone.ID, _ zoneIsKnown: Bool) throws(ScanFailure) -> (DecodedRecord, Int)
+    ) throws -> RecordReadResult {
         let zone = currentZone
         let zoneIsKnown = frames.contains { $0.zoneID != nil }
+        let (decoded, recordStart) = try withCursor(depth: frames.count) { (c) throws(ScanFailure) -> (DecodedRecord, Int) in
+            let start = c.pos
+            guard try c.peek() == UInt8(ascii: "{") else {
+                let value = try c.scanValue()
+                return (.rejected(offset: start, recordName: nil, message: "expected \(what), found \(value.kindName)"), start)
+            }
+            return try read(&c, start, zone, zoneIsKnown)
+        }
+        if !zoneIsKnown, !scan.hasZone, !decoded.isRejected { noteZoneUsed(zone) }
+        return result(decoded, recordStart: recordStart)
+    }
+
+    /// Reads one operation of a `records/modify` request.
+    private func operationUnit() throws -> RecordReadResult {
         let fromAnswer = frames.contains { $0.kind == .envelope }
         let depth = frames.count
-        let (decoded, recordStart) = try withCursor(depth: depth) { (c) throws(ScanFailure) -> (DecodedRecord, Int) in
-            let b = try c.peek()
-            let start = c.pos
-            guard b == UInt8(ascii: "{") else {
-                let value = try c.scanValue()
-                return (.rejected(offset: start, recordName: nil, message: "expected an operation object, found \(value.kindName)"), start)
-            }
+        return try wrappedRecordUnit("an operation object") { (c, start, zone, zoneIsKnown) throws(ScanFailure) -> (DecodedRecord, Int) in
             let (type, recordOffset) = try c.scanOperation()
             if let problem = c.problem { return (.rejected(offset: problem.offset, recordName: nil, message: problem.message), start) }
             guard recordOffset >= 0 else { return (.rejected(offset: start, recordName: nil, message: "the operation has no record"), start) }
@@ -355,8 +368,6 @@ extension RecordReader {
                 return (.rejected(offset: type.start, recordName: name, message: "unknown operationType '\(c.quoted(type))'"), recordOffset)
             }
         }
-        if !zoneIsKnown, !scan.hasZone, !decoded.isRejected { noteZoneUsed(zone) }
-        return result(decoded, recordStart: recordStart)
     }
 
     /// Reads one element of a CKTool JS answer's `recordResults` (`CKDBLookupRecordsResponse`,
@@ -366,17 +377,9 @@ extension RecordReader {
     /// CloudKit Web Services' `serverErrorCode` items are; a deleted record's result (`{"type",
     /// "recordName"}`) is a deletion, as a changes answer's tombstone is.
     private func recordResultUnit() throws -> RecordReadResult {
-        let zone = currentZone
-        let zoneIsKnown = frames.contains { $0.zoneID != nil }
         let depth = frames.count
         let readsDeletions = context.readsDeletions
-        let (decoded, recordStart) = try withCursor(depth: depth) { (c) throws(ScanFailure) -> (DecodedRecord, Int) in
-            let b = try c.peek()
-            let start = c.pos
-            guard b == UInt8(ascii: "{") else {
-                let value = try c.scanValue()
-                return (.rejected(offset: start, recordName: nil, message: "expected a record result object, found \(value.kindName)"), start)
-            }
+        return try wrappedRecordUnit("a record result object") { (c, start, zone, zoneIsKnown) throws(ScanFailure) -> (DecodedRecord, Int) in
             let (strings, recordOffset) = try c.scanRecordWrapper("the record result", keys: ["recordName", "errorCode", "message"])
             let name: String? = strings[0].isPresent ? c.string(strings[0]) : nil
             if let problem = c.problem { return (.rejected(offset: problem.offset, recordName: name, message: problem.message), start) }
@@ -401,8 +404,6 @@ extension RecordReader {
             }
             return (sub.materializeDeletion(scan, zone: zone, operation: "deleted record result", at: start, context: context), start)
         }
-        if !zoneIsKnown, !scan.hasZone, !decoded.isRejected { noteZoneUsed(zone) }
-        return result(decoded, recordStart: recordStart)
     }
 
     /// A UUID (version 4's form) made from the SHA-256 of a seed, an operation's bytes and its
