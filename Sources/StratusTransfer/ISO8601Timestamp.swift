@@ -1,4 +1,5 @@
 import Foundation
+import Stratus
 
 /// ISO 8601 date-times for CSV cells (`2024-01-01T09:30:00Z`, `2024-01-01T09:30:00.123+02:00`,
 /// `2024-01-01`), read and written exactly: the text becomes the same decimal number of
@@ -7,8 +8,11 @@ import Foundation
 enum ISO8601Timestamp {
     /// The date for `text`: `YYYY-MM-DD`, optionally followed by `T` (or a space) and
     /// `hh:mm[:ss[.fraction]]` and a zone (`Z`, `±hh:mm`, `±hhmm`, `±hh`); a date alone is
-    /// midnight UTC. Nil when `text` is not such a date-time, or one without a zone.
-    static func date(_ text: some Collection<UInt8>) -> Date? {
+    /// midnight UTC, unless `allowsDateAlone` is false. The year may be an expanded one, a sign
+    /// and six digits (`+010000-01-01T00:00:00.000Z`, `-000001-12-31T23:59:59.999Z`), as
+    /// JavaScript's `toISOString()`, and so CKTool JS's JSON, writes a year outside 0000–9999.
+    /// Nil when `text` is not such a date-time, or one without a zone.
+    static func date(_ text: some Collection<UInt8>, allowsDateAlone: Bool = true) -> Date? {
         var bytes = Array(text)[...]
         func number(_ digits: Int) -> Int? {
             guard bytes.count >= digits else { return nil }
@@ -25,8 +29,19 @@ enum ISO8601Timestamp {
             bytes.removeFirst()
             return true
         }
-        guard let year = number(4), skip(UInt8(ascii: "-")), let month = number(2), skip(UInt8(ascii: "-")), let day = number(2),
+        let year: Int
+        if let sign = bytes.first, sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-") {
+            bytes.removeFirst()
+            // ECMAScript forbids -000000: year 0 is +000000 (or 0000).
+            guard let digits = number(6), sign == UInt8(ascii: "+") || digits != 0 else { return nil }
+            year = sign == UInt8(ascii: "+") ? digits : -digits
+        } else {
+            guard let digits = number(4) else { return nil }
+            year = digits
+        }
+        guard skip(UInt8(ascii: "-")), let month = number(2), skip(UInt8(ascii: "-")), let day = number(2),
               (1...12).contains(month), (1...daysIn(month: month, year: year)).contains(day) else { return nil }
+        if bytes.isEmpty && !allowsDateAlone { return nil }
         var seconds = Int64(daysFromCivil(year: year, month: month, day: day)) * 86_400
         var fraction: [UInt8] = []
         if !bytes.isEmpty {
@@ -68,14 +83,20 @@ enum ISO8601Timestamp {
         let milliseconds = seconds * 1_000 + Int64(String(decoding: millisecondDigits, as: UTF8.self))!
         let finer = fraction.dropFirst(3)
         if finer.allSatisfy({ $0 == UInt8(ascii: "0") }) {
-            return Date(timeIntervalSinceReferenceDate: Double(milliseconds - TimestampText.referenceDateMilliseconds) / 1_000)
+            let sinceReference = milliseconds - TimestampText.referenceDateMilliseconds
+            let date = Date(timeIntervalSinceReferenceDate: Double(sinceReference) / 1_000)
+            // Within some 35,000 years of 2001 every whole millisecond is a date of its own;
+            // further out (an expanded year) only one the date writes back as is kept.
+            return sinceReference.magnitude < 1 << 50 || JSONCursor.writesBack(ExactDecimal(milliseconds), date) ? date : nil
         }
         // The whole milliseconds may be negative: add the fraction, do not append its digits.
         return TimestampText.date(fromMilliseconds: ExactDecimal(milliseconds).adding(ExactDecimal("0." + String(decoding: finer, as: UTF8.self))))
     }
 
     /// `date` as `YYYY-MM-DDThh:mm:ss[.fraction]Z`, with as many fraction digits as the exact
-    /// milliseconds text has (none for a whole second). Nil outside the years 0000–9999.
+    /// milliseconds text has (none for a whole second); a year outside 0000–9999 expanded as
+    /// JavaScript writes it (`+010000-01-01T00:00:00Z`). Nil for a date no such text reads back
+    /// as (beyond the years ±999999, or too far out to hold its millisecond).
     static func text(for date: Date) -> String? {
         guard date.timeIntervalSinceReferenceDate.isFinite else { return nil }
         let (integer, decimal) = TimestampText.text(for: date)
@@ -112,17 +133,20 @@ enum ISO8601Timestamp {
         let day = inDay < 0 ? days - 1 : days
         let msOfDay = inDay < 0 ? inDay + 86_400_000 : inDay
         let (year, month, dayOfMonth) = civil(fromDays: day)
-        guard (0...9_999).contains(year) else { return nil }
+        guard (-999_999...999_999).contains(year) else { return nil }
         let hour = msOfDay / 3_600_000, minute = msOfDay / 60_000 % 60, second = msOfDay / 1_000 % 60, ms = msOfDay % 1_000
         func pad(_ n: Int64, _ width: Int) -> String {
             let digits = String(n)
             return String(repeating: "0", count: max(0, width - digits.count)) + digits
         }
-        var out = "\(pad(Int64(year), 4))-\(pad(Int64(month), 2))-\(pad(Int64(dayOfMonth), 2))T\(pad(hour, 2)):\(pad(minute, 2)):\(pad(second, 2))"
+        let yearText = (0...9_999).contains(year) ? pad(Int64(year), 4) : (year < 0 ? "-" : "+") + pad(Int64(year.magnitude), 6)
+        var out = "\(yearText)-\(pad(Int64(month), 2))-\(pad(Int64(dayOfMonth), 2))T\(pad(hour, 2)):\(pad(minute, 2)):\(pad(second, 2))"
         var fraction = pad(ms, 3) + finer
         while fraction.hasSuffix("0") { fraction.removeLast() }
         if !fraction.isEmpty { out += "." + fraction }
-        return out + "Z"
+        out += "Z"
+        // Far out, a date is coarser than a millisecond: write only text that reads back as it.
+        return (0...9_999).contains(year) || Self.date(out.utf8) == date ? out : nil
     }
 
     private static func daysIn(month: Int, year: Int) -> Int {

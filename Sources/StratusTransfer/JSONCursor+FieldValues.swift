@@ -556,6 +556,7 @@ extension JSONCursor {
         var action = Record.ReferenceAction.none
         var zoneName = Token.none, zoneOwner = Token.none
         var zoneStart = -1
+        var zoneFromZoneID = false
         switch t.kind {
         case .string:
             name = t
@@ -578,13 +579,22 @@ extension JSONCursor {
                     } else {
                         throw fail(v, key, type, i, "has the action '\(quoted(v))'; it must be NONE, DELETE_SELF or VALIDATE")
                     }
-                } else if stringEquals(k, "zoneID") {
-                    bit = 4
-                    guard v.kind == .object else { throw fail(v, key, type, i, "has a zoneID that is \(v.kindName), not an object") }
+                } else if stringEquals(k, "zoneID") || stringEquals(k, "zone") {
+                    // CKTool JS names a reference's zone "zone" (CKDBNullableReference), as it
+                    // names a record's: it places the reference as a zoneID does, which wins
+                    // when both are given; the field's JSON keeps it as it came.
+                    let isZoneID = stringEquals(k, "zoneID")
+                    bit = isZoneID ? 4 : 8
+                    if !isZoneID && v.kind == .null { return bit }
+                    guard v.kind == .object else { throw fail(v, key, type, i, "has a \(isZoneID ? "zoneID" : "zone") that is \(v.kindName), not an object") }
+                    if !isZoneID && zoneFromZoneID { return bit }
+                    zoneFromZoneID = isZoneID
                     zoneStart = v.start
+                    zoneName = .none
+                    zoneOwner = .none
                     var sub = JSONCursor(base: base, limit: v.end, isComplete: true, pos: v.start)
-                    do { try sub.scanZoneID(name: &zoneName, owner: &zoneOwner, in: "zoneID") } catch { throw unreadable(v) }
-                    if let problem = sub.problem { throw fail(v, key, type, i, "has a bad zoneID: \(problem.message)") }
+                    do { try sub.scanZoneID(name: &zoneName, owner: &zoneOwner, in: isZoneID ? "zoneID" : "zone") } catch { throw unreadable(v) }
+                    if let problem = sub.problem { throw fail(v, key, type, i, "has a bad \(isZoneID ? "zoneID" : "zone"): \(problem.message)") }
                 } else {
                     // Kept with the field's JSON (keepsFieldText); not part of the reference.
                     bit = 0
@@ -600,7 +610,7 @@ extension JSONCursor {
             do { try Naming.checkRecordName(recordName) } catch { throw fail(name, key, type, i, "names a bad record: \(error.message)") }
         }
         if zoneStart >= 0 {
-            let given = try zoneID(name: zoneName, owner: zoneOwner, at: zoneStart, what: "zoneID")
+            let given = try zoneID(name: zoneName, owner: zoneOwner, at: zoneStart, what: zoneFromZoneID ? "zoneID" : "zone")
             // A reference never leaves its record's zone; the same zone spelled with another
             // owner name is still that zone, so the record's zone ID is used. Another zone is
             // kept as the reference's, so that the save refuses it (Record.validateForSave()):

@@ -20,7 +20,7 @@ extension JSONCursor {
     func timestamp(_ token: Token) -> Date? {
         if token.kind == .string {
             // A date alone (`2024-03-01`) names a day, not an instant: only a date-time is read.
-            return withStringBytes(token) { $0.count > 10 ? ISO8601Timestamp.date($0) : nil }
+            return withStringBytes(token) { ISO8601Timestamp.date($0, allowsDateAlone: false) }
         }
         if token.flags & Token.isInteger != 0, case .value(let ms) = exactInteger(token) {
             let (sinceReference, overflow) = ms.subtractingReportingOverflow(TimestampText.referenceDateMilliseconds)

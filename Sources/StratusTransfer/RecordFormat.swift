@@ -4,7 +4,8 @@
 /// - `json`: a JSON array of record objects (a single record object is read too).
 /// - `envelope`: CloudKit's response body, `{"records": […], "continuationMarker": …}`; the
 ///   reader also takes `changes/zone` answers (`{"zones": [{"zoneID", "records"}]}`) and
-///   `records/modify` request bodies (`{"operations": [{"operationType", "record"}], "zoneID"}`).
+///   `records/modify` request bodies (`{"operations": [{"operationType", "record"}], "zoneID"}`)
+///   and CKTool JS answers (`{"recordResults": [{"type", "recordName", "record"}]}`).
 /// - `csv`: RFC 4180 with a header row of `recordName`, `recordType` and `name:TYPE` columns.
 ///
 /// ```swift

@@ -10,6 +10,8 @@ struct Frame {
         case zones
         /// `operations` of a `records/modify` request.
         case operations
+        /// `recordResults` of a CKTool JS answer (records lookup, record changes).
+        case recordResults
         /// The envelope object.
         case envelope
         /// One entry of `zones`.
@@ -46,6 +48,7 @@ struct Frame {
         case .records: "the array of records"
         case .zones: "'zones'"
         case .operations: "'operations'"
+        case .recordResults: "'recordResults'"
         case .envelope: "the envelope"
         case .zone: "a zone entry"
         }
@@ -118,6 +121,8 @@ extension RecordReader {
                     return try recordUnit()
                 case .operations:
                     return try operationUnit()
+                case .recordResults:
+                    return try recordResultUnit()
                 case .zones:
                     guard let b = try peekSignificant() else { throw fatal(at: input.end, "the input ends inside 'zones'") }
                     guard b == UInt8(ascii: "{") else {
@@ -191,16 +196,19 @@ extension RecordReader {
                                  || (c.stringEquals(key, "serverErrorCode") && keysBefore.contains("records"))) {
                 throw c.syntax(key.start, "a zone entry holds both 'records' and 'serverErrorCode' (a CloudKit error result); CloudKit answers a zone with one or the other")
             }
-            if c.stringEquals(key, "records") || (kind == .envelope && (c.stringEquals(key, "zones") || c.stringEquals(key, "operations"))) {
+            if c.stringEquals(key, "records")
+                || (kind == .envelope && (c.stringEquals(key, "zones") || c.stringEquals(key, "operations") || c.stringEquals(key, "recordResults"))) {
                 let b = try c.peek()
                 guard b == UInt8(ascii: "[") else {
                     throw c.syntax(c.pos, "'\(c.quoted(key))' in \(where_) must be an array, found \(JSONCursor.describe(b))")
                 }
                 c.pos += 1
                 if c.stringEquals(key, "records") { return .open(.records) }
+                if c.stringEquals(key, "recordResults") { return .open(.recordResults) }
                 return .open(c.stringEquals(key, "zones") ? .zones : .operations)
             }
-            if c.stringEquals(key, "continuationMarker") || c.stringEquals(key, "syncToken") {
+            // CKTool JS's answers name the marker continuationToken.
+            if c.stringEquals(key, "continuationMarker") || c.stringEquals(key, "continuationToken") || c.stringEquals(key, "syncToken") {
                 let value = try c.scanValue()
                 if let problem = c.problem { throw c.syntax(problem.offset, problem.message) }
                 let text: String?
@@ -248,7 +256,7 @@ extension RecordReader {
         frames[index].keys.append(keyText)
         switch member {
         case .open(let child):
-            if child == .records || child == .operations { sawRecordList = true }
+            if child == .records || child == .operations || child == .recordResults { sawRecordList = true }
             frames.append(Frame(kind: child))
         case .continuationMarker(let text):
             continuationMarker = text
@@ -302,19 +310,32 @@ extension RecordReader {
         }
     }
 
-    /// Reads one operation of a `records/modify` request.
-    private func operationUnit() throws -> RecordReadResult {
+    /// Reads one element of a list whose objects each wrap a record (`operations`,
+    /// `recordResults`): anything but an object is rejected as not `what`; `read` gets the
+    /// cursor on the object's `{`, its offset, the zone its record goes into without one of its
+    /// own and whether that zone is known, and answers what it decoded and where the record starts.
+    private func wrappedRecordUnit(
+        _ what: String, _ read: (inout JSONCursor, _ start: Int, _ zone: RecordZone.ID, _ zoneIsKnown: Bool) throws(ScanFailure) -> (DecodedRecord, Int)
+    ) throws -> RecordReadResult {
         let zone = currentZone
         let zoneIsKnown = frames.contains { $0.zoneID != nil }
+        let (decoded, recordStart) = try withCursor(depth: frames.count) { (c) throws(ScanFailure) -> (DecodedRecord, Int) in
+            let start = c.pos
+            guard try c.peek() == UInt8(ascii: "{") else {
+                let value = try c.scanValue()
+                return (.rejected(offset: start, recordName: nil, message: "expected \(what), found \(value.kindName)"), start)
+            }
+            return try read(&c, start, zone, zoneIsKnown)
+        }
+        if !zoneIsKnown, !scan.hasZone, !decoded.isRejected { noteZoneUsed(zone) }
+        return result(decoded, recordStart: recordStart)
+    }
+
+    /// Reads one operation of a `records/modify` request.
+    private func operationUnit() throws -> RecordReadResult {
         let fromAnswer = frames.contains { $0.kind == .envelope }
         let depth = frames.count
-        let (decoded, recordStart) = try withCursor(depth: depth) { (c) throws(ScanFailure) -> (DecodedRecord, Int) in
-            let b = try c.peek()
-            let start = c.pos
-            guard b == UInt8(ascii: "{") else {
-                let value = try c.scanValue()
-                return (.rejected(offset: start, recordName: nil, message: "expected an operation object, found \(value.kindName)"), start)
-            }
+        return try wrappedRecordUnit("an operation object") { (c, start, zone, zoneIsKnown) throws(ScanFailure) -> (DecodedRecord, Int) in
             let (type, recordOffset) = try c.scanOperation()
             if let problem = c.problem { return (.rejected(offset: problem.offset, recordName: nil, message: problem.message), start) }
             guard recordOffset >= 0 else { return (.rejected(offset: start, recordName: nil, message: "the operation has no record"), start) }
@@ -347,8 +368,42 @@ extension RecordReader {
                 return (.rejected(offset: type.start, recordName: name, message: "unknown operationType '\(c.quoted(type))'"), recordOffset)
             }
         }
-        if !zoneIsKnown, !scan.hasZone, !decoded.isRejected { noteZoneUsed(zone) }
-        return result(decoded, recordStart: recordStart)
+    }
+
+    /// Reads one element of a CKTool JS answer's `recordResults` (`CKDBLookupRecordsResponse`,
+    /// `CKDBRecordChangesResponse`), told apart by the members CKTool JS documents for each: a
+    /// found record's result (`{"type", "recordName", "record"}`) gives its record; an error
+    /// result (`{"type", "recordName", "errorCode", "message"}`) is rejected naming its code, as
+    /// CloudKit Web Services' `serverErrorCode` items are; a deleted record's result (`{"type",
+    /// "recordName"}`) is a deletion, as a changes answer's tombstone is.
+    private func recordResultUnit() throws -> RecordReadResult {
+        let depth = frames.count
+        let readsDeletions = context.readsDeletions
+        return try wrappedRecordUnit("a record result object") { (c, start, zone, zoneIsKnown) throws(ScanFailure) -> (DecodedRecord, Int) in
+            let (strings, recordOffset) = try c.scanRecordWrapper("the record result", keys: ["recordName", "errorCode", "message"])
+            let name: String? = strings[0].isPresent ? c.string(strings[0]) : nil
+            if let problem = c.problem { return (.rejected(offset: problem.offset, recordName: name, message: problem.message), start) }
+            if strings[1].isPresent {
+                let message = strings[2].isPresent ? ", 'message' \(c.quoted(strings[2]))" : ""
+                return (.rejected(offset: strings[1].start, recordName: name, message: "the item is a CloudKit error result ('errorCode' \(c.quoted(strings[1]))\(message)), not a record"), start)
+            }
+            if recordOffset >= 0 {
+                var sub = JSONCursor(base: c.base, limit: c.pos, isComplete: true, pos: recordOffset, depth: depth + 1)
+                try sub.scanRecord(&scan)
+                return (sub.materialize(scan, zone: zone, zoneIsKnown: zoneIsKnown, fromAnswer: true, context: context), recordOffset)
+            }
+            guard readsDeletions else {
+                return (.rejected(offset: start, recordName: name, message: "the item is a deleted record's result, which deletes the record; this reader saves records and never deletes them (readsDeletions reads deletions)"), start)
+            }
+            var sub = JSONCursor(base: c.base, limit: c.pos, isComplete: true, pos: start, depth: depth)
+            try sub.scanRecord(&scan)
+            // Only the deleted result's own shape (and a zone, as CKTool JS names one) deletes:
+            // a misspelt 'record' must not.
+            if let other = scan.otherMembers.first(where: { !sub.stringEquals($0.key, "type") && !sub.stringEquals($0.key, "zone") }) {
+                return (.rejected(offset: other.key.start, recordName: name, message: "the record result has no 'record' and no 'errorCode', and holds '\(sub.quoted(other.key))', which a deleted record's result ({\"type\", \"recordName\"}) does not; it is not read as a deletion"), start)
+            }
+            return (sub.materializeDeletion(scan, zone: zone, operation: "deleted record result", at: start, context: context), start)
+        }
     }
 
     /// A UUID (version 4's form) made from the SHA-256 of a seed, an operation's bytes and its

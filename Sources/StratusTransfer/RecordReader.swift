@@ -62,8 +62,10 @@ import Stratus
 ///
 /// **Envelopes.** Besides `{"records": […], "continuationMarker": …}` the reader takes
 /// `changes/zone` answers (`{"zones": [{"zoneID", "records": […]}]}`, each zone's records in
-/// that zone) and `records/modify` requests (`{"operations": [{"operationType", "record"}],
-/// "zoneID"}`); an envelope's or zone entry's `zoneID` is the zone of records that name none,
+/// that zone), `records/modify` requests (`{"operations": [{"operationType", "record"}],
+/// "zoneID"}`) and CKTool JS answers (`{"recordResults": [{"type", "recordName", "record"}]}`:
+/// a found record's result gives its record, an error result is rejected naming its
+/// `errorCode`, a deleted record's result is a deletion); an envelope's or zone entry's `zoneID` is the zone of records that name none,
 /// wherever it stands among the members (the reader looks up to
 /// ``RecordReadOptions/maximumRecordSize`` ahead for it; one further still, after records read
 /// into another zone, throws). Other envelope keys (`syncToken`, `moreComing`, `atomic`, …) are
@@ -89,7 +91,7 @@ public final class RecordReader {
 
     /// The format being read: the one in the options, or the one detected.
     public private(set) var detectedFormat: RecordFormat
-    /// An envelope's `continuationMarker`, once the reader has passed it (CloudKit writes it
+    /// An envelope's `continuationMarker` (CKTool JS's `continuationToken`), once the reader has passed it (CloudKit writes it
     /// after the records, so read it when ``next()`` has returned nil).
     public internal(set) var continuationMarker: String?
     /// An envelope's `syncToken`, once the reader has passed it.
@@ -358,6 +360,7 @@ public final class RecordReader {
         c.stringEquals(key, "records") || c.stringEquals(key, "zones") || c.stringEquals(key, "operations")
             || c.stringEquals(key, "atomic") || c.stringEquals(key, "continuationMarker")
             || c.stringEquals(key, "syncToken") || c.stringEquals(key, "moreComing")
+            || c.stringEquals(key, "recordResults") || c.stringEquals(key, "changeToken") || c.stringEquals(key, "continuationToken")
     }
 
     // MARK: - NDJSON

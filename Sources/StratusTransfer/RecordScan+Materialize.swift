@@ -172,12 +172,24 @@ extension JSONCursor {
         return .deletion(Record.ID(recordName: name, zoneID: zoneID), recordType: recordType)
     }
 
+    /// Members of CloudKit Web Services bodies that are not records, and what each body is.
+    private static let otherBodies: [(key: StaticString, body: String)] = [
+        ("query", "a records/query request"), ("subscriptions", "a subscriptions answer"),
+        ("users", "a users/discover answer"), ("userRecordName", "a user identity (users/caller)"),
+    ]
+
     private func buildRecord(_ scan: RecordScan, name: String?, zone contextZone: RecordZone.ID, context: DecodeContext) throws(FieldError) -> Record {
         guard let name else {
             // CloudKit JS answers also hold the records keyed by name; a saved answer of that
             // shape is one object here, not a record without a name.
             if scan.otherMembers.contains(where: { stringEquals($0.key, "recordsByRecordName") }) {
                 throw FieldError(offset: scan.start, message: "the object's 'recordsByRecordName' (CloudKit JS) holds records keyed by name; import a file of its 'records' array, or of those records one per line")
+            }
+            // Other CloudKit Web Services bodies saved beside answers: say what the file is.
+            if !scan.recordType.isPresent, let (key, body) = Self.otherBodies.lazy.compactMap({ key, body in
+                scan.otherMembers.contains(where: { self.stringEquals($0.key, key) }) ? (key, body) : nil
+            }).first {
+                throw FieldError(offset: scan.start, message: "the record has no recordName: the object, with its '\(key)', looks like \(body), which holds no records; import the records CloudKit answered with")
             }
             throw FieldError(offset: scan.start, message: "the record has no recordName")
         }

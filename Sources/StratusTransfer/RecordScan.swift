@@ -378,28 +378,37 @@ extension JSONCursor {
     /// Scans a `records/modify` operation `{"operationType": …, "record": {…}}`: answers the
     /// operation type token and the record's offset (or -1 when there is none).
     mutating func scanOperation() throws(ScanFailure) -> (type: Token, record: Int) {
-        var type = Token.none
+        let (strings, record) = try scanRecordWrapper("the operation", keys: ["operationType"])
+        return (strings[0], record)
+    }
+
+    /// Scans an object that wraps one record (a `records/modify` operation, a CKTool JS record
+    /// result): answers the tokens of its string members named by `keys` (`Token.none` for one
+    /// it lacks) and the offset of its `record` object (or -1 when there is none). `what` names
+    /// the object in messages (`the operation`).
+    mutating func scanRecordWrapper(_ what: StaticString, keys: [StaticString]) throws(ScanFailure) -> (strings: [Token], record: Int) {
+        var strings = [Token](repeating: .none, count: keys.count)
         var record = -1
-        guard try openObject() else { return (type, record) }
+        guard try openObject() else { return (strings, record) }
         var seen: [Token] = []
         repeat {
             let key = try scanKey()
             // A key given twice leaves which record or operation is meant to the parser.
-            if seen.contains(where: { sameKey($0, key) }) { note(key.start, "the operation has the key '\(quoted(key))' twice") }
+            if seen.contains(where: { sameKey($0, key) }) { note(key.start, "\(what) has the key '\(quoted(key))' twice") }
             seen.append(key)
             if stringEquals(key, "record") {
                 if try peek() == UInt8(ascii: "{") { record = pos }
                 let value = try scanValue()
                 if value.kind != .object { note(value.start, "'record' must be an object, not \(value.kindName)") }
-            } else if stringEquals(key, "operationType") {
+            } else if let index = keys.firstIndex(where: { stringEquals(key, $0) }) {
                 let value = try scanValue()
-                if value.kind == .string { type = value } else { note(value.start, "'operationType' must be a string, not \(value.kindName)") }
+                if value.kind == .string { strings[index] = value } else { note(value.start, "'\(keys[index])' must be a string, not \(value.kindName)") }
             } else {
                 // Request options such as desiredKeys shape the server's answer, not the record.
                 _ = try scanValue()
             }
-        } while try nextMember(close: UInt8(ascii: "}"), in: "an operation")
+        } while try nextMember(close: UInt8(ascii: "}"), in: what)
         depth -= 1
-        return (type, record)
+        return (strings, record)
     }
 }

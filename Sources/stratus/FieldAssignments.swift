@@ -89,6 +89,11 @@ struct FieldAssignments {
                     removed.insert(assignment.name)
                 }
             case .rejected(let error)?:
+                let type = assignment.type ?? schemas[recordType]?.field(assignment.name)?.type
+                if type == .asset || type == .assetList, error.message.contains("--assets-dir") {
+                    // The reader's advice names import's option: update reads no asset files.
+                    throw UsageError(message: "--set \(assignment.text): update reads no asset files (it has no --assets-dir); give an asset its content with `stratus import FILE --assets-dir DIR --mode forceUpdate` of the records naming it, or remove it with \(assignment.name)=")
+                }
                 throw UsageError(message: "--set \(assignment.text): \(Self.reason(error.message))")
             default:
                 throw UsageError(message: "--set \(assignment.text) gives no value")

@@ -284,11 +284,11 @@ struct ImportCommand: Command {
         reportZones(summary)
         if summary.end == .finished, reader.continuationMarker != nil {
             // A records/query answer that was one page of more: the rest is not in this file.
-            StratusCommand.log("note: the input is one page of a CloudKit answer (it has a continuationMarker): the query matched more records than it holds; fetch the next pages with the marker and import them too")
+            StratusCommand.log("note: the input is one page of a CloudKit answer (it has a continuationMarker, or CKTool JS's continuationToken): the query matched more records than it holds; fetch the next pages with the marker and import them too")
         }
         if summary.end == .finished, reader.moreComing {
             // A changes/zone answer that is one page: the zone's later changes are not in this file.
-            StratusCommand.log("note: the input is one page of a CloudKit changes answer (it says \"moreComing\": true): its zone has more changes than it holds; fetch them with the answer's syncToken and import them too")
+            StratusCommand.log("note: the input is one page of a CloudKit changes answer (it says \"moreComing\": true): its zone has more changes than it holds; fetch them with the answer's syncToken (CKTool JS's changeToken) and import them too")
         }
         if summary.end == .cancelled {
             // Before the summary, which stays the last line.

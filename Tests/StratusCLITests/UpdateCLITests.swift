@@ -333,6 +333,23 @@ struct UpdateCLITests {
         }
     }
 
+    @Test("a --set of an asset from a file is refused (64) saying update reads no asset files, not naming --assets-dir, an option update does not have", arguments: TestEngine.all)
+    func assetFileRefused(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            _ = try await cli.run(["import", try cli.file("notes.ndjson", Input.notes(2))])
+            for assignment in ["photo:ASSETID=/etc/hostname", "photo:ASSETID=beach.jpg", "photo:ASSETID_LIST=[\"a.jpg\"]"] {
+                let result = try await cli.run(["update", "--type", "Note", "--all", "--set", assignment])
+                #expect(result.exitCode == 64, "\(result)")
+                #expect(result.stderr.contains("--set \(assignment): update reads no asset files"), "\(result)")
+                #expect(!result.stderr.contains("import with --assets-dir /") && !result.stderr.contains("paths in the input"), "\(result)")
+                let usage = try await cli.run(["update", "--type", "Note", "--all", "--set", assignment, "--assets-dir", "."])
+                #expect(usage.exitCode == 64 && usage.stderr.contains("unknown option --assets-dir"), "the option the message must not offer: \(usage)")
+            }
+            #expect(try await cli.exported("Note").values.allSatisfy { $0["fields"].map { ($0 as? [String: Any])?["photo"] == nil } ?? true })
+        }
+    }
+
     @Test("delete --where of records a .deleteSelf cascade of the same run takes: the summary says them already gone, not not found")
     func deleteCascadeSummary() async throws {
         try await TemporaryStore.with { store in

@@ -120,6 +120,11 @@ struct RejectionTests {
                 "'created' timestamp '1700000000000' is a number written as a string; give the milliseconds since 1970 as a JSON number"),
         BadLine(line: #"{"recordsByRecordName":{"J1":{"recordName":"J1","recordType":"T","fields":{}}}}"#, at: #"{"recordsBy"#,
                 "the object's 'recordsByRecordName' (CloudKit JS) holds records keyed by name"),
+        // Other CloudKit Web Services bodies, saved beside answers, are named for what they are.
+        BadLine(line: #"{"zoneID":{"zoneName":"_defaultZone"},"query":{"recordType":"T","filterBy":[]},"resultsLimit":5}"#, at: #"{"zoneID"#,
+                "looks like a records/query request, which holds no records"),
+        BadLine(line: #"{"subscriptions":[{"subscriptionID":"s1","subscriptionType":"query"}]}"#, at: #"{"subs"#, "looks like a subscriptions answer"),
+        BadLine(line: #"{"userRecordName":"_9a065b60313a5937e75e03ed8e8f383d","firstName":"A"}"#, at: #"{"user"#, "looks like a user identity (users/caller)"),
         BadLine(line: #"{"recordName":"r1","recordType":"T","created":{"timestamp":"2024-03-01"}}"#, at: #""2024"#,
                 "'created' timestamp '2024-03-01' is not an ISO 8601 date-time with a zone"),
         BadLine(#""n":{"value":9250000000000000001,"type":"DOUBLE"}"#, at: "9250", "and too large for INT64"),

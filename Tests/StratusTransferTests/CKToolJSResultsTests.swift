@@ -1,0 +1,94 @@
+import Foundation
+import Stratus
+import StratusTransfer
+import Testing
+
+/// CKTool JS's answers (Apple's `@apple/cktool.database`): `CKDBLookupRecordsResponse`
+/// (`{"recordResults": […]}`) and `CKDBRecordChangesResponse` (`{"recordResults": […],
+/// "moreComing", "changeToken"}`), whose results are, as Apple's CKTool JS reference documents
+/// them, `CKDBExistingRecordResult` (`type`, `recordName`, `record`), `CKDBErrorRecordResult`
+/// (`type`, `recordName`, `errorCode`, `message`) and `CKDBDeletedRecordResult` (`type`,
+/// `recordName`). Before, such a file was read as one record without a name.
+@Suite("CKTool JS record results")
+struct CKToolJSResultsTests {
+    static let zone = #"{"zoneName":"Notes","canonicalName":"Notes","zoneType":"REGULAR_CUSTOM_ZONE"}"#
+    static let found = #"{"type":"existing","recordName":"n1","record":{"recordName":"n1","recordType":"Note","recordChangeTag":"abc","#
+        + #""created":{"deviceId":"2","timestamp":"2024-03-01T12:00:00.123Z","userRecordName":"_9a065b60313a5937e75e03ed8e8f383d"},"#
+        + #""fields":{"title":{"type":"stringType","value":"hi"}},"zone":\#(zone)}}"#
+    static let failed = #"{"type":"error","recordName":"n2","errorCode":"NOT_FOUND","message":"Record not found"}"#
+    static let deleted = #"{"type":"deleted","recordName":"n3"}"#
+
+    static func read(_ text: String, readsDeletions: Bool = false) throws -> [RecordReadResult] {
+        var options = RecordReadOptions()
+        options.readsDeletions = readsDeletions
+        return try readAll(Data(text.utf8), options)
+    }
+
+    @Test("a lookup answer: a found record's result is its record in the zone it names; an error result is rejected naming its code and message")
+    func lookup() throws {
+        let items = try Self.read(#"{"recordResults":[\#(Self.found),\#(Self.failed)]}"#)
+        #expect(items.count == 2, "\(items)")
+        let record = try #require(items.first?.record, "\(items)")
+        #expect(record.recordID.recordName == "n1" && record.recordID.zoneID.zoneName == "Notes")
+        #expect(record.fieldValue(forKey: "title") == .string("hi"))
+        let rejection = try #require(items.last?.rejection, "\(items)")
+        #expect(rejection.recordName == "n2")
+        #expect(rejection.message.contains("'errorCode' NOT_FOUND") && rejection.message.contains("Record not found"), "\(rejection.message)")
+    }
+
+    @Test("a changes answer, whatever key comes first: a deleted record's result is a deletion when deletions are read, else rejected", arguments: [
+        #"{"recordResults":[\#(found),\#(deleted)],"moreComing":true,"changeToken":"AQ"}"#,
+        #"{"changeToken":"AQ","moreComing":true,"recordResults":[\#(found),\#(deleted)]}"#,
+    ])
+    func changes(input: String) throws {
+        let deleting = try Self.read(input, readsDeletions: true)
+        #expect(deleting.first?.record?.recordID.recordName == "n1", "\(deleting)")
+        guard case .deletion(let id, _, _)? = deleting.last else {
+            Issue.record("the deleted result is not a deletion: \(deleting)")
+            return
+        }
+        #expect(id.recordName == "n3")
+        let saving = try Self.read(input)
+        #expect(saving.last?.rejection?.message.contains("deleted record's result") == true, "\(saving)")
+    }
+
+    @Test("a result that is none of the three (a misspelt 'record', a record that is not an object) is rejected, never read as a deletion")
+    func neitherShape() throws {
+        let items = try Self.read(#"{"recordResults":[{"type":"existing","recordName":"n1","rec0rd":{"recordName":"n1"}},{"type":"existing","recordName":"n4","record":"n4"},7]}"#,
+                                  readsDeletions: true)
+        #expect(items.count == 3, "\(items)")
+        #expect(items[0].rejection?.message.contains("'rec0rd'") == true, "\(items[0])")
+        #expect(items[1].rejection?.message.contains("'record' must be an object") == true, "\(items[1])")
+        #expect(items[2].rejection?.message.contains("expected a record result object") == true, "\(items[2])")
+    }
+
+    @Test("a query answer's continuationToken (CKTool JS's continuationMarker), first or last, makes the object an envelope and is the reader's marker",
+          arguments: [#"{"continuationToken":"abc","records":[{"recordName":"c1","recordType":"C","fields":{}}]}"#,
+                      #"{"records":[{"recordName":"c1","recordType":"C","fields":{}}],"continuationToken":"abc"}"#])
+    func continuationToken(input: String) throws {
+        let reader = try RecordReader(data: Data(input.utf8), options: RecordReadOptions())
+        var items: [RecordReadResult] = []
+        while let item = try reader.next() { items.append(item) }
+        #expect(items.count == 1 && items.first?.record?.recordID.recordName == "c1", "\(items)")
+        #expect(reader.continuationMarker == "abc")
+    }
+
+    @Test("a CKTool JS reference's zone (CKDBNullableReference.zone) places it as a zoneID does: another zone than its record's is refused, never pointed into the record's zone")
+    func referenceZone() throws {
+        let other = #"{"recordName":"a","recordType":"T","zone":{"zoneName":"Z"},"fields":{"r":{"type":"referenceType","value":{"recordName":"b","zone":{"zoneName":"Other"}}}}}"#
+        #expect(try Self.read(other).first?.rejection?.message.contains("points into zone 'Other'") == true)
+        let parent = #"{"recordName":"a","recordType":"T","zone":{"zoneName":"Z"},"fields":{},"parent":{"recordName":"b","zone":{"zoneName":"Other"}}}"#
+        #expect(try Self.read(parent).first?.rejection?.message.contains("points into zone 'Other'") == true)
+        // A record that names no zone goes where the importer puts it: its reference keeps the
+        // zone it names, so that the save refuses it there.
+        let unplaced = #"{"recordName":"a","recordType":"T","fields":{"r":{"type":"referenceType","value":{"recordName":"b","zone":{"zoneName":"Other"}}}}}"#
+        let record = try #require(try Self.read(unplaced).first?.record)
+        #expect(record.fieldValue(forKey: "r") == .reference(Record.Reference(recordID: Record.ID(recordName: "b", zoneID: RecordZone.ID(zoneName: "Other")), action: .none)))
+        // Its own zone, and a zoneID given beside it, which wins.
+        let same = #"{"recordName":"a","recordType":"T","zone":{"zoneName":"Z"},"fields":{"r":{"type":"referenceType","value":{"recordName":"b","zone":{"zoneName":"Other"},"zoneID":{"zoneName":"Z"}}},"#
+            + #""s":{"type":"referenceType","value":{"recordName":"c","zone":{"zoneName":"Z","canonicalName":"Z","zoneType":"REGULAR_CUSTOM_ZONE"}}}}}"#
+        let placed = try #require(try Self.read(same).first?.record)
+        #expect(placed.fieldValue(forKey: "r") == .reference(Record.Reference(recordID: Record.ID(recordName: "b", zoneID: placed.recordID.zoneID), action: .none)))
+        #expect(placed.fieldValue(forKey: "s") == .reference(Record.Reference(recordID: Record.ID(recordName: "c", zoneID: placed.recordID.zoneID), action: .none)))
+    }
+}
