@@ -208,4 +208,38 @@ struct UsersCLITests {
             #expect(ignored.exitCode == 77 && ignored.stderr.contains("others may read it (chmod 600"), "\(ignored)")
         }
     }
+    @Test("a role without LOGIN is refused for good (77), not an unreachable server (75); a wrong password from a service file is named as the service's, not PGPASSWORD's",
+          .enabled(if: PostgresTestServer.passwordCheckingAddress != nil, "needs an address where the server checks passwords (STRATUS_TEST_POSTGRES_TCP)"))
+    func loginRefusals() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: .postgres)
+            try await cli.createStore()
+            let suffix = String(UInt32.random(in: 0...UInt32.max), radix: 36)
+            let (nologin, serviceUser) = ("nologin_\(suffix)", "service_user_\(suffix)")
+            let admin = try PostgresConnection(url: cli.storePath)
+            // CREATE ROLE makes a role without LOGIN unless told otherwise: a common slip.
+            try admin.executeScript("CREATE ROLE \(nologin); CREATE ROLE \(serviceUser) LOGIN PASSWORD 'right-one';")
+            defer { try? admin.executeScript("DROP ROLE IF EXISTS \(nologin), \(serviceUser)") }
+            let noUser = ["STRATUS_USER": ""]
+            let refused = try await cli.run(["count", "--type", "Note", "--store", try PostgresConnectionString.replacing(["user": nologin], in: cli.storePath)], environment: noUser)
+            #expect(refused.exitCode == 77 && refused.stderr.contains("refused the login") && refused.stderr.contains("is not permitted to log in"), "\(refused)")
+
+            // libpq prefers a service's password to PGPASSWORD: the right one in PGPASSWORD does
+            // not help, and the message sends the administrator to the service file.
+            let address = try #require(PostgresTestServer.passwordCheckingAddress)
+            let services = try cli.file("services.conf", "[stratus_app]\nhost=\(address.host)\nport=\(address.port)\nuser=\(serviceUser)\ndbname=postgres\npassword=wrong-one\n")
+            let environment = ["PGSERVICEFILE": services, "PGPASSWORD": "right-one", "PGPASSFILE": store.path("none.pgpass")].merging(noUser) { $1 }
+            let viaService = try await cli.run(["count", "--type", "Note", "--store", "postgresql://?service=stratus_app"], environment: environment)
+            #expect(viaService.exitCode == 77, "\(viaService)")
+            #expect(viaService.stderr.contains("the password came from the password= line of service stratus_app in the service file (\(services))"), "\(viaService)")
+            #expect(!viaService.stderr.contains("PGPASSWORD environment variable"), "\(viaService)")
+            #expect(!(viaService.stdout + viaService.stderr).contains("wrong-one") && !(viaService.stdout + viaService.stderr).contains("right-one"), "no password shown: \(viaService)")
+            // A password file's line is named by libpq itself, once.
+            let passfile = try cli.file("stale.pgpass", "\(address.host):\(address.port):*:\(serviceUser):stale-one\n")
+            chmod(passfile, 0o600)
+            let viaFile = try await cli.run(["count", "--type", "Note", "--store", "postgresql://\(serviceUser)@\(address.host):\(address.port)/postgres"],
+                                            environment: ["PGPASSFILE": passfile].merging(noUser) { $1 })
+            #expect(viaFile.exitCode == 77 && viaFile.stderr.components(separatedBy: passfile).count == 2 && !viaFile.stderr.contains("stale-one"), "\(viaFile)")
+        }
+    }
 }
