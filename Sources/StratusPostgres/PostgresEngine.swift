@@ -45,9 +45,11 @@ public final class PostgresEngine: StorageEngine, Sendable {
     let automaticCompaction = Mutex<ContinuousClock.Instant?>(nil)
     /// Whether the standby was found to hold this store (``checkStandby()``).
     let standbyChecked = Mutex(false)
-    /// Whether the server refused `COPY FROM` into the records table (row-level security
-    /// binds the login role): new rows are then inserted with statements only.
-    let copyRefused = Mutex(false)
+    /// Whether the server refuses `COPY FROM` into the records table (row-level security
+    /// binds the login role): new rows are then inserted with statements only. Known when the
+    /// engine opens, so that a member's import leaves no refused COPY in the server's log;
+    /// learnt from the refusal when row-level security is turned on later.
+    let copyRefused: Mutex<Bool>
     /// Zones whose next transactions insert new rows checked (see ``mayCopy(intoZone:)``).
     let copyConflicts = Mutex<[Int64: CopyConflicts]>([:])
 
@@ -80,6 +82,7 @@ public final class PostgresEngine: StorageEngine, Sendable {
         redactedURL = pool.redactedURL
         self.tombstoneRetention = tombstoneRetention
         let probe = try pool.withConnection { try StoreProbe(on: $0) }
+        copyRefused = Mutex(probe.rowSecurityBindsRecords)
         guard probe.exists || create else {
             let missing = StoreMissing(description: "the database \(probe.database) at \(pool.redactedURL) holds no Stratus store \(probe.whereTables) (the database exists\(probe.elsewhere))")
             var error = StratusError(.badContainer, "\(missing.description); opening the engine with create: true makes the store")
@@ -650,6 +653,9 @@ struct StoreProbe {
     var owner: String?
     /// Whether the role is (or acts as a member of) the tables' owner.
     var ownsTables: Bool
+    /// Whether row-level security applies to this role's use of the records table, which
+    /// PostgreSQL then refuses `COPY FROM`.
+    var rowSecurityBindsRecords: Bool
     /// Where the tables are or would be, for messages: `in schema public`.
     var whereTables: String { schema.map { "in schema \($0)" } ?? "(the search_path names no schema that exists)" }
     /// Other schemas of the database that hold Stratus's tables, when the current one does not:
@@ -681,7 +687,11 @@ struct StoreProbe {
                    AND NOT coalesce((SELECT r.rolsuper OR r.rolbypassrls FROM pg_catalog.pg_roles r WHERE r.rolname = CURRENT_USER), false)
                    AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_policies p, unnest(p.roles) AS g
                                    WHERE p.schemaname = current_schema() AND p.tablename = 'records' AND p.policyname LIKE 'stratus\\_%'
-                                     AND g <> 'public' AND pg_catalog.pg_has_role(CURRENT_USER, g, 'MEMBER'))
+                                     AND g <> 'public' AND pg_catalog.pg_has_role(CURRENT_USER, g, 'MEMBER')),
+                   -- PostgreSQL's own test (check_enable_rls): on, and neither exempt nor the owner of a table that does not force it.
+                   coalesce((SELECT c.relrowsecurity AND NOT (pg_catalog.pg_has_role(CURRENT_USER, c.relowner, 'USAGE') AND NOT c.relforcerowsecurity)
+                             FROM pg_catalog.pg_class c WHERE c.oid = to_regclass('records')), false)
+                   AND NOT coalesce((SELECT r.rolsuper OR r.rolbypassrls FROM pg_catalog.pg_roles r WHERE r.rolname = CURRENT_USER), false)
             """)[0]
         exists = try row.bool(0) ?? false
         schema = try row.text(1)
@@ -689,6 +699,7 @@ struct StoreProbe {
         role = try row.text(3) ?? ""
         owner = try row.text(4)
         ownsTables = try row.bool(5) ?? false
+        rowSecurityBindsRecords = try row.bool(8) ?? false
         guard schema != nil else {
             // current_schema() skips schemas the role may not use: one of those is where the store is.
             let path = try connection.query("SELECT current_setting('search_path')")[0].text(0) ?? ""

@@ -242,4 +242,30 @@ struct UsersCLITests {
             #expect(viaFile.exitCode == 77 && viaFile.stderr.components(separatedBy: passfile).count == 2 && !viaFile.stderr.contains("stale-one"), "\(viaFile)")
         }
     }
+
+    @Test("a member's import writes new records with statements from its first batch: it leaves no refused COPY in the server's log",
+          .enabled(if: PostgresTestServer.serverLogPath != nil, "needs the log of a server the tests started"))
+    func memberImportLeavesNoRefusedCopy() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: .postgres)
+            try await cli.createStore()
+            let suffix = String(UInt32.random(in: 0...UInt32.max), radix: 36)
+            let (group, frank) = ("copy_users_\(suffix)", "copy_frank_\(suffix)")
+            let admin = try PostgresConnection(url: cli.storePath)
+            try admin.executeScript("CREATE ROLE \(group) NOLOGIN; CREATE ROLE \(frank) LOGIN IN ROLE \(group);")
+            defer { try? admin.executeScript("DROP OWNED BY \(frank), \(group); DROP ROLE IF EXISTS \(frank), \(group)") }
+            #expect(try await cli.run(["users", "row-security", "--group", group]).exitCode == 0)
+            #expect(try await cli.run(["users", "add", frank]).exitCode == 0)
+            let log = try #require(PostgresTestServer.serverLogPath)
+            let logged = try FileManager.default.attributesOfItem(atPath: log)[.size] as? Int ?? 0
+            let url = try PostgresConnectionString.replacing(["user": frank], in: cli.storePath)
+            let imported = try await cli.run(["import", "--database", "private", "--store", url], stdin: Input.notes(5), environment: ["STRATUS_USER": ""])
+            #expect(imported.exitCode == 0 && imported.stderr.contains("imported 5"), "\(imported)")
+            let handle = try #require(FileHandle(forReadingAtPath: log))
+            defer { try? handle.close() }
+            try handle.seek(toOffset: UInt64(logged))
+            let since = String(decoding: try handle.readToEnd() ?? Data(), as: UTF8.self)
+            #expect(!since.contains("COPY FROM not supported with row-level security"), "\(since)")
+        }
+    }
 }
