@@ -171,6 +171,15 @@ public final class PostgresConnection {
         if settingProblems.contains(where: lower.contains) || lower.wholeMatch(of: #/invalid [a-z_ ]+ value: .*/#) != nil {
             return StratusError(.invalidArguments, "the PostgreSQL connection settings cannot be used\(shownURL): \(reason)")
         }
+        // libpq's SSL files on this machine (a root certificate, a client certificate or key)
+        // and its check of the server's certificate: settings or files to mend here, not a
+        // login the server refused (77), nor a server away (75) that a cron job would retry.
+        if ["root certificate", "certificate file", "private key file"].contains(where: lower.contains) {
+            return StratusError(.invalidArguments, "the SSL files the PostgreSQL connection settings name cannot be used (sslrootcert, sslcert, sslkey; by default in ~/.postgresql)\(shownURL): \(reason)")
+        }
+        if ["certificate verify failed", "does not match host name", "host name from server certificate"].contains(where: lower.contains) {
+            return StratusError(.invalidArguments, "the PostgreSQL server at \(server) could not be verified as the one the connection settings name (sslmode verify-ca or verify-full)\(shownURL): \(reason); give the certificate of the authority that signed its certificate (sslrootcert=FILE) and name the host as that certificate does")
+        }
         if lower.contains("ssl was required") || lower.contains("does not support ssl") {
             return StratusError(.invalidArguments, "the PostgreSQL server at \(server) does not offer SSL, which the connection settings require (sslmode, or PGSSLMODE)\(shownURL): turn SSL on in the server, or ask for less (sslmode=prefer): \(reason)")
         }
