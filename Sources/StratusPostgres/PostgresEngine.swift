@@ -248,6 +248,38 @@ public final class PostgresEngine: StorageEngine, Sendable {
         }
     }
 
+    /// What keeps `login` from using the store as a user once row-level security is set up:
+    /// no role of that name, a role outside the group the policies name, or one without
+    /// `LOGIN`. `nil` when nothing does, or when row-level security is not set up (any login
+    /// then acts through the role a program connects as).
+    ///
+    /// ```swift
+    /// if let problem = try engine.rowSecurityLoginProblem("alcie") { print("note: \(problem)") }
+    /// ```
+    ///
+    /// - Throws: store errors.
+    public func rowSecurityLoginProblem(_ login: String) throws -> String? {
+        try pool.withConnection { connection in
+            guard let group = try Self.rowSecurityGroups(on: connection).first else { return nil }
+            let quotedGroup = group.wholeMatch(of: #/[a-z_][a-z0-9_]*/#) != nil ? group : try PostgresConnection.quoteIdentifier(group)
+            let quotedLogin = login.wholeMatch(of: #/[a-z_][a-z0-9_]*/#) != nil ? login : try PostgresConnection.quoteIdentifier(login)
+            let rows = try connection.query("""
+                SELECT r.rolcanlogin, pg_catalog.pg_has_role(r.oid, g.oid, 'MEMBER')
+                FROM pg_catalog.pg_roles r, pg_catalog.pg_roles g WHERE r.rolname = $1 AND g.rolname = $2
+                """, [.text(login), .text(group)])
+            guard let row = rows.first else {
+                return "there is no PostgreSQL role \(login), so no one connects as this user yet: a superuser or a role with CREATEROLE makes it in the group row-level security is set up for (createuser --pwprompt --role \(group) \(login))"
+            }
+            if try row.bool(1) != true {
+                return "role \(login) is not a member of \(group), the group row-level security is set up for, so it reaches no rows (GRANT \(quotedGroup) TO \(quotedLogin), as a superuser or a role with CREATEROLE)"
+            }
+            if try row.bool(0) != true {
+                return "role \(login) may not log in (ALTER ROLE \(quotedLogin) LOGIN, as a superuser or a role with CREATEROLE)"
+            }
+            return nil
+        }
+    }
+
     /// Refuses, with what to do, a group that does not exist, a role that does not own the
     /// tables, a group other than the one row-level security is set up for, and a group whose
     /// members may create objects in the store's schema.

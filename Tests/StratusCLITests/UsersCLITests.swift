@@ -268,4 +268,32 @@ struct UsersCLITests {
             #expect(!since.contains("COPY FROM not supported with row-level security"), "\(since)")
         }
     }
+
+    @Test("users add, once row-level security is set up, notes a login that cannot use the store: no role of that name, a role outside the group, a role without LOGIN")
+    func addNotesLoginsThatCannotConnect() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: .postgres)
+            try await cli.createStore()
+            let suffix = String(UInt32.random(in: 0...UInt32.max), radix: 36)
+            let (group, member, outsider, silent) = ("note_users_\(suffix)", "note_member_\(suffix)", "note_outsider_\(suffix)", "note_silent_\(suffix)")
+            let admin = try PostgresConnection(url: cli.storePath)
+            try admin.executeScript("CREATE ROLE \(group) NOLOGIN; CREATE ROLE \(member) LOGIN IN ROLE \(group); CREATE ROLE \(outsider) LOGIN; CREATE ROLE \(silent) IN ROLE \(group);")
+            defer { try? admin.executeScript("DROP OWNED BY \(member), \(outsider), \(silent), \(group); DROP ROLE IF EXISTS \(member), \(outsider), \(silent), \(group)") }
+            // Before row-level security, a login is any name a program acts as.
+            let early = try await cli.run(["users", "add", "typo_\(suffix)"])
+            #expect(early.exitCode == 0 && !early.stderr.contains("note:"), "\(early)")
+            #expect(try await cli.run(["users", "row-security", "--group", group]).exitCode == 0)
+            let fine = try await cli.run(["users", "add", member])
+            #expect(fine.exitCode == 0 && !fine.stderr.contains("note:"), "\(fine)")
+            let missing = try await cli.run(["users", "add", "typo_\(suffix)"])
+            #expect(missing.exitCode == 0 && missing.stderr.contains("note: there is no PostgreSQL role typo_\(suffix)") && missing.stderr.contains("createuser --pwprompt --role \(group) typo_\(suffix)"), "\(missing)")
+            let outside = try await cli.run(["users", "add", outsider])
+            #expect(outside.exitCode == 0 && outside.stderr.contains("is not a member of \(group)") && outside.stderr.contains("GRANT \(group) TO \(outsider)"), "\(outside)")
+            let noLogin = try await cli.run(["users", "add", silent])
+            #expect(noLogin.exitCode == 0 && noLogin.stderr.contains("ALTER ROLE \(silent) LOGIN"), "\(noLogin)")
+            // Each entry is kept all the same: the role may be made after.
+            let listed = try await cli.run(["users", "list"])
+            #expect([member, outsider, silent, "typo_\(suffix)"].allSatisfy { listed.stdout.contains($0) }, "\(listed)")
+        }
+    }
 }
