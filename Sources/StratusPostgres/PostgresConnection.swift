@@ -193,7 +193,12 @@ public final class PostgresConnection {
             // libpq names the password file itself when the password came from there.
             let named = lower.contains("password retrieved from file")
             let origin = lower.contains("password authentication failed") && !named ? passwordOrigin(connection, url: url).map { " (the password came from \($0))" } ?? "" : ""
-            return StratusError(.notAuthenticated, "the PostgreSQL server at \(server) refused the login\(shownURL): \(reason)\(origin)")
+            // Debian's pg_hba.conf has `local all all peer`: over the Unix socket, only the
+            // operating-system user of the role's name logs in as it, whatever the password.
+            let peer = lower.contains("peer authentication failed")
+                ? "; over the Unix socket the server lets only the operating-system user of the same name log in as a role (peer authentication in pg_hba.conf): connect over TCP instead (host=localhost, with a password), or have the server's administrator map this user in pg_ident.conf"
+                : ""
+            return StratusError(.notAuthenticated, "the PostgreSQL server at \(server) refused the login\(shownURL): \(reason)\(origin)\(peer)")
         }
         if lower.contains("database \"") && lower.contains("does not exist") {
             let name = PQdb(connection).map { String(cString: $0) } ?? "DBNAME"

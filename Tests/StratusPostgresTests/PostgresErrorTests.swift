@@ -79,7 +79,7 @@ struct PostgresErrorTests {
     func localSSLFilesAreSettings() throws {
         // libpq checks its files once the server agrees to SSL, before any handshake: a
         // listener that answers the SSL request with 'S' is server enough.
-        let server = try SSLAgreeingListener()
+        let server = try ScriptedPostgresServer(.agreeToSSL)
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("stratus-ssl-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -92,6 +92,16 @@ struct PostgresErrorTests {
             #expect(error.message.contains("the SSL files the PostgreSQL connection settings name cannot be used") && error.message.contains(names), "\(error)")
             #expect(!error.message.contains("s3cret-pw") && !error.message.contains("refused the login"), "\(error)")
         }
+    }
+
+    @Test("a login pg_hba.conf's peer authentication refuses says what peer means and what to do instead")
+    func peerAuthenticationIsExplained() throws {
+        let server = try ScriptedPostgresServer(.refuseLogin(message: "Peer authentication failed for user \"stratus\""))
+        let error = try #require(throws: StratusError.self) {
+            try PostgresConnection(url: "postgresql://stratus@127.0.0.1:\(server.port)/app?sslmode=disable&gssencmode=disable&connect_timeout=5")
+        }
+        #expect(error.code == .notAuthenticated, "\(error)")
+        #expect(error.message.contains("Peer authentication failed") && error.message.contains("only the operating-system user of the same name") && error.message.contains("host=localhost"), "\(error)")
     }
 
     @Test("a connection to a server (or role) with no free connection slot waits for one to be freed")
