@@ -261,8 +261,7 @@ public final class PostgresEngine: StorageEngine, Sendable {
     public func rowSecurityLoginProblem(_ login: String) throws -> String? {
         try pool.withConnection { connection in
             guard let group = try Self.rowSecurityGroups(on: connection).first else { return nil }
-            let quotedGroup = group.wholeMatch(of: #/[a-z_][a-z0-9_]*/#) != nil ? group : try PostgresConnection.quoteIdentifier(group)
-            let quotedLogin = login.wholeMatch(of: #/[a-z_][a-z0-9_]*/#) != nil ? login : try PostgresConnection.quoteIdentifier(login)
+            let (quotedGroup, quotedLogin) = (try Self.sqlName(group), try Self.sqlName(login))
             let rows = try connection.query("""
                 SELECT r.rolcanlogin, pg_catalog.pg_has_role(r.oid, g.oid, 'MEMBER')
                 FROM pg_catalog.pg_roles r, pg_catalog.pg_roles g WHERE r.rolname = $1 AND g.rolname = $2
@@ -278,6 +277,12 @@ public final class PostgresEngine: StorageEngine, Sendable {
             }
             return nil
         }
+    }
+
+    /// A role's name as SQL reads it, for messages that give a statement to run: bare when it
+    /// is a plain lower-case one, quoted otherwise.
+    private static func sqlName(_ name: String) throws -> String {
+        name.wholeMatch(of: #/[a-z_][a-z0-9_]*/#) != nil ? name : try PostgresConnection.quoteIdentifier(name)
     }
 
     /// Refuses, with what to do, a group that does not exist, a role that does not own the
@@ -305,10 +310,6 @@ public final class PostgresEngine: StorageEngine, Sendable {
         // first reading no rows (a count of 0, exit 0) and refused every write, with no error.
         let earlier = try rowSecurityGroups(on: connection, schema: schema).filter { $0 != group }
         if let first = earlier.first {
-            // A name as SQL reads it: bare when it is a plain lower-case one, as messages write them.
-            func sqlName(_ name: String) throws -> String {
-                name.wholeMatch(of: #/[a-z_][a-z0-9_]*/#) != nil ? name : try PostgresConnection.quoteIdentifier(name)
-            }
             let quoted = try sqlName(first)
             throw StratusError(.invalidArguments, "row-level security in schema \(schema) is set up for the group \(earlier.joined(separator: ", ")); setting it up for \(group) would replace it, and the members of \(first) would then read no rows and write none. Give --group \(first) to apply the policies again; to make \(group) a Stratus user, make it a member (GRANT \(quoted) TO \(try sqlName(group)), as a superuser or a role with CREATEROLE); to call the group otherwise, rename it (ALTER ROLE \(quoted) RENAME TO …: the policies follow it)")
         }
