@@ -457,6 +457,9 @@ public final class PostgresEngine: StorageEngine, Sendable {
             explained.message = "row-level security refused a schema change: \(role) may add record types and fields to a development schema; a production schema, grants and indexes are the tables' owner's to change (run `stratus schema deploy` or `schema import` as that role). \(error.message)"
         } else if let container, counts?.here == 0 {
             explained.message = "\(role) has no entry in the user directory of container \(container) (it has one in another container; each container has its own directory), so row-level security gives it no rows to write there: the administrator adds it with `stratus users add \(login) --container \(container)` (as the tables' owner). \(error.message)"
+        } else if error.message.contains("\"zones\"") || error.message.contains("\"zone_tombstones\"") {
+            // With an entry here, the zones it may not write are the public database's.
+            explained.message = "row-level security refused a zone: \(role) creates and deletes zones in its own private database; the public database's zones other than its default zone are the tables' owner's to create and delete (run `stratus zones create` or `zones delete` as that role). \(error.message)"
         } else {
             explained.message = "row-level security refused a row: \(role) writes only the rows of the user record names the directory gives it (each container has its own directory: `stratus users add \(login) --container \(container ?? "C")`, as the tables' owner, for a container it has no entry in), and in the public database records it creates itself and those it created or whose type's grants let it write. \(error.message)"
         }

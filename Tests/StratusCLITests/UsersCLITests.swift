@@ -179,6 +179,12 @@ struct UsersCLITests {
             #expect(written.exitCode == 0, "\(written)")
             let counted = try await cli.run(["count", "--type", "Note", "--store", try url(carol)], environment: noUser)
             #expect(counted.exitCode == 0 && counted.stdout == "2\n", "the group's members keep their rows: \(counted)")
+            // A zone of the public database is the owner's to make: the refusal says so, not
+            // that an entry in the directory is missing.
+            let publicZone = try await cli.run(["zones", "create", "Board", "--database", "public", "--store", try url(carol)], environment: noUser)
+            #expect(publicZone.exitCode == 77 && publicZone.stderr.contains("the public database's zones other than its default zone are the tables' owner's"), "\(publicZone)")
+            let privateZone = try await cli.run(["zones", "create", "Board", "--database", "private", "--store", try url(carol)], environment: noUser)
+            #expect(privateZone.exitCode == 0, "\(privateZone)")
             // An entry in one container gives no rows in another: the container is named.
             let otherContainer = try await cli.run(["import", "--container", "com.example.other", "--store", try url(carol)], stdin: Input.notes(1), environment: noUser)
             #expect(otherContainer.exitCode == 77 && otherContainer.stderr.contains("no entry in the user directory of container com.example.other")
