@@ -171,16 +171,34 @@ public final class PostgresConnection {
         if settingProblems.contains(where: lower.contains) || lower.wholeMatch(of: #/invalid [a-z_ ]+ value: .*/#) != nil {
             return StratusError(.invalidArguments, "the PostgreSQL connection settings cannot be used\(shownURL): \(reason)")
         }
+        // libpq's SSL files on this machine (a root certificate, a client certificate or key)
+        // and its check of the server's certificate: settings or files to mend here, not a
+        // login the server refused (77), nor a server away (75) that a cron job would retry.
+        if ["root certificate", "certificate file", "private key file"].contains(where: lower.contains) {
+            return StratusError(.invalidArguments, "the SSL files the PostgreSQL connection settings name cannot be used (sslrootcert, sslcert, sslkey; by default in ~/.postgresql)\(shownURL): \(reason)")
+        }
+        if ["certificate verify failed", "does not match host name", "host name from server certificate"].contains(where: lower.contains) {
+            return StratusError(.invalidArguments, "the PostgreSQL server at \(server) could not be verified as the one the connection settings name (sslmode verify-ca or verify-full)\(shownURL): \(reason); give the certificate of the authority that signed its certificate (sslrootcert=FILE) and name the host as that certificate does")
+        }
         if lower.contains("ssl was required") || lower.contains("does not support ssl") {
             return StratusError(.invalidArguments, "the PostgreSQL server at \(server) does not offer SSL, which the connection settings require (sslmode, or PGSSLMODE)\(shownURL): turn SSL on in the server, or ask for less (sslmode=prefer): \(reason)")
         }
         if lower.contains("permission denied") {
             return StratusError(.permissionFailure, "the PostgreSQL server at \(server) refused the connection\(shownURL): \(reason)")
         }
-        let refusals = ["authentication failed", "no pg_hba.conf entry", "pg_hba.conf rejects", "password", "certificate"]
+        // A role without LOGIN (CREATE ROLE's default) is refused for good, like a wrong
+        // password: not a server that is away, which a cron job would retry forever.
+        let refusals = ["authentication failed", "no pg_hba.conf entry", "pg_hba.conf rejects", "password", "certificate", "is not permitted to log in"]
         if refusals.contains(where: lower.contains) || (lower.contains("role \"") && lower.contains("does not exist")) {
-            let origin = lower.contains("password authentication failed") ? passwordOrigin(connection, url: url).map { " (the password came from \($0))" } ?? "" : ""
-            return StratusError(.notAuthenticated, "the PostgreSQL server at \(server) refused the login\(shownURL): \(reason)\(origin)")
+            // libpq names the password file itself when the password came from there.
+            let named = lower.contains("password retrieved from file")
+            let origin = lower.contains("password authentication failed") && !named ? passwordOrigin(connection, url: url).map { " (the password came from \($0))" } ?? "" : ""
+            // Debian's pg_hba.conf has `local all all peer`: over the Unix socket, only the
+            // operating-system user of the role's name logs in as it, whatever the password.
+            let peer = lower.contains("peer authentication failed")
+                ? "; over the Unix socket the server lets only the operating-system user of the same name log in as a role (peer authentication in pg_hba.conf): connect over TCP instead (host=localhost, with a password), or have the server's administrator map this user in pg_ident.conf"
+                : ""
+            return StratusError(.notAuthenticated, "the PostgreSQL server at \(server) refused the login\(shownURL): \(reason)\(origin)\(peer)")
         }
         if lower.contains("database \"") && lower.contains("does not exist") {
             let name = PQdb(connection).map { String(cString: $0) } ?? "DBNAME"
@@ -192,11 +210,23 @@ public final class PostgresConnection {
 
     /// Where the password libpq sent came from, for the message that the server refused it: a
     /// stale `PGPASSWORD` or password file line is otherwise hard to tell from a mistyped URL.
-    /// libpq takes the URL's password first, then `PGPASSWORD`, then the password file.
+    /// libpq takes the URL's password first, then a service file's (`service=`, `PGSERVICE`),
+    /// then `PGPASSWORD`, then the password file.
     static func passwordOrigin(_ connection: OpaquePointer, url: String) -> String? {
         guard PQconnectionUsedPassword(connection) == 1 else { return nil }
-        if let settings = try? PostgresConnectionString.settings(in: url), settings["password"]?.isEmpty == false { return "the connection URL" }
-        if ProcessInfo.processInfo.environment["PGPASSWORD"]?.isEmpty == false { return "the PGPASSWORD environment variable" }
+        let settings = try? PostgresConnectionString.settings(in: url)
+        if settings?["password"]?.isEmpty == false { return "the connection URL" }
+        let environment = ProcessInfo.processInfo.environment
+        let fromEnvironment = environment["PGPASSWORD"].flatMap { $0.isEmpty ? nil : $0 }
+        // libpq before version 18 does not report the service it used: the URL's, else PGSERVICE.
+        let service = settings?["service"].flatMap { $0.isEmpty ? nil : $0 } ?? environment["PGSERVICE"].flatMap { $0.isEmpty ? nil : $0 }
+        // The password option holds what the URL, the service or PGPASSWORD gave (a password
+        // file's line is kept apart): one PGPASSWORD does not hold came from the service.
+        if let service, let password = connectionOptions(connection, ["password"])["password"], !password.isEmpty, password != fromEnvironment {
+            let file = environment["PGSERVICEFILE"].flatMap { $0.isEmpty ? nil : $0 } ?? "~/.pg_service.conf or the system's pg_service.conf"
+            return "the password= line of service \(service) in the service file (\(file)), which libpq prefers to PGPASSWORD and the password file"
+        }
+        if fromEnvironment != nil { return "the PGPASSWORD environment variable" }
         let passfile = passwordFile(connection)
         return passfile.map { "the password file \($0)" } ?? "the password file"
     }
@@ -223,14 +253,21 @@ public final class PostgresConnection {
     /// The password file libpq reads for the connection (`passfile`, `PGPASSFILE`, else
     /// `~/.pgpass`), when it names one.
     private static func passwordFile(_ connection: OpaquePointer) -> String? {
-        guard let options = PQconninfo(connection) else { return nil }
+        connectionOptions(connection, ["passfile"])["passfile"]
+    }
+
+    /// The values libpq settled on for the `keywords` it has a value for (``PQconninfo``).
+    private static func connectionOptions(_ connection: OpaquePointer, _ keywords: Set<String>) -> [String: String] {
+        guard let options = PQconninfo(connection) else { return [:] }
         defer { PQconninfoFree(options) }
+        var values: [String: String] = [:]
         var option = options
         while let keyword = option.pointee.keyword {
-            if String(cString: keyword) == "passfile", let value = option.pointee.val { return String(cString: value) }
+            let name = String(cString: keyword)
+            if keywords.contains(name), let value = option.pointee.val { values[name] = String(cString: value) }
             option += 1
         }
-        return nil
+        return values
     }
 
     static func serverDescription(_ connection: OpaquePointer) -> String {

@@ -45,9 +45,11 @@ public final class PostgresEngine: StorageEngine, Sendable {
     let automaticCompaction = Mutex<ContinuousClock.Instant?>(nil)
     /// Whether the standby was found to hold this store (``checkStandby()``).
     let standbyChecked = Mutex(false)
-    /// Whether the server refused `COPY FROM` into the records table (row-level security
-    /// binds the login role): new rows are then inserted with statements only.
-    let copyRefused = Mutex(false)
+    /// Whether the server refuses `COPY FROM` into the records table (row-level security
+    /// binds the login role): new rows are then inserted with statements only. Known when the
+    /// engine opens, so that a member's import leaves no refused COPY in the server's log;
+    /// learnt from the refusal when row-level security is turned on later.
+    let copyRefused: Mutex<Bool>
     /// Zones whose next transactions insert new rows checked (see ``mayCopy(intoZone:)``).
     let copyConflicts = Mutex<[Int64: CopyConflicts]>([:])
 
@@ -80,6 +82,7 @@ public final class PostgresEngine: StorageEngine, Sendable {
         redactedURL = pool.redactedURL
         self.tombstoneRetention = tombstoneRetention
         let probe = try pool.withConnection { try StoreProbe(on: $0) }
+        copyRefused = Mutex(probe.rowSecurityBindsRecords)
         guard probe.exists || create else {
             let missing = StoreMissing(description: "the database \(probe.database) at \(pool.redactedURL) holds no Stratus store \(probe.whereTables) (the database exists\(probe.elsewhere))")
             var error = StratusError(.badContainer, "\(missing.description); opening the engine with create: true makes the store")
@@ -245,6 +248,43 @@ public final class PostgresEngine: StorageEngine, Sendable {
         }
     }
 
+    /// What keeps `login` from using the store as a user once row-level security is set up:
+    /// no role of that name, a role outside the group the policies name, or one without
+    /// `LOGIN`. `nil` when nothing does, or when row-level security is not set up (any login
+    /// then acts through the role a program connects as).
+    ///
+    /// ```swift
+    /// if let problem = try engine.rowSecurityLoginProblem("alcie") { print("note: \(problem)") }
+    /// ```
+    ///
+    /// - Throws: store errors.
+    public func rowSecurityLoginProblem(_ login: String) throws -> String? {
+        try pool.withConnection { connection in
+            guard let group = try Self.rowSecurityGroups(on: connection).first else { return nil }
+            let (quotedGroup, quotedLogin) = (try Self.sqlName(group), try Self.sqlName(login))
+            let rows = try connection.query("""
+                SELECT r.rolcanlogin, pg_catalog.pg_has_role(r.oid, g.oid, 'MEMBER')
+                FROM pg_catalog.pg_roles r, pg_catalog.pg_roles g WHERE r.rolname = $1 AND g.rolname = $2
+                """, [.text(login), .text(group)])
+            guard let row = rows.first else {
+                return "there is no PostgreSQL role \(login), so no one connects as this user yet: a superuser or a role with CREATEROLE makes it in the group row-level security is set up for (createuser --pwprompt --role \(group) \(login))"
+            }
+            if try row.bool(1) != true {
+                return "role \(login) is not a member of \(group), the group row-level security is set up for, so it reaches no rows (GRANT \(quotedGroup) TO \(quotedLogin), as a superuser or a role with CREATEROLE)"
+            }
+            if try row.bool(0) != true {
+                return "role \(login) may not log in (ALTER ROLE \(quotedLogin) LOGIN, as a superuser or a role with CREATEROLE)"
+            }
+            return nil
+        }
+    }
+
+    /// A role's name as SQL reads it, for messages that give a statement to run: bare when it
+    /// is a plain lower-case one, quoted otherwise.
+    private static func sqlName(_ name: String) throws -> String {
+        name.wholeMatch(of: #/[a-z_][a-z0-9_]*/#) != nil ? name : try PostgresConnection.quoteIdentifier(name)
+    }
+
     /// Refuses, with what to do, a group that does not exist, a role that does not own the
     /// tables, a group other than the one row-level security is set up for, and a group whose
     /// members may create objects in the store's schema.
@@ -270,10 +310,6 @@ public final class PostgresEngine: StorageEngine, Sendable {
         // first reading no rows (a count of 0, exit 0) and refused every write, with no error.
         let earlier = try rowSecurityGroups(on: connection, schema: schema).filter { $0 != group }
         if let first = earlier.first {
-            // A name as SQL reads it: bare when it is a plain lower-case one, as messages write them.
-            func sqlName(_ name: String) throws -> String {
-                name.wholeMatch(of: #/[a-z_][a-z0-9_]*/#) != nil ? name : try PostgresConnection.quoteIdentifier(name)
-            }
             let quoted = try sqlName(first)
             throw StratusError(.invalidArguments, "row-level security in schema \(schema) is set up for the group \(earlier.joined(separator: ", ")); setting it up for \(group) would replace it, and the members of \(first) would then read no rows and write none. Give --group \(first) to apply the policies again; to make \(group) a Stratus user, make it a member (GRANT \(quoted) TO \(try sqlName(group)), as a superuser or a role with CREATEROLE); to call the group otherwise, rename it (ALTER ROLE \(quoted) RENAME TO …: the policies follow it)")
         }
@@ -421,6 +457,9 @@ public final class PostgresEngine: StorageEngine, Sendable {
             explained.message = "row-level security refused a schema change: \(role) may add record types and fields to a development schema; a production schema, grants and indexes are the tables' owner's to change (run `stratus schema deploy` or `schema import` as that role). \(error.message)"
         } else if let container, counts?.here == 0 {
             explained.message = "\(role) has no entry in the user directory of container \(container) (it has one in another container; each container has its own directory), so row-level security gives it no rows to write there: the administrator adds it with `stratus users add \(login) --container \(container)` (as the tables' owner). \(error.message)"
+        } else if error.message.contains("\"zones\"") || error.message.contains("\"zone_tombstones\"") {
+            // With an entry here, the zones it may not write are the public database's.
+            explained.message = "row-level security refused a zone: \(role) creates and deletes zones in its own private database; the public database's zones other than its default zone are the tables' owner's to create and delete (run `stratus zones create` or `zones delete` as that role). \(error.message)"
         } else {
             explained.message = "row-level security refused a row: \(role) writes only the rows of the user record names the directory gives it (each container has its own directory: `stratus users add \(login) --container \(container ?? "C")`, as the tables' owner, for a container it has no entry in), and in the public database records it creates itself and those it created or whose type's grants let it write. \(error.message)"
         }
@@ -650,6 +689,9 @@ struct StoreProbe {
     var owner: String?
     /// Whether the role is (or acts as a member of) the tables' owner.
     var ownsTables: Bool
+    /// Whether row-level security applies to this role's use of the records table, which
+    /// PostgreSQL then refuses `COPY FROM`.
+    var rowSecurityBindsRecords: Bool
     /// Where the tables are or would be, for messages: `in schema public`.
     var whereTables: String { schema.map { "in schema \($0)" } ?? "(the search_path names no schema that exists)" }
     /// Other schemas of the database that hold Stratus's tables, when the current one does not:
@@ -681,7 +723,11 @@ struct StoreProbe {
                    AND NOT coalesce((SELECT r.rolsuper OR r.rolbypassrls FROM pg_catalog.pg_roles r WHERE r.rolname = CURRENT_USER), false)
                    AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_policies p, unnest(p.roles) AS g
                                    WHERE p.schemaname = current_schema() AND p.tablename = 'records' AND p.policyname LIKE 'stratus\\_%'
-                                     AND g <> 'public' AND pg_catalog.pg_has_role(CURRENT_USER, g, 'MEMBER'))
+                                     AND g <> 'public' AND pg_catalog.pg_has_role(CURRENT_USER, g, 'MEMBER')),
+                   -- PostgreSQL's own test (check_enable_rls): on, and neither exempt nor the owner of a table that does not force it.
+                   coalesce((SELECT c.relrowsecurity AND NOT (pg_catalog.pg_has_role(CURRENT_USER, c.relowner, 'USAGE') AND NOT c.relforcerowsecurity)
+                             FROM pg_catalog.pg_class c WHERE c.oid = to_regclass('records')), false)
+                   AND NOT coalesce((SELECT r.rolsuper OR r.rolbypassrls FROM pg_catalog.pg_roles r WHERE r.rolname = CURRENT_USER), false)
             """)[0]
         exists = try row.bool(0) ?? false
         schema = try row.text(1)
@@ -689,6 +735,7 @@ struct StoreProbe {
         role = try row.text(3) ?? ""
         owner = try row.text(4)
         ownsTables = try row.bool(5) ?? false
+        rowSecurityBindsRecords = try row.bool(8) ?? false
         guard schema != nil else {
             // current_schema() skips schemas the role may not use: one of those is where the store is.
             let path = try connection.query("SELECT current_setting('search_path')")[0].text(0) ?? ""

@@ -130,6 +130,11 @@ struct UsersCommand: Command {
             let entry = UserDirectoryEntry(login: login, userRecordName: name, roles: Set(roles.map { SecurityRole($0) }))
             try await Self.changingDirectory { try await container.saveUsers([entry]) }
             StratusCommand.log("\(existing == nil ? "added" : "replaced") \(login): \(name)\(roles.isEmpty ? "" : " with " + roles.sorted().joined(separator: ", "))")
+            // The entry is kept all the same (the role may be made later), but a misspelt login
+            // would leave the user's role without rows and no one told.
+            if let postgres = container.engine as? PostgresEngine, let problem = try postgres.rowSecurityLoginProblem(login) {
+                StratusCommand.log("note: \(problem)")
+            }
             // Given all the same (a schema may come later), but a misspelt role grants nothing.
             let declared = Set(try await container.schema().roles.map(\.name))
             for role in Set(roles).subtracting(declared).sorted() {

@@ -179,6 +179,12 @@ struct UsersCLITests {
             #expect(written.exitCode == 0, "\(written)")
             let counted = try await cli.run(["count", "--type", "Note", "--store", try url(carol)], environment: noUser)
             #expect(counted.exitCode == 0 && counted.stdout == "2\n", "the group's members keep their rows: \(counted)")
+            // A zone of the public database is the owner's to make: the refusal says so, not
+            // that an entry in the directory is missing.
+            let publicZone = try await cli.run(["zones", "create", "Board", "--database", "public", "--store", try url(carol)], environment: noUser)
+            #expect(publicZone.exitCode == 77 && publicZone.stderr.contains("the public database's zones other than its default zone are the tables' owner's"), "\(publicZone)")
+            let privateZone = try await cli.run(["zones", "create", "Board", "--database", "private", "--store", try url(carol)], environment: noUser)
+            #expect(privateZone.exitCode == 0, "\(privateZone)")
             // An entry in one container gives no rows in another: the container is named.
             let otherContainer = try await cli.run(["import", "--container", "com.example.other", "--store", try url(carol)], stdin: Input.notes(1), environment: noUser)
             #expect(otherContainer.exitCode == 77 && otherContainer.stderr.contains("no entry in the user directory of container com.example.other")
@@ -206,6 +212,94 @@ struct UsersCLITests {
             chmod(open, 0o644)
             let ignored = try await cli.run(["count", "--type", "Note", "--store", url], environment: ["PGPASSFILE": open])
             #expect(ignored.exitCode == 77 && ignored.stderr.contains("others may read it (chmod 600"), "\(ignored)")
+        }
+    }
+    @Test("a role without LOGIN is refused for good (77), not an unreachable server (75); a wrong password from a service file is named as the service's, not PGPASSWORD's",
+          .enabled(if: PostgresTestServer.passwordCheckingAddress != nil, "needs an address where the server checks passwords (STRATUS_TEST_POSTGRES_TCP)"))
+    func loginRefusals() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: .postgres)
+            try await cli.createStore()
+            let suffix = String(UInt32.random(in: 0...UInt32.max), radix: 36)
+            let (nologin, serviceUser) = ("nologin_\(suffix)", "service_user_\(suffix)")
+            let admin = try PostgresConnection(url: cli.storePath)
+            // CREATE ROLE makes a role without LOGIN unless told otherwise: a common slip.
+            try admin.executeScript("CREATE ROLE \(nologin); CREATE ROLE \(serviceUser) LOGIN PASSWORD 'right-one';")
+            defer { try? admin.executeScript("DROP ROLE IF EXISTS \(nologin), \(serviceUser)") }
+            let noUser = ["STRATUS_USER": ""]
+            let refused = try await cli.run(["count", "--type", "Note", "--store", try PostgresConnectionString.replacing(["user": nologin], in: cli.storePath)], environment: noUser)
+            #expect(refused.exitCode == 77 && refused.stderr.contains("refused the login") && refused.stderr.contains("is not permitted to log in"), "\(refused)")
+
+            // libpq prefers a service's password to PGPASSWORD: the right one in PGPASSWORD does
+            // not help, and the message sends the administrator to the service file.
+            let address = try #require(PostgresTestServer.passwordCheckingAddress)
+            let services = try cli.file("services.conf", "[stratus_app]\nhost=\(address.host)\nport=\(address.port)\nuser=\(serviceUser)\ndbname=postgres\npassword=wrong-one\n")
+            let environment = ["PGSERVICEFILE": services, "PGPASSWORD": "right-one", "PGPASSFILE": store.path("none.pgpass")].merging(noUser) { $1 }
+            let viaService = try await cli.run(["count", "--type", "Note", "--store", "postgresql://?service=stratus_app"], environment: environment)
+            #expect(viaService.exitCode == 77, "\(viaService)")
+            #expect(viaService.stderr.contains("the password came from the password= line of service stratus_app in the service file (\(services))"), "\(viaService)")
+            #expect(!viaService.stderr.contains("PGPASSWORD environment variable"), "\(viaService)")
+            #expect(!(viaService.stdout + viaService.stderr).contains("wrong-one") && !(viaService.stdout + viaService.stderr).contains("right-one"), "no password shown: \(viaService)")
+            // A password file's line is named by libpq itself, once.
+            let passfile = try cli.file("stale.pgpass", "\(address.host):\(address.port):*:\(serviceUser):stale-one\n")
+            chmod(passfile, 0o600)
+            let viaFile = try await cli.run(["count", "--type", "Note", "--store", "postgresql://\(serviceUser)@\(address.host):\(address.port)/postgres"],
+                                            environment: ["PGPASSFILE": passfile].merging(noUser) { $1 })
+            #expect(viaFile.exitCode == 77 && viaFile.stderr.components(separatedBy: passfile).count == 2 && !viaFile.stderr.contains("stale-one"), "\(viaFile)")
+        }
+    }
+
+    @Test("a member's import writes new records with statements from its first batch: it leaves no refused COPY in the server's log",
+          .enabled(if: PostgresTestServer.serverLogPath != nil, "needs the log of a server the tests started"))
+    func memberImportLeavesNoRefusedCopy() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: .postgres)
+            try await cli.createStore()
+            let suffix = String(UInt32.random(in: 0...UInt32.max), radix: 36)
+            let (group, frank) = ("copy_users_\(suffix)", "copy_frank_\(suffix)")
+            let admin = try PostgresConnection(url: cli.storePath)
+            try admin.executeScript("CREATE ROLE \(group) NOLOGIN; CREATE ROLE \(frank) LOGIN IN ROLE \(group);")
+            defer { try? admin.executeScript("DROP OWNED BY \(frank), \(group); DROP ROLE IF EXISTS \(frank), \(group)") }
+            #expect(try await cli.run(["users", "row-security", "--group", group]).exitCode == 0)
+            #expect(try await cli.run(["users", "add", frank]).exitCode == 0)
+            let log = try #require(PostgresTestServer.serverLogPath)
+            let logged = try FileManager.default.attributesOfItem(atPath: log)[.size] as? Int ?? 0
+            let url = try PostgresConnectionString.replacing(["user": frank], in: cli.storePath)
+            let imported = try await cli.run(["import", "--database", "private", "--store", url], stdin: Input.notes(5), environment: ["STRATUS_USER": ""])
+            #expect(imported.exitCode == 0 && imported.stderr.contains("imported 5"), "\(imported)")
+            let handle = try #require(FileHandle(forReadingAtPath: log))
+            defer { try? handle.close() }
+            try handle.seek(toOffset: UInt64(logged))
+            let since = String(decoding: try handle.readToEnd() ?? Data(), as: UTF8.self)
+            #expect(!since.contains("COPY FROM not supported with row-level security"), "\(since)")
+        }
+    }
+
+    @Test("users add, once row-level security is set up, notes a login that cannot use the store: no role of that name, a role outside the group, a role without LOGIN")
+    func addNotesLoginsThatCannotConnect() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: .postgres)
+            try await cli.createStore()
+            let suffix = String(UInt32.random(in: 0...UInt32.max), radix: 36)
+            let (group, member, outsider, silent) = ("note_users_\(suffix)", "note_member_\(suffix)", "note_outsider_\(suffix)", "note_silent_\(suffix)")
+            let admin = try PostgresConnection(url: cli.storePath)
+            try admin.executeScript("CREATE ROLE \(group) NOLOGIN; CREATE ROLE \(member) LOGIN IN ROLE \(group); CREATE ROLE \(outsider) LOGIN; CREATE ROLE \(silent) IN ROLE \(group);")
+            defer { try? admin.executeScript("DROP OWNED BY \(member), \(outsider), \(silent), \(group); DROP ROLE IF EXISTS \(member), \(outsider), \(silent), \(group)") }
+            // Before row-level security, a login is any name a program acts as.
+            let early = try await cli.run(["users", "add", "typo_\(suffix)"])
+            #expect(early.exitCode == 0 && !early.stderr.contains("note:"), "\(early)")
+            #expect(try await cli.run(["users", "row-security", "--group", group]).exitCode == 0)
+            let fine = try await cli.run(["users", "add", member])
+            #expect(fine.exitCode == 0 && !fine.stderr.contains("note:"), "\(fine)")
+            let missing = try await cli.run(["users", "add", "typo_\(suffix)"])
+            #expect(missing.exitCode == 0 && missing.stderr.contains("note: there is no PostgreSQL role typo_\(suffix)") && missing.stderr.contains("createuser --pwprompt --role \(group) typo_\(suffix)"), "\(missing)")
+            let outside = try await cli.run(["users", "add", outsider])
+            #expect(outside.exitCode == 0 && outside.stderr.contains("is not a member of \(group)") && outside.stderr.contains("GRANT \(group) TO \(outsider)"), "\(outside)")
+            let noLogin = try await cli.run(["users", "add", silent])
+            #expect(noLogin.exitCode == 0 && noLogin.stderr.contains("ALTER ROLE \(silent) LOGIN"), "\(noLogin)")
+            // Each entry is kept all the same: the role may be made after.
+            let listed = try await cli.run(["users", "list"])
+            #expect([member, outsider, silent, "typo_\(suffix)"].allSatisfy { listed.stdout.contains($0) }, "\(listed)")
         }
     }
 }

@@ -75,6 +75,35 @@ struct PostgresErrorTests {
         }
     }
 
+    @Test("SSL files missing or unreadable on this machine are a setting to mend (invalidArguments, exit 64), not a login the server refused nor a server away")
+    func localSSLFilesAreSettings() throws {
+        // libpq checks its files once the server agrees to SSL, before any handshake: a
+        // listener that answers the SSL request with 'S' is server enough.
+        let server = try ScriptedPostgresServer(.agreeToSSL)
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("stratus-ssl-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let garbage = folder.appendingPathComponent("client.crt").path
+        try Data("not a certificate\n".utf8).write(to: URL(fileURLWithPath: garbage))
+        let base = "postgresql://stratus:s3cret-pw@127.0.0.1:\(server.port)/app?gssencmode=disable&connect_timeout=5"
+        for (settings, names) in [("&sslmode=verify-full&sslrootcert=\(folder.path)/missing-root.crt", "missing-root.crt"), ("&sslmode=require&sslcert=\(garbage)", "client.crt")] {
+            let error = try #require(throws: StratusError.self) { try PostgresConnection(url: base + settings) }
+            #expect(error.code == .invalidArguments, "\(error)")
+            #expect(error.message.contains("the SSL files the PostgreSQL connection settings name cannot be used") && error.message.contains(names), "\(error)")
+            #expect(!error.message.contains("s3cret-pw") && !error.message.contains("refused the login"), "\(error)")
+        }
+    }
+
+    @Test("a login pg_hba.conf's peer authentication refuses says what peer means and what to do instead")
+    func peerAuthenticationIsExplained() throws {
+        let server = try ScriptedPostgresServer(.refuseLogin(message: "Peer authentication failed for user \"stratus\""))
+        let error = try #require(throws: StratusError.self) {
+            try PostgresConnection(url: "postgresql://stratus@127.0.0.1:\(server.port)/app?sslmode=disable&gssencmode=disable&connect_timeout=5")
+        }
+        #expect(error.code == .notAuthenticated, "\(error)")
+        #expect(error.message.contains("Peer authentication failed") && error.message.contains("only the operating-system user of the same name") && error.message.contains("host=localhost"), "\(error)")
+    }
+
     @Test("a connection to a server (or role) with no free connection slot waits for one to be freed")
     func aFullServerIsWaitedFor() throws {
         let database = try PostgresTestServer.makeDatabase()

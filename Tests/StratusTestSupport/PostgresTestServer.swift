@@ -66,6 +66,13 @@ public enum PostgresTestServer {
         return (String(address[..<colon]), port)
     }
 
+    /// The server's log, when this process started the server (`nil` for a server named by
+    /// `STRATUS_TEST_POSTGRES_URL`): for tests of what a command leaves there.
+    public static var serverLogPath: String? {
+        guard case .running(let server) = state, let directory = server.clusterDirectory else { return nil }
+        return directory + "/server.log"
+    }
+
     /// A new, empty database for one test, dropped when the returned value goes away.
     ///
     /// - Throws: when no server is available, or the database cannot be created.
