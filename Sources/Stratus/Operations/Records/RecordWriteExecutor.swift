@@ -493,7 +493,7 @@ enum RecordWriteExecutor {
             notifier?.saved(id, recordType: row.recordType, system: row.systemFields, fields: fields, parent: row.parent, created: existing == nil)
             guard request.returnsSavedRecords else { return .success((save.record, resolution.kind)) }
             if !readsStored { return .success((Self.withheld(save, system: row.systemFields), resolution.kind)) }
-            let stored = Record(recordType: row.recordType, recordID: id, systemFields: row.systemFields, fields: fields, parent: row.parent,
+            let stored = Record.stored(recordType: row.recordType, recordID: id, systemFields: row.systemFields, fields: fields, parent: row.parent,
                                 encryptedKeys: row.encryptedKeys, jsonExtras: row.jsonExtras)
             return .success((stored, resolution.kind))
         }
@@ -542,7 +542,7 @@ enum RecordWriteExecutor {
         static func withheld(_ save: PreparedSave, system: Record.SystemFields) -> Record {
             var system = system
             system.creatorUserRecordID = nil
-            return Record(recordType: save.record.recordType, recordID: save.recordID, systemFields: system, fields: save.fields, parent: save.parent,
+            return Record.stored(recordType: save.record.recordType, recordID: save.recordID, systemFields: system, fields: save.fields, parent: save.parent,
                           encryptedKeys: save.encryptedKeys, jsonExtras: save.jsonExtras)
         }
 
