@@ -285,8 +285,10 @@ enum RecordWriteExecutor {
             }
             // Deletions each read their stored record where a check needs it (a change tag, an
             // owner, the roles): an engine with round trips reads them together first.
-            let checked = request.recordIDsToDelete.filter {
-                typeRules.checksDeletes || request.deletedRecordTags[$0] != nil || request.deletedRecordOwners[$0] != nil || shares.mayHoldShares($0.zoneID)
+            var checked: [Record.ID] = []
+            for id in request.recordIDsToDelete
+            where try typeRules.checksDeletes || request.deletedRecordTags[id] != nil || request.deletedRecordOwners[id] != nil || shares.mayDeleteRecordShares(in: id.zoneID, transaction) {
+                checked.append(id)
             }
             if checked.count > 1 { try transaction.prefetchStoredRecords(checked) }
             for id in request.recordIDsToDelete {
@@ -647,7 +649,7 @@ enum RecordWriteExecutor {
                     recordID: id))
             }
             // A share is read before it goes, so that its root stops naming it.
-            if read == nil && shares.mayHoldShares(id.zoneID) { read = .some(try transaction.storedRecord(id)) }
+            if read == nil, try shares.mayDeleteRecordShares(in: id.zoneID, transaction) { read = .some(try transaction.storedRecord(id)) }
             let deletedShare = read.flatMap { $0 }.flatMap { $0.recordType == Record.SystemType.share ? $0 : nil }
             var pending = [id.recordName]
             var seen: Set<String> = []

@@ -32,6 +32,8 @@ struct ShareRules {
     private let deletedIDs: Set<Record.ID>
     /// Roots whose new share this request saved, and that share's record name.
     private var linkedRoots: [Record.ID: String] = [:]
+    /// Whether a zone holds record-level shares, as the request's deletions found.
+    private var zonesHoldingShares: [RecordZone.ID: Bool] = [:]
 
     init(request: ModifyRequest, context: DatabaseContext) {
         self.context = context
@@ -49,9 +51,15 @@ struct ShareRules {
         Self.isShare(save) || (!save.jsonExtras.isEmpty && save.jsonExtras.members[StoredShare.shareMember] != nil)
     }
 
-    /// Whether a deleted record in `zoneID` may be a share, which is read before it goes.
-    func mayHoldShares(_ zoneID: RecordZone.ID) -> Bool {
-        context.scope == .private && zoneID.zoneName != RecordZone.ID.defaultZoneName
+    /// Whether a deleted record in `zoneID` may be a record-level share, which is read before
+    /// it goes so that its root stops naming it: only in a private custom zone that holds such
+    /// shares (counted once per zone, by their references to the zone-wide share's name).
+    mutating func mayDeleteRecordShares(in zoneID: RecordZone.ID, _ transaction: any RecordWriteTransaction) throws -> Bool {
+        guard context.scope == .private, zoneID.zoneName != RecordZone.ID.defaultZoneName else { return false }
+        if let known = zonesHoldingShares[zoneID] { return known }
+        let holds = try transaction.deleteSelfReferenceCount(to: Record.ID(recordName: Share.zoneWideShareName, zoneID: zoneID), excludingSource: "") > 0
+        zonesHoldingShares[zoneID] = holds
+        return holds
     }
 
     // MARK: - Saves
