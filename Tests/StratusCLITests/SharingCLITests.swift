@@ -81,4 +81,35 @@ struct SharingCLITests {
             try await Self.expectShareWhole(cli, at: destination, id: share.recordID, url: url, "copied")
         }
     }
+
+    @Test("CloudKit's record JSON of a share (participants, publicPermission, shortGUID) and of its root (share) imports as a Share its root names, and exports back", arguments: TestEngine.all)
+    func cloudKitShareJSON(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let zone = #""zoneID":{"zoneName":"Trips","ownerRecordName":"__defaultOwner__","zoneType":"REGULAR_CUSTOM_ZONE"}"#
+            let participant = #"{"participantId":"p-1","userIdentity":{"userRecordName":"_0123456789abcdef0123456789abcdef","nameComponents":{"givenName":"Ann"},"lookupInfo":{"emailAddress":"ann@example.com"}},"type":"USER","acceptanceStatus":"ACCEPTED","permission":"READ_ONLY","orgUser":false}"#
+            let lines = [
+                #"{"recordName":"trip-1","recordType":"Trip","fields":{"name":{"value":"Alps","type":"STRING"}},"share":{"recordName":"share-1",\#(zone)},\#(zone)}"#,
+                #"{"recordName":"share-1","recordType":"cloudkit.share","fields":{"cloudkit.title":{"value":"Alps","type":"STRING"}},"publicPermission":"NONE","participants":[\#(participant)],"shortGUID":"0aBcDeFgHiJkLmNoPqRsTu",\#(zone)}"#,
+            ]
+            let imported = try await cli.run(["import", try cli.file("trip.ndjson", lines.joined(separator: "\n") + "\n"), "--keep-system-records", "--create-zones",
+                                              "--database", "private", "--user", "alice"])
+            #expect(imported.exitCode == 0, "\(imported)")
+            let database = try cli.container(user: "alice").privateCloudDatabase
+            let zoneID = RecordZone.ID(zoneName: "Trips")
+            let share = try #require(try await database.record(for: Record.ID(recordName: "share-1", zoneID: zoneID)) as? Share)
+            #expect(share[Share.SystemFieldKey.title] as? String == "Alps" && share.publicPermission == .none)
+            #expect(share.url?.absoluteString == "stratus://share/0aBcDeFgHiJkLmNoPqRsTu")
+            let ann = try #require(share.participants.first)
+            #expect(ann.role == .privateUser && ann.acceptanceStatus == .accepted && ann.permission == .readOnly && ann.participantID == "p-1")
+            #expect(ann.userIdentity.nameComponents?.givenName == "Ann" && ann.userIdentity.lookupInfo?.emailAddress == "ann@example.com")
+            #expect(try await database.record(for: Record.ID(recordName: "trip-1", zoneID: zoneID)).share?.recordID.recordName == "share-1")
+
+            // Exported back, the share's members are CloudKit's as they came (orgUser too).
+            let exported = try await cli.run(["export", "--type", "cloudkit.share", "--database", "private", "--zone", "Trips", "--user", "alice"])
+            let line = try #require(try JSONLine.objects(exported.stdout).first, "\(exported)")
+            #expect(line["shortGUID"] as? String == "0aBcDeFgHiJkLmNoPqRsTu" && line["publicPermission"] as? String == "NONE")
+            #expect((line["participants"] as? [[String: Any]])?.first?["orgUser"] as? Bool == false)
+        }
+    }
 }
