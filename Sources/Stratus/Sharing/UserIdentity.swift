@@ -34,6 +34,10 @@ public final class UserIdentity: NSObject, Sendable {
     /// ```
     public let hasiCloudAccount: Bool
     /// The identifiers of the user's contacts: always empty on Linux, which has no Contacts.
+    ///
+    /// ```swift
+    /// let known = !participant.userIdentity.contactIdentifiers.isEmpty   // false on Linux
+    /// ```
     public let contactIdentifiers: [String]
 
     /// An identity; `hasiCloudAccount` is true when a user record ID is given.
@@ -58,10 +62,22 @@ public final class UserIdentity: NSObject, Sendable {
     /// ```
     public final class LookupInfo: NSObject, Sendable {
         /// The email address to look the user up by.
+        ///
+        /// ```swift
+        /// let email = participant.userIdentity.lookupInfo?.emailAddress
+        /// ```
         public let emailAddress: String?
         /// The phone number to look the user up by.
+        ///
+        /// ```swift
+        /// let phone = participant.userIdentity.lookupInfo?.phoneNumber
+        /// ```
         public let phoneNumber: String?
         /// The user record ID to look the user up by.
+        ///
+        /// ```swift
+        /// let id = participant.userIdentity.lookupInfo?.userRecordID
+        /// ```
         public let userRecordID: Record.ID?
 
         /// Looks a user up by email address.
