@@ -589,7 +589,7 @@ public final class PostgresEngine: StorageEngine, Sendable {
             return try FieldDocument.decodeStoredDocument(utf8: document, zoneID: zoneID, shape: &recent.documentShape) { self.cachedAssetURL($0) }
         }
         let parent = try row.text(8).map { Record.Reference(recordID: Record.ID(recordName: $0, zoneID: zoneID), action: .none) }
-        return Record(recordType: try recordType ?? recent.recordType(row, column: 1), recordID: Record.ID(recordName: name, zoneID: zoneID), systemFields: system,
+        return Record.stored(recordType: try recordType ?? recent.recordType(row, column: 1), recordID: Record.ID(recordName: name, zoneID: zoneID), systemFields: system,
                       fields: decoded?.fields ?? [:], parent: parent, encryptedKeys: decoded?.encryptedKeys ?? [], jsonExtras: decoded?.jsonExtras ?? Record.JSONExtras())
     }
 

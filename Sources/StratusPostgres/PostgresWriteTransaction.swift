@@ -673,7 +673,7 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
             try FieldDocument.decodeStoredDocument(utf8: bytes, zoneID: id.zoneID) { engine.cachedAssetURL($0) }
         }
         let parent = row.parent.map { Record.Reference(recordID: Record.ID(recordName: $0.recordID.recordName, zoneID: id.zoneID), action: .none) }
-        return Record(recordType: row.recordType, recordID: Record.ID(recordName: row.recordID.recordName, zoneID: id.zoneID), systemFields: stored,
+        return Record.stored(recordType: row.recordType, recordID: Record.ID(recordName: row.recordID.recordName, zoneID: id.zoneID), systemFields: stored,
                       fields: decoded.fields, parent: parent, encryptedKeys: decoded.encryptedKeys, jsonExtras: decoded.jsonExtras)
     }
 

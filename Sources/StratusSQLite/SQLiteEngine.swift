@@ -533,7 +533,7 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
             return try FieldDocument.decodeStoredDocument(utf8: document, zoneID: zoneID, shape: &recent.documentShape) { self.assetContentURL($0) }
         }
         let parent = row.text(8).map { Record.Reference(recordID: Record.ID(recordName: $0, zoneID: zoneID), action: .none) }
-        return Record(recordType: recent.recordType(row, column: 1), recordID: Record.ID(recordName: name, zoneID: zoneID), systemFields: system, fields: decoded.fields,
+        return Record.stored(recordType: recent.recordType(row, column: 1), recordID: Record.ID(recordName: name, zoneID: zoneID), systemFields: system, fields: decoded.fields,
                       parent: parent, encryptedKeys: decoded.encryptedKeys, jsonExtras: decoded.jsonExtras)
     }
 

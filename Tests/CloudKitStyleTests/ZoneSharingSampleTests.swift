@@ -4,16 +4,16 @@ import StratusSQLite
 import StratusTestSupport
 import Testing
 
-// Apple's Zone Sharing sample (github.com/apple/sample-cloudkit-zonesharing) without its sharing:
+// Apple's Zone Sharing sample (github.com/apple/sample-cloudkit-zonesharing):
 // App/Config.swift, Models/Contact.swift, Models/ContactGroup.swift, ViewModels/ViewModel.swift and
 // ZoneSharingTests/ZoneSharingTests.swift, ported with the README's substitutions (`import
 // CloudKit` → `import Stratus`, the `CK` prefix dropped, `CKError` → `StratusError`). Where a line
-// had to change, the CloudKit line is quoted above it. Sharing (`CKShare`) is not available in
-// Stratus (see the README), so `fetchOrCreateShare(contactGroup:)` and the share step of
-// `testCreatingShare` are left out, quoted where they were; everything else — a zone per group
-// saved before each contact, the private database's zones without the default one and the
-// shared database's (none), read with `async let`, each zone's changes read in a task group —
-// is the sample's. Beyond the renames, as in QueriesSampleTests.swift: the sample's files sit in
+// had to change, the CloudKit line is quoted above it. `fetchOrCreateShare(contactGroup:)` shares
+// a group's zone as a whole (`CKShare(recordZoneID:)`, found again through the fetched zone's
+// `share`) as the sample writes it; everything else — a zone per group saved before each
+// contact, the private database's zones without the default one and the shared database's
+// (none: accepting shares is not available yet), read with `async let`, each zone's changes read
+// in a task group — is the sample's. Beyond the renames, as in QueriesSampleTests.swift: the sample's files sit in
 // `enum ZoneSharingSample`; Combine's `ObservableObject` and `@Published` are dropped; the
 // container's store file is the test's own.
 
@@ -151,11 +151,28 @@ enum ZoneSharingSample {
             }
         }
 
+        /// Fetches an existing `CKShare` on a group zone, or creates a new one in preparation to share a group of contacts with another user.
+        /// - Parameters:
+        ///   - contactGroup: Group of Contacts to share.
+        ///   - completionHandler: Handler to process a `success` or `failure` result.
         // func fetchOrCreateShare(contactGroup: ContactGroup) async throws -> (CKShare, CKContainer) {
-        //     guard let existingShare = contactGroup.zone.share else {
-        //         let share = CKShare(recordZoneID: contactGroup.zone.zoneID)
-        //         …
-        // (Left out: CKShare is not available in Stratus.)
+        func fetchOrCreateShare(contactGroup: ContactGroup) async throws -> (Share, Container) {
+            guard let existingShare = contactGroup.zone.share else {
+                // let share = CKShare(recordZoneID: contactGroup.zone.zoneID)
+                // share[CKShare.SystemFieldKey.title] = "Contact Group: \(contactGroup.name)"
+                let share = Share(recordZoneID: contactGroup.zone.zoneID)
+                share[Share.SystemFieldKey.title] = "Contact Group: \(contactGroup.name)"
+                _ = try await database.modifyRecords(saving: [share], deleting: [])
+                return (share, container)
+            }
+
+            // guard let share = try await database.record(for: existingShare.recordID) as? CKShare else {
+            guard let share = try await database.record(for: existingShare.recordID) as? Share else {
+                throw ViewModelError.invalidRemoteShare
+            }
+
+            return (share, container)
+        }
 
         // MARK: - Private
 
@@ -322,7 +339,7 @@ extension ZoneSharingSample.ContactGroup: Identifiable {
     }
 }
 
-@Suite("Apple's Zone Sharing sample without sharing (sample-cloudkit-zonesharing), ported")
+@Suite("Apple's Zone Sharing sample (sample-cloudkit-zonesharing), ported")
 @MainActor struct ZoneSharingSampleTests {
 
     // MARK: - CloudKit Readiness
@@ -358,8 +375,8 @@ extension ZoneSharingSample.ContactGroup: Identifiable {
     }
 
     // func testCreatingShare() async throws {
-    @Test("testCreatingShare up to the share: the test contact is found in its group's zone, and tear-down deletes contact and zone")
-    func creatingShareWithoutTheShare() async throws {
+    @Test("testCreatingShare: the test contact's group zone is shared as a whole, the share found again through the zone; tear-down deletes contact, share and zone")
+    func creatingShare() async throws {
         try await withZoneSharingTestCase { testCase in
             // Create a temporary contact to create the share on.
             try await testCase.createTestContact()
@@ -384,11 +401,22 @@ extension ZoneSharingSample.ContactGroup: Identifiable {
             testCase.zoneIDsToDelete.append(testContactGroup.zone.zoneID)
 
             // let (share, _) = try await viewModel.fetchOrCreateShare(contactGroup: testContactGroup)
+            let (share, _) = try await testCase.viewModel.fetchOrCreateShare(contactGroup: testContactGroup)
+
             // idsToDelete.append(share.recordID)
-            // (Left out: CKShare is not available in Stratus.)
+            testCase.idsToDelete.append(share.recordID)
 
             #expect(testContact.phoneNumber == "555-123-4567")
             #expect(testContactGroup.zone.zoneID.zoneName == groupName)
+            // Beyond the sample's test: the zone fetched again names its share, which the
+            // sample's second call finds instead of making another.
+            #expect(share.recordID.recordName == RecordNameZoneWideShare)
+            let refetched = try await testCase.fetchPrivateContacts()
+            let group = try #require(refetched.first { group in group.name == groupName })
+            #expect(group.zone.share?.recordID == share.recordID)
+            let (again, _) = try await testCase.viewModel.fetchOrCreateShare(contactGroup: group)
+            #expect(again.recordID == share.recordID && again[Share.SystemFieldKey.title] as? String == "Contact Group: \(groupName)")
+            #expect(again.url != nil && again.owner.role == .owner)
         } afterTearDown: { testCase in
             #expect(testCase.idsToDelete.isEmpty && testCase.zoneIDsToDelete.isEmpty)
             let groups = try await testCase.fetchPrivateContacts()
@@ -418,7 +446,7 @@ extension ZoneSharingSampleTests {
                 Issue.record("state after refresh: \(viewModel.state)")
                 return
             }
-            #expect(sharedGroups.isEmpty, "the shared database is empty: sharing is not available")
+            #expect(sharedGroups.isEmpty, "the shared database is empty: accepting shares is not available yet")
             var byGroup: [String: [String]] = [:]
             for group in privateGroups {
                 byGroup[group.name] = group.contacts.map { contact in contact.name }.sorted()

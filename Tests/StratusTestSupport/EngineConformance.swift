@@ -71,5 +71,6 @@ public enum EngineConformance {
         roundTripCases + systemFieldCases + savePolicyCases + quietSaveCases + batchCases + validationCases
             + fetchAndDeleteCases + queryCases + pagingCases + scopeCases + queryLanguageCases + ruleCases + streamCases + inventoryCases
             + environmentCases + roleCases + userRecordCases + assetCases + pipelineCases + importPolicyCases + repeatedNameCases + encryptionCases + zoneWideQueryCases
+            + sharingCases
     }
 }

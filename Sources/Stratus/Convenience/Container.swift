@@ -63,12 +63,13 @@ public final class Container: NSObject, Sendable {
     /// ```
     public let privateCloudDatabase: Database
     /// The database of the zones other users share with the current user, as
-    /// `CKContainer.sharedCloudDatabase`. Sharing is not implemented, so it is empty: it has no
-    /// zones, and saves and queries in its default zone fail with `invalidArguments` (a fetch
-    /// by record ID with `zoneNotFound`).
+    /// `CKContainer.sharedCloudDatabase`. An owner shares records and zones of their private
+    /// database with ``Share`` (`CKShare`), but accepting a share is not implemented yet, so
+    /// this database is still empty: it has no zones, and saves and queries in its default zone
+    /// fail with `invalidArguments` (a fetch by record ID with `zoneNotFound`).
     ///
     /// ```swift
-    /// let zones = try await container.sharedCloudDatabase.allRecordZones()   // []
+    /// let zones = try await container.sharedCloudDatabase.allRecordZones()   // [] until shares can be accepted
     /// ```
     public let sharedCloudDatabase: Database
 

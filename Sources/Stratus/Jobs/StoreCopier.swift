@@ -715,7 +715,7 @@ public final class StoreCopier: Sendable {
             }
         }
         guard changed else { return record }
-        return Record(recordType: record.recordType, recordID: record.recordID, systemFields: contents.system, fields: fields,
+        return Record.stored(recordType: record.recordType, recordID: record.recordID, systemFields: contents.system, fields: fields,
                       parent: contents.parent, encryptedKeys: contents.encryptedKeys, jsonExtras: contents.extras)
     }
 

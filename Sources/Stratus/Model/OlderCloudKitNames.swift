@@ -47,3 +47,17 @@ public typealias FetchRecordZoneChangesConfiguration = FetchRecordZoneChangesOpe
 /// let action: Record_Reference_Action = cascades ? .deleteSelf : .none
 /// ```
 public typealias Record_Reference_Action = Record.ReferenceAction
+/// `CKShareParticipant`: ``Share/Participant``.
+///
+/// ```swift
+/// let owner: ShareParticipant = share.owner
+/// ```
+public typealias ShareParticipant = Share.Participant
+/// `CKShareParticipantPermission`: ``Share/ParticipantPermission``.
+public typealias ShareParticipantPermission = Share.ParticipantPermission
+/// `CKShareParticipantRole`: ``Share/ParticipantRole``.
+public typealias ShareParticipantRole = Share.ParticipantRole
+/// `CKShareParticipantAcceptanceStatus`: ``Share/ParticipantAcceptanceStatus``.
+public typealias ShareParticipantAcceptanceStatus = Share.ParticipantAcceptanceStatus
+/// `CKUserIdentityLookupInfo`: ``UserIdentity/LookupInfo``.
+public typealias UserIdentityLookupInfo = UserIdentity.LookupInfo

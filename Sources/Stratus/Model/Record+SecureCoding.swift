@@ -33,6 +33,7 @@ extension Record: NSSecureCoding {
         static let lastModifier = "lastModifiedUserRecordName"
         /// The user the record was handed to (who reads themself as `__defaultOwner__`).
         static let viewer = "viewerUserRecordName"
+        static let sharingMembers = "sharingMembers"
         static let parentName = "parentRecordName"
         static let parentChanged = "parentChanged"
         static let fields = "fields"
@@ -64,6 +65,10 @@ extension Record: NSSecureCoding {
         if let user = state.system.lastModifiedUserRecordID { coder.encode(user.recordName as NSString, forKey: Key.lastModifier) }
         if let parent = state.parent { coder.encode(parent.recordID.recordName as NSString, forKey: Key.parentName) }
         if let viewer = state.viewer { coder.encode(viewer as NSString, forKey: Key.viewer) }
+        // A root's share and a share's participants are part of the stored version, as in CloudKit.
+        let sharing = (self as? Share)?.extrasHoldingSharing(state.extras) ?? state.extras
+        let members = sharing.members.filter { JSONExtras.sharingMemberKeys.contains($0.key) }
+        if !members.isEmpty { coder.encode(Record.json(members) as NSData, forKey: Key.sharingMembers) }
     }
 
     /// Writes the whole record: system fields, field values, encrypted keys and unsaved changes
@@ -83,14 +88,25 @@ extension Record: NSSecureCoding {
         coder.encode(state.parentChanged, forKey: Key.parentChanged)
     }
 
-    /// Reads a record written by ``encodeSystemFields(with:)`` (a record with no field values
-    /// and no changes, whose next save is checked against its change tag) or by
-    /// ``encode(with:)`` (the whole record); `nil` when the archive holds no record.
-    ///
-    /// ```swift
-    /// let record = try NSKeyedUnarchiver.unarchivedObject(ofClass: Record.self, from: data)
-    /// ```
-    public convenience init?(coder: NSCoder) {
+    /// What an archive holds of a record, read by ``init(coder:)`` (and ``Share``'s).
+    struct ArchivedParts {
+        let recordType: String
+        let recordID: ID
+        let system: SystemFields
+        let fields: [String: FieldValue]
+        let parent: Reference?
+        let encrypted: Set<String>
+        let extras: JSONExtras
+        let changed: [String]
+        let baseFields: [String: FieldValue]?
+        let allFieldsChanged: Bool
+        let parentChanged: Bool
+        let viewer: String?
+    }
+
+    /// Reads what ``encodeSystemFields(with:)`` or ``encode(with:)`` wrote; `nil` when the
+    /// archive holds no record.
+    static func archivedParts(_ coder: NSCoder) -> ArchivedParts? {
         // Absent keys are not decoded at all: swift-corelibs-foundation's unarchiver counts
         // decoding a missing key as a failure (and its older class methods then trap).
         func text(_ key: String) -> String? { coder.archivedText(forKey: key) }
@@ -118,14 +134,20 @@ extension Record: NSSecureCoding {
             fields = decoded
         }
         let encrypted = Set(json(Key.encryptedKeys, as: [String].self) ?? [])
-        self.init(recordType: recordType, recordID: ID(recordName: recordName, zoneID: zoneID), systemFields: system,
-                  fields: fields, parent: parent, encryptedKeys: encrypted.intersection(fields.keys))
-        let changed = json(Key.changedKeys, as: [String].self) ?? []
-        let base = json(Key.baseFields, as: [String: FieldValue].self)
-        let allFieldsChanged = flag(Key.allFieldsChanged)
-        let parentChanged = flag(Key.parentChanged)
-        restoreChanges(changed: changed, baseFields: base, allFieldsChanged: allFieldsChanged, parentChanged: parentChanged)
-        presented(to: text(Key.viewer))
+        var extras = JSONExtras()
+        for (key, text) in json(Key.sharingMembers, as: [String: String].self) ?? [:] where JSONExtras.sharingMemberKeys.contains(key) {
+            extras.members[key] = text
+        }
+        return ArchivedParts(recordType: recordType, recordID: ID(recordName: recordName, zoneID: zoneID), system: system, fields: fields, parent: parent,
+                             encrypted: encrypted.intersection(fields.keys), extras: extras, changed: json(Key.changedKeys, as: [String].self) ?? [],
+                             baseFields: json(Key.baseFields, as: [String: FieldValue].self), allFieldsChanged: flag(Key.allFieldsChanged),
+                             parentChanged: flag(Key.parentChanged), viewer: text(Key.viewer))
+    }
+
+    /// Sets what an archive says changed since the record was fetched, and who it was handed to.
+    final func restoreArchived(_ parts: ArchivedParts) {
+        restoreChanges(changed: parts.changed, baseFields: parts.baseFields, allFieldsChanged: parts.allFieldsChanged, parentChanged: parts.parentChanged)
+        presented(to: parts.viewer)
     }
 
     private static func json<T: Encodable>(_ value: T) -> Data {

@@ -23,11 +23,12 @@ extension Record {
         public static let userRecord: Record.RecordType = ContainerSchema.usersRecordType
 
         /// `cloudkit.share`: the record type of share records, as `CKRecord.SystemType.share`.
-        /// Stratus does not implement sharing and makes no share records; an import with
-        /// `--keep-system-records` (``RecordImporter/Options/writesSystemRecords``) keeps
-        /// CloudKit's, which a change feed may then hand out.
+        /// A ``Share`` is a record of this type; fetches, queries and change feeds hand such
+        /// records back as `Share`s. An import with `--keep-system-records`
+        /// (``RecordImporter/Options/writesSystemRecords``) keeps CloudKit's as they came.
         ///
         /// ```swift
+        /// if let share = record as? Share { print(share.participants.count) }
         /// guard record.recordType != Record.SystemType.share else { continue }
         /// ```
         public static let share: Record.RecordType = "cloudkit.share"

@@ -43,7 +43,8 @@ extension Record {
                 // CloudKit's user records are named by their user's record name (`_…`); their
                 // user may save them (the security roles decide who may).
                 try Naming.checkRecordName(recordID.recordName, allowSystemNames: recordType == ContainerSchema.usersRecordType)
-                try Naming.checkIdentifier(recordType, kind: "record type")
+                // A share is one of CloudKit's own records that apps save (`CKShare`).
+                if recordType != Record.SystemType.share { try Naming.checkIdentifier(recordType, kind: "record type") }
             }
             try Naming.checkZoneName(recordID.zoneID.zoneName)
         } catch {
@@ -60,7 +61,7 @@ extension Record {
         var holdsAsset = false
         for (key, value) in fields {
             if !namesChecked {
-                do { try Naming.checkFieldKey(key) } catch { throw fail(error.message) }
+                do { try Naming.checkFieldKey(key, allowSystemNames: recordType == Record.SystemType.share) } catch { throw fail(error.message) }
             }
             size += fieldDataSize(key, value)
             if value.holdsNonFiniteNumber {

@@ -1,6 +1,10 @@
 import Foundation
 import Synchronization
 
+// Not final: ``Share`` is a record (as `CKShare` is a `CKRecord`), so ported code saves
+// `[root, share]` in one array. Every member below is `final`, so no call pays for a subclass.
+// `@unchecked Sendable`: every stored property is a `let`, and all mutable state is behind the
+// `Mutex` (a non-final class cannot be checked `Sendable`).
 /// A CloudKit-style record: a record type, an ID, system fields and typed field values.
 ///
 /// Records are reference types, like `CKRecord`: an `NSObject` whose equality is identity, that
@@ -15,7 +19,7 @@ import Synchronization
 /// let saved = try await container.publicCloudDatabase.save(todo)
 /// print(saved.recordChangeTag!, saved["title"] as? String ?? "")
 /// ```
-public final class Record: NSObject, NSCopying, Sendable {
+public class Record: NSObject, NSCopying, @unchecked Sendable {
     /// A record type's name, as `CKRecord.RecordType`.
     public typealias RecordType = String
     /// A field's name, as `CKRecord.FieldKey`.
@@ -62,11 +66,11 @@ public final class Record: NSObject, NSCopying, Sendable {
     }
 
     /// Everything mutable, read under one lock (a save reads most of it per record).
-    var snapshot: State { state.withLock { $0 } }
+    final var snapshot: State { state.withLock { $0 } }
 
     /// What a writer of records reads: system fields, field values, encrypted keys and parent,
     /// under one lock instead of four (an export writes a million of these).
-    package var contents: (system: SystemFields, fields: [String: FieldValue], encryptedKeys: Set<String>, parent: Reference?, extras: JSONExtras) {
+    package final var contents: (system: SystemFields, fields: [String: FieldValue], encryptedKeys: Set<String>, parent: Reference?, extras: JSONExtras) {
         state.withLock { ($0.system, $0.fields, $0.encrypted, $0.parent, $0.extras) }
     }
 
@@ -108,6 +112,20 @@ public final class Record: NSObject, NSCopying, Sendable {
         self.recordID = recordID
         self.state = Mutex(State(system: systemFields, fields: fields, changed: [], changedSet: [], parent: parent, encrypted: encryptedKeys, extras: jsonExtras))
         super.init()
+    }
+
+    /// Reads a record written by ``encodeSystemFields(with:)`` (a record with no field values
+    /// and no changes, whose next save is checked against its change tag) or by
+    /// ``encode(with:)`` (the whole record); `nil` when the archive holds no record.
+    ///
+    /// ```swift
+    /// let record = try NSKeyedUnarchiver.unarchivedObject(ofClass: Record.self, from: data)
+    /// ```
+    public required convenience init?(coder: NSCoder) {
+        guard let parts = Record.archivedParts(coder) else { return nil }
+        self.init(recordType: parts.recordType, recordID: parts.recordID, systemFields: parts.system, fields: parts.fields, parent: parts.parent,
+                  encryptedKeys: parts.encrypted, jsonExtras: parts.extras)
+        restoreArchived(parts)
     }
 
     // MARK: - System fields
@@ -210,20 +228,20 @@ public final class Record: NSObject, NSCopying, Sendable {
     /// The system fields as the store keeps them: ``SystemFields/creatorUserRecordID`` and
     /// ``SystemFields/lastModifiedUserRecordID`` name users by their record names, the current
     /// user's included (what an export writes).
-    public var systemFields: SystemFields { state.withLock { $0.system } }
+    public final var systemFields: SystemFields { state.withLock { $0.system } }
     /// When the record was first saved, as `CKRecord.creationDate`; nil until it is saved.
     ///
     /// ```swift
     /// let saved = try await database.save(todo)
     /// print(saved.creationDate!)
     /// ```
-    public var creationDate: Date? { systemFields.creationDate }
+    public final var creationDate: Date? { systemFields.creationDate }
     /// When the record was last saved, as `CKRecord.modificationDate`; nil until it is saved.
     ///
     /// ```swift
     /// let age = Date().timeIntervalSince(record.modificationDate ?? Date())
     /// ```
-    public var modificationDate: Date? { systemFields.modificationDate }
+    public final var modificationDate: Date? { systemFields.modificationDate }
     /// Who created the record, as CloudKit tells the caller: the current user is
     /// `CurrentUserDefaultName` (`__defaultOwner__`), as in CloudKit, and another user is named
     /// by their user record name. ``systemFields`` names the current user by record name too.
@@ -231,13 +249,13 @@ public final class Record: NSObject, NSCopying, Sendable {
     /// ```swift
     /// let isMine = record.creatorUserRecordID?.recordName == CurrentUserDefaultName
     /// ```
-    public var creatorUserRecordID: ID? {
+    public final var creatorUserRecordID: ID? {
         let (user, viewer) = state.withLock { ($0.system.creatorUserRecordID, $0.viewer) }
         return Record.presenting(user, to: viewer)
     }
     /// Who saved the record last, as CloudKit tells the caller: `CurrentUserDefaultName` for the
     /// current user (see ``creatorUserRecordID``).
-    public var lastModifiedUserRecordID: ID? {
+    public final var lastModifiedUserRecordID: ID? {
         let (user, viewer) = state.withLock { ($0.system.lastModifiedUserRecordID, $0.viewer) }
         return Record.presenting(user, to: viewer)
     }
@@ -249,7 +267,7 @@ public final class Record: NSObject, NSCopying, Sendable {
     /// let before = record.recordChangeTag
     /// let after = try await database.save(record).recordChangeTag   // != before
     /// ```
-    public var recordChangeTag: String? { systemFields.recordChangeTag }
+    public final var recordChangeTag: String? { systemFields.recordChangeTag }
 
     /// `user` as CloudKit names it to `viewer`: `__defaultOwner__` when it is the viewer.
     static func presenting(_ user: ID?, to viewer: String?) -> ID? {
@@ -259,12 +277,12 @@ public final class Record: NSObject, NSCopying, Sendable {
 
     /// The user record name of the caller the record was handed to, who reads themself as
     /// `__defaultOwner__` in ``creatorUserRecordID`` and ``lastModifiedUserRecordID``.
-    var viewerUserRecordName: String? { state.withLock { $0.viewer } }
+    final var viewerUserRecordName: String? { state.withLock { $0.viewer } }
 
     /// The record as handed to the caller `viewer` (a user record name; `nil` leaves it as it
     /// is): operations call this on every record they hand out.
     @discardableResult
-    func presented(to viewer: String?) -> Record {
+    final func presented(to viewer: String?) -> Record {
         if let viewer { state.withLock { $0.viewer = viewer } }
         return self
     }
@@ -280,7 +298,7 @@ public final class Record: NSObject, NSCopying, Sendable {
     ///
     /// Setting it drops the parent's JSON kept from CloudKit record JSON
     /// (``JSONExtras/members``), which described the parent it replaces.
-    public var parent: Reference? {
+    public final var parent: Reference? {
         get { state.withLock { $0.parent } }
         set { state.withLock { $0.parent = newValue; $0.parentChanged = true; $0.extras.members["parent"] = nil } }
     }
@@ -289,18 +307,18 @@ public final class Record: NSObject, NSCopying, Sendable {
     /// record that never came from a store, a record of its type and ID without fields, as
     /// CloudKit answers a new record's conflict ("this record may not have any key / value
     /// pairs"), so that a handler that requires all three records of a conflict gets them.
-    func ancestor() -> Record {
+    final func ancestor() -> Record {
         let snapshot = state.withLock { $0 }
         guard snapshot.system.recordChangeTag != nil else {
             return Record(recordType: recordType, recordID: recordID).presented(to: snapshot.viewer)
         }
-        return Record(recordType: recordType, recordID: recordID, systemFields: snapshot.system,
-                      fields: snapshot.baseFields ?? snapshot.fields, parent: snapshot.parent, encryptedKeys: snapshot.encrypted, jsonExtras: snapshot.extras)
+        return Record.stored(recordType: recordType, recordID: recordID, systemFields: snapshot.system,
+                             fields: snapshot.baseFields ?? snapshot.fields, parent: snapshot.parent, encryptedKeys: snapshot.encrypted, jsonExtras: snapshot.extras)
             .presented(to: snapshot.viewer)
     }
 
     /// Whether ``parent`` was set since the record was created or fetched.
-    var isParentChanged: Bool { state.withLock { $0.parentChanged } }
+    final var isParentChanged: Bool { state.withLock { $0.parentChanged } }
 
     // MARK: - Field values
 
@@ -319,7 +337,7 @@ public final class Record: NSObject, NSCopying, Sendable {
     /// let count = record["count"] as? Int          // 2
     /// let ratio = record["count"] as? Double       // 2.0, as in CloudKit
     /// ```
-    public subscript(key: FieldKey) -> (any RecordValueProtocol)? {
+    public final subscript(key: FieldKey) -> (any RecordValueProtocol)? {
         get { fieldValue(forKey: key)?.objectValue }
         set { setFieldValue(newValue?.fieldValue, forKey: key) }
     }
@@ -331,7 +349,7 @@ public final class Record: NSObject, NSCopying, Sendable {
     /// let title: String? = record["title"]
     /// let count: Int? = record["count"]
     /// ```
-    public subscript<T: RecordValueProtocol>(key: FieldKey) -> T? {
+    public final subscript<T: RecordValueProtocol>(key: FieldKey) -> T? {
         get {
             guard let value = fieldValue(forKey: key) else { return nil }
             // A value read as its own type is itself: no `NSNumber` on the way (a transform
@@ -347,18 +365,18 @@ public final class Record: NSObject, NSCopying, Sendable {
     }
 
     /// The typed value of a field, or `nil` when the record has no such field.
-    public func fieldValue(forKey key: String) -> FieldValue? {
+    public final func fieldValue(forKey key: String) -> FieldValue? {
         state.withLock { $0.fields[key] }
     }
 
     /// Sets or, with `nil`, removes a field, and marks the key as changed. The value is a
     /// plain (not encrypted) value.
-    public func setFieldValue(_ value: FieldValue?, forKey key: String) {
+    public final func setFieldValue(_ value: FieldValue?, forKey key: String) {
         setFieldValue(value, forKey: key, encrypted: false)
     }
 
     /// Sets a field as a plain or an encrypted value (see ``encryptedValues``).
-    public func setFieldValue(_ value: FieldValue?, forKey key: String, encrypted: Bool) {
+    public final func setFieldValue(_ value: FieldValue?, forKey key: String, encrypted: Bool) {
         state.withLock { state in
             if state.baseFields == nil && state.system.recordChangeTag != nil { state.baseFields = state.fields }
             state.fields[key] = value
@@ -387,13 +405,13 @@ public final class Record: NSObject, NSCopying, Sendable {
     /// ```swift
     /// record.jsonExtras.members["pluginFields"] = "{}"
     /// ```
-    public var jsonExtras: JSONExtras {
+    public final var jsonExtras: JSONExtras {
         get { state.withLock { $0.extras } }
         set { state.withLock { $0.extras = newValue } }
     }
 
     /// The keys whose values are encrypted values, like the keys of `CKRecord.encryptedValues`.
-    public var encryptedKeys: Set<String> { state.withLock { $0.encrypted } }
+    public final var encryptedKeys: Set<String> { state.withLock { $0.encrypted } }
 
     /// Fields whose values the client encrypts, like `CKRecord.encryptedValues`.
     ///
@@ -405,7 +423,7 @@ public final class Record: NSObject, NSCopying, Sendable {
     /// note.encryptedValues["secret"] = ciphertext      // Data the app encrypted
     /// let secret = note.encryptedValues["secret"] as? Data
     /// ```
-    public var encryptedValues: EncryptedValues { EncryptedValues(record: self) }
+    public final var encryptedValues: EncryptedValues { EncryptedValues(record: self) }
 
     /// The encrypted fields of a record; see ``Record/encryptedValues``.
     ///
@@ -469,17 +487,17 @@ public final class Record: NSObject, NSCopying, Sendable {
     /// note["title"] = "The Café at Bob's"
     /// note.allTokens()          // ["bob", "cafe", "s"]
     /// ```
-    public func allTokens() -> [String] {
+    public final func allTokens() -> [String] {
         TextSearch.words(of: fieldValues).sorted()
     }
 
     /// Every field key that has a value, sorted.
-    public func allKeys() -> [String] {
+    public final func allKeys() -> [String] {
         state.withLock { $0.fields.keys.sorted() }
     }
 
     /// The keys set or removed since the record was created or fetched, in the order changed.
-    public func changedKeys() -> [String] {
+    public final func changedKeys() -> [String] {
         state.withLock { state in
             guard state.allFieldsChanged else { return state.changed }
             return state.fields.keys.sorted() + state.changed.filter { state.fields[$0] == nil }
@@ -487,17 +505,17 @@ public final class Record: NSObject, NSCopying, Sendable {
     }
 
     /// A snapshot of every field value.
-    public var fieldValues: [String: FieldValue] { state.withLock { $0.fields } }
+    public final var fieldValues: [String: FieldValue] { state.withLock { $0.fields } }
 
     /// A new record with the same ID, type, system fields, values and changed keys
     /// (`NSCopying`, as `CKRecord`): `record.copy() as! Record`.
     public func copy(with zone: NSZone? = nil) -> Any { copiedRecord() }
 
     /// A new record with the same ID, type, system fields, values and changed keys.
-    func copiedRecord() -> Record {
+    final func copiedRecord() -> Record {
         let snapshot = state.withLock { $0 }
-        let record = Record(recordType: recordType, recordID: recordID, systemFields: snapshot.system, fields: snapshot.fields, parent: snapshot.parent,
-                            encryptedKeys: snapshot.encrypted, jsonExtras: snapshot.extras)
+        let record = Record.stored(recordType: recordType, recordID: recordID, systemFields: snapshot.system, fields: snapshot.fields, parent: snapshot.parent,
+                                   encryptedKeys: snapshot.encrypted, jsonExtras: extrasHoldingSharing(snapshot.extras))
         record.state.withLock {
             $0.baseFields = snapshot.baseFields
             $0.changed = snapshot.changed
@@ -513,12 +531,12 @@ public final class Record: NSObject, NSCopying, Sendable {
     /// The same record, with the same values and changes, in another zone: what an import
     /// writes when the input's zone is another's name for a zone of the current user.
     /// `ownerRecordName` is kept (``JSONExtras/ownerRecordName``) for export.
-    package func copy(into zoneID: RecordZone.ID, ownerRecordName: String?) -> Record {
+    package final func copy(into zoneID: RecordZone.ID, ownerRecordName: String?) -> Record {
         let snapshot = state.withLock { $0 }
         let moved = ID(recordName: recordID.recordName, zoneID: zoneID)
         let parent = snapshot.parent.map { Reference(recordID: ID(recordName: $0.recordID.recordName, zoneID: zoneID), action: $0.action) }
-        let record = Record(recordType: recordType, recordID: moved, systemFields: snapshot.system, fields: snapshot.fields, parent: parent,
-                            encryptedKeys: snapshot.encrypted, jsonExtras: snapshot.extras)
+        let record = Record.stored(recordType: recordType, recordID: moved, systemFields: snapshot.system, fields: snapshot.fields, parent: parent,
+                                   encryptedKeys: snapshot.encrypted, jsonExtras: extrasHoldingSharing(snapshot.extras))
         record.state.withLock {
             $0.baseFields = snapshot.baseFields
             $0.changed = snapshot.changed
@@ -532,7 +550,7 @@ public final class Record: NSObject, NSCopying, Sendable {
 
     /// Restores what an archive says changed since the record was fetched
     /// (see `Record+SecureCoding.swift`).
-    func restoreChanges(changed: [String], baseFields: [String: FieldValue]?, allFieldsChanged: Bool, parentChanged: Bool) {
+    final func restoreChanges(changed: [String], baseFields: [String: FieldValue]?, allFieldsChanged: Bool, parentChanged: Bool) {
         state.withLock {
             $0.changed = changed
             $0.changedSet = Set(changed)
@@ -543,15 +561,15 @@ public final class Record: NSObject, NSCopying, Sendable {
     }
 
     /// A copy holding only the given keys (all keys when `keys` is `nil`), as `desiredKeys` asks.
-    public func restricted(to keys: [String]?) -> Record {
+    public final func restricted(to keys: [String]?) -> Record {
         guard let keys else { return self }
         // A query restricts every record it reads: only what the copy needs is taken, once.
         let (system, fields, parent, encrypted, storedExtras, viewer) = state.withLock { ($0.system, $0.fields, $0.parent, $0.encrypted, $0.extras, $0.viewer) }
         var kept = [String: FieldValue](minimumCapacity: keys.count)
         for key in keys { if let v = fields[key] { kept[key] = v } }
-        var extras = storedExtras
+        var extras = extrasHoldingSharing(storedExtras)
         if !extras.fields.isEmpty { extras.fields = extras.fields.filter { kept[$0.key] != nil } }
-        return Record(recordType: recordType, recordID: recordID, systemFields: system, fields: kept, parent: parent,
+        return Record.stored(recordType: recordType, recordID: recordID, systemFields: system, fields: kept, parent: parent,
                       encryptedKeys: encrypted.isEmpty ? encrypted : encrypted.filter { kept[$0] != nil }, jsonExtras: extras)
             .presented(to: viewer)
     }

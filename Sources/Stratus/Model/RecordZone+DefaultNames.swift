@@ -32,3 +32,25 @@ public let RecordTypeUserRecord = Record.SystemType.userRecord
 /// let isShare = record.recordType == RecordTypeShare
 /// ```
 public let RecordTypeShare = Record.SystemType.share
+
+/// `CKRecordNameZoneWideShare`: the record name of every zone-wide share, `cloudkit.zoneshare`
+/// (``Share/zoneWideShareName``).
+///
+/// ```swift
+/// let shareID = Record.ID(recordName: RecordNameZoneWideShare, zoneID: zone.zoneID)
+/// ```
+public let RecordNameZoneWideShare = Share.zoneWideShareName
+
+/// `CKShareTitleKey`: the title of a share, `cloudkit.title` (``Share/SystemFieldKey/title``).
+///
+/// ```swift
+/// share[ShareTitleKey] = "Groceries"
+/// ```
+public let ShareTitleKey = Share.SystemFieldKey.title
+
+/// `CKShareThumbnailImageDataKey`: a share's thumbnail, `cloudkit.thumbnailImageData`
+/// (``Share/SystemFieldKey/thumbnailImageData``).
+public let ShareThumbnailImageDataKey = Share.SystemFieldKey.thumbnailImageData
+
+/// `CKShareTypeKey`: what a share shares, `cloudkit.type` (``Share/SystemFieldKey/shareType``).
+public let ShareTypeKey = Share.SystemFieldKey.shareType

@@ -24,6 +24,16 @@ public final class RecordZone: NSObject, Sendable {
     /// let atomic = zone.capabilities.contains(.atomic)
     /// ```
     public let capabilities: Capabilities
+    /// The zone's zone-wide share, as `CKRecordZone.share`: set on zones fetched from the
+    /// private database that a share (``Share/init(recordZoneID:)``) shares as a whole, `nil`
+    /// otherwise.
+    ///
+    /// ```swift
+    /// if let reference = zone.share {
+    ///     let share = try await database.record(for: reference.recordID) as? Share
+    /// }
+    /// ```
+    public let share: Record.Reference?
 
     /// A zone with the ID `zoneID` and `capabilities`, by default `fetchChanges` and `atomic`,
     /// as CloudKit gives a custom zone.
@@ -34,6 +44,15 @@ public final class RecordZone: NSObject, Sendable {
     public init(zoneID: ID, capabilities: Capabilities = [.fetchChanges, .atomic]) {
         self.zoneID = zoneID
         self.capabilities = capabilities
+        self.share = nil
+        super.init()
+    }
+
+    /// A zone as a fetch answers it, naming its zone-wide share.
+    init(zoneID: ID, capabilities: Capabilities, share: Record.Reference?) {
+        self.zoneID = zoneID
+        self.capabilities = capabilities
+        self.share = share
         super.init()
     }
 

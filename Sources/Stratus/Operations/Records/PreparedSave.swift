@@ -129,7 +129,7 @@ package struct PreparedSave: Sendable {
         let fields = validated.spellsZoneOtherwise ? Record.referencesInZone(state.fields, of: record.recordID.zoneID) : state.fields
         let parent = validated.spellsZoneOtherwise ? state.parent?.inZone(record.recordID.zoneID) : state.parent
         storage = Storage(record: record, systemFields: state.system, fields: fields, encryptedKeys: state.encrypted, parent: parent,
-                          parentChanged: state.parentChanged, jsonExtras: state.extras, allFieldsChanged: state.allFieldsChanged || everyKeyChanged, changed: state.changed,
+                          parentChanged: state.parentChanged, jsonExtras: record.extrasHoldingSharing(state.extras), allFieldsChanged: state.allFieldsChanged || everyKeyChanged, changed: state.changed,
                           fieldDataSize: validated.fieldDataSize, holdsAsset: validated.holdsAsset,
                           encodesDocument: writeMode?.mayCreate(changeTag: state.system.recordChangeTag) ?? true,
                           encodesChanges: writeMode?.mergesChangedKeysOnly(changeTag: state.system.recordChangeTag) ?? false)

@@ -245,12 +245,15 @@ enum RecordWriteExecutor {
         var saved: Set<Record.ID> = []
         /// Types enforced, grown in development, and security roles in the public database.
         private var typeRules: RecordTypeRules
+        /// Sharing's rules: shares, their roots and their deletion.
+        private var shares: ShareRules
 
         init(transaction: any RecordWriteTransaction, request: ModifyRequest, context: DatabaseContext) {
             self.transaction = transaction
             self.request = request
             self.context = context
             self.typeRules = RecordTypeRules(context: context, writesSystemRecords: request.writesSystemRecords)
+            self.shares = ShareRules(request: request, context: context)
         }
 
         var touchedZonesAreAtomic: Bool {
@@ -265,14 +268,27 @@ enum RecordWriteExecutor {
             let updates = request.saves.filter { !request.writeMode.mayCreate(changeTag: $0.systemFields.recordChangeTag) && !mayUpdateWithoutReading($0) }
                 .map(\.recordID)
             if updates.count > 1 { try transaction.prefetchStoredRecords(updates) }
+            // Shares are saved before the other records, so that their roots' saves know which
+            // share this request linked them to; their results keep their places.
+            var sharesSaved: [Int: Result<(Record, RecordWriteKind), StratusError>] = [:]
+            for (index, save) in request.saves.enumerated() where ShareRules.isShare(save) {
+                sharesSaved[index] = try self.save(save)
+            }
             var next = 0
             while next < request.saves.count {
-                next += try saveRun(from: next)
+                if let result = sharesSaved[next] {
+                    outcome.saveResults.append(result)
+                    next += 1
+                } else {
+                    next += try saveRun(from: next)
+                }
             }
             // Deletions each read their stored record where a check needs it (a change tag, an
             // owner, the roles): an engine with round trips reads them together first.
-            let checked = request.recordIDsToDelete.filter {
-                typeRules.checksDeletes || request.deletedRecordTags[$0] != nil || request.deletedRecordOwners[$0] != nil
+            var checked: [Record.ID] = []
+            for id in request.recordIDsToDelete
+            where try typeRules.checksDeletes || request.deletedRecordTags[id] != nil || request.deletedRecordOwners[id] != nil || shares.mayDeleteRecordShares(in: id.zoneID, transaction) {
+                checked.append(id)
             }
             if checked.count > 1 { try transaction.prefetchStoredRecords(checked) }
             for id in request.recordIDsToDelete {
@@ -314,7 +330,7 @@ enum RecordWriteExecutor {
             let saves = request.saves
             let first = saves[start]
             if mayUpdateWithoutReading(first) { return try updateRun(from: start) }
-            guard request.writeMode.mayCreate(changeTag: first.systemFields.recordChangeTag), !newRunConflicted, !saved.contains(first.recordID),
+            guard request.writeMode.mayCreate(changeTag: first.systemFields.recordChangeTag), !newRunConflicted, !saved.contains(first.recordID), !shares.mustSee(first),
                   try capabilities(first.recordID.zoneID) != nil else {
                 outcome.saveResults.append(try save(first))
                 return 1
@@ -322,7 +338,7 @@ enum RecordWriteExecutor {
             var rows: [RecordRow] = []
             var resolutions: [RecordWriteRules.Resolution] = []
             for save in saves[start...].prefix(RecordWriteExecutor.maximumNewRun) {
-                guard save.recordID.zoneID == first.recordID.zoneID, save.parent == nil, !saved.contains(save.recordID),
+                guard save.recordID.zoneID == first.recordID.zoneID, save.parent == nil, !saved.contains(save.recordID), !shares.mustSee(save),
                       case .success(let new) = RecordWriteRules.resolve(save, existing: nil, mode: request.writeMode, preservingSystemFields: request.preservesSystemFields, context: context, now: now),
                       new.kind == .created, try typeRules.admitsNewRow(save, in: transaction) else { break }
                 // A new record stores exactly its incoming values: the document prepared with it.
@@ -457,6 +473,20 @@ enum RecordWriteExecutor {
                 }
                 return .failure(error)
             }
+            if shares.mustSee(save) || existing?.jsonExtras.isEmpty == false {
+                let before = resolution.jsonExtras
+                if ShareRules.isShare(save) {
+                    if let problem = try shares.resolveShare(save, existing: existing, extras: &resolution.jsonExtras, in: transaction) { return .failure(problem) }
+                } else {
+                    shares.resolveRoot(save, existing: existing, extras: &resolution.jsonExtras)
+                }
+                if resolution.kind == .unchanged && resolution.jsonExtras != before {
+                    resolution.kind = .updated
+                    resolution.systemFields.recordChangeTag = RecordWriteRules.newChangeTag()
+                    resolution.systemFields.modificationDate = now
+                    resolution.systemFields.lastModifiedUserRecordID = context.userRecordID ?? resolution.systemFields.lastModifiedUserRecordID
+                }
+            }
             if resolution.kind == .unchanged, let existing {
                 guard !readsStored else { return .success((existing, .unchanged)) }
                 // To one who may write but not read, "unchanged" would confirm a guess of the
@@ -470,8 +500,9 @@ enum RecordWriteExecutor {
             if resolution.kind != .created, case let size = Record.fieldDataSize(of: resolution.fields), size > Record.maximumFieldDataSize {
                 return .failure(StratusError(.limitExceeded, "record '\(id.recordName)': with the stored fields it keeps, it would hold \(size) bytes of field data; the limit is \(Record.maximumFieldDataSize) bytes (assets excluded)", recordID: id))
             }
-            let deleteSelfTargets = Self.deleteSelfTargets(of: resolution.fields)
-            if let problem = try referenceProblem(id, parent: resolution.parent, deleteSelfTargets: deleteSelfTargets) { return .failure(problem) }
+            let fieldTargets = Self.deleteSelfTargets(of: resolution.fields)
+            if let problem = try referenceProblem(id, parent: resolution.parent, deleteSelfTargets: fieldTargets) { return .failure(problem) }
+            let deleteSelfTargets = ShareRules.isShare(save) ? fieldTargets.union(ShareRules.deleteSelfTargets(ofShare: id.recordName, extras: resolution.jsonExtras)) : fieldTargets
             let fields = resolution.fields
             // Asset content is in the store before the transaction (AssetStaging): a row names
             // stored content or CloudKit's, never a file still to read.
@@ -493,7 +524,7 @@ enum RecordWriteExecutor {
             notifier?.saved(id, recordType: row.recordType, system: row.systemFields, fields: fields, parent: row.parent, created: existing == nil)
             guard request.returnsSavedRecords else { return .success((save.record, resolution.kind)) }
             if !readsStored { return .success((Self.withheld(save, system: row.systemFields), resolution.kind)) }
-            let stored = Record(recordType: row.recordType, recordID: id, systemFields: row.systemFields, fields: fields, parent: row.parent,
+            let stored = Record.stored(recordType: row.recordType, recordID: id, systemFields: row.systemFields, fields: fields, parent: row.parent,
                                 encryptedKeys: row.encryptedKeys, jsonExtras: row.jsonExtras)
             return .success((stored, resolution.kind))
         }
@@ -518,7 +549,7 @@ enum RecordWriteExecutor {
             request.writeMode.mergesChangedKeysOnly(changeTag: save.systemFields.recordChangeTag)
                 && save.systemFields.recordChangeTag != nil && context.userRecordName != nil
                 && !request.returnsSavedRecords && notifier == nil
-                && !save.parentChanged && save.encryptedKeys.isEmpty && save.jsonExtras.isEmpty && !save.changesNeedStoredRecord
+                && !save.parentChanged && save.encryptedKeys.isEmpty && save.jsonExtras.isEmpty && !save.changesNeedStoredRecord && !ShareRules.isShare(save)
         }
 
         /// The engine's one-step update for a save that ``mayUpdateWithoutReading(_:)``, when
@@ -542,7 +573,7 @@ enum RecordWriteExecutor {
         static func withheld(_ save: PreparedSave, system: Record.SystemFields) -> Record {
             var system = system
             system.creatorUserRecordID = nil
-            return Record(recordType: save.record.recordType, recordID: save.recordID, systemFields: system, fields: save.fields, parent: save.parent,
+            return Record.stored(recordType: save.record.recordType, recordID: save.recordID, systemFields: system, fields: save.fields, parent: save.parent,
                           encryptedKeys: save.encryptedKeys, jsonExtras: save.jsonExtras)
         }
 
@@ -617,6 +648,9 @@ enum RecordWriteExecutor {
                     "the deletion of record '\(id.recordName)' comes from zone '\(id.zoneID.zoneName)' of owner '\(owner)', but the store's record of that name came from the zone of that name of owner '\(stored)': both were imported as the current user's zone '\(id.zoneID.zoneName)', and that owner's record is not deleted; import each owner's zones as a user of its own (--user) or into a store of its own",
                     recordID: id))
             }
+            // A share is read before it goes, so that its root stops naming it.
+            if read == nil, try shares.mayDeleteRecordShares(in: id.zoneID, transaction) { read = .some(try transaction.storedRecord(id)) }
+            let deletedShare = read.flatMap { $0 }.flatMap { $0.recordType == Record.SystemType.share ? $0 : nil }
             var pending = [id.recordName]
             var seen: Set<String> = []
             var deletedRoot = false
@@ -630,7 +664,29 @@ enum RecordWriteExecutor {
                 if name == id.recordName { deletedRoot = true } else { outcome.cascadeDeletedIDs.append(target) }
                 pending.append(contentsOf: try transaction.deleteSelfSources(of: target))
             }
+            if deletedRoot, let deletedShare { try unlinkRoot(of: deletedShare) }
             return .success(deletedRoot)
+        }
+
+        /// Clears the `share` member of a deleted share's root, as a new version of the root
+        /// (CloudKit clears `record.share` when the share is deleted); a root this request
+        /// saved or deleted already needs nothing.
+        private mutating func unlinkRoot(of share: Record) throws {
+            guard let rootName = StoredShare(share.jsonExtras).rootRecordName else { return }
+            let rootID = Record.ID(recordName: rootName, zoneID: share.recordID.zoneID)
+            guard let root = try transaction.storedRecord(rootID), root.share?.recordID.recordName == share.recordID.recordName else { return }
+            var extras = root.jsonExtras
+            extras.members[StoredShare.shareMember] = nil
+            var system = root.systemFields
+            system.recordChangeTag = RecordWriteRules.newChangeTag()
+            system.modificationDate = now
+            system.lastModifiedUserRecordID = context.userRecordID ?? system.lastModifiedUserRecordID
+            let fields = root.fieldValues
+            let row = RecordRow(recordID: rootID, recordType: root.recordType, systemFields: system, fields: fields, encryptedKeys: root.encryptedKeys,
+                                parent: root.parent, document: FieldDocument.encodedBytes(fields, encryptedKeys: root.encryptedKeys, jsonExtras: extras),
+                                deleteSelfTargets: Self.deleteSelfTargets(of: fields), jsonExtras: extras)
+            try transaction.writeRecord(row, replacing: true)
+            notifier?.saved(rootID, recordType: row.recordType, system: system, fields: fields, parent: row.parent, created: false)
         }
     }
 }

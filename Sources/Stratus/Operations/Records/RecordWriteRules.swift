@@ -96,7 +96,7 @@ enum RecordWriteRules {
 
         /// The record as stored, for `save`.
         func record(for save: PreparedSave) -> Record {
-            Record(recordType: save.record.recordType, recordID: save.recordID, systemFields: systemFields, fields: fields, parent: parent,
+            Record.stored(recordType: save.record.recordType, recordID: save.recordID, systemFields: systemFields, fields: fields, parent: parent,
                    encryptedKeys: encryptedKeys, jsonExtras: jsonExtras)
         }
     }

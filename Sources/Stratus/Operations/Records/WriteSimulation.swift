@@ -233,7 +233,7 @@ private final class SimulatedTransaction: RecordWriteTransaction {
             let decoded = try row.document.withUnsafeBufferPointer { bytes in
                 try FieldDocument.decodeStoredDocument(utf8: bytes, zoneID: id.zoneID) { _ in nil }
             }
-            return Record(recordType: row.recordType, recordID: id, systemFields: row.systemFields, fields: decoded.fields,
+            return Record.stored(recordType: row.recordType, recordID: id, systemFields: row.systemFields, fields: decoded.fields,
                           parent: row.parent?.inZone(id.zoneID), encryptedKeys: decoded.encryptedKeys, jsonExtras: decoded.jsonExtras)
         case nil:
             return try storeRecord(id, key: key)

@@ -81,6 +81,7 @@ open class FetchRecordZonesOperation: DatabaseOperation, @unchecked Sendable {
         if recordZoneIDs != nil && wanted.isEmpty { return ZoneRules.partialFailure(errors, of: errors.count) }
 
         let zones = try withRetry { try recordZoneIDs == nil ? engine.fetchZones(in: context) : engine.fetchZones(wanted, in: context) }
+        let sharedZones = try withRetry { try ZoneRules.zoneWideShares(of: zones, engine: engine, context: context) }
         var fetchedCount = 0
         // Cancelled during a per-zone block: never success.
         func cancelledAfterBlocks() -> StratusError? {
@@ -91,7 +92,7 @@ open class FetchRecordZonesOperation: DatabaseOperation, @unchecked Sendable {
         }
         guard let recordZoneIDs else {
             for stored in zones {
-                let zone = ZoneRules.answered(stored)
+                let zone = ZoneRules.answered(stored, sharedZones: sharedZones)
                 if fetchRecordZonesCompletionBlock != nil { fetched[zone.zoneID] = zone }
                 perRecordZoneResultBlock?(zone.zoneID, .success(zone))
                 fetchedCount += 1
@@ -101,7 +102,7 @@ open class FetchRecordZonesOperation: DatabaseOperation, @unchecked Sendable {
         let byID = Dictionary(zones.map { ($0.zoneID, $0) }, uniquingKeysWith: { first, _ in first })
         for id in wanted {
             if let zone = byID[context.canonical(id)] {
-                let answered = ZoneRules.answered(zone, as: id)
+                let answered = ZoneRules.answered(zone, as: id, sharedZones: sharedZones)
                 if fetchRecordZonesCompletionBlock != nil { fetched[id] = answered }
                 perRecordZoneResultBlock?(id, .success(answered))
                 fetchedCount += 1

@@ -57,9 +57,20 @@ enum ZoneRules {
     }
 
     /// `zone` with the capabilities ``capabilities(of:stored:)`` answers for it.
-    static func answered(_ zone: RecordZone, as zoneID: RecordZone.ID? = nil) -> RecordZone {
+    /// `sharedZones`: the zones a zone-wide share shares (``zoneWideShares(of:engine:context:)``).
+    static func answered(_ zone: RecordZone, as zoneID: RecordZone.ID? = nil, sharedZones: Set<RecordZone.ID> = []) -> RecordZone {
         let id = zoneID ?? zone.zoneID
-        return RecordZone(zoneID: id, capabilities: capabilities(of: id, stored: zone.capabilities))
+        let share = sharedZones.contains(zone.zoneID) ? Record.Reference(recordID: Record.ID(recordName: Share.zoneWideShareName, zoneID: id), action: .none) : nil
+        return RecordZone(zoneID: id, capabilities: capabilities(of: id, stored: zone.capabilities), share: share)
+    }
+
+    /// Which of `zones` a zone-wide share shares: only custom zones of the private database
+    /// hold shares, read in one look for their `cloudkit.zoneshare` records.
+    static func zoneWideShares(of zones: [RecordZone], engine: any StorageEngine, context: DatabaseContext) throws -> Set<RecordZone.ID> {
+        guard context.scope == .private else { return [] }
+        let ids = zones.filter { !$0.zoneID.isDefault }.map { Record.ID(recordName: Share.zoneWideShareName, zoneID: $0.zoneID) }
+        guard !ids.isEmpty else { return [] }
+        return Set(try engine.fetchRecords(ids, in: context).values.filter { $0.recordType == Record.SystemType.share }.map(\.recordID.zoneID))
     }
 
     /// CloudKit's answer to a read or write in a zone that does not exist: `zoneNotFound`, not

@@ -1,0 +1,153 @@
+import Foundation
+import Synchronization
+
+extension Share {
+    /// What a participant, or anyone with the share's URL, may do with the shared records, as
+    /// `CKShare.ParticipantPermission`.
+    ///
+    /// ```swift
+    /// share.publicPermission = .readOnly
+    /// ```
+    public enum ParticipantPermission: Int, Hashable, Sendable {
+        /// Not known.
+        case unknown = 0
+        /// No access (for ``Share/publicPermission``: only the participants named).
+        case none = 1
+        /// May read.
+        case readOnly = 2
+        /// May read and write.
+        case readWrite = 3
+    }
+
+    /// What a participant is to the share, as `CKShare.ParticipantRole`.
+    ///
+    /// ```swift
+    /// let invited = share.participants.filter { $0.role == .privateUser }
+    /// ```
+    public enum ParticipantRole: Int, Hashable, Sendable {
+        /// Not known.
+        case unknown = 0
+        /// The user who shares (one per share).
+        case owner = 1
+        /// A user the owner invited.
+        case privateUser = 3
+        /// A user who joined through the share's public URL.
+        case publicUser = 4
+    }
+
+    /// Where a participant is in accepting the share, as `CKShare.ParticipantAcceptanceStatus`.
+    ///
+    /// ```swift
+    /// let waiting = share.participants.filter { $0.acceptanceStatus == .pending }
+    /// ```
+    public enum ParticipantAcceptanceStatus: Int, Hashable, Sendable {
+        /// Not known.
+        case unknown = 0
+        /// Invited, not accepted yet.
+        case pending = 1
+        /// Accepted (the owner always has).
+        case accepted = 2
+        /// Removed from the share.
+        case removed = 3
+    }
+
+    /// A user a share names, as `CKShare.Participant`: who (``userIdentity``), in what
+    /// ``role``, with what ``permission``, and whether they accepted.
+    ///
+    /// A participant belongs to the share it was added to: changing its ``permission`` or
+    /// ``role`` changes the share, stored when the share is saved.
+    ///
+    /// ```swift
+    /// let bob = Share.Participant(userIdentity: UserIdentity(userRecordID: Record.ID(recordName: "_bob")))
+    /// bob.permission = .readOnly
+    /// share.addParticipant(bob)
+    /// ```
+    public final class Participant: NSObject, @unchecked Sendable {
+        // `@unchecked Sendable`: the mutable state is behind the `Mutex`; the identity is immutable.
+        /// Who the participant is.
+        ///
+        /// ```swift
+        /// print(participant.userIdentity.userRecordID?.recordName ?? "-")
+        /// ```
+        public let userIdentity: UserIdentity
+        private let state: Mutex<State>
+
+        struct State {
+            var role: ParticipantRole
+            var acceptanceStatus: ParticipantAcceptanceStatus
+            var permission: ParticipantPermission
+            var participantID: String
+        }
+
+        /// A participant for the user `userIdentity`: a private user, pending, who may read
+        /// until given another ``permission``. CloudKit makes participants by looking users up
+        /// (`CKFetchShareParticipantsOperation`), which Stratus does not have yet.
+        ///
+        /// ```swift
+        /// let bob = Share.Participant(userIdentity: UserIdentity(lookupInfo: .init(emailAddress: "bob@example.com")))
+        /// ```
+        public init(userIdentity: UserIdentity) {
+            self.userIdentity = userIdentity
+            state = Mutex(State(role: .privateUser, acceptanceStatus: .pending, permission: .readOnly, participantID: UUID().uuidString))
+        }
+
+        init(userIdentity: UserIdentity, state: State) {
+            self.userIdentity = userIdentity
+            self.state = Mutex(state)
+        }
+
+        /// The owner of a new share: the current user, until the store names them.
+        static func newOwner() -> Participant {
+            Participant(userIdentity: UserIdentity(userRecordID: Record.ID(recordName: CurrentUserDefaultName)),
+                        state: State(role: .owner, acceptanceStatus: .accepted, permission: .readWrite, participantID: UUID().uuidString))
+        }
+
+        /// The participant's role, as `CKShare.Participant.role`.
+        ///
+        /// ```swift
+        /// if participant.role == .owner { continue }
+        /// ```
+        public var role: ParticipantRole {
+            get { state.withLock { $0.role } }
+            set { state.withLock { $0.role = newValue } }
+        }
+
+        /// Whether the participant accepted the share, as `CKShare.Participant.acceptanceStatus`.
+        ///
+        /// ```swift
+        /// let accepted = participant.acceptanceStatus == .accepted
+        /// ```
+        public var acceptanceStatus: ParticipantAcceptanceStatus { state.withLock { $0.acceptanceStatus } }
+
+        /// What the participant may do, as `CKShare.Participant.permission`.
+        ///
+        /// ```swift
+        /// participant.permission = .readWrite
+        /// ```
+        public var permission: ParticipantPermission {
+            get { state.withLock { $0.permission } }
+            set { state.withLock { $0.permission = newValue } }
+        }
+
+        /// The participant's identifier within its share, as `CKShare.Participant.participantID`.
+        ///
+        /// ```swift
+        /// let byID = Dictionary(uniqueKeysWithValues: share.participants.map { ($0.participantID, $0) })
+        /// ```
+        public var participantID: String { state.withLock { $0.participantID } }
+
+        var snapshot: State { state.withLock { $0 } }
+
+        /// Whether both name the same user by user record ID or lookup.
+        func isSameUser(as other: Participant) -> Bool {
+            if let mine = userIdentity.userRecordID, let theirs = other.userIdentity.userRecordID { return mine == theirs }
+            guard let mine = userIdentity.lookupInfo, let theirs = other.userIdentity.lookupInfo else { return false }
+            return (mine.emailAddress != nil && mine.emailAddress == theirs.emailAddress) || (mine.phoneNumber != nil && mine.phoneNumber == theirs.phoneNumber)
+        }
+
+        public override var description: String {
+            let state = snapshot
+            return "Participant(\(userIdentity.userRecordID?.recordName ?? userIdentity.lookupInfo?.emailAddress ?? "?") \(state.role) \(state.permission) \(state.acceptanceStatus))"
+        }
+    }
+}

@@ -1,0 +1,222 @@
+import Foundation
+
+/// A share's state as its record's JSON extras keep it, in members named as CloudKit Web
+/// Services names them in a share record (`publicPermission`, `participants`, `shortGUID`),
+/// plus Stratus's `rootRecordName`; a root record names its share in the member `share`, as
+/// CloudKit's record JSON does. Both engines store JSON extras in the field document, so a
+/// share needs nothing of an engine, and an export writes CloudKit's members back.
+///
+/// ```swift
+/// let stored = StoredShare(record.jsonExtras)
+/// print(stored.participants.count)
+/// ```
+struct StoredShare: Equatable, Sendable {
+    var publicPermission: Share.ParticipantPermission
+    var participants: [StoredParticipant]
+    var shortGUID: String?
+    var rootRecordName: String?
+
+    /// What a share's URL starts with: the token (``shortGUID``) follows.
+    static let urlPrefix = "stratus://share/"
+
+    static let publicPermissionMember = "publicPermission"
+    static let participantsMember = "participants"
+    static let shortGUIDMember = "shortGUID"
+    static let rootRecordNameMember = "rootRecordName"
+    /// The member of a root record that names its share.
+    static let shareMember = "share"
+
+    init(publicPermission: Share.ParticipantPermission, participants: [StoredParticipant], shortGUID: String?, rootRecordName: String?) {
+        self.publicPermission = publicPermission
+        self.participants = participants
+        self.shortGUID = shortGUID
+        self.rootRecordName = rootRecordName
+    }
+
+    /// Reads what `extras` holds of a share; what it lacks or cannot be read is left out.
+    init(_ extras: Record.JSONExtras) {
+        let members = extras.members
+        publicPermission = members[Self.publicPermissionMember].flatMap { Self.decode(String.self, $0) }.map(Self.permission(named:)) ?? .none
+        participants = members[Self.participantsMember].flatMap { Self.decode([StoredParticipant].self, $0) } ?? []
+        shortGUID = members[Self.shortGUIDMember].flatMap { Self.decode(String.self, $0) }
+        rootRecordName = members[Self.rootRecordNameMember].flatMap { Self.decode(String.self, $0) }
+    }
+
+    /// Writes the share's members into `extras`; the participants keep the JSON they had when
+    /// they are what `stored` read from it.
+    func write(into extras: inout Record.JSONExtras, unchangedFrom stored: StoredShare?) {
+        extras.members[Self.publicPermissionMember] = Self.encode(Self.name(of: publicPermission))
+        if stored?.participants != participants || extras.members[Self.participantsMember] == nil {
+            extras.members[Self.participantsMember] = Self.encode(participants)
+        }
+        extras.members[Self.shortGUIDMember] = shortGUID.map { Self.encode($0) }
+        extras.members[Self.rootRecordNameMember] = rootRecordName.map { Self.encode($0) }
+    }
+
+    /// A new URL token: 128 random bits as 32 lowercase hex digits.
+    static func newShortGUID() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<4).map { _ in String(format: "%08x", UInt32.random(in: .min ... .max, using: &generator)) }.joined()
+    }
+
+    /// The JSON text of a root's `share` member naming the share `recordName` in `zoneID`.
+    static func shareMemberText(_ recordName: String, zoneID: RecordZone.ID) -> String {
+        encode(ShareReference(recordName: recordName, zoneID: .init(zoneName: zoneID.zoneName, ownerRecordName: zoneID.ownerName)))
+    }
+
+    /// The record name a root's `share` member names, if it can be read.
+    static func sharedRecordName(inShareMember text: String) -> String? {
+        decode(ShareReference.self, text)?.recordName
+    }
+
+    // MARK: - Names as CloudKit Web Services writes them
+
+    static func name(of permission: Share.ParticipantPermission) -> String {
+        switch permission {
+        case .unknown: "UNKNOWN"
+        case .none: "NONE"
+        case .readOnly: "READ_ONLY"
+        case .readWrite: "READ_WRITE"
+        }
+    }
+
+    static func permission(named name: String) -> Share.ParticipantPermission {
+        switch name {
+        case "NONE": .none
+        case "READ_ONLY": .readOnly
+        case "READ_WRITE": .readWrite
+        default: .unknown
+        }
+    }
+
+    static func name(of role: Share.ParticipantRole) -> String {
+        switch role {
+        case .unknown: "UNKNOWN"
+        case .owner: "OWNER"
+        case .privateUser: "USER"
+        case .publicUser: "PUBLIC_USER"
+        }
+    }
+
+    static func role(named name: String) -> Share.ParticipantRole {
+        switch name {
+        case "OWNER": .owner
+        case "USER": .privateUser
+        case "PUBLIC_USER": .publicUser
+        default: .unknown
+        }
+    }
+
+    static func name(of status: Share.ParticipantAcceptanceStatus) -> String {
+        switch status {
+        case .unknown: "UNKNOWN"
+        case .pending: "PENDING"
+        case .accepted: "ACCEPTED"
+        case .removed: "REMOVED"
+        }
+    }
+
+    static func status(named name: String) -> Share.ParticipantAcceptanceStatus {
+        switch name {
+        case "PENDING": .pending
+        case "ACCEPTED": .accepted
+        case "REMOVED": .removed
+        default: .unknown
+        }
+    }
+
+    private static func encode<T: Encodable>(_ value: T) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        // Strings, optionals and arrays of them always encode.
+        return (try? encoder.encode(value)).flatMap { String(data: $0, encoding: .utf8) } ?? "null"
+    }
+
+    private static func decode<T: Decodable>(_ type: T.Type, _ text: String) -> T? {
+        try? JSONDecoder().decode(T.self, from: Data(text.utf8))
+    }
+
+    private struct ShareReference: Codable {
+        struct Zone: Codable {
+            var zoneName: String
+            var ownerRecordName: String?
+        }
+        var recordName: String
+        var zoneID: Zone?
+    }
+}
+
+/// A participant as a share record's JSON holds it (CloudKit Web Services' participant).
+struct StoredParticipant: Codable, Equatable, Sendable {
+    struct Identity: Codable, Equatable, Sendable {
+        var userRecordName: String?
+        var lookupInfo: Lookup?
+        var nameComponents: [String: String]?
+        var hasiCloudAccount: Bool?
+    }
+
+    struct Lookup: Codable, Equatable, Sendable {
+        var emailAddress: String?
+        var phoneNumber: String?
+        var userRecordName: String?
+    }
+
+    var participantId: String?
+    var type: String?
+    var acceptanceStatus: String?
+    var permission: String?
+    var userIdentity: Identity?
+}
+
+extension Share.Participant {
+    /// The participant as a share record's JSON holds it.
+    var stored: StoredParticipant {
+        let state = snapshot
+        let identity = userIdentity
+        let lookup = identity.lookupInfo.map {
+            StoredParticipant.Lookup(emailAddress: $0.emailAddress, phoneNumber: $0.phoneNumber, userRecordName: $0.userRecordID?.recordName)
+        }
+        return StoredParticipant(
+            participantId: state.participantID, type: StoredShare.name(of: state.role), acceptanceStatus: StoredShare.name(of: state.acceptanceStatus),
+            permission: StoredShare.name(of: state.permission),
+            userIdentity: .init(userRecordName: identity.userRecordID?.recordName, lookupInfo: lookup,
+                                nameComponents: identity.nameComponents.map(Self.storedName), hasiCloudAccount: identity.hasiCloudAccount))
+    }
+
+    /// A participant read from a share record's JSON.
+    convenience init(stored: StoredParticipant) {
+        let identity = stored.userIdentity
+        let lookup = identity?.lookupInfo.map {
+            UserIdentity.LookupInfo(emailAddress: $0.emailAddress, phoneNumber: $0.phoneNumber, userRecordID: $0.userRecordName.map { Record.ID(recordName: $0) })
+        }
+        let userRecordID = identity?.userRecordName.map { Record.ID(recordName: $0) }
+        self.init(userIdentity: UserIdentity(userRecordID: userRecordID, lookupInfo: lookup, nameComponents: identity?.nameComponents.map(Self.nameComponents),
+                                             hasiCloudAccount: identity?.hasiCloudAccount ?? (userRecordID != nil)),
+                  state: State(role: stored.type.map(StoredShare.role(named:)) ?? .unknown,
+                               acceptanceStatus: stored.acceptanceStatus.map(StoredShare.status(named:)) ?? .unknown,
+                               permission: stored.permission.map(StoredShare.permission(named:)) ?? .unknown,
+                               participantID: stored.participantId ?? UUID().uuidString))
+    }
+
+    private static func storedName(_ name: PersonNameComponents) -> [String: String] {
+        var stored: [String: String] = [:]
+        stored["namePrefix"] = name.namePrefix
+        stored["givenName"] = name.givenName
+        stored["middleName"] = name.middleName
+        stored["familyName"] = name.familyName
+        stored["nameSuffix"] = name.nameSuffix
+        stored["nickname"] = name.nickname
+        return stored
+    }
+
+    private static func nameComponents(_ stored: [String: String]) -> PersonNameComponents {
+        var name = PersonNameComponents()
+        name.namePrefix = stored["namePrefix"]
+        name.givenName = stored["givenName"]
+        name.middleName = stored["middleName"]
+        name.familyName = stored["familyName"]
+        name.nameSuffix = stored["nameSuffix"]
+        name.nickname = stored["nickname"]
+        return name
+    }
+}

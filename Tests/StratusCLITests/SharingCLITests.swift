@@ -1,0 +1,115 @@
+import Foundation
+import Stratus
+import StratusTestSupport
+import Testing
+
+/// Shares through the tool: an export writes a share's participants, permission and URL token,
+/// and its root's `share`, as CloudKit's record JSON names them; an import and a copy restore
+/// them whole, so the restored store hands back the same Share, and its root's deletion still
+/// takes the share.
+@Suite("Sharing through the tool (export, import, copy)")
+struct SharingCLITests {
+
+    /// Alice's share of `groceries` in her zone `Lists`, with Bob invited, saved through the library.
+    private static func shareGroceries(_ cli: CLI) async throws -> (share: Share, url: URL) {
+        let database = try cli.container(user: "alice").privateCloudDatabase
+        let zoneID = RecordZone.ID(zoneName: "Lists")
+        _ = try await database.modifyRecordZones(saving: [RecordZone(zoneID: zoneID)], deleting: [])
+        let list = Record(recordType: "List", recordID: Record.ID(recordName: "groceries", zoneID: zoneID))
+        list["title"] = "Groceries"
+        let share = Share(rootRecord: list)
+        share[Share.SystemFieldKey.title] = "Groceries"
+        share.publicPermission = .readOnly
+        let bob = Share.Participant(userIdentity: UserIdentity(userRecordID: Record.ID(recordName: "_bob")))
+        bob.permission = .readWrite
+        share.addParticipant(bob)
+        let (saves, _) = try await database.modifyRecords(saving: [list, share], deleting: [])
+        let saved = try #require(try saves[share.recordID]?.get() as? Share)
+        return (saved, try #require(saved.url))
+    }
+
+    /// Checks that the store at `location` holds Alice's share whole, then that deleting its root
+    /// deletes it there.
+    private static func expectShareWhole(_ cli: CLI, at location: String, id: Record.ID, url: URL, _ what: String) async throws {
+        let database = try cli.container(user: "alice", at: location).privateCloudDatabase
+        let share = try #require(try await database.record(for: id) as? Share, "\(what)")
+        #expect(share.url == url && share.publicPermission == .readOnly && share[Share.SystemFieldKey.title] as? String == "Groceries", "\(what)")
+        let bob = share.participants.first { $0.userIdentity.userRecordID?.recordName == "_bob" }
+        #expect(share.participants.count == 2 && bob?.permission == .readWrite && share.owner.role == .owner, "\(what): \(share.participants)")
+        let root = try await database.record(for: Record.ID(recordName: "groceries", zoneID: id.zoneID))
+        #expect(root.share?.recordID == id, "\(what)")
+        _ = try await database.deleteRecord(withID: root.recordID)
+        #expect(try await TestDatabase.exists(id.recordName, zoneID: id.zoneID, in: database) == false, "\(what): deleting the root deletes its share")
+    }
+
+    @Test("an export writes a share's participants, permission, URL token and its root's share; an import restores the share whole", arguments: TestEngine.all)
+    func exportAndImport(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let (share, url) = try await Self.shareGroceries(cli)
+            let place = ["--database", "private", "--zone", "Lists", "--user", "alice"]
+
+            let shares = try await cli.run(["export", "--type", "cloudkit.share"] + place)
+            #expect(shares.exitCode == 0, "\(shares)")
+            let line = try #require(try JSONLine.objects(shares.stdout).first)
+            #expect(line["recordType"] as? String == "cloudkit.share" && line["publicPermission"] as? String == "READ_ONLY")
+            #expect((line["participants"] as? [[String: Any]])?.count == 2)
+            #expect(url.absoluteString.hasSuffix(line["shortGUID"] as? String ?? "-"))
+            #expect(!shares.stdout.contains(store.directory.path), "an export names no store")
+            let lists = try await cli.run(["export", "--type", "List"] + place)
+            let root = try #require(try JSONLine.objects(lists.stdout).first)
+            #expect((root["share"] as? [String: Any])?["recordName"] as? String == share.recordID.recordName, "\(lists)")
+
+            // Into a new store: the root first, as an export of every type may come.
+            let other = try await cli.newStore("imported.sqlite")
+            for (file, text) in [("lists.ndjson", lists.stdout), ("shares.ndjson", shares.stdout)] {
+                let imported = try await cli.run(["import", try cli.file(file, text), "--keep-system-records", "--create-zones"] + place, environment: ["STRATUS_STORE": other])
+                #expect(imported.exitCode == 0, "\(imported)")
+            }
+            try await Self.expectShareWhole(cli, at: other, id: share.recordID, url: url, "imported")
+        }
+    }
+
+    @Test("stratus copy keeps a share whole: participants, permission, URL and its root's share", arguments: TestEngine.all)
+    func copy(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let (share, url) = try await Self.shareGroceries(cli)
+            let destination = try await cli.newStore("copy.sqlite")
+            let copied = try await cli.run(["copy", "--from", cli.storePath, "--to", destination, "--quiet"])
+            #expect(copied.exitCode == 0, "\(copied)")
+            try await Self.expectShareWhole(cli, at: destination, id: share.recordID, url: url, "copied")
+        }
+    }
+
+    @Test("CloudKit's record JSON of a share (participants, publicPermission, shortGUID) and of its root (share) imports as a Share its root names, and exports back", arguments: TestEngine.all)
+    func cloudKitShareJSON(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let zone = #""zoneID":{"zoneName":"Trips","ownerRecordName":"__defaultOwner__","zoneType":"REGULAR_CUSTOM_ZONE"}"#
+            let participant = #"{"participantId":"p-1","userIdentity":{"userRecordName":"_0123456789abcdef0123456789abcdef","nameComponents":{"givenName":"Ann"},"lookupInfo":{"emailAddress":"ann@example.com"}},"type":"USER","acceptanceStatus":"ACCEPTED","permission":"READ_ONLY","orgUser":false}"#
+            let lines = [
+                #"{"recordName":"trip-1","recordType":"Trip","fields":{"name":{"value":"Alps","type":"STRING"}},"share":{"recordName":"share-1",\#(zone)},\#(zone)}"#,
+                #"{"recordName":"share-1","recordType":"cloudkit.share","fields":{"cloudkit.title":{"value":"Alps","type":"STRING"}},"publicPermission":"NONE","participants":[\#(participant)],"shortGUID":"0aBcDeFgHiJkLmNoPqRsTu",\#(zone)}"#,
+            ]
+            let imported = try await cli.run(["import", try cli.file("trip.ndjson", lines.joined(separator: "\n") + "\n"), "--keep-system-records", "--create-zones",
+                                              "--database", "private", "--user", "alice"])
+            #expect(imported.exitCode == 0, "\(imported)")
+            let database = try cli.container(user: "alice").privateCloudDatabase
+            let zoneID = RecordZone.ID(zoneName: "Trips")
+            let share = try #require(try await database.record(for: Record.ID(recordName: "share-1", zoneID: zoneID)) as? Share)
+            #expect(share[Share.SystemFieldKey.title] as? String == "Alps" && share.publicPermission == .none)
+            #expect(share.url?.absoluteString == "stratus://share/0aBcDeFgHiJkLmNoPqRsTu")
+            let ann = try #require(share.participants.first)
+            #expect(ann.role == .privateUser && ann.acceptanceStatus == .accepted && ann.permission == .readOnly && ann.participantID == "p-1")
+            #expect(ann.userIdentity.nameComponents?.givenName == "Ann" && ann.userIdentity.lookupInfo?.emailAddress == "ann@example.com")
+            #expect(try await database.record(for: Record.ID(recordName: "trip-1", zoneID: zoneID)).share?.recordID.recordName == "share-1")
+
+            // Exported back, the share's members are CloudKit's as they came (orgUser too).
+            let exported = try await cli.run(["export", "--type", "cloudkit.share", "--database", "private", "--zone", "Trips", "--user", "alice"])
+            let line = try #require(try JSONLine.objects(exported.stdout).first, "\(exported)")
+            #expect(line["shortGUID"] as? String == "0aBcDeFgHiJkLmNoPqRsTu" && line["publicPermission"] as? String == "NONE")
+            #expect((line["participants"] as? [[String: Any]])?.first?["orgUser"] as? Bool == false)
+        }
+    }
+}
