@@ -15,7 +15,10 @@ extension Database {
     /// let query = QueryOperation(query: try Query(recordType: "Product", predicate: QueryPredicate(format: "discontinued == 0")))
     /// query.fetchAllResults = true
     /// let reprice = TransformOperation(transforming: query) { (products: [Record]) -> [Record] in
-    ///     for product in products { product["price"] = (product["price"] ?? 0.0) * 1.1 }
+    ///     for product in products {
+    ///         let price: Double = product["price"] ?? 0
+    ///         product["price"] = price * 1.1
+    ///     }
     ///     return products
     /// }
     /// let save = ModifyRecordsOperation(savingRecordsFrom: reprice)
