@@ -16,6 +16,13 @@ struct RecordDeleterTests {
         return database
     }
 
+    static func options(batchSize: Int, dryRun: Bool = false) -> RecordDeleter.Options {
+        var options = RecordDeleter.Options()
+        options.batchSize = batchSize
+        options.isDryRun = dryRun
+        return options
+    }
+
     static func names(_ recordType: String, in database: Database) async throws -> [String] {
         try await TestDatabase.queryAll(Query(recordType: recordType, predicate: QueryPredicate(value: true)), in: database).map(\.recordID.recordName).sorted()
     }
@@ -25,15 +32,11 @@ struct RecordDeleterTests {
         try await SQLiteFixture.with { fixture in
             let database = try await Self.tasks(fixture)
             let query = Query(recordType: "Task", predicate: try QueryPredicate(format: "n < %@", 10))
-            var options = RecordDeleter.Options()
-            options.batchSize = 4
-            options.isDryRun = true
-
-            let dry = try await RecordDeleter(database: database, query: query, options: options).run()
+            let dry = try await RecordDeleter(database: database, query: query, options: Self.options(batchSize: 4, dryRun: true)).run()
             #expect(dry.matched == 10 && dry.deleted == 0 && dry.notFound == 0 && dry.failed == 0 && dry.end == .finished, "\(dry)")
             #expect(try await Self.names("Task", in: database).count == 25, "a dry run deletes nothing")
 
-            options.isDryRun = false
+            let options = Self.options(batchSize: 4)
             let reports = Reports()
             let summary = try await RecordDeleter(database: database, query: query, options: options).run(progress: { reports.add($0.deleted) })
             #expect(summary.matched == 10 && summary.deleted == 10 && summary.notFound == 0 && summary.failed == 0 && summary.end == .finished, "\(summary)")
@@ -51,8 +54,7 @@ struct RecordDeleterTests {
         try await SQLiteFixture.with { fixture in
             let database = try await Self.tasks(fixture)
             let query = Query(recordType: "Task", predicate: try QueryPredicate(format: "n >= %@", 20))
-            var options = RecordDeleter.Options()
-            options.batchSize = 2
+            let options = Self.options(batchSize: 2)
             let first = try await RecordDeleter(database: database, query: query, options: options).run(checkpoint: PipelineCheckpoint(job: "purge"))
             #expect(first.deleted == 5 && first.end == .finished, "\(first)")
 
