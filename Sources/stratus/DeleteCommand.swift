@@ -162,8 +162,16 @@ struct DeleteCommand: Command {
             try await database.checkWriteAccess()
             var count = 0, missing = 0
             if let type {
-                let query = Query(recordType: type, predicate: predicate ?? .all)
-                for try await _ in database.allRecords(matching: query, inZoneWith: store.zoneID, desiredKeys: [], pageSize: 1_000) { count += 1 }
+                // The library's dry run of the same job: one snapshot, record IDs only.
+                var options = RecordDeleter.Options()
+                options.isDryRun = true
+                options.batchSize = batchSize
+                let deleter = RecordDeleter(database: database, query: Query(recordType: type, predicate: predicate ?? .all), zoneID: store.zoneID, options: options)
+                do {
+                    count = try await deleter.run().matched
+                } catch let failure as RecordDeleter.Failure {
+                    throw failure.error
+                }
             } else {
                 let ids = Set(names.map { Record.ID(recordName: $0, zoneID: store.zoneID) })
                 let found = try await database.records(for: Array(ids), desiredKeys: [])

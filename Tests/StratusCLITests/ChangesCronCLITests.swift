@@ -391,10 +391,10 @@ struct ChangesCronCLITests {
         }
     }
 
-    @Test("changes of a custom zone name the zone on every line, also for records imported without a zoneID, so a mirror puts them back in it")
-    func changesNameTheirZone() async throws {
+    @Test("changes of a custom zone name the zone on every line, also for records imported without a zoneID, so a mirror puts them back in it", arguments: TestEngine.all)
+    func changesNameTheirZone(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try await CLI(store)
+            let cli = try await CLI(store, engine: engine)
             #expect(try await cli.run(["zones", "create", "Photos"]).exitCode == 0)
             let answer = #"{"records":[{"recordName":"p1","recordType":"P","fields":{"a":{"value":1,"type":"INT64"}}},{"recordName":"p2","recordType":"P","fields":{"a":{"value":2,"type":"INT64"}}}]}"#
             #expect(try await cli.run(["import", "--zone", "Photos"], stdin: answer).exitCode == 0)
@@ -405,7 +405,7 @@ struct ChangesCronCLITests {
                 let zone = try JSONLine.object(line)["zoneID"] as? [String: Any]
                 #expect(zone?["zoneName"] as? String == "Photos", "\(line)")
             }
-            let mirror = store.path("mirror.sqlite")
+            let mirror = try await cli.newStore("mirror")
             let mirrored = try await cli.run(["import", "--store", mirror, "--mode", "forceReplace", "--create-zones"], stdin: changes.stdout)
             #expect(mirrored.exitCode == 0, "\(mirrored)")
             #expect(try await cli.count("P", extra: ["--store", mirror, "--zone", "Photos"]) == 1)

@@ -246,6 +246,25 @@ struct UpdateCLITests {
         }
     }
 
+    @Test("--max-errors N stops once more than N records failed: the batch where that happened is written but for its failures, nothing after; --reject-file has a line for each failure", arguments: TestEngine.all)
+    func maxErrorsAndRejectFile(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            func post(_ i: Int) -> String { #"{"recordName":"p\#(i)","recordType":"Post","fields":{"title":{"value":"draft","type":"STRING"}}}"# }
+            // Bob's p3 and p6 are his to write: alice's update fails on them.
+            #expect(try await cli.run(["import", try cli.file("mine.ndjson", [1, 2, 4, 5, 7, 8].map(post).joined(separator: "\n") + "\n")]).exitCode == 0)
+            #expect(try await cli.run(["import", try cli.file("bobs.ndjson", [3, 6].map(post).joined(separator: "\n") + "\n"), "--user", "bob"]).exitCode == 0)
+            let rejects = store.path("rejects.ndjson")
+            // Batches in record-name order: [p1 p2] [p3 p4] [p5 p6] [p7 p8].
+            let stopped = try await cli.run(["update", "--type", "Post", "--all", "--set", "title=final", "--batch-size", "2", "--max-errors", "1", "--reject-file", rejects])
+            #expect(stopped.exitCode == 65, "\(stopped)")
+            #expect(try await cli.count("Post", where: "title == 'final'") == 4, "p1, p2, p4 and p5; p7 and p8 after the limit are left: \(stopped)")
+            let lines = (cli.read(rejects) ?? "").split(separator: "\n").map(String.init)
+            #expect(try lines.map { try JSONLine.object($0)["recordName"] as? String } == ["p3", "p6"], "\(lines)")
+            #expect(try lines.allSatisfy { try JSONLine.object($0)["error"] is String }, "\(lines)")
+        }
+    }
+
     @Test("--checkpoint of an update stopped part way is refused (64) by another store, which stays unchanged; the store it was made with goes on from it", arguments: TestEngine.all)
     func checkpointOfAnotherStore(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

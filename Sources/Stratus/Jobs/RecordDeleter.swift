@@ -141,10 +141,12 @@ public final class RecordDeleter: Sendable {
         let result: Result<Void, any Error>
         if options.isDryRun {
             let count = ConsumeOperation(consuming: read) { (records: [Record]) in
-                progress?(tally.update { summary -> Summary in
+                // Counted apart from the call: `progress?(…)` evaluates nothing without a progress.
+                let now = tally.update { summary -> Summary in
                     summary.matched += records.count
                     return summary
-                })
+                }
+                progress?(now)
             }
             result = await job.run([read, count], on: database) { finish in count.consumeResultBlock = finish }
         } else {
