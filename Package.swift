@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "StratusPostgres", targets: ["StratusPostgres"]),
         .library(name: "StratusTransfer", targets: ["StratusTransfer"]),
         .library(name: "StratusStores", targets: ["StratusStores"]),
+        .library(name: "CloudKit", targets: ["CloudKit"]),
         .executable(name: "stratus", targets: ["stratus"]),
     ],
     dependencies: [],
@@ -33,6 +34,8 @@ let package = Package(
         .target(name: "StratusPostgres", dependencies: ["Stratus", "StratusSQL", "CLibPQ"]),
         .target(name: "StratusTransfer", dependencies: ["Stratus"]),
         .target(name: "StratusStores", dependencies: ["Stratus", "StratusSQLite", "StratusPostgres"]),
+        // `import CloudKit` on Linux: Stratus with CloudKit's `CK` names.
+        .target(name: "CloudKit", dependencies: ["Stratus", "StratusSQLite", "StratusPostgres", "StratusStores"]),
         .executableTarget(name: "stratus", dependencies: ["Stratus", "StratusSQLite", "StratusPostgres", "StratusStores", "StratusTransfer"]),
         // Benchmarks, run through scripts/bench-*.
         .executableTarget(name: "stratus-bench", dependencies: ["Stratus", "StratusSQLite", "StratusPostgres", "StratusTransfer", "SeededRandom"], path: "Sources/StratusBench"),
@@ -59,6 +62,11 @@ let package = Package(
         // ported command-line sample run on Container.default().
         .testTarget(
             name: "CloudKitStyleTests", dependencies: ["Stratus", "StratusSQLite", "StratusTestSupport"],
+            swiftSettings: [.swiftLanguageMode(.v5)]),
+        // CloudKit programs that compile unchanged against the CloudKit module (only the store
+        // and user a test needs are its own), in Swift 5 language mode.
+        .testTarget(
+            name: "CloudKitNamesTests", dependencies: ["CloudKit", "StratusTestSupport"],
             swiftSettings: [.swiftLanguageMode(.v5)]),
         .executableTarget(
             name: "cloudkit-port", dependencies: ["Stratus", "StratusSQLite"], path: "samples/CloudKitPort",

@@ -1,0 +1,228 @@
+import Stratus
+
+// CloudKit's own names for Stratus's types, so that CloudKit code compiles with its
+// `import CloudKit` and its `CK` names unchanged. Each name is an alias: `CKRecord` and `Record`
+// are the same type, so a program may mix them, and values pass between files that import
+// `CloudKit` and files that import `Stratus`.
+
+/// `CKContainer`: ``Container``.
+public typealias CKContainer = Container
+
+/// `CKDatabase`: ``Database``.
+public typealias CKDatabase = Database
+
+/// `CKRecord`: ``Record``.
+///
+/// ```swift
+/// import CloudKit
+///
+/// let record = CKRecord(recordType: "Note", recordID: CKRecord.ID(recordName: "n1"))
+/// record["title"] = "Water the plants" as CKRecordValue
+/// ```
+public typealias CKRecord = Record
+
+/// `CKRecordZone`: ``RecordZone``.
+public typealias CKRecordZone = RecordZone
+
+/// `CKAsset`: ``Asset``.
+public typealias CKAsset = Asset
+
+/// `CKRecordValue`: ``RecordValue``.
+public typealias CKRecordValue = RecordValue
+
+/// `CKRecordValueProtocol`: ``RecordValueProtocol``.
+public typealias CKRecordValueProtocol = RecordValueProtocol
+
+/// `CKRecordKeyValueSetting`: ``RecordKeyValueSetting``.
+public typealias CKRecordKeyValueSetting = RecordKeyValueSetting
+
+/// `CKQuery`: ``Query``.
+public typealias CKQuery = Query
+
+/// `CKLocationSortDescriptor`: ``LocationSortDescriptor``.
+public typealias CKLocationSortDescriptor = LocationSortDescriptor
+
+/// `CKServerChangeToken`: ``ServerChangeToken``.
+public typealias CKServerChangeToken = ServerChangeToken
+
+/// `CKAccountStatus`: ``AccountStatus``.
+public typealias CKAccountStatus = AccountStatus
+
+/// `CKOperation`: ``DatabaseOperation``.
+///
+/// `Operation` is Foundation's; every Stratus operation is a ``DatabaseOperation``.
+public typealias CKOperation = DatabaseOperation
+
+/// `CKDatabaseOperation`: ``DatabaseOperation``.
+public typealias CKDatabaseOperation = DatabaseOperation
+
+/// `CKOperationGroup`: ``OperationGroup``.
+public typealias CKOperationGroup = OperationGroup
+
+/// `CKFetchRecordsOperation`: ``FetchRecordsOperation``.
+public typealias CKFetchRecordsOperation = FetchRecordsOperation
+
+/// `CKModifyRecordsOperation`: ``ModifyRecordsOperation``.
+public typealias CKModifyRecordsOperation = ModifyRecordsOperation
+
+/// `CKQueryOperation`: ``QueryOperation``.
+public typealias CKQueryOperation = QueryOperation
+
+/// `CKFetchRecordZonesOperation`: ``FetchRecordZonesOperation``.
+public typealias CKFetchRecordZonesOperation = FetchRecordZonesOperation
+
+/// `CKModifyRecordZonesOperation`: ``ModifyRecordZonesOperation``.
+public typealias CKModifyRecordZonesOperation = ModifyRecordZonesOperation
+
+/// `CKFetchRecordZoneChangesOperation`: ``FetchRecordZoneChangesOperation``.
+public typealias CKFetchRecordZoneChangesOperation = FetchRecordZoneChangesOperation
+
+/// `CKFetchDatabaseChangesOperation`: ``FetchDatabaseChangesOperation``.
+public typealias CKFetchDatabaseChangesOperation = FetchDatabaseChangesOperation
+
+/// `CKFetchSubscriptionsOperation`: ``FetchSubscriptionsOperation``.
+public typealias CKFetchSubscriptionsOperation = FetchSubscriptionsOperation
+
+/// `CKModifySubscriptionsOperation`: ``ModifySubscriptionsOperation``.
+public typealias CKModifySubscriptionsOperation = ModifySubscriptionsOperation
+
+/// `CKFetchNotificationChangesOperation`: ``FetchNotificationChangesOperation``.
+public typealias CKFetchNotificationChangesOperation = FetchNotificationChangesOperation
+
+/// `CKMarkNotificationsReadOperation`: ``MarkNotificationsReadOperation``.
+public typealias CKMarkNotificationsReadOperation = MarkNotificationsReadOperation
+
+/// `CKSubscription`: ``Subscription``.
+public typealias CKSubscription = Subscription
+
+/// `CKQuerySubscription`: ``QuerySubscription``.
+public typealias CKQuerySubscription = QuerySubscription
+
+/// `CKRecordZoneSubscription`: ``RecordZoneSubscription``.
+public typealias CKRecordZoneSubscription = RecordZoneSubscription
+
+/// `CKDatabaseSubscription`: ``DatabaseSubscription``.
+public typealias CKDatabaseSubscription = DatabaseSubscription
+
+/// `CKNotificationInfo`: ``NotificationInfo``.
+///
+/// The name before Swift 4.2 of `CKSubscription.NotificationInfo`.
+public typealias CKNotificationInfo = NotificationInfo
+
+/// `CKNotification`: ``StratusNotification``.
+///
+/// `Notification` is Foundation's.
+public typealias CKNotification = StratusNotification
+
+/// `CKQueryNotification`: ``QueryNotification``.
+public typealias CKQueryNotification = QueryNotification
+
+/// `CKRecordZoneNotification`: ``RecordZoneNotification``.
+public typealias CKRecordZoneNotification = RecordZoneNotification
+
+/// `CKDatabaseNotification`: ``DatabaseNotification``.
+public typealias CKDatabaseNotification = DatabaseNotification
+
+/// `CKNotificationID`: ``StratusNotification/ID``.
+///
+/// The name before Swift 4.2 of `CKNotification.ID`.
+public typealias CKNotificationID = StratusNotification.ID
+
+/// `CKShare`: ``Share``.
+public typealias CKShare = Share
+
+/// `CKUserIdentity`: ``UserIdentity``.
+public typealias CKUserIdentity = UserIdentity
+
+/// `CKSyncEngine`: ``SyncEngine``.
+public typealias CKSyncEngine = SyncEngine
+
+/// `CKSyncEngineDelegate`: ``SyncEngineDelegate``.
+public typealias CKSyncEngineDelegate = SyncEngineDelegate
+
+/// `CKError`: ``StratusError``.
+///
+/// Its codes, `userInfo` keys and accessors (`retryAfterSeconds`, `partialErrorsByItemID`, `serverRecord`, …) are CloudKit's.
+///
+/// ```swift
+/// } catch let error as CKError where error.code == .serverRecordChanged {
+///     let latest = error.serverRecord
+/// }
+/// ```
+public typealias CKError = StratusError
+
+/// `CKRecordID`: ``Record/ID``.
+public typealias CKRecordID = Record.ID
+
+/// `CKRecordZoneID`: ``RecordZone/ID``.
+public typealias CKRecordZoneID = RecordZone.ID
+
+/// `CKReference`: ``Record/Reference``.
+public typealias CKReference = Record.Reference
+
+/// `CKReferenceAction`: ``Record/ReferenceAction``.
+public typealias CKReferenceAction = Record.ReferenceAction
+
+/// `CKRecordSavePolicy`: ``ModifyRecordsOperation/SavePolicy``.
+public typealias CKRecordSavePolicy = ModifyRecordsOperation.SavePolicy
+
+/// `CKQueryCursor`: ``QueryCursor``.
+public typealias CKQueryCursor = QueryCursor
+
+/// `CKDatabaseScope`: ``Database/Scope``.
+public typealias CKDatabaseScope = Database.Scope
+
+/// `CKRecordZoneCapabilities`: ``RecordZone/Capabilities``.
+public typealias CKRecordZoneCapabilities = RecordZone.Capabilities
+
+/// `CKQuerySubscriptionOptions`: ``QuerySubscription/Options``.
+public typealias CKQuerySubscriptionOptions = QuerySubscription.Options
+
+/// `CKSubscriptionType`: ``Subscription/SubscriptionType``.
+public typealias CKSubscriptionType = Subscription.SubscriptionType
+
+/// `CKNotificationType`: ``StratusNotification/NotificationType``.
+public typealias CKNotificationType = StratusNotification.NotificationType
+
+/// `CKQueryNotificationReason`: ``QueryNotification/Reason``.
+public typealias CKQueryNotificationReason = QueryNotification.Reason
+
+/// `CKFetchRecordZoneChangesOptions`: ``FetchRecordZoneChangesOperation/ZoneOptions``.
+public typealias CKFetchRecordZoneChangesOptions = FetchRecordZoneChangesOperation.ZoneOptions
+
+/// `CKFetchRecordZoneChangesConfiguration`: ``FetchRecordZoneChangesOperation/ZoneConfiguration``.
+public typealias CKFetchRecordZoneChangesConfiguration = FetchRecordZoneChangesOperation.ZoneConfiguration
+
+/// `CKRecord_Reference_Action`: ``Record/ReferenceAction``.
+///
+/// The Objective-C name of `CKRecord.Reference.Action`, which some Swift code spells out.
+public typealias CKRecord_Reference_Action = Record.ReferenceAction
+
+/// `CKShareParticipant`: ``Share/Participant``.
+public typealias CKShareParticipant = Share.Participant
+
+/// `CKShareParticipantPermission`: ``Share/ParticipantPermission``.
+public typealias CKShareParticipantPermission = Share.ParticipantPermission
+
+/// `CKShareParticipantRole`: ``Share/ParticipantRole``.
+public typealias CKShareParticipantRole = Share.ParticipantRole
+
+/// `CKShareParticipantAcceptanceStatus`: ``Share/ParticipantAcceptanceStatus``.
+public typealias CKShareParticipantAcceptanceStatus = Share.ParticipantAcceptanceStatus
+
+/// `CKUserIdentityLookupInfo`: ``UserIdentity/LookupInfo``.
+public typealias CKUserIdentityLookupInfo = UserIdentity.LookupInfo
+
+/// `CLLocation`: ``Location``.
+///
+/// Apple's `import CloudKit` brings CoreLocation's `CLLocation` with it, the type of a location field.
+public typealias CLLocation = Location
+
+/// `CLLocationCoordinate2D`: ``LocationCoordinate2D``.
+public typealias CLLocationCoordinate2D = LocationCoordinate2D
+
+/// `CLLocationDegrees`: ``LocationDegrees``.
+public typealias CLLocationDegrees = LocationDegrees
+
+/// `CLLocationDistance`: ``LocationDistance``.
+public typealias CLLocationDistance = LocationDistance

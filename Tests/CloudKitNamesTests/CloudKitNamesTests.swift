@@ -1,0 +1,90 @@
+import CloudKit
+import Foundation
+import StratusTestSupport
+import Testing
+
+// CloudKit's names as CloudKit code spells them: each is Stratus's type (so values pass
+// between code written either way), and each constant has CloudKit's value.
+
+@Suite struct CloudKitNamesTests {
+    @Test func theCKTypesAreStratusTypes() {
+        #expect(CKRecord.self == Record.self)
+        #expect(CKRecord.ID.self == Record.ID.self)
+        #expect(CKRecordZone.ID.self == RecordZone.ID.self)
+        #expect(CKContainer.self == Container.self)
+        #expect(CKDatabase.Scope.self == Database.Scope.self)
+        #expect(CKQueryOperation.Cursor.self == QueryCursor.self)
+        #expect(CKError.self == StratusError.self)
+        #expect(CKNotification.self == StratusNotification.self)
+        #expect(CKOperation.self == DatabaseOperation.self)
+        #expect(CKSubscription.NotificationInfo.self == NotificationInfo.self)
+        #expect(CKShare.Participant.self == Share.Participant.self)
+        #expect(CLLocation.self == Location.self)
+        #expect(CKRecordID.self == Record.ID.self)
+        #expect(CKReference.Action.self == Record.ReferenceAction.self)
+    }
+
+    @Test func theConstantsHaveCloudKitsValues() {
+        #expect(CKErrorDomain == "CKErrorDomain")
+        #expect(CKPartialErrorsByItemIDKey == "CKPartialErrors")
+        #expect(CKErrorRetryAfterKey == "CKRetryAfter")
+        #expect(CKRecordChangedErrorServerRecordKey == "ServerRecord")
+        #expect(CKRecordChangedErrorClientRecordKey == "ClientRecord")
+        #expect(CKRecordChangedErrorAncestorRecordKey == "AncestorRecord")
+        #expect(CKCurrentUserDefaultName == "__defaultOwner__")
+        #expect(CKRecordZone.ID.default.zoneName == CKRecordZoneDefaultName)
+        #expect(CKRecordTypeUserRecord == "Users")
+        #expect(CKRecordTypeShare == "cloudkit.share")
+        #expect(CKRecordNameZoneWideShare == "cloudkit.zoneshare")
+        #expect(CKQueryOperationMaximumResults == CKQueryOperation.maximumResults)
+        #expect(Notification.Name.CKAccountChanged.rawValue == "CKAccountChangedNotification")
+    }
+
+    /// A subscription set up as CloudKit apps set one up, read back through the older
+    /// completion-handler call.
+    @Test func aQuerySubscriptionSavedWithCloudKitsNames() async throws {
+        try await TemporaryStore.with { store in
+            let container = try CKContainer(identifier: "iCloud.com.example.notes", storePath: store.path(), userName: "ada")
+            let database = container.publicCloudDatabase
+            let subscription = CKQuerySubscription(
+                recordType: "Note", predicate: QueryPredicate(value: true), subscriptionID: "all-notes",
+                options: [.firesOnRecordCreation, .firesOnRecordUpdate])
+            let info = CKSubscription.NotificationInfo()
+            info.alertBody = "A note changed"
+            info.shouldSendContentAvailable = true
+            info.desiredKeys = ["title"]
+            subscription.notificationInfo = info
+
+            let operation = CKModifySubscriptionsOperation(subscriptionsToSave: [subscription], subscriptionIDsToDelete: nil)
+            let saved: Result<Void, Error> = await withCheckedContinuation { continuation in
+                operation.modifySubscriptionsResultBlock = { continuation.resume(returning: $0) }
+                database.add(operation)
+            }
+            try saved.get()
+
+            let fetched: CKSubscription? = try await withCheckedThrowingContinuation { continuation in
+                database.fetch(withSubscriptionID: "all-notes") { subscription, error in
+                    if let error { continuation.resume(throwing: error) } else { continuation.resume(returning: subscription) }
+                }
+            }
+            let query = try #require(fetched as? CKQuerySubscription)
+            #expect(query.recordType == "Note")
+            #expect(query.querySubscriptionOptions.contains(.firesOnRecordUpdate))
+            #expect(query.notificationInfo?.alertBody == "A note changed")
+            #expect(query.notificationInfo?.desiredKeys == ["title"])
+        }
+    }
+
+    /// An account check and a user record ID, as an app's start-up does them.
+    @Test func theAccountAndUserRecordAsAnAppsStartUpReadsThem() async throws {
+        try await TemporaryStore.with { store in
+            let container = try CKContainer(identifier: "iCloud.com.example.notes", storePath: store.path(), userName: "ada")
+            let status = try await container.accountStatus()
+            #expect(status == CKAccountStatus.available)
+            let userRecordID: CKRecord.ID = try await container.userRecordID()
+            #expect(userRecordID.recordName.hasPrefix("_"))
+            let userRecord = try await container.publicCloudDatabase.record(for: userRecordID)
+            #expect(userRecord.recordType == CKRecordTypeUserRecord)
+        }
+    }
+}
