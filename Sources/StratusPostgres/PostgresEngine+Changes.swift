@@ -135,19 +135,10 @@ extension PostgresEngine {
         return result
     }
 
-    /// Compacts the whole store with ``tombstoneRetention`` at most hourly per engine, after
-    /// writes; a busy store just waits for the next chance.
+    /// Compacts the whole store (tombstones and notifications) with ``tombstoneRetention`` when
+    /// its ``CompactionSchedule`` says it is due. Called after writes.
     func compactIfDue() {
-        guard let retention = tombstoneRetention else { return }
-        let interval = min(Duration.seconds(3600), retention)
-        let now = ContinuousClock.now
-        let due = automaticCompaction.withLock { last -> Bool in
-            if let last, last.duration(to: now) < interval { return false }
-            last = now
-            return true
-        }
-        guard due else { return }
-        let cutoff = Date(timeIntervalSinceNow: -Double(retention.components.seconds))
+        guard let cutoff = compaction.takeCutoffIfDue(retention: tombstoneRetention) else { return }
         _ = try? writeTransaction { connection in try compact(nil, deletedBefore: cutoff, on: connection) }
         // Notifications are kept as long as tombstones; their own transaction takes no zone lock.
         _ = try? writeTransaction { connection in try compactNotifications(createdBefore: cutoff, on: connection) }

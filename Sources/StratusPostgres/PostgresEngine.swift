@@ -42,7 +42,8 @@ public final class PostgresEngine: StorageEngine, Sendable {
     /// Decided under the lock that creates them: of processes that open the same new store at
     /// once, only the one that made its tables says so.
     public let createdStore: Bool
-    let automaticCompaction = Mutex<ContinuousClock.Instant?>(nil)
+    /// When this engine compacts on its own.
+    let compaction = CompactionSchedule()
     /// Whether the standby was found to hold this store (``checkStandby()``).
     let standbyChecked = Mutex(false)
     /// Whether the server refuses `COPY FROM` into the records table (row-level security

@@ -51,7 +51,7 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
     private var states: [ZoneState] = []
     private var searchable: [String: [String]] = [:]
     /// Record type schemas as this transaction read them (`nil`: the type has none).
-    private var typeSchemas: [String: RecordTypeSchema?] = [:]
+    private var typeSchemas = TransactionSchemaCache()
     /// Stored records read ahead (``prefetchStoredRecords(_:)``), each until it is read or this
     /// transaction writes it; `.some(nil)`: no such record. Keyed by the zone's row, which the
     /// two spellings of a zone's owner (`__defaultOwner__`, the user's record name) share.
@@ -260,10 +260,7 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
     // MARK: - Record type schemas
 
     func recordTypeSchema(_ recordType: String) throws -> RecordTypeSchema? {
-        if let known = typeSchemas[recordType] { return known }
-        let schema = try engine.loadSchema(recordType, storageContainer: context.storageContainer, on: connection)
-        typeSchemas[recordType] = .some(schema)
-        return schema
+        try typeSchemas.schema(recordType) { try engine.loadSchema($0, storageContainer: context.storageContainer, on: connection) }
     }
 
     func containerSchema() throws -> ContainerSchema {
@@ -291,7 +288,7 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
         if Set(PostgresDialect(table: "").indexKeys(for: schema)) != Set(read.map { PostgresDialect(table: "").indexKeys(for: $0) } ?? []) {
             try PostgresEngine.synchronizeIndexes(on: connection)
         }
-        typeSchemas[schema.recordType] = .some(schema)
+        typeSchemas.remember(schema)
         searchable[schema.recordType] = nil
     }
 

@@ -137,25 +137,10 @@ extension SQLiteEngine {
         return result
     }
 
-    /// How often automatic compaction runs in one engine, at most (more often when the
-    /// retention is shorter).
-    static let compactionInterval: Duration = .seconds(3600)
-
-    /// Compacts the whole store (tombstones and notifications) with ``tombstoneRetention`` when the last automatic compaction
-    /// of this engine is older than ``compactionInterval`` (or the retention). Called after
-    /// writes, so that a store that is written to also sheds old tombstones; a busy store just
-    /// waits for the next chance.
+    /// Compacts the whole store (tombstones and notifications) with ``tombstoneRetention`` when
+    /// its ``CompactionSchedule`` says it is due. Called after writes.
     func compactIfDue() {
-        guard let retention = tombstoneRetention else { return }
-        let interval = min(Self.compactionInterval, retention)
-        let now = ContinuousClock.now
-        let due = automaticCompaction.withLock { last -> Bool in
-            if let last, last.duration(to: now) < interval { return false }
-            last = now
-            return true
-        }
-        guard due else { return }
-        let cutoff = Date(timeIntervalSinceNow: -Double(retention.components.seconds))
+        guard let cutoff = compaction.takeCutoffIfDue(retention: tombstoneRetention) else { return }
         _ = try? writeTransaction { connection in try compact(nil, deletedBefore: cutoff, on: connection) }
         // Notifications are kept as long as tombstones; their own transaction keeps both short.
         _ = try? writeTransaction { connection in try compactNotifications(createdBefore: cutoff, on: connection) }

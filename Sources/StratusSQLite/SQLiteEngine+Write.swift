@@ -30,7 +30,7 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
     private var lastZone: (id: RecordZone.ID, index: Int)?
     /// Record type schemas, read once per transaction (`nil`: the type has none); the last
     /// type's searchable fields without hashing.
-    private var typeSchemas: [String: RecordTypeSchema?] = [:]
+    private var typeSchemas = TransactionSchemaCache()
     private var lastSearchable: (recordType: String, fields: [String])?
     /// Whether a grown type changed the indexes the schemas declare.
     private var indexesChanged = false
@@ -510,10 +510,7 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
     // MARK: - Record type schemas
 
     func recordTypeSchema(_ recordType: String) throws -> RecordTypeSchema? {
-        if let known = typeSchemas[recordType] { return known }
-        let schema = try engine.loadSchema(recordType, storageContainer: context.storageContainer, on: connection)
-        typeSchemas[recordType] = .some(schema)
-        return schema
+        try typeSchemas.schema(recordType) { try engine.loadSchema($0, storageContainer: context.storageContainer, on: connection) }
     }
 
     func containerSchema() throws -> ContainerSchema {
@@ -525,7 +522,7 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
         let old = try recordTypeSchema(schema.recordType)
         guard old != schema else { return }
         if try engine.storeRecordType(schema, replacing: old, storageContainer: context.storageContainer, on: connection) { indexesChanged = true }
-        typeSchemas[schema.recordType] = .some(schema)
+        typeSchemas.remember(schema)
         if lastSearchable?.recordType == schema.recordType { lastSearchable = nil }
     }
 

@@ -29,8 +29,8 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
     /// How long tombstones of deleted records and zones are kept before automatic compaction
     /// removes them (change tokens from before a removed tombstone expire); `nil` keeps them.
     public let tombstoneRetention: Duration?
-    /// When this engine last compacted on its own.
-    let automaticCompaction = Mutex<ContinuousClock.Instant?>(nil)
+    /// When this engine compacts on its own.
+    let compaction = CompactionSchedule()
     /// The store's identity, once read (see ``storeIdentifier``).
     let knownStoreIdentifier = Mutex<String?>(nil)
 

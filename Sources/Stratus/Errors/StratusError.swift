@@ -84,31 +84,22 @@ public struct StratusError: Error, Sendable, CustomStringConvertible {
 
     public var description: String {
         var text = "\(code): \(message)"
-        if !partialErrorsByRecordID.isEmpty {
-            let shown = partialErrorsByRecordID.sorted { $0.key.recordName < $1.key.recordName }.prefix(5)
-            text += " [" + shown.map { "\($0.key.recordName): \($0.value.code)" }.joined(separator: ", ")
-            if partialErrorsByRecordID.count > shown.count { text += ", …" }
-            text += "]"
-        }
-        if !partialErrorsByZoneID.isEmpty {
-            let shown = partialErrorsByZoneID.sorted { $0.key.zoneName < $1.key.zoneName }.prefix(5)
-            text += " [" + shown.map { "zone \($0.key.zoneName): \($0.value.code)" }.joined(separator: ", ")
-            if partialErrorsByZoneID.count > shown.count { text += ", …" }
-            text += "]"
-        }
-        if !partialErrorsBySubscriptionID.isEmpty {
-            let shown = partialErrorsBySubscriptionID.sorted { $0.key < $1.key }.prefix(5)
-            text += " [" + shown.map { "subscription \($0.key): \($0.value.code)" }.joined(separator: ", ")
-            if partialErrorsBySubscriptionID.count > shown.count { text += ", …" }
-            text += "]"
-        }
-        if !partialErrorsByNotificationID.isEmpty {
-            let shown = partialErrorsByNotificationID.sorted { $0.key.sequence < $1.key.sequence }.prefix(5)
-            text += " [" + shown.map { "notification \($0.key): \($0.value.code)" }.joined(separator: ", ")
-            if partialErrorsByNotificationID.count > shown.count { text += ", …" }
-            text += "]"
-        }
+        text += Self.summary(of: partialErrorsByRecordID, by: \.recordName) { $0.recordName }
+        text += Self.summary(of: partialErrorsByZoneID, by: \.zoneName) { "zone \($0.zoneName)" }
+        text += Self.summary(of: partialErrorsBySubscriptionID, by: \.self) { "subscription \($0)" }
+        text += Self.summary(of: partialErrorsByNotificationID, by: \.sequence) { "notification \($0)" }
         return text
+    }
+
+    /// ` [name: code, …]` for the first five partial errors in `order`, or nothing when there
+    /// are none: a description stays one readable line however many items failed.
+    private static func summary<Key, Order: Comparable>(
+        of errors: [Key: StratusError], by order: KeyPath<Key, Order>, naming name: (Key) -> String
+    ) -> String {
+        guard !errors.isEmpty else { return "" }
+        let shown = errors.sorted { $0.key[keyPath: order] < $1.key[keyPath: order] }.prefix(5)
+        let more = errors.count > shown.count ? ", …" : ""
+        return " [" + shown.map { "\(name($0.key)): \($0.value.code)" }.joined(separator: ", ") + more + "]"
     }
 
     /// Whether trying the same request again later may succeed.

@@ -20,14 +20,14 @@ struct NotificationPayload: Decodable {
     var zoneOwner: String?
     var recordType: String?
     var fields: String?
-    var alert: StratusNotification.Alert?
+    var alert: NotificationAlert?
     var read: Int64?
 
     // MARK: - Writing
 
     /// A query notification's payload.
     static func query(subscriptionID: String, scope: Database.Scope, reason: QueryNotification.Reason, recordID: Record.ID,
-                      recordType: String, fields: [String: FieldValue], alert: StratusNotification.Alert?) -> [UInt8] {
+                      recordType: String, fields: [String: FieldValue], alert: NotificationAlert?) -> [UInt8] {
         var out = ByteOutput(capacity: 192)
         out.append("{\"type\":1,\"subscription\":")
         out.appendString(subscriptionID)
@@ -50,7 +50,7 @@ struct NotificationPayload: Decodable {
     }
 
     /// A zone notification's payload.
-    static func recordZone(subscriptionID: String, scope: Database.Scope, zoneID: RecordZone.ID, alert: StratusNotification.Alert?) -> [UInt8] {
+    static func recordZone(subscriptionID: String, scope: Database.Scope, zoneID: RecordZone.ID, alert: NotificationAlert?) -> [UInt8] {
         var out = ByteOutput(capacity: 128)
         out.append("{\"type\":2,\"subscription\":")
         out.appendString(subscriptionID)
@@ -63,7 +63,7 @@ struct NotificationPayload: Decodable {
     }
 
     /// A database notification's payload.
-    static func database(subscriptionID: String, scope: Database.Scope, alert: StratusNotification.Alert?) -> [UInt8] {
+    static func database(subscriptionID: String, scope: Database.Scope, alert: NotificationAlert?) -> [UInt8] {
         var out = ByteOutput(capacity: 96)
         out.append("{\"type\":4,\"subscription\":")
         out.appendString(subscriptionID)
@@ -90,7 +90,7 @@ struct NotificationPayload: Decodable {
         out.appendString(zoneID.ownerName)
     }
 
-    private static func appendAlert(_ alert: StratusNotification.Alert?, to out: inout ByteOutput) {
+    private static func appendAlert(_ alert: NotificationAlert?, to out: inout ByteOutput) {
         guard let alert, !alert.isEmpty else { return }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]

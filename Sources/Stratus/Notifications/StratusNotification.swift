@@ -72,25 +72,6 @@ public class StratusNotification: NSObject, @unchecked Sendable {
         public var description: String { String(sequence) }
     }
 
-    /// The alert texts of a notification, copied from its subscription's ``NotificationInfo``.
-    struct Alert: Hashable, Sendable, Codable {
-        var alertBody: String?
-        var alertLocalizationKey: String?
-        var alertLocalizationArgs: [String]?
-        var title: String?
-        var titleLocalizationKey: String?
-        var titleLocalizationArgs: [String]?
-        var subtitle: String?
-        var subtitleLocalizationKey: String?
-        var subtitleLocalizationArgs: [String]?
-        var alertActionLocalizationKey: String?
-        var alertLaunchImage: String?
-        var soundName: String?
-        var category: String?
-
-        var isEmpty: Bool { self == Alert() }
-    }
-
     /// What fired: a query, zone or database subscription.
     ///
     /// ```swift
@@ -118,7 +99,8 @@ public class StratusNotification: NSObject, @unchecked Sendable {
     /// `.readNotification` entry it differs from ``notificationID``'s, which names the
     /// notification marked read.
     public let feedSequence: Int64
-    let alert: Alert
+    /// The alert texts, copied from the subscription's ``NotificationInfo``.
+    let alert: NotificationAlert
 
     /// What every notification has, passed from a subclass's initializer to the base's.
     struct Parts: Sendable {
@@ -128,7 +110,7 @@ public class StratusNotification: NSObject, @unchecked Sendable {
         var subscriber: String
         var subscriptionID: String?
         var creationDate: Date
-        var alert: Alert
+        var alert: NotificationAlert
         var feedSequence: Int64
     }
 

@@ -19,26 +19,50 @@ import Synchronization
 /// subscription.notificationInfo = info
 /// ```
 public final class NotificationInfo: NSObject, NSCopying, Sendable {
-    /// Every property, as the store keeps it.
+    /// Every property, as the store keeps it: the alert texts each notification copies, and
+    /// what only the subscription keeps.
     struct Fields: Hashable, Sendable, Codable {
-        var alertBody: String?
-        var alertLocalizationKey: String?
-        var alertLocalizationArgs: [String]?
-        var title: String?
-        var titleLocalizationKey: String?
-        var titleLocalizationArgs: [String]?
-        var subtitle: String?
-        var subtitleLocalizationKey: String?
-        var subtitleLocalizationArgs: [String]?
-        var alertActionLocalizationKey: String?
-        var alertLaunchImage: String?
-        var soundName: String?
+        var alert = NotificationAlert()
         var desiredKeys: [String]?
         var shouldBadge: Bool?
         var shouldSendContentAvailable: Bool?
         var shouldSendMutableContent: Bool?
-        var category: String?
         var collapseIDKey: String?
+
+        private enum CodingKeys: String, CodingKey {
+            case desiredKeys, shouldBadge, shouldSendContentAvailable, shouldSendMutableContent, collapseIDKey
+        }
+
+        // The alert's keys stand beside the others, as stored definitions have always held them.
+        init(from decoder: any Decoder) throws {
+            alert = try NotificationAlert(from: decoder)
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            desiredKeys = try container.decodeIfPresent([String].self, forKey: .desiredKeys)
+            shouldBadge = try container.decodeIfPresent(Bool.self, forKey: .shouldBadge)
+            shouldSendContentAvailable = try container.decodeIfPresent(Bool.self, forKey: .shouldSendContentAvailable)
+            shouldSendMutableContent = try container.decodeIfPresent(Bool.self, forKey: .shouldSendMutableContent)
+            collapseIDKey = try container.decodeIfPresent(String.self, forKey: .collapseIDKey)
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            try alert.encode(to: encoder)
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encodeIfPresent(desiredKeys, forKey: .desiredKeys)
+            try container.encodeIfPresent(shouldBadge, forKey: .shouldBadge)
+            try container.encodeIfPresent(shouldSendContentAvailable, forKey: .shouldSendContentAvailable)
+            try container.encodeIfPresent(shouldSendMutableContent, forKey: .shouldSendMutableContent)
+            try container.encodeIfPresent(collapseIDKey, forKey: .collapseIDKey)
+        }
+
+        init(alert: NotificationAlert = NotificationAlert(), desiredKeys: [String]? = nil, shouldBadge: Bool? = nil,
+             shouldSendContentAvailable: Bool? = nil, shouldSendMutableContent: Bool? = nil, collapseIDKey: String? = nil) {
+            self.alert = alert
+            self.desiredKeys = desiredKeys
+            self.shouldBadge = shouldBadge
+            self.shouldSendContentAvailable = shouldSendContentAvailable
+            self.shouldSendMutableContent = shouldSendMutableContent
+            self.collapseIDKey = collapseIDKey
+        }
     }
 
     private let state: Mutex<Fields>
@@ -67,13 +91,14 @@ public final class NotificationInfo: NSObject, NSCopying, Sendable {
         desiredKeys: [String]? = nil, shouldBadge: Bool = false, shouldSendContentAvailable: Bool = false,
         shouldSendMutableContent: Bool = false, category: String? = nil, collapseIDKey: String? = nil
     ) {
-        self.init(fields: Fields(
+        let alert = NotificationAlert(
             alertBody: alertBody, alertLocalizationKey: alertLocalizationKey, alertLocalizationArgs: alertLocalizationArgs,
             title: title, titleLocalizationKey: titleLocalizationKey, titleLocalizationArgs: titleLocalizationArgs,
             subtitle: subtitle, subtitleLocalizationKey: subtitleLocalizationKey, subtitleLocalizationArgs: subtitleLocalizationArgs,
-            alertActionLocalizationKey: alertActionLocalizationKey, alertLaunchImage: alertLaunchImage, soundName: soundName,
-            desiredKeys: desiredKeys, shouldBadge: shouldBadge ? true : nil, shouldSendContentAvailable: shouldSendContentAvailable ? true : nil,
-            shouldSendMutableContent: shouldSendMutableContent ? true : nil, category: category, collapseIDKey: collapseIDKey))
+            alertActionLocalizationKey: alertActionLocalizationKey, alertLaunchImage: alertLaunchImage, soundName: soundName, category: category)
+        self.init(fields: Fields(
+            alert: alert, desiredKeys: desiredKeys, shouldBadge: shouldBadge ? true : nil, shouldSendContentAvailable: shouldSendContentAvailable ? true : nil,
+            shouldSendMutableContent: shouldSendMutableContent ? true : nil, collapseIDKey: collapseIDKey))
     }
 
     /// The properties as they are now.
@@ -85,32 +110,32 @@ public final class NotificationInfo: NSObject, NSCopying, Sendable {
     }
 
     /// An alert text, copied into each notification.
-    public var alertBody: String? { get { get(\.alertBody) } set { set(\.alertBody, newValue) } }
+    public var alertBody: String? { get { get(\.alert.alertBody) } set { set(\.alert.alertBody, newValue) } }
     /// The key of a localized alert text, copied into each notification (Stratus localizes nothing).
-    public var alertLocalizationKey: String? { get { get(\.alertLocalizationKey) } set { set(\.alertLocalizationKey, newValue) } }
+    public var alertLocalizationKey: String? { get { get(\.alert.alertLocalizationKey) } set { set(\.alert.alertLocalizationKey, newValue) } }
     /// Field names whose values (of the record that fired) a notification carries as its
     /// ``StratusNotification/alertLocalizationArgs``.
-    public var alertLocalizationArgs: [String]? { get { get(\.alertLocalizationArgs) } set { set(\.alertLocalizationArgs, newValue) } }
+    public var alertLocalizationArgs: [String]? { get { get(\.alert.alertLocalizationArgs) } set { set(\.alert.alertLocalizationArgs, newValue) } }
     /// The alert's title, copied into each notification.
-    public var title: String? { get { get(\.title) } set { set(\.title, newValue) } }
+    public var title: String? { get { get(\.alert.title) } set { set(\.alert.title, newValue) } }
     /// The key of a localized title, copied into each notification.
-    public var titleLocalizationKey: String? { get { get(\.titleLocalizationKey) } set { set(\.titleLocalizationKey, newValue) } }
+    public var titleLocalizationKey: String? { get { get(\.alert.titleLocalizationKey) } set { set(\.alert.titleLocalizationKey, newValue) } }
     /// Field names whose values a notification carries as its
     /// ``StratusNotification/titleLocalizationArgs``.
-    public var titleLocalizationArgs: [String]? { get { get(\.titleLocalizationArgs) } set { set(\.titleLocalizationArgs, newValue) } }
+    public var titleLocalizationArgs: [String]? { get { get(\.alert.titleLocalizationArgs) } set { set(\.alert.titleLocalizationArgs, newValue) } }
     /// The alert's subtitle, copied into each notification.
-    public var subtitle: String? { get { get(\.subtitle) } set { set(\.subtitle, newValue) } }
+    public var subtitle: String? { get { get(\.alert.subtitle) } set { set(\.alert.subtitle, newValue) } }
     /// The key of a localized subtitle, copied into each notification.
-    public var subtitleLocalizationKey: String? { get { get(\.subtitleLocalizationKey) } set { set(\.subtitleLocalizationKey, newValue) } }
+    public var subtitleLocalizationKey: String? { get { get(\.alert.subtitleLocalizationKey) } set { set(\.alert.subtitleLocalizationKey, newValue) } }
     /// Field names whose values a notification carries as its
     /// ``StratusNotification/subtitleLocalizationArgs``.
-    public var subtitleLocalizationArgs: [String]? { get { get(\.subtitleLocalizationArgs) } set { set(\.subtitleLocalizationArgs, newValue) } }
+    public var subtitleLocalizationArgs: [String]? { get { get(\.alert.subtitleLocalizationArgs) } set { set(\.alert.subtitleLocalizationArgs, newValue) } }
     /// The key of a localized action button text, copied into each notification.
-    public var alertActionLocalizationKey: String? { get { get(\.alertActionLocalizationKey) } set { set(\.alertActionLocalizationKey, newValue) } }
+    public var alertActionLocalizationKey: String? { get { get(\.alert.alertActionLocalizationKey) } set { set(\.alert.alertActionLocalizationKey, newValue) } }
     /// The name of a launch image, copied into each notification.
-    public var alertLaunchImage: String? { get { get(\.alertLaunchImage) } set { set(\.alertLaunchImage, newValue) } }
+    public var alertLaunchImage: String? { get { get(\.alert.alertLaunchImage) } set { set(\.alert.alertLaunchImage, newValue) } }
     /// The name of a sound, copied into each notification (Stratus plays nothing).
-    public var soundName: String? { get { get(\.soundName) } set { set(\.soundName, newValue) } }
+    public var soundName: String? { get { get(\.alert.soundName) } set { set(\.alert.soundName, newValue) } }
     /// The record fields a ``QueryNotification`` of a creation or update carries in
     /// ``QueryNotification/recordFields``: values of type `STRING`, `INT64`, `DOUBLE`,
     /// `TIMESTAMP`, `REFERENCE` and `LOCATION`, as CloudKit allows.
@@ -129,7 +154,7 @@ public final class NotificationInfo: NSObject, NSCopying, Sendable {
         set { set(\.shouldSendMutableContent, newValue ? true : nil) }
     }
     /// The notification's category, copied into each notification.
-    public var category: String? { get { get(\.category) } set { set(\.category, newValue) } }
+    public var category: String? { get { get(\.alert.category) } set { set(\.alert.category, newValue) } }
     /// The field whose value CloudKit would use to collapse notifications; kept with the
     /// subscription.
     public var collapseIDKey: String? { get { get(\.collapseIDKey) } set { set(\.collapseIDKey, newValue) } }

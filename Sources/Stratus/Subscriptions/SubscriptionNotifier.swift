@@ -194,15 +194,13 @@ struct SubscriptionNotifier {
 
     /// The alert texts a notification copies from its subscription, with the fields the
     /// `…LocalizationArgs` name replaced by the record's values.
-    private static func alert(_ info: NotificationInfo.Fields?, fields: [String: FieldValue]) -> StratusNotification.Alert? {
+    private static func alert(_ info: NotificationInfo.Fields?, fields: [String: FieldValue]) -> NotificationAlert? {
         guard let info else { return nil }
         func values(_ names: [String]?) -> [String]? { names.map { $0.map { fields[$0]?.alertText ?? "" } } }
-        let alert = StratusNotification.Alert(
-            alertBody: info.alertBody, alertLocalizationKey: info.alertLocalizationKey, alertLocalizationArgs: values(info.alertLocalizationArgs),
-            title: info.title, titleLocalizationKey: info.titleLocalizationKey, titleLocalizationArgs: values(info.titleLocalizationArgs),
-            subtitle: info.subtitle, subtitleLocalizationKey: info.subtitleLocalizationKey, subtitleLocalizationArgs: values(info.subtitleLocalizationArgs),
-            alertActionLocalizationKey: info.alertActionLocalizationKey, alertLaunchImage: info.alertLaunchImage, soundName: info.soundName,
-            category: info.category)
+        var alert = info.alert
+        alert.alertLocalizationArgs = values(alert.alertLocalizationArgs)
+        alert.titleLocalizationArgs = values(alert.titleLocalizationArgs)
+        alert.subtitleLocalizationArgs = values(alert.subtitleLocalizationArgs)
         return alert.isEmpty ? nil : alert
     }
 }

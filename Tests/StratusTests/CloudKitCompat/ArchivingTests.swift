@@ -238,6 +238,28 @@ struct ArchivingTests {
         }
     }
 
+    @Test("a subscription's notification info keeps its texts and options side by side in the definition, as archives and stores of earlier versions hold them")
+    func notificationInfoDefinitionFormat() throws {
+        // Written as Stratus has always written it: the alert texts among the other options.
+        let earlier = #"{"format":1,"info":{"alertBody":"Changed","alertLocalizationArgs":["title"],"category":"c","collapseIDKey":"k","desiredKeys":["title"],"shouldBadge":true,"soundName":"ping","title":"T"},"type":3}"#
+        let archiver = NSKeyedArchiver(requiringSecureCoding: true)
+        archiver.encode("everything" as NSString, forKey: "StratusSubscriptionID")
+        archiver.encode(Data(earlier.utf8) as NSData, forKey: "StratusSubscriptionDefinition")
+        archiver.finishEncoding()
+        let read = try #require(DatabaseSubscription(coder: try NSKeyedUnarchiver(forReadingFrom: archiver.encodedData)))
+        let info = try #require(read.notificationInfo)
+        #expect(info.alertBody == "Changed" && info.alertLocalizationArgs == ["title"] && info.title == "T" && info.soundName == "ping" && info.category == "c")
+        #expect(info.desiredKeys == ["title"] && info.shouldBadge && info.collapseIDKey == "k" && !info.shouldSendContentAvailable)
+
+        // Archived again, the definition is the same text.
+        let again = NSKeyedArchiver(requiringSecureCoding: true)
+        read.encode(with: again)
+        again.finishEncoding()
+        let unarchiver = try NSKeyedUnarchiver(forReadingFrom: again.encodedData)
+        let definition = try #require(unarchiver.decodeObject(of: NSData.self, forKey: "StratusSubscriptionDefinition"))
+        #expect(String(decoding: definition as Data, as: UTF8.self) == earlier)
+    }
+
     @Test("the older NSKeyedArchiver calls (archivedData(withRootObject:), unarchiveObject(with:)) work too")
     func olderArchiverCalls() async throws {
         try await SQLiteFixture.with { fixture in
