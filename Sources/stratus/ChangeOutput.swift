@@ -11,7 +11,7 @@ final class ChangeOutput {
     private let name: String
     /// For an output file: the path to open and the token file that commits it.
     private let outputPath: String?
-    private let tokens: ChangeTokenFileStore
+    private let tokens: ChangeTokenFile
     /// For an output file once opened: its identity, path, committed length and the link that holds it.
     private var commit: ChangeTokenFile.OutputCommit?
     /// Whether `--output` names a device or a pipe, written as a stream like stdout.
@@ -28,7 +28,7 @@ final class ChangeOutput {
     ///
     /// - Throws: ``CommandFailure`` `dataError` when the committed file is shorter than its
     ///   committed length (something else cut it), `cannotCreateOutput` when it cannot be cut back.
-    init(outputPath given: String?, tokens: ChangeTokenFileStore) throws {
+    init(outputPath given: String?, tokens: ChangeTokenFile) throws {
         // `-` is stdout, as for export; a path with a line break cannot be kept in the token file.
         let outputPath = given == "-" ? nil : given
         if let outputPath, outputPath.contains(where: \.isNewline) {
@@ -43,11 +43,11 @@ final class ChangeOutput {
         }
         descriptor = -1
         name = outputPath
-        var committed = tokens.state.output
+        var committed = tokens.outputCommit
         if let held = committed, !Self.isOwnLink(held, tokenPath: tokens.resolvedPath) {
             // A token file copied from another job's (a second consumer started at its place),
             // or edited: the output and the link it names are not this job's to cut or remove.
-            tokens.state.output = nil
+            tokens.outputCommit = nil
             committed = nil
         }
         Self.removeStrayLinks(of: tokens.resolvedPath, keeping: committed?.link)
@@ -62,7 +62,7 @@ final class ChangeOutput {
         if link.hasPrefix(tokenPath + ".output-") && !link.dropFirst(tokenPath.count + 8).contains("/") { return true }
         // Beside the output, the link's name carries its token file's mark: a copy of the
         // token file elsewhere names the same link, but is not the job that made it.
-        let output = URL(fileURLWithPath: KeptFile.resolve(committed.path))
+        let output = URL(fileURLWithPath: JobFile.resolve(committed.path))
         let besideOutput = output.deletingLastPathComponent().appendingPathComponent(".\(output.lastPathComponent).stratus-\(tokenMark(tokenPath))-").path
         return link.hasPrefix(besideOutput) && identity(of: link) == committed.fileIdentity
     }
@@ -102,7 +102,7 @@ final class ChangeOutput {
     ///
     /// - Throws: ``CommandFailure`` `cannotCreateOutput` when it cannot be opened or recorded.
     private func openFile(_ outputPath: String) throws {
-        let committed = tokens.state.output
+        let committed = tokens.outputCommit
         // Created as private as the store whose records it holds.
         descriptor = Glibc.open(outputPath, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw CommandFailure.system(.cannotCreateOutput, "cannot open the output file \(outputPath)") }
@@ -122,8 +122,8 @@ final class ChangeOutput {
             if same.link == nil, let link = Self.hold(outputPath, tokenPath: tokens.resolvedPath) {
                 // A token file of an older version: hold the file from now on.
                 same.link = link
-                tokens.state.output = same
-                try tokens.write()
+                tokens.outputCommit = same
+                try tokens.save()
             }
             commit = same
         } else {
@@ -148,8 +148,8 @@ final class ChangeOutput {
             // batch is cut away next time.
             let link = Self.hold(outputPath, tokenPath: tokens.resolvedPath)
             commit = ChangeTokenFile.OutputCommit(fileIdentity: identity, length: length, path: outputPath, link: link)
-            tokens.state.output = commit
-            try tokens.write()
+            tokens.outputCommit = commit
+            try tokens.save()
             // Only the link that holds the committed file: a token file names it, and an edited
             // one must not make a run remove any file it names.
             if let old = committed?.link, old != link, Self.identity(of: old) == committed?.fileIdentity { unlink(old) }
@@ -218,7 +218,7 @@ final class ChangeOutput {
     private static func hold(_ given: String, tokenPath: String) -> String? {
         // The file itself, not a symbolic link naming it: a link to a link holds nothing, and
         // the file would not show it is another job's (its link count).
-        let path = KeptFile.resolve(given)
+        let path = JobFile.resolve(given)
         let id = String(UInt64.random(in: .min ... .max), radix: 16)
         let besideToken = tokenPath + ".output-" + id
         if link(path, besideToken) == 0 { return besideToken }

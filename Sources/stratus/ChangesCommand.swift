@@ -113,9 +113,13 @@ struct ChangesCommand: Command {
         } catch let error as CommandFailure {
             StratusCommand.log(error.message)
             return error.code
+        } catch let error as JobFileError {
+            guard let failure = error.commandFailure else { throw error }
+            StratusCommand.log(failure.message)
+            return failure.code
         } catch let error as StratusError where error.code == .changeTokenExpired {
             guard let mismatch = error.underlyingError as? ServerChangeToken.Mismatch else {
-                return ChangeTokenFileStore.refused(error, path: tokenPath, command: "changes", startAgain: "remove it (and rotate the output) to export the zone again from the beginning")
+                return ChangeTokenFile.refused(error, path: tokenPath, command: "changes", startAgain: "remove it (and rotate the output) to export the zone again from the beginning")
             }
             // The token is good, for another job: deleting it, as for an expired one, would
             // throw that job's position away. A store rebuilt in place (a copy moved over it, a
@@ -132,7 +136,7 @@ struct ChangesCommand: Command {
 
     private func export(tokenPath: String) async throws -> ExitCode {
         let database = try store.openDatabase(.read)
-        let tokens = try ChangeTokenFileStore(path: tokenPath)
+        let tokens = try ChangeTokenFile.opened(path: tokenPath)
         let sink = try ChangeOutput(outputPath: outputPath, tokens: tokens)
         var jsonOptions = RecordJSONWriter.Options()
         // Every change names its zone, as every deletion does: a record imported without a
@@ -170,7 +174,7 @@ struct ChangesCommand: Command {
             }
             // Output first, durably; the feed saves the token only after this returns. A kill
             // in between repeats this batch on stdout, or is cut away again with --output.
-            if let committed = try sink.append(Data(text.utf8)) { tokens.state.output = committed }
+            if let committed = try sink.append(Data(text.utf8)) { tokens.outputCommit = committed }
             progress.update(done: counted.withLock { $0 += batch.changes.count; return $0 })
         }
         let written = summary.changed + summary.deleted

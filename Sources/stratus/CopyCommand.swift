@@ -66,6 +66,9 @@ struct CopyCommand: Command {
         let stop = CopyStop()
         Interruption.install { stop.request() }
         let checkpoint = try checkpointPath.map { try CopyCheckpointFile(path: $0) }
+        // Its lock lasts as long as the object: held through the comparison too, as the copier
+        // does not keep the store after its run.
+        defer { withExtendedLifetime(checkpoint) {} }
         let resuming = try checkpoint?.load() != nil
         if let checkpoint, resuming {
             // As import says it: the summary then counts only the records this run copies.

@@ -222,7 +222,7 @@ struct DeleteCommand: Command {
         let identity = "delete \(type) where \(predicate.map { "\($0)" } ?? "TRUEPREDICATE") in \(store.containerIdentifier)/\(store.scope)/\(store.zoneID.zoneName)"
             + (asAdministrator ? " as administrator" : "")
         let resuming = checkpointPath.map { FileManager.default.fileExists(atPath: $0) } == true
-        let checkpoint = try checkpointPath.map { try PipelineCheckpoint(store: PipelineCheckpointFile(path: $0, command: identity)) }
+        let checkpoint = try checkpointPath.map { try PipelineCheckpoint(store: PipelineCheckpointFile(path: $0, belongsTo: identity)) }
         // Once the file is known to be this delete's: a refused one says only why.
         if resuming, let checkpointPath { Interruption.logResuming(from: checkpointPath) }
         Interruption.install { deleter.cancel() }

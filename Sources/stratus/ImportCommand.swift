@@ -203,12 +203,13 @@ struct ImportCommand: Command {
             throw UsageError(message: "--reject-file \(rejectPath) is the input itself; name another file")
         }
         let rejects = try RejectFile(path: rejectPath)
-        let checkpoint = try checkpointPath.map { try CheckpointFile(path: $0, input: input.identity, inputSize: input.size) }
+        let checkpoint = try checkpointPath.map { try ImportCheckpointFile(path: $0, input: input.identity, inputSize: input.size) }
         // A dry run writes nothing, so it needs a store that exists (for its schemas); one the
         // user may not write fails as the real run would (77, RecordImporter checks), not "valid".
         // A run that goes on from a checkpoint goes on in the store the earlier run wrote to: a
         // missing one is the wrong store, not one to create.
-        let resuming = try checkpoint?.resumesEarlierRun() ?? false
+        let itemsSettledEarlier = try checkpoint?.load()?.itemsSettled ?? 0
+        let resuming = itemsSettledEarlier > 0
         let container = try store.openContainer(
             dryRun ? .read : resuming ? .existing : .createIfMissing,
             missingStoreAdvice: resuming ? "the checkpoint \(checkpointPath ?? "") says an earlier run imported into it; name that store, or remove the checkpoint to start over" : Self.dryRunNeedsStore)
@@ -253,6 +254,11 @@ struct ImportCommand: Command {
 
         if !dryRun { Interruption.install { importer.cancel() } }
 
+        if let checkpointPath, resuming {
+            // The store's own record of the job decides where the run goes on: a store put back
+            // from a copy holds fewer, and the run goes on from there.
+            StratusCommand.note("going on from the checkpoint \(checkpointPath): it says an earlier run settled the first \(Progress.grouped(itemsSettledEarlier)) input items (the run goes on after what the store itself records of them)")
+        }
         let summary: RecordImporter.Summary
         do {
             summary = try await importer.run(from: reader, rejects: rejects, checkpoint: checkpoint) { now in

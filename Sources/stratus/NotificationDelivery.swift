@@ -6,7 +6,7 @@ import StratusTransfer
 /// committed together with the token (``ChangeOutput``, as `stratus changes` does), or a
 /// command (``BatchCommand``). The feed saves the token only after ``apply(_:)`` returned.
 final class NotificationDelivery {
-    private let tokens: ChangeTokenFileStore?
+    private let tokens: ChangeTokenFile?
     private let output: ChangeOutput?
     private let command: BatchCommand?
 
@@ -40,7 +40,7 @@ final class NotificationDelivery {
     /// Opens the output (cutting a committed output file back, see ``ChangeOutput``).
     ///
     /// - Throws: ``CommandFailure`` as ``ChangeOutput`` does.
-    init(tokens: ChangeTokenFileStore?, outputPath: String?, command: String?) throws {
+    init(tokens: ChangeTokenFile?, outputPath: String?, command: String?) throws {
         self.tokens = tokens
         self.command = command.map(BatchCommand.init(command:))
         if let tokens, command == nil {
@@ -64,7 +64,7 @@ final class NotificationDelivery {
             try command.run(data, first: batch.notifications.first?.feedSequence ?? 0, last: batch.notifications.last?.feedSequence ?? 0,
                             count: batch.notifications.count)
         } else if let output {
-            if let committed = try output.append(data) { tokens?.state.output = committed }
+            if let committed = try output.append(data) { tokens?.outputCommit = committed }
         } else {
             try FileDescriptorOutput.writeAll(data, to: STDOUT_FILENO, name: "stdout")
         }

@@ -85,7 +85,7 @@ struct NotificationsCommand: Command {
                 return .success
             }
             let database = try store.openDatabase(.existing)
-            let tokens = try ChangeTokenFileStore(path: tokenPath!)
+            let tokens = try ChangeTokenFile.opened(path: tokenPath!)
             let delivery = try NotificationDelivery(tokens: tokens, outputPath: outputPath, command: command)
             let feed = NotificationFeed(database: database, batchSize: batchSize)
             Interruption.install { feed.cancel() }
@@ -95,8 +95,12 @@ struct NotificationsCommand: Command {
         } catch let error as CommandFailure {
             StratusCommand.log(error.message)
             return error.code
+        } catch let error as JobFileError {
+            guard let failure = error.commandFailure else { throw error }
+            StratusCommand.log(failure.message)
+            return failure.code
         } catch let error as StratusError where error.code == .changeTokenExpired {
-            return ChangeTokenFileStore.refused(error, path: tokenPath, command: "notifications", startAgain: "remove it (and rotate the output) to start again from what the feed keeps")
+            return ChangeTokenFile.refused(error, path: tokenPath, command: "notifications", startAgain: "remove it (and rotate the output) to start again from what the feed keeps")
         }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Stratus
 
 /// Where `--output FILE` writes, decided the way shell redirection would, but without ever
 /// leaving half a file under the name:
@@ -43,7 +44,7 @@ struct OutputFile {
         var info = stat()
         var target = path
         if lstat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFLNK {
-            target = KeptFile.resolve(path)
+            target = JobFile.resolve(path)
             if stat(path, &info) != 0 {
                 guard force else {
                     throw CommandFailure(.cannotCreateOutput, "\(path) is a symbolic link to \(target), which does not exist; pass --force to create it")

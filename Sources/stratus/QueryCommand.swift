@@ -71,7 +71,7 @@ struct QueryCommand: Command {
 
     /// `--cursor -`: the token on stdin, alone or as the `cursor: TOKEN` line a page printed.
     static func cursorFromStandardInput() throws -> String {
-        let data = try KeptFile.bytes(of: STDIN_FILENO, atMost: maximumCursorSize, what: "the cursor from stdin (--cursor -)")
+        let data = try ReadableFile.bytes(of: STDIN_FILENO, atMost: maximumCursorSize, what: "the cursor from stdin (--cursor -)")
         if data.count > maximumCursorSize { throw UsageError(message: "--cursor -: stdin holds more than \(maximumCursorSize >> 20) MiB, which is no cursor") }
         let text = String(decoding: data, as: UTF8.self)
         // A page's whole stderr may come: its `cursor: ` line is the cursor.

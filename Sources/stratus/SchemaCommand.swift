@@ -250,7 +250,7 @@ struct SchemaCommand: Command {
         if fstat(descriptor, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR {
             throw CommandFailure(.inputMissing, "cannot read the schema file \(shown(path)): it is a folder")
         }
-        let data = try KeptFile.bytes(of: descriptor, atMost: limit, what: "the schema file \(shown(path))")
+        let data = try ReadableFile.bytes(of: descriptor, atMost: limit, what: "the schema file \(shown(path))")
         if data.count > limit {
             throw CommandFailure(.dataError, "\(shown(path)): the schema file is larger than \(limit) bytes; schema files are far smaller (is it the right file?)")
         }

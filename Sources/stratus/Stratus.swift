@@ -83,7 +83,15 @@ struct StratusCommand {
             anonymous = parsed.flag("--anonymous")
             if parsed.flag("--quiet") { isQuiet.store(true, ordering: .relaxed) }
             try StoreFileGuard.check(parsed, options: command.allOptions)
-            return try await command.parse(parsed).run()
+            do {
+                return try await command.parse(parsed).run()
+            } catch let error as JobFileError {
+                throw error.commandError(command: name)
+            } catch let error as StratusError where error.underlyingError is JobFileError {
+                // A checkpoint file that cannot be written, met inside a job's stage: its own
+                // message and exit code, not the stage's wrapping.
+                throw (error.underlyingError as! JobFileError).commandError(command: name)
+            }
         } catch let error as UsageError {
             usageFailure("\(name): \(error.message)", pointer: "Run 'stratus \(name) --help' for usage.")
         } catch let failure as CommandFailure {

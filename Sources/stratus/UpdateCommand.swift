@@ -102,7 +102,7 @@ struct UpdateCommand: Command {
         let failures = try FailureLog(path: rejectPath)
         let resuming = checkpointPath.map { FileManager.default.fileExists(atPath: $0) } == true
         let checkpoint = try checkpointPath.map { path in
-            try PipelineCheckpoint(store: PipelineCheckpointFile(path: path, command: commandIdentity))
+            try PipelineCheckpoint(store: PipelineCheckpointFile(path: path, belongsTo: commandIdentity))
         }
         // Once the file is known to be this update's: a refused one says only why.
         if resuming, let checkpointPath { Interruption.logResuming(from: checkpointPath) }

@@ -53,7 +53,7 @@ struct WatchCommand: Command {
             Interruption.install { feed.cancel() }
             let summary: NotificationFeed.Summary
             if let tokenPath {
-                let tokens = try ChangeTokenFileStore(path: tokenPath)
+                let tokens = try ChangeTokenFile.opened(path: tokenPath)
                 let delivery = try NotificationDelivery(tokens: tokens, outputPath: outputPath, command: command)
                 summary = try await feed.follow(tokens: tokens) { try delivery.apply($0) }
             } else {
@@ -66,8 +66,12 @@ struct WatchCommand: Command {
         } catch let error as CommandFailure {
             StratusCommand.log(error.message)
             return error.code
+        } catch let error as JobFileError {
+            guard let failure = error.commandFailure else { throw error }
+            StratusCommand.log(failure.message)
+            return failure.code
         } catch let error as StratusError where error.code == .changeTokenExpired {
-            return ChangeTokenFileStore.refused(error, path: tokenPath, command: "watch", startAgain: "remove it to start again from what the feed keeps")
+            return ChangeTokenFile.refused(error, path: tokenPath, command: "watch", startAgain: "remove it to start again from what the feed keeps")
         }
     }
 }

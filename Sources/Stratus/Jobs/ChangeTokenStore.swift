@@ -1,8 +1,8 @@
 /// Keeps a change feed's token between runs, so that each run goes on where the last stopped.
 ///
 /// A ``RecordZoneChangeFeed`` saves the token only after the batch before it was applied, so a
-/// store that saves durably gives exactly-once delivery. The `stratus` tool's token file is one
-/// (it also records how much of its output file is committed).
+/// store that saves durably gives exactly-once delivery. ``ChangeTokenFile`` (the `stratus` tool's
+/// token file) is one (it also records how much of an output file is committed).
 ///
 /// ```swift
 /// final class MemoryTokens: ChangeTokenStore {

@@ -54,8 +54,9 @@ public struct ImportCheckpoint: Sendable, Hashable, Codable {
 /// ``RecordImporter/cancel()`` resumes after its last settled batch.
 ///
 /// The importer saves a checkpoint after each settled batch (one batch is in flight at a time
-/// when it has a checkpoint store) and removes it when the input is done. The `stratus` tool's
-/// checkpoint file is one store; it also checks that the checkpoint belongs to the input.
+/// when it has a checkpoint store) and removes it when the input is done. ``ImportCheckpointFile``
+/// (the `stratus import --checkpoint` file) is one; it also checks that the checkpoint belongs
+/// to the input.
 ///
 /// ```swift
 /// final class MemoryCheckpoint: ImportCheckpointStore {

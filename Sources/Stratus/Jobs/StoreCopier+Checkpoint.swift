@@ -89,8 +89,8 @@ extension StoreCopier {
     /// what was written since the last save (records are written as they are, so the copy ends
     /// the same). It never removes a checkpoint: after a complete copy the checkpoint says every
     /// zone is copied, so that a run with it again (after a stop during ``StoreCopier/compare()``)
-    /// copies nothing. Remove it once the comparison found the stores equal. The `stratus copy
-    /// --checkpoint` file is one.
+    /// copies nothing. Remove it once the comparison found the stores equal. ``CopyCheckpointFile``
+    /// (the `stratus copy --checkpoint` file) is one.
     ///
     /// ```swift
     /// final class MemoryCopyCheckpoint: StoreCopier.CheckpointStore {

@@ -52,7 +52,7 @@ public final class PipelineCheckpoint: Sendable {
     /// one is made and saved before anything is written when `store` has none.
     ///
     /// ```swift
-    /// query.checkpoint = try PipelineCheckpoint(store: myCheckpointFile)
+    /// query.checkpoint = try PipelineCheckpoint(store: PipelineCheckpointFile(path: "reprice.checkpoint", belongsTo: "reprice by 10%"))
     /// ```
     ///
     /// - Throws: what `store` throws when it cannot be read or written.
@@ -96,8 +96,8 @@ public struct PipelineCheckpointStoreEntry: Sendable, Hashable {
     }
 }
 
-/// Keeps a pipeline's checkpoint outside the store, as the `stratus update --checkpoint` file
-/// does. Called from the pipeline's stages, one call at a time.
+/// Keeps a pipeline's checkpoint outside the store, as ``PipelineCheckpointFile`` (the `stratus
+/// update --checkpoint` file) does. Called from the pipeline's stages, one call at a time.
 ///
 /// ```swift
 /// final class MemoryCheckpoint: PipelineCheckpointStore, @unchecked Sendable {
