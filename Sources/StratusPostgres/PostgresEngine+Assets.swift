@@ -30,7 +30,18 @@ extension PostgresEngine {
         var wanted: Set<String> = []
         for record in records { wanted.formUnion(FieldValue.assetContentIdentifiers(in: record.fieldValues)) }
         let store = PostgresAssetStore(engine: self, owner: owner)
-        for identifier in try store.visibleContent(wanted) { _ = try store.fileOfVisibleContent(identifier) }
+        for identifier in try store.visibleContent(wanted) {
+            do {
+                _ = try store.fileOfVisibleContent(identifier)
+            } catch var error as StratusError where error.code == .badDatabase {
+                // The content's name alone does not tell the user which of the records read is
+                // the damaged one (an export fails on it): name one that holds it.
+                if let record = records.first(where: { FieldValue.assetContentIdentifiers(in: $0.fieldValues).contains(identifier) }) {
+                    error.message += "; record '\(record.recordID.recordName)' in zone \(record.recordID.zoneID.zoneName) names it"
+                }
+                throw error
+            }
+        }
     }
 }
 

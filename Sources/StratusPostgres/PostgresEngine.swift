@@ -75,7 +75,8 @@ public final class PostgresEngine: StorageEngine, Sendable {
     ///   refuses the login; `badContainer` when the database does not exist, or `create` is
     ///   false and it holds no store; `permissionFailure` when the role may not read the tables
     ///   or use their schema (naming the group to join), may not create them, or is not their
-    ///   owner and they need an upgrade; `badDatabase` for tables made by a newer Stratus.
+    ///   owner and they need an upgrade; `badDatabase` for tables made by a newer Stratus, or
+    ///   another program's table named as one of Stratus's in the schema.
     public init(url: String, readURL: String? = nil, create: Bool = true, maximumConnections: Int = 8,
                 tombstoneRetention: Duration? = PostgresEngine.defaultTombstoneRetention, assetCacheDirectory: URL? = nil) throws {
         pool = try PostgresConnectionPool(url: url, maximumConnections: maximumConnections)
@@ -711,7 +712,8 @@ struct StoreProbe {
 
     /// - Throws: `badContainer` when the `search_path` names no schema that exists;
     ///   `permissionFailure`, saying which group or grant is missing, when the role may not
-    ///   read the store's tables.
+    ///   read the store's tables; `badDatabase` when the schema holds another program's table
+    ///   under the name of one of Stratus's (`meta`, `zones`, `records`).
     init(on connection: PostgresConnection) throws {
         let row = try connection.query("""
             SELECT to_regclass('meta') IS NOT NULL AND to_regclass('records') IS NOT NULL, current_schema()::text, current_database()::text, CURRENT_USER::text,
@@ -753,6 +755,22 @@ struct StoreProbe {
                 throw StratusError(.permissionFailure, "role \(role) may not use schema \(unusable) of database \(database), where the store is: \(try Self.accessAdvice(role: role, schema: unusable, on: connection))")
             }
             throw StratusError(.badContainer, "no schema of the search_path (\(path)) exists in database \(database); create it first (CREATE SCHEMA name AUTHORIZATION owner), or name another with ?options=-c%20search_path%3Dname")
+        }
+        // Another program's table of one of the names Stratus's core tables take (`records`
+        // and `zones` are common names) is no store: creating the store beside it would fail
+        // half-way with an SQL error naming a column, and a read would call the schema empty.
+        let foreign = try connection.query("""
+            SELECT c.relname::text FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+            WHERE n.nspname = current_schema() AND c.relname IN ('meta', 'zones', 'records')
+              AND (SELECT count(*) FROM pg_catalog.pg_attribute a
+                   WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+                     AND a.attname = ANY (CASE c.relname WHEN 'meta' THEN ARRAY['key', 'value']
+                                                         WHEN 'zones' THEN ARRAY['zone_id', 'zone_name']
+                                                         ELSE ARRAY['zone_id', 'record_name'] END)) < 2
+            ORDER BY 1
+            """).compactMap { try $0.text(0) }
+        if !foreign.isEmpty {
+            throw StratusError(.badDatabase, "schema \(schema ?? "?") of database \(database) holds another program's table\(foreign.count == 1 ? "" : "s") \(foreign.joined(separator: ", ")), not a Stratus store's; Stratus neither reads nor changes \(foreign.count == 1 ? "it" : "them"): keep the store in a schema of its own (?options=-c%20search_path%3Dname)")
         }
         if !exists {
             otherSchemas = try connection.query("""

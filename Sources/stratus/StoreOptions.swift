@@ -200,7 +200,7 @@ struct StoreOptions {
         }
         switch store {
         case .postgres(let url):
-            return try openPostgres(url, readURL: readURL, access: access, missingStoreAdvice: missingStoreAdvice)
+            return try openPostgres(url, readURL: readURL, access: access, origin: origin, missingStoreAdvice: missingStoreAdvice)
         case .sqlite(let path):
             if readURL != nil {
                 // A cron environment that exports STRATUS_READ_STORE for its PostgreSQL jobs
@@ -212,15 +212,16 @@ struct StoreOptions {
         }
     }
 
-    private static func openPostgres(_ location: String, readURL: String?, access: Access, missingStoreAdvice: String) throws -> any StorageEngine {
+    private static func openPostgres(_ location: String, readURL: String?, access: Access, origin: String, missingStoreAdvice: String) throws -> any StorageEngine {
         opened.withLock { $0.append(PostgresConnectionString.redacted(location)) }
         let engine: PostgresEngine
         do {
             engine = try PostgresEngine.shared(url: location, readURL: readURL, create: access == .createIfMissing)
         } catch let error as StratusError where error.underlyingError is PostgresEngine.StoreMissing {
-            // The engine's advice is a Swift program's; the tool's user is told which commands make one.
+            // The engine's advice is a Swift program's; the tool's user is told which commands
+            // make one, and which option named the store (a copy names two).
             let database = (error.underlyingError as? PostgresEngine.StoreMissing)?.description ?? error.message
-            throw CommandFailure(.inputMissing, "\(database); \(missingStoreAdvice)")
+            throw CommandFailure(.inputMissing, "\(database) (\(origin)); \(missingStoreAdvice)")
         }
         if engine.createdStore && firstAnnouncement(of: engine.redactedURL) { StratusCommand.note("created a new store in \(engine.redactedURL)") }
         return engine

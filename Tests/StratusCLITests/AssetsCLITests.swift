@@ -189,10 +189,10 @@ struct AssetsCLITests {
         }
     }
 
-    @Test("assets get --index past a field's assets is exit 66 and writes nothing, for a field of one asset as for a list")
-    func indexPastTheAssets() async throws {
+    @Test("assets get --index past a field's assets is exit 66 and writes nothing, for a field of one asset as for a list", arguments: TestEngine.all)
+    func indexPastTheAssets(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try await CLI(store)
+            let cli = try await CLI(store, engine: engine)
             _ = try store.writeFile("src/one.bin", Data("one".utf8))
             _ = try store.writeFile("src/two.bin", Data("two".utf8))
             let line = #"{"recordName":"r","recordType":"X","fields":{"one":{"value":{"downloadURL":"one.bin"},"type":"ASSETID"},"many":{"value":[{"downloadURL":"one.bin"},{"downloadURL":"two.bin"}],"type":"ASSETID_LIST"}}}"#
@@ -292,10 +292,10 @@ struct AssetsCLITests {
         }
     }
 
-    @Test("with --follow-symlinks, links that lead in a loop are named as a loop, not as links that are not followed")
-    func followedLinkLoopIsNamed() async throws {
+    @Test("with --follow-symlinks, links that lead in a loop are named as a loop, not as links that are not followed", arguments: TestEngine.all)
+    func followedLinkLoopIsNamed(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try await CLI(store)
+            let cli = try await CLI(store, engine: engine)
             _ = try store.writeFile("src/ok.bin", Data("ok".utf8))
             try FileManager.default.createSymbolicLink(atPath: store.path("src/loop1"), withDestinationPath: "loop2")
             try FileManager.default.createSymbolicLink(atPath: store.path("src/loop2"), withDestinationPath: "loop1")

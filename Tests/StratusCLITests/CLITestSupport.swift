@@ -275,15 +275,110 @@ enum Input {
 
 extension CLI {
     /// Imports record `pic` of type Photo with a 20,000-byte asset from `store`'s folder
-    /// `folder`, then cuts the store's content file to 5,000 bytes, as a damaged or
-    /// half-restored assets folder holds it. Answers the content folder and the file's name.
+    /// `folder`, then cuts the store's copy of the content to 5,000 bytes, as a damaged or
+    /// half-restored store holds it: the content file in an SQLite store's assets folder, the
+    /// content's chunks in a PostgreSQL store (and this machine's cache of it is emptied, as on
+    /// a machine that never read it). Answers where the content is (the content folder, or
+    /// `asset_chunks`) and its name (its SHA-256).
     func importPhotoWithContentCutShort(in store: TemporaryStore, folder: String, seed: UInt8) async throws -> (contents: String, file: String) {
-        _ = try store.writeFile(folder + "/photo.bin", patternBytes(count: 20_000, seed: seed))
+        let bytes = patternBytes(count: 20_000, seed: seed)
+        _ = try store.writeFile(folder + "/photo.bin", bytes)
         let line = #"{"recordName":"pic","recordType":"Photo","fields":{"image":{"value":{"downloadURL":"photo.bin"},"type":"ASSETID"}}}"#
         #expect(try await run(["import", "--quiet", "--assets-dir", store.path(folder)], stdin: line + "\n").exitCode == 0)
-        let contents = storePath + ".assets/sha256"
-        let file = try #require(try FileManager.default.contentsOfDirectory(atPath: contents).first)
-        #expect(chmod(contents + "/" + file, 0o600) == 0 && truncate(contents + "/" + file, 5_000) == 0)
-        return (contents, file)
+        let content = SHA256Hasher.digest(Array(bytes)).hexadecimal
+        guard engine == .postgres else {
+            let contents = storePath + ".assets/sha256"
+            #expect(chmod(contents + "/" + content, 0o600) == 0 && truncate(contents + "/" + content, 5_000) == 0)
+            return (contents, content)
+        }
+        let cut = try PostgresConnection(url: storePath).execute(
+            "UPDATE asset_chunks SET data = substring(data FROM 1 FOR 5000) WHERE content_id = $1 AND chunk = 0", [.text(content)])
+        #expect(cut == 1, "the content is one chunk")
+        for cache in try FileManager.default.contentsOfDirectory(atPath: store.directory.path) where cache.hasPrefix("stratus-assets-") {
+            try FileManager.default.removeItem(atPath: store.path(cache))
+        }
+        return ("asset_chunks", content)
+    }
+}
+
+extension CLI {
+    /// What a PostgreSQL role made by ``makeRole(_:access:)`` may do with the test's store.
+    enum RoleAccess {
+        /// No privilege at all: not even the use of the store's schema.
+        case nothing
+        /// The use of the store's schema, and nothing of its tables.
+        case schemaOnly
+        /// The use of the schema and `SELECT` on every table: reads, and no writes.
+        case read
+    }
+
+    /// A new PostgreSQL login role with `access` to the test's (PostgreSQL) store, and the store's
+    /// URL as that role. Roles belong to the whole server: drop it with ``dropRole(_:)``.
+    ///
+    /// ```swift
+    /// let reader = try cli.makeRole("reader", access: .read)
+    /// defer { cli.dropRole(reader.name) }
+    /// let count = try await cli.run(["count", "--type", "Note", "--store", reader.url])
+    /// ```
+    ///
+    /// - Throws: when the role cannot be made (the store is not on PostgreSQL, say).
+    func makeRole(_ prefix: String, access: RoleAccess) throws -> (name: String, url: String) {
+        let name = "\(prefix)_\(String(UInt32.random(in: 0...UInt32.max), radix: 36))"
+        var grants: [String] = []
+        if access != .nothing { grants.append("GRANT USAGE ON SCHEMA %I TO \(name)") }
+        if access == .read { grants.append("GRANT SELECT ON ALL TABLES IN SCHEMA %I TO \(name)") }
+        let executes = grants.map { "EXECUTE format('\($0)', current_schema());" }.joined(separator: " ")
+        try PostgresConnection(url: storePath).executeScript("CREATE ROLE \(name) LOGIN;" + (executes.isEmpty ? "" : " DO $$ BEGIN \(executes) END $$;"))
+        return (name, try PostgresConnectionString.replacing(["user": name], in: storePath))
+    }
+
+    /// Drops a role ``makeRole(_:access:)`` made, with what it was granted.
+    func dropRole(_ name: String) {
+        try? PostgresConnection(url: storePath).executeScript("DROP OWNED BY \(name); DROP ROLE IF EXISTS \(name)")
+    }
+}
+
+extension CLI {
+    /// Backs the test's store up the way its engine's own tools do, while commands may still be
+    /// using it: a copy of the SQLite file and its log, or `pg_dump` of the store's PostgreSQL
+    /// schema. Answers the backup's path, for ``restoreStore(from:)``.
+    ///
+    /// ```swift
+    /// let backup = try await cli.backUpStore("before")
+    /// …                                        // the store moves on
+    /// try await cli.restoreStore(from: backup)  // and is put back as it was
+    /// ```
+    func backUpStore(_ name: String) async throws -> String {
+        let backup = store.path(name + ".backup")
+        guard engine == .postgres else {
+            for suffix in ["", "-wal"] where exists(storePath + suffix) {
+                try FileManager.default.copyItem(atPath: storePath + suffix, toPath: backup + suffix)
+            }
+            return backup
+        }
+        let schema = try #require(try PostgresConnection(url: storePath).query("SELECT current_schema()::text").first?.text(0))
+        let dumped = try await shell(#"pg_dump --format=custom --schema="$SCHEMA" --file="$BACKUP" --dbname="$STRATUS_STORE""#,
+                                     environment: ["SCHEMA": schema, "BACKUP": backup])
+        #expect(dumped.exitCode == 0, "\(dumped)")
+        return backup
+    }
+
+    /// Puts the test's store back from a backup ``backUpStore(_:)`` made: the SQLite file and
+    /// its log replaced, or the PostgreSQL schema dropped and restored.
+    func restoreStore(from backup: String) async throws {
+        guard engine == .postgres else {
+            for file in [storePath, storePath + "-wal", storePath + "-shm"] where exists(file) {
+                try FileManager.default.removeItem(atPath: file)
+            }
+            for suffix in ["", "-wal"] where exists(backup + suffix) {
+                try FileManager.default.copyItem(atPath: backup + suffix, toPath: storePath + suffix)
+            }
+            return
+        }
+        let connection = try PostgresConnection(url: storePath)
+        let schema = try #require(try connection.query("SELECT current_schema()::text").first?.text(0))
+        try connection.executeScript("DROP SCHEMA \(try PostgresConnection.quoteIdentifier(schema)) CASCADE")
+        let restored = try await shell(#"pg_restore --dbname="$STRATUS_STORE" "$BACKUP""#, environment: ["BACKUP": backup])
+        #expect(restored.exitCode == 0, "\(restored)")
     }
 }

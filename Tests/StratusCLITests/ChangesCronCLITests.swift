@@ -208,10 +208,10 @@ struct ChangesCronCLITests {
         }
     }
 
-    @Test("a token file larger than any token (an export named by mistake) is refused unread (65) and kept as it is")
-    func oversizedTokenFile() async throws {
+    @Test("a token file larger than any token (an export named by mistake) is refused unread (65) and kept as it is", arguments: TestEngine.all)
+    func oversizedTokenFile(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try await CLI(store)
+            let cli = try await CLI(store, engine: engine)
             #expect(try await cli.run(["import"], stdin: Input.notes(2)).exitCode == 0)
             // A sparse 8 MiB file: read whole into memory before; a swapped --token-file and
             // --output could name a file of many gigabytes.
@@ -227,10 +227,10 @@ struct ChangesCronCLITests {
         }
     }
 
-    @Test("a token file copied to start a second consumer at the first one's place never cuts or unlinks the first job's output (outputs beside the token, and on another file system); an edited token file removes no file it names", arguments: [false, true])
-    func copiedAndEditedTokenFiles(outputsElsewhere: Bool) async throws {
+    @Test("a token file copied to start a second consumer at the first one's place never cuts or unlinks the first job's output (outputs beside the token, and on another file system); an edited token file removes no file it names", arguments: TestEngine.all, [false, true])
+    func copiedAndEditedTokenFiles(engine: TestEngine, outputsElsewhere: Bool) async throws {
         try await TemporaryStore.with { store in
-            let cli = try await CLI(store)
+            let cli = try await CLI(store, engine: engine)
             // Outputs on another file system than the token files (/dev/shm, where there is one)
             // are held by links beside them instead of beside the token files.
             let elsewhere = "/dev/shm/stratus-test-\(UUID().uuidString)"
@@ -271,10 +271,10 @@ struct ChangesCronCLITests {
         }
     }
 
-    @Test("an asset that cannot be written into --assets-dir (a file size limit) is the output's failure, 73, and the token stays; the next run writes it")
-    func assetFolderWriteFailure() async throws {
+    @Test("an asset that cannot be written into --assets-dir (a file size limit) is the output's failure, 73, and the token stays; the next run writes it", arguments: TestEngine.all)
+    func assetFolderWriteFailure(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try await CLI(store)
+            let cli = try await CLI(store, engine: engine)
             _ = try store.writeFile("src/big.bin", patternBytes(count: 3_000_000, seed: 3))
             let line = Self.blob("b1", file: "big.bin", title: "big")
             #expect(try await cli.run(["import", try cli.file("big.ndjson", line + "\n"), "--assets-dir", store.path("src"), "--quiet"]).exitCode == 0)
@@ -287,10 +287,10 @@ struct ChangesCronCLITests {
         }
     }
 
-    @Test("changes --output naming a symbolic link holds the file it names: another job naming the file itself is refused (75), so neither cuts back the other's changes")
-    func outputThroughASymbolicLink() async throws {
+    @Test("changes --output naming a symbolic link holds the file it names: another job naming the file itself is refused (75), so neither cuts back the other's changes", arguments: TestEngine.all)
+    func outputThroughASymbolicLink(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try await CLI(store)
+            let cli = try await CLI(store, engine: engine)
             #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(2)).exitCode == 0)
             try FileManager.default.createSymbolicLink(atPath: store.path("link.ndjson"), withDestinationPath: "real.ndjson")
             let first = try await cli.run(["changes", "--token-file", store.path("one.token"), "--output", store.path("link.ndjson"), "--quiet"])
@@ -301,10 +301,10 @@ struct ChangesCronCLITests {
         }
     }
 
-    @Test("changes --output /dev/null (a device) is written as a stream: no link is made beside it, and later runs into a file go on")
-    func outputToADevice() async throws {
+    @Test("changes --output /dev/null (a device) is written as a stream: no link is made beside it, and later runs into a file go on", arguments: TestEngine.all)
+    func outputToADevice(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try await CLI(store)
+            let cli = try await CLI(store, engine: engine)
             #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(2)).exitCode == 0)
             let before = Set((try? FileManager.default.contentsOfDirectory(atPath: "/dev")) ?? [])
             let first = try await cli.run(["changes", "--token-file", store.path("tok"), "--output", "/dev/null", "--quiet"])
@@ -343,10 +343,10 @@ struct ChangesCronCLITests {
         }
     }
 
-    @Test("two jobs naming one --output file: the second is refused (75) while the first writes it, before it cuts anything back, and both tokens stay as they were")
-    func oneOutputFileOneJob() async throws {
+    @Test("two jobs naming one --output file: the second is refused (75) while the first writes it, before it cuts anything back, and both tokens stay as they were", arguments: TestEngine.all)
+    func oneOutputFileOneJob(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try await CLI(store)
+            let cli = try await CLI(store, engine: engine)
             #expect(try await cli.run(["import"], stdin: Input.notes(3)).exitCode == 0)
             let output = store.path("today.ndjson")
             #expect(try await cli.run(["changes", "--token-file", store.path("a.token"), "--output", output]).exitCode == 0)
@@ -369,10 +369,10 @@ struct ChangesCronCLITests {
         }
     }
 
-    @Test("two jobs naming one --output file one after the other: the second is refused (75) and writes nothing, so the first never cuts back what another job committed")
-    func oneOutputFileOneJobInTurn() async throws {
+    @Test("two jobs naming one --output file one after the other: the second is refused (75) and writes nothing, so the first never cuts back what another job committed", arguments: TestEngine.all)
+    func oneOutputFileOneJobInTurn(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try await CLI(store)
+            let cli = try await CLI(store, engine: engine)
             #expect(try await cli.run(["import"], stdin: Input.notes(3)).exitCode == 0)
             let output = store.path("changes-today.ndjson")
             #expect(try await cli.run(["changes", "--token-file", store.path("a.token"), "--output", output]).exitCode == 0)
@@ -413,10 +413,10 @@ struct ChangesCronCLITests {
         }
     }
 
-    @Test("changes --output - writes to stdout; a token file or output path with a line break is refused (64) before anything is written")
-    func outputDashAndLineBreaks() async throws {
+    @Test("changes --output - writes to stdout; a token file or output path with a line break is refused (64) before anything is written", arguments: TestEngine.all)
+    func outputDashAndLineBreaks(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try await CLI(store)
+            let cli = try await CLI(store, engine: engine)
             #expect(try await cli.run(["import"], stdin: Input.notes(2)).exitCode == 0)
             let dash = try await cli.run(["changes", "--token-file", store.path("a.token"), "--output", "-"])
             let names = try JSONLine.names(dash.stdout)

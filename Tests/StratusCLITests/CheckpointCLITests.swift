@@ -42,10 +42,10 @@ struct CheckpointCLITests {
         }
     }
 
-    @Test("--checkpoint refuses an input that cannot be read again from its start (a pipe, a device): exit 64, no checkpoint, nothing written")
-    func checkpointNeedsRegularInput() async throws {
+    @Test("--checkpoint refuses an input that cannot be read again from its start (a pipe, a device): exit 64, no checkpoint, nothing written", arguments: TestEngine.all)
+    func checkpointNeedsRegularInput(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try await CLI(store)
+            let cli = try await CLI(store, engine: engine)
             try await cli.createStore()
             let pipe = store.path("nightly.fifo")
             #expect(mkfifo(pipe, 0o600) == 0)
@@ -61,10 +61,10 @@ struct CheckpointCLITests {
         }
     }
 
-    @Test("a checkpointed import killed with SIGKILL has written the reject lines of every batch its checkpoint passed; the resumed run adds the rest, none twice")
-    func rejectsSurviveKill() async throws {
+    @Test("a checkpointed import killed with SIGKILL has written the reject lines of every batch its checkpoint passed; the resumed run adds the rest, none twice", arguments: TestEngine.all)
+    func rejectsSurviveKill(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try await CLI(store)
+            let cli = try await CLI(store, engine: engine)
             // Every 100th line has no recordName.
             let path = try await ChildProcess.onOwnThread {
                 var text = ""
@@ -96,10 +96,10 @@ struct CheckpointCLITests {
         }
     }
 
-    @Test("a checkpointed import whose first batches were all rejected goes on from its checkpoint, with --max-errors too")
-    func rejectedFirstBatchesResume() async throws {
+    @Test("a checkpointed import whose first batches were all rejected goes on from its checkpoint, with --max-errors too", arguments: TestEngine.all)
+    func rejectedFirstBatchesResume(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try await CLI(store)
+            let cli = try await CLI(store, engine: engine)
             try await cli.createStore()
             let input = try cli.file("in.ndjson", #"{"recordName":"_bad1","recordType":"T","fields":{}}"# + "\n" + #"{"recordName":"_bad2","recordType":"T","fields":{}}"# + "\n"
                 + #"{"recordName":"z1","recordType":"T","zoneID":{"zoneName":"Z"},"fields":{}}"# + "\n"
@@ -110,10 +110,10 @@ struct CheckpointCLITests {
             #expect(first.exitCode != 0 && cli.exists(checkpoint), "the missing zone stops it: \(first)")
             #expect(try await cli.run(["zones", "create", "Z"]).exitCode == 0)
             // Going on in a store that is not there is the wrong store: refused, none created.
-            let elsewhere = store.path("elsewhere.sqlite")
+            let elsewhere = try await cli.newStore("elsewhere")
             let missing = try await cli.run(arguments + ["--store", elsewhere])
             #expect(missing.exitCode == 66 && missing.stderr.contains("says an earlier run imported into it"), "\(missing)")
-            #expect(!missing.stderr.contains("created a new store") && !cli.exists(elsewhere), "\(missing)")
+            #expect(!missing.stderr.contains("created a new store") && !cli.storeExists(elsewhere), "\(missing)")
             let resumed = try await cli.run(arguments)
             // The job rejected two records, in its first run: not a clean import.
             #expect(resumed.exitCode == 1 && resumed.stderr.contains("going on from the checkpoint"), "\(resumed)")
@@ -155,10 +155,10 @@ struct CheckpointCLITests {
         }
     }
 
-    @Test("a command's own checkpoint that does not decode (a member edited to another type) is named as damaged, with the member, not as another command's; nothing is written and the file is left")
-    func damagedCheckpointOfTheSameCommand() async throws {
+    @Test("a command's own checkpoint that does not decode (a member edited to another type) is named as damaged, with the member, not as another command's; nothing is written and the file is left", arguments: TestEngine.all)
+    func damagedCheckpointOfTheSameCommand(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try await CLI(store)
+            let cli = try await CLI(store, engine: engine)
             try await cli.createStore()
             let input = try cli.file("in.ndjson", #"{"recordName":"a","recordType":"T","fields":{}}"# + "\n")
             let size = try FileManager.default.attributesOfItem(atPath: input)[.size] as? Int ?? 0
@@ -185,10 +185,10 @@ struct CheckpointCLITests {
         }
     }
 
-    @Test("a checkpoint that counts more settled items than the input holds (another input of the same size, or edited) is refused at the input's end: exit 64, not a success that imported nothing, and the checkpoint is kept")
-    func checkpointPastTheInputsEnd() async throws {
+    @Test("a checkpoint that counts more settled items than the input holds (another input of the same size, or edited) is refused at the input's end: exit 64, not a success that imported nothing, and the checkpoint is kept", arguments: TestEngine.all)
+    func checkpointPastTheInputsEnd(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try await CLI(store)
+            let cli = try await CLI(store, engine: engine)
             try await cli.createStore()
             let input = try cli.file("in.ndjson", #"{"recordName":"a","recordType":"T","fields":{}}"# + "\n" + #"{"recordName":"b","recordType":"T","fields":{}}"# + "\n")
             let size = try FileManager.default.attributesOfItem(atPath: input)[.size] as? Int ?? 0
@@ -203,10 +203,10 @@ struct CheckpointCLITests {
         }
     }
 
-    @Test("a checkpoint of a version before jobs names its job in the store before its first batch: a run stopped before any batch commits resumes")
-    func checkpointWithoutJob() async throws {
+    @Test("a checkpoint of a version before jobs names its job in the store before its first batch: a run stopped before any batch commits resumes", arguments: TestEngine.all)
+    func checkpointWithoutJob(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try await CLI(store)
+            let cli = try await CLI(store, engine: engine)
             try await cli.createStore()
             let lines = ["a", "b", "c", "d"].map { name in
                 #"{"recordName":"\#(name)","recordType":"T",\#(name == "a" || name == "c" ? #""zoneID":{"zoneName":"Z"},"# : "")"fields":{}}"#
@@ -233,10 +233,10 @@ struct CheckpointCLITests {
         }
     }
 
-    @Test("a store put back from a copy made during a checkpointed import is behind the checkpoint: the resume goes on from the store's record and ends with exactly the input")
-    func resumeOnStorePutBack() async throws {
+    @Test("a store put back from a copy made during a checkpointed import is behind the checkpoint: the resume goes on from the store's record and ends with exactly the input", arguments: TestEngine.all)
+    func resumeOnStorePutBack(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try await CLI(store)
+            let cli = try await CLI(store, engine: engine)
             try await cli.createStore()
             // Records 150 and 350 name zones that do not exist yet: each stops a run there.
             let lines = (0..<500).map { i -> String in
@@ -248,23 +248,15 @@ struct CheckpointCLITests {
             let arguments = ["import", input, "--checkpoint", checkpoint, "--batch-size", "50"]
             let first = try await cli.run(arguments)
             #expect(first.exitCode != 0 && cli.exists(checkpoint), "zone A stops it: \(first)")
-            // The copy of the store (with its log) a backup made then.
-            let backup = store.path("backup.sqlite")
-            for suffix in ["", "-wal"] where cli.exists(cli.storePath + suffix) {
-                try FileManager.default.copyItem(atPath: cli.storePath + suffix, toPath: backup + suffix)
-            }
+            // The backup made then.
+            let backup = try await cli.backUpStore("between-runs")
             #expect(try await cli.run(["zones", "create", "A"]).exitCode == 0)
             let second = try await cli.run(arguments)
             #expect(second.exitCode != 0 && cli.exists(checkpoint), "zone B stops it: \(second)")
             #expect(try await cli.count("T") > 300)
 
             // The store is put back from the backup, behind the checkpoint.
-            for file in [cli.storePath, cli.storePath + "-wal", cli.storePath + "-shm"] where cli.exists(file) {
-                try FileManager.default.removeItem(atPath: file)
-            }
-            for suffix in ["", "-wal"] where cli.exists(backup + suffix) {
-                try FileManager.default.copyItem(atPath: backup + suffix, toPath: cli.storePath + suffix)
-            }
+            try await cli.restoreStore(from: backup)
             #expect(try await cli.run(["zones", "create", "A", "B"]).exitCode == 0)
             let resumed = try await cli.run(arguments)
             #expect(resumed.exitCode == 0, "\(resumed)")
@@ -275,10 +267,10 @@ struct CheckpointCLITests {
         }
     }
 
-    @Test("timeout's SIGTERM, which reaches the command twice (directly and through its process group), stops after the batch with the summary, not at once")
-    func timeoutSignalsTwice() async throws {
+    @Test("timeout's SIGTERM, which reaches the command twice (directly and through its process group), stops after the batch with the summary, not at once", arguments: TestEngine.all)
+    func timeoutSignalsTwice(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try await CLI(store)
+            let cli = try await CLI(store, engine: engine)
             // Each round's input ends in a wait for more, so the run is always mid-import when
             // timeout sends its signal; the records before the wait are committed (batches of 1).
             let result = try await cli.shell(#"""
@@ -304,10 +296,10 @@ struct CheckpointCLITests {
         }
     }
 
-    @Test("SIGHUP stops an import as SIGTERM does (129, after its batch, the checkpoint saved); one started ignoring it (nohup) goes on to the end")
-    func hangup() async throws {
+    @Test("SIGHUP stops an import as SIGTERM does (129, after its batch, the checkpoint saved); one started ignoring it (nohup) goes on to the end", arguments: TestEngine.all)
+    func hangup(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try await CLI(store)
+            let cli = try await CLI(store, engine: engine)
             let path = try await ChildProcess.onOwnThread { try cli.file("rows.ndjson", Self.input()) }
             let checkpoint = store.path("hup.checkpoint")
             let first = try cli.start(["import", path, "--batch-size", "1000", "--checkpoint", checkpoint])

@@ -144,6 +144,7 @@ struct CopyCLITests {
         }
     }
 
+    // SQLite only: -wal and -shm files are SQLite's; a PostgreSQL store leaves no file.
     @Test("a copy closes its SQLite stores as it ends: no -wal or -shm file is left beside the source or the destination")
     func copyLeavesNoLogFiles() async throws {
         try await TemporaryStore.with { store in
@@ -158,12 +159,12 @@ struct CopyCLITests {
         }
     }
 
-    @Test("a copy that finished with --checkpoint (its checkpoint removed, as a kill just after the removal leaves it) run again the same way finds nothing to copy and exits 0; once the source changed, it is refused (64) as before")
-    func finishedCopyRunAgain() async throws {
+    @Test("a copy that finished with --checkpoint (its checkpoint removed, as a kill just after the removal leaves it) run again the same way finds nothing to copy and exits 0; once the source changed, it is refused (64) as before", arguments: TestEngine.all)
+    func finishedCopyRunAgain(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try await CLI(store)
+            let cli = try await CLI(store, engine: engine)
             #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(300)).exitCode == 0)
-            let destination = store.path("copy.sqlite"), checkpoint = store.path("copy.checkpoint")
+            let destination = try await cli.newStore("copy"), checkpoint = store.path("copy.checkpoint")
             let arguments = ["copy", "--from", cli.storePath, "--to", destination, "--checkpoint", checkpoint, "--batch-size", "100"]
             let first = try await cli.run(arguments)
             #expect(first.exitCode == 0 && !cli.exists(checkpoint), "\(first)")
@@ -177,10 +178,10 @@ struct CopyCLITests {
         }
     }
 
-    @Test("an asset whose content file in the source was cut short is not copied as if whole: the record fails naming the damage, and the copy does not end in success")
-    func damagedSourceContentIsNotCopied() async throws {
+    @Test("an asset whose content file in the source was cut short is not copied as if whole: the record fails naming the damage, and the copy does not end in success", arguments: TestEngine.all)
+    func damagedSourceContentIsNotCopied(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try await CLI(store)
+            let cli = try await CLI(store, engine: engine)
             _ = try await cli.importPhotoWithContentCutShort(in: store, folder: "in", seed: 5)
             #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(3)).exitCode == 0)
 
@@ -457,18 +458,21 @@ struct CopyCLITests {
     }
 
 
-    @Test("refusals: a destination that holds records (64), a checkpoint of another copy (64), a checkpoint another copy holds (75), a missing source (66)")
-    func refusals() async throws {
+    @Test("refusals: a destination that holds records (64), a checkpoint of another copy (64), a checkpoint another copy holds (75), a missing source (66)", arguments: TestEngine.all)
+    func refusals(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try await CLI(store)
+            let cli = try await CLI(store, engine: engine)
             let source = try await cli.newStore("source"), other = try await cli.newStore("other"), destination = try await cli.newStore("destination")
             for path in [source, other] {
                 #expect(try await cli.run(["import", "--quiet", "--store", path], stdin: Input.notes(5)).exitCode == 0)
             }
             let full = try await cli.run(["copy", "--from", source, "--to", other])
             #expect(full.exitCode == 64 && full.stderr.contains("already holds 5 records") && full.stderr.contains("give --checkpoint"), "\(full)")
-            // The same store under another name: a checkpoint would not help, so none is advised.
-            let sourceAgain = (source as NSString).deletingLastPathComponent + "/./" + (source as NSString).lastPathComponent
+            // The same store under another name (another spelling of the path, or of the URL): a
+            // checkpoint would not help, so none is advised.
+            let sourceAgain = engine == .sqlite
+                ? (source as NSString).deletingLastPathComponent + "/./" + (source as NSString).lastPathComponent
+                : try PostgresConnectionString.replacing(["connect_timeout": "30"], in: source)
             let itself = try await cli.run(["copy", "--from", source, "--to", sourceAgain])
             #expect(itself.exitCode == 64 && itself.stderr.contains("the same store") && !itself.stderr.contains("--checkpoint"), "\(itself)")
 
@@ -481,9 +485,9 @@ struct CopyCLITests {
             #expect(foreign.exitCode == 64 && foreign.stderr.contains("checkpoint belongs to a copy between other stores"), "\(foreign)")
 
             // Going on from a checkpoint needs the destination the earlier run wrote to.
-            let gone = store.path("gone.sqlite")
+            let gone = try await cli.newStore("gone")
             let wrongDestination = try await cli.run(["copy", "--from", source, "--to", gone, "--checkpoint", checkpoint])
-            #expect(wrongDestination.exitCode == 66 && wrongDestination.stderr.contains("says an earlier run copied into it") && !cli.exists(gone), "\(wrongDestination)")
+            #expect(wrongDestination.exitCode == 66 && wrongDestination.stderr.contains("says an earlier run copied into it") && !cli.storeExists(gone), "\(wrongDestination)")
 
             let lock = open(checkpoint + ".lock", O_RDWR | O_CREAT, 0o644)
             #expect(lock >= 0 && flock(lock, LOCK_EX) == 0)
@@ -491,9 +495,10 @@ struct CopyCLITests {
             #expect(held.exitCode == 75, "\(held)")
             close(lock)
 
-            let missing = try await cli.run(["copy", "--from", store.path("nope.sqlite"), "--to", try await cli.newStore("fourth")])
+            let nope = try await cli.newStore("nope")
+            let missing = try await cli.run(["copy", "--from", nope, "--to", try await cli.newStore("fourth")])
             #expect(missing.exitCode == 66 && missing.stderr.contains("--from"), "\(missing)")
-            #expect(!cli.exists(store.path("nope.sqlite")))
+            #expect(!cli.storeExists(nope))
             for arguments in [["copy", "--to", destination], ["copy", "--from", source], ["copy", "--from", source, "--to", source], ["copy", "--from", source, "--to", destination, "--batch-size", "0"]] {
                 let usage = try await cli.run(arguments)
                 #expect(usage.exitCode == 64, "\(usage)")
@@ -527,6 +532,7 @@ struct CopyCLITests {
         }
     }
 
+    // PostgreSQL only: row-level security and its roles are PostgreSQL's (an SQLite file has no roles).
     @Test("a PostgreSQL store read or written as a role row-level security binds is refused with exit 77 naming the role needed; nothing is copied")
     func rowSecurityBoundRoles() async throws {
         try await TemporaryStore.with { store in
@@ -565,6 +571,7 @@ struct CopyCLITests {
         }
     }
 
+    // SQLite to PostgreSQL by nature: the statements counted are the PostgreSQL destination's.
     @Test("SQLite to PostgreSQL writes records in bulk: a few statements per batch, not one look-up and one insert per record, public and private alike")
     func copiesInBulk() async throws {
         try await TemporaryStore.with { store in

@@ -72,6 +72,7 @@ struct DamagedStoreCLITests {
         }
     }
 
+    // SQLite only: damaged pages of an SQLite file; the PostgreSQL counterparts are postgresOrphans and postgresDamagedDocuments.
     @Test("a store of 20,000 records with damaged pages: count and export exit 70 naming the store, not a part of the records with exit 0; check exits 70")
     func damagedPages() async throws {
         try await TemporaryStore.with { store in
@@ -102,6 +103,7 @@ struct DamagedStoreCLITests {
         }
     }
 
+    // SQLite only: a file that is no database; the PostgreSQL counterpart is foreignTablesInTheSchema (HostileSurroundingsCLITests).
     @Test("a file that is not an SQLite database at all: every read and check exit 70 naming it")
     func notADatabase() async throws {
         try await TemporaryStore.with { store in
@@ -128,15 +130,15 @@ struct DamagedStoreCLITests {
         }
     }
 
-    @Test("asset content cut short in the store's folder: export --assets-dir fails the record naming the damage and writes no file for it; assets get exits 70 writing nothing; check exits 70 naming the file")
-    func truncatedAssetContent() async throws {
+    @Test("asset content cut short in the store (a content file, a chunk): export --assets-dir fails the record naming the damage and writes no file for it; assets get exits 70 writing nothing; check exits 70 naming the file", arguments: TestEngine.all)
+    func truncatedAssetContent(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try await CLI(store)
+            let cli = try await CLI(store, engine: engine)
             let (contents, file) = try await cli.importPhotoWithContentCutShort(in: store, folder: "src", seed: 9)
 
             let export = try await cli.run(["export", "--type", "Photo", "--assets-dir", store.path("out")])
             #expect(export.exitCode != 0, "\(export)")
-            #expect(export.stderr.contains("pic") && export.stderr.contains("5000 bytes where the asset has 20000") && export.stderr.contains("damaged"), "\(export.stderr)")
+            #expect(export.stderr.contains("pic") && export.stderr.contains("5000 bytes where") && export.stderr.contains("has 20000") && export.stderr.contains("damaged"), "\(export.stderr)")
             let written = (try? FileManager.default.contentsOfDirectory(atPath: store.path("out"))) ?? []
             #expect(written.filter { !$0.hasPrefix(".") }.isEmpty, "no file holds the damage under the asset's name: \(written)")
 
@@ -146,7 +148,10 @@ struct DamagedStoreCLITests {
 
             let check = try await cli.run(["check"])
             #expect(check.exitCode == 70, "\(check)")
-            #expect(check.stdoutLines == ["asset content \(file) in \(contents) has 5000 bytes where record 'pic' in zone _defaultZone of default public gives its asset 20000"], "\(check)")
+            let problem = engine == .sqlite
+                ? "asset content \(file) in \(contents) has 5000 bytes where record 'pic' in zone _defaultZone of default public gives its asset 20000"
+                : "asset content \(file) holds 5000 of its 20000 bytes in \(contents)"
+            #expect(check.stdoutLines == [problem], "\(check)")
         }
     }
 
@@ -268,19 +273,29 @@ struct DamagedStoreCLITests {
         }
     }
 
-    @Test("a store of a newer version opened read-only (a file with a second name) says to use a newer Stratus (70), not to open it with write access (77)")
-    func newerStoreReadOnly() async throws {
+    @Test("a store of a newer version opened read-only (an SQLite file with a second name, a PostgreSQL role that may only read) says to use a newer Stratus (70), not to open it with write access (77)", arguments: TestEngine.all)
+    func newerStoreReadOnly(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try await CLI(store)
+            let cli = try await CLI(store, engine: engine)
             #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(3)).exitCode == 0)
-            let set = try await cli.shell("sqlite3 '\(cli.storePath)' 'PRAGMA user_version = 999' && ln '\(cli.storePath)' '\(store.path("second-name.sqlite"))'")
-            #expect(set.exitCode == 0, "\(set)")
-            let result = try await cli.run(["count", "--type", "Note"])
-            #expect(result.exitCode == 70 && result.stderr.contains("has schema version 999") && result.stderr.contains("Use a newer Stratus"), "\(result)")
-            #expect(!result.stderr.contains("write access"), "\(result)")
+            var reader: (name: String, url: String)?
+            defer { if let reader { cli.dropRole(reader.name) } }
+            switch engine {
+            case .sqlite:
+                // A file with a second name is opened read-only.
+                let set = try await cli.shell("sqlite3 '\(cli.storePath)' 'PRAGMA user_version = 999' && ln '\(cli.storePath)' '\(store.path("second-name.sqlite"))'")
+                #expect(set.exitCode == 0, "\(set)")
+            case .postgres:
+                reader = try cli.makeRole("reader", access: .read)
+                _ = try PostgresConnection(url: cli.storePath).execute("UPDATE meta SET value = '999' WHERE key = 'version'")
+            }
+            let result = try await cli.run(["count", "--type", "Note"] + (reader.map { ["--store", $0.url] } ?? []), environment: reader == nil ? [:] : ["STRATUS_USER": ""])
+            #expect(result.exitCode == 70 && result.stderr.contains("version 999") && result.stderr.contains("Use a newer Stratus"), "\(result)")
+            #expect(!result.stderr.contains("write access") && !result.stderr.contains("may not write"), "\(result)")
         }
     }
 
+    // PostgreSQL only: rows a raw statement left; the SQLite counterpart is damagedPages.
     @Test("PostgreSQL: records whose zone row is gone are a damaged store: check exits 70 naming it and the problem")
     func postgresOrphans() async throws {
         try await TemporaryStore.with { store in
@@ -295,6 +310,7 @@ struct DamagedStoreCLITests {
         }
     }
 
+    // PostgreSQL only: a document a raw statement wrote; the SQLite counterpart is damagedPages.
     @Test("PostgreSQL: a record whose field document a raw UPDATE made unreadable: reads exit 70, check exits 70 naming the record")
     func postgresDamagedDocuments() async throws {
         try await TemporaryStore.with { store in

@@ -1,4 +1,5 @@
 import Foundation
+import StratusPostgres
 import StratusTestSupport
 import Testing
 
@@ -6,6 +7,8 @@ import Testing
 /// expects: nothing stored is lost, nothing foreign is written, and no failure reads as success.
 @Suite("stratus among hostile files and streams", .timeLimit(.minutes(30)))
 struct HostileSurroundingsCLITests {
+    // SQLite only: the files named are an SQLite store's; a PostgreSQL store has no files
+    // beside it that an output could name.
     @Test("a reject file, output or checkpoint naming the store's own files is refused (64) and the store keeps every record")
     func storeFilesAreNoOutputs() async throws {
         try await TemporaryStore.with { store in
@@ -34,6 +37,7 @@ struct HostileSurroundingsCLITests {
         }
     }
 
+    // SQLite only: -wal, -shm and -journal files are SQLite's.
     @Test("a store named by another store's -wal, -shm or -journal file is refused (66) by writing, reading and copying commands, and the other store keeps every record")
     func storeInsideAnotherStoresLog() async throws {
         try await TemporaryStore.with { store in
@@ -64,6 +68,8 @@ struct HostileSurroundingsCLITests {
         }
     }
 
+    // SQLite only: files that are no store; the PostgreSQL counterpart (another program's
+    // tables in the schema) is foreignTablesInTheSchema.
     @Test("reads of an empty file, another program's database or a device exit 66 or 70 and leave them as they were")
     func foreignFilesAreNotStores() async throws {
         try await TemporaryStore.with { store in
@@ -95,6 +101,7 @@ struct HostileSurroundingsCLITests {
         }
     }
 
+    // SQLite only: the PostgreSQL counterpart is foreignTablesInTheSchema.
     @Test("another program's database with a table named records is refused as one (70) by reading, writing and copying commands, and left unchanged")
     func foreignRecordsTable() async throws {
         try await TemporaryStore.with { store in
@@ -117,10 +124,34 @@ struct HostileSurroundingsCLITests {
         }
     }
 
-    @Test("an answer that cannot be written to stdout is exit 73, never a crash or 0")
-    func fullStandardOutput() async throws {
+    // PostgreSQL only: another program's tables in the store's schema; the SQLite counterparts
+    // are foreignFilesAreNotStores and foreignRecordsTable.
+    @Test("a PostgreSQL schema holding another program's table named records is refused as one (70) by reading, writing and copying commands, and left unchanged")
+    func foreignTablesInTheSchema() async throws {
         try await TemporaryStore.with { store in
-            let cli = try await CLI(store)
+            let cli = try await CLI(store, engine: .postgres)
+            let foreign = try PostgresConnection(url: cli.storePath)
+            try foreign.executeScript("CREATE TABLE customers(id integer); INSERT INTO customers VALUES (7); CREATE TABLE records(id integer, body text); INSERT INTO records VALUES (7, 'x');")
+            func tables() throws -> [String] {
+                try foreign.query("SELECT table_name::text FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY 1").map { try $0.text(0) ?? "" }
+            }
+            let before = try tables()
+            let destination = try await cli.newStore("copy")
+            for arguments in [["count", "--type", "T"], ["import"], ["copy", "--from", cli.storePath, "--to", destination]] {
+                let result = try await cli.run(arguments, stdin: Input.notes(1))
+                #expect(result.exitCode == 70 && result.stderr.contains("another program"), "\(arguments[0]): \(result)")
+                #expect(!result.stderr.contains("zone_id") && result.stdout.isEmpty, "\(arguments[0]): \(result)")
+            }
+            #expect(try tables() == before, "no table was added")
+            #expect(try foreign.query("SELECT count(*) FROM records").first?.int64(0) == 1, "another program's rows are left")
+            #expect(!cli.storeExists(destination), "the refused copy made no destination")
+        }
+    }
+
+    @Test("an answer that cannot be written to stdout is exit 73, never a crash or 0", arguments: TestEngine.all)
+    func fullStandardOutput(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
             #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(3)).exitCode == 0)
             for command in ["count --type Note", "count --type Note --json", "info", "zones list", "get n1", "types", "schema export",
                             "--help", "--version", "help count", "count --help"] {
@@ -131,10 +162,10 @@ struct HostileSurroundingsCLITests {
         }
     }
 
-    @Test("an export whose output file cannot be written (a full disk) is exit 73 and names the file")
-    func fullOutputFile() async throws {
+    @Test("an export whose output file cannot be written (a full disk) is exit 73 and names the file", arguments: TestEngine.all)
+    func fullOutputFile(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try await CLI(store)
+            let cli = try await CLI(store, engine: engine)
             #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(3)).exitCode == 0)
             for format in ["ndjson", "csv"] {
                 let result = try await cli.run(["export", "--type", "Note", "--format", format, "--output", "/dev/full"])
@@ -146,10 +177,10 @@ struct HostileSurroundingsCLITests {
         }
     }
 
-    @Test("a reject file that cannot be written is exit 73, and the summary counts what the batch committed")
-    func fullRejectFile() async throws {
+    @Test("a reject file that cannot be written is exit 73, and the summary counts what the batch committed", arguments: TestEngine.all)
+    func fullRejectFile(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try await CLI(store)
+            let cli = try await CLI(store, engine: engine)
             // A rejection of more than 64 KiB (the reject file's buffer) between two good records.
             let input = #"{"recordName":"g1","recordType":"G","fields":{}}"# + "\n"
                 + #"{"recordName":""# + String(repeating: "x", count: 70_000) + #"","recordType":"G","fields":{}}"# + "\n"
@@ -161,10 +192,10 @@ struct HostileSurroundingsCLITests {
         }
     }
 
-    @Test("control characters from the input are shown escaped on stderr")
-    func controlCharactersAreEscaped() async throws {
+    @Test("control characters from the input are shown escaped on stderr", arguments: TestEngine.all)
+    func controlCharactersAreEscaped(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try await CLI(store)
+            let cli = try await CLI(store, engine: engine)
             let hostile = #"{"recordName":"esc\u001b]0;PWNED\u0007\u001b[2J","recordType":"T\u001b[31mRED","fields":{}}"# + "\n"
             let result = try await cli.run(["import"], stdin: hostile)
             #expect(result.exitCode == 1, "\(result)")
@@ -181,10 +212,10 @@ struct HostileSurroundingsCLITests {
     }
 
     @Test("on a terminal the progress line is redrawn with raw control sequences, while a carriage return or escape from the input stays escaped",
-          .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script")))
-    func terminalProgressLine() async throws {
+          .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script")), arguments: TestEngine.all)
+    func terminalProgressLine(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try await CLI(store)
+            let cli = try await CLI(store, engine: engine)
             try await cli.createStore()
             let first = try cli.file("first.ndjson", Input.notes(1_000))
             let hostile = #"{"recordName":"cr\rx\u001b[2J","recordType":"T","fields":{}}"# + "\n"
@@ -197,6 +228,7 @@ struct HostileSurroundingsCLITests {
         }
     }
 
+    // Engine-neutral by nature: the --store given is refused before any store is opened.
     @Test("a libpq key=value string as --store is refused without echoing it or creating files")
     func connectionStringIsRefused() async throws {
         try await TemporaryStore.with { store in
@@ -213,6 +245,7 @@ struct HostileSurroundingsCLITests {
         }
     }
 
+    // Engine-neutral by nature: the URLs given are refused or unreachable; the test's store is never opened.
     @Test("PostgreSQL URLs: an unescaped '@' in the password, one slash after the scheme or a scheme of its own are usage errors that echo nothing of the URL; an uppercase scheme is PostgreSQL")
     func postgresURLSpellings() async throws {
         try await TemporaryStore.with { store in
@@ -235,10 +268,10 @@ struct HostileSurroundingsCLITests {
         }
     }
 
-    @Test("a password is never echoed: not of a URL given without --store or as the command, nor of a key=value argument")
-    func passwordsInArgumentsAreHidden() async throws {
+    @Test("a password is never echoed: not of a URL given without --store or as the command, nor of a key=value argument", arguments: TestEngine.all)
+    func passwordsInArgumentsAreHidden(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try await CLI(store)
+            let cli = try await CLI(store, engine: engine)
             let url = "postgresql://owner:s3cretPW@127.0.0.1:1/app"
             for (arguments, code) in [(["count", "--type", "Note", url], Int32(64)), ([url], 64), (["import", url], 66), (["get", url], 1),
                                       (["count", "--type", "Note", "host=db1 password=s3cretPW"], 64),
@@ -253,6 +286,7 @@ struct HostileSurroundingsCLITests {
         }
     }
 
+    // Engine-neutral by nature: the URLs given are refused or unreachable; the test's store is never opened.
     @Test("a password with a quote, a space or a backtick is hidden too; another scheme's URL keeps its port and path")
     func passwordsWithQuotesAreHidden() async throws {
         try await TemporaryStore.with { store in
@@ -271,10 +305,10 @@ struct HostileSurroundingsCLITests {
         }
     }
 
-    @Test("a store that looks like a URL of another scheme (a typo of postgresql://) is a usage error that echoes nothing and creates nothing")
-    func mistypedSchemesAreRefused() async throws {
+    @Test("a store that looks like a URL of another scheme (a typo of postgresql://) is a usage error that echoes nothing and creates nothing", arguments: TestEngine.all)
+    func mistypedSchemesAreRefused(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try await CLI(store)
+            let cli = try await CLI(store, engine: engine)
             #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(1)).exitCode == 0)
             for url in ["postgresq://owner:s3cretPW@127.0.0.1:1/app", "postgresql//owner:s3cretPW@127.0.0.1:1/app", "pg://owner:s3cretPW@db1/app",
                         "Postgres//owner:s3cretPW@db1/app"] {
@@ -292,10 +326,10 @@ struct HostileSurroundingsCLITests {
         }
     }
 
-    @Test("the default store follows $HOME; help --help is help; a missing zone is exit 66")
-    func smallerPromises() async throws {
+    @Test("the default store follows $HOME; help --help is help; a missing zone is exit 66", arguments: TestEngine.all)
+    func smallerPromises(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try await CLI(store)
+            let cli = try await CLI(store, engine: engine)
             let home = store.path("home")
             let missing = try await cli.run(["count", "--type", "Note"], environment: ["STRATUS_STORE": "", "XDG_DATA_HOME": "", "HOME": home])
             #expect(missing.exitCode == 66 && missing.stderr.contains(home + "/.local/share/stratus/default.sqlite"), "\(missing)")
@@ -311,6 +345,7 @@ struct HostileSurroundingsCLITests {
         }
     }
 
+    // Engine-neutral by nature: the samples' own default stores, not the stratus tool's.
     @Test("a sample given a mistaken command or option says so and creates no store")
     func samplesCreateNothingOnMistakes() async throws {
         try await TemporaryStore.with { store in
@@ -334,19 +369,22 @@ struct HostileSurroundingsCLITests {
         }
     }
 
-    @Test("a table-less database another program marked, a reject file that holds other data, and a closed pipe are not written")
-    func moreForeignFiles() async throws {
+    @Test("a table-less database another program marked, a reject file that holds other data, and a closed pipe are not written", arguments: TestEngine.all)
+    func moreForeignFiles(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try await CLI(store)
-            let marked = store.path("app.sqlite")
-            let made = try await cli.shell("sqlite3 '\(marked)' 'PRAGMA application_id = 1234567; PRAGMA user_version = 3;'")
-            #expect(made.exitCode == 0, "\(made)")
-            let before = try Data(contentsOf: URL(fileURLWithPath: marked))
-            for arguments in [["types"], ["count", "--type", "T"], ["import"]] {
-                let result = try await cli.run(arguments + ["--store", marked], stdin: Input.notes(1))
-                #expect(result.exitCode == 70 && result.stderr.contains("another program"), "\(arguments[0]): \(result)")
+            let cli = try await CLI(store, engine: engine)
+            // An SQLite file's marks; the PostgreSQL counterpart is foreignTablesInTheSchema.
+            if engine == .sqlite {
+                let marked = store.path("app.sqlite")
+                let made = try await cli.shell("sqlite3 '\(marked)' 'PRAGMA application_id = 1234567; PRAGMA user_version = 3;'")
+                #expect(made.exitCode == 0, "\(made)")
+                let before = try Data(contentsOf: URL(fileURLWithPath: marked))
+                for arguments in [["types"], ["count", "--type", "T"], ["import"]] {
+                    let result = try await cli.run(arguments + ["--store", marked], stdin: Input.notes(1))
+                    #expect(result.exitCode == 70 && result.stderr.contains("another program"), "\(arguments[0]): \(result)")
+                }
+                #expect(try Data(contentsOf: URL(fileURLWithPath: marked)) == before)
             }
-            #expect(try Data(contentsOf: URL(fileURLWithPath: marked)) == before)
 
             #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(2_000)).exitCode == 0)
             let foreign = try cli.file("notes.txt", "my own notes, not rejects\n")
@@ -425,10 +463,10 @@ struct HostileSurroundingsCLITests {
         }
     }
 
-    @Test("a checkpoint's leftover temporary file goes with the next run; a relative XDG_DATA_HOME is ignored; a path with '=' is a path")
-    func leftoversAndNames() async throws {
+    @Test("a checkpoint's leftover temporary file goes with the next run; a relative XDG_DATA_HOME is ignored; a path with '=' is a path", arguments: TestEngine.all)
+    func leftoversAndNames(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try await CLI(store)
+            let cli = try await CLI(store, engine: engine)
             let input = try cli.file("notes.ndjson", Input.notes(5))
             let checkpoint = store.path("import.checkpoint")
             let leftover = checkpoint + ".tmp-999999"
@@ -446,6 +484,8 @@ struct HostileSurroundingsCLITests {
         }
     }
 
+    // SQLite only: the limit is on files the command writes; a PostgreSQL server writes its own
+    // (its full disk is quotaExceeded, exit 73, in StratusError+Postgres).
     @Test("a file size limit (ulimit -f) under an import: exit 73 saying the file is too large, not a death by signal or 70; the committed batches stay and the checkpoint goes on")
     func fileSizeLimit() async throws {
         try await TemporaryStore.with { store in

@@ -33,6 +33,7 @@ struct ImportCLITests {
         }
     }
 
+    // SQLite only: -wal and -shm files are SQLite's; a PostgreSQL store leaves no file.
     @Test("an import closes its SQLite store as it ends: no -wal or -shm file is left beside it, as after count; with --checkpoint too")
     func importLeavesNoLogFiles() async throws {
         try await TemporaryStore.with { store in
@@ -49,11 +50,12 @@ struct ImportCLITests {
         }
     }
 
-    @Test("an import stopped by SIGTERM keeps its checkpoint; the run that goes on ends with exactly the input and, ending normally, leaves no -wal or -shm file")
-    func stoppedImportResumesAndLeavesNoLogFiles() async throws {
+    @Test("an import stopped by SIGTERM keeps its checkpoint; the run that goes on ends with exactly the input and, ending normally, leaves no -wal or -shm file", arguments: TestEngine.all)
+    func stoppedImportResumesAndLeavesNoLogFiles(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try await CLI(store)
-            let logs = [cli.storePath + "-wal", cli.storePath + "-shm"]
+            let cli = try await CLI(store, engine: engine)
+            // A PostgreSQL store has no files beside it to leave.
+            let logs = engine == .sqlite ? [cli.storePath + "-wal", cli.storePath + "-shm"] : []
             let input = try cli.file("notes.ndjson", Input.notes(2_000))
             let checkpoint = store.path("notes.ckpt")
             let arguments = ["import", input, "--quiet", "--batch-size", "1", "--checkpoint", checkpoint]
@@ -107,10 +109,10 @@ struct ImportCLITests {
         }
     }
 
-    @Test("a changes/zone answer that says \"moreComing\": true is one page of its zone's changes, and the import says so")
-    func changesPageWithMoreComing() async throws {
+    @Test("a changes/zone answer that says \"moreComing\": true is one page of its zone's changes, and the import says so", arguments: TestEngine.all)
+    func changesPageWithMoreComing(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try await CLI(store)
+            let cli = try await CLI(store, engine: engine)
             func answer(_ name: String, moreComing: Bool) throws -> String {
                 try cli.file("\(name).json", #"{"zones":[{"zoneID":{"zoneName":"Notes"},"moreComing":\#(moreComing),"syncToken":"T1","records":["#
                     + Input.notes(2, prefix: name).split(separator: "\n").joined(separator: ",") + "]}]}")
@@ -226,10 +228,10 @@ struct ImportCLITests {
         }
     }
 
-    @Test("a reject file, an input or a names file that cannot be opened is refused saying why (the system's reason), and nothing is imported")
-    func unopenableFilesSayWhy() async throws {
+    @Test("a reject file, an input or a names file that cannot be opened is refused saying why (the system's reason), and nothing is imported", arguments: TestEngine.all)
+    func unopenableFilesSayWhy(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try await CLI(store)
+            let cli = try await CLI(store, engine: engine)
             let input = try cli.file("tasks.ndjson", #"{"recordName":"t1","recordType":"Task"}"# + "\n")
             let noFolder = try await cli.run(["import", input, "--reject-file", store.path("missing-folder/rejects.ndjson")])
             #expect(noFolder.exitCode == 73, "\(noFolder)")
@@ -278,13 +280,13 @@ struct ImportCLITests {
         }
     }
 
-    @Test("a folder named as the input is exit 66 before any store is made")
-    func folderAsInput() async throws {
+    @Test("a folder named as the input is exit 66 before any store is made", arguments: TestEngine.all)
+    func folderAsInput(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try await CLI(store)
+            let cli = try await CLI(store, engine: engine)
             let result = try await cli.run(["import", store.directory.path])
             #expect(result.exitCode == 66 && result.stderr.contains("is a folder"), "\(result)")
-            #expect(!cli.exists(cli.storePath), "no store was made for an input that cannot be read")
+            #expect(!cli.storeExists(), "no store was made for an input that cannot be read")
         }
     }
 

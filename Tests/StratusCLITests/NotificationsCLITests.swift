@@ -310,6 +310,8 @@ struct NotificationsCLITests {
         #expect(await holder.wait().exitCode == 143)
     }
 
+    // SQLite only: a file replaced under its path; a PostgreSQL store replaced by a copy is
+    // another URL (tokenOfAReplacedStore).
     @Test("watch on SQLite ends with 70 naming the store when its file is replaced under it (a restore), instead of following a file nobody writes")
     func watchNoticesReplacedStore() async throws {
         let stratus = try ChildProcess.builtExecutable("stratus")
@@ -329,25 +331,35 @@ struct NotificationsCLITests {
         #expect(ended.exitCode == 70 && ended.stderr.contains("replaced"), "\(ended.stderr)")
     }
 
-    @Test("notifications with a token of the store a stratus copy backup replaced: exit 65 saying it belongs to another store, and removing it starts again")
-    func tokenOfAReplacedStore() async throws {
+    @Test("notifications with a token of the store a stratus copy backup replaced: exit 65 saying it belongs to another store, and removing it starts again", arguments: NotificationTestEngine.allCases)
+    func tokenOfAReplacedStore(_ engine: NotificationTestEngine) async throws {
         let stratus = try ChildProcess.builtExecutable("stratus")
-        let fixture = try NotificationFixture(.sqlite)
+        let fixture = try NotificationFixture(engine)
         let database = try fixture.container().publicCloudDatabase
         #expect(try await fixture.run(stratus, ["subscriptions", "create", "notes", "--type", "Note"] + fixture.options()).exitCode == 0)
         try await database.save(makeRecord("Note", "one"))
         let tokenFile = fixture.folder.path("n.token")
         #expect(try await fixture.run(stratus, ["notifications", "--token-file", tokenFile] + fixture.options()).exitCode == 0)
 
-        let backup = fixture.folder.path("backup.sqlite")
+        // The backup replaces the store: moved over its file, or named by the job's URL instead.
+        let backupSchema = engine == .postgres ? try PostgresTestServer.makeSchema() : nil
+        let backup = backupSchema?.url ?? fixture.folder.path("backup.sqlite")
         #expect(try await fixture.run(stratus, ["copy", "--from", fixture.location, "--to", backup]).exitCode == 0)
-        for suffix in ["-wal", "-shm"] { unlink(fixture.location + suffix) }
-        #expect(rename(backup, fixture.location) == 0)
-        for suffix in ["-wal", "-shm"] { _ = rename(backup + suffix, fixture.location + suffix) }
-        let refused = try await fixture.run(stratus, ["notifications", "--token-file", tokenFile] + fixture.options())
+        var replaced = fixture.location
+        if engine == .sqlite {
+            for suffix in ["-wal", "-shm"] { unlink(fixture.location + suffix) }
+            #expect(rename(backup, fixture.location) == 0)
+            for suffix in ["-wal", "-shm"] { _ = rename(backup + suffix, fixture.location + suffix) }
+        } else {
+            replaced = backup
+        }
+        // `options()` begins with the fixture's --store.
+        let onReplaced = ["--store", replaced] + fixture.options().dropFirst(2)
+        let refused = try await fixture.run(stratus, ["notifications", "--token-file", tokenFile] + onReplaced)
         #expect(refused.exitCode == 65 && refused.stderr.contains("another store") && refused.stderr.contains("remove it"), "\(refused.stderr)")
         try FileManager.default.removeItem(atPath: tokenFile)
-        #expect(try await fixture.run(stratus, ["notifications", "--token-file", tokenFile] + fixture.options()).exitCode == 0)
+        #expect(try await fixture.run(stratus, ["notifications", "--token-file", tokenFile] + onReplaced).exitCode == 0)
+        withExtendedLifetime(backupSchema) {}
     }
 
     @Test("notifications: an expired token exits 65, compact removes old notifications, usage errors exit 64", arguments: NotificationTestEngine.allCases)

@@ -46,10 +46,10 @@ struct QueryLimitsCLITests {
         }
     }
 
-    @Test("a key sorted twice (count, then count:desc) is exit 64 naming the key, for query and export; nothing is printed")
-    func keySortedTwice() async throws {
+    @Test("a key sorted twice (count, then count:desc) is exit 64 naming the key, for query and export; nothing is printed", arguments: TestEngine.all)
+    func keySortedTwice(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try await CLI(store, engine: .sqlite)
+            let cli = try await CLI(store, engine: engine)
             #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(3)).exitCode == 0)
             for command in ["query", "export"] {
                 let refused = try await cli.run([command, "--type", "Note", "--sort", "count", "--sort", "title", "--sort", "count:desc"])

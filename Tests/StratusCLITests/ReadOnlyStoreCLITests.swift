@@ -26,6 +26,7 @@ struct ReadOnlyStoreCLITests {
         return try await cli.shell("exec \(runuser ?? "runuser") -u nobody -- env STRATUS_USER=tester \"$STRATUS\" " + words + (input.map { " < '\($0)'" } ?? " < /dev/null"))
     }
 
+    // SQLite only: file modes of the store's assets folder; a PostgreSQL role's privileges are rolesWithoutPrivileges.
     @Test("check by a user who may read the store but not enter its private assets folder: 77 saying so, not 70 calling the contents lost")
     func checkWithoutAccessToAssets() async throws {
         try Self.requireOtherUser()
@@ -47,6 +48,7 @@ struct ReadOnlyStoreCLITests {
         }
     }
 
+    // SQLite only: file modes, -wal and -shm; the PostgreSQL counterpart is rolesWithoutPrivileges.
     @Test("no write access: without a writer, reads fail with 77 naming the missing access; while a writer has it open, reads work read-only; writes fail with 77 and change nothing")
     func readOnlyStore() async throws {
         try Self.requireOtherUser()
@@ -91,6 +93,7 @@ struct ReadOnlyStoreCLITests {
         }
     }
 
+    // SQLite only: file and folder modes; the PostgreSQL counterpart is rolesWithoutPrivileges.
     @Test("a store the user may not read (mode 0600, another owner) or whose folder it may not enter: 77 naming the missing access, for reads and writes, not 66 'no store'")
     func unreadableStore() async throws {
         try Self.requireOtherUser()
@@ -113,6 +116,7 @@ struct ReadOnlyStoreCLITests {
         }
     }
 
+    // SQLite only: file modes; the PostgreSQL counterpart is dryRunAsReadingRole.
     @Test("import --dry-run on a store the user may not write fails with 77 as the real run does, instead of calling the input valid")
     func dryRunOnReadOnlyStore() async throws {
         try Self.requireOtherUser()
@@ -143,22 +147,14 @@ struct ReadOnlyStoreCLITests {
         }
     }
 
+    // PostgreSQL only: a role's privileges; the SQLite counterpart is dryRunOnReadOnlyStore.
     @Test("dry runs as a PostgreSQL role that may only read fail as the real runs do (77 naming the missing privileges) instead of calling the input valid")
     func dryRunAsReadingRole() async throws {
         try await TemporaryStore.with { store in
             let cli = try await CLI(store, engine: .postgres)
             #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(3)).exitCode == 0)
-            let reader = "reader_\(String(UInt32.random(in: 0...UInt32.max), radix: 36))"
-            let admin = try PostgresConnection(url: cli.storePath)
-            try admin.executeScript("""
-                CREATE ROLE \(reader) LOGIN;
-                DO $$ BEGIN
-                    EXECUTE format('GRANT USAGE ON SCHEMA %I TO \(reader)', current_schema());
-                    EXECUTE format('GRANT SELECT ON ALL TABLES IN SCHEMA %I TO \(reader)', current_schema());
-                END $$;
-                """)
-            defer { try? admin.executeScript("DROP OWNED BY \(reader); DROP ROLE IF EXISTS \(reader)") }
-            let url = try PostgresConnectionString.replacing(["user": reader], in: cli.storePath)
+            let (reader, url) = try cli.makeRole("reader", access: .read)
+            defer { cli.dropRole(reader) }
             let input = Input.notes(1, prefix: "x")
             let real = try await cli.run(["import", "--store", url], stdin: input)
             #expect(real.exitCode == 77, "\(real)")
@@ -176,6 +172,38 @@ struct ReadOnlyStoreCLITests {
             #expect(try await cli.count("Note") == 3, "nothing was written")
             let allowed = try await cli.run(["import", "--dry-run"], stdin: input)
             #expect(allowed.exitCode == 0 && allowed.stderrLines.last?.contains("dry run: 1 valid, 0 rejected") == true, "the tables' owner gets the dry run's answer: \(allowed)")
+        }
+    }
+
+    // PostgreSQL only: a role's privileges; the SQLite counterparts are readOnlyStore and unreadableStore.
+    @Test("a PostgreSQL role that may only read reads the store and is refused writes (77); roles without privileges on the store are refused reads and writes with 77 naming the missing privileges, not 66 'no store'")
+    func rolesWithoutPrivileges() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: .postgres)
+            #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(3)).exitCode == 0)
+            let noUser = ["STRATUS_USER": ""]
+
+            let (reader, readerURL) = try cli.makeRole("reader", access: .read)
+            defer { cli.dropRole(reader) }
+            let count = try await cli.run(["count", "--type", "Note", "--store", readerURL], environment: noUser)
+            #expect(count.exitCode == 0 && count.stdout == "3\n", "\(count)")
+            let export = try await cli.run(["export", "--type", "Note", "--quiet", "--store", readerURL], environment: noUser)
+            #expect(export.exitCode == 0 && export.stdoutLines.count == 3, "\(export)")
+            for arguments in [["delete", "n1", "--yes"], ["import"]] {
+                let refused = try await cli.run(arguments + ["--store", readerURL], stdin: Input.notes(1, prefix: "x"), environment: noUser)
+                #expect(refused.exitCode == 77 && refused.stderr.contains("permission denied for table"), "\(arguments[0]): \(refused)")
+            }
+
+            for access in [CLI.RoleAccess.nothing, .schemaOnly] {
+                let (stranger, strangerURL) = try cli.makeRole("stranger", access: access)
+                defer { cli.dropRole(stranger) }
+                for arguments in [["count", "--type", "Note"], ["import"]] {
+                    let refused = try await cli.run(arguments + ["--store", strangerURL], stdin: Input.notes(1, prefix: "x"), environment: noUser)
+                    #expect(refused.exitCode == 77 && refused.stderr.contains(stranger) && refused.stderr.contains("permission"), "\(access), \(arguments[0]): \(refused)")
+                    #expect(!refused.stderr.contains("no Stratus store") && refused.stdout.isEmpty, "\(access), \(arguments[0]): \(refused)")
+                }
+            }
+            #expect(try await cli.count("Note") == 3, "nothing was written")
         }
     }
 }

@@ -129,10 +129,10 @@ struct RecordCommandsCLITests {
         }
     }
 
-    @Test("delete --names-file reads a line no longer than a name could be: /dev/zero or a binary file is refused at its line (65), nothing deleted; CRLF lines are names")
-    func namesFileWithoutEnd() async throws {
+    @Test("delete --names-file reads a line no longer than a name could be: /dev/zero or a binary file is refused at its line (65), nothing deleted; CRLF lines are names", arguments: TestEngine.all)
+    func namesFileWithoutEnd(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try await CLI(store)
+            let cli = try await CLI(store, engine: engine)
             #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(3)).exitCode == 0)
             // Read until memory ran out before: the whole file was read before its first name.
             let endless = try await cli.run(["delete", "--names-file", "/dev/zero", "--yes"])
@@ -151,10 +151,10 @@ struct RecordCommandsCLITests {
         }
     }
 
-    @Test("delete --names-file takes each line as the name it is: blanks around a name are part of it, so 'X ' never deletes 'X'")
-    func namesFileKeepsBlanks() async throws {
+    @Test("delete --names-file takes each line as the name it is: blanks around a name are part of it, so 'X ' never deletes 'X'", arguments: TestEngine.all)
+    func namesFileKeepsBlanks(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try await CLI(store)
+            let cli = try await CLI(store, engine: engine)
             let records = ["X", "X ", " Y", "Y"].map { #"{"recordName":"\#($0)","recordType":"Note","fields":{}}"# }
             #expect(try await cli.run(["import", "--quiet"], stdin: records.joined(separator: "\n") + "\n").exitCode == 0)
             let names = try cli.file("names.txt", "X \n Y\r\n")

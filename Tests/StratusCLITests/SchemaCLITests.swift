@@ -37,10 +37,10 @@ struct SchemaCLITests {
         #expect(imported.exitCode == 0, "\(imported)")
     }
 
-    @Test("a schema FILE of - is standard input for import, validate and diff; its errors name stdin")
-    func standardInput() async throws {
+    @Test("a schema FILE of - is standard input for import, validate and diff; its errors name stdin", arguments: TestEngine.all)
+    func standardInput(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try await CLI(store)
+            let cli = try await CLI(store, engine: engine)
             let valid = try await cli.run(["schema", "validate", "-"], stdin: Self.forum)
             #expect(valid.exitCode == 0 && valid.stderr.contains("stdin is valid"), "\(valid)")
             let imported = try await cli.run(["schema", "import", "-"], stdin: Self.forum)
@@ -53,10 +53,10 @@ struct SchemaCLITests {
         }
     }
 
-    @Test("schema validate and import count the record types a file declares: Users only when the file declares it, as exports do")
-    func countsWhatTheFileDeclares() async throws {
+    @Test("schema validate and import count the record types a file declares: Users only when the file declares it, as exports do", arguments: TestEngine.all)
+    func countsWhatTheFileDeclares(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try await CLI(store)
+            let cli = try await CLI(store, engine: engine)
             let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fixtures/ckdb")
             let cases: [(path: String, counts: String)] = [
                 (try cli.file("one.ckdb", "DEFINE SCHEMA\n    RECORD TYPE Note (title STRING);\n"), "(1 record type(s), 0 role(s))"),

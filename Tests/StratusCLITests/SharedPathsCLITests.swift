@@ -8,10 +8,10 @@ import Testing
 /// usage error before anything is read or made.
 @Suite("One path for two options", .timeLimit(.minutes(30)))
 struct SharedPathsCLITests {
-    @Test("changes --token-file T --output T, export --output X --assets-dir X, import --checkpoint R --reject-file R and the same through a link are exit 64 naming both options; nothing is written")
-    func sharedPathsRefused() async throws {
+    @Test("changes --token-file T --output T, export --output X --assets-dir X, import --checkpoint R --reject-file R and the same through a link are exit 64 naming both options; nothing is written", arguments: TestEngine.all)
+    func sharedPathsRefused(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try await CLI(store, engine: .sqlite)
+            let cli = try await CLI(store, engine: engine)
             let input = try cli.file("notes.ndjson", Input.notes(3))
             #expect(try await cli.run(["import", input, "--quiet"]).exitCode == 0)
             let folder = store.directory.path
@@ -64,10 +64,10 @@ struct SharedPathsCLITests {
         }
     }
 
-    @Test("an empty FILE argument (an unset shell variable) is exit 64 for import, schema import, validate and diff, and assets attach; no store is made")
-    func emptyFileArguments() async throws {
+    @Test("an empty FILE argument (an unset shell variable) is exit 64 for import, schema import, validate and diff, and assets attach; no store is made", arguments: TestEngine.all)
+    func emptyFileArguments(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try await CLI(store, engine: .sqlite)
+            let cli = try await CLI(store, engine: engine)
             for arguments in [["import", ""], ["schema", "import", ""], ["schema", "validate", ""], ["schema", "diff", ""], ["assets", "attach", ""]] {
                 let refused = try await cli.run(arguments)
                 #expect(refused.exitCode == 64 && refused.stderr.contains("non-empty"), "\(arguments): \(refused)")

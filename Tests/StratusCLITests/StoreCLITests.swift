@@ -23,36 +23,29 @@ struct StoreCLITests {
         ["check"],
     ]
 
-    @Test("read commands on a missing SQLite store exit 66 and create nothing, not even its folder", arguments: readCommands)
-    func readOnMissingStore(arguments: [String]) async throws {
+    @Test("read commands on a missing store exit 66 and create nothing: no SQLite file, not even its folder; no tables in a PostgreSQL schema", arguments: TestEngine.all, readCommands)
+    func readOnMissingStore(engine: TestEngine, arguments: [String]) async throws {
         try await TemporaryStore.with { store in
-            let cli = try await CLI(store)
+            let cli = try await CLI(store, engine: engine)
+            // On SQLite a path in folders that do not exist; on PostgreSQL a schema without tables.
             let folder = store.path("typo")
-            let path = folder + "/nested/store.sqlite"
+            let location = engine == .sqlite ? folder + "/nested/store.sqlite" : cli.storePath
             let token = store.path("feed.token")
-            let result = try await cli.run(arguments.map { $0 == "TOKEN" ? token : $0 } + ["--store", path], stdin: Input.notes(1))
+            let result = try await cli.run(arguments.map { $0 == "TOKEN" ? token : $0 } + ["--store", location], stdin: Input.notes(1))
             #expect(result.exitCode == 66, "\(result)")
-            #expect(result.stderr.contains(path) && result.stderr.contains("no store"), "\(result)")
+            if engine == .sqlite {
+                #expect(result.stderr.contains(location) && result.stderr.contains("no store"), "\(result)")
+                #expect(!cli.exists(folder), "nothing created for \(arguments[0])")
+            } else {
+                #expect(result.stderr.contains("no Stratus store"), "\(result)")
+                #expect(!cli.storeExists(), "no tables made for \(arguments[0])")
+            }
             #expect(result.stdout.isEmpty, "\(result)")
-            #expect(!cli.exists(folder), "nothing created for \(arguments[0])")
             #expect(!cli.exists(token) && !cli.exists(token + ".lock"), "no token or lock file either")
         }
     }
 
-    @Test("read commands on a PostgreSQL database without a store exit 66 and create no tables", arguments: readCommands)
-    func readOnDatabaseWithoutStore(arguments: [String]) async throws {
-        try await TemporaryStore.with { store in
-            let cli = try await CLI(store, engine: .postgres)
-            let token = store.path("feed.token")
-            let result = try await cli.run(arguments.map { $0 == "TOKEN" ? token : $0 }, stdin: Input.notes(1))
-            #expect(result.exitCode == 66, "\(result)")
-            #expect(result.stderr.contains("no Stratus store"), "\(result)")
-            #expect(result.stdout.isEmpty, "\(result)")
-            #expect(!cli.storeExists(), "no tables made for \(arguments[0])")
-            #expect(!cli.exists(token) && !cli.exists(token + ".lock"), "no token or lock file either")
-        }
-    }
-
+    // SQLite only: the default store is an SQLite file.
     @Test("without --store or $STRATUS_STORE, a read of the default (SQLite) store that does not exist exits 66 and creates nothing")
     func missingDefaultStore() async throws {
         try await TemporaryStore.with { store in
@@ -65,18 +58,19 @@ struct StoreCLITests {
         }
     }
 
-    @Test("a STRATUS_ variable set but empty (a wrapper's unset variable) is a usage error (64) that creates no store; the option given instead wins")
-    func emptyVariablesAreMistakes() async throws {
+    @Test("a STRATUS_ variable set but empty (a wrapper's unset variable) is a usage error (64) that creates no store; the option given instead wins", arguments: TestEngine.all)
+    func emptyVariablesAreMistakes(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
-            let cli = try await CLI(store)
+            let cli = try await CLI(store, engine: engine)
             let dataHome = store.path("xdg")
             for variable in ["STRATUS_STORE", "STRATUS_USER", "STRATUS_ENVIRONMENT", "STRATUS_READ_STORE"] {
                 let refused = try await cli.shell(#"\#(variable)= XDG_DATA_HOME="\#(dataHome)" "$STRATUS" import"#, environment: [:])
                 #expect(refused.exitCode == 64 && refused.stderr.contains("$\(variable) is set but empty"), "\(variable): \(refused)")
             }
             #expect(!cli.exists(dataHome), "no default store made")
-            let given = try await cli.shell(#"STRATUS_STORE= "$STRATUS" import --store "\#(store.path("given.sqlite"))" < /dev/null"#)
-            #expect(given.exitCode == 0 && cli.exists(store.path("given.sqlite")), "\(given)")
+            let givenStore = try await cli.newStore("given")
+            let given = try await cli.shell(#"STRATUS_STORE= "$STRATUS" import --store "$GIVEN" < /dev/null"#, environment: ["GIVEN": givenStore])
+            #expect(given.exitCode == 0 && cli.storeExists(givenStore), "\(given)")
         }
     }
 
@@ -124,6 +118,7 @@ struct StoreCLITests {
     }
 
 
+    // SQLite only: a store moved as one file without its -wal is SQLite's concern.
     @Test("once the commands that wrote an SQLite store have exited, its file alone holds everything: a store moved without its -wal loses nothing")
     func storeFileIsWholeAfterExit() async throws {
         try await TemporaryStore.with { store in
@@ -207,6 +202,7 @@ struct StoreCLITests {
         }
     }
 
+    // PostgreSQL only: a hot standby is PostgreSQL's (an SQLite path as --read-store is refused here).
     @Test("--read-store: a standby that cannot be reached is exit 75 naming it, for every read that goes there; another store or an SQLite path is 64; the store itself as its standby reads")
     func readStore() async throws {
         try await TemporaryStore.with { store in

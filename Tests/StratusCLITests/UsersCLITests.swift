@@ -56,6 +56,7 @@ struct UsersCLITests {
         }
     }
 
+    // PostgreSQL only: row-level security and roles are PostgreSQL's.
     @Test("users row-security --print shows the SQL; applied, a role that connects without --user acts as itself and reaches only its own private rows")
     func rowSecurity() async throws {
         try await TemporaryStore.with { store in
@@ -102,6 +103,7 @@ struct UsersCLITests {
         }
     }
 
+    // PostgreSQL only: a member of the row-level security group is a PostgreSQL role.
     @Test("schema reset by a member of the row-level security group is refused (77) saying a reset is the tables' owner's, and deletes nothing")
     func resetByMemberIsTheOwnersJob() async throws {
         try await TemporaryStore.with { store in
@@ -131,6 +133,7 @@ struct UsersCLITests {
         }
     }
 
+    // PostgreSQL only: roles, groups and row-level security are PostgreSQL's.
     @Test("an administrator's mistakes say what to do: a member without a directory entry, a role outside the group (granted the tables or not), a group that does not exist, row-security for a second group, a port that is no number")
     func administratorMistakes() async throws {
         try await TemporaryStore.with { store in
@@ -201,6 +204,7 @@ struct UsersCLITests {
         }
     }
 
+    // PostgreSQL only: libpq's password file (the store given is a PostgreSQL URL).
     @Test("without a password, the message names the password file PGPASSFILE names and what is wrong with it",
           .enabled(if: PostgresTestServer.passwordCheckingAddress != nil, "needs an address where the server checks passwords (STRATUS_TEST_POSTGRES_TCP)"))
     func missingPassword() async throws {
@@ -216,6 +220,7 @@ struct UsersCLITests {
             #expect(ignored.exitCode == 77 && ignored.stderr.contains("others may read it (chmod 600"), "\(ignored)")
         }
     }
+    // PostgreSQL only: logins, passwords and service files are PostgreSQL's.
     @Test("a role without LOGIN is refused for good (77), not an unreachable server (75); a wrong password from a service file is named as the service's, not PGPASSWORD's",
           .enabled(if: PostgresTestServer.passwordCheckingAddress != nil, "needs an address where the server checks passwords (STRATUS_TEST_POSTGRES_TCP)"))
     func loginRefusals() async throws {
@@ -251,6 +256,7 @@ struct UsersCLITests {
         }
     }
 
+    // PostgreSQL only: COPY under row-level security, in the server's log.
     @Test("a member's import writes new records with statements from its first batch: it leaves no refused COPY in the server's log",
           .enabled(if: PostgresTestServer.serverLogPath != nil, "needs the log of a server the tests started"))
     func memberImportLeavesNoRefusedCopy() async throws {
@@ -277,6 +283,7 @@ struct UsersCLITests {
         }
     }
 
+    // PostgreSQL only: the roles a login needs are PostgreSQL's.
     @Test("users add, once row-level security is set up, notes a login that cannot use the store: no role of that name, a role outside the group, a role without LOGIN")
     func addNotesLoginsThatCannotConnect() async throws {
         try await TemporaryStore.with { store in
