@@ -151,67 +151,65 @@ public typealias CKSyncEngineDelegate = SyncEngineDelegate
 /// ```
 public typealias CKError = StratusError
 
-/// `CKRecordID`: ``Record/ID``.
-public typealias CKRecordID = Record.ID
+/// `CKRecordID`: ``RecordID`` (Stratus names it without the prefix).
+public typealias CKRecordID = RecordID
 
-/// `CKRecordZoneID`: ``RecordZone/ID``.
-public typealias CKRecordZoneID = RecordZone.ID
+/// `CKRecordZoneID`: ``RecordZoneID`` (Stratus names it without the prefix).
+public typealias CKRecordZoneID = RecordZoneID
 
-/// `CKReference`: ``Record/Reference``.
-public typealias CKReference = Record.Reference
+/// `CKReference`: ``Reference`` (Stratus names it without the prefix).
+public typealias CKReference = Reference
 
-/// `CKReferenceAction`: ``Record/ReferenceAction``.
-public typealias CKReferenceAction = Record.ReferenceAction
+/// `CKReferenceAction`: ``ReferenceAction`` (Stratus names it without the prefix).
+public typealias CKReferenceAction = ReferenceAction
 
-/// `CKRecordSavePolicy`: ``ModifyRecordsOperation/SavePolicy``.
-public typealias CKRecordSavePolicy = ModifyRecordsOperation.SavePolicy
+/// `CKRecordSavePolicy`: ``RecordSavePolicy`` (Stratus names it without the prefix).
+public typealias CKRecordSavePolicy = RecordSavePolicy
 
 /// `CKQueryCursor`: ``QueryCursor``.
 public typealias CKQueryCursor = QueryCursor
 
-/// `CKDatabaseScope`: ``Database/Scope``.
-public typealias CKDatabaseScope = Database.Scope
+/// `CKDatabaseScope`: ``DatabaseScope`` (Stratus names it without the prefix).
+public typealias CKDatabaseScope = DatabaseScope
 
-/// `CKRecordZoneCapabilities`: ``RecordZone/Capabilities``.
-public typealias CKRecordZoneCapabilities = RecordZone.Capabilities
+/// `CKRecordZoneCapabilities`: ``RecordZoneCapabilities`` (Stratus names it without the prefix).
+public typealias CKRecordZoneCapabilities = RecordZoneCapabilities
 
-/// `CKQuerySubscriptionOptions`: ``QuerySubscription/Options``.
-public typealias CKQuerySubscriptionOptions = QuerySubscription.Options
+/// `CKQuerySubscriptionOptions`: ``QuerySubscriptionOptions`` (Stratus names it without the prefix).
+public typealias CKQuerySubscriptionOptions = QuerySubscriptionOptions
 
-/// `CKSubscriptionType`: ``Subscription/SubscriptionType``.
-public typealias CKSubscriptionType = Subscription.SubscriptionType
+/// `CKSubscriptionType`: ``SubscriptionType`` (Stratus names it without the prefix).
+public typealias CKSubscriptionType = SubscriptionType
 
-/// `CKNotificationType`: ``StratusNotification/NotificationType``.
-public typealias CKNotificationType = StratusNotification.NotificationType
+/// `CKNotificationType`: ``NotificationType`` (Stratus names it without the prefix).
+public typealias CKNotificationType = NotificationType
 
-/// `CKQueryNotificationReason`: ``QueryNotification/Reason``.
-public typealias CKQueryNotificationReason = QueryNotification.Reason
+/// `CKQueryNotificationReason`: ``QueryNotificationReason`` (Stratus names it without the prefix).
+public typealias CKQueryNotificationReason = QueryNotificationReason
 
-/// `CKFetchRecordZoneChangesOptions`: ``FetchRecordZoneChangesOperation/ZoneOptions``.
-public typealias CKFetchRecordZoneChangesOptions = FetchRecordZoneChangesOperation.ZoneOptions
+/// `CKFetchRecordZoneChangesOptions`: ``FetchRecordZoneChangesOptions`` (Stratus names it without the prefix).
+public typealias CKFetchRecordZoneChangesOptions = FetchRecordZoneChangesOptions
 
-/// `CKFetchRecordZoneChangesConfiguration`: ``FetchRecordZoneChangesOperation/ZoneConfiguration``.
-public typealias CKFetchRecordZoneChangesConfiguration = FetchRecordZoneChangesOperation.ZoneConfiguration
+/// `CKFetchRecordZoneChangesConfiguration`: ``FetchRecordZoneChangesConfiguration`` (Stratus names it without the prefix).
+public typealias CKFetchRecordZoneChangesConfiguration = FetchRecordZoneChangesConfiguration
 
-/// `CKRecord_Reference_Action`: ``Record/ReferenceAction``.
-///
-/// The Objective-C name of `CKRecord.Reference.Action`, which some Swift code spells out.
-public typealias CKRecord_Reference_Action = Record.ReferenceAction
+/// `CKRecord_Reference_Action`: ``Record_Reference_Action`` (Stratus names it without the prefix).
+public typealias CKRecord_Reference_Action = Record_Reference_Action
 
-/// `CKShareParticipant`: ``Share/Participant``.
-public typealias CKShareParticipant = Share.Participant
+/// `CKShareParticipant`: ``ShareParticipant`` (Stratus names it without the prefix).
+public typealias CKShareParticipant = ShareParticipant
 
-/// `CKShareParticipantPermission`: ``Share/ParticipantPermission``.
-public typealias CKShareParticipantPermission = Share.ParticipantPermission
+/// `CKShareParticipantPermission`: ``ShareParticipantPermission`` (Stratus names it without the prefix).
+public typealias CKShareParticipantPermission = ShareParticipantPermission
 
-/// `CKShareParticipantRole`: ``Share/ParticipantRole``.
-public typealias CKShareParticipantRole = Share.ParticipantRole
+/// `CKShareParticipantRole`: ``ShareParticipantRole`` (Stratus names it without the prefix).
+public typealias CKShareParticipantRole = ShareParticipantRole
 
-/// `CKShareParticipantAcceptanceStatus`: ``Share/ParticipantAcceptanceStatus``.
-public typealias CKShareParticipantAcceptanceStatus = Share.ParticipantAcceptanceStatus
+/// `CKShareParticipantAcceptanceStatus`: ``ShareParticipantAcceptanceStatus`` (Stratus names it without the prefix).
+public typealias CKShareParticipantAcceptanceStatus = ShareParticipantAcceptanceStatus
 
-/// `CKUserIdentityLookupInfo`: ``UserIdentity/LookupInfo``.
-public typealias CKUserIdentityLookupInfo = UserIdentity.LookupInfo
+/// `CKUserIdentityLookupInfo`: ``UserIdentityLookupInfo`` (Stratus names it without the prefix).
+public typealias CKUserIdentityLookupInfo = UserIdentityLookupInfo
 
 /// `CLLocation`: ``Location``.
 ///
