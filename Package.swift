@@ -69,7 +69,7 @@ let package = Package(
             name: "CloudKitNamesTests", dependencies: ["CloudKit", "StratusTestSupport"],
             swiftSettings: [.swiftLanguageMode(.v5)]),
         .executableTarget(
-            name: "cloudkit-port", dependencies: ["Stratus", "StratusSQLite"], path: "samples/CloudKitPort",
+            name: "cloudkit-port", dependencies: ["CloudKit"], path: "samples/CloudKitPort",
             swiftSettings: [.swiftLanguageMode(.v5)]),
         // Codec throughput and a long fuzz run: swift run -c release stratus-transfer-bench [fuzz].
         .executableTarget(name: "stratus-transfer-bench", dependencies: ["Stratus", "StratusTransfer", "SeededRandom"], path: "Sources/StratusTransferBench"),

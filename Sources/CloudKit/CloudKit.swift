@@ -9,10 +9,11 @@
 // let saved = try await database.save(note)
 // ```
 //
-// The module brings Stratus (the model, operations and convenience API), the embedded SQLite
-// store (`CKContainer.default()`, `CKContainer(identifier:)`), the PostgreSQL engine and the
-// store chooser (`Container(identifier:store:)`, which follows `$STRATUS_STORE` to either), and
-// adds CloudKit's `CK` names for all of them (`CloudKitTypeNames.swift`, `CloudKitConstants.swift`).
+// The module brings Stratus (the model, operations and convenience API), both engines and the
+// store chooser (`Container(identifier:store:)`), and adds CloudKit's `CK` names for all of them
+// (`CloudKitTypeNames.swift`, `CloudKitConstants.swift`). `CKContainer(identifier:)` and
+// `CKContainer.default()` cannot fail, as CloudKit's cannot, and open the store `$STRATUS_STORE`
+// names on either engine (`CKContainer+DefaultStore.swift`).
 @_exported import Stratus
 @_exported import StratusPostgres
 @_exported import StratusSQLite

@@ -1,5 +1,5 @@
-// A CloudKit command-line program, ported to Stratus mechanically: `import CloudKit` became
-// `import Stratus` (and `StratusSQLite` for the default store), the `CK` prefixes were dropped,
+// A CloudKit command-line program on Stratus, as written for CloudKit: it keeps its
+// `import CloudKit` and every `CK` name. What Linux's Foundation lacks changed:
 // `NSPredicate(value:)` became `QueryPredicate(value:)` and `NSSortDescriptor` became
 // `RecordSortDescriptor`. Nothing else changed; it is compiled in Swift 5 language mode.
 //
@@ -7,14 +7,15 @@
 //     cloudkit-port list                prints the notes, newest first
 //     cloudkit-port changes FILE        prints what changed since the token archived in FILE
 //
-// It uses `Container.default()`: set STRATUS_STORE (and STRATUS_CONTAINER) to choose the store.
+// Its container is `CKContainer(identifier: "iCloud.com.example.notes")`, or
+// `CKContainer.default()` when STRATUS_CONTAINER names one; STRATUS_STORE (an SQLite file's
+// path or a PostgreSQL URL) chooses the store, as for every program that imports CloudKit.
+import CloudKit
 import Foundation
-import Stratus
-import StratusSQLite
 
 let arguments = CommandLine.arguments.dropFirst()
 let usage = "usage: cloudkit-port add TEXT | list | changes TOKENFILE  (the store: $STRATUS_STORE)\n"
-// Checked before Container.default() opens the store: a mistake creates no store.
+// Checked before the container opens the store: a mistake creates no store.
 switch (arguments.first, arguments.count) {
 case ("add", 2), ("list", 1), ("changes", 2): break
 case ("--help", _), ("-h", _):
@@ -25,9 +26,10 @@ default:
     exit(64)
 }
 
-let container = Container.default()
+let container = ProcessInfo.processInfo.environment["STRATUS_CONTAINER"] == nil
+    ? CKContainer(identifier: "iCloud.com.example.notes") : CKContainer.default()
 let database = container.privateCloudDatabase
-let zoneID = RecordZone.ID(zoneName: "Notes", ownerName: CurrentUserDefaultName)
+let zoneID = CKRecordZone.ID(zoneName: "Notes", ownerName: CKCurrentUserDefaultName)
 
 func fail(_ error: Error) -> Never {
     let nsError = error as NSError
@@ -38,7 +40,7 @@ func fail(_ error: Error) -> Never {
 /// Creates the zone once, as CloudKit sync code does before its first save.
 func createZone() {
     let semaphore = DispatchSemaphore(value: 0)
-    let operation = ModifyRecordZonesOperation(recordZonesToSave: [RecordZone(zoneID: zoneID)], recordZoneIDsToDelete: nil)
+    let operation = CKModifyRecordZonesOperation(recordZonesToSave: [CKRecordZone(zoneID: zoneID)], recordZoneIDsToDelete: nil)
     operation.modifyRecordZonesCompletionBlock = { _, _, error in
         if let error = error { fail(error) }
         semaphore.signal()
@@ -49,9 +51,9 @@ func createZone() {
 
 func add(_ text: String) {
     createZone()
-    let note = Record(recordType: "Note", recordID: Record.ID(recordName: UUID().uuidString, zoneID: zoneID))
-    note["text"] = text as RecordValue
-    note["createdAt"] = Date() as RecordValue
+    let note = CKRecord(recordType: "Note", recordID: CKRecord.ID(recordName: UUID().uuidString, zoneID: zoneID))
+    note["text"] = text as CKRecordValue
+    note["createdAt"] = Date() as CKRecordValue
     note["pinned"] = false
     let semaphore = DispatchSemaphore(value: 0)
     database.save(note) { saved, error in
@@ -63,9 +65,9 @@ func add(_ text: String) {
 }
 
 func list() {
-    let query = Query(recordType: "Note", predicate: QueryPredicate(value: true))
+    let query = CKQuery(recordType: "Note", predicate: QueryPredicate(value: true))
     query.sortDescriptors = [RecordSortDescriptor(key: "createdAt", ascending: false)]
-    let operation = QueryOperation(query: query)
+    let operation = CKQueryOperation(query: query)
     operation.zoneID = zoneID
     let semaphore = DispatchSemaphore(value: 0)
     operation.recordFetchedBlock = { record in
@@ -75,7 +77,7 @@ func list() {
     }
     operation.queryCompletionBlock = { _, error in
         // No notes zone yet (nothing was ever added): an empty list, as CloudKit apps treat it.
-        if let error = error as? StratusError, error.code == .zoneNotFound {
+        if let error = error as? CKError, error.code == .zoneNotFound {
             semaphore.signal()
             return
         }
@@ -87,13 +89,13 @@ func list() {
 }
 
 func changes(tokenFile: URL) {
-    var token: ServerChangeToken?
+    var token: CKServerChangeToken?
     if let data = try? Data(contentsOf: tokenFile) {
-        token = try? NSKeyedUnarchiver.unarchivedObject(ofClass: ServerChangeToken.self, from: data)
+        token = try? NSKeyedUnarchiver.unarchivedObject(ofClass: CKServerChangeToken.self, from: data)
     }
-    let options = FetchRecordZoneChangesOperation.ZoneConfiguration()
+    let options = CKFetchRecordZoneChangesOperation.ZoneConfiguration()
     options.previousServerChangeToken = token
-    let operation = FetchRecordZoneChangesOperation(recordZoneIDs: [zoneID], configurationsByRecordZoneID: [zoneID: options])
+    let operation = CKFetchRecordZoneChangesOperation(recordZoneIDs: [zoneID], configurationsByRecordZoneID: [zoneID: options])
     let semaphore = DispatchSemaphore(value: 0)
     operation.recordChangedBlock = { record in
         print("changed \(record["text"] as? String ?? "")")
@@ -102,7 +104,7 @@ func changes(tokenFile: URL) {
         print("deleted \(recordType) \(recordID.recordName)")
     }
     operation.recordZoneFetchCompletionBlock = { _, newToken, _, _, error in
-        if let error = error as? StratusError, error.code == .changeTokenExpired {
+        if let error = error as? CKError, error.code == .changeTokenExpired {
             try? FileManager.default.removeItem(at: tokenFile)
             return
         }
