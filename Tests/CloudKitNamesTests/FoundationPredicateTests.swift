@@ -1,0 +1,55 @@
+import CloudKit
+import Foundation
+import StratusTestSupport
+import Testing
+
+// CloudKit code asks for every record with Foundation's `NSPredicate(value: true)`, in queries
+// and in subscriptions; under `import CloudKit` those lines stay as written.
+@Suite struct FoundationPredicateTests {
+    private func savedNotes(_ titles: [String], in database: CKDatabase) async throws {
+        for title in titles {
+            let note = CKRecord(recordType: "Note")
+            note["title"] = title as CKRecordValue
+            _ = try await database.save(note)
+        }
+    }
+
+    @Test func queriesTakeFoundationsValuePredicates() async throws {
+        try await TemporaryStore.with { store in
+            let database = try CKContainer(identifier: "iCloud.com.example.notes", storePath: store.path(), userName: "ada").privateCloudDatabase
+            try await savedNotes(["Milk", "Bread", "Eggs"], in: database)
+            func titles(_ predicate: NSPredicate) async throws -> [String] {
+                let query = CKQuery(recordType: "Note", predicate: predicate)
+                query.sortDescriptors = [RecordSortDescriptor(key: "title", ascending: true)]
+                let (results, _) = try await database.records(matching: query)
+                return try results.map { try $0.1.get()["title"] as? String ?? "" }
+            }
+            #expect(try await titles(NSPredicate(value: true)) == ["Bread", "Eggs", "Milk"])
+            #expect(try await titles(NSPredicate(value: false)) == [])
+            let both = NSCompoundPredicate(andPredicateWithSubpredicates: [NSPredicate(value: true), NSCompoundPredicate(notPredicateWithSubpredicate: NSPredicate(value: false))])
+            #expect(try await titles(both) == ["Bread", "Eggs", "Milk"])
+            let either = NSCompoundPredicate(andPredicateWithSubpredicates: [NSPredicate(value: true), NSPredicate(value: false)])
+            #expect(try await titles(either) == [])
+            #expect(CKQuery(recordType: "Note", predicate: NSPredicate(value: true)).predicate == QueryPredicate(value: true))
+        }
+    }
+
+    @Test func subscriptionsTakeFoundationsValuePredicates() async throws {
+        try await TemporaryStore.with { store in
+            let database = try CKContainer(identifier: "iCloud.com.example.notes", storePath: store.path(), userName: "ada").privateCloudDatabase
+            let named = CKQuerySubscription(recordType: "Note", predicate: NSPredicate(value: true), subscriptionID: "every-note", options: [.firesOnRecordCreation])
+            let unnamed = CKQuerySubscription(recordType: "Note", predicate: NSPredicate(value: true))
+            let info = CKSubscription.NotificationInfo()
+            info.shouldSendContentAvailable = true
+            named.notificationInfo = info
+            unnamed.notificationInfo = info
+            _ = try await database.modifySubscriptions(saving: [named, unnamed], deleting: [])
+
+            let fetched = try #require(try await database.subscription(for: "every-note") as? CKQuerySubscription)
+            #expect(fetched.predicate == QueryPredicate(value: true))
+            #expect(fetched.querySubscriptionOptions == [.firesOnRecordCreation])
+            #expect(try await database.allSubscriptions().count == 2)
+            #expect(!unnamed.subscriptionID.isEmpty && unnamed.subscriptionID != "every-note")
+        }
+    }
+}
