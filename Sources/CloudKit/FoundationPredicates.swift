@@ -82,3 +82,20 @@ extension QueryPredicate {
         }
     }
 }
+
+/// `NSSortDescriptor(key:ascending:)` as CloudKit code sorts a query: a ``RecordSortDescriptor``.
+///
+/// Linux's Foundation has no key-value coding, so its `NSSortDescriptor(key:ascending:)` is
+/// unavailable; in an expression this name makes the record sort CloudKit's `sortDescriptors`
+/// take.
+///
+/// ```swift
+/// import CloudKit
+///
+/// let query = CKQuery(recordType: "Note", predicate: NSPredicate(value: true))
+/// query.sortDescriptors = [NSSortDescriptor(key: "createdAt", ascending: false)]
+/// ```
+///
+/// As a type (`[NSSortDescriptor]`) the name is ambiguous with Foundation's class: write
+/// `RecordSortDescriptor` (or `Foundation.NSSortDescriptor` for Foundation's).
+public typealias NSSortDescriptor = RecordSortDescriptor

@@ -20,7 +20,7 @@ import Testing
             try await savedNotes(["Milk", "Bread", "Eggs"], in: database)
             func titles(_ predicate: NSPredicate) async throws -> [String] {
                 let query = CKQuery(recordType: "Note", predicate: predicate)
-                query.sortDescriptors = [RecordSortDescriptor(key: "title", ascending: true)]
+                query.sortDescriptors = [NSSortDescriptor(key: "title", ascending: true)]
                 let (results, _) = try await database.records(matching: query)
                 return try results.map { try $0.1.get()["title"] as? String ?? "" }
             }

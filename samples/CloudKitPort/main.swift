@@ -1,7 +1,6 @@
 // A CloudKit command-line program on Stratus, as written for CloudKit: it keeps its
-// `import CloudKit`, every `CK` name and its `NSPredicate(value: true)`. One line changed,
-// because Linux's Foundation has no key-value coding: `NSSortDescriptor` became
-// `RecordSortDescriptor`. It is compiled in Swift 5 language mode.
+// `import CloudKit`, every `CK` name, its `NSPredicate(value: true)` and its
+// `NSSortDescriptor(key:ascending:)`: nothing changed. It is compiled in Swift 5 language mode.
 //
 //     cloudkit-port add "Buy milk"      saves a note in the private "Notes" zone
 //     cloudkit-port list                prints the notes, newest first
@@ -66,7 +65,7 @@ func add(_ text: String) {
 
 func list() {
     let query = CKQuery(recordType: "Note", predicate: NSPredicate(value: true))
-    query.sortDescriptors = [RecordSortDescriptor(key: "createdAt", ascending: false)]
+    query.sortDescriptors = [NSSortDescriptor(key: "createdAt", ascending: false)]
     let operation = CKQueryOperation(query: query)
     operation.zoneID = zoneID
     let semaphore = DispatchSemaphore(value: 0)
