@@ -1,32 +1,35 @@
 import Foundation
 import Stratus
+import Synchronization
 
-// CloudKit code makes its "every record" queries and subscriptions with Foundation's
-// `NSPredicate(value: true)`, which Linux's Foundation has (its `NSPredicate(format:)` does not
-// parse; `QueryPredicate(format:)` does). These initializers take such a predicate as CloudKit's
-// do, so that code stays as written.
+// CloudKit code makes its predicates with Foundation's `NSPredicate(format:)` and
+// `NSPredicate(value: true)` and sorts with `NSSortDescriptor(key:ascending:)`. Linux's
+// Foundation has the class but parses no format and has no key-value coding, so under
+// `import CloudKit` this module gives those calls their CloudKit meaning: `CKQuery` and
+// `CKQuerySubscription` take the predicates, and the sort is a ``RecordSortDescriptor``.
 
 extension Query {
-    /// `CKQuery(recordType:predicate:)` with Foundation's `NSPredicate(value:)`, or an
-    /// `NSCompoundPredicate` of such predicates.
+    /// `CKQuery(recordType:predicate:)` with a Foundation `NSPredicate`: one made by
+    /// `NSPredicate(format:)` or `NSPredicate(value:)`, or an `NSCompoundPredicate` of such
+    /// predicates with AND or NOT.
     ///
     /// ```swift
     /// import CloudKit
     ///
     /// let everyNote = CKQuery(recordType: "Note", predicate: NSPredicate(value: true))
+    /// let pinned = CKQuery(recordType: "Note", predicate: NSPredicate(format: "pinned == 1"))
     /// ```
     ///
-    /// - Precondition: `predicate` is made by `NSPredicate(value:)` or of such predicates with
-    ///   AND or NOT. A block predicate stops the program, as CloudKit raises an exception for
-    ///   it; a condition on fields is a ``QueryPredicate`` (`QueryPredicate(format:)`).
+    /// - Precondition: `predicate` is made so. A block predicate, or OR, stops the program, as
+    ///   CloudKit raises an exception for them.
     public convenience init(recordType: String, predicate: NSPredicate) {
         self.init(recordType: recordType, predicate: QueryPredicate(foundationPredicate: predicate, in: "CKQuery(recordType:predicate:)"))
     }
 }
 
 extension QuerySubscription {
-    /// `CKQuerySubscription(recordType:predicate:subscriptionID:options:)` with Foundation's
-    /// `NSPredicate(value:)`, or an `NSCompoundPredicate` of such predicates.
+    /// `CKQuerySubscription(recordType:predicate:subscriptionID:options:)` with a Foundation
+    /// `NSPredicate`, as `CKQuery(recordType:predicate:)` takes one.
     ///
     /// ```swift
     /// import CloudKit
@@ -42,8 +45,8 @@ extension QuerySubscription {
                   subscriptionID: subscriptionID, options: options)
     }
 
-    /// `CKQuerySubscription(recordType:predicate:options:)` with Foundation's
-    /// `NSPredicate(value:)`: a subscription named with a new UUID.
+    /// `CKQuerySubscription(recordType:predicate:options:)` with a Foundation `NSPredicate`: a
+    /// subscription named with a new UUID.
     ///
     /// ```swift
     /// import CloudKit
@@ -59,26 +62,119 @@ extension QuerySubscription {
 }
 
 extension QueryPredicate {
-    /// The predicate a Foundation `NSPredicate(value:)`, or AND and NOT of such, stands for.
-    /// Linux's Foundation tells a predicate's kind only by comparison: a value predicate is
-    /// equal to another of the same value, a block predicate to none.
+    /// The predicate a Foundation `NSPredicate` stands for: one made by
+    /// `NSPredicate(format:)` (this module's), by `NSPredicate(value:)`, or AND and NOT of such.
+    /// Linux's Foundation tells a value predicate only by comparison: it is equal to another of
+    /// the same value, where a block predicate is equal to none.
     fileprivate init(foundationPredicate predicate: NSPredicate, in call: String) {
-        if let compound = predicate as? NSCompoundPredicate {
+        if let parsed = FormatPredicates.parsed(for: predicate) {
+            self = parsed
+        } else if let compound = predicate as? NSCompoundPredicate {
             let parts = compound.subpredicates.map { QueryPredicate(foundationPredicate: $0, in: call) }
-            let values = parts.map { $0 == QueryPredicate(value: true) }
             switch compound.compoundPredicateType {
-            case .and: self = QueryPredicate(value: !values.contains(false))
-            case .not where values.count == 1: self = QueryPredicate(value: !values[0])
-            case .not: preconditionFailure("\(call): NOT takes one predicate, not \(values.count)")
+            case .and:
+                let conditions = parts.filter { $0 != .all }
+                self = conditions.contains(.none) ? .none : QueryPredicate(andPredicateWithSubpredicates: conditions)
+            case .not where parts.count == 1:
+                switch parts[0] {
+                case .all: self = .none
+                case .none: self = .all
+                default: self = QueryPredicate(notPredicateWithSubpredicate: parts[0])
+                }
+            case .not: preconditionFailure("\(call): NOT takes one predicate, not \(parts.count)")
             case .or: preconditionFailure("\(call): CloudKit refuses OR; run one query per alternative, or use IN for one field")
             @unknown default: preconditionFailure("\(call): an NSCompoundPredicate of an unknown type")
             }
         } else if predicate.isEqual(NSPredicate(value: true)) {
-            self = QueryPredicate(value: true)
+            self = .all
         } else if predicate.isEqual(NSPredicate(value: false)) {
-            self = QueryPredicate(value: false)
+            self = .none
         } else {
-            preconditionFailure("\(call) takes Foundation's NSPredicate(value:) on Linux, where NSPredicate(format:) cannot parse and CloudKit refuses block predicates; write a condition as QueryPredicate(format:)")
+            preconditionFailure("\(call) takes predicates made by NSPredicate(format:) or NSPredicate(value:); CloudKit refuses block predicates")
+        }
+    }
+}
+
+extension NSPredicate {
+    /// `NSPredicate(format:…)` as CloudKit code writes it, for `CKQuery` and
+    /// `CKQuerySubscription`: the format is parsed by ``QueryPredicate/init(format:_:)`` (Linux's
+    /// Foundation parses no predicate format; its own initializer is unavailable).
+    ///
+    /// ```swift
+    /// import CloudKit
+    ///
+    /// let predicate = NSPredicate(format: "owner == %@ AND done == %@", ownerReference, NSNumber(value: false))
+    /// let query = CKQuery(recordType: "Task", predicate: predicate)
+    /// ```
+    ///
+    /// `evaluate(with:)` answers for a `CKRecord` as a query of its type would match it.
+    ///
+    /// - Precondition: the format parses, as `NSPredicate(format:)` raises an exception for one
+    ///   that does not; the program stops with the position and the reason.
+    ///   `try QueryPredicate(format:)` throws instead.
+    public convenience init(format predicateFormat: String, _ arguments: Any...) {
+        self.init(format: predicateFormat, argumentArray: arguments)
+    }
+
+    /// `NSPredicate(format:argumentArray:)` as CloudKit code writes it (see
+    /// ``NSPredicate/init(format:_:)``).
+    ///
+    /// ```swift
+    /// import CloudKit
+    ///
+    /// let predicate = NSPredicate(format: "color IN %@", argumentArray: [["red", "green"]])
+    /// ```
+    ///
+    /// - Precondition: the format parses.
+    public convenience init(format predicateFormat: String, argumentArray arguments: [Any]?) {
+        let parsed: QueryPredicate
+        do {
+            parsed = try QueryPredicate(format: predicateFormat, argumentArray: arguments)
+        } catch {
+            preconditionFailure("NSPredicate(format:): \(error)")
+        }
+        self.init { object, _ in
+            guard let record = object as? Record else {
+                preconditionFailure("NSPredicate(format: \"\(predicateFormat)\").evaluate(with:) reads CKRecords only; Linux's Foundation has no key-value coding")
+            }
+            do {
+                return try record.matches(parsed)
+            } catch {
+                preconditionFailure("NSPredicate(format: \"\(predicateFormat)\").evaluate(with:): \(error)")
+            }
+        }
+        FormatPredicates.remember(parsed, for: self)
+    }
+}
+
+/// What each `NSPredicate(format:)` of this process parsed to, found again by the predicate
+/// object when a query or subscription is made of it: Linux's `NSPredicate` keeps no format,
+/// and an initializer of Foundation's class cannot return a subclass that would.
+private enum FormatPredicates {
+    private struct Entry {
+        weak var predicate: NSPredicate?
+        let parsed: QueryPredicate
+    }
+
+    private static let entries = Mutex<(byObject: [ObjectIdentifier: Entry], sweepAt: Int)>(([:], 64))
+
+    static func remember(_ parsed: QueryPredicate, for predicate: NSPredicate) {
+        entries.withLock { table in
+            // Entries of predicates freed since are dropped now and then, so the table stays
+            // the size of the predicates alive.
+            if table.byObject.count >= table.sweepAt {
+                table.byObject = table.byObject.filter { $0.value.predicate != nil }
+                table.sweepAt = max(64, table.byObject.count * 2)
+            }
+            table.byObject[ObjectIdentifier(predicate)] = Entry(predicate: predicate, parsed: parsed)
+        }
+    }
+
+    static func parsed(for predicate: NSPredicate) -> QueryPredicate? {
+        entries.withLock { table in
+            // An address reused by a later object is another predicate: the entry's own is gone.
+            guard let entry = table.byObject[ObjectIdentifier(predicate)], entry.predicate === predicate else { return nil }
+            return entry.parsed
         }
     }
 }

@@ -185,3 +185,22 @@ extension Condition {
         return 12742.0176 * asin(sqrt(a))
     }
 }
+
+extension Record {
+    /// Whether this record, as it is in memory, matches `predicate` by the rules a query of its
+    /// type applies in the store (``QueryRules``): what `NSPredicate.evaluate(with:)` answers
+    /// for a `CKRecord` in CloudKit code.
+    ///
+    /// ```swift
+    /// let cheap = try record.matches(QueryPredicate(format: "price < %@", 10))
+    /// ```
+    ///
+    /// - Throws: ``StratusError`` `invalidArguments` for a predicate no query could run (a
+    ///   condition CloudKit refuses, a value of the wrong kind).
+    package func matches(_ predicate: QueryPredicate) throws -> Bool {
+        let compiled = try CompiledQuery(Query(recordType: recordType, predicate: predicate), zoneID: recordID.zoneID, desiredKeys: nil)
+        let (system, fields, _, parent, _) = contents
+        let subject = PredicateSubject(recordName: recordID.recordName, system: system, fields: fields, parentName: parent?.recordID.recordName)
+        return compiled.predicate.matches(subject, searchableFields: [])
+    }
+}
