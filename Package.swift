@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "StratusTransfer", targets: ["StratusTransfer"]),
         .library(name: "StratusStores", targets: ["StratusStores"]),
         .library(name: "CloudKit", targets: ["CloudKit"]),
+        .library(name: "CoreLocation", targets: ["CoreLocation"]),
         .executable(name: "stratus", targets: ["stratus"]),
     ],
     dependencies: [],
@@ -35,7 +36,9 @@ let package = Package(
         .target(name: "StratusTransfer", dependencies: ["Stratus"]),
         .target(name: "StratusStores", dependencies: ["Stratus", "StratusSQLite", "StratusPostgres"]),
         // `import CloudKit` on Linux: Stratus with CloudKit's `CK` names.
-        .target(name: "CloudKit", dependencies: ["Stratus", "StratusSQLite", "StratusPostgres", "StratusStores"]),
+        // `import CoreLocation` on Linux: CLLocation and its companions as Stratus's location values.
+        .target(name: "CoreLocation", dependencies: ["Stratus"]),
+        .target(name: "CloudKit", dependencies: ["CoreLocation", "Stratus", "StratusSQLite", "StratusPostgres", "StratusStores"]),
         .executableTarget(name: "stratus", dependencies: ["Stratus", "StratusSQLite", "StratusPostgres", "StratusStores", "StratusTransfer"]),
         // Benchmarks, run through scripts/bench-*.
         .executableTarget(name: "stratus-bench", dependencies: ["Stratus", "StratusSQLite", "StratusPostgres", "StratusTransfer", "SeededRandom"], path: "Sources/StratusBench"),

@@ -13,7 +13,9 @@
 // store chooser (`Container(identifier:store:)`), and adds CloudKit's `CK` names for all of them
 // (`CloudKitTypeNames.swift`, `CloudKitConstants.swift`). `CKContainer(identifier:)` and
 // `CKContainer.default()` cannot fail, as CloudKit's cannot, and open the store `$STRATUS_STORE`
-// names on either engine (`CKContainer+DefaultStore.swift`).
+// names on either engine (`CKContainer+DefaultStore.swift`). As Apple's module brings
+// CoreLocation, this one brings Stratus's `CoreLocation` (`CLLocation` and its companions).
+@_exported import CoreLocation
 @_exported import Stratus
 @_exported import StratusPostgres
 @_exported import StratusSQLite

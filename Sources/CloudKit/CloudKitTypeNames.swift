@@ -210,17 +210,3 @@ public typealias CKShareParticipantAcceptanceStatus = ShareParticipantAcceptance
 
 /// `CKUserIdentityLookupInfo`: ``UserIdentityLookupInfo`` (Stratus names it without the prefix).
 public typealias CKUserIdentityLookupInfo = UserIdentityLookupInfo
-
-/// `CLLocation`: ``Location``.
-///
-/// Apple's `import CloudKit` brings CoreLocation's `CLLocation` with it, the type of a location field.
-public typealias CLLocation = Location
-
-/// `CLLocationCoordinate2D`: ``LocationCoordinate2D``.
-public typealias CLLocationCoordinate2D = LocationCoordinate2D
-
-/// `CLLocationDegrees`: ``LocationDegrees``.
-public typealias CLLocationDegrees = LocationDegrees
-
-/// `CLLocationDistance`: ``LocationDistance``.
-public typealias CLLocationDistance = LocationDistance
