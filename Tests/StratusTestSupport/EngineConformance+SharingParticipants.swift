@@ -32,8 +32,10 @@ extension EngineConformance {
         bread.setParent(milk)
         let diary = Record(recordType: "Item", recordID: Record.ID(recordName: "diary", zoneID: zoneID))
         diary["title"] = "Private"
-        _ = try await database.modifyRecords(saving: [root, milk, bread, diary], deleting: [])
-        let share = Share(rootRecord: root)
+        let (written, _) = try await database.modifyRecords(saving: [root, milk, bread, diary], deleting: [])
+        // The share is saved with the root as stored (its change tag), as CloudKit requires.
+        let storedRoot = try #require(try written[root.recordID]?.get())
+        let share = Share(rootRecord: storedRoot)
         share[Share.SystemFieldKey.title] = "Groceries"
         share.publicPermission = publicPermission
         if let permission {
@@ -41,7 +43,7 @@ extension EngineConformance {
             bob.permission = permission
             share.addParticipant(bob)
         }
-        let (saves, _) = try await database.modifyRecords(saving: [root, share], deleting: [])
+        let (saves, _) = try await database.modifyRecords(saving: [storedRoot, share], deleting: [])
         let saved = try #require(try saves[share.recordID]?.get() as? Share)
         let owner = try await alice.userRecordID().recordName
         return (database, saved, RecordZone.ID(zoneName: "Lists", ownerName: owner))
