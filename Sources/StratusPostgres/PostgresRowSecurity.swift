@@ -98,6 +98,17 @@ enum PostgresRowSecurity {
             """
         out += policies(on: "notifications", group: g, schema: s, read: sql.mine("notifications.subscriber"),
                         insert: nil, update: sql.mine("notifications.subscriber"), delete: sql.mine("notifications.subscriber"))
+        // The share index: each member keeps its own shares' rows. A participant's lookups by
+        // URL and its reads of shared rows are not granted yet (see the README's "Sharing").
+        for table in ["share_index", "share_members"] {
+            out += """
+                GRANT SELECT, INSERT, UPDATE, DELETE ON \(s).\(table) TO \(g);
+                ALTER TABLE \(s).\(table) ENABLE ROW LEVEL SECURITY;
+
+                """
+            let own = sql.mine("\(table).owner")
+            out += policies(on: table, group: g, schema: s, read: own, insert: own, update: own, delete: own)
+        }
         for table in PostgresSchema.ownedTables {
             let rule = sql.rule(for: table)
             out += """

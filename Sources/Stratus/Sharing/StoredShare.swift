@@ -53,6 +53,15 @@ struct StoredShare: Equatable, Sendable {
         extras.members[Self.rootRecordNameMember] = rootRecordName.map { Self.encode($0) }
     }
 
+    /// The user record names of the participants who may reach the shared records once they
+    /// accept: every one named by a user record but the owner and the removed.
+    var indexedMembers: [String] {
+        participants.compactMap { participant in
+            guard participant.type != Self.name(of: .owner), participant.acceptanceStatus != Self.name(of: .removed) else { return nil }
+            return participant.userIdentity?.userRecordName
+        }
+    }
+
     /// A new URL token: 128 random bits as 32 lowercase hex digits.
     static func newShortGUID() -> String {
         var generator = SystemRandomNumberGenerator()

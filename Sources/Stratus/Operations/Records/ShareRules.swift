@@ -90,7 +90,17 @@ struct ShareRules {
             }
         }
         share.write(into: &extras, unchangedFrom: StoredShare(save.jsonExtras))
+        // Participants and URLs find the share through the index (the share stays the truth).
+        if let token = share.shortGUID, context.storageScope == .private, context.storedZoneOwner(id.zoneID).isEmpty {
+            try transaction.indexShare(id.recordName, zoneName: id.zoneID.zoneName, token: token, members: share.indexedMembers)
+        }
         return nil
+    }
+
+    /// Forgets the index entries of a share this request deleted (`id`).
+    static func unindexDeletedShare(_ id: Record.ID, context: DatabaseContext, in transaction: any RecordWriteTransaction) throws {
+        guard context.storageScope == .private, context.storedZoneOwner(id.zoneID).isEmpty else { return }
+        try transaction.removeShareFromIndex(id.recordName, zoneName: id.zoneID.zoneName)
     }
 
     /// Sets the `share` member a record's save stores in `extras`: the share this request
@@ -120,6 +130,9 @@ struct ShareRules {
         switch context.scope {
         case .public:
             return StratusError(.invalidArguments, "record '\(id.recordName)': a share is saved in its owner's private database, as in CloudKit; the public database holds no shares", recordID: id)
+        case .shared where context.sharedOwner != nil:
+            // The core saving a share of its owner's for a participant (an acceptance).
+            return nil
         case .shared:
             return StratusError(.invalidArguments, "record '\(id.recordName)': a share is saved by its owner, in the owner's private database; saving shares through the shared database is not available yet", recordID: id)
         case .private:
