@@ -11,6 +11,7 @@ extension EngineConformance {
         TestCase("a read-only participant's writes fail with permissionFailure and change nothing; a read-write participant saves and deletes records of the shared hierarchy, as their modifier", participantWrites),
         TestCase("a zone-wide share reaches the whole zone; accepting a public share's URL adds the caller as a public participant with its permission", zoneWideAndPublicShares),
         TestCase("removing a participant, or deleting the share, revokes access: reads fail with zoneNotFound, the zone leaves allRecordZones, and database changes report it deleted", shareRevocation),
+        TestCase("a shared zone its owner deletes leaves the participant's shared database, and a zone made again under its name shares nothing", sharedZoneDeletion),
     ]
 
     /// Alice's zone `Lists` with `groceries` (the root), `milk` (its child), `bread` (the
@@ -49,15 +50,10 @@ extension EngineConformance {
         return (database, saved, RecordZone.ID(zoneName: "Lists", ownerName: owner))
     }
 
-    private static func code(of body: () async throws -> Void) async -> StratusError.Code? {
-        do {
-            try await body()
-            return nil
-        } catch let error as StratusError {
-            return error.code
-        } catch {
-            return .internalError
-        }
+    /// Expects `body` to fail with a `StratusError` of `code`.
+    private static func expectCode(_ code: StratusError.Code, sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws -> Void) async {
+        let error = stratusError(await caughtError(body))
+        #expect(error?.code == code, "\(String(describing: error))", sourceLocation: sourceLocation)
     }
 
     private static func shareMetadataByURL(_ env: Environment) async throws {
@@ -76,21 +72,24 @@ extension EngineConformance {
         #expect(invited.rootRecord?["title"] as? String == "Groceries")
         #expect(invited.share.recordID == Record.ID(recordName: share.recordID.recordName, zoneID: zoneID) && invited.share.url == url)
         #expect(invited.share[Share.SystemFieldKey.title] as? String == "Groceries")
-        #expect(invited.ownerIdentity.userRecordID == (try await env.container(user: "alice").userRecordID()))
+        let aliceID = try await env.container(user: "alice").userRecordID()
+        #expect(invited.ownerIdentity.userRecordID == aliceID)
 
         // Accepting makes the participant accepted, in the share the owner reads too.
         let accepted = try await bob.accept(invited)
-        #expect(accepted.participants.contains { $0.userIdentity.userRecordID == invited.share.participants.last?.userIdentity.userRecordID && $0.acceptanceStatus == .accepted })
+        let bobID = try await bob.userRecordID()
+        let acceptedBob = try #require(accepted.participants.first { $0.role == .privateUser })
+        #expect(acceptedBob.userIdentity.userRecordID == bobID && acceptedBob.acceptanceStatus == .accepted)
         #expect(try await bob.shareMetadata(for: url).participantStatus == .accepted)
         let ownersCopy = try #require(try await env.container(user: "alice").privateCloudDatabase.record(for: share.recordID) as? Share)
         #expect(ownersCopy.participants.filter { $0.role == .privateUser }.map(\.acceptanceStatus) == [.accepted])
 
         // A URL of no share, and a private share's URL opened by a user it does not name.
         let unknown = try #require(URL(string: "stratus://share/0123456789abcdef0123456789abcdef"))
-        #expect(await code { _ = try await bob.shareMetadata(for: unknown) } == .unknownItem)
-        #expect(await code { _ = try await bob.shareMetadata(for: try #require(URL(string: "https://example.com/share"))) } == .unknownItem)
-        #expect(await code { _ = try await env.container(user: "carol").shareMetadata(for: url) } == .participantMayNeedVerification)
-        #expect(await code { _ = try await env.container(user: "carol").accept(invited) } == .participantMayNeedVerification)
+        await expectCode(.unknownItem) { _ = try await bob.shareMetadata(for: unknown) }
+        await expectCode(.unknownItem) { _ = try await bob.shareMetadata(for: try #require(URL(string: "https://example.com/share"))) }
+        await expectCode(.participantMayNeedVerification) { _ = try await env.container(user: "carol").shareMetadata(for: url) }
+        await expectCode(.participantMayNeedVerification) { _ = try await env.container(user: "carol").accept(invited) }
         #expect(try await env.container(user: "carol").sharedCloudDatabase.allRecordZones().isEmpty)
 
         // The operation's blocks: one result per URL, and partialFailure when one failed.
@@ -101,8 +100,8 @@ extension EngineConformance {
             op.fetchShareMetadataResultBlock = { continuation.resume(returning: $0) }
             bob.sharedCloudDatabase.add(op)
         }
-        #expect(results.items.count == 2)
-        #expect(results.items.first { $0.0 == url.absoluteString }?.1 == true && results.items.first { $0.0 == unknown.absoluteString }?.1 == false)
+        let succeeded = Dictionary(results.items, uniquingKeysWith: { first, _ in first })
+        #expect(results.items.count == 2 && succeeded == [url.absoluteString: true, unknown.absoluteString: false])
         #expect((final.failure as? StratusError)?.code == .partialFailure)
     }
 
@@ -112,7 +111,7 @@ extension EngineConformance {
         let shared = bob.sharedCloudDatabase
         // Not yet accepted: nothing in the shared database.
         #expect(try await shared.allRecordZones().isEmpty)
-        #expect(await code { _ = try await shared.record(for: Record.ID(recordName: "groceries", zoneID: zoneID)) } == .zoneNotFound)
+        await expectCode(.zoneNotFound) { _ = try await shared.record(for: Record.ID(recordName: "groceries", zoneID: zoneID)) }
 
         try await bob.accept(try await bob.shareMetadata(for: try #require(share.url)))
         #expect(try await shared.allRecordZones().map(\.zoneID) == [zoneID])
@@ -122,11 +121,11 @@ extension EngineConformance {
         #expect(root["title"] as? String == "Groceries" && root.recordID.zoneID == zoneID)
         #expect(try await shared.record(for: Record.ID(recordName: "bread", zoneID: zoneID))["title"] as? String == "Bread")
         #expect(try await shared.record(for: Record.ID(recordName: share.recordID.recordName, zoneID: zoneID)) is Share)
-        #expect(await code { _ = try await shared.record(for: Record.ID(recordName: "diary", zoneID: zoneID)) } == .unknownItem)
+        await expectCode(.unknownItem) { _ = try await shared.record(for: Record.ID(recordName: "diary", zoneID: zoneID)) }
 
         let (matches, _) = try await shared.records(matching: Query(recordType: "Item", predicate: QueryPredicate(value: true)), inZoneWith: zoneID)
         #expect(Set(matches.map(\.0.recordName)) == ["milk", "bread"])
-        #expect(await code { _ = try await shared.records(matching: Query(recordType: "Item", predicate: QueryPredicate(value: true)), inZoneWith: RecordZone.ID(zoneName: "Other", ownerName: zoneID.ownerName)) } == .zoneNotFound)
+        await expectCode(.zoneNotFound) { _ = try await shared.records(matching: Query(recordType: "Item", predicate: QueryPredicate(value: true)), inZoneWith: RecordZone.ID(zoneName: "Other", ownerName: zoneID.ownerName)) }
 
         let changes = try await shared.recordZoneChanges(inZoneWith: zoneID, since: nil)
         #expect(Set(changes.modificationResultsByID.keys.map(\.recordName)) == ["groceries", "milk", "bread", share.recordID.recordName])
@@ -151,14 +150,14 @@ extension EngineConformance {
         let shared = bob.sharedCloudDatabase
         let milk = try await shared.record(for: Record.ID(recordName: "milk", zoneID: zoneID))
         milk["title"] = "Changed by Bob"
-        #expect(await code { _ = try await shared.save(milk) } == .permissionFailure)
-        #expect(await code { _ = try await shared.deleteRecord(withID: milk.recordID) } == .permissionFailure)
+        await expectCode(.permissionFailure) { _ = try await shared.save(milk) }
+        await expectCode(.permissionFailure) { _ = try await shared.deleteRecord(withID: milk.recordID) }
         let newItem = Record(recordType: "Item", recordID: Record.ID(recordName: "eggs", zoneID: zoneID))
         newItem.setParent(Record.ID(recordName: "groceries", zoneID: zoneID))
-        #expect(await code { _ = try await shared.save(newItem) } == .permissionFailure)
+        await expectCode(.permissionFailure) { _ = try await shared.save(newItem) }
         let ownZone = RecordZone.ID(zoneName: "Lists")
         #expect(try await alice.record(for: Record.ID(recordName: "milk", zoneID: ownZone))["title"] as? String == "Milk")
-        #expect(await code { _ = try await alice.record(for: Record.ID(recordName: "eggs", zoneID: ownZone)) } == .unknownItem)
+        await expectCode(.unknownItem) { _ = try await alice.record(for: Record.ID(recordName: "eggs", zoneID: ownZone)) }
 
         // The owner makes Bob a writer.
         let stored = try #require(try await alice.record(for: share.recordID) as? Share)
@@ -170,15 +169,16 @@ extension EngineConformance {
         _ = try await shared.save(newItem)
         let asOwnerSees = try await alice.record(for: Record.ID(recordName: "milk", zoneID: ownZone))
         #expect(asOwnerSees["title"] as? String == "Changed by Bob")
-        #expect(asOwnerSees.lastModifiedUserRecordID == (try await bob.userRecordID()))
+        let bobID = try await bob.userRecordID()
+        #expect(asOwnerSees.lastModifiedUserRecordID == bobID)
         #expect(try await alice.record(for: Record.ID(recordName: "eggs", zoneID: ownZone)).parent?.recordID.recordName == "groceries")
         // Outside the hierarchy, and the share itself, stay refused.
         let stray = Record(recordType: "Item", recordID: Record.ID(recordName: "stray", zoneID: zoneID))
-        #expect(await code { _ = try await shared.save(stray) } == .permissionFailure)
-        #expect(await code { _ = try await shared.deleteRecord(withID: Record.ID(recordName: "diary", zoneID: zoneID)) } == .permissionFailure)
-        #expect(await code { _ = try await shared.deleteRecord(withID: Record.ID(recordName: share.recordID.recordName, zoneID: zoneID)) } == .permissionFailure)
+        await expectCode(.permissionFailure) { _ = try await shared.save(stray) }
+        await expectCode(.permissionFailure) { _ = try await shared.deleteRecord(withID: Record.ID(recordName: "diary", zoneID: zoneID)) }
+        await expectCode(.permissionFailure) { _ = try await shared.deleteRecord(withID: Record.ID(recordName: share.recordID.recordName, zoneID: zoneID)) }
         _ = try await shared.deleteRecord(withID: newItem.recordID)
-        #expect(await code { _ = try await alice.record(for: Record.ID(recordName: "eggs", zoneID: ownZone)) } == .unknownItem)
+        await expectCode(.unknownItem) { _ = try await alice.record(for: Record.ID(recordName: "eggs", zoneID: ownZone)) }
         #expect(try await alice.record(for: Record.ID(recordName: "diary", zoneID: ownZone))["title"] as? String == "Private")
     }
 
@@ -201,7 +201,8 @@ extension EngineConformance {
 
         let accepted = try await dave.accept(metadata)
         let joined = try #require(accepted.participants.first { $0.role == .publicUser })
-        #expect(joined.userIdentity.userRecordID == (try await dave.userRecordID()) && joined.acceptanceStatus == .accepted && joined.permission == .readWrite)
+        let daveID = try await dave.userRecordID()
+        #expect(joined.userIdentity.userRecordID == daveID && joined.acceptanceStatus == .accepted && joined.permission == .readWrite)
         let zoneID = RecordZone.ID(zoneName: "Family", ownerName: try await env.container(user: "alice").userRecordID().recordName)
         let shared = dave.sharedCloudDatabase
         #expect(try await shared.allRecordZones().map(\.zoneID) == [zoneID])
@@ -226,12 +227,12 @@ extension EngineConformance {
         let stored = try #require(try await alice.record(for: share.recordID) as? Share)
         stored.removeParticipant(try #require(stored.participants.first { $0.role == .privateUser }))
         _ = try await alice.save(stored)
-        #expect(await code { _ = try await shared.record(for: rootID) } == .zoneNotFound)
-        #expect(await code { _ = try await shared.save(Record(recordType: "Item", recordID: Record.ID(recordName: "late", zoneID: zoneID))) } == .zoneNotFound)
+        await expectCode(.zoneNotFound) { _ = try await shared.record(for: rootID) }
+        await expectCode(.zoneNotFound) { _ = try await shared.save(Record(recordType: "Item", recordID: Record.ID(recordName: "late", zoneID: zoneID))) }
         #expect(try await shared.allRecordZones().isEmpty)
         let after = try await shared.databaseChanges(since: before.changeToken)
         #expect(after.modifications.isEmpty && after.deletions.map(\.zoneID) == [zoneID])
-        #expect(await code { _ = try await bob.shareMetadata(for: try #require(share.url)) } == .participantMayNeedVerification)
+        await expectCode(.participantMayNeedVerification) { _ = try await bob.shareMetadata(for: try #require(share.url)) }
 
         // Invited again and accepted, then the share is deleted.
         let again = try #require(try await alice.record(for: share.recordID) as? Share)
@@ -240,9 +241,35 @@ extension EngineConformance {
         try await bob.accept(try await bob.shareMetadata(for: try #require(share.url)))
         #expect(try await shared.record(for: rootID)["title"] as? String == "Groceries")
         _ = try await alice.deleteRecord(withID: share.recordID)
-        #expect(await code { _ = try await shared.record(for: rootID) } == .zoneNotFound)
+        await expectCode(.zoneNotFound) { _ = try await shared.record(for: rootID) }
         #expect(try await shared.allRecordZones().isEmpty)
-        #expect(await code { _ = try await bob.shareMetadata(for: try #require(share.url)) } == .unknownItem)
+        await expectCode(.unknownItem) { _ = try await bob.shareMetadata(for: try #require(share.url)) }
+    }
+}
+
+extension EngineConformance {
+    private static func sharedZoneDeletion(_ env: Environment) async throws {
+        let (alice, share, zoneID) = try await sharedList(env, bob: .readWrite)
+        let bob = env.container(user: "bob")
+        try await bob.accept(try await bob.shareMetadata(for: try #require(share.url)))
+        let shared = bob.sharedCloudDatabase
+        let before = try await shared.databaseChanges(since: nil)
+        #expect(before.modifications.map(\.zoneID) == [zoneID])
+
+        let ownZone = RecordZone.ID(zoneName: "Lists")
+        _ = try await alice.modifyRecordZones(saving: [], deleting: [ownZone])
+        #expect(try await shared.allRecordZones().isEmpty)
+        await expectCode(.zoneNotFound) { _ = try await shared.record(for: Record.ID(recordName: "groceries", zoneID: zoneID)) }
+        await expectCode(.unknownItem) { _ = try await bob.shareMetadata(for: try #require(share.url)) }
+        let after = try await shared.databaseChanges(since: before.changeToken)
+        #expect(after.modifications.isEmpty && after.deletions.map(\.zoneID) == [zoneID])
+
+        // Made again, with a record under the old root's name: nothing of it is shared.
+        _ = try await alice.modifyRecordZones(saving: [RecordZone(zoneID: ownZone)], deleting: [])
+        _ = try await alice.save(Record(recordType: "List", recordID: Record.ID(recordName: "groceries", zoneID: ownZone)))
+        #expect(try await shared.allRecordZones().isEmpty)
+        await expectCode(.zoneNotFound) { _ = try await shared.record(for: Record.ID(recordName: "groceries", zoneID: zoneID)) }
+        await expectCode(.zoneNotFound) { _ = try await shared.save(Record(recordType: "Item", recordID: Record.ID(recordName: "late", zoneID: zoneID))) }
     }
 }
 
