@@ -173,6 +173,7 @@ public final class PostgresEngine: StorageEngine, Sendable {
                 if let found, found < PostgresSchema.rowSecurityVersion { try reapplyRowSecurity(on: connection) }
                 if let found, found < PostgresSchema.boundedIndexVersion { try boundIndexEntries(on: connection) }
                 if let found, found < PostgresSchema.declaredValueIndexVersion { try Self.synchronizeIndexes(on: connection) }
+                if let found, found < PostgresSchema.shareIndexVersion { try Self.indexStoredShares(on: connection) }
                 try connection.execute("INSERT INTO meta(key, value) VALUES ('version', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value", [.text(String(PostgresSchema.version))])
                 try connection.execute("INSERT INTO meta(key, value) VALUES ('identity', md5(random()::text || clock_timestamp()::text)) ON CONFLICT (key) DO NOTHING")
                 guard let identity = try connection.query("SELECT value FROM meta WHERE key = 'identity'").first.flatMap({ try $0.text(0) }) else {

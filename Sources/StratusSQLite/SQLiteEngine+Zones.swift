@@ -85,6 +85,14 @@ extension SQLiteEngine {
             try delete.bind([.integer(zone.row)])
             try delete.step()
         }
+        // The zone's shares went with its records: a zone made again under the name shares nothing.
+        if database.storageScope == .private, Self.zoneOwner(zoneID, database).isEmpty {
+            for table in ["share_index", "share_members"] {
+                let delete = try connection.statement("DELETE FROM \(table) WHERE container = ? AND owner = ? AND zone_name = ?")
+                try delete.bind([.text(database.storageContainer), .text(database.storageOwner), .text(zoneID.zoneName)])
+                try delete.step()
+            }
+        }
         let sequence = try noteDatabaseChange(zoneRow: nil, database, on: connection)
         let tombstone = try connection.statement("""
             INSERT OR REPLACE INTO zone_tombstones(container, db, owner, zone_name, zone_owner, db_change_seq, deleted_at)

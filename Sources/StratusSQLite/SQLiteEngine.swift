@@ -251,6 +251,7 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
                 if found < 5 { try upgradeUserNames(on: connection) }
                 if found < SQLiteSchema.assetStoreVersion { try upgradeAssetStore(on: connection) }
                 if found < 8 { try addJobPositionText(on: connection) }
+                if found < SQLiteSchema.shareIndexVersion { try indexStoredShares(on: connection) }
                 try connection.execute("PRAGMA user_version = \(SQLiteSchema.version)")
                 try connection.execute("PRAGMA application_id = \(SQLiteSchema.applicationID)")
             }

@@ -106,9 +106,10 @@ public protocol RecordWriteTransaction: AnyObject {
     func saveJobProgress(_ job: String, position: Int64, text: String?) throws
 
     /// Records where the share `shareRecordName` of the transaction's database (in its own zone
-    /// `zoneName`) is found: by its URL token and by each user record name in `members`,
-    /// replacing what was recorded for that share before (``ShareIndexEntry``).
-    func indexShare(_ shareRecordName: String, zoneName: String, token: String, members: [String]) throws
+    /// `zoneName`) is found: by its URL token and by each participant in `members`, replacing
+    /// what was recorded for that share before (``ShareIndexEntry``). `rootRecordName` is the
+    /// root of a record-level share, `nil` for a zone-wide share.
+    func indexShare(_ shareRecordName: String, zoneName: String, token: String, rootRecordName: String?, members: [ShareIndexMember]) throws
 
     /// Forgets the index entries of the share `shareRecordName` in the zone `zoneName` of the
     /// transaction's database (the share was deleted).

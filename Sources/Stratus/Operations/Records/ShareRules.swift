@@ -92,7 +92,7 @@ struct ShareRules {
         share.write(into: &extras, unchangedFrom: StoredShare(save.jsonExtras))
         // Participants and URLs find the share through the index (the share stays the truth).
         if let token = share.shortGUID, context.storageScope == .private, context.storedZoneOwner(id.zoneID).isEmpty {
-            try transaction.indexShare(id.recordName, zoneName: id.zoneID.zoneName, token: token, members: share.indexedMembers)
+            try transaction.indexShare(id.recordName, zoneName: id.zoneID.zoneName, token: token, rootRecordName: share.rootRecordName, members: share.indexedMembers)
         }
         return nil
     }
