@@ -17,9 +17,11 @@ extension PostgresWriteTransaction {
 }
 
 extension PostgresEngine {
-    /// Inserts the index rows of the share `share` names (container, owner, zone name, record name).
+    /// Inserts the index rows of the share `share` names (container, owner, zone name, record
+    /// name). A token another share of the container holds (two restored shares with one URL)
+    /// stays that share's.
     static func insertShareIndexRows(_ share: [PostgresValue], token: String, rootRecordName: String?, members: [ShareIndexMember], on connection: PostgresConnection) throws {
-        _ = try connection.execute("INSERT INTO share_index(container, owner, zone_name, share_name, token, root_name) VALUES ($1, $2, $3, $4, $5, $6)",
+        _ = try connection.execute("INSERT INTO share_index(container, owner, zone_name, share_name, token, root_name) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
                                    share + [.text(token), rootRecordName.map { .text($0) } ?? .null])
         for member in members {
             _ = try connection.execute("INSERT INTO share_members(container, owner, zone_name, share_name, member, accepted, read_write) VALUES ($1, $2, $3, $4, $5, $6, $7)",

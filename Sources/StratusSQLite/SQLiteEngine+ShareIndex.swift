@@ -21,9 +21,11 @@ extension SQLiteWriteTransaction {
 }
 
 extension SQLiteEngine {
-    /// Inserts the index rows of the share `share` names (container, owner, zone name, record name).
+    /// Inserts the index rows of the share `share` names (container, owner, zone name, record
+    /// name). A token another share of the container holds (two restored shares with one URL)
+    /// stays that share's.
     static func insertShareIndexRows(_ share: [SQLValue], token: String, rootRecordName: String?, members: [ShareIndexMember], on connection: SQLiteConnection) throws {
-        let insert = try connection.statement("INSERT INTO share_index(container, owner, zone_name, share_name, token, root_name) VALUES (?, ?, ?, ?, ?, ?)")
+        let insert = try connection.statement("INSERT OR IGNORE INTO share_index(container, owner, zone_name, share_name, token, root_name) VALUES (?, ?, ?, ?, ?, ?)")
         try insert.bind(share + [.text(token), rootRecordName.map { .text($0) } ?? .null])
         try insert.step()
         insert.reset()

@@ -12,6 +12,7 @@ extension EngineConformance {
         TestCase("a zone-wide share reaches the whole zone; accepting a public share's URL adds the caller as a public participant with its permission", zoneWideAndPublicShares),
         TestCase("removing a participant, or deleting the share, revokes access: reads fail with zoneNotFound, the zone leaves allRecordZones, and database changes report it deleted", shareRevocation),
         TestCase("a shared zone its owner deletes leaves the participant's shared database, and a zone made again under its name shares nothing", sharedZoneDeletion),
+        TestCase("a share copied into another store keeps its URL and participants there: the invitee opens it and, once accepted, reaches the shared records", copiedShareIsReachable),
     ]
 
     /// Alice's zone `Lists` with `groceries` (the root), `milk` (its child), `bread` (the
@@ -270,6 +271,20 @@ extension EngineConformance {
         #expect(try await shared.allRecordZones().isEmpty)
         await expectCode(.zoneNotFound) { _ = try await shared.record(for: Record.ID(recordName: "groceries", zoneID: zoneID)) }
         await expectCode(.zoneNotFound) { _ = try await shared.save(Record(recordType: "Item", recordID: Record.ID(recordName: "late", zoneID: zoneID))) }
+    }
+}
+
+extension EngineConformance {
+    private static func copiedShareIsReachable(_ env: Environment) async throws {
+        let (_, share, zoneID) = try await sharedList(env, bob: .readOnly)
+        let copy = try env.makeAnotherEngine()
+        _ = try await StoreCopier(from: env.engine, to: copy).run()
+
+        let bob = Container(identifier: Environment.containerIdentifier, engine: copy, userName: "bob")
+        let metadata = try await bob.shareMetadata(for: try #require(share.url))
+        #expect(metadata.participantStatus == .pending && metadata.hierarchicalRootRecordID == Record.ID(recordName: "groceries", zoneID: zoneID))
+        try await bob.accept(metadata)
+        #expect(try await bob.sharedCloudDatabase.record(for: Record.ID(recordName: "bread", zoneID: zoneID))["title"] as? String == "Bread")
     }
 }
 
