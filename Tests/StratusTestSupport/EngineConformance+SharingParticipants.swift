@@ -12,6 +12,7 @@ extension EngineConformance {
         TestCase("a zone-wide share reaches the whole zone; accepting a public share's URL adds the caller as a public participant with its permission", zoneWideAndPublicShares),
         TestCase("removing a participant, or deleting the share, revokes access: reads fail with zoneNotFound, the zone leaves allRecordZones, and database changes report it deleted", shareRevocation),
         TestCase("a shared zone its owner deletes leaves the participant's shared database, and a zone made again under its name shares nothing", sharedZoneDeletion),
+        TestCase("a participant leaves a share by deleting it from their shared database: the owner reads them removed, and the zone leaves their shared database", participantLeaves),
         TestCase("a share copied into another store keeps its URL and participants there: the invitee opens it and, once accepted, reaches the shared records", copiedShareIsReachable),
     ]
 
@@ -177,7 +178,8 @@ extension EngineConformance {
         let stray = Record(recordType: "Item", recordID: Record.ID(recordName: "stray", zoneID: zoneID))
         await expectCode(.permissionFailure) { _ = try await shared.save(stray) }
         await expectCode(.permissionFailure) { _ = try await shared.deleteRecord(withID: Record.ID(recordName: "diary", zoneID: zoneID)) }
-        await expectCode(.permissionFailure) { _ = try await shared.deleteRecord(withID: Record.ID(recordName: share.recordID.recordName, zoneID: zoneID)) }
+        let sharedShare = try await shared.record(for: Record.ID(recordName: share.recordID.recordName, zoneID: zoneID))
+        await expectCode(.permissionFailure) { _ = try await shared.save(sharedShare) }
         _ = try await shared.deleteRecord(withID: newItem.recordID)
         await expectCode(.unknownItem) { _ = try await alice.record(for: Record.ID(recordName: "eggs", zoneID: ownZone)) }
         #expect(try await alice.record(for: Record.ID(recordName: "diary", zoneID: ownZone))["title"] as? String == "Private")
@@ -285,6 +287,29 @@ extension EngineConformance {
         #expect(metadata.participantStatus == .pending && metadata.hierarchicalRootRecordID == Record.ID(recordName: "groceries", zoneID: zoneID))
         try await bob.accept(metadata)
         #expect(try await bob.sharedCloudDatabase.record(for: Record.ID(recordName: "bread", zoneID: zoneID))["title"] as? String == "Bread")
+    }
+}
+
+extension EngineConformance {
+    private static func participantLeaves(_ env: Environment) async throws {
+        let (alice, share, zoneID) = try await sharedList(env, bob: .readWrite)
+        let bob = env.container(user: "bob")
+        let url = try #require(share.url)
+        try await bob.accept(try await bob.shareMetadata(for: url))
+        let shared = bob.sharedCloudDatabase
+        let shareID = Record.ID(recordName: share.recordID.recordName, zoneID: zoneID)
+        let before = try await shared.databaseChanges(since: nil)
+
+        #expect(try await shared.deleteRecord(withID: shareID) == shareID)
+        #expect(try await shared.allRecordZones().isEmpty)
+        await expectCode(.zoneNotFound) { _ = try await shared.record(for: Record.ID(recordName: "groceries", zoneID: zoneID)) }
+        let after = try await shared.databaseChanges(since: before.changeToken)
+        #expect(after.deletions.map(\.zoneID) == [zoneID])
+        let ownersCopy = try #require(try await alice.record(for: share.recordID) as? Share)
+        #expect(ownersCopy.participants.filter { $0.role == .privateUser }.map(\.acceptanceStatus) == [.removed])
+        await expectCode(.participantMayNeedVerification) { _ = try await bob.shareMetadata(for: url) }
+        // The owner's records stay.
+        #expect(try await alice.record(for: Record.ID(recordName: "groceries", zoneID: RecordZone.ID(zoneName: "Lists")))["title"] as? String == "Groceries")
     }
 }
 

@@ -105,6 +105,9 @@ extension Share {
         /// Marks an invited participant accepted (the store does, when they accept).
         func markAccepted() { state.withLock { $0.acceptanceStatus = .accepted } }
 
+        /// Marks a participant removed (the store does, when they leave the share).
+        func markRemoved() { state.withLock { $0.acceptanceStatus = .removed } }
+
         /// The owner of a new share: the current user, until the store names them.
         static func newOwner() -> Participant {
             Participant(userIdentity: UserIdentity(userRecordID: Record.ID(recordName: CurrentUserDefaultName)),
