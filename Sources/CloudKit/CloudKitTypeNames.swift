@@ -92,6 +92,12 @@ public typealias CKFetchNotificationChangesOperation = FetchNotificationChangesO
 /// `CKMarkNotificationsReadOperation`: ``MarkNotificationsReadOperation``.
 public typealias CKMarkNotificationsReadOperation = MarkNotificationsReadOperation
 
+/// `CKFetchShareMetadataOperation`: ``FetchShareMetadataOperation``.
+public typealias CKFetchShareMetadataOperation = FetchShareMetadataOperation
+
+/// `CKAcceptSharesOperation`: ``AcceptSharesOperation``.
+public typealias CKAcceptSharesOperation = AcceptSharesOperation
+
 /// `CKSubscription`: ``Subscription``.
 public typealias CKSubscription = Subscription
 
@@ -207,6 +213,9 @@ public typealias CKShareParticipantRole = ShareParticipantRole
 
 /// `CKShareParticipantAcceptanceStatus`: ``ShareParticipantAcceptanceStatus`` (Stratus names it without the prefix).
 public typealias CKShareParticipantAcceptanceStatus = ShareParticipantAcceptanceStatus
+
+/// `CKShareMetadata`: ``ShareMetadata`` (Stratus names it without the prefix).
+public typealias CKShareMetadata = ShareMetadata
 
 /// `CKUserIdentityLookupInfo`: ``UserIdentityLookupInfo`` (Stratus names it without the prefix).
 public typealias CKUserIdentityLookupInfo = UserIdentityLookupInfo

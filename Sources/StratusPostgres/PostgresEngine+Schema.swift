@@ -64,6 +64,8 @@ extension PostgresEngine {
                 "DELETE FROM records WHERE zone_id IN (\(zones))",
                 "DELETE FROM zones WHERE container = $1",
                 "DELETE FROM zone_tombstones WHERE container = $1",
+                "DELETE FROM share_index WHERE container = $1",
+                "DELETE FROM share_members WHERE container = $1",
                 // Database change numbers go on; every position taken before expires, also the
                 // last one (the reset is a change of its own).
                 "UPDATE database_history SET change_seq = change_seq + 1, history_start = change_seq + 1 WHERE container = $1",

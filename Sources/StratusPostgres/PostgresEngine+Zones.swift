@@ -4,8 +4,9 @@ import Foundation
 extension PostgresEngine {
     @_spi(StratusEngine)
     public func fetchZones(in database: DatabaseContext) throws -> [RecordZone] {
-        // The shared database holds only zones other users share, and sharing does not exist yet.
-        if database.scope == .shared { return [] }
+        // The shared database's own rows hold no zones: the core reaches owners' shared zones
+        // through contexts that name the owner (DatabaseContext.sharedOwner).
+        if database.scope == .shared && database.sharedOwner == nil { return [] }
         return try readTransaction(mayLag: false) { connection in
             var zones = try connection.query("""
                 SELECT zone_name, zone_owner, capabilities FROM zones WHERE container = $1 AND db = $2 AND owner = $3 ORDER BY zone_name, zone_owner
@@ -20,7 +21,7 @@ extension PostgresEngine {
 
     @_spi(StratusEngine)
     public func fetchZones(_ zoneIDs: [RecordZone.ID], in database: DatabaseContext) throws -> [RecordZone] {
-        if database.scope == .shared { return [] }
+        if database.scope == .shared && database.sharedOwner == nil { return [] }
         let wanted = Array(Set(zoneIDs.map(database.canonical)))
         guard !wanted.isEmpty else { return [] }
         return try readTransaction(mayLag: false) { connection in
@@ -79,6 +80,14 @@ extension PostgresEngine {
                 for table in ["refs", "record_tokens", "asset_refs", "records", "tombstones", "zones"] {
                     try connection.execute("DELETE FROM \(table) WHERE zone_id = $1", [.int64(zone.row)])
                 }
+                // The zone's shares went with its records: a zone made again under the name
+                // shares nothing (row-level security reads these rows).
+                if database.storageScope == .private, Self.zoneOwner(zoneID, database).isEmpty {
+                    for table in ["share_index", "share_members"] {
+                        try connection.execute("DELETE FROM \(table) WHERE container = $1 AND owner = $2 AND zone_name = $3",
+                                               [.text(database.storageContainer), .text(database.storageOwner), .text(zoneID.zoneName)])
+                    }
+                }
                 deletedZones.append(zoneID)
                 deletedRows.insert(zone.row)
                 outcome.deleteResults[zoneID] = .success(())
@@ -103,7 +112,7 @@ extension PostgresEngine {
     /// created on first use.
     func lockedZone(_ zoneID: RecordZone.ID, _ database: DatabaseContext, on connection: PostgresConnection) throws -> ZoneHistory? {
         if let zone = try zoneHistory(zoneID, database, on: connection, lock: true) { return zone }
-        guard zoneID.isDefault, database.scope != .shared else { return nil }
+        guard zoneID.isDefault, database.storageScope != .shared else { return nil }
         try insertZone(zoneID, capabilities: RecordZone.default.capabilities, database, on: connection)
         return try zoneHistory(zoneID, database, on: connection, lock: true)
     }

@@ -166,12 +166,14 @@ public final class PostgresEngine: StorageEngine, Sendable {
                 }
                 try connection.executeScript(PostgresSchema.create)
                 try connection.executeScript(PostgresSchema.subscriptions)
+                try connection.executeScript(PostgresSchema.shareIndex)
                 let found = try readableVersion(connection.query("SELECT value FROM meta WHERE key = 'version'").first.flatMap { try $0.text(0) })
                 if let found, found < 2 { try connection.executeScript(PostgresSchema.upgradeUserNames) }
                 if let found, found < PostgresSchema.assetStoreVersion { try upgradeAssetStore(on: connection) }
                 if let found, found < PostgresSchema.rowSecurityVersion { try reapplyRowSecurity(on: connection) }
                 if let found, found < PostgresSchema.boundedIndexVersion { try boundIndexEntries(on: connection) }
                 if let found, found < PostgresSchema.declaredValueIndexVersion { try Self.synchronizeIndexes(on: connection) }
+                if let found, found < PostgresSchema.shareIndexVersion { try Self.indexStoredShares(on: connection) }
                 try connection.execute("INSERT INTO meta(key, value) VALUES ('version', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value", [.text(String(PostgresSchema.version))])
                 try connection.execute("INSERT INTO meta(key, value) VALUES ('identity', md5(random()::text || clock_timestamp()::text)) ON CONFLICT (key) DO NOTHING")
                 guard let identity = try connection.query("SELECT value FROM meta WHERE key = 'identity'").first.flatMap({ try $0.text(0) }) else {
@@ -477,13 +479,13 @@ public final class PostgresEngine: StorageEngine, Sendable {
 
     /// The key columns (container, db, owner) of a database's rows.
     static func databaseKey(_ database: DatabaseContext) -> [PostgresValue] {
-        [.text(database.storageContainer), .int64(Int64(database.scope.rawValue)), .text(database.storageOwner)]
+        [.text(database.storageContainer), .int64(Int64(database.storageScope.rawValue)), .text(database.storageOwner)]
     }
 
     /// Zones owned by the database's own user are stored with an empty owner, so that
     /// `__defaultOwner__` and the user's record name mean the same zone.
     static func zoneOwner(_ zoneID: RecordZone.ID, _ database: DatabaseContext) -> String {
-        database.isCurrentUser(zoneID.ownerName) ? "" : zoneID.ownerName
+        database.storedZoneOwner(zoneID)
     }
 
     /// A zone ID as the store keeps it: the database user's own zones have an empty owner.

@@ -98,6 +98,19 @@ enum PostgresRowSecurity {
             """
         out += policies(on: "notifications", group: g, schema: s, read: sql.mine("notifications.subscriber"),
                         insert: nil, update: sql.mine("notifications.subscriber"), delete: sql.mine("notifications.subscriber"))
+        // The share index: an owner keeps its own shares' rows; a participant reads those that
+        // name it, and through the views below reaches the rows of the shares it accepted.
+        for table in ["share_index", "share_members"] {
+            out += """
+                GRANT SELECT, INSERT, UPDATE, DELETE ON \(s).\(table) TO \(g);
+                ALTER TABLE \(s).\(table) ENABLE ROW LEVEL SECURITY;
+
+                """
+            let own = sql.mine("\(table).owner")
+            let read = table == "share_members" ? "\(own) OR \(sql.mine("share_members.member"))" : "\(own) OR \(sql.namesMe("share_index"))"
+            out += policies(on: table, group: g, schema: s, read: read, insert: own, update: own, delete: own)
+        }
+        out += sql.sharedReachViews(group: g)
         for table in PostgresSchema.ownedTables {
             let rule = sql.rule(for: table)
             out += """
@@ -282,6 +295,86 @@ enum PostgresRowSecurity {
         /// The row of `table` belongs to the public database (empty owner), or to the role.
         func publicOrMine(_ table: String) -> String { "(\(table).owner = '' OR \(mine("\(table).owner")))" }
 
+        // MARK: Shares
+
+        /// The share of the `share_index` row `table` names the role as a participant.
+        func namesMe(_ table: String) -> String {
+            """
+            EXISTS (SELECT 1 FROM \(schema).share_members m WHERE m.container = \(table).container AND m.owner = \(table).owner
+                    AND m.zone_name = \(table).zone_name AND m.share_name = \(table).share_name AND \(mine("m.member")))
+            """
+        }
+
+        /// What the role reaches as an accepted participant, as two views the tables' owner
+        /// owns: they read the tables as their owner (past row-level security, so that a policy
+        /// on `records` may walk `records`' parents without recursing into itself) and answer
+        /// only the connected role's part (`CURRENT_USER` is the role in a view), behind a
+        /// security barrier so that no function of the caller's sees a row the view leaves out.
+        ///
+        /// - `shared_zones_reached`: each share naming the role, by its zone (`zone_id`), share,
+        ///   root (`NULL`: zone-wide), whether the role accepted it and whether it may write;
+        /// - `shared_records_reached`: each record of an accepted record-level share's hierarchy
+        ///   (the root, and records whose `parent_name` chain leads to it), and the share record
+        ///   of each share naming the role (read-only: an invitee reads what it is invited to).
+        func sharedReachViews(group: String) -> String {
+            let privateScope = Database.Scope.private.rawValue
+            return """
+                CREATE OR REPLACE VIEW \(schema).shared_zones_reached WITH (security_barrier) AS
+                    SELECT z.zone_id, m.share_name, i.root_name, m.accepted, m.read_write
+                    FROM \(schema).share_members m
+                    JOIN \(schema).share_index i ON i.container = m.container AND i.owner = m.owner AND i.zone_name = m.zone_name AND i.share_name = m.share_name
+                    JOIN \(schema).zones z ON z.container = m.container AND z.db = \(privateScope) AND z.owner = m.owner AND z.zone_name = m.zone_name AND z.zone_owner = ''
+                    WHERE \(mine("m.member"));
+                CREATE OR REPLACE VIEW \(schema).shared_records_reached WITH (security_barrier) AS
+                    WITH RECURSIVE reach(zone_id, record_name, read_write) AS (
+                        SELECT v.zone_id, v.root_name, v.read_write FROM \(schema).shared_zones_reached v WHERE v.accepted AND v.root_name IS NOT NULL
+                        UNION
+                        SELECT r.zone_id, r.record_name, reach.read_write FROM \(schema).records r
+                        JOIN reach ON r.zone_id = reach.zone_id AND r.parent_name = reach.record_name
+                    )
+                    SELECT reach.zone_id, reach.record_name, reach.read_write FROM reach
+                    UNION ALL
+                    SELECT v.zone_id, v.share_name, false FROM \(schema).shared_zones_reached v;
+                GRANT SELECT ON \(schema).shared_zones_reached, \(schema).shared_records_reached TO \(group);
+
+                """
+        }
+
+        /// The row `row` of `records` (or of a table keyed by zone) lies in a zone the role
+        /// accepted a zone-wide share of (`writable`: with `.readWrite`).
+        func inSharedZone(_ row: String, writable: Bool) -> String {
+            "\(row).zone_id IN (SELECT v.zone_id FROM \(schema).shared_zones_reached v WHERE v.accepted AND v.root_name IS NULL\(writable ? " AND v.read_write" : ""))"
+        }
+
+        /// The record `name` of `row`'s zone is one the role reaches through a record-level share
+        /// (`writable`: with `.readWrite`).
+        func inSharedHierarchy(_ row: String, name: String, writable: Bool) -> String {
+            "(\(row).zone_id, \(row).\(name)) IN (SELECT x.zone_id, x.record_name FROM \(schema).shared_records_reached x\(writable ? " WHERE x.read_write" : ""))"
+        }
+
+        /// A participant's read of `records` row `row`: in a zone shared as a whole, or in a
+        /// shared hierarchy.
+        func sharedRecordReadable(_ row: String) -> String {
+            "(\(inSharedZone(row, writable: false)) OR \(inSharedHierarchy(row, name: "record_name", writable: false)))"
+        }
+
+        /// A read-write participant's change or deletion of the stored row `row`: not a share
+        /// (its owner's), and in a zone or hierarchy shared with write permission.
+        func sharedRecordWritable(_ row: String) -> String {
+            "(\(row).record_type <> '\(Record.SystemType.share)' AND (\(inSharedZone(row, writable: true)) OR \(inSharedHierarchy(row, name: "record_name", writable: true))))"
+        }
+
+        /// Where a read-write participant's new or changed row `row` may go: not a share, last
+        /// modified by the role, and in a zone shared with write permission, or under a record of
+        /// such a hierarchy (its `parent_name`), or as the root of one.
+        func sharedRecordPlacement(_ row: String) -> String {
+            """
+            (\(row).record_type <> '\(Record.SystemType.share)' AND \(mine("\(row).modified_by")) AND (\(inSharedZone(row, writable: true))
+                OR \(inSharedHierarchy(row, name: "parent_name", writable: true))
+                OR (\(row).zone_id, \(row).record_name) IN (SELECT v.zone_id, v.root_name FROM \(schema).shared_zones_reached v WHERE v.accepted AND v.read_write)))
+            """
+        }
+
         /// `publicRule` for a public row, the role's own rows otherwise.
         func ownedOr(_ table: String, public publicRule: String) -> String {
             "CASE WHEN \(table).owner = '' THEN \(publicRule) ELSE \(mine("\(table).owner")) END"
@@ -373,26 +466,34 @@ enum PostgresRowSecurity {
             switch table {
             case "records":
                 let write = granted(.write, row: table, creator: true)
-                let update = "(\(ownedOr(table, public: write))) AND \(inItsZone(table))"
                 // Readers take the exact text when there is one (`exact_fields`, for what jsonb
                 // cannot hold), so it must be an object too; `json` reads what `jsonb` refuses.
                 let document = "jsonb_typeof(records.fields) = 'object' AND (records.exact_fields IS NULL OR json_typeof(records.exact_fields::json) = 'object')"
-                return Rule(read: read,
-                            insert: "(\(ownedOr(table, public: "\(mine("records.created_by")) AND (\(granted(.create, row: table, creator: false)) OR \(ownUserRecord(table)))"))) AND \(inItsZone(table)) AND \(document)",
-                            update: ownedOr(table, public: write), updateCheck: "\(update) AND \(document)",
-                            delete: ownedOr(table, public: "(\(write) OR \(cascaded(table)))"))
+                // An accepted participant reads the shared records, and with `.readWrite` writes
+                // them as itself (never the share record, which is its owner's).
+                let owned = ownedOr(table, public: "\(mine("records.created_by")) AND (\(granted(.create, row: table, creator: false)) OR \(ownUserRecord(table)))")
+                let sharedInsert = "(\(sharedRecordPlacement(table)) AND \(mine("records.created_by")))"
+                return Rule(read: "(\(read) OR \(sharedRecordReadable(table)))",
+                            insert: "((\(owned)) OR \(sharedInsert)) AND \(inItsZone(table)) AND \(document)",
+                            update: "((\(ownedOr(table, public: write))) OR \(sharedRecordWritable(table)))",
+                            updateCheck: "((\(ownedOr(table, public: write))) OR \(sharedRecordPlacement(table))) AND \(inItsZone(table)) AND \(document)",
+                            delete: "((\(ownedOr(table, public: "(\(write) OR \(cascaded(table)))"))) OR \(sharedRecordWritable(table)))")
             case "refs", "record_tokens", "asset_refs":
                 let column = table == "refs" ? "source_name" : "record_name"
                 let write = "(\(ownedOr(table, public: forRecordIWrote(table, column)))) AND \(inItsZone(table))"
                 return Rule(read: read, insert: write, update: write, delete: ownedOr(table, public: forRecordGoneOrMine(table, column)))
             case "tombstones":
                 // A tombstone in the public database names a record that is gone; compaction removes old ones.
+                // A participant reads a shared zone's, as the shared database hands them out.
                 let gone = "NOT EXISTS (SELECT 1 FROM \(schema).records r WHERE r.zone_id = tombstones.zone_id AND r.record_name = tombstones.record_name)"
                 let write = "(\(ownedOr(table, public: gone))) AND \(inItsZone(table))"
-                return Rule(read: read, insert: write, update: write, delete: read)
+                let sharedZone = "tombstones.zone_id IN (SELECT v.zone_id FROM \(schema).shared_zones_reached v WHERE v.accepted)"
+                return Rule(read: "(\(read) OR \(sharedZone))", insert: write, update: write, delete: read)
             case "zones":
+                // A participant reads the zones of the shares naming it (an invitee finds the share).
                 let created = ownedOr(table, public: "zones.zone_name = '\(RecordZone.ID.default.zoneName)' AND zones.zone_owner = ''")
-                return Rule(read: read, insert: created, update: read, delete: own, counters: ["change_seq", "history_start", "db_change_seq"])
+                let sharedZone = "zones.zone_id IN (SELECT v.zone_id FROM \(schema).shared_zones_reached v)"
+                return Rule(read: "(\(read) OR \(sharedZone))", insert: created, update: read, delete: own, counters: ["change_seq", "history_start", "db_change_seq"])
             case "database_history":
                 return Rule(read: read, insert: read, update: read, delete: own, counters: ["change_seq", "history_start"])
             case "subscription_state":

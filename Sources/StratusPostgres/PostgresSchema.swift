@@ -54,14 +54,21 @@ import Foundation
 /// Version 11 changes no table: its `ix_` indexes hold a declared field's values of its type
 /// only (a value of another type, left from before the field was declared so, sorts as
 /// missing: ``StratusSQL/SQLDialect/declaredValue(_:family:)``); the upgrade rebuilds them.
+///
+/// Version 12 adds the share index (``shareIndex``: new tables, created on open, and an index of
+/// records by parent), and its row-level security lets a member keep the index rows of its own
+/// shares and an accepted participant reach the shared records; the upgrade applies it and
+/// indexes the shares stored before it.
 enum PostgresSchema {
-    static let version = 11
+    static let version = 12
     /// The version whose `ix_` indexes hold declared values only.
     static let declaredValueIndexVersion = 11
+    /// The version the share index came with; stores below it have their shares indexed.
+    static let shareIndexVersion = 12
     /// The version whose row-level security is ``PostgresRowSecurity``'s (10: no chunk is
     /// added to stored asset content; a public record keeps its name, zone and creator, and is
     /// retyped only into a type whose CREATE grant the member has).
-    static let rowSecurityVersion = 10
+    static let rowSecurityVersion = 12
     /// The version the asset step brought.
     static let assetStoreVersion = 3
     /// The version whose index entries are bounded (prefixes of long strings and words).
@@ -280,6 +287,37 @@ enum PostgresSchema {
             payload text NOT NULL,
             PRIMARY KEY(container, subscriber, seq)
         );
+        """
+
+    /// Where shares are found (version 12), as SQLite's store keeps them: `share_index` by URL
+    /// token (with a record-level share's root), `share_members` by participant (whether
+    /// accepted, whether read-write), each row naming the share by its owner's private database
+    /// (container, owner), zone and record name. Row-level security reads them to let a
+    /// participant's role reach the shared rows; `records_by_parent` serves its walk down a
+    /// shared hierarchy.
+    static let shareIndex = """
+        CREATE TABLE IF NOT EXISTS share_index(
+            container text COLLATE "C" NOT NULL,
+            owner text COLLATE "C" NOT NULL,
+            zone_name text COLLATE "C" NOT NULL,
+            share_name text COLLATE "C" NOT NULL,
+            token text COLLATE "C" NOT NULL,
+            root_name text COLLATE "C",
+            PRIMARY KEY(container, owner, zone_name, share_name)
+        );
+        CREATE UNIQUE INDEX IF NOT EXISTS share_index_by_token ON share_index(container, token);
+        CREATE TABLE IF NOT EXISTS share_members(
+            container text COLLATE "C" NOT NULL,
+            member text COLLATE "C" NOT NULL,
+            owner text COLLATE "C" NOT NULL,
+            zone_name text COLLATE "C" NOT NULL,
+            share_name text COLLATE "C" NOT NULL,
+            accepted boolean NOT NULL,
+            read_write boolean NOT NULL,
+            PRIMARY KEY(container, member, owner, zone_name, share_name)
+        );
+        CREATE INDEX IF NOT EXISTS share_members_by_share ON share_members(container, owner, zone_name, share_name);
+        CREATE INDEX IF NOT EXISTS records_by_parent ON records(zone_id, parent_name) WHERE parent_name IS NOT NULL;
         """
 
     /// The channel writers `NOTIFY` when they append to a feed; the payload names the store

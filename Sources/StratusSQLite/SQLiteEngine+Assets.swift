@@ -118,7 +118,7 @@ final class SQLiteAssetStore: AssetContentStore, @unchecked Sendable {
             return try identifiers.filter { identifier in
                 named.reset()
                 try named.bind([.text(identifier), .text(database.storageContainer), .integer(Int64(Database.Scope.public.rawValue)),
-                                .integer(Int64(database.scope.rawValue)), .text(database.storageOwner)])
+                                .integer(Int64(database.storageScope.rawValue)), .text(database.storageOwner)])
                 return try named.step()
             }
         }

@@ -48,6 +48,8 @@ extension SQLiteEngine {
                 "DELETE FROM zone_state WHERE zone_id IN (\(zones))",
                 "DELETE FROM zones WHERE container = ?1",
                 "DELETE FROM zone_tombstones WHERE container = ?1",
+                "DELETE FROM share_index WHERE container = ?1",
+                "DELETE FROM share_members WHERE container = ?1",
                 // Database change numbers go on from where they were, and every position taken
                 // before is expired: a token never reads a later life of the environment. The
                 // reset is a change of its own, so that a position taken at the last change

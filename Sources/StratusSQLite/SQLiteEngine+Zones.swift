@@ -4,8 +4,9 @@ import StratusSQL
 
 extension SQLiteEngine {
     @_spi(StratusEngine) public func fetchZones(in database: DatabaseContext) throws -> [RecordZone] {
-        // The shared database holds only zones other users share, and sharing does not exist yet.
-        if database.scope == .shared { return [] }
+        // The shared database's own rows hold no zones: the core reaches owners' shared zones
+        // through contexts that name the owner (DatabaseContext.sharedOwner).
+        if database.scope == .shared && database.sharedOwner == nil { return [] }
         return try readTransaction { connection in
             let select = try connection.statement("""
                 SELECT z.zone_name, z.zone_owner, s.capabilities FROM zones z JOIN zone_state s ON s.zone_id = z.zone_id
@@ -23,7 +24,7 @@ extension SQLiteEngine {
     }
 
     @_spi(StratusEngine) public func fetchZones(_ zoneIDs: [RecordZone.ID], in database: DatabaseContext) throws -> [RecordZone] {
-        if database.scope == .shared { return [] }
+        if database.scope == .shared && database.sharedOwner == nil { return [] }
         return try readTransaction { connection in
             let select = try connection.statement("""
                 SELECT s.capabilities FROM zones z JOIN zone_state s ON s.zone_id = z.zone_id
@@ -83,6 +84,14 @@ extension SQLiteEngine {
             let delete = try connection.statement("DELETE FROM \(table) WHERE zone_id = ?")
             try delete.bind([.integer(zone.row)])
             try delete.step()
+        }
+        // The zone's shares went with its records: a zone made again under the name shares nothing.
+        if database.storageScope == .private, Self.zoneOwner(zoneID, database).isEmpty {
+            for table in ["share_index", "share_members"] {
+                let delete = try connection.statement("DELETE FROM \(table) WHERE container = ? AND owner = ? AND zone_name = ?")
+                try delete.bind([.text(database.storageContainer), .text(database.storageOwner), .text(zoneID.zoneName)])
+                try delete.step()
+            }
         }
         let sequence = try noteDatabaseChange(zoneRow: nil, database, on: connection)
         let tombstone = try connection.statement("""
@@ -163,7 +172,7 @@ extension SQLiteEngine {
 
     /// The key columns (container, db, owner) of a database's rows.
     static func databaseKey(_ database: DatabaseContext) -> [SQLValue] {
-        [.text(database.storageContainer), .integer(Int64(database.scope.rawValue)), .text(database.storageOwner)]
+        [.text(database.storageContainer), .integer(Int64(database.storageScope.rawValue)), .text(database.storageOwner)]
     }
 
     /// A zone ID as the store keeps it: the database user's own zones have an empty owner.

@@ -241,6 +241,7 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
             try connection.execute(SQLiteSchema.users)
             try connection.execute(SQLiteSchema.assetTables)
             try connection.execute(SQLiteSchema.subscriptions)
+            try connection.execute(SQLiteSchema.shareIndex)
             let columns = try addMissingColumns(on: connection)
             if found < SQLiteSchema.version || !columns.contains("change_key") {
                 connection.resetActiveStatements()   // DROP TABLE needs no statement of this connection running
@@ -250,6 +251,7 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
                 if found < 5 { try upgradeUserNames(on: connection) }
                 if found < SQLiteSchema.assetStoreVersion { try upgradeAssetStore(on: connection) }
                 if found < 8 { try addJobPositionText(on: connection) }
+                if found < SQLiteSchema.shareIndexVersion { try indexStoredShares(on: connection) }
                 try connection.execute("PRAGMA user_version = \(SQLiteSchema.version)")
                 try connection.execute("PRAGMA application_id = \(SQLiteSchema.applicationID)")
             }
@@ -456,7 +458,7 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
     func zoneRowID(_ zoneID: RecordZone.ID, _ context: DatabaseContext, on connection: SQLiteConnection, createDefault: Bool) throws -> Int64? {
         let owner = Self.zoneOwner(zoneID, context)
         let select = try connection.statement("SELECT zone_id FROM zones WHERE container = ? AND db = ? AND owner = ? AND zone_name = ? AND zone_owner = ?")
-        try select.bind([.text(context.storageContainer), .integer(Int64(context.scope.rawValue)), .text(context.storageOwner), .text(zoneID.zoneName), .text(owner)])
+        try select.bind([.text(context.storageContainer), .integer(Int64(context.storageScope.rawValue)), .text(context.storageOwner), .text(zoneID.zoneName), .text(owner)])
         if try select.step() { return select.int64(0) }
         guard createDefault, zoneID.isDefault else { return nil }
         return try insertZone(zoneID, capabilities: RecordZone.default.capabilities, context, on: connection)
@@ -465,7 +467,7 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
     /// Zones owned by the database's own user are stored with an empty owner, so that
     /// `__defaultOwner__` and the user's record name mean the same zone.
     static func zoneOwner(_ zoneID: RecordZone.ID, _ context: DatabaseContext) -> String {
-        context.isCurrentUser(zoneID.ownerName) ? "" : zoneID.ownerName
+        context.storedZoneOwner(zoneID)
     }
 
     // MARK: - Reading records

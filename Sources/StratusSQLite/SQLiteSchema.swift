@@ -41,8 +41,12 @@
 /// - version 10 indexes a declared field's values of its type only (a value of another type,
 ///   left from before the field was declared so, sorts as missing:
 ///   ``StratusSQL/SQLDialect/declaredValue(_:family:)``); the step rebuilds the `ix_` indexes.
+/// - version 11 adds the share index (``shareIndex``): new tables, created by
+///   `CREATE … IF NOT EXISTS` on open; the step indexes the shares stored before it.
 enum SQLiteSchema {
-    static let version: Int64 = 10
+    static let version: Int64 = 11
+    /// The version the share index came with; stores below it have their shares indexed.
+    static let shareIndexVersion: Int64 = 11
 
     /// The application ID in the header of the stores this version makes ("STRA"), so that
     /// Stratus and `file(1)` tell them from other programs' databases.
@@ -248,10 +252,38 @@ enum SQLiteSchema {
         ) WITHOUT ROWID;
         """
 
+    /// Where shares are found (version 11): `share_index` by URL token (with a record-level
+    /// share's root), `share_members` by participant (whether accepted, whether read-write),
+    /// each row naming the share by its owner's private database (container, owner), zone and
+    /// record name. Write transactions keep them with the share records.
+    static let shareIndex = """
+        CREATE TABLE IF NOT EXISTS share_index(
+            container TEXT NOT NULL,
+            owner TEXT NOT NULL,
+            zone_name TEXT NOT NULL,
+            share_name TEXT NOT NULL,
+            token TEXT NOT NULL,
+            root_name TEXT,
+            PRIMARY KEY(container, owner, zone_name, share_name)
+        ) WITHOUT ROWID;
+        CREATE UNIQUE INDEX IF NOT EXISTS share_index_by_token ON share_index(container, token);
+        CREATE TABLE IF NOT EXISTS share_members(
+            container TEXT NOT NULL,
+            member TEXT NOT NULL,
+            owner TEXT NOT NULL,
+            zone_name TEXT NOT NULL,
+            share_name TEXT NOT NULL,
+            accepted INTEGER NOT NULL,
+            read_write INTEGER NOT NULL,
+            PRIMARY KEY(container, member, owner, zone_name, share_name)
+        ) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS share_members_by_share ON share_members(container, owner, zone_name, share_name);
+        """
+
     /// Every table and index the statements above create.
     static let objectNames: Set<String> = {
         var names: Set<String> = []
-        for statement in [create, indexing, users, assetTables, subscriptions] {
+        for statement in [create, indexing, users, assetTables, subscriptions, shareIndex] {
             var rest = Substring(statement)
             while let range = rest.range(of: "IF NOT EXISTS ") {
                 rest = rest[range.upperBound...]

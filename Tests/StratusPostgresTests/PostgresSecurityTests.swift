@@ -418,7 +418,7 @@ struct PostgresSecurityTests {
         #expect(member?.code == .permissionFailure && member?.message.contains("version 5") == true && member?.message.contains("opens the store once") == true,
                 "\(String(describing: member))")
         _ = try PostgresEngine(url: store.database.url)
-        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "11")
+        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "12")
         #expect(try admin.query("SELECT count(*) FROM pg_policies WHERE policyname = 'stratus_owner'")[0].int64(0) == 0)
         #expect(try admin.query("SELECT count(*) FROM pg_proc WHERE proname = 'stratus_owns'")[0].int64(0) == 0)
         #expect(try admin.query("SELECT count(*) FROM pg_policies WHERE tablename = 'records' AND policyname = 'stratus_delete' AND $1 = ANY(roles)", [.text(store.group)])[0].int64(0) == 1)
@@ -428,6 +428,85 @@ struct PostgresSecurityTests {
 }
 
 extension PostgresSecurityTests {
+    @Test("an accepted participant's role reads exactly the shared records with raw SQL and through Stratus, and with .readWrite writes them as itself; an invitee reads only the share, a role the share does not name and a removed participant nothing")
+    func participantsReachSharedRecordsOnly() async throws {
+        let store = try SecureStore()
+        defer { store.dropRoles() }
+        let (aliceName, bobName) = (store.aliceName, store.bobName)
+        // Alice shares the hierarchy under `groceries` (not `diary`) of her zone with Bob, read-only.
+        let alice = Container(identifier: store.identifier, engine: try store.engine(store.alice), userName: store.alice).privateCloudDatabase
+        let lists = try await alice.save(RecordZone(zoneName: "Lists")).zoneID
+        let root = makeRecord("List", "groceries", zoneID: lists, ["title": .string("Groceries")])
+        let milk = makeRecord("Item", "milk", zoneID: lists, ["title": .string("Milk")])
+        milk.setParent(root)
+        let bread = makeRecord("Item", "bread", zoneID: lists, ["title": .string("Bread")])
+        bread.setParent(milk)
+        try await TestDatabase.save([root, milk, bread, makeRecord("Item", "diary", zoneID: lists, ["title": .string("Private")])], in: alice)
+        let storedRoot = try await alice.record(for: root.recordID)
+        let share = Share(rootRecord: storedRoot)
+        let invited = Share.Participant(userIdentity: UserIdentity(userRecordID: Record.ID(recordName: bobName)))
+        invited.permission = .readOnly
+        share.addParticipant(invited)
+        let (saved, _) = try await alice.modifyRecords(saving: [storedRoot, share], deleting: [])
+        let stored = try #require(try saved[share.recordID]?.get() as? Share)
+        let shareName = share.recordID.recordName
+
+        let bob = try store.raw(store.bob)
+        let carol = try store.raw(store.carol)
+        func names(_ raw: PostgresConnection) throws -> [String] {
+            try raw.query("SELECT record_name FROM records WHERE owner = $1 ORDER BY record_name", [.text(aliceName)]).map { try $0.text(0) ?? "" }
+        }
+        #expect(try names(bob) == [shareName], "an invitation not yet accepted reaches its share only")
+        // Through Stratus on his own role, Bob reads what he is invited to.
+        let bobsOwnRole = Container(identifier: store.identifier, engine: try store.engine(store.bob), userName: store.bob)
+        #expect(try await bobsOwnRole.shareMetadata(for: try #require(stored.url)).participantStatus == .pending)
+
+        // Bob accepts (through the store's owner: accepting changes Alice's share record, which
+        // no member's role writes).
+        let bobAsAdministered = Container(identifier: store.identifier, engine: store.owner, userName: store.bob)
+        try await bobAsAdministered.accept(try await bobAsAdministered.shareMetadata(for: try #require(stored.url)))
+        #expect(try names(bob) == ["bread", "groceries", "milk", shareName].sorted())
+        let sharedLists = RecordZone.ID(zoneName: "Lists", ownerName: aliceName)
+        #expect(try await bobsOwnRole.sharedCloudDatabase.record(for: Record.ID(recordName: "bread", zoneID: sharedLists))["title"] as? String == "Bread")
+        #expect(try bob.query("SELECT zone_name FROM zones WHERE owner = $1", [.text(aliceName)]).map { try $0.text(0) } == ["Lists"])
+        #expect(try names(carol).isEmpty && carol.query("SELECT count(*) FROM zones WHERE owner = $1", [.text(aliceName)])[0].int64(0) == 0)
+        #expect(try carol.query("SELECT count(*) FROM shared_records_reached")[0].int64(0) == 0, "the views answer only the connected role's part")
+        // Read-only: no row of Alice's changes or goes.
+        #expect(try bob.execute("UPDATE records SET change_tag = 'bob', modified_by = $2 WHERE owner = $1", [.text(aliceName), .text(bobName)]) == 0)
+        #expect(try bob.execute("DELETE FROM records WHERE owner = $1", [.text(aliceName)]) == 0)
+
+        // Read-write: Bob changes and adds records of the hierarchy, as himself, and nothing else.
+        let writable = try #require(try await alice.record(for: stored.recordID) as? Share)
+        try #require(writable.participants.first { $0.role == .privateUser }).permission = .readWrite
+        _ = try await alice.save(writable)
+        #expect(try bob.execute("UPDATE records SET change_tag = 'bob', modified_by = $2 WHERE owner = $1 AND record_name = 'bread'", [.text(aliceName), .text(bobName)]) == 1)
+        #expect(try bob.execute("UPDATE records SET change_tag = 'bob', modified_by = $2 WHERE owner = $1 AND record_name IN ('diary', $3)",
+                                [.text(aliceName), .text(bobName), .text(shareName)]) == 0)
+        let unsigned = stratusError(await caughtError {
+            try bob.execute("UPDATE records SET change_tag = 'anonymous' WHERE owner = $1 AND record_name = 'milk'", [.text(aliceName)])
+        })
+        #expect(unsigned?.code == .permissionFailure, "a participant's change names it as the modifier: \(String(describing: unsigned))")
+        let insert = """
+            INSERT INTO records(zone_id, record_name, owner, record_type, created_at, created_by, modified_at, modified_by, change_tag, change_seq, fields, parent_name)
+            SELECT zone_id, $3, owner, 'Item', 0, $2, 0, $2, 'bob', change_seq, '{}'::jsonb, $4 FROM records WHERE owner = $1 AND record_name = 'milk'
+            """
+        #expect(try bob.execute(insert, [.text(aliceName), .text(bobName), .text("eggs"), .text("groceries")]) == 1)
+        let stray = stratusError(await caughtError { try bob.execute(insert, [.text(aliceName), .text(bobName), .text("stray"), .text("diary")]) })
+        #expect(stray?.code == .permissionFailure, "a record outside the shared hierarchy: \(String(describing: stray))")
+        #expect(try carol.execute(insert, [.text(aliceName), .text(store.carolName), .text("carols"), .text("groceries")]) == 0, "Carol reads no row to copy")
+        #expect(try carol.execute("UPDATE records SET change_tag = 'carol' WHERE owner = $1", [.text(aliceName)]) == 0)
+        #expect(try bob.execute("DELETE FROM records WHERE owner = $1 AND record_name IN ('eggs', 'diary')", [.text(aliceName)]) == 1)
+        let asAliceSees = try store.raw(store.alice).query("SELECT record_name, modified_by FROM records WHERE owner = $1 AND change_tag = 'bob'", [.text(aliceName)])
+        #expect(try asAliceSees.map { [try $0.text(0), try $0.text(1)] } == [["bread", bobName]])
+
+        // Removed, Bob reaches nothing again.
+        let removing = try #require(try await alice.record(for: stored.recordID) as? Share)
+        removing.removeParticipant(try #require(removing.participants.first { $0.role == .privateUser }))
+        _ = try await alice.save(removing)
+        #expect(try names(bob).isEmpty)
+        #expect(try bob.execute("UPDATE records SET change_tag = 'late', modified_by = $2 WHERE owner = $1", [.text(aliceName), .text(bobName)]) == 0)
+    }
+
     @Test("a superuser who opens an older store upgrades it as the role that owns its tables: what the upgrade creates is that role's, whose commands keep working")
     func upgradeBySuperuserKeepsTheOwner() async throws {
         let database = try PostgresTestServer.makeDatabase()
@@ -461,28 +540,31 @@ extension PostgresSecurityTests {
 private struct SecureStore {
     let database: PostgresTestDatabase
     let suffix = String(UInt32.random(in: 0...UInt32.max), radix: 36)
-    let group: String, alice: String, bob: String
+    let group: String, alice: String, bob: String, carol: String
     let identifier = "com.example.secure"
-    let aliceName: String, bobName: String
+    let aliceName: String, bobName: String, carolName: String
     /// The engine of the tables' owner.
     let owner: PostgresEngine
 
     init(roles: [KeyPath<SecureStore, String>: Set<SecurityRole>] = [:]) throws {
         database = try PostgresTestServer.makeDatabase()
-        (group, alice, bob) = ("stratus_users_\(suffix)", "alice_\(suffix)", "bob_\(suffix)")
+        (group, alice, bob, carol) = ("stratus_users_\(suffix)", "alice_\(suffix)", "bob_\(suffix)", "carol_\(suffix)")
         try PostgresConnection(url: database.url).executeScript("""
             CREATE ROLE \(group) NOLOGIN;
             CREATE ROLE \(alice) LOGIN IN ROLE \(group);
             CREATE ROLE \(bob) LOGIN IN ROLE \(group);
+            CREATE ROLE \(carol) LOGIN IN ROLE \(group);
             """)
         // The administrator creates the store and turns security on; the users are plain roles.
         owner = try PostgresEngine(url: database.url)
         try owner.enableRowLevelSecurity(group: group)
-        (aliceName, bobName) = (UserDirectoryEntry.derivedRecordName(containerIdentifier: identifier, login: alice),
-                                UserDirectoryEntry.derivedRecordName(containerIdentifier: identifier, login: bob))
+        (aliceName, bobName, carolName) = (UserDirectoryEntry.derivedRecordName(containerIdentifier: identifier, login: alice),
+                                           UserDirectoryEntry.derivedRecordName(containerIdentifier: identifier, login: bob),
+                                           UserDirectoryEntry.derivedRecordName(containerIdentifier: identifier, login: carol))
         // The administrator says who is who: each login and the user record name its rows carry.
         let entries = [UserDirectoryEntry(login: alice, userRecordName: aliceName, roles: roles[\.alice] ?? []),
-                       UserDirectoryEntry(login: bob, userRecordName: bobName, roles: roles[\.bob] ?? [])]
+                       UserDirectoryEntry(login: bob, userRecordName: bobName, roles: roles[\.bob] ?? []),
+                       UserDirectoryEntry(login: carol, userRecordName: carolName, roles: [])]
         try owner.modifyUserDirectory(containerIdentifier: identifier, saving: entries, deletingLogins: [])
     }
 
@@ -491,6 +573,6 @@ private struct SecureStore {
     func raw(_ role: String) throws -> PostgresConnection { try PostgresConnection(url: try url(role)) }
 
     func dropRoles() {
-        try? PostgresConnection(url: database.url).executeScript("DROP OWNED BY \(alice), \(bob), \(group); DROP ROLE IF EXISTS \(alice), \(bob), \(group)")
+        try? PostgresConnection(url: database.url).executeScript("DROP OWNED BY \(alice), \(bob), \(carol), \(group); DROP ROLE IF EXISTS \(alice), \(bob), \(carol), \(group)")
     }
 }

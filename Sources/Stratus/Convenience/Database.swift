@@ -76,7 +76,8 @@ public final class Database: Sendable {
     }
 
     init(engine: any StorageEngine, context: DatabaseContext, user: ContainerUser?, retryPolicy: RetryPolicy) {
-        self.engine = engine
+        // The shared database reaches what others share with its user, decided in the core.
+        self.engine = context.scope == .shared && !(engine is SharedDatabaseEngine) ? SharedDatabaseEngine(base: engine) : engine
         self.context = context
         self.user = user
         self.retryPolicy = retryPolicy

@@ -105,6 +105,16 @@ public protocol RecordWriteTransaction: AnyObject {
     /// pipeline source's position (a query cursor, a change token), kept as it is.
     func saveJobProgress(_ job: String, position: Int64, text: String?) throws
 
+    /// Records where the share `shareRecordName` of the transaction's database (in its own zone
+    /// `zoneName`) is found: by its URL token and by each participant in `members`, replacing
+    /// what was recorded for that share before (``ShareIndexEntry``). `rootRecordName` is the
+    /// root of a record-level share, `nil` for a zone-wide share.
+    func indexShare(_ shareRecordName: String, zoneName: String, token: String, rootRecordName: String?, members: [ShareIndexMember]) throws
+
+    /// Forgets the index entries of the share `shareRecordName` in the zone `zoneName` of the
+    /// transaction's database (the share was deleted).
+    func removeShareFromIndex(_ shareRecordName: String, zoneName: String) throws
+
     /// Asset content that rows named before this transaction and no longer name (replaced or
     /// deleted records): what a collection checks once the transaction committed. Engines keep
     /// which rows name which content (``RecordRow/assetContentIdentifiers``) with every write.

@@ -113,6 +113,16 @@ public protocol StorageEngine: AnyObject, Sendable {
     /// - Throws: `constraintViolation` when two logins would have the same user record name.
     @_spi(StratusEngine) func modifyUserDirectory(containerIdentifier: String, saving entries: [UserDirectoryEntry], deletingLogins logins: [String]) throws
 
+    // MARK: Sharing
+
+    /// The share whose URL token is `token` in one environment of a container (any owner's),
+    /// from the index write transactions keep (``RecordWriteTransaction/indexShare(_:zoneName:token:members:)``).
+    @_spi(StratusEngine) func indexedShare(token: String, storageContainer: String) throws -> ShareIndexEntry?
+
+    /// The shares that name the user record name `member` as a participant, in one environment
+    /// of a container, from the same index, in any order.
+    @_spi(StratusEngine) func indexedShares(member: String, storageContainer: String) throws -> [ShareIndexEntry]
+
     // MARK: Diagnostics
 
     /// How the store would run a query: the indexes it reads and its own account of the plan.
@@ -285,6 +295,11 @@ public struct DatabaseContext: Hashable, Sendable, CustomStringConvertible {
     /// Whether the caller administers the store (a copy between stores): security roles do not
     /// limit what it reads and writes.
     public let isAdministrator: Bool
+    /// In the shared database, the owner (a user record name) whose shared zones this context
+    /// reaches: engines then read and write that owner's private rows, while the caller stays
+    /// the user (creator, modifier). `nil` for every other context; only the core's shared
+    /// database makes one (``reachingSharedZones(of:)``), after deciding what the user reaches.
+    public let sharedOwner: String?
 
     /// A context for `userName`, whose record name is derived from it
     /// (``UserDirectoryEntry/derivedRecordName(containerIdentifier:login:)``) unless given.
@@ -299,6 +314,31 @@ public struct DatabaseContext: Hashable, Sendable, CustomStringConvertible {
         self.userRecordName = userRecordName ?? userName.map { UserDirectoryEntry.derivedRecordName(containerIdentifier: containerIdentifier, login: $0) }
         self.roles = roles
         self.isAdministrator = isAdministrator
+        self.sharedOwner = nil
+    }
+
+    private init(_ context: DatabaseContext, sharedOwner: String) {
+        containerIdentifier = context.containerIdentifier
+        environment = context.environment
+        scope = context.scope
+        userName = context.userName
+        userRecordName = context.userRecordName
+        roles = context.roles
+        isAdministrator = context.isAdministrator
+        self.sharedOwner = sharedOwner
+    }
+
+    /// This shared-database context reaching the zones `owner` shares with its user: engines
+    /// read and write `owner`'s private rows, and name the user as creator and modifier.
+    ///
+    /// ```swift
+    /// let lists = sharedContext.reachingSharedZones(of: "_3f2a…")
+    /// ```
+    ///
+    /// - Precondition: the context is the shared database's (a programmer error otherwise).
+    public func reachingSharedZones(of owner: String) -> DatabaseContext {
+        precondition(scope == .shared, "only the shared database reaches another user's zones")
+        return DatabaseContext(self, sharedOwner: owner)
     }
 
     /// The context of an administrator reading or writing one stored database as its owner
@@ -320,7 +360,19 @@ public struct DatabaseContext: Hashable, Sendable, CustomStringConvertible {
 
     /// Whose rows these are: everyone's in the public database, the user's own otherwise.
     /// Private (and shared) records of one user are invisible to another user.
-    public var storageOwner: String { scope == .public ? "" : userRecordName ?? "" }
+    public var storageOwner: String { sharedOwner ?? (scope == .public ? "" : userRecordName ?? "") }
+
+    /// Which database's rows these are: the owner's private database for a shared-database
+    /// context that reaches an owner's zones (``sharedOwner``), else ``scope``.
+    public var storageScope: Database.Scope { sharedOwner == nil ? scope : .private }
+
+    /// A zone's owner as the rows of ``storageOwner`` key it: empty for the rows' owner's own
+    /// zones (`__defaultOwner__`, the user's record name, or for a shared context the sharing
+    /// owner's), else the owner's name.
+    public func storedZoneOwner(_ zoneID: RecordZone.ID) -> String {
+        if let sharedOwner { return zoneID.ownerName == sharedOwner ? "" : zoneID.ownerName }
+        return isCurrentUser(zoneID.ownerName) ? "" : zoneID.ownerName
+    }
 
     /// The user's record ID, as stored in creator and last-modifier system fields; `nil` when
     /// the caller is not signed in.

@@ -59,5 +59,11 @@ public typealias ShareParticipantPermission = Share.ParticipantPermission
 public typealias ShareParticipantRole = Share.ParticipantRole
 /// `CKShareParticipantAcceptanceStatus`: ``Share/ParticipantAcceptanceStatus``.
 public typealias ShareParticipantAcceptanceStatus = Share.ParticipantAcceptanceStatus
+/// `CKShareMetadata`: ``Share/Metadata``.
+///
+/// ```swift
+/// let metadata: ShareMetadata = try await container.shareMetadata(for: url)
+/// ```
+public typealias ShareMetadata = Share.Metadata
 /// `CKUserIdentityLookupInfo`: ``UserIdentity/LookupInfo``.
 public typealias UserIdentityLookupInfo = UserIdentity.LookupInfo

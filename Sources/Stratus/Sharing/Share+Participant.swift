@@ -96,6 +96,18 @@ extension Share {
             self.state = Mutex(state)
         }
 
+        /// A user joining a public share through its URL: accepted, with the share's public
+        /// permission.
+        convenience init(joining userIdentity: UserIdentity, permission: ParticipantPermission) {
+            self.init(userIdentity: userIdentity, state: State(role: .publicUser, acceptanceStatus: .accepted, permission: permission, participantID: UUID().uuidString))
+        }
+
+        /// Marks an invited participant accepted (the store does, when they accept).
+        func markAccepted() { state.withLock { $0.acceptanceStatus = .accepted } }
+
+        /// Marks a participant removed (the store does, when they leave the share).
+        func markRemoved() { state.withLock { $0.acceptanceStatus = .removed } }
+
         /// The owner of a new share: the current user, until the store names them.
         static func newOwner() -> Participant {
             Participant(userIdentity: UserIdentity(userRecordID: Record.ID(recordName: CurrentUserDefaultName)),

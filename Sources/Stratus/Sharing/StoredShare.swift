@@ -53,6 +53,20 @@ struct StoredShare: Equatable, Sendable {
         extras.members[Self.rootRecordNameMember] = rootRecordName.map { Self.encode($0) }
     }
 
+    /// The participants who may reach the shared records once they accept: every one named by
+    /// a user record but the owner and the removed, each once (the first entry of a name counts,
+    /// as in the core's reading of the share).
+    var indexedMembers: [ShareIndexMember] {
+        var members: [String: ShareIndexMember] = [:]
+        for participant in participants {
+            guard participant.type != Self.name(of: .owner), participant.acceptanceStatus != Self.name(of: .removed),
+                  let name = participant.userIdentity?.userRecordName, members[name] == nil else { continue }
+            members[name] = ShareIndexMember(userRecordName: name, isAccepted: participant.acceptanceStatus == Self.name(of: .accepted),
+                                             mayWrite: participant.permission == Self.name(of: .readWrite))
+        }
+        return members.values.sorted { $0.userRecordName < $1.userRecordName }
+    }
+
     /// A new URL token: 128 random bits as 32 lowercase hex digits.
     static func newShortGUID() -> String {
         var generator = SystemRandomNumberGenerator()

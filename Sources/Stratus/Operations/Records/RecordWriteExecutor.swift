@@ -106,6 +106,10 @@ enum RecordWriteExecutor {
     ///
     /// - Throws: store failures (busy, disk full), after which nothing was written.
     static func apply(_ request: ModifyRequest, engine: any StorageEngine, context: DatabaseContext) throws -> ModifyOutcome {
+        // The shared database decides what its user may write, then writes in the owners' rows.
+        if let shared = engine as? SharedDatabaseEngine, context.sharedOwner == nil, request.simulation == nil {
+            return try shared.apply(request, context: context)
+        }
         do {
             guard let simulation = request.simulation else {
                 return try engine.writeRecords(in: context) { transaction in try run(request, in: transaction, engine: engine, context: context) }
@@ -138,7 +142,7 @@ enum RecordWriteExecutor {
     ///   undo the requests before it, which their callers were told committed).
     /// - Throws: store failures (busy, disk full), after which nothing was written.
     static func apply(_ requests: [ModifyRequest], engine: any StorageEngine, context: DatabaseContext) throws -> [ModifyOutcome] {
-        guard requests.count > 1 else { return try requests.map { try apply($0, engine: engine, context: context) } }
+        guard requests.count > 1, !(engine is SharedDatabaseEngine) else { return try requests.map { try apply($0, engine: engine, context: context) } }
         precondition(!requests.contains(where: \.isAtomic), "requests applied in one transaction are not atomic")
         // A dry run keeps nothing between its simulated transactions: one after another is the same.
         if requests.contains(where: { $0.simulation != nil }) { return try requests.map { try apply($0, engine: engine, context: context) } }
@@ -665,6 +669,9 @@ enum RecordWriteExecutor {
                 pending.append(contentsOf: try transaction.deleteSelfSources(of: target))
             }
             if deletedRoot, let deletedShare { try unlinkRoot(of: deletedShare) }
+            if deletedRoot, deletedShare != nil || id.recordName == Share.zoneWideShareName {
+                try ShareRules.unindexDeletedShare(id, context: context, in: transaction)
+            }
             return .success(deletedRoot)
         }
 

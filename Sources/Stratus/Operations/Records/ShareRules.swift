@@ -18,7 +18,9 @@ import Foundation
 ///   transaction, without an engine knowing what a share is.
 ///
 /// A request that restores records as they were (an import, a copy) keeps shares and roots as
-/// its input holds them: CloudKit's data is not judged by these rules.
+/// its input holds them: CloudKit's data is not judged by these rules. Every saved share of a
+/// private database's own zone goes into the share index, restored ones too, so that URLs and
+/// participants find it.
 ///
 /// ```swift
 /// var shares = ShareRules(request: request, context: context)
@@ -69,7 +71,11 @@ struct ShareRules {
     mutating func resolveShare(_ save: PreparedSave, existing: Record?, extras: inout Record.JSONExtras,
                                in transaction: any RecordWriteTransaction) throws -> StratusError? {
         let id = save.recordID
-        guard !restores else { return nil }
+        guard !restores else {
+            // Kept as its input holds it (an import, a copy): its URL and participants find it.
+            try index(id, extras, in: transaction)
+            return nil
+        }
         if let problem = placementProblem(id) { return problem }
         var share = StoredShare(extras)
         if let existing {
@@ -90,7 +96,21 @@ struct ShareRules {
             }
         }
         share.write(into: &extras, unchangedFrom: StoredShare(save.jsonExtras))
+        try index(id, extras, in: transaction)
         return nil
+    }
+
+    /// Indexes the share `id` as `extras` store it: participants and URLs find shares through
+    /// the index (the share stays the truth), those of the database's own private zones.
+    private func index(_ id: Record.ID, _ extras: Record.JSONExtras, in transaction: any RecordWriteTransaction) throws {
+        guard context.storageScope == .private, context.storedZoneOwner(id.zoneID).isEmpty, let indexing = ShareIndexing(shareExtras: extras) else { return }
+        try transaction.indexShare(id.recordName, zoneName: id.zoneID.zoneName, token: indexing.token, rootRecordName: indexing.rootRecordName, members: indexing.members)
+    }
+
+    /// Forgets the index entries of a share this request deleted (`id`).
+    static func unindexDeletedShare(_ id: Record.ID, context: DatabaseContext, in transaction: any RecordWriteTransaction) throws {
+        guard context.storageScope == .private, context.storedZoneOwner(id.zoneID).isEmpty else { return }
+        try transaction.removeShareFromIndex(id.recordName, zoneName: id.zoneID.zoneName)
     }
 
     /// Sets the `share` member a record's save stores in `extras`: the share this request
@@ -120,6 +140,9 @@ struct ShareRules {
         switch context.scope {
         case .public:
             return StratusError(.invalidArguments, "record '\(id.recordName)': a share is saved in its owner's private database, as in CloudKit; the public database holds no shares", recordID: id)
+        case .shared where context.sharedOwner != nil:
+            // The core saving a share of its owner's for a participant (an acceptance).
+            return nil
         case .shared:
             return StratusError(.invalidArguments, "record '\(id.recordName)': a share is saved by its owner, in the owner's private database; saving shares through the shared database is not available yet", recordID: id)
         case .private:

@@ -310,6 +310,10 @@ private final class SimulatedTransaction: RecordWriteTransaction {
 
     func saveJobProgress(_ job: String, position: Int64, text: String?) throws {}
 
+    // A dry run writes no share index, as it writes no share.
+    func indexShare(_ shareRecordName: String, zoneName: String, token: String, rootRecordName: String?, members: [ShareIndexMember]) throws {}
+    func removeShareFromIndex(_ shareRecordName: String, zoneName: String) throws {}
+
     var releasedAssetContents: Set<String> { [] }
 
     func subscriptionVersion() throws -> Int64? { nil }

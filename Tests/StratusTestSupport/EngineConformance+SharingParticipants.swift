@@ -1,0 +1,328 @@
+import Foundation
+import Stratus
+import Testing
+
+// MARK: - Sharing, the participant's side
+
+extension EngineConformance {
+    static let sharingParticipantCases: [TestCase] = [
+        TestCase("a share's URL answers its metadata to the owner, an invited participant and, for a public share, anyone; an unknown URL is unknownItem, a private share's URL opened by another user participantMayNeedVerification", shareMetadataByURL),
+        TestCase("after accepting a record share, the participant's shared database lists the owner's zone and reaches the root and its children by fetch, query, zone changes and database changes, and nothing else of the zone", acceptedRecordShareIsReachable),
+        TestCase("a read-only participant's writes fail with permissionFailure and change nothing; a read-write participant saves and deletes records of the shared hierarchy, as their modifier", participantWrites),
+        TestCase("a zone-wide share reaches the whole zone; accepting a public share's URL adds the caller as a public participant with its permission", zoneWideAndPublicShares),
+        TestCase("removing a participant, or deleting the share, revokes access: reads fail with zoneNotFound, the zone leaves allRecordZones, and database changes report it deleted", shareRevocation),
+        TestCase("a shared zone its owner deletes leaves the participant's shared database, and a zone made again under its name shares nothing", sharedZoneDeletion),
+        TestCase("a participant leaves a share by deleting it from their shared database: the owner reads them removed, and the zone leaves their shared database", participantLeaves),
+        TestCase("a share copied into another store keeps its URL and participants there: the invitee opens it and, once accepted, reaches the shared records", copiedShareIsReachable),
+    ]
+
+    /// Alice's zone `Lists` with `groceries` (the root), `milk` (its child), `bread` (the
+    /// child's child) and `diary` (in no hierarchy); a share of `groceries` naming Bob with
+    /// `permission`, saved. Answers Alice's database, the share, and the zone as Bob names it.
+    private static func sharedList(_ env: Environment, bob permission: Share.ParticipantPermission?, publicPermission: Share.ParticipantPermission = .none) async throws
+        -> (alice: Database, share: Share, zoneID: RecordZone.ID) {
+        let alice = env.container(user: "alice")
+        let database = alice.privateCloudDatabase
+        let zoneID = RecordZone.ID(zoneName: "Lists")
+        _ = try await database.modifyRecordZones(saving: [RecordZone(zoneID: zoneID)], deleting: [])
+        let root = Record(recordType: "List", recordID: Record.ID(recordName: "groceries", zoneID: zoneID))
+        root["title"] = "Groceries"
+        let milk = Record(recordType: "Item", recordID: Record.ID(recordName: "milk", zoneID: zoneID))
+        milk["title"] = "Milk"
+        milk.setParent(root)
+        let bread = Record(recordType: "Item", recordID: Record.ID(recordName: "bread", zoneID: zoneID))
+        bread["title"] = "Bread"
+        bread.setParent(milk)
+        let diary = Record(recordType: "Item", recordID: Record.ID(recordName: "diary", zoneID: zoneID))
+        diary["title"] = "Private"
+        let (written, _) = try await database.modifyRecords(saving: [root, milk, bread, diary], deleting: [])
+        // The share is saved with the root as stored (its change tag), as CloudKit requires.
+        let storedRoot = try #require(try written[root.recordID]?.get())
+        let share = Share(rootRecord: storedRoot)
+        share[Share.SystemFieldKey.title] = "Groceries"
+        share.publicPermission = publicPermission
+        if let permission {
+            let bob = Share.Participant(userIdentity: UserIdentity(userRecordID: try await env.container(user: "bob").userRecordID()))
+            bob.permission = permission
+            share.addParticipant(bob)
+        }
+        let (saves, _) = try await database.modifyRecords(saving: [storedRoot, share], deleting: [])
+        let saved = try #require(try saves[share.recordID]?.get() as? Share)
+        let owner = try await alice.userRecordID().recordName
+        return (database, saved, RecordZone.ID(zoneName: "Lists", ownerName: owner))
+    }
+
+    /// Expects `body` to fail with a `StratusError` of `code`.
+    private static func expectCode(_ code: StratusError.Code, sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws -> Void) async {
+        let error = stratusError(await caughtError(body))
+        #expect(error?.code == code, "\(String(describing: error))", sourceLocation: sourceLocation)
+    }
+
+    private static func shareMetadataByURL(_ env: Environment) async throws {
+        let (_, share, zoneID) = try await sharedList(env, bob: .readOnly)
+        let url = try #require(share.url)
+        #expect(url.absoluteString.hasPrefix("stratus://share/"))
+
+        let owner = try await env.container(user: "alice").shareMetadata(for: url)
+        #expect(owner.participantRole == .owner && owner.participantStatus == .accepted && owner.participantPermission == .readWrite)
+
+        let bob = env.container(user: "bob")
+        let invited = try await bob.shareMetadata(for: url, shouldFetchRootRecord: true)
+        #expect(invited.containerIdentifier == Environment.containerIdentifier)
+        #expect(invited.participantRole == .privateUser && invited.participantStatus == .pending && invited.participantPermission == .readOnly)
+        #expect(invited.hierarchicalRootRecordID == Record.ID(recordName: "groceries", zoneID: zoneID))
+        #expect(invited.rootRecord?["title"] as? String == "Groceries")
+        #expect(invited.share.recordID == Record.ID(recordName: share.recordID.recordName, zoneID: zoneID) && invited.share.url == url)
+        #expect(invited.share[Share.SystemFieldKey.title] as? String == "Groceries")
+        let aliceID = try await env.container(user: "alice").userRecordID()
+        #expect(invited.ownerIdentity.userRecordID == aliceID)
+
+        // Accepting makes the participant accepted, in the share the owner reads too.
+        let accepted = try await bob.accept(invited)
+        let bobID = try await bob.userRecordID()
+        let acceptedBob = try #require(accepted.participants.first { $0.role == .privateUser })
+        #expect(acceptedBob.userIdentity.userRecordID == bobID && acceptedBob.acceptanceStatus == .accepted)
+        #expect(try await bob.shareMetadata(for: url).participantStatus == .accepted)
+        let ownersCopy = try #require(try await env.container(user: "alice").privateCloudDatabase.record(for: share.recordID) as? Share)
+        #expect(ownersCopy.participants.filter { $0.role == .privateUser }.map(\.acceptanceStatus) == [.accepted])
+
+        // A URL of no share, and a private share's URL opened by a user it does not name.
+        let unknown = try #require(URL(string: "stratus://share/0123456789abcdef0123456789abcdef"))
+        await expectCode(.unknownItem) { _ = try await bob.shareMetadata(for: unknown) }
+        await expectCode(.unknownItem) { _ = try await bob.shareMetadata(for: try #require(URL(string: "https://example.com/share"))) }
+        await expectCode(.participantMayNeedVerification) { _ = try await env.container(user: "carol").shareMetadata(for: url) }
+        await expectCode(.participantMayNeedVerification) { _ = try await env.container(user: "carol").accept(invited) }
+        #expect(try await env.container(user: "carol").sharedCloudDatabase.allRecordZones().isEmpty)
+
+        // The operation's blocks: one result per URL, and partialFailure when one failed.
+        let op = FetchShareMetadataOperation(shareURLs: [url, unknown])
+        let results = LockedResults()
+        op.perShareMetadataResultBlock = { url, result in results.append(url.absoluteString, (try? result.get()) != nil) }
+        let final: Result<Void, any Error> = try await withCheckedThrowingContinuation { continuation in
+            op.fetchShareMetadataResultBlock = { continuation.resume(returning: $0) }
+            bob.sharedCloudDatabase.add(op)
+        }
+        let succeeded = Dictionary(results.items, uniquingKeysWith: { first, _ in first })
+        #expect(results.items.count == 2 && succeeded == [url.absoluteString: true, unknown.absoluteString: false])
+        #expect((final.failure as? StratusError)?.code == .partialFailure)
+    }
+
+    private static func acceptedRecordShareIsReachable(_ env: Environment) async throws {
+        let (alice, share, zoneID) = try await sharedList(env, bob: .readOnly)
+        let bob = env.container(user: "bob")
+        let shared = bob.sharedCloudDatabase
+        // Not yet accepted: nothing in the shared database.
+        #expect(try await shared.allRecordZones().isEmpty)
+        await expectCode(.zoneNotFound) { _ = try await shared.record(for: Record.ID(recordName: "groceries", zoneID: zoneID)) }
+
+        try await bob.accept(try await bob.shareMetadata(for: try #require(share.url)))
+        #expect(try await shared.allRecordZones().map(\.zoneID) == [zoneID])
+        #expect(try await shared.recordZone(for: zoneID).zoneID == zoneID)
+
+        let root = try await shared.record(for: Record.ID(recordName: "groceries", zoneID: zoneID))
+        #expect(root["title"] as? String == "Groceries" && root.recordID.zoneID == zoneID)
+        #expect(try await shared.record(for: Record.ID(recordName: "bread", zoneID: zoneID))["title"] as? String == "Bread")
+        #expect(try await shared.record(for: Record.ID(recordName: share.recordID.recordName, zoneID: zoneID)) is Share)
+        await expectCode(.unknownItem) { _ = try await shared.record(for: Record.ID(recordName: "diary", zoneID: zoneID)) }
+
+        let (matches, _) = try await shared.records(matching: Query(recordType: "Item", predicate: QueryPredicate(value: true)), inZoneWith: zoneID)
+        #expect(Set(matches.map(\.0.recordName)) == ["milk", "bread"])
+        await expectCode(.zoneNotFound) { _ = try await shared.records(matching: Query(recordType: "Item", predicate: QueryPredicate(value: true)), inZoneWith: RecordZone.ID(zoneName: "Other", ownerName: zoneID.ownerName)) }
+
+        let changes = try await shared.recordZoneChanges(inZoneWith: zoneID, since: nil)
+        #expect(Set(changes.modificationResultsByID.keys.map(\.recordName)) == ["groceries", "milk", "bread", share.recordID.recordName])
+        // A later change of the owner's reaches the participant's next fetch.
+        let milk = try await alice.record(for: Record.ID(recordName: "milk", zoneID: RecordZone.ID(zoneName: "Lists")))
+        milk["title"] = "Oat milk"
+        _ = try await alice.save(milk)
+        let later = try await shared.recordZoneChanges(inZoneWith: zoneID, since: changes.changeToken)
+        #expect(later.modificationResultsByID.keys.map(\.recordName) == ["milk"])
+        #expect(try later.modificationResultsByID.values.first?.get().record["title"] as? String == "Oat milk")
+
+        let databaseChanges = try await shared.databaseChanges(since: nil)
+        #expect(databaseChanges.modifications.map(\.zoneID) == [zoneID] && databaseChanges.deletions.isEmpty)
+        // The owner's own shared database stays empty: shares show in their sharers' databases.
+        #expect(try await env.container(user: "alice").sharedCloudDatabase.allRecordZones().isEmpty)
+    }
+
+    private static func participantWrites(_ env: Environment) async throws {
+        let (alice, share, zoneID) = try await sharedList(env, bob: .readOnly)
+        let bob = env.container(user: "bob")
+        try await bob.accept(try await bob.shareMetadata(for: try #require(share.url)))
+        let shared = bob.sharedCloudDatabase
+        let milk = try await shared.record(for: Record.ID(recordName: "milk", zoneID: zoneID))
+        milk["title"] = "Changed by Bob"
+        await expectCode(.permissionFailure) { _ = try await shared.save(milk) }
+        await expectCode(.permissionFailure) { _ = try await shared.deleteRecord(withID: milk.recordID) }
+        let newItem = Record(recordType: "Item", recordID: Record.ID(recordName: "eggs", zoneID: zoneID))
+        newItem.setParent(Record.ID(recordName: "groceries", zoneID: zoneID))
+        await expectCode(.permissionFailure) { _ = try await shared.save(newItem) }
+        let ownZone = RecordZone.ID(zoneName: "Lists")
+        #expect(try await alice.record(for: Record.ID(recordName: "milk", zoneID: ownZone))["title"] as? String == "Milk")
+        await expectCode(.unknownItem) { _ = try await alice.record(for: Record.ID(recordName: "eggs", zoneID: ownZone)) }
+
+        // The owner makes Bob a writer.
+        let stored = try #require(try await alice.record(for: share.recordID) as? Share)
+        try #require(stored.participants.first { $0.role == .privateUser }).permission = .readWrite
+        _ = try await alice.save(stored)
+
+        let saved = try await shared.save(milk)
+        #expect(saved["title"] as? String == "Changed by Bob" && saved.lastModifiedUserRecordID?.recordName == CurrentUserDefaultName)
+        _ = try await shared.save(newItem)
+        let asOwnerSees = try await alice.record(for: Record.ID(recordName: "milk", zoneID: ownZone))
+        #expect(asOwnerSees["title"] as? String == "Changed by Bob")
+        let bobID = try await bob.userRecordID()
+        #expect(asOwnerSees.lastModifiedUserRecordID == bobID)
+        #expect(try await alice.record(for: Record.ID(recordName: "eggs", zoneID: ownZone)).parent?.recordID.recordName == "groceries")
+        // Outside the hierarchy, and the share itself, stay refused.
+        let stray = Record(recordType: "Item", recordID: Record.ID(recordName: "stray", zoneID: zoneID))
+        await expectCode(.permissionFailure) { _ = try await shared.save(stray) }
+        await expectCode(.permissionFailure) { _ = try await shared.deleteRecord(withID: Record.ID(recordName: "diary", zoneID: zoneID)) }
+        let sharedShare = try await shared.record(for: Record.ID(recordName: share.recordID.recordName, zoneID: zoneID))
+        await expectCode(.permissionFailure) { _ = try await shared.save(sharedShare) }
+        _ = try await shared.deleteRecord(withID: newItem.recordID)
+        await expectCode(.unknownItem) { _ = try await alice.record(for: Record.ID(recordName: "eggs", zoneID: ownZone)) }
+        #expect(try await alice.record(for: Record.ID(recordName: "diary", zoneID: ownZone))["title"] as? String == "Private")
+    }
+
+    private static func zoneWideAndPublicShares(_ env: Environment) async throws {
+        let alice = env.container(user: "alice").privateCloudDatabase
+        let family = RecordZone.ID(zoneName: "Family")
+        _ = try await alice.modifyRecordZones(saving: [RecordZone(zoneID: family)], deleting: [])
+        let contact = Record(recordType: "Contact", recordID: Record.ID(recordName: "grandma", zoneID: family))
+        contact["name"] = "Grandma"
+        _ = try await alice.save(contact)
+        let share = Share(recordZoneID: family)
+        share.publicPermission = .readWrite
+        let saved = try #require(try await alice.modifyRecords(saving: [share], deleting: []).saveResults[share.recordID]?.get() as? Share)
+
+        let dave = env.container(user: "dave")
+        let metadata = try await dave.shareMetadata(for: try #require(saved.url), shouldFetchRootRecord: true)
+        #expect(metadata.participantRole == .publicUser && metadata.participantStatus == .unknown && metadata.participantPermission == .readWrite)
+        #expect(metadata.hierarchicalRootRecordID == nil && metadata.rootRecord == nil)
+        #expect(try await dave.sharedCloudDatabase.allRecordZones().isEmpty)
+
+        let accepted = try await dave.accept(metadata)
+        let joined = try #require(accepted.participants.first { $0.role == .publicUser })
+        let daveID = try await dave.userRecordID()
+        #expect(joined.userIdentity.userRecordID == daveID && joined.acceptanceStatus == .accepted && joined.permission == .readWrite)
+        let zoneID = RecordZone.ID(zoneName: "Family", ownerName: try await env.container(user: "alice").userRecordID().recordName)
+        let shared = dave.sharedCloudDatabase
+        #expect(try await shared.allRecordZones().map(\.zoneID) == [zoneID])
+        let (matches, _) = try await shared.records(matching: Query(recordType: "Contact", predicate: QueryPredicate(value: true)), inZoneWith: zoneID)
+        #expect(matches.map(\.0.recordName) == ["grandma"])
+        // The whole zone: a record with no parent may be saved.
+        let cousin = Record(recordType: "Contact", recordID: Record.ID(recordName: "cousin", zoneID: zoneID))
+        _ = try await shared.save(cousin)
+        #expect(try await alice.record(for: Record.ID(recordName: "cousin", zoneID: family)).recordType == "Contact")
+    }
+
+    private static func shareRevocation(_ env: Environment) async throws {
+        let (alice, share, zoneID) = try await sharedList(env, bob: .readWrite)
+        let bob = env.container(user: "bob")
+        try await bob.accept(try await bob.shareMetadata(for: try #require(share.url)))
+        let shared = bob.sharedCloudDatabase
+        let rootID = Record.ID(recordName: "groceries", zoneID: zoneID)
+        _ = try await shared.record(for: rootID)
+        let before = try await shared.databaseChanges(since: nil)
+
+        // The owner removes Bob.
+        let stored = try #require(try await alice.record(for: share.recordID) as? Share)
+        stored.removeParticipant(try #require(stored.participants.first { $0.role == .privateUser }))
+        _ = try await alice.save(stored)
+        await expectCode(.zoneNotFound) { _ = try await shared.record(for: rootID) }
+        await expectCode(.zoneNotFound) { _ = try await shared.save(Record(recordType: "Item", recordID: Record.ID(recordName: "late", zoneID: zoneID))) }
+        #expect(try await shared.allRecordZones().isEmpty)
+        let after = try await shared.databaseChanges(since: before.changeToken)
+        #expect(after.modifications.isEmpty && after.deletions.map(\.zoneID) == [zoneID])
+        await expectCode(.participantMayNeedVerification) { _ = try await bob.shareMetadata(for: try #require(share.url)) }
+
+        // Invited again and accepted, then the share is deleted.
+        let again = try #require(try await alice.record(for: share.recordID) as? Share)
+        again.addParticipant(Share.Participant(userIdentity: UserIdentity(userRecordID: try await bob.userRecordID())))
+        _ = try await alice.save(again)
+        try await bob.accept(try await bob.shareMetadata(for: try #require(share.url)))
+        #expect(try await shared.record(for: rootID)["title"] as? String == "Groceries")
+        _ = try await alice.deleteRecord(withID: share.recordID)
+        await expectCode(.zoneNotFound) { _ = try await shared.record(for: rootID) }
+        #expect(try await shared.allRecordZones().isEmpty)
+        await expectCode(.unknownItem) { _ = try await bob.shareMetadata(for: try #require(share.url)) }
+    }
+}
+
+extension EngineConformance {
+    private static func sharedZoneDeletion(_ env: Environment) async throws {
+        let (alice, share, zoneID) = try await sharedList(env, bob: .readWrite)
+        let bob = env.container(user: "bob")
+        try await bob.accept(try await bob.shareMetadata(for: try #require(share.url)))
+        let shared = bob.sharedCloudDatabase
+        let before = try await shared.databaseChanges(since: nil)
+        #expect(before.modifications.map(\.zoneID) == [zoneID])
+
+        let ownZone = RecordZone.ID(zoneName: "Lists")
+        _ = try await alice.modifyRecordZones(saving: [], deleting: [ownZone])
+        #expect(try await shared.allRecordZones().isEmpty)
+        await expectCode(.zoneNotFound) { _ = try await shared.record(for: Record.ID(recordName: "groceries", zoneID: zoneID)) }
+        await expectCode(.unknownItem) { _ = try await bob.shareMetadata(for: try #require(share.url)) }
+        let after = try await shared.databaseChanges(since: before.changeToken)
+        #expect(after.modifications.isEmpty && after.deletions.map(\.zoneID) == [zoneID])
+
+        // Made again, with a record under the old root's name: nothing of it is shared.
+        _ = try await alice.modifyRecordZones(saving: [RecordZone(zoneID: ownZone)], deleting: [])
+        _ = try await alice.save(Record(recordType: "List", recordID: Record.ID(recordName: "groceries", zoneID: ownZone)))
+        #expect(try await shared.allRecordZones().isEmpty)
+        await expectCode(.zoneNotFound) { _ = try await shared.record(for: Record.ID(recordName: "groceries", zoneID: zoneID)) }
+        await expectCode(.zoneNotFound) { _ = try await shared.save(Record(recordType: "Item", recordID: Record.ID(recordName: "late", zoneID: zoneID))) }
+    }
+}
+
+extension EngineConformance {
+    private static func copiedShareIsReachable(_ env: Environment) async throws {
+        let (_, share, zoneID) = try await sharedList(env, bob: .readOnly)
+        let copy = try env.makeAnotherEngine()
+        _ = try await StoreCopier(from: env.engine, to: copy).run()
+
+        let bob = Container(identifier: Environment.containerIdentifier, engine: copy, userName: "bob")
+        let metadata = try await bob.shareMetadata(for: try #require(share.url))
+        #expect(metadata.participantStatus == .pending && metadata.hierarchicalRootRecordID == Record.ID(recordName: "groceries", zoneID: zoneID))
+        try await bob.accept(metadata)
+        #expect(try await bob.sharedCloudDatabase.record(for: Record.ID(recordName: "bread", zoneID: zoneID))["title"] as? String == "Bread")
+    }
+}
+
+extension EngineConformance {
+    private static func participantLeaves(_ env: Environment) async throws {
+        let (alice, share, zoneID) = try await sharedList(env, bob: .readWrite)
+        let bob = env.container(user: "bob")
+        let url = try #require(share.url)
+        try await bob.accept(try await bob.shareMetadata(for: url))
+        let shared = bob.sharedCloudDatabase
+        let shareID = Record.ID(recordName: share.recordID.recordName, zoneID: zoneID)
+        let before = try await shared.databaseChanges(since: nil)
+
+        #expect(try await shared.deleteRecord(withID: shareID) == shareID)
+        #expect(try await shared.allRecordZones().isEmpty)
+        await expectCode(.zoneNotFound) { _ = try await shared.record(for: Record.ID(recordName: "groceries", zoneID: zoneID)) }
+        let after = try await shared.databaseChanges(since: before.changeToken)
+        #expect(after.deletions.map(\.zoneID) == [zoneID])
+        let ownersCopy = try #require(try await alice.record(for: share.recordID) as? Share)
+        #expect(ownersCopy.participants.filter { $0.role == .privateUser }.map(\.acceptanceStatus) == [.removed])
+        await expectCode(.participantMayNeedVerification) { _ = try await bob.shareMetadata(for: url) }
+        // The owner's records stay.
+        #expect(try await alice.record(for: Record.ID(recordName: "groceries", zoneID: RecordZone.ID(zoneName: "Lists")))["title"] as? String == "Groceries")
+    }
+}
+
+/// Results a block appends from an operation thread.
+private final class LockedResults: @unchecked Sendable {
+    // `@unchecked Sendable`: every access holds the lock.
+    private let lock = NSLock()
+    private var stored: [(String, Bool)] = []
+
+    func append(_ url: String, _ succeeded: Bool) { lock.withLock { stored.append((url, succeeded)) } }
+    var items: [(String, Bool)] { lock.withLock { stored } }
+}
+
+private extension Result {
+    var failure: Failure? { if case .failure(let error) = self { error } else { nil } }
+}
