@@ -716,7 +716,7 @@ extension JSONCursor {
                              wrappingKey: texts["wrappingKey"], receipt: texts["receipt"])
         metadata.otherMembers = others
         guard location.isPresent else {
-            guard metadata.hasCloudKitMetadata else { throw fail(t, key, type, i, "has no downloadURL") }
+            guard metadata.hasCloudKitMetadata else { throw fail(t, key, type, i, "has no downloadURL (a file path or CloudKit's URL) and no fileChecksum, receipt or other member of CloudKit's asset, so it names no content") }
             return metadata
         }
         let text = string(location)
