@@ -477,6 +477,8 @@ extension JSONCursor {
     private func doubleValue(_ t: Token, _ key: String, _ type: FieldType, _ i: Int) throws(FieldError) -> Double {
         if t.kind == .string {
             guard let number = numberInString(t) else {
+                let text = string(t)
+                if JSONCursor.spellsNonFiniteNumber(text) { throw fail(t, key, type, i, "is the string '\(text)': \(JSONCursor.nonFiniteNumberReason)") }
                 throw fail(t, key, type, i, numberInStringProblem(t).map { "is a string whose number cannot be read: \($0)" } ?? "must be a number, not a string that is not a number")
             }
             return try doubleValue(number, key, type, i)
@@ -716,7 +718,7 @@ extension JSONCursor {
                              wrappingKey: texts["wrappingKey"], receipt: texts["receipt"])
         metadata.otherMembers = others
         guard location.isPresent else {
-            guard metadata.hasCloudKitMetadata else { throw fail(t, key, type, i, "has no downloadURL") }
+            guard metadata.hasCloudKitMetadata else { throw fail(t, key, type, i, "has no downloadURL (a file path or CloudKit's URL) and no fileChecksum, receipt or other member of CloudKit's asset, so it names no content") }
             return metadata
         }
         let text = string(location)

@@ -234,7 +234,13 @@ extension JSONCursor {
             }
             return text
         }
-        if scan.changeTag.isPresent { system.recordChangeTag = try systemText(scan.changeTag, "'recordChangeTag'") }
+        // Clients write `"recordChangeTag": ""` for a record not saved yet (CloudKit reads it
+        // as no tag, as the CSV reader reads an empty cell); kept, it would become a stored tag
+        // no store ever gave, which an update's check would then compare against.
+        if scan.changeTag.isPresent {
+            let tag = try systemText(scan.changeTag, "'recordChangeTag'")
+            if !tag.isEmpty { system.recordChangeTag = tag }
+        }
         if scan.createdTime.isPresent { system.creationDate = try date(scan.createdTime, "'created' timestamp") }
         if scan.modifiedTime.isPresent { system.modificationDate = try date(scan.modifiedTime, "'modified' timestamp") }
         // A user record name names a user: an empty one would make a record nobody created.
@@ -444,7 +450,7 @@ extension JSONCursor {
         } else {
             absent("modified")
         }
-        if !scan.changeTag.isPresent { absent("recordChangeTag") }
+        if !scan.changeTag.isPresent || string(scan.changeTag).isEmpty { absent("recordChangeTag") }
         if scan.seen & (1 << 2) == 0 { absent("fields") }
         return extras
     }

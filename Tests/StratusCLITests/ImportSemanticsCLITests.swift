@@ -254,6 +254,22 @@ struct ImportSemanticsCLITests {
         }
     }
 
+    @Test("an empty recordChangeTag is no tag: a new record gets the store's own tag, and --mode update asks for a real one and leaves the record as it was", arguments: TestEngine.all)
+    func emptyChangeTagIsNoTag(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let created = try await cli.run(["import"], stdin: #"{"recordName":"r","recordType":"Item","recordChangeTag":"","fields":{"n":{"value":1}}}"# + "\n")
+            #expect(created.exitCode == 0, "\(created)")
+            let tag = try #require(try await cli.exported("Item")["r"]?["recordChangeTag"] as? String)
+            #expect(!tag.isEmpty)
+            let update = try await cli.run(["import", "--mode", "update"], stdin: #"{"recordName":"r","recordType":"Item","recordChangeTag":"","fields":{"n":{"value":2}}}"# + "\n")
+            #expect(update.exitCode == 1, "\(update)")
+            #expect(update.stderr.contains("has no recordChangeTag, which update needs"), "\(update)")
+            let item = try #require(try await cli.exported("Item")["r"])
+            #expect(item["recordChangeTag"] as? String == tag && JSONLine.value(item, "n") == "1", "\(item)")
+        }
+    }
+
     // MARK: - Parents later in the input
 
     @Test("children before their parents import whatever --batch-size (and with a checkpoint); as a new write (--new-system-fields), a parent that never comes rejects its child at the end; restored, the child keeps its missing parent", arguments: TestEngine.all)

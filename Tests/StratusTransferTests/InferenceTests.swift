@@ -336,6 +336,21 @@ struct InferenceTests {
             creatorUserRecordID: Record.ID(recordName: "_u"), recordChangeTag: "7"))
     }
 
+    @Test("an empty recordChangeTag, as clients write for a record not saved yet, is no tag: in NDJSON, in an envelope and in a records/modify request")
+    func emptyChangeTagIsNoTag() throws {
+        let record = #"{"recordName":"r","recordType":"T","recordChangeTag":"","fields":{"a":{"value":1}}}"#
+        let inputs = [
+            record,
+            #"{"records":["# + record + "]}",
+            #"{"operations":[{"operationType":"forceUpdate","record":"# + record + "}]}",
+        ]
+        for input in inputs {
+            let read = try #require(try readAll(input).first?.record, "\(input)")
+            #expect(read.recordChangeTag == nil, "\(input)")
+            #expect(read.allKeys() == ["a"], "\(input)")
+        }
+    }
+
     @Test("a CKTool JS record's \"zone\" is its zone, a zoneID wins over it, and it goes back as it came without a zoneID")
     func ckToolZone() throws {
         let zone = #"{"zoneName":"Notes","canonicalName":"Notes","zoneType":"REGULAR_CUSTOM_ZONE","ownerRecordName":"_a1"}"#

@@ -444,7 +444,10 @@
             return "'\(text)\(end - start > 40 ? "…" : "")' is not a valid number: \(why)"
         }
         if i < end && base[i] == UInt8(ascii: "-") { i += 1 }
-        guard digit(i) else { return bad("digits must follow the sign") }
+        guard digit(i) else {
+            let rest = String(decoding: UnsafeBufferPointer(start: base + i, count: min(end - i, 40)), as: UTF8.self)
+            return bad(spellsNonFiniteNumber(rest) ? nonFiniteNumberReason : "digits must follow the sign")
+        }
         if base[i] == UInt8(ascii: "0") {
             i += 1
             if digit(i) { return bad("leading zeros are not allowed") }
@@ -491,7 +494,18 @@
     @usableFromInline
     mutating func noteBadLiteral(_ start: Int, _ length: Int) {
         let word = String(decoding: UnsafeBufferPointer(start: base + start, count: min(length, 40)), as: UTF8.self)
-        note(start, "'\(word)' is not a JSON value")
+        note(start, "'\(word)' is not a JSON value" + (Self.spellsNonFiniteNumber(word) ? ": \(Self.nonFiniteNumberReason)" : ""))
+    }
+
+    /// Why `NaN`, `Infinity` and `-Infinity` (as Python's `json` writes them, bare or, from
+    /// other writers, as strings) are refused, for the messages that meet them.
+    package static let nonFiniteNumberReason = "NaN and infinities are no JSON numbers, and a store keeps finite numbers only"
+
+    /// Whether `text` spells NaN or an infinity (`NaN`, `Infinity`, `-Infinity`, `inf`, any case).
+    package static func spellsNonFiniteNumber(_ text: some StringProtocol) -> Bool {
+        var word = Substring(text)
+        if word.first == "-" || word.first == "+" { word = word.dropFirst() }
+        return ["nan", "infinity", "inf"].contains(word.lowercased())
     }
 
     @inlinable @inline(__always)
