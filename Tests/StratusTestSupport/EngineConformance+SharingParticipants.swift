@@ -14,6 +14,7 @@ extension EngineConformance {
         TestCase("a shared zone its owner deletes leaves the participant's shared database, and a zone made again under its name shares nothing", sharedZoneDeletion),
         TestCase("a participant leaves a share by deleting it from their shared database: the owner reads them removed, and the zone leaves their shared database", participantLeaves),
         TestCase("a share copied into another store keeps its URL and participants there: the invitee opens it and, once accepted, reaches the shared records", copiedShareIsReachable),
+        TestCase("a read-write participant may not delete the share's root, nor save with system fields of their choosing; an atomic request with a refused item writes nothing and labels the rest batchRequestFailed", participantLimits),
     ]
 
     /// Alice's zone `Lists` with `groceries` (the root), `milk` (its child), `bread` (the
@@ -50,6 +51,41 @@ extension EngineConformance {
         let saved = try #require(try saves[share.recordID]?.get() as? Share)
         let owner = try await alice.userRecordID().recordName
         return (database, saved, RecordZone.ID(zoneName: "Lists", ownerName: owner))
+    }
+
+    private static func participantLimits(_ env: Environment) async throws {
+        let (alice, share, zoneID) = try await sharedList(env, bob: .readWrite)
+        let bob = env.container(user: "bob")
+        try await bob.accept(try await bob.shareMetadata(for: try #require(share.url)))
+        let shared = bob.sharedCloudDatabase
+        let ownZone = RecordZone.ID(zoneName: "Lists")
+
+        await expectCode(.permissionFailure) { _ = try await shared.deleteRecord(withID: Record.ID(recordName: "groceries", zoneID: zoneID)) }
+        #expect(try await alice.record(for: share.recordID) is Share, "the share stays")
+        #expect(try await alice.record(for: Record.ID(recordName: "groceries", zoneID: ownZone))["title"] as? String == "Groceries")
+
+        // A restoring save would write a creator, modifier and dates Bob chose into Alice's rows.
+        let milk = try await shared.record(for: Record.ID(recordName: "milk", zoneID: zoneID))
+        milk["title"] = "Forged"
+        let restore = ModifyRecordsOperation(recordsToSave: [milk])
+        restore.savePolicy = .allKeys
+        restore.preservesSystemFields = true
+        let refused: Result<Void, Error> = await withCheckedContinuation { continuation in
+            restore.modifyRecordsResultBlock = { continuation.resume(returning: $0) }
+            shared.add(restore)
+        }
+        #expect(stratusError(stratusError(refused.failure)?.partialErrorsByItemID?[milk.recordID])?.code == .permissionFailure, "\(refused)")
+        #expect(try await alice.record(for: Record.ID(recordName: "milk", zoneID: ownZone))["title"] as? String == "Milk")
+
+        // One refused deletion fails an atomic request whole.
+        let atomic = stratusError(await caughtError {
+            _ = try await shared.modifyRecords(saving: [], deleting: [Record.ID(recordName: "diary", zoneID: zoneID), Record.ID(recordName: "bread", zoneID: zoneID)],
+                                               savePolicy: .ifServerRecordUnchanged, atomically: true)
+        })
+        #expect(atomic?.code == .partialFailure, "\(String(describing: atomic))")
+        #expect(stratusError(atomic?.partialErrorsByItemID?[Record.ID(recordName: "diary", zoneID: zoneID)])?.code == .permissionFailure)
+        #expect(stratusError(atomic?.partialErrorsByItemID?[Record.ID(recordName: "bread", zoneID: zoneID)])?.code == .batchRequestFailed)
+        #expect(try await alice.record(for: Record.ID(recordName: "bread", zoneID: ownZone))["title"] as? String == "Bread")
     }
 
     /// Expects `body` to fail with a `StratusError` of `code`.

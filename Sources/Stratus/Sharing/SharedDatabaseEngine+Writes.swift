@@ -9,9 +9,12 @@ extension SharedDatabaseEngine {
     /// An item in a zone the user does not reach fails with `zoneNotFound`; one the user may
     /// only read, or that no share of theirs reaches, with `permissionFailure`, as CloudKit
     /// refuses a read-only participant's write. A share record is its owner's to change;
-    /// deleting it leaves the share, as in CloudKit (``leave(_:in:context:)``).
+    /// deleting it leaves the share, as in CloudKit (``leave(_:in:context:)``). The root of a
+    /// record share is its owner's to delete, and a participant's save never restores system
+    /// fields (a creator, modifier, dates or change tag of their choosing in the owner's rows).
     func apply(_ request: ModifyRequest, context: DatabaseContext) throws -> ModifyOutcome {
         var access = try SharedDatabaseAccess(engine: base, context: context)
+        let restores = request.writeMode.restores(preservingSystemFields: request.preservesSystemFields)
         var outcome = ModifyOutcome()
         outcome.saveResults = Array(repeating: .failure(StratusError(.internalError, "not written")), count: request.saves.count)
         outcome.deleteResults = Array(repeating: .failure(StratusError(.internalError, "not deleted")), count: request.recordIDsToDelete.count)
@@ -24,6 +27,10 @@ extension SharedDatabaseEngine {
             let id = save.recordID
             guard let zone = access.zone(id.zoneID) else {
                 outcome.saveResults[index] = .failure(StratusError.zoneNotFound(id.zoneID, in: context, recordID: id))
+                continue
+            }
+            if restores {
+                outcome.saveResults[index] = .failure(StratusError(.permissionFailure, "record '\(id.recordName)': a save in the shared database cannot keep given system fields (creator, modifier, dates, change tag); the store writes them, with you as modifier", recordID: id))
                 continue
             }
             if let problem = try writeProblem(id, saving: save, in: zone, &access, pending: pending) {
@@ -41,6 +48,10 @@ extension SharedDatabaseEngine {
                 leaves.append((index, zone))
                 continue
             }
+            if zone.roots[id.recordName] != nil {
+                outcome.deleteResults[index] = .failure(StratusError(.permissionFailure, "record '\(id.recordName)' is the root of a share: only its owner deletes it (a participant leaves the share by deleting the share from the shared database)", recordID: id))
+                continue
+            }
             if let problem = try writeProblem(id, saving: nil, in: zone, &access, pending: [:]) {
                 outcome.deleteResults[index] = .failure(problem)
                 continue
@@ -50,7 +61,10 @@ extension SharedDatabaseEngine {
         let leaving = Set(leaves.map(\.index))
         if request.isAtomic && outcome.hasFailureAmong(saves: request.saves.indices.filter { !saveIndexes.values.joined().contains($0) },
                                                          deletes: request.recordIDsToDelete.indices.filter { !deleteIndexes.values.joined().contains($0) && !leaving.contains($0) }) {
-            outcome.relabelForAtomicFailure(saves: request.saves.map(\.recordID), deletes: request.recordIDsToDelete)
+            // The items allowed still hold their placeholders: none was written, as for any
+            // atomic request that fails.
+            for index in saveIndexes.values.joined() { outcome.saveResults[index] = .failure(RecordWriteExecutor.batchFailed(request.saves[index].recordID)) }
+            for index in Array(deleteIndexes.values.joined()) + leaving { outcome.deleteResults[index] = .failure(RecordWriteExecutor.batchFailed(request.recordIDsToDelete[index])) }
             outcome.rolledBack = true
             return outcome
         }
