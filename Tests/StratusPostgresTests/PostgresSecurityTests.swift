@@ -505,6 +505,22 @@ extension PostgresSecurityTests {
         _ = try await alice.save(removing)
         #expect(try names(bob).isEmpty)
         #expect(try bob.execute("UPDATE records SET change_tag = 'late', modified_by = $2 WHERE owner = $1", [.text(aliceName), .text(bobName)]) == 0)
+
+        // A share that goes with its root leaves Bob no reach to a record made later under the
+        // root's name (the index the policies read goes with the share).
+        let todo = makeRecord("List", "todo", zoneID: lists, ["title": .string("To do")])
+        try await TestDatabase.save([todo], in: alice)
+        let storedTodo = try await alice.record(for: todo.recordID)
+        let todoShare = Share(rootRecord: storedTodo)
+        todoShare.addParticipant(Share.Participant(userIdentity: UserIdentity(userRecordID: Record.ID(recordName: bobName))))
+        let (todoSaved, _) = try await alice.modifyRecords(saving: [storedTodo, todoShare], deleting: [])
+        let todoURL = try #require((try todoSaved[todoShare.recordID]?.get() as? Share)?.url)
+        try await bobAsAdministered.accept(try await bobAsAdministered.shareMetadata(for: todoURL))
+        #expect(try names(bob).contains("todo"))
+        _ = try await alice.deleteRecord(withID: todo.recordID)
+        try await TestDatabase.save([makeRecord("List", "todo", zoneID: lists, ["title": .string("Another to do")])], in: alice)
+        let reachedAfter = try names(bob)
+        #expect(reachedAfter.isEmpty, "\(reachedAfter)")
     }
 
     @Test("a superuser who opens an older store upgrades it as the role that owns its tables: what the upgrade creates is that role's, whose commands keep working")

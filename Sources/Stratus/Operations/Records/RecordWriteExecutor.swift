@@ -666,6 +666,11 @@ enum RecordWriteExecutor {
                 guard try transaction.deleteRecord(target) else { continue }
                 notifier?.deleted(target, stored: stored)
                 if name == id.recordName { deletedRoot = true } else { outcome.cascadeDeletedIDs.append(target) }
+                // A share its root's deletion takes along leaves the index with it: row-level
+                // security reads the index, and would reach a record made later under the name.
+                if name != id.recordName, try shares.mayDeleteRecordShares(in: target.zoneID, transaction) {
+                    try ShareRules.unindexDeletedShare(target, context: context, in: transaction)
+                }
                 pending.append(contentsOf: try transaction.deleteSelfSources(of: target))
             }
             if deletedRoot, let deletedShare { try unlinkRoot(of: deletedShare) }
