@@ -260,9 +260,20 @@ enum PostgresRowSecurity {
         END
         $stratus$;
         -- A public record keeps its name, zone and creator; a member retypes one only into a type whose CREATE grant it has.
+        -- A private record another user shares keeps its name, zone, owner, creation and type: a participant changes its values.
         CREATE OR REPLACE FUNCTION \(s).stratus_keep_record_identity() RETURNS trigger LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $stratus$
         BEGIN
-            IF OLD.owner <> '' OR pg_has_role(CURRENT_USER, (SELECT c.relowner FROM pg_class c WHERE c.oid = TG_RELID), 'USAGE') THEN
+            IF pg_has_role(CURRENT_USER, (SELECT c.relowner FROM pg_class c WHERE c.oid = TG_RELID), 'USAGE') THEN
+                RETURN NEW;
+            END IF;
+            IF OLD.owner <> '' THEN
+                IF OLD.owner IN (\(sql.myNames)) THEN
+                    RETURN NEW;
+                END IF;
+                IF NEW.zone_id IS DISTINCT FROM OLD.zone_id OR NEW.record_name IS DISTINCT FROM OLD.record_name OR NEW.owner IS DISTINCT FROM OLD.owner
+                   OR NEW.created_by IS DISTINCT FROM OLD.created_by OR NEW.created_at IS DISTINCT FROM OLD.created_at OR NEW.record_type IS DISTINCT FROM OLD.record_type THEN
+                    RAISE EXCEPTION 'role % may not change the name, zone, creation or type of record %, which another user shares with it', CURRENT_USER, OLD.record_name USING ERRCODE = '42501';
+                END IF;
                 RETURN NEW;
             END IF;
             IF NEW.zone_id IS DISTINCT FROM OLD.zone_id OR NEW.record_name IS DISTINCT FROM OLD.record_name OR NEW.owner IS DISTINCT FROM OLD.owner THEN

@@ -486,6 +486,12 @@ extension PostgresSecurityTests {
             try bob.execute("UPDATE records SET change_tag = 'anonymous' WHERE owner = $1 AND record_name = 'milk'", [.text(aliceName)])
         })
         #expect(unsigned?.code == .permissionFailure, "a participant's change names it as the modifier: \(String(describing: unsigned))")
+        for change in ["created_by = $3", "record_type = 'Whatever' || left($3, 0)", "created_at = length($3)"] {
+            let forged = stratusError(await caughtError {
+                try bob.execute("UPDATE records SET \(change), modified_by = $2 WHERE owner = $1 AND record_name = 'bread'", [.text(aliceName), .text(bobName), .text(store.carolName)])
+            })
+            #expect(forged?.code == .permissionFailure, "a participant keeps a shared record's creation and type (\(change)): \(String(describing: forged))")
+        }
         let insert = """
             INSERT INTO records(zone_id, record_name, owner, record_type, created_at, created_by, modified_at, modified_by, change_tag, change_seq, fields, parent_name)
             SELECT zone_id, $3, owner, 'Item', 0, $2, 0, $2, 'bob', change_seq, '{}'::jsonb, $4 FROM records WHERE owner = $1 AND record_name = 'milk'
