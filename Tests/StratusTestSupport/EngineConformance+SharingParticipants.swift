@@ -251,6 +251,20 @@ extension EngineConformance {
         let cousin = Record(recordType: "Contact", recordID: Record.ID(recordName: "cousin", zoneID: zoneID))
         _ = try await shared.save(cousin)
         #expect(try await alice.record(for: Record.ID(recordName: "cousin", zoneID: family)).recordType == "Contact")
+
+        // Those who joined publicly have what the public permission gives now: made read-only,
+        // Dave reads; made private, he reaches nothing.
+        let readOnly = try #require(try await alice.record(for: saved.recordID) as? Share)
+        readOnly.publicPermission = .readOnly
+        _ = try await alice.save(readOnly)
+        let uncle = Record(recordType: "Contact", recordID: Record.ID(recordName: "uncle", zoneID: zoneID))
+        await expectCode(.permissionFailure) { _ = try await shared.save(uncle) }
+        #expect(try await shared.record(for: Record.ID(recordName: "grandma", zoneID: zoneID))["name"] as? String == "Grandma")
+        let closed = try #require(try await alice.record(for: saved.recordID) as? Share)
+        closed.publicPermission = .none
+        _ = try await alice.save(closed)
+        #expect(try await shared.allRecordZones().isEmpty)
+        await expectCode(.zoneNotFound) { _ = try await shared.record(for: Record.ID(recordName: "grandma", zoneID: zoneID)) }
     }
 
     private static func shareRevocation(_ env: Environment) async throws {

@@ -163,3 +163,18 @@ extension Share {
         }
     }
 }
+
+extension Share {
+    /// What `participant` may do with the shared records now: their permission, and for one who
+    /// joined through the public URL no more than the share's public permission gives today
+    /// (`nil` once the owner sets it to `.none`), so that making a share private, or read-only,
+    /// takes effect for those who joined before.
+    func effectivePermission(of participant: Participant) -> ParticipantPermission? {
+        guard participant.role == .publicUser else { return participant.permission }
+        switch publicPermission {
+        case .none, .unknown: return nil
+        case .readOnly: return .readOnly
+        default: return participant.permission
+        }
+    }
+}

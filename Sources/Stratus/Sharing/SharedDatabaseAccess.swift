@@ -46,13 +46,13 @@ struct SharedDatabaseAccess {
             let shareID = Record.ID(recordName: entry.shareRecordName, zoneID: zoneID)
             guard let share = try engine.fetchRecords([shareID], in: reaching)[shareID] as? Share,
                   let participant = share.participants.first(where: { $0.role != .owner && $0.userIdentity.userRecordID?.recordName == me }),
-                  participant.acceptanceStatus == .accepted else { continue }
+                  participant.acceptanceStatus == .accepted, let permission = share.effectivePermission(of: participant) else { continue }
             var zone = zones[zoneID] ?? Zone(zoneID: zoneID, context: reaching)
             zone.shares.insert(entry.shareRecordName)
             if entry.shareRecordName == Share.zoneWideShareName {
-                zone.zoneWide = participant.permission
+                zone.zoneWide = permission
             } else if let root = StoredShare(share.jsonExtras).rootRecordName {
-                zone.roots[root] = participant.permission
+                zone.roots[root] = permission
             }
             zones[zoneID] = zone
         }

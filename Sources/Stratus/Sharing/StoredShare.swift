@@ -55,14 +55,18 @@ struct StoredShare: Equatable, Sendable {
 
     /// The participants who may reach the shared records once they accept: every one named by
     /// a user record but the owner and the removed, each once (the first entry of a name counts,
-    /// as in the core's reading of the share).
+    /// as in the core's reading of the share). A public participant reaches what the share's
+    /// public permission gives now (``Share/effectivePermission(of:)``), not what it gave them
+    /// when they joined.
     var indexedMembers: [ShareIndexMember] {
         var members: [String: ShareIndexMember] = [:]
         for participant in participants {
             guard participant.type != Self.name(of: .owner), participant.acceptanceStatus != Self.name(of: .removed),
                   let name = participant.userIdentity?.userRecordName, members[name] == nil else { continue }
-            members[name] = ShareIndexMember(userRecordName: name, isAccepted: participant.acceptanceStatus == Self.name(of: .accepted),
-                                             mayWrite: participant.permission == Self.name(of: .readWrite))
+            let joinedPublicly = participant.type == Self.name(of: .publicUser)
+            if joinedPublicly && publicPermission == .none { continue }
+            let mayWrite = participant.permission == Self.name(of: .readWrite) && (!joinedPublicly || publicPermission == .readWrite)
+            members[name] = ShareIndexMember(userRecordName: name, isAccepted: participant.acceptanceStatus == Self.name(of: .accepted), mayWrite: mayWrite)
         }
         return members.values.sorted { $0.userRecordName < $1.userRecordName }
     }
