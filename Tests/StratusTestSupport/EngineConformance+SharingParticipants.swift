@@ -360,6 +360,15 @@ extension EngineConformance {
         await expectCode(.participantMayNeedVerification) { _ = try await bob.shareMetadata(for: url) }
         // The owner's records stay.
         #expect(try await alice.record(for: Record.ID(recordName: "groceries", zoneID: RecordZone.ID(zoneName: "Lists")))["title"] as? String == "Groceries")
+
+        // Invited again, Bob accepts again and reaches the list again.
+        let again = Share.Participant(userIdentity: UserIdentity(userRecordID: try await bob.userRecordID()))
+        again.permission = .readOnly
+        ownersCopy.addParticipant(again)
+        let reinvited = try #require(try await alice.save(ownersCopy) as? Share)
+        #expect(reinvited.participants.filter { $0.role == .privateUser }.map(\.acceptanceStatus) == [.pending])
+        try await bob.accept(try await bob.shareMetadata(for: url))
+        #expect(try await shared.record(for: Record.ID(recordName: "groceries", zoneID: zoneID))["title"] as? String == "Groceries")
     }
 }
 

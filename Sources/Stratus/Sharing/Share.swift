@@ -177,7 +177,8 @@ public final class Share: Record, @unchecked Sendable {
     }
 
     /// Adds `participant` to the share, as `CKShare.addParticipant(_:)`; the change is stored
-    /// when the share is saved. A participant already named is not added twice.
+    /// when the share is saved. A participant already named is not added twice; one who left
+    /// the share (`.removed`) is invited anew in place of the old entry.
     ///
     /// ```swift
     /// let bob = Share.Participant(userIdentity: UserIdentity(userRecordID: Record.ID(recordName: "_bob")))
@@ -186,7 +187,13 @@ public final class Share: Record, @unchecked Sendable {
     /// ```
     public func addParticipant(_ participant: Participant) {
         sharing.withLock { state in
-            if !state.participants.contains(where: { $0 === participant || $0.isSameUser(as: participant) }) { state.participants.append(participant) }
+            guard let index = state.participants.firstIndex(where: { $0 === participant || $0.isSameUser(as: participant) }) else {
+                state.participants.append(participant)
+                return
+            }
+            if state.participants[index] !== participant && state.participants[index].acceptanceStatus == .removed {
+                state.participants[index] = participant
+            }
         }
     }
 

@@ -22,7 +22,7 @@ enum ZoneRules {
     static func checkModifiable(_ zoneID: RecordZone.ID, _ context: DatabaseContext) throws(StratusError) {
         try checkZoneID(zoneID, context)
         if context.scope == .shared {
-            throw StratusError(.invalidArguments, "zones in the shared database are created by sharing them, which Stratus does not support yet", zoneID: zoneID)
+            throw StratusError(.invalidArguments, "zones in the shared database are the zones other users share with you and you accept; they are not created or deleted there (leave a share by deleting its share record from the shared database)", zoneID: zoneID)
         }
         if context.isAdministrator { return }
         if context.userRecordName == nil {
