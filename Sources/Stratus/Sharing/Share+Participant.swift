@@ -170,11 +170,16 @@ extension Share {
     /// (`nil` once the owner sets it to `.none`), so that making a share private, or read-only,
     /// takes effect for those who joined before.
     func effectivePermission(of participant: Participant) -> ParticipantPermission? {
-        guard participant.role == .publicUser else { return participant.permission }
+        Self.effectivePermission(role: participant.role, permission: participant.permission, publicPermission: publicPermission)
+    }
+
+    /// The same rule for a participant as a share's stored JSON holds it (the share index).
+    static func effectivePermission(role: ParticipantRole, permission: ParticipantPermission, publicPermission: ParticipantPermission) -> ParticipantPermission? {
+        guard role == .publicUser else { return permission }
         switch publicPermission {
         case .none, .unknown: return nil
         case .readOnly: return .readOnly
-        default: return participant.permission
+        default: return permission
         }
     }
 }

@@ -63,10 +63,9 @@ struct StoredShare: Equatable, Sendable {
         for participant in participants {
             guard participant.type != Self.name(of: .owner), participant.acceptanceStatus != Self.name(of: .removed),
                   let name = participant.userIdentity?.userRecordName, members[name] == nil else { continue }
-            let joinedPublicly = participant.type == Self.name(of: .publicUser)
-            if joinedPublicly && publicPermission == .none { continue }
-            let mayWrite = participant.permission == Self.name(of: .readWrite) && (!joinedPublicly || publicPermission == .readWrite)
-            members[name] = ShareIndexMember(userRecordName: name, isAccepted: participant.acceptanceStatus == Self.name(of: .accepted), mayWrite: mayWrite)
+            guard let permission = Share.effectivePermission(role: Self.role(named: participant.type ?? ""), permission: Self.permission(named: participant.permission ?? ""),
+                                                             publicPermission: publicPermission) else { continue }
+            members[name] = ShareIndexMember(userRecordName: name, isAccepted: participant.acceptanceStatus == Self.name(of: .accepted), mayWrite: permission == .readWrite)
         }
         return members.values.sorted { $0.userRecordName < $1.userRecordName }
     }
