@@ -49,8 +49,7 @@ extension Container {
     ///
     /// - Precondition: the default store opens (see ``Container/init(identifier:)``).
     public static func `default`() -> Container {
-        let environment = ProcessInfo.processInfo.environment
-        let identifier = environment["STRATUS_CONTAINER"].flatMap { $0.isEmpty ? nil : $0 } ?? "default"
+        let identifier = Container.defaultIdentifier
         return defaultContainers.withLock { containers in
             if let container = containers[identifier] { return container }
             let container = Container(identifier: identifier, engine: defaultStoreEngine(for: identifier, caller: "CKContainer.default()"), userName: nil)

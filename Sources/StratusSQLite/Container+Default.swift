@@ -21,8 +21,7 @@ extension Container {
     ///   `Container(identifier:postgresURL:)` for a PostgreSQL store (or
     ///   `Container(identifier:store:)` of `StratusStores`, which follows either).
     public static func `default`() -> Container {
-        let environment = ProcessInfo.processInfo.environment
-        let identifier = environment["STRATUS_CONTAINER"].flatMap { $0.isEmpty ? nil : $0 } ?? "default"
+        let identifier = Container.defaultIdentifier
         return defaultContainers.withLock { containers in
             if let container = containers[identifier] { return container }
             do {

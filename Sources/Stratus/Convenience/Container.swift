@@ -172,6 +172,12 @@ public final class Container: NSObject, Sendable {
         return name.isEmpty ? "defaultUser" : name
     }
 
+    /// The container `CKContainer.default()` answers: the one `$STRATUS_CONTAINER` names, else
+    /// `default` (the one the `stratus` tool uses without `--container`).
+    package static var defaultIdentifier: String {
+        ProcessInfo.processInfo.environment["STRATUS_CONTAINER"].flatMap { $0.isEmpty ? nil : $0 } ?? "default"
+    }
+
     /// The user a container on `engine` acts as when none is given: `$STRATUS_USER`, else the
     /// role a PostgreSQL store logged in as (so that row-level security and Stratus agree on
     /// who the caller is), else the login name.
