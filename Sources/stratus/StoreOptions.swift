@@ -133,8 +133,12 @@ struct StoreOptions {
     /// Where `--store` came from, for messages.
     var storeOrigin: String {
         let fromEnvironment = ProcessInfo.processInfo.environment["STRATUS_STORE"]?.isEmpty == false
-        return storePath != nil ? "--store" : fromEnvironment ? "$STRATUS_STORE" : "the container's default store"
+        return storePath != nil ? "--store" : fromEnvironment ? "$STRATUS_STORE" : Self.defaultStoreOrigin
     }
+
+    /// The origin of a store no option or variable named: the only one whose missing folders
+    /// are made.
+    static let defaultStoreOrigin = "the container's default store"
 
     /// Opens the container. A read (`.existing`) never creates a store: a typo'd path or a
     /// forgotten `--store` is exit 66, not an empty answer.
@@ -237,6 +241,15 @@ struct StoreOptions {
         if access != .createIfMissing && (!existed || Self.isEmptyFile(location)) {
             // An empty file (`touch`) is not a store either: a read must not make it one.
             throw CommandFailure(.inputMissing, "there is no store at \(location) (\(origin))\(existed ? ", only an empty file" : ""); \(missingStoreAdvice)")
+        }
+        if !existed && origin != defaultStoreOrigin {
+            // A named store's folder is not made: a mistyped folder (`/srv/stratsu/app.sqlite`)
+            // made a new, empty store there, and the job reported success into it.
+            let folder = URL(fileURLWithPath: location).deletingLastPathComponent().path
+            var isFolder: ObjCBool = false
+            if !FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder) || !isFolder.boolValue {
+                throw CommandFailure(.cannotCreateOutput, "cannot make a new store at \(location) (\(origin)): the folder \(folder) does not exist; a store is made only in a folder that exists, so that a mistyped path makes no store (create it first: mkdir -p \(folder))")
+            }
         }
         opened.withLock { $0.append(location) }
         if access == .read, let missing = missingWriteAccess(location) {

@@ -78,7 +78,7 @@ struct StoreCLITests {
     func writesCreateTheStore(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
             let cli = try await CLI(store, engine: engine)
-            let path = engine == .sqlite ? store.path("new/store.sqlite") : try await cli.newStore("new")
+            let path = engine == .sqlite ? store.path("new-store.sqlite") : try await cli.newStore("new")
             let announcement = engine == .sqlite ? "stratus: created a new store at \(path)" : "stratus: created a new store in postgresql://"
             let first = try await cli.run(["import", "--store", path], stdin: Input.notes(2))
             #expect(first.exitCode == 0, "\(first)")
@@ -94,6 +94,25 @@ struct StoreCLITests {
         }
     }
 
+    // SQLite only: a PostgreSQL URL names a database, which Stratus never creates.
+    @Test("a named store in a folder that does not exist is exit 73, naming the folder, and makes neither folder nor store; the default store's folder is made")
+    func namedStoreInMissingFolderIsRefused() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            let mistyped = store.path("no-such-folder/inner/app.sqlite")
+            let byOption = try await cli.run(["import", "--store", mistyped], stdin: Input.notes(2))
+            #expect(byOption.exitCode == 73, "\(byOption)")
+            #expect(byOption.stderr.contains("cannot make a new store at \(mistyped) (--store): the folder \(store.path("no-such-folder/inner")) does not exist"), "\(byOption)")
+            let byVariable = try await cli.shell(#"STRATUS_STORE="$MISTYPED" "$STRATUS" zones create Work"#, environment: ["MISTYPED": mistyped])
+            #expect(byVariable.exitCode == 73 && byVariable.stderr.contains("($STRATUS_STORE)"), "\(byVariable)")
+            #expect(!cli.exists(store.path("no-such-folder")), "no folder made")
+
+            let dataHome = store.path("xdg")
+            let byDefault = try await cli.shell(#"unset STRATUS_STORE; XDG_DATA_HOME="$DATA_HOME" "$STRATUS" import < /dev/null"#, environment: ["DATA_HOME": dataHome])
+            #expect(byDefault.exitCode == 0 && byDefault.stderr.contains("created a new store at \(dataHome)/stratus/"), "\(byDefault)")
+        }
+    }
+
     @Test("processes that create the same new store at once all succeed, only the one that created it says so, and the store holds what each wrote", arguments: TestEngine.all)
     func racingCreationsSayItOnce(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
@@ -101,7 +120,7 @@ struct StoreCLITests {
             // A few rounds: whether a round's processes overlap is up to the scheduler, and
             // every round must end the same way.
             for round in 0..<6 {
-                let path = engine == .sqlite ? store.path("race\(round)/store.sqlite") : try await cli.newStore("race\(round)")
+                let path = engine == .sqlite ? store.path("race\(round).sqlite") : try await cli.newStore("race\(round)")
                 let racers = try ["a", "b", "c"].map { prefix in
                     try cli.start(["import", "--store", path], stdin: Data(Input.notes(5, prefix: prefix).utf8))
                 }
