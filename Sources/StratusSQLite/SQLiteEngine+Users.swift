@@ -102,10 +102,23 @@ extension SQLiteEngine {
 
     @_spi(StratusEngine) public func saveUserDiscoverability(containerIdentifier: String, login: String, userRecordName: String, isDiscoverable: Bool) throws {
         try writeTransaction { connection in
-            let entry = try connection.statement("INSERT OR IGNORE INTO user_directory(container, login, user_record_name, roles) VALUES (?, ?, ?, ?)")
-            try entry.bind([.text(containerIdentifier), .text(login), .text(userRecordName), .text(UserDirectoryEntry.storedRoles([]))])
-            try entry.step()
-            entry.reset()
+            let known = try connection.statement("SELECT 1 FROM user_directory WHERE container = ? AND login = ?")
+            try known.bind([.text(containerIdentifier), .text(login)])
+            let hasEntry = try known.step()
+            known.reset()
+            if !hasEntry {
+                // Not INSERT OR IGNORE: a record name another login has must fail, not leave the
+                // login without an entry that finds it.
+                let entry = try connection.statement("INSERT INTO user_directory(container, login, user_record_name, roles) VALUES (?, ?, ?, ?)")
+                try entry.bind([.text(containerIdentifier), .text(login), .text(userRecordName), .text(UserDirectoryEntry.storedRoles([]))])
+                do {
+                    try entry.step()
+                } catch let error as StratusError where error.message.contains("UNIQUE") {
+                    entry.reset()
+                    throw UserDirectoryEntry(login: login, userRecordName: userRecordName).duplicateRecordNameError(containerIdentifier: containerIdentifier)
+                }
+                entry.reset()
+            }
             let consent = try connection.statement("""
                 INSERT INTO user_identities(container, login, discoverable) VALUES (?, ?, ?)
                 ON CONFLICT(container, login) DO UPDATE SET discoverable = excluded.discoverable
