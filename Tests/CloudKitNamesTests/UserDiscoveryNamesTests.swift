@@ -42,7 +42,9 @@ import Testing
             #expect(granted.0 == .granted && granted.1 == nil)
 
             // Ada discovers her with the operation and its older final block.
-            let lookup = CKUserIdentity.LookupInfo(emailAddress: "grace@example.com")
+            let lookup = try #require(CKUserIdentity.LookupInfo.lookupInfos(withEmails: ["grace@example.com"]).first)
+            #expect(CKUserIdentity.LookupInfo.lookupInfos(with: [graceID]).map(\.userRecordID) == [graceID])
+            #expect(CKUserIdentity.LookupInfo.lookupInfos(withPhoneNumbers: ["+15550100100"]).map(\.phoneNumber) == ["+15550100100"])
             let discover = CKDiscoverUserIdentitiesOperation(userIdentityLookupInfos: [lookup])
             let found = Found()
             discover.userIdentityDiscoveredBlock = { identity, _ in found.add(identity.nameComponents?.givenName ?? "?") }
