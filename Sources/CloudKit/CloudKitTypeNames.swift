@@ -48,6 +48,15 @@ public typealias CKServerChangeToken = ServerChangeToken
 /// `CKAccountStatus`: ``AccountStatus``.
 public typealias CKAccountStatus = AccountStatus
 
+/// `CKApplicationPermissions`: ``Container/ApplicationPermissions``.
+public typealias CKApplicationPermissions = Container.ApplicationPermissions
+
+/// `CKApplicationPermissionStatus`: ``Container/ApplicationPermissionStatus``.
+public typealias CKApplicationPermissionStatus = Container.ApplicationPermissionStatus
+
+/// `CKApplicationPermissionBlock`: ``Container/ApplicationPermissionBlock``.
+public typealias CKApplicationPermissionBlock = Container.ApplicationPermissionBlock
+
 /// `CKOperation`: ``DatabaseOperation``.
 ///
 /// `Operation` is Foundation's; every Stratus operation is a ``DatabaseOperation``.
@@ -97,6 +106,12 @@ public typealias CKFetchShareMetadataOperation = FetchShareMetadataOperation
 
 /// `CKAcceptSharesOperation`: ``AcceptSharesOperation``.
 public typealias CKAcceptSharesOperation = AcceptSharesOperation
+
+/// `CKFetchShareParticipantsOperation`: ``FetchShareParticipantsOperation``.
+public typealias CKFetchShareParticipantsOperation = FetchShareParticipantsOperation
+
+/// `CKDiscoverUserIdentitiesOperation`: ``DiscoverUserIdentitiesOperation``.
+public typealias CKDiscoverUserIdentitiesOperation = DiscoverUserIdentitiesOperation
 
 /// `CKSubscription`: ``Subscription``.
 public typealias CKSubscription = Subscription

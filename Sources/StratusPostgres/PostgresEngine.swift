@@ -167,6 +167,7 @@ public final class PostgresEngine: StorageEngine, Sendable {
                 try connection.executeScript(PostgresSchema.create)
                 try connection.executeScript(PostgresSchema.subscriptions)
                 try connection.executeScript(PostgresSchema.shareIndex)
+                try connection.executeScript(PostgresSchema.userDiscovery)
                 let found = try readableVersion(connection.query("SELECT value FROM meta WHERE key = 'version'").first.flatMap { try $0.text(0) })
                 if let found, found < 2 { try connection.executeScript(PostgresSchema.upgradeUserNames) }
                 if let found, found < PostgresSchema.assetStoreVersion { try upgradeAssetStore(on: connection) }

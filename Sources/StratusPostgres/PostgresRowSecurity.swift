@@ -14,6 +14,8 @@ import Foundation
 ///   reference ties to a record that is gone (cascades);
 /// - a record's words, `.deleteSelf` references and asset references: only for records it
 ///   last wrote, and deleted for records that are gone;
+/// - user discovery: its own name and addresses, and those of users who are discoverable; of
+///   its own entry, only whether it is discoverable;
 /// - subscriptions: its own; zones, tombstones and histories of the public database: no
 ///   deletions (tombstones aside, which compaction removes), no zone but the default one, no
 ///   zone tombstones, and in shared bookkeeping rows only counters that grow (a trigger);
@@ -98,6 +100,23 @@ enum PostgresRowSecurity {
             """
         out += policies(on: "notifications", group: g, schema: s, read: sql.mine("notifications.subscriber"),
                         insert: nil, update: sql.mine("notifications.subscriber"), delete: sql.mine("notifications.subscriber"))
+        // User discovery: a member reads its own name and addresses and those of discoverable
+        // users, never an undiscoverable user's, and records its own discoverability (the
+        // column grants leave the rest of its entry to the tables' owner).
+        out += """
+            GRANT SELECT ON \(s).user_identities, \(s).user_addresses TO \(g);
+            GRANT INSERT (container, login, discoverable), UPDATE (discoverable) ON \(s).user_identities TO \(g);
+            ALTER TABLE \(s).user_identities ENABLE ROW LEVEL SECURITY;
+            ALTER TABLE \(s).user_addresses ENABLE ROW LEVEL SECURITY;
+
+            """
+        let myIdentity = "user_identities.login = CURRENT_USER::text"
+        out += policies(on: "user_identities", group: g, schema: s, read: "(user_identities.discoverable OR \(myIdentity))",
+                        insert: myIdentity, update: myIdentity, delete: nil)
+        out += policies(on: "user_addresses", group: g, schema: s, read: """
+            (user_addresses.login = CURRENT_USER::text OR EXISTS (SELECT 1 FROM \(s).user_identities i
+                WHERE i.container = user_addresses.container AND i.login = user_addresses.login AND i.discoverable))
+            """, insert: nil, update: nil, delete: nil)
         // The share index: an owner keeps its own shares' rows; a participant reads those that
         // name it, and through the views below reaches the rows of the shares it accepted.
         for table in ["share_index", "share_members"] {

@@ -59,8 +59,12 @@ import Foundation
 /// records by parent), and its row-level security lets a member keep the index rows of its own
 /// shares and an accepted participant reach the shared records; the upgrade applies it and
 /// indexes the shares stored before it.
+///
+/// Version 13 adds what user discovery finds users by (``userDiscovery``: new tables, created on
+/// open), and its row-level security lets a member read another user's addresses and name only
+/// while that user is discoverable, and record its own discoverability; the upgrade applies it.
 enum PostgresSchema {
-    static let version = 12
+    static let version = 13
     /// The version whose `ix_` indexes hold declared values only.
     static let declaredValueIndexVersion = 11
     /// The version the share index came with; stores below it have their shares indexed.
@@ -68,7 +72,7 @@ enum PostgresSchema {
     /// The version whose row-level security is ``PostgresRowSecurity``'s (10: no chunk is
     /// added to stored asset content; a public record keeps its name, zone and creator, and is
     /// retyped only into a type whose CREATE grant the member has).
-    static let rowSecurityVersion = 12
+    static let rowSecurityVersion = 13
     /// The version the asset step brought.
     static let assetStoreVersion = 3
     /// The version whose index entries are bounded (prefixes of long strings and words).
@@ -287,6 +291,29 @@ enum PostgresSchema {
             payload text NOT NULL,
             PRIMARY KEY(container, subscriber, seq)
         );
+        """
+
+    /// What user discovery finds users by (version 13), as SQLite's store keeps it: each
+    /// login's name and whether others may find it (`user_identities`), and its addresses by the
+    /// key lookups compare (`user_addresses`). Apart from `user_directory`, which every member
+    /// reads, so that row-level security can hide an undiscoverable user's rows.
+    static let userDiscovery = """
+        CREATE TABLE IF NOT EXISTS user_identities(
+            container text COLLATE "C" NOT NULL,
+            login text COLLATE "C" NOT NULL,
+            name_components text,
+            discoverable boolean NOT NULL DEFAULT false,
+            PRIMARY KEY(container, login)
+        );
+        CREATE TABLE IF NOT EXISTS user_addresses(
+            container text COLLATE "C" NOT NULL,
+            address_key text COLLATE "C" NOT NULL,
+            login text COLLATE "C" NOT NULL,
+            position integer NOT NULL,
+            address text NOT NULL,
+            PRIMARY KEY(container, address_key)
+        );
+        CREATE INDEX IF NOT EXISTS user_addresses_by_login ON user_addresses(container, login);
         """
 
     /// Where shares are found (version 12), as SQLite's store keeps them: `share_index` by URL

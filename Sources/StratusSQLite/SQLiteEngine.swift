@@ -239,6 +239,7 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
             try connection.execute(SQLiteSchema.create)
             try connection.execute(SQLiteSchema.indexing)
             try connection.execute(SQLiteSchema.users)
+            try connection.execute(SQLiteSchema.userDiscovery)
             try connection.execute(SQLiteSchema.assetTables)
             try connection.execute(SQLiteSchema.subscriptions)
             try connection.execute(SQLiteSchema.shareIndex)

@@ -43,8 +43,11 @@
 ///   ``StratusSQL/SQLDialect/declaredValue(_:family:)``); the step rebuilds the `ix_` indexes.
 /// - version 11 adds the share index (``shareIndex``): new tables, created by
 ///   `CREATE … IF NOT EXISTS` on open; the step indexes the shares stored before it.
+/// - version 12 adds what user discovery finds users by (``userDiscovery``): new tables,
+///   created by `CREATE … IF NOT EXISTS` on open; no step (every user starts undiscoverable,
+///   without addresses).
 enum SQLiteSchema {
-    static let version: Int64 = 11
+    static let version: Int64 = 12
     /// The version the share index came with; stores below it have their shares indexed.
     static let shareIndexVersion: Int64 = 11
 
@@ -145,6 +148,29 @@ enum SQLiteSchema {
         ) WITHOUT ROWID;
         CREATE INDEX IF NOT EXISTS zone_tombstones_by_change ON zone_tombstones(container, db, owner, db_change_seq);
         CREATE INDEX IF NOT EXISTS tombstones_by_deleted_at ON tombstones(deleted_at);
+        """
+
+    /// What user discovery finds users by (version 12), beside the directory: each login's name
+    /// (``Stratus/UserDirectoryEntry/storedNameComponents(_:)``) and whether others may find
+    /// it (`user_identities`), and its email addresses and phone numbers by the key lookups
+    /// compare (`user_addresses`: an address finds one login per container).
+    static let userDiscovery = """
+        CREATE TABLE IF NOT EXISTS user_identities(
+            container TEXT NOT NULL,
+            login TEXT NOT NULL,
+            name_components TEXT,
+            discoverable INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY(container, login)
+        ) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS user_addresses(
+            container TEXT NOT NULL,
+            address_key TEXT NOT NULL,
+            login TEXT NOT NULL,
+            position INTEGER NOT NULL,
+            address TEXT NOT NULL,
+            PRIMARY KEY(container, address_key)
+        ) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS user_addresses_by_login ON user_addresses(container, login);
         """
 
     /// Record type schemas and the word index of searchable fields. Indexes declared by
@@ -283,7 +309,7 @@ enum SQLiteSchema {
     /// Every table and index the statements above create.
     static let objectNames: Set<String> = {
         var names: Set<String> = []
-        for statement in [create, indexing, users, assetTables, subscriptions, shareIndex] {
+        for statement in [create, indexing, users, userDiscovery, assetTables, subscriptions, shareIndex] {
             var rest = Substring(statement)
             while let range = rest.range(of: "IF NOT EXISTS ") {
                 rest = rest[range.upperBound...]

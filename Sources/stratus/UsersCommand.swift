@@ -9,7 +9,7 @@ struct UsersCommand: Command {
     static let summary = "logins, their user record names and roles; PostgreSQL row-level security"
     static let usage = [
         "stratus users list [--json] [store options]",
-        "stratus users add LOGIN [--record-name NAME] [--role ROLE]... [store options]",
+        "stratus users add LOGIN [--record-name NAME] [--role ROLE]... [--email ADDRESS]... [--phone NUMBER]... [--given-name NAME] [--family-name NAME] [--discoverable | --undiscoverable] [store options]",
         "stratus users remove LOGIN... [store options]",
         "stratus users row-security --group ROLE [--print] [store options]",
     ]
@@ -19,10 +19,16 @@ struct UsersCommand: Command {
         owner of records imported from CloudKit) and gives it custom security roles.
 
           list          one line per entry: LOGIN, a tab, the user record name, a tab and its
-                        roles (comma-separated); --json prints one object per line.
+                        roles (comma-separated); --json prints one object per line, with the
+                        email addresses, phone numbers, name and discoverability too.
           add           saves an entry, replacing the login's: its record name (--record-name, else
-                        the one it has, else the derived one) and its roles (each --role; none
-                        without one).
+                        the one it has, else the derived one), its roles (each --role), email
+                        addresses (each --email), phone numbers (each --phone) and name
+                        (--given-name, --family-name): none of them without their options. Its
+                        discoverability stays as it is (the user's consent, which the user gives
+                        with requestApplicationPermission) unless --discoverable or
+                        --undiscoverable sets it: other users find a discoverable user by
+                        email address, phone number or user record ID.
           remove        removes entries: the logins act under their derived names again.
           row-security  PostgreSQL only: makes every member of the group ROLE reach the public
                         database and its own private rows only, and write only its own rows
@@ -37,16 +43,30 @@ struct UsersCommand: Command {
     static let options: [Option] = [
         Option(flag: "--json", "list: one JSON object per entry"),
         Option("--record-name", "NAME", "add: the user record name the login acts under (`_` and 32 hexadecimal digits, or any record name)", default: "the login's, else derived"),
-        Option("--role", "ROLE", "add: a custom security role the login holds (repeat for more)", default: "none"),
+        Option("--role", "ROLE", "add: a custom security role the login holds (repeat for more)", default: "none", repeatable: true),
+        Option("--email", "ADDRESS", "add: an email address user discovery finds the login by (repeat for more)", default: "none", repeatable: true),
+        Option("--phone", "NUMBER", "add: a phone number user discovery finds the login by (repeat for more)", default: "none", repeatable: true),
+        Option("--given-name", "NAME", "add: the user's given name, as discovered identities show it", default: "none"),
+        Option("--family-name", "NAME", "add: the user's family name, as discovered identities show it", default: "none"),
+        Option(flag: "--discoverable", "add: other users may find the login (as if it granted .userDiscoverability)"),
+        Option(flag: "--undiscoverable", "add: other users may not find the login"),
         Option("--group", "ROLE", "row-security: the PostgreSQL role whose members are Stratus users", default: "required"),
         Option(flag: "--print", "row-security: print the SQL instead of running it"),
     ]
 
     enum Action: Equatable {
         case list(json: Bool)
-        case add(login: String, recordName: String?, roles: [String])
+        case add(login: String, recordName: String?, roles: [String], discovery: Discovery)
         case remove(logins: [String])
         case rowSecurity(group: String, printOnly: Bool)
+    }
+
+    /// What `users add` gives discovery: addresses and a name, and discoverability when set.
+    struct Discovery: Equatable {
+        var emailAddresses: [String] = []
+        var phoneNumbers: [String] = []
+        var nameComponents: PersonNameComponents?
+        var isDiscoverable: Bool?
     }
 
     var store: StoreOptions
@@ -68,7 +88,22 @@ struct UsersCommand: Command {
             for role in roles where role.isEmpty || role.hasPrefix("_") {
                 throw UsageError(message: "--role '\(role)': a custom role is a name not starting with '_' (CloudKit's own roles apply by themselves)")
             }
-            action = .add(login: login, recordName: arguments.value("--record-name"), roles: roles)
+            var discovery = Discovery(emailAddresses: arguments.values("--email"), phoneNumbers: arguments.values("--phone"))
+            for address in discovery.emailAddresses {
+                do { try UserDirectoryEntry.checkEmailAddress(address) } catch { throw UsageError(message: "--email: \(error.message)") }
+            }
+            for number in discovery.phoneNumbers {
+                do { try UserDirectoryEntry.checkPhoneNumber(number) } catch { throw UsageError(message: "--phone: \(error.message)") }
+            }
+            let given = arguments.value("--given-name"), family = arguments.value("--family-name")
+            if given != nil || family != nil { discovery.nameComponents = PersonNameComponents(givenName: given, familyName: family) }
+            switch (arguments.flag("--discoverable"), arguments.flag("--undiscoverable")) {
+            case (true, true): throw UsageError(message: "--discoverable and --undiscoverable contradict each other; give one")
+            case (true, false): discovery.isDiscoverable = true
+            case (false, true): discovery.isDiscoverable = false
+            case (false, false): discovery.isDiscoverable = nil
+            }
+            action = .add(login: login, recordName: arguments.value("--record-name"), roles: roles, discovery: discovery)
         case "remove":
             guard !words.isEmpty else { throw UsageError(message: "remove takes one or more LOGINs") }
             for login in words { try checkLogin(login) }
@@ -80,7 +115,8 @@ struct UsersCommand: Command {
         default:
             throw UsageError(message: "unknown users action '\(verb)'; say list, add, remove or row-security")
         }
-        for (option, belongs) in [("--json", "list"), ("--record-name", "add"), ("--role", "add"), ("--group", "row-security"), ("--print", "row-security")]
+        let addOptions = ["--record-name", "--role", "--email", "--phone", "--given-name", "--family-name", "--discoverable", "--undiscoverable"].map { ($0, "add") }
+        for (option, belongs) in [("--json", "list"), ("--group", "row-security"), ("--print", "row-security")] + addOptions
         where arguments.has(option) && verb != belongs {
             throw UsageError(message: "\(option) belongs to users \(belongs)")
         }
@@ -113,7 +149,12 @@ struct UsersCommand: Command {
             for entry in entries {
                 let roles = entry.roles.map(\.name).sorted()
                 if json {
-                    let object: [String: Any] = ["login": entry.login, "userRecordName": entry.userRecordName, "roles": roles]
+                    var object: [String: Any] = ["login": entry.login, "userRecordName": entry.userRecordName, "roles": roles,
+                                                 "emailAddresses": entry.emailAddresses, "phoneNumbers": entry.phoneNumbers, "discoverable": entry.isDiscoverable]
+                    if let name = entry.nameComponents {
+                        object["name"] = ["givenName": name.givenName, "familyName": name.familyName, "middleName": name.middleName,
+                                          "namePrefix": name.namePrefix, "nameSuffix": name.nameSuffix, "nickname": name.nickname].compactMapValues { $0 }
+                    }
                     let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
                     out += String(decoding: data, as: UTF8.self) + "\n"
                 } else {
@@ -123,13 +164,15 @@ struct UsersCommand: Command {
             try StandardOutput.write(out)
             return .success
 
-        case .add(let login, let recordName, let roles):
+        case .add(let login, let recordName, let roles, let discovery):
             let container = try store.openContainer(.createIfMissing)
             let existing = try await container.users().first { $0.login == login }
             let name = recordName ?? existing?.userRecordName ?? UserDirectoryEntry.derivedRecordName(containerIdentifier: container.identifier, login: login)
-            let entry = UserDirectoryEntry(login: login, userRecordName: name, roles: Set(roles.map { SecurityRole($0) }))
+            let entry = UserDirectoryEntry(login: login, userRecordName: name, roles: Set(roles.map { SecurityRole($0) }),
+                                           emailAddresses: discovery.emailAddresses, phoneNumbers: discovery.phoneNumbers, nameComponents: discovery.nameComponents,
+                                           isDiscoverable: discovery.isDiscoverable ?? existing?.isDiscoverable ?? false)
             try await Self.changingDirectory { try await container.saveUsers([entry]) }
-            StratusCommand.log("\(existing == nil ? "added" : "replaced") \(login): \(name)\(roles.isEmpty ? "" : " with " + roles.sorted().joined(separator: ", "))")
+            StratusCommand.log("\(existing == nil ? "added" : "replaced") \(login): \(name)\(roles.isEmpty ? "" : " with " + roles.sorted().joined(separator: ", "))\(entry.isDiscoverable ? ", discoverable" : "")")
             // The entry is kept all the same (the role may be made later), but a misspelt login
             // would leave the user's role without rows and no one told.
             if let postgres = container.engine as? PostgresEngine, let problem = try postgres.rowSecurityLoginProblem(login) {

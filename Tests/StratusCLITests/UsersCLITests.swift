@@ -56,6 +56,38 @@ struct UsersCLITests {
         }
     }
 
+    @Test("users add gives a login email addresses, phone numbers, a name and discoverability; list --json shows them; a later add keeps the login's consent unless told", arguments: TestEngine.all)
+    func discoveryOptions(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let added = try await cli.run(["users", "add", "bob", "--email", "bob@example.com", "--email", "robert@example.com", "--phone", "+1 555 010 0100",
+                                           "--given-name", "Bob", "--family-name", "Ross", "--discoverable", "--role", "a", "--role", "b"])
+            #expect(added.exitCode == 0 && added.stderr.contains("added bob") && added.stderr.contains("discoverable"), "\(added)")
+            let listed = try JSONLine.objects(try await cli.run(["users", "list", "--json"]).stdout)
+            #expect(listed.count == 1)
+            #expect(listed.first?["emailAddresses"] as? [String] == ["bob@example.com", "robert@example.com"])
+            #expect(listed.first?["phoneNumbers"] as? [String] == ["+1 555 010 0100"] && listed.first?["discoverable"] as? Bool == true)
+            #expect((listed.first?["name"] as? [String: String]) == ["givenName": "Bob", "familyName": "Ross"] && listed.first?["roles"] as? [String] == ["a", "b"])
+
+            // Replaced without discoverability options: the consent stays, the addresses go.
+            #expect(try await cli.run(["users", "add", "bob"]).exitCode == 0)
+            let kept = try JSONLine.objects(try await cli.run(["users", "list", "--json"]).stdout).first
+            #expect(kept?["discoverable"] as? Bool == true && (kept?["emailAddresses"] as? [String])?.isEmpty == true, "\(String(describing: kept))")
+            #expect(try await cli.run(["users", "add", "bob", "--undiscoverable"]).exitCode == 0)
+            #expect(try JSONLine.objects(try await cli.run(["users", "list", "--json"]).stdout).first?["discoverable"] as? Bool == false)
+
+            // Another login's address is the data in conflict (65); malformed input is a usage error (64).
+            #expect(try await cli.run(["users", "add", "bob", "--email", "bob@example.com"]).exitCode == 0)
+            let taken = try await cli.run(["users", "add", "eve", "--email", "BOB@example.com"])
+            #expect(taken.exitCode == 65 && taken.stderr.contains("login 'bob'"), "\(taken)")
+            for arguments in [["users", "add", "eve", "--email", "eve"], ["users", "add", "eve", "--phone", "call me"],
+                              ["users", "add", "eve", "--discoverable", "--undiscoverable"], ["users", "list", "--email", "x@example.com"]] {
+                let refused = try await cli.run(arguments)
+                #expect(refused.exitCode == 64, "\(arguments): \(refused)")
+            }
+        }
+    }
+
     // PostgreSQL only: row-level security and roles are PostgreSQL's.
     @Test("users row-security --print shows the SQL; applied, a role that connects without --user acts as itself and reaches only its own private rows")
     func rowSecurity() async throws {

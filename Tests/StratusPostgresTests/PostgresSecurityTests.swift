@@ -418,12 +418,76 @@ struct PostgresSecurityTests {
         #expect(member?.code == .permissionFailure && member?.message.contains("version 5") == true && member?.message.contains("opens the store once") == true,
                 "\(String(describing: member))")
         _ = try PostgresEngine(url: store.database.url)
-        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "12")
+        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "13")
         #expect(try admin.query("SELECT count(*) FROM pg_policies WHERE policyname = 'stratus_owner'")[0].int64(0) == 0)
         #expect(try admin.query("SELECT count(*) FROM pg_proc WHERE proname = 'stratus_owns'")[0].int64(0) == 0)
         #expect(try admin.query("SELECT count(*) FROM pg_policies WHERE tablename = 'records' AND policyname = 'stratus_delete' AND $1 = ANY(roles)", [.text(store.group)])[0].int64(0) == 1)
         #expect(try admin.query("SELECT count(*) FROM pg_trigger WHERE tgname = 'stratus_counters_only' AND tgrelid = 'zones'::regclass")[0].int64(0) == 1)
         _ = try PostgresEngine(url: store.url(store.alice))
+    }
+}
+
+extension PostgresSecurityTests {
+    @Test("user discovery: a role reads the addresses and names of discoverable users and its own, with raw SQL too, never an undiscoverable user's; it records only its own discoverability")
+    func discoveryHidesUndiscoverableUsers() async throws {
+        let store = try SecureStore()
+        defer { store.dropRoles() }
+        let (alice, bob, carol, identifier) = (store.alice, store.bob, store.carol, store.identifier)
+        try store.owner.modifyUserDirectory(containerIdentifier: identifier, saving: [
+            UserDirectoryEntry(login: alice, userRecordName: store.aliceName, emailAddresses: ["alice@example.com"],
+                               nameComponents: PersonNameComponents(givenName: "Alice"), isDiscoverable: true),
+            UserDirectoryEntry(login: bob, userRecordName: store.bobName, emailAddresses: ["bob@example.com"], phoneNumbers: ["+15550100100"],
+                               nameComponents: PersonNameComponents(givenName: "Bob"), isDiscoverable: false),
+        ], deletingLogins: [])
+
+        // Raw SQL as carol: alice's address and name, nothing of bob's.
+        let raw = try store.raw(carol)
+        #expect(try raw.query("SELECT address FROM user_addresses ORDER BY address").map { try $0.text(0) } == ["alice@example.com"])
+        #expect(try raw.query("SELECT login FROM user_identities ORDER BY login").map { try $0.text(0) } == [alice, carol], "alice's, discoverable, and carol's own")
+        #expect(try raw.query("SELECT count(*) FROM user_addresses WHERE login = $1", [.text(bob)])[0].int64(0) == 0)
+        let carolContainer = Container(identifier: identifier, engine: try store.engine(carol), userName: carol)
+        #expect(try await carolContainer.userIdentity(forEmailAddress: "alice@example.com")?.nameComponents?.givenName == "Alice")
+        #expect(try await carolContainer.userIdentity(forEmailAddress: "bob@example.com") == nil)
+        #expect(try await carolContainer.userIdentity(forUserRecordID: Record.ID(recordName: store.bobName)) == nil)
+
+        // Carol may not make bob discoverable, nor change her own entry beyond her consent.
+        #expect(try raw.execute("UPDATE user_identities SET discoverable = true WHERE login = $1", [.text(bob)]) == 0)
+        for (sql, parameters) in [("INSERT INTO user_identities(container, login, discoverable) VALUES ($1, $2, true)", [PostgresValue.text(identifier), .text(bob)]),
+                                  ("INSERT INTO user_identities(container, login, name_components) VALUES ($1, $2, '{}')", [.text(identifier), .text(carol)]),
+                                  ("INSERT INTO user_addresses(container, address_key, login, position, address) VALUES ($1, 'email:x@example.com', $2, 0, 'x@example.com')", [.text(identifier), .text(carol)])] {
+            let refused = stratusError(await caughtError { try raw.execute(sql, parameters) })
+            #expect(refused?.code == .permissionFailure, "\(sql): \(String(describing: refused))")
+        }
+
+        // Bob consents through Stratus as his own role; carol then finds him, also with raw SQL.
+        let bobContainer = Container(identifier: identifier, engine: try store.engine(bob), userName: bob)
+        #expect(try await bobContainer.requestApplicationPermission(.userDiscoverability) == .granted)
+        #expect(try await carolContainer.userIdentity(forPhoneNumber: "+1 555 010 0100")?.userRecordID?.recordName == store.bobName)
+        #expect(try raw.query("SELECT count(*) FROM user_addresses WHERE login = $1", [.text(bob)])[0].int64(0) == 2)
+        try await bobContainer.revokeApplicationPermission(.userDiscoverability)
+        #expect(try raw.query("SELECT count(*) FROM user_addresses WHERE login = $1", [.text(bob)])[0].int64(0) == 0)
+        #expect(try store.owner.fetchUserDirectory(containerIdentifier: identifier, logins: [bob]).first?.emailAddresses == ["bob@example.com"], "consent keeps the entry")
+    }
+
+    @Test("a version 12 store with row-level security gets user discovery's tables and policies when the owner opens it")
+    func upgradeAddsDiscovery() async throws {
+        let store = try SecureStore()
+        defer { store.dropRoles() }
+        let admin = try PostgresConnection(url: store.database.url)
+        try admin.executeScript("DROP TABLE user_addresses; DROP TABLE user_identities; UPDATE meta SET value = '12' WHERE key = 'version';")
+        let member = stratusError(await caughtError { try store.engine(store.carol) })
+        #expect(member?.code == .permissionFailure && member?.message.contains("version 12") == true, "\(String(describing: member))")
+
+        _ = try PostgresEngine(url: store.database.url)
+        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "13")
+        try store.owner.modifyUserDirectory(containerIdentifier: store.identifier, saving: [
+            UserDirectoryEntry(login: store.alice, userRecordName: store.aliceName, emailAddresses: ["alice@example.com"], isDiscoverable: true),
+            UserDirectoryEntry(login: store.bob, userRecordName: store.bobName, emailAddresses: ["bob@example.com"]),
+        ], deletingLogins: [])
+        #expect(try store.raw(store.carol).query("SELECT address FROM user_addresses").map { try $0.text(0) } == ["alice@example.com"])
+        let carol = Container(identifier: store.identifier, engine: try store.engine(store.carol), userName: store.carol)
+        #expect(try await carol.userIdentity(forEmailAddress: "alice@example.com")?.userRecordID?.recordName == store.aliceName)
+        #expect(try await carol.requestApplicationPermission(.userDiscoverability) == .granted)
     }
 }
 

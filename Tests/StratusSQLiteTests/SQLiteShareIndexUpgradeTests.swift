@@ -23,7 +23,7 @@ struct SQLiteShareIndexUpgradeTests {
             try await bob.accept(metadata)
             #expect(try await bob.sharedCloudDatabase.allRecordZones().map(\.zoneID.zoneName) == ["Lists"])
             let version = try await StoreProcess.runSQL(shell, path, "PRAGMA user_version;", in: store.directory)
-            #expect(version.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "11", "the current version")
+            #expect(version.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "12", "the current version")
         }
     }
 }

@@ -99,6 +99,12 @@ final class ScriptedEngine: StorageEngine, Sendable {
     func modifyUserDirectory(containerIdentifier: String, saving entries: [UserDirectoryEntry], deletingLogins logins: [String]) throws {
         try base.modifyUserDirectory(containerIdentifier: containerIdentifier, saving: entries, deletingLogins: logins)
     }
+    func findUsers(containerIdentifier: String, addressKeys: [String], userRecordNames: [String]) throws -> [UserDirectoryEntry] {
+        try base.findUsers(containerIdentifier: containerIdentifier, addressKeys: addressKeys, userRecordNames: userRecordNames)
+    }
+    func saveUserDiscoverability(containerIdentifier: String, login: String, userRecordName: String, isDiscoverable: Bool) throws {
+        try base.saveUserDiscoverability(containerIdentifier: containerIdentifier, login: login, userRecordName: userRecordName, isDiscoverable: isDiscoverable)
+    }
     func countRecordsByType(in database: DatabaseContext, zoneID: RecordZone.ID) throws -> [String: Int] { try base.countRecordsByType(in: database, zoneID: zoneID) }
     func inventory() throws -> StoreInventory { try base.inventory() }
     func assetContents(for database: DatabaseContext) -> any AssetContentStore { base.assetContents(for: database) }

@@ -113,6 +113,17 @@ public protocol StorageEngine: AnyObject, Sendable {
     /// - Throws: `constraintViolation` when two logins would have the same user record name.
     @_spi(StratusEngine) func modifyUserDirectory(containerIdentifier: String, saving entries: [UserDirectoryEntry], deletingLogins logins: [String]) throws
 
+    /// Entries of a container's user directory that have one of the address keys `addressKeys`
+    /// (``UserDirectoryEntry/StoredAddress/key``) or one of `userRecordNames`, with their
+    /// addresses, name and discoverability as far as the connection may read them (on
+    /// PostgreSQL with row-level security, another user's only while discoverable). Which of
+    /// them a caller finds is the core's rule.
+    @_spi(StratusEngine) func findUsers(containerIdentifier: String, addressKeys: [String], userRecordNames: [String]) throws -> [UserDirectoryEntry]
+
+    /// Records, in one transaction, whether `login` is discoverable, keeping the rest of its
+    /// entry; a login without an entry gets one naming `userRecordName`, without roles.
+    @_spi(StratusEngine) func saveUserDiscoverability(containerIdentifier: String, login: String, userRecordName: String, isDiscoverable: Bool) throws
+
     // MARK: Sharing
 
     /// The share whose URL token is `token` in one environment of a container (any owner's),

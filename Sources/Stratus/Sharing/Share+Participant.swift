@@ -80,8 +80,9 @@ extension Share {
         }
 
         /// A participant for the user `userIdentity`: a private user, pending, who may read
-        /// until given another ``permission``. CloudKit makes participants by looking users up
-        /// (`CKFetchShareParticipantsOperation`), which Stratus does not have yet.
+        /// until given another ``permission``. CloudKit code makes participants by looking users
+        /// up (``FetchShareParticipantsOperation``, ``Container/shareParticipant(forEmailAddress:)``),
+        /// which makes them this way.
         ///
         /// ```swift
         /// let bob = Share.Participant(userIdentity: UserIdentity(lookupInfo: .init(emailAddress: "bob@example.com")))

@@ -197,7 +197,7 @@ extension Share.Participant {
             participantId: state.participantID, type: StoredShare.name(of: state.role), acceptanceStatus: StoredShare.name(of: state.acceptanceStatus),
             permission: StoredShare.name(of: state.permission),
             userIdentity: .init(userRecordName: identity.userRecordID?.recordName, lookupInfo: lookup,
-                                nameComponents: identity.nameComponents.map(Self.storedName), hasiCloudAccount: identity.hasiCloudAccount))
+                                nameComponents: identity.nameComponents.map(\.cloudKitParts), hasiCloudAccount: identity.hasiCloudAccount))
     }
 
     /// A participant read from a share record's JSON.
@@ -207,33 +207,11 @@ extension Share.Participant {
             UserIdentity.LookupInfo(emailAddress: $0.emailAddress, phoneNumber: $0.phoneNumber, userRecordID: $0.userRecordName.map { Record.ID(recordName: $0) })
         }
         let userRecordID = identity?.userRecordName.map { Record.ID(recordName: $0) }
-        self.init(userIdentity: UserIdentity(userRecordID: userRecordID, lookupInfo: lookup, nameComponents: identity?.nameComponents.map(Self.nameComponents),
+        self.init(userIdentity: UserIdentity(userRecordID: userRecordID, lookupInfo: lookup, nameComponents: identity?.nameComponents.map(PersonNameComponents.init(cloudKitParts:)),
                                              hasiCloudAccount: identity?.hasiCloudAccount ?? (userRecordID != nil)),
                   state: State(role: stored.type.map(StoredShare.role(named:)) ?? .unknown,
                                acceptanceStatus: stored.acceptanceStatus.map(StoredShare.status(named:)) ?? .unknown,
                                permission: stored.permission.map(StoredShare.permission(named:)) ?? .unknown,
                                participantID: stored.participantId ?? UUID().uuidString))
-    }
-
-    private static func storedName(_ name: PersonNameComponents) -> [String: String] {
-        var stored: [String: String] = [:]
-        stored["namePrefix"] = name.namePrefix
-        stored["givenName"] = name.givenName
-        stored["middleName"] = name.middleName
-        stored["familyName"] = name.familyName
-        stored["nameSuffix"] = name.nameSuffix
-        stored["nickname"] = name.nickname
-        return stored
-    }
-
-    private static func nameComponents(_ stored: [String: String]) -> PersonNameComponents {
-        var name = PersonNameComponents()
-        name.namePrefix = stored["namePrefix"]
-        name.givenName = stored["givenName"]
-        name.middleName = stored["middleName"]
-        name.familyName = stored["familyName"]
-        name.nameSuffix = stored["nameSuffix"]
-        name.nickname = stored["nickname"]
-        return name
     }
 }

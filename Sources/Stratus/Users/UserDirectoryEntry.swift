@@ -1,13 +1,26 @@
+import Foundation
+
 /// Who a login is in a container: the user record name the container's records carry for them,
-/// and the security roles they hold in the public database.
+/// the security roles they hold in the public database, and what user discovery finds them by
+/// (email addresses, phone numbers, a name) when they are discoverable.
 ///
 /// Without an entry, a login's record name is derived from the container and the login
 /// (``derivedRecordName(containerIdentifier:login:)``), the same in every process; an entry maps
 /// a login onto another name (the owner of records imported from CloudKit) and gives roles.
 /// Both environments of a container share its directory.
 ///
+/// As in CloudKit, other users find a user (``Container/userIdentity(forEmailAddress:)``,
+/// ``DiscoverUserIdentitiesOperation``, ``FetchShareParticipantsOperation``) only while
+/// ``isDiscoverable``; a user always finds themself. The administrator sets it here, and a user
+/// grants or revokes it for themself with ``Container/requestApplicationPermission(_:)``.
+///
 /// ```swift
 /// try await container.saveUsers([UserDirectoryEntry(login: "carol", userRecordName: "_0f1e…", roles: ["moderator"])])
+/// var bob = UserDirectoryEntry(login: "bob", userRecordName: "_5a0f3c9e8b7d6a4f2e1c0b9a8d7e6f5a")
+/// bob.emailAddresses = ["bob@example.com"]
+/// bob.nameComponents = PersonNameComponents(givenName: "Bob", familyName: "Ross")
+/// bob.isDiscoverable = true
+/// try await container.saveUsers([bob])
 /// ```
 public struct UserDirectoryEntry: Hashable, Sendable, Codable {
     /// The name a container is opened with (`userName:`, `$STRATUS_USER`, `--user`).
@@ -17,11 +30,49 @@ public struct UserDirectoryEntry: Hashable, Sendable, Codable {
     /// The custom roles the user holds; CloudKit's own roles (`_world`, `_icloud`, `_creator`)
     /// apply by themselves and are not listed.
     public var roles: Set<SecurityRole>
+    /// The email addresses user discovery finds the user by (compared without regard to case),
+    /// each the user's alone in the container.
+    public var emailAddresses: [String]
+    /// The phone numbers user discovery finds the user by (compared by their digits and a
+    /// leading `+`: `+1 (555) 010-0100` is `+15550100100`), each the user's alone in the
+    /// container.
+    public var phoneNumbers: [String]
+    /// The user's name, as discovered identities carry it.
+    public var nameComponents: PersonNameComponents?
+    /// Whether other users find the user by discovery, as CloudKit's `.userDiscoverability`
+    /// permission says: `false` until the administrator or the user grants it.
+    public var isDiscoverable: Bool
 
-    public init(login: String, userRecordName: String, roles: Set<SecurityRole> = []) {
+    /// An entry; a user is found by discovery only once given addresses and made discoverable.
+    ///
+    /// ```swift
+    /// let entry = UserDirectoryEntry(login: "bob", userRecordName: "_5a0f3c9e8b7d6a4f2e1c0b9a8d7e6f5a", emailAddresses: ["bob@example.com"], isDiscoverable: true)
+    /// ```
+    public init(login: String, userRecordName: String, roles: Set<SecurityRole> = [], emailAddresses: [String] = [], phoneNumbers: [String] = [],
+                nameComponents: PersonNameComponents? = nil, isDiscoverable: Bool = false) {
         self.login = login
         self.userRecordName = userRecordName
         self.roles = roles
+        self.emailAddresses = emailAddresses
+        self.phoneNumbers = phoneNumbers
+        self.nameComponents = nameComponents
+        self.isDiscoverable = isDiscoverable
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case login, userRecordName, roles, emailAddresses, phoneNumbers, nameComponents, isDiscoverable
+    }
+
+    /// Decodes an entry; entries encoded before discovery came (without its keys) decode as
+    /// undiscoverable, without addresses.
+    public init(from decoder: any Decoder) throws {
+        let values = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(login: try values.decode(String.self, forKey: .login), userRecordName: try values.decode(String.self, forKey: .userRecordName),
+                  roles: try values.decodeIfPresent(Set<SecurityRole>.self, forKey: .roles) ?? [],
+                  emailAddresses: try values.decodeIfPresent([String].self, forKey: .emailAddresses) ?? [],
+                  phoneNumbers: try values.decodeIfPresent([String].self, forKey: .phoneNumbers) ?? [],
+                  nameComponents: try values.decodeIfPresent(PersonNameComponents.self, forKey: .nameComponents),
+                  isDiscoverable: try values.decodeIfPresent(Bool.self, forKey: .isDiscoverable) ?? false)
     }
 
     /// The user record name of a login without a directory entry: `_` and the first 128 bits of
@@ -45,8 +96,9 @@ public struct UserDirectoryEntry: Hashable, Sendable, Codable {
     }
 
     /// Checks the login (1–255 characters, no control character), the record name (a valid
-    /// record name starting with `_`, as CloudKit's user record names do) and the roles (custom
-    /// roles only).
+    /// record name starting with `_`, as CloudKit's user record names do), the roles (custom
+    /// roles only) and the addresses (``checkEmailAddress(_:)``, ``checkPhoneNumber(_:)``; none
+    /// twice).
     ///
     /// ```swift
     /// try entry.validate()
@@ -69,6 +121,17 @@ public struct UserDirectoryEntry: Hashable, Sendable, Codable {
                 throw StratusError(.invalidArguments, "login '\(login)' is given the role \(role.name), which CloudKit gives by itself; list only custom roles")
             }
             try role.validate()
+        }
+        var keys: Set<String> = []
+        for address in emailAddresses {
+            guard keys.insert(try Self.checkEmailAddress(address)).inserted else {
+                throw StratusError(.invalidArguments, "login '\(login)' lists email address '\(address)' twice")
+            }
+        }
+        for number in phoneNumbers {
+            guard keys.insert(try Self.checkPhoneNumber(number)).inserted else {
+                throw StratusError(.invalidArguments, "login '\(login)' lists phone number '\(number)' twice")
+            }
         }
     }
 

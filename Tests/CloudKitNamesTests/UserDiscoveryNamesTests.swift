@@ -1,0 +1,113 @@
+import CloudKit
+import Foundation
+import StratusTestSupport
+import Testing
+
+// User discovery and share participants as CloudKit code spells them: an app asks for
+// discoverability, looks a friend up, and shares a record with them.
+
+@Suite struct UserDiscoveryNamesTests {
+    @Test func theDiscoveryTypesAreStratusTypes() {
+        #expect(CKDiscoverUserIdentitiesOperation.self == DiscoverUserIdentitiesOperation.self)
+        #expect(CKFetchShareParticipantsOperation.self == FetchShareParticipantsOperation.self)
+        #expect(CKApplicationPermissions.self == CKContainer.ApplicationPermissions.self)
+        #expect(CKApplicationPermissionStatus.self == CKContainer.ApplicationPermissionStatus.self)
+        #expect(CKContainer.ApplicationPermissions.userDiscoverability.rawValue == 1)
+        #expect(CKContainer.ApplicationPermissionStatus.granted.rawValue == 3 && CKContainer.ApplicationPermissionStatus.initialState.rawValue == 0)
+    }
+
+    @Test func aFriendIsDiscoveredAndInvitedWithCloudKitsNames() async throws {
+        try await TemporaryStore.with { store in
+            let identifier = "iCloud.com.example.lists"
+            let ada = try CKContainer(identifier: identifier, storePath: store.path(), userName: "ada")
+            let grace = try CKContainer(identifier: identifier, storePath: store.path(), userName: "grace")
+            let graceID = try await grace.userRecordID()
+            var entry = UserDirectoryEntry(login: "grace", userRecordName: graceID.recordName)
+            entry.emailAddresses = ["grace@example.com"]
+            entry.nameComponents = PersonNameComponents(givenName: "Grace", familyName: "Hopper")
+            try await ada.saveUsers([entry])
+
+            // Grace has not agreed to be found yet.
+            let before: CKContainer.ApplicationPermissionStatus = await withCheckedContinuation { continuation in
+                grace.status(forApplicationPermission: .userDiscoverability) { status, _ in continuation.resume(returning: status) }
+            }
+            #expect(before == .initialState)
+            let unknown: CKUserIdentity? = await withCheckedContinuation { continuation in
+                ada.discoverUserIdentity(withEmailAddress: "grace@example.com") { identity, _ in continuation.resume(returning: identity) }
+            }
+            #expect(unknown == nil)
+            let granted: (CKContainer.ApplicationPermissionStatus, Error?) = await withCheckedContinuation { continuation in
+                grace.requestApplicationPermission(.userDiscoverability) { status, error in continuation.resume(returning: (status, error)) }
+            }
+            #expect(granted.0 == .granted && granted.1 == nil)
+
+            // Ada discovers her with the operation and its older final block.
+            let lookup = try #require(CKUserIdentity.LookupInfo.lookupInfos(withEmails: ["grace@example.com"]).first)
+            #expect(CKUserIdentity.LookupInfo.lookupInfos(with: [graceID]).map(\.userRecordID) == [graceID])
+            #expect(CKUserIdentity.LookupInfo.lookupInfos(withPhoneNumbers: ["+15550100100"]).map(\.phoneNumber) == ["+15550100100"])
+            let discover = CKDiscoverUserIdentitiesOperation(userIdentityLookupInfos: [lookup])
+            let found = Found()
+            discover.userIdentityDiscoveredBlock = { identity, _ in found.add(identity.nameComponents?.givenName ?? "?") }
+            let discovered: Error? = await withCheckedContinuation { continuation in
+                discover.discoverUserIdentitiesCompletionBlock = { continuation.resume(returning: $0) }
+                ada.add(discover)
+            }
+            #expect(discovered == nil && found.names == ["Grace"])
+
+            // Ada turns the address into a participant and shares a list with her.
+            let fetch = CKFetchShareParticipantsOperation(userIdentityLookupInfos: [lookup])
+            let participants = Participants()
+            fetch.perShareParticipantResultBlock = { _, result in if case .success(let participant) = result { participants.add(participant) } }
+            fetch.shareParticipantFetchedBlock = { _ in participants.countOlderBlock() }
+            let fetched: Result<Void, Error> = await withCheckedContinuation { continuation in
+                fetch.fetchShareParticipantsResultBlock = { continuation.resume(returning: $0) }
+                ada.add(fetch)
+            }
+            #expect((try? fetched.get()) != nil && participants.olderBlockCalls == 1)
+            let participant = try #require(participants.items.first)
+            #expect(participant.userIdentity.userRecordID == graceID && participant.userIdentity.lookupInfo?.emailAddress == "grace@example.com")
+            participant.permission = .readWrite
+
+            let database = ada.privateCloudDatabase
+            let zone = try await database.save(CKRecordZone(zoneName: "Lists"))
+            let list = try await database.save(CKRecord(recordType: "List", recordID: CKRecord.ID(recordName: "groceries", zoneID: zone.zoneID)))
+            let share = CKShare(rootRecord: list)
+            share.addParticipant(participant)
+            let (saved, _) = try await database.modifyRecords(saving: [list, share], deleting: [])
+            let url = try #require((try saved[share.recordID]?.get() as? CKShare)?.url)
+
+            let metadata = try await grace.shareMetadata(for: url)
+            #expect(metadata.participantPermission == .readWrite)
+            try await grace.accept(metadata)
+            #expect(try await grace.sharedCloudDatabase.allRecordZones().map(\.zoneID.zoneName) == ["Lists"])
+
+            // The async spellings answer the same.
+            #expect(try await ada.userIdentity(forEmailAddress: "GRACE@example.com")?.userRecordID == graceID)
+            #expect(try await ada.shareParticipant(forEmailAddress: "grace@example.com").userIdentity.userRecordID == graceID)
+            #expect(try await grace.applicationPermissionStatus(for: .userDiscoverability) == .granted)
+        }
+    }
+}
+
+/// Names a discovery block reports from an operation thread.
+private final class Found: @unchecked Sendable {
+    // `@unchecked Sendable`: every access holds the lock.
+    private let lock = NSLock()
+    private var stored: [String] = []
+
+    func add(_ name: String) { lock.withLock { stored.append(name) } }
+    var names: [String] { lock.withLock { stored } }
+}
+
+/// Participants a fetch reports from an operation thread, and how often its older block ran.
+private final class Participants: @unchecked Sendable {
+    // `@unchecked Sendable`: every access holds the lock.
+    private let lock = NSLock()
+    private var stored: [CKShare.Participant] = []
+    private var olderCalls = 0
+
+    func add(_ participant: CKShare.Participant) { lock.withLock { stored.append(participant) } }
+    func countOlderBlock() { lock.withLock { olderCalls += 1 } }
+    var items: [CKShare.Participant] { lock.withLock { stored } }
+    var olderBlockCalls: Int { lock.withLock { olderCalls } }
+}
