@@ -479,6 +479,7 @@ struct HostileSurroundingsCLITests {
             #expect(relative.exitCode == 66 && relative.stderr.contains(home + "/.local/share/stratus/"), "\(relative)")
 
             let odd = store.path("run=5") + "/s.sqlite"
+            try FileManager.default.createDirectory(atPath: store.path("run=5"), withIntermediateDirectories: false)
             let created = try await cli.run(["import", "--store", odd, "--quiet"], stdin: Input.notes(1))
             #expect(created.exitCode == 0 && cli.exists(odd), "\(created)")
         }
