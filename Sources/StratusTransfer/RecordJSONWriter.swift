@@ -29,7 +29,7 @@ public enum RecordJSONWriter {
     /// options.writesEveryZoneID = true
     /// print(RecordJSONWriter.json(for: record, options: options))
     /// ```
-    public struct Options {
+    public struct Options: Sendable {
         /// The `ownerRecordName` written for zones of the current user (`__defaultOwner__` when nil),
         /// so that an export names the user as CloudKit does: by the user's record name.
         public var currentUserRecordName: String?
