@@ -9,5 +9,5 @@ import Stratus
 /// ```
 ///
 /// An exporter has the writer's encoding run on several threads, a page at a time, and the
-/// bytes written in order (``Stratus/RecordBatchSink``): the same bytes as writing each record.
+/// bytes written in order: the same bytes as writing each record.
 extension RecordWriter: RecordSink, RecordBatchSink {}

@@ -3,7 +3,10 @@ import Synchronization
 
 /// Exports every record a query matches into a ``RecordSink``, the job behind
 /// `stratus export`: page by page, reading the next page while one is written, with progress
-/// and cancellation. Memory holds four pages at most, however many records are exported.
+/// and cancellation. Into a `RecordWriter` of `StratusTransfer`, pages are encoded on
+/// several threads at once and written in order, the bytes of writing record by record.
+/// Memory holds a few pages at most (three read ahead, and up to one per core, at least two,
+/// being encoded or written), however many records are exported.
 ///
 /// ```swift
 /// let query = Query(recordType: "Todo", predicate: try QueryPredicate(format: "checked == 0"))
@@ -112,7 +115,7 @@ public final class RecordExporter: Sendable {
         // A cancel asked of this run ends with it: an exporter kept for a nightly job runs again.
         defer { cancelled.store(false, ordering: .relaxed) }
         // The sequence reads and decodes the next pages while this one is written, so that
-        // reading, decoding and writing overlap; memory holds four pages at most.
+        // reading, decoding and writing overlap.
         var pages = records().makeAsyncIterator()
         do {
             guard let first = try await pages.nextPage() else {
