@@ -254,12 +254,15 @@ public enum RecordJSONWriter {
             out.appendString(user.recordName)
             first = false
         }
-        for member in others.keys.sorted() {
-            if !first { out.append(UInt8(ascii: ",")) }
-            out.appendString(member)
-            out.append(UInt8(ascii: ":"))
-            out.appendRaw(others[member]!)
-            first = false
+        // Members kept from CloudKit's JSON are rare: no keys are sorted (an array made) for none.
+        if !others.isEmpty {
+            for member in others.keys.sorted() {
+                if !first { out.append(UInt8(ascii: ",")) }
+                out.appendString(member)
+                out.append(UInt8(ascii: ":"))
+                out.appendRaw(others[member]!)
+                first = false
+            }
         }
         out.append(UInt8(ascii: "}"))
     }
