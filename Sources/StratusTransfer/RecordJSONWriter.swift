@@ -29,7 +29,7 @@ public enum RecordJSONWriter {
     /// options.writesEveryZoneID = true
     /// print(RecordJSONWriter.json(for: record, options: options))
     /// ```
-    public struct Options {
+    public struct Options: Sendable {
         /// The `ownerRecordName` written for zones of the current user (`__defaultOwner__` when nil),
         /// so that an export names the user as CloudKit does: by the user's record name.
         public var currentUserRecordName: String?
@@ -254,12 +254,15 @@ public enum RecordJSONWriter {
             out.appendString(user.recordName)
             first = false
         }
-        for member in others.keys.sorted() {
-            if !first { out.append(UInt8(ascii: ",")) }
-            out.appendString(member)
-            out.append(UInt8(ascii: ":"))
-            out.appendRaw(others[member]!)
-            first = false
+        // Members kept from CloudKit's JSON are rare: no keys are sorted (an array made) for none.
+        if !others.isEmpty {
+            for member in others.keys.sorted() {
+                if !first { out.append(UInt8(ascii: ",")) }
+                out.appendString(member)
+                out.append(UInt8(ascii: ":"))
+                out.appendRaw(others[member]!)
+                first = false
+            }
         }
         out.append(UInt8(ascii: "}"))
     }

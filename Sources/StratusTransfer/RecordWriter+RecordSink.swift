@@ -7,4 +7,7 @@ import Stratus
 /// _ = try await RecordExporter(database: database, query: query).run(into: writer)
 /// try writer.finish()
 /// ```
-extension RecordWriter: RecordSink {}
+///
+/// An exporter has the writer's encoding run on several threads, a page at a time, and the
+/// bytes written in order: the same bytes as writing each record.
+extension RecordWriter: RecordSink, RecordBatchSink {}

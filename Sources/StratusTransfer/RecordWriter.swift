@@ -61,9 +61,9 @@ public final class RecordWriter {
     /// let writer = RecordWriter(format: .csv, output: handle, csvFields: try await exporter.fieldColumns().types.keys.sorted())
     /// writer.csvFieldsAreEveryField = true
     /// ```
-    public var csvFieldsAreEveryField = false
+    public var csvFieldsAreEveryField = false { didSet { settledEncoding = nil } }
     /// CSV: how TIMESTAMP cells (and the creation and modification dates) are written.
-    public var csvTimestampStyle = TimestampStyle.milliseconds
+    public var csvTimestampStyle = TimestampStyle.milliseconds { didSet { settledEncoding = nil } }
 
     /// How a CSV cell holds a date; ``RecordReader`` reads both.
     ///
@@ -79,7 +79,7 @@ public final class RecordWriter {
     }
     /// How records are written beyond their values: the current user's record name for owners,
     /// a folder for asset content. Set before the first record.
-    public var jsonOptions = RecordJSONWriter.Options()
+    public var jsonOptions = RecordJSONWriter.Options() { didSet { settledEncoding = nil } }
     /// What the output is called in an ``OutputError``'s message (the file the user named);
     /// "the output" when nil, as for standard output.
     ///
@@ -96,7 +96,9 @@ public final class RecordWriter {
     private let csvFields: [String]?
     private var out = ByteOutput(capacity: RecordWriter.flushThreshold + (64 << 10))
     private var cell = ByteOutput()
-    private var columns: [CSVLayout.Column]?
+    private var columns: [CSVLayout.Column]? { didSet { settledEncoding = nil } }
+    /// The encoding of the settings as they are, made at the first record after a change.
+    private var settledEncoding: RecordEncoding?
     private var finished = false
     private static let flushThreshold = 1 << 20
 
@@ -124,21 +126,18 @@ public final class RecordWriter {
     ///   record); nothing of that record is written. `internalError` when writing fails.
     public func write(_ record: Record) throws {
         guard !finished else { throw StratusError(.invalidArguments, "the writer is finished; records cannot be added") }
+        let encoding = encoding(first: record)
         let mark = out.count
         do {
             switch format {
-            case .ndjson:
-                try appendJSON(record)
-                out.append(0x0A)
+            case .ndjson, .csv:
+                break
             case .json:
-                out.append(recordCount == 0 ? "[\n" : ",\n")
-                try appendJSON(record)
+                if recordCount == 0 { out.append("[\n") } else { out.append(RecordEncoding.recordSeparator) }
             case .envelope:
-                out.append(recordCount == 0 ? "{\"records\":[\n" : ",\n")
-                try appendJSON(record)
-            case .csv:
-                try appendCSVRow(record)
+                if recordCount == 0 { out.append("{\"records\":[\n") } else { out.append(RecordEncoding.recordSeparator) }
             }
+            try encoding.append(record, to: &out, cell: &cell)
         } catch {
             out.removeAll(from: mark)
             out.problem = nil
@@ -146,6 +145,67 @@ public final class RecordWriter {
         }
         recordCount += 1
         if out.count >= Self.flushThreshold { try flush() }
+    }
+
+    /// The encoding of the current settings; a CSV writer's header is written first, its
+    /// columns taken from `record` when they were not given.
+    private func encoding(first record: Record) -> RecordEncoding {
+        if format == .csv && columns == nil {
+            let (_, values, encrypted, _, _) = record.contents
+            let fields = csvFields ?? values.keys.sorted()
+            var types = csvTypes
+            for name in fields where types[name] == nil { types[name] = values[name]?.type }
+            writeCSVHeader(fields: fields, types: types, encrypted: encrypted)
+        }
+        if let settledEncoding { return settledEncoding }
+        let encoding = RecordEncoding(
+            format: format, jsonOptions: jsonOptions, csvColumns: columns, csvColumnsFromFirstRecord: csvFields == nil,
+            csvFieldsAreEveryField: csvFieldsAreEveryField, csvTimestampStyle: csvTimestampStyle)
+        settledEncoding = encoding
+        return encoding
+    }
+
+    // MARK: - Batches encoded elsewhere
+
+    /// The encoder of a ``Stratus/RecordExporter``'s batches: this writer's encoding, its CSV
+    /// header written first (columns from `first` when none were given); nil when assets are
+    /// written into a folder, whose files must be written in record order.
+    package func batchEncoder(first: Record) -> (any RecordBatchEncoder)? {
+        guard !finished, jsonOptions.assetFolder == nil else { return nil }
+        return encoding(first: first)
+    }
+
+    /// Writes records `records` of a batch this writer's ``batchEncoder(first:)`` encoded: the
+    /// bytes ``write(_:)`` would have written for them.
+    ///
+    /// - Throws: the failure of the batch's record in `records` that could not be encoded,
+    ///   after writing those before it; ``OutputError`` when writing fails.
+    package func write(_ batch: EncodedRecordBatch, records: Range<Int>) throws {
+        guard !finished else { throw StratusError(.invalidArguments, "the writer is finished; records cannot be added") }
+        let failure = batch.failure.flatMap { records.contains($0.index) ? $0 : nil }
+        let end = failure?.index ?? records.upperBound
+        if end > records.lowerBound {
+            var from = batch.start(of: records.lowerBound)
+            if recordCount == 0 {
+                // The encoder put a separator before every record; the first one opens the array.
+                switch format {
+                case .ndjson, .csv: break
+                case .json: out.append("[\n")
+                case .envelope: out.append("{\"records\":[\n")
+                }
+                if format == .json || format == .envelope { from += RecordEncoding.recordSeparator.utf8CodeUnitCount }
+            }
+            let bytes = UnsafeBufferPointer(rebasing: batch.bytes.bytes[from..<batch.ends[end - 1]])
+            if out.count == 0 && bytes.count >= Self.flushThreshold / 4 {
+                // A page's bytes go out as they are, without a copy into the buffer.
+                try writeOut(bytes)
+            } else {
+                out.append(bytes)
+                if out.count >= Self.flushThreshold { try flush() }
+            }
+            recordCount += end - records.lowerBound
+        }
+        if let failure { throw failure.error }
     }
 
     /// Closes the JSON array or envelope and writes everything still buffered. Call it once, last.
@@ -179,18 +239,15 @@ public final class RecordWriter {
         try flush()
     }
 
-    private func appendJSON(_ record: Record) throws {
-        RecordJSONWriter.append(record, options: jsonOptions, to: &out)
-        if let failure = jsonOptions.assetFolder?.takeOutputFailure() { throw failure }
-        if let problem = out.problem {
-            throw StratusError(.invalidArguments, "record '\(record.recordID.recordName)': \(problem)", recordID: record.recordID)
-        }
+    private func flush() throws {
+        try writeOut(out.bytes)
+        out.removeAll()
     }
 
-    private func flush() throws {
+    /// Writes `bytes` to the output descriptor, all of them.
+    private func writeOut(_ bytes: UnsafeBufferPointer<UInt8>) throws {
         var written = 0
-        let total = out.count
-        let bytes = out.bytes
+        let total = bytes.count
         while written < total {
             #if canImport(Glibc)
             let n = Glibc.write(descriptor, bytes.baseAddress! + written, total - written)
@@ -203,7 +260,6 @@ public final class RecordWriter {
                 throw OutputError(message: "cannot write \(outputName ?? "the output"): \(String(cString: strerror(errno)))")
             }
         }
-        out.removeAll()
     }
 
     // MARK: - CSV
@@ -232,144 +288,6 @@ public final class RecordWriter {
         }
         out.append(0x0A)
         self.columns = columns
-    }
-
-    private func appendCSVRow(_ record: Record) throws {
-        let (_, values, encrypted, _, extras) = record.contents
-        if columns == nil {
-            let fields = csvFields ?? values.keys.sorted()
-            var types = csvTypes
-            for name in fields where types[name] == nil { types[name] = values[name]?.type }
-            writeCSVHeader(fields: fields, types: types, encrypted: encrypted)
-        }
-        let name = record.recordID.recordName
-        func fail(_ message: String) -> StratusError {
-            StratusError(.invalidArguments, "record '\(name)': \(message)", recordID: record.recordID)
-        }
-        if csvFields == nil || csvFieldsAreEveryField {
-            let known = Set(columns!.compactMap { if case .field(let n, _, _) = $0 { n } else { nil } })
-            if let extra = values.keys.sorted().first(where: { !known.contains($0) }) {
-                throw fail(csvFields == nil
-                    ? "field '\(extra)' has no CSV column (the columns come from the first record); give the fields to write"
-                    : "field '\(extra)' has no CSV column: it was written after the export found the columns (a write during the export), and would be left out; export again")
-            }
-        }
-        let system = record.systemFields
-        for (i, column) in columns!.enumerated() {
-            if i > 0 { out.append(UInt8(ascii: ",")) }
-            switch column {
-            case .recordName: out.appendCSVCell(name)
-            case .recordType: out.appendCSVCell(record.recordType)
-            case .changeTag: if let tag = system.recordChangeTag { out.appendCSVCell(tag) }
-            case .creationDate: if let date = system.creationDate { appendCSVTimestamp(date, field: "creationDate") }
-            case .modificationDate: if let date = system.modificationDate { appendCSVTimestamp(date, field: "modificationDate") }
-            case .creator: if let user = system.creatorUserRecordID { out.appendCSVCell(user.recordName) }
-            case .modifier: if let user = system.lastModifiedUserRecordID { out.appendCSVCell(user.recordName) }
-            case .parent: if let parent = record.parent { try appendCSVValue(.reference(parent), key: "parent", zone: record.recordID.zoneID) }
-            case .field(let key, let type, let columnEncrypted):
-                guard let value = values[key] else { continue }
-                // A DOUBLE column takes whole numbers too (a NUMBER field holds both kinds), as
-                // its reader takes "3": written as they are, exactly.
-                if let type, value.type != type, !(value.type == .int64 && type == .double), !(value.type == .int64List && type == .doubleList) {
-                    throw fail("field '\(key)' is \(value.type.rawValue), but its CSV column is \(type.rawValue)")
-                }
-                if encrypted.contains(key) != columnEncrypted {
-                    let hint = columnEncrypted ? "" : "; give the column the type \(value.type.name(encrypted: true)) (csvEncryptedFields, --fields \(key):\(value.type.name(encrypted: true)))"
-                    throw fail("field '\(key)' is \(columnEncrypted ? "a plain" : "an encrypted") value, but its CSV column holds \(columnEncrypted ? "encrypted" : "plain") values\(hint)")
-                }
-                if type == nil {
-                    guard case .string(let text) = value else {
-                        throw fail("field '\(key)' is \(value.type.rawValue), but its CSV column has no type (the first record had no value); give the column types")
-                    }
-                    // A reader infers an untyped column's unquoted numbers; a quoted cell stays text.
-                    appendQuotedCSVCell(text)
-                    continue
-                }
-                // A reference or location whose JSON held more than its typed value (VALIDATE or
-                // no action, a zoneID, some location members only) goes as that JSON.
-                // Only an object or array: a reference given as a bare JSON string would come back
-                // as a record name in quotes.
-                if let kept = extras.fields.isEmpty ? nil : extras.fields[key], Self.keepsObjectText(value),
-                   let text = JSONCursor.keptValueText(kept), text.hasPrefix("{") || text.hasPrefix("[") {
-                    out.appendCSVCell(text)
-                } else {
-                    try appendCSVValue(value, key: key, zone: record.recordID.zoneID)
-                }
-            }
-            if let failure = jsonOptions.assetFolder?.takeOutputFailure() { throw failure }
-            if let problem = out.problem { throw fail(problem) }
-        }
-        out.append(0x0A)
-    }
-
-    private func appendCSVValue(_ value: FieldValue, key: String, zone: RecordZone.ID) throws {
-        switch value {
-        case .string(let s):
-            out.appendCSVCell(s, quoteEmpty: true)
-            return
-        case .int64(let i):
-            out.appendInt(i)
-            return
-        case .double(let d):
-            out.appendDouble(d, field: key)
-            return
-        case .date(let d):
-            appendCSVTimestamp(d, field: key)
-            return
-        case .bytes(let b):
-            if b.isEmpty { out.append("\"\"") } else { out.appendBase64(b, quoted: false) }
-            return
-        case .reference(let r) where r.action == .none && r.recordID.zoneID == zone && !Self.looksLikeJSON(r.recordID.recordName):
-            out.appendCSVCell(r.recordID.recordName)
-            return
-        case .asset(let a) where jsonOptions.assetFolder == nil && a.contentURL != nil && !Self.looksLikeJSON(a.contentURL!.path):
-            out.appendCSVCell(a.contentURL!.path)
-            return
-        default:
-            // Lists and objects: their JSON text, as one quoted cell. With an asset folder, an
-            // asset's content goes there and its JSON names the file, as in record JSON.
-            cell.removeAll()
-            if let folder = jsonOptions.assetFolder {
-                RecordJSONWriter.appendValue(value, field: key, zone: zone, assetFolder: folder, to: &cell)
-            } else {
-                RecordJSONWriter.appendValue(value, field: key, zone: zone, to: &cell)
-            }
-            if let problem = cell.problem {
-                cell.problem = nil
-                out.problem = out.problem ?? problem
-            }
-            out.appendCSVCell(cell.bytes)
-        }
-    }
-
-    private func appendCSVTimestamp(_ date: Date, field: String) {
-        if csvTimestampStyle == .iso8601, let text = ISO8601Timestamp.text(for: date) {
-            for byte in text.utf8 { out.append(byte) }
-        } else {
-            out.appendTimestamp(date, field: field)
-        }
-    }
-
-    private func appendQuotedCSVCell(_ text: String) {
-        out.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            out.append(byte)
-            if byte == UInt8(ascii: "\"") { out.append(byte) }
-        }
-        out.append(UInt8(ascii: "\""))
-    }
-
-    /// Whether a value's kept JSON (``Stratus/Record/JSONExtras/fields``) is what its CSV cell
-    /// holds: references and locations, and their lists.
-    private static func keepsObjectText(_ value: FieldValue) -> Bool {
-        switch value {
-        case .reference, .referenceList, .location, .locationList: true
-        default: false
-        }
-    }
-
-    private static func looksLikeJSON(_ text: String) -> Bool {
-        text.hasPrefix("{") || text.hasPrefix("[") || text.isEmpty
     }
 }
 

@@ -8,14 +8,26 @@ import StratusTransfer
 /// ```swift
 /// _ = try await exporter.run(into: DataRefusingSink(writer))
 /// ```
-final class DataRefusingSink: RecordSink {
+///
+/// The writer's batches pass through as they are, so that the export encodes on several threads.
+final class DataRefusingSink: RecordBatchSink {
     let writer: RecordWriter
 
     init(_ writer: RecordWriter) { self.writer = writer }
 
     func write(_ record: Record) throws {
+        try refusingBadData { try writer.write(record) }
+    }
+
+    func batchEncoder(first: Record) -> (any RecordBatchEncoder)? { writer.batchEncoder(first: first) }
+
+    func write(_ batch: EncodedRecordBatch, records: Range<Int>) throws {
+        try refusingBadData { try writer.write(batch, records: records) }
+    }
+
+    private func refusingBadData(_ body: () throws -> Void) throws {
         do {
-            try writer.write(record)
+            try body()
         } catch let error as StratusError where error.code == .invalidArguments {
             throw CommandFailure(.dataError, error.message)
         }

@@ -10,8 +10,9 @@ struct ExportCommand: Command {
         "stratus export --type TYPE [--where PREDICATE] [--sort KEY[:desc]]... [--fields K1,K2] [--all-zones] [--limit N] [--format FORMAT] [--types NAME:TYPE,...] [--timestamps STYLE] [--assets-dir DIR] [--output FILE [--force]] [progress options] [store options]",
     ]
     static let discussion = """
-        Writes every matching record (NDJSON by default) to stdout, or to FILE. Memory holds four
-        pages at most, however many records are exported. CSV columns are --fields, else every
+        Writes every matching record (NDJSON by default) to stdout, or to FILE. Memory holds a few
+        pages at most (three read ahead, one per core being encoded), however many records are
+        exported. CSV columns are --fields, else every
         field of the matching records, with the type the schema declares, else the type of its
         first value (found by reading them once more; encrypted values as ENCRYPTED_TYPE);
         --types or --fields count:INT64 give column types neither can (with --fields, a field

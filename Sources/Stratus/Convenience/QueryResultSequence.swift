@@ -54,6 +54,27 @@ public struct QueryResultSequence: AsyncSequence, Sendable {
             defer { bufferIndex += 1 }
             return buffer[bufferIndex]
         }
+
+        /// The rest of the current page, else the next page whole, or nil after the last: for a
+        /// consumer that works a page at a time (``RecordExporter`` encoding pages on other
+        /// threads). Give each page back with ``release(_:)`` once done with it.
+        mutating func nextPage() async throws -> [Record]? {
+            if bufferIndex < buffer.count {
+                defer { (buffer, bufferIndex) = ([], 0) }
+                return bufferIndex == 0 ? buffer : Array(buffer[bufferIndex...])
+            }
+            if Task.isCancelled {
+                reader.close()
+                throw StratusError.cancelled("allRecords", completed: reader.delivered)
+            }
+            reader.release(buffer)
+            (buffer, bufferIndex) = ([], 0)
+            return try await reader.nextPage()
+        }
+
+        /// Frees a page ``nextPage()`` gave, on the thread that decoded it (see
+        /// ``PageReader/release(_:)``).
+        func release(_ page: consuming [Record]) { reader.release(page) }
     }
 
     /// Reads a query stream on a queue of its own (a store read blocks its thread, which must
