@@ -90,5 +90,5 @@ extension RecordWriteTransaction {
 extension StorageEngine {
     @_spi(StratusEngine) public func indexedShare(token: String, storageContainer: String) throws -> ShareIndexEntry? { nil }
 
-    @_spi(StratusEngine) public func indexedShares(member: String, storageContainer: String) throws -> [ShareIndexEntry] { [] }
+    @_spi(StratusEngine) public func indexedShares(acceptedBy member: String, storageContainer: String) throws -> [ShareIndexEntry] { [] }
 }
