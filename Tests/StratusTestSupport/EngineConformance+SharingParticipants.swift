@@ -15,6 +15,7 @@ extension EngineConformance {
         TestCase("a participant leaves a share by deleting it from their shared database: the owner reads them removed, and the zone leaves their shared database", participantLeaves),
         TestCase("a share copied into another store keeps its URL and participants there: the invitee opens it and, once accepted, reaches the shared records", copiedShareIsReachable),
         TestCase("a read-write participant may not delete the share's root, nor save with system fields of their choosing; an atomic request with a refused item writes nothing and labels the rest batchRequestFailed", participantLimits),
+        TestCase("a share restored without a URL token gets one, as a new share does, and is indexed: its participants open its URL and reach it once accepted", restoredShareWithoutToken),
         TestCase("acceptance is the participant's own: an owner's save or restoring save of a share whose JSON says participants accepted keeps what the store holds (pending for one it did not name), and a copy of the whole store keeps what participants gave", acceptanceIsTheParticipants),
     ]
 
@@ -433,6 +434,36 @@ extension EngineConformance {
         let bobInCopy = Container(identifier: Environment.containerIdentifier, engine: copy, userName: "bob")
         #expect(try await bobInCopy.sharedCloudDatabase.record(for: Record.ID(recordName: "bread", zoneID: zoneID))["title"] as? String == "Bread")
         #expect(try await Container(identifier: Environment.containerIdentifier, engine: copy, userName: "carol").sharedCloudDatabase.allRecordZones().isEmpty)
+    }
+}
+
+extension EngineConformance {
+    private static func restoredShareWithoutToken(_ env: Environment) async throws {
+        let (alice, share, zoneID) = try await sharedList(env, bob: .readOnly)
+        // The share as an export that left out its URL holds it, restored after it was deleted.
+        let stored = try #require(try await alice.record(for: share.recordID) as? Share)
+        var extras = stored.jsonExtras
+        extras.members["shortGUID"] = nil
+        let exported = Record(recordType: Record.SystemType.share, recordID: stored.recordID, systemFields: stored.systemFields, fields: stored.fieldValues,
+                              jsonExtras: extras)
+        _ = try await alice.deleteRecord(withID: share.recordID)
+        let op = ModifyRecordsOperation(recordsToSave: [exported])
+        op.savePolicy = .allKeys
+        op.preservesSystemFields = true
+        let result: Result<Void, Error> = await withCheckedContinuation { continuation in
+            op.modifyRecordsResultBlock = { continuation.resume(returning: $0) }
+            alice.add(op)
+        }
+        try result.get()
+
+        let restored = try #require(try await alice.record(for: share.recordID) as? Share)
+        let url = try #require(restored.url, "a restored share has a URL")
+        #expect(url != share.url, "a new token, as a new share gets")
+        let bob = env.container(user: "bob")
+        let metadata = try await bob.shareMetadata(for: url)
+        #expect(metadata.participantStatus == .pending)
+        try await bob.accept(metadata)
+        #expect(try await bob.sharedCloudDatabase.record(for: Record.ID(recordName: "milk", zoneID: zoneID))["title"] as? String == "Milk")
     }
 }
 

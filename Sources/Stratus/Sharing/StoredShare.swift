@@ -53,6 +53,11 @@ struct StoredShare: Equatable, Sendable {
         extras.members[Self.rootRecordNameMember] = rootRecordName.map { Self.encode($0) }
     }
 
+    /// Writes the URL token alone into `extras`.
+    func writeShortGUID(into extras: inout Record.JSONExtras) {
+        extras.members[Self.shortGUIDMember] = shortGUID.map { Self.encode($0) }
+    }
+
     /// Writes the participants alone into `extras`.
     func writeParticipants(into extras: inout Record.JSONExtras) {
         extras.members[Self.participantsMember] = Self.encode(participants)

@@ -86,6 +86,12 @@ struct ShareRules {
             settleAcceptance(of: &share, stored: stored)
             // The rest of its JSON stays as it came.
             if share.participants != given { share.writeParticipants(into: &extras) }
+            if share.shortGUID == nil {
+                // One that came without a URL (an export that left it out) gets the stored one,
+                // or a new one as a new share does: the index finds shares by it.
+                share.shortGUID = stored?.shortGUID ?? StoredShare.newShortGUID()
+                share.writeShortGUID(into: &extras)
+            }
             try index(id, extras, in: transaction)
             return nil
         }
@@ -94,7 +100,8 @@ struct ShareRules {
         settleAcceptance(of: &share, stored: stored)
         if let stored {
             // The store's: a save changes the participants and permission, never these.
-            share.shortGUID = stored.shortGUID ?? share.shortGUID
+            // A share an earlier version restored without a URL gets one now.
+            share.shortGUID = stored.shortGUID ?? StoredShare.newShortGUID()
             share.rootRecordName = stored.rootRecordName
         } else {
             if let problem = try newShareProblem(id, root: share.rootRecordName, in: transaction) { return problem }
