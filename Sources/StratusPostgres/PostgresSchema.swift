@@ -59,8 +59,12 @@ import Foundation
 /// records by parent), and its row-level security lets a member keep the index rows of its own
 /// shares and an accepted participant reach the shared records; the upgrade applies it and
 /// indexes the shares stored before it.
+///
+/// Version 13 changes no table: its row-level security lets a member's role keep a
+/// participant's acceptance in the share index rows of its own shares, never give one (a
+/// trigger); the upgrade applies it.
 enum PostgresSchema {
-    static let version = 12
+    static let version = 13
     /// The version whose `ix_` indexes hold declared values only.
     static let declaredValueIndexVersion = 11
     /// The version the share index came with; stores below it have their shares indexed.
@@ -68,7 +72,7 @@ enum PostgresSchema {
     /// The version whose row-level security is ``PostgresRowSecurity``'s (10: no chunk is
     /// added to stored asset content; a public record keeps its name, zone and creator, and is
     /// retyped only into a type whose CREATE grant the member has).
-    static let rowSecurityVersion = 12
+    static let rowSecurityVersion = 13
     /// The version the asset step brought.
     static let assetStoreVersion = 3
     /// The version whose index entries are bounded (prefixes of long strings and words).

@@ -418,7 +418,7 @@ struct PostgresSecurityTests {
         #expect(member?.code == .permissionFailure && member?.message.contains("version 5") == true && member?.message.contains("opens the store once") == true,
                 "\(String(describing: member))")
         _ = try PostgresEngine(url: store.database.url)
-        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "12")
+        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "13")
         #expect(try admin.query("SELECT count(*) FROM pg_policies WHERE policyname = 'stratus_owner'")[0].int64(0) == 0)
         #expect(try admin.query("SELECT count(*) FROM pg_proc WHERE proname = 'stratus_owns'")[0].int64(0) == 0)
         #expect(try admin.query("SELECT count(*) FROM pg_policies WHERE tablename = 'records' AND policyname = 'stratus_delete' AND $1 = ANY(roles)", [.text(store.group)])[0].int64(0) == 1)
@@ -573,6 +573,17 @@ extension PostgresSecurityTests {
         #expect(try await bobsOwnRole.sharedCloudDatabase.allRecordZones().isEmpty)
         let reached = try store.raw(store.bob).query("SELECT record_name FROM records WHERE owner = $1", [.text(aliceName)]).map { try $0.text(0) ?? "" }
         #expect(reached == [shareName], "an invitation not accepted reaches its share only")
+    }
+
+    @Test("a version 12 store with row-level security opens as version 13, whose share index keeps members from giving participants an acceptance")
+    func upgradeFromVersion12AppliesAcceptanceTrigger() async throws {
+        let store = try SecureStore()
+        defer { store.dropRoles() }
+        let admin = try PostgresConnection(url: store.database.url)
+        try admin.executeScript("DROP TRIGGER stratus_keep_acceptance ON share_members; DROP FUNCTION stratus_keep_acceptance(); UPDATE meta SET value = '12' WHERE key = 'version';")
+        _ = try PostgresEngine(url: store.database.url)
+        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "13")
+        #expect(try admin.query("SELECT count(*) FROM pg_trigger WHERE tgname = 'stratus_keep_acceptance' AND tgrelid = 'share_members'::regclass")[0].int64(0) == 1)
     }
 
     @Test("a superuser who opens an older store upgrades it as the role that owns its tables: what the upgrade creates is that role's, whose commands keep working")
