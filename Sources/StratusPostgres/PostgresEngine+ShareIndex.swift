@@ -2,9 +2,14 @@ import Foundation
 @_spi(StratusEngine) import Stratus
 
 extension PostgresWriteTransaction {
+    /// Members' rows are changed in place, not deleted and inserted again: row-level security
+    /// lets a member's role keep a participant's acceptance in its own shares' rows, never
+    /// give one (``PostgresRowSecurity``).
     func indexShare(_ shareRecordName: String, zoneName: String, token: String, rootRecordName: String?, members: [ShareIndexMember]) throws {
-        try removeShareFromIndex(shareRecordName, zoneName: zoneName)
         let share: [PostgresValue] = [.text(context.storageContainer), .text(context.storageOwner), .text(zoneName), .text(shareRecordName)]
+        _ = try connection.execute("DELETE FROM share_index WHERE container = $1 AND owner = $2 AND zone_name = $3 AND share_name = $4", share)
+        _ = try connection.execute("DELETE FROM share_members WHERE container = $1 AND owner = $2 AND zone_name = $3 AND share_name = $4 AND NOT (member = ANY($5::text[]))",
+                                   share + [.textArray(members.map(\.userRecordName))])
         try PostgresEngine.insertShareIndexRows(share, token: token, rootRecordName: rootRecordName, members: members, on: connection)
     }
 
@@ -18,14 +23,16 @@ extension PostgresWriteTransaction {
 
 extension PostgresEngine {
     /// Inserts the index rows of the share `share` names (container, owner, zone name, record
-    /// name). A token another share of the container holds (two restored shares with one URL)
-    /// stays that share's.
+    /// name), and updates its members' rows that are there. A token another share of the
+    /// container holds (two restored shares with one URL) stays that share's.
     static func insertShareIndexRows(_ share: [PostgresValue], token: String, rootRecordName: String?, members: [ShareIndexMember], on connection: PostgresConnection) throws {
         _ = try connection.execute("INSERT INTO share_index(container, owner, zone_name, share_name, token, root_name) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
                                    share + [.text(token), rootRecordName.map { .text($0) } ?? .null])
         for member in members {
-            _ = try connection.execute("INSERT INTO share_members(container, owner, zone_name, share_name, member, accepted, read_write) VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                                       share + [.text(member.userRecordName), .bool(member.isAccepted), .bool(member.mayWrite)])
+            _ = try connection.execute("""
+                INSERT INTO share_members(container, owner, zone_name, share_name, member, accepted, read_write) VALUES ($1, $2, $3, $4, $5, $6, $7)
+                ON CONFLICT (container, member, owner, zone_name, share_name) DO UPDATE SET accepted = excluded.accepted, read_write = excluded.read_write
+                """, share + [.text(member.userRecordName), .bool(member.isAccepted), .bool(member.mayWrite)])
         }
     }
 
@@ -52,9 +59,9 @@ extension PostgresEngine {
         }
     }
 
-    @_spi(StratusEngine) public func indexedShares(member: String, storageContainer: String) throws -> [ShareIndexEntry] {
+    @_spi(StratusEngine) public func indexedShares(acceptedBy member: String, storageContainer: String) throws -> [ShareIndexEntry] {
         try readTransaction(mayLag: false) { connection in
-            try connection.query("SELECT owner, zone_name, share_name FROM share_members WHERE container = $1 AND member = $2",
+            try connection.query("SELECT owner, zone_name, share_name FROM share_members WHERE container = $1 AND member = $2 AND accepted",
                                  [.text(storageContainer), .text(member)]).map { row in
                 ShareIndexEntry(owner: try row.text(0) ?? "", zoneName: try row.text(1) ?? "", shareRecordName: try row.text(2) ?? "")
             }

@@ -23,7 +23,9 @@ import Foundation
 ///   never grants, nor a stored field removed, retyped or indexed (a trigger); `job_progress`:
 ///   its own jobs' rows;
 /// - a record's field document: a JSON object (a policy), so that no member's row makes every
-///   read of its type fail.
+///   read of its type fail;
+/// - the share index: the rows of its own shares, where it keeps a participant's acceptance
+///   and gives none (a trigger: only the participant accepts, through the tables' owner).
 ///
 /// Policies hold their expressions, not calls of functions: PostgreSQL resolves every name in
 /// them once, when the policy is created, so nothing a member creates later (a temporary table
@@ -129,6 +131,11 @@ enum PostgresRowSecurity {
             let read = table == "share_members" ? "\(own) OR \(sql.mine("share_members.member"))" : "\(own) OR \(sql.namesMe("share_index"))"
             out += policies(on: table, group: g, schema: s, read: read, insert: own, update: own, delete: own)
         }
+        out += """
+            DROP TRIGGER IF EXISTS stratus_keep_acceptance ON \(s).share_members;
+            CREATE TRIGGER stratus_keep_acceptance BEFORE INSERT OR UPDATE ON \(s).share_members FOR EACH ROW EXECUTE FUNCTION \(s).stratus_keep_acceptance();
+
+            """
         out += sql.sharedReachViews(group: g)
         for table in PostgresSchema.ownedTables {
             let rule = sql.rule(for: table)
@@ -274,6 +281,20 @@ enum PostgresRowSecurity {
                     OR new_fields + (SELECT count(*) FROM \(s).record_types t, jsonb_array_elements(t.schema::jsonb -> 'fields') o(f)
                                      WHERE t.container = NEW.container AND t.record_type <> NEW.record_type AND \(counted("o.f", of: "t.record_type"))) > \(limits.fields)) THEN
                 RAISE EXCEPTION 'role % may not add fields to record type %: a record type holds at most \(limits.fieldsPerRecordType) fields, and a schema \(limits.fields) in all', CURRENT_USER, NEW.record_type USING ERRCODE = '42501';
+            END IF;
+            RETURN NEW;
+        END
+        $stratus$;
+        -- A participant's acceptance is theirs to give: a member's role keeps an acceptance in its shares' index rows, never gives one
+        -- (accepting changes the owner's share record, which runs as the tables' owner, for the participant).
+        CREATE OR REPLACE FUNCTION \(s).stratus_keep_acceptance() RETURNS trigger LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $stratus$
+        BEGIN
+            IF pg_has_role(CURRENT_USER, (SELECT c.relowner FROM pg_class c WHERE c.oid = TG_RELID), 'USAGE') THEN
+                RETURN NEW;
+            END IF;
+            IF NEW.accepted AND NOT EXISTS (SELECT 1 FROM \(s).share_members m WHERE m.container = NEW.container AND m.member = NEW.member AND m.owner = NEW.owner
+                                            AND m.zone_name = NEW.zone_name AND m.share_name = NEW.share_name AND m.accepted) THEN
+                RAISE EXCEPTION 'role % may not mark % accepted in share %: a participant accepts a share themselves', CURRENT_USER, NEW.member, NEW.share_name USING ERRCODE = '42501';
             END IF;
             RETURN NEW;
         END

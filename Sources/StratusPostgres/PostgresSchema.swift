@@ -63,8 +63,12 @@ import Foundation
 /// Version 13 adds what user discovery finds users by (``userDiscovery``: new tables, created on
 /// open), and its row-level security lets a member read another user's addresses and name only
 /// while that user is discoverable, and record its own discoverability; the upgrade applies it.
+///
+/// Version 14 changes no table: its row-level security lets a member's role keep a
+/// participant's acceptance in the share index rows of its own shares, never give one (a
+/// trigger); the upgrade applies it.
 enum PostgresSchema {
-    static let version = 13
+    static let version = 14
     /// The version whose `ix_` indexes hold declared values only.
     static let declaredValueIndexVersion = 11
     /// The version the share index came with; stores below it have their shares indexed.
@@ -72,7 +76,7 @@ enum PostgresSchema {
     /// The version whose row-level security is ``PostgresRowSecurity``'s (10: no chunk is
     /// added to stored asset content; a public record keeps its name, zone and creator, and is
     /// retyped only into a type whose CREATE grant the member has).
-    static let rowSecurityVersion = 13
+    static let rowSecurityVersion = 14
     /// The version the asset step brought.
     static let assetStoreVersion = 3
     /// The version whose index entries are bounded (prefixes of long strings and words).

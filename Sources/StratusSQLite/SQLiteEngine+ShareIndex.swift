@@ -68,9 +68,9 @@ extension SQLiteEngine {
         }
     }
 
-    @_spi(StratusEngine) public func indexedShares(member: String, storageContainer: String) throws -> [ShareIndexEntry] {
+    @_spi(StratusEngine) public func indexedShares(acceptedBy member: String, storageContainer: String) throws -> [ShareIndexEntry] {
         try readTransaction { connection in
-            let select = try connection.statement("SELECT owner, zone_name, share_name FROM share_members WHERE container = ? AND member = ?")
+            let select = try connection.statement("SELECT owner, zone_name, share_name FROM share_members WHERE container = ? AND member = ? AND accepted = 1")
             try select.bind([.text(storageContainer), .text(member)])
             defer { select.reset() }
             var entries: [ShareIndexEntry] = []

@@ -418,7 +418,7 @@ struct PostgresSecurityTests {
         #expect(member?.code == .permissionFailure && member?.message.contains("version 5") == true && member?.message.contains("opens the store once") == true,
                 "\(String(describing: member))")
         _ = try PostgresEngine(url: store.database.url)
-        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "13")
+        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "14")
         #expect(try admin.query("SELECT count(*) FROM pg_policies WHERE policyname = 'stratus_owner'")[0].int64(0) == 0)
         #expect(try admin.query("SELECT count(*) FROM pg_proc WHERE proname = 'stratus_owns'")[0].int64(0) == 0)
         #expect(try admin.query("SELECT count(*) FROM pg_policies WHERE tablename = 'records' AND policyname = 'stratus_delete' AND $1 = ANY(roles)", [.text(store.group)])[0].int64(0) == 1)
@@ -479,7 +479,7 @@ extension PostgresSecurityTests {
         #expect(member?.code == .permissionFailure && member?.message.contains("version 12") == true, "\(String(describing: member))")
 
         _ = try PostgresEngine(url: store.database.url)
-        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "13")
+        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "14")
         try store.owner.modifyUserDirectory(containerIdentifier: store.identifier, saving: [
             UserDirectoryEntry(login: store.alice, userRecordName: store.aliceName, emailAddresses: ["alice@example.com"], isDiscoverable: true),
             UserDirectoryEntry(login: store.bob, userRecordName: store.bobName, emailAddresses: ["bob@example.com"]),
@@ -591,6 +591,63 @@ extension PostgresSecurityTests {
         try await TestDatabase.save([makeRecord("List", "todo", zoneID: lists, ["title": .string("Another to do")])], in: alice)
         let reachedAfter = try names(bob)
         #expect(reachedAfter.isEmpty, "\(reachedAfter)")
+    }
+
+    @Test("an owner's role marks no participant accepted: not in the share index with raw SQL, and a share record whose JSON it forged so reaches nothing")
+    func ownersGiveNoAcceptance() async throws {
+        let store = try SecureStore()
+        defer { store.dropRoles() }
+        let (aliceName, bobName) = (store.aliceName, store.bobName)
+        let alice = Container(identifier: store.identifier, engine: try store.engine(store.alice), userName: store.alice).privateCloudDatabase
+        let lists = try await alice.save(RecordZone(zoneName: "Lists")).zoneID
+        try await TestDatabase.save([makeRecord("List", "groceries", zoneID: lists, ["title": .string("Groceries")])], in: alice)
+        let storedRoot = try await alice.record(for: Record.ID(recordName: "groceries", zoneID: lists))
+        let share = Share(rootRecord: storedRoot)
+        share.addParticipant(Share.Participant(userIdentity: UserIdentity(userRecordID: Record.ID(recordName: bobName))))
+        _ = try await alice.modifyRecords(saving: [storedRoot, share], deleting: [])
+        let shareName = share.recordID.recordName
+
+        let raw = try store.raw(store.alice)
+        let accept = stratusError(await caughtError {
+            try raw.execute("UPDATE share_members SET accepted = true WHERE owner = $1 AND member = $2", [.text(aliceName), .text(bobName)])
+        })
+        #expect(accept?.code == .permissionFailure, "\(String(describing: accept))")
+        let insert = stratusError(await caughtError {
+            try raw.execute("""
+                INSERT INTO share_members(container, member, owner, zone_name, share_name, accepted, read_write)
+                SELECT container, $3, owner, zone_name, share_name, true, true FROM share_members WHERE owner = $1 AND member = $2
+                """, [.text(aliceName), .text(bobName), .text(store.carolName)])
+        })
+        #expect(insert?.code == .permissionFailure, "\(String(describing: insert))")
+        let moved = stratusError(await caughtError {
+            try raw.execute("UPDATE share_members SET accepted = true, member = $3 WHERE owner = $1 AND member = $2", [.text(aliceName), .text(bobName), .text(store.carolName)])
+        })
+        #expect(moved?.code == .permissionFailure, "\(String(describing: moved))")
+        let index: any StorageEngine = store.owner
+        #expect(try index.indexedShares(acceptedBy: bobName, storageContainer: store.identifier).isEmpty)
+
+        // The share record's JSON is Alice's to write, but says nothing the index does not.
+        #expect(try raw.execute("UPDATE records SET fields = replace(fields::text, 'PENDING', 'ACCEPTED')::jsonb WHERE owner = $1 AND record_name = $2",
+                                [.text(aliceName), .text(shareName)]) == 1)
+        let forged = try #require(try await alice.record(for: share.recordID) as? Share)
+        #expect(forged.participants.map(\.acceptanceStatus) == [.accepted, .accepted], "the forgery is stored")
+        let bobAsAdministered = Container(identifier: store.identifier, engine: store.owner, userName: store.bob)
+        #expect(try await bobAsAdministered.sharedCloudDatabase.allRecordZones().isEmpty)
+        let bobsOwnRole = Container(identifier: store.identifier, engine: try store.engine(store.bob), userName: store.bob)
+        #expect(try await bobsOwnRole.sharedCloudDatabase.allRecordZones().isEmpty)
+        let reached = try store.raw(store.bob).query("SELECT record_name FROM records WHERE owner = $1", [.text(aliceName)]).map { try $0.text(0) ?? "" }
+        #expect(reached == [shareName], "an invitation not accepted reaches its share only")
+    }
+
+    @Test("a version 13 store with row-level security opens as version 14, whose share index keeps members from giving participants an acceptance")
+    func upgradeFromVersion13AppliesAcceptanceTrigger() async throws {
+        let store = try SecureStore()
+        defer { store.dropRoles() }
+        let admin = try PostgresConnection(url: store.database.url)
+        try admin.executeScript("DROP TRIGGER stratus_keep_acceptance ON share_members; DROP FUNCTION stratus_keep_acceptance(); UPDATE meta SET value = '13' WHERE key = 'version';")
+        _ = try PostgresEngine(url: store.database.url)
+        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "14")
+        #expect(try admin.query("SELECT count(*) FROM pg_trigger WHERE tgname = 'stratus_keep_acceptance' AND tgrelid = 'share_members'::regclass")[0].int64(0) == 1)
     }
 
     @Test("a superuser who opens an older store upgrades it as the role that owns its tables: what the upgrade creates is that role's, whose commands keep working")

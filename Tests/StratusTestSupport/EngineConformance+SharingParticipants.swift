@@ -15,6 +15,8 @@ extension EngineConformance {
         TestCase("a participant leaves a share by deleting it from their shared database: the owner reads them removed, and the zone leaves their shared database", participantLeaves),
         TestCase("a share copied into another store keeps its URL and participants there: the invitee opens it and, once accepted, reaches the shared records", copiedShareIsReachable),
         TestCase("a read-write participant may not delete the share's root, nor save with system fields of their choosing; an atomic request with a refused item writes nothing and labels the rest batchRequestFailed", participantLimits),
+        TestCase("a share restored without a URL token gets one, as a new share does, and is indexed: its participants open its URL and reach it once accepted", restoredShareWithoutToken),
+        TestCase("acceptance is the participant's own: an owner's save or restoring save of a share whose JSON says participants accepted keeps what the store holds (pending for one it did not name), and a copy of the whole store keeps what participants gave", acceptanceIsTheParticipants),
     ]
 
     /// Alice's zone `Lists` with `groceries` (the root), `milk` (its child), `bread` (the
@@ -369,6 +371,99 @@ extension EngineConformance {
         #expect(reinvited.participants.filter { $0.role == .privateUser }.map(\.acceptanceStatus) == [.pending])
         try await bob.accept(try await bob.shareMetadata(for: url))
         #expect(try await shared.record(for: Record.ID(recordName: "groceries", zoneID: zoneID))["title"] as? String == "Groceries")
+    }
+}
+
+extension EngineConformance {
+    private static func acceptanceIsTheParticipants(_ env: Environment) async throws {
+        let (alice, share, zoneID) = try await sharedList(env, bob: .readOnly)
+        let bob = env.container(user: "bob")
+        let carol = env.container(user: "carol")
+        let carolName = try await carol.userRecordID().recordName
+        let url = try #require(share.url)
+
+        // Alice's copy of the share, its JSON saying every participant accepted, Carol too.
+        func forged() async throws -> Share {
+            let stored = try #require(try await alice.record(for: share.recordID) as? Share)
+            var extras = stored.jsonExtras
+            let text = try #require(extras.members["participants"])
+            var entries = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]])
+            for index in entries.indices { entries[index]["acceptanceStatus"] = "ACCEPTED" }
+            entries.append(["participantId": "carol", "type": "USER", "acceptanceStatus": "ACCEPTED", "permission": "READ_WRITE",
+                            "userIdentity": ["userRecordName": carolName]])
+            extras.members["participants"] = String(decoding: try JSONSerialization.data(withJSONObject: entries), as: UTF8.self)
+            stored.jsonExtras = extras
+            return stored
+        }
+        func restore(_ record: Record) async throws {
+            let op = ModifyRecordsOperation(recordsToSave: [record])
+            op.savePolicy = .allKeys
+            op.preservesSystemFields = true
+            let result: Result<Void, Error> = await withCheckedContinuation { continuation in
+                op.modifyRecordsResultBlock = { continuation.resume(returning: $0) }
+                alice.add(op)
+            }
+            try result.get()
+        }
+        func statuses() async throws -> [String: Share.ParticipantAcceptanceStatus] {
+            let stored = try #require(try await alice.record(for: share.recordID) as? Share)
+            let named = stored.participants.filter { $0.role != .owner }.map { ($0.userIdentity.userRecordID?.recordName ?? "", $0.acceptanceStatus) }
+            return Dictionary(named, uniquingKeysWith: { first, _ in first })
+        }
+        let bobName = try await bob.userRecordID().recordName
+
+        _ = try await alice.save(try await forged())
+        #expect(try await statuses() == [bobName: .pending, carolName: .pending])
+        try await restore(try await forged())
+        #expect(try await statuses() == [bobName: .pending, carolName: .pending])
+        #expect(try await bob.sharedCloudDatabase.allRecordZones().isEmpty)
+        #expect(try await carol.sharedCloudDatabase.allRecordZones().isEmpty)
+        #expect(try await bob.shareMetadata(for: url).participantStatus == .pending)
+        await expectCode(.zoneNotFound) { _ = try await carol.sharedCloudDatabase.record(for: Record.ID(recordName: "groceries", zoneID: zoneID)) }
+
+        // Bob accepts; a restore of Alice's copy from before keeps his acceptance.
+        let before = try #require(try await alice.record(for: share.recordID) as? Share)
+        try await bob.accept(try await bob.shareMetadata(for: url))
+        try await restore(before)
+        #expect(try await statuses() == [bobName: .accepted, carolName: .pending])
+        #expect(try await bob.sharedCloudDatabase.allRecordZones().map(\.zoneID) == [zoneID])
+
+        // A copy of the whole store keeps what Bob gave, and gives Carol nothing.
+        let copy = try env.makeAnotherEngine()
+        _ = try await StoreCopier(from: env.engine, to: copy).run()
+        let bobInCopy = Container(identifier: Environment.containerIdentifier, engine: copy, userName: "bob")
+        #expect(try await bobInCopy.sharedCloudDatabase.record(for: Record.ID(recordName: "bread", zoneID: zoneID))["title"] as? String == "Bread")
+        #expect(try await Container(identifier: Environment.containerIdentifier, engine: copy, userName: "carol").sharedCloudDatabase.allRecordZones().isEmpty)
+    }
+}
+
+extension EngineConformance {
+    private static func restoredShareWithoutToken(_ env: Environment) async throws {
+        let (alice, share, zoneID) = try await sharedList(env, bob: .readOnly)
+        // The share as an export that left out its URL holds it, restored after it was deleted.
+        let stored = try #require(try await alice.record(for: share.recordID) as? Share)
+        var extras = stored.jsonExtras
+        extras.members["shortGUID"] = nil
+        let exported = Record(recordType: Record.SystemType.share, recordID: stored.recordID, systemFields: stored.systemFields, fields: stored.fieldValues,
+                              jsonExtras: extras)
+        _ = try await alice.deleteRecord(withID: share.recordID)
+        let op = ModifyRecordsOperation(recordsToSave: [exported])
+        op.savePolicy = .allKeys
+        op.preservesSystemFields = true
+        let result: Result<Void, Error> = await withCheckedContinuation { continuation in
+            op.modifyRecordsResultBlock = { continuation.resume(returning: $0) }
+            alice.add(op)
+        }
+        try result.get()
+
+        let restored = try #require(try await alice.record(for: share.recordID) as? Share)
+        let url = try #require(restored.url, "a restored share has a URL")
+        #expect(url != share.url, "a new token, as a new share gets")
+        let bob = env.container(user: "bob")
+        let metadata = try await bob.shareMetadata(for: url)
+        #expect(metadata.participantStatus == .pending)
+        try await bob.accept(metadata)
+        #expect(try await bob.sharedCloudDatabase.record(for: Record.ID(recordName: "milk", zoneID: zoneID))["title"] as? String == "Milk")
     }
 }
 

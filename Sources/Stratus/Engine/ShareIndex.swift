@@ -68,7 +68,8 @@ public struct ShareIndexing: Hashable, Sendable {
 
     /// The index entry of a share record whose stored JSON extras are `extras`; `nil` when they
     /// hold no URL token (a share record the store never saved as a share, such as one an
-    /// import restored without its `shortGUID`).
+    /// import of an earlier version restored without its `shortGUID`, which gets one at its
+    /// owner's next save).
     public init?(shareExtras extras: Record.JSONExtras) {
         let share = StoredShare(extras)
         guard let token = share.shortGUID else { return nil }
@@ -90,5 +91,5 @@ extension RecordWriteTransaction {
 extension StorageEngine {
     @_spi(StratusEngine) public func indexedShare(token: String, storageContainer: String) throws -> ShareIndexEntry? { nil }
 
-    @_spi(StratusEngine) public func indexedShares(member: String, storageContainer: String) throws -> [ShareIndexEntry] { [] }
+    @_spi(StratusEngine) public func indexedShares(acceptedBy member: String, storageContainer: String) throws -> [ShareIndexEntry] { [] }
 }

@@ -130,9 +130,11 @@ public protocol StorageEngine: AnyObject, Sendable {
     /// from the index write transactions keep (``RecordWriteTransaction/indexShare(_:zoneName:token:members:)``).
     @_spi(StratusEngine) func indexedShare(token: String, storageContainer: String) throws -> ShareIndexEntry?
 
-    /// The shares that name the user record name `member` as a participant, in one environment
-    /// of a container, from the same index, in any order.
-    @_spi(StratusEngine) func indexedShares(member: String, storageContainer: String) throws -> [ShareIndexEntry]
+    /// The shares whose index names the user record name `member` as a participant who
+    /// accepted, in one environment of a container, from the same index, in any order. The
+    /// index's acceptance is the participant's own (on PostgreSQL, row-level security lets no
+    /// member's role give it), so a share record that says more reaches nothing.
+    @_spi(StratusEngine) func indexedShares(acceptedBy member: String, storageContainer: String) throws -> [ShareIndexEntry]
 
     // MARK: Diagnostics
 

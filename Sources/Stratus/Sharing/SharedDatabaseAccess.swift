@@ -40,7 +40,9 @@ struct SharedDatabaseAccess {
     init(engine: any StorageEngine, context: DatabaseContext) throws {
         self.engine = engine
         guard let me = context.userRecordName else { return }
-        for entry in try engine.indexedShares(member: me, storageContainer: context.storageContainer) {
+        // Accepted by the index and by the share record alike: either alone could be an owner's
+        // word (a share record's JSON, or on SQLite the file's rows).
+        for entry in try engine.indexedShares(acceptedBy: me, storageContainer: context.storageContainer) {
             let zoneID = RecordZone.ID(zoneName: entry.zoneName, ownerName: entry.owner)
             let reaching = context.reachingSharedZones(of: entry.owner)
             let shareID = Record.ID(recordName: entry.shareRecordName, zoneID: zoneID)

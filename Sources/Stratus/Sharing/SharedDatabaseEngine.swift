@@ -226,8 +226,8 @@ final class SharedDatabaseEngine: StorageEngine, Sendable {
         try base.indexedShare(token: token, storageContainer: storageContainer)
     }
 
-    func indexedShares(member: String, storageContainer: String) throws -> [ShareIndexEntry] {
-        try base.indexedShares(member: member, storageContainer: storageContainer)
+    func indexedShares(acceptedBy member: String, storageContainer: String) throws -> [ShareIndexEntry] {
+        try base.indexedShares(acceptedBy: member, storageContainer: storageContainer)
     }
 
     func jobProgress(_ job: String) throws -> Int64? { try base.jobProgress(job) }

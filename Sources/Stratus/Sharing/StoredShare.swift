@@ -53,6 +53,16 @@ struct StoredShare: Equatable, Sendable {
         extras.members[Self.rootRecordNameMember] = rootRecordName.map { Self.encode($0) }
     }
 
+    /// Writes the URL token alone into `extras`.
+    func writeShortGUID(into extras: inout Record.JSONExtras) {
+        extras.members[Self.shortGUIDMember] = shortGUID.map { Self.encode($0) }
+    }
+
+    /// Writes the participants alone into `extras`.
+    func writeParticipants(into extras: inout Record.JSONExtras) {
+        extras.members[Self.participantsMember] = Self.encode(participants)
+    }
+
     /// The participants who may reach the shared records once they accept: every one named by
     /// a user record but the owner and the removed, each once (the first entry of a name counts,
     /// as in the core's reading of the share). A public participant reaches what the share's
@@ -68,6 +78,35 @@ struct StoredShare: Equatable, Sendable {
             members[name] = ShareIndexMember(userRecordName: name, isAccepted: participant.acceptanceStatus == Self.name(of: .accepted), mayWrite: permission == .readWrite)
         }
         return members.values.sorted { $0.userRecordName < $1.userRecordName }
+    }
+
+    /// The participants as a save by `saver` (a user record name) may store them, given the
+    /// share as stored (`nil`: a new share): whether a participant accepted is theirs to say,
+    /// so each entry of another user keeps the acceptance the stored share gives that user
+    /// (`PENDING` for one it does not name, or names as `REMOVED` in an entry the save
+    /// replaces: an invitation anew), and only a `REMOVED` of the save's stands (the owner
+    /// names no participant removed; a participant leaving does). The saver's own entries and
+    /// the owner's keep what the save gives.
+    func participants(savedBy saver: String?, stored: StoredShare?) -> [StoredParticipant] {
+        let accepted = Self.name(of: .accepted), pending = Self.name(of: .pending), removed = Self.name(of: .removed)
+        let storedEntries = stored?.participants ?? []
+        return participants.map { entry in
+            let name = entry.userIdentity?.userRecordName
+            guard entry.type != Self.name(of: .owner), name == nil || name != saver, entry.acceptanceStatus != removed else { return entry }
+            // The stored entry of the same user: the one with this entry's ID, else (for a
+            // user record name) one not removed, else any; an entry without a user is matched
+            // by its ID only.
+            let sameUser = storedEntries.filter { $0.userIdentity?.userRecordName == name }
+            let match = sameUser.first { $0.participantId != nil && $0.participantId == entry.participantId }
+                ?? (name == nil ? nil : sameUser.first { $0.acceptanceStatus != removed } ?? sameUser.first)
+            var settled = entry
+            switch match?.acceptanceStatus {
+            case accepted?: settled.acceptanceStatus = accepted
+            case removed? where match?.participantId == entry.participantId: settled.acceptanceStatus = removed
+            default: settled.acceptanceStatus = pending
+            }
+            return settled
+        }
     }
 
     /// A new URL token: 128 random bits as 32 lowercase hex digits.

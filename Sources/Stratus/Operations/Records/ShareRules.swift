@@ -22,6 +22,12 @@ import Foundation
 /// private database's own zone goes into the share index, restored ones too, so that URLs and
 /// participants find it.
 ///
+/// Whether a participant accepted a share is theirs alone to say: a save by anyone else, a
+/// restoring one too, keeps the acceptance the stored share gives each participant (`pending`
+/// for one it does not name), so that no owner lists a zone in the shared database of a user
+/// who never accepted it. Only the store's administrator copying a whole store keeps the
+/// acceptance its input gives (what the source store's participants gave there).
+///
 /// ```swift
 /// var shares = ShareRules(request: request, context: context)
 /// if let problem = try shares.resolveShare(save, existing: stored, extras: &extras, in: transaction) { return .failure(problem) }
@@ -71,17 +77,31 @@ struct ShareRules {
     mutating func resolveShare(_ save: PreparedSave, existing: Record?, extras: inout Record.JSONExtras,
                                in transaction: any RecordWriteTransaction) throws -> StratusError? {
         let id = save.recordID
+        let stored = existing.map { StoredShare($0.jsonExtras) }
         guard !restores else {
-            // Kept as its input holds it (an import, a copy): its URL and participants find it.
+            // Kept as its input holds it (an import, a copy), but for who accepted it (see
+            // above): its URL and participants find it.
+            var share = StoredShare(extras)
+            let given = share.participants
+            settleAcceptance(of: &share, stored: stored)
+            // The rest of its JSON stays as it came.
+            if share.participants != given { share.writeParticipants(into: &extras) }
+            if share.shortGUID == nil {
+                // One that came without a URL (an export that left it out) gets the stored one,
+                // or a new one as a new share does: the index finds shares by it.
+                share.shortGUID = stored?.shortGUID ?? StoredShare.newShortGUID()
+                share.writeShortGUID(into: &extras)
+            }
             try index(id, extras, in: transaction)
             return nil
         }
         if let problem = placementProblem(id) { return problem }
         var share = StoredShare(extras)
-        if let existing {
+        settleAcceptance(of: &share, stored: stored)
+        if let stored {
             // The store's: a save changes the participants and permission, never these.
-            let stored = StoredShare(existing.jsonExtras)
-            share.shortGUID = stored.shortGUID ?? share.shortGUID
+            // A share an earlier version restored without a URL gets one now.
+            share.shortGUID = stored.shortGUID ?? StoredShare.newShortGUID()
             share.rootRecordName = stored.rootRecordName
         } else {
             if let problem = try newShareProblem(id, root: share.rootRecordName, in: transaction) { return problem }
@@ -98,6 +118,14 @@ struct ShareRules {
         share.write(into: &extras, unchangedFrom: StoredShare(save.jsonExtras))
         try index(id, extras, in: transaction)
         return nil
+    }
+
+    /// Gives each participant of `share` the acceptance only they give (``StoredShare/participants(savedBy:stored:)``),
+    /// except in a copy of a whole store by its administrator, which keeps what the source
+    /// store's participants gave there.
+    private func settleAcceptance(of share: inout StoredShare, stored: StoredShare?) {
+        guard !context.isAdministrator else { return }
+        share.participants = share.participants(savedBy: context.userRecordName, stored: stored)
     }
 
     /// Indexes the share `id` as `extras` store it: participants and URLs find shares through
