@@ -115,8 +115,10 @@ public final class RecordImporter: Sendable {
         /// user's save may create (their type grants CREATE to no role). With it, an import
         /// writes them whatever the security roles say, and a new one's creator is the user it
         /// names (unless the record keeps the creator it carries, as an export's do). Their
-        /// `roles` values are kept as values: roles come from the user directory. Pair it with
-        /// a reader that keeps CloudKit's own records (`RecordReadOptions.keepsSystemRecords`).
+        /// `roles` values are kept as values: roles come from the user directory. A restored
+        /// share keeps the acceptance its input gives each participant, as CloudKit's export
+        /// says they gave it: give this import to those trusted with the store itself. Pair it
+        /// with a reader that keeps CloudKit's own records (`RecordReadOptions.keepsSystemRecords`).
         ///
         /// ```swift
         /// var options = RecordImporter.Options()

@@ -25,8 +25,12 @@ import Foundation
 /// Whether a participant accepted a share is theirs alone to say: a save by anyone else, a
 /// restoring one too, keeps the acceptance the stored share gives each participant (`pending`
 /// for one it does not name), so that no owner lists a zone in the shared database of a user
-/// who never accepted it. Only the store's administrator copying a whole store keeps the
-/// acceptance its input gives (what the source store's participants gave there).
+/// who never accepted it. Only a restore of CloudKit's own records as they came keeps the
+/// acceptance its input gives: the store's administrator copying a whole store, or an import
+/// that keeps system records (`--keep-system-records`, ``RecordImporter/Options/writesSystemRecords``),
+/// which moves what CloudKit's participants gave there. A program gives that import to those
+/// it trusts as it would the store itself; on PostgreSQL a member's role cannot give an
+/// acceptance whatever it runs (the database refuses it).
 ///
 /// ```swift
 /// var shares = ShareRules(request: request, context: context)
@@ -36,6 +40,10 @@ struct ShareRules {
     let context: DatabaseContext
     /// Whether the request restores records as they were; see above.
     let restores: Bool
+    /// Whether the request restores CloudKit's own records as they came (an import with
+    /// `--keep-system-records`, a store copy): a share's participants then keep the acceptance
+    /// its input gives, as CloudKit's export of it says they gave it.
+    private let restoresSystemRecords: Bool
     private let savedIDs: Set<Record.ID>
     private let deletedIDs: Set<Record.ID>
     /// Roots whose new share this request saved, and that share's record name.
@@ -46,6 +54,7 @@ struct ShareRules {
     init(request: ModifyRequest, context: DatabaseContext) {
         self.context = context
         restores = request.writeMode.restores(preservingSystemFields: request.preservesSystemFields) || request.keepsGivenVersion
+        restoresSystemRecords = restores && request.writesSystemRecords
         // Only a request that saves a share needs to find roots among its saves.
         savedIDs = request.saves.contains(where: Self.isShare) ? Set(request.saves.map(\.recordID)) : []
         deletedIDs = Set(request.recordIDsToDelete)
@@ -124,7 +133,7 @@ struct ShareRules {
     /// except in a copy of a whole store by its administrator, which keeps what the source
     /// store's participants gave there.
     private func settleAcceptance(of share: inout StoredShare, stored: StoredShare?) {
-        guard !context.isAdministrator else { return }
+        guard !context.isAdministrator && !restoresSystemRecords else { return }
         share.participants = share.participants(savedBy: context.userRecordName, stored: stored)
     }
 
