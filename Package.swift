@@ -64,7 +64,7 @@ let package = Package(
         // language mode as most CloudKit app code is: test programs in CloudKit's style, and a
         // ported command-line sample run on Container.default().
         .testTarget(
-            name: "CloudKitStyleTests", dependencies: ["Stratus", "StratusSQLite", "StratusTestSupport"],
+            name: "CloudKitStyleTests", dependencies: ["Stratus", "StratusSQLite", "StratusPostgres", "StratusStores", "StratusTestSupport"],
             swiftSettings: [.swiftLanguageMode(.v5)]),
         // CloudKit programs that compile unchanged against the CloudKit module (only the store
         // and user a test needs are its own), in Swift 5 language mode.

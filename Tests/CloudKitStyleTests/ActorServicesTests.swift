@@ -1,6 +1,7 @@
 import Foundation
 import Stratus
 import StratusSQLite
+import StratusStores
 import StratusTestSupport
 import Testing
 
@@ -161,11 +162,11 @@ actor ParentGuideService {
 
 @Suite("CloudKit services written as actors, ported")
 struct ActorServicesTests {
-    @Test("each user's record is found by the reference to their user record ID, and the leaderboard sorts by caffeine")
-    func leaderboard() async throws {
-        try await TemporaryStore.with(prefix: "cloudkit-espresso") { store in
+    @Test("each user's record is found by the reference to their user record ID, and the leaderboard sorts by caffeine", arguments: TestEngine.all)
+    func leaderboard(engine: TestEngine) async throws {
+        try await withStore(on: engine) { location, store in
             func service(_ user: String) throws -> EspressoService {
-                EspressoService(container: try Container(identifier: "iCloud.com.espresso.app", storePath: store.path(), userName: user))
+                EspressoService(container: try Container(identifier: "iCloud.com.espresso.app", store: location, userName: user))
             }
             let alice = try service("alice"), bob = try service("bob")
             #expect(await alice.isAvailable())
@@ -184,9 +185,9 @@ struct ActorServicesTests {
         }
     }
 
-    @Test("every page of a query, a type listed through the default zone's changes, and an asset's file")
-    func pagesChangesAndAssets() async throws {
-        try await withContainer { container in
+    @Test("every page of a query, a type listed through the default zone's changes, and an asset's file", arguments: TestEngine.all)
+    func pagesChangesAndAssets(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let service = ParentGuideService(container: container)
             let folder = FileManager.default.temporaryDirectory.appendingPathComponent("parentguide-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)

@@ -29,9 +29,9 @@ extension StratusError: LocalizedError {
 
 @Suite("An app's own LocalizedError text for CloudKit's errors")
 struct AppErrorDescriptionTests {
-    @Test("extension CKError: LocalizedError ports; errorDescription is the app's, localizedDescription the store's")
-    func appErrorDescription() async throws {
-        try await withContainer { container in
+    @Test("extension CKError: LocalizedError ports; errorDescription is the app's, localizedDescription the store's", arguments: TestEngine.all)
+    func appErrorDescription(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             do {
                 _ = try await database.record(for: RecordID(recordName: "missing"))

@@ -1555,9 +1555,9 @@ struct CanopyTests {
     return zone.zoneID
   }
 
-  @Test("a query pages through cursors to the last record; a results limit answers its first page")
-  func queryPagesThroughCursors() async throws {
-    try await withContainer { container in
+  @Test("a query pages through cursors to the last record; a results limit answers its first page", arguments: TestEngine.all)
+  func queryPagesThroughCursors(engine: TestEngine) async throws {
+    try await withContainer(on: engine) { container in
       try await withDefaults { defaults in
         let api = await canopy(container, defaults: defaults).databaseAPI(usingDatabaseScope: .private)
         let zoneID = try await makeZone("Notes", api)
@@ -1581,9 +1581,9 @@ struct CanopyTests {
     }
   }
 
-  @Test("delete by query deletes every match, across pages, and nothing else")
-  func deleteByQuery() async throws {
-    try await withContainer { container in
+  @Test("delete by query deletes every match, across pages, and nothing else", arguments: TestEngine.all)
+  func deleteByQuery(engine: TestEngine) async throws {
+    try await withContainer(on: engine) { container in
       try await withDefaults { defaults in
         let api = await canopy(container, defaults: defaults).databaseAPI(usingDatabaseScope: .private)
         let zoneID = try await makeZone("Notes", api)
@@ -1603,9 +1603,9 @@ struct CanopyTests {
     }
   }
 
-  @Test("fetching records: desired keys limit the fields; a missing ID fails the call with partialFailure naming it")
-  func fetchRecordsReportsMissing() async throws {
-    try await withContainer { container in
+  @Test("fetching records: desired keys limit the fields; a missing ID fails the call with partialFailure naming it", arguments: TestEngine.all)
+  func fetchRecordsReportsMissing(engine: TestEngine) async throws {
+    try await withContainer(on: engine) { container in
       try await withDefaults { defaults in
         let api = await canopy(container, defaults: defaults).databaseAPI(usingDatabaseScope: .private)
         let zoneID = try await makeZone("Notes", api)
@@ -1640,9 +1640,9 @@ struct CanopyTests {
     }
   }
 
-  @Test("zones: saved, listed, fetched by ID (a missing one fails the call with its own error), deleted")
-  func zones() async throws {
-    try await withContainer { container in
+  @Test("zones: saved, listed, fetched by ID (a missing one fails the call with its own error), deleted", arguments: TestEngine.all)
+  func zones(engine: TestEngine) async throws {
+    try await withContainer(on: engine) { container in
       try await withDefaults { defaults in
         let api = await canopy(container, defaults: defaults).databaseAPI(usingDatabaseScope: .private)
         let saved = try await api.modifyZones(saving: [RecordZone(zoneName: "A"), RecordZone(zoneName: "B")], deleting: nil).get()
@@ -1670,9 +1670,9 @@ struct CanopyTests {
     }
   }
 
-  @Test("subscriptions: saved and deleted in one call; deleting an unknown one fails the call")
-  func subscriptions() async throws {
-    try await withContainer { container in
+  @Test("subscriptions: saved and deleted in one call; deleting an unknown one fails the call", arguments: TestEngine.all)
+  func subscriptions(engine: TestEngine) async throws {
+    try await withContainer(on: engine) { container in
       try await withDefaults { defaults in
         let api = await canopy(container, defaults: defaults).databaseAPI(usingDatabaseScope: .private)
         let zoneID = try await makeZone("Notes", api)
@@ -1700,9 +1700,9 @@ struct CanopyTests {
     }
   }
 
-  @Test("database and zone changes: tokens kept in UserDefaults, each change read once, deletions with their record type")
-  func changesWithTokenStore() async throws {
-    try await withContainer { container in
+  @Test("database and zone changes: tokens kept in UserDefaults, each change read once, deletions with their record type", arguments: TestEngine.all)
+  func changesWithTokenStore(engine: TestEngine) async throws {
+    try await withContainer(on: engine) { container in
       try await withDefaults { defaults in
         let api = await canopy(container, defaults: defaults).databaseAPI(usingDatabaseScope: .private)
         let zoneID = try await makeZone("Notes", api)
@@ -1734,9 +1734,9 @@ struct CanopyTests {
     }
   }
 
-  @Test("changeTokenOnly catches up without the history: only later changes come back")
-  func changeTokenOnly() async throws {
-    try await withContainer { container in
+  @Test("changeTokenOnly catches up without the history: only later changes come back", arguments: TestEngine.all)
+  func changeTokenOnly(engine: TestEngine) async throws {
+    try await withContainer(on: engine) { container in
       try await withDefaults { defaults in
         let api = await canopy(container, defaults: defaults).databaseAPI(usingDatabaseScope: .private)
         let notesZone = try await makeZone("Notes", api)
@@ -1753,9 +1753,9 @@ struct CanopyTests {
     }
   }
 
-  @Test("an expired database token is dropped from the store, and the next fetch starts over")
-  func expiredDatabaseToken() async throws {
-    try await withContainer { container in
+  @Test("an expired database token is dropped from the store, and the next fetch starts over", arguments: TestEngine.all)
+  func expiredDatabaseToken(engine: TestEngine) async throws {
+    try await withContainer(on: engine) { container in
       try await withDefaults { defaults in
         let api = await canopy(container, defaults: defaults).databaseAPI(usingDatabaseScope: .private)
         let keep = try await makeZone("Keep", api)
@@ -1780,9 +1780,9 @@ struct CanopyTests {
     }
   }
 
-  @Test("an expired zone token: CloudKit ends the fetch with partialFailure, which Canopy passes on keeping the token; without it the zone is read from the start")
-  func expiredZoneToken() async throws {
-    try await withContainer { container in
+  @Test("an expired zone token: CloudKit ends the fetch with partialFailure, which Canopy passes on keeping the token; without it the zone is read from the start", arguments: TestEngine.all)
+  func expiredZoneToken(engine: TestEngine) async throws {
+    try await withContainer(on: engine) { container in
       try await withDefaults { defaults in
         let api = await canopy(container, defaults: defaults).databaseAPI(usingDatabaseScope: .private)
         let zoneID = try await makeZone("Notes", api)
@@ -1823,9 +1823,9 @@ struct CanopyTests {
     }
   }
 
-  @Test("simulated failures answer a retriable error with retryAfter and each item's error, and write nothing")
-  func simulatedFailures() async throws {
-    try await withContainer { container in
+  @Test("simulated failures answer a retriable error with retryAfter and each item's error, and write nothing", arguments: TestEngine.all)
+  func simulatedFailures(engine: TestEngine) async throws {
+    try await withContainer(on: engine) { container in
       try await withDefaults { defaults in
         var settings = CanopySettings()
         settings.modifyRecordsBehavior = .simulatedFailWithPartialErrors(nil)
@@ -1855,9 +1855,9 @@ struct CanopyTests {
     }
   }
 
-  @Test("result records are Codable through NSKeyedArchiver, read values, encrypted values and Booleans stored as integers")
-  func resultRecordsAreCodable() async throws {
-    try await withContainer { container in
+  @Test("result records are Codable through NSKeyedArchiver, read values, encrypted values and Booleans stored as integers", arguments: TestEngine.all)
+  func resultRecordsAreCodable(engine: TestEngine) async throws {
+    try await withContainer(on: engine) { container in
       try await withDefaults { defaults in
         let api = await canopy(container, defaults: defaults).databaseAPI(usingDatabaseScope: .private)
         let zoneID = try await makeZone("Notes", api)
@@ -1891,9 +1891,9 @@ struct CanopyTests {
     }
   }
 
-  @Test("the archives Canopy's test doubles keep: zones, subscriptions, a cursor and a change token survive JSON and work")
-  func archives() async throws {
-    try await withContainer { container in
+  @Test("the archives Canopy's test doubles keep: zones, subscriptions, a cursor and a change token survive JSON and work", arguments: TestEngine.all)
+  func archives(engine: TestEngine) async throws {
+    try await withContainer(on: engine) { container in
       try await withDefaults { defaults in
         let api = await canopy(container, defaults: defaults).databaseAPI(usingDatabaseScope: .private)
         let zoneID = try await makeZone("Notes", api)
@@ -1932,9 +1932,9 @@ struct CanopyTests {
     }
   }
 
-  @Test("the container API answers the account status and the user's record ID; database APIs are made once per scope")
-  func containerAPI() async throws {
-    try await withContainer { container in
+  @Test("the container API answers the account status and the user's record ID; database APIs are made once per scope", arguments: TestEngine.all)
+  func containerAPI(engine: TestEngine) async throws {
+    try await withContainer(on: engine) { container in
       try await withDefaults { defaults in
         let canopy = canopy(container, defaults: defaults)
         let containerAPI = await canopy.containerAPI()

@@ -1,6 +1,7 @@
 import Foundation
 import Stratus
 import StratusSQLite
+import StratusTestSupport
 import Testing
 
 // CheckMate-ToDo's `ToDoCloud`, ported mechanically (its file ToDoCloud.swift): database
@@ -287,9 +288,9 @@ struct CheckMateToDoCloudTests {
         }
     }
 
-    @Test("lists and to-dos made on one device reach another through database and zone changes")
-    func changesReachAnotherDevice() async throws {
-        try await withContainer { container in
+    @Test("lists and to-dos made on one device reach another through database and zone changes", arguments: TestEngine.all)
+    func changesReachAnotherDevice(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             ToDoCloudContainer.current = container
             let phone = ToDoCloud()
             try await settled(container)
@@ -325,9 +326,9 @@ struct CheckMateToDoCloudTests {
         }
     }
 
-    @Test("the app keeps only intermediate database tokens, so each fetch starts over and never hears of a deleted zone")
-    func onlyIntermediateTokensAreKept() async throws {
-        try await withContainer { container in
+    @Test("the app keeps only intermediate database tokens, so each fetch starts over and never hears of a deleted zone", arguments: TestEngine.all)
+    func onlyIntermediateTokensAreKept(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             ToDoCloudContainer.current = container
             let phone = ToDoCloud()
             try await settled(container)

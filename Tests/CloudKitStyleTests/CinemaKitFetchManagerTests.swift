@@ -373,8 +373,8 @@ extension Error {
         _ = try await database.modifyRecords(saving: movies, deleting: [])
     }
 
-    @Test func fetchZonesListsTheLibraryZoneAndTheDefaultZone() async throws {
-        try await withContainer { container in
+    @Test(arguments: TestEngine.all) func fetchZonesListsTheLibraryZoneAndTheDefaultZone(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             try await Self.saveMovies(1, in: container)
             let (zones, error) = await awaitCallback { done in
                 Self.manager(container).fetchZones(in: .private) { zones, error in done((zones, error)) }
@@ -386,8 +386,8 @@ extension Error {
         }
     }
 
-    @Test func fetchZonesInTheSharedDatabaseIsEmpty() async throws {
-        try await withContainer { container in
+    @Test(arguments: TestEngine.all) func fetchZonesInTheSharedDatabaseIsEmpty(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let (zones, error) = await awaitCallback { done in
                 Self.manager(container).fetchZones(in: .shared) { zones, error in done((zones, error)) }
             }
@@ -398,8 +398,8 @@ extension Error {
 
     /// More movies than a page holds: each cursor operation gets the zone set again, as the app
     /// does, and every record comes back once.
-    @Test func fetchFollowsEveryCursorWithTheZoneSetAgain() async throws {
-        try await withContainer { container in
+    @Test(arguments: TestEngine.all) func fetchFollowsEveryCursorWithTheZoneSetAgain(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             try await Self.saveMovies(230, in: container)
             let (movies, error) = await awaitCallback { done in
                 Self.manager(container).fetch(CinemaKit.MovieRecord.self, matching: QueryPredicate(value: true),
@@ -412,8 +412,8 @@ extension Error {
         }
     }
 
-    @Test func fetchMatchingAPredicate() async throws {
-        try await withContainer { container in
+    @Test(arguments: TestEngine.all) func fetchMatchingAPredicate(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             try await Self.saveMovies(140, in: container)
             let predicate = try QueryPredicate(format: "year == %@", NSNumber(value: 1960))
             let (movies, error) = await awaitCallback { done in
@@ -425,8 +425,8 @@ extension Error {
         }
     }
 
-    @Test func fetchInAMissingZoneIsZoneNotFound() async throws {
-        try await withContainer { container in
+    @Test(arguments: TestEngine.all) func fetchInAMissingZoneIsZoneNotFound(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let flag = CinemaKit.LocalDataInvalidationFlag()
             let missing = RecordZoneID(zoneName: "MovieLibrary-gone", ownerName: CurrentUserDefaultName)
             let (movies, error) = await awaitCallback { done in
@@ -442,8 +442,8 @@ extension Error {
         }
     }
 
-    @Test func fetchRecordAnswersTheRecord() async throws {
-        try await withContainer { container in
+    @Test(arguments: TestEngine.all) func fetchRecordAnswersTheRecord(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             try await Self.saveMovies(3, in: container)
             let (record, error) = await awaitCallback { done in
                 Self.manager(container).fetchRecord(with: RecordID(recordName: "movie-2", zoneID: Self.libraryZone),
@@ -456,8 +456,8 @@ extension Error {
 
     /// The one item's error is read out of the partial failure through `NSDictionary`, keyed by
     /// the record ID passed as `Any`, and force-cast to `NSError`.
-    @Test func fetchRecordOfAMissingRecordIsItemNoLongerExists() async throws {
-        try await withContainer { container in
+    @Test(arguments: TestEngine.all) func fetchRecordOfAMissingRecordIsItemNoLongerExists(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             try await Self.saveMovies(1, in: container)
             let (record, error) = await awaitCallback { done in
                 Self.manager(container).fetchRecord(with: RecordID(recordName: "movie-404", zoneID: Self.libraryZone),
@@ -471,8 +471,8 @@ extension Error {
         }
     }
 
-    @Test func fetchRecordInAMissingZoneIsZoneNotFound() async throws {
-        try await withContainer { container in
+    @Test(arguments: TestEngine.all) func fetchRecordInAMissingZoneIsZoneNotFound(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let missing = RecordZoneID(zoneName: "MovieLibrary-gone", ownerName: CurrentUserDefaultName)
             let (record, error) = await awaitCallback { done in
                 Self.manager(container).fetchRecord(with: RecordID(recordName: "movie-1", zoneID: missing),

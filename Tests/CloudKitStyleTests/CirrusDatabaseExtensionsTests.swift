@@ -361,16 +361,16 @@ fileprivate struct Bookmark: Codable, Equatable {
 
 @Suite("Ben Gottlieb's Cirrus: its CloudKit extensions, ported", .serialized, .timeLimit(.minutes(10)))
 struct CirrusDatabaseExtensionsTests {
-    private func withCirrus<T>(_ body: (Container) async throws -> T) async throws -> T {
-        try await withContainer { container in
+    private func withCirrus<T>(on engine: TestEngine, _ body: (Container) async throws -> T) async throws -> T {
+        try await withContainer(on: engine) { container in
             Cirrus.instance = Cirrus(container: container)
             return try await body(container)
         }
     }
 
-    @Test("the app's own Codable scope writes the raw value, reads back, and names the singleton's databases")
-    func scopeCodable() async throws {
-        try await withCirrus { container in
+    @Test("the app's own Codable scope writes the raw value, reads back, and names the singleton's databases", arguments: TestEngine.all)
+    func scopeCodable(engine: TestEngine) async throws {
+        try await withCirrus(on: engine) { container in
             let id = Record.ID(recordName: "n1", zoneID: RecordZone.ID(zoneName: "Notes", ownerName: CurrentUserDefaultName))
             let marks = Database.Scope.allScopes.map { Bookmark(scope: $0, id: EncodedCKRecordID(id)) }
             let data = try JSONEncoder().encode(marks)
@@ -385,9 +385,9 @@ struct CirrusDatabaseExtensionsTests {
         }
     }
 
-    @Test("zones made with setup(zones:) are listed by allZones() and found by fetchZone(withID:); createZone answers the made zone")
-    func zones() async throws {
-        try await withCirrus { container in
+    @Test("zones made with setup(zones:) are listed by allZones() and found by fetchZone(withID:); createZone answers the made zone", arguments: TestEngine.all)
+    func zones(engine: TestEngine) async throws {
+        try await withCirrus(on: engine) { container in
             let made = try await Database.private.setup(zones: ["Notes", "Photos"])
             #expect(Set(made.keys) == ["Notes", "Photos"])
             let names = try await Database.private.allZones().map(\.zoneID.zoneName)
@@ -401,9 +401,9 @@ struct CirrusDatabaseExtensionsTests {
         }
     }
 
-    @Test("fetchRecords pages with cursors until its limit; fetchRecord answers nil for a missing record and a missing zone, and resolves references")
-    func records() async throws {
-        try await withCirrus { container in
+    @Test("fetchRecords pages with cursors until its limit; fetchRecord answers nil for a missing record and a missing zone, and resolves references", arguments: TestEngine.all)
+    func records(engine: TestEngine) async throws {
+        try await withCirrus(on: engine) { container in
             let database = Database.public
             var saved: [Record] = []
             for index in 0..<7 {
@@ -431,9 +431,9 @@ struct CirrusDatabaseExtensionsTests {
         }
     }
 
-    @Test("the record ID's JSON form rebuilds the ID; a subscription's description names its kind and record type; the account status prints as the app words it")
-    func smallExtensions() async throws {
-        try await withCirrus { container in
+    @Test("the record ID's JSON form rebuilds the ID; a subscription's description names its kind and record type; the account status prints as the app words it", arguments: TestEngine.all)
+    func smallExtensions(engine: TestEngine) async throws {
+        try await withCirrus(on: engine) { container in
             let id = Record.ID(recordName: "n1", zoneID: RecordZone.ID(zoneName: "Notes", ownerName: CurrentUserDefaultName))
             #expect(Record.ID(id.json) == id)
             #expect(Record.ID(["record-id": ["n1"]]) == nil)

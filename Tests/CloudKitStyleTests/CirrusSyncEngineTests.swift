@@ -1,6 +1,7 @@
 import Foundation
 import Stratus
 import StratusSQLite
+import StratusStores
 import StratusTestSupport
 import Testing
 
@@ -945,8 +946,9 @@ fileprivate final class SyncEngine<Model: CloudKitCodable> {
   public init(
     defaults: UserDefaults = .standard,
     containerIdentifier: String? = nil,
-    // Stratus: the store file and the user a container opens (README, "Containers").
-    storePath: String,
+    // Stratus: the store (an SQLite file's path or a PostgreSQL URL) and the user a container
+    // opens (README, "Containers").
+    storeLocation: String,
     userName: String,
     initialItems: [Model] = [],
     logHandler: ((String, OSLogType) -> Void)? = nil
@@ -963,7 +965,7 @@ fileprivate final class SyncEngine<Model: CloudKitCodable> {
     if let containerIdentifier = containerIdentifier {
       // self.container = CKContainer(identifier: containerIdentifier)
       self.container = try! Container(
-        identifier: containerIdentifier, storePath: storePath, userName: userName)
+        identifier: containerIdentifier, store: storeLocation, userName: userName)
     } else {
       // self.container = CKContainer.default()
       self.container = Container.default()
@@ -2259,12 +2261,12 @@ struct CirrusSyncEngineTests {
   static let zoneID = RecordZone.ID(zoneName: "Bookmark", ownerName: CurrentUserDefaultName)
 
   fileprivate static func device(
-    storePath: String, suite: String, defaults kept: UserDefaults? = nil, initialItems: [Bookmark] = []
+    storeLocation: String, suite: String, defaults kept: UserDefaults? = nil, initialItems: [Bookmark] = []
   ) throws -> Device {
     let defaults = try kept ?? #require(UserDefaults(suiteName: suite))
     let report = EngineReport()
     let engine = SyncEngine<Bookmark>(
-      defaults: defaults, containerIdentifier: containerIdentifier, storePath: storePath,
+      defaults: defaults, containerIdentifier: containerIdentifier, storeLocation: storeLocation,
       userName: "alice", initialItems: initialItems, logHandler: report.log)
     report.watch(engine)
     return Device(engine: engine, report: report, defaults: defaults)
@@ -2294,24 +2296,24 @@ struct CirrusSyncEngineTests {
   }
 
   fileprivate static func withDevices<T>(
-    _ body: (_ storePath: String, _ suites: [String], _ database: Database) async throws -> T
+    on engine: TestEngine, _ body: (_ storeLocation: String, _ suites: [String], _ database: Database) async throws -> T
   ) async throws -> T {
-    try await TemporaryStore.with(prefix: "cirrus") { store in
+    try await withStore(on: engine) { location, store in
       let suites = (0..<2).map { _ in "cirrus-tests-\(UUID().uuidString)" }
       defer { for suite in suites { UserDefaults(suiteName: suite)?.removePersistentDomain(forName: suite) } }
-      let container = try Container(identifier: containerIdentifier, storePath: store.path(), userName: "alice")
-      return try await body(store.path(), suites, container.privateCloudDatabase)
+      let container = try Container(identifier: containerIdentifier, store: location, userName: "alice")
+      return try await body(location, suites, container.privateCloudDatabase)
     }
   }
 }
 
 extension CirrusSyncEngineTests {
-  @Test("starting up makes the zone and its subscription, then uploads the initial items; the saved models come back with system fields")
-  func startUpAndUpload() async throws {
-    try await Self.withDevices { storePath, suites, database in
+  @Test("starting up makes the zone and its subscription, then uploads the initial items; the saved models come back with system fields", arguments: TestEngine.all)
+  func startUpAndUpload(engine: TestEngine) async throws {
+    try await Self.withDevices(on: engine) { storeLocation, suites, database in
       let created = Date(timeIntervalSince1970: 1_700_000_000.25)
       let swift = Bookmark(created: created, title: "Swift", url: URL(string: "https://swift.org")!)
-      let phone = try Self.device(storePath: storePath, suite: suites[0], initialItems: [swift])
+      let phone = try Self.device(storeLocation: storeLocation, suite: suites[0], initialItems: [swift])
       let identifier = swift.cloudKitIdentifier
       #expect(await Self.settle([phone]) { phone.report.updated[identifier] != nil })
 
@@ -2346,16 +2348,16 @@ extension CirrusSyncEngineTests {
 }
 
 extension CirrusSyncEngineTests {
-  @Test("another device fetches what was uploaded, then only what was deleted since, with the token it keeps in its defaults")
-  func secondDeviceFetchesChanges() async throws {
-    try await Self.withDevices { storePath, suites, database in
-      let phone = try Self.device(storePath: storePath, suite: suites[0])
+  @Test("another device fetches what was uploaded, then only what was deleted since, with the token it keeps in its defaults", arguments: TestEngine.all)
+  func secondDeviceFetchesChanges(engine: TestEngine) async throws {
+    try await Self.withDevices(on: engine) { storeLocation, suites, database in
+      let phone = try Self.device(storeLocation: storeLocation, suite: suites[0])
       let forums = Bookmark(title: "Swift Forums", url: URL(string: "https://forums.swift.org")!)
       let evolution = Bookmark(title: "Evolution", url: URL(string: "https://www.swift.org/swift-evolution/")!)
       phone.engine.upload(forums, evolution)
       #expect(await Self.settle([phone]) { phone.report.updated.count == 2 })
 
-      let laptop = try Self.device(storePath: storePath, suite: suites[1])
+      let laptop = try Self.device(storeLocation: storeLocation, suite: suites[1])
       #expect(await Self.settle([laptop]) { laptop.report.updated.count == 2 })
       #expect(laptop.report.updated[forums.cloudKitIdentifier]?.title == "Swift Forums")
       #expect(laptop.report.updated[evolution.cloudKitIdentifier]?.url == evolution.url)
@@ -2379,16 +2381,16 @@ extension CirrusSyncEngineTests {
     }
   }
 
-  @Test("a stale edit meets serverRecordChanged inside a partial failure: the newer server model wins, and the records the atomic zone refused with it (batchRequestFailed) are sent again")
-  func staleEditIsResolved() async throws {
-    try await Self.withDevices { storePath, suites, database in
-      let phone = try Self.device(storePath: storePath, suite: suites[0])
+  @Test("a stale edit meets serverRecordChanged inside a partial failure: the newer server model wins, and the records the atomic zone refused with it (batchRequestFailed) are sent again", arguments: TestEngine.all)
+  func staleEditIsResolved(engine: TestEngine) async throws {
+    try await Self.withDevices(on: engine) { storeLocation, suites, database in
+      let phone = try Self.device(storeLocation: storeLocation, suite: suites[0])
       let first = Bookmark(title: "First", url: URL(string: "https://example.com/1")!)
       let second = Bookmark(title: "Second", url: URL(string: "https://example.com/2")!)
       let third = Bookmark(title: "Third", url: URL(string: "https://example.com/3")!)
       phone.engine.upload(first, second, third)
       #expect(await Self.settle([phone]) { phone.report.updated.count == 3 })
-      let laptop = try Self.device(storePath: storePath, suite: suites[1])
+      let laptop = try Self.device(storeLocation: storeLocation, suite: suites[1])
       #expect(await Self.settle([laptop]) { laptop.report.updated.count == 3 })
 
       // The phone edits the first bookmark from the model it got back from its save.
@@ -2425,15 +2427,15 @@ extension CirrusSyncEngineTests {
     }
   }
 
-  @Test("an edit of a bookmark deleted on another device gets unknownItem inside a partial failure: Cirrus gives it up, and it stays deleted")
-  func editOfDeletedBookmark() async throws {
-    try await Self.withDevices { storePath, suites, database in
-      let phone = try Self.device(storePath: storePath, suite: suites[0])
+  @Test("an edit of a bookmark deleted on another device gets unknownItem inside a partial failure: Cirrus gives it up, and it stays deleted", arguments: TestEngine.all)
+  func editOfDeletedBookmark(engine: TestEngine) async throws {
+    try await Self.withDevices(on: engine) { storeLocation, suites, database in
+      let phone = try Self.device(storeLocation: storeLocation, suite: suites[0])
       let gone = Bookmark(title: "Gone", url: URL(string: "https://example.com/gone")!)
       let stays = Bookmark(title: "Stays", url: URL(string: "https://example.com/stays")!)
       phone.engine.upload(gone, stays)
       #expect(await Self.settle([phone]) { phone.report.updated.count == 2 })
-      let laptop = try Self.device(storePath: storePath, suite: suites[1])
+      let laptop = try Self.device(storeLocation: storeLocation, suite: suites[1])
       #expect(await Self.settle([laptop]) { laptop.report.updated.count == 2 })
 
       phone.engine.delete(gone)
@@ -2460,10 +2462,10 @@ extension CirrusSyncEngineTests {
     }
   }
 
-  @Test("a fetch of more changes than one batch holds: each intermediate token is kept and the models before it are emitted, then the rest")
-  func fetchInSeveralBatches() async throws {
-    try await Self.withDevices { storePath, suites, database in
-      let phone = try Self.device(storePath: storePath, suite: suites[0])
+  @Test("a fetch of more changes than one batch holds: each intermediate token is kept and the models before it are emitted, then the rest", arguments: TestEngine.all)
+  func fetchInSeveralBatches(engine: TestEngine) async throws {
+    try await Self.withDevices(on: engine) { storeLocation, suites, database in
+      let phone = try Self.device(storeLocation: storeLocation, suite: suites[0])
       #expect(await Self.settle([phone]) { phone.defaults.bool(forKey: "CREATEDSUBDB-Bookmark)") })
       // 450 bookmarks written as Cirrus writes them, in one request (Cirrus's own upload
       // buffer would archive itself again for each of them).
@@ -2480,7 +2482,7 @@ extension CirrusSyncEngineTests {
       let saved = try await database.modifyRecords(saving: records, deleting: [])
       #expect(saved.saveResults.values.allSatisfy { (try? $0.get()) != nil })
 
-      let laptop = try Self.device(storePath: storePath, suite: suites[1])
+      let laptop = try Self.device(storeLocation: storeLocation, suite: suites[1])
       #expect(await Self.settle([laptop]) { laptop.report.updated.count == 450 })
       #expect(Set(laptop.report.updated.values.map(\.title)) == Set((0..<450).map { "Bookmark \($0)" }))
       #expect(laptop.report.updates.filter { !$0.isEmpty }.count >= 2)
@@ -2494,14 +2496,14 @@ extension CirrusSyncEngineTests {
     }
   }
 
-  @Test("a zone deleted elsewhere: uploads fail with zoneNotFound and stay buffered, the next launch finds the zone missing and makes it again, a forced sync uploads them, and the other device's token has expired")
-  func zoneDeletedElsewhere() async throws {
-    try await Self.withDevices { storePath, suites, database in
-      let phone = try Self.device(storePath: storePath, suite: suites[0])
+  @Test("a zone deleted elsewhere: uploads fail with zoneNotFound and stay buffered, the next launch finds the zone missing and makes it again, a forced sync uploads them, and the other device's token has expired", arguments: TestEngine.all)
+  func zoneDeletedElsewhere(engine: TestEngine) async throws {
+    try await Self.withDevices(on: engine) { storeLocation, suites, database in
+      let phone = try Self.device(storeLocation: storeLocation, suite: suites[0])
       let kept = Bookmark(title: "Kept", url: URL(string: "https://example.com/kept")!)
       phone.engine.upload(kept)
       #expect(await Self.settle([phone]) { phone.report.updated[kept.cloudKitIdentifier] != nil })
-      let laptop = try Self.device(storePath: storePath, suite: suites[1])
+      let laptop = try Self.device(storeLocation: storeLocation, suite: suites[1])
       #expect(await Self.settle([laptop]) { laptop.report.updated[kept.cloudKitIdentifier] != nil })
 
       _ = try await database.deleteRecordZone(withID: Self.zoneID)
@@ -2517,7 +2519,7 @@ extension CirrusSyncEngineTests {
 
       // The next launch (the same defaults) checks the zone it thinks it made: the fetch fails
       // with no retryAfterSeconds, so the zone is made again.
-      let relaunched = try Self.device(storePath: storePath, suite: suites[0], defaults: phone.defaults)
+      let relaunched = try Self.device(storeLocation: storeLocation, suite: suites[0], defaults: phone.defaults)
       #expect(await Self.settle([relaunched]) {
         relaunched.report.messages.contains("Zone created successfully") && relaunched.defaults.bool(forKey: "CREATEDZONE-Bookmark)")
       })
@@ -2540,15 +2542,15 @@ extension CirrusSyncEngineTests {
     }
   }
 
-  @Test("a subscription deleted elsewhere: the next launch's check gets unknownItem inside a partial failure and saves it again")
-  func subscriptionDeletedElsewhere() async throws {
-    try await Self.withDevices { storePath, suites, database in
-      let phone = try Self.device(storePath: storePath, suite: suites[0])
+  @Test("a subscription deleted elsewhere: the next launch's check gets unknownItem inside a partial failure and saves it again", arguments: TestEngine.all)
+  func subscriptionDeletedElsewhere(engine: TestEngine) async throws {
+    try await Self.withDevices(on: engine) { storeLocation, suites, database in
+      let phone = try Self.device(storeLocation: storeLocation, suite: suites[0])
       #expect(await Self.settle([phone]) { phone.defaults.bool(forKey: "CREATEDSUBDB-Bookmark)") })
       _ = try await database.deleteSubscription(withID: "Bookmark.subscription")
       await #expect(throws: StratusError.self) { try await database.subscription(for: "Bookmark.subscription") }
 
-      let relaunched = try Self.device(storePath: storePath, suite: suites[0], defaults: phone.defaults)
+      let relaunched = try Self.device(storeLocation: storeLocation, suite: suites[0], defaults: phone.defaults)
       #expect(await Self.settle([relaunched]) { relaunched.report.messages.contains("Private subscription created successfully") })
       #expect(relaunched.report.messages.contains {
         $0.hasPrefix("Irrecoverable error when fetching private zone subscription, assuming it doesn't exist: partialFailure")
@@ -2559,19 +2561,19 @@ extension CirrusSyncEngineTests {
       #expect(subscription.recordType == "Bookmark")
 
       // A launch that finds it says so.
-      let third = try Self.device(storePath: storePath, suite: suites[0], defaults: phone.defaults)
+      let third = try Self.device(storeLocation: storeLocation, suite: suites[0], defaults: phone.defaults)
       #expect(await Self.settle([third]) {
         third.report.messages.contains("Private subscription found, the device is subscribed to CloudKit change notifications.")
       })
     }
   }
 
-  @Test("the zone subscription's notifications, read from the feed, make the other device fetch; another subscription's are not its own")
-  func notificationsStartAFetch() async throws {
-    try await Self.withDevices { storePath, suites, database in
-      let laptop = try Self.device(storePath: storePath, suite: suites[1])
+  @Test("the zone subscription's notifications, read from the feed, make the other device fetch; another subscription's are not its own", arguments: TestEngine.all)
+  func notificationsStartAFetch(engine: TestEngine) async throws {
+    try await Self.withDevices(on: engine) { storeLocation, suites, database in
+      let laptop = try Self.device(storeLocation: storeLocation, suite: suites[1])
       #expect(await Self.settle([laptop]) { laptop.defaults.bool(forKey: "CREATEDSUBDB-Bookmark)") })
-      let phone = try Self.device(storePath: storePath, suite: suites[0])
+      let phone = try Self.device(storeLocation: storeLocation, suite: suites[0])
       let news = Bookmark(title: "News", url: URL(string: "https://example.com/news")!)
       phone.engine.upload(news)
       #expect(await Self.settle([phone]) { phone.report.updated[news.cloudKitIdentifier] != nil })

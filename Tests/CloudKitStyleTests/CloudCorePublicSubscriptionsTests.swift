@@ -1,6 +1,7 @@
 import Foundation
 import Stratus
 import StratusSQLite
+import StratusTestSupport
 import Testing
 
 // CloudCore's public-database subscriptions, ported mechanically: deeje/CloudCore,
@@ -182,9 +183,9 @@ struct CloudCorePublicSubscriptionsTests {
         _ = try await database.modifyRecords(saving: records, deleting: [])
     }
 
-    @Test("a subscription named after its predicate's format is saved, fetched back by prefix, and deleted")
-    func subscribeFetchAndUnsubscribe() async throws {
-        try await withContainer { container in
+    @Test("a subscription named after its predicate's format is saved, fetched back by prefix, and deleted", arguments: TestEngine.all)
+    func subscribeFetchAndUnsubscribe(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             CloudCoreConfig.container = container
             PublicDatabaseSubscriptions.reset()
             let predicate = try QueryPredicate(format: "published == %@", NSNumber(value: true))
@@ -212,9 +213,9 @@ struct CloudCorePublicSubscriptionsTests {
         }
     }
 
-    @Test("a pull reads what matches, then only what changed after the last pulled modification date")
-    func pullReadsOnlyNewerRecords() async throws {
-        try await withContainer { container in
+    @Test("a pull reads what matches, then only what changed after the last pulled modification date", arguments: TestEngine.all)
+    func pullReadsOnlyNewerRecords(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             CloudCoreConfig.container = container
             PublicDatabaseSubscriptions.reset()
             let database = container.publicCloudDatabase

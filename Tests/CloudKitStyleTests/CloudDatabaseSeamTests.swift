@@ -1,6 +1,7 @@
 import Foundation
 import Stratus
 import StratusSQLite
+import StratusTestSupport
 import Testing
 
 // DitherCalculatorCore's `CloudDatabase` (Nick Kohrn, DitherCalculatorCore/CloudDatabase.swift;
@@ -51,8 +52,8 @@ struct PresetStore {
 }
 
 @Suite struct CloudDatabaseSeamTests {
-    @Test func databaseConformsWithAnEmptyExtensionAndRunsThroughTheSeam() async throws {
-        try await withContainer { container in
+    @Test(arguments: TestEngine.all) func databaseConformsWithAnEmptyExtensionAndRunsThroughTheSeam(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let store = PresetStore(database: container.privateCloudDatabase)
             let saved = try await store.save(name: "floyd-steinberg", colors: ["#000000", "#ffffff"])
             #expect(saved.recordChangeTag != nil)

@@ -666,8 +666,8 @@ struct ReactorTodo: CloudKitSyncable, CloudKitIdentifiable, CloudKitDiffable {
 struct CloudKitReactorTests {
     /// Runs `body` with `CKContainer.default()` answering a container on a fresh store, its
     /// default custom zone made by CreateCustomZone.
-    private func withDefaultContainer(_ body: (Container, Core<AppState>) async throws -> Void) async throws {
-        try await withContainer { container in
+    private func withDefaultContainer(on engine: TestEngine, _ body: (Container, Core<AppState>) async throws -> Void) async throws {
+        try await withContainer(on: engine) { container in
             ReactorContainer.current = container
             defer { ReactorContainer.current = nil }
             let core = Core(state: AppState())
@@ -688,9 +688,9 @@ struct CloudKitReactorTests {
         }
     }
 
-    @Test("objects are saved as records of their type in the default custom zone, each reported, the operation long-lived")
-    func saveObjects() async throws {
-        try await withDefaultContainer { container, core in
+    @Test("objects are saved as records of their type in the default custom zone, each reported, the operation long-lived", arguments: TestEngine.all)
+    func saveObjects(engine: TestEngine) async throws {
+        try await withDefaultContainer(on: engine) { container, core in
             let items = [ReactorTodo(identifier: "t1", title: "Write", notes: "draft", priority: 2), ReactorTodo(identifier: "t2", title: "Read")]
             #expect(await save(items, core: core) == nil)
 
@@ -709,9 +709,9 @@ struct CloudKitReactorTests {
         }
     }
 
-    @Test("an edit is applied to the record rebuilt from archived system fields; a stale copy then conflicts, reported per record")
-    func editsFromSystemFields() async throws {
-        try await withDefaultContainer { container, core in
+    @Test("an edit is applied to the record rebuilt from archived system fields; a stale copy then conflicts, reported per record", arguments: TestEngine.all)
+    func editsFromSystemFields(engine: TestEngine) async throws {
+        try await withDefaultContainer(on: engine) { container, core in
             #expect(await save([ReactorTodo(identifier: "t1", title: "Write", notes: "draft", priority: 1)], core: core) == nil)
             let stored = try await container.privateCloudDatabase.record(for: RecordID(recordName: "t1", zoneID: CloudKitReactorConstants.zoneID))
 
@@ -742,9 +742,9 @@ struct CloudKitReactorTests {
         }
     }
 
-    @Test("a fetch follows the query's cursors through every page of the custom zone, and only that zone")
-    func fetchFollowsCursors() async throws {
-        try await withDefaultContainer { container, core in
+    @Test("a fetch follows the query's cursors through every page of the custom zone, and only that zone", arguments: TestEngine.all)
+    func fetchFollowsCursors(engine: TestEngine) async throws {
+        try await withDefaultContainer(on: engine) { container, core in
             let items = (0..<250).map { ReactorTodo(identifier: String(format: "item-%03d", $0), title: "Item \($0)") }
             #expect(await save(items, core: core) == nil)
             let elsewhere = Record(recordType: "ReactorTodo", recordID: RecordID(recordName: "elsewhere"))
@@ -762,9 +762,9 @@ struct CloudKitReactorTests {
         }
     }
 
-    @Test("zone changes with a configuration per zone: changes, deletions and tokens as events; from the tokens, nothing new")
-    func zoneChanges() async throws {
-        try await withDefaultContainer { container, core in
+    @Test("zone changes with a configuration per zone: changes, deletions and tokens as events; from the tokens, nothing new", arguments: TestEngine.all)
+    func zoneChanges(engine: TestEngine) async throws {
+        try await withDefaultContainer(on: engine) { container, core in
             let archive = RecordZoneID(zoneName: "Archive", ownerName: CurrentUserDefaultName)
             await core.fire(command: CreateCustomZone<AppState>(named: "Archive")) { isOperationEnd($0, .save) }
             #expect(await save([ReactorTodo(identifier: "t1", title: "Write", notes: "long notes"), ReactorTodo(identifier: "t2", title: "Read")], core: core) == nil)

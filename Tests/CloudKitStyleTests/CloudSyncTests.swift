@@ -1,6 +1,7 @@
 import Foundation
 import Stratus
 import StratusSQLite
+import StratusStores
 import StratusTestSupport
 import Testing
 
@@ -1321,8 +1322,8 @@ struct CloudSyncTests {
         let database: Database
     }
 
-    fileprivate static func device(storePath: String, suite: String) throws -> Device {
-        let container = try Container(identifier: configuration.containerIdentifier, storePath: storePath, userName: "alice")
+    fileprivate static func device(storeLocation: String, suite: String) throws -> Device {
+        let container = try Container(identifier: configuration.containerIdentifier, store: storeLocation, userName: "alice")
         let defaults = try #require(UserDefaults(suiteName: suite))
         let device = Device(sync: CloudSync(defaults: defaults, configuration: configuration, container: container),
                             defaults: defaults, database: container.privateCloudDatabase)
@@ -1330,11 +1331,11 @@ struct CloudSyncTests {
         return device
     }
 
-    fileprivate static func withStore<T>(_ body: (_ storePath: String, _ suites: [String]) async throws -> T) async throws -> T {
-        try await TemporaryStore.with(prefix: "cloudsync") { store in
+    fileprivate static func withSharedStore<T>(on engine: TestEngine, _ body: (_ storeLocation: String, _ suites: [String]) async throws -> T) async throws -> T {
+        try await withStore(on: engine) { location, store in
             let suites = (0..<2).map { _ in "cloudsync-tests-\(UUID().uuidString)" }
             defer { for suite in suites { UserDefaults(suiteName: suite)?.removePersistentDomain(forName: suite) } }
-            return try await body(store.path(), suites)
+            return try await body(location, suites)
         }
     }
 
@@ -1362,10 +1363,10 @@ struct CloudSyncTests {
         }
     }
 
-    @Test("starting up makes the zone and a database subscription, uploads the app's records and fetches them back, and keeps its flags and tokens in the defaults")
-    func startUp() async throws {
-        try await Self.withStore { storePath, suites in
-            let phone = try Self.device(storePath: storePath, suite: suites[0])
+    @Test("starting up makes the zone and a database subscription, uploads the app's records and fetches them back, and keeps its flags and tokens in the defaults", arguments: TestEngine.all)
+    func startUp(engine: TestEngine) async throws {
+        try await Self.withSharedStore(on: engine) { storeLocation, suites in
+            let phone = try Self.device(storeLocation: storeLocation, suite: suites[0])
             let result = await Self.start(phone, with: [Self.note("n1", title: "Milk"), Self.note("n2", title: "Eggs")])
 
             guard case .success(let fetched) = result else { Issue.record("start failed: \(result)"); return }
@@ -1415,12 +1416,12 @@ struct CloudSyncTests {
         }
     }
 
-    @Test("another device fetches what was uploaded, then only what changed since its token: an edit and a deletion; a fetch with nothing new reports nothing")
-    func secondDevice() async throws {
-        try await Self.withStore { storePath, suites in
-            let phone = try Self.device(storePath: storePath, suite: suites[0])
+    @Test("another device fetches what was uploaded, then only what changed since its token: an edit and a deletion; a fetch with nothing new reports nothing", arguments: TestEngine.all)
+    func secondDevice(engine: TestEngine) async throws {
+        try await Self.withSharedStore(on: engine) { storeLocation, suites in
+            let phone = try Self.device(storeLocation: storeLocation, suite: suites[0])
             _ = await Self.start(phone, with: [Self.note("n1", title: "Milk"), Self.note("n2", title: "Eggs")])
-            let tablet = try Self.device(storePath: storePath, suite: suites[1])
+            let tablet = try Self.device(storeLocation: storeLocation, suite: suites[1])
             let first = await Self.start(tablet)
             guard case .success(let all) = first else { Issue.record("start failed: \(first)"); return }
             #expect(Set(all.changedRecords.map(\.recordID.recordName)) == ["n1", "n2"])
@@ -1442,12 +1443,12 @@ struct CloudSyncTests {
         }
     }
 
-    @Test("uploads use .changedKeys: a stale copy is written without serverRecordChanged, and only its changed field replaces the stored one")
-    func staleCopyWithChangedKeys() async throws {
-        try await Self.withStore { storePath, suites in
-            let phone = try Self.device(storePath: storePath, suite: suites[0])
+    @Test("uploads use .changedKeys: a stale copy is written without serverRecordChanged, and only its changed field replaces the stored one", arguments: TestEngine.all)
+    func staleCopyWithChangedKeys(engine: TestEngine) async throws {
+        try await Self.withSharedStore(on: engine) { storeLocation, suites in
+            let phone = try Self.device(storeLocation: storeLocation, suite: suites[0])
             _ = await Self.start(phone, with: [Self.note("n1", title: "Milk")])
-            let tablet = try Self.device(storePath: storePath, suite: suites[1])
+            let tablet = try Self.device(storeLocation: storeLocation, suite: suites[1])
             _ = await Self.start(tablet)
             let id = Record.ID(recordName: "n1", zoneID: Self.zoneID)
             let tabletCopy = try await tablet.database.record(for: id)
@@ -1466,11 +1467,10 @@ struct CloudSyncTests {
         }
     }
 
-    @Test("a container without a user is reported as the app's own CKError(.notAuthenticated), and nothing is made")
-    func noAccount() async throws {
-        try await Self.withStore { storePath, suites in
-            let engine = try SQLiteEngine(path: storePath)
-            let anonymous = Container.anonymous(identifier: Self.configuration.containerIdentifier, engine: engine)
+    @Test("a container without a user is reported as the app's own CKError(.notAuthenticated), and nothing is made", arguments: TestEngine.all)
+    func noAccount(engine: TestEngine) async throws {
+        try await Self.withSharedStore(on: engine) { storeLocation, suites in
+            let anonymous = Container.anonymous(identifier: Self.configuration.containerIdentifier, engine: try StoreLocation(storeLocation).openEngine())
             let defaults = try #require(UserDefaults(suiteName: suites[0]))
             let sync = CloudSync(defaults: defaults, configuration: Self.configuration, container: anonymous)
             let handlers = CloudSyncHandlers()
@@ -1482,18 +1482,18 @@ struct CloudSyncTests {
             #expect(error.cloudKitUserActionNeeded?.code == .notAuthenticated)
             #expect(!defaults.bool(forKey: "CloudSync.CreatedCustomZone"))
 
-            let alice = try Container(identifier: Self.configuration.containerIdentifier, storePath: storePath, userName: "alice")
+            let alice = try Container(identifier: Self.configuration.containerIdentifier, store: storeLocation, userName: "alice")
             let missing = await #expect(throws: StratusError.self) { _ = try await alice.privateCloudDatabase.recordZone(for: Self.zoneID) }
             #expect(missing?.code == .zoneNotFound)
         }
     }
 
-    @Test("disabling deletes the zone; the other device's next fetch learns it from the database changes and reports CKError(.userDeletedZone)")
-    func disable() async throws {
-        try await Self.withStore { storePath, suites in
-            let phone = try Self.device(storePath: storePath, suite: suites[0])
+    @Test("disabling deletes the zone; the other device's next fetch learns it from the database changes and reports CKError(.userDeletedZone)", arguments: TestEngine.all)
+    func disable(engine: TestEngine) async throws {
+        try await Self.withSharedStore(on: engine) { storeLocation, suites in
+            let phone = try Self.device(storeLocation: storeLocation, suite: suites[0])
             _ = await Self.start(phone, with: [Self.note("n1", title: "Milk")])
-            let tablet = try Self.device(storePath: storePath, suite: suites[1])
+            let tablet = try Self.device(storeLocation: storeLocation, suite: suites[1])
             _ = await Self.start(tablet)
 
             let deleted: Error? = await withCheckedContinuation { continuation in
@@ -1511,12 +1511,12 @@ struct CloudSyncTests {
         }
     }
 
-    @Test("a save into a zone deleted elsewhere fails with zoneNotFound inside a partial failure, which the app finds and reports")
-    func saveIntoDeletedZone() async throws {
-        try await Self.withStore { storePath, suites in
-            let phone = try Self.device(storePath: storePath, suite: suites[0])
+    @Test("a save into a zone deleted elsewhere fails with zoneNotFound inside a partial failure, which the app finds and reports", arguments: TestEngine.all)
+    func saveIntoDeletedZone(engine: TestEngine) async throws {
+        try await Self.withSharedStore(on: engine) { storeLocation, suites in
+            let phone = try Self.device(storeLocation: storeLocation, suite: suites[0])
             _ = await Self.start(phone, with: [Self.note("n1", title: "Milk")])
-            let tablet = try Self.device(storePath: storePath, suite: suites[1])
+            let tablet = try Self.device(storeLocation: storeLocation, suite: suites[1])
             _ = await Self.start(tablet)
             let _: Error? = await withCheckedContinuation { continuation in
                 phone.sync.disable { continuation.resume(returning: $0) }

@@ -260,9 +260,9 @@ struct Person: CustomCloudKitCodable, Equatable {
 
 @Suite("Codable models as records (CloudKitCodable), ported", .timeLimit(.minutes(30)))
 struct CodableRecordTests {
-    @Test("a Codable model encodes to a record, round-trips through the store, and decodes generically with as? T")
-    func roundTrip() async throws {
-        try await withContainer { container in
+    @Test("a Codable model encodes to a record, round-trips through the store, and decodes generically with as? T", arguments: TestEngine.all)
+    func roundTrip(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let avatarFile = FileManager.default.temporaryDirectory.appendingPathComponent("avatar-\(UUID().uuidString).png")
             try Data("png".utf8).write(to: avatarFile)
             defer { try? FileManager.default.removeItem(at: avatarFile) }
@@ -294,9 +294,9 @@ struct CodableRecordTests {
         }
     }
 
-    @Test("the decoded model's archived system fields make the next save a checked update; a stale copy is serverRecordChanged")
-    func systemFieldsCarryTheChangeTag() async throws {
-        try await withContainer { container in
+    @Test("the decoded model's archived system fields make the next save a checked update; a stale copy is serverRecordChanged", arguments: TestEngine.all)
+    func systemFieldsCarryTheChangeTag(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             var person = Person(
                 cloudKitSystemFields: nil, name: "Grace", age: 45, bytes: 0, isDeveloper: true, rating: 5, ratio: 1,
                 joined: Date(timeIntervalSince1970: 0), website: URL(string: "https://example.com/grace")!, avatar: nil,

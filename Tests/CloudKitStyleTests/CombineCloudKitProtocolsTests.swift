@@ -240,9 +240,9 @@ final class MockDatabase: CCKDatabase, @unchecked Sendable {
 
 @Suite("CombineCloudKit's protocols, ported")
 struct CombineCloudKitProtocolsTests {
-    @Test("a database reached through the protocol saves, fetches, performs and deletes with its completion handlers")
-    func databaseThroughProtocol() async throws {
-        try await withContainer { container in
+    @Test("a database reached through the protocol saves, fetches, performs and deletes with its completion handlers", arguments: TestEngine.all)
+    func databaseThroughProtocol(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database: CCKDatabase = container.privateCloudDatabase
             let note = Record(recordType: "Note", recordID: Record.ID(recordName: "n1"))
             note["title"] = "First"
@@ -268,9 +268,9 @@ struct CombineCloudKitProtocolsTests {
         }
     }
 
-    @Test("operations set up through the protocols run on the database and report with their older blocks")
-    func operationsThroughProtocols() async throws {
-        try await withContainer { container in
+    @Test("operations set up through the protocols run on the database and report with their older blocks", arguments: TestEngine.all)
+    func operationsThroughProtocols(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database: CCKDatabase = container.privateCloudDatabase
             let records = ["a", "b"].map { name -> Record in
                 let record = Record(recordType: "Note", recordID: Record.ID(recordName: name))

@@ -1,6 +1,7 @@
 import Foundation
 import Stratus
 import StratusSQLite
+import StratusStores
 import StratusTestSupport
 import Testing
 
@@ -11,11 +12,11 @@ import Testing
 
 @Suite("CloudKit code in a command-line tool, ported")
 struct CommandLineToolTests {
-    @Test("waitUntilFinished and a semaphore around completion handlers: results are there when the wait ends")
-    func synchronousWaits() async throws {
-        try await TemporaryStore.with(prefix: "cloudkit-cli") { store in
-            let path = store.path()
-            let report = try await onOwnThread { try ReportTool(storePath: path).run() }
+    @Test("waitUntilFinished and a semaphore around completion handlers: results are there when the wait ends", arguments: TestEngine.all)
+    func synchronousWaits(engine: TestEngine) async throws {
+        try await withStore(on: engine) { location, store in
+            let path = location
+            let report = try await onOwnThread { try ReportTool(storeLocation: path).run() }
             #expect(report == ["saved 3", "query: a1, a2, a3", "fetched a2 = 2", "deleted a1", "left: a2, a3"])
         }
     }
@@ -34,8 +35,8 @@ final class ReportTool {
     let database: Database
     var lines: [String] = []
 
-    init(storePath: String) throws {
-        database = try Container(identifier: "iCloud.com.example.tool", storePath: storePath, userName: "ops").publicCloudDatabase
+    init(storeLocation: String) throws {
+        database = try Container(identifier: "iCloud.com.example.tool", store: storeLocation, userName: "ops").publicCloudDatabase
     }
 
     func run() throws -> [String] {

@@ -166,9 +166,9 @@ struct CommunityDatabaseTests {
         return record
     }
 
-    @Test("a username is reserved once: creating a fresh record whose name exists is 'already exists', and the first stays")
-    func reservation() async throws {
-        try await withContainer { container in
+    @Test("a username is reserved once: creating a fresh record whose name exists is 'already exists', and the first stays", arguments: TestEngine.all)
+    func reservation(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let store = CloudKitCommunityDatabase(container: container)
             let first = Record(recordType: "Username", recordID: Record.ID(recordName: "username-ada"))
             first["owner"] = "alice"
@@ -181,9 +181,9 @@ struct CommunityDatabaseTests {
         }
     }
 
-    @Test("an upsert with .allKeys overwrites a record rebuilt from scratch, where a plain save refuses it")
-    func upsert() async throws {
-        try await withContainer { container in
+    @Test("an upsert with .allKeys overwrites a record rebuilt from scratch, where a plain save refuses it", arguments: TestEngine.all)
+    func upsert(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let store = CloudKitCommunityDatabase(container: container)
             let block = Record(recordType: "Block", recordID: Record.ID(recordName: "block-1"))
             block["reason"] = "spam"
@@ -198,9 +198,9 @@ struct CommunityDatabaseTests {
         }
     }
 
-    @Test("equality and membership filters built from record values, sorted, read page by page up to the limit")
-    func filteredQuery() async throws {
-        try await withContainer { container in
+    @Test("equality and membership filters built from record values, sorted, read page by page up to the limit", arguments: TestEngine.all)
+    func filteredQuery(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let store = CloudKitCommunityDatabase(container: container)
             let start = Date(timeIntervalSince1970: 1_800_000_000)
             for n in 0..<7 {

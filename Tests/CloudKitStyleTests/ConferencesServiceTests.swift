@@ -1,6 +1,7 @@
 import Foundation
 import Stratus
 import StratusSQLite
+import StratusTestSupport
 import Testing
 
 // A conference app's CloudKit service and model (Oliver-Binns/Conferences, the revision split
@@ -461,8 +462,8 @@ extension LocationCoordinate2D: Codable {
         _ = try await database.save(conference)
     }
 
-    @Test func retrieveReadsEveryConferenceWithItsVenue() async throws {
-        try await withContainer { container in
+    @Test(arguments: TestEngine.all) func retrieveReadsEveryConferenceWithItsVenue(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             try await Self.seed(container)
             let service = Conferences.CloudKitService(container: container)
             let conferences: [Conference] = try await service.retrieve()
@@ -484,8 +485,8 @@ extension LocationCoordinate2D: Codable {
 
     /// A conference whose venue is gone: the venue's fetch fails with `unknownItem`, which the
     /// app's `try?` in `compactMap` turns into a dropped conference, not a thrown error.
-    @Test func aConferenceWhoseVenueIsMissingIsDropped() async throws {
-        try await withContainer { container in
+    @Test(arguments: TestEngine.all) func aConferenceWhoseVenueIsMissingIsDropped(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             try await Self.seed(container, venueRecordName: UUID().uuidString)
             let service = Conferences.CloudKitService(container: container)
             let conferences: [Conference] = try await service.retrieve()
@@ -495,8 +496,8 @@ extension LocationCoordinate2D: Codable {
 
     /// The wrapper answers `nil` only when CloudKit answers neither record nor error; a missing
     /// record is an error, so `retrieve(id:)` throws `unknownItem`.
-    @Test func retrieveByIDOfAMissingRecordThrowsUnknownItem() async throws {
-        try await withContainer { container in
+    @Test(arguments: TestEngine.all) func retrieveByIDOfAMissingRecordThrowsUnknownItem(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let service = Conferences.CloudKitService(container: container)
             do {
                 let venue: Venue? = try await service.retrieve(id: Record.ID(recordName: "nowhere"))
@@ -509,8 +510,8 @@ extension LocationCoordinate2D: Codable {
 
     /// Attendance is the app's Core Data mirror (`CD_` names) in the private database: the record
     /// type's key path picks the database.
-    @Test func attendanceIsReadFromThePrivateDatabase() async throws {
-        try await withContainer { container in
+    @Test(arguments: TestEngine.all) func attendanceIsReadFromThePrivateDatabase(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let attendance = Record(recordType: "CD_Attendance")
             attendance["CD_conferenceId"] = Self.conferenceID.uuidString
             _ = try await container.privateCloudDatabase.save(attendance)
@@ -523,8 +524,8 @@ extension LocationCoordinate2D: Codable {
         }
     }
 
-    @Test func subscribeIsSubscribedAndUnsubscribe() async throws {
-        try await withContainer { container in
+    @Test(arguments: TestEngine.all) func subscribeIsSubscribedAndUnsubscribe(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             try await Self.seed(container)
             let service = Conferences.CloudKitService(container: container)
             let newConferences = Conferences.Subscription(toUpdates: .new, subscribable: Conference.self)

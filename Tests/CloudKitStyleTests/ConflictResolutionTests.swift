@@ -76,9 +76,9 @@ final class ConflictingSaver: @unchecked Sendable {
 
 @Suite("Conflict resolution as CloudKit programs write it", .timeLimit(.minutes(30)))
 struct ConflictResolutionTests {
-    @Test("serverRecordChanged carries the server, client and ancestor records; a merge on the server record saves")
-    func threeWayMerge() async throws {
-        try await withContainer { container in
+    @Test("serverRecordChanged carries the server, client and ancestor records; a merge on the server record saves", arguments: TestEngine.all)
+    func threeWayMerge(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             let zone = try await database.save(RecordZone(zoneName: "Notes"))
             let original = Record(recordType: "Note", recordID: Record.ID(recordName: "n1", zoneID: zone.zoneID))
@@ -134,9 +134,9 @@ struct ConflictResolutionTests {
         }
     }
 
-    @Test("save policies on a stale copy: changedKeys writes only what changed, allKeys every key the record holds (no more), ifServerRecordUnchanged refuses")
-    func savePolicies() async throws {
-        try await withContainer { container in
+    @Test("save policies on a stale copy: changedKeys writes only what changed, allKeys every key the record holds (no more), ifServerRecordUnchanged refuses", arguments: TestEngine.all)
+    func savePolicies(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             let zone = try await database.save(RecordZone(zoneName: "Notes"))
             let id = Record.ID(recordName: "n1", zoneID: zone.zoneID)
@@ -186,9 +186,9 @@ struct ConflictResolutionTests {
         }
     }
 
-    @Test("an atomic request in a custom zone: one conflict, the others batchRequestFailed, deletions too; the older blocks report the same")
-    func atomicBatch() async throws {
-        try await withContainer { container in
+    @Test("an atomic request in a custom zone: one conflict, the others batchRequestFailed, deletions too; the older blocks report the same", arguments: TestEngine.all)
+    func atomicBatch(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             let zone = try await database.save(RecordZone(zoneName: "Notes"))
             func note(_ name: String) -> Record {
@@ -233,9 +233,9 @@ struct ConflictResolutionTests {
         }
     }
 
-    @Test("a non-atomic batch: each item on its own; the final error lists only the failures")
-    func nonAtomicBatch() async throws {
-        try await withContainer { container in
+    @Test("a non-atomic batch: each item on its own; the final error lists only the failures", arguments: TestEngine.all)
+    func nonAtomicBatch(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             let zone = try await database.save(RecordZone(zoneName: "Notes"))
             let existing = Record(recordType: "Note", recordID: Record.ID(recordName: "a", zoneID: zone.zoneID))

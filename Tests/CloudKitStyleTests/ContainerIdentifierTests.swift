@@ -8,9 +8,9 @@ import Testing
 @Suite("Container identifiers, as CKContainer's")
 struct ContainerIdentifierTests {
     // if let identifier = container.containerIdentifier { … }
-    @Test("containerIdentifier is optional, as CKContainer's")
-    func containerIdentifier() async throws {
-        try await withContainer { container in
+    @Test("containerIdentifier is optional, as CKContainer's", arguments: TestEngine.all)
+    func containerIdentifier(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             var seen: String?
             if let identifier = container.containerIdentifier { seen = identifier }
             #expect(seen == "iCloud.com.example.app" && container.identifier == "iCloud.com.example.app")

@@ -1,6 +1,7 @@
 import Foundation
 import Stratus
 import StratusSQLite
+import StratusStores
 import StratusTestSupport
 import Testing
 
@@ -402,9 +403,9 @@ final class LockedZoneIDs: @unchecked Sendable {
 
 @Suite("A Core Data bridge (CloudCore), ported from CloudKit", .timeLimit(.minutes(30)))
 struct CoreDataBridgeTests {
-    @Test("system fields archived with NSKeyedArchiver(forWritingWith:) restore through CKRecord(archivedData:); references from them")
-    func archivedSystemFields() async throws {
-        try await withContainer { container in
+    @Test("system fields archived with NSKeyedArchiver(forWritingWith:) restore through CKRecord(archivedData:); references from them", arguments: TestEngine.all)
+    func archivedSystemFields(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let zone = RecordZone(zoneName: "CloudCore")
             _ = try await container.privateCloudDatabase.save(zone)
             let company = ManagedObject(entityName: "Company")
@@ -446,9 +447,9 @@ struct CoreDataBridgeTests {
         }
     }
 
-    @Test("pushes grouped by database with ==; big data as an asset of a file named relative to the temporary directory")
-    func pushByDatabase() async throws {
-        try await withContainer { container in
+    @Test("pushes grouped by database with ==; big data as an asset of a file named relative to the temporary directory", arguments: TestEngine.all)
+    func pushByDatabase(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             #expect(container.privateCloudDatabase == container.privateCloudDatabase)
             #expect(container.privateCloudDatabase != container.publicCloudDatabase)
             #expect(Set([container.publicCloudDatabase, container.privateCloudDatabase, container.publicCloudDatabase]).count == 2)
@@ -499,11 +500,11 @@ struct CoreDataBridgeTests {
         }
     }
 
-    @Test("public changes through query subscriptions and the notification feed; private changes through zone fetches re-run while isMore")
-    func pullInsideAnOperation() async throws {
-        try await TemporaryStore.with(prefix: "core-data-bridge") { store in
-            let phone = try Container(identifier: "iCloud.com.example.cloudcore", storePath: store.path(), userName: "alice")
-            let mac = try Container(identifier: "iCloud.com.example.cloudcore", storePath: store.path(), userName: "alice")
+    @Test("public changes through query subscriptions and the notification feed; private changes through zone fetches re-run while isMore", arguments: TestEngine.all)
+    func pullInsideAnOperation(engine: TestEngine) async throws {
+        try await withStore(on: engine) { location, store in
+            let phone = try Container(identifier: "iCloud.com.example.cloudcore", store: location, userName: "alice")
+            let mac = try Container(identifier: "iCloud.com.example.cloudcore", store: location, userName: "alice")
             let zone = RecordZone(zoneName: "CloudCore")
             _ = try await phone.privateCloudDatabase.save(zone)
 

@@ -22,9 +22,9 @@ import Testing
 
 @Suite("A data-access object in the style of EVCloudKitDao, ported")
 struct DataAccessObjectTests {
-    @Test("a query that pages itself from queryCompletionBlock returns every match, newest first")
-    func pagedQuery() async throws {
-        try await withContainer { container in
+    @Test("a query that pages itself from queryCompletionBlock returns every match, newest first", arguments: TestEngine.all)
+    func pagedQuery(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let dao = MessageDao(container: container)
             #expect(dao.accountStatus == .available)
             let channel = Record(recordType: "Channel", recordID: Record.ID(recordName: "general"))
@@ -59,9 +59,9 @@ struct DataAccessObjectTests {
         }
     }
 
-    @Test("a caller that stops paging gets no more pages")
-    func stopPaging() async throws {
-        try await withContainer { container in
+    @Test("a caller that stops paging gets no more pages", arguments: TestEngine.all)
+    func stopPaging(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let dao = MessageDao(container: container)
             _ = try await container.publicCloudDatabase.modifyRecords(
                 saving: (1...250).map { Record(recordType: "Message", recordID: Record.ID(recordName: "m\($0)")) }, deleting: [])
@@ -78,8 +78,8 @@ struct DataAccessObjectTests {
         }
     }
 
-    @Test("errors are sorted as EVCloudKitDao sorts them: the retry delay from _userInfo first, then the code")
-    func errorCategories() async throws {
+    @Test("errors are sorted as EVCloudKitDao sorts them: the retry delay from _userInfo first, then the code", arguments: TestEngine.all)
+    func errorCategories(engine: TestEngine) async throws {
         // The delay CloudKit sends wins over the code.
         let busy = StratusError(.zoneBusy, userInfo: [ErrorRetryAfterKey: 3])
         #expect(MessageDao.handleCloudKitErrorAs(busy) == .retry(afterSeconds: 3))
@@ -91,7 +91,7 @@ struct DataAccessObjectTests {
         #expect(MessageDao.handleCloudKitErrorAs(nil) == .success)
 
         // And an error the store really returned: a stale save.
-        try await withContainer { container in
+        try await withContainer(on: engine) { container in
             let database = container.publicCloudDatabase
             let record = Record(recordType: "Message", recordID: Record.ID(recordName: "stale"))
             let stored = try await database.save(record)

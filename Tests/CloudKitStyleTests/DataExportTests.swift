@@ -1,6 +1,7 @@
 import Foundation
 import Stratus
 import StratusSQLite
+import StratusStores
 import StratusTestSupport
 import Testing
 
@@ -306,10 +307,10 @@ extension Database {
 struct DataExportTests {
 
     /// Two apps' containers of one user, with records in the default zone and in custom zones.
-    static func withTwoContainers(_ body: (Container, Container) async throws -> Void) async throws {
-        try await TemporaryStore.with(prefix: "cloudkit-gdpr") { store in
-            let notes = try Container(identifier: "iCloud.com.example.notes", storePath: store.path(), userName: "alice")
-            let settings = try Container(identifier: "iCloud.com.example.settings", storePath: store.path(), userName: "alice")
+    static func withTwoContainers(on engine: TestEngine, _ body: (Container, Container) async throws -> Void) async throws {
+        try await withStore(on: engine) { location, store in
+            let notes = try Container(identifier: "iCloud.com.example.notes", store: location, userName: "alice")
+            let settings = try Container(identifier: "iCloud.com.example.settings", store: location, userName: "alice")
             try await body(notes, settings)
         }
     }
@@ -325,9 +326,9 @@ struct DataExportTests {
         return try #require(try JSONSerialization.jsonObject(with: data) as? [[String: String]])
     }
 
-    @Test("export: every record of the listed types, from every zone, past the query page, as JSON files named by the mapping")
-    func exportsEverything() async throws {
-        try await Self.withTwoContainers { notes, settings in
+    @Test("export: every record of the listed types, from every zone, past the query page, as JSON files named by the mapping", arguments: TestEngine.all)
+    func exportsEverything(engine: TestEngine) async throws {
+        try await Self.withTwoContainers(on: engine) { notes, settings in
             let journal = RecordZone(zoneName: "Journal")
             _ = try await notes.privateCloudDatabase.save(journal)
             // 130 notes in the default zone (more than one 100-record page), 3 in Journal.
@@ -368,9 +369,9 @@ struct DataExportTests {
         }
     }
 
-    @Test("erase: every custom zone fetchAllRecordZones lists is deleted with its records; the default zone in the list is refused (a known difference)")
-    func erasesEverything() async throws {
-        try await Self.withTwoContainers { notes, settings in
+    @Test("erase: every custom zone fetchAllRecordZones lists is deleted with its records; the default zone in the list is refused (a known difference)", arguments: TestEngine.all)
+    func erasesEverything(engine: TestEngine) async throws {
+        try await Self.withTwoContainers(on: engine) { notes, settings in
             let journal = RecordZone(zoneName: "Journal")
             _ = try await notes.privateCloudDatabase.save(journal)
             let entry = Record(recordType: "Note", zoneID: journal.zoneID)

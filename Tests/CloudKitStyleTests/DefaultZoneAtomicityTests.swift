@@ -53,9 +53,9 @@ private func task(_ name: String, in zoneID: RecordZone.ID = RecordZone.default(
 
 @Suite("The default zone is not atomic, as CloudKit's")
 struct DefaultZoneAtomicityTests {
-    @Test("isAtomic = true in the default zone: the new record is saved, the stale one fails alone, the request is partialFailure")
-    func staleAndNewInDefaultZone() async throws {
-        try await withContainer { container in
+    @Test("isAtomic = true in the default zone: the new record is saved, the stale one fails alone, the request is partialFailure", arguments: TestEngine.all)
+    func staleAndNewInDefaultZone(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             let defaultZone = RecordZone.default().zoneID
             let x1 = try #require(await modify(database, saving: [task("x", in: defaultZone)]).saved.values.first)
@@ -77,9 +77,9 @@ struct DefaultZoneAtomicityTests {
         }
     }
 
-    @Test("a record refused before it reaches the store fails alone in the default zone; in an atomic zone it fails the request")
-    func refusedRecordFailsAlone() async throws {
-        try await withContainer { container in
+    @Test("a record refused before it reaches the store fails alone in the default zone; in an atomic zone it fails the request", arguments: TestEngine.all)
+    func refusedRecordFailsAlone(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             let badName = String(repeating: "n", count: 300)   // record names hold at most 255 characters
             let report = await modify(database, saving: [task(badName), task("fine")])
@@ -93,9 +93,9 @@ struct DefaultZoneAtomicityTests {
         }
     }
 
-    @Test("a custom zone keeps CloudKit's atomic behaviour: one conflict, nothing written, the others batchRequestFailed")
-    func customZoneStaysAtomic() async throws {
-        try await withContainer { container in
+    @Test("a custom zone keeps CloudKit's atomic behaviour: one conflict, nothing written, the others batchRequestFailed", arguments: TestEngine.all)
+    func customZoneStaysAtomic(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             let work = try await database.save(RecordZone(zoneName: "Work"))
             let b = try await database.save(task("b", in: work.zoneID))
@@ -113,9 +113,9 @@ struct DefaultZoneAtomicityTests {
 
     // CKModifyRecordsOperation's atomicity is per zone (CKSyncEngine calls its batches
     // "atomicByZone"): a conflict fails its own zone's items, not another zone's.
-    @Test("an atomic request over several zones is atomic per zone: the conflicting zone writes nothing, the others are written")
-    func atomicPerZone() async throws {
-        try await withContainer { container in
+    @Test("an atomic request over several zones is atomic per zone: the conflicting zone writes nothing, the others are written", arguments: TestEngine.all)
+    func atomicPerZone(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             let work = try await database.save(RecordZone(zoneName: "Work"))
             let home = try await database.save(RecordZone(zoneName: "Home"))
@@ -139,9 +139,9 @@ struct DefaultZoneAtomicityTests {
         }
     }
 
-    @Test("the default zone reports no atomic capability; custom zones do")
-    func capabilities() async throws {
-        try await withContainer { container in
+    @Test("the default zone reports no atomic capability; custom zones do", arguments: TestEngine.all)
+    func capabilities(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             #expect(!RecordZone.default().capabilities.contains(.atomic))
             try await database.save(RecordZone(zoneName: "Work"))

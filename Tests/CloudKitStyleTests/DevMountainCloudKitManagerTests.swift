@@ -1,6 +1,7 @@
 import Foundation
 import Stratus
 import StratusSQLite
+import StratusStores
 import StratusTestSupport
 import Testing
 
@@ -193,9 +194,9 @@ struct DevMountainCloudKitManagerTests {
         return record
     }
 
-    @Test("records saved with .changedKeys are read back to the end through cursors handed the same blocks")
-    func saveAndReadThroughCursors() async throws {
-        try await withContainer { container in
+    @Test("records saved with .changedKeys are read back to the end through cursors handed the same blocks", arguments: TestEngine.all)
+    func saveAndReadThroughCursors(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let manager = CloudKitManager(container: container)
             let records = (1...7).map { contact("c\($0)") }
             nonisolated(unsafe) var perRecord: [String] = []
@@ -216,17 +217,17 @@ struct DevMountainCloudKitManagerTests {
         }
     }
 
-    @Test("the current user's records are found by creatorUserRecordID given the user record's ID, and by a creation-date range")
-    func currentUserRecords() async throws {
-        try await TemporaryStore.with(prefix: "cloudkit-manager") { store in
-            let container = try Container(identifier: "iCloud.com.example.contacts", storePath: store.path(), userName: "alice")
+    @Test("the current user's records are found by creatorUserRecordID given the user record's ID, and by a creation-date range", arguments: TestEngine.all)
+    func currentUserRecords(engine: TestEngine) async throws {
+        try await withStore(on: engine) { location, store in
+            let container = try Container(identifier: "iCloud.com.example.contacts", store: location, userName: "alice")
             let manager = CloudKitManager(container: container)
             let before = Date().addingTimeInterval(-60)
             let saved: (Record?, NSError?) = await awaitCallback { done in manager.saveRecord(contact("mine")) { done(($0, $1)) } }
             #expect(saved.1 == nil)
 
             // Another user's record in the same public database.
-            let other = try Container(identifier: "iCloud.com.example.contacts", storePath: store.path(), userName: "bob")
+            let other = try Container(identifier: "iCloud.com.example.contacts", store: location, userName: "bob")
             _ = try await other.publicCloudDatabase.save(contact("theirs"))
 
             let mine: [Record]? = await awaitCallback { done in manager.fetchCurrentUserRecords("Contact") { records, _ in done(records) } }
@@ -239,9 +240,9 @@ struct DevMountainCloudKitManagerTests {
         }
     }
 
-    @Test("a second save of a fresh record whose name exists fails, and error as NSError? carries CloudKit's code")
-    func saveConflictAsNSError() async throws {
-        try await withContainer { container in
+    @Test("a second save of a fresh record whose name exists fails, and error as NSError? carries CloudKit's code", arguments: TestEngine.all)
+    func saveConflictAsNSError(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let manager = CloudKitManager(container: container)
             let _: (Record?, NSError?) = await awaitCallback { done in manager.saveRecord(contact("dup")) { done(($0, $1)) } }
             let again: (Record?, NSError?) = await awaitCallback { done in manager.saveRecord(contact("dup")) { done(($0, $1)) } }
@@ -251,9 +252,9 @@ struct DevMountainCloudKitManagerTests {
         }
     }
 
-    @Test("records deleted with modifyRecordsCompletionBlock set to the caller's completion; subscriptions saved, fetched and removed")
-    func deleteAndSubscribe() async throws {
-        try await withContainer { container in
+    @Test("records deleted with modifyRecordsCompletionBlock set to the caller's completion; subscriptions saved, fetched and removed", arguments: TestEngine.all)
+    func deleteAndSubscribe(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let manager = CloudKitManager(container: container)
             let records = ["a", "b"].map { contact($0) }
             let _: [Record]? = await awaitCallback { done in manager.modifyRecords(records, perRecordCompletion: nil) { records, _ in done(records) } }

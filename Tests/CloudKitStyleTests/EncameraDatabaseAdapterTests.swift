@@ -576,9 +576,9 @@ private func media(_ name: String, in zoneID: RecordZone.ID, album: String) -> R
 struct EncameraDatabaseAdapterTests {
     private let zoneID = RecordZone.ID(zoneName: "EncameraMedia")
 
-    @Test("save, fetch, query over pages and delete through the adapter; progress per record")
-    func roundTrip() async throws {
-        try await withContainer { container in
+    @Test("save, fetch, query over pages and delete through the adapter; progress per record", arguments: TestEngine.all)
+    func roundTrip(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             _ = try await database.save(RecordZone(zoneID: zoneID))
             let adapter = CKDatabaseAdapter(database: database)
@@ -602,9 +602,9 @@ struct EncameraDatabaseAdapterTests {
         }
     }
 
-    @Test("a stale save: the operation fails with partialFailure, and mapCKError unwraps it to a conflict carrying the server record")
-    func staleSaveIsAConflict() async throws {
-        try await withContainer { container in
+    @Test("a stale save: the operation fails with partialFailure, and mapCKError unwraps it to a conflict carrying the server record", arguments: TestEngine.all)
+    func staleSaveIsAConflict(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             _ = try await database.save(RecordZone(zoneID: zoneID))
             let adapter = CKDatabaseAdapter(database: database)
@@ -644,9 +644,9 @@ struct EncameraDatabaseAdapterTests {
         }
     }
 
-    @Test("the partial failure the adapter synthesizes as an NSError of CKErrorDomain reads back through mapCKError")
-    func synthesizedPartialFailure() async throws {
-        try await withContainer { container in
+    @Test("the partial failure the adapter synthesizes as an NSError of CKErrorDomain reads back through mapCKError", arguments: TestEngine.all)
+    func synthesizedPartialFailure(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             _ = try await database.save(RecordZone(zoneID: zoneID))
             let saved = try await database.save(media("m1", in: zoneID, album: "trip"))
@@ -679,9 +679,9 @@ struct EncameraDatabaseAdapterTests {
         }
     }
 
-    @Test("zone changes: changes and tombstones with their types, the token for the next fetch; a stale token and a deleted zone map to their cases")
-    func zoneChanges() async throws {
-        try await withContainer { container in
+    @Test("zone changes: changes and tombstones with their types, the token for the next fetch; a stale token and a deleted zone map to their cases", arguments: TestEngine.all)
+    func zoneChanges(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             _ = try await database.save(RecordZone(zoneID: zoneID))
             let adapter = CKDatabaseAdapter(database: database)
@@ -728,9 +728,9 @@ struct EncameraDatabaseAdapterTests {
         }
     }
 
-    @Test("a fetched asset is snapshotted into the app's folder inside the per-record block; discarding the snapshot leaves the store's asset")
-    func assetSnapshots() async throws {
-        try await withContainer { container in
+    @Test("a fetched asset is snapshotted into the app's folder inside the per-record block; discarding the snapshot leaves the store's asset", arguments: TestEngine.all)
+    func assetSnapshots(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             _ = try await database.save(RecordZone(zoneID: zoneID))
             let adapter = CKDatabaseAdapter(database: database)
@@ -759,9 +759,9 @@ struct EncameraDatabaseAdapterTests {
         }
     }
 
-    @Test("a cancelled task cancels its operation: the fetch ends with operationCancelled, mapped to cancelled")
-    func cancellation() async throws {
-        try await withContainer { container in
+    @Test("a cancelled task cancels its operation: the fetch ends with operationCancelled, mapped to cancelled", arguments: TestEngine.all)
+    func cancellation(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let adapter = CKDatabaseAdapter(database: container.privateCloudDatabase)
             let task = Task {
                 withUnsafeCurrentTask { $0?.cancel() }
@@ -779,9 +779,9 @@ struct EncameraDatabaseAdapterTests {
         }
     }
 
-    @Test("a missing record fails the fetch with partialFailure, unwrapped to notFound; a query of a zone that does not exist is zoneNotFound")
-    func missing() async throws {
-        try await withContainer { container in
+    @Test("a missing record fails the fetch with partialFailure, unwrapped to notFound; a query of a zone that does not exist is zoneNotFound", arguments: TestEngine.all)
+    func missing(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             _ = try await database.save(RecordZone(zoneID: zoneID))
             let adapter = CKDatabaseAdapter(database: database)
@@ -807,9 +807,9 @@ struct EncameraDatabaseAdapterTests {
         }
     }
 
-    @Test("a subscription is saved through ModifySubscriptionsOperation")
-    func subscription() async throws {
-        try await withContainer { container in
+    @Test("a subscription is saved through ModifySubscriptionsOperation", arguments: TestEngine.all)
+    func subscription(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             _ = try await database.save(RecordZone(zoneID: zoneID))
             let adapter = CKDatabaseAdapter(database: database)

@@ -51,9 +51,9 @@ struct Contact {
 
 @Suite("A model with encrypted fields written through CKRecordKeyValueSetting")
 struct EncryptedFieldsModelTests {
-    @Test("record and record.encryptedValues as one CKRecordKeyValueSetting; the encrypted keys round-trip")
-    func keyValueSetting() async throws {
-        try await withContainer { container in
+    @Test("record and record.encryptedValues as one CKRecordKeyValueSetting; the encrypted keys round-trip", arguments: TestEngine.all)
+    func keyValueSetting(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             let zone = try await database.save(RecordZone(zoneName: "Contacts"))
             let record = Record(recordType: Contact.recordType, recordID: RecordID(recordName: "c1", zoneID: zone.zoneID))

@@ -1,6 +1,7 @@
 import Foundation
 import Stratus
 import StratusSQLite
+import StratusStores
 import StratusTestSupport
 import Testing
 
@@ -37,14 +38,14 @@ enum EncryptionAsyncSample {
         private(set) var state = State.idle
         /// Use the specified iCloud container ID, which should also be present in the entitlements file.
         // private lazy var container = CKContainer(identifier: Config.containerIdentifier)
-        private lazy var container = try! Container(identifier: Config.containerIdentifier, storePath: storePath, userName: userName)
+        private lazy var container = try! Container(identifier: Config.containerIdentifier, store: storeLocation, userName: userName)
         /// This project uses the user's private database.
         private lazy var database = container.privateCloudDatabase
         /// This project uses custom record zone.
         let recordZone = RecordZone(zoneName: "EncryptedContacts")
 
         // Where the port's container lives, and the port's `UserDefaults.standard`.
-        nonisolated let storePath: String
+        nonisolated let storeLocation: String
         nonisolated let userName: String
         nonisolated(unsafe) let userDefaults: UserDefaults
         private(set) var loggedMessages: [String] = []
@@ -52,8 +53,8 @@ enum EncryptionAsyncSample {
         // MARK: - API
 
         // nonisolated init() {}
-        nonisolated init(storePath: String, userName: String, userDefaults: UserDefaults) {
-            self.storePath = storePath
+        nonisolated init(storeLocation: String, userName: String, userDefaults: UserDefaults) {
+            self.storeLocation = storeLocation
             self.userName = userName
             self.userDefaults = userDefaults
         }
@@ -196,14 +197,14 @@ enum EncryptionAsyncSample {
 /// Runs `body` with the sample's view model on a fresh store and a defaults domain of its own,
 /// initialized before (`setUp`) and its test contacts deleted after (`tearDown`); `afterTearDown`
 /// runs while the store is still there.
-@MainActor func withEncryptionAsyncViewModel(_ body: @MainActor (EncryptionAsyncSample.ViewModel, inout [EncryptionAsyncSample.Contact]) async throws -> Void,
+@MainActor func withEncryptionAsyncViewModel(on engine: TestEngine, _ body: @MainActor (EncryptionAsyncSample.ViewModel, inout [EncryptionAsyncSample.Contact]) async throws -> Void,
                                              afterTearDown: @MainActor (EncryptionAsyncSample.ViewModel) async throws -> Void = { _ in }) async throws {
-    try await TemporaryStore.with(prefix: "cloudkit-encryption-async") { store in
+    try await withStore(on: engine) { location, store in
         let suite = "stratus-encryption-async-sample-\(UUID().uuidString)"
         let defaults = try #require(UserDefaults(suiteName: suite))
         defer { defaults.removePersistentDomain(forName: suite) }
         // let viewModel = ViewModel()
-        let viewModel = EncryptionAsyncSample.ViewModel(storePath: store.path(), userName: "alice", userDefaults: defaults)
+        let viewModel = EncryptionAsyncSample.ViewModel(storeLocation: location, userName: "alice", userDefaults: defaults)
         var contactsToDelete: [EncryptionAsyncSample.Contact] = []
 
         // override func setUp() {
@@ -227,12 +228,12 @@ enum EncryptionAsyncSample {
 @MainActor struct EncryptionAsyncSampleTests {
 
     // func test_CloudKitReadiness() async throws {
-    @Test("test_CloudKitReadiness: the private database answers its zones, EncryptedContacts among them")
-    func cloudKitReadiness() async throws {
-        try await withEncryptionAsyncViewModel { viewModel, _ in
+    @Test("test_CloudKitReadiness: the private database answers its zones, EncryptedContacts among them", arguments: TestEngine.all)
+    func cloudKitReadiness(engine: TestEngine) async throws {
+        try await withEncryptionAsyncViewModel(on: engine) { viewModel, _ in
             // Fetch zones from the Private Database of the CKContainer for the current user to test for valid/ready state
             // let container = CKContainer(identifier: Config.containerIdentifier)
-            let container = try Container(identifier: EncryptionAsyncSample.Config.containerIdentifier, storePath: viewModel.storePath, userName: viewModel.userName)
+            let container = try Container(identifier: EncryptionAsyncSample.Config.containerIdentifier, store: viewModel.storeLocation, userName: viewModel.userName)
             let database = container.privateCloudDatabase
 
             var zoneNames: Set<String> = []
@@ -257,9 +258,9 @@ enum EncryptionAsyncSample {
     }
 
     // func testCreatingAndFetchingContact() async throws {
-    @Test("testCreatingAndFetchingContact: a contact with an encrypted phone number is fetched back, and tear-down deletes it")
-    func creatingAndFetchingContact() async throws {
-        try await withEncryptionAsyncViewModel { viewModel, contactsToDelete in
+    @Test("testCreatingAndFetchingContact: a contact with an encrypted phone number is fetched back, and tear-down deletes it", arguments: TestEngine.all)
+    func creatingAndFetchingContact(engine: TestEngine) async throws {
+        try await withEncryptionAsyncViewModel(on: engine) { viewModel, contactsToDelete in
             do {
                 let contact = try await viewModel.addContact(name: "TestContact-\(UUID().uuidString)", phoneNumber: "555-123-4567")
 
@@ -293,9 +294,9 @@ enum EncryptionAsyncSample {
 // The view model's other paths, which the sample's app runs and its tests do not.
 extension EncryptionAsyncSampleTests {
 
-    @Test("refresh loads the contacts into state; after the zone is deleted behind it, refresh puts zoneNotFound in state")
-    func refreshState() async throws {
-        try await withEncryptionAsyncViewModel { viewModel, contactsToDelete in
+    @Test("refresh loads the contacts into state; after the zone is deleted behind it, refresh puts zoneNotFound in state", arguments: TestEngine.all)
+    func refreshState(engine: TestEngine) async throws {
+        try await withEncryptionAsyncViewModel(on: engine) { viewModel, contactsToDelete in
             for (name, phone) in [("Ann", "555-0001"), ("Bob", "555-0002")] {
                 if let contact = try await viewModel.addContact(name: name, phoneNumber: phone) {
                     contactsToDelete.append(contact)
@@ -308,7 +309,7 @@ extension EncryptionAsyncSampleTests {
             }
             #expect(contacts.map { contact in "\(contact.name) \(contact.phoneNumber)" }.sorted() == ["Ann 555-0001", "Bob 555-0002"])
 
-            let container = try Container(identifier: EncryptionAsyncSample.Config.containerIdentifier, storePath: viewModel.storePath, userName: viewModel.userName)
+            let container = try Container(identifier: EncryptionAsyncSample.Config.containerIdentifier, store: viewModel.storeLocation, userName: viewModel.userName)
             try await container.privateCloudDatabase.deleteRecordZone(withID: viewModel.recordZone.zoneID)
             try await viewModel.refresh()
             guard case .error(let error) = viewModel.state else {
@@ -322,10 +323,10 @@ extension EncryptionAsyncSampleTests {
         }
     }
 
-    @Test("a contact added after the zone is deleted behind the view model fails with zoneNotFound, and handleError reports no key reset")
-    func addInDeletedZone() async throws {
-        try await withEncryptionAsyncViewModel { viewModel, _ in
-            let container = try Container(identifier: EncryptionAsyncSample.Config.containerIdentifier, storePath: viewModel.storePath, userName: viewModel.userName)
+    @Test("a contact added after the zone is deleted behind the view model fails with zoneNotFound, and handleError reports no key reset", arguments: TestEngine.all)
+    func addInDeletedZone(engine: TestEngine) async throws {
+        try await withEncryptionAsyncViewModel(on: engine) { viewModel, _ in
+            let container = try Container(identifier: EncryptionAsyncSample.Config.containerIdentifier, store: viewModel.storeLocation, userName: viewModel.userName)
             try await container.privateCloudDatabase.deleteRecordZone(withID: viewModel.recordZone.zoneID)
             await #expect {
                 _ = try await viewModel.addContact(name: "Ann", phoneNumber: "555-0001")

@@ -1,6 +1,7 @@
 import Foundation
 import Stratus
 import StratusSQLite
+import StratusStores
 import StratusTestSupport
 import Testing
 
@@ -62,20 +63,20 @@ enum EncryptionSample {
         private(set) var state = State.idle
         /// Use the specified iCloud container ID, which should also be present in the entitlements file.
         // private lazy var container = CKContainer(identifier: Config.containerIdentifier)
-        private lazy var container = try! Container(identifier: Config.containerIdentifier, storePath: storePath, userName: userName)
+        private lazy var container = try! Container(identifier: Config.containerIdentifier, store: storeLocation, userName: userName)
         /// This project uses the user's private database.
         private lazy var database = container.privateCloudDatabase
         /// This project uses custom record zone.
         let recordZone = RecordZone(zoneName: "EncryptedContacts")
 
         // Where the port's container lives, and the port's `UserDefaults.standard` (see the top).
-        let storePath: String
+        let storeLocation: String
         let userName: String
         let userDefaults: UserDefaults
         private let log = SampleLog()
 
-        init(storePath: String, userName: String, userDefaults: UserDefaults) {
-            self.storePath = storePath
+        init(storeLocation: String, userName: String, userDefaults: UserDefaults) {
+            self.storeLocation = storeLocation
             self.userName = userName
             self.userDefaults = userDefaults
         }
@@ -368,13 +369,13 @@ final class EncryptionTestCase {
 /// Runs `body` with the sample's test case on a fresh store and a defaults domain of its own,
 /// set up before and torn down after, as XCTest does around each test; `afterTearDown` runs
 /// while the store is still there.
-func withEncryptionTestCase(_ body: (EncryptionTestCase) async throws -> Void,
+func withEncryptionTestCase(on engine: TestEngine, _ body: (EncryptionTestCase) async throws -> Void,
                             afterTearDown: (EncryptionTestCase) async throws -> Void = { _ in }) async throws {
-    try await TemporaryStore.with(prefix: "cloudkit-encryption") { store in
+    try await withStore(on: engine) { location, store in
         let suite = "stratus-encryption-sample-\(UUID().uuidString)"
         let defaults = try #require(UserDefaults(suiteName: suite))
         defer { defaults.removePersistentDomain(forName: suite) }
-        let testCase = EncryptionTestCase(viewModel: EncryptionSample.ViewModel(storePath: store.path(), userName: "alice", userDefaults: defaults))
+        let testCase = EncryptionTestCase(viewModel: EncryptionSample.ViewModel(storeLocation: location, userName: "alice", userDefaults: defaults))
         await testCase.setUp()
         try await body(testCase)
         await testCase.tearDown()
@@ -384,7 +385,7 @@ func withEncryptionTestCase(_ body: (EncryptionTestCase) async throws -> Void,
 
 /// The sample's container opened again on the test's store, as another device of the user's.
 func encryptionSampleContainer(of viewModel: EncryptionSample.ViewModel) throws -> Container {
-    try Container(identifier: EncryptionSample.Config.containerIdentifier, storePath: viewModel.storePath, userName: viewModel.userName)
+    try Container(identifier: EncryptionSample.Config.containerIdentifier, store: viewModel.storeLocation, userName: viewModel.userName)
 }
 
 @Suite("Apple's Encryption sample (sample-cloudkit-encryption), ported")
@@ -393,9 +394,9 @@ struct EncryptionSampleTests {
     // MARK: - Tests
 
     // func test_CloudKitReadiness() throws {
-    @Test("test_CloudKitReadiness: the private database answers its zones, the sample's EncryptedContacts zone among them")
-    func cloudKitReadiness() async throws {
-        try await withEncryptionTestCase { testCase in
+    @Test("test_CloudKitReadiness: the private database answers its zones, the sample's EncryptedContacts zone among them", arguments: TestEngine.all)
+    func cloudKitReadiness(engine: TestEngine) async throws {
+        try await withEncryptionTestCase(on: engine) { testCase in
             // Fetch zones from the Private Database of the CKContainer for the current user to test for valid/ready state
             // let container = CKContainer(identifier: Config.containerIdentifier)
             let container = try encryptionSampleContainer(of: testCase.viewModel)
@@ -426,10 +427,10 @@ struct EncryptionSampleTests {
     }
 
     // func testCreatingAndFetchingContact() {
-    @Test("testCreatingAndFetchingContact: a contact saved with an encrypted phone number is fetched back with it")
-    func creatingAndFetchingContact() async throws {
+    @Test("testCreatingAndFetchingContact: a contact saved with an encrypted phone number is fetched back with it", arguments: TestEngine.all)
+    func creatingAndFetchingContact(engine: TestEngine) async throws {
         var savedRecordID: Record.ID?
-        try await withEncryptionTestCase { testCase in
+        try await withEncryptionTestCase(on: engine) { testCase in
             let name = "TestContact-\(UUID().uuidString)"
             // let finishExpectation = expectation(description: "Expect add and fetch operations to complete")
             let found: EncryptionSample.Contact? = await awaitCallback { finishExpectation in
@@ -490,9 +491,9 @@ struct EncryptionSampleTests {
 // The view model's other paths, which the sample's app runs and its tests do not.
 extension EncryptionSampleTests {
 
-    @Test("refresh (after initializeAndRefresh) loads every contact; a record without an encrypted phone number is left out")
-    func refreshLoadsContacts() async throws {
-        try await withEncryptionTestCase { testCase in
+    @Test("refresh (after initializeAndRefresh) loads every contact; a record without an encrypted phone number is left out", arguments: TestEngine.all)
+    func refreshLoadsContacts(engine: TestEngine) async throws {
+        try await withEncryptionTestCase(on: engine) { testCase in
             let viewModel = testCase.viewModel
             for (name, phone) in [("Ann", "555-0001"), ("Bob", "555-0002")] {
                 let added: Result<EncryptionSample.Contact?, Error> = await awaitCallback { done in
@@ -524,9 +525,9 @@ extension EncryptionSampleTests {
         }
     }
 
-    @Test("deleting contacts whose zone was deleted behind the view model reports each record's error from the partial failure")
-    func deleteReportsPartialFailure() async throws {
-        try await withEncryptionTestCase { testCase in
+    @Test("deleting contacts whose zone was deleted behind the view model reports each record's error from the partial failure", arguments: TestEngine.all)
+    func deleteReportsPartialFailure(engine: TestEngine) async throws {
+        try await withEncryptionTestCase(on: engine) { testCase in
             let viewModel = testCase.viewModel
             let added: Result<EncryptionSample.Contact?, Error> = await awaitCallback { done in
                 viewModel.addContact(name: "Ann", phoneNumber: "555-0001") { result in done(result) }
@@ -550,9 +551,9 @@ extension EncryptionSampleTests {
         }
     }
 
-    @Test("as in CloudKit, the public database holds no encrypted values: the sample's record saved there fails with invalidArguments")
-    func publicDatabaseRefusesEncryptedValues() async throws {
-        try await withEncryptionTestCase { testCase in
+    @Test("as in CloudKit, the public database holds no encrypted values: the sample's record saved there fails with invalidArguments", arguments: TestEngine.all)
+    func publicDatabaseRefusesEncryptedValues(engine: TestEngine) async throws {
+        try await withEncryptionTestCase(on: engine) { testCase in
             let record = Record(recordType: "Contact")
             record["name"] = "Ann"
             record.encryptedValues["phoneNumber"] = "555-0001"

@@ -1,6 +1,7 @@
 import Foundation
 import Stratus
 import StratusSQLite
+import StratusTestSupport
 import Testing
 
 // Coodly's `FetchConfiguration.swift` (Apache 2.0, Copyright 2019 Coodly LLC; the search index
@@ -55,8 +56,8 @@ extension Database.Scope: CustomStringConvertible {
 // MARK: - Tests
 
 @Suite struct FetchConfigurationScopeTests {
-    @Test func theConfigurationNamesItsDatabaseAsTheAppDoes() async throws {
-        try await withContainer { container in
+    @Test(arguments: TestEngine.all) func theConfigurationNamesItsDatabaseAsTheAppDoes(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let zone = RecordZone(zoneName: "Entries")
             let shared = FetchConfiguration(container: container, database: container.sharedCloudDatabase,
                                             zone: zone, recordType: "Entry")
@@ -78,8 +79,8 @@ extension Database.Scope: CustomStringConvertible {
     }
 
     /// Stratus's own messages keep naming the database it is: the app's names are for its logs.
-    @Test func stratusMessagesNameTheScopeThemselves() async throws {
-        try await withContainer { container in
+    @Test(arguments: TestEngine.all) func stratusMessagesNameTheScopeThemselves(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             do {
                 _ = try await container.sharedCloudDatabase.subscription(for: "never-saved")
                 Issue.record("a subscription never saved should be unknownItem")

@@ -1,6 +1,7 @@
 import Foundation
 import Stratus
 import StratusSQLite
+import StratusStores
 import StratusTestSupport
 import Testing
 
@@ -28,10 +29,10 @@ struct FetchedAssetFileTests {
         return ((record["image"] as? Asset)?.fileURL).flatMap { try? Data(contentsOf: $0) }
     }
 
-    @Test("moving, deleting or writing a fetched asset's file leaves the stored asset, and every record sharing its bytes, as it was")
-    func appOwnsTheFile() async throws {
-        try await TemporaryStore.with(prefix: "cloudkit-assets") { store in
-            let container = try Container(identifier: "iCloud.com.example.behaviours", storePath: store.path(), userName: "alice")
+    @Test("moving, deleting or writing a fetched asset's file leaves the stored asset, and every record sharing its bytes, as it was", arguments: TestEngine.all)
+    func appOwnsTheFile(engine: TestEngine) async throws {
+        try await withStore(on: engine) { location, store in
+            let container = try Container(identifier: "iCloud.com.example.behaviours", store: location, userName: "alice")
             let database = container.privateCloudDatabase
             let (photo, other) = try await savePhotos(database, in: store)
 
@@ -61,19 +62,23 @@ struct FetchedAssetFileTests {
             #expect(try await imageBytes(database, photo) == Data(repeating: 7, count: 1000), "writing the fetched file does not write the store")
             #expect(try await imageBytes(database, other) == Data(repeating: 7, count: 1000))
 
-            // The store's own file is never the one handed out.
-            let contentFolder = URL(fileURLWithPath: store.path() + ".assets").appendingPathComponent("sha256").standardizedFileURL.path
+            // The store's own file is never the one handed out. (On PostgreSQL the content is in
+            // the database: there is no such file to hand out.)
+            guard engine == .sqlite else { return }
+            let contentFolder = URL(fileURLWithPath: location + ".assets").appendingPathComponent("sha256").standardizedFileURL.path
             #expect(!written.standardizedFileURL.path.hasPrefix(contentFolder))
         }
     }
 
-    @Test("content the store holds cut short (a damaged assets folder) is not handed out as the asset: its file is nil, and assetContentURL says it is damaged")
-    func damagedContentIsNotHandedOut() async throws {
-        try await TemporaryStore.with(prefix: "cloudkit-assets") { store in
-            let container = try Container(identifier: "iCloud.com.example.behaviours", storePath: store.path(), userName: "alice")
+    // SQLite only: the test damages the store's assets folder, which a PostgreSQL store does not
+    // have (its content is in the database).
+    @Test("content the store holds cut short (a damaged assets folder) is not handed out as the asset: its file is nil, and assetContentURL says it is damaged", arguments: [TestEngine.sqlite])
+    func damagedContentIsNotHandedOut(engine: TestEngine) async throws {
+        try await withStore(on: engine) { location, store in
+            let container = try Container(identifier: "iCloud.com.example.behaviours", store: location, userName: "alice")
             let database = container.privateCloudDatabase
             let (photo, _) = try await savePhotos(database, in: store)
-            let contents = store.path() + ".assets/sha256"
+            let contents = location + ".assets/sha256"
             let file = try #require(try FileManager.default.contentsOfDirectory(atPath: contents).first)
             #expect(chmod(contents + "/" + file, 0o600) == 0 && truncate(contents + "/" + file, 400) == 0)
 
@@ -89,10 +94,10 @@ struct FetchedAssetFileTests {
         }
     }
 
-    @Test("an asset value hands out one file, readable and writable by the app; each fetch its own; a file the app removed is made again")
-    func oneFilePerFetch() async throws {
-        try await TemporaryStore.with(prefix: "cloudkit-assets") { store in
-            let container = try Container(identifier: "iCloud.com.example.behaviours", storePath: store.path(), userName: "alice")
+    @Test("an asset value hands out one file, readable and writable by the app; each fetch its own; a file the app removed is made again", arguments: TestEngine.all)
+    func oneFilePerFetch(engine: TestEngine) async throws {
+        try await withStore(on: engine) { location, store in
+            let container = try Container(identifier: "iCloud.com.example.behaviours", store: location, userName: "alice")
             let database = container.privateCloudDatabase
             let (photo, _) = try await savePhotos(database, in: store)
 
@@ -111,10 +116,10 @@ struct FetchedAssetFileTests {
         }
     }
 
-    @Test("the folders of processes that ended are removed with their handed-out files; this process's stay")
-    func endedProcessesAreCleanedUp() async throws {
-        try await TemporaryStore.with(prefix: "cloudkit-assets") { store in
-            let container = try Container(identifier: "iCloud.com.example.behaviours", storePath: store.path(), userName: "alice")
+    @Test("the folders of processes that ended are removed with their handed-out files; this process's stay", arguments: TestEngine.all)
+    func endedProcessesAreCleanedUp(engine: TestEngine) async throws {
+        try await withStore(on: engine) { location, store in
+            let container = try Container(identifier: "iCloud.com.example.behaviours", store: location, userName: "alice")
             let database = container.privateCloudDatabase
             let (photo, _) = try await savePhotos(database, in: store)
             let mine = try #require((try await database.record(for: photo)["image"] as? Asset)?.fileURL)

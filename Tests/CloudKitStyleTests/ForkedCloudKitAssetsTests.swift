@@ -408,8 +408,8 @@ extension Record {
 // MARK: - Tests
 
 /// Two folders ("devices") of one user, each with its own `CloudKitAssets`; removed afterwards.
-private func withTwoDevices(_ body: (Container, URL, URL) async throws -> Void) async throws {
-    try await withContainer { container in
+private func withTwoDevices(on engine: TestEngine, _ body: (Container, URL, URL) async throws -> Void) async throws {
+    try await withContainer(on: engine) { container in
         let base = FileManager.default.temporaryDirectory.appendingPathComponent("cloudkit-style-forked-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: base) }
         try await body(container, base.appendingPathComponent("device-a"), base.appendingPathComponent("device-b"))
@@ -423,9 +423,9 @@ private func stop(_ assets: CloudKitAssets) async {
 
 @Suite("Forked's CloudKitAssets (a CKSyncEngine folder sync), ported")
 struct ForkedCloudKitAssetsTests {
-    @Test("a file added on one device is sent as an asset and written into the other device's folder, announced as a remote change")
-    func fileReachesOtherDevice() async throws {
-        try await withTwoDevices { container, folderA, folderB in
+    @Test("a file added on one device is sent as an asset and written into the other device's folder, announced as a remote change", arguments: TestEngine.all)
+    func fileReachesOtherDevice(engine: TestEngine) async throws {
+        try await withTwoDevices(on: engine) { container, folderA, folderB in
             let deviceA = try CloudKitAssets(rootDirectory: folderA, zoneName: "ForkedAssets", cloudKitContainer: container)
             let deviceB = try CloudKitAssets(rootDirectory: folderB, zoneName: "ForkedAssets", cloudKitContainer: container)
             let localChanges = deviceA.changeStream
@@ -452,9 +452,9 @@ struct ForkedCloudKitAssetsTests {
         }
     }
 
-    @Test("adding a name the folder has is refused; a folder is not a file")
-    func refusals() async throws {
-        try await withTwoDevices { container, folderA, _ in
+    @Test("adding a name the folder has is refused; a folder is not a file", arguments: TestEngine.all)
+    func refusals(engine: TestEngine) async throws {
+        try await withTwoDevices(on: engine) { container, folderA, _ in
             let device = try CloudKitAssets(rootDirectory: folderA, zoneName: "ForkedAssets", cloudKitContainer: container)
             try device.addAsset(data: Data("x".utf8), named: "a.txt")
             #expect(throws: CloudKitAssets.Error.self) { try device.addAsset(data: Data("y".utf8), named: "a.txt") }
@@ -469,9 +469,9 @@ struct ForkedCloudKitAssetsTests {
         }
     }
 
-    @Test("a deletion is sent as a new record over the stored one: CKSyncEngine saves only if the server record is unchanged, so it fails and the other device keeps the file")
-    func softDeleteOfAnUploadedFileConflicts() async throws {
-        try await withTwoDevices { container, folderA, folderB in
+    @Test("a deletion is sent as a new record over the stored one: CKSyncEngine saves only if the server record is unchanged, so it fails and the other device keeps the file", arguments: TestEngine.all)
+    func softDeleteOfAnUploadedFileConflicts(engine: TestEngine) async throws {
+        try await withTwoDevices(on: engine) { container, folderA, folderB in
             let deviceA = try CloudKitAssets(rootDirectory: folderA, zoneName: "ForkedAssets", cloudKitContainer: container)
             let deviceB = try CloudKitAssets(rootDirectory: folderB, zoneName: "ForkedAssets", cloudKitContainer: container)
             try deviceA.addAsset(data: Data("keep me".utf8), named: "notes.txt")
@@ -494,9 +494,9 @@ struct ForkedCloudKitAssetsTests {
         }
     }
 
-    @Test("a relaunch reads the archived state: nothing already sent is sent again, and changes since are fetched")
-    func relaunch() async throws {
-        try await withTwoDevices { container, folderA, folderB in
+    @Test("a relaunch reads the archived state: nothing already sent is sent again, and changes since are fetched", arguments: TestEngine.all)
+    func relaunch(engine: TestEngine) async throws {
+        try await withTwoDevices(on: engine) { container, folderA, folderB in
             var deviceA: CloudKitAssets? = try CloudKitAssets(rootDirectory: folderA, zoneName: "ForkedAssets", cloudKitContainer: container)
             let deviceB = try CloudKitAssets(rootDirectory: folderB, zoneName: "ForkedAssets", cloudKitContainer: container)
             try deviceA!.addAsset(data: Data("one".utf8), named: "one.txt")

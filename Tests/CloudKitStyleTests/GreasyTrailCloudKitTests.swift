@@ -1,6 +1,7 @@
 import Foundation
 import Stratus
 import StratusSQLite
+import StratusTestSupport
 import Testing
 
 // Greasy Trail (github.com/pillboxer/Greasy-Trail), a Bob Dylan catalogue whose songs, albums and
@@ -308,8 +309,8 @@ final class GreasyTrailCloudKitManager {
         }
     }
 
-    @Test func pagingQueryFollowsEveryCursorAndKeepsTheResultsAsRecordTypes() async throws {
-        try await withContainer { container in
+    @Test(arguments: TestEngine.all) func pagingQueryFollowsEveryCursorAndKeepsTheResultsAsRecordTypes(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.publicCloudDatabase
             // More than a page of 100 (QueryOperation.defaultResultsLimit), so the pager starts three more.
             _ = try await database.modifyRecords(saving: songs(345), deleting: [], savePolicy: .allKeys, atomically: false)
@@ -329,8 +330,8 @@ final class GreasyTrailCloudKitManager {
         }
     }
 
-    @Test func pagingQueryReportsAnUnknownRecordTypeThroughItsErrorBlock() async throws {
-        try await withContainer { container in
+    @Test(arguments: TestEngine.all) func pagingQueryReportsAnUnknownRecordTypeThroughItsErrorBlock(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let outcome: String = await awaitCallback { done in
                 let pager = PagingQueryOperation(query: Query(recordType: "Bootleg", predicate: QueryPredicate(value: true)),
                                                  database: container.publicCloudDatabase)
@@ -344,8 +345,8 @@ final class GreasyTrailCloudKitManager {
         }
     }
 
-    @Test func bisectingSaveSplitsAboveFourHundredAndReportsOnceWithEverything() async throws {
-        try await withContainer { container in
+    @Test(arguments: TestEngine.all) func bisectingSaveSplitsAboveFourHundredAndReportsOnceWithEverything(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.publicCloudDatabase
             // 600 items: one split, two halves of 300. The halves' completion blocks may run at
             // once (Stratus runs up to 4 operations a database; CloudKit calls each operation's
@@ -370,8 +371,8 @@ final class GreasyTrailCloudKitManager {
         }
     }
 
-    @Test func bisectingSaveDeletesAndSavesInOneSmallBatch() async throws {
-        try await withContainer { container in
+    @Test(arguments: TestEngine.all) func bisectingSaveDeletesAndSavesInOneSmallBatch(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.publicCloudDatabase
             let old = songs(3)
             _ = try await database.modifyRecords(saving: old, deleting: [], savePolicy: .allKeys, atomically: false)
@@ -391,8 +392,8 @@ final class GreasyTrailCloudKitManager {
         }
     }
 
-    @Test func subscribeToDatabaseSavesThreeDeletionSubscriptions() async throws {
-        try await withContainer { container in
+    @Test(arguments: TestEngine.all) func subscribeToDatabaseSavesThreeDeletionSubscriptions(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.publicCloudDatabase
             GreasyTrailCloudKitManager(database: database).subscribeToDatabase()
 
@@ -413,8 +414,8 @@ final class GreasyTrailCloudKitManager {
         }
     }
 
-    @Test func databaseTypeSeamRetypesQueryResults() async throws {
-        try await withContainer { container in
+    @Test(arguments: TestEngine.all) func databaseTypeSeamRetypesQueryResults(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database: GreasyTrail.DatabaseType = container.publicCloudDatabase
             _ = try await container.publicCloudDatabase.modifyRecords(saving: songs(5), deleting: [], savePolicy: .allKeys, atomically: false)
             let query = Query(recordType: "Song", predicate: try QueryPredicate(format: "title == %@", "Song 3"))

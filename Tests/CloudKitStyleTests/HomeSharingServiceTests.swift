@@ -197,9 +197,9 @@ final class HomeSyncService: @unchecked Sendable {
 
 @Suite("A home app's direct CloudKit sync, ported")
 struct HomeSharingServiceTests {
-    @Test("values chosen as RecordValueProtocol, plain and encrypted, read back as the app's own types")
-    func valuesRoundTrip() async throws {
-        try await withContainer { container in
+    @Test("values chosen as RecordValueProtocol, plain and encrypted, read back as the app's own types", arguments: TestEngine.all)
+    func valuesRoundTrip(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let service = HomeSyncService(container: container)
             let database = container.privateCloudDatabase
             // if db === ckContainer.privateCloudDatabase { privateRecords.append(record) }
@@ -237,9 +237,9 @@ struct HomeSharingServiceTests {
         }
     }
 
-    @Test("completionBlock wakes the waiter after the result blocks, for a delete and for both change fetches")
-    func completionBlockWaits() async throws {
-        try await withContainer { container in
+    @Test("completionBlock wakes the waiter after the result blocks, for a delete and for both change fetches", arguments: TestEngine.all)
+    func completionBlockWaits(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let service = HomeSyncService(container: container)
             let database = container.privateCloudDatabase
             let zoneID = RecordZone.ID(zoneName: "home-2", ownerName: CurrentUserDefaultName)

@@ -256,9 +256,9 @@ struct InjectableDatabaseTests {
         }
     }
 
-    @Test("Database and Container conform to the wrapper's protocols with empty extensions; batches go to the real store")
-    func realDatabaseThroughProtocols() async throws {
-        try await withContainer { container in
+    @Test("Database and Container conform to the wrapper's protocols with empty extensions; batches go to the real store", arguments: TestEngine.all)
+    func realDatabaseThroughProtocols(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let containerType: ContainerType = container
             let status: AccountStatus = await withCheckedContinuation { continuation in
                 containerType.accountStatus { status, _ in continuation.resume(returning: status) }
@@ -310,9 +310,9 @@ struct InjectableDatabaseTests {
         #expect(await mock.batchSizes == [8, 4, 4, 4])
     }
 
-    @Test("errors summarised as Codable values: a partial failure's item errors by record name; ckError rebuilds the error")
-    func recordErrors() async throws {
-        try await withContainer { container in
+    @Test("errors summarised as Codable values: a partial failure's item errors by record name; ckError rebuilds the error", arguments: TestEngine.all)
+    func recordErrors(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let zone = RecordZone(zoneName: "Notes")
             _ = try await container.privateCloudDatabase.save(zone)
             // .changedKeys (latest wins) never conflicts; a reference to another zone is what

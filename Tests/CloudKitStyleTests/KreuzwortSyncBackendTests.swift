@@ -1,6 +1,7 @@
 import Foundation
 import Stratus
 import StratusSQLite
+import StratusStores
 import StratusTestSupport
 import Testing
 
@@ -187,11 +188,11 @@ extension CloudKitSyncBackend: SyncEngineDelegate {
 
 @Suite("A crossword app's CKSyncEngine backend, ported")
 struct KreuzwortSyncBackendTests {
-    @Test("records uploaded on one device are downloaded on another, with their typed fields")
-    func uploadThenDownloadElsewhere() async throws {
-        try await TemporaryStore.with(prefix: "kreuzwort") { store in
-            let phone = try Container(identifier: CloudKitSyncBackend.containerIdentifier, storePath: store.path(), userName: "alice")
-            let laptop = try Container(identifier: CloudKitSyncBackend.containerIdentifier, storePath: store.path(), userName: "alice")
+    @Test("records uploaded on one device are downloaded on another, with their typed fields", arguments: TestEngine.all)
+    func uploadThenDownloadElsewhere(engine: TestEngine) async throws {
+        try await withStore(on: engine) { location, store in
+            let phone = try Container(identifier: CloudKitSyncBackend.containerIdentifier, store: location, userName: "alice")
+            let laptop = try Container(identifier: CloudKitSyncBackend.containerIdentifier, store: location, userName: "alice")
             let zoneID = RecordZone.ID(zoneName: CloudKitSyncBackend.zoneName, ownerName: CurrentUserDefaultName)
             _ = try await phone.privateCloudDatabase.save(RecordZone(zoneID: zoneID))
             let states = FileManager.default.temporaryDirectory.appendingPathComponent("kreuzwort-\(UUID().uuidString)")
@@ -214,9 +215,9 @@ struct KreuzwortSyncBackendTests {
         }
     }
 
-    @Test("a save into the missing zone fails, and the backend queues it again")
-    func missingZoneKeepsTheUploadPending() async throws {
-        try await withContainer { container in
+    @Test("a save into the missing zone fails, and the backend queues it again", arguments: TestEngine.all)
+    func missingZoneKeepsTheUploadPending(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let states = FileManager.default.temporaryDirectory.appendingPathComponent("kreuzwort-\(UUID().uuidString)")
             defer { try? FileManager.default.removeItem(at: states) }
             let backend = try CloudKitSyncBackend(container: container, stateDirectory: states)

@@ -63,9 +63,9 @@ final class Library {
 
 @Suite("A library app on CloudKit's async API, ported mechanically", .timeLimit(.minutes(30)))
 struct LibraryAppTests {
-    @Test("records fetched with desiredKeys and saved back keep the keys they did not fetch; nil removes a field")
-    func partialRecordsSaveOnlyTheirChanges() async throws {
-        try await withContainer { container in
+    @Test("records fetched with desiredKeys and saved back keep the keys they did not fetch; nil removes a field", arguments: TestEngine.all)
+    func partialRecordsSaveOnlyTheirChanges(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let library = Library(database: container.privateCloudDatabase)
             try await library.createZone()
             let shelf = try await library.addShelf("Fiction")
@@ -92,9 +92,9 @@ struct LibraryAppTests {
         }
     }
 
-    @Test("deleting a shelf deletes its books (.deleteSelf); the zone's changes report every deletion with its type")
-    func cascade() async throws {
-        try await withContainer { container in
+    @Test("deleting a shelf deletes its books (.deleteSelf); the zone's changes report every deletion with its type", arguments: TestEngine.all)
+    func cascade(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let library = Library(database: container.privateCloudDatabase)
             try await library.createZone()
             let fiction = try await library.addShelf("Fiction")
@@ -116,9 +116,9 @@ struct LibraryAppTests {
         }
     }
 
-    @Test("CKFetchRecordsOperation with a missing ID: that ID fails with unknownItem, the others arrive, the operation ends with partialFailure")
-    func fetchWithMissing() async throws {
-        try await withContainer { container in
+    @Test("CKFetchRecordsOperation with a missing ID: that ID fails with unknownItem, the others arrive, the operation ends with partialFailure", arguments: TestEngine.all)
+    func fetchWithMissing(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let library = Library(database: container.privateCloudDatabase)
             try await library.createZone()
             let shelf = try await library.addShelf("Fiction")
@@ -159,9 +159,9 @@ struct LibraryAppTests {
         }
     }
 
-    @Test("zones: fetchAllRecordZonesOperation and its blocks, a missing zone, a zone deleted with its records")
-    func zones() async throws {
-        try await withContainer { container in
+    @Test("zones: fetchAllRecordZonesOperation and its blocks, a missing zone, a zone deleted with its records", arguments: TestEngine.all)
+    func zones(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let library = Library(database: container.privateCloudDatabase)
             try await library.createZone()
             let shelf = try await library.addShelf("Fiction")
@@ -205,9 +205,9 @@ struct LibraryAppTests {
         }
     }
 
-    @Test("system fields: dates, change tags and the creator as CloudKit gives them to the current user")
-    func systemFields() async throws {
-        try await withContainer { container in
+    @Test("system fields: dates, change tags and the creator as CloudKit gives them to the current user", arguments: TestEngine.all)
+    func systemFields(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let library = Library(database: container.privateCloudDatabase)
             try await library.createZone()
             let before = Date()

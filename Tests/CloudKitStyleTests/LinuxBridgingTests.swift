@@ -10,9 +10,9 @@ import Testing
 
 @Suite("Linux bridging, as the porting guide describes it")
 struct LinuxBridgingTests {
-    @Test("error as? NSError, error as NSError and as? StratusError all work for a StratusError, also for partial errors")
-    func errorBridging() async throws {
-        try await withContainer { container in
+    @Test("error as? NSError, error as NSError and as? StratusError all work for a StratusError, also for partial errors", arguments: TestEngine.all)
+    func errorBridging(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             let existing = Record(recordType: "Task", recordID: Record.ID(recordName: "a"))
             _ = try await database.save(existing)

@@ -1,6 +1,7 @@
 import Foundation
 import Stratus
 import StratusSQLite
+import StratusTestSupport
 import Testing
 
 // LockKit's blocking CloudKit helpers, ported mechanically: colemancda/Lock,
@@ -241,18 +242,18 @@ struct LockKitBlockingHelpersTests {
         #expect(operation.configuration.timeoutIntervalForRequest == 12)
     }
 
-    @Test("account status and user record ID answer synchronously")
-    func accountAndUser() async throws {
-        try await withContainer { container in
+    @Test("account status and user record ID answer synchronously", arguments: TestEngine.all)
+    func accountAndUser(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let (status, userID) = try await blocking { (try container.accountStatus(), try container.fetchUserRecordID()) }
             #expect(status == .available)
             #expect(userID.recordName.hasPrefix("_"))
         }
     }
 
-    @Test("zones are made, fetched all or one, and a missing one fails the fetch")
-    func zones() async throws {
-        try await withContainer { container in
+    @Test("zones are made, fetched all or one, and a missing one fails the fetch", arguments: TestEngine.all)
+    func zones(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             let zoneID = RecordZone.ID(zoneName: "Locks", ownerName: CurrentUserDefaultName)
             let (all, one) = try await blocking {
@@ -272,9 +273,9 @@ struct LockKitBlockingHelpersTests {
         }
     }
 
-    @Test("query pages through cursors, queryAll reads every page, fetch answers by ID")
-    func queryPagesAndFetch() async throws {
-        try await withContainer { container in
+    @Test("query pages through cursors, queryAll reads every page, fetch answers by ID", arguments: TestEngine.all)
+    func queryPagesAndFetch(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.publicCloudDatabase
             let records = (0..<7).map { i -> Record in
                 let record = Record(recordType: "Lock", recordID: Record.ID(recordName: "lock-\(i)"))
@@ -313,9 +314,9 @@ struct LockKitBlockingHelpersTests {
         }
     }
 
-    @Test("subscriptions are saved and deleted through one modify operation")
-    func subscriptions() async throws {
-        try await withContainer { container in
+    @Test("subscriptions are saved and deleted through one modify operation", arguments: TestEngine.all)
+    func subscriptions(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.publicCloudDatabase
             let subscription = QuerySubscription(recordType: "Lock", predicate: QueryPredicate(value: true),
                                                  subscriptionID: "locks", options: [.firesOnRecordCreation])

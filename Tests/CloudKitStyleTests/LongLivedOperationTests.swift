@@ -1,6 +1,7 @@
 import Foundation
 import Stratus
 import StratusSQLite
+import StratusStores
 import StratusTestSupport
 import Testing
 
@@ -89,9 +90,9 @@ private func longLivedSave(_ name: String, after gate: Operation? = nil) -> Modi
 
 @Suite("Long-lived operations, as sync libraries resume them")
 struct LongLivedOperationTests {
-    @Test("IceCream's start-up compiles and finds nothing in a fresh container")
-    func startUpInAFreshContainer() async throws {
-        try await withContainer { container async throws in
+    @Test("IceCream's start-up compiles and finds nothing in a fresh container", arguments: TestEngine.all)
+    func startUpInAFreshContainer(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container async throws in
             let (ids, error) = await allIDs(container)
             #expect(error == nil)
             #expect(ids == [])
@@ -105,9 +106,9 @@ struct LongLivedOperationTests {
         }
     }
 
-    @Test("a long-lived operation waiting on a dependency is listed, fetched, resumed as IceCream does, and gone once finished")
-    func waitingOperationIsResumed() async throws {
-        try await withContainer { container async throws in
+    @Test("a long-lived operation waiting on a dependency is listed, fetched, resumed as IceCream does, and gone once finished", arguments: TestEngine.all)
+    func waitingOperationIsResumed(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container async throws in
             let database = container.privateCloudDatabase
             let gate = BlockOperation {}
             let save = longLivedSave("note-1", after: gate)
@@ -150,9 +151,9 @@ struct LongLivedOperationTests {
         }
     }
 
-    @Test("a long-lived operation blocked mid-run is listed while it runs, survives being added again, and is gone once finished")
-    func runningOperationIsListed() async throws {
-        try await withContainer { container async throws in
+    @Test("a long-lived operation blocked mid-run is listed while it runs, survives being added again, and is gone once finished", arguments: TestEngine.all)
+    func runningOperationIsListed(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container async throws in
             let database = container.privateCloudDatabase
             let release = DispatchSemaphore(value: 0)
             let save = longLivedSave("note-2")
@@ -181,9 +182,9 @@ struct LongLivedOperationTests {
         }
     }
 
-    @Test("code that a long-lived operation's final block wakes no longer finds it listed")
-    func finalBlockWakesCodeThatFindsItGone() async throws {
-        try await withContainer { container async throws in
+    @Test("code that a long-lived operation's final block wakes no longer finds it listed", arguments: TestEngine.all)
+    func finalBlockWakesCodeThatFindsItGone(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container async throws in
             let save = longLivedSave("note-final")
             await withCheckedContinuation { (ended: CheckedContinuation<Void, Never>) in
                 save.modifyRecordsResultBlock = { _ in ended.resume() }
@@ -194,9 +195,9 @@ struct LongLivedOperationTests {
         }
     }
 
-    @Test("a long-lived operation on an app's own queue is listed from when it starts")
-    func ownQueueOperationIsListedWhenItStarts() async throws {
-        try await withContainer { container async throws in
+    @Test("a long-lived operation on an app's own queue is listed from when it starts", arguments: TestEngine.all)
+    func ownQueueOperationIsListedWhenItStarts(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container async throws in
             let queue = OperationQueue()
             queue.maxConcurrentOperationCount = 1
             let release = DispatchSemaphore(value: 0)
@@ -216,9 +217,9 @@ struct LongLivedOperationTests {
         }
     }
 
-    @Test("an operation that is not long-lived is never listed")
-    func shortLivedOperationIsNotListed() async throws {
-        try await withContainer { container async throws in
+    @Test("an operation that is not long-lived is never listed", arguments: TestEngine.all)
+    func shortLivedOperationIsNotListed(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container async throws in
             let gate = BlockOperation {}
             let note = Record(recordType: "Note", recordID: Record.ID(recordName: "note-4"))
             let save = ModifyRecordsOperation(recordsToSave: [note], recordIDsToDelete: nil)
@@ -238,12 +239,12 @@ struct LongLivedOperationTests {
         }
     }
 
-    @Test("a database configured long-lived lists its operations; another Container object on the store sees them, another user does not")
-    func configuredDatabaseAndOtherContainerObjects() async throws {
-        try await TemporaryStore.with(prefix: "long-lived") { store async throws in
-            let alice = try Container(identifier: "iCloud.com.example.app", storePath: store.path(), userName: "alice")
-            let aliceAgain = try Container(identifier: "iCloud.com.example.app", storePath: store.path(), userName: "alice")
-            let bob = try Container(identifier: "iCloud.com.example.app", storePath: store.path(), userName: "bob")
+    @Test("a database configured long-lived lists its operations; another Container object on the store sees them, another user does not", arguments: TestEngine.all)
+    func configuredDatabaseAndOtherContainerObjects(engine: TestEngine) async throws {
+        try await withStore(on: engine) { location, store async throws in
+            let alice = try Container(identifier: "iCloud.com.example.app", store: location, userName: "alice")
+            let aliceAgain = try Container(identifier: "iCloud.com.example.app", store: location, userName: "alice")
+            let bob = try Container(identifier: "iCloud.com.example.app", store: location, userName: "bob")
             let gate = BlockOperation {}
             let note = Record(recordType: "Note", recordID: Record.ID(recordName: "note-5"))
             let save = ModifyRecordsOperation(recordsToSave: [note], recordIDsToDelete: nil)
@@ -264,9 +265,9 @@ struct LongLivedOperationTests {
         }
     }
 
-    @Test("a long-lived operation cancelled before it starts is no longer listed or fetched, as CloudKit answers for a cancelled one")
-    func cancelledOperationIsNotListed() async throws {
-        try await withContainer { container async throws in
+    @Test("a long-lived operation cancelled before it starts is no longer listed or fetched, as CloudKit answers for a cancelled one", arguments: TestEngine.all)
+    func cancelledOperationIsNotListed(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container async throws in
             let gate = BlockOperation {}
             let save = longLivedSave("note-cancelled", after: gate)
             container.privateCloudDatabase.add(save)
@@ -280,9 +281,9 @@ struct LongLivedOperationTests {
         }
     }
 
-    @Test("an ID no operation has gives nil and no error, as CloudKit gives for one that finished")
-    func unknownID() async throws {
-        try await withContainer { container async throws in
+    @Test("an ID no operation has gives nil and no error, as CloudKit gives for one that finished", arguments: TestEngine.all)
+    func unknownID(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container async throws in
             let (fetched, error) = await operation("no-such-operation", in: container)
             #expect(fetched == nil)
             #expect(error == nil)

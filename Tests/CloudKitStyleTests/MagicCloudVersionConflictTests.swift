@@ -321,9 +321,9 @@ struct MagicCloudVersionConflictTests {
         try await database.record(for: recordable.recordID)
     }
 
-    @Test("a fresh upload saves every field of the recordable, and prepare(from:) reads them back")
-    func freshUpload() async throws {
-        try await withContainer { container in
+    @Test("a fresh upload saves every field of the recordable, and prepare(from:) reads them back", arguments: TestEngine.all)
+    func freshUpload(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             var item = MockRecordable()
             item.recordFields["title"] = "Groceries"
@@ -340,9 +340,9 @@ struct MagicCloudVersionConflictTests {
         }
     }
 
-    @Test("uploading over a stored record is a conflict: .allKeys resaves the client record, which wins")
-    func allKeysResavesTheClientRecord() async throws {
-        try await withContainer { container in
+    @Test("uploading over a stored record is a conflict: .allKeys resaves the client record, which wins", arguments: TestEngine.all)
+    func allKeysResavesTheClientRecord(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             var item = MockRecordable()
             item.recordFields["title"] = "First"
@@ -358,9 +358,9 @@ struct MagicCloudVersionConflictTests {
         }
     }
 
-    @Test("the conflict of a record built afresh has an ancestor without fields, so .changedKeys keeps the server's values")
-    func changedKeysOfAFreshRecordKeepsTheServer() async throws {
-        try await withContainer { container in
+    @Test("the conflict of a record built afresh has an ancestor without fields, so .changedKeys keeps the server's values", arguments: TestEngine.all)
+    func changedKeysOfAFreshRecordKeepsTheServer(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             var item = MockRecordable()
             item.recordFields["title"] = "First"
@@ -385,9 +385,9 @@ struct MagicCloudVersionConflictTests {
         }
     }
 
-    @Test(".changedKeys merges field by field: what the client changed from the ancestor, where the server kept the ancestor's value")
-    func changedKeysThreeWayMerge() async throws {
-        try await withContainer { container in
+    @Test(".changedKeys merges field by field: what the client changed from the ancestor, where the server kept the ancestor's value", arguments: TestEngine.all)
+    func changedKeysThreeWayMerge(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             var item = MockRecordable()
             item.recordFields["title"] = "Groceries"
@@ -430,9 +430,9 @@ struct MagicCloudVersionConflictTests {
         }
     }
 
-    @Test("a partial failure is walked as an NSDictionary of CKErrors: the conflicting item is resolved, the new one saved")
-    func partialFailureResolvesTheConflictingItem() async throws {
-        try await withContainer { container in
+    @Test("a partial failure is walked as an NSDictionary of CKErrors: the conflicting item is resolved, the new one saved", arguments: TestEngine.all)
+    func partialFailureResolvesTheConflictingItem(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             var existing = MockRecordable()
             existing.recordFields["title"] = "one"

@@ -397,11 +397,11 @@ private func forgetTokens() {
 @Suite("4-Marin's delta fetch, ported", .serialized)
 @MainActor
 struct MarinChatDeltaFetchTests {
-    @Test("rooms: the database fetch names the changed zones (not the default zone), the zone fetch their messages, and the kept tokens make the next fetch a delta")
-    func deltaFetch() async throws {
+    @Test("rooms: the database fetch names the changed zones (not the default zone), the zone fetch their messages, and the kept tokens make the next fetch a delta", arguments: TestEngine.all)
+    func deltaFetch(engine: TestEngine) async throws {
         forgetTokens()
         defer { forgetTokens() }
-        try await withContainer { container in
+        try await withContainer(on: engine) { container in
             let manager = CloudKitChatManager(container: container)
             let roomA = RecordZone.ID(zoneName: "room-a")
             let roomB = RecordZone.ID(zoneName: "room-b")
@@ -441,11 +441,11 @@ struct MarinChatDeltaFetchTests {
         }
     }
 
-    @Test("tokens archived into UserDefaults carry over to a new manager; clearing them starts from the beginning")
-    func tokensPersist() async throws {
+    @Test("tokens archived into UserDefaults carry over to a new manager; clearing them starts from the beginning", arguments: TestEngine.all)
+    func tokensPersist(engine: TestEngine) async throws {
         forgetTokens()
         defer { forgetTokens() }
-        try await withContainer { container in
+        try await withContainer(on: engine) { container in
             let manager = CloudKitChatManager(container: container)
             let room = RecordZone.ID(zoneName: "room")
             _ = try await manager.privateDB.save(RecordZone(zoneID: room))
@@ -465,11 +465,11 @@ struct MarinChatDeltaFetchTests {
         }
     }
 
-    @Test("a deleted room: the database fetch names it, and a zone fetch of it asks for a full reset and drops its token")
-    func deletedRoom() async throws {
+    @Test("a deleted room: the database fetch names it, and a zone fetch of it asks for a full reset and drops its token", arguments: TestEngine.all)
+    func deletedRoom(engine: TestEngine) async throws {
         forgetTokens()
         defer { forgetTokens() }
-        try await withContainer { container in
+        try await withContainer(on: engine) { container in
             let manager = CloudKitChatManager(container: container)
             let kept = RecordZone.ID(zoneName: "kept")
             let gone = RecordZone.ID(zoneName: "gone")
@@ -491,11 +491,11 @@ struct MarinChatDeltaFetchTests {
         }
     }
 
-    @Test("the shared database (no shares in Stratus) fetches as an empty database; a saved record is read out of modifyRecords' results")
-    func sharedAndSaveResults() async throws {
+    @Test("the shared database (no shares in Stratus) fetches as an empty database; a saved record is read out of modifyRecords' results", arguments: TestEngine.all)
+    func sharedAndSaveResults(engine: TestEngine) async throws {
         forgetTokens()
         defer { forgetTokens() }
-        try await withContainer { container in
+        try await withContainer(on: engine) { container in
             let manager = CloudKitChatManager(container: container)
             let summary = try await manager.fetchDatabaseChanges(scope: .shared)
             #expect(summary.changedZoneIDs.isEmpty && summary.deletedZoneIDs.isEmpty)
@@ -512,11 +512,11 @@ struct MarinChatDeltaFetchTests {
         }
     }
 
-    @Test("an account change clears every kept token")
-    func accountChange() async throws {
+    @Test("an account change clears every kept token", arguments: TestEngine.all)
+    func accountChange(engine: TestEngine) async throws {
         forgetTokens()
         defer { forgetTokens() }
-        try await withContainer { container in
+        try await withContainer(on: engine) { container in
             let manager = CloudKitChatManager(container: container)
             _ = try await manager.fetchDatabaseChanges(scope: .private)
             #expect(UserDefaults.standard.data(forKey: "CloudKitChatManager.PrivateDBChangeToken") != nil)

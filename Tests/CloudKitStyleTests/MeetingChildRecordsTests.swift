@@ -140,9 +140,9 @@ struct MeetingChildRecordsTests {
         return (meeting.recordID, other.recordID)
     }
 
-    @Test("messages hung on a meeting with record.parent are found by a parent predicate, and the merge retry keeps one per key")
-    func messagesByParent() async throws {
-        try await withContainer { container in
+    @Test("messages hung on a meeting with record.parent are found by a parent predicate, and the merge retry keeps one per key", arguments: TestEngine.all)
+    func messagesByParent(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let store = MeetingStore(container: container)
             let (meeting, other) = try await setUp(store.privateDB)
             let start = Date(timeIntervalSince1970: 1_800_000_000)
@@ -159,9 +159,9 @@ struct MeetingChildRecordsTests {
         }
     }
 
-    @Test("attendees are found by parent, and rows with only the legacy reference field through the fallback")
-    func attendeesByParentOrLegacyField() async throws {
-        try await withContainer { container in
+    @Test("attendees are found by parent, and rows with only the legacy reference field through the fallback", arguments: TestEngine.all)
+    func attendeesByParentOrLegacyField(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let store = MeetingStore(container: container)
             let (meeting, other) = try await setUp(store.privateDB)
             let current = ["Bea", "al"].map { name -> Record in
@@ -182,9 +182,9 @@ struct MeetingChildRecordsTests {
         }
     }
 
-    @Test("a parent condition is answered by the record's parent: by record ID, by NOT, and never by a record without one")
-    func parentConditionForms() async throws {
-        try await withContainer { container in
+    @Test("a parent condition is answered by the record's parent: by record ID, by NOT, and never by a record without one", arguments: TestEngine.all)
+    func parentConditionForms(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let store = MeetingStore(container: container)
             let (meeting, other) = try await setUp(store.privateDB)
             let child = Record(recordType: "Note", recordID: Record.ID(recordName: "child", zoneID: Self.zoneID))
@@ -205,9 +205,9 @@ struct MeetingChildRecordsTests {
         }
     }
 
-    @Test("a query subscription on the parent fires for a new child of that meeting only")
-    func subscriptionOnParent() async throws {
-        try await withContainer { container in
+    @Test("a query subscription on the parent fires for a new child of that meeting only", arguments: TestEngine.all)
+    func subscriptionOnParent(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let store = MeetingStore(container: container)
             let (meeting, other) = try await setUp(store.privateDB)
             let predicate = try QueryPredicate(format: "%K == %@", Record.SystemFieldKey.parent, Record.Reference(recordID: meeting, action: .none))

@@ -354,9 +354,9 @@ private func task(_ name: String, in zoneID: RecordZone.ID, title: String) -> Re
 
 @Suite("Mindwtr's CloudKit sync module, ported")
 struct MindwtrCloudKitSyncTests {
-    @Test("setting up: the account is available, the zone is made, the subscription is made once and found the next time")
-    func setUp() async throws {
-        try await withContainer { container in
+    @Test("setting up: the account is available, the zone is made, the subscription is made once and found the next time", arguments: TestEngine.all)
+    func setUp(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let manager = CloudKitSyncManager(container: container)
             #expect(try await manager.accountStatus() == .available)
             try await manager.ensureZone()
@@ -371,9 +371,9 @@ struct MindwtrCloudKitSyncTests {
         }
     }
 
-    @Test("450 tasks saved in requests of 400, read back by the cursor loop, deleted with names that were never saved")
-    func batches() async throws {
-        try await withContainer { container in
+    @Test("450 tasks saved in requests of 400, read back by the cursor loop, deleted with names that were never saved", arguments: TestEngine.all)
+    func batches(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let manager = CloudKitSyncManager(container: container)
             try await manager.ensureZone()
             let tasks = (0..<450).map { task(String(format: "task-%03d", $0), in: manager.zoneID, title: "Task \($0)") }
@@ -388,9 +388,9 @@ struct MindwtrCloudKitSyncTests {
         }
     }
 
-    @Test("saves with .changedKeys compare no change tags: a stale copy is written without a conflict")
-    func changedKeysNeverConflict() async throws {
-        try await withContainer { container in
+    @Test("saves with .changedKeys compare no change tags: a stale copy is written without a conflict", arguments: TestEngine.all)
+    func changedKeysNeverConflict(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let manager = CloudKitSyncManager(container: container)
             try await manager.ensureZone()
             _ = try await manager.saveRecords([task("t1", in: manager.zoneID, title: "Buy milk")])
@@ -406,9 +406,9 @@ struct MindwtrCloudKitSyncTests {
         }
     }
 
-    @Test("zone changes with the token as base64 text: everything first, then the delta with the deleted records' types")
-    func changeTracking() async throws {
-        try await withContainer { container in
+    @Test("zone changes with the token as base64 text: everything first, then the delta with the deleted records' types", arguments: TestEngine.all)
+    func changeTracking(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let manager = CloudKitSyncManager(container: container)
             try await manager.ensureZone()
             let project = Record(recordType: "Project", recordID: Record.ID(recordName: "p1", zoneID: manager.zoneID))
@@ -433,9 +433,9 @@ struct MindwtrCloudKitSyncTests {
         }
     }
 
-    @Test("an expired token reaches this commit's caller as partialFailure naming the zone's changeTokenExpired, not as ChangeTokenExpiredError")
-    func expiredToken() async throws {
-        try await withContainer { container in
+    @Test("an expired token reaches this commit's caller as partialFailure naming the zone's changeTokenExpired, not as ChangeTokenExpiredError", arguments: TestEngine.all)
+    func expiredToken(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let manager = CloudKitSyncManager(container: container)
             try await manager.ensureZone()
             _ = try await manager.saveRecords([task("t1", in: manager.zoneID, title: "Dig")])

@@ -160,9 +160,9 @@ private func note(_ name: String, _ text: String, in zoneID: RecordZone.ID) -> R
 
 @Suite("A sync engine on the iOS 15 change operations, ported from CloudKit", .timeLimit(.minutes(30)))
 struct ModernSyncTests {
-    @Test("database and zone changes: the blocks run in CloudKit's order, and tokens continue where the last run stopped")
-    func changesInOrder() async throws {
-        try await withContainer { container in
+    @Test("database and zone changes: the blocks run in CloudKit's order, and tokens continue where the last run stopped", arguments: TestEngine.all)
+    func changesInOrder(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             let work = RecordZone(zoneName: "Work")
             let home = RecordZone(zoneName: "Home")
@@ -205,9 +205,9 @@ struct ModernSyncTests {
         }
     }
 
-    @Test("fetchAllChanges = false with a resultsLimit: one batch per run, moreComing true until the last; desiredKeys restrict the records")
-    func batchesAndMoreComing() async throws {
-        try await withContainer { container in
+    @Test("fetchAllChanges = false with a resultsLimit: one batch per run, moreComing true until the last; desiredKeys restrict the records", arguments: TestEngine.all)
+    func batchesAndMoreComing(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             let work = try await database.save(RecordZone(zoneName: "Work"))
             _ = try await database.modifyRecords(saving: (0..<5).map { note("n\($0)", "note \($0)", in: work.zoneID) }, deleting: [])
@@ -234,9 +234,9 @@ struct ModernSyncTests {
         }
     }
 
-    @Test("a zone deleted on another device: the database changes report it, its zone fetch fails with zoneNotFound inside a partial failure")
-    func zoneDeletedElsewhere() async throws {
-        try await withContainer { container in
+    @Test("a zone deleted on another device: the database changes report it, its zone fetch fails with zoneNotFound inside a partial failure", arguments: TestEngine.all)
+    func zoneDeletedElsewhere(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             let work = try await database.save(RecordZone(zoneName: "Work"))
             let home = try await database.save(RecordZone(zoneName: "Home"))
@@ -265,9 +265,9 @@ struct ModernSyncTests {
         }
     }
 
-    @Test("a token of a zone deleted and created again has expired: changeTokenExpired, then a fetch from the start")
-    func expiredToken() async throws {
-        try await withContainer { container in
+    @Test("a token of a zone deleted and created again has expired: changeTokenExpired, then a fetch from the start", arguments: TestEngine.all)
+    func expiredToken(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             let work = try await database.save(RecordZone(zoneName: "Work"))
             _ = try await database.save(note("a", "alpha", in: work.zoneID))
@@ -291,9 +291,9 @@ struct ModernSyncTests {
         }
     }
 
-    @Test("the async forms: recordZoneChanges(inZoneWith:since:) and databaseChanges(since:) page with moreComing")
-    func asyncChanges() async throws {
-        try await withContainer { container in
+    @Test("the async forms: recordZoneChanges(inZoneWith:since:) and databaseChanges(since:) page with moreComing", arguments: TestEngine.all)
+    func asyncChanges(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             let work = try await database.save(RecordZone(zoneName: "Work"))
             _ = try await database.modifyRecords(saving: (0..<3).map { note("n\($0)", "note \($0)", in: work.zoneID) }, deleting: [])

@@ -181,9 +181,9 @@ struct MuralisaServiceTests {
         }
     }
 
-    @Test("membership, exclusion by record ID and a status, with desired keys only")
-    func membershipAndExclusion() async throws {
-        try await withContainer { container in
+    @Test("membership, exclusion by record ID and a status, with desired keys only", arguments: TestEngine.all)
+    func membershipAndExclusion(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let service = MuralisaService(container: container)
             try await seed(service)
             let byTags = try await service.fetchRecordByTags(["stencil", "mosaic"], except: "a-w1")
@@ -202,9 +202,9 @@ struct MuralisaServiceTests {
         }
     }
 
-    @Test("NOT (recordID IN %@) with record IDs excludes them, through the older query blocks")
-    func excludingRecordIDs() async throws {
-        try await withContainer { container in
+    @Test("NOT (recordID IN %@) with record IDs excludes them, through the older query blocks", arguments: TestEngine.all)
+    func excludingRecordIDs(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let service = MuralisaService(container: container)
             try await seed(service)
             let record: Record? = await awaitCallback { done in
@@ -214,9 +214,9 @@ struct MuralisaServiceTests {
         }
     }
 
-    @Test("a field updated with setValue(_:forKey:) from an Any, fetched back by reference and with desired keys")
-    func updateAndFetch() async throws {
-        try await withContainer { container in
+    @Test("a field updated with setValue(_:forKey:) from an Any, fetched back by reference and with desired keys", arguments: TestEngine.all)
+    func updateAndFetch(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let service = MuralisaService(container: container)
             try await seed(service)
             let error: Error? = await awaitCallback { done in

@@ -754,7 +754,7 @@ private func addSpot(_ model: CloudKitViewModel, _ name: String, northKm km: Dou
 
 /// `withContainer`, then removes the image files the app wrote into the temporary folder for its
 /// assets (iOS empties an app's temporary folder itself; a test run here must not leave them).
-private func withSpotContainer<T>(_ body: (Container) async throws -> T) async throws -> T {
+private func withSpotContainer<T>(on engine: TestEngine, _ body: (Container) async throws -> T) async throws -> T {
     let folder = URL(fileURLWithPath: NSTemporaryDirectory())
     let before = Set((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? [])
     defer {
@@ -763,14 +763,14 @@ private func withSpotContainer<T>(_ body: (Container) async throws -> T) async t
             try? FileManager.default.removeItem(at: folder.appendingPathComponent(name))
         }
     }
-    return try await withContainer(body)
+    return try await withContainer(on: engine, body)
 }
 
 @Suite("My Spot's public-database view model, ported", .serialized)
 struct MySpotPublicDatabaseTests {
-    @Test("a spot saved with three assets reads back its fields, its likes and its images by desired keys")
-    func addAndFetchImages() async throws {
-        try await withSpotContainer { container in
+    @Test("a spot saved with three assets reads back its fields, its likes and its images by desired keys", arguments: TestEngine.all)
+    func addAndFetchImages(engine: TestEngine) async throws {
+        try await withSpotContainer(on: engine) { container in
             let model = CloudKitViewModel(container: container)
             model.userID = "_founder"
             let id = try await addSpot(model, "Rancho", northKm: 1, images: 3)
@@ -787,9 +787,9 @@ struct MySpotPublicDatabaseTests {
         }
     }
 
-    @Test("the feed is the nearby spots of other users, by distance then newest, five a page and the rest from the cursor")
-    func feedPages() async throws {
-        try await withSpotContainer { container in
+    @Test("the feed is the nearby spots of other users, by distance then newest, five a page and the rest from the cursor", arguments: TestEngine.all)
+    func feedPages(engine: TestEngine) async throws {
+        try await withSpotContainer(on: engine) { container in
             let model = CloudKitViewModel(container: container)
             model.userID = "_founder"
             // Seven spots from 1 to 7 km north, one 50 km north, and one of the user's own.
@@ -820,9 +820,9 @@ struct MySpotPublicDatabaseTests {
         }
     }
 
-    @Test("the feed sorts by downloads, by name and by newest, with distance after")
-    func feedOrders() async throws {
-        try await withSpotContainer { container in
+    @Test("the feed sorts by downloads, by name and by newest, with distance after", arguments: TestEngine.all)
+    func feedOrders(engine: TestEngine) async throws {
+        try await withSpotContainer(on: engine) { container in
             let model = CloudKitViewModel(container: container)
             model.userID = "_founder"
             _ = try await addSpot(model, "Bravo", northKm: 3, likes: 10)
@@ -843,9 +843,9 @@ struct MySpotPublicDatabaseTests {
         }
     }
 
-    @Test("a search finds spots by the words of their text fields, within the radius")
-    func search() async throws {
-        try await withSpotContainer { container in
+    @Test("a search finds spots by the words of their text fields, within the radius", arguments: TestEngine.all)
+    func search(engine: TestEngine) async throws {
+        try await withSpotContainer(on: engine) { container in
             let model = CloudKitViewModel(container: container)
             model.userID = "_founder"
             _ = try await addSpot(model, "Waterfall trail", northKm: 1, description: "A hidden waterfall behind the old mill")
@@ -862,9 +862,9 @@ struct MySpotPublicDatabaseTests {
         }
     }
 
-    @Test("likes and reports are bumped with `record[key]! += 1` on the feed's partial record, and the assets stay")
-    func likeAndReport() async throws {
-        try await withSpotContainer { container in
+    @Test("likes and reports are bumped with `record[key]! += 1` on the feed's partial record, and the assets stay", arguments: TestEngine.all)
+    func likeAndReport(engine: TestEngine) async throws {
+        try await withSpotContainer(on: engine) { container in
             let model = CloudKitViewModel(container: container)
             model.userID = "_founder"
             let id = try await addSpot(model, "Pier", northKm: 1, images: 2)
@@ -897,9 +897,9 @@ struct MySpotPublicDatabaseTests {
         }
     }
 
-    @Test("an update replaces the main image and removes the others")
-    func update() async throws {
-        try await withSpotContainer { container in
+    @Test("an update replaces the main image and removes the others", arguments: TestEngine.all)
+    func update(engine: TestEngine) async throws {
+        try await withSpotContainer(on: engine) { container in
             let model = CloudKitViewModel(container: container)
             model.userID = "_founder"
             let id = try await addSpot(model, "Bridge", northKm: 1, images: 3)
@@ -913,9 +913,9 @@ struct MySpotPublicDatabaseTests {
         }
     }
 
-    @Test("accounts: one is found by user ID, its name kept as founder, its creation date as member-since; a ban list is asked")
-    func accounts() async throws {
-        try await withSpotContainer { container in
+    @Test("accounts: one is found by user ID, its name kept as founder, its creation date as member-since; a ban list is asked", arguments: TestEngine.all)
+    func accounts(engine: TestEngine) async throws {
+        try await withSpotContainer(on: engine) { container in
             let model = CloudKitViewModel(container: container)
             model.getiCloudStatus()
             // The status arrives on a queue of its own, hops to the main queue and then asks for
@@ -951,9 +951,9 @@ struct MySpotPublicDatabaseTests {
         }
     }
 
-    @Test("subscriptions: a new-spot query subscription replaces the last one, and the share subscriptions go to the shared and private databases")
-    func subscriptions() async throws {
-        try await withSpotContainer { container in
+    @Test("subscriptions: a new-spot query subscription replaces the last one, and the share subscriptions go to the shared and private databases", arguments: TestEngine.all)
+    func subscriptions(engine: TestEngine) async throws {
+        try await withSpotContainer(on: engine) { container in
             let model = CloudKitViewModel(container: container)
             try await model.subscribeToNewSpot(fixedLocation: cupertino)
             try await model.subscribeToNewSpot(fixedLocation: cupertino)

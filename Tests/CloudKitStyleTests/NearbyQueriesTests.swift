@@ -87,9 +87,9 @@ struct NearbyQueriesTests {
         _ = try await database.modifyRecords(saving: records, deleting: [])
     }
 
-    @Test("a CGFloat radius is read in kilometres, and the fetched location reads back as a Location")
-    func cgFloatRadius() async throws {
-        try await withContainer { container in
+    @Test("a CGFloat radius is read in kilometres, and the fetched location reads back as a Location", arguments: TestEngine.all)
+    func cgFloatRadius(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.publicCloudDatabase
             try await savePets(database)
             let data = AroundMeData(database: database)
@@ -105,9 +105,9 @@ struct NearbyQueriesTests {
         }
     }
 
-    @Test("a radius widened step by step and AND-ed with a date range stops at the first radius that finds something")
-    func expandingRadius() async throws {
-        try await withContainer { container in
+    @Test("a radius widened step by step and AND-ed with a date range stops at the first radius that finds something", arguments: TestEngine.all)
+    func expandingRadius(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.publicCloudDatabase
             let month = DateInterval(start: Date(timeIntervalSince1970: 1_800_000_000), duration: 30 * 86_400)
             let events: [(String, Location, Date)] = [
@@ -144,9 +144,9 @@ struct NearbyQueriesTests {
         }
     }
 
-    @Test("the field named through %K inside the function, and a lower-case 'and' after an integer radius")
-    func keyPathAndLowercaseAnd() async throws {
-        try await withContainer { container in
+    @Test("the field named through %K inside the function, and a lower-case 'and' after an integer radius", arguments: TestEngine.all)
+    func keyPathAndLowercaseAnd(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.publicCloudDatabase
             let users: [(String, Double, String)] = [("here", 48.8567, "1"), ("here-offline", 48.8567, "0"), ("far", 48.9, "1")]
             _ = try await database.modifyRecords(saving: users.map { name, latitude, online in

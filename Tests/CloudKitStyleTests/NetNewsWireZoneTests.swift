@@ -1393,8 +1393,8 @@ extension String {
 }
 
 /// Runs `body` with an account zone on a fresh store and its own defaults domain.
-@MainActor func withAccountZone(_ body: @MainActor (CloudKitAccountZone, Container) async throws -> Void) async throws {
-	try await withContainer { container in
+@MainActor func withAccountZone(on engine: TestEngine, _ body: @MainActor (CloudKitAccountZone, Container) async throws -> Void) async throws {
+	try await withContainer(on: engine) { container in
 		let suite = "stratus-netnewswire-\(UUID().uuidString)"
 		let defaults = UserDefaults(suiteName: suite)!
 		defer { defaults.removePersistentDomain(forName: suite) }
@@ -1406,9 +1406,9 @@ extension String {
 @Suite("NetNewsWire's CloudKitZone and account zone, ported")
 @MainActor struct NetNewsWireZoneTests {
 
-	@Test("on a new account the zone is missing: the query's zoneNotFound makes the zone, and the account record is created once")
-	func findOrCreateAccount() async throws {
-		try await withAccountZone { zone, container in
+	@Test("on a new account the zone is missing: the query's zoneNotFound makes the zone, and the account record is created once", arguments: TestEngine.all)
+	func findOrCreateAccount(engine: TestEngine) async throws {
+		try await withAccountZone(on: engine) { zone, container in
 			let database = container.privateCloudDatabase
 			await #expect(throws: StratusError.self) { _ = try await database.recordZone(for: zone.zoneID) }
 
@@ -1423,9 +1423,9 @@ extension String {
 		}
 	}
 
-	@Test("feeds: createFeed, renameFeed saves a fresh record under .changedKeys and keeps the other fields, CONTAINS on a list, removeFeed")
-	func feedLifecycle() async throws {
-		try await withAccountZone { zone, container in
+	@Test("feeds: createFeed, renameFeed saves a fresh record under .changedKeys and keeps the other fields, CONTAINS on a list, removeFeed", arguments: TestEngine.all)
+	func feedLifecycle(engine: TestEngine) async throws {
+		try await withAccountZone(on: engine) { zone, container in
 			let account = try await zone.findOrCreateAccount()
 			let folder = try await zone.createFolder(name: "Swift")
 
@@ -1459,9 +1459,9 @@ extension String {
 		}
 	}
 
-	@Test("a save into the missing zone: partialFailure with zoneNotFound items resolves to .zoneNotFound, the zone is made, the save retried")
-	func saveMakesTheZone() async throws {
-		try await withAccountZone { zone, container in
+	@Test("a save into the missing zone: partialFailure with zoneNotFound items resolves to .zoneNotFound, the zone is made, the save retried", arguments: TestEngine.all)
+	func saveMakesTheZone(engine: TestEngine) async throws {
+		try await withAccountZone(on: engine) { zone, container in
 			let partial = try await Self.saveError(in: container, zoneID: zone.zoneID)
 			guard case .zoneNotFound = CloudKitZoneResult.resolve(partial) else {
 				Issue.record("resolve(\(partial)) is not .zoneNotFound")
@@ -1493,9 +1493,9 @@ extension String {
 		return error
 	}
 
-	@Test("fetchZoneRecord: the per-zone failure, then the zone made after the final partialFailure; an existing zone answers itself")
-	func fetchZoneRecord() async throws {
-		try await withAccountZone { zone, container in
+	@Test("fetchZoneRecord: the per-zone failure, then the zone made after the final partialFailure; an existing zone answers itself", arguments: TestEngine.all)
+	func fetchZoneRecord(engine: TestEngine) async throws {
+		try await withAccountZone(on: engine) { zone, container in
 			// NetNewsWire calls its completion from the per-zone block too, so a missing zone
 			// answers twice: the zone's error, then the zone it made.
 			let results = try await Self.fetchZoneRecordResults(zone, count: 2)
@@ -1524,9 +1524,9 @@ extension String {
 		}
 	}
 
-	@Test("query follows cursors past the 100-record page; delete(ckQuery:) deletes every match through the cursor path")
-	func queryAndDeleteWithCursors() async throws {
-		try await withAccountZone { zone, container in
+	@Test("query follows cursors past the 100-record page; delete(ckQuery:) deletes every match through the cursor path", arguments: TestEngine.all)
+	func queryAndDeleteWithCursors(engine: TestEngine) async throws {
+		try await withAccountZone(on: engine) { zone, container in
 			let folder = try await zone.createFolder(name: "Many")
 			let records = (0..<250).map { index -> Record in
 				let record = Record(recordType: "AccountWebFeed", recordID: zone.generateRecordID())
@@ -1549,9 +1549,9 @@ extension String {
 		}
 	}
 
-	@Test("saveIfNew: a record already on the server fails alone with serverRecordChanged, which NetNewsWire counts as success; the server's copy stays")
-	func saveIfNewKeepsTheServerCopy() async throws {
-		try await withAccountZone { zone, container in
+	@Test("saveIfNew: a record already on the server fails alone with serverRecordChanged, which NetNewsWire counts as success; the server's copy stays", arguments: TestEngine.all)
+	func saveIfNewKeepsTheServerCopy(engine: TestEngine) async throws {
+		try await withAccountZone(on: engine) { zone, container in
 			_ = try await zone.createZoneRecord()
 			let existingID = Record.ID(recordName: "status-1", zoneID: zone.zoneID)
 			let existing = Record(recordType: "ArticleStatus", recordID: existingID)
@@ -1589,9 +1589,9 @@ extension String {
 		}
 	}
 
-	@Test("fetchChangesInZone: the token kept archived in defaults, changes and deletions with their record types, only what is new the next time")
-	func fetchChangesInZoneWithTokens() async throws {
-		try await withAccountZone { zone, container in
+	@Test("fetchChangesInZone: the token kept archived in defaults, changes and deletions with their record types, only what is new the next time", arguments: TestEngine.all)
+	func fetchChangesInZoneWithTokens(engine: TestEngine) async throws {
+		try await withAccountZone(on: engine) { zone, container in
 			let delegate = AccountChangesCollector()
 			zone.delegate = delegate
 
@@ -1628,9 +1628,9 @@ extension String {
 		}
 	}
 
-	@Test("a token under the old key moves to the new one (migrateChangeToken)")
-	func migrateChangeToken() async throws {
-		try await withContainer { container in
+	@Test("a token under the old key moves to the new one (migrateChangeToken)", arguments: TestEngine.all)
+	func migrateChangeToken(engine: TestEngine) async throws {
+		try await withContainer(on: engine) { container in
 			let suite = "stratus-netnewswire-\(UUID().uuidString)"
 			let defaults = UserDefaults(suiteName: suite)!
 			defer { defaults.removePersistentDomain(forName: suite) }
@@ -1647,9 +1647,9 @@ extension String {
 		}
 	}
 
-	@Test("subscriptions: a zone subscription saved (zoneNotFound first makes the zone) and deleted; deleting it again is CloudKit's error")
-	func zoneSubscription() async throws {
-		try await withAccountZone { zone, container in
+	@Test("subscriptions: a zone subscription saved (zoneNotFound first makes the zone) and deleted; deleting it again is CloudKit's error", arguments: TestEngine.all)
+	func zoneSubscription(engine: TestEngine) async throws {
+		try await withAccountZone(on: engine) { zone, container in
 			let subscription = RecordZoneSubscription(zoneID: zone.zoneID, subscriptionID: zone.zoneID.zoneName)
 			let info = Subscription.NotificationInfo()
 			info.shouldSendContentAvailable = true
@@ -1692,9 +1692,9 @@ extension String {
 		#expect(NetNewsWireCloudKitError(StratusError(.zoneNotFound)).localizedDescription.hasPrefix("Zone Not Found"))
 	}
 
-	@Test("a batch of 500 saves in one atomic request: CloudKit would answer limitExceeded and NetNewsWire split it in 200s; Stratus takes it whole")
-	func largeBatchSaves() async throws {
-		try await withAccountZone { zone, container in
+	@Test("a batch of 500 saves in one atomic request: CloudKit would answer limitExceeded and NetNewsWire split it in 200s; Stratus takes it whole", arguments: TestEngine.all)
+	func largeBatchSaves(engine: TestEngine) async throws {
+		try await withAccountZone(on: engine) { zone, container in
 			let records = (0..<500).map { index -> Record in
 				let record = Record(recordType: "ArticleStatus", recordID: zone.generateRecordID())
 				record["read"] = index % 2

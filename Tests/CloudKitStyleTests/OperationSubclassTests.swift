@@ -92,9 +92,9 @@ final class AllNotesQuery: QueryOperation, @unchecked Sendable {
 
 @Suite("CloudKit operations subclassed, as sync code writes them")
 struct OperationSubclassTests {
-    @Test("subclasses with their own initializers and main() run on the app's OperationQueue")
-    func subclassedOperations() async throws {
-        try await withContainer { container in
+    @Test("subclasses with their own initializers and main() run on the app's OperationQueue", arguments: TestEngine.all)
+    func subclassedOperations(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             let zone = try await database.save(RecordZone(zoneName: "Notes"))
             let queue = OperationQueue()
@@ -144,9 +144,9 @@ struct OperationSubclassTests {
     }
 
     // CKDatabaseScope, CKRecordZoneCapabilities, CKQuerySubscriptionOptions, … in older code
-    @Test("the pre-Swift 4.2 names of scopes, capabilities and subscription options")
-    func olderNames() async throws {
-        try await withContainer { container in
+    @Test("the pre-Swift 4.2 names of scopes, capabilities and subscription options", arguments: TestEngine.all)
+    func olderNames(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.database(with: DatabaseScope.private)
             #expect(database.databaseScope == .private)
             let zone = try await database.save(RecordZone(zoneName: "Notes"))

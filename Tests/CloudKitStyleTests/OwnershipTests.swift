@@ -1,6 +1,7 @@
 import Foundation
 import Stratus
 import StratusSQLite
+import StratusStores
 import StratusTestSupport
 import Testing
 
@@ -48,11 +49,11 @@ final class GameLobby {
 
 @Suite("Ownership as CloudKit tells it: the current user is __defaultOwner__")
 struct OwnershipTests {
-    @Test("the creator of one's own records reads as CKCurrentUserDefaultName, another user's as their user record name")
-    func creatorAsCloudKitTellsIt() async throws {
-        try await TemporaryStore.with(prefix: "cloudkit-owner") { store in
-            let alice = GameLobby(container: try Container(identifier: "iCloud.com.example.games", storePath: store.path(), userName: "alice"))
-            let bob = GameLobby(container: try Container(identifier: "iCloud.com.example.games", storePath: store.path(), userName: "bob"))
+    @Test("the creator of one's own records reads as CKCurrentUserDefaultName, another user's as their user record name", arguments: TestEngine.all)
+    func creatorAsCloudKitTellsIt(engine: TestEngine) async throws {
+        try await withStore(on: engine) { location, store in
+            let alice = GameLobby(container: try Container(identifier: "iCloud.com.example.games", store: location, userName: "alice"))
+            let bob = GameLobby(container: try Container(identifier: "iCloud.com.example.games", store: location, userName: "bob"))
             let aliceID = try await alice.container.userRecordID()
 
             let game = Record(recordType: "Game", recordID: Record.ID(recordName: "chess-1"))
@@ -95,11 +96,11 @@ struct OwnershipTests {
         }
     }
 
-    @Test("CKRecord.ID(recordName: CKCurrentUserDefaultName) fetches the current user's record; creatorUserRecordID == %@ finds one's own records")
-    func currentUserAlias() async throws {
-        try await TemporaryStore.with(prefix: "cloudkit-owner") { store in
-            let alice = GameLobby(container: try Container(identifier: "iCloud.com.example.games", storePath: store.path(), userName: "alice"))
-            let bob = GameLobby(container: try Container(identifier: "iCloud.com.example.games", storePath: store.path(), userName: "bob"))
+    @Test("CKRecord.ID(recordName: CKCurrentUserDefaultName) fetches the current user's record; creatorUserRecordID == %@ finds one's own records", arguments: TestEngine.all)
+    func currentUserAlias(engine: TestEngine) async throws {
+        try await withStore(on: engine) { location, store in
+            let alice = GameLobby(container: try Container(identifier: "iCloud.com.example.games", store: location, userName: "alice"))
+            let bob = GameLobby(container: try Container(identifier: "iCloud.com.example.games", store: location, userName: "bob"))
             let aliceID = try await alice.container.userRecordID()
 
             let (profile, askedID, error): (Record?, Record.ID?, String?) = await awaitCallback { done in

@@ -1,5 +1,6 @@
 import Foundation
 import Stratus
+import StratusTestSupport
 import Testing
 
 // What a CloudKit developer new to Stratus builds with its streaming pipelines, written from the
@@ -119,8 +120,8 @@ private final class Reprice {
 @Suite struct PipelineNewUserTests {
     // 1. query → transform → save with a checkpoint; cancelled, then run again: each product
     //    repriced exactly once, the second run starting where the first stopped.
-    @Test func checkpointedRepriceGoesOnAfterACancel() async throws {
-        try await withContainer { container in
+    @Test(arguments: TestEngine.all) func checkpointedRepriceGoesOnAfterACancel(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.publicCloudDatabase
             try await seedProducts(database, count: 1_000)
 
@@ -171,9 +172,9 @@ private final class Reprice {
     }
 
     // 2. Fan-out: one query feeding a save and, through a typed hand-off, a summary of its own.
-    @Test func fanOutToASaveAndATypedSummary() async throws {
+    @Test(arguments: TestEngine.all) func fanOutToASaveAndATypedSummary(engine: TestEngine) async throws {
         struct OrderLine: Sendable { let name: String; let total: Double }
-        try await withContainer { container in
+        try await withContainer(on: engine) { container in
             let database = container.publicCloudDatabase
             let orders = (0..<500).map { i -> Record in
                 let order = Record(recordType: "Order", recordID: Record.ID(recordName: "o-\(i)"))
@@ -229,8 +230,8 @@ private final class Reprice {
     }
 
     // 3. A pipeline that deletes what a query matches.
-    @Test func deleteByQueryPipeline() async throws {
-        try await withContainer { container in
+    @Test(arguments: TestEngine.all) func deleteByQueryPipeline(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.publicCloudDatabase
             let sessions = (0..<600).map { i -> Record in
                 let session = Record(recordType: "Session", recordID: Record.ID(recordName: "s-\(i)"))
@@ -264,8 +265,8 @@ private final class Reprice {
 
     // 4. A transform that throws on one record: what each stage's final block reports, and the
     //    position the pipeline reached; then the job run again after the fix.
-    @Test func aThrowingTransformStopsEveryStageAtOnePosition() async throws {
-        try await withContainer { container in
+    @Test(arguments: TestEngine.all) func aThrowingTransformStopsEveryStageAtOnePosition(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.publicCloudDatabase
             try await seedProducts(database, count: 500)
 
@@ -317,8 +318,8 @@ private final class Reprice {
     }
 
     // 5. Cancelling the middle stage stops the whole pipeline; what was saved is what is reported.
-    @Test func cancellingTheMiddleStageStopsThePipeline() async throws {
-        try await withContainer { container in
+    @Test(arguments: TestEngine.all) func cancellingTheMiddleStageStopsThePipeline(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.publicCloudDatabase
             try await seedProducts(database, count: 600)
 
@@ -357,11 +358,11 @@ private final class Reprice {
     //    file, each with its progress callback. (CloudKitStyleTests does not link
     //    StratusTransfer, so the NDJSON reader and writer are the app's own RecordSource and
     //    RecordSink.)
-    @Test func importAndExportNDJSONWithProgress() async throws {
+    @Test(arguments: TestEngine.all) func importAndExportNDJSONWithProgress(engine: TestEngine) async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("pipeuser-jobs-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        try await withContainer { container in
+        try await withContainer(on: engine) { container in
             let database = container.publicCloudDatabase
             let text = (0..<700).map { #"{"recordName":"n-\#($0)","recordType":"Note","fields":{"title":{"value":"Note \#($0)"},"n":{"value":\#($0)}}}"# }
                 .joined(separator: "\n") + "\n"
@@ -405,8 +406,8 @@ private final class Reprice {
 
     // 7. Two pipelines on OperationQueues of the app's own: the second starts after the first
     //    finished (its query depends on the first pipeline's save).
-    @Test func aPipelineThatDependsOnAnother() async throws {
-        try await withContainer { container in
+    @Test(arguments: TestEngine.all) func aPipelineThatDependsOnAnother(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.publicCloudDatabase
             let todos = (0..<300).map { i -> Record in
                 let todo = Record(recordType: "Todo", recordID: Record.ID(recordName: "t-\(i)"))
@@ -479,8 +480,8 @@ private final class Totals: @unchecked Sendable {
     //    partialErrorsByItemID), never overwritten", and a save stage with isAtomic = false in a
     //    zone with the atomic capability fails that record alone, not its batch; the pipeline
     //    goes on to its end.
-    @Test func aRecordChangedMeanwhileFailsAloneAndThePipelineGoesOn() async throws {
-        try await withContainer { container in
+    @Test(arguments: TestEngine.all) func aRecordChangedMeanwhileFailsAloneAndThePipelineGoesOn(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             let zoneID = try await database.save(RecordZone(zoneName: "Catalog")).zoneID
             let products = (0..<300).map { i -> Record in
@@ -542,10 +543,10 @@ private final class Totals: @unchecked Sendable {
 
     // 9. ConsumeOperation's DocC: a writer that is not Sendable goes in a class of the app's own
     //    that is, written a batch at a time, and finished in the stage's final block.
-    @Test func aConsumerWritesAFileThroughAWriterThatIsNotSendable() async throws {
+    @Test(arguments: TestEngine.all) func aConsumerWritesAFileThroughAWriterThatIsNotSendable(engine: TestEngine) async throws {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("pipeuser-events-\(UUID().uuidString).ndjson")
         defer { try? FileManager.default.removeItem(at: url) }
-        try await withContainer { container in
+        try await withContainer(on: engine) { container in
             let database = container.publicCloudDatabase
             let events = (0..<450).map { i -> Record in
                 let event = Record(recordType: "Event", recordID: Record.ID(recordName: "e-\(i)"))

@@ -12,9 +12,9 @@ import Testing
 
 @Suite("CloudKit behaviours ported sync code relies on")
 struct PortBehaviourTests {
-    @Test("an operation's completionBlock runs after its final block, as CloudKit's does")
-    func completionBlock() async throws {
-        try await withContainer { container in
+    @Test("an operation's completionBlock runs after its final block, as CloudKit's does", arguments: TestEngine.all)
+    func completionBlock(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             let log = Tally()
             let op = ModifyRecordsOperation(recordsToSave: [Record(recordType: "Note", recordID: RecordID(recordName: "n1"))], recordIDsToDelete: nil)
@@ -27,9 +27,9 @@ struct PortBehaviourTests {
         }
     }
 
-    @Test("a saved record has a change tag and no changed keys; a stale copy or a new object over an existing ID is serverRecordChanged")
-    func savedRecord() async throws {
-        try await withContainer { container in
+    @Test("a saved record has a change tag and no changed keys; a stale copy or a new object over an existing ID is serverRecordChanged", arguments: TestEngine.all)
+    func savedRecord(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             let note = Record(recordType: "Note", recordID: RecordID(recordName: "n1"))
             note["title"] = "a"
@@ -64,9 +64,9 @@ struct PortBehaviourTests {
         }
     }
 
-    @Test("saving a zone again succeeds; a record in a deleted zone is zoneNotFound")
-    func zones() async throws {
-        try await withContainer { container in
+    @Test("saving a zone again succeeds; a record in a deleted zone is zoneNotFound", arguments: TestEngine.all)
+    func zones(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             let zone = RecordZone(zoneName: "Z")
             _ = try await database.save(zone)
@@ -87,9 +87,9 @@ struct PortBehaviourTests {
         }
     }
 
-    @Test("the iOS 15 async calls' results, used as CloudKit code destructures them")
-    func asyncShapes() async throws {
-        try await withContainer { container in
+    @Test("the iOS 15 async calls' results, used as CloudKit code destructures them", arguments: TestEngine.all)
+    func asyncShapes(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             let zone = try await database.save(RecordZone(zoneName: "Z"))
             let a = Record(recordType: "N", recordID: RecordID(recordName: "a", zoneID: zone.zoneID))
@@ -113,9 +113,9 @@ struct PortBehaviourTests {
         }
     }
 
-    @Test("desiredKeys: [] fetches no fields, [\"n\"] only n")
-    func desiredKeysEmpty() async throws {
-        try await withContainer { container in
+    @Test("desiredKeys: [] fetches no fields, [\"n\"] only n", arguments: TestEngine.all)
+    func desiredKeysEmpty(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             let a = Record(recordType: "N", recordID: RecordID(recordName: "a"))
             a["n"] = 1
@@ -129,9 +129,9 @@ struct PortBehaviourTests {
         }
     }
 
-    @Test("a fetch with a missing ID: the found records and partialFailure with unknownItem for the missing one")
-    func fetchMissing() async throws {
-        try await withContainer { container in
+    @Test("a fetch with a missing ID: the found records and partialFailure with unknownItem for the missing one", arguments: TestEngine.all)
+    func fetchMissing(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             let a = Record(recordType: "N", recordID: RecordID(recordName: "a"))
             _ = try await database.save(a)

@@ -1,6 +1,7 @@
 import Foundation
 import Stratus
 import StratusSQLite
+import StratusStores
 import StratusTestSupport
 import Testing
 
@@ -19,7 +20,7 @@ final class CloudStore {
     static let everything = QueryPredicate(value: true)
 
     init(path: String) {
-        container = try! Container(identifier: "iCloud.com.example.extras", storePath: path, userName: "alice")
+        container = try! Container(identifier: "iCloud.com.example.extras", store: path, userName: "alice")
     }
 }
 
@@ -49,10 +50,10 @@ func run(_ database: Database, _ make: (@escaping @Sendable () -> Void) -> Datab
 @Suite("The substitution table's spellings, as ported CloudKit code writes them")
 struct PortingTableTests {
     // let store = CloudStore(); configure(query, group: group) with CKOperation.Configuration and CKOperation.ID
-    @Test("try! in stored properties; CKOperation → DatabaseOperation (Configuration, ID)")
-    func storedPropertiesAndOperationTypes() async throws {
-        try await TemporaryStore.with(prefix: "cloudkit-table") { store in
-            let cloud = CloudStore(path: store.path())
+    @Test("try! in stored properties; CKOperation → DatabaseOperation (Configuration, ID)", arguments: TestEngine.all)
+    func storedPropertiesAndOperationTypes(engine: TestEngine) async throws {
+        try await withStore(on: engine) { location, store in
+            let cloud = CloudStore(path: location)
             let database = cloud.database
             let task = Record(recordType: "Task", recordID: Record.ID(recordName: "t1"))
             task["done"] = false
@@ -77,9 +78,9 @@ struct PortingTableTests {
 
     // let books = NSPredicate(format: "category == %@", "books"); NSCompoundPredicate(andPredicateWithSubpredicates:),
     // NSCompoundPredicate(notPredicateWithSubpredicate:); `date as CVarArg` (the cast dropped)
-    @Test("NSPredicate as a type and NSCompoundPredicate's AND and NOT, ported to QueryPredicate")
-    func compoundPredicates() async throws {
-        try await withContainer { container in
+    @Test("NSPredicate as a type and NSCompoundPredicate's AND and NOT, ported to QueryPredicate", arguments: TestEngine.all)
+    func compoundPredicates(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.publicCloudDatabase
             var products: [Record] = []
             for index in 0..<30 {
@@ -106,9 +107,9 @@ struct PortingTableTests {
     }
 
     // var notifications: [CKNotification]; CKMarkNotificationsReadOperation(notificationIDsToMarkRead:) and its [CKNotification.ID]
-    @Test("CKNotification → StratusNotification, CKNotification.ID → StratusNotification.ID")
-    func notifications() async throws {
-        try await withContainer { container in
+    @Test("CKNotification → StratusNotification, CKNotification.ID → StratusNotification.ID", arguments: TestEngine.all)
+    func notifications(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.publicCloudDatabase
             let subscription = QuerySubscription(recordType: "Order", predicate: QueryPredicate(value: true), subscriptionID: "orders",
                                                  options: [.firesOnRecordCreation])

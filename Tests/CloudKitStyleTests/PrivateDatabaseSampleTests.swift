@@ -1,6 +1,7 @@
 import Foundation
 import Stratus
 import StratusSQLite
+import StratusStores
 import StratusTestSupport
 import Testing
 
@@ -52,10 +53,10 @@ enum PrivateDatabaseSample {
         // MARK: - Init
 
         // nonisolated init(isTesting: Bool = false) {
-        nonisolated init(isTesting: Bool = false, storePath: String, userName: String) {
+        nonisolated init(isTesting: Bool = false, storeLocation: String, userName: String) {
             // (`CKContainer(identifier:)` in the property's initializer, as the sample has it, cannot
             // name the test's store: the container is opened here.)
-            container = try! Container(identifier: Config.containerIdentifier, storePath: storePath, userName: userName)
+            container = try! Container(identifier: Config.containerIdentifier, store: storeLocation, userName: userName)
             // Use a different unique record ID if testing.
             lastPersonRecordID = Record.ID(recordName: isTesting ? "lastPersonTest" : "lastPerson")
             // async {
@@ -189,12 +190,12 @@ enum PrivateDatabaseSample {
     // (The time allowance is left out: the tests assert outcomes, not timing.)
 
     // func test_CloudKitReadiness() async throws {
-    @Test("test_CloudKitReadiness: the private database answers its zones")
-    func cloudKitReadiness() async throws {
-        try await TemporaryStore.with(prefix: "cloudkit-privatedb") { store in
+    @Test("test_CloudKitReadiness: the private database answers its zones", arguments: TestEngine.all)
+    func cloudKitReadiness(engine: TestEngine) async throws {
+        try await withStore(on: engine) { location, store in
             // Fetch zones from the Private Database of the CKContainer for the current user to test for valid/ready state
             // let container = CKContainer(identifier: Config.containerIdentifier)
-            let container = try Container(identifier: PrivateDatabaseSample.Config.containerIdentifier, storePath: store.path(), userName: "alice")
+            let container = try Container(identifier: PrivateDatabaseSample.Config.containerIdentifier, store: location, userName: "alice")
             let database = container.privateCloudDatabase
 
             var zones: [RecordZone] = []
@@ -219,11 +220,11 @@ enum PrivateDatabaseSample {
     }
 
     // func testWriteToAndReadFromCloudKit() async throws {
-    @Test("testWriteToAndReadFromCloudKit: a random name saved as the last person is read back, then deleted")
-    func writeToAndReadFromCloudKit() async throws {
-        try await TemporaryStore.with(prefix: "cloudkit-privatedb") { store in
+    @Test("testWriteToAndReadFromCloudKit: a random name saved as the last person is read back, then deleted", arguments: TestEngine.all)
+    func writeToAndReadFromCloudKit(engine: TestEngine) async throws {
+        try await withStore(on: engine) { location, store in
             // let viewModel = ViewModel(isTesting: true)
-            let viewModel = PrivateDatabaseSample.ViewModel(isTesting: true, storePath: store.path(), userName: "alice")
+            let viewModel = PrivateDatabaseSample.ViewModel(isTesting: true, storeLocation: location, userName: "alice")
 
             // Write a Person record to CloudKit with a random name, and read it back
             let randomName = UUID().uuidString
@@ -243,7 +244,7 @@ enum PrivateDatabaseSample {
             #expect(viewModel.loggedMessages.contains("Record with ID lastPersonTest was fetched."))
             // (`contains`, not `last`: the refresh the initializer starts may finish at any point.)
             #expect(viewModel.loggedMessages.contains("Record with ID lastPersonTest was deleted."))
-            let container = try Container(identifier: PrivateDatabaseSample.Config.containerIdentifier, storePath: store.path(), userName: "alice")
+            let container = try Container(identifier: PrivateDatabaseSample.Config.containerIdentifier, store: location, userName: "alice")
             await #expect(throws: StratusError.self) {
                 _ = try await container.privateCloudDatabase.record(for: Record.ID(recordName: "lastPersonTest"))
             }
@@ -254,10 +255,10 @@ enum PrivateDatabaseSample {
 // The view model's other paths, which the sample's app runs and its tests do not.
 extension PrivateDatabaseSampleTests {
 
-    @Test("the .allKeys save overwrites the last person whatever the stored change tag, and a relaunch reads it")
-    func saveOverwritesAndRelaunchReads() async throws {
-        try await TemporaryStore.with(prefix: "cloudkit-privatedb") { store in
-            let first = PrivateDatabaseSample.ViewModel(storePath: store.path(), userName: "alice")
+    @Test("the .allKeys save overwrites the last person whatever the stored change tag, and a relaunch reads it", arguments: TestEngine.all)
+    func saveOverwritesAndRelaunchReads(engine: TestEngine) async throws {
+        try await withStore(on: engine) { location, store in
+            let first = PrivateDatabaseSample.ViewModel(storeLocation: location, userName: "alice")
             // The refresh the initializer starts could read "Ann" and set it after the refresh
             // that follows saving "Bob". It logs when it ends ("Record not found", as nothing is
             // saved yet), and nothing else logs before the first save: wait for that.
@@ -271,19 +272,19 @@ extension PrivateDatabaseSampleTests {
             try await first.saveRecord(name: "Bob")
             #expect(first.lastPerson == "Bob")
 
-            let relaunched = PrivateDatabaseSample.ViewModel(storePath: store.path(), userName: "alice")
+            let relaunched = PrivateDatabaseSample.ViewModel(storeLocation: location, userName: "alice")
             try await relaunched.refreshLastPerson()
             #expect(relaunched.lastPerson == "Bob")
         }
     }
 
-    @Test("the private database is the user's own: another user's view model finds no last person and reports unknownItem")
-    func anotherUsersPrivateDatabase() async throws {
-        try await TemporaryStore.with(prefix: "cloudkit-privatedb") { store in
-            let alice = PrivateDatabaseSample.ViewModel(storePath: store.path(), userName: "alice")
+    @Test("the private database is the user's own: another user's view model finds no last person and reports unknownItem", arguments: TestEngine.all)
+    func anotherUsersPrivateDatabase(engine: TestEngine) async throws {
+        try await withStore(on: engine) { location, store in
+            let alice = PrivateDatabaseSample.ViewModel(storeLocation: location, userName: "alice")
             try await alice.saveRecord(name: "Ann")
 
-            let bob = PrivateDatabaseSample.ViewModel(storePath: store.path(), userName: "bob")
+            let bob = PrivateDatabaseSample.ViewModel(storeLocation: location, userName: "bob")
             await #expect {
                 try await bob.refreshLastPerson()
             } throws: { error in

@@ -1,6 +1,7 @@
 import Foundation
 import Stratus
 import StratusSQLite
+import StratusStores
 import StratusTestSupport
 import Testing
 
@@ -53,7 +54,7 @@ enum PrivateSyncSample {
 
         /// The CloudKit container we'll use.
         // private lazy var container = CKContainer(identifier: Config.containerIdentifier)
-        private lazy var container = try! Container(identifier: Config.containerIdentifier, storePath: storePath, userName: userName)
+        private lazy var container = try! Container(identifier: Config.containerIdentifier, store: storeLocation, userName: userName)
         /// For this sample we use the iCloud user's private database.
         private lazy var database = container.privateCloudDatabase
         /// We use a custom record zone to support fetching only changed records.
@@ -64,14 +65,14 @@ enum PrivateSyncSample {
         private(set) var lastChangeToken: ServerChangeToken?
 
         // Where the port's container lives, and the port's `UserDefaults.standard` (see the top).
-        let storePath: String
+        let storeLocation: String
         let userName: String
         let userDefaults: UserDefaults
 
         // MARK: - Public Functions
 
-        init(storePath: String, userName: String, userDefaults: UserDefaults) {
-            self.storePath = storePath
+        init(storeLocation: String, userName: String, userDefaults: UserDefaults) {
+            self.storeLocation = storeLocation
             self.userName = userName
             self.userDefaults = userDefaults
         }
@@ -295,12 +296,12 @@ enum PrivateSyncSample {
 /// The test's store and the "devices" on it: each a defaults domain of its own (the port's
 /// `UserDefaults.standard`), as each device of an iCloud account has.
 final class PrivateSyncDevices {
-    let storePath: String
+    let storeLocation: String
     let userName = "alice"
     private var suites: [String] = []
 
-    init(storePath: String) {
-        self.storePath = storePath
+    init(storeLocation: String) {
+        self.storeLocation = storeLocation
     }
 
     /// A new device's defaults domain.
@@ -312,12 +313,12 @@ final class PrivateSyncDevices {
 
     /// The sample's `ViewModel()` on a device: a new view model reading that device's defaults.
     func viewModel(on device: UserDefaults) -> PrivateSyncSample.ViewModel {
-        PrivateSyncSample.ViewModel(storePath: storePath, userName: userName, userDefaults: device)
+        PrivateSyncSample.ViewModel(storeLocation: storeLocation, userName: userName, userDefaults: device)
     }
 
     /// The sample's container, as the test (or the system, delivering a push) opens it.
     func container() throws -> Container {
-        try Container(identifier: PrivateSyncSample.Config.containerIdentifier, storePath: storePath, userName: userName)
+        try Container(identifier: PrivateSyncSample.Config.containerIdentifier, store: storeLocation, userName: userName)
     }
 
     func removeDefaults() {
@@ -338,9 +339,9 @@ final class PrivateSyncDevices {
     }
 }
 
-func withPrivateSyncStore(_ body: (PrivateSyncDevices) async throws -> Void) async throws {
-    try await TemporaryStore.with(prefix: "cloudkit-privatesync") { store in
-        let devices = PrivateSyncDevices(storePath: store.path())
+func withPrivateSyncStore(on engine: TestEngine, _ body: (PrivateSyncDevices) async throws -> Void) async throws {
+    try await withStore(on: engine) { location, store in
+        let devices = PrivateSyncDevices(storeLocation: location)
         defer { devices.removeDefaults() }
         try await body(devices)
     }
@@ -365,9 +366,9 @@ struct PrivateSyncSampleTests {
     }
 
     // func test_CloudKitReadiness() async throws {
-    @Test("test_CloudKitReadiness: the private database answers its zones, the sample's Contacts zone among them")
-    func cloudKitReadiness() async throws {
-        try await withPrivateSyncStore { devices in
+    @Test("test_CloudKitReadiness: the private database answers its zones, the sample's Contacts zone among them", arguments: TestEngine.all)
+    func cloudKitReadiness(engine: TestEngine) async throws {
+        try await withPrivateSyncStore(on: engine) { devices in
             await setUp(devices, device: try devices.newDevice())
             // Fetch zones from the Private Database of the CKContainer for the current user to test for valid/ready state
             // let container = CKContainer(identifier: Config.containerIdentifier)
@@ -395,9 +396,9 @@ struct PrivateSyncSampleTests {
     }
 
     // func testFetchingChangesAndUpdatingToken() async throws {
-    @Test("testFetchingChangesAndUpdatingToken: a new view model has no token, and has one after fetching the zone's changes")
-    func fetchingChangesAndUpdatingToken() async throws {
-        try await withPrivateSyncStore { devices in
+    @Test("testFetchingChangesAndUpdatingToken: a new view model has no token, and has one after fetching the zone's changes", arguments: TestEngine.all)
+    func fetchingChangesAndUpdatingToken(engine: TestEngine) async throws {
+        try await withPrivateSyncStore(on: engine) { devices in
             let device = try devices.newDevice()
             await setUp(devices, device: device)
             let vm = devices.viewModel(on: device)
@@ -415,9 +416,9 @@ struct PrivateSyncSampleTests {
 // The sample's app, run on two devices of one user: what its tests leave out.
 extension PrivateSyncSampleTests {
 
-    @Test("initialize on two devices makes the zone and one zone subscription; the second device finds it")
-    func initializeOnTwoDevices() async throws {
-        try await withPrivateSyncStore { devices in
+    @Test("initialize on two devices makes the zone and one zone subscription; the second device finds it", arguments: TestEngine.all)
+    func initializeOnTwoDevices(engine: TestEngine) async throws {
+        try await withPrivateSyncStore(on: engine) { devices in
             let phone = try devices.newDevice()
             let tablet = try devices.newDevice()
             try await devices.viewModel(on: phone).initialize()
@@ -434,9 +435,9 @@ extension PrivateSyncSampleTests {
         }
     }
 
-    @Test("what one device adds and deletes reaches the other through its change token; cache and token survive a relaunch")
-    func changesReachTheOtherDevice() async throws {
-        try await withPrivateSyncStore { devices in
+    @Test("what one device adds and deletes reaches the other through its change token; cache and token survive a relaunch", arguments: TestEngine.all)
+    func changesReachTheOtherDevice(engine: TestEngine) async throws {
+        try await withPrivateSyncStore(on: engine) { devices in
             let phoneDefaults = try devices.newDevice()
             let tabletDefaults = try devices.newDevice()
             let phone = devices.viewModel(on: phoneDefaults)
@@ -472,9 +473,9 @@ extension PrivateSyncSampleTests {
         }
     }
 
-    @Test("the zone subscription's notification, read from the feed, makes the app delegate fetch the latest changes")
-    func notificationMakesTheDelegateFetch() async throws {
-        try await withPrivateSyncStore { devices in
+    @Test("the zone subscription's notification, read from the feed, makes the app delegate fetch the latest changes", arguments: TestEngine.all)
+    func notificationMakesTheDelegateFetch(engine: TestEngine) async throws {
+        try await withPrivateSyncStore(on: engine) { devices in
             let phone = devices.viewModel(on: try devices.newDevice())
             let tablet = devices.viewModel(on: try devices.newDevice())
             try await phone.initialize()
@@ -498,9 +499,9 @@ extension PrivateSyncSampleTests {
         }
     }
 
-    @Test("deleteContact with a name not in the cache throws contactNotFound and deletes nothing")
-    func deleteUnknownContact() async throws {
-        try await withPrivateSyncStore { devices in
+    @Test("deleteContact with a name not in the cache throws contactNotFound and deletes nothing", arguments: TestEngine.all)
+    func deleteUnknownContact(engine: TestEngine) async throws {
+        try await withPrivateSyncStore(on: engine) { devices in
             let phone = devices.viewModel(on: try devices.newDevice())
             try await phone.initialize()
             try await phone.addContact(name: "Ann")

@@ -1,6 +1,7 @@
 import Foundation
 import Stratus
 import StratusSQLite
+import StratusStores
 import StratusTestSupport
 import Testing
 
@@ -55,19 +56,19 @@ enum QueriesFirstReleaseSample {
         var activeFilterPrefix: String? = nil
 
         // private lazy var container = CKContainer(identifier: Config.containerIdentifier)
-        private lazy var container = try! Container(identifier: Config.containerIdentifier, storePath: storePath, userName: userName)
+        private lazy var container = try! Container(identifier: Config.containerIdentifier, store: storeLocation, userName: userName)
         private lazy var database = container.privateCloudDatabase
 
         private let contactsZoneID = RecordZone.ID(zoneName: "Contacts")
 
         // Where the port's container lives, and the port's `UserDefaults.standard`.
-        let storePath: String
+        let storeLocation: String
         let userName: String
         let userDefaults: UserDefaults
         private let log = SampleLog()
 
-        init(storePath: String, userName: String, userDefaults: UserDefaults) {
-            self.storePath = storePath
+        init(storeLocation: String, userName: String, userDefaults: UserDefaults) {
+            self.storeLocation = storeLocation
             self.userName = userName
             self.userDefaults = userDefaults
         }
@@ -311,7 +312,7 @@ final class QueriesFirstReleaseTestCase {
     func tearDownWithError() async throws {
         if !idsToDelete.isEmpty {
             // let container = CKContainer(identifier: Config.containerIdentifier)
-            let container = try Container(identifier: QueriesFirstReleaseSample.Config.containerIdentifier, storePath: viewModel.storePath, userName: viewModel.userName)
+            let container = try Container(identifier: QueriesFirstReleaseSample.Config.containerIdentifier, store: viewModel.storeLocation, userName: viewModel.userName)
             let database = container.privateCloudDatabase
 
             let deleteOperation = ModifyRecordsOperation(recordsToSave: nil, recordIDsToDelete: idsToDelete)
@@ -354,13 +355,13 @@ final class QueriesFirstReleaseTestCase {
 }
 
 /// As `withQueriesTestCase`: `afterTearDown` runs while the store is still there.
-func withQueriesFirstReleaseTestCase(_ body: (QueriesFirstReleaseTestCase) async throws -> Void,
+func withQueriesFirstReleaseTestCase(on engine: TestEngine, _ body: (QueriesFirstReleaseTestCase) async throws -> Void,
                                      afterTearDown: (QueriesFirstReleaseTestCase) async throws -> Void = { _ in }) async throws {
-    try await TemporaryStore.with(prefix: "cloudkit-queries-first") { store in
+    try await withStore(on: engine) { location, store in
         let suite = "stratus-queries-first-sample-\(UUID().uuidString)"
         let defaults = try #require(UserDefaults(suiteName: suite))
         defer { defaults.removePersistentDomain(forName: suite) }
-        let testCase = QueriesFirstReleaseTestCase(viewModel: QueriesFirstReleaseSample.ViewModel(storePath: store.path(), userName: "alice", userDefaults: defaults))
+        let testCase = QueriesFirstReleaseTestCase(viewModel: QueriesFirstReleaseSample.ViewModel(storeLocation: location, userName: "alice", userDefaults: defaults))
         try await testCase.setUpWithError()
         try await body(testCase)
         try await testCase.tearDownWithError()
@@ -372,10 +373,10 @@ func withQueriesFirstReleaseTestCase(_ body: (QueriesFirstReleaseTestCase) async
 struct QueriesFirstReleaseSampleTests {
 
     // func test_CloudKitReadiness() throws {
-    @Test("test_CloudKitReadiness: the private database answers its zones, Contacts among them")
-    func cloudKitReadiness() async throws {
-        try await withQueriesFirstReleaseTestCase { testCase in
-            let container = try Container(identifier: QueriesFirstReleaseSample.Config.containerIdentifier, storePath: testCase.viewModel.storePath, userName: "alice")
+    @Test("test_CloudKitReadiness: the private database answers its zones, Contacts among them", arguments: TestEngine.all)
+    func cloudKitReadiness(engine: TestEngine) async throws {
+        try await withQueriesFirstReleaseTestCase(on: engine) { testCase in
+            let container = try Container(identifier: QueriesFirstReleaseSample.Config.containerIdentifier, store: testCase.viewModel.storeLocation, userName: "alice")
             let database = container.privateCloudDatabase
 
             let (zones, failure): ([RecordZone]?, Error?) = await awaitCallback { fetchExpectation in
@@ -402,9 +403,9 @@ struct QueriesFirstReleaseSampleTests {
     }
 
     // func testSavingRecords() throws {
-    @Test("testSavingRecords: modifyRecordsCompletionBlock hands back the saved records, and tear-down deletes their IDs in order")
-    func savingRecords() async throws {
-        try await withQueriesFirstReleaseTestCase { testCase in
+    @Test("testSavingRecords: modifyRecordsCompletionBlock hands back the saved records, and tear-down deletes their IDs in order", arguments: TestEngine.all)
+    func savingRecords(engine: TestEngine) async throws {
+        try await withQueriesFirstReleaseTestCase(on: engine) { testCase in
             await awaitCallback { saveExpectation in
                 try! testCase.createTemporaryRecords(names: ["Madi", "Simon", "Bob"]) {
                     saveExpectation(())
@@ -412,7 +413,7 @@ struct QueriesFirstReleaseSampleTests {
             }
             #expect(testCase.idsToDelete.count == 3)
         } afterTearDown: { testCase in
-            let container = try Container(identifier: QueriesFirstReleaseSample.Config.containerIdentifier, storePath: testCase.viewModel.storePath, userName: "alice")
+            let container = try Container(identifier: QueriesFirstReleaseSample.Config.containerIdentifier, store: testCase.viewModel.storeLocation, userName: "alice")
             let left = try await container.privateCloudDatabase.recordZoneChanges(inZoneWith: RecordZone.ID(zoneName: "Contacts"), since: nil)
             #expect(left.modificationResultsByID.isEmpty)
             #expect(left.deletions.count == 3)
@@ -420,9 +421,9 @@ struct QueriesFirstReleaseSampleTests {
     }
 
     // func testQueryingRecords() throws {
-    @Test("testQueryingRecords: recordFetchedBlock and queryCompletionBlock answer the names with the prefix")
-    func queryingRecords() async throws {
-        try await withQueriesFirstReleaseTestCase { testCase in
+    @Test("testQueryingRecords: recordFetchedBlock and queryCompletionBlock answer the names with the prefix", arguments: TestEngine.all)
+    func queryingRecords(engine: TestEngine) async throws {
+        try await withQueriesFirstReleaseTestCase(on: engine) { testCase in
             let result: Result<[String], Error> = await awaitCallback { queryExpectation in
                 try! testCase.createTemporaryRecords(names: ["Madi", "Simon"], completionQueue: .global()) {
                     // (The original's `Thread.sleep(forTimeInterval: 5.0)` for indexing is left out, as in
@@ -444,9 +445,9 @@ struct QueriesFirstReleaseSampleTests {
         }
     }
 
-    @Test("no prefix: recordChangedBlock and recordZoneFetchCompletionBlock list every name in the zone")
-    func allNamesThroughZoneChanges() async throws {
-        try await withQueriesFirstReleaseTestCase { testCase in
+    @Test("no prefix: recordChangedBlock and recordZoneFetchCompletionBlock list every name in the zone", arguments: TestEngine.all)
+    func allNamesThroughZoneChanges(engine: TestEngine) async throws {
+        try await withQueriesFirstReleaseTestCase(on: engine) { testCase in
             await awaitCallback { saved in
                 try! testCase.createTemporaryRecords(names: ["Madi", "mark", "Simon"]) { saved(()) }
             }

@@ -1,6 +1,7 @@
 import Foundation
 import Stratus
 import StratusSQLite
+import StratusStores
 import StratusTestSupport
 import Testing
 
@@ -74,19 +75,19 @@ enum QueriesSample {
         var activeFilterPrefix: String? = nil
 
         // private lazy var container = CKContainer(identifier: Config.containerIdentifier)
-        private lazy var container = try! Container(identifier: Config.containerIdentifier, storePath: storePath, userName: userName)
+        private lazy var container = try! Container(identifier: Config.containerIdentifier, store: storeLocation, userName: userName)
         private lazy var database = container.privateCloudDatabase
 
         private let contactsZoneID = RecordZone.ID(zoneName: "Contacts")
 
         // Where the port's container lives, and the port's `UserDefaults.standard` (see the top).
-        let storePath: String
+        let storeLocation: String
         let userName: String
         let userDefaults: UserDefaults
         private let log = SampleLog()
 
-        init(storePath: String, userName: String, userDefaults: UserDefaults) {
-            self.storePath = storePath
+        init(storeLocation: String, userName: String, userDefaults: UserDefaults) {
+            self.storeLocation = storeLocation
             self.userName = userName
             self.userDefaults = userDefaults
         }
@@ -346,7 +347,7 @@ final class QueriesTestCase {
     func tearDownWithError() async throws {
         if !idsToDelete.isEmpty {
             // let container = CKContainer(identifier: Config.containerIdentifier)
-            let container = try Container(identifier: QueriesSample.Config.containerIdentifier, storePath: viewModel.storePath, userName: viewModel.userName)
+            let container = try Container(identifier: QueriesSample.Config.containerIdentifier, store: viewModel.storeLocation, userName: viewModel.userName)
             let database = container.privateCloudDatabase
 
             let deleteOperation = ModifyRecordsOperation(recordsToSave: nil, recordIDsToDelete: idsToDelete)
@@ -388,13 +389,13 @@ final class QueriesTestCase {
 /// Runs `body` with the sample's test case on a fresh store and a defaults domain of its own,
 /// set up before and torn down after, as XCTest does around each test; `afterTearDown` runs
 /// while the store is still there.
-func withQueriesTestCase(_ body: (QueriesTestCase) async throws -> Void,
+func withQueriesTestCase(on engine: TestEngine, _ body: (QueriesTestCase) async throws -> Void,
                          afterTearDown: (QueriesTestCase) async throws -> Void = { _ in }) async throws {
-    try await TemporaryStore.with(prefix: "cloudkit-queries") { store in
+    try await withStore(on: engine) { location, store in
         let suite = "stratus-queries-sample-\(UUID().uuidString)"
         let defaults = try #require(UserDefaults(suiteName: suite))
         defer { defaults.removePersistentDomain(forName: suite) }
-        let testCase = QueriesTestCase(viewModel: QueriesSample.ViewModel(storePath: store.path(), userName: "alice", userDefaults: defaults))
+        let testCase = QueriesTestCase(viewModel: QueriesSample.ViewModel(storeLocation: location, userName: "alice", userDefaults: defaults))
         try await testCase.setUpWithError()
         try await body(testCase)
         try await testCase.tearDownWithError()
@@ -405,7 +406,7 @@ func withQueriesTestCase(_ body: (QueriesTestCase) async throws -> Void,
 /// Reads the Contacts zone's names through a second container on the test's store, as another
 /// device (or the CloudKit console) would see them.
 func contactNamesInStore(of viewModel: QueriesSample.ViewModel) async throws -> [String] {
-    let container = try Container(identifier: QueriesSample.Config.containerIdentifier, storePath: viewModel.storePath, userName: viewModel.userName)
+    let container = try Container(identifier: QueriesSample.Config.containerIdentifier, store: viewModel.storeLocation, userName: viewModel.userName)
     let changes = try await container.privateCloudDatabase.recordZoneChanges(inZoneWith: RecordZone.ID(zoneName: "Contacts"), since: nil)
     return changes.modificationResultsByID.values.compactMap { result in (try? result.get().record)?["name"] as? String }.sorted()
 }
@@ -414,11 +415,11 @@ func contactNamesInStore(of viewModel: QueriesSample.ViewModel) async throws -> 
 struct QueriesSampleTests {
 
     // func test_CloudKitReadiness() throws {
-    @Test("test_CloudKitReadiness: the private database answers its zones, the sample's Contacts zone among them")
-    func cloudKitReadiness() async throws {
-        try await withQueriesTestCase { testCase in
+    @Test("test_CloudKitReadiness: the private database answers its zones, the sample's Contacts zone among them", arguments: TestEngine.all)
+    func cloudKitReadiness(engine: TestEngine) async throws {
+        try await withQueriesTestCase(on: engine) { testCase in
             // Fetch zones from the Private Database of the CKContainer for the current user to test for valid/ready state
-            let container = try Container(identifier: QueriesSample.Config.containerIdentifier, storePath: testCase.viewModel.storePath, userName: "alice")
+            let container = try Container(identifier: QueriesSample.Config.containerIdentifier, store: testCase.viewModel.storeLocation, userName: "alice")
             let database = container.privateCloudDatabase
 
             let (zones, failure): ([RecordZone]?, Error?) = await awaitCallback { fetchExpectation in
@@ -445,9 +446,9 @@ struct QueriesSampleTests {
     }
 
     // func testSavingRecords() throws {
-    @Test("testSavingRecords: saveContacts saves one Contact per name, and tear-down deletes them")
-    func savingRecords() async throws {
-        try await withQueriesTestCase { testCase in
+    @Test("testSavingRecords: saveContacts saves one Contact per name, and tear-down deletes them", arguments: TestEngine.all)
+    func savingRecords(engine: TestEngine) async throws {
+        try await withQueriesTestCase(on: engine) { testCase in
             await awaitCallback { saveExpectation in
                 try! testCase.createTemporaryRecords(names: ["Madi", "Simon", "Bob"]) {
                     saveExpectation(())
@@ -467,9 +468,9 @@ struct QueriesSampleTests {
     }
 
     // func testQueryingRecords() throws {
-    @Test("testQueryingRecords: a BEGINSWITH query in the Contacts zone answers the names with the prefix")
-    func queryingRecords() async throws {
-        try await withQueriesTestCase { testCase in
+    @Test("testQueryingRecords: a BEGINSWITH query in the Contacts zone answers the names with the prefix", arguments: TestEngine.all)
+    func queryingRecords(engine: TestEngine) async throws {
+        try await withQueriesTestCase(on: engine) { testCase in
             let result: Result<[String], Error> = await awaitCallback { queryExpectation in
                 try! testCase.createTemporaryRecords(names: ["Madi", "Simon"], completionQueue: .global()) {
                     // The original sleeps here (`Thread.sleep(forTimeInterval: 5.0)`): "New records will not be
@@ -495,9 +496,9 @@ struct QueriesSampleTests {
 // The view model's other paths, which the sample's app runs and its tests do not.
 extension QueriesSampleTests {
 
-    @Test("getContactNames: the prefix is case-sensitive, as the sample's doc comment says; no prefix lists the zone through its changes")
-    func prefixAndAllNames() async throws {
-        try await withQueriesTestCase { testCase in
+    @Test("getContactNames: the prefix is case-sensitive, as the sample's doc comment says; no prefix lists the zone through its changes", arguments: TestEngine.all)
+    func prefixAndAllNames(engine: TestEngine) async throws {
+        try await withQueriesTestCase(on: engine) { testCase in
             await awaitCallback { saved in
                 try! testCase.createTemporaryRecords(names: ["Madi", "mark", "Mo", "Simon"]) { saved(()) }
             }
@@ -518,9 +519,9 @@ extension QueriesSampleTests {
         }
     }
 
-    @Test("the zone is created once: the defaults flag skips the operation on the next initialize")
-    func zoneCreatedOnce() async throws {
-        try await withQueriesTestCase { testCase in
+    @Test("the zone is created once: the defaults flag skips the operation on the next initialize", arguments: TestEngine.all)
+    func zoneCreatedOnce(engine: TestEngine) async throws {
+        try await withQueriesTestCase(on: engine) { testCase in
             let viewModel = testCase.viewModel
             #expect(viewModel.userDefaults.bool(forKey: "contactZoneCreated"))
             let again: Result<Void, Error> = await awaitCallback { done in viewModel.initialize { result in done(result) } }
@@ -530,7 +531,7 @@ extension QueriesSampleTests {
             let suite = "stratus-queries-sample-\(UUID().uuidString)"
             let otherDefaults = try #require(UserDefaults(suiteName: suite))
             defer { otherDefaults.removePersistentDomain(forName: suite) }
-            let otherDevice = QueriesSample.ViewModel(storePath: viewModel.storePath, userName: viewModel.userName, userDefaults: otherDefaults)
+            let otherDevice = QueriesSample.ViewModel(storeLocation: viewModel.storeLocation, userName: viewModel.userName, userDefaults: otherDefaults)
             let created: Result<Void, Error> = await awaitCallback { done in otherDevice.initialize { result in done(result) } }
             #expect((try? created.get()) != nil)
             #expect(otherDefaults.bool(forKey: "contactZoneCreated"))
@@ -538,11 +539,11 @@ extension QueriesSampleTests {
         }
     }
 
-    @Test("a save into a zone deleted behind the view model fails, and reportError reports each record's zoneNotFound from the partial failure")
-    func partialFailureReported() async throws {
-        try await withQueriesTestCase { testCase in
+    @Test("a save into a zone deleted behind the view model fails, and reportError reports each record's zoneNotFound from the partial failure", arguments: TestEngine.all)
+    func partialFailureReported(engine: TestEngine) async throws {
+        try await withQueriesTestCase(on: engine) { testCase in
             let viewModel = testCase.viewModel
-            let container = try Container(identifier: QueriesSample.Config.containerIdentifier, storePath: viewModel.storePath, userName: viewModel.userName)
+            let container = try Container(identifier: QueriesSample.Config.containerIdentifier, store: viewModel.storeLocation, userName: viewModel.userName)
             try await container.privateCloudDatabase.deleteRecordZone(withID: RecordZone.ID(zoneName: "Contacts"))
 
             let result: Result<[Record], Error> = await awaitCallback { done in
@@ -564,11 +565,11 @@ extension QueriesSampleTests {
         }
     }
 
-    @Test("a query after the zone is deleted fails with zoneNotFound, reported once")
-    func queryInMissingZone() async throws {
-        try await withQueriesTestCase { testCase in
+    @Test("a query after the zone is deleted fails with zoneNotFound, reported once", arguments: TestEngine.all)
+    func queryInMissingZone(engine: TestEngine) async throws {
+        try await withQueriesTestCase(on: engine) { testCase in
             let viewModel = testCase.viewModel
-            let container = try Container(identifier: QueriesSample.Config.containerIdentifier, storePath: viewModel.storePath, userName: viewModel.userName)
+            let container = try Container(identifier: QueriesSample.Config.containerIdentifier, store: viewModel.storeLocation, userName: viewModel.userName)
             try await container.privateCloudDatabase.deleteRecordZone(withID: RecordZone.ID(zoneName: "Contacts"))
 
             let result: Result<[String], Error> = await awaitCallback { done in

@@ -76,9 +76,9 @@ final class RadioFetchRecordZoneChangesOperation: FetchRecordZoneChangesOperatio
 
 @Suite("Radio's zone-changes operation subclass, ported")
 struct RadioZoneChangesTests {
-    @Test("the subclass sets its blocks in main(), collects changes and deletions, and keeps each zone's token")
-    func subclassCollectsChanges() async throws {
-        try await withContainer { container in
+    @Test("the subclass sets its blocks in main(), collects changes and deletions, and keeps each zone's token", arguments: TestEngine.all)
+    func subclassCollectsChanges(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             let zoneID = RecordZone.ID(zoneName: "Stations-\(UUID().uuidString)")
             _ = try await database.save(RecordZone(zoneID: zoneID))

@@ -1,6 +1,7 @@
 import Foundation
 import Stratus
 import StratusSQLite
+import StratusStores
 import StratusTestSupport
 import Testing
 
@@ -478,11 +479,11 @@ struct RealmSyncEngineTests {
         return dog
     }
 
-    @Test("objects → records → store → another device's records → objects, every property type as it was")
-    func modelRoundTrip() async throws {
-        try await TemporaryStore.with(prefix: "realm-style") { store in
-            let phone = try Container(identifier: "iCloud.com.example.dogs", storePath: store.path(), userName: "alice")
-            let laptop = try Container(identifier: "iCloud.com.example.dogs", storePath: store.path(), userName: "alice")
+    @Test("objects → records → store → another device's records → objects, every property type as it was", arguments: TestEngine.all)
+    func modelRoundTrip(engine: TestEngine) async throws {
+        try await withStore(on: engine) { location, store in
+            let phone = try Container(identifier: "iCloud.com.example.dogs", store: location, userName: "alice")
+            let laptop = try Container(identifier: "iCloud.com.example.dogs", store: location, userName: "alice")
             let avatarFile = FileManager.default.temporaryDirectory.appendingPathComponent("avatar-\(UUID().uuidString).jpg")
             try Data("jpeg bytes".utf8).write(to: avatarFile)
             defer { try? FileManager.default.removeItem(at: avatarFile) }
@@ -525,11 +526,11 @@ struct RealmSyncEngineTests {
         }
     }
 
-    @Test("changes and deletions reach the other device; tokens archived with the old archiver calls continue the feed")
-    func changesContinueFromArchivedTokens() async throws {
-        try await TemporaryStore.with(prefix: "realm-style") { store in
-            let phone = try Container(identifier: "iCloud.com.example.dogs", storePath: store.path(), userName: "alice")
-            let laptop = try Container(identifier: "iCloud.com.example.dogs", storePath: store.path(), userName: "alice")
+    @Test("changes and deletions reach the other device; tokens archived with the old archiver calls continue the feed", arguments: TestEngine.all)
+    func changesContinueFromArchivedTokens(engine: TestEngine) async throws {
+        try await withStore(on: engine) { location, store in
+            let phone = try Container(identifier: "iCloud.com.example.dogs", store: location, userName: "alice")
+            let laptop = try Container(identifier: "iCloud.com.example.dogs", store: location, userName: "alice")
             let first = RealmStyleSyncEngine(types: [Dog.self], container: phone)
             let second = RealmStyleSyncEngine(types: [Dog.self], container: laptop)
             try await call(first.start)
@@ -567,8 +568,8 @@ struct RealmSyncEngineTests {
         }
     }
 
-    @Test("the error handler's classes: CKErrorRetryAfterKey read as a Double, partial failures, limitExceeded chunks")
-    func errorHandler() async throws {
+    @Test("the error handler's classes: CKErrorRetryAfterKey read as a Double, partial failures, limitExceeded chunks", arguments: TestEngine.all)
+    func errorHandler(engine: TestEngine) async throws {
         let handler = SyncErrorHandler()
         #expect(handler.resultType(with: nil) == .success)
         #expect(handler.resultType(with: StratusError(.zoneBusy, userInfo: [ErrorRetryAfterKey: 2.5])) == .retry(afterSeconds: 2.5))
@@ -580,7 +581,7 @@ struct RealmSyncEngineTests {
 
         // A conflict inside an atomic .changedKeys request: the handler sees a partial failure
         // whose items are the conflict and batchRequestFailed.
-        try await withContainer { container in
+        try await withContainer(on: engine) { container in
             let engine = RealmStyleSyncEngine(types: [Dog.self], container: container)
             try await call(engine.start)
             let dog = Dog()
@@ -595,9 +596,9 @@ struct RealmSyncEngineTests {
         }
     }
 
-    @Test("a reference to a record in another zone is refused with invalidArguments, as CloudKit documents")
-    func crossZoneReference() async throws {
-        try await withContainer { container in
+    @Test("a reference to a record in another zone is refused with invalidArguments, as CloudKit documents", arguments: TestEngine.all)
+    func crossZoneReference(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let engine = RealmStyleSyncEngine(types: [Dog.self, Walker.self], container: container)
             try await call(engine.start)
             let walker = Walker()
@@ -621,9 +622,9 @@ struct RealmSyncEngineTests {
         }
     }
 
-    @Test("the public-database flavour pulls every record of each type through query cursors")
-    func publicDatabasePull() async throws {
-        try await withContainer { container in
+    @Test("the public-database flavour pulls every record of each type through query cursors", arguments: TestEngine.all)
+    func publicDatabasePull(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             for index in 0..<8 {
                 let owner = PublicOwnerObject()
                 owner["id"] = "owner-\(index)"

@@ -115,9 +115,9 @@ func saveRecipes(_ database: Database) async throws -> [Record] {
 
 @Suite("A recipe browser's queries, ported from CloudKit")
 struct RecipeBrowserTests {
-    @Test("NSPredicate formats CloudKit accepts, with %@ and %K arguments, give CloudKit's matches")
-    func predicateFormats() async throws {
-        try await withContainer { container in
+    @Test("NSPredicate formats CloudKit accepts, with %@ and %K arguments, give CloudKit's matches", arguments: TestEngine.all)
+    func predicateFormats(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.publicCloudDatabase
             _ = try await saveRecipes(database)
             let browser = RecipeBrowser(database: database)
@@ -165,9 +165,9 @@ struct RecipeBrowserTests {
         }
     }
 
-    @Test("NSCompoundPredicate and predicates built once and reused with different arguments")
-    func compoundAndTemplates() async throws {
-        try await withContainer { container in
+    @Test("NSCompoundPredicate and predicates built once and reused with different arguments", arguments: TestEngine.all)
+    func compoundAndTemplates(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.publicCloudDatabase
             _ = try await saveRecipes(database)
             let browser = RecipeBrowser(database: database)
@@ -187,9 +187,9 @@ struct RecipeBrowserTests {
         }
     }
 
-    @Test("sort descriptors: several keys, descending, system dates, distance; paging keeps the order")
-    func sorting() async throws {
-        try await withContainer { container in
+    @Test("sort descriptors: several keys, descending, system dates, distance; paging keeps the order", arguments: TestEngine.all)
+    func sorting(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.publicCloudDatabase
             _ = try await saveRecipes(database)
             let browser = RecipeBrowser(database: database)
@@ -214,9 +214,9 @@ struct RecipeBrowserTests {
         }
     }
 
-    @Test("desiredKeys and resultsLimit: a page holds resultsLimit records with the desired keys only; the last page has no cursor")
-    func desiredKeysAndLimits() async throws {
-        try await withContainer { container in
+    @Test("desiredKeys and resultsLimit: a page holds resultsLimit records with the desired keys only; the last page has no cursor", arguments: TestEngine.all)
+    func desiredKeysAndLimits(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.publicCloudDatabase
             let saved = try await saveRecipes(database)
             let browser = RecipeBrowser(database: database)
@@ -251,9 +251,9 @@ struct RecipeBrowserTests {
         }
     }
 
-    @Test("queries in a custom zone; a zone that does not exist fails with zoneNotFound; a bad predicate is invalidArguments")
-    func zonesAndErrors() async throws {
-        try await withContainer { container in
+    @Test("queries in a custom zone; a zone that does not exist fails with zoneNotFound; a bad predicate is invalidArguments", arguments: TestEngine.all)
+    func zonesAndErrors(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             let zone = RecordZone(zoneName: "Cookbook")
             _ = try await database.save(zone)

@@ -31,9 +31,9 @@ struct RecordDictionaryTests {
     // var dictionary = record.dictionaryWithValues(forKeys: record.allKeys())
     // dictionary["recordId"] = record.recordID.recordName
     // let newNote = NoteProfile(dictionary: dictionary)
-    @Test("dictionaryWithValues(forKeys:) gives each key's value, NSNull for a missing one, system fields by name")
-    func dictionaryOfARecord() async throws {
-        try await withContainer { container in
+    @Test("dictionaryWithValues(forKeys:) gives each key's value, NSNull for a missing one, system fields by name", arguments: TestEngine.all)
+    func dictionaryOfARecord(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let record = Record(recordType: "Note")
             record["title"] = "Buy milk"
             record["pinned"] = true
@@ -59,9 +59,9 @@ struct RecordDictionaryTests {
     //     newRecord.setValuesForKeys(record.dictionaryWithValues(forKeys: record.allKeys()))
     //     self.productionDatabase.save(newRecord) { _, error in … }
     // }
-    @Test("a development-to-production importer copies every field with setValuesForKeys(dictionaryWithValues(forKeys:))")
-    func migrateToProduction() async throws {
-        try await withContainer { development in
+    @Test("a development-to-production importer copies every field with setValuesForKeys(dictionaryWithValues(forKeys:))", arguments: TestEngine.all)
+    func migrateToProduction(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { development in
             let place = Record(recordType: "Place")
             place["name"] = "Harbour"
             place["visits"] = 12

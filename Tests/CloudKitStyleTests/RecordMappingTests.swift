@@ -1,5 +1,6 @@
 import Foundation
 import Stratus
+import StratusStores
 import StratusTestSupport
 import Testing
 
@@ -56,9 +57,9 @@ struct Place: Equatable {
 
 @Suite("Records mapped to model types, as CloudKit apps write it")
 struct RecordMappingTests {
-    @Test("a model type round-trips through a record and a store; numbers and Booleans read back as written")
-    func placeRoundTrip() async throws {
-        try await withContainer { container in
+    @Test("a model type round-trips through a record and a store; numbers and Booleans read back as written", arguments: TestEngine.all)
+    func placeRoundTrip(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.publicCloudDatabase
             let cafe = Place(name: "Cafe", rating: 4.5, visits: 12, open: true, latitude: 52.52, longitude: 13.405)
             let saved = try await database.save(cafe.record())
@@ -72,10 +73,10 @@ struct RecordMappingTests {
         }
     }
 
-    @Test("references, parents, lists and assets, read with as? and the typed subscript")
-    func relationsAndLists() async throws {
-        try await TemporaryStore.with(prefix: "cloudkit-mapping") { store in
-            let container = try Container(identifier: "iCloud.com.example.places", storePath: store.path(), userName: "alice")
+    @Test("references, parents, lists and assets, read with as? and the typed subscript", arguments: TestEngine.all)
+    func relationsAndLists(engine: TestEngine) async throws {
+        try await withStore(on: engine) { location, store in
+            let container = try Container(identifier: "iCloud.com.example.places", store: location, userName: "alice")
             let database = container.privateCloudDatabase
             let owner = Record(recordType: "Owner", recordID: Record.ID(recordName: "owner"))
             owner[.name] = "Ann"

@@ -32,9 +32,9 @@ struct RecordSizeCheckTests {
         var recordID: Record.ID { Record.ID(recordName: id) }
     }
 
-    @Test("a model encodes into a record named type|name; its system fields bring the change tag back")
-    func encodeAndRestore() async throws {
-        try await withContainer { container in
+    @Test("a model encodes into a record named type|name; its system fields bring the change tag back", arguments: TestEngine.all)
+    func encodeAndRestore(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let zone = RecordZone.ID(zoneName: "Notes", ownerName: CurrentUserDefaultName)
             let database = container.privateCloudDatabase
             _ = try await database.modifyRecordZones(saving: [RecordZone(zoneID: zone)], deleting: [])

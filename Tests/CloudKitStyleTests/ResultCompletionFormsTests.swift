@@ -11,9 +11,9 @@ struct ResultCompletionFormsTests {
     // database.modifyRecordZones(saving:deleting:) { result in … }, fetch(withRecordZoneIDs:),
     // recordZones(for:), modifySubscriptions(saving:deleting:) { result in … }, fetch(withSubscriptionIDs:),
     // fetchDatabaseChanges(since:), fetchRecordZoneChanges(inZoneWith:since:)
-    @Test("the Result completion forms of zones, subscriptions and changes, and async recordZones(for:)")
-    func resultCompletionForms() async throws {
-        try await withContainer { container in
+    @Test("the Result completion forms of zones, subscriptions and changes, and async recordZones(for:)", arguments: TestEngine.all)
+    func resultCompletionForms(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             let photos = RecordZone(zoneName: "Photos")
             let missing = RecordZone.ID(zoneName: "Missing")

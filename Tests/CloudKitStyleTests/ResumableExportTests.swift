@@ -1,6 +1,7 @@
 import Foundation
 import Stratus
 import StratusSQLite
+import StratusStores
 import StratusTestSupport
 import Testing
 
@@ -13,7 +14,7 @@ import Testing
 
 /// One run of the job: reads one page from where the last run stopped and appends its lines.
 struct PagedExportRun {
-    let storePath: String
+    let storeLocation: String
     let cursorFile: URL
     let outputFile: URL
     let pageSize: Int
@@ -21,7 +22,7 @@ struct PagedExportRun {
     /// Returns whether more pages remain.
     func run() async throws -> Bool {
         // let container = CKContainer(identifier: "iCloud.com.example.app")
-        let container = try Container(identifier: "iCloud.com.example.app", storePath: storePath, userName: "exporter")
+        let container = try Container(identifier: "iCloud.com.example.app", store: storeLocation, userName: "exporter")
         let operation: QueryOperation
         // if let data = try? Data(contentsOf: cursorFile),
         //    let cursor = try NSKeyedUnarchiver.unarchivedObject(ofClass: CKQueryOperation.Cursor.self, from: data) {
@@ -73,10 +74,10 @@ final class LinesCollector: @unchecked Sendable {
 
 @Suite("A cron export that keeps its query cursor in a file between runs", .timeLimit(.minutes(30)))
 struct ResumableExportTests {
-    @Test("each run reads one page from the archived cursor; every record is exported once, in order, with the desired keys only")
-    func pagesAcrossRuns() async throws {
-        try await TemporaryStore.with(prefix: "resumable-export") { store in
-            let writer = try Container(identifier: "iCloud.com.example.app", storePath: store.path(), userName: "clerk")
+    @Test("each run reads one page from the archived cursor; every record is exported once, in order, with the desired keys only", arguments: TestEngine.all)
+    func pagesAcrossRuns(engine: TestEngine) async throws {
+        try await withStore(on: engine) { location, store in
+            let writer = try Container(identifier: "iCloud.com.example.app", store: location, userName: "clerk")
             var invoices: [Record] = []
             for number in 1...11 {
                 let invoice = Record(recordType: "Invoice")
@@ -92,7 +93,7 @@ struct ResumableExportTests {
             defer { try? FileManager.default.removeItem(at: folder) }
             let output = folder.appendingPathComponent("invoices.csv")
             try Data().write(to: output)
-            let job = PagedExportRun(storePath: store.path(), cursorFile: folder.appendingPathComponent("cursor"), outputFile: output, pageSize: 4)
+            let job = PagedExportRun(storeLocation: location, cursorFile: folder.appendingPathComponent("cursor"), outputFile: output, pageSize: 4)
 
             var runs = 0
             var more = true

@@ -13,9 +13,9 @@ struct SampleBehaviourTests {
     // let op = CKFetchDatabaseChangesOperation(previousServerChangeToken: token)
     // op.recordZoneWithIDChangedBlock / recordZoneWithIDWasDeletedBlock / recordZoneWithIDWasPurgedBlock
     // op.changeTokenUpdatedBlock = { token in save(token) }; op.fetchDatabaseChangesResultBlock = { … }
-    @Test("CKFetchDatabaseChangesOperation: changed and deleted zones, paged with fetchAllChanges")
-    func databaseChanges() async throws {
-        try await withContainer { container in
+    @Test("CKFetchDatabaseChangesOperation: changed and deleted zones, paged with fetchAllChanges", arguments: TestEngine.all)
+    func databaseChanges(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             let names = ["Inbox", "Notes", "Trips"]
             _ = try await database.modifyRecordZones(saving: names.map { RecordZone(zoneName: $0) })
@@ -76,9 +76,9 @@ struct SampleBehaviourTests {
 
     // let url = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)
     // try data.write(to: url); record["photo"] = CKAsset(fileURL: url); save; try? FileManager.default.removeItem(at: url)
-    @Test("CKAsset from a temporary file, removed after the save; a missing file is assetFileNotFound")
-    func temporaryFileAssets() async throws {
-        try await withContainer { container in
+    @Test("CKAsset from a temporary file, removed after the save; a missing file is assetFileNotFound", arguments: TestEngine.all)
+    func temporaryFileAssets(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             let bytes = Data("not really a JPEG".utf8)
             let url = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString).appendingPathExtension("jpg")
@@ -104,9 +104,9 @@ struct SampleBehaviourTests {
 
     // list["items"] = items.map { CKRecord.Reference(recordID: $0.recordID, action: .none) }
     // NSPredicate(format: "items CONTAINS %@", CKRecord.Reference(recordID: id, action: .none))
-    @Test("reference lists: saved, read back, and queried with CONTAINS and ANY")
-    func referenceLists() async throws {
-        try await withContainer { container in
+    @Test("reference lists: saved, read back, and queried with CONTAINS and ANY", arguments: TestEngine.all)
+    func referenceLists(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.publicCloudDatabase
             let items = (1...3).map { Record(recordType: "Item", recordID: Record.ID(recordName: "i\($0)")) }
             let weekly = Record(recordType: "List", recordID: Record.ID(recordName: "weekly"))
@@ -129,9 +129,9 @@ struct SampleBehaviourTests {
     }
 
     // The forms of CKQuery's documentation, with NSSortDescriptor and CKLocationSortDescriptor.
-    @Test("CKQuery predicate forms: IN (array or set), BETWEEN, %K, recordID, creationDate, distance, self CONTAINS, NOT IN")
-    func predicateForms() async throws {
-        try await withContainer { container in
+    @Test("CKQuery predicate forms: IN (array or set), BETWEEN, %K, recordID, creationDate, distance, self CONTAINS, NOT IN", arguments: TestEngine.all)
+    func predicateForms(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.publicCloudDatabase
             let places: [(String, String, Int, Double, Double, String)] = [
                 ("cafe", "food", 4, 59.91, 10.75, "Quiet cafe by the harbour"),
@@ -180,9 +180,9 @@ struct SampleBehaviourTests {
     // let subscription = CKQuerySubscription(recordType: "Order", predicate: …, subscriptionID: "big-orders",
     //                                        options: [.firesOnRecordCreation, .firesOnRecordUpdate])
     // info.alertBody = "New order"; info.desiredKeys = ["total"]; info.shouldBadge = true; info.soundName = "default"
-    @Test("CKQuerySubscription with notificationInfo: the notification's reason, fields and texts")
-    func querySubscriptionNotifications() async throws {
-        try await withContainer { container in
+    @Test("CKQuerySubscription with notificationInfo: the notification's reason, fields and texts", arguments: TestEngine.all)
+    func querySubscriptionNotifications(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.publicCloudDatabase
             let subscription = QuerySubscription(recordType: "Order", predicate: try QueryPredicate(format: "total > %d", 100),
                                                  subscriptionID: "big-orders", options: [.firesOnRecordCreation, .firesOnRecordUpdate])

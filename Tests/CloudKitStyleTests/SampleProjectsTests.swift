@@ -12,9 +12,9 @@ import Testing
 struct SampleProjectsTests {
     // let predicates = filters.map { NSPredicate(format: "%K == %@", $0.key, $0.value) }
     // let query = CKQuery(recordType: "Contact", predicate: NSCompoundPredicate(type: .and, subpredicates: predicates))
-    @Test("NSCompoundPredicate(type:subpredicates:) for AND and NOT")
-    func compoundPredicateByType() async throws {
-        try await withContainer { container in
+    @Test("NSCompoundPredicate(type:subpredicates:) for AND and NOT", arguments: TestEngine.all)
+    func compoundPredicateByType(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             for (name, city, age) in [("ann", "Oslo", 30), ("bob", "Oslo", 41), ("cy", "Rome", 30)] {
                 let contact = Record(recordType: "Contact", recordID: Record.ID(recordName: name))
@@ -39,9 +39,9 @@ struct SampleProjectsTests {
     }
 
     // if ckerror.code == .partialFailure, let dict = ckerror.userInfo[CKPartialErrorsByItemIDKey] as? [AnyHashable: CKError] { … }
-    @Test("a partial failure's errors by item, read from userInfo")
-    func partialErrorsFromUserInfo() async throws {
-        try await withContainer { container in
+    @Test("a partial failure's errors by item, read from userInfo", arguments: TestEngine.all)
+    func partialErrorsFromUserInfo(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             let zoneID = RecordZone.ID(zoneName: "Contacts")
             _ = try await database.modifyRecordZones(saving: [RecordZone(zoneID: zoneID)])
@@ -69,9 +69,9 @@ struct SampleProjectsTests {
     // once (modifyRecordZones(saving: [zone]), modifySubscriptions(saving: [subscription])), new
     // records named CKRecord.ID(zoneID:), changes read in a moreComing loop, and the change token
     // kept as NSKeyedArchiver data between runs.
-    @Test("the private-sync sample: zone, zone subscription, change loop, archived token")
-    func privateSyncSample() async throws {
-        try await withContainer { container in
+    @Test("the private-sync sample: zone, zone subscription, change loop, archived token", arguments: TestEngine.all)
+    func privateSyncSample(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let sync = ContactSync(database: container.privateCloudDatabase)
             try await sync.initialize()
             try await sync.initialize()   // a second launch finds the subscription
@@ -95,9 +95,9 @@ extension SampleProjectsTests {
     // database.save(zone) before each contact, private zones other than the default one, the
     // shared database's zones (none here) read with async let, and each zone's changes read
     // in parallel in a task group.
-    @Test("the zone-sharing sample's reads: zones per group, async let, a task group of zone change loops")
-    func zoneGroupsInParallel() async throws {
-        try await withContainer { container in
+    @Test("the zone-sharing sample's reads: zones per group, async let, a task group of zone change loops", arguments: TestEngine.all)
+    func zoneGroupsInParallel(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             for (name, group) in [("Ann", "Family"), ("Bob", "Work"), ("Cy", "Work"), ("Di", "Club"), ("Ed", "Family")] {
                 let zone = RecordZone(zoneName: group)

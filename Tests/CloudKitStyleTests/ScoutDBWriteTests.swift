@@ -1,6 +1,7 @@
 import Foundation
 import Stratus
 import StratusSQLite
+import StratusTestSupport
 import Testing
 
 // ScoutDB's write path (Mikhail Kasianov, MIT; CloudDatabase.swift — the search index did not
@@ -160,8 +161,8 @@ public struct ScoutRecordConflictError: LocalizedError {
         return zone.zoneID
     }
 
-    @Test func allRecordsFollowsCursorsThroughFetchWithCursor() async throws {
-        try await withContainer { container in
+    @Test(arguments: TestEngine.all) func allRecordsFollowsCursorsThroughFetchWithCursor(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             let zoneID = try await zone(database)
             let rows = (0..<5).map { index -> Record in
@@ -175,8 +176,8 @@ public struct ScoutRecordConflictError: LocalizedError {
         }
     }
 
-    @Test func aLostRaceThrowsTheWinningServerRecord() async throws {
-        try await withContainer { container in
+    @Test(arguments: TestEngine.all) func aLostRaceThrowsTheWinningServerRecord(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             let zoneID = try await zone(database)
             let row = Record(recordType: "Row", recordID: Record.ID(recordName: "row", zoneID: zoneID))
@@ -202,8 +203,8 @@ public struct ScoutRecordConflictError: LocalizedError {
         }
     }
 
-    @Test func anAtomicBatchFailureIsUnwrappedToItsCause() async throws {
-        try await withContainer { container in
+    @Test(arguments: TestEngine.all) func anAtomicBatchFailureIsUnwrappedToItsCause(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             let zoneID = try await zone(database)
             let first = Record(recordType: "Row", recordID: Record.ID(recordName: "first", zoneID: zoneID))

@@ -1,5 +1,6 @@
 import Foundation
 import Stratus
+import StratusTestSupport
 import Testing
 
 // A server-side job written against CloudKit's async/await API, ported mechanically: an
@@ -83,9 +84,9 @@ struct NightlyCleanup {
 
 @Suite("A CloudKit server job, ported mechanically", .timeLimit(.minutes(30)))
 struct ServerJobTests {
-    @Test("the job pages with cursors inside configuredWith, deletes in batches, and classifies errors by code")
-    func nightlyCleanup() async throws {
-        try await withContainer { container in
+    @Test("the job pages with cursors inside configuredWith, deletes in batches, and classifies errors by code", arguments: TestEngine.all)
+    func nightlyCleanup(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.publicCloudDatabase
             let now = Date()
             var records: [Record] = []
@@ -109,9 +110,9 @@ struct ServerJobTests {
         }
     }
 
-    @Test("a transient error is retried after retryAfterSeconds; the first non-transient one ends the job")
-    func retries() async throws {
-        try await withContainer { container in
+    @Test("a transient error is retried after retryAfterSeconds; the first non-transient one ends the job", arguments: TestEngine.all)
+    func retries(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let job = NightlyCleanup(database: container.publicCloudDatabase)
             var calls = 0
             let answer = try await job.withRetries { () async throws -> Int in

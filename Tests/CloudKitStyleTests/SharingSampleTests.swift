@@ -1,6 +1,7 @@
 import Foundation
 import Stratus
 import StratusSQLite
+import StratusStores
 import StratusTestSupport
 import Testing
 
@@ -62,7 +63,7 @@ enum SharingSample {
         private(set) var state: State = .loading
         /// Use the specified iCloud container ID, which should also be present in the entitlements file.
         // lazy var container = CKContainer(identifier: Config.containerIdentifier)
-        lazy var container = try! Container(identifier: Config.containerIdentifier, storePath: storePath, userName: userName)
+        lazy var container = try! Container(identifier: Config.containerIdentifier, store: storeLocation, userName: userName)
         /// This project uses the user's private database.
         private lazy var database = container.privateCloudDatabase
         /// Sharing requires using a custom record zone.
@@ -70,15 +71,15 @@ enum SharingSample {
         let recordZone = RecordZone(zoneName: "Contacts")
 
         // Where the port's container lives, and its stand-in for UserDefaults.standard.
-        nonisolated let storePath: String
+        nonisolated let storeLocation: String
         nonisolated let userName: String
         private var userDefaults: [String: Bool] = [:]
 
         // MARK: - Init
 
         // nonisolated init() {}
-        nonisolated init(storePath: String, userName: String) {
-            self.storePath = storePath
+        nonisolated init(storeLocation: String, userName: String) {
+            self.storeLocation = storeLocation
             self.userName = userName
         }
 
@@ -271,10 +272,10 @@ extension SharingSample.Contact {
 
     /// The sample's testCreatingShare, then its tear-down: a deletion of the contact and its
     /// share whose per-record block must report both IDs, in order.
-    @Test("testCreatingShare: the contact and its share are saved together, the fetched contact names its share, and tear-down deletes both")
-    func creatingShare() async throws {
-        try await TemporaryStore.with(prefix: "cloudkit-sharing") { store in
-            let viewModel = SharingSample.ViewModel(storePath: store.path(), userName: "alice")
+    @Test("testCreatingShare: the contact and its share are saved together, the fetched contact names its share, and tear-down deletes both", arguments: TestEngine.all)
+    func creatingShare(engine: TestEngine) async throws {
+        try await withStore(on: engine) { location, store in
+            let viewModel = SharingSample.ViewModel(storeLocation: location, userName: "alice")
             // override func setUp() { … viewModel.initialize { … } }
             try await viewModel.initialize()
             // var idsToDelete: [CKRecord.ID] = []
@@ -305,7 +306,7 @@ extension SharingSample.Contact {
             #expect(existing.url != nil && existing.publicPermission == .none && existing.owner.role == .owner)
 
             // override func tearDownWithError() throws { … }
-            let container = try Container(identifier: SharingSample.Config.containerIdentifier, storePath: store.path(), userName: "alice")
+            let container = try Container(identifier: SharingSample.Config.containerIdentifier, store: location, userName: "alice")
             let database = container.privateCloudDatabase
             // let deleteOperation = CKModifyRecordsOperation(recordsToSave: nil, recordIDsToDelete: idsToDelete)
             let deleteOperation = ModifyRecordsOperation(recordsToSave: nil, recordIDsToDelete: idsToDelete)

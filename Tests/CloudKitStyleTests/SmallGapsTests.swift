@@ -12,9 +12,9 @@ import Testing
 @Suite("Smaller CloudKit spellings, as ported code writes them")
 struct SmallGapsTests {
     // let query = CKQueryOperation(); query.query = …; let mark = CKMarkNotificationsReadOperation(); mark.notificationIDs = …
-    @Test("CKQueryOperation() and CKMarkNotificationsReadOperation(), filled in before they run")
-    func emptyOperations() async throws {
-        try await withContainer { container in
+    @Test("CKQueryOperation() and CKMarkNotificationsReadOperation(), filled in before they run", arguments: TestEngine.all)
+    func emptyOperations(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.publicCloudDatabase
             let task = Record(recordType: "Task", recordID: Record.ID(recordName: "t1"))
             task["done"] = false
@@ -68,9 +68,9 @@ struct SmallGapsTests {
     }
 
     // for deletion in changes.deletions { if deletion.reason == .purged || deletion.purged { … } }
-    @Test("a deleted zone's DatabaseChange.Deletion has reason .deleted and purged false")
-    func deletionReason() async throws {
-        try await withContainer { container in
+    @Test("a deleted zone's DatabaseChange.Deletion has reason .deleted and purged false", arguments: TestEngine.all)
+    func deletionReason(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             let photos = try await database.save(RecordZone(zoneName: "Photos"))
             let before = try await database.databaseChanges(since: nil)
@@ -95,9 +95,9 @@ struct SmallGapsTests {
     }
 
     // query.sortDescriptors = [CKLocationSortDescriptor(key: "location", relativeLocation: here)]
-    @Test("CKLocationSortDescriptor(key:relativeLocation:) sorts nearest first")
-    func locationSort() async throws {
-        try await withContainer { container in
+    @Test("CKLocationSortDescriptor(key:relativeLocation:) sorts nearest first", arguments: TestEngine.all)
+    func locationSort(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.publicCloudDatabase
             let places = [("far", 53.5), ("near", 52.53), ("middle", 53.0)].map { name, latitude -> Record in
                 let place = Record(recordType: "Place", recordID: Record.ID(recordName: name))
@@ -116,9 +116,9 @@ struct SmallGapsTests {
     }
 
     // note.encryptedValues.allKeys(), .changedKeys(); record.allTokens(); note["uint"] = UInt(12), Int16, UInt8, Float
-    @Test("encryptedValues.allKeys()/changedKeys(), allTokens(), and the integer widths and Float CloudKit stores as NSNumber")
-    func recordKeysTokensAndNumbers() async throws {
-        try await withContainer { container in
+    @Test("encryptedValues.allKeys()/changedKeys(), allTokens(), and the integer widths and Float CloudKit stores as NSNumber", arguments: TestEngine.all)
+    func recordKeysTokensAndNumbers(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             let note = Record(recordType: "Note", recordID: Record.ID(recordName: "note"))
             note["title"] = "The Café at Bob's"

@@ -334,8 +334,8 @@ enum Sudoku {
         return gateway
     }
 
-    @Test func provisionMakesTheZoneAndTheDatabaseSubscription() async throws {
-        try await withContainer { container in
+    @Test(arguments: TestEngine.all) func provisionMakesTheZoneAndTheDatabaseSubscription(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             _ = try await Self.provisioned(container)
             let database = container.privateCloudDatabase
             let zones = try await database.allRecordZones()
@@ -348,8 +348,8 @@ enum Sudoku {
 
     /// Every value kind goes in `as any CKRecordValue` and comes back as the same case: the
     /// `as? String`, `Date`, `Data`, `[String]`, `NSNumber` chain picks each one's own type.
-    @Test func fieldsRoundTripThroughEveryValueKind() async throws {
-        try await withContainer { container in
+    @Test(arguments: TestEngine.all) func fieldsRoundTripThroughEveryValueKind(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let gateway = try await Self.provisioned(container)
             let game = Self.game("game-1", puzzleId: "2025-06-15#1")
             try await gateway.save(game, policy: .lastWriteWins)
@@ -360,8 +360,8 @@ enum Sudoku {
         }
     }
 
-    @Test func fetchOfAMissingRecordIsNil() async throws {
-        try await withContainer { container in
+    @Test(arguments: TestEngine.all) func fetchOfAMissingRecordIsNil(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let gateway = try await Self.provisioned(container)
             #expect(try await gateway.fetch(recordName: "never-saved") == nil)
         }
@@ -369,8 +369,8 @@ enum Sudoku {
 
     /// Last write wins: a payload without system fields (a fresh `CKRecord` of the same name)
     /// overwrites the stored record with `.allKeys`.
-    @Test func lastWriteWinsOverwritesWithoutAChangeTag() async throws {
-        try await withContainer { container in
+    @Test(arguments: TestEngine.all) func lastWriteWinsOverwritesWithoutAChangeTag(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let gateway = try await Self.provisioned(container)
             try await gateway.save(Self.game("game-1", puzzleId: "2025-06-15#1", seconds: 300), policy: .lastWriteWins)
             try await gateway.save(Self.game("game-1", puzzleId: "2025-06-15#1", seconds: 200), policy: .lastWriteWins)
@@ -386,8 +386,8 @@ enum Sudoku {
     /// a fresh record without a change tag. The server refuses it as `serverRecordChanged`; the
     /// request is atomic in a custom zone, so it throws the `partialFailure` holding that error,
     /// which `translate` does not map to `syncConflict`. Nothing is overwritten.
-    @Test func ifUnchangedAsWrittenSendsNoChangeTag() async throws {
-        try await withContainer { container in
+    @Test(arguments: TestEngine.all) func ifUnchangedAsWrittenSendsNoChangeTag(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let gateway = try await Self.provisioned(container)
             try await gateway.save(Self.game("best-daily", puzzleId: "2025-06-15#1", seconds: 300), policy: .lastWriteWins)
             let fetched = try #require(try await gateway.fetch(recordName: "best-daily"))
@@ -413,8 +413,8 @@ enum Sudoku {
     /// (CloudKit's documented reader of `encodeSystemFields`), carry the change tag, so a save
     /// with `.ifServerRecordUnchanged` goes through once and a second one from the same fields
     /// is refused.
-    @Test func theArchivedSystemFieldsCarryTheChangeTag() async throws {
-        try await withContainer { container in
+    @Test(arguments: TestEngine.all) func theArchivedSystemFieldsCarryTheChangeTag(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let gateway = try await Self.provisioned(container)
             try await gateway.save(Self.game("best-daily", puzzleId: "2025-06-15#1", seconds: 300), policy: .lastWriteWins)
             let archive = try #require(try await gateway.fetch(recordName: "best-daily")?.encodedSystemFields)
@@ -439,8 +439,8 @@ enum Sudoku {
         }
     }
 
-    @Test func queriesByStatusAndByDayPrefix() async throws {
-        try await withContainer { container in
+    @Test(arguments: TestEngine.all) func queriesByStatusAndByDayPrefix(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let gateway = try await Self.provisioned(container)
             try await gateway.save(Self.game("d1", puzzleId: "2025-06-15#1"), policy: .lastWriteWins)
             try await gateway.save(Self.game("d2", puzzleId: "2025-06-16#1"), policy: .lastWriteWins)
@@ -458,15 +458,15 @@ enum Sudoku {
 
     /// A type never written: CloudKit answers `unknownItem` ("Did not find record type") in
     /// production, which the gateway reads as no records; either way the answer is empty.
-    @Test func queryOfATypeNeverWrittenIsEmpty() async throws {
-        try await withContainer { container in
+    @Test(arguments: TestEngine.all) func queryOfATypeNeverWrittenIsEmpty(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let gateway = try await Self.provisioned(container)
             #expect(try await gateway.query(.all(recordType: Sudoku.PrivateCKConstants.personalRecordRecordType)).isEmpty)
         }
     }
 
-    @Test func deleteRemovesTheRecord() async throws {
-        try await withContainer { container in
+    @Test(arguments: TestEngine.all) func deleteRemovesTheRecord(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let gateway = try await Self.provisioned(container)
             try await gateway.save(Self.game("d1", puzzleId: "2025-06-15#1"), policy: .lastWriteWins)
             try await gateway.delete(recordName: "d1")

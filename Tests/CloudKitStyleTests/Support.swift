@@ -1,14 +1,47 @@
 import Foundation
 import Stratus
+import StratusPostgres
 import StratusSQLite
+import StratusStores
 import StratusTestSupport
 
-/// A container on a fresh store file, as a ported app opens it: `CKContainer(identifier:)`
-/// becomes `try Container(identifier:storePath:)` (opening a file can fail).
-func withContainer<T>(_ body: (Container) async throws -> T) async throws -> T {
-    try await TemporaryStore.with(prefix: "cloudkit-style") { store in
-        try await body(try Container(identifier: "iCloud.com.example.app", storePath: store.path(), userName: "alice"))
+/// A container on a fresh store of `engine`, as a ported app opens it: `CKContainer(identifier:)`
+/// becomes `try Container(identifier:store:)` on the store the test gives it (an SQLite file, or
+/// a schema of the PostgreSQL server the tests start), so each port runs on both engines.
+///
+/// ```swift
+/// @Test(arguments: TestEngine.all)
+/// func savesANote(engine: TestEngine) async throws {
+///     try await withContainer(on: engine) { container in … }
+/// }
+/// ```
+///
+/// - Throws: cancels the test case when the engine is PostgreSQL and no server is available.
+func withContainer<T>(on engine: TestEngine, _ body: (Container) async throws -> T) async throws -> T {
+    try await withStore(on: engine) { store, _ in
+        try await body(try Container(identifier: "iCloud.com.example.app", store: store, userName: "alice"))
     }
+}
+
+/// A fresh store location of `engine` (an SQLite file's path or a PostgreSQL URL, nothing made
+/// yet) and the test's temporary folder, for a port that opens its store itself, or opens the
+/// same store again as a second process of the app would.
+///
+/// - Throws: cancels the test case when the engine is PostgreSQL and no server is available.
+func withStore<T>(on engine: TestEngine, _ body: (_ store: String, _ folder: TemporaryStore) async throws -> T) async throws -> T {
+    try await TemporaryStore.with(prefix: "cloudkit-style") { folder in
+        let locations = try await TestStoreLocations(engine: engine, folder: folder)
+        // The PostgreSQL schema is dropped when `locations` goes: not before the body is done.
+        defer { withExtendedLifetime(locations) {} }
+        return try await body(try await locations.newStore("store"), folder)
+    }
+}
+
+/// An engine of its own on the store at `location` (an SQLite file's path or a PostgreSQL URL),
+/// as a second process of the app opens the store: containers made with `store:` share one
+/// engine per store in a process.
+func openOwnEngine(_ location: String) throws -> any StorageEngine {
+    PostgresEngine.isStoreURL(location) ? try PostgresEngine(url: location) : try SQLiteEngine(path: location)
 }
 
 /// Waits for a completion handler, as a test of callback code does.

@@ -1,6 +1,7 @@
 import Foundation
 import Stratus
 import StratusSQLite
+import StratusStores
 import StratusTestSupport
 import Testing
 
@@ -8,7 +9,7 @@ import Testing
 // actor, its Contact model (`SampleContact` here: another port in this module has a `Contact`)
 // and its SyncTests, ported with the README's substitutions only
 // (`CKSyncEngine` → `SyncEngine`, `CKRecord` → `Record`, `CKContainer(identifier:)` →
-// `try Container(identifier:storePath:userName:)`, XCTest's asserts → `#expect`). Each test
+// `try Container(identifier:storeLocation:userName:)`, XCTest's asserts → `#expect`). Each test
 // device is a container on one store file with the same user, as devices of one iCloud
 // account are; the app's data is a JSON file of its own, as in the sample.
 // The sample's `Contact` is `SampleContact` here: another port in this module has a `Contact`.
@@ -252,12 +253,17 @@ final actor SyncedDatabase: SyncEngineDelegate {
 /// The sample's tests: devices are containers on one store, each with an app data file.
 final class ContactsDevices: @unchecked Sendable {
     let store: TemporaryStore
+    /// The devices' shared store: an SQLite file's path or a PostgreSQL URL.
+    let location: String
     private var count = 0
 
-    init(store: TemporaryStore) { self.store = store }
+    init(store: TemporaryStore, location: String) {
+        self.store = store
+        self.location = location
+    }
 
     func container(user: String = "alice") throws -> Container {
-        try Container(identifier: "iCloud.com.apple.samples.cloudkit.SyncEngine", storePath: store.path(), userName: user)
+        try Container(identifier: "iCloud.com.apple.samples.cloudkit.SyncEngine", store: location, userName: user)
     }
 
     func newTestDatabase(automaticallySync: Bool = false, changePollInterval: Double? = nil, user: String = "alice", dataFile: String? = nil) throws -> SyncedDatabase {
@@ -268,9 +274,9 @@ final class ContactsDevices: @unchecked Sendable {
     }
 }
 
-func withContactsDevices(_ body: (ContactsDevices) async throws -> Void) async throws {
-    try await TemporaryStore.with(prefix: "sync-engine") { store in
-        try await body(ContactsDevices(store: store))
+func withContactsDevices(on engine: TestEngine, _ body: (ContactsDevices) async throws -> Void) async throws {
+    try await withStore(on: engine) { location, store in
+        try await body(ContactsDevices(store: store, location: location))
     }
 }
 
@@ -280,8 +286,8 @@ func withContactsDevices(_ body: (ContactsDevices) async throws -> Void) async t
     /// seconds), not part of what is tested.
     static let patience: Duration = .seconds(1_800)
 
-    @Test(arguments: [1, 10, 444]) func syncContacts(count: Int) async throws {
-        try await withContactsDevices { devices in
+    @Test(arguments: TestEngine.all, [1, 10, 444]) func syncContacts(storeEngine: TestEngine, count: Int) async throws {
+        try await withContactsDevices(on: storeEngine) { devices in
             let databaseA = try devices.newTestDatabase()
             let databaseB = try devices.newTestDatabase()
             let contacts = (0..<count).map { SampleContact(name: "\($0)", userModificationDate: Date()) }
@@ -295,8 +301,8 @@ func withContactsDevices(_ body: (ContactsDevices) async throws -> Void) async t
         }
     }
 
-    @Test func renameSyncsBothWays() async throws {
-        try await withContactsDevices { devices in
+    @Test(arguments: TestEngine.all) func renameSyncsBothWays(storeEngine: TestEngine) async throws {
+        try await withContactsDevices(on: storeEngine) { devices in
             let databaseA = try devices.newTestDatabase()
             let databaseB = try devices.newTestDatabase()
             var contactA = SampleContact(name: "Name 1", userModificationDate: Date())
@@ -325,8 +331,8 @@ func withContactsDevices(_ body: (ContactsDevices) async throws -> Void) async t
         }
     }
 
-    @Test func zoneNotFoundIsRecoveredBySavingTheZoneAgain() async throws {
-        try await withContactsDevices { devices in
+    @Test(arguments: TestEngine.all) func zoneNotFoundIsRecoveredBySavingTheZoneAgain(storeEngine: TestEngine) async throws {
+        try await withContactsDevices(on: storeEngine) { devices in
             let database = try devices.newTestDatabase()
             var contact = SampleContact(name: "I am a contact!", userModificationDate: Date())
             try await database.saveContacts([contact])
@@ -354,8 +360,8 @@ func withContactsDevices(_ body: (ContactsDevices) async throws -> Void) async t
         }
     }
 
-    @Test func unknownItemIsRecoveredBySavingTheRecordAgain() async throws {
-        try await withContactsDevices { devices in
+    @Test(arguments: TestEngine.all) func unknownItemIsRecoveredBySavingTheRecordAgain(storeEngine: TestEngine) async throws {
+        try await withContactsDevices(on: storeEngine) { devices in
             let database = try devices.newTestDatabase()
             var contact = SampleContact(name: "I am a contact!", userModificationDate: Date())
             try await database.saveContacts([contact])
@@ -385,8 +391,8 @@ func withContactsDevices(_ body: (ContactsDevices) async throws -> Void) async t
         }
     }
 
-    @Test(arguments: [true, false]) func conflictGoesToTheLaterUserChange(winnerSavesFirst: Bool) async throws {
-        try await withContactsDevices { devices in
+    @Test(arguments: TestEngine.all, [true, false]) func conflictGoesToTheLaterUserChange(storeEngine: TestEngine, winnerSavesFirst: Bool) async throws {
+        try await withContactsDevices(on: storeEngine) { devices in
             let databaseA = try devices.newTestDatabase()
             let databaseB = try devices.newTestDatabase()
             var contactA = SampleContact(name: "A1", userModificationDate: Date())
@@ -427,8 +433,8 @@ func withContactsDevices(_ body: (ContactsDevices) async throws -> Void) async t
     }
 
     // The sample's "More tests!" list: a deletion, and a deletion while another device edits.
-    @Test func deletionReachesTheOtherDevice() async throws {
-        try await withContactsDevices { devices in
+    @Test(arguments: TestEngine.all) func deletionReachesTheOtherDevice(storeEngine: TestEngine) async throws {
+        try await withContactsDevices(on: storeEngine) { devices in
             let databaseA = try devices.newTestDatabase()
             let databaseB = try devices.newTestDatabase()
             let kept = SampleContact(name: "kept", userModificationDate: Date())
@@ -445,8 +451,8 @@ func withContactsDevices(_ body: (ContactsDevices) async throws -> Void) async t
         }
     }
 
-    @Test func deletingTheZoneEmptiesTheOtherDevice() async throws {
-        try await withContactsDevices { devices in
+    @Test(arguments: TestEngine.all) func deletingTheZoneEmptiesTheOtherDevice(storeEngine: TestEngine) async throws {
+        try await withContactsDevices(on: storeEngine) { devices in
             let databaseA = try devices.newTestDatabase()
             let databaseB = try devices.newTestDatabase()
             try await databaseA.saveContacts([SampleContact(name: "one", userModificationDate: Date())])
@@ -461,8 +467,8 @@ func withContactsDevices(_ body: (ContactsDevices) async throws -> Void) async t
         }
     }
 
-    @Test func eventsComeInCloudKitsOrder() async throws {
-        try await withContactsDevices { devices in
+    @Test(arguments: TestEngine.all) func eventsComeInCloudKitsOrder(storeEngine: TestEngine) async throws {
+        try await withContactsDevices(on: storeEngine) { devices in
             let databaseA = try devices.newTestDatabase()
             let databaseB = try devices.newTestDatabase()
             try await databaseA.saveContacts([SampleContact(name: "one", userModificationDate: Date())])
@@ -483,8 +489,8 @@ func withContactsDevices(_ body: (ContactsDevices) async throws -> Void) async t
         }
     }
 
-    @Test func aRestartedDeviceFetchesOnlyWhatIsNew() async throws {
-        try await withContactsDevices { devices in
+    @Test(arguments: TestEngine.all) func aRestartedDeviceFetchesOnlyWhatIsNew(storeEngine: TestEngine) async throws {
+        try await withContactsDevices(on: storeEngine) { devices in
             let databaseA = try devices.newTestDatabase()
             let first = (0..<5).map { SampleContact(name: "first \($0)", userModificationDate: Date()) }
             try await databaseA.saveContacts(first)
@@ -507,8 +513,8 @@ func withContactsDevices(_ body: (ContactsDevices) async throws -> Void) async t
         }
     }
 
-    @Test func pendingChangesSurviveARestart() async throws {
-        try await withContactsDevices { devices in
+    @Test(arguments: TestEngine.all) func pendingChangesSurviveARestart(storeEngine: TestEngine) async throws {
+        try await withContactsDevices(on: storeEngine) { devices in
             let database = try devices.newTestDatabase(dataFile: "device.json")
             try await database.saveContacts([SampleContact(name: "first", userModificationDate: Date())])
             try await database.syncEngine.sendChanges()
@@ -528,8 +534,8 @@ func withContactsDevices(_ body: (ContactsDevices) async throws -> Void) async t
         }
     }
 
-    @Test func anotherUserOnTheSavedStateIsAnAccountSwitch() async throws {
-        try await withContactsDevices { devices in
+    @Test(arguments: TestEngine.all) func anotherUserOnTheSavedStateIsAnAccountSwitch(storeEngine: TestEngine) async throws {
+        try await withContactsDevices(on: storeEngine) { devices in
             let alice = try devices.newTestDatabase(dataFile: "shared-file.json")
             try await alice.saveContacts([SampleContact(name: "alice's", userModificationDate: Date())])
             try await alice.syncEngine.sendChanges()
@@ -563,8 +569,8 @@ func withContactsDevices(_ body: (ContactsDevices) async throws -> Void) async t
         }
     }
 
-    @Test func anEngineThatSyncsByItselfSendsWhatIsAdded() async throws {
-        try await withContactsDevices { devices in
+    @Test(arguments: TestEngine.all) func anEngineThatSyncsByItselfSendsWhatIsAdded(storeEngine: TestEngine) async throws {
+        try await withContactsDevices(on: storeEngine) { devices in
             let databaseA = try devices.newTestDatabase(automaticallySync: true)
             let contact = SampleContact(name: "sent by itself", userModificationDate: Date())
             try await databaseA.saveContacts([contact])
@@ -579,8 +585,8 @@ func withContactsDevices(_ body: (ContactsDevices) async throws -> Void) async t
         }
     }
 
-    @Test func anEngineThatSyncsByItselfFetchesWhatAnotherDeviceSends() async throws {
-        try await withContactsDevices { devices in
+    @Test(arguments: TestEngine.all) func anEngineThatSyncsByItselfFetchesWhatAnotherDeviceSends(storeEngine: TestEngine) async throws {
+        try await withContactsDevices(on: storeEngine) { devices in
             let databaseA = try devices.newTestDatabase()
             let databaseB = try devices.newTestDatabase(automaticallySync: true, changePollInterval: 0.05)
             _ = await databaseB.syncEngine
@@ -602,8 +608,8 @@ func withContactsDevices(_ body: (ContactsDevices) async throws -> Void) async t
         }
     }
 
-    @Test func theStateAddsEachChangeOnceAndTheLatestKindWins() async throws {
-        try await withContactsDevices { devices in
+    @Test(arguments: TestEngine.all) func theStateAddsEachChangeOnceAndTheLatestKindWins(storeEngine: TestEngine) async throws {
+        try await withContactsDevices(on: storeEngine) { devices in
         let zone = RecordZone.ID(zoneName: "Z")
         let a = Record.ID(recordName: "A", zoneID: zone), b = Record.ID(recordName: "B", zoneID: zone)
         let delegate = NoEvents()
@@ -629,7 +635,7 @@ func withContactsDevices(_ body: (ContactsDevices) async throws -> Void) async t
         }
     }
 
-    @Test func aDamagedStateSerializationDecodesWithTheAppsDataAndIsRefusedByTheEngine() async throws {
+    @Test(arguments: TestEngine.all) func aDamagedStateSerializationDecodesWithTheAppsDataAndIsRefusedByTheEngine(storeEngine: TestEngine) async throws {
         // Apple's sample keeps the state inside its one Codable app data: a state this version
         // cannot use must not make the app's contacts unreadable.
         struct AppData: Codable {
@@ -639,7 +645,7 @@ func withContactsDevices(_ body: (ContactsDevices) async throws -> Void) async t
         let garbage = Data(#"{"contacts":["kept"],"stateSerialization":"bm90IGEgc3RhdGU="}"#.utf8)   // a data value that is no state
         let appData = try JSONDecoder().decode(AppData.self, from: garbage)
         #expect(appData.contacts == ["kept"])
-        try await withContactsDevices { devices in
+        try await withContactsDevices(on: storeEngine) { devices in
             var configuration = SyncEngine.Configuration(database: try devices.container().privateCloudDatabase,
                                                          stateSerialization: appData.stateSerialization, delegate: NoEvents())
             configuration.automaticallySync = false
@@ -689,8 +695,8 @@ final actor RecordingDelegate: SyncEngineDelegate {
         return SyncEngine(configuration)
     }
 
-    @Test func aScopedSendSendsOnlyItsZones() async throws {
-        try await withContactsDevices { devices in
+    @Test(arguments: TestEngine.all) func aScopedSendSendsOnlyItsZones(storeEngine: TestEngine) async throws {
+        try await withContactsDevices(on: storeEngine) { devices in
             let database = try devices.container().privateCloudDatabase
             let delegate = RecordingDelegate()
             let engine = engine(database, delegate)
@@ -714,8 +720,8 @@ final actor RecordingDelegate: SyncEngineDelegate {
         }
     }
 
-    @Test func cancellingStopsASendAndKeepsWhatIsPending() async throws {
-        try await withContactsDevices { devices in
+    @Test(arguments: TestEngine.all) func cancellingStopsASendAndKeepsWhatIsPending(storeEngine: TestEngine) async throws {
+        try await withContactsDevices(on: storeEngine) { devices in
             let database = try devices.container().privateCloudDatabase
             let delegate = RecordingDelegate()
             let engine = engine(database, delegate)
@@ -743,8 +749,8 @@ final actor RecordingDelegate: SyncEngineDelegate {
         }
     }
 
-    @Test func anEditAddedWhileItsOlderVersionIsSentStaysPending() async throws {
-        try await withContactsDevices { devices in
+    @Test(arguments: TestEngine.all) func anEditAddedWhileItsOlderVersionIsSentStaysPending(storeEngine: TestEngine) async throws {
+        try await withContactsDevices(on: storeEngine) { devices in
             let database = try devices.container().privateCloudDatabase
             let delegate = EditingWhileSending()
             var configuration = SyncEngine.Configuration(database: database, stateSerialization: nil, delegate: delegate)
@@ -767,8 +773,8 @@ final actor RecordingDelegate: SyncEngineDelegate {
         }
     }
 
-    @Test func pollingFindsChangesAfterTheDatabaseTokenExpired() async throws {
-        try await withContactsDevices { devices in
+    @Test(arguments: TestEngine.all) func pollingFindsChangesAfterTheDatabaseTokenExpired(storeEngine: TestEngine) async throws {
+        try await withContactsDevices(on: storeEngine) { devices in
             let other = try devices.container().privateCloudDatabase
             let delegate = RecordingDelegate()
             var configuration = SyncEngine.Configuration(database: try devices.container().privateCloudDatabase, stateSerialization: nil, delegate: delegate)
@@ -793,8 +799,8 @@ final actor RecordingDelegate: SyncEngineDelegate {
         }
     }
 
-    @Test func thePublicDatabaseIsRefused() async throws {
-        try await withContactsDevices { devices in
+    @Test(arguments: TestEngine.all) func thePublicDatabaseIsRefused(storeEngine: TestEngine) async throws {
+        try await withContactsDevices(on: storeEngine) { devices in
             let engine = engine(try devices.container().publicCloudDatabase, RecordingDelegate())
             do {
                 try await engine.fetchChanges()
@@ -805,8 +811,8 @@ final actor RecordingDelegate: SyncEngineDelegate {
         }
     }
 
-    @Test func untrackedChangesAreAskedForUntilTheDelegateHasNone() async throws {
-        try await withContactsDevices { devices in
+    @Test(arguments: TestEngine.all) func untrackedChangesAreAskedForUntilTheDelegateHasNone(storeEngine: TestEngine) async throws {
+        try await withContactsDevices(on: storeEngine) { devices in
             let database = try devices.container().privateCloudDatabase
             _ = try await database.save(RecordZone(zoneName: "Work"))
             let delegate = UntrackedDelegate(records: (0..<3).map {

@@ -1,6 +1,7 @@
 import Foundation
 import Stratus
 import StratusSQLite
+import StratusTestSupport
 import Testing
 
 // SyncKit's database adapter, subscriptions and database-change fetch, ported mechanically:
@@ -291,9 +292,9 @@ class SyncKitFetchDatabaseChangesOperation: CloudKitSynchronizerOperation, @unch
 
 @Suite("SyncKit's subscriptions and database-change fetch, ported")
 struct SyncKitSubscriptionsTests {
-    @Test("a database subscription is made once, found again by a new synchronizer, and cancelled")
-    func databaseSubscriptionLifecycle() async throws {
-        try await withContainer { container in
+    @Test("a database subscription is made once, found again by a new synchronizer, and cancelled", arguments: TestEngine.all)
+    func databaseSubscriptionLifecycle(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let adapter = DefaultCloudKitDatabaseAdapter(database: container.privateCloudDatabase)
             let synchronizer = SyncKitSynchronizer(database: adapter)
             let made: Error? = await awaitCallback { done in synchronizer.subscribeForChangesInDatabase { done($0) } }
@@ -315,9 +316,9 @@ struct SyncKitSubscriptionsTests {
         }
     }
 
-    @Test("a zone subscription is found by its zone ID among every subscription")
-    func zoneSubscriptionFoundByZone() async throws {
-        try await withContainer { container in
+    @Test("a zone subscription is found by its zone ID among every subscription", arguments: TestEngine.all)
+    func zoneSubscriptionFoundByZone(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let zoneID = RecordZone.ID(zoneName: "QSCloudKitCustomZoneName", ownerName: CurrentUserDefaultName)
             _ = try await container.privateCloudDatabase.save(RecordZone(zoneID: zoneID))
             let adapter = DefaultCloudKitDatabaseAdapter(database: container.privateCloudDatabase)
@@ -333,9 +334,9 @@ struct SyncKitSubscriptionsTests {
         }
     }
 
-    @Test("the database-change fetch reports changed and deleted zones once, with a token that sees nothing new")
-    func databaseChangesReportDeletedZones() async throws {
-        try await withContainer { container in
+    @Test("the database-change fetch reports changed and deleted zones once, with a token that sees nothing new", arguments: TestEngine.all)
+    func databaseChangesReportDeletedZones(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             let adapter = DefaultCloudKitDatabaseAdapter(database: database)
             let kept = RecordZone.ID(zoneName: "Kept", ownerName: CurrentUserDefaultName)

@@ -363,9 +363,9 @@ struct SyncKitUploadTests {
         await awaitCallback { done in synchronizer.uploadChanges { done($0) } }
     }
 
-    @Test("the zone is made on first upload; records go batchSize at a time, stamped with the device and model version")
-    func uploadsInBatches() async throws {
-        try await withContainer { container in
+    @Test("the zone is made on first upload; records go batchSize at a time, stamped with the device and model version", arguments: TestEngine.all)
+    func uploadsInBatches(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             let synchronizer = CloudKitSynchronizer(database: DefaultCloudKitDatabaseAdapter(database: database), deviceIdentifier: "device-A")
             synchronizer.compatibilityVersion = 2
@@ -391,9 +391,9 @@ struct SyncKitUploadTests {
         }
     }
 
-    @Test("a record over the size limit fails the request with limitExceeded inside partialFailure, and the batch size halves")
-    func limitExceededHalvesTheBatch() async throws {
-        try await withContainer { container in
+    @Test("a record over the size limit fails the request with limitExceeded inside partialFailure, and the batch size halves", arguments: TestEngine.all)
+    func limitExceededHalvesTheBatch(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             let synchronizer = CloudKitSynchronizer(database: DefaultCloudKitDatabaseAdapter(database: database), deviceIdentifier: "device-A")
             let oversized = (name: "big", text: Data(count: 1_100_000))
@@ -409,9 +409,9 @@ struct SyncKitUploadTests {
         }
     }
 
-    @Test("deletions go after the uploads; the deleted IDs come back to the adapter")
-    func deletionsFollowUploads() async throws {
-        try await withContainer { container in
+    @Test("deletions go after the uploads; the deleted IDs come back to the adapter", arguments: TestEngine.all)
+    func deletionsFollowUploads(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             let synchronizer = CloudKitSynchronizer(database: DefaultCloudKitDatabaseAdapter(database: database), deviceIdentifier: "device-A")
             let first = NotesModelAdapter(zoneID: zoneID, notes: notes(3))
@@ -429,9 +429,9 @@ struct SyncKitUploadTests {
         }
     }
 
-    @Test("a stale save conflicts: the wrapper collects the server's records, and the error reads as serverRecordChanged")
-    func conflictsCollectServerRecords() async throws {
-        try await withContainer { container in
+    @Test("a stale save conflicts: the wrapper collects the server's records, and the error reads as serverRecordChanged", arguments: TestEngine.all)
+    func conflictsCollectServerRecords(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             let adapter = DefaultCloudKitDatabaseAdapter(database: database)
             let synchronizer = CloudKitSynchronizer(database: adapter, deviceIdentifier: "device-A")

@@ -1,6 +1,7 @@
 import Foundation
 import Stratus
 import StratusSQLite
+import StratusStores
 import StratusTestSupport
 import Testing
 
@@ -199,12 +200,12 @@ struct SyncLibraryTests {
         await awaitCallback { done in start { done($0) } }
     }
 
-    @Test("two devices sync through one store: changes arrive, a conflict is a partial failure resolved from the server record")
-    func twoDevices() async throws {
-        try await TemporaryStore.with(prefix: "cloudkit-sync") { store in
-            // Two "devices": two engines on the same store file, the same user.
-            let phone = NoteSyncEngine(database: Container(identifier: "iCloud.com.example.notes", engine: try SQLiteEngine(path: store.path()), userName: "alice").privateCloudDatabase)
-            let laptop = NoteSyncEngine(database: Container(identifier: "iCloud.com.example.notes", engine: try SQLiteEngine(path: store.path()), userName: "alice").privateCloudDatabase)
+    @Test("two devices sync through one store: changes arrive, a conflict is a partial failure resolved from the server record", arguments: TestEngine.all)
+    func twoDevices(engine: TestEngine) async throws {
+        try await withStore(on: engine) { location, store in
+            // Two "devices": two engines on the same store, the same user.
+            let phone = NoteSyncEngine(database: Container(identifier: "iCloud.com.example.notes", engine: try openOwnEngine(location), userName: "alice").privateCloudDatabase)
+            let laptop = NoteSyncEngine(database: Container(identifier: "iCloud.com.example.notes", engine: try openOwnEngine(location), userName: "alice").privateCloudDatabase)
 
             #expect(await wait(phone.createZone) == nil)
             phone.edit("groceries", text: "milk")

@@ -23,9 +23,9 @@ import Testing
 
 @Suite("A table synchronizer in the style of CloudKitSynchronizer, ported")
 struct TableSynchronizerTests {
-    @Test("subscriptions are fetched and saved by operations started directly, without a queue")
-    func subscriptionsByDirectStart() async throws {
-        try await withContainer { container in
+    @Test("subscriptions are fetched and saved by operations started directly, without a queue", arguments: TestEngine.all)
+    func subscriptionsByDirectStart(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             let zone = RecordZone.ID(zoneName: "Words", ownerName: CurrentUserDefaultName)
             _ = try await database.modifyRecordZones(saving: [RecordZone(zoneID: zone)], deleting: [])
@@ -49,9 +49,9 @@ struct TableSynchronizerTests {
         }
     }
 
-    @Test("a push reports each saved record, and on failure reads the records back from the operation")
-    func pushReportsRecords() async throws {
-        try await withContainer { container in
+    @Test("a push reports each saved record, and on failure reads the records back from the operation", arguments: TestEngine.all)
+    func pushReportsRecords(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             let zone = RecordZone.ID(zoneName: "Words", ownerName: CurrentUserDefaultName)
             _ = try await database.modifyRecordZones(saving: [RecordZone(zoneID: zone)], deleting: [])
@@ -85,9 +85,9 @@ struct TableSynchronizerTests {
         }
     }
 
-    @Test("a pull through configurationsByRecordZoneID delivers changes, deletions and the new token")
-    func pullWithTokens() async throws {
-        try await withContainer { container in
+    @Test("a pull through configurationsByRecordZoneID delivers changes, deletions and the new token", arguments: TestEngine.all)
+    func pullWithTokens(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             let zone = RecordZone.ID(zoneName: "Words", ownerName: CurrentUserDefaultName)
             _ = try await database.modifyRecordZones(saving: [RecordZone(zoneID: zone)], deleting: [])

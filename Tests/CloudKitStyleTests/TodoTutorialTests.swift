@@ -1,5 +1,6 @@
 import Foundation
 import Stratus
+import StratusTestSupport
 import Testing
 
 // The to-do model of a CloudKit tutorial, ported mechanically: completion handlers, the older
@@ -95,9 +96,9 @@ final class TodoModel {
 
 @Suite("A CloudKit to-do tutorial, ported mechanically")
 struct TodoTutorialTests {
-    @Test("save, page through with cursors, update with key-value coding, read numbers and Booleans as CloudKit gives them")
-    func todoApp() async throws {
-        try await withContainer { container in
+    @Test("save, page through with cursors, update with key-value coding, read numbers and Booleans as CloudKit gives them", arguments: TestEngine.all)
+    func todoApp(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let model = TodoModel(container: container)
             for (index, title) in ["Water the plants", "Buy milk", "Call mum", "Write report", "Pay rent"].enumerated() {
                 let (saved, error): (Record?, Error?) = await awaitCallback { done in
@@ -123,9 +124,9 @@ struct TodoTutorialTests {
         }
     }
 
-    @Test("a missing record fails with CKErrorDomain code 11, as the tutorial's error check expects")
-    func missingRecord() async throws {
-        try await withContainer { container in
+    @Test("a missing record fails with CKErrorDomain code 11, as the tutorial's error check expects", arguments: TestEngine.all)
+    func missingRecord(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let (record, error): (Record?, Error?) = await awaitCallback { done in
                 container.publicCloudDatabase.fetch(withRecordID: Record.ID(recordName: "nope")) { done(($0, $1)) }
             }
@@ -141,9 +142,9 @@ struct TodoTutorialTests {
         }
     }
 
-    @Test("the account checks tutorials start with: accountStatus and fetchUserRecordID")
-    func account() async throws {
-        try await withContainer { container in
+    @Test("the account checks tutorials start with: accountStatus and fetchUserRecordID", arguments: TestEngine.all)
+    func account(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let (status, error): (AccountStatus, Error?) = await awaitCallback { done in
                 container.accountStatus { done(($0, $1)) }
             }

@@ -1,6 +1,7 @@
 import Foundation
 import Stratus
 import StratusSQLite
+import StratusStores
 import StratusTestSupport
 import Testing
 
@@ -57,11 +58,11 @@ final class ProfileStore {
 
 @Suite("A profile on the user record, ported from CloudKit")
 struct UserProfileTests {
-    @Test("profile fields saved on one's user record are read by another user through a post's creator; fetchCurrentUserRecordOperation answers it")
-    func profileOnUserRecord() async throws {
-        try await TemporaryStore.with(prefix: "cloudkit-style") { store in
-            let alice = ProfileStore(container: try Container(identifier: "iCloud.com.example.forum", storePath: store.path(), userName: "alice"))
-            let bob = ProfileStore(container: try Container(identifier: "iCloud.com.example.forum", storePath: store.path(), userName: "bob"))
+    @Test("profile fields saved on one's user record are read by another user through a post's creator; fetchCurrentUserRecordOperation answers it", arguments: TestEngine.all)
+    func profileOnUserRecord(engine: TestEngine) async throws {
+        try await withStore(on: engine) { location, store in
+            let alice = ProfileStore(container: try Container(identifier: "iCloud.com.example.forum", store: location, userName: "alice"))
+            let bob = ProfileStore(container: try Container(identifier: "iCloud.com.example.forum", store: location, userName: "bob"))
 
             let saved = try await alice.saveProfile(nickname: "Ada", bio: "Counts things")
             #expect(saved["nickname"] as? String == "Ada")

@@ -953,10 +953,10 @@ private func makeOutline(_ container: Container, rows names: [String]) async thr
 
 @Suite("Zavala's zone: atomic saves from kept system fields, three-way merges and zone changes, ported")
 struct ZavalaZoneMergeTests {
-	@Test("rows saved atomically come back with change tags, and the kept metadata rebuilds the record for the next save")
+	@Test("rows saved atomically come back with change tags, and the kept metadata rebuilds the record for the next save", arguments: TestEngine.all)
 	@MainActor
-	func saveAndResave() async throws {
-		try await withContainer { container in
+	func saveAndResave(engine: TestEngine) async throws {
+		try await withContainer(on: engine) { container in
 			let (zone, _, rows) = try await makeOutline(container, rows: ["milk", "eggs"])
 			let (saved, deleted) = try await zone.modify(modelsToSave: rows, recordIDsToDelete: [], strategy: .onlyIfServerUnchanged)
 			#expect(saved.map(\.recordID.recordName).sorted() == ["eggs", "milk"])
@@ -981,10 +981,10 @@ struct ZavalaZoneMergeTests {
 		}
 	}
 
-	@Test("a conflict in an atomic save fails the whole batch: serverRecordChanged for the stale row, batchRequestFailed for the rest, nothing saved")
+	@Test("a conflict in an atomic save fails the whole batch: serverRecordChanged for the stale row, batchRequestFailed for the rest, nothing saved", arguments: TestEngine.all)
 	@MainActor
-	func conflictFailsTheBatch() async throws {
-		try await withContainer { container in
+	func conflictFailsTheBatch(engine: TestEngine) async throws {
+		try await withContainer(on: engine) { container in
 			let (zone, _, rows) = try await makeOutline(container, rows: ["milk", "eggs"])
 			let (saved, _) = try await zone.modify(modelsToSave: rows, recordIDsToDelete: [], strategy: .onlyIfServerUnchanged)
 			for record in saved { rows.first { $0.entityID == record.recordID.recordName }!.cloudKitMetaData = record.metadata }
@@ -1032,10 +1032,10 @@ struct ZavalaZoneMergeTests {
 		}
 	}
 
-	@Test("overwriting (changedKeys) saves a stale row without a conflict; a row whose zone is gone makes the zone error the result")
+	@Test("overwriting (changedKeys) saves a stale row without a conflict; a row whose zone is gone makes the zone error the result", arguments: TestEngine.all)
 	@MainActor
-	func overwriteAndMissingZone() async throws {
-		try await withContainer { container in
+	func overwriteAndMissingZone(engine: TestEngine) async throws {
+		try await withContainer(on: engine) { container in
 			let (zone, _, rows) = try await makeOutline(container, rows: ["milk"])
 			_ = try await zone.modify(modelsToSave: rows, recordIDsToDelete: [], strategy: .onlyIfServerUnchanged)
 			// No metadata was kept: the row builds a new record, which `.changedKeys` saves over
@@ -1057,10 +1057,10 @@ struct ZavalaZoneMergeTests {
 		}
 	}
 
-	@Test("zone changes reach the delegate with their token; the next fetch starts from it; an expired token starts over")
+	@Test("zone changes reach the delegate with their token; the next fetch starts from it; an expired token starts over", arguments: TestEngine.all)
 	@MainActor
-	func zoneChanges() async throws {
-		try await withContainer { container in
+	func zoneChanges(engine: TestEngine) async throws {
+		try await withContainer(on: engine) { container in
 			let (zone, _, rows) = try await makeOutline(container, rows: ["milk", "eggs", "bread"])
 			let store = OutlineStore()
 			zone.delegate = store

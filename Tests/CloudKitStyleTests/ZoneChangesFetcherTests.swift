@@ -20,9 +20,9 @@ import Testing
 
 @Suite("SyncKit's zone-changes download, ported")
 struct ZoneChangesFetcherTests {
-    @Test("a zone with more changes than one batch is fetched again from its token until it has none")
-    func moreComing() async throws {
-        try await withContainer { container in
+    @Test("a zone with more changes than one batch is fetched again from its token until it has none", arguments: TestEngine.all)
+    func moreComing(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             let notes = RecordZone.ID(zoneName: "Notes", ownerName: CurrentUserDefaultName)
             let tags = RecordZone.ID(zoneName: "Tags", ownerName: CurrentUserDefaultName)
@@ -62,9 +62,9 @@ struct ZoneChangesFetcherTests {
         }
     }
 
-    @Test("a deleted zone's error comes per zone, the final partialFailure is ignored, and the other zone is read")
-    func deletedZone() async throws {
-        try await withContainer { container in
+    @Test("a deleted zone's error comes per zone, the final partialFailure is ignored, and the other zone is read", arguments: TestEngine.all)
+    func deletedZone(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             let kept = RecordZone.ID(zoneName: "Kept", ownerName: CurrentUserDefaultName)
             let gone = RecordZone.ID(zoneName: "Gone", ownerName: CurrentUserDefaultName)
@@ -80,9 +80,9 @@ struct ZoneChangesFetcherTests {
         }
     }
 
-    @Test("a record from a newer model stops the download with the synchronizer's own error")
-    func newerModel() async throws {
-        try await withContainer { container in
+    @Test("a record from a newer model stops the download with the synchronizer's own error", arguments: TestEngine.all)
+    func newerModel(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
             let notes = RecordZone.ID(zoneName: "Notes", ownerName: CurrentUserDefaultName)
             _ = try await database.modifyRecordZones(saving: [RecordZone(zoneID: notes)], deleting: [])

@@ -76,9 +76,9 @@ final class RecoveringWriter: @unchecked Sendable {
 
 @Suite("Recreating a missing zone and sending again, as CloudKit's sync guides ask")
 struct ZoneRecoveryTests {
-    @Test("a save into a missing zone fails with zoneNotFound; the writer makes the zone and the retry saves; again after the zone is deleted")
-    func missingZone() async throws {
-        try await withContainer { container in
+    @Test("a save into a missing zone fails with zoneNotFound; the writer makes the zone and the retry saves; again after the zone is deleted", arguments: TestEngine.all)
+    func missingZone(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let writer = RecoveringWriter(database: container.privateCloudDatabase)
             let saved = try await writer.push(["monday": "Rain", "tuesday": "Sun"])
             #expect(saved.count == 2)
@@ -95,9 +95,9 @@ struct ZoneRecoveryTests {
         }
     }
 
-    @Test("the errors the writer reads: zoneNotFound (CKErrorDomain 26) per item, inside partialFailure from the operation")
-    func theErrorItReads() async throws {
-        try await withContainer { container in
+    @Test("the errors the writer reads: zoneNotFound (CKErrorDomain 26) per item, inside partialFailure from the operation", arguments: TestEngine.all)
+    func theErrorItReads(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
             let zoneID = RecordZone.ID(zoneName: "Nowhere")
             let record = Record(recordType: "Entry", recordID: Record.ID(recordName: "x", zoneID: zoneID))
             // The async modifyRecords answers each item's result when not atomic; the request

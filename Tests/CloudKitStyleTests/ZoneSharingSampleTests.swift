@@ -1,6 +1,7 @@
 import Foundation
 import Stratus
 import StratusSQLite
+import StratusStores
 import StratusTestSupport
 import Testing
 
@@ -76,25 +77,25 @@ enum ZoneSharingSample {
         private(set) var state: State = .loading
         /// Use the specified iCloud container ID, which should also be present in the entitlements file.
         // lazy var container = CKContainer(identifier: Config.containerIdentifier)
-        lazy var container = try! Container(identifier: Config.containerIdentifier, storePath: storePath, userName: userName)
+        lazy var container = try! Container(identifier: Config.containerIdentifier, store: storeLocation, userName: userName)
         /// This project uses the user's private database.
         private lazy var database = container.privateCloudDatabase
 
         // Where the port's container lives.
-        nonisolated let storePath: String
+        nonisolated let storeLocation: String
         nonisolated let userName: String
 
         // MARK: - Init
 
         // nonisolated init() {}
-        nonisolated init(storePath: String, userName: String) {
-            self.storePath = storePath
+        nonisolated init(storeLocation: String, userName: String) {
+            self.storeLocation = storeLocation
             self.userName = userName
         }
 
         /// Initializer to provide explicit state (e.g. for previews).
         init(state: State) {
-            self.storePath = ""
+            self.storeLocation = ""
             self.userName = ""
             self.state = state
         }
@@ -291,7 +292,7 @@ extension ZoneSharingSample.ContactGroup: Identifiable {
         }
 
         // let container = CKContainer(identifier: Config.containerIdentifier)
-        let container = try Container(identifier: ZoneSharingSample.Config.containerIdentifier, storePath: viewModel.storePath, userName: viewModel.userName)
+        let container = try Container(identifier: ZoneSharingSample.Config.containerIdentifier, store: viewModel.storeLocation, userName: viewModel.userName)
         let database = container.privateCloudDatabase
 
         // let deleteExpectation = expectation(description: "Expect CloudKit to delete testing records")
@@ -329,10 +330,10 @@ extension ZoneSharingSample.ContactGroup: Identifiable {
 
 /// Runs `body` with the sample's test case on a fresh store, torn down after (`afterTearDown`
 /// runs while the store is still there).
-@MainActor func withZoneSharingTestCase(_ body: @MainActor (ZoneSharingTestCase) async throws -> Void,
+@MainActor func withZoneSharingTestCase(on engine: TestEngine, _ body: @MainActor (ZoneSharingTestCase) async throws -> Void,
                                         afterTearDown: @MainActor (ZoneSharingTestCase) async throws -> Void = { _ in }) async throws {
-    try await TemporaryStore.with(prefix: "cloudkit-zonesharing") { store in
-        let testCase = ZoneSharingTestCase(viewModel: ZoneSharingSample.ViewModel(storePath: store.path(), userName: "alice"))
+    try await withStore(on: engine) { location, store in
+        let testCase = ZoneSharingTestCase(viewModel: ZoneSharingSample.ViewModel(storeLocation: location, userName: "alice"))
         try await body(testCase)
         try await testCase.tearDownWithError()
         try await afterTearDown(testCase)
@@ -345,12 +346,12 @@ extension ZoneSharingSample.ContactGroup: Identifiable {
     // MARK: - CloudKit Readiness
 
     // func test_CloudKitReadiness() async throws {
-    @Test("test_CloudKitReadiness: the private database answers its zones")
-    func cloudKitReadiness() async throws {
-        try await withZoneSharingTestCase { testCase in
+    @Test("test_CloudKitReadiness: the private database answers its zones", arguments: TestEngine.all)
+    func cloudKitReadiness(engine: TestEngine) async throws {
+        try await withZoneSharingTestCase(on: engine) { testCase in
             // Fetch zones from the Private Database of the CKContainer for the current user to test for valid/ready state
             // let container = CKContainer(identifier: Config.containerIdentifier)
-            let container = try Container(identifier: ZoneSharingSample.Config.containerIdentifier, storePath: testCase.viewModel.storePath, userName: "alice")
+            let container = try Container(identifier: ZoneSharingSample.Config.containerIdentifier, store: testCase.viewModel.storeLocation, userName: "alice")
             let database = container.privateCloudDatabase
 
             var zones: [RecordZone] = []
@@ -375,9 +376,9 @@ extension ZoneSharingSample.ContactGroup: Identifiable {
     }
 
     // func testCreatingShare() async throws {
-    @Test("testCreatingShare: the test contact's group zone is shared as a whole, the share found again through the zone; tear-down deletes contact, share and zone")
-    func creatingShare() async throws {
-        try await withZoneSharingTestCase { testCase in
+    @Test("testCreatingShare: the test contact's group zone is shared as a whole, the share found again through the zone; tear-down deletes contact, share and zone", arguments: TestEngine.all)
+    func creatingShare(engine: TestEngine) async throws {
+        try await withZoneSharingTestCase(on: engine) { testCase in
             // Create a temporary contact to create the share on.
             try await testCase.createTestContact()
             // Fetch private contacts, which should now contain the temporary contact.
@@ -428,9 +429,9 @@ extension ZoneSharingSample.ContactGroup: Identifiable {
 // The view model's other paths, which the sample's app runs and its tests do not.
 extension ZoneSharingSampleTests {
 
-    @Test("refresh groups the contacts by zone; saving an existing group's zone again before each contact is harmless")
-    func refreshGroupsByZone() async throws {
-        try await withZoneSharingTestCase { testCase in
+    @Test("refresh groups the contacts by zone; saving an existing group's zone again before each contact is harmless", arguments: TestEngine.all)
+    func refreshGroupsByZone(engine: TestEngine) async throws {
+        try await withZoneSharingTestCase(on: engine) { testCase in
             let viewModel = testCase.viewModel
             for (name, group) in [("Ann", "Family"), ("Bob", "Work"), ("Cy", "Work"), ("Di", "Club"), ("Ed", "Family")] {
                 try await viewModel.addContact(name: name, phoneNumber: "555-\(name)", group: group)
