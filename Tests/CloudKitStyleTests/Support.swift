@@ -29,11 +29,62 @@ func withContainer<T>(on engine: TestEngine, _ body: (Container) async throws ->
 ///
 /// - Throws: cancels the test case when the engine is PostgreSQL and no server is available.
 func withStore<T>(on engine: TestEngine, _ body: (_ store: String, _ folder: TemporaryStore) async throws -> T) async throws -> T {
+    guard engine == .postgres else { return try await withStoreOpened(on: engine, body) }
+    return try await PostgresPortGate.shared.admitting { try await withStoreOpened(on: engine, body) }
+}
+
+private func withStoreOpened<T>(on engine: TestEngine, _ body: (_ store: String, _ folder: TemporaryStore) async throws -> T) async throws -> T {
     try await TemporaryStore.with(prefix: "cloudkit-style") { folder in
         let locations = try await TestStoreLocations(engine: engine, folder: folder)
         // The PostgreSQL schema is dropped when `locations` goes: not before the body is done.
         defer { withExtendedLifetime(locations) {} }
         return try await body(try await locations.newStore("store"), folder)
+    }
+}
+
+/// How many ports use the PostgreSQL test server at once. Swift Testing starts every test case
+/// of the run together, and each port's engine keeps a pool of connections: the ports alone,
+/// all at once beside the other suites, ran the server out of connections (`too many
+/// clients`). A port inside another's admission (a second store of the same test) is admitted
+/// with it, so that nested stores cannot wait for each other.
+actor PostgresPortGate {
+    static let shared = PostgresPortGate(width: 6)
+    @TaskLocal static var isAdmitted = false
+
+    private let width: Int
+    private var running = 0
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    init(width: Int) { self.width = width }
+
+    nonisolated func admitting<T>(_ body: () async throws -> T) async throws -> T {
+        if Self.isAdmitted { return try await body() }
+        await enter()
+        do {
+            let result = try await Self.$isAdmitted.withValue(true) { try await body() }
+            await leave()
+            return result
+        } catch {
+            await leave()
+            throw error
+        }
+    }
+
+    private func enter() async {
+        if running < width {
+            running += 1
+            return
+        }
+        // The place is handed over by ``leave()``, which keeps `running` as it is.
+        await withCheckedContinuation { waiting.append($0) }
+    }
+
+    private func leave() {
+        if waiting.isEmpty {
+            running -= 1
+        } else {
+            waiting.removeFirst().resume()
+        }
     }
 }
 
