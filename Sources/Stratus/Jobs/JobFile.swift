@@ -65,6 +65,13 @@ package final class JobFile {
         removeLeftTemporaries()
     }
 
+    deinit {
+        // Unlocked before the descriptor closes: a child process this program is starting at
+        // this moment holds a copy of the descriptor until it execs, and with it the lock, so
+        // the next run of the job in this process would be refused (`inUse`) for no one.
+        _ = flock(lock.raw, LOCK_UN)
+    }
+
     /// The refusal of this file for `reason`.
     package func refusal(_ reason: JobFileError.Reason) -> JobFileError {
         JobFileError(path: path, file: file, reason: reason)
