@@ -508,6 +508,8 @@ struct CheckpointCLITests {
                 #expect(refused.stderr.contains("another run is using the checkpoint \(name)"), "\(refused)")
             }
             #expect(try await cli.count("Note") == 0)
+            // Unlocked first: a child process another test is starting holds a copy of the descriptor until it execs.
+            flock(lock, LOCK_UN)
             close(lock)
 
             let resumed = try await cli.run(["import", path, "--checkpoint", link])

@@ -489,10 +489,12 @@ struct CopyCLITests {
             let wrongDestination = try await cli.run(["copy", "--from", source, "--to", gone, "--checkpoint", checkpoint])
             #expect(wrongDestination.exitCode == 66 && wrongDestination.stderr.contains("says an earlier run copied into it") && !cli.storeExists(gone), "\(wrongDestination)")
 
-            let lock = open(checkpoint + ".lock", O_RDWR | O_CREAT, 0o644)
+            let lock = open(checkpoint + ".lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
             #expect(lock >= 0 && flock(lock, LOCK_EX) == 0)
             let held = try await cli.run(["copy", "--from", source, "--to", try await cli.newStore("third"), "--checkpoint", checkpoint])
             #expect(held.exitCode == 75, "\(held)")
+            // Unlocked first: a child process another test is starting holds a copy of the descriptor until it execs.
+            flock(lock, LOCK_UN)
             close(lock)
 
             let nope = try await cli.newStore("nope")

@@ -323,6 +323,8 @@ struct ChangesCLITests {
             let refused = try await ZoneTestProgram.run(stratus, arguments, in: fixture.store)
             #expect(refused.exitCode == 75)
             #expect(refused.stderr.contains("another run"))
+            // Unlocked first: a child process another test is starting holds a copy of the descriptor until it execs.
+            flock(lock, LOCK_UN)
             close(lock)
             #expect(try await ZoneTestProgram.run(stratus, arguments, in: fixture.store).exitCode == 0)
         }
@@ -345,6 +347,8 @@ struct ChangesCLITests {
             let refused = try await ZoneTestProgram.run(stratus, ["changes", "--token-file", link] + options, in: fixture.store)
             #expect(refused.exitCode == 75, "\(refused.stderr)")
             #expect(refused.stdout.isEmpty)
+            // Unlocked first: a child process another test is starting holds a copy of the descriptor until it execs.
+            flock(lock, LOCK_UN)
             close(lock)
 
             let first = try await ZoneTestProgram.run(stratus, ["changes", "--token-file", link] + options, in: fixture.store)
