@@ -16,7 +16,7 @@ extension EngineConformance {
         TestCase("a share copied into another store keeps its URL and participants there: the invitee opens it and, once accepted, reaches the shared records", copiedShareIsReachable),
         TestCase("a read-write participant may not delete the share's root, nor save with system fields of their choosing; an atomic request with a refused item writes nothing and labels the rest batchRequestFailed", participantLimits),
         TestCase("a share restored without a URL token gets one, as a new share does, and is indexed: its participants open its URL and reach it once accepted", restoredShareWithoutToken),
-        TestCase("acceptance is the participant's own: an owner's save or restoring save of a share whose JSON says participants accepted keeps what the store holds (pending for one it did not name), and a copy of the whole store keeps what participants gave", acceptanceIsTheParticipants),
+        TestCase("acceptance is the participant's own: an owner's save or restoring save of a share whose JSON says participants accepted keeps what the store holds (pending for one it did not name) and changes nothing else of the entries (CloudKit's orgUser), and a copy of the whole store keeps what participants gave", acceptanceIsTheParticipants),
     ]
 
     /// Alice's zone `Lists` with `groceries` (the root), `milk` (its child), `bread` (the
@@ -391,6 +391,8 @@ extension EngineConformance {
             for index in entries.indices { entries[index]["acceptanceStatus"] = "ACCEPTED" }
             entries.append(["participantId": "carol", "type": "USER", "acceptanceStatus": "ACCEPTED", "permission": "READ_WRITE",
                             "userIdentity": ["userRecordName": carolName]])
+            // Members of CloudKit's that Stratus does not read, which a restore keeps.
+            for index in entries.indices { entries[index]["orgUser"] = false; entries[index]["cloudKitLater"] = ["kept": 1] }
             extras.members["participants"] = String(decoding: try JSONSerialization.data(withJSONObject: entries), as: UTF8.self)
             stored.jsonExtras = extras
             return stored
@@ -416,6 +418,11 @@ extension EngineConformance {
         #expect(try await statuses() == [bobName: .pending, carolName: .pending])
         try await restore(try await forged())
         #expect(try await statuses() == [bobName: .pending, carolName: .pending])
+        let restored = try #require(try await alice.record(for: share.recordID).jsonExtras.members["participants"])
+        let restoredEntries = try #require(try JSONSerialization.jsonObject(with: Data(restored.utf8)) as? [[String: Any]])
+        #expect(restoredEntries.count == 3 && restoredEntries.allSatisfy { $0["orgUser"] as? Bool == false && ($0["cloudKitLater"] as? [String: Any])?["kept"] as? Int == 1 },
+                "the restore changed each entry's acceptance alone: \(restored)")
+        #expect(restored.contains(#""orgUser":false"#), "a boolean stays a boolean: \(restored)")
         #expect(try await bob.sharedCloudDatabase.allRecordZones().isEmpty)
         #expect(try await carol.sharedCloudDatabase.allRecordZones().isEmpty)
         #expect(try await bob.shareMetadata(for: url).participantStatus == .pending)

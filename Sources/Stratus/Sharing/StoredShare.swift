@@ -47,7 +47,7 @@ struct StoredShare: Equatable, Sendable {
     func write(into extras: inout Record.JSONExtras, unchangedFrom stored: StoredShare?) {
         extras.members[Self.publicPermissionMember] = Self.encode(Self.name(of: publicPermission))
         if stored?.participants != participants || extras.members[Self.participantsMember] == nil {
-            extras.members[Self.participantsMember] = Self.encode(participants)
+            writeParticipants(into: &extras)
         }
         extras.members[Self.shortGUIDMember] = shortGUID.map { Self.encode($0) }
         extras.members[Self.rootRecordNameMember] = rootRecordName.map { Self.encode($0) }
@@ -58,9 +58,36 @@ struct StoredShare: Equatable, Sendable {
         extras.members[Self.shortGUIDMember] = shortGUID.map { Self.encode($0) }
     }
 
-    /// Writes the participants alone into `extras`.
+    /// Writes the participants into `extras`. An entry `extras` holds already (the same
+    /// `participantId`) keeps the members of its JSON that Stratus does not read, CloudKit's
+    /// `orgUser` and whatever a later CloudKit adds, and takes the values of the members it
+    /// does read from this share: a save that changes an acceptance or a permission loses
+    /// nothing else of the entry.
     func writeParticipants(into extras: inout Record.JSONExtras) {
+        if let text = extras.members[Self.participantsMember],
+           let entries = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [[String: Any]],
+           let encoded = (try? JSONEncoder().encode(participants)).flatMap({ try? JSONSerialization.jsonObject(with: $0) }) as? [[String: Any]] {
+            let given = Dictionary(entries.compactMap { entry in (entry["participantId"] as? String).map { ($0, entry) } }, uniquingKeysWith: { first, _ in first })
+            let merged = encoded.map { entry in (entry["participantId"] as? String).flatMap { given[$0] }.map { Self.overlay(entry, on: $0) } ?? entry }
+            if let data = try? JSONSerialization.data(withJSONObject: merged, options: [.sortedKeys, .withoutEscapingSlashes]) {
+                extras.members[Self.participantsMember] = String(decoding: data, as: UTF8.self)
+                return
+            }
+        }
         extras.members[Self.participantsMember] = Self.encode(participants)
+    }
+
+    /// `original` with the members of `changes` (and of their objects, member by member).
+    private static func overlay(_ changes: [String: Any], on original: [String: Any]) -> [String: Any] {
+        var merged = original
+        for (key, value) in changes {
+            if let inner = value as? [String: Any], let old = original[key] as? [String: Any] {
+                merged[key] = overlay(inner, on: old)
+            } else {
+                merged[key] = value
+            }
+        }
+        return merged
     }
 
     /// The participants who may reach the shared records once they accept: every one named by
