@@ -16,17 +16,9 @@ struct CommandLineToolTests {
     func synchronousWaits(engine: TestEngine) async throws {
         try await withStore(on: engine) { location, store in
             let path = location
-            let report = try await onOwnThread { try ReportTool(storeLocation: path).run() }
+            let report = try await ChildProcess.onOwnThread { try ReportTool(storeLocation: path).run() }
             #expect(report == ["saved 3", "query: a1, a2, a3", "fetched a2 = 2", "deleted a1", "left: a2, a3"])
         }
-    }
-}
-
-/// Runs blocking code on a thread of its own, as a tool's main thread runs it.
-private func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        let thread = Thread { continuation.resume(with: Result { try body() }) }
-        thread.start()
     }
 }
 

@@ -33,7 +33,7 @@ struct TableSynchronizerTests {
                 TableConfiguration(tableName: "Word", zoneName: "Words", events: [.create, .update]),
                 TableConfiguration(tableName: "List", zoneName: "Words", events: [.create, .update, .delete]),
             ])
-            let saved = try await onOwnThread { sync.run() }
+            let saved = try await ChildProcess.onOwnThread { sync.run() }
             #expect(saved.error == nil)
             #expect(saved.before.isEmpty)
             let subscriptions = try await database.allSubscriptions()
@@ -44,7 +44,7 @@ struct TableSynchronizerTests {
             #expect(list.notificationInfo?.shouldSendContentAvailable == true)
 
             // A second run sees what the first one saved, through the same stored operation shape.
-            let again = try await onOwnThread { SubscriptionSync(database: database, tables: []).fetchOnly() }
+            let again = try await ChildProcess.onOwnThread { SubscriptionSync(database: database, tables: []).fetchOnly() }
             #expect(Set(again.keys) == ["WordCreateUpdate_Words", "ListCreateUpdateDelete_Words"])
         }
     }
@@ -118,13 +118,6 @@ struct TableSynchronizerTests {
         #expect(CloudKitError(error: StratusError(.badContainer)).code == .haltSync)
         #expect(CloudKitError(error: StratusError(.accountTemporarilyUnavailable)).code == .haltSync)
         #expect(CloudKitError(error: StratusError(.zoneBusy, "busy")).localizedDescription == "busy")
-    }
-}
-
-/// Runs blocking code on a thread of its own, as the synchronizer's operation queue does.
-private func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread { continuation.resume(with: Result { try body() }) }.start()
     }
 }
 

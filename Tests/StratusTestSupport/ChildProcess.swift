@@ -194,9 +194,10 @@ public final class ChildProcess: Sendable {
         public var description: String { message }
     }
 
-    /// Runs `body` on its own thread, outside Swift's cooperative pool, so that a
+    /// Runs `body` on its own thread, outside Swift's cooperative pool: blocking code (a
+    /// synchronous tool waiting for its operations) holds none of the pool's few threads, and a
     /// timing-sensitive loop (killing a process just after it wrote) is not held up by other
-    /// tests that occupy the pool's few threads.
+    /// tests that occupy them.
     public static func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             Thread { continuation.resume(with: Result { try body() }) }.start()

@@ -81,35 +81,31 @@ open class FetchShareParticipantsOperation: DatabaseOperation, @unchecked Sendab
     override func execute(engine: any StorageEngine, context: DatabaseContext) throws -> StratusError? {
         _ = try UserDiscovery.caller(in: context)
         let infos = userIdentityLookupInfos
-        var failed: [String] = []
-        for start in stride(from: 0, to: infos.count, by: UserDiscovery.lookupsPerRead) {
-            if isCancelled { return StratusError.cancelled("FetchShareParticipantsOperation", completed: start) }
-            let batch = infos[start..<min(start + UserDiscovery.lookupsPerRead, infos.count)]
-            var keys: [Int: UserDiscovery.Key] = [:]
-            var results: [Int: Result<Share.Participant, StratusError>] = [:]
-            for index in batch.indices {
-                do {
-                    keys[index] = try UserDiscovery.key(of: infos[index])
-                } catch {
-                    results[index] = .failure(error)
-                }
+        var unaskable: [Int: StratusError] = [:]
+        var keys: [UserDiscovery.Key?] = []
+        for (index, info) in infos.enumerated() {
+            do {
+                keys.append(try UserDiscovery.key(of: info))
+            } catch {
+                unaskable[index] = error
+                keys.append(nil)
             }
-            let asked = keys.sorted { $0.key < $1.key }
-            let found = try withRetry { try UserDiscovery.find(asked.map(\.value), engine: engine, context: context) }
-            for ((index, _), entry) in zip(asked, found) {
+        }
+        var failed: [String] = []
+        let cancelled = try findUsers(keys, engine: engine, context: context) { range, found in
+            for (index, entry) in zip(range, found) {
                 let info = infos[index]
-                if let entry {
-                    results[index] = .success(Share.Participant(userIdentity: UserDiscovery.identity(of: entry, lookupInfo: info)))
+                let result: Result<Share.Participant, StratusError>
+                if let error = unaskable[index] {
+                    result = .failure(error)
+                } else if let entry {
+                    result = .success(Share.Participant(userIdentity: UserDiscovery.identity(of: entry, lookupInfo: info)))
                 } else if let id = info.userRecordID, info.emailAddress == nil, info.phoneNumber == nil {
-                    results[index] = .success(Share.Participant(userIdentity: UserIdentity(userRecordID: id)))
+                    result = .success(Share.Participant(userIdentity: UserIdentity(userRecordID: id)))
                 } else {
                     let what = info.emailAddress.map { "email address '\($0)'" } ?? "phone number '\(info.phoneNumber ?? "")'"
-                    results[index] = .failure(StratusError(.unknownItem, "no discoverable user of \(context.containerIdentifier) has \(what); invite an undiscoverable user by user record ID"))
+                    result = .failure(StratusError(.unknownItem, "no discoverable user of \(context.containerIdentifier) has \(what); invite an undiscoverable user by user record ID"))
                 }
-            }
-            for index in batch.indices {
-                guard let result = results[index] else { continue }
-                let info = infos[index]
                 switch result {
                 case .success(let participant):
                     perShareParticipantResultBlock?(info, .success(participant))
@@ -120,6 +116,7 @@ open class FetchShareParticipantsOperation: DatabaseOperation, @unchecked Sendab
                 }
             }
         }
+        if let cancelled { return cancelled }
         guard !failed.isEmpty else { return nil }
         return StratusError(.partialFailure, "\(failed.count) of \(infos.count) share participant lookup(s) failed: \(failed.joined(separator: ", "))")
     }

@@ -72,17 +72,13 @@ open class DiscoverUserIdentitiesOperation: DatabaseOperation, @unchecked Sendab
                 return refused
             }
         }
-        for start in stride(from: 0, to: infos.count, by: UserDiscovery.lookupsPerRead) {
-            if isCancelled { return StratusError.cancelled("DiscoverUserIdentitiesOperation", completed: start) }
-            let end = min(start + UserDiscovery.lookupsPerRead, infos.count)
-            let found = try withRetry { try UserDiscovery.find(Array(keys[start..<end]), engine: engine, context: context) }
-            for (offset, entry) in found.enumerated() {
+        return try findUsers(keys, engine: engine, context: context) { range, found in
+            for (index, entry) in zip(range, found) {
                 guard let entry else { continue }
-                let info = infos[start + offset]
+                let info = infos[index]
                 userIdentityDiscoveredBlock?(UserDiscovery.identity(of: entry, lookupInfo: info), info)
             }
         }
-        return nil
     }
 
     override func complete(with error: StratusError?) {
