@@ -60,8 +60,13 @@ extension PostgresEngine {
             // (an INSERT … ON CONFLICT DO NOTHING is refused even when the entry is there).
             let known = try connection.query("SELECT 1 FROM user_directory WHERE container = $1 AND login = $2", [.text(containerIdentifier), .text(login)])
             if known.isEmpty {
-                try connection.execute("INSERT INTO user_directory(container, login, user_record_name, roles) VALUES ($1, $2, $3, $4)",
-                                       [.text(containerIdentifier), .text(login), .text(userRecordName), .text(UserDirectoryEntry.storedRoles([]))])
+                do {
+                    try connection.execute("INSERT INTO user_directory(container, login, user_record_name, roles) VALUES ($1, $2, $3, $4)",
+                                           [.text(containerIdentifier), .text(login), .text(userRecordName), .text(UserDirectoryEntry.storedRoles([]))])
+                } catch var error as StratusError where error.sqlState == "42501" {
+                    error.message = "the user directory of container \(containerIdentifier) has no entry for '\(login)', and only the store's administrator may add one: ask them to run `stratus users add \(login) --container \(containerIdentifier)`, then ask for the permission again (\(error.message))"
+                    throw error
+                }
             }
             try connection.execute("""
                 INSERT INTO user_identities(container, login, discoverable) VALUES ($1, $2, $3)

@@ -467,6 +467,12 @@ extension PostgresSecurityTests {
         try await bobContainer.revokeApplicationPermission(.userDiscoverability)
         #expect(try raw.query("SELECT count(*) FROM user_addresses WHERE login = $1", [.text(bob)])[0].int64(0) == 0)
         #expect(try store.owner.fetchUserDirectory(containerIdentifier: identifier, logins: [bob]).first?.emailAddresses == ["bob@example.com"], "consent keeps the entry")
+
+        // A role the directory does not name may not add itself: the error says who may.
+        try store.owner.modifyUserDirectory(containerIdentifier: identifier, saving: [], deletingLogins: [carol])
+        let unnamed = stratusError(await caughtError { _ = try await carolContainer.requestApplicationPermission(.userDiscoverability) })
+        #expect(unnamed?.code == .permissionFailure && unnamed?.message.contains("stratus users add \(carol) --container \(identifier)") == true, "\(String(describing: unnamed))")
+        #expect(try store.owner.fetchUserDirectory(containerIdentifier: identifier, logins: [carol]).isEmpty)
     }
 
     @Test("a version 12 store with row-level security gets user discovery's tables and policies when the owner opens it")

@@ -46,6 +46,10 @@ extension EngineConformance {
         }
         #expect((try? result.get()) != nil, "\(result)")
         #expect(found.items.map(\.0) == [bob.userRecordName, bob.userRecordName] && found.items.map(\.1) == ["+1 555 010 0100", "bob@example.com"])
+        // Lookups are values, as CloudKit's are: one made again keys the same dictionary entry.
+        let again = UserIdentity.LookupInfo(emailAddress: "bob@example.com")
+        #expect(again == lookups[2] && again.hashValue == lookups[2].hashValue && again != lookups[0])
+        #expect(Set(lookups + [again, UserIdentity.LookupInfo(userRecordID: Record.ID(recordName: bob.userRecordName))]).count == 4)
     }
 
     private static func undiscoverableUserFindsOnlyThemself(_ env: Environment) async throws {

@@ -118,6 +118,26 @@ public final class UserIdentity: NSObject, Sendable {
             self.phoneNumber = phoneNumber
             self.userRecordID = userRecordID
         }
+
+        /// Whether `object` is a lookup of the same address or ID: lookups are values, as
+        /// CloudKit's are, so one made again finds its entry in a dictionary keyed by lookups
+        /// (what `userIdentityDiscoveredBlock` and `perShareParticipantResultBlock` hand back).
+        ///
+        /// ```swift
+        /// UserIdentity.LookupInfo(emailAddress: "bob@example.com") == UserIdentity.LookupInfo(emailAddress: "bob@example.com")   // true
+        /// ```
+        public override func isEqual(_ object: Any?) -> Bool {
+            guard let other = object as? LookupInfo else { return false }
+            return emailAddress == other.emailAddress && phoneNumber == other.phoneNumber && userRecordID == other.userRecordID
+        }
+
+        public override var hash: Int {
+            var hasher = Hasher()
+            hasher.combine(emailAddress)
+            hasher.combine(phoneNumber)
+            hasher.combine(userRecordID)
+            return hasher.finalize()
+        }
     }
 
     init(userRecordID: Record.ID?, lookupInfo: LookupInfo?, nameComponents: PersonNameComponents?, hasiCloudAccount: Bool) {
