@@ -26,6 +26,9 @@ import Foundation
 ///   read of its type fail;
 /// - the share index: the rows of its own shares, where it keeps a participant's acceptance
 ///   and gives none (a trigger: only the participant accepts, through the tables' owner).
+/// - a shared zone's records: no record created under a name that stored records name as
+///   their parent (a trigger: they left the share with their parent, and only the owner brings
+///   them into a hierarchy again).
 ///
 /// Policies hold their expressions, not calls of functions: PostgreSQL resolves every name in
 /// them once, when the policy is created, so nothing a member creates later (a temporary table
@@ -149,6 +152,10 @@ enum PostgresRowSecurity {
                 out += """
                     DROP TRIGGER IF EXISTS stratus_keep_record_identity ON \(s).records;
                     CREATE TRIGGER stratus_keep_record_identity BEFORE UPDATE ON \(s).records FOR EACH ROW EXECUTE FUNCTION \(s).stratus_keep_record_identity();
+                    DROP TRIGGER IF EXISTS stratus_adopt_no_records ON \(s).records;
+                    CREATE TRIGGER stratus_adopt_no_records BEFORE INSERT ON \(s).records FOR EACH ROW
+                        WHEN (NEW.owner <> '' AND NEW.created_by <> NEW.owner) EXECUTE FUNCTION \(s).stratus_adopt_no_records();
+
                     """
             }
             if let counters = rule.counters {
@@ -299,6 +306,28 @@ enum PostgresRowSecurity {
             RETURN NEW;
         END
         $stratus$;
+        -- A participant creates no record under a name that stored records name as their parent: those records left the share
+        -- when their parent was deleted, and a record made under its name would bring them into the hierarchy it joins, which is the
+        -- owner's to shape. A zone shared as a whole, and a share's root, bring in nothing its participants do not reach. Security
+        -- definer, to see the records the participant does not; who acts is the session's role (CURRENT_USER is the definer here).
+        -- The trigger's WHEN leaves out the rows a participant cannot insert (public ones, and those created by their owner).
+        CREATE OR REPLACE FUNCTION \(s).stratus_adopt_no_records() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $stratus$
+        BEGIN
+            IF pg_has_role(SESSION_USER, (SELECT c.relowner FROM pg_class c WHERE c.oid = TG_RELID), 'USAGE')
+               OR NEW.owner IN (SELECT d.user_record_name FROM \(s).user_directory d WHERE d.login = SESSION_USER::text) THEN
+                RETURN NEW;
+            END IF;
+            IF EXISTS (SELECT 1 FROM \(s).records c WHERE c.zone_id = NEW.zone_id AND c.parent_name = NEW.record_name)
+               AND NOT EXISTS (SELECT 1 FROM \(s).records r WHERE r.zone_id = NEW.zone_id AND r.record_name = NEW.record_name)
+               AND NOT EXISTS (SELECT 1 FROM \(s).share_index i
+                               JOIN \(s).zones z ON z.container = i.container AND z.db = \(Database.Scope.private.rawValue) AND z.owner = i.owner AND z.zone_name = i.zone_name AND z.zone_owner = ''
+                               WHERE z.zone_id = NEW.zone_id AND (i.root_name IS NULL OR i.root_name = NEW.record_name)) THEN
+                RAISE EXCEPTION 'role % may not create record %: it is not in a hierarchy shared with it', SESSION_USER, NEW.record_name USING ERRCODE = '42501';
+            END IF;
+            RETURN NEW;
+        END
+        $stratus$;
+        REVOKE ALL ON FUNCTION \(s).stratus_adopt_no_records() FROM PUBLIC;
         -- A public record keeps its name, zone and creator; a member retypes one only into a type whose CREATE grant it has.
         -- A private record another user shares keeps its name, zone, owner, creation and type: a participant changes its values.
         CREATE OR REPLACE FUNCTION \(s).stratus_keep_record_identity() RETURNS trigger LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $stratus$

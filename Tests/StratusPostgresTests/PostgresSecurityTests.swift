@@ -418,7 +418,7 @@ struct PostgresSecurityTests {
         #expect(member?.code == .permissionFailure && member?.message.contains("version 5") == true && member?.message.contains("opens the store once") == true,
                 "\(String(describing: member))")
         _ = try PostgresEngine(url: store.database.url)
-        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "14")
+        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "15")
         #expect(try admin.query("SELECT count(*) FROM pg_policies WHERE policyname = 'stratus_owner'")[0].int64(0) == 0)
         #expect(try admin.query("SELECT count(*) FROM pg_proc WHERE proname = 'stratus_owns'")[0].int64(0) == 0)
         #expect(try admin.query("SELECT count(*) FROM pg_policies WHERE tablename = 'records' AND policyname = 'stratus_delete' AND $1 = ANY(roles)", [.text(store.group)])[0].int64(0) == 1)
@@ -479,7 +479,7 @@ extension PostgresSecurityTests {
         #expect(member?.code == .permissionFailure && member?.message.contains("version 12") == true, "\(String(describing: member))")
 
         _ = try PostgresEngine(url: store.database.url)
-        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "14")
+        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "15")
         try store.owner.modifyUserDirectory(containerIdentifier: store.identifier, saving: [
             UserDirectoryEntry(login: store.alice, userRecordName: store.aliceName, emailAddresses: ["alice@example.com"], isDiscoverable: true),
             UserDirectoryEntry(login: store.bob, userRecordName: store.bobName, emailAddresses: ["bob@example.com"]),
@@ -639,15 +639,79 @@ extension PostgresSecurityTests {
         #expect(reached == [shareName], "an invitation not accepted reaches its share only")
     }
 
-    @Test("a version 13 store with row-level security opens as version 14, whose share index keeps members from giving participants an acceptance")
+    @Test("a version 13 store with row-level security opens as the current version, whose share index keeps members from giving participants an acceptance")
     func upgradeFromVersion13AppliesAcceptanceTrigger() async throws {
         let store = try SecureStore()
         defer { store.dropRoles() }
         let admin = try PostgresConnection(url: store.database.url)
         try admin.executeScript("DROP TRIGGER stratus_keep_acceptance ON share_members; DROP FUNCTION stratus_keep_acceptance(); UPDATE meta SET value = '13' WHERE key = 'version';")
         _ = try PostgresEngine(url: store.database.url)
-        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "14")
+        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "15")
         #expect(try admin.query("SELECT count(*) FROM pg_trigger WHERE tgname = 'stratus_keep_acceptance' AND tgrelid = 'share_members'::regclass")[0].int64(0) == 1)
+    }
+
+    @Test("a read-write participant's role creates no record, with raw SQL either, under a name that stored records name as their parent (their parent was deleted): they stay outside the share")
+    func participantsAdoptNoOrphans() async throws {
+        let store = try SecureStore()
+        defer { store.dropRoles() }
+        let (aliceName, bobName) = (store.aliceName, store.bobName)
+        let alice = Container(identifier: store.identifier, engine: try store.engine(store.alice), userName: store.alice).privateCloudDatabase
+        let lists = try await alice.save(RecordZone(zoneName: "Lists")).zoneID
+        let root = makeRecord("List", "groceries", zoneID: lists, ["title": .string("Groceries")])
+        let milk = makeRecord("Item", "milk", zoneID: lists, ["title": .string("Milk")])
+        milk.setParent(root)
+        let bread = makeRecord("Item", "bread", zoneID: lists, ["title": .string("Bread")])
+        bread.setParent(milk)
+        try await TestDatabase.save([root, milk, bread], in: alice)
+        let storedRoot = try await alice.record(for: root.recordID)
+        let share = Share(rootRecord: storedRoot)
+        let invited = Share.Participant(userIdentity: UserIdentity(userRecordID: Record.ID(recordName: bobName)))
+        invited.permission = .readWrite
+        share.addParticipant(invited)
+        let (saved, _) = try await alice.modifyRecords(saving: [storedRoot, share], deleting: [])
+        let url = try #require((try saved[share.recordID]?.get() as? Share)?.url)
+        let bobAsAdministered = Container(identifier: store.identifier, engine: store.owner, userName: store.bob)
+        try await bobAsAdministered.accept(try await bobAsAdministered.shareMetadata(for: url))
+        _ = try await alice.deleteRecord(withID: milk.recordID)
+
+        let bob = try store.raw(store.bob)
+        func reached() throws -> [String] {
+            try bob.query("SELECT record_name FROM records WHERE owner = $1 AND record_type = 'Item' ORDER BY record_name", [.text(aliceName)]).map { try $0.text(0) ?? "" }
+        }
+        #expect(try reached().isEmpty, "bread left the share with milk")
+        let insert = """
+            INSERT INTO records(zone_id, record_name, owner, record_type, created_at, created_by, modified_at, modified_by, change_tag, change_seq, fields, parent_name)
+            SELECT zone_id, $3, owner, 'Item', 0, $2, 0, $2, 'bob', change_seq, '{}'::jsonb, 'groceries' FROM records WHERE owner = $1 AND record_name = 'groceries'
+            """
+        let adopting = stratusError(await caughtError { try bob.execute(insert, [.text(aliceName), .text(bobName), .text("milk")]) })
+        #expect(adopting?.code == .permissionFailure, "\(String(describing: adopting))")
+        #expect(try reached().isEmpty)
+        // Through Stratus (as the tables' owner acting for Bob, past the trigger), the same
+        // answer; a name no record names as parent goes in.
+        let bobsSharedDatabase = bobAsAdministered.sharedCloudDatabase
+        let sharedLists = RecordZone.ID(zoneName: "Lists", ownerName: aliceName)
+        let again = Record(recordType: "Item", recordID: Record.ID(recordName: "milk", zoneID: sharedLists))
+        again.setParent(Record.ID(recordName: "groceries", zoneID: sharedLists))
+        let refused = stratusError(await caughtError { _ = try await bobsSharedDatabase.save(again) })
+        #expect(refused?.code == .permissionFailure, "\(String(describing: refused))")
+        #expect(try bob.execute(insert, [.text(aliceName), .text(bobName), .text("eggs")]) == 1)
+        #expect(try reached() == ["eggs"])
+        // The owner brings bread back: a hierarchy is hers to shape.
+        let newMilk = makeRecord("Item", "milk", zoneID: lists, ["title": .string("Milk")])
+        newMilk.setParent(root)
+        try await TestDatabase.save([newMilk], in: alice)
+        #expect(try reached() == ["bread", "eggs", "milk"])
+    }
+
+    @Test("a version 14 store with row-level security opens as the current version, whose records trigger keeps participants from creating records under a deleted parent's name")
+    func upgradeFromVersion14AppliesAdoptionTrigger() async throws {
+        let store = try SecureStore()
+        defer { store.dropRoles() }
+        let admin = try PostgresConnection(url: store.database.url)
+        try admin.executeScript("DROP TRIGGER stratus_adopt_no_records ON records; DROP FUNCTION stratus_adopt_no_records(); UPDATE meta SET value = '14' WHERE key = 'version';")
+        _ = try PostgresEngine(url: store.database.url)
+        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "15")
+        #expect(try admin.query("SELECT count(*) FROM pg_trigger WHERE tgname = 'stratus_adopt_no_records' AND tgrelid = 'records'::regclass")[0].int64(0) == 1)
     }
 
     @Test("a superuser who opens an older store upgrades it as the role that owns its tables: what the upgrade creates is that role's, whose commands keep working")

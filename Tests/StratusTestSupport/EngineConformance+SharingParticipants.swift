@@ -22,7 +22,7 @@ extension EngineConformance {
     /// Alice's zone `Lists` with `groceries` (the root), `milk` (its child), `bread` (the
     /// child's child) and `diary` (in no hierarchy); a share of `groceries` naming Bob with
     /// `permission`, saved. Answers Alice's database, the share, and the zone as Bob names it.
-    private static func sharedList(_ env: Environment, bob permission: Share.ParticipantPermission?, publicPermission: Share.ParticipantPermission = .none) async throws
+    static func sharedList(_ env: Environment, bob permission: Share.ParticipantPermission?, publicPermission: Share.ParticipantPermission = .none) async throws
         -> (alice: Database, share: Share, zoneID: RecordZone.ID) {
         let alice = env.container(user: "alice")
         let database = alice.privateCloudDatabase
@@ -91,7 +91,7 @@ extension EngineConformance {
     }
 
     /// Expects `body` to fail with a `StratusError` of `code`.
-    private static func expectCode(_ code: StratusError.Code, sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws -> Void) async {
+    static func expectCode(_ code: StratusError.Code, sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws -> Void) async {
         let error = stratusError(await caughtError(body))
         #expect(error?.code == code, "\(String(describing: error))", sourceLocation: sourceLocation)
     }

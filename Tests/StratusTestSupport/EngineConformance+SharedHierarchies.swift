@@ -1,0 +1,63 @@
+import Foundation
+import Stratus
+import Testing
+
+// MARK: - Sharing: what a record-level share's hierarchy holds
+
+extension EngineConformance {
+    static let sharedHierarchyCases: [TestCase] = [
+        TestCase("a read-write participant cannot create a record under the name of a deleted parent whose children are still stored: the children stay outside the share; a zone shared as a whole allows it", noAdoptionOfOrphans),
+    ]
+
+    private static func noAdoptionOfOrphans(_ env: Environment) async throws {
+        let (alice, share, zoneID) = try await sharedList(env, bob: .readWrite)
+        let bob = env.container(user: "bob")
+        try await bob.accept(try await bob.shareMetadata(for: try #require(share.url)))
+        let shared = bob.sharedCloudDatabase
+        let ownZone = RecordZone.ID(zoneName: "Lists")
+        #expect(try await shared.record(for: Record.ID(recordName: "bread", zoneID: zoneID))["title"] as? String == "Bread")
+
+        // Alice deletes `milk`; `bread`, its child, stays stored and leaves the share with it.
+        _ = try await alice.deleteRecord(withID: Record.ID(recordName: "milk", zoneID: ownZone))
+        await expectCode(.unknownItem) { _ = try await shared.record(for: Record.ID(recordName: "bread", zoneID: zoneID)) }
+
+        // A new `milk` under the shared root would bring `bread` back into Bob's reach.
+        let hijack = Record(recordType: "Item", recordID: Record.ID(recordName: "milk", zoneID: zoneID))
+        hijack.setParent(Record.ID(recordName: "groceries", zoneID: zoneID))
+        await expectCode(.permissionFailure) { _ = try await shared.save(hijack) }
+        await expectCode(.unknownItem) { _ = try await alice.record(for: Record.ID(recordName: "milk", zoneID: ownZone)) }
+        await expectCode(.unknownItem) { _ = try await shared.record(for: Record.ID(recordName: "bread", zoneID: zoneID)) }
+        let (matches, _) = try await shared.records(matching: Query(recordType: "Item", predicate: QueryPredicate(value: true)), inZoneWith: zoneID)
+        #expect(matches.isEmpty, "\(matches.map(\.0))")
+        // A name no stored record names as its parent is created as before.
+        let eggs = Record(recordType: "Item", recordID: Record.ID(recordName: "eggs", zoneID: zoneID))
+        eggs.setParent(Record.ID(recordName: "groceries", zoneID: zoneID))
+        _ = try await shared.save(eggs)
+        #expect(try await alice.record(for: Record.ID(recordName: "eggs", zoneID: ownZone)).parent?.recordID.recordName == "groceries")
+
+        // The owner may: the hierarchy is hers to shape, and `bread` is Bob's again.
+        let ownMilk = Record(recordType: "Item", recordID: Record.ID(recordName: "milk", zoneID: ownZone))
+        ownMilk.setParent(Record.ID(recordName: "groceries", zoneID: ownZone))
+        _ = try await alice.save(ownMilk)
+        #expect(try await shared.record(for: Record.ID(recordName: "bread", zoneID: zoneID))["title"] as? String == "Bread")
+
+        // In a zone shared as a whole, Bob reaches every record already: nothing to keep out.
+        let aliceDatabase = env.container(user: "alice").privateCloudDatabase
+        let family = RecordZone.ID(zoneName: "Family")
+        _ = try await aliceDatabase.modifyRecordZones(saving: [RecordZone(zoneID: family)], deleting: [])
+        let aunt = Record(recordType: "Contact", recordID: Record.ID(recordName: "aunt", zoneID: family))
+        let orphan = Record(recordType: "Contact", recordID: Record.ID(recordName: "cousin", zoneID: family))
+        orphan.setParent(aunt)
+        _ = try await aliceDatabase.modifyRecords(saving: [aunt, orphan], deleting: [])
+        _ = try await aliceDatabase.deleteRecord(withID: aunt.recordID)
+        let zoneShare = Share(recordZoneID: family)
+        let participant = Share.Participant(userIdentity: UserIdentity(userRecordID: try await bob.userRecordID()))
+        participant.permission = .readWrite
+        zoneShare.addParticipant(participant)
+        let savedZoneShare = try #require(try await aliceDatabase.modifyRecords(saving: [zoneShare], deleting: []).saveResults[zoneShare.recordID]?.get() as? Share)
+        try await bob.accept(try await bob.shareMetadata(for: try #require(savedZoneShare.url)))
+        let sharedFamily = RecordZone.ID(zoneName: "Family", ownerName: zoneID.ownerName)
+        _ = try await shared.save(Record(recordType: "Contact", recordID: Record.ID(recordName: "aunt", zoneID: sharedFamily)))
+        #expect(try await aliceDatabase.record(for: Record.ID(recordName: "aunt", zoneID: family)).recordType == "Contact")
+    }
+}
