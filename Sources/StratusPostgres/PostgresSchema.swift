@@ -70,7 +70,8 @@ import Foundation
 ///
 /// Version 15 changes no table: its row-level security keeps a participant's role from creating
 /// a record under a name that stored records name as their parent (a trigger: records whose
-/// parent was deleted would join the participant's hierarchy); the upgrade applies it.
+/// parent was deleted would join the participant's hierarchy), and writes the tombstone of a
+/// participant's raw-SQL deletion (a trigger); the upgrade applies it.
 enum PostgresSchema {
     static let version = 15
     /// The version whose `ix_` indexes hold declared values only.

@@ -703,15 +703,61 @@ extension PostgresSecurityTests {
         #expect(try reached() == ["bread", "eggs", "milk"])
     }
 
-    @Test("a version 14 store with row-level security opens as the current version, whose records trigger keeps participants from creating records under a deleted parent's name")
-    func upgradeFromVersion14AppliesAdoptionTrigger() async throws {
+    @Test("a read-write participant's deletion of a shared record with raw SQL reaches the owner's change feeds: the database writes its tombstone and marks the zone changed")
+    func participantsRawDeletionLeavesTombstone() async throws {
+        let store = try SecureStore()
+        defer { store.dropRoles() }
+        let (aliceName, bobName) = (store.aliceName, store.bobName)
+        let alice = Container(identifier: store.identifier, engine: try store.engine(store.alice), userName: store.alice).privateCloudDatabase
+        let lists = try await alice.save(RecordZone(zoneName: "Lists")).zoneID
+        let root = makeRecord("List", "groceries", zoneID: lists, ["title": .string("Groceries")])
+        let milk = makeRecord("Item", "milk", zoneID: lists, ["title": .string("Milk"), "list": .reference(Record.Reference(recordID: root.recordID, action: .deleteSelf))])
+        milk.setParent(root)
+        try await TestDatabase.save([root, milk], in: alice)
+        let storedRoot = try await alice.record(for: root.recordID)
+        let share = Share(rootRecord: storedRoot)
+        let invited = Share.Participant(userIdentity: UserIdentity(userRecordID: Record.ID(recordName: bobName)))
+        invited.permission = .readWrite
+        share.addParticipant(invited)
+        let (saved, _) = try await alice.modifyRecords(saving: [storedRoot, share], deleting: [])
+        let url = try #require((try saved[share.recordID]?.get() as? Share)?.url)
+        let bobAsAdministered = Container(identifier: store.identifier, engine: store.owner, userName: store.bob)
+        try await bobAsAdministered.accept(try await bobAsAdministered.shareMetadata(for: url))
+        let zoneToken = try await alice.recordZoneChanges(inZoneWith: lists, since: nil).changeToken
+        let databaseToken = try await alice.databaseChanges(since: nil).changeToken
+
+        let references = "SELECT count(*) FROM refs WHERE owner = $1 AND source_name = 'milk'"
+        #expect(try store.raw(store.alice).query(references, [.text(aliceName)])[0].int64(0) == 1, "milk's reference, which goes with it")
+        #expect(try store.raw(store.bob).execute("DELETE FROM records WHERE owner = $1 AND record_name = 'milk'", [.text(aliceName)]) == 1)
+        let zoneChanges = try await alice.recordZoneChanges(inZoneWith: lists, since: zoneToken)
+        #expect(zoneChanges.deletions.map(\.recordID) == [milk.recordID] && zoneChanges.deletions.first?.recordType == "Item", "\(zoneChanges.deletions)")
+        #expect(zoneChanges.modificationResultsByID.isEmpty)
+        #expect(try await alice.databaseChanges(since: databaseToken).modifications.map(\.zoneID) == [lists])
+        // The owner's next write numbers its changes after the tombstone's, and nothing is left of the row.
+        try await TestDatabase.save([makeRecord("Item", "bread", zoneID: lists, ["title": .string("Bread")])], in: alice)
+        let next = try await alice.recordZoneChanges(inZoneWith: lists, since: zoneChanges.changeToken)
+        #expect(next.modificationResultsByID.keys.map(\.recordName) == ["bread"] && next.deletions.isEmpty)
+        #expect(try store.raw(store.alice).query(references, [.text(aliceName)])[0].int64(0) == 0)
+        // The owner's own raw deletion is hers to account for, as before: no tombstone is written for it.
+        #expect(try store.raw(store.alice).execute("DELETE FROM records WHERE owner = $1 AND record_name = 'bread'", [.text(aliceName)]) == 1)
+        #expect(try await alice.recordZoneChanges(inZoneWith: lists, since: next.changeToken).deletions.isEmpty)
+    }
+
+    @Test("a version 14 store with row-level security opens as the current version, whose records triggers keep participants from creating records under a deleted parent's name and write their deletions' tombstones")
+    func upgradeFromVersion14AppliesHierarchyTriggers() async throws {
         let store = try SecureStore()
         defer { store.dropRoles() }
         let admin = try PostgresConnection(url: store.database.url)
-        try admin.executeScript("DROP TRIGGER stratus_adopt_no_records ON records; DROP FUNCTION stratus_adopt_no_records(); UPDATE meta SET value = '14' WHERE key = 'version';")
+        try admin.executeScript("""
+            DROP TRIGGER stratus_adopt_no_records ON records; DROP FUNCTION stratus_adopt_no_records();
+            DROP TRIGGER stratus_participant_tombstone ON records; DROP FUNCTION stratus_participant_tombstone();
+            UPDATE meta SET value = '14' WHERE key = 'version';
+            """)
         _ = try PostgresEngine(url: store.database.url)
         #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "15")
-        #expect(try admin.query("SELECT count(*) FROM pg_trigger WHERE tgname = 'stratus_adopt_no_records' AND tgrelid = 'records'::regclass")[0].int64(0) == 1)
+        #expect(try admin.query("""
+            SELECT count(*) FROM pg_trigger WHERE tgname IN ('stratus_adopt_no_records', 'stratus_participant_tombstone') AND tgrelid = 'records'::regclass
+            """)[0].int64(0) == 2)
     }
 
     @Test("a superuser who opens an older store upgrades it as the role that owns its tables: what the upgrade creates is that role's, whose commands keep working")
