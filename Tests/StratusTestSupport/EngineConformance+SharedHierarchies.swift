@@ -7,7 +7,38 @@ import Testing
 extension EngineConformance {
     static let sharedHierarchyCases: [TestCase] = [
         TestCase("a read-write participant cannot create a record under the name of a deleted parent whose children are still stored: the children stay outside the share; a zone shared as a whole allows it", noAdoptionOfOrphans),
+        TestCase("in a zone shared record by record, a participant's deletion of a stored record outside the share and of a name never stored answer alike (unknownItem, as a fetch does) and delete nothing; in a zone shared as a whole a name never stored is deleted as in the owner's zone", deletionsTellNoNames),
     ]
+
+    private static func deletionsTellNoNames(_ env: Environment) async throws {
+        let (alice, share, zoneID) = try await sharedList(env, bob: .readWrite)
+        let bob = env.container(user: "bob")
+        try await bob.accept(try await bob.shareMetadata(for: try #require(share.url)))
+        let shared = bob.sharedCloudDatabase
+        let diary = Record.ID(recordName: "diary", zoneID: zoneID)
+        let neverStored = Record.ID(recordName: "nothing-here", zoneID: zoneID)
+        let outside = stratusError(await caughtError { _ = try await shared.deleteRecord(withID: diary) })
+        let unknown = stratusError(await caughtError { _ = try await shared.deleteRecord(withID: neverStored) })
+        #expect(outside?.code == .unknownItem && unknown?.code == .unknownItem, "\(String(describing: outside)) \(String(describing: unknown))")
+        #expect(outside?.message.replacingOccurrences(of: "diary", with: "nothing-here") == unknown?.message)
+        await expectCode(.unknownItem) { _ = try await shared.record(for: diary) }
+        #expect(try await alice.record(for: Record.ID(recordName: "diary", zoneID: RecordZone.ID(zoneName: "Lists")))["title"] as? String == "Private")
+        // A record of the share Bob deleted already (another device of his) answers so too.
+        _ = try await shared.deleteRecord(withID: Record.ID(recordName: "bread", zoneID: zoneID))
+        await expectCode(.unknownItem) { _ = try await shared.deleteRecord(withID: Record.ID(recordName: "bread", zoneID: zoneID)) }
+
+        // A zone shared as a whole holds nothing Bob does not reach: as in the owner's zone.
+        let aliceDatabase = env.container(user: "alice").privateCloudDatabase
+        let family = RecordZone.ID(zoneName: "Family")
+        _ = try await aliceDatabase.modifyRecordZones(saving: [RecordZone(zoneID: family)], deleting: [])
+        let zoneShare = Share(recordZoneID: family)
+        let participant = Share.Participant(userIdentity: UserIdentity(userRecordID: try await bob.userRecordID()))
+        participant.permission = .readWrite
+        zoneShare.addParticipant(participant)
+        let savedZoneShare = try #require(try await aliceDatabase.modifyRecords(saving: [zoneShare], deleting: []).saveResults[zoneShare.recordID]?.get() as? Share)
+        try await bob.accept(try await bob.shareMetadata(for: try #require(savedZoneShare.url)))
+        _ = try await shared.deleteRecord(withID: Record.ID(recordName: "nothing-here", zoneID: RecordZone.ID(zoneName: "Family", ownerName: zoneID.ownerName)))
+    }
 
     private static func noAdoptionOfOrphans(_ env: Environment) async throws {
         let (alice, share, zoneID) = try await sharedList(env, bob: .readWrite)

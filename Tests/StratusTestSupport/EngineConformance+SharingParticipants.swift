@@ -85,7 +85,7 @@ extension EngineConformance {
                                                savePolicy: .ifServerRecordUnchanged, atomically: true)
         })
         #expect(atomic?.code == .partialFailure, "\(String(describing: atomic))")
-        #expect(stratusError(atomic?.partialErrorsByItemID?[Record.ID(recordName: "diary", zoneID: zoneID)])?.code == .permissionFailure)
+        #expect(stratusError(atomic?.partialErrorsByItemID?[Record.ID(recordName: "diary", zoneID: zoneID)])?.code == .unknownItem)
         #expect(stratusError(atomic?.partialErrorsByItemID?[Record.ID(recordName: "bread", zoneID: zoneID)])?.code == .batchRequestFailed)
         #expect(try await alice.record(for: Record.ID(recordName: "bread", zoneID: ownZone))["title"] as? String == "Bread")
     }
@@ -215,7 +215,7 @@ extension EngineConformance {
         // Outside the hierarchy, and the share itself, stay refused.
         let stray = Record(recordType: "Item", recordID: Record.ID(recordName: "stray", zoneID: zoneID))
         await expectCode(.permissionFailure) { _ = try await shared.save(stray) }
-        await expectCode(.permissionFailure) { _ = try await shared.deleteRecord(withID: Record.ID(recordName: "diary", zoneID: zoneID)) }
+        await expectCode(.unknownItem) { _ = try await shared.deleteRecord(withID: Record.ID(recordName: "diary", zoneID: zoneID)) }
         let sharedShare = try await shared.record(for: Record.ID(recordName: share.recordID.recordName, zoneID: zoneID))
         await expectCode(.permissionFailure) { _ = try await shared.save(sharedShare) }
         _ = try await shared.deleteRecord(withID: newItem.recordID)

@@ -118,12 +118,19 @@ extension SharedDatabaseEngine {
         if id.recordName == Share.zoneWideShareName || save?.record.recordType == Record.SystemType.share || zone.shares.contains(id.recordName) {
             return StratusError(.permissionFailure, "record '\(id.recordName)' is a share: only its owner changes it (a participant leaves a share by deleting it from the shared database)", recordID: id)
         }
-        var permissions: [Share.ParticipantPermission?] = []
         let stored = try base.fetchRecords([id], in: zone.context)[id]
-        if let stored { permissions.append(try access.permission(for: stored, in: zone)) }
+        let storedPermission = try stored.flatMap { try access.permission(for: $0, in: zone) }
+        if save == nil, zone.zoneWide == nil, storedPermission == nil {
+            // One answer for a record outside the share and for a name never stored, as a fetch
+            // gives: else a deletion would tell the participant which names the owner's zone holds.
+            return StratusError(.unknownItem, "record '\(id.recordName)' is not among the records zone '\(id.zoneID.zoneName)' of \(id.zoneID.ownerName) shares with you; nothing was deleted", recordID: id)
+        }
+        var permissions: [Share.ParticipantPermission?] = []
+        if stored != nil { permissions.append(storedPermission) }
         if let save { permissions.append(try access.permission(ofHierarchy: id.recordName, parent: save.parent, in: zone, pending: pending)) }
         if permissions.isEmpty {
-            // A deletion of a record that is not stored: as in the owner's zone, nothing to refuse.
+            // A deletion of a record that is not stored, in a zone shared as a whole: as in the
+            // owner's zone, nothing to refuse.
             return nil
         }
         if try permissions.contains(where: { $0 == nil }) || adoptsStoredRecords(id, stored: stored, in: zone) {
