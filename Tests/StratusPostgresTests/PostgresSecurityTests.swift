@@ -655,24 +655,16 @@ extension PostgresSecurityTests {
         let store = try SecureStore()
         defer { store.dropRoles() }
         let (aliceName, bobName) = (store.aliceName, store.bobName)
-        let alice = Container(identifier: store.identifier, engine: try store.engine(store.alice), userName: store.alice).privateCloudDatabase
-        let lists = try await alice.save(RecordZone(zoneName: "Lists")).zoneID
-        let root = makeRecord("List", "groceries", zoneID: lists, ["title": .string("Groceries")])
-        let milk = makeRecord("Item", "milk", zoneID: lists, ["title": .string("Milk")])
-        milk.setParent(root)
-        let bread = makeRecord("Item", "bread", zoneID: lists, ["title": .string("Bread")])
-        bread.setParent(milk)
-        try await TestDatabase.save([root, milk, bread], in: alice)
-        let storedRoot = try await alice.record(for: root.recordID)
-        let share = Share(rootRecord: storedRoot)
-        let invited = Share.Participant(userIdentity: UserIdentity(userRecordID: Record.ID(recordName: bobName)))
-        invited.permission = .readWrite
-        share.addParticipant(invited)
-        let (saved, _) = try await alice.modifyRecords(saving: [storedRoot, share], deleting: [])
-        let url = try #require((try saved[share.recordID]?.get() as? Share)?.url)
-        let bobAsAdministered = Container(identifier: store.identifier, engine: store.owner, userName: store.bob)
-        try await bobAsAdministered.accept(try await bobAsAdministered.shareMetadata(for: url))
-        _ = try await alice.deleteRecord(withID: milk.recordID)
+        let (alice, lists, bobAsAdministered) = try await store.shareAlicesList(bob: .readWrite) { lists in
+            let root = makeRecord("List", "groceries", zoneID: lists, ["title": .string("Groceries")])
+            let milk = makeRecord("Item", "milk", zoneID: lists, ["title": .string("Milk")])
+            milk.setParent(root)
+            let bread = makeRecord("Item", "bread", zoneID: lists, ["title": .string("Bread")])
+            bread.setParent(milk)
+            return [root, milk, bread]
+        }
+        let milk = Record.ID(recordName: "milk", zoneID: lists)
+        _ = try await alice.deleteRecord(withID: milk)
 
         let bob = try store.raw(store.bob)
         func reached() throws -> [String] {
@@ -698,7 +690,7 @@ extension PostgresSecurityTests {
         #expect(try reached() == ["eggs"])
         // The owner brings bread back: a hierarchy is hers to shape.
         let newMilk = makeRecord("Item", "milk", zoneID: lists, ["title": .string("Milk")])
-        newMilk.setParent(root)
+        newMilk.setParent(Record.ID(recordName: "groceries", zoneID: lists))
         try await TestDatabase.save([newMilk], in: alice)
         #expect(try reached() == ["bread", "eggs", "milk"])
     }
@@ -707,22 +699,14 @@ extension PostgresSecurityTests {
     func participantsRawDeletionLeavesTombstone() async throws {
         let store = try SecureStore()
         defer { store.dropRoles() }
-        let (aliceName, bobName) = (store.aliceName, store.bobName)
-        let alice = Container(identifier: store.identifier, engine: try store.engine(store.alice), userName: store.alice).privateCloudDatabase
-        let lists = try await alice.save(RecordZone(zoneName: "Lists")).zoneID
-        let root = makeRecord("List", "groceries", zoneID: lists, ["title": .string("Groceries")])
-        let milk = makeRecord("Item", "milk", zoneID: lists, ["title": .string("Milk"), "list": .reference(Record.Reference(recordID: root.recordID, action: .deleteSelf))])
-        milk.setParent(root)
-        try await TestDatabase.save([root, milk], in: alice)
-        let storedRoot = try await alice.record(for: root.recordID)
-        let share = Share(rootRecord: storedRoot)
-        let invited = Share.Participant(userIdentity: UserIdentity(userRecordID: Record.ID(recordName: bobName)))
-        invited.permission = .readWrite
-        share.addParticipant(invited)
-        let (saved, _) = try await alice.modifyRecords(saving: [storedRoot, share], deleting: [])
-        let url = try #require((try saved[share.recordID]?.get() as? Share)?.url)
-        let bobAsAdministered = Container(identifier: store.identifier, engine: store.owner, userName: store.bob)
-        try await bobAsAdministered.accept(try await bobAsAdministered.shareMetadata(for: url))
+        let aliceName = store.aliceName
+        let (alice, lists, _) = try await store.shareAlicesList(bob: .readWrite) { lists in
+            let root = makeRecord("List", "groceries", zoneID: lists, ["title": .string("Groceries")])
+            let milk = makeRecord("Item", "milk", zoneID: lists, ["title": .string("Milk"), "list": .reference(Record.Reference(recordID: root.recordID, action: .deleteSelf))])
+            milk.setParent(root)
+            return [root, milk]
+        }
+        let milk = Record.ID(recordName: "milk", zoneID: lists)
         let zoneToken = try await alice.recordZoneChanges(inZoneWith: lists, since: nil).changeToken
         let databaseToken = try await alice.databaseChanges(since: nil).changeToken
 
@@ -730,7 +714,7 @@ extension PostgresSecurityTests {
         #expect(try store.raw(store.alice).query(references, [.text(aliceName)])[0].int64(0) == 1, "milk's reference, which goes with it")
         #expect(try store.raw(store.bob).execute("DELETE FROM records WHERE owner = $1 AND record_name = 'milk'", [.text(aliceName)]) == 1)
         let zoneChanges = try await alice.recordZoneChanges(inZoneWith: lists, since: zoneToken)
-        #expect(zoneChanges.deletions.map(\.recordID) == [milk.recordID] && zoneChanges.deletions.first?.recordType == "Item", "\(zoneChanges.deletions)")
+        #expect(zoneChanges.deletions.map(\.recordID) == [milk] && zoneChanges.deletions.first?.recordType == "Item", "\(zoneChanges.deletions)")
         #expect(zoneChanges.modificationResultsByID.isEmpty)
         #expect(try await alice.databaseChanges(since: databaseToken).modifications.map(\.zoneID) == [lists])
         // The owner's next write numbers its changes after the tombstone's, and nothing is left of the row.
@@ -819,6 +803,28 @@ private struct SecureStore {
                        UserDirectoryEntry(login: bob, userRecordName: bobName, roles: roles[\.bob] ?? []),
                        UserDirectoryEntry(login: carol, userRecordName: carolName, roles: [])]
         try owner.modifyUserDirectory(containerIdentifier: identifier, saving: entries, deletingLogins: [])
+    }
+
+    /// Alice's zone `Lists` holding `records` (made for the zone's ID; the first is the root),
+    /// shared with Bob with `permission`, which Bob accepts through the tables' owner acting for
+    /// him (accepting changes Alice's share record, which no member's role writes). Answers
+    /// Alice's database on her own role, the zone, and Bob's container on the tables' owner.
+    func shareAlicesList(bob permission: Share.ParticipantPermission, holding records: (RecordZone.ID) -> [Record]) async throws
+        -> (alice: Database, lists: RecordZone.ID, bobAsAdministered: Container) {
+        let alice = Container(identifier: identifier, engine: try engine(self.alice), userName: self.alice).privateCloudDatabase
+        let lists = try await alice.save(RecordZone(zoneName: "Lists")).zoneID
+        let stored = records(lists)
+        try await TestDatabase.save(stored, in: alice)
+        let storedRoot = try await alice.record(for: try #require(stored.first).recordID)
+        let share = Share(rootRecord: storedRoot)
+        let invited = Share.Participant(userIdentity: UserIdentity(userRecordID: Record.ID(recordName: bobName)))
+        invited.permission = permission
+        share.addParticipant(invited)
+        let (saved, _) = try await alice.modifyRecords(saving: [storedRoot, share], deleting: [])
+        let url = try #require((try saved[share.recordID]?.get() as? Share)?.url)
+        let bobAsAdministered = Container(identifier: identifier, engine: owner, userName: bob)
+        try await bobAsAdministered.accept(try await bobAsAdministered.shareMetadata(for: url))
+        return (alice, lists, bobAsAdministered)
     }
 
     func url(_ role: String) throws -> String { try PostgresConnectionString.replacing(["user": role], in: database.url) }

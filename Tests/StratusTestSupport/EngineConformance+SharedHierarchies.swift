@@ -10,6 +10,25 @@ extension EngineConformance {
         TestCase("in a zone shared record by record, a participant's deletion of a stored record outside the share and of a name never stored answer alike (unknownItem, as a fetch does) and delete nothing; in a zone shared as a whole a name never stored is deleted as in the owner's zone", deletionsTellNoNames),
     ]
 
+    /// Alice's zone `Family` holding `records` (made for the zone's ID), shared as a whole with
+    /// Bob read-write, and accepted. Answers Alice's ID of the zone and Bob's.
+    private static func sharedFamily(_ env: Environment, holding records: (RecordZone.ID) -> [Record] = { _ in [] }) async throws
+        -> (family: RecordZone.ID, shared: RecordZone.ID) {
+        let alice = env.container(user: "alice")
+        let family = RecordZone.ID(zoneName: "Family")
+        _ = try await alice.privateCloudDatabase.modifyRecordZones(saving: [RecordZone(zoneID: family)], deleting: [])
+        let stored = records(family)
+        if !stored.isEmpty { _ = try await alice.privateCloudDatabase.modifyRecords(saving: stored, deleting: []) }
+        let share = Share(recordZoneID: family)
+        let bob = env.container(user: "bob")
+        let participant = Share.Participant(userIdentity: UserIdentity(userRecordID: try await bob.userRecordID()))
+        participant.permission = .readWrite
+        share.addParticipant(participant)
+        let saved = try #require(try await alice.privateCloudDatabase.modifyRecords(saving: [share], deleting: []).saveResults[share.recordID]?.get() as? Share)
+        try await bob.accept(try await bob.shareMetadata(for: try #require(saved.url)))
+        return (family, RecordZone.ID(zoneName: "Family", ownerName: try await alice.userRecordID().recordName))
+    }
+
     private static func deletionsTellNoNames(_ env: Environment) async throws {
         let (alice, share, zoneID) = try await sharedList(env, bob: .readWrite)
         let bob = env.container(user: "bob")
@@ -28,16 +47,8 @@ extension EngineConformance {
         await expectCode(.unknownItem) { _ = try await shared.deleteRecord(withID: Record.ID(recordName: "bread", zoneID: zoneID)) }
 
         // A zone shared as a whole holds nothing Bob does not reach: as in the owner's zone.
-        let aliceDatabase = env.container(user: "alice").privateCloudDatabase
-        let family = RecordZone.ID(zoneName: "Family")
-        _ = try await aliceDatabase.modifyRecordZones(saving: [RecordZone(zoneID: family)], deleting: [])
-        let zoneShare = Share(recordZoneID: family)
-        let participant = Share.Participant(userIdentity: UserIdentity(userRecordID: try await bob.userRecordID()))
-        participant.permission = .readWrite
-        zoneShare.addParticipant(participant)
-        let savedZoneShare = try #require(try await aliceDatabase.modifyRecords(saving: [zoneShare], deleting: []).saveResults[zoneShare.recordID]?.get() as? Share)
-        try await bob.accept(try await bob.shareMetadata(for: try #require(savedZoneShare.url)))
-        _ = try await shared.deleteRecord(withID: Record.ID(recordName: "nothing-here", zoneID: RecordZone.ID(zoneName: "Family", ownerName: zoneID.ownerName)))
+        let (_, sharedFamily) = try await sharedFamily(env)
+        _ = try await shared.deleteRecord(withID: Record.ID(recordName: "nothing-here", zoneID: sharedFamily))
     }
 
     private static func noAdoptionOfOrphans(_ env: Environment) async throws {
@@ -73,21 +84,14 @@ extension EngineConformance {
         #expect(try await shared.record(for: Record.ID(recordName: "bread", zoneID: zoneID))["title"] as? String == "Bread")
 
         // In a zone shared as a whole, Bob reaches every record already: nothing to keep out.
+        let (family, sharedFamily) = try await sharedFamily(env) { family in
+            let aunt = Record(recordType: "Contact", recordID: Record.ID(recordName: "aunt", zoneID: family))
+            let cousin = Record(recordType: "Contact", recordID: Record.ID(recordName: "cousin", zoneID: family))
+            cousin.setParent(aunt)
+            return [aunt, cousin]
+        }
         let aliceDatabase = env.container(user: "alice").privateCloudDatabase
-        let family = RecordZone.ID(zoneName: "Family")
-        _ = try await aliceDatabase.modifyRecordZones(saving: [RecordZone(zoneID: family)], deleting: [])
-        let aunt = Record(recordType: "Contact", recordID: Record.ID(recordName: "aunt", zoneID: family))
-        let orphan = Record(recordType: "Contact", recordID: Record.ID(recordName: "cousin", zoneID: family))
-        orphan.setParent(aunt)
-        _ = try await aliceDatabase.modifyRecords(saving: [aunt, orphan], deleting: [])
-        _ = try await aliceDatabase.deleteRecord(withID: aunt.recordID)
-        let zoneShare = Share(recordZoneID: family)
-        let participant = Share.Participant(userIdentity: UserIdentity(userRecordID: try await bob.userRecordID()))
-        participant.permission = .readWrite
-        zoneShare.addParticipant(participant)
-        let savedZoneShare = try #require(try await aliceDatabase.modifyRecords(saving: [zoneShare], deleting: []).saveResults[zoneShare.recordID]?.get() as? Share)
-        try await bob.accept(try await bob.shareMetadata(for: try #require(savedZoneShare.url)))
-        let sharedFamily = RecordZone.ID(zoneName: "Family", ownerName: zoneID.ownerName)
+        _ = try await aliceDatabase.deleteRecord(withID: Record.ID(recordName: "aunt", zoneID: family))
         _ = try await shared.save(Record(recordType: "Contact", recordID: Record.ID(recordName: "aunt", zoneID: sharedFamily)))
         #expect(try await aliceDatabase.record(for: Record.ID(recordName: "aunt", zoneID: family)).recordType == "Contact")
     }
