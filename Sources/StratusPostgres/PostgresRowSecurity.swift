@@ -25,7 +25,7 @@ import Foundation
 /// - a record's field document: a JSON object (a policy), so that no member's row makes every
 ///   read of its type fail;
 /// - the share index: the rows of its own shares, where it keeps a participant's acceptance
-///   and gives none (a trigger: only the participant accepts, through the tables' owner).
+///   and gives none (a trigger: only the participant accepts, through the tables' owner);
 /// - a participant's deletion of a shared record: its tombstone and the owner's zone and
 ///   database change positions, written by a trigger (the participant's role writes none of
 ///   the owner's bookkeeping), so that the owner's change feeds report it;
