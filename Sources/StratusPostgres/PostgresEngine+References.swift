@@ -10,4 +10,13 @@ extension PostgresEngine {
                 .map { try $0.text(0) ?? "" }
         }
     }
+
+    @_spi(StratusEngine)
+    public func hasChildRecords(of id: Record.ID, in database: DatabaseContext) throws -> Bool {
+        try readTransaction(mayLag: false) { connection in
+            guard let zone = try zoneHistory(id.zoneID, database, on: connection) else { return false }
+            // `records_by_parent` answers it.
+            return try !connection.query("SELECT 1 FROM records WHERE zone_id = $1 AND parent_name = $2 LIMIT 1", [.int64(zone.row), .text(id.recordName)]).isEmpty
+        }
+    }
 }

@@ -25,7 +25,13 @@ import Foundation
 /// - a record's field document: a JSON object (a policy), so that no member's row makes every
 ///   read of its type fail;
 /// - the share index: the rows of its own shares, where it keeps a participant's acceptance
-///   and gives none (a trigger: only the participant accepts, through the tables' owner).
+///   and gives none (a trigger: only the participant accepts, through the tables' owner);
+/// - a participant's deletion of a shared record: its tombstone and the owner's zone and
+///   database change positions, written by a trigger (the participant's role writes none of
+///   the owner's bookkeeping), so that the owner's change feeds report it;
+/// - a shared zone's records: no record created under a name that stored records name as
+///   their parent (a trigger: they left the share with their parent, and only the owner brings
+///   them into a hierarchy again).
 ///
 /// Policies hold their expressions, not calls of functions: PostgreSQL resolves every name in
 /// them once, when the policy is created, so nothing a member creates later (a temporary table
@@ -149,6 +155,13 @@ enum PostgresRowSecurity {
                 out += """
                     DROP TRIGGER IF EXISTS stratus_keep_record_identity ON \(s).records;
                     CREATE TRIGGER stratus_keep_record_identity BEFORE UPDATE ON \(s).records FOR EACH ROW EXECUTE FUNCTION \(s).stratus_keep_record_identity();
+                    DROP TRIGGER IF EXISTS stratus_participant_tombstone ON \(s).records;
+                    CREATE TRIGGER stratus_participant_tombstone AFTER DELETE ON \(s).records FOR EACH ROW
+                        WHEN (OLD.owner <> '') EXECUTE FUNCTION \(s).stratus_participant_tombstone();
+                    DROP TRIGGER IF EXISTS stratus_adopt_no_records ON \(s).records;
+                    CREATE TRIGGER stratus_adopt_no_records BEFORE INSERT ON \(s).records FOR EACH ROW
+                        WHEN (NEW.owner <> '' AND NEW.created_by <> NEW.owner) EXECUTE FUNCTION \(s).stratus_adopt_no_records();
+
                     """
             }
             if let counters = rule.counters {
@@ -299,6 +312,55 @@ enum PostgresRowSecurity {
             RETURN NEW;
         END
         $stratus$;
+        -- A participant creates no record under a name that stored records name as their parent: those records left the share
+        -- when their parent was deleted, and a record made under its name would bring them into the hierarchy it joins, which is the
+        -- owner's to shape. A zone shared as a whole, and a share's root, bring in nothing its participants do not reach. Security
+        -- definer, to see the records the participant does not; who acts is the session's role (CURRENT_USER is the definer here).
+        -- The trigger's WHEN leaves out the rows a participant cannot insert (public ones, and those created by their owner).
+        CREATE OR REPLACE FUNCTION \(s).stratus_adopt_no_records() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $stratus$
+        BEGIN
+            IF pg_has_role(SESSION_USER, (SELECT c.relowner FROM pg_class c WHERE c.oid = TG_RELID), 'USAGE')
+               OR NEW.owner IN (SELECT d.user_record_name FROM \(s).user_directory d WHERE d.login = SESSION_USER::text) THEN
+                RETURN NEW;
+            END IF;
+            IF EXISTS (SELECT 1 FROM \(s).records c WHERE c.zone_id = NEW.zone_id AND c.parent_name = NEW.record_name)
+               AND NOT EXISTS (SELECT 1 FROM \(s).records r WHERE r.zone_id = NEW.zone_id AND r.record_name = NEW.record_name)
+               AND NOT EXISTS (SELECT 1 FROM \(s).share_index i
+                               JOIN \(s).zones z ON z.container = i.container AND z.db = \(Database.Scope.private.rawValue) AND z.owner = i.owner AND z.zone_name = i.zone_name AND z.zone_owner = ''
+                               WHERE z.zone_id = NEW.zone_id AND (i.root_name IS NULL OR i.root_name = NEW.record_name)) THEN
+                RAISE EXCEPTION 'role % may not create record %: it is not in a hierarchy shared with it', SESSION_USER, NEW.record_name USING ERRCODE = '42501';
+            END IF;
+            RETURN NEW;
+        END
+        $stratus$;
+        REVOKE ALL ON FUNCTION \(s).stratus_adopt_no_records() FROM PUBLIC;
+        -- A participant's deletion of a shared record, with raw SQL, is a change of the owner's zone as Stratus's own deletion is: the
+        -- database writes its tombstone at the zone's next change position and marks the zone changed in the owner's database (which
+        -- the participant's role may not write), and removes what was derived from the row, so that the owner's devices learn of it.
+        -- The tables' owner (Stratus acting for a participant writes the tombstone itself) and a row's owner pass.
+        CREATE OR REPLACE FUNCTION \(s).stratus_participant_tombstone() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $stratus$
+        DECLARE
+            zone record;
+            database_change bigint;
+        BEGIN
+            IF pg_has_role(SESSION_USER, (SELECT c.relowner FROM pg_class c WHERE c.oid = TG_RELID), 'USAGE')
+               OR OLD.owner IN (SELECT d.user_record_name FROM \(s).user_directory d WHERE d.login = SESSION_USER::text) THEN
+                RETURN OLD;
+            END IF;
+            UPDATE \(s).zones SET change_seq = change_seq + 1 WHERE zone_id = OLD.zone_id RETURNING container, db, owner, change_seq INTO zone;
+            INSERT INTO \(s).tombstones(zone_id, record_name, owner, record_type, change_seq, deleted_at)
+                VALUES (OLD.zone_id, OLD.record_name, OLD.owner, OLD.record_type, zone.change_seq, extract(epoch FROM clock_timestamp()) - \(Int(Date.timeIntervalBetween1970AndReferenceDate)))
+                ON CONFLICT (zone_id, record_name) DO UPDATE SET record_type = excluded.record_type, change_seq = excluded.change_seq, deleted_at = excluded.deleted_at;
+            INSERT INTO \(s).database_history(container, db, owner, change_seq) VALUES (zone.container, zone.db, zone.owner, 1)
+                ON CONFLICT (container, db, owner) DO UPDATE SET change_seq = database_history.change_seq + 1 RETURNING change_seq INTO database_change;
+            UPDATE \(s).zones SET db_change_seq = database_change WHERE zone_id = OLD.zone_id;
+            DELETE FROM \(s).refs WHERE zone_id = OLD.zone_id AND source_name = OLD.record_name;
+            DELETE FROM \(s).record_tokens WHERE zone_id = OLD.zone_id AND record_name = OLD.record_name;
+            DELETE FROM \(s).asset_refs WHERE zone_id = OLD.zone_id AND record_name = OLD.record_name;
+            RETURN OLD;
+        END
+        $stratus$;
+        REVOKE ALL ON FUNCTION \(s).stratus_participant_tombstone() FROM PUBLIC;
         -- A public record keeps its name, zone and creator; a member retypes one only into a type whose CREATE grant it has.
         -- A private record another user shares keeps its name, zone, owner, creation and type: a participant changes its values.
         CREATE OR REPLACE FUNCTION \(s).stratus_keep_record_identity() RETURNS trigger LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $stratus$

@@ -12,4 +12,15 @@ extension SQLiteEngine {
             return names
         }
     }
+
+    @_spi(StratusEngine) public func hasChildRecords(of id: Record.ID, in database: DatabaseContext) throws -> Bool {
+        try readTransaction { connection in
+            guard let zone = try zoneRowID(id.zoneID, database, on: connection, createDefault: false) else { return false }
+            // `records_by_parent` answers it; `parent_name = ?` implies the index's `IS NOT NULL`.
+            let children = try connection.statement("SELECT 1 FROM records WHERE zone_id = ? AND parent_name = ? LIMIT 1")
+            defer { children.reset() }
+            try children.bind([.integer(zone), .text(id.recordName)])
+            return try children.step()
+        }
+    }
 }

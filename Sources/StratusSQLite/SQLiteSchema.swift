@@ -7,7 +7,8 @@
 /// zone row allocator (`store_info`: zone rows are never reused).
 ///
 /// Every index costs every write, so a record pays for one index only, its name (fetches,
-/// saves), and the table itself is kept in change order per zone (change tracking). Everything
+/// saves), and the table itself is kept in change order per zone (change tracking); a record
+/// with a `parent` pays for a second, by parent (version 13, for sharing). Everything
 /// else is indexed where a record type schema declares it, as in CloudKit's schema:
 /// - version 2 dropped the creation- and modification-date indexes that version 1 kept for
 ///   every record type (``Stratus/RecordTypeSchema/indexableSystemFields``);
@@ -46,8 +47,10 @@
 /// - version 12 adds what user discovery finds users by (``userDiscovery``): new tables,
 ///   created by `CREATE … IF NOT EXISTS` on open; no step (every user starts undiscoverable,
 ///   without addresses).
+/// - version 13 indexes records by parent (``recordsByParent``, partial: records with a parent
+///   only), created by `CREATE … IF NOT EXISTS` on open; no step.
 enum SQLiteSchema {
-    static let version: Int64 = 12
+    static let version: Int64 = 13
     /// The version the share index came with; stores below it have their shares indexed.
     static let shareIndexVersion: Int64 = 11
 
@@ -100,6 +103,7 @@ enum SQLiteSchema {
         );
         CREATE TABLE IF NOT EXISTS records(\(recordsTableColumns));
         CREATE UNIQUE INDEX IF NOT EXISTS records_by_name ON records(zone_id, record_name);
+        \(recordsByParent)
         CREATE TABLE IF NOT EXISTS tombstones(
             zone_id INTEGER NOT NULL,
             record_name TEXT NOT NULL,
@@ -334,8 +338,15 @@ enum SQLiteSchema {
             DROP TABLE records;
             ALTER TABLE records_v3 RENAME TO records;
             CREATE UNIQUE INDEX records_by_name ON records(zone_id, record_name);
+            \(recordsByParent)
             """
     }
+
+    /// Records by `parent` (version 13), for the one question the shared database asks by
+    /// parent: whether stored records name a record as their parent
+    /// (``SQLiteEngine/hasChildRecords(of:in:)``). Partial: a record without a parent, most
+    /// of them, pays nothing for it.
+    static let recordsByParent = "CREATE INDEX IF NOT EXISTS records_by_parent ON records(zone_id, parent_name) WHERE parent_name IS NOT NULL;"
 
     /// The (table, column) pairs outside the records table that held login names before
     /// version 5; each of these tables has a `container` column (never production before version 5).

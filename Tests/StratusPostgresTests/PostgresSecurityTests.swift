@@ -418,7 +418,7 @@ struct PostgresSecurityTests {
         #expect(member?.code == .permissionFailure && member?.message.contains("version 5") == true && member?.message.contains("opens the store once") == true,
                 "\(String(describing: member))")
         _ = try PostgresEngine(url: store.database.url)
-        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "14")
+        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "15")
         #expect(try admin.query("SELECT count(*) FROM pg_policies WHERE policyname = 'stratus_owner'")[0].int64(0) == 0)
         #expect(try admin.query("SELECT count(*) FROM pg_proc WHERE proname = 'stratus_owns'")[0].int64(0) == 0)
         #expect(try admin.query("SELECT count(*) FROM pg_policies WHERE tablename = 'records' AND policyname = 'stratus_delete' AND $1 = ANY(roles)", [.text(store.group)])[0].int64(0) == 1)
@@ -485,7 +485,7 @@ extension PostgresSecurityTests {
         #expect(member?.code == .permissionFailure && member?.message.contains("version 12") == true, "\(String(describing: member))")
 
         _ = try PostgresEngine(url: store.database.url)
-        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "14")
+        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "15")
         try store.owner.modifyUserDirectory(containerIdentifier: store.identifier, saving: [
             UserDirectoryEntry(login: store.alice, userRecordName: store.aliceName, emailAddresses: ["alice@example.com"], isDiscoverable: true),
             UserDirectoryEntry(login: store.bob, userRecordName: store.bobName, emailAddresses: ["bob@example.com"]),
@@ -645,15 +645,109 @@ extension PostgresSecurityTests {
         #expect(reached == [shareName], "an invitation not accepted reaches its share only")
     }
 
-    @Test("a version 13 store with row-level security opens as version 14, whose share index keeps members from giving participants an acceptance")
+    @Test("a version 13 store with row-level security opens as the current version, whose share index keeps members from giving participants an acceptance")
     func upgradeFromVersion13AppliesAcceptanceTrigger() async throws {
         let store = try SecureStore()
         defer { store.dropRoles() }
         let admin = try PostgresConnection(url: store.database.url)
         try admin.executeScript("DROP TRIGGER stratus_keep_acceptance ON share_members; DROP FUNCTION stratus_keep_acceptance(); UPDATE meta SET value = '13' WHERE key = 'version';")
         _ = try PostgresEngine(url: store.database.url)
-        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "14")
+        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "15")
         #expect(try admin.query("SELECT count(*) FROM pg_trigger WHERE tgname = 'stratus_keep_acceptance' AND tgrelid = 'share_members'::regclass")[0].int64(0) == 1)
+    }
+
+    @Test("a read-write participant's role creates no record, with raw SQL either, under a name that stored records name as their parent (their parent was deleted): they stay outside the share")
+    func participantsAdoptNoOrphans() async throws {
+        let store = try SecureStore()
+        defer { store.dropRoles() }
+        let (aliceName, bobName) = (store.aliceName, store.bobName)
+        let (alice, lists, bobAsAdministered) = try await store.shareAlicesList(bob: .readWrite) { lists in
+            let root = makeRecord("List", "groceries", zoneID: lists, ["title": .string("Groceries")])
+            let milk = makeRecord("Item", "milk", zoneID: lists, ["title": .string("Milk")])
+            milk.setParent(root)
+            let bread = makeRecord("Item", "bread", zoneID: lists, ["title": .string("Bread")])
+            bread.setParent(milk)
+            return [root, milk, bread]
+        }
+        let milk = Record.ID(recordName: "milk", zoneID: lists)
+        _ = try await alice.deleteRecord(withID: milk)
+
+        let bob = try store.raw(store.bob)
+        func reached() throws -> [String] {
+            try bob.query("SELECT record_name FROM records WHERE owner = $1 AND record_type = 'Item' ORDER BY record_name", [.text(aliceName)]).map { try $0.text(0) ?? "" }
+        }
+        #expect(try reached().isEmpty, "bread left the share with milk")
+        let insert = """
+            INSERT INTO records(zone_id, record_name, owner, record_type, created_at, created_by, modified_at, modified_by, change_tag, change_seq, fields, parent_name)
+            SELECT zone_id, $3, owner, 'Item', 0, $2, 0, $2, 'bob', change_seq, '{}'::jsonb, 'groceries' FROM records WHERE owner = $1 AND record_name = 'groceries'
+            """
+        let adopting = stratusError(await caughtError { try bob.execute(insert, [.text(aliceName), .text(bobName), .text("milk")]) })
+        #expect(adopting?.code == .permissionFailure, "\(String(describing: adopting))")
+        #expect(try reached().isEmpty)
+        // Through Stratus (as the tables' owner acting for Bob, past the trigger), the same
+        // answer; a name no record names as parent goes in.
+        let bobsSharedDatabase = bobAsAdministered.sharedCloudDatabase
+        let sharedLists = RecordZone.ID(zoneName: "Lists", ownerName: aliceName)
+        let again = Record(recordType: "Item", recordID: Record.ID(recordName: "milk", zoneID: sharedLists))
+        again.setParent(Record.ID(recordName: "groceries", zoneID: sharedLists))
+        let refused = stratusError(await caughtError { _ = try await bobsSharedDatabase.save(again) })
+        #expect(refused?.code == .permissionFailure, "\(String(describing: refused))")
+        #expect(try bob.execute(insert, [.text(aliceName), .text(bobName), .text("eggs")]) == 1)
+        #expect(try reached() == ["eggs"])
+        // The owner brings bread back: a hierarchy is hers to shape.
+        let newMilk = makeRecord("Item", "milk", zoneID: lists, ["title": .string("Milk")])
+        newMilk.setParent(Record.ID(recordName: "groceries", zoneID: lists))
+        try await TestDatabase.save([newMilk], in: alice)
+        #expect(try reached() == ["bread", "eggs", "milk"])
+    }
+
+    @Test("a read-write participant's deletion of a shared record with raw SQL reaches the owner's change feeds: the database writes its tombstone and marks the zone changed")
+    func participantsRawDeletionLeavesTombstone() async throws {
+        let store = try SecureStore()
+        defer { store.dropRoles() }
+        let aliceName = store.aliceName
+        let (alice, lists, _) = try await store.shareAlicesList(bob: .readWrite) { lists in
+            let root = makeRecord("List", "groceries", zoneID: lists, ["title": .string("Groceries")])
+            let milk = makeRecord("Item", "milk", zoneID: lists, ["title": .string("Milk"), "list": .reference(Record.Reference(recordID: root.recordID, action: .deleteSelf))])
+            milk.setParent(root)
+            return [root, milk]
+        }
+        let milk = Record.ID(recordName: "milk", zoneID: lists)
+        let zoneToken = try await alice.recordZoneChanges(inZoneWith: lists, since: nil).changeToken
+        let databaseToken = try await alice.databaseChanges(since: nil).changeToken
+
+        let references = "SELECT count(*) FROM refs WHERE owner = $1 AND source_name = 'milk'"
+        #expect(try store.raw(store.alice).query(references, [.text(aliceName)])[0].int64(0) == 1, "milk's reference, which goes with it")
+        #expect(try store.raw(store.bob).execute("DELETE FROM records WHERE owner = $1 AND record_name = 'milk'", [.text(aliceName)]) == 1)
+        let zoneChanges = try await alice.recordZoneChanges(inZoneWith: lists, since: zoneToken)
+        #expect(zoneChanges.deletions.map(\.recordID) == [milk] && zoneChanges.deletions.first?.recordType == "Item", "\(zoneChanges.deletions)")
+        #expect(zoneChanges.modificationResultsByID.isEmpty)
+        #expect(try await alice.databaseChanges(since: databaseToken).modifications.map(\.zoneID) == [lists])
+        // The owner's next write numbers its changes after the tombstone's, and nothing is left of the row.
+        try await TestDatabase.save([makeRecord("Item", "bread", zoneID: lists, ["title": .string("Bread")])], in: alice)
+        let next = try await alice.recordZoneChanges(inZoneWith: lists, since: zoneChanges.changeToken)
+        #expect(next.modificationResultsByID.keys.map(\.recordName) == ["bread"] && next.deletions.isEmpty)
+        #expect(try store.raw(store.alice).query(references, [.text(aliceName)])[0].int64(0) == 0)
+        // The owner's own raw deletion is hers to account for, as before: no tombstone is written for it.
+        #expect(try store.raw(store.alice).execute("DELETE FROM records WHERE owner = $1 AND record_name = 'bread'", [.text(aliceName)]) == 1)
+        #expect(try await alice.recordZoneChanges(inZoneWith: lists, since: next.changeToken).deletions.isEmpty)
+    }
+
+    @Test("a version 14 store with row-level security opens as the current version, whose records triggers keep participants from creating records under a deleted parent's name and write their deletions' tombstones")
+    func upgradeFromVersion14AppliesHierarchyTriggers() async throws {
+        let store = try SecureStore()
+        defer { store.dropRoles() }
+        let admin = try PostgresConnection(url: store.database.url)
+        try admin.executeScript("""
+            DROP TRIGGER stratus_adopt_no_records ON records; DROP FUNCTION stratus_adopt_no_records();
+            DROP TRIGGER stratus_participant_tombstone ON records; DROP FUNCTION stratus_participant_tombstone();
+            UPDATE meta SET value = '14' WHERE key = 'version';
+            """)
+        _ = try PostgresEngine(url: store.database.url)
+        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "15")
+        #expect(try admin.query("""
+            SELECT count(*) FROM pg_trigger WHERE tgname IN ('stratus_adopt_no_records', 'stratus_participant_tombstone') AND tgrelid = 'records'::regclass
+            """)[0].int64(0) == 2)
     }
 
     @Test("a superuser who opens an older store upgrades it as the role that owns its tables: what the upgrade creates is that role's, whose commands keep working")
@@ -715,6 +809,28 @@ private struct SecureStore {
                        UserDirectoryEntry(login: bob, userRecordName: bobName, roles: roles[\.bob] ?? []),
                        UserDirectoryEntry(login: carol, userRecordName: carolName, roles: [])]
         try owner.modifyUserDirectory(containerIdentifier: identifier, saving: entries, deletingLogins: [])
+    }
+
+    /// Alice's zone `Lists` holding `records` (made for the zone's ID; the first is the root),
+    /// shared with Bob with `permission`, which Bob accepts through the tables' owner acting for
+    /// him (accepting changes Alice's share record, which no member's role writes). Answers
+    /// Alice's database on her own role, the zone, and Bob's container on the tables' owner.
+    func shareAlicesList(bob permission: Share.ParticipantPermission, holding records: (RecordZone.ID) -> [Record]) async throws
+        -> (alice: Database, lists: RecordZone.ID, bobAsAdministered: Container) {
+        let alice = Container(identifier: identifier, engine: try engine(self.alice), userName: self.alice).privateCloudDatabase
+        let lists = try await alice.save(RecordZone(zoneName: "Lists")).zoneID
+        let stored = records(lists)
+        try await TestDatabase.save(stored, in: alice)
+        let storedRoot = try await alice.record(for: try #require(stored.first).recordID)
+        let share = Share(rootRecord: storedRoot)
+        let invited = Share.Participant(userIdentity: UserIdentity(userRecordID: Record.ID(recordName: bobName)))
+        invited.permission = permission
+        share.addParticipant(invited)
+        let (saved, _) = try await alice.modifyRecords(saving: [storedRoot, share], deleting: [])
+        let url = try #require((try saved[share.recordID]?.get() as? Share)?.url)
+        let bobAsAdministered = Container(identifier: identifier, engine: owner, userName: bob)
+        try await bobAsAdministered.accept(try await bobAsAdministered.shareMetadata(for: url))
+        return (alice, lists, bobAsAdministered)
     }
 
     func url(_ role: String) throws -> String { try PostgresConnectionString.replacing(["user": role], in: database.url) }

@@ -22,7 +22,7 @@ extension EngineConformance {
     /// Alice's zone `Lists` with `groceries` (the root), `milk` (its child), `bread` (the
     /// child's child) and `diary` (in no hierarchy); a share of `groceries` naming Bob with
     /// `permission`, saved. Answers Alice's database, the share, and the zone as Bob names it.
-    private static func sharedList(_ env: Environment, bob permission: Share.ParticipantPermission?, publicPermission: Share.ParticipantPermission = .none) async throws
+    static func sharedList(_ env: Environment, bob permission: Share.ParticipantPermission?, publicPermission: Share.ParticipantPermission = .none) async throws
         -> (alice: Database, share: Share, zoneID: RecordZone.ID) {
         let alice = env.container(user: "alice")
         let database = alice.privateCloudDatabase
@@ -85,13 +85,13 @@ extension EngineConformance {
                                                savePolicy: .ifServerRecordUnchanged, atomically: true)
         })
         #expect(atomic?.code == .partialFailure, "\(String(describing: atomic))")
-        #expect(stratusError(atomic?.partialErrorsByItemID?[Record.ID(recordName: "diary", zoneID: zoneID)])?.code == .permissionFailure)
+        #expect(stratusError(atomic?.partialErrorsByItemID?[Record.ID(recordName: "diary", zoneID: zoneID)])?.code == .unknownItem)
         #expect(stratusError(atomic?.partialErrorsByItemID?[Record.ID(recordName: "bread", zoneID: zoneID)])?.code == .batchRequestFailed)
         #expect(try await alice.record(for: Record.ID(recordName: "bread", zoneID: ownZone))["title"] as? String == "Bread")
     }
 
     /// Expects `body` to fail with a `StratusError` of `code`.
-    private static func expectCode(_ code: StratusError.Code, sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws -> Void) async {
+    static func expectCode(_ code: StratusError.Code, sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws -> Void) async {
         let error = stratusError(await caughtError(body))
         #expect(error?.code == code, "\(String(describing: error))", sourceLocation: sourceLocation)
     }
@@ -215,7 +215,7 @@ extension EngineConformance {
         // Outside the hierarchy, and the share itself, stay refused.
         let stray = Record(recordType: "Item", recordID: Record.ID(recordName: "stray", zoneID: zoneID))
         await expectCode(.permissionFailure) { _ = try await shared.save(stray) }
-        await expectCode(.permissionFailure) { _ = try await shared.deleteRecord(withID: Record.ID(recordName: "diary", zoneID: zoneID)) }
+        await expectCode(.unknownItem) { _ = try await shared.deleteRecord(withID: Record.ID(recordName: "diary", zoneID: zoneID)) }
         let sharedShare = try await shared.record(for: Record.ID(recordName: share.recordID.recordName, zoneID: zoneID))
         await expectCode(.permissionFailure) { _ = try await shared.save(sharedShare) }
         _ = try await shared.deleteRecord(withID: newItem.recordID)

@@ -72,6 +72,6 @@ public enum EngineConformance {
             + fetchAndDeleteCases + queryCases + pagingCases + scopeCases + queryLanguageCases + ruleCases + streamCases + inventoryCases
             + environmentCases + roleCases + userRecordCases + assetCases + pipelineCases + importPolicyCases + repeatedNameCases + encryptionCases + zoneWideQueryCases
             + sharingCases
-            + sharingParticipantCases + userDiscoveryCases
+            + sharingParticipantCases + sharedHierarchyCases + userDiscoveryCases
     }
 }

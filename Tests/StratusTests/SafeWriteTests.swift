@@ -81,6 +81,7 @@ final class ScriptedEngine: StorageEngine, Sendable {
 
     func fetchRecords(_ ids: [Record.ID], in database: DatabaseContext) throws -> [Record.ID: Record] { try base.fetchRecords(ids, in: database) }
     func deleteSelfSources(of id: Record.ID, in database: DatabaseContext) throws -> [String] { try base.deleteSelfSources(of: id, in: database) }
+    func hasChildRecords(of id: Record.ID, in database: DatabaseContext) throws -> Bool { try base.hasChildRecords(of: id, in: database) }
     func openQueryStream(_ query: CompiledQuery, in database: DatabaseContext, after position: QueryPosition?) throws -> any QueryStream {
         try base.openQueryStream(query, in: database, after: position)
     }

@@ -45,6 +45,16 @@ public protocol StorageEngine: AnyObject, Sendable {
     /// run reads what a write would).
     @_spi(StratusEngine) func deleteSelfSources(of id: Record.ID, in database: DatabaseContext) throws -> [String]
 
+    /// Whether stored records of `id`'s zone name `id` as their `parent`, whether or not `id`
+    /// itself is stored, answered through an index of records by parent (never a scan of the
+    /// zone). The shared database asks it before a participant creates `id`: records whose
+    /// parent was deleted would otherwise join whatever hierarchy the new record is put in.
+    ///
+    /// ```swift
+    /// if try engine.hasChildRecords(of: id, in: context) { /* records name id as their parent */ }
+    /// ```
+    @_spi(StratusEngine) func hasChildRecords(of id: Record.ID, in database: DatabaseContext) throws -> Bool
+
     /// Runs `body` in one write transaction of `database`: committed when `body` returns,
     /// rolled back when it throws (the error is rethrown). See ``RecordWriteTransaction``.
     @_spi(StratusEngine) func writeRecords<T>(in database: DatabaseContext, _ body: (any RecordWriteTransaction) throws -> T) throws -> T

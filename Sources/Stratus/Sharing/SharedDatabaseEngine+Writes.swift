@@ -118,21 +118,42 @@ extension SharedDatabaseEngine {
         if id.recordName == Share.zoneWideShareName || save?.record.recordType == Record.SystemType.share || zone.shares.contains(id.recordName) {
             return StratusError(.permissionFailure, "record '\(id.recordName)' is a share: only its owner changes it (a participant leaves a share by deleting it from the shared database)", recordID: id)
         }
-        var permissions: [Share.ParticipantPermission?] = []
         let stored = try base.fetchRecords([id], in: zone.context)[id]
-        if let stored { permissions.append(try access.permission(for: stored, in: zone)) }
+        let storedPermission = try stored.flatMap { try access.permission(for: $0, in: zone) }
+        if save == nil, zone.zoneWide == nil, storedPermission == nil {
+            // One answer for a record outside the share and for a name never stored, as a fetch
+            // gives: else a deletion would tell the participant which names the owner's zone holds.
+            return StratusError(.unknownItem, "record '\(id.recordName)' is not among the records zone '\(id.zoneID.zoneName)' of \(id.zoneID.ownerName) shares with you; nothing was deleted", recordID: id)
+        }
+        var permissions: [Share.ParticipantPermission?] = []
+        if stored != nil { permissions.append(storedPermission) }
         if let save { permissions.append(try access.permission(ofHierarchy: id.recordName, parent: save.parent, in: zone, pending: pending)) }
         if permissions.isEmpty {
-            // A deletion of a record that is not stored: as in the owner's zone, nothing to refuse.
+            // A deletion of a record that is not stored, in a zone shared as a whole: as in the
+            // owner's zone, nothing to refuse.
             return nil
         }
-        if permissions.contains(where: { $0 == nil }) {
+        if try permissions.contains(where: { $0 == nil }) || adoptsStoredRecords(id, stored: stored, in: zone) {
             return StratusError(.permissionFailure, "record '\(id.recordName)' is not in a hierarchy shared with you in zone '\(id.zoneID.zoneName)' of \(id.zoneID.ownerName); a record joins a shared hierarchy by naming a shared record as its parent", recordID: id)
         }
         if permissions.contains(where: { $0 != .readWrite }) {
             return StratusError(.permissionFailure, "record '\(id.recordName)': your participation in the share of zone '\(id.zoneID.zoneName)' is read-only; the owner gives participants write access with permission .readWrite", recordID: id)
         }
         return nil
+    }
+}
+
+extension SharedDatabaseEngine {
+    /// Whether creating the record `id` (not `stored`) would pull stored records into the
+    /// hierarchy it joins: records whose parent of that name was deleted, which left the share
+    /// with it. Only the owner brings them back; a participant who could would reach records
+    /// the owner never shared with them (a hierarchy is the owner's to shape). A zone shared as
+    /// a whole, and a name that is a root the user reaches, pull in nothing they did not reach.
+    /// Refused as a record outside the share is, with the same words, so that the answer says
+    /// no more than that.
+    private func adoptsStoredRecords(_ id: Record.ID, stored: Record?, in zone: SharedDatabaseAccess.Zone) throws -> Bool {
+        guard stored == nil, zone.zoneWide == nil, zone.roots[id.recordName] == nil else { return false }
+        return try base.hasChildRecords(of: id, in: zone.context)
     }
 }
 

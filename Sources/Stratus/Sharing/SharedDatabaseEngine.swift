@@ -62,6 +62,12 @@ final class SharedDatabaseEngine: StorageEngine, Sendable {
         return try base.deleteSelfSources(of: id, in: zone.context)
     }
 
+    func hasChildRecords(of id: Record.ID, in database: DatabaseContext) throws -> Bool {
+        guard database.sharedOwner == nil else { return try base.hasChildRecords(of: id, in: database) }
+        guard let zone = try access(database).zone(id.zoneID) else { return false }
+        return try base.hasChildRecords(of: id, in: zone.context)
+    }
+
     /// The shared database's own rows; record writes in shared zones go through
     /// ``apply(_:context:)``, which knows the owner of each item before a transaction opens.
     func writeRecords<T>(in database: DatabaseContext, _ body: (any RecordWriteTransaction) throws -> T) throws -> T {
