@@ -113,10 +113,10 @@ public final class RecordZone: NSObject, Sendable {
         public static let fetchChanges = Capabilities(rawValue: 1 << 0)
         /// Modify requests in the zone can be atomic.
         public static let atomic = Capabilities(rawValue: 1 << 1)
-        /// CloudKit's capability for sharing record hierarchies (`CKShare`). Sharing is not
-        /// implemented: no Stratus zone reports it, so `capabilities.contains(.sharing)` is false.
+        /// Records of the zone can be shared (`Share(rootRecord:)`): reported by the private
+        /// database's custom zones, as in CloudKit.
         public static let sharing = Capabilities(rawValue: 1 << 2)
-        /// CloudKit's capability for sharing a whole zone; never reported, as ``sharing``.
+        /// The whole zone can be shared (`Share(recordZoneID:)`): reported with ``sharing``.
         public static let zoneWideSharing = Capabilities(rawValue: 1 << 3)
     }
 }
