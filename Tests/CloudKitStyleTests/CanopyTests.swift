@@ -1427,8 +1427,34 @@ actor Canopy {
 }
 
 // MARK: - CanopyTypes/Sources/Archiving/ (what the replaying test doubles keep)
-// `CloudKitRecordIDArchive` is left out: `Record.ID` is a value type here (see the README's
-// "Archiving"); its archive is the earlier port's `RecordArchive` of records.
+
+struct CloudKitRecordIDArchive: Codable {
+  private let data: Data
+
+  // var recordIDs: [CKRecord.ID] {
+  var recordIDs: [Record.ID] {
+    do {
+      let decodedRecordIDs = try NSKeyedUnarchiver.unarchiveTopLevelObjectWithData(data)
+      // return decodedRecordIDs as? [CKRecord.ID] ?? []
+      return decodedRecordIDs as? [Record.ID] ?? []
+    } catch {
+      return []
+    }
+  }
+
+  // init(recordIDs: [CKRecord.ID]) {
+  init(recordIDs: [Record.ID]) {
+    guard !recordIDs.isEmpty else {
+      self.data = Data()
+      return
+    }
+    do {
+      self.data = try NSKeyedArchiver.archivedData(withRootObject: recordIDs, requiringSecureCoding: true)
+    } catch {
+      self.data = Data()
+    }
+  }
+}
 
 struct CloudKitRecordZoneArchive: Codable {
   private let data: Data
@@ -1901,6 +1927,9 @@ struct CanopyTests {
         let zoneArchive = try JSONDecoder().decode(CloudKitRecordZoneArchive.self, from: JSONEncoder().encode(CloudKitRecordZoneArchive(zones: zones)))
         #expect(Set(zoneArchive.zones.map(\.zoneID)) == Set(zones.map(\.zoneID)))
         #expect(zoneArchive.zones.first { $0.zoneID == zoneID }?.capabilities.contains(.atomic) == true)
+        let recordIDs = [Record.ID(recordName: "a", zoneID: zoneID), Record.ID(recordName: "b")]
+        let idArchive = try JSONDecoder().decode(CloudKitRecordIDArchive.self, from: JSONEncoder().encode(CloudKitRecordIDArchive(recordIDs: recordIDs)))
+        #expect(idArchive.recordIDs == recordIDs)
         // Not read back: Canopy keeps an empty list as empty data, and reading that with
         // unarchiveTopLevelObjectWithData stops the program in swift-corelibs-foundation,
         // where Apple's Foundation throws (see the README's "Archiving").

@@ -34,8 +34,6 @@ import Testing
 //   `@unknown default:`: CloudKit's scope is an open `NS_ENUM`, after whose cases `default` is
 //   silent, while Stratus's enums are Swift's, after whose cases `default` warns "default will
 //   never be executed" (README, "Around CloudKit").
-// - `CKRecord.ID` is a value type (README, "Archiving"): its extension's `convenience init?`
-//   drops `convenience`, which a struct's initializer does not take (README, "Around CloudKit").
 //
 // Gap met and fixed in Stratus: `Database.Scope` was `Codable`, which `CKDatabase.Scope` is not,
 // so the app's `extension CKDatabase.Scope: Codable` warned ("conformance … was already stated
@@ -316,8 +314,7 @@ fileprivate extension Record.ID {
 
     var json: [String: Any] { ["record-id": [recordName, zoneID.zoneName, zoneID.ownerName]] }
 
-    // convenience init?(_ json: [String: Any]) {
-    init?(_ json: [String: Any]) {
+    convenience init?(_ json: [String: Any]) {
         guard let fields = json["record-id"] as? [String], fields.count == 3 else { return nil }
 
         self.init(recordName: fields[0], zoneID: RecordZone.ID(zoneName: fields[1], ownerName: fields[2]))

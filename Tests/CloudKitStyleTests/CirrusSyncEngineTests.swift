@@ -42,9 +42,6 @@ import Testing
 // (README, "Containers"). What Linux or Stratus lacks is in the report at the end of this comment.
 //
 // Gaps met (each also marked where it is):
-// - `NSKeyedArchiver` cannot archive `[CKRecord.ID: CKRecord]` or `[CKRecord.ID]`: `Record.ID` is a
-//   value type, and swift-corelibs-foundation traps on it (README, "Archiving"). The upload
-//   buffer archives the records as a list, the delete buffer the IDs with `JSONEncoder`.
 // - `[CKRecordValue] as CKRecordValue` does not compile: `[any RecordValue]` is no `RecordValue`
 //   (an existential conforms to no protocol), where CloudKit bridges the list to an `NSArray`.
 // - No `Notification.Name.CKAccountChanged`: fixed, `.AccountChanged` (never posted, as a
@@ -2031,10 +2028,8 @@ fileprivate final class UploadRecordContext<Persistable: CloudKitCodable>: Recor
       do {
         // return try NSKeyedUnarchiver.unarchiveTopLevelObjectWithData(data)
         //   as? [CKRecord.ID: CKRecord] ?? [:]
-        // Gap: an archive cannot hold `Record.ID` keys (a value type; swift-corelibs-foundation
-        // traps on it), so the buffer holds the records as a list, keyed again on reading.
-        let records = try NSKeyedUnarchiver.unarchiveTopLevelObjectWithData(data) as? [Record] ?? []
-        return Dictionary(records.map { ($0.recordID, $0) }, uniquingKeysWith: { $1 })
+        return try NSKeyedUnarchiver.unarchiveTopLevelObjectWithData(data)
+          as? [Record.ID: Record] ?? [:]
       } catch {
         logHandler("Failed to decode CKRecord.IDs from defaults key uploadBufferKey", .error)
         return [:]
@@ -2044,8 +2039,7 @@ fileprivate final class UploadRecordContext<Persistable: CloudKitCodable>: Recor
       do {
         logHandler("Updating \(self.name) buffer with \(newValue.count) items", .info)
         let data = try NSKeyedArchiver.archivedData(
-          // withRootObject: newValue, requiringSecureCoding: true)
-          withRootObject: Array(newValue.values), requiringSecureCoding: true)
+          withRootObject: newValue, requiringSecureCoding: true)
         defaults.set(data, forKey: uploadBufferKey)
       } catch {
         logHandler("Failed to encode record ids for upload: \(String(describing: error))", .error)
@@ -2132,9 +2126,7 @@ fileprivate final class DeleteRecordContext<Persistable: CloudKitCodable>: Recor
       guard let data = defaults.data(forKey: deleteBufferKey) else { return [] }
       do {
         // return try NSKeyedUnarchiver.unarchiveTopLevelObjectWithData(data) as? [CKRecord.ID] ?? []
-        // Gap: `Record.ID` is a value type that swift-corelibs-foundation does not archive
-        // (README, "Archiving"); it is `Codable`, so the buffer is JSON.
-        return try JSONDecoder().decode([Record.ID].self, from: data)
+        return try NSKeyedUnarchiver.unarchiveTopLevelObjectWithData(data) as? [Record.ID] ?? []
       } catch {
         logHandler("Failed to decode CKRecord.IDs from defaults key deleteBufferKey", .error)
         return []
@@ -2143,9 +2135,8 @@ fileprivate final class DeleteRecordContext<Persistable: CloudKitCodable>: Recor
     set {
       do {
         logHandler("Updating \(newValue.count) buffer with %d items", .info)
-        // let data = try NSKeyedArchiver.archivedData(
-        //   withRootObject: newValue, requiringSecureCoding: true)
-        let data = try JSONEncoder().encode(newValue)
+        let data = try NSKeyedArchiver.archivedData(
+          withRootObject: newValue, requiringSecureCoding: true)
         defaults.set(data, forKey: deleteBufferKey)
       } catch {
         logHandler("Failed to encode record ids for deletion: \(String(describing: error))", .error)
@@ -2341,7 +2332,7 @@ extension CirrusSyncEngineTests {
       #expect(saved.title == "Swift" && saved.url == swift.url && saved.created == created && saved.id == swift.id)
 
       // The upload buffer is empty again, and the engine saw the account.
-      #expect(phone.defaults.data(forKey: "UPLOADBUFFER-Bookmark)").map { try? NSKeyedUnarchiver.unarchiveTopLevelObjectWithData($0) as? [Record] }??.isEmpty == true)
+      #expect(phone.defaults.data(forKey: "UPLOADBUFFER-Bookmark)").map { try? NSKeyedUnarchiver.unarchiveTopLevelObjectWithData($0) as? [Record.ID: Record] }??.isEmpty == true)
       #expect(await Self.settle([phone]) { phone.engine.accountStatus == .available })
     }
   }
@@ -2422,7 +2413,7 @@ extension CirrusSyncEngineTests {
       #expect(stored[ids[1]] == "Second, edited on the laptop")
       #expect(stored[ids[2]] == "Third, edited on the laptop")
       #expect(await Self.settle([laptop]) {
-        (laptop.defaults.data(forKey: "UPLOADBUFFER-Bookmark)").flatMap { try? NSKeyedUnarchiver.unarchiveTopLevelObjectWithData($0) as? [Record] } ?? []).isEmpty
+        (laptop.defaults.data(forKey: "UPLOADBUFFER-Bookmark)").flatMap { try? NSKeyedUnarchiver.unarchiveTopLevelObjectWithData($0) as? [Record.ID: Record] }.map { Array($0.values) } ?? []).isEmpty
       })
     }
   }
@@ -2448,7 +2439,7 @@ extension CirrusSyncEngineTests {
       laptop.engine.upload(edited, other)
       #expect(await Self.settle([laptop]) {
         laptop.report.updated[stays.cloudKitIdentifier]?.title == "Stays, edited on the laptop"
-          && (laptop.defaults.data(forKey: "UPLOADBUFFER-Bookmark)").flatMap { try? NSKeyedUnarchiver.unarchiveTopLevelObjectWithData($0) as? [Record] } ?? []).isEmpty
+          && (laptop.defaults.data(forKey: "UPLOADBUFFER-Bookmark)").flatMap { try? NSKeyedUnarchiver.unarchiveTopLevelObjectWithData($0) as? [Record.ID: Record] }.map { Array($0.values) } ?? []).isEmpty
       })
       #expect(laptop.report.messages.contains {
         $0.hasPrefix("Failed to upload records: partialFailure") && $0.contains("\(gone.cloudKitIdentifier): unknownItem")
@@ -2514,7 +2505,7 @@ extension CirrusSyncEngineTests {
       phone.engine.upload(offline)
       #expect(await Self.settle([phone]) { phone.report.messages.contains { $0.hasPrefix("Failed to upload records:") } })
       #expect(phone.report.messages.contains { $0.hasPrefix("Failed to upload records: partialFailure") && $0.contains(": zoneNotFound]") })
-      let buffered = phone.defaults.data(forKey: "UPLOADBUFFER-Bookmark)").flatMap { try? NSKeyedUnarchiver.unarchiveTopLevelObjectWithData($0) as? [Record] } ?? []
+      let buffered = phone.defaults.data(forKey: "UPLOADBUFFER-Bookmark)").flatMap { try? NSKeyedUnarchiver.unarchiveTopLevelObjectWithData($0) as? [Record.ID: Record] }.map { Array($0.values) } ?? []
       #expect(buffered.map(\.recordID.recordName) == [offline.cloudKitIdentifier])
 
       // The next launch (the same defaults) checks the zone it thinks it made: the fetch fails

@@ -206,35 +206,38 @@ final class PushOperationQueue: OperationQueue, @unchecked Sendable {
 
 // MARK: - Pulling
 
-/// CloudCore's `Tokens`, without the per-zone dictionary: `CKRecordZone.ID` is a value type in
-/// Stratus, which `NSKeyedArchiver` cannot archive (README, "Archiving"); zone tokens are kept
-/// by zone name instead.
+/// CloudCore's `Tokens`: the database tokens by scope and the zone tokens by zone ID, each an
+/// archived dictionary.
 final class SyncTokens: NSObject, NSSecureCoding, @unchecked Sendable {
     var tokensByDatabaseScope = [Int: ServerChangeToken]()
-    var tokensByZoneName = [String: ServerChangeToken]()
+    var tokensByRecordZoneID = [RecordZone.ID: ServerChangeToken]()
     static var supportsSecureCoding: Bool { true }
+
+    private struct ArchiverKey {
+        static let tokensByDatabaseScope = "tokensByDatabaseScope"
+        static let tokensByRecordZoneID = "tokensByRecordZoneID"
+    }
 
     override init() { super.init() }
 
     required init?(coder aDecoder: NSCoder) {
         // containsValue(forKey:) first: swift-corelibs-foundation fails the whole unarchiving
         // when decodeObject(of:forKey:) meets a missing key (Apple's answers nil).
-        for scope in [Database.Scope.public, .private, .shared] where aDecoder.containsValue(forKey: "scope.\(scope.rawValue)") {
-            if let token = aDecoder.decodeObject(of: ServerChangeToken.self, forKey: "scope.\(scope.rawValue)") {
-                tokensByDatabaseScope[scope.rawValue] = token
-            }
+        if aDecoder.containsValue(forKey: ArchiverKey.tokensByDatabaseScope),
+           let decodedTokensByScope = aDecoder.decodeObject(of: [NSDictionary.self, NSNumber.self, ServerChangeToken.self],
+                                                            forKey: ArchiverKey.tokensByDatabaseScope) as? [Int: ServerChangeToken] {
+            self.tokensByDatabaseScope = decodedTokensByScope
         }
-        if let names = aDecoder.decodeObject(forKey: "zoneNames") as? [String] {
-            for name in names {
-                tokensByZoneName[name] = aDecoder.decodeObject(of: ServerChangeToken.self, forKey: "zone." + name)
-            }
+        if aDecoder.containsValue(forKey: ArchiverKey.tokensByRecordZoneID),
+           let decodedTokensByZone = aDecoder.decodeObject(of: [NSDictionary.self, RecordZone.ID.self, ServerChangeToken.self],
+                                                           forKey: ArchiverKey.tokensByRecordZoneID) as? [RecordZone.ID: ServerChangeToken] {
+            self.tokensByRecordZoneID = decodedTokensByZone
         }
     }
 
     func encode(with aCoder: NSCoder) {
-        for (scope, token) in tokensByDatabaseScope { aCoder.encode(token, forKey: "scope.\(scope)") }
-        aCoder.encode(Array(tokensByZoneName.keys), forKey: "zoneNames")
-        for (name, token) in tokensByZoneName { aCoder.encode(token, forKey: "zone." + name) }
+        aCoder.encode(tokensByDatabaseScope, forKey: ArchiverKey.tokensByDatabaseScope)
+        aCoder.encode(tokensByRecordZoneID, forKey: ArchiverKey.tokensByRecordZoneID)
     }
 
     func token(for scope: Database.Scope) -> ServerChangeToken? { tokensByDatabaseScope[scope.rawValue] }
@@ -243,7 +246,7 @@ final class SyncTokens: NSObject, NSSecureCoding, @unchecked Sendable {
     // saveToUserDefaults / loadFromUserDefaults
     func archived() throws -> Data { try NSKeyedArchiver.archivedData(withRootObject: self, requiringSecureCoding: true) }
     static func unarchived(_ data: Data) throws -> SyncTokens? {
-        try NSKeyedUnarchiver.unarchivedObject(ofClasses: [SyncTokens.self, ServerChangeToken.self, NSArray.self, NSString.self], from: data) as? SyncTokens
+        try NSKeyedUnarchiver.unarchivedObject(ofClasses: [SyncTokens.self, ServerChangeToken.self, RecordZone.ID.self, NSDictionary.self, NSNumber.self], from: data) as? SyncTokens
     }
 }
 
@@ -350,7 +353,7 @@ final class PullChangesOperation: Operation, @unchecked Sendable {
         var optionsByRecordZoneID = [RecordZone.ID: FetchRecordZoneChangesOperation.ZoneConfiguration]()
         for zoneID in recordZoneIDs {
             let options = FetchRecordZoneChangesOperation.ZoneConfiguration()
-            options.previousServerChangeToken = tokens.tokensByZoneName[zoneID.zoneName]
+            options.previousServerChangeToken = tokens.tokensByRecordZoneID[zoneID]
             options.resultsLimit = 2
             optionsByRecordZoneID[zoneID] = options
         }
@@ -360,11 +363,11 @@ final class PullChangesOperation: Operation, @unchecked Sendable {
         fetch.recordWithIDWasDeletedBlock = { recordID, _ in self.apply { self.deleted.insert(recordID.recordName) } }
         fetch.recordZoneFetchCompletionBlock = { zoneId, serverChangeToken, _, isMore, error in
             self.apply { self.zoneFetchRuns += 1 }
-            self.tokens.tokensByZoneName[zoneId.zoneName] = serverChangeToken
+            self.tokens.tokensByRecordZoneID[zoneId] = serverChangeToken
             if let error = error as? StratusError {
                 switch error.code {
                 case .changeTokenExpired:
-                    self.tokens.tokensByZoneName[zoneId.zoneName] = nil
+                    self.tokens.tokensByRecordZoneID[zoneId] = nil
                     self.addRecordZoneChangesOperation(recordZoneIDs: [zoneId], database: database)
                 default:
                     self.apply { self.errors.append(error) }
@@ -555,7 +558,7 @@ struct CoreDataBridgeTests {
 
             // Tokens saved and loaded as CloudCore keeps them; a second pull sees only what is new.
             let restored = try #require(try SyncTokens.unarchived(try tokens.archived()))
-            #expect(restored.tokensByZoneName.keys.sorted() == ["CloudCore"])
+            #expect(restored.tokensByRecordZoneID.keys.map(\.zoneName) == ["CloudCore"])
             let renamed = try await phone.publicCloudDatabase.record(for: announcements[0].recordID)
             renamed["text"] = "Renamed"
             _ = try await phone.publicCloudDatabase.save(renamed)

@@ -139,7 +139,7 @@ struct DefaultZoneAtomicityTests {
         }
     }
 
-    @Test("the default zone reports no atomic capability; custom zones do", arguments: TestEngine.all)
+    @Test("the default zone reports no atomic capability; custom zones do, and the private database's custom zones the sharing capabilities", arguments: TestEngine.all)
     func capabilities(engine: TestEngine) async throws {
         try await withContainer(on: engine) { container in
             let database = container.privateCloudDatabase
@@ -150,8 +150,13 @@ struct DefaultZoneAtomicityTests {
             #expect(!defaultZone.capabilities.contains(.atomic) && defaultZone.capabilities.contains(.fetchChanges))
             #expect(zones.first { $0.zoneID.zoneName == "Work" }?.capabilities.contains(.atomic) == true)
             #expect(try await database.recordZone(for: .default).capabilities.contains(.atomic) == false)
-            // if zone.capabilities.contains(.sharing) { … }: CloudKit's sharing capabilities exist; no zone has them.
-            #expect(zones.allSatisfy { !$0.capabilities.contains(.sharing) && !$0.capabilities.contains(.zoneWideSharing) })
+            // if zone.capabilities.contains(.sharing) { … }: the private database's custom zones can be shared, as in
+            // CloudKit; the default zone cannot, nor any zone of the public database.
+            #expect(zones.first { $0.zoneID.zoneName == "Work" }?.capabilities.isSuperset(of: [.sharing, .zoneWideSharing]) == true)
+            #expect(!defaultZone.capabilities.contains(.sharing) && !defaultZone.capabilities.contains(.zoneWideSharing))
+            #expect(try await database.save(RecordZone(zoneName: "Home")).capabilities.contains(.sharing))
+            let publicZones = try await container.publicCloudDatabase.allRecordZones()
+            #expect(!publicZones.isEmpty && publicZones.allSatisfy { !$0.capabilities.contains(.sharing) })
         }
     }
 }

@@ -27,11 +27,10 @@ final class ZoneTokenStore: @unchecked Sendable {
 
 // extension CKRecordZone.ID {
 //   var lastUsedChangeToken: CKServerChangeToken? {
-//     get { … } set { … }
 extension RecordZone.ID {
     var lastUsedChangeToken: ServerChangeToken? {
         get { ZoneTokenStore.shared[self] }
-        nonmutating set { ZoneTokenStore.shared[self] = newValue }
+        set { ZoneTokenStore.shared[self] = newValue }
     }
 }
 

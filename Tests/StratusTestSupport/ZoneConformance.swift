@@ -41,21 +41,22 @@ public enum ZoneConformance {
 
         let saved = try await database.save(RecordZone(zoneID: photos))
         #expect(saved.zoneID == photos)
-        #expect(saved.capabilities == [.fetchChanges, .atomic])
+        // The private database's custom zones can be shared, as CloudKit's.
+        #expect(saved.capabilities == [.fetchChanges, .atomic, .sharing, .zoneWideSharing])
         let plain = try await database.save(RecordZone(zoneID: notes, capabilities: [.fetchChanges]))
-        #expect(plain.capabilities == [.fetchChanges])
+        #expect(plain.capabilities == [.fetchChanges, .sharing, .zoneWideSharing])
 
         try await database.save(makeRecord("Photo", "p1", zoneID: photos, ["title": .string("beach")]))
         // Saving an existing zone again keeps it, its capabilities and its records.
         let again = try await database.save(RecordZone(zoneID: notes, capabilities: [.fetchChanges, .atomic]))
-        #expect(again.capabilities == [.fetchChanges])
+        #expect(again.capabilities == [.fetchChanges, .sharing, .zoneWideSharing])
         try await database.save(RecordZone(zoneID: photos))
         #expect(try await TestDatabase.exists("p1", zoneID: photos, in: database))
 
         let zones = try await database.allRecordZones()
         #expect(Set(zones.map(\.zoneID)) == [.default, photos, notes])
         #expect(zones.first { $0.zoneID.isDefault }?.capabilities == [.fetchChanges], "no atomic capability, as CloudKit's default zone")
-        #expect(try await database.recordZone(for: notes).capabilities == [.fetchChanges])
+        #expect(try await database.recordZone(for: notes).capabilities == [.fetchChanges, .sharing, .zoneWideSharing])
         // The owner's explicit user record name means the same zone as the default owner.
         let explicit = RecordZone.ID(zoneName: "Photos", ownerName: env.recordName(of: "alice"))
         #expect(try await database.recordZone(for: explicit).zoneID == explicit)
@@ -453,7 +454,7 @@ public enum ZoneConformance {
     static func zonesWithoutFetchChangesRefuse(_ env: Environment) async throws {
         let database = env.container().privateCloudDatabase
         let zone = try await database.save(RecordZone(zoneID: notes, capabilities: [.atomic]))
-        #expect(zone.capabilities == [.atomic])
+        #expect(zone.capabilities == [.atomic, .sharing, .zoneWideSharing])
         try await database.save(makeRecord("Note", "n", zoneID: notes))
         #expect(stratusError(await fetchChanges(notes, since: nil, in: database).error)?.code == .invalidArguments)
     }

@@ -150,7 +150,7 @@ struct ZoneOperationTests {
             // The private database: a public zone is deleted by the store's administrator only.
             let database = fixture.container().privateCloudDatabase
             let zone = try await database.save(RecordZone(zoneName: "Board"))
-            #expect(zone.capabilities == [.fetchChanges, .atomic])
+            #expect(zone.capabilities == [.fetchChanges, .atomic, .sharing, .zoneWideSharing])
             try await database.save(makeRecord("Post", "hello", zoneID: zone.zoneID))
             #expect(try await database.allRecordZones().map(\.zoneID.zoneName) == ["_defaultZone", "Board"])
             #expect(try await database.recordZone(for: zone.zoneID).zoneID == zone.zoneID)

@@ -229,7 +229,7 @@ public final class Container: NSObject, Sendable {
         // Zones with the capabilities Stratus applies (the default zone's, whatever its row says).
         for database in inventory.databases.indices {
             for zone in inventory.databases[database].zones.indices {
-                inventory.databases[database].zones[zone].zone = ZoneRules.answered(inventory.databases[database].zones[zone].zone)
+                inventory.databases[database].zones[zone].zone = ZoneRules.answered(inventory.databases[database].zones[zone].zone, in: inventory.databases[database].scope)
             }
         }
         return inventory

@@ -1,10 +1,7 @@
 // CloudKit's names from before Swift 4.2 nested them (`CKRecordID`, `CKReference`, …), which
 // tutorials and older libraries still use; with the `CK` prefix dropped they name Stratus's types.
 
-/// `CKRecordID`: ``Record/ID``.
-public typealias RecordID = Record.ID
-/// `CKRecordZoneID`: ``RecordZone/ID``.
-public typealias RecordZoneID = RecordZone.ID
+// `CKRecordID` and `CKRecordZoneID` are the classes themselves: ``RecordID``, ``RecordZoneID``.
 /// `CKReference`: ``Record/Reference``.
 public typealias Reference = Record.Reference
 /// `CKReferenceAction`: ``Record/ReferenceAction``.

@@ -583,39 +583,12 @@ public class Record: NSObject, NSCopying, @unchecked Sendable {
 // MARK: - IDs and references
 
 extension Record {
-    /// Identifies a record within a database: a record name and a zone.
+    /// Identifies a record within a database: a record name and a zone (see ``RecordID``).
     ///
     /// ```swift
-    /// let id = Record.ID(recordName: "todo-1")           // in the default zone
-    /// let generated = Record.ID()                          // a UUID record name
+    /// let id = Record.ID(recordName: "todo-1")
     /// ```
-    public struct ID: Hashable, Sendable, Codable, CustomStringConvertible {
-        /// The record's name: unique within its zone.
-        ///
-        /// ```swift
-        /// print(Record.ID(recordName: "todo-1").recordName)   // "todo-1"
-        /// ```
-        public let recordName: String
-        /// The zone the record lives in.
-        ///
-        /// ```swift
-        /// let inLists = record.recordID.zoneID.zoneName == "Lists"
-        /// ```
-        public let zoneID: RecordZone.ID
-
-        /// The ID of the record named `recordName` (by default a new UUID string, as
-        /// `CKRecord.ID()` makes) in the zone `zoneID` (by default the default zone).
-        ///
-        /// ```swift
-        /// let id = Record.ID(recordName: "todo-1", zoneID: RecordZone.ID(zoneName: "Lists"))
-        /// ```
-        public init(recordName: String = UUID().uuidString, zoneID: RecordZone.ID = .default) {
-            self.recordName = recordName
-            self.zoneID = zoneID
-        }
-
-        public var description: String { "\(recordName) in \(zoneID.zoneName)" }
-    }
+    public typealias ID = RecordID
 
     /// What happens to a record when the record it references is deleted.
     ///

@@ -88,47 +88,12 @@ public final class RecordZone: NSObject, Sendable {
     /// ```
     public func callAsFunction() -> RecordZone { self }
 
-    /// Identifies a zone by name and owner.
+    /// Identifies a zone by name and owner (see ``RecordZoneID``).
     ///
     /// ```swift
     /// let listsZone = RecordZone.ID(zoneName: "Lists")
-    /// let list = Record(recordType: "List", recordID: Record.ID(recordName: "groceries", zoneID: listsZone))
     /// ```
-    public struct ID: Hashable, Sendable, Codable, CustomStringConvertible {
-        /// The owner name that means "the current user", like `CKCurrentUserDefaultName`.
-        public static let currentUserDefaultOwner = "__defaultOwner__"
-        /// The name of every database's default zone.
-        public static let defaultZoneName = "_defaultZone"
-
-        /// The zone's name, unique among its owner's zones.
-        public let zoneName: String
-        /// The user record name of the zone's owner; ``currentUserDefaultOwner`` for the current user's.
-        public let ownerName: String
-
-        /// The ID of the zone `zoneName` (by default the default zone) owned by `ownerName` (by
-        /// default the current user).
-        ///
-        /// ```swift
-        /// let lists = RecordZone.ID(zoneName: "Lists")
-        /// let shared = RecordZone.ID(zoneName: "Lists", ownerName: "_2f8a…")   // another user's zone
-        /// ```
-        public init(zoneName: String = ID.defaultZoneName, ownerName: String = ID.currentUserDefaultOwner) {
-            self.zoneName = zoneName
-            self.ownerName = ownerName
-        }
-
-        /// The default zone, `_defaultZone`.
-        public static let `default` = ID()
-
-        /// Whether this is the default zone (`_defaultZone`), whoever owns it.
-        ///
-        /// ```swift
-        /// if record.recordID.zoneID.isDefault { print("no atomic requests here") }
-        /// ```
-        public var isDefault: Bool { zoneName == ID.defaultZoneName }
-
-        public var description: String { ownerName == ID.currentUserDefaultOwner ? zoneName : "\(zoneName) (\(ownerName))" }
-    }
+    public typealias ID = RecordZoneID
 
     /// What a zone supports.
     ///
@@ -148,10 +113,10 @@ public final class RecordZone: NSObject, Sendable {
         public static let fetchChanges = Capabilities(rawValue: 1 << 0)
         /// Modify requests in the zone can be atomic.
         public static let atomic = Capabilities(rawValue: 1 << 1)
-        /// CloudKit's capability for sharing record hierarchies (`CKShare`). Sharing is not
-        /// implemented: no Stratus zone reports it, so `capabilities.contains(.sharing)` is false.
+        /// Records of the zone can be shared (`Share(rootRecord:)`): reported by the private
+        /// database's custom zones, as in CloudKit.
         public static let sharing = Capabilities(rawValue: 1 << 2)
-        /// CloudKit's capability for sharing a whole zone; never reported, as ``sharing``.
+        /// The whole zone can be shared (`Share(recordZoneID:)`): reported with ``sharing``.
         public static let zoneWideSharing = Capabilities(rawValue: 1 << 3)
     }
 }

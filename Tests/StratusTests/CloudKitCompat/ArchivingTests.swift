@@ -273,4 +273,48 @@ struct ArchivingTests {
             #expect((NSKeyedUnarchiver.unarchiveObject(with: recordData) as? Record)?["title"] as? String == "x")
         }
     }
+
+    @Test("record and zone IDs archive alone, as dictionary keys and in lists, and read back equal; a restored ID fetches its record")
+    func idsArchive() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.container().privateCloudDatabase
+            let zoneID = try await database.save(RecordZone(zoneName: "Notes")).zoneID
+            let note = Record(recordType: "Note", recordID: Record.ID(recordName: "note", zoneID: zoneID))
+            note["title"] = "kept"
+            let saved = try await database.save(note)
+
+            let idData = try NSKeyedArchiver.archivedData(withRootObject: saved.recordID, requiringSecureCoding: true)
+            let id = try #require(try NSKeyedUnarchiver.unarchivedObject(ofClass: Record.ID.self, from: idData))
+            #expect(id == saved.recordID && id !== saved.recordID)
+            #expect(try await database.record(for: id)["title"] as? String == "kept")
+
+            let buffer: [Record.ID: Record] = [saved.recordID: saved, Record.ID(recordName: "other"): Record(recordType: "Note")]
+            let bufferData = try NSKeyedArchiver.archivedData(withRootObject: buffer, requiringSecureCoding: true)
+            let restored = try #require(try NSKeyedUnarchiver.unarchivedObject(ofClasses: [NSDictionary.self, Record.ID.self, Record.self], from: bufferData) as? [Record.ID: Record])
+            #expect(Set(restored.keys) == Set(buffer.keys))
+            #expect(restored[Record.ID(recordName: "note", zoneID: zoneID)]?["title"] as? String == "kept")
+
+            let zoneIDs = [zoneID, RecordZone.ID.default, RecordZone.ID(zoneName: "Lists", ownerName: "_someoneElse")]
+            let zoneData = try NSKeyedArchiver.archivedData(withRootObject: zoneIDs, requiringSecureCoding: true)
+            #expect(try NSKeyedUnarchiver.unarchivedObject(ofClasses: [NSArray.self, RecordZone.ID.self], from: zoneData) as? [RecordZone.ID] == zoneIDs)
+
+            // An archive of another class is not an ID.
+            let tokenlessData = try NSKeyedArchiver.archivedData(withRootObject: "not an ID" as NSString, requiringSecureCoding: true)
+            #expect((try? NSKeyedUnarchiver.unarchivedObject(ofClass: Record.ID.self, from: tokenlessData)) == nil)
+        }
+    }
+
+    @Test("IDs encode with Codable in the JSON earlier versions wrote, which reads back equal and hashes alike")
+    func idsKeepTheirJSON() throws {
+        let id = Record.ID(recordName: "note", zoneID: RecordZone.ID(zoneName: "Notes", ownerName: "_ada"))
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let json = String(decoding: try encoder.encode(id), as: UTF8.self)
+        #expect(json == #"{"recordName":"note","zoneID":{"ownerName":"_ada","zoneName":"Notes"}}"#)
+        let decoded = try JSONDecoder().decode(Record.ID.self, from: Data(json.utf8))
+        #expect(decoded == id && decoded.hashValue == id.hashValue)
+        #expect(Set([decoded, id]).count == 1)
+        #expect(Record.ID(recordName: "note") != id)
+        #expect(RecordZone.ID(zoneName: "Notes") != id.zoneID)
+    }
 }

@@ -282,7 +282,7 @@ struct OlderBlockOrderTests {
             }
             await run(fetch, on: database)
             #expect(fetchLog.events == ["zone Photos true", "zone Old false", "final partialFailure", "final completion 1 partialFailure"])
-            #expect(zones.value?[photos.zoneID]?.capabilities == [.fetchChanges, .atomic])
+            #expect(zones.value?[photos.zoneID]?.capabilities == [.fetchChanges, .atomic, .sharing, .zoneWideSharing])
         }
     }
 }

@@ -92,7 +92,7 @@ open class FetchRecordZonesOperation: DatabaseOperation, @unchecked Sendable {
         }
         guard let recordZoneIDs else {
             for stored in zones {
-                let zone = ZoneRules.answered(stored, sharedZones: sharedZones)
+                let zone = ZoneRules.answered(stored, sharedZones: sharedZones, in: context.scope)
                 if fetchRecordZonesCompletionBlock != nil { fetched[zone.zoneID] = zone }
                 perRecordZoneResultBlock?(zone.zoneID, .success(zone))
                 fetchedCount += 1
@@ -102,7 +102,7 @@ open class FetchRecordZonesOperation: DatabaseOperation, @unchecked Sendable {
         let byID = Dictionary(zones.map { ($0.zoneID, $0) }, uniquingKeysWith: { first, _ in first })
         for id in wanted {
             if let zone = byID[context.canonical(id)] {
-                let answered = ZoneRules.answered(zone, as: id, sharedZones: sharedZones)
+                let answered = ZoneRules.answered(zone, as: id, sharedZones: sharedZones, in: context.scope)
                 if fetchRecordZonesCompletionBlock != nil { fetched[id] = answered }
                 perRecordZoneResultBlock?(id, .success(answered))
                 fetchedCount += 1

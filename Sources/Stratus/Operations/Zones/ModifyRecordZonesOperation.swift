@@ -135,7 +135,7 @@ open class ModifyRecordZonesOperation: DatabaseOperation, @unchecked Sendable {
                     ?? .failure(StratusError(.internalError, "the store gave no result for zone '\(zone.zoneID.zoneName)'", zoneID: zone.zoneID))
                 switch result {
                 case .success(let stored):
-                    let answered = ZoneRules.answered(stored, as: zone.zoneID)
+                    let answered = ZoneRules.answered(stored, as: zone.zoneID, in: context.scope)
                     savedZones.append(answered)
                     perRecordZoneSaveBlock?(zone.zoneID, .success(answered))
                 case .failure(let error):

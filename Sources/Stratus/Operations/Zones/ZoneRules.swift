@@ -36,7 +36,8 @@ enum ZoneRules {
 
     /// The capabilities a new zone gets: the default zone always has the default zone's,
     /// whatever the caller says; other zones what they ask of those Stratus supports
-    /// (`fetchChanges`, `atomic`; sharing is not supported yet).
+    /// (`fetchChanges`, `atomic`). The sharing capabilities are not stored: they follow from
+    /// where the zone is (``answered(_:as:sharedZones:in:)``).
     static func supportedCapabilities(of zone: RecordZone) -> RecordZone.Capabilities {
         zone.zoneID.isDefault ? RecordZone.default.capabilities : zone.capabilities.intersection([.fetchChanges, .atomic])
     }
@@ -56,12 +57,17 @@ enum ZoneRules {
         zoneIDs.allSatisfy { capabilities(of: $0, stored: .atomic).contains(.atomic) }
     }
 
-    /// `zone` with the capabilities ``capabilities(of:stored:)`` answers for it.
+    /// `zone` with the capabilities ``capabilities(of:stored:)`` answers for it, and, for a
+    /// custom zone of the private database (`scope`), `sharing` and `zoneWideSharing`: its
+    /// records and the zone itself can be shared there, as in CloudKit, where app code checks
+    /// `capabilities.contains(.sharing)` before it shares.
     /// `sharedZones`: the zones a zone-wide share shares (``zoneWideShares(of:engine:context:)``).
-    static func answered(_ zone: RecordZone, as zoneID: RecordZone.ID? = nil, sharedZones: Set<RecordZone.ID> = []) -> RecordZone {
+    static func answered(_ zone: RecordZone, as zoneID: RecordZone.ID? = nil, sharedZones: Set<RecordZone.ID> = [], in scope: Database.Scope? = nil) -> RecordZone {
         let id = zoneID ?? zone.zoneID
         let share = sharedZones.contains(zone.zoneID) ? Record.Reference(recordID: Record.ID(recordName: Share.zoneWideShareName, zoneID: id), action: .none) : nil
-        return RecordZone(zoneID: id, capabilities: capabilities(of: id, stored: zone.capabilities), share: share)
+        var answered = capabilities(of: id, stored: zone.capabilities)
+        if scope == .private && !id.isDefault { answered.formUnion([.sharing, .zoneWideSharing]) }
+        return RecordZone(zoneID: id, capabilities: answered, share: share)
     }
 
     /// Which of `zones` a zone-wide share shares: only custom zones of the private database
