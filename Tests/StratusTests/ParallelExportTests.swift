@@ -125,6 +125,26 @@ struct ParallelExportTests {
         }
     }
 
+    @Test("pages whose bytes outgrow the pages before them, many times over, are written whole and in order, as record by record", arguments: TestEngine.all)
+    func pagesOfVaryingSize(engine: TestEngine) async throws {
+        try await CLIStoreFixture.with(engine) { fixture in
+            let database = fixture.container().privateCloudDatabase
+            // Small pages, then pages of 100 kB strings (beyond a batch's first buffer and the
+            // size of the page before), then small ones again, in the export's order (n descending).
+            let rows = (0..<50).map { i in
+                let text = (14..<28).contains(i) ? String(repeating: "é\u{1F600}\"\n", count: 12_000 + i) : "row \(i)"
+                return makeRecord("Row", recordName("row", i), ["n": .int64(Int64(i)), "string": .string(text)])
+            }
+            try await TestDatabase.save(rows, in: database)
+            for format in [RecordFormat.ndjson, .csv] {
+                let parallel = try await Self.export(database, format, sorted: true, parallel: true)
+                let oneByOne = try await Self.export(database, format, sorted: true, parallel: false)
+                #expect(parallel.summary.exported == 50 && parallel.text == oneByOne.text, "\(format)")
+                #expect(parallel.text.utf8.count > 14 * 12_000 * 8, "\(format): the long strings were written")
+            }
+        }
+    }
+
     @Test("a cancelled export encoded on several threads reports what it wrote, whole records at a page's end, as record by record does", arguments: TestEngine.all)
     func cancellation(engine: TestEngine) async throws {
         try await CLIStoreFixture.with(engine) { fixture in

@@ -38,9 +38,9 @@ package protocol RecordBatchEncoder: Sendable {
 /// Records encoded by a ``RecordBatchEncoder``: their bytes back to back, and where each
 /// record's bytes end.
 ///
-/// A class so that the bytes move from the encoding thread to the writing one without a copy,
-/// and the buffer serves batch after batch (``removeAll()``); `@unchecked Sendable` because one
-/// thread at a time touches it: the encoder until it returns, then the writer.
+/// A class so that the bytes move from the encoding thread to the writing one without a copy;
+/// `@unchecked Sendable` because one thread at a time touches it: the encoder until it
+/// returns, then the writer.
 package final class EncodedRecordBatch: @unchecked Sendable {
     /// The records' bytes.
     package var bytes: ByteOutput
@@ -50,17 +50,9 @@ package final class EncodedRecordBatch: @unchecked Sendable {
     /// after it were not encoded.
     package private(set) var failure: (index: Int, error: any Error)?
 
-    /// An empty batch; its buffer grows to the largest batch it holds.
-    package init() {
-        bytes = ByteOutput(capacity: 64 << 10)
-    }
-
-    /// Empties the batch for the next records, keeping its buffers.
-    package func removeAll() {
-        bytes.removeAll()
-        bytes.problem = nil
-        ends.removeAll(keepingCapacity: true)
-        failure = nil
+    /// An empty batch whose buffer holds `capacity` bytes before it grows.
+    package init(capacity: Int = 64 << 10) {
+        bytes = ByteOutput(capacity: capacity)
     }
 
     /// How many records were encoded (those before a failure).

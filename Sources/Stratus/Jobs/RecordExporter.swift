@@ -5,8 +5,9 @@ import Synchronization
 /// `stratus export`: page by page, reading the next page while one is written, with progress
 /// and cancellation. Into a `RecordWriter` of `StratusTransfer`, pages are encoded on
 /// several threads at once and written in order, the bytes of writing record by record.
-/// Memory holds a few pages at most (three read ahead, and up to one per core, at least two,
-/// being encoded or written), however many records are exported.
+/// Memory holds a few pages at most (one more than the cores decoding, three to five, read
+/// ahead, and up to one per core, at least two, being encoded or written), however many
+/// records are exported.
 ///
 /// ```swift
 /// let query = Query(recordType: "Todo", predicate: try QueryPredicate(format: "checked == 0"))
@@ -175,8 +176,10 @@ public final class RecordExporter: Sendable {
         limit: Int, summary: inout Summary, progress: (@Sendable (Int) -> Void)?
     ) async throws {
         var pending: [(page: [Record], count: Int, encoding: Task<EncodedRecordBatch, Never>)] = []
-        // Written batches, whose buffers (grown to a page's bytes) the next pages fill.
-        var spare: [EncodedRecordBatch] = []
+        // Each batch is freed once written, sized by the page written last so that it seldom
+        // grows: buffers kept for the next pages stayed at the largest page's size (twice it,
+        // grown by doubling), and an export's peak memory grew with the number of records.
+        var lastBatchBytes = 64 << 10
         var waiting: [Record]? = first
         var submitted = 0
         var exhausted = false
@@ -197,7 +200,7 @@ public final class RecordExporter: Sendable {
                     let records = page.prefix(limit - submitted)
                     submitted += records.count
                     exhausted = submitted >= limit
-                    let batch = spare.popLast() ?? EncodedRecordBatch()
+                    let batch = EncodedRecordBatch(capacity: lastBatchBytes + lastBatchBytes / 8)
                     pending.append((page, records.count, Task.detached {
                         encoder.encode(records, into: batch)
                         return batch
@@ -226,8 +229,7 @@ public final class RecordExporter: Sendable {
                     }
                 }
                 pages.release(page)
-                batch.removeAll()
-                spare.append(batch)
+                if count == pageSize { lastBatchBytes = batch.bytes.count }
             }
         } catch {
             await Self.finish(pending, releasingInto: pages)
