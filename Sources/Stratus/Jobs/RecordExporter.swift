@@ -5,9 +5,9 @@ import Synchronization
 /// `stratus export`: page by page, reading the next page while one is written, with progress
 /// and cancellation. Into a `RecordWriter` of `StratusTransfer`, pages are encoded on
 /// several threads at once and written in order, the bytes of writing record by record.
-/// Memory holds a few pages at most (one more than the cores decoding, three to five, read
-/// ahead, and up to one per core, at least two, being encoded or written), however many
-/// records are exported.
+/// Memory holds a few pages at most (three read ahead, and up to one per core, at least two,
+/// being encoded or written; a page's bytes are freed once written), however many records
+/// are exported.
 ///
 /// ```swift
 /// let query = Query(recordType: "Todo", predicate: try QueryPredicate(format: "checked == 0"))
