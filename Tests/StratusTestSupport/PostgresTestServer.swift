@@ -118,13 +118,23 @@ public enum PostgresTestServer {
             sharedDatabaseToDrop.withLock { $0 = (admin, name) }
             atexit {
                 guard let (admin, name) = PostgresTestServer.sharedDatabaseToDrop.withLock({ $0 }) else { return }
-                _ = try? PostgresConnection(url: admin).executeScript("DROP DATABASE IF EXISTS \(try PostgresConnection.quoteIdentifier(name)) WITH (FORCE)")
+                _ = try? PostgresConnection(url: PostgresTestServer.withCleanupTimeouts(admin)).executeScript("DROP DATABASE IF EXISTS \(try PostgresConnection.quoteIdentifier(name)) WITH (FORCE)")
             }
         }
         return try PostgresConnectionString.replacing(["dbname": name], in: admin)
     }
 
     private static let sharedDatabaseToDrop = Mutex<(String, String)?>(nil)
+
+    /// `url` with time limits for the statements that clean up after tests (drops, and the
+    /// look-ups before them), which must end. A `DROP DATABASE` waits until every backend of
+    /// the server took note of it, and a backend reading `COPY` data its client does not send
+    /// never does: unbounded, such a drop at exit kept the test process from ending.
+    static func withCleanupTimeouts(_ url: String) throws -> String {
+        let existing = try PostgresConnectionString.settings(in: url)["options"].map { $0 + " " } ?? ""
+        return try PostgresConnectionString.replacing(
+            ["connect_timeout": "10", "options": existing + "-c statement_timeout=60000 -c lock_timeout=60000"], in: url)
+    }
 
     /// Removes, when the process exits, the asset caches of the stores in this process's
     /// databases that are still there: a database or schema is dropped on a thread of its own
@@ -134,11 +144,11 @@ public enum PostgresTestServer {
     }()
 
     private static func removeRemainingAssetCaches() {
-        guard let admin = try? adminURL() else { return }
+        guard let admin = try? withCleanupTimeouts(adminURL()) else { return }
         let prefix = "stratus_test_\(getpid())_"
-        let names = try? adminPool(admin).withConnection { connection in
-            try connection.query("SELECT datname FROM pg_database WHERE starts_with(datname, '\(prefix)')").map { try $0.text(0) ?? "" }
-        }
+        // A connection of its own: at exit, the pool's may be lent to drops still waiting.
+        let names = try? PostgresConnection(url: admin)
+            .query("SELECT datname FROM pg_database WHERE starts_with(datname, '\(prefix)')").map { try $0.text(0) ?? "" }
         for name in names ?? [] { removeAssetCaches(ofStoresIn: admin, database: name, schema: nil) }
     }
 
@@ -283,6 +293,7 @@ public final class PostgresTestDatabase: Sendable {
         // note (a barrier), also one another test holds idle in a transaction while it waits
         // for its own tasks, which a drop blocking a thread of the cooperative pool would stall.
         Thread.detachNewThread {
+            guard let adminURL = try? PostgresTestServer.withCleanupTimeouts(adminURL) else { return }
             removeAssetCaches(ofStoresIn: adminURL, database: name, schema: nil)
             _ = try? PostgresTestServer.adminPool(adminURL).withConnection { connection in
                 try connection.executeScript("DROP DATABASE IF EXISTS \(try PostgresConnection.quoteIdentifier(name)) WITH (FORCE)")
@@ -312,6 +323,7 @@ public final class PostgresTestSchema: Sendable {
         // On a thread of its own, as a database is dropped: the drop waits for locks another
         // test may hold while it waits for its own tasks.
         Thread.detachNewThread {
+            guard let databaseURL = try? PostgresTestServer.withCleanupTimeouts(databaseURL) else { return }
             removeAssetCaches(ofStoresIn: databaseURL, database: nil, schema: name)
             _ = try? PostgresTestServer.adminPool(databaseURL).withConnection { connection in
                 try connection.executeScript("DROP SCHEMA IF EXISTS \(try PostgresConnection.quoteIdentifier(name)) CASCADE")
